@@ -1,0 +1,184 @@
+# coloc — the one Makefile.
+#
+#   make                 build everything: binaries in bin/, the rest in build/
+#   make check           build and run every test (as root: real BPF is loaded)
+#   SANITIZE=1 make check   the same under ASan+UBSan (objects in build/san/)
+#   make deps            install the Debian packages coloc needs (idempotent)
+#   make demo            several workloads under colocd, live signals printed
+#   make bench-sensing   colocd's sampling overhead, as a ratio to no sampling
+#   make bench-executor  executor latency and GFLOP/s, as ratios to oneDNN's default
+#   make format          clang-format every C file in place
+#   V=1                  show full commands
+#
+# The BPF pipeline is libbpf-bootstrap's: vmlinux.h from the kernel's BTF,
+# clang -target bpf, `bpftool gen object` (strips DWARF), `bpftool gen skeleton`.
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+.SECONDARY:
+.DEFAULT_GOAL := all
+
+ifeq ($(V),1)
+Q :=
+msg =
+else
+Q := @
+msg = @printf '  %-9s %s\n' "$(1)" "$(2)";
+endif
+
+SANITIZE ?= 0
+ifeq ($(SANITIZE),1)
+OBJ := build/san
+BIN := build/san/bin
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+OBJ := build/obj
+BIN := bin
+SANFLAGS :=
+endif
+GEN := build/gen
+
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+PKGS := libbpf liburing hwloc json-c
+
+ifeq ($(filter deps clean format,$(MAKECMDGOALS)),)
+DEPS_OK := $(shell tools/deps.sh --check >/dev/null 2>&1 && echo yes)
+ifneq ($(DEPS_OK),yes)
+ifneq ($(filter check demo,$(MAKECMDGOALS)),)
+# check and demo install what is missing themselves (they run as root).
+DEPS_INSTALL := $(shell tools/deps.sh >&2)
+else
+$(error coloc: required Debian packages are missing; run 'sudo make deps' (tools/deps.sh --check lists them))
+endif
+endif
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS := $(shell pkg-config --libs $(PKGS))
+endif
+
+ARCH := x86
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fopenmp -pthread $(SANFLAGS) \
+	  -Iinclude -Icommon -Idaemon -Iexecutor -I$(GEN) -isystem $(GEN)/kselftest \
+	  $(PKG_CFLAGS) -MMD -MP
+LDFLAGS += -fopenmp -pthread $(SANFLAGS)
+LDLIBS := $(PKG_LIBS) -ldnnl -lm
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Iinclude -I$(GEN)
+
+# ---- sources, found by folder ------------------------------------------------
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+SKELS := $(patsubst bpf/%.bpf.c,$(GEN)/%.skel.h,$(BPF_SRCS))
+
+COMMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard common/*.c))
+DAEMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out daemon/colocd.c,$(wildcard daemon/*.c)))
+EXEC_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard executor/*.c))
+TESTLIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out %_test.c,$(wildcard tests/*.c)))
+
+LIB_COMMON := $(OBJ)/libcoloc_common.a
+LIB_DAEMON := $(OBJ)/libcolocd.a
+LIB_EXEC := $(OBJ)/libcoloc_exec.a
+LIB_TEST := $(OBJ)/libcoloc_test.a
+LIBS := $(LIB_DAEMON) $(LIB_EXEC) $(LIB_COMMON)
+
+TOOL_BINS := $(patsubst tools/%.c,$(BIN)/%,$(wildcard tools/*.c))
+BINS := $(BIN)/colocd $(TOOL_BINS)
+TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
+
+KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
+
+.PHONY: all check deps demo bench-sensing bench-executor format clean tests
+all: $(BINS)
+tests: $(TEST_BINS)
+
+# ---- generated: vmlinux.h, BPF objects, skeletons, kselftest headers --------
+$(GEN)/vmlinux.h:
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(GEN)/%.bpf.o: bpf/%.bpf.c $(GEN)/vmlinux.h $(wildcard include/coloc/*.h)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $(@:.o=.full.o)
+	$(Q)$(BPFTOOL) gen object $@ $(@:.o=.full.o)
+
+$(GEN)/%.skel.h: $(GEN)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# The harness ships only inside the kernel source tarball; take the two headers.
+$(KSFT_HDRS) &:
+	$(call msg,EXTRACT,kselftest headers)
+	$(Q)mkdir -p $(GEN)/kselftest
+	$(Q)tar -I 'xz -T0' -xf /usr/src/linux-source-6.1.tar.xz -C $(GEN)/kselftest \
+		--strip-components=4 \
+		linux-source-6.1/tools/testing/selftests/kselftest.h \
+		linux-source-6.1/tools/testing/selftests/kselftest_harness.h
+	$(Q)touch $(KSFT_HDRS)
+
+# ---- C objects and libraries -------------------------------------------------
+$(OBJ)/%.o: %.c | $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OBJ)/tests/%.o: tests/%.c $(KSFT_HDRS) | $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB_COMMON): $(COMMON_OBJS)
+$(LIB_DAEMON): $(DAEMON_OBJS)
+$(LIB_EXEC): $(EXEC_OBJS)
+$(LIB_TEST): $(TESTLIB_OBJS)
+$(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_TEST):
+	$(call msg,AR,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+
+# colocd and colocctl need neither oneDNN nor the executor.
+$(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_COMMON)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
+
+LIGHT_TOOLS := $(BIN)/colocctl $(BIN)/coloc-bench-sensing
+$(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_COMMON)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
+
+$(BIN)/%: $(OBJ)/tools/%.o $(LIBS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(OBJ)/tests/%: $(OBJ)/tests/%.o $(LIB_TEST) $(LIBS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# ---- running -----------------------------------------------------------------
+deps:
+	$(Q)tools/deps.sh
+
+check: $(BINS) $(TEST_BINS)
+	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(TEST_BINS)
+
+demo: $(BINS)
+	$(Q)COLOC_BIN=$(abspath $(BIN)) tools/demo.sh
+
+bench-sensing: $(BINS)
+	$(Q)$(BIN)/coloc-bench-sensing
+
+bench-executor: $(BINS)
+	$(Q)$(BIN)/coloc-bench-executor
+
+format:
+	$(Q)clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	$(call msg,CLEAN,build bin)
+	$(Q)rm -rf build bin
+
+-include $(shell find build -name '*.d' 2>/dev/null)

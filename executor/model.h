@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * A model as the executor and scheduler see it: an ordered list of layers,
+ * each producing one tensor from the outputs of earlier layers. Produced by
+ * the parser (model_parse.c) from the text format in models/README.md,
+ * with every output shape inferred and checked at load. Holds no weights and
+ * no oneDNN state: executors build those from it.
+ *
+ * Shapes are logical and dense: convolution nets use [N, C, H, W], sequence
+ * models [N, S, D] (or [N, heads, S, Dh] around attention). Layer i may only
+ * read layers j < i, so file order is a valid execution order and a layer
+ * block is a contiguous index range [first, last).
+ */
+#ifndef COLOC_MODEL_H
+#define COLOC_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MODEL_MAX_DIMS 5
+#define MODEL_MAX_INPUTS 8
+#define MODEL_NAME_LEN 64
+
+enum model_op {
+	MODEL_OP_INPUT,
+	MODEL_OP_CONV, /* grouped/depthwise/strided/dilated, optional folded BN, bias, fused act */
+	MODEL_OP_FC, /* x[..., K] @ W[K, out] + b, on the last dim, fused act */
+	MODEL_OP_MATMUL, /* batched a @ b (or a @ b^T), both activations, times alpha */
+	MODEL_OP_POOL, /* max/avg, or global average */
+	MODEL_OP_ACT, /* standalone activation */
+	MODEL_OP_ADD, /* elementwise, numpy broadcast of inputs[1] to inputs[0] */
+	MODEL_OP_MUL,
+	MODEL_OP_CONCAT,
+	MODEL_OP_LAYER_NORM, /* over the last dim, learned gamma/beta */
+	MODEL_OP_SOFTMAX,
+	MODEL_OP_LRN, /* cross-channel local response normalisation */
+	MODEL_OP_RESHAPE,
+	MODEL_OP_TRANSPOSE,
+	MODEL_OP_EMBED, /* token embedding lookup: [N, S] ids -> [N, S, D] */
+	MODEL_OP_COUNT,
+};
+
+enum model_act {
+	MODEL_ACT_NONE,
+	MODEL_ACT_RELU,
+	MODEL_ACT_RELU6,
+	MODEL_ACT_LEAKY_RELU, /* alpha = slope */
+	MODEL_ACT_SIGMOID,
+	MODEL_ACT_SWISH, /* x * sigmoid(x) */
+	MODEL_ACT_GELU, /* erf form */
+	MODEL_ACT_TANH,
+};
+
+enum model_pool_kind {
+	MODEL_POOL_MAX,
+	MODEL_POOL_AVG, /* padding excluded from the divisor */
+	MODEL_POOL_GLOBAL_AVG,
+};
+
+struct model_shape {
+	int ndims;
+	int64_t dims[MODEL_MAX_DIMS];
+};
+
+struct model_conv {
+	int64_t out_channels;
+	int kh, kw;
+	int stride_h, stride_w;
+	int pad_t, pad_l, pad_b, pad_r;
+	int dil_h, dil_w; /* 1 = dense */
+	int64_t groups; /* in_channels for depthwise */
+	bool bias;
+	bool batch_norm; /* scale/shift/mean/var folded into weights and bias at load */
+};
+
+struct model_fc {
+	int64_t out_features;
+	bool bias;
+};
+
+struct model_matmul {
+	bool transpose_b;
+	float alpha;
+};
+
+struct model_pool {
+	enum model_pool_kind kind;
+	int kh, kw;
+	int stride_h, stride_w;
+	int pad_t, pad_l, pad_b, pad_r;
+};
+
+struct model_lrn {
+	int size;
+	float alpha, beta, k;
+};
+
+struct model_embed {
+	int64_t vocab;
+	int64_t dim;
+};
+
+struct model_layer {
+	char name[MODEL_NAME_LEN];
+	enum model_op op;
+	int nr_inputs;
+	int inputs[MODEL_MAX_INPUTS]; /* indices of earlier layers */
+	struct model_shape out;
+	enum model_act act; /* fused after the op (conv, fc, add, mul) or the op itself (act) */
+	float act_alpha;
+	union {
+		struct model_conv conv;
+		struct model_fc fc;
+		struct model_matmul matmul;
+		struct model_pool pool;
+		struct model_lrn lrn;
+		struct model_embed embed;
+		int axis; /* concat, softmax */
+		float eps; /* layer_norm */
+		struct model_shape reshape; /* target shape */
+		int perm[MODEL_MAX_DIMS]; /* transpose */
+	};
+	int line; /* line in the model file, for messages */
+	uint64_t macs; /* multiply-accumulates of this layer */
+	uint64_t params; /* learned parameters (BN counted before folding) */
+};
+
+struct model {
+	char name[MODEL_NAME_LEN];
+	int nr_layers;
+	struct model_layer *layers;
+	uint64_t macs, params; /* computed from the layers */
+	uint64_t declared_macs, declared_params; /* as published, from the file */
+	uint32_t seed; /* for the deterministic weights */
+};
+
+/*
+ * Parses a model file. On error returns NULL and writes "FILE:LINE: what is
+ * wrong" into err (never crashes on bad input: the parser is fuzzed).
+ */
+struct model *model_load(const char *path, char *err, size_t err_len);
+/* The same from memory; name is used in messages. */
+struct model *model_parse(const char *name, const char *text, size_t len, char *err,
+			  size_t err_len);
+void model_free(struct model *m);
+
+int64_t model_shape_elems(const struct model_shape *s);
+const char *model_op_name(enum model_op op);
+const char *model_act_name(enum model_act act);
+
+#endif /* COLOC_MODEL_H */
