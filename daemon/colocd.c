@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * colocd: the coloc daemon. Parses its flags, refuses to run as anyone but
+ * root, takes the control socket (one daemon per socket), loads the
+ * interference sensor and pins its maps, then serves until SIGINT/SIGTERM,
+ * when it detaches, unpins and removes the socket before exiting 0.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "colocd.h"
+#include "server.h"
+
+static struct colocd_config config = {
+	.pin_dir = COLOC_DEFAULT_PIN_DIR,
+	.socket_path = COLOC_DEFAULT_SOCKET,
+	.sample_hz = 1000,
+	.window_ms = 10,
+	.span_ms = 1000,
+	.verbose = false,
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: colocd [OPTION]...\n"
+		"The coloc daemon: samples per-core and per-tenant interference signals with eBPF\n"
+		"and serves them on a control socket (see colocctl). Runs as root.\n"
+		"\n"
+		"  --pin-dir DIR     where the BPF maps are pinned for bpftool (default %s)\n"
+		"  --socket PATH     control socket (default %s)\n"
+		"  --sample-hz N     periodic sampling rate per CPU, 1-100000 (default %u)\n"
+		"  --window-ms N     length of a record window in ms, 1-1000 (default %u)\n"
+		"  --span-ms N       span of the rolling view in ms, 1-10000 (default %u)\n"
+		"  -v, --verbose     print libbpf's messages\n"
+		"  -h, --help        this help\n"
+		"\n"
+		"Inspect while it runs:  bpftool map dump pinned %s/cpu_live\n"
+		"                        colocctl signals\n",
+		COLOC_DEFAULT_PIN_DIR, COLOC_DEFAULT_SOCKET, config.sample_hz, config.window_ms,
+		config.span_ms, COLOC_DEFAULT_PIN_DIR);
+}
+
+static int parse_uint(const char *flag, const char *s, unsigned int lo, unsigned int hi,
+		      unsigned int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < (long)lo || v > (long)hi) {
+		fprintf(stderr, "colocd: %s wants a whole number from %u to %u, not '%s'\n", flag, lo,
+			hi, s);
+		return -EINVAL;
+	}
+	*out = (unsigned int)v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pin-dir", required_argument, NULL, 'p' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "sample-hz", required_argument, NULL, 'z' },
+		{ "window-ms", required_argument, NULL, 'w' },
+		{ "span-ms", required_argument, NULL, 'S' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			config.pin_dir = optarg;
+			break;
+		case 's':
+			config.socket_path = optarg;
+			break;
+		case 'z':
+			if (parse_uint("--sample-hz", optarg, 1, 100000, &config.sample_hz))
+				return 2;
+			break;
+		case 'w':
+			if (parse_uint("--window-ms", optarg, 1, 1000, &config.window_ms))
+				return 2;
+			break;
+		case 'S':
+			if (parse_uint("--span-ms", optarg, 1, 10000, &config.span_ms))
+				return 2;
+			break;
+		case 'v':
+			config.verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "colocd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct server *server = NULL;
+	struct colocd *d;
+	int err;
+
+	err = parse_args(argc, argv);
+	if (err)
+		return err == 1 ? 0 : err;
+	if (geteuid() != 0) {
+		fprintf(stderr, "colocd: must run as root (it loads BPF programs and pins maps)\n");
+		return 1;
+	}
+	/* line-buffered so a supervisor or a pipe sees each message as it happens */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return 1;
+	err = server_open(&server, config.socket_path);
+	if (err)
+		goto cleanup;
+	err = colocd_start(d, &config);
+	if (err) {
+		fprintf(stderr, "colocd: cannot start the sensor: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	printf("colocd: %s\n", d->signals_line);
+	printf("colocd: watching %d CPUs at %u Hz, %u ms windows; maps pinned in %s; socket %s\n",
+	       sensor_nr_cpus(d->sensor), config.sample_hz, config.window_ms, config.pin_dir,
+	       config.socket_path);
+	err = server_run(server, d);
+	if (err)
+		fprintf(stderr, "colocd: event loop failed: %s\n", strerror(-err));
+cleanup:
+	colocd_stop(d);
+	server_close(server);
+	free(d);
+	return err ? 1 : 0;
+}

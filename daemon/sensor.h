@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The user side of interference sensing: loads bpf/sensor.bpf.c, fills its
+ * counter slots with this machine's perf events, attaches the periodic
+ * trigger on every online CPU and sched_switch, pins the maps for bpftool,
+ * and hands ring-buffer records to a callback.
+ */
+#ifndef COLOC_DAEMON_SENSOR_H
+#define COLOC_DAEMON_SENSOR_H
+
+#include <stdbool.h>
+#include <linux/types.h>
+#include "coloc/sensor.h"
+#include "pmu.h"
+
+struct sensor;
+
+/* Called for each ring-buffer record (a coloc_cpu_window or coloc_tenant_window). */
+typedef void (*sensor_record_fn)(void *ctx, const void *rec, size_t size);
+
+struct sensor_config {
+	unsigned int sample_hz; /* periodic trigger per CPU */
+	unsigned int window_ms; /* record window */
+	const char *pin_dir; /* NULL: do not pin */
+	bool verbose; /* libbpf's messages */
+	sensor_record_fn on_record;
+	void *ctx;
+};
+
+int sensor_open(struct sensor **out, const struct sensor_config *cfg);
+/* Detaches everything, unpins and removes the pin dir. NULL is fine. */
+void sensor_close(struct sensor *s);
+
+const struct pmu_info *sensor_pmu(const struct sensor *s);
+int sensor_nr_cpus(const struct sensor *s);
+/* OS ids of the online CPUs the sensor watches, sorted. */
+const int *sensor_cpus(const struct sensor *s);
+/* Live mask of the counters opened on every watched CPU. */
+__u32 sensor_live_mask(const struct sensor *s);
+
+/* An fd that is readable when records wait; then call sensor_consume(). */
+int sensor_epoll_fd(const struct sensor *s);
+int sensor_consume(struct sensor *s);
+
+/* Attribute a process (all its threads) or a cgroup v2 (by id) to a tenant slot. */
+int sensor_tenant_add_pid(struct sensor *s, __u32 tenant, __u32 tgid);
+int sensor_tenant_add_cgroup(struct sensor *s, __u32 tenant, __u64 cgroup_id);
+/* Forget every pid and cgroup of the tenant and zero its totals. */
+int sensor_tenant_clear(struct sensor *s, __u32 tenant);
+/* Cumulative totals of a tenant, summed over CPUs. */
+int sensor_tenant_total(struct sensor *s, __u32 tenant, struct coloc_tenant_total *sum);
+int sensor_stats(struct sensor *s, struct coloc_sensor_stats *sum);
+
+#endif /* COLOC_DAEMON_SENSOR_H */

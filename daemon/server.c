@@ -1,0 +1,505 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The event loop, on liburing. Every source is one outstanding io_uring
+ * operation, re-armed when it completes:
+ *   - POLL_ADD on the ring buffers' epoll fd -> sensor_consume()
+ *   - POLL_ADD on a signalfd (SIGINT, SIGTERM) -> stop
+ *   - ACCEPT on the control socket -> peer check with SO_PEERCRED
+ *   - per connection, either one RECV or one SEND in flight, never both,
+ *     so a completion can always free the connection safely
+ *   - TIMEOUT of one second -> colocd_tick() (uncore bandwidth)
+ * A request is a line; a line over COLOC_MAX_REQUEST bytes is answered with
+ * an error and the connection closed, everything else keeps it open.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <liburing.h>
+#include "server.h"
+
+#define SERVER_MAX_CONNS 64
+#define SERVER_QUEUE_DEPTH 256
+#define SERVER_IN_CAP (COLOC_MAX_REQUEST + 4096)
+
+enum server_event {
+	EV_RINGBUF = 1,
+	EV_SIGNAL,
+	EV_ACCEPT,
+	EV_RECV,
+	EV_SEND,
+	EV_TICK,
+};
+
+struct server_conn {
+	bool used;
+	bool closing; /* close once the pending send completes */
+	int fd;
+	char *in;
+	size_t in_len;
+	char *out;
+	size_t out_len, out_off;
+};
+
+struct server {
+	struct io_uring ring;
+	bool ring_ready;
+	int listen_fd, sig_fd, lock_fd;
+	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char lock_path[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
+	struct server_conn conns[SERVER_MAX_CONNS];
+	struct __kernel_timespec tick;
+	bool stop;
+};
+
+static __u64 server_tag(enum server_event ev, int idx)
+{
+	return ((__u64)ev << 32) | (__u32)idx;
+}
+
+static __u64 server_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static struct io_uring_sqe *server_sqe(struct server *s)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
+
+	if (!sqe) {
+		io_uring_submit(&s->ring);
+		sqe = io_uring_get_sqe(&s->ring);
+	}
+	return sqe;
+}
+
+static void server_arm_poll(struct server *s, int fd, enum server_event ev)
+{
+	struct io_uring_sqe *sqe = server_sqe(s);
+
+	io_uring_prep_poll_add(sqe, fd, POLLIN);
+	io_uring_sqe_set_data64(sqe, server_tag(ev, 0));
+}
+
+static void server_arm_accept(struct server *s)
+{
+	struct io_uring_sqe *sqe = server_sqe(s);
+
+	io_uring_prep_accept(sqe, s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	io_uring_sqe_set_data64(sqe, server_tag(EV_ACCEPT, 0));
+}
+
+static void server_arm_tick(struct server *s)
+{
+	struct io_uring_sqe *sqe = server_sqe(s);
+
+	io_uring_prep_timeout(sqe, &s->tick, 0, 0);
+	io_uring_sqe_set_data64(sqe, server_tag(EV_TICK, 0));
+}
+
+static void server_arm_recv(struct server *s, int idx)
+{
+	struct server_conn *c = &s->conns[idx];
+	struct io_uring_sqe *sqe = server_sqe(s);
+
+	io_uring_prep_recv(sqe, c->fd, c->in + c->in_len, SERVER_IN_CAP - c->in_len, 0);
+	io_uring_sqe_set_data64(sqe, server_tag(EV_RECV, idx));
+}
+
+static void server_arm_send(struct server *s, int idx)
+{
+	struct server_conn *c = &s->conns[idx];
+	struct io_uring_sqe *sqe = server_sqe(s);
+
+	io_uring_prep_send(sqe, c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+	io_uring_sqe_set_data64(sqe, server_tag(EV_SEND, idx));
+}
+
+static void server_conn_close(struct server_conn *c)
+{
+	close(c->fd);
+	free(c->in);
+	free(c->out);
+	memset(c, 0, sizeof(*c));
+}
+
+static void server_start_send(struct server *s, int idx, char *resp)
+{
+	struct server_conn *c = &s->conns[idx];
+
+	c->out = resp;
+	c->out_len = strlen(resp);
+	c->out_off = 0;
+	server_arm_send(s, idx);
+}
+
+/*
+ * Answers the first complete line in the buffer, if any: returns true when a
+ * send is now in flight. Otherwise a recv must be armed (or, for an
+ * oversized line, the error is on its way and the connection will close).
+ */
+static bool server_serve_line(struct server *s, struct colocd *d, int idx)
+{
+	struct server_conn *c = &s->conns[idx];
+	char *nl = memchr(c->in, '\n', c->in_len);
+	char *resp;
+	size_t line_len;
+
+	if (!nl) {
+		if (c->in_len <= COLOC_MAX_REQUEST)
+			return false;
+		c->closing = true;
+		resp = control_oversize_response();
+	} else {
+		line_len = (size_t)(nl - c->in);
+		if (line_len > COLOC_MAX_REQUEST) {
+			c->closing = true;
+			resp = control_oversize_response();
+		} else {
+			resp = control_handle(d, c->in, line_len, server_now_ns());
+		}
+		c->in_len -= line_len + 1;
+		memmove(c->in, nl + 1, c->in_len);
+	}
+	if (!resp) {
+		server_conn_close(c);
+		return true;
+	}
+	server_start_send(s, idx, resp);
+	return true;
+}
+
+static void server_next(struct server *s, struct colocd *d, int idx)
+{
+	if (!server_serve_line(s, d, idx))
+		server_arm_recv(s, idx);
+}
+
+/* Root, or a member of the coloc group (primary or supplementary). */
+static bool server_peer_allowed(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct group *grp;
+	char path[64], line[1024];
+	bool ok = false;
+	FILE *f;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return false;
+	if (cred.uid == 0)
+		return true;
+	grp = getgrnam(COLOC_GROUP);
+	if (!grp)
+		return false;
+	if (cred.gid == grp->gr_gid)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/status", cred.pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (!ok && fgets(line, sizeof(line), f)) {
+		char *p, *end;
+
+		if (strncmp(line, "Groups:", 7))
+			continue;
+		for (p = line + 7;; p = end) {
+			long g = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (g == (long)grp->gr_gid)
+				ok = true;
+		}
+	}
+	fclose(f);
+	return ok;
+}
+
+static void server_on_accept(struct server *s, int fd)
+{
+	static const char denied[] =
+		"{\"ok\":false,\"error\":\"permission denied: colocd serves root and the "
+		"'" COLOC_GROUP "' group\"}\n";
+	static const char busy[] = "{\"ok\":false,\"error\":\"too many connections\"}\n";
+	int idx = -1;
+
+	if (!server_peer_allowed(fd)) {
+		send(fd, denied, sizeof(denied) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		close(fd);
+		return;
+	}
+	for (int i = 0; i < SERVER_MAX_CONNS && idx < 0; i++)
+		if (!s->conns[i].used)
+			idx = i;
+	if (idx < 0) {
+		send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		close(fd);
+		return;
+	}
+	s->conns[idx].in = malloc(SERVER_IN_CAP);
+	if (!s->conns[idx].in) {
+		close(fd);
+		return;
+	}
+	s->conns[idx].used = true;
+	s->conns[idx].fd = fd;
+	server_arm_recv(s, idx);
+}
+
+static void server_on_recv(struct server *s, struct colocd *d, int idx, int res)
+{
+	struct server_conn *c = &s->conns[idx];
+
+	if (res <= 0) {
+		server_conn_close(c);
+		return;
+	}
+	c->in_len += (size_t)res;
+	server_next(s, d, idx);
+}
+
+static void server_on_send(struct server *s, struct colocd *d, int idx, int res)
+{
+	struct server_conn *c = &s->conns[idx];
+
+	if (res < 0) {
+		server_conn_close(c);
+		return;
+	}
+	c->out_off += (size_t)res;
+	if (c->out_off < c->out_len) {
+		server_arm_send(s, idx);
+		return;
+	}
+	free(c->out);
+	c->out = NULL;
+	if (c->closing) {
+		server_conn_close(c);
+		return;
+	}
+	server_next(s, d, idx);
+}
+
+static void server_dispatch(struct server *s, struct colocd *d, struct io_uring_cqe *cqe)
+{
+	__u64 tag = io_uring_cqe_get_data64(cqe);
+	int idx = (int)(tag & 0xffffffffu);
+	struct signalfd_siginfo si;
+
+	switch ((enum server_event)(tag >> 32)) {
+	case EV_RINGBUF:
+		sensor_consume(d->sensor);
+		server_arm_poll(s, sensor_epoll_fd(d->sensor), EV_RINGBUF);
+		break;
+	case EV_SIGNAL:
+		if (read(s->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+			fprintf(stderr, "colocd: %s, shutting down\n", strsignal((int)si.ssi_signo));
+			s->stop = true;
+		}
+		server_arm_poll(s, s->sig_fd, EV_SIGNAL);
+		break;
+	case EV_ACCEPT:
+		if (cqe->res >= 0)
+			server_on_accept(s, cqe->res);
+		server_arm_accept(s);
+		break;
+	case EV_RECV:
+		server_on_recv(s, d, idx, cqe->res);
+		break;
+	case EV_SEND:
+		server_on_send(s, d, idx, cqe->res);
+		break;
+	case EV_TICK:
+		sensor_consume(d->sensor);
+		colocd_tick(d, server_now_ns());
+		server_arm_tick(s);
+		break;
+	}
+}
+
+static int server_take_lock(struct server *s)
+{
+	s->lock_fd = open(s->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (s->lock_fd < 0) {
+		fprintf(stderr, "colocd: cannot open lock %s: %s\n", s->lock_path, strerror(errno));
+		return -errno;
+	}
+	if (flock(s->lock_fd, LOCK_EX | LOCK_NB)) {
+		fprintf(stderr, "colocd: socket %s is in use: another colocd holds %s\n",
+			s->socket_path, s->lock_path);
+		close(s->lock_fd);
+		s->lock_fd = -1;
+		return -EADDRINUSE;
+	}
+	return 0;
+}
+
+/* The lock is ours, so a socket file left at the path is from a dead daemon. */
+static int server_remove_stale_socket(struct server *s)
+{
+	struct stat st;
+
+	if (lstat(s->socket_path, &st))
+		return 0;
+	if (!S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "colocd: %s exists and is not a socket; refusing to remove it\n",
+			s->socket_path);
+		return -EEXIST;
+	}
+	unlink(s->socket_path);
+	return 0;
+}
+
+static int server_listen(struct server *s)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct group *grp;
+
+	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s->listen_fd < 0)
+		return -errno;
+	memcpy(addr.sun_path, s->socket_path, strlen(s->socket_path));
+	if (bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) ||
+	    listen(s->listen_fd, 64)) {
+		fprintf(stderr, "colocd: cannot listen on %s: %s\n", s->socket_path,
+			strerror(errno));
+		return -errno;
+	}
+	grp = getgrnam(COLOC_GROUP);
+	if (grp && chown(s->socket_path, 0, grp->gr_gid))
+		fprintf(stderr, "colocd: cannot give %s to group %s: %s\n", s->socket_path,
+			COLOC_GROUP, strerror(errno));
+	if (chmod(s->socket_path, 0660))
+		return -errno;
+	return 0;
+}
+
+static int server_mkdir_parent(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "colocd: cannot create %s: %s\n", dir, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int server_open(struct server **out, const char *socket_path)
+{
+	struct server *s;
+	sigset_t mask;
+	int err;
+
+	if (!socket_path[0] || strlen(socket_path) >= sizeof(s->socket_path)) {
+		fprintf(stderr, "colocd: socket path must be 1-%zu characters\n",
+			sizeof(s->socket_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->listen_fd = s->sig_fd = s->lock_fd = -1;
+	s->tick.tv_sec = 1;
+	snprintf(s->socket_path, sizeof(s->socket_path), "%s", socket_path);
+	snprintf(s->lock_path, sizeof(s->lock_path), "%s.lock", socket_path);
+
+	err = server_mkdir_parent(socket_path);
+	if (!err)
+		err = server_take_lock(s);
+	if (!err)
+		err = server_remove_stale_socket(s);
+	if (err)
+		goto fail;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	s->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (s->sig_fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	err = io_uring_queue_init(SERVER_QUEUE_DEPTH, &s->ring, 0);
+	if (err) {
+		fprintf(stderr, "colocd: io_uring unavailable: %s\n", strerror(-err));
+		goto fail;
+	}
+	s->ring_ready = true;
+	*out = s;
+	return 0;
+fail:
+	server_close(s);
+	return err;
+}
+
+int server_run(struct server *s, struct colocd *d)
+{
+	struct io_uring_cqe *cqe;
+	int err;
+
+	/* the socket appears only once the sensor is up: connecting means ready */
+	err = server_listen(s);
+	if (err)
+		return err;
+	server_arm_poll(s, sensor_epoll_fd(d->sensor), EV_RINGBUF);
+	server_arm_poll(s, s->sig_fd, EV_SIGNAL);
+	server_arm_accept(s);
+	server_arm_tick(s);
+	while (!s->stop) {
+		err = io_uring_submit_and_wait(&s->ring, 1);
+		if (err < 0 && err != -EINTR)
+			return err;
+		while (io_uring_peek_cqe(&s->ring, &cqe) == 0) {
+			server_dispatch(s, d, cqe);
+			io_uring_cqe_seen(&s->ring, cqe);
+		}
+	}
+	return 0;
+}
+
+void server_close(struct server *s)
+{
+	if (!s)
+		return;
+	if (s->ring_ready)
+		io_uring_queue_exit(&s->ring);
+	for (int i = 0; i < SERVER_MAX_CONNS; i++)
+		if (s->conns[i].used)
+			server_conn_close(&s->conns[i]);
+	if (s->listen_fd >= 0) {
+		close(s->listen_fd);
+		unlink(s->socket_path);
+	}
+	if (s->sig_fd >= 0)
+		close(s->sig_fd);
+	if (s->lock_fd >= 0) {
+		unlink(s->lock_path);
+		close(s->lock_fd);
+	}
+	free(s);
+}

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * colocd as an operator runs it: the real binary started as a process, its
+ * control socket spoken to over a real Unix socket and through colocctl,
+ * its pins read with bpftool, stopped with SIGTERM. Covers bad requests
+ * (the daemon answers with an error and keeps serving), bad flags, a second
+ * daemon on the same socket, and per-tenant attribution end to end.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <json-c/json.h>
+#include "kselftest_harness.h"
+#include "coloc/protocol.h"
+#include "testutil.h"
+
+FIXTURE(colocd)
+{
+	char dir[64];
+	char sock[128];
+	char pin[128];
+	char log[128];
+	pid_t pid;
+	struct tu_spinner spin;
+};
+
+FIXTURE_SETUP(colocd)
+{
+	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-test-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
+	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
+	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-test-%d", getpid());
+	self->spin.pid = 0;
+	self->spin.go_fd = -1;
+	self->pid = tu_start_colocd(self->sock, self->pin, self->log);
+	if (self->pid < 0) {
+		char out[4096];
+		snprintf(out, sizeof(out), "cat %s", self->log);
+		tu_run(out, out, sizeof(out));
+		TH_LOG("colocd did not start: %s", out);
+	}
+	ASSERT_GT(self->pid, 0);
+}
+
+FIXTURE_TEARDOWN(colocd)
+{
+	char cmd[256];
+
+	tu_kill(&self->spin);
+	if (self->pid > 0)
+		tu_stop_colocd(self->pid);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", self->dir);
+	tu_run(cmd, NULL, 0);
+}
+
+static struct json_object *request_json(const char *sock, const char *req)
+{
+	char resp[1 << 16];
+
+	if (tu_request(sock, req, resp, sizeof(resp)) <= 0)
+		return NULL;
+	return json_tokener_parse(resp);
+}
+
+static bool resp_ok(struct json_object *resp)
+{
+	struct json_object *ok;
+
+	return resp && json_object_object_get_ex(resp, "ok", &ok) && json_object_get_boolean(ok);
+}
+
+TEST_F(colocd, start__prints_which_signals_are_live)
+{
+	char cmd[256], out[4096];
+
+	snprintf(cmd, sizeof(cmd), "cat %s", self->log);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "live:"));
+	EXPECT_NE(NULL, strstr(out, "task_clock"));
+	EXPECT_NE(NULL, strstr(out, "ctx_switches"));
+}
+
+TEST_F(colocd, signals__reports_every_online_cpu)
+{
+	struct json_object *resp, *cpus, *c, *busy;
+
+	usleep(300000);
+	resp = request_json(self->sock, "{\"cmd\":\"signals\"}\n");
+	ASSERT_TRUE(resp_ok(resp));
+	ASSERT_TRUE(json_object_object_get_ex(resp, "cpus", &cpus));
+	ASSERT_EQ(tu_nr_online_cpus(), (int)json_object_array_length(cpus));
+	c = json_object_array_get_idx(cpus, 0);
+	ASSERT_TRUE(json_object_object_get_ex(c, "busy", &busy));
+	EXPECT_GE(json_object_get_double(busy), 0.0);
+	EXPECT_LE(json_object_get_double(busy), 1.05);
+	json_object_put(resp);
+}
+
+TEST_F(colocd, control__malformed_requests_get_errors_and_the_next_succeeds)
+{
+	static const char *const bad[] = {
+		"this is not json\n",
+		"{\"cmd\":42}\n",
+		"{}\n",
+		"[1,2,3]\n",
+		"{\"cmd\":\"signals\"} trailing\n",
+		"{\"cmd\":\"no-such-command\"}\n",
+		"{\"cmd\":\"tenant-add\",\"name\":\"bad name!\",\"pids\":[1]}\n",
+		"{\"cmd\":\"tenant-add\",\"name\":\"t\",\"pids\":[999999999]}\n",
+		"{\"cmd\":\"tenant-add\",\"name\":\"t\",\"pids\":\"12\"}\n",
+		"{\"cmd\":\"tenant-add\",\"name\":\"t\"}\n",
+		"{\"cmd\":\"tenant-remove\",\"name\":\"nobody\"}\n",
+		"{\"cmd\":\"tenant-add\",\"name\":\"t\",\"cgroup\":\"/tmp\"}\n",
+		"{\"a\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}\n",
+		"\n",
+	};
+	char line[4096];
+	int fd = tu_connect(self->sock);
+
+	ASSERT_GE(fd, 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct json_object *resp, *err;
+
+		ASSERT_EQ((ssize_t)strlen(bad[i]), send(fd, bad[i], strlen(bad[i]), MSG_NOSIGNAL));
+		ASSERT_GT(tu_read_line(fd, line, sizeof(line)), 0);
+		resp = json_tokener_parse(line);
+		ASSERT_NE(NULL, resp);
+		EXPECT_FALSE(resp_ok(resp));
+		ASSERT_TRUE(json_object_object_get_ex(resp, "error", &err));
+		EXPECT_GT(strlen(json_object_get_string(err)), 10);
+		TH_LOG("%.40s -> %s", bad[i], json_object_get_string(err));
+		json_object_put(resp);
+	}
+	/* the same connection still serves a good request */
+	ASSERT_GT(send(fd, "{\"cmd\":\"ping\"}\n", 15, MSG_NOSIGNAL), 0);
+	ASSERT_GT(tu_read_line(fd, line, sizeof(line)), 0);
+	EXPECT_NE(NULL, strstr(line, "\"ok\":true"));
+	close(fd);
+}
+
+TEST_F(colocd, control__oversized_request_is_refused_and_the_daemon_keeps_serving)
+{
+	size_t len = COLOC_MAX_REQUEST + 1000;
+	char *big = malloc(len), line[4096];
+	struct json_object *resp;
+	int fd = tu_connect(self->sock);
+
+	ASSERT_NE(NULL, big);
+	ASSERT_GE(fd, 0);
+	memset(big, 'x', len);
+	/* the daemon answers and closes; it may do so before reading all of it */
+	send(fd, big, len, MSG_NOSIGNAL);
+	free(big);
+	ASSERT_GT(tu_read_line(fd, line, sizeof(line)), 0);
+	EXPECT_NE(NULL, strstr(line, "larger than"));
+	EXPECT_EQ(0, tu_read_line(fd, line, sizeof(line))); /* closed */
+	close(fd);
+
+	resp = request_json(self->sock, "{\"cmd\":\"ping\"}\n");
+	EXPECT_TRUE(resp_ok(resp));
+	json_object_put(resp);
+}
+
+TEST_F(colocd, pins__bpftool_reads_live_per_cpu_signals)
+{
+	char cmd[256], out[1 << 16];
+
+	usleep(300000);
+	snprintf(cmd, sizeof(cmd), "bpftool map dump pinned %s/cpu_live", self->pin);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "task_clock_ns"));
+	EXPECT_NE(NULL, strstr(out, "\"window_ns\": 10000000"));
+	snprintf(cmd, sizeof(cmd), "bpftool map dump pinned %s/tenant_totals", self->pin);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "on_cpu_ns"));
+}
+
+TEST_F(colocd, sigterm__exits_0_and_removes_pins_and_socket)
+{
+	struct stat st;
+
+	ASSERT_EQ(0, stat(self->pin, &st));
+	ASSERT_EQ(0, stat(self->sock, &st));
+	EXPECT_EQ(0, tu_stop_colocd(self->pid));
+	self->pid = 0;
+	EXPECT_EQ(-1, stat(self->pin, &st));
+	EXPECT_EQ(-1, stat(self->sock, &st));
+}
+
+TEST_F(colocd, start__second_daemon_on_the_same_socket_is_refused)
+{
+	char bin[256], cmd[768], out[4096];
+	struct json_object *resp;
+
+	snprintf(cmd, sizeof(cmd), "%s --socket %s --pin-dir %s-2", tu_bin("colocd", bin, sizeof(bin)),
+		 self->sock, self->pin);
+	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "in use"));
+	/* and the first one is undisturbed */
+	resp = request_json(self->sock, "{\"cmd\":\"ping\"}\n");
+	EXPECT_TRUE(resp_ok(resp));
+	json_object_put(resp);
+}
+
+TEST_F_TIMEOUT(colocd, tenant__on_cpu_time_matches_proc_stat, 60)
+{
+	struct json_object *resp, *tenants, *t, *on_cpu;
+	char req[256];
+	__u64 cpu_ns;
+	double got;
+
+	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, -1, 7, 3));
+	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"spinner\",\"pids\":[%d]}\n",
+		 self->spin.pid);
+	resp = request_json(self->sock, req);
+	ASSERT_TRUE(resp_ok(resp));
+	json_object_put(resp);
+	tu_release(&self->spin);
+	usleep(1500000);
+	kill(self->spin.pid, SIGSTOP);
+	usleep(50000);
+	ASSERT_EQ(0, tu_proc_cpu_ns(self->spin.pid, &cpu_ns));
+
+	resp = request_json(self->sock, "{\"cmd\":\"tenants\"}\n");
+	ASSERT_TRUE(resp_ok(resp));
+	ASSERT_TRUE(json_object_object_get_ex(resp, "tenants", &tenants));
+	ASSERT_EQ(1, (int)json_object_array_length(tenants));
+	t = json_object_array_get_idx(tenants, 0);
+	ASSERT_TRUE(json_object_object_get_ex(t, "on_cpu_ns", &on_cpu));
+	got = (double)json_object_get_int64(on_cpu);
+	TH_LOG("tenant on-CPU %.3f s, /proc utime+stime %.3f s", got / 1e9, cpu_ns / 1e9);
+	ASSERT_GT(cpu_ns, 500000000ull);
+	EXPECT_LT(got, cpu_ns * 1.2);
+	EXPECT_GT(got, cpu_ns * 0.8);
+	json_object_put(resp);
+
+	resp = request_json(self->sock, "{\"cmd\":\"tenant-remove\",\"name\":\"spinner\"}\n");
+	EXPECT_TRUE(resp_ok(resp));
+	json_object_put(resp);
+}
+
+TEST_F(colocd, colocctl__prints_tables_and_json)
+{
+	char bin[256], cmd[512], out[1 << 16];
+	struct json_object *resp;
+
+	tu_bin("colocctl", bin, sizeof(bin));
+	snprintf(cmd, sizeof(cmd), "%s --socket %s signals", bin, self->sock);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "BUSY%"));
+	EXPECT_NE(NULL, strstr(out, "live:"));
+	snprintf(cmd, sizeof(cmd), "%s --socket %s signals --json", bin, self->sock);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	resp = json_tokener_parse(out);
+	EXPECT_TRUE(resp_ok(resp));
+	json_object_put(resp);
+	snprintf(cmd, sizeof(cmd), "%s --socket %s signals --watch --interval 100 --count 3 --json",
+		 bin, self->sock);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(strstr(strstr(out, "\"ok\"") + 1, "\"ok\"") + 1, "\"ok\""));
+	snprintf(cmd, sizeof(cmd), "%s --socket %s tenant rm ghost", bin, self->sock);
+	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "no tenant named 'ghost'"));
+	snprintf(cmd, sizeof(cmd), "%s --socket %s/none ping", bin, self->dir);
+	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "cannot reach colocd"));
+	snprintf(cmd, sizeof(cmd), "%s --socket %s frobnicate", bin, self->sock);
+	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out)));
+}
+
+TEST(colocd_args__bad_flags_and_unusable_pin_dir_are_clear_errors)
+{
+	char bin[256], cmd[512], out[4096];
+
+	tu_bin("colocd", bin, sizeof(bin));
+	snprintf(cmd, sizeof(cmd), "%s --sample-hz 0", bin);
+	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "--sample-hz"));
+	snprintf(cmd, sizeof(cmd), "%s --window-ms ten", bin);
+	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out)));
+	snprintf(cmd, sizeof(cmd), "%s --no-such-flag", bin);
+	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out)));
+	snprintf(cmd, sizeof(cmd), "%s --help", bin);
+	EXPECT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "--pin-dir"));
+	snprintf(cmd, sizeof(cmd), "%s --socket /tmp/coloc-args-%d.sock --pin-dir /tmp/coloc-notbpf-%d",
+		 bin, getpid(), getpid());
+	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "not on a bpf filesystem"));
+	snprintf(cmd, sizeof(cmd), "rmdir /tmp/coloc-notbpf-%d", getpid());
+	tu_run(cmd, out, sizeof(out));
+}
+
+TEST(colocd_args__refuses_to_run_unprivileged)
+{
+	char bin[256], out[4096];
+	int fds[2], st;
+	pid_t pid;
+
+	tu_bin("colocd", bin, sizeof(bin));
+	ASSERT_EQ(0, pipe(fds));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		dup2(fds[1], 2);
+		if (setgid(65534) || setuid(65534))
+			_exit(99);
+		execl(bin, bin, (char *)NULL);
+		_exit(98);
+	}
+	close(fds[1]);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	memset(out, 0, sizeof(out));
+	ASSERT_GT(read(fds[0], out, sizeof(out) - 1), 0);
+	close(fds[0]);
+	EXPECT_EQ(1, WEXITSTATUS(st));
+	EXPECT_NE(NULL, strstr(out, "must run as root"));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs every kselftest-harness test binary given, then prints one summary
+# line, "N passed, N failed, N skipped", adding up the harness's own totals.
+# Exits non-zero if any test failed or any binary crashed or timed out.
+set -u
+if [ "$(id -u)" -ne 0 ]; then
+	echo "tests: coloc's tests load BPF programs: run them as root ('sudo make check')" >&2
+	exit 1
+fi
+pass=0 fail=0 skip=0 broken=()
+for t in "$@"; do
+	name=$(basename "$t")
+	echo "=== $name"
+	out=$(mktemp)
+	timeout --kill-after=10 "${COLOC_TEST_TIMEOUT:-900}" "$t" 2>&1 | tee "$out"
+	rc=${PIPESTATUS[0]}
+	line=$(grep -E '^# Totals: ' "$out" | tail -n 1)
+	rm -f "$out"
+	if [ -z "$line" ]; then
+		broken+=("$name (exit $rc, no totals)")
+		fail=$((fail + 1))
+		continue
+	fi
+	p=$(sed -E 's/.*pass:([0-9]+).*/\1/' <<<"$line")
+	f=$(sed -E 's/.*fail:([0-9]+).*/\1/' <<<"$line")
+	s=$(sed -E 's/.*skip:([0-9]+).*/\1/' <<<"$line")
+	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 4 ] && [ "$f" -eq 0 ]; then
+		broken+=("$name (exit $rc)")
+		fail=$((fail + 1))
+	fi
+done
+echo
+for b in "${broken[@]}"; do echo "broken: $b"; done
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]

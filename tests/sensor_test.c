@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The interference sensor, loaded for real: the BPF skeleton attached on
+ * every online CPU, records through the ring buffer, task-clock and tenant
+ * attribution checked against what the kernel accounts for real busy
+ * processes (/proc/PID/stat, CLOCK_PROCESS_CPUTIME), pins read by bpftool.
+ * Hardware-counter checks SKIP on a machine without a PMU.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include "kselftest_harness.h"
+#include "bpffs.h"
+#include "sensor.h"
+#include "view.h"
+#include "testutil.h"
+
+#define MAX_RECS 200000
+
+struct collected {
+	int nr_cpu, nr_tenant;
+	struct coloc_cpu_window *cpu;
+	struct coloc_tenant_window *tenant;
+};
+
+static void collect(void *ctx, const void *rec, size_t size)
+{
+	struct collected *c = ctx;
+	const struct coloc_cpu_window *cw = rec;
+
+	if (size >= sizeof(*cw) && cw->type == COLOC_REC_CPU_WINDOW && c->nr_cpu < MAX_RECS)
+		c->cpu[c->nr_cpu++] = *cw;
+	else if (size >= sizeof(struct coloc_tenant_window) && cw->type == COLOC_REC_TENANT_WINDOW &&
+		 c->nr_tenant < MAX_RECS)
+		c->tenant[c->nr_tenant++] = *(const struct coloc_tenant_window *)rec;
+}
+
+/* Consumes records for ms milliseconds. */
+static void pump(struct sensor *s, unsigned int ms)
+{
+	__u64 until = tu_now_ns() + ms * 1000000ull;
+	struct pollfd pfd = { .fd = sensor_epoll_fd(s), .events = POLLIN };
+
+	while (tu_now_ns() < until) {
+		poll(&pfd, 1, 20);
+		sensor_consume(s);
+	}
+}
+
+FIXTURE(sensor)
+{
+	struct sensor *s;
+	struct collected c;
+	char pin_dir[128];
+	struct tu_spinner spin;
+};
+
+FIXTURE_SETUP(sensor)
+{
+	struct sensor_config cfg = {
+		.sample_hz = 1000,
+		.window_ms = 10,
+		.on_record = collect,
+		.ctx = &self->c,
+	};
+
+	snprintf(self->pin_dir, sizeof(self->pin_dir), "/sys/fs/bpf/coloc-test-%d", getpid());
+	cfg.pin_dir = self->pin_dir;
+	self->c.cpu = calloc(MAX_RECS, sizeof(*self->c.cpu));
+	self->c.tenant = calloc(MAX_RECS, sizeof(*self->c.tenant));
+	ASSERT_NE(NULL, self->c.cpu);
+	ASSERT_NE(NULL, self->c.tenant);
+	ASSERT_EQ(0, sensor_open(&self->s, &cfg));
+	self->spin.pid = 0;
+	self->spin.go_fd = -1;
+}
+
+FIXTURE_TEARDOWN(sensor)
+{
+	tu_kill(&self->spin);
+	sensor_close(self->s);
+	free(self->c.cpu);
+	free(self->c.tenant);
+}
+
+TEST_F(sensor, open__attaches_on_every_online_cpu)
+{
+	int n = tu_nr_online_cpus();
+	bool seen[COLOC_MAX_CPUS] = { false };
+	int nr_seen = 0;
+
+	ASSERT_EQ(n, sensor_nr_cpus(self->s));
+	/* make every CPU busy in turn: each must then report windows of its own */
+	for (int i = 0; i < n; i++) {
+		struct tu_spinner sp;
+
+		ASSERT_EQ(0, tu_spawn_spinner(&sp, sensor_cpus(self->s)[i], 5, 0));
+		tu_release(&sp);
+		pump(self->s, 200);
+		tu_kill(&sp);
+	}
+	for (int r = 0; r < self->c.nr_cpu; r++) {
+		int cpu = self->c.cpu[r].cpu;
+
+		ASSERT_LT(cpu, COLOC_MAX_CPUS);
+		if (!seen[cpu] && self->c.cpu[r].nr_samples > 0) {
+			seen[cpu] = true;
+			nr_seen++;
+		}
+	}
+	EXPECT_EQ(n, nr_seen);
+}
+
+TEST_F(sensor, records__arrive_within_1s_while_busy)
+{
+	int cpu = sensor_cpus(self->s)[sensor_nr_cpus(self->s) - 1];
+	__u64 t0, first = 0;
+	struct pollfd pfd = { .fd = sensor_epoll_fd(self->s), .events = POLLIN };
+
+	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, cpu, 10, 0));
+	tu_release(&self->spin);
+	t0 = tu_now_ns();
+	while (!first && tu_now_ns() - t0 < 1000000000ull) {
+		poll(&pfd, 1, 10);
+		sensor_consume(self->s);
+		for (int r = 0; r < self->c.nr_cpu && !first; r++)
+			if ((int)self->c.cpu[r].cpu == cpu)
+				first = tu_now_ns();
+	}
+	ASSERT_NE(0, first);
+	TH_LOG("first record from busy CPU %d after %.1f ms", cpu, (first - t0) / 1e6);
+}
+
+/* Busy and total time of one CPU from /proc/stat, in USER_HZ ticks. */
+static int proc_stat_cpu(int cpu, unsigned long long *busy, unsigned long long *total)
+{
+	unsigned long long v[8] = { 0 };
+	char line[512], want[16];
+	FILE *f = fopen("/proc/stat", "r");
+	int found = -1;
+
+	if (!f)
+		return -errno;
+	snprintf(want, sizeof(want), "cpu%d ", cpu);
+	while (found && fgets(line, sizeof(line), f))
+		if (!strncmp(line, want, strlen(want)) &&
+		    sscanf(line + strlen(want), "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+			   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8)
+			found = 0;
+	fclose(f);
+	/* user nice system idle iowait irq softirq steal */
+	*busy = v[0] + v[1] + v[2] + v[5] + v[6];
+	*total = *busy + v[3] + v[4] + v[7];
+	return found;
+}
+
+/*
+ * A process pinned to one CPU runs a ~60% duty cycle. The sensor's
+ * task-clock share of that CPU, over the windows inside the run, must agree
+ * within 20% with the kernel's own accounting of the CPU (/proc/stat) and
+ * with the loop's measured CPU time, which is part of it. On a quiet machine
+ * (CI) the loop is all there is, so the two coincide; when something else
+ * also runs there the loop is a lower bound.
+ */
+TEST_F_TIMEOUT(sensor, task_clock__share_matches_busy_loop_cpu_time, 60)
+{
+	int n = sensor_nr_cpus(self->s);
+	int cpu = sensor_cpus(self->s)[n - 1];
+	__u64 t0, t1, cpu0, cpu1, task = 0, first_id, last_id;
+	unsigned long long busy0, total0, busy1, total1;
+	unsigned int windows = 0;
+	double share_loop, share_sensor, share_kernel;
+
+	if (n > 1)
+		tu_pin_self(sensor_cpus(self->s)[0]);
+	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, cpu, 6, 4));
+	ASSERT_EQ(0, tu_proc_cpu_ns(self->spin.pid, &cpu0));
+	tu_release(&self->spin);
+	t0 = tu_now_ns();
+	ASSERT_EQ(0, proc_stat_cpu(cpu, &busy0, &total0));
+	pump(self->s, 2000);
+	ASSERT_EQ(0, proc_stat_cpu(cpu, &busy1, &total1));
+	ASSERT_EQ(0, tu_proc_cpu_ns(self->spin.pid, &cpu1));
+	t1 = tu_now_ns();
+	pump(self->s, 100); /* let the last windows close */
+
+	share_loop = (double)(cpu1 - cpu0) / (double)(t1 - t0);
+	share_kernel = (double)(busy1 - busy0) / (double)(total1 - total0);
+	first_id = t0 / 10000000ull + 2;
+	last_id = t1 / 10000000ull - 1;
+	for (int r = 0; r < self->c.nr_cpu; r++) {
+		const struct coloc_cpu_window *w = &self->c.cpu[r];
+
+		if ((int)w->cpu != cpu || w->window_id < first_id || w->window_id >= last_id)
+			continue;
+		ASSERT_TRUE(w->live_mask & (1u << COLOC_CTR_CTX_SWITCHES));
+		task += w->task_clock_ns;
+		windows++;
+	}
+	ASSERT_GT(windows, 100);
+	share_sensor = (double)task / ((double)(last_id - first_id) * 10000000.0);
+	TH_LOG("CPU %d task-clock share: sensor %.3f over %u windows, /proc/stat %.3f, loop alone %.3f",
+	       cpu, share_sensor, windows, share_kernel, share_loop);
+	ASSERT_GT(share_loop, 0.3);
+	EXPECT_LT(share_sensor, share_kernel * 1.2);
+	EXPECT_GT(share_sensor, share_kernel * 0.8);
+	EXPECT_GT(share_sensor, share_loop * 0.8);
+	if (share_kernel < share_loop * 1.1)
+		EXPECT_LT(share_sensor, share_loop * 1.2);
+}
+
+TEST_F_TIMEOUT(sensor, tenant__on_cpu_time_matches_proc_stat, 60)
+{
+	struct coloc_tenant_total total;
+	__u64 cpu_ns, tenant_windows_ns = 0;
+	const __u32 tenant = 7;
+
+	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, -1, 8, 2));
+	ASSERT_EQ(0, sensor_tenant_clear(self->s, tenant));
+	ASSERT_EQ(0, sensor_tenant_add_pid(self->s, tenant, (__u32)self->spin.pid));
+	tu_release(&self->spin);
+	pump(self->s, 1500);
+	kill(self->spin.pid, SIGSTOP);
+	pump(self->s, 50);
+	ASSERT_EQ(0, tu_proc_cpu_ns(self->spin.pid, &cpu_ns));
+	ASSERT_EQ(0, sensor_tenant_total(self->s, tenant, &total));
+	for (int r = 0; r < self->c.nr_tenant; r++)
+		if (self->c.tenant[r].tenant == tenant)
+			tenant_windows_ns += self->c.tenant[r].on_cpu_ns;
+
+	TH_LOG("tenant on-CPU %.3f s (windows %.3f s), /proc utime+stime %.3f s",
+	       total.on_cpu_ns / 1e9, tenant_windows_ns / 1e9, cpu_ns / 1e9);
+	ASSERT_GT(cpu_ns, 500000000ull);
+	EXPECT_LT((double)total.on_cpu_ns, cpu_ns * 1.2);
+	EXPECT_GT((double)total.on_cpu_ns, cpu_ns * 0.8);
+	/* the streamed windows tell the same story as the cumulative map */
+	EXPECT_LT((double)tenant_windows_ns, total.on_cpu_ns * 1.05);
+	EXPECT_GT((double)tenant_windows_ns, total.on_cpu_ns * 0.8);
+
+	/* an unregistered process is not charged to the tenant */
+	ASSERT_EQ(0, sensor_tenant_clear(self->s, tenant));
+	pump(self->s, 100);
+	ASSERT_EQ(0, sensor_tenant_total(self->s, tenant, &total));
+	EXPECT_EQ(0, total.on_cpu_ns);
+}
+
+TEST_F(sensor, sw_counters__count_context_switches_through_bpf)
+{
+	int cpu = sensor_cpus(self->s)[sensor_nr_cpus(self->s) - 1];
+	__u64 switches = 0;
+	const int sleeps = 200;
+
+	ASSERT_TRUE(sensor_live_mask(self->s) & (1u << COLOC_CTR_CTX_SWITCHES));
+	pump(self->s, 20);
+	self->c.nr_cpu = 0;
+	/* this process sleeps `sleeps` times on cpu: at least that many switches there */
+	ASSERT_EQ(0, tu_pin_self(cpu));
+	for (int i = 0; i < sleeps; i++)
+		usleep(500);
+	pump(self->s, 100);
+	for (int r = 0; r < self->c.nr_cpu; r++)
+		if ((int)self->c.cpu[r].cpu == cpu)
+			switches += self->c.cpu[r].counters[COLOC_CTR_CTX_SWITCHES];
+	TH_LOG("%llu context switches counted on CPU %d for %d sleeps",
+	       (unsigned long long)switches, cpu, sleeps);
+	EXPECT_GE(switches, (__u64)sleeps);
+}
+
+TEST_F(sensor, hw_counters__cycles_and_llc_live_with_a_pmu)
+{
+	const struct pmu_info *pmu = sensor_pmu(self->s);
+	int cpu = sensor_cpus(self->s)[0];
+	__u64 cycles = 0;
+
+	if (!pmu->present)
+		SKIP(return, "no hardware PMU: perf_event_open(cycles) = %s", strerror(pmu->open_errno));
+	ASSERT_TRUE(sensor_live_mask(self->s) & (1u << COLOC_CTR_CYCLES));
+	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, cpu, 10, 0));
+	tu_release(&self->spin);
+	pump(self->s, 300);
+	for (int r = 0; r < self->c.nr_cpu; r++)
+		if ((int)self->c.cpu[r].cpu == cpu)
+			cycles += self->c.cpu[r].counters[COLOC_CTR_CYCLES];
+	EXPECT_GT(cycles, 10000000ull);
+}
+
+TEST_F(sensor, hw_counters__absent_without_pmu_are_not_live)
+{
+	const struct pmu_info *pmu = sensor_pmu(self->s);
+
+	if (pmu->present)
+		SKIP(return, "this machine has a hardware PMU");
+	pump(self->s, 100);
+	EXPECT_EQ(0, sensor_live_mask(self->s) & COLOC_HW_COUNTER_MASK);
+	for (int r = 0; r < self->c.nr_cpu; r++) {
+		ASSERT_EQ(0, self->c.cpu[r].live_mask & COLOC_HW_COUNTER_MASK);
+		for (int k = 0; k < COLOC_NR_COUNTERS; k++)
+			if (COLOC_HW_COUNTER_MASK & (1u << k))
+				ASSERT_EQ(0, self->c.cpu[r].counters[k]);
+	}
+}
+
+TEST_F(sensor, pin__maps_are_dumped_by_bpftool)
+{
+	char cmd[512], out[65536];
+	struct stat st;
+
+	pump(self->s, 100);
+	snprintf(cmd, sizeof(cmd), "%s/cpu_live", self->pin_dir);
+	ASSERT_EQ(0, stat(cmd, &st));
+	snprintf(cmd, sizeof(cmd), "bpftool map dump pinned %s/cpu_live", self->pin_dir);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "task_clock_ns"));
+	EXPECT_NE(NULL, strstr(out, "window_id"));
+	snprintf(cmd, sizeof(cmd), "bpftool map dump pinned %s/sensor_stats", self->pin_dir);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "samples"));
+	snprintf(cmd, sizeof(cmd), "bpftool map show pinned %s/tenant_by_tgid", self->pin_dir);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "hash"));
+}
+
+TEST_F(sensor, close__unpins_and_removes_the_pin_dir)
+{
+	struct stat st;
+
+	ASSERT_EQ(0, stat(self->pin_dir, &st));
+	sensor_close(self->s);
+	self->s = NULL;
+	EXPECT_EQ(-1, stat(self->pin_dir, &st));
+	EXPECT_EQ(ENOENT, errno);
+}
+
+TEST(sensor_pin__stale_pins_from_a_crashed_run_are_replaced)
+{
+	struct sensor_config cfg = { .sample_hz = 100, .window_ms = 10 };
+	char dir[128], path[256];
+	struct sensor *s = NULL;
+	struct stat st;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "/sys/fs/bpf/coloc-stale-%d", getpid());
+	cfg.pin_dir = dir;
+	ASSERT_EQ(0, bpffs_prepare_dir(dir)); /* mounts bpffs on a fresh machine */
+	/* what a crash leaves: a pinned map under one of the sensor's names */
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "stale", 4, 4, 1, NULL);
+	ASSERT_GE(fd, 0);
+	snprintf(path, sizeof(path), "%s/cpu_live", dir);
+	ASSERT_EQ(0, bpf_obj_pin(fd, path));
+	close(fd);
+
+	ASSERT_EQ(0, sensor_open(&s, &cfg));
+	fd = bpf_obj_get(path);
+	ASSERT_GE(fd, 0);
+	{
+		struct bpf_map_info info = { 0 };
+		__u32 len = sizeof(info);
+
+		ASSERT_EQ(0, bpf_obj_get_info_by_fd(fd, &info, &len));
+		EXPECT_EQ(sizeof(struct coloc_cpu_window), info.value_size);
+	}
+	close(fd);
+	sensor_close(s);
+	EXPECT_EQ(-1, stat(dir, &st));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Test helpers (see testutil.h). Everything here is real: processes are
+ * forked, pinned with sched_setaffinity and measured through /proc.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include "testutil.h"
+
+__u64 tu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+int tu_pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+int tu_nr_online_cpus(void)
+{
+	return (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+static void tu_spin_forever(unsigned int busy_ms, unsigned int idle_ms)
+{
+	volatile __u64 sink = 0;
+
+	for (;;) {
+		__u64 until = tu_now_ns() + busy_ms * 1000000ull;
+
+		while (tu_now_ns() < until)
+			for (int i = 0; i < 1000; i++)
+				sink += (__u64)i * i;
+		if (idle_ms) {
+			struct timespec ts = { idle_ms / 1000, (idle_ms % 1000) * 1000000L };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+int tu_spawn_spinner(struct tu_spinner *s, int cpu, unsigned int busy_ms, unsigned int idle_ms)
+{
+	int fds[2];
+	char go;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	s->pid = fork();
+	if (s->pid < 0)
+		return -errno;
+	if (s->pid == 0) {
+		close(fds[1]);
+		if (cpu >= 0 && tu_pin_self(cpu))
+			_exit(3);
+		if (read(fds[0], &go, 1) != 1)
+			_exit(0);
+		tu_spin_forever(busy_ms, idle_ms);
+	}
+	close(fds[0]);
+	s->go_fd = fds[1];
+	return 0;
+}
+
+void tu_release(struct tu_spinner *s)
+{
+	if (write(s->go_fd, "g", 1) != 1)
+		perror("tu_release");
+}
+
+void tu_kill(struct tu_spinner *s)
+{
+	if (s->pid > 0) {
+		kill(s->pid, SIGKILL);
+		waitpid(s->pid, NULL, 0);
+		s->pid = 0;
+	}
+	if (s->go_fd > 0)
+		close(s->go_fd);
+	s->go_fd = -1;
+}
+
+int tu_proc_cpu_ns(pid_t pid, __u64 *ns)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long utime, stime;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* the command name may hold spaces and parentheses: fields follow the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+			 &stime) != 2)
+		return -EINVAL;
+	*ns = (utime + stime) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
+	return 0;
+}
+
+const char *tu_bin(const char *name, char *buf, size_t len)
+{
+	const char *dir = getenv("COLOC_BIN");
+
+	snprintf(buf, len, "%s/%s", dir && *dir ? dir : "bin", name);
+	return buf;
+}
+
+int tu_run(const char *cmd, char *out, size_t len)
+{
+	char full[4096];
+	size_t got = 0;
+	FILE *p;
+	int st;
+
+	snprintf(full, sizeof(full), "%s 2>&1", cmd);
+	p = popen(full, "r");
+	if (!p)
+		return -1;
+	if (len) {
+		got = fread(out, 1, len - 1, p);
+		out[got] = '\0';
+	}
+	while (fgetc(p) != EOF)
+		;
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int tu_connect(const char *socket_path)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", socket_path);
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int tu_read_line(int fd, char *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got + 1 < len) {
+		ssize_t n = recv(fd, buf + got, 1, 0);
+
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		if (buf[got++] == '\n')
+			break;
+	}
+	buf[got] = '\0';
+	return (int)got;
+}
+
+int tu_request(const char *socket_path, const char *req, char *resp, size_t len)
+{
+	int fd = tu_connect(socket_path), n;
+
+	if (fd < 0)
+		return fd;
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
+		close(fd);
+		return -EIO;
+	}
+	n = tu_read_line(fd, resp, len);
+	close(fd);
+	return n;
+}
+
+pid_t tu_start_colocd(const char *socket_path, const char *pin_dir, const char *log)
+{
+	char bin[512];
+	pid_t pid;
+
+	tu_bin("colocd", bin, sizeof(bin));
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execl(bin, bin, "--socket", socket_path, "--pin-dir", pin_dir, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 200; i++) {
+		int fd = tu_connect(socket_path), st;
+
+		if (fd >= 0) {
+			close(fd);
+			return pid;
+		}
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return -1;
+		usleep(50000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+int tu_stop_colocd(pid_t pid)
+{
+	int st;
+
+	if (kill(pid, SIGTERM))
+		return -1;
+	for (int i = 0; i < 100; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		usleep(50000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}

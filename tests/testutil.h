@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Helpers shared by coloc's tests: real busy processes pinned to a CPU, their
+ * CPU time as the kernel accounts it, running coloc's binaries, and talking
+ * to a colocd over its socket.
+ */
+#ifndef COLOC_TESTUTIL_H
+#define COLOC_TESTUTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+__u64 tu_now_ns(void);
+int tu_pin_self(int cpu);
+int tu_nr_online_cpus(void);
+
+/*
+ * A child that waits for tu_release(), then, pinned to cpu (-1: anywhere),
+ * spins busy_ms and sleeps idle_ms in turn until killed.
+ */
+struct tu_spinner {
+	pid_t pid;
+	int go_fd;
+};
+int tu_spawn_spinner(struct tu_spinner *s, int cpu, unsigned int busy_ms, unsigned int idle_ms);
+void tu_release(struct tu_spinner *s);
+void tu_kill(struct tu_spinner *s);
+
+/* utime + stime of a process from /proc/PID/stat, in ns. */
+int tu_proc_cpu_ns(pid_t pid, __u64 *ns);
+
+/* Path of a coloc binary: $COLOC_BIN/name (default bin/name). */
+const char *tu_bin(const char *name, char *buf, size_t len);
+/* Runs a shell command; its stdout+stderr go to out. Returns the exit status or -1. */
+int tu_run(const char *cmd, char *out, size_t len);
+
+/* Starts colocd with its output in log; waits until the socket answers. */
+pid_t tu_start_colocd(const char *socket_path, const char *pin_dir, const char *log);
+/* SIGTERM, then the exit status (or -1). */
+int tu_stop_colocd(pid_t pid);
+/* One request line (with '\n') -> one response line. Returns bytes or -errno. */
+int tu_request(const char *socket_path, const char *req, char *resp, size_t len);
+int tu_connect(const char *socket_path);
+int tu_read_line(int fd, char *buf, size_t len);
+
+#endif /* COLOC_TESTUTIL_H */

@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * colocctl: the operator's CLI for colocd. Speaks the JSON-lines protocol of
+ * include/coloc/protocol.h over the control socket (json-c on both ends),
+ * prints tables for people and raw JSON with --json for scripts.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <json-c/json.h>
+#include "coloc/protocol.h"
+
+static struct {
+	const char *socket_path;
+	bool json;
+	bool watch;
+	unsigned int interval_ms;
+	unsigned int count; /* 0: until interrupted */
+} opts = {
+	.socket_path = COLOC_DEFAULT_SOCKET,
+	.interval_ms = 1000,
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: colocctl [--socket PATH] COMMAND [ARGS]\n"
+		"Talk to colocd, the coloc daemon.\n"
+		"\n"
+		"Commands:\n"
+		"  ping                          is colocd there? prints its version and pid\n"
+		"  signals [--json] [--watch] [--interval MS] [--count N]\n"
+		"                                live per-core, per-socket and per-tenant signals\n"
+		"  tenants [--json]              tenants and what they have used\n"
+		"  tenant add NAME [--pid PID]... [--cgroup DIR]\n"
+		"                                attribute processes / a cgroup v2 to tenant NAME\n"
+		"  tenant rm NAME                forget tenant NAME\n"
+		"\n"
+		"Options:\n"
+		"  -s, --socket PATH   colocd's control socket (default %s)\n"
+		"  -j, --json          print the daemon's JSON response as is\n"
+		"  -w, --watch         repeat every --interval ms (default 1000) until Ctrl-C\n"
+		"  -n, --count N       with --watch: stop after N updates\n"
+		"  -h, --help          this help\n"
+		"\n"
+		"Exit status: 0 done, 1 the daemon refused or is unreachable, 2 bad usage.\n",
+		COLOC_DEFAULT_SOCKET);
+}
+
+static int ctl_connect(void)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(opts.socket_path) >= sizeof(addr.sun_path)) {
+		fprintf(stderr, "colocctl: socket path too long: %s\n", opts.socket_path);
+		return -1;
+	}
+	strcpy(addr.sun_path, opts.socket_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+		fprintf(stderr, "colocctl: cannot reach colocd at %s: %s (is it running? try 'sudo colocd')\n",
+			opts.socket_path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Sends one request line and returns the parsed response, or NULL with a message. */
+static struct json_object *ctl_request(int fd, struct json_object *req)
+{
+	const char *text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	size_t len = strlen(text), cap = 65536, got = 0;
+	struct json_object *resp;
+	char *buf;
+
+	if (send(fd, text, len, MSG_NOSIGNAL) != (ssize_t)len ||
+	    send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
+		fprintf(stderr, "colocctl: sending to colocd failed: %s\n", strerror(errno));
+		return NULL;
+	}
+	buf = malloc(cap);
+	if (!buf)
+		return NULL;
+	for (;;) {
+		ssize_t n;
+
+		if (got + 1 >= cap) {
+			char *bigger = realloc(buf, cap * 2);
+
+			if (!bigger) {
+				free(buf);
+				return NULL;
+			}
+			buf = bigger;
+			cap *= 2;
+		}
+		n = recv(fd, buf + got, cap - got - 1, 0);
+		if (n <= 0) {
+			fprintf(stderr, "colocctl: colocd closed the connection%s%s\n",
+				n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
+			free(buf);
+			return NULL;
+		}
+		got += (size_t)n;
+		if (memchr(buf + got - n, '\n', (size_t)n))
+			break;
+	}
+	buf[got] = '\0';
+	resp = json_tokener_parse(buf);
+	free(buf);
+	if (!resp)
+		fprintf(stderr, "colocctl: colocd sent something that is not JSON\n");
+	return resp;
+}
+
+static bool ctl_ok(struct json_object *resp)
+{
+	struct json_object *ok, *err;
+
+	if (json_object_object_get_ex(resp, "ok", &ok) && json_object_get_boolean(ok))
+		return true;
+	fprintf(stderr, "colocctl: colocd: %s\n",
+		json_object_object_get_ex(resp, "error", &err) ? json_object_get_string(err) :
+								 "request failed");
+	return false;
+}
+
+static bool ctl_get_double(struct json_object *o, const char *key, double *v)
+{
+	struct json_object *j;
+
+	if (!json_object_object_get_ex(o, key, &j))
+		return false;
+	*v = json_object_get_double(j);
+	return true;
+}
+
+/* A column that prints "-" where the signal is not live on this machine. */
+static void ctl_cell(struct json_object *o, const char *key, const char *fmt, double scale,
+		     int width)
+{
+	double v;
+
+	if (ctl_get_double(o, key, &v))
+		printf(fmt, width, v * scale);
+	else
+		printf(" %*s", width, "-");
+}
+
+static void ctl_print_signals(struct json_object *resp)
+{
+	struct json_object *arr, *j;
+	size_t n;
+
+	if (json_object_object_get_ex(resp, "signals", &j))
+		printf("%s\n", json_object_get_string(j));
+	if (json_object_object_get_ex(resp, "span_ms", &j))
+		printf("rolling view over the last %d ms\n\n", json_object_get_int(j));
+
+	printf("%4s %4s %6s %9s %8s %9s %5s %8s %6s %9s\n", "CPU", "SKT", "BUSY%", "CTXSW/s",
+	       "MIGR/s", "PGFLT/s", "IPC", "LLC-MPKI", "MISS%", "DRAM-GB/s");
+	json_object_object_get_ex(resp, "cpus", &arr);
+	n = arr ? json_object_array_length(arr) : 0;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *c = json_object_array_get_idx(arr, i), *cpu, *skt;
+
+		json_object_object_get_ex(c, "cpu", &cpu);
+		json_object_object_get_ex(c, "socket", &skt);
+		printf("%4d %4d", json_object_get_int(cpu), json_object_get_int(skt));
+		ctl_cell(c, "busy", " %*.1f", 100, 6);
+		ctl_cell(c, "ctx_switches_per_s", " %*.0f", 1, 9);
+		ctl_cell(c, "migrations_per_s", " %*.0f", 1, 8);
+		ctl_cell(c, "page_faults_per_s", " %*.0f", 1, 9);
+		ctl_cell(c, "ipc", " %*.2f", 1, 5);
+		ctl_cell(c, "llc_mpki", " %*.2f", 1, 8);
+		ctl_cell(c, "llc_miss_ratio", " %*.1f", 100, 6);
+		ctl_cell(c, "dram_gbps", " %*.2f", 1, 9);
+		printf("\n");
+	}
+
+	json_object_object_get_ex(resp, "sockets", &arr);
+	n = arr ? json_object_array_length(arr) : 0;
+	printf("\n%6s %5s %10s %10s %12s %12s\n", "SOCKET", "CPUS", "BUSY(cpus)", "DRAM-GB/s",
+	       "UNC-RD-GB/s", "UNC-WR-GB/s");
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *s = json_object_array_get_idx(arr, i), *id, *cpus;
+
+		json_object_object_get_ex(s, "socket", &id);
+		json_object_object_get_ex(s, "cpus", &cpus);
+		printf("%6d %5d", json_object_get_int(id), json_object_get_int(cpus));
+		ctl_cell(s, "busy", " %*.2f", 1, 10);
+		ctl_cell(s, "dram_gbps", " %*.2f", 1, 10);
+		ctl_cell(s, "uncore_read_gbps", " %*.2f", 1, 12);
+		ctl_cell(s, "uncore_write_gbps", " %*.2f", 1, 12);
+		printf("\n");
+	}
+}
+
+static void ctl_print_tenants(struct json_object *resp)
+{
+	struct json_object *arr;
+	size_t n;
+
+	json_object_object_get_ex(resp, "tenants", &arr);
+	n = arr ? json_object_array_length(arr) : 0;
+	printf("\n%-16s %3s %10s %10s %12s %10s  %s\n", "TENANT", "ID", "BUSY(cpus)", "ON-CPU(s)",
+	       "LLC-MISS/s", "DRAM-GB/s", "PIDS");
+	if (!n)
+		printf("(no tenants: 'colocctl tenant add NAME --pid PID')\n");
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *t = json_object_array_get_idx(arr, i), *name, *id, *pids;
+		double on_cpu = 0;
+
+		json_object_object_get_ex(t, "name", &name);
+		json_object_object_get_ex(t, "id", &id);
+		json_object_object_get_ex(t, "pids", &pids);
+		printf("%-16s %3d", json_object_get_string(name), json_object_get_int(id));
+		ctl_cell(t, "busy", " %*.2f", 1, 10);
+		ctl_get_double(t, "on_cpu_ns", &on_cpu);
+		printf(" %10.2f", on_cpu / 1e9);
+		ctl_cell(t, "llc_misses_per_s", " %*.0f", 1, 12);
+		ctl_cell(t, "dram_gbps", " %*.2f", 1, 10);
+		printf("  %s\n", json_object_to_json_string_ext(pids, JSON_C_TO_STRING_PLAIN));
+	}
+}
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static int ctl_run(struct json_object *req, void (*print)(struct json_object *))
+{
+	unsigned int rounds = 0;
+	int fd = ctl_connect(), rc = 0;
+
+	if (fd < 0) {
+		json_object_put(req);
+		return 1;
+	}
+	signal(SIGINT, on_interrupt);
+	do {
+		struct json_object *resp = ctl_request(fd, req);
+
+		if (!resp || !ctl_ok(resp)) {
+			json_object_put(resp);
+			rc = 1;
+			break;
+		}
+		if (opts.watch && !opts.json && isatty(STDOUT_FILENO))
+			printf("\033[H\033[2J");
+		if (opts.json || !print)
+			printf("%s\n", json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PLAIN));
+		else
+			print(resp);
+		fflush(stdout);
+		json_object_put(resp);
+		if (!opts.watch || (opts.count && ++rounds >= opts.count))
+			break;
+		if (!opts.json && !isatty(STDOUT_FILENO))
+			printf("\n");
+		struct timespec ts = { opts.interval_ms / 1000, (opts.interval_ms % 1000) * 1000000L };
+
+		nanosleep(&ts, NULL);
+	} while (!interrupted);
+	close(fd);
+	json_object_put(req);
+	return rc;
+}
+
+static void ctl_print_signals_and_tenants(struct json_object *resp)
+{
+	ctl_print_signals(resp);
+	ctl_print_tenants(resp);
+}
+
+static struct json_object *ctl_cmd(const char *cmd)
+{
+	struct json_object *req = json_object_new_object();
+
+	json_object_object_add(req, "cmd", json_object_new_string(cmd));
+	return req;
+}
+
+static int parse_uint(const char *what, const char *s, unsigned long lo, unsigned long hi,
+		      unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
+		fprintf(stderr, "colocctl: %s wants a whole number from %lu to %lu, not '%s'\n", what,
+			lo, hi, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int ctl_tenant_add(int argc, char **argv)
+{
+	struct json_object *req = ctl_cmd("tenant-add"), *pids = json_object_new_array();
+	bool have_pid = false, have_cgroup = false;
+
+	json_object_object_add(req, "name", json_object_new_string(argv[0]));
+	for (int i = 1; i < argc; i++) {
+		unsigned long pid;
+
+		if (!strcmp(argv[i], "--pid") && i + 1 < argc) {
+			if (parse_uint("--pid", argv[++i], 1, 0x3fffffff, &pid))
+				goto bad;
+			json_object_array_add(pids, json_object_new_int64((int64_t)pid));
+			have_pid = true;
+		} else if (!strcmp(argv[i], "--cgroup") && i + 1 < argc && !have_cgroup) {
+			json_object_object_add(req, "cgroup", json_object_new_string(argv[++i]));
+			have_cgroup = true;
+		} else {
+			fprintf(stderr, "colocctl: tenant add: unexpected '%s'\n", argv[i]);
+			goto bad;
+		}
+	}
+	if (!have_pid && !have_cgroup) {
+		fprintf(stderr, "colocctl: tenant add NAME needs --pid PID or --cgroup DIR\n");
+		goto bad;
+	}
+	if (have_pid)
+		json_object_object_add(req, "pids", pids);
+	else
+		json_object_put(pids);
+	return ctl_run(req, NULL);
+bad:
+	json_object_put(pids);
+	json_object_put(req);
+	return 2;
+}
+
+static int ctl_tenant(int argc, char **argv)
+{
+	struct json_object *req;
+
+	if (argc >= 2 && !strcmp(argv[0], "add"))
+		return ctl_tenant_add(argc - 1, argv + 1);
+	if (argc == 2 && (!strcmp(argv[0], "rm") || !strcmp(argv[0], "remove"))) {
+		req = ctl_cmd("tenant-remove");
+		json_object_object_add(req, "name", json_object_new_string(argv[1]));
+		return ctl_run(req, NULL);
+	}
+	fprintf(stderr, "colocctl: usage: tenant add NAME [--pid PID]... [--cgroup DIR] | tenant rm NAME\n");
+	return 2;
+}
+
+/* Parses options up to the first non-option word; returns 0, or the exit code. */
+static int parse_opts(int argc, char **argv)
+{
+	static const struct option long_opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "watch", no_argument, NULL, 'w' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	unsigned long v;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "+s:jwi:n:h", long_opts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			opts.socket_path = optarg;
+			break;
+		case 'j':
+			opts.json = true;
+			break;
+		case 'w':
+			opts.watch = true;
+			break;
+		case 'i':
+			if (parse_uint("--interval", optarg, 10, 3600000, &v))
+				return 2;
+			opts.interval_ms = (unsigned int)v;
+			break;
+		case 'n':
+			if (parse_uint("--count", optarg, 1, 1000000, &v))
+				return 2;
+			opts.count = (unsigned int)v;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+	int rc;
+
+	rc = parse_opts(argc, argv);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	argc -= optind;
+	argv += optind;
+	cmd = argv[0];
+	if (!strcmp(cmd, "tenant"))
+		return ctl_tenant(argc - 1, argv + 1);
+	/* options may also follow the command: "signals --json --watch" */
+	optind = 0;
+	rc = parse_opts(argc, argv);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	if (optind != argc) {
+		fprintf(stderr, "colocctl: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (!strcmp(cmd, "ping"))
+		return ctl_run(ctl_cmd("ping"), NULL);
+	if (!strcmp(cmd, "signals"))
+		return ctl_run(ctl_cmd("signals"), ctl_print_signals_and_tenants);
+	if (!strcmp(cmd, "tenants"))
+		return ctl_run(ctl_cmd("tenants"), ctl_print_tenants);
+	fprintf(stderr, "colocctl: unknown command '%s'\n", cmd);
+	usage(stderr);
+	return 2;
+}
