@@ -236,7 +236,7 @@ TEST_F_TIMEOUT(sensor, tenant__on_cpu_time_matches_proc_stat, 60)
 
 	TH_LOG("tenant on-CPU %.3f s (windows %.3f s), /proc utime+stime %.3f s",
 	       total.on_cpu_ns / 1e9, tenant_windows_ns / 1e9, cpu_ns / 1e9);
-	ASSERT_GT(cpu_ns, 500000000ull);
+	ASSERT_GT(cpu_ns, 200000000ull); /* enough ticks for a 20% comparison */
 	EXPECT_LT((double)total.on_cpu_ns, cpu_ns * 1.2);
 	EXPECT_GT((double)total.on_cpu_ns, cpu_ns * 0.8);
 	/* the streamed windows tell the same story as the cumulative map */
