@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ FIXTURE(colocd)
 	char log[128];
 	pid_t pid;
 	struct tu_spinner spin;
+	char cgroup[512]; /* made by a test, removed by teardown */
 };
 
 FIXTURE_SETUP(colocd)
@@ -40,6 +42,7 @@ FIXTURE_SETUP(colocd)
 	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-test-%d", getpid());
 	self->spin.pid = 0;
 	self->spin.go_fd = -1;
+	self->cgroup[0] = '\0';
 	self->pid = tu_start_colocd(self->sock, self->pin, self->log);
 	if (self->pid < 0) {
 		char out[4096];
@@ -55,6 +58,8 @@ FIXTURE_TEARDOWN(colocd)
 	char cmd[256];
 
 	tu_kill(&self->spin);
+	if (self->cgroup[0])
+		rmdir(self->cgroup);
 	if (self->pid > 0)
 		tu_stop_colocd(self->pid);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", self->dir);
@@ -268,14 +273,15 @@ static int cgroup2_mount(char *buf, size_t len)
 TEST_F_TIMEOUT(colocd, tenant__cgroup_is_attributed_like_its_processes, 60)
 {
 	struct json_object *resp, *tenants, *t, *on_cpu;
-	char mnt[256], cg[512], path[600], req[800], pid[32];
+	char mnt[256], path[600], req[800], pid[32];
+	char *cg = self->cgroup;
 	__u64 cpu_ns;
 	double got;
 	FILE *f;
 
 	if (cgroup2_mount(mnt, sizeof(mnt)))
 		SKIP(return, "no cgroup v2 hierarchy mounted");
-	snprintf(cg, sizeof(cg), "%s/coloc-test-%d", mnt, getpid());
+	snprintf(cg, sizeof(self->cgroup), "%s/coloc-test-%d", mnt, getpid());
 	ASSERT_EQ(0, mkdir(cg, 0755));
 	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, -1, 7, 3));
 	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
@@ -305,9 +311,46 @@ TEST_F_TIMEOUT(colocd, tenant__cgroup_is_attributed_like_its_processes, 60)
 	EXPECT_LT(got, cpu_ns * 1.2);
 	EXPECT_GT(got, cpu_ns * 0.8);
 	json_object_put(resp);
+}
 
-	tu_kill(&self->spin);
-	rmdir(cg);
+/*
+ * Even with the socket file opened up to everyone, a caller that is neither
+ * root nor in the coloc group is refused by the SO_PEERCRED check.
+ */
+TEST_F(colocd, control__peer_neither_root_nor_coloc_group_is_refused)
+{
+	char line[1024] = { 0 };
+	int fds[2], st;
+	pid_t pid;
+
+	if (getgrnam(COLOC_GROUP))
+		SKIP(return, "a '%s' group exists here; nobody might be in it", COLOC_GROUP);
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	ASSERT_EQ(0, chmod(self->sock, 0666));
+	ASSERT_EQ(0, pipe(fds));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int fd, n;
+
+		close(fds[0]);
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+			_exit(99);
+		fd = tu_connect(self->sock);
+		if (fd < 0)
+			_exit(98);
+		send(fd, "{\"cmd\":\"ping\"}\n", 15, MSG_NOSIGNAL);
+		n = tu_read_line(fd, line, sizeof(line));
+		if (n > 0 && write(fds[1], line, (size_t)n) != n)
+			_exit(97);
+		_exit(0);
+	}
+	close(fds[1]);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+	ASSERT_GT(read(fds[0], line, sizeof(line) - 1), 0);
+	close(fds[0]);
+	EXPECT_NE(NULL, strstr(line, "permission denied"));
 }
 
 TEST_F(colocd, colocctl__prints_tables_and_json)
