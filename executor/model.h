@@ -21,6 +21,7 @@
 #define MODEL_MAX_DIMS 5
 #define MODEL_MAX_INPUTS 8
 #define MODEL_NAME_LEN 64
+#define MODEL_MAX_LAYERS 65536 /* the parser refuses larger models */
 
 enum model_op {
 	MODEL_OP_INPUT,
@@ -38,6 +39,7 @@ enum model_op {
 	MODEL_OP_RESHAPE,
 	MODEL_OP_TRANSPOSE,
 	MODEL_OP_EMBED, /* token embedding lookup: [N, S] ids -> [N, S, D] */
+	MODEL_OP_SLICE, /* [start, start + len) along one axis, e.g. BERT's [CLS] token for the pooler */
 	MODEL_OP_COUNT,
 };
 
@@ -101,6 +103,11 @@ struct model_embed {
 	int64_t dim;
 };
 
+struct model_slice {
+	int axis;
+	int64_t start, len;
+};
+
 struct model_layer {
 	char name[MODEL_NAME_LEN];
 	enum model_op op;
@@ -116,6 +123,7 @@ struct model_layer {
 		struct model_pool pool;
 		struct model_lrn lrn;
 		struct model_embed embed;
+		struct model_slice slice;
 		int axis; /* concat, softmax */
 		float eps; /* layer_norm */
 		struct model_shape reshape; /* target shape */
