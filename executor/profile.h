@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Latency profiles: VELTAIR's per-layer tables of latency by kernel version
+ * and core count, measured alone and under a co-located stressor at several
+ * levels, written by coloc-profile and read by the scheduler.
+ *
+ * A profile is a dense table lat[layer][version][cores][level] in
+ * nanoseconds, where level index 0 is "alone" (no stressor) and index k > 0
+ * is the stress level levels[k] (a coloc-stress duty cycle, 1..100). A cell
+ * of 0 is "not measured yet", which is what a partial (interrupted) profile
+ * holds. Per layer it also keeps the slowdown ratio at each level, the
+ * summary the interference model consumes, and per core count and level the
+ * bandwidth the stressor achieved meanwhile (the stress's measured signal).
+ *
+ * The file format is text, one record per line, documented with an example
+ * in models/PROFILE.md. The reader is strict (every field checked, every
+ * error reported as "FILE:LINE: what is wrong") because profiles come from
+ * caches and other machines and it is fuzzed. Profiles are cached under a
+ * directory keyed by the model file's FNV-1a hash and the machine id, so a
+ * profile is never reused across a changed model or a different machine.
+ */
+#ifndef COLOC_PROFILE_H
+#define COLOC_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROFILE_FORMAT_VERSION 1
+#define PROFILE_NAME_LEN 64 /* model and layer names, as MODEL_NAME_LEN */
+#define PROFILE_VERSION_NAME_LEN 48 /* as EXEC_VERSION_NAME_LEN */
+#define PROFILE_MAX_VERSIONS 6 /* as EXEC_MAX_VERSIONS */
+#define PROFILE_MAX_CORES 256 /* as EXEC_MAX_CPUS */
+#define PROFILE_MAX_LEVELS 9 /* level 0 (alone) and up to 8 stress levels */
+#define PROFILE_MAX_LAYERS 100000
+#define PROFILE_CPU_MODEL_LEN 128
+#define PROFILE_DEFAULT_CACHE_DIR "/var/cache/coloc/profiles"
+
+enum profile_stress_kind {
+	PROFILE_STRESS_LLC,
+	PROFILE_STRESS_MEMBW,
+};
+
+/* What identifies a machine for the cache: profiles from another machine do not apply. */
+struct profile_machine {
+	char cpu_model[PROFILE_CPU_MODEL_LEN]; /* "model name" of /proc/cpuinfo */
+	int nr_cores; /* online CPUs */
+	uint64_t llc_bytes; /* largest data cache hwloc reports, 0 if none */
+};
+
+struct profile_layer {
+	char name[PROFILE_NAME_LEN];
+	int nr_versions;
+	char version_names[PROFILE_MAX_VERSIONS][PROFILE_VERSION_NAME_LEN];
+	/* latency at level k / alone, geometric mean over versions and core counts; 0: unknown */
+	double slowdown[PROFILE_MAX_LEVELS];
+};
+
+struct profile {
+	char model_name[PROFILE_NAME_LEN];
+	uint64_t model_hash; /* FNV-1a 64 of the model file's bytes */
+	struct profile_machine machine;
+	char onednn_version[32]; /* "2.6.3" */
+	char date[32]; /* UTC, "2026-11-29T23:59:00Z" */
+	enum profile_stress_kind stress_kind;
+	int iters; /* timed runs per cell; the cell is their median */
+	int nr_cores; /* core counts profiled: 1..nr_cores */
+	int nr_levels; /* including level 0 */
+	int levels[PROFILE_MAX_LEVELS]; /* levels[0] == 0, then strictly increasing, <= 100 */
+	int nr_layers;
+	struct profile_layer *layers;
+	uint64_t *latency_ns; /* the table; use profile_latency_cell() */
+	size_t *layer_offset; /* index of each layer's first cell in latency_ns */
+	double *stress_gbps; /* [cores - 1][level]; negative: not measured (always at level 0) */
+};
+
+/*
+ * An empty profile (every cell unmeasured) for nr_layers layers with
+ * nr_versions[i] versions each, core counts 1..nr_cores and the given stress
+ * levels (levels[0] must be 0). Returns NULL with a message in err on bad
+ * dimensions or no memory.
+ */
+struct profile *profile_new(int nr_layers, const int *nr_versions, int nr_cores, int nr_levels,
+			    const int *levels, char *err, size_t err_len);
+void profile_free(struct profile *p);
+
+/* The cell of (layer, version, cores, level index), or NULL when out of range. */
+uint64_t *profile_latency_cell(struct profile *p, int layer, int version, int cores, int level_idx);
+const uint64_t *profile_latency_cell_const(const struct profile *p, int layer, int version,
+					   int cores, int level_idx);
+/* Cells still 0; a profile is complete when this is 0. */
+size_t profile_nr_missing(const struct profile *p);
+/* Recomputes every layer's slowdown[] from the table (see struct profile_layer). */
+void profile_update_slowdown(struct profile *p);
+
+/*
+ * Latency of a layer at a stress level in [0, 100]: linear interpolation
+ * between the two measured levels around it (0 is alone), the highest
+ * measured level beyond it. Returns 0, -EINVAL for arguments outside the
+ * profile, or -ENOENT when a needed cell is not measured.
+ */
+int profile_lookup(const struct profile *p, int layer, int version, int cores, double level,
+		   uint64_t *latency_ns);
+
+/* Writes atomically (a temporary file renamed over path). Returns 0 or -errno, message in err. */
+int profile_save(const struct profile *p, const char *path, char *err, size_t err_len);
+/* Returns NULL with "FILE:LINE: what is wrong" in err. */
+struct profile *profile_load(const char *path, char *err, size_t err_len);
+/* The same from memory; name is used in messages. */
+struct profile *profile_parse(const char *name, const char *text, size_t len, char *err,
+			      size_t err_len);
+
+/*
+ * True when two profiles measure the same thing: same model hash, machine,
+ * stress kind, levels, core counts, layers and versions. Iterations, date
+ * and the measurements themselves may differ.
+ */
+bool profile_same_setup(const struct profile *a, const struct profile *b);
+
+uint64_t profile_fnv1a64(const void *data, size_t len, uint64_t hash);
+#define PROFILE_FNV1A64_INIT 0xcbf29ce484222325ULL
+/* FNV-1a 64 of a file's bytes. Returns 0 or -errno. */
+int profile_hash_file(const char *path, uint64_t *hash);
+
+/* Fills m from /proc/cpuinfo, sysconf and hwloc. Returns 0 or -errno. */
+int profile_machine_detect(struct profile_machine *m);
+bool profile_machine_equal(const struct profile_machine *a, const struct profile_machine *b);
+/* FNV-1a 64 of the machine's identity, for cache file names. */
+uint64_t profile_machine_hash(const struct profile_machine *m);
+
+/* The cache directory: override if set, else $COLOC_CACHE_DIR if set, else the default. */
+const char *profile_cache_dir(const char *override);
+/*
+ * DIR/MODEL-MODELHASH-MACHINEHASH.profile, the cache file for this model
+ * on this machine. Returns 0 or -ENAMETOOLONG.
+ */
+int profile_cache_path(const char *dir, const char *model_name, uint64_t model_hash,
+		       const struct profile_machine *m, char *buf, size_t len);
+
+const char *profile_stress_kind_name(enum profile_stress_kind kind);
+
+#endif /* COLOC_PROFILE_H */

@@ -1,0 +1,814 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Tests of the latency profile (executor/profile.c) and of bin/coloc-profile:
+ * save/load round trips every field and is byte-stable, malformed files are
+ * rejected with FILE:LINE messages, lookup interpolates between measured
+ * levels as worked out by hand, the slowdown summary and hashes match
+ * independent computations, and an end-to-end profiler run on a tiny model
+ * (written here in the models/README.md format) yields a complete profile,
+ * also when interrupted with SIGINT and resumed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "profile.h"
+
+static const int test_levels[] = { 0, 30, 60, 100 };
+static const int test_versions[] = { 1, 2, 3 };
+
+/* A value no two cells share, so a cell read from the wrong place is caught. */
+static uint64_t cell_value(int layer, int version, int cores, int level_idx)
+{
+	return 1000000ULL * (uint64_t)(layer + 1) + 10000ULL * (uint64_t)(version + 1) +
+	       100ULL * (uint64_t)cores + (uint64_t)level_idx + 1;
+}
+
+static struct profile *make_profile(bool leave_holes)
+{
+	char err[256];
+	struct profile *p = profile_new(3, test_versions, 2, 4, test_levels, err, sizeof(err));
+
+	if (!p)
+		return NULL;
+	snprintf(p->model_name, sizeof(p->model_name), "tiny_net");
+	p->model_hash = 0x0123456789abcdefULL;
+	snprintf(p->machine.cpu_model, sizeof(p->machine.cpu_model), "Test CPU  @ 2.0GHz");
+	p->machine.nr_cores = 2;
+	p->machine.llc_bytes = 314572800;
+	snprintf(p->onednn_version, sizeof(p->onednn_version), "2.6.3");
+	snprintf(p->date, sizeof(p->date), "2026-11-29T23:59:00Z");
+	p->stress_kind = PROFILE_STRESS_MEMBW;
+	p->iters = 7;
+	for (int l = 0; l < 3; l++) {
+		snprintf(p->layers[l].name, sizeof(p->layers[l].name), "layer_%d", l);
+		for (int v = 0; v < test_versions[l]; v++)
+			snprintf(p->layers[l].version_names[v], PROFILE_VERSION_NAME_LEN,
+				 "ver-%d-%d", l, v);
+		for (int v = 0; v < test_versions[l]; v++)
+			for (int c = 1; c <= 2; c++)
+				for (int k = 0; k < 4; k++)
+					if (!leave_holes || (l + v + c + k) % 3)
+						*profile_latency_cell(p, l, v, c, k) =
+							cell_value(l, v, c, k);
+	}
+	p->stress_gbps[0 * 4 + 1] = 0.75;
+	p->stress_gbps[0 * 4 + 3] = 2.5;
+	p->stress_gbps[1 * 4 + 2] = 1.125;
+	profile_update_slowdown(p);
+	return p;
+}
+
+static int write_file(const char *path, const char *text, size_t len)
+{
+	FILE *f = fopen(path, "w");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fwrite(text, 1, len, f);
+	if (fclose(f) || n != len)
+		return -EIO;
+	return 0;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	long size;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+		buf = malloc((size_t)size + 1);
+		if (buf && fread(buf, 1, (size_t)size, f) == (size_t)size) {
+			buf[size] = '\0';
+			*len = (size_t)size;
+		} else {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
+/* bin/NAME: $COLOC_BIN (make check), else next to the tree this test was built in. */
+static int find_tool(const char *name, char *path, size_t len)
+{
+	const char *bin = getenv("COLOC_BIN");
+	char exe[PATH_MAX / 2], *slash;
+	ssize_t n;
+
+	if (bin && *bin) {
+		snprintf(path, len, "%s/%s", bin, name);
+		return access(path, X_OK) ? -ENOENT : 0;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		return -errno;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = '\0';
+	/* build/san/tests -> build/san/bin; build/obj/tests -> bin */
+	snprintf(path, len, "%s/../bin/%s", exe, name);
+	if (strstr(exe, "/build/san/") && !access(path, X_OK))
+		return 0;
+	snprintf(path, len, "%s/../../../bin/%s", exe, name);
+	return access(path, X_OK) ? -ENOENT : 0;
+}
+
+struct tool_run {
+	pid_t pid;
+	int out_fd;
+	int status;
+	char output[32768]; /* stdout and stderr */
+};
+
+static int tool_start(const char *bin, const char *const *args, struct tool_run *run)
+{
+	const char *argv[24] = { bin };
+	int pipefd[2], n = 1;
+
+	for (; args[n - 1] && n < 23; n++)
+		argv[n] = args[n - 1];
+	argv[n] = NULL;
+	if (pipe(pipefd))
+		return -errno;
+	run->pid = fork();
+	if (run->pid < 0)
+		return -errno;
+	if (run->pid == 0) {
+		dup2(pipefd[1], STDOUT_FILENO);
+		dup2(pipefd[1], STDERR_FILENO);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	run->out_fd = pipefd[0];
+	return 0;
+}
+
+static int tool_finish(struct tool_run *run)
+{
+	size_t len = 0;
+	ssize_t n;
+
+	while ((n = read(run->out_fd, run->output + len, sizeof(run->output) - 1 - len)) > 0)
+		len += (size_t)n;
+	run->output[len] = '\0';
+	close(run->out_fd);
+	return waitpid(run->pid, &run->status, 0) == run->pid ? 0 : -errno;
+}
+
+static int tool_run(const char *bin, const char *const *args, struct tool_run *run)
+{
+	int ret = tool_start(bin, args, run);
+
+	return ret ? ret : tool_finish(run);
+}
+
+static bool exited_with(const struct tool_run *run, int code)
+{
+	return WIFEXITED(run->status) && WEXITSTATUS(run->status) == code;
+}
+
+FIXTURE(profile)
+{
+	char dir[64];
+	char path[128];
+	char err[512];
+};
+
+FIXTURE_SETUP(profile)
+{
+	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-profile-test.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	snprintf(self->path, sizeof(self->path), "%s/p.profile", self->dir);
+}
+
+FIXTURE_TEARDOWN(profile)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
+	if (system(cmd))
+		TH_LOG("could not remove %s", self->dir);
+}
+
+TEST_F(profile, save_load__round_trips_every_field)
+{
+	struct profile *p = make_profile(true), *q;
+	char *first, *second;
+	size_t first_len, second_len;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, profile_save(p, self->path, self->err, sizeof(self->err)));
+	q = profile_load(self->path, self->err, sizeof(self->err));
+	ASSERT_NE(NULL, q) TH_LOG("%s", self->err);
+
+	ASSERT_STREQ("tiny_net", q->model_name);
+	ASSERT_EQ(0x0123456789abcdefULL, q->model_hash);
+	ASSERT_STREQ("Test CPU  @ 2.0GHz", q->machine.cpu_model);
+	ASSERT_EQ(2, q->machine.nr_cores);
+	ASSERT_EQ(314572800ULL, q->machine.llc_bytes);
+	ASSERT_STREQ("2.6.3", q->onednn_version);
+	ASSERT_STREQ("2026-11-29T23:59:00Z", q->date);
+	ASSERT_EQ(PROFILE_STRESS_MEMBW, q->stress_kind);
+	ASSERT_EQ(7, q->iters);
+	ASSERT_EQ(2, q->nr_cores);
+	ASSERT_EQ(4, q->nr_levels);
+	for (int k = 0; k < 4; k++)
+		ASSERT_EQ(test_levels[k], q->levels[k]);
+	ASSERT_EQ(3, q->nr_layers);
+	ASSERT_TRUE(profile_same_setup(p, q));
+	for (int l = 0; l < 3; l++) {
+		ASSERT_STREQ(p->layers[l].name, q->layers[l].name);
+		ASSERT_EQ(test_versions[l], q->layers[l].nr_versions);
+		for (int v = 0; v < test_versions[l]; v++) {
+			ASSERT_STREQ(p->layers[l].version_names[v], q->layers[l].version_names[v]);
+			for (int c = 1; c <= 2; c++)
+				for (int k = 0; k < 4; k++)
+					ASSERT_EQ((l + v + c + k) % 3 ? cell_value(l, v, c, k) : 0,
+						  *profile_latency_cell(q, l, v, c, k));
+		}
+		for (int k = 1; k < 4; k++)
+			ASSERT_LE(fabs(p->layers[l].slowdown[k] - q->layers[l].slowdown[k]),
+				  1e-5 * p->layers[l].slowdown[k]);
+	}
+	ASSERT_EQ(0.75, q->stress_gbps[1]);
+	ASSERT_EQ(2.5, q->stress_gbps[3]);
+	ASSERT_EQ(1.125, q->stress_gbps[4 + 2]);
+	ASSERT_LT(q->stress_gbps[2], 0);
+	ASSERT_LT(q->stress_gbps[4 + 1], 0);
+	ASSERT_EQ(profile_nr_missing(p), profile_nr_missing(q));
+
+	/* The written form is a fixed point: saving what was loaded gives the same bytes. */
+	first = read_file(self->path, &first_len);
+	ASSERT_NE(NULL, first);
+	ASSERT_EQ(0, profile_save(q, self->path, self->err, sizeof(self->err)));
+	second = read_file(self->path, &second_len);
+	ASSERT_NE(NULL, second);
+	ASSERT_EQ(first_len, second_len);
+	ASSERT_EQ(0, memcmp(first, second, first_len));
+	free(first);
+	free(second);
+	profile_free(q);
+	profile_free(p);
+}
+
+TEST_F(profile, nr_missing__counts_unmeasured_cells)
+{
+	struct profile *full = make_profile(false), *holes = make_profile(true);
+	size_t expected = 0;
+
+	ASSERT_NE(NULL, full);
+	ASSERT_NE(NULL, holes);
+	ASSERT_EQ(0, profile_nr_missing(full));
+	for (int l = 0; l < 3; l++)
+		for (int v = 0; v < test_versions[l]; v++)
+			for (int c = 1; c <= 2; c++)
+				for (int k = 0; k < 4; k++)
+					expected += (l + v + c + k) % 3 == 0;
+	ASSERT_EQ(expected, profile_nr_missing(holes));
+	profile_free(full);
+	profile_free(holes);
+}
+
+/* Replaces line `line` (1-based) of text with `with` (NULL: delete it). */
+static char *replace_line(const char *text, int line, const char *with)
+{
+	size_t len = strlen(text);
+	char *out = malloc(len + strlen(with ? with : "") + 2);
+	const char *s = text;
+	char *o = out;
+
+	for (int n = 1; *s; n++) {
+		const char *nl = strchr(s, '\n');
+		size_t l = nl ? (size_t)(nl - s + 1) : strlen(s);
+
+		if (n == line) {
+			if (with)
+				o += sprintf(o, "%s\n", with);
+		} else {
+			memcpy(o, s, l);
+			o += l;
+		}
+		s += l;
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Line numbers in the file make_profile(false) saves: see write_profile(). */
+#define LINE_MODEL_HASH 4
+#define LINE_CPU 5
+#define LINE_DATE 9
+#define LINE_STRESS 10
+#define LINE_LEVELS 13
+#define LINE_LAYERS 14
+#define LINE_LAYER1 16
+#define LINE_GBPS1 18
+
+TEST_F(profile, load__rejects_malformed_with_file_line)
+{
+	static const struct {
+		int line; /* line to replace */
+		const char *with; /* NULL: delete it */
+		int err_line; /* line the message must name */
+		const char *msg; /* part of the message */
+	} cases[] = {
+		{ 2, "coloc-profile 2", 2, "format version 2" },
+		{ LINE_MODEL_HASH, "model-hash 0123", LINE_MODEL_HASH, "16 lowercase hex" },
+		{ LINE_MODEL_HASH, "model-hash 0123456789ABCDEF", LINE_MODEL_HASH, "hex" },
+		{ LINE_CPU, NULL, LINE_CPU, "expected 'cpu'" },
+		{ LINE_DATE, "date yesterday", LINE_DATE, "YYYY-MM-DD" },
+		{ LINE_STRESS, "stress cpu", LINE_STRESS, "not llc or membw" },
+		{ LINE_LEVELS, "levels 0 60 30", LINE_LEVELS, "increase strictly" },
+		{ LINE_LEVELS, "levels 10 30", LINE_LEVELS, "first level must be 0" },
+		{ LINE_LEVELS, "levels 0 30 60 101", LINE_LEVELS, "0..100" },
+		{ LINE_LAYERS, "layers 1000", LINE_LAYERS, "too short" },
+		{ LINE_LAYERS, "layers 2", LINE_LAYER1 + 1, "unknown record 'layer'" },
+		{ LINE_LAYER1, "layer 1 layer_1 2 ver-1-0", LINE_LAYER1, "declares 2 versions" },
+		{ LINE_LAYER1, "layer 2 layer_1 2 ver-1-0 ver-1-1", LINE_LAYER1, "layer 2 where" },
+		{ LINE_LAYER1, "layer 1 layer_1 7 a b c d e f g", LINE_LAYER1, "version count" },
+		{ LINE_GBPS1, "stress-gbps 3 1 2 3", LINE_GBPS1, "cores '3'" },
+		{ LINE_GBPS1, "stress-gbps 1 1 -2 3", LINE_GBPS1, "stress GB/s '-2'" },
+		{ LINE_GBPS1, "stress-gbps 1 1 nan 3", LINE_GBPS1, "'nan'" },
+		{ LINE_GBPS1, "lat 1 2 1 1 2 3 4", LINE_GBPS1, "version '2'" },
+		{ LINE_GBPS1, "lat 0 0 1 1 2 3", LINE_GBPS1, "found 6 fields" },
+		{ LINE_GBPS1, "lat 0 0 1 1 2 3 x9", LINE_GBPS1, "latency (ns) 'x9'" },
+		{ LINE_GBPS1, "lat 0 0 1 1 2 3 0", LINE_GBPS1, "latency (ns) '0'" },
+		{ LINE_GBPS1, "lat 0 0 1 1 2 3 99999999999999999999", LINE_GBPS1, "latency" },
+		{ LINE_GBPS1, "lat 0 0 2 1 2 3 4", LINE_GBPS1 + 3, "duplicate 'lat'" },
+		{ LINE_GBPS1, "slowdown 0 1 0 1", LINE_GBPS1, "> 0" },
+		{ LINE_GBPS1, "latency 0 0 1 1 2 3 4", LINE_GBPS1, "unknown record" },
+		{ LINE_GBPS1, " lat 0 0 1 1 2 3 4", LINE_GBPS1, "whitespace" },
+		{ LINE_GBPS1, "end", LINE_GBPS1 + 1, "after 'end'" },
+	};
+	struct profile *p = make_profile(false);
+	char *good;
+	size_t good_len;
+	int nr_lines = 0;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, profile_save(p, self->path, self->err, sizeof(self->err)));
+	profile_free(p);
+	good = read_file(self->path, &good_len);
+	ASSERT_NE(NULL, good);
+	for (size_t i = 0; i < good_len; i++)
+		nr_lines += good[i] == '\n';
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *bad = replace_line(good, cases[i].line, cases[i].with);
+		char prefix[192];
+
+		snprintf(prefix, sizeof(prefix), "%s:%d: ", self->path, cases[i].err_line);
+		ASSERT_EQ(0, write_file(self->path, bad, strlen(bad)));
+		self->err[0] = '\0';
+		p = profile_load(self->path, self->err, sizeof(self->err));
+		ASSERT_EQ(NULL, p) TH_LOG("case %zu was accepted", i);
+		ASSERT_EQ(0, strncmp(prefix, self->err, strlen(prefix)))
+		TH_LOG("case %zu: '%s' does not start with '%s'", i, self->err, prefix);
+		ASSERT_NE(NULL, strstr(self->err, cases[i].msg))
+		TH_LOG("case %zu: '%s' lacks '%s'", i, self->err, cases[i].msg);
+		free(bad);
+	}
+
+	/* Truncation: without "end", cut mid-line, and with a NUL byte inside. */
+	ASSERT_EQ(0, write_file(self->path, good, good_len - 4));
+	ASSERT_EQ(NULL, profile_load(self->path, self->err, sizeof(self->err)));
+	ASSERT_NE(NULL, strstr(self->err, "without 'end'")) TH_LOG("%s", self->err);
+	ASSERT_EQ(0, write_file(self->path, good, good_len - 10));
+	ASSERT_EQ(NULL, profile_load(self->path, self->err, sizeof(self->err)));
+	ASSERT_NE(NULL, strstr(self->err, "does not end with a newline")) TH_LOG("%s", self->err);
+	good[50] = '\0';
+	ASSERT_EQ(0, write_file(self->path, good, good_len));
+	ASSERT_EQ(NULL, profile_load(self->path, self->err, sizeof(self->err)));
+	ASSERT_NE(NULL, strstr(self->err, "0x00")) TH_LOG("%s", self->err);
+	ASSERT_EQ(NULL, profile_load("/nonexistent/p.profile", self->err, sizeof(self->err)));
+	ASSERT_NE(NULL, strstr(self->err, "No such file")) TH_LOG("%s", self->err);
+	free(good);
+}
+
+TEST_F(profile, parse__survives_random_mutations)
+{
+	struct profile *p = make_profile(true);
+	uint64_t rng = 0x2545f4914f6cdd1dULL;
+	size_t good_len, accepted = 0;
+	char *good;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, profile_save(p, self->path, self->err, sizeof(self->err)));
+	profile_free(p);
+	good = read_file(self->path, &good_len);
+	ASSERT_NE(NULL, good);
+	/* Flips, insertions, truncations: each must parse or fail with FILE:LINE. */
+	for (int iter = 0; iter < 3000; iter++) {
+		char *text = malloc(good_len + 16);
+		size_t len = good_len;
+		int edits = 1 + iter % 4;
+
+		ASSERT_NE(NULL, text);
+		memcpy(text, good, good_len);
+		for (int e = 0; e < edits; e++) {
+			size_t at;
+
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			at = (size_t)(rng % len);
+			switch ((rng >> 32) % 4) {
+			case 0:
+				text[at] = (char)(rng >> 40);
+				break;
+			case 1:
+				text[at] = "0123456789 -\n#."[(rng >> 40) % 15];
+				break;
+			case 2:
+				len = at + 1;
+				break;
+			default:
+				memmove(text + at + 1, text + at, len - at);
+				text[at] = "9 \n-"[(rng >> 40) % 4];
+				len++;
+				break;
+			}
+		}
+		self->err[0] = '\0';
+		p = profile_parse("fuzz", text, len, self->err, sizeof(self->err));
+		if (p) {
+			accepted++;
+			ASSERT_GE(p->nr_layers, 1);
+			profile_free(p);
+		} else {
+			ASSERT_EQ(0, strncmp("fuzz:", self->err, 5)) TH_LOG("%s", self->err);
+			ASSERT_TRUE(self->err[5] >= '1' && self->err[5] <= '9')
+			TH_LOG("%s", self->err);
+		}
+		free(text);
+	}
+	TH_LOG("%zu of 3000 mutants still parsed", accepted);
+	free(good);
+}
+
+TEST_F(profile, lookup__interpolates_between_measured_levels)
+{
+	static const int levels[] = { 0, 30, 60 };
+	int one = 1;
+	struct profile *p = profile_new(1, &one, 2, 3, levels, self->err, sizeof(self->err));
+	uint64_t ns = 0;
+
+	ASSERT_NE(NULL, p);
+	*profile_latency_cell(p, 0, 0, 1, 0) = 1000;
+	*profile_latency_cell(p, 0, 0, 1, 1) = 1300;
+	*profile_latency_cell(p, 0, 0, 1, 2) = 2200;
+
+	ASSERT_EQ(0, profile_lookup(p, 0, 0, 1, 0, &ns));
+	ASSERT_EQ(1000, ns);
+	ASSERT_EQ(0, profile_lookup(p, 0, 0, 1, 30, &ns));
+	ASSERT_EQ(1300, ns);
+	/* 15 is halfway from alone (1000) to 30 (1300). */
+	ASSERT_EQ(0, profile_lookup(p, 0, 0, 1, 15, &ns));
+	ASSERT_EQ(1150, ns);
+	/* 40 is a third of the way from 30 (1300) to 60 (2200). */
+	ASSERT_EQ(0, profile_lookup(p, 0, 0, 1, 40, &ns));
+	ASSERT_EQ(1600, ns);
+	/* Beyond the highest measured level: the highest level's latency. */
+	ASSERT_EQ(0, profile_lookup(p, 0, 0, 1, 95.5, &ns));
+	ASSERT_EQ(2200, ns);
+
+	ASSERT_EQ(-ENOENT, profile_lookup(p, 0, 0, 2, 0, &ns));
+	*profile_latency_cell(p, 0, 0, 2, 0) = 800;
+	ASSERT_EQ(-ENOENT, profile_lookup(p, 0, 0, 2, 10, &ns));
+	ASSERT_EQ(-EINVAL, profile_lookup(p, 1, 0, 1, 0, &ns));
+	ASSERT_EQ(-EINVAL, profile_lookup(p, 0, 1, 1, 0, &ns));
+	ASSERT_EQ(-EINVAL, profile_lookup(p, 0, 0, 3, 0, &ns));
+	ASSERT_EQ(-EINVAL, profile_lookup(p, 0, 0, 0, 0, &ns));
+	ASSERT_EQ(-EINVAL, profile_lookup(p, 0, 0, 1, 100.5, &ns));
+	ASSERT_EQ(-EINVAL, profile_lookup(p, 0, 0, 1, -1, &ns));
+	ASSERT_EQ(-EINVAL, profile_lookup(p, 0, 0, 1, NAN, &ns));
+	profile_free(p);
+}
+
+TEST_F(profile, update_slowdown__geometric_mean_of_off_core_ratios)
+{
+	static const int levels[] = { 0, 50 };
+	int two = 2;
+	struct profile *p = profile_new(1, &two, 2, 2, levels, self->err, sizeof(self->err));
+
+	ASSERT_NE(NULL, p);
+	/* On 1 core (stressor on the other core): ratios 1.2 and 1.5. */
+	*profile_latency_cell(p, 0, 0, 1, 0) = 1000;
+	*profile_latency_cell(p, 0, 0, 1, 1) = 1200;
+	*profile_latency_cell(p, 0, 1, 1, 0) = 2000;
+	*profile_latency_cell(p, 0, 1, 1, 1) = 3000;
+	/* On all cores the stressor shares them: this 3x must not count. */
+	*profile_latency_cell(p, 0, 0, 2, 0) = 1000;
+	*profile_latency_cell(p, 0, 0, 2, 1) = 3000;
+	profile_update_slowdown(p);
+	ASSERT_LT(fabs(p->layers[0].slowdown[1] - sqrt(1.2 * 1.5)), 1e-12);
+
+	*profile_latency_cell(p, 0, 0, 1, 1) = 0;
+	*profile_latency_cell(p, 0, 1, 1, 1) = 0;
+	profile_update_slowdown(p);
+	ASSERT_EQ(0, p->layers[0].slowdown[1]);
+	profile_free(p);
+}
+
+TEST_F(profile, new__rejects_bad_dimensions)
+{
+	static const int bad_order[] = { 0, 60, 30 };
+	static const int no_alone[] = { 10, 30 };
+	int versions[2] = { 1, PROFILE_MAX_VERSIONS + 1 };
+
+	ASSERT_EQ(NULL, profile_new(0, versions, 2, 3, test_levels, self->err, sizeof(self->err)));
+	ASSERT_EQ(NULL, profile_new(1, versions, 0, 3, test_levels, self->err, sizeof(self->err)));
+	ASSERT_EQ(NULL, profile_new(1, versions, 2, 3, bad_order, self->err, sizeof(self->err)));
+	ASSERT_EQ(NULL, profile_new(1, versions, 2, 2, no_alone, self->err, sizeof(self->err)));
+	ASSERT_EQ(NULL, profile_new(2, versions, 2, 3, test_levels, self->err, sizeof(self->err)));
+	ASSERT_NE(NULL, strstr(self->err, "version count 7")) TH_LOG("%s", self->err);
+}
+
+TEST_F(profile, fnv1a64__matches_reference_vectors)
+{
+	uint64_t h = 0;
+
+	/* Published FNV-1a 64 test vectors. */
+	ASSERT_EQ(0xcbf29ce484222325ULL, profile_fnv1a64("", 0, PROFILE_FNV1A64_INIT));
+	ASSERT_EQ(0xaf63dc4c8601ec8cULL, profile_fnv1a64("a", 1, PROFILE_FNV1A64_INIT));
+	ASSERT_EQ(0x85944171f73967e8ULL, profile_fnv1a64("foobar", 6, PROFILE_FNV1A64_INIT));
+	/* Hashing a file equals hashing its bytes, also across read() chunk boundaries. */
+	{
+		size_t len = 200000;
+		char *big = malloc(len);
+
+		ASSERT_NE(NULL, big);
+		for (size_t i = 0; i < len; i++)
+			big[i] = (char)(i * 7 + i / 251);
+		ASSERT_EQ(0, write_file(self->path, big, len));
+		ASSERT_EQ(0, profile_hash_file(self->path, &h));
+		ASSERT_EQ(profile_fnv1a64(big, len, PROFILE_FNV1A64_INIT), h);
+		free(big);
+	}
+	ASSERT_EQ(-ENOENT, profile_hash_file("/nonexistent/x", &h));
+}
+
+TEST_F(profile, cache_dir__override_then_env_then_default)
+{
+	struct profile_machine m = { .nr_cores = 4, .llc_bytes = 1 << 20 };
+	char path[256], expected[256];
+
+	unsetenv("COLOC_CACHE_DIR");
+	ASSERT_STREQ(PROFILE_DEFAULT_CACHE_DIR, profile_cache_dir(NULL));
+	setenv("COLOC_CACHE_DIR", "/tmp/env-cache", 1);
+	ASSERT_STREQ("/tmp/env-cache", profile_cache_dir(NULL));
+	ASSERT_STREQ("/tmp/flag-cache", profile_cache_dir("/tmp/flag-cache"));
+
+	snprintf(m.cpu_model, sizeof(m.cpu_model), "CPU X");
+	ASSERT_EQ(0, profile_cache_path("/c", "net", 0xabcULL, &m, path, sizeof(path)));
+	snprintf(expected, sizeof(expected), "/c/net-0000000000000abc-%016llx.profile",
+		 (unsigned long long)profile_fnv1a64("CPU X|4|1048576", 15, PROFILE_FNV1A64_INIT));
+	ASSERT_STREQ(expected, path);
+	ASSERT_EQ(-ENAMETOOLONG, profile_cache_path("/c", "net", 1, &m, path, 20));
+}
+
+TEST_F(profile, machine_detect__matches_proc_and_sysconf)
+{
+	struct profile_machine m, other;
+
+	ASSERT_EQ(0, profile_machine_detect(&m));
+	ASSERT_EQ(sysconf(_SC_NPROCESSORS_ONLN), m.nr_cores);
+	ASSERT_NE(0, strlen(m.cpu_model));
+	ASSERT_EQ(0, profile_machine_detect(&other));
+	ASSERT_TRUE(profile_machine_equal(&m, &other));
+	other.llc_bytes++;
+	ASSERT_FALSE(profile_machine_equal(&m, &other));
+	ASSERT_NE(profile_machine_hash(&m), profile_machine_hash(&other));
+}
+
+static const char tiny_model[] = "# four layers: two convolutions and a residual add\n"
+				 "model tiny\n"
+				 "seed 1\n"
+				 "macs 1\n"
+				 "params 1\n"
+				 "input data shape=1x8x16x16\n"
+				 "conv c1 out=8 k=3 pad=1 act=relu\n"
+				 "conv c2 out=8 k=1\n"
+				 "add a in=c2,c1\n";
+
+static int nr_allowed_cpus(void)
+{
+	cpu_set_t set;
+
+	return sched_getaffinity(0, sizeof(set), &set) ? -1 : CPU_COUNT(&set);
+}
+
+static size_t nr_cells(const struct profile *p)
+{
+	size_t n = 0;
+
+	for (int l = 0; l < p->nr_layers; l++)
+		n += (size_t)p->layers[l].nr_versions * (size_t)p->nr_cores * (size_t)p->nr_levels;
+	return n;
+}
+
+static bool same_bytes(const char *a, const char *b)
+{
+	size_t la, lb;
+	char *x = read_file(a, &la), *y = read_file(b, &lb);
+	bool same = x && y && la == lb && !memcmp(x, y, la);
+
+	free(x);
+	free(y);
+	return same;
+}
+
+TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache, 120)
+{
+	static const char *const names[] = { "data", "c1", "c2", "a" };
+	char bin[PATH_MAX], model[160], out[160], cache[160], cached[PATH_MAX];
+	const char *args[] = { model,	   "-o",     out,	    "--iters", "1",
+			       "--levels", "50,100", "--cache-dir", cache,     NULL };
+	struct profile_machine machine;
+	struct tool_run run;
+	struct profile *p;
+	uint64_t hash;
+
+	if (find_tool("coloc-profile", bin, sizeof(bin)))
+		SKIP(return, "bin/coloc-profile is not built (run make, or set COLOC_BIN)");
+	snprintf(model, sizeof(model), "%s/tiny.model", self->dir);
+	snprintf(out, sizeof(out), "%s/tiny.profile", self->dir);
+	snprintf(cache, sizeof(cache), "%s/cache", self->dir);
+	ASSERT_EQ(0, write_file(model, tiny_model, strlen(tiny_model)));
+
+	ASSERT_EQ(0, tool_run(bin, args, &run));
+	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	p = profile_load(out, self->err, sizeof(self->err));
+	ASSERT_NE(NULL, p) TH_LOG("%s", self->err);
+	ASSERT_EQ(0, profile_nr_missing(p));
+	ASSERT_STREQ("tiny", p->model_name);
+	ASSERT_EQ(0, profile_hash_file(model, &hash));
+	ASSERT_EQ(hash, p->model_hash);
+	ASSERT_EQ(0, profile_machine_detect(&machine));
+	ASSERT_TRUE(profile_machine_equal(&machine, &p->machine));
+	ASSERT_EQ(nr_allowed_cpus(), p->nr_cores);
+	ASSERT_EQ(3, p->nr_levels);
+	ASSERT_EQ(0, p->levels[0]);
+	ASSERT_EQ(50, p->levels[1]);
+	ASSERT_EQ(100, p->levels[2]);
+	ASSERT_EQ(1, p->iters);
+	ASSERT_EQ(PROFILE_STRESS_LLC, p->stress_kind);
+	ASSERT_EQ(4, p->nr_layers);
+	for (int l = 0; l < 4; l++) {
+		ASSERT_STREQ(names[l], p->layers[l].name);
+		ASSERT_GE(p->layers[l].nr_versions, 1);
+	}
+	/* The stressor ran at every level for every core count and reported its rate. */
+	for (int c = 1; c <= p->nr_cores; c++)
+		for (int k = 1; k < 3; k++)
+			ASSERT_GE(p->stress_gbps[(c - 1) * 3 + k], 0);
+
+	/* Stored in the cache under the model's hash and this machine, then reused from there. */
+	ASSERT_EQ(0, profile_cache_path(cache, "tiny", hash, &machine, cached, sizeof(cached)));
+	ASSERT_TRUE(same_bytes(out, cached));
+	ASSERT_EQ(0, unlink(out));
+	ASSERT_EQ(0, tool_run(bin, args, &run));
+	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "reused the cached profile")) TH_LOG("%s", run.output);
+	ASSERT_TRUE(same_bytes(out, cached));
+
+	/* A changed model file is a different key: measured again, not reused. */
+	ASSERT_EQ(0, write_file(model, tiny_model, strlen(tiny_model) - 1));
+	ASSERT_EQ(0, tool_run(bin, args, &run));
+	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_EQ(NULL, strstr(run.output, "reused")) TH_LOG("%s", run.output);
+	profile_free(p);
+}
+
+TEST_F_TIMEOUT(profile, coloc_profile__resumes_where_sigint_stopped_it, 120)
+{
+	static const char small_model[] = "model small\n"
+					  "seed 3\n"
+					  "macs 1\n"
+					  "params 1\n"
+					  "input data shape=1x16x32x32\n"
+					  "conv c1 out=32 k=3 pad=1 act=relu\n"
+					  "conv c2 out=32 k=3 pad=1 act=relu\n"
+					  "conv c3 out=32 k=1\n"
+					  "add a in=c3,c2\n";
+	char bin[PATH_MAX], model[160], out[160], partial[176];
+	const char *args[] = { model, "-o", out, "--iters", "20", "--no-cache", NULL };
+	const char *other[] = { model,	      "-o",	  out,	      "--iters", "20",
+				"--no-cache", "--resume", "--levels", "40",	 NULL };
+	struct profile *half, *full;
+	struct tool_run run;
+	size_t measured;
+
+	if (find_tool("coloc-profile", bin, sizeof(bin)))
+		SKIP(return, "bin/coloc-profile is not built (run make, or set COLOC_BIN)");
+	snprintf(model, sizeof(model), "%s/small.model", self->dir);
+	snprintf(out, sizeof(out), "%s/small.profile", self->dir);
+	snprintf(partial, sizeof(partial), "%s.partial", out);
+	ASSERT_EQ(0, write_file(model, small_model, strlen(small_model)));
+
+	/* Interrupt as soon as the first group is saved; seven stressed groups remain. */
+	ASSERT_EQ(0, tool_start(bin, args, &run));
+	for (int i = 0; i < 6000 && access(partial, F_OK); i++)
+		usleep(10000);
+	ASSERT_EQ(0, access(partial, F_OK));
+	ASSERT_EQ(0, kill(run.pid, SIGINT));
+	ASSERT_EQ(0, tool_finish(&run));
+	ASSERT_TRUE(exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "interrupted")) TH_LOG("%s", run.output);
+	ASSERT_NE(0, access(out, F_OK));
+	half = profile_load(partial, self->err, sizeof(self->err));
+	ASSERT_NE(NULL, half) TH_LOG("%s", self->err);
+	measured = nr_cells(half) - profile_nr_missing(half);
+	TH_LOG("interrupted with %zu of %zu cells measured", measured, nr_cells(half));
+	ASSERT_GT(measured, 0);
+	ASSERT_GT(profile_nr_missing(half), 0);
+
+	/* --resume with other options refuses the partial and leaves it alone. */
+	ASSERT_EQ(0, tool_run(bin, other, &run));
+	ASSERT_TRUE(exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "different")) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, access(partial, F_OK));
+
+	/* The same command again continues and keeps every cell measured before. */
+	ASSERT_EQ(0, tool_run(bin, args, &run));
+	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "resuming from")) TH_LOG("%s", run.output);
+	ASSERT_NE(0, access(partial, F_OK));
+	full = profile_load(out, self->err, sizeof(self->err));
+	ASSERT_NE(NULL, full) TH_LOG("%s", self->err);
+	ASSERT_EQ(0, profile_nr_missing(full));
+	ASSERT_TRUE(profile_same_setup(half, full));
+	ASSERT_STREQ(half->date, full->date);
+	for (int l = 0; l < half->nr_layers; l++)
+		for (int v = 0; v < half->layers[l].nr_versions; v++)
+			for (int c = 1; c <= half->nr_cores; c++)
+				for (int k = 0; k < half->nr_levels; k++) {
+					uint64_t before = *profile_latency_cell(half, l, v, c, k);
+
+					if (before)
+						ASSERT_EQ(before,
+							  *profile_latency_cell(full, l, v, c, k));
+				}
+	profile_free(half);
+	profile_free(full);
+}
+
+TEST_F(profile, coloc_profile__bad_input_exits_with_a_message)
+{
+	static const char *const bad_args[][8] = {
+		{ "m", "-o", "x", "--iters", "0", NULL },
+		{ "m", "-o", "x", "--iters", "3x", NULL },
+		{ "m", "-o", "x", "--levels", "60,30", NULL },
+		{ "m", "-o", "x", "--levels", "0,50", NULL },
+		{ "m", "-o", "x", "--levels", "50,", NULL },
+		{ "m", "-o", "x", "--kind", "l2", NULL },
+		{ "m", NULL },
+		{ "m", "n", "-o", "x", NULL },
+	};
+	static const char bad_model[] = "model broken\nseed 1\nmacs 1\nparams 1\n"
+					"input data shape=1x3x8x8\nfrobnicate f1 out=3\n";
+	char bin[PATH_MAX], model[160], out[160];
+	const char *args[] = { model, "-o", out, NULL };
+	struct tool_run run;
+
+	if (find_tool("coloc-profile", bin, sizeof(bin)))
+		SKIP(return, "bin/coloc-profile is not built (run make, or set COLOC_BIN)");
+	for (size_t i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++) {
+		ASSERT_EQ(0, tool_run(bin, bad_args[i], &run));
+		ASSERT_TRUE(exited_with(&run, 2)) TH_LOG("case %zu: %s", i, run.output);
+		ASSERT_NE(NULL, strstr(run.output, "coloc-profile: ")) TH_LOG("case %zu", i);
+	}
+	snprintf(model, sizeof(model), "%s/broken.model", self->dir);
+	snprintf(out, sizeof(out), "%s/broken.profile", self->dir);
+	ASSERT_EQ(0, write_file(model, bad_model, strlen(bad_model)));
+	ASSERT_EQ(0, tool_run(bin, args, &run));
+	ASSERT_TRUE(exited_with(&run, 1)) TH_LOG("%s", run.output);
+	/* The parser's FILE:LINE message, naming the unknown operation's line. */
+	ASSERT_NE(NULL, strstr(run.output, "broken.model:6:")) TH_LOG("%s", run.output);
+	ASSERT_NE(0, access(out, F_OK));
+}
+
+TEST_HARNESS_MAIN

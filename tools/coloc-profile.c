@@ -1,0 +1,726 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * coloc-profile: measures a model's latency profile (executor/profile.h,
+ * format in models/PROFILE.md), the per-layer tables VELTAIR schedules
+ * from: every layer x kernel version x core count, alone and under
+ * coloc-stress at a few levels.
+ *
+ * Each cell is the median of --iters runs of a one-layer block
+ * (exec_run_block(i, i + 1)) on the first c cores this process may use,
+ * after one run of the whole model so the layer's inputs exist. Cells are
+ * measured in groups of (core count, level) so the stressor (bin/coloc-stress
+ * next to this executable) starts once per group: on the cores the layer
+ * does not use, or on the same cores when the layer uses all of them. Progress
+ * goes to FILE.partial after each group and on SIGINT/SIGTERM; a later run
+ * with the same setup continues from it. A complete profile is also stored in
+ * the cache (keyed by model file hash and machine) and reused from there.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "executor.h"
+#include "model.h"
+#include "profile.h"
+
+#define PROFILE_PARTIAL_SAVE_NS 2000000000ULL
+
+static struct {
+	const char *model_path;
+	const char *output;
+	int iters;
+	int nr_levels; /* stress levels, without 0 */
+	int levels[PROFILE_MAX_LEVELS - 1];
+	enum profile_stress_kind kind;
+	const char *cache_dir; /* NULL: $COLOC_CACHE_DIR or the default */
+	bool use_cache;
+	bool resume; /* insist on resuming from FILE.partial */
+	bool verbose;
+} opt = {
+	.iters = 5,
+	.nr_levels = 3,
+	.levels = { 30, 60, 100 },
+	.kind = PROFILE_STRESS_LLC,
+	.use_cache = true,
+};
+
+static volatile sig_atomic_t interrupted;
+
+struct stressor {
+	pid_t pid;
+	FILE *out; /* its stdout */
+};
+
+struct profiler {
+	struct model *model;
+	struct exec_model *em;
+	struct exec_query *q;
+	struct profile *p;
+	struct exec_cpuset allowed;
+	char stress_bin[PATH_MAX];
+	char partial[PATH_MAX];
+	size_t cells_total, cells_done;
+	uint64_t started_ns, last_save_ns;
+	bool tty;
+};
+
+static void usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"Usage: %s MODEL -o FILE [OPTIONS]\n"
+		"Measures the latency of every layer of MODEL (a models/*.model file) for every\n"
+		"kernel version and core count, alone and next to bin/coloc-stress at several\n"
+		"levels, and writes the profile the scheduler uses (format: models/PROFILE.md).\n"
+		"\n"
+		"  -o, --output FILE      where to write the profile (required)\n"
+		"  -n, --iters N          timed runs per cell, median kept (1..1000, default 5)\n"
+		"  -L, --levels LIST      stress levels, increasing, 1..100, at most %d\n"
+		"                         (default 30,60,100)\n"
+		"  -k, --kind llc|membw   the coloc-stress kind (default llc)\n"
+		"  -C, --cache-dir DIR    profile cache (default $COLOC_CACHE_DIR, else\n"
+		"                         %s)\n"
+		"      --no-cache         measure even if the cache holds this profile, and\n"
+		"                         do not store it there\n"
+		"  -r, --resume           continue from FILE.partial, failing if it does not\n"
+		"                         match; without it a matching FILE.partial is still\n"
+		"                         continued, and a mismatched one replaced\n"
+		"  -v, --verbose          print each group's timing\n"
+		"  -h, --help             show this help\n"
+		"\n"
+		"Layers on fewer than all cores are measured with the stressor on the other\n"
+		"cores; on all cores the stressor shares the layer's cores. SIGINT saves the\n"
+		"progress in FILE.partial; run the same command again to continue.\n"
+		"Exit status: 0 profile written, 1 failure or interrupted, 2 bad usage.\n"
+		"Example: %s models/mobilenet_v2.model -o mobilenet_v2.profile --iters 9\n",
+		prog, PROFILE_MAX_LEVELS - 1, PROFILE_DEFAULT_CACHE_DIR, prog);
+}
+
+static int parse_int(const char *s, long min, long max, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_levels(const char *list)
+{
+	char buf[256], *save = NULL, *tok;
+	int n = 0;
+
+	if (strlen(list) >= sizeof(buf))
+		return -EINVAL;
+	snprintf(buf, sizeof(buf), "%s", list);
+	if (!buf[0] || buf[strlen(buf) - 1] == ',')
+		return -EINVAL;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == PROFILE_MAX_LEVELS - 1 || parse_int(tok, 1, 100, &opt.levels[n]) ||
+		    (n && opt.levels[n] <= opt.levels[n - 1]))
+			return -EINVAL;
+		n++;
+	}
+	opt.nr_levels = n;
+	return n ? 0 : -EINVAL;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+/* bin/coloc-stress lives next to this executable, whichever build tree it is. */
+static int find_stress_bin(char *buf, size_t len)
+{
+	char exe[PATH_MAX / 2];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n < 0)
+		return -errno;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = '\0';
+	snprintf(buf, len, "%s/coloc-stress", exe);
+	return access(buf, X_OK) ? -errno : 0;
+}
+
+static int stressor_start(struct profiler *pr, struct stressor *s, int nr_cores, int level)
+{
+	char cores[EXEC_MAX_CPUS * 5] = "", level_s[16], line[512];
+	const char *kind = profile_stress_kind_name(opt.kind);
+	int first = nr_cores < pr->allowed.nr ? nr_cores : 0, pipefd[2];
+	size_t off = 0;
+
+	for (int i = first; i < pr->allowed.nr; i++)
+		off += (size_t)snprintf(cores + off, sizeof(cores) - off, "%s%d",
+					i > first ? "," : "", pr->allowed.cpus[i]);
+	snprintf(level_s, sizeof(level_s), "%d", level);
+	if (pipe2(pipefd, O_CLOEXEC))
+		return -errno;
+	s->pid = fork();
+	if (s->pid < 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return -errno;
+	}
+	if (s->pid == 0) {
+		cpu_set_t all;
+
+		/* The executor pinned this thread to the block's cores; the stressor needs all. */
+		CPU_ZERO(&all);
+		for (int i = 0; i < pr->allowed.nr; i++)
+			CPU_SET(pr->allowed.cpus[i], &all);
+		sched_setaffinity(0, sizeof(all), &all);
+		dup2(pipefd[1], STDOUT_FILENO);
+		execl(pr->stress_bin, pr->stress_bin, "--cores", cores, "--kind", kind, "--level",
+		      level_s, (char *)NULL);
+		/* Only async-signal-safe calls after fork; the parent reports the failure. */
+		_exit(127);
+	}
+	close(pipefd[1]);
+	s->out = fdopen(pipefd[0], "r");
+	if (!s->out) {
+		close(pipefd[0]);
+		return -errno;
+	}
+	/* Its load is on once it says "running"; measuring before would see no stress. */
+	while (fgets(line, sizeof(line), s->out)) {
+		if (opt.verbose)
+			fprintf(stderr, "  %s", line);
+		if (!strncmp(line, "coloc-stress: running", 21))
+			return 0;
+	}
+	return -ECHILD;
+}
+
+/* Stops the stressor; returns the bandwidth it reported (GB/s), or a negative errno. */
+static double stressor_stop(struct stressor *s)
+{
+	char line[512];
+	double gbps = -ECHILD;
+	int status = 0;
+	pid_t r;
+
+	if (s->pid <= 0)
+		return -ECHILD;
+	kill(s->pid, SIGTERM);
+	while (s->out && fgets(line, sizeof(line), s->out)) {
+		if (opt.verbose)
+			fprintf(stderr, "  %s", line);
+		if (!strncmp(line, "total: ", 7))
+			gbps = strtod(line + 7, NULL);
+	}
+	if (s->out)
+		fclose(s->out);
+	while ((r = waitpid(s->pid, &status, 0)) < 0 && errno == EINTR)
+		;
+	s->pid = 0;
+	s->out = NULL;
+	if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+		return -ECHILD;
+	return gbps;
+}
+
+static void progress(struct profiler *pr, int cores, int level, int layer)
+{
+	double frac = pr->cells_total ? (double)pr->cells_done / (double)pr->cells_total : 1;
+	char bar[41];
+	int fill = (int)(frac * 40);
+
+	if (!pr->tty)
+		return;
+	memset(bar, '#', (size_t)fill);
+	memset(bar + fill, '.', (size_t)(40 - fill));
+	bar[40] = '\0';
+	fprintf(stderr, "\r[%s] %3.0f%%  cores %d  level %3d  layer %d/%d ", bar, frac * 100, cores,
+		level, layer + 1, pr->p->nr_layers);
+	fflush(stderr);
+}
+
+static int save_partial(struct profiler *pr)
+{
+	char err[512];
+	int ret;
+
+	profile_update_slowdown(pr->p);
+	ret = profile_save(pr->p, pr->partial, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "\ncoloc-profile: cannot save progress: %s\n", err);
+	pr->last_save_ns = now_ns();
+	return ret;
+}
+
+static bool group_done(const struct profile *p, int cores, int k)
+{
+	for (int l = 0; l < p->nr_layers; l++)
+		for (int v = 0; v < p->layers[l].nr_versions; v++)
+			if (!*profile_latency_cell_const(p, l, v, cores, k))
+				return false;
+	return true;
+}
+
+/* Measures every missing cell of (cores, level k); the stressor is already running. */
+static int measure_group(struct profiler *pr, int cores, int k)
+{
+	struct exec_cpuset set = { .nr = cores };
+	struct exec_block_stats st;
+	int ret;
+
+	memcpy(set.cpus, pr->allowed.cpus, (size_t)cores * sizeof(set.cpus[0]));
+	exec_query_reset(pr->q);
+	exec_query_fill_inputs(pr->q, pr->model, pr->model->seed);
+	ret = exec_run_block(pr->em, pr->q, 0, pr->p->nr_layers, NULL, &set, &st);
+	if (ret) {
+		fprintf(stderr, "\ncoloc-profile: running the whole model on %d cores: %s\n", cores,
+			strerror(-ret));
+		return ret;
+	}
+	for (int l = 0; l < pr->p->nr_layers && !interrupted; l++) {
+		for (int v = 0; v < pr->p->layers[l].nr_versions && !interrupted; v++) {
+			uint64_t *cell = profile_latency_cell(pr->p, l, v, cores, k);
+
+			if (*cell)
+				continue;
+			/* A warm-up run first: the version's first touch of its scratch memory. */
+			ret = exec_run_block(pr->em, pr->q, l, l + 1, &v, &set, &st);
+			if (!ret)
+				ret = exec_measure_block(pr->em, pr->q, l, l + 1, &v, &set,
+							 opt.iters, cell);
+			if (ret) {
+				*cell = 0;
+				fprintf(stderr,
+					"\ncoloc-profile: layer %d (%s) version %d on %d cores: %s\n",
+					l, pr->p->layers[l].name, v, cores, strerror(-ret));
+				return ret;
+			}
+			/* 0 means "not measured" in a profile; a faster-than-1-ns layer is 1 ns. */
+			if (!*cell)
+				*cell = 1;
+			pr->cells_done++;
+			progress(pr, cores, pr->p->levels[k], l);
+		}
+		if (now_ns() - pr->last_save_ns > PROFILE_PARTIAL_SAVE_NS)
+			save_partial(pr);
+	}
+	return 0;
+}
+
+static int measure_all(struct profiler *pr)
+{
+	struct profile *p = pr->p;
+
+	for (int c = 1; c <= p->nr_cores && !interrupted; c++) {
+		for (int k = 0; k < p->nr_levels && !interrupted; k++) {
+			struct stressor s = { 0 };
+			uint64_t t0 = now_ns();
+			int ret;
+
+			if (group_done(p, c, k))
+				continue;
+			if (k > 0) {
+				ret = stressor_start(pr, &s, c, p->levels[k]);
+				if (ret) {
+					stressor_stop(&s);
+					fprintf(stderr,
+						"\ncoloc-profile: %s did not start (level %d): %s\n",
+						pr->stress_bin, p->levels[k], strerror(-ret));
+					return ret;
+				}
+			}
+			ret = measure_group(pr, c, k);
+			if (k > 0) {
+				double gbps = stressor_stop(&s);
+
+				if (gbps < 0 && !ret) {
+					fprintf(stderr,
+						"\ncoloc-profile: %s failed during level %d\n",
+						pr->stress_bin, p->levels[k]);
+					ret = -ECHILD;
+				}
+				if (!ret && !interrupted)
+					p->stress_gbps[(size_t)(c - 1) * (size_t)p->nr_levels +
+						       (size_t)k] = gbps;
+			}
+			if (ret)
+				return ret;
+			if (opt.verbose)
+				fprintf(stderr, "%scores %d level %d: %.2f s\n",
+					pr->tty ? "\n" : "", c, p->levels[k],
+					(double)(now_ns() - t0) / 1e9);
+			else if (!pr->tty && !interrupted)
+				fprintf(stderr,
+					"coloc-profile: cores %d level %d done (%zu/%zu cells)\n",
+					c, p->levels[k], pr->cells_done, pr->cells_total);
+			save_partial(pr);
+		}
+	}
+	return 0;
+}
+
+/* The profile this run would produce, with no cells measured yet. */
+static struct profile *empty_profile(struct profiler *pr, uint64_t model_hash,
+				     const struct profile_machine *machine)
+{
+	const dnnl_version_t *dv = dnnl_version();
+	int levels[PROFILE_MAX_LEVELS] = { 0 }, *nr_versions;
+	struct profile *p;
+	char err[256];
+	time_t t = time(NULL);
+	struct tm tm;
+
+	nr_versions = calloc((size_t)pr->model->nr_layers, sizeof(*nr_versions));
+	if (!nr_versions)
+		return NULL;
+	for (int l = 0; l < pr->model->nr_layers; l++)
+		nr_versions[l] = exec_layer_nr_versions(pr->em, l);
+	memcpy(levels + 1, opt.levels, (size_t)opt.nr_levels * sizeof(int));
+	p = profile_new(pr->model->nr_layers, nr_versions, pr->allowed.nr, opt.nr_levels + 1,
+			levels, err, sizeof(err));
+	free(nr_versions);
+	if (!p) {
+		fprintf(stderr, "coloc-profile: %s\n", err);
+		return NULL;
+	}
+	snprintf(p->model_name, sizeof(p->model_name), "%s", pr->model->name);
+	p->model_hash = model_hash;
+	p->machine = *machine;
+	snprintf(p->onednn_version, sizeof(p->onednn_version), "%d.%d.%d", dv->major, dv->minor,
+		 dv->patch);
+	gmtime_r(&t, &tm);
+	strftime(p->date, sizeof(p->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	p->stress_kind = opt.kind;
+	p->iters = opt.iters;
+	for (int l = 0; l < p->nr_layers; l++) {
+		snprintf(p->layers[l].name, sizeof(p->layers[l].name), "%s",
+			 pr->model->layers[l].name);
+		for (int v = 0; v < p->layers[l].nr_versions; v++)
+			snprintf(p->layers[l].version_names[v], PROFILE_VERSION_NAME_LEN, "%s",
+				 exec_layer_version_name(pr->em, l, v));
+	}
+	return p;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char buf[PATH_MAX];
+
+	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *s = buf + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (mkdir(buf, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* A cached profile that answers this run: complete, same setup, at least as many iterations. */
+static struct profile *cached_profile(const char *path, const struct profile *want)
+{
+	char err[512];
+	struct profile *c;
+
+	if (access(path, F_OK))
+		return NULL;
+	c = profile_load(path, err, sizeof(err));
+	if (!c) {
+		fprintf(stderr, "coloc-profile: ignoring unreadable cache entry: %s\n", err);
+		return NULL;
+	}
+	if (profile_same_setup(c, want) && !profile_nr_missing(c) && c->iters >= want->iters)
+		return c;
+	profile_free(c);
+	return NULL;
+}
+
+/* Takes over FILE.partial's cells when it measured the same thing the same way. */
+static int resume_partial(struct profiler *pr)
+{
+	char err[512];
+	struct profile *old;
+
+	if (access(pr->partial, F_OK)) {
+		if (opt.resume) {
+			fprintf(stderr, "coloc-profile: --resume: %s does not exist\n",
+				pr->partial);
+			return -ENOENT;
+		}
+		return 0;
+	}
+	old = profile_load(pr->partial, err, sizeof(err));
+	if (!old || !profile_same_setup(old, pr->p) || old->iters != pr->p->iters) {
+		fprintf(stderr, "coloc-profile: %s %s: %s\n", pr->partial,
+			old ? "was measured with a different model, machine or options" :
+			      "is unreadable",
+			old ? "starting over" : err);
+		profile_free(old);
+		return opt.resume ? -EINVAL : 0;
+	}
+	/* old replaces the fresh profile whole, keeping the date measuring began. */
+	profile_free(pr->p);
+	pr->p = old;
+	pr->cells_done = pr->cells_total - profile_nr_missing(old);
+	fprintf(stderr, "coloc-profile: resuming from %s (%zu of %zu cells measured)\n",
+		pr->partial, pr->cells_done, pr->cells_total);
+	return 0;
+}
+
+/* Checked up front: finding out after minutes of measuring would waste them. */
+static int output_dir_writable(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return access(".", W_OK);
+	if (slash == path)
+		return access("/", W_OK);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	return access(dir, W_OK);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "levels", required_argument, NULL, 'L' },
+		{ "kind", required_argument, NULL, 'k' },
+		{ "cache-dir", required_argument, NULL, 'C' },
+		{ "no-cache", no_argument, NULL, 'N' },
+		{ "resume", no_argument, NULL, 'r' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct profiler pr = { 0 };
+	struct profile_machine machine;
+	struct exec_options eopts = { 0 };
+	struct profile *cached = NULL;
+	struct sigaction sa = { .sa_handler = on_signal };
+	char err[1024], cache_path[PATH_MAX];
+	const char *cache_dir;
+	uint64_t model_hash;
+	cpu_set_t allowed;
+	int c, ret, rc = 1;
+
+	while ((c = getopt_long(argc, argv, "o:n:L:k:C:rvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			opt.output = optarg;
+			break;
+		case 'n':
+			if (parse_int(optarg, 1, 1000, &opt.iters)) {
+				fprintf(stderr,
+					"coloc-profile: --iters must be an integer 1..1000, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'L':
+			if (parse_levels(optarg)) {
+				fprintf(stderr,
+					"coloc-profile: --levels must be up to %d increasing integers in 1..100 separated by commas, not '%s'\n",
+					PROFILE_MAX_LEVELS - 1, optarg);
+				return 2;
+			}
+			break;
+		case 'k':
+			if (!strcmp(optarg, "llc")) {
+				opt.kind = PROFILE_STRESS_LLC;
+			} else if (!strcmp(optarg, "membw")) {
+				opt.kind = PROFILE_STRESS_MEMBW;
+			} else {
+				fprintf(stderr,
+					"coloc-profile: --kind must be llc or membw, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'C':
+			opt.cache_dir = optarg;
+			break;
+		case 'N':
+			opt.use_cache = false;
+			break;
+		case 'r':
+			opt.resume = true;
+			break;
+		case 'v':
+			opt.verbose = true;
+			break;
+		case 'h':
+			usage(stdout, argv[0]);
+			return 0;
+		default:
+			usage(stderr, argv[0]);
+			return 2;
+		}
+	}
+	if (optind != argc - 1 || !opt.output) {
+		fprintf(stderr, "coloc-profile: need one MODEL file and -o FILE (see --help)\n");
+		return 2;
+	}
+	opt.model_path = argv[optind];
+	if (snprintf(pr.partial, sizeof(pr.partial), "%s.partial", opt.output) >=
+	    (int)sizeof(pr.partial)) {
+		fprintf(stderr, "coloc-profile: output path too long\n");
+		return 2;
+	}
+
+	if (output_dir_writable(opt.output)) {
+		fprintf(stderr, "coloc-profile: cannot write %s: %s\n", opt.output,
+			strerror(errno));
+		return 1;
+	}
+	ret = find_stress_bin(pr.stress_bin, sizeof(pr.stress_bin));
+	if (ret) {
+		fprintf(stderr, "coloc-profile: %s: %s (it is built next to coloc-profile)\n",
+			pr.stress_bin, strerror(-ret));
+		return 1;
+	}
+	pr.model = model_load(opt.model_path, err, sizeof(err));
+	if (!pr.model) {
+		fprintf(stderr, "coloc-profile: %s\n", err);
+		return 1;
+	}
+	ret = profile_hash_file(opt.model_path, &model_hash);
+	if (!ret)
+		ret = profile_machine_detect(&machine);
+	if (ret) {
+		fprintf(stderr, "coloc-profile: %s: %s\n", opt.model_path, strerror(-ret));
+		goto cleanup;
+	}
+	if (sched_getaffinity(0, sizeof(allowed), &allowed)) {
+		perror("coloc-profile: sched_getaffinity");
+		goto cleanup;
+	}
+	for (int cpu = 0; cpu < CPU_SETSIZE && pr.allowed.nr < EXEC_MAX_CPUS; cpu++)
+		if (CPU_ISSET(cpu, &allowed))
+			pr.allowed.cpus[pr.allowed.nr++] = cpu;
+
+	eopts.cpus = pr.allowed;
+	pr.em = exec_model_load(pr.model, &eopts, err, sizeof(err));
+	if (!pr.em) {
+		fprintf(stderr, "coloc-profile: %s\n", err);
+		goto cleanup;
+	}
+	pr.p = empty_profile(&pr, model_hash, &machine);
+	if (!pr.p)
+		goto cleanup;
+	pr.cells_total = profile_nr_missing(pr.p);
+
+	cache_dir = profile_cache_dir(opt.cache_dir);
+	if (profile_cache_path(cache_dir, pr.p->model_name, model_hash, &machine, cache_path,
+			       sizeof(cache_path))) {
+		fprintf(stderr, "coloc-profile: cache path under %s too long\n", cache_dir);
+		goto cleanup;
+	}
+	if (opt.use_cache && (cached = cached_profile(cache_path, pr.p))) {
+		ret = profile_save(cached, opt.output, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "coloc-profile: %s\n", err);
+			goto cleanup;
+		}
+		printf("coloc-profile: reused the cached profile %s (measured %s, %d iters) -> %s\n",
+		       cache_path, cached->date, cached->iters, opt.output);
+		rc = 0;
+		goto cleanup;
+	}
+	if (resume_partial(&pr))
+		goto cleanup;
+
+	pr.q = exec_query_new(pr.em);
+	if (!pr.q) {
+		fprintf(stderr, "coloc-profile: out of memory for a query\n");
+		goto cleanup;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	pr.tty = isatty(STDERR_FILENO);
+	pr.started_ns = pr.last_save_ns = now_ns();
+	printf("coloc-profile: %s: %d layers, %zu cells (versions x cores 1..%d x levels 0",
+	       pr.p->model_name, pr.p->nr_layers, pr.cells_total, pr.p->nr_cores);
+	for (int k = 0; k < opt.nr_levels; k++)
+		printf(",%d", opt.levels[k]);
+	printf("), %d iters, stress %s\n", opt.iters, profile_stress_kind_name(opt.kind));
+	fflush(stdout);
+
+	ret = measure_all(&pr);
+	if (pr.tty)
+		fputc('\n', stderr);
+	if (ret || interrupted) {
+		save_partial(&pr);
+		fprintf(stderr,
+			"coloc-profile: %s: %zu of %zu cells measured, saved in %s; run the same command again to continue\n",
+			interrupted ? "interrupted" : "failed",
+			pr.cells_total - profile_nr_missing(pr.p), pr.cells_total, pr.partial);
+		goto cleanup;
+	}
+
+	profile_update_slowdown(pr.p);
+	ret = profile_save(pr.p, opt.output, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "coloc-profile: %s\n", err);
+		goto cleanup;
+	}
+	unlink(pr.partial);
+	printf("coloc-profile: wrote %s in %.1f s\n", opt.output,
+	       (double)(now_ns() - pr.started_ns) / 1e9);
+	if (opt.use_cache) {
+		ret = mkdir_p(cache_dir);
+		if (!ret)
+			ret = profile_save(pr.p, cache_path, err, sizeof(err));
+		else
+			snprintf(err, sizeof(err), "%s: %s", cache_dir, strerror(-ret));
+		if (ret)
+			fprintf(stderr,
+				"coloc-profile: not cached (%s); --cache-dir or COLOC_CACHE_DIR choose another place\n",
+				err);
+		else
+			printf("coloc-profile: cached as %s\n", cache_path);
+	}
+	rc = 0;
+cleanup:
+	profile_free(cached);
+	profile_free(pr.p);
+	if (pr.q)
+		exec_query_free(pr.q);
+	if (pr.em)
+		exec_model_free(pr.em);
+	model_free(pr.model);
+	return rc;
+}
