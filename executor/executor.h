@@ -14,6 +14,7 @@
 #ifndef COLOC_EXECUTOR_H
 #define COLOC_EXECUTOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "model.h"
@@ -53,7 +54,10 @@ int exec_layer_nr_versions(const struct exec_model *em, int layer);
 const char *exec_layer_version_name(const struct exec_model *em, int layer, int v);
 /* oneDNN implementation string of version v at the given core count. */
 const char *exec_layer_impl(const struct exec_model *em, int layer, int v, int nr_cores);
-/* Bytes of weights, primitives and buffers the loaded model holds. */
+/*
+ * Bytes of weights, scratchpads, plans and oneDNN objects the loaded model
+ * holds (an account, not a measurement: oneDNN's JIT code is not included).
+ */
 size_t exec_model_resident_bytes(const struct exec_model *em);
 
 /* A query's activations; reusable for the next query after exec_query_reset(). */
@@ -68,10 +72,70 @@ int exec_query_read_output(const struct exec_query *q, int layer, float *dst, si
 /*
  * Runs layers [first, last) of q with versions[i - first] for layer i
  * (NULL: version 0 everywhere) on cores (nr >= 1, a subset of the model's
- * cpus). Returns 0 or a negative errno.
+ * cpus). Returns 0 or a negative errno. Primitives exist for the counts
+ * exec_model_core_counts() lists; on n cores the block runs on the first k
+ * of them, k the largest such count <= n. Where the calling thread's team
+ * is pinned is remembered per calling thread, so re-pinning happens only
+ * when the core set changes.
  */
 int exec_run_block(struct exec_model *em, struct exec_query *q, int first, int last,
 		   const int *versions, const struct exec_cpuset *cores,
 		   struct exec_block_stats *stats);
+
+/*
+ * Additions for tests, tools and benchmarks.
+ */
+
+/*
+ * The raw parameters exec_model_load generates for a layer from the model's
+ * seed, before batch-norm folding, in logical layouts: conv weights
+ * [OC][IC/groups][kh][kw], fc weights [K][N], layer_norm gamma [D] (in
+ * weights) and beta [D] (in bias), embed table [vocab][dim]. Pointers not
+ * used by the layer are NULL. Lets a reference implementation recompute
+ * a layer independently of oneDNN.
+ */
+struct exec_layer_params {
+	float *weights;
+	size_t nr_weights;
+	float *bias;
+	size_t nr_bias;
+	float *bn_gamma, *bn_beta, *bn_mean, *bn_var; /* [OC], conv with batch_norm */
+	float bn_eps;
+};
+
+/* Returns 0, or -EINVAL (bad layer) / -ENOMEM; free with exec_layer_params_free(). */
+int exec_layer_params_generate(const struct model *m, int layer, struct exec_layer_params *p);
+void exec_layer_params_free(struct exec_layer_params *p);
+
+/*
+ * The baseline: one version per layer, oneDNN's default (first)
+ * implementation with every layout left to oneDNN (format_tag_any) and its
+ * own weight copies. Benchmarks measure the versions against it.
+ */
+struct exec_model *exec_model_load_default(const struct model *m, const struct exec_options *opts,
+					   char *err, size_t err_len);
+/* oneDNN primitives created by this model (all at load; constant afterwards). */
+uint64_t exec_model_nr_primitives(const struct exec_model *em);
+/* Writes every input layer of q: token ids below the vocabulary for embeddings, else [-1, 1). */
+void exec_query_fill_inputs(struct exec_query *q, const struct model *m, uint32_t seed);
+/* Median latency of layers [first, last) over reps runs. 0 or -errno. */
+int exec_measure_block(struct exec_model *em, struct exec_query *q, int first, int last,
+		       const int *versions, const struct exec_cpuset *cores, int reps,
+		       uint64_t *median_ns);
+/*
+ * The fastest version of every layer on these cores, each layer run alone
+ * reps times (median); versions[] and (if not NULL) layer_ns[] get one entry
+ * per layer. Runs the whole model once first.
+ */
+int exec_pick_fastest(struct exec_model *em, struct exec_query *q, const struct exec_cpuset *cores,
+		      int reps, int *versions, uint64_t *layer_ns);
+/* Median of n values (sorts v). */
+uint64_t exec_median_u64(uint64_t *v, int n);
+/* Whether an OS CPU id is online (per /sys). */
+bool exec_cpu_online(int cpu);
+/* Parses a cpulist such as "0-3,6"; every CPU must be online. 0 or -errno with a message. */
+int exec_cpuset_parse(const char *text, struct exec_cpuset *set, char *err, size_t err_len);
+/* Core counts primitives were built for; a block on n cores uses the largest <= n. */
+int exec_model_core_counts(const struct exec_model *em, int *counts, int max);
 
 #endif /* COLOC_EXECUTOR_H */

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The executor's private state, shared by exec_load.c (weights, versions and
+ * every oneDNN primitive, built once at load), exec_run.c (queries, pinning,
+ * running a block) and exec_weights.c (the deterministic weight generator).
+ *
+ * A layer has up to EXEC_MAX_VERSIONS versions; each version has one plan per
+ * core-count slot (the core counts primitives are built for). A plan is a
+ * list of steps executed in order: reorders that adapt inputs to the layout
+ * the main primitive wants, the main primitive (or a split group: one
+ * single-thread primitive per work item, run on the team in parallel), and a
+ * reorder from the primitive's layout to the layer's canonical output layout.
+ * Steps name their buffers symbolically (a layer's output, the query's
+ * temporary arena, a fixed weight buffer, the thread's scratchpad); the
+ * pointers are bound when the step runs.
+ */
+#ifndef COLOC_EXEC_INTERNAL_H
+#define COLOC_EXEC_INTERNAL_H
+
+#include <oneapi/dnnl/dnnl.h>
+#include <stdbool.h>
+#include "executor.h"
+
+#define EXEC_MAX_ARGS 10
+#define EXEC_MAX_STEPS 12
+#define EXEC_MAX_SLOTS 24
+#define EXEC_IMPL_LEN 96
+#define EXEC_MAX_WEIGHT_BUFS 6
+
+enum exec_buf_kind {
+	EXEC_BUF_FIXED, /* handle set at load (weights, bias) */
+	EXEC_BUF_OUT, /* output of layer `index` */
+	EXEC_BUF_TMP, /* the query's temporary arena */
+	EXEC_BUF_SCRATCHPAD, /* oneDNN scratchpad of the running thread */
+};
+
+struct exec_buf {
+	enum exec_buf_kind kind;
+	int index;
+	size_t offset;
+};
+
+struct exec_step {
+	dnnl_primitive_t prim; /* NULL for a split group or the embedding lookup */
+	int nr_args;
+	dnnl_exec_arg_t args[EXEC_MAX_ARGS];
+	struct exec_buf bufs[EXEC_MAX_ARGS];
+	/* Split group: items run in parallel, item i on team thread i % nr_threads. */
+	int nr_items;
+	struct exec_step *items;
+	/* Embedding lookup (plain C): ids from `ids`, rows of `table`, into `dst`. */
+	bool embed;
+	struct exec_buf ids, dst;
+	const float *table;
+	int64_t nr_ids, vocab, dim;
+};
+
+struct exec_plan {
+	int nr_steps;
+	struct exec_step *steps; /* exactly nr_steps: plans are many (layer x version x slot) */
+	size_t tmp_bytes;
+	char impl[EXEC_IMPL_LEN];
+};
+
+struct exec_layer {
+	dnnl_memory_desc_t out_md; /* canonical layout of this layer's output */
+	int alias_of; /* -1, or the layer whose buffer this output shares (free reshape) */
+	int nr_versions;
+	char version_names[EXEC_MAX_VERSIONS][EXEC_VERSION_NAME_LEN];
+	struct exec_plan *plans[EXEC_MAX_VERSIONS]; /* [slot] */
+	/* Weight buffers in oneDNN layouts, shared by the versions that can. */
+	int nr_weight_bufs;
+	dnnl_memory_desc_t weight_mds[EXEC_MAX_WEIGHT_BUFS];
+	const void *weight_srcs[EXEC_MAX_WEIGHT_BUFS]; /* logical source, valid during load */
+	void *weight_bufs[EXEC_MAX_WEIGHT_BUFS];
+	size_t weight_bytes[EXEC_MAX_WEIGHT_BUFS];
+};
+
+/* Everything oneDNN allocated for the model, released by exec_model_free(). */
+struct exec_owned {
+	dnnl_primitive_t *prims;
+	size_t nr_prims, cap_prims;
+	dnnl_memory_t *mems;
+	size_t nr_mems, cap_mems;
+	struct exec_step **item_arrays;
+	size_t nr_item_arrays, cap_item_arrays;
+};
+
+struct exec_model {
+	const struct model *graph;
+	dnnl_engine_t engine;
+	struct exec_cpuset cpus;
+	int nr_slots;
+	int slot_cores[EXEC_MAX_SLOTS]; /* ascending */
+	int max_threads;
+	dnnl_stream_t *streams; /* one per team thread */
+	void **scratchpads; /* one per team thread */
+	size_t scratchpad_bytes;
+	struct exec_layer *layers;
+	size_t tmp_bytes; /* largest plan arena */
+	size_t out_bytes; /* all layer outputs of one query */
+	size_t *out_offsets; /* per layer, into the query's output arena */
+	size_t resident_bytes;
+	uint64_t nr_primitives; /* created so far; never grows after load */
+	bool default_only;
+	struct exec_owned owned;
+};
+
+struct exec_query {
+	struct exec_model *em;
+	void *outs; /* arena of all layer outputs */
+	void *tmp; /* arena for one layer's temporaries */
+};
+
+int exec_slot_for_cores(const struct exec_model *em, int nr_cores);
+void *exec_buf_ptr(const struct exec_query *q, int tid, const struct exec_buf *b);
+
+#endif /* COLOC_EXEC_INTERNAL_H */

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Running queries block by block. A query owns its activations (one arena
+ * with every layer's output, kept so a query can stop after any block and
+ * resume later, plus one arena for a layer's temporaries); the model owns
+ * everything else, built at load. exec_run_block binds buffers to the
+ * prebuilt primitives and executes them on the caller's OpenMP team, sized
+ * and pinned to the block's cores: team thread i runs on cores->cpus[i],
+ * the caller being thread 0. Pinning is redone only when the core set
+ * differs from the previous block's, and costs one parallel region plus a
+ * sched_setaffinity per thread (stats->switch_ns). Where the team is pinned
+ * is a property of the calling OS thread (its OpenMP pool), so it is
+ * remembered per thread, whichever model ran last. Only one thread may
+ * drive a given model at a time: the memory objects bound per step belong
+ * to the model.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <omp.h>
+#include <stdbool.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "exec_internal.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int exec_slot_for_cores(const struct exec_model *em, int nr_cores)
+{
+	int slot = 0;
+
+	for (int s = 0; s < em->nr_slots; s++)
+		if (em->slot_cores[s] <= nr_cores)
+			slot = s;
+	return slot;
+}
+
+void *exec_buf_ptr(const struct exec_query *q, int tid, const struct exec_buf *b)
+{
+	switch (b->kind) {
+	case EXEC_BUF_OUT:
+		return (char *)q->outs + q->em->out_offsets[b->index] + b->offset;
+	case EXEC_BUF_TMP:
+		return (char *)q->tmp + b->offset;
+	case EXEC_BUF_SCRATCHPAD:
+		return q->em->scratchpads[tid];
+	default:
+		return NULL;
+	}
+}
+
+/* ---- model queries ------------------------------------------------------------ */
+
+const struct model *exec_model_graph(const struct exec_model *em)
+{
+	return em->graph;
+}
+
+int exec_layer_nr_versions(const struct exec_model *em, int layer)
+{
+	if (!em || layer < 0 || layer >= em->graph->nr_layers)
+		return -EINVAL;
+	return em->layers[layer].nr_versions;
+}
+
+const char *exec_layer_version_name(const struct exec_model *em, int layer, int v)
+{
+	if (!em || layer < 0 || layer >= em->graph->nr_layers || v < 0 ||
+	    v >= em->layers[layer].nr_versions)
+		return NULL;
+	return em->layers[layer].version_names[v];
+}
+
+const char *exec_layer_impl(const struct exec_model *em, int layer, int v, int nr_cores)
+{
+	if (!em || layer < 0 || layer >= em->graph->nr_layers || v < 0 ||
+	    v >= em->layers[layer].nr_versions || nr_cores < 1)
+		return NULL;
+	return em->layers[layer].plans[v][exec_slot_for_cores(em, nr_cores)].impl;
+}
+
+size_t exec_model_resident_bytes(const struct exec_model *em)
+{
+	return em->resident_bytes;
+}
+
+uint64_t exec_model_nr_primitives(const struct exec_model *em)
+{
+	return em->nr_primitives;
+}
+
+int exec_model_core_counts(const struct exec_model *em, int *counts, int max)
+{
+	for (int s = 0; s < em->nr_slots && s < max; s++)
+		counts[s] = em->slot_cores[s];
+	return em->nr_slots;
+}
+
+/* ---- queries ------------------------------------------------------------------- */
+
+struct exec_query *exec_query_new(struct exec_model *em)
+{
+	struct exec_query *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	q->em = em;
+	if (posix_memalign(&q->outs, 64, em->out_bytes ? em->out_bytes : 64) ||
+	    posix_memalign(&q->tmp, 64, em->tmp_bytes ? em->tmp_bytes : 64)) {
+		exec_query_free(q);
+		return NULL;
+	}
+	exec_query_reset(q);
+	return q;
+}
+
+void exec_query_free(struct exec_query *q)
+{
+	if (!q)
+		return;
+	free(q->outs);
+	free(q->tmp);
+	free(q);
+}
+
+void exec_query_reset(struct exec_query *q)
+{
+	memset(q->outs, 0, q->em->out_bytes);
+}
+
+float *exec_query_input(struct exec_query *q, int layer)
+{
+	if (!q || layer < 0 || layer >= q->em->graph->nr_layers ||
+	    q->em->graph->layers[layer].op != MODEL_OP_INPUT)
+		return NULL;
+	return exec_buf_ptr(q, 0, &(struct exec_buf){ .kind = EXEC_BUF_OUT, .index = layer });
+}
+
+/* Canonical layouts are strided (no inner blocks), so a stride walk reads any of them. */
+int exec_query_read_output(const struct exec_query *q, int layer, float *dst, size_t nr_elems)
+{
+	const dnnl_memory_desc_t *md;
+	const float *src;
+	int64_t idx[DNNL_MAX_NDIMS] = { 0 };
+	int nd;
+
+	if (!q || !dst || layer < 0 || layer >= q->em->graph->nr_layers)
+		return -EINVAL;
+	md = &q->em->layers[layer].out_md;
+	if ((int64_t)nr_elems != model_shape_elems(&q->em->graph->layers[layer].out))
+		return -EINVAL;
+	src = exec_buf_ptr(q, 0, &(struct exec_buf){ .kind = EXEC_BUF_OUT, .index = layer });
+	nd = md->ndims;
+	for (size_t i = 0; i < nr_elems; i++) {
+		int64_t off = 0;
+
+		for (int d = 0; d < nd; d++)
+			off += idx[d] * md->format_desc.blocking.strides[d];
+		dst[i] = src[off];
+		for (int d = nd - 1; d >= 0; d--) {
+			if (++idx[d] < md->dims[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+	return 0;
+}
+
+/* ---- running -------------------------------------------------------------------- */
+
+static int pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+/*
+ * Team thread i onto cores->cpus[i]; the caller is thread 0. The region
+ * spans every thread of the pool, not just the block's: libgomp reuses
+ * pool thread i as team thread i in any smaller team, and a pool thread
+ * left out of the new team keeps spinning (GOMP_SPINCOUNT) on its old core
+ * for up to milliseconds. Were that core now in the block's set, the
+ * caller's migration onto it and the block itself would wait for the
+ * spinner's time slice to end. So leftover threads move to the model's
+ * cores outside the block's set.
+ */
+static __thread struct {
+	int nr, pool;
+	int cpus[EXEC_MAX_CPUS];
+} team_pinned;
+
+static int pin_team(struct exec_model *em, const struct exec_cpuset *cores, int n)
+{
+	int spare[EXEC_MAX_CPUS], nr_spare = 0, total = em->max_threads, ret = 0;
+
+	if (team_pinned.nr == n && team_pinned.pool == total &&
+	    !memcmp(team_pinned.cpus, cores->cpus, sizeof(int) * (size_t)n))
+		return 0;
+	for (int i = 0; i < em->cpus.nr; i++) {
+		bool used = false;
+
+		for (int j = 0; j < n && !used; j++)
+			used = cores->cpus[j] == em->cpus.cpus[i];
+		if (!used)
+			spare[nr_spare++] = em->cpus.cpus[i];
+	}
+	if (total == 1) {
+		ret = pin_self(cores->cpus[0]);
+	} else {
+#pragma omp parallel num_threads(total) reduction(min : ret)
+		{
+			int t = omp_get_thread_num(), cpu;
+
+			if (t < n)
+				cpu = cores->cpus[t];
+			else
+				cpu = nr_spare ? spare[(t - n) % nr_spare] : cores->cpus[t % n];
+			ret = omp_get_num_threads() == total ? pin_self(cpu) : -EAGAIN;
+		}
+	}
+	if (ret) {
+		team_pinned.nr = 0;
+		return ret;
+	}
+	team_pinned.nr = n;
+	team_pinned.pool = total;
+	memcpy(team_pinned.cpus, cores->cpus, sizeof(int) * (size_t)n);
+	return 0;
+}
+
+static int run_one(struct exec_query *q, struct exec_step *s, int tid)
+{
+	struct exec_model *em = q->em;
+
+	for (int a = 0; a < s->nr_args; a++) {
+		if (s->bufs[a].kind == EXEC_BUF_FIXED)
+			continue;
+		if (dnnl_memory_set_data_handle(s->args[a].memory,
+						exec_buf_ptr(q, tid, &s->bufs[a])))
+			return -EINVAL;
+	}
+	return dnnl_primitive_execute(s->prim, em->streams[tid], s->nr_args, s->args) ? -EIO : 0;
+}
+
+static int run_embed(struct exec_query *q, const struct exec_step *s)
+{
+	const float *ids = exec_buf_ptr(q, 0, &s->ids);
+	float *dst = exec_buf_ptr(q, 0, &s->dst);
+
+	for (int64_t i = 0; i < s->nr_ids; i++) {
+		int64_t id = (int64_t)ids[i];
+
+		if (ids[i] < 0.0f || id >= s->vocab)
+			return -ERANGE;
+		memcpy(dst + i * s->dim, s->table + id * s->dim, (size_t)s->dim * sizeof(float));
+	}
+	return 0;
+}
+
+static int run_group(struct exec_query *q, struct exec_step *g, int n)
+{
+	int ret = 0;
+
+#pragma omp parallel num_threads(n) reduction(min : ret)
+	{
+		int t = omp_get_thread_num(), nt = omp_get_num_threads();
+
+		for (int i = t; i < g->nr_items; i += nt) {
+			int r = run_one(q, &g->items[i], t);
+
+			if (r < ret)
+				ret = r;
+		}
+		/* Each thread waits for its own stream before the team joins. */
+		if (dnnl_stream_wait(q->em->streams[t]) && ret == 0)
+			ret = -EIO;
+	}
+	return ret;
+}
+
+static int run_plan(struct exec_query *q, struct exec_plan *p, int n)
+{
+	for (int i = 0; i < p->nr_steps; i++) {
+		struct exec_step *s = &p->steps[i];
+		int ret;
+
+		if (s->embed)
+			ret = run_embed(q, s);
+		else if (s->items)
+			ret = run_group(q, s, n);
+		else
+			ret = run_one(q, s, 0);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int exec_run_block(struct exec_model *em, struct exec_query *q, int first, int last,
+		   const int *versions, const struct exec_cpuset *cores,
+		   struct exec_block_stats *stats)
+{
+	uint64_t t0 = now_ns(), t1;
+	int slot, n, ret;
+
+	if (!em || !q || q->em != em || !cores || first < 0 || last > em->graph->nr_layers ||
+	    first >= last || cores->nr < 1 || cores->nr > EXEC_MAX_CPUS)
+		return -EINVAL;
+	for (int i = 0; i < cores->nr; i++) {
+		bool allowed = false;
+
+		for (int j = 0; j < em->cpus.nr && !allowed; j++)
+			allowed = em->cpus.cpus[j] == cores->cpus[i];
+		if (!allowed)
+			return -EINVAL;
+	}
+	if (versions)
+		for (int li = first; li < last; li++)
+			if (versions[li - first] < 0 ||
+			    versions[li - first] >= em->layers[li].nr_versions)
+				return -EINVAL;
+	slot = exec_slot_for_cores(em, cores->nr);
+	n = em->slot_cores[slot];
+	ret = pin_team(em, cores, n);
+	if (ret)
+		return ret;
+	t1 = now_ns();
+	omp_set_num_threads(n);
+	for (int li = first; li < last && !ret; li++) {
+		int v = versions ? versions[li - first] : 0;
+
+		ret = run_plan(q, &em->layers[li].plans[v][slot], n);
+	}
+	if (!ret && dnnl_stream_wait(em->streams[0]))
+		ret = -EIO;
+	if (stats) {
+		stats->switch_ns = t1 - t0;
+		stats->latency_ns = now_ns() - t0;
+	}
+	return ret;
+}

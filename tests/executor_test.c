@@ -1,0 +1,671 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The executor as a whole: a multi-layer model (hand-built, and parsed from
+ * model text) matches the plain-C reference end to end; splitting a query
+ * into blocks with different versions and core sets changes nothing;
+ * running queries creates no oneDNN primitive (the count the executor keeps
+ * and oneDNN's own verbose log agree); each team thread is pinned to its
+ * core and observed only there while a block runs; block-switch cost is
+ * measured and printed (never asserted: timings on this 2-core box are
+ * noisy).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "kselftest_harness.h"
+#include "executor.h"
+#include "reference.h"
+
+#define TOL 1e-4f /* see ops_test.c */
+
+static int64_t conv_out(int64_t in, int k, int stride, int pad)
+{
+	return (in + 2 * pad - k) / stride + 1;
+}
+
+static int add_conv(struct model *m, int in, int64_t oc, int k, int stride, int pad, bool bn,
+		    enum model_act act)
+{
+	const struct model_shape *is = &m->layers[in].out;
+	int64_t od[4] = { is->dims[0], oc, conv_out(is->dims[2], k, stride, pad),
+			  conv_out(is->dims[3], k, stride, pad) };
+	struct model_layer *l = ref_model_add(m, MODEL_OP_CONV, "conv", 1, &in, 4, od);
+
+	l->conv = (struct model_conv){ .out_channels = oc,
+				       .kh = k,
+				       .kw = k,
+				       .stride_h = stride,
+				       .stride_w = stride,
+				       .pad_t = pad,
+				       .pad_l = pad,
+				       .pad_b = pad,
+				       .pad_r = pad,
+				       .dil_h = 1,
+				       .dil_w = 1,
+				       .groups = 1,
+				       .bias = !bn,
+				       .batch_norm = bn };
+	l->act = act;
+	return m->nr_layers - 1;
+}
+
+/*
+ * A small residual net: conv, max pool, a bottleneck with a skip add,
+ * global pool, flatten, fc, softmax. 11 layers.
+ */
+static struct model *small_net(void)
+{
+	struct model *m = ref_model_new("small", 42, 16);
+	int64_t in_d[4] = { 1, 3, 20, 20 }, pd[4] = { 1, 32, 5, 5 }, gd[4] = { 1, 32, 1, 1 };
+	int64_t fd[2] = { 1, 32 }, od[2] = { 1, 10 };
+	int x, a, b, c, s;
+	struct model_layer *l;
+
+	x = 0;
+	ref_model_add(m, MODEL_OP_INPUT, "image", 0, NULL, 4, in_d);
+	x = add_conv(m, x, 32, 3, 2, 1, true, MODEL_ACT_RELU);
+	ref_model_add(m, MODEL_OP_POOL, "pool", 1, &x, 4, pd)->pool = (struct model_pool){
+		.kind = MODEL_POOL_MAX, .kh = 2, .kw = 2, .stride_h = 2, .stride_w = 2
+	};
+	x = m->nr_layers - 1;
+	a = add_conv(m, x, 16, 1, 1, 0, true, MODEL_ACT_RELU);
+	b = add_conv(m, a, 16, 3, 1, 1, true, MODEL_ACT_RELU);
+	c = add_conv(m, b, 32, 1, 1, 0, true, MODEL_ACT_NONE);
+	{
+		int ins[2] = { c, x };
+
+		l = ref_model_add(m, MODEL_OP_ADD, "skip", 2, ins, 4, pd);
+		l->act = MODEL_ACT_RELU;
+	}
+	s = m->nr_layers - 1;
+	ref_model_add(m, MODEL_OP_POOL, "gap", 1, &s, 4, gd)->pool.kind = MODEL_POOL_GLOBAL_AVG;
+	s = m->nr_layers - 1;
+	ref_model_add(m, MODEL_OP_RESHAPE, "flatten", 1, &s, 2, fd);
+	s = m->nr_layers - 1;
+	l = ref_model_add(m, MODEL_OP_FC, "fc", 1, &s, 2, od);
+	l->fc.out_features = 10;
+	l->fc.bias = true;
+	s = m->nr_layers - 1;
+	ref_model_add(m, MODEL_OP_SOFTMAX, "prob", 1, &s, 2, od)->axis = 1;
+	return m;
+}
+
+static const char small_net_text[] = "model tiny_text\n"
+				     "seed 9\n"
+				     "macs 2M\n"
+				     "params 30K\n"
+				     "input data shape=1x3x16x16\n"
+				     "conv c1 out=32 k=3 pad=1 bn act=relu\n"
+				     "pool p1 kind=max k=2 stride=2\n"
+				     "conv c2 out=32 k=3 pad=1 bn\n"
+				     "add r1 in=c2,p1 act=relu\n"
+				     "conv c3 out=48 k=1 bn act=relu\n"
+				     "pool gap kind=global_avg\n";
+
+static uint32_t rnd_state = 777;
+
+static float rnd(void)
+{
+	rnd_state = rnd_state * 1664525u + 1013904223u;
+	return (float)(rnd_state >> 8) / 16777216.0f * 2.0f - 1.0f;
+}
+
+/* The reference output of every layer, inputs filled into q and returned. */
+static float **reference_all(struct __test_metadata *_metadata, const struct model *m,
+			     struct exec_query *q)
+{
+	float **ref = calloc((size_t)m->nr_layers, sizeof(float *));
+
+	for (int li = 0; li < m->nr_layers; li++) {
+		int64_t e = model_shape_elems(&m->layers[li].out);
+		const float *ins[MODEL_MAX_INPUTS];
+
+		ref[li] = malloc((size_t)e * sizeof(float));
+		if (m->layers[li].op == MODEL_OP_INPUT) {
+			float *in = exec_query_input(q, li);
+
+			for (int64_t i = 0; i < e; i++)
+				in[i] = ref[li][i] = rnd();
+			continue;
+		}
+		for (int j = 0; j < m->layers[li].nr_inputs; j++)
+			ins[j] = ref[m->layers[li].inputs[j]];
+		EXPECT_EQ(0, ref_layer(m, li, ins, ref[li]));
+	}
+	return ref;
+}
+
+static void free_all(const struct model *m, float **ref)
+{
+	for (int li = 0; li < m->nr_layers; li++)
+		free(ref[li]);
+	free(ref);
+}
+
+static void expect_output(struct __test_metadata *_metadata, struct exec_query *q, int layer,
+			  const float *want, int64_t n, const char *what)
+{
+	float *got = malloc((size_t)n * sizeof(float)), max_err, max_ref;
+
+	ASSERT_EQ(0, exec_query_read_output(q, layer, got, (size_t)n));
+	ref_compare(got, want, n, &max_err, &max_ref);
+	EXPECT_LE(max_err, TOL * (1.0f + max_ref))
+	TH_LOG("%s: max err %g, max |ref| %g", what, max_err, max_ref);
+	free(got);
+}
+
+static int nr_cpus(void)
+{
+	return (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+FIXTURE(exec)
+{
+	struct model *m;
+	struct exec_model *em;
+	struct exec_query *q;
+	struct exec_options opts;
+};
+
+FIXTURE_SETUP(exec)
+{
+	char err[512];
+
+	self->m = small_net();
+	ASSERT_NE(NULL, self->m);
+	memset(&self->opts, 0, sizeof(self->opts));
+	self->opts.cpus.nr = nr_cpus() >= 2 ? 2 : 1;
+	self->opts.cpus.cpus[1] = 1;
+	self->em = exec_model_load(self->m, &self->opts, err, sizeof(err));
+	ASSERT_NE(NULL, self->em) TH_LOG("load: %s", err);
+	self->q = exec_query_new(self->em);
+	ASSERT_NE(NULL, self->q);
+}
+
+FIXTURE_TEARDOWN(exec)
+{
+	exec_query_free(self->q);
+	exec_model_free(self->em);
+	model_free(self->m);
+}
+
+TEST_F(exec, run_block__hand_built_net_matches_reference)
+{
+	struct exec_cpuset one = { .nr = 1, .cpus = { 0 } };
+	int last = self->m->nr_layers - 1;
+	float **ref = reference_all(_metadata, self->m, self->q);
+	float sum = 0.0f, *got = malloc(10 * sizeof(float));
+
+	ASSERT_EQ(0, exec_run_block(self->em, self->q, 0, self->m->nr_layers, NULL, &one, NULL));
+	expect_output(_metadata, self->q, last, ref[last], 10, "softmax");
+	/* The fc before the softmax, whose values are not squashed into [0, 1]. */
+	expect_output(_metadata, self->q, last - 1, ref[last - 1], 10, "fc");
+	/* Independent property: softmax rows sum to 1. */
+	ASSERT_EQ(0, exec_query_read_output(self->q, last, got, 10));
+	for (int i = 0; i < 10; i++)
+		sum += got[i];
+	EXPECT_LE(fabsf(sum - 1.0f), 1e-5f);
+	free(got);
+	free_all(self->m, ref);
+}
+
+TEST_F(exec, run_block__parsed_model_matches_reference)
+{
+	struct exec_cpuset one = { .nr = 1, .cpus = { 0 } };
+	char err[512];
+	struct model *m = model_parse("tiny_text", small_net_text, sizeof(small_net_text) - 1, err,
+				      sizeof(err));
+	struct exec_model *em;
+	struct exec_query *q;
+	float **ref;
+	int last;
+
+	ASSERT_NE(NULL, m) TH_LOG("parse: %s", err);
+	last = m->nr_layers - 1;
+	ASSERT_EQ(48, model_shape_elems(&m->layers[last].out));
+	em = exec_model_load(m, &self->opts, err, sizeof(err));
+	ASSERT_NE(NULL, em) TH_LOG("load: %s", err);
+	q = exec_query_new(em);
+	ASSERT_NE(NULL, q);
+	ref = reference_all(_metadata, m, q);
+	ASSERT_EQ(0, exec_run_block(em, q, 0, m->nr_layers, NULL, &one, NULL));
+	expect_output(_metadata, q, last, ref[last], 48, "global pool");
+	free_all(m, ref);
+	exec_query_free(q);
+	exec_model_free(em);
+	model_free(m);
+}
+
+/* A real model file (65 layers) end to end, every version, against the reference. */
+TEST(exec_run__mobilenet_v2_file_matches_reference)
+{
+	const char *root = getenv("COLOC_ROOT");
+	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
+	struct exec_cpuset cores = opts.cpus;
+	char path[512], err[512];
+	struct exec_model *em;
+	struct exec_query *q;
+	struct model *m;
+	float **ref, *got;
+	int64_t n;
+	int last;
+
+	snprintf(path, sizeof(path), "%s/models/mobilenet_v2.model", root ? root : ".");
+	if (access(path, R_OK))
+		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", path);
+	if (nr_cpus() >= 2) {
+		opts.cpus.nr = cores.nr = 2;
+		opts.cpus.cpus[1] = cores.cpus[1] = 1;
+	}
+	m = model_load(path, err, sizeof(err));
+	ASSERT_NE(NULL, m) TH_LOG("%s", err);
+	em = exec_model_load(m, &opts, err, sizeof(err));
+	ASSERT_NE(NULL, em) TH_LOG("%s", err);
+	q = exec_query_new(em);
+	ASSERT_NE(NULL, q);
+	ref = reference_all(_metadata, m, q);
+	last = m->nr_layers - 1;
+	n = model_shape_elems(&m->layers[last].out);
+	got = malloc((size_t)n * sizeof(float));
+	for (int v = 0; v < 3; v++) {
+		int *versions = calloc((size_t)m->nr_layers, sizeof(int));
+		float max_err, max_ref;
+
+		for (int li = 0; li < m->nr_layers; li++)
+			versions[li] = v < exec_layer_nr_versions(em, li) ? v : 0;
+		ASSERT_EQ(0, exec_run_block(em, q, 0, m->nr_layers, versions, &cores, NULL));
+		ASSERT_EQ(0, exec_query_read_output(q, last, got, (size_t)n));
+		ref_compare(got, ref[last], n, &max_err, &max_ref);
+		EXPECT_LE(max_err, TOL * (1.0f + max_ref))
+		TH_LOG("version %d: max err %g, max |ref| %g", v, max_err, max_ref);
+		free(versions);
+	}
+	free(got);
+	free_all(m, ref);
+	exec_query_free(q);
+	exec_model_free(em);
+	model_free(m);
+}
+
+/*
+ * Four blocks, each with its own core set and versions (the last version of
+ * every layer in odd blocks), give the output of one block at version 0.
+ */
+TEST_F(exec, run_block__split_into_blocks_gives_same_output)
+{
+	int n = self->m->nr_layers, last = n - 1;
+	int bounds[5] = { 0, 2, 5, 8, n };
+	struct exec_cpuset sets[3] = { { .nr = 1, .cpus = { 0 } },
+				       { .nr = 1, .cpus = { 1 } },
+				       { .nr = 2, .cpus = { 0, 1 } } };
+	float **ref = reference_all(_metadata, self->m, self->q);
+	float *whole = malloc(10 * sizeof(float)), max_err, max_ref;
+	int *versions = calloc((size_t)n, sizeof(int));
+
+	if (self->opts.cpus.nr < 2)
+		sets[1] = sets[2] = sets[0];
+	ASSERT_EQ(0, exec_run_block(self->em, self->q, 0, n, NULL, &sets[0], NULL));
+	ASSERT_EQ(0, exec_query_read_output(self->q, last, whole, 10));
+	exec_query_reset(self->q);
+	/* Reset zeroes the activations: inputs must be written again. */
+	memcpy(exec_query_input(self->q, 0), ref[0], 3 * 20 * 20 * sizeof(float));
+	for (int blk = 0; blk < 4; blk++) {
+		struct exec_block_stats st;
+
+		for (int li = bounds[blk]; li < bounds[blk + 1]; li++)
+			versions[li] = blk % 2 ? exec_layer_nr_versions(self->em, li) - 1 : 0;
+		ASSERT_EQ(0, exec_run_block(self->em, self->q, bounds[blk], bounds[blk + 1],
+					    versions + bounds[blk], &sets[blk % 3], &st));
+		EXPECT_LE(st.switch_ns, st.latency_ns);
+	}
+	expect_output(_metadata, self->q, last, whole, 10, "blocks vs whole");
+	expect_output(_metadata, self->q, last, ref[last], 10, "blocks vs reference");
+	ref_compare(whole, ref[last], 10, &max_err, &max_ref);
+	EXPECT_LE(max_err, TOL * (1.0f + max_ref));
+	free(versions);
+	free(whole);
+	free_all(self->m, ref);
+}
+
+TEST_F(exec, load__every_conv_and_fc_has_three_versions)
+{
+	for (int li = 0; li < self->m->nr_layers; li++) {
+		enum model_op op = self->m->layers[li].op;
+		int nv = exec_layer_nr_versions(self->em, li);
+
+		if (op != MODEL_OP_CONV && op != MODEL_OP_FC && op != MODEL_OP_MATMUL)
+			continue;
+		EXPECT_GE(nv, 3);
+		for (int v = 0; v < nv; v++) {
+			const char *impl = exec_layer_impl(self->em, li, v, 1);
+
+			ASSERT_NE(NULL, impl);
+			/* Names are oneDNN's: "jit:...", "brg:...", "gemm:..." and the like. */
+			EXPECT_NE(NULL, strchr(impl, ':'))
+			TH_LOG("layer %d v%d impl '%s'", li, v, impl);
+			for (int w = 0; w < v; w++)
+				EXPECT_STRNE(exec_layer_version_name(self->em, li, v),
+					     exec_layer_version_name(self->em, li, w));
+		}
+	}
+	EXPECT_EQ(NULL, exec_layer_version_name(self->em, 1, 99));
+}
+
+/*
+ * A wide conv gets its two split versions (not the blocked fallback) on a
+ * machine where oneDNN's first choice is a brgemm kernel, and all three
+ * versions use one weight buffer: resident memory grows by one copy of
+ * the weights, not three.
+ */
+TEST(exec_load__conv_split_versions_share_weights)
+{
+	struct model *m = ref_model_new("wide", 5, 4);
+	int64_t in_d[4] = { 1, 256, 14, 14 };
+	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
+	struct exec_model *em;
+	char err[256];
+	size_t weights;
+
+	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, 4, in_d);
+	add_conv(m, 0, 512, 3, 1, 1, false, MODEL_ACT_RELU);
+	weights = 512 * 256 * 9 * sizeof(float);
+	em = exec_model_load(m, &opts, err, sizeof(err));
+	ASSERT_NE(NULL, em) TH_LOG("%s", err);
+	if (!strstr(exec_layer_impl(em, 1, 0, 1), "brg")) {
+		exec_model_free(em);
+		model_free(m);
+		SKIP(return, "oneDNN's default conv here is %s, not brgemm",
+			   exec_layer_impl(em, 1, 0, 1));
+	}
+	ASSERT_EQ(3, exec_layer_nr_versions(em, 1));
+	EXPECT_STREQ("onednn-nhwc", exec_layer_version_name(em, 1, 0));
+	EXPECT_STREQ("row-split", exec_layer_version_name(em, 1, 1));
+	EXPECT_STREQ("oc-split", exec_layer_version_name(em, 1, 2));
+	EXPECT_LT(exec_model_resident_bytes(em), 2 * weights)
+	TH_LOG("resident %zu bytes for %zu bytes of weights", exec_model_resident_bytes(em),
+	       weights);
+	exec_model_free(em);
+	model_free(m);
+}
+
+/* A reshape of a dense tensor is an alias of its input: no step, same bytes. */
+TEST(exec_load__plain_reshape_is_free)
+{
+	struct model *m = ref_model_new("reshape", 3, 4);
+	int64_t d[3] = { 2, 3, 4 }, od[2] = { 6, 4 };
+	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
+	struct exec_model *em;
+	struct exec_query *q;
+	float got[24], *in;
+	int zero = 0;
+	char err[256];
+
+	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, 3, d);
+	ref_model_add(m, MODEL_OP_RESHAPE, "r", 1, &zero, 2, od);
+	em = exec_model_load(m, &opts, err, sizeof(err));
+	ASSERT_NE(NULL, em) TH_LOG("%s", err);
+	q = exec_query_new(em);
+	in = exec_query_input(q, 0);
+	for (int i = 0; i < 24; i++)
+		in[i] = (float)i * 0.5f;
+	EXPECT_STREQ("alias", exec_layer_impl(em, 1, 0, 1));
+	ASSERT_EQ(0, exec_run_block(em, q, 0, 2, NULL, &opts.cpus, NULL));
+	ASSERT_EQ(0, exec_query_read_output(q, 1, got, 24));
+	for (int i = 0; i < 24; i++)
+		EXPECT_EQ((float)i * 0.5f, got[i]);
+	exec_query_free(q);
+	exec_model_free(em);
+	model_free(m);
+}
+
+/* oneDNN writes its verbose log to stdout: capture it in a file. */
+static int capture_stdout(char *path, size_t len, int *saved)
+{
+	int fd;
+
+	snprintf(path, len, "/tmp/coloc-exec-verbose-XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -errno;
+	fflush(stdout);
+	*saved = dup(1);
+	dup2(fd, 1);
+	close(fd);
+	return 0;
+}
+
+static int count_lines(const char *path, const char *needle)
+{
+	char line[4096];
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
+/* Threads of this process: entries of /proc/self/task. */
+static int nr_tasks(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+TEST_F(exec, run_block__creates_no_primitives_nor_threads)
+{
+	int tasks = nr_tasks();
+	struct exec_cpuset sets[2] = { { .nr = 1, .cpus = { 0 } }, { .nr = 2, .cpus = { 0, 1 } } };
+	uint64_t before = exec_model_nr_primitives(self->em);
+	int n = self->m->nr_layers, saved = -1, *versions = calloc((size_t)n, sizeof(int));
+	char path[64];
+
+	ASSERT_GT(before, (uint64_t)n);
+	ASSERT_EQ(0, capture_stdout(path, sizeof(path), &saved));
+	ASSERT_EQ(dnnl_success, dnnl_set_verbose(2));
+	for (int v = 0; v < 3; v++) {
+		for (int li = 0; li < n; li++)
+			versions[li] = v < exec_layer_nr_versions(self->em, li) ? v : 0;
+		for (int s = 0; s < self->opts.cpus.nr; s++)
+			ASSERT_EQ(0, exec_run_block(self->em, self->q, 0, n, versions, &sets[s],
+						    NULL));
+	}
+	dnnl_set_verbose(0);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	EXPECT_EQ(before, exec_model_nr_primitives(self->em));
+	EXPECT_EQ(tasks, nr_tasks());
+	EXPECT_EQ(0, count_lines(path, ",create"));
+	EXPECT_GT(count_lines(path, ",exec,"), n);
+	unlink(path);
+	free(versions);
+}
+
+/* ---- pinning ------------------------------------------------------------------ */
+
+struct sampler {
+	pthread_t thread;
+	volatile int stop;
+	int nr_tids;
+	pid_t tids[4];
+	uint64_t seen[4]; /* bit c: the thread was seen last running on cpu c */
+	int samples;
+};
+
+/* Field 39 of /proc/self/task/TID/stat: the CPU the thread last ran on. */
+static int task_cpu(pid_t tid)
+{
+	char path[64], buf[1024], *p;
+	int field = 2;
+	FILE *f;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = 0;
+	p = strrchr(buf, ')'); /* the name may hold spaces */
+	if (!p)
+		return -1;
+	for (p++; *p && field < 39; p++)
+		if (*p == ' ')
+			field++;
+	return atoi(p);
+}
+
+static void *sample_cpus(void *arg)
+{
+	struct sampler *s = arg;
+	cpu_set_t all;
+
+	/* Created by a pinned thread: free the sampler to run beside the team. */
+	CPU_ZERO(&all);
+	for (int c = 0; c < nr_cpus() && c < CPU_SETSIZE; c++)
+		CPU_SET(c, &all);
+	sched_setaffinity(0, sizeof(all), &all);
+	while (!s->stop) {
+		for (int i = 0; i < s->nr_tids; i++) {
+			int c = task_cpu(s->tids[i]);
+
+			if (c >= 0 && c < 64)
+				s->seen[i] |= 1ull << c;
+		}
+		s->samples++;
+		usleep(200);
+	}
+	return NULL;
+}
+
+TEST_F(exec, run_block__team_threads_run_only_on_block_cores)
+{
+	struct exec_cpuset sets[3] = { { .nr = 1, .cpus = { 0 } },
+				       { .nr = 1, .cpus = { 1 } },
+				       { .nr = 2, .cpus = { 0, 1 } } };
+	int n = self->m->nr_layers;
+
+	if (self->opts.cpus.nr < 2)
+		SKIP(return, "needs 2 online CPUs");
+	for (int s = 0; s < 3; s++) {
+		struct sampler smp = { .nr_tids = sets[s].nr };
+		uint64_t allowed = 0;
+		pid_t tids[2] = { 0, 0 };
+		int cpus[2] = { -1, -1 };
+
+		for (int i = 0; i < sets[s].nr; i++)
+			allowed |= 1ull << sets[s].cpus[i];
+		/* Pin the team, then learn its thread ids (libgomp reuses its threads). */
+		ASSERT_EQ(0, exec_run_block(self->em, self->q, 0, n, NULL, &sets[s], NULL));
+#pragma omp parallel num_threads(sets[s].nr)
+		{
+			int t = omp_get_thread_num();
+
+			tids[t] = (pid_t)syscall(SYS_gettid);
+			cpus[t] = sched_getcpu();
+		}
+		for (int i = 0; i < sets[s].nr; i++) {
+			cpu_set_t mask;
+
+			smp.tids[i] = tids[i];
+			/* Inside the team: thread i runs on, and may only run on, cpus[i]. */
+			EXPECT_EQ(sets[s].cpus[i], cpus[i]);
+			ASSERT_EQ(0, sched_getaffinity(tids[i], sizeof(mask), &mask));
+			EXPECT_EQ(1, CPU_COUNT(&mask));
+			EXPECT_TRUE(CPU_ISSET(sets[s].cpus[i], &mask));
+		}
+		ASSERT_EQ(0, pthread_create(&smp.thread, NULL, sample_cpus, &smp));
+		/* Run until the sampler has looked often enough (bounded). */
+		for (int it = 0; it < 30 || (smp.samples < 20 && it < 5000); it++)
+			ASSERT_EQ(0, exec_run_block(self->em, self->q, 0, n, NULL, &sets[s], NULL));
+		smp.stop = 1;
+		pthread_join(smp.thread, NULL);
+		EXPECT_GT(smp.samples, 0);
+		for (int i = 0; i < sets[s].nr; i++) {
+			EXPECT_EQ(0, smp.seen[i] & ~allowed)
+			TH_LOG("set %d thread %d seen on cpus %#llx, allowed %#llx", s, i,
+			       (unsigned long long)smp.seen[i], (unsigned long long)allowed);
+		}
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+TEST_F(exec, run_block__measures_core_switch_cost)
+{
+	struct exec_cpuset sets[3] = { { .nr = 1, .cpus = { 0 } },
+				       { .nr = 2, .cpus = { 0, 1 } },
+				       { .nr = 1, .cpus = { 1 } } };
+	enum { RUNS = 300 };
+	uint64_t sw[RUNS];
+
+	if (self->opts.cpus.nr < 2)
+		SKIP(return, "needs 2 online CPUs");
+	for (int i = 0; i < RUNS; i++) {
+		struct exec_block_stats st;
+
+		/* One cheap layer (the pool), so the switch dominates the block. */
+		ASSERT_EQ(0, exec_run_block(self->em, self->q, 2, 3, NULL, &sets[i % 3], &st));
+		ASSERT_LE(st.switch_ns, st.latency_ns);
+		sw[i] = st.switch_ns;
+	}
+	qsort(sw, RUNS, sizeof(sw[0]), cmp_u64);
+	printf("# block switch cost over %d switches: p50 %.1f us, p99 %.1f us, max %.1f us\n",
+	       RUNS, sw[RUNS / 2] / 1e3, sw[RUNS * 99 / 100] / 1e3, sw[RUNS - 1] / 1e3);
+	fflush(stdout);
+}
+
+TEST_F(exec, run_block__rejects_bad_arguments)
+{
+	struct exec_cpuset bad = { .nr = 1, .cpus = { 200 } }, one = { .nr = 1, .cpus = { 0 } };
+	int versions[1] = { 7 };
+
+	EXPECT_EQ(-EINVAL, exec_run_block(self->em, self->q, 0, 99, NULL, &one, NULL));
+	EXPECT_EQ(-EINVAL, exec_run_block(self->em, self->q, 3, 3, NULL, &one, NULL));
+	EXPECT_EQ(-EINVAL, exec_run_block(self->em, self->q, 0, 1, NULL, &bad, NULL));
+	EXPECT_EQ(-EINVAL, exec_run_block(self->em, self->q, 1, 2, versions, &one, NULL));
+	EXPECT_EQ(-EINVAL, exec_query_read_output(self->q, 1, (float[1]){ 0 }, 1));
+	EXPECT_EQ(NULL, exec_query_input(self->q, 1));
+}
+
+TEST(exec_load__rejects_offline_cpu)
+{
+	struct model *m = small_net();
+	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { EXEC_MAX_CPUS - 1 } } };
+	char err[256] = "";
+
+	EXPECT_EQ(NULL, exec_model_load(m, &opts, err, sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "not online")) TH_LOG("err: %s", err);
+	model_free(m);
+}
+
+TEST_HARNESS_MAIN

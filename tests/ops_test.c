@@ -1,0 +1,777 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Every operator, and every kernel version of it, against the plain-C
+ * reference (tests/reference.c) on small random tensors, at 1 core and (when
+ * the machine has two) 2 cores. Each test builds a tiny model: inputs, then
+ * the operator under test, sometimes behind a conv so that its input arrives
+ * in the executor's NHWC layout rather than the plain one.
+ *
+ * Tolerance: max |got - ref| <= 1e-4 * (1 + max |ref|). The executor
+ * accumulates in fp32 in an order of its choosing; for the dot products here
+ * (K <= 600) the rounding error is below K * 2^-24 * max|terms| ~ 4e-5 of
+ * the magnitude, and oneDNN's polynomial approximations of exp/erf/tanh are
+ * good to ~1e-6 relative. A wrong index, layout or missing bias is off by
+ * O(1) instead.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "kselftest_harness.h"
+#include "executor.h"
+#include "reference.h"
+
+#define TOL 1e-4f
+
+static uint32_t rnd_state = 12345;
+/* Inputs are uniform in [-input_scale, input_scale). */
+static float input_scale = 1.0f;
+
+static float rnd(void)
+{
+	rnd_state = rnd_state * 1664525u + 1013904223u;
+	return input_scale * ((float)(rnd_state >> 8) / 16777216.0f * 2.0f - 1.0f);
+}
+
+/* Runs every version of every layer at 1 and 2 cores; checks the last layer. */
+static void check_model(struct __test_metadata *_metadata, struct model *m)
+{
+	struct exec_cpuset sets[2] = { { .nr = 1, .cpus = { 0 } }, { .nr = 2, .cpus = { 0, 1 } } };
+	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
+	int nr_sets = 1, last = m->nr_layers - 1, max_versions = 1;
+	float **ref = calloc((size_t)m->nr_layers, sizeof(float *));
+	int64_t n = model_shape_elems(&m->layers[last].out);
+	float *got = malloc((size_t)n * sizeof(float));
+	struct exec_model *em;
+	struct exec_query *q;
+	char err[512];
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
+		opts.cpus = sets[1];
+		nr_sets = 2;
+	}
+	ASSERT_NE(NULL, ref);
+	ASSERT_NE(NULL, got);
+	em = exec_model_load(m, &opts, err, sizeof(err));
+	ASSERT_NE(NULL, em) TH_LOG("load: %s", err);
+	q = exec_query_new(em);
+	ASSERT_NE(NULL, q);
+	for (int li = 0; li < m->nr_layers; li++) {
+		const float *ins[MODEL_MAX_INPUTS];
+		int64_t e = model_shape_elems(&m->layers[li].out);
+
+		ref[li] = malloc((size_t)e * sizeof(float));
+		ASSERT_NE(NULL, ref[li]);
+		if (m->layers[li].op == MODEL_OP_INPUT) {
+			float *in = exec_query_input(q, li);
+
+			ASSERT_NE(NULL, in);
+			for (int64_t i = 0; i < e; i++)
+				in[i] = ref[li][i] = rnd();
+			continue;
+		}
+		for (int j = 0; j < m->layers[li].nr_inputs; j++)
+			ins[j] = ref[m->layers[li].inputs[j]];
+		ASSERT_EQ(0, ref_layer(m, li, ins, ref[li]));
+		if (exec_layer_nr_versions(em, li) > max_versions)
+			max_versions = exec_layer_nr_versions(em, li);
+	}
+	for (int v = 0; v < max_versions; v++) {
+		int *versions = calloc((size_t)m->nr_layers, sizeof(int));
+
+		ASSERT_NE(NULL, versions);
+		for (int li = 0; li < m->nr_layers; li++)
+			versions[li] = v < exec_layer_nr_versions(em, li) ? v : 0;
+		for (int s = 0; s < nr_sets; s++) {
+			struct exec_block_stats st;
+			float max_err, max_ref;
+
+			ASSERT_EQ(0,
+				  exec_run_block(em, q, 0, m->nr_layers, versions, &sets[s], &st));
+			ASSERT_EQ(0, exec_query_read_output(q, last, got, (size_t)n));
+			ref_compare(got, ref[last], n, &max_err, &max_ref);
+			EXPECT_LE(max_err, TOL * (1.0f + max_ref))
+			TH_LOG("%s: version %d (%s: %s) on %d cores: max err %g, max |ref| %g",
+			       m->layers[last].name, v,
+			       exec_layer_version_name(em, last, versions[last]),
+			       exec_layer_impl(em, last, versions[last], sets[s].nr), sets[s].nr,
+			       max_err, max_ref);
+		}
+		free(versions);
+	}
+	for (int li = 0; li < m->nr_layers; li++)
+		free(ref[li]);
+	free(ref);
+	free(got);
+	exec_query_free(q);
+	exec_model_free(em);
+}
+
+static int add_input(struct model *m, int ndims, const int64_t *dims)
+{
+	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, ndims, dims);
+	return m->nr_layers - 1;
+}
+
+struct conv_case {
+	int64_t n, ic, h, w, oc, groups;
+	int k, stride, dil, pad_t, pad_l, pad_b, pad_r;
+	bool bias, bn;
+	enum model_act act;
+	float alpha;
+};
+
+static int64_t conv_out(int64_t in, int k, int stride, int dil, int pa, int pb)
+{
+	return (in + pa + pb - (int64_t)dil * (k - 1) - 1) / stride + 1;
+}
+
+static int add_conv(struct model *m, int in, const struct conv_case *c)
+{
+	const struct model_shape *is = &m->layers[in].out;
+	int64_t od[4] = { is->dims[0], c->oc,
+			  conv_out(is->dims[2], c->k, c->stride, c->dil, c->pad_t, c->pad_b),
+			  conv_out(is->dims[3], c->k, c->stride, c->dil, c->pad_l, c->pad_r) };
+	struct model_layer *l = ref_model_add(m, MODEL_OP_CONV, "conv", 1, &in, 4, od);
+
+	l->conv = (struct model_conv){
+		.out_channels = c->oc,
+		.kh = c->k,
+		.kw = c->k,
+		.stride_h = c->stride,
+		.stride_w = c->stride,
+		.pad_t = c->pad_t,
+		.pad_l = c->pad_l,
+		.pad_b = c->pad_b,
+		.pad_r = c->pad_r,
+		.dil_h = c->dil,
+		.dil_w = c->dil,
+		.groups = c->groups,
+		.bias = c->bias,
+		.batch_norm = c->bn,
+	};
+	l->act = c->act;
+	l->act_alpha = c->alpha;
+	return m->nr_layers - 1;
+}
+
+static void check_conv(struct __test_metadata *_metadata, const struct conv_case *c)
+{
+	struct model *m = ref_model_new("conv", 7, 4);
+	int64_t d[4] = { c->n, c->ic, c->h, c->w };
+
+	add_conv(m, add_input(m, 4, d), c);
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+FIXTURE(ops)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(ops)
+{
+	self->unused = 0;
+}
+
+FIXTURE_TEARDOWN(ops)
+{
+}
+
+TEST_F(ops, conv__plain_3x3_matches_reference)
+{
+	struct conv_case c = { .n = 1,
+			       .ic = 32,
+			       .h = 9,
+			       .w = 9,
+			       .oc = 48,
+			       .groups = 1,
+			       .k = 3,
+			       .stride = 1,
+			       .dil = 1,
+			       .pad_t = 1,
+			       .pad_l = 1,
+			       .pad_b = 1,
+			       .pad_r = 1 };
+	check_conv(_metadata, &c);
+}
+
+TEST_F(ops, conv__wide_output_split_matches_reference)
+{
+	struct conv_case c = { .n = 1,
+			       .ic = 64,
+			       .h = 7,
+			       .w = 7,
+			       .oc = 192,
+			       .groups = 1,
+			       .k = 3,
+			       .stride = 1,
+			       .dil = 1,
+			       .pad_t = 1,
+			       .pad_l = 1,
+			       .pad_b = 1,
+			       .pad_r = 1,
+			       .bias = true,
+			       .act = MODEL_ACT_RELU };
+	check_conv(_metadata, &c);
+}
+
+TEST_F(ops, conv__batch_of_two_1x1_matches_reference)
+{
+	struct conv_case c = { .n = 2,
+			       .ic = 32,
+			       .h = 6,
+			       .w = 7,
+			       .oc = 64,
+			       .groups = 1,
+			       .k = 1,
+			       .stride = 1,
+			       .dil = 1,
+			       .bias = true };
+	check_conv(_metadata, &c);
+}
+
+TEST_F(ops, conv__three_input_channels_matches_reference)
+{
+	struct conv_case c = { .n = 1,
+			       .ic = 3,
+			       .h = 11,
+			       .w = 11,
+			       .oc = 16,
+			       .groups = 1,
+			       .k = 3,
+			       .stride = 2,
+			       .dil = 1,
+			       .pad_t = 1,
+			       .pad_l = 1,
+			       .pad_b = 1,
+			       .pad_r = 1,
+			       .bias = true,
+			       .act = MODEL_ACT_RELU };
+	check_conv(_metadata, &c);
+}
+
+TEST_F(ops, conv__grouped_matches_reference)
+{
+	struct conv_case c = { .n = 1,
+			       .ic = 32,
+			       .h = 8,
+			       .w = 8,
+			       .oc = 32,
+			       .groups = 4,
+			       .k = 3,
+			       .stride = 1,
+			       .dil = 1,
+			       .pad_t = 1,
+			       .pad_l = 1,
+			       .pad_b = 1,
+			       .pad_r = 1,
+			       .bias = true };
+	check_conv(_metadata, &c);
+}
+
+TEST_F(ops, conv__depthwise_matches_reference)
+{
+	struct conv_case c = { .n = 1,
+			       .ic = 32,
+			       .h = 9,
+			       .w = 9,
+			       .oc = 32,
+			       .groups = 32,
+			       .k = 3,
+			       .stride = 2,
+			       .dil = 1,
+			       .pad_t = 1,
+			       .pad_l = 1,
+			       .pad_b = 1,
+			       .pad_r = 1,
+			       .bn = true,
+			       .act = MODEL_ACT_RELU6 };
+	check_conv(_metadata, &c);
+}
+
+TEST_F(ops, conv__strided_matches_reference)
+{
+	struct conv_case c = { .n = 1,
+			       .ic = 16,
+			       .h = 10,
+			       .w = 10,
+			       .oc = 32,
+			       .groups = 1,
+			       .k = 3,
+			       .stride = 2,
+			       .dil = 1,
+			       .pad_t = 1,
+			       .pad_l = 1,
+			       .pad_b = 1,
+			       .pad_r = 1 };
+	check_conv(_metadata, &c);
+}
+
+TEST_F(ops, conv__dilated_matches_reference)
+{
+	struct conv_case c = { .n = 1,
+			       .ic = 16,
+			       .h = 10,
+			       .w = 10,
+			       .oc = 32,
+			       .groups = 1,
+			       .k = 3,
+			       .stride = 1,
+			       .dil = 2,
+			       .pad_t = 2,
+			       .pad_l = 2,
+			       .pad_b = 2,
+			       .pad_r = 2,
+			       .bias = true };
+	check_conv(_metadata, &c);
+}
+
+TEST_F(ops, conv__asymmetric_pad_matches_reference)
+{
+	struct conv_case c = { .n = 1,
+			       .ic = 16,
+			       .h = 9,
+			       .w = 8,
+			       .oc = 32,
+			       .groups = 1,
+			       .k = 3,
+			       .stride = 2,
+			       .dil = 1,
+			       .pad_t = 0,
+			       .pad_l = 1,
+			       .pad_b = 2,
+			       .pad_r = 1 };
+	check_conv(_metadata, &c);
+}
+
+TEST_F(ops, conv__bias_and_each_activation_match_reference)
+{
+	static const enum model_act acts[] = { MODEL_ACT_RELU,	     MODEL_ACT_RELU6,
+					       MODEL_ACT_LEAKY_RELU, MODEL_ACT_SIGMOID,
+					       MODEL_ACT_SWISH,	     MODEL_ACT_GELU,
+					       MODEL_ACT_TANH };
+
+	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
+		struct conv_case c = { .n = 1,
+				       .ic = 16,
+				       .h = 6,
+				       .w = 6,
+				       .oc = 32,
+				       .groups = 1,
+				       .k = 3,
+				       .stride = 1,
+				       .dil = 1,
+				       .pad_t = 1,
+				       .pad_l = 1,
+				       .pad_b = 1,
+				       .pad_r = 1,
+				       .bias = true,
+				       .act = acts[i],
+				       .alpha = 0.1f };
+		check_conv(_metadata, &c);
+	}
+}
+
+TEST_F(ops, conv__batch_norm_folded_matches_reference)
+{
+	struct conv_case c = { .n = 1,
+			       .ic = 32,
+			       .h = 7,
+			       .w = 7,
+			       .oc = 32,
+			       .groups = 1,
+			       .k = 3,
+			       .stride = 1,
+			       .dil = 1,
+			       .pad_t = 1,
+			       .pad_l = 1,
+			       .pad_b = 1,
+			       .pad_r = 1,
+			       .bias = true,
+			       .bn = true,
+			       .act = MODEL_ACT_RELU };
+	check_conv(_metadata, &c);
+}
+
+static void check_fc(struct __test_metadata *_metadata, int ndims, const int64_t *in_dims,
+		     int64_t out, bool bias, enum model_act act)
+{
+	struct model *m = ref_model_new("fc", 11, 4);
+	int in = add_input(m, ndims, in_dims);
+	int64_t od[MODEL_MAX_DIMS];
+	struct model_layer *l;
+
+	memcpy(od, in_dims, sizeof(int64_t) * (size_t)ndims);
+	od[ndims - 1] = out;
+	l = ref_model_add(m, MODEL_OP_FC, "fc", 1, &in, ndims, od);
+	l->fc.out_features = out;
+	l->fc.bias = bias;
+	l->act = act;
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, fc__2d_with_bias_matches_reference)
+{
+	int64_t d[2] = { 3, 64 };
+
+	check_fc(_metadata, 2, d, 40, true, MODEL_ACT_NONE);
+}
+
+TEST_F(ops, fc__3d_gelu_matches_reference)
+{
+	int64_t d[3] = { 1, 5, 48 };
+
+	check_fc(_metadata, 3, d, 96, true, MODEL_ACT_GELU);
+}
+
+static void check_matmul(struct __test_metadata *_metadata, int nd, const int64_t *a,
+			 const int64_t *b, const int64_t *o, bool tb, float alpha)
+{
+	struct model *m = ref_model_new("matmul", 3, 4);
+	int ins[2];
+	struct model_layer *l;
+
+	ins[0] = add_input(m, nd, a);
+	ins[1] = add_input(m, nd, b);
+	l = ref_model_add(m, MODEL_OP_MATMUL, "mm", 2, ins, nd, o);
+	l->matmul.transpose_b = tb;
+	l->matmul.alpha = alpha;
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, matmul__batched_matches_reference)
+{
+	int64_t a[4] = { 2, 3, 5, 8 }, b[4] = { 2, 3, 8, 6 }, o[4] = { 2, 3, 5, 6 };
+
+	check_matmul(_metadata, 4, a, b, o, false, 1.0f);
+}
+
+TEST_F(ops, matmul__transpose_b_alpha_matches_reference)
+{
+	int64_t a[4] = { 1, 4, 7, 16 }, b[4] = { 1, 4, 9, 16 }, o[4] = { 1, 4, 7, 9 };
+
+	check_matmul(_metadata, 4, a, b, o, true, 0.125f);
+}
+
+TEST_F(ops, matmul__single_batch_row_split_matches_reference)
+{
+	int64_t a[3] = { 1, 7, 8 }, b[3] = { 1, 8, 5 }, o[3] = { 1, 7, 5 };
+
+	check_matmul(_metadata, 3, a, b, o, false, 2.0f);
+}
+
+TEST_F(ops, matmul__broadcast_b_matches_reference)
+{
+	int64_t a[3] = { 3, 4, 8 }, b[3] = { 1, 8, 5 }, o[3] = { 3, 4, 5 };
+
+	check_matmul(_metadata, 3, a, b, o, false, 1.0f);
+}
+
+static void check_pool(struct __test_metadata *_metadata, struct model_pool p, int64_t oh,
+		       int64_t ow)
+{
+	struct model *m = ref_model_new("pool", 5, 4);
+	int64_t d[4] = { 1, 16, 9, 9 }, od[4] = { 1, 16, oh, ow };
+	int in = add_input(m, 4, d);
+
+	ref_model_add(m, MODEL_OP_POOL, "pool", 1, &in, 4, od)->pool = p;
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, pool__max_3x3_s2_matches_reference)
+{
+	struct model_pool p = { .kind = MODEL_POOL_MAX,
+				.kh = 3,
+				.kw = 3,
+				.stride_h = 2,
+				.stride_w = 2,
+				.pad_t = 1,
+				.pad_l = 1,
+				.pad_b = 1,
+				.pad_r = 1 };
+	check_pool(_metadata, p, 5, 5);
+}
+
+TEST_F(ops, pool__avg_excludes_padding)
+{
+	struct model_pool p = { .kind = MODEL_POOL_AVG,
+				.kh = 3,
+				.kw = 3,
+				.stride_h = 1,
+				.stride_w = 1,
+				.pad_t = 1,
+				.pad_l = 1,
+				.pad_b = 1,
+				.pad_r = 1 };
+	check_pool(_metadata, p, 9, 9);
+}
+
+TEST_F(ops, pool__global_avg_matches_reference)
+{
+	struct model_pool p = { .kind = MODEL_POOL_GLOBAL_AVG };
+
+	check_pool(_metadata, p, 1, 1);
+}
+
+TEST_F(ops, act__each_activation_matches_reference)
+{
+	static const enum model_act acts[] = { MODEL_ACT_RELU,	     MODEL_ACT_RELU6,
+					       MODEL_ACT_LEAKY_RELU, MODEL_ACT_SIGMOID,
+					       MODEL_ACT_SWISH,	     MODEL_ACT_GELU,
+					       MODEL_ACT_TANH };
+
+	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
+		struct model *m = ref_model_new("act", 5, 4);
+		int64_t d[3] = { 2, 5, 33 };
+		int in = add_input(m, 3, d);
+		struct model_layer *l = ref_model_add(m, MODEL_OP_ACT, "act", 1, &in, 3, d);
+
+		l->act = acts[i];
+		l->act_alpha = 0.2f;
+		/* Wide enough to reach relu6's clip and the saturating tails. */
+		input_scale = 8.0f;
+		check_model(_metadata, m);
+		input_scale = 1.0f;
+		model_free(m);
+	}
+}
+
+/* Binary ops behind a conv, so src0 arrives in NHWC and src1 broadcasts per channel. */
+TEST_F(ops, add__per_channel_broadcast_on_nhwc_matches_reference)
+{
+	struct model *m = ref_model_new("add", 9, 6);
+	int64_t d[4] = { 1, 16, 5, 5 }, bd[4] = { 1, 16, 1, 1 };
+	struct conv_case c = { .ic = 16, .oc = 16, .groups = 1, .k = 1, .stride = 1, .dil = 1 };
+	int ins[2];
+	struct model_layer *l;
+
+	ins[0] = add_conv(m, add_input(m, 4, d), &c);
+	ins[1] = add_input(m, 4, bd);
+	l = ref_model_add(m, MODEL_OP_ADD, "add", 2, ins, 4, d);
+	l->act = MODEL_ACT_RELU;
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, mul__trailing_broadcast_matches_reference)
+{
+	struct model *m = ref_model_new("mul", 9, 4);
+	int64_t d[3] = { 2, 4, 8 }, bd[1] = { 8 };
+	int ins[2];
+
+	ins[0] = add_input(m, 3, d);
+	ins[1] = add_input(m, 1, bd);
+	ref_model_add(m, MODEL_OP_MUL, "mul", 2, ins, 3, d);
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, add__same_shape_mixed_layouts_matches_reference)
+{
+	struct model *m = ref_model_new("add", 9, 6);
+	int64_t d[4] = { 1, 16, 5, 5 };
+	struct conv_case c = { .ic = 16, .oc = 16, .groups = 1, .k = 1, .stride = 1, .dil = 1 };
+	int ins[2];
+
+	ins[1] = add_input(m, 4, d);
+	ins[0] = add_conv(m, ins[1], &c);
+	ref_model_add(m, MODEL_OP_ADD, "add", 2, ins, 4, d);
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, concat__channels_of_nhwc_matches_reference)
+{
+	struct model *m = ref_model_new("concat", 13, 6);
+	int64_t d[4] = { 1, 16, 5, 5 }, od[4] = { 1, 48, 5, 5 };
+	struct conv_case c1 = { .ic = 16, .oc = 16, .groups = 1, .k = 1, .stride = 1, .dil = 1 };
+	struct conv_case c2 = { .ic = 16,
+				.oc = 32,
+				.groups = 1,
+				.k = 3,
+				.stride = 1,
+				.dil = 1,
+				.pad_t = 1,
+				.pad_l = 1,
+				.pad_b = 1,
+				.pad_r = 1 };
+	int in = add_input(m, 4, d), ins[2];
+
+	ins[0] = add_conv(m, in, &c1);
+	ins[1] = add_conv(m, in, &c2);
+	ref_model_add(m, MODEL_OP_CONCAT, "concat", 2, ins, 4, od)->axis = 1;
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, concat__last_axis_of_plain_matches_reference)
+{
+	struct model *m = ref_model_new("concat", 13, 5);
+	int64_t a[3] = { 2, 3, 4 }, b[3] = { 2, 3, 6 }, od[3] = { 2, 3, 10 };
+	int ins[2];
+
+	ins[0] = add_input(m, 3, a);
+	ins[1] = add_input(m, 3, b);
+	ref_model_add(m, MODEL_OP_CONCAT, "concat", 2, ins, 3, od)->axis = -1;
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, layer_norm__last_dim_matches_reference)
+{
+	struct model *m = ref_model_new("ln", 17, 4);
+	int64_t d[3] = { 1, 6, 64 };
+	int in = add_input(m, 3, d);
+
+	ref_model_add(m, MODEL_OP_LAYER_NORM, "ln", 1, &in, 3, d)->eps = 1e-5f;
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, softmax__last_axis_matches_reference)
+{
+	struct model *m = ref_model_new("softmax", 17, 4);
+	int64_t d[3] = { 2, 3, 10 };
+	int in = add_input(m, 3, d);
+
+	ref_model_add(m, MODEL_OP_SOFTMAX, "softmax", 1, &in, 3, d)->axis = -1;
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, softmax__channel_axis_of_nhwc_matches_reference)
+{
+	struct model *m = ref_model_new("softmax", 17, 4);
+	int64_t d[4] = { 1, 16, 3, 4 };
+	struct conv_case c = { .ic = 16, .oc = 16, .groups = 1, .k = 1, .stride = 1, .dil = 1 };
+	int in = add_conv(m, add_input(m, 4, d), &c);
+
+	ref_model_add(m, MODEL_OP_SOFTMAX, "softmax", 1, &in, 4, d)->axis = 1;
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, lrn__across_channels_matches_reference)
+{
+	struct model *m = ref_model_new("lrn", 19, 4);
+	int64_t d[4] = { 1, 16, 5, 5 };
+	int in = add_input(m, 4, d);
+	struct model_layer *l = ref_model_add(m, MODEL_OP_LRN, "lrn", 1, &in, 4, d);
+
+	l->lrn = (struct model_lrn){ .size = 5, .alpha = 1e-2f, .beta = 0.75f, .k = 2.0f };
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, transpose__heads_permutation_matches_reference)
+{
+	struct model *m = ref_model_new("transpose", 23, 4);
+	int64_t d[4] = { 2, 3, 4, 5 }, od[4] = { 2, 4, 3, 5 };
+	int in = add_input(m, 4, d);
+	struct model_layer *l = ref_model_add(m, MODEL_OP_TRANSPOSE, "t", 1, &in, 4, od);
+
+	l->perm[0] = 0;
+	l->perm[1] = 2;
+	l->perm[2] = 1;
+	l->perm[3] = 3;
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, transpose__of_nhwc_matches_reference)
+{
+	struct model *m = ref_model_new("transpose", 23, 4);
+	int64_t d[4] = { 1, 16, 3, 4 }, od[4] = { 1, 4, 16, 3 };
+	struct conv_case c = { .ic = 16, .oc = 16, .groups = 1, .k = 1, .stride = 1, .dil = 1 };
+	int in = add_conv(m, add_input(m, 4, d), &c);
+	struct model_layer *l = ref_model_add(m, MODEL_OP_TRANSPOSE, "t", 1, &in, 4, od);
+
+	l->perm[0] = 0;
+	l->perm[1] = 3;
+	l->perm[2] = 1;
+	l->perm[3] = 2;
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, reshape__plain_then_fc_matches_reference)
+{
+	struct model *m = ref_model_new("reshape", 29, 4);
+	int64_t d[3] = { 2, 3, 4 }, od[2] = { 6, 4 }, fd[2] = { 6, 8 };
+	int in = add_input(m, 3, d), r;
+	struct model_layer *l;
+
+	ref_model_add(m, MODEL_OP_RESHAPE, "r", 1, &in, 2, od)->reshape.ndims = 2;
+	r = m->nr_layers - 1;
+	l = ref_model_add(m, MODEL_OP_FC, "fc", 1, &r, 2, fd);
+	l->fc.out_features = 8;
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, reshape__of_nhwc_flattens_in_logical_order)
+{
+	struct model *m = ref_model_new("reshape", 29, 4);
+	int64_t d[4] = { 1, 16, 3, 3 }, od[2] = { 1, 144 };
+	struct conv_case c = { .ic = 16, .oc = 16, .groups = 1, .k = 1, .stride = 1, .dil = 1 };
+	int in = add_conv(m, add_input(m, 4, d), &c);
+
+	ref_model_add(m, MODEL_OP_RESHAPE, "flatten", 1, &in, 2, od);
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, slice__middle_of_axis_matches_reference)
+{
+	struct model *m = ref_model_new("slice", 31, 4);
+	int64_t d[3] = { 2, 7, 5 }, od[3] = { 2, 3, 5 };
+	int in = add_input(m, 3, d);
+
+	ref_model_add(m, MODEL_OP_SLICE, "s", 1, &in, 3, od)->slice =
+		(struct model_slice){ .axis = 1, .start = 2, .len = 3 };
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+TEST_F(ops, embed__looks_up_rows)
+{
+	struct model *m = ref_model_new("embed", 37, 4);
+	int64_t d[2] = { 1, 7 }, od[3] = { 1, 7, 16 };
+	int in = add_input(m, 2, d);
+	struct model_layer *l = ref_model_add(m, MODEL_OP_EMBED, "emb", 1, &in, 3, od);
+	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
+	struct exec_layer_params p;
+	struct exec_model *em;
+	struct exec_query *q;
+	float got[7 * 16], *ids;
+	char err[256];
+
+	l->embed = (struct model_embed){ .vocab = 50, .dim = 16 };
+	em = exec_model_load(m, &opts, err, sizeof(err));
+	ASSERT_NE(NULL, em) TH_LOG("%s", err);
+	q = exec_query_new(em);
+	ids = exec_query_input(q, in);
+	for (int i = 0; i < 7; i++)
+		ids[i] = (float)((i * 13 + 5) % 50);
+	ASSERT_EQ(0, exec_run_block(em, q, 0, 2, NULL, &opts.cpus, NULL));
+	ASSERT_EQ(0, exec_query_read_output(q, 1, got, 7 * 16));
+	ASSERT_EQ(0, exec_layer_params_generate(m, 1, &p));
+	for (int i = 0; i < 7; i++)
+		for (int j = 0; j < 16; j++)
+			ASSERT_EQ(p.weights[((i * 13 + 5) % 50) * 16 + j], got[i * 16 + j]);
+	/* An id outside the vocabulary is an error, not a wild read. */
+	ids[3] = 50.0f;
+	ASSERT_EQ(-ERANGE, exec_run_block(em, q, 0, 2, NULL, &opts.cpus, NULL));
+	exec_layer_params_free(&p);
+	exec_query_free(q);
+	exec_model_free(em);
+	model_free(m);
+}
+
+TEST_HARNESS_MAIN

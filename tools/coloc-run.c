@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * coloc-run: runs one model alone on chosen cores through the executor and
+ * prints per-layer and total latency (median of --iters runs) and GFLOP/s
+ * (2 x MACs / time), or lists each layer's kernel versions and the oneDNN
+ * implementation each runs. The quickest way to see what the executor does
+ * with a model before the daemon schedules it.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "executor.h"
+
+static struct run_opts {
+	const char *model_path;
+	const char *cores; /* NULL: every online CPU */
+	const char *version; /* "auto", a version name, or an index */
+	int iters;
+	bool json;
+	bool list_versions;
+} opts = {
+	.version = "0",
+	.iters = 10,
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: coloc-run MODEL [options]\n"
+		"Runs MODEL (a model file, see models/) alone and prints per-layer and total\n"
+		"latency (median of the runs) and GFLOP/s.\n"
+		"\n"
+		"  -c, --cores LIST      CPUs to run on, e.g. 0-3,6 (default: all online)\n"
+		"  -V, --version V       kernel version per layer: auto (fastest measured on\n"
+		"                        these cores), a name such as row-split, or an index;\n"
+		"                        layers without it run version 0 (default: 0)\n"
+		"  -n, --iters N         runs to take the median of, 1..100000 (default: 10)\n"
+		"  -j, --json            print JSON instead of a table\n"
+		"  -l, --list-versions   list each layer's versions and oneDNN implementations\n"
+		"  -h, --help            this help\n"
+		"\n"
+		"Exit status: 0 ok, 1 the model failed to load or run, 2 bad usage.\n"
+		"Example: coloc-run models/resnet50.model --cores 0-1 --version auto --iters 5\n");
+}
+
+static int parse_int(const char *s, const char *what, long lo, long hi, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi) {
+		fprintf(stderr, "coloc-run: %s must be an integer in %ld..%ld, not '%s'\n", what,
+			lo, hi, s);
+		return -EINVAL;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+/* Versions per layer from --version (not auto): a name or an index. */
+static int versions_from_option(const struct exec_model *em, const struct model *m, int *versions)
+{
+	char *end;
+	long idx;
+	bool any = false;
+
+	errno = 0;
+	idx = strtol(opts.version, &end, 10);
+	if (!errno && end != opts.version && !*end) {
+		if (idx < 0 || idx >= EXEC_MAX_VERSIONS) {
+			fprintf(stderr, "coloc-run: version index must be in 0..%d\n",
+				EXEC_MAX_VERSIONS - 1);
+			return -EINVAL;
+		}
+		for (int li = 0; li < m->nr_layers; li++) {
+			versions[li] = idx < exec_layer_nr_versions(em, li) ? (int)idx : 0;
+			any |= versions[li] == idx;
+		}
+	} else {
+		for (int li = 0; li < m->nr_layers; li++) {
+			versions[li] = 0;
+			for (int v = 0; v < exec_layer_nr_versions(em, li); v++) {
+				if (!strcmp(exec_layer_version_name(em, li, v), opts.version)) {
+					versions[li] = v;
+					any = true;
+				}
+			}
+		}
+	}
+	if (!any) {
+		fprintf(stderr,
+			"coloc-run: no layer has version '%s' (see --list-versions for names)\n",
+			opts.version);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int list_versions(const struct exec_model *em, const struct model *m, int nr_cores)
+{
+	json_object *root = opts.json ? json_object_new_array() : NULL;
+
+	for (int li = 0; li < m->nr_layers; li++) {
+		const struct model_layer *l = &m->layers[li];
+		json_object *jl = NULL, *jv = NULL;
+
+		if (root) {
+			jl = json_object_new_object();
+			jv = json_object_new_array();
+			json_object_object_add(jl, "layer", json_object_new_string(l->name));
+			json_object_object_add(jl, "op",
+					       json_object_new_string(model_op_name(l->op)));
+			json_object_object_add(jl, "versions", jv);
+			json_object_array_add(root, jl);
+		}
+		for (int v = 0; v < exec_layer_nr_versions(em, li); v++) {
+			const char *name = exec_layer_version_name(em, li, v);
+			const char *impl = exec_layer_impl(em, li, v, nr_cores);
+
+			if (root) {
+				json_object *o = json_object_new_object();
+
+				json_object_object_add(o, "index", json_object_new_int(v));
+				json_object_object_add(o, "name", json_object_new_string(name));
+				json_object_object_add(o, "impl", json_object_new_string(impl));
+				json_object_array_add(jv, o);
+			} else {
+				printf("%4d %-24s %-10s %d %-14s %s\n", li, l->name,
+				       model_op_name(l->op), v, name, impl);
+			}
+		}
+	}
+	if (root) {
+		printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY));
+		json_object_put(root);
+	}
+	return 0;
+}
+
+static double gflops(uint64_t macs, uint64_t ns)
+{
+	return ns ? 2.0 * (double)macs / (double)ns : 0.0;
+}
+
+static int run(struct exec_model *em, const struct model *m, const struct exec_cpuset *cores)
+{
+	struct exec_query *q = exec_query_new(em);
+	int *versions = calloc((size_t)m->nr_layers, sizeof(int));
+	uint64_t *layer_ns = calloc((size_t)m->nr_layers, sizeof(uint64_t)), total_ns = 0;
+	int ret = -ENOMEM;
+
+	if (!q || !versions || !layer_ns)
+		goto out;
+	exec_query_fill_inputs(q, m, m->seed);
+	if (!strcmp(opts.version, "auto"))
+		ret = exec_pick_fastest(em, q, cores, opts.iters < 5 ? opts.iters : 5, versions,
+					NULL);
+	else
+		ret = versions_from_option(em, m, versions);
+	if (ret)
+		goto out;
+	ret = exec_run_block(em, q, 0, m->nr_layers, versions, cores, NULL);
+	for (int li = 0; li < m->nr_layers && !ret; li++)
+		ret = exec_measure_block(em, q, li, li + 1, versions + li, cores, opts.iters,
+					 &layer_ns[li]);
+	if (!ret)
+		ret = exec_measure_block(em, q, 0, m->nr_layers, versions, cores, opts.iters,
+					 &total_ns);
+	if (ret) {
+		fprintf(stderr, "coloc-run: running %s failed: %s\n", m->name, strerror(-ret));
+		goto out;
+	}
+	if (opts.json) {
+		json_object *root = json_object_new_object(), *jl = json_object_new_array();
+		json_object *jc = json_object_new_array();
+
+		for (int i = 0; i < cores->nr; i++)
+			json_object_array_add(jc, json_object_new_int(cores->cpus[i]));
+		json_object_object_add(root, "model", json_object_new_string(m->name));
+		json_object_object_add(root, "cores", jc);
+		json_object_object_add(root, "iters", json_object_new_int(opts.iters));
+		for (int li = 0; li < m->nr_layers; li++) {
+			const struct model_layer *l = &m->layers[li];
+			json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "layer", json_object_new_string(l->name));
+			json_object_object_add(o, "op",
+					       json_object_new_string(model_op_name(l->op)));
+			json_object_object_add(o, "version",
+					       json_object_new_string(exec_layer_version_name(
+						       em, li, versions[li])));
+			json_object_object_add(o, "impl",
+					       json_object_new_string(exec_layer_impl(
+						       em, li, versions[li], cores->nr)));
+			json_object_object_add(o, "median_ms",
+					       json_object_new_double(layer_ns[li] / 1e6));
+			json_object_object_add(
+				o, "gflops", json_object_new_double(gflops(l->macs, layer_ns[li])));
+			json_object_array_add(jl, o);
+		}
+		json_object_object_add(root, "layers", jl);
+		json_object_object_add(root, "total_ms", json_object_new_double(total_ns / 1e6));
+		json_object_object_add(root, "total_gflops",
+				       json_object_new_double(gflops(m->macs, total_ns)));
+		printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY));
+		json_object_put(root);
+	} else {
+		uint64_t sum = 0;
+
+		printf("%4s %-24s %-10s %-12s %10s %9s  %s\n", "#", "layer", "op", "version",
+		       "median ms", "GFLOP/s", "implementation");
+		for (int li = 0; li < m->nr_layers; li++) {
+			const struct model_layer *l = &m->layers[li];
+
+			sum += layer_ns[li];
+			printf("%4d %-24s %-10s %-12s %10.3f %9.1f  %s\n", li, l->name,
+			       model_op_name(l->op), exec_layer_version_name(em, li, versions[li]),
+			       layer_ns[li] / 1e6, gflops(l->macs, layer_ns[li]),
+			       exec_layer_impl(em, li, versions[li], cores->nr));
+		}
+		printf("total %s on %d core%s: %.3f ms (median of %d), %.1f GFLOP/s; "
+		       "sum of per-layer medians %.3f ms\n",
+		       m->name, cores->nr, cores->nr > 1 ? "s" : "", total_ns / 1e6, opts.iters,
+		       gflops(m->macs, total_ns), sum / 1e6);
+	}
+out:
+	if (ret == -ENOMEM)
+		fprintf(stderr, "coloc-run: out of memory\n");
+	free(layer_ns);
+	free(versions);
+	exec_query_free(q);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option long_opts[] = {
+		{ "cores", required_argument, NULL, 'c' },
+		{ "version", required_argument, NULL, 'V' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "list-versions", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct exec_options eo = { 0 };
+	struct exec_cpuset cores;
+	struct exec_model *em;
+	struct model *m;
+	char err[512];
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "c:V:n:jlh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			opts.cores = optarg;
+			break;
+		case 'V':
+			opts.version = optarg;
+			break;
+		case 'n':
+			if (parse_int(optarg, "--iters", 1, 100000, &opts.iters))
+				return 2;
+			break;
+		case 'j':
+			opts.json = true;
+			break;
+		case 'l':
+			opts.list_versions = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "coloc-run: expected exactly one MODEL file\n");
+		usage(stderr);
+		return 2;
+	}
+	opts.model_path = argv[optind];
+	if (opts.cores && exec_cpuset_parse(opts.cores, &eo.cpus, err, sizeof(err))) {
+		fprintf(stderr, "coloc-run: --cores: %s\n", err);
+		return 2;
+	}
+	m = model_load(opts.model_path, err, sizeof(err));
+	if (!m) {
+		fprintf(stderr, "coloc-run: %s\n", err);
+		return 1;
+	}
+	em = exec_model_load(m, &eo, err, sizeof(err));
+	if (!em) {
+		fprintf(stderr, "coloc-run: %s: %s\n", opts.model_path, err);
+		model_free(m);
+		return 1;
+	}
+	/* The model's cpus (all online ones when --cores is absent) are the block's. */
+	if (opts.cores) {
+		cores = eo.cpus;
+	} else {
+		cores.nr = 0;
+		for (int cpu = 0; cpu < EXEC_MAX_CPUS; cpu++)
+			if (exec_cpu_online(cpu))
+				cores.cpus[cores.nr++] = cpu;
+	}
+	if (opts.list_versions)
+		ret = list_versions(em, m, cores.nr);
+	else
+		ret = run(em, m, &cores);
+	exec_model_free(em);
+	model_free(m);
+	if (ret == -EINVAL)
+		return 2;
+	return ret ? 1 : 0;
+}
