@@ -40,7 +40,8 @@ GEN := build/gen
 
 CC ?= gcc
 CLANG ?= clang
-BPFTOOL ?= bpftool
+# Debian installs bpftool in /usr/sbin, off a normal user's PATH
+BPFTOOL ?= $(or $(shell command -v bpftool),/usr/sbin/bpftool)
 PKGS := libbpf liburing hwloc json-c
 
 ifeq ($(filter deps clean format,$(MAKECMDGOALS)),)
@@ -48,7 +49,9 @@ DEPS_OK := $(shell tools/deps.sh --check >/dev/null 2>&1 && echo yes)
 ifneq ($(DEPS_OK),yes)
 ifneq ($(filter check demo,$(MAKECMDGOALS)),)
 # check and demo install what is missing themselves (they run as root).
-DEPS_INSTALL := $(shell tools/deps.sh >&2)
+ifneq ($(shell tools/deps.sh >&2 && echo ok),ok)
+$(error coloc: installing the required packages failed (see above))
+endif
 else
 $(error coloc: required Debian packages are missing; run 'sudo make deps' (tools/deps.sh --check lists them))
 endif

@@ -17,7 +17,12 @@
  * at switch granularity; the periodic trigger bounds how stale a window gets
  * on a CPU that does not switch. Which counter slots hold an event is the
  * daemon's choice (hardware ones only where there is a PMU); a slot without
- * an event simply fails to read and its live bit stays clear.
+ * an event, or whose event never got a hardware counter during the interval,
+ * fails to read and its live bit stays clear: nothing is invented.
+ *
+ * Records are submitted without waking the reader unless a lot is pending:
+ * colocd drains the ring on a timer, so the cost is not one wakeup per
+ * record per CPU.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -28,10 +33,25 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u64 window_ns = 10 * 1000 * 1000;
+/*
+ * Counters read at every context switch: those per-tenant attribution needs
+ * (the hardware ones the machine has). Software counters are read by the
+ * periodic trigger only, which keeps a switch cheap where there is no PMU.
+ */
+const volatile __u32 switch_counter_mask = COLOC_HW_COUNTER_MASK;
+/* Set by the daemon when a tenant is keyed by cgroup: only then walk cgroups. */
+volatile __u32 nr_cgroup_tenants;
+
+#define SENSOR_CGROUP_DEPTH 8 /* ancestors searched for a tenant's cgroup */
+#define SENSOR_WAKEUP_BYTES (256 * 1024) /* wake the reader only past this backlog */
+
+struct counter_reading {
+	__u64 counter, enabled, running;
+};
 
 struct cpu_state {
 	__u64 last_ns; /* time of the last sensor_account() on this CPU */
-	__u64 prev[COLOC_NR_COUNTERS]; /* scaled counter values at last_ns */
+	struct counter_reading prev[COLOC_NR_COUNTERS]; /* raw readings at last_ns */
 	__u32 prev_valid; /* bit n: prev[n] holds a reading */
 	__u32 cur_tenant; /* tenant running since last_ns, or COLOC_NO_TENANT */
 	__u32 cur_idle; /* the idle task runs since last_ns */
@@ -77,7 +97,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
+	__uint(max_entries, 16384); /* COLOC_MAX_TENANTS x TENANT_MAX_PIDS */
 	__type(key, __u32); /* tgid */
 	__type(value, __u32); /* tenant */
 } tenant_by_tgid SEC(".maps");
@@ -101,18 +121,30 @@ struct {
 	__uint(max_entries, 2 * 1024 * 1024);
 } records SEC(".maps");
 
+/* The tenant of a task: by its process, else by its cgroup v2 or an ancestor. */
 static __u32 sensor_tenant_of(struct task_struct *task)
 {
 	__u32 tgid = BPF_CORE_READ(task, tgid);
+	struct cgroup *cgrp;
 	__u32 *tenant;
-	__u64 cgid;
 
 	tenant = bpf_map_lookup_elem(&tenant_by_tgid, &tgid);
 	if (tenant)
 		return *tenant;
-	cgid = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
-	tenant = bpf_map_lookup_elem(&tenant_by_cgroup, &cgid);
-	return tenant ? *tenant : COLOC_NO_TENANT;
+	if (!nr_cgroup_tenants)
+		return COLOC_NO_TENANT;
+	cgrp = BPF_CORE_READ(task, cgroups, dfl_cgrp);
+	for (int depth = 0; depth < SENSOR_CGROUP_DEPTH && cgrp; depth++) {
+		__u64 cgid = BPF_CORE_READ(cgrp, kn, id);
+		struct cgroup_subsys_state *parent;
+
+		tenant = bpf_map_lookup_elem(&tenant_by_cgroup, &cgid);
+		if (tenant)
+			return *tenant;
+		parent = BPF_CORE_READ(cgrp, self.parent);
+		cgrp = parent ? BPF_CORE_READ(parent, cgroup) : NULL;
+	}
+	return COLOC_NO_TENANT;
 }
 
 static void sensor_set_running(struct cpu_state *st, struct task_struct *task)
@@ -121,30 +153,69 @@ static void sensor_set_running(struct cpu_state *st, struct task_struct *task)
 	st->cur_tenant = st->cur_idle ? COLOC_NO_TENANT : sensor_tenant_of(task);
 }
 
-/* Reads this CPU's counter slots; returns the live mask, deltas in d[]. */
-static __u32 sensor_read_counters(struct cpu_state *st, __u32 cpu, __u64 *d)
+/*
+ * Scales a counter delta to the time its event was enabled, when it only ran
+ * part of it (multiplexed with other events). Ratios are computed on the
+ * interval's deltas, with enabled/running reduced to 32 bits first so that
+ * nothing overflows.
+ */
+static __u64 sensor_scale(__u64 dc, __u64 de, __u64 dr)
+{
+	__u64 ratio;
+
+	if (dr >= de)
+		return dc;
+	while (de > 0xffffffffull) {
+		de >>= 1;
+		dr >>= 1;
+	}
+	if (!dr)
+		return dc;
+	ratio = (de << 10) / dr; /* enabled/running in 1/1024ths */
+	return (dc >> 10) * ratio + ((dc & 1023) * ratio >> 10);
+}
+
+/*
+ * Reads the counter slots of this CPU in mask; returns the live mask, deltas
+ * in d[]. A slot is live when it reads and its event ran on the PMU during
+ * the interval (running advanced); otherwise its delta stays 0 and unlive.
+ * A slot not read keeps its last reading, so the next read has the delta.
+ */
+static __u32 sensor_read_counters(struct cpu_state *st, __u32 cpu, __u32 mask, __u64 *d)
 {
 	struct bpf_perf_event_value v;
 	__u32 live = 0;
 
 	for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++) {
-		__u64 val;
+		struct counter_reading *prev = &st->prev[i];
+		bool had = st->prev_valid & (1u << i);
 
 		d[i] = 0;
-		if (bpf_perf_event_read_value(&counters, cpu * COLOC_NR_COUNTERS + i, &v,
-					      sizeof(v)))
+		if (!(mask & (1u << i)))
 			continue;
-		val = v.counter;
-		/* multiplexed with other events: scale to the full enabled time */
-		if (v.running && v.running < v.enabled)
-			val = val * v.enabled / v.running;
-		if ((st->prev_valid & (1u << i)) && val >= st->prev[i])
-			d[i] = val - st->prev[i];
-		st->prev[i] = val;
+		if (bpf_perf_event_read_value(&counters, cpu * COLOC_NR_COUNTERS + i, &v,
+					      sizeof(v))) {
+			st->prev_valid &= ~(1u << i);
+			continue;
+		}
+		if (had && v.counter >= prev->counter && v.running > prev->running) {
+			d[i] = sensor_scale(v.counter - prev->counter, v.enabled - prev->enabled,
+					    v.running - prev->running);
+			live |= 1u << i;
+		}
+		prev->counter = v.counter;
+		prev->enabled = v.enabled;
+		prev->running = v.running;
 		st->prev_valid |= 1u << i;
-		live |= 1u << i;
 	}
 	return live;
+}
+
+static __u64 sensor_wakeup_flag(void)
+{
+	return bpf_ringbuf_query(&records, BPF_RB_AVAIL_DATA) > SENSOR_WAKEUP_BYTES ?
+		       0 :
+		       BPF_RB_NO_WAKEUP;
 }
 
 static void sensor_emit_tenants(struct cpu_state *st, __u32 cpu, struct coloc_sensor_stats *stats)
@@ -165,7 +236,7 @@ static void sensor_emit_tenants(struct cpu_state *st, __u32 cpu, struct coloc_se
 			rec->cpu = cpu;
 			rec->window_id = st->win.window_id;
 			rec->tenant = t;
-			bpf_ringbuf_submit(rec, 0);
+			bpf_ringbuf_submit(rec, sensor_wakeup_flag());
 			stats->records++;
 		} else {
 			stats->drops++;
@@ -187,7 +258,7 @@ static void sensor_close_window(struct cpu_state *st, __u32 cpu, __u64 new_id,
 	rec = bpf_ringbuf_reserve(&records, sizeof(*rec), 0);
 	if (rec) {
 		*rec = st->win;
-		bpf_ringbuf_submit(rec, 0);
+		bpf_ringbuf_submit(rec, sensor_wakeup_flag());
 		stats->records++;
 	} else {
 		stats->drops++;
@@ -197,72 +268,107 @@ static void sensor_close_window(struct cpu_state *st, __u32 cpu, __u64 new_id,
 	st->win.window_id = new_id;
 }
 
-static void sensor_charge(struct cpu_state *st, __u64 dt, __u64 *d, __u32 live)
+/*
+ * Charges dt and counter deltas d to the running tenant's totals and, when
+ * in_window, to the open window of the CPU and of the tenant. Time in
+ * windows that were skipped entirely (no event on this CPU for a whole
+ * window) only reaches the totals: those windows have no record.
+ */
+static void sensor_charge(struct cpu_state *st, __u64 dt, __u64 *d, __u32 live, bool in_window)
 {
 	struct coloc_tenant_window *acc;
 	struct coloc_tenant_total *tot;
 	__u32 t = st->cur_tenant;
 
-	st->win.live_mask |= live;
-	if (!st->cur_idle)
-		st->win.task_clock_ns += dt;
-	for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++)
-		st->win.counters[i] += d[i];
-
+	if (in_window) {
+		st->win.live_mask |= live;
+		if (!st->cur_idle)
+			st->win.task_clock_ns += dt;
+		for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++)
+			st->win.counters[i] += d[i];
+	}
 	if (t >= COLOC_MAX_TENANTS)
 		return;
 	acc = bpf_map_lookup_elem(&tenant_window_acc, &t);
 	tot = bpf_map_lookup_elem(&tenant_totals, &t);
 	if (!acc || !tot)
 		return;
+	tot->on_cpu_ns += dt;
+	for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++)
+		tot->counters[i] += d[i];
+	if (!in_window)
+		return;
 	st->tenant_mask |= 1ull << t;
 	acc->live_mask |= live | COLOC_LIVE_TASK_CLOCK;
 	acc->on_cpu_ns += dt;
-	tot->on_cpu_ns += dt;
-	for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++) {
+	for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++)
 		acc->counters[i] += d[i];
-		tot->counters[i] += d[i];
+}
+
+/* d * num / den for num <= den, without overflowing 64 bits. */
+static __u64 sensor_part(__u64 d, __u64 num, __u64 den)
+{
+	if (!den)
+		return 0;
+	while (den > 0x7fffffffull) {
+		den >>= 1;
+		num >>= 1;
 	}
+	if (!den)
+		return 0;
+	return d / den * num + d % den * num / den;
 }
 
 /*
  * Charges everything since the last call on this CPU to the task that ran
- * (st->cur_*), splitting at a window boundary: time exactly, counter deltas
- * in proportion to time.
+ * (st->cur_*). When the clock crossed into a later window, the interval is
+ * split: the rest of the open window, whole windows skipped in between, and
+ * the start of the current one; time exactly, counter deltas in proportion.
  */
-static void sensor_account(struct cpu_state *st, struct coloc_sensor_stats *stats)
+static void sensor_account(struct cpu_state *st, __u32 mask, struct coloc_sensor_stats *stats)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u32 cpu = bpf_get_smp_processor_id();
 	__u64 id = now / window_ns;
-	__u64 d[COLOC_NR_COUNTERS];
-	__u64 dt, before;
+	__u64 d[COLOC_NR_COUNTERS], part[COLOC_NR_COUNTERS];
+	__u64 dt, in_old, in_new, gap, old_end;
 	__u32 live;
 
-	live = sensor_read_counters(st, cpu, d);
+	live = sensor_read_counters(st, cpu, mask, d);
 	if (!st->last_ns) {
 		st->last_ns = now;
 		st->win.window_id = id;
 		return;
 	}
 	dt = now - st->last_ns;
+	if (id == st->win.window_id) {
+		st->last_ns = now;
+		sensor_charge(st, dt, d, live, true);
+		return;
+	}
+
+	old_end = (st->win.window_id + 1) * window_ns;
+	in_old = old_end > st->last_ns ? old_end - st->last_ns : 0;
+	if (in_old > dt)
+		in_old = dt;
+	in_new = now - id * window_ns;
+	if (in_new > dt - in_old)
+		in_new = dt - in_old;
+	gap = dt - in_old - in_new;
 	st->last_ns = now;
 
-	if (id != st->win.window_id) {
-		__u64 d_before[COLOC_NR_COUNTERS];
-
-		__u64 into_new = now - id * window_ns;
-
-		before = into_new < dt ? dt - into_new : 0;
-		for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++) {
-			d_before[i] = dt ? d[i] * before / dt : 0;
-			d[i] -= d_before[i];
-		}
-		sensor_charge(st, before > window_ns ? window_ns : before, d_before, live);
-		sensor_close_window(st, cpu, id, stats);
-		dt -= before;
+	for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++) {
+		part[i] = sensor_part(d[i], in_old, dt);
+		d[i] -= part[i];
 	}
-	sensor_charge(st, dt, d, live);
+	sensor_charge(st, in_old, part, live, true);
+	for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++) {
+		part[i] = sensor_part(d[i], gap, gap + in_new);
+		d[i] -= part[i];
+	}
+	sensor_charge(st, gap, part, live, false);
+	sensor_close_window(st, cpu, id, stats);
+	sensor_charge(st, in_new, d, live, true);
 }
 
 static struct cpu_state *sensor_this_cpu(struct coloc_sensor_stats **stats)
@@ -285,7 +391,7 @@ int coloc_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	/* whoever is interrupted has been running since the last event */
 	sensor_set_running(st, bpf_get_current_task_btf());
-	sensor_account(st, stats);
+	sensor_account(st, ~0u, stats);
 	st->win.nr_samples++;
 	stats->samples++;
 	return 0;
@@ -299,9 +405,13 @@ int BPF_PROG(coloc_switch, bool preempt, struct task_struct *prev, struct task_s
 
 	if (!st)
 		return 0;
+	/*
+	 * prev ran since the last event. Who runs next is learnt at the next
+	 * event (a switch names it prev, the trigger finds it current), so it
+	 * is not looked up here: a switch stays cheap.
+	 */
 	sensor_set_running(st, prev);
-	sensor_account(st, stats);
-	sensor_set_running(st, next);
+	sensor_account(st, switch_counter_mask, stats);
 	stats->switches++;
 	return 0;
 }

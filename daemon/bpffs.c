@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * Getting a pin dir ready. Pinned objects only live on a bpf filesystem, which
- * a fresh machine may not have mounted; a daemon that crashed leaves its pins
- * behind, and they must go before new ones take their names.
+ * Getting a pin dir ready. Pinned objects only live on a bpf filesystem,
+ * which a fresh machine may not have mounted. A daemon that crashed leaves
+ * its pins behind, and they must go before new ones take their names; but
+ * only ours: the dir may be shared, so other pins are never touched, and the
+ * root of a bpffs is refused outright. A lock on the dir keeps two daemons
+ * from pinning into the same place.
  */
-#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/magic.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -25,14 +29,38 @@ static bool bpffs_is_bpffs(const char *path)
 	return !statfs(path, &st) && st.f_type == BPF_FS_MAGIC;
 }
 
+/* The longest prefix of path that exists, written into buf. */
+static void bpffs_existing_ancestor(const char *path, char *buf, size_t len)
+{
+	struct stat st;
+	char *slash;
+
+	snprintf(buf, len, "%s", path);
+	while (stat(buf, &st)) {
+		slash = strrchr(buf, '/');
+		if (!slash || slash == buf) {
+			snprintf(buf, len, "/");
+			return;
+		}
+		*slash = '\0';
+	}
+}
+
+/* A mount root has a different device than its parent. */
+static bool bpffs_is_mount_root(const char *path)
+{
+	char parent[BPFFS_PATH_MAX + 4];
+	struct stat st, pst;
+
+	snprintf(parent, sizeof(parent), "%s/..", path);
+	return !stat(path, &st) && !stat(parent, &pst) && st.st_dev != pst.st_dev;
+}
+
 static int bpffs_mkdirs(const char *dir)
 {
-	char path[512];
-	size_t len = strlen(dir);
+	char path[BPFFS_PATH_MAX + 1];
 
-	if (!len || len >= sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, dir, len + 1);
+	snprintf(path, sizeof(path), "%s", dir);
 	for (char *p = path + 1; *p; p++) {
 		if (*p != '/')
 			continue;
@@ -46,37 +74,33 @@ static int bpffs_mkdirs(const char *dir)
 	return 0;
 }
 
-static int bpffs_remove_stale_pins(const char *dir)
+static void bpffs_remove_stale_pins(const char *dir, const char *const *names, int nr_names)
 {
-	struct dirent *de;
-	char path[768];
+	char path[BPFFS_PATH_MAX + 64];
 	int removed = 0;
-	DIR *d = opendir(dir);
 
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+	for (int i = 0; i < nr_names; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		if (!unlink(path))
 			removed++;
 	}
-	closedir(d);
 	if (removed)
 		fprintf(stderr, "colocd: removed %d stale pin(s) from %s left by an earlier run\n",
 			removed, dir);
-	return 0;
 }
 
-int bpffs_prepare_dir(const char *dir)
+int bpffs_open_dir(struct bpffs_dir *d, const char *dir, const char *const *names, int nr_names)
 {
+	char anc[BPFFS_PATH_MAX + 1];
 	int err;
 
-	if (dir[0] != '/') {
-		fprintf(stderr, "colocd: pin dir '%s' must be an absolute path\n", dir);
+	d->lock_fd = -1;
+	if (dir[0] != '/' || strlen(dir) > BPFFS_PATH_MAX || strstr(dir, "/..")) {
+		fprintf(stderr, "colocd: pin dir '%s' must be an absolute path of at most %d characters, without '..'\n",
+			dir, BPFFS_PATH_MAX);
 		return -EINVAL;
 	}
+	snprintf(d->path, sizeof(d->path), "%s", dir);
 	if (!strncmp(dir, BPFFS_DEFAULT_MOUNT "/", sizeof(BPFFS_DEFAULT_MOUNT)) &&
 	    !bpffs_is_bpffs(BPFFS_DEFAULT_MOUNT)) {
 		if (mount("bpf", BPFFS_DEFAULT_MOUNT, "bpf", 0, "mode=0700")) {
@@ -87,20 +111,41 @@ int bpffs_prepare_dir(const char *dir)
 		}
 		fprintf(stderr, "colocd: mounted bpffs at %s\n", BPFFS_DEFAULT_MOUNT);
 	}
+	bpffs_existing_ancestor(dir, anc, sizeof(anc));
+	if (!bpffs_is_bpffs(anc)) {
+		fprintf(stderr, "colocd: pin dir %s is not on a bpf filesystem (mount -t bpf bpf DIR)\n",
+			dir);
+		return -ENOTSUP;
+	}
+	if (!strcmp(anc, dir) && bpffs_is_mount_root(dir)) {
+		fprintf(stderr, "colocd: pin dir %s is the root of a bpf filesystem; use a directory of its own below it, e.g. %s/coloc\n",
+			dir, dir);
+		return -EINVAL;
+	}
 	err = bpffs_mkdirs(dir);
 	if (err) {
 		fprintf(stderr, "colocd: cannot create pin dir %s: %s\n", dir, strerror(-err));
 		return err;
 	}
-	if (!bpffs_is_bpffs(dir)) {
-		fprintf(stderr, "colocd: pin dir %s is not on a bpf filesystem (mount -t bpf)\n",
-			dir);
-		return -ENOTSUP;
+	d->lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d->lock_fd < 0 || flock(d->lock_fd, LOCK_EX | LOCK_NB)) {
+		err = -errno;
+		fprintf(stderr, "colocd: pin dir %s is in use by another colocd (%s)\n", dir,
+			strerror(errno));
+		if (d->lock_fd >= 0)
+			close(d->lock_fd);
+		d->lock_fd = -1;
+		return err == -EWOULDBLOCK ? -EBUSY : err;
 	}
-	return bpffs_remove_stale_pins(dir);
+	bpffs_remove_stale_pins(dir, names, nr_names);
+	return 0;
 }
 
-void bpffs_remove_dir(const char *dir)
+void bpffs_close_dir(struct bpffs_dir *d)
 {
-	rmdir(dir);
+	if (d->lock_fd < 0)
+		return;
+	rmdir(d->path);
+	close(d->lock_fd);
+	d->lock_fd = -1;
 }

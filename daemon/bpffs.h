@@ -1,15 +1,25 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
-/* The bpf filesystem: mounted on demand, a pin dir made ready and removed. */
+/* The bpf filesystem: mounted on demand, a pin dir made ready, locked and released. */
 #ifndef COLOC_DAEMON_BPFFS_H
 #define COLOC_DAEMON_BPFFS_H
 
+#include <stdbool.h>
+
+#define BPFFS_PATH_MAX 200
+
+struct bpffs_dir {
+	char path[BPFFS_PATH_MAX + 1];
+	int lock_fd; /* flock'ed: one daemon per pin dir */
+};
+
 /*
- * Mounts bpffs at /sys/fs/bpf if nothing is mounted there, creates dir
- * (and its parents) and removes pins a crashed run left in it. Fails with a
- * message when dir is not on a bpf filesystem.
+ * Mounts bpffs at /sys/fs/bpf if dir is below it and nothing is mounted
+ * there, checks dir is below (not at) the root of a bpf filesystem, creates
+ * it, locks it against a second daemon, and removes pins a crashed run left
+ * under the given names (and only those). Prints what is wrong on failure.
  */
-int bpffs_prepare_dir(const char *dir);
-/* Removes dir if it is empty. */
-void bpffs_remove_dir(const char *dir);
+int bpffs_open_dir(struct bpffs_dir *d, const char *dir, const char *const *names, int nr_names);
+/* Unlocks and removes the dir if it is empty (pins of others keep it). */
+void bpffs_close_dir(struct bpffs_dir *d);
 
 #endif /* COLOC_DAEMON_BPFFS_H */

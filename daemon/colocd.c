@@ -35,7 +35,7 @@ static void usage(FILE *out)
 		"  --socket PATH     control socket (default %s)\n"
 		"  --sample-hz N     periodic sampling rate per CPU, 1-100000 (default %u)\n"
 		"  --window-ms N     length of a record window in ms, 1-1000 (default %u)\n"
-		"  --span-ms N       span of the rolling view in ms, 1-10000 (default %u)\n"
+		"  --span-ms N       span of the rolling view in ms, at most 126 windows (default %u)\n"
 		"  -v, --verbose     print libbpf's messages\n"
 		"  -h, --help        this help\n"
 		"\n"
@@ -74,6 +74,7 @@ static int parse_args(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
+	bool span_given = false;
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
@@ -95,6 +96,7 @@ static int parse_args(int argc, char **argv)
 		case 'S':
 			if (parse_uint("--span-ms", optarg, 1, 10000, &config.span_ms))
 				return 2;
+			span_given = true;
 			break;
 		case 'v':
 			config.verbose = true;
@@ -110,6 +112,22 @@ static int parse_args(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "colocd: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
+		return 2;
+	}
+	/* a window needs a couple of periodic samples, or idle-looking gaps appear */
+	if ((unsigned long)config.sample_hz * config.window_ms < 2000) {
+		fprintf(stderr, "colocd: --sample-hz %u gives fewer than 2 samples per %u ms window; "
+				"raise it to at least %u or lengthen --window-ms\n",
+			config.sample_hz, config.window_ms, (2000 + config.window_ms - 1) / config.window_ms);
+		return 2;
+	}
+	if (!span_given && config.span_ms / config.window_ms > VIEW_RING - 2)
+		config.span_ms = (VIEW_RING - 2) * config.window_ms;
+	if (config.span_ms / config.window_ms > VIEW_RING - 2) {
+		fprintf(stderr, "colocd: --span-ms %u covers more than the %d windows kept; at most %u ms "
+				"with %u ms windows\n",
+			config.span_ms, VIEW_RING - 2, (VIEW_RING - 2) * config.window_ms,
+			config.window_ms);
 		return 2;
 	}
 	return 0;

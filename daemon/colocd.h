@@ -45,7 +45,7 @@ struct colocd {
 /* Loads and attaches the sensor, pins, discovers uncore; prints the signals line. */
 int colocd_start(struct colocd *d, const struct colocd_config *cfg);
 void colocd_stop(struct colocd *d);
-/* Refreshes uncore bandwidth rates; called about once a second. */
+/* Once a second: forgets exited processes, refreshes uncore bandwidth rates. */
 void colocd_tick(struct colocd *d, __u64 now_ns);
 
 /*

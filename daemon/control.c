@@ -6,6 +6,7 @@
  * handler is driven by the socket and by tests.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,44 +223,99 @@ static char *control_signals(struct colocd *d, __u64 now_ns)
 	return control_finish(resp);
 }
 
-static bool control_pid_exists(__u32 pid)
+/* A process's Tgid from /proc: its own pid for a process, another for a thread. */
+static int control_tgid_of(__u32 pid, __u32 *tgid)
 {
-	char path[32];
-	struct stat st;
+	char path[32], line[128];
+	int err = -ESRCH;
+	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%u", pid);
-	return !stat(path, &st);
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %u", tgid) == 1) {
+			err = 0;
+			break;
+		}
+	fclose(f);
+	return err;
 }
 
-/* Validates a cgroup v2 directory and returns its id (the inode number). */
-static int control_cgroup_id(const char *path, __u64 *id)
+#define CONTROL_CGROUP_ROOT "/sys/fs/cgroup/"
+
+/*
+ * Resolves a cgroup v2 directory below /sys/fs/cgroup and returns its id
+ * (the inode number). Anything else gets one and the same answer, so the
+ * socket cannot be used to probe which files exist.
+ */
+static int control_cgroup_id(const char *path, char *resolved, __u64 *id)
 {
 	struct statfs sfs;
 	struct stat st;
 
-	if (statfs(path, &sfs) || stat(path, &st))
-		return -errno;
-	if (sfs.f_type != CGROUP2_SUPER_MAGIC || !S_ISDIR(st.st_mode))
+	if (!realpath(path, resolved) ||
+	    strncmp(resolved, CONTROL_CGROUP_ROOT, strlen(CONTROL_CGROUP_ROOT)) ||
+	    statfs(resolved, &sfs) || stat(resolved, &st) || sfs.f_type != CGROUP2_SUPER_MAGIC ||
+	    !S_ISDIR(st.st_mode))
 		return -ENOTDIR;
 	*id = st.st_ino;
 	return 0;
 }
 
+static struct tenant *control_owner_of_cgroup(struct colocd *d, __u64 cgid)
+{
+	for (int i = 0; i < COLOC_MAX_TENANTS; i++)
+		if (d->tenants.slots[i].used && d->tenants.slots[i].cgroup[0] &&
+		    d->tenants.slots[i].cgroup_id == cgid)
+			return &d->tenants.slots[i];
+	return NULL;
+}
+
+/* Checks every pid of a tenant-add request before anything changes. */
+static char *control_check_pids(struct colocd *d, struct json_object *jpids, size_t nr_pids,
+				const char *name)
+{
+	for (size_t i = 0; i < nr_pids; i++) {
+		struct json_object *p = json_object_array_get_idx(jpids, i);
+		int64_t pid = json_object_get_int64(p);
+		struct tenant *owner;
+		__u32 tgid;
+
+		if (!json_object_is_type(p, json_type_int) || pid <= 0 || pid > 0x3fffffff)
+			return control_error("pids[%zu] is not a process id", i);
+		if (control_tgid_of((__u32)pid, &tgid))
+			return control_error("no process with pid %lld", (long long)pid);
+		if (tgid != (__u32)pid)
+			return control_error("pid %lld is a thread of process %u: give the process id "
+					     "(all its threads belong to the tenant)",
+					     (long long)pid, tgid);
+		owner = tenants_owner_of_pid(&d->tenants, (__u32)pid);
+		if (owner && strcmp(owner->name, name))
+			return control_error("pid %lld already belongs to tenant '%s'", (long long)pid,
+					     owner->name);
+	}
+	return NULL;
+}
+
 static char *control_tenant_add(struct colocd *d, struct json_object *req, __u64 now_ns)
 {
 	struct json_object *jname, *jpids = NULL, *jcg = NULL;
-	const char *name, *cgroup = NULL;
-	struct tenant *t;
+	char cgroup[PATH_MAX];
+	const char *name;
+	struct tenant *t, *owner;
 	__u64 cgid = 0;
-	bool created = false;
+	bool created = false, have_cgroup = false;
 	size_t nr_pids = 0;
+	char *bad;
 	int err;
 
 	if (!json_object_object_get_ex(req, "name", &jname) ||
 	    !json_object_is_type(jname, json_type_string))
 		return control_error("tenant-add needs \"name\": a string");
 	name = json_object_get_string(jname);
-	if (!tenants_valid_name(name))
+	if ((size_t)json_object_get_string_len(jname) != strlen(name) || !tenants_valid_name(name))
 		return control_error("bad tenant name '%.80s': use 1-%d characters of A-Z a-z 0-9 _ . -",
 				     name, COLOC_MAX_NAME - 1);
 	if (json_object_object_get_ex(req, "pids", &jpids)) {
@@ -271,35 +327,35 @@ static char *control_tenant_add(struct colocd *d, struct json_object *req, __u64
 					     COLOC_MAX_PIDS_PER_REQUEST);
 	}
 	if (json_object_object_get_ex(req, "cgroup", &jcg)) {
-		if (!json_object_is_type(jcg, json_type_string))
-			return control_error("\"cgroup\" must be a path under /sys/fs/cgroup");
-		cgroup = json_object_get_string(jcg);
-		err = control_cgroup_id(cgroup, &cgid);
-		if (err)
-			return control_error("cgroup '%.200s' is not a cgroup v2 directory: %s", cgroup,
-					     strerror(-err));
+		if (!json_object_is_type(jcg, json_type_string) ||
+		    control_cgroup_id(json_object_get_string(jcg), cgroup, &cgid))
+			return control_error("\"cgroup\" must be a cgroup v2 directory under %s",
+					     CONTROL_CGROUP_ROOT);
+		have_cgroup = true;
+		owner = control_owner_of_cgroup(d, cgid);
+		if (owner && strcmp(owner->name, name))
+			return control_error("cgroup %s already belongs to tenant '%s'", cgroup,
+					     owner->name);
 	}
-	if (!nr_pids && !cgroup)
+	if (!nr_pids && !have_cgroup)
 		return control_error("tenant-add needs \"pids\" (non-empty) or \"cgroup\"");
-	for (size_t i = 0; i < nr_pids; i++) {
-		struct json_object *p = json_object_array_get_idx(jpids, i);
-		int64_t pid = json_object_get_int64(p);
-
-		if (!json_object_is_type(p, json_type_int) || pid <= 0 || pid > 0x3fffffff)
-			return control_error("pids[%zu] is not a process id", i);
-		if (!control_pid_exists((__u32)pid))
-			return control_error("no process with pid %lld", (long long)pid);
-	}
+	bad = control_check_pids(d, jpids, nr_pids, name);
+	if (bad)
+		return bad;
 
 	t = tenants_find(&d->tenants, name);
+	if (t && have_cgroup && t->cgroup[0] && t->cgroup_id != cgid)
+		return control_error("tenant '%s' already has cgroup %s; remove the tenant to change it",
+				     name, t->cgroup);
 	if (!t) {
 		t = tenants_create(&d->tenants, name);
 		if (!t)
 			return control_error("all %d tenant slots are taken; remove one first",
 					     COLOC_MAX_TENANTS);
 		created = true;
-		/* a reused slot must not inherit the previous tenant's totals */
+		/* a reused slot must not inherit the previous tenant's numbers */
 		sensor_tenant_clear(d->sensor, t->id);
+		view_tenant_reset(d->view, t->id);
 	}
 	for (size_t i = 0; i < nr_pids; i++) {
 		__u32 pid = (__u32)json_object_get_int64(json_object_array_get_idx(jpids, i));
@@ -312,7 +368,7 @@ static char *control_tenant_add(struct colocd *d, struct json_object *req, __u64
 		if (err)
 			goto fail;
 	}
-	if (cgroup) {
+	if (have_cgroup) {
 		err = sensor_tenant_add_cgroup(d->sensor, t->id, cgid);
 		if (err)
 			goto fail;
@@ -345,6 +401,7 @@ static char *control_tenant_remove(struct colocd *d, struct json_object *req)
 	if (!t)
 		return control_error("no tenant named '%.80s'", json_object_get_string(jname));
 	sensor_tenant_clear(d->sensor, t->id);
+	view_tenant_reset(d->view, t->id);
 	tenants_release(t);
 	return control_finish(control_ok());
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "colocd.h"
 
 static void colocd_on_record(void *ctx, const void *rec, size_t size)
@@ -95,8 +96,28 @@ void colocd_stop(struct colocd *d)
 	d->sensor = NULL;
 }
 
+/* Forgets processes that exited, so a recycled pid is not charged to a tenant. */
+static void colocd_prune_exited(struct colocd *d)
+{
+	char path[32];
+
+	for (int i = 0; i < COLOC_MAX_TENANTS; i++) {
+		struct tenant *t = &d->tenants.slots[i];
+
+		for (int k = t->used ? t->nr_pids - 1 : -1; k >= 0; k--) {
+			snprintf(path, sizeof(path), "/proc/%u", t->pids[k]);
+			if (!access(path, F_OK))
+				continue;
+			sensor_tenant_remove_pid(d->sensor, t->pids[k]);
+			tenants_remove_pid(t, t->pids[k]);
+		}
+	}
+}
+
 void colocd_tick(struct colocd *d, __u64 now_ns)
 {
+	colocd_prune_exited(d);
+
 	int n = d->uncore ? uncore_nr_sockets(d->uncore) : 0;
 
 	for (int s = 0; s < n && s < (int)(sizeof(d->uncore_rate) / sizeof(d->uncore_rate[0]));

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
@@ -31,27 +32,20 @@ struct sensor {
 	struct pmu_info pmu;
 	int nr_cpus;
 	int cpus[COLOC_MAX_CPUS];
-	int counter_fds[COLOC_MAX_CPUS][COLOC_NR_COUNTERS];
-	int trigger_fds[COLOC_MAX_CPUS];
 	struct bpf_link *trigger_links[COLOC_MAX_CPUS];
 	__u32 live_mask;
 	int nr_possible;
-	char pin_dir[256];
+	struct bpffs_dir pin_dir;
 	bool pinned;
 	sensor_record_fn on_record;
 	void *ctx;
 };
 
 /* The maps an operator inspects with `bpftool map dump pinned DIR/NAME`. */
-static struct bpf_map *sensor_pinned_map(struct sensor_bpf *skel, int i)
-{
-	struct bpf_map *maps[] = {
-		skel->maps.cpu_live,	     skel->maps.tenant_totals, skel->maps.tenant_by_tgid,
-		skel->maps.tenant_by_cgroup, skel->maps.sensor_stats,
-	};
-
-	return i < (int)(sizeof(maps) / sizeof(maps[0])) ? maps[i] : NULL;
-}
+static const char *const sensor_pin_names[] = {
+	"cpu_live", "tenant_totals", "tenant_by_tgid", "tenant_by_cgroup", "sensor_stats",
+};
+#define SENSOR_NR_PINS ((int)(sizeof(sensor_pin_names) / sizeof(sensor_pin_names[0])))
 
 static bool sensor_verbose;
 
@@ -67,8 +61,14 @@ static int sensor_find_cpus(struct sensor *s)
 	hwloc_topology_t topo;
 	int n, err = 0;
 
-	if (hwloc_topology_init(&topo) || hwloc_topology_load(topo))
+	if (hwloc_topology_init(&topo))
 		return -ENODEV;
+	/* watch every CPU, also those outside colocd's own cpuset */
+	hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+	if (hwloc_topology_load(topo)) {
+		hwloc_topology_destroy(topo);
+		return -ENODEV;
+	}
 	n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
 	for (int i = 0; i < n; i++) {
 		hwloc_obj_t pu = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, i);
@@ -98,7 +98,11 @@ static int sensor_open_trigger(int cpu, unsigned int hz)
 	return fd < 0 ? -errno : fd;
 }
 
-/* Fills the counter slots of one CPU; returns the mask of counters opened. */
+/*
+ * Fills the counter slots of one CPU; returns the mask of counters opened.
+ * The map keeps each event alive while the skeleton holds the map, so the
+ * fds are closed at once: a big machine would otherwise run out of them.
+ */
 static __u32 sensor_open_counters(struct sensor *s, int idx)
 {
 	int map_fd = bpf_map__fd(s->skel->maps.counters);
@@ -107,21 +111,35 @@ static __u32 sensor_open_counters(struct sensor *s, int idx)
 
 	for (int c = 0; c < COLOC_NR_COUNTERS; c++) {
 		__u32 key = (__u32)(cpu * COLOC_NR_COUNTERS + c);
-		int fd;
+		int fd, err = 0;
 
 		if (!(s->pmu.available_mask & (1u << c)))
 			continue;
 		fd = pmu_open_counter(&s->pmu, c, cpu);
 		if (fd < 0)
-			continue;
-		if (bpf_map_update_elem(map_fd, &key, &fd, BPF_ANY)) {
+			err = fd;
+		else if (bpf_map_update_elem(map_fd, &key, &fd, BPF_ANY))
+			err = -errno;
+		if (fd >= 0)
 			close(fd);
-			continue;
-		}
-		s->counter_fds[idx][c] = fd;
-		opened |= 1u << c;
+		if (err)
+			fprintf(stderr, "colocd: counter %s unavailable on CPU %d: %s\n",
+				pmu_counter_name(c), cpu, strerror(-err));
+		else
+			opened |= 1u << c;
 	}
 	return opened;
+}
+
+/* Each CPU holds a few perf fds while attaching: use the hard limit. */
+static void sensor_raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 static int sensor_handle_record(void *ctx, void *data, size_t size)
@@ -135,18 +153,18 @@ static int sensor_handle_record(void *ctx, void *data, size_t size)
 
 static int sensor_pin(struct sensor *s, const char *dir)
 {
-	struct bpf_map *map;
-	char path[512];
+	char path[BPFFS_PATH_MAX + 64];
 	int err;
 
-	err = bpffs_prepare_dir(dir);
+	err = bpffs_open_dir(&s->pin_dir, dir, sensor_pin_names, SENSOR_NR_PINS);
 	if (err)
 		return err;
-	snprintf(s->pin_dir, sizeof(s->pin_dir), "%s", dir);
 	s->pinned = true;
-	for (int i = 0; (map = sensor_pinned_map(s->skel, i)); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(map));
-		err = bpf_map__pin(map, path);
+	for (int i = 0; i < SENSOR_NR_PINS; i++) {
+		struct bpf_map *map = bpf_object__find_map_by_name(s->skel->obj, sensor_pin_names[i]);
+
+		snprintf(path, sizeof(path), "%s/%s", dir, sensor_pin_names[i]);
+		err = map ? bpf_map__pin(map, path) : -ENOENT;
 		if (err) {
 			fprintf(stderr, "colocd: cannot pin map at %s: %s\n", path, strerror(-err));
 			return err;
@@ -160,13 +178,15 @@ int sensor_open(struct sensor **out, const struct sensor_config *cfg)
 	struct sensor *s;
 	int err;
 
-	if (!cfg->sample_hz || cfg->sample_hz > 100000 || !cfg->window_ms)
+	/* at least one periodic sample per window, or windows go missing */
+	if (!cfg->sample_hz || cfg->sample_hz > 100000 || !cfg->window_ms ||
+	    (__u64)cfg->sample_hz * cfg->window_ms < 1000)
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	memset(s->counter_fds, -1, sizeof(s->counter_fds));
-	memset(s->trigger_fds, -1, sizeof(s->trigger_fds));
+	s->pin_dir.lock_fd = -1;
+	sensor_raise_fd_limit();
 	s->on_record = cfg->on_record;
 	s->ctx = cfg->ctx;
 	sensor_verbose = cfg->verbose;
@@ -190,6 +210,7 @@ int sensor_open(struct sensor **out, const struct sensor_config *cfg)
 		goto fail;
 	}
 	s->skel->rodata->window_ns = (__u64)cfg->window_ms * 1000000ull;
+	s->skel->rodata->switch_counter_mask = s->pmu.available_mask & COLOC_HW_COUNTER_MASK;
 	err = sensor_bpf__load(s->skel);
 	if (err)
 		goto fail;
@@ -204,17 +225,19 @@ int sensor_open(struct sensor **out, const struct sensor_config *cfg)
 		goto fail;
 	}
 	for (int i = 0; i < s->nr_cpus; i++) {
-		s->trigger_fds[i] = sensor_open_trigger(s->cpus[i], cfg->sample_hz);
-		if (s->trigger_fds[i] < 0) {
-			err = s->trigger_fds[i];
+		int fd = sensor_open_trigger(s->cpus[i], cfg->sample_hz);
+
+		if (fd < 0) {
+			err = fd;
 			fprintf(stderr, "colocd: cannot open the sampling event on CPU %d: %s\n",
 				s->cpus[i], strerror(-err));
 			goto fail;
 		}
-		s->trigger_links[i] =
-			bpf_program__attach_perf_event(s->skel->progs.coloc_sample, s->trigger_fds[i]);
+		/* on success the link owns fd and closes it when destroyed */
+		s->trigger_links[i] = bpf_program__attach_perf_event(s->skel->progs.coloc_sample, fd);
 		if (!s->trigger_links[i]) {
 			err = -errno;
+			close(fd);
 			goto fail;
 		}
 	}
@@ -238,27 +261,21 @@ fail:
 
 void sensor_close(struct sensor *s)
 {
-	struct bpf_map *map;
-	char path[512];
+	char path[BPFFS_PATH_MAX + 64];
 
 	if (!s)
 		return;
 	if (s->pinned) {
-		for (int i = 0; s->skel && (map = sensor_pinned_map(s->skel, i)); i++) {
-			snprintf(path, sizeof(path), "%s/%s", s->pin_dir, bpf_map__name(map));
-			bpf_map__unpin(map, path);
+		/* unlink by name: a pin that failed half-way is not in the map's state */
+		for (int i = 0; i < SENSOR_NR_PINS; i++) {
+			snprintf(path, sizeof(path), "%s/%s", s->pin_dir.path, sensor_pin_names[i]);
+			unlink(path);
 		}
-		bpffs_remove_dir(s->pin_dir);
+		bpffs_close_dir(&s->pin_dir);
 	}
 	ring_buffer__free(s->rb);
-	for (int i = 0; i < s->nr_cpus; i++) {
+	for (int i = 0; i < s->nr_cpus; i++)
 		bpf_link__destroy(s->trigger_links[i]);
-		if (s->trigger_fds[i] >= 0)
-			close(s->trigger_fds[i]);
-		for (int c = 0; c < COLOC_NR_COUNTERS; c++)
-			if (s->counter_fds[i][c] >= 0)
-				close(s->counter_fds[i][c]);
-	}
 	bpf_link__destroy(s->switch_link);
 	sensor_bpf__destroy(s->skel);
 	free(s);
@@ -302,12 +319,31 @@ int sensor_tenant_add_pid(struct sensor *s, __u32 tenant, __u32 tgid)
 				    sizeof(tenant), BPF_ANY);
 }
 
+/* Tells the BPF side whether any tenant is keyed by cgroup (the walk costs). */
+static void sensor_count_cgroups(struct sensor *s)
+{
+	__u64 key, next;
+	void *prev = NULL;
+	__u32 n = 0;
+
+	while (!bpf_map__get_next_key(s->skel->maps.tenant_by_cgroup, prev, &next, sizeof(next))) {
+		n++;
+		key = next;
+		prev = &key;
+	}
+	s->skel->bss->nr_cgroup_tenants = n;
+}
+
 int sensor_tenant_add_cgroup(struct sensor *s, __u32 tenant, __u64 cgroup_id)
 {
+	int err;
+
 	if (tenant >= COLOC_MAX_TENANTS)
 		return -EINVAL;
-	return bpf_map__update_elem(s->skel->maps.tenant_by_cgroup, &cgroup_id, sizeof(cgroup_id),
-				    &tenant, sizeof(tenant), BPF_ANY);
+	err = bpf_map__update_elem(s->skel->maps.tenant_by_cgroup, &cgroup_id, sizeof(cgroup_id),
+				   &tenant, sizeof(tenant), BPF_ANY);
+	sensor_count_cgroups(s);
+	return err;
 }
 
 /* Deletes every key of a hash map whose value is `tenant`. */
@@ -330,20 +366,33 @@ static void sensor_forget_keys(struct bpf_map *map, size_t key_size, __u32 tenan
 	}
 }
 
+int sensor_tenant_remove_pid(struct sensor *s, __u32 tgid)
+{
+	return bpf_map__delete_elem(s->skel->maps.tenant_by_tgid, &tgid, sizeof(tgid), 0);
+}
+
 int sensor_tenant_clear(struct sensor *s, __u32 tenant)
 {
-	struct coloc_tenant_total *zero;
+	size_t size = sizeof(struct coloc_tenant_window);
+	void *zero;
 	int err;
 
 	if (tenant >= COLOC_MAX_TENANTS)
 		return -EINVAL;
 	sensor_forget_keys(s->skel->maps.tenant_by_tgid, sizeof(__u32), tenant);
 	sensor_forget_keys(s->skel->maps.tenant_by_cgroup, sizeof(__u64), tenant);
-	zero = calloc(s->nr_possible, sizeof(*zero));
+	sensor_count_cgroups(s);
+	if (sizeof(struct coloc_tenant_total) > size)
+		size = sizeof(struct coloc_tenant_total);
+	zero = calloc(s->nr_possible, size);
 	if (!zero)
 		return -ENOMEM;
 	err = bpf_map__update_elem(s->skel->maps.tenant_totals, &tenant, sizeof(tenant), zero,
-				   s->nr_possible * sizeof(*zero), BPF_ANY);
+				   s->nr_possible * sizeof(struct coloc_tenant_total), BPF_ANY);
+	if (!err)
+		err = bpf_map__update_elem(s->skel->maps.tenant_window_acc, &tenant, sizeof(tenant),
+					   zero, s->nr_possible * sizeof(struct coloc_tenant_window),
+					   BPF_ANY);
 	free(zero);
 	return err;
 }

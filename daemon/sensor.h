@@ -20,7 +20,7 @@ typedef void (*sensor_record_fn)(void *ctx, const void *rec, size_t size);
 
 struct sensor_config {
 	unsigned int sample_hz; /* periodic trigger per CPU */
-	unsigned int window_ms; /* record window */
+	unsigned int window_ms; /* record window; sample_hz * window_ms >= 1000 */
 	const char *pin_dir; /* NULL: do not pin */
 	bool verbose; /* libbpf's messages */
 	sensor_record_fn on_record;
@@ -45,7 +45,9 @@ int sensor_consume(struct sensor *s);
 /* Attribute a process (all its threads) or a cgroup v2 (by id) to a tenant slot. */
 int sensor_tenant_add_pid(struct sensor *s, __u32 tenant, __u32 tgid);
 int sensor_tenant_add_cgroup(struct sensor *s, __u32 tenant, __u64 cgroup_id);
-/* Forget every pid and cgroup of the tenant and zero its totals. */
+/* Forget one process (it exited). */
+int sensor_tenant_remove_pid(struct sensor *s, __u32 tgid);
+/* Forget every pid and cgroup of the tenant and zero its totals and open windows. */
 int sensor_tenant_clear(struct sensor *s, __u32 tenant);
 /* Cumulative totals of a tenant, summed over CPUs. */
 int sensor_tenant_total(struct sensor *s, __u32 tenant, struct coloc_tenant_total *sum);

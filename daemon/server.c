@@ -7,7 +7,10 @@
  *   - ACCEPT on the control socket -> peer check with SO_PEERCRED
  *   - per connection, either one RECV or one SEND in flight, never both,
  *     so a completion can always free the connection safely
- *   - TIMEOUT of one second -> colocd_tick() (uncore bandwidth)
+ *   - TIMEOUT of one window -> sensor_consume(): the BPF side submits
+ *     records without a wakeup (unless a backlog builds), so draining on
+ *     a timer costs one wakeup per window instead of one per record
+ *   - TIMEOUT of one second -> colocd_tick()
  * A request is a line; a line over COLOC_MAX_REQUEST bytes is answered with
  * an error and the connection closed, everything else keeps it open.
  */
@@ -16,6 +19,7 @@
 #include <poll.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +45,7 @@ enum server_event {
 	EV_RECV,
 	EV_SEND,
 	EV_TICK,
+	EV_DRAIN,
 };
 
 struct server_conn {
@@ -60,7 +65,7 @@ struct server {
 	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char lock_path[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
 	struct server_conn conns[SERVER_MAX_CONNS];
-	struct __kernel_timespec tick;
+	struct __kernel_timespec tick, drain;
 	bool stop;
 };
 
@@ -104,12 +109,12 @@ static void server_arm_accept(struct server *s)
 	io_uring_sqe_set_data64(sqe, server_tag(EV_ACCEPT, 0));
 }
 
-static void server_arm_tick(struct server *s)
+static void server_arm_timer(struct server *s, enum server_event ev)
 {
 	struct io_uring_sqe *sqe = server_sqe(s);
 
-	io_uring_prep_timeout(sqe, &s->tick, 0, 0);
-	io_uring_sqe_set_data64(sqe, server_tag(EV_TICK, 0));
+	io_uring_prep_timeout(sqe, ev == EV_TICK ? &s->tick : &s->drain, 0, 0);
+	io_uring_sqe_set_data64(sqe, server_tag(ev, 0));
 }
 
 static void server_arm_recv(struct server *s, int idx)
@@ -171,7 +176,10 @@ static bool server_serve_line(struct server *s, struct colocd *d, int idx)
 			c->closing = true;
 			resp = control_oversize_response();
 		} else {
-			resp = control_handle(d, c->in, line_len, server_now_ns());
+			/* tolerate CRLF from nc/socat */
+			size_t n = line_len && c->in[line_len - 1] == '\r' ? line_len - 1 : line_len;
+
+			resp = control_handle(d, c->in, n, server_now_ns());
 		}
 		c->in_len -= line_len + 1;
 		memmove(c->in, nl + 1, c->in_len);
@@ -190,15 +198,16 @@ static void server_next(struct server *s, struct colocd *d, int idx)
 		server_arm_recv(s, idx);
 }
 
-/* Root, or a member of the coloc group (primary or supplementary). */
+/*
+ * Root, or a member of the coloc group (primary or supplementary), as the
+ * kernel recorded the peer at connect time (SO_PEERCRED, SO_PEERGROUPS).
+ */
 static bool server_peer_allowed(int fd)
 {
+	gid_t groups[NGROUPS_MAX];
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct group *grp;
-	char path[64], line[1024];
-	bool ok = false;
-	FILE *f;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
 		return false;
@@ -209,26 +218,13 @@ static bool server_peer_allowed(int fd)
 		return false;
 	if (cred.gid == grp->gr_gid)
 		return true;
-	snprintf(path, sizeof(path), "/proc/%d/status", cred.pid);
-	f = fopen(path, "r");
-	if (!f)
+	len = sizeof(groups);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len))
 		return false;
-	while (!ok && fgets(line, sizeof(line), f)) {
-		char *p, *end;
-
-		if (strncmp(line, "Groups:", 7))
-			continue;
-		for (p = line + 7;; p = end) {
-			long g = strtol(p, &end, 10);
-
-			if (end == p)
-				break;
-			if (g == (long)grp->gr_gid)
-				ok = true;
-		}
-	}
-	fclose(f);
-	return ok;
+	for (size_t i = 0; i < len / sizeof(groups[0]); i++)
+		if (groups[i] == grp->gr_gid)
+			return true;
+	return false;
 }
 
 static void server_on_accept(struct server *s, int fd)
@@ -266,6 +262,13 @@ static void server_on_recv(struct server *s, struct colocd *d, int idx, int res)
 {
 	struct server_conn *c = &s->conns[idx];
 
+	/* a last request without its newline before EOF is still answered */
+	if (res == 0 && c->in_len && c->in_len < SERVER_IN_CAP) {
+		c->in[c->in_len++] = '\n';
+		c->closing = true;
+		server_next(s, d, idx);
+		return;
+	}
 	if (res <= 0) {
 		server_conn_close(c);
 		return;
@@ -326,9 +329,12 @@ static void server_dispatch(struct server *s, struct colocd *d, struct io_uring_
 		server_on_send(s, d, idx, cqe->res);
 		break;
 	case EV_TICK:
-		sensor_consume(d->sensor);
 		colocd_tick(d, server_now_ns());
-		server_arm_tick(s);
+		server_arm_timer(s, EV_TICK);
+		break;
+	case EV_DRAIN:
+		sensor_consume(d->sensor);
+		server_arm_timer(s, EV_DRAIN);
 		break;
 	}
 }
@@ -350,10 +356,15 @@ static int server_take_lock(struct server *s)
 	return 0;
 }
 
-/* The lock is ours, so a socket file left at the path is from a dead daemon. */
+/*
+ * The lock is ours, so no colocd serves the path; but another program might.
+ * Only a socket nobody accepts on is stale and removed.
+ */
 static int server_remove_stale_socket(struct server *s)
 {
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct stat st;
+	int fd, in_use;
 
 	if (lstat(s->socket_path, &st))
 		return 0;
@@ -361,6 +372,16 @@ static int server_remove_stale_socket(struct server *s)
 		fprintf(stderr, "colocd: %s exists and is not a socket; refusing to remove it\n",
 			s->socket_path);
 		return -EEXIST;
+	}
+	memcpy(addr.sun_path, s->socket_path, strlen(s->socket_path));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	in_use = !connect(fd, (struct sockaddr *)&addr, sizeof(addr));
+	close(fd);
+	if (in_use) {
+		fprintf(stderr, "colocd: socket %s is in use by another process\n", s->socket_path);
+		return -EADDRINUSE;
 	}
 	unlink(s->socket_path);
 	return 0;
@@ -370,23 +391,26 @@ static int server_listen(struct server *s)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct group *grp;
+	mode_t old_mask;
+	int err;
 
 	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s->listen_fd < 0)
 		return -errno;
 	memcpy(addr.sun_path, s->socket_path, strlen(s->socket_path));
-	if (bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) ||
-	    listen(s->listen_fd, 64)) {
-		fprintf(stderr, "colocd: cannot listen on %s: %s\n", s->socket_path,
-			strerror(errno));
-		return -errno;
+	/* born 0660: never a moment when others could connect */
+	old_mask = umask(0117);
+	err = bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) ? -errno : 0;
+	umask(old_mask);
+	if (err || listen(s->listen_fd, 64)) {
+		err = err ? err : -errno;
+		fprintf(stderr, "colocd: cannot listen on %s: %s\n", s->socket_path, strerror(-err));
+		return err;
 	}
 	grp = getgrnam(COLOC_GROUP);
-	if (grp && chown(s->socket_path, 0, grp->gr_gid))
+	if (grp && lchown(s->socket_path, 0, grp->gr_gid))
 		fprintf(stderr, "colocd: cannot give %s to group %s: %s\n", s->socket_path,
 			COLOC_GROUP, strerror(errno));
-	if (chmod(s->socket_path, 0660))
-		return -errno;
 	return 0;
 }
 
@@ -469,7 +493,10 @@ int server_run(struct server *s, struct colocd *d)
 	server_arm_poll(s, sensor_epoll_fd(d->sensor), EV_RINGBUF);
 	server_arm_poll(s, s->sig_fd, EV_SIGNAL);
 	server_arm_accept(s);
-	server_arm_tick(s);
+	s->drain.tv_sec = d->cfg.window_ms / 1000;
+	s->drain.tv_nsec = (long long)(d->cfg.window_ms % 1000) * 1000000;
+	server_arm_timer(s, EV_TICK);
+	server_arm_timer(s, EV_DRAIN);
 	while (!s->stop) {
 		err = io_uring_submit_and_wait(&s->ring, 1);
 		if (err < 0 && err != -EINTR)
@@ -497,9 +524,8 @@ void server_close(struct server *s)
 	}
 	if (s->sig_fd >= 0)
 		close(s->sig_fd);
-	if (s->lock_fd >= 0) {
-		unlink(s->lock_path);
+	/* the lock file stays: unlinking it would let two new daemons both lock */
+	if (s->lock_fd >= 0)
 		close(s->lock_fd);
-	}
 	free(s);
 }

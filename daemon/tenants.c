@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The tenant table. Slots are reused after a tenant is removed; the BPF maps
- * are keyed by slot, so whoever releases a slot also clears it in the sensor.
+ * The tenant table. Slots are handed out round-robin, so a removed tenant's
+ * slot is the last to be reused; the BPF maps and the view are keyed by
+ * slot, so whoever reuses a slot also clears it there.
  */
 #include <stdio.h>
 #include <string.h>
@@ -27,7 +28,8 @@ struct tenant *tenants_find(struct tenant_table *t, const char *name)
 
 struct tenant *tenants_create(struct tenant_table *t, const char *name)
 {
-	for (int i = 0; i < COLOC_MAX_TENANTS; i++) {
+	for (int k = 0; k < COLOC_MAX_TENANTS; k++) {
+		int i = (t->next + k) % COLOC_MAX_TENANTS;
 		struct tenant *tenant = &t->slots[i];
 
 		if (tenant->used)
@@ -36,9 +38,30 @@ struct tenant *tenants_create(struct tenant_table *t, const char *name)
 		tenant->used = true;
 		tenant->id = (__u32)i;
 		snprintf(tenant->name, sizeof(tenant->name), "%s", name);
+		t->next = (i + 1) % COLOC_MAX_TENANTS;
 		return tenant;
 	}
 	return NULL;
+}
+
+struct tenant *tenants_owner_of_pid(struct tenant_table *t, __u32 pid)
+{
+	for (int i = 0; i < COLOC_MAX_TENANTS; i++)
+		for (int k = 0; t->slots[i].used && k < t->slots[i].nr_pids; k++)
+			if (t->slots[i].pids[k] == pid)
+				return &t->slots[i];
+	return NULL;
+}
+
+bool tenants_remove_pid(struct tenant *tenant, __u32 pid)
+{
+	for (int k = 0; k < tenant->nr_pids; k++) {
+		if (tenant->pids[k] != pid)
+			continue;
+		tenant->pids[k] = tenant->pids[--tenant->nr_pids];
+		return true;
+	}
+	return false;
 }
 
 void tenants_release(struct tenant *tenant)

@@ -2,8 +2,8 @@
 /*
  * The rolling view. Each CPU and each tenant has a ring of VIEW_RING
  * windows indexed by window_id; a slot counts only if it holds the window
- * asked for, so a CPU that went silent (tickless idle sends nothing) reads
- * as idle rather than repeating stale numbers. Tenant records from
+ * asked for, so a CPU that went silent (no record for a window) reads as
+ * idle rather than repeating stale numbers. Tenant records from
  * different CPUs for one window are summed into one slot.
  */
 #include <stdlib.h>
@@ -148,6 +148,12 @@ void view_tenant(const struct view *v, __u32 tenant, __u64 now_window, unsigned 
 		 struct view_signals *out)
 {
 	view_summarize(v, v->tenant[tenant % COLOC_MAX_TENANTS], now_window, span, out);
+}
+
+void view_tenant_reset(struct view *v, __u32 tenant)
+{
+	if (tenant < COLOC_MAX_TENANTS)
+		memset(v->tenant[tenant], 0, sizeof(v->tenant[tenant]));
 }
 
 __u64 view_bad_records(const struct view *v)

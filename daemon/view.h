@@ -44,6 +44,8 @@ void view_cpu(const struct view *v, int idx, __u64 now_window, unsigned int span
 	      struct view_signals *out);
 void view_tenant(const struct view *v, __u32 tenant, __u64 now_window, unsigned int span,
 		 struct view_signals *out);
+/* Forgets a tenant's windows: its slot is about to serve another tenant. */
+void view_tenant_reset(struct view *v, __u32 tenant);
 __u64 view_bad_records(const struct view *v);
 __u64 view_records(const struct view *v);
 

@@ -7,6 +7,7 @@
  * daemon on the same socket, and per-tenant attribution end to end.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <errno.h>
 #include <grp.h>
 #include <signal.h>
@@ -15,9 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <json-c/json.h>
+#include <bpf/bpf.h>
 #include "kselftest_harness.h"
 #include "coloc/protocol.h"
 #include "testutil.h"
@@ -351,6 +354,177 @@ TEST_F(colocd, control__peer_neither_root_nor_coloc_group_is_refused)
 	ASSERT_GT(read(fds[0], line, sizeof(line) - 1), 0);
 	close(fds[0]);
 	EXPECT_NE(NULL, strstr(line, "permission denied"));
+}
+
+TEST_F(colocd, control__last_request_without_newline_is_answered)
+{
+	char line[1024];
+	int fd = tu_connect(self->sock);
+
+	ASSERT_GE(fd, 0);
+	ASSERT_GT(send(fd, "{\"cmd\":\"ping\"}\r", 15, MSG_NOSIGNAL), 0);
+	ASSERT_EQ(0, shutdown(fd, SHUT_WR));
+	ASSERT_GT(tu_read_line(fd, line, sizeof(line)), 0);
+	EXPECT_NE(NULL, strstr(line, "\"ok\":true"));
+	close(fd);
+}
+
+static volatile pid_t thread_tid;
+
+static void *blocked_thread(void *arg)
+{
+	int *block = arg;
+	char c;
+
+	thread_tid = gettid();
+	if (read(block[0], &c, 1) < 0)
+		return NULL;
+	return NULL;
+}
+
+TEST_F(colocd, tenant__bad_attributions_are_refused)
+{
+	struct json_object *resp, *err;
+	char req[512];
+	int block[2];
+	pthread_t th;
+
+	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, -1, 1, 20));
+	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"a\",\"pids\":[%d]}\n",
+		 self->spin.pid);
+	resp = request_json(self->sock, req);
+	ASSERT_TRUE(resp_ok(resp));
+	json_object_put(resp);
+
+	/* one process, two tenants */
+	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"b\",\"pids\":[%d]}\n",
+		 self->spin.pid);
+	resp = request_json(self->sock, req);
+	ASSERT_FALSE(resp_ok(resp));
+	ASSERT_TRUE(json_object_object_get_ex(resp, "error", &err));
+	EXPECT_NE(NULL, strstr(json_object_get_string(err), "already belongs to tenant 'a'"));
+	json_object_put(resp);
+
+	/* a thread id rather than a process id */
+	ASSERT_EQ(0, pipe(block));
+	ASSERT_EQ(0, pthread_create(&th, NULL, blocked_thread, block));
+	while (!thread_tid)
+		usleep(1000);
+	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"c\",\"pids\":[%d]}\n",
+		 (int)thread_tid);
+	resp = request_json(self->sock, req);
+	ASSERT_TRUE(json_object_object_get_ex(resp, "error", &err));
+	EXPECT_NE(NULL, strstr(json_object_get_string(err), "is a thread of process"));
+	json_object_put(resp);
+	close(block[1]);
+	pthread_join(th, NULL);
+	close(block[0]);
+
+	/* a path outside /sys/fs/cgroup, existing or not, gets the same answer */
+	resp = request_json(self->sock,
+			    "{\"cmd\":\"tenant-add\",\"name\":\"d\",\"cgroup\":\"/root\"}\n");
+	ASSERT_TRUE(json_object_object_get_ex(resp, "error", &err));
+	EXPECT_NE(NULL, strstr(json_object_get_string(err), "under /sys/fs/cgroup"));
+	json_object_put(resp);
+}
+
+/* A removed tenant's slot must not hand its numbers to the next tenant. */
+TEST_F(colocd, tenant__a_new_tenant_starts_from_zero)
+{
+	struct json_object *resp, *tenants, *t, *on_cpu;
+	struct tu_spinner idle = { 0, -1 };
+	char req[256];
+
+	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, -1, 10, 0));
+	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"busy\",\"pids\":[%d]}\n",
+		 self->spin.pid);
+	resp = request_json(self->sock, req);
+	ASSERT_TRUE(resp_ok(resp));
+	json_object_put(resp);
+	tu_release(&self->spin);
+	usleep(500000);
+	resp = request_json(self->sock, "{\"cmd\":\"tenant-remove\",\"name\":\"busy\"}\n");
+	ASSERT_TRUE(resp_ok(resp));
+	json_object_put(resp);
+
+	/* a process that never runs: it waits for tu_release */
+	ASSERT_EQ(0, tu_spawn_spinner(&idle, -1, 10, 0));
+	usleep(100000);
+	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"idle\",\"pids\":[%d]}\n",
+		 idle.pid);
+	resp = request_json(self->sock, req);
+	ASSERT_TRUE(resp_ok(resp));
+	json_object_put(resp);
+	usleep(300000);
+	resp = request_json(self->sock, "{\"cmd\":\"tenants\"}\n");
+	ASSERT_TRUE(json_object_object_get_ex(resp, "tenants", &tenants));
+	t = json_object_array_get_idx(tenants, 0);
+	ASSERT_TRUE(json_object_object_get_ex(t, "on_cpu_ns", &on_cpu));
+	EXPECT_LT(json_object_get_int64(on_cpu), 2000000); /* a blocked read, not 500 ms of spin */
+	json_object_put(resp);
+	tu_kill(&idle);
+}
+
+TEST_F(colocd, start__pin_dir_of_a_running_daemon_is_refused)
+{
+	char bin[256], cmd[768], out[4096];
+
+	snprintf(cmd, sizeof(cmd), "%s --socket %s/other.sock --pin-dir %s",
+		 tu_bin("colocd", bin, sizeof(bin)), self->dir, self->pin);
+	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "in use by another colocd"));
+	snprintf(cmd, sizeof(cmd), "bpftool map show pinned %s/cpu_live", self->pin);
+	EXPECT_EQ(0, tu_run(cmd, out, sizeof(out))); /* the first daemon's pins are intact */
+}
+
+TEST(colocd_start__leaves_other_pins_and_sockets_alone)
+{
+	char bin[256], cmd[1024], out[4096], dir[128], sock[100], foreign[256];
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int map_fd;
+	struct stat st;
+	int lfd;
+
+	tu_bin("colocd", bin, sizeof(bin));
+	/* the root of bpffs is never a pin dir */
+	snprintf(cmd, sizeof(cmd), "%s --socket /tmp/coloc-root-%d.sock --pin-dir /sys/fs/bpf", bin,
+		 getpid());
+	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "root of a bpf filesystem"));
+
+	/* someone else's socket, alive, at our path */
+	snprintf(sock, sizeof(sock), "/tmp/coloc-foreign-%d.sock", getpid());
+	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ASSERT_GE(lfd, 0);
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", sock);
+	ASSERT_EQ(0, bind(lfd, (struct sockaddr *)&addr, sizeof(addr)));
+	ASSERT_EQ(0, listen(lfd, 1));
+	snprintf(cmd, sizeof(cmd), "%s --socket %s --pin-dir /sys/fs/bpf/coloc-f-%d", bin, sock,
+		 getpid());
+	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "in use by another process"));
+	EXPECT_EQ(0, stat(sock, &st));
+	close(lfd);
+	unlink(sock);
+
+	/* a foreign pin in the pin dir survives a colocd run */
+	snprintf(dir, sizeof(dir), "/sys/fs/bpf/coloc-shared-%d", getpid());
+	snprintf(foreign, sizeof(foreign), "%s/not_ours", dir);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s", dir);
+	tu_run(cmd, out, sizeof(out));
+	map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "foreign", 4, 4, 1, NULL);
+	ASSERT_GE(map_fd, 0);
+	ASSERT_EQ(0, bpf_obj_pin(map_fd, foreign));
+	close(map_fd);
+	{
+		pid_t pid = tu_start_colocd(sock, dir, "/dev/null");
+
+		ASSERT_GT(pid, 0);
+		EXPECT_EQ(0, tu_stop_colocd(pid));
+	}
+	EXPECT_EQ(0, stat(foreign, &st));
+	unlink(foreign);
+	rmdir(dir);
 }
 
 TEST_F(colocd, colocctl__prints_tables_and_json)

@@ -21,9 +21,12 @@ for t in "$@"; do
 		fail=$((fail + 1))
 		continue
 	fi
-	p=$(sed -E 's/.*pass:([0-9]+).*/\1/' <<<"$line")
-	f=$(sed -E 's/.*fail:([0-9]+).*/\1/' <<<"$line")
-	s=$(sed -E 's/.*skip:([0-9]+).*/\1/' <<<"$line")
+	# "# Totals: pass:N fail:N xfail:N xpass:N skip:N error:N": anchor each field
+	p=$(sed -E 's/.*Totals: pass:([0-9]+) .*/\1/' <<<"$line")
+	f=$(sed -E 's/.* fail:([0-9]+) .*/\1/' <<<"$line")
+	s=$(sed -E 's/.* skip:([0-9]+) .*/\1/' <<<"$line")
+	e=$(sed -E 's/.* error:([0-9]+).*/\1/' <<<"$line")
+	f=$((f + e))
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 	if [ "$rc" -ne 0 ] && [ "$rc" -ne 4 ] && [ "$f" -eq 0 ]; then
 		broken+=("$name (exit $rc)")

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,21 +99,33 @@ TEST_F(sensor, open__attaches_on_every_online_cpu)
 	ASSERT_EQ(n, sensor_nr_cpus(self->s));
 	/* make every CPU busy in turn: each must then report windows of its own */
 	for (int i = 0; i < n; i++) {
+		int cpu = sensor_cpus(self->s)[i];
+		__u64 busy_ns = 0, t0;
+		unsigned int windows = 0;
 		struct tu_spinner sp;
 
-		ASSERT_EQ(0, tu_spawn_spinner(&sp, sensor_cpus(self->s)[i], 5, 0));
+		self->c.nr_cpu = 0;
+		ASSERT_EQ(0, tu_spawn_spinner(&sp, cpu, 5, 0));
 		tu_release(&sp);
-		pump(self->s, 200);
+		t0 = tu_now_ns();
+		pump(self->s, 300);
 		tu_kill(&sp);
-	}
-	for (int r = 0; r < self->c.nr_cpu; r++) {
-		int cpu = self->c.cpu[r].cpu;
+		/* the busy CPU's full windows after a 50 ms settling time */
+		for (int r = 0; r < self->c.nr_cpu; r++) {
+			const struct coloc_cpu_window *w = &self->c.cpu[r];
 
-		ASSERT_LT(cpu, COLOC_MAX_CPUS);
-		if (!seen[cpu] && self->c.cpu[r].nr_samples > 0) {
+			ASSERT_LT(w->cpu, COLOC_MAX_CPUS);
+			if ((int)w->cpu != cpu || w->window_id * 10000000ull < t0 + 50000000ull)
+				continue;
+			busy_ns += w->task_clock_ns;
+			windows++;
+		}
+		if (windows > 5 && busy_ns > windows * 5000000ull && !seen[cpu]) {
 			seen[cpu] = true;
 			nr_seen++;
 		}
+		TH_LOG("CPU %d: %u windows, %.0f%% busy while the spinner ran", cpu, windows,
+		       windows ? 100.0 * busy_ns / (windows * 10000000.0) : 0.0);
 	}
 	EXPECT_EQ(n, nr_seen);
 }
@@ -154,9 +167,9 @@ static int proc_stat_cpu(int cpu, unsigned long long *busy, unsigned long long *
 			   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8)
 			found = 0;
 	fclose(f);
-	/* user nice system idle iowait irq softirq steal */
-	*busy = v[0] + v[1] + v[2] + v[5] + v[6];
-	*total = *busy + v[3] + v[4] + v[7];
+	/* user nice system idle iowait irq softirq steal: stolen time reads as task time */
+	*busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+	*total = *busy + v[3] + v[4];
 	return found;
 }
 
@@ -243,9 +256,10 @@ TEST_F_TIMEOUT(sensor, tenant__on_cpu_time_matches_proc_stat, 60)
 	EXPECT_LT((double)tenant_windows_ns, total.on_cpu_ns * 1.05);
 	EXPECT_GT((double)tenant_windows_ns, total.on_cpu_ns * 0.8);
 
-	/* an unregistered process is not charged to the tenant */
+	/* once forgotten, the still running process is not charged to the tenant */
 	ASSERT_EQ(0, sensor_tenant_clear(self->s, tenant));
-	pump(self->s, 100);
+	kill(self->spin.pid, SIGCONT);
+	pump(self->s, 300);
 	ASSERT_EQ(0, sensor_tenant_total(self->s, tenant, &total));
 	EXPECT_EQ(0, total.on_cpu_ns);
 }
@@ -337,23 +351,67 @@ TEST_F(sensor, close__unpins_and_removes_the_pin_dir)
 	EXPECT_EQ(ENOENT, errno);
 }
 
+/*
+ * With one periodic sample per window, windows regularly pass with no event
+ * on a CPU. The split must still keep every window within its length and
+ * lose no time from the tenant's totals.
+ */
+TEST_F_TIMEOUT(sensor, account__sparse_samples_keep_windows_bounded_and_totals_exact, 60)
+{
+	struct sensor_config cfg = { .sample_hz = 100, .window_ms = 10, .on_record = collect,
+				     .ctx = &self->c };
+	struct coloc_tenant_total total;
+	int cpu = sensor_cpus(self->s)[sensor_nr_cpus(self->s) - 1];
+	__u64 cpu_ns;
+
+	sensor_close(self->s);
+	ASSERT_EQ(0, sensor_open(&self->s, &cfg));
+	self->c.nr_cpu = 0;
+	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, cpu, 50, 0));
+	ASSERT_EQ(0, sensor_tenant_add_pid(self->s, 1, (__u32)self->spin.pid));
+	tu_release(&self->spin);
+	pump(self->s, 1500);
+	kill(self->spin.pid, SIGSTOP);
+	pump(self->s, 100);
+	ASSERT_EQ(0, tu_proc_cpu_ns(self->spin.pid, &cpu_ns));
+	ASSERT_EQ(0, sensor_tenant_total(self->s, 1, &total));
+	for (int r = 0; r < self->c.nr_cpu; r++)
+		ASSERT_LE(self->c.cpu[r].task_clock_ns, self->c.cpu[r].window_ns);
+	TH_LOG("%d windows, each within its length; tenant %.3f s vs /proc %.3f s", self->c.nr_cpu,
+	       total.on_cpu_ns / 1e9, cpu_ns / 1e9);
+	ASSERT_GT(cpu_ns, 200000000ull);
+	EXPECT_LT((double)total.on_cpu_ns, cpu_ns * 1.2);
+	EXPECT_GT((double)total.on_cpu_ns, cpu_ns * 0.8);
+}
+
+TEST(sensor_open__rejects_fewer_than_one_sample_per_window)
+{
+	struct sensor_config cfg = { .sample_hz = 50, .window_ms = 10 };
+	struct sensor *s = NULL;
+
+	EXPECT_EQ(-EINVAL, sensor_open(&s, &cfg));
+	EXPECT_EQ(NULL, s);
+}
+
 TEST(sensor_pin__stale_pins_from_a_crashed_run_are_replaced)
 {
 	struct sensor_config cfg = { .sample_hz = 100, .window_ms = 10 };
 	char dir[128], path[256];
+	struct bpffs_dir pins;
 	struct sensor *s = NULL;
 	struct stat st;
 	int fd;
 
 	snprintf(dir, sizeof(dir), "/sys/fs/bpf/coloc-stale-%d", getpid());
 	cfg.pin_dir = dir;
-	ASSERT_EQ(0, bpffs_prepare_dir(dir)); /* mounts bpffs on a fresh machine */
+	ASSERT_EQ(0, bpffs_open_dir(&pins, dir, NULL, 0)); /* mounts bpffs on a fresh machine */
 	/* what a crash leaves: a pinned map under one of the sensor's names */
 	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "stale", 4, 4, 1, NULL);
 	ASSERT_GE(fd, 0);
 	snprintf(path, sizeof(path), "%s/cpu_live", dir);
 	ASSERT_EQ(0, bpf_obj_pin(fd, path));
 	close(fd);
+	bpffs_close_dir(&pins); /* the dir stays: it is not empty */
 
 	ASSERT_EQ(0, sensor_open(&s, &cfg));
 	fd = bpf_obj_get(path);

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
@@ -52,8 +53,23 @@ struct worker {
 	int cpu;
 	unsigned long iters;
 	int rfd, wfd; /* switch workload: read from rfd, write to wfd */
+	bool serves; /* switch workload: the first of a pair sends, the second answers */
 	volatile unsigned long sink;
 };
+
+static int cpus[CPU_SETSIZE], nr_cpus;
+
+/* The CPUs this process may run on (not assumed to be 0..n-1). */
+static void find_cpus(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		exit(1);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			cpus[nr_cpus++] = c;
+}
 
 static void pin_to(int cpu)
 {
@@ -86,16 +102,18 @@ static void *switch_worker(void *arg)
 
 	pin_to(w->cpu);
 	for (unsigned long i = 0; i < w->iters; i++) {
-		if (w->wfd >= 0 && write(w->wfd, &b, 1) != 1)
+		if (!w->serves && write(w->wfd, &b, 1) != 1)
 			break;
 		if (read(w->rfd, &b, 1) != 1)
+			break;
+		if (w->serves && write(w->wfd, &b, 1) != 1)
 			break;
 	}
 	return NULL;
 }
 
 /* Runs the workload once on every CPU; returns its wall time in seconds. */
-static double run_workload(int nr_cpus, unsigned long iters)
+static double run_workload(unsigned long iters)
 {
 	bool sw = !strcmp(opts.workload, "switch");
 	int n = sw ? 2 * nr_cpus : nr_cpus;
@@ -105,7 +123,8 @@ static double run_workload(int nr_cpus, unsigned long iters)
 	if (!w)
 		exit(1);
 	for (int i = 0; i < n; i++) {
-		w[i].cpu = sw ? i / 2 : i;
+		w[i].cpu = cpus[sw ? i / 2 : i];
+		w[i].serves = sw && i % 2;
 		w[i].iters = iters;
 		w[i].rfd = w[i].wfd = -1;
 	}
@@ -136,17 +155,23 @@ static double run_workload(int nr_cpus, unsigned long iters)
 	return t1 - t0;
 }
 
+static char log_path[64];
+
 static pid_t start_colocd(const char *sock, const char *pin)
 {
-	char hz[16];
+	char hz[16], cmd[128];
 	pid_t pid;
 
 	snprintf(hz, sizeof(hz), "%u", opts.sample_hz);
 	fflush(stdout); /* or the child's copy of the buffer is printed again */
 	pid = fork();
 	if (pid == 0) {
-		freopen("/dev/null", "w", stdout);
-		freopen("/dev/null", "w", stderr);
+		int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
 		execl(opts.colocd, opts.colocd, "--socket", sock, "--pin-dir", pin, "--sample-hz", hz,
 		      (char *)NULL);
 		_exit(127);
@@ -166,7 +191,11 @@ static pid_t start_colocd(const char *sock, const char *pin)
 			break;
 		usleep(20000);
 	}
-	fprintf(stderr, "coloc-bench-sensing: %s did not start\n", opts.colocd);
+	fprintf(stderr, "coloc-bench-sensing: %s did not start; its output (%s):\n", opts.colocd,
+		log_path);
+	snprintf(cmd, sizeof(cmd), "cat %s >&2", log_path);
+	if (system(cmd))
+		exit(1);
 	exit(1);
 }
 
@@ -233,7 +262,7 @@ int main(int argc, char **argv)
 		{},
 	};
 	char self[4096], colocd[4200], sock[64], pin[64];
-	int nr_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN), opt;
+	int opt;
 	double *off, *on, *ratio;
 	unsigned long v;
 	ssize_t len;
@@ -285,12 +314,14 @@ int main(int argc, char **argv)
 		snprintf(colocd, sizeof(colocd), "%s/colocd", self);
 		opts.colocd = colocd;
 	}
+	find_cpus();
+	snprintf(log_path, sizeof(log_path), "/tmp/coloc-bench-%d.log", getpid());
 	snprintf(sock, sizeof(sock), "/tmp/coloc-bench-%d.sock", getpid());
 	snprintf(pin, sizeof(pin), "/sys/fs/bpf/coloc-bench-%d", getpid());
 
 	if (!opts.work) {
 		unsigned long probe = strcmp(opts.workload, "switch") ? 100000000ul : 20000ul;
-		double t = run_workload(nr_cpus, probe);
+		double t = run_workload(probe);
 
 		opts.work = (unsigned long)(probe / (t > 1e-6 ? t : 1e-6));
 	}
@@ -301,19 +332,19 @@ int main(int argc, char **argv)
 	ratio = calloc(opts.rounds, sizeof(double));
 	if (!off || !on || !ratio)
 		return 1;
-	run_workload(nr_cpus, opts.work / 4); /* warm up */
+	run_workload(opts.work / 4); /* warm up */
 	printf("%6s %10s %10s %8s\n", "round", "off (s)", "on (s)", "on/off");
 	for (unsigned int r = 0; r < opts.rounds; r++) {
 		pid_t pid;
 
 		/* alternate which goes first, so neither always follows the other */
 		if (r % 2 == 0)
-			off[r] = run_workload(nr_cpus, opts.work);
+			off[r] = run_workload(opts.work);
 		pid = start_colocd(sock, pin);
-		on[r] = run_workload(nr_cpus, opts.work);
+		on[r] = run_workload(opts.work);
 		stop_colocd(pid);
 		if (r % 2 == 1)
-			off[r] = run_workload(nr_cpus, opts.work);
+			off[r] = run_workload(opts.work);
 		ratio[r] = on[r] / off[r];
 		printf("%6u %10.4f %10.4f %8.4f\n", r + 1, off[r], on[r], ratio[r]);
 		fflush(stdout);
@@ -328,5 +359,6 @@ int main(int argc, char **argv)
 	free(off);
 	free(on);
 	free(ratio);
+	unlink(log_path);
 	return 0;
 }

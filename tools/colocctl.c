@@ -86,14 +86,22 @@ static struct json_object *ctl_request(int fd, struct json_object *req)
 	struct json_object *resp;
 	char *buf;
 
-	if (send(fd, text, len, MSG_NOSIGNAL) != (ssize_t)len ||
-	    send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
-		fprintf(stderr, "colocctl: sending to colocd failed: %s\n", strerror(errno));
-		return NULL;
-	}
 	buf = malloc(cap);
 	if (!buf)
 		return NULL;
+	/* on a failed send, still read: the daemon may have said why (e.g. denied) */
+	if (send(fd, text, len, MSG_NOSIGNAL) != (ssize_t)len ||
+	    send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
+		int err = errno;
+		ssize_t n = recv(fd, buf, cap - 1, MSG_DONTWAIT);
+
+		buf[n > 0 ? n : 0] = '\0';
+		resp = n > 0 ? json_tokener_parse(buf) : NULL;
+		free(buf);
+		if (!resp)
+			fprintf(stderr, "colocctl: sending to colocd failed: %s\n", strerror(err));
+		return resp;
+	}
 	for (;;) {
 		ssize_t n;
 
@@ -237,6 +245,27 @@ static void ctl_print_tenants(struct json_object *resp)
 	}
 }
 
+static void ctl_print_tenant_added(struct json_object *resp)
+{
+	struct json_object *t, *name, *id, *pids, *cg;
+
+	if (!json_object_object_get_ex(resp, "tenant", &t))
+		return;
+	json_object_object_get_ex(t, "name", &name);
+	json_object_object_get_ex(t, "id", &id);
+	json_object_object_get_ex(t, "pids", &pids);
+	json_object_object_get_ex(t, "cgroup", &cg);
+	printf("tenant %s (slot %d): pids %s%s%s\n", json_object_get_string(name),
+	       json_object_get_int(id), json_object_to_json_string_ext(pids, JSON_C_TO_STRING_PLAIN),
+	       cg ? ", cgroup " : "", cg ? json_object_get_string(cg) : "");
+}
+
+static void ctl_print_done(struct json_object *resp)
+{
+	(void)resp;
+	printf("done\n");
+}
+
 static void on_interrupt(int sig)
 {
 	(void)sig;
@@ -343,7 +372,7 @@ static int ctl_tenant_add(int argc, char **argv)
 		json_object_object_add(req, "pids", pids);
 	else
 		json_object_put(pids);
-	return ctl_run(req, NULL);
+	return ctl_run(req, ctl_print_tenant_added);
 bad:
 	json_object_put(pids);
 	json_object_put(req);
@@ -359,7 +388,7 @@ static int ctl_tenant(int argc, char **argv)
 	if (argc == 2 && (!strcmp(argv[0], "rm") || !strcmp(argv[0], "remove"))) {
 		req = ctl_cmd("tenant-remove");
 		json_object_object_add(req, "name", json_object_new_string(argv[1]));
-		return ctl_run(req, NULL);
+		return ctl_run(req, ctl_print_done);
 	}
 	fprintf(stderr, "colocctl: usage: tenant add NAME [--pid PID]... [--cgroup DIR] | tenant rm NAME\n");
 	return 2;
