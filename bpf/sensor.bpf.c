@@ -35,10 +35,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u64 window_ns = 10 * 1000 * 1000;
 /*
  * Counters read at every context switch: those per-tenant attribution needs
- * (the hardware ones the machine has). Software counters are read by the
- * periodic trigger only, which keeps a switch cheap where there is no PMU.
+ * (the hardware ones the machine has). The others are read by the periodic
+ * trigger, and by a switch only when none was read for a sample period: an
+ * idle CPU may get no trigger for a long time (tickless idle), yet a switch
+ * must stay cheap.
  */
 const volatile __u32 switch_counter_mask = COLOC_HW_COUNTER_MASK;
+const volatile __u64 sample_period_ns = 1000 * 1000;
 /* Set by the daemon when a tenant is keyed by cgroup: only then walk cgroups. */
 volatile __u32 nr_cgroup_tenants;
 
@@ -51,6 +54,7 @@ struct counter_reading {
 
 struct cpu_state {
 	__u64 last_ns; /* time of the last sensor_account() on this CPU */
+	__u64 last_full_read_ns; /* time every counter was last read */
 	struct counter_reading prev[COLOC_NR_COUNTERS]; /* raw readings at last_ns */
 	__u32 prev_valid; /* bit n: prev[n] holds a reading */
 	__u32 cur_tenant; /* tenant running since last_ns, or COLOC_NO_TENANT */
@@ -334,6 +338,10 @@ static void sensor_account(struct cpu_state *st, __u32 mask, struct coloc_sensor
 	__u64 dt, in_old, in_new, gap, old_end;
 	__u32 live;
 
+	if (now - st->last_full_read_ns >= sample_period_ns)
+		mask = ~0u;
+	if (mask == ~0u)
+		st->last_full_read_ns = now;
 	live = sensor_read_counters(st, cpu, mask, d);
 	if (!st->last_ns) {
 		st->last_ns = now;
