@@ -7,6 +7,7 @@
 #   make demo            several workloads under colocd, live signals printed
 #   make bench-sensing   colocd's sampling overhead, as a ratio to no sampling
 #   make bench-executor  executor latency and GFLOP/s, as ratios to oneDNN's default
+#   make profiles        a latency profile for every model, in build/profiles/
 #   make format          clang-format every C file in place
 #   V=1                  show full commands
 #
@@ -90,7 +91,7 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
-.PHONY: all check deps demo bench-sensing bench-executor format clean tests
+.PHONY: all check deps demo bench-sensing bench-executor profiles format clean tests
 all: $(BINS)
 tests: $(TEST_BINS)
 
@@ -176,6 +177,15 @@ bench-sensing: $(BINS)
 
 bench-executor: $(BINS)
 	$(Q)$(BIN)/coloc-bench-executor
+
+MODELS := $(wildcard models/*.model)
+profiles: $(BINS)
+	$(Q)mkdir -p build/profiles
+	$(Q)for m in $(MODELS); do \
+		n=$$(basename $$m .model); \
+		echo "  PROFILE   $$n"; \
+		$(BIN)/coloc-profile $$m -o build/profiles/$$n.profile || exit 1; \
+	done
 
 format:
 	$(Q)clang-format -i $$(git ls-files '*.c' '*.h')

@@ -68,7 +68,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(__u32));
-	__uint(max_entries, COLOC_MAX_CPUS * COLOC_NR_COUNTERS);
+	__uint(max_entries, COLOC_MAX_CPUS *COLOC_NR_COUNTERS);
 } counters SEC(".maps");
 
 struct {

@@ -96,7 +96,8 @@ int bpffs_open_dir(struct bpffs_dir *d, const char *dir, const char *const *name
 
 	d->lock_fd = -1;
 	if (dir[0] != '/' || strlen(dir) > BPFFS_PATH_MAX || strstr(dir, "/..")) {
-		fprintf(stderr, "colocd: pin dir '%s' must be an absolute path of at most %d characters, without '..'\n",
+		fprintf(stderr,
+			"colocd: pin dir '%s' must be an absolute path of at most %d characters, without '..'\n",
 			dir, BPFFS_PATH_MAX);
 		return -EINVAL;
 	}
@@ -113,12 +114,14 @@ int bpffs_open_dir(struct bpffs_dir *d, const char *dir, const char *const *name
 	}
 	bpffs_existing_ancestor(dir, anc, sizeof(anc));
 	if (!bpffs_is_bpffs(anc)) {
-		fprintf(stderr, "colocd: pin dir %s is not on a bpf filesystem (mount -t bpf bpf DIR)\n",
+		fprintf(stderr,
+			"colocd: pin dir %s is not on a bpf filesystem (mount -t bpf bpf DIR)\n",
 			dir);
 		return -ENOTSUP;
 	}
 	if (!strcmp(anc, dir) && bpffs_is_mount_root(dir)) {
-		fprintf(stderr, "colocd: pin dir %s is the root of a bpf filesystem; use a directory of its own below it, e.g. %s/coloc\n",
+		fprintf(stderr,
+			"colocd: pin dir %s is the root of a bpf filesystem; use a directory of its own below it, e.g. %s/coloc\n",
 			dir, dir);
 		return -EINVAL;
 	}

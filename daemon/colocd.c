@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "colocd.h"
 #include "server.h"
+#include "cli.h"
 
 static struct colocd_config config = {
 	.pin_dir = COLOC_DEFAULT_PIN_DIR,
@@ -45,23 +46,6 @@ static void usage(FILE *out)
 		config.span_ms, COLOC_DEFAULT_PIN_DIR);
 }
 
-static int parse_uint(const char *flag, const char *s, unsigned int lo, unsigned int hi,
-		      unsigned int *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < (long)lo || v > (long)hi) {
-		fprintf(stderr, "colocd: %s wants a whole number from %u to %u, not '%s'\n", flag, lo,
-			hi, s);
-		return -EINVAL;
-	}
-	*out = (unsigned int)v;
-	return 0;
-}
-
 static int parse_args(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -76,6 +60,7 @@ static int parse_args(int argc, char **argv)
 	};
 	bool span_given = false;
 	int opt;
+	long v;
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		switch (opt) {
@@ -86,16 +71,19 @@ static int parse_args(int argc, char **argv)
 			config.socket_path = optarg;
 			break;
 		case 'z':
-			if (parse_uint("--sample-hz", optarg, 1, 100000, &config.sample_hz))
+			if (cli_parse_flag("colocd", "--sample-hz", optarg, 1, 100000, &v))
 				return 2;
+			config.sample_hz = (unsigned int)v;
 			break;
 		case 'w':
-			if (parse_uint("--window-ms", optarg, 1, 1000, &config.window_ms))
+			if (cli_parse_flag("colocd", "--window-ms", optarg, 1, 1000, &v))
 				return 2;
+			config.window_ms = (unsigned int)v;
 			break;
 		case 'S':
-			if (parse_uint("--span-ms", optarg, 1, 10000, &config.span_ms))
+			if (cli_parse_flag("colocd", "--span-ms", optarg, 1, 10000, &v))
 				return 2;
+			config.span_ms = (unsigned int)v;
 			span_given = true;
 			break;
 		case 'v':
@@ -116,16 +104,19 @@ static int parse_args(int argc, char **argv)
 	}
 	/* a window needs a couple of periodic samples, or idle-looking gaps appear */
 	if ((unsigned long)config.sample_hz * config.window_ms < 2000) {
-		fprintf(stderr, "colocd: --sample-hz %u gives fewer than 2 samples per %u ms window; "
-				"raise it to at least %u or lengthen --window-ms\n",
-			config.sample_hz, config.window_ms, (2000 + config.window_ms - 1) / config.window_ms);
+		fprintf(stderr,
+			"colocd: --sample-hz %u gives fewer than 2 samples per %u ms window; "
+			"raise it to at least %u or lengthen --window-ms\n",
+			config.sample_hz, config.window_ms,
+			(2000 + config.window_ms - 1) / config.window_ms);
 		return 2;
 	}
 	if (!span_given && config.span_ms / config.window_ms > VIEW_RING - 2)
 		config.span_ms = (VIEW_RING - 2) * config.window_ms;
 	if (config.span_ms / config.window_ms > VIEW_RING - 2) {
-		fprintf(stderr, "colocd: --span-ms %u covers more than the %d windows kept; at most %u ms "
-				"with %u ms windows\n",
+		fprintf(stderr,
+			"colocd: --span-ms %u covers more than the %d windows kept; at most %u ms "
+			"with %u ms windows\n",
 			config.span_ms, VIEW_RING - 2, (VIEW_RING - 2) * config.window_ms,
 			config.window_ms);
 		return 2;

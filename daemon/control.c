@@ -130,16 +130,19 @@ static struct json_object *control_tenant_json(struct colocd *d, struct tenant *
 		    view_span_windows(d->view, d->cfg.span_ms), &s);
 	control_add_signals(o, &s);
 	if (!sensor_tenant_total(d->sensor, t->id, &total)) {
-		json_object_object_add(o, "on_cpu_ns", json_object_new_int64((int64_t)total.on_cpu_ns));
+		json_object_object_add(o, "on_cpu_ns",
+				       json_object_new_int64((int64_t)total.on_cpu_ns));
 		if (live & (1u << COLOC_CTR_LLC_MISSES))
 			json_object_object_add(
 				o, "llc_misses",
-				json_object_new_int64((int64_t)total.counters[COLOC_CTR_LLC_MISSES]));
+				json_object_new_int64(
+					(int64_t)total.counters[COLOC_CTR_LLC_MISSES]));
 		if (live & (1u << COLOC_CTR_DRAM_FILLS))
 			json_object_object_add(
 				o, "dram_bytes",
-				json_object_new_int64((int64_t)(total.counters[COLOC_CTR_DRAM_FILLS] *
-								COLOC_DRAM_LINE_BYTES)));
+				json_object_new_int64(
+					(int64_t)(total.counters[COLOC_CTR_DRAM_FILLS] *
+						  COLOC_DRAM_LINE_BYTES)));
 	}
 	return o;
 }
@@ -167,7 +170,8 @@ static struct json_object *control_sockets_json(struct colocd *d, const struct v
 		control_add_double(o, "busy", busy);
 		if (live & (1u << COLOC_CTR_DRAM_FILLS))
 			control_add_double(o, "dram_gbps", dram);
-		if (s < nr_uncore && s < (int)(sizeof(d->uncore_rate) / sizeof(d->uncore_rate[0]))) {
+		if (s < nr_uncore &&
+		    s < (int)(sizeof(d->uncore_rate) / sizeof(d->uncore_rate[0]))) {
 			control_add_double(o, "uncore_read_gbps", d->uncore_rate[s].read_gbps);
 			control_add_double(o, "uncore_write_gbps", d->uncore_rate[s].write_gbps);
 		}
@@ -193,9 +197,11 @@ static char *control_signals(struct colocd *d, __u64 now_ns)
 		return control_error("out of memory");
 	}
 	json_object_object_add(resp, "window_ms", json_object_new_int((int)d->cfg.window_ms));
-	json_object_object_add(resp, "span_ms", json_object_new_int((int)(span * d->cfg.window_ms)));
+	json_object_object_add(resp, "span_ms",
+			       json_object_new_int((int)(span * d->cfg.window_ms)));
 	json_object_object_add(resp, "signals", json_object_new_string(d->signals_line));
-	json_object_object_add(resp, "pmu", json_object_new_boolean(sensor_pmu(d->sensor)->present));
+	json_object_object_add(resp, "pmu",
+			       json_object_new_boolean(sensor_pmu(d->sensor)->present));
 	for (int i = 0; i < nr; i++) {
 		struct json_object *o = json_object_new_object();
 
@@ -213,9 +219,12 @@ static char *control_signals(struct colocd *d, __u64 now_ns)
 					      control_tenant_json(d, &d->tenants.slots[t], now_ns));
 	json_object_object_add(resp, "tenants", tenants);
 	if (!sensor_stats(d->sensor, &st)) {
-		json_object_object_add(stats, "samples", json_object_new_int64((int64_t)st.samples));
-		json_object_object_add(stats, "switches", json_object_new_int64((int64_t)st.switches));
-		json_object_object_add(stats, "records", json_object_new_int64((int64_t)st.records));
+		json_object_object_add(stats, "samples",
+				       json_object_new_int64((int64_t)st.samples));
+		json_object_object_add(stats, "switches",
+				       json_object_new_int64((int64_t)st.switches));
+		json_object_object_add(stats, "records",
+				       json_object_new_int64((int64_t)st.records));
 		json_object_object_add(stats, "drops", json_object_new_int64((int64_t)st.drops));
 	}
 	json_object_object_add(resp, "sensor", stats);
@@ -288,13 +297,14 @@ static char *control_check_pids(struct colocd *d, struct json_object *jpids, siz
 		if (control_tgid_of((__u32)pid, &tgid))
 			return control_error("no process with pid %lld", (long long)pid);
 		if (tgid != (__u32)pid)
-			return control_error("pid %lld is a thread of process %u: give the process id "
-					     "(all its threads belong to the tenant)",
-					     (long long)pid, tgid);
+			return control_error(
+				"pid %lld is a thread of process %u: give the process id "
+				"(all its threads belong to the tenant)",
+				(long long)pid, tgid);
 		owner = tenants_owner_of_pid(&d->tenants, (__u32)pid);
 		if (owner && strcmp(owner->name, name))
-			return control_error("pid %lld already belongs to tenant '%s'", (long long)pid,
-					     owner->name);
+			return control_error("pid %lld already belongs to tenant '%s'",
+					     (long long)pid, owner->name);
 	}
 	return NULL;
 }
@@ -316,8 +326,9 @@ static char *control_tenant_add(struct colocd *d, struct json_object *req, __u64
 		return control_error("tenant-add needs \"name\": a string");
 	name = json_object_get_string(jname);
 	if ((size_t)json_object_get_string_len(jname) != strlen(name) || !tenants_valid_name(name))
-		return control_error("bad tenant name '%.80s': use 1-%d characters of A-Z a-z 0-9 _ . -",
-				     name, COLOC_MAX_NAME - 1);
+		return control_error(
+			"bad tenant name '%.80s': use 1-%d characters of A-Z a-z 0-9 _ . -", name,
+			COLOC_MAX_NAME - 1);
 	if (json_object_object_get_ex(req, "pids", &jpids)) {
 		if (!json_object_is_type(jpids, json_type_array))
 			return control_error("\"pids\" must be an array of process ids");
@@ -345,8 +356,9 @@ static char *control_tenant_add(struct colocd *d, struct json_object *req, __u64
 
 	t = tenants_find(&d->tenants, name);
 	if (t && have_cgroup && t->cgroup[0] && t->cgroup_id != cgid)
-		return control_error("tenant '%s' already has cgroup %s; remove the tenant to change it",
-				     name, t->cgroup);
+		return control_error(
+			"tenant '%s' already has cgroup %s; remove the tenant to change it", name,
+			t->cgroup);
 	if (!t) {
 		t = tenants_create(&d->tenants, name);
 		if (!t)
@@ -413,7 +425,8 @@ static char *control_tenants(struct colocd *d, __u64 now_ns)
 
 	for (int t = 0; t < COLOC_MAX_TENANTS; t++)
 		if (d->tenants.slots[t].used)
-			json_object_array_add(arr, control_tenant_json(d, &d->tenants.slots[t], now_ns));
+			json_object_array_add(arr,
+					      control_tenant_json(d, &d->tenants.slots[t], now_ns));
 	json_object_object_add(resp, "tenants", arr);
 	return control_finish(resp);
 }
@@ -445,7 +458,8 @@ char *control_handle(struct colocd *d, const char *line, size_t len, __u64 now_n
 		resp = jerr == json_tokener_continue || jerr == json_tokener_success ?
 			       control_error("malformed request: incomplete or trailing JSON") :
 			       control_error("malformed request: %s at byte %d",
-					     json_tokener_error_desc(jerr), (int)json_tokener_get_parse_end(tok));
+					     json_tokener_error_desc(jerr),
+					     (int)json_tokener_get_parse_end(tok));
 		json_tokener_free(tok);
 		return resp;
 	}
@@ -472,9 +486,10 @@ char *control_handle(struct colocd *d, const char *line, size_t len, __u64 now_n
 	else if (!strcmp(cmd, "tenant-remove"))
 		resp = control_tenant_remove(d, req);
 	else
-		resp = control_error("unknown cmd '%.64s': one of ping, signals, tenants, tenant-add, "
-				     "tenant-remove",
-				     cmd);
+		resp = control_error(
+			"unknown cmd '%.64s': one of ping, signals, tenants, tenant-add, "
+			"tenant-remove",
+			cmd);
 	json_object_put(req);
 	return resp;
 }

@@ -161,7 +161,8 @@ static int sensor_pin(struct sensor *s, const char *dir)
 		return err;
 	s->pinned = true;
 	for (int i = 0; i < SENSOR_NR_PINS; i++) {
-		struct bpf_map *map = bpf_object__find_map_by_name(s->skel->obj, sensor_pin_names[i]);
+		struct bpf_map *map =
+			bpf_object__find_map_by_name(s->skel->obj, sensor_pin_names[i]);
 
 		snprintf(path, sizeof(path), "%s/%s", dir, sensor_pin_names[i]);
 		err = map ? bpf_map__pin(map, path) : -ENOENT;
@@ -235,7 +236,8 @@ int sensor_open(struct sensor **out, const struct sensor_config *cfg)
 			goto fail;
 		}
 		/* on success the link owns fd and closes it when destroyed */
-		s->trigger_links[i] = bpf_program__attach_perf_event(s->skel->progs.coloc_sample, fd);
+		s->trigger_links[i] =
+			bpf_program__attach_perf_event(s->skel->progs.coloc_sample, fd);
 		if (!s->trigger_links[i]) {
 			err = -errno;
 			close(fd);
@@ -391,9 +393,9 @@ int sensor_tenant_clear(struct sensor *s, __u32 tenant)
 	err = bpf_map__update_elem(s->skel->maps.tenant_totals, &tenant, sizeof(tenant), zero,
 				   s->nr_possible * sizeof(struct coloc_tenant_total), BPF_ANY);
 	if (!err)
-		err = bpf_map__update_elem(s->skel->maps.tenant_window_acc, &tenant, sizeof(tenant),
-					   zero, s->nr_possible * sizeof(struct coloc_tenant_window),
-					   BPF_ANY);
+		err = bpf_map__update_elem(
+			s->skel->maps.tenant_window_acc, &tenant, sizeof(tenant), zero,
+			s->nr_possible * sizeof(struct coloc_tenant_window), BPF_ANY);
 	free(zero);
 	return err;
 }

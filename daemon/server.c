@@ -177,7 +177,8 @@ static bool server_serve_line(struct server *s, struct colocd *d, int idx)
 			resp = control_oversize_response();
 		} else {
 			/* tolerate CRLF from nc/socat */
-			size_t n = line_len && c->in[line_len - 1] == '\r' ? line_len - 1 : line_len;
+			size_t n =
+				line_len && c->in[line_len - 1] == '\r' ? line_len - 1 : line_len;
 
 			resp = control_handle(d, c->in, n, server_now_ns());
 		}
@@ -312,7 +313,8 @@ static void server_dispatch(struct server *s, struct colocd *d, struct io_uring_
 		break;
 	case EV_SIGNAL:
 		if (read(s->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-			fprintf(stderr, "colocd: %s, shutting down\n", strsignal((int)si.ssi_signo));
+			fprintf(stderr, "colocd: %s, shutting down\n",
+				strsignal((int)si.ssi_signo));
 			s->stop = true;
 		}
 		server_arm_poll(s, s->sig_fd, EV_SIGNAL);
@@ -404,7 +406,8 @@ static int server_listen(struct server *s)
 	umask(old_mask);
 	if (err || listen(s->listen_fd, 64)) {
 		err = err ? err : -errno;
-		fprintf(stderr, "colocd: cannot listen on %s: %s\n", s->socket_path, strerror(-err));
+		fprintf(stderr, "colocd: cannot listen on %s: %s\n", s->socket_path,
+			strerror(-err));
 		return err;
 	}
 	grp = getgrnam(COLOC_GROUP);

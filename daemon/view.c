@@ -82,7 +82,8 @@ void view_add_record(struct view *v, const void *rec, size_t size)
 	if (size >= sizeof(*cw) && cw->type == COLOC_REC_CPU_WINDOW && cw->cpu < COLOC_MAX_CPUS &&
 	    (idx = v->cpu_index[cw->cpu]) >= 0) {
 		view_slot_add(&v->cpu[idx][cw->window_id % VIEW_RING], cw->window_id,
-			      cw->live_mask | COLOC_LIVE_TASK_CLOCK, cw->task_clock_ns, cw->counters);
+			      cw->live_mask | COLOC_LIVE_TASK_CLOCK, cw->task_clock_ns,
+			      cw->counters);
 		return;
 	}
 	if (size >= sizeof(*tw) && tw->type == COLOC_REC_TENANT_WINDOW &&

@@ -208,8 +208,8 @@ TEST_F(colocd, start__second_daemon_on_the_same_socket_is_refused)
 	char bin[256], cmd[768], out[4096];
 	struct json_object *resp;
 
-	snprintf(cmd, sizeof(cmd), "%s --socket %s --pin-dir %s-2", tu_bin("colocd", bin, sizeof(bin)),
-		 self->sock, self->pin);
+	snprintf(cmd, sizeof(cmd), "%s --socket %s --pin-dir %s-2",
+		 tu_bin("colocd", bin, sizeof(bin)), self->sock, self->pin);
 	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "in use"));
 	/* and the first one is undisturbed */
@@ -294,8 +294,8 @@ TEST_F_TIMEOUT(colocd, tenant__cgroup_is_attributed_like_its_processes, 60)
 	fputs(pid, f);
 	ASSERT_EQ(0, fclose(f));
 
-	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"by-cgroup\",\"cgroup\":\"%s\"}\n",
-		 cg);
+	snprintf(req, sizeof(req),
+		 "{\"cmd\":\"tenant-add\",\"name\":\"by-cgroup\",\"cgroup\":\"%s\"}\n", cg);
 	resp = request_json(self->sock, req);
 	ASSERT_TRUE(resp_ok(resp));
 	json_object_put(resp);
@@ -571,8 +571,9 @@ TEST(colocd_args__bad_flags_and_unusable_pin_dir_are_clear_errors)
 	snprintf(cmd, sizeof(cmd), "%s --help", bin);
 	EXPECT_EQ(0, tu_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "--pin-dir"));
-	snprintf(cmd, sizeof(cmd), "%s --socket /tmp/coloc-args-%d.sock --pin-dir /tmp/coloc-notbpf-%d",
-		 bin, getpid(), getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "%s --socket /tmp/coloc-args-%d.sock --pin-dir /tmp/coloc-notbpf-%d", bin,
+		 getpid(), getpid());
 	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "not on a bpf filesystem"));
 	snprintf(cmd, sizeof(cmd), "rmdir /tmp/coloc-notbpf-%d", getpid());

@@ -37,8 +37,8 @@ static void collect(void *ctx, const void *rec, size_t size)
 
 	if (size >= sizeof(*cw) && cw->type == COLOC_REC_CPU_WINDOW && c->nr_cpu < MAX_RECS)
 		c->cpu[c->nr_cpu++] = *cw;
-	else if (size >= sizeof(struct coloc_tenant_window) && cw->type == COLOC_REC_TENANT_WINDOW &&
-		 c->nr_tenant < MAX_RECS)
+	else if (size >= sizeof(struct coloc_tenant_window) &&
+		 cw->type == COLOC_REC_TENANT_WINDOW && c->nr_tenant < MAX_RECS)
 		c->tenant[c->nr_tenant++] = *(const struct coloc_tenant_window *)rec;
 }
 
@@ -163,8 +163,8 @@ static int proc_stat_cpu(int cpu, unsigned long long *busy, unsigned long long *
 	snprintf(want, sizeof(want), "cpu%d ", cpu);
 	while (found && fgets(line, sizeof(line), f))
 		if (!strncmp(line, want, strlen(want)) &&
-		    sscanf(line + strlen(want), "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
-			   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8)
+		    sscanf(line + strlen(want), "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+			   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8)
 			found = 0;
 	fclose(f);
 	/* user nice system idle iowait irq softirq steal: stolen time reads as task time */
@@ -293,7 +293,8 @@ TEST_F(sensor, hw_counters__cycles_and_llc_live_with_a_pmu)
 	__u64 cycles = 0;
 
 	if (!pmu->present)
-		SKIP(return, "no hardware PMU: perf_event_open(cycles) = %s", strerror(pmu->open_errno));
+		SKIP(return, "no hardware PMU: perf_event_open(cycles) = %s",
+			   strerror(pmu->open_errno));
 	ASSERT_TRUE(sensor_live_mask(self->s) & (1u << COLOC_CTR_CYCLES));
 	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, cpu, 10, 0));
 	tu_release(&self->spin);
@@ -358,8 +359,9 @@ TEST_F(sensor, close__unpins_and_removes_the_pin_dir)
  */
 TEST_F_TIMEOUT(sensor, account__sparse_samples_keep_windows_bounded_and_totals_exact, 60)
 {
-	struct sensor_config cfg = { .sample_hz = 100, .window_ms = 10, .on_record = collect,
-				     .ctx = &self->c };
+	struct sensor_config cfg = {
+		.sample_hz = 100, .window_ms = 10, .on_record = collect, .ctx = &self->c
+	};
 	struct coloc_tenant_total total;
 	int cpu = sensor_cpus(self->s)[sensor_nr_cpus(self->s) - 1];
 	__u64 cpu_ns;

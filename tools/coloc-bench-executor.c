@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "executor.h"
+#include "cli.h"
 
 static struct bench_opts {
 	int iters; /* alternating runs per configuration */
@@ -59,23 +60,6 @@ static void usage(FILE *f)
 		"  -h, --help      this help\n"
 		"\n"
 		"Exit status: 0 ok, 1 a model failed, 2 bad usage.\n");
-}
-
-static int parse_int(const char *s, const char *what, long lo, long hi, int *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi) {
-		fprintf(stderr,
-			"coloc-bench-executor: %s must be an integer in %ld..%ld, not '%s'\n", what,
-			lo, hi, s);
-		return -EINVAL;
-	}
-	*out = (int)v;
-	return 0;
 }
 
 static size_t rss_bytes(void)
@@ -332,16 +316,19 @@ int main(int argc, char **argv)
 	glob_t g = { 0 };
 	double peak;
 	int c, failed = 0;
+	long v;
 
 	while ((c = getopt_long(argc, argv, "n:r:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
-			if (parse_int(optarg, "--iters", 1, 1000, &opts.iters))
+			if (cli_parse_flag("coloc-bench-executor", "--iters", optarg, 1, 1000, &v))
 				return 2;
+			opts.iters = (int)v;
 			break;
 		case 'r':
-			if (parse_int(optarg, "--reps", 1, 1000, &opts.pick_reps))
+			if (cli_parse_flag("coloc-bench-executor", "--reps", optarg, 1, 1000, &v))
 				return 2;
+			opts.pick_reps = (int)v;
 			break;
 		case 'h':
 			usage(stdout);

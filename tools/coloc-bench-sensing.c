@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include "cli.h"
 
 static struct {
 	unsigned int rounds;
@@ -172,8 +173,8 @@ static pid_t start_colocd(const char *sock, const char *pin)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execl(opts.colocd, opts.colocd, "--socket", sock, "--pin-dir", pin, "--sample-hz", hz,
-		      (char *)NULL);
+		execl(opts.colocd, opts.colocd, "--socket", sock, "--pin-dir", pin, "--sample-hz",
+		      hz, (char *)NULL);
 		_exit(127);
 	}
 	/* ready when the socket accepts */
@@ -233,23 +234,6 @@ static void usage(FILE *out)
 		opts.rounds, opts.sample_hz);
 }
 
-static int parse_ulong(const char *flag, const char *s, unsigned long lo, unsigned long hi,
-		       unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
-		fprintf(stderr, "coloc-bench-sensing: %s wants a number from %lu to %lu, not '%s'\n",
-			flag, lo, hi, s);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option long_opts[] = {
@@ -264,31 +248,35 @@ int main(int argc, char **argv)
 	char self[4096], colocd[4200], sock[64], pin[64];
 	int opt;
 	double *off, *on, *ratio;
-	unsigned long v;
+	long v;
 	ssize_t len;
 
 	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'r':
-			if (parse_ulong("--rounds", optarg, 1, 1000, &v))
+			if (cli_parse_flag("coloc-bench-sensing", "--rounds", optarg, 1, 1000, &v))
 				return 2;
 			opts.rounds = (unsigned int)v;
 			break;
 		case 'z':
-			if (parse_ulong("--sample-hz", optarg, 1, 100000, &v))
+			if (cli_parse_flag("coloc-bench-sensing", "--sample-hz", optarg, 1, 100000,
+					   &v))
 				return 2;
 			opts.sample_hz = (unsigned int)v;
 			break;
 		case 'W':
 			if (strcmp(optarg, "cpu") && strcmp(optarg, "switch")) {
-				fprintf(stderr, "coloc-bench-sensing: --workload is cpu or switch\n");
+				fprintf(stderr,
+					"coloc-bench-sensing: --workload is cpu or switch\n");
 				return 2;
 			}
 			opts.workload = optarg;
 			break;
 		case 'k':
-			if (parse_ulong("--work", optarg, 1, 1ul << 40, &opts.work))
+			if (cli_parse_flag("coloc-bench-sensing", "--work", optarg, 1, 1l << 40,
+					   &v))
 				return 2;
+			opts.work = (unsigned long)v;
 			break;
 		case 'c':
 			opts.colocd = optarg;

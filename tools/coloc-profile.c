@@ -34,6 +34,7 @@
 #include "executor.h"
 #include "model.h"
 #include "profile.h"
+#include "cli.h"
 
 #define PROFILE_PARTIAL_SAVE_NS 2000000000ULL
 
@@ -107,19 +108,6 @@ static void usage(FILE *f, const char *prog)
 		prog, PROFILE_MAX_LEVELS - 1, PROFILE_DEFAULT_CACHE_DIR, prog);
 }
 
-static int parse_int(const char *s, long min, long max, int *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return -EINVAL;
-	*out = (int)v;
-	return 0;
-}
-
 static int parse_levels(const char *list)
 {
 	char buf[256], *save = NULL, *tok;
@@ -131,8 +119,12 @@ static int parse_levels(const char *list)
 	if (!buf[0] || buf[strlen(buf) - 1] == ',')
 		return -EINVAL;
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (n == PROFILE_MAX_LEVELS - 1 || parse_int(tok, 1, 100, &opt.levels[n]) ||
-		    (n && opt.levels[n] <= opt.levels[n - 1]))
+		long v;
+
+		if (n == PROFILE_MAX_LEVELS - 1 || cli_parse_long(tok, 1, 100, &v))
+			return -EINVAL;
+		opt.levels[n] = (int)v;
+		if (n && opt.levels[n] <= opt.levels[n - 1])
 			return -EINVAL;
 		n++;
 	}
@@ -536,6 +528,7 @@ int main(int argc, char **argv)
 	uint64_t model_hash;
 	cpu_set_t allowed;
 	int c, ret, rc = 1;
+	long v;
 
 	while ((c = getopt_long(argc, argv, "o:n:L:k:C:rvh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -543,12 +536,9 @@ int main(int argc, char **argv)
 			opt.output = optarg;
 			break;
 		case 'n':
-			if (parse_int(optarg, 1, 1000, &opt.iters)) {
-				fprintf(stderr,
-					"coloc-profile: --iters must be an integer 1..1000, not '%s'\n",
-					optarg);
+			if (cli_parse_flag("coloc-profile", "--iters", optarg, 1, 1000, &v))
 				return 2;
-			}
+			opt.iters = (int)v;
 			break;
 		case 'L':
 			if (parse_levels(optarg)) {

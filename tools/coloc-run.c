@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "executor.h"
+#include "cli.h"
 
 static struct run_opts {
 	const char *model_path;
@@ -45,22 +46,6 @@ static void usage(FILE *f)
 		"\n"
 		"Exit status: 0 ok, 1 the model failed to load or run, 2 bad usage.\n"
 		"Example: coloc-run models/resnet50.model --cores 0-1 --version auto --iters 5\n");
-}
-
-static int parse_int(const char *s, const char *what, long lo, long hi, int *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi) {
-		fprintf(stderr, "coloc-run: %s must be an integer in %ld..%ld, not '%s'\n", what,
-			lo, hi, s);
-		return -EINVAL;
-	}
-	*out = (int)v;
-	return 0;
 }
 
 /* Versions per layer from --version (not auto): a name or an index. */
@@ -255,6 +240,7 @@ int main(int argc, char **argv)
 	struct model *m;
 	char err[512];
 	int c, ret;
+	long v;
 
 	while ((c = getopt_long(argc, argv, "c:V:n:jlh", long_opts, NULL)) != -1) {
 		switch (c) {
@@ -265,8 +251,9 @@ int main(int argc, char **argv)
 			opts.version = optarg;
 			break;
 		case 'n':
-			if (parse_int(optarg, "--iters", 1, 100000, &opts.iters))
+			if (cli_parse_flag("coloc-run", "--iters", optarg, 1, 100000, &v))
 				return 2;
+			opts.iters = (int)v;
 			break;
 		case 'j':
 			opts.json = true;

@@ -33,6 +33,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include "cli.h"
 
 #define STRESS_PERIOD_NS 1000000ULL
 #define STRESS_LINE 64
@@ -92,19 +93,6 @@ static void usage(FILE *f, const char *prog)
 		"run, then \"total: X GB/s\". Exit status: 0 ok, 1 runtime error, 2 bad usage.\n"
 		"Example: %s --cores 1 --kind membw --level 60 --duration 10\n",
 		prog, prog);
-}
-
-static int parse_long(const char *s, long min, long max, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
 }
 
 /* Parses "0,2-3" into cpus[]; rejects duplicates, reversed ranges and CPUs not allowed. */
@@ -385,12 +373,8 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'l':
-			if (parse_long(optarg, 0, 100, &v)) {
-				fprintf(stderr,
-					"coloc-stress: --level must be an integer 0..100, not '%s'\n",
-					optarg);
+			if (cli_parse_flag("coloc-stress", "--level", optarg, 0, 100, &v))
 				return 2;
-			}
 			opt.level = (int)v;
 			break;
 		case 'd': {
@@ -408,12 +392,8 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'b':
-			if (parse_long(optarg, 1, 1L << 20, &v)) {
-				fprintf(stderr,
-					"coloc-stress: --buffer-mb must be an integer 1..1048576, not '%s'\n",
-					optarg);
+			if (cli_parse_flag("coloc-stress", "--buffer-mb", optarg, 1, 1L << 20, &v))
 				return 2;
-			}
 			opt.buffer_mb = v;
 			break;
 		case 'h':

@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <json-c/json.h>
 #include "coloc/protocol.h"
+#include "cli.h"
 
 static struct {
 	const char *socket_path;
@@ -69,7 +70,8 @@ static int ctl_connect(void)
 	strcpy(addr.sun_path, opts.socket_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
-		fprintf(stderr, "colocctl: cannot reach colocd at %s: %s (is it running? try 'sudo colocd')\n",
+		fprintf(stderr,
+			"colocctl: cannot reach colocd at %s: %s (is it running? try 'sudo colocd')\n",
 			opts.socket_path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -256,8 +258,9 @@ static void ctl_print_tenant_added(struct json_object *resp)
 	json_object_object_get_ex(t, "pids", &pids);
 	json_object_object_get_ex(t, "cgroup", &cg);
 	printf("tenant %s (slot %d): pids %s%s%s\n", json_object_get_string(name),
-	       json_object_get_int(id), json_object_to_json_string_ext(pids, JSON_C_TO_STRING_PLAIN),
-	       cg ? ", cgroup " : "", cg ? json_object_get_string(cg) : "");
+	       json_object_get_int(id),
+	       json_object_to_json_string_ext(pids, JSON_C_TO_STRING_PLAIN), cg ? ", cgroup " : "",
+	       cg ? json_object_get_string(cg) : "");
 }
 
 static void ctl_print_done(struct json_object *resp)
@@ -293,7 +296,8 @@ static int ctl_run(struct json_object *req, void (*print)(struct json_object *))
 		if (opts.watch && !opts.json && isatty(STDOUT_FILENO))
 			printf("\033[H\033[2J");
 		if (opts.json || !print)
-			printf("%s\n", json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PLAIN));
+			printf("%s\n",
+			       json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PLAIN));
 		else
 			print(resp);
 		fflush(stdout);
@@ -302,7 +306,8 @@ static int ctl_run(struct json_object *req, void (*print)(struct json_object *))
 			break;
 		if (!opts.json && !isatty(STDOUT_FILENO))
 			printf("\n");
-		struct timespec ts = { opts.interval_ms / 1000, (opts.interval_ms % 1000) * 1000000L };
+		struct timespec ts = { opts.interval_ms / 1000,
+				       (opts.interval_ms % 1000) * 1000000L };
 
 		nanosleep(&ts, NULL);
 	} while (!interrupted);
@@ -325,23 +330,6 @@ static struct json_object *ctl_cmd(const char *cmd)
 	return req;
 }
 
-static int parse_uint(const char *what, const char *s, unsigned long lo, unsigned long hi,
-		      unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
-		fprintf(stderr, "colocctl: %s wants a whole number from %lu to %lu, not '%s'\n", what,
-			lo, hi, s);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 static int ctl_tenant_add(int argc, char **argv)
 {
 	struct json_object *req = ctl_cmd("tenant-add"), *pids = json_object_new_array();
@@ -349,10 +337,10 @@ static int ctl_tenant_add(int argc, char **argv)
 
 	json_object_object_add(req, "name", json_object_new_string(argv[0]));
 	for (int i = 1; i < argc; i++) {
-		unsigned long pid;
+		long pid;
 
 		if (!strcmp(argv[i], "--pid") && i + 1 < argc) {
-			if (parse_uint("--pid", argv[++i], 1, 0x3fffffff, &pid))
+			if (cli_parse_flag("colocctl", "--pid", argv[++i], 1, 0x3fffffff, &pid))
 				goto bad;
 			json_object_array_add(pids, json_object_new_int64((int64_t)pid));
 			have_pid = true;
@@ -390,7 +378,8 @@ static int ctl_tenant(int argc, char **argv)
 		json_object_object_add(req, "name", json_object_new_string(argv[1]));
 		return ctl_run(req, ctl_print_done);
 	}
-	fprintf(stderr, "colocctl: usage: tenant add NAME [--pid PID]... [--cgroup DIR] | tenant rm NAME\n");
+	fprintf(stderr,
+		"colocctl: usage: tenant add NAME [--pid PID]... [--cgroup DIR] | tenant rm NAME\n");
 	return 2;
 }
 
@@ -406,7 +395,7 @@ static int parse_opts(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	unsigned long v;
+	long v;
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "+s:jwi:n:h", long_opts, NULL)) != -1) {
@@ -421,12 +410,12 @@ static int parse_opts(int argc, char **argv)
 			opts.watch = true;
 			break;
 		case 'i':
-			if (parse_uint("--interval", optarg, 10, 3600000, &v))
+			if (cli_parse_flag("colocctl", "--interval", optarg, 10, 3600000, &v))
 				return 2;
 			opts.interval_ms = (unsigned int)v;
 			break;
 		case 'n':
-			if (parse_uint("--count", optarg, 1, 1000000, &v))
+			if (cli_parse_flag("colocctl", "--count", optarg, 1, 1000000, &v))
 				return 2;
 			opts.count = (unsigned int)v;
 			break;

@@ -32,8 +32,8 @@ enum coloc_counter {
 	COLOC_NR_COUNTERS,
 };
 
-#define COLOC_HW_COUNTER_MASK                                                                      \
-	((1u << COLOC_CTR_CYCLES) | (1u << COLOC_CTR_INSTRUCTIONS) | (1u << COLOC_CTR_LLC_REFS) |  \
+#define COLOC_HW_COUNTER_MASK                                                                     \
+	((1u << COLOC_CTR_CYCLES) | (1u << COLOC_CTR_INSTRUCTIONS) | (1u << COLOC_CTR_LLC_REFS) | \
 	 (1u << COLOC_CTR_LLC_MISSES) | (1u << COLOC_CTR_DRAM_FILLS))
 
 /* live_mask bit for the sched_switch-derived task clock (always live). */

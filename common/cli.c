@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Number parsing for command lines, in one place: strtol with errno, the
+ * end pointer and a range checked, and one wording for the error.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "cli.h"
+
+int cli_parse_long(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s || (lo >= 0 && s[0] == '-'))
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cli_parse_flag(const char *prog, const char *flag, const char *s, long lo, long hi, long *out)
+{
+	if (!cli_parse_long(s, lo, hi, out))
+		return 0;
+	fprintf(stderr, "%s: %s wants a whole number from %ld to %ld, not '%s'\n", prog, flag, lo,
+		hi, s ? s : "");
+	return -EINVAL;
+}
