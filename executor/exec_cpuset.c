@@ -86,8 +86,10 @@ int exec_cpuset_parse(const char *text, struct exec_cpuset *set, char *err, size
 			}
 			set->cpus[set->nr++] = (int)c;
 		}
-		if (*s == ',')
-			s++;
+		if (*s == ',' && !*++s) {
+			snprintf(err, err_len, "bad cpu list '%s': it ends with a comma", text);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

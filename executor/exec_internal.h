@@ -18,6 +18,7 @@
 #define COLOC_EXEC_INTERNAL_H
 
 #include <oneapi/dnnl/dnnl.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include "executor.h"
 
@@ -103,6 +104,7 @@ struct exec_model {
 	size_t resident_bytes;
 	uint64_t nr_primitives; /* created so far; never grows after load */
 	bool default_only;
+	atomic_bool running; /* a block runs: primitives and memory objects are in use */
 	struct exec_owned owned;
 };
 

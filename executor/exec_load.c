@@ -34,7 +34,9 @@
  * core, all on the plain [K, N] weights; for a batched matmul: default,
  * gemm, and batches (or rows) split per core.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <math.h>
 #include <omp.h>
 #include <stdarg.h>
@@ -1947,8 +1949,13 @@ static int cpus_resolve(const struct exec_options *opts, struct exec_cpuset *out
 {
 	memset(out, 0, sizeof(*out));
 	if (!opts || opts->cpus.nr == 0) {
-		for (int c = 0; c < EXEC_MAX_CPUS; c++)
-			if (exec_cpu_online(c))
+		cpu_set_t allowed;
+
+		/* the online CPUs this process may use (taskset, cpuset cgroups) */
+		if (sched_getaffinity(0, sizeof(allowed), &allowed))
+			return -errno;
+		for (int c = 0; c < EXEC_MAX_CPUS && c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &allowed) && exec_cpu_online(c))
 				out->cpus[out->nr++] = c;
 		return out->nr ? 0 : -ENODEV;
 	}

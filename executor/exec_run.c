@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <omp.h>
 #include <stdbool.h>
 #include <sched.h>
@@ -130,9 +131,19 @@ void exec_query_free(struct exec_query *q)
 	free(q);
 }
 
+/*
+ * Every layer overwrites its whole output when it runs, so only the inputs
+ * need clearing: a full memset would stream the query's whole arena (tens of
+ * MB) through the cache on every query.
+ */
 void exec_query_reset(struct exec_query *q)
 {
-	memset(q->outs, 0, q->em->out_bytes);
+	const struct model *m = q->em->graph;
+
+	for (int li = 0; li < m->nr_layers; li++)
+		if (m->layers[li].op == MODEL_OP_INPUT)
+			memset(exec_query_input(q, li), 0,
+			       (size_t)model_shape_elems(&m->layers[li].out) * sizeof(float));
 }
 
 float *exec_query_input(struct exec_query *q, int layer)
@@ -175,47 +186,55 @@ int exec_query_read_output(const struct exec_query *q, int layer, float *dst, si
 
 /* ---- running -------------------------------------------------------------------- */
 
-static int pin_self(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
-}
-
 /*
  * Team thread i onto cores->cpus[i]; the caller is thread 0. The region
- * spans every thread of the pool, not just the block's: libgomp reuses
- * pool thread i as team thread i in any smaller team, and a pool thread
- * left out of the new team keeps spinning (GOMP_SPINCOUNT) on its old core
- * for up to milliseconds. Were that core now in the block's set, the
+ * spans every thread of the pool, not just the block's: a pool thread left
+ * out of the new team may keep spinning (GOMP_SPINCOUNT) on its old core for
+ * up to milliseconds, and were that core now in the block's set, the
  * caller's migration onto it and the block itself would wait for the
  * spinner's time slice to end. So leftover threads move to the model's
  * cores outside the block's set.
+ *
+ * Afterwards the caller's own mask is widened to the whole set: libgomp ends
+ * pool threads left out of a smaller team (oneDNN opens smaller teams for
+ * small shapes) and creates new ones when a team grows again, and a new
+ * thread inherits its creator's mask. So a thread created while the block
+ * runs can only run on the block's cores. On 1 and 2 cores no team ever
+ * shrinks (a team of one never touches the pool), so no thread is created
+ * on the query path there.
  */
 static __thread struct {
 	int nr, pool;
 	int cpus[EXEC_MAX_CPUS];
 } team_pinned;
 
+static int set_mask(const int *cpus, int n)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	for (int i = 0; i < n; i++)
+		CPU_SET(cpus[i], &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
 static int pin_team(struct exec_model *em, const struct exec_cpuset *cores, int n)
 {
 	int spare[EXEC_MAX_CPUS], nr_spare = 0, total = em->max_threads, ret = 0;
 
-	if (team_pinned.nr == n && team_pinned.pool == total &&
-	    !memcmp(team_pinned.cpus, cores->cpus, sizeof(int) * (size_t)n))
+	if (team_pinned.nr == cores->nr && team_pinned.pool == total &&
+	    !memcmp(team_pinned.cpus, cores->cpus, sizeof(int) * (size_t)cores->nr))
 		return 0;
 	for (int i = 0; i < em->cpus.nr; i++) {
 		bool used = false;
 
-		for (int j = 0; j < n && !used; j++)
+		for (int j = 0; j < cores->nr && !used; j++)
 			used = cores->cpus[j] == em->cpus.cpus[i];
 		if (!used)
 			spare[nr_spare++] = em->cpus.cpus[i];
 	}
 	if (total == 1) {
-		ret = pin_self(cores->cpus[0]);
+		ret = set_mask(&cores->cpus[0], 1);
 	} else {
 #pragma omp parallel num_threads(total) reduction(min : ret)
 		{
@@ -225,16 +244,18 @@ static int pin_team(struct exec_model *em, const struct exec_cpuset *cores, int 
 				cpu = cores->cpus[t];
 			else
 				cpu = nr_spare ? spare[(t - n) % nr_spare] : cores->cpus[t % n];
-			ret = omp_get_num_threads() == total ? pin_self(cpu) : -EAGAIN;
+			ret = omp_get_num_threads() == total ? set_mask(&cpu, 1) : -EAGAIN;
 		}
 	}
+	if (!ret && cores->nr > 1)
+		ret = set_mask(cores->cpus, cores->nr);
 	if (ret) {
 		team_pinned.nr = 0;
 		return ret;
 	}
-	team_pinned.nr = n;
+	team_pinned.nr = cores->nr;
 	team_pinned.pool = total;
-	memcpy(team_pinned.cpus, cores->cpus, sizeof(int) * (size_t)n);
+	memcpy(team_pinned.cpus, cores->cpus, sizeof(int) * (size_t)cores->nr);
 	return 0;
 }
 
@@ -258,10 +279,12 @@ static int run_embed(struct exec_query *q, const struct exec_step *s)
 	float *dst = exec_buf_ptr(q, 0, &s->dst);
 
 	for (int64_t i = 0; i < s->nr_ids; i++) {
-		int64_t id = (int64_t)ids[i];
+		int64_t id;
 
-		if (ids[i] < 0.0f || id >= s->vocab)
+		/* NaN, infinities, fractions and out-of-range ids are refused before any cast */
+		if (!(ids[i] >= 0.0f && ids[i] < (float)s->vocab) || ids[i] != floorf(ids[i]))
 			return -ERANGE;
+		id = (int64_t)ids[i];
 		memcpy(dst + i * s->dim, s->table + id * s->dim, (size_t)s->dim * sizeof(float));
 	}
 	return 0;
@@ -329,11 +352,16 @@ int exec_run_block(struct exec_model *em, struct exec_query *q, int first, int l
 			if (versions[li - first] < 0 ||
 			    versions[li - first] >= em->layers[li].nr_versions)
 				return -EINVAL;
+	/* one block at a time per model: its memory objects hold one query's handles */
+	if (atomic_exchange(&em->running, true))
+		return -EBUSY;
 	slot = exec_slot_for_cores(em, cores->nr);
 	n = em->slot_cores[slot];
 	ret = pin_team(em, cores, n);
-	if (ret)
+	if (ret) {
+		atomic_store(&em->running, false);
 		return ret;
+	}
 	t1 = now_ns();
 	omp_set_num_threads(n);
 	for (int li = first; li < last && !ret; li++) {
@@ -347,5 +375,6 @@ int exec_run_block(struct exec_model *em, struct exec_query *q, int first, int l
 		stats->switch_ns = t1 - t0;
 		stats->latency_ns = now_ns() - t0;
 	}
+	atomic_store(&em->running, false);
 	return ret;
 }

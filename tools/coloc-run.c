@@ -6,7 +6,9 @@
  * implementation each runs. The quickest way to see what the executor does
  * with a model before the daemon schedules it.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <limits.h>
@@ -290,13 +292,17 @@ int main(int argc, char **argv)
 		model_free(m);
 		return 1;
 	}
-	/* The model's cpus (all online ones when --cores is absent) are the block's. */
+	/* The model's cpus (without --cores: the online ones this process may use). */
 	if (opts.cores) {
 		cores = eo.cpus;
 	} else {
+		cpu_set_t allowed;
+
 		cores.nr = 0;
-		for (int cpu = 0; cpu < EXEC_MAX_CPUS; cpu++)
-			if (exec_cpu_online(cpu))
+		if (sched_getaffinity(0, sizeof(allowed), &allowed))
+			CPU_ZERO(&allowed);
+		for (int cpu = 0; cpu < EXEC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
+			if (CPU_ISSET(cpu, &allowed) && exec_cpu_online(cpu))
 				cores.cpus[cores.nr++] = cpu;
 	}
 	if (opts.list_versions)
