@@ -41,6 +41,8 @@ const volatile __u64 window_ns = 10 * 1000 * 1000;
  * must stay cheap.
  */
 const volatile __u32 switch_counter_mask = COLOC_HW_COUNTER_MASK;
+/* The slots that hold an event on this machine: the others are never read. */
+const volatile __u32 present_counter_mask = ~0u;
 const volatile __u64 sample_period_ns = 1000 * 1000;
 /* Set by the daemon when a tenant is keyed by cgroup: only then walk cgroups. */
 volatile __u32 nr_cgroup_tenants;
@@ -342,7 +344,7 @@ static void sensor_account(struct cpu_state *st, __u32 mask, struct coloc_sensor
 		mask = ~0u;
 	if (mask == ~0u)
 		st->last_full_read_ns = now;
-	live = sensor_read_counters(st, cpu, mask, d);
+	live = sensor_read_counters(st, cpu, mask & present_counter_mask, d);
 	if (!st->last_ns) {
 		st->last_ns = now;
 		st->win.window_id = id;

@@ -213,6 +213,7 @@ int sensor_open(struct sensor **out, const struct sensor_config *cfg)
 	s->skel->rodata->window_ns = (__u64)cfg->window_ms * 1000000ull;
 	s->skel->rodata->switch_counter_mask = s->pmu.available_mask & COLOC_HW_COUNTER_MASK;
 	s->skel->rodata->sample_period_ns = 1000000000ull / cfg->sample_hz;
+	s->skel->rodata->present_counter_mask = s->pmu.available_mask;
 	err = sensor_bpf__load(s->skel);
 	if (err)
 		goto fail;
