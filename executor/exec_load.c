@@ -465,6 +465,13 @@ static void set_impl(struct builder *b, const char *impl, const char *suffix)
 	snprintf(b->plan->impl, sizeof(b->plan->impl), "%s%s", impl, suffix ? suffix : "");
 }
 
+/* A split's impl: the kernel, how it is split, and into how many pieces. */
+static void set_split_impl(struct builder *b, const char *impl, const char *how, int64_t pieces)
+{
+	snprintf(b->plan->impl, sizeof(b->plan->impl), "%s 1-thread %s x%lld", impl, how,
+		 (long long)pieces);
+}
+
 /* ---- weights ------------------------------------------------------------- */
 
 /*
@@ -784,6 +791,17 @@ static int conv_sub(struct builder *b, const struct conv_shape *cs, int64_t oc,
 }
 
 /*
+ * How many pieces a split version cuts a layer into: one per core, and two
+ * on a single core, where a split still halves the working set of each step
+ * (the locality end of VELTAIR's trade-off) instead of being the default
+ * kernel under another name.
+ */
+static int64_t split_parts(const struct builder *b)
+{
+	return b->nr_threads == 1 ? 2 : b->nr_threads;
+}
+
+/*
  * Row split: each core computes a band of output rows (all channels) with a
  * single-thread primitive, reading only its band of input rows plus halo
  * and all the weights. Bands of NHWC rows are contiguous, so no copy. With
@@ -794,8 +812,12 @@ static int conv_row_split(struct builder *b, const struct conv_shape *cs,
 			  const struct layer_weights *lw, const dnnl_memory_desc_t *wmd,
 			  int bands_per_core)
 {
-	int64_t want = (int64_t)b->nr_threads * bands_per_core;
+	int64_t want = split_parts(b) * bands_per_core;
 	int64_t nb = cs->oh < want ? cs->oh : want, s = cs->strides[0];
+
+	/* one band is the whole layer, and tiles no finer than the plain split are that split */
+	if (nb < 2 || (bands_per_core > 1 && nb <= split_parts(b)))
+		return -ENOENT;
 	int64_t ke = (int64_t)(b->l->conv.kh - 1) * (cs->dil[0] + 1) + 1;
 	int64_t sd[4] = { cs->n, cs->ic, cs->ih, cs->iw };
 	size_t src_row = (size_t)(cs->iw * cs->ic) * sizeof(float);
@@ -841,7 +863,7 @@ static int conv_row_split(struct builder *b, const struct conv_shape *cs,
 			ret = conv_sub(b, &bcs, cs->oc, wmd, false, &subs[k]);
 			if (ret)
 				break;
-			set_impl(b, pd_impl(subs[k].pd), " 1-thread row-split");
+			set_split_impl(b, pd_impl(subs[k].pd), "row-split", nb);
 		}
 		for (int64_t img = 0; img < cs->n && !ret; img++) {
 			struct exec_step *it = &g->items[img * nb + band];
@@ -903,7 +925,7 @@ static int conv_oc_split(struct builder *b, const struct conv_shape *cs,
 	    cs->oc / blk < 2)
 		return -ENOENT;
 	nblocks = cs->oc / blk;
-	nsl = nblocks < b->nr_threads ? nblocks : b->nr_threads;
+	nsl = nblocks < split_parts(b) ? nblocks : split_parts(b);
 	md_tag(&src_md, 4, sd, dnnl_nhwc);
 	ret = conv_weights(b, cs, lw, wmd, &w, &bias);
 	if (!ret)
@@ -931,7 +953,7 @@ static int conv_oc_split(struct builder *b, const struct conv_shape *cs,
 			ret = conv_sub(b, cs, ocs, &swmd, true, &subs[k]);
 			if (ret)
 				break;
-			set_impl(b, pd_impl(subs[k].pd), " 1-thread oc-split");
+			set_split_impl(b, pd_impl(subs[k].pd), "oc-split", nsl);
 			md_tag(&tmd, 4, td, dnnl_nhwc);
 			md_strided(&omd, 4, td, ost);
 			ret = attr_new(&attr, MODEL_ACT_NONE, 0.0f, 1.0f);
@@ -1049,9 +1071,24 @@ static int build_conv(struct builder *b, int version, const struct layer_weights
 	 */
 	first = b->slot == 0;
 	if (version == CONV_ROW_SPLIT) {
-		ret = conv_row_split(b, &cs, lw, &shared, 1);
-		if (first && ret != -ENOENT)
-			name_version(b, version, "row-split");
+		ret = -ENOENT;
+		if (first || !strcmp(b->xl->version_names[version], "row-split")) {
+			ret = conv_row_split(b, &cs, lw, &shared, 1);
+			if (first && ret != -ENOENT)
+				name_version(b, version, "row-split");
+		}
+		/* too few rows to split (e.g. 1x1 maps): the gemm-based algorithm */
+		if (ret == -ENOENT &&
+		    (first || !strcmp(b->xl->version_names[version], "gemm-nhwc"))) {
+			*b->plan = saved;
+			b->strict = true;
+			ret = conv_whole(b, &cs, lw, dnnl_nhwc, &any, "gemm");
+			b->strict = false;
+			if (ret == -EINVAL)
+				ret = -ENOENT;
+			if (first && ret != -ENOENT)
+				name_version(b, version, "gemm-nhwc");
+		}
 	} else {
 		ret = -ENOENT;
 		if (first || !strcmp(b->xl->version_names[version], "oc-split")) {
@@ -1084,6 +1121,10 @@ static int build_conv(struct builder *b, int version, const struct layer_weights
 	/* Last resort, a copy of the weights in a layout oneDNN likes. */
 	if (ret == -ENOENT || ret == -EINVAL)
 		ret = conv_whole(b, &cs, lw, dnnl_format_tag_any, &any, NULL);
+	/* the kernel may be version 0's: what differs is the layout */
+	if (!ret)
+		strncat(b->plan->impl, " own-layouts",
+			sizeof(b->plan->impl) - strlen(b->plan->impl) - 1);
 	return ret;
 }
 
@@ -1171,7 +1212,7 @@ static int build_fc(struct builder *b, int version, const struct layer_weights *
 		ret = weights_in(b, lw->bias, &blog, &blog, &bias);
 	if (ret)
 		return ret;
-	if (b->em->default_only || version != MM_SPLIT || n < 2 || b->nr_threads == 1) {
+	if (b->em->default_only || version != MM_SPLIT || n < 2) {
 		a.wei = wlog;
 		if (b->em->default_only)
 			md_tag(&a.wei, 2, wd, dnnl_format_tag_any);
@@ -1193,7 +1234,7 @@ static int build_fc(struct builder *b, int version, const struct layer_weights *
 	if (ret)
 		return ret;
 	{
-		int64_t nsl = n < b->nr_threads ? n : b->nr_threads;
+		int64_t nsl = n < split_parts(b) ? n : split_parts(b);
 		dnnl_primitive_desc_t sub_pd[2] = { NULL, NULL };
 		dnnl_primitive_t sub_prim[2] = { NULL, NULL };
 
@@ -1219,7 +1260,7 @@ static int build_fc(struct builder *b, int version, const struct layer_weights *
 					ret = prim_new(b, sub_pd[kk], &sub_prim[kk]);
 				if (ret)
 					break;
-				set_impl(b, pd_impl(sub_pd[kk]), " 1-thread oc-split");
+				set_split_impl(b, pd_impl(sub_pd[kk]), "oc-split", nsl);
 			}
 			dst.offset = (size_t)n0 * sizeof(float);
 			ret = step_use(b, &s->items[sl], sub_prim[kk], sub_pd[kk]);
@@ -1292,8 +1333,8 @@ static int build_matmul(struct builder *b, int version)
 		ret = plain_input(b, 1, &bbuf);
 	if (ret)
 		return ret;
-	if (b->em->default_only || version != MM_SPLIT || b->nr_threads == 1 ||
-	    (Bb != B && Bb != 1) || (B == 1 && M < 2)) {
+	if (b->em->default_only || version != MM_SPLIT || (Bb != B && Bb != 1) ||
+	    (B == 1 && M < 2)) {
 		ret = mm_pd(b, &a, version == MM_GEMM && !b->em->default_only ? "gemm" : NULL, &pd);
 		if (ret)
 			return fail(b, ret, "oneDNN cannot run this matmul");
@@ -1309,7 +1350,7 @@ static int build_matmul(struct builder *b, int version)
 		/* Split over batches when there are several, else over rows of a. */
 		bool by_batch = B > 1;
 		int64_t units = by_batch ? B : M;
-		int64_t nsl = units < b->nr_threads ? units : b->nr_threads;
+		int64_t nsl = units < split_parts(b) ? units : split_parts(b);
 		dnnl_primitive_desc_t sub_pd[2] = { NULL, NULL };
 		dnnl_primitive_t sub_prim[2] = { NULL, NULL };
 		int64_t bst3[3] = { K * N, bstr[nd - 2], bstr[nd - 1] };
@@ -1337,9 +1378,8 @@ static int build_matmul(struct builder *b, int version)
 					ret = prim_new(b, sub_pd[kk], &sub_prim[kk]);
 				if (ret)
 					break;
-				set_impl(b, pd_impl(sub_pd[kk]),
-					 by_batch ? " 1-thread batch-split" :
-						    " 1-thread row-split");
+				set_split_impl(b, pd_impl(sub_pd[kk]),
+					       by_batch ? "batch-split" : "row-split", nsl);
 			}
 			if (by_batch) {
 				ia.offset += (size_t)(u0 * M * K) * sizeof(float);

@@ -248,11 +248,16 @@ TEST_F(exec, run_block__parsed_model_matches_reference)
 }
 
 /* A real model file (65 layers) end to end, every version, against the reference. */
-TEST(exec_run__mobilenet_v2_file_matches_reference)
+/*
+ * A model file from models/ against the reference, with every layer at
+ * version 0, 1 and 2, on one core and on two: on one core the split versions
+ * cut each layer in two, on two cores one piece per core.
+ */
+static void check_model_file(struct __test_metadata *_metadata, const char *name)
 {
 	const char *root = getenv("COLOC_ROOT");
 	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
-	struct exec_cpuset cores = opts.cpus;
+	struct exec_cpuset sets[2] = { { .nr = 1, .cpus = { 0 } }, { .nr = 2, .cpus = { 0, 1 } } };
 	char path[512], err[512];
 	struct exec_model *em;
 	struct exec_query *q;
@@ -261,13 +266,11 @@ TEST(exec_run__mobilenet_v2_file_matches_reference)
 	int64_t n;
 	int last;
 
-	snprintf(path, sizeof(path), "%s/models/mobilenet_v2.model", root ? root : ".");
+	snprintf(path, sizeof(path), "%s/models/%s.model", root ? root : ".", name);
 	if (access(path, R_OK))
 		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", path);
-	if (nr_cpus() >= 2) {
-		opts.cpus.nr = cores.nr = 2;
-		opts.cpus.cpus[1] = cores.cpus[1] = 1;
-	}
+	if (nr_cpus() >= 2)
+		opts.cpus = sets[1];
 	m = model_load(path, err, sizeof(err));
 	ASSERT_NE(NULL, m) TH_LOG("%s", err);
 	em = exec_model_load(m, &opts, err, sizeof(err));
@@ -278,24 +281,39 @@ TEST(exec_run__mobilenet_v2_file_matches_reference)
 	last = m->nr_layers - 1;
 	n = model_shape_elems(&m->layers[last].out);
 	got = malloc((size_t)n * sizeof(float));
-	for (int v = 0; v < 3; v++) {
-		int *versions = calloc((size_t)m->nr_layers, sizeof(int));
-		float max_err, max_ref;
+	for (int c = 0; c < opts.cpus.nr; c++) {
+		for (int v = 0; v < 3; v++) {
+			int *versions = calloc((size_t)m->nr_layers, sizeof(int));
+			float max_err, max_ref;
 
-		for (int li = 0; li < m->nr_layers; li++)
-			versions[li] = v < exec_layer_nr_versions(em, li) ? v : 0;
-		ASSERT_EQ(0, exec_run_block(em, q, 0, m->nr_layers, versions, &cores, NULL));
-		ASSERT_EQ(0, exec_query_read_output(q, last, got, (size_t)n));
-		ref_compare(got, ref[last], n, &max_err, &max_ref);
-		EXPECT_LE(max_err, TOL * (1.0f + max_ref))
-		TH_LOG("version %d: max err %g, max |ref| %g", v, max_err, max_ref);
-		free(versions);
+			for (int li = 0; li < m->nr_layers; li++)
+				versions[li] = v < exec_layer_nr_versions(em, li) ? v : 0;
+			ASSERT_EQ(0,
+				  exec_run_block(em, q, 0, m->nr_layers, versions, &sets[c], NULL));
+			ASSERT_EQ(0, exec_query_read_output(q, last, got, (size_t)n));
+			ref_compare(got, ref[last], n, &max_err, &max_ref);
+			EXPECT_LE(max_err, TOL * (1.0f + max_ref))
+			TH_LOG("%s, %d core(s), version %d: max err %g, max |ref| %g", name,
+			       sets[c].nr, v, max_err, max_ref);
+			free(versions);
+		}
 	}
 	free(got);
 	free_all(m, ref);
 	exec_query_free(q);
 	exec_model_free(em);
 	model_free(m);
+}
+
+TEST(exec_run__mobilenet_v2_file_matches_reference)
+{
+	check_model_file(_metadata, "mobilenet_v2");
+}
+
+/* Squeeze-excite, swish, 5x5 depthwise; 1x1 maps that take the gemm and own-layout versions. */
+TEST(exec_run__efficientnet_b0_file_matches_reference)
+{
+	check_model_file(_metadata, "efficientnet_b0");
 }
 
 /*
@@ -354,9 +372,14 @@ TEST_F(exec, load__every_conv_and_fc_has_three_versions)
 			/* Names are oneDNN's: "jit:...", "brg:...", "gemm:..." and the like. */
 			EXPECT_NE(NULL, strchr(impl, ':'))
 			TH_LOG("layer %d v%d impl '%s'", li, v, impl);
-			for (int w = 0; w < v; w++)
+			for (int w = 0; w < v; w++) {
 				EXPECT_STRNE(exec_layer_version_name(self->em, li, v),
 					     exec_layer_version_name(self->em, li, w));
+				/* a different execution at every core count, not a new name */
+				for (int c = 1; c <= self->opts.cpus.nr; c++)
+					EXPECT_STRNE(exec_layer_impl(self->em, li, v, c),
+						     exec_layer_impl(self->em, li, w, c));
+			}
 		}
 	}
 	EXPECT_EQ(NULL, exec_layer_version_name(self->em, 1, 99));
