@@ -2069,6 +2069,15 @@ static struct exec_model *load(const struct model *m, const struct exec_options 
 	}
 	em->graph = m;
 	em->default_only = default_only;
+	/*
+	 * libgomp reads these at start-up and then places team threads itself,
+	 * which breaks pinning team thread i to the block's i-th core.
+	 */
+	if (getenv("OMP_PLACES") || getenv("OMP_PROC_BIND") || getenv("GOMP_CPU_AFFINITY")) {
+		snprintf(err, err_len, "unset OMP_PLACES, OMP_PROC_BIND and GOMP_CPU_AFFINITY: "
+				       "the executor pins its threads to each block's cores itself");
+		goto fail;
+	}
 	ret = cpus_resolve(opts, &em->cpus, err, err_len);
 	if (ret)
 		goto fail;

@@ -238,7 +238,9 @@ bool profile_machine_equal(const struct profile_machine *a, const struct profile
 
 bool profile_same_setup(const struct profile *a, const struct profile *b)
 {
+	/* another oneDNN may pick other kernels: its latencies are not ours */
 	if (strcmp(a->model_name, b->model_name) || a->model_hash != b->model_hash ||
+	    strcmp(a->onednn_version, b->onednn_version) ||
 	    !profile_machine_equal(&a->machine, &b->machine) || a->stress_kind != b->stress_kind ||
 	    a->nr_cores != b->nr_cores || a->nr_levels != b->nr_levels ||
 	    memcmp(a->levels, b->levels, (size_t)a->nr_levels * sizeof(a->levels[0])) ||
