@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "testutil.h"
 #include "profile.h"
 
 static const int test_levels[] = { 0, 30, 60, 100 };
@@ -133,59 +134,14 @@ static int find_tool(const char *name, char *path, size_t len)
 	return access(path, X_OK) ? -ENOENT : 0;
 }
 
-struct tool_run {
-	pid_t pid;
-	int out_fd;
-	int status;
-	char output[32768]; /* stdout and stderr */
-};
-
-static int tool_start(const char *bin, const char *const *args, struct tool_run *run)
+static int tool_run(const char *bin, const char *const *args, struct tu_child *run)
 {
-	const char *argv[24] = { bin };
-	int pipefd[2], n = 1;
+	int ret = tu_child_start(bin, args, run);
 
-	for (; args[n - 1] && n < 23; n++)
-		argv[n] = args[n - 1];
-	argv[n] = NULL;
-	if (pipe(pipefd))
-		return -errno;
-	run->pid = fork();
-	if (run->pid < 0)
-		return -errno;
-	if (run->pid == 0) {
-		dup2(pipefd[1], STDOUT_FILENO);
-		dup2(pipefd[1], STDERR_FILENO);
-		close(pipefd[0]);
-		close(pipefd[1]);
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	run->out_fd = pipefd[0];
-	return 0;
+	return ret ? ret : tu_child_finish(run);
 }
 
-static int tool_finish(struct tool_run *run)
-{
-	size_t len = 0;
-	ssize_t n;
-
-	while ((n = read(run->out_fd, run->output + len, sizeof(run->output) - 1 - len)) > 0)
-		len += (size_t)n;
-	run->output[len] = '\0';
-	close(run->out_fd);
-	return waitpid(run->pid, &run->status, 0) == run->pid ? 0 : -errno;
-}
-
-static int tool_run(const char *bin, const char *const *args, struct tool_run *run)
-{
-	int ret = tool_start(bin, args, run);
-
-	return ret ? ret : tool_finish(run);
-}
-
-static bool exited_with(const struct tool_run *run, int code)
+static bool exited_with(const struct tu_child *run, int code)
 {
 	return WIFEXITED(run->status) && WEXITSTATUS(run->status) == code;
 }
@@ -648,7 +604,7 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 	const char *args[] = { model,	   "-o",     out,	    "--iters", "1",
 			       "--levels", "50,100", "--cache-dir", cache,     NULL };
 	struct profile_machine machine;
-	struct tool_run run;
+	struct tu_child run;
 	struct profile *p;
 	uint64_t hash;
 
@@ -719,7 +675,7 @@ TEST_F_TIMEOUT(profile, coloc_profile__resumes_where_sigint_stopped_it, 120)
 	const char *other[] = { model,	      "-o",	  out,	      "--iters", "20",
 				"--no-cache", "--resume", "--levels", "40",	 NULL };
 	struct profile *half, *full;
-	struct tool_run run;
+	struct tu_child run;
 	size_t measured;
 
 	if (find_tool("coloc-profile", bin, sizeof(bin)))
@@ -730,12 +686,12 @@ TEST_F_TIMEOUT(profile, coloc_profile__resumes_where_sigint_stopped_it, 120)
 	ASSERT_EQ(0, write_file(model, small_model, strlen(small_model)));
 
 	/* Interrupt as soon as the first group is saved; seven stressed groups remain. */
-	ASSERT_EQ(0, tool_start(bin, args, &run));
+	ASSERT_EQ(0, tu_child_start(bin, args, &run));
 	for (int i = 0; i < 6000 && access(partial, F_OK); i++)
 		usleep(10000);
 	ASSERT_EQ(0, access(partial, F_OK));
 	ASSERT_EQ(0, kill(run.pid, SIGINT));
-	ASSERT_EQ(0, tool_finish(&run));
+	ASSERT_EQ(0, tu_child_finish(&run));
 	ASSERT_TRUE(exited_with(&run, 1)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "interrupted")) TH_LOG("%s", run.output);
 	ASSERT_NE(0, access(out, F_OK));
@@ -792,7 +748,7 @@ TEST_F(profile, coloc_profile__bad_input_exits_with_a_message)
 					"input data shape=1x3x8x8\nfrobnicate f1 out=3\n";
 	char bin[PATH_MAX], model[160], out[160];
 	const char *args[] = { model, "-o", out, NULL };
-	struct tool_run run;
+	struct tu_child run;
 
 	if (find_tool("coloc-profile", bin, sizeof(bin)))
 		SKIP(return, "bin/coloc-profile is not built (run make, or set COLOC_BIN)");

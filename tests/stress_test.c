@@ -21,13 +21,11 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "testutil.h"
 
 struct stress_run {
-	pid_t pid;
-	int out_fd; /* the child's stdout and stderr */
+	struct tu_child c;
 	double cpu_s; /* utime + stime of the whole process */
-	int status;
-	char output[16384];
 };
 
 /* bin/coloc-stress: $COLOC_BIN (make check), else next to the tree this test was built in. */
@@ -59,28 +57,7 @@ static int find_stress(char *path, size_t len)
 
 static int stress_start(const char *bin, const char *const *args, struct stress_run *run)
 {
-	const char *argv[16] = { bin };
-	int pipefd[2], n = 1;
-
-	for (; args[n - 1] && n < 15; n++)
-		argv[n] = args[n - 1];
-	argv[n] = NULL;
-	if (pipe(pipefd))
-		return -errno;
-	run->pid = fork();
-	if (run->pid < 0)
-		return -errno;
-	if (run->pid == 0) {
-		dup2(pipefd[1], STDOUT_FILENO);
-		dup2(pipefd[1], STDERR_FILENO);
-		close(pipefd[0]);
-		close(pipefd[1]);
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	run->out_fd = pipefd[0];
-	return 0;
+	return tu_child_start(bin, args, &run->c);
 }
 
 /* Fields of /proc/PID[/task/TID]/stat after the command name; field 3 is index 0. */
@@ -112,21 +89,16 @@ static int stress_finish(struct stress_run *run)
 	unsigned long long f[20];
 	char path[64];
 	siginfo_t si;
-	size_t len = 0;
-	ssize_t n;
 
-	while ((n = read(run->out_fd, run->output + len, sizeof(run->output) - 1 - len)) > 0)
-		len += (size_t)n;
-	run->output[len] = '\0';
-	close(run->out_fd);
-	if (waitid(P_PID, (id_t)run->pid, &si, WEXITED | WNOWAIT))
+	tu_child_read_output(&run->c);
+	if (waitid(P_PID, (id_t)run->c.pid, &si, WEXITED | WNOWAIT))
 		return -errno;
-	snprintf(path, sizeof(path), "/proc/%d/stat", run->pid);
+	snprintf(path, sizeof(path), "/proc/%d/stat", run->c.pid);
 	/* f[i] is field i + 4: utime is field 14, stime 15. */
 	if (read_stat_fields(path, f, 12))
 		return -EIO;
 	run->cpu_s = (double)(f[10] + f[11]) / (double)sysconf(_SC_CLK_TCK);
-	if (waitpid(run->pid, &run->status, 0) != run->pid)
+	if (waitpid(run->c.pid, &run->c.status, 0) != run->c.pid)
 		return -errno;
 	return 0;
 }
@@ -151,7 +123,7 @@ static int stress_run_expecting_cpu(const char *bin, const char *const *args, do
 
 		if (ret)
 			return ret;
-		if (!WIFEXITED(run->status) || WEXITSTATUS(run->status))
+		if (!WIFEXITED(run->c.status) || WEXITSTATUS(run->c.status))
 			return -ECHILD;
 		if (run->cpu_s >= lo && run->cpu_s <= hi)
 			return 0;
@@ -194,10 +166,10 @@ TEST_F(stress, level_100__keeps_its_core_busy)
 	struct stress_run run;
 
 	ASSERT_EQ(0, stress_run_expecting_cpu(self->bin, args, 0.7, 1.3, &run))
-	TH_LOG("level 100 for 1 s: %.2f s of CPU; %s", run.cpu_s, run.output);
+	TH_LOG("level 100 for 1 s: %.2f s of CPU; %s", run.cpu_s, run.c.output);
 	TH_LOG("level 100 for 1 s: %.2f s of CPU", run.cpu_s);
-	ASSERT_NE(NULL, strstr(run.output, "total: ")) TH_LOG("%s", run.output);
-	ASSERT_GT(strtod(strstr(run.output, "total: ") + 7, NULL), 0.0);
+	ASSERT_NE(NULL, strstr(run.c.output, "total: ")) TH_LOG("%s", run.c.output);
+	ASSERT_GT(strtod(strstr(run.c.output, "total: ") + 7, NULL), 0.0);
 }
 
 TEST_F(stress, level_0__stays_idle)
@@ -206,10 +178,11 @@ TEST_F(stress, level_0__stays_idle)
 	struct stress_run run;
 
 	ASSERT_EQ(0, stress_run(self->bin, args, &run));
-	ASSERT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0) TH_LOG("%s", run.output);
+	ASSERT_TRUE(WIFEXITED(run.c.status) && WEXITSTATUS(run.c.status) == 0)
+	TH_LOG("%s", run.c.output);
 	TH_LOG("level 0 for 1 s: %.2f s of CPU", run.cpu_s);
 	ASSERT_LE(run.cpu_s, 0.1);
-	ASSERT_NE(NULL, strstr(run.output, "total: 0.000 GB/s")) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.c.output, "total: 0.000 GB/s")) TH_LOG("%s", run.c.output);
 }
 
 TEST_F(stress, level_50__uses_about_half_a_core)
@@ -219,7 +192,7 @@ TEST_F(stress, level_50__uses_about_half_a_core)
 	struct stress_run run;
 
 	ASSERT_EQ(0, stress_run_expecting_cpu(self->bin, args, 0.25, 0.75, &run))
-	TH_LOG("level 50 for 1 s: %.2f s of CPU; %s", run.cpu_s, run.output);
+	TH_LOG("level 50 for 1 s: %.2f s of CPU; %s", run.cpu_s, run.c.output);
 	TH_LOG("level 50 for 1 s: %.2f s of CPU", run.cpu_s);
 }
 
@@ -236,14 +209,14 @@ TEST_F(stress, cores__one_busy_thread_per_core_pinned_there)
 
 	ASSERT_EQ(0, stress_start(self->bin, args, &run));
 	nanosleep(&wait, NULL);
-	snprintf(dirpath, sizeof(dirpath), "/proc/%d/task", run.pid);
+	snprintf(dirpath, sizeof(dirpath), "/proc/%d/task", run.c.pid);
 	d = opendir(dirpath);
 	ASSERT_NE(NULL, d);
 	while ((de = readdir(d))) {
 		unsigned long long f[40];
 		char path[384];
 
-		if (de->d_name[0] == '.' || atoi(de->d_name) == run.pid)
+		if (de->d_name[0] == '.' || atoi(de->d_name) == run.c.pid)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/stat", dirpath, de->d_name);
 		/* f[i] is field i + 4: processor (the CPU it last ran on) is field 39. */
@@ -253,13 +226,14 @@ TEST_F(stress, cores__one_busy_thread_per_core_pinned_there)
 	}
 	closedir(d);
 	/* No --duration: it runs until SIGTERM, then reports. */
-	ASSERT_EQ(0, kill(run.pid, SIGTERM));
+	ASSERT_EQ(0, kill(run.c.pid, SIGTERM));
 	ASSERT_EQ(0, stress_finish(&run));
 	ASSERT_EQ(1, workers);
 	ASSERT_EQ(0, wrong_cpu);
-	ASSERT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0) TH_LOG("%s", run.output);
-	ASSERT_NE(NULL, strstr(run.output, "words streamed")) TH_LOG("%s", run.output);
-	ASSERT_NE(NULL, strstr(run.output, "total: ")) TH_LOG("%s", run.output);
+	ASSERT_TRUE(WIFEXITED(run.c.status) && WEXITSTATUS(run.c.status) == 0)
+	TH_LOG("%s", run.c.output);
+	ASSERT_NE(NULL, strstr(run.c.output, "words streamed")) TH_LOG("%s", run.c.output);
+	ASSERT_NE(NULL, strstr(run.c.output, "total: ")) TH_LOG("%s", run.c.output);
 }
 
 TEST_F(stress, cores__every_listed_core_gets_a_busy_thread)
@@ -289,7 +263,7 @@ TEST_F(stress, cores__every_listed_core_gets_a_busy_thread)
 	ASSERT_NE(NULL, f);
 	ASSERT_EQ(1, fscanf(f, "%lf", &uptime));
 	fclose(f);
-	snprintf(dirpath, sizeof(dirpath), "/proc/%d/task", run.pid);
+	snprintf(dirpath, sizeof(dirpath), "/proc/%d/task", run.c.pid);
 	d = opendir(dirpath);
 	ASSERT_NE(NULL, d);
 	while ((de = readdir(d))) {
@@ -297,7 +271,7 @@ TEST_F(stress, cores__every_listed_core_gets_a_busy_thread)
 		char path[384];
 		double alive;
 
-		if (de->d_name[0] == '.' || atoi(de->d_name) == run.pid)
+		if (de->d_name[0] == '.' || atoi(de->d_name) == run.c.pid)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/stat", dirpath, de->d_name);
 		ASSERT_EQ(0, read_stat_fields(path, fl, 36));
@@ -309,9 +283,10 @@ TEST_F(stress, cores__every_listed_core_gets_a_busy_thread)
 		on_last += fl[35] == (unsigned long long)last;
 	}
 	closedir(d);
-	ASSERT_EQ(0, kill(run.pid, SIGTERM));
+	ASSERT_EQ(0, kill(run.c.pid, SIGTERM));
 	ASSERT_EQ(0, stress_finish(&run));
-	ASSERT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0) TH_LOG("%s", run.output);
+	ASSERT_TRUE(WIFEXITED(run.c.status) && WEXITSTATUS(run.c.status) == 0)
+	TH_LOG("%s", run.c.output);
 	ASSERT_EQ(2, workers);
 	ASSERT_EQ(1, on_first);
 	ASSERT_EQ(1, on_last);
@@ -337,9 +312,9 @@ TEST_F(stress, args__bad_values_exit_2_with_a_message)
 		struct stress_run run;
 
 		ASSERT_EQ(0, stress_run(self->bin, bad[i], &run));
-		ASSERT_TRUE(WIFEXITED(run.status)) TH_LOG("case %zu", i);
-		ASSERT_EQ(2, WEXITSTATUS(run.status)) TH_LOG("case %zu: %s", i, run.output);
-		ASSERT_NE(NULL, strstr(run.output, "coloc-stress: ")) TH_LOG("case %zu", i);
+		ASSERT_TRUE(WIFEXITED(run.c.status)) TH_LOG("case %zu", i);
+		ASSERT_EQ(2, WEXITSTATUS(run.c.status)) TH_LOG("case %zu: %s", i, run.c.output);
+		ASSERT_NE(NULL, strstr(run.c.output, "coloc-stress: ")) TH_LOG("case %zu", i);
 	}
 }
 

@@ -201,6 +201,48 @@ int tu_request(const char *socket_path, const char *req, char *resp, size_t len)
 	return n;
 }
 
+int tu_child_start(const char *bin, const char *const *args, struct tu_child *c)
+{
+	const char *argv[24] = { bin };
+	int pipefd[2], n = 1;
+
+	for (; args[n - 1] && n < 23; n++)
+		argv[n] = args[n - 1];
+	argv[n] = NULL;
+	if (pipe2(pipefd, O_CLOEXEC))
+		return -errno;
+	c->pid = fork();
+	if (c->pid < 0)
+		return -errno;
+	if (c->pid == 0) {
+		dup2(pipefd[1], STDOUT_FILENO);
+		dup2(pipefd[1], STDERR_FILENO);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	c->out_fd = pipefd[0];
+	return 0;
+}
+
+void tu_child_read_output(struct tu_child *c)
+{
+	size_t len = 0;
+	ssize_t n;
+
+	while ((n = read(c->out_fd, c->output + len, sizeof(c->output) - 1 - len)) > 0)
+		len += (size_t)n;
+	c->output[len] = '\0';
+	close(c->out_fd);
+	c->out_fd = -1;
+}
+
+int tu_child_finish(struct tu_child *c)
+{
+	tu_child_read_output(c);
+	return waitpid(c->pid, &c->status, 0) == c->pid ? 0 : -errno;
+}
+
 pid_t tu_start_colocd(const char *socket_path, const char *pin_dir, const char *log)
 {
 	char bin[512];

@@ -35,6 +35,20 @@ const char *tu_bin(const char *name, char *buf, size_t len);
 /* Runs a shell command; its stdout+stderr go to out. Returns the exit status or -1. */
 int tu_run(const char *cmd, char *out, size_t len);
 
+/* A coloc binary run as a child, its stdout and stderr going to a pipe. */
+struct tu_child {
+	pid_t pid;
+	int out_fd;
+	int status; /* from waitpid, once reaped */
+	char output[32768];
+};
+/* Runs bin with args (NULL-terminated, at most 22). */
+int tu_child_start(const char *bin, const char *const *args, struct tu_child *c);
+/* Reads the child's output until it closes it; does not reap the child. */
+void tu_child_read_output(struct tu_child *c);
+/* Reads its output and reaps it. */
+int tu_child_finish(struct tu_child *c);
+
 /* Starts colocd with its output in log; waits until the socket answers. */
 pid_t tu_start_colocd(const char *socket_path, const char *pin_dir, const char *log);
 /* SIGTERM, then the exit status (or -1). */
