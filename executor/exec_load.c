@@ -543,11 +543,14 @@ struct layer_weights {
 	size_t nr_w, nr_bias;
 };
 
-static int layer_weights_make(const struct model *m, int li, struct layer_weights *lw)
+/* From the weights file when there is one, else generated from the model's seed. */
+static int layer_weights_make(const struct model *m, int li, struct exec_weights_file *wf,
+			      struct layer_weights *lw, char *err, size_t err_len)
 {
 	const struct model_layer *l = &m->layers[li];
 	struct exec_layer_params p;
-	int ret = exec_layer_params_generate(m, li, &p);
+	int ret = wf ? exec_weights_read_layer(wf, li, &p, err, err_len) :
+		       exec_layer_params_generate(m, li, &p);
 
 	memset(lw, 0, sizeof(*lw));
 	if (ret)
@@ -1926,7 +1929,8 @@ static int plan_commit(struct exec_plan *p, const struct plan_draft *d)
 	return 0;
 }
 
-static int build_layer(struct exec_model *em, int li, char *err, size_t err_len)
+static int build_layer(struct exec_model *em, int li, struct exec_weights_file *wf, char *err,
+		       size_t err_len)
 {
 	struct plan_draft *draft = malloc(sizeof(*draft));
 	struct builder b = {
@@ -1946,9 +1950,11 @@ static int build_layer(struct exec_model *em, int li, char *err, size_t err_len)
 		return fail(&b, -ENOMEM, "out of memory");
 	if (op == MODEL_OP_CONV || op == MODEL_OP_FC || op == MODEL_OP_LAYER_NORM ||
 	    op == MODEL_OP_EMBED) {
-		ret = layer_weights_make(em->graph, li, &lw);
+		ret = layer_weights_make(em->graph, li, wf, &lw, err, err_len);
 		if (ret) {
 			free(draft);
+			if (wf && err[0])
+				return ret;
 			return fail(&b, ret, "cannot generate weights");
 		}
 	}
@@ -2045,6 +2051,7 @@ static void slots_make(struct exec_model *em)
 static struct exec_model *load(const struct model *m, const struct exec_options *opts,
 			       bool default_only, char *err, size_t err_len)
 {
+	struct exec_weights_file *wf = NULL;
 	struct exec_model *em;
 	size_t off = 0;
 	int ret;
@@ -2055,15 +2062,15 @@ static struct exec_model *load(const struct model *m, const struct exec_options 
 		snprintf(err, err_len, "empty model");
 		return NULL;
 	}
+	/* Checked whole before oneDNN builds anything, so a bad file fails fast. */
 	if (opts && opts->weights_path) {
-		snprintf(err, err_len,
-			 "%s: weight files are not supported yet (omit them: "
-			 "weights are generated from the model's seed)",
-			 opts->weights_path);
-		return NULL;
+		wf = exec_weights_open(m, opts->weights_path, err, err_len);
+		if (!wf)
+			return NULL;
 	}
 	em = calloc(1, sizeof(*em));
 	if (!em) {
+		exec_weights_close(wf);
 		snprintf(err, err_len, "out of memory");
 		return NULL;
 	}
@@ -2123,10 +2130,12 @@ static struct exec_model *load(const struct model *m, const struct exec_options 
 		layer_out_md(em, li);
 	}
 	for (int li = 0; li < m->nr_layers; li++) {
-		ret = build_layer(em, li, err, err_len);
+		ret = build_layer(em, li, wf, err, err_len);
 		if (ret)
 			goto fail;
 	}
+	exec_weights_close(wf);
+	wf = NULL;
 	omp_set_num_threads(em->max_threads);
 	for (int li = 0; li < m->nr_layers; li++) {
 		int a = em->layers[li].alias_of;
@@ -2169,6 +2178,7 @@ oom:
 fail:
 	if (!err[0])
 		snprintf(err, err_len, "cannot load the model");
+	exec_weights_close(wf);
 	exec_model_free(em);
 	return NULL;
 }

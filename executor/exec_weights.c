@@ -81,7 +81,7 @@ static int gen_conv(const struct model *m, const struct model_layer *l, struct r
 		p->bn_beta = rng_fill(r, (size_t)oc, -0.1f, 0.1f);
 		p->bn_mean = rng_fill(r, (size_t)oc, -0.1f, 0.1f);
 		p->bn_var = rng_fill(r, (size_t)oc, 0.5f, 1.5f);
-		p->bn_eps = 1e-5f;
+		p->bn_eps = EXEC_BN_EPS;
 		if (!p->bn_gamma || !p->bn_beta || !p->bn_mean || !p->bn_var)
 			return -ENOMEM;
 	}

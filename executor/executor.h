@@ -107,6 +107,32 @@ struct exec_layer_params {
 int exec_layer_params_generate(const struct model *m, int layer, struct exec_layer_params *p);
 void exec_layer_params_free(struct exec_layer_params *p);
 
+/* The batch-norm epsilon of generated and file parameters. */
+#define EXEC_BN_EPS 1e-5f
+
+/*
+ * Weights files (format in models/WEIGHTS.md): a model's raw parameters as
+ * exec_layer_params_generate() lays them out, stored instead of generated.
+ * Little-endian: "COLOCWT1", u32 count of layers with parameters, then per
+ * such layer by increasing index: u32 layer index, u32 tensor count, and
+ * each tensor (weights, bias, bn gamma, beta, mean, var: those the layer
+ * has) as u64 element count and that many fp32 values.
+ *
+ * exec_weights_open() checks the whole file against the model (sizes before
+ * any allocation, every value finite) and returns NULL with "PATH: byte N:
+ * what is wrong" in err on any mismatch.
+ */
+struct exec_weights_file;
+struct exec_weights_file *exec_weights_open(const struct model *m, const char *path, char *err,
+					    size_t err_len);
+/* Layer's parameters from the file (all NULL for a layer without any); 0 or -errno. */
+int exec_weights_read_layer(struct exec_weights_file *wf, int layer, struct exec_layer_params *p,
+			    char *err, size_t err_len);
+void exec_weights_close(struct exec_weights_file *wf);
+/* Writes m's deterministic weights, generated as if the model's seed were seed. 0 or -errno. */
+int exec_weights_save(const struct model *m, const char *path, uint32_t seed, char *err,
+		      size_t err_len);
+
 /*
  * The baseline: one version per layer, oneDNN's default (first)
  * implementation with every layout left to oneDNN (format_tag_any) and its

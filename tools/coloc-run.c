@@ -22,6 +22,8 @@ static struct run_opts {
 	const char *model_path;
 	const char *cores; /* NULL: every online CPU */
 	const char *version; /* "auto", a version name, or an index */
+	const char *weights; /* NULL: generated from the model's seed */
+	const char *save_weights; /* write the generated weights there and exit */
 	int iters;
 	bool json;
 	bool list_versions;
@@ -32,22 +34,27 @@ static struct run_opts {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: coloc-run MODEL [options]\n"
-		"Runs MODEL (a model file, see models/) alone and prints per-layer and total\n"
-		"latency (median of the runs) and GFLOP/s.\n"
-		"\n"
-		"  -c, --cores LIST      CPUs to run on, e.g. 0-3,6 (default: all online)\n"
-		"  -V, --version V       kernel version per layer: auto (fastest measured on\n"
-		"                        these cores), a name such as row-split, or an index;\n"
-		"                        layers without it run version 0 (default: 0)\n"
-		"  -n, --iters N         runs to take the median of, 1..100000 (default: 10)\n"
-		"  -j, --json            print JSON instead of a table\n"
-		"  -l, --list-versions   list each layer's versions and oneDNN implementations\n"
-		"  -h, --help            this help\n"
-		"\n"
-		"Exit status: 0 ok, 1 the model failed to load or run, 2 bad usage.\n"
-		"Example: coloc-run models/resnet50.model --cores 0-1 --version auto --iters 5\n");
+	fprintf(f, "Usage: coloc-run MODEL [options]\n"
+		   "Runs MODEL (a model file, see models/) alone and prints per-layer and total\n"
+		   "latency (median of the runs) and GFLOP/s.\n"
+		   "\n"
+		   "  -c, --cores LIST      CPUs to run on, e.g. 0-3,6 (default: all online)\n"
+		   "  -V, --version V       kernel version per layer: auto (fastest measured on\n"
+		   "                        these cores), a name such as row-split, or an index;\n"
+		   "                        layers without it run version 0 (default: 0)\n"
+		   "  -n, --iters N         runs to take the median of, 1..100000 (default: 10)\n"
+		   "  -j, --json            print JSON instead of a table\n"
+		   "  -l, --list-versions   list each layer's versions and oneDNN implementations\n"
+		   "  -w, --weights FILE    load the weights from FILE (see models/WEIGHTS.md)\n"
+		   "                        instead of generating them from the model's seed\n"
+		   "  -S, --save-weights FILE\n"
+		   "                        write the model's generated weights to FILE in that\n"
+		   "                        format and exit\n"
+		   "  -h, --help            this help\n"
+		   "\n"
+		   "Exit status: 0 ok, 1 the model failed to load or run, 2 bad usage.\n"
+		   "Example: coloc-run models/resnet50.model --cores 0-1 --version auto --iters 5\n"
+		   "         coloc-run models/resnet50.model --save-weights /tmp/r50.wt\n");
 }
 
 /* Versions per layer from --version (not auto): a name or an index. */
@@ -233,6 +240,8 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "list-versions", no_argument, NULL, 'l' },
+		{ "weights", required_argument, NULL, 'w' },
+		{ "save-weights", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -244,7 +253,7 @@ int main(int argc, char **argv)
 	int c, ret;
 	long v;
 
-	while ((c = getopt_long(argc, argv, "c:V:n:jlh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:V:n:jlw:S:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			opts.cores = optarg;
@@ -262,6 +271,12 @@ int main(int argc, char **argv)
 			break;
 		case 'l':
 			opts.list_versions = true;
+			break;
+		case 'w':
+			opts.weights = optarg;
+			break;
+		case 'S':
+			opts.save_weights = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -286,6 +301,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "coloc-run: %s\n", err);
 		return 1;
 	}
+	if (opts.save_weights) {
+		ret = exec_weights_save(m, opts.save_weights, m->seed, err, sizeof(err));
+		if (ret)
+			fprintf(stderr, "coloc-run: %s\n", err);
+		model_free(m);
+		return ret ? 1 : 0;
+	}
+	eo.weights_path = opts.weights;
 	em = exec_model_load(m, &eo, err, sizeof(err));
 	if (!em) {
 		fprintf(stderr, "coloc-run: %s: %s\n", opts.model_path, err);
