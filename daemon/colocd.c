@@ -111,6 +111,11 @@ static int parse_args(int argc, char **argv)
 			(2000 + config.window_ms - 1) / config.window_ms);
 		return 2;
 	}
+	if (config.span_ms < config.window_ms) {
+		fprintf(stderr, "colocd: --span-ms %u is shorter than one %u ms window\n",
+			config.span_ms, config.window_ms);
+		return 2;
+	}
 	if (!span_given && config.span_ms / config.window_ms > VIEW_RING - 2)
 		config.span_ms = (VIEW_RING - 2) * config.window_ms;
 	if (config.span_ms / config.window_ms > VIEW_RING - 2) {

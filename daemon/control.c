@@ -338,10 +338,15 @@ static char *control_tenant_add(struct colocd *d, struct json_object *req, __u64
 					     COLOC_MAX_PIDS_PER_REQUEST);
 	}
 	if (json_object_object_get_ex(req, "cgroup", &jcg)) {
-		if (!json_object_is_type(jcg, json_type_string) ||
-		    control_cgroup_id(json_object_get_string(jcg), cgroup, &cgid))
-			return control_error("\"cgroup\" must be a cgroup v2 directory under %s",
-					     CONTROL_CGROUP_ROOT);
+		if (!json_object_is_type(jcg, json_type_string))
+			return control_error("\"cgroup\" must be a path");
+		if (control_cgroup_id(json_object_get_string(jcg), cgroup, &cgid))
+			return control_error(
+				"cgroup '%.200s' is not an existing cgroup v2 directory "
+				"below %s (on hybrid systems v2 is mounted at "
+				"%sunified)",
+				json_object_get_string(jcg), CONTROL_CGROUP_ROOT,
+				CONTROL_CGROUP_ROOT);
 		have_cgroup = true;
 		owner = control_owner_of_cgroup(d, cgid);
 		if (owner && strcmp(owner->name, name))

@@ -348,32 +348,75 @@ static void server_dispatch(struct server *s, struct colocd *d, struct io_uring_
 	}
 }
 
+/*
+ * The lock file is removed at exit, so a daemon that locked a file someone
+ * unlinked meanwhile holds nothing: it checks the path still names its file
+ * and otherwise tries again.
+ */
 static int server_take_lock(struct server *s)
 {
-	s->lock_fd = open(s->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (s->lock_fd < 0) {
-		fprintf(stderr, "colocd: cannot open lock %s: %s\n", s->lock_path, strerror(errno));
-		return -errno;
-	}
-	if (flock(s->lock_fd, LOCK_EX | LOCK_NB)) {
-		fprintf(stderr, "colocd: socket %s is in use: another colocd holds %s\n",
-			s->socket_path, s->lock_path);
+	for (int tries = 0; tries < 10; tries++) {
+		struct stat held, named;
+
+		s->lock_fd = open(s->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (s->lock_fd < 0) {
+			fprintf(stderr, "colocd: cannot open lock %s: %s\n", s->lock_path,
+				strerror(errno));
+			return -errno;
+		}
+		if (flock(s->lock_fd, LOCK_EX | LOCK_NB)) {
+			fprintf(stderr, "colocd: socket %s is in use: another colocd holds %s\n",
+				s->socket_path, s->lock_path);
+			close(s->lock_fd);
+			s->lock_fd = -1;
+			return -EADDRINUSE;
+		}
+		if (!fstat(s->lock_fd, &held) && !stat(s->lock_path, &named) &&
+		    held.st_ino == named.st_ino && held.st_dev == named.st_dev)
+			return 0;
 		close(s->lock_fd);
 		s->lock_fd = -1;
-		return -EADDRINUSE;
 	}
-	return 0;
+	fprintf(stderr, "colocd: lock %s keeps changing; is another colocd starting?\n",
+		s->lock_path);
+	return -EBUSY;
+}
+
+/* The process that listens on a socket path (SO_PEERCRED of a connection to it). */
+static pid_t server_listener_of(int fd, char *comm, size_t len)
+{
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	char path[64];
+	FILE *f;
+
+	comm[0] = '\0';
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) || cred.pid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/comm", cred.pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0; /* gone */
+	if (!fgets(comm, (int)len, f))
+		comm[0] = '\0';
+	fclose(f);
+	comm[strcspn(comm, "\n")] = '\0';
+	return cred.pid;
 }
 
 /*
- * The lock is ours, so no colocd serves the path; but another program might.
- * Only a socket nobody accepts on is stale and removed.
+ * The lock is ours, so no live colocd serves the path; but another program
+ * might. A socket nobody accepts on is stale and removed, and so is one that
+ * a colocd still being torn down (killed, its io_uring not yet released)
+ * answers for: only another program's live socket is refused.
  */
 static int server_remove_stale_socket(struct server *s)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	char comm[32];
 	struct stat st;
-	int fd, in_use;
+	pid_t listener = 0;
+	int fd;
 
 	if (lstat(s->socket_path, &st))
 		return 0;
@@ -386,10 +429,12 @@ static int server_remove_stale_socket(struct server *s)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	in_use = !connect(fd, (struct sockaddr *)&addr, sizeof(addr));
+	if (!connect(fd, (struct sockaddr *)&addr, sizeof(addr)))
+		listener = server_listener_of(fd, comm, sizeof(comm));
 	close(fd);
-	if (in_use) {
-		fprintf(stderr, "colocd: socket %s is in use by another process\n", s->socket_path);
+	if (listener > 0 && strcmp(comm, "colocd")) {
+		fprintf(stderr, "colocd: socket %s is in use by another process (pid %d, %s)\n",
+			s->socket_path, listener, comm);
 		return -EADDRINUSE;
 	}
 	unlink(s->socket_path);
@@ -536,8 +581,10 @@ void server_close(struct server *s)
 	}
 	if (s->sig_fd >= 0)
 		close(s->sig_fd);
-	/* the lock file stays: unlinking it would let two new daemons both lock */
-	if (s->lock_fd >= 0)
+	/* unlinked while held: a daemon that locks the old file sees it is gone */
+	if (s->lock_fd >= 0) {
+		unlink(s->lock_path);
 		close(s->lock_fd);
+	}
 	free(s);
 }

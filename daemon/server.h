@@ -23,7 +23,7 @@ int server_open(struct server **out, const char *socket_path);
  * SIGTERM; returns 0 then, or a negative errno.
  */
 int server_run(struct server *s, struct colocd *d);
-/* Closes connections and removes the socket (its lock file stays). NULL is fine. */
+/* Closes connections, removes the socket and its lock file. NULL is fine. */
 void server_close(struct server *s);
 
 #endif /* COLOC_DAEMON_SERVER_H */

@@ -193,6 +193,7 @@ TEST_F(colocd, pins__bpftool_reads_live_per_cpu_signals)
 
 TEST_F(colocd, sigterm__exits_0_and_removes_pins_and_socket)
 {
+	char lock[160];
 	struct stat st;
 
 	ASSERT_EQ(0, stat(self->pin, &st));
@@ -201,6 +202,8 @@ TEST_F(colocd, sigterm__exits_0_and_removes_pins_and_socket)
 	self->pid = 0;
 	EXPECT_EQ(-1, stat(self->pin, &st));
 	EXPECT_EQ(-1, stat(self->sock, &st));
+	snprintf(lock, sizeof(lock), "%s.lock", self->sock);
+	EXPECT_EQ(-1, stat(lock, &st));
 }
 
 TEST_F(colocd, start__second_daemon_on_the_same_socket_is_refused)
@@ -424,7 +427,7 @@ TEST_F(colocd, tenant__bad_attributions_are_refused)
 	resp = request_json(self->sock,
 			    "{\"cmd\":\"tenant-add\",\"name\":\"d\",\"cgroup\":\"/root\"}\n");
 	ASSERT_TRUE(json_object_object_get_ex(resp, "error", &err));
-	EXPECT_NE(NULL, strstr(json_object_get_string(err), "under /sys/fs/cgroup"));
+	EXPECT_NE(NULL, strstr(json_object_get_string(err), "not an existing cgroup v2 directory"));
 	json_object_put(resp);
 }
 
@@ -525,6 +528,24 @@ TEST(colocd_start__leaves_other_pins_and_sockets_alone)
 	EXPECT_EQ(0, stat(foreign, &st));
 	unlink(foreign);
 	rmdir(dir);
+}
+
+/* A supervisor restarting colocd at once after a crash gets a working daemon. */
+TEST_F(colocd, start__right_after_a_crash_cleans_up_and_serves)
+{
+	char cmd[256], out[4096];
+	struct json_object *resp;
+
+	ASSERT_EQ(0, kill(self->pid, SIGKILL));
+	ASSERT_EQ(self->pid, waitpid(self->pid, NULL, 0));
+	self->pid = tu_start_colocd(self->sock, self->pin, self->log);
+	ASSERT_GT(self->pid, 0);
+	snprintf(cmd, sizeof(cmd), "cat %s", self->log);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "stale pin"));
+	resp = request_json(self->sock, "{\"cmd\":\"ping\"}\n");
+	EXPECT_TRUE(resp_ok(resp));
+	json_object_put(resp);
 }
 
 TEST_F(colocd, colocctl__prints_tables_and_json)

@@ -87,6 +87,8 @@ static void usage(FILE *f, const char *prog)
 		"  -d, --duration SEC     stop after SEC seconds, fractions allowed\n"
 		"                         (default: run until SIGINT or SIGTERM)\n"
 		"  -b, --buffer-mb N      buffer size in MiB instead of the LLC-derived size\n"
+		"                         (in a VM hwloc may report the host's LLC, making\n"
+		"                         the default buffer hundreds of MiB)\n"
 		"  -h, --help             show this help\n"
 		"\n"
 		"At exit it prints the access rate and bandwidth each thread achieved over the\n"

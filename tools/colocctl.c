@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <json-c/json.h>
 #include "coloc/protocol.h"
@@ -31,6 +32,7 @@ static struct {
 };
 
 static volatile sig_atomic_t interrupted;
+static bool interval_given;
 
 static void usage(FILE *out)
 {
@@ -50,7 +52,8 @@ static void usage(FILE *out)
 		"Options:\n"
 		"  -s, --socket PATH   colocd's control socket (default %s)\n"
 		"  -j, --json          print the daemon's JSON response as is\n"
-		"  -w, --watch         repeat every --interval ms (default 1000) until Ctrl-C\n"
+		"  -w, --watch         with signals: repeat every --interval ms (default 1000)\n"
+		"                      until Ctrl-C\n"
 		"  -n, --count N       with --watch: stop after N updates\n"
 		"  -h, --help          this help\n"
 		"\n"
@@ -61,6 +64,7 @@ static void usage(FILE *out)
 static int ctl_connect(void)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct stat st;
 	int fd;
 
 	if (strlen(opts.socket_path) >= sizeof(addr.sun_path)) {
@@ -68,6 +72,11 @@ static int ctl_connect(void)
 		return -1;
 	}
 	strcpy(addr.sun_path, opts.socket_path);
+	if (!stat(opts.socket_path, &st) && !S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "colocctl: %s is not a socket (colocd's is %s by default)\n",
+			opts.socket_path, COLOC_DEFAULT_SOCKET);
+		return -1;
+	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
 		fprintf(stderr,
@@ -401,6 +410,10 @@ static int parse_opts(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "+s:jwi:n:h", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
+			if (!optarg[0]) {
+				fprintf(stderr, "colocctl: --socket wants a path\n");
+				return 2;
+			}
 			opts.socket_path = optarg;
 			break;
 		case 'j':
@@ -413,6 +426,7 @@ static int parse_opts(int argc, char **argv)
 			if (cli_parse_flag("colocctl", "--interval", optarg, 10, 3600000, &v))
 				return 2;
 			opts.interval_ms = (unsigned int)v;
+			interval_given = true;
 			break;
 		case 'n':
 			if (cli_parse_flag("colocctl", "--count", optarg, 1, 1000000, &v))
@@ -454,6 +468,14 @@ int main(int argc, char **argv)
 		return rc == 1 ? 0 : rc;
 	if (optind != argc) {
 		fprintf(stderr, "colocctl: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (opts.watch && strcmp(cmd, "signals")) {
+		fprintf(stderr, "colocctl: --watch goes with 'signals' only\n");
+		return 2;
+	}
+	if ((opts.count || interval_given) && !opts.watch) {
+		fprintf(stderr, "colocctl: --count and --interval go with --watch\n");
 		return 2;
 	}
 	if (!strcmp(cmd, "ping"))
