@@ -122,6 +122,24 @@ int tu_proc_cpu_ns(pid_t pid, __u64 *ns)
 	return 0;
 }
 
+int tu_steal_ns(__u64 *ns)
+{
+	unsigned long long v[8];
+	FILE *f = fopen("/proc/stat", "r");
+	int n;
+
+	if (!f)
+		return -errno;
+	/* cpu user nice system idle iowait irq softirq steal */
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		   &v[4], &v[5], &v[6], &v[7]);
+	fclose(f);
+	if (n != 8)
+		return -EINVAL;
+	*ns = v[7] * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
+	return 0;
+}
+
 const char *tu_bin(const char *name, char *buf, size_t len)
 {
 	const char *dir = getenv("COLOC_BIN");

@@ -29,6 +29,13 @@ void tu_kill(struct tu_spinner *s);
 
 /* utime + stime of a process from /proc/PID/stat, in ns. */
 int tu_proc_cpu_ns(pid_t pid, __u64 *ns);
+/*
+ * Time a hypervisor stole from all vCPUs so far (/proc/stat), in ns. The
+ * sensor counts on-CPU time by the clock, so a stolen stretch counts for the
+ * task that held the vCPU; the kernel's utime+stime leave it out. Comparing
+ * the two, the steal of the interval widens the upper bound.
+ */
+int tu_steal_ns(__u64 *ns);
 
 /* Path of a coloc binary: $COLOC_BIN/name (default bin/name). */
 const char *tu_bin(const char *name, char *buf, size_t len);

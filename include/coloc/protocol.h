@@ -39,7 +39,9 @@
  *     -> {"ok":true,"tenants":[<tenant object>...]}
  *
  * A tenant object: {"name":S,"id":N,"pids":[...],"cgroup":S|null,
- *   "busy":F (CPUs' worth over the span),"on_cpu_ns":N (since added),
+ *   "busy":F (CPUs' worth over the span),"on_cpu_ns":N (since added; by
+ *   the clock, so in a VM it includes time the hypervisor stole while the
+ *   tenant held the vCPU, which /proc's utime+stime leave out),
  *   and where live: "llc_misses_per_s","dram_gbps","llc_misses","dram_bytes"}
  *
  * Names: 1..COLOC_MAX_NAME-1 characters of [A-Za-z0-9_.-].
