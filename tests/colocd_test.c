@@ -490,6 +490,7 @@ TEST(colocd_start__leaves_other_pins_and_sockets_alone)
 	int lfd;
 
 	tu_bin("colocd", bin, sizeof(bin));
+	ASSERT_EQ(0, tu_mount_bpffs());
 	/* the root of bpffs is never a pin dir */
 	snprintf(cmd, sizeof(cmd), "%s --socket /tmp/coloc-root-%d.sock --pin-dir /sys/fs/bpf", bin,
 		 getpid());

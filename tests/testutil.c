@@ -13,7 +13,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/magic.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include "testutil.h"
@@ -38,6 +41,15 @@ int tu_pin_self(int cpu)
 int tu_nr_online_cpus(void)
 {
 	return (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+int tu_mount_bpffs(void)
+{
+	struct statfs st;
+
+	if (!statfs("/sys/fs/bpf", &st) && st.f_type == BPF_FS_MAGIC)
+		return 0;
+	return mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") ? -errno : 0;
 }
 
 static void tu_spin_forever(unsigned int busy_ms, unsigned int idle_ms)
