@@ -20,16 +20,23 @@ int coloc_err_set(struct coloc_err *err, int code, const char *fmt, ...)
 
 int coloc_err_prefix(struct coloc_err *err, const char *fmt, ...)
 {
-	char prefix[COLOC_ERR_MSG_MAX], old[COLOC_ERR_MSG_MAX];
+	char both[2 * COLOC_ERR_MSG_MAX];
+	size_t n;
 	va_list ap;
 
 	if (!err)
 		return 0;
 	va_start(ap, fmt);
-	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	n = (size_t)vsnprintf(both, sizeof(both), fmt, ap);
 	va_end(ap);
-	snprintf(old, sizeof(old), "%s", coloc_err_str(err));
-	snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+	if (n < sizeof(both))
+		snprintf(both + n, sizeof(both) - n, ": %s", coloc_err_str(err));
+	/* cut on a character boundary, never inside a UTF-8 sequence */
+	n = strnlen(both, sizeof(err->msg) - 1);
+	while (n && n < strlen(both) && ((unsigned char)both[n] & 0xc0) == 0x80)
+		n--;
+	memcpy(err->msg, both, n);
+	err->msg[n] = '\0';
 	return err->code;
 }
 
