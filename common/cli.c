@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "cli.h"
+#include "version.h"
 
 int cli_parse_long(const char *s, long lo, long hi, long *out)
 {
@@ -30,4 +31,9 @@ int cli_parse_flag(const char *prog, const char *flag, const char *s, long lo, l
 	fprintf(stderr, "%s: %s wants a whole number from %ld to %ld, not '%s'\n", prog, flag, lo,
 		hi, s ? s : "");
 	return -EINVAL;
+}
+
+void cli_print_version(const char *prog)
+{
+	printf("%s (coloc) %s\n", prog, COLOC_VERSION);
 }

@@ -12,4 +12,7 @@ int cli_parse_long(const char *s, long lo, long hi, long *out);
 /* The same for the value of a flag, printing "PROG: FLAG wants ..." on error. */
 int cli_parse_flag(const char *prog, const char *flag, const char *s, long lo, long hi, long *out);
 
+/* Prints "PROG (coloc) VERSION" on stdout, for every binary's --version. */
+void cli_print_version(const char *prog);
+
 #endif /* COLOC_COMMON_CLI_H */
