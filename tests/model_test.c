@@ -909,6 +909,13 @@ TEST_F(model, parse__survives_random_mutations)
 	m = parse_text(seed_text, &self->err);
 	ASSERT_NE(NULL, m) TH_LOG("%s", self->err.msg);
 	model_free(m);
+	/* every cut of the seed, before any mutation */
+	for (it = 0; it < (int)sizeof(seed_text) - 1; it++) {
+		coloc_err_clear(&self->err);
+		ASSERT_EQ(NULL, model_parse("fuzz.model", seed_text, (size_t)it, &self->err));
+		ASSERT_EQ(0, strncmp(self->err.msg, "fuzz.model:", 11)) TH_LOG("%s", self->err.msg);
+		ASSERT_NE(NULL, strstr(self->err.msg, "truncated")) TH_LOG("%s", self->err.msg);
+	}
 	for (it = 0; it < ITERATIONS; it++) {
 		size_t len = sizeof(seed_text) - 1;
 		int edits = 1 + (int)(fuzz_next(&rng) % 2);
