@@ -18,10 +18,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
+
 #define MODEL_MAX_DIMS 5
 #define MODEL_MAX_INPUTS 8
 #define MODEL_NAME_LEN 64
 #define MODEL_MAX_LAYERS 65536 /* the parser refuses larger models */
+/* how far, in % of the computed value, a file's declared macs and params may be */
+#define MODEL_DECLARED_TOLERANCE_PCT 2
 
 enum model_op {
 	MODEL_OP_INPUT,
@@ -144,13 +148,15 @@ struct model {
 };
 
 /*
- * Parses a model file. On error returns NULL and writes "FILE:LINE: what is
- * wrong" into err (never crashes on bad input: the parser is fuzzed).
+ * Parses a model file. On error returns NULL and records in err (which may be
+ * NULL) a negative errno and "FILE:LINE: what is wrong" (never crashes on bad
+ * input: the parser is fuzzed). A file that is cut anywhere, or whose
+ * declared MACs or parameters are more than MODEL_DECLARED_TOLERANCE_PCT
+ * away from the computed ones, is refused.
  */
-struct model *model_load(const char *path, char *err, size_t err_len);
+struct model *model_load(const char *path, struct coloc_err *err);
 /* The same from memory; name is used in messages. */
-struct model *model_parse(const char *name, const char *text, size_t len, char *err,
-			  size_t err_len);
+struct model *model_parse(const char *name, const char *text, size_t len, struct coloc_err *err);
 void model_free(struct model *m);
 
 int64_t model_shape_elems(const struct model_shape *s);

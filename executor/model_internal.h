@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
 #include "model.h"
 
 #define MODEL_PARSE_MAX_LINE 1024
@@ -18,8 +19,7 @@
 struct model_ctx {
 	const char *file;
 	int line;
-	char *err;
-	size_t err_len;
+	struct coloc_err *err; /* the caller's, may be NULL */
 	bool failed;
 	char context[128]; /* e.g. "in repeat i=3", appended to messages */
 	struct model *m;

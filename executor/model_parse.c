@@ -2,12 +2,14 @@
 /*
  * Parser for coloc's model files (the format is described in
  * models/README.md). It runs in two passes. The first splits the text into
- * statements, rejects binary data and overlong lines, and matches each
- * `repeat` with its closing brace, so a truncated file is caught before any
- * layer is built. The second executes the statements, expanding repeat
- * blocks with their {var} name templates, and hands each layer to
- * model_infer.c, which checks it and computes its output shape, MACs and
- * parameters. Every error is reported once as "FILE:LINE: what is wrong";
+ * statements, rejects binary data and overlong lines, matches each `repeat`
+ * with its closing brace, and requires the closing `end` line and the final
+ * newline, so a file cut at any byte is caught before any layer is built.
+ * The second executes the statements, expanding repeat blocks with their
+ * {var} name templates, and hands each layer to model_infer.c, which checks
+ * it and computes its output shape, MACs and parameters; their sums must
+ * then match the header's declared figures within a tolerance. Every error
+ * is reported once as "FILE:LINE: what is wrong";
  * every number goes through strtoll/strtod with range checks and every size
  * is bounded, because the parser is fuzzed and reads files from users.
  */
@@ -49,9 +51,11 @@ struct parser {
 	struct parse_var vars[PARSE_MAX_REPEAT_DEPTH];
 	int depth;
 	int nr_lines;
+	int end_line; /* the closing 'end', 0 until seen */
 	int cur_stmt;
 	long expanded;
 	bool have_model, have_seed, have_macs, have_params;
+	int macs_line, params_line; /* where macs and params were declared */
 	/* the current statement's tokens after {var} substitution */
 	char subst[PARSE_SUBST_BYTES];
 	char *stoks[MODEL_PARSE_MAX_LINE / 2 + 2];
@@ -59,26 +63,17 @@ struct parser {
 
 int model_fail(struct model_ctx *c, const char *fmt, ...)
 {
+	char msg[COLOC_ERR_MSG_MAX];
 	va_list ap;
-	size_t n;
-	int k;
 
 	if (c->failed)
 		return -EINVAL;
 	c->failed = true;
-	if (!c->err || !c->err_len)
-		return -EINVAL;
-	k = snprintf(c->err, c->err_len, "%s:%d: ", c->file, c->line);
-	n = k < 0 ? 0 : (size_t)k;
-	if (n < c->err_len) {
-		va_start(ap, fmt);
-		k = vsnprintf(c->err + n, c->err_len - n, fmt, ap);
-		va_end(ap);
-		n += k < 0 ? 0 : (size_t)k;
-	}
-	if (n < c->err_len && c->context[0])
-		snprintf(c->err + n, c->err_len - n, " (%s)", c->context);
-	return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return coloc_err_set(c->err, -EINVAL, "%s:%d: %s%s%s%s", c->file, c->line, msg,
+			     c->context[0] ? " (" : "", c->context, c->context[0] ? ")" : "");
 }
 
 static void parse_update_context(struct parser *p)
@@ -133,11 +128,40 @@ static int parse_tokenize(struct parser *p, char *s)
 	}
 }
 
+/*
+ * A file must end with the line 'end' and its newline, so a file cut at any
+ * byte is refused: a cut inside a line leaves that line without its newline
+ * (parse_split), a cut between lines leaves no 'end' (here).
+ */
+static int parse_check_end(struct parser *p)
+{
+	p->ctx.line = p->nr_lines ? p->nr_lines : 1;
+	if (!p->nr_stmts)
+		return model_fail(&p->ctx, "empty or truncated file: no statements (expected "
+					   "'model NAME', the header, the layers and 'end')");
+	if (!p->end_line)
+		return model_fail(&p->ctx, "the file ends after this line without the closing "
+					   "'end' line: it is truncated");
+	return 0;
+}
+
+/* 'end' closes the file: alone on its line, outside repeat blocks, and last. */
+static int parse_end(struct parser *p, int n, int nr_open, const int *open)
+{
+	if (n != 1)
+		return model_fail(&p->ctx, "'end' must stand alone on its line");
+	if (nr_open)
+		return model_fail(&p->ctx, "'end' inside the repeat block of line %d (missing '}')",
+				  p->stmts[open[nr_open - 1]].line);
+	p->end_line = p->ctx.line;
+	return 0;
+}
+
 /* First pass: lines -> statements, with repeat blocks matched. */
 static int parse_split(struct parser *p, size_t len)
 {
 	int open[PARSE_MAX_REPEAT_DEPTH];
-	int nr_open = 0, line = 0;
+	int nr_open = 0, line = 0, err;
 	char *s = p->text, *end = p->text + len;
 
 	while (s < end) {
@@ -148,6 +172,12 @@ static int parse_split(struct parser *p, size_t len)
 		if (!eol)
 			eol = end;
 		p->ctx.line = ++line;
+		if (p->end_line)
+			return model_fail(&p->ctx,
+					  "text after 'end' (line %d): 'end' must be the "
+					  "last line, not even followed by a blank line or "
+					  "a comment",
+					  p->end_line);
 		if (eol - s > MODEL_PARSE_MAX_LINE)
 			return model_fail(&p->ctx, "line is longer than %d characters",
 					  MODEL_PARSE_MAX_LINE);
@@ -160,6 +190,11 @@ static int parse_split(struct parser *p, size_t len)
 						  "a model file is text",
 						  b, (int)(c - s) + 1);
 		}
+		if (eol == end)
+			return model_fail(
+				&p->ctx, "the file ends inside this line, without a newline: it is "
+					 "truncated (a model file ends with the line 'end' and a "
+					 "newline)");
 		*eol = '\0';
 		c = strchr(s, '#');
 		if (c)
@@ -171,6 +206,12 @@ static int parse_split(struct parser *p, size_t len)
 		s = eol + 1;
 		if (!n)
 			continue;
+		if (!strcmp(p->toks[first], "end")) {
+			err = parse_end(p, n, nr_open, open);
+			if (err)
+				return err;
+			continue;
+		}
 		if (parse_grow((void **)&p->stmts, &p->cap_stmts, p->nr_stmts + 1,
 			       sizeof(*p->stmts)))
 			return -ENOMEM;
@@ -195,12 +236,7 @@ static int parse_split(struct parser *p, size_t len)
 		p->nr_stmts++;
 	}
 	p->nr_lines = line;
-	if (nr_open) {
-		p->ctx.line = p->stmts[open[nr_open - 1]].line;
-		return model_fail(&p->ctx,
-				  "repeat block is never closed (missing '}'; truncated file?)");
-	}
-	return 0;
+	return parse_check_end(p);
 }
 
 static int parse_var_value(struct parser *p, const char *name, size_t len, int64_t *v)
@@ -292,7 +328,7 @@ static int parse_substitute(struct parser *p, const struct parse_stmt *st)
 	return 0;
 }
 
-/* "4.09G", "25557032", "340M": a positive count as published. */
+/* "4.09G", "25557032", "340M": a count as published. */
 static int parse_declared(struct parser *p, const char *what, const char *s, uint64_t *out)
 {
 	double mult = 1, v;
@@ -314,8 +350,8 @@ static int parse_declared(struct parser *p, const char *what, const char *s, uin
 	if (errno || *e || !isfinite(v))
 		return model_fail(&p->ctx, "%s '%s' is not a number", what, s);
 	v *= mult;
-	if (v < 1 || v > 1e16)
-		return model_fail(&p->ctx, "%s %s is out of range [1, 1e16]", what, s);
+	if (v < 0 || v > 1e16)
+		return model_fail(&p->ctx, "%s %s is out of range [0, 1e16]", what, s);
 	*out = (uint64_t)llround(v);
 	return 0;
 }
@@ -355,8 +391,11 @@ static int parse_header(struct parser *p, char **tok, int n)
 		m->seed = (uint32_t)v;
 		return 0;
 	}
-	if (seen == &p->have_macs)
+	if (seen == &p->have_macs) {
+		p->macs_line = p->ctx.line;
 		return parse_declared(p, "macs", tok[1], &m->declared_macs);
+	}
+	p->params_line = p->ctx.line;
 	return parse_declared(p, "params", tok[1], &m->declared_params);
 }
 
@@ -475,9 +514,7 @@ static int parse_finish(struct parser *p)
 	int i;
 
 	/* what is missing is missing at the end of the file */
-	p->ctx.line = p->nr_lines ? p->nr_lines : 1;
-	if (!p->have_model)
-		return model_fail(&p->ctx, "empty file: expected 'model NAME' and a header");
+	p->ctx.line = p->nr_lines;
 	if (!p->have_seed || !p->have_macs || !p->have_params)
 		return model_fail(&p->ctx,
 				  "missing header: 'seed', 'macs' and 'params' are required");
@@ -493,23 +530,45 @@ static int parse_finish(struct parser *p)
 	return 0;
 }
 
-struct model *model_parse(const char *name, const char *text, size_t len, char *err, size_t err_len)
+/*
+ * Published figures are rounded ("4.09G") and sometimes counted a little
+ * differently, hence a tolerance; anything beyond it is a wrong header or a
+ * wrong model.
+ */
+static int parse_check_declared(struct parser *p, const char *what, int line, uint64_t declared,
+				uint64_t computed)
 {
+	uint64_t diff = declared > computed ? declared - computed : computed - declared;
+
+	if ((unsigned __int128)diff * 100 <=
+	    (unsigned __int128)computed * MODEL_DECLARED_TOLERANCE_PCT)
+		return 0;
+	p->ctx.line = line;
+	if (!computed)
+		return model_fail(&p->ctx, "declared %s %llu, but the layers have none", what,
+				  (unsigned long long)declared);
+	return model_fail(&p->ctx,
+			  "declared %s %llu, but the layers add up to %llu (%+.1f%%, more than "
+			  "the %d%% allowed)",
+			  what, (unsigned long long)declared, (unsigned long long)computed,
+			  100.0 * ((double)declared - (double)computed) / (double)computed,
+			  MODEL_DECLARED_TOLERANCE_PCT);
+}
+
+struct model *model_parse(const char *name, const char *text, size_t len, struct coloc_err *err)
+{
+	const char *file = name ? name : "model";
 	struct parser *p;
 	struct model *m = NULL;
 	int ret;
 
-	if (err && err_len)
-		err[0] = '\0';
 	p = calloc(1, sizeof(*p));
 	if (!p) {
-		if (err && err_len)
-			snprintf(err, err_len, "%s: out of memory", name ? name : "model");
+		coloc_err_set(err, -ENOMEM, "%s: out of memory", file);
 		return NULL;
 	}
-	p->ctx.file = name ? name : "model";
+	p->ctx.file = file;
 	p->ctx.err = err;
-	p->ctx.err_len = err_len;
 	p->ctx.line = 1;
 	p->ctx.later_definition = parse_later_definition;
 	if (!text && len) {
@@ -538,9 +597,14 @@ struct model *model_parse(const char *name, const char *text, size_t len, char *
 		ret = parse_finish(p);
 	if (!ret)
 		ret = model_finish(&p->ctx);
+	if (!ret)
+		ret = parse_check_declared(p, "macs", p->macs_line, m->declared_macs, m->macs);
+	if (!ret)
+		ret = parse_check_declared(p, "params", p->params_line, m->declared_params,
+					   m->params);
 out_of_memory:
 	if (ret == -ENOMEM)
-		model_fail(&p->ctx, "out of memory");
+		coloc_err_set(err, -ENOMEM, "%s: out of memory", file);
 	if (ret) {
 		model_free(m);
 		m = NULL;
@@ -554,7 +618,7 @@ cleanup:
 	return m;
 }
 
-struct model *model_load(const char *path, char *err, size_t err_len)
+struct model *model_load(const char *path, struct coloc_err *err)
 {
 	struct model *m = NULL;
 	size_t len = 0, cap = 0;
@@ -563,8 +627,9 @@ struct model *model_load(const char *path, char *err, size_t err_len)
 
 	f = fopen(path, "rb");
 	if (!f) {
-		if (err && err_len)
-			snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+		int e = errno;
+
+		coloc_err_set(err, -e, "%s: cannot open: %s", path, strerror(e));
 		return NULL;
 	}
 	for (;;) {
@@ -577,15 +642,13 @@ struct model *model_load(const char *path, char *err, size_t err_len)
 			if (cap > PARSE_MAX_FILE_BYTES + 1)
 				cap = PARSE_MAX_FILE_BYTES + 1;
 			if (len == cap) {
-				if (err && err_len)
-					snprintf(err, err_len, "%s: file is larger than %d bytes",
-						 path, PARSE_MAX_FILE_BYTES);
+				coloc_err_set(err, -EFBIG, "%s: file is larger than %d bytes", path,
+					      PARSE_MAX_FILE_BYTES);
 				goto cleanup;
 			}
 			b = realloc(buf, cap);
 			if (!b) {
-				if (err && err_len)
-					snprintf(err, err_len, "%s: out of memory", path);
+				coloc_err_set(err, -ENOMEM, "%s: out of memory", path);
 				goto cleanup;
 			}
 			buf = b;
@@ -594,14 +657,13 @@ struct model *model_load(const char *path, char *err, size_t err_len)
 		len += n;
 		if (n == 0) {
 			if (ferror(f)) {
-				if (err && err_len)
-					snprintf(err, err_len, "%s: read error", path);
+				coloc_err_set(err, -EIO, "%s: read error", path);
 				goto cleanup;
 			}
 			break;
 		}
 	}
-	m = model_parse(path, buf ? buf : "", len, err, err_len);
+	m = model_parse(path, buf ? buf : "", len, err);
 cleanup:
 	free(buf);
 	fclose(f);

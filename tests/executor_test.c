@@ -103,15 +103,16 @@ static struct model *small_net(void)
 
 static const char small_net_text[] = "model tiny_text\n"
 				     "seed 9\n"
-				     "macs 2M\n"
-				     "params 30K\n"
+				     "macs 909312\n"
+				     "params 11840\n"
 				     "input data shape=1x3x16x16\n"
 				     "conv c1 out=32 k=3 pad=1 bn act=relu\n"
 				     "pool p1 kind=max k=2 stride=2\n"
 				     "conv c2 out=32 k=3 pad=1 bn\n"
 				     "add r1 in=c2,p1 act=relu\n"
 				     "conv c3 out=48 k=1 bn act=relu\n"
-				     "pool gap kind=global_avg\n";
+				     "pool gap kind=global_avg\n"
+				     "end\n";
 
 static uint32_t rnd_state = 777;
 
@@ -224,14 +225,15 @@ TEST_F(exec, run_block__parsed_model_matches_reference)
 {
 	struct exec_cpuset one = { .nr = 1, .cpus = { 0 } };
 	char err[512];
-	struct model *m = model_parse("tiny_text", small_net_text, sizeof(small_net_text) - 1, err,
-				      sizeof(err));
+	struct coloc_err model_err = { 0 };
+	struct model *m =
+		model_parse("tiny_text", small_net_text, sizeof(small_net_text) - 1, &model_err);
 	struct exec_model *em;
 	struct exec_query *q;
 	float **ref;
 	int last;
 
-	ASSERT_NE(NULL, m) TH_LOG("parse: %s", err);
+	ASSERT_NE(NULL, m) TH_LOG("parse: %s", coloc_err_str(&model_err));
 	last = m->nr_layers - 1;
 	ASSERT_EQ(48, model_shape_elems(&m->layers[last].out));
 	em = exec_model_load(m, &self->opts, err, sizeof(err));
@@ -259,6 +261,7 @@ static void check_model_file(struct __test_metadata *_metadata, const char *name
 	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
 	struct exec_cpuset sets[2] = { { .nr = 1, .cpus = { 0 } }, { .nr = 2, .cpus = { 0, 1 } } };
 	char path[512], err[512];
+	struct coloc_err model_err = { 0 };
 	struct exec_model *em;
 	struct exec_query *q;
 	struct model *m;
@@ -271,8 +274,8 @@ static void check_model_file(struct __test_metadata *_metadata, const char *name
 		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", path);
 	if (nr_cpus() >= 2)
 		opts.cpus = sets[1];
-	m = model_load(path, err, sizeof(err));
-	ASSERT_NE(NULL, m) TH_LOG("%s", err);
+	m = model_load(path, &model_err);
+	ASSERT_NE(NULL, m) TH_LOG("%s", coloc_err_str(&model_err));
 	em = exec_model_load(m, &opts, err, sizeof(err));
 	ASSERT_NE(NULL, em) TH_LOG("%s", err);
 	q = exec_query_new(em);

@@ -563,12 +563,13 @@ TEST_F(profile, machine_detect__matches_proc_and_sysconf)
 static const char tiny_model[] = "# four layers: two convolutions and a residual add\n"
 				 "model tiny\n"
 				 "seed 1\n"
-				 "macs 1\n"
-				 "params 1\n"
+				 "macs 163840\n"
+				 "params 640\n"
 				 "input data shape=1x8x16x16\n"
 				 "conv c1 out=8 k=3 pad=1 act=relu\n"
 				 "conv c2 out=8 k=1\n"
-				 "add a in=c2,c1\n";
+				 "add a in=c2,c1\n"
+				 "end\n";
 
 static int nr_allowed_cpus(void)
 {
@@ -652,7 +653,8 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 	ASSERT_TRUE(same_bytes(out, cached));
 
 	/* A changed model file is a different key: measured again, not reused. */
-	ASSERT_EQ(0, write_file(model, tiny_model, strlen(tiny_model) - 1));
+	ASSERT_EQ(0, write_file(model, strchr(tiny_model, '\n') + 1,
+				strlen(strchr(tiny_model, '\n') + 1)));
 	ASSERT_EQ(0, tool_run(bin, args, &run));
 	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_EQ(NULL, strstr(run.output, "reused")) TH_LOG("%s", run.output);
@@ -663,13 +665,14 @@ TEST_F_TIMEOUT(profile, coloc_profile__resumes_where_sigint_stopped_it, 120)
 {
 	static const char small_model[] = "model small\n"
 					  "seed 3\n"
-					  "macs 1\n"
-					  "params 1\n"
+					  "macs 15204352\n"
+					  "params 14848\n"
 					  "input data shape=1x16x32x32\n"
 					  "conv c1 out=32 k=3 pad=1 act=relu\n"
 					  "conv c2 out=32 k=3 pad=1 act=relu\n"
 					  "conv c3 out=32 k=1\n"
-					  "add a in=c3,c2\n";
+					  "add a in=c3,c2\n"
+					  "end\n";
 	char bin[PATH_MAX], model[160], out[160], partial[176];
 	const char *args[] = { model, "-o", out, "--iters", "20", "--no-cache", NULL };
 	const char *other[] = { model,	      "-o",	  out,	      "--iters", "20",
@@ -745,7 +748,7 @@ TEST_F(profile, coloc_profile__bad_input_exits_with_a_message)
 		{ "m", "n", "-o", "x", NULL },
 	};
 	static const char bad_model[] = "model broken\nseed 1\nmacs 1\nparams 1\n"
-					"input data shape=1x3x8x8\nfrobnicate f1 out=3\n";
+					"input data shape=1x3x8x8\nfrobnicate f1 out=3\nend\n";
 	char bin[PATH_MAX], model[160], out[160];
 	const char *args[] = { model, "-o", out, NULL };
 	struct tu_child run;

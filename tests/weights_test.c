@@ -25,8 +25,8 @@
 /* Every op with parameters: conv with bn, with bias and bn, depthwise with bias; fc; layer norm. */
 static const char conv_text[] = "model wt_conv\n"
 				"seed 42\n"
-				"macs 1M\n"
-				"params 10K\n"
+				"macs 124608\n"
+				"params 1152\n"
 				"input image shape=1x3x12x12\n"
 				"conv c1 out=8 k=3 pad=1 bn act=relu\n"
 				"conv c2 out=8 k=3 pad=1 bias bn\n"
@@ -35,24 +35,26 @@ static const char conv_text[] = "model wt_conv\n"
 				"reshape flat shape=1x8\n"
 				"fc f1 out=16 bias act=relu\n"
 				"layer_norm ln\n"
-				"fc f2 out=4\n";
+				"fc f2 out=4\n"
+				"end\n";
 
 static const char embed_text[] = "model wt_embed\n"
 				 "seed 7\n"
-				 "macs 1K\n"
-				 "params 1K\n"
+				 "macs 96\n"
+				 "params 123\n"
 				 "input ids shape=1x4\n"
 				 "embed e vocab=10 dim=8\n"
 				 "layer_norm ln\n"
-				 "fc f out=3 bias\n";
+				 "fc f out=3 bias\n"
+				 "end\n";
 
 static struct model *parse(const char *text, size_t len)
 {
-	char err[512];
-	struct model *m = model_parse("test", text, len, err, sizeof(err));
+	struct coloc_err err = { 0 };
+	struct model *m = model_parse("test", text, len, &err);
 
 	if (!m)
-		fprintf(stderr, "parse: %s\n", err);
+		fprintf(stderr, "parse: %s\n", coloc_err_str(&err));
 	return m;
 }
 
@@ -352,6 +354,7 @@ TEST(weights_file__mobilenet_v2_round_trip_is_bit_identical)
 {
 	const char *root = getenv("COLOC_ROOT");
 	char path[512], wt[64], err[512];
+	struct coloc_err model_err = { 0 };
 	float *gen, *file;
 	struct model *m;
 	int fd;
@@ -359,8 +362,8 @@ TEST(weights_file__mobilenet_v2_round_trip_is_bit_identical)
 	snprintf(path, sizeof(path), "%s/models/mobilenet_v2.model", root ? root : ".");
 	if (access(path, R_OK))
 		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", path);
-	m = model_load(path, err, sizeof(err));
-	ASSERT_NE(NULL, m) TH_LOG("%s", err);
+	m = model_load(path, &model_err);
+	ASSERT_NE(NULL, m) TH_LOG("%s", coloc_err_str(&model_err));
 	strcpy(wt, "/tmp/coloc-mbv2-XXXXXX");
 	fd = mkstemp(wt);
 	ASSERT_LE(0, fd);

@@ -44,7 +44,8 @@ static const char peak_model[] = "model peak_conv3x3\n"
 				 "macs 1.85G\n"
 				 "params 590K\n"
 				 "input x shape=1x256x56x56\n"
-				 "conv c out=256 k=3 pad=1\n";
+				 "conv c out=256 k=3 pad=1\n"
+				 "end\n";
 
 static void usage(FILE *f)
 {
@@ -97,7 +98,8 @@ static int measure_peak(double *peak)
 {
 	struct exec_options eo = { .cpus = { .nr = 1, .cpus = { 0 } } };
 	char err[512] = "";
-	struct model *m = model_parse("peak", peak_model, sizeof(peak_model) - 1, err, sizeof(err));
+	struct coloc_err model_err = { 0 };
+	struct model *m = model_parse("peak", peak_model, sizeof(peak_model) - 1, &model_err);
 	struct exec_model *em = m ? exec_model_load(m, &eo, err, sizeof(err)) : NULL;
 	struct exec_model *def = em ? exec_model_load_default(m, &eo, err, sizeof(err)) : NULL;
 	struct exec_query *q = def ? exec_query_new(em) : NULL;
@@ -107,7 +109,8 @@ static int measure_peak(double *peak)
 
 	*peak = 0.0;
 	if (!qd) {
-		fprintf(stderr, "coloc-bench-executor: peak conv: %s\n", err);
+		fprintf(stderr, "coloc-bench-executor: peak conv: %s\n",
+			m ? err : coloc_err_str(&model_err));
 		goto out;
 	}
 	exec_query_fill_inputs(q, m, 1);
@@ -171,10 +174,11 @@ static int bench_model(const char *path, double peak)
 	bool big;
 	uint64_t *layer_ns = NULL;
 	char err[512];
-	struct model *m = model_load(path, err, sizeof(err));
+	struct coloc_err model_err = { 0 };
+	struct model *m = model_load(path, &model_err);
 
 	if (!m) {
-		fprintf(stderr, "coloc-bench-executor: %s\n", err);
+		fprintf(stderr, "coloc-bench-executor: %s\n", coloc_err_str(&model_err));
 		return -EINVAL;
 	}
 	big = m->macs > BIG_MODEL_MACS;
@@ -272,7 +276,7 @@ static int measure_switch(void)
 	enum { RUNS = 2000 };
 	uint64_t *sw = calloc(RUNS, sizeof(*sw));
 	char err[512];
-	struct model *m = model_parse("peak", peak_model, sizeof(peak_model) - 1, err, sizeof(err));
+	struct model *m = model_parse("peak", peak_model, sizeof(peak_model) - 1, NULL);
 	struct exec_model *em;
 	struct exec_query *q;
 	int ret = 0;

@@ -524,6 +524,7 @@ int main(int argc, char **argv)
 	struct profile *cached = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
 	char err[1024], cache_path[PATH_MAX];
+	struct coloc_err model_err = { 0 };
 	const char *cache_dir;
 	uint64_t model_hash;
 	cpu_set_t allowed;
@@ -602,9 +603,9 @@ int main(int argc, char **argv)
 			pr.stress_bin, strerror(-ret));
 		return 1;
 	}
-	pr.model = model_load(opt.model_path, err, sizeof(err));
+	pr.model = model_load(opt.model_path, &model_err);
 	if (!pr.model) {
-		fprintf(stderr, "coloc-profile: %s\n", err);
+		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&model_err));
 		return 1;
 	}
 	ret = profile_hash_file(opt.model_path, &model_hash);

@@ -249,6 +249,7 @@ int main(int argc, char **argv)
 	struct exec_cpuset cores;
 	struct exec_model *em;
 	struct model *m;
+	struct coloc_err model_err = { 0 };
 	char err[512];
 	int c, ret;
 	long v;
@@ -296,9 +297,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "coloc-run: --cores: %s\n", err);
 		return 2;
 	}
-	m = model_load(opts.model_path, err, sizeof(err));
+	m = model_load(opts.model_path, &model_err);
 	if (!m) {
-		fprintf(stderr, "coloc-run: %s\n", err);
+		fprintf(stderr, "coloc-run: %s\n", coloc_err_str(&model_err));
 		return 1;
 	}
 	if (opts.save_weights) {
