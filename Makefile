@@ -224,7 +224,7 @@ install: $(BIN)/colocd $(INSTALL_TOOLS)
 	$(Q)install -m 0644 $(MODELS) $(DESTDIR)$(DATADIR)/models/
 ifeq ($(DESTDIR),)
 	$(Q)tools/deps.sh --users
-	$(Q)if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
+	$(Q)if [ -d /run/systemd/system ] && [ "$$(id -u)" -eq 0 ]; then systemctl daemon-reload; fi
 	@echo "coloc: installed; start colocd with 'systemctl enable --now colocd'"
 endif
 
@@ -234,7 +234,7 @@ uninstall:
 	$(Q)rmdir --ignore-fail-on-non-empty $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR) \
 		2>/dev/null || true
 ifeq ($(DESTDIR),)
-	$(Q)if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
+	$(Q)if [ -d /run/systemd/system ] && [ "$$(id -u)" -eq 0 ]; then systemctl daemon-reload; fi
 	@echo "coloc: uninstalled; the coloc group and user stay ('userdel coloc', then 'groupdel coloc' if it is left, remove them)"
 endif
 
