@@ -4,7 +4,8 @@
  * process against a real colocd: no socket or nobody listening means the
  * daemon is not running; a refused connection means it runs but the caller
  * is neither root nor in group coloc (run as uid/gid 65534 with no other
- * group). A member of group coloc is served.
+ * group), or cannot pass the socket's directory. A member of group coloc is
+ * served.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -139,6 +140,16 @@ TEST_F(colocctl, connect__outsider_is_told_to_join_group_coloc)
 		EXPECT_NE(NULL, strstr(self->out, "group 'coloc' does not exist"));
 	}
 	/* the daemon is running: the message must not say otherwise */
+	EXPECT_EQ(NULL, strstr(self->out, "not running"));
+}
+
+TEST_F(colocctl, connect__closed_socket_directory_is_named_as_the_cause)
+{
+	self->pid = tu_start_colocd(self->sock, self->pin, self->log);
+	ASSERT_GT(self->pid, 0);
+	ASSERT_EQ(0, chmod(self->dir, 0700));
+	EXPECT_EQ(1, ping_as_nobody(self->bin, self->sock, NULL, 0, self->out, sizeof(self->out)));
+	EXPECT_NE(NULL, strstr(self->out, "a directory above it is closed to you"));
 	EXPECT_EQ(NULL, strstr(self->out, "not running"));
 }
 

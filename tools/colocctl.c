@@ -91,6 +91,7 @@ static void ctl_explain_connect_error(int err)
 {
 	const char *path = opts.socket_path;
 	struct group *grp;
+	struct stat st;
 
 	switch (err) {
 	case ENOENT:
@@ -109,16 +110,22 @@ static void ctl_explain_connect_error(int err)
 	case EACCES:
 	case EPERM:
 		grp = getgrnam(COLOC_GROUP);
-		if (!grp)
+		if (stat(path, &st))
+			fprintf(stderr,
+				"colocctl: permission denied on %s: a directory above it is closed "
+				"to you (%s)\n",
+				path, strerror(errno));
+		else if (!grp)
 			fprintf(stderr,
 				"colocctl: permission denied on %s: only root may connect, because "
 				"group '%s' does not exist; create it ('make deps' or "
 				"'groupadd --system %s' as root) and restart colocd\n",
 				path, COLOC_GROUP, COLOC_GROUP);
-		else if (ctl_in_group(grp->gr_gid))
+		else if (ctl_in_group(grp->gr_gid) && st.st_gid != grp->gr_gid)
 			fprintf(stderr,
 				"colocctl: permission denied on %s although you are in group '%s': "
-				"colocd was started before the group existed; restart it\n",
+				"the socket is not the group's, colocd was started before the "
+				"group existed; restart it\n",
 				path, COLOC_GROUP);
 		else
 			fprintf(stderr,
