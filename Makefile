@@ -3,13 +3,18 @@
 #   make                 build everything: binaries in bin/, the rest in build/
 #   make check           build and run every test (as root: real BPF is loaded)
 #   SANITIZE=1 make check   the same under ASan+UBSan (objects in build/san/)
-#   make deps            install the Debian packages coloc needs (idempotent)
+#   make deps            install the Debian packages coloc needs, create the
+#                        coloc group and user (as root; idempotent)
 #   make demo            several workloads under colocd, live signals printed
+#   make install         binaries, systemd unit, man pages, models under PREFIX
+#                        (/usr/local), below DESTDIR if set; make uninstall
 #   make bench-sensing   colocd's sampling overhead, as a ratio to no sampling
 #   make bench-executor  executor latency and GFLOP/s, as ratios to oneDNN's default
 #   make profiles        a latency profile for every model, in build/profiles/
 #   make format          clang-format every C file in place
 #   V=1                  show full commands
+#
+# Run as root, or prefix sudo: make check, make demo, make deps, make install.
 #
 # The BPF pipeline is libbpf-bootstrap's: vmlinux.h from the kernel's BTF,
 # clang -target bpf, `bpftool gen object` (strips DWARF), `bpftool gen skeleton`.
@@ -45,17 +50,15 @@ CLANG ?= clang
 BPFTOOL ?= $(or $(shell command -v bpftool),/usr/sbin/bpftool)
 PKGS := libbpf liburing hwloc json-c
 
-ifeq ($(filter deps clean format,$(MAKECMDGOALS)),)
-DEPS_OK := $(shell tools/deps.sh --check >/dev/null 2>&1 && echo yes)
-ifneq ($(DEPS_OK),yes)
+ifeq ($(filter deps clean format uninstall,$(MAKECMDGOALS)),)
 ifneq ($(filter check demo,$(MAKECMDGOALS)),)
-# check and demo install what is missing themselves (they run as root).
+# check and demo run as root: they install what is missing themselves and
+# create the coloc group and user.
 ifneq ($(shell tools/deps.sh >&2 && echo ok),ok)
 $(error coloc: installing the required packages failed (see above))
 endif
-else
-$(error coloc: required Debian packages are missing; run 'sudo make deps' (tools/deps.sh --check lists them))
-endif
+else ifneq ($(shell tools/deps.sh --check >&2 && echo ok),ok)
+$(error coloc: required Debian packages are missing (see above))
 endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
@@ -91,7 +94,8 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
-.PHONY: all check deps demo bench-sensing bench-executor profiles format clean tests
+.PHONY: all check deps demo bench-sensing bench-executor profiles format clean tests \
+	install uninstall
 all: $(BINS)
 tests: $(TEST_BINS)
 
@@ -165,6 +169,7 @@ $(OBJ)/tests/%: $(OBJ)/tests/%.o $(LIB_TEST) $(LIBS)
 # ---- running -----------------------------------------------------------------
 deps:
 	$(Q)tools/deps.sh
+	@echo "coloc: the required packages are installed"
 
 check: $(BINS) $(TEST_BINS)
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(TEST_BINS)
@@ -186,6 +191,52 @@ profiles: $(BINS)
 		echo "  PROFILE   $$n"; \
 		$(BIN)/coloc-profile $$m -o build/profiles/$$n.profile || exit 1; \
 	done
+
+# ---- installing --------------------------------------------------------------
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share/coloc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+# The benchmarks need the source tree (models/, colocd beside them): not installed.
+INSTALL_TOOLS := $(filter-out $(BIN)/coloc-bench-%,$(TOOL_BINS))
+MAN_PAGES := $(wildcard dist/man/*.[18])
+INSTALLED := $(SBINDIR)/colocd $(patsubst $(BIN)/%,$(BINDIR)/%,$(INSTALL_TOOLS)) \
+	$(UNITDIR)/colocd.service $(SYSUSERSDIR)/coloc.conf \
+	$(foreach m,$(MAN_PAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m))) \
+	$(patsubst %,$(DATADIR)/%,$(MODELS))
+
+install: $(BIN)/colocd $(INSTALL_TOOLS)
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(DATADIR)/models
+	$(Q)install -m 0755 $(BIN)/colocd $(DESTDIR)$(SBINDIR)/
+	$(Q)install -m 0755 $(INSTALL_TOOLS) $(DESTDIR)$(BINDIR)/
+	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|g' dist/colocd.service.in > $(DESTDIR)$(UNITDIR)/colocd.service
+	$(Q)chmod 0644 $(DESTDIR)$(UNITDIR)/colocd.service
+	$(Q)install -m 0644 dist/coloc.sysusers $(DESTDIR)$(SYSUSERSDIR)/coloc.conf
+	$(Q)for m in $(MAN_PAGES); do \
+		install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/ || exit 1; \
+	done
+	$(Q)install -m 0644 $(MODELS) $(DESTDIR)$(DATADIR)/models/
+ifeq ($(DESTDIR),)
+	$(Q)tools/deps.sh --users
+	$(Q)if [ -d /run/systemd/system ] && [ "$$(id -u)" -eq 0 ]; then systemctl daemon-reload; fi
+	@echo "coloc: installed; start colocd with 'systemctl enable --now colocd'"
+endif
+
+uninstall:
+	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	$(Q)rmdir --ignore-fail-on-non-empty $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR) \
+		2>/dev/null || true
+ifeq ($(DESTDIR),)
+	$(Q)if [ -d /run/systemd/system ] && [ "$$(id -u)" -eq 0 ]; then systemctl daemon-reload; fi
+	@echo "coloc: uninstalled; the coloc group and user stay ('userdel coloc', then 'groupdel coloc' if it is left, remove them)"
+endif
 
 format:
 	$(Q)clang-format -i $$(git ls-files '*.c' '*.h')

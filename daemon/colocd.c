@@ -39,6 +39,7 @@ static void usage(FILE *out)
 		"  --span-ms N       span of the rolling view in ms, at most 126 windows (default %u)\n"
 		"  -v, --verbose     print libbpf's messages\n"
 		"  -h, --help        this help\n"
+		"  -V, --version     print the version and exit\n"
 		"\n"
 		"Inspect while it runs:  bpftool map dump pinned %s/cpu_live\n"
 		"                        colocctl signals\n",
@@ -56,13 +57,14 @@ static int parse_args(int argc, char **argv)
 		{ "span-ms", required_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{},
 	};
 	bool span_given = false;
 	int opt;
 	long v;
 
-	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "vhV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
 			config.pin_dir = optarg;
@@ -91,6 +93,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 1;
+		case 'V':
+			cli_print_version("colocd");
 			return 1;
 		default:
 			usage(stderr);

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Runs every kselftest-harness test binary given, then prints one summary
-# line, "N passed, N failed, N skipped", adding up the harness's own totals.
-# Exits non-zero if any test failed or any binary crashed or timed out.
+# Runs every kselftest-harness test binary given, then names each failed test
+# and prints one summary line, "N passed, N failed, N skipped", adding up the
+# harness's own totals. Exits non-zero if any test failed or any binary
+# crashed or timed out.
 set -u
 if [ "$(id -u)" -ne 0 ]; then
-	echo "tests: coloc's tests load BPF programs: run them as root ('sudo make check')" >&2
+	echo "tests: coloc's tests load BPF programs: run 'make check' as root (or 'sudo make check')" >&2
 	exit 1
 fi
-pass=0 fail=0 skip=0 broken=()
+# Debian keeps bpftool in /usr/sbin, which 'su' without '-' leaves off PATH.
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+pass=0 fail=0 skip=0 broken=() failed=()
 for t in "$@"; do
 	name=$(basename "$t")
 	echo "=== $name"
@@ -15,6 +18,10 @@ for t in "$@"; do
 	timeout --kill-after=10 "${COLOC_TEST_TIMEOUT:-900}" "$t" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
 	line=$(grep -E '^# Totals: ' "$out" | tail -n 1)
+	# "not ok 7 fixture.name" (the harness's own lines, not a test's output)
+	while read -r test; do
+		failed+=("$name: $test")
+	done < <(sed -nE 's/^not ok [0-9]+ (.*)$/\1/p' "$out")
 	rm -f "$out"
 	if [ -z "$line" ]; then
 		broken+=("$name (exit $rc, no totals)")
@@ -34,6 +41,7 @@ for t in "$@"; do
 	fi
 done
 echo
+for f in "${failed[@]}"; do echo "failed: $f"; done
 for b in "${broken[@]}"; do echo "broken: $b"; done
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

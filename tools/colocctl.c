@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -37,28 +38,105 @@ static bool interval_given;
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: colocctl [--socket PATH] COMMAND [ARGS]\n"
-		"Talk to colocd, the coloc daemon.\n"
+		"Usage: colocctl [OPTION]... COMMAND [ARGS]\n"
+		"Talk to colocd, the coloc daemon, over its control socket.\n"
 		"\n"
 		"Commands:\n"
 		"  ping                          is colocd there? prints its version and pid\n"
-		"  signals [--json] [--watch] [--interval MS] [--count N]\n"
+		"  signals [--json] [--watch [--interval MS] [--count N]]\n"
 		"                                live per-core, per-socket and per-tenant signals\n"
 		"  tenants [--json]              tenants and what they have used\n"
 		"  tenant add NAME [--pid PID]... [--cgroup DIR]\n"
-		"                                attribute processes / a cgroup v2 to tenant NAME\n"
-		"  tenant rm NAME                forget tenant NAME\n"
+		"                                attribute processes (all their threads) and/or\n"
+		"                                a cgroup v2 directory to tenant NAME\n"
+		"  tenant rm NAME                forget tenant NAME (also: tenant remove NAME)\n"
 		"\n"
-		"Options:\n"
+		"Options (before or after the command):\n"
 		"  -s, --socket PATH   colocd's control socket (default %s)\n"
 		"  -j, --json          print the daemon's JSON response as is\n"
-		"  -w, --watch         with signals: repeat every --interval ms (default 1000)\n"
-		"                      until Ctrl-C\n"
+		"  -w, --watch         with signals: repeat until Ctrl-C\n"
+		"  -i, --interval MS   with --watch: time between updates, 10-3600000 (default 1000)\n"
 		"  -n, --count N       with --watch: stop after N updates\n"
 		"  -h, --help          this help\n"
+		"  -V, --version       print the version and exit\n"
+		"\n"
+		"The socket admits root and members of group '%s'; join it with\n"
+		"'usermod -aG %s USER' (as root), then log in again.\n"
 		"\n"
 		"Exit status: 0 done, 1 the daemon refused or is unreachable, 2 bad usage.\n",
-		COLOC_DEFAULT_SOCKET);
+		COLOC_DEFAULT_SOCKET, COLOC_GROUP, COLOC_GROUP);
+}
+
+/* Whether the calling process has gid among its groups (real, effective or supplementary). */
+static bool ctl_in_group(gid_t gid)
+{
+	int n = getgroups(0, NULL);
+	bool found = getgid() == gid || getegid() == gid;
+	gid_t *groups;
+
+	if (found || n <= 0)
+		return found;
+	groups = calloc((size_t)n, sizeof(*groups));
+	if (!groups)
+		return false;
+	n = getgroups(n, groups);
+	for (int i = 0; i < n && !found; i++)
+		found = groups[i] == gid;
+	free(groups);
+	return found;
+}
+
+/* Turns a failed connect() into what the operator should do about it. */
+static void ctl_explain_connect_error(int err)
+{
+	const char *path = opts.socket_path;
+	struct group *grp;
+	struct stat st;
+
+	switch (err) {
+	case ENOENT:
+	case ECONNREFUSED:
+		if (strcmp(path, COLOC_DEFAULT_SOCKET))
+			fprintf(stderr,
+				"colocctl: colocd is not running (%s %s); start it as root with "
+				"'colocd --socket %s &'\n",
+				err == ENOENT ? "no socket at" : "nothing listens on", path, path);
+		else
+			fprintf(stderr,
+				"colocctl: colocd is not running (%s %s); start it as root with "
+				"'systemctl start colocd' where it is installed, or 'colocd &'\n",
+				err == ENOENT ? "no socket at" : "nothing listens on", path);
+		return;
+	case EACCES:
+	case EPERM:
+		grp = getgrnam(COLOC_GROUP);
+		if (stat(path, &st))
+			fprintf(stderr,
+				"colocctl: permission denied on %s: a directory above it is closed "
+				"to you (%s)\n",
+				path, strerror(errno));
+		else if (!grp)
+			fprintf(stderr,
+				"colocctl: permission denied on %s: only root may connect, because "
+				"group '%s' does not exist; create it ('make deps' or "
+				"'groupadd --system %s' as root) and restart colocd\n",
+				path, COLOC_GROUP, COLOC_GROUP);
+		else if (ctl_in_group(grp->gr_gid) && st.st_gid != grp->gr_gid)
+			fprintf(stderr,
+				"colocctl: permission denied on %s although you are in group '%s': "
+				"the socket is not the group's, colocd was started before the "
+				"group existed; restart it\n",
+				path, COLOC_GROUP);
+		else
+			fprintf(stderr,
+				"colocctl: permission denied on %s: colocd admits root and members of "
+				"group '%s'; run as root, or join the group with "
+				"'usermod -aG %s $USER' (as root) and log in again\n",
+				path, COLOC_GROUP, COLOC_GROUP);
+		return;
+	default:
+		fprintf(stderr, "colocctl: cannot reach colocd at %s: %s\n", path, strerror(err));
+	}
 }
 
 static int ctl_connect(void)
@@ -78,12 +156,13 @@ static int ctl_connect(void)
 		return -1;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
-		fprintf(stderr,
-			"colocctl: cannot reach colocd at %s: %s (is it running? try 'sudo colocd')\n",
-			opts.socket_path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0) {
+		fprintf(stderr, "colocctl: cannot create a socket: %s\n", strerror(errno));
+		return -1;
+	}
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+		ctl_explain_connect_error(errno);
+		close(fd);
 		return -1;
 	}
 	return fd;
@@ -402,12 +481,13 @@ static int parse_opts(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{},
 	};
 	long v;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "+s:jwi:n:h", long_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+s:jwi:n:hV", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			if (!optarg[0]) {
@@ -435,6 +515,9 @@ static int parse_opts(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 1;
+		case 'V':
+			cli_print_version("colocctl");
 			return 1;
 		default:
 			usage(stderr);

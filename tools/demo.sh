@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# coloc's demo ('sudo make demo'): several tenants share this machine under
+# coloc's demo ('make demo' as root): several tenants share this machine under
 # colocd. It starts colocd, measures two DNN inference services alone
 # (MobileNet-V2 and ResNet-50, batch 1, real oneDNN kernels via coloc-run),
 # then runs them side by side with an LLC-thrashing aggressor, each process
@@ -34,7 +34,7 @@ cleanup() {
 trap cleanup EXIT
 
 if [ "$(id -u)" -ne 0 ]; then
-	echo "demo: colocd loads BPF programs: run 'sudo make demo'" >&2
+	echo "demo: colocd loads BPF programs: run 'make demo' as root (or 'sudo make demo')" >&2
 	exit 1
 fi
 

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Installs (or, with --check, only lists) the Debian packages coloc needs.
-# Idempotent: packages already installed are left alone, and apt-get runs
-# only when something is missing.
+# Installs the Debian packages coloc needs, then creates the 'coloc' system
+# group (colocd's control socket admits root and its members) and the 'coloc'
+# system user that executors drop to. Idempotent: apt-get runs only when a
+# package is missing, and an existing group or user is left alone.
+#
+#   tools/deps.sh           packages, then group and user (as root)
+#   tools/deps.sh --check   only list missing packages; exit 1 if any
+#   tools/deps.sh --users   only the group and user (used by 'make install')
 set -euo pipefail
 
 PACKAGES=(
@@ -11,32 +16,73 @@ PACKAGES=(
 	libdnnl-dev
 	linux-source-6.1
 )
+GROUP=coloc
+USER_NAME=coloc
+
+# groupadd and useradd live in /usr/sbin, off a normal PATH (e.g. after 'su').
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+
+as_root_hint() {
+	if [ "$(id -u)" -eq 0 ]; then echo "'$1'"; else echo "'sudo $1' (or '$1' as root)"; fi
+}
+
+ensure_users() {
+	if getent group "$GROUP" >/dev/null && getent passwd "$USER_NAME" >/dev/null; then
+		return 0
+	fi
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "coloc: the '$GROUP' group and user do not exist yet; run $(as_root_hint 'make deps')" >&2
+		return 0
+	fi
+	if ! getent group "$GROUP" >/dev/null; then
+		groupadd --system "$GROUP"
+		echo "coloc: created system group '$GROUP' (its members may use colocctl)"
+	fi
+	if ! getent passwd "$USER_NAME" >/dev/null; then
+		useradd --system --no-create-home --home-dir /nonexistent \
+			--shell /usr/sbin/nologin --gid "$GROUP" \
+			--comment "coloc executors" "$USER_NAME"
+		echo "coloc: created system user '$USER_NAME' (executors run as it)"
+	fi
+}
+
+case "${1:-}" in
+--users)
+	ensure_users
+	exit 0
+	;;
+--check | "") ;;
+*)
+	echo "usage: tools/deps.sh [--check | --users]" >&2
+	exit 2
+	;;
+esac
 
 missing=()
-for p in "${PACKAGES[@]}"; do
-	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-		missing+=("$p")
-	fi
-done
+while read -r pkg status; do
+	[ "$status" = "installed" ] || missing+=("$pkg")
+done < <(for p in "${PACKAGES[@]}"; do
+	s=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	echo "$p ${s:-absent}"
+done)
 
 if [ "${1:-}" = "--check" ]; then
 	if [ ${#missing[@]} -ne 0 ]; then
 		echo "coloc: missing Debian packages: ${missing[*]}" >&2
-		echo "coloc: run 'sudo make deps' to install them" >&2
+		echo "coloc: run $(as_root_hint 'make deps') to install them" >&2
 		exit 1
 	fi
 	exit 0
 fi
 
-if [ ${#missing[@]} -eq 0 ]; then
-	echo "coloc: all required packages are installed"
-	exit 0
+if [ ${#missing[@]} -ne 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "coloc: installing ${missing[*]} needs root: run $(as_root_hint 'make deps')" >&2
+		exit 1
+	fi
+	echo "coloc: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-if [ "$(id -u)" -ne 0 ]; then
-	echo "coloc: installing ${missing[*]} needs root: run 'sudo make deps'" >&2
-	exit 1
-fi
-echo "coloc: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+ensure_users
