@@ -17,6 +17,7 @@
 #include <sys/vfs.h>
 #include <json-c/json.h>
 #include "colocd.h"
+#include "version.h"
 
 static char *control_finish(struct json_object *resp)
 {
