@@ -131,6 +131,7 @@ static int parse_args(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	struct coloc_err cerr = { 0 };
 	struct server *server = NULL;
 	struct colocd *d;
 	int err;
@@ -151,9 +152,9 @@ int main(int argc, char **argv)
 	err = server_open(&server, config.socket_path);
 	if (err)
 		goto cleanup;
-	err = colocd_start(d, &config);
+	err = colocd_start(d, &config, &cerr);
 	if (err) {
-		fprintf(stderr, "colocd: cannot start the sensor: %s\n", strerror(-err));
+		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
 		goto cleanup;
 	}
 	printf("colocd: %s\n", d->signals_line);
