@@ -74,7 +74,8 @@ static int bpffs_mkdirs(const char *dir)
 	return 0;
 }
 
-static void bpffs_remove_stale_pins(const char *dir, const char *const *names, int nr_names)
+/* The number of pins under the given names that were there and are gone now. */
+static int bpffs_remove_stale_pins(const char *dir, const char *const *names, int nr_names)
 {
 	char path[BPFFS_PATH_MAX + 64];
 	int removed = 0;
@@ -84,63 +85,55 @@ static void bpffs_remove_stale_pins(const char *dir, const char *const *names, i
 		if (!unlink(path))
 			removed++;
 	}
-	if (removed)
-		fprintf(stderr, "colocd: removed %d stale pin(s) from %s left by an earlier run\n",
-			removed, dir);
+	return removed;
 }
 
-int bpffs_open_dir(struct bpffs_dir *d, const char *dir, const char *const *names, int nr_names)
+int bpffs_open_dir(struct bpffs_dir *d, const char *dir, const char *const *names, int nr_names,
+		   struct coloc_err *err)
 {
 	char anc[BPFFS_PATH_MAX + 1];
-	int err;
+	int ret;
 
 	d->lock_fd = -1;
-	if (dir[0] != '/' || strlen(dir) > BPFFS_PATH_MAX || strstr(dir, "/..")) {
-		fprintf(stderr,
-			"colocd: pin dir '%s' must be an absolute path of at most %d characters, without '..'\n",
+	d->mounted = false;
+	d->stale_removed = 0;
+	if (dir[0] != '/' || strlen(dir) > BPFFS_PATH_MAX || strstr(dir, "/.."))
+		return coloc_err_set(
+			err, -EINVAL,
+			"pin dir '%s' must be an absolute path of at most %d characters, without '..'",
 			dir, BPFFS_PATH_MAX);
-		return -EINVAL;
-	}
 	snprintf(d->path, sizeof(d->path), "%s", dir);
 	if (!strncmp(dir, BPFFS_DEFAULT_MOUNT "/", sizeof(BPFFS_DEFAULT_MOUNT)) &&
 	    !bpffs_is_bpffs(BPFFS_DEFAULT_MOUNT)) {
-		if (mount("bpf", BPFFS_DEFAULT_MOUNT, "bpf", 0, "mode=0700")) {
-			err = -errno;
-			fprintf(stderr, "colocd: cannot mount bpffs at %s: %s\n",
-				BPFFS_DEFAULT_MOUNT, strerror(errno));
-			return err;
-		}
-		fprintf(stderr, "colocd: mounted bpffs at %s\n", BPFFS_DEFAULT_MOUNT);
+		if (mount("bpf", BPFFS_DEFAULT_MOUNT, "bpf", 0, "mode=0700"))
+			return coloc_err_set(err, -errno, "cannot mount bpffs at %s: %s",
+					     BPFFS_DEFAULT_MOUNT, strerror(errno));
+		d->mounted = true;
 	}
 	bpffs_existing_ancestor(dir, anc, sizeof(anc));
-	if (!bpffs_is_bpffs(anc)) {
-		fprintf(stderr,
-			"colocd: pin dir %s is not on a bpf filesystem (mount -t bpf bpf DIR)\n",
-			dir);
-		return -ENOTSUP;
-	}
-	if (!strcmp(anc, dir) && bpffs_is_mount_root(dir)) {
-		fprintf(stderr,
-			"colocd: pin dir %s is the root of a bpf filesystem; use a directory of its own below it, e.g. %s/coloc\n",
+	if (!bpffs_is_bpffs(anc))
+		return coloc_err_set(err, -ENOTSUP,
+				     "pin dir %s is not on a bpf filesystem (mount -t bpf bpf DIR)",
+				     dir);
+	if (!strcmp(anc, dir) && bpffs_is_mount_root(dir))
+		return coloc_err_set(
+			err, -EINVAL,
+			"pin dir %s is the root of a bpf filesystem; use a directory of its own below it, e.g. %s/coloc",
 			dir, dir);
-		return -EINVAL;
-	}
-	err = bpffs_mkdirs(dir);
-	if (err) {
-		fprintf(stderr, "colocd: cannot create pin dir %s: %s\n", dir, strerror(-err));
-		return err;
-	}
+	ret = bpffs_mkdirs(dir);
+	if (ret)
+		return coloc_err_set(err, ret, "cannot create pin dir %s: %s", dir, strerror(-ret));
 	d->lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (d->lock_fd < 0 || flock(d->lock_fd, LOCK_EX | LOCK_NB)) {
-		err = -errno;
-		fprintf(stderr, "colocd: pin dir %s is in use by another colocd (%s)\n", dir,
-			strerror(errno));
+		ret = coloc_err_set(err, errno == EWOULDBLOCK ? -EBUSY : -errno,
+				    "pin dir %s is in use by another colocd (%s)", dir,
+				    strerror(errno));
 		if (d->lock_fd >= 0)
 			close(d->lock_fd);
 		d->lock_fd = -1;
-		return err == -EWOULDBLOCK ? -EBUSY : err;
+		return ret;
 	}
-	bpffs_remove_stale_pins(dir, names, nr_names);
+	d->stale_removed = bpffs_remove_stale_pins(dir, names, nr_names);
 	return 0;
 }
 

@@ -136,6 +136,7 @@ static int parse_args(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	struct coloc_err cerr = { 0 };
 	struct server *server = NULL;
 	struct colocd *d;
 	int err;
@@ -153,21 +154,26 @@ int main(int argc, char **argv)
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return 1;
-	err = server_open(&server, config.socket_path);
-	if (err)
-		goto cleanup;
-	err = colocd_start(d, &config);
+	err = server_open(&server, config.socket_path, &cerr);
 	if (err) {
-		fprintf(stderr, "colocd: cannot start the sensor: %s\n", strerror(-err));
+		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
+		goto cleanup;
+	}
+	err = colocd_start(d, &config, &cerr);
+	if (err) {
+		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
 		goto cleanup;
 	}
 	printf("colocd: %s\n", d->signals_line);
 	printf("colocd: watching %d CPUs at %u Hz, %u ms windows; maps pinned in %s; socket %s\n",
 	       sensor_nr_cpus(d->sensor), config.sample_hz, config.window_ms, config.pin_dir,
 	       config.socket_path);
-	err = server_run(server, d);
+	err = server_run(server, d, &cerr);
 	if (err)
-		fprintf(stderr, "colocd: event loop failed: %s\n", strerror(-err));
+		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
+	else
+		fprintf(stderr, "colocd: %s, shutting down\n",
+			strsignal(server_stop_signal(server)));
 cleanup:
 	colocd_stop(d);
 	server_close(server);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * The state colocd's parts share: configuration, the sensor, the rolling
- * view, uncore bandwidth and the tenant table. One instance per daemon,
- * passed explicitly (tests build their own).
+ * The state colocd's parts share: configuration, the machine's topology (the
+ * one socket numbering), the sensor, the rolling view, uncore bandwidth and
+ * the tenant table. One instance per daemon, passed explicitly (tests build
+ * their own).
  */
 #ifndef COLOC_DAEMON_COLOCD_H
 #define COLOC_DAEMON_COLOCD_H
@@ -10,8 +11,10 @@
 #include <stdbool.h>
 #include <linux/types.h>
 #include "coloc/protocol.h"
+#include "error.h"
 #include "sensor.h"
 #include "tenants.h"
+#include "topology.h"
 #include "uncore.h"
 #include "view.h"
 
@@ -26,24 +29,26 @@ struct colocd_config {
 
 struct colocd_uncore_rate {
 	__u64 last_read, last_write; /* cumulative bytes at last_ns */
-	__u64 last_ns;
+	__u64 last_ns; /* 0 until the socket's counters were read once */
 	double read_gbps, write_gbps;
 };
 
 struct colocd {
 	struct colocd_config cfg;
+	struct topology *topo;
 	struct sensor *sensor;
 	struct view *view;
 	struct uncore *uncore;
 	struct tenant_table tenants;
-	int cpu_socket[COLOC_MAX_CPUS];
-	int nr_sockets;
-	struct colocd_uncore_rate uncore_rate[8];
+	struct colocd_uncore_rate *uncore_rate; /* one per topology socket */
 	char signals_line[512];
 };
 
-/* Loads and attaches the sensor, pins, discovers uncore; prints the signals line. */
-int colocd_start(struct colocd *d, const struct colocd_config *cfg);
+/*
+ * Reads the topology, loads and attaches the sensor, pins, discovers uncore
+ * and writes the signals line; 0 or a negative errno with err saying why.
+ */
+int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct coloc_err *err);
 void colocd_stop(struct colocd *d);
 /* Once a second: forgets exited processes, refreshes uncore bandwidth rates. */
 void colocd_tick(struct colocd *d, __u64 now_ns);

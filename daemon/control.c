@@ -151,28 +151,28 @@ static struct json_object *control_tenant_json(struct colocd *d, struct tenant *
 static struct json_object *control_sockets_json(struct colocd *d, const struct view_signals *cpu)
 {
 	struct json_object *arr = json_object_new_array();
-	int nr_uncore = d->uncore ? uncore_nr_sockets(d->uncore) : 0;
 	__u32 live = sensor_live_mask(d->sensor);
 
-	for (int s = 0; s < d->nr_sockets; s++) {
+	for (int s = 0; s < topology_nr_sockets(d->topo); s++) {
 		struct json_object *o = json_object_new_object();
 		double busy = 0, dram = 0;
 		int n = 0;
 
 		for (int i = 0; i < sensor_nr_cpus(d->sensor); i++) {
-			if (d->cpu_socket[i] != s)
+			if (topology_cpu_socket(d->topo, sensor_cpus(d->sensor)[i]) != s)
 				continue;
 			n++;
 			busy += cpu[i].busy;
 			dram += cpu[i].dram_gbps;
 		}
 		json_object_object_add(o, "socket", json_object_new_int(s));
+		json_object_object_add(o, "package_id",
+				       json_object_new_int(topology_socket_package_id(d->topo, s)));
 		json_object_object_add(o, "cpus", json_object_new_int(n));
 		control_add_double(o, "busy", busy);
 		if (live & (1u << COLOC_CTR_DRAM_FILLS))
 			control_add_double(o, "dram_gbps", dram);
-		if (s < nr_uncore &&
-		    s < (int)(sizeof(d->uncore_rate) / sizeof(d->uncore_rate[0]))) {
+		if (d->uncore_rate[s].last_ns) {
 			control_add_double(o, "uncore_read_gbps", d->uncore_rate[s].read_gbps);
 			control_add_double(o, "uncore_write_gbps", d->uncore_rate[s].write_gbps);
 		}
@@ -208,7 +208,9 @@ static char *control_signals(struct colocd *d, __u64 now_ns)
 
 		view_cpu(d->view, i, now_window, span, &per_cpu[i]);
 		json_object_object_add(o, "cpu", json_object_new_int(sensor_cpus(d->sensor)[i]));
-		json_object_object_add(o, "socket", json_object_new_int(d->cpu_socket[i]));
+		json_object_object_add(o, "socket",
+				       json_object_new_int(topology_cpu_socket(
+					       d->topo, sensor_cpus(d->sensor)[i])));
 		control_add_signals(o, &per_cpu[i]);
 		json_object_array_add(cpus, o);
 	}

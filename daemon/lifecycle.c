@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * colocd's start and stop: the sensor (which pins the maps), the rolling view
- * it feeds, uncore bandwidth where the machine has an uncore PMU, and the
- * CPU-to-socket map. Start prints, in one line, which signals are live.
+ * colocd's start and stop: the topology (read once; its socket numbering is
+ * the one the control protocol and uncore bandwidth share), the sensor
+ * (which pins the maps), the rolling view it feeds, and uncore bandwidth
+ * where the machine has an uncore PMU. Start writes, in one line, which
+ * signals are live, for main() to print.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,38 +20,7 @@ static void colocd_on_record(void *ctx, const void *rec, size_t size)
 	view_add_record(d->view, rec, size);
 }
 
-static int colocd_read_socket(int cpu)
-{
-	char path[128];
-	FILE *f;
-	int id = 0;
-
-	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/physical_package_id",
-		 cpu);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%d", &id) != 1 || id < 0)
-		id = 0;
-	fclose(f);
-	return id;
-}
-
-static void colocd_map_sockets(struct colocd *d)
-{
-	const int *cpus = sensor_cpus(d->sensor);
-
-	d->nr_sockets = 0;
-	for (int i = 0; i < sensor_nr_cpus(d->sensor); i++) {
-		int socket = colocd_read_socket(cpus[i]);
-
-		d->cpu_socket[i] = socket;
-		if (socket + 1 > d->nr_sockets)
-			d->nr_sockets = socket + 1;
-	}
-}
-
-int colocd_start(struct colocd *d, const struct colocd_config *cfg)
+int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct coloc_err *err)
 {
 	struct sensor_config sc = {
 		.sample_hz = cfg->sample_hz,
@@ -59,29 +30,41 @@ int colocd_start(struct colocd *d, const struct colocd_config *cfg)
 		.on_record = colocd_on_record,
 		.ctx = d,
 	};
+	struct coloc_err uncore_err = { 0 };
 	char pmu_line[384];
-	int err;
+	int ret;
 
 	memset(d, 0, sizeof(*d));
 	d->cfg = *cfg;
-	err = sensor_open(&d->sensor, &sc);
-	if (err)
-		return err;
+	ret = topology_open(NULL, &d->topo, err);
+	if (ret)
+		return ret;
+	d->uncore_rate = calloc((size_t)topology_nr_sockets(d->topo), sizeof(*d->uncore_rate));
+	if (!d->uncore_rate) {
+		colocd_stop(d);
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	}
+	ret = sensor_open(&d->sensor, &sc);
+	if (ret) {
+		colocd_stop(d);
+		return coloc_err_set(err, ret, "cannot start the sensor: %s", strerror(-ret));
+	}
 	d->view = view_new(sensor_nr_cpus(d->sensor), sensor_cpus(d->sensor), cfg->window_ms);
 	if (!d->view) {
 		colocd_stop(d);
-		return -ENOMEM;
+		return coloc_err_set(err, -ENOMEM, "out of memory for the rolling view");
 	}
-	colocd_map_sockets(d);
-	err = uncore_open(&d->uncore);
-	if (err) {
-		fprintf(stderr, "colocd: uncore PMU unusable (%s); no per-socket bandwidth\n",
-			strerror(-err));
+	/* without uncore counters the daemon still runs: the signals line says why */
+	if (uncore_open_at("/", d->topo, 0, &d->uncore, &uncore_err))
 		d->uncore = NULL;
-	}
 	pmu_describe(sensor_pmu(d->sensor), pmu_line, sizeof(pmu_line));
-	snprintf(d->signals_line, sizeof(d->signals_line), "%s; %s", pmu_line,
-		 d->uncore ? uncore_describe(d->uncore) : "uncore membw: unavailable");
+	if (d->uncore)
+		snprintf(d->signals_line, sizeof(d->signals_line), "%s; %s", pmu_line,
+			 uncore_describe(d->uncore));
+	else
+		snprintf(d->signals_line, sizeof(d->signals_line),
+			 "%s; uncore membw: unavailable (%s)", pmu_line,
+			 coloc_err_str(&uncore_err));
 	return 0;
 }
 
@@ -91,9 +74,13 @@ void colocd_stop(struct colocd *d)
 		uncore_close(d->uncore);
 	view_free(d->view);
 	sensor_close(d->sensor);
+	free(d->uncore_rate);
+	topology_close(d->topo);
 	d->uncore = NULL;
 	d->view = NULL;
 	d->sensor = NULL;
+	d->uncore_rate = NULL;
+	d->topo = NULL;
 }
 
 /* Forgets processes that exited, so a recycled pid is not charged to a tenant. */
@@ -118,10 +105,10 @@ void colocd_tick(struct colocd *d, __u64 now_ns)
 {
 	colocd_prune_exited(d);
 
-	int n = d->uncore ? uncore_nr_sockets(d->uncore) : 0;
+	int n = d->uncore ? topology_nr_sockets(d->topo) : 0;
 
-	for (int s = 0; s < n && s < (int)(sizeof(d->uncore_rate) / sizeof(d->uncore_rate[0]));
-	     s++) {
+	/* a socket without visible memory controllers fails the read and keeps no rate */
+	for (int s = 0; s < n; s++) {
 		struct colocd_uncore_rate *r = &d->uncore_rate[s];
 		__u64 rd, wr;
 

@@ -154,11 +154,19 @@ static int sensor_handle_record(void *ctx, void *data, size_t size)
 static int sensor_pin(struct sensor *s, const char *dir)
 {
 	char path[BPFFS_PATH_MAX + 64];
+	struct coloc_err why = { 0 };
 	int err;
 
-	err = bpffs_open_dir(&s->pin_dir, dir, sensor_pin_names, SENSOR_NR_PINS);
-	if (err)
+	err = bpffs_open_dir(&s->pin_dir, dir, sensor_pin_names, SENSOR_NR_PINS, &why);
+	if (err) {
+		fprintf(stderr, "colocd: %s\n", coloc_err_str(&why));
 		return err;
+	}
+	if (s->pin_dir.mounted)
+		fprintf(stderr, "colocd: mounted bpffs at /sys/fs/bpf\n");
+	if (s->pin_dir.stale_removed)
+		fprintf(stderr, "colocd: removed %d stale pin(s) from %s left by an earlier run\n",
+			s->pin_dir.stale_removed, dir);
 	s->pinned = true;
 	for (int i = 0; i < SENSOR_NR_PINS; i++) {
 		struct bpf_map *map =

@@ -74,6 +74,7 @@ struct server {
 	struct server_conn conns[SERVER_MAX_CONNS];
 	struct __kernel_timespec tick, drain;
 	bool stop;
+	int stop_signal; /* the signal that stopped it, 0 while running */
 };
 
 static __u64 server_tag(enum server_event ev, int idx)
@@ -320,8 +321,7 @@ static void server_dispatch(struct server *s, struct colocd *d, struct io_uring_
 		break;
 	case EV_SIGNAL:
 		if (read(s->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-			fprintf(stderr, "colocd: %s, shutting down\n",
-				strsignal((int)si.ssi_signo));
+			s->stop_signal = (int)si.ssi_signo;
 			s->stop = true;
 		}
 		server_arm_poll(s, s->sig_fd, EV_SIGNAL);
@@ -353,23 +353,21 @@ static void server_dispatch(struct server *s, struct colocd *d, struct io_uring_
  * unlinked meanwhile holds nothing: it checks the path still names its file
  * and otherwise tries again.
  */
-static int server_take_lock(struct server *s)
+static int server_take_lock(struct server *s, struct coloc_err *err)
 {
 	for (int tries = 0; tries < 10; tries++) {
 		struct stat held, named;
 
 		s->lock_fd = open(s->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		if (s->lock_fd < 0) {
-			fprintf(stderr, "colocd: cannot open lock %s: %s\n", s->lock_path,
-				strerror(errno));
-			return -errno;
-		}
+		if (s->lock_fd < 0)
+			return coloc_err_set(err, -errno, "cannot open lock %s: %s", s->lock_path,
+					     strerror(errno));
 		if (flock(s->lock_fd, LOCK_EX | LOCK_NB)) {
-			fprintf(stderr, "colocd: socket %s is in use: another colocd holds %s\n",
-				s->socket_path, s->lock_path);
 			close(s->lock_fd);
 			s->lock_fd = -1;
-			return -EADDRINUSE;
+			return coloc_err_set(err, -EADDRINUSE,
+					     "socket %s is in use: another colocd holds %s",
+					     s->socket_path, s->lock_path);
 		}
 		if (!fstat(s->lock_fd, &held) && !stat(s->lock_path, &named) &&
 		    held.st_ino == named.st_ino && held.st_dev == named.st_dev)
@@ -377,9 +375,8 @@ static int server_take_lock(struct server *s)
 		close(s->lock_fd);
 		s->lock_fd = -1;
 	}
-	fprintf(stderr, "colocd: lock %s keeps changing; is another colocd starting?\n",
-		s->lock_path);
-	return -EBUSY;
+	return coloc_err_set(err, -EBUSY, "lock %s keeps changing; is another colocd starting?",
+			     s->lock_path);
 }
 
 /* The process that listens on a socket path (SO_PEERCRED of a connection to it). */
@@ -410,7 +407,7 @@ static pid_t server_listener_of(int fd, char *comm, size_t len)
  * a colocd still being torn down (killed, its io_uring not yet released)
  * answers for: only another program's live socket is refused.
  */
-static int server_remove_stale_socket(struct server *s)
+static int server_remove_stale_socket(struct server *s, struct coloc_err *err)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	char comm[32];
@@ -420,56 +417,54 @@ static int server_remove_stale_socket(struct server *s)
 
 	if (lstat(s->socket_path, &st))
 		return 0;
-	if (!S_ISSOCK(st.st_mode)) {
-		fprintf(stderr, "colocd: %s exists and is not a socket; refusing to remove it\n",
-			s->socket_path);
-		return -EEXIST;
-	}
+	if (!S_ISSOCK(st.st_mode))
+		return coloc_err_set(err, -EEXIST,
+				     "%s exists and is not a socket; refusing to remove it",
+				     s->socket_path);
 	memcpy(addr.sun_path, s->socket_path, strlen(s->socket_path));
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
+		return coloc_err_set(err, -errno, "cannot create a socket: %s", strerror(errno));
 	if (!connect(fd, (struct sockaddr *)&addr, sizeof(addr)))
 		listener = server_listener_of(fd, comm, sizeof(comm));
 	close(fd);
-	if (listener > 0 && strcmp(comm, "colocd")) {
-		fprintf(stderr, "colocd: socket %s is in use by another process (pid %d, %s)\n",
-			s->socket_path, listener, comm);
-		return -EADDRINUSE;
-	}
+	if (listener > 0 && strcmp(comm, "colocd"))
+		return coloc_err_set(err, -EADDRINUSE,
+				     "socket %s is in use by another process (pid %d, %s)",
+				     s->socket_path, listener, comm);
 	unlink(s->socket_path);
 	return 0;
 }
 
-static int server_listen(struct server *s)
+static int server_listen(struct server *s, struct coloc_err *err)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct group *grp;
 	mode_t old_mask;
-	int err;
+	int ret;
 
 	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s->listen_fd < 0)
-		return -errno;
+		return coloc_err_set(err, -errno, "cannot create a socket: %s", strerror(errno));
 	memcpy(addr.sun_path, s->socket_path, strlen(s->socket_path));
 	/* born 0660: never a moment when others could connect */
 	old_mask = umask(0117);
-	err = bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) ? -errno : 0;
+	ret = bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) ? -errno : 0;
 	umask(old_mask);
-	if (err || listen(s->listen_fd, 64)) {
-		err = err ? err : -errno;
-		fprintf(stderr, "colocd: cannot listen on %s: %s\n", s->socket_path,
-			strerror(-err));
-		return err;
+	if (ret || listen(s->listen_fd, 64)) {
+		ret = ret ? ret : -errno;
+		return coloc_err_set(err, ret, "cannot listen on %s: %s", s->socket_path,
+				     strerror(-ret));
 	}
+	/* the group exists so that its members can connect: a socket they cannot use is an error */
 	grp = getgrnam(COLOC_GROUP);
 	if (grp && lchown(s->socket_path, 0, grp->gr_gid))
-		fprintf(stderr, "colocd: cannot give %s to group %s: %s\n", s->socket_path,
-			COLOC_GROUP, strerror(errno));
+		return coloc_err_set(err, -errno, "cannot give %s to group %s: %s", s->socket_path,
+				     COLOC_GROUP, strerror(errno));
 	return 0;
 }
 
-static int server_mkdir_parent(const char *path)
+static int server_mkdir_parent(const char *path, struct coloc_err *err)
 {
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char *slash;
@@ -479,38 +474,34 @@ static int server_mkdir_parent(const char *path)
 	if (!slash || slash == dir)
 		return 0;
 	*slash = '\0';
-	if (mkdir(dir, 0755) && errno != EEXIST) {
-		fprintf(stderr, "colocd: cannot create %s: %s\n", dir, strerror(errno));
-		return -errno;
-	}
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return coloc_err_set(err, -errno, "cannot create %s: %s", dir, strerror(errno));
 	return 0;
 }
 
-int server_open(struct server **out, const char *socket_path)
+int server_open(struct server **out, const char *socket_path, struct coloc_err *err)
 {
 	struct server *s;
 	sigset_t mask;
-	int err;
+	int ret;
 
-	if (!socket_path[0] || strlen(socket_path) >= sizeof(s->socket_path)) {
-		fprintf(stderr, "colocd: socket path must be 1-%zu characters\n",
-			sizeof(s->socket_path) - 1);
-		return -ENAMETOOLONG;
-	}
+	if (!socket_path[0] || strlen(socket_path) >= sizeof(s->socket_path))
+		return coloc_err_set(err, -ENAMETOOLONG, "socket path must be 1-%zu characters",
+				     sizeof(s->socket_path) - 1);
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return -ENOMEM;
+		return coloc_err_set(err, -ENOMEM, "out of memory");
 	s->listen_fd = s->sig_fd = s->lock_fd = -1;
 	s->tick.tv_sec = 1;
 	snprintf(s->socket_path, sizeof(s->socket_path), "%s", socket_path);
 	snprintf(s->lock_path, sizeof(s->lock_path), "%s.lock", socket_path);
 
-	err = server_mkdir_parent(socket_path);
-	if (!err)
-		err = server_take_lock(s);
-	if (!err)
-		err = server_remove_stale_socket(s);
-	if (err)
+	ret = server_mkdir_parent(socket_path, err);
+	if (!ret)
+		ret = server_take_lock(s, err);
+	if (!ret)
+		ret = server_remove_stale_socket(s, err);
+	if (ret)
 		goto fail;
 
 	sigemptyset(&mask);
@@ -520,12 +511,12 @@ int server_open(struct server **out, const char *socket_path)
 	signal(SIGPIPE, SIG_IGN);
 	s->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (s->sig_fd < 0) {
-		err = -errno;
+		ret = coloc_err_set(err, -errno, "cannot create a signalfd: %s", strerror(errno));
 		goto fail;
 	}
-	err = io_uring_queue_init(SERVER_QUEUE_DEPTH, &s->ring, 0);
-	if (err) {
-		fprintf(stderr, "colocd: io_uring unavailable: %s\n", strerror(-err));
+	ret = io_uring_queue_init(SERVER_QUEUE_DEPTH, &s->ring, 0);
+	if (ret) {
+		coloc_err_set(err, ret, "io_uring unavailable: %s", strerror(-ret));
 		goto fail;
 	}
 	s->ring_ready = true;
@@ -533,19 +524,19 @@ int server_open(struct server **out, const char *socket_path)
 	return 0;
 fail:
 	server_close(s);
-	return err;
+	return ret;
 }
 
-int server_run(struct server *s, struct colocd *d)
+int server_run(struct server *s, struct colocd *d, struct coloc_err *err)
 {
 	struct io_uring_cqe *cqe;
 	unsigned int drain_ms;
-	int err;
+	int ret;
 
 	/* the socket appears only once the sensor is up: connecting means ready */
-	err = server_listen(s);
-	if (err)
-		return err;
+	ret = server_listen(s, err);
+	if (ret)
+		return ret;
 	server_arm_poll(s, sensor_epoll_fd(d->sensor), EV_RINGBUF);
 	server_arm_poll(s, s->sig_fd, EV_SIGNAL);
 	server_arm_accept(s);
@@ -555,15 +546,20 @@ int server_run(struct server *s, struct colocd *d)
 	server_arm_timer(s, EV_TICK);
 	server_arm_timer(s, EV_DRAIN);
 	while (!s->stop) {
-		err = io_uring_submit_and_wait(&s->ring, 1);
-		if (err < 0 && err != -EINTR)
-			return err;
+		ret = io_uring_submit_and_wait(&s->ring, 1);
+		if (ret < 0 && ret != -EINTR)
+			return coloc_err_set(err, ret, "event loop failed: %s", strerror(-ret));
 		while (io_uring_peek_cqe(&s->ring, &cqe) == 0) {
 			server_dispatch(s, d, cqe);
 			io_uring_cqe_seen(&s->ring, cqe);
 		}
 	}
 	return 0;
+}
+
+int server_stop_signal(const struct server *s)
+{
+	return s->stop_signal;
 }
 
 void server_close(struct server *s)

@@ -20,10 +20,13 @@
  * amd_df (the Zen data fabric) is seen but not used: its DRAM channel events
  * count read and write beats together and their codes differ per family.
  *
- * Each (PMU, cpumask CPU) pair is a channel; its CPU's physical_package_id
- * gives the socket. uncore_read() sums a socket's channels into cumulative
- * bytes. Everything takes a sysfs root so tests can parse a tree they wrote;
- * the counts themselves only ever come from perf_event_open().
+ * Each (PMU, cpumask CPU) pair is a channel; the topology (common/topology.h)
+ * gives its CPU's socket, in the one numbering every part of coloc uses, so a
+ * socket whose memory controllers sysfs does not show simply has no channel
+ * and the others keep their numbers. uncore_read() sums a socket's channels
+ * into cumulative bytes. Everything takes a sysfs root and a topology so
+ * tests can parse a tree and a machine they wrote; the counts themselves only
+ * ever come from perf_event_open().
  */
 #define _GNU_SOURCE /* strerrorname_np */
 #include <ctype.h>
@@ -32,7 +35,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,10 +42,13 @@
 #include <unistd.h>
 #include <sys/syscall.h>
 #include <linux/perf_event.h>
+#include "coloc/limits.h"
+#include "cpulist.h"
+#include "topology.h"
 #include "uncore.h"
+#include "util.h"
 
 #define UNCORE_DEVICES "/sys/bus/event_source/devices"
-#define UNCORE_MAX_CPUS 4096
 #define UNCORE_LINE_BYTES 64.0
 
 enum uncore_kind {
@@ -57,23 +62,12 @@ struct uncore {
 	struct uncore_channel *channels;
 	int *read_fds;
 	int *write_fds;
-	int nr_sockets;
+	int nr_sockets; /* with at least one channel */
+	int nr_topology_sockets;
 	char describe[320];
 };
 
 /* ---- small sysfs readers --------------------------------------------------- */
-
-__attribute__((format(printf, 3, 4))) static void uncore_msg(char *err, size_t len, const char *fmt,
-							     ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
 
 static int uncore_read_text(const char *path, char *buf, size_t len)
 {
@@ -125,7 +119,7 @@ static bool uncore_safe_name(const char *s)
 /* ---- format/ and events/ parsing ----------------------------------------- */
 
 /* Places value into config[] per one format spec such as "config:0-7,32-35", low bits first. */
-static int uncore_place(const char *spec, __u64 value, __u64 config[3], char *err, size_t elen)
+static int uncore_place(const char *spec, __u64 value, __u64 config[3], struct coloc_err *err)
 {
 	const char *p = spec;
 	int word, placed = 0;
@@ -141,8 +135,8 @@ static int uncore_place(const char *spec, __u64 value, __u64 config[3], char *er
 		word = 0;
 		p += 7;
 	} else {
-		uncore_msg(err, elen, "format '%s': expected config, config1 or config2", spec);
-		return -EINVAL;
+		return coloc_err_set(err, -EINVAL,
+				     "format '%s': expected config, config1 or config2", spec);
 	}
 	for (;;) {
 		unsigned long lo, hi;
@@ -177,18 +171,16 @@ static int uncore_place(const char *spec, __u64 value, __u64 config[3], char *er
 		p++;
 	}
 	if (placed < 64 && (value >> placed)) {
-		uncore_msg(err, elen, "value 0x%llx does not fit format '%s'",
-			   (unsigned long long)value, spec);
-		return -ERANGE;
+		return coloc_err_set(err, -ERANGE, "value 0x%llx does not fit format '%s'",
+				     (unsigned long long)value, spec);
 	}
 	return 0;
 bad:
-	uncore_msg(err, elen, "format '%s': bad bit range", spec);
-	return -EINVAL;
+	return coloc_err_set(err, -EINVAL, "format '%s': bad bit range", spec);
 }
 
-int uncore_encode_terms(const char *pmu_dir, const char *terms, __u64 config[3], char *err,
-			size_t err_len)
+int uncore_encode_terms(const char *pmu_dir, const char *terms, __u64 config[3],
+			struct coloc_err *err)
 {
 	char copy[512], *save = NULL, *term;
 
@@ -196,8 +188,7 @@ int uncore_encode_terms(const char *pmu_dir, const char *terms, __u64 config[3],
 		return -EINVAL;
 	config[0] = config[1] = config[2] = 0;
 	if (strlen(terms) >= sizeof(copy)) {
-		uncore_msg(err, err_len, "event terms too long: '%.60s...'", terms);
-		return -EINVAL;
+		return coloc_err_set(err, -EINVAL, "event terms too long: '%.60s...'", terms);
 	}
 	strcpy(copy, terms);
 	for (term = strtok_r(copy, ",", &save); term; term = strtok_r(NULL, ",", &save)) {
@@ -216,21 +207,19 @@ int uncore_encode_terms(const char *pmu_dir, const char *terms, __u64 config[3],
 			errno = 0;
 			value = strtoull(eq + 1, &end, 0);
 			if (errno || end == eq + 1 || *end || eq[1] == '-') {
-				uncore_msg(err, err_len, "term '%s': bad value '%s'", name, eq + 1);
-				return -EINVAL;
+				return coloc_err_set(err, -EINVAL, "term '%s': bad value '%s'",
+						     name, eq + 1);
 			}
 		}
 		if (!uncore_safe_name(name)) {
-			uncore_msg(err, err_len, "bad term name '%s' in '%s'", name, terms);
-			return -EINVAL;
+			return coloc_err_set(err, -EINVAL, "bad term name '%s' in '%s'", name,
+					     terms);
 		}
 		snprintf(path, sizeof(path), "%s/format/%s", pmu_dir, name);
 		ret = uncore_read_text(path, spec, sizeof(spec));
-		if (ret) {
-			uncore_msg(err, err_len, "term '%s': no format file %s", name, path);
-			return ret == -ENOENT ? -ENOENT : ret;
-		}
-		ret = uncore_place(spec, value, config, err, err_len);
+		if (ret)
+			return coloc_err_set(err, ret, "term '%s': no format file %s", name, path);
+		ret = uncore_place(spec, value, config, err);
 		if (ret)
 			return ret;
 	}
@@ -248,7 +237,7 @@ static int uncore_unit_bytes(const char *unit, double *bytes)
 		{ "KB", 1e3 },	   { "MB", 1e6 },	 { "GB", 1e9 },
 	};
 
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
 		if (!strcmp(unit, units[i].name)) {
 			*bytes = units[i].bytes;
 			return 0;
@@ -257,7 +246,7 @@ static int uncore_unit_bytes(const char *unit, double *bytes)
 }
 
 int uncore_encode_alias(const char *pmu_dir, const char *name, __u64 config[3],
-			double *bytes_per_count, bool *has_scale, char *err, size_t err_len)
+			double *bytes_per_count, bool *has_scale, struct coloc_err *err)
 {
 	char path[PATH_MAX], terms[512], text[64], *end;
 	double scale = 1.0, unit = 1.0;
@@ -266,17 +255,13 @@ int uncore_encode_alias(const char *pmu_dir, const char *name, __u64 config[3],
 
 	if (!pmu_dir || !name || !config || !bytes_per_count || !has_scale)
 		return -EINVAL;
-	if (!uncore_safe_name(name)) {
-		uncore_msg(err, err_len, "bad event alias name '%s'", name);
-		return -EINVAL;
-	}
+	if (!uncore_safe_name(name))
+		return coloc_err_set(err, -EINVAL, "bad event alias name '%s'", name);
 	snprintf(path, sizeof(path), "%s/events/%s", pmu_dir, name);
 	ret = uncore_read_text(path, terms, sizeof(terms));
-	if (ret) {
-		uncore_msg(err, err_len, "no event alias %s", path);
-		return ret;
-	}
-	ret = uncore_encode_terms(pmu_dir, terms, config, err, err_len);
+	if (ret)
+		return coloc_err_set(err, ret, "no event alias %s", path);
+	ret = uncore_encode_terms(pmu_dir, terms, config, err);
 	if (ret)
 		return ret;
 
@@ -285,10 +270,8 @@ int uncore_encode_alias(const char *pmu_dir, const char *name, __u64 config[3],
 	if (!ret) {
 		errno = 0;
 		scale = strtod(text, &end);
-		if (errno || end == text || *end || !(scale > 0) || !isfinite(scale)) {
-			uncore_msg(err, err_len, "%s: bad scale '%s'", path, text);
-			return -EINVAL;
-		}
+		if (errno || end == text || *end || !(scale > 0) || !isfinite(scale))
+			return coloc_err_set(err, -EINVAL, "%s: bad scale '%s'", path, text);
 		scaled = true;
 	} else if (ret != -ENOENT) {
 		return ret;
@@ -296,10 +279,9 @@ int uncore_encode_alias(const char *pmu_dir, const char *name, __u64 config[3],
 	snprintf(path, sizeof(path), "%s/events/%s.unit", pmu_dir, name);
 	ret = uncore_read_text(path, text, sizeof(text));
 	if (!ret) {
-		if (uncore_unit_bytes(text, &unit)) {
-			uncore_msg(err, err_len, "%s: unit '%s' is not a byte unit", path, text);
-			return -EINVAL;
-		}
+		if (uncore_unit_bytes(text, &unit))
+			return coloc_err_set(err, -EINVAL, "%s: unit '%s' is not a byte unit", path,
+					     text);
 		scaled = true;
 	} else if (ret != -ENOENT) {
 		return ret;
@@ -307,49 +289,6 @@ int uncore_encode_alias(const char *pmu_dir, const char *name, __u64 config[3],
 	*bytes_per_count = scale * unit;
 	*has_scale = scaled;
 	return 0;
-}
-
-int uncore_parse_cpulist(const char *text, int *cpus, int max_cpus)
-{
-	const char *p = text;
-	int n = 0;
-
-	if (!text || !cpus || max_cpus < 0)
-		return -EINVAL;
-	while (isspace((unsigned char)*p))
-		p++;
-	while (*p && !isspace((unsigned char)*p)) {
-		long lo, hi;
-		char *end;
-
-		if (!isdigit((unsigned char)*p))
-			return -EINVAL;
-		errno = 0;
-		lo = strtol(p, &end, 10);
-		if (errno || lo >= UNCORE_MAX_CPUS)
-			return -EINVAL;
-		hi = lo;
-		p = end;
-		if (*p == '-') {
-			p++;
-			if (!isdigit((unsigned char)*p))
-				return -EINVAL;
-			hi = strtol(p, &end, 10);
-			if (errno || hi < lo || hi >= UNCORE_MAX_CPUS)
-				return -EINVAL;
-			p = end;
-		}
-		for (long c = lo; c <= hi; c++) {
-			if (n >= max_cpus)
-				return -E2BIG;
-			cpus[n++] = (int)c;
-		}
-		if (*p == ',')
-			p++;
-		else if (*p && !isspace((unsigned char)*p))
-			return -EINVAL;
-	}
-	return n;
 }
 
 /* ---- discovery ------------------------------------------------------------- */
@@ -382,10 +321,10 @@ static int uncore_cmp_names(const void *a, const void *b)
 
 /* Encodes one alias into config, defaulting to 64 bytes per count when sysfs gives no scale. */
 static int uncore_plan_alias(const char *dir, const char *name, __u64 config[3],
-			     double *bytes_per_count, char *err, size_t elen)
+			     double *bytes_per_count, struct coloc_err *err)
 {
 	bool has_scale;
-	int ret = uncore_encode_alias(dir, name, config, bytes_per_count, &has_scale, err, elen);
+	int ret = uncore_encode_alias(dir, name, config, bytes_per_count, &has_scale, err);
 
 	if (!ret && !has_scale)
 		*bytes_per_count = UNCORE_LINE_BYTES;
@@ -394,37 +333,37 @@ static int uncore_plan_alias(const char *dir, const char *name, __u64 config[3],
 
 /* Read and write events of one PMU, with bytes per count. */
 static int uncore_plan_events(const char *dir, enum uncore_kind kind, struct uncore_channel *ch,
-			      char *err, size_t elen)
+			      struct coloc_err *err)
 {
 	/* server IMCs, then client IMCs, which name the same two counters differently */
 	static const char *const imc_aliases[][2] = {
 		{ "cas_count_read", "cas_count_write" },
 		{ "data_reads", "data_writes" },
 	};
+	struct coloc_err why = { 0 };
 	int ret = -ENOENT;
 
 	if (kind == UNCORE_KIND_UMC) {
 		ch->read_bytes_per_count = UNCORE_LINE_BYTES;
 		ch->write_bytes_per_count = UNCORE_LINE_BYTES;
-		ret = uncore_encode_terms(dir, "event=0x0a,rdwrmask=0x1", ch->read_config, err,
-					  elen);
+		ret = uncore_encode_terms(dir, "event=0x0a,rdwrmask=0x1", ch->read_config, err);
 		if (ret)
 			return ret;
-		return uncore_encode_terms(dir, "event=0x0a,rdwrmask=0x2", ch->write_config, err,
-					   elen);
+		return uncore_encode_terms(dir, "event=0x0a,rdwrmask=0x2", ch->write_config, err);
 	}
-	for (size_t i = 0; i < sizeof(imc_aliases) / sizeof(imc_aliases[0]) && ret == -ENOENT;
-	     i++) {
+	/* a missing alias is not the error yet: the client IMCs' names may exist */
+	for (size_t i = 0; i < ARRAY_SIZE(imc_aliases) && ret == -ENOENT; i++) {
+		coloc_err_clear(&why);
 		ret = uncore_plan_alias(dir, imc_aliases[i][0], ch->read_config,
-					&ch->read_bytes_per_count, err, elen);
+					&ch->read_bytes_per_count, &why);
 		if (!ret)
 			ret = uncore_plan_alias(dir, imc_aliases[i][1], ch->write_config,
-						&ch->write_bytes_per_count, err, elen);
+						&ch->write_bytes_per_count, &why);
 	}
 	if (ret == -ENOENT)
-		uncore_msg(err, elen,
-			   "no cas_count_read/cas_count_write or data_reads/data_writes");
-	return ret;
+		return coloc_err_set(err, ret,
+				     "no cas_count_read/cas_count_write or data_reads/data_writes");
+	return ret ? coloc_err_set(err, ret, "%s", why.msg) : 0;
 }
 
 static int uncore_add_channel(struct uncore *u, const struct uncore_channel *ch)
@@ -439,47 +378,43 @@ static int uncore_add_channel(struct uncore *u, const struct uncore_channel *ch)
 	return 0;
 }
 
-/* Adds one channel per cpumask CPU of a PMU, or none and a reason in err. */
-static int uncore_plan_pmu(struct uncore *u, const char *root, const char *name,
-			   enum uncore_kind kind, char *err, size_t elen)
+/*
+ * Adds one channel per cpumask CPU of a PMU, on the socket the topology
+ * gives that CPU, or none and the reason in err.
+ */
+static int uncore_plan_pmu(struct uncore *u, const char *root, const struct topology *topo,
+			   const char *name, enum uncore_kind kind, struct coloc_err *err)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 32], text[4096];
 	struct uncore_channel ch = { 0 };
-	int cpus[256], nr, ret, first = u->nr_channels;
+	int cpus[COLOC_MAX_CPUS], nr, ret, first = u->nr_channels;
 	long v;
 
 	snprintf(dir, sizeof(dir), "%s%s/%s", root, UNCORE_DEVICES, name);
 	snprintf(ch.pmu, sizeof(ch.pmu), "%s", name);
 	snprintf(path, sizeof(path), "%s/type", dir);
 	ret = uncore_read_long(path, 0, UINT32_MAX, &v);
-	if (ret) {
-		uncore_msg(err, elen, "unreadable or bad 'type'");
-		return ret;
-	}
+	if (ret)
+		return coloc_err_set(err, ret, "unreadable or bad 'type'");
 	ch.type = (__u32)v;
-	ret = uncore_plan_events(dir, kind, &ch, err, elen);
+	ret = uncore_plan_events(dir, kind, &ch, err);
 	if (ret)
 		return ret;
 
 	snprintf(path, sizeof(path), "%s/cpumask", dir);
 	ret = uncore_read_text(path, text, sizeof(text));
-	nr = ret ? ret : uncore_parse_cpulist(text, cpus, (int)(sizeof(cpus) / sizeof(cpus[0])));
-	if (nr <= 0) {
-		uncore_msg(err, elen, "missing, empty or bad 'cpumask'");
-		return nr ? nr : -EINVAL;
-	}
+	nr = ret ? ret : cpulist_parse(text, CPULIST_SYSFS, cpus, COLOC_MAX_CPUS, NULL);
+	if (nr <= 0)
+		return coloc_err_set(err, nr ? nr : -EINVAL, "missing, empty or bad 'cpumask'");
 	for (int i = 0; i < nr; i++) {
-		snprintf(path, sizeof(path),
-			 "%s/sys/devices/system/cpu/cpu%d/topology/physical_package_id", root,
-			 cpus[i]);
-		ret = uncore_read_long(path, 0, INT_MAX, &v);
-		if (ret) {
-			uncore_msg(err, elen, "no physical_package_id for cpumask CPU %d", cpus[i]);
-			u->nr_channels = first;
-			return ret;
-		}
 		ch.cpu = cpus[i];
-		ch.package_id = (int)v;
+		ch.socket = topology_cpu_socket(topo, cpus[i]);
+		ch.package_id = topology_socket_package_id(topo, ch.socket);
+		if (ch.socket < 0) {
+			u->nr_channels = first;
+			return coloc_err_set(err, -ENODEV, "cpumask CPU %d is not an online CPU",
+					     cpus[i]);
+		}
 		ret = uncore_add_channel(u, &ch);
 		if (ret) {
 			u->nr_channels = first;
@@ -489,38 +424,22 @@ static int uncore_plan_pmu(struct uncore *u, const char *root, const char *name,
 	return 0;
 }
 
-static int uncore_cmp_ints(const void *a, const void *b)
+static bool uncore_has_channel_on(const struct uncore *u, int socket)
 {
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return (x > y) - (x < y);
+	for (int i = 0; i < u->nr_channels; i++)
+		if (u->channels[i].socket == socket)
+			return true;
+	return false;
 }
 
-/* Dense socket indexes in package-id order, so socket 0 is the lowest package. */
-static int uncore_number_sockets(struct uncore *u)
+/* Sockets with at least one channel. */
+static int uncore_count_sockets(const struct uncore *u)
 {
-	int *ids, nr = 0;
+	int nr = 0;
 
-	if (!u->nr_channels)
-		return 0;
-	ids = malloc((size_t)u->nr_channels * sizeof(*ids));
-	if (!ids)
-		return -ENOMEM;
-	for (int i = 0; i < u->nr_channels; i++)
-		ids[i] = u->channels[i].package_id;
-	qsort(ids, (size_t)u->nr_channels, sizeof(*ids), uncore_cmp_ints);
-	for (int i = 0; i < u->nr_channels; i++)
-		if (!nr || ids[nr - 1] != ids[i])
-			ids[nr++] = ids[i];
-	for (int i = 0; i < u->nr_channels; i++) {
-		int *at = bsearch(&u->channels[i].package_id, ids, (size_t)nr, sizeof(*ids),
-				  uncore_cmp_ints);
-
-		u->channels[i].socket = (int)(at - ids);
-	}
-	u->nr_sockets = nr;
-	free(ids);
-	return 0;
+	for (int s = 0; s < u->nr_topology_sockets; s++)
+		nr += uncore_has_channel_on(u, s);
+	return nr;
 }
 
 static void uncore_describe_set(struct uncore *u, bool saw_df, const char *skipped)
@@ -553,7 +472,7 @@ static void uncore_describe_set(struct uncore *u, bool saw_df, const char *skipp
 		snprintf(d + n, len - (size_t)n, " [skipped %s]", skipped);
 }
 
-static int uncore_discover(struct uncore *u, const char *root)
+static int uncore_discover(struct uncore *u, const char *root, const struct topology *topo)
 {
 	char devices[PATH_MAX], skipped[160] = "";
 	struct dirent *de;
@@ -589,23 +508,20 @@ static int uncore_discover(struct uncore *u, const char *root)
 	if (names)
 		qsort(names, (size_t)nr_names, sizeof(*names), uncore_cmp_names);
 	for (int i = 0; !ret && i < nr_names; i++) {
-		char why[sizeof(skipped)] = "";
-		int r = uncore_plan_pmu(u, root, names[i], uncore_kind_of(names[i]), why,
-					sizeof(why));
+		struct coloc_err why = { 0 };
+		int r = uncore_plan_pmu(u, root, topo, names[i], uncore_kind_of(names[i]), &why);
 
 		if (r == -ENOMEM)
 			ret = r;
 		else if (r && !skipped[0])
-			snprintf(skipped, sizeof(skipped), "%s: %s", names[i],
-				 why[0] ? why : strerror(-r));
+			snprintf(skipped, sizeof(skipped), "%s: %s", names[i], coloc_err_str(&why));
 	}
 	for (int i = 0; i < nr_names; i++)
 		free(names[i]);
 	free(names);
-	if (!ret)
-		ret = uncore_number_sockets(u);
 	if (ret)
 		return ret;
+	u->nr_sockets = uncore_count_sockets(u);
 	uncore_describe_set(u, saw_df, skipped);
 	return 0;
 }
@@ -627,7 +543,7 @@ static int uncore_perf_open(__u32 type, const __u64 config[3], int cpu)
 	return fd < 0 ? -errno : fd;
 }
 
-static int uncore_open_events(struct uncore *u, char *why, size_t why_len)
+static int uncore_open_events(struct uncore *u, struct coloc_err *why)
 {
 	u->read_fds = malloc((size_t)u->nr_channels * sizeof(int));
 	u->write_fds = malloc((size_t)u->nr_channels * sizeof(int));
@@ -643,11 +559,9 @@ static int uncore_open_events(struct uncore *u, char *why, size_t why_len)
 			u->read_fds[i] = fd;
 			fd = uncore_perf_open(ch->type, ch->write_config, ch->cpu);
 		}
-		if (fd < 0) {
-			snprintf(why, why_len, "perf_event_open(%s on cpu %d): %s", ch->pmu,
-				 ch->cpu, strerrorname_np(-fd) ?: "unknown error");
-			return fd;
-		}
+		if (fd < 0)
+			return coloc_err_set(why, fd, "perf_event_open(%s on cpu %d): %s", ch->pmu,
+					     ch->cpu, strerrorname_np(-fd) ?: "unknown error");
 		u->write_fds[i] = fd;
 	}
 	return 0;
@@ -666,40 +580,43 @@ static void uncore_release_events(struct uncore *u)
 	u->read_fds = u->write_fds = NULL;
 }
 
-int uncore_open_at(const char *root, unsigned int flags, struct uncore **out)
+int uncore_open_at(const char *root, const struct topology *topo, unsigned int flags,
+		   struct uncore **out, struct coloc_err *err)
 {
-	char why[160];
+	struct coloc_err why = { 0 };
 	struct uncore *u;
-	int err;
+	int ret;
 
-	if (!root || !out || (flags & ~UNCORE_PARSE_ONLY))
-		return -EINVAL;
+	if (!root || !topo || !out || (flags & ~UNCORE_PARSE_ONLY))
+		return coloc_err_set(err, -EINVAL, "uncore_open_at: bad arguments");
 	*out = NULL;
 	/* "/" and "" both mean the machine's own sysfs. */
 	if (!strcmp(root, "/"))
 		root = "";
 	u = calloc(1, sizeof(*u));
 	if (!u)
-		return -ENOMEM;
-	err = uncore_discover(u, root);
-	if (!err && !(flags & UNCORE_PARSE_ONLY) && u->nr_channels) {
-		err = uncore_open_events(u, why, sizeof(why));
+		return coloc_err_set(err, -ENOMEM, "out of memory planning uncore counters");
+	u->nr_topology_sockets = topology_nr_sockets(topo);
+	ret = uncore_discover(u, root, topo);
+	if (!ret && !(flags & UNCORE_PARSE_ONLY) && u->nr_channels) {
+		ret = uncore_open_events(u, &why);
 		/*
 		 * A PMU the kernel will not open for us (not root, a hypervisor
 		 * that hides it) leaves the daemon without bandwidth, not
 		 * without a start: an empty set that says why.
 		 */
-		if (err && err != -ENOMEM) {
+		if (ret && ret != -ENOMEM) {
 			uncore_release_events(u);
 			u->nr_channels = 0;
 			u->nr_sockets = 0;
-			snprintf(u->describe, sizeof(u->describe), "uncore membw: none (%s)", why);
-			err = 0;
+			snprintf(u->describe, sizeof(u->describe), "uncore membw: none (%s)",
+				 coloc_err_str(&why));
+			ret = 0;
 		}
 	}
-	if (err) {
+	if (ret) {
 		uncore_close(u);
-		return err;
+		return coloc_err_set(err, ret, "out of memory planning uncore counters");
 	}
 	*out = u;
 	return 0;
@@ -707,7 +624,14 @@ int uncore_open_at(const char *root, unsigned int flags, struct uncore **out)
 
 int uncore_open(struct uncore **out)
 {
-	return uncore_open_at("/", 0, out);
+	struct topology *topo;
+	int ret = topology_open(NULL, &topo, NULL);
+
+	if (ret)
+		return ret;
+	ret = uncore_open_at("/", topo, 0, out, NULL);
+	topology_close(topo);
+	return ret;
 }
 
 int uncore_nr_sockets(const struct uncore *u)
@@ -756,8 +680,10 @@ int uncore_read(struct uncore *u, int socket, __u64 *read_bytes, __u64 *write_by
 {
 	__u64 rd = 0, wr = 0;
 
-	if (!u || !read_bytes || !write_bytes || socket < 0 || socket >= u->nr_sockets)
+	if (!u || !read_bytes || !write_bytes || socket < 0 || socket >= u->nr_topology_sockets)
 		return -EINVAL;
+	if (!uncore_has_channel_on(u, socket))
+		return -ENOENT;
 	if (!u->read_fds)
 		return -EBADF; /* planned with UNCORE_PARSE_ONLY: nothing to read */
 	for (int i = 0; i < u->nr_channels; i++) {

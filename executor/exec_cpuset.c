@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "cpulist.h"
 #include "executor.h"
 
 /* /sys says whether a CPU is online; cpu0 often has no 'online' file (always on). */
@@ -34,62 +35,23 @@ bool exec_cpu_online(int cpu)
 	return c == '1';
 }
 
-static int parse_cpu(const char **s, long *v)
-{
-	char *end;
-
-	if (**s < '0' || **s > '9')
-		return -EINVAL;
-	errno = 0;
-	*v = strtol(*s, &end, 10);
-	if (errno || *v < 0 || *v >= EXEC_MAX_CPUS)
-		return -ERANGE;
-	*s = end;
-	return 0;
-}
-
 int exec_cpuset_parse(const char *text, struct exec_cpuset *set, char *err, size_t err_len)
 {
-	const char *s = text;
+	struct coloc_err why = { 0 };
+	int nr;
 
 	memset(set, 0, sizeof(*set));
-	if (!text || !*text) {
-		snprintf(err, err_len, "empty cpu list");
-		return -EINVAL;
+	nr = cpulist_parse(text, 0, set->cpus, EXEC_MAX_CPUS, &why);
+	if (nr < 0) {
+		snprintf(err, err_len, "%s", coloc_err_str(&why));
+		return nr;
 	}
-	while (*s) {
-		long lo, hi;
-		int ret = parse_cpu(&s, &lo);
-
-		hi = lo;
-		if (!ret && *s == '-') {
-			s++;
-			ret = parse_cpu(&s, &hi);
-		}
-		if (ret || hi < lo || (*s && *s != ',')) {
-			snprintf(err, err_len,
-				 "bad cpu list '%s': expected e.g. 0-3,6 with cpus in 0..%d", text,
-				 EXEC_MAX_CPUS - 1);
-			return -EINVAL;
-		}
-		for (long c = lo; c <= hi; c++) {
-			for (int i = 0; i < set->nr; i++) {
-				if (set->cpus[i] == c) {
-					snprintf(err, err_len, "cpu %ld listed twice in '%s'", c,
-						 text);
-					return -EINVAL;
-				}
-			}
-			if (!exec_cpu_online((int)c)) {
-				snprintf(err, err_len, "cpu %ld is not online", c);
-				return -ENODEV;
-			}
-			set->cpus[set->nr++] = (int)c;
-		}
-		if (*s == ',' && !*++s) {
-			snprintf(err, err_len, "bad cpu list '%s': it ends with a comma", text);
-			return -EINVAL;
+	for (int i = 0; i < nr; i++) {
+		if (!exec_cpu_online(set->cpus[i])) {
+			snprintf(err, err_len, "cpu %d is not online", set->cpus[i]);
+			return -ENODEV;
 		}
 	}
+	set->nr = nr;
 	return 0;
 }

@@ -17,9 +17,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "coloc/limits.h"
 #include "model.h"
 
-#define EXEC_MAX_CPUS 256
+#define EXEC_MAX_CPUS COLOC_MAX_CPUS
 #define EXEC_MAX_VERSIONS 6
 #define EXEC_VERSION_NAME_LEN 48
 

@@ -17,7 +17,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <hwloc.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +25,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "topology.h"
 
 #define PROFILE_MAX_LINE 4096
 #define PROFILE_MAX_FIELDS 16
@@ -294,28 +294,9 @@ int profile_hash_file(const char *path, uint64_t *hash)
 	return 0;
 }
 
-static uint64_t llc_bytes_from_hwloc(void)
-{
-	static const hwloc_obj_type_t levels[] = { HWLOC_OBJ_L3CACHE, HWLOC_OBJ_L2CACHE };
-	hwloc_topology_t topo;
-	uint64_t size = 0;
-
-	if (hwloc_topology_init(&topo))
-		return 0;
-	if (!hwloc_topology_load(topo)) {
-		for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]) && !size; i++) {
-			hwloc_obj_t o = hwloc_get_obj_by_type(topo, levels[i], 0);
-
-			if (o && o->attr)
-				size = o->attr->cache.size;
-		}
-	}
-	hwloc_topology_destroy(topo);
-	return size;
-}
-
 int profile_machine_detect(struct profile_machine *m)
 {
+	struct topology *topo;
 	char line[512];
 	FILE *f;
 	long n;
@@ -350,7 +331,11 @@ int profile_machine_detect(struct profile_machine *m)
 	if (n < 1)
 		return -errno ? -errno : -EINVAL;
 	m->nr_cores = (int)n;
-	m->llc_bytes = llc_bytes_from_hwloc();
+	/* without hwloc's view the machine is still known, only less precisely */
+	if (!topology_open(NULL, &topo, NULL)) {
+		m->llc_bytes = topology_llc_bytes(topo);
+		topology_close(topo);
+	}
 	return 0;
 }
 

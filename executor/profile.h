@@ -25,12 +25,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "coloc/limits.h"
 
 #define PROFILE_FORMAT_VERSION 1
 #define PROFILE_NAME_LEN 64 /* model and layer names, as MODEL_NAME_LEN */
 #define PROFILE_VERSION_NAME_LEN 48 /* as EXEC_VERSION_NAME_LEN */
 #define PROFILE_MAX_VERSIONS 6 /* as EXEC_MAX_VERSIONS */
-#define PROFILE_MAX_CORES 256 /* as EXEC_MAX_CPUS */
+#define PROFILE_MAX_CORES COLOC_MAX_CPUS
 #define PROFILE_MAX_LEVELS 9 /* level 0 (alone) and up to 8 stress levels */
 #define PROFILE_MAX_LAYERS 100000
 #define PROFILE_CPU_MODEL_LEN 128

@@ -10,8 +10,10 @@
  * made to count by touching fresh pages, sleeping and migrating on each
  * CPU. The table is checked against encodings worked out by hand from the
  * vendors' manuals. Uncore parsing is checked on sysfs trees the tests
- * write into a temporary directory; on a machine without an uncore PMU the
- * real uncore_open() must find nothing.
+ * write into a temporary directory, on machines fed as hwloc XML (with gaps
+ * in package ids, and sockets whose memory controllers sysfs does not
+ * show); on a machine without an uncore PMU the real uncore_open() must
+ * find nothing.
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
@@ -32,6 +34,7 @@
 
 #include "kselftest_harness.h"
 #include "pmu.h"
+#include "testutil.h"
 #include "uncore.h"
 
 #define SW_MASK                                                          \
@@ -464,7 +467,7 @@ static const struct test_cpu test_encoded_cpus[] = {
 
 TEST_F(pmu_events, table_lookup__each_generation_has_all_five_hardware_events)
 {
-	for (size_t i = 0; i < sizeof(test_encoded_cpus) / sizeof(test_encoded_cpus[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(test_encoded_cpus); i++) {
 		const struct test_cpu *cpu = &test_encoded_cpus[i];
 		const struct pmu_event *ev;
 		const char *table;
@@ -548,7 +551,7 @@ TEST_F(pmu_events, table_lookup__unknown_cpus_fall_back_and_say_so)
 					 PERF_COUNT_HW_CACHE_REFERENCES,
 					 PERF_COUNT_HW_CACHE_MISSES };
 
-	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(others); i++) {
 		const struct pmu_event *ev;
 		const char *table;
 
@@ -612,14 +615,20 @@ TEST_F(pmu_events, parse_cpuinfo__rejects_missing_or_bad_fields)
 FIXTURE(uncore)
 {
 	char root[64];
-	char err[256];
+	struct coloc_err err;
+	struct topology *topo; /* packages 0 and 1 of 2 cores each: CPUs 0-1 and 2-3 */
 };
 
 FIXTURE_SETUP(uncore)
 {
+	static const int ids[] = { 0, 1 };
+	char xml[8192];
+
 	snprintf(self->root, sizeof(self->root), "/tmp/coloc-uncore-XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(self->root));
-	self->err[0] = '\0';
+	coloc_err_clear(&self->err);
+	ASSERT_EQ(0, tu_topology_xml(xml, sizeof(xml), ids, 2, 2, 1, 16ull << 20));
+	ASSERT_EQ(0, topology_open(xml, &self->topo, NULL));
 }
 
 static int test_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -632,6 +641,7 @@ static int test_rm(const char *path, const struct stat *st, int flag, struct FTW
 
 FIXTURE_TEARDOWN(uncore)
 {
+	topology_close(self->topo);
 	nftw(self->root, test_rm, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -656,7 +666,6 @@ static int test_write(const char *root, const char *rel, const char *content)
 }
 
 #define DEV "sys/bus/event_source/devices/"
-#define TOPO(cpu) "sys/devices/system/cpu/cpu" #cpu "/topology/physical_package_id"
 
 static void test_imc_pmu(struct __test_metadata *_metadata, const char *root, const char *name,
 			 const char *type, const char *cpumask)
@@ -677,7 +686,7 @@ static void test_imc_pmu(struct __test_metadata *_metadata, const char *root, co
 	ASSERT_EQ(0, test_write(root, rel, type));
 	snprintf(rel, sizeof(rel), DEV "%s/cpumask", name);
 	ASSERT_EQ(0, test_write(root, rel, cpumask));
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
 		snprintf(rel, sizeof(rel), DEV "%s/%s", name, files[i][0]);
 		ASSERT_EQ(0, test_write(root, rel, files[i][1]));
 	}
@@ -695,14 +704,13 @@ TEST_F(uncore, encode_terms__places_split_bit_ranges)
 	snprintf(dir, sizeof(dir), "%s/" DEV "amd_df", self->root);
 
 	/* 0x1f4: 0xf4 -> 7:0, 0x1 -> 35:32; umask 0x38 -> 15:8; edge -> bit 18 */
-	ASSERT_EQ(0, uncore_encode_terms(dir, "event=0x1f4,umask=0x38,edge", cfg, self->err,
-					 sizeof(self->err)));
+	ASSERT_EQ(0, uncore_encode_terms(dir, "event=0x1f4,umask=0x38,edge", cfg, &self->err));
 	ASSERT_EQ(0x1000438f4ull, cfg[0]);
 	ASSERT_EQ(0, cfg[1]);
 	/* 0x3000: 0x00 -> 7:0, 0x0 -> 35:32, 0x3 (bits 13:12) -> 60:59 */
-	ASSERT_EQ(0, uncore_encode_terms(dir, "event=0x3000", cfg, NULL, 0));
+	ASSERT_EQ(0, uncore_encode_terms(dir, "event=0x3000", cfg, NULL));
 	ASSERT_EQ(0x1800000000000000ull, cfg[0]);
-	ASSERT_EQ(0, uncore_encode_terms(dir, " filter=0xdeadbeef , umask=1", cfg, NULL, 0));
+	ASSERT_EQ(0, uncore_encode_terms(dir, " filter=0xdeadbeef , umask=1", cfg, NULL));
 	ASSERT_EQ(0xdeadbeefull, cfg[1]);
 	ASSERT_EQ(0x100ull, cfg[0]);
 }
@@ -717,16 +725,16 @@ TEST_F(uncore, encode_terms__rejects_bad_terms_with_a_message)
 	ASSERT_EQ(0, test_write(self->root, DEV "uncore_imc_0/format/rev", "config:7-3"));
 	snprintf(dir, sizeof(dir), "%s/" DEV "uncore_imc_0", self->root);
 
-	ASSERT_EQ(-ERANGE,
-		  uncore_encode_terms(dir, "umask=0x100", cfg, self->err, sizeof(self->err)));
-	ASSERT_NE(NULL, strstr(self->err, "config:8-15"));
-	ASSERT_EQ(-ENOENT, uncore_encode_terms(dir, "thresh=1", cfg, self->err, sizeof(self->err)));
-	ASSERT_NE(NULL, strstr(self->err, "thresh"));
-	ASSERT_EQ(-EINVAL, uncore_encode_terms(dir, "umask=zz", cfg, NULL, 0));
-	ASSERT_EQ(-EINVAL, uncore_encode_terms(dir, "umask=-1", cfg, NULL, 0));
-	ASSERT_EQ(-EINVAL, uncore_encode_terms(dir, "../../x=1", cfg, NULL, 0));
-	ASSERT_EQ(-EINVAL, uncore_encode_terms(dir, "bad=1", cfg, NULL, 0));
-	ASSERT_EQ(-EINVAL, uncore_encode_terms(dir, "rev=1", cfg, NULL, 0));
+	ASSERT_EQ(-ERANGE, uncore_encode_terms(dir, "umask=0x100", cfg, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "config:8-15"));
+	coloc_err_clear(&self->err);
+	ASSERT_EQ(-ENOENT, uncore_encode_terms(dir, "thresh=1", cfg, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "thresh"));
+	ASSERT_EQ(-EINVAL, uncore_encode_terms(dir, "umask=zz", cfg, NULL));
+	ASSERT_EQ(-EINVAL, uncore_encode_terms(dir, "umask=-1", cfg, NULL));
+	ASSERT_EQ(-EINVAL, uncore_encode_terms(dir, "../../x=1", cfg, NULL));
+	ASSERT_EQ(-EINVAL, uncore_encode_terms(dir, "bad=1", cfg, NULL));
+	ASSERT_EQ(-EINVAL, uncore_encode_terms(dir, "rev=1", cfg, NULL));
 }
 
 TEST_F(uncore, encode_alias__cas_count_scale_is_64_bytes)
@@ -738,36 +746,16 @@ TEST_F(uncore, encode_alias__cas_count_scale_is_64_bytes)
 
 	test_imc_pmu(_metadata, self->root, "uncore_imc_0", "13", "0");
 	snprintf(dir, sizeof(dir), "%s/" DEV "uncore_imc_0", self->root);
-	ASSERT_EQ(0, uncore_encode_alias(dir, "cas_count_write", cfg, &bpc, &scaled, self->err,
-					 sizeof(self->err)));
+	ASSERT_EQ(0, uncore_encode_alias(dir, "cas_count_write", cfg, &bpc, &scaled, &self->err));
 	ASSERT_EQ(0x0c04ull, cfg[0]);
 	ASSERT_TRUE(scaled);
 	/* 6.103515625e-5 MiB = 2^-14 * 2^20 bytes */
 	ASSERT_TRUE(bpc == 64.0);
-	ASSERT_EQ(-ENOENT, uncore_encode_alias(dir, "data_reads", cfg, &bpc, &scaled, NULL, 0));
+	ASSERT_EQ(-ENOENT, uncore_encode_alias(dir, "data_reads", cfg, &bpc, &scaled, NULL));
 	ASSERT_EQ(0, test_write(self->root, DEV "uncore_imc_0/events/x.unit", "Joules"));
 	ASSERT_EQ(0, test_write(self->root, DEV "uncore_imc_0/events/x", "umask=1"));
-	ASSERT_EQ(-EINVAL,
-		  uncore_encode_alias(dir, "x", cfg, &bpc, &scaled, self->err, sizeof(self->err)));
-	ASSERT_NE(NULL, strstr(self->err, "Joules"));
-}
-
-TEST_F(uncore, parse_cpulist__ranges_and_errors)
-{
-	int cpus[16];
-
-	ASSERT_EQ(8, uncore_parse_cpulist("0-3,8-11\n", cpus, 16));
-	ASSERT_EQ(0, cpus[0]);
-	ASSERT_EQ(3, cpus[3]);
-	ASSERT_EQ(8, cpus[4]);
-	ASSERT_EQ(11, cpus[7]);
-	ASSERT_EQ(2, uncore_parse_cpulist("0,28", cpus, 16));
-	ASSERT_EQ(28, cpus[1]);
-	ASSERT_EQ(0, uncore_parse_cpulist("", cpus, 16));
-	ASSERT_EQ(-EINVAL, uncore_parse_cpulist("1-", cpus, 16));
-	ASSERT_EQ(-EINVAL, uncore_parse_cpulist("3-1", cpus, 16));
-	ASSERT_EQ(-EINVAL, uncore_parse_cpulist("a", cpus, 16));
-	ASSERT_EQ(-E2BIG, uncore_parse_cpulist("0-16", cpus, 16));
+	ASSERT_EQ(-EINVAL, uncore_encode_alias(dir, "x", cfg, &bpc, &scaled, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "Joules"));
 }
 
 TEST_F(uncore, open_at__plans_imc_channels_per_socket)
@@ -780,10 +768,8 @@ TEST_F(uncore, open_at__plans_imc_channels_per_socket)
 	test_imc_pmu(_metadata, self->root, "uncore_imc_2", "15", "0,2");
 	ASSERT_EQ(0, test_write(self->root, DEV "uncore_imc_free_running_0/type", "30"));
 	ASSERT_EQ(0, test_write(self->root, DEV "power/type", "9"));
-	ASSERT_EQ(0, test_write(self->root, TOPO(0), "0"));
-	ASSERT_EQ(0, test_write(self->root, TOPO(2), "1"));
 
-	ASSERT_EQ(0, uncore_open_at(self->root, UNCORE_PARSE_ONLY, &u));
+	ASSERT_EQ(0, uncore_open_at(self->root, self->topo, UNCORE_PARSE_ONLY, &u, &self->err));
 	ASSERT_EQ(2, uncore_nr_sockets(u));
 	ASSERT_EQ(4, uncore_nr_channels(u));
 	ASSERT_STREQ("uncore membw: 2 sockets via uncore_imc (4 channels)", uncore_describe(u));
@@ -808,8 +794,47 @@ TEST_F(uncore, open_at__plans_imc_channels_per_socket)
 		/* a parse-only set has no counters to read, and says so */
 		ASSERT_EQ(-EBADF, uncore_read(u, 0, &rd, &wr));
 		ASSERT_EQ(-EINVAL, uncore_read(u, 2, &rd, &wr));
+		ASSERT_EQ(-EINVAL, uncore_read(u, -1, &rd, &wr));
 	}
 	uncore_close(u);
+}
+
+/*
+ * The bug a second socket numbering made: packages 0, 2 and 3, and sysfs
+ * shows memory controllers only on CPUs of packages 0 and 3. Package 3 is
+ * socket 2 everywhere (the raw id would say 3, a count of the sockets with
+ * controllers 1), and socket 1 has no bandwidth rather than package 3's.
+ */
+TEST_F(uncore, open_at__gap_in_package_ids_keeps_the_topology_socket)
+{
+	static const int ids[] = { 0, 2, 3 };
+	const struct uncore_channel *ch;
+	struct topology *topo;
+	struct uncore *u;
+	char xml[16384];
+	__u64 rd, wr;
+
+	ASSERT_EQ(0, tu_topology_xml(xml, sizeof(xml), ids, 3, 2, 1, 16ull << 20));
+	ASSERT_EQ(0, topology_open(xml, &topo, &self->err)) TH_LOG("%s", self->err.msg);
+	test_imc_pmu(_metadata, self->root, "uncore_imc_0", "13", "0,4");
+	test_imc_pmu(_metadata, self->root, "uncore_imc_1", "14", "0,4");
+
+	ASSERT_EQ(0, uncore_open_at(self->root, topo, UNCORE_PARSE_ONLY, &u, &self->err));
+	ASSERT_EQ(4, uncore_nr_channels(u));
+	ASSERT_EQ(2, uncore_nr_sockets(u));
+	ASSERT_STREQ("uncore membw: 2 sockets via uncore_imc (4 channels)", uncore_describe(u));
+	for (int i = 0; i < 4; i++) {
+		ch = uncore_channel(u, i);
+		ASSERT_EQ(topology_cpu_socket(topo, ch->cpu), ch->socket) TH_LOG("channel %d", i);
+		ASSERT_EQ(ch->cpu == 0 ? 0 : 2, ch->socket) TH_LOG("channel %d cpu %d", i, ch->cpu);
+		ASSERT_EQ(ch->cpu == 0 ? 0 : 3, ch->package_id) TH_LOG("channel %d", i);
+	}
+	/* socket 1 (package 2) exists and shows no memory controller */
+	ASSERT_EQ(-ENOENT, uncore_read(u, 1, &rd, &wr));
+	ASSERT_EQ(-EBADF, uncore_read(u, 2, &rd, &wr));
+	ASSERT_EQ(-EINVAL, uncore_read(u, 3, &rd, &wr));
+	uncore_close(u);
+	topology_close(topo);
 }
 
 TEST_F(uncore, open_at__amd_umc_encodes_rdwrmask_from_format)
@@ -830,9 +855,8 @@ TEST_F(uncore, open_at__amd_umc_encodes_rdwrmask_from_format)
 		ASSERT_EQ(0, test_write(self->root, rel, "config:8-9"));
 	}
 	ASSERT_EQ(0, test_write(self->root, DEV "amd_df/type", "11"));
-	ASSERT_EQ(0, test_write(self->root, TOPO(0), "0"));
 
-	ASSERT_EQ(0, uncore_open_at(self->root, UNCORE_PARSE_ONLY, &u));
+	ASSERT_EQ(0, uncore_open_at(self->root, self->topo, UNCORE_PARSE_ONLY, &u, &self->err));
 	ASSERT_EQ(1, uncore_nr_sockets(u));
 	ASSERT_EQ(2, uncore_nr_channels(u));
 	ASSERT_STREQ("uncore membw: 1 socket via amd_umc (2 channels)", uncore_describe(u));
@@ -852,17 +876,16 @@ TEST_F(uncore, open_at__skips_malformed_pmu_and_says_why)
 
 	test_imc_pmu(_metadata, self->root, "uncore_imc_0", "13", "zero");
 	ASSERT_EQ(0, test_write(self->root, DEV "amd_df/type", "11"));
-	ASSERT_EQ(0, uncore_open_at(self->root, UNCORE_PARSE_ONLY, &u));
+	ASSERT_EQ(0, uncore_open_at(self->root, self->topo, UNCORE_PARSE_ONLY, &u, &self->err));
 	ASSERT_EQ(0, uncore_nr_sockets(u));
 	ASSERT_STREQ("uncore membw: none (uncore_imc_0: missing, empty or bad 'cpumask')",
 		     uncore_describe(u));
 	uncore_close(u);
 
-	/* a good PMU beside it still counts; a CPU without topology drops its whole PMU */
+	/* a good PMU beside it still counts; a CPU not online drops its whole PMU */
 	test_imc_pmu(_metadata, self->root, "uncore_imc_1", "14", "0");
-	test_imc_pmu(_metadata, self->root, "uncore_imc_2", "15", "0,1");
-	ASSERT_EQ(0, test_write(self->root, TOPO(0), "0"));
-	ASSERT_EQ(0, uncore_open_at(self->root, UNCORE_PARSE_ONLY, &u));
+	test_imc_pmu(_metadata, self->root, "uncore_imc_2", "15", "0,9");
+	ASSERT_EQ(0, uncore_open_at(self->root, self->topo, UNCORE_PARSE_ONLY, &u, &self->err));
 	ASSERT_EQ(1, uncore_nr_sockets(u));
 	ASSERT_EQ(1, uncore_nr_channels(u));
 	ASSERT_STREQ("uncore_imc_1", uncore_channel(u, 0)->pmu);
@@ -877,12 +900,15 @@ TEST_F(uncore, open_at__empty_tree_has_no_sockets)
 	struct uncore *u;
 	__u64 rd, wr;
 
-	ASSERT_EQ(0, uncore_open_at(self->root, 0, &u));
+	ASSERT_EQ(0, uncore_open_at(self->root, self->topo, 0, &u, &self->err));
 	ASSERT_EQ(0, uncore_nr_sockets(u));
 	ASSERT_STREQ("uncore membw: none (no uncore_imc/amd_umc PMU)", uncore_describe(u));
-	ASSERT_EQ(-EINVAL, uncore_read(u, 0, &rd, &wr));
+	/* the sockets exist, their memory controllers are not visible */
+	ASSERT_EQ(-ENOENT, uncore_read(u, 0, &rd, &wr));
+	ASSERT_EQ(-EINVAL, uncore_read(u, 2, &rd, &wr));
 	uncore_close(u);
-	ASSERT_EQ(-EINVAL, uncore_open_at(self->root, 0x80, &u));
+	ASSERT_EQ(-EINVAL, uncore_open_at(self->root, self->topo, 0x80, &u, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "bad arguments"));
 }
 
 TEST_F(uncore, open_at__kernel_refusal_leaves_empty_set_that_says_why)
@@ -893,14 +919,13 @@ TEST_F(uncore, open_at__kernel_refusal_leaves_empty_set_that_says_why)
 
 	/* a PMU type no kernel registers: the real perf_event_open() refuses it */
 	test_imc_pmu(_metadata, self->root, "uncore_imc_0", "2147483000", "0");
-	ASSERT_EQ(0, test_write(self->root, TOPO(0), "0"));
 	fd = test_perf_open(2147483000u, 0x0304, 0);
 	ASSERT_GT(0, fd);
 	snprintf(expected, sizeof(expected),
 		 "uncore membw: none (perf_event_open(uncore_imc_0 on cpu 0): %s)",
 		 strerrorname_np(-fd));
 
-	ASSERT_EQ(0, uncore_open_at(self->root, 0, &u));
+	ASSERT_EQ(0, uncore_open_at(self->root, self->topo, 0, &u, &self->err));
 	ASSERT_EQ(0, uncore_nr_sockets(u));
 	ASSERT_EQ(0, uncore_nr_channels(u));
 	ASSERT_STREQ(expected, uncore_describe(u));
@@ -917,9 +942,10 @@ TEST_F(uncore, read__sums_real_counts_scaled_to_bytes)
 	const int pages = 64, sleeps = 20;
 	long page = sysconf(_SC_PAGESIZE);
 	__u64 rd0, wr0, rd1, wr1;
-	char text[16], rel[128];
+	struct topology *machine;
 	struct uncore *u;
-	int cpu = sched_getcpu();
+	char text[16];
+	int cpu = sched_getcpu(), socket;
 	char *mem;
 
 	SKIP_UNLESS_CPU_WIDE();
@@ -932,14 +958,16 @@ TEST_F(uncore, read__sums_real_counts_scaled_to_bytes)
 	ASSERT_EQ(0, test_write(self->root, DEV "uncore_imc_0/events/cas_count_read", "event=0x2"));
 	ASSERT_EQ(0,
 		  test_write(self->root, DEV "uncore_imc_0/events/cas_count_write", "event=0x3"));
-	snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%d/topology/physical_package_id",
-		 cpu);
-	ASSERT_EQ(0, test_write(self->root, rel, "0"));
+	/* the counters are real, so is the CPU they are opened on: the machine's topology */
+	ASSERT_EQ(0, topology_open(NULL, &machine, &self->err)) TH_LOG("%s", self->err.msg);
+	socket = topology_cpu_socket(machine, cpu);
 
-	ASSERT_EQ(0, uncore_open_at(self->root, 0, &u));
+	ASSERT_EQ(0, uncore_open_at(self->root, machine, 0, &u, &self->err));
+	topology_close(machine);
 	ASSERT_EQ(1, uncore_nr_sockets(u)) TH_LOG("%s", uncore_describe(u));
 	ASSERT_EQ(PERF_COUNT_SW_PAGE_FAULTS, uncore_channel(u, 0)->read_config[0]);
-	ASSERT_EQ(0, uncore_read(u, 0, &rd0, &wr0));
+	ASSERT_EQ(socket, uncore_channel(u, 0)->socket);
+	ASSERT_EQ(0, uncore_read(u, socket, &rd0, &wr0));
 	mem = mmap(NULL, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, mem);
 	madvise(mem, pages * page, MADV_NOHUGEPAGE);
@@ -948,7 +976,7 @@ TEST_F(uncore, read__sums_real_counts_scaled_to_bytes)
 	munmap(mem, pages * page);
 	for (int s = 0; s < sleeps; s++)
 		usleep(500);
-	ASSERT_EQ(0, uncore_read(u, 0, &rd1, &wr1));
+	ASSERT_EQ(0, uncore_read(u, socket, &rd1, &wr1));
 	uncore_close(u);
 
 	/* whole 64-byte lines, at least one per fresh page and one per sleep */

@@ -411,7 +411,8 @@ TEST(sensor_pin__stale_pins_from_a_crashed_run_are_replaced)
 
 	snprintf(dir, sizeof(dir), "/sys/fs/bpf/coloc-stale-%d", getpid());
 	cfg.pin_dir = dir;
-	ASSERT_EQ(0, bpffs_open_dir(&pins, dir, NULL, 0)); /* mounts bpffs on a fresh machine */
+	/* mounts bpffs on a fresh machine */
+	ASSERT_EQ(0, bpffs_open_dir(&pins, dir, NULL, 0, NULL));
 	/* what a crash leaves: a pinned map under one of the sensor's names */
 	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "stale", 4, 4, 1, NULL);
 	ASSERT_GE(fd, 0);

@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * Tests of bin/coloc-stress as a real process: that it really loads the
- * cores it is given (CPU time from /proc/PID/stat, read while the exited
- * child is still a zombie, against the run's duration times the duty cycle),
- * that its threads run only on the listed core, that it stops cleanly on
- * SIGTERM with its report, and that bad arguments exit 2 with a message.
- * Bounds are loose: the duty cycle is real time on a noisy 2-core VM.
+ * cores it is given, that its threads run only on the listed core, that it
+ * stops cleanly on SIGTERM with its report, and that bad arguments exit 2
+ * with a message.
+ *
+ * How much it loads a core is not its share of that core, which other
+ * processes on a busy machine can take, but the share of wall time its
+ * thread wants a CPU: the kernel's time on a CPU plus time waiting on the
+ * run queue (/proc/PID/task/TID/schedstat), measured over the same second.
+ * Contention turns running into waiting and leaves the sum alone; only time
+ * a hypervisor steals from the vCPU is in neither, and the machine's steal
+ * over that second (/proc/stat) widens the lower bound by that much.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -21,39 +27,13 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "binpath.h"
 #include "testutil.h"
 
 struct stress_run {
 	struct tu_child c;
 	double cpu_s; /* utime + stime of the whole process */
 };
-
-/* bin/coloc-stress: $COLOC_BIN (make check), else next to the tree this test was built in. */
-static int find_stress(char *path, size_t len)
-{
-	const char *bin = getenv("COLOC_BIN");
-	char exe[PATH_MAX / 2], *slash;
-	ssize_t n;
-
-	if (bin && *bin) {
-		snprintf(path, len, "%s/coloc-stress", bin);
-		return access(path, X_OK) ? -ENOENT : 0;
-	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n < 0)
-		return -errno;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return -ENOENT;
-	*slash = '\0';
-	/* build/san/tests -> build/san/bin; build/obj/tests -> bin */
-	snprintf(path, len, "%s/../bin/coloc-stress", exe);
-	if (strstr(exe, "/build/san/") && !access(path, X_OK))
-		return 0;
-	snprintf(path, len, "%s/../../../bin/coloc-stress", exe);
-	return access(path, X_OK) ? -ENOENT : 0;
-}
 
 static int stress_start(const char *bin, const char *const *args, struct stress_run *run)
 {
@@ -110,27 +90,124 @@ static int stress_run(const char *bin, const char *const *args, struct stress_ru
 	return ret ? ret : stress_finish(run);
 }
 
-/*
- * Runs coloc-stress until its CPU time lands in [lo, hi], at most 3 times:
- * other tenants of this VM can only take CPU away from it, so a run that
- * falls short is repeated in a hopefully quieter moment before failing.
- */
-static int stress_run_expecting_cpu(const char *bin, const char *const *args, double lo, double hi,
-				    struct stress_run *run)
-{
-	for (int attempt = 0; attempt < 3; attempt++) {
-		int ret = stress_run(bin, args, run);
+/* What the kernel has accounted for one thread so far. */
+struct thread_sample {
+	__u64 on_cpu_ns, waiting_ns; /* schedstat: on a CPU, on a run queue */
+	__u64 voluntary; /* context switches because it slept */
+};
 
-		if (ret)
-			return ret;
-		if (!WIFEXITED(run->c.status) || WEXITSTATUS(run->c.status))
-			return -ECHILD;
-		if (run->cpu_s >= lo && run->cpu_s <= hi)
-			return 0;
-		fprintf(stderr, "# CPU time %.2f s outside [%.2f, %.2f]: contended? retrying\n",
-			run->cpu_s, lo, hi);
+static int read_thread_sample(pid_t pid, pid_t tid, struct thread_sample *t)
+{
+	unsigned long long run, wait, vol = 0;
+	char path[64], line[128];
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	found = fscanf(f, "%llu %llu", &run, &wait) == 2;
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		found += sscanf(line, "voluntary_ctxt_switches: %llu", &vol) == 1;
+	fclose(f);
+	if (found != 2)
+		return -EINVAL;
+	t->on_cpu_ns = run;
+	t->waiting_ns = wait;
+	t->voluntary = vol;
+	return 0;
+}
+
+#define STRESS_MAX_WORKERS 2
+
+/* What the workers of a running coloc-stress did over about a second. */
+struct stress_demand {
+	int workers;
+	double runnable[STRESS_MAX_WORKERS]; /* (on a CPU + waiting for one) / wall */
+	double on_cpu[STRESS_MAX_WORKERS]; /* on a CPU / wall */
+	unsigned long long sleeps[STRESS_MAX_WORKERS]; /* voluntary context switches */
+	double steal; /* the machine's stolen time / wall, all vCPUs together */
+};
+
+/* The worker threads (all but the main one) of pid. */
+static int stress_workers(pid_t pid, pid_t *tids)
+{
+	char dirpath[64];
+	struct dirent *de;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(dirpath, sizeof(dirpath), "/proc/%d/task", pid);
+	dir = opendir(dirpath);
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] == '.' || atoi(de->d_name) == pid)
+			continue;
+		if (n == STRESS_MAX_WORKERS) {
+			n = -E2BIG;
+			break;
+		}
+		tids[n++] = atoi(de->d_name);
 	}
-	return -ERANGE;
+	closedir(dir);
+	return n;
+}
+
+/*
+ * Samples every worker thread twice, 1 s apart. A thread gone at the second
+ * sample was one of the short-lived threads that fault the buffer in: the
+ * measurement is taken again. schedstat adds a wait to the total only when
+ * it ends, so each ratio is off by at most the wait in progress at either
+ * sample.
+ */
+static int stress_measure_demand(pid_t pid, struct stress_demand *d)
+{
+	struct timespec second = { .tv_sec = 1 }, settle = { .tv_nsec = 300000000 };
+
+	for (int attempt = 0; attempt < 3; attempt++) {
+		struct thread_sample a[STRESS_MAX_WORKERS], b[STRESS_MAX_WORKERS];
+		pid_t tids[STRESS_MAX_WORKERS];
+		__u64 t0, t1, steal0, steal1;
+		bool gone = false;
+		double wall;
+
+		nanosleep(&settle, NULL);
+		memset(d, 0, sizeof(*d));
+		d->workers = stress_workers(pid, tids);
+		if (d->workers <= 0)
+			return d->workers ? d->workers : -ESRCH;
+		if (tu_steal_ns(&steal0))
+			return -EIO;
+		t0 = tu_now_ns();
+		for (int w = 0; w < d->workers; w++)
+			if (read_thread_sample(pid, tids[w], &a[w]))
+				return -EIO;
+		nanosleep(&second, NULL);
+		for (int w = 0; w < d->workers && !gone; w++)
+			gone = read_thread_sample(pid, tids[w], &b[w]) != 0;
+		t1 = tu_now_ns();
+		if (gone)
+			continue;
+		if (tu_steal_ns(&steal1))
+			return -EIO;
+		wall = (double)(t1 - t0);
+		for (int w = 0; w < d->workers; w++) {
+			d->on_cpu[w] = (double)(b[w].on_cpu_ns - a[w].on_cpu_ns) / wall;
+			d->runnable[w] =
+				d->on_cpu[w] + (double)(b[w].waiting_ns - a[w].waiting_ns) / wall;
+			d->sleeps[w] = b[w].voluntary - a[w].voluntary;
+		}
+		d->steal = (double)(steal1 - steal0) / wall;
+		return 0;
+	}
+	return -ESRCH;
 }
 
 FIXTURE(stress)
@@ -145,7 +222,7 @@ FIXTURE_SETUP(stress)
 	cpu_set_t set;
 	int last = -1;
 
-	if (find_stress(self->bin, sizeof(self->bin)))
+	if (binpath_find("coloc-stress", self->bin, sizeof(self->bin)))
 		SKIP(return, "bin/coloc-stress is not built (run make, or set COLOC_BIN)");
 	ASSERT_EQ(0, sched_getaffinity(0, sizeof(set), &set));
 	for (int c = 0; c < CPU_SETSIZE; c++)
@@ -159,15 +236,28 @@ FIXTURE_TEARDOWN(stress)
 {
 }
 
-TEST_F(stress, level_100__keeps_its_core_busy)
+TEST_F(stress, level_100__wants_its_core_all_the_time)
 {
-	const char *args[] = { "--cores", self->cpu,	 "--level", "100", "--duration",
-			       "1",	  "--buffer-mb", "16",	    NULL };
+	const char *args[] = { "--cores", self->cpu, "--level", "100", "--buffer-mb", "16", NULL };
+	struct stress_demand d;
 	struct stress_run run;
 
-	ASSERT_EQ(0, stress_run_expecting_cpu(self->bin, args, 0.7, 1.3, &run))
-	TH_LOG("level 100 for 1 s: %.2f s of CPU; %s", run.cpu_s, run.c.output);
-	TH_LOG("level 100 for 1 s: %.2f s of CPU", run.cpu_s);
+	ASSERT_EQ(0, stress_start(self->bin, args, &run));
+	ASSERT_EQ(0, stress_measure_demand(run.c.pid, &d));
+	ASSERT_EQ(0, kill(run.c.pid, SIGTERM));
+	ASSERT_EQ(0, stress_finish(&run));
+	ASSERT_TRUE(WIFEXITED(run.c.status) && WEXITSTATUS(run.c.status) == 0)
+	TH_LOG("%s", run.c.output);
+	TH_LOG("level 100: runnable %.2f of wall (on a CPU %.2f), %llu sleeps, steal %.2f",
+	       d.runnable[0], d.on_cpu[0], d.sleeps[0], d.steal);
+	ASSERT_EQ(1, d.workers);
+	/*
+	 * It never sleeps (a duty-cycled thread sleeps about once a millisecond;
+	 * a rare wait for a lock is allowed), so it wants its CPU all the time,
+	 * however much of it others take.
+	 */
+	ASSERT_LT(d.sleeps[0], 10);
+	ASSERT_GE(d.runnable[0] + d.steal, 0.8);
 	ASSERT_NE(NULL, strstr(run.c.output, "total: ")) TH_LOG("%s", run.c.output);
 	ASSERT_GT(strtod(strstr(run.c.output, "total: ") + 7, NULL), 0.0);
 }
@@ -185,15 +275,30 @@ TEST_F(stress, level_0__stays_idle)
 	ASSERT_NE(NULL, strstr(run.c.output, "total: 0.000 GB/s")) TH_LOG("%s", run.c.output);
 }
 
-TEST_F(stress, level_50__uses_about_half_a_core)
+TEST_F(stress, level_50__wants_its_core_half_the_time)
 {
-	const char *args[] = { "--cores", self->cpu,	 "--level", "50", "--duration",
-			       "1",	  "--buffer-mb", "16",	    NULL };
+	const char *args[] = { "--cores", self->cpu, "--level", "50", "--buffer-mb", "16", NULL };
+	struct stress_demand d;
 	struct stress_run run;
 
-	ASSERT_EQ(0, stress_run_expecting_cpu(self->bin, args, 0.25, 0.75, &run))
-	TH_LOG("level 50 for 1 s: %.2f s of CPU; %s", run.cpu_s, run.c.output);
-	TH_LOG("level 50 for 1 s: %.2f s of CPU", run.cpu_s);
+	ASSERT_EQ(0, stress_start(self->bin, args, &run));
+	ASSERT_EQ(0, stress_measure_demand(run.c.pid, &d));
+	ASSERT_EQ(0, kill(run.c.pid, SIGTERM));
+	ASSERT_EQ(0, stress_finish(&run));
+	ASSERT_TRUE(WIFEXITED(run.c.status) && WEXITSTATUS(run.c.status) == 0)
+	TH_LOG("%s", run.c.output);
+	TH_LOG("level 50: runnable %.2f of wall (on a CPU %.2f), %llu sleeps, steal %.2f",
+	       d.runnable[0], d.on_cpu[0], d.sleeps[0], d.steal);
+	ASSERT_EQ(1, d.workers);
+	/*
+	 * Each 1 ms period it spins until 0.5 ms after the period began, whether
+	 * it ran or waited meanwhile, and a period is never shorter than 1 ms:
+	 * it takes at most half a CPU (contention can only lower that) and wants
+	 * one at least half the time, less the timer's lateness (contention
+	 * turns running into waiting, and can only raise that).
+	 */
+	ASSERT_LE(d.on_cpu[0], 0.6);
+	ASSERT_GE(d.runnable[0] + d.steal, 0.35);
 }
 
 TEST_F(stress, cores__one_busy_thread_per_core_pinned_there)
@@ -240,15 +345,13 @@ TEST_F(stress, cores__every_listed_core_gets_a_busy_thread)
 {
 	char list[16];
 	const char *args[] = { "--cores", list, "--level", "100", "--buffer-mb", "16", NULL };
-	struct timespec wait = { .tv_sec = 1 };
-	int first, last = atoi(self->cpu), workers = 0, on_first = 0, on_last = 0;
-	double share[2] = { 0, 0 }, uptime = 0;
+	int first, last = atoi(self->cpu), on_first = 0, on_last = 0;
+	struct stress_demand d;
 	struct stress_run run;
 	char dirpath[64];
 	struct dirent *de;
 	cpu_set_t set;
-	FILE *f;
-	DIR *d;
+	DIR *dir;
 
 	if (self->nr_allowed < 2)
 		SKIP(return, "needs 2 CPUs, this test may use %d", self->nr_allowed);
@@ -257,43 +360,55 @@ TEST_F(stress, cores__every_listed_core_gets_a_busy_thread)
 		;
 	snprintf(list, sizeof(list), "%d,%d", first, last);
 	ASSERT_EQ(0, stress_start(self->bin, args, &run));
-	nanosleep(&wait, NULL);
+	ASSERT_EQ(0, stress_measure_demand(run.c.pid, &d));
 
-	f = fopen("/proc/uptime", "r");
-	ASSERT_NE(NULL, f);
-	ASSERT_EQ(1, fscanf(f, "%lf", &uptime));
-	fclose(f);
 	snprintf(dirpath, sizeof(dirpath), "/proc/%d/task", run.c.pid);
-	d = opendir(dirpath);
-	ASSERT_NE(NULL, d);
-	while ((de = readdir(d))) {
+	dir = opendir(dirpath);
+	ASSERT_NE(NULL, dir);
+	while ((de = readdir(dir))) {
 		unsigned long long fl[40];
 		char path[384];
-		double alive;
 
 		if (de->d_name[0] == '.' || atoi(de->d_name) == run.c.pid)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/stat", dirpath, de->d_name);
 		ASSERT_EQ(0, read_stat_fields(path, fl, 36));
-		ASSERT_LT(workers, 2);
-		/* fl[i] is field i + 4: utime 14, stime 15, starttime 22, processor 39. */
-		alive = uptime - (double)fl[18] / (double)sysconf(_SC_CLK_TCK);
-		share[workers++] = (double)(fl[10] + fl[11]) / (double)sysconf(_SC_CLK_TCK) / alive;
+		/* fl[i] is field i + 4: processor (the CPU it last ran on) is field 39 */
 		on_first += fl[35] == (unsigned long long)first;
 		on_last += fl[35] == (unsigned long long)last;
 	}
-	closedir(d);
+	closedir(dir);
 	ASSERT_EQ(0, kill(run.c.pid, SIGTERM));
 	ASSERT_EQ(0, stress_finish(&run));
 	ASSERT_TRUE(WIFEXITED(run.c.status) && WEXITSTATUS(run.c.status) == 0)
 	TH_LOG("%s", run.c.output);
-	ASSERT_EQ(2, workers);
+	ASSERT_EQ(2, d.workers);
 	ASSERT_EQ(1, on_first);
 	ASSERT_EQ(1, on_last);
-	TH_LOG("CPU share of each thread at level 100: %.2f, %.2f", share[0], share[1]);
-	/* Both really spin; the bound leaves room for other tenants of this 2-core VM. */
-	ASSERT_GE(share[0], 0.3);
-	ASSERT_GE(share[1], 0.3);
+	TH_LOG("each thread at level 100: runnable %.2f, %.2f (on a CPU %.2f, %.2f), sleeps %llu, %llu",
+	       d.runnable[0], d.runnable[1], d.on_cpu[0], d.on_cpu[1], d.sleeps[0], d.sleeps[1]);
+	/* both really spin: neither sleeps, each wants its CPU all along, however busy it is */
+	for (int w = 0; w < 2; w++) {
+		ASSERT_LT(d.sleeps[w], 10);
+		ASSERT_GE(d.runnable[w] + d.steal, 0.8);
+	}
+}
+
+TEST_F(stress, args__version_and_help_cover_every_option)
+{
+	static const char *const options[] = { "--cores",     "--kind", "--level",  "--duration",
+					       "--buffer-mb", "--help", "--version" };
+	const char *version[] = { "--version", NULL }, *help[] = { "--help", NULL };
+	struct stress_run run;
+
+	ASSERT_EQ(0, stress_run(self->bin, version, &run));
+	ASSERT_TRUE(WIFEXITED(run.c.status) && WEXITSTATUS(run.c.status) == 0);
+	ASSERT_EQ(0, strncmp(run.c.output, "coloc-stress (coloc) ", 21)) TH_LOG("%s", run.c.output);
+	ASSERT_EQ(0, stress_run(self->bin, help, &run));
+	ASSERT_TRUE(WIFEXITED(run.c.status) && WEXITSTATUS(run.c.status) == 0);
+	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+		ASSERT_NE(NULL, strstr(run.c.output, options[i])) TH_LOG("%s", options[i]);
+	}
 }
 
 TEST_F(stress, args__bad_values_exit_2_with_a_message)
@@ -308,7 +423,7 @@ TEST_F(stress, args__bad_values_exit_2_with_a_message)
 		{ "--level", "10", "extra", NULL },
 	};
 
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		struct stress_run run;
 
 		ASSERT_EQ(0, stress_run(self->bin, bad[i], &run));

@@ -323,3 +323,74 @@ int tu_stop_colocd(pid_t pid)
 	waitpid(pid, &st, 0);
 	return -1;
 }
+
+/* An hwloc cpuset string for CPUs [first, first + n): 32-bit words, highest first. */
+static void tu_cpuset(char *buf, size_t len, int first, int n)
+{
+	unsigned long long bits = (n >= 64 ? ~0ull : ((1ull << n) - 1)) << first;
+
+	if (bits >> 32)
+		snprintf(buf, len, "0x%08llx,0x%08llx", bits >> 32, bits & 0xffffffffull);
+	else
+		snprintf(buf, len, "0x%08llx", bits);
+}
+
+int tu_topology_xml(char *buf, size_t len, const int *package_ids, int nr_packages,
+		    int cores_per_package, int pus_per_core, unsigned long long l3_bytes)
+{
+	int per_package = cores_per_package * pus_per_core, total = nr_packages * per_package;
+	size_t at = 0;
+	char set[64];
+
+#define TU_XML(...)                                                 \
+	do {                                                        \
+		int n_ = snprintf(buf + at, len - at, __VA_ARGS__); \
+		if (n_ < 0 || (size_t)n_ >= len - at)               \
+			return -ENOSPC;                             \
+		at += (size_t)n_;                                   \
+	} while (0)
+
+	if (nr_packages < 1 || cores_per_package < 1 || pus_per_core < 1 || total > 64 ||
+	    nr_packages > 31 || !len)
+		return -EINVAL;
+	tu_cpuset(set, sizeof(set), 0, total);
+	TU_XML("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	       "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n<topology version=\"2.0\">\n"
+	       "<object type=\"Machine\" os_index=\"0\" cpuset=\"%s\" complete_cpuset=\"%s\" "
+	       "allowed_cpuset=\"%s\" nodeset=\"0x%08x\" complete_nodeset=\"0x%08x\" "
+	       "allowed_nodeset=\"0x%08x\">\n",
+	       set, set, set, (1u << nr_packages) - 1, (1u << nr_packages) - 1,
+	       (1u << nr_packages) - 1);
+	for (int p = 0; p < nr_packages; p++) {
+		int first = p * per_package;
+
+		tu_cpuset(set, sizeof(set), first, per_package);
+		TU_XML("<object type=\"Package\" os_index=\"%d\" cpuset=\"%s\" complete_cpuset=\"%s\" "
+		       "nodeset=\"0x%08x\" complete_nodeset=\"0x%08x\">\n"
+		       "<object type=\"NUMANode\" os_index=\"%d\" cpuset=\"%s\" complete_cpuset=\"%s\" "
+		       "nodeset=\"0x%08x\" complete_nodeset=\"0x%08x\" local_memory=\"1073741824\"/>\n"
+		       "<object type=\"L3Cache\" cpuset=\"%s\" complete_cpuset=\"%s\" cache_size=\"%llu\" "
+		       "depth=\"3\" cache_linesize=\"64\" cache_associativity=\"16\" cache_type=\"0\">\n",
+		       package_ids[p], set, set, 1u << p, 1u << p, p, set, set, 1u << p, 1u << p,
+		       set, set, l3_bytes);
+		for (int c = 0; c < cores_per_package; c++) {
+			int core_first = first + c * pus_per_core;
+
+			tu_cpuset(set, sizeof(set), core_first, pus_per_core);
+			TU_XML("<object type=\"Core\" os_index=\"%d\" cpuset=\"%s\" "
+			       "complete_cpuset=\"%s\">\n",
+			       c, set, set);
+			for (int u = 0; u < pus_per_core; u++) {
+				tu_cpuset(set, sizeof(set), core_first + u, 1);
+				TU_XML("<object type=\"PU\" os_index=\"%d\" cpuset=\"%s\" "
+				       "complete_cpuset=\"%s\"/>\n",
+				       core_first + u, set, set);
+			}
+			TU_XML("</object>\n");
+		}
+		TU_XML("</object>\n</object>\n");
+	}
+	TU_XML("</object>\n</topology>\n");
+#undef TU_XML
+	return 0;
+}

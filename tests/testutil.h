@@ -67,4 +67,14 @@ int tu_request(const char *socket_path, const char *req, char *resp, size_t len)
 int tu_connect(const char *socket_path);
 int tu_read_line(int fd, char *buf, size_t len);
 
+/*
+ * Writes into buf an hwloc XML topology of a machine that is not this one:
+ * nr_packages packages whose physical ids are package_ids[] (in that order,
+ * gaps allowed), each with cores_per_package cores of pus_per_core PUs and
+ * one L3 of l3_bytes; CPUs are numbered 0, 1, ... in the order written,
+ * the PUs of a core adjacent. At most 64 CPUs. 0, or -ENOSPC / -EINVAL.
+ */
+int tu_topology_xml(char *buf, size_t len, const int *package_ids, int nr_packages,
+		    int cores_per_package, int pus_per_core, unsigned long long l3_bytes);
+
 #endif /* COLOC_TESTUTIL_H */

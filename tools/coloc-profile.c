@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "binpath.h"
 #include "executor.h"
 #include "model.h"
 #include "profile.h"
@@ -144,24 +145,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	interrupted = 1;
-}
-
-/* bin/coloc-stress lives next to this executable, whichever build tree it is. */
-static int find_stress_bin(char *buf, size_t len)
-{
-	char exe[PATH_MAX / 2];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash;
-
-	if (n < 0)
-		return -errno;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return -ENOENT;
-	*slash = '\0';
-	snprintf(buf, len, "%s/coloc-stress", exe);
-	return access(buf, X_OK) ? -errno : 0;
 }
 
 static int stressor_start(struct profiler *pr, struct stressor *s, int nr_cores, int level)
@@ -597,10 +580,12 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
-	ret = find_stress_bin(pr.stress_bin, sizeof(pr.stress_bin));
+	ret = binpath_find("coloc-stress", pr.stress_bin, sizeof(pr.stress_bin));
 	if (ret) {
-		fprintf(stderr, "coloc-profile: %s: %s (it is built next to coloc-profile)\n",
-			pr.stress_bin, strerror(-ret));
+		fprintf(stderr,
+			"coloc-profile: coloc-stress not found: %s (it is built next to coloc-profile; "
+			"or set COLOC_BIN to its directory)\n",
+			strerror(-ret));
 		return 1;
 	}
 	pr.model = model_load(opt.model_path, &model_err);

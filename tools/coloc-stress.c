@@ -18,7 +18,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
-#include <hwloc.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -34,10 +33,12 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "coloc/limits.h"
+#include "cpulist.h"
+#include "topology.h"
 
 #define STRESS_PERIOD_NS 1000000ULL
 #define STRESS_LINE 64
-#define STRESS_MAX_CPUS 1024
 #define STRESS_LLC_FALLBACK (32ULL << 20)
 
 enum stress_kind {
@@ -90,6 +91,7 @@ static void usage(FILE *f, const char *prog)
 		"                         (in a VM hwloc may report the host's LLC, making\n"
 		"                         the default buffer hundreds of MiB)\n"
 		"  -h, --help             show this help\n"
+		"  -V, --version          print the version\n"
 		"\n"
 		"At exit it prints the access rate and bandwidth each thread achieved over the\n"
 		"run, then \"total: X GB/s\". Exit status: 0 ok, 1 runtime error, 2 bad usage.\n"
@@ -97,67 +99,18 @@ static void usage(FILE *f, const char *prog)
 		prog, prog);
 }
 
-/* Parses "0,2-3" into cpus[]; rejects duplicates, reversed ranges and CPUs not allowed. */
-static int parse_cpu_list(const char *list, const cpu_set_t *allowed, int *cpus, int *nr)
+/* --cores: distinct CPUs, each one this process may run on. The count, or -errno and err. */
+static int parse_cores(const char *list, const cpu_set_t *allowed, int *cpus, struct coloc_err *err)
 {
-	cpu_set_t seen;
-	const char *p = list;
+	int nr = cpulist_parse(list, 0, cpus, COLOC_MAX_CPUS, err);
 
-	CPU_ZERO(&seen);
-	*nr = 0;
-	while (*p) {
-		char *end;
-		long lo, hi;
-
-		errno = 0;
-		lo = strtol(p, &end, 10);
-		if (errno || end == p || lo < 0 || lo >= STRESS_MAX_CPUS)
-			return -EINVAL;
-		hi = lo;
-		p = end;
-		if (*p == '-') {
-			const char *start = ++p;
-
-			errno = 0;
-			hi = strtol(start, &end, 10);
-			if (errno || end == start || hi < lo || hi >= STRESS_MAX_CPUS)
-				return -EINVAL;
-			p = end;
-		}
-		for (long c = lo; c <= hi; c++) {
-			if (CPU_ISSET(c, &seen) || !CPU_ISSET(c, allowed))
-				return -EINVAL;
-			CPU_SET(c, &seen);
-			cpus[(*nr)++] = (int)c;
-		}
-		if (*p == ',' && p[1])
-			p++;
-		else if (*p)
-			return -EINVAL;
-	}
-	return *nr > 0 ? 0 : -EINVAL;
-}
-
-/* Size of the largest data cache hwloc finds, which is the one tenants share. */
-static uint64_t llc_bytes_from_hwloc(void)
-{
-	hwloc_topology_t topo;
-	uint64_t size = 0;
-
-	if (hwloc_topology_init(&topo))
-		return 0;
-	if (!hwloc_topology_load(topo)) {
-		static const hwloc_obj_type_t levels[] = { HWLOC_OBJ_L3CACHE, HWLOC_OBJ_L2CACHE };
-
-		for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]) && !size; i++) {
-			hwloc_obj_t o = hwloc_get_obj_by_type(topo, levels[i], 0);
-
-			if (o && o->attr)
-				size = o->attr->cache.size;
-		}
-	}
-	hwloc_topology_destroy(topo);
-	return size;
+	for (int i = 0; i < nr; i++)
+		if (!CPU_ISSET(cpus[i], allowed))
+			return coloc_err_set(
+				err, -EINVAL,
+				"CPU %d is not one this process may use (it may use %d)", cpus[i],
+				CPU_COUNT(allowed));
+	return nr;
 }
 
 static uint64_t now_ns(void)
@@ -341,11 +294,14 @@ int main(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "buffer-mb", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	static int cpus[STRESS_MAX_CPUS];
+	static int cpus[COLOC_MAX_CPUS];
+	struct coloc_err err = { 0 };
+	struct topology *topo;
 	struct stress_thread *threads = NULL;
-	uint64_t llc, buffer_bytes = 0, t0;
+	uint64_t llc = 0, buffer_bytes = 0, t0;
 	cpu_set_t allowed;
 	sigset_t sigs;
 	uint8_t *buf = MAP_FAILED;
@@ -357,7 +313,7 @@ int main(int argc, char **argv)
 		perror("coloc-stress: sched_getaffinity");
 		return 1;
 	}
-	while ((c = getopt_long(argc, argv, "c:k:l:d:b:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:k:l:d:b:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			opt.cores = optarg;
@@ -401,6 +357,9 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout, argv[0]);
 			return 0;
+		case 'V':
+			cli_print_version("coloc-stress");
+			return 0;
 		default:
 			usage(stderr, argv[0]);
 			return 2;
@@ -413,14 +372,13 @@ int main(int argc, char **argv)
 	}
 
 	if (opt.cores) {
-		if (parse_cpu_list(opt.cores, &allowed, cpus, &nr_cpus)) {
-			fprintf(stderr,
-				"coloc-stress: --cores '%s' is not a list of distinct CPUs this process may use (e.g. 0,2-3; allowed: %d CPUs)\n",
-				opt.cores, CPU_COUNT(&allowed));
+		nr_cpus = parse_cores(opt.cores, &allowed, cpus, &err);
+		if (nr_cpus < 0) {
+			fprintf(stderr, "coloc-stress: --cores: %s\n", coloc_err_str(&err));
 			return 2;
 		}
 	} else {
-		for (int cpu = 0; cpu < STRESS_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
+		for (int cpu = 0; cpu < COLOC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
 			if (CPU_ISSET(cpu, &allowed))
 				cpus[nr_cpus++] = cpu;
 	}
@@ -431,7 +389,10 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-	llc = llc_bytes_from_hwloc();
+	if (!topology_open(NULL, &topo, NULL)) {
+		llc = topology_llc_bytes(topo);
+		topology_close(topo);
+	}
 	if (opt.buffer_mb)
 		buffer_bytes = (uint64_t)opt.buffer_mb << 20;
 	else

@@ -24,7 +24,8 @@
  *                  "migrations_per_s":F,"page_faults_per_s":F,
  *                  and only where the PMU counts them: "ipc","llc_mpki",
  *                  "llc_miss_ratio","dram_gbps"}],
- *         "sockets":[{"socket":N,"cpus":N,"busy":F, "dram_gbps" (sum of
+ *         "sockets":[{"socket":N (0..n-1 in package-id order, as in "cpus"),
+ *                  "package_id":N,"cpus":N,"busy":F, "dram_gbps" (sum of
  *                  cores, PMU only), "uncore_read_gbps","uncore_write_gbps"
  *                  (uncore PMU only)}],
  *         "tenants":[<tenant object, below>],

@@ -14,7 +14,8 @@
 #ifndef COLOC_SENSOR_H
 #define COLOC_SENSOR_H
 
-#define COLOC_MAX_CPUS 256
+#include "coloc/limits.h"
+
 #define COLOC_MAX_TENANTS 64
 #define COLOC_NO_TENANT 0xffffffffu
 
