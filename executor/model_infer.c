@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "model_internal.h"
+#include "util.h"
 
 #define INFER_MAX_DIM (1 << 24)
 #define INFER_MAX_ELEMS (1LL << 32)
@@ -893,7 +894,7 @@ const char *model_op_name(enum model_op op)
 
 const char *model_act_name(enum model_act act)
 {
-	if ((unsigned int)act >= sizeof(infer_act_names) / sizeof(infer_act_names[0]))
+	if ((unsigned int)act >= ARRAY_SIZE(infer_act_names))
 		return "?";
 	return infer_act_names[act];
 }
@@ -920,10 +921,10 @@ static int infer_activation(struct infer_layer *il, bool allowed)
 		return err;
 	if (!allowed)
 		return infer_fail(il, "takes no 'act=' (add a separate act layer)");
-	for (i = 1; i < sizeof(infer_act_names) / sizeof(infer_act_names[0]); i++)
+	for (i = 1; i < ARRAY_SIZE(infer_act_names); i++)
 		if (!strcmp(s, infer_act_names[i]))
 			break;
-	if (i == sizeof(infer_act_names) / sizeof(infer_act_names[0]))
+	if (i == ARRAY_SIZE(infer_act_names))
 		return infer_fail(il,
 				  "unknown activation '%s' (relu, relu6, leaky_relu, sigmoid, "
 				  "swish, gelu, tanh)",

@@ -59,7 +59,7 @@ static bool shape_is(const struct model_shape *s, int ndims, const int64_t *dims
 		const int64_t want_[] = { __VA_ARGS__ };                                 \
 		const struct model_layer *l_ = find_layer(m, name);                      \
 		ASSERT_NE(NULL, l_) TH_LOG("no layer '%s'", name);                       \
-		ASSERT_TRUE(shape_is(&l_->out, sizeof(want_) / sizeof(want_[0]), want_)) \
+		ASSERT_TRUE(shape_is(&l_->out, ARRAY_SIZE(want_), want_)) \
 		TH_LOG("layer '%s' has an unexpected shape", name);                      \
 	} while (0)
 
@@ -121,7 +121,7 @@ TEST_F(model, load__every_model_file_is_within_2_percent_of_its_published_figure
 	if (glob(pattern, 0, NULL, &g))
 		SKIP(return, "no models in %.200s/models (set COLOC_ROOT to the repository)",
 			   self->root);
-	ASSERT_GE(g.gl_pathc, sizeof(model_names) / sizeof(model_names[0]));
+	ASSERT_GE(g.gl_pathc, ARRAY_SIZE(model_names));
 	for (i = 0; i < g.gl_pathc; i++) {
 		struct model *m = model_load(g.gl_pathv[i], &self->err);
 		double dm, dp;
@@ -138,7 +138,7 @@ TEST_F(model, load__every_model_file_is_within_2_percent_of_its_published_figure
 		model_free(m);
 	}
 	globfree(&g);
-	for (i = 0; i < sizeof(model_names) / sizeof(model_names[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(model_names); i++) {
 		struct model *m = load_named(self->root, model_names[i], &self->err);
 
 		ASSERT_NE(NULL, m) TH_LOG("%s", self->err.msg);
@@ -550,7 +550,7 @@ TEST_F(model, parse__checks_declared_macs_and_params_within_2_percent)
 	size_t i;
 
 	ASSERT_EQ(2, MODEL_DECLARED_TOLERANCE_PCT);
-	for (i = 0; i < sizeof(accepted) / sizeof(accepted[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(accepted); i++) {
 		char text[256];
 
 		snprintf(text, sizeof(text), DECLARED("%s", "%s"), accepted[i][0], accepted[i][1]);
@@ -613,7 +613,7 @@ TEST_F(model, parse__refuses_every_model_file_cut_at_any_byte)
 {
 	size_t i, k, len = 0, cuts = 0;
 
-	for (i = 0; i < sizeof(model_names) / sizeof(model_names[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(model_names); i++) {
 		char *text = read_model_file(self->root, model_names[i], &len);
 		char name[64], where[96];
 		struct model *m;
@@ -643,7 +643,7 @@ TEST_F(model, parse__refuses_every_model_file_cut_at_any_byte)
 		}
 		free(text);
 	}
-	TH_LOG("%zu cuts of %zu files refused", cuts, sizeof(model_names) / sizeof(model_names[0]));
+	TH_LOG("%zu cuts of %zu files refused", cuts, ARRAY_SIZE(model_names));
 }
 
 /* What `head -c 1500 models/mobilenet_v2.model >cut.model` gives: refused, naming file and line. */
@@ -840,7 +840,7 @@ static size_t fuzz_mutate(char *buf, size_t len, size_t cap, uint64_t *rng)
 		memmove(buf + pos + n, buf + pos, len - pos);
 		return len + n;
 	default: {
-		const char *t = tokens[fuzz_next(rng) % (sizeof(tokens) / sizeof(tokens[0]))];
+		const char *t = tokens[fuzz_next(rng) % (ARRAY_SIZE(tokens))];
 
 		n = strlen(t);
 		if (len + n > cap)

@@ -19,6 +19,7 @@
 #include <sys/statfs.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include "binpath.h"
 #include "testutil.h"
 
 __u64 tu_now_ns(void)
@@ -154,9 +155,8 @@ int tu_steal_ns(__u64 *ns)
 
 const char *tu_bin(const char *name, char *buf, size_t len)
 {
-	const char *dir = getenv("COLOC_BIN");
-
-	snprintf(buf, len, "%s/%s", dir && *dir ? dir : "bin", name);
+	if (binpath_find(name, buf, len))
+		snprintf(buf, len, "bin/%s", name); /* exec then fails and says so */
 	return buf;
 }
 

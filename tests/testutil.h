@@ -37,9 +37,9 @@ int tu_proc_cpu_ns(pid_t pid, __u64 *ns);
  */
 int tu_steal_ns(__u64 *ns);
 
-/* Path of a coloc binary: $COLOC_BIN/name (default bin/name). */
 /* Mounts bpffs at /sys/fs/bpf unless one is there (a fresh machine has none). */
 int tu_mount_bpffs(void);
+/* Path of a coloc binary, found as binpath_find() does (common/binpath.h). */
 const char *tu_bin(const char *name, char *buf, size_t len);
 /* Runs a shell command; its stdout+stderr go to out. Returns the exit status or -1. */
 int tu_run(const char *cmd, char *out, size_t len);
