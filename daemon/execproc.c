@@ -32,8 +32,15 @@
 #define EXECPROC_SHM_FD 3 /* where the executor finds them: its --shm-fd, --done-fd */
 #define EXECPROC_DONE_FD 4
 
+/*
+ * The executor can write the whole shared memory, so nothing colocd
+ * computes an address or a length from is read back from it: the layout
+ * lives in hdr, colocd's own copy, into which the executor's fields are
+ * taken once (and checked) when it gets ready or fails.
+ */
 struct execproc {
 	struct coloc_shm *shm;
+	struct coloc_shm_header hdr;
 	size_t shm_bytes;
 	pid_t pid;
 	int pidfd;
@@ -112,7 +119,7 @@ static int create_shm(struct execproc *ep, const struct execproc_opts *o, int *m
 		close(fd);
 		return coloc_err_set(err, -e, "mapping the shared memory: %s", strerror(e));
 	}
-	h = &ep->shm->hdr;
+	h = &ep->hdr;
 	h->magic = COLOC_SHM_MAGIC;
 	h->layout_version = COLOC_SHM_LAYOUT_VERSION;
 	h->nr_slots = COLOC_SHM_NR_SLOTS;
@@ -121,6 +128,7 @@ static int create_shm(struct execproc *ep, const struct execproc_opts *o, int *m
 	h->slot_in_capacity = in_cap;
 	h->slot_out_capacity = out_cap;
 	snprintf(h->tenant, sizeof(h->tenant), "%s", o->tenant);
+	ep->shm->hdr = *h;
 	*memfd = fd;
 	return 0;
 }
@@ -281,7 +289,7 @@ int execproc_done_fd(const struct execproc *ep)
 
 const struct coloc_shm_header *execproc_header(const struct execproc *ep)
 {
-	return &ep->shm->hdr;
+	return &ep->hdr;
 }
 
 bool execproc_ready(const struct execproc *ep)
@@ -297,7 +305,7 @@ bool execproc_started(const struct execproc *ep)
 
 static char *slot_base(const struct execproc *ep, unsigned int slot)
 {
-	const struct coloc_shm_header *h = &ep->shm->hdr;
+	const struct coloc_shm_header *h = &ep->hdr;
 
 	if (slot >= COLOC_SHM_NR_SLOTS)
 		return NULL;
@@ -314,7 +322,7 @@ const void *execproc_output(const struct execproc *ep, unsigned int slot)
 {
 	char *base = slot_base(ep, slot);
 
-	return base ? base + ep->shm->hdr.slot_in_capacity : NULL;
+	return base ? base + ep->hdr.slot_in_capacity : NULL;
 }
 
 static void ring(struct execproc *ep)
@@ -399,7 +407,7 @@ int execproc_submit_nop(struct execproc *ep, struct coloc_err *err)
 /* Reaps the executor if it has exited; returns true and records why if so. */
 static bool reap(struct execproc *ep)
 {
-	const struct coloc_shm_header *h = &ep->shm->hdr;
+	struct coloc_shm_header *h = &ep->hdr;
 	char doing[160] = "while idle";
 	siginfo_t si = { 0 };
 	int n;
@@ -424,10 +432,42 @@ static bool reap(struct execproc *ep)
 		n += snprintf(ep->dead_msg + n, sizeof(ep->dead_msg) - (size_t)n,
 			      "was killed by signal %d (%s) %s", si.si_status,
 			      strsignal(si.si_status), doing);
-	if (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == COLOC_SHM_FAILED)
-		snprintf(ep->dead_msg + n, sizeof(ep->dead_msg) - (size_t)n, ": %.*s",
-			 COLOC_SHM_REASON_LEN, h->reason);
+	if (__atomic_load_n(&ep->shm->hdr.state, __ATOMIC_ACQUIRE) == COLOC_SHM_FAILED) {
+		h->state = COLOC_SHM_FAILED;
+		h->error = ep->shm->hdr.error;
+		memcpy(h->reason, ep->shm->hdr.reason, sizeof(h->reason));
+		h->reason[sizeof(h->reason) - 1] = '\0';
+		snprintf(ep->dead_msg + n, sizeof(ep->dead_msg) - (size_t)n, ": %s", h->reason);
+	}
 	return true;
+}
+
+/* Takes the executor's description of its model, once, and checks it fits the layout. */
+static int take_ready(struct execproc *ep, struct coloc_err *err)
+{
+	const struct coloc_shm_header *sh = &ep->shm->hdr;
+	struct coloc_shm_header *h = &ep->hdr;
+
+	h->executor_pid = sh->executor_pid;
+	h->nr_layers = sh->nr_layers;
+	h->nr_inputs = sh->nr_inputs;
+	h->nr_outputs = sh->nr_outputs;
+	h->in_bytes = sh->in_bytes;
+	h->out_bytes = sh->out_bytes;
+	if (h->executor_pid != ep->pid || h->in_bytes > h->slot_in_capacity ||
+	    h->out_bytes > h->slot_out_capacity) {
+		execproc_kill(ep);
+		ep->dead_err = -EPROTO;
+		snprintf(ep->dead_msg, sizeof(ep->dead_msg),
+			 "tenant %s: executor (pid %d) described its model wrongly (pid %d, %llu "
+			 "bytes in, %llu out); killed",
+			 ep->tenant, ep->pid, h->executor_pid, (unsigned long long)h->in_bytes,
+			 (unsigned long long)h->out_bytes);
+		return coloc_err_set(err, ep->dead_err, "%s", ep->dead_msg);
+	}
+	h->state = COLOC_SHM_READY;
+	ep->ready = true;
+	return 0;
 }
 
 int execproc_poll(struct execproc *ep, struct execproc_result *res, struct coloc_err *err)
@@ -439,7 +479,7 @@ int execproc_poll(struct execproc *ep, struct execproc_result *res, struct coloc
 		return coloc_err_set(err, -errno, "reading the doorbell: %s", strerror(errno));
 	if (!ep->ready && !ep->dead &&
 	    __atomic_load_n(&ep->shm->hdr.state, __ATOMIC_ACQUIRE) == COLOC_SHM_READY)
-		ep->ready = true;
+		return take_ready(ep, err);
 	/* a completion written before the process died is still delivered first */
 	if (ep->outstanding && __atomic_load_n(&d->seq, __ATOMIC_ACQUIRE) == ep->shm->cmd.seq) {
 		ep->outstanding = false;

@@ -65,7 +65,12 @@ int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct 
 pid_t execproc_pid(const struct execproc *ep);
 int execproc_pidfd(const struct execproc *ep);
 int execproc_done_fd(const struct execproc *ep);
-/* The model as the executor reported it (valid once ready). */
+/*
+ * colocd's copy of the header: the layout it chose, and the model as the
+ * executor described it when it got ready (checked against the layout), or
+ * why it failed. Never a pointer into the shared memory, which the
+ * executor can rewrite at any time.
+ */
 const struct coloc_shm_header *execproc_header(const struct execproc *ep);
 /* Where a slot's input goes and its output comes (hdr.in_bytes / out_bytes). */
 void *execproc_input(struct execproc *ep, unsigned int slot);
