@@ -48,6 +48,7 @@ struct execproc {
 	bool ready;
 	bool outstanding; /* a command was submitted and has not completed */
 	bool dead; /* reaped; dead_err and dead_msg say why */
+	bool exited_cleanly; /* exit status 0 (after an exit command) */
 	int dead_err;
 	char dead_msg[COLOC_ERR_MSG_MAX];
 	struct execproc_block last; /* what was submitted last, for the death message */
@@ -418,6 +419,7 @@ static bool reap(struct execproc *ep)
 		return false;
 	ep->dead = true;
 	ep->dead_err = -EPIPE;
+	ep->exited_cleanly = si.si_code == CLD_EXITED && !si.si_status;
 	if (!ep->ready)
 		snprintf(doing, sizeof(doing), "while loading its model");
 	else if (ep->outstanding && ep->shm->cmd.op == COLOC_SHM_OP_RUN)
@@ -442,29 +444,29 @@ static bool reap(struct execproc *ep)
 	return true;
 }
 
-/* Takes the executor's description of its model, once, and checks it fits the layout. */
+/* Takes the executor's description of its model, once, if it fits the layout. */
 static int take_ready(struct execproc *ep, struct coloc_err *err)
 {
 	const struct coloc_shm_header *sh = &ep->shm->hdr;
 	struct coloc_shm_header *h = &ep->hdr;
+	pid_t pid = sh->executor_pid;
+	__u64 in = sh->in_bytes, out = sh->out_bytes;
 
-	h->executor_pid = sh->executor_pid;
-	h->nr_layers = sh->nr_layers;
-	h->nr_inputs = sh->nr_inputs;
-	h->nr_outputs = sh->nr_outputs;
-	h->in_bytes = sh->in_bytes;
-	h->out_bytes = sh->out_bytes;
-	if (h->executor_pid != ep->pid || h->in_bytes > h->slot_in_capacity ||
-	    h->out_bytes > h->slot_out_capacity) {
+	if (pid != ep->pid || in > h->slot_in_capacity || out > h->slot_out_capacity) {
 		execproc_kill(ep);
 		ep->dead_err = -EPROTO;
 		snprintf(ep->dead_msg, sizeof(ep->dead_msg),
 			 "tenant %s: executor (pid %d) described its model wrongly (pid %d, %llu "
 			 "bytes in, %llu out); killed",
-			 ep->tenant, ep->pid, h->executor_pid, (unsigned long long)h->in_bytes,
-			 (unsigned long long)h->out_bytes);
+			 ep->tenant, ep->pid, pid, (unsigned long long)in, (unsigned long long)out);
 		return coloc_err_set(err, ep->dead_err, "%s", ep->dead_msg);
 	}
+	h->executor_pid = pid;
+	h->in_bytes = in;
+	h->out_bytes = out;
+	h->nr_layers = sh->nr_layers;
+	h->nr_inputs = sh->nr_inputs;
+	h->nr_outputs = sh->nr_outputs;
 	h->state = COLOC_SHM_READY;
 	ep->ready = true;
 	return 0;
@@ -553,6 +555,30 @@ int execproc_kill(struct execproc *ep)
 		return -errno;
 	reap(ep);
 	return 0;
+}
+
+int execproc_stop(struct execproc *ep, int timeout_ms, struct coloc_err *err)
+{
+	struct pollfd p = { .fd = ep->pidfd, .events = POLLIN };
+	int ret = can_submit(ep, err);
+
+	if (!ret) {
+		ep->shm->cmd.op = COLOC_SHM_OP_EXIT;
+		ep->last = (struct execproc_block){ 0 };
+		ring(ep);
+		ret = wait_for(ep, NULL, timeout_ms, false, err);
+	}
+	/* acknowledged: it is on its way out */
+	if (ret == 1 && poll(&p, 1, timeout_ms) == 1 && reap(ep) && ep->exited_cleanly)
+		return 0;
+	if (!ep->dead)
+		execproc_kill(ep);
+	if (ret >= 0)
+		ret = coloc_err_set(err, ep->exited_cleanly ? -ETIMEDOUT : ep->dead_err,
+				    "tenant %s: its executor did not exit cleanly when asked (%s); "
+				    "killed",
+				    ep->tenant, ep->dead_msg);
+	return ret;
 }
 
 void execproc_free(struct execproc *ep)

@@ -109,6 +109,12 @@ int execproc_wait_ready(struct execproc *ep, int timeout_ms, struct coloc_err *e
 int execproc_wait_done(struct execproc *ep, struct execproc_result *res, int timeout_ms,
 		       struct coloc_err *err);
 
+/*
+ * Asks the executor to exit (COLOC_SHM_OP_EXIT) and waits up to timeout_ms
+ * for it to do so with status 0; 0 if it did. Otherwise (still loading,
+ * busy, no answer, or a bad exit) it is killed and the reason returned.
+ */
+int execproc_stop(struct execproc *ep, int timeout_ms, struct coloc_err *err);
 /* SIGKILL through the pidfd and reap; the handle stays valid for free. */
 int execproc_kill(struct execproc *ep);
 /* Kills the executor if it is alive, reaps it, unmaps, closes. NULL is fine. */

@@ -21,7 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <poll.h>
+#include <stddef.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include "kselftest_harness.h"
@@ -433,6 +437,176 @@ TEST_F(execproc, submit_block__malformed_refused_and_executor_keeps_serving)
 	EXPECT_EQ(0, kill(pid, 0));
 	expect_output(_metadata, self, 2, "after the refusals");
 	free(bad_version);
+}
+
+/* Whether every thread of pid sleeps in futex(2); the count of threads in n. */
+static bool all_threads_in_futex(pid_t pid, int *n)
+{
+	char path[300], buf[512];
+	struct dirent *de;
+	bool all = true;
+	DIR *dir;
+
+	*n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return false;
+	while ((de = readdir(dir))) {
+		char state = '?';
+		long nr = -1;
+		char *paren;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		(*n)++;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", pid, de->d_name);
+		f = fopen(path, "r");
+		if (f && fgets(buf, sizeof(buf), f) && (paren = strrchr(buf, ')')))
+			state = paren[2];
+		if (f)
+			fclose(f);
+		/* the syscall the thread is blocked in, by number */
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall", pid, de->d_name);
+		f = fopen(path, "r");
+		if (!f || fscanf(f, "%ld", &nr) != 1)
+			nr = -1;
+		if (f)
+			fclose(f);
+		all &= state == 'S' && nr == SYS_futex;
+	}
+	closedir(dir);
+	return all && *n > 0;
+}
+
+/* After a block on every core, the executor's threads all sleep in futex: none spins. */
+TEST_F(execproc, executor__idle_threads_sleep_in_futex)
+{
+	pid_t pid = execproc_pid(self->ep);
+	struct execproc_result res;
+	struct coloc_err err = { 0 };
+	__u64 t0;
+	bool asleep;
+	int n;
+
+	memcpy(execproc_input(self->ep, 0), self->input, self->in_elems * sizeof(float));
+	ASSERT_EQ(1, run_block(self->ep, 0, 0, self->m->nr_layers, NULL, self->cpus.cpus,
+			       self->cpus.nr, &res, &err))
+	TH_LOG("%s", coloc_err_str(&err));
+	t0 = tu_now_ns();
+	while (!(asleep = all_threads_in_futex(pid, &n)) && tu_now_ns() - t0 < 5000000000ull)
+		usleep(200);
+	EXPECT_TRUE(asleep) TH_LOG("some of the %d threads still run 5 s after the block", n);
+	TH_LOG("all %d threads asleep in futex %.3f ms after the completion was seen", n,
+	       (tu_now_ns() - t0) / 1e6);
+}
+
+TEST_F(execproc, stop__exits_cleanly_when_asked)
+{
+	pid_t pid = execproc_pid(self->ep);
+	struct coloc_err err = { 0 };
+
+	ASSERT_EQ(0, execproc_stop(self->ep, DONE_MS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	/* reaped through the pidfd: nothing left for waitpid */
+	EXPECT_EQ(-1, waitpid(pid, NULL, WNOHANG));
+	EXPECT_EQ(ECHILD, errno);
+	EXPECT_EQ(-EPIPE, execproc_submit_nop(self->ep, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "exited with status 0")) TH_LOG("%s", err.msg);
+}
+
+/* The executor's parent (colocd) dies: the executor is killed with it (PR_SET_PDEATHSIG). */
+TEST(execproc_spawn__executor_dies_with_its_driver)
+{
+	char bin[512], path[512];
+	struct execproc_opts o = { .tenant = "orphan", .model_path = path };
+	struct pollfd p = { .events = POLLIN };
+	int pipefd[2], ret;
+	pid_t driver, executor = 0;
+	__u64 t0;
+
+	model_path(path, sizeof(path), "mobilenet_v2");
+	if (access(path, R_OK))
+		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", path);
+	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
+	ASSERT_EQ(0, pipe(pipefd));
+	driver = fork();
+	ASSERT_GE(driver, 0);
+	if (!driver) {
+		struct coloc_err err = { 0 };
+		struct execproc *ep;
+		pid_t pid = -1;
+
+		if (!execproc_spawn(&o, &ep, &err) && !execproc_wait_ready(ep, READY_MS, &err))
+			pid = execproc_pid(ep);
+		if (write(pipefd[1], &pid, sizeof(pid)) != sizeof(pid))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	ASSERT_EQ((ssize_t)sizeof(executor), read(pipefd[0], &executor, sizeof(executor)));
+	close(pipefd[0]);
+	ASSERT_GT(executor, 0);
+	p.fd = pidfd_open(executor, 0);
+	ASSERT_GE(p.fd, 0);
+	t0 = tu_now_ns();
+	ASSERT_EQ(0, kill(driver, SIGKILL));
+	ASSERT_EQ(driver, waitpid(driver, NULL, 0));
+	ret = poll(&p, 1, 10000);
+	EXPECT_EQ(1, ret) TH_LOG("the executor outlived its driver by 10 s");
+	TH_LOG("executor gone %.3f ms after its driver was killed", (tu_now_ns() - t0) / 1e6);
+	close(p.fd);
+	if (ret != 1)
+		kill(executor, SIGKILL);
+}
+
+/*
+ * An executor that lies about its model (a shell script writing the header
+ * the way a compromised executor could: its pid, an input size past the
+ * capacity, READY) is refused and killed; colocd never uses the size.
+ */
+TEST(execproc_spawn__lying_executor_is_killed)
+{
+	char script[] = "/tmp/coloc-execproc-liar-XXXXXX";
+	struct execproc_opts o = { .tenant = "liar",
+				   .model_path = "/dev/null",
+				   .executor = script };
+	struct coloc_err err = { 0 };
+	struct execproc *ep;
+	char text[1024];
+	pid_t pid;
+	int fd;
+
+	snprintf(text, sizeof(text),
+		 "#!/bin/sh\n"
+		 "put() { printf \"$2\" | /bin/dd of=/proc/self/fd/3 bs=1 seek=$1 conv=notrunc "
+		 "status=none; }\n"
+		 "p=$$\n"
+		 "put %zu \"$(printf '\\\\%%03o\\\\%%03o\\\\%%03o\\\\%%03o' $((p & 255)) "
+		 "$((p >> 8 & 255)) $((p >> 16 & 255)) $((p >> 24 & 255)))\"\n"
+		 "put %zu '\\377\\377\\377\\377\\377\\377\\377\\177'\n"
+		 "put %zu '\\001'\n"
+		 "printf '\\001\\0\\0\\0\\0\\0\\0\\0' >&4\n"
+		 "exec /bin/sleep 60\n",
+		 offsetof(struct coloc_shm, hdr.executor_pid),
+		 offsetof(struct coloc_shm, hdr.in_bytes), offsetof(struct coloc_shm, hdr.state));
+	fd = mkstemp(script);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ((ssize_t)strlen(text), write(fd, text, strlen(text)));
+	ASSERT_EQ(0, fchmod(fd, 0755));
+	close(fd);
+	ASSERT_EQ(0, execproc_spawn(&o, &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
+	pid = execproc_pid(ep);
+	EXPECT_EQ(-EPROTO, execproc_wait_ready(ep, READY_MS, &err));
+	TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_NE(NULL, strstr(err.msg, "described its model wrongly"));
+	EXPECT_NE(NULL, strstr(err.msg, "(pid ")) TH_LOG("%s", err.msg);
+	EXPECT_FALSE(execproc_ready(ep));
+	EXPECT_EQ(0, execproc_header(ep)->in_bytes);
+	EXPECT_EQ(-1, kill(pid, 0)); /* killed and reaped */
+	execproc_free(ep);
+	unlink(script);
 }
 
 TEST(execproc_spawn__bad_model_fails_with_the_parser_message)
