@@ -117,7 +117,7 @@ static int map_shm(struct server *s, char *why, size_t len)
 	h = &s->shm->hdr;
 	if (h->magic != COLOC_SHM_MAGIC || h->layout_version != COLOC_SHM_LAYOUT_VERSION ||
 	    h->nr_slots != COLOC_SHM_NR_SLOTS || h->total_bytes != (uint64_t)st.st_size ||
-	    h->data_offset < sizeof(struct coloc_shm) ||
+	    h->data_offset < sizeof(struct coloc_shm) || h->data_offset > (uint64_t)st.st_size ||
 	    h->slot_in_capacity > (uint64_t)st.st_size ||
 	    h->slot_out_capacity > (uint64_t)st.st_size ||
 	    h->data_offset + COLOC_SHM_NR_SLOTS * (h->slot_in_capacity + h->slot_out_capacity) >
