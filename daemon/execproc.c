@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * colocd's side of one executor process (see execproc.h): the sealed memfd
- * with the layout of include/coloc/shm.h, fork+exec of coloc-executor with
+ * with the layout of include/coloc/shm.h, posix_spawn of coloc-executor with
  * only that memfd and the completion eventfd open, the futex doorbell
  * towards it, and the pidfd that says when it died and why.
  */
@@ -12,6 +12,7 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,34 +136,12 @@ static int create_shm(struct execproc *ep, const struct execproc_opts *o, int *m
 }
 
 /*
- * In the child, between fork and exec: only async-signal-safe calls. The
- * fds are first moved above the targets so dup2 cannot clobber one with
- * another; dup2 clears close-on-exec on the copies; everything else the
- * daemon holds (sockets, BPF maps, other tenants' memory) closes on exec.
- * The error pipe stays open until exec, to carry execve's errno back.
+ * posix_spawn (a vfork-style clone: no copy of the daemon's page tables)
+ * with the shared memory and the doorbell as fds 3 and 4, stdin from
+ * /dev/null, and every other fd the daemon holds (sockets, BPF maps, other
+ * tenants' memory) closed. The sources are moved above 4 first so that one
+ * dup2 cannot clobber the other's source.
  */
-static void child_exec(int memfd, int done_fd, int err_pipe, const char *path, char *const argv[],
-		       char *const envp[])
-{
-	int a = fcntl(memfd, F_DUPFD, 16), b = fcntl(done_fd, F_DUPFD, 16);
-	int c = fcntl(err_pipe, F_DUPFD_CLOEXEC, 16), devnull = open("/dev/null", O_RDONLY);
-	sigset_t none;
-	int e;
-
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (a < 0 || b < 0 || c < 0 || devnull < 0 || dup2(devnull, 0) < 0 ||
-	    dup2(a, EXECPROC_SHM_FD) < 0 || dup2(b, EXECPROC_DONE_FD) < 0 ||
-	    close_range(EXECPROC_DONE_FD + 1, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
-		goto fail;
-	execve(path, argv, envp);
-fail:
-	e = errno;
-	if (write(c >= 0 ? c : err_pipe, &e, sizeof(e)) < 0)
-		_exit(126);
-	_exit(127);
-}
-
 static int start_child(struct execproc *ep, const struct execproc_opts *o, const char *path,
 		       int memfd, struct coloc_err *err)
 {
@@ -173,9 +152,13 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	 * cores that by then belong to another tenant's block.
 	 */
 	char *envp[] = { "OMP_WAIT_POLICY=passive", NULL };
+	int shm_hi = fcntl(memfd, F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
+	int done_hi = fcntl(ep->done_fd, F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, dfl;
 	const char *argv[16];
-	int argc = 0, pipefd[2], child_errno = 0;
-	ssize_t n;
+	int argc = 0, ret;
 
 	snprintf(fd_s, sizeof(fd_s), "%d", EXECPROC_SHM_FD);
 	snprintf(done_s, sizeof(done_s), "%d", EXECPROC_DONE_FD);
@@ -198,34 +181,42 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	argv[argc++] = o->model_path;
 	argv[argc] = NULL;
 
-	if (pipe2(pipefd, O_CLOEXEC))
-		return coloc_err_set(err, -errno, "pipe2: %s", strerror(errno));
-	ep->pid = fork();
-	if (ep->pid < 0) {
-		int e = errno;
-
-		close(pipefd[0]);
-		close(pipefd[1]);
-		return coloc_err_set(err, -e, "fork: %s", strerror(e));
+	sigemptyset(&none);
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGPIPE);
+	sigaddset(&dfl, SIGCHLD);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&attr);
+	ret = shm_hi < 0 || done_hi < 0 ? errno : 0;
+	if (!ret)
+		ret = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)	  ?:
+			      posix_spawn_file_actions_adddup2(&fa, shm_hi, EXECPROC_SHM_FD)	  ?:
+			      posix_spawn_file_actions_adddup2(&fa, done_hi, EXECPROC_DONE_FD)	  ?:
+			      posix_spawn_file_actions_addclosefrom_np(&fa, EXECPROC_DONE_FD + 1) ?:
+			      posix_spawnattr_setsigmask(&attr, &none)				  ?:
+			      posix_spawnattr_setsigdefault(&attr, &dfl)			  ?:
+			      posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
+								      POSIX_SPAWN_SETSIGDEF);
+	if (!ret)
+		ret = posix_spawn(&ep->pid, path, &fa, &attr, (char *const *)argv, envp);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
+	if (shm_hi >= 0)
+		close(shm_hi);
+	if (done_hi >= 0)
+		close(done_hi);
+	if (ret) {
+		ep->pid = -1;
+		return coloc_err_set(err, -ret, "cannot run %s: %s", path, strerror(ret));
 	}
-	if (!ep->pid)
-		child_exec(memfd, ep->done_fd, pipefd[1], path, (char *const *)argv, envp);
-	close(pipefd[1]);
-	/* EOF: execve succeeded (the pipe closed on exec); else the child's errno */
-	do
-		n = read(pipefd[0], &child_errno, sizeof(child_errno));
-	while (n < 0 && errno == EINTR);
-	close(pipefd[0]);
+	/* not reaped before this: the pid cannot have been reused */
 	ep->pidfd = pidfd_open(ep->pid, 0);
-	if (n > 0 || ep->pidfd < 0) {
-		int e = n > 0 ? child_errno : errno;
-
-		if (ep->pidfd < 0)
-			kill(ep->pid, SIGKILL);
+	if (ep->pidfd < 0) {
+		ret = errno;
+		kill(ep->pid, SIGKILL);
 		waitpid(ep->pid, NULL, 0);
 		ep->dead = true;
-		return coloc_err_set(err, -e, n > 0 ? "cannot run %s: %s" : "pidfd_open(%s): %s",
-				     path, strerror(e));
+		return coloc_err_set(err, -ret, "pidfd_open(%d): %s", ep->pid, strerror(ret));
 	}
 	return 0;
 }
