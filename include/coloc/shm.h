@@ -107,8 +107,15 @@ struct coloc_shm_cmd {
 	__u32 seq;
 	__u32 op; /* enum coloc_shm_op */
 	__u32 slot; /* query slot, < nr_slots */
-	__u32 first; /* layers [first, last); first == 0 starts the query: reads its input */
-	__u32 last; /* last == nr_layers ends it: writes its output */
+	/*
+	 * Layers [first, last). first == 0 starts the slot's query: the
+	 * executor reads its input from the slot. Otherwise layers [0, first)
+	 * must have been computed by earlier blocks of the same query (else the
+	 * command is refused). last == nr_layers ends it: the executor writes
+	 * its output into the slot before completing.
+	 */
+	__u32 first;
+	__u32 last;
 	__u32 query_id; /* colocd's id for the query, echoed in the completion */
 	/*
 	 * The block's cores as a bitmap (bit c of word c / 64: OS CPU id c).
