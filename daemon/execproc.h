@@ -12,7 +12,9 @@
  *   execproc_pidfd():   readable when the process has exited: call
  *                       execproc_poll(), which reaps it and says why.
  * The process is a child of the caller, reaped through its pidfd: a
- * SIGCHLD handler elsewhere must not reap it with waitpid(-1).
+ * SIGCHLD handler elsewhere must not reap it with waitpid(-1). It gets
+ * SIGKILL when the thread that spawned it exits (PR_SET_PDEATHSIG), so
+ * spawn from a thread that lives as long as the daemon (its main thread).
  */
 #ifndef COLOC_EXECPROC_H
 #define COLOC_EXECPROC_H
