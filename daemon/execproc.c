@@ -1,0 +1,588 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * colocd's side of one executor process (see execproc.h): the sealed memfd
+ * with the layout of include/coloc/shm.h, posix_spawn of coloc-executor with
+ * only that memfd and the completion eventfd open, the futex doorbell
+ * towards it, and the pidfd that says when it died and why.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/pidfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include "execproc.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+#define EXECPROC_DEFAULT_CAPACITY (16u << 20)
+#define EXECPROC_SHM_FD 3 /* where the executor finds them: its --shm-fd, --done-fd */
+#define EXECPROC_DONE_FD 4
+
+/*
+ * The executor can write the whole shared memory, so nothing colocd
+ * computes an address or a length from is read back from it: the layout
+ * lives in hdr, colocd's own copy, into which the executor's fields are
+ * taken once (and checked) when it gets ready or fails.
+ */
+struct execproc {
+	struct coloc_shm *shm;
+	struct coloc_shm_header hdr;
+	size_t shm_bytes;
+	pid_t pid;
+	int pidfd;
+	int done_fd;
+	bool ready;
+	bool outstanding; /* a command was submitted and has not completed */
+	bool dead; /* reaped; dead_err and dead_msg say why */
+	bool exited_cleanly; /* exit status 0 (after an exit command) */
+	int dead_err;
+	char dead_msg[COLOC_ERR_MSG_MAX];
+	struct execproc_block last; /* what was submitted last, for the death message */
+	unsigned long long submit_ns;
+	char tenant[COLOC_SHM_NAME_LEN];
+};
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+static size_t page_round(size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (n + page - 1) / page * page;
+}
+
+/* The default executor: coloc-executor in the same folder as this program. */
+static int default_executor(char *buf, size_t len, struct coloc_err *err)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	char *slash;
+
+	if (n < 0)
+		return coloc_err_set(err, -errno, "cannot find this program's path: %s",
+				     strerror(errno));
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (!slash || (size_t)(slash - buf) + sizeof("/coloc-executor") > len)
+		return coloc_err_set(err, -ENAMETOOLONG, "path of coloc-executor too long");
+	strcpy(slash + 1, "coloc-executor");
+	return 0;
+}
+
+static int create_shm(struct execproc *ep, const struct execproc_opts *o, int *memfd,
+		      struct coloc_err *err)
+{
+	size_t in_cap = page_round(o->slot_in_capacity ?: EXECPROC_DEFAULT_CAPACITY);
+	size_t out_cap = page_round(o->slot_out_capacity ?: EXECPROC_DEFAULT_CAPACITY);
+	size_t data_off = page_round(sizeof(struct coloc_shm));
+	char name[COLOC_SHM_NAME_LEN + 16];
+	struct coloc_shm_header *h;
+	int fd;
+
+	ep->shm_bytes = data_off + COLOC_SHM_NR_SLOTS * (in_cap + out_cap);
+	snprintf(name, sizeof(name), "coloc-shm:%s", o->tenant);
+	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return coloc_err_set(err, -errno, "memfd_create: %s", strerror(errno));
+	/* sealed size: neither side can shrink it under the other's mapping */
+	if (ftruncate(fd, (off_t)ep->shm_bytes) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		int e = errno;
+
+		close(fd);
+		return coloc_err_set(err, -e, "sizing the shared memory (%zu bytes): %s",
+				     ep->shm_bytes, strerror(e));
+	}
+	ep->shm = mmap(NULL, ep->shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (ep->shm == MAP_FAILED) {
+		int e = errno;
+
+		ep->shm = NULL;
+		close(fd);
+		return coloc_err_set(err, -e, "mapping the shared memory: %s", strerror(e));
+	}
+	h = &ep->hdr;
+	h->magic = COLOC_SHM_MAGIC;
+	h->layout_version = COLOC_SHM_LAYOUT_VERSION;
+	h->nr_slots = COLOC_SHM_NR_SLOTS;
+	h->total_bytes = ep->shm_bytes;
+	h->data_offset = data_off;
+	h->slot_in_capacity = in_cap;
+	h->slot_out_capacity = out_cap;
+	snprintf(h->tenant, sizeof(h->tenant), "%s", o->tenant);
+	ep->shm->hdr = *h;
+	*memfd = fd;
+	return 0;
+}
+
+/*
+ * posix_spawn (a vfork-style clone: no copy of the daemon's page tables)
+ * with the shared memory and the doorbell as fds 3 and 4, stdin from
+ * /dev/null, and every other fd the daemon holds (sockets, BPF maps, other
+ * tenants' memory) closed. The sources are moved above 4 first so that one
+ * dup2 cannot clobber the other's source.
+ */
+static int start_child(struct execproc *ep, const struct execproc_opts *o, const char *path,
+		       int memfd, struct coloc_err *err)
+{
+	char fd_s[16], done_s[16];
+	/*
+	 * A clean environment. Passive OpenMP waiting: libgomp's default spins
+	 * its idle team threads for a while after every parallel region, on
+	 * cores that by then belong to another tenant's block.
+	 */
+	char *envp[] = { "OMP_WAIT_POLICY=passive", NULL };
+	int shm_hi = fcntl(memfd, F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
+	int done_hi = fcntl(ep->done_fd, F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, dfl;
+	const char *argv[16];
+	int argc = 0, ret;
+
+	snprintf(fd_s, sizeof(fd_s), "%d", EXECPROC_SHM_FD);
+	snprintf(done_s, sizeof(done_s), "%d", EXECPROC_DONE_FD);
+	argv[argc++] = path;
+	argv[argc++] = "--shm-fd";
+	argv[argc++] = fd_s;
+	argv[argc++] = "--done-fd";
+	argv[argc++] = done_s;
+	argv[argc++] = "--tenant";
+	argv[argc++] = o->tenant;
+	if (o->weights_path) {
+		argv[argc++] = "--weights";
+		argv[argc++] = o->weights_path;
+	}
+	if (o->cores) {
+		argv[argc++] = "--cores";
+		argv[argc++] = o->cores;
+	}
+	argv[argc++] = "--";
+	argv[argc++] = o->model_path;
+	argv[argc] = NULL;
+
+	sigemptyset(&none);
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGPIPE);
+	sigaddset(&dfl, SIGCHLD);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&attr);
+	ret = shm_hi < 0 || done_hi < 0 ? errno : 0;
+	if (!ret)
+		ret = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)	  ?:
+			      posix_spawn_file_actions_adddup2(&fa, shm_hi, EXECPROC_SHM_FD)	  ?:
+			      posix_spawn_file_actions_adddup2(&fa, done_hi, EXECPROC_DONE_FD)	  ?:
+			      posix_spawn_file_actions_addclosefrom_np(&fa, EXECPROC_DONE_FD + 1) ?:
+			      posix_spawnattr_setsigmask(&attr, &none)				  ?:
+			      posix_spawnattr_setsigdefault(&attr, &dfl)			  ?:
+			      posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
+								      POSIX_SPAWN_SETSIGDEF);
+	if (!ret)
+		ret = posix_spawn(&ep->pid, path, &fa, &attr, (char *const *)argv, envp);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
+	if (shm_hi >= 0)
+		close(shm_hi);
+	if (done_hi >= 0)
+		close(done_hi);
+	if (ret) {
+		ep->pid = -1;
+		return coloc_err_set(err, -ret, "cannot run %s: %s", path, strerror(ret));
+	}
+	/* not reaped before this: the pid cannot have been reused */
+	ep->pidfd = pidfd_open(ep->pid, 0);
+	if (ep->pidfd < 0) {
+		ret = errno;
+		kill(ep->pid, SIGKILL);
+		waitpid(ep->pid, NULL, 0);
+		ep->dead = true;
+		return coloc_err_set(err, -ret, "pidfd_open(%d): %s", ep->pid, strerror(ret));
+	}
+	return 0;
+}
+
+int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct coloc_err *err)
+{
+	char path[PATH_MAX];
+	struct execproc *ep;
+	int memfd = -1, ret;
+
+	*out = NULL;
+	if (!o || !o->model_path || !o->tenant || !o->tenant[0] ||
+	    strlen(o->tenant) >= COLOC_SHM_NAME_LEN)
+		return coloc_err_set(err, -EINVAL,
+				     "an executor needs a model file and a tenant name of 1 to %d "
+				     "bytes",
+				     COLOC_SHM_NAME_LEN - 1);
+	if (o->executor)
+		snprintf(path, sizeof(path), "%s", o->executor);
+	else if ((ret = default_executor(path, sizeof(path), err)))
+		return ret;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	ep->pidfd = -1;
+	ep->pid = -1;
+	snprintf(ep->tenant, sizeof(ep->tenant), "%s", o->tenant);
+	ep->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ep->done_fd < 0) {
+		ret = coloc_err_set(err, -errno, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	ret = create_shm(ep, o, &memfd, err);
+	if (!ret)
+		ret = start_child(ep, o, path, memfd, err);
+	if (memfd >= 0)
+		close(memfd); /* the mapping keeps it alive */
+	if (ret)
+		goto fail;
+	*out = ep;
+	return 0;
+fail:
+	coloc_err_prefix(err, "tenant %s: starting its executor", o->tenant);
+	execproc_free(ep);
+	return ret;
+}
+
+pid_t execproc_pid(const struct execproc *ep)
+{
+	return ep->pid;
+}
+
+int execproc_pidfd(const struct execproc *ep)
+{
+	return ep->pidfd;
+}
+
+int execproc_done_fd(const struct execproc *ep)
+{
+	return ep->done_fd;
+}
+
+const struct coloc_shm_header *execproc_header(const struct execproc *ep)
+{
+	return &ep->hdr;
+}
+
+bool execproc_ready(const struct execproc *ep)
+{
+	return ep->ready;
+}
+
+bool execproc_started(const struct execproc *ep)
+{
+	return ep->outstanding &&
+	       __atomic_load_n(&ep->shm->done.started_seq, __ATOMIC_ACQUIRE) == ep->shm->cmd.seq;
+}
+
+static char *slot_base(const struct execproc *ep, unsigned int slot)
+{
+	const struct coloc_shm_header *h = &ep->hdr;
+
+	if (slot >= COLOC_SHM_NR_SLOTS)
+		return NULL;
+	return (char *)ep->shm + h->data_offset +
+	       slot * (h->slot_in_capacity + h->slot_out_capacity);
+}
+
+void *execproc_input(struct execproc *ep, unsigned int slot)
+{
+	return slot_base(ep, slot);
+}
+
+const void *execproc_output(const struct execproc *ep, unsigned int slot)
+{
+	char *base = slot_base(ep, slot);
+
+	return base ? base + ep->hdr.slot_in_capacity : NULL;
+}
+
+static void ring(struct execproc *ep)
+{
+	struct coloc_shm_cmd *c = &ep->shm->cmd;
+
+	ep->outstanding = true;
+	ep->submit_ns = now_ns();
+	__atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELEASE);
+	/* shared (not FUTEX_PRIVATE): the waiter is another process */
+	syscall(SYS_futex, &c->seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+static int can_submit(const struct execproc *ep, struct coloc_err *err)
+{
+	if (ep->dead)
+		return coloc_err_set(err, ep->dead_err, "%s", ep->dead_msg);
+	if (!ep->ready)
+		return coloc_err_set(err, -EBUSY, "tenant %s: its executor is still loading",
+				     ep->tenant);
+	if (ep->outstanding)
+		return coloc_err_set(err, -EBUSY,
+				     "tenant %s: its executor is still running the previous block",
+				     ep->tenant);
+	return 0;
+}
+
+int execproc_submit_block(struct execproc *ep, const struct execproc_block *b,
+			  struct coloc_err *err)
+{
+	struct coloc_shm_cmd *c = &ep->shm->cmd;
+	int ret = can_submit(ep, err);
+
+	if (ret)
+		return ret;
+	if (b->slot >= COLOC_SHM_NR_SLOTS)
+		return coloc_err_set(err, -EINVAL, "query slot %u out of range (0..%d)", b->slot,
+				     COLOC_SHM_NR_SLOTS - 1);
+	if (b->last > b->first && b->last - b->first > COLOC_SHM_MAX_BLOCK_LAYERS)
+		return coloc_err_set(err, -EINVAL,
+				     "a block of %u layers is longer than one command carries (%d)",
+				     b->last - b->first, COLOC_SHM_MAX_BLOCK_LAYERS);
+	if (b->nr_cpus < 0 || (b->nr_cpus && !b->cpus))
+		return coloc_err_set(err, -EINVAL, "bad core list");
+	memset(c->cpus, 0, sizeof(c->cpus));
+	for (int i = 0; i < b->nr_cpus; i++) {
+		if (b->cpus[i] < 0 || b->cpus[i] >= COLOC_MAX_CPUS)
+			return coloc_err_set(err, -EINVAL, "cpu %d out of range (0..%d)",
+					     b->cpus[i], COLOC_MAX_CPUS - 1);
+		c->cpus[b->cpus[i] / 64] |= 1ull << (b->cpus[i] % 64);
+	}
+	for (unsigned int i = 0; b->last > b->first && i < b->last - b->first; i++) {
+		int v = b->versions ? b->versions[i] : 0;
+
+		if (v < 0 || v > 255)
+			return coloc_err_set(err, -EINVAL, "version %d of layer %u out of range", v,
+					     b->first + i);
+		c->versions[i] = (__u8)v;
+	}
+	c->op = COLOC_SHM_OP_RUN;
+	c->slot = b->slot;
+	c->first = b->first;
+	c->last = b->last;
+	c->query_id = b->query_id;
+	ep->last = *b;
+	ring(ep);
+	return 0;
+}
+
+int execproc_submit_nop(struct execproc *ep, struct coloc_err *err)
+{
+	int ret = can_submit(ep, err);
+
+	if (ret)
+		return ret;
+	ep->shm->cmd.op = COLOC_SHM_OP_NOP;
+	ep->last = (struct execproc_block){ 0 };
+	ring(ep);
+	return 0;
+}
+
+/* Reaps the executor if it has exited; returns true and records why if so. */
+static bool reap(struct execproc *ep)
+{
+	struct coloc_shm_header *h = &ep->hdr;
+	char doing[160] = "while idle";
+	siginfo_t si = { 0 };
+	int n;
+
+	if (ep->dead)
+		return true;
+	if (waitid((idtype_t)P_PIDFD, (id_t)ep->pidfd, &si, WEXITED | WNOHANG) || !si.si_pid)
+		return false;
+	ep->dead = true;
+	ep->dead_err = -EPIPE;
+	ep->exited_cleanly = si.si_code == CLD_EXITED && !si.si_status;
+	if (!ep->ready)
+		snprintf(doing, sizeof(doing), "while loading its model");
+	else if (ep->outstanding && ep->shm->cmd.op == COLOC_SHM_OP_RUN)
+		snprintf(doing, sizeof(doing), "while running layers [%u, %u) of query slot %u",
+			 ep->last.first, ep->last.last, ep->last.slot);
+	n = snprintf(ep->dead_msg, sizeof(ep->dead_msg), "tenant %s: executor (pid %d) ",
+		     ep->tenant, ep->pid);
+	if (si.si_code == CLD_EXITED)
+		n += snprintf(ep->dead_msg + n, sizeof(ep->dead_msg) - (size_t)n,
+			      "exited with status %d %s", si.si_status, doing);
+	else
+		n += snprintf(ep->dead_msg + n, sizeof(ep->dead_msg) - (size_t)n,
+			      "was killed by signal %d (%s) %s", si.si_status,
+			      strsignal(si.si_status), doing);
+	if (__atomic_load_n(&ep->shm->hdr.state, __ATOMIC_ACQUIRE) == COLOC_SHM_FAILED) {
+		h->state = COLOC_SHM_FAILED;
+		h->error = ep->shm->hdr.error;
+		memcpy(h->reason, ep->shm->hdr.reason, sizeof(h->reason));
+		h->reason[sizeof(h->reason) - 1] = '\0';
+		snprintf(ep->dead_msg + n, sizeof(ep->dead_msg) - (size_t)n, ": %s", h->reason);
+	}
+	return true;
+}
+
+/* Takes the executor's description of its model, once, if it fits the layout. */
+static int take_ready(struct execproc *ep, struct coloc_err *err)
+{
+	const struct coloc_shm_header *sh = &ep->shm->hdr;
+	struct coloc_shm_header *h = &ep->hdr;
+	pid_t pid = sh->executor_pid;
+	__u64 in = sh->in_bytes, out = sh->out_bytes;
+
+	if (pid != ep->pid || in > h->slot_in_capacity || out > h->slot_out_capacity) {
+		execproc_kill(ep);
+		ep->dead_err = -EPROTO;
+		snprintf(ep->dead_msg, sizeof(ep->dead_msg),
+			 "tenant %s: executor (pid %d) described its model wrongly (pid %d, %llu "
+			 "bytes in, %llu out); killed",
+			 ep->tenant, ep->pid, pid, (unsigned long long)in, (unsigned long long)out);
+		return coloc_err_set(err, ep->dead_err, "%s", ep->dead_msg);
+	}
+	h->executor_pid = pid;
+	h->in_bytes = in;
+	h->out_bytes = out;
+	h->nr_layers = sh->nr_layers;
+	h->nr_inputs = sh->nr_inputs;
+	h->nr_outputs = sh->nr_outputs;
+	h->state = COLOC_SHM_READY;
+	ep->ready = true;
+	return 0;
+}
+
+int execproc_poll(struct execproc *ep, struct execproc_result *res, struct coloc_err *err)
+{
+	const struct coloc_shm_done *d = &ep->shm->done;
+	uint64_t drain;
+
+	if (read(ep->done_fd, &drain, sizeof(drain)) < 0 && errno != EAGAIN)
+		return coloc_err_set(err, -errno, "reading the doorbell: %s", strerror(errno));
+	if (!ep->ready && !ep->dead &&
+	    __atomic_load_n(&ep->shm->hdr.state, __ATOMIC_ACQUIRE) == COLOC_SHM_READY)
+		return take_ready(ep, err);
+	/* a completion written before the process died is still delivered first */
+	if (ep->outstanding && __atomic_load_n(&d->seq, __ATOMIC_ACQUIRE) == ep->shm->cmd.seq) {
+		ep->outstanding = false;
+		if (res) {
+			res->round_trip_ns = now_ns() - ep->submit_ns;
+			res->status = d->status;
+			res->error = d->error;
+			res->slot = d->slot;
+			res->first = d->first;
+			res->last = d->last;
+			res->query_id = d->query_id;
+			res->block_ns = d->block_ns;
+			res->switch_ns = d->switch_ns;
+			snprintf(res->reason, sizeof(res->reason), "%.*s", COLOC_SHM_REASON_LEN - 1,
+				 d->reason);
+		}
+		return 1;
+	}
+	if (reap(ep))
+		return coloc_err_set(err, ep->dead_err, "%s", ep->dead_msg);
+	return 0;
+}
+
+static int wait_for(struct execproc *ep, struct execproc_result *res, int timeout_ms,
+		    bool for_ready, struct coloc_err *err)
+{
+	unsigned long long deadline = now_ns() + (unsigned long long)timeout_ms * 1000000ull;
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = ep->done_fd, .events = POLLIN },
+				       { .fd = ep->pidfd, .events = POLLIN } };
+		unsigned long long now;
+		int ret = execproc_poll(ep, res, err);
+
+		if (ret || (for_ready && ep->ready))
+			return ret;
+		now = now_ns();
+		if (now >= deadline)
+			return coloc_err_set(
+				err, -ETIMEDOUT, "tenant %s: its executor did not %s within %d ms",
+				ep->tenant, for_ready ? "get ready" : "complete", timeout_ms);
+		if (poll(p, 2, (int)((deadline - now + 999999) / 1000000)) < 0 && errno != EINTR)
+			return coloc_err_set(err, -errno, "poll: %s", strerror(errno));
+	}
+}
+
+int execproc_wait_ready(struct execproc *ep, int timeout_ms, struct coloc_err *err)
+{
+	return wait_for(ep, NULL, timeout_ms, true, err);
+}
+
+int execproc_wait_done(struct execproc *ep, struct execproc_result *res, int timeout_ms,
+		       struct coloc_err *err)
+{
+	if (!ep->outstanding && !ep->dead)
+		return coloc_err_set(err, -EINVAL, "tenant %s: no block is outstanding",
+				     ep->tenant);
+	return wait_for(ep, res, timeout_ms, false, err);
+}
+
+int execproc_kill(struct execproc *ep)
+{
+	siginfo_t si;
+
+	if (ep->dead || ep->pidfd < 0)
+		return 0;
+	if (syscall(SYS_pidfd_send_signal, ep->pidfd, SIGKILL, NULL, 0) && errno != ESRCH)
+		return -errno;
+	/* blocks only until the kernel has torn the process down */
+	if (waitid((idtype_t)P_PIDFD, (id_t)ep->pidfd, &si, WEXITED | WNOWAIT))
+		return -errno;
+	reap(ep);
+	return 0;
+}
+
+int execproc_stop(struct execproc *ep, int timeout_ms, struct coloc_err *err)
+{
+	struct pollfd p = { .fd = ep->pidfd, .events = POLLIN };
+	int ret = can_submit(ep, err);
+
+	if (!ret) {
+		ep->shm->cmd.op = COLOC_SHM_OP_EXIT;
+		ep->last = (struct execproc_block){ 0 };
+		ring(ep);
+		ret = wait_for(ep, NULL, timeout_ms, false, err);
+	}
+	/* acknowledged: it is on its way out */
+	if (ret == 1 && poll(&p, 1, timeout_ms) == 1 && reap(ep) && ep->exited_cleanly)
+		return 0;
+	if (!ep->dead)
+		execproc_kill(ep);
+	if (ret >= 0)
+		ret = coloc_err_set(err, ep->exited_cleanly ? -ETIMEDOUT : ep->dead_err,
+				    "tenant %s: its executor did not exit cleanly when asked (%s); "
+				    "killed",
+				    ep->tenant, ep->dead_msg);
+	return ret;
+}
+
+void execproc_free(struct execproc *ep)
+{
+	if (!ep)
+		return;
+	if (ep->pid > 0 && !ep->dead)
+		execproc_kill(ep);
+	if (ep->shm)
+		munmap(ep->shm, ep->shm_bytes);
+	if (ep->pidfd >= 0)
+		close(ep->pidfd);
+	if (ep->done_fd >= 0)
+		close(ep->done_fd);
+	free(ep);
+}

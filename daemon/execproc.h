@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * colocd's side of one tenant's executor process: start bin/coloc-executor
+ * on a sealed shared-memory region (include/coloc/shm.h), hand it blocks,
+ * learn when they complete or when the process dies. No oneDNN here: the
+ * model is loaded in the executor process only.
+ *
+ * Everything is non-blocking except execproc_wait_ready/_done, which the
+ * tests and tools use. An event loop instead polls two fds per executor:
+ *   execproc_done_fd(): readable when a completion (or the end of start-up)
+ *                       is there: call execproc_poll();
+ *   execproc_pidfd():   readable when the process has exited: call
+ *                       execproc_poll(), which reaps it and says why.
+ * The process is a child of the caller, reaped through its pidfd: a
+ * SIGCHLD handler elsewhere must not reap it with waitpid(-1). It gets
+ * SIGKILL when the thread that spawned it exits (PR_SET_PDEATHSIG), so
+ * spawn from a thread that lives as long as the daemon (its main thread).
+ */
+#ifndef COLOC_EXECPROC_H
+#define COLOC_EXECPROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include "coloc/shm.h"
+#include "error.h"
+
+struct execproc;
+
+struct execproc_opts {
+	const char *executor; /* path of coloc-executor; NULL: next to /proc/self/exe */
+	const char *model_path;
+	const char *weights_path; /* NULL: weights from the model's seed */
+	const char *tenant; /* name, for messages and the executor's command line */
+	const char *cores; /* CPUs the executor may ever use, e.g. "0-3"; NULL: all online */
+	size_t slot_in_capacity; /* bytes per query input; 0: 16 MiB (untouched pages cost nothing) */
+	size_t slot_out_capacity; /* bytes per query output; 0: 16 MiB */
+};
+
+/* A block to run: layers [first, last) of the query in slot. */
+struct execproc_block {
+	unsigned int slot;
+	unsigned int first, last;
+	unsigned int query_id; /* echoed in the completion */
+	const int *versions; /* last - first entries; NULL: version 0 everywhere */
+	const int *cpus; /* OS CPU ids; team thread i on the i-th smallest */
+	int nr_cpus;
+};
+
+struct execproc_result {
+	enum coloc_shm_status status;
+	int error; /* 0 or a negative errno */
+	unsigned int slot, first, last, query_id;
+	unsigned long long block_ns, switch_ns;
+	unsigned long long round_trip_ns; /* from submit to this poll noticing it */
+	char reason[COLOC_SHM_REASON_LEN];
+};
+
+/*
+ * Creates the shared memory and starts the executor, as a child running
+ * with a clean environment and only the shared memory and the doorbell as
+ * open files. Returns at once; the executor is READY after loading.
+ */
+int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct coloc_err *err);
+
+/* The executor's tgid (the pid to attribute to the tenant). */
+pid_t execproc_pid(const struct execproc *ep);
+int execproc_pidfd(const struct execproc *ep);
+int execproc_done_fd(const struct execproc *ep);
+/*
+ * colocd's copy of the header: the layout it chose, and the model as the
+ * executor described it when it got ready (checked against the layout), or
+ * why it failed. Never a pointer into the shared memory, which the
+ * executor can rewrite at any time.
+ */
+const struct coloc_shm_header *execproc_header(const struct execproc *ep);
+/* Where a slot's input goes and its output comes (hdr.in_bytes / out_bytes). */
+void *execproc_input(struct execproc *ep, unsigned int slot);
+const void *execproc_output(const struct execproc *ep, unsigned int slot);
+
+/*
+ * Writes the command and rings the doorbell. -EBUSY while a block is
+ * outstanding or before the executor is ready; -EINVAL for what the layout
+ * cannot carry (slot, CPU id or block length out of range, a version above
+ * 255). Whether the block fits the model is the executor's to say.
+ */
+int execproc_submit_block(struct execproc *ep, const struct execproc_block *b,
+			  struct coloc_err *err);
+/* A bare round trip with nothing to run (COLOC_SHM_OP_NOP). */
+int execproc_submit_nop(struct execproc *ep, struct coloc_err *err);
+
+/*
+ * Never blocks. Returns 1 with res filled when the outstanding command has
+ * completed, 0 when nothing new happened (or start-up just finished: see
+ * execproc_ready), or a negative errno when the executor has died or given
+ * up, with the reason (exit status or signal, and what it was running) in
+ * err; the process is reaped then. res may be NULL when nothing is
+ * outstanding.
+ */
+int execproc_poll(struct execproc *ep, struct execproc_result *res, struct coloc_err *err);
+bool execproc_ready(const struct execproc *ep);
+/*
+ * Whether the executor has taken the outstanding command (it is running
+ * it): a deadline for a hung block starts here, not at submit.
+ */
+bool execproc_started(const struct execproc *ep);
+
+/* Blocks (poll(2) on both fds) until ready, or timeout_ms; -ETIMEDOUT. */
+int execproc_wait_ready(struct execproc *ep, int timeout_ms, struct coloc_err *err);
+/* Blocks until the outstanding command completes (1), or as execproc_poll. */
+int execproc_wait_done(struct execproc *ep, struct execproc_result *res, int timeout_ms,
+		       struct coloc_err *err);
+
+/*
+ * Asks the executor to exit (COLOC_SHM_OP_EXIT) and waits up to timeout_ms
+ * for it to do so with status 0; 0 if it did. Otherwise (still loading,
+ * busy, no answer, or a bad exit) it is killed and the reason returned.
+ */
+int execproc_stop(struct execproc *ep, int timeout_ms, struct coloc_err *err);
+/* SIGKILL through the pidfd and reap; the handle stays valid for free. */
+int execproc_kill(struct execproc *ep);
+/* Kills the executor if it is alive, reaps it, unmaps, closes. NULL is fine. */
+void execproc_free(struct execproc *ep);
+
+#endif /* COLOC_EXECPROC_H */

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The shared memory between colocd and one tenant's executor process
+ * (bin/coloc-executor). colocd creates it (a memfd whose size is sealed),
+ * and the executor gets it as an inherited file descriptor; no other process
+ * maps it, so one tenant's tensors are invisible to the others.
+ *
+ * Layout, all little-endian and naturally aligned (offsets from the start):
+ *
+ *   0                      struct coloc_shm_header   who, sizes, state
+ *   64-aligned             struct coloc_shm_cmd      colocd -> executor
+ *   64-aligned             struct coloc_shm_done     executor -> colocd
+ *   data_offset (page)     COLOC_SHM_NR_SLOTS query slots, each
+ *                            slot_in_capacity bytes of input, then
+ *                            slot_out_capacity bytes of output
+ *
+ * One command is in flight at a time: an executor runs one block at a time
+ * (its cores are the block's). Queries in flight are up to
+ * COLOC_SHM_NR_SLOTS: a query lives in a slot from its first block to its
+ * last, its intermediate activations staying inside the executor between
+ * blocks; only its input and its output cross this memory.
+ *
+ * Doorbells (sequence numbers, never busy-waiting):
+ * - colocd -> executor: colocd writes the command, then stores cmd.seq + 1
+ *   with release order and FUTEX_WAKEs cmd.seq. The idle executor sleeps in
+ *   FUTEX_WAIT on cmd.seq (no spinning, so an idle executor holds no core).
+ * - executor -> colocd: the executor writes the completion, stores
+ *   done.seq = cmd.seq with release order, then writes 1 to an eventfd it
+ *   inherited from colocd. An eventfd rather than a futex on this side
+ *   because colocd's waiter is its event loop, which must also watch the
+ *   executor's pidfd and its sockets, and a futex cannot be polled.
+ *   The same eventfd is signalled once when the header's state leaves
+ *   COLOC_SHM_STARTING.
+ */
+#ifndef COLOC_SHM_H
+#define COLOC_SHM_H
+
+#include <linux/types.h>
+#include "sensor.h" /* COLOC_MAX_CPUS */
+
+#define COLOC_SHM_MAGIC 0x314d48534f4c4f43ull /* "COLOSHM1" in memory */
+#define COLOC_SHM_LAYOUT_VERSION 1
+#define COLOC_SHM_NR_SLOTS 4
+/* Longest block one command can carry (a block of a longer model is split). */
+#define COLOC_SHM_MAX_BLOCK_LAYERS 4096
+#define COLOC_SHM_CPU_WORDS (COLOC_MAX_CPUS / 64)
+#define COLOC_SHM_REASON_LEN 192
+#define COLOC_SHM_NAME_LEN 64
+
+/* header.state, written by the executor only. */
+enum coloc_shm_state {
+	COLOC_SHM_STARTING = 0, /* loading the model, not serving yet */
+	COLOC_SHM_READY = 1, /* serving commands; the model fields are valid */
+	COLOC_SHM_FAILED = 2, /* gave up (header.error, header.reason say why) and exits */
+};
+
+/* cmd.op */
+enum coloc_shm_op {
+	COLOC_SHM_OP_RUN = 1, /* run layers [first, last) of the query in slot */
+	COLOC_SHM_OP_NOP = 2, /* complete at once: the bare round trip (benchmarks, probes) */
+	COLOC_SHM_OP_EXIT = 3, /* complete, then exit 0 */
+};
+
+/* done.status */
+enum coloc_shm_status {
+	COLOC_SHM_DONE_OK = 0,
+	COLOC_SHM_DONE_REFUSED = 1, /* malformed command, nothing ran; the executor keeps serving */
+	COLOC_SHM_DONE_FAILED = 2, /* the block failed while running; the slot's query is void */
+};
+
+struct coloc_shm_header {
+	/* written by colocd before the executor starts, constant afterwards */
+	__u64 magic; /* COLOC_SHM_MAGIC */
+	__u32 layout_version; /* COLOC_SHM_LAYOUT_VERSION */
+	__u32 nr_slots; /* COLOC_SHM_NR_SLOTS */
+	__u64 total_bytes; /* size of the whole mapping (the memfd's sealed size) */
+	__u64 data_offset; /* where slot 0's input starts; page aligned */
+	__u64 slot_in_capacity; /* bytes reserved for one slot's input (page multiple) */
+	__u64 slot_out_capacity; /* bytes reserved for one slot's output (page multiple) */
+	char tenant[COLOC_SHM_NAME_LEN]; /* NUL-terminated, for messages */
+
+	/* written by the executor, before it sets state (release order) */
+	__s32 executor_pid; /* its tgid, as getpid() returns it */
+	__u32 state; /* enum coloc_shm_state */
+	__u32 nr_layers; /* of the loaded model */
+	__u32 nr_inputs; /* input layers */
+	__u32 nr_outputs; /* layers no later layer reads */
+	__u32 reserved;
+	/*
+	 * One query's input: the model's input layers, in layer order, each
+	 * dense fp32 in logical order (embedding inputs: token ids as floats).
+	 * Its output: the same for the layers no later layer reads (the
+	 * model's results, e.g. SSD's box and class heads), in layer order.
+	 */
+	__u64 in_bytes;
+	__u64 out_bytes;
+	__s32 error; /* negative errno when state is COLOC_SHM_FAILED */
+	char reason[COLOC_SHM_REASON_LEN]; /* why, NUL-terminated */
+};
+
+struct coloc_shm_cmd {
+	/*
+	 * The doorbell and futex word: colocd writes every other field, then
+	 * stores seq + 1 (release). The executor takes a command when seq
+	 * differs from the last one it completed.
+	 */
+	__u32 seq;
+	__u32 op; /* enum coloc_shm_op */
+	__u32 slot; /* query slot, < nr_slots */
+	/*
+	 * Layers [first, last). first == 0 starts the slot's query: the
+	 * executor reads its input from the slot. Otherwise layers [0, first)
+	 * must have been computed by earlier blocks of the same query (else the
+	 * command is refused). last == nr_layers ends it: the executor writes
+	 * its output into the slot before completing.
+	 */
+	__u32 first;
+	__u32 last;
+	__u32 query_id; /* colocd's id for the query, echoed in the completion */
+	/*
+	 * The block's cores as a bitmap (bit c of word c / 64: OS CPU id c).
+	 * Team thread i runs on the i-th set bit, in increasing CPU order.
+	 * Every core must be one the executor was started with.
+	 */
+	__u64 cpus[COLOC_SHM_CPU_WORDS];
+	/* versions[i]: kernel version of layer first + i (< the layer's count) */
+	__u8 versions[COLOC_SHM_MAX_BLOCK_LAYERS];
+} __attribute__((aligned(64)));
+
+struct coloc_shm_done {
+	/* the seq of the command being run, stored (release) when it is taken */
+	__u32 started_seq;
+	/* the seq of the command completed, stored (release) after the fields below */
+	__u32 seq;
+	__u32 status; /* enum coloc_shm_status */
+	__s32 error; /* 0, or the negative errno of a refusal or failure */
+	__u32 slot, first, last, query_id; /* echoed from the command */
+	__u64 block_ns; /* wall time of the block inside the executor (0 if nothing ran) */
+	__u64 switch_ns; /* of which re-pinning its threads to a new core set */
+	char reason[COLOC_SHM_REASON_LEN]; /* why it was refused or failed, NUL-terminated */
+} __attribute__((aligned(64)));
+
+struct coloc_shm {
+	struct coloc_shm_header hdr;
+	struct coloc_shm_cmd cmd __attribute__((aligned(64)));
+	struct coloc_shm_done done __attribute__((aligned(64)));
+};
+
+#endif /* COLOC_SHM_H */

@@ -1,0 +1,648 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * One tenant's executor process (bin/coloc-executor) driven through the
+ * shared memory by daemon/execproc.c, with a real model: its outputs equal
+ * the in-process executor's, block by block or whole; it runs as an
+ * unprivileged user with no capabilities, no_new_privs, not dumpable and
+ * with only the shared memory and the doorbell open; a SIGKILL mid-block is
+ * noticed through the pidfd with the reason (the delay is printed, never
+ * asserted); malformed commands are refused with a reason and the executor
+ * keeps serving.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <poll.h>
+#include <stddef.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include "kselftest_harness.h"
+#include "execproc.h"
+#include "executor.h"
+#include "reference.h"
+#include "testutil.h"
+
+#define TOL 1e-3f /* relative to the output's magnitude; ~70 layers of fp32 sums */
+#define READY_MS 120000
+#define DONE_MS 60000
+
+static void model_path(char *buf, size_t len, const char *name)
+{
+	const char *root = getenv("COLOC_ROOT");
+
+	snprintf(buf, len, "%s/models/%s.model", root ? root : ".", name);
+}
+
+/* Every online CPU this test may run on, as the executor takes them by default. */
+static void all_cpus(struct exec_cpuset *set)
+{
+	cpu_set_t mask;
+
+	set->nr = 0;
+	sched_getaffinity(0, sizeof(mask), &mask);
+	for (int cpu = 0; cpu < EXEC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &mask) && exec_cpu_online(cpu))
+			set->cpus[set->nr++] = cpu;
+}
+
+static bool is_read(const struct model *m, int li)
+{
+	for (int j = li + 1; j < m->nr_layers; j++)
+		for (int k = 0; k < m->layers[j].nr_inputs; k++)
+			if (m->layers[j].inputs[k] == li)
+				return true;
+	return false;
+}
+
+FIXTURE(execproc)
+{
+	struct execproc *ep;
+	struct model *m;
+	struct exec_model *em;
+	struct exec_query *q;
+	struct exec_cpuset cpus;
+	float *input, *want; /* the query's input and the in-process outputs, concatenated */
+	size_t in_elems, out_elems;
+};
+
+FIXTURE_SETUP(execproc)
+{
+	char path[512], bin[512], err[512];
+	struct execproc_opts o = { .tenant = "mnv2" };
+	struct coloc_err cerr = { 0 };
+	size_t off = 0;
+
+	model_path(path, sizeof(path), "mobilenet_v2");
+	if (access(path, R_OK))
+		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", path);
+	all_cpus(&self->cpus);
+	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
+	o.model_path = path;
+	ASSERT_EQ(0, execproc_spawn(&o, &self->ep, &cerr))
+	TH_LOG("%s", coloc_err_str(&cerr));
+
+	/* the same model in this process: the reference the executor must match */
+	self->m = model_load(path, err, sizeof(err));
+	ASSERT_NE(NULL, self->m) TH_LOG("%s", err);
+	self->em = exec_model_load(self->m, &(struct exec_options){ .cpus = self->cpus }, err,
+				   sizeof(err));
+	ASSERT_NE(NULL, self->em) TH_LOG("%s", err);
+	self->q = exec_query_new(self->em);
+	ASSERT_NE(NULL, self->q);
+	exec_query_fill_inputs(self->q, self->m, 7);
+	for (int li = 0; li < self->m->nr_layers; li++) {
+		if (self->m->layers[li].op == MODEL_OP_INPUT)
+			self->in_elems += (size_t)model_shape_elems(&self->m->layers[li].out);
+		if (!is_read(self->m, li))
+			self->out_elems += (size_t)model_shape_elems(&self->m->layers[li].out);
+	}
+	self->input = malloc(self->in_elems * sizeof(float));
+	self->want = malloc(self->out_elems * sizeof(float));
+	ASSERT_TRUE(self->input && self->want);
+	for (int li = 0; li < self->m->nr_layers; li++) {
+		size_t n = (size_t)model_shape_elems(&self->m->layers[li].out);
+
+		if (self->m->layers[li].op != MODEL_OP_INPUT)
+			continue;
+		memcpy(self->input + off, exec_query_input(self->q, li), n * sizeof(float));
+		off += n;
+	}
+	ASSERT_EQ(0, exec_run_block(self->em, self->q, 0, self->m->nr_layers, NULL, &self->cpus,
+				    NULL));
+	off = 0;
+	for (int li = 0; li < self->m->nr_layers; li++) {
+		size_t n = (size_t)model_shape_elems(&self->m->layers[li].out);
+
+		if (is_read(self->m, li))
+			continue;
+		ASSERT_EQ(0, exec_query_read_output(self->q, li, self->want + off, n));
+		off += n;
+	}
+	ASSERT_EQ(0, execproc_wait_ready(self->ep, READY_MS, &cerr))
+	TH_LOG("%s", coloc_err_str(&cerr));
+}
+
+FIXTURE_TEARDOWN(execproc)
+{
+	execproc_free(self->ep);
+	free(self->input);
+	free(self->want);
+	exec_query_free(self->q);
+	exec_model_free(self->em);
+	model_free(self->m);
+}
+
+/* Submits a block and waits for its completion; returns execproc_wait_done's value. */
+static int run_block(struct execproc *ep, unsigned int slot, int first, int last,
+		     const int *versions, const int *cpus, int nr_cpus, struct execproc_result *res,
+		     struct coloc_err *err)
+{
+	struct execproc_block b = { .slot = slot,
+				    .first = (unsigned int)first,
+				    .last = (unsigned int)last,
+				    .versions = versions,
+				    .cpus = cpus,
+				    .nr_cpus = nr_cpus };
+	int ret = execproc_submit_block(ep, &b, err);
+
+	return ret ? ret : execproc_wait_done(ep, res, DONE_MS, err);
+}
+
+static void expect_output(struct __test_metadata *_metadata, FIXTURE_DATA(execproc) * self,
+			  unsigned int slot, const char *what)
+{
+	const float *got = execproc_output(self->ep, slot);
+	float max_err, max_ref;
+
+	ref_compare(got, self->want, (int64_t)self->out_elems, &max_err, &max_ref);
+	TH_LOG("%s: %zu outputs, max |error| %g, max |value| %g", what, self->out_elems, max_err,
+	       max_ref);
+	EXPECT_LE(max_err, TOL * (1.0f + max_ref));
+}
+
+TEST_F(execproc, submit_block__whole_model_matches_in_process)
+{
+	const struct coloc_shm_header *h = execproc_header(self->ep);
+	struct execproc_result res;
+	struct coloc_err err = { 0 };
+
+	EXPECT_EQ(self->m->nr_layers, (int)h->nr_layers);
+	EXPECT_EQ(self->in_elems * sizeof(float), h->in_bytes);
+	EXPECT_EQ(self->out_elems * sizeof(float), h->out_bytes);
+	memcpy(execproc_input(self->ep, 0), self->input, self->in_elems * sizeof(float));
+	ASSERT_EQ(1, run_block(self->ep, 0, 0, self->m->nr_layers, NULL, self->cpus.cpus,
+			       self->cpus.nr, &res, &err))
+	TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(COLOC_SHM_DONE_OK, res.status) TH_LOG("%s", res.reason);
+	EXPECT_EQ(0, res.error);
+	EXPECT_GT(res.block_ns, 0);
+	EXPECT_LE(res.block_ns, res.round_trip_ns);
+	expect_output(_metadata, self, 0, "one block in the executor vs in-process");
+}
+
+/*
+ * Three blocks in slot 3, each on its own core set and with its own
+ * versions (the last version of every layer in the middle block), equal the
+ * in-process query run as one block at version 0.
+ */
+TEST_F(execproc, submit_block__blocks_with_versions_and_cores_equal_one_block)
+{
+	int n = self->m->nr_layers, bounds[4] = { 0, n / 3, 2 * n / 3, n };
+	int one[1] = { self->cpus.cpus[0] }, other[1] = { self->cpus.cpus[self->cpus.nr - 1] };
+	const int *sets[3] = { one, other, self->cpus.cpus };
+	int nr[3] = { 1, 1, self->cpus.nr };
+	int *versions = calloc((size_t)n, sizeof(int));
+	struct execproc_result res;
+	struct coloc_err err = { 0 };
+
+	ASSERT_NE(NULL, versions);
+	for (int li = bounds[1]; li < bounds[2]; li++)
+		versions[li] = exec_layer_nr_versions(self->em, li) - 1;
+	memcpy(execproc_input(self->ep, 3), self->input, self->in_elems * sizeof(float));
+	for (int blk = 0; blk < 3; blk++) {
+		ASSERT_EQ(1, run_block(self->ep, 3, bounds[blk], bounds[blk + 1],
+				       versions + bounds[blk], sets[blk], nr[blk], &res, &err))
+		TH_LOG("%s", coloc_err_str(&err));
+		ASSERT_EQ(COLOC_SHM_DONE_OK, res.status) TH_LOG("%s", res.reason);
+		EXPECT_EQ((unsigned int)bounds[blk], res.first);
+		EXPECT_EQ((unsigned int)bounds[blk + 1], res.last);
+	}
+	expect_output(_metadata, self, 3, "three blocks in the executor vs one in-process");
+	free(versions);
+}
+
+struct proc_creds {
+	long uid[4], gid[4];
+	unsigned long long cap_inh, cap_prm, cap_eff, cap_bnd, cap_amb;
+	int no_new_privs;
+	long tgid;
+};
+
+static int read_creds(const char *status_path, struct proc_creds *c)
+{
+	char line[256];
+	FILE *f = fopen(status_path, "r");
+	int found = 0;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		found += sscanf(line, "Uid: %ld %ld %ld %ld", &c->uid[0], &c->uid[1], &c->uid[2],
+				&c->uid[3]) == 4;
+		found += sscanf(line, "Gid: %ld %ld %ld %ld", &c->gid[0], &c->gid[1], &c->gid[2],
+				&c->gid[3]) == 4;
+		found += sscanf(line, "CapInh: %llx", &c->cap_inh);
+		found += sscanf(line, "CapPrm: %llx", &c->cap_prm);
+		found += sscanf(line, "CapEff: %llx", &c->cap_eff);
+		found += sscanf(line, "CapBnd: %llx", &c->cap_bnd);
+		found += sscanf(line, "CapAmb: %llx", &c->cap_amb);
+		found += sscanf(line, "NoNewPrivs: %d", &c->no_new_privs);
+		found += sscanf(line, "Tgid: %ld", &c->tgid);
+	}
+	fclose(f);
+	return found == 9 ? 0 : -EINVAL;
+}
+
+/* In a child dropped to uid: can it read the executor's memory? 0 if every way was refused. */
+static int peek_as(uid_t uid, gid_t gid, pid_t pid, void *addr)
+{
+	pid_t child = fork();
+	int status;
+
+	if (!child) {
+		char path[64], byte;
+		struct iovec local = { &byte, 1 }, remote = { addr, 1 };
+
+		if (setgroups(0, NULL) || setgid(gid) || setuid(uid))
+			_exit(3);
+		snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+		if (open(path, O_RDONLY) >= 0)
+			_exit(1);
+		if (process_vm_readv(pid, &local, 1, &remote, 1, 0) >= 0 || errno != EPERM)
+			_exit(2);
+		_exit(0);
+	}
+	if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+TEST_F(execproc, executor__unprivileged_no_caps_not_dumpable)
+{
+	pid_t pid = execproc_pid(self->ep);
+	struct passwd *pw = getpwnam("coloc");
+	const char *user = pw ? "coloc" : "nobody";
+	char path[300];
+	struct stat st;
+	struct dirent *de;
+	int nr_threads = 0, nr_fds = 0;
+	DIR *dir;
+
+	if (!pw)
+		pw = getpwnam("nobody");
+	ASSERT_NE(NULL, pw);
+	EXPECT_EQ(pid, execproc_header(self->ep)->executor_pid);
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	ASSERT_NE(NULL, dir);
+	/* every thread, the OpenMP team included: credentials are per thread */
+	while ((de = readdir(dir))) {
+		struct proc_creds c;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", pid, de->d_name);
+		ASSERT_EQ(0, read_creds(path, &c));
+		for (int i = 0; i < 4; i++) {
+			EXPECT_EQ((long)pw->pw_uid, c.uid[i]) TH_LOG("thread %s", de->d_name);
+			EXPECT_EQ((long)pw->pw_gid, c.gid[i]) TH_LOG("thread %s", de->d_name);
+		}
+		EXPECT_EQ(0, c.cap_inh | c.cap_prm | c.cap_eff | c.cap_amb);
+		EXPECT_EQ(0, c.cap_bnd) TH_LOG("thread %s CapBnd %llx", de->d_name, c.cap_bnd);
+		EXPECT_EQ(1, c.no_new_privs);
+		EXPECT_EQ((long)pid, c.tgid);
+		nr_threads++;
+	}
+	closedir(dir);
+	TH_LOG("executor pid %d runs as %s (uid %d) with %d thread(s)", pid, user, pw->pw_uid,
+	       nr_threads);
+	/* a non-dumpable process's /proc files belong to root, not to its uid */
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	ASSERT_EQ(0, stat(path, &st));
+	EXPECT_EQ(0, st.st_uid);
+	/* another process of the same user (another tenant) cannot read its memory */
+	EXPECT_EQ(0, peek_as(pw->pw_uid, pw->pw_gid, pid, (void *)0x400000));
+	/* open files: stdin, stdout, stderr, the shared memory and the doorbell, no more */
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	dir = opendir(path);
+	ASSERT_NE(NULL, dir);
+	while ((de = readdir(dir)))
+		if (de->d_name[0] != '.') {
+			EXPECT_LE(atoi(de->d_name), 4) TH_LOG("unexpected fd %s", de->d_name);
+			nr_fds++;
+		}
+	closedir(dir);
+	EXPECT_LE(nr_fds, 5);
+}
+
+/* SIGKILL from outside while a whole-model block runs on one core. */
+TEST_F(execproc, kill__mid_block_noticed_through_pidfd_with_reason)
+{
+	struct execproc_block b = { .slot = 1,
+				    .first = 0,
+				    .last = (unsigned int)self->m->nr_layers,
+				    .cpus = self->cpus.cpus,
+				    .nr_cpus = 1 };
+	struct execproc_result res;
+	struct coloc_err err = { 0 };
+	__u64 t0, t1;
+	int ret;
+
+	ASSERT_EQ(0, execproc_submit_block(self->ep, &b, &err));
+	t0 = tu_now_ns();
+	while (!execproc_started(self->ep) && tu_now_ns() - t0 < 10000000000ull)
+		usleep(50);
+	ASSERT_TRUE(execproc_started(self->ep));
+	t0 = tu_now_ns();
+	ASSERT_EQ(0, kill(execproc_pid(self->ep), SIGKILL));
+	ret = execproc_wait_done(self->ep, &res, DONE_MS, &err);
+	t1 = tu_now_ns();
+	ASSERT_EQ(-EPIPE, ret) TH_LOG("the block completed before the kill (%d)", ret);
+	TH_LOG("SIGKILL to detection: %.3f ms; reason: %s", (t1 - t0) / 1e6, coloc_err_str(&err));
+	EXPECT_NE(NULL, strstr(err.msg, "signal 9"));
+	EXPECT_NE(NULL, strstr(err.msg, "while running layers [0, "));
+	/* dead stays dead: the next submit says why, and nothing is left to reap */
+	coloc_err_clear(&err);
+	EXPECT_EQ(-EPIPE, execproc_submit_nop(self->ep, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "signal 9"));
+	EXPECT_EQ(-1, waitpid(execproc_pid(self->ep), NULL, WNOHANG));
+	EXPECT_EQ(ECHILD, errno);
+}
+
+TEST_F(execproc, submit_block__malformed_refused_and_executor_keeps_serving)
+{
+	int n = self->m->nr_layers, conv = -1, input_v1[1] = { 1 };
+	int *bad_version = calloc((size_t)n, sizeof(int));
+	int far_cpu[1] = { COLOC_MAX_CPUS - 1 };
+	struct execproc_result res;
+	struct coloc_err err = { 0 };
+	pid_t pid = execproc_pid(self->ep);
+
+	for (int li = 0; li < n && conv < 0; li++)
+		if (exec_layer_nr_versions(self->em, li) > 1)
+			conv = li;
+	ASSERT_NE(NULL, bad_version);
+	ASSERT_GE(conv, 1);
+	ASSERT_FALSE(exec_cpu_online(far_cpu[0]));
+	/* a fresh query: version 0 up to conv, then one past conv's count */
+	bad_version[conv] = exec_layer_nr_versions(self->em, conv);
+	struct {
+		const char *what;
+		int slot, first, last;
+		const int *versions;
+		const int *cpus;
+		int nr_cpus;
+		const char *says;
+	} bad[] = {
+		{ "past the last layer", 0, 0, n + 1, NULL, self->cpus.cpus, 1, "not a block" },
+		{ "empty range", 0, 5, 5, NULL, self->cpus.cpus, 1, "not a block" },
+		{ "reversed range", 0, 6, 5, NULL, self->cpus.cpus, 1, "not a block" },
+		{ "activations never computed", 2, 10, 20, NULL, self->cpus.cpus, 1,
+		  "never computed" },
+		{ "version past the layer's count", 0, 0, conv + 1, bad_version, self->cpus.cpus, 1,
+		  "version" },
+		{ "version 1 of the input layer", 0, 0, 1, input_v1, self->cpus.cpus, 1,
+		  "has 1 version;" },
+		{ "no cores", 0, 0, n, NULL, self->cpus.cpus, 0, "no cores" },
+		{ "a core not online", 0, 0, n, NULL, far_cpu, 1, "not one of the cores" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		coloc_err_clear(&err);
+		ASSERT_EQ(1,
+			  run_block(self->ep, (unsigned int)bad[i].slot, bad[i].first, bad[i].last,
+				    bad[i].versions, bad[i].cpus, bad[i].nr_cpus, &res, &err))
+		TH_LOG("%s: %s", bad[i].what, coloc_err_str(&err));
+		EXPECT_EQ(COLOC_SHM_DONE_REFUSED, res.status) TH_LOG("%s", bad[i].what);
+		EXPECT_EQ(-EINVAL, res.error);
+		EXPECT_EQ(0, res.block_ns);
+		EXPECT_NE(NULL, strstr(res.reason, bad[i].says))
+		TH_LOG("%s: reason '%s'", bad[i].what, res.reason);
+	}
+	/* the driver refuses what the layout cannot carry, without a round trip */
+	far_cpu[0] = COLOC_MAX_CPUS;
+	coloc_err_clear(&err);
+	EXPECT_EQ(-EINVAL, run_block(self->ep, 0, 0, n, NULL, far_cpu, 1, &res, &err));
+	coloc_err_clear(&err);
+	EXPECT_EQ(-EINVAL, run_block(self->ep, COLOC_SHM_NR_SLOTS, 0, n, NULL, self->cpus.cpus, 1,
+				     &res, &err));
+	/* still the same process, and it still computes the right answer */
+	memcpy(execproc_input(self->ep, 2), self->input, self->in_elems * sizeof(float));
+	ASSERT_EQ(1, run_block(self->ep, 2, 0, n, NULL, self->cpus.cpus, self->cpus.nr, &res, &err))
+	TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(COLOC_SHM_DONE_OK, res.status) TH_LOG("%s", res.reason);
+	EXPECT_EQ(pid, execproc_pid(self->ep));
+	EXPECT_EQ(0, kill(pid, 0));
+	expect_output(_metadata, self, 2, "after the refusals");
+	free(bad_version);
+}
+
+/* Whether every thread of pid sleeps in futex(2); the count of threads in n. */
+static bool all_threads_in_futex(pid_t pid, int *n)
+{
+	char path[300], buf[512];
+	struct dirent *de;
+	bool all = true;
+	DIR *dir;
+
+	*n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return false;
+	while ((de = readdir(dir))) {
+		char state = '?';
+		long nr = -1;
+		char *paren;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		(*n)++;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", pid, de->d_name);
+		f = fopen(path, "r");
+		if (f && fgets(buf, sizeof(buf), f) && (paren = strrchr(buf, ')')))
+			state = paren[2];
+		if (f)
+			fclose(f);
+		/* the syscall the thread is blocked in, by number */
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall", pid, de->d_name);
+		f = fopen(path, "r");
+		if (!f || fscanf(f, "%ld", &nr) != 1)
+			nr = -1;
+		if (f)
+			fclose(f);
+		all &= state == 'S' && nr == SYS_futex;
+	}
+	closedir(dir);
+	return all && *n > 0;
+}
+
+/* After a block on every core, the executor's threads all sleep in futex: none spins. */
+TEST_F(execproc, executor__idle_threads_sleep_in_futex)
+{
+	pid_t pid = execproc_pid(self->ep);
+	struct execproc_result res;
+	struct coloc_err err = { 0 };
+	__u64 t0;
+	bool asleep;
+	int n;
+
+	memcpy(execproc_input(self->ep, 0), self->input, self->in_elems * sizeof(float));
+	ASSERT_EQ(1, run_block(self->ep, 0, 0, self->m->nr_layers, NULL, self->cpus.cpus,
+			       self->cpus.nr, &res, &err))
+	TH_LOG("%s", coloc_err_str(&err));
+	t0 = tu_now_ns();
+	while (!(asleep = all_threads_in_futex(pid, &n)) && tu_now_ns() - t0 < 5000000000ull)
+		usleep(200);
+	EXPECT_TRUE(asleep) TH_LOG("some of the %d threads still run 5 s after the block", n);
+	TH_LOG("all %d threads asleep in futex %.3f ms after the completion was seen", n,
+	       (tu_now_ns() - t0) / 1e6);
+}
+
+TEST_F(execproc, stop__exits_cleanly_when_asked)
+{
+	pid_t pid = execproc_pid(self->ep);
+	struct coloc_err err = { 0 };
+
+	ASSERT_EQ(0, execproc_stop(self->ep, DONE_MS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	/* reaped through the pidfd: nothing left for waitpid */
+	EXPECT_EQ(-1, waitpid(pid, NULL, WNOHANG));
+	EXPECT_EQ(ECHILD, errno);
+	EXPECT_EQ(-EPIPE, execproc_submit_nop(self->ep, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "exited with status 0")) TH_LOG("%s", err.msg);
+}
+
+/* The executor's parent (colocd) dies: the executor is killed with it (PR_SET_PDEATHSIG). */
+TEST(execproc_spawn__executor_dies_with_its_driver)
+{
+	char bin[512], path[512];
+	struct execproc_opts o = { .tenant = "orphan", .model_path = path };
+	struct pollfd p = { .events = POLLIN };
+	int pipefd[2], ret;
+	pid_t driver, executor = 0;
+	__u64 t0;
+
+	model_path(path, sizeof(path), "mobilenet_v2");
+	if (access(path, R_OK))
+		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", path);
+	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
+	ASSERT_EQ(0, pipe(pipefd));
+	driver = fork();
+	ASSERT_GE(driver, 0);
+	if (!driver) {
+		struct coloc_err err = { 0 };
+		struct execproc *ep;
+		pid_t pid = -1;
+
+		if (!execproc_spawn(&o, &ep, &err) && !execproc_wait_ready(ep, READY_MS, &err))
+			pid = execproc_pid(ep);
+		if (write(pipefd[1], &pid, sizeof(pid)) != sizeof(pid))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	ASSERT_EQ((ssize_t)sizeof(executor), read(pipefd[0], &executor, sizeof(executor)));
+	close(pipefd[0]);
+	ASSERT_GT(executor, 0);
+	p.fd = pidfd_open(executor, 0);
+	ASSERT_GE(p.fd, 0);
+	t0 = tu_now_ns();
+	ASSERT_EQ(0, kill(driver, SIGKILL));
+	ASSERT_EQ(driver, waitpid(driver, NULL, 0));
+	ret = poll(&p, 1, 10000);
+	EXPECT_EQ(1, ret) TH_LOG("the executor outlived its driver by 10 s");
+	TH_LOG("executor gone %.3f ms after its driver was killed", (tu_now_ns() - t0) / 1e6);
+	close(p.fd);
+	if (ret != 1)
+		kill(executor, SIGKILL);
+}
+
+/*
+ * An executor that lies about its model (a shell script writing the header
+ * the way a compromised executor could: its pid, an input size past the
+ * capacity, READY) is refused and killed; colocd never uses the size.
+ */
+TEST(execproc_spawn__lying_executor_is_killed)
+{
+	char script[] = "/tmp/coloc-execproc-liar-XXXXXX";
+	struct execproc_opts o = { .tenant = "liar",
+				   .model_path = "/dev/null",
+				   .executor = script };
+	struct coloc_err err = { 0 };
+	struct execproc *ep;
+	char text[1024];
+	pid_t pid;
+	int fd;
+
+	snprintf(text, sizeof(text),
+		 "#!/bin/sh\n"
+		 "put() { printf \"$2\" | /bin/dd of=/proc/self/fd/3 bs=1 seek=$1 conv=notrunc "
+		 "status=none; }\n"
+		 "p=$$\n"
+		 "put %zu \"$(printf '\\\\%%03o\\\\%%03o\\\\%%03o\\\\%%03o' $((p & 255)) "
+		 "$((p >> 8 & 255)) $((p >> 16 & 255)) $((p >> 24 & 255)))\"\n"
+		 "put %zu '\\377\\377\\377\\377\\377\\377\\377\\177'\n"
+		 "put %zu '\\001'\n"
+		 "printf '\\001\\0\\0\\0\\0\\0\\0\\0' >&4\n"
+		 "exec /bin/sleep 60\n",
+		 offsetof(struct coloc_shm, hdr.executor_pid),
+		 offsetof(struct coloc_shm, hdr.in_bytes), offsetof(struct coloc_shm, hdr.state));
+	fd = mkstemp(script);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ((ssize_t)strlen(text), write(fd, text, strlen(text)));
+	ASSERT_EQ(0, fchmod(fd, 0755));
+	close(fd);
+	ASSERT_EQ(0, execproc_spawn(&o, &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
+	pid = execproc_pid(ep);
+	EXPECT_EQ(-EPROTO, execproc_wait_ready(ep, READY_MS, &err));
+	TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_NE(NULL, strstr(err.msg, "described its model wrongly"));
+	EXPECT_NE(NULL, strstr(err.msg, "(pid ")) TH_LOG("%s", err.msg);
+	EXPECT_FALSE(execproc_ready(ep));
+	EXPECT_EQ(0, execproc_header(ep)->in_bytes);
+	EXPECT_EQ(-1, kill(pid, 0)); /* killed and reaped */
+	execproc_free(ep);
+	unlink(script);
+}
+
+TEST(execproc_spawn__bad_model_fails_with_the_parser_message)
+{
+	char bin[512], path[] = "/tmp/coloc-execproc-bad-XXXXXX";
+	const char text[] = "model bad\nseed 1\nmacs 1\nparams 1\ninput x shape=1x4\nfrob y\n";
+	struct execproc_opts o = { .tenant = "bad", .model_path = path };
+	struct coloc_err err = { 0 };
+	struct execproc *ep;
+	int fd = mkstemp(path);
+
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ((ssize_t)strlen(text), write(fd, text, strlen(text)));
+	close(fd);
+	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
+	ASSERT_EQ(0, execproc_spawn(&o, &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(-EPIPE, execproc_wait_ready(ep, READY_MS, &err));
+	TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_NE(NULL, strstr(err.msg, "exited with status 1 while loading its model"));
+	EXPECT_NE(NULL, strstr(err.msg, ":6:")) TH_LOG("no FILE:LINE in '%s'", err.msg);
+	EXPECT_EQ(COLOC_SHM_FAILED, execproc_header(ep)->state);
+	execproc_free(ep);
+	unlink(path);
+}
+
+TEST(execproc_spawn__missing_executor_is_an_error_at_once)
+{
+	struct execproc_opts o = { .tenant = "t",
+				   .model_path = "/dev/null",
+				   .executor = "/nonexistent/coloc-executor" };
+	struct coloc_err err = { 0 };
+	struct execproc *ep;
+
+	EXPECT_EQ(-ENOENT, execproc_spawn(&o, &ep, &err));
+	EXPECT_EQ(NULL, ep);
+	EXPECT_NE(NULL, strstr(err.msg, "/nonexistent/coloc-executor"));
+}
+
+TEST_HARNESS_MAIN

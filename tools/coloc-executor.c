@@ -1,0 +1,602 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * coloc-executor: one tenant's executor process, started by colocd (through
+ * daemon/execproc.c) on a shared-memory region laid out as in
+ * include/coloc/shm.h. It loads the model, its weights and every oneDNN
+ * primitive up front, drops to an unprivileged user with no capabilities,
+ * no_new_privs and not dumpable, then serves commands "run layers
+ * [first, last) of the query in slot s with these versions on these cores"
+ * one at a time: it sleeps on a futex until colocd rings, runs the block,
+ * writes the completion and signals colocd's eventfd. It never spins.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/futex.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include "coloc/shm.h"
+#include "cli.h"
+#include "executor.h"
+
+#define PROG "coloc-executor"
+
+static struct {
+	int shm_fd, done_fd;
+	const char *tenant, *weights, *cores, *model_path;
+} opts = { .shm_fd = -1, .done_fd = -1 };
+
+/* What the loop needs: the model, one query per slot, and where a slot's tensors go. */
+struct server {
+	struct coloc_shm *shm;
+	struct exec_model *em;
+	struct model *m;
+	struct exec_cpuset allowed;
+	struct exec_query *q[COLOC_SHM_NR_SLOTS];
+	unsigned int progress[COLOC_SHM_NR_SLOTS]; /* layers [0, progress) computed */
+	int done_fd;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " --shm-fd N --done-fd N --tenant NAME [options] MODEL\n"
+		"One tenant's executor process. colocd starts it (you normally do not): it\n"
+		"loads MODEL and every kernel up front, drops to the 'coloc' user (or\n"
+		"'nobody') with no capabilities, then runs the layer blocks colocd writes\n"
+		"into the shared memory on fd N (layout: include/coloc/shm.h), signalling\n"
+		"each completion on the eventfd --done-fd.\n"
+		"\n"
+		"  -s, --shm-fd N        the shared memory (a sealed memfd) colocd created\n"
+		"  -d, --done-fd N       the eventfd to signal after each completion\n"
+		"  -t, --tenant NAME     the tenant, for messages\n"
+		"  -w, --weights FILE    weights file (models/WEIGHTS.md); default: from the seed\n"
+		"  -c, --cores LIST      CPUs blocks may run on, e.g. 0-3 (default: all online\n"
+		"                        CPUs this process may use)\n"
+		"  -h, --help            this help\n"
+		"      --version         print the version\n"
+		"\n"
+		"Exit status: 0 after an exit command, 1 on failure (the reason is also in\n"
+		"the shared memory's header), 2 bad usage.\n");
+}
+
+/* Writes the reason into the header, marks it failed and wakes colocd. */
+static __attribute__((format(printf, 3, 4))) int fail(struct server *s, int code, const char *fmt,
+						      ...)
+{
+	struct coloc_shm_header *h = &s->shm->hdr;
+	uint64_t one = 1;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(h->reason, sizeof(h->reason), fmt, ap);
+	va_end(ap);
+	h->error = code;
+	fprintf(stderr, PROG ": tenant %s: %s\n", opts.tenant, h->reason);
+	__atomic_store_n(&h->state, COLOC_SHM_FAILED, __ATOMIC_RELEASE);
+	if (write(s->done_fd, &one, sizeof(one)) < 0)
+		fprintf(stderr, PROG ": signalling colocd: %s\n", strerror(errno));
+	return 1;
+}
+
+/* The memfd must be what colocd promises: our layout, and a size nobody can shrink. */
+static int map_shm(struct server *s, char *why, size_t len)
+{
+	const struct coloc_shm_header *h;
+	struct stat st;
+	int seals;
+
+	seals = fcntl(opts.shm_fd, F_GET_SEALS);
+	if (fstat(opts.shm_fd, &st) || seals < 0 || (size_t)st.st_size < sizeof(struct coloc_shm)) {
+		snprintf(why, len, "fd %d is not a coloc shared-memory memfd", opts.shm_fd);
+		return -EINVAL;
+	}
+	if (!(seals & F_SEAL_SHRINK)) {
+		snprintf(why, len, "the shared memory's size is not sealed against shrinking");
+		return -EINVAL;
+	}
+	s->shm = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, opts.shm_fd, 0);
+	if (s->shm == MAP_FAILED) {
+		snprintf(why, len, "mapping the shared memory: %s", strerror(errno));
+		return -errno;
+	}
+	h = &s->shm->hdr;
+	if (h->magic != COLOC_SHM_MAGIC || h->layout_version != COLOC_SHM_LAYOUT_VERSION ||
+	    h->nr_slots != COLOC_SHM_NR_SLOTS || h->total_bytes != (uint64_t)st.st_size ||
+	    h->data_offset < sizeof(struct coloc_shm) || h->data_offset > (uint64_t)st.st_size ||
+	    h->slot_in_capacity > (uint64_t)st.st_size ||
+	    h->slot_out_capacity > (uint64_t)st.st_size ||
+	    h->data_offset + COLOC_SHM_NR_SLOTS * (h->slot_in_capacity + h->slot_out_capacity) >
+		    (uint64_t)st.st_size) {
+		snprintf(why, len, "the shared memory has another layout (version %u, want %d)",
+			 h->layout_version, COLOC_SHM_LAYOUT_VERSION);
+		s->shm = NULL;
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static char *slot_in(const struct server *s, unsigned int slot)
+{
+	const struct coloc_shm_header *h = &s->shm->hdr;
+
+	return (char *)s->shm + h->data_offset +
+	       slot * (h->slot_in_capacity + h->slot_out_capacity);
+}
+
+static char *slot_out(const struct server *s, unsigned int slot)
+{
+	return slot_in(s, slot) + s->shm->hdr.slot_in_capacity;
+}
+
+/* Whether a later layer reads layer li (if not, it is one of the model's outputs). */
+static bool is_read(const struct model *m, int li)
+{
+	for (int j = li + 1; j < m->nr_layers; j++)
+		for (int k = 0; k < m->layers[j].nr_inputs; k++)
+			if (m->layers[j].inputs[k] == li)
+				return true;
+	return false;
+}
+
+static size_t layer_bytes(const struct model *m, int li)
+{
+	return (size_t)model_shape_elems(&m->layers[li].out) * sizeof(float);
+}
+
+static int describe_model(struct server *s, char *why, size_t len)
+{
+	struct coloc_shm_header *h = &s->shm->hdr;
+	const struct model *m = s->m;
+
+	h->nr_layers = (__u32)m->nr_layers;
+	h->nr_inputs = h->nr_outputs = 0;
+	h->in_bytes = h->out_bytes = 0;
+	for (int li = 0; li < m->nr_layers; li++) {
+		if (m->layers[li].op == MODEL_OP_INPUT) {
+			h->nr_inputs++;
+			h->in_bytes += layer_bytes(m, li);
+		}
+		if (!is_read(m, li)) {
+			h->nr_outputs++;
+			h->out_bytes += layer_bytes(m, li);
+		}
+	}
+	if (h->in_bytes > h->slot_in_capacity || h->out_bytes > h->slot_out_capacity) {
+		snprintf(why, len,
+			 "one query of %s needs %llu bytes of input and %llu of output; the shared "
+			 "memory holds %llu and %llu per slot",
+			 m->name, (unsigned long long)h->in_bytes, (unsigned long long)h->out_bytes,
+			 (unsigned long long)h->slot_in_capacity,
+			 (unsigned long long)h->slot_out_capacity);
+		return -E2BIG;
+	}
+	return 0;
+}
+
+/* The CPUs blocks may use: --cores, or every online CPU this process may run on. */
+static int allowed_cpus(struct exec_cpuset *set, char *why, size_t len)
+{
+	cpu_set_t mask;
+
+	if (opts.cores)
+		return exec_cpuset_parse(opts.cores, set, why, len);
+	set->nr = 0;
+	if (sched_getaffinity(0, sizeof(mask), &mask)) {
+		snprintf(why, len, "sched_getaffinity: %s", strerror(errno));
+		return -errno;
+	}
+	for (int cpu = 0; cpu < EXEC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &mask) && exec_cpu_online(cpu))
+			set->cpus[set->nr++] = cpu;
+	return 0;
+}
+
+/*
+ * Before any thread exists (threads inherit both, and both are per thread):
+ * no_new_privs, and an empty capability bounding set, which needs
+ * CAP_SETPCAP (so only when started as root).
+ */
+static int restrict_early(char *why, size_t len)
+{
+	int last = CAP_LAST_CAP;
+	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "r");
+
+	if (f) {
+		if (fscanf(f, "%d", &last) != 1)
+			last = CAP_LAST_CAP;
+		fclose(f);
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+		snprintf(why, len, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
+		return -errno;
+	}
+	if (geteuid())
+		return 0;
+	for (int cap = 0; cap <= last; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)) {
+			snprintf(why, len, "dropping capability %d from the bounding set: %s", cap,
+				 strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+static bool caps_all_zero(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return false;
+	return !(data[0].effective | data[0].permitted | data[0].inheritable | data[1].effective |
+		 data[1].permitted | data[1].inheritable);
+}
+
+/*
+ * After loading (the model file may be readable by root only): to 'coloc'
+ * or 'nobody'. glibc applies setgroups/setresgid/setresuid to every thread
+ * of the process, and the kernel clears each thread's permitted and
+ * effective sets as its uids leave 0. Each step is checked afterwards.
+ */
+static int drop_privileges(pid_t parent, char *why, size_t len)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct none[2] = { 0 };
+	uid_t uid, ru, eu, su;
+	gid_t gid, rg, eg, sg;
+	const char *user = "coloc";
+	struct passwd *pw;
+
+	if (!geteuid()) {
+		pw = getpwnam(user);
+		if (!pw)
+			pw = getpwnam(user = "nobody");
+		if (!pw) {
+			snprintf(why, len, "neither a 'coloc' nor a 'nobody' user exists");
+			return -ENOENT;
+		}
+		uid = pw->pw_uid;
+		gid = pw->pw_gid;
+		if (!uid) {
+			snprintf(why, len, "user '%s' is root", user);
+			return -EPERM;
+		}
+		if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)) {
+			snprintf(why, len, "switching to user '%s': %s", user, strerror(errno));
+			return -errno;
+		}
+		if (getresuid(&ru, &eu, &su) || getresgid(&rg, &eg, &sg) || ru != uid ||
+		    eu != uid || su != uid || rg != gid || eg != gid || sg != gid ||
+		    getgroups(0, NULL) != 0 || setuid(0) == 0) {
+			snprintf(why, len, "the switch to user '%s' did not stick", user);
+			return -EPERM;
+		}
+	}
+	if (syscall(SYS_capset, &hdr, none) ||
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) || !caps_all_zero()) {
+		snprintf(why, len, "clearing capabilities failed: %s", strerror(errno));
+		return -EPERM;
+	}
+	/* not dumpable: no ptrace, no /proc/PID/mem, for anyone but root */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) || prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) {
+		snprintf(why, len, "PR_SET_DUMPABLE: %s", strerror(errno));
+		return -EPERM;
+	}
+	/* a change of credentials clears the parent-death signal: set it again */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)) {
+		snprintf(why, len, "PR_SET_PDEATHSIG: %s", strerror(errno));
+		return -errno;
+	}
+	if (getppid() != parent) {
+		snprintf(why, len, "colocd (pid %d) is gone", parent);
+		return -ESRCH;
+	}
+	return 0;
+}
+
+/* Refuses a command: nothing ran. */
+static __attribute__((format(printf, 3, 4))) void refuse(struct coloc_shm_done *d, int code,
+							 const char *fmt, ...)
+{
+	va_list ap;
+
+	d->status = COLOC_SHM_DONE_REFUSED;
+	d->error = code;
+	va_start(ap, fmt);
+	vsnprintf(d->reason, sizeof(d->reason), fmt, ap);
+	va_end(ap);
+}
+
+static bool cpu_allowed(const struct exec_cpuset *set, int cpu)
+{
+	for (int i = 0; i < set->nr; i++)
+		if (set->cpus[i] == cpu)
+			return true;
+	return false;
+}
+
+/* The command's core bitmap as a CPU list; false (and the refusal) if it is not ours. */
+static bool take_cores(const struct server *s, const struct coloc_shm_cmd *c,
+		       struct exec_cpuset *cores, struct coloc_shm_done *d)
+{
+	cores->nr = 0;
+	for (int cpu = 0; cpu < COLOC_MAX_CPUS && cpu < EXEC_MAX_CPUS; cpu++) {
+		if (!(c->cpus[cpu / 64] & (1ull << (cpu % 64))))
+			continue;
+		if (!cpu_allowed(&s->allowed, cpu)) {
+			refuse(d, -EINVAL,
+			       "cpu %d is not one of the cores this executor was started on", cpu);
+			return false;
+		}
+		cores->cpus[cores->nr++] = cpu;
+	}
+	if (!cores->nr)
+		refuse(d, -EINVAL, "the block has no cores");
+	return cores->nr > 0;
+}
+
+static void copy_inputs(struct server *s, unsigned int slot)
+{
+	const char *src = slot_in(s, slot);
+
+	for (int li = 0; li < s->m->nr_layers; li++) {
+		if (s->m->layers[li].op != MODEL_OP_INPUT)
+			continue;
+		memcpy(exec_query_input(s->q[slot], li), src, layer_bytes(s->m, li));
+		src += layer_bytes(s->m, li);
+	}
+}
+
+static int copy_outputs(struct server *s, unsigned int slot)
+{
+	char *dst = slot_out(s, slot);
+
+	for (int li = 0; li < s->m->nr_layers; li++) {
+		size_t n = layer_bytes(s->m, li);
+		int ret;
+
+		if (is_read(s->m, li))
+			continue;
+		ret = exec_query_read_output(s->q[slot], li, (float *)dst, n / sizeof(float));
+		if (ret)
+			return ret;
+		dst += n;
+	}
+	return 0;
+}
+
+/* One RUN command, read field by field once (colocd could rewrite them meanwhile). */
+static void run_command(struct server *s, const struct coloc_shm_cmd *c, struct coloc_shm_done *d)
+{
+	unsigned int slot = c->slot, first = c->first, last = c->last;
+	unsigned int nr = (unsigned int)s->m->nr_layers;
+	int versions[COLOC_SHM_MAX_BLOCK_LAYERS];
+	struct exec_block_stats st = { 0 };
+	struct exec_cpuset cores;
+	int ret;
+
+	d->slot = slot;
+	d->first = first;
+	d->last = last;
+	if (slot >= COLOC_SHM_NR_SLOTS)
+		return refuse(d, -EINVAL, "query slot %u out of range (0..%d)", slot,
+			      COLOC_SHM_NR_SLOTS - 1);
+	if (first >= last || last > nr || last - first > COLOC_SHM_MAX_BLOCK_LAYERS)
+		return refuse(d, -EINVAL,
+			      "layers [%u, %u) are not a block of this model's %u layers "
+			      "(at most %d per block)",
+			      first, last, nr, COLOC_SHM_MAX_BLOCK_LAYERS);
+	if (first && first > s->progress[slot])
+		return refuse(d, -EINVAL,
+			      "the query in slot %u has computed layers [0, %u) only: a block "
+			      "from layer %u would read activations never computed",
+			      slot, s->progress[slot], first);
+	for (unsigned int i = 0; i < last - first; i++) {
+		int li = (int)(first + i), n = exec_layer_nr_versions(s->em, li);
+
+		versions[i] = c->versions[i];
+		if (versions[i] >= n)
+			return refuse(d, -EINVAL,
+				      "layer %d (%s) has %d version%s; version %d asked", li,
+				      s->m->layers[li].name, n, n > 1 ? "s" : "", versions[i]);
+	}
+	if (!take_cores(s, c, &cores, d))
+		return;
+	if (!first)
+		copy_inputs(s, slot);
+	ret = exec_run_block(s->em, s->q[slot], (int)first, (int)last, versions, &cores, &st);
+	if (!ret && last == nr)
+		ret = copy_outputs(s, slot);
+	d->block_ns = st.latency_ns;
+	d->switch_ns = st.switch_ns;
+	if (ret) {
+		s->progress[slot] = 0;
+		d->status = COLOC_SHM_DONE_FAILED;
+		d->error = ret;
+		snprintf(d->reason, sizeof(d->reason), "running layers [%u, %u) failed: %s", first,
+			 last, strerror(-ret));
+		return;
+	}
+	s->progress[slot] = first ? (last > s->progress[slot] ? last : s->progress[slot]) : last;
+}
+
+static void futex_wait(__u32 *word, __u32 val)
+{
+	/* shared futex: the waker is colocd; EAGAIN/EINTR just mean look again */
+	syscall(SYS_futex, word, FUTEX_WAIT, val, NULL, NULL, 0);
+}
+
+static int serve(struct server *s)
+{
+	struct coloc_shm_cmd *c = &s->shm->cmd;
+	struct coloc_shm_done *d = &s->shm->done;
+	__u32 seen = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+	uint64_t one = 1;
+
+	/* start-up is over: the header's state says READY */
+	if (write(s->done_fd, &one, sizeof(one)) < 0)
+		return -errno;
+	for (;;) {
+		__u32 seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+		__u32 op;
+
+		if (seq == seen) {
+			futex_wait(&c->seq, seen);
+			continue;
+		}
+		seen = seq;
+		__atomic_store_n(&d->started_seq, seq, __ATOMIC_RELEASE);
+		op = c->op;
+		d->status = COLOC_SHM_DONE_OK;
+		d->error = 0;
+		d->reason[0] = '\0';
+		d->block_ns = d->switch_ns = 0;
+		d->slot = d->first = d->last = 0;
+		d->query_id = c->query_id;
+		if (op == COLOC_SHM_OP_RUN)
+			run_command(s, c, d);
+		else if (op != COLOC_SHM_OP_NOP && op != COLOC_SHM_OP_EXIT)
+			refuse(d, -EINVAL, "unknown command %u", op);
+		__atomic_store_n(&d->seq, seq, __ATOMIC_RELEASE);
+		if (write(s->done_fd, &one, sizeof(one)) < 0)
+			return -errno;
+		if (op == COLOC_SHM_OP_EXIT)
+			return 0;
+	}
+}
+
+static int setup(struct server *s, pid_t parent, char *why, size_t len)
+{
+	struct exec_options eo = { .weights_path = opts.weights };
+	struct model *m;
+	int ret;
+
+	ret = allowed_cpus(&s->allowed, why, len);
+	if (ret)
+		return ret;
+	eo.cpus = s->allowed;
+	m = model_load(opts.model_path, why, len);
+	if (!m)
+		return -EINVAL;
+	s->m = m;
+	s->em = exec_model_load(m, &eo, why, len);
+	if (!s->em)
+		return -EINVAL;
+	for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++) {
+		s->q[i] = exec_query_new(s->em);
+		if (!s->q[i]) {
+			snprintf(why, len, "out of memory for the activations of query slot %d", i);
+			return -ENOMEM;
+		}
+	}
+	ret = describe_model(s, why, len);
+	if (!ret)
+		ret = drop_privileges(parent, why, len);
+	return ret;
+}
+
+static int parse_args(int argc, char **argv)
+{
+	static const struct option long_opts[] = {
+		{ "shm-fd", required_argument, NULL, 's' },
+		{ "done-fd", required_argument, NULL, 'd' },
+		{ "tenant", required_argument, NULL, 't' },
+		{ "weights", required_argument, NULL, 'w' },
+		{ "cores", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	int c;
+	long v;
+
+	while ((c = getopt_long(argc, argv, "s:d:t:w:c:h", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+		case 'd':
+			if (cli_parse_flag(PROG, c == 's' ? "--shm-fd" : "--done-fd", optarg, 0,
+					   INT32_MAX, &v))
+				return 2;
+			*(c == 's' ? &opts.shm_fd : &opts.done_fd) = (int)v;
+			break;
+		case 't':
+			opts.tenant = optarg;
+			break;
+		case 'w':
+			opts.weights = optarg;
+			break;
+		case 'c':
+			opts.cores = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			cli_print_version(PROG);
+			exit(0);
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1 || opts.shm_fd < 0 || opts.done_fd < 0 || !opts.tenant) {
+		fprintf(stderr, PROG ": --shm-fd, --done-fd, --tenant and one MODEL are needed\n");
+		usage(stderr);
+		return 2;
+	}
+	opts.model_path = argv[optind];
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct server s = { 0 };
+	char why[COLOC_SHM_REASON_LEN];
+	pid_t parent;
+	int ret;
+
+	ret = parse_args(argc, argv);
+	if (ret)
+		return ret;
+	/* die with colocd, from the start: a model can take seconds to load */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	parent = getppid();
+	s.done_fd = opts.done_fd;
+	ret = map_shm(&s, why, sizeof(why));
+	if (ret) {
+		fprintf(stderr, PROG ": tenant %s: %s\n", opts.tenant, why);
+		return 1;
+	}
+	s.shm->hdr.executor_pid = getpid();
+	ret = restrict_early(why, sizeof(why));
+	if (!ret)
+		ret = setup(&s, parent, why, sizeof(why));
+	if (ret)
+		return fail(&s, ret, "%s", why);
+	__atomic_store_n(&s.shm->hdr.state, COLOC_SHM_READY, __ATOMIC_RELEASE);
+	ret = serve(&s);
+	if (ret)
+		return fail(&s, ret, "signalling colocd: %s", strerror(-ret));
+	/* asked to exit: leave nothing behind (LeakSanitizer checks in SANITIZE builds) */
+	for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++)
+		exec_query_free(s.q[i]);
+	exec_model_free(s.em);
+	model_free(s.m);
+	return 0;
+}
