@@ -94,8 +94,8 @@ FIXTURE_SETUP(execproc)
 	TH_LOG("%s", coloc_err_str(&cerr));
 
 	/* the same model in this process: the reference the executor must match */
-	self->m = model_load(path, err, sizeof(err));
-	ASSERT_NE(NULL, self->m) TH_LOG("%s", err);
+	self->m = model_load(path, &cerr);
+	ASSERT_NE(NULL, self->m) TH_LOG("%s", coloc_err_str(&cerr));
 	self->em = exec_model_load(self->m, &(struct exec_options){ .cpus = self->cpus }, err,
 				   sizeof(err));
 	ASSERT_NE(NULL, self->em) TH_LOG("%s", err);

@@ -484,6 +484,7 @@ static int serve(struct server *s)
 static int setup(struct server *s, pid_t parent, char *why, size_t len)
 {
 	struct exec_options eo = { .weights_path = opts.weights };
+	struct coloc_err merr = { 0 };
 	struct model *m;
 	int ret;
 
@@ -491,9 +492,11 @@ static int setup(struct server *s, pid_t parent, char *why, size_t len)
 	if (ret)
 		return ret;
 	eo.cpus = s->allowed;
-	m = model_load(opts.model_path, why, len);
-	if (!m)
-		return -EINVAL;
+	m = model_load(opts.model_path, &merr);
+	if (!m) {
+		snprintf(why, len, "%s", coloc_err_str(&merr));
+		return merr.code ? merr.code : -EINVAL;
+	}
 	s->m = m;
 	s->em = exec_model_load(m, &eo, why, len);
 	if (!s->em)
