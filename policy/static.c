@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * static: each tenant owns a fixed, equal share of the cores for its life
+ * (what OpenVINO streams or per-process pinning give). The online cores, in
+ * CPU id order, are cut into as many contiguous shares as there are tenants,
+ * the k-th tenant (by id) taking the k-th; within its share a tenant runs
+ * FCFS, one query at a time, each query's whole remaining model on the free
+ * cores of its share. Shares are recomputed from the tenant set at every
+ * call, so they change only when a tenant comes or goes.
+ */
+#include "policy_impl.h"
+
+/* The k-th of nr equal shares of online, by CPU id (the first shares get the remainder). */
+static void static_share(const struct policy_config *cfg, int k, int nr,
+			 struct policy_cpuset *share)
+{
+	int n = policy_cpuset_count(&cfg->online);
+	int first = k * (n / nr) + (k < n % nr ? k : n % nr);
+	int len = n / nr + (k < n % nr);
+	int rank = 0;
+
+	policy_cpuset_zero(share);
+	for (int c = policy_cpuset_next(&cfg->online, 0); c >= 0 && rank < first + len;
+	     c = policy_cpuset_next(&cfg->online, c + 1), rank++)
+		if (rank >= first)
+			policy_cpuset_set(share, c);
+}
+
+static int static_decide(void *state, const struct policy_config *cfg,
+			 const struct policy_input *in, struct policy_output *out,
+			 struct coloc_err *err)
+{
+	int nr_active = 0, k = 0;
+
+	(void)state;
+	for (int t = 0; t < in->nr_tenants; t++)
+		nr_active += in->tenants[t].model != NULL;
+	for (int t = 0; t < in->nr_tenants; t++) {
+		const struct policy_query *q = NULL;
+		struct policy_cpuset free;
+
+		if (!in->tenants[t].model)
+			continue;
+		static_share(cfg, k++, nr_active, &free);
+		if (policy_tenant_in_flight(in, t))
+			continue;
+		policy_cpuset_and(&free, in->free);
+		while ((q = policy_earliest_queued(in, t, q))) {
+			int r = policy_serve_whole_model(cfg, in, q, &free, out, err);
+
+			if (r < 0)
+				return r;
+			if (r == POLICY_OUT_FULL)
+				return 0;
+			if (r != POLICY_DROPPED)
+				break;
+		}
+	}
+	return 0;
+}
+
+const struct policy_entry policy_static = {
+	.name = "static",
+	.description = "each tenant owns a fixed equal share of the cores and runs FCFS in it",
+	.create = policy_stateless_create,
+	.decide = static_decide,
+	.destroy = policy_stateless_destroy,
+};
