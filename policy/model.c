@@ -128,7 +128,9 @@ int policy_model_fastest_version(const struct policy_model *m, int layer, int ci
 	int best = -1;
 
 	for (int v = 0; v < m->nr_versions; v++) {
-		uint64_t ns = policy_model_latency(m, layer, v, ci, level_pos);
+		/* alone is the common case (every simple policy): read the cell directly */
+		uint64_t ns = level_pos <= 0 ? policy_model_cell(m, layer, v, ci, 0) :
+					       policy_model_latency(m, layer, v, ci, level_pos);
 
 		if (ns && (best < 0 || ns < best_ns)) {
 			best = v;

@@ -8,22 +8,44 @@
  * cores of its share. Shares are recomputed from the tenant set at every
  * call, so they change only when a tenant comes or goes.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include "policy_impl.h"
 
-/* The k-th of nr equal shares of online, by CPU id (the first shares get the remainder). */
-static void static_share(const struct policy_config *cfg, int k, int nr,
-			 struct policy_cpuset *share)
+/* The online cores in CPU id order, listed once so a share is a slice of it. */
+struct static_state {
+	int cpus[POLICY_MAX_CPUS];
+	int nr_cpus;
+};
+
+static int static_create(const struct policy_config *cfg, void **state, struct coloc_err *err)
 {
-	int n = policy_cpuset_count(&cfg->online);
+	struct static_state *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	for (int c = policy_cpuset_next(&cfg->online, 0); c >= 0;
+	     c = policy_cpuset_next(&cfg->online, c + 1))
+		st->cpus[st->nr_cpus++] = c;
+	*state = st;
+	return 0;
+}
+
+static void static_destroy(void *state)
+{
+	free(state);
+}
+
+/* The k-th of nr equal shares of the online cores (the first shares get the remainder). */
+static void static_share(const struct static_state *st, int k, int nr, struct policy_cpuset *share)
+{
+	int n = st->nr_cpus;
 	int first = k * (n / nr) + (k < n % nr ? k : n % nr);
 	int len = n / nr + (k < n % nr);
-	int rank = 0;
 
 	policy_cpuset_zero(share);
-	for (int c = policy_cpuset_next(&cfg->online, 0); c >= 0 && rank < first + len;
-	     c = policy_cpuset_next(&cfg->online, c + 1), rank++)
-		if (rank >= first)
-			policy_cpuset_set(share, c);
+	for (int i = first; i < first + len; i++)
+		policy_cpuset_set(share, st->cpus[i]);
 }
 
 static int static_decide(void *state, const struct policy_config *cfg,
@@ -32,7 +54,6 @@ static int static_decide(void *state, const struct policy_config *cfg,
 {
 	int nr_active = 0, k = 0;
 
-	(void)state;
 	for (int t = 0; t < in->nr_tenants; t++)
 		nr_active += in->tenants[t].model != NULL;
 	for (int t = 0; t < in->nr_tenants; t++) {
@@ -41,7 +62,7 @@ static int static_decide(void *state, const struct policy_config *cfg,
 
 		if (!in->tenants[t].model)
 			continue;
-		static_share(cfg, k++, nr_active, &free);
+		static_share(state, k++, nr_active, &free);
 		if (policy_tenant_in_flight(in, t))
 			continue;
 		policy_cpuset_and(&free, in->free);
@@ -62,7 +83,7 @@ static int static_decide(void *state, const struct policy_config *cfg,
 const struct policy_entry policy_static = {
 	.name = "static",
 	.description = "each tenant owns a fixed equal share of the cores and runs FCFS in it",
-	.create = policy_stateless_create,
+	.create = static_create,
 	.decide = static_decide,
-	.destroy = policy_stateless_destroy,
+	.destroy = static_destroy,
 };
