@@ -20,6 +20,7 @@ struct policy {
 static const struct policy_entry *const policy_table[] = {
 	&policy_fcfs,
 	&policy_static,
+	&policy_temporal,
 };
 
 #define NR_POLICIES ((int)(sizeof(policy_table) / sizeof(policy_table[0])))

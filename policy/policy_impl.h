@@ -11,6 +11,7 @@
 
 extern const struct policy_entry policy_fcfs;
 extern const struct policy_entry policy_static;
+extern const struct policy_entry policy_temporal;
 
 /* Creates a policy without state (its decide is a function of cfg and input). */
 int policy_stateless_create(const struct policy_config *cfg, void **state, struct coloc_err *err);

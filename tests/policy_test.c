@@ -162,6 +162,7 @@ TEST(policy_find__knows_each_entry_by_name)
 	ASSERT_NE(NULL, policy_find("fcfs"));
 	ASSERT_STREQ("fcfs", policy_find("fcfs")->name);
 	ASSERT_STREQ("static", policy_find("static")->name);
+	ASSERT_STREQ("temporal", policy_find("temporal")->name);
 	ASSERT_EQ(NULL, policy_find("no-such-policy"));
 	ASSERT_EQ(NULL, policy_find(NULL));
 	for (const struct policy_entry *e; (e = policy_entry_at(n)); n++) {
@@ -171,7 +172,7 @@ TEST(policy_find__knows_each_entry_by_name)
 		ASSERT_NE(NULL, e->decide);
 		ASSERT_NE(NULL, e->destroy);
 	}
-	ASSERT_EQ(2, n);
+	ASSERT_EQ(3, n);
 	ASSERT_EQ(NULL, policy_entry_at(-1));
 }
 
@@ -472,6 +473,28 @@ TEST_F(pol, static_decide__a_tenant_waits_for_its_own_block_only)
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(3, self->decisions[0].query_id);
 	ASSERT_EQ(4, self->decisions[0].nr_cores);
+}
+
+TEST_F(pol, temporal_decide__waits_for_the_whole_machine_where_fcfs_does_not)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	add_query(&self->in, self->queries, 2, 0, 1, 100000000);
+	/* core 0 is not free (say, its executor is being restarted); nothing runs */
+	policy_cpuset_clear(&self->free, 0);
+	ASSERT_EQ(0, run_round(self, "temporal"));
+	ASSERT_EQ(0, self->out.nr_decisions);
+	ASSERT_EQ(0, run_round(self, "fcfs"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+
+	/* the whole machine free: one query, on 4 of the 8 cores (profiled 1, 2, 4) */
+	policy_cpuset_set(&self->free, 0);
+	ASSERT_EQ(0, run_round(self, "temporal"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(1, self->decisions[0].query_id);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(540000, self->decisions[0].alone_ns);
 }
 
 TEST_F(pol, decide__rejects_inconsistent_input)
