@@ -141,3 +141,19 @@ int policy_model_fastest_version(const struct policy_model *m, int layer, int ci
 		*latency_ns = best_ns;
 	return best;
 }
+
+uint64_t policy_model_solo_ns(const struct policy_model *m, int nr_cores)
+{
+	int ci = policy_model_core_index(m, nr_cores);
+	uint64_t total = 0;
+
+	if (ci < 0)
+		return 0;
+	for (int l = 0; l < m->nr_layers; l++) {
+		uint64_t ns;
+
+		policy_model_fastest_version(m, l, ci, 0, &ns);
+		total += ns;
+	}
+	return total;
+}

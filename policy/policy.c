@@ -257,11 +257,13 @@ int policy_check_output(const struct policy_entry *entry, const struct policy_in
 	}
 	for (int i = 0; i < out->nr_drops; i++) {
 		uint64_t id = out->drops[i].query_id;
+		const struct policy_query *q = find_query(in, id);
 
-		if (!find_query(in, id))
-			return coloc_err_set(err, -EPROTO,
-					     "drop of query %llu, which is not queued",
-					     (unsigned long long)id);
+		if (!q || q->in_flight)
+			return coloc_err_set(
+				err, -EPROTO,
+				"drop of query %llu, which is not queued or is running",
+				(unsigned long long)id);
 		for (int j = 0; j < i; j++)
 			if (out->drops[j].query_id == id)
 				return coloc_err_set(err, -EPROTO,

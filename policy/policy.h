@@ -27,9 +27,10 @@
  *  - cores of a decision are a subset of input->free, decisions of one call
  *    are disjoint (no core is ever oversubscribed), a decision's core count
  *    is one of the model's profiled core counts, its layers start at the
- *    query's next_layer, and a query gets at most one block in flight;
- *  - policy_check_output() verifies all of that; the daemon and the
- *    simulator run it on every call and refuse a policy that breaks it;
+ *    query's next_layer, a query gets at most one block in flight, and only
+ *    a query with no block in flight is dropped;
+ *  - policy_check_output() verifies all of that, for the daemon and the
+ *    simulator to run on every round and refuse a policy that breaks it;
  *  - an output array that is full ends the call early with what was decided
  *    so far; the caller calls again after applying it.
  *
@@ -40,6 +41,10 @@
  * fills it from VELTAIR's CSV tables (core counts 8, 16, ... 64, one version,
  * one level) plus its interference model. Versions are indices into the
  * executor's per-layer version list, the same order the profile stores.
+ * Level columns must not decrease in slowdown (policy_model_check): a
+ * profile whose mean slowdown dips below alone (a measurement artefact the
+ * scheduler issue describes) must be fixed, or clamped by whoever fills the
+ * table, before a policy can map a measured level onto it.
  *
  * The interference level is VELTAIR's: the slowdown ratio (latency now /
  * latency alone, 1.0 = alone). The caller measures it per core and per LLC
@@ -71,6 +76,12 @@
  *  - The simulator calls decide at each simulated event with its simulated
  *    now, computes each block's latency from the same table and its
  *    interference model, and calls block_done at the simulated completion.
+ *
+ * The policies here are the simple ones: fcfs (issue 7's: one query at a
+ * time, its whole model on all free cores), static (a fixed equal share of
+ * the cores per tenant) and temporal (one query at a time on the whole
+ * machine). Each is one file with a struct policy_entry, listed in
+ * policy_table[] (policy.c).
  *
  * Cores are identified by the OS CPU id (0 .. POLICY_MAX_CPUS - 1), as in
  * the sensor's records. Tenants by a small id (0 .. POLICY_MAX_TENANTS - 1)
@@ -189,6 +200,13 @@ uint64_t policy_model_latency(const struct policy_model *m, int layer, int versi
 /* The version with the lowest non-zero latency at (layer, ci, level_pos), or -1 when none. */
 int policy_model_fastest_version(const struct policy_model *m, int layer, int ci, double level_pos,
 				 uint64_t *latency_ns);
+
+/*
+ * The whole model alone on the largest profiled core count <= nr_cores, each
+ * layer in its fastest version: the solo latency admission compares a QoS
+ * with. 0 when no profiled count fits.
+ */
+uint64_t policy_model_solo_ns(const struct policy_model *m, int nr_cores);
 
 /* ---- what comes in -------------------------------------------------------- */
 
@@ -346,8 +364,8 @@ void policy_block_done(struct policy *p, const struct policy_decision *d, uint64
 /*
  * Verifies out against in for a policy that does not share cores: cores
  * within free and disjoint, core counts profiled, layers from next_layer
- * within the model, versions measured, queries live, not in flight, and
- * neither decided nor dropped twice. 0 or -EPROTO with what is wrong in err.
+ * within the model, versions measured, queries live and not in flight
+ * (decided or dropped), and none decided or dropped twice. 0 or -EPROTO with what is wrong in err.
  */
 int policy_check_output(const struct policy_entry *entry, const struct policy_input *in,
 			const struct policy_output *out, struct coloc_err *err);

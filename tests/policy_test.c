@@ -233,11 +233,22 @@ TEST(model__fastest_version_flips_as_the_level_rises)
 	ASSERT_EQ(380000, ns);
 }
 
+TEST(model__solo_ns_is_the_fastest_whole_model_on_the_largest_fitting_count)
+{
+	fill_tiny();
+	ASSERT_EQ(540000, policy_model_solo_ns(&tiny, 8));
+	ASSERT_EQ(960000, policy_model_solo_ns(&tiny, 3));
+	ASSERT_EQ(1870000, policy_model_solo_ns(&tiny, 1));
+	ASSERT_EQ(0, policy_model_solo_ns(&tiny, 0));
+}
+
 TEST(model__check_rejects_tables_a_policy_cannot_use)
 {
 	static const int bad_counts[] = { 2, 1 };
 	static const double bad_levels[] = { 1.0, 0.9 };
-	static const uint64_t ns[] = { 0, 7, 5, 5 };
+	static const uint64_t ns[] = {
+		0, 7, 5, 5, 5, 5
+	}; /* 2 core counts x 2 levels, from ns or ns + 2 */
 	struct policy_model m = {
 		.nr_layers = 1,
 		.nr_versions = 1,
@@ -556,6 +567,18 @@ TEST_F(pol, check_output__catches_a_core_granted_twice_or_while_busy)
 	self->decisions[0].nr_cores = 2;
 	self->decisions[0].versions = (const uint8_t[]){ 0, 2, 0 };
 	ASSERT_EQ(-EPROTO, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+
+	/* a running query is neither decided again nor dropped */
+	self->decisions[0].versions = v;
+	ASSERT_EQ(0, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+	self->queries[0].in_flight = true;
+	ASSERT_EQ(-EPROTO, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+	self->out.nr_decisions = 0;
+	self->out.nr_drops = 1;
+	self->drops[0] = (struct policy_drop){ .query_id = 1, .reason = POLICY_DROP_CANNOT_MEET };
+	ASSERT_EQ(-EPROTO, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+	self->queries[0].in_flight = false;
+	ASSERT_EQ(0, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
 }
 
 /* ---- the property test ---------------------------------------------------- */
