@@ -20,7 +20,7 @@ static int fcfs_decide(void *state, const struct policy_config *cfg, const struc
 	if (in->nr_running)
 		return 0;
 	while ((q = policy_earliest_queued(in, -1, q))) {
-		int r = policy_serve_whole_model(cfg, in, q, &free, out, err);
+		int r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, &free, out, err);
 
 		if (r < 0)
 			return r;

@@ -142,18 +142,23 @@ int policy_model_fastest_version(const struct policy_model *m, int layer, int ci
 	return best;
 }
 
-uint64_t policy_model_solo_ns(const struct policy_model *m, int nr_cores)
+uint64_t policy_model_alone_ns(const struct policy_model *m, int first, int last, int ci)
 {
-	int ci = policy_model_core_index(m, nr_cores);
 	uint64_t total = 0;
 
-	if (ci < 0)
-		return 0;
-	for (int l = 0; l < m->nr_layers; l++) {
+	for (int l = first; l < last; l++) {
 		uint64_t ns;
 
-		policy_model_fastest_version(m, l, ci, 0, &ns);
+		if (policy_model_fastest_version(m, l, ci, 0, &ns) < 0)
+			return 0;
 		total += ns;
 	}
 	return total;
+}
+
+uint64_t policy_model_solo_ns(const struct policy_model *m, int nr_cores)
+{
+	int ci = policy_model_core_index(m, nr_cores);
+
+	return ci < 0 ? 0 : policy_model_alone_ns(m, 0, m->nr_layers, ci);
 }

@@ -85,8 +85,9 @@
  *
  * Cores are identified by the OS CPU id (0 .. POLICY_MAX_CPUS - 1), as in
  * the sensor's records. Tenants by a small id (0 .. POLICY_MAX_TENANTS - 1)
- * that stays the tenant's for its life: input->tenants is indexed by it, and
- * a slot whose model pointer changes is a new tenant to a stateful policy.
+ * that stays the tenant's for its life: input->tenants is indexed by it. A
+ * slot reused by a new tenant gets a new uid, so a policy's per-tenant state
+ * (learned corrections, cached block plans) is never carried over.
  */
 #ifndef COLOC_POLICY_H
 #define COLOC_POLICY_H
@@ -202,6 +203,12 @@ int policy_model_fastest_version(const struct policy_model *m, int layer, int ci
 				 uint64_t *latency_ns);
 
 /*
+ * Layers [first, last) alone on core_counts[ci], each in its fastest
+ * version; 0 when a layer has no version there.
+ */
+uint64_t policy_model_alone_ns(const struct policy_model *m, int first, int last, int ci);
+
+/*
  * The whole model alone on the largest profiled core count <= nr_cores, each
  * layer in its fastest version: the solo latency admission compares a QoS
  * with. 0 when no profiled count fits.
@@ -230,6 +237,8 @@ struct policy_signal {
 
 struct policy_tenant {
 	const struct policy_model *model; /* NULL: no tenant in this slot */
+	uint64_t
+		uid; /* never reused while the policy lives: a new tenant in a slot gets a new one */
 	uint64_t qos_ns;
 	struct policy_signal sig; /* the pressure this tenant exerts (per-tenant attribution) */
 };

@@ -36,14 +36,14 @@ enum policy_served {
 
 /*
  * Serves q's whole remaining model as one block on the largest profiled
- * core count that fits in free (the lowest-numbered cores of free), each
- * layer in its fastest version alone at that count; or drops q per cfg->late
- * when its deadline has passed or its alone latency there ends past it.
- * Returns an enum policy_served, or -EINVAL with err filled when a layer
- * has no version measured at that core count.
+ * core count <= nr_cores that fits in free (the lowest-numbered cores of
+ * free), each layer in its fastest version alone at that count; or drops q
+ * per cfg->late when its deadline has passed or its alone latency there
+ * ends past it. Returns an enum policy_served, or -EINVAL with err filled
+ * when a layer has no version measured at that core count.
  */
 int policy_serve_whole_model(const struct policy_config *cfg, const struct policy_input *in,
-			     const struct policy_query *q, struct policy_cpuset *free,
+			     const struct policy_query *q, int nr_cores, struct policy_cpuset *free,
 			     struct policy_output *out, struct coloc_err *err);
 
 #endif /* COLOC_POLICY_IMPL_H */

@@ -67,7 +67,8 @@ static int static_decide(void *state, const struct policy_config *cfg,
 			continue;
 		policy_cpuset_and(&free, in->free);
 		while ((q = policy_earliest_queued(in, t, q))) {
-			int r = policy_serve_whole_model(cfg, in, q, &free, out, err);
+			int r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, &free, out,
+							 err);
 
 			if (r < 0)
 				return r;

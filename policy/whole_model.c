@@ -67,12 +67,13 @@ static int append_drop(struct policy_output *out, const struct policy_query *q,
 }
 
 int policy_serve_whole_model(const struct policy_config *cfg, const struct policy_input *in,
-			     const struct policy_query *q, struct policy_cpuset *free,
+			     const struct policy_query *q, int nr_cores, struct policy_cpuset *free,
 			     struct policy_output *out, struct coloc_err *err)
 {
 	const struct policy_model *m = in->tenants[q->tenant].model;
+	int nr_free = policy_cpuset_count(free);
 	int nr_layers = m->nr_layers - q->next_layer;
-	int ci = policy_model_core_index(m, policy_cpuset_count(free));
+	int ci = policy_model_core_index(m, nr_cores < nr_free ? nr_cores : nr_free);
 	struct policy_decision *d;
 	uint8_t *versions;
 	uint64_t alone_ns = 0;

@@ -508,6 +508,83 @@ TEST_F(pol, temporal_decide__waits_for_the_whole_machine_where_fcfs_does_not)
 	ASSERT_EQ(540000, self->decisions[0].alone_ns);
 }
 
+TEST_F(pol, temporal_decide__uses_the_count_fastest_for_the_model)
+{
+	/*
+	 * 2 layers, 1 version, profiled 1, 2, 4 cores (µs): layer 0 100, 60, 70;
+	 * layer 1 100, 50, 80. Whole model: 200, 110, 150: 2 cores is fastest,
+	 * as VELTAIR's ResNet-50 is faster on 56 cores than on 64.
+	 */
+	static const uint64_t hump_ns[] = { 100000, 60000, 70000, 100000, 50000, 80000 };
+	static const struct policy_model hump = {
+		.nr_layers = 2,
+		.nr_versions = 1,
+		.nr_core_counts = 3,
+		.nr_levels = 1,
+		.core_counts = tiny_counts,
+		.latency_ns = hump_ns,
+	};
+
+	self->tenants[0] = (struct policy_tenant){ .model = &hump, .qos_ns = 100000000, .uid = 1 };
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	ASSERT_EQ(0, run_round(self, "temporal"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(2, self->decisions[0].nr_cores);
+	ASSERT_EQ(110000, self->decisions[0].alone_ns);
+	/* fcfs takes every free core: 4 of them, 150 µs */
+	ASSERT_EQ(0, run_round(self, "fcfs"));
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(150000, self->decisions[0].alone_ns);
+	/* from layer 1 on: 100, 50, 80: still 2 */
+	self->queries[0].next_layer = 1;
+	ASSERT_EQ(0, run_round(self, "temporal"));
+	ASSERT_EQ(2, self->decisions[0].nr_cores);
+	ASSERT_EQ(50000, self->decisions[0].alone_ns);
+}
+
+TEST(temporal_decide__a_new_tenant_in_a_slot_gets_its_own_plan)
+{
+	/* one policy across two rounds: slot 0 first holds tiny (best 4 cores), then hump (best 2) */
+	static const uint64_t hump_ns[] = { 100000, 60000, 70000, 100000, 50000, 80000 };
+	static const struct policy_model hump = {
+		.nr_layers = 2,
+		.nr_versions = 1,
+		.nr_core_counts = 3,
+		.nr_levels = 1,
+		.core_counts = tiny_counts,
+		.latency_ns = hump_ns,
+	};
+	struct policy_config cfg = { .late = POLICY_LATE_SERVE };
+	struct policy_tenant tenant = { .model = &tiny, .qos_ns = 100000000, .uid = 7 };
+	struct policy_query q = { .id = 1, .deadline_ns = 100000000 };
+	struct policy_decision dec[1];
+	uint8_t versions[8];
+	struct policy_output out = {
+		.decisions = dec, .max_decisions = 1, .versions = versions, .max_versions = 8
+	};
+	struct policy_input in = {
+		.tenants = &tenant,
+		.nr_tenants = 1,
+		.queries = &q,
+		.nr_queries = 1,
+		.free = &cfg.online,
+	};
+	struct policy *p;
+
+	fill_tiny();
+	for (int c = 0; c < 8; c++)
+		policy_cpuset_set(&cfg.online, c);
+	p = policy_create(policy_find("temporal"), &cfg, NULL);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, policy_decide(p, &in, &out, NULL));
+	ASSERT_EQ(4, dec[0].nr_cores);
+	tenant = (struct policy_tenant){ .model = &hump, .qos_ns = 100000000, .uid = 8 };
+	policy_output_reset(&out);
+	ASSERT_EQ(0, policy_decide(p, &in, &out, NULL));
+	ASSERT_EQ(2, dec[0].nr_cores);
+	policy_destroy(p);
+}
+
 TEST_F(pol, decide__rejects_inconsistent_input)
 {
 	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
@@ -675,7 +752,8 @@ static void sim_run(struct __test_metadata *_metadata, const struct policy_entry
 	in.nr_tenants = 1 + (int)(rnd(&seed) % (nr_online < SIM_TENANTS ? nr_online : SIM_TENANTS));
 	for (int t = 0; t < in.nr_tenants; t++)
 		tenants[t] = (struct policy_tenant){ .model = &models[rnd(&seed) % SIM_MODELS].m,
-						     .qos_ns = 1000000 };
+						     .qos_ns = 1000000,
+						     .uid = (uint64_t)t };
 	p = policy_create(e, &cfg, &err);
 	ASSERT_NE(NULL, p) TH_LOG("%s", err.msg);
 

@@ -300,7 +300,8 @@ int main(int argc, char **argv)
 	b->free = b->cfg.online;
 	for (int t = 0; t < opts.tenants; t++)
 		b->tenants[t] = (struct policy_tenant){ .model = &models[t % NR_MODELS].m,
-							.qos_ns = 15000000 };
+							.qos_ns = 15000000,
+							.uid = (uint64_t)t };
 	/* arrivals interleaved across tenants, so FCFS order is not tenant order */
 	for (long i = 0; i < nr_queries; i++)
 		b->queries[i] = (struct policy_query){
