@@ -371,10 +371,11 @@ int policy_decide(struct policy *p, const struct policy_input *in, struct policy
 void policy_block_done(struct policy *p, const struct policy_decision *d, uint64_t measured_ns);
 
 /*
- * Verifies out against in for a policy that does not share cores: cores
- * within free and disjoint, core counts profiled, layers from next_layer
- * within the model, versions measured, queries live and not in flight
- * (decided or dropped), and none decided or dropped twice. 0 or -EPROTO with what is wrong in err.
+ * Verifies out against the input policy_decide() accepted: cores within
+ * free and disjoint (unless entry->shares_cores), core counts profiled,
+ * layers from next_layer within the model, versions measured, queries live
+ * and not in flight (decided or dropped), none decided or dropped twice.
+ * 0 or -EPROTO with what is wrong in err.
  */
 int policy_check_output(const struct policy_entry *entry, const struct policy_input *in,
 			const struct policy_output *out, struct coloc_err *err);
