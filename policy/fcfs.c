@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * fcfs: first come, first served, one query at a time. While nothing runs,
+ * the earliest-arriving query gets its whole remaining model as one block on
+ * all free cores (the largest profiled core count that fits), each layer in
+ * the version fastest alone at that count. Queries that are late, or would
+ * end late even so, are dropped on the way (with --late drop). The simple
+ * policy of the tenants-end-to-end issue; the scheduler issue replaces it as
+ * the default.
+ */
+#include "policy_impl.h"
+
+static int fcfs_decide(void *state, const struct policy_config *cfg, const struct policy_input *in,
+		       struct policy_output *out, struct coloc_err *err)
+{
+	struct policy_cpuset free = *in->free;
+	const struct policy_query *q = NULL;
+
+	(void)state;
+	if (in->nr_running)
+		return 0;
+	while ((q = policy_earliest_queued(in, -1, q))) {
+		int r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, &free, out, err);
+
+		if (r < 0)
+			return r;
+		/* one query at a time: after the first served, the rest wait for it */
+		if (r != POLICY_DROPPED)
+			break;
+	}
+	return 0;
+}
+
+const struct policy_entry policy_fcfs = {
+	.name = "fcfs",
+	.description = "first come first served, one query at a time, its whole model on all "
+		       "free cores",
+	.create = policy_stateless_create,
+	.decide = fcfs_decide,
+	.destroy = policy_stateless_destroy,
+};

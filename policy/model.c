@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Reading a model's latency table (struct policy_model): which profiled core
+ * count fits a grant, where a measured slowdown falls among the level
+ * columns, the latency between two columns, the fastest version. Every
+ * policy prices its blocks with these, so the daemon, the simulator and the
+ * tests read the table the same way.
+ */
+#include <errno.h>
+#include <math.h>
+#include "policy.h"
+
+int policy_model_check(const struct policy_model *m, struct coloc_err *err)
+{
+	if (!m || !m->latency_ns || !m->core_counts)
+		return coloc_err_set(err, -EINVAL, "model table: no latency table or core counts");
+	if (m->nr_layers < 1)
+		return coloc_err_set(err, -EINVAL,
+				     "model table: %d layers; a model has at least one",
+				     m->nr_layers);
+	if (m->nr_versions < 1 || m->nr_versions > POLICY_MAX_VERSIONS)
+		return coloc_err_set(err, -EINVAL,
+				     "model table: %d versions per layer; the policy takes 1 to %d",
+				     m->nr_versions, POLICY_MAX_VERSIONS);
+	if (m->nr_core_counts < 1 || m->nr_core_counts > POLICY_MAX_CORE_COUNTS)
+		return coloc_err_set(err, -EINVAL,
+				     "model table: %d core counts; the policy takes 1 to %d",
+				     m->nr_core_counts, POLICY_MAX_CORE_COUNTS);
+	if (m->nr_levels < 1 || m->nr_levels > POLICY_MAX_LEVELS)
+		return coloc_err_set(
+			err, -EINVAL,
+			"model table: %d interference levels; the policy takes 1 to %d",
+			m->nr_levels, POLICY_MAX_LEVELS);
+	for (int i = 0; i < m->nr_core_counts; i++) {
+		int c = m->core_counts[i];
+
+		if (c < 1 || c > POLICY_MAX_CPUS || (i && c <= m->core_counts[i - 1]))
+			return coloc_err_set(
+				err, -EINVAL,
+				"model table: core count %d (entry %d) is not in 1..%d "
+				"and above the one before",
+				c, i, POLICY_MAX_CPUS);
+	}
+	if (m->nr_levels > 1) {
+		if (!m->level_slowdown || m->level_slowdown[0] != 1.0)
+			return coloc_err_set(err, -EINVAL,
+					     "model table: %d levels need level_slowdown[] "
+					     "starting at 1.0 (alone)",
+					     m->nr_levels);
+		for (int k = 1; k < m->nr_levels; k++)
+			if (!(m->level_slowdown[k] >= m->level_slowdown[k - 1]))
+				return coloc_err_set(
+					err, -EINVAL,
+					"model table: slowdown %.3f at level column %d "
+					"is below %.3f at the column before; the "
+					"columns must not decrease",
+					m->level_slowdown[k], k, m->level_slowdown[k - 1]);
+	}
+	for (int l = 0; l < m->nr_layers; l++)
+		for (int ci = 0; ci < m->nr_core_counts; ci++) {
+			bool any = false;
+
+			for (int v = 0; v < m->nr_versions && !any; v++)
+				any = policy_model_cell(m, l, v, ci, 0) != 0;
+			if (!any)
+				return coloc_err_set(
+					err, -EINVAL,
+					"model table: layer %d has no version measured "
+					"alone at %d cores; complete the profile",
+					l, m->core_counts[ci]);
+		}
+	return 0;
+}
+
+int policy_model_core_index(const struct policy_model *m, int nr_cores)
+{
+	int lo = 0, hi = m->nr_core_counts - 1, found = -1;
+
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+
+		if (m->core_counts[mid] <= nr_cores) {
+			found = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return found;
+}
+
+double policy_model_level_pos(const struct policy_model *m, double slowdown)
+{
+	const double *ls = m->level_slowdown;
+
+	if (!ls || m->nr_levels < 2 || !(slowdown > ls[0]))
+		return 0;
+	for (int k = 0; k + 1 < m->nr_levels; k++) {
+		/* slowdown >= ls[k] here: the loop moved past every lower column */
+		if (slowdown < ls[k + 1])
+			return k + (slowdown - ls[k]) / (ls[k + 1] - ls[k]);
+	}
+	return m->nr_levels - 1;
+}
+
+uint64_t policy_model_latency(const struct policy_model *m, int layer, int version, int ci,
+			      double level_pos)
+{
+	int k = (int)level_pos;
+	double frac = level_pos - k;
+	uint64_t a, b;
+
+	if (k >= m->nr_levels - 1)
+		return policy_model_cell(m, layer, version, ci, m->nr_levels - 1);
+	a = policy_model_cell(m, layer, version, ci, k);
+	if (!a || frac <= 0)
+		return a;
+	b = policy_model_cell(m, layer, version, ci, k + 1);
+	if (!b)
+		return 0;
+	return (uint64_t)llround((double)a + ((double)b - (double)a) * frac);
+}
+
+int policy_model_fastest_version(const struct policy_model *m, int layer, int ci, double level_pos,
+				 uint64_t *latency_ns)
+{
+	uint64_t best_ns = 0;
+	int best = -1;
+
+	for (int v = 0; v < m->nr_versions; v++) {
+		/* alone is the common case (every simple policy): read the cell directly */
+		uint64_t ns = level_pos <= 0 ? policy_model_cell(m, layer, v, ci, 0) :
+					       policy_model_latency(m, layer, v, ci, level_pos);
+
+		if (ns && (best < 0 || ns < best_ns)) {
+			best = v;
+			best_ns = ns;
+		}
+	}
+	if (latency_ns)
+		*latency_ns = best_ns;
+	return best;
+}
+
+uint64_t policy_model_alone_ns(const struct policy_model *m, int first, int last, int ci)
+{
+	uint64_t total = 0;
+
+	for (int l = first; l < last; l++) {
+		uint64_t ns;
+
+		if (policy_model_fastest_version(m, l, ci, 0, &ns) < 0)
+			return 0;
+		total += ns;
+	}
+	return total;
+}
+
+uint64_t policy_model_solo_ns(const struct policy_model *m, int nr_cores)
+{
+	int ci = policy_model_core_index(m, nr_cores);
+
+	return ci < 0 ? 0 : policy_model_alone_ns(m, 0, m->nr_layers, ci);
+}

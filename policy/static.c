@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * static: each tenant owns a fixed, equal share of the cores for its life
+ * (what OpenVINO streams or per-process pinning give). The online cores, in
+ * CPU id order, are cut into as many contiguous shares as there are tenants,
+ * the k-th tenant (by id) taking the k-th; within its share a tenant runs
+ * FCFS, one query at a time, each query's whole remaining model on the free
+ * cores of its share. Shares are recomputed from the tenant set at every
+ * call, so they change only when a tenant comes or goes.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "policy_impl.h"
+
+/* The online cores in CPU id order, listed once so a share is a slice of it. */
+struct static_state {
+	int cpus[POLICY_MAX_CPUS];
+	int nr_cpus;
+};
+
+static int static_create(const struct policy_config *cfg, void **state, struct coloc_err *err)
+{
+	struct static_state *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	for (int c = policy_cpuset_next(&cfg->online, 0); c >= 0;
+	     c = policy_cpuset_next(&cfg->online, c + 1))
+		st->cpus[st->nr_cpus++] = c;
+	*state = st;
+	return 0;
+}
+
+static void static_destroy(void *state)
+{
+	free(state);
+}
+
+/* The k-th of nr equal shares of the online cores (the first shares get the remainder). */
+static void static_share(const struct static_state *st, int k, int nr, struct policy_cpuset *share)
+{
+	int n = st->nr_cpus;
+	int first = k * (n / nr) + (k < n % nr ? k : n % nr);
+	int len = n / nr + (k < n % nr);
+
+	policy_cpuset_zero(share);
+	for (int i = first; i < first + len; i++)
+		policy_cpuset_set(share, st->cpus[i]);
+}
+
+static int static_decide(void *state, const struct policy_config *cfg,
+			 const struct policy_input *in, struct policy_output *out,
+			 struct coloc_err *err)
+{
+	int nr_active = 0, k = 0;
+
+	for (int t = 0; t < in->nr_tenants; t++)
+		nr_active += in->tenants[t].model != NULL;
+	for (int t = 0; t < in->nr_tenants; t++) {
+		const struct policy_query *q = NULL;
+		struct policy_cpuset free;
+
+		if (!in->tenants[t].model)
+			continue;
+		static_share(state, k++, nr_active, &free);
+		if (policy_tenant_in_flight(in, t))
+			continue;
+		policy_cpuset_and(&free, in->free);
+		while ((q = policy_earliest_queued(in, t, q))) {
+			int r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, &free, out,
+							 err);
+
+			if (r < 0)
+				return r;
+			if (r == POLICY_OUT_FULL)
+				return 0;
+			if (r != POLICY_DROPPED)
+				break;
+		}
+	}
+	return 0;
+}
+
+const struct policy_entry policy_static = {
+	.name = "static",
+	.description = "each tenant owns a fixed equal share of the cores and runs FCFS in it",
+	.create = static_create,
+	.decide = static_decide,
+	.destroy = static_destroy,
+};

@@ -1,0 +1,859 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Tests of the scheduling-policy library (policy/): the model-table reads
+ * (core count fitting, level interpolation, the fastest version) and the
+ * fcfs and static policies on small tables whose answers are worked out by
+ * hand below, the drop rule, input and output checking, and a property test
+ * over many random seeds that drives every policy of the table through
+ * arrivals and completions with its own core bookkeeping: no core is ever
+ * granted twice or while busy, and with late queries served every query
+ * finishes.
+ */
+#include <errno.h>
+#include <string.h>
+#include "kselftest_harness.h"
+#include "policy.h"
+
+/*
+ * The hand-worked model: 3 layers, 3 versions, core counts 1, 2, 4 and two
+ * level columns (alone, and a slowdown of 1.5). Latencies in µs, alone:
+ *
+ *            1 core   2 cores   4 cores
+ *   layer 0  v0  900     500       300
+ *            v1 1000     450       320
+ *            v2  950     520       250
+ *   layer 1  v0  400     210       130
+ *            v1  380     220       140
+ *            v2    -       -         -   (no such version)
+ *   layer 2  v0  600     300       200
+ *            v1  620     310       160
+ *            v2  590     330       170
+ *
+ * Fastest alone: 1 core v0, v1, v2 = 900 + 380 + 590 = 1870 µs;
+ * 2 cores v1, v0, v0 = 450 + 210 + 300 = 960 µs;
+ * 4 cores v2, v0, v1 = 250 + 130 + 160 = 540 µs.
+ * Under interference (column 1) layer 0 at 4 cores is v0 390, v1 400, v2 500:
+ * the locality-heavy v2 loses its lead, v0 wins.
+ */
+static const int tiny_counts[] = { 1, 2, 4 };
+static const double tiny_levels[] = { 1.0, 1.5 };
+static const uint64_t tiny_alone_us[3][3][3] = {
+	{ { 900, 500, 300 }, { 1000, 450, 320 }, { 950, 520, 250 } },
+	{ { 400, 210, 130 }, { 380, 220, 140 }, { 0, 0, 0 } },
+	{ { 600, 300, 200 }, { 620, 310, 160 }, { 590, 330, 170 } },
+};
+static const uint64_t tiny_l0_4c_stressed_us[3] = { 390, 400, 500 };
+static uint64_t tiny_ns[3 * 3 * 3 * 2];
+
+static const struct policy_model tiny = {
+	.nr_layers = 3,
+	.nr_versions = 3,
+	.nr_core_counts = 3,
+	.nr_levels = 2,
+	.core_counts = tiny_counts,
+	.level_slowdown = tiny_levels,
+	.latency_ns = tiny_ns,
+};
+
+static void fill_tiny(void)
+{
+	for (int l = 0; l < 3; l++)
+		for (int v = 0; v < 3; v++)
+			for (int ci = 0; ci < 3; ci++) {
+				uint64_t *cell = &tiny_ns[((l * 3 + v) * 3 + ci) * 2];
+
+				cell[0] = tiny_alone_us[l][v][ci] * 1000;
+				cell[1] = cell[0] * 3 / 2;
+			}
+	for (int v = 0; v < 3; v++)
+		tiny_ns[((0 * 3 + v) * 3 + 2) * 2 + 1] = tiny_l0_4c_stressed_us[v] * 1000;
+}
+
+#define MAX_Q 64
+
+FIXTURE(pol)
+{
+	struct policy_config cfg;
+	struct policy_tenant tenants[POLICY_MAX_TENANTS];
+	struct policy_query queries[MAX_Q];
+	struct policy_decision running[MAX_Q];
+	struct policy_cpuset free;
+	struct policy_input in;
+	struct policy_decision decisions[8];
+	uint8_t versions[64];
+	struct policy_drop drops[8];
+	struct policy_output out;
+	struct coloc_err err;
+};
+
+FIXTURE_SETUP(pol)
+{
+	fill_tiny();
+	memset(&self->cfg, 0, sizeof(self->cfg));
+	for (int c = 0; c < 8; c++) {
+		policy_cpuset_set(&self->cfg.online, c);
+		self->cfg.llc[c] = c / 4;
+	}
+	self->cfg.late = POLICY_LATE_DROP;
+	self->free = self->cfg.online;
+	memset(self->tenants, 0, sizeof(self->tenants));
+	self->in = (struct policy_input){
+		.now_ns = 0,
+		.tenants = self->tenants,
+		.nr_tenants = 3,
+		.queries = self->queries,
+		.running = self->running,
+		.free = &self->free,
+	};
+	self->out = (struct policy_output){
+		.decisions = self->decisions,
+		.max_decisions = 8,
+		.versions = self->versions,
+		.max_versions = 64,
+		.drops = self->drops,
+		.max_drops = 8,
+	};
+	memset(&self->err, 0, sizeof(self->err));
+}
+
+FIXTURE_TEARDOWN(pol)
+{
+}
+
+static void add_query(struct policy_input *in, struct policy_query *qs, uint64_t id, int tenant,
+		      uint64_t arrival_ns, uint64_t deadline_ns)
+{
+	qs[in->nr_queries++] = (struct policy_query){
+		.id = id,
+		.tenant = tenant,
+		.arrival_ns = arrival_ns,
+		.deadline_ns = deadline_ns,
+	};
+}
+
+/* One round of the named policy on the fixture's input; the policy lives for this round. */
+static int run_round(FIXTURE_DATA(pol) * self, const char *name)
+{
+	struct policy *p = policy_create(policy_find(name), &self->cfg, &self->err);
+	int ret;
+
+	if (!p)
+		return -999;
+	policy_output_reset(&self->out);
+	ret = policy_decide(p, &self->in, &self->out, &self->err);
+	policy_destroy(p);
+	return ret;
+}
+
+static struct policy_cpuset cpus_of(const int *cpus, int n)
+{
+	struct policy_cpuset s;
+
+	policy_cpuset_zero(&s);
+	for (int i = 0; i < n; i++)
+		policy_cpuset_set(&s, cpus[i]);
+	return s;
+}
+
+TEST(policy_find__knows_each_entry_by_name)
+{
+	int n = 0;
+
+	ASSERT_NE(NULL, policy_find("fcfs"));
+	ASSERT_STREQ("fcfs", policy_find("fcfs")->name);
+	ASSERT_STREQ("static", policy_find("static")->name);
+	ASSERT_STREQ("temporal", policy_find("temporal")->name);
+	ASSERT_EQ(NULL, policy_find("no-such-policy"));
+	ASSERT_EQ(NULL, policy_find(NULL));
+	for (const struct policy_entry *e; (e = policy_entry_at(n)); n++) {
+		ASSERT_EQ(e, policy_find(e->name));
+		ASSERT_NE(NULL, e->description);
+		ASSERT_NE(NULL, e->create);
+		ASSERT_NE(NULL, e->decide);
+		ASSERT_NE(NULL, e->destroy);
+	}
+	ASSERT_EQ(3, n);
+	ASSERT_EQ(NULL, policy_entry_at(-1));
+}
+
+TEST(model__core_index_is_the_largest_profiled_count_not_above)
+{
+	/* VELTAIR's tables: 8, 16, ... 64 cores */
+	static const int counts[] = { 8, 16, 24, 32, 40, 48, 56, 64 };
+	struct policy_model m = { .nr_core_counts = 8, .core_counts = counts };
+
+	ASSERT_EQ(-1, policy_model_core_index(&m, 7));
+	ASSERT_EQ(0, policy_model_core_index(&m, 8));
+	ASSERT_EQ(0, policy_model_core_index(&m, 15));
+	ASSERT_EQ(6, policy_model_core_index(&m, 60));
+	ASSERT_EQ(7, policy_model_core_index(&m, 64));
+	ASSERT_EQ(7, policy_model_core_index(&m, 200));
+}
+
+TEST(model__level_pos_and_latency_interpolate_between_columns)
+{
+	static const double levels[] = { 1.0, 1.5, 2.5 };
+	static const int counts[] = { 1 };
+	static const uint64_t ns[] = { 300, 390, 590 };
+	struct policy_model m = {
+		.nr_layers = 1,
+		.nr_versions = 1,
+		.nr_core_counts = 1,
+		.nr_levels = 3,
+		.core_counts = counts,
+		.level_slowdown = levels,
+		.latency_ns = ns,
+	};
+
+	ASSERT_EQ(0, policy_model_check(&m, NULL));
+	/* (1.25 - 1.0) / (1.5 - 1.0) = 0.5; 1 + (2.0 - 1.5) / (2.5 - 1.5) = 1.5 */
+	ASSERT_EQ(0.5, policy_model_level_pos(&m, 1.25));
+	ASSERT_EQ(1.5, policy_model_level_pos(&m, 2.0));
+	ASSERT_EQ(2.0, policy_model_level_pos(&m, 3.0));
+	ASSERT_EQ(0.0, policy_model_level_pos(&m, 0.9)); /* faster than alone: alone */
+	ASSERT_EQ(0.0, policy_model_level_pos(&m, 0)); /* unknown: alone */
+	/* 300 + (390 - 300) * 0.5 = 345; 390 + (590 - 390) * 0.5 = 490 */
+	ASSERT_EQ(345, policy_model_latency(&m, 0, 0, 0, 0.5));
+	ASSERT_EQ(490, policy_model_latency(&m, 0, 0, 0, 1.5));
+	ASSERT_EQ(590, policy_model_latency(&m, 0, 0, 0, 2.0));
+}
+
+TEST(model__fastest_version_flips_as_the_level_rises)
+{
+	uint64_t ns;
+
+	fill_tiny();
+	ASSERT_EQ(0, policy_model_check(&tiny, NULL));
+	ASSERT_EQ(2, policy_model_fastest_version(&tiny, 0, 2, 0, &ns));
+	ASSERT_EQ(250000, ns);
+	ASSERT_EQ(0, policy_model_fastest_version(&tiny, 0, 2, 1, &ns));
+	ASSERT_EQ(390000, ns);
+	/* layer 1 has no v2: never chosen, even where 0 would be "fastest" */
+	ASSERT_EQ(1, policy_model_fastest_version(&tiny, 1, 0, 0, &ns));
+	ASSERT_EQ(380000, ns);
+}
+
+TEST(model__solo_ns_is_the_fastest_whole_model_on_the_largest_fitting_count)
+{
+	fill_tiny();
+	ASSERT_EQ(540000, policy_model_solo_ns(&tiny, 8));
+	ASSERT_EQ(960000, policy_model_solo_ns(&tiny, 3));
+	ASSERT_EQ(1870000, policy_model_solo_ns(&tiny, 1));
+	ASSERT_EQ(0, policy_model_solo_ns(&tiny, 0));
+}
+
+TEST(model__check_rejects_tables_a_policy_cannot_use)
+{
+	static const int bad_counts[] = { 2, 1 };
+	static const double bad_levels[] = { 1.0, 0.9 };
+	static const uint64_t ns[] = {
+		0, 7, 5, 5, 5, 5
+	}; /* 2 core counts x 2 levels, from ns or ns + 2 */
+	struct policy_model m = {
+		.nr_layers = 1,
+		.nr_versions = 1,
+		.nr_core_counts = 2,
+		.nr_levels = 2,
+		.core_counts = tiny_counts,
+		.level_slowdown = tiny_levels,
+		.latency_ns = ns,
+	};
+	struct coloc_err err = { 0 };
+
+	/* cell (layer 0, v0, 1 core, alone) is 0: nothing runs alone on one core */
+	ASSERT_EQ(-EINVAL, policy_model_check(&m, &err));
+	ASSERT_NE(NULL, strstr(err.msg, "layer 0 has no version measured alone at 1 cores"));
+	m.latency_ns = ns + 2;
+	ASSERT_EQ(0, policy_model_check(&m, NULL));
+	m.core_counts = bad_counts;
+	ASSERT_EQ(-EINVAL, policy_model_check(&m, NULL));
+	m.core_counts = tiny_counts;
+	m.level_slowdown = bad_levels;
+	ASSERT_EQ(-EINVAL, policy_model_check(&m, NULL));
+}
+
+TEST_F(pol, fcfs_decide__picks_the_earliest_arrival)
+{
+	for (int t = 0; t < 3; t++)
+		self->tenants[t] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	add_query(&self->in, self->queries, 10, 0, 3000, 100000000);
+	add_query(&self->in, self->queries, 11, 1, 1000, 100000000);
+	add_query(&self->in, self->queries, 12, 2, 2000, 100000000);
+	self->in.now_ns = 5000;
+	ASSERT_EQ(0, run_round(self, "fcfs"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(0, self->out.nr_drops);
+	ASSERT_EQ(11, self->decisions[0].query_id);
+	ASSERT_EQ(1, self->decisions[0].tenant);
+	ASSERT_EQ(5000, self->decisions[0].decided_ns);
+	ASSERT_EQ(0, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+
+	/* a tie on arrival goes to the lower id */
+	self->queries[0].arrival_ns = 1000;
+	self->queries[0].id = 9;
+	ASSERT_EQ(0, run_round(self, "fcfs"));
+	ASSERT_EQ(9, self->decisions[0].query_id);
+}
+
+TEST_F(pol, fcfs_decide__gives_all_free_cores)
+{
+	static const int four[] = { 1, 2, 5, 6 }, three[] = { 0, 3, 6 };
+	struct policy_cpuset want;
+
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+
+	self->free = cpus_of(four, 4);
+	ASSERT_EQ(0, run_round(self, "fcfs"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(0, memcmp(&self->free, &self->decisions[0].cores, sizeof(self->free)));
+
+	/* 3 free, profiled 1, 2, 4: the 2 lowest-numbered free cores */
+	self->free = cpus_of(three, 3);
+	want = cpus_of(three, 2);
+	ASSERT_EQ(0, run_round(self, "fcfs"));
+	ASSERT_EQ(2, self->decisions[0].nr_cores);
+	ASSERT_EQ(0, memcmp(&want, &self->decisions[0].cores, sizeof(want)));
+
+	/* no free core: nothing, and no error */
+	policy_cpuset_zero(&self->free);
+	ASSERT_EQ(0, run_round(self, "fcfs"));
+	ASSERT_EQ(0, self->out.nr_decisions);
+	ASSERT_EQ(0, self->out.nr_drops);
+}
+
+TEST_F(pol, fcfs_decide__each_layer_in_its_fastest_version_alone_at_that_count)
+{
+	static const struct {
+		int nr_free;
+		uint8_t versions[3];
+		uint64_t alone_ns;
+	} cases[] = {
+		{ 4, { 2, 0, 1 }, 540000 },
+		{ 2, { 1, 0, 0 }, 960000 },
+		{ 1, { 0, 1, 2 }, 1870000 },
+	};
+
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct policy_decision *d = &self->decisions[0];
+
+		policy_cpuset_zero(&self->free);
+		for (int c = 0; c < cases[i].nr_free; c++)
+			policy_cpuset_set(&self->free, 7 - c);
+		ASSERT_EQ(0, run_round(self, "fcfs"));
+		ASSERT_EQ(1, self->out.nr_decisions);
+		ASSERT_EQ(cases[i].nr_free, d->nr_cores);
+		ASSERT_EQ(0, d->first_layer);
+		ASSERT_EQ(3, d->last_layer);
+		ASSERT_EQ(0, memcmp(cases[i].versions, d->versions, 3));
+		ASSERT_EQ(cases[i].alone_ns, d->alone_ns);
+		ASSERT_EQ(cases[i].alone_ns, d->predicted_ns);
+		ASSERT_EQ(1.0, d->level);
+	}
+}
+
+TEST_F(pol, fcfs_decide__resumes_at_the_next_layer)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	self->queries[0].next_layer = 1;
+	policy_cpuset_zero(&self->free);
+	for (int c = 0; c < 4; c++)
+		policy_cpuset_set(&self->free, c);
+	ASSERT_EQ(0, run_round(self, "fcfs"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(1, self->decisions[0].first_layer);
+	ASSERT_EQ(3, self->decisions[0].last_layer);
+	ASSERT_EQ(0, self->decisions[0].versions[0]);
+	ASSERT_EQ(1, self->decisions[0].versions[1]);
+	ASSERT_EQ(130000 + 160000, self->decisions[0].alone_ns);
+}
+
+TEST_F(pol, fcfs_decide__waits_while_a_query_runs)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[1] = self->tenants[0];
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	add_query(&self->in, self->queries, 2, 1, 10, 100000000);
+	self->queries[0].in_flight = true;
+	self->running[0] = (struct policy_decision){ .query_id = 1, .tenant = 0, .nr_cores = 4 };
+	self->in.nr_running = 1;
+	ASSERT_EQ(0, run_round(self, "fcfs"));
+	ASSERT_EQ(0, self->out.nr_decisions);
+
+	/* once it is done, the next one goes */
+	self->in.nr_running = 0;
+	self->queries[0] = self->queries[1];
+	self->in.nr_queries = 1;
+	ASSERT_EQ(0, run_round(self, "fcfs"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(2, self->decisions[0].query_id);
+}
+
+TEST_F(pol, fcfs_decide__carries_deadlines_and_drops_what_cannot_meet_them)
+{
+	const uint64_t now = 10000000;
+
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 5000000 };
+	policy_cpuset_zero(&self->free);
+	for (int c = 0; c < 4; c++)
+		policy_cpuset_set(&self->free, c);
+	self->in.now_ns = now;
+	/* 4 free cores: the whole model takes 540 µs alone */
+	add_query(&self->in, self->queries, 1, 0, 4000000, 9000000); /* already late */
+	add_query(&self->in, self->queries, 2, 0, 5000000, now + 539999); /* 1 ns short */
+	add_query(&self->in, self->queries, 3, 0, 5500000, now + 540000); /* just in time */
+	add_query(&self->in, self->queries, 4, 0, 6000000, now + 9000000);
+	ASSERT_EQ(0, run_round(self, "fcfs"));
+	ASSERT_EQ(2, self->out.nr_drops);
+	ASSERT_EQ(1, self->drops[0].query_id);
+	ASSERT_EQ(POLICY_DROP_DEADLINE_PASSED, self->drops[0].reason);
+	ASSERT_EQ(2, self->drops[1].query_id);
+	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[1].reason);
+	ASSERT_EQ(540000, self->drops[1].predicted_ns);
+	ASSERT_STREQ("cannot meet its deadline", policy_drop_reason_name(self->drops[1].reason));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(3, self->decisions[0].query_id);
+	ASSERT_EQ(now + 540000, now + self->decisions[0].predicted_ns);
+	ASSERT_EQ(0, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+
+	/* --late serve: the late one is served, nothing dropped */
+	self->cfg.late = POLICY_LATE_SERVE;
+	ASSERT_EQ(0, run_round(self, "fcfs"));
+	ASSERT_EQ(0, self->out.nr_drops);
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(1, self->decisions[0].query_id);
+}
+
+TEST_F(pol, static_decide__equal_shares_by_cpu_id)
+{
+	/* 2 tenants in slots 0 and 2 (slot 1 empty), 8 cores: 0-3 and 4-7 */
+	static const int lo[] = { 0, 1, 2, 3 }, hi[] = { 4, 5, 6, 7 };
+	struct policy_cpuset want_lo = cpus_of(lo, 4), want_hi = cpus_of(hi, 4);
+
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[2] = self->tenants[0];
+	add_query(&self->in, self->queries, 1, 2, 0, 100000000);
+	add_query(&self->in, self->queries, 2, 0, 5, 100000000);
+	add_query(&self->in, self->queries, 3, 0, 1, 100000000);
+	ASSERT_EQ(0, run_round(self, "static"));
+	ASSERT_EQ(2, self->out.nr_decisions);
+	ASSERT_EQ(3, self->decisions[0].query_id); /* tenant 0's earliest */
+	ASSERT_EQ(0, memcmp(&want_lo, &self->decisions[0].cores, sizeof(want_lo)));
+	ASSERT_EQ(1, self->decisions[1].query_id);
+	ASSERT_EQ(0, memcmp(&want_hi, &self->decisions[1].cores, sizeof(want_hi)));
+	ASSERT_EQ(0, policy_check_output(policy_find("static"), &self->in, &self->out, NULL));
+}
+
+TEST_F(pol, static_decide__three_tenants_on_eight_cores_get_3_3_2_and_use_2_each)
+{
+	/* shares {0,1,2} {3,4,5} {6,7}; profiled 1, 2, 4: 2 cores each, the lowest of the share */
+	static const int want[3][2] = { { 0, 1 }, { 3, 4 }, { 6, 7 } };
+
+	for (int t = 0; t < 3; t++) {
+		self->tenants[t] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+		add_query(&self->in, self->queries, 100 + t, t, 0, 100000000);
+	}
+	ASSERT_EQ(0, run_round(self, "static"));
+	ASSERT_EQ(3, self->out.nr_decisions);
+	for (int t = 0; t < 3; t++) {
+		struct policy_cpuset w = cpus_of(want[t], 2);
+
+		ASSERT_EQ(100 + t, self->decisions[t].query_id);
+		ASSERT_EQ(0, memcmp(&w, &self->decisions[t].cores, sizeof(w)));
+	}
+}
+
+TEST_F(pol, static_decide__a_tenant_waits_for_its_own_block_only)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[1] = self->tenants[0];
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	add_query(&self->in, self->queries, 2, 0, 1, 100000000);
+	add_query(&self->in, self->queries, 3, 1, 2, 100000000);
+	self->queries[0].in_flight = true;
+	self->running[0] = (struct policy_decision){ .query_id = 1, .tenant = 0, .nr_cores = 4 };
+	self->in.nr_running = 1;
+	policy_cpuset_zero(&self->free);
+	for (int c = 4; c < 8; c++)
+		policy_cpuset_set(&self->free, c);
+	ASSERT_EQ(0, run_round(self, "static"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(3, self->decisions[0].query_id);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+}
+
+TEST_F(pol, temporal_decide__waits_for_the_whole_machine_where_fcfs_does_not)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	add_query(&self->in, self->queries, 2, 0, 1, 100000000);
+	/* core 0 is not free (say, its executor is being restarted); nothing runs */
+	policy_cpuset_clear(&self->free, 0);
+	ASSERT_EQ(0, run_round(self, "temporal"));
+	ASSERT_EQ(0, self->out.nr_decisions);
+	ASSERT_EQ(0, run_round(self, "fcfs"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+
+	/* the whole machine free: one query, on 4 of the 8 cores (profiled 1, 2, 4) */
+	policy_cpuset_set(&self->free, 0);
+	ASSERT_EQ(0, run_round(self, "temporal"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(1, self->decisions[0].query_id);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(540000, self->decisions[0].alone_ns);
+}
+
+TEST_F(pol, temporal_decide__uses_the_count_fastest_for_the_model)
+{
+	/*
+	 * 2 layers, 1 version, profiled 1, 2, 4 cores (µs): layer 0 100, 60, 70;
+	 * layer 1 100, 50, 80. Whole model: 200, 110, 150: 2 cores is fastest,
+	 * as VELTAIR's ResNet-50 is faster on 56 cores than on 64.
+	 */
+	static const uint64_t hump_ns[] = { 100000, 60000, 70000, 100000, 50000, 80000 };
+	static const struct policy_model hump = {
+		.nr_layers = 2,
+		.nr_versions = 1,
+		.nr_core_counts = 3,
+		.nr_levels = 1,
+		.core_counts = tiny_counts,
+		.latency_ns = hump_ns,
+	};
+
+	self->tenants[0] = (struct policy_tenant){ .model = &hump, .qos_ns = 100000000, .uid = 1 };
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	ASSERT_EQ(0, run_round(self, "temporal"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(2, self->decisions[0].nr_cores);
+	ASSERT_EQ(110000, self->decisions[0].alone_ns);
+	/* fcfs takes every free core: 4 of them, 150 µs */
+	ASSERT_EQ(0, run_round(self, "fcfs"));
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(150000, self->decisions[0].alone_ns);
+	/* from layer 1 on: 100, 50, 80: still 2 */
+	self->queries[0].next_layer = 1;
+	ASSERT_EQ(0, run_round(self, "temporal"));
+	ASSERT_EQ(2, self->decisions[0].nr_cores);
+	ASSERT_EQ(50000, self->decisions[0].alone_ns);
+}
+
+TEST(temporal_decide__a_new_tenant_in_a_slot_gets_its_own_plan)
+{
+	/* one policy across two rounds: slot 0 first holds tiny (best 4 cores), then hump (best 2) */
+	static const uint64_t hump_ns[] = { 100000, 60000, 70000, 100000, 50000, 80000 };
+	static const struct policy_model hump = {
+		.nr_layers = 2,
+		.nr_versions = 1,
+		.nr_core_counts = 3,
+		.nr_levels = 1,
+		.core_counts = tiny_counts,
+		.latency_ns = hump_ns,
+	};
+	struct policy_config cfg = { .late = POLICY_LATE_SERVE };
+	struct policy_tenant tenant = { .model = &tiny, .qos_ns = 100000000, .uid = 7 };
+	struct policy_query q = { .id = 1, .deadline_ns = 100000000 };
+	struct policy_decision dec[1];
+	uint8_t versions[8];
+	struct policy_output out = {
+		.decisions = dec, .max_decisions = 1, .versions = versions, .max_versions = 8
+	};
+	struct policy_input in = {
+		.tenants = &tenant,
+		.nr_tenants = 1,
+		.queries = &q,
+		.nr_queries = 1,
+		.free = &cfg.online,
+	};
+	struct policy *p;
+
+	fill_tiny();
+	for (int c = 0; c < 8; c++)
+		policy_cpuset_set(&cfg.online, c);
+	p = policy_create(policy_find("temporal"), &cfg, NULL);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, policy_decide(p, &in, &out, NULL));
+	ASSERT_EQ(4, dec[0].nr_cores);
+	tenant = (struct policy_tenant){ .model = &hump, .qos_ns = 100000000, .uid = 8 };
+	policy_output_reset(&out);
+	ASSERT_EQ(0, policy_decide(p, &in, &out, NULL));
+	ASSERT_EQ(2, dec[0].nr_cores);
+	policy_destroy(p);
+}
+
+TEST_F(pol, decide__rejects_inconsistent_input)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	add_query(&self->in, self->queries, 1, 1, 0, 100000000); /* slot 1 is empty */
+	ASSERT_EQ(-EINVAL, run_round(self, "fcfs"));
+	ASSERT_NE(NULL, strstr(self->err.msg, "tenant 1, which is not there"));
+	ASSERT_EQ(0, self->out.nr_decisions);
+
+	memset(&self->err, 0, sizeof(self->err));
+	self->queries[0].tenant = 0;
+	self->queries[0].next_layer = 3; /* finished: should have left the queue */
+	ASSERT_EQ(-EINVAL, run_round(self, "fcfs"));
+
+	memset(&self->err, 0, sizeof(self->err));
+	self->queries[0].next_layer = 0;
+	policy_cpuset_set(&self->free, 9); /* not online */
+	ASSERT_EQ(-EINVAL, run_round(self, "fcfs"));
+	ASSERT_NE(NULL, strstr(self->err.msg, "free CPU"));
+}
+
+TEST_F(pol, check_output__catches_a_core_granted_twice_or_while_busy)
+{
+	static const uint8_t v[3] = { 0, 0, 0 };
+	static const int a[] = { 0, 1 }, b[] = { 1, 2 };
+
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	add_query(&self->in, self->queries, 2, 0, 0, 100000000);
+	self->out.nr_decisions = 2;
+	for (int i = 0; i < 2; i++)
+		self->decisions[i] = (struct policy_decision){
+			.query_id = 1 + i,
+			.first_layer = 0,
+			.last_layer = 3,
+			.versions = v,
+			.nr_cores = 2,
+		};
+	self->decisions[0].cores = cpus_of(a, 2);
+	self->decisions[1].cores = cpus_of(b, 2);
+	ASSERT_EQ(-EPROTO,
+		  policy_check_output(policy_find("fcfs"), &self->in, &self->out, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "granted twice"));
+
+	/* disjoint, but core 1 is busy */
+	self->decisions[1].cores = cpus_of((const int[]){ 2, 3 }, 2);
+	ASSERT_EQ(0, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+	policy_cpuset_clear(&self->free, 1);
+	ASSERT_EQ(-EPROTO, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+
+	/* 3 cores is not a profiled count; version 2 of layer 1 does not exist */
+	policy_cpuset_set(&self->free, 1);
+	self->out.nr_decisions = 1;
+	self->decisions[0].cores = cpus_of((const int[]){ 0, 1, 4 }, 3);
+	self->decisions[0].nr_cores = 3;
+	ASSERT_EQ(-EPROTO, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+	self->decisions[0].cores = cpus_of(a, 2);
+	self->decisions[0].nr_cores = 2;
+	self->decisions[0].versions = (const uint8_t[]){ 0, 2, 0 };
+	ASSERT_EQ(-EPROTO, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+
+	/* a running query is neither decided again nor dropped */
+	self->decisions[0].versions = v;
+	ASSERT_EQ(0, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+	self->queries[0].in_flight = true;
+	ASSERT_EQ(-EPROTO, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+	self->out.nr_decisions = 0;
+	self->out.nr_drops = 1;
+	self->drops[0] = (struct policy_drop){ .query_id = 1, .reason = POLICY_DROP_CANNOT_MEET };
+	ASSERT_EQ(-EPROTO, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+	self->queries[0].in_flight = false;
+	ASSERT_EQ(0, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+}
+
+/* ---- the property test ---------------------------------------------------- */
+
+#define SIM_CORES 64
+#define SIM_TENANTS 16
+#define SIM_QUERIES 48
+#define SIM_MODELS 4
+#define SIM_LAYERS 6
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+struct sim_model {
+	int counts[8];
+	uint64_t ns[SIM_LAYERS * 3 * 8];
+	struct policy_model m;
+};
+
+/* A random table: core counts 1 and some larger ones, some versions missing at some counts. */
+static void sim_model_init(struct sim_model *sm, uint64_t *seed)
+{
+	int nc = 1;
+
+	sm->counts[0] = 1;
+	for (int c = 2; c <= SIM_CORES && nc < 8; c++)
+		if (rnd(seed) % 8 == 0)
+			sm->counts[nc++] = c;
+	for (int l = 0; l < SIM_LAYERS; l++)
+		for (int v = 0; v < 3; v++)
+			for (int ci = 0; ci < nc; ci++)
+				sm->ns[(l * 3 + v) * nc + ci] =
+					(v && rnd(seed) % 4 == 0) ? 0 : 1000 + rnd(seed) % 100000;
+	sm->m = (struct policy_model){
+		.nr_layers = 1 + (int)(rnd(seed) % SIM_LAYERS),
+		.nr_versions = 3,
+		.nr_core_counts = nc,
+		.nr_levels = 1,
+		.core_counts = sm->counts,
+		.latency_ns = sm->ns,
+	};
+}
+
+struct sim_block {
+	struct policy_decision d;
+	uint8_t versions[SIM_LAYERS];
+};
+
+/*
+ * One seed: a random machine (some CPUs offline), random tenants and
+ * arrivals, completions in random order. The test keeps its own owner of
+ * every core and checks each decision against it before applying it.
+ */
+static void sim_run(struct __test_metadata *_metadata, const struct policy_entry *e, uint64_t seed)
+{
+	struct sim_model models[SIM_MODELS];
+	struct policy_tenant tenants[SIM_TENANTS] = { 0 };
+	struct policy_query queries[SIM_QUERIES];
+	struct sim_block blocks[SIM_QUERIES];
+	struct policy_decision running[SIM_QUERIES];
+	int owner[SIM_CORES]; /* query id holding the core, or -1 */
+	struct policy_decision dec[8];
+	uint8_t vers[8 * SIM_LAYERS];
+	struct policy_drop drops[8];
+	struct policy_output out = { dec, 8, 0, vers, 8 * SIM_LAYERS, 0, drops, 8, 0 };
+	struct policy_config cfg = { .late = POLICY_LATE_SERVE };
+	struct policy_cpuset free;
+	struct policy_input in = {
+		.tenants = tenants, .queries = queries, .running = running, .free = &free
+	};
+	struct coloc_err err = { 0 };
+	int nr_online = 0, nr_blocks = 0, arrived = 0, finished = 0;
+	struct policy *p;
+
+	for (int m = 0; m < SIM_MODELS; m++)
+		sim_model_init(&models[m], &seed);
+	for (int c = 0; c < SIM_CORES; c++) {
+		owner[c] = -1;
+		if (rnd(&seed) % 5) {
+			policy_cpuset_set(&cfg.online, c);
+			cfg.llc[c] = c / 8;
+			nr_online++;
+		}
+	}
+	if (!nr_online) {
+		policy_cpuset_set(&cfg.online, 0);
+		nr_online = 1;
+	}
+	in.nr_tenants = 1 + (int)(rnd(&seed) % (nr_online < SIM_TENANTS ? nr_online : SIM_TENANTS));
+	for (int t = 0; t < in.nr_tenants; t++)
+		tenants[t] = (struct policy_tenant){ .model = &models[rnd(&seed) % SIM_MODELS].m,
+						     .qos_ns = 1000000,
+						     .uid = (uint64_t)t };
+	p = policy_create(e, &cfg, &err);
+	ASSERT_NE(NULL, p) TH_LOG("%s", err.msg);
+
+	for (int step = 0; finished < SIM_QUERIES; step++) {
+		bool arrive = arrived < SIM_QUERIES && (nr_blocks == 0 || rnd(&seed) % 2);
+
+		ASSERT_LT(step, 100000) TH_LOG("seed %llu: no progress", (unsigned long long)seed);
+		in.now_ns += 1 + rnd(&seed) % 50000;
+		if (arrive) {
+			int t = (int)(rnd(&seed) % in.nr_tenants);
+
+			queries[in.nr_queries++] = (struct policy_query){
+				.id = (uint64_t)arrived++,
+				.tenant = t,
+				.arrival_ns = in.now_ns,
+				.deadline_ns = in.now_ns + tenants[t].qos_ns,
+			};
+		} else {
+			/* a random running block completes: its cores come back, the query advances */
+			int b = (int)(rnd(&seed) % nr_blocks);
+			struct policy_decision *d = &blocks[b].d;
+
+			policy_block_done(p, d, d->alone_ns);
+			for (int c = 0; c < SIM_CORES; c++)
+				if (policy_cpuset_test(&d->cores, c)) {
+					ASSERT_EQ((int)d->query_id, owner[c]);
+					owner[c] = -1;
+				}
+			for (int i = 0; i < in.nr_queries; i++) {
+				if (queries[i].id != d->query_id)
+					continue;
+				queries[i].in_flight = false;
+				queries[i].next_layer = d->last_layer;
+				if (d->last_layer == tenants[d->tenant].model->nr_layers) {
+					queries[i] = queries[--in.nr_queries];
+					finished++;
+				}
+				break;
+			}
+			blocks[b] = blocks[--nr_blocks];
+		}
+		for (int i = 0; i < nr_blocks; i++) {
+			running[i] = blocks[i].d;
+			running[i].versions = blocks[i].versions;
+		}
+		in.nr_running = nr_blocks;
+		policy_cpuset_zero(&free);
+		for (int c = 0; c < SIM_CORES; c++)
+			if (policy_cpuset_test(&cfg.online, c) && owner[c] < 0)
+				policy_cpuset_set(&free, c);
+
+		policy_output_reset(&out);
+		ASSERT_EQ(0, policy_decide(p, &in, &out, &err)) TH_LOG("%s", err.msg);
+		ASSERT_EQ(0, out.nr_drops); /* late queries are served here */
+		ASSERT_EQ(0, policy_check_output(e, &in, &out, &err)) TH_LOG("%s", err.msg);
+		for (int i = 0; i < out.nr_decisions; i++) {
+			const struct policy_decision *d = &dec[i];
+			struct policy_query *q = NULL;
+			int n = 0;
+
+			for (int j = 0; j < in.nr_queries; j++)
+				if (queries[j].id == d->query_id)
+					q = &queries[j];
+			ASSERT_NE(NULL, q);
+			ASSERT_FALSE(q->in_flight);
+			ASSERT_EQ(q->next_layer, d->first_layer);
+			for (int c = 0; c < POLICY_MAX_CPUS; c++) {
+				if (!policy_cpuset_test(&d->cores, c))
+					continue;
+				ASSERT_LT(c, SIM_CORES);
+				ASSERT_TRUE(policy_cpuset_test(&cfg.online, c));
+				ASSERT_EQ(-1, owner[c])
+				TH_LOG("seed %llu: core %d granted to query %llu while query %d "
+				       "holds it",
+				       (unsigned long long)seed, c, (unsigned long long)d->query_id,
+				       owner[c]);
+				owner[c] = (int)d->query_id;
+				n++;
+			}
+			ASSERT_EQ(n, d->nr_cores);
+			q->in_flight = true;
+			blocks[nr_blocks].d = *d;
+			memcpy(blocks[nr_blocks].versions, d->versions,
+			       (size_t)(d->last_layer - d->first_layer));
+			blocks[nr_blocks].d.versions = blocks[nr_blocks].versions;
+			nr_blocks++;
+		}
+		/* with arrivals over and nothing running, someone must have been served */
+		ASSERT_FALSE(arrived == SIM_QUERIES && in.nr_queries && !nr_blocks)
+		TH_LOG("seed %llu: %d queries queued, nothing runs", (unsigned long long)seed,
+		       in.nr_queries);
+	}
+	policy_destroy(p);
+}
+
+TEST(every_policy__never_oversubscribes_a_core_and_serves_every_query)
+{
+	for (int i = 0; policy_entry_at(i); i++)
+		for (uint64_t seed = 1; seed <= 300; seed++)
+			sim_run(_metadata, policy_entry_at(i), seed * 0x9e3779b97f4a7c15ULL);
+}
+
+TEST_HARNESS_MAIN
