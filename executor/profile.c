@@ -26,6 +26,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 
 #define PROFILE_MAX_LINE 4096
 #define PROFILE_MAX_FIELDS 16
@@ -232,8 +234,8 @@ int profile_lookup(const struct profile *p, int layer, int version, int cores, d
 
 bool profile_machine_equal(const struct profile_machine *a, const struct profile_machine *b)
 {
-	return !strcmp(a->cpu_model, b->cpu_model) && a->nr_cores == b->nr_cores &&
-	       a->llc_bytes == b->llc_bytes;
+	return !strcmp(a->cpu_model, b->cpu_model) && !strcmp(a->isa, b->isa) &&
+	       a->nr_cores == b->nr_cores && a->llc_bytes == b->llc_bytes;
 }
 
 bool profile_same_setup(const struct profile *a, const struct profile *b)
@@ -314,6 +316,15 @@ static uint64_t llc_bytes_from_hwloc(void)
 	return size;
 }
 
+void profile_isa_name(char *buf, size_t len)
+{
+	const char *isa = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
+
+	if (!strncmp(isa, "cpu_isa_", 8))
+		isa += 8;
+	snprintf(buf, len, "%s", isa);
+}
+
 int profile_machine_detect(struct profile_machine *m)
 {
 	char line[512];
@@ -351,13 +362,14 @@ int profile_machine_detect(struct profile_machine *m)
 		return -errno ? -errno : -EINVAL;
 	m->nr_cores = (int)n;
 	m->llc_bytes = llc_bytes_from_hwloc();
+	profile_isa_name(m->isa, sizeof(m->isa));
 	return 0;
 }
 
 uint64_t profile_machine_hash(const struct profile_machine *m)
 {
-	char id[PROFILE_CPU_MODEL_LEN + 64];
-	int n = snprintf(id, sizeof(id), "%s|%d|%llu", m->cpu_model, m->nr_cores,
+	char id[PROFILE_CPU_MODEL_LEN + PROFILE_ISA_LEN + 64];
+	int n = snprintf(id, sizeof(id), "%s|%s|%d|%llu", m->cpu_model, m->isa, m->nr_cores,
 			 (unsigned long long)m->llc_bytes);
 
 	return profile_fnv1a64(id, (size_t)n < sizeof(id) ? (size_t)n : sizeof(id) - 1,
@@ -409,10 +421,10 @@ static bool is_text(const char *s)
 
 static int check_writable(const struct profile *p, char *err, size_t err_len)
 {
-	if (!is_token(p->model_name) || !is_text(p->machine.cpu_model) ||
+	if (!is_token(p->model_name) || !is_text(p->machine.cpu_model) || !is_token(p->machine.isa) ||
 	    !is_token(p->onednn_version) || !is_token(p->date)) {
 		set_err(err, err_len,
-			"model name, oneDNN version and date must be single words and the CPU model printable text");
+			"model name, ISA, oneDNN version and date must be single words and the CPU model printable text");
 		return -EINVAL;
 	}
 	for (int i = 0; i < p->nr_layers; i++) {
@@ -440,6 +452,7 @@ static void write_profile(const struct profile *p, FILE *f)
 	fprintf(f, "model %s\n", p->model_name);
 	fprintf(f, "model-hash %016llx\n", (unsigned long long)p->model_hash);
 	fprintf(f, "cpu %s\n", p->machine.cpu_model);
+	fprintf(f, "isa %s\n", p->machine.isa);
 	fprintf(f, "cores %d\n", p->machine.nr_cores);
 	fprintf(f, "llc-bytes %llu\n", (unsigned long long)p->machine.llc_bytes);
 	fprintf(f, "onednn %s\n", p->onednn_version);
@@ -766,6 +779,9 @@ static int parse_header(struct parser *ps, struct profile_header *hd)
 		return parse_error(ps, "cpu model longer than %zu bytes",
 				   sizeof(h->machine.cpu_model) - 1);
 	memcpy(h->machine.cpu_model, ps->rest, strlen(ps->rest) + 1);
+	if ((ret = expect_record(ps, "isa", 2)) ||
+	    (ret = field_string(ps, 1, "isa", h->machine.isa, sizeof(h->machine.isa))))
+		return ret;
 	if ((ret = expect_record(ps, "cores", 2)) ||
 	    (ret = field_int(ps, 1, "machine cores", 1, 1 << 20, &h->machine.nr_cores)))
 		return ret;

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROFILE_FORMAT_VERSION 1
+#define PROFILE_FORMAT_VERSION 2
 #define PROFILE_NAME_LEN 64 /* model and layer names, as MODEL_NAME_LEN */
 #define PROFILE_VERSION_NAME_LEN 48 /* as EXEC_VERSION_NAME_LEN */
 #define PROFILE_MAX_VERSIONS 6 /* as EXEC_MAX_VERSIONS */
@@ -34,6 +34,7 @@
 #define PROFILE_MAX_LEVELS 9 /* level 0 (alone) and up to 8 stress levels */
 #define PROFILE_MAX_LAYERS 100000
 #define PROFILE_CPU_MODEL_LEN 128
+#define PROFILE_ISA_LEN 32
 #define PROFILE_DEFAULT_CACHE_DIR "/var/cache/coloc/profiles"
 
 enum profile_stress_kind {
@@ -46,6 +47,11 @@ struct profile_machine {
 	char cpu_model[PROFILE_CPU_MODEL_LEN]; /* "model name" of /proc/cpuinfo */
 	int nr_cores; /* online CPUs */
 	uint64_t llc_bytes; /* largest data cache hwloc reports, 0 if none */
+	/*
+	 * The ISA oneDNN dispatches to ("avx2", "avx512_core"...): the same CPU
+	 * with the ISA capped (ONEDNN_MAX_CPU_ISA) runs other kernels.
+	 */
+	char isa[PROFILE_ISA_LEN];
 };
 
 struct profile_layer {
@@ -122,8 +128,10 @@ uint64_t profile_fnv1a64(const void *data, size_t len, uint64_t hash);
 /* FNV-1a 64 of a file's bytes. Returns 0 or -errno. */
 int profile_hash_file(const char *path, uint64_t *hash);
 
-/* Fills m from /proc/cpuinfo, sysconf and hwloc. Returns 0 or -errno. */
+/* Fills m from /proc/cpuinfo, sysconf, hwloc and oneDNN. Returns 0 or -errno. */
 int profile_machine_detect(struct profile_machine *m);
+/* The ISA oneDNN dispatches to in this process, e.g. "avx2", "avx512_core". */
+void profile_isa_name(char *buf, size_t len);
 bool profile_machine_equal(const struct profile_machine *a, const struct profile_machine *b);
 /* FNV-1a 64 of the machine's identity, for cache file names. */
 uint64_t profile_machine_hash(const struct profile_machine *m);

@@ -49,6 +49,7 @@ static struct profile *make_profile(bool leave_holes)
 	snprintf(p->machine.cpu_model, sizeof(p->machine.cpu_model), "Test CPU  @ 2.0GHz");
 	p->machine.nr_cores = 2;
 	p->machine.llc_bytes = 314572800;
+	snprintf(p->machine.isa, sizeof(p->machine.isa), "avx2");
 	snprintf(p->onednn_version, sizeof(p->onednn_version), "2.6.3");
 	snprintf(p->date, sizeof(p->date), "2026-11-29T23:59:00Z");
 	p->stress_kind = PROFILE_STRESS_MEMBW;
@@ -185,6 +186,7 @@ TEST_F(profile, save_load__round_trips_every_field)
 	ASSERT_STREQ("Test CPU  @ 2.0GHz", q->machine.cpu_model);
 	ASSERT_EQ(2, q->machine.nr_cores);
 	ASSERT_EQ(314572800ULL, q->machine.llc_bytes);
+	ASSERT_STREQ("avx2", q->machine.isa);
 	ASSERT_STREQ("2.6.3", q->onednn_version);
 	ASSERT_STREQ("2026-11-29T23:59:00Z", q->date);
 	ASSERT_EQ(PROFILE_STRESS_MEMBW, q->stress_kind);
@@ -276,12 +278,13 @@ static char *replace_line(const char *text, int line, const char *with)
 /* Line numbers in the file make_profile(false) saves: see write_profile(). */
 #define LINE_MODEL_HASH 4
 #define LINE_CPU 5
-#define LINE_DATE 9
-#define LINE_STRESS 10
-#define LINE_LEVELS 13
-#define LINE_LAYERS 14
-#define LINE_LAYER1 16
-#define LINE_GBPS1 18
+#define LINE_ISA 6
+#define LINE_DATE 10
+#define LINE_STRESS 11
+#define LINE_LEVELS 14
+#define LINE_LAYERS 15
+#define LINE_LAYER1 17
+#define LINE_GBPS1 19
 
 TEST_F(profile, load__rejects_malformed_with_file_line)
 {
@@ -291,7 +294,8 @@ TEST_F(profile, load__rejects_malformed_with_file_line)
 		int err_line; /* line the message must name */
 		const char *msg; /* part of the message */
 	} cases[] = {
-		{ 2, "coloc-profile 2", 2, "format version 2" },
+		{ 2, "coloc-profile 1", 2, "format version 1" },
+		{ LINE_ISA, NULL, LINE_ISA, "expected 'isa'" },
 		{ LINE_MODEL_HASH, "model-hash 0123", LINE_MODEL_HASH, "16 lowercase hex" },
 		{ LINE_MODEL_HASH, "model-hash 0123456789ABCDEF", LINE_MODEL_HASH, "hex" },
 		{ LINE_CPU, NULL, LINE_CPU, "expected 'cpu'" },
@@ -539,9 +543,11 @@ TEST_F(profile, cache_dir__override_then_env_then_default)
 	ASSERT_STREQ("/tmp/flag-cache", profile_cache_dir("/tmp/flag-cache"));
 
 	snprintf(m.cpu_model, sizeof(m.cpu_model), "CPU X");
+	snprintf(m.isa, sizeof(m.isa), "avx2");
 	ASSERT_EQ(0, profile_cache_path("/c", "net", 0xabcULL, &m, path, sizeof(path)));
 	snprintf(expected, sizeof(expected), "/c/net-0000000000000abc-%016llx.profile",
-		 (unsigned long long)profile_fnv1a64("CPU X|4|1048576", 15, PROFILE_FNV1A64_INIT));
+		 (unsigned long long)profile_fnv1a64("CPU X|avx2|4|1048576", 20,
+						     PROFILE_FNV1A64_INIT));
 	ASSERT_STREQ(expected, path);
 	ASSERT_EQ(-ENAMETOOLONG, profile_cache_path("/c", "net", 1, &m, path, 20));
 }
@@ -555,7 +561,15 @@ TEST_F(profile, machine_detect__matches_proc_and_sysconf)
 	ASSERT_NE(0, strlen(m.cpu_model));
 	ASSERT_EQ(0, profile_machine_detect(&other));
 	ASSERT_TRUE(profile_machine_equal(&m, &other));
+	/* the oneDNN this test links names the ISA it dispatches to */
+	ASSERT_NE(0, strlen(m.isa));
+	ASSERT_EQ(NULL, strchr(m.isa, ' '));
 	other.llc_bytes++;
+	ASSERT_FALSE(profile_machine_equal(&m, &other));
+	ASSERT_NE(profile_machine_hash(&m), profile_machine_hash(&other));
+	/* the same CPU with oneDNN capped to another ISA is another machine */
+	other = m;
+	snprintf(other.isa, sizeof(other.isa), "%s", strcmp(m.isa, "avx2") ? "avx2" : "avx512_core");
 	ASSERT_FALSE(profile_machine_equal(&m, &other));
 	ASSERT_NE(profile_machine_hash(&m), profile_machine_hash(&other));
 }
