@@ -421,8 +421,8 @@ static bool is_text(const char *s)
 
 static int check_writable(const struct profile *p, char *err, size_t err_len)
 {
-	if (!is_token(p->model_name) || !is_text(p->machine.cpu_model) || !is_token(p->machine.isa) ||
-	    !is_token(p->onednn_version) || !is_token(p->date)) {
+	if (!is_token(p->model_name) || !is_text(p->machine.cpu_model) ||
+	    !is_token(p->machine.isa) || !is_token(p->onednn_version) || !is_token(p->date)) {
 		set_err(err, err_len,
 			"model name, ISA, oneDNN version and date must be single words and the CPU model printable text");
 		return -EINVAL;

@@ -569,7 +569,8 @@ TEST_F(profile, machine_detect__matches_proc_and_sysconf)
 	ASSERT_NE(profile_machine_hash(&m), profile_machine_hash(&other));
 	/* the same CPU with oneDNN capped to another ISA is another machine */
 	other = m;
-	snprintf(other.isa, sizeof(other.isa), "%s", strcmp(m.isa, "avx2") ? "avx2" : "avx512_core");
+	snprintf(other.isa, sizeof(other.isa), "%s",
+		 strcmp(m.isa, "avx2") ? "avx2" : "avx512_core");
 	ASSERT_FALSE(profile_machine_equal(&m, &other));
 	ASSERT_NE(profile_machine_hash(&m), profile_machine_hash(&other));
 }

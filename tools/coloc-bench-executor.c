@@ -58,6 +58,7 @@ static void usage(FILE *f)
 		"                  models above 50 GMACs use ceil(N/2))\n"
 		"  -r, --reps N    runs per layer and version when picking versions (default 3)\n"
 		"  -h, --help      this help\n"
+		"      --version   print coloc's release and exit\n"
 		"\n"
 		"Exit status: 0 ok, 1 a model failed, 2 bad usage.\n");
 }
@@ -311,6 +312,7 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "reps", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'R' },
 		{ 0 },
 	};
 	glob_t g = { 0 };
@@ -330,6 +332,9 @@ int main(int argc, char **argv)
 				return 2;
 			opts.pick_reps = (int)v;
 			break;
+		case 'R':
+			cli_print_version("coloc-bench-executor");
+			return 0;
 		case 'h':
 			usage(stdout);
 			return 0;

@@ -99,6 +99,7 @@ static void usage(FILE *f, const char *prog)
 		"                         continued, and a mismatched one replaced\n"
 		"  -v, --verbose          print each group's timing\n"
 		"  -h, --help             show this help\n"
+		"      --version          print coloc's release and exit\n"
 		"\n"
 		"Layers on fewer than all cores are measured with the stressor on the other\n"
 		"cores; on all cores the stressor shares the layer's cores. SIGINT saves the\n"
@@ -516,6 +517,7 @@ int main(int argc, char **argv)
 		{ "resume", no_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'R' },
 		{ 0 },
 	};
 	struct profiler pr = { 0 };
@@ -572,6 +574,9 @@ int main(int argc, char **argv)
 		case 'v':
 			opt.verbose = true;
 			break;
+		case 'R':
+			cli_print_version("coloc-profile");
+			return 0;
 		case 'h':
 			usage(stdout, argv[0]);
 			return 0;
