@@ -11,7 +11,9 @@
  * fraction of this machine's single-core peak (a big 3x3 conv, best
  * version) the model's large conv layers reach, and resident memory
  * against the fp32 weights. Last, the cost of switching a block's core set
- * (p50/p99 over many switches).
+ * (p50/p99 over many switches). Every figure depends on the CPU and on the
+ * ISA oneDNN dispatches to, so the run opens with both, and the peak lines
+ * name the oneDNN implementation each version ran.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,7 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <oneapi/dnnl/dnnl.h>
 #include "executor.h"
+#include "profile.h"
 #include "cli.h"
 
 static struct bench_opts {
@@ -131,6 +135,20 @@ out:
 	exec_model_free(em);
 	model_free(m);
 	return ret;
+}
+
+/* Which machine the figures are from: they hold for this CPU and ISA only. */
+static void print_machine(void)
+{
+	const dnnl_version_t *dv = dnnl_version();
+	struct profile_machine pm;
+
+	if (profile_machine_detect(&pm)) {
+		printf("measured on: unknown CPU\n");
+		return;
+	}
+	printf("measured on: %s, %d online CPUs, oneDNN %d.%d.%d dispatching to %s\n", pm.cpu_model,
+	       pm.nr_cores, dv->major, dv->minor, dv->patch, pm.isa);
 }
 
 /* Alternating runs of the baseline and the best versions; medians of each. */
@@ -351,6 +369,7 @@ int main(int argc, char **argv)
 	}
 	printf("coloc-bench-executor: medians; ratios are onednn-default / best, measured "
 	       "side by side\n");
+	print_machine();
 	if (measure_peak(&peak))
 		failed = 1;
 	printf("single-core peak (best version of a big 3x3 conv): %.1f GFLOP/s\n", peak);
