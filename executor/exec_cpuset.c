@@ -48,13 +48,13 @@ static int parse_cpu(const char **s, long *v)
 	return 0;
 }
 
-int exec_cpuset_parse(const char *text, struct exec_cpuset *set, char *err, size_t err_len)
+int exec_cpuset_parse(const char *text, struct exec_cpuset *set, struct coloc_err *err)
 {
 	const char *s = text;
 
 	memset(set, 0, sizeof(*set));
 	if (!text || !*text) {
-		snprintf(err, err_len, "empty cpu list");
+		coloc_err_set(err, -EINVAL, "empty cpu list");
 		return -EINVAL;
 	}
 	while (*s) {
@@ -67,27 +67,28 @@ int exec_cpuset_parse(const char *text, struct exec_cpuset *set, char *err, size
 			ret = parse_cpu(&s, &hi);
 		}
 		if (ret || hi < lo || (*s && *s != ',')) {
-			snprintf(err, err_len,
-				 "bad cpu list '%s': expected e.g. 0-3,6 with cpus in 0..%d", text,
-				 EXEC_MAX_CPUS - 1);
+			coloc_err_set(err, -EINVAL,
+				      "bad cpu list '%s': expected e.g. 0-3,6 with cpus in 0..%d",
+				      text, EXEC_MAX_CPUS - 1);
 			return -EINVAL;
 		}
 		for (long c = lo; c <= hi; c++) {
 			for (int i = 0; i < set->nr; i++) {
 				if (set->cpus[i] == c) {
-					snprintf(err, err_len, "cpu %ld listed twice in '%s'", c,
-						 text);
+					coloc_err_set(err, -EINVAL, "cpu %ld listed twice in '%s'",
+						      c, text);
 					return -EINVAL;
 				}
 			}
 			if (!exec_cpu_online((int)c)) {
-				snprintf(err, err_len, "cpu %ld is not online", c);
+				coloc_err_set(err, -ENODEV, "cpu %ld is not online", c);
 				return -ENODEV;
 			}
 			set->cpus[set->nr++] = (int)c;
 		}
 		if (*s == ',' && !*++s) {
-			snprintf(err, err_len, "bad cpu list '%s': it ends with a comma", text);
+			coloc_err_set(err, -EINVAL, "bad cpu list '%s': it ends with a comma",
+				      text);
 			return -EINVAL;
 		}
 	}

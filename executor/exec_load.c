@@ -70,8 +70,7 @@ struct builder {
 	int nr_threads;
 	bool strict; /* pd_create: no implementation matching the name is an error */
 	bool no_ref; /* pd_create: never the reference kernels */
-	char *err;
-	size_t err_len;
+	struct coloc_err *err;
 };
 
 static struct exec_owned *owned_of(struct exec_model *em)
@@ -87,9 +86,8 @@ static int fail(struct builder *b, int ret, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	snprintf(b->err, b->err_len, "layer %d '%s' (%s, line %d): %s", b->li, b->l->name,
-		 model_op_name(b->l->op), b->l->line, msg);
-	return ret;
+	return coloc_err_set(b->err, ret, "layer %d '%s' (%s, line %d): %s", b->li, b->l->name,
+			     model_op_name(b->l->op), b->l->line, msg);
 }
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -549,11 +547,11 @@ struct layer_weights {
 
 /* From the weights file when there is one, else generated from the model's seed. */
 static int layer_weights_make(const struct model *m, int li, struct exec_weights_file *wf,
-			      struct layer_weights *lw, char *err, size_t err_len)
+			      struct layer_weights *lw, struct coloc_err *err)
 {
 	const struct model_layer *l = &m->layers[li];
 	struct exec_layer_params p;
-	int ret = wf ? exec_weights_read_layer(wf, li, &p, err, err_len) :
+	int ret = wf ? exec_weights_read_layer(wf, li, &p, err) :
 		       exec_layer_params_generate(m, li, &p);
 
 	memset(lw, 0, sizeof(*lw));
@@ -2064,8 +2062,8 @@ static bool version_repeats(const struct exec_model *em, const struct exec_layer
 	return false;
 }
 
-static int build_layer(struct exec_model *em, int li, struct exec_weights_file *wf, char *err,
-		       size_t err_len)
+static int build_layer(struct exec_model *em, int li, struct exec_weights_file *wf,
+		       struct coloc_err *err)
 {
 	struct plan_draft *draft = malloc(sizeof(*draft));
 	struct builder b = {
@@ -2075,7 +2073,6 @@ static int build_layer(struct exec_model *em, int li, struct exec_weights_file *
 		.l = &em->graph->layers[li],
 		.xl = &em->layers[li],
 		.err = err,
-		.err_len = err_len,
 	};
 	struct layer_weights lw = { 0 };
 	enum model_op op = b.l->op;
@@ -2086,10 +2083,10 @@ static int build_layer(struct exec_model *em, int li, struct exec_weights_file *
 		return fail(&b, -ENOMEM, "out of memory");
 	if (op == MODEL_OP_CONV || op == MODEL_OP_FC || op == MODEL_OP_LAYER_NORM ||
 	    op == MODEL_OP_EMBED) {
-		ret = layer_weights_make(em->graph, li, wf, &lw, err, err_len);
+		ret = layer_weights_make(em->graph, li, wf, &lw, err);
 		if (ret) {
 			free(draft);
-			if (wf && err[0])
+			if (wf && err->code)
 				return ret;
 			return fail(&b, ret, "cannot generate weights");
 		}
@@ -2112,7 +2109,7 @@ static int build_layer(struct exec_model *em, int li, struct exec_weights_file *
 			ret = build_plan(&b, c, &lw);
 			if (ret == -ENOENT && s == 0 && nr_cands > 1)
 				break;
-			if (ret && !err[0])
+			if (ret && !err->code)
 				fail(&b, ret, "cannot build version %s for %d cores", names[c],
 				     b.nr_threads);
 			if (!ret)
@@ -2120,7 +2117,7 @@ static int build_layer(struct exec_model *em, int li, struct exec_weights_file *
 			if (draft->tmp_bytes > em->tmp_bytes)
 				em->tmp_bytes = draft->tmp_bytes;
 		}
-		if (ret == -ENOENT && !err[0]) {
+		if (ret == -ENOENT && !err->code) {
 			/* not buildable here: the next candidate */
 			ret = 0;
 			plans_free(b.xl->plans[v], em->nr_slots);
@@ -2141,8 +2138,8 @@ static int build_layer(struct exec_model *em, int li, struct exec_weights_file *
 	return ret;
 }
 
-static int cpus_resolve(const struct exec_options *opts, struct exec_cpuset *out, char *err,
-			size_t err_len)
+static int cpus_resolve(const struct exec_options *opts, struct exec_cpuset *out,
+			struct coloc_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	if (!opts || opts->cpus.nr == 0) {
@@ -2150,27 +2147,30 @@ static int cpus_resolve(const struct exec_options *opts, struct exec_cpuset *out
 
 		/* the online CPUs this process may use (taskset, cpuset cgroups) */
 		if (sched_getaffinity(0, sizeof(allowed), &allowed))
-			return -errno;
+			return coloc_err_set(err, -errno, "cannot read this process's CPU mask: %s",
+					     strerror(errno));
 		for (int c = 0; c < EXEC_MAX_CPUS && c < CPU_SETSIZE; c++)
 			if (CPU_ISSET(c, &allowed) && exec_cpu_online(c))
 				out->cpus[out->nr++] = c;
-		return out->nr ? 0 : -ENODEV;
+		return out->nr ? 0 :
+				 coloc_err_set(err, -ENODEV,
+					       "none of the CPUs this process may use is online");
 	}
 	if (opts->cpus.nr < 0 || opts->cpus.nr > EXEC_MAX_CPUS) {
-		snprintf(err, err_len, "bad number of cpus %d (1..%d)", opts->cpus.nr,
-			 EXEC_MAX_CPUS);
+		coloc_err_set(err, -EINVAL, "bad number of cpus %d (1..%d)", opts->cpus.nr,
+			      EXEC_MAX_CPUS);
 		return -EINVAL;
 	}
 	for (int i = 0; i < opts->cpus.nr; i++) {
 		int c = opts->cpus.cpus[i];
 
 		if (!exec_cpu_online(c)) {
-			snprintf(err, err_len, "cpu %d is not online", c);
+			coloc_err_set(err, -ENODEV, "cpu %d is not online", c);
 			return -ENODEV;
 		}
 		for (int j = 0; j < i; j++) {
 			if (opts->cpus.cpus[j] == c) {
-				snprintf(err, err_len, "cpu %d listed twice", c);
+				coloc_err_set(err, -EINVAL, "cpu %d listed twice", c);
 				return -EINVAL;
 			}
 		}
@@ -2200,29 +2200,32 @@ static void slots_make(struct exec_model *em)
 }
 
 static struct exec_model *load(const struct model *m, const struct exec_options *opts,
-			       bool default_only, char *err, size_t err_len)
+			       bool default_only, struct coloc_err *err)
 {
 	struct exec_weights_file *wf = NULL;
+	struct coloc_err unwanted;
 	struct exec_model *em;
 	size_t off = 0;
 	int ret;
 
-	if (err_len)
-		err[0] = 0;
+	/* building layers asks whether an error was recorded: it needs a place */
+	if (!err)
+		err = &unwanted;
+	coloc_err_clear(err);
 	if (!m || m->nr_layers <= 0 || !m->layers) {
-		snprintf(err, err_len, "empty model");
+		coloc_err_set(err, -EINVAL, "empty model");
 		return NULL;
 	}
 	/* Checked whole before oneDNN builds anything, so a bad file fails fast. */
 	if (opts && opts->weights_path) {
-		wf = exec_weights_open(m, opts->weights_path, err, err_len);
+		wf = exec_weights_open(m, opts->weights_path, err);
 		if (!wf)
 			return NULL;
 	}
 	em = calloc(1, sizeof(*em));
 	if (!em) {
 		exec_weights_close(wf);
-		snprintf(err, err_len, "out of memory");
+		coloc_err_set(err, -ENOMEM, "out of memory");
 		return NULL;
 	}
 	em->graph = m;
@@ -2232,17 +2235,17 @@ static struct exec_model *load(const struct model *m, const struct exec_options 
 	 * which breaks pinning team thread i to the block's i-th core.
 	 */
 	if (getenv("OMP_PLACES") || getenv("OMP_PROC_BIND") || getenv("GOMP_CPU_AFFINITY")) {
-		snprintf(err, err_len,
-			 "unset OMP_PLACES, OMP_PROC_BIND and GOMP_CPU_AFFINITY: "
-			 "the executor pins its threads to each block's cores itself");
+		coloc_err_set(err, -EINVAL,
+			      "unset OMP_PLACES, OMP_PROC_BIND and GOMP_CPU_AFFINITY: "
+			      "the executor pins its threads to each block's cores itself");
 		goto fail;
 	}
-	ret = cpus_resolve(opts, &em->cpus, err, err_len);
+	ret = cpus_resolve(opts, &em->cpus, err);
 	if (ret)
 		goto fail;
 	slots_make(em);
 	if (dnnl_engine_create(&em->engine, dnnl_cpu, 0)) {
-		snprintf(err, err_len, "cannot create the oneDNN CPU engine");
+		coloc_err_set(err, -ENODEV, "cannot create the oneDNN CPU engine");
 		goto fail;
 	}
 	em->streams = calloc((size_t)em->max_threads, sizeof(*em->streams));
@@ -2268,21 +2271,21 @@ static struct exec_model *load(const struct model *m, const struct exec_options 
 
 		for (int j = 0; j < l->nr_inputs; j++) {
 			if (l->inputs[j] < 0 || l->inputs[j] >= li) {
-				snprintf(err, err_len,
-					 "layer %d '%s': input %d is not an earlier layer", li,
-					 l->name, l->inputs[j]);
+				coloc_err_set(err, -EINVAL,
+					      "layer %d '%s': input %d is not an earlier layer", li,
+					      l->name, l->inputs[j]);
 				goto fail;
 			}
 		}
 		if (l->out.ndims < 1 || l->out.ndims > MODEL_MAX_DIMS ||
 		    model_shape_elems(&l->out) <= 0) {
-			snprintf(err, err_len, "layer %d '%s': bad output shape", li, l->name);
+			coloc_err_set(err, -EINVAL, "layer %d '%s': bad output shape", li, l->name);
 			goto fail;
 		}
 		layer_out_md(em, li);
 	}
 	for (int li = 0; li < m->nr_layers; li++) {
-		ret = build_layer(em, li, wf, err, err_len);
+		ret = build_layer(em, li, wf, err);
 		if (ret)
 			goto fail;
 	}
@@ -2326,25 +2329,24 @@ static struct exec_model *load(const struct model *m, const struct exec_options 
 	em->resident_bytes += em->owned.nr_mems * 1024 + em->owned.nr_prims * 256;
 	return em;
 oom:
-	snprintf(err, err_len, "out of memory");
+	coloc_err_set(err, -ENOMEM, "out of memory");
 fail:
-	if (!err[0])
-		snprintf(err, err_len, "cannot load the model");
+	coloc_err_set(err, -EINVAL, "cannot load the model");
 	exec_weights_close(wf);
 	exec_model_free(em);
 	return NULL;
 }
 
 struct exec_model *exec_model_load(const struct model *m, const struct exec_options *opts,
-				   char *err, size_t err_len)
+				   struct coloc_err *err)
 {
-	return load(m, opts, false, err, err_len);
+	return load(m, opts, false, err);
 }
 
 struct exec_model *exec_model_load_default(const struct model *m, const struct exec_options *opts,
-					   char *err, size_t err_len)
+					   struct coloc_err *err)
 {
-	return load(m, opts, true, err, err_len);
+	return load(m, opts, true, err);
 }
 
 void exec_model_free(struct exec_model *em)

@@ -35,20 +35,6 @@
 #define PROFILE_MAX_LATENCY_NS 1000000000000000ULL /* 11.6 days */
 #define PROFILE_MAX_RATIO 1e6
 
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !err_len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, err_len, fmt, ap);
-	va_end(ap);
-}
-
 const char *profile_stress_kind_name(enum profile_stress_kind kind)
 {
 	return kind == PROFILE_STRESS_MEMBW ? "membw" : "llc";
@@ -60,42 +46,44 @@ static size_t cells_per_version(const struct profile *p)
 }
 
 struct profile *profile_new(int nr_layers, const int *nr_versions, int nr_cores, int nr_levels,
-			    const int *levels, char *err, size_t err_len)
+			    const int *levels, struct coloc_err *err)
 {
 	struct profile *p;
 	size_t cells = 0;
 
 	if (nr_layers < 1 || nr_layers > PROFILE_MAX_LAYERS) {
-		set_err(err, err_len, "layer count %d outside 1..%d", nr_layers,
-			PROFILE_MAX_LAYERS);
+		coloc_err_set(err, -EINVAL, "layer count %d outside 1..%d", nr_layers,
+			      PROFILE_MAX_LAYERS);
 		return NULL;
 	}
 	if (nr_cores < 1 || nr_cores > PROFILE_MAX_CORES) {
-		set_err(err, err_len, "core count %d outside 1..%d", nr_cores, PROFILE_MAX_CORES);
+		coloc_err_set(err, -EINVAL, "core count %d outside 1..%d", nr_cores,
+			      PROFILE_MAX_CORES);
 		return NULL;
 	}
 	if (nr_levels < 1 || nr_levels > PROFILE_MAX_LEVELS || levels[0] != 0) {
-		set_err(err, err_len, "levels must be 0 then up to %d stress levels",
-			PROFILE_MAX_LEVELS - 1);
+		coloc_err_set(err, -EINVAL, "levels must be 0 then up to %d stress levels",
+			      PROFILE_MAX_LEVELS - 1);
 		return NULL;
 	}
 	for (int k = 1; k < nr_levels; k++) {
 		if (levels[k] <= levels[k - 1] || levels[k] > 100) {
-			set_err(err, err_len, "stress levels must increase strictly within 1..100");
+			coloc_err_set(err, -EINVAL,
+				      "stress levels must increase strictly within 1..100");
 			return NULL;
 		}
 	}
 	for (int i = 0; i < nr_layers; i++) {
 		if (nr_versions[i] < 1 || nr_versions[i] > PROFILE_MAX_VERSIONS) {
-			set_err(err, err_len, "layer %d: version count %d outside 1..%d", i,
-				nr_versions[i], PROFILE_MAX_VERSIONS);
+			coloc_err_set(err, -EINVAL, "layer %d: version count %d outside 1..%d", i,
+				      nr_versions[i], PROFILE_MAX_VERSIONS);
 			return NULL;
 		}
 		cells += (size_t)nr_versions[i] * (size_t)nr_cores * (size_t)nr_levels;
 	}
 	if (cells > PROFILE_MAX_CELLS) {
-		set_err(err, err_len, "table of %zu cells is larger than the limit of %u", cells,
-			PROFILE_MAX_CELLS);
+		coloc_err_set(err, -E2BIG, "table of %zu cells is larger than the limit of %u",
+			      cells, PROFILE_MAX_CELLS);
 		return NULL;
 	}
 
@@ -124,7 +112,7 @@ struct profile *profile_new(int nr_layers, const int *nr_versions, int nr_cores,
 	return p;
 nomem:
 	profile_free(p);
-	set_err(err, err_len, "out of memory for a profile of %zu cells", cells);
+	coloc_err_set(err, -ENOMEM, "out of memory for a profile of %zu cells", cells);
 	return NULL;
 }
 
@@ -419,23 +407,25 @@ static bool is_text(const char *s)
 	return isgraph((unsigned char)s[-1]);
 }
 
-static int check_writable(const struct profile *p, char *err, size_t err_len)
+static int check_writable(const struct profile *p, struct coloc_err *err)
 {
 	if (!is_token(p->model_name) || !is_text(p->machine.cpu_model) ||
 	    !is_token(p->machine.isa) || !is_token(p->onednn_version) || !is_token(p->date)) {
-		set_err(err, err_len,
+		coloc_err_set(
+			err, -EINVAL,
 			"model name, ISA, oneDNN version and date must be single words and the CPU model printable text");
 		return -EINVAL;
 	}
 	for (int i = 0; i < p->nr_layers; i++) {
 		if (!is_token(p->layers[i].name)) {
-			set_err(err, err_len, "layer %d: name '%s' is empty or has spaces", i,
-				p->layers[i].name);
+			coloc_err_set(err, -EINVAL, "layer %d: name '%s' is empty or has spaces", i,
+				      p->layers[i].name);
 			return -EINVAL;
 		}
 		for (int v = 0; v < p->layers[i].nr_versions; v++) {
 			if (!is_token(p->layers[i].version_names[v])) {
-				set_err(err, err_len,
+				coloc_err_set(
+					err, -EINVAL,
 					"layer %d: version %d name '%s' is empty or has spaces", i,
 					v, p->layers[i].version_names[v]);
 				return -EINVAL;
@@ -521,42 +511,42 @@ static void write_profile(const struct profile *p, FILE *f)
 	fprintf(f, "end\n");
 }
 
-int profile_save(const struct profile *p, const char *path, char *err, size_t err_len)
+int profile_save(const struct profile *p, const char *path, struct coloc_err *err)
 {
 	char tmp[4096];
 	FILE *f;
 	int ret;
 
-	ret = check_writable(p, err, err_len);
+	ret = check_writable(p, err);
 	if (ret)
 		return ret;
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp)) {
-		set_err(err, err_len, "%s: path too long", path);
+		coloc_err_set(err, -ENAMETOOLONG, "%s: path too long", path);
 		return -ENAMETOOLONG;
 	}
 	f = fopen(tmp, "we");
 	if (!f) {
 		ret = -errno;
-		set_err(err, err_len, "%s: cannot create: %s", tmp, strerror(errno));
+		coloc_err_set(err, ret, "%s: cannot create: %s", tmp, strerror(errno));
 		return ret;
 	}
 	write_profile(p, f);
 	if (fflush(f) || ferror(f) || fsync(fileno(f))) {
 		ret = errno ? -errno : -EIO;
-		set_err(err, err_len, "%s: write failed: %s", tmp, strerror(-ret));
+		coloc_err_set(err, ret, "%s: write failed: %s", tmp, strerror(-ret));
 		fclose(f);
 		unlink(tmp);
 		return ret;
 	}
 	if (fclose(f)) {
 		ret = -errno;
-		set_err(err, err_len, "%s: write failed: %s", tmp, strerror(errno));
+		coloc_err_set(err, ret, "%s: write failed: %s", tmp, strerror(errno));
 		unlink(tmp);
 		return ret;
 	}
 	if (rename(tmp, path)) {
 		ret = -errno;
-		set_err(err, err_len, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+		coloc_err_set(err, ret, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
 		unlink(tmp);
 		return ret;
 	}
@@ -574,8 +564,7 @@ struct parser {
 	char *field[PROFILE_MAX_FIELDS];
 	int nr_fields;
 	const char *rest; /* the text after the first field, for "cpu" */
-	char *err;
-	size_t err_len;
+	struct coloc_err *err;
 };
 
 static int parse_error(struct parser *ps, const char *fmt, ...)
@@ -589,8 +578,7 @@ static int parse_error(struct parser *ps, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	set_err(ps->err, ps->err_len, "%s:%d: %s", ps->name, ps->line, msg);
-	return -EINVAL;
+	return coloc_err_set(ps->err, -EINVAL, "%s:%d: %s", ps->name, ps->line, msg);
 }
 
 /*
@@ -977,24 +965,22 @@ out:
 	return ret;
 }
 
-struct profile *profile_parse(const char *name, const char *text, size_t len, char *err,
-			      size_t err_len)
+struct profile *profile_parse(const char *name, const char *text, size_t len, struct coloc_err *err)
 {
 	struct parser *ps = calloc(1, sizeof(*ps));
 	struct profile_header *hd = calloc(1, sizeof(*hd));
 	struct profile_layer *layers = NULL;
 	struct profile *p = NULL;
-	char msg[256];
+	struct coloc_err why = { 0 };
 
 	if (!ps || !hd) {
-		set_err(err, err_len, "%s: out of memory", name);
+		coloc_err_set(err, -ENOMEM, "%s: out of memory", name);
 		goto fail;
 	}
 	ps->name = name;
 	ps->pos = text;
 	ps->end = text + len;
 	ps->err = err;
-	ps->err_len = err_len;
 	if (parse_header(ps, hd))
 		goto fail;
 	/* Each layer record takes at least 13 bytes: a short file cannot make us allocate much. */
@@ -1011,9 +997,9 @@ struct profile *profile_parse(const char *name, const char *text, size_t len, ch
 	if (parse_layers(ps, hd, layers))
 		goto fail;
 	p = profile_new(hd->h.nr_layers, hd->nr_versions, hd->h.nr_cores, hd->h.nr_levels,
-			hd->h.levels, msg, sizeof(msg));
+			hd->h.levels, &why);
 	if (!p) {
-		parse_error(ps, "%s", msg);
+		parse_error(ps, "%s", coloc_err_str(&why));
 		goto fail;
 	}
 	memcpy(p->model_name, hd->h.model_name, sizeof(p->model_name));
@@ -1038,7 +1024,7 @@ fail:
 	return NULL;
 }
 
-struct profile *profile_load(const char *path, char *err, size_t err_len)
+struct profile *profile_load(const char *path, struct coloc_err *err)
 {
 	struct profile *p = NULL;
 	struct stat st;
@@ -1047,20 +1033,20 @@ struct profile *profile_load(const char *path, char *err, size_t err_len)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
-		set_err(err, err_len, "%s: %s", path, strerror(errno));
+		coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
 		return NULL;
 	}
 	if (fstat(fd, &st)) {
-		set_err(err, err_len, "%s: %s", path, strerror(errno));
+		coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size > (off_t)1 << 30) {
-		set_err(err, err_len, "%s: not a regular file of at most 1 GiB", path);
+		coloc_err_set(err, -EINVAL, "%s: not a regular file of at most 1 GiB", path);
 		goto out;
 	}
 	text = malloc((size_t)st.st_size + 1);
 	if (!text) {
-		set_err(err, err_len, "%s: out of memory", path);
+		coloc_err_set(err, -ENOMEM, "%s: out of memory", path);
 		goto out;
 	}
 	while (done < (size_t)st.st_size) {
@@ -1069,13 +1055,13 @@ struct profile *profile_load(const char *path, char *err, size_t err_len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			set_err(err, err_len, "%s: read failed: %s", path,
-				n ? strerror(errno) : "file shrank");
+			coloc_err_set(err, n ? -errno : -EIO, "%s: read failed: %s", path,
+				      n ? strerror(errno) : "file shrank");
 			goto out;
 		}
 		done += (size_t)n;
 	}
-	p = profile_parse(path, text, done, err, err_len);
+	p = profile_parse(path, text, done, err);
 out:
 	free(text);
 	close(fd);

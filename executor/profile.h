@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "error.h"
 
 #define PROFILE_FORMAT_VERSION 2
 #define PROFILE_NAME_LEN 64 /* model and layer names, as MODEL_NAME_LEN */
@@ -87,7 +88,7 @@ struct profile {
  * dimensions or no memory.
  */
 struct profile *profile_new(int nr_layers, const int *nr_versions, int nr_cores, int nr_levels,
-			    const int *levels, char *err, size_t err_len);
+			    const int *levels, struct coloc_err *err);
 void profile_free(struct profile *p);
 
 /* The cell of (layer, version, cores, level index), or NULL when out of range. */
@@ -109,12 +110,12 @@ int profile_lookup(const struct profile *p, int layer, int version, int cores, d
 		   uint64_t *latency_ns);
 
 /* Writes atomically (a temporary file renamed over path). Returns 0 or -errno, message in err. */
-int profile_save(const struct profile *p, const char *path, char *err, size_t err_len);
+int profile_save(const struct profile *p, const char *path, struct coloc_err *err);
 /* Returns NULL with "FILE:LINE: what is wrong" in err. */
-struct profile *profile_load(const char *path, char *err, size_t err_len);
+struct profile *profile_load(const char *path, struct coloc_err *err);
 /* The same from memory; name is used in messages. */
-struct profile *profile_parse(const char *name, const char *text, size_t len, char *err,
-			      size_t err_len);
+struct profile *profile_parse(const char *name, const char *text, size_t len,
+			      struct coloc_err *err);
 
 /*
  * True when two profiles measure the same thing: same model hash, machine,

@@ -180,15 +180,15 @@ FIXTURE(exec)
 
 FIXTURE_SETUP(exec)
 {
-	char err[512];
+	struct coloc_err cerr = { 0 };
 
 	self->m = small_net();
 	ASSERT_NE(NULL, self->m);
 	memset(&self->opts, 0, sizeof(self->opts));
 	self->opts.cpus.nr = nr_cpus() >= 2 ? 2 : 1;
 	self->opts.cpus.cpus[1] = 1;
-	self->em = exec_model_load(self->m, &self->opts, err, sizeof(err));
-	ASSERT_NE(NULL, self->em) TH_LOG("load: %s", err);
+	self->em = exec_model_load(self->m, &self->opts, &cerr);
+	ASSERT_NE(NULL, self->em) TH_LOG("load: %s", coloc_err_str(&cerr));
 	self->q = exec_query_new(self->em);
 	ASSERT_NE(NULL, self->q);
 }
@@ -223,6 +223,7 @@ TEST_F(exec, run_block__hand_built_net_matches_reference)
 TEST_F(exec, run_block__parsed_model_matches_reference)
 {
 	struct exec_cpuset one = { .nr = 1, .cpus = { 0 } };
+	struct coloc_err cerr = { 0 };
 	char err[512];
 	struct model *m = model_parse("tiny_text", small_net_text, sizeof(small_net_text) - 1, err,
 				      sizeof(err));
@@ -234,8 +235,8 @@ TEST_F(exec, run_block__parsed_model_matches_reference)
 	ASSERT_NE(NULL, m) TH_LOG("parse: %s", err);
 	last = m->nr_layers - 1;
 	ASSERT_EQ(48, model_shape_elems(&m->layers[last].out));
-	em = exec_model_load(m, &self->opts, err, sizeof(err));
-	ASSERT_NE(NULL, em) TH_LOG("load: %s", err);
+	em = exec_model_load(m, &self->opts, &cerr);
+	ASSERT_NE(NULL, em) TH_LOG("load: %s", coloc_err_str(&cerr));
 	q = exec_query_new(em);
 	ASSERT_NE(NULL, q);
 	ref = reference_all(_metadata, m, q);
@@ -258,6 +259,7 @@ static void check_model_file(struct __test_metadata *_metadata, const char *name
 	const char *root = getenv("COLOC_ROOT");
 	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
 	struct exec_cpuset sets[2] = { { .nr = 1, .cpus = { 0 } }, { .nr = 2, .cpus = { 0, 1 } } };
+	struct coloc_err cerr = { 0 };
 	char path[512], err[512];
 	struct exec_model *em;
 	struct exec_query *q;
@@ -273,8 +275,8 @@ static void check_model_file(struct __test_metadata *_metadata, const char *name
 		opts.cpus = sets[1];
 	m = model_load(path, err, sizeof(err));
 	ASSERT_NE(NULL, m) TH_LOG("%s", err);
-	em = exec_model_load(m, &opts, err, sizeof(err));
-	ASSERT_NE(NULL, em) TH_LOG("%s", err);
+	em = exec_model_load(m, &opts, &cerr);
+	ASSERT_NE(NULL, em) TH_LOG("%s", coloc_err_str(&cerr));
 	q = exec_query_new(em);
 	ASSERT_NE(NULL, q);
 	ref = reference_all(_metadata, m, q);
@@ -437,15 +439,16 @@ TEST(exec_load__fc_offers_gemm_only_where_it_differs)
 	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
 	struct exec_model *em;
 	struct model_layer *l;
-	char err[256], first[128];
+	struct coloc_err cerr = { 0 };
+	char first[128];
 	int zero = 0, gemm = -1;
 
 	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, 2, in_d);
 	l = ref_model_add(m, MODEL_OP_FC, "fc", 1, &zero, 2, od);
 	l->fc.out_features = 1000;
 	onednn_first_matmul(1, 1280, 1000, first, sizeof(first));
-	em = exec_model_load(m, &opts, err, sizeof(err));
-	ASSERT_NE(NULL, em) TH_LOG("%s", err);
+	em = exec_model_load(m, &opts, &cerr);
+	ASSERT_NE(NULL, em) TH_LOG("%s", coloc_err_str(&cerr));
 	EXPECT_STREQ(first, exec_layer_impl(em, 1, 0, 1));
 	for (int v = 0; v < exec_layer_nr_versions(em, 1); v++)
 		if (!strcmp(exec_layer_version_name(em, 1, v), "gemm"))
@@ -474,14 +477,14 @@ TEST(exec_load__conv_split_versions_share_weights)
 	int64_t in_d[4] = { 1, 256, 14, 14 };
 	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
 	struct exec_model *em;
-	char err[256];
+	struct coloc_err cerr = { 0 };
 	size_t weights;
 
 	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, 4, in_d);
 	add_conv(m, 0, 512, 3, 1, 1, false, MODEL_ACT_RELU);
 	weights = 512 * 256 * 9 * sizeof(float);
-	em = exec_model_load(m, &opts, err, sizeof(err));
-	ASSERT_NE(NULL, em) TH_LOG("%s", err);
+	em = exec_model_load(m, &opts, &cerr);
+	ASSERT_NE(NULL, em) TH_LOG("%s", coloc_err_str(&cerr));
 	if (!strstr(exec_layer_impl(em, 1, 0, 1), "brg")) {
 		char impl[128];
 
@@ -511,12 +514,12 @@ TEST(exec_load__plain_reshape_is_free)
 	struct exec_query *q;
 	float got[24], *in;
 	int zero = 0;
-	char err[256];
+	struct coloc_err cerr = { 0 };
 
 	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, 3, d);
 	ref_model_add(m, MODEL_OP_RESHAPE, "r", 1, &zero, 2, od);
-	em = exec_model_load(m, &opts, err, sizeof(err));
-	ASSERT_NE(NULL, em) TH_LOG("%s", err);
+	em = exec_model_load(m, &opts, &cerr);
+	ASSERT_NE(NULL, em) TH_LOG("%s", coloc_err_str(&cerr));
 	q = exec_query_new(em);
 	in = exec_query_input(q, 0);
 	for (int i = 0; i < 24; i++)
@@ -807,10 +810,11 @@ TEST(exec_load__rejects_offline_cpu)
 {
 	struct model *m = small_net();
 	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { EXEC_MAX_CPUS - 1 } } };
-	char err[256] = "";
+	struct coloc_err cerr = { 0 };
 
-	EXPECT_EQ(NULL, exec_model_load(m, &opts, err, sizeof(err)));
-	EXPECT_NE(NULL, strstr(err, "not online")) TH_LOG("err: %s", err);
+	EXPECT_EQ(NULL, exec_model_load(m, &opts, &cerr));
+	EXPECT_EQ(-ENODEV, cerr.code);
+	EXPECT_NE(NULL, strstr(cerr.msg, "not online")) TH_LOG("err: %s", cerr.msg);
 	model_free(m);
 }
 

@@ -39,8 +39,8 @@ static uint64_t cell_value(int layer, int version, int cores, int level_idx)
 
 static struct profile *make_profile(bool leave_holes)
 {
-	char err[256];
-	struct profile *p = profile_new(3, test_versions, 2, 4, test_levels, err, sizeof(err));
+	struct coloc_err err = { 0 };
+	struct profile *p = profile_new(3, test_versions, 2, 4, test_levels, &err);
 
 	if (!p)
 		return NULL;
@@ -151,7 +151,7 @@ FIXTURE(profile)
 {
 	char dir[64];
 	char path[128];
-	char err[512];
+	struct coloc_err err;
 };
 
 FIXTURE_SETUP(profile)
@@ -177,9 +177,9 @@ TEST_F(profile, save_load__round_trips_every_field)
 	size_t first_len, second_len;
 
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, profile_save(p, self->path, self->err, sizeof(self->err)));
-	q = profile_load(self->path, self->err, sizeof(self->err));
-	ASSERT_NE(NULL, q) TH_LOG("%s", self->err);
+	ASSERT_EQ(0, profile_save(p, self->path, &self->err));
+	q = profile_load(self->path, &self->err);
+	ASSERT_NE(NULL, q) TH_LOG("%s", self->err.msg);
 
 	ASSERT_STREQ("tiny_net", q->model_name);
 	ASSERT_EQ(0x0123456789abcdefULL, q->model_hash);
@@ -221,7 +221,7 @@ TEST_F(profile, save_load__round_trips_every_field)
 	/* The written form is a fixed point: saving what was loaded gives the same bytes. */
 	first = read_file(self->path, &first_len);
 	ASSERT_NE(NULL, first);
-	ASSERT_EQ(0, profile_save(q, self->path, self->err, sizeof(self->err)));
+	ASSERT_EQ(0, profile_save(q, self->path, &self->err));
 	second = read_file(self->path, &second_len);
 	ASSERT_NE(NULL, second);
 	ASSERT_EQ(first_len, second_len);
@@ -329,7 +329,7 @@ TEST_F(profile, load__rejects_malformed_with_file_line)
 	int nr_lines = 0;
 
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, profile_save(p, self->path, self->err, sizeof(self->err)));
+	ASSERT_EQ(0, profile_save(p, self->path, &self->err));
 	profile_free(p);
 	good = read_file(self->path, &good_len);
 	ASSERT_NE(NULL, good);
@@ -342,29 +342,34 @@ TEST_F(profile, load__rejects_malformed_with_file_line)
 
 		snprintf(prefix, sizeof(prefix), "%s:%d: ", self->path, cases[i].err_line);
 		ASSERT_EQ(0, write_file(self->path, bad, strlen(bad)));
-		self->err[0] = '\0';
-		p = profile_load(self->path, self->err, sizeof(self->err));
+		coloc_err_clear(&self->err);
+		p = profile_load(self->path, &self->err);
 		ASSERT_EQ(NULL, p) TH_LOG("case %zu was accepted", i);
-		ASSERT_EQ(0, strncmp(prefix, self->err, strlen(prefix)))
-		TH_LOG("case %zu: '%s' does not start with '%s'", i, self->err, prefix);
-		ASSERT_NE(NULL, strstr(self->err, cases[i].msg))
-		TH_LOG("case %zu: '%s' lacks '%s'", i, self->err, cases[i].msg);
+		ASSERT_EQ(0, strncmp(prefix, self->err.msg, strlen(prefix)))
+		TH_LOG("case %zu: '%s' does not start with '%s'", i, self->err.msg, prefix);
+		ASSERT_NE(NULL, strstr(self->err.msg, cases[i].msg))
+		TH_LOG("case %zu: '%s' lacks '%s'", i, self->err.msg, cases[i].msg);
 		free(bad);
 	}
 
 	/* Truncation: without "end", cut mid-line, and with a NUL byte inside. */
 	ASSERT_EQ(0, write_file(self->path, good, good_len - 4));
-	ASSERT_EQ(NULL, profile_load(self->path, self->err, sizeof(self->err)));
-	ASSERT_NE(NULL, strstr(self->err, "without 'end'")) TH_LOG("%s", self->err);
+	coloc_err_clear(&self->err);
+	ASSERT_EQ(NULL, profile_load(self->path, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "without 'end'")) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(0, write_file(self->path, good, good_len - 10));
-	ASSERT_EQ(NULL, profile_load(self->path, self->err, sizeof(self->err)));
-	ASSERT_NE(NULL, strstr(self->err, "does not end with a newline")) TH_LOG("%s", self->err);
+	coloc_err_clear(&self->err);
+	ASSERT_EQ(NULL, profile_load(self->path, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "does not end with a newline"))
+	TH_LOG("%s", self->err.msg);
 	good[50] = '\0';
 	ASSERT_EQ(0, write_file(self->path, good, good_len));
-	ASSERT_EQ(NULL, profile_load(self->path, self->err, sizeof(self->err)));
-	ASSERT_NE(NULL, strstr(self->err, "0x00")) TH_LOG("%s", self->err);
-	ASSERT_EQ(NULL, profile_load("/nonexistent/p.profile", self->err, sizeof(self->err)));
-	ASSERT_NE(NULL, strstr(self->err, "No such file")) TH_LOG("%s", self->err);
+	coloc_err_clear(&self->err);
+	ASSERT_EQ(NULL, profile_load(self->path, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "0x00")) TH_LOG("%s", self->err.msg);
+	coloc_err_clear(&self->err);
+	ASSERT_EQ(NULL, profile_load("/nonexistent/p.profile", &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "No such file")) TH_LOG("%s", self->err.msg);
 	free(good);
 }
 
@@ -376,7 +381,7 @@ TEST_F(profile, parse__survives_random_mutations)
 	char *good;
 
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, profile_save(p, self->path, self->err, sizeof(self->err)));
+	ASSERT_EQ(0, profile_save(p, self->path, &self->err));
 	profile_free(p);
 	good = read_file(self->path, &good_len);
 	ASSERT_NE(NULL, good);
@@ -412,16 +417,17 @@ TEST_F(profile, parse__survives_random_mutations)
 				break;
 			}
 		}
-		self->err[0] = '\0';
-		p = profile_parse("fuzz", text, len, self->err, sizeof(self->err));
+		coloc_err_clear(&self->err);
+		p = profile_parse("fuzz", text, len, &self->err);
 		if (p) {
 			accepted++;
 			ASSERT_GE(p->nr_layers, 1);
 			profile_free(p);
 		} else {
-			ASSERT_EQ(0, strncmp("fuzz:", self->err, 5)) TH_LOG("%s", self->err);
-			ASSERT_TRUE(self->err[5] >= '1' && self->err[5] <= '9')
-			TH_LOG("%s", self->err);
+			ASSERT_EQ(0, strncmp("fuzz:", self->err.msg, 5))
+			TH_LOG("%s", self->err.msg);
+			ASSERT_TRUE(self->err.msg[5] >= '1' && self->err.msg[5] <= '9')
+			TH_LOG("%s", self->err.msg);
 		}
 		free(text);
 	}
@@ -433,7 +439,7 @@ TEST_F(profile, lookup__interpolates_between_measured_levels)
 {
 	static const int levels[] = { 0, 30, 60 };
 	int one = 1;
-	struct profile *p = profile_new(1, &one, 2, 3, levels, self->err, sizeof(self->err));
+	struct profile *p = profile_new(1, &one, 2, 3, levels, &self->err);
 	uint64_t ns = 0;
 
 	ASSERT_NE(NULL, p);
@@ -472,7 +478,7 @@ TEST_F(profile, update_slowdown__geometric_mean_of_off_core_ratios)
 {
 	static const int levels[] = { 0, 50 };
 	int two = 2;
-	struct profile *p = profile_new(1, &two, 2, 2, levels, self->err, sizeof(self->err));
+	struct profile *p = profile_new(1, &two, 2, 2, levels, &self->err);
 
 	ASSERT_NE(NULL, p);
 	/* On 1 core (stressor on the other core): ratios 1.2 and 1.5. */
@@ -499,12 +505,13 @@ TEST_F(profile, new__rejects_bad_dimensions)
 	static const int no_alone[] = { 10, 30 };
 	int versions[2] = { 1, PROFILE_MAX_VERSIONS + 1 };
 
-	ASSERT_EQ(NULL, profile_new(0, versions, 2, 3, test_levels, self->err, sizeof(self->err)));
-	ASSERT_EQ(NULL, profile_new(1, versions, 0, 3, test_levels, self->err, sizeof(self->err)));
-	ASSERT_EQ(NULL, profile_new(1, versions, 2, 3, bad_order, self->err, sizeof(self->err)));
-	ASSERT_EQ(NULL, profile_new(1, versions, 2, 2, no_alone, self->err, sizeof(self->err)));
-	ASSERT_EQ(NULL, profile_new(2, versions, 2, 3, test_levels, self->err, sizeof(self->err)));
-	ASSERT_NE(NULL, strstr(self->err, "version count 7")) TH_LOG("%s", self->err);
+	ASSERT_EQ(NULL, profile_new(0, versions, 2, 3, test_levels, &self->err));
+	ASSERT_EQ(NULL, profile_new(1, versions, 0, 3, test_levels, &self->err));
+	ASSERT_EQ(NULL, profile_new(1, versions, 2, 3, bad_order, &self->err));
+	ASSERT_EQ(NULL, profile_new(1, versions, 2, 2, no_alone, &self->err));
+	coloc_err_clear(&self->err);
+	ASSERT_EQ(NULL, profile_new(2, versions, 2, 3, test_levels, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "version count 7")) TH_LOG("%s", self->err.msg);
 }
 
 TEST_F(profile, fnv1a64__matches_reference_vectors)
@@ -632,8 +639,8 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 
 	ASSERT_EQ(0, tool_run(bin, args, &run));
 	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
-	p = profile_load(out, self->err, sizeof(self->err));
-	ASSERT_NE(NULL, p) TH_LOG("%s", self->err);
+	p = profile_load(out, &self->err);
+	ASSERT_NE(NULL, p) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(0, profile_nr_missing(p));
 	ASSERT_STREQ("tiny", p->model_name);
 	ASSERT_EQ(0, profile_hash_file(model, &hash));
@@ -710,8 +717,8 @@ TEST_F_TIMEOUT(profile, coloc_profile__resumes_where_sigint_stopped_it, 120)
 	ASSERT_TRUE(exited_with(&run, 1)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "interrupted")) TH_LOG("%s", run.output);
 	ASSERT_NE(0, access(out, F_OK));
-	half = profile_load(partial, self->err, sizeof(self->err));
-	ASSERT_NE(NULL, half) TH_LOG("%s", self->err);
+	half = profile_load(partial, &self->err);
+	ASSERT_NE(NULL, half) TH_LOG("%s", self->err.msg);
 	measured = nr_cells(half) - profile_nr_missing(half);
 	TH_LOG("interrupted with %zu of %zu cells measured", measured, nr_cells(half));
 	ASSERT_GT(measured, 0);
@@ -728,8 +735,8 @@ TEST_F_TIMEOUT(profile, coloc_profile__resumes_where_sigint_stopped_it, 120)
 	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "resuming from")) TH_LOG("%s", run.output);
 	ASSERT_NE(0, access(partial, F_OK));
-	full = profile_load(out, self->err, sizeof(self->err));
-	ASSERT_NE(NULL, full) TH_LOG("%s", self->err);
+	full = profile_load(out, &self->err);
+	ASSERT_NE(NULL, full) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(0, profile_nr_missing(full));
 	ASSERT_TRUE(profile_same_setup(half, full));
 	ASSERT_STREQ(half->date, full->date);

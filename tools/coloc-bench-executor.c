@@ -101,10 +101,11 @@ static void peak_line(const char *version, const char *impl, uint64_t macs, uint
 static int measure_peak(double *peak)
 {
 	struct exec_options eo = { .cpus = { .nr = 1, .cpus = { 0 } } };
+	struct coloc_err cerr = { 0 };
 	char err[512] = "";
 	struct model *m = model_parse("peak", peak_model, sizeof(peak_model) - 1, err, sizeof(err));
-	struct exec_model *em = m ? exec_model_load(m, &eo, err, sizeof(err)) : NULL;
-	struct exec_model *def = em ? exec_model_load_default(m, &eo, err, sizeof(err)) : NULL;
+	struct exec_model *em = m ? exec_model_load(m, &eo, &cerr) : NULL;
+	struct exec_model *def = em ? exec_model_load_default(m, &eo, &cerr) : NULL;
 	struct exec_query *q = def ? exec_query_new(em) : NULL;
 	struct exec_query *qd = q ? exec_query_new(def) : NULL;
 	uint64_t ns;
@@ -112,7 +113,8 @@ static int measure_peak(double *peak)
 
 	*peak = 0.0;
 	if (!qd) {
-		fprintf(stderr, "coloc-bench-executor: peak conv: %s\n", err);
+		fprintf(stderr, "coloc-bench-executor: peak conv: %s\n",
+			m ? coloc_err_str(&cerr) : err);
 		goto out;
 	}
 	exec_query_fill_inputs(q, m, 1);
@@ -189,6 +191,7 @@ static int bench_model(const char *path, double peak)
 	int *versions = NULL, nr_cores = 0, ret = -EINVAL, iters, reps;
 	bool big;
 	uint64_t *layer_ns = NULL;
+	struct coloc_err cerr = { 0 };
 	char err[512];
 	struct model *m = model_load(path, err, sizeof(err));
 
@@ -206,13 +209,13 @@ static int bench_model(const char *path, double peak)
 	/* Give freed heap back first, or the load reuses it and the delta shrinks. */
 	malloc_trim(0);
 	rss0 = rss_bytes();
-	em = exec_model_load(m, &eo, err, sizeof(err));
+	em = exec_model_load(m, &eo, &cerr);
 	malloc_trim(0);
 	rss1 = rss_bytes();
 	if (em)
-		def = exec_model_load_default(m, &eo, err, sizeof(err));
+		def = exec_model_load_default(m, &eo, &cerr);
 	if (!def) {
-		fprintf(stderr, "coloc-bench-executor: %s: %s\n", path, err);
+		fprintf(stderr, "coloc-bench-executor: %s: %s\n", path, coloc_err_str(&cerr));
 		goto out;
 	}
 	q = exec_query_new(em);
@@ -290,6 +293,7 @@ static int measure_switch(void)
 				       { .nr = 1, .cpus = { 1 } } };
 	enum { RUNS = 2000 };
 	uint64_t *sw = calloc(RUNS, sizeof(*sw));
+	struct coloc_err cerr = { 0 };
 	char err[512];
 	struct model *m = model_parse("peak", peak_model, sizeof(peak_model) - 1, err, sizeof(err));
 	struct exec_model *em;
@@ -303,7 +307,9 @@ static int measure_switch(void)
 		return 0;
 	}
 	eo.cpus = sets[1];
-	em = exec_model_load(m, &eo, err, sizeof(err));
+	em = exec_model_load(m, &eo, &cerr);
+	if (!em)
+		fprintf(stderr, "coloc-bench-executor: block switch: %s\n", coloc_err_str(&cerr));
 	q = em ? exec_query_new(em) : NULL;
 	for (int i = 0; i < RUNS && q && !ret; i++) {
 		struct exec_block_stats st;

@@ -252,6 +252,7 @@ int main(int argc, char **argv)
 	struct exec_cpuset cores;
 	struct exec_model *em;
 	struct model *m;
+	struct coloc_err cerr = { 0 };
 	char err[512];
 	int c, ret;
 	long v;
@@ -298,8 +299,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	opts.model_path = argv[optind];
-	if (opts.cores && exec_cpuset_parse(opts.cores, &eo.cpus, err, sizeof(err))) {
-		fprintf(stderr, "coloc-run: --cores: %s\n", err);
+	if (opts.cores && exec_cpuset_parse(opts.cores, &eo.cpus, &cerr)) {
+		fprintf(stderr, "coloc-run: --cores: %s\n", coloc_err_str(&cerr));
 		return 2;
 	}
 	m = model_load(opts.model_path, err, sizeof(err));
@@ -308,16 +309,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (opts.save_weights) {
-		ret = exec_weights_save(m, opts.save_weights, m->seed, err, sizeof(err));
+		ret = exec_weights_save(m, opts.save_weights, m->seed, &cerr);
 		if (ret)
-			fprintf(stderr, "coloc-run: %s\n", err);
+			fprintf(stderr, "coloc-run: %s\n", coloc_err_str(&cerr));
 		model_free(m);
 		return ret ? 1 : 0;
 	}
 	eo.weights_path = opts.weights;
-	em = exec_model_load(m, &eo, err, sizeof(err));
+	em = exec_model_load(m, &eo, &cerr);
 	if (!em) {
-		fprintf(stderr, "coloc-run: %s: %s\n", opts.model_path, err);
+		fprintf(stderr, "coloc-run: %s: %s\n", opts.model_path, coloc_err_str(&cerr));
 		model_free(m);
 		return 1;
 	}
