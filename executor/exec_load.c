@@ -2004,6 +2004,25 @@ static void plans_free(struct exec_plan *plans, int nr_slots)
 	free(plans);
 }
 
+/*
+ * Drops a candidate that is not kept: its plans, and the primitives, memory
+ * objects and split item arrays made since `mark` (only its plans used
+ * them; weight buffers stay, other versions may share them).
+ */
+static void candidate_drop(struct exec_model *em, struct exec_plan *plans,
+			   const struct exec_owned *mark)
+{
+	struct exec_owned *o = &em->owned;
+
+	plans_free(plans, em->nr_slots);
+	while (o->nr_prims > mark->nr_prims)
+		dnnl_primitive_destroy(o->prims[--o->nr_prims]);
+	while (o->nr_mems > mark->nr_mems)
+		dnnl_memory_destroy(o->mems[--o->nr_mems]);
+	while (o->nr_item_arrays > mark->nr_item_arrays)
+		free(o->item_arrays[--o->nr_item_arrays]);
+}
+
 static const char *prim_impl(const_dnnl_primitive_t prim)
 {
 	const_dnnl_primitive_desc_t pd;
@@ -2093,6 +2112,7 @@ static int build_layer(struct exec_model *em, int li, struct exec_weights_file *
 	}
 	nr_cands = layer_candidates(em, b.l, &names);
 	for (int c = 0; c < nr_cands && b.xl->nr_versions < EXEC_VERSIONS_KEPT && !ret; c++) {
+		struct exec_owned mark = em->owned;
 		int v = b.xl->nr_versions;
 
 		b.xl->plans[v] = calloc((size_t)em->nr_slots, sizeof(struct exec_plan));
@@ -2117,15 +2137,10 @@ static int build_layer(struct exec_model *em, int li, struct exec_weights_file *
 			if (draft->tmp_bytes > em->tmp_bytes)
 				em->tmp_bytes = draft->tmp_bytes;
 		}
-		if (ret == -ENOENT && !err->code) {
-			/* not buildable here: the next candidate */
+		/* not buildable for this shape, or the same execution as a kept version */
+		if ((ret == -ENOENT && !err->code) || (!ret && version_repeats(em, b.xl, v))) {
 			ret = 0;
-			plans_free(b.xl->plans[v], em->nr_slots);
-			b.xl->plans[v] = NULL;
-			continue;
-		}
-		if (!ret && version_repeats(em, b.xl, v)) {
-			plans_free(b.xl->plans[v], em->nr_slots);
+			candidate_drop(em, b.xl->plans[v], &mark);
 			b.xl->plans[v] = NULL;
 			continue;
 		}
