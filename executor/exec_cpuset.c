@@ -35,22 +35,17 @@ bool exec_cpu_online(int cpu)
 	return c == '1';
 }
 
-int exec_cpuset_parse(const char *text, struct exec_cpuset *set, char *err, size_t err_len)
+int exec_cpuset_parse(const char *text, struct exec_cpuset *set, struct coloc_err *err)
 {
-	struct coloc_err why = { 0 };
 	int nr;
 
 	memset(set, 0, sizeof(*set));
-	nr = cpulist_parse(text, 0, set->cpus, EXEC_MAX_CPUS, &why);
-	if (nr < 0) {
-		snprintf(err, err_len, "%s", coloc_err_str(&why));
+	nr = cpulist_parse(text, 0, set->cpus, EXEC_MAX_CPUS, err);
+	if (nr < 0)
 		return nr;
-	}
 	for (int i = 0; i < nr; i++) {
-		if (!exec_cpu_online(set->cpus[i])) {
-			snprintf(err, err_len, "cpu %d is not online", set->cpus[i]);
-			return -ENODEV;
-		}
+		if (!exec_cpu_online(set->cpus[i]))
+			return coloc_err_set(err, -ENODEV, "cpu %d is not online", set->cpus[i]);
 	}
 	set->nr = nr;
 	return 0;

@@ -27,6 +27,11 @@
 #define EXEC_MAX_SLOTS 24
 #define EXEC_IMPL_LEN 96
 #define EXEC_MAX_WEIGHT_BUFS 6
+/*
+ * Versions kept per layer: the first candidates that run differently on
+ * this CPU (so fewer where the rest resolve to a version already kept).
+ */
+#define EXEC_VERSIONS_KEPT 3
 
 enum exec_buf_kind {
 	EXEC_BUF_FIXED, /* handle set at load (weights, bias) */

@@ -19,26 +19,30 @@
  * that want another layout (blocked nChw16c) reorder in and out themselves,
  * and the reorder is part of that version's cost.
  *
- * Versions trade locality against parallelism. For a convolution:
- * oneDNN's first choice on NHWC (brgemm-based on AVX-512, all cores on one
- * primitive), a row split (each core a band of output rows, all weights,
- * single-thread primitives run as one parallel group) and an output-channel
- * split (each core a slice of the channels, streaming 1/n of the weights).
- * The three share the one copy of the weights oneDNN laid out for the first.
- * Where the channel split cannot be built (a layout not blocked by output
- * channel, too few channel blocks) the third is a row split with two bands
- * per core ("row-tiles"); where no split can be built, "onednn-any": the
- * layouts oneDNN picks around the shared weights (a blocked JIT kernel when
- * one takes them), with a weights copy only as a last resort. For fc:
- * oneDNN's matmul, the gemm-based matmul, and output columns split per
- * core, all on the plain [K, N] weights; for a batched matmul: default,
- * gemm, and batches (or rows) split per core.
+ * Versions trade locality against parallelism. Each operator has a list of
+ * candidate versions in order of preference; a layer keeps the first
+ * EXEC_VERSIONS_KEPT that can be built for its shape and that run
+ * differently on this CPU from those already kept (another kernel, layout
+ * or split), so the same kernel is never offered under two names (on AVX2
+ * oneDNN's matmul and its gemm-based matmul are one kernel). For a
+ * convolution: oneDNN's first choice on NHWC (brgemm-based on AVX-512, all
+ * cores on one primitive), a row split (each core a band of output rows,
+ * all weights, single-thread primitives run as one parallel group), an
+ * output-channel split (each core a slice of the channels, streaming 1/n of
+ * the weights), a row split with two bands per core ("row-tiles"), the
+ * gemm-based algorithm on NHWC, and "onednn-any": the layouts oneDNN picks
+ * around the shared weights. All share the one copy of the weights oneDNN
+ * laid out for the first where they can. For fc: oneDNN's matmul, the
+ * gemm-based matmul, output columns split per core, the matmul on weights
+ * oneDNN pre-packs, and columns split two per core. For a batched matmul:
+ * default, gemm, and batches (or rows) split one or two per core.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
 #include <math.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,8 +70,7 @@ struct builder {
 	int nr_threads;
 	bool strict; /* pd_create: no implementation matching the name is an error */
 	bool no_ref; /* pd_create: never the reference kernels */
-	char *err;
-	size_t err_len;
+	struct coloc_err *err;
 };
 
 static struct exec_owned *owned_of(struct exec_model *em)
@@ -83,9 +86,8 @@ static int fail(struct builder *b, int ret, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	snprintf(b->err, b->err_len, "layer %d '%s' (%s, line %d): %s", b->li, b->l->name,
-		 model_op_name(b->l->op), b->l->line, msg);
-	return ret;
+	return coloc_err_set(b->err, ret, "layer %d '%s' (%s, line %d): %s", b->li, b->l->name,
+			     model_op_name(b->l->op), b->l->line, msg);
 }
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -545,11 +547,11 @@ struct layer_weights {
 
 /* From the weights file when there is one, else generated from the model's seed. */
 static int layer_weights_make(const struct model *m, int li, struct exec_weights_file *wf,
-			      struct layer_weights *lw, char *err, size_t err_len)
+			      struct layer_weights *lw, struct coloc_err *err)
 {
 	const struct model_layer *l = &m->layers[li];
 	struct exec_layer_params p;
-	int ret = wf ? exec_weights_read_layer(wf, li, &p, err, err_len) :
+	int ret = wf ? exec_weights_read_layer(wf, li, &p, err) :
 		       exec_layer_params_generate(m, li, &p);
 
 	memset(lw, 0, sizeof(*lw));
@@ -1018,41 +1020,81 @@ static int conv_oc_split(struct builder *b, const struct conv_shape *cs,
 	return ret;
 }
 
-enum conv_version { CONV_DEFAULT, CONV_ROW_SPLIT, CONV_OC_SPLIT, CONV_NR_VERSIONS };
+/*
+ * A layer's candidate versions, in order of preference. build_layer keeps
+ * the first EXEC_VERSIONS_KEPT that can be built and that run differently
+ * from every version already kept on this CPU (see plans_same()), so a
+ * candidate that resolves to the same kernel, split and layouts as another
+ * here is never offered twice under two names.
+ */
+enum conv_cand {
+	CONV_NHWC,
+	CONV_ROW_SPLIT,
+	CONV_OC_SPLIT,
+	CONV_ROW_TILES,
+	CONV_GEMM_NHWC,
+	CONV_ANY,
+	CONV_NR_CANDS
+};
 
-static void name_version(struct builder *b, int v, const char *name)
+/*
+ * "onednn-any": the layouts oneDNN picks around the shared weights (a
+ * blocked JIT kernel when one takes them), with a weights copy only as a
+ * last resort. Also what a split candidate runs at a core count where its
+ * split cannot be built (its impl string then says so).
+ */
+static int conv_any(struct builder *b, const struct conv_shape *cs, const struct layer_weights *lw,
+		    const dnnl_memory_desc_t *shared, const dnnl_memory_desc_t *any)
 {
-	snprintf(b->xl->version_names[v], EXEC_VERSION_NAME_LEN, "%s", name);
+	struct plan_draft saved = *b->plan;
+	int ret;
+
+	b->strict = true;
+	ret = conv_whole(b, cs, lw, dnnl_format_tag_any, shared, "jit");
+	if (ret == -ENOENT || ret == -EINVAL) {
+		/* A failed attempt's steps own nothing: the model frees what they made. */
+		*b->plan = saved;
+		b->no_ref = true;
+		ret = conv_whole(b, cs, lw, dnnl_format_tag_any, shared, NULL);
+		b->no_ref = false;
+	}
+	b->strict = false;
+	if (ret == -ENOENT || ret == -EINVAL) {
+		*b->plan = saved;
+		ret = conv_whole(b, cs, lw, dnnl_format_tag_any, any, NULL);
+	}
+	/* the kernel may be version 0's: what differs is the layout */
+	if (!ret)
+		strncat(b->plan->impl, " own-layouts",
+			sizeof(b->plan->impl) - strlen(b->plan->impl) - 1);
+	return ret;
 }
 
 /*
- * Version 0 is oneDNN's own first choice on NHWC (brgemm-based on AVX-512
- * for most shapes); its weights layout is shared by the split versions, so
- * a conv normally holds one copy of its weights. Where the channel split
- * cannot be built version 2 is the row split with two bands per core;
- * where no split can be built, "onednn-any" (see the top of this file).
- * oneDNN may choose another weights layout at another thread count, which
- * costs a second copy only where it refuses the first slot's.
+ * Candidate 0 is oneDNN's own first choice on NHWC (brgemm-based on
+ * AVX-512 for most shapes); its weights layout is shared by the others, so
+ * a conv normally holds one copy of its weights. A candidate that cannot be
+ * built at the first slot returns -ENOENT and is not offered; at a later
+ * slot it runs "onednn-any" instead. oneDNN may choose another weights
+ * layout at another thread count, which costs a second copy only where it
+ * refuses the first slot's.
  */
-static int build_conv(struct builder *b, int version, const struct layer_weights *lw)
+static int build_conv(struct builder *b, int cand, const struct layer_weights *lw)
 {
 	struct plan_draft saved = *b->plan;
 	struct conv_shape cs;
 	dnnl_memory_desc_t any, shared;
-	bool first;
 	int ret;
 
 	conv_shape_of(b, &cs);
 	md_tag(&any, cs.ndims_w, cs.wdims, dnnl_format_tag_any);
-	if (b->em->default_only) {
-		name_version(b, version, "onednn-default");
+	if (b->em->default_only)
 		return conv_whole(b, &cs, lw, dnnl_format_tag_any, &any, NULL);
-	}
 	shared = b->xl->weight_mds[0];
-	if (version == CONV_DEFAULT) {
+	switch (cand) {
+	case CONV_NHWC: {
 		char impl[EXEC_IMPL_LEN];
 
-		name_version(b, version, "onednn-nhwc");
 		if (b->slot == 0)
 			return conv_whole(b, &cs, lw, dnnl_nhwc, &any, NULL);
 		/*
@@ -1068,67 +1110,30 @@ static int build_conv(struct builder *b, int version, const struct layer_weights
 		*b->plan = saved;
 		return conv_whole(b, &cs, lw, dnnl_nhwc, &any, NULL);
 	}
-	/*
-	 * The first slot picks what a version is; the others build the same,
-	 * or the blocked kernel when oneDNN will not (its impl string says so).
-	 */
-	first = b->slot == 0;
-	if (version == CONV_ROW_SPLIT) {
-		ret = -ENOENT;
-		if (first || !strcmp(b->xl->version_names[version], "row-split")) {
-			ret = conv_row_split(b, &cs, lw, &shared, 1);
-			if (first && ret != -ENOENT)
-				name_version(b, version, "row-split");
-		}
-		/* too few rows to split (e.g. 1x1 maps): the gemm-based algorithm */
-		if (ret == -ENOENT &&
-		    (first || !strcmp(b->xl->version_names[version], "gemm-nhwc"))) {
-			*b->plan = saved;
-			b->strict = true;
-			ret = conv_whole(b, &cs, lw, dnnl_nhwc, &any, "gemm");
-			b->strict = false;
-			if (ret == -EINVAL)
-				ret = -ENOENT;
-			if (first && ret != -ENOENT)
-				name_version(b, version, "gemm-nhwc");
-		}
-	} else {
-		ret = -ENOENT;
-		if (first || !strcmp(b->xl->version_names[version], "oc-split")) {
-			ret = conv_oc_split(b, &cs, lw, &shared);
-			if (first && ret != -ENOENT)
-				name_version(b, version, "oc-split");
-		}
-		if (ret == -ENOENT &&
-		    (first || !strcmp(b->xl->version_names[version], "row-tiles"))) {
-			/* A failed attempt's steps own nothing: the model frees what they made. */
-			*b->plan = saved;
-			ret = conv_row_split(b, &cs, lw, &shared, 2);
-			if (first && ret != -ENOENT)
-				name_version(b, version, "row-tiles");
-		}
+	case CONV_ROW_SPLIT:
+		ret = conv_row_split(b, &cs, lw, &shared, 1);
+		break;
+	case CONV_OC_SPLIT:
+		ret = conv_oc_split(b, &cs, lw, &shared);
+		break;
+	case CONV_ROW_TILES:
+		ret = conv_row_split(b, &cs, lw, &shared, 2);
+		break;
+	case CONV_GEMM_NHWC:
+		/* the gemm-based algorithm, for shapes too small to split */
+		b->strict = true;
+		ret = conv_whole(b, &cs, lw, dnnl_nhwc, &any, "gemm");
+		b->strict = false;
+		if (ret == -EINVAL)
+			ret = -ENOENT;
+		break;
+	default:
+		return conv_any(b, &cs, lw, &shared, &any);
 	}
-	if (ret != -ENOENT)
+	if (ret != -ENOENT || b->slot == 0)
 		return ret;
 	*b->plan = saved;
-	if (first)
-		name_version(b, version, "onednn-any");
-	b->strict = true;
-	ret = conv_whole(b, &cs, lw, dnnl_format_tag_any, &shared, "jit");
-	if (ret == -ENOENT || ret == -EINVAL) {
-		b->no_ref = true;
-		ret = conv_whole(b, &cs, lw, dnnl_format_tag_any, &shared, NULL);
-		b->no_ref = false;
-	}
-	b->strict = false;
-	/* Last resort, a copy of the weights in a layout oneDNN likes. */
-	if (ret == -ENOENT || ret == -EINVAL)
-		ret = conv_whole(b, &cs, lw, dnnl_format_tag_any, &any, NULL);
-	/* the kernel may be version 0's: what differs is the layout */
-	if (!ret)
-		strncat(b->plan->impl, " own-layouts",
-			sizeof(b->plan->impl) - strlen(b->plan->impl) - 1);
-	return ret;
+	return conv_any(b, &cs, lw, &shared, &any);
 }
 
 /* ---- fc and batched matmul ----------------------------------------------- */
@@ -1183,15 +1188,48 @@ static int mm_bind(struct builder *b, struct exec_step *s, const_dnnl_primitive_
 	return ret;
 }
 
-enum mm_version { MM_DEFAULT, MM_GEMM, MM_SPLIT, MM_NR_VERSIONS };
+/* fc candidates, in order of preference (see enum conv_cand). */
+enum fc_cand { FC_MATMUL, FC_GEMM, FC_OC_SPLIT, FC_PACKED, FC_OC_TILES, FC_NR_CANDS };
 
 /*
- * fc: x[M, K] @ W[K, N] + b. All versions read the plain [K, N] weights
- * (so one copy serves them all) except the baseline, which lets oneDNN
- * pre-pack. The split version gives each core a column slice of W and of
- * the output: strided views, so no copy.
+ * A short name of a layout that is not plain: the dims from outermost to
+ * innermost stride, then the inner blocks, e.g. "ba" or "ab:16a64b".
  */
-static int build_fc(struct builder *b, int version, const struct layer_weights *lw)
+static void md_layout_name(const dnnl_memory_desc_t *md, char *buf, size_t len)
+{
+	const dnnl_blocking_desc_t *blk = &md->format_desc.blocking;
+	int order[DNNL_MAX_NDIMS], n = md->ndims, at = 0;
+
+	if (md->format_kind != dnnl_blocked || n > DNNL_MAX_NDIMS) {
+		snprintf(buf, len, "%s", dnnl_fmt_kind2str(md->format_kind));
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	/* stable by decreasing stride: outermost first */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && blk->strides[order[j]] > blk->strides[order[j - 1]]; j--) {
+			int t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (int i = 0; i < n && at + 1 < (int)len; i++)
+		buf[at++] = (char)('a' + order[i]);
+	buf[at] = 0;
+	for (int i = 0; i < blk->inner_nblks && at + 1 < (int)len; i++)
+		at += snprintf(buf + at, len - (size_t)at, "%s%lld%c", i ? "" : ":",
+			       (long long)blk->inner_blks[i], (char)('a' + blk->inner_idxs[i]));
+}
+
+/*
+ * fc: x[M, K] @ W[K, N] + b. The versions read the plain [K, N] weights
+ * (so one copy serves them) except "matmul-packed" and the baseline, which
+ * let oneDNN pre-pack them. The splits give each core (or, for "oc-tiles",
+ * each half of a core's share) a column slice of W and of the output:
+ * strided views, so no copy.
+ */
+static int build_fc(struct builder *b, int cand, const struct layer_weights *lw)
 {
 	const struct model_shape *in = &b->m->layers[b->l->inputs[0]].out;
 	int64_t k = in->dims[in->ndims - 1], n = b->l->fc.out_features;
@@ -1215,16 +1253,25 @@ static int build_fc(struct builder *b, int version, const struct layer_weights *
 		ret = weights_in(b, lw->bias, &blog, &blog, &bias);
 	if (ret)
 		return ret;
-	if (b->em->default_only || version != MM_SPLIT || n < 2) {
+	if (b->em->default_only || cand == FC_MATMUL || cand == FC_GEMM || cand == FC_PACKED) {
+		const dnnl_memory_desc_t *wmd;
+
 		a.wei = wlog;
-		if (b->em->default_only)
+		if (b->em->default_only || cand == FC_PACKED)
 			md_tag(&a.wei, 2, wd, dnnl_format_tag_any);
-		ret = mm_pd(b, &a, version == MM_GEMM ? "gemm" : NULL, &pd);
+		ret = mm_pd(b, &a, cand == FC_GEMM ? "gemm" : NULL, &pd);
 		if (ret)
 			return fail(b, ret, "oneDNN cannot run this fc");
+		wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
 		set_impl(b, pd_impl(pd), NULL);
-		ret = weights_in(b, lw->w, &wlog,
-				 dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &w);
+		if (!md_is_plain(wmd)) {
+			char layout[32], suffix[48];
+
+			md_layout_name(wmd, layout, sizeof(layout));
+			snprintf(suffix, sizeof(suffix), " weights:%s", layout);
+			set_impl(b, pd_impl(pd), suffix);
+		}
+		ret = weights_in(b, lw->w, &wlog, wmd, &w);
 		s = ret ? NULL : plan_step(b);
 		if (s)
 			ret = step_prim(b, s, pd);
@@ -1233,11 +1280,14 @@ static int build_fc(struct builder *b, int version, const struct layer_weights *
 		dnnl_primitive_desc_destroy(pd);
 		return s || ret ? ret : -E2BIG;
 	}
+	if (n < 2)
+		return -ENOENT;
 	ret = weights_in(b, lw->w, &wlog, &wlog, &w);
 	if (ret)
 		return ret;
 	{
-		int64_t nsl = n < split_parts(b) ? n : split_parts(b);
+		int64_t parts = split_parts(b) * (cand == FC_OC_TILES ? 2 : 1);
+		int64_t nsl = n < parts ? n : parts;
 		dnnl_primitive_desc_t sub_pd[2] = { NULL, NULL };
 		dnnl_primitive_t sub_prim[2] = { NULL, NULL };
 
@@ -1280,13 +1330,16 @@ static int build_fc(struct builder *b, int version, const struct layer_weights *
 	return ret ? fail(b, ret, "oneDNN cannot run this fc split") : 0;
 }
 
+/* Batched matmul candidates, in order of preference. */
+enum mm_cand { MM_MATMUL, MM_GEMM, MM_SPLIT, MM_TILES, MM_NR_CANDS };
+
 /*
  * Batched a @ b (or a @ b^T) * alpha. Operands are activations, plain in
- * logical order; b^T is a stride swap. The split version runs batches (or,
+ * logical order; b^T is a stride swap. The split versions run batches (or,
  * with a single batch, row blocks of a) as single-thread matmuls, one per
- * core.
+ * core ("batch-split") or two per core ("batch-tiles").
  */
-static int build_matmul(struct builder *b, int version)
+static int build_matmul(struct builder *b, int cand)
 {
 	const struct model_shape *as = &b->m->layers[b->l->inputs[0]].out;
 	const struct model_shape *bs = &b->m->layers[b->l->inputs[1]].out;
@@ -1336,9 +1389,11 @@ static int build_matmul(struct builder *b, int version)
 		ret = plain_input(b, 1, &bbuf);
 	if (ret)
 		return ret;
-	if (b->em->default_only || version != MM_SPLIT || (Bb != B && Bb != 1) ||
-	    (B == 1 && M < 2)) {
-		ret = mm_pd(b, &a, version == MM_GEMM && !b->em->default_only ? "gemm" : NULL, &pd);
+	if (!b->em->default_only && (cand == MM_SPLIT || cand == MM_TILES) &&
+	    ((Bb != B && Bb != 1) || (B == 1 && M < 2)))
+		return -ENOENT;
+	if (b->em->default_only || cand == MM_MATMUL || cand == MM_GEMM) {
+		ret = mm_pd(b, &a, cand == MM_GEMM && !b->em->default_only ? "gemm" : NULL, &pd);
 		if (ret)
 			return fail(b, ret, "oneDNN cannot run this matmul");
 		set_impl(b, pd_impl(pd), NULL);
@@ -1353,7 +1408,8 @@ static int build_matmul(struct builder *b, int version)
 		/* Split over batches when there are several, else over rows of a. */
 		bool by_batch = B > 1;
 		int64_t units = by_batch ? B : M;
-		int64_t nsl = units < split_parts(b) ? units : split_parts(b);
+		int64_t parts = split_parts(b) * (cand == MM_TILES ? 2 : 1);
+		int64_t nsl = units < parts ? units : parts;
 		dnnl_primitive_desc_t sub_pd[2] = { NULL, NULL };
 		dnnl_primitive_t sub_prim[2] = { NULL, NULL };
 		int64_t bst3[3] = { K * N, bstr[nd - 2], bstr[nd - 1] };
@@ -1838,40 +1894,52 @@ static void layer_out_md(struct exec_model *em, int li)
 	md_plain(&xl->out_md, l->out.ndims, l->out.dims);
 }
 
-static int layer_nr_versions(const struct exec_model *em, const struct model_layer *l)
+/* The candidate versions of a layer's operator, by name (see enum conv_cand). */
+static int layer_candidates(const struct exec_model *em, const struct model_layer *l,
+			    const char *const **names)
 {
-	if (em->default_only)
-		return 1;
-	switch (l->op) {
-	case MODEL_OP_CONV:
-		return CONV_NR_VERSIONS;
-	case MODEL_OP_FC:
-	case MODEL_OP_MATMUL:
-		return MM_NR_VERSIONS;
-	default:
+	static const char *const conv[CONV_NR_CANDS] = {
+		[CONV_NHWC] = "onednn-nhwc",	[CONV_ROW_SPLIT] = "row-split",
+		[CONV_OC_SPLIT] = "oc-split",	[CONV_ROW_TILES] = "row-tiles",
+		[CONV_GEMM_NHWC] = "gemm-nhwc", [CONV_ANY] = "onednn-any",
+	};
+	static const char *const fc[FC_NR_CANDS] = {
+		[FC_MATMUL] = "matmul",	    [FC_GEMM] = "gemm",
+		[FC_OC_SPLIT] = "oc-split", [FC_PACKED] = "matmul-packed",
+		[FC_OC_TILES] = "oc-tiles",
+	};
+	static const char *const mm[MM_NR_CANDS] = {
+		[MM_MATMUL] = "matmul",
+		[MM_GEMM] = "gemm",
+		[MM_SPLIT] = "batch-split",
+		[MM_TILES] = "batch-tiles",
+	};
+	static const char *const single[MODEL_OP_COUNT] = {
+		[MODEL_OP_INPUT] = "input",
+		[MODEL_OP_EMBED] = "c-lookup",
+	};
+	static const char *const baseline[1] = { "onednn-default" };
+	static const char *const onednn[1] = { "onednn" };
+
+	bool versioned = l->op == MODEL_OP_CONV || l->op == MODEL_OP_FC || l->op == MODEL_OP_MATMUL;
+
+	if (em->default_only && versioned) {
+		*names = baseline;
 		return 1;
 	}
-}
-
-static const char *layer_version_name(struct builder *b, int v)
-{
-	static const char *const mm_names[MM_NR_VERSIONS] = { "matmul", "gemm", "split" };
-
-	switch (b->l->op) {
+	switch (l->op) {
+	case MODEL_OP_CONV:
+		*names = conv;
+		return CONV_NR_CANDS;
 	case MODEL_OP_FC:
-		if (b->em->default_only)
-			return "onednn-default";
-		return v == MM_SPLIT ? "oc-split" : mm_names[v];
+		*names = fc;
+		return FC_NR_CANDS;
 	case MODEL_OP_MATMUL:
-		if (b->em->default_only)
-			return "onednn-default";
-		return v == MM_SPLIT ? "batch-split" : mm_names[v];
-	case MODEL_OP_INPUT:
-		return "input";
-	case MODEL_OP_EMBED:
-		return "c-lookup";
+		*names = mm;
+		return MM_NR_CANDS;
 	default:
-		return "onednn";
+		*names = (int)l->op < MODEL_OP_COUNT && single[l->op] ? &single[l->op] : onednn;
+		return 1;
 	}
 }
 
@@ -1929,8 +1997,92 @@ static int plan_commit(struct exec_plan *p, const struct plan_draft *d)
 	return 0;
 }
 
-static int build_layer(struct exec_model *em, int li, struct exec_weights_file *wf, char *err,
-		       size_t err_len)
+static void plans_free(struct exec_plan *plans, int nr_slots)
+{
+	for (int s = 0; s < nr_slots; s++)
+		free(plans[s].steps);
+	free(plans);
+}
+
+/*
+ * Drops a candidate that is not kept: its plans, and the primitives, memory
+ * objects and split item arrays made since `mark` (only its plans used
+ * them; weight buffers stay, other versions may share them).
+ */
+static void candidate_drop(struct exec_model *em, struct exec_plan *plans,
+			   const struct exec_owned *mark)
+{
+	struct exec_owned *o = &em->owned;
+
+	plans_free(plans, em->nr_slots);
+	while (o->nr_prims > mark->nr_prims)
+		dnnl_primitive_destroy(o->prims[--o->nr_prims]);
+	while (o->nr_mems > mark->nr_mems)
+		dnnl_memory_destroy(o->mems[--o->nr_mems]);
+	while (o->nr_item_arrays > mark->nr_item_arrays)
+		free(o->item_arrays[--o->nr_item_arrays]);
+}
+
+static const char *prim_impl(const_dnnl_primitive_t prim)
+{
+	const_dnnl_primitive_desc_t pd;
+
+	if (dnnl_primitive_get_primitive_desc(prim, &pd))
+		return "?";
+	return pd_impl(pd);
+}
+
+/* Same kernels, same layouts, same split: one execution under two names. */
+static bool steps_same(const struct exec_step *a, const struct exec_step *b)
+{
+	if (!a->prim != !b->prim || a->embed != b->embed || a->nr_args != b->nr_args ||
+	    a->nr_items != b->nr_items)
+		return false;
+	if (a->prim && strcmp(prim_impl(a->prim), prim_impl(b->prim)))
+		return false;
+	for (int i = 0; i < a->nr_args; i++) {
+		const dnnl_memory_desc_t *ma, *mb;
+
+		if (a->args[i].arg != b->args[i].arg ||
+		    dnnl_memory_get_memory_desc(a->args[i].memory, &ma) ||
+		    dnnl_memory_get_memory_desc(b->args[i].memory, &mb) ||
+		    !dnnl_memory_desc_equal(ma, mb))
+			return false;
+	}
+	for (int i = 0; i < a->nr_items; i++)
+		if (!steps_same(&a->items[i], &b->items[i]))
+			return false;
+	return true;
+}
+
+static bool plans_same(const struct exec_plan *a, const struct exec_plan *b)
+{
+	if (!strcmp(a->impl, b->impl))
+		return true;
+	if (a->nr_steps != b->nr_steps)
+		return false;
+	for (int i = 0; i < a->nr_steps; i++)
+		if (!steps_same(&a->steps[i], &b->steps[i]))
+			return false;
+	return true;
+}
+
+/*
+ * Whether version v runs as an earlier version of the layer does at some
+ * core count (same impl string, or the same kernels on the same layouts and
+ * split): then it is not a version of its own on this CPU.
+ */
+static bool version_repeats(const struct exec_model *em, const struct exec_layer *xl, int v)
+{
+	for (int w = 0; w < v; w++)
+		for (int s = 0; s < em->nr_slots; s++)
+			if (plans_same(&xl->plans[v][s], &xl->plans[w][s]))
+				return true;
+	return false;
+}
+
+static int build_layer(struct exec_model *em, int li, struct exec_weights_file *wf,
+		       struct coloc_err *err)
 {
 	struct plan_draft *draft = malloc(sizeof(*draft));
 	struct builder b = {
@@ -1940,26 +2092,29 @@ static int build_layer(struct exec_model *em, int li, struct exec_weights_file *
 		.l = &em->graph->layers[li],
 		.xl = &em->layers[li],
 		.err = err,
-		.err_len = err_len,
 	};
 	struct layer_weights lw = { 0 };
 	enum model_op op = b.l->op;
-	int ret = 0;
+	const char *const *names;
+	int ret = 0, nr_cands;
 
 	if (!draft)
 		return fail(&b, -ENOMEM, "out of memory");
 	if (op == MODEL_OP_CONV || op == MODEL_OP_FC || op == MODEL_OP_LAYER_NORM ||
 	    op == MODEL_OP_EMBED) {
-		ret = layer_weights_make(em->graph, li, wf, &lw, err, err_len);
+		ret = layer_weights_make(em->graph, li, wf, &lw, err);
 		if (ret) {
 			free(draft);
-			if (wf && err[0])
+			if (wf && err->code)
 				return ret;
 			return fail(&b, ret, "cannot generate weights");
 		}
 	}
-	b.xl->nr_versions = layer_nr_versions(em, b.l);
-	for (int v = 0; v < b.xl->nr_versions && !ret; v++) {
+	nr_cands = layer_candidates(em, b.l, &names);
+	for (int c = 0; c < nr_cands && b.xl->nr_versions < EXEC_VERSIONS_KEPT && !ret; c++) {
+		struct exec_owned mark = em->owned;
+		int v = b.xl->nr_versions;
+
 		b.xl->plans[v] = calloc((size_t)em->nr_slots, sizeof(struct exec_plan));
 		if (!b.xl->plans[v]) {
 			ret = -ENOMEM;
@@ -1971,27 +2126,35 @@ static int build_layer(struct exec_model *em, int li, struct exec_weights_file *
 			b.slot = s;
 			b.nr_threads = em->slot_cores[s];
 			omp_set_num_threads(b.nr_threads);
-			ret = build_plan(&b, v, &lw);
-			if (ret && !err[0])
-				fail(&b, ret, "cannot build version %d for %d cores", v,
+			ret = build_plan(&b, c, &lw);
+			if (ret == -ENOENT && s == 0 && nr_cands > 1)
+				break;
+			if (ret && !err->code)
+				fail(&b, ret, "cannot build version %s for %d cores", names[c],
 				     b.nr_threads);
 			if (!ret)
 				ret = plan_commit(&b.xl->plans[v][s], draft);
 			if (draft->tmp_bytes > em->tmp_bytes)
 				em->tmp_bytes = draft->tmp_bytes;
 		}
+		/* not buildable for this shape, or the same execution as a kept version */
+		if ((ret == -ENOENT && !err->code) || (!ret && version_repeats(em, b.xl, v))) {
+			ret = 0;
+			candidate_drop(em, b.xl->plans[v], &mark);
+			b.xl->plans[v] = NULL;
+			continue;
+		}
+		snprintf(b.xl->version_names[v], EXEC_VERSION_NAME_LEN, "%s", names[c]);
+		b.xl->nr_versions++;
 	}
-	for (int v = 0; v < b.xl->nr_versions && !ret && b.l->op != MODEL_OP_CONV; v++)
-		snprintf(b.xl->version_names[v], EXEC_VERSION_NAME_LEN, "%s",
-			 layer_version_name(&b, v));
 	layer_weights_free(&lw);
 	memset(b.xl->weight_srcs, 0, sizeof(b.xl->weight_srcs));
 	free(draft);
 	return ret;
 }
 
-static int cpus_resolve(const struct exec_options *opts, struct exec_cpuset *out, char *err,
-			size_t err_len)
+static int cpus_resolve(const struct exec_options *opts, struct exec_cpuset *out,
+			struct coloc_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	if (!opts || opts->cpus.nr == 0) {
@@ -1999,27 +2162,30 @@ static int cpus_resolve(const struct exec_options *opts, struct exec_cpuset *out
 
 		/* the online CPUs this process may use (taskset, cpuset cgroups) */
 		if (sched_getaffinity(0, sizeof(allowed), &allowed))
-			return -errno;
+			return coloc_err_set(err, -errno, "cannot read this process's CPU mask: %s",
+					     strerror(errno));
 		for (int c = 0; c < EXEC_MAX_CPUS && c < CPU_SETSIZE; c++)
 			if (CPU_ISSET(c, &allowed) && exec_cpu_online(c))
 				out->cpus[out->nr++] = c;
-		return out->nr ? 0 : -ENODEV;
+		return out->nr ? 0 :
+				 coloc_err_set(err, -ENODEV,
+					       "none of the CPUs this process may use is online");
 	}
 	if (opts->cpus.nr < 0 || opts->cpus.nr > EXEC_MAX_CPUS) {
-		snprintf(err, err_len, "bad number of cpus %d (1..%d)", opts->cpus.nr,
-			 EXEC_MAX_CPUS);
+		coloc_err_set(err, -EINVAL, "bad number of cpus %d (1..%d)", opts->cpus.nr,
+			      EXEC_MAX_CPUS);
 		return -EINVAL;
 	}
 	for (int i = 0; i < opts->cpus.nr; i++) {
 		int c = opts->cpus.cpus[i];
 
 		if (!exec_cpu_online(c)) {
-			snprintf(err, err_len, "cpu %d is not online", c);
+			coloc_err_set(err, -ENODEV, "cpu %d is not online", c);
 			return -ENODEV;
 		}
 		for (int j = 0; j < i; j++) {
 			if (opts->cpus.cpus[j] == c) {
-				snprintf(err, err_len, "cpu %d listed twice", c);
+				coloc_err_set(err, -EINVAL, "cpu %d listed twice", c);
 				return -EINVAL;
 			}
 		}
@@ -2049,29 +2215,32 @@ static void slots_make(struct exec_model *em)
 }
 
 static struct exec_model *load(const struct model *m, const struct exec_options *opts,
-			       bool default_only, char *err, size_t err_len)
+			       bool default_only, struct coloc_err *err)
 {
 	struct exec_weights_file *wf = NULL;
+	struct coloc_err unwanted;
 	struct exec_model *em;
 	size_t off = 0;
 	int ret;
 
-	if (err_len)
-		err[0] = 0;
+	/* building layers asks whether an error was recorded: it needs a place */
+	if (!err)
+		err = &unwanted;
+	coloc_err_clear(err);
 	if (!m || m->nr_layers <= 0 || !m->layers) {
-		snprintf(err, err_len, "empty model");
+		coloc_err_set(err, -EINVAL, "empty model");
 		return NULL;
 	}
 	/* Checked whole before oneDNN builds anything, so a bad file fails fast. */
 	if (opts && opts->weights_path) {
-		wf = exec_weights_open(m, opts->weights_path, err, err_len);
+		wf = exec_weights_open(m, opts->weights_path, err);
 		if (!wf)
 			return NULL;
 	}
 	em = calloc(1, sizeof(*em));
 	if (!em) {
 		exec_weights_close(wf);
-		snprintf(err, err_len, "out of memory");
+		coloc_err_set(err, -ENOMEM, "out of memory");
 		return NULL;
 	}
 	em->graph = m;
@@ -2081,16 +2250,17 @@ static struct exec_model *load(const struct model *m, const struct exec_options 
 	 * which breaks pinning team thread i to the block's i-th core.
 	 */
 	if (getenv("OMP_PLACES") || getenv("OMP_PROC_BIND") || getenv("GOMP_CPU_AFFINITY")) {
-		snprintf(err, err_len, "unset OMP_PLACES, OMP_PROC_BIND and GOMP_CPU_AFFINITY: "
-				       "the executor pins its threads to each block's cores itself");
+		coloc_err_set(err, -EINVAL,
+			      "unset OMP_PLACES, OMP_PROC_BIND and GOMP_CPU_AFFINITY: "
+			      "the executor pins its threads to each block's cores itself");
 		goto fail;
 	}
-	ret = cpus_resolve(opts, &em->cpus, err, err_len);
+	ret = cpus_resolve(opts, &em->cpus, err);
 	if (ret)
 		goto fail;
 	slots_make(em);
 	if (dnnl_engine_create(&em->engine, dnnl_cpu, 0)) {
-		snprintf(err, err_len, "cannot create the oneDNN CPU engine");
+		coloc_err_set(err, -ENODEV, "cannot create the oneDNN CPU engine");
 		goto fail;
 	}
 	em->streams = calloc((size_t)em->max_threads, sizeof(*em->streams));
@@ -2116,21 +2286,21 @@ static struct exec_model *load(const struct model *m, const struct exec_options 
 
 		for (int j = 0; j < l->nr_inputs; j++) {
 			if (l->inputs[j] < 0 || l->inputs[j] >= li) {
-				snprintf(err, err_len,
-					 "layer %d '%s': input %d is not an earlier layer", li,
-					 l->name, l->inputs[j]);
+				coloc_err_set(err, -EINVAL,
+					      "layer %d '%s': input %d is not an earlier layer", li,
+					      l->name, l->inputs[j]);
 				goto fail;
 			}
 		}
 		if (l->out.ndims < 1 || l->out.ndims > MODEL_MAX_DIMS ||
 		    model_shape_elems(&l->out) <= 0) {
-			snprintf(err, err_len, "layer %d '%s': bad output shape", li, l->name);
+			coloc_err_set(err, -EINVAL, "layer %d '%s': bad output shape", li, l->name);
 			goto fail;
 		}
 		layer_out_md(em, li);
 	}
 	for (int li = 0; li < m->nr_layers; li++) {
-		ret = build_layer(em, li, wf, err, err_len);
+		ret = build_layer(em, li, wf, err);
 		if (ret)
 			goto fail;
 	}
@@ -2174,25 +2344,24 @@ static struct exec_model *load(const struct model *m, const struct exec_options 
 	em->resident_bytes += em->owned.nr_mems * 1024 + em->owned.nr_prims * 256;
 	return em;
 oom:
-	snprintf(err, err_len, "out of memory");
+	coloc_err_set(err, -ENOMEM, "out of memory");
 fail:
-	if (!err[0])
-		snprintf(err, err_len, "cannot load the model");
+	coloc_err_set(err, -EINVAL, "cannot load the model");
 	exec_weights_close(wf);
 	exec_model_free(em);
 	return NULL;
 }
 
 struct exec_model *exec_model_load(const struct model *m, const struct exec_options *opts,
-				   char *err, size_t err_len)
+				   struct coloc_err *err)
 {
-	return load(m, opts, false, err, err_len);
+	return load(m, opts, false, err);
 }
 
 struct exec_model *exec_model_load_default(const struct model *m, const struct exec_options *opts,
-					   char *err, size_t err_len)
+					   struct coloc_err *err)
 {
-	return load(m, opts, true, err, err_len);
+	return load(m, opts, true, err);
 }
 
 void exec_model_free(struct exec_model *em)

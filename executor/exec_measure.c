@@ -2,7 +2,7 @@
 /*
  * Measuring what the executor runs: deterministic query inputs, the median
  * latency of a block over repeats, and the fastest version of each layer at
- * a core count (coloc-run --version auto, coloc-bench-executor, profiles).
+ * a core count (coloc-run --kernel auto, coloc-bench-executor, profiles).
  * Medians, because single runs on a shared machine are noisy.
  */
 #include <errno.h>

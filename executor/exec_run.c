@@ -7,8 +7,8 @@
  * prebuilt primitives and executes them on the caller's OpenMP team, sized
  * and pinned to the block's cores: team thread i runs on cores->cpus[i],
  * the caller being thread 0. Pinning is redone only when the core set
- * differs from the previous block's, and costs one parallel region plus a
- * sched_setaffinity per thread (stats->switch_ns). Where the team is pinned
+ * differs from the previous block's, and costs a sched_setaffinity per
+ * thread whose core changes, made by the caller (stats->switch_ns). Where the team is pinned
  * is a property of the calling OS thread (its OpenMP pool), so it is
  * remembered per thread, whichever model ran last. Only one thread may
  * drive a given model at a time: the memory objects bound per step belong
@@ -22,7 +22,9 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 #include "exec_internal.h"
 
 static uint64_t now_ns(void)
@@ -187,35 +189,107 @@ int exec_query_read_output(const struct exec_query *q, int layer, float *dst, si
 /* ---- running -------------------------------------------------------------------- */
 
 /*
- * Team thread i onto cores->cpus[i]; the caller is thread 0. The region
- * spans every thread of the pool, not just the block's: a pool thread left
- * out of the new team may keep spinning (GOMP_SPINCOUNT) on its old core for
- * up to milliseconds, and were that core now in the block's set, the
- * caller's migration onto it and the block itself would wait for the
- * spinner's time slice to end. So leftover threads move to the model's
- * cores outside the block's set.
+ * Team thread i onto cores->cpus[i]; the caller is thread 0. Every thread
+ * of the pool is placed, not just the block's: a pool thread left out of
+ * the new team may keep spinning (GOMP_SPINCOUNT) on its old core for up to
+ * milliseconds, and were that core now in the block's set, the caller's
+ * migration onto it and the block itself would wait for the spinner's time
+ * slice to end. So leftover threads move to the model's cores outside the
+ * block's set.
+ *
+ * The caller moves the pool's threads itself, by thread id, and only those
+ * whose core changes. Doing it from inside a parallel region, as before,
+ * woke every sleeping pool thread and waited at a barrier until each had
+ * run on its old core and then on its new one: on a loaded machine each of
+ * those waits is a scheduling delay of the busy core (measured: the p99 of
+ * a switch was that wait). A sleeping thread's mask changes without waking
+ * it. The thread ids are learnt in one parallel region the first time (and
+ * again whenever a known thread has gone, see below), where each thread
+ * pins itself.
  *
  * Afterwards the caller's own mask is widened to the whole set: libgomp ends
  * pool threads left out of a smaller team (oneDNN opens smaller teams for
  * small shapes) and creates new ones when a team grows again, and a new
  * thread inherits its creator's mask. So a thread created while the block
- * runs can only run on the block's cores. On 1 and 2 cores no team ever
- * shrinks (a team of one never touches the pool), so no thread is created
- * on the query path there.
+ * runs can only run on the block's cores, and a known thread id that no
+ * longer names a thread of this process (tgkill's check) sends pinning back
+ * through the parallel region. On 1 and 2 cores no team ever shrinks (a
+ * team of one never touches the pool), so no thread is created on the
+ * query path there.
  */
 static __thread struct {
 	int nr, pool;
 	int cpus[EXEC_MAX_CPUS];
+	pid_t tids[EXEC_MAX_CPUS]; /* pool thread t's id; 0: not known */
+	int tid_cpu[EXEC_MAX_CPUS]; /* the one CPU thread t is pinned to */
 } team_pinned;
 
-static int set_mask(const int *cpus, int n)
+static int set_mask(pid_t tid, const int *cpus, int n)
 {
 	cpu_set_t set;
 
 	CPU_ZERO(&set);
 	for (int i = 0; i < n; i++)
 		CPU_SET(cpus[i], &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+	return sched_setaffinity(tid, sizeof(set), &set) ? -errno : 0;
+}
+
+/* The CPU pool thread t goes to: its block core, else a spare core of the model. */
+static int team_cpu(const struct exec_cpuset *cores, int n, const int *spare, int nr_spare, int t)
+{
+	if (t < n)
+		return cores->cpus[t];
+	return nr_spare ? spare[(t - n) % nr_spare] : cores->cpus[t % n];
+}
+
+/* Pool threads 1.. by id, from the caller; -ESRCH when one is gone. */
+static int pin_by_tid(const struct exec_cpuset *cores, int n, const int *spare, int nr_spare,
+		      int total)
+{
+	pid_t pid = getpid();
+
+	for (int t = 1; t < total; t++) {
+		int cpu = team_cpu(cores, n, spare, nr_spare, t), ret;
+
+		if (!team_pinned.tids[t])
+			return -ESRCH;
+		if (team_pinned.tid_cpu[t] == cpu)
+			continue;
+		if (syscall(SYS_tgkill, pid, team_pinned.tids[t], 0))
+			return -ESRCH;
+		ret = set_mask(team_pinned.tids[t], &cpu, 1);
+		if (ret)
+			return ret;
+		team_pinned.tid_cpu[t] = cpu;
+	}
+	return 0;
+}
+
+/* Each pool thread pins itself (where its core changes) and says who it is. */
+static int pin_in_region(const struct exec_cpuset *cores, int n, const int *spare, int nr_spare,
+			 int total)
+{
+	/* team_pinned is thread-local: the pool threads write the caller's */
+	pid_t *tids = team_pinned.tids;
+	int *tid_cpu = team_pinned.tid_cpu, ret = 0;
+
+#pragma omp parallel num_threads(total) reduction(min : ret)
+	{
+		int t = omp_get_thread_num(), cpu = team_cpu(cores, n, spare, nr_spare, t);
+		pid_t tid = (pid_t)syscall(SYS_gettid);
+
+		if (omp_get_num_threads() != total)
+			ret = -EAGAIN;
+		else if (t == 0 || (tids[t] == tid && tid_cpu[t] == cpu))
+			ret = 0; /* the caller pins itself after the pool */
+		else
+			ret = set_mask(0, &cpu, 1);
+		if (t > 0) {
+			tids[t] = ret ? 0 : tid;
+			tid_cpu[t] = cpu;
+		}
+	}
+	return ret;
 }
 
 static int pin_team(struct exec_model *em, const struct exec_cpuset *cores, int n)
@@ -233,28 +307,25 @@ static int pin_team(struct exec_model *em, const struct exec_cpuset *cores, int 
 		if (!used)
 			spare[nr_spare++] = em->cpus.cpus[i];
 	}
-	if (total == 1) {
-		ret = set_mask(&cores->cpus[0], 1);
-	} else {
-#pragma omp parallel num_threads(total) reduction(min : ret)
-		{
-			int t = omp_get_thread_num(), cpu;
-
-			if (t < n)
-				cpu = cores->cpus[t];
-			else
-				cpu = nr_spare ? spare[(t - n) % nr_spare] : cores->cpus[t % n];
-			ret = omp_get_num_threads() == total ? set_mask(&cpu, 1) : -EAGAIN;
-		}
-	}
-	if (!ret && cores->nr > 1)
-		ret = set_mask(cores->cpus, cores->nr);
-	if (ret) {
-		team_pinned.nr = 0;
-		return ret;
-	}
-	team_pinned.nr = cores->nr;
+	/* team_pinned is per calling thread: the thread ids are this caller's pool. */
+	if (team_pinned.pool != total)
+		memset(team_pinned.tids, 0, sizeof(team_pinned.tids));
+	team_pinned.nr = 0;
 	team_pinned.pool = total;
+	/* the pool first, so no spinner of it holds the core the caller goes to */
+	if (total > 1) {
+		ret = pin_by_tid(cores, n, spare, nr_spare, total);
+		if (ret == -ESRCH)
+			ret = pin_in_region(cores, n, spare, nr_spare, total);
+	}
+	/* then the caller onto its core: a migration only if it is elsewhere */
+	if (!ret && (cores->nr == 1 || sched_getcpu() != cores->cpus[0]))
+		ret = set_mask(0, &cores->cpus[0], 1);
+	if (!ret && cores->nr > 1)
+		ret = set_mask(0, cores->cpus, cores->nr);
+	if (ret)
+		return ret;
+	team_pinned.nr = cores->nr;
 	memcpy(team_pinned.cpus, cores->cpus, sizeof(int) * (size_t)cores->nr);
 	return 0;
 }

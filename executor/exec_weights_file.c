@@ -135,7 +135,7 @@ static float **tensor_ptr(struct exec_layer_params *p, const struct tensor_desc 
 	return (float **)((char *)p + t->ptr_off);
 }
 
-static int bad(const struct exec_weights_file *wf, uint64_t off, char *err, size_t err_len,
+static int bad(const struct exec_weights_file *wf, uint64_t off, struct coloc_err *err,
 	       const char *fmt, ...)
 {
 	char msg[384];
@@ -144,21 +144,20 @@ static int bad(const struct exec_weights_file *wf, uint64_t off, char *err, size
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	snprintf(err, err_len, "%s: byte %llu: %s", wf->path, (unsigned long long)off, msg);
+	coloc_err_set(err, -EINVAL, "%s: byte %llu: %s", wf->path, (unsigned long long)off, msg);
 	return -EINVAL;
 }
 
 /* Reads n bytes at wf->off, or says which field the file ends in. */
 static int read_bytes(struct exec_weights_file *wf, void *buf, size_t n, const char *what,
-		      char *err, size_t err_len)
+		      struct coloc_err *err)
 {
 	if (wf->off > wf->size || n > wf->size - wf->off)
 		return bad(
-			wf, wf->off, err, err_len, "truncated file: %s needs %zu bytes, %llu left",
-			what, n,
+			wf, wf->off, err, "truncated file: %s needs %zu bytes, %llu left", what, n,
 			(unsigned long long)(wf->size - (wf->off < wf->size ? wf->off : wf->size)));
 	if (fread(buf, 1, n, wf->f) != n)
-		return bad(wf, wf->off, err, err_len, "cannot read %s: %s", what,
+		return bad(wf, wf->off, err, "cannot read %s: %s", what,
 			   ferror(wf->f) ? strerror(errno) : "file shrank while reading");
 	wf->off += n;
 	return 0;
@@ -173,21 +172,21 @@ static uint64_t le_u64(const unsigned char *b, int n)
 	return v;
 }
 
-static int read_u32(struct exec_weights_file *wf, uint32_t *v, const char *what, char *err,
-		    size_t err_len)
+static int read_u32(struct exec_weights_file *wf, uint32_t *v, const char *what,
+		    struct coloc_err *err)
 {
 	unsigned char b[4];
-	int ret = read_bytes(wf, b, sizeof(b), what, err, err_len);
+	int ret = read_bytes(wf, b, sizeof(b), what, err);
 
 	*v = (uint32_t)le_u64(b, 4);
 	return ret;
 }
 
-static int read_u64(struct exec_weights_file *wf, uint64_t *v, const char *what, char *err,
-		    size_t err_len)
+static int read_u64(struct exec_weights_file *wf, uint64_t *v, const char *what,
+		    struct coloc_err *err)
 {
 	unsigned char b[8];
-	int ret = read_bytes(wf, b, sizeof(b), what, err, err_len);
+	int ret = read_bytes(wf, b, sizeof(b), what, err);
 
 	*v = le_u64(b, 8);
 	return ret;
@@ -214,7 +213,7 @@ static void floats_from_le(float *v, size_t n)
  * to check them): each finite, batch-norm variances not negative.
  */
 static int read_values(struct exec_weights_file *wf, const char *lname, int li,
-		       const struct tensor_desc *t, float *dst, char *err, size_t err_len)
+		       const struct tensor_desc *t, float *dst, struct coloc_err *err)
 {
 	bool var = !strcmp(t->name, "bn var");
 	char what[160];
@@ -228,16 +227,16 @@ static int read_values(struct exec_weights_file *wf, const char *lname, int li,
 
 		if (!dst && n > CHUNK_ELEMS)
 			n = CHUNK_ELEMS;
-		ret = read_bytes(wf, v, n * sizeof(float), what, err, err_len);
+		ret = read_bytes(wf, v, n * sizeof(float), what, err);
 		if (ret)
 			return ret;
 		floats_from_le(v, n);
 		for (size_t i = 0; i < n; i++) {
 			if (!isfinite(v[i]))
-				return bad(wf, start + i * 4, err, err_len, "%s[%zu] is %s", what,
-					   done + i, isnan(v[i]) ? "NaN" : "infinite");
+				return bad(wf, start + i * 4, err, "%s[%zu] is %s", what, done + i,
+					   isnan(v[i]) ? "NaN" : "infinite");
 			if (var && v[i] < 0.0f)
-				return bad(wf, start + i * 4, err, err_len,
+				return bad(wf, start + i * 4, err,
 					   "%s[%zu] is %g (a variance cannot be negative)", what,
 					   done + i, (double)v[i]);
 		}
@@ -252,7 +251,7 @@ static int read_values(struct exec_weights_file *wf, const char *lname, int li,
  * expect is the layer the entry must be.
  */
 static int read_entry(struct exec_weights_file *wf, int expect, struct exec_layer_params *p,
-		      char *err, size_t err_len)
+		      struct coloc_err *err)
 {
 	const struct model *m = wf->m;
 	const struct model_layer *l = &m->layers[expect];
@@ -262,49 +261,49 @@ static int read_entry(struct exec_weights_file *wf, int expect, struct exec_laye
 	int ret, n = layer_tensors(m, expect, t);
 
 	if (n < 0)
-		return bad(wf, at, err, err_len, "layer %d '%s': the model's shapes are invalid",
-			   expect, l->name);
-	ret = read_u32(wf, &idx, "layer index", err, err_len);
+		return bad(wf, at, err, "layer %d '%s': the model's shapes are invalid", expect,
+			   l->name);
+	ret = read_u32(wf, &idx, "layer index", err);
 	if (ret)
 		return ret;
 	if (idx != (uint32_t)expect) {
 		struct tensor_desc u[MAX_TENSORS];
 
 		if (idx >= (uint32_t)m->nr_layers)
-			return bad(wf, at, err, err_len,
+			return bad(wf, at, err,
 				   "layer index %u out of range (model '%s' has %d layers); "
 				   "expected layer %d '%s'",
 				   idx, m->name, m->nr_layers, expect, l->name);
 		if (layer_tensors(m, (int)idx, u) == 0)
-			return bad(wf, at, err, err_len,
+			return bad(wf, at, err,
 				   "layer %u '%s' (%s) has no parameters; expected layer %d '%s'",
 				   idx, m->layers[idx].name, model_op_name(m->layers[idx].op),
 				   expect, l->name);
 		if (idx < (uint32_t)expect)
-			return bad(wf, at, err, err_len,
+			return bad(wf, at, err,
 				   "layer %u '%s' out of order (duplicate or not increasing); "
 				   "expected layer %d '%s'",
 				   idx, m->layers[idx].name, expect, l->name);
-		return bad(wf, at, err, err_len, "layer %d '%s' is missing (found layer %u '%s')",
-			   expect, l->name, idx, m->layers[idx].name);
+		return bad(wf, at, err, "layer %d '%s' is missing (found layer %u '%s')", expect,
+			   l->name, idx, m->layers[idx].name);
 	}
 	at = wf->off;
-	ret = read_u32(wf, &nr, "tensor count", err, err_len);
+	ret = read_u32(wf, &nr, "tensor count", err);
 	if (ret)
 		return ret;
 	if (nr != (uint32_t)n)
-		return bad(wf, at, err, err_len, "layer %d '%s' (%s): %u tensors, expected %d",
-			   expect, l->name, model_op_name(l->op), nr, n);
+		return bad(wf, at, err, "layer %d '%s' (%s): %u tensors, expected %d", expect,
+			   l->name, model_op_name(l->op), nr, n);
 	for (int i = 0; i < n; i++) {
 		float *dst = NULL;
 		uint64_t elems;
 
 		at = wf->off;
-		ret = read_u64(wf, &elems, "element count", err, err_len);
+		ret = read_u64(wf, &elems, "element count", err);
 		if (ret)
 			return ret;
 		if (elems != t[i].nr_elems)
-			return bad(wf, at, err, err_len,
+			return bad(wf, at, err,
 				   "layer %d '%s' %s: %llu elements, expected %zu for the layer's "
 				   "shape",
 				   expect, l->name, t[i].name, (unsigned long long)elems,
@@ -312,14 +311,14 @@ static int read_entry(struct exec_weights_file *wf, int expect, struct exec_laye
 		if (p) {
 			dst = malloc((elems ? elems : 1) * sizeof(float));
 			if (!dst) {
-				snprintf(err, err_len, "%s: out of memory", wf->path);
+				coloc_err_set(err, -ENOMEM, "%s: out of memory", wf->path);
 				return -ENOMEM;
 			}
 			*tensor_ptr(p, &t[i]) = dst;
 			if (t[i].nr_off != SIZE_MAX)
 				*(size_t *)((char *)p + t[i].nr_off) = elems;
 		}
-		ret = read_values(wf, l->name, expect, &t[i], dst, err, err_len);
+		ret = read_values(wf, l->name, expect, &t[i], dst, err);
 		if (ret)
 			return ret;
 	}
@@ -340,8 +339,8 @@ void exec_weights_close(struct exec_weights_file *wf)
 	free(wf);
 }
 
-struct exec_weights_file *exec_weights_open(const struct model *m, const char *path, char *err,
-					    size_t err_len)
+struct exec_weights_file *exec_weights_open(const struct model *m, const char *path,
+					    struct coloc_err *err)
 {
 	struct tensor_desc t[MAX_TENSORS];
 	struct exec_weights_file *wf;
@@ -350,28 +349,26 @@ struct exec_weights_file *exec_weights_open(const struct model *m, const char *p
 	struct stat st;
 	int li;
 
-	if (err_len)
-		err[0] = 0;
 	if (!m || !path || m->nr_layers <= 0 || !m->layers) {
-		snprintf(err, err_len, "%s: no model to check the weights against",
-			 path ? path : "(null)");
+		coloc_err_set(err, -EINVAL, "%s: no model to check the weights against",
+			      path ? path : "(null)");
 		return NULL;
 	}
 	wf = calloc(1, sizeof(*wf));
 	if (!wf || !(wf->path = strdup(path)) ||
 	    !(wf->layer_off = calloc((size_t)m->nr_layers, sizeof(*wf->layer_off))) ||
 	    !(wf->chunk = malloc(CHUNK_ELEMS * sizeof(float)))) {
-		snprintf(err, err_len, "%s: out of memory", path);
+		coloc_err_set(err, -ENOMEM, "%s: out of memory", path);
 		goto fail;
 	}
 	wf->m = m;
 	wf->f = fopen(path, "rb");
 	if (!wf->f || fstat(fileno(wf->f), &st)) {
-		snprintf(err, err_len, "%s: %s", path, strerror(errno));
+		coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
 		goto fail;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, err_len, "%s: not a regular file", path);
+		coloc_err_set(err, -EINVAL, "%s: not a regular file", path);
 		goto fail;
 	}
 	wf->size = (uint64_t)st.st_size;
@@ -379,35 +376,35 @@ struct exec_weights_file *exec_weights_open(const struct model *m, const char *p
 		int n = layer_tensors(m, li, t);
 
 		if (n < 0) {
-			snprintf(err, err_len, "%s: layer %d '%s': the model's shapes are invalid",
-				 path, li, m->layers[li].name);
+			coloc_err_set(err, -EINVAL,
+				      "%s: layer %d '%s': the model's shapes are invalid", path, li,
+				      m->layers[li].name);
 			goto fail;
 		}
 		want += n > 0;
 	}
-	if (read_bytes(wf, magic, MAGIC_LEN, "magic", err, err_len))
+	if (read_bytes(wf, magic, MAGIC_LEN, "magic", err))
 		goto fail;
 	if (memcmp(magic, MAGIC, MAGIC_LEN)) {
-		bad(wf, 0, err, err_len, "bad magic (not a coloc weights file: expected \"%s\")",
-		    MAGIC);
+		bad(wf, 0, err, "bad magic (not a coloc weights file: expected \"%s\")", MAGIC);
 		goto fail;
 	}
-	if (read_u32(wf, &nr, "layer count", err, err_len))
+	if (read_u32(wf, &nr, "layer count", err))
 		goto fail;
 	if (nr != want) {
-		bad(wf, MAGIC_LEN, err, err_len, "%u layers with parameters, model '%s' has %u", nr,
-		    m->name, want);
+		bad(wf, MAGIC_LEN, err, "%u layers with parameters, model '%s' has %u", nr, m->name,
+		    want);
 		goto fail;
 	}
 	for (li = 0; li < m->nr_layers; li++) {
 		if (layer_tensors(m, li, t) == 0)
 			continue;
 		wf->layer_off[li] = wf->off;
-		if (read_entry(wf, li, NULL, err, err_len))
+		if (read_entry(wf, li, NULL, err))
 			goto fail;
 	}
 	if (wf->off != wf->size) {
-		bad(wf, wf->off, err, err_len, "%llu trailing bytes after the last layer",
+		bad(wf, wf->off, err, "%llu trailing bytes after the last layer",
 		    (unsigned long long)(wf->size - wf->off));
 		goto fail;
 	}
@@ -418,7 +415,7 @@ fail:
 }
 
 int exec_weights_read_layer(struct exec_weights_file *wf, int layer, struct exec_layer_params *p,
-			    char *err, size_t err_len)
+			    struct coloc_err *err)
 {
 	int ret;
 
@@ -429,11 +426,11 @@ int exec_weights_read_layer(struct exec_weights_file *wf, int layer, struct exec
 		return 0;
 	if (fseeko(wf->f, (off_t)wf->layer_off[layer], SEEK_SET)) {
 		ret = -errno;
-		snprintf(err, err_len, "%s: cannot seek: %s", wf->path, strerror(errno));
+		coloc_err_set(err, ret, "%s: cannot seek: %s", wf->path, strerror(errno));
 		return ret;
 	}
 	wf->off = wf->layer_off[layer];
-	ret = read_entry(wf, layer, p, err, err_len);
+	ret = read_entry(wf, layer, p, err);
 	if (ret)
 		exec_layer_params_free(p);
 	return ret;
@@ -501,8 +498,7 @@ static int write_entry(FILE *f, const struct model *m, int li, const struct tens
 	return ret;
 }
 
-int exec_weights_save(const struct model *m, const char *path, uint32_t seed, char *err,
-		      size_t err_len)
+int exec_weights_save(const struct model *m, const char *path, uint32_t seed, struct coloc_err *err)
 {
 	struct tensor_desc t[MAX_TENSORS];
 	unsigned char hdr[4];
@@ -512,18 +508,18 @@ int exec_weights_save(const struct model *m, const char *path, uint32_t seed, ch
 	int ret = 0;
 	FILE *f;
 
-	if (err_len)
-		err[0] = 0;
 	if (!m || !path || m->nr_layers <= 0 || !m->layers) {
-		snprintf(err, err_len, "%s: no model to save weights for", path ? path : "(null)");
+		coloc_err_set(err, -EINVAL, "%s: no model to save weights for",
+			      path ? path : "(null)");
 		return -EINVAL;
 	}
 	for (int li = 0; li < m->nr_layers; li++) {
 		int n = layer_tensors(m, li, t);
 
 		if (n < 0) {
-			snprintf(err, err_len, "%s: layer %d '%s': the model's shapes are invalid",
-				 path, li, m->layers[li].name);
+			coloc_err_set(err, -EINVAL,
+				      "%s: layer %d '%s': the model's shapes are invalid", path, li,
+				      m->layers[li].name);
 			return -EINVAL;
 		}
 		nr += n > 0;
@@ -533,7 +529,7 @@ int exec_weights_save(const struct model *m, const char *path, uint32_t seed, ch
 	f = fopen(path, "wb");
 	if (!f) {
 		ret = -errno;
-		snprintf(err, err_len, "%s: %s", path, strerror(errno));
+		coloc_err_set(err, ret, "%s: %s", path, strerror(errno));
 		return ret;
 	}
 	put_le(hdr, nr, 4);
@@ -552,7 +548,7 @@ int exec_weights_save(const struct model *m, const char *path, uint32_t seed, ch
 		snprintf(why, sizeof(why), "write error: %s", strerror(errno));
 	}
 	if (ret) {
-		snprintf(err, err_len, "%s: %s", path, why);
+		coloc_err_set(err, ret, "%s: %s", path, why);
 		remove(path);
 	}
 	return ret;

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "coloc/limits.h"
+#include "error.h"
 #include "model.h"
 
 #define EXEC_MAX_CPUS COLOC_MAX_CPUS
@@ -43,9 +44,9 @@ struct exec_block_stats {
 	uint64_t switch_ns; /* of which: re-pinning the team to a new core set */
 };
 
-/* Returns NULL with a message in err on failure. */
+/* Returns NULL with the reason in err (which may be NULL) on failure. */
 struct exec_model *exec_model_load(const struct model *m, const struct exec_options *opts,
-				   char *err, size_t err_len);
+				   struct coloc_err *err);
 void exec_model_free(struct exec_model *em);
 
 const struct model *exec_model_graph(const struct exec_model *em);
@@ -124,15 +125,15 @@ void exec_layer_params_free(struct exec_layer_params *p);
  * what is wrong" in err on any mismatch.
  */
 struct exec_weights_file;
-struct exec_weights_file *exec_weights_open(const struct model *m, const char *path, char *err,
-					    size_t err_len);
+struct exec_weights_file *exec_weights_open(const struct model *m, const char *path,
+					    struct coloc_err *err);
 /* Layer's parameters from the file (all NULL for a layer without any); 0 or -errno. */
 int exec_weights_read_layer(struct exec_weights_file *wf, int layer, struct exec_layer_params *p,
-			    char *err, size_t err_len);
+			    struct coloc_err *err);
 void exec_weights_close(struct exec_weights_file *wf);
 /* Writes m's deterministic weights, generated as if the model's seed were seed. 0 or -errno. */
-int exec_weights_save(const struct model *m, const char *path, uint32_t seed, char *err,
-		      size_t err_len);
+int exec_weights_save(const struct model *m, const char *path, uint32_t seed,
+		      struct coloc_err *err);
 
 /*
  * The baseline: one version per layer, oneDNN's default (first)
@@ -140,7 +141,7 @@ int exec_weights_save(const struct model *m, const char *path, uint32_t seed, ch
  * own weight copies. Benchmarks measure the versions against it.
  */
 struct exec_model *exec_model_load_default(const struct model *m, const struct exec_options *opts,
-					   char *err, size_t err_len);
+					   struct coloc_err *err);
 /* oneDNN primitives created by this model (all at load; constant afterwards). */
 uint64_t exec_model_nr_primitives(const struct exec_model *em);
 /* Writes every input layer of q: token ids below the vocabulary for embeddings, else [-1, 1). */
@@ -161,7 +162,7 @@ uint64_t exec_median_u64(uint64_t *v, int n);
 /* Whether an OS CPU id is online (per /sys). */
 bool exec_cpu_online(int cpu);
 /* Parses a cpulist such as "0-3,6"; every CPU must be online. 0 or -errno with a message. */
-int exec_cpuset_parse(const char *text, struct exec_cpuset *set, char *err, size_t err_len);
+int exec_cpuset_parse(const char *text, struct exec_cpuset *set, struct coloc_err *err);
 /* Core counts primitives were built for; a block on n cores uses the largest <= n. */
 int exec_model_core_counts(const struct exec_model *em, int *counts, int max);
 

@@ -25,6 +25,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 #include "topology.h"
 
 #define PROFILE_MAX_LINE 4096
@@ -32,20 +34,6 @@
 #define PROFILE_MAX_CELLS (32u << 20) /* 256 MiB of latencies: far beyond any real model */
 #define PROFILE_MAX_LATENCY_NS 1000000000000000ULL /* 11.6 days */
 #define PROFILE_MAX_RATIO 1e6
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !err_len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, err_len, fmt, ap);
-	va_end(ap);
-}
 
 const char *profile_stress_kind_name(enum profile_stress_kind kind)
 {
@@ -58,42 +46,44 @@ static size_t cells_per_version(const struct profile *p)
 }
 
 struct profile *profile_new(int nr_layers, const int *nr_versions, int nr_cores, int nr_levels,
-			    const int *levels, char *err, size_t err_len)
+			    const int *levels, struct coloc_err *err)
 {
 	struct profile *p;
 	size_t cells = 0;
 
 	if (nr_layers < 1 || nr_layers > PROFILE_MAX_LAYERS) {
-		set_err(err, err_len, "layer count %d outside 1..%d", nr_layers,
-			PROFILE_MAX_LAYERS);
+		coloc_err_set(err, -EINVAL, "layer count %d outside 1..%d", nr_layers,
+			      PROFILE_MAX_LAYERS);
 		return NULL;
 	}
 	if (nr_cores < 1 || nr_cores > PROFILE_MAX_CORES) {
-		set_err(err, err_len, "core count %d outside 1..%d", nr_cores, PROFILE_MAX_CORES);
+		coloc_err_set(err, -EINVAL, "core count %d outside 1..%d", nr_cores,
+			      PROFILE_MAX_CORES);
 		return NULL;
 	}
 	if (nr_levels < 1 || nr_levels > PROFILE_MAX_LEVELS || levels[0] != 0) {
-		set_err(err, err_len, "levels must be 0 then up to %d stress levels",
-			PROFILE_MAX_LEVELS - 1);
+		coloc_err_set(err, -EINVAL, "levels must be 0 then up to %d stress levels",
+			      PROFILE_MAX_LEVELS - 1);
 		return NULL;
 	}
 	for (int k = 1; k < nr_levels; k++) {
 		if (levels[k] <= levels[k - 1] || levels[k] > 100) {
-			set_err(err, err_len, "stress levels must increase strictly within 1..100");
+			coloc_err_set(err, -EINVAL,
+				      "stress levels must increase strictly within 1..100");
 			return NULL;
 		}
 	}
 	for (int i = 0; i < nr_layers; i++) {
 		if (nr_versions[i] < 1 || nr_versions[i] > PROFILE_MAX_VERSIONS) {
-			set_err(err, err_len, "layer %d: version count %d outside 1..%d", i,
-				nr_versions[i], PROFILE_MAX_VERSIONS);
+			coloc_err_set(err, -EINVAL, "layer %d: version count %d outside 1..%d", i,
+				      nr_versions[i], PROFILE_MAX_VERSIONS);
 			return NULL;
 		}
 		cells += (size_t)nr_versions[i] * (size_t)nr_cores * (size_t)nr_levels;
 	}
 	if (cells > PROFILE_MAX_CELLS) {
-		set_err(err, err_len, "table of %zu cells is larger than the limit of %u", cells,
-			PROFILE_MAX_CELLS);
+		coloc_err_set(err, -E2BIG, "table of %zu cells is larger than the limit of %u",
+			      cells, PROFILE_MAX_CELLS);
 		return NULL;
 	}
 
@@ -122,7 +112,7 @@ struct profile *profile_new(int nr_layers, const int *nr_versions, int nr_cores,
 	return p;
 nomem:
 	profile_free(p);
-	set_err(err, err_len, "out of memory for a profile of %zu cells", cells);
+	coloc_err_set(err, -ENOMEM, "out of memory for a profile of %zu cells", cells);
 	return NULL;
 }
 
@@ -232,8 +222,8 @@ int profile_lookup(const struct profile *p, int layer, int version, int cores, d
 
 bool profile_machine_equal(const struct profile_machine *a, const struct profile_machine *b)
 {
-	return !strcmp(a->cpu_model, b->cpu_model) && a->nr_cores == b->nr_cores &&
-	       a->llc_bytes == b->llc_bytes;
+	return !strcmp(a->cpu_model, b->cpu_model) && !strcmp(a->isa, b->isa) &&
+	       a->nr_cores == b->nr_cores && a->llc_bytes == b->llc_bytes;
 }
 
 bool profile_same_setup(const struct profile *a, const struct profile *b)
@@ -294,6 +284,15 @@ int profile_hash_file(const char *path, uint64_t *hash)
 	return 0;
 }
 
+void profile_isa_name(char *buf, size_t len)
+{
+	const char *isa = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
+
+	if (!strncmp(isa, "cpu_isa_", 8))
+		isa += 8;
+	snprintf(buf, len, "%s", isa);
+}
+
 int profile_machine_detect(struct profile_machine *m)
 {
 	struct topology *topo;
@@ -336,13 +335,14 @@ int profile_machine_detect(struct profile_machine *m)
 		m->llc_bytes = topology_llc_bytes(topo);
 		topology_close(topo);
 	}
+	profile_isa_name(m->isa, sizeof(m->isa));
 	return 0;
 }
 
 uint64_t profile_machine_hash(const struct profile_machine *m)
 {
-	char id[PROFILE_CPU_MODEL_LEN + 64];
-	int n = snprintf(id, sizeof(id), "%s|%d|%llu", m->cpu_model, m->nr_cores,
+	char id[PROFILE_CPU_MODEL_LEN + PROFILE_ISA_LEN + 64];
+	int n = snprintf(id, sizeof(id), "%s|%s|%d|%llu", m->cpu_model, m->isa, m->nr_cores,
 			 (unsigned long long)m->llc_bytes);
 
 	return profile_fnv1a64(id, (size_t)n < sizeof(id) ? (size_t)n : sizeof(id) - 1,
@@ -392,23 +392,25 @@ static bool is_text(const char *s)
 	return isgraph((unsigned char)s[-1]);
 }
 
-static int check_writable(const struct profile *p, char *err, size_t err_len)
+static int check_writable(const struct profile *p, struct coloc_err *err)
 {
 	if (!is_token(p->model_name) || !is_text(p->machine.cpu_model) ||
-	    !is_token(p->onednn_version) || !is_token(p->date)) {
-		set_err(err, err_len,
-			"model name, oneDNN version and date must be single words and the CPU model printable text");
+	    !is_token(p->machine.isa) || !is_token(p->onednn_version) || !is_token(p->date)) {
+		coloc_err_set(
+			err, -EINVAL,
+			"model name, ISA, oneDNN version and date must be single words and the CPU model printable text");
 		return -EINVAL;
 	}
 	for (int i = 0; i < p->nr_layers; i++) {
 		if (!is_token(p->layers[i].name)) {
-			set_err(err, err_len, "layer %d: name '%s' is empty or has spaces", i,
-				p->layers[i].name);
+			coloc_err_set(err, -EINVAL, "layer %d: name '%s' is empty or has spaces", i,
+				      p->layers[i].name);
 			return -EINVAL;
 		}
 		for (int v = 0; v < p->layers[i].nr_versions; v++) {
 			if (!is_token(p->layers[i].version_names[v])) {
-				set_err(err, err_len,
+				coloc_err_set(
+					err, -EINVAL,
 					"layer %d: version %d name '%s' is empty or has spaces", i,
 					v, p->layers[i].version_names[v]);
 				return -EINVAL;
@@ -425,6 +427,7 @@ static void write_profile(const struct profile *p, FILE *f)
 	fprintf(f, "model %s\n", p->model_name);
 	fprintf(f, "model-hash %016llx\n", (unsigned long long)p->model_hash);
 	fprintf(f, "cpu %s\n", p->machine.cpu_model);
+	fprintf(f, "isa %s\n", p->machine.isa);
 	fprintf(f, "cores %d\n", p->machine.nr_cores);
 	fprintf(f, "llc-bytes %llu\n", (unsigned long long)p->machine.llc_bytes);
 	fprintf(f, "onednn %s\n", p->onednn_version);
@@ -493,42 +496,42 @@ static void write_profile(const struct profile *p, FILE *f)
 	fprintf(f, "end\n");
 }
 
-int profile_save(const struct profile *p, const char *path, char *err, size_t err_len)
+int profile_save(const struct profile *p, const char *path, struct coloc_err *err)
 {
 	char tmp[4096];
 	FILE *f;
 	int ret;
 
-	ret = check_writable(p, err, err_len);
+	ret = check_writable(p, err);
 	if (ret)
 		return ret;
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp)) {
-		set_err(err, err_len, "%s: path too long", path);
+		coloc_err_set(err, -ENAMETOOLONG, "%s: path too long", path);
 		return -ENAMETOOLONG;
 	}
 	f = fopen(tmp, "we");
 	if (!f) {
 		ret = -errno;
-		set_err(err, err_len, "%s: cannot create: %s", tmp, strerror(errno));
+		coloc_err_set(err, ret, "%s: cannot create: %s", tmp, strerror(errno));
 		return ret;
 	}
 	write_profile(p, f);
 	if (fflush(f) || ferror(f) || fsync(fileno(f))) {
 		ret = errno ? -errno : -EIO;
-		set_err(err, err_len, "%s: write failed: %s", tmp, strerror(-ret));
+		coloc_err_set(err, ret, "%s: write failed: %s", tmp, strerror(-ret));
 		fclose(f);
 		unlink(tmp);
 		return ret;
 	}
 	if (fclose(f)) {
 		ret = -errno;
-		set_err(err, err_len, "%s: write failed: %s", tmp, strerror(errno));
+		coloc_err_set(err, ret, "%s: write failed: %s", tmp, strerror(errno));
 		unlink(tmp);
 		return ret;
 	}
 	if (rename(tmp, path)) {
 		ret = -errno;
-		set_err(err, err_len, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+		coloc_err_set(err, ret, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
 		unlink(tmp);
 		return ret;
 	}
@@ -546,8 +549,7 @@ struct parser {
 	char *field[PROFILE_MAX_FIELDS];
 	int nr_fields;
 	const char *rest; /* the text after the first field, for "cpu" */
-	char *err;
-	size_t err_len;
+	struct coloc_err *err;
 };
 
 static int parse_error(struct parser *ps, const char *fmt, ...)
@@ -561,8 +563,7 @@ static int parse_error(struct parser *ps, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	set_err(ps->err, ps->err_len, "%s:%d: %s", ps->name, ps->line, msg);
-	return -EINVAL;
+	return coloc_err_set(ps->err, -EINVAL, "%s:%d: %s", ps->name, ps->line, msg);
 }
 
 /*
@@ -751,6 +752,9 @@ static int parse_header(struct parser *ps, struct profile_header *hd)
 		return parse_error(ps, "cpu model longer than %zu bytes",
 				   sizeof(h->machine.cpu_model) - 1);
 	memcpy(h->machine.cpu_model, ps->rest, strlen(ps->rest) + 1);
+	if ((ret = expect_record(ps, "isa", 2)) ||
+	    (ret = field_string(ps, 1, "isa", h->machine.isa, sizeof(h->machine.isa))))
+		return ret;
 	if ((ret = expect_record(ps, "cores", 2)) ||
 	    (ret = field_int(ps, 1, "machine cores", 1, 1 << 20, &h->machine.nr_cores)))
 		return ret;
@@ -946,24 +950,22 @@ out:
 	return ret;
 }
 
-struct profile *profile_parse(const char *name, const char *text, size_t len, char *err,
-			      size_t err_len)
+struct profile *profile_parse(const char *name, const char *text, size_t len, struct coloc_err *err)
 {
 	struct parser *ps = calloc(1, sizeof(*ps));
 	struct profile_header *hd = calloc(1, sizeof(*hd));
 	struct profile_layer *layers = NULL;
 	struct profile *p = NULL;
-	char msg[256];
+	struct coloc_err why = { 0 };
 
 	if (!ps || !hd) {
-		set_err(err, err_len, "%s: out of memory", name);
+		coloc_err_set(err, -ENOMEM, "%s: out of memory", name);
 		goto fail;
 	}
 	ps->name = name;
 	ps->pos = text;
 	ps->end = text + len;
 	ps->err = err;
-	ps->err_len = err_len;
 	if (parse_header(ps, hd))
 		goto fail;
 	/* Each layer record takes at least 13 bytes: a short file cannot make us allocate much. */
@@ -980,9 +982,9 @@ struct profile *profile_parse(const char *name, const char *text, size_t len, ch
 	if (parse_layers(ps, hd, layers))
 		goto fail;
 	p = profile_new(hd->h.nr_layers, hd->nr_versions, hd->h.nr_cores, hd->h.nr_levels,
-			hd->h.levels, msg, sizeof(msg));
+			hd->h.levels, &why);
 	if (!p) {
-		parse_error(ps, "%s", msg);
+		parse_error(ps, "%s", coloc_err_str(&why));
 		goto fail;
 	}
 	memcpy(p->model_name, hd->h.model_name, sizeof(p->model_name));
@@ -1007,7 +1009,7 @@ fail:
 	return NULL;
 }
 
-struct profile *profile_load(const char *path, char *err, size_t err_len)
+struct profile *profile_load(const char *path, struct coloc_err *err)
 {
 	struct profile *p = NULL;
 	struct stat st;
@@ -1016,20 +1018,20 @@ struct profile *profile_load(const char *path, char *err, size_t err_len)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
-		set_err(err, err_len, "%s: %s", path, strerror(errno));
+		coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
 		return NULL;
 	}
 	if (fstat(fd, &st)) {
-		set_err(err, err_len, "%s: %s", path, strerror(errno));
+		coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size > (off_t)1 << 30) {
-		set_err(err, err_len, "%s: not a regular file of at most 1 GiB", path);
+		coloc_err_set(err, -EINVAL, "%s: not a regular file of at most 1 GiB", path);
 		goto out;
 	}
 	text = malloc((size_t)st.st_size + 1);
 	if (!text) {
-		set_err(err, err_len, "%s: out of memory", path);
+		coloc_err_set(err, -ENOMEM, "%s: out of memory", path);
 		goto out;
 	}
 	while (done < (size_t)st.st_size) {
@@ -1038,13 +1040,13 @@ struct profile *profile_load(const char *path, char *err, size_t err_len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			set_err(err, err_len, "%s: read failed: %s", path,
-				n ? strerror(errno) : "file shrank");
+			coloc_err_set(err, n ? -errno : -EIO, "%s: read failed: %s", path,
+				      n ? strerror(errno) : "file shrank");
 			goto out;
 		}
 		done += (size_t)n;
 	}
-	p = profile_parse(path, text, done, err, err_len);
+	p = profile_parse(path, text, done, err);
 out:
 	free(text);
 	close(fd);

@@ -26,8 +26,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "coloc/limits.h"
+#include "error.h"
 
-#define PROFILE_FORMAT_VERSION 1
+#define PROFILE_FORMAT_VERSION 2
 #define PROFILE_NAME_LEN 64 /* model and layer names, as MODEL_NAME_LEN */
 #define PROFILE_VERSION_NAME_LEN 48 /* as EXEC_VERSION_NAME_LEN */
 #define PROFILE_MAX_VERSIONS 6 /* as EXEC_MAX_VERSIONS */
@@ -35,6 +36,7 @@
 #define PROFILE_MAX_LEVELS 9 /* level 0 (alone) and up to 8 stress levels */
 #define PROFILE_MAX_LAYERS 100000
 #define PROFILE_CPU_MODEL_LEN 128
+#define PROFILE_ISA_LEN 32
 #define PROFILE_DEFAULT_CACHE_DIR "/var/cache/coloc/profiles"
 
 enum profile_stress_kind {
@@ -47,6 +49,11 @@ struct profile_machine {
 	char cpu_model[PROFILE_CPU_MODEL_LEN]; /* "model name" of /proc/cpuinfo */
 	int nr_cores; /* online CPUs */
 	uint64_t llc_bytes; /* largest data cache hwloc reports, 0 if none */
+	/*
+	 * The ISA oneDNN dispatches to ("avx2", "avx512_core"...): the same CPU
+	 * with the ISA capped (ONEDNN_MAX_CPU_ISA) runs other kernels.
+	 */
+	char isa[PROFILE_ISA_LEN];
 };
 
 struct profile_layer {
@@ -82,7 +89,7 @@ struct profile {
  * dimensions or no memory.
  */
 struct profile *profile_new(int nr_layers, const int *nr_versions, int nr_cores, int nr_levels,
-			    const int *levels, char *err, size_t err_len);
+			    const int *levels, struct coloc_err *err);
 void profile_free(struct profile *p);
 
 /* The cell of (layer, version, cores, level index), or NULL when out of range. */
@@ -104,12 +111,12 @@ int profile_lookup(const struct profile *p, int layer, int version, int cores, d
 		   uint64_t *latency_ns);
 
 /* Writes atomically (a temporary file renamed over path). Returns 0 or -errno, message in err. */
-int profile_save(const struct profile *p, const char *path, char *err, size_t err_len);
+int profile_save(const struct profile *p, const char *path, struct coloc_err *err);
 /* Returns NULL with "FILE:LINE: what is wrong" in err. */
-struct profile *profile_load(const char *path, char *err, size_t err_len);
+struct profile *profile_load(const char *path, struct coloc_err *err);
 /* The same from memory; name is used in messages. */
-struct profile *profile_parse(const char *name, const char *text, size_t len, char *err,
-			      size_t err_len);
+struct profile *profile_parse(const char *name, const char *text, size_t len,
+			      struct coloc_err *err);
 
 /*
  * True when two profiles measure the same thing: same model hash, machine,
@@ -123,8 +130,10 @@ uint64_t profile_fnv1a64(const void *data, size_t len, uint64_t hash);
 /* FNV-1a 64 of a file's bytes. Returns 0 or -errno. */
 int profile_hash_file(const char *path, uint64_t *hash);
 
-/* Fills m from /proc/cpuinfo, sysconf and hwloc. Returns 0 or -errno. */
+/* Fills m from /proc/cpuinfo, sysconf, hwloc and oneDNN. Returns 0 or -errno. */
 int profile_machine_detect(struct profile_machine *m);
+/* The ISA oneDNN dispatches to in this process, e.g. "avx2", "avx512_core". */
+void profile_isa_name(char *buf, size_t len);
 bool profile_machine_equal(const struct profile_machine *a, const struct profile_machine *b);
 /* FNV-1a 64 of the machine's identity, for cache file names. */
 uint64_t profile_machine_hash(const struct profile_machine *m);

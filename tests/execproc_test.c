@@ -79,7 +79,7 @@ FIXTURE(execproc)
 
 FIXTURE_SETUP(execproc)
 {
-	char path[512], bin[512], err[512];
+	char path[512], bin[512];
 	struct execproc_opts o = { .tenant = "mnv2" };
 	struct coloc_err cerr = { 0 };
 	size_t off = 0;
@@ -96,9 +96,8 @@ FIXTURE_SETUP(execproc)
 	/* the same model in this process: the reference the executor must match */
 	self->m = model_load(path, &cerr);
 	ASSERT_NE(NULL, self->m) TH_LOG("%s", coloc_err_str(&cerr));
-	self->em = exec_model_load(self->m, &(struct exec_options){ .cpus = self->cpus }, err,
-				   sizeof(err));
-	ASSERT_NE(NULL, self->em) TH_LOG("%s", err);
+	self->em = exec_model_load(self->m, &(struct exec_options){ .cpus = self->cpus }, &cerr);
+	ASSERT_NE(NULL, self->em) TH_LOG("%s", coloc_err_str(&cerr));
 	self->q = exec_query_new(self->em);
 	ASSERT_NE(NULL, self->q);
 	exec_query_fill_inputs(self->q, self->m, 7);

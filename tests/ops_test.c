@@ -45,7 +45,7 @@ static void check_model(struct __test_metadata *_metadata, struct model *m)
 	float *got = malloc((size_t)n * sizeof(float));
 	struct exec_model *em;
 	struct exec_query *q;
-	char err[512];
+	struct coloc_err cerr = { 0 };
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
 		opts.cpus = sets[1];
@@ -53,8 +53,8 @@ static void check_model(struct __test_metadata *_metadata, struct model *m)
 	}
 	ASSERT_NE(NULL, ref);
 	ASSERT_NE(NULL, got);
-	em = exec_model_load(m, &opts, err, sizeof(err));
-	ASSERT_NE(NULL, em) TH_LOG("load: %s", err);
+	em = exec_model_load(m, &opts, &cerr);
+	ASSERT_NE(NULL, em) TH_LOG("load: %s", coloc_err_str(&cerr));
 	q = exec_query_new(em);
 	ASSERT_NE(NULL, q);
 	for (int li = 0; li < m->nr_layers; li++) {
@@ -750,11 +750,11 @@ TEST_F(ops, embed__looks_up_rows)
 	struct exec_model *em;
 	struct exec_query *q;
 	float got[7 * 16], *ids;
-	char err[256];
+	struct coloc_err cerr = { 0 };
 
 	l->embed = (struct model_embed){ .vocab = 50, .dim = 16 };
-	em = exec_model_load(m, &opts, err, sizeof(err));
-	ASSERT_NE(NULL, em) TH_LOG("%s", err);
+	em = exec_model_load(m, &opts, &cerr);
+	ASSERT_NE(NULL, em) TH_LOG("%s", coloc_err_str(&cerr));
 	q = exec_query_new(em);
 	ids = exec_query_input(q, in);
 	for (int i = 0; i < 7; i++)

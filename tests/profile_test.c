@@ -39,8 +39,8 @@ static uint64_t cell_value(int layer, int version, int cores, int level_idx)
 
 static struct profile *make_profile(bool leave_holes)
 {
-	char err[256];
-	struct profile *p = profile_new(3, test_versions, 2, 4, test_levels, err, sizeof(err));
+	struct coloc_err err = { 0 };
+	struct profile *p = profile_new(3, test_versions, 2, 4, test_levels, &err);
 
 	if (!p)
 		return NULL;
@@ -49,6 +49,7 @@ static struct profile *make_profile(bool leave_holes)
 	snprintf(p->machine.cpu_model, sizeof(p->machine.cpu_model), "Test CPU  @ 2.0GHz");
 	p->machine.nr_cores = 2;
 	p->machine.llc_bytes = 314572800;
+	snprintf(p->machine.isa, sizeof(p->machine.isa), "avx2");
 	snprintf(p->onednn_version, sizeof(p->onednn_version), "2.6.3");
 	snprintf(p->date, sizeof(p->date), "2026-11-29T23:59:00Z");
 	p->stress_kind = PROFILE_STRESS_MEMBW;
@@ -150,7 +151,7 @@ FIXTURE(profile)
 {
 	char dir[64];
 	char path[128];
-	char err[512];
+	struct coloc_err err;
 };
 
 FIXTURE_SETUP(profile)
@@ -176,15 +177,16 @@ TEST_F(profile, save_load__round_trips_every_field)
 	size_t first_len, second_len;
 
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, profile_save(p, self->path, self->err, sizeof(self->err)));
-	q = profile_load(self->path, self->err, sizeof(self->err));
-	ASSERT_NE(NULL, q) TH_LOG("%s", self->err);
+	ASSERT_EQ(0, profile_save(p, self->path, &self->err));
+	q = profile_load(self->path, &self->err);
+	ASSERT_NE(NULL, q) TH_LOG("%s", self->err.msg);
 
 	ASSERT_STREQ("tiny_net", q->model_name);
 	ASSERT_EQ(0x0123456789abcdefULL, q->model_hash);
 	ASSERT_STREQ("Test CPU  @ 2.0GHz", q->machine.cpu_model);
 	ASSERT_EQ(2, q->machine.nr_cores);
 	ASSERT_EQ(314572800ULL, q->machine.llc_bytes);
+	ASSERT_STREQ("avx2", q->machine.isa);
 	ASSERT_STREQ("2.6.3", q->onednn_version);
 	ASSERT_STREQ("2026-11-29T23:59:00Z", q->date);
 	ASSERT_EQ(PROFILE_STRESS_MEMBW, q->stress_kind);
@@ -219,7 +221,7 @@ TEST_F(profile, save_load__round_trips_every_field)
 	/* The written form is a fixed point: saving what was loaded gives the same bytes. */
 	first = read_file(self->path, &first_len);
 	ASSERT_NE(NULL, first);
-	ASSERT_EQ(0, profile_save(q, self->path, self->err, sizeof(self->err)));
+	ASSERT_EQ(0, profile_save(q, self->path, &self->err));
 	second = read_file(self->path, &second_len);
 	ASSERT_NE(NULL, second);
 	ASSERT_EQ(first_len, second_len);
@@ -276,12 +278,13 @@ static char *replace_line(const char *text, int line, const char *with)
 /* Line numbers in the file make_profile(false) saves: see write_profile(). */
 #define LINE_MODEL_HASH 4
 #define LINE_CPU 5
-#define LINE_DATE 9
-#define LINE_STRESS 10
-#define LINE_LEVELS 13
-#define LINE_LAYERS 14
-#define LINE_LAYER1 16
-#define LINE_GBPS1 18
+#define LINE_ISA 6
+#define LINE_DATE 10
+#define LINE_STRESS 11
+#define LINE_LEVELS 14
+#define LINE_LAYERS 15
+#define LINE_LAYER1 17
+#define LINE_GBPS1 19
 
 TEST_F(profile, load__rejects_malformed_with_file_line)
 {
@@ -291,7 +294,8 @@ TEST_F(profile, load__rejects_malformed_with_file_line)
 		int err_line; /* line the message must name */
 		const char *msg; /* part of the message */
 	} cases[] = {
-		{ 2, "coloc-profile 2", 2, "format version 2" },
+		{ 2, "coloc-profile 1", 2, "format version 1" },
+		{ LINE_ISA, NULL, LINE_ISA, "expected 'isa'" },
 		{ LINE_MODEL_HASH, "model-hash 0123", LINE_MODEL_HASH, "16 lowercase hex" },
 		{ LINE_MODEL_HASH, "model-hash 0123456789ABCDEF", LINE_MODEL_HASH, "hex" },
 		{ LINE_CPU, NULL, LINE_CPU, "expected 'cpu'" },
@@ -325,7 +329,7 @@ TEST_F(profile, load__rejects_malformed_with_file_line)
 	int nr_lines = 0;
 
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, profile_save(p, self->path, self->err, sizeof(self->err)));
+	ASSERT_EQ(0, profile_save(p, self->path, &self->err));
 	profile_free(p);
 	good = read_file(self->path, &good_len);
 	ASSERT_NE(NULL, good);
@@ -338,29 +342,34 @@ TEST_F(profile, load__rejects_malformed_with_file_line)
 
 		snprintf(prefix, sizeof(prefix), "%s:%d: ", self->path, cases[i].err_line);
 		ASSERT_EQ(0, write_file(self->path, bad, strlen(bad)));
-		self->err[0] = '\0';
-		p = profile_load(self->path, self->err, sizeof(self->err));
+		coloc_err_clear(&self->err);
+		p = profile_load(self->path, &self->err);
 		ASSERT_EQ(NULL, p) TH_LOG("case %zu was accepted", i);
-		ASSERT_EQ(0, strncmp(prefix, self->err, strlen(prefix)))
-		TH_LOG("case %zu: '%s' does not start with '%s'", i, self->err, prefix);
-		ASSERT_NE(NULL, strstr(self->err, cases[i].msg))
-		TH_LOG("case %zu: '%s' lacks '%s'", i, self->err, cases[i].msg);
+		ASSERT_EQ(0, strncmp(prefix, self->err.msg, strlen(prefix)))
+		TH_LOG("case %zu: '%s' does not start with '%s'", i, self->err.msg, prefix);
+		ASSERT_NE(NULL, strstr(self->err.msg, cases[i].msg))
+		TH_LOG("case %zu: '%s' lacks '%s'", i, self->err.msg, cases[i].msg);
 		free(bad);
 	}
 
 	/* Truncation: without "end", cut mid-line, and with a NUL byte inside. */
 	ASSERT_EQ(0, write_file(self->path, good, good_len - 4));
-	ASSERT_EQ(NULL, profile_load(self->path, self->err, sizeof(self->err)));
-	ASSERT_NE(NULL, strstr(self->err, "without 'end'")) TH_LOG("%s", self->err);
+	coloc_err_clear(&self->err);
+	ASSERT_EQ(NULL, profile_load(self->path, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "without 'end'")) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(0, write_file(self->path, good, good_len - 10));
-	ASSERT_EQ(NULL, profile_load(self->path, self->err, sizeof(self->err)));
-	ASSERT_NE(NULL, strstr(self->err, "does not end with a newline")) TH_LOG("%s", self->err);
+	coloc_err_clear(&self->err);
+	ASSERT_EQ(NULL, profile_load(self->path, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "does not end with a newline"))
+	TH_LOG("%s", self->err.msg);
 	good[50] = '\0';
 	ASSERT_EQ(0, write_file(self->path, good, good_len));
-	ASSERT_EQ(NULL, profile_load(self->path, self->err, sizeof(self->err)));
-	ASSERT_NE(NULL, strstr(self->err, "0x00")) TH_LOG("%s", self->err);
-	ASSERT_EQ(NULL, profile_load("/nonexistent/p.profile", self->err, sizeof(self->err)));
-	ASSERT_NE(NULL, strstr(self->err, "No such file")) TH_LOG("%s", self->err);
+	coloc_err_clear(&self->err);
+	ASSERT_EQ(NULL, profile_load(self->path, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "0x00")) TH_LOG("%s", self->err.msg);
+	coloc_err_clear(&self->err);
+	ASSERT_EQ(NULL, profile_load("/nonexistent/p.profile", &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "No such file")) TH_LOG("%s", self->err.msg);
 	free(good);
 }
 
@@ -372,7 +381,7 @@ TEST_F(profile, parse__survives_random_mutations)
 	char *good;
 
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, profile_save(p, self->path, self->err, sizeof(self->err)));
+	ASSERT_EQ(0, profile_save(p, self->path, &self->err));
 	profile_free(p);
 	good = read_file(self->path, &good_len);
 	ASSERT_NE(NULL, good);
@@ -408,16 +417,17 @@ TEST_F(profile, parse__survives_random_mutations)
 				break;
 			}
 		}
-		self->err[0] = '\0';
-		p = profile_parse("fuzz", text, len, self->err, sizeof(self->err));
+		coloc_err_clear(&self->err);
+		p = profile_parse("fuzz", text, len, &self->err);
 		if (p) {
 			accepted++;
 			ASSERT_GE(p->nr_layers, 1);
 			profile_free(p);
 		} else {
-			ASSERT_EQ(0, strncmp("fuzz:", self->err, 5)) TH_LOG("%s", self->err);
-			ASSERT_TRUE(self->err[5] >= '1' && self->err[5] <= '9')
-			TH_LOG("%s", self->err);
+			ASSERT_EQ(0, strncmp("fuzz:", self->err.msg, 5))
+			TH_LOG("%s", self->err.msg);
+			ASSERT_TRUE(self->err.msg[5] >= '1' && self->err.msg[5] <= '9')
+			TH_LOG("%s", self->err.msg);
 		}
 		free(text);
 	}
@@ -429,7 +439,7 @@ TEST_F(profile, lookup__interpolates_between_measured_levels)
 {
 	static const int levels[] = { 0, 30, 60 };
 	int one = 1;
-	struct profile *p = profile_new(1, &one, 2, 3, levels, self->err, sizeof(self->err));
+	struct profile *p = profile_new(1, &one, 2, 3, levels, &self->err);
 	uint64_t ns = 0;
 
 	ASSERT_NE(NULL, p);
@@ -468,7 +478,7 @@ TEST_F(profile, update_slowdown__geometric_mean_of_off_core_ratios)
 {
 	static const int levels[] = { 0, 50 };
 	int two = 2;
-	struct profile *p = profile_new(1, &two, 2, 2, levels, self->err, sizeof(self->err));
+	struct profile *p = profile_new(1, &two, 2, 2, levels, &self->err);
 
 	ASSERT_NE(NULL, p);
 	/* On 1 core (stressor on the other core): ratios 1.2 and 1.5. */
@@ -495,12 +505,13 @@ TEST_F(profile, new__rejects_bad_dimensions)
 	static const int no_alone[] = { 10, 30 };
 	int versions[2] = { 1, PROFILE_MAX_VERSIONS + 1 };
 
-	ASSERT_EQ(NULL, profile_new(0, versions, 2, 3, test_levels, self->err, sizeof(self->err)));
-	ASSERT_EQ(NULL, profile_new(1, versions, 0, 3, test_levels, self->err, sizeof(self->err)));
-	ASSERT_EQ(NULL, profile_new(1, versions, 2, 3, bad_order, self->err, sizeof(self->err)));
-	ASSERT_EQ(NULL, profile_new(1, versions, 2, 2, no_alone, self->err, sizeof(self->err)));
-	ASSERT_EQ(NULL, profile_new(2, versions, 2, 3, test_levels, self->err, sizeof(self->err)));
-	ASSERT_NE(NULL, strstr(self->err, "version count 7")) TH_LOG("%s", self->err);
+	ASSERT_EQ(NULL, profile_new(0, versions, 2, 3, test_levels, &self->err));
+	ASSERT_EQ(NULL, profile_new(1, versions, 0, 3, test_levels, &self->err));
+	ASSERT_EQ(NULL, profile_new(1, versions, 2, 3, bad_order, &self->err));
+	ASSERT_EQ(NULL, profile_new(1, versions, 2, 2, no_alone, &self->err));
+	coloc_err_clear(&self->err);
+	ASSERT_EQ(NULL, profile_new(2, versions, 2, 3, test_levels, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "version count 7")) TH_LOG("%s", self->err.msg);
 }
 
 TEST_F(profile, fnv1a64__matches_reference_vectors)
@@ -539,9 +550,11 @@ TEST_F(profile, cache_dir__override_then_env_then_default)
 	ASSERT_STREQ("/tmp/flag-cache", profile_cache_dir("/tmp/flag-cache"));
 
 	snprintf(m.cpu_model, sizeof(m.cpu_model), "CPU X");
+	snprintf(m.isa, sizeof(m.isa), "avx2");
 	ASSERT_EQ(0, profile_cache_path("/c", "net", 0xabcULL, &m, path, sizeof(path)));
 	snprintf(expected, sizeof(expected), "/c/net-0000000000000abc-%016llx.profile",
-		 (unsigned long long)profile_fnv1a64("CPU X|4|1048576", 15, PROFILE_FNV1A64_INIT));
+		 (unsigned long long)profile_fnv1a64("CPU X|avx2|4|1048576", 20,
+						     PROFILE_FNV1A64_INIT));
 	ASSERT_STREQ(expected, path);
 	ASSERT_EQ(-ENAMETOOLONG, profile_cache_path("/c", "net", 1, &m, path, 20));
 }
@@ -555,7 +568,16 @@ TEST_F(profile, machine_detect__matches_proc_and_sysconf)
 	ASSERT_NE(0, strlen(m.cpu_model));
 	ASSERT_EQ(0, profile_machine_detect(&other));
 	ASSERT_TRUE(profile_machine_equal(&m, &other));
+	/* the oneDNN this test links names the ISA it dispatches to */
+	ASSERT_NE(0, strlen(m.isa));
+	ASSERT_EQ(NULL, strchr(m.isa, ' '));
 	other.llc_bytes++;
+	ASSERT_FALSE(profile_machine_equal(&m, &other));
+	ASSERT_NE(profile_machine_hash(&m), profile_machine_hash(&other));
+	/* the same CPU with oneDNN capped to another ISA is another machine */
+	other = m;
+	snprintf(other.isa, sizeof(other.isa), "%s",
+		 strcmp(m.isa, "avx2") ? "avx2" : "avx512_core");
 	ASSERT_FALSE(profile_machine_equal(&m, &other));
 	ASSERT_NE(profile_machine_hash(&m), profile_machine_hash(&other));
 }
@@ -618,8 +640,8 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 
 	ASSERT_EQ(0, tool_run(bin, args, &run));
 	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
-	p = profile_load(out, self->err, sizeof(self->err));
-	ASSERT_NE(NULL, p) TH_LOG("%s", self->err);
+	p = profile_load(out, &self->err);
+	ASSERT_NE(NULL, p) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(0, profile_nr_missing(p));
 	ASSERT_STREQ("tiny", p->model_name);
 	ASSERT_EQ(0, profile_hash_file(model, &hash));
@@ -698,8 +720,8 @@ TEST_F_TIMEOUT(profile, coloc_profile__resumes_where_sigint_stopped_it, 120)
 	ASSERT_TRUE(exited_with(&run, 1)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "interrupted")) TH_LOG("%s", run.output);
 	ASSERT_NE(0, access(out, F_OK));
-	half = profile_load(partial, self->err, sizeof(self->err));
-	ASSERT_NE(NULL, half) TH_LOG("%s", self->err);
+	half = profile_load(partial, &self->err);
+	ASSERT_NE(NULL, half) TH_LOG("%s", self->err.msg);
 	measured = nr_cells(half) - profile_nr_missing(half);
 	TH_LOG("interrupted with %zu of %zu cells measured", measured, nr_cells(half));
 	ASSERT_GT(measured, 0);
@@ -716,8 +738,8 @@ TEST_F_TIMEOUT(profile, coloc_profile__resumes_where_sigint_stopped_it, 120)
 	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "resuming from")) TH_LOG("%s", run.output);
 	ASSERT_NE(0, access(partial, F_OK));
-	full = profile_load(out, self->err, sizeof(self->err));
-	ASSERT_NE(NULL, full) TH_LOG("%s", self->err);
+	full = profile_load(out, &self->err);
+	ASSERT_NE(NULL, full) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(0, profile_nr_missing(full));
 	ASSERT_TRUE(profile_same_setup(half, full));
 	ASSERT_STREQ(half->date, full->date);

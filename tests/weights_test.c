@@ -95,10 +95,10 @@ static float *run_model(struct __test_metadata *_metadata, const struct model *m
 	float *out = malloc((size_t)n * sizeof(float));
 	struct exec_model *em;
 	struct exec_query *q;
-	char err[512];
+	struct coloc_err err = { 0 };
 
-	em = exec_model_load(m, &opts, err, sizeof(err));
-	EXPECT_NE(NULL, em) TH_LOG("load: %s", err);
+	em = exec_model_load(m, &opts, &err);
+	EXPECT_NE(NULL, em) TH_LOG("load: %s", err.msg);
 	if (!em) {
 		free(out);
 		return NULL;
@@ -166,7 +166,7 @@ FIXTURE(weights)
 	char bad[128]; /* where each test writes its broken copy */
 	unsigned char *buf;
 	size_t len;
-	char err[1024];
+	struct coloc_err err;
 };
 
 FIXTURE_SETUP(weights)
@@ -177,9 +177,8 @@ FIXTURE_SETUP(weights)
 	snprintf(self->bad, sizeof(self->bad), "%s/bad.wt", self->dir);
 	self->m = parse(conv_text, sizeof(conv_text) - 1);
 	ASSERT_NE(NULL, self->m);
-	ASSERT_EQ(0, exec_weights_save(self->m, self->path, self->m->seed, self->err,
-				       sizeof(self->err)))
-	TH_LOG("%s", self->err);
+	ASSERT_EQ(0, exec_weights_save(self->m, self->path, self->m->seed, &self->err))
+	TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(0, read_whole(self->path, &self->buf, &self->len));
 }
 
@@ -240,17 +239,18 @@ static void expect_refused(struct __test_metadata *_metadata, FIXTURE_DATA(weigh
 	char prefix[256];
 
 	ASSERT_EQ(0, write_whole(self->bad, b, len));
-	self->err[0] = 0;
-	wf = exec_weights_open(self->m, self->bad, self->err, sizeof(self->err));
+	coloc_err_clear(&self->err);
+	wf = exec_weights_open(self->m, self->bad, &self->err);
 	EXPECT_EQ(NULL, wf);
 	exec_weights_close(wf);
 	if (off >= 0)
 		snprintf(prefix, sizeof(prefix), "%s: byte %lld: ", self->bad, off);
 	else
 		snprintf(prefix, sizeof(prefix), "%s: ", self->bad);
-	EXPECT_EQ(0, strncmp(self->err, prefix, strlen(prefix)))
-	TH_LOG("want prefix '%s', got '%s'", prefix, self->err);
-	EXPECT_NE(NULL, strstr(self->err, what)) TH_LOG("want '%s' in '%s'", what, self->err);
+	EXPECT_EQ(0, strncmp(self->err.msg, prefix, strlen(prefix)))
+	TH_LOG("want prefix '%s', got '%s'", prefix, self->err.msg);
+	EXPECT_NE(NULL, strstr(self->err.msg, what))
+	TH_LOG("want '%s' in '%s'", what, self->err.msg);
 }
 
 TEST_F(weights, save__round_trip_is_bit_identical)
@@ -260,14 +260,14 @@ TEST_F(weights, save__round_trip_is_bit_identical)
 	int64_t n = model_shape_elems(&self->m->layers[self->m->nr_layers - 1].out);
 
 	/* The file holds exactly what the generator gives, layer by layer. */
-	wf = exec_weights_open(self->m, self->path, self->err, sizeof(self->err));
-	ASSERT_NE(NULL, wf) TH_LOG("%s", self->err);
+	wf = exec_weights_open(self->m, self->path, &self->err);
+	ASSERT_NE(NULL, wf) TH_LOG("%s", self->err.msg);
 	for (int li = 0; li < self->m->nr_layers; li++) {
 		struct exec_layer_params a, b;
 
 		ASSERT_EQ(0, exec_layer_params_generate(self->m, li, &a));
-		ASSERT_EQ(0, exec_weights_read_layer(wf, li, &b, self->err, sizeof(self->err)))
-		TH_LOG("%s", self->err);
+		ASSERT_EQ(0, exec_weights_read_layer(wf, li, &b, &self->err))
+		TH_LOG("%s", self->err.msg);
 		EXPECT_EQ(a.nr_weights, b.nr_weights);
 		EXPECT_EQ(a.nr_bias, b.nr_bias);
 		EXPECT_EQ(a.weights == NULL, b.weights == NULL);
@@ -305,8 +305,8 @@ TEST_F(weights, save__embed_model_round_trip_is_bit_identical)
 	float *gen, *file;
 
 	ASSERT_NE(NULL, m);
-	ASSERT_EQ(0, exec_weights_save(m, self->bad, m->seed, self->err, sizeof(self->err)))
-	TH_LOG("%s", self->err);
+	ASSERT_EQ(0, exec_weights_save(m, self->bad, m->seed, &self->err))
+	TH_LOG("%s", self->err.msg);
 	gen = run_model(_metadata, m, NULL, NULL);
 	file = run_model(_metadata, m, self->bad, NULL);
 	ASSERT_NE(NULL, gen);
@@ -327,9 +327,8 @@ TEST_F(weights, load__other_seed_matches_reference_with_file_params)
 	bool differ = false;
 
 	other.seed = self->m->seed + 1000;
-	ASSERT_EQ(0,
-		  exec_weights_save(self->m, self->bad, other.seed, self->err, sizeof(self->err)))
-	TH_LOG("%s", self->err);
+	ASSERT_EQ(0, exec_weights_save(self->m, self->bad, other.seed, &self->err))
+	TH_LOG("%s", self->err.msg);
 	gen = run_model(_metadata, self->m, NULL, NULL);
 	file = run_model(_metadata, self->m, self->bad, &inputs);
 	ASSERT_NE(NULL, gen);
@@ -353,8 +352,9 @@ TEST_F(weights, load__other_seed_matches_reference_with_file_params)
 TEST(weights_file__mobilenet_v2_round_trip_is_bit_identical)
 {
 	const char *root = getenv("COLOC_ROOT");
-	char path[512], wt[64], err[512];
+	char path[512], wt[64];
 	struct coloc_err model_err = { 0 };
+	struct coloc_err werr = { 0 };
 	float *gen, *file;
 	struct model *m;
 	int fd;
@@ -368,7 +368,7 @@ TEST(weights_file__mobilenet_v2_round_trip_is_bit_identical)
 	fd = mkstemp(wt);
 	ASSERT_LE(0, fd);
 	close(fd);
-	ASSERT_EQ(0, exec_weights_save(m, wt, m->seed, err, sizeof(err))) TH_LOG("%s", err);
+	ASSERT_EQ(0, exec_weights_save(m, wt, m->seed, &werr)) TH_LOG("%s", werr.msg);
 	gen = run_model(_metadata, m, NULL, NULL);
 	file = run_model(_metadata, m, wt, NULL);
 	unlink(wt);
@@ -515,37 +515,36 @@ TEST_F(weights, open__names_missing_file_and_load_passes_errors_on)
 	unsigned char *b = malloc(self->len);
 
 	snprintf(self->bad, sizeof(self->bad), "%s/none.wt", self->dir);
-	EXPECT_EQ(NULL, exec_weights_open(self->m, self->bad, self->err, sizeof(self->err)));
-	EXPECT_NE(NULL, strstr(self->err, "none.wt: No such file or directory"))
-	TH_LOG("%s", self->err);
+	EXPECT_EQ(NULL, exec_weights_open(self->m, self->bad, &self->err));
+	EXPECT_NE(NULL, strstr(self->err.msg, "none.wt: No such file or directory"))
+	TH_LOG("%s", self->err.msg);
 	opts.weights_path = self->bad;
-	self->err[0] = 0;
-	EXPECT_EQ(NULL, exec_model_load(self->m, &opts, self->err, sizeof(self->err)));
-	EXPECT_NE(NULL, strstr(self->err, "none.wt: No such file or directory"))
-	TH_LOG("%s", self->err);
+	coloc_err_clear(&self->err);
+	EXPECT_EQ(NULL, exec_model_load(self->m, &opts, &self->err));
+	EXPECT_NE(NULL, strstr(self->err.msg, "none.wt: No such file or directory"))
+	TH_LOG("%s", self->err.msg);
 	/* A malformed file through both loaders: the reader's message, unchanged. */
 	snprintf(self->bad, sizeof(self->bad), "%s/bad.wt", self->dir);
 	memcpy(b, self->buf, self->len);
 	ASSERT_EQ(0, write_whole(self->bad, b, self->len - 4));
-	self->err[0] = 0;
-	EXPECT_EQ(NULL, exec_model_load(self->m, &opts, self->err, sizeof(self->err)));
-	EXPECT_NE(NULL, strstr(self->err, "bad.wt: byte ")) TH_LOG("%s", self->err);
-	EXPECT_NE(NULL, strstr(self->err, "truncated file")) TH_LOG("%s", self->err);
-	self->err[0] = 0;
-	EXPECT_EQ(NULL, exec_model_load_default(self->m, &opts, self->err, sizeof(self->err)));
-	EXPECT_NE(NULL, strstr(self->err, "truncated file")) TH_LOG("%s", self->err);
+	coloc_err_clear(&self->err);
+	EXPECT_EQ(NULL, exec_model_load(self->m, &opts, &self->err));
+	EXPECT_NE(NULL, strstr(self->err.msg, "bad.wt: byte ")) TH_LOG("%s", self->err.msg);
+	EXPECT_NE(NULL, strstr(self->err.msg, "truncated file")) TH_LOG("%s", self->err.msg);
+	coloc_err_clear(&self->err);
+	EXPECT_EQ(NULL, exec_model_load_default(self->m, &opts, &self->err));
+	EXPECT_NE(NULL, strstr(self->err.msg, "truncated file")) TH_LOG("%s", self->err.msg);
 	/* A file for another model: the embed model's weights. */
 	{
 		struct model *e = parse(embed_text, sizeof(embed_text) - 1);
 
 		ASSERT_NE(NULL, e);
-		ASSERT_EQ(0,
-			  exec_weights_save(e, self->bad, e->seed, self->err, sizeof(self->err)));
-		EXPECT_EQ(NULL,
-			  exec_weights_open(self->m, self->bad, self->err, sizeof(self->err)));
-		EXPECT_NE(NULL, strstr(self->err, "byte 8: 3 layers with parameters, model "
-						  "'wt_conv' has 6"))
-		TH_LOG("%s", self->err);
+		coloc_err_clear(&self->err);
+		ASSERT_EQ(0, exec_weights_save(e, self->bad, e->seed, &self->err));
+		EXPECT_EQ(NULL, exec_weights_open(self->m, self->bad, &self->err));
+		EXPECT_NE(NULL, strstr(self->err.msg, "byte 8: 3 layers with parameters, model "
+						      "'wt_conv' has 6"))
+		TH_LOG("%s", self->err.msg);
 		model_free(e);
 	}
 	free(b);
@@ -600,20 +599,19 @@ TEST_F(weights, open__survives_mutated_files)
 			}
 		}
 		ASSERT_EQ(0, write_whole(self->bad, b, len));
-		self->err[0] = 0;
-		wf = exec_weights_open(self->m, self->bad, self->err, sizeof(self->err));
+		coloc_err_clear(&self->err);
+		wf = exec_weights_open(self->m, self->bad, &self->err);
 		if (!wf) {
 			refused++;
-			EXPECT_EQ(0, strncmp(self->err, self->bad, strlen(self->bad)))
-			TH_LOG("iteration %d: '%s'", iter, self->err);
+			EXPECT_EQ(0, strncmp(self->err.msg, self->bad, strlen(self->bad)))
+			TH_LOG("iteration %d: '%s'", iter, self->err.msg);
 			continue;
 		}
 		accepted++;
 		for (int li = 0; li < self->m->nr_layers; li++) {
 			struct exec_layer_params p;
 
-			EXPECT_EQ(0, exec_weights_read_layer(wf, li, &p, self->err,
-							     sizeof(self->err)));
+			EXPECT_EQ(0, exec_weights_read_layer(wf, li, &p, &self->err));
 			exec_layer_params_free(&p);
 		}
 		exec_weights_close(wf);

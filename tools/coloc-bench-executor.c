@@ -11,7 +11,9 @@
  * fraction of this machine's single-core peak (a big 3x3 conv, best
  * version) the model's large conv layers reach, and resident memory
  * against the fp32 weights. Last, the cost of switching a block's core set
- * (p50/p99 over many switches).
+ * (p50/p99 over many switches). Every figure depends on the CPU and on the
+ * ISA oneDNN dispatches to, so the run opens with both, and the peak lines
+ * name the oneDNN implementation each version ran.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,7 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <oneapi/dnnl/dnnl.h>
 #include "executor.h"
+#include "profile.h"
 #include "cli.h"
 
 static struct bench_opts {
@@ -59,6 +63,7 @@ static void usage(FILE *f)
 		"                  models above 50 GMACs use ceil(N/2))\n"
 		"  -r, --reps N    runs per layer and version when picking versions (default 3)\n"
 		"  -h, --help      this help\n"
+		"      --version   print coloc's release and exit\n"
 		"\n"
 		"Exit status: 0 ok, 1 a model failed, 2 bad usage.\n");
 }
@@ -97,11 +102,11 @@ static void peak_line(const char *version, const char *impl, uint64_t macs, uint
 static int measure_peak(double *peak)
 {
 	struct exec_options eo = { .cpus = { .nr = 1, .cpus = { 0 } } };
-	char err[512] = "";
+	struct coloc_err cerr = { 0 };
 	struct coloc_err model_err = { 0 };
 	struct model *m = model_parse("peak", peak_model, sizeof(peak_model) - 1, &model_err);
-	struct exec_model *em = m ? exec_model_load(m, &eo, err, sizeof(err)) : NULL;
-	struct exec_model *def = em ? exec_model_load_default(m, &eo, err, sizeof(err)) : NULL;
+	struct exec_model *em = m ? exec_model_load(m, &eo, &cerr) : NULL;
+	struct exec_model *def = em ? exec_model_load_default(m, &eo, &cerr) : NULL;
 	struct exec_query *q = def ? exec_query_new(em) : NULL;
 	struct exec_query *qd = q ? exec_query_new(def) : NULL;
 	uint64_t ns;
@@ -110,7 +115,7 @@ static int measure_peak(double *peak)
 	*peak = 0.0;
 	if (!qd) {
 		fprintf(stderr, "coloc-bench-executor: peak conv: %s\n",
-			m ? err : coloc_err_str(&model_err));
+			m ? coloc_err_str(&cerr) : coloc_err_str(&model_err));
 		goto out;
 	}
 	exec_query_fill_inputs(q, m, 1);
@@ -133,6 +138,20 @@ out:
 	exec_model_free(em);
 	model_free(m);
 	return ret;
+}
+
+/* Which machine the figures are from: they hold for this CPU and ISA only. */
+static void print_machine(void)
+{
+	const dnnl_version_t *dv = dnnl_version();
+	struct profile_machine pm;
+
+	if (profile_machine_detect(&pm)) {
+		printf("measured on: unknown CPU\n");
+		return;
+	}
+	printf("measured on: %s, %d online CPUs, oneDNN %d.%d.%d dispatching to %s\n", pm.cpu_model,
+	       pm.nr_cores, dv->major, dv->minor, dv->patch, pm.isa);
 }
 
 /* Alternating runs of the baseline and the best versions; medians of each. */
@@ -173,7 +192,7 @@ static int bench_model(const char *path, double peak)
 	int *versions = NULL, nr_cores = 0, ret = -EINVAL, iters, reps;
 	bool big;
 	uint64_t *layer_ns = NULL;
-	char err[512];
+	struct coloc_err cerr = { 0 };
 	struct coloc_err model_err = { 0 };
 	struct model *m = model_load(path, &model_err);
 
@@ -191,13 +210,13 @@ static int bench_model(const char *path, double peak)
 	/* Give freed heap back first, or the load reuses it and the delta shrinks. */
 	malloc_trim(0);
 	rss0 = rss_bytes();
-	em = exec_model_load(m, &eo, err, sizeof(err));
+	em = exec_model_load(m, &eo, &cerr);
 	malloc_trim(0);
 	rss1 = rss_bytes();
 	if (em)
-		def = exec_model_load_default(m, &eo, err, sizeof(err));
+		def = exec_model_load_default(m, &eo, &cerr);
 	if (!def) {
-		fprintf(stderr, "coloc-bench-executor: %s: %s\n", path, err);
+		fprintf(stderr, "coloc-bench-executor: %s: %s\n", path, coloc_err_str(&cerr));
 		goto out;
 	}
 	q = exec_query_new(em);
@@ -275,7 +294,7 @@ static int measure_switch(void)
 				       { .nr = 1, .cpus = { 1 } } };
 	enum { RUNS = 2000 };
 	uint64_t *sw = calloc(RUNS, sizeof(*sw));
-	char err[512];
+	struct coloc_err cerr = { 0 };
 	struct model *m = model_parse("peak", peak_model, sizeof(peak_model) - 1, NULL);
 	struct exec_model *em;
 	struct exec_query *q;
@@ -288,7 +307,9 @@ static int measure_switch(void)
 		return 0;
 	}
 	eo.cpus = sets[1];
-	em = exec_model_load(m, &eo, err, sizeof(err));
+	em = exec_model_load(m, &eo, &cerr);
+	if (!em)
+		fprintf(stderr, "coloc-bench-executor: block switch: %s\n", coloc_err_str(&cerr));
 	q = em ? exec_query_new(em) : NULL;
 	for (int i = 0; i < RUNS && q && !ret; i++) {
 		struct exec_block_stats st;
@@ -315,6 +336,7 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "reps", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'R' },
 		{ 0 },
 	};
 	glob_t g = { 0 };
@@ -334,6 +356,9 @@ int main(int argc, char **argv)
 				return 2;
 			opts.pick_reps = (int)v;
 			break;
+		case 'R':
+			cli_print_version("coloc-bench-executor");
+			return 0;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -350,6 +375,7 @@ int main(int argc, char **argv)
 	}
 	printf("coloc-bench-executor: medians; ratios are onednn-default / best, measured "
 	       "side by side\n");
+	print_machine();
 	if (measure_peak(&peak))
 		failed = 1;
 	printf("single-core peak (best version of a big 3x3 conv): %.1f GFLOP/s\n", peak);

@@ -193,8 +193,14 @@ static int allowed_cpus(struct exec_cpuset *set, char *why, size_t len)
 {
 	cpu_set_t mask;
 
-	if (opts.cores)
-		return exec_cpuset_parse(opts.cores, set, why, len);
+	if (opts.cores) {
+		struct coloc_err cerr = { 0 };
+		int ret = exec_cpuset_parse(opts.cores, set, &cerr);
+
+		if (ret)
+			snprintf(why, len, "%s", coloc_err_str(&cerr));
+		return ret;
+	}
 	set->nr = 0;
 	if (sched_getaffinity(0, sizeof(mask), &mask)) {
 		snprintf(why, len, "sched_getaffinity: %s", strerror(errno));
@@ -498,9 +504,11 @@ static int setup(struct server *s, pid_t parent, char *why, size_t len)
 		return merr.code ? merr.code : -EINVAL;
 	}
 	s->m = m;
-	s->em = exec_model_load(m, &eo, why, len);
-	if (!s->em)
-		return -EINVAL;
+	s->em = exec_model_load(m, &eo, &merr);
+	if (!s->em) {
+		snprintf(why, len, "%s", coloc_err_str(&merr));
+		return merr.code ? merr.code : -EINVAL;
+	}
 	for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++) {
 		s->q[i] = exec_query_new(s->em);
 		if (!s->q[i]) {

@@ -100,6 +100,7 @@ static void usage(FILE *f, const char *prog)
 		"                         continued, and a mismatched one replaced\n"
 		"  -v, --verbose          print each group's timing\n"
 		"  -h, --help             show this help\n"
+		"      --version          print coloc's release and exit\n"
 		"\n"
 		"Layers on fewer than all cores are measured with the stressor on the other\n"
 		"cores; on all cores the stressor shares the layer's cores. SIGINT saves the\n"
@@ -242,13 +243,13 @@ static void progress(struct profiler *pr, int cores, int level, int layer)
 
 static int save_partial(struct profiler *pr)
 {
-	char err[512];
+	struct coloc_err err = { 0 };
 	int ret;
 
 	profile_update_slowdown(pr->p);
-	ret = profile_save(pr->p, pr->partial, err, sizeof(err));
+	ret = profile_save(pr->p, pr->partial, &err);
 	if (ret)
-		fprintf(stderr, "\ncoloc-profile: cannot save progress: %s\n", err);
+		fprintf(stderr, "\ncoloc-profile: cannot save progress: %s\n", coloc_err_str(&err));
 	pr->last_save_ns = now_ns();
 	return ret;
 }
@@ -367,7 +368,7 @@ static struct profile *empty_profile(struct profiler *pr, uint64_t model_hash,
 	const dnnl_version_t *dv = dnnl_version();
 	int levels[PROFILE_MAX_LEVELS] = { 0 }, *nr_versions;
 	struct profile *p;
-	char err[256];
+	struct coloc_err err = { 0 };
 	time_t t = time(NULL);
 	struct tm tm;
 
@@ -378,10 +379,10 @@ static struct profile *empty_profile(struct profiler *pr, uint64_t model_hash,
 		nr_versions[l] = exec_layer_nr_versions(pr->em, l);
 	memcpy(levels + 1, opt.levels, (size_t)opt.nr_levels * sizeof(int));
 	p = profile_new(pr->model->nr_layers, nr_versions, pr->allowed.nr, opt.nr_levels + 1,
-			levels, err, sizeof(err));
+			levels, &err);
 	free(nr_versions);
 	if (!p) {
-		fprintf(stderr, "coloc-profile: %s\n", err);
+		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&err));
 		return NULL;
 	}
 	snprintf(p->model_name, sizeof(p->model_name), "%s", pr->model->name);
@@ -425,14 +426,15 @@ static int mkdir_p(const char *dir)
 /* A cached profile that answers this run: complete, same setup, at least as many iterations. */
 static struct profile *cached_profile(const char *path, const struct profile *want)
 {
-	char err[512];
+	struct coloc_err err = { 0 };
 	struct profile *c;
 
 	if (access(path, F_OK))
 		return NULL;
-	c = profile_load(path, err, sizeof(err));
+	c = profile_load(path, &err);
 	if (!c) {
-		fprintf(stderr, "coloc-profile: ignoring unreadable cache entry: %s\n", err);
+		fprintf(stderr, "coloc-profile: ignoring unreadable cache entry: %s\n",
+			coloc_err_str(&err));
 		return NULL;
 	}
 	if (profile_same_setup(c, want) && !profile_nr_missing(c) && c->iters >= want->iters)
@@ -444,7 +446,7 @@ static struct profile *cached_profile(const char *path, const struct profile *wa
 /* Takes over FILE.partial's cells when it measured the same thing the same way. */
 static int resume_partial(struct profiler *pr)
 {
-	char err[512];
+	struct coloc_err err = { 0 };
 	struct profile *old;
 
 	if (access(pr->partial, F_OK)) {
@@ -455,12 +457,12 @@ static int resume_partial(struct profiler *pr)
 		}
 		return 0;
 	}
-	old = profile_load(pr->partial, err, sizeof(err));
+	old = profile_load(pr->partial, &err);
 	if (!old || !profile_same_setup(old, pr->p) || old->iters != pr->p->iters) {
 		fprintf(stderr, "coloc-profile: %s %s: %s\n", pr->partial,
 			old ? "was measured with a different model, machine or options" :
 			      "is unreadable",
-			old ? "starting over" : err);
+			old ? "starting over" : coloc_err_str(&err));
 		profile_free(old);
 		return opt.resume ? -EINVAL : 0;
 	}
@@ -499,6 +501,7 @@ int main(int argc, char **argv)
 		{ "resume", no_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'R' },
 		{ 0 },
 	};
 	struct profiler pr = { 0 };
@@ -506,7 +509,8 @@ int main(int argc, char **argv)
 	struct exec_options eopts = { 0 };
 	struct profile *cached = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
-	char err[1024], cache_path[PATH_MAX];
+	struct coloc_err cerr = { 0 };
+	char cache_path[PATH_MAX];
 	struct coloc_err model_err = { 0 };
 	const char *cache_dir;
 	uint64_t model_hash;
@@ -556,6 +560,9 @@ int main(int argc, char **argv)
 		case 'v':
 			opt.verbose = true;
 			break;
+		case 'R':
+			cli_print_version("coloc-profile");
+			return 0;
 		case 'h':
 			usage(stdout, argv[0]);
 			return 0;
@@ -609,9 +616,9 @@ int main(int argc, char **argv)
 			pr.allowed.cpus[pr.allowed.nr++] = cpu;
 
 	eopts.cpus = pr.allowed;
-	pr.em = exec_model_load(pr.model, &eopts, err, sizeof(err));
+	pr.em = exec_model_load(pr.model, &eopts, &cerr);
 	if (!pr.em) {
-		fprintf(stderr, "coloc-profile: %s\n", err);
+		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&cerr));
 		goto cleanup;
 	}
 	pr.p = empty_profile(&pr, model_hash, &machine);
@@ -626,9 +633,9 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	if (opt.use_cache && (cached = cached_profile(cache_path, pr.p))) {
-		ret = profile_save(cached, opt.output, err, sizeof(err));
+		ret = profile_save(cached, opt.output, &cerr);
 		if (ret) {
-			fprintf(stderr, "coloc-profile: %s\n", err);
+			fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&cerr));
 			goto cleanup;
 		}
 		printf("coloc-profile: reused the cached profile %s (measured %s, %d iters) -> %s\n",
@@ -668,9 +675,9 @@ int main(int argc, char **argv)
 	}
 
 	profile_update_slowdown(pr.p);
-	ret = profile_save(pr.p, opt.output, err, sizeof(err));
+	ret = profile_save(pr.p, opt.output, &cerr);
 	if (ret) {
-		fprintf(stderr, "coloc-profile: %s\n", err);
+		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&cerr));
 		goto cleanup;
 	}
 	unlink(pr.partial);
@@ -679,13 +686,13 @@ int main(int argc, char **argv)
 	if (opt.use_cache) {
 		ret = mkdir_p(cache_dir);
 		if (!ret)
-			ret = profile_save(pr.p, cache_path, err, sizeof(err));
+			ret = profile_save(pr.p, cache_path, &cerr);
 		else
-			snprintf(err, sizeof(err), "%s: %s", cache_dir, strerror(-ret));
+			coloc_err_set(&cerr, ret, "%s: %s", cache_dir, strerror(-ret));
 		if (ret)
 			fprintf(stderr,
 				"coloc-profile: not cached (%s); --cache-dir or COLOC_CACHE_DIR choose another place\n",
-				err);
+				coloc_err_str(&cerr));
 		else
 			printf("coloc-profile: cached as %s\n", cache_path);
 	}

@@ -21,14 +21,14 @@
 static struct run_opts {
 	const char *model_path;
 	const char *cores; /* NULL: every online CPU */
-	const char *version; /* "auto", a version name, or an index */
+	const char *kernel; /* "auto", a version name, or an index */
 	const char *weights; /* NULL: generated from the model's seed */
 	const char *save_weights; /* write the generated weights there and exit */
 	int iters;
 	bool json;
 	bool list_versions;
 } opts = {
-	.version = "0",
+	.kernel = "0",
 	.iters = 10,
 };
 
@@ -39,9 +39,10 @@ static void usage(FILE *f)
 		   "latency (median of the runs) and GFLOP/s.\n"
 		   "\n"
 		   "  -c, --cores LIST      CPUs to run on, e.g. 0-3,6 (default: all online)\n"
-		   "  -V, --version V       kernel version per layer: auto (fastest measured on\n"
+		   "  -k, --kernel V        kernel version per layer: auto (fastest measured on\n"
 		   "                        these cores), a name such as row-split, or an index;\n"
-		   "                        layers without it run version 0 (default: 0)\n"
+		   "                        layers without it run version 0 (default: 0). Which\n"
+		   "                        versions a layer has depends on the CPU: see -l\n"
 		   "  -n, --iters N         runs to take the median of, 1..100000 (default: 10)\n"
 		   "  -j, --json            print JSON instead of a table\n"
 		   "  -l, --list-versions   list each layer's versions and oneDNN implementations\n"
@@ -51,13 +52,14 @@ static void usage(FILE *f)
 		   "                        write the model's generated weights to FILE in that\n"
 		   "                        format and exit\n"
 		   "  -h, --help            this help\n"
+		   "      --version         print coloc's release and exit\n"
 		   "\n"
 		   "Exit status: 0 ok, 1 the model failed to load or run, 2 bad usage.\n"
-		   "Example: coloc-run models/resnet50.model --cores 0-1 --version auto --iters 5\n"
+		   "Example: coloc-run models/resnet50.model --cores 0-1 --kernel auto --iters 5\n"
 		   "         coloc-run models/resnet50.model --save-weights /tmp/r50.wt\n");
 }
 
-/* Versions per layer from --version (not auto): a name or an index. */
+/* Versions per layer from --kernel (not auto): a name or an index. */
 static int versions_from_option(const struct exec_model *em, const struct model *m, int *versions)
 {
 	char *end;
@@ -65,8 +67,8 @@ static int versions_from_option(const struct exec_model *em, const struct model 
 	bool any = false;
 
 	errno = 0;
-	idx = strtol(opts.version, &end, 10);
-	if (!errno && end != opts.version && !*end) {
+	idx = strtol(opts.kernel, &end, 10);
+	if (!errno && end != opts.kernel && !*end) {
 		if (idx < 0 || idx >= EXEC_MAX_VERSIONS) {
 			fprintf(stderr, "coloc-run: version index must be in 0..%d\n",
 				EXEC_MAX_VERSIONS - 1);
@@ -80,7 +82,7 @@ static int versions_from_option(const struct exec_model *em, const struct model 
 		for (int li = 0; li < m->nr_layers; li++) {
 			versions[li] = 0;
 			for (int v = 0; v < exec_layer_nr_versions(em, li); v++) {
-				if (!strcmp(exec_layer_version_name(em, li, v), opts.version)) {
+				if (!strcmp(exec_layer_version_name(em, li, v), opts.kernel)) {
 					versions[li] = v;
 					any = true;
 				}
@@ -90,7 +92,7 @@ static int versions_from_option(const struct exec_model *em, const struct model 
 	if (!any) {
 		fprintf(stderr,
 			"coloc-run: no layer has version '%s' (see --list-versions for names)\n",
-			opts.version);
+			opts.kernel);
 		return -EINVAL;
 	}
 	return 0;
@@ -152,7 +154,7 @@ static int run(struct exec_model *em, const struct model *m, const struct exec_c
 	if (!q || !versions || !layer_ns)
 		goto out;
 	exec_query_fill_inputs(q, m, m->seed);
-	if (!strcmp(opts.version, "auto"))
+	if (!strcmp(opts.kernel, "auto"))
 		ret = exec_pick_fastest(em, q, cores, opts.iters < 5 ? opts.iters : 5, versions,
 					NULL);
 	else
@@ -236,7 +238,8 @@ int main(int argc, char **argv)
 {
 	static const struct option long_opts[] = {
 		{ "cores", required_argument, NULL, 'c' },
-		{ "version", required_argument, NULL, 'V' },
+		{ "kernel", required_argument, NULL, 'k' },
+		{ "version", no_argument, NULL, 'R' },
 		{ "iters", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "list-versions", no_argument, NULL, 'l' },
@@ -250,18 +253,21 @@ int main(int argc, char **argv)
 	struct exec_model *em;
 	struct model *m;
 	struct coloc_err model_err = { 0 };
-	char err[512];
+	struct coloc_err cerr = { 0 };
 	int c, ret;
 	long v;
 
-	while ((c = getopt_long(argc, argv, "c:V:n:jlw:S:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:k:n:jlw:S:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			opts.cores = optarg;
 			break;
-		case 'V':
-			opts.version = optarg;
+		case 'k':
+			opts.kernel = optarg;
 			break;
+		case 'R':
+			cli_print_version("coloc-run");
+			return 0;
 		case 'n':
 			if (cli_parse_flag("coloc-run", "--iters", optarg, 1, 100000, &v))
 				return 2;
@@ -293,8 +299,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	opts.model_path = argv[optind];
-	if (opts.cores && exec_cpuset_parse(opts.cores, &eo.cpus, err, sizeof(err))) {
-		fprintf(stderr, "coloc-run: --cores: %s\n", err);
+	if (opts.cores && exec_cpuset_parse(opts.cores, &eo.cpus, &cerr)) {
+		fprintf(stderr, "coloc-run: --cores: %s\n", coloc_err_str(&cerr));
 		return 2;
 	}
 	m = model_load(opts.model_path, &model_err);
@@ -303,16 +309,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (opts.save_weights) {
-		ret = exec_weights_save(m, opts.save_weights, m->seed, err, sizeof(err));
+		ret = exec_weights_save(m, opts.save_weights, m->seed, &cerr);
 		if (ret)
-			fprintf(stderr, "coloc-run: %s\n", err);
+			fprintf(stderr, "coloc-run: %s\n", coloc_err_str(&cerr));
 		model_free(m);
 		return ret ? 1 : 0;
 	}
 	eo.weights_path = opts.weights;
-	em = exec_model_load(m, &eo, err, sizeof(err));
+	em = exec_model_load(m, &eo, &cerr);
 	if (!em) {
-		fprintf(stderr, "coloc-run: %s: %s\n", opts.model_path, err);
+		fprintf(stderr, "coloc-run: %s: %s\n", opts.model_path, coloc_err_str(&cerr));
 		model_free(m);
 		return 1;
 	}
