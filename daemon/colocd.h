@@ -42,8 +42,8 @@ struct colocd {
 	char signals_line[512];
 };
 
-/* Loads and attaches the sensor, pins, discovers uncore; prints the signals line. */
-int colocd_start(struct colocd *d, const struct colocd_config *cfg);
+/* Loads and attaches the sensor, pins, discovers uncore; says why it failed in err. */
+int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct coloc_err *err);
 void colocd_stop(struct colocd *d);
 /* Once a second: forgets exited processes, refreshes uncore bandwidth rates. */
 void colocd_tick(struct colocd *d, __u64 now_ns);

@@ -49,7 +49,7 @@ static void colocd_map_sockets(struct colocd *d)
 	}
 }
 
-int colocd_start(struct colocd *d, const struct colocd_config *cfg)
+int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct coloc_err *err)
 {
 	struct sensor_config sc = {
 		.sample_hz = cfg->sample_hz,
@@ -60,23 +60,23 @@ int colocd_start(struct colocd *d, const struct colocd_config *cfg)
 		.ctx = d,
 	};
 	char pmu_line[384];
-	int err;
+	int ret;
 
 	memset(d, 0, sizeof(*d));
 	d->cfg = *cfg;
-	err = sensor_open(&d->sensor, &sc);
-	if (err)
-		return err;
+	ret = sensor_open(&d->sensor, &sc, err);
+	if (ret)
+		return ret;
 	d->view = view_new(sensor_nr_cpus(d->sensor), sensor_cpus(d->sensor), cfg->window_ms);
 	if (!d->view) {
 		colocd_stop(d);
-		return -ENOMEM;
+		return coloc_err_set(err, -ENOMEM, "out of memory for the rolling view");
 	}
 	colocd_map_sockets(d);
-	err = uncore_open(&d->uncore);
-	if (err) {
+	ret = uncore_open(&d->uncore);
+	if (ret) {
 		fprintf(stderr, "colocd: uncore PMU unusable (%s); no per-socket bandwidth\n",
-			strerror(-err));
+			strerror(-ret));
 		d->uncore = NULL;
 	}
 	pmu_describe(sensor_pmu(d->sensor), pmu_line, sizeof(pmu_line));
