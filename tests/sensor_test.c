@@ -477,6 +477,26 @@ TEST(sensor_open__rejects_fewer_than_one_sample_per_window)
 	EXPECT_NE(NULL, strstr(err.msg, "less than one sample per 10 ms window"));
 }
 
+/* The named bits bpftool shows are the mask's bits, each counter's where the enum puts it. */
+TEST(sensor_record__live_bits_name_the_mask_bits)
+{
+	struct coloc_cpu_window w = { 0 };
+
+	w.live_mask = COLOC_LIVE_TASK_CLOCK;
+	EXPECT_EQ(1u, (unsigned int)w.live.task_clock);
+	EXPECT_EQ(0u, (unsigned int)w.live.page_faults);
+	w.live_mask = 1u << COLOC_CTR_PAGE_FAULTS;
+	EXPECT_EQ(1u, (unsigned int)w.live.page_faults);
+	EXPECT_EQ(0u, (unsigned int)w.live.task_clock);
+	w.live_mask = 1u << COLOC_CTR_CYCLES;
+	EXPECT_EQ(1u, (unsigned int)w.live.cycles);
+	w.live_mask = 1u << COLOC_CTR_DRAM_FILLS;
+	EXPECT_EQ(1u, (unsigned int)w.live.dram_fills);
+	w.live_mask = 1u << COLOC_CTR_MIGRATIONS;
+	EXPECT_EQ(1u, (unsigned int)w.live.migrations);
+	EXPECT_EQ(0u, (unsigned int)w.live.ctx_switches);
+}
+
 TEST(sensor_open__rejects_windows_shorter_than_a_slow_tick)
 {
 	struct sensor_config cfg = { .window_ms = 5 };

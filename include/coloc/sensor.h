@@ -40,11 +40,17 @@ enum coloc_counter {
 
 /*
  * live_mask bit for the task clock (time from sched_switch and the periodic
- * trigger): set in every record, since time is always measured. With
- * the software counters of a machine without a PMU a record reads
- * live_mask 0x800000e0.
+ * trigger): set in every record, CPU and tenant windows alike, since time
+ * is always measured. A machine without a PMU has records with live_mask
+ * 0x800000e0: task clock, context switches, migrations, page faults.
  */
 #define COLOC_LIVE_TASK_CLOCK (1u << 31)
+
+/* live_mask's bits by name: bpftool shows them, code uses the mask. */
+struct coloc_live {
+	__u32 cycles : 1, instructions : 1, llc_refs : 1, llc_misses : 1, dram_fills : 1,
+		ctx_switches : 1, migrations : 1, page_faults : 1, : 23, task_clock : 1;
+};
 
 /*
  * Counter deltas, one named field per enum coloc_counter, in enum order:
@@ -104,7 +110,10 @@ struct coloc_cpu_window {
 	__u32 cpu;
 	__u64 window_id;
 	__u64 window_ns;
-	__u32 live_mask; /* bit n: counters[n] was read; COLOC_LIVE_TASK_CLOCK */
+	union {
+		__u32 live_mask; /* bit n: counter n was read; COLOC_LIVE_TASK_CLOCK */
+		struct coloc_live live; /* the same bits by name, for bpftool */
+	};
 	__u32 nr_samples; /* periodic trigger firings in this window */
 	__u64 task_clock_ns;
 	struct coloc_counters counters; /* deltas over the window */
@@ -116,7 +125,10 @@ struct coloc_tenant_window {
 	__u32 cpu;
 	__u64 window_id;
 	__u32 tenant;
-	__u32 live_mask;
+	union {
+		__u32 live_mask;
+		struct coloc_live live;
+	};
 	__u64 on_cpu_ns;
 	struct coloc_counters counters;
 };
