@@ -45,7 +45,7 @@ struct sensor {
 	bool pinned;
 	sensor_record_fn on_record;
 	void *ctx;
-	char trigger_desc[COLOC_ERR_MSG_MAX + 64];
+	char trigger_desc[2 * COLOC_ERR_MSG_MAX + 128];
 };
 
 /* The maps an operator inspects with `bpftool map dump pinned DIR/NAME`. */
@@ -308,8 +308,9 @@ static int sensor_load_default(struct sensor *s, unsigned int window_ms, struct 
 	}
 	sensor_unload(s);
 	snprintf(s->trigger_desc, sizeof(s->trigger_desc),
-		 "a %u Hz timer (the scheduler tick cannot be traced here: %s)", SENSOR_FALLBACK_HZ,
-		 coloc_err_str(&why_not_hrtimer));
+		 "a %u Hz timer (the scheduler tick cannot be traced here: fentry/sched_tick: %s; "
+		 "tp_btf/hrtimer_expire_entry: %s)",
+		 SENSOR_FALLBACK_HZ, coloc_err_str(&why_not_tick), coloc_err_str(&why_not_hrtimer));
 	return sensor_load(s, SENSOR_TRIGGER_TIMER, SENSOR_FALLBACK_HZ, window_ms, err);
 }
 
