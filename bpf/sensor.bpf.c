@@ -12,23 +12,23 @@
  * that a storm of short timers does not multiply the cost). When asked for a
  * rate, the daemon attaches the perf_event program to a per-CPU cpu-clock
  * software event instead: a timer interrupt per sample, and in a VM an exit
- * too. All of them and the switch program call sensor_account(),
- * which reads every counter slot
- * of this CPU from the PERF_EVENT_ARRAY `counters` with
- * bpf_perf_event_read_value(), charges the deltas since the last call to the
- * CPU's window and to the tenant that was running, and closes the window
- * when the clock has crossed into the next one: a coloc_cpu_window record,
- * plus one coloc_tenant_window per tenant seen, go to the ring buffer, and
- * the CPU's last window is kept in the pinned array `cpu_live`.
+ * too. The trigger and the switch program both call sensor_account(),
+ * which reads every counter slot of this CPU from the PERF_EVENT_ARRAY
+ * `counters` with bpf_perf_event_read_value(), charges the deltas since
+ * the last call to the CPU's window and to the tenant that was running, and
+ * closes the window when the clock has crossed into the next one: a
+ * coloc_cpu_window record, plus one coloc_tenant_window per tenant seen, go
+ * to the ring buffer, and the CPU's last window is kept in the pinned array
+ * `cpu_live`.
  *
  * Reading at each context switch is what makes per-tenant attribution exact
  * at switch granularity; the periodic trigger bounds how stale a window gets
  * on a CPU that does not switch. A CPU that gets neither (idle, tickless)
  * runs nothing to account: its open window is closed by its next event, and
- * the windows it skipped have no record. Which counter slots hold an event is the
- * daemon's choice (hardware ones only where there is a PMU); a slot without
- * an event, or whose event never got a hardware counter during the interval,
- * fails to read and its live bit stays clear: nothing is invented.
+ * the windows it skipped have no record. Which counter slots hold an event
+ * is the daemon's choice (hardware ones only where there is a PMU); a slot
+ * without an event, or whose event never got a hardware counter during the
+ * interval, fails to read and its live bit stays clear: nothing is invented.
  *
  * Records are submitted without waking the reader unless a lot is pending:
  * colocd drains the ring on a timer, so the cost is not one wakeup per
