@@ -55,8 +55,12 @@ const volatile __u32 switch_counter_mask = COLOC_HW_COUNTER_MASK;
 const volatile __u32 present_counter_mask = ~0u;
 /* How often the periodic trigger fires on a busy CPU (the tick or the timer). */
 const volatile __u64 sample_period_ns = 4 * 1000 * 1000;
-/* The hrtimer trigger's shortest gap between samples on a CPU (the tick is 1-10 ms). */
-const volatile __u64 min_trigger_gap_ns = 3 * 1000 * 1000;
+/*
+ * The hrtimer trigger's shortest gap between samples on a CPU: below the
+ * tick period (4 ms at CONFIG_HZ=250) by enough that a late tick is not
+ * skipped, so every tick is a sample; other timers in between are not.
+ */
+const volatile __u64 min_trigger_gap_ns = 2 * 1000 * 1000;
 /* Set by the daemon when a tenant is keyed by cgroup: only then walk cgroups. */
 volatile __u32 nr_cgroup_tenants;
 
