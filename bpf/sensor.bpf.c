@@ -3,22 +3,32 @@
  * Interference sensing, kernel side.
  *
  * Two programs keep, per CPU, an open window of counter deltas and task time:
- * a perf_event program fired periodically on every CPU (the daemon attaches
- * it to a cpu-clock software event, default 1 kHz), and a tp_btf program on
- * sched_switch. Both call sensor_account(), which reads every counter slot
- * of this CPU from the PERF_EVENT_ARRAY `counters` with
- * bpf_perf_event_read_value(), charges the deltas since the last call to the
- * CPU's window and to the tenant that was running, and closes the window
- * when the clock has crossed into the next one: a coloc_cpu_window record,
- * plus one coloc_tenant_window per tenant seen, go to the ring buffer, and
- * the CPU's last window is kept in the pinned array `cpu_live`.
+ * a periodic trigger and a tp_btf program on sched_switch. The trigger is,
+ * by default, an fentry program on sched_tick(): the scheduler tick the
+ * kernel takes anyway (CONFIG_HZ per busy CPU, none on an idle tickless
+ * one), so sensing adds no interrupt of its own. Where fentry is refused,
+ * the tick is caught as one of the hrtimers the kernel expires anyway
+ * (tp_btf/hrtimer_expire_entry, at most one sample per min_trigger_gap_ns so
+ * that a storm of short timers does not multiply the cost). When asked for a
+ * rate, the daemon attaches the perf_event program to a per-CPU cpu-clock
+ * software event instead: a timer interrupt per sample, and in a VM an exit
+ * too. The trigger and the switch program both call sensor_account(),
+ * which reads every counter slot of this CPU from the PERF_EVENT_ARRAY
+ * `counters` with bpf_perf_event_read_value(), charges the deltas since
+ * the last call to the CPU's window and to the tenant that was running, and
+ * closes the window when the clock has crossed into the next one: a
+ * coloc_cpu_window record, plus one coloc_tenant_window per tenant seen, go
+ * to the ring buffer, and the CPU's last window is kept in the pinned array
+ * `cpu_live`.
  *
  * Reading at each context switch is what makes per-tenant attribution exact
  * at switch granularity; the periodic trigger bounds how stale a window gets
- * on a CPU that does not switch. Which counter slots hold an event is the
- * daemon's choice (hardware ones only where there is a PMU); a slot without
- * an event, or whose event never got a hardware counter during the interval,
- * fails to read and its live bit stays clear: nothing is invented.
+ * on a CPU that does not switch. A CPU that gets neither (idle, tickless)
+ * runs nothing to account: its open window is closed by its next event, and
+ * the windows it skipped have no record. Which counter slots hold an event
+ * is the daemon's choice (hardware ones only where there is a PMU); a slot
+ * without an event, or whose event never got a hardware counter during the
+ * interval, fails to read and its live bit stays clear: nothing is invented.
  *
  * Records are submitted without waking the reader unless a lot is pending:
  * colocd drains the ring on a timer, so the cost is not one wakeup per
@@ -43,7 +53,14 @@ const volatile __u64 window_ns = 10 * 1000 * 1000;
 const volatile __u32 switch_counter_mask = COLOC_HW_COUNTER_MASK;
 /* The slots that hold an event on this machine: the others are never read. */
 const volatile __u32 present_counter_mask = ~0u;
-const volatile __u64 sample_period_ns = 1000 * 1000;
+/* How often the periodic trigger fires on a busy CPU (the tick or the timer). */
+const volatile __u64 sample_period_ns = 4 * 1000 * 1000;
+/*
+ * The hrtimer trigger's shortest gap between samples on a CPU: below the
+ * tick period (4 ms at CONFIG_HZ=250) by enough that a late tick is not
+ * skipped, so every tick is a sample; other timers in between are not.
+ */
+const volatile __u64 min_trigger_gap_ns = 2 * 1000 * 1000;
 /* Set by the daemon when a tenant is keyed by cgroup: only then walk cgroups. */
 volatile __u32 nr_cgroup_tenants;
 
@@ -57,6 +74,7 @@ struct counter_reading {
 struct cpu_state {
 	__u64 last_ns; /* time of the last sensor_account() on this CPU */
 	__u64 last_full_read_ns; /* time every counter was last read */
+	__u64 last_trigger_ns; /* time of the last periodic sample */
 	struct counter_reading prev[COLOC_NR_COUNTERS]; /* raw readings at last_ns */
 	__u32 prev_valid; /* bit n: prev[n] holds a reading */
 	__u32 cur_tenant; /* tenant running since last_ns, or COLOC_NO_TENANT */
@@ -70,7 +88,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(__u32));
-	__uint(max_entries, COLOC_MAX_CPUS *COLOC_NR_COUNTERS);
+	__uint(max_entries, COLOC_MAX_CPUS *COLOC_NR_COUNTERS); /* sized to the machine at load */
 } counters SEC(".maps");
 
 struct {
@@ -89,15 +107,20 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, COLOC_MAX_CPUS);
+	__uint(max_entries, COLOC_MAX_CPUS); /* sized to the machine at load */
 	__type(key, __u32);
 	__type(value, struct coloc_cpu_window);
 } cpu_live SEC(".maps");
 
+/*
+ * A hash, so that only the tenants in use have an entry (a dump shows
+ * them, not 64 slots): the daemon creates the entry when it gives a tenant
+ * its first process or cgroup and deletes it when it clears the tenant.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, COLOC_MAX_TENANTS);
-	__type(key, __u32);
+	__type(key, __u32); /* tenant */
 	__type(value, struct coloc_tenant_total);
 } tenant_totals SEC(".maps");
 
@@ -187,8 +210,10 @@ static __u64 sensor_scale(__u64 dc, __u64 de, __u64 dr)
  * the interval (running advanced); otherwise its delta stays 0 and unlive.
  * A slot not read keeps its last reading, so the next read has the delta.
  */
-static __u32 sensor_read_counters(struct cpu_state *st, __u32 cpu, __u32 mask, __u64 *d)
+static __u32 sensor_read_counters(struct cpu_state *st, __u32 cpu, __u32 mask,
+				  struct coloc_counters *deltas)
 {
+	__u64 *d = coloc_counter_at(deltas, 0);
 	struct bpf_perf_event_value v;
 	__u32 live = 0;
 
@@ -271,6 +296,7 @@ static void sensor_close_window(struct cpu_state *st, __u32 cpu, __u64 new_id,
 	}
 	sensor_emit_tenants(st, cpu, stats);
 	__builtin_memset(&st->win, 0, sizeof(st->win));
+	st->win.live_mask = COLOC_LIVE_TASK_CLOCK;
 	st->win.window_id = new_id;
 }
 
@@ -280,18 +306,24 @@ static void sensor_close_window(struct cpu_state *st, __u32 cpu, __u64 new_id,
  * windows that were skipped entirely (no event on this CPU for a whole
  * window) only reaches the totals: those windows have no record.
  */
-static void sensor_charge(struct cpu_state *st, __u64 dt, __u64 *d, __u32 live, bool in_window)
+static void sensor_add(struct coloc_counters *to, const struct coloc_counters *d)
+{
+	for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++)
+		*coloc_counter_at(to, i) += coloc_counter_get(d, i);
+}
+
+static void sensor_charge(struct cpu_state *st, __u64 dt, const struct coloc_counters *d,
+			  __u32 live, bool in_window)
 {
 	struct coloc_tenant_window *acc;
 	struct coloc_tenant_total *tot;
 	__u32 t = st->cur_tenant;
 
 	if (in_window) {
-		st->win.live_mask |= live;
+		st->win.live_mask |= live | COLOC_LIVE_TASK_CLOCK;
 		if (!st->cur_idle)
 			st->win.task_clock_ns += dt;
-		for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++)
-			st->win.counters[i] += d[i];
+		sensor_add(&st->win.counters, d);
 	}
 	if (t >= COLOC_MAX_TENANTS)
 		return;
@@ -300,15 +332,13 @@ static void sensor_charge(struct cpu_state *st, __u64 dt, __u64 *d, __u32 live, 
 	if (!acc || !tot)
 		return;
 	tot->on_cpu_ns += dt;
-	for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++)
-		tot->counters[i] += d[i];
+	sensor_add(&tot->counters, d);
 	if (!in_window)
 		return;
 	st->tenant_mask |= 1ull << t;
 	acc->live_mask |= live | COLOC_LIVE_TASK_CLOCK;
 	acc->on_cpu_ns += dt;
-	for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++)
-		acc->counters[i] += d[i];
+	sensor_add(&acc->counters, d);
 }
 
 /* d * num / den for num <= den, without overflowing 64 bits. */
@@ -325,6 +355,18 @@ static __u64 sensor_part(__u64 d, __u64 num, __u64 den)
 	return d / den * num + d % den * num / den;
 }
 
+/* Moves the share num/den of every counter in d to part. */
+static void sensor_split(struct coloc_counters *d, struct coloc_counters *part, __u64 num,
+			 __u64 den)
+{
+	for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++) {
+		__u64 *from = coloc_counter_at(d, i), *to = coloc_counter_at(part, i);
+
+		*to = sensor_part(*from, num, den);
+		*from -= *to;
+	}
+}
+
 /*
  * Charges everything since the last call on this CPU to the task that ran
  * (st->cur_*). When the clock crossed into a later window, the interval is
@@ -336,7 +378,7 @@ static void sensor_account(struct cpu_state *st, __u32 mask, struct coloc_sensor
 	__u64 now = bpf_ktime_get_ns();
 	__u32 cpu = bpf_get_smp_processor_id();
 	__u64 id = now / window_ns;
-	__u64 d[COLOC_NR_COUNTERS], part[COLOC_NR_COUNTERS];
+	struct coloc_counters d, part;
 	__u64 dt, in_old, in_new, gap, old_end;
 	__u32 live;
 
@@ -344,16 +386,17 @@ static void sensor_account(struct cpu_state *st, __u32 mask, struct coloc_sensor
 		mask = ~0u;
 	if (mask == ~0u)
 		st->last_full_read_ns = now;
-	live = sensor_read_counters(st, cpu, mask & present_counter_mask, d);
+	live = sensor_read_counters(st, cpu, mask & present_counter_mask, &d);
 	if (!st->last_ns) {
 		st->last_ns = now;
 		st->win.window_id = id;
+		st->win.live_mask = COLOC_LIVE_TASK_CLOCK;
 		return;
 	}
 	dt = now - st->last_ns;
 	if (id == st->win.window_id) {
 		st->last_ns = now;
-		sensor_charge(st, dt, d, live, true);
+		sensor_charge(st, dt, &d, live, true);
 		return;
 	}
 
@@ -367,18 +410,12 @@ static void sensor_account(struct cpu_state *st, __u32 mask, struct coloc_sensor
 	gap = dt - in_old - in_new;
 	st->last_ns = now;
 
-	for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++) {
-		part[i] = sensor_part(d[i], in_old, dt);
-		d[i] -= part[i];
-	}
-	sensor_charge(st, in_old, part, live, true);
-	for (__u32 i = 0; i < COLOC_NR_COUNTERS; i++) {
-		part[i] = sensor_part(d[i], gap, gap + in_new);
-		d[i] -= part[i];
-	}
-	sensor_charge(st, gap, part, live, false);
+	sensor_split(&d, &part, in_old, dt);
+	sensor_charge(st, in_old, &part, live, true);
+	sensor_split(&d, &part, gap, gap + in_new);
+	sensor_charge(st, gap, &part, live, false);
 	sensor_close_window(st, cpu, id, stats);
-	sensor_charge(st, in_new, d, live, true);
+	sensor_charge(st, in_new, &d, live, true);
 }
 
 static struct cpu_state *sensor_this_cpu(struct coloc_sensor_stats **stats)
@@ -391,19 +428,43 @@ static struct cpu_state *sensor_this_cpu(struct coloc_sensor_stats **stats)
 	return bpf_map_lookup_elem(&cpu_state, &zero);
 }
 
-SEC("perf_event")
-int coloc_sample(struct bpf_perf_event_data *ctx)
+static void sensor_on_trigger(__u64 min_gap_ns)
 {
 	struct coloc_sensor_stats *stats;
 	struct cpu_state *st = sensor_this_cpu(&stats);
+	__u64 now = bpf_ktime_get_ns();
 
-	if (!st)
-		return 0;
+	if (!st || now - st->last_trigger_ns < min_gap_ns)
+		return;
+	st->last_trigger_ns = now;
 	/* whoever is interrupted has been running since the last event */
 	sensor_set_running(st, bpf_get_current_task_btf());
 	sensor_account(st, ~0u, stats);
 	st->win.nr_samples++;
 	stats->samples++;
+}
+
+/* The default trigger: the scheduler tick, which runs whether we watch or not. */
+SEC("fentry/sched_tick")
+int BPF_PROG(coloc_tick)
+{
+	sensor_on_trigger(0);
+	return 0;
+}
+
+/* Where fentry is refused: the timer interrupts the kernel takes anyway, the tick among them. */
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(coloc_hrtimer)
+{
+	sensor_on_trigger(min_trigger_gap_ns);
+	return 0;
+}
+
+/* The timer trigger: a cpu-clock software event at the rate asked for. */
+SEC("perf_event")
+int coloc_sample(struct bpf_perf_event_data *ctx)
+{
+	sensor_on_trigger(0);
 	return 0;
 }
 

@@ -19,7 +19,7 @@
 static struct colocd_config config = {
 	.pin_dir = COLOC_DEFAULT_PIN_DIR,
 	.socket_path = COLOC_DEFAULT_SOCKET,
-	.sample_hz = 1000,
+	.sample_hz = 0, /* the scheduler tick */
 	.window_ms = 10,
 	.span_ms = 1000,
 	.verbose = false,
@@ -34,7 +34,9 @@ static void usage(FILE *out)
 		"\n"
 		"  --pin-dir DIR     where the BPF maps are pinned for bpftool (default %s)\n"
 		"  --socket PATH     control socket (default %s)\n"
-		"  --sample-hz N     periodic sampling rate per CPU, 1-100000 (default %u)\n"
+		"  --sample-hz N     sample on a cpu-clock timer at N Hz per CPU, 1-100000, instead\n"
+		"                    of the scheduler tick (default: the tick, which adds no\n"
+		"                    interrupt; a %d Hz timer where the tick cannot be traced)\n"
 		"  --window-ms N     length of a record window in ms, 1-1000 (default %u)\n"
 		"  --span-ms N       span of the rolling view in ms, at most 126 windows (default %u)\n"
 		"  -v, --verbose     print libbpf's messages\n"
@@ -43,7 +45,7 @@ static void usage(FILE *out)
 		"\n"
 		"Inspect while it runs:  bpftool map dump pinned %s/cpu_live\n"
 		"                        colocctl signals\n",
-		COLOC_DEFAULT_PIN_DIR, COLOC_DEFAULT_SOCKET, config.sample_hz, config.window_ms,
+		COLOC_DEFAULT_PIN_DIR, COLOC_DEFAULT_SOCKET, SENSOR_FALLBACK_HZ, config.window_ms,
 		config.span_ms, COLOC_DEFAULT_PIN_DIR);
 }
 
@@ -108,12 +110,19 @@ static int parse_args(int argc, char **argv)
 		return 2;
 	}
 	/* a window needs a couple of periodic samples, or idle-looking gaps appear */
-	if ((unsigned long)config.sample_hz * config.window_ms < 2000) {
+	if (config.sample_hz && (unsigned long)config.sample_hz * config.window_ms < 2000) {
 		fprintf(stderr,
 			"colocd: --sample-hz %u gives fewer than 2 samples per %u ms window; "
 			"raise it to at least %u or lengthen --window-ms\n",
 			config.sample_hz, config.window_ms,
 			(2000 + config.window_ms - 1) / config.window_ms);
+		return 2;
+	}
+	if (!config.sample_hz && config.window_ms < SENSOR_TICK_MIN_WINDOW_MS) {
+		fprintf(stderr,
+			"colocd: --window-ms %u is shorter than the scheduler tick may be; use at "
+			"least %d, or sample on a timer with --sample-hz\n",
+			config.window_ms, SENSOR_TICK_MIN_WINDOW_MS);
 		return 2;
 	}
 	if (config.span_ms < config.window_ms) {
@@ -165,9 +174,11 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	printf("colocd: %s\n", d->signals_line);
-	printf("colocd: watching %d CPUs at %u Hz, %u ms windows; maps pinned in %s; socket %s\n",
-	       sensor_nr_cpus(d->sensor), config.sample_hz, config.window_ms, config.pin_dir,
-	       config.socket_path);
+	sensor_print_pin_notes(d->sensor);
+	printf("colocd: watching %d CPUs, sampling on %s, %u ms windows; maps pinned in %s; "
+	       "socket %s\n",
+	       sensor_nr_cpus(d->sensor), sensor_trigger_desc(d->sensor), config.window_ms,
+	       config.pin_dir, config.socket_path);
 	err = server_run(server, d, &cerr);
 	if (err)
 		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));

@@ -136,14 +136,12 @@ static struct json_object *control_tenant_json(struct colocd *d, struct tenant *
 		if (live & (1u << COLOC_CTR_LLC_MISSES))
 			json_object_object_add(
 				o, "llc_misses",
-				json_object_new_int64(
-					(int64_t)total.counters[COLOC_CTR_LLC_MISSES]));
+				json_object_new_int64((int64_t)total.counters.llc_misses));
 		if (live & (1u << COLOC_CTR_DRAM_FILLS))
 			json_object_object_add(
 				o, "dram_bytes",
-				json_object_new_int64(
-					(int64_t)(total.counters[COLOC_CTR_DRAM_FILLS] *
-						  COLOC_DRAM_LINE_BYTES)));
+				json_object_new_int64((int64_t)(total.counters.dram_fills *
+								COLOC_DRAM_LINE_BYTES)));
 	}
 	return o;
 }

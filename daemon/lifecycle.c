@@ -44,10 +44,11 @@ int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct coloc
 		colocd_stop(d);
 		return coloc_err_set(err, -ENOMEM, "out of memory");
 	}
-	ret = sensor_open(&d->sensor, &sc);
+	ret = sensor_open(&d->sensor, &sc, err);
 	if (ret) {
+		coloc_err_prefix(err, "cannot start the sensor");
 		colocd_stop(d);
-		return coloc_err_set(err, ret, "cannot start the sensor: %s", strerror(-ret));
+		return ret;
 	}
 	d->view = view_new(sensor_nr_cpus(d->sensor), sensor_cpus(d->sensor), cfg->window_ms);
 	if (!d->view) {

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * Interference sensing, user side: the libbpf-bootstrap lifecycle for
- * bpf/sensor.bpf.c. Open the skeleton, set the window length in rodata,
- * load; then for every online CPU (from hwloc) open each counter this
- * machine has (pmu.c decides: hardware ones only with a PMU, software ones
- * always) into its slot of the PERF_EVENT_ARRAY, and attach the perf_event
- * trigger to a per-CPU cpu-clock event (skeleton attach skips perf_event
- * programs, so they are attached by hand). sched_switch is attached through
- * the skeleton. Maps worth inspecting are pinned under the pin dir; closing
- * undoes everything in reverse order and removes the dir.
+ * bpf/sensor.bpf.c. Open the skeleton, set the window length in rodata and
+ * size the per-CPU maps to this machine, load; then for every online CPU
+ * (from hwloc) open each counter this machine has (pmu.c decides: hardware
+ * ones only with a PMU, software ones always) into its slot of the
+ * PERF_EVENT_ARRAY, and attach the periodic trigger. By default that is
+ * fentry on sched_tick (no interrupt of our own); where fentry is refused,
+ * the hrtimer expiry tracepoint (still no interrupt of our own); where that
+ * fails too, or when a rate is asked for, the perf_event program on a
+ * per-CPU cpu-clock event (skeleton attach skips perf_event programs, so
+ * they are attached by hand).
+ * sched_switch is attached through the skeleton. Maps worth inspecting are
+ * pinned under the pin dir; closing undoes everything in reverse order and
+ * removes the dir.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,6 +34,7 @@ struct sensor {
 	struct sensor_bpf *skel;
 	struct ring_buffer *rb;
 	struct bpf_link *switch_link;
+	struct bpf_link *trigger_link; /* the tick or hrtimer trigger */
 	struct pmu_info pmu;
 	int nr_cpus;
 	int cpus[COLOC_MAX_CPUS];
@@ -39,6 +45,7 @@ struct sensor {
 	bool pinned;
 	sensor_record_fn on_record;
 	void *ctx;
+	char trigger_desc[2 * COLOC_ERR_MSG_MAX + 128];
 };
 
 /* The maps an operator inspects with `bpftool map dump pinned DIR/NAME`. */
@@ -56,33 +63,35 @@ static int sensor_libbpf_print(enum libbpf_print_level level, const char *fmt, v
 	return vfprintf(stderr, fmt, args);
 }
 
-static int sensor_find_cpus(struct sensor *s)
+static int sensor_find_cpus(struct sensor *s, struct coloc_err *err)
 {
 	hwloc_topology_t topo;
-	int n, err = 0;
+	int n, ret = 0;
 
 	if (hwloc_topology_init(&topo))
-		return -ENODEV;
+		return coloc_err_set(err, -ENODEV, "hwloc cannot initialise a topology");
 	/* watch every CPU, also those outside colocd's own cpuset */
 	hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
 	if (hwloc_topology_load(topo)) {
 		hwloc_topology_destroy(topo);
-		return -ENODEV;
+		return coloc_err_set(err, -ENODEV, "hwloc cannot read this machine's topology");
 	}
 	n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
 	for (int i = 0; i < n; i++) {
 		hwloc_obj_t pu = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, i);
 
 		if (pu->os_index >= COLOC_MAX_CPUS) {
-			fprintf(stderr, "colocd: CPU %u is beyond the %d CPUs coloc supports\n",
-				pu->os_index, COLOC_MAX_CPUS);
-			err = -E2BIG;
+			ret = coloc_err_set(err, -E2BIG,
+					    "CPU %u is beyond the %d CPUs coloc supports",
+					    pu->os_index, COLOC_MAX_CPUS);
 			break;
 		}
 		s->cpus[s->nr_cpus++] = (int)pu->os_index;
 	}
 	hwloc_topology_destroy(topo);
-	return s->nr_cpus ? err : -ENODEV;
+	if (!s->nr_cpus)
+		return coloc_err_set(err, -ENODEV, "hwloc finds no CPU on this machine");
+	return ret;
 }
 
 static int sensor_open_trigger(int cpu, unsigned int hz)
@@ -100,8 +109,10 @@ static int sensor_open_trigger(int cpu, unsigned int hz)
 
 /*
  * Fills the counter slots of one CPU; returns the mask of counters opened.
- * The map keeps each event alive while the skeleton holds the map, so the
- * fds are closed at once: a big machine would otherwise run out of them.
+ * A counter that does not open is left out of the mask (the live mask and
+ * colocd's signals line then show it absent). The map keeps each event
+ * alive while the skeleton holds the map, so the fds are closed at once: a
+ * big machine would otherwise run out of them.
  */
 static __u32 sensor_open_counters(struct sensor *s, int idx)
 {
@@ -111,22 +122,16 @@ static __u32 sensor_open_counters(struct sensor *s, int idx)
 
 	for (int c = 0; c < COLOC_NR_COUNTERS; c++) {
 		__u32 key = (__u32)(cpu * COLOC_NR_COUNTERS + c);
-		int fd, err = 0;
+		int fd;
 
 		if (!(s->pmu.available_mask & (1u << c)))
 			continue;
 		fd = pmu_open_counter(&s->pmu, c, cpu);
 		if (fd < 0)
-			err = fd;
-		else if (bpf_map_update_elem(map_fd, &key, &fd, BPF_ANY))
-			err = -errno;
-		if (fd >= 0)
-			close(fd);
-		if (err)
-			fprintf(stderr, "colocd: counter %s unavailable on CPU %d: %s\n",
-				pmu_counter_name(c), cpu, strerror(-err));
-		else
+			continue;
+		if (!bpf_map_update_elem(map_fd, &key, &fd, BPF_ANY))
 			opened |= 1u << c;
+		close(fd);
 	}
 	return opened;
 }
@@ -151,49 +156,187 @@ static int sensor_handle_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static int sensor_pin(struct sensor *s, const char *dir)
+static int sensor_pin(struct sensor *s, const char *dir, struct coloc_err *err)
 {
 	char path[BPFFS_PATH_MAX + 64];
-	struct coloc_err why = { 0 };
-	int err;
+	int ret;
 
-	err = bpffs_open_dir(&s->pin_dir, dir, sensor_pin_names, SENSOR_NR_PINS, &why);
-	if (err) {
-		fprintf(stderr, "colocd: %s\n", coloc_err_str(&why));
-		return err;
-	}
-	if (s->pin_dir.mounted)
-		fprintf(stderr, "colocd: mounted bpffs at /sys/fs/bpf\n");
-	if (s->pin_dir.stale_removed)
-		fprintf(stderr, "colocd: removed %d stale pin(s) from %s left by an earlier run\n",
-			s->pin_dir.stale_removed, dir);
+	ret = bpffs_open_dir(&s->pin_dir, dir, sensor_pin_names, SENSOR_NR_PINS, err);
+	if (ret)
+		return ret;
 	s->pinned = true;
 	for (int i = 0; i < SENSOR_NR_PINS; i++) {
 		struct bpf_map *map =
 			bpf_object__find_map_by_name(s->skel->obj, sensor_pin_names[i]);
 
 		snprintf(path, sizeof(path), "%s/%s", dir, sensor_pin_names[i]);
-		err = map ? bpf_map__pin(map, path) : -ENOENT;
-		if (err) {
-			fprintf(stderr, "colocd: cannot pin map at %s: %s\n", path, strerror(-err));
-			return err;
+		ret = map ? bpf_map__pin(map, path) : -ENOENT;
+		if (ret)
+			return coloc_err_set(err, ret, "cannot pin map at %s: %s", path,
+					     strerror(-ret));
+	}
+	return 0;
+}
+
+/* Detaches the triggers and sched_switch and frees the BPF object. */
+static void sensor_unload(struct sensor *s)
+{
+	for (int i = 0; i < s->nr_cpus; i++) {
+		bpf_link__destroy(s->trigger_links[i]);
+		s->trigger_links[i] = NULL;
+	}
+	bpf_link__destroy(s->trigger_link);
+	bpf_link__destroy(s->switch_link);
+	sensor_bpf__destroy(s->skel);
+	s->trigger_link = NULL;
+	s->switch_link = NULL;
+	s->skel = NULL;
+}
+
+static int sensor_attach_timer(struct sensor *s, unsigned int hz, struct coloc_err *err)
+{
+	for (int i = 0; i < s->nr_cpus; i++) {
+		int fd = sensor_open_trigger(s->cpus[i], hz);
+
+		if (fd < 0)
+			return coloc_err_set(err, fd,
+					     "cannot open the %u Hz sampling event on CPU %d: %s",
+					     hz, s->cpus[i], strerror(-fd));
+		/* on success the link owns fd and closes it when destroyed */
+		s->trigger_links[i] =
+			bpf_program__attach_perf_event(s->skel->progs.coloc_sample, fd);
+		if (!s->trigger_links[i]) {
+			int ret = -errno;
+
+			close(fd);
+			return coloc_err_set(err, ret,
+					     "cannot attach the sampling program on CPU %d: %s",
+					     s->cpus[i], strerror(-ret));
 		}
 	}
 	return 0;
 }
 
-int sensor_open(struct sensor **out, const struct sensor_config *cfg)
+enum sensor_trigger {
+	SENSOR_TRIGGER_TICK, /* fentry on sched_tick */
+	SENSOR_TRIGGER_HRTIMER, /* tp_btf on hrtimer_expire_entry */
+	SENSOR_TRIGGER_TIMER, /* a cpu-clock perf event per CPU */
+};
+
+static struct bpf_program *sensor_trigger_prog(struct sensor_bpf *skel, enum sensor_trigger t)
+{
+	struct bpf_program *progs[] = {
+		[SENSOR_TRIGGER_TICK] = skel->progs.coloc_tick,
+		[SENSOR_TRIGGER_HRTIMER] = skel->progs.coloc_hrtimer,
+		[SENSOR_TRIGGER_TIMER] = skel->progs.coloc_sample,
+	};
+
+	return progs[t];
+}
+
+/*
+ * Opens, sizes, loads and attaches the BPF side with one trigger (hz is the
+ * timer's rate).
+ */
+static int sensor_load(struct sensor *s, enum sensor_trigger trigger, unsigned int hz,
+		       unsigned int window_ms, struct coloc_err *err)
+{
+	struct sensor_bpf *skel;
+	int ret;
+
+	skel = s->skel = sensor_bpf__open();
+	if (!skel)
+		return coloc_err_set(err, -errno, "cannot open the BPF object: %s",
+				     strerror(errno));
+	skel->rodata->window_ns = (__u64)window_ms * 1000000ull;
+	skel->rodata->switch_counter_mask = s->pmu.available_mask & COLOC_HW_COUNTER_MASK;
+	skel->rodata->sample_period_ns =
+		1000000000ull / (trigger == SENSOR_TRIGGER_TIMER ? hz : SENSOR_FALLBACK_HZ);
+	skel->rodata->present_counter_mask = s->pmu.available_mask;
+	/* indexed by OS CPU id, which is below the number of possible CPUs */
+	bpf_map__set_max_entries(skel->maps.counters, s->nr_possible * COLOC_NR_COUNTERS);
+	bpf_map__set_max_entries(skel->maps.cpu_live, s->nr_possible);
+	/* only the trigger used is loaded: a kernel may refuse the others */
+	bpf_program__set_autoload(skel->progs.coloc_tick, trigger == SENSOR_TRIGGER_TICK);
+	bpf_program__set_autoload(skel->progs.coloc_hrtimer, trigger == SENSOR_TRIGGER_HRTIMER);
+	bpf_program__set_autoload(skel->progs.coloc_sample, trigger == SENSOR_TRIGGER_TIMER);
+	ret = sensor_bpf__load(skel);
+	if (ret)
+		return coloc_err_set(err, ret, "cannot load the BPF programs: %s%s", strerror(-ret),
+				     sensor_verbose ? "" : " (run with -v for libbpf's messages)");
+
+	s->live_mask = ~0u;
+	for (int i = 0; i < s->nr_cpus; i++)
+		s->live_mask &= sensor_open_counters(s, i);
+
+	s->switch_link = bpf_program__attach(skel->progs.coloc_switch);
+	if (!s->switch_link)
+		return coloc_err_set(err, -errno, "cannot attach to sched_switch: %s",
+				     strerror(errno));
+	if (trigger == SENSOR_TRIGGER_TIMER)
+		return sensor_attach_timer(s, hz, err);
+	s->trigger_link = bpf_program__attach(sensor_trigger_prog(skel, trigger));
+	if (!s->trigger_link)
+		return coloc_err_set(err, -errno, "cannot attach %s: %s",
+				     bpf_program__section_name(sensor_trigger_prog(skel, trigger)),
+				     strerror(errno));
+	return 0;
+}
+
+/*
+ * Samples on the tick where fentry is allowed, else on the hrtimer expiries
+ * (the tick among them), else on a timer of our own; the description says
+ * which, and why the tick was not used.
+ */
+static int sensor_load_default(struct sensor *s, unsigned int window_ms, struct coloc_err *err)
+{
+	struct coloc_err why_not_tick = { 0 }, why_not_hrtimer = { 0 };
+
+	if (!sensor_load(s, SENSOR_TRIGGER_TICK, 0, window_ms, &why_not_tick)) {
+		snprintf(s->trigger_desc, sizeof(s->trigger_desc),
+			 "the scheduler tick (fentry/sched_tick)");
+		return 0;
+	}
+	sensor_unload(s);
+	if (!sensor_load(s, SENSOR_TRIGGER_HRTIMER, 0, window_ms, &why_not_hrtimer)) {
+		snprintf(s->trigger_desc, sizeof(s->trigger_desc),
+			 "the kernel's timer interrupts, the tick among them "
+			 "(tp_btf/hrtimer_expire_entry; fentry/sched_tick refused: %s)",
+			 coloc_err_str(&why_not_tick));
+		return 0;
+	}
+	sensor_unload(s);
+	snprintf(s->trigger_desc, sizeof(s->trigger_desc),
+		 "a %u Hz timer (the scheduler tick cannot be traced here: fentry/sched_tick: %s; "
+		 "tp_btf/hrtimer_expire_entry: %s)",
+		 SENSOR_FALLBACK_HZ, coloc_err_str(&why_not_tick), coloc_err_str(&why_not_hrtimer));
+	return sensor_load(s, SENSOR_TRIGGER_TIMER, SENSOR_FALLBACK_HZ, window_ms, err);
+}
+
+int sensor_open(struct sensor **out, const struct sensor_config *cfg, struct coloc_err *err)
 {
 	struct sensor *s;
-	int err;
+	int ret;
 
+	*out = NULL;
+	if (!cfg->window_ms)
+		return coloc_err_set(err, -EINVAL, "the window length must be at least 1 ms");
+	if (cfg->sample_hz > 100000)
+		return coloc_err_set(err, -EINVAL, "a sampling rate of %u Hz is above 100000 Hz",
+				     cfg->sample_hz);
 	/* at least one periodic sample per window, or windows go missing */
-	if (!cfg->sample_hz || cfg->sample_hz > 100000 || !cfg->window_ms ||
-	    (__u64)cfg->sample_hz * cfg->window_ms < 1000)
-		return -EINVAL;
+	if (cfg->sample_hz && (__u64)cfg->sample_hz * cfg->window_ms < 1000)
+		return coloc_err_set(err, -EINVAL,
+				     "%u Hz gives less than one sample per %u ms window",
+				     cfg->sample_hz, cfg->window_ms);
+	if (!cfg->sample_hz && cfg->window_ms < SENSOR_TICK_MIN_WINDOW_MS)
+		return coloc_err_set(err, -EINVAL,
+				     "%u ms windows are shorter than the scheduler tick may be "
+				     "(%d ms at CONFIG_HZ=100); use a timer rate or longer windows",
+				     cfg->window_ms, SENSOR_TICK_MIN_WINDOW_MS);
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return -ENOMEM;
+		return coloc_err_set(err, -ENOMEM, "out of memory");
 	s->pin_dir.lock_fd = -1;
 	sensor_raise_fd_limit();
 	s->on_record = cfg->on_record;
@@ -201,74 +344,50 @@ int sensor_open(struct sensor **out, const struct sensor_config *cfg)
 	sensor_verbose = cfg->verbose;
 	libbpf_set_print(sensor_libbpf_print);
 
-	err = pmu_detect(&s->pmu);
-	if (err)
+	ret = pmu_detect(&s->pmu);
+	if (ret) {
+		coloc_err_set(err, ret, "cannot probe the perf events: %s", strerror(-ret));
 		goto fail;
-	err = sensor_find_cpus(s);
-	if (err)
+	}
+	ret = sensor_find_cpus(s, err);
+	if (ret)
 		goto fail;
 	s->nr_possible = libbpf_num_possible_cpus();
 	if (s->nr_possible <= 0) {
-		err = s->nr_possible ? s->nr_possible : -ENODEV;
+		ret = coloc_err_set(err, s->nr_possible ? s->nr_possible : -ENODEV,
+				    "cannot read the number of possible CPUs");
+		goto fail;
+	}
+	if (s->cpus[s->nr_cpus - 1] >= s->nr_possible) {
+		ret = coloc_err_set(err, -ERANGE, "CPU %d is beyond the %d possible CPUs",
+				    s->cpus[s->nr_cpus - 1], s->nr_possible);
 		goto fail;
 	}
 
-	s->skel = sensor_bpf__open();
-	if (!s->skel) {
-		err = -errno;
-		goto fail;
+	if (cfg->sample_hz) {
+		snprintf(s->trigger_desc, sizeof(s->trigger_desc), "a %u Hz timer", cfg->sample_hz);
+		ret = sensor_load(s, SENSOR_TRIGGER_TIMER, cfg->sample_hz, cfg->window_ms, err);
+	} else {
+		ret = sensor_load_default(s, cfg->window_ms, err);
 	}
-	s->skel->rodata->window_ns = (__u64)cfg->window_ms * 1000000ull;
-	s->skel->rodata->switch_counter_mask = s->pmu.available_mask & COLOC_HW_COUNTER_MASK;
-	s->skel->rodata->sample_period_ns = 1000000000ull / cfg->sample_hz;
-	s->skel->rodata->present_counter_mask = s->pmu.available_mask;
-	err = sensor_bpf__load(s->skel);
-	if (err)
+	if (ret)
 		goto fail;
-
-	s->live_mask = ~0u;
-	for (int i = 0; i < s->nr_cpus; i++)
-		s->live_mask &= sensor_open_counters(s, i);
-
-	s->switch_link = bpf_program__attach(s->skel->progs.coloc_switch);
-	if (!s->switch_link) {
-		err = -errno;
-		goto fail;
-	}
-	for (int i = 0; i < s->nr_cpus; i++) {
-		int fd = sensor_open_trigger(s->cpus[i], cfg->sample_hz);
-
-		if (fd < 0) {
-			err = fd;
-			fprintf(stderr, "colocd: cannot open the sampling event on CPU %d: %s\n",
-				s->cpus[i], strerror(-err));
-			goto fail;
-		}
-		/* on success the link owns fd and closes it when destroyed */
-		s->trigger_links[i] =
-			bpf_program__attach_perf_event(s->skel->progs.coloc_sample, fd);
-		if (!s->trigger_links[i]) {
-			err = -errno;
-			close(fd);
-			goto fail;
-		}
-	}
 
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.records), sensor_handle_record, s, NULL);
 	if (!s->rb) {
-		err = -errno;
+		ret = coloc_err_set(err, -errno, "cannot map the ring buffer: %s", strerror(errno));
 		goto fail;
 	}
 	if (cfg->pin_dir) {
-		err = sensor_pin(s, cfg->pin_dir);
-		if (err)
+		ret = sensor_pin(s, cfg->pin_dir, err);
+		if (ret)
 			goto fail;
 	}
 	*out = s;
 	return 0;
 fail:
 	sensor_close(s);
-	return err < 0 ? err : -EINVAL;
+	return ret < 0 ? ret : -EINVAL;
 }
 
 void sensor_close(struct sensor *s)
@@ -286,10 +405,7 @@ void sensor_close(struct sensor *s)
 		bpffs_close_dir(&s->pin_dir);
 	}
 	ring_buffer__free(s->rb);
-	for (int i = 0; i < s->nr_cpus; i++)
-		bpf_link__destroy(s->trigger_links[i]);
-	bpf_link__destroy(s->switch_link);
-	sensor_bpf__destroy(s->skel);
+	sensor_unload(s);
 	free(s);
 }
 
@@ -308,6 +424,11 @@ const int *sensor_cpus(const struct sensor *s)
 	return s->cpus;
 }
 
+const char *sensor_trigger_desc(const struct sensor *s)
+{
+	return s->trigger_desc;
+}
+
 __u32 sensor_live_mask(const struct sensor *s)
 {
 	return s->live_mask;
@@ -323,10 +444,29 @@ int sensor_consume(struct sensor *s)
 	return ring_buffer__consume(s->rb);
 }
 
+/* Gives the tenant its (zero) entry in tenant_totals, where the BPF side charges it. */
+static int sensor_tenant_open_totals(struct sensor *s, __u32 tenant)
+{
+	struct coloc_tenant_total *zero = calloc(s->nr_possible, sizeof(*zero));
+	int err;
+
+	if (!zero)
+		return -ENOMEM;
+	err = bpf_map__update_elem(s->skel->maps.tenant_totals, &tenant, sizeof(tenant), zero,
+				   s->nr_possible * sizeof(*zero), BPF_NOEXIST);
+	free(zero);
+	return err == -EEXIST ? 0 : err;
+}
+
 int sensor_tenant_add_pid(struct sensor *s, __u32 tenant, __u32 tgid)
 {
+	int err;
+
 	if (tenant >= COLOC_MAX_TENANTS)
 		return -EINVAL;
+	err = sensor_tenant_open_totals(s, tenant);
+	if (err)
+		return err;
 	return bpf_map__update_elem(s->skel->maps.tenant_by_tgid, &tgid, sizeof(tgid), &tenant,
 				    sizeof(tenant), BPF_ANY);
 }
@@ -352,6 +492,9 @@ int sensor_tenant_add_cgroup(struct sensor *s, __u32 tenant, __u64 cgroup_id)
 
 	if (tenant >= COLOC_MAX_TENANTS)
 		return -EINVAL;
+	err = sensor_tenant_open_totals(s, tenant);
+	if (err)
+		return err;
 	err = bpf_map__update_elem(s->skel->maps.tenant_by_cgroup, &cgroup_id, sizeof(cgroup_id),
 				   &tenant, sizeof(tenant), BPF_ANY);
 	sensor_count_cgroups(s);
@@ -385,8 +528,7 @@ int sensor_tenant_remove_pid(struct sensor *s, __u32 tgid)
 
 int sensor_tenant_clear(struct sensor *s, __u32 tenant)
 {
-	size_t size = sizeof(struct coloc_tenant_window);
-	void *zero;
+	struct coloc_tenant_window *zero;
 	int err;
 
 	if (tenant >= COLOC_MAX_TENANTS)
@@ -394,21 +536,19 @@ int sensor_tenant_clear(struct sensor *s, __u32 tenant)
 	sensor_forget_keys(s->skel->maps.tenant_by_tgid, sizeof(__u32), tenant);
 	sensor_forget_keys(s->skel->maps.tenant_by_cgroup, sizeof(__u64), tenant);
 	sensor_count_cgroups(s);
-	if (sizeof(struct coloc_tenant_total) > size)
-		size = sizeof(struct coloc_tenant_total);
-	zero = calloc(s->nr_possible, size);
+	err = bpf_map__delete_elem(s->skel->maps.tenant_totals, &tenant, sizeof(tenant), 0);
+	if (err && err != -ENOENT)
+		return err;
+	zero = calloc(s->nr_possible, sizeof(*zero));
 	if (!zero)
 		return -ENOMEM;
-	err = bpf_map__update_elem(s->skel->maps.tenant_totals, &tenant, sizeof(tenant), zero,
-				   s->nr_possible * sizeof(struct coloc_tenant_total), BPF_ANY);
-	if (!err)
-		err = bpf_map__update_elem(
-			s->skel->maps.tenant_window_acc, &tenant, sizeof(tenant), zero,
-			s->nr_possible * sizeof(struct coloc_tenant_window), BPF_ANY);
+	err = bpf_map__update_elem(s->skel->maps.tenant_window_acc, &tenant, sizeof(tenant), zero,
+				   s->nr_possible * sizeof(*zero), BPF_ANY);
 	free(zero);
 	return err;
 }
 
+/* A tenant without an entry in tenant_totals (none given, or cleared) has done nothing. */
 int sensor_tenant_total(struct sensor *s, __u32 tenant, struct coloc_tenant_total *sum)
 {
 	struct coloc_tenant_total *per_cpu;
@@ -421,11 +561,14 @@ int sensor_tenant_total(struct sensor *s, __u32 tenant, struct coloc_tenant_tota
 		return -ENOMEM;
 	err = bpf_map__lookup_elem(s->skel->maps.tenant_totals, &tenant, sizeof(tenant), per_cpu,
 				   s->nr_possible * sizeof(*per_cpu), 0);
+	if (err == -ENOENT)
+		err = 0;
 	memset(sum, 0, sizeof(*sum));
 	for (int i = 0; !err && i < s->nr_possible; i++) {
 		sum->on_cpu_ns += per_cpu[i].on_cpu_ns;
 		for (int c = 0; c < COLOC_NR_COUNTERS; c++)
-			sum->counters[c] += per_cpu[i].counters[c];
+			*coloc_counter_at(&sum->counters, c) +=
+				coloc_counter_get(&per_cpu[i].counters, c);
 	}
 	free(per_cpu);
 	return err;
@@ -451,4 +594,13 @@ int sensor_stats(struct sensor *s, struct coloc_sensor_stats *sum)
 	}
 	free(per_cpu);
 	return err;
+}
+
+void sensor_print_pin_notes(const struct sensor *s)
+{
+	if (s->pin_dir.mounted)
+		printf("colocd: mounted bpffs at /sys/fs/bpf\n");
+	if (s->pin_dir.stale_removed)
+		printf("colocd: removed %d stale pin(s) from %s left by an earlier run\n",
+		       s->pin_dir.stale_removed, s->pin_dir.path);
 }

@@ -2,8 +2,9 @@
 /*
  * The user side of interference sensing: loads bpf/sensor.bpf.c, fills its
  * counter slots with this machine's perf events, attaches the periodic
- * trigger on every online CPU and sched_switch, pins the maps for bpftool,
- * and hands ring-buffer records to a callback.
+ * trigger (the scheduler tick, or a cpu-clock timer on every online CPU) and
+ * sched_switch, pins the maps for bpftool, and hands ring-buffer records to
+ * a callback.
  */
 #ifndef COLOC_DAEMON_SENSOR_H
 #define COLOC_DAEMON_SENSOR_H
@@ -11,6 +12,7 @@
 #include <stdbool.h>
 #include <linux/types.h>
 #include "coloc/sensor.h"
+#include "error.h"
 #include "pmu.h"
 
 struct sensor;
@@ -18,16 +20,31 @@ struct sensor;
 /* Called for each ring-buffer record (a coloc_cpu_window or coloc_tenant_window). */
 typedef void (*sensor_record_fn)(void *ctx, const void *rec, size_t size);
 
+/*
+ * The rate of the cpu-clock timer used where the scheduler tick cannot be
+ * (CONFIG_HZ=250 is the common tick rate, so windows see about as many samples).
+ */
+#define SENSOR_FALLBACK_HZ 250
+/* The shortest window in tick mode: a tick every 10 ms even at CONFIG_HZ=100. */
+#define SENSOR_TICK_MIN_WINDOW_MS 10
+
 struct sensor_config {
-	unsigned int sample_hz; /* periodic trigger per CPU */
-	unsigned int window_ms; /* record window; sample_hz * window_ms >= 1000 */
+	/*
+	 * 0: sample on the scheduler tick (no interrupt of our own), falling
+	 * back to a SENSOR_FALLBACK_HZ timer where fentry on sched_tick is not
+	 * available. N: a cpu-clock timer at N Hz per CPU.
+	 */
+	unsigned int sample_hz;
+	/* record window; with a timer sample_hz * window_ms >= 1000, with the tick >= 10 ms */
+	unsigned int window_ms;
 	const char *pin_dir; /* NULL: do not pin */
 	bool verbose; /* libbpf's messages */
 	sensor_record_fn on_record;
 	void *ctx;
 };
 
-int sensor_open(struct sensor **out, const struct sensor_config *cfg);
+/* On failure returns a negative errno and says why in err (which may be NULL). */
+int sensor_open(struct sensor **out, const struct sensor_config *cfg, struct coloc_err *err);
 /* Detaches everything, unpins and removes the pin dir. NULL is fine. */
 void sensor_close(struct sensor *s);
 
@@ -35,6 +52,11 @@ const struct pmu_info *sensor_pmu(const struct sensor *s);
 int sensor_nr_cpus(const struct sensor *s);
 /* OS ids of the online CPUs the sensor watches, sorted. */
 const int *sensor_cpus(const struct sensor *s);
+/*
+ * How samples are taken, in words for a log line: "the scheduler tick" or
+ * "a 250 Hz timer", with the reason when the tick was wanted but unavailable.
+ */
+const char *sensor_trigger_desc(const struct sensor *s);
 /* Live mask of the counters opened on every watched CPU. */
 __u32 sensor_live_mask(const struct sensor *s);
 
@@ -52,5 +74,8 @@ int sensor_tenant_clear(struct sensor *s, __u32 tenant);
 /* Cumulative totals of a tenant, summed over CPUs. */
 int sensor_tenant_total(struct sensor *s, __u32 tenant, struct coloc_tenant_total *sum);
 int sensor_stats(struct sensor *s, struct coloc_sensor_stats *sum);
+
+/* For main(): what preparing the pin dir did (a bpffs mount, stale pins removed). */
+void sensor_print_pin_notes(const struct sensor *s);
 
 #endif /* COLOC_DAEMON_SENSOR_H */

@@ -15,7 +15,7 @@ struct view_slot {
 	__u32 live_mask;
 	__u32 valid;
 	__u64 time_ns; /* task clock (CPU) or on-CPU time (tenant) */
-	__u64 counters[COLOC_NR_COUNTERS];
+	struct coloc_counters counters;
 };
 
 struct view {
@@ -59,7 +59,7 @@ void view_free(struct view *v)
 }
 
 static void view_slot_add(struct view_slot *slot, __u64 window_id, __u32 live, __u64 time_ns,
-			  const __u64 *counters)
+			  const struct coloc_counters *counters)
 {
 	if (!slot->valid || slot->window_id != window_id) {
 		memset(slot, 0, sizeof(*slot));
@@ -69,7 +69,7 @@ static void view_slot_add(struct view_slot *slot, __u64 window_id, __u32 live, _
 	slot->live_mask |= live;
 	slot->time_ns += time_ns;
 	for (int c = 0; c < COLOC_NR_COUNTERS; c++)
-		slot->counters[c] += counters[c];
+		*coloc_counter_at(&slot->counters, c) += coloc_counter_get(counters, c);
 }
 
 void view_add_record(struct view *v, const void *rec, size_t size)
@@ -81,15 +81,14 @@ void view_add_record(struct view *v, const void *rec, size_t size)
 	v->records++;
 	if (size >= sizeof(*cw) && cw->type == COLOC_REC_CPU_WINDOW && cw->cpu < COLOC_MAX_CPUS &&
 	    (idx = v->cpu_index[cw->cpu]) >= 0) {
-		view_slot_add(&v->cpu[idx][cw->window_id % VIEW_RING], cw->window_id,
-			      cw->live_mask | COLOC_LIVE_TASK_CLOCK, cw->task_clock_ns,
-			      cw->counters);
+		view_slot_add(&v->cpu[idx][cw->window_id % VIEW_RING], cw->window_id, cw->live_mask,
+			      cw->task_clock_ns, &cw->counters);
 		return;
 	}
 	if (size >= sizeof(*tw) && tw->type == COLOC_REC_TENANT_WINDOW &&
 	    tw->tenant < COLOC_MAX_TENANTS) {
 		view_slot_add(&v->tenant[tw->tenant][tw->window_id % VIEW_RING], tw->window_id,
-			      tw->live_mask, tw->on_cpu_ns, tw->counters);
+			      tw->live_mask, tw->on_cpu_ns, &tw->counters);
 		return;
 	}
 	v->bad_records++;
@@ -116,7 +115,7 @@ static void view_summarize(const struct view *v, const struct view_slot *ring, _
 {
 	struct view_slot sum = { 0 };
 	double seconds = (double)span * v->window_ms / 1000.0;
-	const __u64 *c = sum.counters;
+	const struct coloc_counters *c = &sum.counters;
 
 	memset(out, 0, sizeof(*out));
 	for (unsigned int k = 1; k <= span && k <= now_window; k++) {
@@ -125,18 +124,18 @@ static void view_summarize(const struct view *v, const struct view_slot *ring, _
 		if (!slot->valid || slot->window_id != now_window - k)
 			continue;
 		out->windows++;
-		view_slot_add(&sum, 0, slot->live_mask, slot->time_ns, slot->counters);
+		view_slot_add(&sum, 0, slot->live_mask, slot->time_ns, &slot->counters);
 	}
 	out->live_mask = sum.live_mask;
 	out->busy = (double)sum.time_ns / (seconds * 1e9);
-	out->ipc = view_ratio(c[COLOC_CTR_INSTRUCTIONS], c[COLOC_CTR_CYCLES]);
-	out->llc_mpki = 1000.0 * view_ratio(c[COLOC_CTR_LLC_MISSES], c[COLOC_CTR_INSTRUCTIONS]);
-	out->llc_miss_ratio = view_ratio(c[COLOC_CTR_LLC_MISSES], c[COLOC_CTR_LLC_REFS]);
-	out->llc_misses_per_s = c[COLOC_CTR_LLC_MISSES] / seconds;
-	out->dram_gbps = c[COLOC_CTR_DRAM_FILLS] * (double)COLOC_DRAM_LINE_BYTES / seconds / 1e9;
-	out->ctx_switches_per_s = c[COLOC_CTR_CTX_SWITCHES] / seconds;
-	out->migrations_per_s = c[COLOC_CTR_MIGRATIONS] / seconds;
-	out->page_faults_per_s = c[COLOC_CTR_PAGE_FAULTS] / seconds;
+	out->ipc = view_ratio(c->instructions, c->cycles);
+	out->llc_mpki = 1000.0 * view_ratio(c->llc_misses, c->instructions);
+	out->llc_miss_ratio = view_ratio(c->llc_misses, c->llc_refs);
+	out->llc_misses_per_s = c->llc_misses / seconds;
+	out->dram_gbps = c->dram_fills * (double)COLOC_DRAM_LINE_BYTES / seconds / 1e9;
+	out->ctx_switches_per_s = c->ctx_switches / seconds;
+	out->migrations_per_s = c->migrations / seconds;
+	out->page_faults_per_s = c->page_faults / seconds;
 }
 
 void view_cpu(const struct view *v, int idx, __u64 now_window, unsigned int span,

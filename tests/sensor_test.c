@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include "kselftest_harness.h"
 #include "bpffs.h"
 #include "sensor.h"
@@ -54,102 +55,6 @@ static void pump(struct sensor *s, unsigned int ms)
 	}
 }
 
-FIXTURE(sensor)
-{
-	struct sensor *s;
-	struct collected c;
-	char pin_dir[128];
-	struct tu_spinner spin;
-};
-
-FIXTURE_SETUP(sensor)
-{
-	struct sensor_config cfg = {
-		.sample_hz = 1000,
-		.window_ms = 10,
-		.on_record = collect,
-		.ctx = &self->c,
-	};
-
-	snprintf(self->pin_dir, sizeof(self->pin_dir), "/sys/fs/bpf/coloc-test-%d", getpid());
-	cfg.pin_dir = self->pin_dir;
-	self->c.cpu = calloc(MAX_RECS, sizeof(*self->c.cpu));
-	self->c.tenant = calloc(MAX_RECS, sizeof(*self->c.tenant));
-	ASSERT_NE(NULL, self->c.cpu);
-	ASSERT_NE(NULL, self->c.tenant);
-	ASSERT_EQ(0, sensor_open(&self->s, &cfg));
-	self->spin.pid = 0;
-	self->spin.go_fd = -1;
-}
-
-FIXTURE_TEARDOWN(sensor)
-{
-	tu_kill(&self->spin);
-	sensor_close(self->s);
-	free(self->c.cpu);
-	free(self->c.tenant);
-}
-
-TEST_F(sensor, open__attaches_on_every_online_cpu)
-{
-	int n = tu_nr_online_cpus();
-	bool seen[COLOC_MAX_CPUS] = { false };
-	int nr_seen = 0;
-
-	ASSERT_EQ(n, sensor_nr_cpus(self->s));
-	/* make every CPU busy in turn: each must then report windows of its own */
-	for (int i = 0; i < n; i++) {
-		int cpu = sensor_cpus(self->s)[i];
-		__u64 busy_ns = 0, t0;
-		unsigned int windows = 0;
-		struct tu_spinner sp;
-
-		self->c.nr_cpu = 0;
-		ASSERT_EQ(0, tu_spawn_spinner(&sp, cpu, 5, 0));
-		tu_release(&sp);
-		t0 = tu_now_ns();
-		pump(self->s, 300);
-		tu_kill(&sp);
-		/* the busy CPU's full windows after a 50 ms settling time */
-		for (int r = 0; r < self->c.nr_cpu; r++) {
-			const struct coloc_cpu_window *w = &self->c.cpu[r];
-
-			ASSERT_LT(w->cpu, COLOC_MAX_CPUS);
-			if ((int)w->cpu != cpu || w->window_id * 10000000ull < t0 + 50000000ull)
-				continue;
-			busy_ns += w->task_clock_ns;
-			windows++;
-		}
-		if (windows > 5 && busy_ns > windows * 5000000ull && !seen[cpu]) {
-			seen[cpu] = true;
-			nr_seen++;
-		}
-		TH_LOG("CPU %d: %u windows, %.0f%% busy while the spinner ran", cpu, windows,
-		       windows ? 100.0 * busy_ns / (windows * 10000000.0) : 0.0);
-	}
-	EXPECT_EQ(n, nr_seen);
-}
-
-TEST_F(sensor, records__arrive_within_1s_while_busy)
-{
-	int cpu = sensor_cpus(self->s)[sensor_nr_cpus(self->s) - 1];
-	__u64 t0, first = 0;
-	struct pollfd pfd = { .fd = sensor_epoll_fd(self->s), .events = POLLIN };
-
-	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, cpu, 10, 0));
-	tu_release(&self->spin);
-	t0 = tu_now_ns();
-	while (!first && tu_now_ns() - t0 < 1000000000ull) {
-		poll(&pfd, 1, 10);
-		sensor_consume(self->s);
-		for (int r = 0; r < self->c.nr_cpu && !first; r++)
-			if ((int)self->c.cpu[r].cpu == cpu)
-				first = tu_now_ns();
-	}
-	ASSERT_NE(0, first);
-	TH_LOG("first record from busy CPU %d after %.1f ms", cpu, (first - t0) / 1e6);
-}
-
 /* Busy and total time of one CPU from /proc/stat, in USER_HZ ticks. */
 static int proc_stat_cpu(int cpu, unsigned long long *busy, unsigned long long *total)
 {
@@ -173,13 +78,129 @@ static int proc_stat_cpu(int cpu, unsigned long long *busy, unsigned long long *
 	return found;
 }
 
+FIXTURE(sensor)
+{
+	struct sensor *s;
+	struct collected c;
+	char pin_dir[128];
+	struct tu_spinner spin;
+};
+
+FIXTURE_SETUP(sensor)
+{
+	struct sensor_config cfg = {
+		.window_ms = 10, /* and the default trigger: the scheduler tick */
+		.on_record = collect,
+		.ctx = &self->c,
+	};
+	struct coloc_err err = { 0 };
+
+	snprintf(self->pin_dir, sizeof(self->pin_dir), "/sys/fs/bpf/coloc-test-%d", getpid());
+	cfg.pin_dir = self->pin_dir;
+	self->c.cpu = calloc(MAX_RECS, sizeof(*self->c.cpu));
+	self->c.tenant = calloc(MAX_RECS, sizeof(*self->c.tenant));
+	ASSERT_NE(NULL, self->c.cpu);
+	ASSERT_NE(NULL, self->c.tenant);
+	ASSERT_EQ(0, sensor_open(&self->s, &cfg, &err))
+	TH_LOG("sensor_open: %s", coloc_err_str(&err));
+	self->spin.pid = 0;
+	self->spin.go_fd = -1;
+}
+
+FIXTURE_TEARDOWN(sensor)
+{
+	tu_kill(&self->spin);
+	sensor_close(self->s);
+	free(self->c.cpu);
+	free(self->c.tenant);
+}
+
+/*
+ * Each CPU, made busy in turn, reports windows of its own, and their task
+ * clock tells the CPU's busy share as the kernel accounts it (/proc/stat
+ * over the same stretch, within 20%): whatever else runs there.
+ */
+TEST_F(sensor, open__attaches_on_every_online_cpu)
+{
+	int n = tu_nr_online_cpus();
+	bool seen[COLOC_MAX_CPUS] = { false };
+	int nr_seen = 0;
+
+	ASSERT_EQ(n, sensor_nr_cpus(self->s));
+	for (int i = 0; i < n; i++) {
+		int cpu = sensor_cpus(self->s)[i];
+		unsigned long long busy0, total0, busy1, total1;
+		__u64 busy_ns = 0, t0, t1, first_id, last_id;
+		double share_sensor, share_kernel;
+		unsigned int windows = 0;
+		struct tu_spinner sp;
+
+		self->c.nr_cpu = 0;
+		ASSERT_EQ(0, tu_spawn_spinner(&sp, cpu, 5, 0));
+		tu_release(&sp);
+		pump(self->s, 50); /* settle */
+		t0 = tu_now_ns();
+		ASSERT_EQ(0, proc_stat_cpu(cpu, &busy0, &total0));
+		pump(self->s, 300);
+		ASSERT_EQ(0, proc_stat_cpu(cpu, &busy1, &total1));
+		t1 = tu_now_ns();
+		pump(self->s, 30); /* the last windows close */
+		tu_kill(&sp);
+		first_id = t0 / 10000000ull + 1;
+		last_id = t1 / 10000000ull;
+		for (int r = 0; r < self->c.nr_cpu; r++) {
+			const struct coloc_cpu_window *w = &self->c.cpu[r];
+
+			ASSERT_LT(w->cpu, COLOC_MAX_CPUS);
+			if ((int)w->cpu != cpu || w->window_id < first_id ||
+			    w->window_id >= last_id)
+				continue;
+			busy_ns += w->task_clock_ns;
+			windows++;
+		}
+		ASSERT_GT(total1, total0);
+		share_kernel = (double)(busy1 - busy0) / (double)(total1 - total0);
+		share_sensor = (double)busy_ns / ((double)(last_id - first_id) * 10000000.0);
+		TH_LOG("CPU %d: %u windows, busy %.3f by the sensor, %.3f by /proc/stat", cpu,
+		       windows, share_sensor, share_kernel);
+		if (windows > 5 && share_sensor < share_kernel * 1.2 &&
+		    share_sensor > share_kernel * 0.8 && !seen[cpu]) {
+			seen[cpu] = true;
+			nr_seen++;
+		}
+	}
+	EXPECT_EQ(n, nr_seen);
+}
+
+/* Records stream while a CPU is busy (the bound only ends a broken run, it is not a goal). */
+TEST_F(sensor, records__arrive_while_busy)
+{
+	int cpu = sensor_cpus(self->s)[sensor_nr_cpus(self->s) - 1];
+	__u64 t0, first = 0;
+	struct pollfd pfd = { .fd = sensor_epoll_fd(self->s), .events = POLLIN };
+
+	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, cpu, 10, 0));
+	tu_release(&self->spin);
+	t0 = tu_now_ns();
+	while (!first && tu_now_ns() - t0 < 20000000000ull) {
+		poll(&pfd, 1, 10);
+		sensor_consume(self->s);
+		for (int r = 0; r < self->c.nr_cpu && !first; r++)
+			if ((int)self->c.cpu[r].cpu == cpu)
+				first = tu_now_ns();
+	}
+	ASSERT_NE(0, first);
+	TH_LOG("first record from busy CPU %d after %.1f ms", cpu, (first - t0) / 1e6);
+}
+
 /*
  * A process pinned to one CPU runs a ~60% duty cycle. The sensor's
  * task-clock share of that CPU, over the windows inside the run, must agree
- * within 20% with the kernel's own accounting of the CPU (/proc/stat) and
- * with the loop's measured CPU time, which is part of it. On a quiet machine
- * (CI) the loop is all there is, so the two coincide; when something else
- * also runs there the loop is a lower bound.
+ * within 20% with the kernel's own accounting of the CPU over the same
+ * interval (/proc/stat) and with the loop's measured CPU time, which is part
+ * of it. On a quiet machine the loop is all there is, so the two coincide;
+ * when something else also runs there (a loaded machine) the CPU is busier
+ * than the loop, which is then only a lower bound: no share is assumed.
  */
 TEST_F_TIMEOUT(sensor, task_clock__share_matches_busy_loop_cpu_time, 60)
 {
@@ -220,7 +241,8 @@ TEST_F_TIMEOUT(sensor, task_clock__share_matches_busy_loop_cpu_time, 60)
 	share_sensor = (double)task / ((double)(last_id - first_id) * 10000000.0);
 	TH_LOG("CPU %d task-clock share: sensor %.3f over %u windows, /proc/stat %.3f, loop alone %.3f",
 	       cpu, share_sensor, windows, share_kernel, share_loop);
-	ASSERT_GT(share_loop, 0.3);
+	ASSERT_GT(cpu1, cpu0); /* the loop ran: the lower bound means something */
+	ASSERT_GT(busy1, busy0);
 	EXPECT_LT(share_sensor, share_kernel * 1.2);
 	EXPECT_GT(share_sensor, share_kernel * 0.8);
 	EXPECT_GT(share_sensor, share_loop * 0.8);
@@ -228,7 +250,23 @@ TEST_F_TIMEOUT(sensor, task_clock__share_matches_busy_loop_cpu_time, 60)
 		EXPECT_LT(share_sensor, share_loop * 1.2);
 }
 
-TEST_F_TIMEOUT(sensor, tenant__on_cpu_time_matches_proc_stat, 60)
+/*
+ * Pumps records until the process has run at least 300 ms of CPU time (the
+ * resolution a 20% comparison with /proc needs), however busy the machine.
+ */
+static int pump_until_cpu_time(struct sensor *s, pid_t pid)
+{
+	__u64 cpu_ns = 0, t0 = tu_now_ns();
+
+	while (cpu_ns < 300000000ull && tu_now_ns() - t0 < 40000000000ull) {
+		pump(s, 200);
+		if (tu_proc_cpu_ns(pid, &cpu_ns))
+			return -1;
+	}
+	return cpu_ns < 300000000ull ? -1 : 0;
+}
+
+TEST_F_TIMEOUT(sensor, tenant__on_cpu_time_matches_proc_stat, 90)
 {
 	struct coloc_tenant_total total;
 	__u64 cpu_ns, tenant_windows_ns = 0, steal0, steal1;
@@ -239,7 +277,7 @@ TEST_F_TIMEOUT(sensor, tenant__on_cpu_time_matches_proc_stat, 60)
 	ASSERT_EQ(0, sensor_tenant_add_pid(self->s, tenant, (__u32)self->spin.pid));
 	ASSERT_EQ(0, tu_steal_ns(&steal0));
 	tu_release(&self->spin);
-	pump(self->s, 1500);
+	ASSERT_EQ(0, pump_until_cpu_time(self->s, self->spin.pid));
 	kill(self->spin.pid, SIGSTOP);
 	pump(self->s, 50);
 	ASSERT_EQ(0, tu_steal_ns(&steal1));
@@ -252,7 +290,6 @@ TEST_F_TIMEOUT(sensor, tenant__on_cpu_time_matches_proc_stat, 60)
 	TH_LOG("tenant on-CPU %.3f s (windows %.3f s), /proc utime+stime %.3f s, steal %.3f s",
 	       total.on_cpu_ns / 1e9, tenant_windows_ns / 1e9, cpu_ns / 1e9,
 	       (steal1 - steal0) / 1e9);
-	ASSERT_GT(cpu_ns, 200000000ull); /* enough ticks for a 20% comparison */
 	EXPECT_LT((double)total.on_cpu_ns, cpu_ns * 1.2 + (double)(steal1 - steal0));
 	EXPECT_GT((double)total.on_cpu_ns, cpu_ns * 0.8);
 	/* the streamed windows tell the same story as the cumulative map */
@@ -283,7 +320,7 @@ TEST_F(sensor, sw_counters__count_context_switches_through_bpf)
 	pump(self->s, 100);
 	for (int r = 0; r < self->c.nr_cpu; r++)
 		if ((int)self->c.cpu[r].cpu == cpu)
-			switches += self->c.cpu[r].counters[COLOC_CTR_CTX_SWITCHES];
+			switches += self->c.cpu[r].counters.ctx_switches;
 	TH_LOG("%llu context switches counted on CPU %d for %d sleeps",
 	       (unsigned long long)switches, cpu, sleeps);
 	EXPECT_GE(switches, (__u64)sleeps);
@@ -304,7 +341,7 @@ TEST_F(sensor, hw_counters__cycles_and_llc_live_with_a_pmu)
 	pump(self->s, 300);
 	for (int r = 0; r < self->c.nr_cpu; r++)
 		if ((int)self->c.cpu[r].cpu == cpu)
-			cycles += self->c.cpu[r].counters[COLOC_CTR_CYCLES];
+			cycles += self->c.cpu[r].counters.cycles;
 	EXPECT_GT(cycles, 10000000ull);
 }
 
@@ -320,7 +357,7 @@ TEST_F(sensor, hw_counters__absent_without_pmu_are_not_live)
 		ASSERT_EQ(0, self->c.cpu[r].live_mask & COLOC_HW_COUNTER_MASK);
 		for (int k = 0; k < COLOC_NR_COUNTERS; k++)
 			if (COLOC_HW_COUNTER_MASK & (1u << k))
-				ASSERT_EQ(0, self->c.cpu[r].counters[k]);
+				ASSERT_EQ(0, coloc_counter_get(&self->c.cpu[r].counters, k));
 	}
 }
 
@@ -336,12 +373,70 @@ TEST_F(sensor, pin__maps_are_dumped_by_bpftool)
 	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "task_clock_ns"));
 	EXPECT_NE(NULL, strstr(out, "window_id"));
+	/* counters by name, not an array to decode with the header */
+	EXPECT_NE(NULL, strstr(out, "\"ctx_switches\": "));
+	EXPECT_NE(NULL, strstr(out, "\"page_faults\": "));
 	snprintf(cmd, sizeof(cmd), "bpftool map dump pinned %s/sensor_stats", self->pin_dir);
 	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "samples"));
 	snprintf(cmd, sizeof(cmd), "bpftool map show pinned %s/tenant_by_tgid", self->pin_dir);
 	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "hash"));
+}
+
+/* Per-CPU maps have one entry per possible CPU, and tenant totals one per tenant in use. */
+TEST_F(sensor, pin__maps_are_sized_to_the_machine)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info), key, next;
+	char path[256];
+	int fd, n = 0;
+
+	snprintf(path, sizeof(path), "%s/cpu_live", self->pin_dir);
+	fd = bpf_obj_get(path);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, bpf_obj_get_info_by_fd(fd, &info, &len));
+	close(fd);
+	EXPECT_EQ((__u32)libbpf_num_possible_cpus(), info.max_entries);
+
+	ASSERT_EQ(0, sensor_tenant_add_pid(self->s, 5, (__u32)getpid()));
+	snprintf(path, sizeof(path), "%s/tenant_totals", self->pin_dir);
+	fd = bpf_obj_get(path);
+	ASSERT_GE(fd, 0);
+	for (void *prev = NULL; !bpf_map_get_next_key(fd, prev, &next); prev = &key, key = next)
+		n++;
+	EXPECT_EQ(1, n);
+	EXPECT_EQ(5, next);
+	ASSERT_EQ(0, sensor_tenant_clear(self->s, 5));
+	EXPECT_NE(0, bpf_map_get_next_key(fd, NULL, &next));
+	close(fd);
+}
+
+/*
+ * The default trigger is the tick: fentry on sched_tick or, where fentry is
+ * refused, the hrtimer expiries; not a timer of our own (tp_btf loads
+ * wherever sched_switch's program does). It fires on a busy CPU.
+ */
+TEST_F(sensor, trigger__samples_a_busy_cpu)
+{
+	int cpu = sensor_cpus(self->s)[sensor_nr_cpus(self->s) - 1];
+	struct coloc_sensor_stats st;
+	__u64 samples = 0;
+
+	TH_LOG("sampling on %s", sensor_trigger_desc(self->s));
+	ASSERT_EQ(NULL, strstr(sensor_trigger_desc(self->s), "Hz timer"));
+	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, cpu, 10, 0));
+	tu_release(&self->spin);
+	pump(self->s, 300);
+	for (int r = 0; r < self->c.nr_cpu; r++)
+		if ((int)self->c.cpu[r].cpu == cpu)
+			samples += self->c.cpu[r].nr_samples;
+	ASSERT_EQ(0, sensor_stats(self->s, &st));
+	EXPECT_GT(samples, 0);
+	EXPECT_GE(st.samples, samples);
+	/* the task clock is always live, as documented */
+	for (int r = 0; r < self->c.nr_cpu; r++)
+		ASSERT_TRUE(self->c.cpu[r].live_mask & COLOC_LIVE_TASK_CLOCK);
 }
 
 TEST_F(sensor, close__unpins_and_removes_the_pin_dir)
@@ -370,13 +465,14 @@ TEST_F_TIMEOUT(sensor, account__sparse_samples_keep_windows_bounded_and_totals_e
 	__u64 cpu_ns, steal0, steal1;
 
 	sensor_close(self->s);
-	ASSERT_EQ(0, sensor_open(&self->s, &cfg));
+	ASSERT_EQ(0, sensor_open(&self->s, &cfg, NULL));
+	ASSERT_NE(NULL, strstr(sensor_trigger_desc(self->s), "100 Hz timer"));
 	self->c.nr_cpu = 0;
 	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, cpu, 50, 0));
 	ASSERT_EQ(0, sensor_tenant_add_pid(self->s, 1, (__u32)self->spin.pid));
 	ASSERT_EQ(0, tu_steal_ns(&steal0));
 	tu_release(&self->spin);
-	pump(self->s, 1500);
+	ASSERT_EQ(0, pump_until_cpu_time(self->s, self->spin.pid));
 	kill(self->spin.pid, SIGSTOP);
 	pump(self->s, 100);
 	ASSERT_EQ(0, tu_steal_ns(&steal1));
@@ -386,7 +482,6 @@ TEST_F_TIMEOUT(sensor, account__sparse_samples_keep_windows_bounded_and_totals_e
 		ASSERT_LE(self->c.cpu[r].task_clock_ns, self->c.cpu[r].window_ns);
 	TH_LOG("%d windows, each within its length; tenant %.3f s vs /proc %.3f s", self->c.nr_cpu,
 	       total.on_cpu_ns / 1e9, cpu_ns / 1e9);
-	ASSERT_GT(cpu_ns, 200000000ull);
 	EXPECT_LT((double)total.on_cpu_ns, cpu_ns * 1.2 + (double)(steal1 - steal0));
 	EXPECT_GT((double)total.on_cpu_ns, cpu_ns * 0.8);
 }
@@ -394,10 +489,44 @@ TEST_F_TIMEOUT(sensor, account__sparse_samples_keep_windows_bounded_and_totals_e
 TEST(sensor_open__rejects_fewer_than_one_sample_per_window)
 {
 	struct sensor_config cfg = { .sample_hz = 50, .window_ms = 10 };
+	struct coloc_err err = { 0 };
 	struct sensor *s = NULL;
 
-	EXPECT_EQ(-EINVAL, sensor_open(&s, &cfg));
+	EXPECT_EQ(-EINVAL, sensor_open(&s, &cfg, &err));
 	EXPECT_EQ(NULL, s);
+	EXPECT_EQ(-EINVAL, err.code);
+	EXPECT_NE(NULL, strstr(err.msg, "less than one sample per 10 ms window"));
+}
+
+/* The named bits bpftool shows are the mask's bits, each counter's where the enum puts it. */
+TEST(sensor_record__live_bits_name_the_mask_bits)
+{
+	struct coloc_cpu_window w = { 0 };
+
+	w.live_mask = COLOC_LIVE_TASK_CLOCK;
+	EXPECT_EQ(1u, (unsigned int)w.live.task_clock);
+	EXPECT_EQ(0u, (unsigned int)w.live.page_faults);
+	w.live_mask = 1u << COLOC_CTR_PAGE_FAULTS;
+	EXPECT_EQ(1u, (unsigned int)w.live.page_faults);
+	EXPECT_EQ(0u, (unsigned int)w.live.task_clock);
+	w.live_mask = 1u << COLOC_CTR_CYCLES;
+	EXPECT_EQ(1u, (unsigned int)w.live.cycles);
+	w.live_mask = 1u << COLOC_CTR_DRAM_FILLS;
+	EXPECT_EQ(1u, (unsigned int)w.live.dram_fills);
+	w.live_mask = 1u << COLOC_CTR_MIGRATIONS;
+	EXPECT_EQ(1u, (unsigned int)w.live.migrations);
+	EXPECT_EQ(0u, (unsigned int)w.live.ctx_switches);
+}
+
+TEST(sensor_open__rejects_windows_shorter_than_a_slow_tick)
+{
+	struct sensor_config cfg = { .window_ms = 5 };
+	struct coloc_err err = { 0 };
+	struct sensor *s = NULL;
+
+	EXPECT_EQ(-EINVAL, sensor_open(&s, &cfg, &err));
+	EXPECT_EQ(NULL, s);
+	EXPECT_NE(NULL, strstr(err.msg, "shorter than the scheduler tick"));
 }
 
 TEST(sensor_pin__stale_pins_from_a_crashed_run_are_replaced)
@@ -421,7 +550,7 @@ TEST(sensor_pin__stale_pins_from_a_crashed_run_are_replaced)
 	close(fd);
 	bpffs_close_dir(&pins); /* the dir stays: it is not empty */
 
-	ASSERT_EQ(0, sensor_open(&s, &cfg));
+	ASSERT_EQ(0, sensor_open(&s, &cfg, NULL));
 	fd = bpf_obj_get(path);
 	ASSERT_GE(fd, 0);
 	{

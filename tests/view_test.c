@@ -16,18 +16,21 @@ static struct coloc_cpu_window cpu_rec(__u32 cpu, __u64 id, __u64 task_ns)
 		.cpu = cpu,
 		.window_id = id,
 		.window_ns = 10000000,
-		.live_mask = (1u << COLOC_CTR_CTX_SWITCHES) | (1u << COLOC_CTR_CYCLES) |
-			     (1u << COLOC_CTR_INSTRUCTIONS) | (1u << COLOC_CTR_LLC_REFS) |
-			     (1u << COLOC_CTR_LLC_MISSES) | (1u << COLOC_CTR_DRAM_FILLS),
+		.live_mask = COLOC_LIVE_TASK_CLOCK | (1u << COLOC_CTR_CTX_SWITCHES) |
+			     (1u << COLOC_CTR_CYCLES) | (1u << COLOC_CTR_INSTRUCTIONS) |
+			     (1u << COLOC_CTR_LLC_REFS) | (1u << COLOC_CTR_LLC_MISSES) |
+			     (1u << COLOC_CTR_DRAM_FILLS),
 		.task_clock_ns = task_ns,
+		.counters = {
+			.ctx_switches = 5,
+			.cycles = 2000000,
+			.instructions = 1000000,
+			.llc_refs = 4000,
+			.llc_misses = 1000,
+			.dram_fills = 15625, /* 1 MB per 10 ms = 0.1 GB/s */
+		},
 	};
 
-	w.counters[COLOC_CTR_CTX_SWITCHES] = 5;
-	w.counters[COLOC_CTR_CYCLES] = 2000000;
-	w.counters[COLOC_CTR_INSTRUCTIONS] = 1000000;
-	w.counters[COLOC_CTR_LLC_REFS] = 4000;
-	w.counters[COLOC_CTR_LLC_MISSES] = 1000;
-	w.counters[COLOC_CTR_DRAM_FILLS] = 15625; /* 1 MB per 10 ms = 0.1 GB/s */
 	return w;
 }
 

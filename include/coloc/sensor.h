@@ -9,7 +9,9 @@
  * at index cpu * COLOC_NR_COUNTERS + counter. The daemon fills the slots the
  * machine can count (hardware ones only where a PMU exists); a record's
  * live_mask says which counters were read in that window, so a field that is
- * not live is absent, never zero-by-default.
+ * not live is absent, never zero-by-default. Values travel in a
+ * struct coloc_counters, whose fields carry the names, so that bpftool's
+ * dump of a pinned map reads without this header.
  */
 #ifndef COLOC_SENSOR_H
 #define COLOC_SENSOR_H
@@ -37,8 +39,60 @@ enum coloc_counter {
 	((1u << COLOC_CTR_CYCLES) | (1u << COLOC_CTR_INSTRUCTIONS) | (1u << COLOC_CTR_LLC_REFS) | \
 	 (1u << COLOC_CTR_LLC_MISSES) | (1u << COLOC_CTR_DRAM_FILLS))
 
-/* live_mask bit for the sched_switch-derived task clock (always live). */
+/*
+ * live_mask bit for the task clock (time from sched_switch and the periodic
+ * trigger): set in every record, CPU and tenant windows alike, since time
+ * is always measured. A machine without a PMU has records with live_mask
+ * 0x800000e0: task clock, context switches, migrations, page faults.
+ */
 #define COLOC_LIVE_TASK_CLOCK (1u << 31)
+
+/* live_mask's bits by name: bpftool shows them, code uses the mask. */
+struct coloc_live {
+	__u32 cycles : 1, instructions : 1, llc_refs : 1, llc_misses : 1, dram_fills : 1,
+		ctx_switches : 1, migrations : 1, page_faults : 1, : 23, task_clock : 1;
+};
+
+/*
+ * Counter deltas, one named field per enum coloc_counter, in enum order:
+ * code that loops over counters indexes it through coloc_counter_at().
+ */
+struct coloc_counters {
+	__u64 cycles;
+	__u64 instructions;
+	__u64 llc_refs;
+	__u64 llc_misses;
+	__u64 dram_fills; /* 64-byte lines filled from DRAM */
+	__u64 ctx_switches;
+	__u64 migrations;
+	__u64 page_faults;
+};
+
+#define COLOC_COUNTER_AT(field, ctr)                                                \
+	_Static_assert(__builtin_offsetof(struct coloc_counters, field) == (ctr)*8, \
+		       #field " is not at its enum coloc_counter index")
+COLOC_COUNTER_AT(cycles, COLOC_CTR_CYCLES);
+COLOC_COUNTER_AT(instructions, COLOC_CTR_INSTRUCTIONS);
+COLOC_COUNTER_AT(llc_refs, COLOC_CTR_LLC_REFS);
+COLOC_COUNTER_AT(llc_misses, COLOC_CTR_LLC_MISSES);
+COLOC_COUNTER_AT(dram_fills, COLOC_CTR_DRAM_FILLS);
+COLOC_COUNTER_AT(ctx_switches, COLOC_CTR_CTX_SWITCHES);
+COLOC_COUNTER_AT(migrations, COLOC_CTR_MIGRATIONS);
+COLOC_COUNTER_AT(page_faults, COLOC_CTR_PAGE_FAULTS);
+_Static_assert(sizeof(struct coloc_counters) == COLOC_NR_COUNTERS * 8,
+	       "struct coloc_counters has one __u64 per enum coloc_counter");
+#undef COLOC_COUNTER_AT
+
+/* The counter ctr (an enum coloc_counter) of c. */
+static inline __u64 *coloc_counter_at(struct coloc_counters *c, unsigned int ctr)
+{
+	return (__u64 *)c + ctr;
+}
+
+static inline __u64 coloc_counter_get(const struct coloc_counters *c, unsigned int ctr)
+{
+	return ((const __u64 *)c)[ctr];
+}
 
 #define COLOC_DRAM_LINE_BYTES 64
 
@@ -57,10 +111,13 @@ struct coloc_cpu_window {
 	__u32 cpu;
 	__u64 window_id;
 	__u64 window_ns;
-	__u32 live_mask; /* bit n: counters[n] was read; COLOC_LIVE_TASK_CLOCK */
+	union {
+		__u32 live_mask; /* bit n: counter n was read; COLOC_LIVE_TASK_CLOCK */
+		struct coloc_live live; /* the same bits by name, for bpftool */
+	};
 	__u32 nr_samples; /* periodic trigger firings in this window */
 	__u64 task_clock_ns;
-	__u64 counters[COLOC_NR_COUNTERS]; /* deltas over the window */
+	struct coloc_counters counters; /* deltas over the window */
 };
 
 /* What one tenant did on one CPU during one window. */
@@ -69,15 +126,18 @@ struct coloc_tenant_window {
 	__u32 cpu;
 	__u64 window_id;
 	__u32 tenant;
-	__u32 live_mask;
+	union {
+		__u32 live_mask;
+		struct coloc_live live;
+	};
 	__u64 on_cpu_ns;
-	__u64 counters[COLOC_NR_COUNTERS];
+	struct coloc_counters counters;
 };
 
 /* Per-CPU value of the pinned map `tenant_totals`: cumulative since attach. */
 struct coloc_tenant_total {
 	__u64 on_cpu_ns;
-	__u64 counters[COLOC_NR_COUNTERS];
+	struct coloc_counters counters;
 };
 
 /* Per-CPU value of the pinned map `sensor_stats`: how the sensor itself is doing. */
