@@ -37,6 +37,7 @@ FIXTURE(colocd)
 	pid_t pid;
 	struct tu_spinner spin;
 	char cgroup[512]; /* made by a test, removed by teardown */
+	int cgroup_levels; /* levels "d/d/..." a test made below it */
 };
 
 FIXTURE_SETUP(colocd)
@@ -49,6 +50,7 @@ FIXTURE_SETUP(colocd)
 	self->spin.pid = 0;
 	self->spin.go_fd = -1;
 	self->cgroup[0] = '\0';
+	self->cgroup_levels = 0;
 	self->pid = tu_start_colocd(self->sock, self->pin, self->log);
 	if (self->pid < 0) {
 		char out[4096];
@@ -64,6 +66,14 @@ FIXTURE_TEARDOWN(colocd)
 	char cmd[256];
 
 	tu_kill(&self->spin);
+	for (int level = self->cgroup_levels; level > 0; level--) {
+		char path[1024];
+		int n = snprintf(path, sizeof(path), "%s", self->cgroup);
+
+		for (int i = 0; i < level; i++)
+			n += snprintf(path + n, sizeof(path) - (size_t)n, "/d");
+		rmdir(path);
+	}
 	if (self->cgroup[0])
 		rmdir(self->cgroup);
 	if (self->pid > 0)
@@ -317,6 +327,44 @@ TEST_F_TIMEOUT(colocd, tenant__cgroup_is_attributed_like_its_processes, 60)
 
 	snprintf(req, sizeof(req),
 		 "{\"cmd\":\"tenant-add\",\"name\":\"by-cgroup\",\"cgroup\":\"%s\"}\n", cg);
+	resp = request_json(self->sock, req);
+	ASSERT_TRUE(resp_ok(resp));
+	json_object_put(resp);
+	expect_tenant_matches_proc(_metadata, self->sock, &self->spin, 1200000);
+}
+
+/*
+ * The BPF side looks for a tenant's cgroup among a task's ancestors, up to
+ * SENSOR_CGROUP_DEPTH (32) levels (protocol.h): a process 12 levels below
+ * the tenant's cgroup, past the old bound of 8, is counted.
+ */
+TEST_F_TIMEOUT(colocd, tenant__a_process_deep_below_the_cgroup_is_counted, 60)
+{
+	char mnt[256], path[1024], req[800], pid[32];
+	struct json_object *resp;
+	int n;
+	FILE *f;
+
+	if (cgroup2_mount(mnt, sizeof(mnt)))
+		SKIP(return, "no cgroup v2 hierarchy mounted");
+	snprintf(self->cgroup, sizeof(self->cgroup), "%s/coloc-test-%d", mnt, getpid());
+	ASSERT_EQ(0, mkdir(self->cgroup, 0755));
+	n = snprintf(path, sizeof(path), "%s", self->cgroup);
+	for (int level = 1; level <= 12; level++) {
+		n += snprintf(path + n, sizeof(path) - (size_t)n, "/d");
+		ASSERT_EQ(0, mkdir(path, 0755));
+		self->cgroup_levels = level;
+	}
+	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, -1, 7, 3));
+	snprintf(path + n, sizeof(path) - (size_t)n, "/cgroup.procs");
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	snprintf(pid, sizeof(pid), "%d\n", self->spin.pid);
+	fputs(pid, f);
+	ASSERT_EQ(0, fclose(f));
+
+	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"deep\",\"cgroup\":\"%s\"}\n",
+		 self->cgroup);
 	resp = request_json(self->sock, req);
 	ASSERT_TRUE(resp_ok(resp));
 	json_object_put(resp);
