@@ -9,6 +9,7 @@
 #define COLOC_DAEMON_SERVER_H
 
 #include <stddef.h>
+#include "coloc/protocol.h"
 #include "error.h"
 #include "loop.h"
 
@@ -18,11 +19,11 @@
  * slots others may use are full, a newcomer evicts the oldest idle
  * connection of the uid holding the most, if that uid holds at least two
  * more than the newcomer's; root, when everything is full, evicts the
- * oldest idle connection of anyone.
+ * oldest idle connection of anyone. The numbers are the protocol's.
  */
-#define SERVER_MAX_CONNS 64
-#define SERVER_ROOT_RESERVED 8
-#define SERVER_UID_SHARE 16
+#define SERVER_MAX_CONNS COLOC_MAX_CONNS
+#define SERVER_ROOT_RESERVED COLOC_ROOT_CONNS
+#define SERVER_UID_SHARE COLOC_CONNS_PER_UID
 #define SERVER_DEFAULT_TIMEOUT_MS 30000u
 
 struct server;

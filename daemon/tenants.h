@@ -21,7 +21,7 @@
 #include "sensor.h"
 #include "view.h"
 
-#define TENANT_MAX_PIDS 256
+#define TENANT_MAX_PIDS COLOC_MAX_PIDS_PER_TENANT
 #define TENANTS_CGROUP_ROOT "/sys/fs/cgroup"
 
 struct tenant_table;
