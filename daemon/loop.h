@@ -61,7 +61,11 @@ void loop_timer_set(struct loop_source *src, __u64 first_ns, __u64 interval_ns);
  */
 int loop_add_signal(struct loop *l, struct loop_source **src, int signo, loop_signal_fn cb,
 		    void *ctx);
-/* Unregisters a source: its callback never runs again. Safe inside any callback. */
+/*
+ * Unregisters a source: its callback never runs again. Safe inside any
+ * callback. The loop frees the source after the current iteration, so the
+ * caller forgets src here (NULL is fine and does nothing).
+ */
 void loop_source_remove(struct loop_source *src);
 
 /* Dispatches until loop_exit(); returns its code, or a negative errno with err set. */

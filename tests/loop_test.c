@@ -154,7 +154,9 @@ static void on_readable_remove_other(struct loop_source *src, int fd, unsigned i
 	(void)src;
 	(void)revents;
 	trace_add(p->t, fd);
+	/* a removed source is freed by the loop: it is removed once, then forgotten */
 	loop_source_remove(p->other);
+	p->other = NULL;
 }
 
 static void on_timer_exit(struct loop_source *src, __u64 now, void *ctx)
