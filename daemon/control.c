@@ -399,6 +399,40 @@ static bool control_has_nul(struct json_object *o)
 }
 
 /*
+ * What json-c 0.16's strict mode still lets through, found on the raw line:
+ * a 'name' in single quotes, NaN and Infinity, a number ending in '.', a
+ * raw control character inside a string. NULL if none, else what it is,
+ * with its offset in *at.
+ */
+static const char *control_loose_json(const char *line, size_t len, size_t *at)
+{
+	bool in_string = false;
+
+	for (*at = 0; *at < len; (*at)++) {
+		unsigned char c = (unsigned char)line[*at];
+
+		if (in_string) {
+			if (c == '\\')
+				(*at)++;
+			else if (c == '"')
+				in_string = false;
+			else if (c < 0x20)
+				return "a raw control character in a string (write it as an escape)";
+		} else if (c == '"') {
+			in_string = true;
+		} else if (c == '\'') {
+			return "a single quote (strict JSON quotes with \")";
+		} else if (c == 'N' || c == 'I') {
+			return "NaN or Infinity (not JSON numbers)";
+		} else if (c == '.' &&
+			   (*at + 1 >= len || line[*at + 1] < '0' || line[*at + 1] > '9')) {
+			return "a number ending in '.'";
+		}
+	}
+	return NULL;
+}
+
+/*
  * Strict JSON (no comments, single quotes or trailing commas), valid UTF-8,
  * one value filling the whole line. NULL with *resp set on failure.
  */
@@ -407,6 +441,8 @@ static struct json_object *control_parse(const char *line, size_t len, char **re
 	struct json_tokener *tok = json_tokener_new();
 	struct json_object *req;
 	enum json_tokener_error jerr;
+	const char *loose;
+	size_t at;
 
 	if (!tok) {
 		*resp = control_error("out of memory");
@@ -415,6 +451,13 @@ static struct json_object *control_parse(const char *line, size_t len, char **re
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	req = json_tokener_parse_ex(tok, line, (int)len);
 	jerr = json_tokener_get_error(tok);
+	loose = req && jerr == json_tokener_success ? control_loose_json(line, len, &at) : NULL;
+	if (loose) {
+		json_object_put(req);
+		json_tokener_free(tok);
+		*resp = control_error("malformed request: %s at byte %zu", loose, at);
+		return NULL;
+	}
 	if (!req || jerr != json_tokener_success || json_tokener_get_parse_end(tok) != len) {
 		if (req)
 			json_object_put(req);

@@ -113,10 +113,15 @@ TEST_F(control, handle__loose_json_is_refused)
 		"{/* comment */\"cmd\":\"ping\"}",
 		"{\"cmd\":\"ping\"} // comment",
 		"{'cmd':'ping'}",
+		"{'cmd':\"ping\"}",
+		"{\"cmd\":\"ping\",'x':1}",
 		"{\"cmd\":\"ping\",}",
 		"{\"cmd\":[\"ping\",]}",
 		"{\"cmd\":\"ping\"}{}",
-		"{\"cmd\":NaN}",
+		"{\"cmd\":\"ping\",\"x\":NaN}",
+		"{\"cmd\":\"ping\",\"x\":-Infinity}",
+		"{\"cmd\":\"ping\",\"x\":1.}",
+		"{\"cmd\":\"ping\",\"x\":\"a\tb\"}",
 		"{\"cmd\":\"ping\"",
 	};
 
@@ -128,6 +133,16 @@ TEST_F(control, handle__loose_json_is_refused)
 		TH_LOG("%s -> %s", loose[i], error_of(o));
 		json_object_put(o);
 	}
+}
+
+TEST_F(control, handle__quotes_and_words_inside_strings_are_fine)
+{
+	struct json_object *o = handle_str(
+		&self->d,
+		"{\"cmd\":\"ping\",\"note\":\"it's \\\"q\\\" ' NaN 1. \",\"x\":[1.5,-2e3]}");
+
+	EXPECT_TRUE(is_ok(o));
+	json_object_put(o);
 }
 
 TEST_F(control, handle__a_nul_in_any_string_is_refused)
