@@ -167,9 +167,9 @@ static bool tenants_exited(int pidfd)
 }
 
 /*
- * Checks one pid and holds it with a pidfd: the pidfd is taken first and
- * the process checked through /proc after, so a process that exits and
- * whose pid is reused in between is caught by the pidfd turning readable.
+ * Checks one pid and holds it with a pidfd. From then on the pidfd names
+ * that process, whatever happens to the number: if it exited already (or
+ * exits later) the pidfd is readable.
  */
 static int tenants_check_pid(struct tenant_table *t, const char *name, size_t i, __s64 pid,
 			     int *pidfd, struct coloc_err *err)
@@ -184,17 +184,17 @@ static int tenants_check_pid(struct tenant_table *t, const char *name, size_t i,
 		return coloc_err_set(err, -EPERM, "pid %lld is %s: it belongs to no tenant",
 				     (long long)pid, pid == 1 ? "init" : "colocd itself");
 	*pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-	if (*pidfd < 0 && errno == EMFILE)
-		return coloc_err_set(err, -EMFILE, "colocd holds too many processes: %s",
-				     strerror(EMFILE));
-	/* a pidfd names a process: for a thread's id pidfd_open fails (EINVAL, ENOENT) */
-	if (tenants_tgid_of((__u32)pid, &tgid) || (*pidfd >= 0 && tenants_exited(*pidfd)))
-		return coloc_err_set(err, -ESRCH, "no process with pid %lld", (long long)pid);
-	if (tgid != (__u32)pid || *pidfd < 0)
+	if (*pidfd < 0 && (errno == EMFILE || errno == ENFILE))
+		return coloc_err_set(err, -errno, "colocd holds too many processes: %s",
+				     strerror(errno));
+	/* pidfd_open takes a process (a thread-group leader) only: /proc says which not */
+	if (*pidfd < 0 && !tenants_tgid_of((__u32)pid, &tgid) && tgid != (__u32)pid)
 		return coloc_err_set(err, -EINVAL,
 				     "pid %lld is a thread of process %u: give the process id (all "
 				     "its threads belong to the tenant)",
 				     (long long)pid, tgid);
+	if (*pidfd < 0 || tenants_exited(*pidfd))
+		return coloc_err_set(err, -ESRCH, "no process with pid %lld", (long long)pid);
 	owner = tenants_owner_of_pid(t, (__u32)pid);
 	if (owner && strcmp(owner->name, name))
 		return coloc_err_set(err, -EBUSY, "pid %lld already belongs to tenant '%s'",
@@ -310,12 +310,14 @@ static int tenants_plan(struct tenant_table *t, const struct tenants_add_req *re
 		}
 		plan->pids[plan->nr] = (__u32)req->pids[i];
 		plan->pidfds[plan->nr++] = fd;
+		/* stop at the first pid past the limit: checking the rest costs the loop */
+		if (held + plan->nr > TENANT_MAX_PIDS)
+			return coloc_err_set(
+				err, -ENOSPC,
+				"tenant '%s' holds %d processes; the %zu pids asked for "
+				"would pass the %d a tenant can hold",
+				req->name, held, req->nr_pids, TENANT_MAX_PIDS);
 	}
-	if (held + plan->nr > TENANT_MAX_PIDS)
-		return coloc_err_set(err, -ENOSPC,
-				     "tenant '%s' holds %d processes; %d more would pass the %d a "
-				     "tenant can hold",
-				     req->name, held, plan->nr, TENANT_MAX_PIDS);
 	return 0;
 }
 
