@@ -34,6 +34,36 @@ void tenants_init(struct tenant_table *t, struct sensor *sensor, struct view *vi
 	t->loop = loop;
 }
 
+static struct tenant_proc **tenants_bucket(struct tenant_table *t, __u32 pid)
+{
+	return &t->by_pid[pid % TENANTS_PID_BUCKETS];
+}
+
+static struct tenant_proc *tenants_proc_of_pid(struct tenant_table *t, __u32 pid)
+{
+	for (struct tenant_proc *p = *tenants_bucket(t, pid); p; p = p->next_in_bucket)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+static void tenants_index_add(struct tenant_table *t, struct tenant_proc *p)
+{
+	struct tenant_proc **head = tenants_bucket(t, p->pid);
+
+	p->next_in_bucket = *head;
+	*head = p;
+}
+
+static void tenants_index_remove(struct tenant_table *t, struct tenant_proc *p)
+{
+	for (struct tenant_proc **pp = tenants_bucket(t, p->pid); *pp; pp = &(*pp)->next_in_bucket)
+		if (*pp == p) {
+			*pp = p->next_in_bucket;
+			return;
+		}
+}
+
 static void tenants_proc_free(struct tenant_proc *p)
 {
 	loop_source_remove(p->src);
@@ -47,6 +77,7 @@ static void tenants_drop_proc(struct tenant *tenant, int k)
 	struct tenant_proc *p = tenant->procs[k];
 
 	sensor_tenant_remove_pid(p->table->sensor, p->pid);
+	tenants_index_remove(p->table, p);
 	tenant->procs[k] = tenant->procs[--tenant->nr_procs];
 	tenants_proc_free(p);
 }
@@ -101,20 +132,11 @@ static struct tenant *tenants_create(struct tenant_table *t, const char *name)
 	return NULL;
 }
 
-static int tenants_proc_index(const struct tenant *tenant, __u32 pid)
-{
-	for (int k = 0; k < tenant->nr_procs; k++)
-		if (tenant->procs[k]->pid == pid)
-			return k;
-	return -1;
-}
-
 struct tenant *tenants_owner_of_pid(struct tenant_table *t, __u32 pid)
 {
-	for (int i = 0; i < COLOC_MAX_TENANTS; i++)
-		if (t->slots[i].used && tenants_proc_index(&t->slots[i], pid) >= 0)
-			return &t->slots[i];
-	return NULL;
+	struct tenant_proc *p = tenants_proc_of_pid(t, pid);
+
+	return p ? p->tenant : NULL;
 }
 
 static struct tenant *tenants_owner_of_cgroup(struct tenant_table *t, __u64 cgid)
@@ -130,13 +152,15 @@ static void tenants_on_exit(struct loop_source *src, int fd, unsigned int revent
 {
 	struct tenant_proc *p = ctx;
 	struct tenant *tenant = p->tenant;
-	int k = tenants_proc_index(tenant, p->pid);
 
 	(void)src;
 	(void)fd;
 	(void)revents;
-	if (k >= 0)
-		tenants_drop_proc(tenant, k);
+	for (int k = 0; k < tenant->nr_procs; k++)
+		if (tenant->procs[k] == p) {
+			tenants_drop_proc(tenant, k);
+			return;
+		}
 }
 
 /* A process's Tgid from /proc: its own pid for a process, another for a thread. */
@@ -304,7 +328,8 @@ static int tenants_plan(struct tenant_table *t, const struct tenants_add_req *re
 		}
 		for (int k = 0; k < plan->nr && !dup; k++)
 			dup = plan->pids[k] == (__u32)req->pids[i];
-		if (dup || (existing && tenants_proc_index(existing, (__u32)req->pids[i]) >= 0)) {
+		/* tenants_check_pid refused another tenant's: an owner now is this tenant */
+		if (dup || tenants_owner_of_pid(t, (__u32)req->pids[i])) {
 			close(fd);
 			continue;
 		}
@@ -344,6 +369,7 @@ static int tenants_apply(struct tenant_table *t, struct tenant *tenant, struct t
 		}
 		plan->pidfds[i] = -1; /* the proc owns it now */
 		tenant->procs[tenant->nr_procs++] = p;
+		tenants_index_add(t, p);
 		ret = sensor_tenant_add_pid(t->sensor, tenant->id, p->pid);
 	}
 	if (!ret && plan->have_cgroup && !tenant->cgroup[0]) {

@@ -23,6 +23,8 @@
 
 #define TENANT_MAX_PIDS COLOC_MAX_PIDS_PER_TENANT
 #define TENANTS_CGROUP_ROOT "/sys/fs/cgroup"
+/* Buckets of the pid index: a quarter of the most processes all tenants hold. */
+#define TENANTS_PID_BUCKETS 4096
 
 struct tenant_table;
 
@@ -33,6 +35,7 @@ struct tenant_proc {
 	__u32 pid;
 	int pidfd;
 	struct loop_source *src;
+	struct tenant_proc *next_in_bucket; /* the pid index's chain */
 };
 
 struct tenant {
@@ -51,6 +54,8 @@ struct tenant_table {
 	struct sensor *sensor;
 	struct view *view;
 	struct loop *loop;
+	/* every attributed process by pid: whose a pid is, without a walk of all */
+	struct tenant_proc *by_pid[TENANTS_PID_BUCKETS];
 };
 
 /* What a tenant-add asks for: pids, a cgroup v2 directory, or both. */
