@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <json-c/json.h>
 #include "coloc/protocol.h"
 #include "server.h"
 
@@ -243,12 +244,25 @@ static const char *server_peer_refusal(const struct server *s, int fd, struct uc
 	return NULL;
 }
 
+/* Sends one error line, written by json-c like every other, without waiting. */
+static void server_send_error(int fd, const char *why)
+{
+	struct json_object *o = json_object_new_object();
+	char line[512];
+	int n;
+
+	json_object_object_add(o, "ok", json_object_new_boolean(0));
+	json_object_object_add(o, "error", json_object_new_string(why));
+	n = snprintf(line, sizeof(line), "%s\n",
+		     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	if (n > 0 && (size_t)n < sizeof(line))
+		send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	json_object_put(o);
+}
+
 static void server_refuse(int fd, const char *why)
 {
-	char line[256];
-	int n = snprintf(line, sizeof(line), "{\"ok\":false,\"error\":\"%s\"}\n", why);
-
-	send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	server_send_error(fd, why);
 	close(fd);
 }
 
@@ -301,10 +315,8 @@ static uid_t server_busiest_uid(const struct server *s, int *count)
 
 static void server_evict(struct server_conn *victim)
 {
-	static const char msg[] = "{\"ok\":false,\"error\":\"connection closed: colocd is at "
-				  "its connection limit and this one was idle longest\"}\n";
-
-	send(victim->fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	server_send_error(victim->fd, "connection closed: colocd is at its connection limit and "
+				      "this one was idle longest");
 	server_conn_close(victim);
 }
 
