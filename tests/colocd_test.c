@@ -763,6 +763,76 @@ TEST_F(colocd, conns__a_uid_over_its_share_is_refused_and_root_still_gets_in)
 	close(fds[0]);
 }
 
+/*
+ * A child of uid (group coloc) that opens n connections and pings on each,
+ * writes "R" (all served) or "F" to report, then, if watch, the next line
+ * its first connection receives; it holds them until killed.
+ */
+static pid_t hold_conns(const char *sock, uid_t uid, gid_t gid, int n, int report, bool watch)
+{
+	pid_t pid = fork();
+	int conns[COLOC_CONNS_PER_UID];
+	char line[1024] = { 0 };
+	bool all = true;
+
+	if (pid)
+		return pid;
+	if (setgroups(0, NULL) || setgid(gid) || setuid(uid))
+		_exit(99);
+	for (int i = 0; i < n; i++) {
+		conns[i] = tu_connect(sock);
+		if (conns[i] < 0)
+			_exit(98);
+		set_recv_timeout(conns[i], 30);
+		all &= ping_on(conns[i], NULL, 0) == 1;
+	}
+	if (write(report, all ? "R" : "F", 1) != 1)
+		_exit(97);
+	if (watch && tu_read_line(conns[0], line, sizeof(line)) > 0 &&
+	    write(report, line, strlen(line)) < 0)
+		_exit(96);
+	for (;;)
+		pause();
+}
+
+/*
+ * Four users fill the 56 slots others may use (16, 15, 15, 10): a fifth
+ * still gets in, by evicting the oldest idle connection of the user holding
+ * the most, who is told why.
+ */
+TEST_F(colocd, conns__a_newcomer_evicts_the_oldest_idle_connection_of_the_busiest_user)
+{
+	static const int counts[4] = { 16, 15, 15, 10 };
+	struct group *grp = getgrnam(COLOC_GROUP);
+	int report[5][2], st;
+	char got[1024] = { 0 };
+	pid_t kids[5];
+
+	if (!grp)
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	ASSERT_EQ(COLOC_MAX_CONNS - COLOC_ROOT_CONNS,
+		  counts[0] + counts[1] + counts[2] + counts[3]);
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	for (int u = 0; u < 5; u++) {
+		ASSERT_EQ(0, pipe(report[u]));
+		kids[u] = hold_conns(self->sock, 60001 + u, grp->gr_gid, u < 4 ? counts[u] : 1,
+				     report[u][1], u == 0);
+		ASSERT_GT(kids[u], 0);
+		/* one user at a time, so the first user's connections are the oldest */
+		ASSERT_EQ(1, read(report[u][0], got, 1));
+		EXPECT_EQ('R', got[0]);
+	}
+	/* the first user's first connection was evicted, with the reason */
+	ASSERT_GT(read(report[0][0], got, sizeof(got) - 1), 0);
+	EXPECT_NE(NULL, strstr(got, "connection limit"));
+	for (int u = 0; u < 5; u++) {
+		kill(kids[u], SIGKILL);
+		ASSERT_EQ(kids[u], waitpid(kids[u], &st, 0));
+		close(report[u][0]);
+		close(report[u][1]);
+	}
+}
+
 /* With --conn-timeout-ms, an idle connection and a stalled request are closed. */
 TEST(colocd_conns__idle_and_stalled_connections_are_closed)
 {
