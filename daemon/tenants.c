@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include "tenants.h"
+#include "utf8.h"
 
 void tenants_init(struct tenant_table *t, struct sensor *sensor, struct view *view,
 		  struct loop *loop)
@@ -259,6 +260,13 @@ static int tenants_cgroup_id(const char *path, char *resolved, __u64 *id, struct
 				     "named without '.', '..' or '-' (on hybrid systems v2 is "
 				     "mounted at %s/unified)",
 				     path, TENANTS_CGROUP_ROOT, TENANTS_CGROUP_ROOT);
+	/* the path goes back to clients in JSON, which carries UTF-8 only */
+	snprintf(parent, sizeof(parent), "%s", resolved);
+	if (utf8_sanitize(parent))
+		return coloc_err_set(err, -EINVAL,
+				     "cgroup path %s is not valid UTF-8 ('?' marks the bytes); "
+				     "rename the cgroup",
+				     parent);
 	/* a mount root's parent is on another filesystem: the v2 root, wherever mounted */
 	snprintf(parent, sizeof(parent), "%s/..", resolved);
 	if (statfs(parent, &sfs) || sfs.f_type != CGROUP2_SUPER_MAGIC)

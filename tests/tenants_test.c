@@ -182,7 +182,7 @@ static int cgroup2_mount(char *buf, size_t len)
 	return err;
 }
 
-TEST_F(tenants, add__refuses_the_cgroup_root_and_dot_dash_components)
+TEST_F(tenants, add__refuses_the_cgroup_root_dot_dash_components_and_non_utf8)
 {
 	const char *const suffix[] = { "",
 				       "/",
@@ -209,6 +209,14 @@ TEST_F(tenants, add__refuses_the_cgroup_root_and_dot_dash_components)
 		EXPECT_NE(0, tenants_add(&self->d.tenants, &req, &out, &err));
 		TH_LOG("%s -> %s", path, err.msg);
 	}
+	rmdir(dash);
+	/* a name that is not UTF-8 could not be shown to a client */
+	snprintf(dash, sizeof(dash), "%s/x\xff", self->cgroup);
+	ASSERT_EQ(0, mkdir(dash, 0755));
+	snprintf(path, sizeof(path), "%s", dash);
+	coloc_err_clear(&err);
+	EXPECT_EQ(-EINVAL, tenants_add(&self->d.tenants, &req, &out, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "not valid UTF-8"));
 	rmdir(dash);
 	EXPECT_EQ(NULL, tenants_find(&self->d.tenants, "a"));
 	/* the cgroup itself, named plainly, is fine */

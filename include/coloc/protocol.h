@@ -64,7 +64,8 @@
  *     COLOC_MAX_PIDS_PER_REQUEST pids in one request or
  *     COLOC_MAX_PIDS_PER_TENANT in a tenant,
  *     and a cgroup that is not a cgroup v2 directory below /sys/fs/cgroup/,
- *     is the cgroup v2 root, or is named with a ".", ".." or "-" component.
+ *     is the cgroup v2 root, is named with a ".", ".." or "-" component, or
+ *     whose resolved path is not valid UTF-8.
  *     A tenant's cgroup counts the processes in it and in its descendants
  *     down to 31 levels below it (the BPF side looks 32 levels up from a
  *     task, SENSOR_CGROUP_DEPTH in bpf/sensor.bpf.c); deeper ones are not
