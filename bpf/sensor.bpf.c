@@ -64,7 +64,7 @@ const volatile __u64 min_trigger_gap_ns = 2 * 1000 * 1000;
 /* Set by the daemon when a tenant is keyed by cgroup: only then walk cgroups. */
 volatile __u32 nr_cgroup_tenants;
 
-#define SENSOR_CGROUP_DEPTH 8 /* ancestors searched for a tenant's cgroup */
+#define SENSOR_CGROUP_DEPTH 32 /* ancestors searched for a tenant's cgroup (protocol.h) */
 #define SENSOR_WAKEUP_BYTES (256 * 1024) /* wake the reader only past this backlog */
 
 struct counter_reading {

@@ -5,7 +5,10 @@
  * its pins behind, and they must go before new ones take their names; but
  * only ours: the dir may be shared, so other pins are never touched, and the
  * root of a bpffs is refused outright. A lock on the dir keeps two daemons
- * from pinning into the same place.
+ * from pinning into the same place; the dir is removed at exit, so a daemon
+ * that locked a dir someone removed meanwhile holds nothing: after locking
+ * it checks the path still names the locked dir (st_dev, st_ino), as the
+ * socket's lock does, and otherwise tries again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -88,6 +91,43 @@ static int bpffs_remove_stale_pins(const char *dir, const char *const *names, in
 	return removed;
 }
 
+/* True while d->path still names the directory d->lock_fd holds. */
+static bool bpffs_path_is_locked_dir(const struct bpffs_dir *d)
+{
+	struct stat held, named;
+
+	return !fstat(d->lock_fd, &held) && !lstat(d->path, &named) &&
+	       held.st_dev == named.st_dev && held.st_ino == named.st_ino;
+}
+
+static int bpffs_lock(struct bpffs_dir *d, struct coloc_err *err)
+{
+	int ret;
+
+	for (int tries = 0; tries < 10; tries++) {
+		ret = bpffs_mkdirs(d->path);
+		if (ret)
+			return coloc_err_set(err, ret, "cannot create pin dir %s: %s", d->path,
+					     strerror(-ret));
+		d->lock_fd = open(d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (d->lock_fd < 0 || flock(d->lock_fd, LOCK_EX | LOCK_NB)) {
+			ret = coloc_err_set(err, errno == EWOULDBLOCK ? -EBUSY : -errno,
+					    "pin dir %s is in use by another colocd (%s)", d->path,
+					    strerror(errno));
+			if (d->lock_fd >= 0)
+				close(d->lock_fd);
+			d->lock_fd = -1;
+			return ret;
+		}
+		if (bpffs_path_is_locked_dir(d))
+			return 0;
+		close(d->lock_fd);
+		d->lock_fd = -1;
+	}
+	return coloc_err_set(err, -EBUSY, "pin dir %s keeps changing; is another colocd starting?",
+			     d->path);
+}
+
 int bpffs_open_dir(struct bpffs_dir *d, const char *dir, const char *const *names, int nr_names,
 		   struct coloc_err *err)
 {
@@ -120,19 +160,9 @@ int bpffs_open_dir(struct bpffs_dir *d, const char *dir, const char *const *name
 			err, -EINVAL,
 			"pin dir %s is the root of a bpf filesystem; use a directory of its own below it, e.g. %s/coloc",
 			dir, dir);
-	ret = bpffs_mkdirs(dir);
+	ret = bpffs_lock(d, err);
 	if (ret)
-		return coloc_err_set(err, ret, "cannot create pin dir %s: %s", dir, strerror(-ret));
-	d->lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (d->lock_fd < 0 || flock(d->lock_fd, LOCK_EX | LOCK_NB)) {
-		ret = coloc_err_set(err, errno == EWOULDBLOCK ? -EBUSY : -errno,
-				    "pin dir %s is in use by another colocd (%s)", dir,
-				    strerror(errno));
-		if (d->lock_fd >= 0)
-			close(d->lock_fd);
-		d->lock_fd = -1;
 		return ret;
-	}
 	d->stale_removed = bpffs_remove_stale_pins(dir, names, nr_names);
 	return 0;
 }
@@ -141,7 +171,9 @@ void bpffs_close_dir(struct bpffs_dir *d)
 {
 	if (d->lock_fd < 0)
 		return;
-	rmdir(d->path);
+	/* only the dir we locked: the path may name another daemon's by now */
+	if (bpffs_path_is_locked_dir(d))
+		rmdir(d->path);
 	close(d->lock_fd);
 	d->lock_fd = -1;
 }

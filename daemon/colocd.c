@@ -2,16 +2,20 @@
 /*
  * colocd: the coloc daemon. Parses its flags, refuses to run as anyone but
  * root, takes the control socket (one daemon per socket), loads the
- * interference sensor and pins its maps, then serves until SIGINT/SIGTERM,
- * when it detaches, unpins and removes the socket before exiting 0.
+ * interference sensor and pins its maps, then runs the event loop until
+ * SIGINT/SIGTERM, when it detaches, unpins and removes the socket before
+ * exiting 0. Each part registers its own sources on the loop; main only
+ * registers the signals that end it.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include "colocd.h"
 #include "server.h"
 #include "cli.h"
@@ -22,6 +26,7 @@ static struct colocd_config config = {
 	.sample_hz = 0, /* the scheduler tick */
 	.window_ms = 10,
 	.span_ms = 1000,
+	.conn_timeout_ms = SERVER_DEFAULT_TIMEOUT_MS,
 	.verbose = false,
 };
 
@@ -39,6 +44,8 @@ static void usage(FILE *out)
 		"                    interrupt; a %d Hz timer where the tick cannot be traced)\n"
 		"  --window-ms N     length of a record window in ms, 1-1000 (default %u)\n"
 		"  --span-ms N       span of the rolling view in ms, at most 126 windows (default %u)\n"
+		"  --conn-timeout-ms N  close a connection idle or stalled this long, 100-3600000\n"
+		"                    (default %u)\n"
 		"  -v, --verbose     print libbpf's messages\n"
 		"  -h, --help        this help\n"
 		"  -V, --version     print the version and exit\n"
@@ -46,7 +53,7 @@ static void usage(FILE *out)
 		"Inspect while it runs:  bpftool map dump pinned %s/cpu_live\n"
 		"                        colocctl signals\n",
 		COLOC_DEFAULT_PIN_DIR, COLOC_DEFAULT_SOCKET, SENSOR_FALLBACK_HZ, config.window_ms,
-		config.span_ms, COLOC_DEFAULT_PIN_DIR);
+		config.span_ms, config.conn_timeout_ms, COLOC_DEFAULT_PIN_DIR);
 }
 
 static int parse_args(int argc, char **argv)
@@ -57,6 +64,7 @@ static int parse_args(int argc, char **argv)
 		{ "sample-hz", required_argument, NULL, 'z' },
 		{ "window-ms", required_argument, NULL, 'w' },
 		{ "span-ms", required_argument, NULL, 'S' },
+		{ "conn-timeout-ms", required_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -89,6 +97,11 @@ static int parse_args(int argc, char **argv)
 				return 2;
 			config.span_ms = (unsigned int)v;
 			span_given = true;
+			break;
+		case 'T':
+			if (cli_parse_flag("colocd", "--conn-timeout-ms", optarg, 100, 3600000, &v))
+				return 2;
+			config.conn_timeout_ms = (unsigned int)v;
 			break;
 		case 'v':
 			config.verbose = true;
@@ -143,10 +156,37 @@ static int parse_args(int argc, char **argv)
 	return 0;
 }
 
+static int stop_signal;
+
+static void on_stop_signal(struct loop_source *src, const struct signalfd_siginfo *si, void *ctx)
+{
+	(void)src;
+	stop_signal = (int)si->ssi_signo;
+	loop_exit(ctx, 0);
+}
+
+static char *serve_request(void *ctx, const char *line, size_t len)
+{
+	return line ? control_handle(ctx, line, len, loop_now_ns()) : control_oversize_response();
+}
+
+/* A pidfd per attributed process: as many files as the hard limit allows. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int main(int argc, char **argv)
 {
+	struct server_config scfg = { 0 };
 	struct coloc_err cerr = { 0 };
 	struct server *server = NULL;
+	struct loop *loop = NULL;
 	struct colocd *d;
 	int err;
 
@@ -159,16 +199,28 @@ int main(int argc, char **argv)
 	}
 	/* line-buffered so a supervisor or a pipe sees each message as it happens */
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
 
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return 1;
-	err = server_open(&server, config.socket_path, &cerr);
+	err = loop_new(&loop, &cerr);
+	if (!err)
+		err = loop_add_signal(loop, NULL, SIGINT, on_stop_signal, loop);
+	if (!err)
+		err = loop_add_signal(loop, NULL, SIGTERM, on_stop_signal, loop);
 	if (err) {
-		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
+		fprintf(stderr, "colocd: %s\n", cerr.code ? coloc_err_str(&cerr) : strerror(-err));
 		goto cleanup;
 	}
-	err = colocd_start(d, &config, &cerr);
+	scfg.socket_path = config.socket_path;
+	scfg.timeout_ms = config.conn_timeout_ms;
+	err = server_open(&server, loop, &scfg, &cerr);
+	if (!err)
+		err = colocd_start(d, &config, loop, &cerr);
+	if (!err)
+		err = server_listen(server, serve_request, d, &cerr);
 	if (err) {
 		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
 		goto cleanup;
@@ -179,15 +231,15 @@ int main(int argc, char **argv)
 	       "socket %s\n",
 	       sensor_nr_cpus(d->sensor), sensor_trigger_desc(d->sensor), config.window_ms,
 	       config.pin_dir, config.socket_path);
-	err = server_run(server, d, &cerr);
+	err = loop_run(loop, &cerr);
 	if (err)
 		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
 	else
-		fprintf(stderr, "colocd: %s, shutting down\n",
-			strsignal(server_stop_signal(server)));
+		fprintf(stderr, "colocd: %s, shutting down\n", strsignal(stop_signal));
 cleanup:
-	colocd_stop(d);
 	server_close(server);
+	colocd_stop(d);
+	loop_free(loop);
 	free(d);
 	return err ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 #include <linux/types.h>
 #include "coloc/protocol.h"
 #include "error.h"
+#include "loop.h"
 #include "sensor.h"
 #include "tenants.h"
 #include "topology.h"
@@ -24,6 +25,7 @@ struct colocd_config {
 	unsigned int sample_hz;
 	unsigned int window_ms;
 	unsigned int span_ms; /* the rolling view's span */
+	unsigned int conn_timeout_ms; /* idle or slow connections are closed after it */
 	bool verbose;
 };
 
@@ -35,6 +37,8 @@ struct colocd_uncore_rate {
 
 struct colocd {
 	struct colocd_config cfg;
+	struct loop *loop;
+	struct loop_source *ringbuf_src, *drain_src, *tick_src;
 	struct topology *topo;
 	struct sensor *sensor;
 	struct view *view;
@@ -45,20 +49,22 @@ struct colocd {
 };
 
 /*
- * Reads the topology, loads and attaches the sensor, pins, discovers uncore
- * and writes the signals line; 0 or a negative errno with err saying why.
+ * Reads the topology, loads and attaches the sensor, pins, discovers uncore,
+ * writes the signals line, and registers its sources on loop: the sensor's
+ * ring buffer, its drain timer and the one-second tick (uncore rates). 0 or
+ * a negative errno with err saying why.
  */
-int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct coloc_err *err);
+int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct loop *loop,
+		 struct coloc_err *err);
+/* Forgets the tenants, removes its sources, detaches and unpins. */
 void colocd_stop(struct colocd *d);
-/* Once a second: forgets exited processes, refreshes uncore bandwidth rates. */
-void colocd_tick(struct colocd *d, __u64 now_ns);
 
 /*
  * Handles one request line (without its '\n'); returns a malloc'd response
  * line ending in '\n'. Never fails to answer: errors are responses.
  */
 char *control_handle(struct colocd *d, const char *line, size_t len, __u64 now_ns);
-/* The error response for a line over COLOC_MAX_REQUEST bytes. */
+/* The error response for a line over COLOC_MAX_REQUEST bytes (malloc'd). */
 char *control_oversize_response(void);
 
 #endif /* COLOC_DAEMON_COLOCD_H */

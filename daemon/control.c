@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The control protocol's request handler (include/coloc/protocol.h): parses
- * one JSON request with json-c, acts on the daemon state, and returns one
- * JSON response line. It owns no I/O: server.c moves the bytes, so the same
- * handler is driven by the socket and by tests.
+ * one JSON request with json-c in strict mode, calls the module that owns
+ * the state (tenants.c for tenants, the sensor and view for signals), and
+ * returns one JSON response line, always valid UTF-8. It owns no I/O and no
+ * state: server.c moves the bytes, so the same handler is driven by the
+ * socket and by tests.
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,6 +19,8 @@
 #include <sys/vfs.h>
 #include <json-c/json.h>
 #include "colocd.h"
+#include "utf8.h"
+#include "util.h"
 #include "version.h"
 
 static char *control_finish(struct json_object *resp)
@@ -45,6 +49,8 @@ static char *control_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* file names and cut messages may hold any bytes; the response may not */
+	utf8_sanitize(msg);
 	json_object_object_add(resp, "ok", json_object_new_boolean(0));
 	json_object_object_add(resp, "error", json_object_new_string(msg));
 	return control_finish(resp);
@@ -122,8 +128,8 @@ static struct json_object *control_tenant_json(struct colocd *d, struct tenant *
 
 	json_object_object_add(o, "name", json_object_new_string(t->name));
 	json_object_object_add(o, "id", json_object_new_int((int)t->id));
-	for (int i = 0; i < t->nr_pids; i++)
-		json_object_array_add(pids, json_object_new_int64(t->pids[i]));
+	for (int i = 0; i < t->nr_procs; i++)
+		json_object_array_add(pids, json_object_new_int64(t->procs[i]->pid));
 	json_object_object_add(o, "pids", pids);
 	json_object_object_add(o, "cgroup",
 			       t->cgroup[0] ? json_object_new_string(t->cgroup) : NULL);
@@ -233,194 +239,71 @@ static char *control_signals(struct colocd *d, __u64 now_ns)
 	return control_finish(resp);
 }
 
-/* A process's Tgid from /proc: its own pid for a process, another for a thread. */
-static int control_tgid_of(__u32 pid, __u32 *tgid)
+/* The pids of a tenant-add, as numbers; -EINVAL for anything else. */
+static int control_pids(struct json_object *jpids, __s64 *pids, size_t *nr, size_t *bad)
 {
-	char path[32], line[128];
-	int err = -ESRCH;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -ESRCH;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %u", tgid) == 1) {
-			err = 0;
-			break;
-		}
-	fclose(f);
-	return err;
-}
-
-#define CONTROL_CGROUP_ROOT "/sys/fs/cgroup/"
-
-/*
- * Resolves a cgroup v2 directory below /sys/fs/cgroup and returns its id
- * (the inode number). Anything else gets one and the same answer, so the
- * socket cannot be used to probe which files exist.
- */
-static int control_cgroup_id(const char *path, char *resolved, __u64 *id)
-{
-	struct statfs sfs;
-	struct stat st;
-
-	if (!realpath(path, resolved) ||
-	    strncmp(resolved, CONTROL_CGROUP_ROOT, strlen(CONTROL_CGROUP_ROOT)) ||
-	    statfs(resolved, &sfs) || stat(resolved, &st) || sfs.f_type != CGROUP2_SUPER_MAGIC ||
-	    !S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	*id = st.st_ino;
-	return 0;
-}
-
-static struct tenant *control_owner_of_cgroup(struct colocd *d, __u64 cgid)
-{
-	for (int i = 0; i < COLOC_MAX_TENANTS; i++)
-		if (d->tenants.slots[i].used && d->tenants.slots[i].cgroup[0] &&
-		    d->tenants.slots[i].cgroup_id == cgid)
-			return &d->tenants.slots[i];
-	return NULL;
-}
-
-/* Checks every pid of a tenant-add request before anything changes. */
-static char *control_check_pids(struct colocd *d, struct json_object *jpids, size_t nr_pids,
-				const char *name)
-{
-	for (size_t i = 0; i < nr_pids; i++) {
+	*nr = json_object_array_length(jpids);
+	if (*nr > COLOC_MAX_PIDS_PER_REQUEST)
+		return -E2BIG;
+	for (size_t i = 0; i < *nr; i++) {
 		struct json_object *p = json_object_array_get_idx(jpids, i);
-		int64_t pid = json_object_get_int64(p);
-		struct tenant *owner;
-		__u32 tgid;
 
-		if (!json_object_is_type(p, json_type_int) || pid <= 0 || pid > 0x3fffffff)
-			return control_error("pids[%zu] is not a process id", i);
-		if (control_tgid_of((__u32)pid, &tgid))
-			return control_error("no process with pid %lld", (long long)pid);
-		if (tgid != (__u32)pid)
-			return control_error(
-				"pid %lld is a thread of process %u: give the process id "
-				"(all its threads belong to the tenant)",
-				(long long)pid, tgid);
-		owner = tenants_owner_of_pid(&d->tenants, (__u32)pid);
-		if (owner && strcmp(owner->name, name))
-			return control_error("pid %lld already belongs to tenant '%s'",
-					     (long long)pid, owner->name);
+		if (!json_object_is_type(p, json_type_int)) {
+			*bad = i;
+			return -EINVAL;
+		}
+		pids[i] = json_object_get_int64(p);
 	}
-	return NULL;
+	return 0;
 }
 
 static char *control_tenant_add(struct colocd *d, struct json_object *req, __u64 now_ns)
 {
-	struct json_object *jname, *jpids = NULL, *jcg = NULL;
-	char cgroup[PATH_MAX];
-	const char *name;
-	struct tenant *t, *owner;
-	__u64 cgid = 0;
-	bool created = false, have_cgroup = false;
-	size_t nr_pids = 0;
-	char *bad;
-	int err;
+	struct json_object *jname, *jpids = NULL, *jcg = NULL, *resp;
+	struct tenants_add_req add = { 0 };
+	struct coloc_err err = { 0 };
+	__s64 pids[COLOC_MAX_PIDS_PER_REQUEST];
+	struct tenant *t;
+	size_t bad = 0;
+	int ret;
 
 	if (!json_object_object_get_ex(req, "name", &jname) ||
 	    !json_object_is_type(jname, json_type_string))
 		return control_error("tenant-add needs \"name\": a string");
-	name = json_object_get_string(jname);
-	if ((size_t)json_object_get_string_len(jname) != strlen(name) || !tenants_valid_name(name))
-		return control_error(
-			"bad tenant name '%.80s': use 1-%d characters of A-Z a-z 0-9 _ . -", name,
-			COLOC_MAX_NAME - 1);
+	add.name = json_object_get_string(jname);
 	if (json_object_object_get_ex(req, "pids", &jpids)) {
 		if (!json_object_is_type(jpids, json_type_array))
 			return control_error("\"pids\" must be an array of process ids");
-		nr_pids = json_object_array_length(jpids);
-		if (nr_pids > COLOC_MAX_PIDS_PER_REQUEST)
-			return control_error("too many pids (%zu); at most %d per request", nr_pids,
-					     COLOC_MAX_PIDS_PER_REQUEST);
+		ret = control_pids(jpids, pids, &add.nr_pids, &bad);
+		if (ret == -E2BIG)
+			return control_error("too many pids (%zu); at most %d per request",
+					     add.nr_pids, COLOC_MAX_PIDS_PER_REQUEST);
+		if (ret)
+			return control_error("pids[%zu] is not a process id", bad);
+		add.pids = pids;
 	}
 	if (json_object_object_get_ex(req, "cgroup", &jcg)) {
 		if (!json_object_is_type(jcg, json_type_string))
 			return control_error("\"cgroup\" must be a path");
-		if (control_cgroup_id(json_object_get_string(jcg), cgroup, &cgid))
-			return control_error(
-				"cgroup '%.200s' is not an existing cgroup v2 directory "
-				"below %s (on hybrid systems v2 is mounted at "
-				"%sunified)",
-				json_object_get_string(jcg), CONTROL_CGROUP_ROOT,
-				CONTROL_CGROUP_ROOT);
-		have_cgroup = true;
-		owner = control_owner_of_cgroup(d, cgid);
-		if (owner && strcmp(owner->name, name))
-			return control_error("cgroup %s already belongs to tenant '%s'", cgroup,
-					     owner->name);
+		add.cgroup = json_object_get_string(jcg);
 	}
-	if (!nr_pids && !have_cgroup)
-		return control_error("tenant-add needs \"pids\" (non-empty) or \"cgroup\"");
-	bad = control_check_pids(d, jpids, nr_pids, name);
-	if (bad)
-		return bad;
-
-	t = tenants_find(&d->tenants, name);
-	if (t && have_cgroup && t->cgroup[0] && t->cgroup_id != cgid)
-		return control_error(
-			"tenant '%s' already has cgroup %s; remove the tenant to change it", name,
-			t->cgroup);
-	if (!t) {
-		t = tenants_create(&d->tenants, name);
-		if (!t)
-			return control_error("all %d tenant slots are taken; remove one first",
-					     COLOC_MAX_TENANTS);
-		created = true;
-		/* a reused slot must not inherit the previous tenant's numbers */
-		sensor_tenant_clear(d->sensor, t->id);
-		view_tenant_reset(d->view, t->id);
-	}
-	for (size_t i = 0; i < nr_pids; i++) {
-		__u32 pid = (__u32)json_object_get_int64(json_object_array_get_idx(jpids, i));
-
-		if (!tenants_add_pid(t, pid)) {
-			err = -ENOSPC;
-			goto fail;
-		}
-		err = sensor_tenant_add_pid(d->sensor, t->id, pid);
-		if (err)
-			goto fail;
-	}
-	if (have_cgroup) {
-		err = sensor_tenant_add_cgroup(d->sensor, t->id, cgid);
-		if (err)
-			goto fail;
-		snprintf(t->cgroup, sizeof(t->cgroup), "%s", cgroup);
-		t->cgroup_id = cgid;
-	}
-	struct json_object *resp = control_ok();
-
+	if (tenants_add(&d->tenants, &add, &t, &err))
+		return control_error("%s", coloc_err_str(&err));
+	resp = control_ok();
 	json_object_object_add(resp, "tenant", control_tenant_json(d, t, now_ns));
 	return control_finish(resp);
-fail:
-	if (created) {
-		sensor_tenant_clear(d->sensor, t->id);
-		tenants_release(t);
-	}
-	return control_error("cannot attribute to tenant '%s': %s", name,
-			     err == -ENOSPC ? "it already has the most pids a tenant can hold" :
-					      strerror(-err));
 }
 
 static char *control_tenant_remove(struct colocd *d, struct json_object *req)
 {
+	struct coloc_err err = { 0 };
 	struct json_object *jname;
-	struct tenant *t;
 
 	if (!json_object_object_get_ex(req, "name", &jname) ||
 	    !json_object_is_type(jname, json_type_string))
 		return control_error("tenant-remove needs \"name\": a string");
-	t = tenants_find(&d->tenants, json_object_get_string(jname));
-	if (!t)
-		return control_error("no tenant named '%.80s'", json_object_get_string(jname));
-	sensor_tenant_clear(d->sensor, t->id);
-	view_tenant_reset(d->view, t->id);
-	tenants_release(t);
+	if (tenants_remove(&d->tenants, json_object_get_string(jname), &err))
+		return control_error("%s", coloc_err_str(&err));
 	return control_finish(control_ok());
 }
 
@@ -446,56 +329,175 @@ static char *control_ping(void)
 	return control_finish(resp);
 }
 
-char *control_handle(struct colocd *d, const char *line, size_t len, __u64 now_ns)
+/* A command and its handler: a new command is one entry. */
+struct control_cmd {
+	const char *name;
+	char *(*handle)(struct colocd *d, struct json_object *req, __u64 now_ns);
+};
+
+static char *control_cmd_ping(struct colocd *d, struct json_object *req, __u64 now_ns)
+{
+	(void)d;
+	(void)req;
+	(void)now_ns;
+	return control_ping();
+}
+
+static char *control_cmd_signals(struct colocd *d, struct json_object *req, __u64 now_ns)
+{
+	(void)req;
+	return control_signals(d, now_ns);
+}
+
+static char *control_cmd_tenants(struct colocd *d, struct json_object *req, __u64 now_ns)
+{
+	(void)req;
+	return control_tenants(d, now_ns);
+}
+
+static char *control_cmd_tenant_remove(struct colocd *d, struct json_object *req, __u64 now_ns)
+{
+	(void)now_ns;
+	return control_tenant_remove(d, req);
+}
+
+static const struct control_cmd control_cmds[] = {
+	{ "ping", control_cmd_ping },
+	{ "signals", control_cmd_signals },
+	{ "tenants", control_cmd_tenants },
+	{ "tenant-add", control_tenant_add },
+	{ "tenant-remove", control_cmd_tenant_remove },
+};
+
+#define CONTROL_CMD_LIST "one of ping, signals, tenants, tenant-add, tenant-remove"
+
+/* True when some string in o, at any depth, holds a NUL (json-c keeps "\u0000"). */
+static bool control_has_nul(struct json_object *o)
+{
+	switch (json_object_get_type(o)) {
+	case json_type_string:
+		return strlen(json_object_get_string(o)) != (size_t)json_object_get_string_len(o);
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			if (control_has_nul(json_object_array_get_idx(o, i)))
+				return true;
+		return false;
+	case json_type_object: {
+		json_object_object_foreach(o, key, val)
+		{
+			if (control_has_nul(val))
+				return true;
+			(void)key;
+		}
+		return false;
+	}
+	default:
+		return false;
+	}
+}
+
+/*
+ * What json-c 0.16's strict mode still lets through, found on the raw line:
+ * a 'name' in single quotes, NaN and Infinity, a number ending in '.', a
+ * raw control character inside a string. NULL if none, else what it is,
+ * with its offset in *at.
+ */
+static const char *control_loose_json(const char *line, size_t len, size_t *at)
+{
+	bool in_string = false;
+
+	for (*at = 0; *at < len; (*at)++) {
+		unsigned char c = (unsigned char)line[*at];
+
+		if (in_string) {
+			if (c == '\\')
+				(*at)++;
+			else if (c == '"')
+				in_string = false;
+			else if (c < 0x20)
+				return "a raw control character in a string (write it as an escape)";
+		} else if (c == '"') {
+			in_string = true;
+		} else if (c == '\'') {
+			return "a single quote (strict JSON quotes with \")";
+		} else if (c == 'N' || c == 'I') {
+			return "NaN or Infinity (not JSON numbers)";
+		} else if (c == '.' &&
+			   (*at + 1 >= len || line[*at + 1] < '0' || line[*at + 1] > '9')) {
+			return "a number ending in '.'";
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Strict JSON (no comments, single quotes or trailing commas), valid UTF-8,
+ * one value filling the whole line. NULL with *resp set on failure.
+ */
+static struct json_object *control_parse(const char *line, size_t len, char **resp)
 {
 	struct json_tokener *tok = json_tokener_new();
-	struct json_object *req, *jcmd;
+	struct json_object *req;
 	enum json_tokener_error jerr;
-	const char *cmd;
-	char *resp;
+	const char *loose;
+	size_t at;
 
-	if (!tok)
-		return control_error("out of memory");
+	if (!tok) {
+		*resp = control_error("out of memory");
+		return NULL;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	req = json_tokener_parse_ex(tok, line, (int)len);
 	jerr = json_tokener_get_error(tok);
+	loose = req && jerr == json_tokener_success ? control_loose_json(line, len, &at) : NULL;
+	if (loose) {
+		json_object_put(req);
+		json_tokener_free(tok);
+		*resp = control_error("malformed request: %s at byte %zu", loose, at);
+		return NULL;
+	}
 	if (!req || jerr != json_tokener_success || json_tokener_get_parse_end(tok) != len) {
 		if (req)
 			json_object_put(req);
-		resp = jerr == json_tokener_continue || jerr == json_tokener_success ?
-			       control_error("malformed request: incomplete or trailing JSON") :
-			       control_error("malformed request: %s at byte %d",
-					     json_tokener_error_desc(jerr),
-					     (int)json_tokener_get_parse_end(tok));
-		json_tokener_free(tok);
-		return resp;
+		req = NULL;
+		*resp = jerr == json_tokener_continue || jerr == json_tokener_success ?
+				control_error("malformed request: incomplete or trailing JSON") :
+				control_error("malformed request: %s at byte %d (strict JSON: no "
+					      "comments, single quotes or trailing commas; UTF-8)",
+					      json_tokener_error_desc(jerr),
+					      (int)json_tokener_get_parse_end(tok));
 	}
 	json_tokener_free(tok);
-	if (!json_object_is_type(req, json_type_object)) {
+	return req;
+}
+
+char *control_handle(struct colocd *d, const char *line, size_t len, __u64 now_ns)
+{
+	struct json_object *req, *jcmd;
+	const char *cmd;
+	char *resp = NULL;
+
+	req = control_parse(line, len, &resp);
+	if (!req)
+		return resp;
+	if (!json_object_is_type(req, json_type_object))
+		resp = control_error("a request must be a JSON object with a \"cmd\"");
+	else if (control_has_nul(req))
+		resp = control_error("a string in the request holds a NUL character (\\u0000)");
+	else if (!json_object_object_get_ex(req, "cmd", &jcmd) ||
+		 !json_object_is_type(jcmd, json_type_string))
+		resp = control_error("missing \"cmd\": " CONTROL_CMD_LIST);
+	if (resp) {
 		json_object_put(req);
-		return control_error("a request must be a JSON object with a \"cmd\"");
-	}
-	if (!json_object_object_get_ex(req, "cmd", &jcmd) ||
-	    !json_object_is_type(jcmd, json_type_string)) {
-		json_object_put(req);
-		return control_error("missing \"cmd\": one of ping, signals, tenants, tenant-add, "
-				     "tenant-remove");
+		return resp;
 	}
 	cmd = json_object_get_string(jcmd);
-	if (!strcmp(cmd, "ping"))
-		resp = control_ping();
-	else if (!strcmp(cmd, "signals"))
-		resp = control_signals(d, now_ns);
-	else if (!strcmp(cmd, "tenants"))
-		resp = control_tenants(d, now_ns);
-	else if (!strcmp(cmd, "tenant-add"))
-		resp = control_tenant_add(d, req, now_ns);
-	else if (!strcmp(cmd, "tenant-remove"))
-		resp = control_tenant_remove(d, req);
-	else
-		resp = control_error(
-			"unknown cmd '%.64s': one of ping, signals, tenants, tenant-add, "
-			"tenant-remove",
-			cmd);
+	for (size_t i = 0; i < ARRAY_SIZE(control_cmds) && !resp; i++)
+		if (!strcmp(cmd, control_cmds[i].name))
+			resp = control_cmds[i].handle(d, req, now_ns);
+	/* cut to 64 bytes; control_error drops a character the cut split */
+	if (!resp)
+		resp = control_error("unknown cmd '%.64s': " CONTROL_CMD_LIST, cmd);
 	json_object_put(req);
 	return resp;
 }

@@ -501,24 +501,36 @@ int sensor_tenant_add_cgroup(struct sensor *s, __u32 tenant, __u64 cgroup_id)
 	return err;
 }
 
-/* Deletes every key of a hash map whose value is `tenant`. */
+/*
+ * Deletes every key of a hash map whose value is `tenant`: the whole map is
+ * read in one batch and the tenant's keys deleted in another, a few
+ * syscalls whatever the map holds (deleting while walking key by key made
+ * the walk restart after every delete, quadratic in the map's size).
+ */
 static void sensor_forget_keys(struct bpf_map *map, size_t key_size, __u32 tenant)
 {
-	__u64 key, next;
-	void *prev = NULL;
-	__u32 val;
+	__u32 max = bpf_map__max_entries(map), got = 0, nr_del = 0, count;
+	char *keys = calloc(max, key_size), *del = calloc(max, key_size);
+	__u32 *vals = calloc(max, sizeof(*vals));
+	int fd = bpf_map__fd(map), err = 0;
+	__u64 batch;
+	void *from = NULL; /* NULL: from the start */
 
-	while (!bpf_map__get_next_key(map, prev, &next, key_size)) {
-		if (!bpf_map__lookup_elem(map, &next, key_size, &val, sizeof(val), 0) &&
-		    val == tenant) {
-			bpf_map__delete_elem(map, &next, key_size, 0);
-			/* the iteration restarts: deleting invalidates `prev` */
-			prev = NULL;
-			continue;
-		}
-		key = next;
-		prev = &key;
+	while (keys && del && vals && !err && got < max) {
+		count = max - got;
+		err = bpf_map_lookup_batch(fd, from, &batch, keys + got * key_size, vals + got,
+					   &count, NULL);
+		got += count;
+		from = &batch;
 	}
+	for (__u32 i = 0; keys && del && vals && i < got; i++)
+		if (vals[i] == tenant)
+			memcpy(del + nr_del++ * key_size, keys + i * key_size, key_size);
+	if (nr_del)
+		bpf_map_delete_batch(fd, del, &nr_del, NULL);
+	free(keys);
+	free(del);
+	free(vals);
 }
 
 int sensor_tenant_remove_pid(struct sensor *s, __u32 tgid)

@@ -1,64 +1,50 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The event loop, on liburing. Every source is one outstanding io_uring
- * operation, re-armed when it completes:
- *   - POLL_ADD on the ring buffers' epoll fd -> sensor_consume()
- *   - POLL_ADD on a signalfd (SIGINT, SIGTERM) -> stop
- *   - ACCEPT on the control socket -> peer check with SO_PEERCRED
- *   - per connection, either one RECV or one SEND in flight, never both,
- *     so a completion can always free the connection safely
- *   - TIMEOUT of SERVER_DRAIN_MS -> sensor_consume(): the BPF side submits
- *     records without a wakeup (unless a backlog builds), so draining on
- *     a timer costs ten wakeups a second instead of one per record
- *   - TIMEOUT of one second -> colocd_tick()
- * A request is a line; a line over COLOC_MAX_REQUEST bytes is answered with
- * an error and the connection closed, everything else keeps it open.
+ * The control socket (server.h). Everything runs on the event loop: the
+ * listening socket and each connection are poll sources, non-blocking, and
+ * one timer closes connections that stalled. A connection reads until a
+ * line is complete, answers it, and reads again only once the answer is
+ * out, so a client that does not read its answers cannot make colocd
+ * buffer without bound. A line over COLOC_MAX_REQUEST bytes is answered
+ * with an error and the connection closed; every other line keeps it open.
+ *
+ * Start-up guards the path: the socket's directory must be root's and
+ * writable by no other user (unless sticky), the lock file is opened
+ * relative to that directory and never through a link, and the probe for a
+ * stale socket never blocks.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <poll.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
-#include <signal.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/file.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <liburing.h>
+#include <json-c/json.h>
+#include "coloc/protocol.h"
 #include "server.h"
 
-#define SERVER_MAX_CONNS 64
-#define SERVER_QUEUE_DEPTH 256
 #define SERVER_IN_CAP (COLOC_MAX_REQUEST + 4096)
-/*
- * How often the ring buffer is drained. Each wakeup of colocd preempts a
- * tenant, so not every window: at 10 ms the daemon's own wakeups cost the
- * workloads about 1% (make bench-sensing), at 100 ms they vanish in the
- * noise. The BPF side still wakes colocd early when a backlog builds.
- */
-#define SERVER_DRAIN_MS 100u
-
-enum server_event {
-	EV_RINGBUF = 1,
-	EV_SIGNAL,
-	EV_ACCEPT,
-	EV_RECV,
-	EV_SEND,
-	EV_TICK,
-	EV_DRAIN,
-};
+#define SERVER_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
+/* How long start-up waits on a socket whose listener has a full backlog. */
+#define SERVER_PROBE_MS 500
+#define SERVER_ACCEPTS_PER_WAKEUP 16
 
 struct server_conn {
-	bool used;
-	bool closing; /* close once the pending send completes */
+	struct server *s;
+	struct loop_source *src;
 	int fd;
+	uid_t uid;
+	bool closing; /* close once the pending answer is out */
+	__u64 last_progress_ns; /* accepted, a request answered, or answer bytes taken */
 	char *in;
 	size_t in_len;
 	char *out;
@@ -66,317 +52,448 @@ struct server_conn {
 };
 
 struct server {
-	struct io_uring ring;
-	bool ring_ready;
-	int listen_fd, sig_fd, lock_fd;
-	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	char lock_path[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
-	struct server_conn conns[SERVER_MAX_CONNS];
-	struct __kernel_timespec tick, drain;
-	bool stop;
-	int stop_signal; /* the signal that stopped it, 0 while running */
+	struct loop *loop;
+	struct server_config cfg;
+	struct loop_source *listen_src, *sweep_src;
+	int listen_fd, lock_fd, dir_fd;
+	char socket_path[SERVER_PATH_MAX];
+	char dir[SERVER_PATH_MAX];
+	char sock_name[SERVER_PATH_MAX];
+	char lock_name[SERVER_PATH_MAX + 8];
+	gid_t coloc_gid;
+	bool have_coloc_gid;
+	ino_t pidns_ino;
+	server_request_fn handle;
+	void *handle_ctx;
+	struct server_conn *conns[SERVER_MAX_CONNS];
 };
-
-static __u64 server_tag(enum server_event ev, int idx)
-{
-	return ((__u64)ev << 32) | (__u32)idx;
-}
-
-static __u64 server_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static struct io_uring_sqe *server_sqe(struct server *s)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
-
-	if (!sqe) {
-		io_uring_submit(&s->ring);
-		sqe = io_uring_get_sqe(&s->ring);
-	}
-	return sqe;
-}
-
-static void server_arm_poll(struct server *s, int fd, enum server_event ev)
-{
-	struct io_uring_sqe *sqe = server_sqe(s);
-
-	io_uring_prep_poll_add(sqe, fd, POLLIN);
-	io_uring_sqe_set_data64(sqe, server_tag(ev, 0));
-}
-
-static void server_arm_accept(struct server *s)
-{
-	struct io_uring_sqe *sqe = server_sqe(s);
-
-	io_uring_prep_accept(sqe, s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	io_uring_sqe_set_data64(sqe, server_tag(EV_ACCEPT, 0));
-}
-
-static void server_arm_timer(struct server *s, enum server_event ev)
-{
-	struct io_uring_sqe *sqe = server_sqe(s);
-
-	io_uring_prep_timeout(sqe, ev == EV_TICK ? &s->tick : &s->drain, 0, 0);
-	io_uring_sqe_set_data64(sqe, server_tag(ev, 0));
-}
-
-static void server_arm_recv(struct server *s, int idx)
-{
-	struct server_conn *c = &s->conns[idx];
-	struct io_uring_sqe *sqe = server_sqe(s);
-
-	io_uring_prep_recv(sqe, c->fd, c->in + c->in_len, SERVER_IN_CAP - c->in_len, 0);
-	io_uring_sqe_set_data64(sqe, server_tag(EV_RECV, idx));
-}
-
-static void server_arm_send(struct server *s, int idx)
-{
-	struct server_conn *c = &s->conns[idx];
-	struct io_uring_sqe *sqe = server_sqe(s);
-
-	io_uring_prep_send(sqe, c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
-	io_uring_sqe_set_data64(sqe, server_tag(EV_SEND, idx));
-}
 
 static void server_conn_close(struct server_conn *c)
 {
+	struct server *s = c->s;
+
+	for (int i = 0; i < SERVER_MAX_CONNS; i++)
+		if (s->conns[i] == c)
+			s->conns[i] = NULL;
+	loop_source_remove(c->src);
 	close(c->fd);
 	free(c->in);
 	free(c->out);
-	memset(c, 0, sizeof(*c));
+	free(c);
 }
 
-static void server_start_send(struct server *s, int idx, char *resp)
+static bool server_conn_idle(const struct server_conn *c)
 {
-	struct server_conn *c = &s->conns[idx];
+	return !c->in_len && !c->out;
+}
 
+/* Sends what the kernel takes now; false when the connection is gone. */
+static bool server_conn_flush(struct server_conn *c)
+{
+	while (c->out && c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		c->out_off += (size_t)n;
+		c->last_progress_ns = loop_now_ns();
+	}
+	free(c->out);
+	c->out = NULL;
+	return !c->closing;
+}
+
+static void server_conn_answer(struct server_conn *c, char *resp)
+{
 	c->out = resp;
-	c->out_len = strlen(resp);
+	c->out_len = resp ? strlen(resp) : 0;
 	c->out_off = 0;
-	server_arm_send(s, idx);
+	c->last_progress_ns = loop_now_ns();
 }
 
-/*
- * Answers the first complete line in the buffer, if any: returns true when a
- * send is now in flight. Otherwise a recv must be armed (or, for an
- * oversized line, the error is on its way and the connection will close).
- */
-static bool server_serve_line(struct server *s, struct colocd *d, int idx)
+/* Answers the first complete line in the buffer, if any: true when it did. */
+static bool server_conn_serve_line(struct server_conn *c)
 {
-	struct server_conn *c = &s->conns[idx];
+	struct server *s = c->s;
 	char *nl = memchr(c->in, '\n', c->in_len);
-	char *resp;
-	size_t line_len;
+	size_t line_len, n;
 
 	if (!nl) {
 		if (c->in_len <= COLOC_MAX_REQUEST)
 			return false;
 		c->closing = true;
-		resp = control_oversize_response();
-	} else {
-		line_len = (size_t)(nl - c->in);
-		if (line_len > COLOC_MAX_REQUEST) {
-			c->closing = true;
-			resp = control_oversize_response();
-		} else {
-			/* tolerate CRLF from nc/socat */
-			size_t n =
-				line_len && c->in[line_len - 1] == '\r' ? line_len - 1 : line_len;
-
-			resp = control_handle(d, c->in, n, server_now_ns());
-		}
-		c->in_len -= line_len + 1;
-		memmove(c->in, nl + 1, c->in_len);
-	}
-	if (!resp) {
-		server_conn_close(c);
+		c->in_len = 0;
+		server_conn_answer(c, s->handle(s->handle_ctx, NULL, 0));
 		return true;
 	}
-	server_start_send(s, idx, resp);
+	line_len = (size_t)(nl - c->in);
+	if (line_len > COLOC_MAX_REQUEST) {
+		c->closing = true;
+		server_conn_answer(c, s->handle(s->handle_ctx, NULL, 0));
+	} else {
+		/* tolerate CRLF from nc/socat */
+		n = line_len && c->in[line_len - 1] == '\r' ? line_len - 1 : line_len;
+		server_conn_answer(c, s->handle(s->handle_ctx, c->in, n));
+	}
+	c->in_len -= line_len + 1;
+	memmove(c->in, nl + 1, c->in_len);
 	return true;
 }
 
-static void server_next(struct server *s, struct colocd *d, int idx)
+/* Reads what is there; false when the connection is to be closed now. */
+static bool server_conn_read(struct server_conn *c)
 {
-	if (!server_serve_line(s, d, idx))
-		server_arm_recv(s, idx);
+	ssize_t n = recv(c->fd, c->in + c->in_len, SERVER_IN_CAP - c->in_len, MSG_DONTWAIT);
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR;
+	if (n == 0) {
+		/* a last request without its newline before EOF is still answered */
+		if (!c->in_len || c->in_len >= SERVER_IN_CAP)
+			return false;
+		c->in[c->in_len++] = '\n';
+		c->closing = true;
+		return true;
+	}
+	c->in_len += (size_t)n;
+	return true;
 }
 
-/*
- * Root, or a member of the coloc group (primary or supplementary), as the
- * kernel recorded the peer at connect time (SO_PEERCRED, SO_PEERGROUPS).
- */
-static bool server_peer_allowed(int fd)
+static void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void *ctx)
+{
+	struct server_conn *c = ctx;
+
+	(void)src;
+	(void)fd;
+	if (revents & POLLNVAL) {
+		server_conn_close(c);
+		return;
+	}
+	if (c->out) {
+		if (!server_conn_flush(c)) {
+			server_conn_close(c);
+			return;
+		}
+	} else if (revents & (POLLIN | POLLHUP | POLLERR)) {
+		if (!server_conn_read(c)) {
+			server_conn_close(c);
+			return;
+		}
+	}
+	/* one answer in flight at a time; the next line waits in the buffer */
+	while (!c->out && server_conn_serve_line(c)) {
+		/* no answer (out of memory): the client would wait for ever */
+		if (!c->out || !server_conn_flush(c)) {
+			server_conn_close(c);
+			return;
+		}
+	}
+	if (c->closing && !c->out) {
+		server_conn_close(c);
+		return;
+	}
+	loop_poll_set_events(c->src, c->out ? POLLOUT : POLLIN);
+}
+
+/* The pid namespace of a process, by the inode of /proc/PID/ns/pid; 0 if unknown. */
+static ino_t server_pidns_of(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	return stat(path, &st) ? 0 : st.st_ino;
+}
+
+static bool server_in_coloc_group(const struct server *s, int fd, const struct ucred *cred)
 {
 	gid_t groups[NGROUPS_MAX];
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	struct group *grp;
+	socklen_t len = sizeof(groups);
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+	if (!s->have_coloc_gid)
 		return false;
-	if (cred.uid == 0)
+	if (cred->gid == s->coloc_gid)
 		return true;
-	grp = getgrnam(COLOC_GROUP);
-	if (!grp)
-		return false;
-	if (cred.gid == grp->gr_gid)
-		return true;
-	len = sizeof(groups);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len))
 		return false;
 	for (size_t i = 0; i < len / sizeof(groups[0]); i++)
-		if (groups[i] == grp->gr_gid)
+		if (groups[i] == s->coloc_gid)
 			return true;
 	return false;
 }
 
-static void server_on_accept(struct server *s, int fd)
+/*
+ * Who may connect, as the kernel recorded the peer at connect time
+ * (SO_PEERCRED, SO_PEERGROUPS): root or a member of the coloc group, in
+ * colocd's own pid namespace, because the pids a request names are taken
+ * in that namespace. NULL if allowed, else the reason.
+ */
+static const char *server_peer_refusal(const struct server *s, int fd, struct ucred *cred)
 {
-	static const char denied[] =
-		"{\"ok\":false,\"error\":\"permission denied: colocd serves root and the "
-		"'" COLOC_GROUP "' group\"}\n";
-	static const char busy[] = "{\"ok\":false,\"error\":\"too many connections\"}\n";
-	int idx = -1;
+	socklen_t len = sizeof(*cred);
 
-	if (!server_peer_allowed(fd)) {
-		send(fd, denied, sizeof(denied) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-		close(fd);
-		return;
-	}
-	for (int i = 0; i < SERVER_MAX_CONNS && idx < 0; i++)
-		if (!s->conns[i].used)
-			idx = i;
-	if (idx < 0) {
-		send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-		close(fd);
-		return;
-	}
-	s->conns[idx].in = malloc(SERVER_IN_CAP);
-	if (!s->conns[idx].in) {
-		close(fd);
-		return;
-	}
-	s->conns[idx].used = true;
-	s->conns[idx].fd = fd;
-	server_arm_recv(s, idx);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &len))
+		return "cannot read the peer's credentials";
+	if (cred->uid != 0 && !server_in_coloc_group(s, fd, cred))
+		return "permission denied: colocd serves root and the '" COLOC_GROUP "' group";
+	/* pid 0: the peer's namespace is not below ours, its pids mean nothing here */
+	if (cred->pid <= 0 || server_pidns_of(cred->pid) != s->pidns_ino)
+		return "permission denied: connect from colocd's pid namespace (the pids a "
+		       "request names are read in it)";
+	return NULL;
 }
 
-static void server_on_recv(struct server *s, struct colocd *d, int idx, int res)
+/* Sends one error line, written by json-c like every other, without waiting. */
+static void server_send_error(int fd, const char *why)
 {
-	struct server_conn *c = &s->conns[idx];
+	struct json_object *o = json_object_new_object();
+	char line[512];
+	int n;
 
-	/* a last request without its newline before EOF is still answered */
-	if (res == 0 && c->in_len && c->in_len < SERVER_IN_CAP) {
-		c->in[c->in_len++] = '\n';
-		c->closing = true;
-		server_next(s, d, idx);
-		return;
-	}
-	if (res <= 0) {
-		server_conn_close(c);
-		return;
-	}
-	c->in_len += (size_t)res;
-	server_next(s, d, idx);
+	json_object_object_add(o, "ok", json_object_new_boolean(0));
+	json_object_object_add(o, "error", json_object_new_string(why));
+	n = snprintf(line, sizeof(line), "%s\n",
+		     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	if (n > 0 && (size_t)n < sizeof(line))
+		send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	json_object_put(o);
 }
 
-static void server_on_send(struct server *s, struct colocd *d, int idx, int res)
+static void server_refuse(int fd, const char *why)
 {
-	struct server_conn *c = &s->conns[idx];
-
-	if (res < 0) {
-		server_conn_close(c);
-		return;
-	}
-	c->out_off += (size_t)res;
-	if (c->out_off < c->out_len) {
-		server_arm_send(s, idx);
-		return;
-	}
-	free(c->out);
-	c->out = NULL;
-	if (c->closing) {
-		server_conn_close(c);
-		return;
-	}
-	server_next(s, d, idx);
+	server_send_error(fd, why);
+	close(fd);
 }
 
-static void server_dispatch(struct server *s, struct colocd *d, struct io_uring_cqe *cqe)
+static int server_count_uid(const struct server *s, uid_t uid)
 {
-	__u64 tag = io_uring_cqe_get_data64(cqe);
-	int idx = (int)(tag & 0xffffffffu);
-	struct signalfd_siginfo si;
+	int n = 0;
 
-	switch ((enum server_event)(tag >> 32)) {
-	case EV_RINGBUF:
-		sensor_consume(d->sensor);
-		server_arm_poll(s, sensor_epoll_fd(d->sensor), EV_RINGBUF);
-		break;
-	case EV_SIGNAL:
-		if (read(s->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-			s->stop_signal = (int)si.ssi_signo;
-			s->stop = true;
+	for (int i = 0; i < SERVER_MAX_CONNS; i++)
+		if (s->conns[i] && s->conns[i]->uid == uid)
+			n++;
+	return n;
+}
+
+/* The idle connection of uid (of anyone with any_uid) that made progress longest ago. */
+static struct server_conn *server_oldest_idle(const struct server *s, uid_t uid, bool any_uid)
+{
+	struct server_conn *oldest = NULL;
+
+	for (int i = 0; i < SERVER_MAX_CONNS; i++) {
+		struct server_conn *c = s->conns[i];
+
+		if (!c || !server_conn_idle(c) || (!any_uid && c->uid != uid))
+			continue;
+		if (!oldest || c->last_progress_ns < oldest->last_progress_ns)
+			oldest = c;
+	}
+	return oldest;
+}
+
+/* The non-root uid holding the most connections, and how many. */
+static uid_t server_busiest_uid(const struct server *s, int *count)
+{
+	uid_t best = 0;
+
+	*count = 0;
+	for (int i = 0; i < SERVER_MAX_CONNS; i++) {
+		struct server_conn *c = s->conns[i];
+		int n;
+
+		if (!c || c->uid == 0)
+			continue;
+		n = server_count_uid(s, c->uid);
+		if (n > *count) {
+			*count = n;
+			best = c->uid;
 		}
-		server_arm_poll(s, s->sig_fd, EV_SIGNAL);
-		break;
-	case EV_ACCEPT:
-		if (cqe->res >= 0)
-			server_on_accept(s, cqe->res);
-		server_arm_accept(s);
-		break;
-	case EV_RECV:
-		server_on_recv(s, d, idx, cqe->res);
-		break;
-	case EV_SEND:
-		server_on_send(s, d, idx, cqe->res);
-		break;
-	case EV_TICK:
-		colocd_tick(d, server_now_ns());
-		server_arm_timer(s, EV_TICK);
-		break;
-	case EV_DRAIN:
-		sensor_consume(d->sensor);
-		server_arm_timer(s, EV_DRAIN);
-		break;
+	}
+	return best;
+}
+
+static void server_evict(struct server_conn *victim)
+{
+	server_send_error(victim->fd, "connection closed: colocd is at its connection limit and "
+				      "this one was idle longest");
+	server_conn_close(victim);
+}
+
+/*
+ * Makes room for a connection of uid under the limits of server.h; NULL
+ * when there is room, else why not.
+ */
+static const char *server_make_room(struct server *s, uid_t uid)
+{
+	int total = 0, others = 0, busiest;
+	struct server_conn *victim;
+	uid_t busy_uid;
+
+	for (int i = 0; i < SERVER_MAX_CONNS; i++)
+		if (s->conns[i]) {
+			total++;
+			others += s->conns[i]->uid != 0;
+		}
+	if (uid == 0) {
+		if (total < SERVER_MAX_CONNS)
+			return NULL;
+		victim = server_oldest_idle(s, 0, true);
+		if (!victim)
+			return "too many connections, none of them idle";
+		server_evict(victim);
+		return NULL;
+	}
+	if (server_count_uid(s, uid) >= SERVER_UID_SHARE)
+		return "too many connections from this user; close some first";
+	if (others < SERVER_MAX_CONNS - SERVER_ROOT_RESERVED && total < SERVER_MAX_CONNS)
+		return NULL;
+	busy_uid = server_busiest_uid(s, &busiest);
+	victim = busiest >= server_count_uid(s, uid) + 2 ? server_oldest_idle(s, busy_uid, false) :
+							   NULL;
+	if (!victim)
+		return "too many connections; try again later";
+	server_evict(victim);
+	return NULL;
+}
+
+static void server_add_conn(struct server *s, int fd)
+{
+	struct server_conn *c;
+	struct ucred cred;
+	const char *why = server_peer_refusal(s, fd, &cred);
+	int slot = -1;
+
+	if (!why)
+		why = server_make_room(s, cred.uid);
+	if (why) {
+		server_refuse(fd, why);
+		return;
+	}
+	for (int i = 0; i < SERVER_MAX_CONNS && slot < 0; i++)
+		if (!s->conns[i])
+			slot = i;
+	c = calloc(1, sizeof(*c));
+	if (c)
+		c->in = malloc(SERVER_IN_CAP);
+	if (slot < 0 || !c || !c->in ||
+	    loop_add_poll(s->loop, &c->src, fd, POLLIN, server_on_conn, c)) {
+		if (c)
+			free(c->in);
+		free(c);
+		server_refuse(fd, "out of memory");
+		return;
+	}
+	c->s = s;
+	c->fd = fd;
+	c->uid = cred.uid;
+	c->last_progress_ns = loop_now_ns();
+	s->conns[slot] = c;
+}
+
+static void server_on_listen(struct loop_source *src, int fd, unsigned int revents, void *ctx)
+{
+	struct server *s = ctx;
+
+	(void)src;
+	(void)revents;
+	/* a bounded batch: a flood of connects cannot starve the other sources */
+	for (int i = 0; i < SERVER_ACCEPTS_PER_WAKEUP; i++) {
+		int conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (conn < 0)
+			return;
+		server_add_conn(s, conn);
+	}
+}
+
+static void server_on_sweep(struct loop_source *src, __u64 now_ns, void *ctx)
+{
+	struct server *s = ctx;
+	__u64 limit = (__u64)s->cfg.timeout_ms * 1000000ull;
+
+	(void)src;
+	for (int i = 0; i < SERVER_MAX_CONNS; i++) {
+		struct server_conn *c = s->conns[i];
+
+		if (c && c->last_progress_ns + limit < now_ns)
+			server_conn_close(c);
 	}
 }
 
 /*
+ * The socket's directory must not let another user plant or swap files in
+ * it: root's, and writable by group or others only where the group is
+ * root's or the directory is sticky (then no one else can rename or remove
+ * our files, and the files themselves are checked when opened).
+ */
+static int server_check_dir(struct server *s, struct coloc_err *err)
+{
+	struct stat st;
+
+	s->dir_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dir_fd < 0)
+		return coloc_err_set(err, -errno, "cannot open the socket's directory %s: %s",
+				     s->dir, strerror(errno));
+	if (fstat(s->dir_fd, &st))
+		return coloc_err_set(err, -errno, "cannot stat %s: %s", s->dir, strerror(errno));
+	if (st.st_uid != 0)
+		return coloc_err_set(
+			err, -EPERM,
+			"the socket's directory %s belongs to uid %u, not root: another "
+			"user could replace the socket; use a directory of root's",
+			s->dir, (unsigned int)st.st_uid);
+	if (!(st.st_mode & S_ISVTX) &&
+	    ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0)))
+		return coloc_err_set(err, -EPERM,
+				     "the socket's directory %s is writable by other users (mode "
+				     "%04o): they could plant links; use a directory only root "
+				     "can write, e.g. /run/coloc",
+				     s->dir, (unsigned int)(st.st_mode & 07777));
+	return 0;
+}
+
+/*
  * The lock file is removed at exit, so a daemon that locked a file someone
- * unlinked meanwhile holds nothing: it checks the path still names its file
- * and otherwise tries again.
+ * unlinked meanwhile holds nothing: it checks the name still names its file
+ * and otherwise tries again. Opened relative to the checked directory, never
+ * through a link, and only a file of root's with no other names is used.
  */
 static int server_take_lock(struct server *s, struct coloc_err *err)
 {
 	for (int tries = 0; tries < 10; tries++) {
 		struct stat held, named;
 
-		s->lock_fd = open(s->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		s->lock_fd = openat(s->dir_fd, s->lock_name,
+				    O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 		if (s->lock_fd < 0)
-			return coloc_err_set(err, -errno, "cannot open lock %s: %s", s->lock_path,
-					     strerror(errno));
+			return coloc_err_set(err, -errno, "cannot open lock %s/%s: %s%s", s->dir,
+					     s->lock_name, strerror(errno),
+					     errno == ELOOP ? " (a symbolic link; remove it)" : "");
+		if (fstat(s->lock_fd, &held) || !S_ISREG(held.st_mode) || held.st_uid != 0 ||
+		    held.st_nlink != 1) {
+			close(s->lock_fd);
+			s->lock_fd = -1;
+			return coloc_err_set(err, -EPERM,
+					     "lock %s/%s is not a plain file of root's with one "
+					     "name; remove it",
+					     s->dir, s->lock_name);
+		}
 		if (flock(s->lock_fd, LOCK_EX | LOCK_NB)) {
 			close(s->lock_fd);
 			s->lock_fd = -1;
 			return coloc_err_set(err, -EADDRINUSE,
-					     "socket %s is in use: another colocd holds %s",
-					     s->socket_path, s->lock_path);
+					     "socket %s is in use: another colocd holds %s/%s",
+					     s->socket_path, s->dir, s->lock_name);
 		}
-		if (!fstat(s->lock_fd, &held) && !stat(s->lock_path, &named) &&
+		if (!fstatat(s->dir_fd, s->lock_name, &named, AT_SYMLINK_NOFOLLOW) &&
 		    held.st_ino == named.st_ino && held.st_dev == named.st_dev)
 			return 0;
 		close(s->lock_fd);
 		s->lock_fd = -1;
 	}
-	return coloc_err_set(err, -EBUSY, "lock %s keeps changing; is another colocd starting?",
-			     s->lock_path);
+	return coloc_err_set(err, -EBUSY, "lock %s/%s keeps changing; is another colocd starting?",
+			     s->dir, s->lock_name);
 }
 
 /* The process that listens on a socket path (SO_PEERCRED of a connection to it). */
@@ -402,10 +519,26 @@ static pid_t server_listener_of(int fd, char *comm, size_t len)
 }
 
 /*
+ * Connects without blocking: a Unix socket whose listener's backlog is full
+ * answers EAGAIN at once, so this retries for SERVER_PROBE_MS. 0 when
+ * connected, else -errno (-ECONNREFUSED: nobody listens).
+ */
+static int server_probe_connect(int fd, const struct sockaddr_un *addr)
+{
+	for (int waited = 0;; waited += 10) {
+		if (!connect(fd, (const struct sockaddr *)addr, sizeof(*addr)))
+			return 0;
+		if (errno != EAGAIN || waited >= SERVER_PROBE_MS)
+			return -errno;
+		usleep(10000);
+	}
+}
+
+/*
  * The lock is ours, so no live colocd serves the path; but another program
  * might. A socket nobody accepts on is stale and removed, and so is one that
- * a colocd still being torn down (killed, its io_uring not yet released)
- * answers for: only another program's live socket is refused.
+ * a colocd still being torn down answers for: only another program's live
+ * socket is refused, and so is a listener that never accepts.
  */
 static int server_remove_stale_socket(struct server *s, struct coloc_err *err)
 {
@@ -413,113 +546,97 @@ static int server_remove_stale_socket(struct server *s, struct coloc_err *err)
 	char comm[32];
 	struct stat st;
 	pid_t listener = 0;
-	int fd;
+	int fd, ret;
 
-	if (lstat(s->socket_path, &st))
+	if (fstatat(s->dir_fd, s->sock_name, &st, AT_SYMLINK_NOFOLLOW))
 		return 0;
 	if (!S_ISSOCK(st.st_mode))
 		return coloc_err_set(err, -EEXIST,
 				     "%s exists and is not a socket; refusing to remove it",
 				     s->socket_path);
 	memcpy(addr.sun_path, s->socket_path, strlen(s->socket_path));
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return coloc_err_set(err, -errno, "cannot create a socket: %s", strerror(errno));
-	if (!connect(fd, (struct sockaddr *)&addr, sizeof(addr)))
+	ret = server_probe_connect(fd, &addr);
+	if (!ret)
 		listener = server_listener_of(fd, comm, sizeof(comm));
 	close(fd);
+	if (ret == -EAGAIN)
+		return coloc_err_set(
+			err, -EADDRINUSE,
+			"socket %s has a listener that does not accept connections "
+			"(its backlog is full); stop that program or remove the socket",
+			s->socket_path);
 	if (listener > 0 && strcmp(comm, "colocd"))
 		return coloc_err_set(err, -EADDRINUSE,
 				     "socket %s is in use by another process (pid %d, %s)",
 				     s->socket_path, listener, comm);
-	unlink(s->socket_path);
+	unlinkat(s->dir_fd, s->sock_name, 0);
 	return 0;
 }
 
-static int server_listen(struct server *s, struct coloc_err *err)
+static int server_mkdir_parent(const char *dir, struct coloc_err *err)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	struct group *grp;
-	mode_t old_mask;
-	int ret;
-
-	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s->listen_fd < 0)
-		return coloc_err_set(err, -errno, "cannot create a socket: %s", strerror(errno));
-	memcpy(addr.sun_path, s->socket_path, strlen(s->socket_path));
-	/* born 0660: never a moment when others could connect */
-	old_mask = umask(0117);
-	ret = bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) ? -errno : 0;
-	umask(old_mask);
-	if (ret || listen(s->listen_fd, 64)) {
-		ret = ret ? ret : -errno;
-		return coloc_err_set(err, ret, "cannot listen on %s: %s", s->socket_path,
-				     strerror(-ret));
-	}
-	/* the group exists so that its members can connect: a socket they cannot use is an error */
-	grp = getgrnam(COLOC_GROUP);
-	if (grp && lchown(s->socket_path, 0, grp->gr_gid))
-		return coloc_err_set(err, -errno, "cannot give %s to group %s: %s", s->socket_path,
-				     COLOC_GROUP, strerror(errno));
-	return 0;
-}
-
-static int server_mkdir_parent(const char *path, struct coloc_err *err)
-{
-	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	char *slash;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = '\0';
 	if (mkdir(dir, 0755) && errno != EEXIST)
 		return coloc_err_set(err, -errno, "cannot create %s: %s", dir, strerror(errno));
 	return 0;
 }
 
-int server_open(struct server **out, const char *socket_path, struct coloc_err *err)
+/* Splits the socket path into its directory and its name. */
+static int server_split_path(struct server *s, const char *path, struct coloc_err *err)
 {
-	struct server *s;
-	sigset_t mask;
-	int ret;
+	const char *slash = strrchr(path, '/');
 
-	if (!socket_path[0] || strlen(socket_path) >= sizeof(s->socket_path))
+	if (!path[0] || strlen(path) >= sizeof(s->socket_path))
 		return coloc_err_set(err, -ENAMETOOLONG, "socket path must be 1-%zu characters",
 				     sizeof(s->socket_path) - 1);
+	snprintf(s->socket_path, sizeof(s->socket_path), "%s", path);
+	if (!slash) {
+		snprintf(s->dir, sizeof(s->dir), ".");
+		snprintf(s->sock_name, sizeof(s->sock_name), "%s", path);
+	} else {
+		snprintf(s->dir, sizeof(s->dir), "%.*s", slash == path ? 1 : (int)(slash - path),
+			 path);
+		snprintf(s->sock_name, sizeof(s->sock_name), "%s", slash + 1);
+	}
+	if (!s->sock_name[0])
+		return coloc_err_set(err, -EINVAL, "socket path %s names a directory", path);
+	snprintf(s->lock_name, sizeof(s->lock_name), "%s.lock", s->sock_name);
+	return 0;
+}
+
+int server_open(struct server **out, struct loop *loop, const struct server_config *cfg,
+		struct coloc_err *err)
+{
+	struct group *grp;
+	struct server *s;
+	int ret;
+
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
-	s->listen_fd = s->sig_fd = s->lock_fd = -1;
-	s->tick.tv_sec = 1;
-	snprintf(s->socket_path, sizeof(s->socket_path), "%s", socket_path);
-	snprintf(s->lock_path, sizeof(s->lock_path), "%s.lock", socket_path);
-
-	ret = server_mkdir_parent(socket_path, err);
+	s->loop = loop;
+	s->cfg = *cfg;
+	s->listen_fd = s->lock_fd = s->dir_fd = -1;
+	ret = server_split_path(s, cfg->socket_path, err);
+	if (!ret)
+		ret = server_mkdir_parent(s->dir, err);
+	if (!ret)
+		ret = server_check_dir(s, err);
 	if (!ret)
 		ret = server_take_lock(s, err);
 	if (!ret)
 		ret = server_remove_stale_socket(s, err);
 	if (ret)
 		goto fail;
-
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	s->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (s->sig_fd < 0) {
-		ret = coloc_err_set(err, -errno, "cannot create a signalfd: %s", strerror(errno));
-		goto fail;
+	/* once, here: a slow NSS lookup must never stall the loop */
+	grp = getgrnam(COLOC_GROUP);
+	if (grp) {
+		s->coloc_gid = grp->gr_gid;
+		s->have_coloc_gid = true;
 	}
-	ret = io_uring_queue_init(SERVER_QUEUE_DEPTH, &s->ring, 0);
-	if (ret) {
-		coloc_err_set(err, ret, "io_uring unavailable: %s", strerror(-ret));
-		goto fail;
-	}
-	s->ring_ready = true;
+	s->pidns_ino = server_pidns_of(getpid());
 	*out = s;
 	return 0;
 fail:
@@ -527,60 +644,68 @@ fail:
 	return ret;
 }
 
-int server_run(struct server *s, struct colocd *d, struct coloc_err *err)
+int server_listen(struct server *s, server_request_fn handle, void *ctx, struct coloc_err *err)
 {
-	struct io_uring_cqe *cqe;
-	unsigned int drain_ms;
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	__u64 sweep_ns;
+	mode_t old_mask;
 	int ret;
 
-	/* the socket appears only once the sensor is up: connecting means ready */
-	ret = server_listen(s, err);
-	if (ret)
-		return ret;
-	server_arm_poll(s, sensor_epoll_fd(d->sensor), EV_RINGBUF);
-	server_arm_poll(s, s->sig_fd, EV_SIGNAL);
-	server_arm_accept(s);
-	drain_ms = d->cfg.window_ms > SERVER_DRAIN_MS ? d->cfg.window_ms : SERVER_DRAIN_MS;
-	s->drain.tv_sec = drain_ms / 1000;
-	s->drain.tv_nsec = (long long)(drain_ms % 1000) * 1000000;
-	server_arm_timer(s, EV_TICK);
-	server_arm_timer(s, EV_DRAIN);
-	while (!s->stop) {
-		ret = io_uring_submit_and_wait(&s->ring, 1);
-		if (ret < 0 && ret != -EINTR)
-			return coloc_err_set(err, ret, "event loop failed: %s", strerror(-ret));
-		while (io_uring_peek_cqe(&s->ring, &cqe) == 0) {
-			server_dispatch(s, d, cqe);
-			io_uring_cqe_seen(&s->ring, cqe);
-		}
+	s->handle = handle;
+	s->handle_ctx = ctx;
+	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->listen_fd < 0)
+		return coloc_err_set(err, -errno, "cannot create a socket: %s", strerror(errno));
+	memcpy(addr.sun_path, s->socket_path, strlen(s->socket_path));
+	/* born 0660: never a moment when others could connect */
+	old_mask = umask(0117);
+	ret = bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) ? -errno : 0;
+	umask(old_mask);
+	if (ret || listen(s->listen_fd, SERVER_MAX_CONNS)) {
+		ret = ret ? ret : -errno;
+		close(s->listen_fd);
+		s->listen_fd = -1;
+		return coloc_err_set(err, ret, "cannot listen on %s: %s", s->socket_path,
+				     strerror(-ret));
 	}
+	/* the group exists so that its members can connect: a socket they cannot use is an error */
+	if (s->have_coloc_gid &&
+	    fchownat(s->dir_fd, s->sock_name, 0, s->coloc_gid, AT_SYMLINK_NOFOLLOW))
+		return coloc_err_set(err, -errno, "cannot give %s to group %s: %s", s->socket_path,
+				     COLOC_GROUP, strerror(errno));
+	/* a quarter of the timeout late at most, and at least once a second */
+	sweep_ns = (__u64)s->cfg.timeout_ms * 250000ull;
+	if (sweep_ns > 1000000000ull)
+		sweep_ns = 1000000000ull;
+	ret = loop_add_poll(s->loop, &s->listen_src, s->listen_fd, POLLIN, server_on_listen, s);
+	if (!ret)
+		ret = loop_add_timer(s->loop, &s->sweep_src, sweep_ns, sweep_ns, server_on_sweep,
+				     s);
+	if (ret)
+		return coloc_err_set(err, ret, "cannot serve %s: %s", s->socket_path,
+				     strerror(-ret));
 	return 0;
-}
-
-int server_stop_signal(const struct server *s)
-{
-	return s->stop_signal;
 }
 
 void server_close(struct server *s)
 {
 	if (!s)
 		return;
-	if (s->ring_ready)
-		io_uring_queue_exit(&s->ring);
 	for (int i = 0; i < SERVER_MAX_CONNS; i++)
-		if (s->conns[i].used)
-			server_conn_close(&s->conns[i]);
+		if (s->conns[i])
+			server_conn_close(s->conns[i]);
+	loop_source_remove(s->listen_src);
+	loop_source_remove(s->sweep_src);
 	if (s->listen_fd >= 0) {
 		close(s->listen_fd);
-		unlink(s->socket_path);
+		unlinkat(s->dir_fd, s->sock_name, 0);
 	}
-	if (s->sig_fd >= 0)
-		close(s->sig_fd);
 	/* unlinked while held: a daemon that locks the old file sees it is gone */
 	if (s->lock_fd >= 0) {
-		unlink(s->lock_path);
+		unlinkat(s->dir_fd, s->lock_name, 0);
 		close(s->lock_fd);
 	}
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
 	free(s);
 }

@@ -1,12 +1,101 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The tenant table. Slots are handed out round-robin, so a removed tenant's
- * slot is the last to be reused; the BPF maps and the view are keyed by
- * slot, so whoever reuses a slot also clears it there.
+ * The tenant table and its state changes (tenants.h). Slots are handed out
+ * round-robin, so a removed tenant's slot is the last to be reused; the BPF
+ * maps and the view are keyed by slot, so whoever reuses a slot also clears
+ * it there.
+ *
+ * A tenant-add is checked in full before anything changes (every pid, the
+ * cgroup, the room left), then applied; a BPF update that still fails rolls
+ * back what this request applied, so a request changes all or nothing.
+ * Each process is held by a pidfd from the moment it is checked: the pidfd
+ * becomes readable when the process exits, and the loop then drops the pid
+ * from the tenant and the map before the pid can be handed out again.
  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
 #include "tenants.h"
+#include "utf8.h"
+
+void tenants_init(struct tenant_table *t, struct sensor *sensor, struct view *view,
+		  struct loop *loop)
+{
+	memset(t, 0, sizeof(*t));
+	t->sensor = sensor;
+	t->view = view;
+	t->loop = loop;
+}
+
+static struct tenant_proc **tenants_bucket(struct tenant_table *t, __u32 pid)
+{
+	return &t->by_pid[pid % TENANTS_PID_BUCKETS];
+}
+
+static struct tenant_proc *tenants_proc_of_pid(struct tenant_table *t, __u32 pid)
+{
+	for (struct tenant_proc *p = *tenants_bucket(t, pid); p; p = p->next_in_bucket)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+static void tenants_index_add(struct tenant_table *t, struct tenant_proc *p)
+{
+	struct tenant_proc **head = tenants_bucket(t, p->pid);
+
+	p->next_in_bucket = *head;
+	*head = p;
+}
+
+static void tenants_index_remove(struct tenant_table *t, struct tenant_proc *p)
+{
+	for (struct tenant_proc **pp = tenants_bucket(t, p->pid); *pp; pp = &(*pp)->next_in_bucket)
+		if (*pp == p) {
+			*pp = p->next_in_bucket;
+			return;
+		}
+}
+
+static void tenants_proc_free(struct tenant_proc *p)
+{
+	loop_source_remove(p->src);
+	close(p->pidfd);
+	free(p);
+}
+
+/* Drops one process from its tenant and the map; keeps the order of no one. */
+static void tenants_drop_proc(struct tenant *tenant, int k)
+{
+	struct tenant_proc *p = tenant->procs[k];
+
+	sensor_tenant_remove_pid(p->table->sensor, p->pid);
+	tenants_index_remove(p->table, p);
+	tenant->procs[k] = tenant->procs[--tenant->nr_procs];
+	tenants_proc_free(p);
+}
+
+static void tenants_release(struct tenant *tenant)
+{
+	while (tenant->nr_procs)
+		tenants_drop_proc(tenant, tenant->nr_procs - 1);
+	tenant->used = false;
+}
+
+void tenants_fini(struct tenant_table *t)
+{
+	for (int i = 0; i < COLOC_MAX_TENANTS; i++)
+		if (t->slots[i].used)
+			tenants_release(&t->slots[i]);
+}
 
 bool tenants_valid_name(const char *name)
 {
@@ -26,7 +115,7 @@ struct tenant *tenants_find(struct tenant_table *t, const char *name)
 	return NULL;
 }
 
-struct tenant *tenants_create(struct tenant_table *t, const char *name)
+static struct tenant *tenants_create(struct tenant_table *t, const char *name)
 {
 	for (int k = 0; k < COLOC_MAX_TENANTS; k++) {
 		int i = (t->next + k) % COLOC_MAX_TENANTS;
@@ -46,36 +135,318 @@ struct tenant *tenants_create(struct tenant_table *t, const char *name)
 
 struct tenant *tenants_owner_of_pid(struct tenant_table *t, __u32 pid)
 {
+	struct tenant_proc *p = tenants_proc_of_pid(t, pid);
+
+	return p ? p->tenant : NULL;
+}
+
+static struct tenant *tenants_owner_of_cgroup(struct tenant_table *t, __u64 cgid)
+{
 	for (int i = 0; i < COLOC_MAX_TENANTS; i++)
-		for (int k = 0; t->slots[i].used && k < t->slots[i].nr_pids; k++)
-			if (t->slots[i].pids[k] == pid)
-				return &t->slots[i];
+		if (t->slots[i].used && t->slots[i].cgroup[0] && t->slots[i].cgroup_id == cgid)
+			return &t->slots[i];
 	return NULL;
 }
 
-bool tenants_remove_pid(struct tenant *tenant, __u32 pid)
+/* The process exited: its pidfd is readable. */
+static void tenants_on_exit(struct loop_source *src, int fd, unsigned int revents, void *ctx)
 {
-	for (int k = 0; k < tenant->nr_pids; k++) {
-		if (tenant->pids[k] != pid)
-			continue;
-		tenant->pids[k] = tenant->pids[--tenant->nr_pids];
-		return true;
-	}
+	struct tenant_proc *p = ctx;
+	struct tenant *tenant = p->tenant;
+
+	(void)src;
+	(void)fd;
+	(void)revents;
+	for (int k = 0; k < tenant->nr_procs; k++)
+		if (tenant->procs[k] == p) {
+			tenants_drop_proc(tenant, k);
+			return;
+		}
+}
+
+/* A process's Tgid from /proc: its own pid for a process, another for a thread. */
+static int tenants_tgid_of(__u32 pid, __u32 *tgid)
+{
+	char path[32], line[128];
+	int err = -ESRCH;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %u", tgid) == 1) {
+			err = 0;
+			break;
+		}
+	fclose(f);
+	return err;
+}
+
+static bool tenants_exited(int pidfd)
+{
+	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) != 0;
+}
+
+/*
+ * Checks one pid and holds it with a pidfd. From then on the pidfd names
+ * that process, whatever happens to the number: if it exited already (or
+ * exits later) the pidfd is readable.
+ */
+static int tenants_check_pid(struct tenant_table *t, const char *name, size_t i, __s64 pid,
+			     int *pidfd, struct coloc_err *err)
+{
+	struct tenant *owner;
+	__u32 tgid;
+
+	*pidfd = -1;
+	if (pid <= 0 || pid > 0x3fffffff)
+		return coloc_err_set(err, -EINVAL, "pids[%zu] is not a process id", i);
+	if (pid == 1 || pid == getpid())
+		return coloc_err_set(err, -EPERM, "pid %lld is %s: it belongs to no tenant",
+				     (long long)pid, pid == 1 ? "init" : "colocd itself");
+	*pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	if (*pidfd < 0 && (errno == EMFILE || errno == ENFILE))
+		return coloc_err_set(err, -errno, "colocd holds too many processes: %s",
+				     strerror(errno));
+	/* pidfd_open takes a process (a thread-group leader) only: /proc says which not */
+	if (*pidfd < 0 && !tenants_tgid_of((__u32)pid, &tgid) && tgid != (__u32)pid)
+		return coloc_err_set(err, -EINVAL,
+				     "pid %lld is a thread of process %u: give the process id (all "
+				     "its threads belong to the tenant)",
+				     (long long)pid, tgid);
+	if (*pidfd < 0 || tenants_exited(*pidfd))
+		return coloc_err_set(err, -ESRCH, "no process with pid %lld", (long long)pid);
+	owner = tenants_owner_of_pid(t, (__u32)pid);
+	if (owner && strcmp(owner->name, name))
+		return coloc_err_set(err, -EBUSY, "pid %lld already belongs to tenant '%s'",
+				     (long long)pid, owner->name);
+	return 0;
+}
+
+/* A path component that must not appear: ".", "..", "-". */
+static bool tenants_bad_component(const char *path)
+{
+	char copy[PATH_MAX], *save = NULL;
+
+	snprintf(copy, sizeof(copy), "%s", path);
+	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save))
+		if (!strcmp(c, ".") || !strcmp(c, "..") || !strcmp(c, "-"))
+			return true;
 	return false;
 }
 
-void tenants_release(struct tenant *tenant)
+/*
+ * Resolves a cgroup v2 directory below TENANTS_CGROUP_ROOT and returns its
+ * id (the inode number). Anything else gets one and the same answer, so the
+ * socket cannot be used to probe which files exist; the root is refused on
+ * its own, as attributing every process on the machine to one tenant.
+ */
+static int tenants_cgroup_id(const char *path, char *resolved, __u64 *id, struct coloc_err *err)
 {
-	tenant->used = false;
+	char parent[PATH_MAX + 4];
+	struct statfs sfs;
+	struct stat st;
+
+	if (strlen(path) >= PATH_MAX || tenants_bad_component(path) || !realpath(path, resolved) ||
+	    strncmp(resolved, TENANTS_CGROUP_ROOT "/", strlen(TENANTS_CGROUP_ROOT "/")) ||
+	    statfs(resolved, &sfs) || stat(resolved, &st) || sfs.f_type != CGROUP2_SUPER_MAGIC ||
+	    !S_ISDIR(st.st_mode))
+		return coloc_err_set(err, -ENOTDIR,
+				     "cgroup '%s' is not an existing cgroup v2 directory below %s/ "
+				     "named without '.', '..' or '-' (on hybrid systems v2 is "
+				     "mounted at %s/unified)",
+				     path, TENANTS_CGROUP_ROOT, TENANTS_CGROUP_ROOT);
+	/* the path goes back to clients in JSON, which carries UTF-8 only */
+	snprintf(parent, sizeof(parent), "%s", resolved);
+	if (utf8_sanitize(parent))
+		return coloc_err_set(err, -EINVAL,
+				     "cgroup path %s is not valid UTF-8 ('?' marks the bytes); "
+				     "rename the cgroup",
+				     parent);
+	/* a mount root's parent is on another filesystem: the v2 root, wherever mounted */
+	snprintf(parent, sizeof(parent), "%s/..", resolved);
+	if (statfs(parent, &sfs) || sfs.f_type != CGROUP2_SUPER_MAGIC)
+		return coloc_err_set(err, -EINVAL,
+				     "cgroup %s is the cgroup v2 root: it holds every process; "
+				     "name a cgroup below it",
+				     resolved);
+	*id = st.st_ino;
+	return 0;
 }
 
-bool tenants_add_pid(struct tenant *tenant, __u32 pid)
+/* Everything a request brings, checked, before anything changes. */
+struct tenants_plan {
+	int pidfds[COLOC_MAX_PIDS_PER_REQUEST];
+	__u32 pids[COLOC_MAX_PIDS_PER_REQUEST];
+	int nr; /* new processes: not yet in the tenant, no duplicates */
+	bool have_cgroup;
+	char cgroup[PATH_MAX];
+	__u64 cgroup_id;
+};
+
+static void tenants_plan_free(struct tenants_plan *plan)
 {
-	for (int i = 0; i < tenant->nr_pids; i++)
-		if (tenant->pids[i] == pid)
-			return true;
-	if (tenant->nr_pids >= TENANT_MAX_PIDS)
-		return false;
-	tenant->pids[tenant->nr_pids++] = pid;
-	return true;
+	for (int i = 0; i < plan->nr; i++)
+		if (plan->pidfds[i] >= 0)
+			close(plan->pidfds[i]);
+	free(plan);
+}
+
+static int tenants_plan(struct tenant_table *t, const struct tenants_add_req *req,
+			struct tenant *existing, struct tenants_plan *plan, struct coloc_err *err)
+{
+	struct tenant *owner;
+	int held = existing ? existing->nr_procs : 0, ret;
+
+	if (req->nr_pids > COLOC_MAX_PIDS_PER_REQUEST)
+		return coloc_err_set(err, -E2BIG, "too many pids (%zu); at most %d per request",
+				     req->nr_pids, COLOC_MAX_PIDS_PER_REQUEST);
+	if (!req->nr_pids && !req->cgroup)
+		return coloc_err_set(err, -EINVAL,
+				     "tenant-add needs pids (at least one) or a cgroup");
+	if (req->cgroup) {
+		ret = tenants_cgroup_id(req->cgroup, plan->cgroup, &plan->cgroup_id, err);
+		if (ret)
+			return ret;
+		plan->have_cgroup = true;
+		owner = tenants_owner_of_cgroup(t, plan->cgroup_id);
+		if (owner && strcmp(owner->name, req->name))
+			return coloc_err_set(err, -EBUSY,
+					     "cgroup %s already belongs to tenant '%s'",
+					     plan->cgroup, owner->name);
+		if (existing && existing->cgroup[0] && existing->cgroup_id != plan->cgroup_id)
+			return coloc_err_set(err, -EEXIST,
+					     "tenant '%s' already has cgroup %s; remove the tenant "
+					     "to change it",
+					     req->name, existing->cgroup);
+	}
+	for (size_t i = 0; i < req->nr_pids; i++) {
+		bool dup = false;
+		int fd;
+
+		ret = tenants_check_pid(t, req->name, i, req->pids[i], &fd, err);
+		if (ret) {
+			if (fd >= 0)
+				close(fd);
+			return ret;
+		}
+		for (int k = 0; k < plan->nr && !dup; k++)
+			dup = plan->pids[k] == (__u32)req->pids[i];
+		/* tenants_check_pid refused another tenant's: an owner now is this tenant */
+		if (dup || tenants_owner_of_pid(t, (__u32)req->pids[i])) {
+			close(fd);
+			continue;
+		}
+		plan->pids[plan->nr] = (__u32)req->pids[i];
+		plan->pidfds[plan->nr++] = fd;
+		/* stop at the first pid past the limit: checking the rest costs the loop */
+		if (held + plan->nr > TENANT_MAX_PIDS)
+			return coloc_err_set(
+				err, -ENOSPC,
+				"tenant '%s' holds %d processes; the %zu pids asked for "
+				"would pass the %d a tenant can hold",
+				req->name, held, req->nr_pids, TENANT_MAX_PIDS);
+	}
+	return 0;
+}
+
+/* Applies a checked plan; on a failed BPF update undoes this request's part. */
+static int tenants_apply(struct tenant_table *t, struct tenant *tenant, struct tenants_plan *plan,
+			 struct coloc_err *err)
+{
+	int first = tenant->nr_procs, ret = 0;
+
+	for (int i = 0; i < plan->nr && !ret; i++) {
+		struct tenant_proc *p = calloc(1, sizeof(*p));
+
+		if (!p) {
+			ret = -ENOMEM;
+			break;
+		}
+		*p = (struct tenant_proc){
+			.table = t, .tenant = tenant, .pid = plan->pids[i], .pidfd = plan->pidfds[i]
+		};
+		ret = loop_add_poll(t->loop, &p->src, p->pidfd, POLLIN, tenants_on_exit, p);
+		if (ret) {
+			free(p);
+			break;
+		}
+		plan->pidfds[i] = -1; /* the proc owns it now */
+		tenant->procs[tenant->nr_procs++] = p;
+		tenants_index_add(t, p);
+		ret = sensor_tenant_add_pid(t->sensor, tenant->id, p->pid);
+	}
+	if (!ret && plan->have_cgroup && !tenant->cgroup[0]) {
+		ret = sensor_tenant_add_cgroup(t->sensor, tenant->id, plan->cgroup_id);
+		if (!ret) {
+			snprintf(tenant->cgroup, sizeof(tenant->cgroup), "%s", plan->cgroup);
+			tenant->cgroup_id = plan->cgroup_id;
+		}
+	}
+	if (!ret)
+		return 0;
+	while (tenant->nr_procs > first)
+		tenants_drop_proc(tenant, tenant->nr_procs - 1);
+	return coloc_err_set(err, ret, "cannot attribute to tenant '%s': %s", tenant->name,
+			     strerror(-ret));
+}
+
+int tenants_add(struct tenant_table *t, const struct tenants_add_req *req, struct tenant **out,
+		struct coloc_err *err)
+{
+	struct tenant *tenant = tenants_find(t, req->name);
+	struct tenants_plan *plan;
+	bool created = false;
+	int ret;
+
+	if (!tenants_valid_name(req->name))
+		return coloc_err_set(err, -EINVAL,
+				     "bad tenant name: use 1-%d characters of A-Z a-z 0-9 _ . -",
+				     COLOC_MAX_NAME - 1);
+	plan = calloc(1, sizeof(*plan));
+	if (!plan)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	ret = tenants_plan(t, req, tenant, plan, err);
+	if (ret)
+		goto out;
+	if (!tenant) {
+		tenant = tenants_create(t, req->name);
+		if (!tenant) {
+			ret = coloc_err_set(err, -ENOSPC,
+					    "all %d tenant slots are taken; remove one first",
+					    COLOC_MAX_TENANTS);
+			goto out;
+		}
+		created = true;
+		/* a reused slot must not inherit the previous tenant's numbers */
+		sensor_tenant_clear(t->sensor, tenant->id);
+		view_tenant_reset(t->view, tenant->id);
+	}
+	ret = tenants_apply(t, tenant, plan, err);
+	if (ret && created) {
+		sensor_tenant_clear(t->sensor, tenant->id);
+		tenants_release(tenant);
+	}
+	if (!ret)
+		*out = tenant;
+out:
+	tenants_plan_free(plan);
+	return ret;
+}
+
+int tenants_remove(struct tenant_table *t, const char *name, struct coloc_err *err)
+{
+	struct tenant *tenant = tenants_find(t, name);
+
+	if (!tenant)
+		return coloc_err_set(err, -ENOENT, "no tenant named '%s'", name);
+	/* its own keys, one by one; the clear then finds only the cgroup's */
+	tenants_release(tenant);
+	sensor_tenant_clear(t->sensor, tenant->id);
+	view_tenant_reset(t->view, tenant->id);
+	return 0;
 }

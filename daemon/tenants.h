@@ -1,25 +1,49 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * colocd's tenant table: names, the pids and cgroup attributed to each, and
- * the slot (0..COLOC_MAX_TENANTS-1) the BPF side knows them by.
+ * colocd's tenants: names, the processes and cgroup attributed to each, the
+ * slot (0..COLOC_MAX_TENANTS-1) the BPF side knows them by, and every state
+ * change with its checks and rollback: the BPF maps, the rolling view and
+ * one pidfd per process, watched on the event loop, so an exited process
+ * leaves its tenant as soon as it exits and its pid, if reused, is never
+ * charged to it. The control protocol only translates to these calls.
  */
 #ifndef COLOC_DAEMON_TENANTS_H
 #define COLOC_DAEMON_TENANTS_H
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <linux/types.h>
 #include "coloc/sensor.h"
 #include "coloc/protocol.h"
+#include "error.h"
+#include "loop.h"
+#include "sensor.h"
+#include "view.h"
 
-#define TENANT_MAX_PIDS 256
+#define TENANT_MAX_PIDS COLOC_MAX_PIDS_PER_TENANT
+#define TENANTS_CGROUP_ROOT "/sys/fs/cgroup"
+/* Buckets of the pid index: a quarter of the most processes all tenants hold. */
+#define TENANTS_PID_BUCKETS 4096
+
+struct tenant_table;
+
+/* One attributed process, held by a pidfd. */
+struct tenant_proc {
+	struct tenant_table *table;
+	struct tenant *tenant;
+	__u32 pid;
+	int pidfd;
+	struct loop_source *src;
+	struct tenant_proc *next_in_bucket; /* the pid index's chain */
+};
 
 struct tenant {
 	bool used;
 	__u32 id;
 	char name[COLOC_MAX_NAME];
-	int nr_pids;
-	__u32 pids[TENANT_MAX_PIDS];
+	int nr_procs;
+	struct tenant_proc *procs[TENANT_MAX_PIDS];
 	char cgroup[PATH_MAX];
 	__u64 cgroup_id;
 };
@@ -27,18 +51,42 @@ struct tenant {
 struct tenant_table {
 	struct tenant slots[COLOC_MAX_TENANTS];
 	int next; /* where the search for a free slot starts: slots are reused last */
+	struct sensor *sensor;
+	struct view *view;
+	struct loop *loop;
+	/* every attributed process by pid: whose a pid is, without a walk of all */
+	struct tenant_proc *by_pid[TENANTS_PID_BUCKETS];
 };
+
+/* What a tenant-add asks for: pids, a cgroup v2 directory, or both. */
+struct tenants_add_req {
+	const char *name;
+	const __s64 *pids; /* as the client sent them; checked here */
+	size_t nr_pids;
+	const char *cgroup; /* NULL: none */
+};
+
+void tenants_init(struct tenant_table *t, struct sensor *sensor, struct view *view,
+		  struct loop *loop);
+/* Closes every pidfd and leaves the BPF maps to the sensor's own teardown. */
+void tenants_fini(struct tenant_table *t);
 
 bool tenants_valid_name(const char *name);
 struct tenant *tenants_find(struct tenant_table *t, const char *name);
-/* A new tenant in a free slot, or NULL when all are taken. */
-struct tenant *tenants_create(struct tenant_table *t, const char *name);
-void tenants_release(struct tenant *tenant);
 /* The tenant holding pid, or NULL. */
 struct tenant *tenants_owner_of_pid(struct tenant_table *t, __u32 pid);
-/* Forgets pid; true if the tenant had it. */
-bool tenants_remove_pid(struct tenant *tenant, __u32 pid);
-/* Remembers pid; false when the tenant already holds TENANT_MAX_PIDS. */
-bool tenants_add_pid(struct tenant *tenant, __u32 pid);
+
+/*
+ * Attributes the processes (all their threads) and/or the cgroup to tenant
+ * req->name, creating it if new: all of it or, with err saying why,
+ * nothing. Refused: pid 1 and colocd itself, threads (their process is
+ * meant), processes or cgroups of another tenant, more than TENANT_MAX_PIDS
+ * in the tenant, a cgroup that is the cgroup v2 root, not below
+ * TENANTS_CGROUP_ROOT, or named with a "." , ".." or "-" component.
+ */
+int tenants_add(struct tenant_table *t, const struct tenants_add_req *req, struct tenant **out,
+		struct coloc_err *err);
+/* Forgets the tenant, its keys in the BPF maps and its numbers; -ENOENT if none. */
+int tenants_remove(struct tenant_table *t, const char *name, struct coloc_err *err);
 
 #endif /* COLOC_DAEMON_TENANTS_H */

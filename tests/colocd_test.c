@@ -15,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -34,6 +37,7 @@ FIXTURE(colocd)
 	pid_t pid;
 	struct tu_spinner spin;
 	char cgroup[512]; /* made by a test, removed by teardown */
+	int cgroup_levels; /* levels "d/d/..." a test made below it */
 };
 
 FIXTURE_SETUP(colocd)
@@ -46,6 +50,7 @@ FIXTURE_SETUP(colocd)
 	self->spin.pid = 0;
 	self->spin.go_fd = -1;
 	self->cgroup[0] = '\0';
+	self->cgroup_levels = 0;
 	self->pid = tu_start_colocd(self->sock, self->pin, self->log);
 	if (self->pid < 0) {
 		char out[4096];
@@ -61,6 +66,14 @@ FIXTURE_TEARDOWN(colocd)
 	char cmd[256];
 
 	tu_kill(&self->spin);
+	for (int level = self->cgroup_levels; level > 0; level--) {
+		char path[1024];
+		int n = snprintf(path, sizeof(path), "%s", self->cgroup);
+
+		for (int i = 0; i < level; i++)
+			n += snprintf(path + n, sizeof(path) - (size_t)n, "/d");
+		rmdir(path);
+	}
 	if (self->cgroup[0])
 		rmdir(self->cgroup);
 	if (self->pid > 0)
@@ -332,6 +345,44 @@ TEST_F_TIMEOUT(colocd, tenant__cgroup_is_attributed_like_its_processes, 60)
 
 	snprintf(req, sizeof(req),
 		 "{\"cmd\":\"tenant-add\",\"name\":\"by-cgroup\",\"cgroup\":\"%s\"}\n", cg);
+	resp = request_json(self->sock, req);
+	ASSERT_TRUE(resp_ok(resp));
+	json_object_put(resp);
+	expect_tenant_matches_proc(_metadata, self->sock, &self->spin);
+}
+
+/*
+ * The BPF side looks for a tenant's cgroup among a task's ancestors, up to
+ * SENSOR_CGROUP_DEPTH (32) levels (protocol.h): a process 12 levels below
+ * the tenant's cgroup, past the old bound of 8, is counted.
+ */
+TEST_F_TIMEOUT(colocd, tenant__a_process_deep_below_the_cgroup_is_counted, 60)
+{
+	char mnt[256], path[1024], req[800], pid[32];
+	struct json_object *resp;
+	int n;
+	FILE *f;
+
+	if (cgroup2_mount(mnt, sizeof(mnt)))
+		SKIP(return, "no cgroup v2 hierarchy mounted");
+	snprintf(self->cgroup, sizeof(self->cgroup), "%s/coloc-test-%d", mnt, getpid());
+	ASSERT_EQ(0, mkdir(self->cgroup, 0755));
+	n = snprintf(path, sizeof(path), "%s", self->cgroup);
+	for (int level = 1; level <= 12; level++) {
+		n += snprintf(path + n, sizeof(path) - (size_t)n, "/d");
+		ASSERT_EQ(0, mkdir(path, 0755));
+		self->cgroup_levels = level;
+	}
+	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, -1, 7, 3));
+	snprintf(path + n, sizeof(path) - (size_t)n, "/cgroup.procs");
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	snprintf(pid, sizeof(pid), "%d\n", self->spin.pid);
+	fputs(pid, f);
+	ASSERT_EQ(0, fclose(f));
+
+	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"deep\",\"cgroup\":\"%s\"}\n",
+		 self->cgroup);
 	resp = request_json(self->sock, req);
 	ASSERT_TRUE(resp_ok(resp));
 	json_object_put(resp);
@@ -660,6 +711,350 @@ TEST(colocd_args__refuses_to_run_unprivileged)
 	close(fds[0]);
 	EXPECT_EQ(1, WEXITSTATUS(st));
 	EXPECT_NE(NULL, strstr(out, "must run as root"));
+}
+
+/* Pings over fd; 1 when served, 0 when refused (the refusal in why), -1 on no answer. */
+static int ping_on(int fd, char *why, size_t len)
+{
+	char line[1024];
+
+	/* a refused peer may find the socket closed before it sends: read anyway */
+	send(fd, "{\"cmd\":\"ping\"}\n", 15, MSG_NOSIGNAL);
+	if (tu_read_line(fd, line, sizeof(line)) <= 0)
+		return -1;
+	if (why)
+		snprintf(why, len, "%s", line);
+	return strstr(line, "\"ok\":true") ? 1 : 0;
+}
+
+static void set_recv_timeout(int fd, int sec)
+{
+	struct timeval tv = { .tv_sec = sec };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+/*
+ * A member of the coloc group holds its share of connections: one more is
+ * refused, and root still gets in though the slots others may use fill up.
+ */
+TEST_F(colocd, conns__a_uid_over_its_share_is_refused_and_root_still_gets_in)
+{
+	struct group *grp = getgrnam(COLOC_GROUP);
+	int fds[2], held[80], nr_held = 0, st;
+	char why[1024] = { 0 };
+	pid_t pid;
+
+	if (!grp)
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	ASSERT_EQ(0, pipe(fds));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int conns[20];
+
+		close(fds[0]);
+		if (setgroups(0, NULL) || setgid(grp->gr_gid) || setuid(65534))
+			_exit(99);
+		/* SERVER_UID_SHARE (16) served, the 17th refused */
+		for (int i = 0; i < 17; i++) {
+			conns[i] = tu_connect(self->sock);
+			if (conns[i] < 0)
+				_exit(98);
+			set_recv_timeout(conns[i], 30);
+			if (ping_on(conns[i], why, sizeof(why)) != (i < 16))
+				_exit(95);
+		}
+		if (write(fds[1], why, strlen(why)) < 0 || write(fds[1], "", 1) < 0)
+			_exit(97);
+		/* hold them until the parent is done and kills this child */
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	ASSERT_GT(read(fds[0], why, sizeof(why) - 1), 0);
+	EXPECT_NE(NULL, strstr(why, "too many connections from this user"));
+	/* root fills every slot, idle, then one more root connection is served */
+	for (nr_held = 0; nr_held < 64; nr_held++) {
+		held[nr_held] = tu_connect(self->sock);
+		ASSERT_GE(held[nr_held], 0);
+	}
+	{
+		int fd = tu_connect(self->sock);
+
+		ASSERT_GE(fd, 0);
+		set_recv_timeout(fd, 30);
+		EXPECT_EQ(1, ping_on(fd, why, sizeof(why)));
+		close(fd);
+	}
+	for (int i = 0; i < nr_held; i++)
+		close(held[i]);
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	close(fds[0]);
+}
+
+/*
+ * A child of uid (group coloc) that opens n connections and pings on each,
+ * writes "R" (all served) or "F" to report, then, if watch, the next line
+ * its first connection receives; it holds them until killed.
+ */
+static pid_t hold_conns(const char *sock, uid_t uid, gid_t gid, int n, int report, bool watch)
+{
+	pid_t pid = fork();
+	int conns[COLOC_CONNS_PER_UID];
+	char line[1024] = { 0 };
+	bool all = true;
+
+	if (pid)
+		return pid;
+	if (setgroups(0, NULL) || setgid(gid) || setuid(uid))
+		_exit(99);
+	for (int i = 0; i < n; i++) {
+		conns[i] = tu_connect(sock);
+		if (conns[i] < 0)
+			_exit(98);
+		set_recv_timeout(conns[i], 30);
+		all &= ping_on(conns[i], NULL, 0) == 1;
+	}
+	if (write(report, all ? "R" : "F", 1) != 1)
+		_exit(97);
+	if (watch && tu_read_line(conns[0], line, sizeof(line)) > 0 &&
+	    write(report, line, strlen(line)) < 0)
+		_exit(96);
+	for (;;)
+		pause();
+}
+
+/*
+ * Four users fill the 56 slots others may use (16, 15, 15, 10): a fifth
+ * still gets in, by evicting the oldest idle connection of the user holding
+ * the most, who is told why.
+ */
+TEST_F(colocd, conns__a_newcomer_evicts_the_oldest_idle_connection_of_the_busiest_user)
+{
+	static const int counts[4] = { 16, 15, 15, 10 };
+	struct group *grp = getgrnam(COLOC_GROUP);
+	int report[5][2], st;
+	char got[1024] = { 0 };
+	pid_t kids[5];
+
+	if (!grp)
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	ASSERT_EQ(COLOC_MAX_CONNS - COLOC_ROOT_CONNS,
+		  counts[0] + counts[1] + counts[2] + counts[3]);
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	for (int u = 0; u < 5; u++) {
+		ASSERT_EQ(0, pipe(report[u]));
+		kids[u] = hold_conns(self->sock, 60001 + u, grp->gr_gid, u < 4 ? counts[u] : 1,
+				     report[u][1], u == 0);
+		ASSERT_GT(kids[u], 0);
+		/* one user at a time, so the first user's connections are the oldest */
+		ASSERT_EQ(1, read(report[u][0], got, 1));
+		EXPECT_EQ('R', got[0]);
+	}
+	/* the first user's first connection was evicted, with the reason */
+	ASSERT_GT(read(report[0][0], got, sizeof(got) - 1), 0);
+	EXPECT_NE(NULL, strstr(got, "connection limit"));
+	for (int u = 0; u < 5; u++) {
+		kill(kids[u], SIGKILL);
+		ASSERT_EQ(kids[u], waitpid(kids[u], &st, 0));
+		close(report[u][0]);
+		close(report[u][1]);
+	}
+}
+
+/* With --conn-timeout-ms, an idle connection and a stalled request are closed. */
+TEST(colocd_conns__idle_and_stalled_connections_are_closed)
+{
+	const char *extra[] = { "--conn-timeout-ms", "300", NULL };
+	char dir[64] = "/tmp/coloc-test-XXXXXX", sock[128], pin[128], log[128], line[512];
+	int idle, stalled, fresh;
+	pid_t pid;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/colocd.sock", dir);
+	snprintf(log, sizeof(log), "%s/colocd.log", dir);
+	snprintf(pin, sizeof(pin), "/sys/fs/bpf/coloc-test-to-%d", getpid());
+	pid = tu_start_colocd_with(sock, pin, log, extra);
+	ASSERT_GT(pid, 0);
+	idle = tu_connect(sock);
+	stalled = tu_connect(sock);
+	ASSERT_GE(idle, 0);
+	ASSERT_GE(stalled, 0);
+	set_recv_timeout(idle, 30);
+	set_recv_timeout(stalled, 30);
+	ASSERT_EQ(5, send(stalled, "{\"cmd", 5, MSG_NOSIGNAL));
+	/* closed by colocd: EOF, not the 30 s receive timeout */
+	EXPECT_EQ(0, tu_read_line(idle, line, sizeof(line)));
+	EXPECT_EQ(0, tu_read_line(stalled, line, sizeof(line)));
+	close(idle);
+	close(stalled);
+	/* and the daemon still serves */
+	fresh = tu_connect(sock);
+	ASSERT_GE(fresh, 0);
+	EXPECT_EQ(1, ping_on(fresh, NULL, 0));
+	close(fresh);
+	EXPECT_EQ(0, tu_stop_colocd(pid));
+	snprintf(line, sizeof(line), "rm -rf %s", dir);
+	tu_run(line, NULL, 0);
+}
+
+/* A program that listens on the socket path but never accepts: named, not waited on. */
+TEST(colocd_start__a_listener_that_never_accepts_is_refused_promptly)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	char bin[256], cmd[768], out[4096], sock[100];
+	int lfd, clients[8], n = 0;
+
+	snprintf(sock, sizeof(sock), "/tmp/coloc-deaf-%d.sock", getpid());
+	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ASSERT_GE(lfd, 0);
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", sock);
+	ASSERT_EQ(0, bind(lfd, (struct sockaddr *)&addr, sizeof(addr)));
+	ASSERT_EQ(0, listen(lfd, 0));
+	/* fill its backlog: the next connect would block for ever */
+	while (n < 8) {
+		clients[n] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		ASSERT_GE(clients[n], 0);
+		if (connect(clients[n], (struct sockaddr *)&addr, sizeof(addr))) {
+			ASSERT_EQ(EAGAIN, errno);
+			close(clients[n]);
+			break;
+		}
+		n++;
+	}
+	ASSERT_LT(n, 8);
+	/* `timeout` only stops a hang from hanging the test; the exit code says which */
+	snprintf(cmd, sizeof(cmd), "timeout 60 %s --socket %s --pin-dir /sys/fs/bpf/coloc-deaf-%d",
+		 tu_bin("colocd", bin, sizeof(bin)), sock, getpid());
+	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "does not accept connections"));
+	for (int i = 0; i < n; i++)
+		close(clients[i]);
+	close(lfd);
+	unlink(sock);
+}
+
+/* The socket's directory: no other user may write it, and no link is followed. */
+TEST(colocd_start__socket_dir_others_can_write_is_refused_and_links_are_not_followed)
+{
+	char bin[256], cmd[768], out[4096], dir[64] = "/tmp/coloc-test-XXXXXX", lock[128],
+					    target[128];
+	struct stat st;
+
+	tu_bin("colocd", bin, sizeof(bin));
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, chmod(dir, 0777));
+	snprintf(cmd, sizeof(cmd), "%s --socket %s/colocd.sock --pin-dir /sys/fs/bpf/coloc-w-%d",
+		 bin, dir, getpid());
+	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "writable by other users"));
+
+	/* sticky, like /tmp: allowed, but a planted link is never followed */
+	ASSERT_EQ(0, chmod(dir, 01777));
+	snprintf(lock, sizeof(lock), "%s/colocd.sock.lock", dir);
+	snprintf(target, sizeof(target), "%s/created-through-the-link", dir);
+	ASSERT_EQ(0, symlink(target, lock));
+	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "symbolic link"));
+	EXPECT_EQ(-1, stat(target, &st));
+
+	/* a directory of another user's */
+	unlink(lock);
+	ASSERT_EQ(0, chmod(dir, 0755));
+	ASSERT_EQ(0, chown(dir, 65534, 65534));
+	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "not root"));
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	tu_run(cmd, NULL, 0);
+}
+
+/* A client in another pid namespace would name other processes: refused. */
+TEST_F(colocd, conns__a_peer_in_another_pid_namespace_is_refused)
+{
+	char line[1024] = { 0 };
+	int fds[2], st;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(fds));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		pid_t inner;
+
+		close(fds[0]);
+		if (unshare(CLONE_NEWPID))
+			_exit(99);
+		/* the namespace applies to children: the first one is its pid 1 */
+		inner = fork();
+		if (inner == 0) {
+			int fd = tu_connect(self->sock), n;
+
+			if (fd < 0)
+				_exit(98);
+			set_recv_timeout(fd, 30);
+			n = ping_on(fd, line, sizeof(line));
+			if (n < 0 || write(fds[1], line, strlen(line)) < 0)
+				_exit(97);
+			_exit(0);
+		}
+		if (inner < 0 || waitpid(inner, &st, 0) != inner)
+			_exit(96);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 95);
+	}
+	close(fds[1]);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	if (WEXITSTATUS(st) == 99)
+		SKIP(return, "cannot create a pid namespace here");
+	ASSERT_EQ(0, WEXITSTATUS(st));
+	ASSERT_GT(read(fds[0], line, sizeof(line) - 1), 0);
+	close(fds[0]);
+	EXPECT_NE(NULL, strstr(line, "pid namespace"));
+}
+
+/* A client that goes away mid-request, or ends on a cut request, costs nothing. */
+TEST_F(colocd, control__disconnect_mid_request_and_truncated_request)
+{
+	char line[1024];
+	int fd = tu_connect(self->sock);
+	struct json_object *resp;
+
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(11, send(fd, "{\"cmd\":\"sig", 11, MSG_NOSIGNAL));
+	close(fd);
+	/* cut, then EOF: answered as incomplete */
+	fd = tu_connect(self->sock);
+	ASSERT_GE(fd, 0);
+	set_recv_timeout(fd, 30);
+	ASSERT_EQ(11, send(fd, "{\"cmd\":\"pin", 11, MSG_NOSIGNAL));
+	ASSERT_EQ(0, shutdown(fd, SHUT_WR));
+	ASSERT_GT(tu_read_line(fd, line, sizeof(line)), 0);
+	EXPECT_NE(NULL, strstr(line, "incomplete"));
+	close(fd);
+	resp = request_json(self->sock, "{\"cmd\":\"ping\"}\n");
+	EXPECT_TRUE(resp_ok(resp));
+	json_object_put(resp);
+}
+
+TEST_F(colocd, sigterm__with_tenants_attributed_unpins_and_exits_0)
+{
+	struct json_object *resp;
+	char req[256];
+	struct stat st;
+
+	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, -1, 1, 20));
+	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"a\",\"pids\":[%d]}\n",
+		 self->spin.pid);
+	resp = request_json(self->sock, req);
+	ASSERT_TRUE(resp_ok(resp));
+	json_object_put(resp);
+	tu_release(&self->spin);
+	EXPECT_EQ(0, tu_stop_colocd(self->pid));
+	self->pid = 0;
+	EXPECT_EQ(-1, stat(self->pin, &st));
+	EXPECT_EQ(-1, stat(self->sock, &st));
 }
 
 TEST_HARNESS_MAIN

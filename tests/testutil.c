@@ -273,12 +273,23 @@ int tu_child_finish(struct tu_child *c)
 	return waitpid(c->pid, &c->status, 0) == c->pid ? 0 : -errno;
 }
 
-pid_t tu_start_colocd(const char *socket_path, const char *pin_dir, const char *log)
+pid_t tu_start_colocd_with(const char *socket_path, const char *pin_dir, const char *log,
+			   const char *const *extra)
 {
+	const char *argv[16];
 	char bin[512];
+	int argc = 0;
 	pid_t pid;
 
 	tu_bin("colocd", bin, sizeof(bin));
+	argv[argc++] = bin;
+	argv[argc++] = "--socket";
+	argv[argc++] = socket_path;
+	argv[argc++] = "--pin-dir";
+	argv[argc++] = pin_dir;
+	for (int i = 0; extra && extra[i] && argc < 15; i++)
+		argv[argc++] = extra[i];
+	argv[argc] = NULL;
 	pid = fork();
 	if (pid < 0)
 		return -1;
@@ -289,7 +300,7 @@ pid_t tu_start_colocd(const char *socket_path, const char *pin_dir, const char *
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execl(bin, bin, "--socket", socket_path, "--pin-dir", pin_dir, (char *)NULL);
+		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
 	for (int i = 0; i < 200; i++) {
@@ -306,6 +317,11 @@ pid_t tu_start_colocd(const char *socket_path, const char *pin_dir, const char *
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	return -1;
+}
+
+pid_t tu_start_colocd(const char *socket_path, const char *pin_dir, const char *log)
+{
+	return tu_start_colocd_with(socket_path, pin_dir, log, NULL);
 }
 
 int tu_stop_colocd(pid_t pid)

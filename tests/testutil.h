@@ -60,6 +60,9 @@ int tu_child_finish(struct tu_child *c);
 
 /* Starts colocd with its output in log; waits until the socket answers. */
 pid_t tu_start_colocd(const char *socket_path, const char *pin_dir, const char *log);
+/* The same with more flags (NULL-terminated, at most 10). */
+pid_t tu_start_colocd_with(const char *socket_path, const char *pin_dir, const char *log,
+			   const char *const *extra);
 /* SIGTERM, then the exit status (or -1). */
 int tu_stop_colocd(pid_t pid);
 /* One request line (with '\n') -> one response line. Returns bytes or -errno. */

@@ -4,12 +4,37 @@
  * COLOC_DEFAULT_SOCKET, mode 0660, root or members of the `coloc` group,
  * checked with SO_PEERCRED).
  *
+ * Who may connect: root, or a member of the `coloc` group (primary or
+ * supplementary, as SO_PEERCRED/SO_PEERGROUPS recorded it at connect), from
+ * colocd's own pid namespace: the pids a request names are read in that
+ * namespace, so a client in a container (another pid namespace) is refused
+ * rather than allowed to name the wrong processes. A refused peer gets one
+ * error line and the connection is closed.
+ *
+ * Connections: at most COLOC_MAX_CONNS (64) in all, COLOC_ROOT_CONNS (8) of
+ * them kept for root; no other uid holds more than COLOC_CONNS_PER_UID (16):
+ * one more is refused with the reason. When the slots
+ * others may use are full, a newcomer evicts the oldest idle connection of
+ * the uid holding the most, if that uid holds two more than the newcomer;
+ * root, when all 64 are taken, evicts the oldest idle connection of anyone.
+ * An evicted connection gets an error line first. A connection that neither
+ * completes a request nor takes in its answer for colocd's
+ * --conn-timeout-ms (default 30 s) is closed: idle clients and slow ones
+ * alike.
+ *
  * Framing: one request per line, a JSON object ending in '\n'; one response
  * per request, also a single JSON line, in order. A request line longer than
  * COLOC_MAX_REQUEST bytes gets an error response and the connection is
  * closed (the stream cannot be resynchronised); any other bad request gets an
- * error response and the connection stays usable. JSON is read and written
- * with json-c, never by hand.
+ * error response and the connection stays usable. A last request cut off by
+ * the client's EOF is still answered. JSON is read and written with json-c,
+ * never by hand.
+ *
+ * Requests are strict JSON (RFC 8259: no comments, no single quotes, no
+ * trailing commas) in valid UTF-8, and no string may hold a NUL ("\u0000"):
+ * such a request is refused whole. Every response is valid UTF-8: an error
+ * that quotes a name or path quotes it cut between characters, never inside
+ * one, and bytes that are not UTF-8 (from a file name) appear as '?'.
  *
  * Every response has "ok": true | false; on false, "error" says what was
  * wrong in words an operator can act on.
@@ -32,9 +57,24 @@
  *         "sensor":{"samples":N,"switches":N,"records":N,"drops":N}}
  *   {"cmd":"tenant-add","name":"NAME","pids":[PID,...],"cgroup":"/sys/fs/cgroup/..."}
  *     Attributes the processes (all their threads) and/or the cgroup v2 to
- *     tenant NAME, creating it if new ("pids" or "cgroup" required).
+ *     tenant NAME, creating it if new ("pids" or "cgroup" required). All or
+ *     nothing: on any error the tenant is left as it was (and a new one is
+ *     not created). Refused: a pid that is a thread (give its process), pid 1
+ *     and colocd's own pid, a process or cgroup of another tenant, more than
+ *     COLOC_MAX_PIDS_PER_REQUEST pids in one request or
+ *     COLOC_MAX_PIDS_PER_TENANT in a tenant,
+ *     and a cgroup that is not a cgroup v2 directory below /sys/fs/cgroup/,
+ *     is the cgroup v2 root, is named with a ".", ".." or "-" component, or
+ *     whose resolved path is not valid UTF-8.
+ *     A tenant's cgroup counts the processes in it and in its descendants
+ *     down to 31 levels below it (the BPF side looks 32 levels up from a
+ *     task, SENSOR_CGROUP_DEPTH in bpf/sensor.bpf.c); deeper ones are not
+ *     counted. colocd holds each process by a pidfd: a process leaves its
+ *     tenant as soon as it exits, so its pid, if reused, is not charged to
+ *     the tenant.
  *     -> {"ok":true,"tenant":<tenant object>}
  *   {"cmd":"tenant-remove","name":"NAME"}
+ *     Forgets the tenant and its numbers; "no tenant named" if unknown.
  *     -> {"ok":true}
  *   {"cmd":"tenants"}
  *     -> {"ok":true,"tenants":[<tenant object>...]}
@@ -56,5 +96,9 @@
 #define COLOC_MAX_REQUEST 65536
 #define COLOC_MAX_NAME 64
 #define COLOC_MAX_PIDS_PER_REQUEST 1024
+#define COLOC_MAX_PIDS_PER_TENANT 256
+#define COLOC_MAX_CONNS 64
+#define COLOC_ROOT_CONNS 8
+#define COLOC_CONNS_PER_UID 16
 
 #endif /* COLOC_PROTOCOL_H */
