@@ -124,6 +124,7 @@ int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct loop 
 		colocd_stop(d);
 		return coloc_err_set(err, -ENOMEM, "out of memory");
 	}
+	sc.topo = d->topo;
 	ret = sensor_open(&d->sensor, &sc, err);
 	if (ret) {
 		coloc_err_prefix(err, "cannot start the sensor");

@@ -3,7 +3,7 @@
  * Interference sensing, user side: the libbpf-bootstrap lifecycle for
  * bpf/sensor.bpf.c. Open the skeleton, set the window length in rodata and
  * size the per-CPU maps to this machine, load; then for every online CPU
- * (from hwloc) open each counter this machine has (pmu.c decides: hardware
+ * (from the topology) open each counter this machine has (pmu.c decides: hardware
  * ones only with a PMU, software ones always) into its slot of the
  * PERF_EVENT_ARRAY, and attach the periodic trigger. By default that is
  * fentry on sched_tick (no interrupt of our own); where fentry is refused,
@@ -25,9 +25,9 @@
 #include <sys/syscall.h>
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
-#include <hwloc.h>
 #include "sensor.skel.h"
 #include "sensor.h"
+#include "topology.h"
 #include "bpffs.h"
 
 struct sensor {
@@ -63,35 +63,24 @@ static int sensor_libbpf_print(enum libbpf_print_level level, const char *fmt, v
 	return vfprintf(stderr, fmt, args);
 }
 
-static int sensor_find_cpus(struct sensor *s, struct coloc_err *err)
+/* Every CPU of the machine, also those outside colocd's own cpuset (topology.h). */
+static int sensor_find_cpus(struct sensor *s, const struct topology *topo, struct coloc_err *err)
 {
-	hwloc_topology_t topo;
-	int n, ret = 0;
+	struct topology *own = NULL;
+	int ret;
 
-	if (hwloc_topology_init(&topo))
-		return coloc_err_set(err, -ENODEV, "hwloc cannot initialise a topology");
-	/* watch every CPU, also those outside colocd's own cpuset */
-	hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
-	if (hwloc_topology_load(topo)) {
-		hwloc_topology_destroy(topo);
-		return coloc_err_set(err, -ENODEV, "hwloc cannot read this machine's topology");
+	if (!topo) {
+		ret = topology_open(NULL, &own, err);
+		if (ret)
+			return ret;
+		topo = own;
 	}
-	n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
-	for (int i = 0; i < n; i++) {
-		hwloc_obj_t pu = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, i);
-
-		if (pu->os_index >= COLOC_MAX_CPUS) {
-			ret = coloc_err_set(err, -E2BIG,
-					    "CPU %u is beyond the %d CPUs coloc supports",
-					    pu->os_index, COLOC_MAX_CPUS);
-			break;
-		}
-		s->cpus[s->nr_cpus++] = (int)pu->os_index;
-	}
-	hwloc_topology_destroy(topo);
+	s->nr_cpus = topology_nr_cpus(topo);
+	memcpy(s->cpus, topology_cpus(topo), (size_t)s->nr_cpus * sizeof(s->cpus[0]));
+	topology_close(own);
 	if (!s->nr_cpus)
-		return coloc_err_set(err, -ENODEV, "hwloc finds no CPU on this machine");
-	return ret;
+		return coloc_err_set(err, -ENODEV, "the topology shows no CPU on this machine");
+	return 0;
 }
 
 static int sensor_open_trigger(int cpu, unsigned int hz)
@@ -349,7 +338,7 @@ int sensor_open(struct sensor **out, const struct sensor_config *cfg, struct col
 		coloc_err_set(err, ret, "cannot probe the perf events: %s", strerror(-ret));
 		goto fail;
 	}
-	ret = sensor_find_cpus(s, err);
+	ret = sensor_find_cpus(s, cfg->topo, err);
 	if (ret)
 		goto fail;
 	s->nr_possible = libbpf_num_possible_cpus();

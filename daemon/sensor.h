@@ -28,6 +28,8 @@ typedef void (*sensor_record_fn)(void *ctx, const void *rec, size_t size);
 /* The shortest window in tick mode: a tick every 10 ms even at CONFIG_HZ=100. */
 #define SENSOR_TICK_MIN_WINDOW_MS 10
 
+struct topology;
+
 struct sensor_config {
 	/*
 	 * 0: sample on the scheduler tick (no interrupt of our own), falling
@@ -38,6 +40,7 @@ struct sensor_config {
 	/* record window; with a timer sample_hz * window_ms >= 1000, with the tick >= 10 ms */
 	unsigned int window_ms;
 	const char *pin_dir; /* NULL: do not pin */
+	const struct topology *topo; /* the CPUs to watch; NULL: read it here */
 	bool verbose; /* libbpf's messages */
 	sensor_record_fn on_record;
 	void *ctx;
