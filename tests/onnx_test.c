@@ -1,0 +1,668 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The ONNX importer (executor/onnx_import.h): small ONNX graphs are built
+ * here with protobuf-c (Conv+BatchNormalization+Relu, a residual Add,
+ * MatMul+Add, Gemm, a Shape -> Gather -> Unsqueeze -> Concat -> Reshape
+ * subgraph), packed to bytes and imported. Each lowered model must parse
+ * with the fusions done and hand-computed MACs and parameters, and - the
+ * real check - run through the oneDNN executor with the imported weights
+ * file to the output the plain-C reference (tests/reference.c) computes
+ * straight from the ONNX initializers, batch norm applied unfolded. An
+ * unsupported op, a missing symbolic dim and a broken file are refused with
+ * the documented words; truncations at every byte and random mutations of
+ * a file never crash the importer (run under SANITIZE=1).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "kselftest_harness.h"
+#include "executor.h"
+#include "onnx.pb-c.h"
+#include "onnx_import.h"
+#include "reference.h"
+
+#define TOL 1e-4f /* relative to max |ref|, as the other executor tests */
+#define ARENA_MAX 4096
+
+/* ---- building ONNX graphs with protobuf-c ---------------------------------- */
+
+static void *arena[ARENA_MAX];
+static int arena_nr;
+
+static void *mem(size_t n)
+{
+	void *p = calloc(1, n);
+
+	if (p && arena_nr < ARENA_MAX)
+		arena[arena_nr++] = p;
+	return p;
+}
+
+static void arena_free(void)
+{
+	while (arena_nr)
+		free(arena[--arena_nr]);
+}
+
+struct gb {
+	Onnx__NodeProto *nodes[64];
+	Onnx__TensorProto *inits[64];
+	Onnx__ValueInfoProto *ins[4], *outs[4];
+	int nr_nodes, nr_inits, nr_ins, nr_outs;
+	int64_t opset;
+};
+
+static uint32_t rnd_state = 12345;
+
+static float rnd(void)
+{
+	rnd_state = rnd_state * 1664525u + 1013904223u;
+	return (float)(rnd_state >> 8) / 16777216.0f * 2.0f - 1.0f;
+}
+
+static float *rnd_fill(int64_t n, float lo, float hi)
+{
+	float *f = mem((size_t)n * sizeof(float));
+
+	for (int64_t i = 0; i < n; i++)
+		f[i] = lo + (rnd() + 1.0f) * 0.5f * (hi - lo);
+	return f;
+}
+
+static void init_f(struct gb *g, const char *name, int nd, const int64_t *dims, const float *v)
+{
+	Onnx__TensorProto *t = mem(sizeof(*t));
+	int64_t n = 1;
+
+	onnx__tensor_proto__init(t);
+	t->name = (char *)name;
+	t->n_dims = (size_t)nd;
+	t->dims = (int64_t *)dims;
+	for (int i = 0; i < nd; i++)
+		n *= dims[i];
+	t->has_data_type = 1;
+	t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	t->n_float_data = (size_t)n;
+	t->float_data = (float *)v;
+	g->inits[g->nr_inits++] = t;
+}
+
+static void init_i64(struct gb *g, const char *name, int nd, const int64_t *dims, int64_t n,
+		     const int64_t *v)
+{
+	Onnx__TensorProto *t = mem(sizeof(*t));
+
+	onnx__tensor_proto__init(t);
+	t->name = (char *)name;
+	t->n_dims = (size_t)nd;
+	t->dims = (int64_t *)dims;
+	t->has_data_type = 1;
+	t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+	t->n_int64_data = (size_t)n;
+	t->int64_data = (int64_t *)v;
+	g->inits[g->nr_inits++] = t;
+}
+
+/* A tensor value info; dim_names[i] non-NULL makes dim i symbolic. */
+static Onnx__ValueInfoProto *vinfo(const char *name, int nd, const int64_t *dims,
+				   const char *const *dim_names)
+{
+	Onnx__ValueInfoProto *v = mem(sizeof(*v));
+	Onnx__TypeProto *t = mem(sizeof(*t));
+	Onnx__TypeProto__Tensor *tt = mem(sizeof(*tt));
+	Onnx__TensorShapeProto *s = mem(sizeof(*s));
+
+	onnx__value_info_proto__init(v);
+	onnx__type_proto__init(t);
+	onnx__type_proto__tensor__init(tt);
+	onnx__tensor_shape_proto__init(s);
+	s->n_dim = (size_t)nd;
+	s->dim = mem((size_t)nd * sizeof(*s->dim));
+	for (int i = 0; i < nd; i++) {
+		Onnx__TensorShapeProto__Dimension *d = mem(sizeof(*d));
+
+		onnx__tensor_shape_proto__dimension__init(d);
+		if (dim_names && dim_names[i]) {
+			d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			d->dim_param = (char *)dim_names[i];
+		} else {
+			d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+			d->dim_value = dims[i];
+		}
+		s->dim[i] = d;
+	}
+	tt->has_elem_type = 1;
+	tt->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	tt->shape = s;
+	t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	t->tensor_type = tt;
+	v->name = (char *)name;
+	v->type = t;
+	return v;
+}
+
+/* A NULL-terminated name list copied into the arena (it outlives the caller's literals). */
+static const char *const *names(const char *const *l)
+{
+	size_t n = 0;
+	const char **c;
+
+	while (l[n])
+		n++;
+	c = mem((n + 1) * sizeof(*c));
+	memcpy(c, l, n * sizeof(*c));
+	return c;
+}
+
+#define NAMES(...) names((const char *const[]){ __VA_ARGS__, NULL })
+
+/* A node; ins and outs are NULL-terminated lists of names. */
+static Onnx__NodeProto *node(struct gb *g, const char *op, const char *name, const char *const *ins,
+			     const char *const *outs)
+{
+	Onnx__NodeProto *n = mem(sizeof(*n));
+
+	onnx__node_proto__init(n);
+	n->op_type = (char *)op;
+	n->name = (char *)name;
+	while (ins[n->n_input])
+		n->n_input++;
+	while (outs[n->n_output])
+		n->n_output++;
+	n->input = (char **)ins;
+	n->output = (char **)outs;
+	n->attribute = mem(8 * sizeof(*n->attribute));
+	g->nodes[g->nr_nodes++] = n;
+	return n;
+}
+
+static Onnx__AttributeProto *attr(Onnx__NodeProto *n, const char *name,
+				  Onnx__AttributeProto__AttributeType type)
+{
+	Onnx__AttributeProto *a = mem(sizeof(*a));
+
+	onnx__attribute_proto__init(a);
+	a->name = (char *)name;
+	a->has_type = 1;
+	a->type = type;
+	n->attribute[n->n_attribute++] = a;
+	return a;
+}
+
+static void attr_int(Onnx__NodeProto *n, const char *name, int64_t v)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+
+	a->has_i = 1;
+	a->i = v;
+}
+
+static void attr_float(Onnx__NodeProto *n, const char *name, float v)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+
+	a->has_f = 1;
+	a->f = v;
+}
+
+static void attr_ints(Onnx__NodeProto *n, const char *name, int nr, const int64_t *v)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+
+	a->n_ints = (size_t)nr;
+	a->ints = mem((size_t)nr * sizeof(int64_t));
+	memcpy(a->ints, v, (size_t)nr * sizeof(int64_t));
+}
+
+/* Packs the graph into an ONNX file image (malloc'ed, in the arena). */
+static uint8_t *pack(struct gb *g, size_t *len)
+{
+	Onnx__ModelProto m;
+	Onnx__GraphProto gr;
+	Onnx__OperatorSetIdProto op, *ops[1] = { &op };
+	uint8_t *buf;
+
+	onnx__model_proto__init(&m);
+	onnx__graph_proto__init(&gr);
+	onnx__operator_set_id_proto__init(&op);
+	op.domain = "";
+	op.has_version = 1;
+	op.version = g->opset ? g->opset : 13;
+	gr.name = "test_graph";
+	gr.n_node = (size_t)g->nr_nodes;
+	gr.node = g->nodes;
+	gr.n_initializer = (size_t)g->nr_inits;
+	gr.initializer = g->inits;
+	gr.n_input = (size_t)g->nr_ins;
+	gr.input = g->ins;
+	gr.n_output = (size_t)g->nr_outs;
+	gr.output = g->outs;
+	m.has_ir_version = 1;
+	m.ir_version = 8;
+	m.producer_name = "onnx_test";
+	m.n_opset_import = 1;
+	m.opset_import = ops;
+	m.graph = &gr;
+	*len = onnx__model_proto__get_packed_size(&m);
+	buf = mem(*len);
+	onnx__model_proto__pack(&m, buf);
+	return buf;
+}
+
+/* ---- running an import ------------------------------------------------------ */
+
+static int import(struct gb *g, struct onnx_import *im, struct coloc_err *err)
+{
+	struct onnx_import_opts o = { .batch = 1 };
+	size_t len;
+	uint8_t *buf = pack(g, &len);
+
+	return onnx_import_buffer("t.onnx", buf, len, &o, im, err);
+}
+
+/*
+ * Runs the imported model with its imported weights on one core, the
+ * input given, and compares graph output 0 with want.
+ */
+static void run_compare(struct __test_metadata *_metadata, struct onnx_import *im,
+			const float *input, const float *want, int64_t n)
+{
+	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
+	struct exec_cpuset one = { .nr = 1, .cpus = { 0 } };
+	char path[] = "/tmp/coloc-onnx-wt-XXXXXX", err[512];
+	int64_t in_n = model_shape_elems(&im->model->layers[0].out);
+	struct exec_model *em;
+	struct exec_query *q;
+	float *got, max_err, max_ref;
+	int fd = mkstemp(path);
+	int out = im->outputs[0];
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)im->weights_len, write(fd, im->weights, im->weights_len));
+	close(fd);
+	opts.weights_path = path;
+	em = exec_model_load(im->model, &opts, err, sizeof(err));
+	unlink(path);
+	ASSERT_NE(NULL, em) TH_LOG("load: %s\n%s", err, im->text);
+	q = exec_query_new(em);
+	ASSERT_NE(NULL, q);
+	memcpy(exec_query_input(q, 0), input, (size_t)in_n * sizeof(float));
+	ASSERT_EQ(0, exec_run_block(em, q, 0, im->model->nr_layers, NULL, &one, NULL));
+	ASSERT_EQ(n, model_shape_elems(&im->model->layers[out].out));
+	got = malloc((size_t)n * sizeof(float));
+	ASSERT_EQ(0, exec_query_read_output(q, out, got, (size_t)n));
+	ref_compare(got, want, n, &max_err, &max_ref);
+	EXPECT_GT(max_ref, 0.0f);
+	EXPECT_LE(max_err, TOL * max_ref) TH_LOG("max err %g, max |ref| %g", max_err, max_ref);
+	free(got);
+	exec_query_free(q);
+	exec_model_free(em);
+}
+
+static int count_ops(const struct model *m, enum model_op op)
+{
+	int k = 0;
+
+	for (int i = 0; i < m->nr_layers; i++)
+		k += m->layers[i].op == op;
+	return k;
+}
+
+/* ---- the graphs ------------------------------------------------------------ */
+
+static const int64_t X_DIMS[4] = { 1, 3, 8, 8 }, W_DIMS[4] = { 4, 3, 3, 3 }, C4[1] = { 4 };
+
+/* x[1,3,8,8] -> Conv(4, 3x3, pad 1, bias) -> BatchNormalization(eps 1e-3) -> Relu */
+static void conv_bn_relu(struct gb *g, float **w, float **b, float **bn)
+{
+	Onnx__NodeProto *n;
+
+	*w = rnd_fill(108, -0.5f, 0.5f);
+	*b = rnd_fill(4, -0.5f, 0.5f);
+	*bn = rnd_fill(16, 0.1f, 1.5f); /* gamma, beta, mean, var: var > 0 */
+	init_f(g, "W", 4, W_DIMS, *w);
+	init_f(g, "B", 1, C4, *b);
+	init_f(g, "gamma", 1, C4, *bn);
+	init_f(g, "beta", 1, C4, *bn + 4);
+	init_f(g, "mean", 1, C4, *bn + 8);
+	init_f(g, "var", 1, C4, *bn + 12);
+	g->ins[g->nr_ins++] = vinfo("x", 4, X_DIMS, NULL);
+	n = node(g, "Conv", "/stem/conv/Conv", NAMES("x", "W", "B"), NAMES("c"));
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 1, 1 });
+	attr_ints(n, "kernel_shape", 2, (const int64_t[]){ 3, 3 });
+	n = node(g, "BatchNormalization", "bn", NAMES("c", "gamma", "beta", "mean", "var"),
+		 NAMES("n"));
+	attr_float(n, "epsilon", 1e-3f);
+	node(g, "Relu", "relu", NAMES("n"), NAMES("y"));
+	g->outs[g->nr_outs++] = vinfo("y", 4, (const int64_t[]){ 1, 4, 8, 8 }, NULL);
+}
+
+static const struct model_conv CONV3 = { .out_channels = 4,
+					 .kh = 3,
+					 .kw = 3,
+					 .stride_h = 1,
+					 .stride_w = 1,
+					 .pad_t = 1,
+					 .pad_l = 1,
+					 .pad_b = 1,
+					 .pad_r = 1,
+					 .dil_h = 1,
+					 .dil_w = 1,
+					 .groups = 1 };
+
+TEST(onnx_import__conv_bn_relu_fuses_and_matches_reference)
+{
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	int64_t od[4] = { 1, 4, 8, 8 };
+	float *w, *b, *bn, *x = rnd_fill(192, -1, 1), *want = mem(256 * sizeof(float));
+
+	conv_bn_relu(&g, &w, &b, &bn);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	/* one conv layer: batch norm folded into it, relu fused */
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_CONV, im.model->layers[1].op);
+	EXPECT_EQ(MODEL_ACT_RELU, im.model->layers[1].act);
+	EXPECT_TRUE(im.model->layers[1].conv.bias);
+	/* 8x8 outputs x 4 channels x 3x3x3; 4x27 weights + 4 biases */
+	EXPECT_EQ(6912u, im.model->macs);
+	EXPECT_EQ(112u, im.model->params);
+	EXPECT_EQ(1, im.outputs[0]);
+	ref_conv(x, X_DIMS, w, b, &CONV3, od, want);
+	ref_batch_norm(want, 1, 4, 64, bn, bn + 4, bn + 8, bn + 12, 1e-3f);
+	ref_act(want, 256, MODEL_ACT_RELU, 0);
+	run_compare(_metadata, &im, x, want, 256);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* x -> Conv a -> Relu -> Conv b -> Add(b, x) -> Relu: the add takes the relu. */
+TEST(onnx_import__residual_add_matches_reference)
+{
+	static const int64_t xd[4] = { 1, 3, 6, 6 }, wd[4] = { 3, 3, 3, 3 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	struct model_conv cv = CONV3;
+	struct model_shape s = { .ndims = 4, .dims = { 1, 3, 6, 6 } };
+	float *w1 = rnd_fill(81, -0.4f, 0.4f), *w2 = rnd_fill(81, -0.4f, 0.4f);
+	float *x = rnd_fill(108, -1, 1), *a = mem(108 * 4), *c = mem(108 * 4), *want = mem(108 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "W1", 4, wd, w1);
+	init_f(&g, "W2", 4, wd, w2);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	n = node(&g, "Conv", "a", NAMES("x", "W1"), NAMES("a"));
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 1, 1 });
+	node(&g, "Relu", "ra", NAMES("a"), NAMES("ar"));
+	n = node(&g, "Conv", "b", NAMES("ar", "W2"), NAMES("b"));
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 1, 1 });
+	node(&g, "Add", "skip", NAMES("b", "x"), NAMES("s"));
+	node(&g, "Relu", "rs", NAMES("s"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 4, xd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(4, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_ADD, im.model->layers[3].op);
+	EXPECT_EQ(MODEL_ACT_RELU, im.model->layers[3].act);
+	EXPECT_EQ(MODEL_ACT_RELU, im.model->layers[1].act);
+	EXPECT_EQ(2u * 36 * 3 * 27, im.model->macs);
+	EXPECT_EQ(2u * 81, im.model->params);
+	cv.out_channels = 3;
+	ref_conv(x, xd, w1, NULL, &cv, xd, a);
+	ref_act(a, 108, MODEL_ACT_RELU, 0);
+	ref_conv(a, xd, w2, NULL, &cv, xd, c);
+	ref_binary(MODEL_OP_ADD, c, &s, x, &s, want);
+	ref_act(want, 108, MODEL_ACT_RELU, 0);
+	run_compare(_metadata, &im, x, want, 108);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* x[1,5,8] -> MatMul(W[8,6]) -> Add(b[6]) -> Relu: one fc with bias and relu. */
+TEST(onnx_import__matmul_add_becomes_fc)
+{
+	static const int64_t xd[3] = { 1, 5, 8 }, wd[2] = { 8, 6 }, bd[1] = { 6 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w = rnd_fill(48, -1, 1), *b = rnd_fill(6, -1, 1), *x = rnd_fill(40, -1, 1);
+	float *want = mem(30 * 4);
+
+	init_f(&g, "W", 2, wd, w);
+	init_f(&g, "b", 1, bd, b);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	node(&g, "MatMul", "mm", NAMES("x", "W"), NAMES("m"));
+	node(&g, "Add", "bias", NAMES("m", "b"), NAMES("a"));
+	node(&g, "Relu", "r", NAMES("a"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, (const int64_t[]){ 1, 5, 6 }, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_FC, im.model->layers[1].op);
+	EXPECT_TRUE(im.model->layers[1].fc.bias);
+	EXPECT_EQ(MODEL_ACT_RELU, im.model->layers[1].act);
+	EXPECT_EQ(5u * 8 * 6, im.model->macs);
+	EXPECT_EQ(8u * 6 + 6, im.model->params);
+	ref_fc(x, w, b, 5, 8, 6, want);
+	ref_act(want, 30, MODEL_ACT_RELU, 0);
+	run_compare(_metadata, &im, x, want, 30);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* Gemm(transB=1, alpha, beta) with C: fc weights are alpha * B^T, bias beta * C. */
+TEST(onnx_import__gemm_trans_b_matches_reference)
+{
+	static const int64_t xd[2] = { 2, 4 }, bd[2] = { 3, 4 }, cd[1] = { 3 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *bw = rnd_fill(12, -1, 1), *cb = rnd_fill(3, -1, 1), *x = rnd_fill(8, -1, 1);
+	float *want = mem(6 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "B", 2, bd, bw);
+	init_f(&g, "C", 1, cd, cb);
+	g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
+	n = node(&g, "Gemm", "gemm", NAMES("x", "B", "C"), NAMES("y"));
+	attr_int(n, "transB", 1);
+	attr_float(n, "alpha", 0.5f);
+	attr_float(n, "beta", 2.0f);
+	g.outs[g.nr_outs++] = vinfo("y", 2, (const int64_t[]){ 2, 3 }, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	/* straight from the definition: y = 0.5 * x @ B^T + 2 * C */
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 3; j++) {
+			double acc = 0;
+
+			for (int k = 0; k < 4; k++)
+				acc += x[i * 4 + k] * bw[j * 4 + k];
+			want[i * 3 + j] = (float)(0.5 * acc + 2.0 * cb[j]);
+		}
+	run_compare(_metadata, &im, x, want, 6);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])) @ W: the
+ * shape subgraph folds away, leaving input, reshape [1, 36] and fc.
+ */
+TEST(onnx_import__shape_subgraph_folds_away)
+{
+	static const int64_t xd[4] = { 1, 4, 3, 3 }, wd[2] = { 36, 3 }, one[1] = { 1 };
+	static const int64_t zero = 0, minus1 = -1;
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w = rnd_fill(108, -1, 1), *x = rnd_fill(36, -1, 1), *want = mem(3 * 4);
+
+	init_f(&g, "W", 2, wd, w);
+	init_i64(&g, "idx0", 0, NULL, 1, &zero);
+	init_i64(&g, "axes0", 1, one, 1, &zero);
+	init_i64(&g, "rest", 1, one, 1, &minus1);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	node(&g, "Shape", "shape", NAMES("x"), NAMES("s"));
+	node(&g, "Gather", "batch", NAMES("s", "idx0"), NAMES("n"));
+	node(&g, "Unsqueeze", "unsq", NAMES("n", "axes0"), NAMES("n1"));
+	attr_int(node(&g, "Concat", "target", NAMES("n1", "rest"), NAMES("t")), "axis", 0);
+	node(&g, "Reshape", "flat", NAMES("x", "t"), NAMES("f"));
+	node(&g, "MatMul", "head", NAMES("f", "W"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 2, (const int64_t[]){ 1, 3 }, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(3, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_RESHAPE, im.model->layers[1].op);
+	EXPECT_EQ(2, im.model->layers[1].out.ndims);
+	EXPECT_EQ(36, im.model->layers[1].out.dims[1]);
+	EXPECT_EQ(MODEL_OP_FC, im.model->layers[2].op);
+	EXPECT_EQ(0, count_ops(im.model, MODEL_OP_CONCAT));
+	ref_fc(x, w, NULL, 1, 36, 3, want);
+	run_compare(_metadata, &im, x, want, 3);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+TEST(onnx_import__unsupported_op_is_named)
+{
+	static const int64_t xd[2] = { 1, 4 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	const char *msg;
+
+	g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
+	node(&g, "Erf", "/encoder/gelu/Erf", NAMES("x"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 2, xd, NULL);
+	EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
+	msg = coloc_err_str(&err);
+	TH_LOG("%s", msg);
+	EXPECT_NE(NULL, strstr(msg, "node '/encoder/gelu/Erf' (Erf, opset 13, inputs [1,4])"));
+	EXPECT_NE(NULL, strstr(msg, "unsupported op"));
+	EXPECT_EQ(NULL, im.model);
+	arena_free();
+}
+
+/* A standalone BatchNormalization (not after a Conv) has no coloc layer. */
+TEST(onnx_import__batch_norm_without_conv_is_refused)
+{
+	static const int64_t xd[4] = { 1, 4, 2, 2 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *p = rnd_fill(16, 0.5f, 1);
+
+	init_f(&g, "gamma", 1, C4, p);
+	init_f(&g, "beta", 1, C4, p + 4);
+	init_f(&g, "mean", 1, C4, p + 8);
+	init_f(&g, "var", 1, C4, p + 12);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	node(&g, "BatchNormalization", "bn", NAMES("x", "gamma", "beta", "mean", "var"),
+	     NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 4, xd, NULL);
+	EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'bn' (BatchNormalization, opset 13"))
+	TH_LOG("%s", coloc_err_str(&err));
+	arena_free();
+}
+
+/* x[batch, seq, 8]: the batch comes from --batch, seq must be given. */
+TEST(onnx_import__symbolic_dims_need_values)
+{
+	static const int64_t xd[3] = { 0, 0, 8 }, wd[2] = { 8, 2 };
+	static const char *const dn[3] = { "batch", "seq", NULL };
+	struct onnx_import_opts o = { .batch = 3 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w = rnd_fill(16, -1, 1);
+	uint8_t *buf;
+	size_t len;
+
+	init_f(&g, "W", 2, wd, w);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, dn);
+	node(&g, "MatMul", "mm", NAMES("x", "W"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, xd, dn);
+	buf = pack(&g, &len);
+	EXPECT_EQ(-EINVAL, onnx_import_buffer("t.onnx", buf, len, &o, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "dim 1 is the symbol 'seq': give its value "
+						    "with --dim seq=VALUE"))
+	TH_LOG("%s", coloc_err_str(&err));
+	coloc_err_clear(&err);
+	EXPECT_EQ(-EINVAL, onnx_dim_parse(&o, "seq", &err));
+	ASSERT_EQ(0, onnx_dim_parse(&o, "seq=7", &err));
+	ASSERT_EQ(0, onnx_import_buffer("t.onnx", buf, len, &o, &im, &err))
+	TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(3, im.model->layers[0].out.dims[0]);
+	EXPECT_EQ(7, im.model->layers[0].out.dims[1]);
+	EXPECT_EQ(3u * 7 * 8 * 2, im.model->macs);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+TEST(onnx_import__not_onnx_is_refused)
+{
+	static const char junk[] = "model x\nend\n";
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+
+	EXPECT_EQ(-EINVAL,
+		  onnx_import_buffer("junk.onnx", junk, sizeof(junk) - 1, NULL, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "junk.onnx: not an ONNX model"))
+	TH_LOG("%s", coloc_err_str(&err));
+}
+
+/*
+ * Every truncation of a valid file, and random byte mutations, are imported
+ * or refused with a message: never a crash (ASan/UBSan under SANITIZE=1).
+ */
+TEST(onnx_import__fuzz_truncations_and_mutations)
+{
+	struct gb g = { 0 };
+	struct onnx_import im;
+	float *w, *b, *bn;
+	uint8_t *buf, *copy;
+	size_t len;
+	int ok = 0, refused = 0;
+
+	conv_bn_relu(&g, &w, &b, &bn);
+	buf = pack(&g, &len);
+	copy = malloc(len);
+	for (size_t cut = 0; cut < len; cut++) {
+		struct coloc_err err = { 0 };
+
+		memcpy(copy, buf, cut);
+		if (onnx_import_buffer("cut.onnx", copy, cut, NULL, &im, &err)) {
+			EXPECT_NE(0, err.msg[0]);
+			refused++;
+		} else {
+			onnx_import_free(&im);
+			ok++;
+		}
+	}
+	for (int i = 0; i < 3000; i++) {
+		struct coloc_err err = { 0 };
+		int flips = 1 + (int)((rnd() + 1) * 2);
+
+		memcpy(copy, buf, len);
+		for (int k = 0; k < flips; k++)
+			copy[(size_t)((rnd() + 1) * 0.5f * (float)(len - 1))] =
+				(uint8_t)((rnd() + 1) * 127.9f);
+		if (onnx_import_buffer("mut.onnx", copy, len, NULL, &im, &err)) {
+			EXPECT_NE(0, err.msg[0]);
+			refused++;
+		} else {
+			onnx_import_free(&im);
+			ok++;
+		}
+	}
+	TH_LOG("%zu bytes: %d imported, %d refused", len, ok, refused);
+	EXPECT_GT(refused, 0);
+	free(copy);
+	arena_free();
+}
+
+TEST_HARNESS_MAIN
