@@ -24,6 +24,7 @@
 #include "onnx.pb-c.h"
 #include "onnx_import.h"
 #include "reference.h"
+#include "testutil.h"
 
 #define TOL 1e-4f /* relative to max |ref|, as the other executor tests */
 #define ARENA_MAX 4096
@@ -107,6 +108,8 @@ static void init_i64(struct gb *g, const char *name, int nd, const int64_t *dims
 	g->inits[g->nr_inits++] = t;
 }
 
+static int32_t vinfo_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT; /* of the next vinfo() */
+
 /* A tensor value info; dim_names[i] non-NULL makes dim i symbolic. */
 static Onnx__ValueInfoProto *vinfo(const char *name, int nd, const int64_t *dims,
 				   const char *const *dim_names)
@@ -136,7 +139,8 @@ static Onnx__ValueInfoProto *vinfo(const char *name, int nd, const int64_t *dims
 		s->dim[i] = d;
 	}
 	tt->has_elem_type = 1;
-	tt->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	tt->elem_type = vinfo_type;
+	vinfo_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
 	tt->shape = s;
 	t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
 	t->tensor_type = tt;
@@ -268,8 +272,8 @@ static int import(struct gb *g, struct onnx_import *im, struct coloc_err *err)
  * Runs the imported model with its imported weights on one core, the
  * input given, and compares graph output 0 with want.
  */
-static void run_compare(struct __test_metadata *_metadata, struct onnx_import *im,
-			const float *input, const float *want, int64_t n)
+static void run_compare_output(struct __test_metadata *_metadata, struct onnx_import *im, int which,
+			       const float *input, const float *want, int64_t n)
 {
 	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
 	struct exec_cpuset one = { .nr = 1, .cpus = { 0 } };
@@ -279,7 +283,7 @@ static void run_compare(struct __test_metadata *_metadata, struct onnx_import *i
 	struct exec_query *q;
 	float *got, max_err, max_ref;
 	int fd = mkstemp(path);
-	int out = im->outputs[0];
+	int out = im->outputs[which];
 
 	ASSERT_LE(0, fd);
 	ASSERT_EQ((ssize_t)im->weights_len, write(fd, im->weights, im->weights_len));
@@ -301,6 +305,12 @@ static void run_compare(struct __test_metadata *_metadata, struct onnx_import *i
 	free(got);
 	exec_query_free(q);
 	exec_model_free(em);
+}
+
+static void run_compare(struct __test_metadata *_metadata, struct onnx_import *im,
+			const float *input, const float *want, int64_t n)
+{
+	run_compare_output(_metadata, im, 0, input, want, n);
 }
 
 static int count_ops(const struct model *m, enum model_op op)
@@ -523,6 +533,246 @@ TEST(onnx_import__shape_subgraph_folds_away)
 	ref_fc(x, w, NULL, 1, 36, 3, want);
 	run_compare(_metadata, &im, x, want, 3);
 	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * x -> [depthwise Conv (stride 2, asymmetric pads) + Clip(0, 6) | MaxPool
+ * ceil_mode | AveragePool] -> Concat -> squeeze-excite (GlobalAveragePool,
+ * Sigmoid, Mul with the operands swapped) + LeakyRelu -> Flatten -> Gemm
+ * -> Softmax; both the logits and the probabilities are graph outputs.
+ */
+TEST(onnx_import__image_ops_match_reference)
+{
+	static const int64_t xd[4] = { 1, 4, 8, 8 }, wd[4] = { 4, 1, 3, 3 }, bd[2] = { 192, 5 },
+			     cd[1] = { 5 }, od[4] = { 1, 4, 4, 4 }, catd[4] = { 1, 12, 4, 4 },
+			     gd[4] = { 1, 12, 1, 1 };
+	static const float zero = 0, six = 6;
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	struct model_conv cv = { .out_channels = 4,
+				 .kh = 3,
+				 .kw = 3,
+				 .stride_h = 2,
+				 .stride_w = 2,
+				 .pad_t = 1,
+				 .pad_l = 1,
+				 .dil_h = 1,
+				 .dil_w = 1,
+				 .groups = 4 };
+	struct model_pool mp = {
+		.kind = MODEL_POOL_MAX, .kh = 3, .kw = 3, .stride_h = 2, .stride_w = 2
+	};
+	struct model_pool ap = {
+		.kind = MODEL_POOL_AVG, .kh = 2, .kw = 2, .stride_h = 2, .stride_w = 2
+	};
+	struct model_pool gp = { .kind = MODEL_POOL_GLOBAL_AVG };
+	struct model_shape cs = { .ndims = 4, .dims = { 1, 12, 4, 4 } };
+	struct model_shape ss = { .ndims = 4, .dims = { 1, 12, 1, 1 } };
+	struct model_shape ls = { .ndims = 2, .dims = { 1, 5 } };
+	float *w = rnd_fill(36, -3, 3), *bb = rnd_fill(960, -0.2f, 0.2f), *cc = rnd_fill(5, -1, 1);
+	float *x = rnd_fill(256, -2, 2), *br[3], *cat = mem(192 * 4), *gap = mem(12 * 4);
+	float *mul = mem(192 * 4), *logits = mem(5 * 4), *prob = mem(5 * 4);
+	const float *ins[3];
+	const struct model_shape *shp[3];
+	struct model_shape os = { .ndims = 4, .dims = { 1, 4, 4, 4 } };
+	Onnx__NodeProto *n;
+
+	init_f(&g, "Wd", 4, wd, w);
+	init_f(&g, "zero", 0, NULL, &zero);
+	init_f(&g, "six", 0, NULL, &six);
+	init_f(&g, "Wf", 2, bd, bb);
+	init_f(&g, "bf", 1, cd, cc);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	n = node(&g, "Conv", "dw", NAMES("x", "Wd"), NAMES("a0"));
+	attr_int(n, "group", 4);
+	attr_ints(n, "strides", 2, (const int64_t[]){ 2, 2 });
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 0, 0 });
+	node(&g, "Clip", "relu6", NAMES("a0", "zero", "six"), NAMES("a"));
+	n = node(&g, "MaxPool", "maxpool", NAMES("x"), NAMES("b"));
+	attr_ints(n, "kernel_shape", 2, (const int64_t[]){ 3, 3 });
+	attr_ints(n, "strides", 2, (const int64_t[]){ 2, 2 });
+	attr_int(n, "ceil_mode", 1);
+	n = node(&g, "AveragePool", "avgpool", NAMES("x"), NAMES("c"));
+	attr_ints(n, "kernel_shape", 2, (const int64_t[]){ 2, 2 });
+	attr_ints(n, "strides", 2, (const int64_t[]){ 2, 2 });
+	attr_int(node(&g, "Concat", "cat", NAMES("a", "b", "c"), NAMES("cat")), "axis", 1);
+	node(&g, "GlobalAveragePool", "se_pool", NAMES("cat"), NAMES("gap"));
+	node(&g, "Sigmoid", "se_gate", NAMES("gap"), NAMES("gate"));
+	node(&g, "Mul", "se_mul", NAMES("gate", "cat"), NAMES("m"));
+	attr_float(node(&g, "LeakyRelu", "leaky", NAMES("m"), NAMES("l")), "alpha", 0.2f);
+	node(&g, "Flatten", "flat", NAMES("l"), NAMES("f"));
+	node(&g, "Gemm", "head", NAMES("f", "Wf", "bf"), NAMES("logits"));
+	node(&g, "Softmax", "softmax", NAMES("logits"), NAMES("prob"));
+	g.outs[g.nr_outs++] = vinfo("prob", 2, ls.dims, NULL);
+	g.outs[g.nr_outs++] = vinfo("logits", 2, ls.dims, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	/* input, dw, maxpool, avgpool, cat, gap, gate, mul, flatten, fc, softmax */
+	ASSERT_EQ(11, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_ACT_RELU6, im.model->layers[1].act);
+	EXPECT_EQ(MODEL_OP_MUL, im.model->layers[7].op);
+	EXPECT_EQ(MODEL_ACT_LEAKY_RELU, im.model->layers[7].act);
+	EXPECT_EQ(4, im.model->layers[2].out.dims[2]); /* ceil_mode: 3 without it */
+	EXPECT_EQ(2, im.nr_outputs);
+	/* dw: 64 outputs x 9; fc: 192 x 5 */
+	EXPECT_EQ(64u * 9 + 192 * 5, im.model->macs);
+	EXPECT_EQ(36u + 192 * 5 + 5, im.model->params);
+	for (int i = 0; i < 3; i++)
+		br[i] = mem(64 * 4);
+	ref_conv(x, xd, w, NULL, &cv, od, br[0]);
+	ref_act(br[0], 64, MODEL_ACT_RELU6, 0);
+	ref_pool(x, xd, &mp, od, br[1]);
+	ref_pool(x, xd, &ap, od, br[2]);
+	for (int i = 0; i < 3; i++) {
+		ins[i] = br[i];
+		shp[i] = &os;
+	}
+	ref_concat(ins, shp, 3, 1, cat);
+	ref_pool(cat, catd, &gp, gd, gap);
+	ref_act(gap, 12, MODEL_ACT_SIGMOID, 0);
+	ref_binary(MODEL_OP_MUL, cat, &cs, gap, &ss, mul);
+	ref_act(mul, 192, MODEL_ACT_LEAKY_RELU, 0.2f);
+	ref_fc(mul, bb, cc, 1, 192, 5, logits);
+	ref_softmax(logits, &ls, 1, prob);
+	run_compare_output(_metadata, &im, 0, x, prob, 5);
+	run_compare_output(_metadata, &im, 1, x, logits, 5);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * A one-head attention block at opset 17: int64 token ids -> Gather
+ * (embedding) -> LayerNormalization -> q (MatMul + Add, the constant
+ * first), k (MatMul) -> Transpose -> MatMul -> Softmax -> MatMul with the
+ * normalised embeddings -> residual Add -> Slice of token 0 -> Squeeze ->
+ * MatMul + Add + Tanh (the pooler).
+ */
+TEST(onnx_import__attention_block_matches_reference)
+{
+	static const int64_t idd[2] = { 1, 6 }, td[2] = { 10, 8 }, d8[1] = { 8 }, w88[2] = { 8, 8 },
+			     w84[2] = { 8, 4 }, d4[1] = { 4 }, one[1] = { 1 };
+	static const int64_t s0 = 0, e1 = 1, ax1 = 1;
+	struct gb g = { .opset = 17 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	struct model_shape ss = { .ndims = 3, .dims = { 1, 6, 6 } };
+	float ids[6] = { 3, 0, 9, 5, 5, 1 };
+	float *table = rnd_fill(80, -1, 1), *gam = rnd_fill(8, 0.5f, 1.5f),
+	      *bet = rnd_fill(8, -1, 1);
+	float *wq = rnd_fill(64, -0.5f, 0.5f), *bq = rnd_fill(8, -1, 1),
+	      *wk = rnd_fill(64, -0.5f, 0.5f);
+	float *wp = rnd_fill(32, -0.5f, 0.5f), *bp = rnd_fill(4, -1, 1);
+	float *e = mem(48 * 4), *ln = mem(48 * 4), *q = mem(48 * 4), *k = mem(48 * 4);
+	float *s = mem(36 * 4), *p = mem(36 * 4), *o = mem(48 * 4), *y = mem(4 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "table", 2, td, table);
+	init_f(&g, "gamma", 1, d8, gam);
+	init_f(&g, "beta", 1, d8, bet);
+	init_f(&g, "Wq", 2, w88, wq);
+	init_f(&g, "bq", 1, d8, bq);
+	init_f(&g, "Wk", 2, w88, wk);
+	init_f(&g, "Wp", 2, w84, wp);
+	init_f(&g, "bp", 1, d4, bp);
+	init_i64(&g, "s0", 1, one, 1, &s0);
+	init_i64(&g, "e1", 1, one, 1, &e1);
+	init_i64(&g, "ax1", 1, one, 1, &ax1);
+	vinfo_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+	g.ins[g.nr_ins++] = vinfo("ids", 2, idd, NULL);
+	node(&g, "Gather", "embed", NAMES("table", "ids"), NAMES("e"));
+	n = node(&g, "LayerNormalization", "ln", NAMES("e", "gamma", "beta"), NAMES("ln"));
+	attr_float(n, "epsilon", 1e-6f);
+	node(&g, "MatMul", "q_mm", NAMES("ln", "Wq"), NAMES("q0"));
+	node(&g, "Add", "q_bias", NAMES("bq", "q0"), NAMES("q"));
+	node(&g, "MatMul", "k_mm", NAMES("ln", "Wk"), NAMES("k"));
+	attr_ints(node(&g, "Transpose", "kt", NAMES("k"), NAMES("kt")), "perm", 3,
+		  (const int64_t[]){ 0, 2, 1 });
+	node(&g, "MatMul", "scores", NAMES("q", "kt"), NAMES("s"));
+	node(&g, "Softmax", "probs", NAMES("s"), NAMES("p"));
+	node(&g, "MatMul", "context", NAMES("p", "ln"), NAMES("o"));
+	node(&g, "Add", "residual", NAMES("o", "ln"), NAMES("r"));
+	node(&g, "Slice", "cls", NAMES("r", "s0", "e1", "ax1"), NAMES("c"));
+	node(&g, "Squeeze", "cls_sq", NAMES("c", "ax1"), NAMES("c1"));
+	node(&g, "MatMul", "pool_mm", NAMES("c1", "Wp"), NAMES("y0"));
+	node(&g, "Add", "pool_bias", NAMES("y0", "bp"), NAMES("y1"));
+	node(&g, "Tanh", "pool_tanh", NAMES("y1"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 2, (const int64_t[]){ 1, 4 }, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(MODEL_OP_EMBED, im.model->layers[1].op);
+	EXPECT_EQ(2, count_ops(im.model, MODEL_OP_MATMUL));
+	EXPECT_EQ(3, count_ops(im.model, MODEL_OP_FC));
+	EXPECT_EQ(1, count_ops(im.model, MODEL_OP_SLICE));
+	EXPECT_EQ(MODEL_ACT_TANH, im.model->layers[im.model->nr_layers - 1].act);
+	/* fc q, k: 6x8x8 each; scores 6x6x8; context 6x8x6; pooler 8x4 */
+	EXPECT_EQ(2u * 384 + 288 + 288 + 32, im.model->macs) TH_LOG("%s", im.text);
+	/* table 80, layer norm 16, q 72, k 64, pooler 36 */
+	EXPECT_EQ(80u + 16 + 72 + 64 + 36, im.model->params);
+	ref_embed(ids, 6, table, 8, e);
+	ref_layer_norm(e, 6, 8, gam, bet, 1e-6f, ln);
+	ref_fc(ln, wq, bq, 6, 8, 8, q);
+	ref_fc(ln, wk, NULL, 6, 8, 8, k);
+	ref_matmul(q, k, 1, 1, 6, 8, 6, 1, 1.0f, s);
+	ref_softmax(s, &ss, 2, p);
+	ref_matmul(p, ln, 1, 1, 6, 6, 8, 0, 1.0f, o);
+	for (int i = 0; i < 8; i++)
+		o[i] += ln[i]; /* the residual of token 0, all the slice keeps */
+	ref_fc(o, wp, bp, 1, 8, 4, y);
+	ref_act(y, 4, MODEL_ACT_TANH, 0);
+	run_compare(_metadata, &im, ids, y, 4);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* coloc-import writes a model that loads and a weights file that fits it. */
+TEST(coloc_import__writes_model_and_weights)
+{
+	char dir[] = "/tmp/coloc-onnx-XXXXXX", bin[512], cmd[2048], out[4096], errs[512];
+	struct coloc_err err = { 0 };
+	struct exec_weights_file *wf;
+	struct gb g = { 0 };
+	struct model *m;
+	float *w, *b, *bn;
+	uint8_t *buf;
+	size_t len;
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	tu_bin("coloc-import", bin, sizeof(bin));
+	conv_bn_relu(&g, &w, &b, &bn);
+	buf = pack(&g, &len);
+	snprintf(cmd, sizeof(cmd), "%s/m.onnx", dir);
+	f = fopen(cmd, "wb");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(len, fwrite(buf, 1, len, f));
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s %s/m.onnx -o %s/m.model -w %s/m.weights", bin, dir, dir,
+		 dir);
+	EXPECT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "%s/m.model", dir);
+	m = model_load(cmd, &err);
+	ASSERT_NE(NULL, m) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(2, m->nr_layers);
+	snprintf(cmd, sizeof(cmd), "%s/m.weights", dir);
+	wf = exec_weights_open(m, cmd, errs, sizeof(errs));
+	EXPECT_NE(NULL, wf) TH_LOG("%s", errs);
+	if (wf)
+		exec_weights_close(wf);
+	model_free(m);
+	/* the default names: MODEL with .model and .weights for .onnx */
+	snprintf(cmd, sizeof(cmd), "%s %s/m.onnx && test -s %s/m.model && test -s %s/m.weights",
+		 bin, dir, dir, dir);
+	EXPECT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "%s %s/m.onnx --dim seq", bin, dir);
+	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "%s %s/nothere.onnx", bin, dir);
+	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "nothere.onnx: No such file or directory"));
+	snprintf(cmd, sizeof(cmd), "%s --help", bin);
+	EXPECT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "--dim NAME=VALUE"));
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	tu_run(cmd, NULL, 0);
 	arena_free();
 }
 
