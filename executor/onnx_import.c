@@ -35,12 +35,14 @@ int onnx_dim_parse(struct onnx_import_opts *opts, const char *arg, struct coloc_
 	return 0;
 }
 
-static int walk_nodes(struct onnx_ctx *c)
+static int walk_nodes(struct onnx_ctx *c, bool *skip)
 {
 	for (size_t i = 0; i < c->g->n_node; i++) {
 		const Onnx__NodeProto *n = c->g->node[i];
 		int ret;
 
+		if (skip[i])
+			continue;
 		c->node = n;
 		if (!n->op_type || !n->op_type[0])
 			return onnx_refuse(c, -EINVAL, "node %zu has no op type", i);
@@ -59,7 +61,9 @@ static int walk_nodes(struct onnx_ctx *c)
 					"is unknown)",
 					n->input[k]);
 		}
-		ret = onnx_fold(c, n);
+		ret = onnx_pattern(c, i, skip);
+		if (!ret)
+			ret = onnx_fold(c, n);
 		if (ret < 0)
 			return ret;
 		if (!ret) {
@@ -127,12 +131,15 @@ int onnx_import_buffer(const char *name, const void *buf, size_t len,
 {
 	struct onnx_ctx c = { .file = name, .opts = opts, .err = err };
 	struct coloc_err perr = { 0 };
+	bool *skip = NULL;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
 	ret = onnx_graph_open(&c, buf, len);
-	if (!ret)
-		ret = walk_nodes(&c);
+	if (!ret) {
+		skip = calloc(c.g->n_node, sizeof(*skip));
+		ret = skip ? walk_nodes(&c, skip) : coloc_err_set(err, -ENOMEM, "out of memory");
+	}
 	if (!ret)
 		ret = collect_outputs(&c, out);
 	if (!ret)
@@ -149,6 +156,7 @@ int onnx_import_buffer(const char *name, const void *buf, size_t len,
 	if (!ret)
 		ret = check_parsed(&c, out->model);
 	onnx_graph_close(&c);
+	free(skip);
 	if (ret)
 		onnx_import_free(out);
 	return ret;

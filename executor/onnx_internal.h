@@ -7,6 +7,7 @@
  *   onnx_graph.c   file in, protobuf unpack, values, initializers, inputs
  *   onnx_fold.c    constant folding and Shape (shape subgraphs vanish)
  *   onnx_lower.c   one function per op into coloc layers, with the fusions
+ *   onnx_pattern.c multi-node patterns (GELU) fused into one coloc activation
  *   onnx_emit.c    coloc model text and weights file out
  *   onnx_import.c  the driver: the node walk, parse back, shape check
  */
@@ -129,6 +130,13 @@ int onnx_fold(struct onnx_ctx *c, const Onnx__NodeProto *n);
 
 /* onnx_lower.c: lowers a node whose data input is a layer output; 0 or -errno. */
 int onnx_lower(struct onnx_ctx *c, const Onnx__NodeProto *n);
+
+/*
+ * onnx_pattern.c: matches a multi-node pattern (GELU's erf form) starting at
+ * node i; 1 if it was lowered (its later nodes are marked in skip), 0 if no
+ * pattern starts there, or -errno.
+ */
+int onnx_pattern(struct onnx_ctx *c, size_t i, bool *skip);
 
 /* onnx_emit.c */
 int onnx_emit_text(struct onnx_ctx *c, char **text, size_t *len);

@@ -724,6 +724,115 @@ TEST(onnx_import__attention_block_matches_reference)
 	arena_free();
 }
 
+/* A Constant node made in the graph, placed where the caller adds it. */
+static void const_node(struct gb *g, const char *out, float v)
+{
+	Onnx__NodeProto *n =
+		node(g, "Constant", out, NAMES(NULL), names((const char *const[]){ out, NULL }));
+	Onnx__AttributeProto *a = attr(n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+	Onnx__TensorProto *t = mem(sizeof(*t));
+	float *f = mem(sizeof(float));
+
+	*f = v;
+	onnx__tensor_proto__init(t);
+	t->has_data_type = 1;
+	t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	t->n_float_data = 1;
+	t->float_data = f;
+	a->t = t;
+}
+
+/*
+ * GELU as PyTorch exports it (x * (1 + erf(x / sqrt 2)) * 0.5, its
+ * constants from Constant nodes placed between the pattern's nodes) after
+ * MatMul + Add becomes the fc's act=gelu; the other operand order, on a
+ * graph input, becomes a standalone gelu layer.
+ */
+TEST(onnx_import__gelu_pattern_fuses)
+{
+	static const int64_t xd[3] = { 1, 3, 8 }, wd[2] = { 8, 6 }, bd[1] = { 6 };
+	static const float sqrt2 = 1.41421356f;
+	struct gb g = { 0 }, g2 = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w = rnd_fill(48, -1, 1), *b = rnd_fill(6, -1, 1), *x = rnd_fill(24, -2, 2);
+	float *want = mem(24 * 4);
+
+	init_f(&g, "W", 2, wd, w);
+	init_f(&g, "b", 1, bd, b);
+	init_f(&g, "sqrt2", 0, NULL, &sqrt2);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	node(&g, "MatMul", "fc1", NAMES("x", "W"), NAMES("m"));
+	node(&g, "Add", "fc1_bias", NAMES("m", "b"), NAMES("h"));
+	node(&g, "Div", "gelu_div", NAMES("h", "sqrt2"), NAMES("d"));
+	node(&g, "Erf", "gelu_erf", NAMES("d"), NAMES("e"));
+	const_node(&g, "one", 1.0f);
+	node(&g, "Add", "gelu_add", NAMES("one", "e"), NAMES("a"));
+	node(&g, "Mul", "gelu_mul", NAMES("h", "a"), NAMES("p"));
+	const_node(&g, "half", 0.5f);
+	node(&g, "Mul", "gelu_half", NAMES("p", "half"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, (const int64_t[]){ 1, 3, 6 }, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_FC, im.model->layers[1].op);
+	EXPECT_EQ(MODEL_ACT_GELU, im.model->layers[1].act);
+	ref_fc(x, w, b, 3, 8, 6, want);
+	ref_act(want, 18, MODEL_ACT_GELU, 0);
+	run_compare(_metadata, &im, x, want, 18);
+	onnx_import_free(&im);
+
+	/* (1 + erf(x * (1 / sqrt 2))) * 0.5 * x on the graph input: a gelu layer */
+	{
+		static const float rsqrt2 = 0.70710678f, one = 1.0f, half = 0.5f;
+
+		init_f(&g2, "r", 0, NULL, &rsqrt2);
+		init_f(&g2, "one", 0, NULL, &one);
+		init_f(&g2, "half", 0, NULL, &half);
+	}
+	g2.ins[g2.nr_ins++] = vinfo("x", 3, xd, NULL);
+	node(&g2, "Mul", "s", NAMES("x", "r"), NAMES("d"));
+	node(&g2, "Erf", "erf", NAMES("d"), NAMES("e"));
+	node(&g2, "Add", "add", NAMES("e", "one"), NAMES("a"));
+	node(&g2, "Mul", "half", NAMES("half", "a"), NAMES("p"));
+	node(&g2, "Mul", "gelu", NAMES("x", "p"), NAMES("y"));
+	g2.outs[g2.nr_outs++] = vinfo("y", 3, xd, NULL);
+	ASSERT_EQ(0, import(&g2, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_ACT, im.model->layers[1].op);
+	EXPECT_EQ(MODEL_ACT_GELU, im.model->layers[1].act);
+	memcpy(want, x, 24 * sizeof(float));
+	ref_act(want, 24, MODEL_ACT_GELU, 0);
+	run_compare(_metadata, &im, x, want, 24);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* An Erf whose result another node also reads is not a GELU: refused, naming the Erf. */
+TEST(onnx_import__gelu_lookalike_is_refused)
+{
+	static const int64_t xd[2] = { 1, 4 };
+	static const float sqrt2 = 1.41421356f, one = 1.0f, half = 0.5f;
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+
+	init_f(&g, "sqrt2", 0, NULL, &sqrt2);
+	init_f(&g, "one", 0, NULL, &one);
+	init_f(&g, "half", 0, NULL, &half);
+	g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
+	node(&g, "Div", "div", NAMES("x", "sqrt2"), NAMES("d"));
+	node(&g, "Erf", "erf", NAMES("d"), NAMES("e"));
+	node(&g, "Add", "add", NAMES("e", "one"), NAMES("a"));
+	node(&g, "Mul", "mul", NAMES("x", "a"), NAMES("p"));
+	node(&g, "Mul", "half", NAMES("p", "half"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 2, xd, NULL);
+	g.outs[g.nr_outs++] = vinfo("e", 2, xd, NULL);
+	EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'div' (Div, opset 13"))
+	TH_LOG("%s", coloc_err_str(&err));
+	arena_free();
+}
+
 /* coloc-import writes a model that loads and a weights file that fits it. */
 TEST(coloc_import__writes_model_and_weights)
 {
