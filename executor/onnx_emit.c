@@ -51,6 +51,18 @@ __attribute__((format(printf, 2, 3))) static void put(struct sbuf *b, const char
 	}
 }
 
+/*
+ * A comment's text: names come from the file, and a newline or control byte
+ * in one would end the comment and inject a statement. Printable ASCII only.
+ */
+static void put_comment(struct sbuf *b, const char *s)
+{
+	put(b, "# ");
+	for (; *s; s++)
+		put(b, "%c", *s >= 0x20 && *s < 0x7f ? *s : '?');
+	put(b, "\n");
+}
+
 static void put_dims(struct sbuf *b, const char *key, const struct model_shape *s)
 {
 	put(b, " %s=", key);
@@ -117,7 +129,8 @@ static void put_layer(struct sbuf *b, const struct onnx_ctx *c, const struct onn
 {
 	const struct model_layer *l = &ol->l;
 
-	put(b, "# %s\n%s %s", ol->origin, op_words[l->op], l->name);
+	put_comment(b, ol->origin);
+	put(b, "%s %s", op_words[l->op], l->name);
 	if (l->nr_inputs) {
 		put(b, " in=");
 		for (int i = 0; i < l->nr_inputs; i++)
@@ -206,7 +219,7 @@ int onnx_emit_text(struct onnx_ctx *c, char **text, size_t *len)
 	struct sbuf b = { 0 };
 	uint64_t macs = 0, params = 0;
 	const char *gname = c->g->name && c->g->name[0] ? c->g->name : "onnx";
-	char name[MODEL_NAME_LEN];
+	char name[MODEL_NAME_LEN], head[512];
 	size_t o = 0;
 
 	for (int i = 0; i < c->nr_layers; i++) {
@@ -226,8 +239,10 @@ int onnx_emit_text(struct onnx_ctx *c, char **text, size_t *len)
 		name[o++] = ok ? *s : '_';
 	}
 	name[o] = 0;
-	put(&b, "# imported from %s by coloc-import (opset %lld, producer '%.64s')\n", c->file,
-	    (long long)c->opset, c->mp->producer_name ? c->mp->producer_name : "");
+	snprintf(head, sizeof(head),
+		 "imported from %s by coloc-import (opset %lld, producer '%.64s')", c->file,
+		 (long long)c->opset, c->mp->producer_name ? c->mp->producer_name : "");
+	put_comment(&b, head);
 	put(&b, "# macs and params are computed from the layers; weights come from the "
 		"initializers\n");
 	put(&b, "model %s\nseed 0\nmacs %llu\nparams %llu\n", name, (unsigned long long)macs,

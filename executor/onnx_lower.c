@@ -415,14 +415,14 @@ static int single_dim_from_end(const struct model_shape *s)
 
 /* Add of a constant: the bias of the fc or conv before it, if it fits exactly. */
 static int fuse_bias(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *x,
-		     struct onnx_value *k)
+		     struct onnx_value *k, double sign)
 {
 	struct onnx_layer *l = layer_of(c, x);
 	int64_t nb = 0;
 	int at = single_dim_from_end(&k->shape);
 
 	if (fusible(c, x) && l->l.act == MODEL_ACT_NONE && k->shape.ndims <= x->shape.ndims) {
-		if (l->l.op == MODEL_OP_FC && !l->l.fc.bias && at == 0)
+		if (l->l.op == MODEL_OP_FC && at == 0)
 			nb = l->l.fc.out_features;
 		else if (l->l.op == MODEL_OP_CONV && at == 2 && k->shape.ndims >= 3)
 			nb = l->l.conv.out_channels;
@@ -439,12 +439,64 @@ static int fuse_bias(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_v
 		l->nt[1] = nb;
 	}
 	for (int64_t i = 0; i < nb; i++)
-		l->t[1][i] = (float)(l->t[1][i] + k->data[i]);
+		l->t[1][i] = (float)(l->t[1][i] + sign * k->data[i]);
 	if (l->l.op == MODEL_OP_FC)
 		l->l.fc.bias = true;
 	else
 		l->l.conv.bias = true;
-	snprintf(l->origin + strlen(l->origin), sizeof(l->origin) - strlen(l->origin), " + Add");
+	snprintf(l->origin + strlen(l->origin), sizeof(l->origin) - strlen(l->origin), " + %.8s",
+		 n->op_type);
+	return alias(c, n, x);
+}
+
+/*
+ * Mul or Div by a constant scalar, or by one constant per output channel:
+ * folded into the weights and bias of the fc or conv before it (or into a
+ * matmul's alpha for a scalar), where it is exact up to rounding.
+ */
+static int fuse_scale(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *x,
+		      struct onnx_value *k, bool divide)
+{
+	struct onnx_layer *l = layer_of(c, x);
+	int64_t nk = onnx_elems(&k->shape), nout = 0, per;
+	int at = single_dim_from_end(&k->shape);
+	bool ok = fusible(c, x) && l->l.act == MODEL_ACT_NONE && k->shape.ndims <= x->shape.ndims;
+
+	if (ok && l->l.op == MODEL_OP_FC && (nk == 1 || at == 0))
+		nout = l->l.fc.out_features;
+	else if (ok && l->l.op == MODEL_OP_CONV && (nk == 1 || (at == 2 && k->shape.ndims >= 3)))
+		nout = l->l.conv.out_channels;
+	else if (ok && l->l.op == MODEL_OP_MATMUL && nk == 1)
+		nout = 1;
+	if (!nout || (nk != 1 && nk != nout))
+		return onnx_refuse(
+			c, -EOPNOTSUPP,
+			"a Mul, Div or Sub by a constant is supported only "
+			"when it folds into the MatMul, Gemm or Conv before it (a scalar "
+			"or one value per output channel; coloc's mul reads two layers)");
+	for (int64_t i = 0; i < nk; i++)
+		if (divide && k->data[i] == 0)
+			return onnx_refuse(c, -EINVAL, "division by a constant 0");
+	if (l->l.op == MODEL_OP_MATMUL) {
+		l->l.matmul.alpha = (float)(divide ? l->l.matmul.alpha / k->data[0] :
+						     l->l.matmul.alpha * k->data[0]);
+	} else {
+		/* fc weights are [K][N] (channel fastest), conv weights [OC][...] */
+		per = l->nt[0] / nout;
+		for (int64_t i = 0; i < l->nt[0]; i++) {
+			int64_t ch = l->l.op == MODEL_OP_FC ? i % nout : i / per;
+			double f = k->data[nk == 1 ? 0 : ch];
+
+			l->t[0][i] = (float)(divide ? l->t[0][i] / f : l->t[0][i] * f);
+		}
+		for (int64_t i = 0; l->t[1] && i < nout; i++) {
+			double f = k->data[nk == 1 ? 0 : i];
+
+			l->t[1][i] = (float)(divide ? l->t[1][i] / f : l->t[1][i] * f);
+		}
+	}
+	snprintf(l->origin + strlen(l->origin), sizeof(l->origin) - strlen(l->origin), " + %.8s",
+		 n->op_type);
 	return alias(c, n, x);
 }
 
@@ -456,11 +508,21 @@ static int lower_binary(struct onnx_ctx *c, const Onnx__NodeProto *n)
 
 	if (!a || !b)
 		return onnx_refuse(c, -EINVAL, "two inputs expected");
+	if (!strcmp(n->op_type, "Sub") || !strcmp(n->op_type, "Div")) {
+		if (!b->data || a->data)
+			return onnx_refuse(
+				c, -EOPNOTSUPP,
+				"%s is supported only by a constant, folded "
+				"into the layer before it (coloc has no sub or div of two "
+				"layers)",
+				n->op_type);
+		return n->op_type[0] == 'S' ? fuse_bias(c, n, a, b, -1.0) :
+					      fuse_scale(c, n, a, b, true);
+	}
 	if (op == MODEL_OP_ADD && (a->data || b->data))
-		return fuse_bias(c, n, a->data ? b : a, a->data ? a : b);
+		return fuse_bias(c, n, a->data ? b : a, a->data ? a : b, 1.0);
 	if (a->data || b->data)
-		return onnx_refuse(c, -EOPNOTSUPP,
-				   "Mul by a constant: coloc's mul reads two layers");
+		return fuse_scale(c, n, a->data ? b : a, a->data ? a : b, false);
 	ins[0] = a;
 	ins[1] = b;
 	if (!broadcasts_onto(&b->shape, &a->shape)) {
@@ -927,6 +989,8 @@ static const struct lower_op lower_ops[] = {
 	{ "Clip", lower_act },
 	{ "Add", lower_binary },
 	{ "Mul", lower_binary },
+	{ "Sub", lower_binary },
+	{ "Div", lower_binary },
 	{ "MatMul", lower_matmul },
 	{ "Gemm", lower_gemm },
 	{ "MaxPool", lower_pool },

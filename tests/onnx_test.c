@@ -644,15 +644,17 @@ TEST(onnx_import__image_ops_match_reference)
 /*
  * A one-head attention block at opset 17: int64 token ids -> Gather
  * (embedding) -> LayerNormalization -> q (MatMul + Add, the constant
- * first), k (MatMul) -> Transpose -> MatMul -> Softmax -> MatMul with the
- * normalised embeddings -> residual Add -> Slice of token 0 -> Squeeze ->
- * MatMul + Add + Tanh (the pooler).
+ * first), k (MatMul) -> Transpose -> MatMul -> Div by sqrt 8 (the matmul's
+ * alpha) -> Softmax -> MatMul with the normalised embeddings -> residual
+ * Add -> Slice of token 0 -> Squeeze -> MatMul, Mul by a constant per
+ * channel (folded into the weights), Add, Tanh (the pooler).
  */
 TEST(onnx_import__attention_block_matches_reference)
 {
 	static const int64_t idd[2] = { 1, 6 }, td[2] = { 10, 8 }, d8[1] = { 8 }, w88[2] = { 8, 8 },
 			     w84[2] = { 8, 4 }, d4[1] = { 4 }, one[1] = { 1 };
 	static const int64_t s0 = 0, e1 = 1, ax1 = 1;
+	static const float sqrt8 = 2.82842712f;
 	struct gb g = { .opset = 17 };
 	struct onnx_import im;
 	struct coloc_err err = { 0 };
@@ -662,7 +664,7 @@ TEST(onnx_import__attention_block_matches_reference)
 	      *bet = rnd_fill(8, -1, 1);
 	float *wq = rnd_fill(64, -0.5f, 0.5f), *bq = rnd_fill(8, -1, 1),
 	      *wk = rnd_fill(64, -0.5f, 0.5f);
-	float *wp = rnd_fill(32, -0.5f, 0.5f), *bp = rnd_fill(4, -1, 1);
+	float *wp = rnd_fill(32, -0.5f, 0.5f), *bp = rnd_fill(4, -1, 1), *sc = rnd_fill(4, -2, 2);
 	float *e = mem(48 * 4), *ln = mem(48 * 4), *q = mem(48 * 4), *k = mem(48 * 4);
 	float *s = mem(36 * 4), *p = mem(36 * 4), *o = mem(48 * 4), *y = mem(4 * 4);
 	Onnx__NodeProto *n;
@@ -675,6 +677,8 @@ TEST(onnx_import__attention_block_matches_reference)
 	init_f(&g, "Wk", 2, w88, wk);
 	init_f(&g, "Wp", 2, w84, wp);
 	init_f(&g, "bp", 1, d4, bp);
+	init_f(&g, "sc", 1, d4, sc);
+	init_f(&g, "sqrt8", 0, NULL, &sqrt8);
 	init_i64(&g, "s0", 1, one, 1, &s0);
 	init_i64(&g, "e1", 1, one, 1, &e1);
 	init_i64(&g, "ax1", 1, one, 1, &ax1);
@@ -688,13 +692,15 @@ TEST(onnx_import__attention_block_matches_reference)
 	node(&g, "MatMul", "k_mm", NAMES("ln", "Wk"), NAMES("k"));
 	attr_ints(node(&g, "Transpose", "kt", NAMES("k"), NAMES("kt")), "perm", 3,
 		  (const int64_t[]){ 0, 2, 1 });
-	node(&g, "MatMul", "scores", NAMES("q", "kt"), NAMES("s"));
+	node(&g, "MatMul", "scores", NAMES("q", "kt"), NAMES("sraw"));
+	node(&g, "Div", "scale", NAMES("sraw", "sqrt8"), NAMES("s"));
 	node(&g, "Softmax", "probs", NAMES("s"), NAMES("p"));
 	node(&g, "MatMul", "context", NAMES("p", "ln"), NAMES("o"));
 	node(&g, "Add", "residual", NAMES("o", "ln"), NAMES("r"));
 	node(&g, "Slice", "cls", NAMES("r", "s0", "e1", "ax1"), NAMES("c"));
 	node(&g, "Squeeze", "cls_sq", NAMES("c", "ax1"), NAMES("c1"));
-	node(&g, "MatMul", "pool_mm", NAMES("c1", "Wp"), NAMES("y0"));
+	node(&g, "MatMul", "pool_mm", NAMES("c1", "Wp"), NAMES("y00"));
+	node(&g, "Mul", "pool_scale", NAMES("sc", "y00"), NAMES("y0"));
 	node(&g, "Add", "pool_bias", NAMES("y0", "bp"), NAMES("y1"));
 	node(&g, "Tanh", "pool_tanh", NAMES("y1"), NAMES("y"));
 	g.outs[g.nr_outs++] = vinfo("y", 2, (const int64_t[]){ 1, 4 }, NULL);
@@ -703,6 +709,7 @@ TEST(onnx_import__attention_block_matches_reference)
 	EXPECT_EQ(2, count_ops(im.model, MODEL_OP_MATMUL));
 	EXPECT_EQ(3, count_ops(im.model, MODEL_OP_FC));
 	EXPECT_EQ(1, count_ops(im.model, MODEL_OP_SLICE));
+	EXPECT_EQ(0, count_ops(im.model, MODEL_OP_MUL));
 	EXPECT_EQ(MODEL_ACT_TANH, im.model->layers[im.model->nr_layers - 1].act);
 	/* fc q, k: 6x8x8 each; scores 6x6x8; context 6x8x6; pooler 8x4 */
 	EXPECT_EQ(2u * 384 + 288 + 288 + 32, im.model->macs) TH_LOG("%s", im.text);
@@ -712,12 +719,14 @@ TEST(onnx_import__attention_block_matches_reference)
 	ref_layer_norm(e, 6, 8, gam, bet, 1e-6f, ln);
 	ref_fc(ln, wq, bq, 6, 8, 8, q);
 	ref_fc(ln, wk, NULL, 6, 8, 8, k);
-	ref_matmul(q, k, 1, 1, 6, 8, 6, 1, 1.0f, s);
+	ref_matmul(q, k, 1, 1, 6, 8, 6, 1, 1.0f / sqrt8, s);
 	ref_softmax(s, &ss, 2, p);
 	ref_matmul(p, ln, 1, 1, 6, 6, 8, 0, 1.0f, o);
 	for (int i = 0; i < 8; i++)
 		o[i] += ln[i]; /* the residual of token 0, all the slice keeps */
-	ref_fc(o, wp, bp, 1, 8, 4, y);
+	ref_fc(o, wp, NULL, 1, 8, 4, y);
+	for (int i = 0; i < 4; i++)
+		y[i] = y[i] * sc[i] + bp[i];
 	ref_act(y, 4, MODEL_ACT_TANH, 0);
 	run_compare(_metadata, &im, ids, y, 4);
 	onnx_import_free(&im);
@@ -958,6 +967,25 @@ TEST(onnx_import__symbolic_dims_need_values)
 	EXPECT_EQ(3, im.model->layers[0].out.dims[0]);
 	EXPECT_EQ(7, im.model->layers[0].out.dims[1]);
 	EXPECT_EQ(3u * 7 * 8 * 2, im.model->macs);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* Node names go into comments: a newline in one must not inject a statement. */
+TEST(onnx_import__names_cannot_inject_statements)
+{
+	static const int64_t xd[2] = { 1, 4 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+
+	g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
+	node(&g, "Sigmoid", "s\ninput evil shape=1x2\n", NAMES("x"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 2, xd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(NULL, strstr(im.text, "\ninput evil"));
+	EXPECT_EQ(MODEL_OP_ACT, im.model->layers[1].op);
 	onnx_import_free(&im);
 	arena_free();
 }
