@@ -816,6 +816,73 @@ TEST(onnx_import__gelu_pattern_fuses)
 	arena_free();
 }
 
+/*
+ * LayerNormalization as exporters before opset 17 write it (ReduceMean,
+ * Sub, Pow 2, ReduceMean, Add eps from a Constant node, Sqrt, Div, Mul
+ * gamma, Add beta) becomes one layer_norm; without gamma and beta too.
+ */
+TEST(onnx_import__layer_norm_pattern_fuses)
+{
+	static const int64_t xd[3] = { 1, 3, 8 }, wd[2] = { 8, 8 }, d8[1] = { 8 };
+	static const float two = 2.0f;
+	struct gb g = { 0 }, g2 = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w = rnd_fill(64, -1, 1), *gam = rnd_fill(8, 0.5f, 1.5f), *bet = rnd_fill(8, -1, 1);
+	float *x = rnd_fill(24, -2, 2), *h = mem(24 * 4), *want = mem(24 * 4);
+	float *ones = mem(8 * 4), *zeros = mem(8 * 4);
+
+	init_f(&g, "W", 2, wd, w);
+	init_f(&g, "gamma", 1, d8, gam);
+	init_f(&g, "beta", 1, d8, bet);
+	init_f(&g, "two", 0, NULL, &two);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	node(&g, "MatMul", "fc", NAMES("x", "W"), NAMES("h"));
+	attr_ints(node(&g, "ReduceMean", "mean", NAMES("h"), NAMES("m")), "axes", 1,
+		  (const int64_t[]){ -1 });
+	node(&g, "Sub", "center", NAMES("h", "m"), NAMES("d"));
+	node(&g, "Pow", "square", NAMES("d", "two"), NAMES("p"));
+	attr_ints(node(&g, "ReduceMean", "var", NAMES("p"), NAMES("v")), "axes", 1,
+		  (const int64_t[]){ 2 });
+	const_node(&g, "eps", 1e-5f);
+	node(&g, "Add", "var_eps", NAMES("v", "eps"), NAMES("ve"));
+	node(&g, "Sqrt", "std", NAMES("ve"), NAMES("sd"));
+	node(&g, "Div", "norm", NAMES("d", "sd"), NAMES("nm"));
+	node(&g, "Mul", "scale", NAMES("gamma", "nm"), NAMES("sc"));
+	node(&g, "Add", "shift", NAMES("sc", "beta"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, (const int64_t[]){ 1, 3, 8 }, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(3, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_LAYER_NORM, im.model->layers[2].op);
+	EXPECT_EQ(8u * 8 + 16, im.model->params);
+	ref_fc(x, w, NULL, 3, 8, 8, h);
+	ref_layer_norm(h, 3, 8, gam, bet, 1e-5f, want);
+	run_compare(_metadata, &im, x, want, 24);
+	onnx_import_free(&im);
+
+	init_f(&g2, "two", 0, NULL, &two);
+	init_f(&g2, "eps", 0, NULL, (const float[]){ 1e-3f });
+	g2.ins[g2.nr_ins++] = vinfo("x", 3, xd, NULL);
+	attr_ints(node(&g2, "ReduceMean", "mean", NAMES("x"), NAMES("m")), "axes", 1,
+		  (const int64_t[]){ -1 });
+	node(&g2, "Sub", "center", NAMES("x", "m"), NAMES("d"));
+	node(&g2, "Pow", "square", NAMES("d", "two"), NAMES("p"));
+	attr_ints(node(&g2, "ReduceMean", "var", NAMES("p"), NAMES("v")), "axes", 1,
+		  (const int64_t[]){ -1 });
+	node(&g2, "Add", "var_eps", NAMES("eps", "v"), NAMES("ve"));
+	node(&g2, "Sqrt", "std", NAMES("ve"), NAMES("sd"));
+	node(&g2, "Div", "norm", NAMES("d", "sd"), NAMES("y"));
+	g2.outs[g2.nr_outs++] = vinfo("y", 3, xd, NULL);
+	ASSERT_EQ(0, import(&g2, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	for (int i = 0; i < 8; i++)
+		ones[i] = 1.0f;
+	ref_layer_norm(x, 3, 8, ones, zeros, 1e-3f, want);
+	run_compare(_metadata, &im, x, want, 24);
+	onnx_import_free(&im);
+	arena_free();
+}
+
 /* An Erf whose result another node also reads is not a GELU: refused, naming the Erf. */
 TEST(onnx_import__gelu_lookalike_is_refused)
 {
