@@ -7,6 +7,7 @@
  * (models/WEIGHTS.md) from the layers' parameters.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,6 +283,15 @@ int onnx_emit_weights(struct onnx_ctx *c, unsigned char **buf, size_t *len)
 
 		if (!l->t[0])
 			continue;
+		/* folds (a division by a tiny constant, say) can overflow float */
+		for (int t = 0; t < 2 && l->t[t]; t++)
+			for (int64_t k = 0; k < l->nt[t]; k++)
+				if (!isfinite(l->t[t][k]))
+					return coloc_err_set(c->err, -ERANGE,
+							     "%s: layer '%s' (from %s): parameter "
+							     "%lld is not finite after folding",
+							     c->file, l->l.name, l->origin,
+							     (long long)k);
 		nr++;
 		size += 8 + 8 + (size_t)l->nt[0] * 4 + (l->t[1] ? 8 + (size_t)l->nt[1] * 4 : 0);
 	}

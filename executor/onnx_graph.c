@@ -237,7 +237,8 @@ int onnx_layer_add(struct onnx_ctx *c, enum model_op op, const char *name, struc
 			c->layer_hash[h] = c->nr_layers;
 			break;
 		}
-		snprintf(cand, sizeof(cand), "%s_%d", base, k);
+		/* a suffix that is new most of the time, so many equal names stay linear */
+		snprintf(cand, sizeof(cand), "%s_%d", base, c->nr_layers + k);
 	}
 	l = &c->layers[c->nr_layers++];
 	memset(l, 0, sizeof(*l));
@@ -538,6 +539,31 @@ static int find_opset(struct onnx_ctx *c)
 	return 0;
 }
 
+/* For the patterns: which nodes read each value, in graph order. */
+static int index_readers(struct onnx_ctx *c)
+{
+	const Onnx__GraphProto *g = c->g;
+	int total = 0;
+
+	for (int i = 0; i < c->nr_vals; i++) {
+		c->vals[i].rd_off = total;
+		total += c->vals[i].uses;
+	}
+	c->readers = malloc((size_t)(total ? total : 1) * sizeof(int));
+	if (!c->readers)
+		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+	for (size_t i = 0; i < g->n_node; i++)
+		for (size_t k = 0; k < g->node[i]->n_input; k++) {
+			struct onnx_value *v = onnx_input(c, g->node[i], k);
+
+			/* a node reading a value twice is listed once */
+			if (v &&
+			    (!v->nr_readers || c->readers[v->rd_off + v->nr_readers - 1] != (int)i))
+				c->readers[v->rd_off + v->nr_readers++] = (int)i;
+		}
+	return 0;
+}
+
 /* Every name the graph defines, then every read of each, before any lowering. */
 static int register_values(struct onnx_ctx *c)
 {
@@ -596,6 +622,9 @@ static int register_values(struct onnx_ctx *c)
 			if (v)
 				v->uses++;
 		}
+	ret = index_readers(c);
+	if (ret)
+		return ret;
 	for (size_t i = 0; i < g->n_output; i++) {
 		v = g->output[i]->name ? onnx_value_find(c, g->output[i]->name) : NULL;
 		if (!v)
@@ -661,6 +690,7 @@ void onnx_graph_close(struct onnx_ctx *c)
 	}
 	free(c->vals);
 	free(c->hash);
+	free(c->readers);
 	free(c->layers);
 	free(c->layer_hash);
 	if (c->mp)

@@ -35,6 +35,8 @@ struct onnx_value {
 	int layer; /* the coloc layer computing it; -1 for constants */
 	int uses; /* how many node inputs and graph outputs read it */
 	bool defined; /* produced by an initializer, a graph input or an earlier node */
+	int nr_readers; /* nodes reading it, their indices at ctx.readers[rd_off...] */
+	int rd_off;
 };
 
 /* A coloc layer being built, with its parameters (logical layouts of WEIGHTS.md). */
@@ -59,6 +61,7 @@ struct onnx_ctx {
 	int nr_vals, cap_vals;
 	int *hash; /* open addressing over vals, -1 = empty */
 	int hash_cap;
+	int *readers; /* per value, the nodes reading it, in graph order */
 
 	struct onnx_layer *layers;
 	int nr_layers, cap_layers;

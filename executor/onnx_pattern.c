@@ -23,13 +23,14 @@
 
 #include "onnx_internal.h"
 
-/* The node after `from` that reads name (intermediates have one reader). */
+/* The first node after `from` that reads name, from the reader index. */
 static long next_reader(struct onnx_ctx *c, const char *name, size_t from)
 {
-	for (size_t j = from + 1; j < c->g->n_node; j++)
-		for (size_t k = 0; k < c->g->node[j]->n_input; k++)
-			if (!strcmp(c->g->node[j]->input[k], name))
-				return (long)j;
+	struct onnx_value *v = onnx_value_find(c, name);
+
+	for (int k = 0; v && k < v->nr_readers; k++)
+		if (c->readers[v->rd_off + k] > (long)from)
+			return c->readers[v->rd_off + k];
 	return -1;
 }
 

@@ -1057,6 +1057,42 @@ TEST(onnx_import__names_cannot_inject_statements)
 	arena_free();
 }
 
+/* Nodes sharing one name get distinct layer names; a fold that overflows float is refused. */
+TEST(onnx_import__same_names_and_overflowing_folds)
+{
+	static const int64_t xd[2] = { 1, 4 }, wd[2] = { 4, 4 };
+	static const float tiny = 1e-40f;
+	struct gb g = { 0 }, g2 = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w = rnd_fill(16, 1, 2);
+
+	g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
+	node(&g, "Sigmoid", "same", NAMES("x"), NAMES("a"));
+	node(&g, "Tanh", "same", NAMES("a"), NAMES("b"));
+	node(&g, "Sigmoid", "same", NAMES("b"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 2, xd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(4, im.model->nr_layers);
+	EXPECT_STRNE(im.model->layers[1].name, im.model->layers[2].name);
+	EXPECT_STRNE(im.model->layers[2].name, im.model->layers[3].name);
+	EXPECT_STREQ("same", im.model->layers[1].name);
+	onnx_import_free(&im);
+
+	init_f(&g2, "W", 2, wd, w);
+	init_f(&g2, "tiny", 0, NULL, &tiny);
+	g2.ins[g2.nr_ins++] = vinfo("x", 2, xd, NULL);
+	node(&g2, "MatMul", "mm", NAMES("x", "W"), NAMES("m"));
+	node(&g2, "Div", "blowup", NAMES("m", "tiny"), NAMES("y"));
+	g2.outs[g2.nr_outs++] = vinfo("y", 2, xd, NULL);
+	EXPECT_EQ(-ERANGE, import(&g2, &im, &err));
+	EXPECT_NE(NULL,
+		  strstr(coloc_err_str(&err), "layer 'mm' (from MatMul 'mm' + Div): parameter 0 "
+					      "is not finite after folding"))
+	TH_LOG("%s", coloc_err_str(&err));
+	arena_free();
+}
+
 TEST(onnx_import__not_onnx_is_refused)
 {
 	static const char junk[] = "model x\nend\n";
