@@ -433,6 +433,55 @@ TEST(onnx_import__residual_add_matches_reference)
 	arena_free();
 }
 
+/*
+ * auto_pad=SAME_LOWER with dilation 2 and stride 2 on 8x8: output 4x4, total
+ * padding (4-1)*2 + (3-1)*2 + 1 - 8 = 3, the odd pixel at the top/left, so
+ * pads t=2, l=2, b=1, r=1 (worked out here by hand, not by the importer).
+ */
+TEST(onnx_import__dilated_same_lower_conv_matches_reference)
+{
+	static const int64_t xd[4] = { 1, 2, 8, 8 }, wd[4] = { 3, 2, 3, 3 }, od[4] = { 1, 3, 4, 4 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	struct model_conv cv = { .out_channels = 3,
+				 .kh = 3,
+				 .kw = 3,
+				 .stride_h = 2,
+				 .stride_w = 2,
+				 .pad_t = 2,
+				 .pad_l = 2,
+				 .pad_b = 1,
+				 .pad_r = 1,
+				 .dil_h = 2,
+				 .dil_w = 2,
+				 .groups = 1 };
+	float *w = rnd_fill(54, -1, 1), *x = rnd_fill(128, -1, 1), *want = mem(48 * 4);
+	Onnx__NodeProto *n;
+	Onnx__AttributeProto *a;
+
+	init_f(&g, "W", 4, wd, w);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	n = node(&g, "Conv", "dil", NAMES("x", "W"), NAMES("y"));
+	attr_ints(n, "strides", 2, (const int64_t[]){ 2, 2 });
+	attr_ints(n, "dilations", 2, (const int64_t[]){ 2, 2 });
+	a = attr(n, "auto_pad", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+	a->has_s = 1;
+	a->s.data = (uint8_t *)"SAME_LOWER";
+	a->s.len = 10;
+	g.outs[g.nr_outs++] = vinfo("y", 4, od, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers);
+	EXPECT_EQ(2, im.model->layers[1].conv.pad_t);
+	EXPECT_EQ(1, im.model->layers[1].conv.pad_b);
+	EXPECT_EQ(2, im.model->layers[1].conv.dil_h);
+	EXPECT_EQ(16u * 3 * 18, im.model->macs);
+	ref_conv(x, xd, w, NULL, &cv, od, want);
+	run_compare(_metadata, &im, x, want, 48);
+	onnx_import_free(&im);
+	arena_free();
+}
+
 /* x[1,5,8] -> MatMul(W[8,6]) -> Add(b[6]) -> Relu: one fc with bias and relu. */
 TEST(onnx_import__matmul_add_becomes_fc)
 {
