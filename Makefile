@@ -70,7 +70,7 @@ CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fopenmp -pthread $(SANFLAGS) \
 	  -Iinclude -Icommon -Idaemon -Iexecutor -Ipolicy -I$(GEN) -isystem $(GEN)/kselftest \
 	  $(PKG_CFLAGS) -MMD -MP
 LDFLAGS += -fopenmp -pthread $(SANFLAGS)
-LDLIBS := $(PKG_LIBS) -ldnnl -lm
+LDLIBS := $(PKG_LIBS) -ldnnl -lprotobuf-c -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Iinclude -I$(GEN)
 
 # ---- sources, found by folder ------------------------------------------------
@@ -79,7 +79,7 @@ SKELS := $(patsubst bpf/%.bpf.c,$(GEN)/%.skel.h,$(BPF_SRCS))
 
 COMMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard common/*.c))
 DAEMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out daemon/colocd.c,$(wildcard daemon/*.c)))
-EXEC_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard executor/*.c))
+EXEC_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard executor/*.c)) $(OBJ)/$(GEN)/onnx.pb-c.o
 POLICY_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard policy/*.c))
 TESTLIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out %_test.c,$(wildcard tests/*.c)))
 
@@ -125,6 +125,15 @@ $(KSFT_HDRS) &:
 		linux-source-6.1/tools/testing/selftests/kselftest.h \
 		linux-source-6.1/tools/testing/selftests/kselftest_harness.h
 	$(Q)touch $(KSFT_HDRS)
+
+# ONNX's schema as Debian's libonnx-dev ships it, compiled to C with protobuf-c.
+ONNX_PROTO := /usr/include/onnx/onnx.proto
+$(GEN)/onnx.pb-c.c $(GEN)/onnx.pb-c.h &: $(ONNX_PROTO)
+	$(call msg,PROTOC-C,$@)
+	$(Q)mkdir -p $(GEN)
+	$(Q)protoc-c --proto_path=$(dir $(ONNX_PROTO)) --c_out=$(GEN) $(ONNX_PROTO)
+$(patsubst %.c,$(OBJ)/%.o,$(wildcard executor/onnx_*.c tests/onnx_*.c tools/coloc-import.c)): \
+	| $(GEN)/onnx.pb-c.h
 
 # ---- C objects and libraries -------------------------------------------------
 $(OBJ)/%.o: %.c | $(SKELS)

@@ -14,6 +14,7 @@ PACKAGES=(
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	liburing-dev libhwloc-dev libjson-c-dev
 	libdnnl-dev
+	libonnx-dev protobuf-c-compiler libprotobuf-c-dev
 	linux-source-6.1
 )
 GROUP=coloc

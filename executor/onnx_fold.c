@@ -1,0 +1,774 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Constant folding for the ONNX importer: a node whose inputs are all
+ * constants (initializers, Constant nodes, earlier folds) is computed here
+ * and its outputs become constants; Shape needs only its input's shape,
+ * which is always known. So shape subgraphs (Shape -> Gather -> Concat ->
+ * Reshape) and weight preprocessing (Transpose, Cast, Unsqueeze of
+ * initializers) disappear before lowering. Also the shape rules that the
+ * lowering shares (Reshape, Squeeze, Unsqueeze, Flatten, Slice).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_internal.h"
+
+int onnx_axis(struct onnx_ctx *c, int64_t axis, int rank, int *out)
+{
+	if (axis < -rank || axis >= rank)
+		return onnx_refuse(c, -EINVAL, "axis %lld is out of range for rank %d",
+				   (long long)axis, rank);
+	*out = (int)(axis < 0 ? axis + rank : axis);
+	return 0;
+}
+
+static int shape_check(struct onnx_ctx *c, struct model_shape *s)
+{
+	int64_t n = 1;
+
+	for (int i = 0; i < s->ndims; i++) {
+		if (s->dims[i] < 0 || s->dims[i] > (1ll << 32))
+			return onnx_refuse(c, -EINVAL, "a result dim would be %lld",
+					   (long long)s->dims[i]);
+		n *= s->dims[i];
+		if (n > ONNX_MAX_CONST_ELEMS)
+			return onnx_refuse(c, -E2BIG, "a result would have more than %lld elements",
+					   ONNX_MAX_CONST_ELEMS);
+	}
+	return 0;
+}
+
+int onnx_reshape_resolve(struct onnx_ctx *c, const struct model_shape *in, const double *dims,
+			 int64_t n, bool allowzero, struct model_shape *out)
+{
+	int64_t known = 1, total = onnx_elems(in);
+	int infer = -1;
+
+	if (n < 0 || n > ONNX_MAX_RANK)
+		return onnx_refuse(c, -EOPNOTSUPP, "target rank %lld (at most %d)", (long long)n,
+				   ONNX_MAX_RANK);
+	out->ndims = (int)n;
+	for (int i = 0; i < n; i++) {
+		int64_t d = onnx_i64(dims[i]);
+
+		if (d == 0 && !allowzero) {
+			if (i >= in->ndims)
+				return onnx_refuse(c, -EINVAL,
+						   "dim %d is 0 (copy) beyond the input's "
+						   "rank",
+						   i);
+			d = in->dims[i];
+		}
+		if (d == -1) {
+			if (infer >= 0)
+				return onnx_refuse(c, -EINVAL, "two dims are -1");
+			infer = i;
+			d = 1;
+		} else if (d < 0 || d > (1ll << 32)) {
+			return onnx_refuse(c, -EINVAL, "dim %d is %lld", i, (long long)d);
+		}
+		out->dims[i] = d;
+		known *= d;
+		if (known > (1ll << 40))
+			return onnx_refuse(c, -EINVAL, "the target shape is too large");
+	}
+	if (infer >= 0) {
+		if (!known || total % known)
+			return onnx_refuse(c, -EINVAL, "%lld elements cannot fill the target shape",
+					   (long long)total);
+		out->dims[infer] = total / known;
+		known = total;
+	}
+	if (known != total)
+		return onnx_refuse(c, -EINVAL,
+				   "the target shape holds %lld elements, the input %lld",
+				   (long long)known, (long long)total);
+	return 0;
+}
+
+/* axes from the attribute (before opset 13) or the constant input 1. */
+static int axes_of(struct onnx_ctx *c, const Onnx__NodeProto *n, int64_t *axes, int *nr)
+{
+	struct onnx_value *a;
+	int ret = onnx_attr_ints(c, n, "axes", axes, 2 * ONNX_MAX_RANK, nr);
+
+	if (ret || *nr >= 0)
+		return ret;
+	a = onnx_input(c, n, 1);
+	if (!a)
+		return 0;
+	if (!a->data)
+		return onnx_refuse(c, -EOPNOTSUPP, "axes are computed at run time, not constant");
+	if (onnx_elems(&a->shape) > 2 * ONNX_MAX_RANK)
+		return onnx_refuse(c, -EINVAL, "too many axes");
+	*nr = (int)onnx_elems(&a->shape);
+	for (int i = 0; i < *nr; i++)
+		axes[i] = onnx_i64(a->data[i]);
+	return 0;
+}
+
+int onnx_squeeze_shape(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct model_shape *in,
+		       bool unsqueeze, struct model_shape *out)
+{
+	int64_t axes[2 * ONNX_MAX_RANK];
+	bool mark[2 * ONNX_MAX_RANK] = { false };
+	int nr, ret = axes_of(c, n, axes, &nr), rank, k = 0;
+
+	if (ret)
+		return ret;
+	if (unsqueeze && nr < 1)
+		return onnx_refuse(c, -EINVAL, "Unsqueeze without axes");
+	rank = unsqueeze ? in->ndims + nr : in->ndims;
+	if (rank > ONNX_MAX_RANK)
+		return onnx_refuse(c, -EOPNOTSUPP, "the result would have rank %d (at most %d)",
+				   rank, ONNX_MAX_RANK);
+	for (int i = 0; i < nr; i++) {
+		int a = 0;
+
+		ret = onnx_axis(c, axes[i], rank, &a);
+		if (ret)
+			return ret;
+		if (mark[a])
+			return onnx_refuse(c, -EINVAL, "axis %d is given twice", a);
+		mark[a] = true;
+		if (!unsqueeze && in->dims[a] != 1)
+			return onnx_refuse(c, -EINVAL, "dim %d is %lld, not 1", a,
+					   (long long)in->dims[a]);
+	}
+	out->ndims = 0;
+	for (int i = 0; i < rank; i++) {
+		if (unsqueeze) {
+			out->dims[out->ndims++] = mark[i] ? 1 : in->dims[k++];
+		} else if (!(nr < 0 ? in->dims[i] == 1 : mark[i])) {
+			out->dims[out->ndims++] = in->dims[i];
+		}
+	}
+	return 0;
+}
+
+int onnx_flatten_shape(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct model_shape *in,
+		       struct model_shape *out)
+{
+	int64_t axis;
+	int a = 0, ret = onnx_attr_int(c, n, "axis", 1, &axis);
+
+	if (!ret && axis == in->ndims)
+		a = in->ndims;
+	else if (!ret)
+		ret = onnx_axis(c, axis, in->ndims, &a);
+	if (ret)
+		return ret;
+	out->ndims = 2;
+	out->dims[0] = out->dims[1] = 1;
+	for (int i = 0; i < in->ndims; i++)
+		out->dims[i >= a] *= in->dims[i];
+	return 0;
+}
+
+/* Up to rank values from the attribute (opset < 10) or constant input k. */
+static int slice_list(struct onnx_ctx *c, const Onnx__NodeProto *n, const char *attr, size_t k,
+		      int64_t *v, int *nr)
+{
+	struct onnx_value *a;
+
+	if (c->opset < 10)
+		return onnx_attr_ints(c, n, attr, v, ONNX_MAX_RANK, nr);
+	*nr = -1;
+	a = onnx_input(c, n, k);
+	if (!a)
+		return 0;
+	if (!a->data)
+		return onnx_refuse(c, -EOPNOTSUPP, "Slice %s are computed at run time", attr);
+	if (onnx_elems(&a->shape) > ONNX_MAX_RANK)
+		return onnx_refuse(c, -EINVAL, "Slice has more than %d %s", ONNX_MAX_RANK, attr);
+	*nr = (int)onnx_elems(&a->shape);
+	for (int i = 0; i < *nr; i++)
+		v[i] = a->data[i] > 9e18  ? INT64_MAX :
+		       a->data[i] < -9e18 ? INT64_MIN :
+					    onnx_i64(a->data[i]);
+	return 0;
+}
+
+int onnx_slice_params(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct model_shape *in,
+		      int64_t *start, int64_t *step, struct model_shape *out)
+{
+	int64_t starts[ONNX_MAX_RANK], ends[ONNX_MAX_RANK], axes[ONNX_MAX_RANK],
+		steps[ONNX_MAX_RANK];
+	int ns, ne, na, nst, ret;
+
+	ret = slice_list(c, n, "starts", 1, starts, &ns);
+	if (!ret)
+		ret = slice_list(c, n, "ends", 2, ends, &ne);
+	if (!ret)
+		ret = slice_list(c, n, "axes", 3, axes, &na);
+	if (!ret && c->opset >= 10)
+		ret = slice_list(c, n, "steps", 4, steps, &nst);
+	else
+		nst = -1;
+	if (ret)
+		return ret;
+	if (ns < 0 || ns != ne || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
+		return onnx_refuse(c, -EINVAL, "starts, ends, axes and steps differ in length");
+	*out = *in;
+	for (int i = 0; i < in->ndims; i++) {
+		start[i] = 0;
+		step[i] = 1;
+	}
+	for (int i = 0; i < ns; i++) {
+		int64_t d, s, e, st = nst >= 0 ? steps[i] : 1;
+		int a = 0;
+
+		ret = onnx_axis(c, na >= 0 ? axes[i] : i, in->ndims, &a);
+		if (ret)
+			return ret;
+		d = in->dims[a];
+		if (st == 0)
+			return onnx_refuse(c, -EINVAL, "step 0");
+		s = starts[i] < 0 ? (starts[i] < -d ? 0 : starts[i] + d) : starts[i];
+		e = ends[i] < 0 ? (ends[i] < -d ? -1 : ends[i] + d) : ends[i];
+		if (st > 0) {
+			s = s > d ? d : s;
+			e = e > d ? d : (e < 0 ? 0 : e);
+			out->dims[a] = e > s ? (e - s + st - 1) / st : 0;
+		} else {
+			s = s > d - 1 ? d - 1 : s;
+			e = e > d - 1 ? d - 1 : e;
+			out->dims[a] = s > e ? (s - e - st - 1) / -st : 0;
+		}
+		start[a] = s;
+		step[a] = st;
+	}
+	return 0;
+}
+
+/* ---- folds --------------------------------------------------------------- */
+
+static double *alloc_elems(struct onnx_ctx *c, int64_t n)
+{
+	double *d = malloc((size_t)(n ? n : 1) * sizeof(double));
+
+	if (!d)
+		coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+	return d;
+}
+
+static int out_copy(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct onnx_value *v,
+		    const struct model_shape *s)
+{
+	int64_t e = onnx_elems(s);
+	double *d = alloc_elems(c, e);
+
+	if (!d)
+		return -ENOMEM;
+	memcpy(d, v->data, (size_t)e * sizeof(double));
+	return onnx_output_const(c, n, 0, s, d, v->is_int);
+}
+
+static int fold_constant(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	const Onnx__AttributeProto *a = onnx_attr(n, "value");
+	struct model_shape s = { 0 };
+	bool is_int = false;
+	double *d;
+	int ret;
+
+	if (a && a->t) {
+		ret = onnx_tensor_decode(c, a->t, &s, &d, &is_int);
+		return ret ? ret : onnx_output_const(c, n, 0, &s, d, is_int);
+	}
+	if ((a = onnx_attr(n, "value_float")) || (a = onnx_attr(n, "value_int"))) {
+		d = alloc_elems(c, 1);
+		if (!d)
+			return -ENOMEM;
+		is_int = a->has_i;
+		d[0] = is_int ? (double)a->i : a->f;
+		return onnx_output_const(c, n, 0, &s, d, is_int);
+	}
+	if ((a = onnx_attr(n, "value_floats")) || (a = onnx_attr(n, "value_ints"))) {
+		is_int = a->n_ints > 0;
+		s.ndims = 1;
+		s.dims[0] = (int64_t)(is_int ? a->n_ints : a->n_floats);
+		d = alloc_elems(c, s.dims[0]);
+		if (!d)
+			return -ENOMEM;
+		for (int64_t i = 0; i < s.dims[0]; i++)
+			d[i] = is_int ? (double)a->ints[i] : a->floats[i];
+		return onnx_output_const(c, n, 0, &s, d, is_int);
+	}
+	return onnx_refuse(c, -EOPNOTSUPP, "a Constant without a tensor, float(s) or int(s) value");
+}
+
+static int fold_shape(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *in = onnx_input(c, n, 0);
+	int64_t start, end;
+	struct model_shape s = { .ndims = 1 };
+	double *d;
+	int r = in->shape.ndims, ret;
+
+	ret = onnx_attr_int(c, n, "start", 0, &start);
+	if (!ret)
+		ret = onnx_attr_int(c, n, "end", r, &end);
+	if (ret)
+		return ret;
+	start = start < 0 ? (start + r < 0 ? 0 : start + r) : (start > r ? r : start);
+	end = end < 0 ? (end + r < 0 ? 0 : end + r) : (end > r ? r : end);
+	s.dims[0] = end > start ? end - start : 0;
+	d = alloc_elems(c, s.dims[0]);
+	if (!d)
+		return -ENOMEM;
+	for (int64_t i = 0; i < s.dims[0]; i++)
+		d[i] = (double)in->shape.dims[start + i];
+	return onnx_output_const(c, n, 0, &s, d, true);
+}
+
+static int fold_identity(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *in = onnx_input(c, n, 0);
+
+	return out_copy(c, n, in, &in->shape);
+}
+
+static int fold_cast(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *in = onnx_input(c, n, 0);
+	int64_t to, e = onnx_elems(&in->shape);
+	bool is_int;
+	double *d;
+	int ret = onnx_attr_int(c, n, "to", 0, &to);
+
+	if (ret)
+		return ret;
+	if (to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ||
+	    to == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+		is_int = false;
+	else if (to == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 ||
+		 to == ONNX__TENSOR_PROTO__DATA_TYPE__INT32 ||
+		 to == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL)
+		is_int = true;
+	else
+		return onnx_refuse(c, -EOPNOTSUPP, "Cast to data type %lld", (long long)to);
+	d = alloc_elems(c, e);
+	if (!d)
+		return -ENOMEM;
+	for (int64_t i = 0; i < e; i++) {
+		double x = in->data[i];
+
+		if (to == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL)
+			x = x != 0;
+		else if (is_int)
+			x = trunc(x);
+		else if (to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+			x = (float)x;
+		d[i] = x;
+	}
+	return onnx_output_const(c, n, 0, &in->shape, d, is_int);
+}
+
+static int fold_reshape_like(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *in = onnx_input(c, n, 0), *sh;
+	struct model_shape s;
+	int64_t allowzero;
+	int ret;
+
+	if (!strcmp(n->op_type, "Squeeze") || !strcmp(n->op_type, "Unsqueeze")) {
+		ret = onnx_squeeze_shape(c, n, &in->shape, n->op_type[0] == 'U', &s);
+	} else if (!strcmp(n->op_type, "Flatten")) {
+		ret = onnx_flatten_shape(c, n, &in->shape, &s);
+	} else {
+		sh = onnx_input(c, n, 1);
+		if (!sh || sh->shape.ndims != 1)
+			return onnx_refuse(c, -EINVAL, "Reshape needs a 1-D shape input");
+		ret = onnx_attr_int(c, n, "allowzero", 0, &allowzero);
+		if (!ret)
+			ret = onnx_reshape_resolve(c, &in->shape, sh->data, sh->shape.dims[0],
+						   allowzero, &s);
+	}
+	return ret ? ret : out_copy(c, n, in, &s);
+}
+
+/* Row-major strides of s. */
+static void strides_of(const struct model_shape *s, int64_t *st)
+{
+	int64_t acc = 1;
+
+	for (int i = s->ndims - 1; i >= 0; i--) {
+		st[i] = acc;
+		acc *= s->dims[i];
+	}
+}
+
+/* Walks every index of out; src offset = sum(idx[i] * sst[i]) + base. */
+static void gather_strided(const double *src, int64_t base, const int64_t *sst,
+			   const struct model_shape *out, double *dst)
+{
+	int64_t idx[ONNX_MAX_RANK] = { 0 }, e = onnx_elems(out);
+
+	for (int64_t k = 0; k < e; k++) {
+		int64_t off = base;
+
+		for (int i = 0; i < out->ndims; i++)
+			off += idx[i] * sst[i];
+		dst[k] = src[off];
+		for (int i = out->ndims - 1; i >= 0; i--) {
+			if (++idx[i] < out->dims[i])
+				break;
+			idx[i] = 0;
+		}
+	}
+}
+
+static int fold_slice(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *in = onnx_input(c, n, 0);
+	int64_t start[ONNX_MAX_RANK], step[ONNX_MAX_RANK], st[ONNX_MAX_RANK], sst[ONNX_MAX_RANK];
+	int64_t base = 0;
+	struct model_shape s;
+	double *d;
+	int ret = onnx_slice_params(c, n, &in->shape, start, step, &s);
+
+	if (ret)
+		return ret;
+	strides_of(&in->shape, st);
+	for (int i = 0; i < s.ndims; i++) {
+		base += start[i] * st[i];
+		sst[i] = step[i] * st[i];
+	}
+	d = alloc_elems(c, onnx_elems(&s));
+	if (!d)
+		return -ENOMEM;
+	if (onnx_elems(&s))
+		gather_strided(in->data, base, sst, &s, d);
+	return onnx_output_const(c, n, 0, &s, d, in->is_int);
+}
+
+static int fold_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *in = onnx_input(c, n, 0);
+	int64_t perm[ONNX_MAX_RANK], st[ONNX_MAX_RANK], sst[ONNX_MAX_RANK];
+	struct model_shape s = { .ndims = in->shape.ndims };
+	bool seen[ONNX_MAX_RANK] = { false };
+	double *d;
+	int nr, ret = onnx_attr_ints(c, n, "perm", perm, ONNX_MAX_RANK, &nr);
+
+	if (ret)
+		return ret;
+	if (nr < 0)
+		for (nr = 0; nr < s.ndims; nr++)
+			perm[nr] = s.ndims - 1 - nr;
+	if (nr != s.ndims)
+		return onnx_refuse(c, -EINVAL, "perm has %d entries for rank %d", nr, s.ndims);
+	strides_of(&in->shape, st);
+	for (int i = 0; i < nr; i++) {
+		if (perm[i] < 0 || perm[i] >= nr || seen[perm[i]])
+			return onnx_refuse(c, -EINVAL, "perm is not a permutation");
+		seen[perm[i]] = true;
+		s.dims[i] = in->shape.dims[perm[i]];
+		sst[i] = st[perm[i]];
+	}
+	d = alloc_elems(c, onnx_elems(&s));
+	if (!d)
+		return -ENOMEM;
+	if (onnx_elems(&s))
+		gather_strided(in->data, 0, sst, &s, d);
+	return onnx_output_const(c, n, 0, &s, d, in->is_int);
+}
+
+static int fold_concat(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *first = onnx_input(c, n, 0);
+	int64_t axis, outer = 1, o = 0;
+	struct model_shape s;
+	double *d;
+	int a = 0, ret;
+
+	if (!first)
+		return onnx_refuse(c, -EINVAL, "Concat without inputs");
+	s = first->shape;
+	ret = onnx_attr_int(c, n, "axis", 0, &axis);
+	if (!ret)
+		ret = onnx_axis(c, axis, s.ndims, &a);
+	if (ret)
+		return ret;
+	s.dims[a] = 0;
+	for (size_t k = 0; k < n->n_input; k++) {
+		struct onnx_value *v = onnx_input(c, n, k);
+
+		if (!v || v->shape.ndims != s.ndims)
+			return onnx_refuse(c, -EINVAL, "inputs differ in rank");
+		for (int i = 0; i < s.ndims; i++)
+			if (i != a && v->shape.dims[i] != s.dims[i])
+				return onnx_refuse(c, -EINVAL, "inputs differ in dim %d", i);
+		s.dims[a] += v->shape.dims[a];
+	}
+	ret = shape_check(c, &s);
+	if (ret)
+		return ret;
+	for (int i = 0; i < a; i++)
+		outer *= s.dims[i];
+	d = alloc_elems(c, onnx_elems(&s));
+	if (!d)
+		return -ENOMEM;
+	for (int64_t r = 0; r < outer; r++)
+		for (size_t k = 0; k < n->n_input; k++) {
+			struct onnx_value *v = onnx_input(c, n, k);
+			int64_t chunk = outer ? onnx_elems(&v->shape) / outer : 0;
+
+			memcpy(d + o, v->data + r * chunk, (size_t)chunk * sizeof(double));
+			o += chunk;
+		}
+	return onnx_output_const(c, n, 0, &s, d, first->is_int);
+}
+
+static int fold_gather(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *in = onnx_input(c, n, 0), *ix = onnx_input(c, n, 1);
+	int64_t axis, outer = 1, inner = 1, ni, d_ax, e;
+	struct model_shape s = { 0 };
+	double *d;
+	int a = 0, ret;
+
+	if (!ix)
+		return onnx_refuse(c, -EINVAL, "Gather without indices");
+	ret = onnx_attr_int(c, n, "axis", 0, &axis);
+	if (!ret)
+		ret = onnx_axis(c, axis, in->shape.ndims, &a);
+	if (ret)
+		return ret;
+	if (in->shape.ndims - 1 + ix->shape.ndims > ONNX_MAX_RANK)
+		return onnx_refuse(c, -EOPNOTSUPP, "the result would have rank over %d",
+				   ONNX_MAX_RANK);
+	for (int i = 0; i < a; i++) {
+		s.dims[s.ndims++] = in->shape.dims[i];
+		outer *= in->shape.dims[i];
+	}
+	for (int i = 0; i < ix->shape.ndims; i++)
+		s.dims[s.ndims++] = ix->shape.dims[i];
+	for (int i = a + 1; i < in->shape.ndims; i++) {
+		s.dims[s.ndims++] = in->shape.dims[i];
+		inner *= in->shape.dims[i];
+	}
+	ret = shape_check(c, &s);
+	if (ret)
+		return ret;
+	ni = onnx_elems(&ix->shape);
+	d_ax = in->shape.dims[a];
+	e = onnx_elems(&s);
+	d = alloc_elems(c, e);
+	if (!d)
+		return -ENOMEM;
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t j = 0; j < ni; j++) {
+			int64_t k = onnx_i64(ix->data[j]);
+
+			if (k < 0)
+				k += d_ax;
+			if (k < 0 || k >= d_ax) {
+				free(d);
+				return onnx_refuse(c, -EINVAL, "index %lld is out of range 0..%lld",
+						   (long long)onnx_i64(ix->data[j]),
+						   (long long)d_ax - 1);
+			}
+			memcpy(d + (o * ni + j) * inner, in->data + (o * d_ax + k) * inner,
+			       (size_t)inner * sizeof(double));
+		}
+	return onnx_output_const(c, n, 0, &s, d, in->is_int);
+}
+
+/* numpy broadcasting of two shapes. */
+static int broadcast(struct onnx_ctx *c, const struct model_shape *a, const struct model_shape *b,
+		     struct model_shape *out)
+{
+	out->ndims = a->ndims > b->ndims ? a->ndims : b->ndims;
+	for (int i = 0; i < out->ndims; i++) {
+		int ia = i - (out->ndims - a->ndims), ib = i - (out->ndims - b->ndims);
+		int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+
+		if (da != db && da != 1 && db != 1)
+			return onnx_refuse(c, -EINVAL,
+					   "shapes do not broadcast (dim %d: %lld vs %lld)", i,
+					   (long long)da, (long long)db);
+		out->dims[i] = da == 1 ? db : da;
+	}
+	return shape_check(c, out);
+}
+
+/* Broadcast strides of a (right-aligned to out, 0 along size-1 dims). */
+static void bstrides(const struct model_shape *a, const struct model_shape *out, int64_t *bst)
+{
+	int64_t st[ONNX_MAX_RANK];
+
+	strides_of(a, st);
+	for (int i = 0; i < out->ndims; i++) {
+		int ia = i - (out->ndims - a->ndims);
+
+		bst[i] = ia >= 0 && a->dims[ia] != 1 ? st[ia] : 0;
+	}
+}
+
+static double apply(char op, double x, double y, bool is_int)
+{
+	switch (op) {
+	case 'A':
+		return x + y;
+	case 'S':
+		return x - y;
+	case 'M':
+		return x * y;
+	case 'D':
+		return is_int ? (y ? trunc(x / y) : 0) : x / y;
+	default:
+		return pow(x, y);
+	}
+}
+
+static int fold_binary(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *a = onnx_input(c, n, 0), *b = onnx_input(c, n, 1);
+	int64_t sa[ONNX_MAX_RANK], sb[ONNX_MAX_RANK], idx[ONNX_MAX_RANK] = { 0 }, e;
+	char op = n->op_type[0] == 'P' ? 'P' : n->op_type[0];
+	bool is_int;
+	struct model_shape s;
+	double *d;
+	int ret;
+
+	if (!b)
+		return onnx_refuse(c, -EINVAL, "a binary op with one input");
+	is_int = a->is_int && b->is_int;
+	ret = broadcast(c, &a->shape, &b->shape, &s);
+	if (ret)
+		return ret;
+	bstrides(&a->shape, &s, sa);
+	bstrides(&b->shape, &s, sb);
+	e = onnx_elems(&s);
+	d = alloc_elems(c, e);
+	if (!d)
+		return -ENOMEM;
+	for (int64_t k = 0; k < e; k++) {
+		int64_t oa = 0, ob = 0;
+
+		for (int i = 0; i < s.ndims; i++) {
+			oa += idx[i] * sa[i];
+			ob += idx[i] * sb[i];
+		}
+		d[k] = apply(op, a->data[oa], b->data[ob], is_int);
+		if (!is_int)
+			d[k] = (float)d[k];
+		for (int i = s.ndims - 1; i >= 0; i--) {
+			if (++idx[i] < s.dims[i])
+				break;
+			idx[i] = 0;
+		}
+	}
+	return onnx_output_const(c, n, 0, &s, d, is_int);
+}
+
+static int fold_unary(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *in = onnx_input(c, n, 0);
+	int64_t e = onnx_elems(&in->shape);
+	bool neg = !strcmp(n->op_type, "Neg");
+	double *d = alloc_elems(c, e);
+
+	if (!d)
+		return -ENOMEM;
+	for (int64_t i = 0; i < e; i++)
+		d[i] = neg ? -in->data[i] : (float)sqrt(in->data[i]);
+	return onnx_output_const(c, n, 0, &in->shape, d, neg && in->is_int);
+}
+
+static int fold_constant_of_shape(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	const Onnx__AttributeProto *a = onnx_attr(n, "value");
+	struct onnx_value *in = onnx_input(c, n, 0);
+	struct model_shape s = { 0 }, vs;
+	double fill = 0, *d, *v = NULL;
+	bool is_int = false;
+	int ret;
+
+	if (in->shape.ndims != 1 || in->shape.dims[0] > ONNX_MAX_RANK)
+		return onnx_refuse(c, -EOPNOTSUPP, "the shape input is not 1-D of rank <= %d",
+				   ONNX_MAX_RANK);
+	s.ndims = (int)in->shape.dims[0];
+	for (int i = 0; i < s.ndims; i++)
+		s.dims[i] = onnx_i64(in->data[i]);
+	ret = shape_check(c, &s);
+	if (ret)
+		return ret;
+	if (a && a->t) {
+		ret = onnx_tensor_decode(c, a->t, &vs, &v, &is_int);
+		if (ret)
+			return ret;
+		if (onnx_elems(&vs) != 1) {
+			free(v);
+			return onnx_refuse(c, -EINVAL, "value is not one element");
+		}
+		fill = v[0];
+		free(v);
+	}
+	d = alloc_elems(c, onnx_elems(&s));
+	if (!d)
+		return -ENOMEM;
+	for (int64_t i = 0; i < onnx_elems(&s); i++)
+		d[i] = fill;
+	return onnx_output_const(c, n, 0, &s, d, is_int);
+}
+
+struct fold_op {
+	const char *type;
+	int (*fold)(struct onnx_ctx *c, const Onnx__NodeProto *n);
+	bool shape_only; /* needs only input 0's shape, not its values */
+};
+
+static const struct fold_op fold_ops[] = {
+	{ "Constant", fold_constant, true },
+	{ "Shape", fold_shape, true },
+	{ "Identity", fold_identity, false },
+	{ "Cast", fold_cast, false },
+	{ "Reshape", fold_reshape_like, false },
+	{ "Squeeze", fold_reshape_like, false },
+	{ "Unsqueeze", fold_reshape_like, false },
+	{ "Flatten", fold_reshape_like, false },
+	{ "Slice", fold_slice, false },
+	{ "Transpose", fold_transpose, false },
+	{ "Concat", fold_concat, false },
+	{ "Gather", fold_gather, false },
+	{ "Add", fold_binary, false },
+	{ "Sub", fold_binary, false },
+	{ "Mul", fold_binary, false },
+	{ "Div", fold_binary, false },
+	{ "Pow", fold_binary, false },
+	{ "Sqrt", fold_unary, false },
+	{ "Neg", fold_unary, false },
+	{ "ConstantOfShape", fold_constant_of_shape, false },
+};
+
+int onnx_fold(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	const struct fold_op *op = NULL;
+	int ret;
+
+	for (size_t i = 0; i < sizeof(fold_ops) / sizeof(fold_ops[0]); i++)
+		if (!strcmp(fold_ops[i].type, n->op_type))
+			op = &fold_ops[i];
+	if (!op)
+		return 0;
+	if (op->shape_only) {
+		if (strcmp(op->type, "Constant") && !onnx_input(c, n, 0))
+			return onnx_refuse(c, -EINVAL, "Shape without an input");
+	} else {
+		if (!onnx_input(c, n, 0))
+			return 0;
+		for (size_t k = 0; k < n->n_input; k++) {
+			struct onnx_value *v = onnx_input(c, n, k);
+
+			if (v && !v->data)
+				return 0;
+		}
+	}
+	ret = op->fold(c, n);
+	return ret ? ret : 1;
+}

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Shared by the ONNX importer's files: the graph being lowered (values by
+ * name, each either a constant or the output of a coloc layer), the coloc
+ * layers built so far with their parameters, and the helpers every op uses.
+ *
+ *   onnx_graph.c   file in, protobuf unpack, values, initializers, inputs
+ *   onnx_fold.c    constant folding and Shape (shape subgraphs vanish)
+ *   onnx_lower.c   one function per op into coloc layers, with the fusions
+ *   onnx_pattern.c multi-node patterns (GELU) fused into one coloc activation
+ *   onnx_emit.c    coloc model text and weights file out
+ *   onnx_import.c  the driver: the node walk, parse back, shape check
+ */
+#ifndef COLOC_ONNX_INTERNAL_H
+#define COLOC_ONNX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "onnx.pb-c.h"
+#include "onnx_import.h"
+
+#define ONNX_MAX_CONST_ELEMS (1ll << 28) /* a folded constant (ConstantOfShape) */
+#define ONNX_MAX_NODES 200000
+#define ONNX_MAX_VALUES 1000000
+#define ONNX_MAX_RANK MODEL_MAX_DIMS
+
+/* A named tensor of the graph. */
+struct onnx_value {
+	const char *name; /* owned by the unpacked protobuf, or by a node's output */
+	struct model_shape shape; /* known for every value that exists */
+	double *data; /* a constant's elements (row-major); NULL: a layer's output */
+	bool is_int; /* a constant of an integer or bool type */
+	int layer; /* the coloc layer computing it; -1 for constants */
+	int uses; /* how many node inputs and graph outputs read it */
+	bool defined; /* produced by an initializer, a graph input or an earlier node */
+	int nr_readers; /* nodes reading it, their indices at ctx.readers[rd_off...] */
+	int rd_off;
+};
+
+/* A coloc layer being built, with its parameters (logical layouts of WEIGHTS.md). */
+struct onnx_layer {
+	struct model_layer l; /* op, inputs, out shape, act and the op's fields */
+	int uses; /* reads still to come of the values it computes (for fusion) */
+	char origin[128]; /* "OpType 'node'" of the ONNX node(s), for the text's comments */
+	float *t[2]; /* weights/gamma/table, then bias/beta */
+	int64_t nt[2];
+};
+
+struct onnx_ctx {
+	const char *file;
+	const struct onnx_import_opts *opts;
+	struct coloc_err *err;
+	Onnx__ModelProto *mp;
+	Onnx__GraphProto *g;
+	int64_t opset; /* of the default domain */
+	const Onnx__NodeProto *node; /* the node being lowered, for messages */
+
+	struct onnx_value *vals;
+	int nr_vals, cap_vals;
+	int *hash; /* open addressing over vals, -1 = empty */
+	int hash_cap;
+	int *readers; /* per value, the nodes reading it, in graph order */
+
+	struct onnx_layer *layers;
+	int nr_layers, cap_layers;
+	int *layer_hash; /* open addressing over layer names, -1 = empty */
+};
+
+/* A constant's element as an integer, clamped so that no cast overflows. */
+static inline int64_t onnx_i64(double x)
+{
+	return x > 4e18 ? (int64_t)4e18 : x < -4e18 ? (int64_t)-4e18 : x != x ? 0 : (int64_t)x;
+}
+
+/* onnx_graph.c */
+struct onnx_value *onnx_value_find(struct onnx_ctx *c, const char *name);
+/* A new value; -EEXIST (SSA broken) or -ENOMEM through c->err. */
+int onnx_value_add(struct onnx_ctx *c, const char *name, struct onnx_value **out);
+/* Input i of the current node, or NULL if absent (an empty name or i out of range). */
+struct onnx_value *onnx_input(struct onnx_ctx *c, const Onnx__NodeProto *n, size_t i);
+int onnx_graph_open(struct onnx_ctx *c, const void *buf, size_t len);
+void onnx_graph_close(struct onnx_ctx *c);
+/* A new layer; its name is made from the node's (unique, format-safe). */
+int onnx_layer_add(struct onnx_ctx *c, enum model_op op, const char *name, struct onnx_layer **out);
+/* Makes the node's output i a layer's output (adds its uses to the layer). */
+int onnx_output_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, size_t i, int layer);
+/* Makes the node's output i a constant taking ownership of data (freed on error). */
+int onnx_output_const(struct onnx_ctx *c, const Onnx__NodeProto *n, size_t i,
+		      const struct model_shape *s, double *data, bool is_int);
+
+/* A TensorProto into doubles (shape, is_int); every size checked. 0 or -errno. */
+int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct model_shape *s,
+		       double **data, bool *is_int);
+const Onnx__AttributeProto *onnx_attr(const Onnx__NodeProto *n, const char *name);
+int onnx_attr_int(struct onnx_ctx *c, const Onnx__NodeProto *n, const char *name, int64_t def,
+		  int64_t *v);
+int onnx_attr_float(struct onnx_ctx *c, const Onnx__NodeProto *n, const char *name, float def,
+		    float *v);
+/* An ints attribute of at most max entries; *nr = -1 when absent. */
+int onnx_attr_ints(struct onnx_ctx *c, const Onnx__NodeProto *n, const char *name, int64_t *v,
+		   int max, int *nr);
+/* The attribute's string, or def. */
+const char *onnx_attr_str(const Onnx__NodeProto *n, const char *name, char *buf, size_t len,
+			  const char *def);
+
+/*
+ * Records "FILE: node 'N' (OpType, opset K, inputs [..], [..]): WHY" for the
+ * current node and returns code.
+ */
+__attribute__((format(printf, 3, 4))) int onnx_refuse(struct onnx_ctx *c, int code, const char *fmt,
+						      ...);
+void onnx_shape_str(const struct model_shape *s, char *buf, size_t len);
+int64_t onnx_elems(const struct model_shape *s);
+
+/* onnx_fold.c */
+/* ONNX Reshape's target (0 copies a dim unless allowzero, one -1 is inferred) of in. */
+int onnx_reshape_resolve(struct onnx_ctx *c, const struct model_shape *in, const double *dims,
+			 int64_t n, bool allowzero, struct model_shape *out);
+/* Squeeze/Unsqueeze/Flatten output shapes (axes from the attribute or input 1). */
+int onnx_squeeze_shape(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct model_shape *in,
+		       bool unsqueeze, struct model_shape *out);
+int onnx_flatten_shape(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct model_shape *in,
+		       struct model_shape *out);
+/* Slice's per-axis start and step (clamped as ONNX says), and the output shape. */
+int onnx_slice_params(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct model_shape *in,
+		      int64_t *start, int64_t *step, struct model_shape *out);
+/* Normalises axis (negative counts from the end) for rank; refuses out of range. */
+int onnx_axis(struct onnx_ctx *c, int64_t axis, int rank, int *out);
+/* 1 if the node was folded into constants, 0 if not foldable, or -errno. */
+int onnx_fold(struct onnx_ctx *c, const Onnx__NodeProto *n);
+
+/* onnx_lower.c: lowers a node whose data input is a layer output; 0 or -errno. */
+int onnx_lower(struct onnx_ctx *c, const Onnx__NodeProto *n);
+
+/*
+ * onnx_pattern.c: matches a multi-node pattern (GELU's erf form) starting at
+ * node i; 1 if it was lowered (its later nodes are marked in skip), 0 if no
+ * pattern starts there, or -errno.
+ */
+int onnx_pattern(struct onnx_ctx *c, size_t i, bool *skip);
+
+/* onnx_emit.c */
+int onnx_emit_text(struct onnx_ctx *c, char **text, size_t *len);
+int onnx_emit_weights(struct onnx_ctx *c, unsigned char **buf, size_t *len);
+
+#endif /* COLOC_ONNX_INTERNAL_H */

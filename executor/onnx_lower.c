@@ -1,0 +1,1022 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Lowering of ONNX nodes into coloc layers, one function per op, looked up
+ * in a table. The fusions happen here, as a node meets the layer computing
+ * its input: BatchNormalization folds into the Conv before it (weights
+ * scaled, bias shifted, in double precision); an activation becomes the
+ * fused act= of a conv, fc, add or mul; a constant Add after MatMul/Gemm or
+ * Conv becomes its bias. A fusion is done only when that layer's value has
+ * no other reader. Whatever has no exact coloc equivalent is refused with
+ * onnx_refuse(), which names the node, its op, the opset and its inputs.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_internal.h"
+
+static struct onnx_value *data_input(struct onnx_ctx *c, const Onnx__NodeProto *n, size_t i)
+{
+	struct onnx_value *v = onnx_input(c, n, i);
+
+	if (!v || v->layer < 0)
+		return NULL;
+	return v;
+}
+
+static struct onnx_value *const_input(struct onnx_ctx *c, const Onnx__NodeProto *n, size_t i)
+{
+	struct onnx_value *v = onnx_input(c, n, i);
+
+	return v && v->data ? v : NULL;
+}
+
+static struct onnx_layer *layer_of(struct onnx_ctx *c, const struct onnx_value *v)
+{
+	return &c->layers[v->layer];
+}
+
+/* Whether v's layer can take a fusion: this node is the only reader left. */
+static bool fusible(struct onnx_ctx *c, const struct onnx_value *v)
+{
+	return v->layer >= 0 && layer_of(c, v)->uses == 1 && layer_of(c, v)->l.op != MODEL_OP_INPUT;
+}
+
+static const char *node_label(const Onnx__NodeProto *n)
+{
+	if (n->name && n->name[0])
+		return n->name;
+	return n->n_output && n->output[0][0] ? n->output[0] : n->op_type;
+}
+
+/* A new layer reading the layers of ins, output shape out; node output 0 is it. */
+static int new_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, enum model_op op,
+		     struct onnx_value **ins, int nr, const struct model_shape *out,
+		     struct onnx_layer **lp)
+{
+	struct onnx_layer *l;
+	int ret;
+
+	if (out->ndims < 1 || out->ndims > MODEL_MAX_DIMS)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "the result has rank %d; coloc tensors have 1 to %d "
+				   "dims",
+				   out->ndims, MODEL_MAX_DIMS);
+	ret = onnx_layer_add(c, op, node_label(n), &l);
+	if (ret)
+		return ret;
+	l->l.nr_inputs = nr;
+	for (int i = 0; i < nr; i++)
+		l->l.inputs[i] = ins[i]->layer;
+	l->l.out = *out;
+	*lp = l;
+	return onnx_output_layer(c, n, 0, c->nr_layers - 1);
+}
+
+static int alias(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *v)
+{
+	return onnx_output_layer(c, n, 0, v->layer);
+}
+
+/* Extra outputs (a Dropout mask, MaxPool indices, LayerNorm mean) must be unread. */
+static int only_first_output(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	for (size_t i = 1; i < n->n_output; i++) {
+		struct onnx_value *v = n->output[i][0] ? onnx_value_find(c, n->output[i]) : NULL;
+
+		if (v && v->uses)
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "output %zu ('%.64s') is read; only the "
+					   "first output is supported",
+					   i, n->output[i]);
+	}
+	return 0;
+}
+
+static float *to_floats(struct onnx_ctx *c, const double *d, int64_t n, double scale)
+{
+	float *f = malloc((size_t)(n ? n : 1) * sizeof(float));
+
+	if (!f) {
+		coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+		return NULL;
+	}
+	for (int64_t i = 0; i < n; i++)
+		f[i] = (float)(d[i] * scale);
+	return f;
+}
+
+/* The auto_pad rules of Conv and the pools, into explicit [t, l, b, r]. */
+static int window_pads(struct onnx_ctx *c, const Onnx__NodeProto *n, const int64_t *in_hw,
+		       const int *k, const int *s, const int *d, int *pads)
+{
+	int64_t p[4];
+	char buf[16];
+	const char *ap = onnx_attr_str(n, "auto_pad", buf, sizeof(buf), "NOTSET");
+	int nr, ret = onnx_attr_ints(c, n, "pads", p, 4, &nr);
+
+	if (ret)
+		return ret;
+	if (!strcmp(ap, "NOTSET")) {
+		if (nr >= 0 && nr != 4)
+			return onnx_refuse(c, -EINVAL, "pads has %d values, expected 4", nr);
+		for (int i = 0; i < 4; i++) {
+			if (nr >= 0 && (p[i] < 0 || p[i] > 256))
+				return onnx_refuse(c, -EOPNOTSUPP, "pad %lld (0..256)",
+						   (long long)p[i]);
+			pads[i] = nr < 0 ? 0 : (int)p[i];
+		}
+		/* ONNX orders pads [h_begin, w_begin, h_end, w_end] = [t, l, b, r] */
+		return 0;
+	}
+	if (!strcmp(ap, "VALID")) {
+		memset(pads, 0, 4 * sizeof(int));
+		return 0;
+	}
+	if (strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER"))
+		return onnx_refuse(c, -EINVAL, "auto_pad '%s'", ap);
+	for (int i = 0; i < 2; i++) {
+		int64_t out = (in_hw[i] + s[i] - 1) / s[i];
+		int64_t total = (out - 1) * s[i] + (int64_t)(k[i] - 1) * d[i] + 1 - in_hw[i];
+
+		total = total < 0 ? 0 : total;
+		if (total > 512)
+			return onnx_refuse(c, -EOPNOTSUPP, "padding %lld", (long long)total);
+		pads[i] = (int)(ap[5] == 'U' ? total / 2 : total - total / 2);
+		pads[i + 2] = (int)total - pads[i];
+	}
+	return 0;
+}
+
+/* Two values of a 2-entry ints attribute, each in 1..256, default def. */
+static int pair_attr(struct onnx_ctx *c, const Onnx__NodeProto *n, const char *name, int def,
+		     int *v)
+{
+	int64_t a[2];
+	int nr, ret = onnx_attr_ints(c, n, name, a, 2, &nr);
+
+	if (ret)
+		return ret;
+	if (nr >= 0 && nr != 2)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "%s has %d values; only 2-D windows are supported", name, nr);
+	for (int i = 0; i < 2; i++) {
+		if (nr >= 0 && (a[i] < 1 || a[i] > 256))
+			return onnx_refuse(c, -EOPNOTSUPP, "%s %lld (1..256)", name,
+					   (long long)a[i]);
+		v[i] = nr < 0 ? def : (int)a[i];
+	}
+	return 0;
+}
+
+static int lower_conv(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0), *w = const_input(c, n, 1),
+			  *b = const_input(c, n, 2);
+	int k[2], s[2], d[2], pads[4], ks[2] = { 0, 0 }, ret;
+	struct model_shape out;
+	struct onnx_layer *l;
+	struct model_conv *cv;
+	int64_t g;
+
+	if (!x || !w || (onnx_input(c, n, 2) && !b))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "Conv needs a computed input and constant weights "
+				   "(and bias)");
+	if (x->shape.ndims != 4 || w->shape.ndims != 4)
+		return onnx_refuse(c, -EOPNOTSUPP, "only 2-D convolutions (4-D input and weights)");
+	ret = onnx_attr_int(c, n, "group", 1, &g);
+	if (ret)
+		return ret;
+	if (g < 1 || x->shape.dims[1] % g || w->shape.dims[0] % g ||
+	    w->shape.dims[1] * g != x->shape.dims[1])
+		return onnx_refuse(c, -EINVAL,
+				   "weights [OC, IC/group, kh, kw] do not fit %lld input "
+				   "channels and group %lld",
+				   (long long)x->shape.dims[1], (long long)g);
+	if (b && onnx_elems(&b->shape) != w->shape.dims[0])
+		return onnx_refuse(c, -EINVAL,
+				   "the bias does not have one value per output channel");
+	if (w->shape.dims[2] > 256 || w->shape.dims[3] > 256 || w->shape.dims[2] < 1 ||
+	    w->shape.dims[3] < 1)
+		return onnx_refuse(c, -EOPNOTSUPP, "kernel larger than 256");
+	k[0] = (int)w->shape.dims[2];
+	k[1] = (int)w->shape.dims[3];
+	ret = pair_attr(c, n, "kernel_shape", 0, ks);
+	if (!ret && ks[0] && (ks[0] != k[0] || ks[1] != k[1]))
+		return onnx_refuse(c, -EINVAL, "kernel_shape differs from the weights' shape");
+	if (!ret)
+		ret = pair_attr(c, n, "strides", 1, s);
+	if (!ret)
+		ret = pair_attr(c, n, "dilations", 1, d);
+	if (!ret)
+		ret = window_pads(c, n, &x->shape.dims[2], k, s, d, pads);
+	if (ret)
+		return ret;
+	out.ndims = 4;
+	out.dims[0] = x->shape.dims[0];
+	out.dims[1] = w->shape.dims[0];
+	for (int i = 0; i < 2; i++) {
+		out.dims[2 + i] =
+			(x->shape.dims[2 + i] + pads[i] + pads[i + 2] - (int64_t)d[i] * (k[i] - 1) -
+			 1) / s[i] +
+			1;
+		if (x->shape.dims[2 + i] + pads[i] + pads[i + 2] < (int64_t)d[i] * (k[i] - 1) + 1)
+			return onnx_refuse(c, -EINVAL,
+					   "the kernel is larger than the padded input");
+	}
+	ret = new_layer(c, n, MODEL_OP_CONV, &x, 1, &out, &l);
+	if (ret)
+		return ret;
+	cv = &l->l.conv;
+	*cv = (struct model_conv){ .out_channels = out.dims[1],
+				   .kh = k[0],
+				   .kw = k[1],
+				   .stride_h = s[0],
+				   .stride_w = s[1],
+				   .pad_t = pads[0],
+				   .pad_l = pads[1],
+				   .pad_b = pads[2],
+				   .pad_r = pads[3],
+				   .dil_h = d[0],
+				   .dil_w = d[1],
+				   .groups = g,
+				   .bias = b != NULL };
+	l->nt[0] = onnx_elems(&w->shape);
+	l->t[0] = to_floats(c, w->data, l->nt[0], 1.0);
+	if (!l->t[0])
+		return -ENOMEM;
+	if (b) {
+		l->nt[1] = out.dims[1];
+		l->t[1] = to_floats(c, b->data, l->nt[1], 1.0);
+		if (!l->t[1])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* y = (x - mean) * scale / sqrt(var + eps) + beta, folded into the conv's weights and bias. */
+static int lower_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0), *p[4];
+	struct onnx_layer *l;
+	int64_t oc, per, training;
+	float eps;
+	int ret = onnx_attr_float(c, n, "epsilon", 1e-5f, &eps);
+
+	if (!ret)
+		ret = onnx_attr_int(c, n, "training_mode", 0, &training);
+	if (!ret)
+		ret = only_first_output(c, n);
+	if (ret)
+		return ret;
+	if (training)
+		return onnx_refuse(c, -EOPNOTSUPP, "training_mode=1");
+	if (!x || !fusible(c, x) || layer_of(c, x)->l.op != MODEL_OP_CONV ||
+	    layer_of(c, x)->l.act != MODEL_ACT_NONE)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "BatchNormalization is supported only right after "
+				   "a Conv that nothing else reads (it is folded into the conv; "
+				   "coloc has no standalone batch norm)");
+	l = layer_of(c, x);
+	oc = l->l.conv.out_channels;
+	for (int i = 0; i < 4; i++) {
+		p[i] = const_input(c, n, (size_t)i + 1);
+		if (!p[i] || onnx_elems(&p[i]->shape) != oc)
+			return onnx_refuse(c, -EINVAL,
+					   "scale, B, mean and var must be constants of %lld "
+					   "values",
+					   (long long)oc);
+	}
+	if (!l->t[1]) {
+		l->t[1] = calloc((size_t)oc, sizeof(float));
+		if (!l->t[1])
+			return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+		l->nt[1] = oc;
+		l->l.conv.bias = true;
+	}
+	per = l->nt[0] / oc;
+	for (int64_t o = 0; o < oc; o++) {
+		double var = p[3]->data[o] + eps, sc;
+
+		if (!(var > 0))
+			return onnx_refuse(c, -EINVAL,
+					   "variance + epsilon of channel %lld is not "
+					   "positive",
+					   (long long)o);
+		sc = p[0]->data[o] / sqrt(var);
+		for (int64_t i = 0; i < per; i++)
+			l->t[0][o * per + i] = (float)(l->t[0][o * per + i] * sc);
+		l->t[1][o] = (float)((l->t[1][o] - p[2]->data[o]) * sc + p[1]->data[o]);
+	}
+	snprintf(l->origin + strlen(l->origin), sizeof(l->origin) - strlen(l->origin),
+		 " + BatchNormalization");
+	return alias(c, n, x);
+}
+
+static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0);
+	enum model_act act;
+	float alpha = 0;
+	struct onnx_layer *l;
+	int ret = 0;
+
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	if (!strcmp(n->op_type, "Relu")) {
+		act = MODEL_ACT_RELU;
+	} else if (!strcmp(n->op_type, "Sigmoid")) {
+		act = MODEL_ACT_SIGMOID;
+	} else if (!strcmp(n->op_type, "Tanh")) {
+		act = MODEL_ACT_TANH;
+	} else if (!strcmp(n->op_type, "LeakyRelu")) {
+		act = MODEL_ACT_LEAKY_RELU;
+		ret = onnx_attr_float(c, n, "alpha", 0.01f, &alpha);
+		if (!ret && !(alpha > 0 && alpha <= 1))
+			return onnx_refuse(c, -EOPNOTSUPP, "alpha %g (coloc's slope is in (0, 1])",
+					   alpha);
+	} else {
+		float lo = -INFINITY, hi = INFINITY;
+		struct onnx_value *a = onnx_input(c, n, 1), *b = onnx_input(c, n, 2);
+
+		if (c->opset < 11) {
+			ret = onnx_attr_float(c, n, "min", -INFINITY, &lo);
+			if (!ret)
+				ret = onnx_attr_float(c, n, "max", INFINITY, &hi);
+		} else if ((a && (!a->data || onnx_elems(&a->shape) != 1)) ||
+			   (b && (!b->data || onnx_elems(&b->shape) != 1))) {
+			return onnx_refuse(c, -EOPNOTSUPP, "Clip bounds must be constant scalars");
+		} else {
+			lo = a ? (float)a->data[0] : lo;
+			hi = b ? (float)b->data[0] : hi;
+		}
+		if (ret)
+			return ret;
+		if (lo == 0 && hi == 6)
+			act = MODEL_ACT_RELU6;
+		else if (lo == 0 && isinf(hi) && hi > 0)
+			act = MODEL_ACT_RELU;
+		else
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "Clip(%g, %g): only Clip(0, 6) (relu6) and "
+					   "Clip(0) (relu) have a coloc activation",
+					   lo, hi);
+	}
+	if (ret)
+		return ret;
+	l = layer_of(c, x);
+	if (fusible(c, x) && l->l.act == MODEL_ACT_NONE &&
+	    (l->l.op == MODEL_OP_CONV || l->l.op == MODEL_OP_FC || l->l.op == MODEL_OP_ADD ||
+	     l->l.op == MODEL_OP_MUL)) {
+		l->l.act = act;
+		l->l.act_alpha = alpha;
+		snprintf(l->origin + strlen(l->origin), sizeof(l->origin) - strlen(l->origin),
+			 " + %.16s", n->op_type);
+		return alias(c, n, x);
+	}
+	ret = new_layer(c, n, MODEL_OP_ACT, &x, 1, &x->shape, &l);
+	if (!ret) {
+		l->l.act = act;
+		l->l.act_alpha = alpha;
+	}
+	return ret;
+}
+
+/* Whether b broadcasts numpy-style onto exactly a's shape. */
+static bool broadcasts_onto(const struct model_shape *b, const struct model_shape *a)
+{
+	if (b->ndims > a->ndims)
+		return false;
+	for (int i = 0; i < b->ndims; i++) {
+		int64_t db = b->dims[b->ndims - 1 - i], da = a->dims[a->ndims - 1 - i];
+
+		if (db != da && db != 1)
+			return false;
+	}
+	return true;
+}
+
+/* The one dim of s that is not 1, counted from the end (0 = last); -1 if none or several. */
+static int single_dim_from_end(const struct model_shape *s)
+{
+	int at = -1;
+
+	for (int i = 0; i < s->ndims; i++)
+		if (s->dims[i] != 1) {
+			if (at >= 0)
+				return -1;
+			at = s->ndims - 1 - i;
+		}
+	return at;
+}
+
+/* Add of a constant: the bias of the fc or conv before it, if it fits exactly. */
+static int fuse_bias(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *x,
+		     struct onnx_value *k, double sign)
+{
+	struct onnx_layer *l = layer_of(c, x);
+	int64_t nb = 0;
+	int at = single_dim_from_end(&k->shape);
+
+	if (fusible(c, x) && l->l.act == MODEL_ACT_NONE && k->shape.ndims <= x->shape.ndims) {
+		if (l->l.op == MODEL_OP_FC && at == 0)
+			nb = l->l.fc.out_features;
+		else if (l->l.op == MODEL_OP_CONV && at == 2 && k->shape.ndims >= 3)
+			nb = l->l.conv.out_channels;
+	}
+	if (!nb || onnx_elems(&k->shape) != nb)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "an Add or Mul with a constant is supported only as "
+				   "the bias of the MatMul, Gemm or Conv before it (coloc's add "
+				   "and mul read two layers)");
+	if (!l->t[1]) {
+		l->t[1] = calloc((size_t)nb, sizeof(float));
+		if (!l->t[1])
+			return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+		l->nt[1] = nb;
+	}
+	for (int64_t i = 0; i < nb; i++)
+		l->t[1][i] = (float)(l->t[1][i] + sign * k->data[i]);
+	if (l->l.op == MODEL_OP_FC)
+		l->l.fc.bias = true;
+	else
+		l->l.conv.bias = true;
+	snprintf(l->origin + strlen(l->origin), sizeof(l->origin) - strlen(l->origin), " + %.8s",
+		 n->op_type);
+	return alias(c, n, x);
+}
+
+/*
+ * Mul or Div by a constant scalar, or by one constant per output channel:
+ * folded into the weights and bias of the fc or conv before it (or into a
+ * matmul's alpha for a scalar), where it is exact up to rounding.
+ */
+static int fuse_scale(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *x,
+		      struct onnx_value *k, bool divide)
+{
+	struct onnx_layer *l = layer_of(c, x);
+	int64_t nk = onnx_elems(&k->shape), nout = 0, per;
+	int at = single_dim_from_end(&k->shape);
+	bool ok = fusible(c, x) && l->l.act == MODEL_ACT_NONE && k->shape.ndims <= x->shape.ndims;
+
+	if (ok && l->l.op == MODEL_OP_FC && (nk == 1 || at == 0))
+		nout = l->l.fc.out_features;
+	else if (ok && l->l.op == MODEL_OP_CONV && (nk == 1 || (at == 2 && k->shape.ndims >= 3)))
+		nout = l->l.conv.out_channels;
+	else if (ok && l->l.op == MODEL_OP_MATMUL && nk == 1)
+		nout = 1;
+	if (!nout || (nk != 1 && nk != nout))
+		return onnx_refuse(
+			c, -EOPNOTSUPP,
+			"a Mul, Div or Sub by a constant is supported only "
+			"when it folds into the MatMul, Gemm or Conv before it (a scalar "
+			"or one value per output channel; coloc's mul reads two layers)");
+	for (int64_t i = 0; i < nk; i++)
+		if (divide && k->data[i] == 0)
+			return onnx_refuse(c, -EINVAL, "division by a constant 0");
+	if (l->l.op == MODEL_OP_MATMUL) {
+		l->l.matmul.alpha = (float)(divide ? l->l.matmul.alpha / k->data[0] :
+						     l->l.matmul.alpha * k->data[0]);
+	} else {
+		/* fc weights are [K][N] (channel fastest), conv weights [OC][...] */
+		per = l->nt[0] / nout;
+		for (int64_t i = 0; i < l->nt[0]; i++) {
+			int64_t ch = l->l.op == MODEL_OP_FC ? i % nout : i / per;
+			double f = k->data[nk == 1 ? 0 : ch];
+
+			l->t[0][i] = (float)(divide ? l->t[0][i] / f : l->t[0][i] * f);
+		}
+		for (int64_t i = 0; l->t[1] && i < nout; i++) {
+			double f = k->data[nk == 1 ? 0 : i];
+
+			l->t[1][i] = (float)(divide ? l->t[1][i] / f : l->t[1][i] * f);
+		}
+	}
+	snprintf(l->origin + strlen(l->origin), sizeof(l->origin) - strlen(l->origin), " + %.8s",
+		 n->op_type);
+	return alias(c, n, x);
+}
+
+static int lower_binary(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *a = onnx_input(c, n, 0), *b = onnx_input(c, n, 1), *ins[2];
+	enum model_op op = n->op_type[0] == 'A' ? MODEL_OP_ADD : MODEL_OP_MUL;
+	struct onnx_layer *l;
+
+	if (!a || !b)
+		return onnx_refuse(c, -EINVAL, "two inputs expected");
+	if (!strcmp(n->op_type, "Sub") || !strcmp(n->op_type, "Div")) {
+		if (!b->data || a->data)
+			return onnx_refuse(
+				c, -EOPNOTSUPP,
+				"%s is supported only by a constant, folded "
+				"into the layer before it (coloc has no sub or div of two "
+				"layers)",
+				n->op_type);
+		return n->op_type[0] == 'S' ? fuse_bias(c, n, a, b, -1.0) :
+					      fuse_scale(c, n, a, b, true);
+	}
+	if (op == MODEL_OP_ADD && (a->data || b->data))
+		return fuse_bias(c, n, a->data ? b : a, a->data ? a : b, 1.0);
+	if (a->data || b->data)
+		return fuse_scale(c, n, a->data ? b : a, a->data ? a : b, false);
+	ins[0] = a;
+	ins[1] = b;
+	if (!broadcasts_onto(&b->shape, &a->shape)) {
+		if (!broadcasts_onto(&a->shape, &b->shape))
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "neither input broadcasts onto the other's "
+					   "shape (coloc broadcasts the second input only)");
+		ins[0] = b;
+		ins[1] = a;
+	}
+	return new_layer(c, n, op, ins, 2, &ins[0]->shape, &l);
+}
+
+/* An fc from weights [K][N] (already transposed and scaled) and an optional bias. */
+static int make_fc(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *x, float *w,
+		   int64_t k, int64_t nn, float *bias)
+{
+	struct model_shape out = x->shape;
+	struct onnx_layer *l;
+	int ret;
+
+	out.dims[out.ndims - 1] = nn;
+	ret = new_layer(c, n, MODEL_OP_FC, &x, 1, &out, &l);
+	if (ret) {
+		free(w);
+		free(bias);
+		return ret;
+	}
+	l->l.fc.out_features = nn;
+	l->l.fc.bias = bias != NULL;
+	l->t[0] = w;
+	l->nt[0] = k * nn;
+	l->t[1] = bias;
+	l->nt[1] = bias ? nn : 0;
+	return 0;
+}
+
+static int lower_matmul(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *a = data_input(c, n, 0), *b = onnx_input(c, n, 1);
+	struct model_shape out;
+	struct onnx_layer *l;
+	int r;
+
+	if (!a || !b)
+		return onnx_refuse(c, -EOPNOTSUPP, "the first input must be computed by a layer");
+	r = a->shape.ndims;
+	if (b->data) {
+		float *w;
+
+		if (b->shape.ndims != 2 || r < 2 || a->shape.dims[r - 1] != b->shape.dims[0])
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "a constant right operand must be [K, N] "
+					   "with K the last dim of a left operand of rank >= 2");
+		w = to_floats(c, b->data, onnx_elems(&b->shape), 1.0);
+		return w ? make_fc(c, n, a, w, b->shape.dims[0], b->shape.dims[1], NULL) : -ENOMEM;
+	}
+	if (b->shape.ndims != r || r < 2 || a->shape.dims[r - 1] != b->shape.dims[r - 2] ||
+	    memcmp(a->shape.dims, b->shape.dims, (size_t)(r - 2) * sizeof(int64_t)))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "coloc's matmul needs both operands of the same "
+				   "rank >= 2, equal batch dims and matching K");
+	out = a->shape;
+	out.dims[r - 1] = b->shape.dims[r - 1];
+	return new_layer(c, n, MODEL_OP_MATMUL, (struct onnx_value *[]){ a, b }, 2, &out, &l) ?:
+		       (l->l.matmul.alpha = 1.0f, 0);
+}
+
+static int lower_gemm(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *a = data_input(c, n, 0), *b = const_input(c, n, 1),
+			  *bc = const_input(c, n, 2);
+	int64_t ta, tb, k, nn;
+	float alpha, beta, *w, *bias = NULL;
+	int ret = onnx_attr_int(c, n, "transA", 0, &ta);
+
+	if (!ret)
+		ret = onnx_attr_int(c, n, "transB", 0, &tb);
+	if (!ret)
+		ret = onnx_attr_float(c, n, "alpha", 1.0f, &alpha);
+	if (!ret)
+		ret = onnx_attr_float(c, n, "beta", 1.0f, &beta);
+	if (ret)
+		return ret;
+	if (!a || !b || ta || a->shape.ndims != 2 || b->shape.ndims != 2 ||
+	    (onnx_input(c, n, 2) && !bc))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "Gemm is supported as x[M, K] @ constant B (transB "
+				   "allowed, not transA) + constant C");
+	k = b->shape.dims[tb ? 1 : 0];
+	nn = b->shape.dims[tb ? 0 : 1];
+	if (a->shape.dims[1] != k)
+		return onnx_refuse(c, -EINVAL, "K of A and B differ");
+	if (bc && (onnx_elems(&bc->shape) != nn || single_dim_from_end(&bc->shape) > 0))
+		return onnx_refuse(c, -EOPNOTSUPP, "C must be [N] or [1, N]");
+	w = malloc((size_t)(k * nn > 0 ? k * nn : 1) * sizeof(float));
+	if (!w)
+		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+	for (int64_t i = 0; i < k; i++)
+		for (int64_t j = 0; j < nn; j++)
+			w[i * nn + j] = (float)(alpha * b->data[tb ? j * k + i : i * nn + j]);
+	if (bc) {
+		bias = to_floats(c, bc->data, nn, beta);
+		if (!bias) {
+			free(w);
+			return -ENOMEM;
+		}
+	}
+	return make_fc(c, n, a, w, k, nn, bias);
+}
+
+static int lower_pool(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0);
+	bool max = n->op_type[0] == 'M';
+	int k[2], s[2], d[2], pads[4];
+	int64_t ceil_mode, cip, order;
+	struct model_shape out;
+	struct onnx_layer *l;
+	int ret;
+
+	if (!x || x->shape.ndims != 4)
+		return onnx_refuse(c, -EOPNOTSUPP, "only 2-D pooling of a computed 4-D input");
+	ret = pair_attr(c, n, "kernel_shape", 0, k);
+	if (!ret && !k[0])
+		return onnx_refuse(c, -EINVAL, "kernel_shape is missing");
+	if (!ret)
+		ret = pair_attr(c, n, "strides", 1, s);
+	if (!ret)
+		ret = pair_attr(c, n, "dilations", 1, d);
+	if (!ret)
+		ret = window_pads(c, n, &x->shape.dims[2], k, s, d, pads);
+	if (!ret)
+		ret = onnx_attr_int(c, n, "ceil_mode", 0, &ceil_mode);
+	if (!ret)
+		ret = onnx_attr_int(c, n, "count_include_pad", 0, &cip);
+	if (!ret)
+		ret = onnx_attr_int(c, n, "storage_order", 0, &order);
+	if (!ret)
+		ret = only_first_output(c, n);
+	if (ret)
+		return ret;
+	if (d[0] != 1 || d[1] != 1)
+		return onnx_refuse(c, -EOPNOTSUPP, "dilated pooling");
+	if (!max && cip && (pads[0] || pads[1] || pads[2] || pads[3] || ceil_mode))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "count_include_pad=1 with padding (coloc's average "
+				   "excludes the padding)");
+	out = x->shape;
+	for (int i = 0; i < 2; i++) {
+		int64_t span = x->shape.dims[2 + i] + pads[i] + pads[i + 2] - k[i];
+
+		if (span < 0)
+			return onnx_refuse(c, -EINVAL,
+					   "the window is larger than the padded input");
+		out.dims[2 + i] = (ceil_mode ? (span + s[i] - 1) / s[i] : span / s[i]) + 1;
+	}
+	ret = new_layer(c, n, MODEL_OP_POOL, &x, 1, &out, &l);
+	if (ret)
+		return ret;
+	l->l.pool = (struct model_pool){ .kind = max ? MODEL_POOL_MAX : MODEL_POOL_AVG,
+					 .kh = k[0],
+					 .kw = k[1],
+					 .stride_h = s[0],
+					 .stride_w = s[1],
+					 .pad_t = pads[0],
+					 .pad_l = pads[1],
+					 .pad_b = pads[2],
+					 .pad_r = pads[3] };
+	/* ceil_mode is carried by the shape: the emitter writes 'ceil' when it differs */
+	return 0;
+}
+
+static int lower_global_pool(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0);
+	struct model_shape out;
+	struct onnx_layer *l;
+
+	if (!x || x->shape.ndims != 4)
+		return onnx_refuse(c, -EOPNOTSUPP, "only a computed 4-D input");
+	out = x->shape;
+	out.dims[2] = out.dims[3] = 1;
+	return new_layer(c, n, MODEL_OP_POOL, &x, 1, &out, &l) ?:
+		       (l->l.pool.kind = MODEL_POOL_GLOBAL_AVG, 0);
+}
+
+static int lower_concat(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *ins[MODEL_MAX_INPUTS];
+	struct model_shape out;
+	struct onnx_layer *l;
+	int64_t axis;
+	int a = 0, ret;
+
+	if (n->n_input < 2 || n->n_input > MODEL_MAX_INPUTS)
+		return onnx_refuse(c, -EOPNOTSUPP, "%zu inputs; coloc's concat takes 2 to %d",
+				   n->n_input, MODEL_MAX_INPUTS);
+	for (size_t i = 0; i < n->n_input; i++) {
+		ins[i] = data_input(c, n, i);
+		if (!ins[i])
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "input %zu is a constant; coloc's concat "
+					   "reads layers only",
+					   i);
+	}
+	out = ins[0]->shape;
+	ret = onnx_attr_int(c, n, "axis", 1, &axis);
+	if (!ret)
+		ret = onnx_axis(c, axis, out.ndims, &a);
+	if (ret)
+		return ret;
+	out.dims[a] = 0;
+	for (size_t i = 0; i < n->n_input; i++) {
+		if (ins[i]->shape.ndims != out.ndims)
+			return onnx_refuse(c, -EINVAL, "inputs differ in rank");
+		for (int j = 0; j < out.ndims; j++)
+			if (j != a && ins[i]->shape.dims[j] != out.dims[j])
+				return onnx_refuse(c, -EINVAL, "inputs differ in dim %d", j);
+		out.dims[a] += ins[i]->shape.dims[a];
+	}
+	return new_layer(c, n, MODEL_OP_CONCAT, ins, (int)n->n_input, &out, &l) ?:
+										  (l->l.axis = a, 0);
+}
+
+static int lower_softmax(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0);
+	struct onnx_layer *l;
+	int64_t axis;
+	int a = 0, ret;
+
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	ret = onnx_attr_int(c, n, "axis", c->opset >= 13 ? -1 : 1, &axis);
+	if (!ret)
+		ret = onnx_axis(c, axis, x->shape.ndims, &a);
+	if (ret)
+		return ret;
+	/* before opset 13 Softmax flattens [axis..] into one: the same only on the last axis */
+	if (c->opset < 13 && a != x->shape.ndims - 1)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "Softmax before opset 13 on axis %d, not the last", a);
+	return new_layer(c, n, MODEL_OP_SOFTMAX, &x, 1, &x->shape, &l) ?: (l->l.axis = a, 0);
+}
+
+static int lower_layer_norm(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0), *g = const_input(c, n, 1),
+			  *b = const_input(c, n, 2);
+	struct onnx_layer *l;
+	int64_t axis, dd;
+	float eps;
+	int a = 0, ret;
+
+	if (!x || !g || (onnx_input(c, n, 2) && !b))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "needs a computed input and constant scale and bias");
+	dd = x->shape.dims[x->shape.ndims - 1];
+	ret = onnx_attr_int(c, n, "axis", -1, &axis);
+	if (!ret)
+		ret = onnx_axis(c, axis, x->shape.ndims, &a);
+	if (!ret)
+		ret = onnx_attr_float(c, n, "epsilon", 1e-5f, &eps);
+	if (!ret)
+		ret = only_first_output(c, n);
+	if (ret)
+		return ret;
+	if (a != x->shape.ndims - 1)
+		return onnx_refuse(c, -EOPNOTSUPP, "normalisation over more than the last axis");
+	if (onnx_elems(&g->shape) != dd || (b && onnx_elems(&b->shape) != dd))
+		return onnx_refuse(c, -EINVAL, "scale and bias must have %lld values",
+				   (long long)dd);
+	if (!(eps >= 1e-30f && eps <= 1.0f))
+		return onnx_refuse(c, -EOPNOTSUPP, "epsilon %g (coloc takes 1e-30..1)", eps);
+	ret = new_layer(c, n, MODEL_OP_LAYER_NORM, &x, 1, &x->shape, &l);
+	if (ret)
+		return ret;
+	l->l.eps = eps;
+	l->nt[0] = l->nt[1] = dd;
+	l->t[0] = to_floats(c, g->data, dd, 1.0);
+	l->t[1] = b ? to_floats(c, b->data, dd, 1.0) : calloc((size_t)dd, sizeof(float));
+	if (!l->t[0] || !l->t[1])
+		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+	return 0;
+}
+
+static int lower_lrn(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0);
+	struct onnx_layer *l;
+	int64_t size;
+	float alpha, beta, bias;
+	int ret = onnx_attr_int(c, n, "size", 0, &size);
+
+	if (!ret)
+		ret = onnx_attr_float(c, n, "alpha", 1e-4f, &alpha);
+	if (!ret)
+		ret = onnx_attr_float(c, n, "beta", 0.75f, &beta);
+	if (!ret)
+		ret = onnx_attr_float(c, n, "bias", 1.0f, &bias);
+	if (ret)
+		return ret;
+	if (!x || x->shape.ndims != 4 || size < 1 || size > 255 || !(size & 1))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "LRN of a computed 4-D input with an odd size "
+				   "1..255");
+	ret = new_layer(c, n, MODEL_OP_LRN, &x, 1, &x->shape, &l);
+	if (!ret)
+		l->l.lrn = (struct model_lrn){
+			.size = (int)size, .alpha = alpha, .beta = beta, .k = bias
+		};
+	return ret;
+}
+
+static int lower_reshape(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0), *sh;
+	struct model_shape out;
+	struct onnx_layer *l;
+	int64_t allowzero;
+	int ret;
+
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	if (!strcmp(n->op_type, "Flatten")) {
+		ret = onnx_flatten_shape(c, n, &x->shape, &out);
+	} else if (!strcmp(n->op_type, "Reshape")) {
+		sh = onnx_input(c, n, 1);
+		if (!sh || !sh->data || sh->shape.ndims != 1)
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "the target shape is not a constant after "
+					   "folding (a shape computed from run-time values)");
+		ret = onnx_attr_int(c, n, "allowzero", 0, &allowzero);
+		if (!ret)
+			ret = onnx_reshape_resolve(c, &x->shape, sh->data, sh->shape.dims[0],
+						   allowzero, &out);
+	} else {
+		ret = onnx_squeeze_shape(c, n, &x->shape, n->op_type[0] == 'U', &out);
+	}
+	if (ret)
+		return ret;
+	if (out.ndims == x->shape.ndims &&
+	    !memcmp(out.dims, x->shape.dims, (size_t)out.ndims * sizeof(int64_t)))
+		return alias(c, n, x);
+	return new_layer(c, n, MODEL_OP_RESHAPE, &x, 1, &out, &l) ?: (l->l.reshape = out, 0);
+}
+
+static int lower_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0);
+	int64_t perm[ONNX_MAX_RANK];
+	bool seen[ONNX_MAX_RANK] = { false };
+	struct model_shape out;
+	struct onnx_layer *l;
+	int nr, ret;
+
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	ret = onnx_attr_ints(c, n, "perm", perm, ONNX_MAX_RANK, &nr);
+	if (ret)
+		return ret;
+	if (nr < 0)
+		for (nr = 0; nr < x->shape.ndims; nr++)
+			perm[nr] = x->shape.ndims - 1 - nr;
+	if (nr != x->shape.ndims)
+		return onnx_refuse(c, -EINVAL, "perm has %d entries for rank %d", nr,
+				   x->shape.ndims);
+	out.ndims = nr;
+	for (int i = 0; i < nr; i++) {
+		if (perm[i] < 0 || perm[i] >= nr || seen[perm[i]])
+			return onnx_refuse(c, -EINVAL, "perm is not a permutation");
+		seen[perm[i]] = true;
+		out.dims[i] = x->shape.dims[perm[i]];
+	}
+	ret = new_layer(c, n, MODEL_OP_TRANSPOSE, &x, 1, &out, &l);
+	for (int i = 0; !ret && i < nr; i++)
+		l->l.perm[i] = (int)perm[i];
+	return ret;
+}
+
+static int lower_gather(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *t = const_input(c, n, 0), *ix = data_input(c, n, 1);
+	struct model_shape out;
+	struct onnx_layer *l;
+	int64_t axis;
+	int ret = onnx_attr_int(c, n, "axis", 0, &axis);
+
+	if (ret)
+		return ret;
+	if (!t || !ix || t->shape.ndims != 2 || axis != 0 || ix->shape.ndims != 2)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "Gather is supported as an embedding: a constant "
+				   "[vocab, dim] table, axis 0, computed [N, S] indices");
+	out = ix->shape;
+	out.ndims = 3;
+	out.dims[2] = t->shape.dims[1];
+	ret = new_layer(c, n, MODEL_OP_EMBED, &ix, 1, &out, &l);
+	if (ret)
+		return ret;
+	l->l.embed = (struct model_embed){ .vocab = t->shape.dims[0], .dim = t->shape.dims[1] };
+	l->nt[0] = onnx_elems(&t->shape);
+	l->t[0] = to_floats(c, t->data, l->nt[0], 1.0);
+	return l->t[0] ? 0 : -ENOMEM;
+}
+
+static int lower_slice(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0);
+	int64_t start[ONNX_MAX_RANK], step[ONNX_MAX_RANK];
+	struct model_shape out;
+	struct onnx_layer *l;
+	int axis = -1, ret;
+
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	ret = onnx_slice_params(c, n, &x->shape, start, step, &out);
+	if (ret)
+		return ret;
+	for (int i = 0; i < out.ndims; i++) {
+		if (out.dims[i] == x->shape.dims[i] && step[i] == 1)
+			continue;
+		if (axis >= 0 || step[i] != 1 || out.dims[i] < 1)
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "coloc slices one axis with step 1 and a "
+					   "non-empty result");
+		axis = i;
+	}
+	if (axis < 0)
+		return alias(c, n, x);
+	ret = new_layer(c, n, MODEL_OP_SLICE, &x, 1, &out, &l);
+	if (!ret)
+		l->l.slice = (struct model_slice){ .axis = axis,
+						   .start = start[axis],
+						   .len = out.dims[axis] };
+	return ret;
+}
+
+static int lower_identity(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0);
+	int ret = only_first_output(c, n);
+
+	if (ret)
+		return ret;
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	return alias(c, n, x);
+}
+
+struct lower_op {
+	const char *type;
+	int (*lower)(struct onnx_ctx *c, const Onnx__NodeProto *n);
+};
+
+static const struct lower_op lower_ops[] = {
+	{ "Conv", lower_conv },
+	{ "BatchNormalization", lower_batch_norm },
+	{ "Relu", lower_act },
+	{ "LeakyRelu", lower_act },
+	{ "Sigmoid", lower_act },
+	{ "Tanh", lower_act },
+	{ "Clip", lower_act },
+	{ "Add", lower_binary },
+	{ "Mul", lower_binary },
+	{ "Sub", lower_binary },
+	{ "Div", lower_binary },
+	{ "MatMul", lower_matmul },
+	{ "Gemm", lower_gemm },
+	{ "MaxPool", lower_pool },
+	{ "AveragePool", lower_pool },
+	{ "GlobalAveragePool", lower_global_pool },
+	{ "Concat", lower_concat },
+	{ "Softmax", lower_softmax },
+	{ "LayerNormalization", lower_layer_norm },
+	{ "LRN", lower_lrn },
+	{ "Reshape", lower_reshape },
+	{ "Flatten", lower_reshape },
+	{ "Squeeze", lower_reshape },
+	{ "Unsqueeze", lower_reshape },
+	{ "Transpose", lower_transpose },
+	{ "Gather", lower_gather },
+	{ "Slice", lower_slice },
+	{ "Identity", lower_identity },
+	{ "Dropout", lower_identity },
+};
+
+int onnx_lower(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	for (size_t i = 0; i < sizeof(lower_ops) / sizeof(lower_ops[0]); i++)
+		if (!strcmp(lower_ops[i].type, n->op_type))
+			return lower_ops[i].lower(c, n);
+	return onnx_refuse(c, -EOPNOTSUPP,
+			   "unsupported op: coloc's model format has no "
+			   "equivalent (supported ops are listed in models/ONNX.md)");
+}

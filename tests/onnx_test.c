@@ -1,0 +1,1271 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The ONNX importer (executor/onnx_import.h): small ONNX graphs are built
+ * here with protobuf-c (Conv+BatchNormalization+Relu, a residual Add,
+ * MatMul+Add, Gemm, a Shape -> Gather -> Unsqueeze -> Concat -> Reshape
+ * subgraph), packed to bytes and imported. Each lowered model must parse
+ * with the fusions done and hand-computed MACs and parameters, and - the
+ * real check - run through the oneDNN executor with the imported weights
+ * file to the output the plain-C reference (tests/reference.c) computes
+ * straight from the ONNX initializers, batch norm applied unfolded. An
+ * unsupported op, a missing symbolic dim and a broken file are refused with
+ * the documented words; truncations at every byte and random mutations of
+ * a file never crash the importer (run under SANITIZE=1).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "kselftest_harness.h"
+#include "executor.h"
+#include "onnx.pb-c.h"
+#include "onnx_import.h"
+#include "reference.h"
+#include "testutil.h"
+
+#define TOL 1e-4f /* relative to max |ref|, as the other executor tests */
+#define ARENA_MAX 4096
+
+/* ---- building ONNX graphs with protobuf-c ---------------------------------- */
+
+static void *arena[ARENA_MAX];
+static int arena_nr;
+
+static void *mem(size_t n)
+{
+	void *p = calloc(1, n);
+
+	if (p && arena_nr < ARENA_MAX)
+		arena[arena_nr++] = p;
+	return p;
+}
+
+static void arena_free(void)
+{
+	while (arena_nr)
+		free(arena[--arena_nr]);
+}
+
+struct gb {
+	Onnx__NodeProto *nodes[64];
+	Onnx__TensorProto *inits[64];
+	Onnx__ValueInfoProto *ins[4], *outs[4];
+	int nr_nodes, nr_inits, nr_ins, nr_outs;
+	int64_t opset;
+};
+
+static uint32_t rnd_state = 12345;
+
+static float rnd(void)
+{
+	rnd_state = rnd_state * 1664525u + 1013904223u;
+	return (float)(rnd_state >> 8) / 16777216.0f * 2.0f - 1.0f;
+}
+
+static float *rnd_fill(int64_t n, float lo, float hi)
+{
+	float *f = mem((size_t)n * sizeof(float));
+
+	for (int64_t i = 0; i < n; i++)
+		f[i] = lo + (rnd() + 1.0f) * 0.5f * (hi - lo);
+	return f;
+}
+
+static void init_f(struct gb *g, const char *name, int nd, const int64_t *dims, const float *v)
+{
+	Onnx__TensorProto *t = mem(sizeof(*t));
+	int64_t n = 1;
+
+	onnx__tensor_proto__init(t);
+	t->name = (char *)name;
+	t->n_dims = (size_t)nd;
+	t->dims = (int64_t *)dims;
+	for (int i = 0; i < nd; i++)
+		n *= dims[i];
+	t->has_data_type = 1;
+	t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	t->n_float_data = (size_t)n;
+	t->float_data = (float *)v;
+	g->inits[g->nr_inits++] = t;
+}
+
+static void init_i64(struct gb *g, const char *name, int nd, const int64_t *dims, int64_t n,
+		     const int64_t *v)
+{
+	Onnx__TensorProto *t = mem(sizeof(*t));
+
+	onnx__tensor_proto__init(t);
+	t->name = (char *)name;
+	t->n_dims = (size_t)nd;
+	t->dims = (int64_t *)dims;
+	t->has_data_type = 1;
+	t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+	t->n_int64_data = (size_t)n;
+	t->int64_data = (int64_t *)v;
+	g->inits[g->nr_inits++] = t;
+}
+
+static int32_t vinfo_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT; /* of the next vinfo() */
+
+/* A tensor value info; dim_names[i] non-NULL makes dim i symbolic. */
+static Onnx__ValueInfoProto *vinfo(const char *name, int nd, const int64_t *dims,
+				   const char *const *dim_names)
+{
+	Onnx__ValueInfoProto *v = mem(sizeof(*v));
+	Onnx__TypeProto *t = mem(sizeof(*t));
+	Onnx__TypeProto__Tensor *tt = mem(sizeof(*tt));
+	Onnx__TensorShapeProto *s = mem(sizeof(*s));
+
+	onnx__value_info_proto__init(v);
+	onnx__type_proto__init(t);
+	onnx__type_proto__tensor__init(tt);
+	onnx__tensor_shape_proto__init(s);
+	s->n_dim = (size_t)nd;
+	s->dim = mem((size_t)nd * sizeof(*s->dim));
+	for (int i = 0; i < nd; i++) {
+		Onnx__TensorShapeProto__Dimension *d = mem(sizeof(*d));
+
+		onnx__tensor_shape_proto__dimension__init(d);
+		if (dim_names && dim_names[i]) {
+			d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			d->dim_param = (char *)dim_names[i];
+		} else {
+			d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+			d->dim_value = dims[i];
+		}
+		s->dim[i] = d;
+	}
+	tt->has_elem_type = 1;
+	tt->elem_type = vinfo_type;
+	vinfo_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	tt->shape = s;
+	t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	t->tensor_type = tt;
+	v->name = (char *)name;
+	v->type = t;
+	return v;
+}
+
+/* A NULL-terminated name list copied into the arena (it outlives the caller's literals). */
+static const char *const *names(const char *const *l)
+{
+	size_t n = 0;
+	const char **c;
+
+	while (l[n])
+		n++;
+	c = mem((n + 1) * sizeof(*c));
+	memcpy(c, l, n * sizeof(*c));
+	return c;
+}
+
+#define NAMES(...) names((const char *const[]){ __VA_ARGS__, NULL })
+
+/* A node; ins and outs are NULL-terminated lists of names. */
+static Onnx__NodeProto *node(struct gb *g, const char *op, const char *name, const char *const *ins,
+			     const char *const *outs)
+{
+	Onnx__NodeProto *n = mem(sizeof(*n));
+
+	onnx__node_proto__init(n);
+	n->op_type = (char *)op;
+	n->name = (char *)name;
+	while (ins[n->n_input])
+		n->n_input++;
+	while (outs[n->n_output])
+		n->n_output++;
+	n->input = (char **)ins;
+	n->output = (char **)outs;
+	n->attribute = mem(8 * sizeof(*n->attribute));
+	g->nodes[g->nr_nodes++] = n;
+	return n;
+}
+
+static Onnx__AttributeProto *attr(Onnx__NodeProto *n, const char *name,
+				  Onnx__AttributeProto__AttributeType type)
+{
+	Onnx__AttributeProto *a = mem(sizeof(*a));
+
+	onnx__attribute_proto__init(a);
+	a->name = (char *)name;
+	a->has_type = 1;
+	a->type = type;
+	n->attribute[n->n_attribute++] = a;
+	return a;
+}
+
+static void attr_int(Onnx__NodeProto *n, const char *name, int64_t v)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+
+	a->has_i = 1;
+	a->i = v;
+}
+
+static void attr_float(Onnx__NodeProto *n, const char *name, float v)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+
+	a->has_f = 1;
+	a->f = v;
+}
+
+static void attr_ints(Onnx__NodeProto *n, const char *name, int nr, const int64_t *v)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+
+	a->n_ints = (size_t)nr;
+	a->ints = mem((size_t)nr * sizeof(int64_t));
+	memcpy(a->ints, v, (size_t)nr * sizeof(int64_t));
+}
+
+/* Packs the graph into an ONNX file image (malloc'ed, in the arena). */
+static uint8_t *pack(struct gb *g, size_t *len)
+{
+	Onnx__ModelProto m;
+	Onnx__GraphProto gr;
+	Onnx__OperatorSetIdProto op, *ops[1] = { &op };
+	uint8_t *buf;
+
+	onnx__model_proto__init(&m);
+	onnx__graph_proto__init(&gr);
+	onnx__operator_set_id_proto__init(&op);
+	op.domain = "";
+	op.has_version = 1;
+	op.version = g->opset ? g->opset : 13;
+	gr.name = "test_graph";
+	gr.n_node = (size_t)g->nr_nodes;
+	gr.node = g->nodes;
+	gr.n_initializer = (size_t)g->nr_inits;
+	gr.initializer = g->inits;
+	gr.n_input = (size_t)g->nr_ins;
+	gr.input = g->ins;
+	gr.n_output = (size_t)g->nr_outs;
+	gr.output = g->outs;
+	m.has_ir_version = 1;
+	m.ir_version = 8;
+	m.producer_name = "onnx_test";
+	m.n_opset_import = 1;
+	m.opset_import = ops;
+	m.graph = &gr;
+	*len = onnx__model_proto__get_packed_size(&m);
+	buf = mem(*len);
+	onnx__model_proto__pack(&m, buf);
+	return buf;
+}
+
+/* ---- running an import ------------------------------------------------------ */
+
+static int import(struct gb *g, struct onnx_import *im, struct coloc_err *err)
+{
+	struct onnx_import_opts o = { .batch = 1 };
+	size_t len;
+	uint8_t *buf = pack(g, &len);
+
+	return onnx_import_buffer("t.onnx", buf, len, &o, im, err);
+}
+
+/*
+ * Runs the imported model with its imported weights on one core, the
+ * input given, and compares graph output 0 with want.
+ */
+static void run_compare_output(struct __test_metadata *_metadata, struct onnx_import *im, int which,
+			       const float *input, const float *want, int64_t n)
+{
+	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
+	struct exec_cpuset one = { .nr = 1, .cpus = { 0 } };
+	char path[] = "/tmp/coloc-onnx-wt-XXXXXX", err[512];
+	int64_t in_n = model_shape_elems(&im->model->layers[0].out);
+	struct exec_model *em;
+	struct exec_query *q;
+	float *got, max_err, max_ref;
+	int fd = mkstemp(path);
+	int out = im->outputs[which];
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)im->weights_len, write(fd, im->weights, im->weights_len));
+	close(fd);
+	opts.weights_path = path;
+	em = exec_model_load(im->model, &opts, err, sizeof(err));
+	unlink(path);
+	ASSERT_NE(NULL, em) TH_LOG("load: %s\n%s", err, im->text);
+	q = exec_query_new(em);
+	ASSERT_NE(NULL, q);
+	memcpy(exec_query_input(q, 0), input, (size_t)in_n * sizeof(float));
+	ASSERT_EQ(0, exec_run_block(em, q, 0, im->model->nr_layers, NULL, &one, NULL));
+	ASSERT_EQ(n, model_shape_elems(&im->model->layers[out].out));
+	got = malloc((size_t)n * sizeof(float));
+	ASSERT_EQ(0, exec_query_read_output(q, out, got, (size_t)n));
+	ref_compare(got, want, n, &max_err, &max_ref);
+	EXPECT_GT(max_ref, 0.0f);
+	EXPECT_LE(max_err, TOL * max_ref) TH_LOG("max err %g, max |ref| %g", max_err, max_ref);
+	free(got);
+	exec_query_free(q);
+	exec_model_free(em);
+}
+
+static void run_compare(struct __test_metadata *_metadata, struct onnx_import *im,
+			const float *input, const float *want, int64_t n)
+{
+	run_compare_output(_metadata, im, 0, input, want, n);
+}
+
+static int count_ops(const struct model *m, enum model_op op)
+{
+	int k = 0;
+
+	for (int i = 0; i < m->nr_layers; i++)
+		k += m->layers[i].op == op;
+	return k;
+}
+
+/* ---- the graphs ------------------------------------------------------------ */
+
+static const int64_t X_DIMS[4] = { 1, 3, 8, 8 }, W_DIMS[4] = { 4, 3, 3, 3 }, C4[1] = { 4 };
+
+/* x[1,3,8,8] -> Conv(4, 3x3, pad 1, bias) -> BatchNormalization(eps 1e-3) -> Relu */
+static void conv_bn_relu(struct gb *g, float **w, float **b, float **bn)
+{
+	Onnx__NodeProto *n;
+
+	*w = rnd_fill(108, -0.5f, 0.5f);
+	*b = rnd_fill(4, -0.5f, 0.5f);
+	*bn = rnd_fill(16, 0.1f, 1.5f); /* gamma, beta, mean, var: var > 0 */
+	init_f(g, "W", 4, W_DIMS, *w);
+	init_f(g, "B", 1, C4, *b);
+	init_f(g, "gamma", 1, C4, *bn);
+	init_f(g, "beta", 1, C4, *bn + 4);
+	init_f(g, "mean", 1, C4, *bn + 8);
+	init_f(g, "var", 1, C4, *bn + 12);
+	g->ins[g->nr_ins++] = vinfo("x", 4, X_DIMS, NULL);
+	n = node(g, "Conv", "/stem/conv/Conv", NAMES("x", "W", "B"), NAMES("c"));
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 1, 1 });
+	attr_ints(n, "kernel_shape", 2, (const int64_t[]){ 3, 3 });
+	n = node(g, "BatchNormalization", "bn", NAMES("c", "gamma", "beta", "mean", "var"),
+		 NAMES("n"));
+	attr_float(n, "epsilon", 1e-3f);
+	node(g, "Relu", "relu", NAMES("n"), NAMES("y"));
+	g->outs[g->nr_outs++] = vinfo("y", 4, (const int64_t[]){ 1, 4, 8, 8 }, NULL);
+}
+
+static const struct model_conv CONV3 = { .out_channels = 4,
+					 .kh = 3,
+					 .kw = 3,
+					 .stride_h = 1,
+					 .stride_w = 1,
+					 .pad_t = 1,
+					 .pad_l = 1,
+					 .pad_b = 1,
+					 .pad_r = 1,
+					 .dil_h = 1,
+					 .dil_w = 1,
+					 .groups = 1 };
+
+TEST(onnx_import__conv_bn_relu_fuses_and_matches_reference)
+{
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	int64_t od[4] = { 1, 4, 8, 8 };
+	float *w, *b, *bn, *x = rnd_fill(192, -1, 1), *want = mem(256 * sizeof(float));
+
+	conv_bn_relu(&g, &w, &b, &bn);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	/* one conv layer: batch norm folded into it, relu fused */
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_CONV, im.model->layers[1].op);
+	EXPECT_EQ(MODEL_ACT_RELU, im.model->layers[1].act);
+	EXPECT_TRUE(im.model->layers[1].conv.bias);
+	/* 8x8 outputs x 4 channels x 3x3x3; 4x27 weights + 4 biases */
+	EXPECT_EQ(6912u, im.model->macs);
+	EXPECT_EQ(112u, im.model->params);
+	EXPECT_EQ(1, im.outputs[0]);
+	ref_conv(x, X_DIMS, w, b, &CONV3, od, want);
+	ref_batch_norm(want, 1, 4, 64, bn, bn + 4, bn + 8, bn + 12, 1e-3f);
+	ref_act(want, 256, MODEL_ACT_RELU, 0);
+	run_compare(_metadata, &im, x, want, 256);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* x -> Conv a -> Relu -> Conv b -> Add(b, x) -> Relu: the add takes the relu. */
+TEST(onnx_import__residual_add_matches_reference)
+{
+	static const int64_t xd[4] = { 1, 3, 6, 6 }, wd[4] = { 3, 3, 3, 3 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	struct model_conv cv = CONV3;
+	struct model_shape s = { .ndims = 4, .dims = { 1, 3, 6, 6 } };
+	float *w1 = rnd_fill(81, -0.4f, 0.4f), *w2 = rnd_fill(81, -0.4f, 0.4f);
+	float *x = rnd_fill(108, -1, 1), *a = mem(108 * 4), *c = mem(108 * 4), *want = mem(108 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "W1", 4, wd, w1);
+	init_f(&g, "W2", 4, wd, w2);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	n = node(&g, "Conv", "a", NAMES("x", "W1"), NAMES("a"));
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 1, 1 });
+	node(&g, "Relu", "ra", NAMES("a"), NAMES("ar"));
+	n = node(&g, "Conv", "b", NAMES("ar", "W2"), NAMES("b"));
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 1, 1 });
+	node(&g, "Add", "skip", NAMES("b", "x"), NAMES("s"));
+	node(&g, "Relu", "rs", NAMES("s"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 4, xd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(4, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_ADD, im.model->layers[3].op);
+	EXPECT_EQ(MODEL_ACT_RELU, im.model->layers[3].act);
+	EXPECT_EQ(MODEL_ACT_RELU, im.model->layers[1].act);
+	EXPECT_EQ(2u * 36 * 3 * 27, im.model->macs);
+	EXPECT_EQ(2u * 81, im.model->params);
+	cv.out_channels = 3;
+	ref_conv(x, xd, w1, NULL, &cv, xd, a);
+	ref_act(a, 108, MODEL_ACT_RELU, 0);
+	ref_conv(a, xd, w2, NULL, &cv, xd, c);
+	ref_binary(MODEL_OP_ADD, c, &s, x, &s, want);
+	ref_act(want, 108, MODEL_ACT_RELU, 0);
+	run_compare(_metadata, &im, x, want, 108);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * auto_pad=SAME_LOWER with dilation 2 and stride 2 on 8x8: output 4x4, total
+ * padding (4-1)*2 + (3-1)*2 + 1 - 8 = 3, the odd pixel at the top/left, so
+ * pads t=2, l=2, b=1, r=1 (worked out here by hand, not by the importer).
+ */
+TEST(onnx_import__dilated_same_lower_conv_matches_reference)
+{
+	static const int64_t xd[4] = { 1, 2, 8, 8 }, wd[4] = { 3, 2, 3, 3 }, od[4] = { 1, 3, 4, 4 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	struct model_conv cv = { .out_channels = 3,
+				 .kh = 3,
+				 .kw = 3,
+				 .stride_h = 2,
+				 .stride_w = 2,
+				 .pad_t = 2,
+				 .pad_l = 2,
+				 .pad_b = 1,
+				 .pad_r = 1,
+				 .dil_h = 2,
+				 .dil_w = 2,
+				 .groups = 1 };
+	float *w = rnd_fill(54, -1, 1), *x = rnd_fill(128, -1, 1), *want = mem(48 * 4);
+	Onnx__NodeProto *n;
+	Onnx__AttributeProto *a;
+
+	init_f(&g, "W", 4, wd, w);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	n = node(&g, "Conv", "dil", NAMES("x", "W"), NAMES("y"));
+	attr_ints(n, "strides", 2, (const int64_t[]){ 2, 2 });
+	attr_ints(n, "dilations", 2, (const int64_t[]){ 2, 2 });
+	a = attr(n, "auto_pad", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+	a->has_s = 1;
+	a->s.data = (uint8_t *)"SAME_LOWER";
+	a->s.len = 10;
+	g.outs[g.nr_outs++] = vinfo("y", 4, od, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers);
+	EXPECT_EQ(2, im.model->layers[1].conv.pad_t);
+	EXPECT_EQ(1, im.model->layers[1].conv.pad_b);
+	EXPECT_EQ(2, im.model->layers[1].conv.dil_h);
+	EXPECT_EQ(16u * 3 * 18, im.model->macs);
+	ref_conv(x, xd, w, NULL, &cv, od, want);
+	run_compare(_metadata, &im, x, want, 48);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* x[1,5,8] -> MatMul(W[8,6]) -> Add(b[6]) -> Relu: one fc with bias and relu. */
+TEST(onnx_import__matmul_add_becomes_fc)
+{
+	static const int64_t xd[3] = { 1, 5, 8 }, wd[2] = { 8, 6 }, bd[1] = { 6 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w = rnd_fill(48, -1, 1), *b = rnd_fill(6, -1, 1), *x = rnd_fill(40, -1, 1);
+	float *want = mem(30 * 4);
+
+	init_f(&g, "W", 2, wd, w);
+	init_f(&g, "b", 1, bd, b);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	node(&g, "MatMul", "mm", NAMES("x", "W"), NAMES("m"));
+	node(&g, "Add", "bias", NAMES("m", "b"), NAMES("a"));
+	node(&g, "Relu", "r", NAMES("a"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, (const int64_t[]){ 1, 5, 6 }, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_FC, im.model->layers[1].op);
+	EXPECT_TRUE(im.model->layers[1].fc.bias);
+	EXPECT_EQ(MODEL_ACT_RELU, im.model->layers[1].act);
+	EXPECT_EQ(5u * 8 * 6, im.model->macs);
+	EXPECT_EQ(8u * 6 + 6, im.model->params);
+	ref_fc(x, w, b, 5, 8, 6, want);
+	ref_act(want, 30, MODEL_ACT_RELU, 0);
+	run_compare(_metadata, &im, x, want, 30);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* Gemm(transB=1, alpha, beta) with C: fc weights are alpha * B^T, bias beta * C. */
+TEST(onnx_import__gemm_trans_b_matches_reference)
+{
+	static const int64_t xd[2] = { 2, 4 }, bd[2] = { 3, 4 }, cd[1] = { 3 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *bw = rnd_fill(12, -1, 1), *cb = rnd_fill(3, -1, 1), *x = rnd_fill(8, -1, 1);
+	float *want = mem(6 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "B", 2, bd, bw);
+	init_f(&g, "C", 1, cd, cb);
+	g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
+	n = node(&g, "Gemm", "gemm", NAMES("x", "B", "C"), NAMES("y"));
+	attr_int(n, "transB", 1);
+	attr_float(n, "alpha", 0.5f);
+	attr_float(n, "beta", 2.0f);
+	g.outs[g.nr_outs++] = vinfo("y", 2, (const int64_t[]){ 2, 3 }, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	/* straight from the definition: y = 0.5 * x @ B^T + 2 * C */
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 3; j++) {
+			double acc = 0;
+
+			for (int k = 0; k < 4; k++)
+				acc += x[i * 4 + k] * bw[j * 4 + k];
+			want[i * 3 + j] = (float)(0.5 * acc + 2.0 * cb[j]);
+		}
+	run_compare(_metadata, &im, x, want, 6);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])) @ W: the
+ * shape subgraph folds away, leaving input, reshape [1, 36] and fc.
+ */
+TEST(onnx_import__shape_subgraph_folds_away)
+{
+	static const int64_t xd[4] = { 1, 4, 3, 3 }, wd[2] = { 36, 3 }, one[1] = { 1 };
+	static const int64_t zero = 0, minus1 = -1;
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w = rnd_fill(108, -1, 1), *x = rnd_fill(36, -1, 1), *want = mem(3 * 4);
+
+	init_f(&g, "W", 2, wd, w);
+	init_i64(&g, "idx0", 0, NULL, 1, &zero);
+	init_i64(&g, "axes0", 1, one, 1, &zero);
+	init_i64(&g, "rest", 1, one, 1, &minus1);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	node(&g, "Shape", "shape", NAMES("x"), NAMES("s"));
+	node(&g, "Gather", "batch", NAMES("s", "idx0"), NAMES("n"));
+	node(&g, "Unsqueeze", "unsq", NAMES("n", "axes0"), NAMES("n1"));
+	attr_int(node(&g, "Concat", "target", NAMES("n1", "rest"), NAMES("t")), "axis", 0);
+	node(&g, "Reshape", "flat", NAMES("x", "t"), NAMES("f"));
+	node(&g, "MatMul", "head", NAMES("f", "W"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 2, (const int64_t[]){ 1, 3 }, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(3, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_RESHAPE, im.model->layers[1].op);
+	EXPECT_EQ(2, im.model->layers[1].out.ndims);
+	EXPECT_EQ(36, im.model->layers[1].out.dims[1]);
+	EXPECT_EQ(MODEL_OP_FC, im.model->layers[2].op);
+	EXPECT_EQ(0, count_ops(im.model, MODEL_OP_CONCAT));
+	ref_fc(x, w, NULL, 1, 36, 3, want);
+	run_compare(_metadata, &im, x, want, 3);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * x -> [depthwise Conv (stride 2, asymmetric pads) + Clip(0, 6) | MaxPool
+ * ceil_mode | AveragePool] -> Concat -> squeeze-excite (GlobalAveragePool,
+ * Sigmoid, Mul with the operands swapped) + LeakyRelu -> Flatten -> Gemm
+ * -> Softmax; both the logits and the probabilities are graph outputs.
+ */
+TEST(onnx_import__image_ops_match_reference)
+{
+	static const int64_t xd[4] = { 1, 4, 8, 8 }, wd[4] = { 4, 1, 3, 3 }, bd[2] = { 192, 5 },
+			     cd[1] = { 5 }, od[4] = { 1, 4, 4, 4 }, catd[4] = { 1, 12, 4, 4 },
+			     gd[4] = { 1, 12, 1, 1 };
+	static const float zero = 0, six = 6;
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	struct model_conv cv = { .out_channels = 4,
+				 .kh = 3,
+				 .kw = 3,
+				 .stride_h = 2,
+				 .stride_w = 2,
+				 .pad_t = 1,
+				 .pad_l = 1,
+				 .dil_h = 1,
+				 .dil_w = 1,
+				 .groups = 4 };
+	struct model_pool mp = {
+		.kind = MODEL_POOL_MAX, .kh = 3, .kw = 3, .stride_h = 2, .stride_w = 2
+	};
+	struct model_pool ap = {
+		.kind = MODEL_POOL_AVG, .kh = 2, .kw = 2, .stride_h = 2, .stride_w = 2
+	};
+	struct model_pool gp = { .kind = MODEL_POOL_GLOBAL_AVG };
+	struct model_shape cs = { .ndims = 4, .dims = { 1, 12, 4, 4 } };
+	struct model_shape ss = { .ndims = 4, .dims = { 1, 12, 1, 1 } };
+	struct model_shape ls = { .ndims = 2, .dims = { 1, 5 } };
+	float *w = rnd_fill(36, -3, 3), *bb = rnd_fill(960, -0.2f, 0.2f), *cc = rnd_fill(5, -1, 1);
+	float *x = rnd_fill(256, -2, 2), *br[3], *cat = mem(192 * 4), *gap = mem(12 * 4);
+	float *mul = mem(192 * 4), *logits = mem(5 * 4), *prob = mem(5 * 4);
+	const float *ins[3];
+	const struct model_shape *shp[3];
+	struct model_shape os = { .ndims = 4, .dims = { 1, 4, 4, 4 } };
+	Onnx__NodeProto *n;
+
+	init_f(&g, "Wd", 4, wd, w);
+	init_f(&g, "zero", 0, NULL, &zero);
+	init_f(&g, "six", 0, NULL, &six);
+	init_f(&g, "Wf", 2, bd, bb);
+	init_f(&g, "bf", 1, cd, cc);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	n = node(&g, "Conv", "dw", NAMES("x", "Wd"), NAMES("a0"));
+	attr_int(n, "group", 4);
+	attr_ints(n, "strides", 2, (const int64_t[]){ 2, 2 });
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 0, 0 });
+	node(&g, "Clip", "relu6", NAMES("a0", "zero", "six"), NAMES("a"));
+	n = node(&g, "MaxPool", "maxpool", NAMES("x"), NAMES("b"));
+	attr_ints(n, "kernel_shape", 2, (const int64_t[]){ 3, 3 });
+	attr_ints(n, "strides", 2, (const int64_t[]){ 2, 2 });
+	attr_int(n, "ceil_mode", 1);
+	n = node(&g, "AveragePool", "avgpool", NAMES("x"), NAMES("c"));
+	attr_ints(n, "kernel_shape", 2, (const int64_t[]){ 2, 2 });
+	attr_ints(n, "strides", 2, (const int64_t[]){ 2, 2 });
+	attr_int(node(&g, "Concat", "cat", NAMES("a", "b", "c"), NAMES("cat")), "axis", 1);
+	node(&g, "GlobalAveragePool", "se_pool", NAMES("cat"), NAMES("gap"));
+	node(&g, "Sigmoid", "se_gate", NAMES("gap"), NAMES("gate"));
+	node(&g, "Mul", "se_mul", NAMES("gate", "cat"), NAMES("m"));
+	attr_float(node(&g, "LeakyRelu", "leaky", NAMES("m"), NAMES("l")), "alpha", 0.2f);
+	node(&g, "Flatten", "flat", NAMES("l"), NAMES("f"));
+	node(&g, "Gemm", "head", NAMES("f", "Wf", "bf"), NAMES("logits"));
+	node(&g, "Softmax", "softmax", NAMES("logits"), NAMES("prob"));
+	g.outs[g.nr_outs++] = vinfo("prob", 2, ls.dims, NULL);
+	g.outs[g.nr_outs++] = vinfo("logits", 2, ls.dims, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	/* input, dw, maxpool, avgpool, cat, gap, gate, mul, flatten, fc, softmax */
+	ASSERT_EQ(11, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_ACT_RELU6, im.model->layers[1].act);
+	EXPECT_EQ(MODEL_OP_MUL, im.model->layers[7].op);
+	EXPECT_EQ(MODEL_ACT_LEAKY_RELU, im.model->layers[7].act);
+	EXPECT_EQ(4, im.model->layers[2].out.dims[2]); /* ceil_mode: 3 without it */
+	EXPECT_EQ(2, im.nr_outputs);
+	/* dw: 64 outputs x 9; fc: 192 x 5 */
+	EXPECT_EQ(64u * 9 + 192 * 5, im.model->macs);
+	EXPECT_EQ(36u + 192 * 5 + 5, im.model->params);
+	for (int i = 0; i < 3; i++)
+		br[i] = mem(64 * 4);
+	ref_conv(x, xd, w, NULL, &cv, od, br[0]);
+	ref_act(br[0], 64, MODEL_ACT_RELU6, 0);
+	ref_pool(x, xd, &mp, od, br[1]);
+	ref_pool(x, xd, &ap, od, br[2]);
+	for (int i = 0; i < 3; i++) {
+		ins[i] = br[i];
+		shp[i] = &os;
+	}
+	ref_concat(ins, shp, 3, 1, cat);
+	ref_pool(cat, catd, &gp, gd, gap);
+	ref_act(gap, 12, MODEL_ACT_SIGMOID, 0);
+	ref_binary(MODEL_OP_MUL, cat, &cs, gap, &ss, mul);
+	ref_act(mul, 192, MODEL_ACT_LEAKY_RELU, 0.2f);
+	ref_fc(mul, bb, cc, 1, 192, 5, logits);
+	ref_softmax(logits, &ls, 1, prob);
+	run_compare_output(_metadata, &im, 0, x, prob, 5);
+	run_compare_output(_metadata, &im, 1, x, logits, 5);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * A one-head attention block at opset 17: int64 token ids -> Gather
+ * (embedding) -> LayerNormalization -> q (MatMul + Add, the constant
+ * first), k (MatMul) -> Transpose -> MatMul -> Div by sqrt 8 (the matmul's
+ * alpha) -> Softmax -> MatMul with the normalised embeddings -> residual
+ * Add -> Slice of token 0 -> Squeeze -> MatMul, Mul by a constant per
+ * channel (folded into the weights), Add, Tanh (the pooler).
+ */
+TEST(onnx_import__attention_block_matches_reference)
+{
+	static const int64_t idd[2] = { 1, 6 }, td[2] = { 10, 8 }, d8[1] = { 8 }, w88[2] = { 8, 8 },
+			     w84[2] = { 8, 4 }, d4[1] = { 4 }, one[1] = { 1 };
+	static const int64_t s0 = 0, e1 = 1, ax1 = 1;
+	static const float sqrt8 = 2.82842712f;
+	struct gb g = { .opset = 17 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	struct model_shape ss = { .ndims = 3, .dims = { 1, 6, 6 } };
+	float ids[6] = { 3, 0, 9, 5, 5, 1 };
+	float *table = rnd_fill(80, -1, 1), *gam = rnd_fill(8, 0.5f, 1.5f),
+	      *bet = rnd_fill(8, -1, 1);
+	float *wq = rnd_fill(64, -0.5f, 0.5f), *bq = rnd_fill(8, -1, 1),
+	      *wk = rnd_fill(64, -0.5f, 0.5f);
+	float *wp = rnd_fill(32, -0.5f, 0.5f), *bp = rnd_fill(4, -1, 1), *sc = rnd_fill(4, -2, 2);
+	float *e = mem(48 * 4), *ln = mem(48 * 4), *q = mem(48 * 4), *k = mem(48 * 4);
+	float *s = mem(36 * 4), *p = mem(36 * 4), *o = mem(48 * 4), *y = mem(4 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "table", 2, td, table);
+	init_f(&g, "gamma", 1, d8, gam);
+	init_f(&g, "beta", 1, d8, bet);
+	init_f(&g, "Wq", 2, w88, wq);
+	init_f(&g, "bq", 1, d8, bq);
+	init_f(&g, "Wk", 2, w88, wk);
+	init_f(&g, "Wp", 2, w84, wp);
+	init_f(&g, "bp", 1, d4, bp);
+	init_f(&g, "sc", 1, d4, sc);
+	init_f(&g, "sqrt8", 0, NULL, &sqrt8);
+	init_i64(&g, "s0", 1, one, 1, &s0);
+	init_i64(&g, "e1", 1, one, 1, &e1);
+	init_i64(&g, "ax1", 1, one, 1, &ax1);
+	vinfo_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+	g.ins[g.nr_ins++] = vinfo("ids", 2, idd, NULL);
+	node(&g, "Gather", "embed", NAMES("table", "ids"), NAMES("e"));
+	n = node(&g, "LayerNormalization", "ln", NAMES("e", "gamma", "beta"), NAMES("ln"));
+	attr_float(n, "epsilon", 1e-6f);
+	node(&g, "MatMul", "q_mm", NAMES("ln", "Wq"), NAMES("q0"));
+	node(&g, "Add", "q_bias", NAMES("bq", "q0"), NAMES("q"));
+	node(&g, "MatMul", "k_mm", NAMES("ln", "Wk"), NAMES("k"));
+	attr_ints(node(&g, "Transpose", "kt", NAMES("k"), NAMES("kt")), "perm", 3,
+		  (const int64_t[]){ 0, 2, 1 });
+	node(&g, "MatMul", "scores", NAMES("q", "kt"), NAMES("sraw"));
+	node(&g, "Div", "scale", NAMES("sraw", "sqrt8"), NAMES("s"));
+	node(&g, "Softmax", "probs", NAMES("s"), NAMES("p"));
+	node(&g, "MatMul", "context", NAMES("p", "ln"), NAMES("o"));
+	node(&g, "Add", "residual", NAMES("o", "ln"), NAMES("r"));
+	node(&g, "Slice", "cls", NAMES("r", "s0", "e1", "ax1"), NAMES("c"));
+	node(&g, "Squeeze", "cls_sq", NAMES("c", "ax1"), NAMES("c1"));
+	node(&g, "MatMul", "pool_mm", NAMES("c1", "Wp"), NAMES("y00"));
+	node(&g, "Mul", "pool_scale", NAMES("sc", "y00"), NAMES("y0"));
+	node(&g, "Add", "pool_bias", NAMES("y0", "bp"), NAMES("y1"));
+	node(&g, "Tanh", "pool_tanh", NAMES("y1"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 2, (const int64_t[]){ 1, 4 }, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(MODEL_OP_EMBED, im.model->layers[1].op);
+	EXPECT_EQ(2, count_ops(im.model, MODEL_OP_MATMUL));
+	EXPECT_EQ(3, count_ops(im.model, MODEL_OP_FC));
+	EXPECT_EQ(1, count_ops(im.model, MODEL_OP_SLICE));
+	EXPECT_EQ(0, count_ops(im.model, MODEL_OP_MUL));
+	EXPECT_EQ(MODEL_ACT_TANH, im.model->layers[im.model->nr_layers - 1].act);
+	/* fc q, k: 6x8x8 each; scores 6x6x8; context 6x8x6; pooler 8x4 */
+	EXPECT_EQ(2u * 384 + 288 + 288 + 32, im.model->macs) TH_LOG("%s", im.text);
+	/* table 80, layer norm 16, q 72, k 64, pooler 36 */
+	EXPECT_EQ(80u + 16 + 72 + 64 + 36, im.model->params);
+	ref_embed(ids, 6, table, 8, e);
+	ref_layer_norm(e, 6, 8, gam, bet, 1e-6f, ln);
+	ref_fc(ln, wq, bq, 6, 8, 8, q);
+	ref_fc(ln, wk, NULL, 6, 8, 8, k);
+	ref_matmul(q, k, 1, 1, 6, 8, 6, 1, 1.0f / sqrt8, s);
+	ref_softmax(s, &ss, 2, p);
+	ref_matmul(p, ln, 1, 1, 6, 6, 8, 0, 1.0f, o);
+	for (int i = 0; i < 8; i++)
+		o[i] += ln[i]; /* the residual of token 0, all the slice keeps */
+	ref_fc(o, wp, NULL, 1, 8, 4, y);
+	for (int i = 0; i < 4; i++)
+		y[i] = y[i] * sc[i] + bp[i];
+	ref_act(y, 4, MODEL_ACT_TANH, 0);
+	run_compare(_metadata, &im, ids, y, 4);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* A Constant node made in the graph, placed where the caller adds it. */
+static void const_node(struct gb *g, const char *out, float v)
+{
+	Onnx__NodeProto *n =
+		node(g, "Constant", out, NAMES(NULL), names((const char *const[]){ out, NULL }));
+	Onnx__AttributeProto *a = attr(n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+	Onnx__TensorProto *t = mem(sizeof(*t));
+	float *f = mem(sizeof(float));
+
+	*f = v;
+	onnx__tensor_proto__init(t);
+	t->has_data_type = 1;
+	t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	t->n_float_data = 1;
+	t->float_data = f;
+	a->t = t;
+}
+
+/*
+ * GELU as PyTorch exports it (x * (1 + erf(x / sqrt 2)) * 0.5, its
+ * constants from Constant nodes placed between the pattern's nodes) after
+ * MatMul + Add becomes the fc's act=gelu; the other operand order, on a
+ * graph input, becomes a standalone gelu layer.
+ */
+TEST(onnx_import__gelu_pattern_fuses)
+{
+	static const int64_t xd[3] = { 1, 3, 8 }, wd[2] = { 8, 6 }, bd[1] = { 6 };
+	static const float sqrt2 = 1.41421356f;
+	struct gb g = { 0 }, g2 = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w = rnd_fill(48, -1, 1), *b = rnd_fill(6, -1, 1), *x = rnd_fill(24, -2, 2);
+	float *want = mem(24 * 4);
+
+	init_f(&g, "W", 2, wd, w);
+	init_f(&g, "b", 1, bd, b);
+	init_f(&g, "sqrt2", 0, NULL, &sqrt2);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	node(&g, "MatMul", "fc1", NAMES("x", "W"), NAMES("m"));
+	node(&g, "Add", "fc1_bias", NAMES("m", "b"), NAMES("h"));
+	node(&g, "Div", "gelu_div", NAMES("h", "sqrt2"), NAMES("d"));
+	node(&g, "Erf", "gelu_erf", NAMES("d"), NAMES("e"));
+	const_node(&g, "one", 1.0f);
+	node(&g, "Add", "gelu_add", NAMES("one", "e"), NAMES("a"));
+	node(&g, "Mul", "gelu_mul", NAMES("h", "a"), NAMES("p"));
+	const_node(&g, "half", 0.5f);
+	node(&g, "Mul", "gelu_half", NAMES("p", "half"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, (const int64_t[]){ 1, 3, 6 }, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_FC, im.model->layers[1].op);
+	EXPECT_EQ(MODEL_ACT_GELU, im.model->layers[1].act);
+	ref_fc(x, w, b, 3, 8, 6, want);
+	ref_act(want, 18, MODEL_ACT_GELU, 0);
+	run_compare(_metadata, &im, x, want, 18);
+	onnx_import_free(&im);
+
+	/* (1 + erf(x * (1 / sqrt 2))) * 0.5 * x on the graph input: a gelu layer */
+	{
+		static const float rsqrt2 = 0.70710678f, one = 1.0f, half = 0.5f;
+
+		init_f(&g2, "r", 0, NULL, &rsqrt2);
+		init_f(&g2, "one", 0, NULL, &one);
+		init_f(&g2, "half", 0, NULL, &half);
+	}
+	g2.ins[g2.nr_ins++] = vinfo("x", 3, xd, NULL);
+	node(&g2, "Mul", "s", NAMES("x", "r"), NAMES("d"));
+	node(&g2, "Erf", "erf", NAMES("d"), NAMES("e"));
+	node(&g2, "Add", "add", NAMES("e", "one"), NAMES("a"));
+	node(&g2, "Mul", "half", NAMES("half", "a"), NAMES("p"));
+	node(&g2, "Mul", "gelu", NAMES("x", "p"), NAMES("y"));
+	g2.outs[g2.nr_outs++] = vinfo("y", 3, xd, NULL);
+	ASSERT_EQ(0, import(&g2, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_ACT, im.model->layers[1].op);
+	EXPECT_EQ(MODEL_ACT_GELU, im.model->layers[1].act);
+	memcpy(want, x, 24 * sizeof(float));
+	ref_act(want, 24, MODEL_ACT_GELU, 0);
+	run_compare(_metadata, &im, x, want, 24);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * LayerNormalization as exporters before opset 17 write it (ReduceMean,
+ * Sub, Pow 2, ReduceMean, Add eps from a Constant node, Sqrt, Div, Mul
+ * gamma, Add beta) becomes one layer_norm; without gamma and beta too.
+ */
+TEST(onnx_import__layer_norm_pattern_fuses)
+{
+	static const int64_t xd[3] = { 1, 3, 8 }, wd[2] = { 8, 8 }, d8[1] = { 8 };
+	static const float two = 2.0f;
+	struct gb g = { 0 }, g2 = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w = rnd_fill(64, -1, 1), *gam = rnd_fill(8, 0.5f, 1.5f), *bet = rnd_fill(8, -1, 1);
+	float *x = rnd_fill(24, -2, 2), *h = mem(24 * 4), *want = mem(24 * 4);
+	float *ones = mem(8 * 4), *zeros = mem(8 * 4);
+
+	init_f(&g, "W", 2, wd, w);
+	init_f(&g, "gamma", 1, d8, gam);
+	init_f(&g, "beta", 1, d8, bet);
+	init_f(&g, "two", 0, NULL, &two);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	node(&g, "MatMul", "fc", NAMES("x", "W"), NAMES("h"));
+	attr_ints(node(&g, "ReduceMean", "mean", NAMES("h"), NAMES("m")), "axes", 1,
+		  (const int64_t[]){ -1 });
+	node(&g, "Sub", "center", NAMES("h", "m"), NAMES("d"));
+	node(&g, "Pow", "square", NAMES("d", "two"), NAMES("p"));
+	attr_ints(node(&g, "ReduceMean", "var", NAMES("p"), NAMES("v")), "axes", 1,
+		  (const int64_t[]){ 2 });
+	const_node(&g, "eps", 1e-5f);
+	node(&g, "Add", "var_eps", NAMES("v", "eps"), NAMES("ve"));
+	node(&g, "Sqrt", "std", NAMES("ve"), NAMES("sd"));
+	node(&g, "Div", "norm", NAMES("d", "sd"), NAMES("nm"));
+	node(&g, "Mul", "scale", NAMES("gamma", "nm"), NAMES("sc"));
+	node(&g, "Add", "shift", NAMES("sc", "beta"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, (const int64_t[]){ 1, 3, 8 }, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(3, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_LAYER_NORM, im.model->layers[2].op);
+	EXPECT_EQ(8u * 8 + 16, im.model->params);
+	ref_fc(x, w, NULL, 3, 8, 8, h);
+	ref_layer_norm(h, 3, 8, gam, bet, 1e-5f, want);
+	run_compare(_metadata, &im, x, want, 24);
+	onnx_import_free(&im);
+
+	init_f(&g2, "two", 0, NULL, &two);
+	init_f(&g2, "eps", 0, NULL, (const float[]){ 1e-3f });
+	g2.ins[g2.nr_ins++] = vinfo("x", 3, xd, NULL);
+	attr_ints(node(&g2, "ReduceMean", "mean", NAMES("x"), NAMES("m")), "axes", 1,
+		  (const int64_t[]){ -1 });
+	node(&g2, "Sub", "center", NAMES("x", "m"), NAMES("d"));
+	node(&g2, "Pow", "square", NAMES("d", "two"), NAMES("p"));
+	attr_ints(node(&g2, "ReduceMean", "var", NAMES("p"), NAMES("v")), "axes", 1,
+		  (const int64_t[]){ -1 });
+	node(&g2, "Add", "var_eps", NAMES("eps", "v"), NAMES("ve"));
+	node(&g2, "Sqrt", "std", NAMES("ve"), NAMES("sd"));
+	node(&g2, "Div", "norm", NAMES("d", "sd"), NAMES("y"));
+	g2.outs[g2.nr_outs++] = vinfo("y", 3, xd, NULL);
+	ASSERT_EQ(0, import(&g2, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	for (int i = 0; i < 8; i++)
+		ones[i] = 1.0f;
+	ref_layer_norm(x, 3, 8, ones, zeros, 1e-3f, want);
+	run_compare(_metadata, &im, x, want, 24);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* An Erf whose result another node also reads is not a GELU: refused, naming the Erf. */
+TEST(onnx_import__gelu_lookalike_is_refused)
+{
+	static const int64_t xd[2] = { 1, 4 };
+	static const float sqrt2 = 1.41421356f, one = 1.0f, half = 0.5f;
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+
+	init_f(&g, "sqrt2", 0, NULL, &sqrt2);
+	init_f(&g, "one", 0, NULL, &one);
+	init_f(&g, "half", 0, NULL, &half);
+	g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
+	node(&g, "Div", "div", NAMES("x", "sqrt2"), NAMES("d"));
+	node(&g, "Erf", "erf", NAMES("d"), NAMES("e"));
+	node(&g, "Add", "add", NAMES("e", "one"), NAMES("a"));
+	node(&g, "Mul", "mul", NAMES("x", "a"), NAMES("p"));
+	node(&g, "Mul", "half", NAMES("p", "half"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 2, xd, NULL);
+	g.outs[g.nr_outs++] = vinfo("e", 2, xd, NULL);
+	EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'div' (Div, opset 13"))
+	TH_LOG("%s", coloc_err_str(&err));
+	arena_free();
+}
+
+/* coloc-import writes a model that loads and a weights file that fits it. */
+TEST(coloc_import__writes_model_and_weights)
+{
+	char dir[] = "/tmp/coloc-onnx-XXXXXX", bin[512], cmd[2048], out[4096], errs[512];
+	struct coloc_err err = { 0 };
+	struct exec_weights_file *wf;
+	struct gb g = { 0 };
+	struct model *m;
+	float *w, *b, *bn;
+	uint8_t *buf;
+	size_t len;
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	tu_bin("coloc-import", bin, sizeof(bin));
+	conv_bn_relu(&g, &w, &b, &bn);
+	buf = pack(&g, &len);
+	snprintf(cmd, sizeof(cmd), "%s/m.onnx", dir);
+	f = fopen(cmd, "wb");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(len, fwrite(buf, 1, len, f));
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s %s/m.onnx -o %s/m.model -w %s/m.weights", bin, dir, dir,
+		 dir);
+	EXPECT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "%s/m.model", dir);
+	m = model_load(cmd, &err);
+	ASSERT_NE(NULL, m) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(2, m->nr_layers);
+	snprintf(cmd, sizeof(cmd), "%s/m.weights", dir);
+	wf = exec_weights_open(m, cmd, errs, sizeof(errs));
+	EXPECT_NE(NULL, wf) TH_LOG("%s", errs);
+	if (wf)
+		exec_weights_close(wf);
+	model_free(m);
+	/* the default names: MODEL with .model and .weights for .onnx */
+	snprintf(cmd, sizeof(cmd), "%s %s/m.onnx && test -s %s/m.model && test -s %s/m.weights",
+		 bin, dir, dir, dir);
+	EXPECT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "%s %s/m.onnx --dim seq", bin, dir);
+	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "%s %s/nothere.onnx", bin, dir);
+	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "nothere.onnx: No such file or directory"));
+	snprintf(cmd, sizeof(cmd), "%s --help", bin);
+	EXPECT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "--dim NAME=VALUE"));
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	tu_run(cmd, NULL, 0);
+	arena_free();
+}
+
+TEST(onnx_import__unsupported_op_is_named)
+{
+	static const int64_t xd[2] = { 1, 4 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	const char *msg;
+
+	g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
+	node(&g, "Erf", "/encoder/gelu/Erf", NAMES("x"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 2, xd, NULL);
+	EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
+	msg = coloc_err_str(&err);
+	TH_LOG("%s", msg);
+	EXPECT_NE(NULL, strstr(msg, "node '/encoder/gelu/Erf' (Erf, opset 13, inputs [1,4])"));
+	EXPECT_NE(NULL, strstr(msg, "unsupported op"));
+	EXPECT_EQ(NULL, im.model);
+	arena_free();
+}
+
+/* A standalone BatchNormalization (not after a Conv) has no coloc layer. */
+TEST(onnx_import__batch_norm_without_conv_is_refused)
+{
+	static const int64_t xd[4] = { 1, 4, 2, 2 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *p = rnd_fill(16, 0.5f, 1);
+
+	init_f(&g, "gamma", 1, C4, p);
+	init_f(&g, "beta", 1, C4, p + 4);
+	init_f(&g, "mean", 1, C4, p + 8);
+	init_f(&g, "var", 1, C4, p + 12);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	node(&g, "BatchNormalization", "bn", NAMES("x", "gamma", "beta", "mean", "var"),
+	     NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 4, xd, NULL);
+	EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'bn' (BatchNormalization, opset 13"))
+	TH_LOG("%s", coloc_err_str(&err));
+	arena_free();
+}
+
+/* x[batch, seq, 8]: the batch comes from --batch, seq must be given. */
+TEST(onnx_import__symbolic_dims_need_values)
+{
+	static const int64_t xd[3] = { 0, 0, 8 }, wd[2] = { 8, 2 };
+	static const char *const dn[3] = { "batch", "seq", NULL };
+	struct onnx_import_opts o = { .batch = 3 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w = rnd_fill(16, -1, 1);
+	uint8_t *buf;
+	size_t len;
+
+	init_f(&g, "W", 2, wd, w);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, dn);
+	node(&g, "MatMul", "mm", NAMES("x", "W"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, xd, dn);
+	buf = pack(&g, &len);
+	EXPECT_EQ(-EINVAL, onnx_import_buffer("t.onnx", buf, len, &o, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "dim 1 is the symbol 'seq': give its value "
+						    "with --dim seq=VALUE"))
+	TH_LOG("%s", coloc_err_str(&err));
+	coloc_err_clear(&err);
+	EXPECT_EQ(-EINVAL, onnx_dim_parse(&o, "seq", &err));
+	ASSERT_EQ(0, onnx_dim_parse(&o, "seq=7", &err));
+	ASSERT_EQ(0, onnx_import_buffer("t.onnx", buf, len, &o, &im, &err))
+	TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(3, im.model->layers[0].out.dims[0]);
+	EXPECT_EQ(7, im.model->layers[0].out.dims[1]);
+	EXPECT_EQ(3u * 7 * 8 * 2, im.model->macs);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* Node names go into comments: a newline in one must not inject a statement. */
+TEST(onnx_import__names_cannot_inject_statements)
+{
+	static const int64_t xd[2] = { 1, 4 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+
+	g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
+	node(&g, "Sigmoid", "s\ninput evil shape=1x2\n", NAMES("x"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 2, xd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(NULL, strstr(im.text, "\ninput evil"));
+	EXPECT_EQ(MODEL_OP_ACT, im.model->layers[1].op);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* Nodes sharing one name get distinct layer names; a fold that overflows float is refused. */
+TEST(onnx_import__same_names_and_overflowing_folds)
+{
+	static const int64_t xd[2] = { 1, 4 }, wd[2] = { 4, 4 };
+	static const float tiny = 1e-40f;
+	struct gb g = { 0 }, g2 = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w = rnd_fill(16, 1, 2);
+
+	g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
+	node(&g, "Sigmoid", "same", NAMES("x"), NAMES("a"));
+	node(&g, "Tanh", "same", NAMES("a"), NAMES("b"));
+	node(&g, "Sigmoid", "same", NAMES("b"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 2, xd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(4, im.model->nr_layers);
+	EXPECT_STRNE(im.model->layers[1].name, im.model->layers[2].name);
+	EXPECT_STRNE(im.model->layers[2].name, im.model->layers[3].name);
+	EXPECT_STREQ("same", im.model->layers[1].name);
+	onnx_import_free(&im);
+
+	init_f(&g2, "W", 2, wd, w);
+	init_f(&g2, "tiny", 0, NULL, &tiny);
+	g2.ins[g2.nr_ins++] = vinfo("x", 2, xd, NULL);
+	node(&g2, "MatMul", "mm", NAMES("x", "W"), NAMES("m"));
+	node(&g2, "Div", "blowup", NAMES("m", "tiny"), NAMES("y"));
+	g2.outs[g2.nr_outs++] = vinfo("y", 2, xd, NULL);
+	EXPECT_EQ(-ERANGE, import(&g2, &im, &err));
+	EXPECT_NE(NULL,
+		  strstr(coloc_err_str(&err), "layer 'mm' (from MatMul 'mm' + Div): parameter 0 "
+					      "is not finite after folding"))
+	TH_LOG("%s", coloc_err_str(&err));
+	arena_free();
+}
+
+TEST(onnx_import__not_onnx_is_refused)
+{
+	static const char junk[] = "model x\nend\n";
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+
+	EXPECT_EQ(-EINVAL,
+		  onnx_import_buffer("junk.onnx", junk, sizeof(junk) - 1, NULL, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "junk.onnx: not an ONNX model"))
+	TH_LOG("%s", coloc_err_str(&err));
+}
+
+/*
+ * For the fuzz loop: opset 17, token ids -> embedding -> LayerNormalization
+ * -> a folded Shape/Gather/Unsqueeze/Concat/Reshape -> MatMul -> GELU with
+ * a Constant node -> Slice -> Transpose -> Softmax.
+ */
+static void fuzz_graph(struct gb *g)
+{
+	static const int64_t idd[2] = { 1, 4 }, td[2] = { 6, 4 }, d4[1] = { 4 }, w44[2] = { 4, 4 },
+			     one[1] = { 1 }, three[1] = { 3 };
+	static const int64_t zero = 0, minus1 = -1, shp3[3] = { 1, 4, 4 }, s1 = 1, e3 = 3;
+	static const float sqrt2 = 1.41421356f, half = 0.5f;
+	float *t = rnd_fill(24, -1, 1), *gam = rnd_fill(4, 0.5f, 1), *w = rnd_fill(16, -1, 1);
+
+	g->opset = 17;
+	init_f(g, "table", 2, td, t);
+	init_f(g, "gamma", 1, d4, gam);
+	init_f(g, "W", 2, w44, w);
+	init_f(g, "sqrt2", 0, NULL, &sqrt2);
+	init_f(g, "half", 0, NULL, &half);
+	init_i64(g, "zero", 0, NULL, 1, &zero);
+	init_i64(g, "axes0", 1, one, 1, &zero);
+	init_i64(g, "rest", 1, one, 1, &minus1);
+	init_i64(g, "shp3", 1, three, 3, shp3);
+	init_i64(g, "s1", 1, one, 1, &s1);
+	init_i64(g, "e3", 1, one, 1, &e3);
+	vinfo_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+	g->ins[g->nr_ins++] = vinfo("ids", 2, idd, NULL);
+	node(g, "Gather", "embed", NAMES("table", "ids"), NAMES("e"));
+	node(g, "LayerNormalization", "ln", NAMES("e", "gamma"), NAMES("ln"));
+	node(g, "Shape", "shape", NAMES("ln"), NAMES("sh"));
+	node(g, "Gather", "n", NAMES("sh", "zero"), NAMES("n"));
+	node(g, "Unsqueeze", "n1", NAMES("n", "axes0"), NAMES("n1"));
+	attr_int(node(g, "Concat", "tgt", NAMES("n1", "rest"), NAMES("tgt")), "axis", 0);
+	node(g, "Reshape", "flat", NAMES("ln", "tgt"), NAMES("f"));
+	node(g, "Reshape", "back", NAMES("f", "shp3"), NAMES("b"));
+	node(g, "MatMul", "mm", NAMES("b", "W"), NAMES("m"));
+	node(g, "Div", "div", NAMES("m", "sqrt2"), NAMES("d"));
+	node(g, "Erf", "erf", NAMES("d"), NAMES("er"));
+	const_node(g, "one", 1.0f);
+	node(g, "Add", "add", NAMES("er", "one"), NAMES("a"));
+	node(g, "Mul", "mul", NAMES("m", "a"), NAMES("p"));
+	node(g, "Mul", "mulh", NAMES("p", "half"), NAMES("gl"));
+	node(g, "Slice", "sl", NAMES("gl", "s1", "e3", "s1"), NAMES("sl"));
+	attr_ints(node(g, "Transpose", "tr", NAMES("sl"), NAMES("tr")), "perm", 3,
+		  (const int64_t[]){ 0, 2, 1 });
+	node(g, "Softmax", "sm", NAMES("tr"), NAMES("y"));
+	g->outs[g->nr_outs++] = vinfo("y", 3, (const int64_t[]){ 1, 4, 2 }, NULL);
+}
+
+/* Imports buf cut at every byte and with `mutations` random byte changes; counts both outcomes. */
+static void fuzz(struct __test_metadata *_metadata, const uint8_t *buf, size_t len, int mutations,
+		 int *ok, int *refused)
+{
+	uint8_t *copy = malloc(len);
+	struct onnx_import im;
+
+	ASSERT_NE(NULL, copy);
+	for (size_t cut = 0; cut < len + (size_t)mutations; cut++) {
+		struct coloc_err err = { 0 };
+		size_t n = cut < len ? cut : len;
+
+		memcpy(copy, buf, n);
+		if (cut >= len) {
+			int flips = 1 + (int)((rnd() + 1) * 2);
+
+			for (int k = 0; k < flips; k++)
+				copy[(size_t)((rnd() + 1) * 0.5f * (float)(len - 1))] =
+					(uint8_t)((rnd() + 1) * 127.9f);
+		}
+		if (onnx_import_buffer("fuzz.onnx", copy, n, NULL, &im, &err)) {
+			EXPECT_NE(0, err.msg[0]);
+			(*refused)++;
+		} else {
+			onnx_import_free(&im);
+			(*ok)++;
+		}
+	}
+	free(copy);
+}
+
+/*
+ * Every truncation of two valid files, and random byte mutations, are
+ * imported or refused with a message: never a crash (ASan/UBSan under
+ * SANITIZE=1).
+ */
+TEST(onnx_import__fuzz_truncations_and_mutations)
+{
+	struct gb g = { 0 }, g2 = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w, *b, *bn;
+	uint8_t *buf;
+	size_t len;
+	int ok = 0, refused = 0;
+
+	conv_bn_relu(&g, &w, &b, &bn);
+	buf = pack(&g, &len);
+	fuzz(_metadata, buf, len, 3000, &ok, &refused);
+	TH_LOG("conv+bn+relu, %zu bytes: %d imported, %d refused", len, ok, refused);
+	EXPECT_GT(refused, 0);
+	fuzz_graph(&g2);
+	/* the unfuzzed graph imports: the loop starts from a valid file */
+	ASSERT_EQ(0, import(&g2, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(MODEL_ACT_GELU, im.model->layers[im.model->nr_layers - 4].act)
+	TH_LOG("%s", im.text);
+	onnx_import_free(&im);
+	buf = pack(&g2, &len);
+	ok = refused = 0;
+	fuzz(_metadata, buf, len, 3000, &ok, &refused);
+	TH_LOG("attention-like, %zu bytes: %d imported, %d refused", len, ok, refused);
+	EXPECT_GT(refused, 0);
+	arena_free();
+}
+
+TEST_HARNESS_MAIN
