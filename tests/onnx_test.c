@@ -277,7 +277,8 @@ static void run_compare_output(struct __test_metadata *_metadata, struct onnx_im
 {
 	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
 	struct exec_cpuset one = { .nr = 1, .cpus = { 0 } };
-	char path[] = "/tmp/coloc-onnx-wt-XXXXXX", err[512];
+	char path[] = "/tmp/coloc-onnx-wt-XXXXXX";
+	struct coloc_err err = { 0 };
 	int64_t in_n = model_shape_elems(&im->model->layers[0].out);
 	struct exec_model *em;
 	struct exec_query *q;
@@ -289,9 +290,9 @@ static void run_compare_output(struct __test_metadata *_metadata, struct onnx_im
 	ASSERT_EQ((ssize_t)im->weights_len, write(fd, im->weights, im->weights_len));
 	close(fd);
 	opts.weights_path = path;
-	em = exec_model_load(im->model, &opts, err, sizeof(err));
+	em = exec_model_load(im->model, &opts, &err);
 	unlink(path);
-	ASSERT_NE(NULL, em) TH_LOG("load: %s\n%s", err, im->text);
+	ASSERT_NE(NULL, em) TH_LOG("load: %s\n%s", coloc_err_str(&err), im->text);
 	q = exec_query_new(em);
 	ASSERT_NE(NULL, q);
 	memcpy(exec_query_input(q, 0), input, (size_t)in_n * sizeof(float));
@@ -961,7 +962,7 @@ TEST(onnx_import__gelu_lookalike_is_refused)
 /* coloc-import writes a model that loads and a weights file that fits it. */
 TEST(coloc_import__writes_model_and_weights)
 {
-	char dir[] = "/tmp/coloc-onnx-XXXXXX", bin[512], cmd[2048], out[4096], errs[512];
+	char dir[] = "/tmp/coloc-onnx-XXXXXX", bin[512], cmd[2048], out[4096];
 	struct coloc_err err = { 0 };
 	struct exec_weights_file *wf;
 	struct gb g = { 0 };
@@ -988,8 +989,9 @@ TEST(coloc_import__writes_model_and_weights)
 	ASSERT_NE(NULL, m) TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_EQ(2, m->nr_layers);
 	snprintf(cmd, sizeof(cmd), "%s/m.weights", dir);
-	wf = exec_weights_open(m, cmd, errs, sizeof(errs));
-	EXPECT_NE(NULL, wf) TH_LOG("%s", errs);
+	coloc_err_clear(&err);
+	wf = exec_weights_open(m, cmd, &err);
+	EXPECT_NE(NULL, wf) TH_LOG("%s", coloc_err_str(&err));
 	if (wf)
 		exec_weights_close(wf);
 	model_free(m);
