@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/resource.h>
+#include "bpffs.h"
 #include "colocd.h"
 #include "server.h"
 #include "cli.h"
@@ -29,6 +30,16 @@ static struct colocd_config config = {
 	.conn_timeout_ms = SERVER_DEFAULT_TIMEOUT_MS,
 	.verbose = false,
 };
+
+/* What preparing the pin dir did: an operator wants to know of a mount or a crash's leftovers. */
+static void print_pin_notes(const struct bpffs_dir *pins)
+{
+	if (pins && pins->mounted)
+		printf("colocd: mounted bpffs at /sys/fs/bpf\n");
+	if (pins && pins->stale_removed)
+		printf("colocd: removed %d stale pin(s) from %s left by an earlier run\n",
+		       pins->stale_removed, pins->path);
+}
 
 static void usage(FILE *out)
 {
@@ -226,7 +237,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	printf("colocd: %s\n", d->signals_line);
-	sensor_print_pin_notes(d->sensor);
+	print_pin_notes(sensor_pin_dir(d->sensor));
 	printf("colocd: watching %d CPUs, sampling on %s, %u ms windows; maps pinned in %s; "
 	       "socket %s\n",
 	       sensor_nr_cpus(d->sensor), sensor_trigger_desc(d->sensor), config.window_ms,

@@ -597,11 +597,7 @@ int sensor_stats(struct sensor *s, struct coloc_sensor_stats *sum)
 	return err;
 }
 
-void sensor_print_pin_notes(const struct sensor *s)
+const struct bpffs_dir *sensor_pin_dir(const struct sensor *s)
 {
-	if (s->pin_dir.mounted)
-		printf("colocd: mounted bpffs at /sys/fs/bpf\n");
-	if (s->pin_dir.stale_removed)
-		printf("colocd: removed %d stale pin(s) from %s left by an earlier run\n",
-		       s->pin_dir.stale_removed, s->pin_dir.path);
+	return s->pinned ? &s->pin_dir : NULL;
 }

@@ -29,6 +29,7 @@ typedef void (*sensor_record_fn)(void *ctx, const void *rec, size_t size);
 #define SENSOR_TICK_MIN_WINDOW_MS 10
 
 struct topology;
+struct bpffs_dir;
 
 struct sensor_config {
 	/*
@@ -78,7 +79,7 @@ int sensor_tenant_clear(struct sensor *s, __u32 tenant);
 int sensor_tenant_total(struct sensor *s, __u32 tenant, struct coloc_tenant_total *sum);
 int sensor_stats(struct sensor *s, struct coloc_sensor_stats *sum);
 
-/* For main(): what preparing the pin dir did (a bpffs mount, stale pins removed). */
-void sensor_print_pin_notes(const struct sensor *s);
+/* The pin dir and what preparing it did (a bpffs mount, stale pins removed); NULL if unpinned. */
+const struct bpffs_dir *sensor_pin_dir(const struct sensor *s);
 
 #endif /* COLOC_DAEMON_SENSOR_H */
