@@ -67,7 +67,7 @@ endif
 ARCH := x86
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fopenmp -pthread $(SANFLAGS) \
-	  -Iinclude -Icommon -Idaemon -Iexecutor -Ipolicy -I$(GEN) -isystem $(GEN)/kselftest \
+	  -Iinclude -Icommon -Idaemon -Iexecutor -Ipolicy -Isim -I$(GEN) -isystem $(GEN)/kselftest \
 	  $(PKG_CFLAGS) -MMD -MP
 LDFLAGS += -fopenmp -pthread $(SANFLAGS)
 LDLIBS := $(PKG_LIBS) -ldnnl -lm
@@ -81,14 +81,16 @@ COMMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard common/*.c))
 DAEMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out daemon/colocd.c,$(wildcard daemon/*.c)))
 EXEC_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard executor/*.c))
 POLICY_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard policy/*.c))
+SIM_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/*.c))
 TESTLIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out %_test.c,$(wildcard tests/*.c)))
 
 LIB_COMMON := $(OBJ)/libcoloc_common.a
 LIB_DAEMON := $(OBJ)/libcolocd.a
 LIB_EXEC := $(OBJ)/libcoloc_exec.a
 LIB_POLICY := $(OBJ)/libcoloc_policy.a
+LIB_SIM := $(OBJ)/libcoloc_sim.a
 LIB_TEST := $(OBJ)/libcoloc_test.a
-LIBS := $(LIB_DAEMON) $(LIB_POLICY) $(LIB_EXEC) $(LIB_COMMON)
+LIBS := $(LIB_DAEMON) $(LIB_SIM) $(LIB_POLICY) $(LIB_EXEC) $(LIB_COMMON)
 
 TOOL_BINS := $(patsubst tools/%.c,$(BIN)/%,$(wildcard tools/*.c))
 BINS := $(BIN)/colocd $(TOOL_BINS)
@@ -141,8 +143,9 @@ $(LIB_COMMON): $(COMMON_OBJS)
 $(LIB_DAEMON): $(DAEMON_OBJS)
 $(LIB_EXEC): $(EXEC_OBJS)
 $(LIB_POLICY): $(POLICY_OBJS)
+$(LIB_SIM): $(SIM_OBJS)
 $(LIB_TEST): $(TESTLIB_OBJS)
-$(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_TEST):
+$(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_SIM) $(LIB_TEST):
 	$(call msg,AR,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)rm -f $@
@@ -150,6 +153,12 @@ $(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_TEST):
 
 # colocd and colocctl need neither oneDNN nor the executor.
 $(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_POLICY) $(LIB_COMMON)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
+
+# The simulator runs the policy library on VELTAIR's tables: no oneDNN, no executor.
+$(BIN)/coloc-sim: $(OBJ)/tools/coloc-sim.o $(LIB_SIM) $(LIB_POLICY) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
