@@ -10,6 +10,7 @@
 #                        (/usr/local), below DESTDIR if set; make uninstall
 #   make bench-sensing   colocd's sampling overhead, as a ratio to no sampling
 #   make bench-executor  executor latency and GFLOP/s, as ratios to oneDNN's default
+#   make bench-sim       simulated QoS-QPS of every policy at 64 cores on VELTAIR's tables
 #   make profiles        a latency profile for every model, in build/profiles/
 #   make format          clang-format every C file in place
 #   V=1                  show full commands
@@ -98,7 +99,7 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
-.PHONY: all check deps demo bench-sensing bench-executor profiles format clean tests \
+.PHONY: all check deps demo bench-sensing bench-executor bench-sim profiles format clean tests \
 	install uninstall
 all: $(BINS)
 tests: $(TEST_BINS)
@@ -194,6 +195,22 @@ bench-sensing: $(BINS)
 
 bench-executor: $(BINS)
 	$(Q)$(BIN)/coloc-bench-executor
+
+# VELTAIR's two published tables, their QoS targets, equal rates (their Mix: rate
+# inversely proportional to QoS, equal here); 2 and 8 tenants.
+SIM_MIX2 := --tenant veltair:resnet50:15 --tenant veltair:googlenet:15
+SIM_MIX8 := $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2)
+bench-sim: $(BIN)/coloc-sim
+	@echo "bench-sim: simulated QoS-QPS (>= 95% of every tenant's queries within QoS) of every"
+	@echo "policy in the table, 64 cores in LLC domains of 4 (Threadripper 3990X), VELTAIR's"
+	@echo "tables (ResNet-50, GoogLeNet; QoS 15 ms each), 30 s per point, seed 1."
+	@echo "NOT HERE YET: the coloc policy (VELTAIR/Abacus, issue 8), the fidelity check against"
+	@echo "make bench-qos, and an interference model fitted from measured pairs: the one used is"
+	@echo "provisional (sim/README.md), so these are not results to quote."
+	@echo "== mix: 1 ResNet-50 + 1 GoogLeNet tenant"
+	$(Q)$(BIN)/coloc-sim --policy all --search --cores 64 --llc 4 --duration 30 $(SIM_MIX2)
+	@echo "== mix: 4 ResNet-50 + 4 GoogLeNet tenants"
+	$(Q)$(BIN)/coloc-sim --policy all --search --cores 64 --llc 4 --duration 30 $(SIM_MIX8)
 
 MODELS := $(wildcard models/*.model)
 profiles: $(BINS)

@@ -45,6 +45,7 @@ int sim_search_qos_qps(const struct sim_params *base, double fraction, double st
 		wall += tmp.wall_s;
 		if (!passes(&tmp, fraction)) {
 			hi = qps;
+			s->at_fail = tmp;
 			break;
 		}
 		lo = qps;
@@ -70,6 +71,7 @@ int sim_search_qos_qps(const struct sim_params *base, double fraction, double st
 			*r = tmp;
 		} else {
 			hi = qps;
+			s->at_fail = tmp;
 		}
 	}
 	s->qos_qps = lo;

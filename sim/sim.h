@@ -238,6 +238,7 @@ struct sim_search_result {
 	double fail_qps; /* the lowest that failed */
 	int points; /* runs made */
 	struct sim_result at_best; /* the run at qos_qps */
+	struct sim_result at_fail; /* the run at fail_qps */
 	double wall_s;
 };
 

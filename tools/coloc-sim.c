@@ -230,13 +230,19 @@ static int run_policy(struct sim_params *p, const struct tenant_arg *ta, bool fi
 			printf("\"qos_qps\": %.2f, \"fail_qps\": %.2f, \"points\": %d, "
 			       "\"search_wall_s\": %.3f, ",
 			       s->qos_qps, s->fail_qps, s->points, s->wall_s);
-		else
+		else if (!p->trace)
 			printf("\"qps\": %.3f, ", p->qps);
 		printf("\"run\": ");
-		print_run_json(p, ta, &s->at_best);
+		print_run_json(p, ta, opts.search && !s->qos_qps ? &s->at_fail : &s->at_best);
 		printf("}");
+	} else if (opts.search && !s->qos_qps) {
+		printf("policy %s: no load meets QoS (fails even at %.2f QPS), %d runs in %.2f s "
+		       "of wall time; at %.2f QPS:\n",
+		       p->policy->name, s->fail_qps, s->points, s->wall_s, s->fail_qps);
+		print_run_text(p, ta, &s->at_fail);
 	} else if (opts.search) {
-		printf("policy %s: QoS-QPS %.1f (fails at %.1f), %d runs in %.1f s; at %.1f QPS:\n",
+		printf("policy %s: QoS-QPS %.1f (fails at %.1f), %d runs in %.2f s of wall time; "
+		       "at %.1f QPS:\n",
 		       p->policy->name, s->qos_qps, s->fail_qps, s->points, s->wall_s, s->qos_qps);
 		print_run_text(p, ta, &s->at_best);
 	} else {
@@ -274,6 +280,7 @@ int main(int argc, char **argv)
 	struct sim_tenant tenants[POLICY_MAX_TENANTS];
 	struct sim_trace trace = { 0 };
 	struct sim_params p = { 0 };
+	struct policy_config machine_cfg;
 	struct coloc_err err = { 0 };
 	char tables_buf[PATH_MAX + 64];
 	int nr_tenants = 0, opt, rc = 1, nr_run = 0;
@@ -419,8 +426,15 @@ int main(int argc, char **argv)
 	/* a trace without --duration runs to its last arrival */
 	if (opts.trace && trace.nr && !opts.duration_given)
 		p.duration_ns = trace.time_ns[trace.nr - 1] + 1;
-	p.warmup_ns =
-		opts.warmup_s >= 0 ? (uint64_t)llround(opts.warmup_s * 1e9) : p.duration_ns / 10;
+	/* Poisson runs start empty, so their start is not counted; a trace is counted whole */
+	p.warmup_ns = opts.trace ? 0 : p.duration_ns / 10;
+	if (opts.warmup_s >= 0)
+		p.warmup_ns = (uint64_t)llround(opts.warmup_s * 1e9);
+	if (sim_machine_config(&p.machine, p.late, &machine_cfg, &err)) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		rc = 2;
+		goto cleanup;
+	}
 	if (opts.json)
 		printf("{\"cores\": %ld, \"sockets\": %ld, \"llc\": %ld, \"seed\": %ld, "
 		       "\"duration_s\": %g, \"warmup_s\": %g, \"full_slowdown\": %g, "
