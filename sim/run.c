@@ -325,6 +325,7 @@ static int decide(struct sim_state *s, struct coloc_err *err)
 		double t0;
 		int ret;
 
+		/* no live query, nothing a policy could decide or drop: skip the call */
 		if (!s->nr_queries)
 			return 0;
 		policy_output_reset(&s->out);
