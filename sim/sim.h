@@ -238,17 +238,21 @@ struct sim_search_result {
 	double fail_qps; /* the lowest that failed */
 	int points; /* runs made */
 	struct sim_result at_best; /* the run at qos_qps */
-	struct sim_result at_fail; /* the run at fail_qps */
+	/* the run at fail_qps; when no load passes, the first (highest) load's, which shows why */
+	struct sim_result at_fail;
+	double at_fail_qps;
 	double wall_s;
 };
 
 #define SIM_QOS_FRACTION 0.95
+#define SIM_SEARCH_MIN_ARRIVALS 20 /* counted queries a tenant needs at a passing load */
 
 /*
  * The highest total QPS (tenants' rates in their shares) at which at least
- * `fraction` of every tenant's queries meet QoS: doubling from start_qps
- * until a point fails, then bisection until the bracket is within `tol`
- * (relative). Each point is a whole sim_run of base (its qps replaced),
+ * `fraction` of every tenant's queries meet QoS, each tenant with at least
+ * SIM_SEARCH_MIN_ARRIVALS counted queries: doubling from start_qps (raised
+ * so that every tenant expects twice that many) until a point fails, then
+ * bisection until the bracket is within `tol` (relative). Each point is a whole sim_run of base (its qps replaced),
  * with the same seed, so the search is deterministic per seed. Assumes
  * passing is monotone in load.
  */

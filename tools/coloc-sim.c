@@ -29,7 +29,7 @@ static struct {
 	const char *policy;
 	long cores, sockets, llc;
 	double qps, duration_s, warmup_s, full_slowdown;
-	long seed;
+	long seed, seeds;
 	bool search, json, late_serve, duration_given;
 	const char *trace, *tables;
 	double start_qps, tol;
@@ -42,6 +42,7 @@ static struct {
 	.warmup_s = -1,
 	.full_slowdown = SIM_DEFAULT_FULL_SLOWDOWN,
 	.seed = 1,
+	.seeds = 1,
 	.start_qps = 16,
 	.tol = 0.01,
 };
@@ -57,7 +58,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: " PROG " --tenant MODEL:QOS_MS[:SHARE] [--tenant ...] [--policy NAME|all]\n"
 		"                 [--cores N] [--sockets N] [--llc N] [--qps X | --search]\n"
-		"                 [--duration S] [--warmup S] [--seed N] [--trace FILE] [--json]\n"
+		"                 [--duration S] [--warmup S] [--seed N] [--seeds N] [--trace FILE]\n"
+		"                 [--json]\n"
 		"Simulates the policy library (the code colocd runs) on a machine of N cores with\n"
 		"tenants on VELTAIR's published latency tables, and prints per tenant the\n"
 		"fraction of queries within QoS, drops and latency percentiles, and the cost of\n"
@@ -78,6 +80,8 @@ static void usage(FILE *out)
 		"  --warmup S     arrivals before S are served but not counted (default: a\n"
 		"                 tenth of the duration)\n"
 		"  --seed N       seed of the arrivals (default %ld)\n"
+		"  --seeds N      with --search: search once per seed (seed, seed + 1, ...) and\n"
+		"                 print the median, its range and the median seed's run\n"
 		"  --trace FILE   arrivals from FILE, one per line: TIME_US TENANT_INDEX\n"
 		"  --late drop|serve  what the policy does with a query it cannot serve in time\n"
 		"                 (default drop)\n"
@@ -204,50 +208,86 @@ static void print_run_json(const struct sim_params *p, const struct tenant_arg *
 	printf("]}");
 }
 
-/* One policy: a run at opts.qps or the search; 0 or 1 (failure, printed). */
+/* Index of the median search of nr (the lower middle one when nr is even). */
+static int median_search(const struct sim_search_result *s, int nr)
+{
+	int order[64];
+
+	for (int i = 0; i < nr; i++) {
+		int k = i;
+
+		/* insertion by QoS-QPS, stable: a tie keeps the lower seed first */
+		for (; k > 0 && s[order[k - 1]].qos_qps > s[i].qos_qps; k--)
+			order[k] = order[k - 1];
+		order[k] = i;
+	}
+	return order[(nr - 1) / 2];
+}
+
+/* One policy: a run at opts.qps, or the search once per seed; 0 or 1 (failure, printed). */
 static int run_policy(struct sim_params *p, const struct tenant_arg *ta, bool first)
 {
-	struct sim_search_result *s = calloc(1, sizeof(*s));
+	int nr = opts.search ? (int)opts.seeds : 1, m, points = 0;
+	struct sim_search_result *s = calloc((size_t)nr, sizeof(*s)), *med;
 	struct coloc_err err = { 0 };
-	int ret;
+	double wall = 0, lo = 0, hi = 0;
+	int ret = 0;
 
 	if (!s) {
 		fprintf(stderr, PROG ": out of memory\n");
 		return 1;
 	}
-	if (opts.search)
-		ret = sim_search_qos_qps(p, SIM_QOS_FRACTION, opts.start_qps, opts.tol, s, &err);
-	else
-		ret = sim_run(p, &s->at_best, &err);
+	for (int i = 0; i < nr && !ret; i++) {
+		p->seed = (uint64_t)opts.seed + (uint64_t)i;
+		if (opts.search)
+			ret = sim_search_qos_qps(p, SIM_QOS_FRACTION, opts.start_qps, opts.tol,
+						 &s[i], &err);
+		else
+			ret = sim_run(p, &s[i].at_best, &err);
+		points += s[i].points;
+		wall += opts.search ? s[i].wall_s : s[i].at_best.wall_s;
+		lo = i ? fmin(lo, s[i].qos_qps) : s[i].qos_qps;
+		hi = i ? fmax(hi, s[i].qos_qps) : s[i].qos_qps;
+	}
+	p->seed = (uint64_t)opts.seed;
 	if (ret) {
 		fprintf(stderr, PROG ": policy %s: %s\n", p->policy->name, coloc_err_str(&err));
 		free(s);
 		return 1;
 	}
+	m = median_search(s, nr);
+	med = &s[m];
 	if (opts.json) {
 		printf("%s{\"policy\": \"%s\", ", first ? "" : ",\n", p->policy->name);
-		if (opts.search)
-			printf("\"qos_qps\": %.2f, \"fail_qps\": %.2f, \"points\": %d, "
-			       "\"search_wall_s\": %.3f, ",
-			       s->qos_qps, s->fail_qps, s->points, s->wall_s);
-		else if (!p->trace)
+		if (opts.search) {
+			printf("\"qos_qps\": %.2f, \"fail_qps\": %.2f, \"median_seed\": %ld, "
+			       "\"qos_qps_per_seed\": [",
+			       med->qos_qps, med->fail_qps, opts.seed + m);
+			for (int i = 0; i < nr; i++)
+				printf("%s%.2f", i ? ", " : "", s[i].qos_qps);
+			printf("], \"points\": %d, \"search_wall_s\": %.3f, ", points, wall);
+		} else if (!p->trace) {
 			printf("\"qps\": %.3f, ", p->qps);
+		}
 		printf("\"run\": ");
-		print_run_json(p, ta, opts.search && !s->qos_qps ? &s->at_fail : &s->at_best);
+		print_run_json(p, ta, opts.search && !med->qos_qps ? &med->at_fail : &med->at_best);
 		printf("}");
-	} else if (opts.search && !s->qos_qps) {
-		printf("policy %s: no load meets QoS (fails even at %.2f QPS), %d runs in %.2f s "
-		       "of wall time; at %.2f QPS:\n",
-		       p->policy->name, s->fail_qps, s->points, s->wall_s, s->fail_qps);
-		print_run_text(p, ta, &s->at_fail);
+	} else if (opts.search && !med->qos_qps) {
+		printf("policy %s: no load meets QoS (fails at every load down to %.2f QPS), %d "
+		       "runs in %.2f s of wall time; seed %ld at %.1f QPS:\n",
+		       p->policy->name, med->fail_qps, points, wall, opts.seed + m,
+		       med->at_fail_qps);
+		print_run_text(p, ta, &med->at_fail);
 	} else if (opts.search) {
-		printf("policy %s: QoS-QPS %.1f (fails at %.1f), %d runs in %.2f s of wall time; "
-		       "at %.1f QPS:\n",
-		       p->policy->name, s->qos_qps, s->fail_qps, s->points, s->wall_s, s->qos_qps);
-		print_run_text(p, ta, &s->at_best);
+		printf("policy %s: QoS-QPS %.1f", p->policy->name, med->qos_qps);
+		if (nr > 1)
+			printf(" (median of %d seeds; %.1f .. %.1f)", nr, lo, hi);
+		printf(", fails at %.1f; %d runs in %.2f s of wall time; seed %ld at %.1f QPS:\n",
+		       med->fail_qps, points, wall, opts.seed + m, med->qos_qps);
+		print_run_text(p, ta, &med->at_best);
 	} else {
 		printf("policy %s:\n", p->policy->name);
-		print_run_text(p, ta, &s->at_best);
+		print_run_text(p, ta, &med->at_best);
 	}
 	free(s);
 	return 0;
@@ -268,6 +308,7 @@ int main(int argc, char **argv)
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "search", no_argument, NULL, 's' },
 		{ "seed", required_argument, NULL, 'r' },
+		{ "seeds", required_argument, NULL, 'n' },
 		{ "trace", required_argument, NULL, 'f' },
 		{ "late", required_argument, NULL, 'a' },
 		{ "full-slowdown", required_argument, NULL, 'F' },
@@ -341,6 +382,9 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			bad = cli_parse_flag(PROG, "--seed", optarg, 0, LONG_MAX, &opts.seed);
+			break;
+		case 'n':
+			bad = cli_parse_flag(PROG, "--seeds", optarg, 1, 64, &opts.seeds);
 			break;
 		case 'f':
 			opts.trace = optarg;
