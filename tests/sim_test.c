@@ -7,7 +7,9 @@
  * at exactly 1.0 alone, determinism per seed, VELTAIR's tables against cells
  * read off the CSV by hand, long random runs of every policy with an
  * independent check that no core ever runs two blocks at once and that every
- * query is accounted for, and a speed sanity run (printed, not asserted).
+ * query is accounted for, the QoS-QPS search (deterministic per seed, and
+ * none found when QoS is below the solo latency), and a speed sanity run
+ * (printed, not asserted).
  */
 #include <errno.h>
 #include <math.h>
@@ -635,6 +637,38 @@ TEST_F(sim, search_qos_qps__deterministic_per_seed)
 	TH_LOG("temporal, ResNet-50 alone, 64 cores: QoS-QPS %.1f in %d runs", a[0].qos_qps,
 	       a[0].points);
 	free(a);
+	sim_table_free(&rn);
+}
+
+/*
+ * A QoS of 3 ms, below ResNet-50's fastest whole model alone (4.3 ms at 56
+ * cores): no load passes, however low, and the run kept to show it is the
+ * first one, where every query was dropped.
+ */
+TEST_F(sim, search_qos_qps__none_when_qos_is_below_the_solo_latency)
+{
+	char dir[4096];
+	struct sim_table rn;
+	struct sim_tenant t;
+	struct sim_search_result *s = calloc(1, sizeof(*s));
+	struct sim_params p;
+
+	ASSERT_NE(NULL, s);
+	NEED_VELTAIR(dir);
+	ASSERT_EQ(0, sim_table_load("veltair:resnet50", dir, &rn, &self->err));
+	t = (struct sim_tenant){ .model = &rn.model, .qos_ns = 3 * MS, .share = 1 };
+	p = small_params(policy_find("temporal"), 64, 4, &t, 1, NULL, self->w);
+	p.on_query = NULL;
+	p.on_block = NULL;
+	p.duration_ns = 5000 * MS;
+	p.warmup_ns = 500 * MS;
+	ASSERT_EQ(0, sim_search_qos_qps(&p, SIM_QOS_FRACTION, 16, 0.01, s, &self->err));
+	ASSERT_EQ(0, s->qos_qps);
+	ASSERT_EQ(16, s->at_fail_qps);
+	ASSERT_LT(0, s->at_fail.tenant[0].arrived);
+	ASSERT_EQ(s->at_fail.tenant[0].arrived, s->at_fail.tenant[0].dropped);
+	ASSERT_EQ(0, s->at_fail.tenant[0].completed);
+	free(s);
 	sim_table_free(&rn);
 }
 
