@@ -10,6 +10,7 @@
 #                        (/usr/local), below DESTDIR if set; make uninstall
 #   make bench-sensing   colocd's sampling overhead, as a ratio to no sampling
 #   make bench-executor  executor latency and GFLOP/s, as ratios to oneDNN's default
+#   make bench-sim       simulated QoS-QPS of every policy at 64 cores on VELTAIR's tables
 #   make profiles        a latency profile for every model, in build/profiles/
 #   make format          clang-format every C file in place
 #   V=1                  show full commands
@@ -67,7 +68,7 @@ endif
 ARCH := x86
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fopenmp -pthread $(SANFLAGS) \
-	  -Iinclude -Icommon -Idaemon -Iexecutor -Ipolicy -I$(GEN) -isystem $(GEN)/kselftest \
+	  -Iinclude -Icommon -Idaemon -Iexecutor -Ipolicy -Isim -I$(GEN) -isystem $(GEN)/kselftest \
 	  $(PKG_CFLAGS) -MMD -MP
 LDFLAGS += -fopenmp -pthread $(SANFLAGS)
 LDLIBS := $(PKG_LIBS) -ldnnl -lprotobuf-c -lm
@@ -81,14 +82,16 @@ COMMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard common/*.c))
 DAEMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out daemon/colocd.c,$(wildcard daemon/*.c)))
 EXEC_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard executor/*.c)) $(OBJ)/$(GEN)/onnx.pb-c.o
 POLICY_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard policy/*.c))
+SIM_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/*.c))
 TESTLIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out %_test.c,$(wildcard tests/*.c)))
 
 LIB_COMMON := $(OBJ)/libcoloc_common.a
 LIB_DAEMON := $(OBJ)/libcolocd.a
 LIB_EXEC := $(OBJ)/libcoloc_exec.a
 LIB_POLICY := $(OBJ)/libcoloc_policy.a
+LIB_SIM := $(OBJ)/libcoloc_sim.a
 LIB_TEST := $(OBJ)/libcoloc_test.a
-LIBS := $(LIB_DAEMON) $(LIB_POLICY) $(LIB_EXEC) $(LIB_COMMON)
+LIBS := $(LIB_DAEMON) $(LIB_SIM) $(LIB_POLICY) $(LIB_EXEC) $(LIB_COMMON)
 
 TOOL_BINS := $(patsubst tools/%.c,$(BIN)/%,$(wildcard tools/*.c))
 BINS := $(BIN)/colocd $(TOOL_BINS)
@@ -96,7 +99,7 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
-.PHONY: all check deps demo bench-sensing bench-executor profiles format clean tests \
+.PHONY: all check deps demo bench-sensing bench-executor bench-sim profiles format clean tests \
 	install uninstall
 all: $(BINS)
 tests: $(TEST_BINS)
@@ -150,8 +153,9 @@ $(LIB_COMMON): $(COMMON_OBJS)
 $(LIB_DAEMON): $(DAEMON_OBJS)
 $(LIB_EXEC): $(EXEC_OBJS)
 $(LIB_POLICY): $(POLICY_OBJS)
+$(LIB_SIM): $(SIM_OBJS)
 $(LIB_TEST): $(TESTLIB_OBJS)
-$(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_TEST):
+$(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_SIM) $(LIB_TEST):
 	$(call msg,AR,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)rm -f $@
@@ -159,6 +163,12 @@ $(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_TEST):
 
 # colocd and colocctl need neither oneDNN nor the executor.
 $(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_POLICY) $(LIB_COMMON)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
+
+# The simulator runs the policy library on VELTAIR's tables: no oneDNN, no executor.
+$(BIN)/coloc-sim: $(OBJ)/tools/coloc-sim.o $(LIB_SIM) $(LIB_POLICY) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
@@ -194,6 +204,22 @@ bench-sensing: $(BINS)
 
 bench-executor: $(BINS)
 	$(Q)$(BIN)/coloc-bench-executor
+
+# VELTAIR's two published tables, their QoS targets, equal rates (their Mix: rate
+# inversely proportional to QoS, equal here); 2 and 8 tenants.
+SIM_MIX2 := --tenant veltair:resnet50:15 --tenant veltair:googlenet:15
+SIM_MIX8 := $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2)
+bench-sim: $(BIN)/coloc-sim
+	@echo "bench-sim: simulated QoS-QPS (>= 95% of every tenant's queries within QoS) of every"
+	@echo "policy in the table, 64 cores in LLC domains of 4 (Threadripper 3990X), VELTAIR's"
+	@echo "tables (ResNet-50, GoogLeNet; QoS 15 ms each), 120 s per point, median of seeds 1..5."
+	@echo "NOT HERE YET: the coloc policy (VELTAIR/Abacus, issue 8), the fidelity check against"
+	@echo "make bench-qos, and an interference model fitted from measured pairs: the one used is"
+	@echo "provisional (sim/README.md), so these are not results to quote."
+	@echo "== mix: 1 ResNet-50 + 1 GoogLeNet tenant"
+	$(Q)$(BIN)/coloc-sim --policy all --search --seeds 5 --cores 64 --llc 4 --duration 120 $(SIM_MIX2)
+	@echo "== mix: 4 ResNet-50 + 4 GoogLeNet tenants"
+	$(Q)$(BIN)/coloc-sim --policy all --search --seeds 5 --cores 64 --llc 4 --duration 120 $(SIM_MIX8)
 
 MODELS := $(wildcard models/*.model)
 profiles: $(BINS)

@@ -1,0 +1,601 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * One simulation: the event loop that drives a policy exactly as colocd
+ * does (policy/policy.h, "Who calls it, when"). On every event (an arrival,
+ * a block's completion) it calls policy_decide() with the whole picture,
+ * runs policy_check_output() on the round and refuses a policy that breaks
+ * it, starts every decision at once on its cores, removes drops, and at a
+ * block's simulated completion calls policy_block_done(), advances the
+ * query and returns the cores.
+ *
+ * A block's latency is its table latency alone (its layers, versions and
+ * core count) stretched by the interference model while other blocks share
+ * its LLC domains. Progress is tracked as alone-time left: whenever a block
+ * starts or ends, every block sharing a domain with it is re-rated and its
+ * completion rescheduled (the stale completion event is skipped by its
+ * generation).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "sim.h"
+
+#define SIM_MAX_DROPS 1024
+
+struct sim_slot {
+	struct policy_decision d; /* d.versions points at versions below */
+	uint8_t *versions;
+	int ci; /* index of d.nr_cores in the model's core counts */
+	int pos; /* index in the running array; -1 when the slot is free */
+	uint64_t start_ns;
+	uint64_t last_ns; /* when left_ns was last brought up to date */
+	double left_ns; /* alone-time still to run */
+	double slowdown;
+	uint64_t gen;
+	unsigned int stamp; /* for visiting each neighbour once */
+};
+
+struct sim_state {
+	const struct sim_params *p;
+	struct sim_result *r;
+	struct policy_config cfg;
+	struct policy *pol;
+	const struct policy_entry *entry;
+	struct sim_heap heap;
+	struct policy_tenant tenants[POLICY_MAX_TENANTS];
+	struct sim_poisson poisson[POLICY_MAX_TENANTS];
+	struct sim_latencies lat[POLICY_MAX_TENANTS];
+	int trace_next;
+	uint64_t next_id;
+	uint64_t now;
+
+	struct policy_query *queries;
+	int nr_queries, cap_queries;
+
+	struct sim_slot *slots; /* [nr_cores]: a block holds at least one core of its own */
+	int *free_slots, nr_free_slots;
+	struct policy_decision *running;
+	int *running_slot, nr_running;
+	unsigned int stamp;
+	uint64_t gen_seq; /* completion generations, unique over the run */
+
+	struct policy_cpuset free;
+	int *core_slot; /* [nr_cores]: the slot running there, or -1 */
+	int *dom_busy; /* [nr_domains]: busy cores */
+	int *dom_own; /* [nr_domains]: scratch */
+	int nr_domains;
+	struct policy_signal *core_sig, *dom_sig; /* [POLICY_MAX_CPUS] */
+
+	struct policy_output out;
+	double *decide_us;
+	int nr_decide, cap_decide;
+};
+
+static double seconds_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static bool counted(const struct sim_state *s, uint64_t arrival_ns)
+{
+	return arrival_ns >= s->p->warmup_ns && arrival_ns < s->p->duration_ns;
+}
+
+static struct policy_query *find_query(struct sim_state *s, uint64_t id)
+{
+	for (int i = 0; i < s->nr_queries; i++)
+		if (s->queries[i].id == id)
+			return &s->queries[i];
+	return NULL;
+}
+
+static void remove_query(struct sim_state *s, struct policy_query *q, bool dropped)
+{
+	struct sim_query_record rec = {
+		.id = q->id,
+		.tenant = q->tenant,
+		.arrival_ns = q->arrival_ns,
+		.end_ns = s->now,
+		.dropped = dropped,
+	};
+
+	if (s->p->on_query)
+		s->p->on_query(s->p->ctx, &rec);
+	*q = s->queries[--s->nr_queries];
+}
+
+/* ---- LLC domains: pressure, signals, re-rating ---------------------------- */
+
+/* Share of the block's domains that other blocks occupy, averaged over its cores. */
+static double slot_pressure(struct sim_state *s, const struct sim_slot *sl)
+{
+	const struct policy_cpuset *cs = &sl->d.cores;
+	double sum = 0;
+	int c;
+
+	for (c = policy_cpuset_next(cs, 0); c >= 0; c = policy_cpuset_next(cs, c + 1))
+		s->dom_own[s->cfg.llc[c]]++;
+	for (c = policy_cpuset_next(cs, 0); c >= 0; c = policy_cpuset_next(cs, c + 1)) {
+		int d = s->cfg.llc[c];
+
+		sum += (double)(s->dom_busy[d] - s->dom_own[d]) / s->p->machine.llc_size;
+	}
+	for (c = policy_cpuset_next(cs, 0); c >= 0; c = policy_cpuset_next(cs, c + 1))
+		s->dom_own[s->cfg.llc[c]] = 0;
+	return sum / sl->d.nr_cores;
+}
+
+static void refresh_domain_signal(struct sim_state *s, int d)
+{
+	int size = s->p->machine.llc_size, first = d * size;
+	double slow = 0;
+
+	for (int c = first; c < first + size; c++)
+		if (s->core_slot[c] >= 0)
+			slow += s->slots[s->core_slot[c]].slowdown;
+	s->dom_sig[d].busy = (double)s->dom_busy[d] / size;
+	s->dom_sig[d].slowdown = s->dom_busy[d] ? slow / s->dom_busy[d] : 1.0;
+}
+
+/* Brings the slot's progress up to now, applies its current slowdown, reschedules its end. */
+static int rerate(struct sim_state *s, struct sim_slot *sl, struct coloc_err *err)
+{
+	const struct policy_model *m = s->tenants[sl->d.tenant].model;
+	double pressure = slot_pressure(s, sl);
+	double slow = sim_interference_slowdown(&s->p->interference, m, sl->d.first_layer,
+						sl->d.last_layer, sl->versions, sl->ci, pressure);
+	int c;
+
+	if (slow == sl->slowdown && sl->gen)
+		return 0;
+	sl->left_ns -= (double)(s->now - sl->last_ns) / sl->slowdown;
+	if (sl->left_ns < 0)
+		sl->left_ns = 0;
+	sl->last_ns = s->now;
+	sl->slowdown = slow;
+	sl->gen = ++s->gen_seq;
+	for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
+	     c = policy_cpuset_next(&sl->d.cores, c + 1))
+		s->core_sig[c].slowdown = slow;
+	return sim_heap_push(&s->heap, s->now + (uint64_t)llround(sl->left_ns * slow), SIM_EV_DONE,
+			     (int)(sl - s->slots), sl->gen, err);
+}
+
+/* Re-rates every running block sharing an LLC domain with cores, and refreshes their signals. */
+static int rerate_neighbours(struct sim_state *s, const struct policy_cpuset *cores,
+			     struct coloc_err *err)
+{
+	int size = s->p->machine.llc_size, last_dom = -1, ret;
+	unsigned int stamp = ++s->stamp;
+
+	for (int c = policy_cpuset_next(cores, 0); c >= 0; c = policy_cpuset_next(cores, c + 1)) {
+		int d = s->cfg.llc[c];
+
+		if (d == last_dom)
+			continue;
+		last_dom = d;
+		for (int k = d * size; k < (d + 1) * size; k++) {
+			struct sim_slot *sl;
+
+			if (s->core_slot[k] < 0)
+				continue;
+			sl = &s->slots[s->core_slot[k]];
+			if (sl->stamp == stamp)
+				continue;
+			sl->stamp = stamp;
+			ret = rerate(s, sl, err);
+			if (ret)
+				return ret;
+		}
+	}
+	last_dom = -1;
+	for (int c = policy_cpuset_next(cores, 0); c >= 0; c = policy_cpuset_next(cores, c + 1)) {
+		if (s->cfg.llc[c] != last_dom)
+			refresh_domain_signal(s, s->cfg.llc[c]);
+		last_dom = s->cfg.llc[c];
+	}
+	return 0;
+}
+
+/* ---- starting and ending blocks ---------------------------------------------- */
+
+static int start_block(struct sim_state *s, const struct policy_decision *d, struct coloc_err *err)
+{
+	struct policy_query *q = find_query(s, d->query_id);
+	const struct policy_model *m = s->tenants[d->tenant].model;
+	struct sim_slot *sl;
+	int idx, c;
+
+	if (!s->nr_free_slots || !q)
+		return coloc_err_set(err, -EPROTO,
+				     "simulator: no room for a block of query %llu (a policy "
+				     "that shares cores?)",
+				     (unsigned long long)d->query_id);
+	idx = s->free_slots[--s->nr_free_slots];
+	sl = &s->slots[idx];
+	memcpy(sl->versions, d->versions, (size_t)(d->last_layer - d->first_layer));
+	sl->d = *d;
+	sl->d.versions = sl->versions;
+	sl->ci = policy_model_core_index(m, d->nr_cores);
+	sl->start_ns = sl->last_ns = s->now;
+	sl->left_ns = 0;
+	for (int l = d->first_layer; l < d->last_layer; l++)
+		sl->left_ns += (double)policy_model_cell(m, l, sl->versions[l - d->first_layer],
+							 sl->ci, 0);
+	sl->slowdown = 1.0;
+	sl->gen = 0;
+	sl->pos = s->nr_running;
+	s->running[s->nr_running] = sl->d;
+	s->running_slot[s->nr_running++] = idx;
+	q->in_flight = true;
+	for (c = policy_cpuset_next(&d->cores, 0); c >= 0;
+	     c = policy_cpuset_next(&d->cores, c + 1)) {
+		s->core_slot[c] = idx;
+		s->dom_busy[s->cfg.llc[c]]++;
+		s->core_sig[c].busy = 1;
+	}
+	policy_cpuset_andnot(&s->free, &d->cores);
+	/* the block itself is among the neighbours: gen 0 makes it schedule its end */
+	return rerate_neighbours(s, &d->cores, err);
+}
+
+static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
+{
+	struct sim_slot *sl = &s->slots[idx];
+	const struct policy_model *m = s->tenants[sl->d.tenant].model;
+	struct sim_block_record rec = { .d = &sl->d, .start_ns = sl->start_ns, .end_ns = s->now };
+	struct policy_query *q = find_query(s, sl->d.query_id);
+	int c, last;
+
+	policy_block_done(s->pol, &sl->d, s->now - sl->start_ns);
+	if (s->p->on_block)
+		s->p->on_block(s->p->ctx, &rec);
+	q->next_layer = sl->d.last_layer;
+	q->in_flight = false;
+	if (q->next_layer == m->nr_layers) {
+		uint64_t lat = s->now - q->arrival_ns;
+
+		if (counted(s, q->arrival_ns)) {
+			struct sim_tenant_result *tr = &s->r->tenant[q->tenant];
+			int ret = sim_latencies_add(&s->lat[q->tenant], lat, err);
+
+			if (ret)
+				return ret;
+			tr->completed++;
+			tr->within += lat <= s->tenants[q->tenant].qos_ns;
+		}
+		remove_query(s, q, false);
+	}
+	for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
+	     c = policy_cpuset_next(&sl->d.cores, c + 1)) {
+		s->core_slot[c] = -1;
+		s->dom_busy[s->cfg.llc[c]]--;
+		s->core_sig[c].busy = 0;
+		s->core_sig[c].slowdown = 1.0;
+	}
+	policy_cpuset_or(&s->free, &sl->d.cores);
+	last = --s->nr_running;
+	if (sl->pos != last) {
+		s->running[sl->pos] = s->running[last];
+		s->running_slot[sl->pos] = s->running_slot[last];
+		s->slots[s->running_slot[sl->pos]].pos = sl->pos;
+	}
+	sl->pos = -1;
+	s->free_slots[s->nr_free_slots++] = idx;
+	return rerate_neighbours(s, &sl->d.cores, err);
+}
+
+/* ---- the policy's rounds --------------------------------------------------- */
+
+static int record_decide_cost(struct sim_state *s, double us, struct coloc_err *err)
+{
+	if (s->nr_decide == s->cap_decide) {
+		int cap = s->cap_decide ? s->cap_decide * 2 : 4096;
+		double *v = realloc(s->decide_us, (size_t)cap * sizeof(*v));
+
+		if (!v)
+			return coloc_err_set(err, -ENOMEM, "simulator: out of memory");
+		s->decide_us = v;
+		s->cap_decide = cap;
+	}
+	s->decide_us[s->nr_decide++] = us;
+	return 0;
+}
+
+static int decide(struct sim_state *s, struct coloc_err *err)
+{
+	for (;;) {
+		struct policy_input in = {
+			.now_ns = s->now,
+			.tenants = s->tenants,
+			.nr_tenants = s->p->nr_tenants,
+			.queries = s->queries,
+			.nr_queries = s->nr_queries,
+			.running = s->running,
+			.nr_running = s->nr_running,
+			.free = &s->free,
+			.cores = s->core_sig,
+			.domains = s->dom_sig,
+		};
+		double t0;
+		int ret;
+
+		/* no live query, nothing a policy could decide or drop: skip the call */
+		if (!s->nr_queries)
+			return 0;
+		policy_output_reset(&s->out);
+		t0 = seconds_now();
+		ret = policy_decide(s->pol, &in, &s->out, err);
+		ret = ret ?: record_decide_cost(s, (seconds_now() - t0) * 1e6, err);
+		if (ret)
+			return ret;
+		s->r->decide_calls++;
+		ret = policy_check_output(s->entry, &in, &s->out, err);
+		if (ret)
+			return coloc_err_prefix(err, "policy %s broke its contract at %.6f s",
+						s->entry->name, (double)s->now * 1e-9);
+		for (int i = 0; i < s->out.nr_decisions; i++) {
+			ret = start_block(s, &s->out.decisions[i], err);
+			if (ret)
+				return ret;
+		}
+		for (int i = 0; i < s->out.nr_drops; i++) {
+			struct policy_query *q = find_query(s, s->out.drops[i].query_id);
+
+			if (counted(s, q->arrival_ns))
+				s->r->tenant[q->tenant].dropped++;
+			remove_query(s, q, true);
+		}
+		/* a full output array ends a call early: call again after applying it */
+		if (s->out.nr_decisions < s->out.max_decisions &&
+		    s->out.nr_drops < s->out.max_drops)
+			return 0;
+	}
+}
+
+/* ---- arrivals ---------------------------------------------------------------------- */
+
+static int push_next_arrival(struct sim_state *s, int tenant, struct coloc_err *err)
+{
+	uint64_t t;
+
+	if (s->p->trace) {
+		if (s->trace_next >= s->p->trace->nr)
+			return 0;
+		t = s->p->trace->time_ns[s->trace_next];
+		tenant = s->p->trace->tenant[s->trace_next++];
+	} else {
+		t = sim_poisson_next(&s->poisson[tenant]);
+	}
+	if (t >= s->p->duration_ns)
+		return 0;
+	return sim_heap_push(&s->heap, t, SIM_EV_ARRIVAL, tenant, 0, err);
+}
+
+static int arrive(struct sim_state *s, int tenant, struct coloc_err *err)
+{
+	int ret = push_next_arrival(s, tenant, err);
+
+	if (ret)
+		return ret;
+	if (counted(s, s->now))
+		s->r->tenant[tenant].arrived++;
+	if (s->nr_queries >= s->p->max_queued) {
+		if (counted(s, s->now))
+			s->r->tenant[tenant].dropped++;
+		return 0;
+	}
+	if (s->nr_queries == s->cap_queries) {
+		int cap = s->cap_queries * 2;
+		struct policy_query *q = realloc(s->queries, (size_t)cap * sizeof(*q));
+
+		if (!q)
+			return coloc_err_set(err, -ENOMEM, "simulator: out of memory for queries");
+		s->queries = q;
+		s->cap_queries = cap;
+	}
+	s->queries[s->nr_queries++] = (struct policy_query){
+		.id = s->next_id++,
+		.tenant = tenant,
+		.arrival_ns = s->now,
+		.deadline_ns = s->now + s->tenants[tenant].qos_ns,
+	};
+	return 0;
+}
+
+/* ---- setup, the loop, results -------------------------------------------------- */
+
+static int check_params(const struct sim_params *p, struct coloc_err *err)
+{
+	if (!p->policy)
+		return coloc_err_set(err, -EINVAL, "simulator: no policy");
+	if (p->policy->shares_cores)
+		return coloc_err_set(err, -EOPNOTSUPP,
+				     "simulator: policy %s shares cores between blocks; the "
+				     "simulator does not model time-shared cores yet",
+				     p->policy->name);
+	if (p->nr_tenants < 1 || p->nr_tenants > POLICY_MAX_TENANTS)
+		return coloc_err_set(err, -EINVAL, "simulator: %d tenants; give 1 to %d",
+				     p->nr_tenants, POLICY_MAX_TENANTS);
+	if (!p->trace && !(p->qps > 0))
+		return coloc_err_set(err, -EINVAL,
+				     "simulator: a load (QPS > 0) or a trace is needed");
+	if (p->max_queued < 1)
+		return coloc_err_set(err, -EINVAL, "simulator: max_queued must be at least 1");
+	if (!(p->interference.full_slowdown >= 1.0))
+		return coloc_err_set(err, -EINVAL,
+				     "simulator: a full-domain slowdown of %.3f; it is at least 1",
+				     p->interference.full_slowdown);
+	for (int t = 0; t < p->nr_tenants; t++) {
+		const struct sim_tenant *st = &p->tenants[t];
+		int ret;
+
+		if (!st->model || !st->qos_ns || !(st->share > 0))
+			return coloc_err_set(err, -EINVAL,
+					     "simulator: tenant %d needs a model, a QoS and a rate "
+					     "share > 0",
+					     t);
+		ret = policy_model_check(st->model, err);
+		if (ret)
+			return coloc_err_prefix(err, "tenant %d (%s)", t,
+						st->name ? st->name : "?");
+	}
+	return 0;
+}
+
+static int state_init(struct sim_state *s, const struct sim_params *p, struct sim_result *r,
+		      struct coloc_err *err)
+{
+	int n = p->machine.nr_cores, max_layers = 0, ret;
+	double total_share = 0;
+
+	s->p = p;
+	s->r = r;
+	ret = sim_machine_config(&p->machine, p->late, &s->cfg, err);
+	if (ret)
+		return ret;
+	s->entry = p->policy;
+	s->pol = policy_create(p->policy, &s->cfg, err);
+	if (!s->pol)
+		return err ? err->code : -EINVAL;
+	for (int t = 0; t < p->nr_tenants; t++) {
+		s->tenants[t] = (struct policy_tenant){
+			.model = p->tenants[t].model,
+			.uid = (uint64_t)t + 1,
+			.qos_ns = p->tenants[t].qos_ns,
+		};
+		if (p->tenants[t].model->nr_layers > max_layers)
+			max_layers = p->tenants[t].model->nr_layers;
+		total_share += p->tenants[t].share;
+	}
+	s->nr_domains = n / p->machine.llc_size;
+	s->cap_queries = 1024;
+	s->queries = malloc((size_t)s->cap_queries * sizeof(*s->queries));
+	s->slots = calloc((size_t)n, sizeof(*s->slots));
+	s->free_slots = calloc((size_t)n, sizeof(int));
+	s->running = calloc((size_t)n, sizeof(*s->running));
+	s->running_slot = calloc((size_t)n, sizeof(int));
+	s->core_slot = calloc((size_t)n, sizeof(int));
+	s->dom_busy = calloc((size_t)s->nr_domains, sizeof(int));
+	s->dom_own = calloc((size_t)s->nr_domains, sizeof(int));
+	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));
+	s->dom_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->dom_sig));
+	s->out.max_decisions = n;
+	s->out.decisions = calloc((size_t)n, sizeof(*s->out.decisions));
+	s->out.max_versions = n * max_layers;
+	s->out.versions = calloc((size_t)n * max_layers, 1);
+	s->out.max_drops = SIM_MAX_DROPS;
+	s->out.drops = calloc(SIM_MAX_DROPS, sizeof(*s->out.drops));
+	if (!s->queries || !s->slots || !s->free_slots || !s->running || !s->running_slot ||
+	    !s->core_slot || !s->dom_busy || !s->dom_own || !s->core_sig || !s->dom_sig ||
+	    !s->out.decisions || !s->out.versions || !s->out.drops)
+		return coloc_err_set(err, -ENOMEM, "simulator: out of memory for %d cores", n);
+	for (int i = 0; i < n; i++) {
+		s->slots[i].versions = malloc((size_t)max_layers);
+		if (!s->slots[i].versions)
+			return coloc_err_set(err, -ENOMEM, "simulator: out of memory");
+		s->slots[i].pos = -1;
+		/* the lowest slot first, for a reproducible order */
+		s->free_slots[s->nr_free_slots++] = n - 1 - i;
+		s->core_slot[i] = -1;
+	}
+	for (int c = 0; c < POLICY_MAX_CPUS; c++) {
+		s->core_sig[c] =
+			(struct policy_signal){ .live = POLICY_SIG_BUSY | POLICY_SIG_SLOWDOWN,
+						.slowdown = 1.0 };
+		s->dom_sig[c] = s->core_sig[c];
+	}
+	s->free = s->cfg.online;
+	ret = sim_heap_init(&s->heap, 4 * n + p->nr_tenants, err);
+	if (ret)
+		return ret;
+	if (p->trace)
+		return push_next_arrival(s, 0, err);
+	for (int t = 0; t < p->nr_tenants; t++) {
+		sim_poisson_init(&s->poisson[t], p->seed, t,
+				 p->qps * p->tenants[t].share / total_share);
+		ret = push_next_arrival(s, t, err);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static void state_free(struct sim_state *s)
+{
+	if (s->slots)
+		for (int i = 0; i < s->p->machine.nr_cores; i++)
+			free(s->slots[i].versions);
+	for (int t = 0; t < POLICY_MAX_TENANTS; t++)
+		sim_latencies_free(&s->lat[t]);
+	policy_destroy(s->pol);
+	sim_heap_free(&s->heap);
+	free(s->queries);
+	free(s->slots);
+	free(s->free_slots);
+	free(s->running);
+	free(s->running_slot);
+	free(s->core_slot);
+	free(s->dom_busy);
+	free(s->dom_own);
+	free(s->core_sig);
+	free(s->dom_sig);
+	free(s->out.decisions);
+	free(s->out.versions);
+	free(s->out.drops);
+	free(s->decide_us);
+}
+
+static void finish_results(struct sim_state *s)
+{
+	struct sim_result *r = s->r;
+
+	for (int i = 0; i < s->nr_queries; i++)
+		if (counted(s, s->queries[i].arrival_ns))
+			r->tenant[s->queries[i].tenant].unserved++;
+	for (int t = 0; t < r->nr_tenants; t++) {
+		struct sim_tenant_result *tr = &r->tenant[t];
+		struct sim_latencies *l = &s->lat[t];
+
+		tr->p50_ms = (double)sim_percentile_u64(l->ns, l->nr, 50) * 1e-6;
+		tr->p95_ms = (double)sim_percentile_u64(l->ns, l->nr, 95) * 1e-6;
+		tr->p99_ms = (double)sim_percentile_u64(l->ns, l->nr, 99) * 1e-6;
+		tr->fraction_within = tr->arrived ? (double)tr->within / (double)tr->arrived : 1.0;
+	}
+	r->decide_p50_us = sim_percentile_double(s->decide_us, s->nr_decide, 50);
+	r->decide_p99_us = sim_percentile_double(s->decide_us, s->nr_decide, 99);
+	r->end_ns = s->now;
+}
+
+int sim_run(const struct sim_params *p, struct sim_result *r, struct coloc_err *err)
+{
+	struct sim_state s = { 0 };
+	struct sim_event ev;
+	double t0 = seconds_now();
+	int ret;
+
+	*r = (struct sim_result){ .nr_tenants = p->nr_tenants };
+	ret = check_params(p, err);
+	if (ret)
+		return ret;
+	ret = state_init(&s, p, r, err);
+	while (!ret && sim_heap_pop(&s.heap, &ev)) {
+		if (ev.kind == SIM_EV_DONE && ev.gen != s.slots[ev.arg].gen)
+			continue; /* rescheduled since: a later event stands for it */
+		s.now = ev.time_ns;
+		r->events++;
+		ret = ev.kind == SIM_EV_DONE ? end_block(&s, ev.arg, err) : arrive(&s, ev.arg, err);
+		if (!ret)
+			ret = decide(&s, err);
+	}
+	if (!ret)
+		finish_results(&s);
+	state_free(&s);
+	r->wall_s = seconds_now() - t0;
+	return ret;
+}

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * coloc-sim's library: a discrete-event simulator that drives the policy
+ * library (policy/) exactly as colocd does, on a simulated machine of many
+ * cores. One file per job: event.c (the event heap), rng.c (our PRNG),
+ * machine.c (cores, sockets, LLC domains -> struct policy_config),
+ * workload.c (Poisson and trace arrivals), table_veltair.c (VELTAIR's CSV
+ * tables -> struct policy_model), interference.c (the provisional slowdown
+ * model), run.c (the event loop around policy_decide), metrics.c
+ * (percentiles, fraction within QoS) and search.c (the QoS-QPS bisection).
+ * sim/README.md states what the numbers rest on.
+ *
+ * Simulated time is in nanoseconds from 0. Everything is deterministic for a
+ * seed except the measured cost of policy_decide() (wall time of the calls).
+ */
+#ifndef COLOC_SIM_H
+#define COLOC_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "error.h"
+#include "policy.h"
+
+/* ---- the event engine ---------------------------------------------------- */
+
+/*
+ * At equal times a completion comes before an arrival (the freed cores are
+ * there for the newcomer, as when colocd reads both in one loop turn), and
+ * events of one kind in the order they were pushed.
+ */
+enum sim_event_kind {
+	SIM_EV_DONE = 0, /* a block finishes: arg is its slot, gen its generation */
+	SIM_EV_ARRIVAL = 1, /* a query arrives: arg is its tenant */
+};
+
+struct sim_event {
+	uint64_t time_ns;
+	uint64_t seq; /* push order, the last tie-break */
+	enum sim_event_kind kind;
+	int arg;
+	uint64_t gen; /* DONE: stale when the block was rescheduled since */
+};
+
+struct sim_heap {
+	struct sim_event *ev;
+	int nr, cap;
+	uint64_t next_seq;
+};
+
+int sim_heap_init(struct sim_heap *h, int cap, struct coloc_err *err);
+void sim_heap_free(struct sim_heap *h);
+int sim_heap_push(struct sim_heap *h, uint64_t time_ns, enum sim_event_kind kind, int arg,
+		  uint64_t gen, struct coloc_err *err);
+/* The earliest event, removed; false when the heap is empty. */
+bool sim_heap_pop(struct sim_heap *h, struct sim_event *ev);
+
+/* ---- the PRNG: xoshiro256** seeded through splitmix64 --------------------- */
+
+struct sim_rng {
+	uint64_t s[4];
+};
+
+void sim_rng_seed(struct sim_rng *r, uint64_t seed);
+uint64_t sim_rng_next(struct sim_rng *r);
+/* Uniform in (0, 1]: never 0, so -log() is finite. */
+double sim_rng_uniform(struct sim_rng *r);
+/* Exponential with mean 1. */
+double sim_rng_exp(struct sim_rng *r);
+
+/* ---- the machine ----------------------------------------------------------- */
+
+struct sim_machine {
+	int nr_cores; /* CPU ids 0 .. nr_cores - 1 */
+	int nr_sockets; /* consecutive equal ranges of CPU ids */
+	int llc_size; /* cores per LLC domain, consecutive ids, within a socket */
+};
+
+/* Fills cfg (online, llc[], socket[]; late as given). 0 or -EINVAL with err. */
+int sim_machine_config(const struct sim_machine *m, enum policy_late late,
+		       struct policy_config *cfg, struct coloc_err *err);
+
+/* ---- model tables ----------------------------------------------------------- */
+
+/* A struct policy_model and the arrays it points to, owned. */
+struct sim_table {
+	char name[64];
+	struct policy_model model;
+	int *core_counts;
+	uint64_t *latency_ns;
+	uint64_t *layer_ops;
+};
+
+/*
+ * VELTAIR's tables: DIR/NAME.prof.csv (one line per layer, µs at 8, 16, ...
+ * cores) and DIR/NAME.layers.csv (the layer shapes, for each layer's MACs).
+ * NAME is matched without regard to case ("resnet50" finds ResNet50.*).
+ * One version, one level (alone), used as they are.
+ */
+int sim_table_load_veltair(const char *dir, const char *name, struct sim_table *t,
+			   struct coloc_err *err);
+/* A table by spec: "veltair:NAME" searched in dir. */
+int sim_table_load(const char *spec, const char *dir, struct sim_table *t, struct coloc_err *err);
+void sim_table_free(struct sim_table *t);
+
+/* ---- the interference model (provisional: see sim/README.md) -------------- */
+
+struct sim_interference {
+	/* slowdown of a block whose LLC domains are full of co-runners, for tables without levels */
+	double full_slowdown;
+};
+
+#define SIM_DEFAULT_FULL_SLOWDOWN 1.6
+
+/*
+ * The factor by which layers [first, last) at versions and core index ci
+ * run slower than alone, when co-runners occupy `pressure` (0..1) of the
+ * LLC domains the block runs in. Exactly 1.0 at pressure 0. With level
+ * columns the table's own per-version cells are read at column position
+ * pressure * (nr_levels - 1); without, 1 + (full_slowdown - 1) * pressure.
+ */
+double sim_interference_slowdown(const struct sim_interference *im, const struct policy_model *m,
+				 int first, int last, const uint8_t *versions, int ci,
+				 double pressure);
+
+/* ---- workloads --------------------------------------------------------------- */
+
+struct sim_tenant {
+	const struct policy_model *model;
+	const char *name;
+	uint64_t qos_ns;
+	double share; /* share of the total rate, > 0 */
+};
+
+/* A recorded arrival sequence: one arrival per line, "TIME_US TENANT". */
+struct sim_trace {
+	uint64_t *time_ns;
+	int *tenant;
+	int nr;
+};
+
+/* Reads a trace; tenants are indices 0 .. nr_tenants - 1, times non-decreasing. */
+int sim_trace_load(const char *path, int nr_tenants, struct sim_trace *t, struct coloc_err *err);
+void sim_trace_free(struct sim_trace *t);
+
+/* Poisson arrivals of one tenant: its own PRNG stream, so tenants do not perturb each other. */
+struct sim_poisson {
+	struct sim_rng rng;
+	double rate_per_s;
+	double next_s;
+};
+
+void sim_poisson_init(struct sim_poisson *p, uint64_t seed, int tenant, double rate_per_s);
+/* The next arrival time in ns (strictly after the previous one's draw). */
+uint64_t sim_poisson_next(struct sim_poisson *p);
+
+/* ---- metrics ------------------------------------------------------------------ */
+
+struct sim_latencies {
+	uint64_t *ns;
+	int nr, cap;
+};
+
+int sim_latencies_add(struct sim_latencies *l, uint64_t ns, struct coloc_err *err);
+void sim_latencies_free(struct sim_latencies *l);
+/* Nearest-rank percentile (0 < p <= 100) of v[0..nr) after sorting it in place; 0 when empty. */
+uint64_t sim_percentile_u64(uint64_t *v, int nr, double p);
+double sim_percentile_double(double *v, int nr, double p);
+
+struct sim_tenant_result {
+	uint64_t arrived; /* counted arrivals: after the warm-up, before the end */
+	uint64_t completed;
+	uint64_t within; /* completed within QoS */
+	uint64_t dropped; /* dropped by the policy, or rejected with the queue full */
+	uint64_t unserved; /* still queued when the simulation ended */
+	double p50_ms, p95_ms, p99_ms; /* of completed queries */
+	double fraction_within; /* within / arrived; 1 when nothing arrived */
+};
+
+struct sim_result {
+	int nr_tenants;
+	struct sim_tenant_result tenant[POLICY_MAX_TENANTS];
+	uint64_t events;
+	uint64_t decide_calls;
+	double decide_p50_us, decide_p99_us; /* wall time of policy_decide(), not deterministic */
+	uint64_t end_ns; /* simulated time of the last event */
+	double wall_s; /* how long the run took */
+};
+
+/* ---- a run ---------------------------------------------------------------------- */
+
+/* What happened to a query, for whoever watches (tests, traces). */
+struct sim_query_record {
+	uint64_t id;
+	int tenant;
+	uint64_t arrival_ns;
+	uint64_t end_ns; /* finish or drop */
+	bool dropped;
+};
+
+/* One block, started at start_ns and ended at end_ns. */
+struct sim_block_record {
+	const struct policy_decision *d;
+	uint64_t start_ns, end_ns;
+};
+
+struct sim_params {
+	const struct policy_entry *policy;
+	struct sim_machine machine;
+	enum policy_late late;
+	const struct sim_tenant *tenants;
+	int nr_tenants;
+	double qps; /* total rate over all tenants, in their shares; unused with a trace */
+	const struct sim_trace *trace; /* NULL: Poisson arrivals */
+	uint64_t duration_ns; /* arrivals stop here; what is in flight then runs to its end */
+	uint64_t warmup_ns; /* arrivals before this are served but not counted */
+	uint64_t seed;
+	struct sim_interference interference;
+	int max_queued; /* live queries beyond this are rejected at arrival (counted as drops) */
+	/* optional observers */
+	void (*on_query)(void *ctx, const struct sim_query_record *q);
+	void (*on_block)(void *ctx, const struct sim_block_record *b);
+	void *ctx;
+};
+
+#define SIM_DEFAULT_MAX_QUEUED 65536
+
+/*
+ * Runs one simulation. Every round's output goes through
+ * policy_check_output(); a policy that breaks it stops the run with -EPROTO
+ * and the reason in err.
+ */
+int sim_run(const struct sim_params *p, struct sim_result *r, struct coloc_err *err);
+
+/* ---- the QoS-QPS search -------------------------------------------------------- */
+
+struct sim_search_result {
+	double qos_qps; /* the highest total QPS found that passes; 0 when none does */
+	double fail_qps; /* the lowest that failed */
+	int points; /* runs made */
+	struct sim_result at_best; /* the run at qos_qps */
+	/* the run at fail_qps; when no load passes, the first (highest) load's, which shows why */
+	struct sim_result at_fail;
+	double at_fail_qps;
+	double wall_s;
+};
+
+#define SIM_QOS_FRACTION 0.95
+#define SIM_SEARCH_MIN_ARRIVALS 20 /* counted queries a tenant needs at a passing load */
+
+/*
+ * The highest total QPS (tenants' rates in their shares) at which at least
+ * `fraction` of every tenant's queries meet QoS, each tenant with at least
+ * SIM_SEARCH_MIN_ARRIVALS counted queries: doubling from start_qps (raised
+ * so that every tenant expects twice that many) until a point fails, then
+ * bisection until the bracket is within `tol` (relative). Each point is a whole sim_run of base (its qps replaced),
+ * with the same seed, so the search is deterministic per seed. Assumes
+ * passing is monotone in load.
+ */
+int sim_search_qos_qps(const struct sim_params *base, double fraction, double start_qps, double tol,
+		       struct sim_search_result *s, struct coloc_err *err);
+
+#endif /* COLOC_SIM_H */
