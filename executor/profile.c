@@ -25,8 +25,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <oneapi/dnnl/dnnl.h>
-#include <oneapi/dnnl/dnnl_debug.h>
 #include "topology.h"
 
 #define PROFILE_MAX_LINE 4096
@@ -281,61 +279,6 @@ int profile_hash_file(const char *path, uint64_t *hash)
 	}
 	close(fd);
 	*hash = h;
-	return 0;
-}
-
-void profile_isa_name(char *buf, size_t len)
-{
-	const char *isa = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
-
-	if (!strncmp(isa, "cpu_isa_", 8))
-		isa += 8;
-	snprintf(buf, len, "%s", isa);
-}
-
-int profile_machine_detect(struct profile_machine *m)
-{
-	struct topology *topo;
-	char line[512];
-	FILE *f;
-	long n;
-
-	memset(m, 0, sizeof(*m));
-	snprintf(m->cpu_model, sizeof(m->cpu_model), "unknown");
-	f = fopen("/proc/cpuinfo", "re");
-	if (f) {
-		while (fgets(line, sizeof(line), f)) {
-			char *colon = strchr(line, ':');
-			size_t len;
-
-			if (strncmp(line, "model name", 10) || !colon)
-				continue;
-			colon++;
-			while (*colon == ' ' || *colon == '\t')
-				colon++;
-			len = strcspn(colon, "\n");
-			while (len && isspace((unsigned char)colon[len - 1]))
-				len--;
-			if (len) {
-				if (len >= sizeof(m->cpu_model))
-					len = sizeof(m->cpu_model) - 1;
-				memcpy(m->cpu_model, colon, len);
-				m->cpu_model[len] = '\0';
-			}
-			break;
-		}
-		fclose(f);
-	}
-	n = sysconf(_SC_NPROCESSORS_ONLN);
-	if (n < 1)
-		return -errno ? -errno : -EINVAL;
-	m->nr_cores = (int)n;
-	/* without hwloc's view the machine is still known, only less precisely */
-	if (!topology_open(NULL, &topo, NULL)) {
-		m->llc_bytes = topology_llc_bytes(topo);
-		topology_close(topo);
-	}
-	profile_isa_name(m->isa, sizeof(m->isa));
 	return 0;
 }
 
