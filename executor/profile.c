@@ -25,7 +25,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "topology.h"
 
 #define PROFILE_MAX_LINE 4096
 #define PROFILE_MAX_FIELDS 16
