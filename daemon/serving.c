@@ -107,6 +107,8 @@ struct serving {
 	uint8_t *versions;
 	int max_versions;
 	bool scheduling, again;
+	uint64_t policy_errors;
+	char policy_error[COLOC_ERR_MSG_MAX];
 };
 
 static const char *const state_names[] = {
@@ -491,8 +493,12 @@ static void sv_schedule(struct serving *s)
 		 * round: queries wait (their deadlines still apply at the next).
 		 */
 		if (policy_decide(s->policy, &in, &out, &err) ||
-		    policy_check_output(s->entry, &in, &out, &err))
+		    policy_check_output(s->entry, &in, &out, &err)) {
+			s->policy_errors++;
+			snprintf(s->policy_error, sizeof(s->policy_error), "%s",
+				 coloc_err_str(&err));
 			break;
+		}
 		for (int i = 0; i < out.nr_decisions; i++)
 			progress |= apply_decision(s, &out.decisions[i]);
 		for (int i = 0; i < out.nr_drops; i++)
@@ -969,6 +975,13 @@ int serving_cores(const struct serving *s, struct serving_core_info *cores, int 
 		cores[n].versions = t->blk.versions;
 	}
 	return n;
+}
+
+uint64_t serving_policy_errors(const struct serving *s, const char **last)
+{
+	if (last)
+		*last = s->policy_error;
+	return s->policy_errors;
 }
 
 /* ---- life ------------------------------------------------------------------- */

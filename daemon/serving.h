@@ -170,6 +170,13 @@ struct serving_core_info {
 	const uint8_t *versions; /* [last - first], valid as tenant */
 };
 
+/*
+ * Rounds in which the policy failed or broke its contract
+ * (policy_check_output), and the last reason ("" if none): such a round
+ * decides nothing and the queries wait. Should stay 0; status shows it.
+ */
+uint64_t serving_policy_errors(const struct serving *s, const char **last);
+
 /* Served cores in increasing CPU order; returns the count (at most max stored). */
 int serving_cores(const struct serving *s, struct serving_core_info *cores, int max);
 

@@ -516,6 +516,7 @@ TEST_F(serving, two_tenants__both_served_no_core_shared)
 	struct coloc_err err = { 0 };
 	struct overlap o = { 0 };
 	struct serving_tenant_info a, b;
+	const char *last;
 
 	/* static splits the cores between the tenants, so their blocks run side by side */
 	ASSERT_EQ(0, make_serving(self, "static", 0, 0, cache_dir, &err)) TH_LOG("%s", err.msg);
@@ -548,6 +549,8 @@ TEST_F(serving, two_tenants__both_served_no_core_shared)
 	EXPECT_EQ(6, a.stats.served);
 	EXPECT_EQ(6, b.stats.served);
 	TH_LOG("observations with both tenants' blocks running at once: %d", o.both_busy);
+	/* policy_check_output accepted every round: no core in two decisions, none outside free */
+	EXPECT_EQ(0, serving_policy_errors(self->s, &last)) TH_LOG("%s", last);
 }
 
 static bool tenant_busy(FIXTURE_DATA(serving) * self, void *arg)
@@ -729,6 +732,126 @@ TEST_F(serving, submit__queue_bounds_reject_the_excess_with_a_reason)
 	}
 	for (int i = 8; i < 20; i++)
 		EXPECT_FALSE(self->q[i].done);
+}
+
+TEST_F(serving, hang__stopped_executor_killed_past_its_block_deadline)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info info;
+	const char *failed[2] = { "mnv2", "failed" };
+	uint64_t t0;
+	pid_t pid;
+
+	ASSERT_EQ(0, admit(self, "mnv2", QOS_NS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(wait_ready(self, "mnv2"));
+	make_input(self, "mnv2");
+	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", &info));
+	pid = info.pid;
+	/* stopped before the submit: the block is handed over but never runs */
+	ASSERT_EQ(0, kill(pid, SIGSTOP));
+	t0 = tu_now_ns();
+	ASSERT_EQ(0, submit(self, "mnv2", 0, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(tenant_busy(self, "mnv2"));
+	ASSERT_TRUE(pump(self, tenant_in_state, failed, DONE_MS, NULL));
+	TH_LOG("stopped executor declared hung after %.3f ms", (tu_now_ns() - t0) / 1e6);
+	/* the limit is 10x the prediction + 1 s: never sooner than the slack */
+	EXPECT_GE(tu_now_ns() - t0, SERVING_HANG_SLACK_NS / 2);
+	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", &info));
+	EXPECT_NE(NULL, strstr(info.reason, "hung")) TH_LOG("%s", info.reason);
+	EXPECT_EQ(SERVING_QUERY_FAILED, self->q[0].status);
+	EXPECT_NE(NULL, strstr(self->q[0].reason, "hung")) TH_LOG("%s", self->q[0].reason);
+	EXPECT_TRUE(tenant_idle(self, "mnv2"));
+	EXPECT_EQ(-1, kill(pid, 0)); /* killed and reaped */
+	EXPECT_EQ(ESRCH, errno);
+}
+
+TEST(serving_stats__percentile_is_nearest_rank)
+{
+	uint64_t v[10] = { 10, 1, 9, 2, 8, 3, 7, 4, 6, 5 }, one[1] = { 42 };
+
+	/* nearest rank: ceil(p/100 * n)-th smallest */
+	EXPECT_EQ(5, serving_stats_percentile(v, 10, 50));
+	EXPECT_EQ(10, serving_stats_percentile(v, 10, 95));
+	EXPECT_EQ(10, serving_stats_percentile(v, 10, 99));
+	EXPECT_EQ(1, serving_stats_percentile(v, 10, 1));
+	EXPECT_EQ(42, serving_stats_percentile(one, 1, 50));
+	EXPECT_EQ(0, serving_stats_percentile(v, 0, 50));
+}
+
+TEST(serving_stats__rates_count_the_last_window_only)
+{
+	struct serving_stats st = { 0 };
+	struct serving_stats_summary sum;
+	uint64_t now = 100 * SERVING_STATS_WINDOW_NS;
+
+	/* 5 old arrivals, out of the window; 20 recent ones, 15 served, 12 in QoS */
+	for (int i = 0; i < 5; i++)
+		serving_stats_offered(&st, now - 2 * SERVING_STATS_WINDOW_NS);
+	for (int i = 0; i < 20; i++)
+		serving_stats_offered(&st, now - 1000);
+	for (int i = 0; i < 15; i++)
+		serving_stats_served(&st, now - 500, i < 12 ? 1000 : 3000, 2000);
+	serving_stats_summarise(&st, now, &sum);
+	EXPECT_EQ(25, sum.offered);
+	EXPECT_EQ(20.0 / (SERVING_STATS_WINDOW_NS / 1e9), sum.offered_rate);
+	EXPECT_EQ(15.0 / (SERVING_STATS_WINDOW_NS / 1e9), sum.served_rate);
+	EXPECT_EQ(12.0 / 15.0, sum.within_qos);
+	EXPECT_EQ(1000, sum.p50_ns);
+	EXPECT_EQ(3000, sum.p95_ns);
+}
+
+/* A profile of model m with one version per layer, 2 core counts, alone and one stress level. */
+static struct profile *hand_profile(const struct model *m, uint64_t alone, uint64_t stressed)
+{
+	int *versions = calloc(m->nr_layers, sizeof(*versions)), levels[2] = { 0, 50 };
+	struct profile *p;
+
+	for (int l = 0; versions && l < m->nr_layers; l++)
+		versions[l] = 1;
+	p = versions ? profile_new(m->nr_layers, versions, 2, 2, levels, NULL) : NULL;
+	free(versions);
+	for (int l = 0; p && l < m->nr_layers; l++)
+		for (int c = 1; c <= 2; c++) {
+			*profile_latency_cell(p, l, 0, c, 0) = alone;
+			*profile_latency_cell(p, l, 0, c, 1) = stressed;
+		}
+	return p;
+}
+
+TEST(profile_table__build__clamps_a_slowdown_below_one_and_says_so)
+{
+	struct coloc_err err = { 0 };
+	char path[512];
+	struct model *m;
+	struct profile *dip, *rise;
+	struct profile_table t;
+
+	model_path(path, sizeof(path), "mobilenet_v2");
+	m = model_load(path, &err);
+	ASSERT_NE(NULL, m) TH_LOG("%s", coloc_err_str(&err));
+	dip = hand_profile(m, 1000, 900);
+	rise = hand_profile(m, 1000, 1200);
+	ASSERT_TRUE(dip && rise);
+
+	ASSERT_EQ(0, profile_table_build(dip, m, &t, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(1.0, t.model.level_slowdown[1]);
+	EXPECT_NE(NULL, strstr(t.note, "0.900")) TH_LOG("%s", t.note);
+	EXPECT_NE(NULL, strstr(t.note, "clamped")) TH_LOG("%s", t.note);
+	/* the cells stay as measured */
+	EXPECT_EQ(900, policy_model_cell(&t.model, 3, 0, 1, 1));
+	EXPECT_EQ(2, t.model.core_counts[1]);
+	EXPECT_EQ(m->layers[3].macs, t.model.layer_ops[3]);
+	profile_table_free(&t);
+
+	ASSERT_EQ(0, profile_table_build(rise, m, &t, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(1.2, t.model.level_slowdown[1]);
+	EXPECT_STREQ("", t.note);
+	/* solo on all (2) cores: every layer at 1000 ns */
+	EXPECT_EQ((uint64_t)m->nr_layers * 1000, policy_model_solo_ns(&t.model, 2));
+	profile_table_free(&t);
+	profile_free(dip);
+	profile_free(rise);
+	model_free(m);
 }
 
 TEST_HARNESS_MAIN
