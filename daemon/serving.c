@@ -43,6 +43,7 @@ struct sv_query {
 	uint64_t id;
 	uint64_t arrival_ns, deadline_ns;
 	int next_layer;
+	uint64_t exec_ns; /* sum of its blocks' times inside the executor */
 	int slot; /* -1 while it waits for one */
 	bool in_flight;
 	void *input; /* our copy until it is in a slot */
@@ -192,7 +193,8 @@ static void complete_query(struct serving *s, struct sv_tenant *t, struct sv_que
 					.tenant = t->name,
 					.status = status,
 					.reason = reason ? reason : "",
-					.latency_ns = now - q->arrival_ns };
+					.latency_ns = now - q->arrival_ns,
+					.exec_ns = q->exec_ns };
 
 	if (status == SERVING_QUERY_OK) {
 		c.output = execproc_output(t->ep, (unsigned int)q->slot);
@@ -550,6 +552,7 @@ static void block_finished(struct serving *s, struct sv_tenant *t, const struct 
 		complete_query(s, t, q, SERVING_QUERY_FAILED, reason);
 		return;
 	}
+	q->exec_ns += r->block_ns;
 	q->next_layer = t->blk.last_layer;
 	if (q->next_layer >= t->model->nr_layers)
 		complete_query(s, t, q, SERVING_QUERY_OK, NULL);

@@ -72,6 +72,7 @@ struct serving_completion {
 	enum serving_status status;
 	const char *reason; /* "" when ok */
 	uint64_t latency_ns; /* from submit to this completion */
+	uint64_t exec_ns; /* of which its blocks ran inside the executor */
 	/* SERVING_QUERY_OK: the outputs (shm.h's layout), valid during the callback only */
 	const void *output;
 	size_t output_bytes;
