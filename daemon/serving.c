@@ -510,6 +510,14 @@ static void sv_schedule(struct serving *s)
 			s->again = true;
 	} while (s->again && ++rounds < SV_MAX_ROUNDS);
 	s->scheduling = false;
+	/* a drop may have taken a draining tenant's last query: no event of its own follows */
+	for (int i = 0; i < SV_MAX_TENANTS; i++) {
+		struct sv_tenant *t = &s->tenants[i];
+
+		if (t->used && t->removing && t->state == SERVING_TENANT_DRAINING &&
+		    !t->nr_queries && !t->busy)
+			finish_removal(s, t);
+	}
 }
 
 /* ---- events ----------------------------------------------------------------- */

@@ -472,6 +472,39 @@ TEST_F(serving, admit__malformed_model_gives_file_and_line)
 	unlink(path);
 }
 
+TEST_F(serving, drop__query_past_its_deadline_dropped_with_reason)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info info;
+	cpu_set_t mask;
+	uint64_t solo_ns, t0, waited;
+	int range[2] = { 0, 1 };
+
+	sched_getaffinity(0, sizeof(mask), &mask);
+	solo_ns = profiled_solo_ns(self->model, CPU_COUNT(&mask));
+	ASSERT_GT(solo_ns, 0);
+	/* the tightest QoS admitted; queries sent while the executor loads wait past it */
+	ASSERT_EQ(0, admit(self, "late", solo_ns, &err)) TH_LOG("%s", coloc_err_str(&err));
+	make_input(self, "late");
+	t0 = tu_now_ns();
+	ASSERT_EQ(0, submit(self, "late", 0, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(wait_ready(self, "late"));
+	waited = tu_now_ns() - t0;
+	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
+	if (waited <= solo_ns)
+		SKIP(return, "the executor was ready in %.3f ms, within the QoS %.3f ms",
+			   waited / 1e6, solo_ns / 1e6);
+	EXPECT_EQ(SERVING_QUERY_DROPPED, self->q[0].status) TH_LOG("%s", self->q[0].reason);
+	EXPECT_NE(NULL,
+		  strstr(self->q[0].reason, policy_drop_reason_name(POLICY_DROP_DEADLINE_PASSED)))
+	TH_LOG("%s", self->q[0].reason);
+	ASSERT_EQ(0, serving_tenant_info(self->s, "late", &info));
+	EXPECT_EQ(1, info.stats.dropped);
+	EXPECT_EQ(0, info.stats.served);
+	EXPECT_STREQ(self->q[0].reason, info.last_drop);
+	EXPECT_EQ(0, info.queued + info.in_flight);
+}
+
 struct overlap {
 	int both_busy; /* observations with both tenants holding cores */
 	int bad; /* observations breaking a rule */
