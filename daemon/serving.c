@@ -1,19 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The serving core (serving.h): tenants with their executor processes,
- * their queries, and the policy rounds that turn queued queries into
- * blocks on cores.
+ * The serving core (serving.h): tenants with their executor processes and
+ * their queries; the policy rounds are in serving_round.c, what status
+ * shows in serving_view.c.
  *
- * A round (sv_schedule) runs after anything that could allow a decision:
- * an arrival, a completion, a tenant coming, failing or going. It first
- * moves queued queries into free executor slots (copying their inputs into
- * the shared memory), then shows the policy every query that holds a slot,
- * except that a tenant whose executor is running a block shows only that
- * block's query: an executor runs one block at a time, so the policy must
- * not give a tenant a second one. Decisions are started at once; drops
- * complete their queries. Per-core interference (the policy's slowdown
- * signal) is measured without a PMU: each finished block's time over the
- * table's alone time for it, smoothed per core.
+ * A policy round (sv_schedule) runs after anything that could allow a
+ * decision: an arrival, a completion, a tenant coming, failing or going.
+ * Executor events come through serving_handle_fd (a completion or a death)
+ * and serving_tick (hung blocks, executors that never got ready); a death
+ * returns the tenant's cores before its queries are failed.
  *
  * Completion callbacks run last on a query, after it has left every list,
  * and may call serving_submit (a round in progress then repeats); they must
@@ -27,116 +22,11 @@
 #include <string.h>
 #include <time.h>
 #include "cpulist.h"
-#include "execproc.h"
-#include "model.h"
-#include "policy.h"
 #include "profile_table.h"
-#include "serving.h"
+#include "serving_internal.h"
 #include "topology.h"
 
-#define SV_MAX_TENANTS POLICY_MAX_TENANTS
-#define SV_MAX_ROUNDS 16 /* decide calls per round before leaving the rest to the next event */
-#define SV_SLOWDOWN_WEIGHT 0.3 /* weight of a new block in a core's smoothed slowdown */
-#define SV_STOP_MS 100 /* an idle executor answers EXIT in microseconds */
-
-struct sv_query {
-	uint64_t id;
-	uint64_t arrival_ns, deadline_ns;
-	int next_layer;
-	uint64_t exec_ns; /* sum of its blocks' times inside the executor */
-	int slot; /* -1 while it waits for one */
-	bool in_flight;
-	void *input; /* our copy until it is in a slot */
-	serving_done_fn done;
-	void *ctx;
-	struct sv_query *next;
-};
-
-struct sv_tenant {
-	bool used;
-	bool removing;
-	enum serving_tenant_state state;
-	char name[SERVING_NAME_LEN];
-	char reason[SERVING_REASON_LEN];
-	char *model_path, *weights_path;
-	uint64_t qos_ns, solo_ns, uid, started_ns;
-	struct model *model;
-	struct profile_table table;
-	size_t in_bytes, out_bytes;
-	struct execproc *ep;
-	struct sv_query *head, *tail; /* queued and in flight, by arrival */
-	int nr_queries;
-	struct sv_query *slots[COLOC_SHM_NR_SLOTS];
-	/* the block in flight */
-	bool busy;
-	struct sv_query *blk_query;
-	struct policy_decision blk;
-	uint8_t *blk_versions; /* [nr_layers] */
-	uint64_t blk_submit_ns;
-	struct serving_stats stats;
-	unsigned int order; /* admission order, for listing */
-};
-
-struct serving {
-	char *executor, *cache_dir;
-	int max_queue, max_queue_total;
-	void (*watch)(void *ctx, int fd, bool add);
-	void (*tenant_changed)(void *ctx, const char *name, enum serving_tenant_state state,
-			       pid_t pid);
-	void *ctx;
-
-	const struct policy_entry *entry;
-	struct policy *policy;
-	struct policy_config pcfg;
-	struct policy_cpuset free;
-	int cpus[POLICY_MAX_CPUS], nr_cpus;
-	char cores[8192]; /* cpus as a CPU list, for the executors */
-	int owner[POLICY_MAX_CPUS]; /* tenant whose block holds the CPU, or -1 */
-	struct policy_signal *core_sig; /* [POLICY_MAX_CPUS] */
-
-	struct sv_tenant tenants[SV_MAX_TENANTS];
-	uint64_t next_uid, next_query_id;
-	unsigned int next_order;
-	int nr_live; /* queries accepted and not completed, all tenants */
-
-	/* one round's scratch */
-	struct policy_tenant ptenants[SV_MAX_TENANTS];
-	struct policy_query *pqueries; /* [max_queue_total] */
-	struct policy_decision running[SV_MAX_TENANTS];
-	struct policy_decision decisions[SV_MAX_TENANTS];
-	struct policy_drop drops[SV_MAX_TENANTS * COLOC_SHM_NR_SLOTS];
-	uint8_t *versions;
-	int max_versions;
-	bool scheduling, again;
-	uint64_t policy_errors;
-	char policy_error[COLOC_ERR_MSG_MAX];
-};
-
-static const char *const state_names[] = {
-	[SERVING_TENANT_STARTING] = "starting",
-	[SERVING_TENANT_READY] = "ready",
-	[SERVING_TENANT_DRAINING] = "draining",
-	[SERVING_TENANT_FAILED] = "failed",
-};
-
-static const char *const status_names[] = {
-	[SERVING_QUERY_OK] = "ok",
-	[SERVING_QUERY_DROPPED] = "dropped",
-	[SERVING_QUERY_FAILED] = "failed",
-};
-
-const char *serving_state_name(enum serving_tenant_state s)
-{
-	return (unsigned int)s < sizeof(state_names) / sizeof(*state_names) ? state_names[s] : "?";
-}
-
-const char *serving_status_name(enum serving_status s)
-{
-	return (unsigned int)s < sizeof(status_names) / sizeof(*status_names) ? status_names[s] :
-										"?";
-}
-
-static uint64_t now_ns(void)
+uint64_t sv_now_ns(void)
 {
 	struct timespec ts;
 
@@ -144,7 +34,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static struct sv_tenant *find_tenant(const struct serving *s, const char *name)
+struct sv_tenant *sv_find_tenant(const struct serving *s, const char *name)
 {
 	for (int i = 0; i < SV_MAX_TENANTS; i++)
 		if (s->tenants[i].used && !strcmp(s->tenants[i].name, name))
@@ -185,10 +75,10 @@ static void unlink_query(struct serving *s, struct sv_tenant *t, struct sv_query
 }
 
 /* Takes q off every list, counts it, calls back, frees it. */
-static void complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *q,
-			   enum serving_status status, const char *reason)
+void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *q,
+		       enum serving_status status, const char *reason)
 {
-	uint64_t now = now_ns();
+	uint64_t now = sv_now_ns();
 	struct serving_completion c = { .query_id = q->id,
 					.tenant = t->name,
 					.status = status,
@@ -220,7 +110,7 @@ static void fail_all_queries(struct serving *s, struct sv_tenant *t, const char 
 
 	snprintf(reason, sizeof(reason), "tenant %s: %s", t->name, why);
 	while (t->head)
-		complete_query(s, t, t->head, SERVING_QUERY_FAILED, reason);
+		sv_complete_query(s, t, t->head, SERVING_QUERY_FAILED, reason);
 }
 
 /* ---- executors -------------------------------------------------------------- */
@@ -274,8 +164,6 @@ static void free_tenant(struct serving *s, struct sv_tenant *t)
 	(void)s;
 }
 
-static void sv_schedule(struct serving *s);
-
 /*
  * The executor is gone or given up on: cores back at once, then every
  * query of the tenant fails with the reason. A tenant being removed goes.
@@ -311,235 +199,20 @@ static int start_executor(struct serving *s, struct sv_tenant *t, struct coloc_e
 	t->state = SERVING_TENANT_STARTING;
 	t->reason[0] = '\0';
 	t->uid = s->next_uid++;
-	t->started_ns = now_ns();
+	t->started_ns = sv_now_ns();
 	watch_executor(s, t, true);
 	notify_state(s, t);
 	return 0;
 }
 
 /* Drained: the executor stops, the tenant goes. */
-static void finish_removal(struct serving *s, struct sv_tenant *t)
+void sv_finish_removal(struct serving *s, struct sv_tenant *t)
 {
 	close_executor(s, t, true);
 	free_tenant(s, t);
 }
 
-/* ---- policy rounds ---------------------------------------------------------- */
-
-/* Queued queries of a serving tenant take free slots, in arrival order. */
-static void fill_slots(struct sv_tenant *t)
-{
-	if (!t->ep || (t->state != SERVING_TENANT_READY && t->state != SERVING_TENANT_DRAINING))
-		return;
-	for (struct sv_query *q = t->head; q; q = q->next) {
-		unsigned int slot;
-
-		if (q->slot >= 0)
-			continue;
-		for (slot = 0; slot < COLOC_SHM_NR_SLOTS && t->slots[slot]; slot++)
-			;
-		if (slot == COLOC_SHM_NR_SLOTS)
-			return;
-		memcpy(execproc_input(t->ep, slot), q->input, t->in_bytes);
-		free(q->input);
-		q->input = NULL;
-		q->slot = (int)slot;
-		t->slots[slot] = q;
-	}
-}
-
-static bool tenant_serving(const struct sv_tenant *t)
-{
-	return t->used && t->ep &&
-	       (t->state == SERVING_TENANT_READY || t->state == SERVING_TENANT_DRAINING);
-}
-
-static void build_input(struct serving *s, struct policy_input *in)
-{
-	int nq = 0, nr = 0;
-
-	for (int i = 0; i < SV_MAX_TENANTS; i++) {
-		struct sv_tenant *t = &s->tenants[i];
-		struct policy_tenant *pt = &s->ptenants[i];
-
-		memset(pt, 0, sizeof(*pt));
-		if (!tenant_serving(t))
-			continue;
-		pt->model = &t->table.model;
-		pt->uid = t->uid;
-		pt->qos_ns = t->qos_ns;
-		if (t->busy)
-			s->running[nr++] = t->blk;
-		for (struct sv_query *q = t->head; q; q = q->next) {
-			if (q->slot < 0 || (t->busy && q != t->blk_query))
-				continue;
-			s->pqueries[nq++] = (struct policy_query){ .id = q->id,
-								   .tenant = i,
-								   .arrival_ns = q->arrival_ns,
-								   .deadline_ns = q->deadline_ns,
-								   .next_layer = q->next_layer,
-								   .in_flight = q->in_flight };
-		}
-	}
-	*in = (struct policy_input){ .now_ns = now_ns(),
-				     .tenants = s->ptenants,
-				     .nr_tenants = SV_MAX_TENANTS,
-				     .queries = s->pqueries,
-				     .nr_queries = nq,
-				     .running = s->running,
-				     .nr_running = nr,
-				     .free = &s->free,
-				     .cores = s->core_sig };
-}
-
-static struct sv_query *find_query(struct sv_tenant *t, uint64_t id)
-{
-	for (struct sv_query *q = t->head; q; q = q->next)
-		if (q->id == id)
-			return q;
-	return NULL;
-}
-
-static void apply_drop(struct serving *s, const struct policy_drop *d)
-{
-	struct sv_tenant *t = &s->tenants[d->tenant];
-	struct sv_query *q = find_query(t, d->query_id);
-	char reason[SERVING_REASON_LEN];
-	uint64_t now = now_ns();
-
-	if (!q)
-		return;
-	if (d->reason == POLICY_DROP_CANNOT_MEET)
-		snprintf(reason, sizeof(reason),
-			 "%s: %.3f ms predicted for the rest, %.3f ms left to its deadline",
-			 policy_drop_reason_name(d->reason), d->predicted_ns / 1e6,
-			 q->deadline_ns > now ? (q->deadline_ns - now) / 1e6 : 0.0);
-	else
-		snprintf(reason, sizeof(reason), "%s: %.3f ms after arrival, QoS %.3f ms",
-			 policy_drop_reason_name(d->reason), (now - q->arrival_ns) / 1e6,
-			 t->qos_ns / 1e6);
-	complete_query(s, t, q, SERVING_QUERY_DROPPED, reason);
-}
-
-/* Starts d's block; false when it could not be (the query failed, or the executor is busy). */
-static bool apply_decision(struct serving *s, const struct policy_decision *d)
-{
-	struct sv_tenant *t = &s->tenants[d->tenant];
-	struct sv_query *q = find_query(t, d->query_id);
-	int n = d->last_layer - d->first_layer, nr_cpus = 0;
-	int versions[COLOC_SHM_MAX_BLOCK_LAYERS], cpus[POLICY_MAX_CPUS];
-	struct coloc_err err = { 0 };
-	struct execproc_block b;
-
-	if (!q || t->busy || n > COLOC_SHM_MAX_BLOCK_LAYERS)
-		return false;
-	for (int i = 0; i < n; i++)
-		versions[i] = d->versions[i];
-	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
-	     c = policy_cpuset_next(&d->cores, c + 1))
-		cpus[nr_cpus++] = c;
-	b = (struct execproc_block){ .slot = (unsigned int)q->slot,
-				     .first = (unsigned int)d->first_layer,
-				     .last = (unsigned int)d->last_layer,
-				     .query_id = (unsigned int)q->id,
-				     .versions = versions,
-				     .cpus = cpus,
-				     .nr_cpus = nr_cpus };
-	if (execproc_submit_block(t->ep, &b, &err)) {
-		complete_query(s, t, q, SERVING_QUERY_FAILED, coloc_err_str(&err));
-		return false;
-	}
-	t->busy = true;
-	t->blk_query = q;
-	t->blk = *d;
-	memcpy(t->blk_versions, d->versions, (size_t)n);
-	t->blk.versions = t->blk_versions;
-	t->blk_submit_ns = now_ns();
-	q->in_flight = true;
-	for (int i = 0; i < nr_cpus; i++) {
-		s->owner[cpus[i]] = d->tenant;
-		policy_cpuset_clear(&s->free, cpus[i]);
-	}
-	return true;
-}
-
-static void sv_schedule(struct serving *s)
-{
-	struct policy_output out = { .decisions = s->decisions,
-				     .max_decisions = SV_MAX_TENANTS,
-				     .versions = s->versions,
-				     .max_versions = s->max_versions,
-				     .drops = s->drops,
-				     .max_drops = (int)(sizeof(s->drops) / sizeof(*s->drops)) };
-	int rounds = 0;
-
-	if (s->scheduling) {
-		s->again = true;
-		return;
-	}
-	s->scheduling = true;
-	do {
-		struct policy_input in;
-		struct coloc_err err = { 0 };
-		bool progress = false;
-
-		s->again = false;
-		for (int i = 0; i < SV_MAX_TENANTS; i++)
-			fill_slots(&s->tenants[i]);
-		build_input(s, &in);
-		if (!in.nr_queries)
-			break;
-		policy_output_reset(&out);
-		/*
-		 * A policy that errs or breaks its contract decides nothing this
-		 * round: queries wait (their deadlines still apply at the next).
-		 */
-		if (policy_decide(s->policy, &in, &out, &err) ||
-		    policy_check_output(s->entry, &in, &out, &err)) {
-			s->policy_errors++;
-			snprintf(s->policy_error, sizeof(s->policy_error), "%s",
-				 coloc_err_str(&err));
-			break;
-		}
-		for (int i = 0; i < out.nr_decisions; i++)
-			progress |= apply_decision(s, &out.decisions[i]);
-		for (int i = 0; i < out.nr_drops; i++)
-			apply_drop(s, &out.drops[i]);
-		progress |= out.nr_drops > 0;
-		if (progress && (out.nr_drops || out.nr_decisions == out.max_decisions))
-			s->again = true;
-	} while (s->again && ++rounds < SV_MAX_ROUNDS);
-	s->scheduling = false;
-	/* a drop may have taken a draining tenant's last query: no event of its own follows */
-	for (int i = 0; i < SV_MAX_TENANTS; i++) {
-		struct sv_tenant *t = &s->tenants[i];
-
-		if (t->used && t->removing && t->state == SERVING_TENANT_DRAINING &&
-		    !t->nr_queries && !t->busy)
-			finish_removal(s, t);
-	}
-}
-
 /* ---- events ----------------------------------------------------------------- */
-
-static void update_slowdown(struct serving *s, const struct policy_decision *d, uint64_t ns)
-{
-	double ratio;
-
-	if (!d->alone_ns || !ns)
-		return;
-	ratio = (double)ns / (double)d->alone_ns;
-	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
-	     c = policy_cpuset_next(&d->cores, c + 1)) {
-		struct policy_signal *sig = &s->core_sig[c];
-
-		sig->slowdown = sig->live & POLICY_SIG_SLOWDOWN ?
-					(1 - SV_SLOWDOWN_WEIGHT) * sig->slowdown +
-						SV_SLOWDOWN_WEIGHT * ratio :
-					ratio;
-		sig->live |= POLICY_SIG_SLOWDOWN;
-	}
-}
 
 static void block_finished(struct serving *s, struct sv_tenant *t, const struct execproc_result *r)
 {
@@ -551,19 +224,19 @@ static void block_finished(struct serving *s, struct sv_tenant *t, const struct 
 		return;
 	if (r->status == COLOC_SHM_DONE_OK) {
 		policy_block_done(s->policy, &t->blk, measured);
-		update_slowdown(s, &t->blk, measured);
+		sv_update_slowdown(s, &t->blk, measured);
 	}
 	release_block_cores(s, t);
 	if (r->status != COLOC_SHM_DONE_OK) {
 		snprintf(reason, sizeof(reason), "layers [%u, %u) %s: %s", r->first, r->last,
 			 r->status == COLOC_SHM_DONE_REFUSED ? "refused" : "failed", r->reason);
-		complete_query(s, t, q, SERVING_QUERY_FAILED, reason);
+		sv_complete_query(s, t, q, SERVING_QUERY_FAILED, reason);
 		return;
 	}
 	q->exec_ns += r->block_ns;
 	q->next_layer = t->blk.last_layer;
 	if (q->next_layer >= t->model->nr_layers)
-		complete_query(s, t, q, SERVING_QUERY_OK, NULL);
+		sv_complete_query(s, t, q, SERVING_QUERY_OK, NULL);
 }
 
 static void poll_tenant(struct serving *s, struct sv_tenant *t)
@@ -601,7 +274,7 @@ static void poll_tenant(struct serving *s, struct sv_tenant *t)
 	if (ret == 1)
 		block_finished(s, t, &res);
 	if (t->removing && !t->nr_queries && !t->busy)
-		finish_removal(s, t);
+		sv_finish_removal(s, t);
 }
 
 void serving_handle_fd(struct serving *s, int fd)
@@ -627,7 +300,7 @@ static uint64_t hang_deadline(const struct sv_tenant *t)
 
 void serving_tick(struct serving *s)
 {
-	uint64_t now = now_ns();
+	uint64_t now = sv_now_ns();
 
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
 		struct sv_tenant *t = &s->tenants[i];
@@ -661,7 +334,7 @@ void serving_tick(struct serving *s)
 
 int serving_next_timeout_ms(const struct serving *s)
 {
-	uint64_t now = now_ns(), next = UINT64_MAX;
+	uint64_t now = sv_now_ns(), next = UINT64_MAX;
 
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
 		const struct sv_tenant *t = &s->tenants[i];
@@ -768,7 +441,7 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 				     "tenant name '%s' is not 1 to %d of letters, digits, '_', "
 				     "'.' and '-'",
 				     spec->name ? spec->name : "", SERVING_NAME_LEN - 1);
-	if (find_tenant(s, spec->name))
+	if (sv_find_tenant(s, spec->name))
 		return coloc_err_set(err, -EEXIST, "tenant %s exists; remove it first", spec->name);
 	if (!spec->model_path)
 		return coloc_err_set(err, -EINVAL, "tenant %s: no model file", spec->name);
@@ -827,7 +500,7 @@ fail:
 
 int serving_remove(struct serving *s, const char *name, struct coloc_err *err)
 {
-	struct sv_tenant *t = find_tenant(s, name);
+	struct sv_tenant *t = sv_find_tenant(s, name);
 
 	if (!t)
 		return coloc_err_set(err, -ENOENT, "no tenant %s", name);
@@ -841,13 +514,13 @@ int serving_remove(struct serving *s, const char *name, struct coloc_err *err)
 	t->state = SERVING_TENANT_DRAINING;
 	notify_state(s, t);
 	if (!t->nr_queries && !t->busy)
-		finish_removal(s, t);
+		sv_finish_removal(s, t);
 	return 0;
 }
 
 int serving_restart(struct serving *s, const char *name, struct coloc_err *err)
 {
-	struct sv_tenant *t = find_tenant(s, name);
+	struct sv_tenant *t = sv_find_tenant(s, name);
 
 	if (!t)
 		return coloc_err_set(err, -ENOENT, "no tenant %s", name);
@@ -860,8 +533,8 @@ int serving_restart(struct serving *s, const char *name, struct coloc_err *err)
 int serving_submit(struct serving *s, const char *tenant, const void *input, size_t len,
 		   serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err)
 {
-	struct sv_tenant *t = find_tenant(s, tenant);
-	uint64_t now = now_ns();
+	struct sv_tenant *t = sv_find_tenant(s, tenant);
+	uint64_t now = sv_now_ns();
 	struct sv_query *q;
 	int ret = 0;
 
@@ -918,81 +591,6 @@ int serving_submit(struct serving *s, const char *tenant, const void *input, siz
 		*query_id = q->id;
 	sv_schedule(s);
 	return 0;
-}
-
-/* ---- what status shows ------------------------------------------------------ */
-
-int serving_tenant_info(const struct serving *s, const char *name, struct serving_tenant_info *info)
-{
-	const struct sv_tenant *t = find_tenant(s, name);
-
-	if (!t)
-		return -ENOENT;
-	memset(info, 0, sizeof(*info));
-	snprintf(info->name, sizeof(info->name), "%s", t->name);
-	info->state = t->state;
-	snprintf(info->reason, sizeof(info->reason), "%s", t->reason);
-	snprintf(info->note, sizeof(info->note), "%s", t->table.note);
-	info->pid = t->ep ? execproc_pid(t->ep) : 0;
-	info->qos_ns = t->qos_ns;
-	info->solo_ns = t->solo_ns;
-	info->in_bytes = t->in_bytes;
-	info->out_bytes = t->out_bytes;
-	for (const struct sv_query *q = t->head; q; q = q->next) {
-		if (q->in_flight)
-			info->in_flight++;
-		else
-			info->queued++;
-	}
-	serving_stats_summarise(&t->stats, now_ns(), &info->stats);
-	snprintf(info->last_drop, sizeof(info->last_drop), "%s", t->stats.last_drop);
-	snprintf(info->last_reject, sizeof(info->last_reject), "%s", t->stats.last_reject);
-	snprintf(info->last_failure, sizeof(info->last_failure), "%s", t->stats.last_failure);
-	return 0;
-}
-
-int serving_tenant_names(const struct serving *s, const char **names, int max)
-{
-	int n = 0;
-
-	for (unsigned int order = 0; order < s->next_order; order++)
-		for (int i = 0; i < SV_MAX_TENANTS; i++)
-			if (s->tenants[i].used && s->tenants[i].order == order) {
-				if (n < max)
-					names[n] = s->tenants[i].name;
-				n++;
-			}
-	return n;
-}
-
-int serving_cores(const struct serving *s, struct serving_core_info *cores, int max)
-{
-	int n;
-
-	for (n = 0; n < s->nr_cpus; n++) {
-		int cpu = s->cpus[n], owner = s->owner[cpu];
-		const struct sv_tenant *t = owner >= 0 ? &s->tenants[owner] : NULL;
-
-		if (n >= max)
-			continue;
-		cores[n] = (struct serving_core_info){ .cpu = cpu };
-		if (!t)
-			continue;
-		cores[n].busy = true;
-		cores[n].tenant = t->name;
-		cores[n].query_id = t->blk.query_id;
-		cores[n].first_layer = t->blk.first_layer;
-		cores[n].last_layer = t->blk.last_layer;
-		cores[n].versions = t->blk.versions;
-	}
-	return n;
-}
-
-uint64_t serving_policy_errors(const struct serving *s, const char **last)
-{
-	if (last)
-		*last = s->policy_error;
-	return s->policy_errors;
 }
 
 /* ---- life ------------------------------------------------------------------- */
