@@ -47,10 +47,16 @@ static int tenant_index(const struct serving *s, const struct sv_tenant *t)
 	return (int)(t - s->tenants);
 }
 
-static void notify_state(struct serving *s, struct sv_tenant *t)
+static pid_t tenant_pid(const struct sv_tenant *t)
+{
+	return t->ep ? execproc_pid(t->ep) : 0;
+}
+
+static void notify_state(struct serving *s, struct sv_tenant *t, enum serving_tenant_state state,
+			 pid_t pid)
 {
 	if (s->tenant_changed)
-		s->tenant_changed(s->ctx, t->name, t->state, t->ep ? execproc_pid(t->ep) : 0);
+		s->tenant_changed(s->ctx, t->name, state, pid);
 }
 
 /* ---- queries ---------------------------------------------------------------- */
@@ -170,15 +176,18 @@ static void free_tenant(struct serving *s, struct sv_tenant *t)
  */
 static void fail_tenant(struct serving *s, struct sv_tenant *t, const char *why)
 {
+	pid_t pid = tenant_pid(t);
+
 	release_block_cores(s, t);
 	close_executor(s, t, false);
 	t->state = SERVING_TENANT_FAILED;
 	snprintf(t->reason, sizeof(t->reason), "%s", why);
 	fail_all_queries(s, t, why);
 	if (t->removing) {
+		notify_state(s, t, SERVING_TENANT_REMOVED, pid);
 		free_tenant(s, t);
 	} else {
-		notify_state(s, t);
+		notify_state(s, t, SERVING_TENANT_FAILED, pid);
 	}
 	sv_schedule(s);
 }
@@ -201,14 +210,17 @@ static int start_executor(struct serving *s, struct sv_tenant *t, struct coloc_e
 	t->uid = s->next_uid++;
 	t->started_ns = sv_now_ns();
 	watch_executor(s, t, true);
-	notify_state(s, t);
+	notify_state(s, t, t->state, tenant_pid(t));
 	return 0;
 }
 
 /* Drained: the executor stops, the tenant goes. */
 void sv_finish_removal(struct serving *s, struct sv_tenant *t)
 {
+	pid_t pid = tenant_pid(t);
+
 	close_executor(s, t, true);
+	notify_state(s, t, SERVING_TENANT_REMOVED, pid);
 	free_tenant(s, t);
 }
 
@@ -268,8 +280,8 @@ static void poll_tenant(struct serving *s, struct sv_tenant *t)
 			fail_tenant(s, t, why);
 			return;
 		}
-		t->state = t->removing ? SERVING_TENANT_DRAINING : SERVING_TENANT_READY;
-		notify_state(s, t);
+		t->state = SERVING_TENANT_READY;
+		notify_state(s, t, t->state, tenant_pid(t));
 	}
 	if (ret == 1)
 		block_finished(s, t, &res);
@@ -506,13 +518,17 @@ int serving_remove(struct serving *s, const char *name, struct coloc_err *err)
 		return coloc_err_set(err, -ENOENT, "no tenant %s", name);
 	t->removing = true;
 	if (t->state == SERVING_TENANT_FAILED || t->state == SERVING_TENANT_STARTING) {
+		pid_t pid = tenant_pid(t);
+
+		close_executor(s, t, false);
 		fail_all_queries(s, t, "removed before it served");
+		notify_state(s, t, SERVING_TENANT_REMOVED, pid);
 		free_tenant(s, t);
 		sv_schedule(s);
 		return 0;
 	}
 	t->state = SERVING_TENANT_DRAINING;
-	notify_state(s, t);
+	notify_state(s, t, t->state, tenant_pid(t));
 	if (!t->nr_queries && !t->busy)
 		sv_finish_removal(s, t);
 	return 0;

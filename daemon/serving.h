@@ -21,7 +21,7 @@
  *    error and never calls back.
  *
  * Tenant states: starting (executor loading) -> ready -> draining (removed:
- * no new queries, the accepted ones still served) -> gone; or failed (the
+ * no new queries, the accepted ones still served) -> removed (gone); or failed (the
  * executor crashed, hung or was killed: reason kept, its queries failed,
  * its cores free) -> starting again by serving_restart().
  *
@@ -54,6 +54,7 @@ enum serving_tenant_state {
 	SERVING_TENANT_READY,
 	SERVING_TENANT_DRAINING,
 	SERVING_TENANT_FAILED,
+	SERVING_TENANT_REMOVED, /* only told to tenant_changed: the tenant is gone after it */
 };
 
 const char *serving_state_name(enum serving_tenant_state s);
@@ -89,7 +90,11 @@ struct serving_config {
 	int max_queue_total; /* 0: SERVING_DEFAULT_QUEUE_TOTAL */
 	/* an executor fd appears (add) or is about to be closed; may be NULL */
 	void (*watch)(void *ctx, int fd, bool add);
-	/* a tenant changed state (pid: its executor's, 0 when none); may be NULL */
+	/*
+	 * A tenant changed state; may be NULL. pid is its executor's tgid: the
+	 * new one on starting (for the attribution to add), the one that died
+	 * on failed, the last one on removed (0 if none ran).
+	 */
 	void (*tenant_changed)(void *ctx, const char *name, enum serving_tenant_state state,
 			       pid_t pid);
 	void *ctx;
@@ -116,8 +121,8 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 /*
  * Stops accepting queries for name and drains the accepted ones; once none
  * is left the executor is stopped, its cores freed and the tenant gone
- * (tenant_changed is not called for that; serving_tenant_info says
- * -ENOENT). A failed or starting tenant goes at once.
+ * (tenant_changed says removed; serving_tenant_info then says -ENOENT). A
+ * failed or starting tenant goes at once, its queries failed.
  */
 int serving_remove(struct serving *s, const char *name, struct coloc_err *err);
 /* A failed tenant starts a new executor; -EINVAL for another state. */

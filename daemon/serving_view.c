@@ -10,10 +10,9 @@
 #include "serving_internal.h"
 
 static const char *const state_names[] = {
-	[SERVING_TENANT_STARTING] = "starting",
-	[SERVING_TENANT_READY] = "ready",
-	[SERVING_TENANT_DRAINING] = "draining",
-	[SERVING_TENANT_FAILED] = "failed",
+	[SERVING_TENANT_STARTING] = "starting", [SERVING_TENANT_READY] = "ready",
+	[SERVING_TENANT_DRAINING] = "draining", [SERVING_TENANT_FAILED] = "failed",
+	[SERVING_TENANT_REMOVED] = "removed",
 };
 
 static const char *const status_names[] = {

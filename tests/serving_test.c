@@ -91,6 +91,9 @@ struct watched {
 	int fds[16];
 	int nr;
 	int adds, removes;
+	/* tenant_changed calls, as "name:state:pid" */
+	char events[32][96];
+	int nr_events;
 };
 
 static void on_watch(void *ctx, int fd, bool add)
@@ -108,6 +111,15 @@ static void on_watch(void *ctx, int fd, bool add)
 			w->fds[i] = w->fds[--w->nr];
 			break;
 		}
+}
+
+static void on_tenant(void *ctx, const char *name, enum serving_tenant_state state, pid_t pid)
+{
+	struct watched *w = ctx;
+
+	if (w->nr_events < 32)
+		snprintf(w->events[w->nr_events++], sizeof(w->events[0]), "%s:%s:%d", name,
+			 serving_state_name(state), (int)pid);
 }
 
 FIXTURE(serving)
@@ -130,6 +142,7 @@ static int make_serving(FIXTURE_DATA(serving) * self, const char *policy, int ma
 				      .max_queue = max_queue,
 				      .max_queue_total = max_total,
 				      .watch = on_watch,
+				      .tenant_changed = on_tenant,
 				      .ctx = &self->w };
 
 	serving_destroy(self->s);
@@ -613,6 +626,7 @@ TEST_F(serving, sigkill__tenant_fails_cores_freed_other_keeps_serving)
 	const char *failed[2] = { "a", "failed" };
 	int range[2] = { 0, 8 }, nr_failed = 0;
 	uint64_t t0, t1;
+	char want[96];
 	pid_t pid;
 
 	ASSERT_EQ(0, make_serving(self, "static", 0, 0, cache_dir, &err)) TH_LOG("%s", err.msg);
@@ -641,6 +655,8 @@ TEST_F(serving, sigkill__tenant_fails_cores_freed_other_keeps_serving)
 	EXPECT_EQ(0, a.pid);
 	EXPECT_EQ(-1, kill(pid, 0)); /* reaped */
 	EXPECT_EQ(ESRCH, errno);
+	snprintf(want, sizeof(want), "a:failed:%d", (int)pid);
+	EXPECT_STREQ(want, self->w.events[self->w.nr_events - 1]);
 	/* the block in flight and the queries behind it fail with the reason */
 	for (int i = 0; i < 4; i++) {
 		if (self->q[i].done && self->q[i].status == SERVING_QUERY_OK)
@@ -687,6 +703,7 @@ TEST_F(serving, remove__drains_accepted_queries_then_stops_executor)
 {
 	struct coloc_err err = { 0 };
 	struct serving_tenant_info info;
+	char want[96];
 	pid_t pid;
 
 	ASSERT_EQ(0, admit(self, "mnv2", QOS_NS, &err)) TH_LOG("%s", coloc_err_str(&err));
@@ -710,6 +727,16 @@ TEST_F(serving, remove__drains_accepted_queries_then_stops_executor)
 	EXPECT_EQ(0, self->w.nr); /* both fds unwatched */
 	EXPECT_EQ(-1, kill(pid, 0)); /* the executor is gone and reaped */
 	EXPECT_EQ(ESRCH, errno);
+	/* what the attribution module is told, each time with the executor's pid */
+	ASSERT_EQ(4, self->w.nr_events);
+	snprintf(want, sizeof(want), "mnv2:starting:%d", (int)pid);
+	EXPECT_STREQ(want, self->w.events[0]);
+	snprintf(want, sizeof(want), "mnv2:ready:%d", (int)pid);
+	EXPECT_STREQ(want, self->w.events[1]);
+	snprintf(want, sizeof(want), "mnv2:draining:%d", (int)pid);
+	EXPECT_STREQ(want, self->w.events[2]);
+	snprintf(want, sizeof(want), "mnv2:removed:%d", (int)pid);
+	EXPECT_STREQ(want, self->w.events[3]);
 	EXPECT_TRUE(tenant_idle(self, "mnv2"));
 }
 
