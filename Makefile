@@ -161,11 +161,14 @@ $(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_SIM) $(LIB_TEST):
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-# colocd and colocctl need neither oneDNN nor the executor.
-$(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_POLICY) $(LIB_COMMON)
+# colocd runs no model: it parses model files (model_parse.c) and reads
+# profiles, whose cache key holds the ISA only oneDNN can name
+# (daemon/profile_table.c), so it links the executor library and oneDNN.
+# colocctl needs neither.
+$(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_POLICY) $(LIB_EXEC) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # The simulator runs the policy library on VELTAIR's tables: no oneDNN, no executor.
 $(BIN)/coloc-sim: $(OBJ)/tools/coloc-sim.o $(LIB_SIM) $(LIB_POLICY) $(LIB_COMMON)

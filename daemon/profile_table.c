@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Finds a model's latency profile in the cache and turns it into the
+ * policy's table (struct policy_model). The cache key includes the ISA
+ * oneDNN dispatches to, which only oneDNN can say: this file is why colocd
+ * links oneDNN (profile_machine_detect); nothing else in colocd calls it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "profile_table.h"
+
+struct profile *profile_table_find(const char *model_path, const struct model *m,
+				   const char *cache_dir, struct coloc_err *err)
+{
+	struct profile_machine machine;
+	char path[4096];
+	const char *dir = profile_cache_dir(cache_dir);
+	uint64_t hash;
+	int ret;
+
+	ret = profile_hash_file(model_path, &hash);
+	if (ret) {
+		coloc_err_set(err, ret, "%s: %s", model_path, strerror(-ret));
+		return NULL;
+	}
+	ret = profile_machine_detect(&machine);
+	if (ret) {
+		coloc_err_set(err, ret, "cannot identify this machine for the profile cache: %s",
+			      strerror(-ret));
+		return NULL;
+	}
+	if (profile_cache_path(dir, m->name, hash, &machine, path, sizeof(path))) {
+		coloc_err_set(err, -ENAMETOOLONG, "profile cache path under %s is too long", dir);
+		return NULL;
+	}
+	if (access(path, R_OK)) {
+		ret = -errno;
+		if (ret == -ENOENT)
+			coloc_err_set(err, -ENOENT,
+				      "no latency profile of model %s (%s) for this machine (%s, "
+				      "ISA %s) in %s; make it with: coloc-profile %s -o %s.profile "
+				      "--cache-dir %s",
+				      m->name, model_path, machine.cpu_model, machine.isa, dir,
+				      model_path, m->name, dir);
+		else
+			coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
+		return NULL;
+	}
+	return profile_load(path, err);
+}
+
+/* Sum over layers of the fastest measured version on cores at level k; 0 if a layer lacks one. */
+static uint64_t model_sum(const struct profile *p, int cores, int k)
+{
+	uint64_t sum = 0;
+
+	for (int l = 0; l < p->nr_layers; l++) {
+		uint64_t best = 0;
+
+		for (int v = 0; v < p->layers[l].nr_versions; v++) {
+			uint64_t c = *profile_latency_cell_const(p, l, v, cores, k);
+
+			if (c && (!best || c < best))
+				best = c;
+		}
+		if (!best)
+			return 0;
+		sum += best;
+	}
+	return sum;
+}
+
+int profile_table_build(const struct profile *p, const struct model *m, struct profile_table *t,
+			struct coloc_err *err)
+{
+	struct policy_model *pm = &t->model;
+	int nr_versions = 1, clamped = 0;
+	double running = 1.0;
+	uint64_t alone;
+	size_t len;
+
+	memset(t, 0, sizeof(*t));
+	if (p->nr_layers != m->nr_layers)
+		return coloc_err_set(err, -EINVAL,
+				     "profile of %s has %d layers, the model %d; profile it again",
+				     m->name, p->nr_layers, m->nr_layers);
+	for (int l = 0; l < p->nr_layers; l++)
+		if (p->layers[l].nr_versions > nr_versions)
+			nr_versions = p->layers[l].nr_versions;
+	len = (size_t)p->nr_layers * nr_versions * p->nr_cores * p->nr_levels;
+	t->core_counts = calloc(p->nr_cores, sizeof(*t->core_counts));
+	t->level_slowdown = calloc(p->nr_levels, sizeof(*t->level_slowdown));
+	t->latency_ns = calloc(len, sizeof(*t->latency_ns));
+	t->layer_ops = calloc(p->nr_layers, sizeof(*t->layer_ops));
+	if (!t->core_counts || !t->level_slowdown || !t->latency_ns || !t->layer_ops) {
+		profile_table_free(t);
+		return coloc_err_set(err, -ENOMEM, "out of memory for the table of %s", m->name);
+	}
+	for (int c = 0; c < p->nr_cores; c++)
+		t->core_counts[c] = c + 1;
+	for (int l = 0; l < p->nr_layers; l++) {
+		t->layer_ops[l] = m->layers[l].macs;
+		for (int v = 0; v < p->layers[l].nr_versions; v++)
+			for (int c = 0; c < p->nr_cores; c++)
+				for (int k = 0; k < p->nr_levels; k++)
+					t->latency_ns[(((size_t)l * nr_versions + v) * p->nr_cores +
+						       c) * p->nr_levels +
+						      k] =
+						*profile_latency_cell_const(p, l, v, c + 1, k);
+	}
+	alone = model_sum(p, p->nr_cores, 0);
+	t->level_slowdown[0] = 1.0;
+	for (int k = 1; k < p->nr_levels; k++) {
+		uint64_t at = model_sum(p, p->nr_cores, k);
+		double s = alone && at ? (double)at / (double)alone : running;
+
+		if (s < running) {
+			if (!clamped)
+				snprintf(t->note, sizeof(t->note),
+					 "profile slowdown %.3f at stress level %d is below %.3f "
+					 "before it: clamped to the running maximum",
+					 s, p->levels[k], running);
+			clamped++;
+			s = running;
+		}
+		running = s;
+		t->level_slowdown[k] = s;
+	}
+	if (clamped > 1) {
+		size_t n = strlen(t->note);
+
+		snprintf(t->note + n, sizeof(t->note) - n, " (%d level columns clamped)", clamped);
+	}
+	*pm = (struct policy_model){ .nr_layers = p->nr_layers,
+				     .nr_versions = nr_versions,
+				     .nr_core_counts = p->nr_cores,
+				     .nr_levels = p->nr_levels,
+				     .core_counts = t->core_counts,
+				     .level_slowdown = t->level_slowdown,
+				     .latency_ns = t->latency_ns,
+				     .layer_ops = t->layer_ops };
+	clamped = policy_model_check(pm, err);
+	if (clamped)
+		profile_table_free(t);
+	return clamped;
+}
+
+void profile_table_free(struct profile_table *t)
+{
+	free(t->core_counts);
+	free(t->level_slowdown);
+	free(t->latency_ns);
+	free(t->layer_ops);
+	memset(t, 0, sizeof(*t));
+}

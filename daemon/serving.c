@@ -1,0 +1,739 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The serving core (serving.h): tenants with their executor processes and
+ * their queries; the policy rounds are in serving_round.c, what status
+ * shows in serving_view.c.
+ *
+ * A policy round (sv_schedule) runs after anything that could allow a
+ * decision: an arrival, a completion, a tenant coming, failing or going.
+ * Executor events come through serving_handle_fd (a completion or a death)
+ * and serving_tick (hung blocks, executors that never got ready); a death
+ * returns the tenant's cores before its queries are failed.
+ *
+ * Completion callbacks run last on a query, after it has left every list,
+ * and may call serving_submit (a round in progress then repeats); they must
+ * not call serving_remove, serving_restart or serving_destroy.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cpulist.h"
+#include "profile_table.h"
+#include "serving_internal.h"
+#include "topology.h"
+
+uint64_t sv_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct sv_tenant *sv_find_tenant(const struct serving *s, const char *name)
+{
+	for (int i = 0; i < SV_MAX_TENANTS; i++)
+		if (s->tenants[i].used && !strcmp(s->tenants[i].name, name))
+			return (struct sv_tenant *)&s->tenants[i];
+	return NULL;
+}
+
+static int tenant_index(const struct serving *s, const struct sv_tenant *t)
+{
+	return (int)(t - s->tenants);
+}
+
+static pid_t tenant_pid(const struct sv_tenant *t)
+{
+	return t->ep ? execproc_pid(t->ep) : 0;
+}
+
+static void notify_state(struct serving *s, struct sv_tenant *t, enum serving_tenant_state state,
+			 pid_t pid)
+{
+	if (s->tenant_changed)
+		s->tenant_changed(s->ctx, t->name, state, pid);
+}
+
+/* ---- queries ---------------------------------------------------------------- */
+
+static void unlink_query(struct serving *s, struct sv_tenant *t, struct sv_query *q)
+{
+	struct sv_query **pp = &t->head, *prev = NULL;
+
+	while (*pp && *pp != q) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (!*pp)
+		return;
+	*pp = q->next;
+	if (t->tail == q)
+		t->tail = prev;
+	if (q->slot >= 0)
+		t->slots[q->slot] = NULL;
+	t->nr_queries--;
+	s->nr_live--;
+}
+
+/* Takes q off every list, counts it, calls back, frees it. */
+void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *q,
+		       enum serving_status status, const char *reason)
+{
+	uint64_t now = sv_now_ns();
+	struct serving_completion c = { .query_id = q->id,
+					.tenant = t->name,
+					.status = status,
+					.reason = reason ? reason : "",
+					.latency_ns = now - q->arrival_ns,
+					.exec_ns = q->exec_ns };
+
+	if (status == SERVING_QUERY_OK) {
+		c.output = execproc_output(t->ep, (unsigned int)q->slot);
+		c.output_bytes = t->out_bytes;
+		serving_stats_served(&t->stats, now, c.latency_ns, t->qos_ns);
+	} else if (status == SERVING_QUERY_DROPPED) {
+		t->stats.dropped++;
+		snprintf(t->stats.last_drop, sizeof(t->stats.last_drop), "%s", c.reason);
+	} else {
+		t->stats.failed++;
+		snprintf(t->stats.last_failure, sizeof(t->stats.last_failure), "%s", c.reason);
+	}
+	unlink_query(s, t, q);
+	if (q->done)
+		q->done(q->ctx, &c);
+	free(q->input);
+	free(q);
+}
+
+static void fail_all_queries(struct serving *s, struct sv_tenant *t, const char *why)
+{
+	char reason[SERVING_REASON_LEN];
+
+	snprintf(reason, sizeof(reason), "tenant %s: %s", t->name, why);
+	while (t->head)
+		sv_complete_query(s, t, t->head, SERVING_QUERY_FAILED, reason);
+}
+
+/* ---- executors -------------------------------------------------------------- */
+
+static void watch_executor(struct serving *s, struct sv_tenant *t, bool add)
+{
+	if (!s->watch || !t->ep)
+		return;
+	s->watch(s->ctx, execproc_done_fd(t->ep), add);
+	s->watch(s->ctx, execproc_pidfd(t->ep), add);
+}
+
+static void release_block_cores(struct serving *s, struct sv_tenant *t)
+{
+	int idx = tenant_index(s, t);
+
+	if (!t->busy)
+		return;
+	for (int c = policy_cpuset_next(&t->blk.cores, 0); c >= 0;
+	     c = policy_cpuset_next(&t->blk.cores, c + 1))
+		if (s->owner[c] == idx) {
+			s->owner[c] = -1;
+			policy_cpuset_set(&s->free, c);
+		}
+	t->busy = false;
+	if (t->blk_query)
+		t->blk_query->in_flight = false;
+	t->blk_query = NULL;
+}
+
+static void close_executor(struct serving *s, struct sv_tenant *t, bool graceful)
+{
+	if (!t->ep)
+		return;
+	watch_executor(s, t, false);
+	if (graceful)
+		execproc_stop(t->ep, SV_STOP_MS, NULL);
+	execproc_free(t->ep);
+	t->ep = NULL;
+}
+
+static void free_tenant(struct serving *s, struct sv_tenant *t)
+{
+	close_executor(s, t, false);
+	model_free(t->model);
+	profile_table_free(&t->table);
+	free(t->model_path);
+	free(t->weights_path);
+	free(t->blk_versions);
+	memset(t, 0, sizeof(*t));
+	(void)s;
+}
+
+/*
+ * The executor is gone or given up on: cores back at once, then every
+ * query of the tenant fails with the reason. A tenant being removed goes.
+ */
+static void fail_tenant(struct serving *s, struct sv_tenant *t, const char *why)
+{
+	pid_t pid = tenant_pid(t);
+
+	release_block_cores(s, t);
+	close_executor(s, t, false);
+	t->state = SERVING_TENANT_FAILED;
+	snprintf(t->reason, sizeof(t->reason), "%s", why);
+	fail_all_queries(s, t, why);
+	if (t->removing) {
+		notify_state(s, t, SERVING_TENANT_REMOVED, pid);
+		free_tenant(s, t);
+	} else {
+		notify_state(s, t, SERVING_TENANT_FAILED, pid);
+	}
+	sv_schedule(s);
+}
+
+static int start_executor(struct serving *s, struct sv_tenant *t, struct coloc_err *err)
+{
+	struct execproc_opts o = { .executor = s->executor,
+				   .model_path = t->model_path,
+				   .weights_path = t->weights_path,
+				   .tenant = t->name,
+				   .cores = s->cores,
+				   .slot_in_capacity = t->in_bytes,
+				   .slot_out_capacity = t->out_bytes };
+	int ret = execproc_spawn(&o, &t->ep, err);
+
+	if (ret)
+		return ret;
+	t->state = SERVING_TENANT_STARTING;
+	t->reason[0] = '\0';
+	t->uid = s->next_uid++;
+	t->started_ns = sv_now_ns();
+	watch_executor(s, t, true);
+	notify_state(s, t, t->state, tenant_pid(t));
+	return 0;
+}
+
+/* Drained: the executor stops, the tenant goes. */
+void sv_finish_removal(struct serving *s, struct sv_tenant *t)
+{
+	pid_t pid = tenant_pid(t);
+
+	close_executor(s, t, true);
+	notify_state(s, t, SERVING_TENANT_REMOVED, pid);
+	free_tenant(s, t);
+}
+
+/* ---- events ----------------------------------------------------------------- */
+
+static void block_finished(struct serving *s, struct sv_tenant *t, const struct execproc_result *r)
+{
+	struct sv_query *q = t->blk_query;
+	uint64_t measured = r->block_ns ? r->block_ns : r->round_trip_ns;
+	char reason[SERVING_REASON_LEN + 64];
+
+	if (!t->busy || !q)
+		return;
+	if (r->status == COLOC_SHM_DONE_OK) {
+		policy_block_done(s->policy, &t->blk, measured);
+		sv_update_slowdown(s, &t->blk, measured);
+	}
+	release_block_cores(s, t);
+	if (r->status != COLOC_SHM_DONE_OK) {
+		snprintf(reason, sizeof(reason), "layers [%u, %u) %s: %s", r->first, r->last,
+			 r->status == COLOC_SHM_DONE_REFUSED ? "refused" : "failed", r->reason);
+		sv_complete_query(s, t, q, SERVING_QUERY_FAILED, reason);
+		return;
+	}
+	q->exec_ns += r->block_ns;
+	q->next_layer = t->blk.last_layer;
+	if (q->next_layer >= t->model->nr_layers)
+		sv_complete_query(s, t, q, SERVING_QUERY_OK, NULL);
+}
+
+static void poll_tenant(struct serving *s, struct sv_tenant *t)
+{
+	struct execproc_result res;
+	struct coloc_err err = { 0 };
+	int ret;
+
+	if (!t->ep)
+		return;
+	ret = execproc_poll(t->ep, &res, &err);
+	if (ret < 0) {
+		fail_tenant(s, t, coloc_err_str(&err));
+		return;
+	}
+	if (t->state == SERVING_TENANT_STARTING && execproc_ready(t->ep)) {
+		const struct coloc_shm_header *h = execproc_header(t->ep);
+
+		if (h->in_bytes != t->in_bytes || h->out_bytes != t->out_bytes ||
+		    (int)h->nr_layers != t->model->nr_layers) {
+			char why[SERVING_REASON_LEN];
+
+			snprintf(why, sizeof(why),
+				 "the executor loaded %u layers with %llu input and %llu output "
+				 "bytes; the model has %d, %zu and %zu",
+				 h->nr_layers, (unsigned long long)h->in_bytes,
+				 (unsigned long long)h->out_bytes, t->model->nr_layers, t->in_bytes,
+				 t->out_bytes);
+			fail_tenant(s, t, why);
+			return;
+		}
+		t->state = SERVING_TENANT_READY;
+		notify_state(s, t, t->state, tenant_pid(t));
+	}
+	if (ret == 1)
+		block_finished(s, t, &res);
+	if (t->removing && !t->nr_queries && !t->busy)
+		sv_finish_removal(s, t);
+}
+
+void serving_handle_fd(struct serving *s, int fd)
+{
+	for (int i = 0; i < SV_MAX_TENANTS; i++) {
+		struct sv_tenant *t = &s->tenants[i];
+
+		if (t->used && t->ep &&
+		    (execproc_done_fd(t->ep) == fd || execproc_pidfd(t->ep) == fd)) {
+			poll_tenant(s, t);
+			break;
+		}
+	}
+	sv_schedule(s);
+}
+
+static uint64_t hang_deadline(const struct sv_tenant *t)
+{
+	uint64_t predicted = t->blk.predicted_ns ? t->blk.predicted_ns : t->blk.alone_ns;
+
+	return t->blk_submit_ns + SERVING_HANG_FACTOR * predicted + SERVING_HANG_SLACK_NS;
+}
+
+void serving_tick(struct serving *s)
+{
+	uint64_t now = sv_now_ns();
+
+	for (int i = 0; i < SV_MAX_TENANTS; i++) {
+		struct sv_tenant *t = &s->tenants[i];
+		char why[SERVING_REASON_LEN];
+
+		if (!t->used || !t->ep)
+			continue;
+		poll_tenant(s, t);
+		if (!t->used || !t->ep)
+			continue;
+		if (t->state == SERVING_TENANT_STARTING &&
+		    now - t->started_ns > SERVING_START_TIMEOUT_NS) {
+			snprintf(why, sizeof(why),
+				 "the executor was not ready after %.0f s: killed",
+				 SERVING_START_TIMEOUT_NS / 1e9);
+			fail_tenant(s, t, why);
+		} else if (t->busy && now > hang_deadline(t)) {
+			snprintf(why, sizeof(why),
+				 "hung: the block of layers [%d, %d) of query %llu ran %.1f ms, "
+				 "%.1f ms predicted (the limit is %dx + %.1f s): killed",
+				 t->blk.first_layer, t->blk.last_layer,
+				 (unsigned long long)t->blk.query_id,
+				 (now - t->blk_submit_ns) / 1e6, t->blk.predicted_ns / 1e6,
+				 SERVING_HANG_FACTOR, SERVING_HANG_SLACK_NS / 1e9);
+			execproc_kill(t->ep);
+			fail_tenant(s, t, why);
+		}
+	}
+	sv_schedule(s);
+}
+
+int serving_next_timeout_ms(const struct serving *s)
+{
+	uint64_t now = sv_now_ns(), next = UINT64_MAX;
+
+	for (int i = 0; i < SV_MAX_TENANTS; i++) {
+		const struct sv_tenant *t = &s->tenants[i];
+		uint64_t at = UINT64_MAX;
+
+		if (!t->used || !t->ep)
+			continue;
+		if (t->state == SERVING_TENANT_STARTING)
+			at = t->started_ns + SERVING_START_TIMEOUT_NS;
+		else if (t->busy)
+			at = hang_deadline(t);
+		if (at < next)
+			next = at;
+	}
+	if (next == UINT64_MAX)
+		return -1;
+	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+}
+
+int serving_fds(const struct serving *s, int *fds, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < SV_MAX_TENANTS; i++) {
+		const struct sv_tenant *t = &s->tenants[i];
+
+		if (!t->used || !t->ep)
+			continue;
+		if (n < max)
+			fds[n] = execproc_done_fd(t->ep);
+		n++;
+		if (n < max)
+			fds[n] = execproc_pidfd(t->ep);
+		n++;
+	}
+	return n;
+}
+
+/* ---- tenants ---------------------------------------------------------------- */
+
+static bool name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n || n >= SERVING_NAME_LEN || !strcmp(name, ".") || !strcmp(name, ".."))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+/* One query's input and output bytes, in shm.h's layout. */
+static int model_io_bytes(const struct model *m, size_t *in, size_t *out)
+{
+	bool *read = calloc(m->nr_layers, sizeof(*read));
+
+	if (!read)
+		return -ENOMEM;
+	*in = *out = 0;
+	for (int l = 0; l < m->nr_layers; l++)
+		for (int k = 0; k < m->layers[l].nr_inputs; k++)
+			read[m->layers[l].inputs[k]] = true;
+	for (int l = 0; l < m->nr_layers; l++) {
+		size_t bytes = (size_t)model_shape_elems(&m->layers[l].out) * sizeof(float);
+
+		if (m->layers[l].op == MODEL_OP_INPUT)
+			*in += bytes;
+		if (!read[l])
+			*out += bytes;
+	}
+	free(read);
+	return 0;
+}
+
+/* out.versions holds SV_MAX_TENANTS whole models of the largest tenant. */
+static int grow_versions(struct serving *s, int nr_layers)
+{
+	int want = SV_MAX_TENANTS * nr_layers;
+	uint8_t *v;
+
+	if (want <= s->max_versions)
+		return 0;
+	v = realloc(s->versions, (size_t)want);
+	if (!v)
+		return -ENOMEM;
+	s->versions = v;
+	s->max_versions = want;
+	return 0;
+}
+
+int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, struct coloc_err *err)
+{
+	struct sv_tenant *t = NULL;
+	struct profile *p;
+	int ret;
+
+	if (!spec->name || !name_valid(spec->name))
+		return coloc_err_set(err, -EINVAL,
+				     "tenant name '%s' is not 1 to %d of letters, digits, '_', "
+				     "'.' and '-'",
+				     spec->name ? spec->name : "", SERVING_NAME_LEN - 1);
+	if (sv_find_tenant(s, spec->name))
+		return coloc_err_set(err, -EEXIST, "tenant %s exists; remove it first", spec->name);
+	if (!spec->model_path)
+		return coloc_err_set(err, -EINVAL, "tenant %s: no model file", spec->name);
+	for (int i = 0; i < SV_MAX_TENANTS && !t; i++)
+		if (!s->tenants[i].used)
+			t = &s->tenants[i];
+	if (!t)
+		return coloc_err_set(err, -ENOSPC, "%d tenants are served, the most colocd takes",
+				     SV_MAX_TENANTS);
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "%s", spec->name);
+	t->qos_ns = spec->qos_ns;
+	t->model = model_load(spec->model_path, err);
+	if (!t->model)
+		return err ? err->code : -EINVAL;
+	p = profile_table_find(spec->model_path, t->model, s->cache_dir, err);
+	if (!p) {
+		ret = err ? err->code : -ENOENT;
+		goto fail;
+	}
+	ret = profile_table_build(p, t->model, &t->table, err);
+	profile_free(p);
+	if (ret)
+		goto fail;
+	t->solo_ns = policy_model_solo_ns(&t->table.model, s->nr_cpus);
+	if (!t->solo_ns || spec->qos_ns < t->solo_ns) {
+		ret = coloc_err_set(err, -ERANGE,
+				    "tenant %s: QoS %.3f ms is below model %s's profiled solo "
+				    "latency %.3f ms on all %d served cores",
+				    spec->name, spec->qos_ns / 1e6, t->model->name,
+				    t->solo_ns / 1e6, s->nr_cpus);
+		goto fail;
+	}
+	ret = model_io_bytes(t->model, &t->in_bytes, &t->out_bytes);
+	if (!ret)
+		ret = grow_versions(s, t->model->nr_layers);
+	t->blk_versions = calloc(t->model->nr_layers, 1);
+	t->model_path = strdup(spec->model_path);
+	t->weights_path = spec->weights_path ? strdup(spec->weights_path) : NULL;
+	if (ret || !t->blk_versions || !t->model_path || (spec->weights_path && !t->weights_path)) {
+		ret = coloc_err_set(err, -ENOMEM, "out of memory admitting %s", spec->name);
+		goto fail;
+	}
+	for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++)
+		t->slots[i] = NULL;
+	t->used = true;
+	t->order = s->next_order++;
+	ret = start_executor(s, t, err);
+	if (ret)
+		goto fail;
+	return 0;
+fail:
+	free_tenant(s, t);
+	return ret;
+}
+
+int serving_remove(struct serving *s, const char *name, struct coloc_err *err)
+{
+	struct sv_tenant *t = sv_find_tenant(s, name);
+
+	if (!t)
+		return coloc_err_set(err, -ENOENT, "no tenant %s", name);
+	t->removing = true;
+	if (t->state == SERVING_TENANT_FAILED || t->state == SERVING_TENANT_STARTING) {
+		pid_t pid = tenant_pid(t);
+
+		close_executor(s, t, false);
+		fail_all_queries(s, t, "removed before it served");
+		notify_state(s, t, SERVING_TENANT_REMOVED, pid);
+		free_tenant(s, t);
+		sv_schedule(s);
+		return 0;
+	}
+	t->state = SERVING_TENANT_DRAINING;
+	notify_state(s, t, t->state, tenant_pid(t));
+	if (!t->nr_queries && !t->busy)
+		sv_finish_removal(s, t);
+	return 0;
+}
+
+int serving_restart(struct serving *s, const char *name, struct coloc_err *err)
+{
+	struct sv_tenant *t = sv_find_tenant(s, name);
+
+	if (!t)
+		return coloc_err_set(err, -ENOENT, "no tenant %s", name);
+	if (t->state != SERVING_TENANT_FAILED)
+		return coloc_err_set(err, -EINVAL, "tenant %s is %s; only a failed one restarts",
+				     name, serving_state_name(t->state));
+	return start_executor(s, t, err);
+}
+
+int serving_submit(struct serving *s, const char *tenant, const void *input, size_t len,
+		   serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err)
+{
+	struct sv_tenant *t = sv_find_tenant(s, tenant);
+	uint64_t now = sv_now_ns();
+	struct sv_query *q;
+	int ret = 0;
+
+	if (!t)
+		return coloc_err_set(err, -ENOENT, "no tenant %s", tenant);
+	serving_stats_offered(&t->stats, now);
+	if (len != t->in_bytes)
+		ret = coloc_err_set(err, -EINVAL,
+				    "tenant %s: the input is %zu bytes, model %s takes %zu", tenant,
+				    len, t->model->name, t->in_bytes);
+	else if (t->state == SERVING_TENANT_FAILED || t->state == SERVING_TENANT_DRAINING)
+		ret = coloc_err_set(err, -EAGAIN, "tenant %s is %s%s%s", tenant,
+				    serving_state_name(t->state),
+				    t->state == SERVING_TENANT_FAILED ? ": " : "", t->reason);
+	else if (t->nr_queries >= s->max_queue)
+		ret = coloc_err_set(err, -EAGAIN,
+				    "tenant %s has %d queries queued or running, the most it may",
+				    tenant, s->max_queue);
+	else if (s->nr_live >= s->max_queue_total)
+		ret = coloc_err_set(err, -EAGAIN,
+				    "%d queries are queued or running over all tenants, the most "
+				    "colocd takes",
+				    s->max_queue_total);
+	if (ret) {
+		if (ret == -EAGAIN) {
+			t->stats.rejected++;
+			snprintf(t->stats.last_reject, sizeof(t->stats.last_reject), "%s",
+				 coloc_err_str(err));
+		}
+		return ret;
+	}
+	q = calloc(1, sizeof(*q));
+	if (q)
+		q->input = malloc(len);
+	if (!q || !q->input) {
+		free(q);
+		return coloc_err_set(err, -ENOMEM, "out of memory queueing a query of %s", tenant);
+	}
+	memcpy(q->input, input, len);
+	q->id = ++s->next_query_id;
+	q->arrival_ns = now;
+	q->deadline_ns = now + t->qos_ns;
+	q->slot = -1;
+	q->done = done;
+	q->ctx = ctx;
+	if (t->tail)
+		t->tail->next = q;
+	else
+		t->head = q;
+	t->tail = q;
+	t->nr_queries++;
+	s->nr_live++;
+	if (query_id)
+		*query_id = q->id;
+	sv_schedule(s);
+	return 0;
+}
+
+/* ---- life ------------------------------------------------------------------- */
+
+static int served_cpus(struct serving *s, const char *list, struct coloc_err *err)
+{
+	cpu_set_t mask;
+	size_t len = 0;
+
+	if (list) {
+		s->nr_cpus = cpulist_parse(list, 0, s->cpus, POLICY_MAX_CPUS, err);
+		if (s->nr_cpus < 0)
+			return s->nr_cpus;
+	} else {
+		if (sched_getaffinity(0, sizeof(mask), &mask))
+			return coloc_err_set(err, -errno, "sched_getaffinity: %s", strerror(errno));
+		s->nr_cpus = 0;
+		for (int c = 0; c < CPU_SETSIZE && c < POLICY_MAX_CPUS; c++)
+			if (CPU_ISSET(c, &mask))
+				s->cpus[s->nr_cpus++] = c;
+	}
+	for (int i = 0; i < s->nr_cpus; i++) {
+		int n = snprintf(s->cores + len, sizeof(s->cores) - len, "%s%d", i ? "," : "",
+				 s->cpus[i]);
+
+		if (n < 0 || (size_t)n >= sizeof(s->cores) - len)
+			return coloc_err_set(err, -E2BIG, "too many CPUs to serve");
+		len += (size_t)n;
+	}
+	return 0;
+}
+
+static void fill_topology(struct serving *s)
+{
+	struct topology *topo;
+
+	if (topology_open(NULL, &topo, NULL))
+		return;
+	for (int i = 0; i < s->nr_cpus; i++) {
+		int llc = topology_cpu_llc(topo, s->cpus[i]);
+		int sock = topology_cpu_socket(topo, s->cpus[i]);
+
+		s->pcfg.llc[s->cpus[i]] = llc > 0 ? llc : 0;
+		s->pcfg.socket[s->cpus[i]] = sock > 0 ? sock : 0;
+	}
+	topology_close(topo);
+}
+
+int serving_create(const struct serving_config *cfg, struct serving **out, struct coloc_err *err)
+{
+	const char *name = cfg->policy ? cfg->policy : "fcfs";
+	struct serving *s = calloc(1, sizeof(*s));
+	int ret;
+
+	*out = NULL;
+	if (!s)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	s->entry = policy_find(name);
+	if (!s->entry) {
+		ret = coloc_err_set(err, -EINVAL, "no policy '%s'", name);
+		goto fail;
+	}
+	if (s->entry->shares_cores) {
+		ret = coloc_err_set(err, -EINVAL,
+				    "policy '%s' shares cores between blocks; serving pins "
+				    "each block's cores exclusively",
+				    name);
+		goto fail;
+	}
+	s->max_queue = cfg->max_queue > 0 ? cfg->max_queue : SERVING_DEFAULT_QUEUE;
+	s->max_queue_total =
+		cfg->max_queue_total > 0 ? cfg->max_queue_total : SERVING_DEFAULT_QUEUE_TOTAL;
+	s->watch = cfg->watch;
+	s->tenant_changed = cfg->tenant_changed;
+	s->ctx = cfg->ctx;
+	ret = served_cpus(s, cfg->cores, err);
+	if (ret)
+		goto fail;
+	for (int c = 0; c < POLICY_MAX_CPUS; c++)
+		s->owner[c] = -1;
+	for (int i = 0; i < s->nr_cpus; i++) {
+		policy_cpuset_set(&s->pcfg.online, s->cpus[i]);
+		policy_cpuset_set(&s->free, s->cpus[i]);
+	}
+	fill_topology(s);
+	s->pcfg.late = POLICY_LATE_DROP;
+	s->executor = cfg->executor ? strdup(cfg->executor) : NULL;
+	s->cache_dir = cfg->cache_dir ? strdup(cfg->cache_dir) : NULL;
+	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));
+	s->pqueries = calloc(s->max_queue_total, sizeof(*s->pqueries));
+	if ((cfg->executor && !s->executor) || (cfg->cache_dir && !s->cache_dir) || !s->core_sig ||
+	    !s->pqueries) {
+		ret = coloc_err_set(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	s->policy = policy_create(s->entry, &s->pcfg, err);
+	if (!s->policy) {
+		ret = err && err->code ? err->code : -EINVAL;
+		goto fail;
+	}
+	s->next_uid = 1;
+	*out = s;
+	return 0;
+fail:
+	serving_destroy(s);
+	return ret;
+}
+
+void serving_destroy(struct serving *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < SV_MAX_TENANTS; i++) {
+		struct sv_tenant *t = &s->tenants[i];
+
+		if (!t->used)
+			continue;
+		release_block_cores(s, t);
+		close_executor(s, t, false);
+		fail_all_queries(s, t, "colocd stopped serving");
+		free_tenant(s, t);
+	}
+	policy_destroy(s->policy);
+	free(s->pqueries);
+	free(s->core_sig);
+	free(s->versions);
+	free(s->executor);
+	free(s->cache_dir);
+	free(s);
+}

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * colocd's serving core: admitted tenants, each with one executor process
+ * (daemon/execproc.h) driven block by block; their queries, queued with a
+ * deadline; and the policy (policy/policy.h) that decides which query's
+ * layers run next on which cores. No socket and no event loop of its own:
+ * the caller watches the fds this module names and calls back in.
+ *
+ * Driving it:
+ *  - serving_create(), then serving_admit() per tenant.
+ *  - Every executor brings two fds (its done-eventfd and its pidfd). The
+ *    config's watch callback is told when one appears (add = true) and
+ *    before it is closed (add = false); serving_fds() lists the current ones
+ *    for a caller that polls them itself. When one is readable, call
+ *    serving_handle_fd(fd).
+ *  - Call serving_tick() at least every serving_next_timeout_ms(): it finds
+ *    hung blocks and executors that never got ready.
+ *  - serving_submit() queues a query; its callback runs exactly once, from
+ *    serving_handle_fd/tick/submit/remove/destroy, with the output (ok), or
+ *    dropped/failed with the reason. A submit refused at once returns an
+ *    error and never calls back.
+ *
+ * Tenant states: starting (executor loading) -> ready -> draining (removed:
+ * no new queries, the accepted ones still served) -> removed (gone); or failed (the
+ * executor crashed, hung or was killed: reason kept, its queries failed,
+ * its cores free) -> starting again by serving_restart().
+ *
+ * Executors run one block at a time and hold COLOC_SHM_NR_SLOTS queries in
+ * flight: a queued query waits for a free slot before the policy sees it.
+ */
+#ifndef COLOC_DAEMON_SERVING_H
+#define COLOC_DAEMON_SERVING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "coloc/limits.h"
+#include "error.h"
+#include "serving_stats.h"
+
+#define SERVING_NAME_LEN 64
+#define SERVING_DEFAULT_QUEUE 256 /* queued queries per tenant */
+#define SERVING_DEFAULT_QUEUE_TOTAL 4096 /* over all tenants */
+/* A block is hung past HANG_FACTOR x its prediction + HANG_SLACK. */
+#define SERVING_HANG_FACTOR 10
+#define SERVING_HANG_SLACK_NS 1000000000ull
+#define SERVING_START_TIMEOUT_NS 300000000000ull /* loading a model may take minutes */
+
+struct serving;
+
+enum serving_tenant_state {
+	SERVING_TENANT_STARTING,
+	SERVING_TENANT_READY,
+	SERVING_TENANT_DRAINING,
+	SERVING_TENANT_FAILED,
+	SERVING_TENANT_REMOVED, /* only told to tenant_changed: the tenant is gone after it */
+};
+
+const char *serving_state_name(enum serving_tenant_state s);
+
+enum serving_status {
+	SERVING_QUERY_OK,
+	SERVING_QUERY_DROPPED, /* the policy gave up on it (deadline) */
+	SERVING_QUERY_FAILED, /* its executor failed, or the block did */
+};
+
+const char *serving_status_name(enum serving_status s);
+
+struct serving_completion {
+	uint64_t query_id;
+	const char *tenant;
+	enum serving_status status;
+	const char *reason; /* "" when ok */
+	uint64_t latency_ns; /* from submit to this completion */
+	uint64_t exec_ns; /* of which its blocks ran inside the executor */
+	/* SERVING_QUERY_OK: the outputs (shm.h's layout), valid during the callback only */
+	const void *output;
+	size_t output_bytes;
+};
+
+typedef void (*serving_done_fn)(void *ctx, const struct serving_completion *c);
+
+struct serving_config {
+	const char *executor; /* bin/coloc-executor; NULL: next to /proc/self/exe */
+	const char *cache_dir; /* profile cache; NULL: $COLOC_CACHE_DIR or the default */
+	const char *policy; /* a policy_find() name; NULL: "fcfs" */
+	const char *cores; /* CPUs served, e.g. "0-3"; NULL: every CPU this process may use */
+	int max_queue; /* per tenant; 0: SERVING_DEFAULT_QUEUE */
+	int max_queue_total; /* 0: SERVING_DEFAULT_QUEUE_TOTAL */
+	/* an executor fd appears (add) or is about to be closed; may be NULL */
+	void (*watch)(void *ctx, int fd, bool add);
+	/*
+	 * A tenant changed state; may be NULL. pid is its executor's tgid: the
+	 * new one on starting (for the attribution to add), the one that died
+	 * on failed, the last one on removed (0 if none ran).
+	 */
+	void (*tenant_changed)(void *ctx, const char *name, enum serving_tenant_state state,
+			       pid_t pid);
+	void *ctx;
+};
+
+int serving_create(const struct serving_config *cfg, struct serving **out, struct coloc_err *err);
+/* Fails every live query (callbacks run), kills the executors, frees. NULL is fine. */
+void serving_destroy(struct serving *s);
+
+struct serving_tenant_spec {
+	const char *name; /* 1..SERVING_NAME_LEN-1 of [A-Za-z0-9_.-] */
+	const char *model_path;
+	const char *weights_path; /* NULL: weights from the model's seed */
+	uint64_t qos_ns;
+};
+
+/*
+ * Validates the model ("FILE:LINE: ..."), finds its profile (or says which
+ * coloc-profile command makes it), rejects a QoS below the model's solo
+ * latency on all served cores (both numbers in the message), and starts
+ * the executor. 0 (the tenant is starting), or -errno with err filled.
+ */
+int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, struct coloc_err *err);
+/*
+ * Stops accepting queries for name and drains the accepted ones; once none
+ * is left the executor is stopped, its cores freed and the tenant gone
+ * (tenant_changed says removed; serving_tenant_info then says -ENOENT). A
+ * failed or starting tenant goes at once, its queries failed.
+ */
+int serving_remove(struct serving *s, const char *name, struct coloc_err *err);
+/* A failed tenant starts a new executor; -EINVAL for another state. */
+int serving_restart(struct serving *s, const char *name, struct coloc_err *err);
+
+/*
+ * Queues one query: len must be the model's input size (shm.h's layout).
+ * -ENOENT (no such tenant), -EINVAL (size), -EAGAIN (a queue is full, or
+ * the tenant is draining or failed: the reason in err, counted as
+ * rejected). On 0, *query_id (may be NULL) names it and done will be
+ * called exactly once.
+ */
+int serving_submit(struct serving *s, const char *tenant, const void *input, size_t len,
+		   serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err);
+
+/* The fds to watch now (at most max stored); returns how many there are. */
+int serving_fds(const struct serving *s, int *fds, int max);
+/* One of them is readable: takes completions, notices deaths, runs the policy. */
+void serving_handle_fd(struct serving *s, int fd);
+/* Kills hung executors, fails the ones that never got ready, runs the policy. */
+void serving_tick(struct serving *s);
+/* How long the caller may wait before serving_tick, in ms (-1: no deadline pending). */
+int serving_next_timeout_ms(const struct serving *s);
+
+struct serving_tenant_info {
+	char name[SERVING_NAME_LEN];
+	enum serving_tenant_state state;
+	char reason[SERVING_REASON_LEN]; /* why failed; "" otherwise */
+	char note[256]; /* admission note (a clamped profile); "" if none */
+	pid_t pid; /* the executor's tgid; 0 when none runs */
+	uint64_t qos_ns;
+	uint64_t solo_ns; /* profiled latency alone on all served cores */
+	size_t in_bytes, out_bytes;
+	int queued, in_flight;
+	struct serving_stats_summary stats;
+	char last_drop[SERVING_REASON_LEN], last_reject[SERVING_REASON_LEN],
+		last_failure[SERVING_REASON_LEN];
+};
+
+int serving_tenant_info(const struct serving *s, const char *name,
+			struct serving_tenant_info *info);
+/* Names of the tenants, in admission order; returns the count (at most max stored). */
+int serving_tenant_names(const struct serving *s, const char **names, int max);
+
+struct serving_core_info {
+	int cpu;
+	bool busy;
+	const char *tenant; /* valid until the next call into the module */
+	uint64_t query_id;
+	int first_layer, last_layer;
+	const uint8_t *versions; /* [last - first], valid as tenant */
+};
+
+/*
+ * Rounds in which the policy failed or broke its contract
+ * (policy_check_output), and the last reason ("" if none): such a round
+ * decides nothing and the queries wait. Should stay 0; status shows it.
+ */
+uint64_t serving_policy_errors(const struct serving *s, const char **last);
+
+/* Served cores in increasing CPU order; returns the count (at most max stored). */
+int serving_cores(const struct serving *s, struct serving_core_info *cores, int max);
+
+#endif /* COLOC_DAEMON_SERVING_H */

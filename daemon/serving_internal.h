@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The serving core's own state, shared by its files (serving.c: tenants,
+ * queries, executor events; serving_round.c: policy rounds; serving_view.c:
+ * what status shows). Nothing outside daemon/serving*.c includes it.
+ */
+#ifndef COLOC_DAEMON_SERVING_INTERNAL_H
+#define COLOC_DAEMON_SERVING_INTERNAL_H
+
+#include "execproc.h"
+#include "model.h"
+#include "policy.h"
+#include "profile_table.h"
+#include "serving.h"
+
+#define SV_MAX_TENANTS POLICY_MAX_TENANTS
+#define SV_MAX_ROUNDS 16 /* decide calls per round before leaving the rest to the next event */
+#define SV_SLOWDOWN_WEIGHT 0.3 /* weight of a new block in a core's smoothed slowdown */
+#define SV_STOP_MS 100 /* an idle executor answers EXIT in microseconds */
+
+struct sv_query {
+	uint64_t id;
+	uint64_t arrival_ns, deadline_ns;
+	int next_layer;
+	uint64_t exec_ns; /* sum of its blocks' times inside the executor */
+	int slot; /* -1 while it waits for one */
+	bool in_flight;
+	void *input; /* our copy until it is in a slot */
+	serving_done_fn done;
+	void *ctx;
+	struct sv_query *next;
+};
+
+struct sv_tenant {
+	bool used;
+	bool removing;
+	enum serving_tenant_state state;
+	char name[SERVING_NAME_LEN];
+	char reason[SERVING_REASON_LEN];
+	char *model_path, *weights_path;
+	uint64_t qos_ns, solo_ns, uid, started_ns;
+	struct model *model;
+	struct profile_table table;
+	size_t in_bytes, out_bytes;
+	struct execproc *ep;
+	struct sv_query *head, *tail; /* queued and in flight, by arrival */
+	int nr_queries;
+	struct sv_query *slots[COLOC_SHM_NR_SLOTS];
+	/* the block in flight */
+	bool busy;
+	struct sv_query *blk_query;
+	struct policy_decision blk;
+	uint8_t *blk_versions; /* [nr_layers] */
+	uint64_t blk_submit_ns;
+	struct serving_stats stats;
+	unsigned int order; /* admission order, for listing */
+};
+
+struct serving {
+	char *executor, *cache_dir;
+	int max_queue, max_queue_total;
+	void (*watch)(void *ctx, int fd, bool add);
+	void (*tenant_changed)(void *ctx, const char *name, enum serving_tenant_state state,
+			       pid_t pid);
+	void *ctx;
+
+	const struct policy_entry *entry;
+	struct policy *policy;
+	struct policy_config pcfg;
+	struct policy_cpuset free;
+	int cpus[POLICY_MAX_CPUS], nr_cpus;
+	char cores[8192]; /* cpus as a CPU list, for the executors */
+	int owner[POLICY_MAX_CPUS]; /* tenant whose block holds the CPU, or -1 */
+	struct policy_signal *core_sig; /* [POLICY_MAX_CPUS] */
+
+	struct sv_tenant tenants[SV_MAX_TENANTS];
+	uint64_t next_uid, next_query_id;
+	unsigned int next_order;
+	int nr_live; /* queries accepted and not completed, all tenants */
+
+	/* one round's scratch */
+	struct policy_tenant ptenants[SV_MAX_TENANTS];
+	struct policy_query *pqueries; /* [max_queue_total] */
+	struct policy_decision running[SV_MAX_TENANTS];
+	struct policy_decision decisions[SV_MAX_TENANTS];
+	struct policy_drop drops[SV_MAX_TENANTS * COLOC_SHM_NR_SLOTS];
+	uint8_t *versions;
+	int max_versions;
+	bool scheduling, again;
+	uint64_t policy_errors;
+	char policy_error[COLOC_ERR_MSG_MAX];
+};
+
+uint64_t sv_now_ns(void);
+struct sv_tenant *sv_find_tenant(const struct serving *s, const char *name);
+/* Takes q off every list, counts it, calls back, frees it. */
+void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *q,
+		       enum serving_status status, const char *reason);
+/* Drained: the executor stops, the tenant goes. */
+void sv_finish_removal(struct serving *s, struct sv_tenant *t);
+/*
+ * A policy round: queued queries into free slots, policy_decide,
+ * policy_check_output, decisions started, drops completed. Re-entered from
+ * a completion callback, it only asks the running round to go again.
+ */
+void sv_schedule(struct serving *s);
+/* A block took ns: the per-core slowdown signal of its cores moves towards ns / alone. */
+void sv_update_slowdown(struct serving *s, const struct policy_decision *d, uint64_t ns);
+
+#endif /* COLOC_DAEMON_SERVING_INTERNAL_H */

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * One policy round of the serving core (see serving.c's top comment): the
+ * queued queries of each serving tenant take free executor slots, the
+ * policy sees every query that holds a slot (only the running block's query
+ * for a tenant whose executor is busy: an executor runs one block at a
+ * time), its output is checked, decisions start at once, drops complete.
+ * Also the per-core slowdown signal, measured without a PMU: each finished
+ * block's time over the table's alone time for it, smoothed per core.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "serving_internal.h"
+
+/* Queued queries of a serving tenant take free slots, in arrival order. */
+static void fill_slots(struct sv_tenant *t)
+{
+	if (!t->ep || (t->state != SERVING_TENANT_READY && t->state != SERVING_TENANT_DRAINING))
+		return;
+	for (struct sv_query *q = t->head; q; q = q->next) {
+		unsigned int slot;
+
+		if (q->slot >= 0)
+			continue;
+		for (slot = 0; slot < COLOC_SHM_NR_SLOTS && t->slots[slot]; slot++)
+			;
+		if (slot == COLOC_SHM_NR_SLOTS)
+			return;
+		memcpy(execproc_input(t->ep, slot), q->input, t->in_bytes);
+		free(q->input);
+		q->input = NULL;
+		q->slot = (int)slot;
+		t->slots[slot] = q;
+	}
+}
+
+static bool tenant_serving(const struct sv_tenant *t)
+{
+	return t->used && t->ep &&
+	       (t->state == SERVING_TENANT_READY || t->state == SERVING_TENANT_DRAINING);
+}
+
+static void build_input(struct serving *s, struct policy_input *in)
+{
+	int nq = 0, nr = 0;
+
+	for (int i = 0; i < SV_MAX_TENANTS; i++) {
+		struct sv_tenant *t = &s->tenants[i];
+		struct policy_tenant *pt = &s->ptenants[i];
+
+		memset(pt, 0, sizeof(*pt));
+		if (!tenant_serving(t))
+			continue;
+		pt->model = &t->table.model;
+		pt->uid = t->uid;
+		pt->qos_ns = t->qos_ns;
+		if (t->busy)
+			s->running[nr++] = t->blk;
+		for (struct sv_query *q = t->head; q; q = q->next) {
+			if (q->slot < 0 || (t->busy && q != t->blk_query))
+				continue;
+			s->pqueries[nq++] = (struct policy_query){ .id = q->id,
+								   .tenant = i,
+								   .arrival_ns = q->arrival_ns,
+								   .deadline_ns = q->deadline_ns,
+								   .next_layer = q->next_layer,
+								   .in_flight = q->in_flight };
+		}
+	}
+	*in = (struct policy_input){ .now_ns = sv_now_ns(),
+				     .tenants = s->ptenants,
+				     .nr_tenants = SV_MAX_TENANTS,
+				     .queries = s->pqueries,
+				     .nr_queries = nq,
+				     .running = s->running,
+				     .nr_running = nr,
+				     .free = &s->free,
+				     .cores = s->core_sig };
+}
+
+static struct sv_query *find_query(struct sv_tenant *t, uint64_t id)
+{
+	for (struct sv_query *q = t->head; q; q = q->next)
+		if (q->id == id)
+			return q;
+	return NULL;
+}
+
+static void apply_drop(struct serving *s, const struct policy_drop *d)
+{
+	struct sv_tenant *t = &s->tenants[d->tenant];
+	struct sv_query *q = find_query(t, d->query_id);
+	char reason[SERVING_REASON_LEN];
+	uint64_t now = sv_now_ns();
+
+	if (!q)
+		return;
+	if (d->reason == POLICY_DROP_CANNOT_MEET)
+		snprintf(reason, sizeof(reason),
+			 "%s: %.3f ms predicted for the rest, %.3f ms left to its deadline",
+			 policy_drop_reason_name(d->reason), d->predicted_ns / 1e6,
+			 q->deadline_ns > now ? (q->deadline_ns - now) / 1e6 : 0.0);
+	else
+		snprintf(reason, sizeof(reason), "%s: %.3f ms after arrival, QoS %.3f ms",
+			 policy_drop_reason_name(d->reason), (now - q->arrival_ns) / 1e6,
+			 t->qos_ns / 1e6);
+	sv_complete_query(s, t, q, SERVING_QUERY_DROPPED, reason);
+}
+
+/* Starts d's block; false when it could not be (the query failed, or the executor is busy). */
+static bool apply_decision(struct serving *s, const struct policy_decision *d)
+{
+	struct sv_tenant *t = &s->tenants[d->tenant];
+	struct sv_query *q = find_query(t, d->query_id);
+	int n = d->last_layer - d->first_layer, nr_cpus = 0;
+	int versions[COLOC_SHM_MAX_BLOCK_LAYERS], cpus[POLICY_MAX_CPUS];
+	struct coloc_err err = { 0 };
+	struct execproc_block b;
+
+	if (!q || t->busy || n > COLOC_SHM_MAX_BLOCK_LAYERS)
+		return false;
+	for (int i = 0; i < n; i++)
+		versions[i] = d->versions[i];
+	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
+	     c = policy_cpuset_next(&d->cores, c + 1))
+		cpus[nr_cpus++] = c;
+	b = (struct execproc_block){ .slot = (unsigned int)q->slot,
+				     .first = (unsigned int)d->first_layer,
+				     .last = (unsigned int)d->last_layer,
+				     .query_id = (unsigned int)q->id,
+				     .versions = versions,
+				     .cpus = cpus,
+				     .nr_cpus = nr_cpus };
+	if (execproc_submit_block(t->ep, &b, &err)) {
+		sv_complete_query(s, t, q, SERVING_QUERY_FAILED, coloc_err_str(&err));
+		return false;
+	}
+	t->busy = true;
+	t->blk_query = q;
+	t->blk = *d;
+	memcpy(t->blk_versions, d->versions, (size_t)n);
+	t->blk.versions = t->blk_versions;
+	t->blk_submit_ns = sv_now_ns();
+	q->in_flight = true;
+	for (int i = 0; i < nr_cpus; i++) {
+		s->owner[cpus[i]] = d->tenant;
+		policy_cpuset_clear(&s->free, cpus[i]);
+	}
+	return true;
+}
+
+void sv_schedule(struct serving *s)
+{
+	struct policy_output out = { .decisions = s->decisions,
+				     .max_decisions = SV_MAX_TENANTS,
+				     .versions = s->versions,
+				     .max_versions = s->max_versions,
+				     .drops = s->drops,
+				     .max_drops = (int)(sizeof(s->drops) / sizeof(*s->drops)) };
+	int rounds = 0;
+
+	if (s->scheduling) {
+		s->again = true;
+		return;
+	}
+	s->scheduling = true;
+	do {
+		struct policy_input in;
+		struct coloc_err err = { 0 };
+		bool progress = false;
+
+		s->again = false;
+		for (int i = 0; i < SV_MAX_TENANTS; i++)
+			fill_slots(&s->tenants[i]);
+		build_input(s, &in);
+		if (!in.nr_queries)
+			break;
+		policy_output_reset(&out);
+		/*
+		 * A policy that errs or breaks its contract decides nothing this
+		 * round: queries wait (their deadlines still apply at the next).
+		 */
+		if (policy_decide(s->policy, &in, &out, &err) ||
+		    policy_check_output(s->entry, &in, &out, &err)) {
+			s->policy_errors++;
+			snprintf(s->policy_error, sizeof(s->policy_error), "%s",
+				 coloc_err_str(&err));
+			break;
+		}
+		for (int i = 0; i < out.nr_decisions; i++)
+			progress |= apply_decision(s, &out.decisions[i]);
+		for (int i = 0; i < out.nr_drops; i++)
+			apply_drop(s, &out.drops[i]);
+		progress |= out.nr_drops > 0;
+		if (progress && (out.nr_drops || out.nr_decisions == out.max_decisions))
+			s->again = true;
+	} while (s->again && ++rounds < SV_MAX_ROUNDS);
+	s->scheduling = false;
+	/* a drop may have taken a draining tenant's last query: no event of its own follows */
+	for (int i = 0; i < SV_MAX_TENANTS; i++) {
+		struct sv_tenant *t = &s->tenants[i];
+
+		if (t->used && t->removing && t->state == SERVING_TENANT_DRAINING &&
+		    !t->nr_queries && !t->busy)
+			sv_finish_removal(s, t);
+	}
+}
+
+void sv_update_slowdown(struct serving *s, const struct policy_decision *d, uint64_t ns)
+{
+	double ratio;
+
+	if (!d->alone_ns || !ns)
+		return;
+	ratio = (double)ns / (double)d->alone_ns;
+	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
+	     c = policy_cpuset_next(&d->cores, c + 1)) {
+		struct policy_signal *sig = &s->core_sig[c];
+
+		sig->slowdown = sig->live & POLICY_SIG_SLOWDOWN ?
+					(1 - SV_SLOWDOWN_WEIGHT) * sig->slowdown +
+						SV_SLOWDOWN_WEIGHT * ratio :
+					ratio;
+		sig->live |= POLICY_SIG_SLOWDOWN;
+	}
+}

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Per-tenant serving statistics: fixed rings of the most recent arrivals,
+ * completions and latencies (no allocation on the serving path), percentiles
+ * computed on demand from a sorted copy.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "serving_stats.h"
+
+void serving_stats_offered(struct serving_stats *s, uint64_t now_ns)
+{
+	s->arrivals[s->offered % SERVING_STATS_RING] = now_ns;
+	s->offered++;
+}
+
+void serving_stats_served(struct serving_stats *s, uint64_t now_ns, uint64_t latency_ns,
+			  uint64_t qos_ns)
+{
+	s->completions[s->served % SERVING_STATS_RING] = now_ns;
+	s->latencies[s->served % SERVING_STATS_RING] = latency_ns;
+	s->served++;
+	if (latency_ns <= qos_ns)
+		s->within_qos++;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+uint64_t serving_stats_percentile(uint64_t *v, int n, double pct)
+{
+	int rank;
+
+	if (n <= 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_u64);
+	rank = (int)ceil(pct / 100.0 * n);
+	if (rank < 1)
+		rank = 1;
+	return v[(rank > n ? n : rank) - 1];
+}
+
+/* Events of a ring within the window ending at now, per second. */
+static double rate(const uint64_t *ring, uint64_t count, uint64_t now_ns)
+{
+	uint64_t n = count < SERVING_STATS_RING ? count : SERVING_STATS_RING, in = 0;
+	uint64_t since = now_ns > SERVING_STATS_WINDOW_NS ? now_ns - SERVING_STATS_WINDOW_NS : 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		if (ring[i] > since)
+			in++;
+	return (double)in / (SERVING_STATS_WINDOW_NS / 1e9);
+}
+
+void serving_stats_summarise(const struct serving_stats *s, uint64_t now_ns,
+			     struct serving_stats_summary *out)
+{
+	uint64_t sorted[SERVING_STATS_RING];
+	int n = s->served < SERVING_STATS_RING ? (int)s->served : SERVING_STATS_RING;
+
+	memset(out, 0, sizeof(*out));
+	out->offered_rate = rate(s->arrivals, s->offered, now_ns);
+	out->served_rate = rate(s->completions, s->served, now_ns);
+	memcpy(sorted, s->latencies, n * sizeof(*sorted));
+	out->p50_ns = serving_stats_percentile(sorted, n, 50);
+	out->p95_ns = serving_stats_percentile(sorted, n, 95);
+	out->p99_ns = serving_stats_percentile(sorted, n, 99);
+	out->within_qos = s->served ? (double)s->within_qos / (double)s->served : 0;
+	out->offered = s->offered;
+	out->served = s->served;
+	out->dropped = s->dropped;
+	out->rejected = s->rejected;
+	out->failed = s->failed;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * One tenant's serving statistics: offered and served rates over a sliding
+ * window, latency percentiles over the most recent queries, the share
+ * served within QoS, drops and rejections with the last reason.
+ */
+#ifndef COLOC_DAEMON_SERVING_STATS_H
+#define COLOC_DAEMON_SERVING_STATS_H
+
+#include <stdint.h>
+
+#define SERVING_STATS_RING 1024 /* latencies and arrival times kept */
+#define SERVING_STATS_WINDOW_NS 10000000000ull /* rates are over the last 10 s */
+#define SERVING_REASON_LEN 192
+
+struct serving_stats {
+	uint64_t arrivals[SERVING_STATS_RING]; /* ring of arrival times, offered queries */
+	uint64_t completions[SERVING_STATS_RING]; /* ring of completion times, served queries */
+	uint64_t latencies[SERVING_STATS_RING]; /* ring of latencies, served queries */
+	uint64_t offered, served, within_qos, dropped, rejected, failed;
+	char last_drop[SERVING_REASON_LEN];
+	char last_reject[SERVING_REASON_LEN];
+	char last_failure[SERVING_REASON_LEN];
+};
+
+/* What serving_tenant_info() reports (rates in queries/s, latencies in ns). */
+struct serving_stats_summary {
+	double offered_rate, served_rate;
+	uint64_t p50_ns, p95_ns, p99_ns; /* over the last SERVING_STATS_RING served; 0: none */
+	double within_qos; /* fraction of all served within QoS; 0 when none served */
+	uint64_t offered, served, dropped, rejected, failed;
+};
+
+void serving_stats_offered(struct serving_stats *s, uint64_t now_ns);
+void serving_stats_served(struct serving_stats *s, uint64_t now_ns, uint64_t latency_ns,
+			  uint64_t qos_ns);
+void serving_stats_summarise(const struct serving_stats *s, uint64_t now_ns,
+			     struct serving_stats_summary *out);
+/* The nearest-rank percentile (0 < pct <= 100) of n values; sorts v in place. 0 when n is 0. */
+uint64_t serving_stats_percentile(uint64_t *v, int n, double pct);
+
+#endif /* COLOC_DAEMON_SERVING_STATS_H */

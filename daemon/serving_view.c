@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * What colocctl status and top print, read from the serving core: per
+ * tenant its state, QoS, queue and statistics; per core the block that
+ * holds it and its versions.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "serving_internal.h"
+
+static const char *const state_names[] = {
+	[SERVING_TENANT_STARTING] = "starting", [SERVING_TENANT_READY] = "ready",
+	[SERVING_TENANT_DRAINING] = "draining", [SERVING_TENANT_FAILED] = "failed",
+	[SERVING_TENANT_REMOVED] = "removed",
+};
+
+static const char *const status_names[] = {
+	[SERVING_QUERY_OK] = "ok",
+	[SERVING_QUERY_DROPPED] = "dropped",
+	[SERVING_QUERY_FAILED] = "failed",
+};
+
+const char *serving_state_name(enum serving_tenant_state s)
+{
+	return (unsigned int)s < sizeof(state_names) / sizeof(*state_names) ? state_names[s] : "?";
+}
+
+const char *serving_status_name(enum serving_status s)
+{
+	return (unsigned int)s < sizeof(status_names) / sizeof(*status_names) ? status_names[s] :
+										"?";
+}
+
+int serving_tenant_info(const struct serving *s, const char *name, struct serving_tenant_info *info)
+{
+	const struct sv_tenant *t = sv_find_tenant(s, name);
+
+	if (!t)
+		return -ENOENT;
+	memset(info, 0, sizeof(*info));
+	snprintf(info->name, sizeof(info->name), "%s", t->name);
+	info->state = t->state;
+	snprintf(info->reason, sizeof(info->reason), "%s", t->reason);
+	snprintf(info->note, sizeof(info->note), "%s", t->table.note);
+	info->pid = t->ep ? execproc_pid(t->ep) : 0;
+	info->qos_ns = t->qos_ns;
+	info->solo_ns = t->solo_ns;
+	info->in_bytes = t->in_bytes;
+	info->out_bytes = t->out_bytes;
+	for (const struct sv_query *q = t->head; q; q = q->next) {
+		if (q->in_flight)
+			info->in_flight++;
+		else
+			info->queued++;
+	}
+	serving_stats_summarise(&t->stats, sv_now_ns(), &info->stats);
+	snprintf(info->last_drop, sizeof(info->last_drop), "%s", t->stats.last_drop);
+	snprintf(info->last_reject, sizeof(info->last_reject), "%s", t->stats.last_reject);
+	snprintf(info->last_failure, sizeof(info->last_failure), "%s", t->stats.last_failure);
+	return 0;
+}
+
+int serving_tenant_names(const struct serving *s, const char **names, int max)
+{
+	int n = 0;
+
+	for (unsigned int order = 0; order < s->next_order; order++)
+		for (int i = 0; i < SV_MAX_TENANTS; i++)
+			if (s->tenants[i].used && s->tenants[i].order == order) {
+				if (n < max)
+					names[n] = s->tenants[i].name;
+				n++;
+			}
+	return n;
+}
+
+int serving_cores(const struct serving *s, struct serving_core_info *cores, int max)
+{
+	int n;
+
+	for (n = 0; n < s->nr_cpus; n++) {
+		int cpu = s->cpus[n], owner = s->owner[cpu];
+		const struct sv_tenant *t = owner >= 0 ? &s->tenants[owner] : NULL;
+
+		if (n >= max)
+			continue;
+		cores[n] = (struct serving_core_info){ .cpu = cpu };
+		if (!t)
+			continue;
+		cores[n].busy = true;
+		cores[n].tenant = t->name;
+		cores[n].query_id = t->blk.query_id;
+		cores[n].first_layer = t->blk.first_layer;
+		cores[n].last_layer = t->blk.last_layer;
+		cores[n].versions = t->blk.versions;
+	}
+	return n;
+}
+
+uint64_t serving_policy_errors(const struct serving *s, const char **last)
+{
+	if (last)
+		*last = s->policy_error;
+	return s->policy_errors;
+}

@@ -1,0 +1,921 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * colocd's serving core (daemon/serving.c) with real executor processes
+ * running models/mobilenet_v2.model, driven as an event loop would: the
+ * test polls the fds the module names and calls back in. A real profile is
+ * made once, by bin/coloc-profile with one iteration, in a temporary cache.
+ * Times (submit to output, SIGKILL to cores free) are printed, never
+ * asserted: the machine is shared.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "kselftest_harness.h"
+#include "executor.h"
+#include "profile.h"
+#include "profile_table.h"
+#include "reference.h"
+#include "serving.h"
+#include "testutil.h"
+
+#define READY_MS 180000
+#define DONE_MS 120000
+#define QOS_NS 60000000000ull /* 60 s: nothing is dropped on a loaded machine */
+#define MAX_Q 64
+#define TOL 1e-3f
+
+static char cache_dir[64]; /* made once, shared by the forked tests */
+static pid_t parent_pid;
+
+__attribute__((constructor)) static void make_cache_dir(void)
+{
+	snprintf(cache_dir, sizeof(cache_dir), "/tmp/coloc-serving-test-XXXXXX");
+	if (!mkdtemp(cache_dir))
+		cache_dir[0] = '\0';
+	parent_pid = getpid();
+}
+
+__attribute__((destructor)) static void remove_cache_dir(void)
+{
+	char cmd[128];
+
+	if (getpid() != parent_pid || !cache_dir[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cache_dir);
+	if (system(cmd))
+		fprintf(stderr, "serving_test: could not remove %s\n", cache_dir);
+}
+
+static void model_path(char *buf, size_t len, const char *name)
+{
+	const char *root = getenv("COLOC_ROOT");
+
+	snprintf(buf, len, "%s/models/%s.model", root ? root : ".", name);
+}
+
+/* One query as the test sees it: its completion, and a copy of its output. */
+struct qrec {
+	bool done;
+	enum serving_status status;
+	char reason[256];
+	uint64_t latency_ns, exec_ns;
+	float *out;
+	size_t out_bytes;
+};
+
+static void on_done(void *ctx, const struct serving_completion *c)
+{
+	struct qrec *r = ctx;
+
+	r->done = true;
+	r->status = c->status;
+	snprintf(r->reason, sizeof(r->reason), "%s", c->reason);
+	r->latency_ns = c->latency_ns;
+	r->exec_ns = c->exec_ns;
+	r->out_bytes = c->output_bytes;
+	if (c->output) {
+		r->out = malloc(c->output_bytes);
+		if (r->out)
+			memcpy(r->out, c->output, c->output_bytes);
+	}
+}
+
+struct watched {
+	int fds[16];
+	int nr;
+	int adds, removes;
+	/* tenant_changed calls, as "name:state:pid" */
+	char events[32][96];
+	int nr_events;
+};
+
+static void on_watch(void *ctx, int fd, bool add)
+{
+	struct watched *w = ctx;
+
+	if (add) {
+		w->fds[w->nr++] = fd;
+		w->adds++;
+		return;
+	}
+	w->removes++;
+	for (int i = 0; i < w->nr; i++)
+		if (w->fds[i] == fd) {
+			w->fds[i] = w->fds[--w->nr];
+			break;
+		}
+}
+
+static void on_tenant(void *ctx, const char *name, enum serving_tenant_state state, pid_t pid)
+{
+	struct watched *w = ctx;
+
+	if (w->nr_events < 32)
+		snprintf(w->events[w->nr_events++], sizeof(w->events[0]), "%s:%s:%d", name,
+			 serving_state_name(state), (int)pid);
+}
+
+FIXTURE(serving)
+{
+	struct serving *s;
+	struct watched w;
+	char model[512];
+	size_t in_bytes;
+	float *input;
+	struct qrec q[MAX_Q];
+};
+
+static int make_serving(FIXTURE_DATA(serving) * self, const char *policy, int max_queue,
+			int max_total, const char *cache, struct coloc_err *err)
+{
+	char bin[512];
+	struct serving_config cfg = { .executor = tu_bin("coloc-executor", bin, sizeof(bin)),
+				      .cache_dir = cache,
+				      .policy = policy,
+				      .max_queue = max_queue,
+				      .max_queue_total = max_total,
+				      .watch = on_watch,
+				      .tenant_changed = on_tenant,
+				      .ctx = &self->w };
+
+	serving_destroy(self->s);
+	self->s = NULL;
+	return serving_create(&cfg, &self->s, err);
+}
+
+FIXTURE_SETUP(serving)
+{
+	struct coloc_err err = { 0 };
+	struct model *m;
+	struct profile *p;
+	char bin[512], cmd[2048], out[4096];
+
+	model_path(self->model, sizeof(self->model), "mobilenet_v2");
+	if (access(self->model, R_OK))
+		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", self->model);
+	ASSERT_NE(0, cache_dir[0]);
+	m = model_load(self->model, &err);
+	ASSERT_NE(NULL, m) TH_LOG("%s", coloc_err_str(&err));
+	/* The first test makes the profile; the ones after find it in the cache. */
+	p = profile_table_find(self->model, m, cache_dir, &err);
+	if (!p) {
+		ASSERT_EQ(-ENOENT, err.code) TH_LOG("%s", coloc_err_str(&err));
+		snprintf(cmd, sizeof(cmd),
+			 "%s '%s' -o '%s/mnv2.profile' --iters 1 --levels 50 "
+			 "--cache-dir '%s'",
+			 tu_bin("coloc-profile", bin, sizeof(bin)), self->model, cache_dir,
+			 cache_dir);
+		ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s: %s", cmd, out);
+		coloc_err_clear(&err);
+		p = profile_table_find(self->model, m, cache_dir, &err);
+		ASSERT_NE(NULL, p) TH_LOG("%s", coloc_err_str(&err));
+	}
+	profile_free(p);
+	model_free(m);
+	ASSERT_EQ(0, make_serving(self, NULL, 0, 0, cache_dir, &err))
+	TH_LOG("%s", coloc_err_str(&err));
+}
+
+FIXTURE_TEARDOWN(serving)
+{
+	serving_destroy(self->s);
+	for (int i = 0; i < MAX_Q; i++)
+		free(self->q[i].out);
+	free(self->input);
+}
+
+/* Polls the module's fds as an event loop would, until cond(self) or timeout_ms. */
+typedef bool (*cond_fn)(FIXTURE_DATA(serving) * self, void *arg);
+
+static bool pump(FIXTURE_DATA(serving) * self, cond_fn cond, void *arg, int timeout_ms,
+		 void (*each)(FIXTURE_DATA(serving) * self, void *arg))
+{
+	uint64_t end = tu_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+
+	while (!cond(self, arg)) {
+		struct pollfd pfd[16];
+		int fds[16], n = serving_fds(self->s, fds, 16), wait, left;
+
+		if (tu_now_ns() >= end)
+			return false;
+		for (int i = 0; i < n; i++)
+			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		wait = serving_next_timeout_ms(self->s);
+		left = (int)((end - tu_now_ns()) / 1000000) + 1;
+		if (wait < 0 || wait > left)
+			wait = left;
+		if (poll(pfd, n, wait) <= 0) {
+			serving_tick(self->s);
+			continue;
+		}
+		for (int i = 0; i < n; i++)
+			if (pfd[i].revents)
+				serving_handle_fd(self->s, pfd[i].fd);
+		if (each)
+			each(self, arg);
+	}
+	return true;
+}
+
+static bool tenant_in_state(FIXTURE_DATA(serving) * self, void *arg)
+{
+	const char **want = arg; /* name, state name */
+	struct serving_tenant_info info;
+
+	return !serving_tenant_info(self->s, want[0], &info) &&
+	       !strcmp(serving_state_name(info.state), want[1]);
+}
+
+static bool tenant_gone(FIXTURE_DATA(serving) * self, void *arg)
+{
+	struct serving_tenant_info info;
+
+	return serving_tenant_info(self->s, arg, &info) == -ENOENT;
+}
+
+/* arg: int[2], the first and one past the last query record to wait for */
+static bool queries_done(FIXTURE_DATA(serving) * self, void *arg)
+{
+	const int *range = arg;
+
+	for (int i = range[0]; i < range[1]; i++)
+		if (!self->q[i].done)
+			return false;
+	return true;
+}
+
+static int admit(FIXTURE_DATA(serving) * self, const char *name, uint64_t qos_ns,
+		 struct coloc_err *err)
+{
+	struct serving_tenant_spec spec = { .name = name,
+					    .model_path = self->model,
+					    .qos_ns = qos_ns };
+
+	return serving_admit(self->s, &spec, err);
+}
+
+static bool wait_ready(FIXTURE_DATA(serving) * self, const char *name)
+{
+	const char *want[2] = { name, "ready" };
+
+	return pump(self, tenant_in_state, want, READY_MS, NULL);
+}
+
+/* A deterministic input of the right size (values in [-1, 1)). */
+static void make_input(FIXTURE_DATA(serving) * self, const char *name)
+{
+	struct serving_tenant_info info;
+
+	if (serving_tenant_info(self->s, name, &info))
+		return;
+	self->in_bytes = info.in_bytes;
+	free(self->input);
+	self->input = malloc(self->in_bytes);
+	for (size_t i = 0; self->input && i < self->in_bytes / sizeof(float); i++)
+		self->input[i] = (float)((i * 2654435761u) % 2000) / 1000.0f - 1.0f;
+}
+
+static int submit(FIXTURE_DATA(serving) * self, const char *name, int rec, struct coloc_err *err)
+{
+	return serving_submit(self->s, name, self->input, self->in_bytes, on_done, &self->q[rec],
+			      NULL, err);
+}
+
+/* The outputs of the model on input, in this process (the executor library directly). */
+static float *in_process_outputs(const char *path, const float *input, size_t *out_elems)
+{
+	struct coloc_err err = { 0 };
+	struct model *m = model_load(path, &err);
+	struct exec_options o = { 0 };
+	struct exec_model *em = NULL;
+	struct exec_query *q = NULL;
+	float *want = NULL;
+	cpu_set_t mask;
+	bool *read;
+	size_t off = 0;
+
+	if (!m)
+		return NULL;
+	sched_getaffinity(0, sizeof(mask), &mask);
+	for (int cpu = 0; cpu < EXEC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &mask) && exec_cpu_online(cpu))
+			o.cpus.cpus[o.cpus.nr++] = cpu;
+	read = calloc(m->nr_layers, sizeof(*read));
+	em = exec_model_load(m, &o, &err);
+	q = em ? exec_query_new(em) : NULL;
+	if (!read || !q)
+		goto out;
+	for (int l = 0; l < m->nr_layers; l++)
+		for (int k = 0; k < m->layers[l].nr_inputs; k++)
+			read[m->layers[l].inputs[k]] = true;
+	*out_elems = 0;
+	for (int l = 0; l < m->nr_layers; l++) {
+		size_t n = (size_t)model_shape_elems(&m->layers[l].out);
+
+		if (m->layers[l].op == MODEL_OP_INPUT) {
+			memcpy(exec_query_input(q, l), input + off, n * sizeof(float));
+			off += n;
+		}
+		if (!read[l])
+			*out_elems += n;
+	}
+	want = malloc(*out_elems * sizeof(float));
+	if (!want || exec_run_block(em, q, 0, m->nr_layers, NULL, &o.cpus, NULL))
+		goto out;
+	off = 0;
+	for (int l = 0; l < m->nr_layers; l++) {
+		size_t n = (size_t)model_shape_elems(&m->layers[l].out);
+
+		if (read[l])
+			continue;
+		if (exec_query_read_output(q, l, want + off, n)) {
+			free(want);
+			want = NULL;
+			goto out;
+		}
+		off += n;
+	}
+out:
+	free(read);
+	if (q)
+		exec_query_free(q);
+	exec_model_free(em);
+	model_free(m);
+	return want;
+}
+
+TEST_F(serving, submit__outputs_equal_in_process_run)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info info;
+	size_t out_elems = 0;
+	float *want, max_err, max_ref;
+	int range[2] = { 0, 1 };
+
+	ASSERT_EQ(0, admit(self, "mnv2", QOS_NS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", &info));
+	EXPECT_GT(info.pid, 0);
+	EXPECT_EQ(2, self->w.nr); /* its done-eventfd and its pidfd */
+	ASSERT_TRUE(wait_ready(self, "mnv2"));
+	make_input(self, "mnv2");
+	want = in_process_outputs(self->model, self->input, &out_elems);
+	ASSERT_NE(NULL, want);
+
+	/* one query alone: its latency is the submit -> output round trip */
+	ASSERT_EQ(0, submit(self, "mnv2", 0, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
+	ASSERT_EQ(SERVING_QUERY_OK, self->q[0].status) TH_LOG("%s", self->q[0].reason);
+	TH_LOG("one mobilenet_v2 query alone, submit -> output: %.3f ms, of which %.3f ms inside "
+	       "the executor's block (profiled solo %.3f ms; loaded machine)",
+	       self->q[0].latency_ns / 1e6, self->q[0].exec_ns / 1e6, info.solo_ns / 1e6);
+
+	/* then 8 at once: more than the executor's 4 slots, so some wait for one */
+	for (int i = 1; i < 9; i++)
+		ASSERT_EQ(0, submit(self, "mnv2", i, &err)) TH_LOG("%s", coloc_err_str(&err));
+	range[1] = 9;
+	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
+	for (int i = 0; i < 9; i++) {
+		ASSERT_EQ(SERVING_QUERY_OK, self->q[i].status) TH_LOG("%s", self->q[i].reason);
+		ASSERT_EQ(out_elems * sizeof(float), self->q[i].out_bytes);
+		ref_compare(self->q[i].out, want, (int64_t)out_elems, &max_err, &max_ref);
+		EXPECT_LE(max_err, TOL * (1.0f + max_ref))
+		TH_LOG("query %d: max |error| %g, max |value| %g", i, max_err, max_ref);
+	}
+	/* and one alone again, now that the executor has run every block once */
+	ASSERT_EQ(0, submit(self, "mnv2", 9, &err)) TH_LOG("%s", coloc_err_str(&err));
+	range[0] = 9;
+	range[1] = 10;
+	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
+	ASSERT_EQ(SERVING_QUERY_OK, self->q[9].status) TH_LOG("%s", self->q[9].reason);
+	TH_LOG("the same after 9 queries: %.3f ms, of which %.3f ms inside the executor's block",
+	       self->q[9].latency_ns / 1e6, self->q[9].exec_ns / 1e6);
+	EXPECT_LE(self->q[9].exec_ns, self->q[9].latency_ns);
+	EXPECT_GT(self->q[9].exec_ns, 0);
+	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", &info));
+	EXPECT_EQ(10, info.stats.served);
+	EXPECT_EQ(10, info.stats.offered);
+	EXPECT_EQ(1.0, info.stats.within_qos);
+	EXPECT_LE(info.stats.p50_ns, info.stats.p95_ns);
+	EXPECT_LE(info.stats.p95_ns, info.stats.p99_ns);
+	EXPECT_EQ(0, info.queued + info.in_flight);
+	free(want);
+}
+
+/* The solo latency as the profile says, computed here from the file's cells. */
+static uint64_t profiled_solo_ns(const char *model_path, int nr_cpus)
+{
+	struct coloc_err err = { 0 };
+	struct model *m = model_load(model_path, &err);
+	struct profile *p = m ? profile_table_find(model_path, m, cache_dir, &err) : NULL;
+	int cores = p ? (nr_cpus < p->nr_cores ? nr_cpus : p->nr_cores) : 0;
+	uint64_t sum = 0;
+
+	for (int l = 0; p && l < p->nr_layers; l++) {
+		uint64_t best = UINT64_MAX;
+
+		for (int v = 0; v < p->layers[l].nr_versions; v++) {
+			uint64_t c = *profile_latency_cell_const(p, l, v, cores, 0);
+
+			if (c && c < best)
+				best = c;
+		}
+		sum += best;
+	}
+	profile_free(p);
+	model_free(m);
+	return sum;
+}
+
+TEST_F(serving, admit__qos_below_solo_latency_rejected_with_both_numbers)
+{
+	struct coloc_err err = { 0 };
+	cpu_set_t mask;
+	char qos[64], solo[64];
+	uint64_t solo_ns;
+
+	sched_getaffinity(0, sizeof(mask), &mask);
+	solo_ns = profiled_solo_ns(self->model, CPU_COUNT(&mask));
+	ASSERT_GT(solo_ns, 0);
+	EXPECT_EQ(-ERANGE, admit(self, "tight", solo_ns / 2, &err));
+	snprintf(qos, sizeof(qos), "QoS %.3f ms", solo_ns / 2 / 1e6);
+	snprintf(solo, sizeof(solo), "latency %.3f ms", solo_ns / 1e6);
+	EXPECT_NE(NULL, strstr(err.msg, qos)) TH_LOG("%s (want %s)", err.msg, qos);
+	EXPECT_NE(NULL, strstr(err.msg, solo)) TH_LOG("%s (want %s)", err.msg, solo);
+	EXPECT_EQ(0, self->w.adds); /* no executor was started */
+	/* at the solo latency itself it is admitted */
+	coloc_err_clear(&err);
+	EXPECT_EQ(0, admit(self, "exact", solo_ns, &err)) TH_LOG("%s", coloc_err_str(&err));
+}
+
+TEST_F(serving, admit__missing_profile_names_the_coloc_profile_command)
+{
+	struct coloc_err err = { 0 };
+	char empty[] = "/tmp/coloc-serving-empty-XXXXXX", want[1024];
+
+	ASSERT_NE(NULL, mkdtemp(empty));
+	ASSERT_EQ(0, make_serving(self, NULL, 0, 0, empty, &err)) TH_LOG("%s", err.msg);
+	EXPECT_EQ(-ENOENT, admit(self, "mnv2", QOS_NS, &err));
+	snprintf(want, sizeof(want), "coloc-profile %s -o mobilenet_v2.profile --cache-dir %s",
+		 self->model, empty);
+	EXPECT_NE(NULL, strstr(err.msg, want)) TH_LOG("%s (want %s)", err.msg, want);
+	rmdir(empty);
+}
+
+TEST_F(serving, admit__malformed_model_gives_file_and_line)
+{
+	struct coloc_err err = { 0 };
+	char path[] = "/tmp/coloc-serving-bad-XXXXXX", want[128];
+	struct serving_tenant_spec spec = { .name = "bad", .model_path = path, .qos_ns = QOS_NS };
+	int fd = mkstemp(path);
+
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(13, write(fd, "model broken\n", 13));
+	close(fd);
+	EXPECT_GT(0, serving_admit(self->s, &spec, &err));
+	snprintf(want, sizeof(want), "%s:1: ", path);
+	EXPECT_EQ(0, strncmp(err.msg, want, strlen(want))) TH_LOG("%s (want %s)", err.msg, want);
+	EXPECT_EQ(-ENOENT, serving_tenant_info(self->s, "bad", &(struct serving_tenant_info){}));
+	unlink(path);
+}
+
+TEST_F(serving, drop__query_past_its_deadline_dropped_with_reason)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info info;
+	cpu_set_t mask;
+	uint64_t solo_ns, t0, waited;
+	int range[2] = { 0, 1 };
+
+	sched_getaffinity(0, sizeof(mask), &mask);
+	solo_ns = profiled_solo_ns(self->model, CPU_COUNT(&mask));
+	ASSERT_GT(solo_ns, 0);
+	/* the tightest QoS admitted; queries sent while the executor loads wait past it */
+	ASSERT_EQ(0, admit(self, "late", solo_ns, &err)) TH_LOG("%s", coloc_err_str(&err));
+	make_input(self, "late");
+	t0 = tu_now_ns();
+	ASSERT_EQ(0, submit(self, "late", 0, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(wait_ready(self, "late"));
+	waited = tu_now_ns() - t0;
+	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
+	if (waited <= solo_ns)
+		SKIP(return, "the executor was ready in %.3f ms, within the QoS %.3f ms",
+			   waited / 1e6, solo_ns / 1e6);
+	EXPECT_EQ(SERVING_QUERY_DROPPED, self->q[0].status) TH_LOG("%s", self->q[0].reason);
+	EXPECT_NE(NULL,
+		  strstr(self->q[0].reason, policy_drop_reason_name(POLICY_DROP_DEADLINE_PASSED)))
+	TH_LOG("%s", self->q[0].reason);
+	ASSERT_EQ(0, serving_tenant_info(self->s, "late", &info));
+	EXPECT_EQ(1, info.stats.dropped);
+	EXPECT_EQ(0, info.stats.served);
+	EXPECT_STREQ(self->q[0].reason, info.last_drop);
+	EXPECT_EQ(0, info.queued + info.in_flight);
+}
+
+struct overlap {
+	int both_busy; /* observations with both tenants holding cores */
+	int bad; /* observations breaking a rule */
+	char why[256];
+};
+
+/* Checks the core table after every event: each busy core has one tenant, per tenant one block. */
+static void check_cores(FIXTURE_DATA(serving) * self, void *arg)
+{
+	struct overlap *o = arg;
+	struct serving_core_info cores[POLICY_MAX_CPUS];
+	int n = serving_cores(self->s, cores, POLICY_MAX_CPUS), busy_a = 0, busy_b = 0;
+	uint64_t qa = 0, qb = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!cores[i].busy)
+			continue;
+		if (!strcmp(cores[i].tenant, "a")) {
+			if (busy_a++ && cores[i].query_id != qa)
+				snprintf(o->why, sizeof(o->why), "tenant a runs two blocks");
+			qa = cores[i].query_id;
+		} else {
+			if (busy_b++ && cores[i].query_id != qb)
+				snprintf(o->why, sizeof(o->why), "tenant b runs two blocks");
+			qb = cores[i].query_id;
+		}
+		if (cores[i].last_layer <= cores[i].first_layer || !cores[i].versions)
+			snprintf(o->why, sizeof(o->why), "core %d: empty block", cores[i].cpu);
+	}
+	if (o->why[0])
+		o->bad++;
+	if (busy_a && busy_b)
+		o->both_busy++;
+}
+
+static bool served_and_checked(FIXTURE_DATA(serving) * self, void *arg)
+{
+	int range[2] = { 0, 12 };
+
+	(void)arg;
+	return queries_done(self, range);
+}
+
+TEST_F(serving, two_tenants__both_served_no_core_shared)
+{
+	struct coloc_err err = { 0 };
+	struct overlap o = { 0 };
+	struct serving_tenant_info a, b;
+	const char *last;
+
+	/* static splits the cores between the tenants, so their blocks run side by side */
+	ASSERT_EQ(0, make_serving(self, "static", 0, 0, cache_dir, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, admit(self, "a", QOS_NS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, admit(self, "b", QOS_NS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(wait_ready(self, "a"));
+	ASSERT_TRUE(wait_ready(self, "b"));
+	make_input(self, "a");
+	for (int i = 0; i < 6; i++) {
+		ASSERT_EQ(0, submit(self, "a", i, &err)) TH_LOG("%s", coloc_err_str(&err));
+		ASSERT_EQ(0, submit(self, "b", 6 + i, &err)) TH_LOG("%s", coloc_err_str(&err));
+	}
+	ASSERT_TRUE(pump(self, served_and_checked, &o, DONE_MS, check_cores));
+	EXPECT_EQ(0, o.bad) TH_LOG("%s", o.why);
+	for (int i = 0; i < 12; i++) {
+		EXPECT_EQ(SERVING_QUERY_OK, self->q[i].status)
+		TH_LOG("%d: %s", i, self->q[i].reason);
+	}
+	/* both executors computed the same model on the same input */
+	for (int i = 1; i < 12; i++) {
+		float max_err, max_ref;
+
+		ASSERT_EQ(self->q[0].out_bytes, self->q[i].out_bytes);
+		ref_compare(self->q[i].out, self->q[0].out,
+			    (int64_t)(self->q[0].out_bytes / sizeof(float)), &max_err, &max_ref);
+		EXPECT_LE(max_err, TOL * (1.0f + max_ref)) TH_LOG("query %d", i);
+	}
+	ASSERT_EQ(0, serving_tenant_info(self->s, "a", &a));
+	ASSERT_EQ(0, serving_tenant_info(self->s, "b", &b));
+	EXPECT_EQ(6, a.stats.served);
+	EXPECT_EQ(6, b.stats.served);
+	TH_LOG("observations with both tenants' blocks running at once: %d", o.both_busy);
+	/* policy_check_output accepted every round: no core in two decisions, none outside free */
+	EXPECT_EQ(0, serving_policy_errors(self->s, &last)) TH_LOG("%s", last);
+}
+
+static bool tenant_busy(FIXTURE_DATA(serving) * self, void *arg)
+{
+	struct serving_core_info cores[POLICY_MAX_CPUS];
+	int n = serving_cores(self->s, cores, POLICY_MAX_CPUS);
+
+	for (int i = 0; i < n; i++)
+		if (cores[i].busy && !strcmp(cores[i].tenant, arg))
+			return true;
+	return false;
+}
+
+static bool tenant_idle(FIXTURE_DATA(serving) * self, void *arg)
+{
+	return !tenant_busy(self, arg);
+}
+
+TEST_F(serving, sigkill__tenant_fails_cores_freed_other_keeps_serving)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info a, b;
+	const char *failed[2] = { "a", "failed" };
+	int range[2] = { 0, 8 }, nr_failed = 0;
+	uint64_t t0, t1;
+	char want[96];
+	pid_t pid;
+
+	ASSERT_EQ(0, make_serving(self, "static", 0, 0, cache_dir, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, admit(self, "a", QOS_NS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, admit(self, "b", QOS_NS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(wait_ready(self, "a"));
+	ASSERT_TRUE(wait_ready(self, "b"));
+	make_input(self, "a");
+	for (int i = 0; i < 4; i++) {
+		ASSERT_EQ(0, submit(self, "a", i, &err)) TH_LOG("%s", coloc_err_str(&err));
+		ASSERT_EQ(0, submit(self, "b", 4 + i, &err)) TH_LOG("%s", coloc_err_str(&err));
+	}
+	ASSERT_TRUE(pump(self, tenant_busy, "a", DONE_MS, NULL));
+	ASSERT_EQ(0, serving_tenant_info(self->s, "a", &a));
+	pid = a.pid;
+	ASSERT_GT(pid, 0);
+	t0 = tu_now_ns();
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_TRUE(pump(self, tenant_in_state, failed, DONE_MS, NULL));
+	t1 = tu_now_ns();
+	EXPECT_TRUE(tenant_idle(self, "a"));
+	TH_LOG("SIGKILL of a's executor -> its cores free: %.3f ms (loaded machine)",
+	       (t1 - t0) / 1e6);
+	ASSERT_EQ(0, serving_tenant_info(self->s, "a", &a));
+	EXPECT_NE(NULL, strstr(a.reason, "killed by signal 9")) TH_LOG("%s", a.reason);
+	EXPECT_EQ(0, a.pid);
+	EXPECT_EQ(-1, kill(pid, 0)); /* reaped */
+	EXPECT_EQ(ESRCH, errno);
+	snprintf(want, sizeof(want), "a:failed:%d", (int)pid);
+	EXPECT_STREQ(want, self->w.events[self->w.nr_events - 1]);
+	/* the block in flight and the queries behind it fail with the reason */
+	for (int i = 0; i < 4; i++) {
+		if (self->q[i].done && self->q[i].status == SERVING_QUERY_OK)
+			continue;
+		nr_failed++;
+		EXPECT_EQ(SERVING_QUERY_FAILED, self->q[i].status);
+		EXPECT_NE(NULL, strstr(self->q[i].reason, "killed by signal 9"))
+		TH_LOG("%s", self->q[i].reason);
+	}
+	EXPECT_LE(1, nr_failed);
+	EXPECT_TRUE(queries_done(self, (int[2]){ 0, 4 }));
+	EXPECT_EQ(-EAGAIN, submit(self, "a", 8, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "failed")) TH_LOG("%s", err.msg);
+
+	/* b keeps serving: its queries complete, and a new one too */
+	coloc_err_clear(&err);
+	ASSERT_EQ(0, submit(self, "b", 9, &err)) TH_LOG("%s", coloc_err_str(&err));
+	range[0] = 4;
+	range[1] = 8;
+	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
+	range[0] = 9;
+	range[1] = 10;
+	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
+	for (int i = 4; i < 10; i++) {
+		if (i == 8)
+			continue;
+		EXPECT_EQ(SERVING_QUERY_OK, self->q[i].status)
+		TH_LOG("%d: %s", i, self->q[i].reason);
+	}
+	ASSERT_EQ(0, serving_tenant_info(self->s, "b", &b));
+	EXPECT_EQ(5, b.stats.served);
+
+	/* a restarts and serves again */
+	ASSERT_EQ(0, serving_restart(self->s, "a", &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(wait_ready(self, "a"));
+	ASSERT_EQ(0, submit(self, "a", 10, &err)) TH_LOG("%s", coloc_err_str(&err));
+	range[0] = 10;
+	range[1] = 11;
+	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
+	EXPECT_EQ(SERVING_QUERY_OK, self->q[10].status) TH_LOG("%s", self->q[10].reason);
+}
+
+TEST_F(serving, remove__drains_accepted_queries_then_stops_executor)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info info;
+	char want[96];
+	pid_t pid;
+
+	ASSERT_EQ(0, admit(self, "mnv2", QOS_NS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(wait_ready(self, "mnv2"));
+	make_input(self, "mnv2");
+	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", &info));
+	pid = info.pid;
+	for (int i = 0; i < 6; i++)
+		ASSERT_EQ(0, submit(self, "mnv2", i, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, serving_remove(self->s, "mnv2", &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", &info));
+	EXPECT_STREQ("draining", serving_state_name(info.state));
+	EXPECT_EQ(-EAGAIN, submit(self, "mnv2", 6, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "draining")) TH_LOG("%s", err.msg);
+	ASSERT_TRUE(pump(self, tenant_gone, "mnv2", DONE_MS, NULL));
+	for (int i = 0; i < 6; i++) {
+		EXPECT_EQ(SERVING_QUERY_OK, self->q[i].status)
+		TH_LOG("%d: %s", i, self->q[i].reason);
+	}
+	EXPECT_FALSE(self->q[6].done);
+	EXPECT_EQ(0, self->w.nr); /* both fds unwatched */
+	EXPECT_EQ(-1, kill(pid, 0)); /* the executor is gone and reaped */
+	EXPECT_EQ(ESRCH, errno);
+	/* what the attribution module is told, each time with the executor's pid */
+	ASSERT_EQ(4, self->w.nr_events);
+	snprintf(want, sizeof(want), "mnv2:starting:%d", (int)pid);
+	EXPECT_STREQ(want, self->w.events[0]);
+	snprintf(want, sizeof(want), "mnv2:ready:%d", (int)pid);
+	EXPECT_STREQ(want, self->w.events[1]);
+	snprintf(want, sizeof(want), "mnv2:draining:%d", (int)pid);
+	EXPECT_STREQ(want, self->w.events[2]);
+	snprintf(want, sizeof(want), "mnv2:removed:%d", (int)pid);
+	EXPECT_STREQ(want, self->w.events[3]);
+	EXPECT_TRUE(tenant_idle(self, "mnv2"));
+}
+
+TEST_F(serving, submit__queue_bounds_reject_the_excess_with_a_reason)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info info;
+	int accepted = 0, rejected = 0, range[2] = { 0, 0 };
+
+	ASSERT_EQ(0, make_serving(self, NULL, 8, 12, cache_dir, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, admit(self, "a", QOS_NS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, admit(self, "b", QOS_NS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	/* while a is still starting: its queries wait, its queue fills */
+	make_input(self, "a");
+	for (int i = 0; i < 20; i++) {
+		int ret = submit(self, "a", i, &err);
+
+		if (!ret) {
+			accepted++;
+			continue;
+		}
+		rejected++;
+		EXPECT_EQ(-EAGAIN, ret);
+		EXPECT_NE(NULL, strstr(err.msg, "8 queries queued or running"))
+		TH_LOG("%s", err.msg);
+		coloc_err_clear(&err);
+	}
+	EXPECT_EQ(8, accepted);
+	EXPECT_EQ(12, rejected);
+	/* b has room of its own but the total (12) leaves it 4 */
+	for (int i = 20; i < 30; i++) {
+		int ret = submit(self, "b", i, &err);
+
+		if (i < 24) {
+			EXPECT_EQ(0, ret) TH_LOG("%s", coloc_err_str(&err));
+			continue;
+		}
+		EXPECT_EQ(-EAGAIN, ret);
+		EXPECT_NE(NULL, strstr(err.msg, "over all tenants")) TH_LOG("%s", err.msg);
+		coloc_err_clear(&err);
+	}
+	ASSERT_EQ(0, serving_tenant_info(self->s, "a", &info));
+	EXPECT_EQ(12, info.stats.rejected);
+	EXPECT_EQ(20, info.stats.offered);
+	EXPECT_NE(NULL, strstr(info.last_reject, "the most it may")) TH_LOG("%s", info.last_reject);
+	/* nothing accepted is lost */
+	range[1] = 8;
+	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
+	range[0] = 20;
+	range[1] = 24;
+	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
+	for (int i = 0; i < 24; i++) {
+		if (i >= 8 && i < 20)
+			continue;
+		EXPECT_EQ(SERVING_QUERY_OK, self->q[i].status)
+		TH_LOG("%d: %s", i, self->q[i].reason);
+	}
+	for (int i = 8; i < 20; i++)
+		EXPECT_FALSE(self->q[i].done);
+}
+
+TEST_F(serving, hang__stopped_executor_killed_past_its_block_deadline)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info info;
+	const char *failed[2] = { "mnv2", "failed" };
+	uint64_t t0;
+	pid_t pid;
+
+	ASSERT_EQ(0, admit(self, "mnv2", QOS_NS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(wait_ready(self, "mnv2"));
+	make_input(self, "mnv2");
+	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", &info));
+	pid = info.pid;
+	/* stopped before the submit: the block is handed over but never runs */
+	ASSERT_EQ(0, kill(pid, SIGSTOP));
+	t0 = tu_now_ns();
+	ASSERT_EQ(0, submit(self, "mnv2", 0, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(tenant_busy(self, "mnv2"));
+	ASSERT_TRUE(pump(self, tenant_in_state, failed, DONE_MS, NULL));
+	TH_LOG("stopped executor declared hung after %.3f ms", (tu_now_ns() - t0) / 1e6);
+	/* the limit is 10x the prediction + 1 s: never sooner than the slack */
+	EXPECT_GE(tu_now_ns() - t0, SERVING_HANG_SLACK_NS / 2);
+	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", &info));
+	EXPECT_NE(NULL, strstr(info.reason, "hung")) TH_LOG("%s", info.reason);
+	EXPECT_EQ(SERVING_QUERY_FAILED, self->q[0].status);
+	EXPECT_NE(NULL, strstr(self->q[0].reason, "hung")) TH_LOG("%s", self->q[0].reason);
+	EXPECT_TRUE(tenant_idle(self, "mnv2"));
+	EXPECT_EQ(-1, kill(pid, 0)); /* killed and reaped */
+	EXPECT_EQ(ESRCH, errno);
+}
+
+TEST(serving_stats__percentile_is_nearest_rank)
+{
+	uint64_t v[10] = { 10, 1, 9, 2, 8, 3, 7, 4, 6, 5 }, one[1] = { 42 };
+
+	/* nearest rank: ceil(p/100 * n)-th smallest */
+	EXPECT_EQ(5, serving_stats_percentile(v, 10, 50));
+	EXPECT_EQ(10, serving_stats_percentile(v, 10, 95));
+	EXPECT_EQ(10, serving_stats_percentile(v, 10, 99));
+	EXPECT_EQ(1, serving_stats_percentile(v, 10, 1));
+	EXPECT_EQ(42, serving_stats_percentile(one, 1, 50));
+	EXPECT_EQ(0, serving_stats_percentile(v, 0, 50));
+}
+
+TEST(serving_stats__rates_count_the_last_window_only)
+{
+	struct serving_stats st = { 0 };
+	struct serving_stats_summary sum;
+	uint64_t now = 100 * SERVING_STATS_WINDOW_NS;
+
+	/* 5 old arrivals, out of the window; 20 recent ones, 15 served, 12 in QoS */
+	for (int i = 0; i < 5; i++)
+		serving_stats_offered(&st, now - 2 * SERVING_STATS_WINDOW_NS);
+	for (int i = 0; i < 20; i++)
+		serving_stats_offered(&st, now - 1000);
+	for (int i = 0; i < 15; i++)
+		serving_stats_served(&st, now - 500, i < 12 ? 1000 : 3000, 2000);
+	serving_stats_summarise(&st, now, &sum);
+	EXPECT_EQ(25, sum.offered);
+	EXPECT_EQ(20.0 / (SERVING_STATS_WINDOW_NS / 1e9), sum.offered_rate);
+	EXPECT_EQ(15.0 / (SERVING_STATS_WINDOW_NS / 1e9), sum.served_rate);
+	EXPECT_EQ(12.0 / 15.0, sum.within_qos);
+	EXPECT_EQ(1000, sum.p50_ns);
+	EXPECT_EQ(3000, sum.p95_ns);
+}
+
+/* A profile of model m with one version per layer, 2 core counts, alone and one stress level. */
+static struct profile *hand_profile(const struct model *m, uint64_t alone, uint64_t stressed)
+{
+	int *versions = calloc(m->nr_layers, sizeof(*versions)), levels[2] = { 0, 50 };
+	struct profile *p;
+
+	for (int l = 0; versions && l < m->nr_layers; l++)
+		versions[l] = 1;
+	p = versions ? profile_new(m->nr_layers, versions, 2, 2, levels, NULL) : NULL;
+	free(versions);
+	for (int l = 0; p && l < m->nr_layers; l++)
+		for (int c = 1; c <= 2; c++) {
+			*profile_latency_cell(p, l, 0, c, 0) = alone;
+			*profile_latency_cell(p, l, 0, c, 1) = stressed;
+		}
+	return p;
+}
+
+TEST(profile_table__build__clamps_a_slowdown_below_one_and_says_so)
+{
+	struct coloc_err err = { 0 };
+	char path[512];
+	struct model *m;
+	struct profile *dip, *rise;
+	struct profile_table t;
+
+	model_path(path, sizeof(path), "mobilenet_v2");
+	m = model_load(path, &err);
+	ASSERT_NE(NULL, m) TH_LOG("%s", coloc_err_str(&err));
+	dip = hand_profile(m, 1000, 900);
+	rise = hand_profile(m, 1000, 1200);
+	ASSERT_TRUE(dip && rise);
+
+	ASSERT_EQ(0, profile_table_build(dip, m, &t, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(1.0, t.model.level_slowdown[1]);
+	EXPECT_NE(NULL, strstr(t.note, "0.900")) TH_LOG("%s", t.note);
+	EXPECT_NE(NULL, strstr(t.note, "clamped")) TH_LOG("%s", t.note);
+	/* the cells stay as measured */
+	EXPECT_EQ(900, policy_model_cell(&t.model, 3, 0, 1, 1));
+	EXPECT_EQ(2, t.model.core_counts[1]);
+	EXPECT_EQ(m->layers[3].macs, t.model.layer_ops[3]);
+	profile_table_free(&t);
+
+	ASSERT_EQ(0, profile_table_build(rise, m, &t, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(1.2, t.model.level_slowdown[1]);
+	EXPECT_STREQ("", t.note);
+	/* solo on all (2) cores: every layer at 1000 ns */
+	EXPECT_EQ((uint64_t)m->nr_layers * 1000, policy_model_solo_ns(&t.model, 2));
+	profile_table_free(&t);
+	profile_free(dip);
+	profile_free(rise);
+	model_free(m);
+}
+
+TEST_HARNESS_MAIN
