@@ -100,5 +100,7 @@
 #define COLOC_MAX_CONNS 64
 #define COLOC_ROOT_CONNS 8
 #define COLOC_CONNS_PER_UID 16
+#define COLOC_MAX_INFLIGHT 1024 /* infer answers one connection may be owed */
+#define COLOC_MAX_PAYLOAD (64u << 20) /* bytes of one infer input */
 
 #endif /* COLOC_PROTOCOL_H */
