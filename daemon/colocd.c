@@ -262,7 +262,12 @@ static char *serve_request(void *ctx, struct server_req *req, const char *line, 
 		      control_oversize_response();
 }
 
-/* Submits the tenants --state kept; one that fails is reported and the others go on. */
+/*
+ * Submits the tenants --state kept; one that fails is reported and the
+ * others go on. The file is left as it is meanwhile, so a tenant that did
+ * not come back (its model missing for now) stays in it until the next
+ * submit or remove rewrites it.
+ */
 static void load_state(struct colocd *d)
 {
 	struct colocd_spec *specs = calloc(COLOC_MAX_TENANTS, sizeof(*specs));
@@ -274,19 +279,17 @@ static void load_state(struct colocd *d)
 	n = colocd_state_read(config.state_path, specs, &err);
 	if (n < 0)
 		fprintf(stderr, "colocd: %s; starting with no tenants\n", coloc_err_str(&err));
+	d->cfg.state_path = NULL;
 	for (int i = 0; i < n; i++) {
 		coloc_err_clear(&err);
-		if (control_submit_spec(d, &specs[i], &err))
+		if (control_submit_spec(d, &specs[i], &err, &err))
 			fprintf(stderr, "colocd: tenant %s from %s did not come back: %s\n",
 				specs[i].name, config.state_path, coloc_err_str(&err));
 		else
 			printf("colocd: tenant %s submitted again from %s\n", specs[i].name,
 			       config.state_path);
 	}
-	/* the file now says what came back */
-	coloc_err_clear(&err);
-	if (n > 0 && colocd_state_write(d, &err))
-		fprintf(stderr, "colocd: %s\n", coloc_err_str(&err));
+	d->cfg.state_path = config.state_path;
 	free(specs);
 }
 

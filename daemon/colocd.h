@@ -128,8 +128,13 @@ int colocd_state_read(const char *path, struct colocd_spec *specs, struct coloc_
  */
 char *control_handle(struct colocd *d, struct server_req *req, const char *line, size_t len,
 		     __u64 now_ns);
-/* Admits a tenant and records it (for --state): what submit does. */
-int control_submit_spec(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err);
+/*
+ * Admits a tenant and records it (for --state): what submit does. 0 or
+ * -errno with err; a state file that could not be written leaves the
+ * tenant admitted, with warn saying why.
+ */
+int control_submit_spec(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err,
+			struct coloc_err *warn);
 /* The error response for a line over COLOC_MAX_REQUEST bytes (malloc'd). */
 char *control_oversize_response(void);
 

@@ -443,7 +443,8 @@ static struct json_object *control_serving_tenant_json(struct colocd *d,
 	return o;
 }
 
-int control_submit_spec(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err)
+int control_submit_spec(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err,
+			struct coloc_err *warn)
 {
 	struct serving_tenant_spec ts = {
 		.name = spec->name,
@@ -459,7 +460,8 @@ int control_submit_spec(struct colocd *d, const struct colocd_spec *spec, struct
 	colocd_serving_rearm(d);
 	if (ret)
 		return ret;
-	return colocd_spec_add(d, spec, err);
+	colocd_spec_add(d, spec, warn);
+	return 0;
 }
 
 static char *control_cmd_submit(struct colocd *d, struct json_object *req, __u64 now_ns)
@@ -467,7 +469,7 @@ static char *control_cmd_submit(struct colocd *d, struct json_object *req, __u64
 	const char *name = control_str(req, "name"), *model = control_str(req, "model");
 	const char *weights = control_str(req, "weights");
 	struct serving_tenant_info info;
-	struct coloc_err err = { 0 };
+	struct coloc_err err = { 0 }, warn = { 0 };
 	struct colocd_spec spec = { 0 };
 	struct json_object *jq, *resp;
 	double qos_ms;
@@ -495,12 +497,12 @@ static char *control_cmd_submit(struct colocd *d, struct json_object *req, __u64
 	if (weights)
 		snprintf(spec.weights, sizeof(spec.weights), "%s", weights);
 	spec.qos_ns = (__u64)(qos_ms * 1e6);
-	ret = control_submit_spec(d, &spec, &err);
-	if (ret && serving_tenant_info(d->serving, name, &info))
+	ret = control_submit_spec(d, &spec, &err, &warn);
+	if (ret)
 		return control_error("%s", coloc_err_str(&err));
 	resp = control_ok();
-	if (ret) /* admitted, but --state could not record it */
-		json_object_object_add(resp, "warning", control_reason(coloc_err_str(&err)));
+	if (warn.code) /* admitted, but --state could not record it */
+		json_object_object_add(resp, "warning", control_reason(coloc_err_str(&warn)));
 	if (!serving_tenant_info(d->serving, name, &info))
 		json_object_object_add(resp, "tenant", control_serving_tenant_json(d, &info));
 	return control_finish(resp);
