@@ -297,7 +297,7 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-TEST_F(wire, submit_infer_status__two_tenants_outputs_equal_in_process_run)
+TEST_F_TIMEOUT(wire, submit_infer_status__two_tenants_outputs_equal_in_process_run, 600)
 {
 	struct coloc_infer_result res;
 	struct json_object *t, *resp, *arr;
@@ -385,7 +385,7 @@ TEST_F(wire, submit_infer_status__two_tenants_outputs_equal_in_process_run)
 	free(got);
 }
 
-TEST_F(wire, submit__refusals_say_why)
+TEST_F_TIMEOUT(wire, submit__refusals_say_why, 600)
 {
 	char bad[] = "/tmp/coloc-wire-bad-XXXXXX", want[128], solo[32];
 	struct json_object *r, *t;
@@ -454,7 +454,7 @@ static int raw_send(int fd, const void *buf, size_t len)
 	return send(fd, buf, len, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
 }
 
-TEST_F(wire, infer__bad_frames_answered_and_daemon_keeps_serving)
+TEST_F_TIMEOUT(wire, infer__bad_frames_answered_and_daemon_keeps_serving, 600)
 {
 	struct coloc_infer_result res;
 	char line[4096], hdr[256];
@@ -532,7 +532,7 @@ TEST_F(wire, infer__bad_frames_answered_and_daemon_keeps_serving)
 	free(got);
 }
 
-TEST_F(wire, infer__client_gone_mid_query_others_served)
+TEST_F_TIMEOUT(wire, infer__client_gone_mid_query_others_served, 600)
 {
 	struct coloc_client *gone;
 	struct coloc_infer_result res;
@@ -544,6 +544,16 @@ TEST_F(wire, infer__client_gone_mid_query_others_served)
 	for (int i = 0; i < 20; i++)
 		ASSERT_EQ(0, coloc_client_infer_send(gone, "a", (uint64_t)i, self->input,
 						     self->in_bytes));
+	/* gone once colocd has taken all 20 in (what it has not read dies with the socket) */
+	for (int waited = 0; waited < READY_MS; waited += 5) {
+		t = tenant_status(self, "a");
+		if (num_of(t, "offered") >= 20) {
+			json_object_put(t);
+			break;
+		}
+		json_object_put(t);
+		usleep(5000);
+	}
 	coloc_client_close(gone);
 	/* its 20 still run to the end (nobody to answer), and the next client is served */
 	for (int waited = 0; waited < READY_MS; waited += 20) {
@@ -567,7 +577,7 @@ TEST_F(wire, infer__client_gone_mid_query_others_served)
 	free(got);
 }
 
-TEST_F(wire, infer__storm_of_10000_bounded_excess_rejected_rest_served)
+TEST_F_TIMEOUT(wire, infer__storm_of_10000_bounded_excess_rejected_rest_served, 600)
 {
 	enum { N = 10000 };
 	struct coloc_infer_result res;
@@ -640,7 +650,7 @@ static bool cores_held_by(FIXTURE_DATA(wire) * self, const char *name)
 	return held;
 }
 
-TEST_F(wire, sigkill__executor_mid_block_fails_tenant_others_serve_restart_returns)
+TEST_F_TIMEOUT(wire, sigkill__executor_mid_block_fails_tenant_others_serve_restart_returns, 600)
 {
 	struct coloc_client *bc;
 	struct coloc_infer_result res;
@@ -707,7 +717,7 @@ TEST_F(wire, sigkill__executor_mid_block_fails_tenant_others_serve_restart_retur
 	free(got);
 }
 
-TEST_F(wire, remove__drains_then_answers_and_forgets_the_attribution)
+TEST_F_TIMEOUT(wire, remove__drains_then_answers_and_forgets_the_attribution, 600)
 {
 	struct coloc_infer_result res;
 	struct json_object *r, *arr;
@@ -753,7 +763,7 @@ TEST_F(wire, remove__drains_then_answers_and_forgets_the_attribution)
 	free(got);
 }
 
-TEST_F(wire, sigterm__drains_in_flight_stops_executors_unpins_exits_0)
+TEST_F_TIMEOUT(wire, sigterm__drains_in_flight_stops_executors_unpins_exits_0, 600)
 {
 	struct coloc_infer_result res;
 	struct stat st;
@@ -796,7 +806,7 @@ TEST_F(wire, sigterm__drains_in_flight_stops_executors_unpins_exits_0)
 	free(got);
 }
 
-TEST_F(wire, state__tenants_come_back_after_a_restart_and_a_bad_one_is_reported)
+TEST_F_TIMEOUT(wire, state__tenants_come_back_after_a_restart_and_a_bad_one_is_reported, 600)
 {
 	struct coloc_infer_result res;
 	char log[8192];
@@ -846,6 +856,82 @@ TEST_F(wire, state__tenants_come_back_after_a_restart_and_a_bad_one_is_reported)
 	ASSERT_EQ(0, coloc_client_infer(self->c, "a", self->input, self->in_bytes, got,
 					self->out_bytes, &res));
 	EXPECT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+	free(got);
+}
+
+/* Runs colocctl --socket SOCK ARGS; its output in out. Returns its exit status. */
+static int colocctl(FIXTURE_DATA(wire) * self, const char *args, char *out, size_t len)
+{
+	char bin[512], cmd[3 * PATH_MAX + 1024];
+
+	snprintf(cmd, sizeof(cmd), "%s --socket '%s' %s", tu_bin("colocctl", bin, sizeof(bin)),
+		 self->sock, args);
+	return tu_run(cmd, out, len);
+}
+
+TEST_F_TIMEOUT(wire, colocctl__submit_infer_files_status_remove, 600)
+{
+	char args[3 * PATH_MAX], out[8192], in_path[128], out_path[128];
+	float *want, *got;
+	size_t out_elems = 0, n;
+	float max_err, max_ref;
+	FILE *f;
+
+	ASSERT_EQ(0, colocctl(self, "--help", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "submit NAME MODEL --qos-ms X"));
+	EXPECT_NE(NULL, strstr(out, "infer NAME [--input FILE] [--output FILE]"));
+
+	snprintf(args, sizeof(args), "submit c '%s' --qos-ms %d", self->model, QOS_MS);
+	ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "tenant c admitted")) TH_LOG("%s", out);
+	ASSERT_TRUE(wait_state(self, "c", "ready"));
+	ASSERT_TRUE(submit_ready(self, "d")); /* the input size, from status */
+
+	/* the input as a raw fp32 file, the output back as one */
+	snprintf(in_path, sizeof(in_path), "%s/in.f32", self->dir);
+	snprintf(out_path, sizeof(out_path), "%s/out.f32", self->dir);
+	f = fopen(in_path, "wb");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(self->in_bytes, fwrite(self->input, 1, self->in_bytes, f));
+	fclose(f);
+	snprintf(args, sizeof(args), "infer c --input '%s' --output '%s'", in_path, out_path);
+	ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "ok: latency")) TH_LOG("%s", out);
+	want = in_process_outputs(self->model, self->input, &out_elems);
+	ASSERT_NE(NULL, want);
+	got = malloc(out_elems * sizeof(float) + 1);
+	ASSERT_NE(NULL, got);
+	f = fopen(out_path, "rb");
+	ASSERT_NE(NULL, f);
+	n = fread(got, 1, out_elems * sizeof(float) + 1, f);
+	fclose(f);
+	ASSERT_EQ(out_elems * sizeof(float), n);
+	ref_compare(got, want, (int64_t)out_elems, &max_err, &max_ref);
+	EXPECT_LE(max_err, TOL * (1.0f + max_ref)) TH_LOG("max |error| %g", max_err);
+
+	/* an input file of the wrong size is refused with the size wanted */
+	f = fopen(in_path, "wb");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(12, fwrite(self->input, 1, 12, f));
+	fclose(f);
+	snprintf(args, sizeof(args), "infer c --input '%s'", in_path);
+	EXPECT_EQ(1, colocctl(self, args, out, sizeof(out)));
+	snprintf(args, sizeof(args), "exactly %zu bytes", self->in_bytes);
+	EXPECT_NE(NULL, strstr(out, args)) TH_LOG("%s", out);
+	/* random input, printed output */
+	ASSERT_EQ(0, colocctl(self, "infer c", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "output[0..8):")) TH_LOG("%s", out);
+
+	ASSERT_EQ(0, colocctl(self, "status c", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "P99(ms)")) TH_LOG("%s", out);
+	ASSERT_EQ(0, colocctl(self, "list --json", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"name\":\"c\"")) TH_LOG("%s", out);
+	EXPECT_EQ(2, colocctl(self, "submit c", out, sizeof(out)));
+	EXPECT_EQ(1, colocctl(self, "infer nobody", out, sizeof(out)));
+	ASSERT_EQ(0, colocctl(self, "remove c", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(1, colocctl(self, "status c", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "no tenant named 'c'")) TH_LOG("%s", out);
+	free(want);
 	free(got);
 }
 
