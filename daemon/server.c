@@ -3,10 +3,14 @@
  * The control socket (server.h). Everything runs on the event loop: the
  * listening socket and each connection are poll sources, non-blocking, and
  * one timer closes connections that stalled. A connection reads until a
- * line is complete, answers it, and reads again only once the answer is
- * out, so a client that does not read its answers cannot make colocd
- * buffer without bound. A line over COLOC_MAX_REQUEST bytes is answered
- * with an error and the connection closed; every other line keeps it open.
+ * line is complete and hands it to the handler, which answers at once,
+ * asks for a binary payload after the line (read straight into its own
+ * buffer), or answers later through server_send() by the connection's id.
+ * Answers queue in order of sending. Reading stops while the connection is
+ * owed SERVER_MAX_PENDING answers or holds SERVER_OUT_HIGH bytes its client
+ * has not taken, so a client that does not read cannot make colocd buffer
+ * without bound. A line over COLOC_MAX_REQUEST bytes is answered with an
+ * error and the connection closed; every other line keeps it open.
  *
  * Start-up guards the path: the socket's directory must be root's and
  * writable by no other user (unless sticky), the lock file is opened
@@ -316,6 +320,9 @@ static bool server_conn_read(struct server_conn *c)
 {
 	ssize_t n;
 
+	/* no room (cannot happen while reading is allowed): a 0-byte recv would read as EOF */
+	if (!(c->in_payload && !c->in_len) && c->in_len >= SERVER_IN_CAP)
+		return true;
 	/* a large payload goes straight to its buffer */
 	if (c->in_payload && !c->in_len)
 		n = recv(c->fd, c->payload + c->payload_got, c->preq.payload_bytes - c->payload_got,
