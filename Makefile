@@ -83,6 +83,7 @@ DAEMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out daemon/colocd.c,$(wildcard
 EXEC_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard executor/*.c)) $(OBJ)/$(GEN)/onnx.pb-c.o
 POLICY_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard policy/*.c))
 SIM_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/*.c))
+CLIENT_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard client/*.c))
 TESTLIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out %_test.c,$(wildcard tests/*.c)))
 
 LIB_COMMON := $(OBJ)/libcoloc_common.a
@@ -91,7 +92,8 @@ LIB_EXEC := $(OBJ)/libcoloc_exec.a
 LIB_POLICY := $(OBJ)/libcoloc_policy.a
 LIB_SIM := $(OBJ)/libcoloc_sim.a
 LIB_TEST := $(OBJ)/libcoloc_test.a
-LIBS := $(LIB_DAEMON) $(LIB_SIM) $(LIB_POLICY) $(LIB_EXEC) $(LIB_COMMON)
+LIB_CLIENT := $(OBJ)/libcoloc_client.a
+LIBS := $(LIB_CLIENT) $(LIB_DAEMON) $(LIB_SIM) $(LIB_POLICY) $(LIB_EXEC) $(LIB_COMMON)
 
 TOOL_BINS := $(patsubst tools/%.c,$(BIN)/%,$(wildcard tools/*.c))
 BINS := $(BIN)/colocd $(TOOL_BINS)
@@ -155,7 +157,8 @@ $(LIB_EXEC): $(EXEC_OBJS)
 $(LIB_POLICY): $(POLICY_OBJS)
 $(LIB_SIM): $(SIM_OBJS)
 $(LIB_TEST): $(TESTLIB_OBJS)
-$(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_SIM) $(LIB_TEST):
+$(LIB_CLIENT): $(CLIENT_OBJS)
+$(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_SIM) $(LIB_TEST) $(LIB_CLIENT):
 	$(call msg,AR,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)rm -f $@
@@ -177,7 +180,7 @@ $(BIN)/coloc-sim: $(OBJ)/tools/coloc-sim.o $(LIB_SIM) $(LIB_POLICY) $(LIB_COMMON
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
 
 LIGHT_TOOLS := $(BIN)/colocctl $(BIN)/coloc-bench-sensing
-$(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_COMMON)
+$(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@

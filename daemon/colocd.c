@@ -2,10 +2,12 @@
 /*
  * colocd: the coloc daemon. Parses its flags, refuses to run as anyone but
  * root, takes the control socket (one daemon per socket), loads the
- * interference sensor and pins its maps, then runs the event loop until
- * SIGINT/SIGTERM, when it detaches, unpins and removes the socket before
- * exiting 0. Each part registers its own sources on the loop; main only
- * registers the signals that end it.
+ * interference sensor and pins its maps, starts the serving core (and
+ * submits again the tenants of --state), then runs the event loop until
+ * SIGINT/SIGTERM: then it stops accepting, lets the queries in flight finish
+ * (COLOCD_DRAIN_MS at most), stops the executors, detaches, unpins and
+ * removes the socket before exiting 0. Each part registers its own sources
+ * on the loop; main only registers the signals that end it.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,6 +22,11 @@
 #include "colocd.h"
 #include "server.h"
 #include "cli.h"
+#include "policy.h"
+#include "profile.h"
+
+#define COLOCD_DRAIN_MS 5000
+#define COLOCD_DRAIN_POLL_NS 10000000ull
 
 static struct colocd_config config = {
 	.pin_dir = COLOC_DEFAULT_PIN_DIR,
@@ -41,6 +48,15 @@ static void print_pin_notes(const struct bpffs_dir *pins)
 		       pins->stale_removed, pins->path);
 }
 
+static void print_policies(FILE *out)
+{
+	const struct policy_entry *e;
+
+	for (int i = 0; (e = policy_entry_at(i)); i++)
+		fprintf(out, "                    %-10s %s%s\n", e->name, e->description,
+			e->shares_cores ? " (not servable: shares cores)" : "");
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -57,14 +73,27 @@ static void usage(FILE *out)
 		"  --span-ms N       span of the rolling view in ms, at most 126 windows (default %u)\n"
 		"  --conn-timeout-ms N  close a connection idle or stalled this long, 100-3600000\n"
 		"                    (default %u)\n"
+		"  --executor PATH   the executor run per tenant (default: coloc-executor beside\n"
+		"                    colocd, or in $COLOC_BIN)\n"
+		"  --cache-dir DIR   latency profiles (default: $COLOC_CACHE_DIR, else %s)\n"
+		"  --state FILE      keep the submitted tenants in FILE and submit them again at\n"
+		"                    start (default: none; a restart starts empty)\n"
+		"  --policy NAME     which query runs where (default fcfs); one of:\n",
+		COLOC_DEFAULT_PIN_DIR, COLOC_DEFAULT_SOCKET, SENSOR_FALLBACK_HZ, config.window_ms,
+		config.span_ms, config.conn_timeout_ms, profile_cache_dir(NULL));
+	print_policies(out);
+	fprintf(out,
 		"  -v, --verbose     print libbpf's messages\n"
 		"  -h, --help        this help\n"
 		"  -V, --version     print the version and exit\n"
 		"\n"
+		"Tenants: colocctl submit NAME MODEL --qos-ms X; queries: colocctl infer NAME.\n"
+		"On SIGTERM colocd stops accepting, lets queries in flight finish (%d s at\n"
+		"most), stops the executors and unpins.\n"
+		"\n"
 		"Inspect while it runs:  bpftool map dump pinned %s/cpu_live\n"
-		"                        colocctl signals\n",
-		COLOC_DEFAULT_PIN_DIR, COLOC_DEFAULT_SOCKET, SENSOR_FALLBACK_HZ, config.window_ms,
-		config.span_ms, config.conn_timeout_ms, COLOC_DEFAULT_PIN_DIR);
+		"                        colocctl signals; colocctl status\n",
+		COLOCD_DRAIN_MS / 1000, COLOC_DEFAULT_PIN_DIR);
 }
 
 static int parse_args(int argc, char **argv)
@@ -76,6 +105,10 @@ static int parse_args(int argc, char **argv)
 		{ "window-ms", required_argument, NULL, 'w' },
 		{ "span-ms", required_argument, NULL, 'S' },
 		{ "conn-timeout-ms", required_argument, NULL, 'T' },
+		{ "policy", required_argument, NULL, 'P' },
+		{ "executor", required_argument, NULL, 'E' },
+		{ "cache-dir", required_argument, NULL, 'C' },
+		{ "state", required_argument, NULL, 'F' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -113,6 +146,26 @@ static int parse_args(int argc, char **argv)
 			if (cli_parse_flag("colocd", "--conn-timeout-ms", optarg, 100, 3600000, &v))
 				return 2;
 			config.conn_timeout_ms = (unsigned int)v;
+			break;
+		case 'P':
+			if (!policy_find(optarg)) {
+				fprintf(stderr, "colocd: no policy '%s'; see --help\n", optarg);
+				return 2;
+			}
+			config.policy = optarg;
+			break;
+		case 'E':
+			config.executor = optarg;
+			break;
+		case 'C':
+			config.cache_dir = optarg;
+			break;
+		case 'F':
+			if (optarg[0] != '/') {
+				fprintf(stderr, "colocd: --state needs an absolute path\n");
+				return 2;
+			}
+			config.state_path = optarg;
 			break;
 		case 'v':
 			config.verbose = true;
@@ -168,17 +221,76 @@ static int parse_args(int argc, char **argv)
 }
 
 static int stop_signal;
+static struct server *server;
+static __u64 drain_end_ns;
+
+/* While draining: exits once no query is left, or when the time is up. */
+static void on_drain_check(struct loop_source *src, __u64 now_ns, void *ctx)
+{
+	struct colocd *d = ctx;
+
+	(void)src;
+	if (!colocd_serving_busy(d) || now_ns >= drain_end_ns)
+		loop_exit(d->loop, 0);
+}
 
 static void on_stop_signal(struct loop_source *src, const struct signalfd_siginfo *si, void *ctx)
 {
+	struct colocd *d = ctx;
+	int busy = colocd_serving_busy(d);
+
 	(void)src;
+	/* a second signal while draining: stop now */
+	if (d->draining || !busy ||
+	    loop_add_timer(d->loop, NULL, COLOCD_DRAIN_POLL_NS, COLOCD_DRAIN_POLL_NS,
+			   on_drain_check, d)) {
+		stop_signal = (int)si->ssi_signo;
+		loop_exit(d->loop, 0);
+		return;
+	}
 	stop_signal = (int)si->ssi_signo;
-	loop_exit(ctx, 0);
+	d->draining = true;
+	drain_end_ns = loop_now_ns() + COLOCD_DRAIN_MS * 1000000ull;
+	server_stop_listening(server);
+	fprintf(stderr, "colocd: %s, finishing %d quer%s in flight\n", strsignal(stop_signal), busy,
+		busy == 1 ? "y" : "ies");
 }
 
-static char *serve_request(void *ctx, const char *line, size_t len)
+static char *serve_request(void *ctx, struct server_req *req, const char *line, size_t len)
 {
-	return line ? control_handle(ctx, line, len, loop_now_ns()) : control_oversize_response();
+	return line ? control_handle(ctx, req, line, len, loop_now_ns()) :
+		      control_oversize_response();
+}
+
+/*
+ * Submits the tenants --state kept; one that fails is reported and the
+ * others go on. The file is left as it is meanwhile, so a tenant that did
+ * not come back (its model missing for now) stays in it until the next
+ * submit or remove rewrites it.
+ */
+static void load_state(struct colocd *d)
+{
+	struct colocd_spec *specs = calloc(COLOC_MAX_TENANTS, sizeof(*specs));
+	struct coloc_err err = { 0 };
+	int n;
+
+	if (!specs)
+		return;
+	n = colocd_state_read(config.state_path, specs, &err);
+	if (n < 0)
+		fprintf(stderr, "colocd: %s; starting with no tenants\n", coloc_err_str(&err));
+	d->cfg.state_path = NULL;
+	for (int i = 0; i < n; i++) {
+		coloc_err_clear(&err);
+		if (control_submit_spec(d, &specs[i], &err, &err))
+			fprintf(stderr, "colocd: tenant %s from %s did not come back: %s\n",
+				specs[i].name, config.state_path, coloc_err_str(&err));
+		else
+			printf("colocd: tenant %s submitted again from %s\n", specs[i].name,
+			       config.state_path);
+	}
+	d->cfg.state_path = config.state_path;
+	free(specs);
 }
 
 /* A pidfd per attributed process: as many files as the hard limit allows. */
@@ -196,7 +308,6 @@ int main(int argc, char **argv)
 {
 	struct server_config scfg = { 0 };
 	struct coloc_err cerr = { 0 };
-	struct server *server = NULL;
 	struct loop *loop = NULL;
 	struct colocd *d;
 	int err;
@@ -217,10 +328,11 @@ int main(int argc, char **argv)
 	if (!d)
 		return 1;
 	err = loop_new(&loop, &cerr);
+	d->loop = loop;
 	if (!err)
-		err = loop_add_signal(loop, NULL, SIGINT, on_stop_signal, loop);
+		err = loop_add_signal(loop, NULL, SIGINT, on_stop_signal, d);
 	if (!err)
-		err = loop_add_signal(loop, NULL, SIGTERM, on_stop_signal, loop);
+		err = loop_add_signal(loop, NULL, SIGTERM, on_stop_signal, d);
 	if (err) {
 		fprintf(stderr, "colocd: %s\n", cerr.code ? coloc_err_str(&cerr) : strerror(-err));
 		goto cleanup;
@@ -230,8 +342,13 @@ int main(int argc, char **argv)
 	err = server_open(&server, loop, &scfg, &cerr);
 	if (!err)
 		err = colocd_start(d, &config, loop, &cerr);
-	if (!err)
-		err = server_listen(server, serve_request, d, &cerr);
+	if (err) {
+		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
+		goto cleanup;
+	}
+	if (config.state_path)
+		load_state(d);
+	err = server_listen(server, serve_request, d, &cerr);
 	if (err) {
 		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
 		goto cleanup;
@@ -248,8 +365,9 @@ int main(int argc, char **argv)
 	else
 		fprintf(stderr, "colocd: %s, shutting down\n", strsignal(stop_signal));
 cleanup:
-	server_close(server);
+	/* the executors first: their last queries' answers go to open connections */
 	colocd_stop(d);
+	server_close(server);
 	loop_free(loop);
 	free(d);
 	return err ? 1 : 0;

@@ -8,12 +8,15 @@
 #ifndef COLOC_DAEMON_COLOCD_H
 #define COLOC_DAEMON_COLOCD_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <linux/types.h>
 #include "coloc/protocol.h"
 #include "error.h"
 #include "loop.h"
 #include "sensor.h"
+#include "server.h"
+#include "serving.h"
 #include "tenants.h"
 #include "topology.h"
 #include "uncore.h"
@@ -27,7 +30,37 @@ struct colocd_config {
 	unsigned int span_ms; /* the rolling view's span */
 	unsigned int conn_timeout_ms; /* idle or slow connections are closed after it */
 	bool verbose;
+	/* the serving core (serving.h); NULL: its defaults, the executor beside colocd */
+	const char *policy;
+	const char *executor;
+	const char *cache_dir;
+	const char *state_path; /* admitted tenants survive a restart in it; NULL: none */
 };
+
+/* An admitted tenant as submitted: what --state keeps. */
+struct colocd_spec {
+	char name[SERVING_NAME_LEN];
+	char model[PATH_MAX];
+	char weights[PATH_MAX]; /* "" when none */
+	__u64 qos_ns;
+};
+
+/* A remove request waiting for its tenant to drain. */
+struct colocd_waiter {
+	bool used;
+	char name[SERVING_NAME_LEN];
+	struct server *server;
+	__u64 conn;
+};
+
+/* An executor fd the serving core asked to be watched. */
+struct colocd_exec_fd {
+	int fd;
+	struct loop_source *src;
+};
+
+#define COLOCD_MAX_EXEC_FDS (4 * COLOC_MAX_TENANTS)
+#define COLOCD_MAX_WAITERS 64
 
 struct colocd_uncore_rate {
 	__u64 last_read, last_write; /* cumulative bytes at last_ns */
@@ -46,6 +79,14 @@ struct colocd {
 	struct tenant_table tenants;
 	struct colocd_uncore_rate *uncore_rate; /* one per topology socket */
 	char signals_line[512];
+	struct serving *serving;
+	struct loop_source *serving_timer;
+	struct colocd_exec_fd exec_fds[COLOCD_MAX_EXEC_FDS];
+	int nr_exec_fds;
+	struct colocd_spec *specs; /* COLOC_MAX_TENANTS of them */
+	int nr_specs;
+	struct colocd_waiter waiters[COLOCD_MAX_WAITERS];
+	bool draining; /* shutting down: no new tenants or queries */
 };
 
 /*
@@ -56,14 +97,44 @@ struct colocd {
  */
 int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct loop *loop,
 		 struct coloc_err *err);
-/* Forgets the tenants, removes its sources, detaches and unpins. */
+/*
+ * Stops the executors (their queries fail), forgets the tenants, removes
+ * its sources, detaches and unpins.
+ */
 void colocd_stop(struct colocd *d);
+
+/* Calls the serving core's tick when it next needs one (after any call into it). */
+void colocd_serving_rearm(struct colocd *d);
+/* Queries queued or running over all tenants: 0 once drained. */
+int colocd_serving_busy(const struct colocd *d);
+
+/* The admitted tenants as submitted: add on admit, drop on remove; rewrites --state. */
+int colocd_spec_add(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err);
+int colocd_spec_drop(struct colocd *d, const char *name, struct coloc_err *err);
+/* Writes the specs to cfg.state_path atomically (temp + rename); 0 without one. */
+int colocd_state_write(const struct colocd *d, struct coloc_err *err);
+/*
+ * Reads the specs in path (none when it does not exist) into specs (at most
+ * COLOC_MAX_TENANTS); returns how many, or -errno with err filled.
+ */
+int colocd_state_read(const char *path, struct colocd_spec *specs, struct coloc_err *err);
 
 /*
  * Handles one request line (without its '\n'); returns a malloc'd response
- * line ending in '\n'. Never fails to answer: errors are responses.
+ * line ending in '\n', or NULL when req says the answer comes later (a
+ * payload to read, a query to finish, a tenant to drain). req is NULL
+ * without a connection (tests): then infer is refused and remove answers
+ * at once. Errors are responses.
  */
-char *control_handle(struct colocd *d, const char *line, size_t len, __u64 now_ns);
+char *control_handle(struct colocd *d, struct server_req *req, const char *line, size_t len,
+		     __u64 now_ns);
+/*
+ * Admits a tenant and records it (for --state): what submit does. 0 or
+ * -errno with err; a state file that could not be written leaves the
+ * tenant admitted, with warn saying why.
+ */
+int control_submit_spec(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err,
+			struct coloc_err *warn);
 /* The error response for a line over COLOC_MAX_REQUEST bytes (malloc'd). */
 char *control_oversize_response(void);
 

@@ -2,14 +2,16 @@
 /*
  * The control protocol's request handler (include/coloc/protocol.h): parses
  * one JSON request with json-c in strict mode, calls the module that owns
- * the state (tenants.c for tenants, the sensor and view for signals), and
- * returns one JSON response line, always valid UTF-8. It owns no I/O and no
- * state: server.c moves the bytes, so the same handler is driven by the
- * socket and by tests.
+ * the state (tenants.c for attributed processes, serving.c for submitted
+ * tenants and their queries, the sensor and view for signals), and returns
+ * one JSON response line, always valid UTF-8. It owns no I/O and no state:
+ * server.c moves the bytes (an infer's binary input and output included),
+ * so the same handler is driven by the socket and by tests.
  */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include <sys/vfs.h>
 #include <json-c/json.h>
 #include "colocd.h"
+#include "policy.h"
 #include "utf8.h"
 #include "util.h"
 #include "version.h"
@@ -333,6 +336,8 @@ static char *control_ping(void)
 struct control_cmd {
 	const char *name;
 	char *(*handle)(struct colocd *d, struct json_object *req, __u64 now_ns);
+	/* instead, for commands that may answer later or read a payload */
+	char *(*handle_conn)(struct colocd *d, struct json_object *req, struct server_req *sreq);
 };
 
 static char *control_cmd_ping(struct colocd *d, struct json_object *req, __u64 now_ns)
@@ -361,15 +366,408 @@ static char *control_cmd_tenant_remove(struct colocd *d, struct json_object *req
 	return control_tenant_remove(d, req);
 }
 
-static const struct control_cmd control_cmds[] = {
-	{ "ping", control_cmd_ping },
-	{ "signals", control_cmd_signals },
-	{ "tenants", control_cmd_tenants },
-	{ "tenant-add", control_tenant_add },
-	{ "tenant-remove", control_cmd_tenant_remove },
+/* ---- submitted tenants (serving.h) ------------------------------------------ */
+
+static const char *control_str(struct json_object *req, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(req, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+/* A non-negative integer member; false when absent or not one. */
+static bool control_uint(struct json_object *req, const char *key, uint64_t *out)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(req, key, &v) || !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int64(v) < 0)
+		return false;
+	*out = (uint64_t)json_object_get_int64(v);
+	return true;
+}
+
+static double control_ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+static struct json_object *control_reason(const char *r)
+{
+	char buf[512];
+
+	if (!r[0])
+		return NULL;
+	snprintf(buf, sizeof(buf), "%.500s", r);
+	utf8_sanitize(buf);
+	return json_object_new_string(buf);
+}
+
+static struct json_object *control_serving_tenant_json(struct colocd *d,
+						       const struct serving_tenant_info *in)
+{
+	struct json_object *o = json_object_new_object();
+	const struct serving_stats_summary *st = &in->stats;
+
+	json_object_object_add(o, "name", json_object_new_string(in->name));
+	json_object_object_add(o, "state", json_object_new_string(serving_state_name(in->state)));
+	json_object_object_add(o, "reason", control_reason(in->reason));
+	json_object_object_add(o, "note", control_reason(in->note));
+	for (int i = 0; i < d->nr_specs; i++)
+		if (!strcmp(d->specs[i].name, in->name))
+			json_object_object_add(o, "model",
+					       json_object_new_string(d->specs[i].model));
+	json_object_object_add(o, "pid", json_object_new_int(in->pid));
+	control_add_double(o, "qos_ms", control_ms(in->qos_ns));
+	control_add_double(o, "solo_ms", control_ms(in->solo_ns));
+	json_object_object_add(o, "input_bytes", json_object_new_int64((int64_t)in->in_bytes));
+	json_object_object_add(o, "output_bytes", json_object_new_int64((int64_t)in->out_bytes));
+	json_object_object_add(o, "queued", json_object_new_int(in->queued));
+	json_object_object_add(o, "in_flight", json_object_new_int(in->in_flight));
+	control_add_double(o, "offered_rate", st->offered_rate);
+	control_add_double(o, "served_rate", st->served_rate);
+	control_add_double(o, "p50_ms", control_ms(st->p50_ns));
+	control_add_double(o, "p95_ms", control_ms(st->p95_ns));
+	control_add_double(o, "p99_ms", control_ms(st->p99_ns));
+	control_add_double(o, "within_qos", st->within_qos);
+	json_object_object_add(o, "offered", json_object_new_int64((int64_t)st->offered));
+	json_object_object_add(o, "served", json_object_new_int64((int64_t)st->served));
+	json_object_object_add(o, "dropped", json_object_new_int64((int64_t)st->dropped));
+	json_object_object_add(o, "rejected", json_object_new_int64((int64_t)st->rejected));
+	json_object_object_add(o, "failed", json_object_new_int64((int64_t)st->failed));
+	json_object_object_add(o, "last_drop", control_reason(in->last_drop));
+	json_object_object_add(o, "last_reject", control_reason(in->last_reject));
+	json_object_object_add(o, "last_failure", control_reason(in->last_failure));
+	return o;
+}
+
+int control_submit_spec(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err,
+			struct coloc_err *warn)
+{
+	struct serving_tenant_spec ts = {
+		.name = spec->name,
+		.model_path = spec->model,
+		.weights_path = spec->weights[0] ? spec->weights : NULL,
+		.qos_ns = spec->qos_ns,
+	};
+	int ret;
+
+	if (d->draining)
+		return coloc_err_set(err, -ESHUTDOWN, "colocd is shutting down");
+	ret = serving_admit(d->serving, &ts, err);
+	colocd_serving_rearm(d);
+	if (ret)
+		return ret;
+	colocd_spec_add(d, spec, warn);
+	return 0;
+}
+
+static char *control_cmd_submit(struct colocd *d, struct json_object *req, __u64 now_ns)
+{
+	const char *name = control_str(req, "name"), *model = control_str(req, "model");
+	const char *weights = control_str(req, "weights");
+	struct serving_tenant_info info;
+	struct coloc_err err = { 0 }, warn = { 0 };
+	struct colocd_spec spec = { 0 };
+	struct json_object *jq, *resp;
+	double qos_ms;
+	int ret;
+
+	(void)now_ns;
+	if (!name || !model || !json_object_object_get_ex(req, "qos_ms", &jq) ||
+	    !(json_object_is_type(jq, json_type_int) || json_object_is_type(jq, json_type_double)))
+		return control_error("submit needs \"name\", \"model\" (an absolute path) and "
+				     "\"qos_ms\" (a number)");
+	qos_ms = json_object_get_double(jq);
+	if (!(qos_ms > 0 && qos_ms <= 3600000))
+		return control_error("\"qos_ms\" must be above 0 and at most 3600000");
+	if (model[0] != '/')
+		return control_error("\"model\" must be an absolute path (colocctl resolves it), "
+				     "not '%.200s'",
+				     model);
+	if (weights && weights[0] != '/')
+		return control_error("\"weights\" must be an absolute path, not '%.200s'", weights);
+	if (strlen(name) >= sizeof(spec.name) || strlen(model) >= sizeof(spec.model) ||
+	    (weights && strlen(weights) >= sizeof(spec.weights)))
+		return control_error("name or path too long");
+	snprintf(spec.name, sizeof(spec.name), "%s", name);
+	snprintf(spec.model, sizeof(spec.model), "%s", model);
+	if (weights)
+		snprintf(spec.weights, sizeof(spec.weights), "%s", weights);
+	spec.qos_ns = (__u64)(qos_ms * 1e6);
+	ret = control_submit_spec(d, &spec, &err, &warn);
+	if (ret)
+		return control_error("%s", coloc_err_str(&err));
+	resp = control_ok();
+	if (warn.code) /* admitted, but --state could not record it */
+		json_object_object_add(resp, "warning", control_reason(coloc_err_str(&warn)));
+	if (!serving_tenant_info(d->serving, name, &info))
+		json_object_object_add(resp, "tenant", control_serving_tenant_json(d, &info));
+	return control_finish(resp);
+}
+
+static char *control_cmd_list(struct colocd *d, struct json_object *req, __u64 now_ns)
+{
+	const char *names[COLOC_MAX_TENANTS];
+	int n = serving_tenant_names(d->serving, names, COLOC_MAX_TENANTS);
+	struct json_object *resp = control_ok(), *arr = json_object_new_array();
+
+	(void)req;
+	(void)now_ns;
+	for (int i = 0; i < n && i < COLOC_MAX_TENANTS; i++) {
+		struct serving_tenant_info info;
+		struct json_object *o;
+
+		if (serving_tenant_info(d->serving, names[i], &info))
+			continue;
+		o = json_object_new_object();
+		json_object_object_add(o, "name", json_object_new_string(info.name));
+		json_object_object_add(o, "state",
+				       json_object_new_string(serving_state_name(info.state)));
+		control_add_double(o, "qos_ms", control_ms(info.qos_ns));
+		json_object_object_add(o, "pid", json_object_new_int(info.pid));
+		json_object_array_add(arr, o);
+	}
+	json_object_object_add(resp, "tenants", arr);
+	return control_finish(resp);
+}
+
+static struct json_object *control_cores_json(struct colocd *d)
+{
+	struct serving_core_info cores[POLICY_MAX_CPUS];
+	int n = serving_cores(d->serving, cores, POLICY_MAX_CPUS);
+	struct json_object *arr = json_object_new_array();
+
+	for (int i = 0; i < n && i < POLICY_MAX_CPUS; i++) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "cpu", json_object_new_int(cores[i].cpu));
+		json_object_object_add(o, "busy", json_object_new_boolean(cores[i].busy));
+		if (cores[i].busy) {
+			struct json_object *v = json_object_new_array();
+
+			json_object_object_add(o, "tenant",
+					       json_object_new_string(cores[i].tenant));
+			json_object_object_add(o, "query",
+					       json_object_new_int64((int64_t)cores[i].query_id));
+			json_object_object_add(o, "first_layer",
+					       json_object_new_int(cores[i].first_layer));
+			json_object_object_add(o, "last_layer",
+					       json_object_new_int(cores[i].last_layer));
+			for (int l = 0; l < cores[i].last_layer - cores[i].first_layer; l++)
+				json_object_array_add(v, json_object_new_int(cores[i].versions[l]));
+			json_object_object_add(o, "versions", v);
+		}
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+static char *control_cmd_status(struct colocd *d, struct json_object *req, __u64 now_ns)
+{
+	const char *names[COLOC_MAX_TENANTS], *only = control_str(req, "name"), *perr;
+	int n = serving_tenant_names(d->serving, names, COLOC_MAX_TENANTS);
+	struct json_object *resp, *arr = json_object_new_array();
+	uint64_t policy_errors = serving_policy_errors(d->serving, &perr);
+	bool found = false;
+
+	(void)now_ns;
+	for (int i = 0; i < n && i < COLOC_MAX_TENANTS; i++) {
+		struct serving_tenant_info info;
+
+		if ((only && strcmp(only, names[i])) ||
+		    serving_tenant_info(d->serving, names[i], &info))
+			continue;
+		found = true;
+		json_object_array_add(arr, control_serving_tenant_json(d, &info));
+	}
+	if (only && !found) {
+		json_object_put(arr);
+		return control_error("no tenant named '%.64s'", only);
+	}
+	resp = control_ok();
+	json_object_object_add(resp, "tenants", arr);
+	json_object_object_add(resp, "cores", control_cores_json(d));
+	json_object_object_add(resp, "policy_errors",
+			       json_object_new_int64((int64_t)policy_errors));
+	json_object_object_add(resp, "last_policy_error", control_reason(perr ? perr : ""));
+	return control_finish(resp);
+}
+
+static char *control_cmd_restart(struct colocd *d, struct json_object *req, __u64 now_ns)
+{
+	const char *name = control_str(req, "name");
+	struct coloc_err err = { 0 };
+	int ret;
+
+	(void)now_ns;
+	if (!name)
+		return control_error("restart needs \"name\": a string");
+	if (d->draining)
+		return control_error("colocd is shutting down");
+	ret = serving_restart(d->serving, name, &err);
+	colocd_serving_rearm(d);
+	if (ret)
+		return control_error("%s", coloc_err_str(&err));
+	return control_finish(control_ok());
+}
+
+static char *control_cmd_remove(struct colocd *d, struct json_object *req, struct server_req *sreq)
+{
+	const char *name = control_str(req, "name");
+	struct serving_tenant_info info;
+	struct coloc_err err = { 0 };
+	int ret, slot = -1;
+
+	if (!name)
+		return control_error("remove needs \"name\": a string");
+	ret = serving_remove(d->serving, name, &err);
+	colocd_serving_rearm(d);
+	if (ret)
+		return control_error("%s", coloc_err_str(&err));
+	coloc_err_clear(&err);
+	/* the tenant is no longer admitted: a restart must not bring it back */
+	colocd_spec_drop(d, name, &err);
+	if (serving_tenant_info(d->serving, name, &info) == -ENOENT || !sreq)
+		return control_finish(control_ok());
+	for (int i = 0; i < COLOCD_MAX_WAITERS && slot < 0; i++)
+		if (!d->waiters[i].used)
+			slot = i;
+	/* too many removes waiting: answer now, the drain goes on */
+	if (slot < 0)
+		return control_finish(control_ok());
+	d->waiters[slot] =
+		(struct colocd_waiter){ .used = true, .server = sreq->server, .conn = sreq->conn };
+	snprintf(d->waiters[slot].name, sizeof(d->waiters[slot].name), "%s", name);
+	server_req_defer(sreq);
+	return NULL;
+}
+
+/* An accepted infer, until its completion is sent. */
+struct control_infer {
+	struct server *server;
+	__u64 conn;
+	uint64_t tag;
 };
 
-#define CONTROL_CMD_LIST "one of ping, signals, tenants, tenant-add, tenant-remove"
+static char *control_infer_error(uint64_t tag, const char *status, const char *why)
+{
+	struct json_object *resp = json_object_new_object();
+
+	json_object_object_add(resp, "ok", json_object_new_boolean(0));
+	json_object_object_add(resp, "tag", json_object_new_int64((int64_t)tag));
+	json_object_object_add(resp, "status", json_object_new_string(status));
+	json_object_object_add(resp, "error", control_reason(why));
+	return control_finish(resp);
+}
+
+static void control_infer_done(void *ctx, const struct serving_completion *c)
+{
+	struct control_infer *inf = ctx;
+	struct json_object *resp = json_object_new_object();
+	bool ok = c->status == SERVING_QUERY_OK;
+	char *line;
+
+	json_object_object_add(resp, "ok", json_object_new_boolean(ok));
+	json_object_object_add(resp, "tag", json_object_new_int64((int64_t)inf->tag));
+	json_object_object_add(resp, "status",
+			       json_object_new_string(serving_status_name(c->status)));
+	json_object_object_add(resp, "latency_ns", json_object_new_int64((int64_t)c->latency_ns));
+	json_object_object_add(resp, "exec_ns", json_object_new_int64((int64_t)c->exec_ns));
+	if (ok)
+		json_object_object_add(resp, "output_bytes",
+				       json_object_new_int64((int64_t)c->output_bytes));
+	else
+		json_object_object_add(resp, "error", control_reason(c->reason));
+	line = control_finish(resp);
+	/* a client gone meanwhile: -ENOTCONN, nothing to do */
+	if (line)
+		server_send(inf->server, inf->conn, line, ok ? c->output : NULL,
+			    ok ? c->output_bytes : 0);
+	free(line);
+	free(inf);
+}
+
+/* The payload of an infer is in: queue the query. */
+static char *control_infer_payload(void *ctx, struct server_req *sreq, const void *data, size_t len)
+{
+	struct control_infer *inf = sreq->payload_arg;
+	struct colocd *d = ctx;
+	struct coloc_err err = { 0 };
+	const char *tenant = (const char *)(inf + 1);
+	char *resp;
+	int ret;
+
+	if (d->draining) {
+		resp = control_infer_error(inf->tag, "rejected", "colocd is shutting down");
+		free(inf);
+		return resp;
+	}
+	ret = serving_submit(d->serving, tenant, data, len, control_infer_done, inf, NULL, &err);
+	colocd_serving_rearm(d);
+	if (ret) {
+		resp = control_infer_error(inf->tag, "rejected", coloc_err_str(&err));
+		free(inf);
+		return resp;
+	}
+	server_req_defer(sreq);
+	return NULL;
+}
+
+static char *control_cmd_infer(struct colocd *d, struct json_object *req, struct server_req *sreq)
+{
+	const char *tenant = control_str(req, "tenant");
+	uint64_t tag, bytes;
+	struct control_infer *inf;
+
+	(void)d;
+	if (!sreq)
+		return control_error("infer needs a connection to colocd's socket");
+	if (!control_uint(req, "tag", &tag) || !control_uint(req, "input_bytes", &bytes) ||
+	    !tenant) {
+		/* the payload cannot be skipped without its size: the stream is lost */
+		sreq->close_after = true;
+		return control_error("infer needs \"tenant\" (a string), \"tag\" and "
+				     "\"input_bytes\" (non-negative integers); closing the "
+				     "connection, the bytes after the line cannot be skipped");
+	}
+	if (bytes > COLOC_MAX_PAYLOAD) {
+		sreq->close_after = true;
+		return control_infer_error(tag, "rejected",
+					   "input_bytes is over COLOC_MAX_PAYLOAD; closing the "
+					   "connection");
+	}
+	/* the tenant's name rides behind the record; the payload handler checks it all */
+	inf = malloc(sizeof(*inf) + strlen(tenant) + 1);
+	if (!inf)
+		return NULL;
+	inf->server = sreq->server;
+	inf->conn = sreq->conn;
+	inf->tag = tag;
+	strcpy((char *)(inf + 1), tenant);
+	server_req_read_payload(sreq, (size_t)bytes, control_infer_payload, inf);
+	return NULL;
+}
+
+static const struct control_cmd control_cmds[] = {
+	{ "ping", control_cmd_ping, NULL },
+	{ "signals", control_cmd_signals, NULL },
+	{ "tenants", control_cmd_tenants, NULL },
+	{ "tenant-add", control_tenant_add, NULL },
+	{ "tenant-remove", control_cmd_tenant_remove, NULL },
+	{ "submit", control_cmd_submit, NULL },
+	{ "list", control_cmd_list, NULL },
+	{ "status", control_cmd_status, NULL },
+	{ "restart", control_cmd_restart, NULL },
+	{ "remove", NULL, control_cmd_remove },
+	{ "infer", NULL, control_cmd_infer },
+};
+
+#define CONTROL_CMD_LIST                                                                   \
+	"one of ping, signals, tenants, tenant-add, tenant-remove, submit, list, status, " \
+	"remove, restart, infer"
 
 /* True when some string in o, at any depth, holds a NUL (json-c keeps "\u0000"). */
 static bool control_has_nul(struct json_object *o)
@@ -471,7 +869,8 @@ static struct json_object *control_parse(const char *line, size_t len, char **re
 	return req;
 }
 
-char *control_handle(struct colocd *d, const char *line, size_t len, __u64 now_ns)
+char *control_handle(struct colocd *d, struct server_req *sreq, const char *line, size_t len,
+		     __u64 now_ns)
 {
 	struct json_object *req, *jcmd;
 	const char *cmd;
@@ -493,8 +892,19 @@ char *control_handle(struct colocd *d, const char *line, size_t len, __u64 now_n
 	}
 	cmd = json_object_get_string(jcmd);
 	for (size_t i = 0; i < ARRAY_SIZE(control_cmds) && !resp; i++)
-		if (!strcmp(cmd, control_cmds[i].name))
-			resp = control_cmds[i].handle(d, req, now_ns);
+		if (!strcmp(cmd, control_cmds[i].name)) {
+			if (control_cmds[i].handle_conn)
+				resp = control_cmds[i].handle_conn(d, req, sreq);
+			else
+				resp = control_cmds[i].handle(d, req, now_ns);
+			/* an answer owed or a payload to read: the server knows from sreq */
+			if (!resp && sreq && (sreq->deferred || sreq->payload_fn)) {
+				json_object_put(req);
+				return NULL;
+			}
+			if (!resp)
+				resp = control_error("out of memory");
+		}
 	/* cut to 64 bytes; control_error drops a character the cut split */
 	if (!resp)
 		resp = control_error("unknown cmd '%.64s': " CONTROL_CMD_LIST, cmd);

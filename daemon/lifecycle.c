@@ -7,13 +7,18 @@
  * signals are live, for main() to print, and registers the sources these
  * parts own on the event loop: the ring buffer (read when the BPF side
  * wakes colocd for a backlog), a drain timer, and the one-second tick.
+ * It also creates the serving core (serving.h) and gives it the loop: its
+ * executors' fds as poll sources, one timer re-armed to its next deadline,
+ * and each executor's process attributed to its tenant in the BPF maps.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
 #include <unistd.h>
+#include "binpath.h"
 #include "colocd.h"
 
 /*
@@ -98,6 +103,145 @@ static int colocd_add_sources(struct colocd *d, struct coloc_err *err)
 	return 0;
 }
 
+#define COLOCD_SERVING_IDLE_NS 1000000000ull /* the timer's period with no deadline due */
+
+void colocd_serving_rearm(struct colocd *d)
+{
+	int ms = d->serving ? serving_next_timeout_ms(d->serving) : -1;
+
+	if (d->serving_timer)
+		loop_timer_set(d->serving_timer,
+			       ms < 0 ? COLOCD_SERVING_IDLE_NS : (__u64)(ms ? ms : 1) * 1000000ull,
+			       0);
+}
+
+int colocd_serving_busy(const struct colocd *d)
+{
+	const char *names[COLOC_MAX_TENANTS];
+	int n = d->serving ? serving_tenant_names(d->serving, names, COLOC_MAX_TENANTS) : 0;
+	int busy = 0;
+
+	for (int i = 0; i < n && i < COLOC_MAX_TENANTS; i++) {
+		struct serving_tenant_info info;
+
+		if (!serving_tenant_info(d->serving, names[i], &info))
+			busy += info.queued + info.in_flight;
+	}
+	return busy;
+}
+
+static void colocd_on_serving_timer(struct loop_source *src, __u64 now_ns, void *ctx)
+{
+	struct colocd *d = ctx;
+
+	(void)src;
+	(void)now_ns;
+	serving_tick(d->serving);
+	colocd_serving_rearm(d);
+}
+
+static void colocd_on_exec_fd(struct loop_source *src, int fd, unsigned int revents, void *ctx)
+{
+	struct colocd *d = ctx;
+
+	(void)src;
+	(void)revents;
+	serving_handle_fd(d->serving, fd);
+	colocd_serving_rearm(d);
+}
+
+static void colocd_serving_watch(void *ctx, int fd, bool add)
+{
+	struct colocd *d = ctx;
+
+	if (add) {
+		struct colocd_exec_fd *e;
+
+		/* the table holds 4 fds per tenant, the core makes 2 */
+		if (d->nr_exec_fds >= COLOCD_MAX_EXEC_FDS)
+			return;
+		e = &d->exec_fds[d->nr_exec_fds];
+		if (loop_add_poll(d->loop, &e->src, fd, POLLIN, colocd_on_exec_fd, d))
+			return;
+		e->fd = fd;
+		d->nr_exec_fds++;
+		return;
+	}
+	for (int i = 0; i < d->nr_exec_fds; i++)
+		if (d->exec_fds[i].fd == fd) {
+			loop_source_remove(d->exec_fds[i].src);
+			d->exec_fds[i] = d->exec_fds[--d->nr_exec_fds];
+			return;
+		}
+}
+
+/* Answers the remove requests waiting for name. */
+static void colocd_answer_waiters(struct colocd *d, const char *name)
+{
+	for (int i = 0; i < COLOCD_MAX_WAITERS; i++) {
+		struct colocd_waiter *w = &d->waiters[i];
+
+		if (!w->used || strcmp(w->name, name))
+			continue;
+		server_send(w->server, w->conn, "{\"ok\":true}\n", NULL, 0);
+		w->used = false;
+	}
+}
+
+/*
+ * The executor's process is the tenant's in the BPF maps, under the same
+ * name: it leaves by its pidfd when it dies, and the tenant goes with the
+ * serving tenant. A failure here leaves the query path as it is; the
+ * tenant only goes unmeasured.
+ */
+static void colocd_serving_changed(void *ctx, const char *name, enum serving_tenant_state state,
+				   pid_t pid)
+{
+	struct colocd *d = ctx;
+	struct coloc_err err = { 0 };
+
+	if (state == SERVING_TENANT_STARTING && pid > 0) {
+		__s64 pids[1] = { pid };
+		struct tenants_add_req req = { .name = name, .pids = pids, .nr_pids = 1 };
+		struct tenant *t;
+
+		tenants_add(&d->tenants, &req, &t, &err);
+	} else if (state == SERVING_TENANT_REMOVED) {
+		if (tenants_find(&d->tenants, name))
+			tenants_remove(&d->tenants, name, &err);
+		colocd_answer_waiters(d, name);
+	}
+}
+
+static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
+{
+	char executor[PATH_MAX];
+	struct serving_config sc = {
+		.executor = d->cfg.executor,
+		.cache_dir = d->cfg.cache_dir,
+		.policy = d->cfg.policy,
+		.watch = colocd_serving_watch,
+		.tenant_changed = colocd_serving_changed,
+		.ctx = d,
+	};
+	int ret;
+
+	if (!sc.executor && !binpath_find("coloc-executor", executor, sizeof(executor)))
+		sc.executor = executor;
+	d->specs = calloc(COLOC_MAX_TENANTS, sizeof(*d->specs));
+	if (!d->specs)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	ret = serving_create(&sc, &d->serving, err);
+	if (ret)
+		return ret;
+	ret = loop_add_timer(d->loop, &d->serving_timer, COLOCD_SERVING_IDLE_NS, 0,
+			     colocd_on_serving_timer, d);
+	if (ret)
+		return coloc_err_set(err, ret, "cannot register with the event loop: %s",
+				     strerror(-ret));
+	return 0;
+}
+
 int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct loop *loop,
 		 struct coloc_err *err)
 {
@@ -149,6 +293,8 @@ int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct loop 
 			 coloc_err_str(&uncore_err));
 	tenants_init(&d->tenants, d->sensor, d->view, loop);
 	ret = colocd_add_sources(d, err);
+	if (!ret)
+		ret = colocd_start_serving(d, err);
 	if (ret)
 		colocd_stop(d);
 	return ret;
@@ -156,6 +302,13 @@ int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct loop 
 
 void colocd_stop(struct colocd *d)
 {
+	/* first: its executors are tenants, and its callbacks reach the table */
+	serving_destroy(d->serving);
+	d->serving = NULL;
+	loop_source_remove(d->serving_timer);
+	d->serving_timer = NULL;
+	free(d->specs);
+	d->specs = NULL;
 	tenants_fini(&d->tenants);
 	loop_source_remove(d->ringbuf_src);
 	loop_source_remove(d->drain_src);

@@ -3,10 +3,14 @@
  * The control socket (server.h). Everything runs on the event loop: the
  * listening socket and each connection are poll sources, non-blocking, and
  * one timer closes connections that stalled. A connection reads until a
- * line is complete, answers it, and reads again only once the answer is
- * out, so a client that does not read its answers cannot make colocd
- * buffer without bound. A line over COLOC_MAX_REQUEST bytes is answered
- * with an error and the connection closed; every other line keeps it open.
+ * line is complete and hands it to the handler, which answers at once,
+ * asks for a binary payload after the line (read straight into its own
+ * buffer), or answers later through server_send() by the connection's id.
+ * Answers queue in order of sending. Reading stops while the connection is
+ * owed SERVER_MAX_PENDING answers or holds SERVER_OUT_HIGH bytes its client
+ * has not taken, so a client that does not read cannot make colocd buffer
+ * without bound. A line over COLOC_MAX_REQUEST bytes is answered with an
+ * error and the connection closed; every other line keeps it open.
  *
  * Start-up guards the path: the socket's directory must be root's and
  * writable by no other user (unless sticky), the lock file is opened
@@ -38,17 +42,33 @@
 #define SERVER_PROBE_MS 500
 #define SERVER_ACCEPTS_PER_WAKEUP 16
 
+/* One answer (a line, maybe followed by a payload) waiting to be sent. */
+struct server_out {
+	struct server_out *next;
+	size_t len, off;
+	char data[];
+};
+
 struct server_conn {
 	struct server *s;
 	struct loop_source *src;
 	int fd;
 	uid_t uid;
-	bool closing; /* close once the pending answer is out */
-	__u64 last_progress_ns; /* accepted, a request answered, or answer bytes taken */
+	__u64 id;
+	bool closing; /* close once the pending answers are out */
+	bool eof; /* the client sent its last byte */
+	__u64 last_progress_ns; /* accepted, a request answered, or bytes moved */
 	char *in;
 	size_t in_len;
-	char *out;
-	size_t out_len, out_off;
+	/* answers queued, oldest first, and their bytes not yet sent */
+	struct server_out *out_head, *out_tail;
+	size_t out_bytes;
+	int pending; /* deferred answers owed */
+	/* a binary payload being read after its request line */
+	struct server_req preq;
+	char *payload;
+	size_t payload_got;
+	bool in_payload;
 };
 
 struct server {
@@ -63,6 +83,7 @@ struct server {
 	gid_t coloc_gid;
 	bool have_coloc_gid;
 	ino_t pidns_ino;
+	__u64 next_id;
 	server_request_fn handle;
 	void *handle_ctx;
 	struct server_conn *conns[SERVER_MAX_CONNS];
@@ -77,86 +98,285 @@ static void server_conn_close(struct server_conn *c)
 			s->conns[i] = NULL;
 	loop_source_remove(c->src);
 	close(c->fd);
+	while (c->out_head) {
+		struct server_out *o = c->out_head;
+
+		c->out_head = o->next;
+		free(o);
+	}
+	/* a payload that never came: its handler's argument is ours to free */
+	if (c->in_payload)
+		free(c->preq.payload_arg);
+	free(c->payload);
 	free(c->in);
-	free(c->out);
 	free(c);
 }
 
 static bool server_conn_idle(const struct server_conn *c)
 {
-	return !c->in_len && !c->out;
+	return !c->in_len && !c->out_head && !c->pending && !c->in_payload;
+}
+
+int server_req_read_payload(struct server_req *req, size_t bytes, server_payload_fn fn, void *arg)
+{
+	if (bytes > COLOC_MAX_PAYLOAD)
+		return -EMSGSIZE;
+	req->payload_bytes = bytes;
+	req->payload_fn = fn;
+	req->payload_arg = arg;
+	return 0;
+}
+
+void server_req_defer(struct server_req *req)
+{
+	req->deferred = true;
+}
+
+/* Queues line and payload as one answer; false when out of memory. */
+static bool server_conn_queue(struct server_conn *c, const char *line, const void *payload,
+			      size_t len)
+{
+	size_t line_len = strlen(line);
+	struct server_out *o = malloc(sizeof(*o) + line_len + len);
+
+	if (!o)
+		return false;
+	memcpy(o->data, line, line_len);
+	if (len)
+		memcpy(o->data + line_len, payload, len);
+	o->len = line_len + len;
+	o->off = 0;
+	o->next = NULL;
+	if (c->out_tail)
+		c->out_tail->next = o;
+	else
+		c->out_head = o;
+	c->out_tail = o;
+	c->out_bytes += o->len;
+	return true;
 }
 
 /* Sends what the kernel takes now; false when the connection is gone. */
 static bool server_conn_flush(struct server_conn *c)
 {
-	while (c->out && c->out_off < c->out_len) {
-		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (c->out_head) {
+		struct server_out *o = c->out_head;
+		ssize_t n =
+			send(c->fd, o->data + o->off, o->len - o->off, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR;
-		c->out_off += (size_t)n;
+		o->off += (size_t)n;
+		c->out_bytes -= (size_t)n;
 		c->last_progress_ns = loop_now_ns();
+		if (o->off < o->len)
+			continue;
+		c->out_head = o->next;
+		if (!c->out_head)
+			c->out_tail = NULL;
+		free(o);
 	}
-	free(c->out);
-	c->out = NULL;
-	return !c->closing;
+	return true;
 }
 
-static void server_conn_answer(struct server_conn *c, char *resp)
+/*
+ * What the handler made of a request: an answer queued, a payload to read,
+ * or an answer owed. False when the connection is to be closed now.
+ */
+static bool server_conn_take(struct server_conn *c, struct server_req *req, char *resp)
 {
-	c->out = resp;
-	c->out_len = resp ? strlen(resp) : 0;
-	c->out_off = 0;
+	bool ok = true;
+
+	if (resp) {
+		ok = server_conn_queue(c, resp, NULL, 0);
+		free(resp);
+	} else if (req->payload_fn) {
+		c->preq = *req;
+		c->payload = malloc(req->payload_bytes ? req->payload_bytes : 1);
+		c->payload_got = 0;
+		c->in_payload = true;
+		ok = c->payload != NULL;
+	} else if (req->deferred) {
+		c->pending++;
+	} else {
+		ok = false; /* no answer: the client would wait for ever */
+	}
+	if (req->close_after)
+		c->closing = true;
 	c->last_progress_ns = loop_now_ns();
+	return ok;
 }
 
-/* Answers the first complete line in the buffer, if any: true when it did. */
-static bool server_conn_serve_line(struct server_conn *c)
+static struct server_req server_conn_req(struct server_conn *c)
+{
+	return (struct server_req){ .server = c->s, .conn = c->id };
+}
+
+/* The payload is in: its handler answers. */
+static bool server_conn_payload_done(struct server_conn *c)
 {
 	struct server *s = c->s;
-	char *nl = memchr(c->in, '\n', c->in_len);
+	struct server_req req = server_conn_req(c);
+	char *data = c->payload;
+	char *resp;
+	bool ok;
+
+	req.payload_arg = c->preq.payload_arg;
+	c->payload = NULL;
+	c->in_payload = false;
+	resp = c->preq.payload_fn(s->handle_ctx, &req, data, c->preq.payload_bytes);
+	req.payload_fn = NULL; /* a payload's handler answers; it asks for no other */
+	ok = server_conn_take(c, &req, resp);
+	free(data);
+	return ok;
+}
+
+/* Moves buffered bytes into the payload; true when it is complete. */
+static bool server_conn_fill_payload(struct server_conn *c)
+{
+	size_t want = c->preq.payload_bytes - c->payload_got;
+	size_t n = c->in_len < want ? c->in_len : want;
+
+	memcpy(c->payload + c->payload_got, c->in, n);
+	c->payload_got += n;
+	c->in_len -= n;
+	memmove(c->in, c->in + n, c->in_len);
+	return c->payload_got == c->preq.payload_bytes;
+}
+
+/*
+ * Handles the first complete line or payload in the buffer, if any: true
+ * when it did (*ok false: close now).
+ */
+static bool server_conn_serve_one(struct server_conn *c, bool *ok)
+{
+	struct server *s = c->s;
+	struct server_req req = server_conn_req(c);
+	char *nl;
 	size_t line_len, n;
 
+	*ok = true;
+	if (c->in_payload) {
+		if (!server_conn_fill_payload(c))
+			return false;
+		*ok = server_conn_payload_done(c);
+		return true;
+	}
+	nl = memchr(c->in, '\n', c->in_len);
 	if (!nl) {
 		if (c->in_len <= COLOC_MAX_REQUEST)
 			return false;
 		c->closing = true;
 		c->in_len = 0;
-		server_conn_answer(c, s->handle(s->handle_ctx, NULL, 0));
+		*ok = server_conn_take(c, &req, s->handle(s->handle_ctx, &req, NULL, 0));
 		return true;
 	}
 	line_len = (size_t)(nl - c->in);
 	if (line_len > COLOC_MAX_REQUEST) {
 		c->closing = true;
-		server_conn_answer(c, s->handle(s->handle_ctx, NULL, 0));
-	} else {
-		/* tolerate CRLF from nc/socat */
-		n = line_len && c->in[line_len - 1] == '\r' ? line_len - 1 : line_len;
-		server_conn_answer(c, s->handle(s->handle_ctx, c->in, n));
+		*ok = server_conn_take(c, &req, s->handle(s->handle_ctx, &req, NULL, 0));
+		c->in_len = 0;
+		return true;
 	}
-	c->in_len -= line_len + 1;
-	memmove(c->in, nl + 1, c->in_len);
+	/* tolerate CRLF from nc/socat */
+	n = line_len && c->in[line_len - 1] == '\r' ? line_len - 1 : line_len;
+	*nl = '\0';
+	{
+		char *resp = s->handle(s->handle_ctx, &req, c->in, n);
+
+		c->in_len -= line_len + 1;
+		memmove(c->in, nl + 1, c->in_len);
+		*ok = server_conn_take(c, &req, resp);
+	}
 	return true;
+}
+
+/* Whether to take in more requests now (see SERVER_MAX_PENDING). */
+static bool server_conn_may_read(const struct server_conn *c)
+{
+	return !c->closing && !c->eof && c->pending < SERVER_MAX_PENDING &&
+	       c->out_bytes <= SERVER_OUT_HIGH;
+}
+
+/* The error line sent when a client ends in the middle of a payload. */
+static void server_conn_truncated(struct server_conn *c)
+{
+	char line[160];
+
+	snprintf(line, sizeof(line),
+		 "{\"ok\":false,\"error\":\"truncated payload: the connection ended after %zu of "
+		 "%zu bytes\"}\n",
+		 c->payload_got, c->preq.payload_bytes);
+	server_conn_queue(c, line, NULL, 0);
+	free(c->preq.payload_arg);
+	free(c->payload);
+	c->payload = NULL;
+	c->in_payload = false;
+	c->closing = true;
 }
 
 /* Reads what is there; false when the connection is to be closed now. */
 static bool server_conn_read(struct server_conn *c)
 {
-	ssize_t n = recv(c->fd, c->in + c->in_len, SERVER_IN_CAP - c->in_len, MSG_DONTWAIT);
+	ssize_t n;
 
+	/* no room (cannot happen while reading is allowed): a 0-byte recv would read as EOF */
+	if (!(c->in_payload && !c->in_len) && c->in_len >= SERVER_IN_CAP)
+		return true;
+	/* a large payload goes straight to its buffer */
+	if (c->in_payload && !c->in_len)
+		n = recv(c->fd, c->payload + c->payload_got, c->preq.payload_bytes - c->payload_got,
+			 MSG_DONTWAIT);
+	else
+		n = recv(c->fd, c->in + c->in_len, SERVER_IN_CAP - c->in_len, MSG_DONTWAIT);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
+	c->last_progress_ns = loop_now_ns();
 	if (n == 0) {
+		c->eof = true;
+		if (c->in_payload) {
+			server_conn_truncated(c);
+			return true;
+		}
 		/* a last request without its newline before EOF is still answered */
-		if (!c->in_len || c->in_len >= SERVER_IN_CAP)
-			return false;
-		c->in[c->in_len++] = '\n';
-		c->closing = true;
+		if (c->in_len && c->in_len < SERVER_IN_CAP)
+			c->in[c->in_len++] = '\n';
 		return true;
 	}
-	c->in_len += (size_t)n;
+	if (c->in_payload && !c->in_len)
+		c->payload_got += (size_t)n;
+	else
+		c->in_len += (size_t)n;
+	return true;
+}
+
+static void server_conn_update(struct server_conn *c)
+{
+	unsigned int ev = 0;
+
+	if (c->out_head)
+		ev |= POLLOUT;
+	if (server_conn_may_read(c))
+		ev |= POLLIN;
+	loop_poll_set_events(c->src, ev);
+}
+
+/* Serves what the buffer holds, within the bounds; false when to close now. */
+static bool server_conn_serve(struct server_conn *c)
+{
+	bool ok = true;
+
+	while (ok && !c->closing && c->pending < SERVER_MAX_PENDING &&
+	       c->out_bytes <= SERVER_OUT_HIGH && server_conn_serve_one(c, &ok))
+		;
+	if (!ok)
+		return false;
+	if (!server_conn_flush(c))
+		return false;
+	/* done: closing with nothing left to send, or the client gone and nothing owed */
+	if ((c->closing || c->eof) && !c->out_head && !c->pending && !c->in_payload)
+		return false;
+	server_conn_update(c);
 	return true;
 }
 
@@ -170,30 +390,54 @@ static void server_on_conn(struct loop_source *src, int fd, unsigned int revents
 		server_conn_close(c);
 		return;
 	}
-	if (c->out) {
-		if (!server_conn_flush(c)) {
-			server_conn_close(c);
-			return;
-		}
-	} else if (revents & (POLLIN | POLLHUP | POLLERR)) {
-		if (!server_conn_read(c)) {
-			server_conn_close(c);
-			return;
-		}
-	}
-	/* one answer in flight at a time; the next line waits in the buffer */
-	while (!c->out && server_conn_serve_line(c)) {
-		/* no answer (out of memory): the client would wait for ever */
-		if (!c->out || !server_conn_flush(c)) {
-			server_conn_close(c);
-			return;
-		}
-	}
-	if (c->closing && !c->out) {
+	if ((revents & POLLOUT) && !server_conn_flush(c)) {
 		server_conn_close(c);
 		return;
 	}
-	loop_poll_set_events(c->src, c->out ? POLLOUT : POLLIN);
+	/*
+	 * Hung up both ways (a half-close reads as EOF instead): no answer can
+	 * reach the client any more. Its owed answers find it gone.
+	 */
+	if (revents & (POLLHUP | POLLERR)) {
+		server_conn_close(c);
+		return;
+	}
+	if ((revents & POLLIN) && server_conn_may_read(c) && !server_conn_read(c)) {
+		server_conn_close(c);
+		return;
+	}
+	if (!server_conn_serve(c))
+		server_conn_close(c);
+}
+
+static struct server_conn *server_find_conn(struct server *s, __u64 id)
+{
+	for (int i = 0; i < SERVER_MAX_CONNS; i++)
+		if (s->conns[i] && s->conns[i]->id == id)
+			return s->conns[i];
+	return NULL;
+}
+
+int server_send(struct server *s, __u64 conn, const char *line, const void *payload, size_t len)
+{
+	struct server_conn *c = server_find_conn(s, conn);
+
+	if (!c)
+		return -ENOTCONN;
+	if (c->pending > 0)
+		c->pending--;
+	if (!server_conn_queue(c, line, payload, len)) {
+		server_conn_close(c);
+		return -ENOMEM;
+	}
+	c->last_progress_ns = loop_now_ns();
+	/*
+	 * Sent from the loop's POLLOUT, not here: the caller may be inside
+	 * another module's callback, and serving the requests this unblocks
+	 * would call back into it.
+	 */
+	server_conn_update(c);
+	return 0;
 }
 
 /* The pid namespace of a process, by the inode of /proc/PID/ns/pid; 0 if unknown. */
@@ -385,6 +629,7 @@ static void server_add_conn(struct server *s, int fd)
 		return;
 	}
 	c->s = s;
+	c->id = ++s->next_id;
 	c->fd = fd;
 	c->uid = cred.uid;
 	c->last_progress_ns = loop_now_ns();
@@ -416,7 +661,8 @@ static void server_on_sweep(struct loop_source *src, __u64 now_ns, void *ctx)
 	for (int i = 0; i < SERVER_MAX_CONNS; i++) {
 		struct server_conn *c = s->conns[i];
 
-		if (c && c->last_progress_ns + limit < now_ns)
+		/* a connection owed answers waits on colocd, not on its client */
+		if (c && !c->pending && c->last_progress_ns + limit < now_ns)
 			server_conn_close(c);
 	}
 }
@@ -685,6 +931,17 @@ int server_listen(struct server *s, server_request_fn handle, void *ctx, struct 
 		return coloc_err_set(err, ret, "cannot serve %s: %s", s->socket_path,
 				     strerror(-ret));
 	return 0;
+}
+
+void server_stop_listening(struct server *s)
+{
+	if (!s || s->listen_fd < 0)
+		return;
+	loop_source_remove(s->listen_src);
+	s->listen_src = NULL;
+	close(s->listen_fd);
+	s->listen_fd = -1;
+	unlinkat(s->dir_fd, s->sock_name, 0);
 }
 
 void server_close(struct server *s)

@@ -8,7 +8,9 @@
 #ifndef COLOC_DAEMON_SERVER_H
 #define COLOC_DAEMON_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <linux/types.h>
 #include "coloc/protocol.h"
 #include "error.h"
 #include "loop.h"
@@ -25,15 +27,62 @@
 #define SERVER_ROOT_RESERVED COLOC_ROOT_CONNS
 #define SERVER_UID_SHARE COLOC_CONNS_PER_UID
 #define SERVER_DEFAULT_TIMEOUT_MS 30000u
+/*
+ * Deferred answers a connection may be owed: beyond it colocd reads no more
+ * of its requests until one is sent. Nor does it read while more than
+ * SERVER_OUT_HIGH bytes of answers wait for the client to take them.
+ */
+#define SERVER_MAX_PENDING COLOC_MAX_INFLIGHT
+#define SERVER_OUT_HIGH (4u << 20)
 
 struct server;
 
 /*
- * One request line (without '\n') -> a malloc'd response line ending in
- * '\n'. line is NULL for a line over COLOC_MAX_REQUEST bytes: the answer
- * is the last thing the connection gets.
+ * One request as the handler sees it. The handler answers at once (returns
+ * a malloc'd line ending in '\n'), or returns NULL after one of:
+ *  - server_req_read_payload(): the next bytes on the connection are a
+ *    binary payload; once they are in, payload_fn is called with them and
+ *    answers the same way;
+ *  - server_req_defer(): the answer comes later, once, through server_send()
+ *    with this connection's id (a connection that closed meanwhile is
+ *    simply not found).
+ * NULL with neither means the handler could not answer (out of memory):
+ * the connection is closed.
  */
-typedef char *(*server_request_fn)(void *ctx, const char *line, size_t len);
+struct server_req {
+	struct server *server;
+	__u64 conn; /* the connection's id: never reused */
+	/* set through the calls below */
+	size_t payload_bytes;
+	char *(*payload_fn)(void *ctx, struct server_req *req, const void *data, size_t len);
+	void *payload_arg;
+	bool deferred;
+	bool close_after; /* close once this answer is out */
+};
+
+/*
+ * line is NULL for a line over COLOC_MAX_REQUEST bytes: the answer is the
+ * last thing the connection gets.
+ */
+typedef char *(*server_request_fn)(void *ctx, struct server_req *req, const char *line, size_t len);
+typedef char *(*server_payload_fn)(void *ctx, struct server_req *req, const void *data, size_t len);
+
+/*
+ * Asks for bytes (at most COLOC_MAX_PAYLOAD) after the line; -EMSGSIZE if
+ * more. arg, when not NULL, is malloc'd: fn owns it, and the server frees it
+ * when the connection ends before the payload is in.
+ */
+int server_req_read_payload(struct server_req *req, size_t bytes, server_payload_fn fn, void *arg);
+/* The answer will come through server_send(). */
+void server_req_defer(struct server_req *req);
+/*
+ * Sends a deferred answer: line (ending in '\n') then len bytes of payload
+ * (NULL, 0 for none), queued in full on connection conn. -ENOTCONN when the
+ * connection is gone, -ENOMEM.
+ */
+int server_send(struct server *s, __u64 conn, const char *line, const void *payload, size_t len);
+/* Stops accepting new connections (shutting down); the open ones are served on. */
+void server_stop_listening(struct server *s);
 
 struct server_config {
 	const char *socket_path;

@@ -61,7 +61,7 @@ FIXTURE_TEARDOWN(control)
 static struct json_object *handle(struct colocd *d, const char *line, size_t len)
 {
 	struct json_tokener *tok = json_tokener_new();
-	char *resp = control_handle(d, line, len, tu_now_ns());
+	char *resp = control_handle(d, NULL, line, len, tu_now_ns());
 	struct json_object *o = NULL;
 	size_t n = resp ? strlen(resp) : 0;
 
@@ -242,6 +242,48 @@ TEST_F(control, handle__pids_must_be_numbers)
 		json_object_put(o);
 	}
 	EXPECT_EQ(NULL, tenants_find(&self->d.tenants, "a"));
+}
+
+TEST_F(control, handle__serving_commands_check_their_arguments)
+{
+	static const struct {
+		const char *line, *error_part;
+	} cases[] = {
+		{ "{\"cmd\":\"submit\",\"name\":\"a\"}", "needs \"name\", \"model\"" },
+		{ "{\"cmd\":\"submit\",\"name\":\"a\",\"model\":\"x.model\",\"qos_ms\":5}",
+		  "absolute path" },
+		{ "{\"cmd\":\"submit\",\"name\":\"a\",\"model\":\"/x.model\",\"qos_ms\":0}",
+		  "above 0" },
+		{ "{\"cmd\":\"submit\",\"name\":\"a\",\"model\":\"/x.model\",\"qos_ms\":\"5\"}",
+		  "a number" },
+		{ "{\"cmd\":\"status\",\"name\":\"nobody\"}", "no tenant named 'nobody'" },
+		{ "{\"cmd\":\"remove\"}", "needs \"name\"" },
+		{ "{\"cmd\":\"restart\",\"name\":\"nobody\"}", "nobody" },
+		/* without a connection there is nowhere for the bytes to come from */
+		{ "{\"cmd\":\"infer\",\"tenant\":\"a\",\"tag\":1,\"input_bytes\":4}",
+		  "needs a connection" },
+	};
+	struct json_object *o, *arr;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		o = handle_str(&self->d, cases[i].line);
+		ASSERT_NE(NULL, o) TH_LOG("%s", cases[i].line);
+		EXPECT_FALSE(is_ok(o)) TH_LOG("%s", cases[i].line);
+		EXPECT_NE(NULL, strstr(error_of(o), cases[i].error_part))
+		TH_LOG("%s -> %s (want %s)", cases[i].line, error_of(o), cases[i].error_part);
+		json_object_put(o);
+	}
+	/* nothing was admitted; status still lists every served core */
+	o = handle_str(&self->d, "{\"cmd\":\"list\"}");
+	ASSERT_TRUE(is_ok(o));
+	ASSERT_TRUE(json_object_object_get_ex(o, "tenants", &arr));
+	EXPECT_EQ(0, json_object_array_length(arr));
+	json_object_put(o);
+	o = handle_str(&self->d, "{\"cmd\":\"status\"}");
+	ASSERT_TRUE(is_ok(o));
+	ASSERT_TRUE(json_object_object_get_ex(o, "cores", &arr));
+	EXPECT_EQ(tu_nr_online_cpus(), (int)json_object_array_length(arr));
+	json_object_put(o);
 }
 
 TEST(utf8__sequence_len_follows_rfc3629)

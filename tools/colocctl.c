@@ -5,6 +5,7 @@
  * prints tables for people and raw JSON with --json for scripts.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <grp.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <json-c/json.h>
+#include "coloc/client.h"
 #include "coloc/protocol.h"
 #include "cli.h"
 
@@ -50,6 +52,25 @@ static void usage(FILE *out)
 		"                                attribute processes (all their threads) and/or\n"
 		"                                a cgroup v2 directory to tenant NAME\n"
 		"  tenant rm NAME                forget tenant NAME (also: tenant remove NAME)\n"
+		"\n"
+		"Serving (colocd runs one executor per tenant):\n"
+		"  submit NAME MODEL --qos-ms X [--weights FILE] [--json]\n"
+		"                                admit a model as tenant NAME with a latency\n"
+		"                                target of X ms; its profile must be in colocd's\n"
+		"                                cache (the error names the coloc-profile command)\n"
+		"  list [--json]                 submitted tenants and their states\n"
+		"  status [NAME] [--json]        per tenant: state, rates, p50/p95/p99, share\n"
+		"                                within QoS, drops and rejections with reasons;\n"
+		"                                per core: which tenant's layers run there\n"
+		"  remove NAME                   stop taking queries, finish the queued ones,\n"
+		"                                then stop the executor (answers once done)\n"
+		"  restart NAME                  start a failed tenant's executor again\n"
+		"  infer NAME [--input FILE] [--output FILE] [--json]\n"
+		"                                one query: FILE holds the model's inputs as raw\n"
+		"                                little-endian fp32, one after another (status\n"
+		"                                shows input_bytes); random values in [-1,1)\n"
+		"                                without it. The outputs, raw fp32 likewise, go\n"
+		"                                to --output, else the first few are printed\n"
 		"\n"
 		"Options (before or after the command):\n"
 		"  -s, --socket PATH   colocd's control socket (default %s)\n"
@@ -139,88 +160,32 @@ static void ctl_explain_connect_error(int err)
 	}
 }
 
-static int ctl_connect(void)
+static struct coloc_client *ctl_connect(void)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct coloc_client *c;
 	struct stat st;
-	int fd;
+	int ret;
 
-	if (strlen(opts.socket_path) >= sizeof(addr.sun_path)) {
-		fprintf(stderr, "colocctl: socket path too long: %s\n", opts.socket_path);
-		return -1;
-	}
-	strcpy(addr.sun_path, opts.socket_path);
 	if (!stat(opts.socket_path, &st) && !S_ISSOCK(st.st_mode)) {
 		fprintf(stderr, "colocctl: %s is not a socket (colocd's is %s by default)\n",
 			opts.socket_path, COLOC_DEFAULT_SOCKET);
-		return -1;
+		return NULL;
 	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		fprintf(stderr, "colocctl: cannot create a socket: %s\n", strerror(errno));
-		return -1;
-	}
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
-		ctl_explain_connect_error(errno);
-		close(fd);
-		return -1;
-	}
-	return fd;
+	ret = coloc_client_connect(opts.socket_path, &c);
+	if (ret == -ENAMETOOLONG)
+		fprintf(stderr, "colocctl: socket path too long: %s\n", opts.socket_path);
+	else if (ret)
+		ctl_explain_connect_error(-ret);
+	return ret ? NULL : c;
 }
 
-/* Sends one request line and returns the parsed response, or NULL with a message. */
-static struct json_object *ctl_request(int fd, struct json_object *req)
+/* Sends one request and returns the parsed response, or NULL with a message. */
+static struct json_object *ctl_request(struct coloc_client *c, struct json_object *req)
 {
-	const char *text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-	size_t len = strlen(text), cap = 65536, got = 0;
-	struct json_object *resp;
-	char *buf;
+	struct json_object *resp = coloc_client_call(c, req);
 
-	buf = malloc(cap);
-	if (!buf)
-		return NULL;
-	/* on a failed send, still read: the daemon may have said why (e.g. denied) */
-	if (send(fd, text, len, MSG_NOSIGNAL) != (ssize_t)len ||
-	    send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
-		int err = errno;
-		ssize_t n = recv(fd, buf, cap - 1, MSG_DONTWAIT);
-
-		buf[n > 0 ? n : 0] = '\0';
-		resp = n > 0 ? json_tokener_parse(buf) : NULL;
-		free(buf);
-		if (!resp)
-			fprintf(stderr, "colocctl: sending to colocd failed: %s\n", strerror(err));
-		return resp;
-	}
-	for (;;) {
-		ssize_t n;
-
-		if (got + 1 >= cap) {
-			char *bigger = realloc(buf, cap * 2);
-
-			if (!bigger) {
-				free(buf);
-				return NULL;
-			}
-			buf = bigger;
-			cap *= 2;
-		}
-		n = recv(fd, buf + got, cap - got - 1, 0);
-		if (n <= 0) {
-			fprintf(stderr, "colocctl: colocd closed the connection%s%s\n",
-				n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
-			free(buf);
-			return NULL;
-		}
-		got += (size_t)n;
-		if (memchr(buf + got - n, '\n', (size_t)n))
-			break;
-	}
-	buf[got] = '\0';
-	resp = json_tokener_parse(buf);
-	free(buf);
 	if (!resp)
-		fprintf(stderr, "colocctl: colocd sent something that is not JSON\n");
+		fprintf(stderr, "colocctl: %s\n", coloc_client_error(c));
 	return resp;
 }
 
@@ -366,9 +331,10 @@ static void on_interrupt(int sig)
 static int ctl_run(struct json_object *req, void (*print)(struct json_object *))
 {
 	unsigned int rounds = 0;
-	int fd = ctl_connect(), rc = 0;
+	struct coloc_client *fd = ctl_connect();
+	int rc = 0;
 
-	if (fd < 0) {
+	if (!fd) {
 		json_object_put(req);
 		return 1;
 	}
@@ -399,7 +365,7 @@ static int ctl_run(struct json_object *req, void (*print)(struct json_object *))
 
 		nanosleep(&ts, NULL);
 	} while (!interrupted);
-	close(fd);
+	coloc_client_close(fd);
 	json_object_put(req);
 	return rc;
 }
@@ -470,6 +436,430 @@ static int ctl_tenant(int argc, char **argv)
 		"colocctl: usage: tenant add NAME [--pid PID]... [--cgroup DIR] | tenant rm NAME\n");
 	return 2;
 }
+
+/* ---- submitted tenants and their queries ------------------------------------- */
+
+/* The arguments of a tenant command: positional words and the flags it takes. */
+struct ctl_args {
+	const char *pos[3];
+	int nr_pos;
+	const char *qos_ms, *weights, *input, *output;
+};
+
+/* Splits argv (after the command) into words and flags; 0 or 2 (bad usage). */
+static int ctl_parse_args(const char *cmd, int argc, char **argv, const char *allowed,
+			  struct ctl_args *a)
+{
+	static const struct {
+		const char *flag;
+		char key;
+		size_t off;
+	} flags[] = {
+		{ "--qos-ms", 'q', offsetof(struct ctl_args, qos_ms) },
+		{ "--weights", 'w', offsetof(struct ctl_args, weights) },
+		{ "--input", 'i', offsetof(struct ctl_args, input) },
+		{ "--output", 'o', offsetof(struct ctl_args, output) },
+	};
+
+	memset(a, 0, sizeof(*a));
+	for (int i = 0; i < argc; i++) {
+		bool known = false;
+
+		if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j")) {
+			opts.json = true;
+			continue;
+		}
+		if ((!strcmp(argv[i], "--socket") || !strcmp(argv[i], "-s")) && i + 1 < argc) {
+			opts.socket_path = argv[++i];
+			continue;
+		}
+		for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
+			if (strcmp(argv[i], flags[f].flag) || !strchr(allowed, flags[f].key))
+				continue;
+			if (i + 1 >= argc) {
+				fprintf(stderr, "colocctl: %s: %s wants a value\n", cmd, argv[i]);
+				return 2;
+			}
+			*(const char **)((char *)a + flags[f].off) = argv[++i];
+			known = true;
+		}
+		if (known)
+			continue;
+		if (argv[i][0] == '-' || a->nr_pos >= 3) {
+			fprintf(stderr, "colocctl: %s: unexpected '%s' (see --help)\n", cmd,
+				argv[i]);
+			return 2;
+		}
+		a->pos[a->nr_pos++] = argv[i];
+	}
+	return 0;
+}
+
+static const char *ctl_json_str(struct json_object *o, const char *key, const char *dflt)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
+		return dflt;
+	return json_object_get_string(v);
+}
+
+static double ctl_json_num(struct json_object *o, const char *key)
+{
+	double v = 0;
+
+	ctl_get_double(o, key, &v);
+	return v;
+}
+
+static void ctl_print_tenant_line(struct json_object *t)
+{
+	printf("%-16s %-9s %9.2f %9.2f %8.1f %8.1f %8.2f %8.2f %8.2f %7.1f%% %7.0f %5.0f %5.0f\n",
+	       ctl_json_str(t, "name", "?"), ctl_json_str(t, "state", "?"),
+	       ctl_json_num(t, "qos_ms"), ctl_json_num(t, "solo_ms"),
+	       ctl_json_num(t, "offered_rate"), ctl_json_num(t, "served_rate"),
+	       ctl_json_num(t, "p50_ms"), ctl_json_num(t, "p95_ms"), ctl_json_num(t, "p99_ms"),
+	       100 * ctl_json_num(t, "within_qos"), ctl_json_num(t, "served"),
+	       ctl_json_num(t, "dropped"), ctl_json_num(t, "rejected") + ctl_json_num(t, "failed"));
+}
+
+static void ctl_print_tenant_header(void)
+{
+	printf("%-16s %-9s %9s %9s %8s %8s %8s %8s %8s %8s %7s %5s %5s\n", "TENANT", "STATE",
+	       "QOS(ms)", "SOLO(ms)", "OFFER/s", "SERVE/s", "P50(ms)", "P95(ms)", "P99(ms)",
+	       "IN-QOS", "SERVED", "DROP", "REJ+F");
+}
+
+/* The reasons a tenant gives (why failed, the last drop, rejection, failure). */
+static void ctl_print_reasons(struct json_object *t)
+{
+	static const char *const keys[] = { "reason", "note", "last_drop", "last_reject",
+					    "last_failure" };
+
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		const char *v = ctl_json_str(t, keys[k], NULL);
+
+		if (v)
+			printf("  %s %s: %s\n", ctl_json_str(t, "name", "?"), keys[k], v);
+	}
+}
+
+static void ctl_print_submitted(struct json_object *resp)
+{
+	struct json_object *t;
+
+	if (!json_object_object_get_ex(resp, "tenant", &t))
+		return;
+	printf("tenant %s admitted (%s): QoS %.2f ms, profiled alone %.2f ms\n",
+	       ctl_json_str(t, "name", "?"), ctl_json_str(t, "state", "?"),
+	       ctl_json_num(t, "qos_ms"), ctl_json_num(t, "solo_ms"));
+	ctl_print_reasons(t);
+	if (ctl_json_str(resp, "warning", NULL))
+		printf("warning: %s\n", ctl_json_str(resp, "warning", ""));
+}
+
+static void ctl_print_list(struct json_object *resp)
+{
+	struct json_object *arr;
+	size_t n;
+
+	json_object_object_get_ex(resp, "tenants", &arr);
+	n = arr ? json_object_array_length(arr) : 0;
+	printf("%-16s %-9s %9s %8s\n", "TENANT", "STATE", "QOS(ms)", "PID");
+	if (!n)
+		printf("(no tenants: 'colocctl submit NAME MODEL --qos-ms X')\n");
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *t = json_object_array_get_idx(arr, i);
+
+		printf("%-16s %-9s %9.2f %8.0f\n", ctl_json_str(t, "name", "?"),
+		       ctl_json_str(t, "state", "?"), ctl_json_num(t, "qos_ms"),
+		       ctl_json_num(t, "pid"));
+	}
+}
+
+static void ctl_print_status(struct json_object *resp)
+{
+	struct json_object *arr;
+	size_t n;
+
+	json_object_object_get_ex(resp, "tenants", &arr);
+	n = arr ? json_object_array_length(arr) : 0;
+	ctl_print_tenant_header();
+	for (size_t i = 0; i < n; i++)
+		ctl_print_tenant_line(json_object_array_get_idx(arr, i));
+	for (size_t i = 0; i < n; i++)
+		ctl_print_reasons(json_object_array_get_idx(arr, i));
+	json_object_object_get_ex(resp, "cores", &arr);
+	n = arr ? json_object_array_length(arr) : 0;
+	printf("\n%4s %-16s %8s %9s  %s\n", "CPU", "TENANT", "QUERY", "LAYERS", "VERSIONS");
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *c = json_object_array_get_idx(arr, i), *v;
+
+		if (!json_object_object_get_ex(c, "tenant", &v)) {
+			printf("%4.0f %-16s\n", ctl_json_num(c, "cpu"), "(free)");
+			continue;
+		}
+		json_object_object_get_ex(c, "versions", &v);
+		printf("%4.0f %-16s %8.0f %4.0f-%-4.0f  %s\n", ctl_json_num(c, "cpu"),
+		       ctl_json_str(c, "tenant", "?"), ctl_json_num(c, "query"),
+		       ctl_json_num(c, "first_layer"), ctl_json_num(c, "last_layer"),
+		       json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	}
+}
+
+/* A path made absolute against the current directory: colocd resolves none itself. */
+static char *ctl_absolute(const char *path)
+{
+	char *abs = realpath(path, NULL);
+
+	if (!abs)
+		fprintf(stderr, "colocctl: %s: %s\n", path, strerror(errno));
+	return abs;
+}
+
+static int ctl_submit(int argc, char **argv)
+{
+	struct json_object *req;
+	struct ctl_args a;
+	char *model, *weights = NULL;
+	double qos;
+	char *end;
+
+	if (ctl_parse_args("submit", argc, argv, "qw", &a))
+		return 2;
+	if (a.nr_pos != 2 || !a.qos_ms) {
+		fprintf(stderr, "colocctl: usage: submit NAME MODEL --qos-ms X [--weights FILE] "
+				"[--json]\n");
+		return 2;
+	}
+	errno = 0;
+	qos = strtod(a.qos_ms, &end);
+	if (errno || end == a.qos_ms || *end || !(qos > 0 && qos <= 3600000)) {
+		fprintf(stderr, "colocctl: --qos-ms wants a number of ms above 0, not '%s'\n",
+			a.qos_ms);
+		return 2;
+	}
+	model = ctl_absolute(a.pos[1]);
+	if (!model)
+		return 1;
+	if (a.weights && !(weights = ctl_absolute(a.weights))) {
+		free(model);
+		return 1;
+	}
+	req = ctl_cmd("submit");
+	json_object_object_add(req, "name", json_object_new_string(a.pos[0]));
+	json_object_object_add(req, "model", json_object_new_string(model));
+	if (weights)
+		json_object_object_add(req, "weights", json_object_new_string(weights));
+	json_object_object_add(req, "qos_ms", json_object_new_double(qos));
+	free(model);
+	free(weights);
+	return ctl_run(req, ctl_print_submitted);
+}
+
+/* list, status [NAME], remove NAME, restart NAME */
+static int ctl_named(const char *cmd, int argc, char **argv, int min, int max,
+		     void (*print)(struct json_object *))
+{
+	struct json_object *req;
+	struct ctl_args a;
+
+	if (ctl_parse_args(cmd, argc, argv, "", &a))
+		return 2;
+	if (a.nr_pos < min || a.nr_pos > max) {
+		fprintf(stderr, "colocctl: usage: %s%s (see --help)\n", cmd,
+			max ? (min ? " NAME" : " [NAME]") : "");
+		return 2;
+	}
+	req = ctl_cmd(cmd);
+	if (a.nr_pos)
+		json_object_object_add(req, "name", json_object_new_string(a.pos[0]));
+	return ctl_run(req, print);
+}
+
+/* The tenant's input and output sizes, from status. */
+static int ctl_tenant_sizes(struct coloc_client *c, const char *name, size_t *in, size_t *out)
+{
+	struct json_object *req = ctl_cmd("status"), *resp, *arr;
+	int rc = 1;
+
+	json_object_object_add(req, "name", json_object_new_string(name));
+	resp = ctl_request(c, req);
+	json_object_put(req);
+	if (resp && ctl_ok(resp) && json_object_object_get_ex(resp, "tenants", &arr) &&
+	    json_object_array_length(arr) == 1) {
+		struct json_object *t = json_object_array_get_idx(arr, 0);
+
+		*in = (size_t)ctl_json_num(t, "input_bytes");
+		*out = (size_t)ctl_json_num(t, "output_bytes");
+		rc = 0;
+	}
+	json_object_put(resp);
+	return rc;
+}
+
+/* The input: FILE's bytes (exactly len of them), or random values in [-1, 1). */
+static void *ctl_read_input(const char *path, size_t len)
+{
+	float *buf = malloc(len ? len : 1);
+	FILE *f;
+
+	if (!buf)
+		return NULL;
+	if (!path) {
+		srand((unsigned int)time(NULL) ^ (unsigned int)getpid());
+		for (size_t i = 0; i < len / sizeof(float); i++)
+			buf[i] = (float)rand() / ((float)RAND_MAX / 2) - 1.0f;
+		return buf;
+	}
+	f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "colocctl: %s: %s\n", path, strerror(errno));
+		free(buf);
+		return NULL;
+	}
+	if (fread(buf, 1, len, f) != len || fgetc(f) != EOF) {
+		fprintf(stderr,
+			"colocctl: %s must hold exactly %zu bytes (the model's inputs as raw "
+			"little-endian fp32)\n",
+			path, len);
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static int ctl_write_output(const char *path, const void *buf, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	int rc = 0;
+
+	if (!f || fwrite(buf, 1, len, f) != len)
+		rc = 1;
+	if (f && fclose(f))
+		rc = 1;
+	if (rc)
+		fprintf(stderr, "colocctl: cannot write %s: %s\n", path, strerror(errno));
+	return rc;
+}
+
+static void ctl_print_infer(const struct coloc_infer_result *r, const float *out, bool to_file)
+{
+	static const char *const names[] = { "ok", "rejected", "dropped", "failed" };
+
+	if (opts.json) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "ok", json_object_new_boolean(r->status == 0));
+		json_object_object_add(o, "status", json_object_new_string(names[r->status]));
+		json_object_object_add(o, "latency_ns",
+				       json_object_new_int64((int64_t)r->latency_ns));
+		json_object_object_add(o, "exec_ns", json_object_new_int64((int64_t)r->exec_ns));
+		json_object_object_add(o, "output_bytes",
+				       json_object_new_int64((int64_t)r->output_bytes));
+		if (r->error[0])
+			json_object_object_add(o, "error", json_object_new_string(r->error));
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		json_object_put(o);
+		return;
+	}
+	printf("%s: latency %.3f ms in colocd (executor %.3f ms), %zu output bytes\n",
+	       names[r->status], r->latency_ns / 1e6, r->exec_ns / 1e6, r->output_bytes);
+	if (!to_file && r->output_bytes) {
+		size_t n = r->output_bytes / sizeof(float), show = n < 8 ? n : 8;
+
+		printf("output[0..%zu):", show);
+		for (size_t i = 0; i < show; i++)
+			printf(" %g", out[i]);
+		printf("%s\n", n > show ? " ..." : "");
+	}
+}
+
+static int ctl_infer(int argc, char **argv)
+{
+	struct coloc_infer_result res;
+	struct coloc_client *c;
+	struct ctl_args a;
+	size_t in_len, out_len;
+	void *in = NULL, *out = NULL;
+	int rc = 1, ret;
+
+	if (ctl_parse_args("infer", argc, argv, "io", &a))
+		return 2;
+	if (a.nr_pos != 1) {
+		fprintf(stderr, "colocctl: usage: infer NAME [--input FILE] [--output FILE]\n");
+		return 2;
+	}
+	c = ctl_connect();
+	if (!c)
+		return 1;
+	if (ctl_tenant_sizes(c, a.pos[0], &in_len, &out_len))
+		goto out;
+	in = ctl_read_input(a.input, in_len);
+	out = malloc(out_len ? out_len : 1);
+	if (!in || !out)
+		goto out;
+	ret = coloc_client_infer(c, a.pos[0], in, in_len, out, out_len, &res);
+	if (ret) {
+		fprintf(stderr, "colocctl: infer: %s\n", coloc_client_error(c));
+		goto out;
+	}
+	if (res.status != COLOC_INFER_OK) {
+		ctl_print_infer(&res, out, false);
+		if (!opts.json)
+			fprintf(stderr, "colocctl: colocd: %s\n", res.error);
+		goto out;
+	}
+	if (a.output && ctl_write_output(a.output, out, res.output_bytes))
+		goto out;
+	ctl_print_infer(&res, out, a.output != NULL);
+	rc = 0;
+out:
+	free(in);
+	free(out);
+	coloc_client_close(c);
+	return rc;
+}
+
+/* The commands that parse their own arguments. */
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} ctl_tenant_cmds[] = {
+	{ "submit", ctl_submit },
+	{ "infer", ctl_infer },
+};
+
+static int ctl_list(int argc, char **argv)
+{
+	return ctl_named("list", argc, argv, 0, 0, ctl_print_list);
+}
+
+static int ctl_status(int argc, char **argv)
+{
+	return ctl_named("status", argc, argv, 0, 1, ctl_print_status);
+}
+
+static int ctl_remove(int argc, char **argv)
+{
+	return ctl_named("remove", argc, argv, 1, 1, ctl_print_done);
+}
+
+static int ctl_restart(int argc, char **argv)
+{
+	return ctl_named("restart", argc, argv, 1, 1, ctl_print_done);
+}
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} ctl_simple_cmds[] = {
+	{ "list", ctl_list },
+	{ "status", ctl_status },
+	{ "remove", ctl_remove },
+	{ "restart", ctl_restart },
+};
 
 /* Parses options up to the first non-option word; returns 0, or the exit code. */
 static int parse_opts(int argc, char **argv)
@@ -544,6 +934,12 @@ int main(int argc, char **argv)
 	cmd = argv[0];
 	if (!strcmp(cmd, "tenant"))
 		return ctl_tenant(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(ctl_tenant_cmds) / sizeof(ctl_tenant_cmds[0]); i++)
+		if (!strcmp(cmd, ctl_tenant_cmds[i].name))
+			return ctl_tenant_cmds[i].run(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(ctl_simple_cmds) / sizeof(ctl_simple_cmds[0]); i++)
+		if (!strcmp(cmd, ctl_simple_cmds[i].name))
+			return ctl_simple_cmds[i].run(argc - 1, argv + 1);
 	/* options may also follow the command: "signals --json --watch" */
 	optind = 0;
 	rc = parse_opts(argc, argv);

@@ -23,12 +23,25 @@
  * alike.
  *
  * Framing: one request per line, a JSON object ending in '\n'; one response
- * per request, also a single JSON line, in order. A request line longer than
+ * per request, also a single JSON line. A request line longer than
  * COLOC_MAX_REQUEST bytes gets an error response and the connection is
  * closed (the stream cannot be resynchronised); any other bad request gets an
  * error response and the connection stays usable. A last request cut off by
- * the client's EOF is still answered. JSON is read and written with json-c,
- * never by hand.
+ * the client's EOF (a half-close) is still answered. JSON is read and
+ * written with json-c, never by hand.
+ *
+ * Binary frames (infer only; tensors never travel as JSON): the request
+ * line is followed by exactly "input_bytes" raw bytes, and an answer with
+ * "output_bytes":M by exactly M raw bytes. Answers come in request order,
+ * except infer answers, which come when their query completes (in
+ * completion order, told apart by "tag"), so many infers may be in flight
+ * on one connection (pipelining). colocd owes a connection at most
+ * COLOC_MAX_INFLIGHT infer answers, and holds at most 4 MiB of answers the
+ * client has not taken: beyond either it reads no more of that
+ * connection's requests until it catches up (a client must read answers
+ * while it sends; libcoloc_client does). A connection owed answers is not
+ * timed out. A client that closes its connection with queries in flight
+ * loses their answers; the queries still run, nothing else is affected.
  *
  * Requests are strict JSON (RFC 8259: no comments, no single quotes, no
  * trailing commas) in valid UTF-8, and no string may hold a NUL ("\u0000"):
@@ -79,6 +92,67 @@
  *   {"cmd":"tenants"}
  *     -> {"ok":true,"tenants":[<tenant object>...]}
  *
+ *
+ * Serving (tenants that colocd runs, one executor process each):
+ *   {"cmd":"submit","name":"NAME","model":"/abs/path.model","weights":"/abs/path"?,
+ *    "qos_ms":F}
+ *     Validates the model (a malformed one: "FILE:LINE: what"), finds its
+ *     latency profile in colocd's cache (missing: the error names the
+ *     coloc-profile command that makes it), rejects a QoS below the model's
+ *     profiled solo latency on all served cores (both numbers in the error),
+ *     and starts the executor (state "starting", then "ready"). Paths must be
+ *     absolute (colocctl resolves them). The executor's process is
+ *     attributed to the tenant of the same name in the BPF maps (the
+ *     "tenants" and "signals" commands show it), and leaves it with the
+ *     executor. With --state, the file is rewritten.
+ *     -> {"ok":true,"tenant":<serving tenant>,"warning":S (only when --state
+ *         could not be written)}
+ *   {"cmd":"list"}
+ *     -> {"ok":true,"tenants":[{"name":S,"state":S,"qos_ms":F,"pid":N}]}
+ *   {"cmd":"status"} or {"cmd":"status","name":"NAME"} ("no tenant named" if unknown)
+ *     -> {"ok":true,"tenants":[<serving tenant>...],
+ *         "cores":[{"cpu":N,"busy":bool, when busy: "tenant":S,"query":N,
+ *                   "first_layer":N,"last_layer":N (one past),
+ *                   "versions":[N per layer]}],
+ *         "policy_errors":N,"last_policy_error":S|null}
+ *   {"cmd":"remove","name":"NAME"}
+ *     Takes no new queries for NAME and lets the accepted ones finish; the
+ *     answer comes once they have and the executor is stopped (a failed
+ *     or starting tenant goes at once). -> {"ok":true}
+ *   {"cmd":"restart","name":"NAME"}
+ *     A failed tenant starts a new executor; an error for any other state.
+ *     -> {"ok":true}
+ *   {"cmd":"infer","tenant":"NAME","tag":N,"input_bytes":B} + B raw bytes
+ *     One query: the bytes are the model's inputs as raw little-endian
+ *     fp32, one after another in layer order (include/coloc/shm.h's
+ *     layout), B the tenant's "input_bytes". tag: any non-negative integer
+ *     of the client's, echoed in the answer. Its deadline is arrival + QoS.
+ *     -> {"ok":true,"tag":N,"status":"ok","latency_ns":N (arrival to
+ *         completion in colocd),"exec_ns":N (of which in the executor),
+ *         "output_bytes":M} + M raw bytes (the outputs, fp32, shm.h's layout)
+ *     -> {"ok":false,"tag":N,"status":"rejected","error":S} at once: no such
+ *        tenant, a size that is not the model's, a full queue (per tenant
+ *        and in all), a draining or failed tenant, colocd shutting down
+ *        (a starting tenant queues the query until it is ready);
+ *     -> {"ok":false,"tag":N,"status":"dropped"|"failed","error":S,
+ *         "latency_ns":N,"exec_ns":N}: given up on past its deadline, or its
+ *        executor failed.
+ *     No bytes follow an ok:false answer. A line without a string "tenant"
+ *     and integer "tag" and "input_bytes" is answered with an error and the
+ *     connection closed (the bytes after it cannot be skipped); so is
+ *     "input_bytes" over COLOC_MAX_PAYLOAD. A connection that ends inside
+ *     the bytes gets "truncated payload" and is closed.
+ *
+ * A serving tenant: {"name":S,"state":"starting"|"ready"|"draining"|"failed",
+ *   "reason":S|null (why failed),"note":S|null (admission note),"model":S,
+ *   "pid":N (the executor's; 0 when none runs),"qos_ms":F,"solo_ms":F
+ *   (profiled alone on all served cores),"input_bytes":N,"output_bytes":N,
+ *   "queued":N,"in_flight":N,"offered_rate":F,"served_rate":F (queries/s
+ *   over the last 10 s),"p50_ms","p95_ms","p99_ms":F (over the last 1024
+ *   served),"within_qos":F (fraction of all served),"offered","served",
+ *   "dropped","rejected","failed":N,"last_drop","last_reject",
+ *   "last_failure":S|null}
+ *
  * A tenant object: {"name":S,"id":N,"pids":[...],"cgroup":S|null,
  *   "busy":F (CPUs' worth over the span),"on_cpu_ns":N (since added; by
  *   the clock, so in a VM it includes time the hypervisor stole while the
@@ -100,5 +174,7 @@
 #define COLOC_MAX_CONNS 64
 #define COLOC_ROOT_CONNS 8
 #define COLOC_CONNS_PER_UID 16
+#define COLOC_MAX_INFLIGHT 1024 /* infer answers one connection may be owed */
+#define COLOC_MAX_PAYLOAD (64u << 20) /* bytes of one infer input */
 
 #endif /* COLOC_PROTOCOL_H */

@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * libcoloc_client (include/coloc/client.h): one connection to colocd, a
+ * read buffer that holds whatever arrived (answer lines and the raw output
+ * bytes that follow infer answers), and the infer framing of protocol.h.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include "coloc/client.h"
+#include "coloc/protocol.h"
+
+struct coloc_client {
+	int fd;
+	char *buf; /* bytes received, not yet taken */
+	size_t len, cap;
+	char error[512];
+};
+
+static int client_fail(struct coloc_client *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int client_fail(struct coloc_client *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int coloc_client_connect(const char *socket_path, struct coloc_client **out)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct coloc_client *c;
+	const char *path = socket_path ? socket_path : COLOC_DEFAULT_SOCKET;
+
+	*out = NULL;
+	if (strlen(path) >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(addr.sun_path, path, strlen(path));
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof(addr))) {
+		int err = -errno;
+
+		if (c->fd >= 0)
+			close(c->fd);
+		free(c);
+		return err;
+	}
+	*out = c;
+	return 0;
+}
+
+void coloc_client_close(struct coloc_client *c)
+{
+	if (!c)
+		return;
+	close(c->fd);
+	free(c->buf);
+	free(c);
+}
+
+int coloc_client_fd(const struct coloc_client *c)
+{
+	return c->fd;
+}
+
+const char *coloc_client_error(const struct coloc_client *c)
+{
+	return c->error;
+}
+
+/* Reads what is there into the buffer, waiting up to timeout_ms; bytes read, 0, or -errno. */
+static int client_fill(struct coloc_client *c, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	ssize_t n;
+	int r;
+
+	if (c->cap - c->len < 65536) {
+		size_t cap = c->cap ? c->cap * 2 : 262144;
+		char *b = realloc(c->buf, cap);
+
+		if (!b)
+			return client_fail(c, -ENOMEM, "out of memory");
+		c->buf = b;
+		c->cap = cap;
+	}
+	r = poll(&pfd, 1, timeout_ms);
+	if (r < 0)
+		return errno == EINTR ? 0 : client_fail(c, -errno, "poll: %s", strerror(errno));
+	if (!r)
+		return 0;
+	n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ?
+			       0 :
+			       client_fail(c, -errno, "reading from colocd: %s", strerror(errno));
+	if (!n)
+		return client_fail(c, -EPIPE, "colocd closed the connection");
+	c->len += (size_t)n;
+	return (int)n;
+}
+
+/* Sends all of buf, reading answers meanwhile so that neither side waits on the other. */
+static int client_send_all(struct coloc_client *c, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT | POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return client_fail(c, -errno, "poll: %s", strerror(errno));
+		}
+		if (pfd.revents & POLLIN) {
+			int r = client_fill(c, 0);
+
+			if (r < 0)
+				return r;
+		}
+		if (!(pfd.revents & (POLLOUT | POLLERR | POLLHUP)))
+			continue;
+		n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			return client_fail(c, -errno, "sending to colocd: %s", strerror(errno));
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The end of the first line in the buffer, or NULL. */
+static char *client_line_end(struct coloc_client *c)
+{
+	return c->len ? memchr(c->buf, '\n', c->len) : NULL;
+}
+
+static void client_consume(struct coloc_client *c, size_t n)
+{
+	c->len -= n;
+	memmove(c->buf, c->buf + n, c->len);
+}
+
+static uint64_t client_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Waits until the buffer holds a line and need more bytes after it: 1, 0 (time up), -errno. */
+static int client_wait_for(struct coloc_client *c, size_t need_after_line, int timeout_ms)
+{
+	uint64_t end = timeout_ms > 0 ? client_now_ms() + (uint64_t)timeout_ms : 0;
+
+	for (;;) {
+		char *nl = client_line_end(c);
+		int r, wait = timeout_ms;
+
+		if (nl && (size_t)(nl + 1 - c->buf) + need_after_line <= c->len)
+			return 1;
+		if (timeout_ms > 0) {
+			uint64_t now = client_now_ms();
+
+			if (now >= end)
+				return 0;
+			wait = (int)(end - now);
+		}
+		r = client_fill(c, wait);
+		if (r < 0)
+			return r;
+		if (!r && timeout_ms == 0)
+			return 0;
+	}
+}
+
+int coloc_client_request(struct coloc_client *c, const char *request, char **response)
+{
+	size_t len = strlen(request), line_len;
+	char *nl;
+	int r;
+
+	*response = NULL;
+	r = client_send_all(c, request, len);
+	if (!r)
+		r = client_send_all(c, "\n", 1);
+	/* a refusal (permission, limits) may have been sent before the request was read */
+	if (r && r != -EPIPE && r != -ECONNRESET)
+		return r;
+	r = client_wait_for(c, 0, -1);
+	if (r < 0)
+		return r;
+	nl = client_line_end(c);
+	line_len = (size_t)(nl - c->buf);
+	*response = malloc(line_len + 1);
+	if (!*response)
+		return client_fail(c, -ENOMEM, "out of memory");
+	memcpy(*response, c->buf, line_len);
+	(*response)[line_len] = '\0';
+	client_consume(c, line_len + 1);
+	return 0;
+}
+
+struct json_object *coloc_client_call(struct coloc_client *c, struct json_object *req)
+{
+	char *resp = NULL;
+	struct json_object *o;
+
+	if (coloc_client_request(c, json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN),
+				 &resp))
+		return NULL;
+	o = json_tokener_parse(resp);
+	if (!o)
+		client_fail(c, -EPROTO, "colocd's answer is not JSON: %.200s", resp);
+	free(resp);
+	return o;
+}
+
+int coloc_client_ok(struct coloc_client *c, struct json_object *resp)
+{
+	struct json_object *v;
+
+	if (json_object_object_get_ex(resp, "ok", &v) && json_object_get_boolean(v))
+		return 1;
+	if (json_object_object_get_ex(resp, "error", &v))
+		client_fail(c, 0, "%s", json_object_get_string(v));
+	else
+		client_fail(c, 0, "colocd refused the request without saying why");
+	return 0;
+}
+
+int coloc_client_infer_send(struct coloc_client *c, const char *tenant, uint64_t tag,
+			    const void *input, size_t len)
+{
+	struct json_object *req = json_object_new_object();
+	const char *text;
+	char *line;
+	int r;
+
+	json_object_object_add(req, "cmd", json_object_new_string("infer"));
+	json_object_object_add(req, "tenant", json_object_new_string(tenant));
+	json_object_object_add(req, "tag", json_object_new_int64((int64_t)tag));
+	json_object_object_add(req, "input_bytes", json_object_new_int64((int64_t)len));
+	text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	if (asprintf(&line, "%s\n", text) < 0) {
+		json_object_put(req);
+		return client_fail(c, -ENOMEM, "out of memory");
+	}
+	json_object_put(req);
+	r = client_send_all(c, line, strlen(line));
+	free(line);
+	if (!r && len)
+		r = client_send_all(c, input, len);
+	return r;
+}
+
+static const struct {
+	const char *name;
+	enum coloc_infer_status status;
+} client_statuses[] = {
+	{ "ok", COLOC_INFER_OK },
+	{ "rejected", COLOC_INFER_REJECTED },
+	{ "dropped", COLOC_INFER_DROPPED },
+	{ "failed", COLOC_INFER_FAILED },
+};
+
+/* The answer line at the buffer's start into res; its output's size in *out_bytes. */
+static int client_parse_answer(struct coloc_client *c, const char *line, size_t len,
+			       struct coloc_infer_result *res, size_t *out_bytes)
+{
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *o = tok ? json_tokener_parse_ex(tok, line, (int)len) : NULL;
+	struct json_object *v;
+	const char *status = NULL;
+
+	json_tokener_free(tok);
+	memset(res, 0, sizeof(*res));
+	*out_bytes = 0;
+	if (!o)
+		return client_fail(c, -EPROTO, "colocd's answer is not JSON: %.200s", line);
+	if (json_object_object_get_ex(o, "error", &v))
+		snprintf(res->error, sizeof(res->error), "%s", json_object_get_string(v));
+	if (!json_object_object_get_ex(o, "tag", &v)) {
+		/* not an infer's answer: the request itself was refused */
+		client_fail(c, -EPROTO, "%s", res->error[0] ? res->error : line);
+		json_object_put(o);
+		return -EPROTO;
+	}
+	res->tag = (uint64_t)json_object_get_int64(v);
+	if (json_object_object_get_ex(o, "status", &v))
+		status = json_object_get_string(v);
+	res->status = COLOC_INFER_REJECTED;
+	for (size_t i = 0; status && i < sizeof(client_statuses) / sizeof(client_statuses[0]); i++)
+		if (!strcmp(status, client_statuses[i].name))
+			res->status = client_statuses[i].status;
+	if (json_object_object_get_ex(o, "latency_ns", &v))
+		res->latency_ns = (uint64_t)json_object_get_int64(v);
+	if (json_object_object_get_ex(o, "exec_ns", &v))
+		res->exec_ns = (uint64_t)json_object_get_int64(v);
+	if (res->status == COLOC_INFER_OK && json_object_object_get_ex(o, "output_bytes", &v))
+		*out_bytes = (size_t)json_object_get_int64(v);
+	json_object_put(o);
+	return 0;
+}
+
+int coloc_client_infer_recv(struct coloc_client *c, struct coloc_infer_result *res, void *output,
+			    size_t out_cap, int timeout_ms)
+{
+	size_t line_len, out_bytes;
+	char *nl;
+	int r = client_wait_for(c, 0, timeout_ms);
+
+	if (r <= 0)
+		return r;
+	nl = client_line_end(c);
+	*nl = '\0';
+	line_len = (size_t)(nl - c->buf);
+	r = client_parse_answer(c, c->buf, line_len, res, &out_bytes);
+	if (r) {
+		client_consume(c, line_len + 1);
+		return r;
+	}
+	*nl = '\n';
+	/* the output follows its line: wait for all of it, also with timeout 0 */
+	r = client_wait_for(c, out_bytes, -1);
+	if (r < 0)
+		return r;
+	client_consume(c, line_len + 1);
+	if (out_bytes > out_cap) {
+		client_consume(c, out_bytes);
+		return client_fail(c, -EMSGSIZE, "the output (%zu bytes) is over the buffer (%zu)",
+				   out_bytes, out_cap);
+	}
+	if (out_bytes)
+		memcpy(output, c->buf, out_bytes);
+	res->output_bytes = out_bytes;
+	client_consume(c, out_bytes);
+	return 1;
+}
+
+int coloc_client_infer(struct coloc_client *c, const char *tenant, const void *input, size_t len,
+		       void *output, size_t out_cap, struct coloc_infer_result *res)
+{
+	int r = coloc_client_infer_send(c, tenant, 0, input, len);
+
+	if (r)
+		return r;
+	r = coloc_client_infer_recv(c, res, output, out_cap, -1);
+	if (r == 1 && res->status != COLOC_INFER_OK)
+		client_fail(c, 0, "%s", res->error);
+	return r == 1 ? 0 : r;
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The C client of colocd's control socket (protocol.h): requests and
+ * responses as JSON lines, and queries (infer) whose tensors travel as raw
+ * bytes after their line, never as JSON. Link libcoloc_client.a and json-c.
+ *
+ * A client is one connection. Errors are negative errnos; the words behind
+ * the last one are in coloc_client_error() (a refused request's "error", a
+ * transport failure, a malformed answer).
+ *
+ * Queries, synchronously: coloc_client_infer() sends one and waits for it.
+ * Asynchronously, for a load generator: coloc_client_infer_send() with a tag
+ * of the caller's choosing, then coloc_client_infer_recv() as completions
+ * come, in completion order, each with its tag; poll coloc_client_fd() for
+ * POLLIN in between. colocd owes a connection at most COLOC_MAX_INFLIGHT
+ * answers and reads no further requests beyond that; send keeps reading
+ * answers into the client's buffer while it waits, so it never deadlocks.
+ * Do not mix coloc_client_request() with infers in flight.
+ *
+ * Inputs and outputs are the model's tensors as raw little-endian fp32, in
+ * the layout of include/coloc/shm.h: the inputs one after another in layer
+ * order, the outputs likewise; their sizes are the tenant's "input_bytes"
+ * and "output_bytes" in status.
+ */
+#ifndef COLOC_CLIENT_H
+#define COLOC_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+struct coloc_client;
+
+/* 0 (a connection to socket_path; NULL: COLOC_DEFAULT_SOCKET) or -errno. */
+int coloc_client_connect(const char *socket_path, struct coloc_client **out);
+void coloc_client_close(struct coloc_client *c);
+int coloc_client_fd(const struct coloc_client *c);
+/* What the last failure was, in words; "" when none. */
+const char *coloc_client_error(const struct coloc_client *c);
+
+/*
+ * One request line (JSON, without '\n') -> its response line, malloc'd in
+ * *response (without '\n'). 0, or -errno (transport).
+ */
+int coloc_client_request(struct coloc_client *c, const char *request, char **response);
+/*
+ * The same with json-c objects: the parsed response (put it when done), or
+ * NULL on a transport failure or a response that is not JSON. An "ok":false
+ * response is returned as is; coloc_client_ok() tells which.
+ */
+struct json_object *coloc_client_call(struct coloc_client *c, struct json_object *req);
+/* Whether a response says "ok":true; if not, its "error" becomes coloc_client_error(). */
+int coloc_client_ok(struct coloc_client *c, struct json_object *resp);
+
+enum coloc_infer_status {
+	COLOC_INFER_OK,
+	COLOC_INFER_REJECTED, /* refused at once: queue full, unknown tenant, wrong size, ... */
+	COLOC_INFER_DROPPED, /* accepted, then given up on (its deadline) */
+	COLOC_INFER_FAILED, /* its executor failed */
+};
+
+struct coloc_infer_result {
+	uint64_t tag;
+	enum coloc_infer_status status;
+	uint64_t latency_ns; /* in colocd, from arrival to completion */
+	uint64_t exec_ns; /* of which the executor ran its blocks */
+	size_t output_bytes; /* written to the caller's buffer */
+	char error[256]; /* why, when not OK */
+};
+
+/*
+ * One query, waited for: output gets the result (out_cap at least its
+ * output_bytes). 0 when colocd answered (res->status says how it went), or
+ * -errno: transport, -EMSGSIZE when out_cap is too small.
+ */
+int coloc_client_infer(struct coloc_client *c, const char *tenant, const void *input, size_t len,
+		       void *output, size_t out_cap, struct coloc_infer_result *res);
+/* Sends one query (line and input), reading answers meanwhile. 0 or -errno. */
+int coloc_client_infer_send(struct coloc_client *c, const char *tenant, uint64_t tag,
+			    const void *input, size_t len);
+/*
+ * The next completion, waiting up to timeout_ms (-1: for ever, 0: not at
+ * all). 1 with res (and output) filled, 0 when none came in time, -errno
+ * (-EPIPE: colocd closed the connection; -EMSGSIZE: its output was over
+ * out_cap, res still filled and the stream kept in step).
+ */
+int coloc_client_infer_recv(struct coloc_client *c, struct coloc_infer_result *res, void *output,
+			    size_t out_cap, int timeout_ms);
+
+#endif /* COLOC_CLIENT_H */

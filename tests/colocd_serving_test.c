@@ -1,0 +1,941 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * colocd serving tenants end to end: a real colocd process, real executors
+ * running models/mobilenet_v2.model, and queries through the real socket
+ * with libcoloc_client (include/coloc/client.h). A profile is made once, by
+ * bin/coloc-profile with one iteration, in a temporary cache that colocd is
+ * pointed at. Times (round trip, SIGKILL to cores free) are printed, never
+ * asserted: the machine is shared.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <json-c/json.h>
+#include "kselftest_harness.h"
+#include "coloc/client.h"
+#include "coloc/protocol.h"
+#include "executor.h"
+#include "reference.h"
+#include "serving_stats.h"
+#include "testutil.h"
+
+#define READY_MS 180000
+#define TOL 1e-3f
+#define QOS_MS 60000 /* nothing is dropped on a loaded machine */
+
+static char cache_dir[64]; /* made once, shared by the forked tests */
+static pid_t parent_pid;
+
+__attribute__((constructor)) static void make_cache_dir(void)
+{
+	snprintf(cache_dir, sizeof(cache_dir), "/tmp/coloc-wire-test-XXXXXX");
+	if (!mkdtemp(cache_dir))
+		cache_dir[0] = '\0';
+	parent_pid = getpid();
+}
+
+__attribute__((destructor)) static void remove_cache_dir(void)
+{
+	char cmd[128];
+
+	if (getpid() != parent_pid || !cache_dir[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cache_dir);
+	if (system(cmd))
+		fprintf(stderr, "colocd_serving_test: could not remove %s\n", cache_dir);
+}
+
+FIXTURE(wire)
+{
+	char dir[64], sock[128], pin[128], log[128], state[128];
+	char model[PATH_MAX];
+	pid_t colocd;
+	struct coloc_client *c;
+	float *input;
+	size_t in_bytes, out_bytes;
+};
+
+static pid_t start_daemon(FIXTURE_DATA(wire) * self)
+{
+	const char *extra[] = { "--cache-dir", cache_dir, "--state", self->state, NULL };
+
+	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
+	return self->colocd;
+}
+
+FIXTURE_SETUP(wire)
+{
+	const char *root = getenv("COLOC_ROOT");
+	char bin[512], cmd[3 * PATH_MAX + 1024], out[4096], prof[PATH_MAX + 64];
+
+	self->colocd = 0;
+	self->c = NULL;
+	self->input = NULL;
+	if (geteuid() != 0)
+		SKIP(return, "needs root to run colocd");
+	snprintf(prof, sizeof(prof), "%s/models/mobilenet_v2.model", root ? root : ".");
+	/* submit takes absolute paths only */
+	if (!realpath(prof, self->model))
+		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", prof);
+	ASSERT_NE(0, cache_dir[0]);
+	ASSERT_EQ(0, tu_mount_bpffs());
+	/* the first test makes the profile; the ones after find it */
+	snprintf(prof, sizeof(prof), "%s/mnv2.profile", cache_dir);
+	if (access(prof, R_OK)) {
+		snprintf(cmd, sizeof(cmd), "%s '%s' -o '%s' --iters 1 --levels 50 --cache-dir '%s'",
+			 tu_bin("coloc-profile", bin, sizeof(bin)), self->model, prof, cache_dir);
+		ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s: %s", cmd, out);
+	}
+	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-wire-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
+	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
+	snprintf(self->state, sizeof(self->state), "%s/state.json", self->dir);
+	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-wire-test-%d", getpid());
+	ASSERT_LT(0, start_daemon(self)) TH_LOG("colocd did not start");
+	ASSERT_EQ(0, coloc_client_connect(self->sock, &self->c));
+}
+
+FIXTURE_TEARDOWN(wire)
+{
+	char cmd[256];
+
+	coloc_client_close(self->c);
+	if (self->colocd > 0)
+		tu_stop_colocd(self->colocd);
+	free(self->input);
+	if (self->dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
+		if (system(cmd))
+			TH_LOG("could not remove %s", self->dir);
+	}
+}
+
+/* One request, built from a printf format: the parsed response (put it). */
+static struct json_object *call(FIXTURE_DATA(wire) * self, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static struct json_object *call(FIXTURE_DATA(wire) * self, const char *fmt, ...)
+{
+	char line[4096], *resp = NULL;
+	struct json_object *o;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (coloc_client_request(self->c, line, &resp))
+		return NULL;
+	o = json_tokener_parse(resp);
+	free(resp);
+	return o;
+}
+
+static bool is_ok(struct json_object *o)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, "ok", &v) && json_object_get_boolean(v);
+}
+
+static const char *str_of(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "";
+}
+
+static double num_of(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, key, &v) ? json_object_get_double(v) : -1;
+}
+
+/* The status object of tenant name (put it), or NULL. */
+static struct json_object *tenant_status(FIXTURE_DATA(wire) * self, const char *name)
+{
+	struct json_object *resp = call(self, "{\"cmd\":\"status\",\"name\":\"%s\"}", name);
+	struct json_object *arr, *t = NULL;
+
+	if (is_ok(resp) && json_object_object_get_ex(resp, "tenants", &arr) &&
+	    json_object_array_length(arr) == 1)
+		t = json_object_get(json_object_array_get_idx(arr, 0));
+	json_object_put(resp);
+	return t;
+}
+
+static bool wait_state(FIXTURE_DATA(wire) * self, const char *name, const char *state)
+{
+	for (int waited = 0; waited < READY_MS; waited += 20) {
+		struct json_object *t = tenant_status(self, name);
+		bool there = t && !strcmp(str_of(t, "state"), state);
+
+		json_object_put(t);
+		if (there)
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
+static struct json_object *submit(FIXTURE_DATA(wire) * self, const char *name, const char *model,
+				  double qos_ms)
+{
+	return call(self, "{\"cmd\":\"submit\",\"name\":\"%s\",\"model\":\"%s\",\"qos_ms\":%g}",
+		    name, model, qos_ms);
+}
+
+/* Submits name and waits until it is ready; its input of the right size is made. */
+static bool submit_ready(FIXTURE_DATA(wire) * self, const char *name)
+{
+	struct json_object *r = submit(self, name, self->model, QOS_MS), *t;
+	bool ok = is_ok(r);
+
+	json_object_put(r);
+	if (!ok || !wait_state(self, name, "ready"))
+		return false;
+	t = tenant_status(self, name);
+	self->in_bytes = (size_t)num_of(t, "input_bytes");
+	self->out_bytes = (size_t)num_of(t, "output_bytes");
+	json_object_put(t);
+	if (!self->input) {
+		self->input = malloc(self->in_bytes);
+		for (size_t i = 0; self->input && i < self->in_bytes / sizeof(float); i++)
+			self->input[i] = (float)((i * 2654435761u) % 2000) / 1000.0f - 1.0f;
+	}
+	return self->input != NULL;
+}
+
+/* The executor's pid of tenant name, from status. */
+static pid_t executor_pid(FIXTURE_DATA(wire) * self, const char *name)
+{
+	struct json_object *t = tenant_status(self, name);
+	pid_t pid = (pid_t)num_of(t, "pid");
+
+	json_object_put(t);
+	return pid;
+}
+
+/* The outputs of the model on input, in this process (the executor library directly). */
+static float *in_process_outputs(const char *path, const float *input, size_t *out_elems)
+{
+	struct coloc_err err = { 0 };
+	struct model *m = model_load(path, &err);
+	struct exec_options o = { 0 };
+	struct exec_model *em = NULL;
+	struct exec_query *q = NULL;
+	float *want = NULL;
+	cpu_set_t mask;
+	bool *read;
+	size_t off = 0;
+
+	if (!m)
+		return NULL;
+	sched_getaffinity(0, sizeof(mask), &mask);
+	for (int cpu = 0; cpu < EXEC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &mask) && exec_cpu_online(cpu))
+			o.cpus.cpus[o.cpus.nr++] = cpu;
+	read = calloc(m->nr_layers, sizeof(*read));
+	em = exec_model_load(m, &o, &err);
+	q = em ? exec_query_new(em) : NULL;
+	if (!read || !q)
+		goto out;
+	for (int l = 0; l < m->nr_layers; l++)
+		for (int k = 0; k < m->layers[l].nr_inputs; k++)
+			read[m->layers[l].inputs[k]] = true;
+	*out_elems = 0;
+	for (int l = 0; l < m->nr_layers; l++) {
+		size_t n = (size_t)model_shape_elems(&m->layers[l].out);
+
+		if (m->layers[l].op == MODEL_OP_INPUT) {
+			memcpy(exec_query_input(q, l), input + off, n * sizeof(float));
+			off += n;
+		}
+		if (!read[l])
+			*out_elems += n;
+	}
+	want = malloc(*out_elems * sizeof(float));
+	if (!want || exec_run_block(em, q, 0, m->nr_layers, NULL, &o.cpus, NULL))
+		goto out;
+	off = 0;
+	for (int l = 0; l < m->nr_layers; l++) {
+		size_t n = (size_t)model_shape_elems(&m->layers[l].out);
+
+		if (read[l])
+			continue;
+		if (exec_query_read_output(q, l, want + off, n)) {
+			free(want);
+			want = NULL;
+			goto out;
+		}
+		off += n;
+	}
+out:
+	free(read);
+	if (q)
+		exec_query_free(q);
+	exec_model_free(em);
+	model_free(m);
+	return want;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+TEST_F_TIMEOUT(wire, submit_infer_status__two_tenants_outputs_equal_in_process_run, 600)
+{
+	struct coloc_infer_result res;
+	struct json_object *t, *resp, *arr;
+	size_t out_elems = 0;
+	uint64_t rt[30], ex[30], over[30];
+	float *want, *got, max_err, max_ref;
+	pid_t pa, pb;
+	bool found = false;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	ASSERT_TRUE(submit_ready(self, "b"));
+	want = in_process_outputs(self->model, self->input, &out_elems);
+	ASSERT_NE(NULL, want);
+	ASSERT_EQ(out_elems * sizeof(float), self->out_bytes);
+	got = malloc(self->out_bytes);
+	ASSERT_NE(NULL, got);
+	for (int i = 0; i < 31; i++) {
+		const char *name = i % 2 ? "b" : "a";
+		uint64_t t0 = tu_now_ns();
+
+		memset(got, 0, self->out_bytes);
+		ASSERT_EQ(0, coloc_client_infer(self->c, name, self->input, self->in_bytes, got,
+						self->out_bytes, &res))
+		TH_LOG("%s", coloc_client_error(self->c));
+		ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+		ASSERT_EQ(self->out_bytes, res.output_bytes);
+		ref_compare(got, want, (int64_t)out_elems, &max_err, &max_ref);
+		EXPECT_LE(max_err, TOL * (1.0f + max_ref))
+		TH_LOG("query %d (%s): max |error| %g, max |value| %g", i, name, max_err, max_ref);
+		EXPECT_LE(res.exec_ns, res.latency_ns);
+		EXPECT_GT(res.exec_ns, 0);
+		if (i) { /* the first warms the executor */
+			rt[i - 1] = tu_now_ns() - t0;
+			ex[i - 1] = res.exec_ns;
+			over[i - 1] = rt[i - 1] - res.exec_ns;
+		}
+	}
+	qsort(rt, 30, sizeof(rt[0]), cmp_u64);
+	qsort(ex, 30, sizeof(ex[0]), cmp_u64);
+	qsort(over, 30, sizeof(over[0]), cmp_u64);
+	TH_LOG("mobilenet_v2 through the socket: client round trip p50 %.3f ms, the executor's "
+	       "exec_ns p50 %.3f ms; per query, round trip minus exec_ns: p50 %.3f ms, max %.3f ms; "
+	       "30 queries (loaded machine)",
+	       rt[15] / 1e6, ex[15] / 1e6, over[15] / 1e6, over[29] / 1e6);
+
+	/* status: both, 5 served each, percentiles in order, all within QoS */
+	for (int i = 0; i < 2; i++) {
+		t = tenant_status(self, i ? "b" : "a");
+		ASSERT_NE(NULL, t);
+		EXPECT_STREQ("ready", str_of(t, "state"));
+		EXPECT_EQ(i ? 15 : 16, num_of(t, "served"));
+		EXPECT_EQ(i ? 15 : 16, num_of(t, "offered"));
+		EXPECT_EQ(1.0, num_of(t, "within_qos"));
+		EXPECT_GT(num_of(t, "p50_ms"), 0);
+		EXPECT_LE(num_of(t, "p50_ms"), num_of(t, "p95_ms"));
+		EXPECT_LE(num_of(t, "p95_ms"), num_of(t, "p99_ms"));
+		EXPECT_EQ(QOS_MS, num_of(t, "qos_ms"));
+		json_object_put(t);
+	}
+	resp = call(self, "{\"cmd\":\"status\"}");
+	ASSERT_TRUE(is_ok(resp));
+	ASSERT_TRUE(json_object_object_get_ex(resp, "cores", &arr));
+	EXPECT_EQ(tu_nr_online_cpus(), (int)json_object_array_length(arr));
+	json_object_put(resp);
+
+	/* each executor's process is its tenant's in the BPF maps */
+	pa = executor_pid(self, "a");
+	pb = executor_pid(self, "b");
+	ASSERT_GT(pa, 0);
+	ASSERT_GT(pb, 0);
+	EXPECT_NE(pa, pb);
+	resp = call(self, "{\"cmd\":\"tenants\"}");
+	ASSERT_TRUE(is_ok(resp));
+	ASSERT_TRUE(json_object_object_get_ex(resp, "tenants", &arr));
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		struct json_object *o = json_object_array_get_idx(arr, i), *pids;
+
+		if (strcmp(str_of(o, "name"), "a"))
+			continue;
+		ASSERT_TRUE(json_object_object_get_ex(o, "pids", &pids));
+		ASSERT_EQ(1, json_object_array_length(pids));
+		EXPECT_EQ(pa, json_object_get_int(json_object_array_get_idx(pids, 0)));
+		found = true;
+	}
+	EXPECT_TRUE(found);
+	json_object_put(resp);
+	free(want);
+	free(got);
+}
+
+TEST_F_TIMEOUT(wire, submit__refusals_say_why, 600)
+{
+	char bad[] = "/tmp/coloc-wire-bad-XXXXXX", want[128], solo[32];
+	struct json_object *r, *t;
+	int fd;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	t = tenant_status(self, "a");
+	snprintf(solo, sizeof(solo), "%.3f ms", num_of(t, "solo_ms"));
+	json_object_put(t);
+
+	/* an impossible QoS: both numbers */
+	r = submit(self, "c", self->model, 0.001);
+	EXPECT_FALSE(is_ok(r));
+	EXPECT_NE(NULL, strstr(str_of(r, "error"), "0.001 ms")) TH_LOG("%s", str_of(r, "error"));
+	EXPECT_NE(NULL, strstr(str_of(r, "error"), solo))
+	TH_LOG("%s (want %s)", str_of(r, "error"), solo);
+	json_object_put(r);
+
+	r = submit(self, "a", self->model, QOS_MS);
+	EXPECT_FALSE(is_ok(r));
+	EXPECT_NE(NULL, strstr(str_of(r, "error"), "exists")) TH_LOG("%s", str_of(r, "error"));
+	json_object_put(r);
+
+	r = submit(self, "d", "/nonexistent/x.model", QOS_MS);
+	EXPECT_FALSE(is_ok(r));
+	EXPECT_NE(NULL, strstr(str_of(r, "error"), "/nonexistent/x.model"))
+	TH_LOG("%s", str_of(r, "error"));
+	json_object_put(r);
+
+	r = submit(self, "d", "models/mobilenet_v2.model", QOS_MS);
+	EXPECT_FALSE(is_ok(r));
+	EXPECT_NE(NULL, strstr(str_of(r, "error"), "absolute")) TH_LOG("%s", str_of(r, "error"));
+	json_object_put(r);
+
+	fd = mkstemp(bad);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(13, write(fd, "model broken\n", 13));
+	close(fd);
+	r = submit(self, "e", bad, QOS_MS);
+	snprintf(want, sizeof(want), "%s:1: ", bad);
+	EXPECT_FALSE(is_ok(r));
+	EXPECT_EQ(0, strncmp(str_of(r, "error"), want, strlen(want)))
+	TH_LOG("%s (want %s)", str_of(r, "error"), want);
+	json_object_put(r);
+	unlink(bad);
+
+	r = call(self, "{\"cmd\":\"status\",\"name\":\"nobody\"}");
+	EXPECT_FALSE(is_ok(r));
+	json_object_put(r);
+	r = call(self, "{\"cmd\":\"remove\",\"name\":\"nobody\"}");
+	EXPECT_FALSE(is_ok(r));
+	json_object_put(r);
+	r = call(self, "{\"cmd\":\"restart\",\"name\":\"a\"}"); /* ready, not failed */
+	EXPECT_FALSE(is_ok(r));
+	json_object_put(r);
+	/* only a and nothing else was admitted */
+	r = call(self, "{\"cmd\":\"list\"}");
+	ASSERT_TRUE(is_ok(r));
+	EXPECT_EQ(1, json_object_array_length(json_object_object_get(r, "tenants")));
+	json_object_put(r);
+}
+
+/* A raw connection, its frames written by hand. */
+static int raw_send(int fd, const void *buf, size_t len)
+{
+	return send(fd, buf, len, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+}
+
+TEST_F_TIMEOUT(wire, infer__bad_frames_answered_and_daemon_keeps_serving, 600)
+{
+	struct coloc_infer_result res;
+	char line[4096], hdr[256];
+	float *got;
+	int fd;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	got = malloc(self->out_bytes);
+	ASSERT_NE(NULL, got);
+
+	/* unknown tenant and a wrong size: rejected, the connection stays in step */
+	ASSERT_EQ(0, coloc_client_infer(self->c, "nobody", self->input, self->in_bytes, got,
+					self->out_bytes, &res));
+	EXPECT_EQ(COLOC_INFER_REJECTED, res.status);
+	EXPECT_NE(NULL, strstr(res.error, "no tenant")) TH_LOG("%s", res.error);
+	ASSERT_EQ(0, coloc_client_infer(self->c, "a", self->input, 12, got, self->out_bytes, &res));
+	EXPECT_EQ(COLOC_INFER_REJECTED, res.status);
+	TH_LOG("wrong size: %s", res.error);
+	ASSERT_EQ(0, coloc_client_infer(self->c, "a", self->input, self->in_bytes, got,
+					self->out_bytes, &res));
+	EXPECT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+
+	/* a header without its size: error, and the stream cannot go on */
+	fd = tu_connect(self->sock);
+	ASSERT_GE(fd, 0);
+	snprintf(hdr, sizeof(hdr), "{\"cmd\":\"infer\",\"tenant\":\"a\",\"tag\":1}\n");
+	ASSERT_EQ(0, raw_send(fd, hdr, strlen(hdr)));
+	ASSERT_LT(0, tu_read_line(fd, line, sizeof(line)));
+	EXPECT_NE(NULL, strstr(line, "input_bytes")) TH_LOG("%s", line);
+	EXPECT_EQ(0, recv(fd, line, 1, 0)); /* closed */
+	close(fd);
+
+	/* oversized: refused before a byte of it is read, and closed */
+	fd = tu_connect(self->sock);
+	ASSERT_GE(fd, 0);
+	snprintf(hdr, sizeof(hdr),
+		 "{\"cmd\":\"infer\",\"tenant\":\"a\",\"tag\":7,"
+		 "\"input_bytes\":%llu}\n",
+		 (unsigned long long)COLOC_MAX_PAYLOAD + 1);
+	ASSERT_EQ(0, raw_send(fd, hdr, strlen(hdr)));
+	ASSERT_LT(0, tu_read_line(fd, line, sizeof(line)));
+	EXPECT_NE(NULL, strstr(line, "\"tag\":7")) TH_LOG("%s", line);
+	EXPECT_NE(NULL, strstr(line, "COLOC_MAX_PAYLOAD")) TH_LOG("%s", line);
+	EXPECT_EQ(0, recv(fd, line, 1, 0));
+	close(fd);
+
+	/* truncated: half the input, then the client's end of the stream */
+	fd = tu_connect(self->sock);
+	ASSERT_GE(fd, 0);
+	snprintf(hdr, sizeof(hdr),
+		 "{\"cmd\":\"infer\",\"tenant\":\"a\",\"tag\":3,"
+		 "\"input_bytes\":%zu}\n",
+		 self->in_bytes);
+	ASSERT_EQ(0, raw_send(fd, hdr, strlen(hdr)));
+	ASSERT_EQ(0, raw_send(fd, self->input, self->in_bytes / 2));
+	shutdown(fd, SHUT_WR);
+	ASSERT_LT(0, tu_read_line(fd, line, sizeof(line)));
+	EXPECT_NE(NULL, strstr(line, "truncated")) TH_LOG("%s", line);
+	close(fd);
+
+	/* malformed JSON: an error, and the same connection still answers */
+	fd = tu_connect(self->sock);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, raw_send(fd, "{\"cmd\":\"infer\",\n", 16));
+	ASSERT_LT(0, tu_read_line(fd, line, sizeof(line)));
+	EXPECT_NE(NULL, strstr(line, "malformed")) TH_LOG("%s", line);
+	ASSERT_EQ(0, raw_send(fd, "{\"cmd\":\"ping\"}\n", 15));
+	ASSERT_LT(0, tu_read_line(fd, line, sizeof(line)));
+	EXPECT_NE(NULL, strstr(line, "\"ok\":true")) TH_LOG("%s", line);
+	close(fd);
+
+	ASSERT_EQ(0, coloc_client_infer(self->c, "a", self->input, self->in_bytes, got,
+					self->out_bytes, &res));
+	EXPECT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+	free(got);
+}
+
+TEST_F_TIMEOUT(wire, infer__client_gone_mid_query_others_served, 600)
+{
+	struct coloc_client *gone;
+	struct coloc_infer_result res;
+	struct json_object *t;
+	float *got = NULL;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	ASSERT_EQ(0, coloc_client_connect(self->sock, &gone));
+	for (int i = 0; i < 20; i++)
+		ASSERT_EQ(0, coloc_client_infer_send(gone, "a", (uint64_t)i, self->input,
+						     self->in_bytes));
+	/* gone once colocd has taken all 20 in (what it has not read dies with the socket) */
+	for (int waited = 0; waited < READY_MS; waited += 5) {
+		t = tenant_status(self, "a");
+		if (num_of(t, "offered") >= 20) {
+			json_object_put(t);
+			break;
+		}
+		json_object_put(t);
+		usleep(5000);
+	}
+	coloc_client_close(gone);
+	/* its 20 still run to the end (nobody to answer), and the next client is served */
+	for (int waited = 0; waited < READY_MS; waited += 20) {
+		t = tenant_status(self, "a");
+		if (num_of(t, "served") + num_of(t, "rejected") >= 20) {
+			json_object_put(t);
+			break;
+		}
+		json_object_put(t);
+		usleep(20000);
+	}
+	t = tenant_status(self, "a");
+	EXPECT_EQ(20, num_of(t, "served") + num_of(t, "rejected"));
+	EXPECT_EQ(0, num_of(t, "queued") + num_of(t, "in_flight"));
+	json_object_put(t);
+	got = malloc(self->out_bytes);
+	ASSERT_NE(NULL, got);
+	ASSERT_EQ(0, coloc_client_infer(self->c, "a", self->input, self->in_bytes, got,
+					self->out_bytes, &res));
+	EXPECT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+	free(got);
+}
+
+TEST_F_TIMEOUT(wire, infer__storm_of_10000_bounded_excess_rejected_rest_served, 600)
+{
+	enum { N = 10000 };
+	struct coloc_infer_result res;
+	int ok = 0, rejected = 0, other = 0, answered = 0, sent = 0;
+	char reason[256] = "";
+	bool *seen = calloc(N, sizeof(bool));
+	float *got = malloc(65536);
+	struct json_object *t;
+	int dup = 0;
+
+	ASSERT_NE(NULL, seen);
+	ASSERT_NE(NULL, got);
+	ASSERT_TRUE(submit_ready(self, "a"));
+	ASSERT_LE(self->out_bytes, 65536);
+	while (answered < N) {
+		int r;
+
+		if (sent < N) {
+			ASSERT_EQ(0, coloc_client_infer_send(self->c, "a", (uint64_t)sent,
+							     self->input, self->in_bytes))
+			TH_LOG("%s", coloc_client_error(self->c));
+			sent++;
+		}
+		r = coloc_client_infer_recv(self->c, &res, got, 65536, sent < N ? 0 : 120000);
+		ASSERT_LE(0, r) TH_LOG("%s", coloc_client_error(self->c));
+		if (r == 0) {
+			ASSERT_LT(sent, N) TH_LOG("no answer in 120 s; %d of %d", answered, N);
+			continue;
+		}
+		answered++;
+		ASSERT_LT(res.tag, N);
+		dup += seen[res.tag];
+		seen[res.tag] = true;
+		if (res.status == COLOC_INFER_OK)
+			ok++;
+		else if (res.status == COLOC_INFER_REJECTED) {
+			rejected++;
+			snprintf(reason, sizeof(reason), "%s", res.error);
+		} else
+			other++;
+	}
+	TH_LOG("10000 queries: %d served, %d rejected (last: %s)", ok, rejected, reason);
+	EXPECT_EQ(0, dup);
+	EXPECT_EQ(0, other);
+	EXPECT_EQ(N, ok + rejected);
+	EXPECT_GT(rejected, 0);
+	EXPECT_GT(ok, 0);
+	EXPECT_NE(NULL, strstr(reason, "queue")) TH_LOG("%s", reason);
+	t = tenant_status(self, "a");
+	EXPECT_EQ(ok, num_of(t, "served"));
+	EXPECT_EQ(rejected, num_of(t, "rejected"));
+	json_object_put(t);
+	ASSERT_EQ(0,
+		  coloc_client_infer(self->c, "a", self->input, self->in_bytes, got, 65536, &res));
+	EXPECT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+	free(seen);
+	free(got);
+}
+
+/* Whether any core runs tenant name's block now. */
+static bool cores_held_by(FIXTURE_DATA(wire) * self, const char *name)
+{
+	struct json_object *resp = call(self, "{\"cmd\":\"status\"}"), *arr;
+	bool held = false;
+
+	if (is_ok(resp) && json_object_object_get_ex(resp, "cores", &arr))
+		for (size_t i = 0; i < json_object_array_length(arr); i++)
+			held |= !strcmp(str_of(json_object_array_get_idx(arr, i), "tenant"), name);
+	json_object_put(resp);
+	return held;
+}
+
+TEST_F_TIMEOUT(wire, sigkill__executor_mid_block_fails_tenant_others_serve_restart_returns, 600)
+{
+	struct coloc_client *bc;
+	struct coloc_infer_result res;
+	struct json_object *t;
+	int ok = 0, failed = 0;
+	uint64_t t0, t1;
+	float *got;
+	pid_t pb;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	ASSERT_TRUE(submit_ready(self, "b"));
+	got = malloc(self->out_bytes);
+	ASSERT_NE(NULL, got);
+	ASSERT_EQ(0, coloc_client_connect(self->sock, &bc));
+	for (int i = 0; i < 8; i++)
+		ASSERT_EQ(0, coloc_client_infer_send(bc, "b", (uint64_t)i, self->input,
+						     self->in_bytes));
+	/* a block of b's holds cores: kill its executor then */
+	for (int waited = 0; waited < READY_MS && !cores_held_by(self, "b"); waited++)
+		usleep(1000);
+	pb = executor_pid(self, "b");
+	ASSERT_GT(pb, 0);
+	t0 = tu_now_ns();
+	ASSERT_EQ(0, kill(pb, SIGKILL));
+	while (cores_held_by(self, "b") && tu_now_ns() - t0 < 10000000000ull)
+		;
+	t1 = tu_now_ns();
+	TH_LOG("SIGKILL of b's executor -> its cores free in status: %.1f ms, as a status "
+	       "poller sees it (loaded machine)",
+	       (t1 - t0) / 1e6);
+	EXPECT_FALSE(cores_held_by(self, "b"));
+	for (int i = 0; i < 8; i++) {
+		ASSERT_EQ(1, coloc_client_infer_recv(bc, &res, got, self->out_bytes, 60000));
+		ok += res.status == COLOC_INFER_OK;
+		if (res.status == COLOC_INFER_FAILED) {
+			failed++;
+			EXPECT_NE(NULL, strstr(res.error, "signal 9")) TH_LOG("%s", res.error);
+		}
+	}
+	EXPECT_GT(failed, 0);
+	EXPECT_EQ(8, ok + failed);
+	coloc_client_close(bc);
+	t = tenant_status(self, "b");
+	EXPECT_STREQ("failed", str_of(t, "state"));
+	EXPECT_NE(NULL, strstr(str_of(t, "reason"), "signal 9")) TH_LOG("%s", str_of(t, "reason"));
+	json_object_put(t);
+
+	/* a keeps serving */
+	ASSERT_EQ(0, coloc_client_infer(self->c, "a", self->input, self->in_bytes, got,
+					self->out_bytes, &res));
+	EXPECT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+	/* b is refused while failed, then restarted */
+	ASSERT_EQ(0, coloc_client_infer(self->c, "b", self->input, self->in_bytes, got,
+					self->out_bytes, &res));
+	EXPECT_EQ(COLOC_INFER_REJECTED, res.status);
+	t = call(self, "{\"cmd\":\"restart\",\"name\":\"b\"}");
+	EXPECT_TRUE(is_ok(t)) TH_LOG("%s", str_of(t, "error"));
+	json_object_put(t);
+	ASSERT_TRUE(wait_state(self, "b", "ready"));
+	EXPECT_NE(pb, executor_pid(self, "b"));
+	ASSERT_EQ(0, coloc_client_infer(self->c, "b", self->input, self->in_bytes, got,
+					self->out_bytes, &res));
+	EXPECT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+	free(got);
+}
+
+TEST_F_TIMEOUT(wire, remove__drains_then_answers_and_forgets_the_attribution, 600)
+{
+	struct coloc_infer_result res;
+	struct json_object *r, *arr;
+	float *got;
+	int ok = 0;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	got = malloc(self->out_bytes);
+	ASSERT_NE(NULL, got);
+	struct coloc_client *qc;
+
+	ASSERT_EQ(0, coloc_client_connect(self->sock, &qc));
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(0, coloc_client_infer_send(qc, "a", (uint64_t)i, self->input,
+						     self->in_bytes));
+	/* the four are read before the remove: wait until colocd holds them */
+	for (int waited = 0; waited < READY_MS; waited += 5) {
+		struct json_object *t = tenant_status(self, "a");
+		double held = num_of(t, "queued") + num_of(t, "in_flight") + num_of(t, "served");
+
+		json_object_put(t);
+		if (held >= 4)
+			break;
+		usleep(5000);
+	}
+	r = call(self, "{\"cmd\":\"remove\",\"name\":\"a\"}");
+	EXPECT_TRUE(is_ok(r)) TH_LOG("%s", str_of(r, "error"));
+	json_object_put(r);
+	for (int i = 0; i < 4; i++) {
+		ASSERT_EQ(1, coloc_client_infer_recv(qc, &res, got, self->out_bytes, 60000));
+		ok += res.status == COLOC_INFER_OK;
+	}
+	EXPECT_EQ(4, ok);
+	coloc_client_close(qc);
+	/* answered once drained: gone from list and from the BPF tenants */
+	r = call(self, "{\"cmd\":\"list\"}");
+	EXPECT_EQ(0, json_object_array_length(json_object_object_get(r, "tenants")));
+	json_object_put(r);
+	r = call(self, "{\"cmd\":\"tenants\"}");
+	ASSERT_TRUE(json_object_object_get_ex(r, "tenants", &arr));
+	EXPECT_EQ(0, json_object_array_length(arr));
+	json_object_put(r);
+	free(got);
+}
+
+TEST_F_TIMEOUT(wire, sigterm__drains_in_flight_stops_executors_unpins_exits_0, 600)
+{
+	struct coloc_infer_result res;
+	struct stat st;
+	float *got;
+	pid_t pa;
+	int ok = 0;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	pa = executor_pid(self, "a");
+	got = malloc(self->out_bytes);
+	ASSERT_NE(NULL, got);
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(0, coloc_client_infer_send(self->c, "a", (uint64_t)i, self->input,
+						     self->in_bytes));
+	for (int waited = 0; waited < READY_MS; waited += 5) {
+		struct json_object *t = tenant_status(self, "a");
+		double held = num_of(t, "queued") + num_of(t, "in_flight") + num_of(t, "served");
+
+		json_object_put(t);
+		if (held >= 4)
+			break;
+		usleep(5000);
+	}
+	ASSERT_EQ(0, kill(self->colocd, SIGTERM));
+	for (int i = 0; i < 4; i++) {
+		ASSERT_EQ(1, coloc_client_infer_recv(self->c, &res, got, self->out_bytes, 60000))
+		TH_LOG("%s", coloc_client_error(self->c));
+		ok += res.status == COLOC_INFER_OK;
+	}
+	TH_LOG("%d of 4 in flight at SIGTERM served", ok);
+	EXPECT_EQ(4, ok);
+	EXPECT_EQ(0, tu_stop_colocd(self->colocd));
+	self->colocd = 0;
+	EXPECT_NE(0, stat(self->pin, &st));
+	EXPECT_NE(0, stat(self->sock, &st));
+	/* the executor went with it (reaped by colocd, or by init once colocd is gone) */
+	for (int waited = 0; waited < 5000 && !kill(pa, 0); waited += 10)
+		usleep(10000);
+	EXPECT_NE(0, kill(pa, 0));
+	free(got);
+}
+
+TEST_F_TIMEOUT(wire, state__tenants_come_back_after_a_restart_and_a_bad_one_is_reported, 600)
+{
+	struct coloc_infer_result res;
+	char log[8192];
+	struct json_object *r;
+	float *got;
+	FILE *f;
+	size_t n;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	ASSERT_TRUE(submit_ready(self, "b"));
+	r = call(self, "{\"cmd\":\"remove\",\"name\":\"b\"}");
+	EXPECT_TRUE(is_ok(r));
+	json_object_put(r);
+	r = submit(self, "c", self->model, QOS_MS);
+	EXPECT_TRUE(is_ok(r));
+	json_object_put(r);
+	coloc_client_close(self->c);
+	self->c = NULL;
+	ASSERT_EQ(0, tu_stop_colocd(self->colocd));
+	self->colocd = 0;
+
+	/* c's model goes away meanwhile: it cannot come back, a still does */
+	{
+		char cmd[PATH_MAX * 2 + 64];
+
+		snprintf(cmd, sizeof(cmd),
+			 "sed -i '/\"name\":\"c\"/,/qos_ns/ s|mobilenet_v2.model|gone.model|' '%s'",
+			 self->state);
+		ASSERT_EQ(0, system(cmd));
+	}
+	ASSERT_LT(0, start_daemon(self));
+	ASSERT_EQ(0, coloc_client_connect(self->sock, &self->c));
+	ASSERT_TRUE(wait_state(self, "a", "ready"));
+	r = call(self, "{\"cmd\":\"list\"}");
+	EXPECT_EQ(1, json_object_array_length(json_object_object_get(r, "tenants")))
+	TH_LOG("%s", json_object_to_json_string(r));
+	json_object_put(r);
+	f = fopen(self->log, "r");
+	ASSERT_NE(NULL, f);
+	n = fread(log, 1, sizeof(log) - 1, f);
+	log[n] = '\0';
+	fclose(f);
+	EXPECT_NE(NULL, strstr(log, "tenant c from")) TH_LOG("%s", log);
+	EXPECT_NE(NULL, strstr(log, "did not come back")) TH_LOG("%s", log);
+	got = malloc(self->out_bytes);
+	ASSERT_NE(NULL, got);
+	ASSERT_EQ(0, coloc_client_infer(self->c, "a", self->input, self->in_bytes, got,
+					self->out_bytes, &res));
+	EXPECT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+	free(got);
+}
+
+/* Runs colocctl --socket SOCK ARGS; its output in out. Returns its exit status. */
+static int colocctl(FIXTURE_DATA(wire) * self, const char *args, char *out, size_t len)
+{
+	char bin[512], cmd[3 * PATH_MAX + 1024];
+
+	snprintf(cmd, sizeof(cmd), "%s --socket '%s' %s", tu_bin("colocctl", bin, sizeof(bin)),
+		 self->sock, args);
+	return tu_run(cmd, out, len);
+}
+
+TEST_F_TIMEOUT(wire, colocctl__submit_infer_files_status_remove, 600)
+{
+	char args[3 * PATH_MAX], out[8192], in_path[128], out_path[128];
+	float *want, *got;
+	size_t out_elems = 0, n;
+	float max_err, max_ref;
+	FILE *f;
+
+	ASSERT_EQ(0, colocctl(self, "--help", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "submit NAME MODEL --qos-ms X"));
+	EXPECT_NE(NULL, strstr(out, "infer NAME [--input FILE] [--output FILE]"));
+
+	snprintf(args, sizeof(args), "submit c '%s' --qos-ms %d", self->model, QOS_MS);
+	ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "tenant c admitted")) TH_LOG("%s", out);
+	ASSERT_TRUE(wait_state(self, "c", "ready"));
+	ASSERT_TRUE(submit_ready(self, "d")); /* the input size, from status */
+
+	/* the input as a raw fp32 file, the output back as one */
+	snprintf(in_path, sizeof(in_path), "%s/in.f32", self->dir);
+	snprintf(out_path, sizeof(out_path), "%s/out.f32", self->dir);
+	f = fopen(in_path, "wb");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(self->in_bytes, fwrite(self->input, 1, self->in_bytes, f));
+	fclose(f);
+	snprintf(args, sizeof(args), "infer c --input '%s' --output '%s'", in_path, out_path);
+	ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "ok: latency")) TH_LOG("%s", out);
+	want = in_process_outputs(self->model, self->input, &out_elems);
+	ASSERT_NE(NULL, want);
+	got = malloc(out_elems * sizeof(float) + 1);
+	ASSERT_NE(NULL, got);
+	f = fopen(out_path, "rb");
+	ASSERT_NE(NULL, f);
+	n = fread(got, 1, out_elems * sizeof(float) + 1, f);
+	fclose(f);
+	ASSERT_EQ(out_elems * sizeof(float), n);
+	ref_compare(got, want, (int64_t)out_elems, &max_err, &max_ref);
+	EXPECT_LE(max_err, TOL * (1.0f + max_ref)) TH_LOG("max |error| %g", max_err);
+
+	/* an input file of the wrong size is refused with the size wanted */
+	f = fopen(in_path, "wb");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(12, fwrite(self->input, 1, 12, f));
+	fclose(f);
+	snprintf(args, sizeof(args), "infer c --input '%s'", in_path);
+	EXPECT_EQ(1, colocctl(self, args, out, sizeof(out)));
+	snprintf(args, sizeof(args), "exactly %zu bytes", self->in_bytes);
+	EXPECT_NE(NULL, strstr(out, args)) TH_LOG("%s", out);
+	/* random input, printed output */
+	ASSERT_EQ(0, colocctl(self, "infer c", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "output[0..8):")) TH_LOG("%s", out);
+
+	ASSERT_EQ(0, colocctl(self, "status c", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "P99(ms)")) TH_LOG("%s", out);
+	ASSERT_EQ(0, colocctl(self, "list --json", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"name\":\"c\"")) TH_LOG("%s", out);
+	EXPECT_EQ(2, colocctl(self, "submit c", out, sizeof(out)));
+	EXPECT_EQ(1, colocctl(self, "infer nobody", out, sizeof(out)));
+	ASSERT_EQ(0, colocctl(self, "remove c", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(1, colocctl(self, "status c", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "no tenant named 'c'")) TH_LOG("%s", out);
+	free(want);
+	free(got);
+}
+
+TEST_HARNESS_MAIN
