@@ -227,69 +227,6 @@ static pid_t executor_pid(FIXTURE_DATA(wire) * self, const char *name)
 	return pid;
 }
 
-/* The outputs of the model on input, in this process (the executor library directly). */
-static float *in_process_outputs(const char *path, const float *input, size_t *out_elems)
-{
-	struct coloc_err err = { 0 };
-	struct model *m = model_load(path, &err);
-	struct exec_options o = { 0 };
-	struct exec_model *em = NULL;
-	struct exec_query *q = NULL;
-	float *want = NULL;
-	cpu_set_t mask;
-	bool *read;
-	size_t off = 0;
-
-	if (!m)
-		return NULL;
-	sched_getaffinity(0, sizeof(mask), &mask);
-	for (int cpu = 0; cpu < EXEC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
-		if (CPU_ISSET(cpu, &mask) && exec_cpu_online(cpu))
-			o.cpus.cpus[o.cpus.nr++] = cpu;
-	read = calloc(m->nr_layers, sizeof(*read));
-	em = exec_model_load(m, &o, &err);
-	q = em ? exec_query_new(em) : NULL;
-	if (!read || !q)
-		goto out;
-	for (int l = 0; l < m->nr_layers; l++)
-		for (int k = 0; k < m->layers[l].nr_inputs; k++)
-			read[m->layers[l].inputs[k]] = true;
-	*out_elems = 0;
-	for (int l = 0; l < m->nr_layers; l++) {
-		size_t n = (size_t)model_shape_elems(&m->layers[l].out);
-
-		if (m->layers[l].op == MODEL_OP_INPUT) {
-			memcpy(exec_query_input(q, l), input + off, n * sizeof(float));
-			off += n;
-		}
-		if (!read[l])
-			*out_elems += n;
-	}
-	want = malloc(*out_elems * sizeof(float));
-	if (!want || exec_run_block(em, q, 0, m->nr_layers, NULL, &o.cpus, NULL))
-		goto out;
-	off = 0;
-	for (int l = 0; l < m->nr_layers; l++) {
-		size_t n = (size_t)model_shape_elems(&m->layers[l].out);
-
-		if (read[l])
-			continue;
-		if (exec_query_read_output(q, l, want + off, n)) {
-			free(want);
-			want = NULL;
-			goto out;
-		}
-		off += n;
-	}
-out:
-	free(read);
-	if (q)
-		exec_query_free(q);
-	exec_model_free(em);
-	model_free(m);
-	return want;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -309,7 +246,7 @@ TEST_F_TIMEOUT(wire, submit_infer_status__two_tenants_outputs_equal_in_process_r
 
 	ASSERT_TRUE(submit_ready(self, "a"));
 	ASSERT_TRUE(submit_ready(self, "b"));
-	want = in_process_outputs(self->model, self->input, &out_elems);
+	want = tu_model_outputs(self->model, self->input, &out_elems);
 	ASSERT_NE(NULL, want);
 	ASSERT_EQ(out_elems * sizeof(float), self->out_bytes);
 	got = malloc(self->out_bytes);
@@ -900,7 +837,7 @@ TEST_F_TIMEOUT(wire, colocctl__submit_infer_files_status_remove, 600)
 	snprintf(args, sizeof(args), "infer c --input '%s' --output '%s'", in_path, out_path);
 	ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "ok: latency")) TH_LOG("%s", out);
-	want = in_process_outputs(self->model, self->input, &out_elems);
+	want = tu_model_outputs(self->model, self->input, &out_elems);
 	ASSERT_NE(NULL, want);
 	got = malloc(out_elems * sizeof(float) + 1);
 	ASSERT_NE(NULL, got);

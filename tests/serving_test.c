@@ -288,69 +288,6 @@ static int submit(FIXTURE_DATA(serving) * self, const char *name, int rec, struc
 			      NULL, err);
 }
 
-/* The outputs of the model on input, in this process (the executor library directly). */
-static float *in_process_outputs(const char *path, const float *input, size_t *out_elems)
-{
-	struct coloc_err err = { 0 };
-	struct model *m = model_load(path, &err);
-	struct exec_options o = { 0 };
-	struct exec_model *em = NULL;
-	struct exec_query *q = NULL;
-	float *want = NULL;
-	cpu_set_t mask;
-	bool *read;
-	size_t off = 0;
-
-	if (!m)
-		return NULL;
-	sched_getaffinity(0, sizeof(mask), &mask);
-	for (int cpu = 0; cpu < EXEC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
-		if (CPU_ISSET(cpu, &mask) && exec_cpu_online(cpu))
-			o.cpus.cpus[o.cpus.nr++] = cpu;
-	read = calloc(m->nr_layers, sizeof(*read));
-	em = exec_model_load(m, &o, &err);
-	q = em ? exec_query_new(em) : NULL;
-	if (!read || !q)
-		goto out;
-	for (int l = 0; l < m->nr_layers; l++)
-		for (int k = 0; k < m->layers[l].nr_inputs; k++)
-			read[m->layers[l].inputs[k]] = true;
-	*out_elems = 0;
-	for (int l = 0; l < m->nr_layers; l++) {
-		size_t n = (size_t)model_shape_elems(&m->layers[l].out);
-
-		if (m->layers[l].op == MODEL_OP_INPUT) {
-			memcpy(exec_query_input(q, l), input + off, n * sizeof(float));
-			off += n;
-		}
-		if (!read[l])
-			*out_elems += n;
-	}
-	want = malloc(*out_elems * sizeof(float));
-	if (!want || exec_run_block(em, q, 0, m->nr_layers, NULL, &o.cpus, NULL))
-		goto out;
-	off = 0;
-	for (int l = 0; l < m->nr_layers; l++) {
-		size_t n = (size_t)model_shape_elems(&m->layers[l].out);
-
-		if (read[l])
-			continue;
-		if (exec_query_read_output(q, l, want + off, n)) {
-			free(want);
-			want = NULL;
-			goto out;
-		}
-		off += n;
-	}
-out:
-	free(read);
-	if (q)
-		exec_query_free(q);
-	exec_model_free(em);
-	model_free(m);
-	return want;
-}
-
 TEST_F(serving, submit__outputs_equal_in_process_run)
 {
 	struct coloc_err err = { 0 };
@@ -365,7 +302,7 @@ TEST_F(serving, submit__outputs_equal_in_process_run)
 	EXPECT_EQ(2, self->w.nr); /* its done-eventfd and its pidfd */
 	ASSERT_TRUE(wait_ready(self, "mnv2"));
 	make_input(self, "mnv2");
-	want = in_process_outputs(self->model, self->input, &out_elems);
+	want = tu_model_outputs(self->model, self->input, &out_elems);
 	ASSERT_NE(NULL, want);
 
 	/* one query alone: its latency is the submit -> output round trip */

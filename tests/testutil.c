@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -20,6 +21,8 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include "binpath.h"
+#include "executor.h"
+#include "model.h"
 #include "testutil.h"
 
 __u64 tu_now_ns(void)
@@ -409,4 +412,66 @@ int tu_topology_xml(char *buf, size_t len, const int *package_ids, int nr_packag
 	TU_XML("</object>\n</topology>\n");
 #undef TU_XML
 	return 0;
+}
+
+float *tu_model_outputs(const char *path, const float *input, size_t *out_elems)
+{
+	struct coloc_err err = { 0 };
+	struct model *m = model_load(path, &err);
+	struct exec_options o = { 0 };
+	struct exec_model *em = NULL;
+	struct exec_query *q = NULL;
+	float *want = NULL;
+	cpu_set_t mask;
+	bool *read;
+	size_t off = 0;
+
+	if (!m)
+		return NULL;
+	sched_getaffinity(0, sizeof(mask), &mask);
+	for (int cpu = 0; cpu < EXEC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &mask) && exec_cpu_online(cpu))
+			o.cpus.cpus[o.cpus.nr++] = cpu;
+	read = calloc(m->nr_layers, sizeof(*read));
+	em = exec_model_load(m, &o, &err);
+	q = em ? exec_query_new(em) : NULL;
+	if (!read || !q)
+		goto out;
+	for (int l = 0; l < m->nr_layers; l++)
+		for (int k = 0; k < m->layers[l].nr_inputs; k++)
+			read[m->layers[l].inputs[k]] = true;
+	*out_elems = 0;
+	for (int l = 0; l < m->nr_layers; l++) {
+		size_t n = (size_t)model_shape_elems(&m->layers[l].out);
+
+		if (m->layers[l].op == MODEL_OP_INPUT) {
+			memcpy(exec_query_input(q, l), input + off, n * sizeof(float));
+			off += n;
+		}
+		if (!read[l])
+			*out_elems += n;
+	}
+	want = malloc(*out_elems * sizeof(float));
+	if (!want || exec_run_block(em, q, 0, m->nr_layers, NULL, &o.cpus, NULL))
+		goto out;
+	off = 0;
+	for (int l = 0; l < m->nr_layers; l++) {
+		size_t n = (size_t)model_shape_elems(&m->layers[l].out);
+
+		if (read[l])
+			continue;
+		if (exec_query_read_output(q, l, want + off, n)) {
+			free(want);
+			want = NULL;
+			goto out;
+		}
+		off += n;
+	}
+out:
+	free(read);
+	if (q)
+		exec_query_free(q);
+	exec_model_free(em);
+	model_free(m);
+	return want;
 }

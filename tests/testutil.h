@@ -80,4 +80,11 @@ int tu_read_line(int fd, char *buf, size_t len);
 int tu_topology_xml(char *buf, size_t len, const int *package_ids, int nr_packages,
 		    int cores_per_package, int pus_per_core, unsigned long long l3_bytes);
 
+/*
+ * The outputs of the model at path on input, run in this process by the
+ * executor library on every CPU this process may use (the reference a
+ * tenant's executor process must match); malloc'd, *out_elems floats, or NULL.
+ */
+float *tu_model_outputs(const char *path, const float *input, size_t *out_elems);
+
 #endif /* COLOC_TESTUTIL_H */
