@@ -368,8 +368,10 @@ static int measure_chunk(struct profiler *pr, struct stressor *s, const struct e
 
 			ret = stressor_set_level(s, p->levels[k]);
 			if (ret) {
-				fprintf(stderr, "\ncoloc-profile: %s stopped answering\n",
-					pr->stress_bin);
+				/* SIGINT reaches the stressor too: then its silence is expected. */
+				if (!interrupted)
+					fprintf(stderr, "\ncoloc-profile: %s stopped answering\n",
+						pr->stress_bin);
 				break;
 			}
 			spin_ns(PROFILE_SETTLE_NS);
