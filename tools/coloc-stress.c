@@ -591,7 +591,6 @@ int main(int argc, char **argv)
 			(double)buffer_bytes / (1 << 20));
 		goto cleanup;
 	}
-	t0 = now_ns();
 	if (buffer_needed) {
 		buf = mmap(NULL, buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			   -1, 0);
