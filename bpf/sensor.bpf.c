@@ -113,6 +113,17 @@ struct {
 } cpu_live SEC(".maps");
 
 /*
+ * Which tenant's block holds each core: written by colocd only, pinned so
+ * that an operator sees it with bpftool.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, COLOC_MAX_CPUS); /* sized to the machine at load */
+	__type(key, __u32);
+	__type(value, struct coloc_core_owner);
+} core_owner SEC(".maps");
+
+/*
  * A hash, so that only the tenants in use have an entry (a dump shows
  * them, not 64 slots): the daemon creates the entry when it gives a tenant
  * its first process or cgroup and deletes it when it clears the tenant.

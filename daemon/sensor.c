@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
 #include <sys/resource.h>
@@ -50,7 +51,8 @@ struct sensor {
 
 /* The maps an operator inspects with `bpftool map dump pinned DIR/NAME`. */
 static const char *const sensor_pin_names[] = {
-	"cpu_live", "tenant_totals", "tenant_by_tgid", "tenant_by_cgroup", "sensor_stats",
+	"cpu_live",	    "tenant_totals", "tenant_by_tgid",
+	"tenant_by_cgroup", "sensor_stats",  "core_owner",
 };
 #define SENSOR_NR_PINS ((int)(sizeof(sensor_pin_names) / sizeof(sensor_pin_names[0])))
 
@@ -245,6 +247,7 @@ static int sensor_load(struct sensor *s, enum sensor_trigger trigger, unsigned i
 	/* indexed by OS CPU id, which is below the number of possible CPUs */
 	bpf_map__set_max_entries(skel->maps.counters, s->nr_possible * COLOC_NR_COUNTERS);
 	bpf_map__set_max_entries(skel->maps.cpu_live, s->nr_possible);
+	bpf_map__set_max_entries(skel->maps.core_owner, s->nr_possible);
 	/* only the trigger used is loaded: a kernel may refuse the others */
 	bpf_program__set_autoload(skel->progs.coloc_tick, trigger == SENSOR_TRIGGER_TICK);
 	bpf_program__set_autoload(skel->progs.coloc_hrtimer, trigger == SENSOR_TRIGGER_HRTIMER);
@@ -253,6 +256,13 @@ static int sensor_load(struct sensor *s, enum sensor_trigger trigger, unsigned i
 	if (ret)
 		return coloc_err_set(err, ret, "cannot load the BPF programs: %s%s", strerror(-ret),
 				     sensor_verbose ? "" : " (run with -v for libbpf's messages)");
+
+	for (int cpu = 0; cpu < s->nr_possible; cpu++) {
+		ret = sensor_core_owner_clear(s, cpu);
+		if (ret)
+			return coloc_err_set(err, ret, "cannot mark CPU %d free in core_owner: %s",
+					     cpu, strerror(-ret));
+	}
 
 	s->live_mask = ~0u;
 	for (int i = 0; i < s->nr_cpus; i++)
@@ -600,4 +610,52 @@ int sensor_stats(struct sensor *s, struct coloc_sensor_stats *sum)
 const struct bpffs_dir *sensor_pin_dir(const struct sensor *s)
 {
 	return s->pinned ? &s->pin_dir : NULL;
+}
+
+/* cpu is an OS CPU id: the map has one entry per possible CPU. */
+static int sensor_core_owner_write(struct sensor *s, int cpu, const struct coloc_core_owner *o)
+{
+	__u32 key = (__u32)cpu;
+
+	if (cpu < 0 || cpu >= s->nr_possible)
+		return -EINVAL;
+	return bpf_map__update_elem(s->skel->maps.core_owner, &key, sizeof(key), o, sizeof(*o),
+				    BPF_ANY);
+}
+
+/* Same clock as bpf_ktime_get_ns(), so the BPF side and bpftool readers can compare. */
+static __u64 sensor_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+int sensor_core_owner_set(struct sensor *s, int cpu, __u32 tenant_id, __u64 query, int first_layer,
+			  int last_layer)
+{
+	struct coloc_core_owner o = {
+		.tenant_id = tenant_id,
+		.state = COLOC_CORE_OWNED,
+		.query = query,
+		.first_layer = (__u32)first_layer,
+		.last_layer = (__u32)last_layer,
+		.since_ns = sensor_monotonic_ns(),
+	};
+
+	if (tenant_id >= COLOC_MAX_TENANTS || first_layer < 0 || last_layer < first_layer)
+		return -EINVAL;
+	return sensor_core_owner_write(s, cpu, &o);
+}
+
+int sensor_core_owner_clear(struct sensor *s, int cpu)
+{
+	struct coloc_core_owner o = {
+		.tenant_id = COLOC_NO_TENANT,
+		.state = COLOC_CORE_FREE,
+		.since_ns = sensor_monotonic_ns(),
+	};
+
+	return sensor_core_owner_write(s, cpu, &o);
 }

@@ -79,6 +79,18 @@ int sensor_tenant_clear(struct sensor *s, __u32 tenant);
 int sensor_tenant_total(struct sensor *s, __u32 tenant, struct coloc_tenant_total *sum);
 int sensor_stats(struct sensor *s, struct coloc_sensor_stats *sum);
 
+/*
+ * Core ownership, in the pinned array `core_owner` (struct coloc_core_owner
+ * per OS CPU id): set when a tenant's block [first_layer, last_layer] of
+ * query `query` gets the core, cleared when the core is free again. Both
+ * stamp since_ns with CLOCK_MONOTONIC. -EINVAL for a CPU outside the
+ * machine, a tenant id >= COLOC_MAX_TENANTS, a negative first layer or a
+ * last layer before the first; otherwise what the map update returns.
+ */
+int sensor_core_owner_set(struct sensor *s, int cpu, __u32 tenant_id, __u64 query, int first_layer,
+			  int last_layer);
+int sensor_core_owner_clear(struct sensor *s, int cpu);
+
 /* The pin dir and what preparing it did (a bpffs mount, stale pins removed); NULL if unpinned. */
 const struct bpffs_dir *sensor_pin_dir(const struct sensor *s);
 

@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util.h"
+
 #define PROFILE_MAX_LINE 4096
 #define PROFILE_MAX_FIELDS 16
 #define PROFILE_MAX_CELLS (32u << 20) /* 256 MiB of latencies: far beyond any real model */
@@ -95,8 +97,11 @@ struct profile *profile_new(int nr_layers, const int *nr_versions, int nr_cores,
 	p->layers = calloc((size_t)nr_layers, sizeof(*p->layers));
 	p->layer_offset = calloc((size_t)nr_layers, sizeof(*p->layer_offset));
 	p->latency_ns = calloc(cells, sizeof(*p->latency_ns));
+	p->ci_lo_ns = calloc(cells, sizeof(*p->ci_lo_ns));
+	p->ci_hi_ns = calloc(cells, sizeof(*p->ci_hi_ns));
 	p->stress_gbps = calloc(cells_per_version(p), sizeof(*p->stress_gbps));
-	if (!p->layers || !p->layer_offset || !p->latency_ns || !p->stress_gbps)
+	if (!p->layers || !p->layer_offset || !p->latency_ns || !p->ci_lo_ns || !p->ci_hi_ns ||
+	    !p->stress_gbps)
 		goto nomem;
 	cells = 0;
 	for (int i = 0; i < nr_layers; i++) {
@@ -120,6 +125,8 @@ void profile_free(struct profile *p)
 	free(p->layers);
 	free(p->layer_offset);
 	free(p->latency_ns);
+	free(p->ci_lo_ns);
+	free(p->ci_hi_ns);
 	free(p->stress_gbps);
 	free(p);
 }
@@ -140,6 +147,15 @@ uint64_t *profile_latency_cell(struct profile *p, int layer, int version, int co
 	return (uint64_t *)profile_latency_cell_const(p, layer, version, cores, level_idx);
 }
 
+void profile_ci_cells(struct profile *p, int layer, int version, int cores, int level_idx,
+		      uint64_t **lo, uint64_t **hi)
+{
+	uint64_t *cell = profile_latency_cell(p, layer, version, cores, level_idx);
+
+	*lo = cell ? p->ci_lo_ns + (cell - p->latency_ns) : NULL;
+	*hi = cell ? p->ci_hi_ns + (cell - p->latency_ns) : NULL;
+}
+
 size_t profile_nr_missing(const struct profile *p)
 {
 	size_t cells = 0, missing = 0;
@@ -157,9 +173,14 @@ size_t profile_nr_missing(const struct profile *p)
  * for the cache and memory, whereas at the maximum it shared the layer's
  * cores and the ratio is mostly time-slicing.
  */
+static int slowdown_max_cores(const struct profile *p)
+{
+	return p->nr_cores > 1 ? p->nr_cores - 1 : 1;
+}
+
 void profile_update_slowdown(struct profile *p)
 {
-	int max_cores = p->nr_cores > 1 ? p->nr_cores - 1 : 1;
+	int max_cores = slowdown_max_cores(p);
 
 	for (int l = 0; l < p->nr_layers; l++) {
 		struct profile_layer *layer = &p->layers[l];
@@ -183,6 +204,75 @@ void profile_update_slowdown(struct profile *p)
 			layer->slowdown[k] = n ? exp(log_sum / n) : 0;
 		}
 	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void profile_median_ci(uint64_t *v, int n, uint64_t *median, uint64_t *lo, uint64_t *hi)
+{
+	double below = 0, term = ldexp(1.0, -n); /* P(Binom(n, 1/2) = 0) */
+	int j = 1;
+
+	qsort(v, (size_t)n, sizeof(*v), cmp_u64);
+	*median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	/*
+	 * [v(j), v(n+1-j)] (1-based) misses the median with probability
+	 * 2 P(B <= j-1), B ~ Binom(n, 1/2): take the largest j keeping that <= 5 %.
+	 */
+	for (int i = 0; i < n / 2; i++) {
+		below += term;
+		if (2 * below > 0.05)
+			break;
+		j = i + 1;
+		term = term * (n - i) / (i + 1);
+	}
+	*lo = v[j - 1];
+	*hi = v[n - j];
+}
+
+void profile_check(const struct profile *p, struct profile_check *out)
+{
+	int max_cores = slowdown_max_cores(p);
+	double log_sum[PROFILE_MAX_LEVELS] = { 0 };
+
+	memset(out, 0, sizeof(*out));
+	for (int l = 0; l < p->nr_layers; l++) {
+		for (int v = 0; v < p->layers[l].nr_versions; v++) {
+			for (int c = 1; c <= max_cores; c++) {
+				const uint64_t *med = profile_latency_cell_const(p, l, v, c, 0);
+				size_t at = (size_t)(med - p->latency_ns);
+				const uint64_t *lo = p->ci_lo_ns + at, *hi = p->ci_hi_ns + at;
+				bool pass = true, complete = true;
+
+				for (int k = 0; k < p->nr_levels; k++)
+					complete &= med[k] && lo[k] && hi[k];
+				if (!complete)
+					continue;
+				out->nr_rows++;
+				for (int k = 1; k < p->nr_levels; k++) {
+					log_sum[k] += log((double)med[k] / (double)med[0]);
+					if (hi[k] < lo[0]) {
+						out->below_one[k]++;
+						pass = false;
+					}
+					if (k >= 2 && hi[k] < lo[k - 1]) {
+						out->falling[k]++;
+						pass = false;
+					}
+				}
+				out->nr_pass += pass;
+			}
+		}
+	}
+	for (int k = 1; k < p->nr_levels && out->nr_rows; k++)
+		out->mean_slowdown[k] = exp(log_sum[k] / out->nr_rows);
+	if (out->nr_rows)
+		out->mean_slowdown[0] = 1;
 }
 
 int profile_lookup(const struct profile *p, int layer, int version, int cores, double level,
@@ -362,6 +452,51 @@ static int check_writable(const struct profile *p, struct coloc_err *err)
 	return 0;
 }
 
+/* The three tables of a cell, each written as its own record of the same shape. */
+static const uint64_t *table_median(const struct profile *p)
+{
+	return p->latency_ns;
+}
+
+static const uint64_t *table_ci_lo(const struct profile *p)
+{
+	return p->ci_lo_ns;
+}
+
+static const uint64_t *table_ci_hi(const struct profile *p)
+{
+	return p->ci_hi_ns;
+}
+
+static const struct {
+	const char *key;
+	const uint64_t *(*table)(const struct profile *p);
+} lat_tables[] = {
+	{ "lat", table_median },
+	{ "lat-lo", table_ci_lo },
+	{ "lat-hi", table_ci_hi },
+};
+
+static void write_lat_row(const struct profile *p, const uint64_t *table, const char *key, int i,
+			  int v, int c, FILE *f)
+{
+	const uint64_t *row = table + (profile_latency_cell_const(p, i, v, c, 0) - p->latency_ns);
+	bool any = false;
+
+	for (int k = 0; k < p->nr_levels; k++)
+		any |= row[k] != 0;
+	if (!any)
+		return;
+	fprintf(f, "%s %d %d %d", key, i, v, c);
+	for (int k = 0; k < p->nr_levels; k++) {
+		if (row[k])
+			fprintf(f, " %llu", (unsigned long long)row[k]);
+		else
+			fprintf(f, " -");
+	}
+	fputc('\n', f);
+}
+
 static void write_profile(const struct profile *p, FILE *f)
 {
 	fprintf(f, "# coloc latency profile: format in models/PROFILE.md\n");
@@ -404,27 +539,12 @@ static void write_profile(const struct profile *p, FILE *f)
 		}
 		fputc('\n', f);
 	}
-	for (int i = 0; i < p->nr_layers; i++) {
-		for (int v = 0; v < p->layers[i].nr_versions; v++) {
-			for (int c = 1; c <= p->nr_cores; c++) {
-				const uint64_t *row = profile_latency_cell_const(p, i, v, c, 0);
-				bool any = false;
-
-				for (int k = 0; k < p->nr_levels; k++)
-					any |= row[k] != 0;
-				if (!any)
-					continue;
-				fprintf(f, "lat %d %d %d", i, v, c);
-				for (int k = 0; k < p->nr_levels; k++) {
-					if (row[k])
-						fprintf(f, " %llu", (unsigned long long)row[k]);
-					else
-						fprintf(f, " -");
-				}
-				fputc('\n', f);
-			}
-		}
-	}
+	for (int i = 0; i < p->nr_layers; i++)
+		for (int v = 0; v < p->layers[i].nr_versions; v++)
+			for (int c = 1; c <= p->nr_cores; c++)
+				for (size_t t = 0; t < ARRAY_SIZE(lat_tables); t++)
+					write_lat_row(p, lat_tables[t].table(p), lat_tables[t].key,
+						      i, v, c, f);
 	for (int i = 0; i < p->nr_layers && p->nr_levels > 1; i++) {
 		fprintf(f, "slowdown %d", i);
 		for (int k = 1; k < p->nr_levels; k++) {
@@ -676,6 +796,11 @@ static int parse_header(struct parser *ps, struct profile_header *hd)
 	if ((ret = expect_record(ps, "coloc-profile", 2)) ||
 	    (ret = field_int(ps, 1, "format version", 1, 1000, &format)))
 		return ret;
+	if (format < PROFILE_FORMAT_VERSION)
+		return parse_error(
+			ps,
+			"format version %d is from an older coloc-profile whose cells have no confidence interval (this reader knows %d); measure the profile again with coloc-profile",
+			format, PROFILE_FORMAT_VERSION);
 	if (format != PROFILE_FORMAT_VERSION)
 		return parse_error(ps, "format version %d, this reader knows %d", format,
 				   PROFILE_FORMAT_VERSION);
@@ -774,24 +899,25 @@ static int parse_layers(struct parser *ps, struct profile_header *hd, struct pro
 	return 0;
 }
 
-static int parse_lat(struct parser *ps, struct profile *p)
+/* A lat, lat-lo or lat-hi record into its table. */
+static int parse_lat(struct parser *ps, struct profile *p, uint64_t *table)
 {
 	int layer, version, cores, ret;
 	uint64_t *row;
 
 	if (ps->nr_fields != 4 + p->nr_levels)
 		return parse_error(
-			ps, "'lat' takes LAYER VERSION CORES and %d latencies, found %d fields",
-			p->nr_levels, ps->nr_fields - 1);
+			ps, "'%s' takes LAYER VERSION CORES and %d latencies, found %d fields",
+			ps->field[0], p->nr_levels, ps->nr_fields - 1);
 	if ((ret = field_int(ps, 1, "layer", 0, p->nr_layers - 1, &layer)) ||
 	    (ret = field_int(ps, 2, "version", 0, p->layers[layer].nr_versions - 1, &version)) ||
 	    (ret = field_int(ps, 3, "cores", 1, p->nr_cores, &cores)))
 		return ret;
-	row = profile_latency_cell(p, layer, version, cores, 0);
+	row = table + (profile_latency_cell(p, layer, version, cores, 0) - p->latency_ns);
 	for (int k = 0; k < p->nr_levels; k++) {
 		if (row[k])
-			return parse_error(ps, "duplicate 'lat' for layer %d version %d cores %d",
-					   layer, version, cores);
+			return parse_error(ps, "duplicate '%s' for layer %d version %d cores %d",
+					   ps->field[0], layer, version, cores);
 	}
 	for (int k = 0; k < p->nr_levels; k++) {
 		if (!strcmp(ps->field[4 + k], "-"))
@@ -844,6 +970,32 @@ static int parse_slowdown(struct parser *ps, struct profile *p, bool *seen)
 	return 0;
 }
 
+/* A measured cell has its interval around it; an unmeasured one has none. */
+static int check_intervals(struct parser *ps, const struct profile *p)
+{
+	for (int l = 0; l < p->nr_layers; l++) {
+		for (int v = 0; v < p->layers[l].nr_versions; v++) {
+			for (int c = 1; c <= p->nr_cores; c++) {
+				const uint64_t *med = profile_latency_cell_const(p, l, v, c, 0);
+				size_t at = (size_t)(med - p->latency_ns);
+				const uint64_t *lo = p->ci_lo_ns + at, *hi = p->ci_hi_ns + at;
+
+				for (int k = 0; k < p->nr_levels; k++) {
+					if (!med[k] && !lo[k] && !hi[k])
+						continue;
+					if (!med[k] || !lo[k] || !hi[k] || lo[k] > med[k] ||
+					    med[k] > hi[k])
+						return parse_error(
+							ps,
+							"layer %d version %d cores %d level %d: lat-lo, lat and lat-hi must all be given, in increasing order, or all be '-'",
+							l, v, c, p->levels[k]);
+				}
+			}
+		}
+	}
+	return 0;
+}
+
 static int parse_body(struct parser *ps, struct profile *p)
 {
 	bool *gbps_seen = calloc((size_t)p->nr_cores, sizeof(bool));
@@ -863,7 +1015,11 @@ static int parse_body(struct parser *ps, struct profile *p)
 			goto out;
 		}
 		if (!strcmp(ps->field[0], "lat")) {
-			ret = parse_lat(ps, p);
+			ret = parse_lat(ps, p, p->latency_ns);
+		} else if (!strcmp(ps->field[0], "lat-lo")) {
+			ret = parse_lat(ps, p, p->ci_lo_ns);
+		} else if (!strcmp(ps->field[0], "lat-hi")) {
+			ret = parse_lat(ps, p, p->ci_hi_ns);
 		} else if (!strcmp(ps->field[0], "stress-gbps")) {
 			ret = parse_stress_gbps(ps, p, gbps_seen);
 		} else if (!strcmp(ps->field[0], "slowdown")) {
@@ -873,14 +1029,16 @@ static int parse_body(struct parser *ps, struct profile *p)
 				ret = parse_error(ps, "'end' takes no values");
 				goto out;
 			}
-			ret = next_record(ps);
+			ret = check_intervals(ps, p);
+			if (!ret)
+				ret = next_record(ps);
 			if (ret > 0)
 				ret = parse_error(ps, "'%.40s' after 'end'", ps->field[0]);
 			goto out;
 		} else {
 			ret = parse_error(
 				ps,
-				"unknown record '%.40s' (expected lat, stress-gbps, slowdown or end)",
+				"unknown record '%.40s' (expected lat, lat-lo, lat-hi, stress-gbps, slowdown or end)",
 				ps->field[0]);
 		}
 		if (ret)

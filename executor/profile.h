@@ -5,10 +5,12 @@
  * levels, written by coloc-profile and read by the scheduler.
  *
  * A profile is a dense table lat[layer][version][cores][level] in
- * nanoseconds, where level index 0 is "alone" (no stressor) and index k > 0
- * is the stress level levels[k] (a coloc-stress duty cycle, 1..100). A cell
- * of 0 is "not measured yet", which is what a partial (interrupted) profile
- * holds. Per layer it also keeps the slowdown ratio at each level, the
+ * nanoseconds, where level index 0 is "alone" (the stressor running but
+ * touching no memory) and index k > 0 is the stress level levels[k] (a
+ * coloc-stress duty cycle, 1..100). Each cell is a median with a 95 %
+ * confidence interval (order statistics) in two tables of the same shape. A
+ * cell of 0 is "not measured yet", which is what a partial (interrupted)
+ * profile holds. Per layer it also keeps the slowdown ratio at each level, the
  * summary the interference model consumes, and per core count and level the
  * bandwidth the stressor achieved meanwhile (the stress's measured signal).
  *
@@ -28,7 +30,7 @@
 #include "coloc/limits.h"
 #include "error.h"
 
-#define PROFILE_FORMAT_VERSION 2
+#define PROFILE_FORMAT_VERSION 3
 #define PROFILE_NAME_LEN 64 /* model and layer names, as MODEL_NAME_LEN */
 #define PROFILE_VERSION_NAME_LEN 48 /* as EXEC_VERSION_NAME_LEN */
 #define PROFILE_MAX_VERSIONS 6 /* as EXEC_MAX_VERSIONS */
@@ -77,7 +79,8 @@ struct profile {
 	int levels[PROFILE_MAX_LEVELS]; /* levels[0] == 0, then strictly increasing, <= 100 */
 	int nr_layers;
 	struct profile_layer *layers;
-	uint64_t *latency_ns; /* the table; use profile_latency_cell() */
+	uint64_t *latency_ns; /* the table of medians; use profile_latency_cell() */
+	uint64_t *ci_lo_ns, *ci_hi_ns; /* the medians' 95 % CI, same shape as latency_ns */
 	size_t *layer_offset; /* index of each layer's first cell in latency_ns */
 	double *stress_gbps; /* [cores - 1][level]; negative: not measured (always at level 0) */
 };
@@ -96,10 +99,39 @@ void profile_free(struct profile *p);
 uint64_t *profile_latency_cell(struct profile *p, int layer, int version, int cores, int level_idx);
 const uint64_t *profile_latency_cell_const(const struct profile *p, int layer, int version,
 					   int cores, int level_idx);
+/* The same cell of ci_lo_ns and ci_hi_ns (both NULL when out of range). */
+void profile_ci_cells(struct profile *p, int layer, int version, int cores, int level_idx,
+		      uint64_t **lo, uint64_t **hi);
 /* Cells still 0; a profile is complete when this is 0. */
 size_t profile_nr_missing(const struct profile *p);
 /* Recomputes every layer's slowdown[] from the table (see struct profile_layer). */
 void profile_update_slowdown(struct profile *p);
+
+/*
+ * The median of v[0..n) (sorted in place) and a confidence interval for it
+ * from order statistics: the narrowest [v(j), v(n+1-j)] whose binomial
+ * coverage is at least 95 %. Below 6 runs no such interval exists and
+ * [min, max] is returned (coverage 1 - 2^(1-n)). n must be >= 1.
+ */
+void profile_median_ci(uint64_t *v, int n, uint64_t *median, uint64_t *lo, uint64_t *hi);
+
+/*
+ * What a profile must show to be trusted: interference never speeds a layer
+ * up and never less as the level rises. Checked per (layer, version, core
+ * count) row, on the rows the slowdown summary uses (see struct
+ * profile_layer), with each cell's CI: a row fails at level k when its CI
+ * lies wholly below the alone CI (a slowdown < 1) or wholly below the CI at
+ * the level before (falling with the level). Complete rows only.
+ */
+struct profile_check {
+	int nr_rows; /* rows checked */
+	int nr_pass; /* rows failing at no level */
+	int below_one[PROFILE_MAX_LEVELS]; /* per level index: rows with a slowdown < 1 */
+	int falling[PROFILE_MAX_LEVELS]; /* per level index >= 2: rows below the level before */
+	/* per level index: geometric mean over the rows of the median ratio to alone */
+	double mean_slowdown[PROFILE_MAX_LEVELS];
+};
+void profile_check(const struct profile *p, struct profile_check *out);
 
 /*
  * Latency of a layer at a stress level in [0, 100]: linear interpolation

@@ -26,6 +26,7 @@
 #include "kselftest_harness.h"
 #include "testutil.h"
 #include "profile.h"
+#include "util.h"
 
 static const int test_levels[] = { 0, 30, 60, 100 };
 static const int test_versions[] = { 1, 2, 3 };
@@ -35,6 +36,17 @@ static uint64_t cell_value(int layer, int version, int cores, int level_idx)
 {
 	return 1000000ULL * (uint64_t)(layer + 1) + 10000ULL * (uint64_t)(version + 1) +
 	       100ULL * (uint64_t)cores + (uint64_t)level_idx + 1;
+}
+
+/* A measured cell: its median and an interval around it that no other cell shares either. */
+static void set_cell(struct profile *p, int l, int v, int c, int k)
+{
+	uint64_t *lo, *hi;
+
+	profile_ci_cells(p, l, v, c, k, &lo, &hi);
+	*profile_latency_cell(p, l, v, c, k) = cell_value(l, v, c, k);
+	*lo = cell_value(l, v, c, k) - 7 - (uint64_t)k;
+	*hi = cell_value(l, v, c, k) + 11 + (uint64_t)k;
 }
 
 static struct profile *make_profile(bool leave_holes)
@@ -63,8 +75,7 @@ static struct profile *make_profile(bool leave_holes)
 			for (int c = 1; c <= 2; c++)
 				for (int k = 0; k < 4; k++)
 					if (!leave_holes || (l + v + c + k) % 3)
-						*profile_latency_cell(p, l, v, c, k) =
-							cell_value(l, v, c, k);
+						set_cell(p, l, v, c, k);
 	}
 	p->stress_gbps[0 * 4 + 1] = 0.75;
 	p->stress_gbps[0 * 4 + 3] = 2.5;
@@ -202,10 +213,20 @@ TEST_F(profile, save_load__round_trips_every_field)
 		ASSERT_EQ(test_versions[l], q->layers[l].nr_versions);
 		for (int v = 0; v < test_versions[l]; v++) {
 			ASSERT_STREQ(p->layers[l].version_names[v], q->layers[l].version_names[v]);
-			for (int c = 1; c <= 2; c++)
-				for (int k = 0; k < 4; k++)
-					ASSERT_EQ((l + v + c + k) % 3 ? cell_value(l, v, c, k) : 0,
+			for (int c = 1; c <= 2; c++) {
+				for (int k = 0; k < 4; k++) {
+					bool measured = (l + v + c + k) % 3;
+					uint64_t *lo, *hi;
+
+					profile_ci_cells(q, l, v, c, k, &lo, &hi);
+					ASSERT_EQ(measured ? cell_value(l, v, c, k) : 0,
 						  *profile_latency_cell(q, l, v, c, k));
+					ASSERT_EQ(measured ? cell_value(l, v, c, k) - 7 - k : 0,
+						  *lo);
+					ASSERT_EQ(measured ? cell_value(l, v, c, k) + 11 + k : 0,
+						  *hi);
+				}
+			}
 		}
 		for (int k = 1; k < 4; k++)
 			ASSERT_LE(fabs(p->layers[l].slowdown[k] - q->layers[l].slowdown[k]),
@@ -285,6 +306,8 @@ static char *replace_line(const char *text, int line, const char *with)
 #define LINE_LAYERS 15
 #define LINE_LAYER1 17
 #define LINE_GBPS1 19
+#define LINE_LAT_LO1 (LINE_GBPS1 + 3) /* lat-lo 0 0 1, after stress-gbps 2 and lat 0 0 1 */
+#define LINE_END 0 /* in cases[]: the last line, "end" */
 
 TEST_F(profile, load__rejects_malformed_with_file_line)
 {
@@ -295,6 +318,7 @@ TEST_F(profile, load__rejects_malformed_with_file_line)
 		const char *msg; /* part of the message */
 	} cases[] = {
 		{ 2, "coloc-profile 1", 2, "format version 1" },
+		{ 2, "coloc-profile 2", 2, "older coloc-profile whose cells have no confidence" },
 		{ LINE_ISA, NULL, LINE_ISA, "expected 'isa'" },
 		{ LINE_MODEL_HASH, "model-hash 0123", LINE_MODEL_HASH, "16 lowercase hex" },
 		{ LINE_MODEL_HASH, "model-hash 0123456789ABCDEF", LINE_MODEL_HASH, "hex" },
@@ -317,7 +341,10 @@ TEST_F(profile, load__rejects_malformed_with_file_line)
 		{ LINE_GBPS1, "lat 0 0 1 1 2 3 x9", LINE_GBPS1, "latency (ns) 'x9'" },
 		{ LINE_GBPS1, "lat 0 0 1 1 2 3 0", LINE_GBPS1, "latency (ns) '0'" },
 		{ LINE_GBPS1, "lat 0 0 1 1 2 3 99999999999999999999", LINE_GBPS1, "latency" },
-		{ LINE_GBPS1, "lat 0 0 2 1 2 3 4", LINE_GBPS1 + 3, "duplicate 'lat'" },
+		{ LINE_GBPS1, "lat 0 0 2 1 2 3 4", LINE_GBPS1 + 5, "duplicate 'lat'" },
+		{ LINE_LAT_LO1, "lat-lo 0 0 1 1 2 3", LINE_LAT_LO1, "'lat-lo' takes" },
+		{ LINE_LAT_LO1, NULL, LINE_END, "layer 0 version 0 cores 1 level 0: lat-lo, lat" },
+		{ LINE_LAT_LO1, "lat-lo 0 0 1 1 2 3 999999999", LINE_END, "cores 1 level 100:" },
 		{ LINE_GBPS1, "slowdown 0 1 0 1", LINE_GBPS1, "> 0" },
 		{ LINE_GBPS1, "latency 0 0 1 1 2 3 4", LINE_GBPS1, "unknown record" },
 		{ LINE_GBPS1, " lat 0 0 1 1 2 3 4", LINE_GBPS1, "whitespace" },
@@ -340,7 +367,9 @@ TEST_F(profile, load__rejects_malformed_with_file_line)
 		char *bad = replace_line(good, cases[i].line, cases[i].with);
 		char prefix[192];
 
-		snprintf(prefix, sizeof(prefix), "%s:%d: ", self->path, cases[i].err_line);
+		snprintf(prefix, sizeof(prefix), "%s:%d: ", self->path,
+			 cases[i].err_line == LINE_END ? nr_lines - !cases[i].with :
+							 cases[i].err_line);
 		ASSERT_EQ(0, write_file(self->path, bad, strlen(bad)));
 		coloc_err_clear(&self->err);
 		p = profile_load(self->path, &self->err);
@@ -496,6 +525,90 @@ TEST_F(profile, update_slowdown__geometric_mean_of_off_core_ratios)
 	*profile_latency_cell(p, 0, 1, 1, 1) = 0;
 	profile_update_slowdown(p);
 	ASSERT_EQ(0, p->layers[0].slowdown[1]);
+	profile_free(p);
+}
+
+/* The 95 % CI ranks from the binomial tables: 9 runs (2, 8), 10 (2, 9), 20 (6, 15). */
+TEST_F(profile, median_ci__order_statistic_ranks_by_hand)
+{
+	static const struct {
+		int n, lo_rank, hi_rank;
+	} cases[] = { { 9, 2, 8 }, { 10, 2, 9 }, { 20, 6, 15 }, { 5, 1, 5 }, { 1, 1, 1 } };
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		int n = cases[i].n;
+		uint64_t v[20], median, lo, hi;
+
+		/* ranks r = 1..n hold 100 r, stored in a scrambled order */
+		for (int r = 1; r <= n; r++)
+			v[(r * 7) % n] = 100 * (uint64_t)r;
+		profile_median_ci(v, n, &median, &lo, &hi);
+		ASSERT_EQ(n % 2 ? 100 * (uint64_t)(n + 1) / 2 : 100 * (uint64_t)n / 2 + 50, median)
+		TH_LOG("n %d", n);
+		ASSERT_EQ(100 * (uint64_t)cases[i].lo_rank, lo) TH_LOG("n %d", n);
+		ASSERT_EQ(100 * (uint64_t)cases[i].hi_rank, hi) TH_LOG("n %d", n);
+	}
+}
+
+/* Sets the row (layer, version, cores) to medians m[] with intervals m -/+ w. */
+static void set_row(struct profile *p, int l, int v, int c, const uint64_t *m, uint64_t w)
+{
+	for (int k = 0; k < p->nr_levels; k++) {
+		uint64_t *lo, *hi;
+
+		profile_ci_cells(p, l, v, c, k, &lo, &hi);
+		*profile_latency_cell(p, l, v, c, k) = m[k];
+		*lo = m[k] - w;
+		*hi = m[k] + w;
+	}
+}
+
+/*
+ * A synthetic profile with one row of each kind, checked against what the
+ * intervals say by hand: rising (passes), dipping below alone within the
+ * intervals (passes), below alone beyond them (fails at 30), falling from
+ * 30 to 60 beyond them (fails at 60); co-located rows and an incomplete
+ * row are not checked.
+ */
+TEST_F(profile, check__slowdown_at_least_one_and_monotone_within_ci)
+{
+	static const uint64_t rising[] = { 1000, 1100, 1200, 1300 };
+	static const uint64_t dipping[] = { 1000, 980, 1010, 1020 };
+	static const uint64_t below[] = { 1000, 900, 1100, 1200 };
+	static const uint64_t falling[] = { 1000, 1500, 1300, 1600 };
+	static const uint64_t colocated[] = { 1000, 500, 400, 300 };
+	int versions[] = { 2, 1, 1, 1 };
+	struct profile *p = profile_new(4, versions, 2, 4, test_levels, &self->err);
+	struct profile_check ck;
+
+	ASSERT_NE(NULL, p);
+	set_row(p, 0, 0, 1, rising, 50);
+	set_row(p, 0, 1, 1, dipping, 30);
+	set_row(p, 1, 0, 1, below, 20);
+	set_row(p, 2, 0, 1, falling, 20);
+	set_row(p, 3, 0, 1, falling, 20);
+	*profile_latency_cell(p, 3, 0, 1, 2) = 0; /* not measured: the row is skipped */
+	for (int l = 0; l < 4; l++)
+		for (int v = 0; v < versions[l]; v++)
+			set_row(p, l, v, 2, colocated, 10);
+	profile_check(p, &ck);
+	ASSERT_EQ(4, ck.nr_rows);
+	ASSERT_EQ(2, ck.nr_pass);
+	/* below: 920 < 980 at 30; dipping: 1010 >= 970 */
+	ASSERT_EQ(1, ck.below_one[1]);
+	ASSERT_EQ(0, ck.below_one[2]);
+	ASSERT_EQ(0, ck.below_one[3]);
+	/* falling: 1320 < 1480 at 60; nothing below its previous level at 100 */
+	ASSERT_EQ(1, ck.falling[2]);
+	ASSERT_EQ(0, ck.falling[3]);
+	ASSERT_LT(fabs(ck.mean_slowdown[1] - pow(1.1 * 0.98 * 0.9 * 1.5, 0.25)), 1e-12);
+	ASSERT_LT(fabs(ck.mean_slowdown[3] - pow(1.3 * 1.02 * 1.2 * 1.6, 0.25)), 1e-12);
+
+	/* Intervals wide enough to hold both dips: every row passes. */
+	set_row(p, 1, 0, 1, below, 60);
+	set_row(p, 2, 0, 1, falling, 110);
+	profile_check(p, &ck);
+	ASSERT_EQ(4, ck.nr_pass);
 	profile_free(p);
 }
 
@@ -659,6 +772,23 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 	for (int l = 0; l < 4; l++) {
 		ASSERT_STREQ(names[l], p->layers[l].name);
 		ASSERT_GE(p->layers[l].nr_versions, 1);
+	}
+	/* It prints the checks over every off-core row: versions x (cores - 1), or x 1 on one core. */
+	{
+		int rows = 0, printed_pass = -1, printed_rows = -1;
+		struct profile_check ck;
+		const char *line = strstr(run.output, "check tiny llc: ");
+
+		for (int l = 0; l < 4; l++)
+			rows += p->layers[l].nr_versions * (p->nr_cores > 1 ? p->nr_cores - 1 : 1);
+		ASSERT_NE(NULL, line) TH_LOG("%s", run.output);
+		ASSERT_EQ(2, sscanf(line, "check tiny llc: %d of %d rows pass", &printed_pass,
+				    &printed_rows));
+		profile_check(p, &ck);
+		ASSERT_EQ(rows, printed_rows);
+		ASSERT_EQ(ck.nr_pass, printed_pass);
+		ASSERT_NE(NULL, strstr(run.output, "level  50: mean slowdown "));
+		ASSERT_NE(NULL, strstr(run.output, "level 100: mean slowdown "));
 	}
 	/* The stressor ran at every level for every core count and reported its rate. */
 	for (int c = 1; c <= p->nr_cores; c++)

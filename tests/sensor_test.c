@@ -20,6 +20,7 @@
 #include "kselftest_harness.h"
 #include "bpffs.h"
 #include "sensor.h"
+#include "util.h"
 #include "view.h"
 #include "testutil.h"
 
@@ -410,6 +411,105 @@ TEST_F(sensor, pin__maps_are_sized_to_the_machine)
 	ASSERT_EQ(0, sensor_tenant_clear(self->s, 5));
 	EXPECT_NE(0, bpf_map_get_next_key(fd, NULL, &next));
 	close(fd);
+}
+
+/* Reads one CPU's entry of the pinned core_owner map, as another process would. */
+static int read_core_owner(const char *pin_dir, int cpu, struct coloc_core_owner *o)
+{
+	char path[256];
+	__u32 key = (__u32)cpu;
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/core_owner", pin_dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	ret = bpf_map_lookup_elem(fd, &key, o) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/*
+ * Ownership set and cleared through the sensor is what a reader of the pin
+ * sees: every CPU starts free, one set shows the block with a fresh
+ * CLOCK_MONOTONIC stamp and leaves the other CPUs alone, a clear frees it.
+ */
+TEST_F(sensor, core_owner__set_and_clear_are_seen_through_the_pin)
+{
+	int cpu = sensor_cpus(self->s)[sensor_nr_cpus(self->s) - 1];
+	struct coloc_core_owner o;
+	__u64 before, after;
+
+	for (int c = 0; c < libbpf_num_possible_cpus(); c++) {
+		ASSERT_EQ(0, read_core_owner(self->pin_dir, c, &o));
+		EXPECT_EQ(COLOC_CORE_FREE, o.state);
+		EXPECT_EQ(COLOC_NO_TENANT, o.tenant_id);
+	}
+	before = tu_now_ns();
+	ASSERT_EQ(0, sensor_core_owner_set(self->s, cpu, 7, 123456789012ull, 3, 17));
+	after = tu_now_ns();
+	ASSERT_EQ(0, read_core_owner(self->pin_dir, cpu, &o));
+	EXPECT_EQ(COLOC_CORE_OWNED, o.state);
+	EXPECT_EQ(7, o.tenant_id);
+	EXPECT_EQ(123456789012ull, o.query);
+	EXPECT_EQ(3, o.first_layer);
+	EXPECT_EQ(17, o.last_layer);
+	EXPECT_LE(before, o.since_ns);
+	EXPECT_GE(after, o.since_ns);
+	for (int c = 0; c < libbpf_num_possible_cpus(); c++) {
+		struct coloc_core_owner other;
+
+		if (c == cpu)
+			continue;
+		ASSERT_EQ(0, read_core_owner(self->pin_dir, c, &other));
+		EXPECT_EQ(COLOC_CORE_FREE, other.state);
+	}
+
+	ASSERT_EQ(0, sensor_core_owner_clear(self->s, cpu));
+	ASSERT_EQ(0, read_core_owner(self->pin_dir, cpu, &o));
+	EXPECT_EQ(COLOC_CORE_FREE, o.state);
+	EXPECT_EQ(COLOC_NO_TENANT, o.tenant_id);
+	EXPECT_EQ(0, o.query);
+	EXPECT_LE(after, o.since_ns);
+}
+
+TEST_F(sensor, core_owner__rejects_cpus_tenants_and_blocks_outside_range)
+{
+	int possible = libbpf_num_possible_cpus();
+	struct coloc_core_owner o;
+
+	EXPECT_EQ(-EINVAL, sensor_core_owner_set(self->s, possible, 1, 1, 0, 0));
+	EXPECT_EQ(-EINVAL, sensor_core_owner_set(self->s, -1, 1, 1, 0, 0));
+	EXPECT_EQ(-EINVAL, sensor_core_owner_clear(self->s, possible));
+	EXPECT_EQ(-EINVAL, sensor_core_owner_set(self->s, 0, COLOC_MAX_TENANTS, 1, 0, 0));
+	EXPECT_EQ(-EINVAL, sensor_core_owner_set(self->s, 0, 1, 1, -1, 0));
+	EXPECT_EQ(-EINVAL, sensor_core_owner_set(self->s, 0, 1, 1, 5, 4));
+	ASSERT_EQ(0, read_core_owner(self->pin_dir, 0, &o));
+	EXPECT_EQ(COLOC_CORE_FREE, o.state);
+}
+
+/* bpftool reads the map without our header: fields and the state by name. */
+TEST_F(sensor, core_owner__dumped_by_bpftool_with_named_fields)
+{
+	static const char *const owned[] = {
+		"\"tenant_id\": 7",  "\"state\": \"COLOC_CORE_OWNED\"",
+		"\"query\": 42",     "\"first_layer\": 0",
+		"\"last_layer\": 9", "\"since_ns\": ",
+	};
+	int cpu = sensor_cpus(self->s)[0];
+	char cmd[512], out[65536];
+
+	snprintf(cmd, sizeof(cmd), "bpftool map dump pinned %s/core_owner", self->pin_dir);
+	ASSERT_EQ(0, sensor_core_owner_set(self->s, cpu, 7, 42, 0, 9));
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	for (size_t i = 0; i < ARRAY_SIZE(owned); i++) {
+		EXPECT_NE(NULL, strstr(out, owned[i]))
+		TH_LOG("no %s in: %s", owned[i], out);
+	}
+	ASSERT_EQ(0, sensor_core_owner_clear(self->s, cpu));
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	EXPECT_EQ(NULL, strstr(out, "COLOC_CORE_OWNED"));
+	EXPECT_NE(NULL, strstr(out, "\"state\": \"COLOC_CORE_FREE\""));
 }
 
 /*

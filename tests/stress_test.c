@@ -275,6 +275,60 @@ TEST_F(stress, level_0__stays_idle)
 	ASSERT_NE(NULL, strstr(run.c.output, "total: 0.000 GB/s")) TH_LOG("%s", run.c.output);
 }
 
+/*
+ * --fill spin at level 0 is what a profile's "alone" runs next to: the core
+ * as wanted as at level 100 (it never sleeps), yet no byte of memory moved.
+ */
+TEST_F(stress, fill_spin_level_0__wants_its_core_and_moves_no_memory)
+{
+	const char *args[] = { "--cores", self->cpu, "--level", "0", "--fill", "spin", NULL };
+	struct stress_demand d;
+	struct stress_run run;
+
+	ASSERT_EQ(0, stress_start(self->bin, args, &run));
+	ASSERT_EQ(0, stress_measure_demand(run.c.pid, &d));
+	ASSERT_EQ(0, kill(run.c.pid, SIGTERM));
+	ASSERT_EQ(0, stress_finish(&run));
+	ASSERT_TRUE(WIFEXITED(run.c.status) && WEXITSTATUS(run.c.status) == 0)
+	TH_LOG("%s", run.c.output);
+	TH_LOG("spin level 0: runnable %.2f of wall (on a CPU %.2f), %llu sleeps, steal %.2f",
+	       d.runnable[0], d.on_cpu[0], d.sleeps[0], d.steal);
+	ASSERT_EQ(1, d.workers);
+	ASSERT_LT(d.sleeps[0], 10);
+	ASSERT_GE(d.runnable[0] + d.steal, 0.8);
+	ASSERT_NE(NULL, strstr(run.c.output, "buffer=none")) TH_LOG("%s", run.c.output);
+	ASSERT_NE(NULL, strstr(run.c.output, "total: 0.000 GB/s")) TH_LOG("%s", run.c.output);
+}
+
+/*
+ * --control: each level read from stdin is acknowledged in order, EOF
+ * stops it, and the report gives each level its own rate: none moved at
+ * level 0, some at level 100 (it ran there for 0.3 s).
+ */
+TEST_F(stress, control__levels_from_stdin_acknowledged_and_reported_per_level)
+{
+	char cmd[PATH_MAX + 256], out[8192], *acks;
+	double at_100;
+
+	snprintf(cmd, sizeof(cmd),
+		 "(echo 100; sleep 0.3; echo 0; sleep 0.2) | %s --cores %s --level 0 "
+		 "--fill spin --control --buffer-mb 16",
+		 self->bin, self->cpu);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	acks = strstr(out, "level 100\nlevel 0\n");
+	ASSERT_NE(NULL, acks) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(acks, "level 0: 0.000 GB/s")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(acks, "level 100: ")) TH_LOG("%s", out);
+	at_100 = strtod(strstr(acks, "level 100: ") + 11, NULL);
+	ASSERT_GT(at_100, 0.0) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(acks, "total: ")) TH_LOG("%s", out);
+
+	snprintf(cmd, sizeof(cmd), "echo 101 | %s --cores %s --control --buffer-mb 16 2>&1",
+		 self->bin, self->cpu);
+	ASSERT_NE(0, tu_run(cmd, out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "'101' is not a level 0..100")) TH_LOG("%s", out);
+}
+
 TEST_F(stress, level_50__wants_its_core_half_the_time)
 {
 	const char *args[] = { "--cores", self->cpu, "--level", "50", "--buffer-mb", "16", NULL };
@@ -396,8 +450,9 @@ TEST_F(stress, cores__every_listed_core_gets_a_busy_thread)
 
 TEST_F(stress, args__version_and_help_cover_every_option)
 {
-	static const char *const options[] = { "--cores",     "--kind", "--level",  "--duration",
-					       "--buffer-mb", "--help", "--version" };
+	static const char *const options[] = { "--cores",    "--kind",	    "--level",
+					       "--duration", "--buffer-mb", "--fill",
+					       "--control",  "--help",	    "--version" };
 	const char *version[] = { "--version", NULL }, *help[] = { "--help", NULL };
 	struct stress_run run;
 
@@ -420,7 +475,7 @@ TEST_F(stress, args__bad_values_exit_2_with_a_message)
 		{ "--cores", "0,0", NULL },	    { "--cores", "0,", NULL },
 		{ "--duration", "-1", NULL },	    { "--duration", "1s", NULL },
 		{ "--buffer-mb", "0", NULL },	    { "--bogus", NULL },
-		{ "--level", "10", "extra", NULL },
+		{ "--level", "10", "extra", NULL }, { "--fill", "busy", NULL },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {

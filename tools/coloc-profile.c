@@ -7,12 +7,17 @@
  *
  * Each cell is the median of --iters runs of a one-layer block
  * (exec_run_block(i, i + 1)) on the first c cores this process may use,
- * after one run of the whole model so the layer's inputs exist. Cells are
- * measured in groups of (core count, level) so the stressor (bin/coloc-stress
- * next to this executable) starts once per group: on the cores the layer
- * does not use, or on the same cores when the layer uses all of them. Progress
- * goes to FILE.partial after each group and on SIGINT/SIGTERM; a later run
- * with the same setup continues from it. A complete profile is also stored in
+ * after one run of the whole model so the layer's inputs exist, with a 95 %
+ * confidence interval from order statistics. The stressor (bin/coloc-stress
+ * next to this executable) starts once per core count under --control: on
+ * the cores the layer does not use, spinning without touching memory at
+ * level 0 so that "alone" is measured with those cores as busy as under
+ * stress, or on the same cores when the layer uses all of them. Levels
+ * alternate in rounds over chunks of layers (measure_chunk()), so that alone
+ * and stressed runs interleave in time. Measuring each level in its own
+ * stretch with the other core idle made layers look faster under stress
+ * (issue 8). Progress goes to FILE.partial every few seconds and on
+ * SIGINT/SIGTERM; a later run with the same setup continues from it. A complete profile is also stored in
  * the cache (keyed by model file hash and machine) and reused from there.
  */
 #define _GNU_SOURCE
@@ -38,6 +43,10 @@
 #include "cli.h"
 
 #define PROFILE_PARTIAL_SAVE_NS 2000000000ULL
+/* Time given to the stressor after a level change: five of its 1 ms periods. */
+#define PROFILE_SETTLE_NS 5000000ULL
+/* A round over a chunk's layers takes about this long, so settling costs at most a fifth. */
+#define PROFILE_CHUNK_NS 25000000ULL
 
 static struct {
 	const char *model_path;
@@ -51,7 +60,7 @@ static struct {
 	bool resume; /* insist on resuming from FILE.partial */
 	bool verbose;
 } opt = {
-	.iters = 5,
+	.iters = 9,
 	.nr_levels = 3,
 	.levels = { 30, 60, 100 },
 	.kind = PROFILE_STRESS_LLC,
@@ -63,6 +72,7 @@ static volatile sig_atomic_t interrupted;
 struct stressor {
 	pid_t pid;
 	FILE *out; /* its stdout */
+	int in_fd; /* its stdin: the levels */
 };
 
 struct profiler {
@@ -87,7 +97,9 @@ static void usage(FILE *f, const char *prog)
 		"levels, and writes the profile the scheduler uses (format: models/PROFILE.md).\n"
 		"\n"
 		"  -o, --output FILE      where to write the profile (required)\n"
-		"  -n, --iters N          timed runs per cell, median kept (1..1000, default 5)\n"
+		"  -n, --iters N          timed runs per cell: their median and its 95%% CI are\n"
+		"                         kept (1..1000, default 9: from 9 runs the CI need\n"
+		"                         not be the extremes)\n"
 		"  -L, --levels LIST      stress levels, increasing, 1..100, at most %d\n"
 		"                         (default 30,60,100)\n"
 		"  -k, --kind llc|membw   the coloc-stress kind (default llc)\n"
@@ -103,8 +115,12 @@ static void usage(FILE *f, const char *prog)
 		"      --version          print coloc's release and exit\n"
 		"\n"
 		"Layers on fewer than all cores are measured with the stressor on the other\n"
-		"cores; on all cores the stressor shares the layer's cores. SIGINT saves the\n"
-		"progress in FILE.partial; run the same command again to continue.\n"
+		"cores, kept busy without touching memory for the \"alone\" column; on all\n"
+		"cores the stressor shares the layer's cores. Levels alternate in rounds, so\n"
+		"alone and stressed runs interleave. At the end it prints how many rows pass\n"
+		"the checks (slowdown >= 1, not falling as the level rises, within the CIs)\n"
+		"and the mean slowdown per level. SIGINT saves the progress in FILE.partial;\n"
+		"run the same command again to continue.\n"
 		"Exit status: 0 profile written, 1 failure or interrupted, 2 bad usage.\n"
 		"Example: %s models/mobilenet_v2.model -o mobilenet_v2.profile --iters 9\n",
 		prog, PROFILE_MAX_LEVELS - 1, PROFILE_DEFAULT_CACHE_DIR, prog);
@@ -148,23 +164,37 @@ static void on_signal(int sig)
 	interrupted = 1;
 }
 
-static int stressor_start(struct profiler *pr, struct stressor *s, int nr_cores, int level)
+/*
+ * Starts coloc-stress at level 0 under --control, so levels change without
+ * a restart: on the cores the layers do not use, filling the rest of each
+ * period with a spin that touches no memory (level 0 keeps those cores busy
+ * without interfering), or on the layers' own cores when they use all of
+ * them, where level 0 must leave the cores to the layer and so sleeps.
+ */
+static int stressor_start(struct profiler *pr, struct stressor *s, int nr_cores)
 {
-	char cores[EXEC_MAX_CPUS * 5] = "", level_s[16], line[512];
+	char cores[EXEC_MAX_CPUS * 5] = "", line[512];
 	const char *kind = profile_stress_kind_name(opt.kind);
-	int first = nr_cores < pr->allowed.nr ? nr_cores : 0, pipefd[2];
+	bool shared = nr_cores >= pr->allowed.nr;
+	int first = shared ? 0 : nr_cores, outfd[2], infd[2];
 	size_t off = 0;
 
 	for (int i = first; i < pr->allowed.nr; i++)
 		off += (size_t)snprintf(cores + off, sizeof(cores) - off, "%s%d",
 					i > first ? "," : "", pr->allowed.cpus[i]);
-	snprintf(level_s, sizeof(level_s), "%d", level);
-	if (pipe2(pipefd, O_CLOEXEC))
+	if (pipe2(outfd, O_CLOEXEC))
 		return -errno;
+	if (pipe2(infd, O_CLOEXEC)) {
+		close(outfd[0]);
+		close(outfd[1]);
+		return -errno;
+	}
 	s->pid = fork();
 	if (s->pid < 0) {
-		close(pipefd[0]);
-		close(pipefd[1]);
+		close(outfd[0]);
+		close(outfd[1]);
+		close(infd[0]);
+		close(infd[1]);
 		return -errno;
 	}
 	if (s->pid == 0) {
@@ -175,16 +205,19 @@ static int stressor_start(struct profiler *pr, struct stressor *s, int nr_cores,
 		for (int i = 0; i < pr->allowed.nr; i++)
 			CPU_SET(pr->allowed.cpus[i], &all);
 		sched_setaffinity(0, sizeof(all), &all);
-		dup2(pipefd[1], STDOUT_FILENO);
+		dup2(outfd[1], STDOUT_FILENO);
+		dup2(infd[0], STDIN_FILENO);
 		execl(pr->stress_bin, pr->stress_bin, "--cores", cores, "--kind", kind, "--level",
-		      level_s, (char *)NULL);
+		      "0", "--fill", shared ? "sleep" : "spin", "--control", (char *)NULL);
 		/* Only async-signal-safe calls after fork; the parent reports the failure. */
 		_exit(127);
 	}
-	close(pipefd[1]);
-	s->out = fdopen(pipefd[0], "r");
+	close(outfd[1]);
+	close(infd[0]);
+	s->in_fd = infd[1];
+	s->out = fdopen(outfd[0], "r");
 	if (!s->out) {
-		close(pipefd[0]);
+		close(outfd[0]);
 		return -errno;
 	}
 	/* Its load is on once it says "running"; measuring before would see no stress. */
@@ -197,22 +230,44 @@ static int stressor_start(struct profiler *pr, struct stressor *s, int nr_cores,
 	return -ECHILD;
 }
 
-/* Stops the stressor; returns the bandwidth it reported (GB/s), or a negative errno. */
-static double stressor_stop(struct stressor *s)
+/* Sets the stressor's level and waits for it to say so. */
+static int stressor_set_level(struct stressor *s, int level)
+{
+	char line[512], want[32];
+
+	snprintf(want, sizeof(want), "level %d\n", level);
+	if (write(s->in_fd, want + 6, strlen(want + 6)) != (ssize_t)strlen(want + 6))
+		return -ECHILD;
+	while (fgets(line, sizeof(line), s->out))
+		if (!strcmp(line, want))
+			return 0;
+	return -ECHILD;
+}
+
+/*
+ * Stops the stressor (EOF on its stdin) and takes the bandwidth it reported
+ * at each level of the profile into gbps[] (left alone where it reported
+ * none). Returns 0 or a negative errno when it failed.
+ */
+static int stressor_stop(struct stressor *s, const struct profile *p, double *gbps)
 {
 	char line[512];
-	double gbps = -ECHILD;
-	int status = 0;
+	int status = 0, level;
+	double rate;
 	pid_t r;
 
 	if (s->pid <= 0)
 		return -ECHILD;
-	kill(s->pid, SIGTERM);
+	if (s->in_fd > 0)
+		close(s->in_fd);
 	while (s->out && fgets(line, sizeof(line), s->out)) {
 		if (opt.verbose)
 			fprintf(stderr, "  %s", line);
-		if (!strncmp(line, "total: ", 7))
-			gbps = strtod(line + 7, NULL);
+		if (sscanf(line, "level %d: %lf GB/s", &level, &rate) != 2)
+			continue;
+		for (int k = 1; k < p->nr_levels; k++)
+			if (p->levels[k] == level)
+				gbps[k] = rate;
 	}
 	if (s->out)
 		fclose(s->out);
@@ -220,12 +275,13 @@ static double stressor_stop(struct stressor *s)
 		;
 	s->pid = 0;
 	s->out = NULL;
+	s->in_fd = -1;
 	if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
 		return -ECHILD;
-	return gbps;
+	return 0;
 }
 
-static void progress(struct profiler *pr, int cores, int level, int layer)
+static void progress(struct profiler *pr, int cores, int layer)
 {
 	double frac = pr->cells_total ? (double)pr->cells_done / (double)pr->cells_total : 1;
 	char bar[41];
@@ -236,8 +292,8 @@ static void progress(struct profiler *pr, int cores, int level, int layer)
 	memset(bar, '#', (size_t)fill);
 	memset(bar + fill, '.', (size_t)(40 - fill));
 	bar[40] = '\0';
-	fprintf(stderr, "\r[%s] %3.0f%%  cores %d  level %3d  layer %d/%d ", bar, frac * 100, cores,
-		level, layer + 1, pr->p->nr_layers);
+	fprintf(stderr, "\r[%s] %3.0f%%  cores %d  layer %d/%d ", bar, frac * 100, cores, layer + 1,
+		pr->p->nr_layers);
 	fflush(stderr);
 }
 
@@ -254,111 +310,217 @@ static int save_partial(struct profiler *pr)
 	return ret;
 }
 
-static bool group_done(const struct profile *p, int cores, int k)
+static bool layer_done(const struct profile *p, int layer, int cores)
 {
-	for (int l = 0; l < p->nr_layers; l++)
-		for (int v = 0; v < p->layers[l].nr_versions; v++)
-			if (!*profile_latency_cell_const(p, l, v, cores, k))
+	for (int v = 0; v < p->layers[layer].nr_versions; v++)
+		for (int k = 0; k < p->nr_levels; k++)
+			if (!*profile_latency_cell_const(p, layer, v, cores, k))
 				return false;
 	return true;
 }
 
-/* Measures every missing cell of (cores, level k); the stressor is already running. */
-static int measure_group(struct profiler *pr, int cores, int k)
+/* Keeps this core busy: a sleep would let it idle, which is not how it runs a layer. */
+static void spin_ns(uint64_t ns)
 {
+	uint64_t until = now_ns() + ns;
+
+	while (now_ns() < until)
+		;
+}
+
+static int run_layer(struct profiler *pr, const struct exec_cpuset *set, int l, int v, uint64_t *ns)
+{
+	struct exec_block_stats st;
+	int ret = exec_run_block(pr->em, pr->q, l, l + 1, &v, set, &st);
+
+	if (ret)
+		fprintf(stderr, "\ncoloc-profile: layer %d (%s) version %d on %d cores: %s\n", l,
+			pr->p->layers[l].name, v, set->nr, strerror(-ret));
+	*ns = st.latency_ns;
+	return ret;
+}
+
+/*
+ * Measures layers [first, last) on the cores of set: iters rounds, each
+ * visiting every level (in an order rotated from round to round) and at
+ * each level running every layer and version once, after PROFILE_SETTLE_NS
+ * for the stressor's new level to take hold. Alone and stressed runs thus
+ * alternate through the whole measurement, so drift (clock, power state,
+ * the other tenants of a shared machine) falls on every level alike. Each
+ * cell is then the median of its iters runs with its 95 % CI.
+ */
+static int measure_chunk(struct profiler *pr, struct stressor *s, const struct exec_cpuset *set,
+			 int first, int last)
+{
+	struct profile *p = pr->p;
+	int nr_levels = p->nr_levels, iters = p->iters, ret = 0;
+	size_t nr_cells = 0, cell;
+	uint64_t *samples;
+
+	for (int l = first; l < last; l++)
+		nr_cells += (size_t)p->layers[l].nr_versions * (size_t)nr_levels;
+	samples = calloc(nr_cells * (size_t)iters, sizeof(*samples));
+	if (!samples)
+		return -ENOMEM;
+	for (int r = 0; r < iters && !ret && !interrupted; r++) {
+		for (int i = 0; i < nr_levels && !ret && !interrupted; i++) {
+			int k = (i + r) % nr_levels;
+
+			ret = stressor_set_level(s, p->levels[k]);
+			if (ret) {
+				/* SIGINT reaches the stressor too: then its silence is expected. */
+				if (!interrupted)
+					fprintf(stderr, "\ncoloc-profile: %s stopped answering\n",
+						pr->stress_bin);
+				break;
+			}
+			spin_ns(PROFILE_SETTLE_NS);
+			cell = 0; /* the layer's first cell, in (version, level) order */
+			for (int l = first; l < last && !ret; l++) {
+				for (int v = 0; v < p->layers[l].nr_versions && !ret; v++) {
+					size_t at =
+						(cell + (size_t)v * (size_t)nr_levels + (size_t)k) *
+							(size_t)iters +
+						(size_t)r;
+
+					ret = run_layer(pr, set, l, v, &samples[at]);
+				}
+				cell += (size_t)p->layers[l].nr_versions * (size_t)nr_levels;
+			}
+		}
+		progress(pr, set->nr, last - 1);
+	}
+	cell = 0;
+	for (int l = first; l < last && !ret && !interrupted; l++) {
+		for (int v = 0; v < p->layers[l].nr_versions; v++) {
+			for (int k = 0; k < nr_levels; k++, cell++) {
+				uint64_t *med = profile_latency_cell(p, l, v, set->nr, k), *lo, *hi;
+
+				profile_ci_cells(p, l, v, set->nr, k, &lo, &hi);
+				profile_median_ci(&samples[cell * (size_t)iters], iters, med, lo,
+						  hi);
+				/* 0 means "not measured" in a profile; a faster-than-1-ns layer is 1 ns. */
+				*med += !*med;
+				*lo += !*lo;
+				*hi += !*hi;
+				pr->cells_done++;
+			}
+		}
+	}
+	free(samples);
+	return ret;
+}
+
+/*
+ * The layers from first on that form one chunk: each version run once (its
+ * warm-up, the first touch of its scratch memory) until a round over them
+ * takes PROFILE_CHUNK_NS, so the settling time per level stays a small
+ * share. Stops at a layer measured already (resumed). Returns the end.
+ */
+static int warm_chunk(struct profiler *pr, const struct exec_cpuset *set, int first, int *ret)
+{
+	uint64_t sum = 0, ns;
+	int l = first;
+
+	for (; l < pr->p->nr_layers && sum < PROFILE_CHUNK_NS && !*ret; l++) {
+		if (layer_done(pr->p, l, set->nr))
+			break;
+		for (int v = 0; v < pr->p->layers[l].nr_versions && !*ret; v++) {
+			*ret = run_layer(pr, set, l, v, &ns);
+			sum += ns;
+		}
+	}
+	return l;
+}
+
+static int measure_cores(struct profiler *pr, int cores)
+{
+	struct profile *p = pr->p;
 	struct exec_cpuset set = { .nr = cores };
 	struct exec_block_stats st;
-	int ret;
+	struct stressor s = { .in_fd = -1 };
+	double *gbps = &p->stress_gbps[(size_t)(cores - 1) * (size_t)p->nr_levels];
+	uint64_t t0 = now_ns();
+	int ret, l = 0;
 
 	memcpy(set.cpus, pr->allowed.cpus, (size_t)cores * sizeof(set.cpus[0]));
-	exec_query_reset(pr->q);
-	exec_query_fill_inputs(pr->q, pr->model, pr->model->seed);
-	ret = exec_run_block(pr->em, pr->q, 0, pr->p->nr_layers, NULL, &set, &st);
+	ret = stressor_start(pr, &s, cores);
 	if (ret) {
-		fprintf(stderr, "\ncoloc-profile: running the whole model on %d cores: %s\n", cores,
+		fprintf(stderr, "\ncoloc-profile: %s did not start: %s\n", pr->stress_bin,
 			strerror(-ret));
+		if (s.pid > 0)
+			stressor_stop(&s, p, gbps);
 		return ret;
 	}
-	for (int l = 0; l < pr->p->nr_layers && !interrupted; l++) {
-		for (int v = 0; v < pr->p->layers[l].nr_versions && !interrupted; v++) {
-			uint64_t *cell = profile_latency_cell(pr->p, l, v, cores, k);
+	exec_query_reset(pr->q);
+	exec_query_fill_inputs(pr->q, pr->model, pr->model->seed);
+	/* The whole model once, so every layer's inputs hold real activations. */
+	ret = exec_run_block(pr->em, pr->q, 0, p->nr_layers, NULL, &set, &st);
+	if (ret)
+		fprintf(stderr, "\ncoloc-profile: running the whole model on %d cores: %s\n", cores,
+			strerror(-ret));
+	while (!ret && !interrupted && l < p->nr_layers) {
+		int last;
 
-			if (*cell)
-				continue;
-			/* A warm-up run first: the version's first touch of its scratch memory. */
-			ret = exec_run_block(pr->em, pr->q, l, l + 1, &v, &set, &st);
-			if (!ret)
-				ret = exec_measure_block(pr->em, pr->q, l, l + 1, &v, &set,
-							 opt.iters, cell);
-			if (ret) {
-				*cell = 0;
-				fprintf(stderr,
-					"\ncoloc-profile: layer %d (%s) version %d on %d cores: %s\n",
-					l, pr->p->layers[l].name, v, cores, strerror(-ret));
-				return ret;
-			}
-			/* 0 means "not measured" in a profile; a faster-than-1-ns layer is 1 ns. */
-			if (!*cell)
-				*cell = 1;
-			pr->cells_done++;
-			progress(pr, cores, pr->p->levels[k], l);
+		if (layer_done(p, l, cores)) {
+			l++;
+			continue;
 		}
+		last = warm_chunk(pr, &set, l, &ret);
+		if (!ret)
+			ret = measure_chunk(pr, &s, &set, l, last);
+		l = last;
 		if (now_ns() - pr->last_save_ns > PROFILE_PARTIAL_SAVE_NS)
 			save_partial(pr);
 	}
-	return 0;
+	if (stressor_stop(&s, p, gbps) && !ret && !interrupted) {
+		fprintf(stderr, "\ncoloc-profile: %s failed\n", pr->stress_bin);
+		ret = -ECHILD;
+	}
+	if (opt.verbose)
+		fprintf(stderr, "%scores %d: %.2f s\n", pr->tty ? "\n" : "", cores,
+			(double)(now_ns() - t0) / 1e9);
+	else if (!pr->tty && !interrupted && !ret)
+		fprintf(stderr, "coloc-profile: cores %d done (%zu/%zu cells)\n", cores,
+			pr->cells_done, pr->cells_total);
+	return ret;
 }
 
 static int measure_all(struct profiler *pr)
 {
-	struct profile *p = pr->p;
+	for (int c = 1; c <= pr->p->nr_cores && !interrupted; c++) {
+		bool done = true;
+		int ret;
 
-	for (int c = 1; c <= p->nr_cores && !interrupted; c++) {
-		for (int k = 0; k < p->nr_levels && !interrupted; k++) {
-			struct stressor s = { 0 };
-			uint64_t t0 = now_ns();
-			int ret;
-
-			if (group_done(p, c, k))
-				continue;
-			if (k > 0) {
-				ret = stressor_start(pr, &s, c, p->levels[k]);
-				if (ret) {
-					stressor_stop(&s);
-					fprintf(stderr,
-						"\ncoloc-profile: %s did not start (level %d): %s\n",
-						pr->stress_bin, p->levels[k], strerror(-ret));
-					return ret;
-				}
-			}
-			ret = measure_group(pr, c, k);
-			if (k > 0) {
-				double gbps = stressor_stop(&s);
-
-				if (gbps < 0 && !ret) {
-					fprintf(stderr,
-						"\ncoloc-profile: %s failed during level %d\n",
-						pr->stress_bin, p->levels[k]);
-					ret = -ECHILD;
-				}
-				if (!ret && !interrupted)
-					p->stress_gbps[(size_t)(c - 1) * (size_t)p->nr_levels +
-						       (size_t)k] = gbps;
-			}
-			if (ret)
-				return ret;
-			if (opt.verbose)
-				fprintf(stderr, "%scores %d level %d: %.2f s\n",
-					pr->tty ? "\n" : "", c, p->levels[k],
-					(double)(now_ns() - t0) / 1e9);
-			else if (!pr->tty && !interrupted)
-				fprintf(stderr,
-					"coloc-profile: cores %d level %d done (%zu/%zu cells)\n",
-					c, p->levels[k], pr->cells_done, pr->cells_total);
-			save_partial(pr);
-		}
+		for (int l = 0; l < pr->p->nr_layers; l++)
+			done &= layer_done(pr->p, l, c);
+		if (done)
+			continue;
+		ret = measure_cores(pr, c);
+		if (ret)
+			return ret;
+		save_partial(pr);
 	}
 	return 0;
+}
+
+/* What the profile shows about itself: the checks a trusted profile passes. */
+static void print_check(const struct profile *p)
+{
+	struct profile_check ck;
+
+	profile_check(p, &ck);
+	printf("coloc-profile: check %s %s: %d of %d rows pass (slowdown >= 1, not falling as the level rises, within 95%% CIs)\n",
+	       p->model_name, profile_stress_kind_name(p->stress_kind), ck.nr_pass, ck.nr_rows);
+	for (int k = 1; k < p->nr_levels; k++) {
+		printf("coloc-profile:   level %3d: mean slowdown %.3f, below 1: %d, falling: ",
+		       p->levels[k], ck.mean_slowdown[k], ck.below_one[k]);
+		if (k >= 2)
+			printf("%d", ck.falling[k]);
+		else
+			printf("-");
+		printf("\n");
+	}
 }
 
 /* The profile this run would produce, with no cells measured yet. */
@@ -640,6 +802,7 @@ int main(int argc, char **argv)
 		}
 		printf("coloc-profile: reused the cached profile %s (measured %s, %d iters) -> %s\n",
 		       cache_path, cached->date, cached->iters, opt.output);
+		print_check(cached);
 		rc = 0;
 		goto cleanup;
 	}
@@ -683,6 +846,7 @@ int main(int argc, char **argv)
 	unlink(pr.partial);
 	printf("coloc-profile: wrote %s in %.1f s\n", opt.output,
 	       (double)(now_ns() - pr.started_ns) / 1e9);
+	print_check(pr.p);
 	if (opt.use_cache) {
 		ret = mkdir_p(cache_dir);
 		if (!ret)

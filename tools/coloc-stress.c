@@ -10,16 +10,24 @@
  * hwloc, so nearly every access misses and evicts a line another tenant may
  * need; "membw" streams reads and writes through a buffer four times the LLC,
  * one slice per thread. The level is a duty cycle over a 1 ms period: the
- * thread thrashes for level% of each period and sleeps for the rest, so level
- * 0 costs nothing and level 100 never sleeps. At exit (duration elapsed,
- * SIGINT or SIGTERM) it prints the rate each thread achieved over the run's
- * wall time; the last line, "total: X GB/s", is what coloc-profile records.
+ * thread thrashes for level% of each period and, for the rest, sleeps or
+ * (--fill spin) spins on registers only, touching no memory: level 0 with
+ * --fill spin keeps the cores as busy as level 100 (same power state, no
+ * vCPU halt) without contending for anything a neighbour uses, which is
+ * what a profile's "alone" column is measured next to. With --control the
+ * level is read from stdin, one number per line, and acknowledged on stdout
+ * ("level N") once set, so coloc-profile alternates levels without
+ * restarting the stressor. At exit (duration elapsed, SIGINT, SIGTERM, or
+ * EOF on stdin with --control) it prints the rate each thread achieved over
+ * the run's wall time, with --control the rate at each level, and last
+ * "total: X GB/s".
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -30,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
@@ -46,12 +55,22 @@ enum stress_kind {
 	STRESS_MEMBW,
 };
 
+/* What a thread does for the part of each period it does not thrash. */
+enum stress_fill {
+	STRESS_FILL_SLEEP,
+	STRESS_FILL_SPIN,
+};
+
+#define STRESS_NR_LEVELS 101
+
 static struct {
 	enum stress_kind kind;
 	int level; /* percent of each period spent thrashing */
 	double duration_s; /* 0: until SIGINT/SIGTERM */
 	long buffer_mb; /* 0: sized from the LLC */
 	const char *cores; /* NULL: every CPU this process may run on */
+	enum stress_fill fill;
+	bool control; /* levels from stdin */
 } opt = {
 	.kind = STRESS_LLC,
 	.level = 100,
@@ -68,9 +87,11 @@ struct stress_thread {
 	size_t bytes;
 	uint64_t accesses; /* cache lines touched (llc) or 8-byte words streamed (membw) */
 	uint64_t bytes_moved;
+	uint64_t level_bytes[STRESS_NR_LEVELS]; /* bytes_moved by the level it was moved at */
 };
 
 static atomic_bool stress_stop;
+static atomic_int stress_level; /* opt.level, or the last one read with --control */
 
 static void usage(FILE *f, const char *prog)
 {
@@ -90,6 +111,12 @@ static void usage(FILE *f, const char *prog)
 		"  -b, --buffer-mb N      buffer size in MiB instead of the LLC-derived size\n"
 		"                         (in a VM hwloc may report the host's LLC, making\n"
 		"                         the default buffer hundreds of MiB)\n"
+		"  -f, --fill sleep|spin  what the rest of each period does: sleep, or spin\n"
+		"                         on registers touching no memory, so level 0 keeps\n"
+		"                         the cores busy without interference (default: sleep)\n"
+		"      --control          read levels from stdin, one 0..100 per line, and\n"
+		"                         answer \"level N\" on stdout once each is set; EOF\n"
+		"                         stops; the report then gives the rate per level\n"
 		"  -h, --help             show this help\n"
 		"  -V, --version          print the version\n"
 		"\n"
@@ -173,32 +200,51 @@ static void membw_burst(struct stress_thread *t, size_t *pos, size_t chunk_words
 	*pos = end == words ? 0 : end;
 }
 
+static bool stopping(void)
+{
+	return atomic_load_explicit(&stress_stop, memory_order_relaxed);
+}
+
+/* Keeps the core busy until t on registers alone: no load or store reaches the caches. */
+static void spin_until_ns(uint64_t t)
+{
+	uint64_t x = t | 1;
+
+	while (now_ns() < t && !stopping())
+		for (int i = 0; i < 256; i++)
+			__asm__ volatile("" : "+r"(x) : "r"(xorshift64(&x)));
+}
+
 static void *stress_thread_main(void *arg)
 {
 	struct stress_thread *t = arg;
-	uint64_t duty_ns = STRESS_PERIOD_NS * (uint64_t)opt.level / 100;
 	uint64_t rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(t->index + 1);
 	uint64_t period_start = now_ns();
 	size_t pos = 0;
 
-	while (!atomic_load_explicit(&stress_stop, memory_order_relaxed)) {
-		uint64_t busy_until = period_start + duty_ns;
+	while (!stopping()) {
+		int level = atomic_load_explicit(&stress_level, memory_order_relaxed);
+		uint64_t busy_until = period_start + STRESS_PERIOD_NS * (uint64_t)level / 100;
+		uint64_t moved = t->bytes_moved;
 
-		do {
+		/* Level 100 runs a period at a time too, so a new level is seen within 1 ms. */
+		while (level && now_ns() < busy_until && !stopping()) {
 			if (opt.kind == STRESS_LLC)
 				llc_burst(t, &rng, 256);
 			else
 				membw_burst(t, &pos, 2048);
-		} while ((opt.level == 100 || now_ns() < busy_until) &&
-			 !atomic_load_explicit(&stress_stop, memory_order_relaxed));
-
-		if (opt.level == 100)
-			continue;
+		}
+		t->level_bytes[level] += t->bytes_moved - moved;
 		period_start += STRESS_PERIOD_NS;
 		/* Fell behind (preempted): restart the schedule rather than burst to catch up. */
 		if (period_start < now_ns())
 			period_start = now_ns();
-		sleep_until_ns(period_start);
+		if (level == 100)
+			continue;
+		if (opt.fill == STRESS_FILL_SPIN)
+			spin_until_ns(period_start);
+		else
+			sleep_until_ns(period_start);
 	}
 	return NULL;
 }
@@ -256,6 +302,90 @@ static void wait_for_end(const sigset_t *sigs)
 	}
 }
 
+/*
+ * --control: sets each level read from stdin and acknowledges it, until EOF,
+ * the duration or a signal (taken through sigfd). Returns 0, or -EINVAL on a
+ * line that is not a level. level_ns[] gets the time spent at each level.
+ */
+static int control_levels(int sigfd, uint64_t *level_ns)
+{
+	uint64_t deadline = now_ns() + (uint64_t)(opt.duration_s * 1e9), since = now_ns();
+	char buf[256];
+	size_t len = 0;
+	int ret = 0;
+
+	for (;;) {
+		struct pollfd fds[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
+					 { .fd = sigfd, .events = POLLIN } };
+		int timeout = -1;
+		char *nl;
+		ssize_t n;
+
+		if (opt.duration_s > 0) {
+			if (now_ns() >= deadline)
+				break;
+			timeout = (int)((deadline - now_ns()) / 1000000 + 1);
+		}
+		if (poll(fds, 2, timeout) < 0 && errno != EINTR) {
+			ret = -errno;
+			break;
+		}
+		if (fds[1].revents)
+			break;
+		if (!fds[0].revents)
+			continue;
+		n = read(STDIN_FILENO, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		buf[len] = '\0';
+		while ((nl = strchr(buf, '\n'))) {
+			long v;
+
+			*nl = '\0';
+			if (cli_parse_long(buf, 0, 100, &v)) {
+				fprintf(stderr,
+					"coloc-stress: --control: '%.40s' is not a level 0..100\n",
+					buf);
+				ret = -EINVAL;
+				goto out;
+			}
+			level_ns[atomic_load(&stress_level)] += now_ns() - since;
+			since = now_ns();
+			atomic_store(&stress_level, (int)v);
+			printf("level %ld\n", v);
+			fflush(stdout);
+			len -= (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, len + 1);
+		}
+		if (len == sizeof(buf) - 1) {
+			fprintf(stderr, "coloc-stress: --control: line too long\n");
+			ret = -EINVAL;
+			break;
+		}
+	}
+out:
+	level_ns[atomic_load(&stress_level)] += now_ns() - since;
+	return ret;
+}
+
+/* With --control: the rate achieved at each level that ran, over the time it ran. */
+static void print_level_report(const struct stress_thread *threads, int nr,
+			       const uint64_t *level_ns)
+{
+	for (int l = 0; l < STRESS_NR_LEVELS; l++) {
+		uint64_t bytes = 0;
+
+		if (!level_ns[l])
+			continue;
+		for (int i = 0; i < nr; i++)
+			bytes += threads[i].level_bytes[l];
+		printf("level %d: %.3f GB/s over %.2f s\n", l,
+		       (double)bytes / ((double)level_ns[l] / 1e9) / 1e9,
+		       (double)level_ns[l] / 1e9);
+	}
+}
+
 static void print_report(const struct stress_thread *threads, int nr, double wall_s)
 {
 	double total_gbps = 0;
@@ -293,11 +423,14 @@ int main(int argc, char **argv)
 		{ "level", required_argument, NULL, 'l' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "buffer-mb", required_argument, NULL, 'b' },
+		{ "fill", required_argument, NULL, 'f' },
+		{ "control", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	static int cpus[COLOC_MAX_CPUS];
+	static uint64_t level_ns[STRESS_NR_LEVELS];
 	struct coloc_err err = { 0 };
 	struct topology *topo;
 	struct stress_thread *threads = NULL;
@@ -306,14 +439,15 @@ int main(int argc, char **argv)
 	sigset_t sigs;
 	uint8_t *buf = MAP_FAILED;
 	const char *buffer_how = "2 x LLC, shared, random lines";
-	int nr_cpus = 0, c, ret = 1, started = 0;
+	int nr_cpus = 0, c, ret = 1, started = 0, sigfd = -1;
+	bool threads_run, buffer_needed;
 	long v;
 
 	if (sched_getaffinity(0, sizeof(allowed), &allowed)) {
 		perror("coloc-stress: sched_getaffinity");
 		return 1;
 	}
-	while ((c = getopt_long(argc, argv, "c:k:l:d:b:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:k:l:d:b:f:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			opt.cores = optarg;
@@ -354,6 +488,21 @@ int main(int argc, char **argv)
 				return 2;
 			opt.buffer_mb = v;
 			break;
+		case 'f':
+			if (!strcmp(optarg, "sleep")) {
+				opt.fill = STRESS_FILL_SLEEP;
+			} else if (!strcmp(optarg, "spin")) {
+				opt.fill = STRESS_FILL_SPIN;
+			} else {
+				fprintf(stderr,
+					"coloc-stress: --fill must be sleep or spin, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'C':
+			opt.control = true;
+			break;
 		case 'h':
 			usage(stdout, argv[0]);
 			return 0;
@@ -388,6 +537,10 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	atomic_store(&stress_level, opt.level);
+	/* Idle level 0 (sleep fill, fixed level) needs neither threads nor a buffer. */
+	buffer_needed = opt.level > 0 || opt.control;
+	threads_run = buffer_needed || opt.fill == STRESS_FILL_SPIN;
 
 	if (!topology_open(NULL, &topo, NULL)) {
 		llc = topology_llc_bytes(topo);
@@ -411,8 +564,12 @@ int main(int argc, char **argv)
 		buffer_how = "--buffer-mb";
 	else if (opt.kind == STRESS_MEMBW)
 		buffer_how = "4 x LLC, one slice per thread, streamed";
-	if (opt.level > 0)
+	printf(" fill=%s%s", opt.fill == STRESS_FILL_SPIN ? "spin" : "sleep",
+	       opt.control ? " control=stdin" : "");
+	if (buffer_needed)
 		printf(" buffer=%.1f MiB (%s)\n", (double)buffer_bytes / (1 << 20), buffer_how);
+	else if (threads_run)
+		printf(" buffer=none (level 0 spins touching no memory)\n");
 	else
 		printf(" buffer=none (level 0 is idle)\n");
 	fflush(stdout);
@@ -427,15 +584,14 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 
-	if (opt.level > 0 && buffer_bytes > (uint64_t)sysconf(_SC_PHYS_PAGES) / 10 * 9 *
+	if (buffer_needed && buffer_bytes > (uint64_t)sysconf(_SC_PHYS_PAGES) / 10 * 9 *
 						    (uint64_t)sysconf(_SC_PAGESIZE)) {
 		fprintf(stderr,
 			"coloc-stress: a %.1f MiB buffer is more than 90%% of this machine's memory; use --buffer-mb\n",
 			(double)buffer_bytes / (1 << 20));
 		goto cleanup;
 	}
-	t0 = now_ns();
-	if (opt.level > 0) {
+	if (buffer_needed) {
 		buf = mmap(NULL, buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			   -1, 0);
 		if (buf == MAP_FAILED) {
@@ -474,30 +630,45 @@ int main(int argc, char **argv)
 				threads[i].bytes = buffer_bytes / STRESS_LINE * STRESS_LINE;
 			}
 		}
-		t0 = now_ns();
-		for (started = 0; started < nr_cpus; started++) {
-			int err = start_pinned(&threads[started], stress_thread_main);
-
-			if (err) {
-				fprintf(stderr,
-					"coloc-stress: cannot start a thread on CPU %d: %s\n",
-					threads[started].cpu, strerror(-err));
-				goto join;
-			}
-		}
 	} else {
-		for (int i = 0; i < nr_cpus; i++)
+		for (int i = 0; i < nr_cpus; i++) {
 			threads[i].cpu = cpus[i];
+			threads[i].index = i;
+		}
+	}
+	t0 = now_ns();
+	for (started = 0; threads_run && started < nr_cpus; started++) {
+		int err = start_pinned(&threads[started], stress_thread_main);
+
+		if (err) {
+			fprintf(stderr, "coloc-stress: cannot start a thread on CPU %d: %s\n",
+				threads[started].cpu, strerror(-err));
+			goto join;
+		}
 	}
 	announce_running();
-	wait_for_end(&sigs);
+	if (opt.control) {
+		sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+		if (sigfd < 0) {
+			fprintf(stderr, "coloc-stress: signalfd: %s\n", strerror(errno));
+			goto join;
+		}
+		if (control_levels(sigfd, level_ns))
+			goto join;
+	} else {
+		wait_for_end(&sigs);
+	}
 	ret = 0;
 join:
 	atomic_store(&stress_stop, true);
 	for (int i = 0; i < started; i++)
 		pthread_join(threads[i].tid, NULL);
+	if (!ret && opt.control)
+		print_level_report(threads, nr_cpus, level_ns);
 	if (!ret)
 		print_report(threads, nr_cpus, (double)(now_ns() - t0) / 1e9);
+	if (sigfd >= 0)
+		close(sigfd);
 cleanup:
 	if (buf != MAP_FAILED)
 		munmap(buf, buffer_bytes);

@@ -148,4 +148,27 @@ struct coloc_sensor_stats {
 	__u64 drops; /* records lost because the ring buffer was full */
 };
 
+/* Whether a core is held by a tenant's layer block (the `state` of struct coloc_core_owner). */
+enum coloc_core_state {
+	COLOC_CORE_FREE = 0,
+	COLOC_CORE_OWNED = 1,
+};
+_Static_assert(sizeof(enum coloc_core_state) == 4, "enum coloc_core_state is a __u32 in maps");
+
+/*
+ * Value of the pinned array `core_owner`, indexed by OS CPU id: which
+ * tenant's layer block holds the core now. colocd writes it when it gives a
+ * block its cores and when it takes them back; a core that was never given,
+ * or was given back, is COLOC_CORE_FREE with tenant_id COLOC_NO_TENANT.
+ * bpftool shows the state by its enum name.
+ */
+struct coloc_core_owner {
+	__u32 tenant_id; /* COLOC_NO_TENANT when free */
+	enum coloc_core_state state;
+	__u64 query; /* the query whose block runs here */
+	__u32 first_layer; /* the block's first layer */
+	__u32 last_layer; /* and its last, as given by colocd */
+	__u64 since_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) when this state began */
+};
+
 #endif /* COLOC_SENSOR_H */
