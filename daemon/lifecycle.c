@@ -213,6 +213,24 @@ static void colocd_serving_changed(void *ctx, const char *name, enum serving_ten
 	}
 }
 
+/*
+ * Which tenant's block holds a core, for bpftool (the core_owner map). The
+ * tenant id is its slot in the BPF maps; a tenant the maps do not hold (its
+ * attribution failed, see colocd_serving_changed) leaves its cores shown
+ * free rather than under an id that is not its own.
+ */
+static void colocd_core_changed(void *ctx, int cpu, const char *name, uint64_t query, int first,
+				int last)
+{
+	struct colocd *d = ctx;
+	struct tenant *t = name ? tenants_find(&d->tenants, name) : NULL;
+
+	if (!t)
+		sensor_core_owner_clear(d->sensor, cpu);
+	else
+		sensor_core_owner_set(d->sensor, cpu, t->id, query, first, last);
+}
+
 static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 {
 	char executor[PATH_MAX];
@@ -222,6 +240,7 @@ static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 		.policy = d->cfg.policy,
 		.watch = colocd_serving_watch,
 		.tenant_changed = colocd_serving_changed,
+		.core_changed = colocd_core_changed,
 		.ctx = d,
 	};
 	int ret;

@@ -140,6 +140,8 @@ static void release_block_cores(struct serving *s, struct sv_tenant *t)
 		if (s->owner[c] == idx) {
 			s->owner[c] = -1;
 			policy_cpuset_set(&s->free, c);
+			if (s->core_changed)
+				s->core_changed(s->ctx, c, NULL, 0, 0, 0);
 		}
 	t->busy = false;
 	if (t->blk_query)
@@ -681,6 +683,7 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 		cfg->max_queue_total > 0 ? cfg->max_queue_total : SERVING_DEFAULT_QUEUE_TOTAL;
 	s->watch = cfg->watch;
 	s->tenant_changed = cfg->tenant_changed;
+	s->core_changed = cfg->core_changed;
 	s->ctx = cfg->ctx;
 	ret = served_cpus(s, cfg->cores, err);
 	if (ret)

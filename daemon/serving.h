@@ -97,6 +97,13 @@ struct serving_config {
 	 */
 	void (*tenant_changed)(void *ctx, const char *name, enum serving_tenant_state state,
 			       pid_t pid);
+	/*
+	 * A core was given to a block (name: its tenant; query, layers
+	 * [first, last)) or freed (name NULL); may be NULL. For what shows
+	 * who holds a core (colocd's core_owner BPF map).
+	 */
+	void (*core_changed)(void *ctx, int cpu, const char *name, uint64_t query, int first,
+			     int last);
 	void *ctx;
 };
 

@@ -60,6 +60,8 @@ struct serving {
 	char *executor, *cache_dir;
 	int max_queue, max_queue_total;
 	void (*watch)(void *ctx, int fd, bool add);
+	void (*core_changed)(void *ctx, int cpu, const char *name, uint64_t query, int first,
+			     int last);
 	void (*tenant_changed)(void *ctx, const char *name, enum serving_tenant_state state,
 			       pid_t pid);
 	void *ctx;

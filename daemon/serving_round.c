@@ -146,6 +146,9 @@ static bool apply_decision(struct serving *s, const struct policy_decision *d)
 	for (int i = 0; i < nr_cpus; i++) {
 		s->owner[cpus[i]] = d->tenant;
 		policy_cpuset_clear(&s->free, cpus[i]);
+		if (s->core_changed)
+			s->core_changed(s->ctx, cpus[i], t->name, q->id, d->first_layer,
+					d->last_layer);
 	}
 	return true;
 }

@@ -21,9 +21,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <json-c/json.h>
+#include <bpf/bpf.h>
 #include "kselftest_harness.h"
 #include "coloc/client.h"
 #include "coloc/protocol.h"
+#include "coloc/sensor.h"
 #include "executor.h"
 #include "reference.h"
 #include "serving_stats.h"
@@ -225,6 +227,70 @@ static pid_t executor_pid(FIXTURE_DATA(wire) * self, const char *name)
 
 	json_object_put(t);
 	return pid;
+}
+
+/* The attributed tenant id of name, from the tenants command; -1 if absent. */
+static int attributed_id(FIXTURE_DATA(wire) * self, const char *name)
+{
+	struct json_object *r = call(self, "{\"cmd\":\"tenants\"}"), *arr, *t;
+	int id = -1;
+
+	if (r && json_object_object_get_ex(r, "tenants", &arr))
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
+			t = json_object_array_get_idx(arr, i);
+			if (!strcmp(str_of(t, "name"), name))
+				id = (int)num_of(t, "id");
+		}
+	json_object_put(r);
+	return id;
+}
+
+/*
+ * While the tenant's queries run, the pinned core_owner map shows its blocks
+ * holding cores under its attributed id; once all are answered, every core
+ * is free again.
+ */
+TEST_F_TIMEOUT(wire, core_owner__shows_the_tenant_while_its_blocks_run_then_free, 600)
+{
+	struct coloc_infer_result res;
+	struct coloc_core_owner v;
+	char path[256];
+	int fd, id, nr = tu_nr_online_cpus(), owned = 0, answered = 0, free_after = 0;
+	float *got;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	id = attributed_id(self, "a");
+	ASSERT_GE(id, 0);
+	snprintf(path, sizeof(path), "%s/core_owner", self->pin);
+	fd = bpf_obj_get(path);
+	ASSERT_GE(fd, 0);
+	got = malloc(self->out_bytes);
+	ASSERT_NE(NULL, got);
+	for (int i = 0; i < 200; i++)
+		ASSERT_EQ(0, coloc_client_infer_send(self->c, "a", (uint64_t)i, self->input,
+						     self->in_bytes));
+	while (answered < 200) {
+		for (__u32 cpu = 0; cpu < (__u32)nr; cpu++)
+			if (!bpf_map_lookup_elem(fd, &cpu, &v) && v.state == COLOC_CORE_OWNED &&
+			    v.tenant_id == (__u32)id)
+				owned++;
+		int r = coloc_client_infer_recv(self->c, &res, got, self->out_bytes, 0);
+
+		ASSERT_GE(r, 0);
+		answered += r;
+		if (!r)
+			usleep(200);
+	}
+	TH_LOG("core_owner showed tenant %d on a core %d times while 200 queries ran", id, owned);
+	EXPECT_GT(owned, 0);
+	for (__u32 cpu = 0; cpu < (__u32)nr; cpu++) {
+		ASSERT_EQ(0, bpf_map_lookup_elem(fd, &cpu, &v));
+		if (v.state == COLOC_CORE_FREE && v.tenant_id == COLOC_NO_TENANT)
+			free_after++;
+	}
+	EXPECT_EQ(nr, free_after);
+	free(got);
+	close(fd);
 }
 
 static int cmp_u64(const void *a, const void *b)
