@@ -5,7 +5,7 @@
 #   SANITIZE=1 make check   the same under ASan+UBSan (objects in build/san/)
 #   make deps            install the Debian packages coloc needs, create the
 #                        coloc group and user (as root; idempotent)
-#   make demo            several workloads under colocd, live signals printed
+#   make demo            tenants served by colocd, driven by coloc-load under each policy
 #   make install         binaries, systemd unit, man pages, models under PREFIX
 #                        (/usr/local), below DESTDIR if set; make uninstall
 #   make bench-sensing   colocd's sampling overhead, as a ratio to no sampling
