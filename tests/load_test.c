@@ -241,6 +241,33 @@ TEST_F_TIMEOUT(load, run__completions_equal_colocd_served_arrivals_poisson, 300)
 	json_object_put(o);
 }
 
+/* The arrival times come from the seed alone: two runs with one seed send as many queries. */
+TEST_F_TIMEOUT(load, run__same_seed_same_arrivals, 300)
+{
+	const char *args[] = { "--socket",   self->sock, "--tenant", "mnv2:" LOAD_STR(RATE_QPS),
+			       "--duration", "2",	 "--seed",   "11",
+			       "--drain",    "120",	 "--json",   NULL };
+	double sent[2];
+	struct json_object *st;
+
+	for (int run = 0; run < 2; run++) {
+		struct json_object *o, *arr;
+		struct tu_child c;
+
+		ASSERT_EQ(0, run_load(args, &c)) TH_LOG("%s", c.output);
+		o = json_tokener_parse(c.output);
+		ASSERT_NE(NULL, o) TH_LOG("not JSON: %s", c.output);
+		ASSERT_TRUE(json_object_object_get_ex(o, "tenants", &arr));
+		sent[run] = num_of(json_object_array_get_idx(arr, 0), "sent");
+		json_object_put(o);
+	}
+	EXPECT_LT(0, sent[0]);
+	EXPECT_EQ(sent[0], sent[1]);
+	st = tenant_status(self, "mnv2");
+	EXPECT_EQ(sent[0] + sent[1], num_of(st, "offered"));
+	json_object_put(st);
+}
+
 TEST_F_TIMEOUT(load, unknown_tenant__named_exit_1, 300)
 {
 	const char *args[] = { "--socket",   self->sock, "--tenant", "mnv2:1,ghost:1",

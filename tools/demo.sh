@@ -81,7 +81,7 @@ stop_colocd() {
 wait_ready() { # tenant
 	local st
 	for _ in $(seq 600); do
-		st=$(ctl status "$1" --json)
+		st=$(ctl status "$1" --json 2>&1) || true
 		case $st in
 		*'"state":"ready"'*) return 0 ;;
 		*'"state":"failed"'*) break ;;
