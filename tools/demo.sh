@@ -112,8 +112,8 @@ run_load() { # policy
 }
 
 start=$SECONDS
-echo "coloc demo: about 1.5 minutes on a 2-core machine once the latency profiles"
-echo "exist (the first run makes them, about half a minute more)."
+echo "coloc demo: a little over a minute on a 2-core machine once the latency profiles"
+echo "exist (the first run makes them first, about 20 s more)."
 
 echo
 echo "== latency profiles (made once, then reused from $CACHE)"
