@@ -5,7 +5,7 @@
 #   SANITIZE=1 make check   the same under ASan+UBSan (objects in build/san/)
 #   make deps            install the Debian packages coloc needs, create the
 #                        coloc group and user (as root; idempotent)
-#   make demo            several workloads under colocd, live signals printed
+#   make demo            tenants served by colocd, driven by coloc-load under each policy
 #   make install         binaries, systemd unit, man pages, models under PREFIX
 #                        (/usr/local), below DESTDIR if set; make uninstall
 #   make bench-sensing   colocd's sampling overhead, as a ratio to no sampling
@@ -167,7 +167,7 @@ $(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_SIM) $(LIB_TEST) $(L
 # colocd runs no model: it parses model files (model_parse.c) and reads
 # profiles, whose cache key holds the ISA only oneDNN can name
 # (daemon/profile_table.c), so it links the executor library and oneDNN.
-# colocctl needs neither.
+# colocctl and coloc-load need neither.
 $(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_POLICY) $(LIB_EXEC) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
@@ -179,7 +179,7 @@ $(BIN)/coloc-sim: $(OBJ)/tools/coloc-sim.o $(LIB_SIM) $(LIB_POLICY) $(LIB_COMMON
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
 
-LIGHT_TOOLS := $(BIN)/colocctl $(BIN)/coloc-bench-sensing
+LIGHT_TOOLS := $(BIN)/colocctl $(BIN)/coloc-bench-sensing $(BIN)/coloc-load
 $(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

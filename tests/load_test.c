@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * bin/coloc-load against a real colocd serving a real mobilenet_v2 tenant
+ * (its profile made once by bin/coloc-profile with one iteration, in a
+ * temporary cache colocd is pointed at, as colocd_serving_test does). What
+ * coloc-load reports is checked against colocd's own count in status and
+ * against the Poisson distribution its arrivals should follow; latencies and
+ * CPU shares are printed by the tool, never asserted: the machine is shared.
+ */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <json-c/json.h>
+#include "kselftest_harness.h"
+#include "testutil.h"
+
+#define READY_MS 180000
+#define QOS_MS 60000 /* nothing is dropped on a loaded machine */
+#define RATE_QPS 20
+#define DURATION_S 6
+#define LOAD_XSTR(x) #x
+#define LOAD_STR(x) LOAD_XSTR(x)
+
+static char cache_dir[64]; /* made once, shared by the forked tests */
+static pid_t parent_pid;
+
+__attribute__((constructor)) static void make_cache_dir(void)
+{
+	snprintf(cache_dir, sizeof(cache_dir), "/tmp/coloc-load-test-XXXXXX");
+	if (!mkdtemp(cache_dir))
+		cache_dir[0] = '\0';
+	parent_pid = getpid();
+}
+
+__attribute__((destructor)) static void remove_cache_dir(void)
+{
+	char cmd[128];
+
+	if (getpid() != parent_pid || !cache_dir[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cache_dir);
+	if (system(cmd))
+		fprintf(stderr, "load_test: could not remove %s\n", cache_dir);
+}
+
+/* Runs bin/coloc-load with args (NULL-terminated); its exit status, output in c. */
+static int run_load(const char *const *args, struct tu_child *c)
+{
+	char bin[512];
+
+	if (tu_child_start(tu_bin("coloc-load", bin, sizeof(bin)), args, c))
+		return -1;
+	if (tu_child_finish(c) < 0 || !WIFEXITED(c->status))
+		return -1;
+	return WEXITSTATUS(c->status);
+}
+
+TEST(usage__bad_flags_exit_2_with_a_message)
+{
+	static const char *const bad[][8] = {
+		{ NULL },
+		{ "--tenant", "a:5", NULL },
+		{ "--duration", "3", NULL },
+		{ "--tenant", "a:5", "--duration", "0", NULL },
+		{ "--tenant", "a:5", "--duration", "3x", NULL },
+		{ "--tenant", "a", "--duration", "3", NULL },
+		{ "--tenant", "a:-1", "--duration", "3", NULL },
+		{ "--tenant", "a:0", "--duration", "3", NULL },
+		{ "--tenant", ":5", "--duration", "3", NULL },
+		{ "--tenant", "a:5,a:6", "--duration", "3", NULL },
+		{ "--tenant", "a:5", "--duration", "3", "--seed", "-4", NULL },
+		{ "--tenant", "a:5", "--duration", "3", "--connections-per-tenant", "0", NULL },
+		{ "--tenant", "a:5", "--duration", "3", "extra", NULL },
+		{ "--no-such-flag", NULL },
+	};
+	struct tu_child c;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(2, run_load(bad[i], &c)) TH_LOG("case %zu: %s", i, c.output);
+		EXPECT_NE(NULL, strstr(c.output, "coloc-load")) TH_LOG("case %zu", i);
+	}
+}
+
+TEST(help_version__exit_0)
+{
+	const char *help[] = { "--help", NULL }, *version[] = { "--version", NULL };
+	struct tu_child c;
+
+	ASSERT_EQ(0, run_load(help, &c));
+	EXPECT_NE(NULL, strstr(c.output, "--tenant NAME:QPS"));
+	ASSERT_EQ(0, run_load(version, &c));
+	EXPECT_NE(NULL, strstr(c.output, "coloc-load (coloc) "));
+}
+
+FIXTURE(load)
+{
+	char dir[64], sock[128], pin[128], log[128];
+	char model[PATH_MAX];
+	pid_t colocd;
+};
+
+/* colocd's status of tenant name (put it), or NULL. */
+static struct json_object *tenant_status(FIXTURE_DATA(load) * self, const char *name)
+{
+	char req[256], resp[65536];
+	struct json_object *o, *arr, *t = NULL;
+
+	snprintf(req, sizeof(req), "{\"cmd\":\"status\",\"name\":\"%s\"}\n", name);
+	if (tu_request(self->sock, req, resp, sizeof(resp)) <= 0)
+		return NULL;
+	o = json_tokener_parse(resp);
+	if (o && json_object_object_get_ex(o, "tenants", &arr) &&
+	    json_object_array_length(arr) == 1)
+		t = json_object_get(json_object_array_get_idx(arr, 0));
+	json_object_put(o);
+	return t;
+}
+
+static double num_of(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, key, &v) ? json_object_get_double(v) : -1;
+}
+
+static const char *str_of(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, key, &v) && json_object_get_string(v) ?
+		       json_object_get_string(v) :
+		       "";
+}
+
+FIXTURE_SETUP(load)
+{
+	const char *root = getenv("COLOC_ROOT");
+	const char *extra[] = { "--cache-dir", cache_dir, NULL };
+	char bin[512], cmd[3 * PATH_MAX + 1024], out[4096], prof[PATH_MAX + 64];
+	int waited;
+
+	self->colocd = 0;
+	if (geteuid() != 0)
+		SKIP(return, "needs root to run colocd");
+	snprintf(prof, sizeof(prof), "%s/models/mobilenet_v2.model", root ? root : ".");
+	/* submit takes absolute paths only */
+	if (!realpath(prof, self->model))
+		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", prof);
+	ASSERT_NE(0, cache_dir[0]);
+	ASSERT_EQ(0, tu_mount_bpffs());
+	snprintf(prof, sizeof(prof), "%s/mnv2.profile", cache_dir);
+	if (access(prof, R_OK)) {
+		snprintf(cmd, sizeof(cmd), "%s '%s' -o '%s' --iters 1 --levels 50 --cache-dir '%s'",
+			 tu_bin("coloc-profile", bin, sizeof(bin)), self->model, prof, cache_dir);
+		ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s: %s", cmd, out);
+	}
+	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-load-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
+	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
+	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-load-test-%d", getpid());
+	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
+	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start");
+	snprintf(cmd, sizeof(cmd),
+		 "{\"cmd\":\"submit\",\"name\":\"mnv2\",\"model\":\"%s\",\"qos_ms\":%d}\n",
+		 self->model, QOS_MS);
+	ASSERT_LT(0, tu_request(self->sock, cmd, out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "\"ok\":true")) TH_LOG("submit: %s", out);
+	for (waited = 0; waited < READY_MS; waited += 20) {
+		struct json_object *t = tenant_status(self, "mnv2");
+		bool ready = !strcmp(str_of(t, "state"), "ready");
+
+		json_object_put(t);
+		if (ready)
+			break;
+		usleep(20000);
+	}
+	ASSERT_LT(waited, READY_MS) TH_LOG("mnv2 never became ready");
+}
+
+FIXTURE_TEARDOWN(load)
+{
+	char cmd[256];
+
+	if (self->colocd > 0)
+		tu_stop_colocd(self->colocd);
+	if (self->dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
+		if (system(cmd))
+			TH_LOG("could not remove %s", self->dir);
+	}
+}
+
+/*
+ * With a fixed seed the arrival count is fixed; it must be a plausible draw
+ * of Poisson(rate * duration): within 5 standard deviations (sqrt of the
+ * mean), which a correct generator misses with probability below 1e-6.
+ * Everything sent is answered (QoS of a minute), and colocd, counting on its
+ * side, served exactly what coloc-load saw complete.
+ */
+TEST_F_TIMEOUT(load, run__completions_equal_colocd_served_arrivals_poisson, 300)
+{
+	const char *args[] = { "--socket",   self->sock,
+			       "--tenant",   "mnv2:" LOAD_STR(RATE_QPS),
+			       "--duration", LOAD_STR(DURATION_S),
+			       "--seed",     "7",
+			       "--drain",    "120",
+			       "--json",     NULL };
+	struct json_object *o, *arr, *t, *st;
+	double mean = RATE_QPS * DURATION_S, sent, completed;
+	struct tu_child c;
+
+	ASSERT_EQ(0, run_load(args, &c)) TH_LOG("%s", c.output);
+	o = json_tokener_parse(c.output);
+	ASSERT_NE(NULL, o) TH_LOG("not JSON: %s", c.output);
+	ASSERT_TRUE(json_object_object_get_ex(o, "tenants", &arr));
+	ASSERT_EQ(1, json_object_array_length(arr));
+	t = json_object_array_get_idx(arr, 0);
+	EXPECT_STREQ("mnv2", str_of(t, "name"));
+	EXPECT_EQ(QOS_MS, num_of(t, "qos_ms"));
+	sent = num_of(t, "sent");
+	completed = num_of(t, "completed");
+	EXPECT_LE(fabs(sent - mean), 5 * sqrt(mean)) TH_LOG("%.0f arrivals, mean %.0f", sent, mean);
+	EXPECT_EQ(sent, completed);
+	EXPECT_EQ(0, num_of(t, "outstanding"));
+	EXPECT_EQ(0, num_of(t, "dropped") + num_of(t, "failed") + num_of(t, "rejected"));
+	/* offered_rate is sent over the window, rounded to 1/1000 */
+	EXPECT_LE(fabs(num_of(t, "offered_rate") - sent / DURATION_S), 1e-3);
+	st = tenant_status(self, "mnv2");
+	ASSERT_NE(NULL, st);
+	EXPECT_EQ(completed, num_of(st, "served"));
+	EXPECT_EQ(sent, num_of(st, "offered"));
+	TH_LOG("%.0f sent, %.0f completed; colocd served %.0f; coloc-load CPU: %s", sent, completed,
+	       num_of(st, "served"), strstr(c.output, "\"load_cpu\"") ?: "?");
+	json_object_put(st);
+	json_object_put(o);
+}
+
+/* The arrival times come from the seed alone: two runs with one seed send as many queries. */
+TEST_F_TIMEOUT(load, run__same_seed_same_arrivals, 300)
+{
+	const char *args[] = { "--socket",   self->sock, "--tenant", "mnv2:" LOAD_STR(RATE_QPS),
+			       "--duration", "2",	 "--seed",   "11",
+			       "--drain",    "120",	 "--json",   NULL };
+	double sent[2];
+	struct json_object *st;
+
+	for (int run = 0; run < 2; run++) {
+		struct json_object *o, *arr;
+		struct tu_child c;
+
+		ASSERT_EQ(0, run_load(args, &c)) TH_LOG("%s", c.output);
+		o = json_tokener_parse(c.output);
+		ASSERT_NE(NULL, o) TH_LOG("not JSON: %s", c.output);
+		ASSERT_TRUE(json_object_object_get_ex(o, "tenants", &arr));
+		sent[run] = num_of(json_object_array_get_idx(arr, 0), "sent");
+		json_object_put(o);
+	}
+	EXPECT_LT(0, sent[0]);
+	EXPECT_EQ(sent[0], sent[1]);
+	st = tenant_status(self, "mnv2");
+	EXPECT_EQ(sent[0] + sent[1], num_of(st, "offered"));
+	json_object_put(st);
+}
+
+TEST_F_TIMEOUT(load, unknown_tenant__named_exit_1, 300)
+{
+	const char *args[] = { "--socket",   self->sock, "--tenant", "mnv2:1,ghost:1",
+			       "--duration", "1",	 NULL };
+	struct json_object *st;
+	struct tu_child c;
+
+	EXPECT_EQ(1, run_load(args, &c)) TH_LOG("%s", c.output);
+	EXPECT_NE(NULL, strstr(c.output, "no tenant 'ghost'")) TH_LOG("%s", c.output);
+	/* nothing was sent to the known one either */
+	st = tenant_status(self, "mnv2");
+	EXPECT_EQ(0, num_of(st, "offered"));
+	json_object_put(st);
+}
+
+TEST_HARNESS_MAIN
