@@ -1367,6 +1367,11 @@ TEST(model_open__onnx_runs_like_its_imported_files_in_coloc_run)
 	tu_bin("coloc-run", bin, sizeof(bin));
 	snprintf(cmd, sizeof(cmd), "%s %s --cores 0 --iters 2", bin, onnx);
 	EXPECT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "(median of 2)")) TH_LOG("%s", out);
+	/* --batch and --dim are an .onnx's: a .model refuses them */
+	snprintf(cmd, sizeof(cmd), "%s %s/m.model --batch 2", bin, dir);
+	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "apply to an .onnx MODEL only")) TH_LOG("%s", out);
 	/* the weights are the file's: another weights file is refused */
 	snprintf(cmd, sizeof(cmd), "%s %s --weights %s/x.weights", bin, onnx, dir);
 	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
