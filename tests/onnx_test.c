@@ -1569,7 +1569,7 @@ TEST(serving__admits_and_serves_an_onnx_tenant)
 	ASSERT_EQ(SERVING_QUERY_OK, r.status) TH_LOG("%s", r.reason);
 	ASSERT_EQ(sizeof(r.out), r.out_bytes);
 
-	/* the in-process run of the same file, on every core as the executor may */
+	/* the in-process run of the same file (within TOL: the executor may use other cores) */
 	ASSERT_EQ(0, model_open(onnx, NULL, &src, &err)) TH_LOG("%s", coloc_err_str(&err));
 	want = run_on_cpu0(&src, NULL, input, &n, &err);
 	ASSERT_NE(NULL, want) TH_LOG("%s", coloc_err_str(&err));
