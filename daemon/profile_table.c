@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "model_open.h"
 #include "profile_table.h"
 
 struct profile *profile_table_find(const char *model_path, const struct model *m,
@@ -21,7 +22,7 @@ struct profile *profile_table_find(const char *model_path, const struct model *m
 	uint64_t hash;
 	int ret;
 
-	ret = profile_hash_file(model_path, &hash);
+	ret = model_open_hash(model_path, NULL, &hash);
 	if (ret) {
 		coloc_err_set(err, ret, "%s: %s", model_path, strerror(-ret));
 		return NULL;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 #include "cpulist.h"
+#include "model_open.h"
 #include "profile_table.h"
 #include "serving_internal.h"
 #include "topology.h"
@@ -447,6 +448,7 @@ static int grow_versions(struct serving *s, int nr_layers)
 int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, struct coloc_err *err)
 {
 	struct sv_tenant *t = NULL;
+	struct model_source src;
 	struct profile *p;
 	int ret;
 
@@ -468,9 +470,17 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 	memset(t, 0, sizeof(*t));
 	snprintf(t->name, sizeof(t->name), "%s", spec->name);
 	t->qos_ns = spec->qos_ns;
-	t->model = model_load(spec->model_path, err);
-	if (!t->model)
-		return err ? err->code : -EINVAL;
+	if (spec->weights_path && model_path_is_onnx(spec->model_path))
+		return coloc_err_set(
+			err, -EINVAL,
+			"tenant %s: %s is an ONNX model, whose weights are in the file; "
+			"drop the weights file",
+			spec->name, spec->model_path);
+	ret = model_open(spec->model_path, NULL, &src, err);
+	if (ret)
+		return ret;
+	model_source_drop_weights(&src);
+	t->model = src.model;
 	p = profile_table_find(spec->model_path, t->model, s->cache_dir, err);
 	if (!p) {
 		ret = err ? err->code : -ENOENT;

@@ -32,6 +32,7 @@
 #include "coloc/shm.h"
 #include "cli.h"
 #include "executor.h"
+#include "model_open.h"
 
 #define PROG "coloc-executor"
 
@@ -491,20 +492,28 @@ static int setup(struct server *s, pid_t parent, char *why, size_t len)
 {
 	struct exec_options eo = { .weights_path = opts.weights };
 	struct coloc_err merr = { 0 };
-	struct model *m;
+	struct model_source src;
 	int ret;
 
 	ret = allowed_cpus(&s->allowed, why, len);
 	if (ret)
 		return ret;
 	eo.cpus = s->allowed;
-	m = model_load(opts.model_path, &merr);
-	if (!m) {
-		snprintf(why, len, "%s", coloc_err_str(&merr));
-		return merr.code ? merr.code : -EINVAL;
+	if (model_path_is_onnx(opts.model_path) && opts.weights) {
+		snprintf(why, len, "%s: an ONNX model's weights are in the file; drop --weights",
+			 opts.model_path);
+		return -EINVAL;
 	}
-	s->m = m;
-	s->em = exec_model_load(m, &eo, &merr);
+	ret = model_open(opts.model_path, NULL, &src, &merr);
+	if (ret) {
+		snprintf(why, len, "%s", coloc_err_str(&merr));
+		return ret;
+	}
+	s->m = src.model;
+	if (src.onnx)
+		eo.weights_path = src.weights_path;
+	s->em = exec_model_load(s->m, &eo, &merr);
+	model_source_drop_weights(&src);
 	if (!s->em) {
 		snprintf(why, len, "%s", coloc_err_str(&merr));
 		return merr.code ? merr.code : -EINVAL;

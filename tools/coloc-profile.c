@@ -18,7 +18,7 @@
  * stretch with the other core idle made layers look faster under stress
  * (issue 8). Progress goes to FILE.partial every few seconds and on
  * SIGINT/SIGTERM; a later run with the same setup continues from it. A complete profile is also stored in
- * the cache (keyed by model file hash and machine) and reused from there.
+ * the cache (keyed by model file hash, import options and machine) and reused from there.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,6 +39,7 @@
 #include "binpath.h"
 #include "executor.h"
 #include "model.h"
+#include "model_open.h"
 #include "profile.h"
 #include "cli.h"
 
@@ -51,6 +52,7 @@
 static struct {
 	const char *model_path;
 	const char *output;
+	struct onnx_import_opts import; /* --batch and --dim, for an .onnx MODEL */
 	int iters;
 	int nr_levels; /* stress levels, without 0 */
 	int levels[PROFILE_MAX_LEVELS - 1];
@@ -61,6 +63,7 @@ static struct {
 	bool verbose;
 } opt = {
 	.iters = 9,
+	.import = { .batch = 1 },
 	.nr_levels = 3,
 	.levels = { 30, 60, 100 },
 	.kind = PROFILE_STRESS_LLC,
@@ -76,7 +79,8 @@ struct stressor {
 };
 
 struct profiler {
-	struct model *model;
+	struct model_source src;
+	struct model *model; /* src's */
 	struct exec_model *em;
 	struct exec_query *q;
 	struct profile *p;
@@ -92,7 +96,8 @@ static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
 		"Usage: %s MODEL -o FILE [OPTIONS]\n"
-		"Measures the latency of every layer of MODEL (a models/*.model file) for every\n"
+		"Measures the latency of every layer of MODEL (a models/*.model file, or an\n"
+		"ONNX file MODEL.onnx with its own weights, see models/ONNX.md) for every\n"
 		"kernel version and core count, alone and next to bin/coloc-stress at several\n"
 		"levels, and writes the profile the scheduler uses (format: models/PROFILE.md).\n"
 		"\n"
@@ -110,6 +115,10 @@ static void usage(FILE *f, const char *prog)
 		"  -r, --resume           continue from FILE.partial, failing if it does not\n"
 		"                         match; without it a matching FILE.partial is still\n"
 		"                         continued, and a mismatched one replaced\n"
+		"  -b, --batch N          an .onnx MODEL's batch, for inputs whose first dim\n"
+		"                         is symbolic (default 1); part of the cache key\n"
+		"  -d, --dim NAME=VALUE   the value of an .onnx MODEL's symbolic dim NAME\n"
+		"                         (repeat for each); part of the cache key\n"
 		"  -v, --verbose          print each group's timing\n"
 		"  -h, --help             show this help\n"
 		"      --version          print coloc's release and exit\n"
@@ -662,6 +671,8 @@ int main(int argc, char **argv)
 		{ "no-cache", no_argument, NULL, 'N' },
 		{ "resume", no_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "dim", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'R' },
 		{ 0 },
@@ -680,7 +691,7 @@ int main(int argc, char **argv)
 	int c, ret, rc = 1;
 	long v;
 
-	while ((c = getopt_long(argc, argv, "o:n:L:k:C:rvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:n:L:k:C:rvb:d:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			opt.output = optarg;
@@ -722,6 +733,17 @@ int main(int argc, char **argv)
 		case 'v':
 			opt.verbose = true;
 			break;
+		case 'b':
+			if (cli_parse_flag("coloc-profile", "--batch", optarg, 1, 1 << 24, &v))
+				return 2;
+			opt.import.batch = v;
+			break;
+		case 'd':
+			if (onnx_dim_parse(&opt.import, optarg, &cerr)) {
+				fprintf(stderr, "coloc-profile: --dim: %s\n", coloc_err_str(&cerr));
+				return 2;
+			}
+			break;
 		case 'R':
 			cli_print_version("coloc-profile");
 			return 0;
@@ -738,6 +760,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	opt.model_path = argv[optind];
+	if (!model_path_is_onnx(opt.model_path) && model_open_opts_given(&opt.import)) {
+		fprintf(stderr, "coloc-profile: --batch and --dim apply to an .onnx MODEL only\n");
+		return 2;
+	}
 	if (snprintf(pr.partial, sizeof(pr.partial), "%s.partial", opt.output) >=
 	    (int)sizeof(pr.partial)) {
 		fprintf(stderr, "coloc-profile: output path too long\n");
@@ -757,12 +783,12 @@ int main(int argc, char **argv)
 			strerror(-ret));
 		return 1;
 	}
-	pr.model = model_load(opt.model_path, &model_err);
-	if (!pr.model) {
+	if (model_open(opt.model_path, &opt.import, &pr.src, &model_err)) {
 		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&model_err));
 		return 1;
 	}
-	ret = profile_hash_file(opt.model_path, &model_hash);
+	pr.model = pr.src.model;
+	ret = model_open_hash(opt.model_path, &opt.import, &model_hash);
 	if (!ret)
 		ret = profile_machine_detect(&machine);
 	if (ret) {
@@ -778,6 +804,8 @@ int main(int argc, char **argv)
 			pr.allowed.cpus[pr.allowed.nr++] = cpu;
 
 	eopts.cpus = pr.allowed;
+	if (pr.src.onnx)
+		eopts.weights_path = pr.src.weights_path;
 	pr.em = exec_model_load(pr.model, &eopts, &cerr);
 	if (!pr.em) {
 		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&cerr));
@@ -868,6 +896,6 @@ cleanup:
 		exec_query_free(pr.q);
 	if (pr.em)
 		exec_model_free(pr.em);
-	model_free(pr.model);
+	model_source_close(&pr.src);
 	return rc;
 }

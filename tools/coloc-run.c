@@ -17,6 +17,7 @@
 #include <string.h>
 #include "executor.h"
 #include "cli.h"
+#include "model_open.h"
 
 static struct run_opts {
 	const char *model_path;
@@ -24,19 +25,22 @@ static struct run_opts {
 	const char *kernel; /* "auto", a version name, or an index */
 	const char *weights; /* NULL: generated from the model's seed */
 	const char *save_weights; /* write the generated weights there and exit */
+	struct onnx_import_opts import; /* --batch and --dim, for an .onnx MODEL */
 	int iters;
 	bool json;
 	bool list_versions;
 } opts = {
 	.kernel = "0",
+	.import = { .batch = 1 },
 	.iters = 10,
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: coloc-run MODEL [options]\n"
-		   "Runs MODEL (a model file, see models/) alone and prints per-layer and total\n"
-		   "latency (median of the runs) and GFLOP/s.\n"
+		   "Runs MODEL (a model file, see models/, or an ONNX file MODEL.onnx, see\n"
+		   "models/ONNX.md) alone and prints per-layer and total latency (median of the\n"
+		   "runs) and GFLOP/s.\n"
 		   "\n"
 		   "  -c, --cores LIST      CPUs to run on, e.g. 0-3,6 (default: all online)\n"
 		   "  -k, --kernel V        kernel version per layer: auto (fastest measured on\n"
@@ -51,12 +55,17 @@ static void usage(FILE *f)
 		   "  -S, --save-weights FILE\n"
 		   "                        write the model's generated weights to FILE in that\n"
 		   "                        format and exit\n"
+		   "  -b, --batch N         an .onnx MODEL's batch, for inputs whose first dim is\n"
+		   "                        symbolic (default: 1)\n"
+		   "  -d, --dim NAME=VALUE  the value of an .onnx MODEL's symbolic dim NAME, e.g.\n"
+		   "                        --dim sequence=128 (repeat for each)\n"
 		   "  -h, --help            this help\n"
 		   "      --version         print coloc's release and exit\n"
 		   "\n"
 		   "Exit status: 0 ok, 1 the model failed to load or run, 2 bad usage.\n"
 		   "Example: coloc-run models/resnet50.model --cores 0-1 --kernel auto --iters 5\n"
-		   "         coloc-run models/resnet50.model --save-weights /tmp/r50.wt\n");
+		   "         coloc-run models/resnet50.model --save-weights /tmp/r50.wt\n"
+		   "         coloc-run bert.onnx --dim sequence=128 --cores 0\n");
 }
 
 /* Versions per layer from --kernel (not auto): a name or an index. */
@@ -245,19 +254,22 @@ int main(int argc, char **argv)
 		{ "list-versions", no_argument, NULL, 'l' },
 		{ "weights", required_argument, NULL, 'w' },
 		{ "save-weights", required_argument, NULL, 'S' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "dim", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct exec_options eo = { 0 };
 	struct exec_cpuset cores;
 	struct exec_model *em;
+	struct model_source src;
 	struct model *m;
 	struct coloc_err model_err = { 0 };
 	struct coloc_err cerr = { 0 };
 	int c, ret;
 	long v;
 
-	while ((c = getopt_long(argc, argv, "c:k:n:jlw:S:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:k:n:jlw:S:b:d:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			opts.cores = optarg;
@@ -285,6 +297,17 @@ int main(int argc, char **argv)
 		case 'S':
 			opts.save_weights = optarg;
 			break;
+		case 'b':
+			if (cli_parse_flag("coloc-run", "--batch", optarg, 1, 1 << 24, &v))
+				return 2;
+			opts.import.batch = v;
+			break;
+		case 'd':
+			if (onnx_dim_parse(&opts.import, optarg, &cerr)) {
+				fprintf(stderr, "coloc-run: --dim: %s\n", coloc_err_str(&cerr));
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -303,23 +326,34 @@ int main(int argc, char **argv)
 		fprintf(stderr, "coloc-run: --cores: %s\n", coloc_err_str(&cerr));
 		return 2;
 	}
-	m = model_load(opts.model_path, &model_err);
-	if (!m) {
+	if (model_path_is_onnx(opts.model_path) && (opts.weights || opts.save_weights)) {
+		fprintf(stderr,
+			"coloc-run: %s: an ONNX model's weights are its initializers, in the file; "
+			"drop --%s (coloc-import writes them to a weights file)\n",
+			opts.model_path, opts.weights ? "weights" : "save-weights");
+		return 2;
+	}
+	if (!model_path_is_onnx(opts.model_path) && model_open_opts_given(&opts.import)) {
+		fprintf(stderr, "coloc-run: --batch and --dim apply to an .onnx MODEL only\n");
+		return 2;
+	}
+	if (model_open(opts.model_path, &opts.import, &src, &model_err)) {
 		fprintf(stderr, "coloc-run: %s\n", coloc_err_str(&model_err));
 		return 1;
 	}
+	m = src.model;
 	if (opts.save_weights) {
 		ret = exec_weights_save(m, opts.save_weights, m->seed, &cerr);
 		if (ret)
 			fprintf(stderr, "coloc-run: %s\n", coloc_err_str(&cerr));
-		model_free(m);
+		model_source_close(&src);
 		return ret ? 1 : 0;
 	}
-	eo.weights_path = opts.weights;
+	eo.weights_path = src.onnx ? src.weights_path : opts.weights;
 	em = exec_model_load(m, &eo, &cerr);
 	if (!em) {
 		fprintf(stderr, "coloc-run: %s: %s\n", opts.model_path, coloc_err_str(&cerr));
-		model_free(m);
+		model_source_close(&src);
 		return 1;
 	}
 	/* The model's cpus (without --cores: the online ones this process may use). */
@@ -340,7 +374,7 @@ int main(int argc, char **argv)
 	else
 		ret = run(em, m, &cores);
 	exec_model_free(em);
-	model_free(m);
+	model_source_close(&src);
 	if (ret == -EINVAL)
 		return 2;
 	return ret ? 1 : 0;

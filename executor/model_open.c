@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Opens a model file for any entry point: a coloc .model through
+ * model_load(), or an .onnx through the in-memory importer, whose weights
+ * buffer is handed to the executor as a sealed memfd (model_open.h).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "model_open.h"
+#include "profile.h"
+
+bool model_path_is_onnx(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 5 && !strcmp(path + n - 5, ".onnx");
+}
+
+bool model_open_opts_given(const struct onnx_import_opts *opts)
+{
+	return opts && ((opts->batch && opts->batch != 1) || opts->nr_dims);
+}
+
+static int write_all(int fd, const unsigned char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* A read-only, sealed memfd holding len bytes of data; fd or -errno. */
+static int sealed_memfd(const char *name, const unsigned char *data, size_t len)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = write_all(fd, data, len);
+	if (!ret &&
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL))
+		ret = -errno;
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+static int open_onnx(const char *path, const struct onnx_import_opts *opts,
+		     struct model_source *src, struct coloc_err *err)
+{
+	struct onnx_import_opts defaults = { .batch = 1 };
+	struct onnx_import im;
+	int ret, fd;
+
+	ret = onnx_import_file(path, opts ? opts : &defaults, &im, err);
+	if (ret)
+		return ret;
+	fd = sealed_memfd("coloc-onnx-weights", im.weights, im.weights_len);
+	if (fd < 0) {
+		onnx_import_free(&im);
+		return coloc_err_set(err, fd, "%s: cannot hold the imported weights in memory: %s",
+				     path, strerror(-fd));
+	}
+	src->model = im.model;
+	im.model = NULL; /* kept: onnx_import_free() frees the rest */
+	onnx_import_free(&im);
+	src->onnx = true;
+	src->weights_fd = fd;
+	snprintf(src->weights_path, sizeof(src->weights_path), "/proc/self/fd/%d", fd);
+	return 0;
+}
+
+int model_open(const char *path, const struct onnx_import_opts *opts, struct model_source *src,
+	       struct coloc_err *err)
+{
+	*src = (struct model_source){ .weights_fd = -1 };
+	if (model_path_is_onnx(path))
+		return open_onnx(path, opts, src, err);
+	if (model_open_opts_given(opts))
+		return coloc_err_set(err, -EINVAL,
+				     "%s: --batch and --dim apply to ONNX files (*.onnx) only; a "
+				     "coloc model states its own shapes",
+				     path);
+	src->model = model_load(path, err);
+	return src->model ? 0 : (err && err->code ? err->code : -EINVAL);
+}
+
+void model_source_close(struct model_source *src)
+{
+	model_free(src->model);
+	if (src->weights_fd >= 0)
+		close(src->weights_fd);
+	*src = (struct model_source){ .weights_fd = -1 };
+}
+
+void model_source_drop_weights(struct model_source *src)
+{
+	if (src->weights_fd >= 0)
+		close(src->weights_fd);
+	src->weights_fd = -1;
+	src->weights_path[0] = '\0';
+}
+
+static int dim_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct onnx_dim_value *)a)->name,
+		      ((const struct onnx_dim_value *)b)->name);
+}
+
+int model_open_hash(const char *path, const struct onnx_import_opts *opts, uint64_t *hash)
+{
+	struct onnx_dim_value dims[ONNX_MAX_DIM_VALUES];
+	char kv[ONNX_DIM_NAME_LEN + 32];
+	int ret = profile_hash_file(path, hash), n;
+
+	/* Default options keep the file's own hash, the key coloc-profile always used. */
+	if (ret || !model_path_is_onnx(path) || !model_open_opts_given(opts))
+		return ret;
+	n = snprintf(kv, sizeof(kv), "batch=%lld;", (long long)(opts->batch ? opts->batch : 1));
+	*hash = profile_fnv1a64(kv, (size_t)n, *hash);
+	/* Sorted, so that the order of the --dim options does not matter. */
+	memcpy(dims, opts->dims, sizeof(dims[0]) * opts->nr_dims);
+	qsort(dims, opts->nr_dims, sizeof(dims[0]), dim_cmp);
+	for (int i = 0; i < opts->nr_dims; i++) {
+		n = snprintf(kv, sizeof(kv), "%s=%lld;", dims[i].name, (long long)dims[i].value);
+		*hash = profile_fnv1a64(kv, (size_t)n, *hash);
+	}
+	return 0;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The one way every entry point (coloc-run, coloc-profile, colocd's serving
+ * core, coloc-executor) opens a model file: a coloc .model as model_load()
+ * reads it, or an ONNX file imported in memory (onnx_import.h). A file is
+ * ONNX when its name ends in ".onnx": protobuf has no magic number to test.
+ *
+ * An imported model's weights are the importer's COLOCWT1 buffer, put in a
+ * sealed memfd so that the executor reads them through the same checked
+ * file reader as any weights file (exec_weights_file.c), by the path
+ * /proc/self/fd/N in weights_path.
+ */
+#ifndef COLOC_MODEL_OPEN_H
+#define COLOC_MODEL_OPEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "model.h"
+#include "onnx_import.h"
+
+struct model_source {
+	struct model *model;
+	bool onnx; /* imported from ONNX: the weights come from the file */
+	int weights_fd; /* the memfd holding an imported model's weights; -1 if none */
+	char weights_path[32]; /* "/proc/self/fd/N" for exec_options.weights_path, or "" */
+};
+
+/* Whether path names an ONNX file (ends in ".onnx"). */
+bool model_path_is_onnx(const char *path);
+
+/*
+ * Opens the model at path into src (release with model_source_close()).
+ * opts (NULL: batch 1, no dims) are the ONNX import options; a .model file
+ * takes none, and is refused if any is given. 0 or a negative errno with
+ * the loader's or the importer's message in err.
+ */
+int model_open(const char *path, const struct onnx_import_opts *opts, struct model_source *src,
+	       struct coloc_err *err);
+void model_source_close(struct model_source *src);
+/*
+ * Closes the imported weights once exec_model_load() has read them (or when
+ * only the model is wanted), keeping src->model for model_source_close().
+ */
+void model_source_drop_weights(struct model_source *src);
+
+/*
+ * The profile cache key of the model at path: the hash of the file's bytes
+ * (profile_hash_file()), and for an ONNX file also of the import options,
+ * since the batch and dims change every layer's shape. 0 or -errno.
+ */
+int model_open_hash(const char *path, const struct onnx_import_opts *opts, uint64_t *hash);
+
+/* Whether opts asks for anything (a batch other than 1, or a dim). */
+bool model_open_opts_given(const struct onnx_import_opts *opts);
+
+#endif /* COLOC_MODEL_OPEN_H */
