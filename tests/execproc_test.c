@@ -514,6 +514,161 @@ TEST_F(execproc, stop__exits_cleanly_when_asked)
 	EXPECT_NE(NULL, strstr(err.msg, "exited with status 0")) TH_LOG("%s", err.msg);
 }
 
+/* The pids in the NSpid line of /proc/PID/status, outermost first; how many. */
+static int read_nspid(pid_t pid, long *ids, int max)
+{
+	char path[64], line[256];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + strlen("NSpid:"), *end;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		while (n < max) {
+			long v = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			ids[n++] = v;
+			p = end;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+static pid_t status_ppid(pid_t pid)
+{
+	char path[64], line[256];
+	pid_t ppid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "PPid:", 5))
+			ppid = (pid_t)atoi(line + 5);
+	fclose(f);
+	return ppid;
+}
+
+static ino_t pidns_ino(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
+	return stat(path, &st) ? 0 : st.st_ino;
+}
+
+/*
+ * From inside `inside`'s pid namespace (a child of this test that joins
+ * it through the pidfd), can `target` (a host pid) be named? Returns the
+ * errno kill(target, 0) and sched_getaffinity(target) fail with, 0 if
+ * either succeeds, or -1 if the probe could not run.
+ */
+static int probe_from_ns(int inside_pidfd, pid_t target, bool *sees_own_pid1)
+{
+	int pipefd[2], res[2] = { -1, -1 };
+	int home = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+	pid_t probe = -1;
+
+	if (home < 0)
+		return -1;
+	if (pipe(pipefd)) {
+		close(home);
+		return -1;
+	}
+	/* for children only: this test itself stays where it is */
+	if (!setns(inside_pidfd, CLONE_NEWPID))
+		probe = fork();
+	if (!probe) {
+		cpu_set_t set;
+		int r[2];
+
+		/* root here: only naming can fail, not permission */
+		r[0] = kill(target, 0) ? errno : 0;
+		if (!r[0])
+			r[0] = sched_getaffinity(target, sizeof(set), &set) ? errno : 0;
+		r[1] = kill(1, 0) ? errno : 0;
+		_exit(write(pipefd[1], r, sizeof(r)) == sizeof(r) ? 0 : 1);
+	}
+	/* back: later children of this test start in its own namespace */
+	if (setns(home, CLONE_NEWPID))
+		probe = -1;
+	close(home);
+	close(pipefd[1]);
+	if (probe > 0 && read(pipefd[0], res, sizeof(res)) != sizeof(res))
+		res[0] = -1;
+	close(pipefd[0]);
+	if (probe > 0)
+		waitpid(probe, NULL, 0);
+	*sees_own_pid1 = res[1] == 0;
+	return probe > 0 ? res[0] : -1;
+}
+
+/*
+ * Each executor is pid 1 of a pid namespace of its own (NSpid: its host
+ * pid, then 1), not this test's, not the other tenant's; and from inside
+ * one, the other tenant's executor cannot be named at all.
+ */
+TEST_F(execproc, spawn__each_executor_in_its_own_pid_namespace)
+{
+	char path[512], bin[512];
+	struct execproc_opts o = { .tenant = "other", .model_path = path };
+	struct coloc_err err = { 0 };
+	pid_t pid = execproc_pid(self->ep), other_pid;
+	int self_ns_fd;
+	struct execproc *other;
+	bool sees_pid1 = false;
+	struct stat st;
+	long ids[4];
+
+	if (!execproc_own_pidns(self->ep))
+		SKIP(return, "executor runs in colocd's pid namespace: %s",
+			   execproc_isolation(self->ep));
+	TH_LOG("%s", execproc_isolation(self->ep));
+	ASSERT_EQ(2, read_nspid(pid, ids, 4));
+	EXPECT_EQ(pid, ids[0]);
+	EXPECT_EQ(1, ids[1]);
+	EXPECT_NE(0, pidns_ino(pid));
+	EXPECT_NE(pidns_ino(getpid()), pidns_ino(pid));
+	/* still colocd's child, seen under its host pid */
+	EXPECT_EQ(getpid(), status_ppid(pid));
+
+	model_path(path, sizeof(path), "mobilenet_v2");
+	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
+	ASSERT_EQ(0, execproc_spawn(&o, &other, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, execproc_wait_ready(other, READY_MS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	other_pid = execproc_pid(other);
+	ASSERT_EQ(2, read_nspid(other_pid, ids, 4));
+	EXPECT_EQ(other_pid, ids[0]);
+	EXPECT_EQ(1, ids[1]);
+	EXPECT_NE(pidns_ino(pid), pidns_ino(other_pid));
+	EXPECT_NE(pidns_ino(getpid()), pidns_ino(other_pid));
+
+	/* a probe in the first tenant's namespace: the other executor has no pid there */
+	EXPECT_EQ(ESRCH, probe_from_ns(execproc_pidfd(self->ep), other_pid, &sees_pid1));
+	EXPECT_TRUE(sees_pid1); /* its own executor, as pid 1 */
+	/* the control: from this test's namespace the same probe names it */
+	self_ns_fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(self_ns_fd, 0);
+	EXPECT_EQ(0, probe_from_ns(self_ns_fd, other_pid, &sees_pid1));
+	close(self_ns_fd);
+	/* and this test's next children are in its own namespace again */
+	ASSERT_EQ(0, stat("/proc/self/ns/pid_for_children", &st));
+	EXPECT_EQ(pidns_ino(getpid()), st.st_ino);
+	execproc_free(other);
+}
+
 /* The executor's parent (colocd) dies: the executor is killed with it (PR_SET_PDEATHSIG). */
 TEST(execproc_spawn__executor_dies_with_its_driver)
 {
