@@ -632,7 +632,7 @@ static void ctl_print_cores(struct json_object *status, struct json_object *sign
 		else if (signals)
 			printf(" %6s", "-");
 		if (!json_object_object_get_ex(c, "tenant", &v)) {
-			printf(" %-16s\n", "(free)");
+			printf(" (free)\n");
 			continue;
 		}
 		json_object_object_get_ex(c, "versions", &v);
