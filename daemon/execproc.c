@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * colocd's side of one executor process (see execproc.h): the sealed memfd
- * with the layout of include/coloc/shm.h, the start of coloc-executor in a
- * pid namespace of its own (clone3) with only that memfd and the completion
+ * with the layout of include/coloc/shm.h, the start of coloc-executor in
+ * pid and mount namespaces of its own (clone3) with only that memfd and the completion
  * eventfd open, the futex doorbell towards it, and the pidfd that says when
  * it died and why.
  */
@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -150,20 +151,40 @@ struct child_args {
 	int shm_hi, done_hi; /* above EXECPROC_DONE_FD, close-on-exec */
 };
 
+/* What the child of clone3 tells colocd before exec: a setback, or why it gave up. */
+struct child_report {
+	int fatal; /* 0: /proc could not be remounted, it goes on */
+	int err; /* an errno */
+};
+
+static void child_report(int fd, int fatal, int e)
+{
+	struct child_report r = { .fatal = fatal, .err = e };
+
+	if (write(fd, &r, sizeof(r)) != sizeof(r))
+		_exit(126);
+}
+
 /*
  * The child of clone3, a copy of the daemon that only makes system calls
- * (no locks, no allocation) until execve: stdin from /dev/null, the shared
- * memory and the doorbell as fds 3 and 4, every other fd the daemon holds
- * (sockets, BPF maps, other tenants' memory) closed at exec, default
- * SIGPIPE and SIGCHLD, nothing blocked, killed with its parent. A failure
- * is reported as an errno through err_fd, which exec closes.
+ * (no locks, no allocation) until execve. /proc is mounted afresh for its
+ * pid namespace, in its mount namespace, which receives the host's later
+ * mounts and unmounts (slave) but sends none back. Then stdin from
+ * /dev/null, the shared memory and the doorbell as fds 3 and 4, every
+ * other fd the daemon holds (sockets, BPF maps, other tenants' memory)
+ * closed at exec, default SIGPIPE and SIGCHLD, nothing blocked, killed
+ * with its parent. Reports go through report_fd, which exec closes.
  */
-static __attribute__((noreturn)) void child_exec(const struct child_args *c, int err_fd)
+static __attribute__((noreturn)) void child_exec(const struct child_args *c, int report_fd)
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	sigset_t none;
-	int e, null = open("/dev/null", O_RDONLY);
+	int null;
 
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		child_report(report_fd, 0, errno);
+	null = open("/dev/null", O_RDONLY);
 	sigemptyset(&none);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(c->shm_hi, EXECPROC_SHM_FD) < 0 ||
 	    dup2(c->done_hi, EXECPROC_DONE_FD) < 0 ||
@@ -173,16 +194,15 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *c, int
 		goto fail;
 	execve(c->path, c->argv, c->envp);
 fail:
-	e = errno;
-	if (write(err_fd, &e, sizeof(e)) < 0)
-		_exit(126);
+	child_report(report_fd, 1, errno);
 	_exit(127);
 }
 
 /*
  * clone3 with a pid namespace of its own: the executor is pid 1 there and
  * can name no other tenant's process (kill, sched_setaffinity, setpriority
- * all fail with ESRCH), while colocd sees it under its host pid. Signals
+ * all fail with ESRCH), while colocd sees it under its host pid; and a
+ * mount namespace whose /proc lists its own process only. Signals
  * are blocked across the clone so that none of the daemon's handlers runs
  * in the child. Returns 1 when the kernel refuses the namespace (EPERM in
  * a nested container, ENOSYS or EINVAL on an old kernel), with the reason
@@ -190,10 +210,11 @@ fail:
  */
 static int spawn_in_pidns(struct execproc *ep, const struct child_args *c, struct coloc_err *err)
 {
-	struct clone_args ca = { .flags = CLONE_NEWPID | CLONE_PIDFD,
+	struct clone_args ca = { .flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD,
 				 .pidfd = (__u64)(uintptr_t)&ep->pidfd,
 				 .exit_signal = SIGCHLD };
-	int pipefd[2], err_fd, child_errno = 0, e;
+	struct child_report r;
+	int pipefd[2], err_fd, proc_errno = 0, e;
 	sigset_t all, old;
 	ssize_t n;
 	long pid;
@@ -229,19 +250,32 @@ static int spawn_in_pidns(struct execproc *ep, const struct child_args *c, struc
 		return coloc_err_set(err, -e, "clone3: %s", strerror(e));
 	}
 	ep->pid = (pid_t)pid;
-	/* EOF: execve succeeded (the pipe closed on exec); an errno: it failed */
-	do
-		n = read(pipefd[0], &child_errno, sizeof(child_errno));
-	while (n < 0 && errno == EINTR);
-	close(pipefd[0]);
-	if (n > 0) {
+	/* up to EOF: execve succeeded (the pipe closed on exec), unless a fatal report came */
+	for (;;) {
+		n = read(pipefd[0], &r, sizeof(r));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != sizeof(r))
+			break;
+		if (!r.fatal) {
+			proc_errno = r.err;
+			continue;
+		}
+		close(pipefd[0]);
 		waitid((idtype_t)P_PIDFD, (id_t)ep->pidfd, &(siginfo_t){ 0 }, WEXITED);
 		ep->dead = true;
-		return coloc_err_set(err, -child_errno, "cannot run %s: %s", c->path,
-				     strerror(child_errno));
+		return coloc_err_set(err, -r.err, "cannot run %s: %s", c->path, strerror(r.err));
 	}
+	close(pipefd[0]);
 	ep->own_pidns = true;
-	snprintf(ep->isolation, sizeof(ep->isolation), "in a pid namespace of its own");
+	if (proc_errno)
+		snprintf(ep->isolation, sizeof(ep->isolation),
+			 "in a pid namespace of its own; its /proc still lists colocd's "
+			 "processes (mounting its own failed: %s)",
+			 strerror(proc_errno));
+	else
+		snprintf(ep->isolation, sizeof(ep->isolation),
+			 "in a pid namespace of its own, with a /proc of its own");
 	return 0;
 }
 

@@ -72,8 +72,10 @@ pid_t execproc_pid(const struct execproc *ep);
  * Whether it runs as pid 1 of a pid namespace of its own, where it can
  * name (signal, re-pin, renice) no other tenant's process. When the kernel
  * refuses one (EPERM in a nested container), it runs in colocd's, and
- * execproc_isolation() says why, in words for colocd's log line. Its
- * /proc stays the host's: the mount namespace is shared.
+ * execproc_isolation() says why, in words for colocd's log line. It also
+ * gets a mount namespace with a /proc of its own, listing itself only;
+ * where mounting it fails, it keeps colocd's /proc and
+ * execproc_isolation() says so.
  */
 bool execproc_own_pidns(const struct execproc *ep);
 const char *execproc_isolation(const struct execproc *ep);

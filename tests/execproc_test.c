@@ -560,13 +560,40 @@ static pid_t status_ppid(pid_t pid)
 	return ppid;
 }
 
-static ino_t pidns_ino(pid_t pid)
+static ino_t ns_ino(pid_t pid, const char *ns)
 {
 	char path[64];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, ns);
 	return stat(path, &st) ? 0 : st.st_ino;
+}
+
+static ino_t pidns_ino(pid_t pid)
+{
+	return ns_ino(pid, "pid");
+}
+
+/* The processes a /proc lists (its numeric entries); the first few names in first. */
+static int proc_pids(const char *proc, char *first, size_t len)
+{
+	DIR *dir = opendir(proc);
+	struct dirent *de;
+	size_t used = 0;
+	int n = 0;
+
+	if (!dir)
+		return -errno;
+	first[0] = '\0';
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		if (used + strlen(de->d_name) + 2 < len)
+			used += (size_t)snprintf(first + used, len - used, "%s ", de->d_name);
+		n++;
+	}
+	closedir(dir);
+	return n;
 }
 
 /*
@@ -643,6 +670,18 @@ TEST_F(execproc, spawn__each_executor_in_its_own_pid_namespace)
 	EXPECT_NE(pidns_ino(getpid()), pidns_ino(pid));
 	/* still colocd's child, seen under its host pid */
 	EXPECT_EQ(getpid(), status_ppid(pid));
+	/* its /proc, seen through its root: itself, as pid 1, and nothing else */
+	if (strstr(execproc_isolation(self->ep), "with a /proc of its own")) {
+		char proc[64], names[128];
+
+		EXPECT_NE(ns_ino(getpid(), "mnt"), ns_ino(pid, "mnt"));
+		snprintf(proc, sizeof(proc), "/proc/%d/root/proc", pid);
+		EXPECT_EQ(1, proc_pids(proc, names, sizeof(names)))
+		TH_LOG("%s lists %s", proc, names);
+		EXPECT_STREQ("1 ", names);
+		/* the control: this test's /proc lists more than one process */
+		EXPECT_LT(1, proc_pids("/proc", names, sizeof(names)));
+	}
 
 	model_path(path, sizeof(path), "mobilenet_v2");
 	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
