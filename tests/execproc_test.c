@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <grp.h>
 #include <pwd.h>
 #include <sched.h>
@@ -23,7 +24,9 @@
 #include <unistd.h>
 #include <poll.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -752,6 +755,79 @@ TEST(execproc_spawn__executor_dies_with_its_driver)
 	close(p.fd);
 	if (ret != 1)
 		kill(executor, SIGKILL);
+}
+
+/* What a driver without CAP_SYS_ADMIN saw of its executor. */
+struct fallback_seen {
+	int spawn, ready, stop; /* the calls' returns */
+	bool own_pidns;
+	pid_t pid;
+	int nspid; /* entries in its NSpid line */
+	ino_t ns; /* its pid namespace */
+	char isolation[COLOC_ERR_MSG_MAX];
+};
+
+/*
+ * Where the kernel refuses the pid namespace (here: a driver that dropped
+ * CAP_SYS_ADMIN from its effective set, as in a nested container), the
+ * executor still starts, in the driver's pid namespace, serves, stops,
+ * and execproc_isolation() says why.
+ */
+TEST(execproc_spawn__refused_namespace_falls_back_to_posix_spawn)
+{
+	char bin[512], path[512];
+	struct execproc_opts o = { .tenant = "fallback", .model_path = path };
+	struct fallback_seen *seen;
+	int status;
+	pid_t driver;
+
+	model_path(path, sizeof(path), "mobilenet_v2");
+	if (access(path, R_OK))
+		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", path);
+	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
+	seen = mmap(NULL, sizeof(*seen), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, seen);
+	driver = fork();
+	ASSERT_GE(driver, 0);
+	if (!driver) {
+		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct d[2];
+		struct coloc_err err = { 0 };
+		struct execproc *ep = NULL;
+		long ids[4];
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (syscall(SYS_capget, &h, d))
+			_exit(2);
+		d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+		if (syscall(SYS_capset, &h, d))
+			_exit(3);
+		seen->spawn = execproc_spawn(&o, &ep, &err);
+		if (seen->spawn)
+			_exit(4);
+		seen->own_pidns = execproc_own_pidns(ep);
+		snprintf(seen->isolation, sizeof(seen->isolation), "%s", execproc_isolation(ep));
+		seen->ready = execproc_wait_ready(ep, READY_MS, &err);
+		seen->pid = execproc_pid(ep);
+		seen->nspid = read_nspid(seen->pid, ids, 4);
+		seen->ns = pidns_ino(seen->pid);
+		seen->stop = execproc_stop(ep, DONE_MS, &err);
+		execproc_free(ep);
+		_exit(0);
+	}
+	ASSERT_EQ(driver, waitpid(driver, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	TH_LOG("%s", seen->isolation);
+	EXPECT_EQ(0, seen->spawn);
+	EXPECT_FALSE(seen->own_pidns);
+	EXPECT_NE(NULL, strstr(seen->isolation, "clone3 refused it: Operation not permitted"));
+	EXPECT_EQ(0, seen->ready);
+	EXPECT_GT(seen->pid, 1);
+	EXPECT_EQ(1, seen->nspid); /* one level: the driver's (and this test's) namespace */
+	EXPECT_EQ(pidns_ino(getpid()), seen->ns);
+	EXPECT_EQ(0, seen->stop);
+	munmap(seen, sizeof(*seen));
 }
 
 /*
