@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * colocd's side of one executor process (see execproc.h): the sealed memfd
- * with the layout of include/coloc/shm.h, posix_spawn of coloc-executor with
- * only that memfd and the completion eventfd open, the futex doorbell
- * towards it, and the pidfd that says when it died and why.
+ * with the layout of include/coloc/shm.h, the start of coloc-executor in
+ * pid and mount namespaces of its own (clone3) with only that memfd and the completion
+ * eventfd open, the futex doorbell towards it, and the pidfd that says when
+ * it died and why.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -20,7 +24,9 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "execproc.h"
@@ -50,6 +56,8 @@ struct execproc {
 	bool outstanding; /* a command was submitted and has not completed */
 	bool dead; /* reaped; dead_err and dead_msg say why */
 	bool exited_cleanly; /* exit status 0 (after an exit command) */
+	bool own_pidns; /* pid 1 of a pid namespace of its own */
+	char isolation[COLOC_ERR_MSG_MAX]; /* how it was isolated, or why not */
 	int dead_err;
 	char dead_msg[COLOC_ERR_MSG_MAX];
 	struct execproc_block last; /* what was submitted last, for the death message */
@@ -135,12 +143,193 @@ static int create_shm(struct execproc *ep, const struct execproc_opts *o, int *m
 	return 0;
 }
 
+/* What the executor is started with: the same whichever way it starts. */
+struct child_args {
+	const char *path;
+	char *const *argv;
+	char *const *envp;
+	int shm_hi, done_hi; /* above EXECPROC_DONE_FD, close-on-exec */
+};
+
+/* What the child of clone3 tells colocd before exec: a setback, or why it gave up. */
+struct child_report {
+	int fatal; /* 0: /proc could not be remounted, it goes on */
+	int err; /* an errno */
+};
+
+static void child_report(int fd, int fatal, int e)
+{
+	struct child_report r = { .fatal = fatal, .err = e };
+
+	if (write(fd, &r, sizeof(r)) != sizeof(r))
+		_exit(126);
+}
+
 /*
- * posix_spawn (a vfork-style clone: no copy of the daemon's page tables)
- * with the shared memory and the doorbell as fds 3 and 4, stdin from
- * /dev/null, and every other fd the daemon holds (sockets, BPF maps, other
- * tenants' memory) closed. The sources are moved above 4 first so that one
- * dup2 cannot clobber the other's source.
+ * The child of clone3, a copy of the daemon that only makes system calls
+ * (no locks, no allocation) until execve. /proc is mounted afresh for its
+ * pid namespace, in its mount namespace, which receives the host's later
+ * mounts and unmounts (slave) but sends none back. Then stdin from
+ * /dev/null, the shared memory and the doorbell as fds 3 and 4, every
+ * other fd the daemon holds (sockets, BPF maps, other tenants' memory)
+ * closed at exec, default SIGPIPE and SIGCHLD, nothing blocked, killed
+ * with its parent. Reports go through report_fd, which exec closes.
+ */
+static __attribute__((noreturn)) void child_exec(const struct child_args *c, int report_fd)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t none;
+	int null;
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		child_report(report_fd, 0, errno);
+	null = open("/dev/null", O_RDONLY);
+	sigemptyset(&none);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(c->shm_hi, EXECPROC_SHM_FD) < 0 ||
+	    dup2(c->done_hi, EXECPROC_DONE_FD) < 0 ||
+	    syscall(SYS_close_range, EXECPROC_DONE_FD + 1, ~0u, CLOSE_RANGE_CLOEXEC) ||
+	    sigaction(SIGPIPE, &dfl, NULL) || sigaction(SIGCHLD, &dfl, NULL) ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) || sigprocmask(SIG_SETMASK, &none, NULL))
+		goto fail;
+	execve(c->path, c->argv, c->envp);
+fail:
+	child_report(report_fd, 1, errno);
+	_exit(127);
+}
+
+/*
+ * clone3 with a pid namespace of its own: the executor is pid 1 there and
+ * can name no other tenant's process (kill, sched_setaffinity, setpriority
+ * all fail with ESRCH), while colocd sees it under its host pid; and a
+ * mount namespace whose /proc lists its own process only. Signals
+ * are blocked across the clone so that none of the daemon's handlers runs
+ * in the child. Returns 1 when the kernel refuses the namespace (EPERM in
+ * a nested container, ENOSYS or EINVAL on an old kernel), with the reason
+ * in ep->isolation, so that the caller falls back to posix_spawn.
+ */
+static int spawn_in_pidns(struct execproc *ep, const struct child_args *c, struct coloc_err *err)
+{
+	struct clone_args ca = { .flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD,
+				 .pidfd = (__u64)(uintptr_t)&ep->pidfd,
+				 .exit_signal = SIGCHLD };
+	struct child_report r;
+	int pipefd[2], err_fd, proc_errno = 0, e;
+	sigset_t all, old;
+	ssize_t n;
+	long pid;
+
+	if (pipe2(pipefd, O_CLOEXEC))
+		return coloc_err_set(err, -errno, "pipe2: %s", strerror(errno));
+	/* above fds 0, 3 and 4, which the child's dup2s overwrite */
+	err_fd = fcntl(pipefd[1], F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
+	e = errno;
+	close(pipefd[1]);
+	if (err_fd < 0) {
+		close(pipefd[0]);
+		return coloc_err_set(err, -e, "fcntl: %s", strerror(e));
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0)
+		child_exec(c, err_fd);
+	e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(err_fd);
+	if (pid < 0) {
+		close(pipefd[0]);
+		ep->pidfd = -1;
+		if (e == EPERM || e == ENOSYS || e == EINVAL || e == E2BIG || e == EACCES) {
+			snprintf(ep->isolation, sizeof(ep->isolation),
+				 "no pid namespace of its own (clone3 refused it: %s); it shares "
+				 "colocd's",
+				 strerror(e));
+			return 1;
+		}
+		return coloc_err_set(err, -e, "clone3: %s", strerror(e));
+	}
+	ep->pid = (pid_t)pid;
+	/* up to EOF: execve succeeded (the pipe closed on exec), unless a fatal report came */
+	for (;;) {
+		n = read(pipefd[0], &r, sizeof(r));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != sizeof(r))
+			break;
+		if (!r.fatal) {
+			proc_errno = r.err;
+			continue;
+		}
+		close(pipefd[0]);
+		waitid((idtype_t)P_PIDFD, (id_t)ep->pidfd, &(siginfo_t){ 0 }, WEXITED);
+		ep->dead = true;
+		return coloc_err_set(err, -r.err, "cannot run %s: %s", c->path, strerror(r.err));
+	}
+	close(pipefd[0]);
+	ep->own_pidns = true;
+	if (proc_errno)
+		snprintf(ep->isolation, sizeof(ep->isolation),
+			 "in a pid namespace of its own; its /proc still lists colocd's "
+			 "processes (mounting its own failed: %s)",
+			 strerror(proc_errno));
+	else
+		snprintf(ep->isolation, sizeof(ep->isolation),
+			 "in a pid namespace of its own, with a /proc of its own");
+	return 0;
+}
+
+/*
+ * The fallback: posix_spawn (a vfork-style clone: no copy of the daemon's
+ * page tables) with the same fds, signals and environment, in colocd's pid
+ * namespace.
+ */
+static int spawn_plain(struct execproc *ep, const struct child_args *c, struct coloc_err *err)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, dfl;
+	int ret;
+
+	sigemptyset(&none);
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGPIPE);
+	sigaddset(&dfl, SIGCHLD);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&attr);
+	ret = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)	  ?:
+		      posix_spawn_file_actions_adddup2(&fa, c->shm_hi, EXECPROC_SHM_FD)	  ?:
+		      posix_spawn_file_actions_adddup2(&fa, c->done_hi, EXECPROC_DONE_FD) ?:
+		      posix_spawn_file_actions_addclosefrom_np(&fa, EXECPROC_DONE_FD + 1) ?:
+		      posix_spawnattr_setsigmask(&attr, &none)				  ?:
+		      posix_spawnattr_setsigdefault(&attr, &dfl)			  ?:
+		      posix_spawnattr_setflags(&attr,
+					       POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	if (!ret)
+		ret = posix_spawn(&ep->pid, c->path, &fa, &attr, c->argv, c->envp);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
+	if (ret) {
+		ep->pid = -1;
+		return coloc_err_set(err, -ret, "cannot run %s: %s", c->path, strerror(ret));
+	}
+	/* not reaped before this: the pid cannot have been reused */
+	ep->pidfd = pidfd_open(ep->pid, 0);
+	if (ep->pidfd < 0) {
+		ret = errno;
+		kill(ep->pid, SIGKILL);
+		waitpid(ep->pid, NULL, 0);
+		ep->dead = true;
+		return coloc_err_set(err, -ret, "pidfd_open(%d): %s", ep->pid, strerror(ret));
+	}
+	return 0;
+}
+
+/*
+ * Starts the executor with the shared memory and the doorbell as fds 3 and
+ * 4: in a pid namespace of its own, or where the kernel refuses that, in
+ * colocd's. The sources are moved above 4 first so that one dup2 cannot
+ * clobber the other's source.
  */
 static int start_child(struct execproc *ep, const struct execproc_opts *o, const char *path,
 		       int memfd, struct coloc_err *err)
@@ -152,12 +341,8 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	 * cores that by then belong to another tenant's block.
 	 */
 	char *envp[] = { "OMP_WAIT_POLICY=passive", NULL };
-	int shm_hi = fcntl(memfd, F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
-	int done_hi = fcntl(ep->done_fd, F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, dfl;
 	const char *argv[16];
+	struct child_args c = { .path = path, .argv = (char *const *)argv, .envp = envp };
 	int argc = 0, ret;
 
 	snprintf(fd_s, sizeof(fd_s), "%d", EXECPROC_SHM_FD);
@@ -181,44 +366,19 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	argv[argc++] = o->model_path;
 	argv[argc] = NULL;
 
-	sigemptyset(&none);
-	sigemptyset(&dfl);
-	sigaddset(&dfl, SIGPIPE);
-	sigaddset(&dfl, SIGCHLD);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&attr);
-	ret = shm_hi < 0 || done_hi < 0 ? errno : 0;
-	if (!ret)
-		ret = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)	  ?:
-			      posix_spawn_file_actions_adddup2(&fa, shm_hi, EXECPROC_SHM_FD)	  ?:
-			      posix_spawn_file_actions_adddup2(&fa, done_hi, EXECPROC_DONE_FD)	  ?:
-			      posix_spawn_file_actions_addclosefrom_np(&fa, EXECPROC_DONE_FD + 1) ?:
-			      posix_spawnattr_setsigmask(&attr, &none)				  ?:
-			      posix_spawnattr_setsigdefault(&attr, &dfl)			  ?:
-			      posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
-								      POSIX_SPAWN_SETSIGDEF);
-	if (!ret)
-		ret = posix_spawn(&ep->pid, path, &fa, &attr, (char *const *)argv, envp);
-	posix_spawnattr_destroy(&attr);
-	posix_spawn_file_actions_destroy(&fa);
-	if (shm_hi >= 0)
-		close(shm_hi);
-	if (done_hi >= 0)
-		close(done_hi);
-	if (ret) {
-		ep->pid = -1;
-		return coloc_err_set(err, -ret, "cannot run %s: %s", path, strerror(ret));
-	}
-	/* not reaped before this: the pid cannot have been reused */
-	ep->pidfd = pidfd_open(ep->pid, 0);
-	if (ep->pidfd < 0) {
-		ret = errno;
-		kill(ep->pid, SIGKILL);
-		waitpid(ep->pid, NULL, 0);
-		ep->dead = true;
-		return coloc_err_set(err, -ret, "pidfd_open(%d): %s", ep->pid, strerror(ret));
-	}
-	return 0;
+	c.shm_hi = fcntl(memfd, F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
+	c.done_hi = fcntl(ep->done_fd, F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
+	if (c.shm_hi < 0 || c.done_hi < 0)
+		ret = coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
+	else
+		ret = spawn_in_pidns(ep, &c, err);
+	if (ret == 1)
+		ret = spawn_plain(ep, &c, err);
+	if (c.shm_hi >= 0)
+		close(c.shm_hi);
+	if (c.done_hi >= 0)
+		close(c.done_hi);
+	return ret;
 }
 
 int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct coloc_err *err)
@@ -267,6 +427,16 @@ fail:
 pid_t execproc_pid(const struct execproc *ep)
 {
 	return ep->pid;
+}
+
+bool execproc_own_pidns(const struct execproc *ep)
+{
+	return ep->own_pidns;
+}
+
+const char *execproc_isolation(const struct execproc *ep)
+{
+	return ep->isolation;
 }
 
 int execproc_pidfd(const struct execproc *ep)
@@ -443,7 +613,9 @@ static int take_ready(struct execproc *ep, struct coloc_err *err)
 	pid_t pid = sh->executor_pid;
 	__u64 in = sh->in_bytes, out = sh->out_bytes;
 
-	if (pid != ep->pid || in > h->slot_in_capacity || out > h->slot_out_capacity) {
+	/* its getpid(): 1 in its own pid namespace */
+	if (pid != (ep->own_pidns ? 1 : ep->pid) || in > h->slot_in_capacity ||
+	    out > h->slot_out_capacity) {
 		execproc_kill(ep);
 		ep->dead_err = -EPROTO;
 		snprintf(ep->dead_msg, sizeof(ep->dead_msg),
@@ -452,7 +624,7 @@ static int take_ready(struct execproc *ep, struct coloc_err *err)
 			 ep->tenant, ep->pid, pid, (unsigned long long)in, (unsigned long long)out);
 		return coloc_err_set(err, ep->dead_err, "%s", ep->dead_msg);
 	}
-	h->executor_pid = pid;
+	h->executor_pid = ep->pid;
 	h->in_bytes = in;
 	h->out_bytes = out;
 	h->nr_layers = sh->nr_layers;

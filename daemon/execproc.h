@@ -63,14 +63,28 @@ struct execproc_result {
  */
 int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct coloc_err *err);
 
-/* The executor's tgid (the pid to attribute to the tenant). */
+/*
+ * The executor's tgid in colocd's pid namespace (the pid to attribute to
+ * the tenant), also where it runs in a pid namespace of its own.
+ */
 pid_t execproc_pid(const struct execproc *ep);
+/*
+ * Whether it runs as pid 1 of a pid namespace of its own, where it can
+ * name (signal, re-pin, renice) no other tenant's process. When the kernel
+ * refuses one (EPERM in a nested container), it runs in colocd's, and
+ * execproc_isolation() says why, in words for colocd's log line. It also
+ * gets a mount namespace with a /proc of its own, listing itself only;
+ * where mounting it fails, it keeps colocd's /proc and
+ * execproc_isolation() says so.
+ */
+bool execproc_own_pidns(const struct execproc *ep);
+const char *execproc_isolation(const struct execproc *ep);
 int execproc_pidfd(const struct execproc *ep);
 int execproc_done_fd(const struct execproc *ep);
 /*
  * colocd's copy of the header: the layout it chose, and the model as the
  * executor described it when it got ready (checked against the layout), or
- * why it failed. Never a pointer into the shared memory, which the
+ * why it failed. Its executor_pid is the host pid (execproc_pid()). Never a pointer into the shared memory, which the
  * executor can rewrite at any time.
  */
 const struct coloc_shm_header *execproc_header(const struct execproc *ep);

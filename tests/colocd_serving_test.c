@@ -941,4 +941,84 @@ TEST_F_TIMEOUT(wire, colocctl__submit_infer_files_status_remove, 600)
 	free(got);
 }
 
+/*
+ * The frame's row of tenant name, split into its numbers (QOS .. REJ+F);
+ * whether it was there with state.
+ */
+static bool top_row(const char *frame, const char *name, const char *state, double *v)
+{
+	char prefix[64], st[32];
+	const char *p = frame;
+
+	snprintf(prefix, sizeof(prefix), "\n%s ", name);
+	while ((p = strstr(p, prefix))) {
+		if (sscanf(p + 1, "%*s %31s %lf %lf %lf %lf %lf %lf %lf %lf%% %lf %lf %lf", st,
+			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9],
+			   &v[10]) == 12 &&
+		    !strcmp(st, state))
+			return true;
+		p++;
+	}
+	return false;
+}
+
+/*
+ * colocctl top, piped: --frames 2 prints exactly two frames, without
+ * escape codes; each has the machine's signals line, the tenant's row
+ * with its QoS and its served count as status reports them, and one row
+ * per core that status lists.
+ */
+TEST_F_TIMEOUT(wire, colocctl__top_frames_show_tenant_and_cores, 600)
+{
+	static char out[65536];
+	struct json_object *resp, *cores, *t;
+	char *frames[3] = { 0 }, *p;
+	double served;
+	int nr = 0;
+	size_t nr_cores;
+
+	ASSERT_EQ(0, colocctl(self, "--help", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "top [--interval MS] [--frames N]"));
+	EXPECT_EQ(2, colocctl(self, "top --frames 0", out, sizeof(out)));
+	EXPECT_EQ(2, colocctl(self, "status --frames 2", out, sizeof(out)));
+	ASSERT_TRUE(submit_ready(self, "t"));
+	ASSERT_EQ(0, colocctl(self, "infer t", out, sizeof(out))) TH_LOG("%s", out);
+	t = tenant_status(self, "t");
+	served = num_of(t, "served");
+	json_object_put(t);
+	ASSERT_GE(served, 1);
+	resp = call(self, "{\"cmd\":\"status\"}");
+	ASSERT_TRUE(is_ok(resp));
+	ASSERT_TRUE(json_object_object_get_ex(resp, "cores", &cores));
+	nr_cores = json_object_array_length(cores);
+	ASSERT_GT(nr_cores, 0);
+
+	ASSERT_EQ(0, colocctl(self, "top --frames 2 --interval 100", out, sizeof(out)))
+	TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strchr(out, '\033')); /* not a terminal: no clearing */
+	for (p = out; (p = strstr(p, "colocctl top ")) && nr < 3; p++)
+		frames[nr++] = p;
+	ASSERT_EQ(2, nr) TH_LOG("%s", out);
+	frames[1][-1] = '\0'; /* the first frame ends where the second starts */
+	TH_LOG("first frame:\n%s", frames[0]);
+	for (int f = 0; f < 2; f++) {
+		const char *core_table = strstr(frames[f], "\n CPU  BUSY% TENANT");
+		double v[11];
+
+		EXPECT_NE(NULL, strstr(frames[f], "\nmachine: ")) TH_LOG("%s", frames[f]);
+		ASSERT_TRUE(top_row(frames[f], "t", "ready", v)) TH_LOG("%s", frames[f]);
+		EXPECT_EQ(QOS_MS, v[0]);
+		EXPECT_EQ(served, v[8]) TH_LOG("%s", frames[f]);
+		ASSERT_NE(NULL, core_table) TH_LOG("%s", frames[f]);
+		for (size_t i = 0; i < nr_cores; i++) {
+			char row[16];
+
+			snprintf(row, sizeof(row), "\n%4.0f ",
+				 num_of(json_object_array_get_idx(cores, i), "cpu"));
+			EXPECT_NE(NULL, strstr(core_table, row)) TH_LOG("no row%s", row);
+		}
+	}
+	json_object_put(resp);
+}
+
 TEST_HARNESS_MAIN

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <grp.h>
 #include <pwd.h>
 #include <sched.h>
@@ -23,7 +24,9 @@
 #include <unistd.h>
 #include <poll.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -514,6 +517,200 @@ TEST_F(execproc, stop__exits_cleanly_when_asked)
 	EXPECT_NE(NULL, strstr(err.msg, "exited with status 0")) TH_LOG("%s", err.msg);
 }
 
+/* The pids in the NSpid line of /proc/PID/status, outermost first; how many. */
+static int read_nspid(pid_t pid, long *ids, int max)
+{
+	char path[64], line[256];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + strlen("NSpid:"), *end;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		while (n < max) {
+			long v = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			ids[n++] = v;
+			p = end;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+static pid_t status_ppid(pid_t pid)
+{
+	char path[64], line[256];
+	pid_t ppid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "PPid:", 5))
+			ppid = (pid_t)atoi(line + 5);
+	fclose(f);
+	return ppid;
+}
+
+static ino_t ns_ino(pid_t pid, const char *ns)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, ns);
+	return stat(path, &st) ? 0 : st.st_ino;
+}
+
+static ino_t pidns_ino(pid_t pid)
+{
+	return ns_ino(pid, "pid");
+}
+
+/* The processes a /proc lists (its numeric entries); the first few names in first. */
+static int proc_pids(const char *proc, char *first, size_t len)
+{
+	DIR *dir = opendir(proc);
+	struct dirent *de;
+	size_t used = 0;
+	int n = 0;
+
+	if (!dir)
+		return -errno;
+	first[0] = '\0';
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		if (used + strlen(de->d_name) + 2 < len)
+			used += (size_t)snprintf(first + used, len - used, "%s ", de->d_name);
+		n++;
+	}
+	closedir(dir);
+	return n;
+}
+
+/*
+ * From inside `inside`'s pid namespace (a child of this test that joins
+ * it through the pidfd), can `target` (a host pid) be named? Returns the
+ * errno kill(target, 0) and sched_getaffinity(target) fail with, 0 if
+ * either succeeds, or -1 if the probe could not run.
+ */
+static int probe_from_ns(int inside_pidfd, pid_t target, bool *sees_own_pid1)
+{
+	int pipefd[2], res[2] = { -1, -1 };
+	int home = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+	pid_t probe = -1;
+
+	if (home < 0)
+		return -1;
+	if (pipe(pipefd)) {
+		close(home);
+		return -1;
+	}
+	/* for children only: this test itself stays where it is */
+	if (!setns(inside_pidfd, CLONE_NEWPID))
+		probe = fork();
+	if (!probe) {
+		cpu_set_t set;
+		int r[2];
+
+		/* root here: only naming can fail, not permission */
+		r[0] = kill(target, 0) ? errno : 0;
+		if (!r[0])
+			r[0] = sched_getaffinity(target, sizeof(set), &set) ? errno : 0;
+		r[1] = kill(1, 0) ? errno : 0;
+		_exit(write(pipefd[1], r, sizeof(r)) == sizeof(r) ? 0 : 1);
+	}
+	/* back: later children of this test start in its own namespace */
+	if (setns(home, CLONE_NEWPID))
+		probe = -1;
+	close(home);
+	close(pipefd[1]);
+	if (probe > 0 && read(pipefd[0], res, sizeof(res)) != sizeof(res))
+		res[0] = -1;
+	close(pipefd[0]);
+	if (probe > 0)
+		waitpid(probe, NULL, 0);
+	*sees_own_pid1 = res[1] == 0;
+	return probe > 0 ? res[0] : -1;
+}
+
+/*
+ * Each executor is pid 1 of a pid namespace of its own (NSpid: its host
+ * pid, then 1), not this test's, not the other tenant's; and from inside
+ * one, the other tenant's executor cannot be named at all.
+ */
+TEST_F(execproc, spawn__each_executor_in_its_own_pid_namespace)
+{
+	char path[512], bin[512];
+	struct execproc_opts o = { .tenant = "other", .model_path = path };
+	struct coloc_err err = { 0 };
+	pid_t pid = execproc_pid(self->ep), other_pid;
+	int self_ns_fd;
+	struct execproc *other;
+	bool sees_pid1 = false;
+	struct stat st;
+	long ids[4];
+
+	if (!execproc_own_pidns(self->ep))
+		SKIP(return, "executor runs in colocd's pid namespace: %s",
+			   execproc_isolation(self->ep));
+	TH_LOG("%s", execproc_isolation(self->ep));
+	ASSERT_EQ(2, read_nspid(pid, ids, 4));
+	EXPECT_EQ(pid, ids[0]);
+	EXPECT_EQ(1, ids[1]);
+	EXPECT_NE(0, pidns_ino(pid));
+	EXPECT_NE(pidns_ino(getpid()), pidns_ino(pid));
+	/* still colocd's child, seen under its host pid */
+	EXPECT_EQ(getpid(), status_ppid(pid));
+	/* its /proc, seen through its root: itself, as pid 1, and nothing else */
+	if (strstr(execproc_isolation(self->ep), "with a /proc of its own")) {
+		char proc[64], names[128];
+
+		EXPECT_NE(ns_ino(getpid(), "mnt"), ns_ino(pid, "mnt"));
+		snprintf(proc, sizeof(proc), "/proc/%d/root/proc", pid);
+		EXPECT_EQ(1, proc_pids(proc, names, sizeof(names)))
+		TH_LOG("%s lists %s", proc, names);
+		EXPECT_STREQ("1 ", names);
+		/* the control: this test's /proc lists more than one process */
+		EXPECT_LT(1, proc_pids("/proc", names, sizeof(names)));
+	}
+
+	model_path(path, sizeof(path), "mobilenet_v2");
+	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
+	ASSERT_EQ(0, execproc_spawn(&o, &other, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, execproc_wait_ready(other, READY_MS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	other_pid = execproc_pid(other);
+	ASSERT_EQ(2, read_nspid(other_pid, ids, 4));
+	EXPECT_EQ(other_pid, ids[0]);
+	EXPECT_EQ(1, ids[1]);
+	EXPECT_NE(pidns_ino(pid), pidns_ino(other_pid));
+	EXPECT_NE(pidns_ino(getpid()), pidns_ino(other_pid));
+
+	/* a probe in the first tenant's namespace: the other executor has no pid there */
+	EXPECT_EQ(ESRCH, probe_from_ns(execproc_pidfd(self->ep), other_pid, &sees_pid1));
+	EXPECT_TRUE(sees_pid1); /* its own executor, as pid 1 */
+	/* the control: from this test's namespace the same probe names it */
+	self_ns_fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(self_ns_fd, 0);
+	EXPECT_EQ(0, probe_from_ns(self_ns_fd, other_pid, &sees_pid1));
+	close(self_ns_fd);
+	/* and this test's next children are in its own namespace again */
+	ASSERT_EQ(0, stat("/proc/self/ns/pid_for_children", &st));
+	EXPECT_EQ(pidns_ino(getpid()), st.st_ino);
+	execproc_free(other);
+}
+
 /* The executor's parent (colocd) dies: the executor is killed with it (PR_SET_PDEATHSIG). */
 TEST(execproc_spawn__executor_dies_with_its_driver)
 {
@@ -558,6 +755,79 @@ TEST(execproc_spawn__executor_dies_with_its_driver)
 	close(p.fd);
 	if (ret != 1)
 		kill(executor, SIGKILL);
+}
+
+/* What a driver without CAP_SYS_ADMIN saw of its executor. */
+struct fallback_seen {
+	int spawn, ready, stop; /* the calls' returns */
+	bool own_pidns;
+	pid_t pid;
+	int nspid; /* entries in its NSpid line */
+	ino_t ns; /* its pid namespace */
+	char isolation[COLOC_ERR_MSG_MAX];
+};
+
+/*
+ * Where the kernel refuses the pid namespace (here: a driver that dropped
+ * CAP_SYS_ADMIN from its effective set, as in a nested container), the
+ * executor still starts, in the driver's pid namespace, serves, stops,
+ * and execproc_isolation() says why.
+ */
+TEST(execproc_spawn__refused_namespace_falls_back_to_posix_spawn)
+{
+	char bin[512], path[512];
+	struct execproc_opts o = { .tenant = "fallback", .model_path = path };
+	struct fallback_seen *seen;
+	int status;
+	pid_t driver;
+
+	model_path(path, sizeof(path), "mobilenet_v2");
+	if (access(path, R_OK))
+		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", path);
+	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
+	seen = mmap(NULL, sizeof(*seen), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, seen);
+	driver = fork();
+	ASSERT_GE(driver, 0);
+	if (!driver) {
+		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct d[2];
+		struct coloc_err err = { 0 };
+		struct execproc *ep = NULL;
+		long ids[4];
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (syscall(SYS_capget, &h, d))
+			_exit(2);
+		d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+		if (syscall(SYS_capset, &h, d))
+			_exit(3);
+		seen->spawn = execproc_spawn(&o, &ep, &err);
+		if (seen->spawn)
+			_exit(4);
+		seen->own_pidns = execproc_own_pidns(ep);
+		snprintf(seen->isolation, sizeof(seen->isolation), "%s", execproc_isolation(ep));
+		seen->ready = execproc_wait_ready(ep, READY_MS, &err);
+		seen->pid = execproc_pid(ep);
+		seen->nspid = read_nspid(seen->pid, ids, 4);
+		seen->ns = pidns_ino(seen->pid);
+		seen->stop = execproc_stop(ep, DONE_MS, &err);
+		execproc_free(ep);
+		_exit(0);
+	}
+	ASSERT_EQ(driver, waitpid(driver, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	TH_LOG("%s", seen->isolation);
+	EXPECT_EQ(0, seen->spawn);
+	EXPECT_FALSE(seen->own_pidns);
+	EXPECT_NE(NULL, strstr(seen->isolation, "clone3 refused it: Operation not permitted"));
+	EXPECT_EQ(0, seen->ready);
+	EXPECT_GT(seen->pid, 1);
+	EXPECT_EQ(1, seen->nspid); /* one level: the driver's (and this test's) namespace */
+	EXPECT_EQ(pidns_ino(getpid()), seen->ns);
+	EXPECT_EQ(0, seen->stop);
+	munmap(seen, sizeof(*seen));
 }
 
 /*

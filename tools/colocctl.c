@@ -8,11 +8,13 @@
 #include <stddef.h>
 #include <getopt.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
@@ -29,6 +31,7 @@ static struct {
 	bool watch;
 	unsigned int interval_ms;
 	unsigned int count; /* 0: until interrupted */
+	unsigned int frames; /* top: 0: until q or Ctrl-C */
 } opts = {
 	.socket_path = COLOC_DEFAULT_SOCKET,
 	.interval_ms = 1000,
@@ -65,6 +68,13 @@ static void usage(FILE *out)
 		"  remove NAME                   stop taking queries, finish the queued ones,\n"
 		"                                then stop the executor (answers once done)\n"
 		"  restart NAME                  start a failed tenant's executor again\n"
+		"  top [--interval MS] [--frames N]\n"
+		"                                a live view, refreshed every MS (default 1000):\n"
+		"                                the machine's signals, each tenant's state,\n"
+		"                                rates, p50/p95/p99, share within QoS, drops and\n"
+		"                                rejections, and which tenant's layers (with\n"
+		"                                versions) each core runs now. q or Ctrl-C quits;\n"
+		"                                piped, it prints one frame per interval\n"
 		"  infer NAME [--input FILE] [--output FILE] [--json]\n"
 		"                                one query: FILE holds the model's inputs as raw\n"
 		"                                little-endian fp32, one after another (status\n"
@@ -76,8 +86,10 @@ static void usage(FILE *out)
 		"  -s, --socket PATH   colocd's control socket (default %s)\n"
 		"  -j, --json          print the daemon's JSON response as is\n"
 		"  -w, --watch         with signals: repeat until Ctrl-C\n"
-		"  -i, --interval MS   with --watch: time between updates, 10-3600000 (default 1000)\n"
+		"  -i, --interval MS   with --watch or top: time between updates, 10-3600000\n"
+		"                      (default 1000)\n"
 		"  -n, --count N       with --watch: stop after N updates\n"
+		"      --frames N      with top: stop after N frames\n"
 		"  -h, --help          this help\n"
 		"  -V, --version       print the version and exit\n"
 		"\n"
@@ -577,6 +589,60 @@ static void ctl_print_list(struct json_object *resp)
 	}
 }
 
+/* The busy share of one CPU in a signals response, or a negative value if not there. */
+static double ctl_cpu_busy(struct json_object *signals, int cpu)
+{
+	struct json_object *arr;
+	double busy;
+	size_t n;
+
+	if (!signals || !json_object_object_get_ex(signals, "cpus", &arr))
+		return -1;
+	n = json_object_array_length(arr);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *c = json_object_array_get_idx(arr, i);
+
+		if ((int)ctl_json_num(c, "cpu") == cpu && ctl_get_double(c, "busy", &busy))
+			return busy;
+	}
+	return -1;
+}
+
+/* Per core: whose block runs there now, its layers and versions (and how busy, with signals). */
+static void ctl_print_cores(struct json_object *status, struct json_object *signals)
+{
+	struct json_object *arr;
+	size_t n;
+
+	json_object_object_get_ex(status, "cores", &arr);
+	n = arr ? json_object_array_length(arr) : 0;
+	if (signals)
+		printf("\n%4s %6s %-16s %8s %9s  %s\n", "CPU", "BUSY%", "TENANT", "QUERY", "LAYERS",
+		       "VERSIONS");
+	else
+		printf("\n%4s %-16s %8s %9s  %s\n", "CPU", "TENANT", "QUERY", "LAYERS", "VERSIONS");
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *c = json_object_array_get_idx(arr, i), *v;
+		int cpu = (int)ctl_json_num(c, "cpu");
+		double busy = ctl_cpu_busy(signals, cpu);
+
+		printf("%4d", cpu);
+		if (signals && busy >= 0)
+			printf(" %6.1f", 100 * busy);
+		else if (signals)
+			printf(" %6s", "-");
+		if (!json_object_object_get_ex(c, "tenant", &v)) {
+			printf(" (free)\n");
+			continue;
+		}
+		json_object_object_get_ex(c, "versions", &v);
+		printf(" %-16s %8.0f %4.0f-%-4.0f  %s\n", ctl_json_str(c, "tenant", "?"),
+		       ctl_json_num(c, "query"), ctl_json_num(c, "first_layer"),
+		       ctl_json_num(c, "last_layer"),
+		       json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	}
+}
+
 static void ctl_print_status(struct json_object *resp)
 {
 	struct json_object *arr;
@@ -589,22 +655,163 @@ static void ctl_print_status(struct json_object *resp)
 		ctl_print_tenant_line(json_object_array_get_idx(arr, i));
 	for (size_t i = 0; i < n; i++)
 		ctl_print_reasons(json_object_array_get_idx(arr, i));
-	json_object_object_get_ex(resp, "cores", &arr);
-	n = arr ? json_object_array_length(arr) : 0;
-	printf("\n%4s %-16s %8s %9s  %s\n", "CPU", "TENANT", "QUERY", "LAYERS", "VERSIONS");
-	for (size_t i = 0; i < n; i++) {
-		struct json_object *c = json_object_array_get_idx(arr, i), *v;
+	ctl_print_cores(resp, NULL);
+}
 
-		if (!json_object_object_get_ex(c, "tenant", &v)) {
-			printf("%4.0f %-16s\n", ctl_json_num(c, "cpu"), "(free)");
-			continue;
-		}
-		json_object_object_get_ex(c, "versions", &v);
-		printf("%4.0f %-16s %8.0f %4.0f-%-4.0f  %s\n", ctl_json_num(c, "cpu"),
-		       ctl_json_str(c, "tenant", "?"), ctl_json_num(c, "query"),
-		       ctl_json_num(c, "first_layer"), ctl_json_num(c, "last_layer"),
-		       json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+/* The machine in one line: the signals colocd has, and the sockets' busy CPUs and DRAM. */
+static void ctl_print_machine(struct json_object *signals, const char *error)
+{
+	struct json_object *arr;
+	double busy = 0, dram = 0, v;
+	bool have_dram = false;
+	int cpus = 0;
+	size_t n;
+
+	if (!signals) {
+		printf("signals: unavailable (%s)\n", error);
+		return;
 	}
+	printf("%s\n", ctl_json_str(signals, "signals", "signals: ?"));
+	json_object_object_get_ex(signals, "sockets", &arr);
+	n = arr ? json_object_array_length(arr) : 0;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *skt = json_object_array_get_idx(arr, i);
+
+		busy += ctl_json_num(skt, "busy");
+		cpus += (int)ctl_json_num(skt, "cpus");
+		if (ctl_get_double(skt, "dram_gbps", &v)) {
+			dram += v;
+			have_dram = true;
+		}
+	}
+	printf("machine: %.2f of %d cpus busy over the last %.0f ms", busy, cpus,
+	       ctl_json_num(signals, "span_ms"));
+	if (have_dram)
+		printf(", DRAM %.2f GB/s", dram);
+	printf("\n");
+}
+
+/* One frame of top: the machine, the tenants, the cores. */
+static void ctl_print_top(struct json_object *status, struct json_object *signals,
+			  const char *signals_error)
+{
+	struct json_object *arr;
+	char when[32];
+	time_t now = time(NULL);
+	size_t n;
+
+	strftime(when, sizeof(when), "%H:%M:%S", localtime(&now));
+	printf("colocctl top  %s  every %u ms  (q or Ctrl-C quits)\n", when, opts.interval_ms);
+	ctl_print_machine(signals, signals_error);
+	printf("\n");
+	json_object_object_get_ex(status, "tenants", &arr);
+	n = arr ? json_object_array_length(arr) : 0;
+	ctl_print_tenant_header();
+	if (!n)
+		printf("(no tenants: 'colocctl submit NAME MODEL --qos-ms X')\n");
+	for (size_t i = 0; i < n; i++)
+		ctl_print_tenant_line(json_object_array_get_idx(arr, i));
+	for (size_t i = 0; i < n; i++)
+		ctl_print_reasons(json_object_array_get_idx(arr, i));
+	ctl_print_cores(status, signals);
+}
+
+/*
+ * Waits up to the interval for a key on a terminal: true if it was q (or
+ * the interval ended in Ctrl-C), false when it is time for the next frame.
+ */
+static bool ctl_top_wait(bool keys)
+{
+	struct timespec t0, t;
+	long left = (long)opts.interval_ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (left > 0 && !interrupted) {
+		struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+		char ch;
+
+		if (poll(&p, keys ? 1 : 0, (int)left) == 1) {
+			if (read(STDIN_FILENO, &ch, 1) != 1 || ch == 'q' || ch == 'Q')
+				return true;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left = (long)opts.interval_ms -
+		       ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+	}
+	return interrupted;
+}
+
+/*
+ * colocctl top: status and signals every interval, through the client
+ * library. On a terminal it redraws in place and reads single keys (the
+ * terminal is put back as it was on the way out); piped, it prints one
+ * frame after another, so a script or a test can read them.
+ */
+static int ctl_top(void)
+{
+	struct sigaction sa = { .sa_handler = on_interrupt }; /* no SA_RESTART: poll returns */
+	bool tty_out = isatty(STDOUT_FILENO), keys = tty_out && isatty(STDIN_FILENO);
+	struct json_object *status_req = ctl_cmd("status"), *signals_req = ctl_cmd("signals");
+	struct coloc_client *c = ctl_connect();
+	struct termios saved, raw;
+	unsigned int frames = 0;
+	int rc = 0;
+
+	if (!c) {
+		json_object_put(status_req);
+		json_object_put(signals_req);
+		return 1;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (keys && !tcgetattr(STDIN_FILENO, &saved)) {
+		raw = saved;
+		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO); /* ISIG stays: Ctrl-C still interrupts */
+		raw.c_cc[VMIN] = 1;
+		raw.c_cc[VTIME] = 0;
+		keys = !tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+	} else {
+		keys = false;
+	}
+	while (!interrupted) {
+		struct json_object *status = coloc_client_call(c, status_req);
+		struct json_object *signals;
+		char signals_error[256] = "";
+
+		if (!status || !coloc_client_ok(c, status)) {
+			fprintf(stderr, "colocctl: %s\n", coloc_client_error(c));
+			json_object_put(status);
+			rc = 1;
+			break;
+		}
+		/* a daemon without sensing still serves: the frame says why there are no signals */
+		signals = coloc_client_call(c, signals_req);
+		if (!signals || !coloc_client_ok(c, signals)) {
+			snprintf(signals_error, sizeof(signals_error), "%s", coloc_client_error(c));
+			json_object_put(signals);
+			signals = NULL;
+		}
+		if (tty_out)
+			printf("\033[H\033[2J");
+		ctl_print_top(status, signals, signals_error);
+		json_object_put(status);
+		json_object_put(signals);
+		if (opts.frames && ++frames >= opts.frames) {
+			fflush(stdout);
+			break;
+		}
+		if (!tty_out)
+			printf("\n");
+		fflush(stdout);
+		if (ctl_top_wait(keys))
+			break;
+	}
+	if (keys)
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+	coloc_client_close(c);
+	json_object_put(status_req);
+	json_object_put(signals_req);
+	return rc;
 }
 
 /* A path made absolute against the current directory: colocd resolves none itself. */
@@ -870,6 +1077,7 @@ static int parse_opts(int argc, char **argv)
 		{ "watch", no_argument, NULL, 'w' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'n' },
+		{ "frames", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
@@ -902,6 +1110,11 @@ static int parse_opts(int argc, char **argv)
 			if (cli_parse_flag("colocctl", "--count", optarg, 1, 1000000, &v))
 				return 2;
 			opts.count = (unsigned int)v;
+			break;
+		case 'F':
+			if (cli_parse_flag("colocctl", "--frames", optarg, 1, 1000000, &v))
+				return 2;
+			opts.frames = (unsigned int)v;
 			break;
 		case 'h':
 			usage(stdout);
@@ -947,6 +1160,18 @@ int main(int argc, char **argv)
 		return rc == 1 ? 0 : rc;
 	if (optind != argc) {
 		fprintf(stderr, "colocctl: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (!strcmp(cmd, "top")) {
+		if (opts.watch || opts.count || opts.json) {
+			fprintf(stderr, "colocctl: top takes --interval and --frames, not --watch, "
+					"--count or --json\n");
+			return 2;
+		}
+		return ctl_top();
+	}
+	if (opts.frames) {
+		fprintf(stderr, "colocctl: --frames goes with 'top' only\n");
 		return 2;
 	}
 	if (opts.watch && strcmp(cmd, "signals")) {
