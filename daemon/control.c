@@ -415,6 +415,7 @@ static struct json_object *control_serving_tenant_json(struct colocd *d,
 	json_object_object_add(o, "state", json_object_new_string(serving_state_name(in->state)));
 	json_object_object_add(o, "reason", control_reason(in->reason));
 	json_object_object_add(o, "note", control_reason(in->note));
+	json_object_object_add(o, "isolation", control_reason(in->isolation));
 	for (int i = 0; i < d->nr_specs; i++)
 		if (!strcmp(d->specs[i].name, in->name))
 			json_object_object_add(o, "model",

@@ -160,6 +160,7 @@ struct serving_tenant_info {
 	char reason[SERVING_REASON_LEN]; /* why failed; "" otherwise */
 	char note[256]; /* admission note (a clamped profile); "" if none */
 	pid_t pid; /* the executor's tgid; 0 when none runs */
+	char isolation[160]; /* how its executor is kept apart (execproc_isolation); "" if none */
 	uint64_t qos_ns;
 	uint64_t solo_ns; /* profiled latency alone on all served cores */
 	size_t in_bytes, out_bytes;

@@ -44,6 +44,8 @@ int serving_tenant_info(const struct serving *s, const char *name, struct servin
 	snprintf(info->reason, sizeof(info->reason), "%s", t->reason);
 	snprintf(info->note, sizeof(info->note), "%s", t->table.note);
 	info->pid = t->ep ? execproc_pid(t->ep) : 0;
+	if (t->ep)
+		snprintf(info->isolation, sizeof(info->isolation), "%s", execproc_isolation(t->ep));
 	info->qos_ns = t->qos_ns;
 	info->solo_ns = t->solo_ns;
 	info->in_bytes = t->in_bytes;

@@ -312,6 +312,10 @@ TEST_F_TIMEOUT(wire, submit_infer_status__two_tenants_outputs_equal_in_process_r
 
 	ASSERT_TRUE(submit_ready(self, "a"));
 	ASSERT_TRUE(submit_ready(self, "b"));
+	/* status says how the executor is kept apart (execproc_test checks the namespaces) */
+	t = tenant_status(self, "a");
+	EXPECT_NE(NULL, strstr(str_of(t, "isolation"), "pid namespace"));
+	json_object_put(t);
 	want = tu_model_outputs(self->model, self->input, &out_elems);
 	ASSERT_NE(NULL, want);
 	ASSERT_EQ(out_elems * sizeof(float), self->out_bytes);

@@ -144,7 +144,9 @@
  *     the bytes gets "truncated payload" and is closed.
  *
  * A serving tenant: {"name":S,"state":"starting"|"ready"|"draining"|"failed",
- *   "reason":S|null (why failed),"note":S|null (admission note),"model":S,
+ *   "reason":S|null (why failed),"note":S|null (admission note),
+ *   "isolation":S|null (how its executor is kept apart: its own pid and
+ *   mount namespace, or why not),"model":S,
  *   "pid":N (the executor's; 0 when none runs),"qos_ms":F,"solo_ms":F
  *   (profiled alone on all served cores),"input_bytes":N,"output_bytes":N,
  *   "queued":N,"in_flight":N,"offered_rate":F,"served_rate":F (queries/s
