@@ -163,6 +163,14 @@ TEST(policy_find__knows_each_entry_by_name)
 	ASSERT_STREQ("fcfs", policy_find("fcfs")->name);
 	ASSERT_STREQ("static", policy_find("static")->name);
 	ASSERT_STREQ("temporal", policy_find("temporal")->name);
+	ASSERT_STREQ("model-wise", policy_find("model-wise")->name);
+	ASSERT_STREQ("layer-wise", policy_find("layer-wise")->name);
+	ASSERT_STREQ("coloc", policy_find("coloc")->name);
+	ASSERT_STREQ("coloc-noversions", policy_find("coloc-noversions")->name);
+	ASSERT_STREQ("coloc-noblocks", policy_find("coloc-noblocks")->name);
+	ASSERT_STREQ("coloc-fixedthres", policy_find("coloc-fixedthres")->name);
+	ASSERT_STREQ("coloc-noprediction", policy_find("coloc-noprediction")->name);
+	ASSERT_STREQ("coloc-fcfs", policy_find("coloc-fcfs")->name);
 	ASSERT_EQ(NULL, policy_find("no-such-policy"));
 	ASSERT_EQ(NULL, policy_find(NULL));
 	for (const struct policy_entry *e; (e = policy_entry_at(n)); n++) {
@@ -172,7 +180,7 @@ TEST(policy_find__knows_each_entry_by_name)
 		ASSERT_NE(NULL, e->decide);
 		ASSERT_NE(NULL, e->destroy);
 	}
-	ASSERT_EQ(3, n);
+	ASSERT_EQ(11, n);
 	ASSERT_EQ(NULL, policy_entry_at(-1));
 }
 
