@@ -152,13 +152,17 @@ static struct coloc_tenant *tenant_state(struct coloc_state *st, const struct po
 	return ct;
 }
 
-/* Table latency of layers [first, last) at (ci, pos), versions written to v when non-NULL. */
+/*
+ * Table latency of layers [first, last) at (ci, pos), versions written to v
+ * when non-NULL; 0 when a layer has no version there. With stop > 0 it
+ * returns as soon as the sum passes stop (the caller only compares).
+ */
 static uint64_t span_ns(const struct coloc_state *st, const struct policy_model *m, int first,
-			int last, int ci, double pos, uint8_t *v)
+			int last, int ci, double pos, uint8_t *v, double stop)
 {
 	uint64_t sum = 0;
 
-	for (int l = first; l < last; l++) {
+	for (int l = first; l < last && !(stop > 0 && (double)sum > stop); l++) {
 		uint64_t ns;
 		int ver = layer_version(st, m, l, ci, pos, &ns);
 
@@ -290,12 +294,10 @@ static int block_end(const struct coloc_state *st, const struct coloc_tenant *ct
 		return m->nr_layers;
 	if (st->flags.unit == COLOC_UNIT_LAYER)
 		return first + 1;
-	for (l = first + 1; l < m->nr_layers; l++) {
-		double budget = (double)pt->qos_ns * layer_share(ct, m, l);
-
-		if (m->core_counts[layer_need(st, m, l, budget, pos)] > limit)
+	for (l = first + 1; l < m->nr_layers; l++)
+		if (m->core_counts[layer_need(st, m, l, (double)pt->qos_ns * layer_share(ct, m, l),
+					      pos)] > limit)
 			break;
-	}
 	return l;
 }
 
@@ -313,7 +315,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	int max_ci = policy_model_core_index(m, policy_cpuset_count(&r->free));
 	int first = q->next_layer, last, ci;
 	double budget = 0;
-	uint64_t rest_ns, raw_ns;
+	uint64_t raw_ns = 0;
 	struct policy_decision *d;
 	uint8_t *versions;
 
@@ -321,13 +323,20 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		return append_drop(out, q, POLICY_DROP_DEADLINE_PASSED, 0);
 	if (max_ci < 0)
 		return POLICY_WAIT;
-	rest_ns = (uint64_t)((double)span_ns(st, m, first, m->nr_layers, max_ci, pos, NULL) * corr);
-	if (!rest_ns)
-		return coloc_err_set(err, -EINVAL,
-				     "tenant %d: a layer from %d on has no version at %d cores",
-				     q->tenant, first, m->core_counts[max_ci]);
-	if (cfg->late == POLICY_LATE_DROP && in->now_ns + rest_ns > q->deadline_ns)
-		return append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
+	/* the rest of the model on every core free, priced only to drop (not when late is served) */
+	if (cfg->late == POLICY_LATE_DROP) {
+		uint64_t rest_ns = (uint64_t)((double)span_ns(st, m, first, m->nr_layers, max_ci,
+							      pos, NULL, 0) *
+					      corr);
+
+		if (!rest_ns)
+			return coloc_err_set(
+				err, -EINVAL,
+				"tenant %d: a layer from %d on has no version at %d cores",
+				q->tenant, first, m->core_counts[max_ci]);
+		if (in->now_ns + rest_ns > q->deadline_ns)
+			return append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
+	}
 
 	last = block_end(st, ct, pt, first, r->thres[q->tenant], pos);
 	if (out->nr_decisions >= out->max_decisions ||
@@ -335,27 +344,33 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		return POLICY_OUT_FULL;
 	for (int l = first; l < last; l++)
 		budget += (double)pt->qos_ns * layer_share(ct, m, l);
-	/* The fewest cores whose block latency fits its budget; else the fastest that is free. */
+	/*
+	 * The fewest cores whose block latency fits its budget, else the
+	 * fastest that is free. Each try writes its versions into the pool and
+	 * stops summing once past the budget, so the fitting try leaves them.
+	 */
+	versions = &out->versions[out->nr_versions];
 	ci = -1;
-	{
+	for (int c = 0; c <= max_ci; c++) {
+		raw_ns = span_ns(st, m, first, last, c, pos, versions, budget / corr);
+		if (raw_ns && (double)raw_ns <= budget / corr) {
+			ci = c;
+			break;
+		}
+	}
+	if (ci < 0) {
 		uint64_t best_ns = 0;
-		int best = max_ci;
 
-		for (int c = 0; c <= max_ci && ci < 0; c++) {
-			uint64_t ns = span_ns(st, m, first, last, c, pos, NULL);
+		for (int c = 0; c <= max_ci; c++) {
+			uint64_t ns = span_ns(st, m, first, last, c, pos, NULL, 0);
 
-			if (ns && (double)ns * corr <= budget)
-				ci = c;
-			else if (ns && (!best_ns || ns < best_ns)) {
+			if (ns && (!best_ns || ns < best_ns)) {
 				best_ns = ns;
-				best = c;
+				ci = c;
 			}
 		}
-		if (ci < 0)
-			ci = best;
+		raw_ns = span_ns(st, m, first, last, ci, pos, versions, 0);
 	}
-	versions = &out->versions[out->nr_versions];
-	raw_ns = span_ns(st, m, first, last, ci, pos, versions);
 	out->nr_versions += last - first;
 	d = &out->decisions[out->nr_decisions++];
 	*d = (struct policy_decision){
