@@ -18,13 +18,21 @@
  *    (cores - sum avg_C) x avg_C_m / sum avg_C, at least 0;
  *  - a query's next block: from next_layer up to (not including) the next
  *    pivot, a layer needing more than avg_C + thres; its cores the fewest
- *    whose summed latency fits the summed budget, at most what is free;
+ *    whose summed latency fits the summed budget, at most what is free, or
+ *    (coloc's entries) the largest count within avg_C + thres when that is
+ *    faster: spare cores are not left idle;
+ *  - budgets (coloc's entries): the tenant's queue's headroom instead of
+ *    its QoS, as budget_scale() says, since colocd runs one block per
+ *    tenant at a time;
  *  - order: per tenant its earliest deadline first (one block in flight per
  *    tenant, as colocd runs one), tenants by that query's headroom
  *    (deadline - now), or by arrival for coloc-fcfs and the baselines;
  *  - drop: a query whose remaining model, on the largest profiled count the
- *    free cores allow, is predicted to end past its deadline is dropped with
- *    POLICY_DROP_CANNOT_MEET (served anyway when config->late says serve);
+ *    free cores allow, is predicted to end past its deadline is not served
+ *    on them: dropped with POLICY_DROP_CANNOT_MEET when even the whole
+ *    machine would be late, else held until cores free up (a free set is
+ *    a moment's; dropping on it dropped queries at trivial loads in the
+ *    simulator); served anyway when config->late says serve;
  *  - cores: from the free set, LLC domains with the fewest busy cores first
  *    (busy = online and not free, or granted earlier in this round), ties to
  *    the lower domain slowdown;
@@ -284,9 +292,9 @@ static int append_drop(struct policy_output *out, const struct policy_query *q,
 
 /* The end of q's next block: the next pivot after next_layer, per the flags' unit. */
 static int block_end(const struct coloc_state *st, const struct coloc_tenant *ct,
-		     const struct policy_tenant *pt, int first, double thres, double pos)
+		     const struct policy_model *m, int first, double scale, double thres,
+		     double pos)
 {
-	const struct policy_model *m = pt->model;
 	double limit = ct->avg_need + thres;
 	int l;
 
@@ -295,10 +303,45 @@ static int block_end(const struct coloc_state *st, const struct coloc_tenant *ct
 	if (st->flags.unit == COLOC_UNIT_LAYER)
 		return first + 1;
 	for (l = first + 1; l < m->nr_layers; l++)
-		if (m->core_counts[layer_need(st, m, l, (double)pt->qos_ns * layer_share(ct, m, l),
-					      pos)] > limit)
+		if (m->core_counts[layer_need(st, m, l, scale * layer_share(ct, m, l), pos)] >
+		    limit)
 			break;
 	return l;
+}
+
+static uint64_t rest_of_model(const struct coloc_state *st, const struct policy_model *m, int first,
+			      int ci, double pos, double corr)
+{
+	return (uint64_t)((double)span_ns(st, m, first, m->nr_layers, ci, pos, NULL, 0) * corr);
+}
+
+/*
+ * What a layer's budget is per unit of share (layer ops / model ops): the
+ * tenant's QoS, or with headroom budgets the time q's tenant has for the
+ * rest of q's model. That is the tightest (deadline - now) / i over the
+ * tenant's queued queries in order, i = 1, 2, ... (its executor runs them
+ * one after another, so the i-th waits for the i - 1 before it), spread
+ * over the rest of q's work.
+ */
+static double budget_scale(const struct coloc_state *st, const struct policy_input *in,
+			   const struct coloc_tenant *ct, const struct policy_query *q)
+{
+	const struct policy_model *m = in->tenants[q->tenant].model;
+	double rest = 0, head = 0;
+	int i = 1;
+
+	if (!st->flags.headroom_budget)
+		return (double)in->tenants[q->tenant].qos_ns;
+	for (const struct policy_query *p = q; p; p = next_query(st, in, q->tenant, p), i++) {
+		double h =
+			p->deadline_ns > in->now_ns ? (double)(p->deadline_ns - in->now_ns) / i : 0;
+
+		if (p == q || h < head)
+			head = h;
+	}
+	for (int l = q->next_layer; l < m->nr_layers; l++)
+		rest += layer_share(ct, m, l);
+	return rest > 0 ? head / rest : 0;
 }
 
 /* Decides q's next block, or drops it, or waits; an enum policy_served. */
@@ -312,9 +355,10 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	double level = st->flags.use_level ? r->level : 1.0;
 	double pos = policy_model_level_pos(m, level);
 	double corr = st->flags.predict ? ct->corr : 1.0;
-	int max_ci = policy_model_core_index(m, policy_cpuset_count(&r->free));
+	int max_count = policy_cpuset_count(&r->free);
+	int max_ci = policy_model_core_index(m, max_count);
 	int first = q->next_layer, last, ci;
-	double budget = 0;
+	double budget = 0, scale;
 	uint64_t raw_ns = 0;
 	struct policy_decision *d;
 	uint8_t *versions;
@@ -323,27 +367,45 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		return append_drop(out, q, POLICY_DROP_DEADLINE_PASSED, 0);
 	if (max_ci < 0)
 		return POLICY_WAIT;
-	/* the rest of the model on every core free, priced only to drop (not when late is served) */
+	/*
+	 * The rest of the model, priced only to drop or hold it (not when late
+	 * queries are served): late even on the whole machine, dropped; late
+	 * on the cores free now but not on the whole machine, it waits for
+	 * cores, and less urgent queries may use the free ones meanwhile.
+	 */
 	if (cfg->late == POLICY_LATE_DROP) {
-		uint64_t rest_ns = (uint64_t)((double)span_ns(st, m, first, m->nr_layers, max_ci,
-							      pos, NULL, 0) *
-					      corr);
+		int all_ci = policy_model_core_index(m, st->nr_online);
+		uint64_t rest_ns;
 
+		if (max_ci < all_ci) {
+			rest_ns = rest_of_model(st, m, first, all_ci, pos, corr);
+			if (!rest_ns)
+				return coloc_err_set(err, -EINVAL,
+						     "tenant %d: a layer from %d on has no version "
+						     "at %d cores",
+						     q->tenant, first, m->core_counts[all_ci]);
+			if (in->now_ns + rest_ns > q->deadline_ns)
+				return append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
+		}
+		rest_ns = rest_of_model(st, m, first, max_ci, pos, corr);
 		if (!rest_ns)
 			return coloc_err_set(
 				err, -EINVAL,
 				"tenant %d: a layer from %d on has no version at %d cores",
 				q->tenant, first, m->core_counts[max_ci]);
 		if (in->now_ns + rest_ns > q->deadline_ns)
-			return append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
+			return max_ci < all_ci ?
+				       POLICY_WAIT :
+				       append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
 	}
 
-	last = block_end(st, ct, pt, first, r->thres[q->tenant], pos);
+	scale = budget_scale(st, in, ct, q);
+	last = block_end(st, ct, m, first, scale, r->thres[q->tenant], pos);
 	if (out->nr_decisions >= out->max_decisions ||
 	    out->nr_versions + (last - first) > out->max_versions)
 		return POLICY_OUT_FULL;
 	for (int l = first; l < last; l++)
-		budget += (double)pt->qos_ns * layer_share(ct, m, l);
+		budget += scale * layer_share(ct, m, l);
 	/*
 	 * The fewest cores whose block latency fits its budget, else the
 	 * fastest that is free. Each try writes its versions into the pool and
@@ -370,6 +432,25 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 			}
 		}
 		raw_ns = span_ns(st, m, first, last, ci, pos, versions, 0);
+	}
+	/*
+	 * Cores nobody needs are not left idle: up to avg_C + thres (the
+	 * model's fair share under the current load), the block takes the
+	 * largest count there is when that runs it faster.
+	 */
+	if (st->flags.use_spare) {
+		double limit = ct->avg_need + r->thres[q->tenant];
+		int ci_spare =
+			policy_model_core_index(m, limit < max_count ? (int)limit : max_count);
+
+		if (ci_spare > ci) {
+			uint64_t ns = span_ns(st, m, first, last, ci_spare, pos, NULL, 0);
+
+			if (ns && ns < raw_ns) {
+				ci = ci_spare;
+				raw_ns = span_ns(st, m, first, last, ci, pos, versions, 0);
+			}
+		}
 	}
 	out->nr_versions += last - first;
 	d = &out->decisions[out->nr_decisions++];
@@ -471,22 +552,24 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 COLOC_ENTRY(policy_coloc, "coloc",
 	    "VELTAIR's layer blocks and versions by interference level, Abacus's prediction "
 	    "and headroom order",
-	    .use_level = true, .versions = true, .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true,
-	    .predict = true, .headroom = true);
+	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
+	    .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true, .headroom = true);
 COLOC_ENTRY(policy_coloc_noversions, "coloc-noversions",
 	    "coloc with one fixed version per layer (version 0)", .use_level = true,
-	    .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true, .headroom = true);
+	    .headroom_budget = true, .use_spare = true, .unit = COLOC_UNIT_BLOCK,
+	    .dynamic_thres = true, .predict = true, .headroom = true);
 COLOC_ENTRY(policy_coloc_noblocks, "coloc-noblocks",
 	    "coloc with the whole remaining model as one block (model-wise inside coloc)",
-	    .use_level = true, .versions = true, .unit = COLOC_UNIT_MODEL, .predict = true,
-	    .headroom = true);
+	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
+	    .unit = COLOC_UNIT_MODEL, .predict = true, .headroom = true);
 COLOC_ENTRY(policy_coloc_fixedthres, "coloc-fixedthres",
 	    "coloc with a fixed pivot threshold of 0 instead of the dynamic one", .use_level = true,
-	    .versions = true, .unit = COLOC_UNIT_BLOCK, .fixed_thres = 0, .predict = true,
-	    .headroom = true);
+	    .versions = true, .headroom_budget = true, .use_spare = true, .unit = COLOC_UNIT_BLOCK,
+	    .fixed_thres = 0, .predict = true, .headroom = true);
 COLOC_ENTRY(policy_coloc_noprediction, "coloc-noprediction",
 	    "coloc without the online correction of predicted latencies", .use_level = true,
-	    .versions = true, .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .headroom = true);
+	    .versions = true, .headroom_budget = true, .use_spare = true, .unit = COLOC_UNIT_BLOCK,
+	    .dynamic_thres = true, .headroom = true);
 COLOC_ENTRY(policy_coloc_fcfs, "coloc-fcfs", "coloc in arrival order instead of headroom order",
-	    .use_level = true, .versions = true, .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true,
-	    .predict = true);
+	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
+	    .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true);

@@ -64,6 +64,8 @@ struct coloc_flags {
 	double fixed_thres; /* cores above avg_C that make a pivot, when not dynamic */
 	bool predict; /* correct predictions online from measured blocks */
 	bool headroom; /* most urgent (earliest deadline) first (else arrival order) */
+	bool headroom_budget; /* budgets from the queue's headroom (else from the tenant's QoS) */
+	bool use_spare; /* a block may take up to avg_C + thres cores when faster (else its need) */
 };
 
 /*

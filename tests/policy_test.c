@@ -639,38 +639,45 @@ TEST_F(pol, coloc_decide__splits_a_block_at_the_pivot_when_the_load_leaves_no_sl
 	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
 	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000, .uid = 1 };
 	self->in.nr_tenants = 2;
-	add_query(&self->in, self->queries, 1, 0, 0, 10000000);
+	add_query(&self->in, self->queries, 1, 0, 0, 400000);
 
 	/*
 	 * Alone on 8 cores: thres = (8 - 2.75) x 2.75 / 2.75 = 5.25, limit 8:
-	 * no pivot, one block [0, 4) with budget 400 µs: 1 core 1100, 2 cores
-	 * 580, 4 cores 320 µs fits.
+	 * no pivot, one block [0, 4) with budget 400 µs: 4 cores (320 µs) is
+	 * the fewest that fit, but up to the limit spare cores are used: 8
+	 * cores, 30 + 30 + 100 + 30 µs.
 	 */
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(0, self->decisions[0].first_layer);
 	ASSERT_EQ(4, self->decisions[0].last_layer);
-	ASSERT_EQ(4, self->decisions[0].nr_cores);
-	ASSERT_EQ(320000, self->decisions[0].predicted_ns);
+	ASSERT_EQ(8, self->decisions[0].nr_cores);
+	ASSERT_EQ(190000, self->decisions[0].predicted_ns);
 
 	/*
 	 * Both tenants active: thres = (8 - 5.5) x 2.75 / 5.5 = 1.25, limit 4:
-	 * layer 2 (8 cores) is a pivot. Block [0, 2), budget 200 µs: 1 core.
+	 * layer 2 (8 cores) is a pivot. Block [0, 2), budget 200 µs: 1 core
+	 * fits, 4 cores (the limit) are faster: 40 + 40 µs, 4 cores each.
 	 */
-	add_query(&self->in, self->queries, 2, 1, 0, 10000000);
+	add_query(&self->in, self->queries, 2, 1, 0, 400000);
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(2, self->out.nr_decisions);
 	for (int i = 0; i < 2; i++) {
 		ASSERT_EQ(0, self->decisions[i].first_layer);
 		ASSERT_EQ(2, self->decisions[i].last_layer);
-		ASSERT_EQ(1, self->decisions[i].nr_cores);
-		ASSERT_EQ(200000, self->decisions[i].predicted_ns);
+		ASSERT_EQ(4, self->decisions[i].nr_cores);
+		ASSERT_EQ(80000, self->decisions[i].predicted_ns);
 	}
 	ASSERT_EQ(0, policy_check_output(policy_find("coloc"), &self->in, &self->out, NULL));
 
-	/* The next block starts at the pivot: [2, 4), budget 200 µs: 8 cores, 100 + 30 µs. */
+	/*
+	 * The next block starts at the pivot, 200 µs later: 200 µs of headroom
+	 * for half the work, so again 100 µs a layer. [2, 4), budget 200 µs:
+	 * only 8 cores fit, 100 + 30 µs.
+	 */
 	self->queries[0].next_layer = 2;
 	self->in.nr_queries = 1;
+	self->in.now_ns = 200000;
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(2, self->decisions[0].first_layer);
@@ -680,9 +687,10 @@ TEST_F(pol, coloc_decide__splits_a_block_at_the_pivot_when_the_load_leaves_no_sl
 
 	/* A fixed threshold of 0 cuts even alone: limit 2.75 < 8. */
 	self->queries[0].next_layer = 0;
+	self->in.now_ns = 0;
 	ASSERT_EQ(0, run_round(self, "coloc-fixedthres"));
 	ASSERT_EQ(2, self->decisions[0].last_layer);
-	/* coloc-noblocks serves the whole model, layer-wise one layer. */
+	/* coloc-noblocks serves the whole model, layer-wise one layer on its 1 core. */
 	ASSERT_EQ(0, run_round(self, "coloc-noblocks"));
 	ASSERT_EQ(4, self->decisions[0].last_layer);
 	ASSERT_EQ(0, run_round(self, "layer-wise"));
@@ -708,7 +716,8 @@ TEST_F(pol, coloc_decide__the_version_choice_flips_as_the_level_rises)
 	 */
 	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
 	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
-	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	self->cfg.late = POLICY_LATE_SERVE;
+	add_query(&self->in, self->queries, 1, 0, 0, 300000);
 
 	/* alone at 4 cores: v2, v0, v1 = 250 + 130 + 160 µs */
 	ASSERT_EQ(0, run_round(self, "coloc"));
@@ -750,10 +759,14 @@ TEST_F(pol, coloc_decide__serves_the_most_urgent_first_even_if_it_arrived_later)
 	self->in.nr_tenants = 2;
 	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
 	self->in.now_ns = 1000000;
-	add_query(&self->in, self->queries, 1, 0, 0, 10000000);
-	add_query(&self->in, self->queries, 2, 1, 1000000, 5000000);
+	self->cfg.late = POLICY_LATE_SERVE;
+	add_query(&self->in, self->queries, 1, 0, 0, 1300000);
+	add_query(&self->in, self->queries, 2, 1, 1000000, 1200000);
 
-	/* each needs all 4 free cores: only one runs, the one with 4 ms of headroom */
+	/*
+	 * 300 and 200 µs of headroom: neither fits anywhere, each takes the
+	 * fastest count, all 4 free cores. Only one runs: the more urgent.
+	 */
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(2, self->decisions[0].query_id);
@@ -766,7 +779,7 @@ TEST_F(pol, coloc_decide__serves_the_most_urgent_first_even_if_it_arrived_later)
 	ASSERT_EQ(1, self->decisions[0].query_id);
 }
 
-TEST_F(pol, coloc_decide__drops_what_cannot_finish_on_all_free_cores_or_serves_it_late)
+TEST_F(pol, coloc_decide__drops_what_cannot_finish_in_time_holds_what_needs_more_cores_serves_late)
 {
 	const uint64_t now = 10000000;
 
@@ -793,6 +806,18 @@ TEST_F(pol, coloc_decide__drops_what_cannot_finish_on_all_free_cores_or_serves_i
 	ASSERT_EQ(0, self->out.nr_drops);
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(1, self->decisions[0].query_id);
+
+	/*
+	 * Only 2 cores free: 960 µs there, 540 µs with 4 (the machine has 8).
+	 * 600 µs left: late on what is free, in time on the machine: held.
+	 */
+	self->cfg.late = POLICY_LATE_DROP;
+	self->free = cpus_of((const int[]){ 0, 1 }, 2);
+	self->in.nr_queries = 0;
+	add_query(&self->in, self->queries, 4, 0, now, now + 600000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(0, self->out.nr_drops);
+	ASSERT_EQ(0, self->out.nr_decisions);
 }
 
 TEST_F(pol, coloc_decide__grants_cores_in_the_least_busy_llc_domain)
