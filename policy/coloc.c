@@ -45,6 +45,7 @@
 #include "policy_impl.h"
 
 #define COLOC_ALPHA 0.3
+#define COLOC_LOOKAHEAD 4
 
 struct coloc_tenant {
 	bool known;
@@ -321,7 +322,8 @@ static uint64_t rest_of_model(const struct coloc_state *st, const struct policy_
  * rest of q's model. That is the tightest (deadline - now) / i over the
  * tenant's queued queries in order, i = 1, 2, ... (its executor runs them
  * one after another, so the i-th waits for the i - 1 before it), spread
- * over the rest of q's work.
+ * over the rest of q's work. Only the first COLOC_LOOKAHEAD queries count:
+ * each costs a pass over the queue, and a long queue is late anyway.
  */
 static double budget_scale(const struct coloc_state *st, const struct policy_input *in,
 			   const struct coloc_tenant *ct, const struct policy_query *q)
@@ -332,7 +334,8 @@ static double budget_scale(const struct coloc_state *st, const struct policy_inp
 
 	if (!st->flags.headroom_budget)
 		return (double)in->tenants[q->tenant].qos_ns;
-	for (const struct policy_query *p = q; p; p = next_query(st, in, q->tenant, p), i++) {
+	for (const struct policy_query *p = q; p && i <= COLOC_LOOKAHEAD;
+	     p = next_query(st, in, q->tenant, p), i++) {
 		double h =
 			p->deadline_ns > in->now_ns ? (double)(p->deadline_ns - in->now_ns) / i : 0;
 
