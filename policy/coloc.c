@@ -294,19 +294,25 @@ static int append_drop(struct policy_output *out, const struct policy_query *q,
 /* The end of q's next block: the next pivot after next_layer, per the flags' unit. */
 static int block_end(const struct coloc_state *st, const struct coloc_tenant *ct,
 		     const struct policy_model *m, int first, double scale, double thres,
-		     double pos)
+		     double pos, int *min_need)
 {
 	double limit = ct->avg_need + thres;
 	int l;
 
+	*min_need = 0;
 	if (st->flags.unit == COLOC_UNIT_MODEL)
 		return m->nr_layers;
 	if (st->flags.unit == COLOC_UNIT_LAYER)
 		return first + 1;
-	for (l = first + 1; l < m->nr_layers; l++)
-		if (m->core_counts[layer_need(st, m, l, scale * layer_share(ct, m, l), pos)] >
-		    limit)
+	*min_need = layer_need(st, m, first, scale * layer_share(ct, m, first), pos);
+	for (l = first + 1; l < m->nr_layers; l++) {
+		int need = layer_need(st, m, l, scale * layer_share(ct, m, l), pos);
+
+		if (m->core_counts[need] > limit)
 			break;
+		if (need < *min_need)
+			*min_need = need;
+	}
 	return l;
 }
 
@@ -362,6 +368,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	int max_ci = policy_model_core_index(m, max_count);
 	int first = q->next_layer, last, ci;
 	double budget = 0, scale;
+	int min_need;
 	uint64_t raw_ns = 0;
 	struct policy_decision *d;
 	uint8_t *versions;
@@ -403,7 +410,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	}
 
 	scale = budget_scale(st, in, ct, q);
-	last = block_end(st, ct, m, first, scale, r->thres[q->tenant], pos);
+	last = block_end(st, ct, m, first, scale, r->thres[q->tenant], pos, &min_need);
 	if (out->nr_decisions >= out->max_decisions ||
 	    out->nr_versions + (last - first) > out->max_versions)
 		return POLICY_OUT_FULL;
@@ -413,10 +420,12 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	 * The fewest cores whose block latency fits its budget, else the
 	 * fastest that is free. Each try writes its versions into the pool and
 	 * stops summing once past the budget, so the fitting try leaves them.
+	 * Below every layer's own need each layer is over its budget, so the
+	 * block is too: the search starts at the least need among its layers.
 	 */
 	versions = &out->versions[out->nr_versions];
 	ci = -1;
-	for (int c = 0; c <= max_ci; c++) {
+	for (int c = min_need; c <= max_ci; c++) {
 		raw_ns = span_ns(st, m, first, last, c, pos, versions, budget / corr);
 		if (raw_ns && (double)raw_ns <= budget / corr) {
 			ci = c;
