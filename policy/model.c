@@ -7,7 +7,6 @@
  * tests read the table the same way.
  */
 #include <errno.h>
-#include <math.h>
 #include "policy.h"
 
 int policy_model_check(const struct policy_model *m, struct coloc_err *err)
@@ -118,7 +117,8 @@ uint64_t policy_model_latency(const struct policy_model *m, int layer, int versi
 	b = policy_model_cell(m, layer, version, ci, k + 1);
 	if (!b)
 		return 0;
-	return (uint64_t)llround((double)a + ((double)b - (double)a) * frac);
+	/* both cells are positive, so rounding half up is llround() without its libm call */
+	return (uint64_t)((double)a + ((double)b - (double)a) * frac + 0.5);
 }
 
 int policy_model_fastest_version(const struct policy_model *m, int layer, int ci, double level_pos,

@@ -21,6 +21,14 @@ static const struct policy_entry *const policy_table[] = {
 	&policy_fcfs,
 	&policy_static,
 	&policy_temporal,
+	&policy_model_wise,
+	&policy_layer_wise,
+	&policy_coloc,
+	&policy_coloc_noversions,
+	&policy_coloc_noblocks,
+	&policy_coloc_fixedthres,
+	&policy_coloc_noprediction,
+	&policy_coloc_fcfs,
 };
 
 #define NR_POLICIES ((int)(sizeof(policy_table) / sizeof(policy_table[0])))

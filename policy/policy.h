@@ -77,11 +77,15 @@
  *    now, computes each block's latency from the same table and its
  *    interference model, and calls block_done at the simulated completion.
  *
- * The policies here are the simple ones: fcfs (issue 7's: one query at a
- * time, its whole model on all free cores), static (a fixed equal share of
- * the cores per tenant) and temporal (one query at a time on the whole
- * machine). Each is one file with a struct policy_entry, listed in
- * policy_table[] (policy.c).
+ * The policies here: fcfs (issue 7's: one query at a time, its whole model
+ * on all free cores), static (a fixed equal share of the cores per tenant),
+ * temporal (one query at a time on the whole machine), model-wise and
+ * layer-wise (the fewest cores meeting QoS per model or per layer), and
+ * coloc (the scheduler issue's policy, coloc.c) with its ablations
+ * coloc-noversions, -noblocks, -fixedthres, -noprediction and -fcfs. Each
+ * is a struct policy_entry listed in policy_table[] (policy.c); coloc, its
+ * ablations and the model-wise and layer-wise baselines share one engine
+ * (coloc.c), each entry a set of flags (policy_impl.h).
  *
  * Cores are identified by the OS CPU id (0 .. POLICY_MAX_CPUS - 1), as in
  * the sensor's records. Tenants by a small id (0 .. POLICY_MAX_TENANTS - 1)

@@ -46,4 +46,68 @@ int policy_serve_whole_model(const struct policy_config *cfg, const struct polic
 			     const struct policy_query *q, int nr_cores, struct policy_cpuset *free,
 			     struct policy_output *out, struct coloc_err *err);
 
+/*
+ * The coloc engine (coloc.c), shared by coloc, its ablations and the
+ * model-wise and layer-wise baselines: each entry is a set of flags.
+ */
+enum coloc_unit {
+	COLOC_UNIT_MODEL, /* the whole remaining model is one block */
+	COLOC_UNIT_BLOCK, /* VELTAIR's layer blocks, cut at pivot layers */
+	COLOC_UNIT_LAYER, /* one layer per block */
+};
+
+struct coloc_flags {
+	bool use_level; /* price blocks at the free cores' interference level (else alone) */
+	bool versions; /* each layer's fastest version at the level (else version 0) */
+	enum coloc_unit unit;
+	bool dynamic_thres; /* VELTAIR's load-following threshold (else fixed_thres) */
+	double fixed_thres; /* cores above avg_C that make a pivot, when not dynamic */
+	bool predict; /* correct predictions online from measured blocks */
+	bool headroom; /* most urgent (earliest deadline) first (else arrival order) */
+	bool headroom_budget; /* budgets from the queue's headroom (else from the tenant's QoS) */
+	bool use_spare; /* a block may take up to avg_C + thres cores when faster (else its need) */
+};
+
+/*
+ * VELTAIR's dynamic threshold of a model whose average core need is avg,
+ * among active models needing sum_avg together on total_cores:
+ * (total_cores - sum_avg) x avg / sum_avg, 0 when nothing is spare.
+ */
+double policy_coloc_threshold(int total_cores, double sum_avg, double avg);
+
+int policy_coloc_engine_create(const struct coloc_flags *flags, const struct policy_config *cfg,
+			       void **state, struct coloc_err *err);
+int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
+			       const struct policy_input *in, struct policy_output *out,
+			       struct coloc_err *err);
+void policy_coloc_engine_block_done(void *state, const struct policy_decision *d,
+				    uint64_t measured_ns);
+void policy_coloc_engine_destroy(void *state);
+
+/* Defines the entry ident named nm on the coloc engine with the flags given as initializers. */
+#define COLOC_ENTRY(ident, nm, desc, ...)                                        \
+	static int ident##_create(const struct policy_config *cfg, void **state, \
+				  struct coloc_err *err)                         \
+	{                                                                        \
+		static const struct coloc_flags flags = { __VA_ARGS__ };         \
+		return policy_coloc_engine_create(&flags, cfg, state, err);      \
+	}                                                                        \
+	const struct policy_entry ident = {                                      \
+		.name = nm,                                                      \
+		.description = desc,                                             \
+		.create = ident##_create,                                        \
+		.decide = policy_coloc_engine_decide,                            \
+		.block_done = policy_coloc_engine_block_done,                    \
+		.destroy = policy_coloc_engine_destroy,                          \
+	}
+
+extern const struct policy_entry policy_coloc;
+extern const struct policy_entry policy_coloc_noversions;
+extern const struct policy_entry policy_coloc_noblocks;
+extern const struct policy_entry policy_coloc_fixedthres;
+extern const struct policy_entry policy_coloc_noprediction;
+extern const struct policy_entry policy_coloc_fcfs;
+extern const struct policy_entry policy_model_wise;
+extern const struct policy_entry policy_layer_wise;
+
 #endif /* COLOC_POLICY_IMPL_H */

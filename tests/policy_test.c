@@ -2,8 +2,10 @@
 /*
  * Tests of the scheduling-policy library (policy/): the model-table reads
  * (core count fitting, level interpolation, the fastest version) and the
- * fcfs and static policies on small tables whose answers are worked out by
- * hand below, the drop rule, input and output checking, and a property test
+ * fcfs, static, temporal, coloc (blocks cut at pivots, VELTAIR's threshold,
+ * versions by level, headroom order, LLC-domain choice, the correction of
+ * predictions), model-wise and layer-wise policies on small tables whose
+ * answers are worked out by hand below, the drop rule, input and output checking, and a property test
  * over many random seeds that drives every policy of the table through
  * arrivals and completions with its own core bookkeeping: no core is ever
  * granted twice or while busy, and with late queries served every query
@@ -13,6 +15,7 @@
 #include <string.h>
 #include "kselftest_harness.h"
 #include "policy.h"
+#include "policy_impl.h"
 
 /*
  * The hand-worked model: 3 layers, 3 versions, core counts 1, 2, 4 and two
@@ -163,6 +166,14 @@ TEST(policy_find__knows_each_entry_by_name)
 	ASSERT_STREQ("fcfs", policy_find("fcfs")->name);
 	ASSERT_STREQ("static", policy_find("static")->name);
 	ASSERT_STREQ("temporal", policy_find("temporal")->name);
+	ASSERT_STREQ("model-wise", policy_find("model-wise")->name);
+	ASSERT_STREQ("layer-wise", policy_find("layer-wise")->name);
+	ASSERT_STREQ("coloc", policy_find("coloc")->name);
+	ASSERT_STREQ("coloc-noversions", policy_find("coloc-noversions")->name);
+	ASSERT_STREQ("coloc-noblocks", policy_find("coloc-noblocks")->name);
+	ASSERT_STREQ("coloc-fixedthres", policy_find("coloc-fixedthres")->name);
+	ASSERT_STREQ("coloc-noprediction", policy_find("coloc-noprediction")->name);
+	ASSERT_STREQ("coloc-fcfs", policy_find("coloc-fcfs")->name);
 	ASSERT_EQ(NULL, policy_find("no-such-policy"));
 	ASSERT_EQ(NULL, policy_find(NULL));
 	for (const struct policy_entry *e; (e = policy_entry_at(n)); n++) {
@@ -172,7 +183,7 @@ TEST(policy_find__knows_each_entry_by_name)
 		ASSERT_NE(NULL, e->decide);
 		ASSERT_NE(NULL, e->destroy);
 	}
-	ASSERT_EQ(3, n);
+	ASSERT_EQ(11, n);
 	ASSERT_EQ(NULL, policy_entry_at(-1));
 }
 
@@ -583,6 +594,301 @@ TEST(temporal_decide__a_new_tenant_in_a_slot_gets_its_own_plan)
 	ASSERT_EQ(0, policy_decide(p, &in, &out, NULL));
 	ASSERT_EQ(2, dec[0].nr_cores);
 	policy_destroy(p);
+}
+
+/*
+ * The pivot model for coloc's blocks: 4 layers of equal work (layer_ops 1
+ * each), one version, core counts 1, 2, 4, 8, alone. Latencies in µs:
+ *
+ *            1     2     4     8 cores
+ *   layer 0  100   60    40    30
+ *   layer 1  100   60    40    30
+ *   layer 2  800  400   200   100    (the heavy layer)
+ *   layer 3  100   60    40    30
+ *
+ * With a QoS of 400 µs each layer's budget is 100 µs, so the needs are
+ * 1, 1, 8, 1 cores and avg_C = 11 / 4 = 2.75.
+ */
+static const int pivot_counts[] = { 1, 2, 4, 8 };
+static const uint64_t pivot_ops[] = { 1, 1, 1, 1 };
+static const uint64_t pivot_ns[4 * 4] = {
+	100000, 60000,	40000,	30000,	100000, 60000, 40000, 30000,
+	800000, 400000, 200000, 100000, 100000, 60000, 40000, 30000,
+};
+static const struct policy_model pivot = {
+	.nr_layers = 4,
+	.nr_versions = 1,
+	.nr_core_counts = 4,
+	.nr_levels = 1,
+	.core_counts = pivot_counts,
+	.latency_ns = pivot_ns,
+	.layer_ops = pivot_ops,
+};
+
+TEST(coloc_threshold__veltairs_example_64_cores_needs_12_12_24_gives_4_4_8)
+{
+	/* spare = 64 - 48 = 16 cores, shared in proportion to need: 16 x 12/48, 16 x 24/48 */
+	ASSERT_EQ(4.0, policy_coloc_threshold(64, 48, 12));
+	ASSERT_EQ(8.0, policy_coloc_threshold(64, 48, 24));
+	/* nothing spare: no slack above avg_C */
+	ASSERT_EQ(0.0, policy_coloc_threshold(32, 48, 24));
+}
+
+TEST_F(pol, coloc_decide__splits_a_block_at_the_pivot_when_the_load_leaves_no_slack)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
+	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000, .uid = 1 };
+	self->in.nr_tenants = 2;
+	add_query(&self->in, self->queries, 1, 0, 0, 400000);
+
+	/*
+	 * Alone on 8 cores: thres = (8 - 2.75) x 2.75 / 2.75 = 5.25, limit 8:
+	 * no pivot, one block [0, 4) with budget 400 µs: 4 cores (320 µs) is
+	 * the fewest that fit, but up to the limit spare cores are used: 8
+	 * cores, 30 + 30 + 100 + 30 µs.
+	 */
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(0, self->decisions[0].first_layer);
+	ASSERT_EQ(4, self->decisions[0].last_layer);
+	ASSERT_EQ(8, self->decisions[0].nr_cores);
+	ASSERT_EQ(190000, self->decisions[0].predicted_ns);
+
+	/*
+	 * Both tenants active: thres = (8 - 5.5) x 2.75 / 5.5 = 1.25, limit 4:
+	 * layer 2 (8 cores) is a pivot. Block [0, 2), budget 200 µs: 1 core
+	 * fits, 4 cores (the limit) are faster: 40 + 40 µs, 4 cores each.
+	 */
+	add_query(&self->in, self->queries, 2, 1, 0, 400000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(2, self->out.nr_decisions);
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(0, self->decisions[i].first_layer);
+		ASSERT_EQ(2, self->decisions[i].last_layer);
+		ASSERT_EQ(4, self->decisions[i].nr_cores);
+		ASSERT_EQ(80000, self->decisions[i].predicted_ns);
+	}
+	ASSERT_EQ(0, policy_check_output(policy_find("coloc"), &self->in, &self->out, NULL));
+
+	/*
+	 * The next block starts at the pivot, 200 µs later: 200 µs of headroom
+	 * for half the work, so again 100 µs a layer. [2, 4), budget 200 µs:
+	 * only 8 cores fit, 100 + 30 µs.
+	 */
+	self->queries[0].next_layer = 2;
+	self->in.nr_queries = 1;
+	self->in.now_ns = 200000;
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(2, self->decisions[0].first_layer);
+	ASSERT_EQ(4, self->decisions[0].last_layer);
+	ASSERT_EQ(8, self->decisions[0].nr_cores);
+	ASSERT_EQ(130000, self->decisions[0].predicted_ns);
+
+	/* A fixed threshold of 0 cuts even alone: limit 2.75 < 8. */
+	self->queries[0].next_layer = 0;
+	self->in.now_ns = 0;
+	ASSERT_EQ(0, run_round(self, "coloc-fixedthres"));
+	ASSERT_EQ(2, self->decisions[0].last_layer);
+	/* coloc-noblocks serves the whole model, layer-wise one layer on its 1 core. */
+	ASSERT_EQ(0, run_round(self, "coloc-noblocks"));
+	ASSERT_EQ(4, self->decisions[0].last_layer);
+	ASSERT_EQ(0, run_round(self, "layer-wise"));
+	ASSERT_EQ(1, self->decisions[0].last_layer);
+	ASSERT_EQ(1, self->decisions[0].nr_cores);
+}
+
+/* Every free core of the fixture at a slowdown of 1.5, the tiny model's level column 1. */
+static void stress_cores(struct policy_signal *sig)
+{
+	for (int c = 0; c < POLICY_MAX_CPUS; c++)
+		sig[c] = (struct policy_signal){ .live = POLICY_SIG_SLOWDOWN, .slowdown = 1.5 };
+}
+
+TEST_F(pol, coloc_decide__the_version_choice_flips_as_the_level_rises)
+{
+	static struct policy_signal sig[POLICY_MAX_CPUS];
+	const struct policy_decision *d = &self->decisions[0];
+
+	/*
+	 * QoS 300 µs cannot be met at any count: each layer needs the fastest,
+	 * 4 cores, and the block takes the 4 free cores.
+	 */
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	self->cfg.late = POLICY_LATE_SERVE;
+	add_query(&self->in, self->queries, 1, 0, 0, 300000);
+
+	/* alone at 4 cores: v2, v0, v1 = 250 + 130 + 160 µs */
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(3, d->last_layer);
+	ASSERT_EQ(4, d->nr_cores);
+	ASSERT_EQ(2, d->versions[0]);
+	ASSERT_EQ(0, d->versions[1]);
+	ASSERT_EQ(1, d->versions[2]);
+	ASSERT_EQ(540000, d->predicted_ns);
+	ASSERT_EQ(1.0, d->level);
+
+	/*
+	 * At slowdown 1.5: layer 0 v0 390 (v2 500), layer 1 v0 195 (v1 210),
+	 * layer 2 v1 240 (v2 255, v0 300): 825 µs; alone those are 300 + 130 + 160.
+	 */
+	stress_cores(sig);
+	self->in.cores = sig;
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(0, d->versions[0]);
+	ASSERT_EQ(0, d->versions[1]);
+	ASSERT_EQ(1, d->versions[2]);
+	ASSERT_EQ(825000, d->predicted_ns);
+	ASSERT_EQ(590000, d->alone_ns);
+	ASSERT_EQ(1.5, d->level);
+
+	/* coloc-noversions keeps version 0: 390 + 195 + 300 µs */
+	ASSERT_EQ(0, run_round(self, "coloc-noversions"));
+	ASSERT_EQ(0, d->versions[0]);
+	ASSERT_EQ(0, d->versions[1]);
+	ASSERT_EQ(0, d->versions[2]);
+	ASSERT_EQ(885000, d->predicted_ns);
+}
+
+TEST_F(pol, coloc_decide__serves_the_most_urgent_first_even_if_it_arrived_later)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
+	self->tenants[1] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000, .uid = 1 };
+	self->in.nr_tenants = 2;
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	self->in.now_ns = 1000000;
+	self->cfg.late = POLICY_LATE_SERVE;
+	add_query(&self->in, self->queries, 1, 0, 0, 1300000);
+	add_query(&self->in, self->queries, 2, 1, 1000000, 1200000);
+
+	/*
+	 * 300 and 200 µs of headroom: neither fits anywhere, each takes the
+	 * fastest count, all 4 free cores. Only one runs: the more urgent.
+	 */
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(2, self->decisions[0].query_id);
+	ASSERT_EQ(0, self->out.nr_drops);
+	/* in arrival order the earlier one goes first */
+	ASSERT_EQ(0, run_round(self, "coloc-fcfs"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(1, self->decisions[0].query_id);
+	ASSERT_EQ(0, run_round(self, "model-wise"));
+	ASSERT_EQ(1, self->decisions[0].query_id);
+}
+
+TEST_F(pol, coloc_decide__drops_what_cannot_finish_in_time_holds_what_needs_more_cores_serves_late)
+{
+	const uint64_t now = 10000000;
+
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 5000000 };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	self->in.now_ns = now;
+	/* 4 free cores: the rest of the model takes 540 µs alone at best */
+	add_query(&self->in, self->queries, 1, 0, 4000000, 9000000); /* already late */
+	add_query(&self->in, self->queries, 2, 0, 5000000, now + 539999); /* 1 ns short */
+	add_query(&self->in, self->queries, 3, 0, 5500000, now + 540000); /* just in time */
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(2, self->out.nr_drops);
+	ASSERT_EQ(1, self->drops[0].query_id);
+	ASSERT_EQ(POLICY_DROP_DEADLINE_PASSED, self->drops[0].reason);
+	ASSERT_EQ(2, self->drops[1].query_id);
+	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[1].reason);
+	ASSERT_EQ(540000, self->drops[1].predicted_ns);
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(3, self->decisions[0].query_id);
+	ASSERT_EQ(0, policy_check_output(policy_find("coloc"), &self->in, &self->out, NULL));
+
+	self->cfg.late = POLICY_LATE_SERVE;
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(0, self->out.nr_drops);
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(1, self->decisions[0].query_id);
+
+	/*
+	 * Only 2 cores free: 960 µs there, 540 µs with 4 (the machine has 8).
+	 * 600 µs left: late on what is free, in time on the machine: held.
+	 */
+	self->cfg.late = POLICY_LATE_DROP;
+	self->free = cpus_of((const int[]){ 0, 1 }, 2);
+	self->in.nr_queries = 0;
+	add_query(&self->in, self->queries, 4, 0, now, now + 600000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(0, self->out.nr_drops);
+	ASSERT_EQ(0, self->out.nr_decisions);
+}
+
+TEST_F(pol, coloc_decide__grants_cores_in_the_least_busy_llc_domain)
+{
+	/* cores 0 and 1 (domain 0) are busy: the 4-core block goes to domain 1 */
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
+	self->free = cpus_of((const int[]){ 2, 3, 4, 5, 6, 7 }, 6);
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(0, memcmp(&self->decisions[0].cores, &(struct policy_cpuset){ .bits = { 0xf0 } },
+			    sizeof(struct policy_cpuset)));
+}
+
+TEST_F(pol, model_wise_decide__takes_the_fewest_cores_whose_alone_latency_meets_qos)
+{
+	/* QoS 1000 µs: the whole model alone is 1870 µs on 1 core, 960 µs on 2 */
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 1000000 };
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	ASSERT_EQ(0, run_round(self, "model-wise"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(3, self->decisions[0].last_layer);
+	ASSERT_EQ(2, self->decisions[0].nr_cores);
+	ASSERT_EQ(960000, self->decisions[0].predicted_ns);
+	/*
+	 * layer-wise: layer 0's share of the QoS is its alone latency at the
+	 * largest count over the model's, 250 / 540 x 1000 = 463 µs: 2 cores (450).
+	 */
+	ASSERT_EQ(0, run_round(self, "layer-wise"));
+	ASSERT_EQ(1, self->decisions[0].last_layer);
+	ASSERT_EQ(2, self->decisions[0].nr_cores);
+	ASSERT_EQ(450000, self->decisions[0].predicted_ns);
+}
+
+TEST_F(pol, coloc_block_done__the_correction_converges_on_the_measured_ratio)
+{
+	struct policy *p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
+	struct policy *q = policy_create(policy_find("coloc-noprediction"), &self->cfg, &self->err);
+	struct policy_decision first;
+	uint8_t versions[3];
+	double corr = 1.0;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_NE(NULL, q);
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	policy_output_reset(&self->out);
+	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
+	first = self->decisions[0];
+	memcpy(versions, first.versions, 3);
+	first.versions = versions;
+
+	/* every block measures 1.5 x the table: the EWMA (alpha 0.3) walks to 1.5 */
+	for (int i = 0; i < 10; i++) {
+		policy_block_done(p, &first, 810000);
+		policy_block_done(q, &first, 810000);
+		corr = 0.7 * corr + 0.3 * 1.5;
+	}
+	policy_output_reset(&self->out);
+	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+	ASSERT_EQ((uint64_t)(540000 * corr), self->decisions[0].predicted_ns);
+	ASSERT_LT(1.48 * 540000, self->decisions[0].predicted_ns);
+	ASSERT_GE(810000, self->decisions[0].predicted_ns);
+	policy_output_reset(&self->out);
+	ASSERT_EQ(0, policy_decide(q, &self->in, &self->out, &self->err));
+	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
+	policy_destroy(p);
+	policy_destroy(q);
 }
 
 TEST_F(pol, decide__rejects_inconsistent_input)

@@ -4,7 +4,8 @@
  * the table (or the one named), it builds a machine (--cores, LLC domains of
  * 8), --tenants tenants on synthetic latency tables shaped like our profiles
  * (--layers layers, 3 versions, every core count, 4 interference levels) and
- * --queued queries per tenant, all cores free, and times policy_decide()
+ * --queued queries per tenant, all cores free at a live slowdown of 1.3
+ * (between two level columns), layer work given, and times policy_decide()
  * call by call. Alternated with each timed round is an empty round (the same
  * machine, no queries), the floor of the call itself, measured side by side.
  * Prints p50 and p99 in µs of both, and the scheduler issue's goal (p99 <=
@@ -46,6 +47,7 @@ struct bench_model {
 	int counts[POLICY_MAX_CPUS];
 	double levels[NR_LEVELS];
 	uint64_t *ns;
+	uint64_t *ops; /* each layer's work, as colocd's and the simulator's tables carry */
 	struct policy_model m;
 };
 
@@ -60,13 +62,16 @@ static int bench_model_init(struct bench_model *bm, int seed)
 	int nl = (int)opts.layers, nc = (int)opts.cores;
 
 	bm->ns = calloc((size_t)nl * NR_VERSIONS * nc * NR_LEVELS, sizeof(*bm->ns));
-	if (!bm->ns)
+	bm->ops = calloc((size_t)nl, sizeof(*bm->ops));
+	if (!bm->ns || !bm->ops)
 		return -1;
 	memcpy(bm->levels, level_slowdown, sizeof(level_slowdown));
 	for (int c = 0; c < nc; c++)
 		bm->counts[c] = c + 1;
 	for (int l = 0; l < nl; l++) {
 		double work_ns = 20000.0 + 180000.0 * (double)((l * 7 + seed * 13) % 11) / 10.0;
+
+		bm->ops[l] = (uint64_t)work_ns;
 
 		for (int v = 0; v < NR_VERSIONS; v++)
 			for (int c = 0; c < nc; c++)
@@ -90,6 +95,7 @@ static int bench_model_init(struct bench_model *bm, int seed)
 		.core_counts = bm->counts,
 		.level_slowdown = bm->levels,
 		.latency_ns = bm->ns,
+		.layer_ops = bm->ops,
 	};
 	return 0;
 }
@@ -120,6 +126,7 @@ struct bench {
 	struct policy_tenant tenants[POLICY_MAX_TENANTS];
 	struct policy_query *queries;
 	struct policy_cpuset free;
+	struct policy_signal cores[POLICY_MAX_CPUS];
 	struct policy_decision *decisions;
 	uint8_t *versions;
 	struct policy_drop *drops;
@@ -137,6 +144,7 @@ static int bench_policy(struct bench *b, const struct policy_entry *e)
 		.queries = b->queries,
 		.nr_queries = (int)(opts.tenants * opts.queued),
 		.free = &b->free,
+		.cores = b->cores,
 	};
 	struct policy_input empty = full;
 	struct coloc_err err = { 0 };
@@ -170,7 +178,7 @@ static int bench_policy(struct bench *b, const struct policy_entry *e)
 		b->empty_us[r] = t2 - t1;
 	}
 	policy_destroy(p);
-	printf("%-10s %9d %10.2f %10.2f %14.2f %14.2f  %s\n", e->name, decided,
+	printf("%-18s %9d %10.2f %10.2f %14.2f %14.2f  %s\n", e->name, decided,
 	       percentile(b->full_us, opts.rounds, 0.5), percentile(b->full_us, opts.rounds, 0.99),
 	       percentile(b->empty_us, opts.rounds, 0.5),
 	       percentile(b->empty_us, opts.rounds, 0.99),
@@ -298,6 +306,10 @@ int main(int argc, char **argv)
 	}
 	b->cfg.late = POLICY_LATE_SERVE; /* time the decisions, not the drops */
 	b->free = b->cfg.online;
+	/* a live slowdown between level columns, so policies that read it interpolate */
+	for (int c = 0; c < opts.cores; c++)
+		b->cores[c] =
+			(struct policy_signal){ .live = POLICY_SIG_SLOWDOWN, .slowdown = 1.3 };
 	for (int t = 0; t < opts.tenants; t++)
 		b->tenants[t] = (struct policy_tenant){ .model = &models[t % NR_MODELS].m,
 							.qos_ns = 15000000,
@@ -323,15 +335,17 @@ int main(int argc, char **argv)
 	       "%ld queued per tenant, %ld rounds\n",
 	       opts.tenants, opts.cores, opts.layers, NR_VERSIONS, opts.cores, NR_LEVELS,
 	       opts.queued, opts.rounds);
-	printf("%-10s %9s %10s %10s %14s %14s  %s\n", "policy", "decisions", "p50 us", "p99 us",
+	printf("%-18s %9s %10s %10s %14s %14s  %s\n", "policy", "decisions", "p50 us", "p99 us",
 	       "empty p50 us", "empty p99 us", "p99<=20us");
 	rc = 0;
 	for (int i = 0; policy_entry_at(i) && !rc; i++)
 		if (!only || only == policy_entry_at(i))
 			rc = bench_policy(b, policy_entry_at(i));
 cleanup:
-	for (int i = 0; i < NR_MODELS; i++)
+	for (int i = 0; i < NR_MODELS; i++) {
 		free(models[i].ns);
+		free(models[i].ops);
+	}
 	free(b->queries);
 	free(b->decisions);
 	free(b->versions);

@@ -1,0 +1,587 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * coloc: the scheduler issue's policy, VELTAIR's layer blocks and
+ * interference-chosen versions with Abacus's prediction and headroom order,
+ * and the engine its ablations and the model-wise and layer-wise baselines
+ * share (struct coloc_flags says which parts are on; each entry is a flag
+ * set, no copies).
+ *
+ * One round, as the code does it:
+ *  - the level: the mean slowdown of the free cores (a core's own signal,
+ *    else its LLC domain's, else 1.0), mapped onto each model's columns;
+ *  - each layer's QoS budget: tenant QoS x layer ops / model ops (alone
+ *    latency shares at the largest count where ops are absent); its core
+ *    need: the fewest profiled cores whose latency at the level, in the
+ *    version chosen, fits the budget (the fastest count when none does);
+ *  - avg_C of a model: its mean need alone, worked out once per tenant (by
+ *    uid); the threshold of an active model (a query queued or running):
+ *    (cores - sum avg_C) x avg_C_m / sum avg_C, at least 0;
+ *  - a query's next block: from next_layer up to (not including) the next
+ *    pivot, a layer needing more than avg_C + thres; its cores the fewest
+ *    whose summed latency fits the summed budget, at most what is free, or
+ *    (coloc's entries) the largest count within avg_C + thres when that is
+ *    faster: spare cores are not left idle;
+ *  - budgets (coloc's entries): the tenant's queue's headroom instead of
+ *    its QoS, as budget_scale() says, since colocd runs one block per
+ *    tenant at a time;
+ *  - order: per tenant its earliest deadline first (one block in flight per
+ *    tenant, as colocd runs one), tenants by that query's headroom
+ *    (deadline - now), or by arrival for coloc-fcfs and the baselines;
+ *  - drop: a query whose remaining model, on the largest profiled count the
+ *    free cores allow, is predicted to end past its deadline is not served
+ *    on them: dropped with POLICY_DROP_CANNOT_MEET when even the whole
+ *    machine would be late, else held until cores free up (a free set is
+ *    a moment's; dropping on it dropped queries at trivial loads in the
+ *    simulator); served anyway when config->late says serve;
+ *  - cores: from the free set, LLC domains with the fewest busy cores first
+ *    (busy = online and not free, or granted earlier in this round), ties to
+ *    the lower domain slowdown;
+ *  - prediction: the table latency at the level times a per-tenant
+ *    correction, an EWMA (alpha 0.3) of measured / table latency fed by
+ *    policy_block_done().
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "policy_impl.h"
+
+#define COLOC_ALPHA 0.3
+#define COLOC_LOOKAHEAD 4
+
+struct coloc_tenant {
+	bool known;
+	uint64_t uid;
+	const struct policy_model *model;
+	double avg_need; /* avg_C: mean core need alone */
+	double share_den; /* total ops, or total alone latency at the largest count */
+	double corr; /* measured / table latency, EWMA */
+};
+
+struct coloc_state {
+	struct coloc_flags flags;
+	int nr_online;
+	struct coloc_tenant t[POLICY_MAX_TENANTS];
+};
+
+double policy_coloc_threshold(int total_cores, double sum_avg, double avg)
+{
+	double spare = (double)total_cores - sum_avg;
+
+	if (sum_avg <= 0 || spare <= 0)
+		return 0;
+	return spare * avg / sum_avg;
+}
+
+int policy_coloc_engine_create(const struct coloc_flags *flags, const struct policy_config *cfg,
+			       void **state, struct coloc_err *err)
+{
+	struct coloc_state *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	st->flags = *flags;
+	st->nr_online = policy_cpuset_count(&cfg->online);
+	*state = st;
+	return 0;
+}
+
+void policy_coloc_engine_destroy(void *state)
+{
+	free(state);
+}
+
+/* The version of layer l at (ci, pos) the flags choose, and its latency; -1 when none. */
+static int layer_version(const struct coloc_state *st, const struct policy_model *m, int l, int ci,
+			 double pos, uint64_t *ns)
+{
+	if (!st->flags.versions) {
+		*ns = policy_model_latency(m, l, 0, ci, pos);
+		if (*ns)
+			return 0;
+	}
+	return policy_model_fastest_version(m, l, ci, pos, ns);
+}
+
+static double layer_share(const struct coloc_tenant *ct, const struct policy_model *m, int l)
+{
+	uint64_t ns;
+
+	if (ct->share_den <= 0)
+		return 1.0 / m->nr_layers;
+	if (m->layer_ops)
+		return (double)m->layer_ops[l] / ct->share_den;
+	policy_model_fastest_version(m, l, m->nr_core_counts - 1, 0, &ns);
+	return (double)ns / ct->share_den;
+}
+
+/* Index of the fewest cores whose latency of layer l at pos fits budget; the fastest when none. */
+static int layer_need(const struct coloc_state *st, const struct policy_model *m, int l,
+		      double budget, double pos)
+{
+	uint64_t best_ns = 0;
+	int best = 0;
+
+	for (int ci = 0; ci < m->nr_core_counts; ci++) {
+		uint64_t ns;
+
+		if (layer_version(st, m, l, ci, pos, &ns) < 0 || !ns)
+			continue;
+		if ((double)ns <= budget)
+			return ci;
+		if (!best_ns || ns < best_ns) {
+			best_ns = ns;
+			best = ci;
+		}
+	}
+	return best;
+}
+
+static struct coloc_tenant *tenant_state(struct coloc_state *st, const struct policy_input *in,
+					 int t)
+{
+	struct coloc_tenant *ct = &st->t[t];
+	const struct policy_tenant *pt = &in->tenants[t];
+	const struct policy_model *m = pt->model;
+	double sum = 0;
+
+	if (ct->known && ct->uid == pt->uid && ct->model == m)
+		return ct;
+	*ct = (struct coloc_tenant){ .known = true, .uid = pt->uid, .model = m, .corr = 1.0 };
+	for (int l = 0; l < m->nr_layers; l++) {
+		uint64_t ns = 0;
+
+		if (m->layer_ops)
+			ct->share_den += (double)m->layer_ops[l];
+		else if (policy_model_fastest_version(m, l, m->nr_core_counts - 1, 0, &ns) >= 0)
+			ct->share_den += (double)ns;
+	}
+	for (int l = 0; l < m->nr_layers; l++)
+		sum += m->core_counts[layer_need(st, m, l,
+						 (double)pt->qos_ns * layer_share(ct, m, l), 0)];
+	ct->avg_need = sum / m->nr_layers;
+	return ct;
+}
+
+/*
+ * Table latency of layers [first, last) at (ci, pos), versions written to v
+ * when non-NULL; 0 when a layer has no version there. With stop > 0 it
+ * returns as soon as the sum passes stop (the caller only compares).
+ */
+static uint64_t span_ns(const struct coloc_state *st, const struct policy_model *m, int first,
+			int last, int ci, double pos, uint8_t *v, double stop)
+{
+	uint64_t sum = 0;
+
+	for (int l = first; l < last && !(stop > 0 && (double)sum > stop); l++) {
+		uint64_t ns;
+		int ver = layer_version(st, m, l, ci, pos, &ns);
+
+		if (ver < 0 || !ns)
+			return 0;
+		if (v)
+			v[l - first] = (uint8_t)ver;
+		sum += ns;
+	}
+	return sum;
+}
+
+/* The slowdown of a core: its own signal, else its domain's, else none (1.0). */
+static double core_slowdown(const struct policy_config *cfg, const struct policy_input *in, int c)
+{
+	if (in->cores && (in->cores[c].live & POLICY_SIG_SLOWDOWN))
+		return in->cores[c].slowdown;
+	if (in->domains && (in->domains[cfg->llc[c]].live & POLICY_SIG_SLOWDOWN))
+		return in->domains[cfg->llc[c]].slowdown;
+	return 1.0;
+}
+
+static double free_level(const struct policy_config *cfg, const struct policy_input *in,
+			 const struct policy_cpuset *free)
+{
+	double sum = 0;
+	int n = 0;
+
+	for (int c = policy_cpuset_next(free, 0); c >= 0; c = policy_cpuset_next(free, c + 1)) {
+		sum += core_slowdown(cfg, in, c);
+		n++;
+	}
+	return n && sum / n > 1.0 ? sum / n : 1.0;
+}
+
+struct round {
+	struct policy_cpuset free;
+	int busy[POLICY_MAX_CPUS]; /* busy cores per LLC domain */
+	double level;
+	double thres[POLICY_MAX_TENANTS];
+	const struct policy_query *head[POLICY_MAX_TENANTS];
+	bool done[POLICY_MAX_TENANTS];
+};
+
+/* Grants n cores from r->free, least busy LLC domains first. */
+static void grant_cores(const struct policy_config *cfg, const struct policy_input *in,
+			struct round *r, int n, struct policy_cpuset *cores)
+{
+	policy_cpuset_zero(cores);
+	while (n > 0) {
+		int best = -1;
+		double best_slow = 0;
+
+		for (int c = policy_cpuset_next(&r->free, 0); c >= 0;
+		     c = policy_cpuset_next(&r->free, c + 1)) {
+			int d = cfg->llc[c];
+			double slow = in->domains && (in->domains[d].live & POLICY_SIG_SLOWDOWN) ?
+					      in->domains[d].slowdown :
+					      1.0;
+
+			if (best < 0 || r->busy[d] < r->busy[best] ||
+			    (r->busy[d] == r->busy[best] && slow < best_slow)) {
+				best = d;
+				best_slow = slow;
+			}
+		}
+		for (int c = policy_cpuset_next(&r->free, 0); c >= 0 && n > 0;
+		     c = policy_cpuset_next(&r->free, c + 1)) {
+			if (cfg->llc[c] != best)
+				continue;
+			policy_cpuset_set(cores, c);
+			policy_cpuset_clear(&r->free, c);
+			r->busy[best]++;
+			n--;
+		}
+	}
+}
+
+static bool before(const struct coloc_state *st, const struct policy_query *a,
+		   const struct policy_query *b)
+{
+	uint64_t ka = st->flags.headroom ? a->deadline_ns : a->arrival_ns;
+	uint64_t kb = st->flags.headroom ? b->deadline_ns : b->arrival_ns;
+
+	return ka < kb || (ka == kb && a->id < b->id);
+}
+
+/* Tenant t's first queued query in the policy's order after `after` (NULL: from the start). */
+static const struct policy_query *next_query(const struct coloc_state *st,
+					     const struct policy_input *in, int t,
+					     const struct policy_query *after)
+{
+	const struct policy_query *best = NULL;
+
+	for (int i = 0; i < in->nr_queries; i++) {
+		const struct policy_query *q = &in->queries[i];
+
+		if (q->tenant != t || q->in_flight || (after && !before(st, after, q)))
+			continue;
+		if (!best || before(st, q, best))
+			best = q;
+	}
+	return best;
+}
+
+static int append_drop(struct policy_output *out, const struct policy_query *q,
+		       enum policy_drop_reason reason, uint64_t predicted_ns)
+{
+	if (out->nr_drops >= out->max_drops)
+		return POLICY_OUT_FULL;
+	out->drops[out->nr_drops++] = (struct policy_drop){
+		.query_id = q->id,
+		.tenant = q->tenant,
+		.reason = reason,
+		.predicted_ns = predicted_ns,
+	};
+	return POLICY_DROPPED;
+}
+
+/* The end of q's next block: the next pivot after next_layer, per the flags' unit. */
+static int block_end(const struct coloc_state *st, const struct coloc_tenant *ct,
+		     const struct policy_model *m, int first, double scale, double thres,
+		     double pos, int *min_need)
+{
+	double limit = ct->avg_need + thres;
+	int l;
+
+	*min_need = 0;
+	if (st->flags.unit == COLOC_UNIT_MODEL)
+		return m->nr_layers;
+	if (st->flags.unit == COLOC_UNIT_LAYER)
+		return first + 1;
+	*min_need = layer_need(st, m, first, scale * layer_share(ct, m, first), pos);
+	for (l = first + 1; l < m->nr_layers; l++) {
+		int need = layer_need(st, m, l, scale * layer_share(ct, m, l), pos);
+
+		if (m->core_counts[need] > limit)
+			break;
+		if (need < *min_need)
+			*min_need = need;
+	}
+	return l;
+}
+
+static uint64_t rest_of_model(const struct coloc_state *st, const struct policy_model *m, int first,
+			      int ci, double pos, double corr)
+{
+	return (uint64_t)((double)span_ns(st, m, first, m->nr_layers, ci, pos, NULL, 0) * corr);
+}
+
+/*
+ * What a layer's budget is per unit of share (layer ops / model ops): the
+ * tenant's QoS, or with headroom budgets the time q's tenant has for the
+ * rest of q's model. That is the tightest (deadline - now) / i over the
+ * tenant's queued queries in order, i = 1, 2, ... (its executor runs them
+ * one after another, so the i-th waits for the i - 1 before it), spread
+ * over the rest of q's work. Only the first COLOC_LOOKAHEAD queries count:
+ * each costs a pass over the queue, and a long queue is late anyway.
+ */
+static double budget_scale(const struct coloc_state *st, const struct policy_input *in,
+			   const struct coloc_tenant *ct, const struct policy_query *q)
+{
+	const struct policy_model *m = in->tenants[q->tenant].model;
+	double rest = 0, head = 0;
+	int i = 1;
+
+	if (!st->flags.headroom_budget)
+		return (double)in->tenants[q->tenant].qos_ns;
+	for (const struct policy_query *p = q; p && i <= COLOC_LOOKAHEAD;
+	     p = next_query(st, in, q->tenant, p), i++) {
+		double h =
+			p->deadline_ns > in->now_ns ? (double)(p->deadline_ns - in->now_ns) / i : 0;
+
+		if (p == q || h < head)
+			head = h;
+	}
+	for (int l = q->next_layer; l < m->nr_layers; l++)
+		rest += layer_share(ct, m, l);
+	return rest > 0 ? head / rest : 0;
+}
+
+/* Decides q's next block, or drops it, or waits; an enum policy_served. */
+static int serve(struct coloc_state *st, const struct policy_config *cfg,
+		 const struct policy_input *in, struct round *r, const struct policy_query *q,
+		 struct policy_output *out, struct coloc_err *err)
+{
+	const struct policy_tenant *pt = &in->tenants[q->tenant];
+	const struct policy_model *m = pt->model;
+	struct coloc_tenant *ct = &st->t[q->tenant];
+	double level = st->flags.use_level ? r->level : 1.0;
+	double pos = policy_model_level_pos(m, level);
+	double corr = st->flags.predict ? ct->corr : 1.0;
+	int max_count = policy_cpuset_count(&r->free);
+	int max_ci = policy_model_core_index(m, max_count);
+	int first = q->next_layer, last, ci;
+	double budget = 0, scale;
+	int min_need;
+	uint64_t raw_ns = 0;
+	struct policy_decision *d;
+	uint8_t *versions;
+
+	if (cfg->late == POLICY_LATE_DROP && in->now_ns >= q->deadline_ns)
+		return append_drop(out, q, POLICY_DROP_DEADLINE_PASSED, 0);
+	if (max_ci < 0)
+		return POLICY_WAIT;
+	/*
+	 * The rest of the model, priced only to drop or hold it (not when late
+	 * queries are served): late even on the whole machine, dropped; late
+	 * on the cores free now but not on the whole machine, it waits for
+	 * cores, and less urgent queries may use the free ones meanwhile.
+	 */
+	if (cfg->late == POLICY_LATE_DROP) {
+		int all_ci = policy_model_core_index(m, st->nr_online);
+		uint64_t rest_ns;
+
+		if (max_ci < all_ci) {
+			rest_ns = rest_of_model(st, m, first, all_ci, pos, corr);
+			if (!rest_ns)
+				return coloc_err_set(err, -EINVAL,
+						     "tenant %d: a layer from %d on has no version "
+						     "at %d cores",
+						     q->tenant, first, m->core_counts[all_ci]);
+			if (in->now_ns + rest_ns > q->deadline_ns)
+				return append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
+		}
+		rest_ns = rest_of_model(st, m, first, max_ci, pos, corr);
+		if (!rest_ns)
+			return coloc_err_set(
+				err, -EINVAL,
+				"tenant %d: a layer from %d on has no version at %d cores",
+				q->tenant, first, m->core_counts[max_ci]);
+		if (in->now_ns + rest_ns > q->deadline_ns)
+			return max_ci < all_ci ?
+				       POLICY_WAIT :
+				       append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
+	}
+
+	scale = budget_scale(st, in, ct, q);
+	last = block_end(st, ct, m, first, scale, r->thres[q->tenant], pos, &min_need);
+	if (out->nr_decisions >= out->max_decisions ||
+	    out->nr_versions + (last - first) > out->max_versions)
+		return POLICY_OUT_FULL;
+	for (int l = first; l < last; l++)
+		budget += scale * layer_share(ct, m, l);
+	/*
+	 * The fewest cores whose block latency fits its budget, else the
+	 * fastest that is free. Each try writes its versions into the pool and
+	 * stops summing once past the budget, so the fitting try leaves them.
+	 * Below every layer's own need each layer is over its budget, so the
+	 * block is too: the search starts at the least need among its layers.
+	 */
+	versions = &out->versions[out->nr_versions];
+	ci = -1;
+	for (int c = min_need; c <= max_ci; c++) {
+		raw_ns = span_ns(st, m, first, last, c, pos, versions, budget / corr);
+		if (raw_ns && (double)raw_ns <= budget / corr) {
+			ci = c;
+			break;
+		}
+	}
+	if (ci < 0) {
+		uint64_t best_ns = 0;
+
+		for (int c = 0; c <= max_ci; c++) {
+			uint64_t ns = span_ns(st, m, first, last, c, pos, NULL, 0);
+
+			if (ns && (!best_ns || ns < best_ns)) {
+				best_ns = ns;
+				ci = c;
+			}
+		}
+		raw_ns = span_ns(st, m, first, last, ci, pos, versions, 0);
+	}
+	/*
+	 * Cores nobody needs are not left idle: up to avg_C + thres (the
+	 * model's fair share under the current load), the block takes the
+	 * largest count there is when that runs it faster.
+	 */
+	if (st->flags.use_spare) {
+		double limit = ct->avg_need + r->thres[q->tenant];
+		int ci_spare =
+			policy_model_core_index(m, limit < max_count ? (int)limit : max_count);
+
+		if (ci_spare > ci) {
+			uint64_t ns = span_ns(st, m, first, last, ci_spare, pos, NULL, 0);
+
+			if (ns && ns < raw_ns) {
+				ci = ci_spare;
+				raw_ns = span_ns(st, m, first, last, ci, pos, versions, 0);
+			}
+		}
+	}
+	out->nr_versions += last - first;
+	d = &out->decisions[out->nr_decisions++];
+	*d = (struct policy_decision){
+		.query_id = q->id,
+		.tenant = q->tenant,
+		.first_layer = first,
+		.last_layer = last,
+		.versions = versions,
+		.nr_cores = m->core_counts[ci],
+		.decided_ns = in->now_ns,
+		.level = level,
+		.predicted_ns = (uint64_t)((double)raw_ns * corr),
+	};
+	for (int l = first; l < last; l++)
+		d->alone_ns += policy_model_cell(m, l, versions[l - first], ci, 0);
+	grant_cores(cfg, in, r, d->nr_cores, &d->cores);
+	return POLICY_SERVED;
+}
+
+int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
+			       const struct policy_input *in, struct policy_output *out,
+			       struct coloc_err *err)
+{
+	struct coloc_state *st = state;
+	struct round r = { .free = *in->free };
+	double sum_avg = 0;
+
+	for (int c = policy_cpuset_next(&cfg->online, 0); c >= 0;
+	     c = policy_cpuset_next(&cfg->online, c + 1))
+		if (!policy_cpuset_test(in->free, c))
+			r.busy[cfg->llc[c]]++;
+	r.level = free_level(cfg, in, in->free);
+	for (int t = 0; t < in->nr_tenants; t++) {
+		r.done[t] = true;
+		if (!in->tenants[t].model)
+			continue;
+		if (!policy_tenant_in_flight(in, t)) {
+			r.head[t] = next_query(st, in, t, NULL);
+			r.done[t] = !r.head[t];
+		}
+		if (!r.done[t] || policy_tenant_in_flight(in, t))
+			sum_avg += tenant_state(st, in, t)->avg_need;
+	}
+	for (int t = 0; t < in->nr_tenants; t++)
+		if (!r.done[t])
+			r.thres[t] = st->flags.dynamic_thres ?
+					     policy_coloc_threshold(st->nr_online, sum_avg,
+								    st->t[t].avg_need) :
+					     st->flags.fixed_thres;
+	for (;;) {
+		int t = -1, ret;
+
+		for (int i = 0; i < in->nr_tenants; i++)
+			if (!r.done[i] && (t < 0 || before(st, r.head[i], r.head[t])))
+				t = i;
+		if (t < 0)
+			return 0;
+		ret = serve(st, cfg, in, &r, r.head[t], out, err);
+		if (ret < 0)
+			return ret;
+		if (ret == POLICY_OUT_FULL)
+			return 0;
+		if (ret == POLICY_DROPPED) {
+			r.head[t] = next_query(st, in, t, r.head[t]);
+			r.done[t] = !r.head[t];
+		} else {
+			r.done[t] = true;
+		}
+	}
+}
+
+void policy_coloc_engine_block_done(void *state, const struct policy_decision *d,
+				    uint64_t measured_ns)
+{
+	struct coloc_state *st = state;
+	struct coloc_tenant *ct;
+	const struct policy_model *m;
+	int ci;
+	uint64_t raw;
+
+	if (d->tenant < 0 || d->tenant >= POLICY_MAX_TENANTS)
+		return;
+	ct = &st->t[d->tenant];
+	m = ct->model;
+	if (!ct->known || !m || d->last_layer > m->nr_layers || !measured_ns)
+		return;
+	ci = policy_model_core_index(m, d->nr_cores);
+	if (ci < 0)
+		return;
+	raw = 0;
+	for (int l = d->first_layer; l < d->last_layer; l++)
+		raw += policy_model_latency(m, l, d->versions[l - d->first_layer], ci,
+					    policy_model_level_pos(m, d->level));
+	if (raw)
+		ct->corr = (1 - COLOC_ALPHA) * ct->corr + COLOC_ALPHA * (double)measured_ns / raw;
+}
+
+COLOC_ENTRY(policy_coloc, "coloc",
+	    "VELTAIR's layer blocks and versions by interference level, Abacus's prediction "
+	    "and headroom order",
+	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
+	    .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true, .headroom = true);
+COLOC_ENTRY(policy_coloc_noversions, "coloc-noversions",
+	    "coloc with one fixed version per layer (version 0)", .use_level = true,
+	    .headroom_budget = true, .use_spare = true, .unit = COLOC_UNIT_BLOCK,
+	    .dynamic_thres = true, .predict = true, .headroom = true);
+COLOC_ENTRY(policy_coloc_noblocks, "coloc-noblocks",
+	    "coloc with the whole remaining model as one block (model-wise inside coloc)",
+	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
+	    .unit = COLOC_UNIT_MODEL, .predict = true, .headroom = true);
+COLOC_ENTRY(policy_coloc_fixedthres, "coloc-fixedthres",
+	    "coloc with a fixed pivot threshold of 0 instead of the dynamic one", .use_level = true,
+	    .versions = true, .headroom_budget = true, .use_spare = true, .unit = COLOC_UNIT_BLOCK,
+	    .fixed_thres = 0, .predict = true, .headroom = true);
+COLOC_ENTRY(policy_coloc_noprediction, "coloc-noprediction",
+	    "coloc without the online correction of predicted latencies", .use_level = true,
+	    .versions = true, .headroom_budget = true, .use_spare = true, .unit = COLOC_UNIT_BLOCK,
+	    .dynamic_thres = true, .headroom = true);
+COLOC_ENTRY(policy_coloc_fcfs, "coloc-fcfs", "coloc in arrival order instead of headroom order",
+	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
+	    .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true);
