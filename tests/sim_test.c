@@ -543,7 +543,7 @@ static int cmp_start(const void *a, const void *b)
  * by start and no core may start a block before its previous one ended,
  * and every counted arrival is completed, dropped or left unserved.
  */
-TEST_F(sim, run__random_runs_never_oversubscribe_a_core)
+TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 {
 	char dir[4096];
 	struct sim_table tab[2];
@@ -607,7 +607,7 @@ TEST_F(sim, run__random_runs_never_oversubscribe_a_core)
 }
 
 /* The search twice with one seed: the same answer, and a bracket that passes below, fails above. */
-TEST_F(sim, search_qos_qps__deterministic_per_seed)
+TEST_F_TIMEOUT(sim, search_qos_qps__deterministic_per_seed, 600)
 {
 	char dir[4096];
 	struct sim_table rn;
@@ -645,7 +645,7 @@ TEST_F(sim, search_qos_qps__deterministic_per_seed)
  * cores): no load passes, however low, and the run kept to show it is the
  * first one, where every query was dropped.
  */
-TEST_F(sim, search_qos_qps__none_when_qos_is_below_the_solo_latency)
+TEST_F_TIMEOUT(sim, search_qos_qps__none_when_qos_is_below_the_solo_latency, 600)
 {
 	char dir[4096];
 	struct sim_table rn;
@@ -673,7 +673,7 @@ TEST_F(sim, search_qos_qps__none_when_qos_is_below_the_solo_latency)
 }
 
 /* One minute of simulated load on 64 cores with 8 tenants, per policy: printed, not asserted. */
-TEST_F(sim, run__speed_one_minute_64_cores_8_tenants)
+TEST_F_TIMEOUT(sim, run__speed_one_minute_64_cores_8_tenants, 600)
 {
 	char dir[4096];
 	struct sim_table tab[2];
