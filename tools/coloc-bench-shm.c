@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,12 +28,13 @@
 
 /* One input of 16 floats and one 16x16 fc: a block that is all overhead. */
 static const char tiny_model[] = "model tiny\nseed 1\nmacs 256\nparams 272\n"
-				 "input x shape=1x16\nfc y out=16 bias\n";
+				 "input x shape=1x16\nfc y out=16 bias\nend\n";
 
 static struct {
 	const char *executor;
 	int iters, rounds, cpu;
-} opts = { .iters = 2000, .rounds = 10, .cpu = 0 };
+	int driver_cpu; /* -1: unpinned; -2: another CPU than cpu, where there is one */
+} opts = { .iters = 2000, .rounds = 10, .cpu = 0, .driver_cpu = -2 };
 
 enum kind { KIND_NOP, KIND_LAYER, KIND_PIPE, NR_KINDS };
 static const char *const kind_names[NR_KINDS] = {
@@ -51,7 +53,11 @@ static void usage(FILE *f)
 		"\n"
 		"  -n, --iters N         round trips per kind per round, 10..1000000 (default 2000)\n"
 		"  -r, --rounds N        rounds, alternating the kinds, 1..1000 (default 10)\n"
-		"  -c, --cpu N           CPU the one-layer block runs on (default 0)\n"
+		"  -c, --cpu N           CPU the one-layer block and the pipe's echo child run on\n"
+		"                        (default 0)\n"
+		"  -d, --driver-cpu N    CPU this process (colocd's side) runs on; -1 unpinned\n"
+		"                        (default: another CPU than --cpu, as colocd usually is:\n"
+		"                        every round trip then wakes the other CPU)\n"
 		"  -e, --executor PATH   coloc-executor to start (default: next to this program)\n"
 		"  -h, --help            this help\n"
 		"      --version         print the version\n"
@@ -218,12 +224,35 @@ static int bench(struct execproc *ep, int to, int from, struct coloc_err *err)
 	return ret;
 }
 
+static int pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+/* The driver's CPU: as asked, or the first online CPU other than the executor's. */
+static int driver_cpu(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (opts.driver_cpu != -2)
+		return opts.driver_cpu;
+	for (int c = 0; c < n; c++)
+		if (c != opts.cpu)
+			return c;
+	return -1;
+}
+
 static int parse_args(int argc, char **argv)
 {
 	static const struct option long_opts[] = {
 		{ "iters", required_argument, NULL, 'n' },
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "cpu", required_argument, NULL, 'c' },
+		{ "driver-cpu", required_argument, NULL, 'd' },
 		{ "executor", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -232,7 +261,7 @@ static int parse_args(int argc, char **argv)
 	int c;
 	long v;
 
-	while ((c = getopt_long(argc, argv, "n:r:c:e:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:r:c:d:e:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (cli_parse_flag(PROG, "--iters", optarg, 10, 1000000, &v))
@@ -248,6 +277,12 @@ static int parse_args(int argc, char **argv)
 			if (cli_parse_flag(PROG, "--cpu", optarg, 0, COLOC_MAX_CPUS - 1, &v))
 				return 2;
 			opts.cpu = (int)v;
+			break;
+		case 'd':
+			if (cli_parse_flag(PROG, "--driver-cpu", optarg, -1, COLOC_MAX_CPUS - 1,
+					   &v))
+				return 2;
+			opts.driver_cpu = (int)v;
 			break;
 		case 'e':
 			opts.executor = optarg;
@@ -325,12 +360,16 @@ int main(int argc, char **argv)
 	if (!child) {
 		close(to[1]);
 		close(from[0]);
+		pin_to(opts.cpu); /* the pipe crosses the same CPUs as the shared memory */
 		echo_child(to[0], from[1]);
 	}
 	close(to[0]);
 	close(from[1]);
-	printf("executor pid %d, one-layer block on cpu %d; the pipe's echo child pid %d\n",
-	       execproc_pid(ep), opts.cpu, child);
+	if (driver_cpu() >= 0 && pin_to(driver_cpu()))
+		fprintf(stderr, PROG ": cannot run on cpu %d: %s\n", driver_cpu(), strerror(errno));
+	printf("executor pid %d and the pipe's echo child pid %d on cpu %d; this driver on %s%d\n",
+	       execproc_pid(ep), child, opts.cpu, driver_cpu() < 0 ? "any cpu " : "cpu ",
+	       driver_cpu());
 	ret = child < 0 ? coloc_err_set(&err, -errno, "fork: %s", strerror(errno)) :
 			  bench(ep, to[1], from[0], &err);
 	close(to[1]);
