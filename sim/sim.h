@@ -2,7 +2,7 @@
 /*
  * coloc-sim's library: a discrete-event simulator that drives the policy
  * library (policy/) exactly as colocd does, on a simulated machine of many
- * cores. One file per job: event.c (the event heap), rng.c (our PRNG),
+ * cores. One file per job: event.c (the event heap), common/rng.h (the PRNG),
  * machine.c (cores, sockets, LLC domains -> struct policy_config),
  * workload.c (Poisson and trace arrivals), table_veltair.c (VELTAIR's CSV
  * tables -> struct policy_model), interference.c (the provisional slowdown
@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include "error.h"
 #include "policy.h"
+#include "rng.h"
 
 /* ---- the event engine ---------------------------------------------------- */
 
@@ -53,19 +54,6 @@ int sim_heap_push(struct sim_heap *h, uint64_t time_ns, enum sim_event_kind kind
 		  uint64_t gen, struct coloc_err *err);
 /* The earliest event, removed; false when the heap is empty. */
 bool sim_heap_pop(struct sim_heap *h, struct sim_event *ev);
-
-/* ---- the PRNG: xoshiro256** seeded through splitmix64 --------------------- */
-
-struct sim_rng {
-	uint64_t s[4];
-};
-
-void sim_rng_seed(struct sim_rng *r, uint64_t seed);
-uint64_t sim_rng_next(struct sim_rng *r);
-/* Uniform in (0, 1]: never 0, so -log() is finite. */
-double sim_rng_uniform(struct sim_rng *r);
-/* Exponential with mean 1. */
-double sim_rng_exp(struct sim_rng *r);
 
 /* ---- the machine ----------------------------------------------------------- */
 
@@ -144,7 +132,7 @@ void sim_trace_free(struct sim_trace *t);
 
 /* Poisson arrivals of one tenant: its own PRNG stream, so tenants do not perturb each other. */
 struct sim_poisson {
-	struct sim_rng rng;
+	struct coloc_rng rng;
 	double rate_per_s;
 	double next_s;
 };

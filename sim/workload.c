@@ -16,14 +16,14 @@
 void sim_poisson_init(struct sim_poisson *p, uint64_t seed, int tenant, double rate_per_s)
 {
 	/* a distinct, well-mixed stream per tenant: the golden-ratio step apart */
-	sim_rng_seed(&p->rng, seed + (uint64_t)(tenant + 1) * 0x9e3779b97f4a7c15ULL);
+	coloc_rng_seed(&p->rng, seed + (uint64_t)(tenant + 1) * 0x9e3779b97f4a7c15ULL);
 	p->rate_per_s = rate_per_s;
 	p->next_s = 0;
 }
 
 uint64_t sim_poisson_next(struct sim_poisson *p)
 {
-	p->next_s += sim_rng_exp(&p->rng) / p->rate_per_s;
+	p->next_s += coloc_rng_exp(&p->rng) / p->rate_per_s;
 	return (uint64_t)llround(p->next_s * 1e9);
 }
 

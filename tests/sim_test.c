@@ -183,16 +183,16 @@ FIXTURE_TEARDOWN(sim)
 TEST(sim_heap__pops_by_time_then_done_before_arrival_then_push_order)
 {
 	struct sim_heap h;
-	struct sim_rng rng;
+	struct coloc_rng rng;
 	struct sim_event prev = { 0 }, ev;
 	int n = 0;
 
 	ASSERT_EQ(0, sim_heap_init(&h, 4, NULL));
-	sim_rng_seed(&rng, 7);
+	coloc_rng_seed(&rng, 7);
 	/* few distinct times, so ties of time and of kind are frequent */
 	for (int i = 0; i < 2000; i++)
-		ASSERT_EQ(0, sim_heap_push(&h, sim_rng_next(&rng) % 20, sim_rng_next(&rng) % 2, i,
-					   0, NULL));
+		ASSERT_EQ(0, sim_heap_push(&h, coloc_rng_next(&rng) % 20, coloc_rng_next(&rng) % 2,
+					   i, 0, NULL));
 	while (sim_heap_pop(&h, &ev)) {
 		if (n) {
 			ASSERT_LE(prev.time_ns, ev.time_ns);
@@ -547,33 +547,33 @@ TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 {
 	char dir[4096];
 	struct sim_table tab[2];
-	struct sim_rng rng;
+	struct coloc_rng rng;
 	static uint64_t busy_until[POLICY_MAX_CPUS];
 	int runs = 0;
 
 	NEED_VELTAIR(dir);
 	ASSERT_EQ(0, sim_table_load("veltair:resnet50", dir, &tab[0], &self->err));
 	ASSERT_EQ(0, sim_table_load("veltair:googlenet", dir, &tab[1], &self->err));
-	sim_rng_seed(&rng, 2026);
+	coloc_rng_seed(&rng, 2026);
 	for (int seed = 0; seed < 12; seed++) {
 		struct sim_tenant t[8];
-		int nr_t = 1 + (int)(sim_rng_next(&rng) % 8);
-		int cores = 8 * (1 + (int)(sim_rng_next(&rng) % 8));
+		int nr_t = 1 + (int)(coloc_rng_next(&rng) % 8);
+		int cores = 8 * (1 + (int)(coloc_rng_next(&rng) % 8));
 
 		for (int i = 0; i < nr_t; i++)
 			t[i] = (struct sim_tenant){
-				.model = &tab[sim_rng_next(&rng) % 2].model,
-				.qos_ns = (5 + sim_rng_next(&rng) % 30) * MS,
-				.share = 1 + (double)(sim_rng_next(&rng) % 4),
+				.model = &tab[coloc_rng_next(&rng) % 2].model,
+				.qos_ns = (5 + coloc_rng_next(&rng) % 30) * MS,
+				.share = 1 + (double)(coloc_rng_next(&rng) % 4),
 			};
 		for (int i = 0; policy_entry_at(i); i++) {
 			struct sim_params p =
 				small_params(policy_entry_at(i), cores, 4, t, nr_t, NULL, self->w);
 
-			p.qps = 20 + (double)(sim_rng_next(&rng) % 400);
+			p.qps = 20 + (double)(coloc_rng_next(&rng) % 400);
 			p.duration_ns = 3000 * MS;
 			p.seed = (uint64_t)seed;
-			p.late = sim_rng_next(&rng) % 2 ? POLICY_LATE_SERVE : POLICY_LATE_DROP;
+			p.late = coloc_rng_next(&rng) % 2 ? POLICY_LATE_SERVE : POLICY_LATE_DROP;
 			p.on_query = NULL;
 			self->w->nr_b = 0;
 			ASSERT_EQ(0, sim_run(&p, &self->r, &self->err))

@@ -25,6 +25,7 @@
 #include <sys/resource.h>
 #include <json-c/json.h>
 #include "cli.h"
+#include "rng.h"
 #include "coloc/client.h"
 #include "coloc/protocol.h"
 
@@ -79,7 +80,7 @@ struct load_tenant {
 	double qos_ms;
 	size_t in_bytes, out_bytes;
 	/* arrivals */
-	uint64_t rng[4];
+	struct coloc_rng rng;
 	uint64_t next_ns; /* the next arrival, absolute CLOCK_MONOTONIC */
 	float *input;
 	struct load_conn conns[LOAD_MAX_CONNS];
@@ -151,44 +152,9 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
-/* splitmix64 seeds xoshiro256**; both are Vigna's public-domain generators. */
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t xoshiro_next(uint64_t s[4])
-{
-	uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return result;
-}
-
-/* Uniform in [0, 1), 53 bits. */
-static double rng_uniform(uint64_t s[4])
-{
-	return (double)(xoshiro_next(s) >> 11) * 0x1.0p-53;
-}
-
-/* An exponential gap of mean 1/qps seconds, in ns. */
 static uint64_t rng_gap_ns(struct load_tenant *t)
 {
-	return (uint64_t)(-log1p(-rng_uniform(t->rng)) / t->qps * 1e9);
+	return (uint64_t)(coloc_rng_exp(&t->rng) / t->qps * 1e9);
 }
 
 /* A rate: a finite decimal in (0, LOAD_MAX_QPS]. cli.h parses integers only. */
@@ -397,20 +363,18 @@ static int load_prepare(void)
 	for (int i = 0; i < nr_tenants; i++) {
 		struct load_tenant *t = &tenants[i];
 		uint64_t sm = (uint64_t)opts.seed * 0x100000001b3ull + (uint64_t)i;
-		uint64_t fill[4];
+		struct coloc_rng fill;
 
-		for (int k = 0; k < 4; k++)
-			t->rng[k] = splitmix64(&sm);
+		coloc_rng_seed(&t->rng, sm);
 		/* the inputs come from a generator of their own: arrivals depend on the seed alone */
-		for (int k = 0; k < 4; k++)
-			fill[k] = splitmix64(&sm);
+		coloc_rng_seed(&fill, ~sm);
 		t->input = malloc(t->in_bytes ? t->in_bytes : 1);
 		if (!t->input) {
 			fprintf(stderr, "coloc-load: out of memory\n");
 			return 1;
 		}
 		for (size_t k = 0; k < t->in_bytes / sizeof(float); k++)
-			t->input[k] = (float)(rng_uniform(fill) * 2.0 - 1.0);
+			t->input[k] = (float)(coloc_rng_uniform(&fill) * 2.0 - 1.0);
 		for (int k = 0; k < opts.conns_per_tenant; k++) {
 			int err = coloc_client_connect(opts.socket_path, &t->conns[k].c);
 

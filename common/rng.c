@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The simulator's own PRNG, so a seed gives the same arrivals on every
- * machine and libc: xoshiro256** (Blackman and Vigna), its state filled
- * from the seed by splitmix64 as its authors recommend.
+ * The one PRNG of coloc's tools (the simulator's arrivals, coloc-load's
+ * arrivals and inputs): xoshiro256** seeded by splitmix64, Vigna's
+ * public-domain generators, so a seed gives the same stream on every machine
+ * and libc (rand() and random() do not).
  */
 #include <math.h>
-#include "sim.h"
+#include "rng.h"
 
 static uint64_t splitmix64(uint64_t *x)
 {
@@ -21,13 +22,13 @@ static uint64_t rotl(uint64_t x, int k)
 	return (x << k) | (x >> (64 - k));
 }
 
-void sim_rng_seed(struct sim_rng *r, uint64_t seed)
+void coloc_rng_seed(struct coloc_rng *r, uint64_t seed)
 {
 	for (int i = 0; i < 4; i++)
 		r->s[i] = splitmix64(&seed);
 }
 
-uint64_t sim_rng_next(struct sim_rng *r)
+uint64_t coloc_rng_next(struct coloc_rng *r)
 {
 	uint64_t *s = r->s;
 	uint64_t result = rotl(s[1] * 5, 7) * 9;
@@ -42,13 +43,13 @@ uint64_t sim_rng_next(struct sim_rng *r)
 	return result;
 }
 
-double sim_rng_uniform(struct sim_rng *r)
+double coloc_rng_uniform(struct coloc_rng *r)
 {
 	/* the top 53 bits, shifted into (0, 1] */
-	return ((sim_rng_next(r) >> 11) + 1) * 0x1.0p-53;
+	return ((coloc_rng_next(r) >> 11) + 1) * 0x1.0p-53;
 }
 
-double sim_rng_exp(struct sim_rng *r)
+double coloc_rng_exp(struct coloc_rng *r)
 {
-	return -log(sim_rng_uniform(r));
+	return -log(coloc_rng_uniform(r));
 }
