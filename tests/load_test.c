@@ -27,25 +27,10 @@
 #define LOAD_STR(x) LOAD_XSTR(x)
 
 static char cache_dir[64]; /* made once, shared by the forked tests */
-static pid_t parent_pid;
 
 __attribute__((constructor)) static void make_cache_dir(void)
 {
-	snprintf(cache_dir, sizeof(cache_dir), "/tmp/coloc-load-test-XXXXXX");
-	if (!mkdtemp(cache_dir))
-		cache_dir[0] = '\0';
-	parent_pid = getpid();
-}
-
-__attribute__((destructor)) static void remove_cache_dir(void)
-{
-	char cmd[128];
-
-	if (getpid() != parent_pid || !cache_dir[0])
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cache_dir);
-	if (system(cmd))
-		fprintf(stderr, "load_test: could not remove %s\n", cache_dir);
+	tu_shared_tmpdir("load-test", cache_dir, sizeof(cache_dir));
 }
 
 /* Runs bin/coloc-load with args (NULL-terminated); its exit status, output in c. */

@@ -32,25 +32,10 @@
 #define TOL 1e-3f
 
 static char cache_dir[64]; /* made once, shared by the forked tests */
-static pid_t parent_pid;
 
 __attribute__((constructor)) static void make_cache_dir(void)
 {
-	snprintf(cache_dir, sizeof(cache_dir), "/tmp/coloc-serving-test-XXXXXX");
-	if (!mkdtemp(cache_dir))
-		cache_dir[0] = '\0';
-	parent_pid = getpid();
-}
-
-__attribute__((destructor)) static void remove_cache_dir(void)
-{
-	char cmd[128];
-
-	if (getpid() != parent_pid || !cache_dir[0])
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cache_dir);
-	if (system(cmd))
-		fprintf(stderr, "serving_test: could not remove %s\n", cache_dir);
+	tu_shared_tmpdir("serving-test", cache_dir, sizeof(cache_dir));
 }
 
 static void model_path(char *buf, size_t len, const char *name)

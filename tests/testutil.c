@@ -475,3 +475,29 @@ out:
 	model_free(m);
 	return want;
 }
+
+static char tu_tmpdir[128];
+static pid_t tu_tmpdir_owner;
+
+static void tu_remove_tmpdir(void)
+{
+	char cmd[160];
+
+	if (getpid() != tu_tmpdir_owner || !tu_tmpdir[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tu_tmpdir);
+	if (system(cmd))
+		fprintf(stderr, "tests: could not remove %s\n", tu_tmpdir);
+}
+
+void tu_shared_tmpdir(const char *name, char *buf, size_t len)
+{
+	snprintf(tu_tmpdir, sizeof(tu_tmpdir), "/tmp/coloc-%s-XXXXXX", name);
+	if (!mkdtemp(tu_tmpdir)) {
+		tu_tmpdir[0] = '\0';
+	} else {
+		tu_tmpdir_owner = getpid();
+		atexit(tu_remove_tmpdir);
+	}
+	snprintf(buf, len, "%s", tu_tmpdir);
+}

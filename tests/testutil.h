@@ -87,4 +87,12 @@ int tu_topology_xml(char *buf, size_t len, const int *package_ids, int nr_packag
  */
 float *tu_model_outputs(const char *path, const float *input, size_t *out_elems);
 
+/*
+ * Makes /tmp/coloc-NAME-XXXXXX into buf ("" if it cannot), removed with
+ * everything in it when the process that made it exits: call it from a
+ * constructor, so the harness's forked tests share it and only the parent
+ * removes it.
+ */
+void tu_shared_tmpdir(const char *name, char *buf, size_t len);
+
 #endif /* COLOC_TESTUTIL_H */
