@@ -277,20 +277,6 @@ static const struct policy_query *next_query(const struct coloc_state *st,
 	return best;
 }
 
-static int append_drop(struct policy_output *out, const struct policy_query *q,
-		       enum policy_drop_reason reason, uint64_t predicted_ns)
-{
-	if (out->nr_drops >= out->max_drops)
-		return POLICY_OUT_FULL;
-	out->drops[out->nr_drops++] = (struct policy_drop){
-		.query_id = q->id,
-		.tenant = q->tenant,
-		.reason = reason,
-		.predicted_ns = predicted_ns,
-	};
-	return POLICY_DROPPED;
-}
-
 /* The end of q's next block: the next pivot after next_layer, per the flags' unit. */
 static int block_end(const struct coloc_state *st, const struct coloc_tenant *ct,
 		     const struct policy_model *m, int first, double scale, double thres,
@@ -374,7 +360,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	uint8_t *versions;
 
 	if (cfg->late == POLICY_LATE_DROP && in->now_ns >= q->deadline_ns)
-		return append_drop(out, q, POLICY_DROP_DEADLINE_PASSED, 0);
+		return policy_append_drop(out, q, POLICY_DROP_DEADLINE_PASSED, 0);
 	if (max_ci < 0)
 		return POLICY_WAIT;
 	/*
@@ -395,7 +381,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 						     "at %d cores",
 						     q->tenant, first, m->core_counts[all_ci]);
 			if (in->now_ns + rest_ns > q->deadline_ns)
-				return append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
+				return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
 		}
 		rest_ns = rest_of_model(st, m, first, max_ci, pos, corr);
 		if (!rest_ns)
@@ -406,7 +392,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		if (in->now_ns + rest_ns > q->deadline_ns)
 			return max_ci < all_ci ?
 				       POLICY_WAIT :
-				       append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
+				       policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
 	}
 
 	scale = budget_scale(st, in, ct, q);

@@ -26,6 +26,9 @@ const struct policy_query *policy_earliest_queued(const struct policy_input *in,
 
 /* True when some query of tenant has a block in flight. */
 bool policy_tenant_in_flight(const struct policy_input *in, int tenant);
+/* Records q's drop in out: POLICY_DROPPED, or POLICY_OUT_FULL when out has no room. */
+int policy_append_drop(struct policy_output *out, const struct policy_query *q,
+		       enum policy_drop_reason reason, uint64_t predicted_ns);
 
 enum policy_served {
 	POLICY_SERVED, /* a decision was appended, its cores taken from free */

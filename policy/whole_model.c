@@ -52,7 +52,7 @@ bool policy_tenant_in_flight(const struct policy_input *in, int tenant)
 	return false;
 }
 
-static int append_drop(struct policy_output *out, const struct policy_query *q,
+int policy_append_drop(struct policy_output *out, const struct policy_query *q,
 		       enum policy_drop_reason reason, uint64_t predicted_ns)
 {
 	if (out->nr_drops >= out->max_drops)
@@ -80,7 +80,7 @@ int policy_serve_whole_model(const struct policy_config *cfg, const struct polic
 	int cpu;
 
 	if (cfg->late == POLICY_LATE_DROP && in->now_ns >= q->deadline_ns)
-		return append_drop(out, q, POLICY_DROP_DEADLINE_PASSED, 0);
+		return policy_append_drop(out, q, POLICY_DROP_DEADLINE_PASSED, 0);
 	if (ci < 0)
 		return POLICY_WAIT;
 	if (out->nr_decisions >= out->max_decisions ||
@@ -102,7 +102,7 @@ int policy_serve_whole_model(const struct policy_config *cfg, const struct polic
 		alone_ns += ns;
 	}
 	if (cfg->late == POLICY_LATE_DROP && in->now_ns + alone_ns > q->deadline_ns)
-		return append_drop(out, q, POLICY_DROP_CANNOT_MEET, alone_ns);
+		return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, alone_ns);
 
 	d = &out->decisions[out->nr_decisions++];
 	out->nr_versions += nr_layers;
