@@ -219,9 +219,9 @@ bench-sim: $(BIN)/coloc-sim
 	@echo "bench-sim: simulated QoS-QPS (>= 95% of every tenant's queries within QoS) of every"
 	@echo "policy in the table, 64 cores in LLC domains of 4 (Threadripper 3990X), VELTAIR's"
 	@echo "tables (ResNet-50, GoogLeNet; QoS 15 ms each), 120 s per point, median of seeds 1..5."
-	@echo "NOT HERE YET: the coloc policy (VELTAIR/Abacus, issue 8), the fidelity check against"
-	@echo "make bench-qos, and an interference model fitted from measured pairs: the one used is"
-	@echo "provisional (sim/README.md), so these are not results to quote."
+	@echo "NOT HERE YET: the fidelity check against make bench-qos, and an interference model"
+	@echo "fitted from measured pairs: the one used is provisional (sim/README.md), and VELTAIR's"
+	@echo "tables have one kernel version, so these are not results to quote."
 	@echo "== mix: 1 ResNet-50 + 1 GoogLeNet tenant"
 	$(Q)$(BIN)/coloc-sim --policy all --search --seeds 5 --cores 64 --llc 4 --duration 120 $(SIM_MIX2)
 	@echo "== mix: 4 ResNet-50 + 4 GoogLeNet tenants"
