@@ -437,7 +437,10 @@ static void run_command(struct server *s, const struct coloc_shm_cmd *c, struct 
 		d->status = COLOC_SHM_DONE_FAILED;
 		d->error = ret;
 		snprintf(d->reason, sizeof(d->reason), "running layers [%u, %u) failed: %s", first,
-			 last, strerror(-ret));
+			 last,
+			 ret == -ERANGE ? "an input read as token ids holds a value that is not a "
+					  "whole number in [0, vocab) of its embedding" :
+					  strerror(-ret));
 		return;
 	}
 	s->progress[slot] = first ? (last > s->progress[slot] ? last : s->progress[slot]) : last;

@@ -134,7 +134,8 @@ static void usage(FILE *out)
 		"  -h, --help            this help\n"
 		"  -V, --version         print the version and exit\n"
 		"\n"
-		"Inputs are random fp32 of each tenant's input_bytes. Latency here runs from\n"
+		"Inputs are random 0s and 1s as fp32 (valid pixels and token ids) of each\n"
+		"tenant's input_bytes. Latency here runs from\n"
 		"just before a query's send to the receipt of its answer; 'within QoS' is the\n"
 		"share of the window's queries answered OK within the tenant's QoS (drops,\n"
 		"failures, rejections and outstanding queries count as misses).\n"
@@ -374,7 +375,7 @@ static int load_prepare(void)
 			return 1;
 		}
 		for (size_t k = 0; k < t->in_bytes / sizeof(float); k++)
-			t->input[k] = (float)(coloc_rng_uniform(&fill) * 2.0 - 1.0);
+			t->input[k] = (float)(coloc_rng_next(&fill) & 1);
 		for (int k = 0; k < opts.conns_per_tenant; k++) {
 			int err = coloc_client_connect(opts.socket_path, &t->conns[k].c);
 

@@ -78,8 +78,8 @@ static void usage(FILE *out)
 		"  infer NAME [--input FILE] [--output FILE] [--json]\n"
 		"                                one query: FILE holds the model's inputs as raw\n"
 		"                                little-endian fp32, one after another (status\n"
-		"                                shows input_bytes); random values in [-1,1)\n"
-		"                                without it. The outputs, raw fp32 likewise, go\n"
+		"                                shows input_bytes); random 0s and 1s (valid\n"
+		"                                pixels and token ids) without it. The outputs, raw fp32 likewise, go\n"
 		"                                to --output, else the first few are printed\n"
 		"\n"
 		"Options (before or after the command):\n"
@@ -905,7 +905,11 @@ static int ctl_tenant_sizes(struct coloc_client *c, const char *name, size_t *in
 	return rc;
 }
 
-/* The input: FILE's bytes (exactly len of them), or random values in [-1, 1). */
+/*
+ * The input: FILE's bytes (exactly len of them), or random 0s and 1s: whole
+ * numbers, so the same input is valid pixels and valid token ids (every
+ * embedding has a vocabulary of at least 2) whatever the model.
+ */
 static void *ctl_read_input(const char *path, size_t len)
 {
 	float *buf = malloc(len ? len : 1);
@@ -916,7 +920,7 @@ static void *ctl_read_input(const char *path, size_t len)
 	if (!path) {
 		srand((unsigned int)time(NULL) ^ (unsigned int)getpid());
 		for (size_t i = 0; i < len / sizeof(float); i++)
-			buf[i] = (float)rand() / ((float)RAND_MAX / 2) - 1.0f;
+			buf[i] = (float)(rand() & 1);
 		return buf;
 	}
 	f = fopen(path, "rb");
