@@ -4,7 +4,8 @@
 # (cached), starts colocd, submits MobileNet-V2 and ResNet-50 with colocctl
 # (QoS = 2 x each model's profiled solo latency on all cores, Abacus's rule;
 # an impossible QoS is refused with its numbers), shows colocctl status and the
-# BPF attribution of the tenants' executors, drives both with coloc-load
+# BPF attribution of the tenants' executors and, halfway through the first load,
+# which block holds each core (core_owner), drives both with coloc-load
 # (open-loop Poisson arrivals, MLPerf's server scenario), and repeats the same
 # load (same seed, same rates) under each of colocd's policies to compare
 # them. colocd is stopped with SIGTERM each time and must exit 0 and leave no
@@ -164,9 +165,19 @@ for p in "${POLICIES[@]}"; do
 	fi
 	echo
 	echo "== coloc-load under --policy $p: ${WARMUP_S} s warm-up, ${DURATION_S} s measured, seed $SEED"
+	if [ "$p" = "${POLICIES[0]}" ]; then
+		# which tenant's block holds each core, caught halfway through the load
+		(sleep $((WARMUP_S + DURATION_S / 2)) &&
+			"$BPFTOOL" map dump pinned "$PIN/core_owner" >"$WORK/core_owner.txt" 2>&1) &
+		snapshot=$!
+	fi
 	run_load "$p"
 	sed 's/^/  /' "$WORK/load-$p.txt"
 	if [ "$p" = "${POLICIES[0]}" ]; then
+		wait "$snapshot"
+		echo
+		echo "== which block held each core halfway through: bpftool map dump pinned $PIN/core_owner"
+		sed 's/^/  /' "$WORK/core_owner.txt"
 		echo
 		echo "== colocctl status after it (colocd's own counts, warm-up included)"
 		ctl status | sed 's/^/  /'
