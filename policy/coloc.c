@@ -50,6 +50,7 @@
  * exactly what the table gives, so no decision depends on the cache.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include "policy_impl.h"
 
@@ -62,8 +63,8 @@
 struct coloc_cell {
 	uint64_t gen; /* valid when it is the cache's generation */
 	uint64_t ns; /* latency of the chosen version, 0: no version */
-	uint64_t
-		min_ns; /* least non-zero ns at this count or fewer, 0: none (valid with the row) */
+	/* least non-zero ns at this count or fewer, NAN: none (valid with the row) */
+	double min_ns;
 	int ver;
 };
 
@@ -76,6 +77,8 @@ struct coloc_cache {
 	uint64_t gen;
 	double pos; /* the level position the entries hold */
 	double share[COLOC_CACHE_LAYERS]; /* layer_share() of each layer, kept with the tenant */
+	double rest
+		[COLOC_CACHE_LAYERS]; /* shares of layers l.. summed from l up, as rest_share() */
 	struct coloc_row row[COLOC_CACHE_LAYERS];
 	struct coloc_cell cell[COLOC_CACHE_CELLS]; /* [layer * nr_core_counts + ci] */
 	uint64_t col[POLICY_MAX_CORE_COUNTS]; /* the generation column ci's sums hold */
@@ -209,10 +212,23 @@ static const struct coloc_cell *cache_row(const struct coloc_state *st, struct c
 			min_ns = ns;
 			row->fastest = ci;
 		}
-		e[ci].min_ns = min_ns;
+		/* NAN compares false with every budget, as "no version" never fits */
+		e[ci].min_ns = min_ns ? (double)min_ns : NAN;
 	}
 	row->gen = c->gen;
 	return e;
+}
+
+/* The shares of layers first.. summed in order (kept per tenant: the same sum, bit for bit). */
+static double rest_share(const struct coloc_tenant *ct, const struct policy_model *m, int first)
+{
+	double rest = 0;
+
+	if (ct->cache)
+		return ct->cache->rest[first];
+	for (int l = first; l < m->nr_layers; l++)
+		rest += layer_share(ct, m, l);
+	return rest;
 }
 
 /* Index of the fewest cores whose latency of layer l at pos fits budget; the fastest when none. */
@@ -229,18 +245,18 @@ static int layer_need(const struct coloc_state *st, struct coloc_tenant *ct, int
 		 * The first count whose latency fits is the first whose running
 		 * minimum fits, and the running minimum only falls with the count.
 		 */
-		const struct coloc_cell *e = cache_row(st, ct, c, l, pos);
-		int lo = 0, hi = m->nr_core_counts;
+		const struct coloc_cell *e = cache_row(st, ct, c, l, pos), *b = e;
+		int n = m->nr_core_counts, first_fit;
 
-		while (lo < hi) {
-			int mid = (lo + hi) / 2;
+		/* a lower bound without branches on the comparisons, which do not predict */
+		while (n > 1) {
+			int half = n / 2;
 
-			if (e[mid].min_ns && (double)e[mid].min_ns <= budget)
-				hi = mid;
-			else
-				lo = mid + 1;
+			b = b[half - 1].min_ns <= budget ? b : b + half;
+			n -= half;
 		}
-		return lo < m->nr_core_counts ? lo : c->row[l].fastest;
+		first_fit = (int)(b - e) + !(b->min_ns <= budget);
+		return first_fit < m->nr_core_counts ? first_fit : c->row[l].fastest;
 	}
 	for (int ci = 0; ci < m->nr_core_counts; ci++) {
 		uint64_t ns;
@@ -282,6 +298,8 @@ static struct coloc_tenant *tenant_state(struct coloc_state *st, const struct po
 
 		for (int l = 0; l < m->nr_layers; l++)
 			c->share[l] = layer_share(ct, m, l);
+		for (int l = 0; l < m->nr_layers; l++)
+			c->rest[l] = rest_share(ct, m, l);
 		/* what it held was another tenant's, or another model's */
 		c->gen++;
 		c->pos = -1;
@@ -497,7 +515,7 @@ static double budget_scale(const struct coloc_state *st, const struct policy_inp
 			   const struct coloc_tenant *ct, const struct policy_query *q)
 {
 	const struct policy_model *m = in->tenants[q->tenant].model;
-	double rest = 0, head = 0;
+	double rest, head = 0;
 	int i = 1;
 
 	if (!st->flags.headroom_budget)
@@ -510,8 +528,7 @@ static double budget_scale(const struct coloc_state *st, const struct policy_inp
 		if (p == q || h < head)
 			head = h;
 	}
-	for (int l = q->next_layer; l < m->nr_layers; l++)
-		rest += layer_share(ct, m, l);
+	rest = rest_share(ct, m, q->next_layer);
 	return rest > 0 ? head / rest : 0;
 }
 
