@@ -39,13 +39,53 @@
  *  - prediction: the table latency at the level times a per-tenant
  *    correction, an EWMA (alpha 0.3) of measured / table latency fed by
  *    policy_block_done().
+ *
+ * Reading the table is most of a round's cost (each layer's version at each
+ * core count, interpolated between level columns), and the level position
+ * rarely changes between rounds, so each tenant keeps what it read: per
+ * (layer, core count) the version chosen and its latency, per layer the
+ * least latency at each count or fewer (a core need is then a binary
+ * search). Entries are filled on first use and all dropped at once, by a
+ * generation number, when the position or the tenant changes; they hold
+ * exactly what the table gives, so no decision depends on the cache.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include "policy_impl.h"
 
 #define COLOC_ALPHA 0.3
 #define COLOC_LOOKAHEAD 4
+/* A tenant's cache covers tables up to these sizes; larger ones are read directly. */
+#define COLOC_CACHE_LAYERS 1024
+#define COLOC_CACHE_CELLS 8192
+
+struct coloc_cell {
+	uint64_t gen; /* valid when it is the cache's generation */
+	uint64_t ns; /* latency of the chosen version, 0: no version */
+	/* least non-zero ns at this count or fewer, NAN: none (valid with the row) */
+	double min_ns;
+	int ver;
+};
+
+struct coloc_row {
+	uint64_t gen; /* min_ns and fastest valid when it is the cache's generation */
+	int fastest; /* the fastest count, the first of equals (0 when none) */
+};
+
+struct coloc_cache {
+	uint64_t gen;
+	double pos; /* the level position the entries hold */
+	double share[COLOC_CACHE_LAYERS]; /* layer_share() of each layer, kept with the tenant */
+	double rest
+		[COLOC_CACHE_LAYERS]; /* shares of layers l.. summed from l up, as rest_share() */
+	struct coloc_row row[COLOC_CACHE_LAYERS];
+	struct coloc_cell cell[COLOC_CACHE_CELLS]; /* [layer * nr_core_counts + ci] */
+	uint64_t col[POLICY_MAX_CORE_COUNTS]; /* the generation column ci's sums hold */
+	/* [layer * nr_core_counts + ci], layer 0 .. nr_layers */
+	uint64_t sum_before[COLOC_CACHE_CELLS + POLICY_MAX_CORE_COUNTS];
+	uint32_t bad_before[COLOC_CACHE_CELLS + POLICY_MAX_CORE_COUNTS];
+};
 
 struct coloc_tenant {
 	bool known;
@@ -54,12 +94,14 @@ struct coloc_tenant {
 	double avg_need; /* avg_C: mean core need alone */
 	double share_den; /* total ops, or total alone latency at the largest count */
 	double corr; /* measured / table latency, EWMA */
+	struct coloc_cache *cache; /* NULL: the table is too large to cache */
 };
 
 struct coloc_state {
 	struct coloc_flags flags;
 	int nr_online;
 	struct coloc_tenant t[POLICY_MAX_TENANTS];
+	struct coloc_cache cache[POLICY_MAX_TENANTS];
 };
 
 double policy_coloc_threshold(int total_cores, double sum_avg, double avg)
@@ -105,6 +147,8 @@ static double layer_share(const struct coloc_tenant *ct, const struct policy_mod
 {
 	uint64_t ns;
 
+	if (ct->cache)
+		return ct->cache->share[l];
 	if (ct->share_den <= 0)
 		return 1.0 / m->nr_layers;
 	if (m->layer_ops)
@@ -113,13 +157,107 @@ static double layer_share(const struct coloc_tenant *ct, const struct policy_mod
 	return (double)ns / ct->share_den;
 }
 
-/* Index of the fewest cores whose latency of layer l at pos fits budget; the fastest when none. */
-static int layer_need(const struct coloc_state *st, const struct policy_model *m, int l,
-		      double budget, double pos)
+/* ct's cache at pos, emptied when the position moved; NULL when the table is not cached. */
+static struct coloc_cache *cache_at(struct coloc_tenant *ct, double pos)
 {
+	struct coloc_cache *c = ct->cache;
+
+	if (c && c->pos != pos) {
+		c->gen++;
+		c->pos = pos;
+	}
+	return c;
+}
+
+/* Fills cell e of (l, ci) in cache c at pos. */
+static void cache_fill(const struct coloc_state *st, const struct coloc_tenant *ct,
+		       struct coloc_cache *c, struct coloc_cell *e, int l, int ci, double pos)
+{
+	e->ver = layer_version(st, ct->model, l, ci, pos, &e->ns);
+	e->gen = c->gen;
+}
+
+/* layer_version() of ct's model, through its cache. */
+static inline int layer_cell(const struct coloc_state *st, struct coloc_tenant *ct, int l, int ci,
+			     double pos, uint64_t *ns)
+{
+	struct coloc_cache *c = cache_at(ct, pos);
+	struct coloc_cell *e;
+
+	if (!c)
+		return layer_version(st, ct->model, l, ci, pos, ns);
+	e = &c->cell[l * ct->model->nr_core_counts + ci];
+	if (e->gen != c->gen)
+		cache_fill(st, ct, c, e, l, ci, pos);
+	*ns = e->ns;
+	return e->ver;
+}
+
+/* Layer l's cells of cache c with their running minimum (min_ns) and its fastest count filled. */
+static const struct coloc_cell *cache_row(const struct coloc_state *st, struct coloc_tenant *ct,
+					  struct coloc_cache *c, int l, double pos)
+{
+	int nc = ct->model->nr_core_counts;
+	struct coloc_cell *e = &c->cell[l * nc];
+	struct coloc_row *row = &c->row[l];
+	uint64_t min_ns = 0;
+
+	if (row->gen == c->gen)
+		return e;
+	row->fastest = 0;
+	for (int ci = 0; ci < nc; ci++) {
+		uint64_t ns;
+
+		if (layer_cell(st, ct, l, ci, pos, &ns) >= 0 && ns && (!min_ns || ns < min_ns)) {
+			min_ns = ns;
+			row->fastest = ci;
+		}
+		/* NAN compares false with every budget, as "no version" never fits */
+		e[ci].min_ns = min_ns ? (double)min_ns : NAN;
+	}
+	row->gen = c->gen;
+	return e;
+}
+
+/* The shares of layers first.. summed in order (kept per tenant: the same sum, bit for bit). */
+static double rest_share(const struct coloc_tenant *ct, const struct policy_model *m, int first)
+{
+	double rest = 0;
+
+	if (ct->cache)
+		return ct->cache->rest[first];
+	for (int l = first; l < m->nr_layers; l++)
+		rest += layer_share(ct, m, l);
+	return rest;
+}
+
+/* Index of the fewest cores whose latency of layer l at pos fits budget; the fastest when none. */
+static int layer_need(const struct coloc_state *st, struct coloc_tenant *ct, int l, double budget,
+		      double pos)
+{
+	const struct policy_model *m = ct->model;
+	struct coloc_cache *c = cache_at(ct, pos);
 	uint64_t best_ns = 0;
 	int best = 0;
 
+	if (c) {
+		/*
+		 * The first count whose latency fits is the first whose running
+		 * minimum fits, and the running minimum only falls with the count.
+		 */
+		const struct coloc_cell *e = cache_row(st, ct, c, l, pos), *b = e;
+		int n = m->nr_core_counts, first_fit;
+
+		/* a lower bound without branches on the comparisons, which do not predict */
+		while (n > 1) {
+			int half = n / 2;
+
+			b = b[half - 1].min_ns <= budget ? b : b + half;
+			n -= half;
+		}
+		first_fit = (int)(b - e) + !(b->min_ns <= budget);
+		return first_fit < m->nr_core_counts ? first_fit : c->row[l].fastest;
+	}
 	for (int ci = 0; ci < m->nr_core_counts; ci++) {
 		uint64_t ns;
 
@@ -154,26 +292,81 @@ static struct coloc_tenant *tenant_state(struct coloc_state *st, const struct po
 		else if (policy_model_fastest_version(m, l, m->nr_core_counts - 1, 0, &ns) >= 0)
 			ct->share_den += (double)ns;
 	}
+	if (m->nr_layers <= COLOC_CACHE_LAYERS &&
+	    (size_t)m->nr_layers * m->nr_core_counts <= COLOC_CACHE_CELLS) {
+		struct coloc_cache *c = &st->cache[t];
+
+		for (int l = 0; l < m->nr_layers; l++)
+			c->share[l] = layer_share(ct, m, l);
+		for (int l = 0; l < m->nr_layers; l++)
+			c->rest[l] = rest_share(ct, m, l);
+		/* what it held was another tenant's, or another model's */
+		c->gen++;
+		c->pos = -1;
+		ct->cache = c;
+	}
 	for (int l = 0; l < m->nr_layers; l++)
-		sum += m->core_counts[layer_need(st, m, l,
+		sum += m->core_counts[layer_need(st, ct, l,
 						 (double)pt->qos_ns * layer_share(ct, m, l), 0)];
 	ct->avg_need = sum / m->nr_layers;
 	return ct;
 }
 
+/* Fills column ci of cache c: per layer the latency of the layers before it, and how many lack a version. */
+static void cache_column(const struct coloc_state *st, struct coloc_tenant *ct,
+			 struct coloc_cache *c, int ci, double pos)
+{
+	const struct policy_model *m = ct->model;
+	int nc = m->nr_core_counts, l;
+	uint64_t sum = 0;
+	uint32_t bad = 0;
+
+	if (c->col[ci] == c->gen)
+		return;
+	for (l = 0; l < m->nr_layers; l++) {
+		uint64_t ns;
+
+		c->sum_before[l * nc + ci] = sum;
+		c->bad_before[l * nc + ci] = bad;
+		if (layer_cell(st, ct, l, ci, pos, &ns) < 0 || !ns)
+			bad++;
+		else
+			sum += ns;
+	}
+	c->sum_before[l * nc + ci] = sum;
+	c->bad_before[l * nc + ci] = bad;
+	c->col[ci] = c->gen;
+}
+
 /*
  * Table latency of layers [first, last) at (ci, pos), versions written to v
- * when non-NULL; 0 when a layer has no version there. With stop > 0 it
- * returns as soon as the sum passes stop (the caller only compares).
+ * when non-NULL; 0 when a layer has no version there. With stop > 0 it may
+ * return any sum above stop, and leave v unwritten, once the sum passes stop
+ * (the caller only compares).
  */
-static uint64_t span_ns(const struct coloc_state *st, const struct policy_model *m, int first,
-			int last, int ci, double pos, uint8_t *v, double stop)
+static uint64_t span_ns(const struct coloc_state *st, struct coloc_tenant *ct, int first, int last,
+			int ci, double pos, uint8_t *v, double stop)
 {
+	struct coloc_cache *c = cache_at(ct, pos);
 	uint64_t sum = 0;
 
+	if (c && ci >= 0) {
+		/* integer sums: the difference of two running sums is the span's sum exactly */
+		int nc = ct->model->nr_core_counts;
+
+		cache_column(st, ct, c, ci, pos);
+		if (c->bad_before[last * nc + ci] != c->bad_before[first * nc + ci])
+			return 0;
+		sum = c->sum_before[last * nc + ci] - c->sum_before[first * nc + ci];
+		if (stop > 0 && (double)sum > stop)
+			return sum;
+		for (int l = first; v && l < last; l++)
+			v[l - first] = (uint8_t)c->cell[l * nc + ci].ver;
+		return sum;
+	}
 	for (int l = first; l < last && !(stop > 0 && (double)sum > stop); l++) {
 		uint64_t ns;
-		int ver = layer_version(st, m, l, ci, pos, &ns);
+		int ver = layer_cell(st, ct, l, ci, pos, &ns);
 
 		if (ver < 0 || !ns)
 			return 0;
@@ -278,7 +471,7 @@ static const struct policy_query *next_query(const struct coloc_state *st,
 }
 
 /* The end of q's next block: the next pivot after next_layer, per the flags' unit. */
-static int block_end(const struct coloc_state *st, const struct coloc_tenant *ct,
+static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
 		     const struct policy_model *m, int first, double scale, double thres,
 		     double pos, int *min_need)
 {
@@ -290,9 +483,9 @@ static int block_end(const struct coloc_state *st, const struct coloc_tenant *ct
 		return m->nr_layers;
 	if (st->flags.unit == COLOC_UNIT_LAYER)
 		return first + 1;
-	*min_need = layer_need(st, m, first, scale * layer_share(ct, m, first), pos);
+	*min_need = layer_need(st, ct, first, scale * layer_share(ct, m, first), pos);
 	for (l = first + 1; l < m->nr_layers; l++) {
-		int need = layer_need(st, m, l, scale * layer_share(ct, m, l), pos);
+		int need = layer_need(st, ct, l, scale * layer_share(ct, m, l), pos);
 
 		if (m->core_counts[need] > limit)
 			break;
@@ -302,10 +495,11 @@ static int block_end(const struct coloc_state *st, const struct coloc_tenant *ct
 	return l;
 }
 
-static uint64_t rest_of_model(const struct coloc_state *st, const struct policy_model *m, int first,
+static uint64_t rest_of_model(const struct coloc_state *st, struct coloc_tenant *ct, int first,
 			      int ci, double pos, double corr)
 {
-	return (uint64_t)((double)span_ns(st, m, first, m->nr_layers, ci, pos, NULL, 0) * corr);
+	return (uint64_t)((double)span_ns(st, ct, first, ct->model->nr_layers, ci, pos, NULL, 0) *
+			  corr);
 }
 
 /*
@@ -321,7 +515,7 @@ static double budget_scale(const struct coloc_state *st, const struct policy_inp
 			   const struct coloc_tenant *ct, const struct policy_query *q)
 {
 	const struct policy_model *m = in->tenants[q->tenant].model;
-	double rest = 0, head = 0;
+	double rest, head = 0;
 	int i = 1;
 
 	if (!st->flags.headroom_budget)
@@ -334,8 +528,7 @@ static double budget_scale(const struct coloc_state *st, const struct policy_inp
 		if (p == q || h < head)
 			head = h;
 	}
-	for (int l = q->next_layer; l < m->nr_layers; l++)
-		rest += layer_share(ct, m, l);
+	rest = rest_share(ct, m, q->next_layer);
 	return rest > 0 ? head / rest : 0;
 }
 
@@ -374,7 +567,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		uint64_t rest_ns;
 
 		if (max_ci < all_ci) {
-			rest_ns = rest_of_model(st, m, first, all_ci, pos, corr);
+			rest_ns = rest_of_model(st, ct, first, all_ci, pos, corr);
 			if (!rest_ns)
 				return coloc_err_set(err, -EINVAL,
 						     "tenant %d: a layer from %d on has no version "
@@ -383,7 +576,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 			if (in->now_ns + rest_ns > q->deadline_ns)
 				return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
 		}
-		rest_ns = rest_of_model(st, m, first, max_ci, pos, corr);
+		rest_ns = rest_of_model(st, ct, first, max_ci, pos, corr);
 		if (!rest_ns)
 			return coloc_err_set(
 				err, -EINVAL,
@@ -412,7 +605,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	versions = &out->versions[out->nr_versions];
 	ci = -1;
 	for (int c = min_need; c <= max_ci; c++) {
-		raw_ns = span_ns(st, m, first, last, c, pos, versions, budget / corr);
+		raw_ns = span_ns(st, ct, first, last, c, pos, versions, budget / corr);
 		if (raw_ns && (double)raw_ns <= budget / corr) {
 			ci = c;
 			break;
@@ -422,14 +615,14 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		uint64_t best_ns = 0;
 
 		for (int c = 0; c <= max_ci; c++) {
-			uint64_t ns = span_ns(st, m, first, last, c, pos, NULL, 0);
+			uint64_t ns = span_ns(st, ct, first, last, c, pos, NULL, 0);
 
 			if (ns && (!best_ns || ns < best_ns)) {
 				best_ns = ns;
 				ci = c;
 			}
 		}
-		raw_ns = span_ns(st, m, first, last, ci, pos, versions, 0);
+		raw_ns = span_ns(st, ct, first, last, ci, pos, versions, 0);
 	}
 	/*
 	 * Cores nobody needs are not left idle: up to avg_C + thres (the
@@ -442,11 +635,11 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 			policy_model_core_index(m, limit < max_count ? (int)limit : max_count);
 
 		if (ci_spare > ci) {
-			uint64_t ns = span_ns(st, m, first, last, ci_spare, pos, NULL, 0);
+			uint64_t ns = span_ns(st, ct, first, last, ci_spare, pos, NULL, 0);
 
 			if (ns && ns < raw_ns) {
 				ci = ci_spare;
-				raw_ns = span_ns(st, m, first, last, ci, pos, versions, 0);
+				raw_ns = span_ns(st, ct, first, last, ci, pos, versions, 0);
 			}
 		}
 	}

@@ -752,6 +752,37 @@ TEST_F(pol, coloc_decide__the_version_choice_flips_as_the_level_rises)
 	ASSERT_EQ(885000, d->predicted_ns);
 }
 
+TEST_F(pol, coloc_decide__one_instance_reprices_every_layer_when_the_level_moves_and_back)
+{
+	static struct policy_signal sig[POLICY_MAX_CPUS];
+	const struct policy_decision *d = &self->decisions[0];
+	struct policy *p;
+
+	/* the case above, decided by one instance (which keeps what it read) in turn */
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	self->cfg.late = POLICY_LATE_SERVE;
+	add_query(&self->in, self->queries, 1, 0, 0, 300000);
+	stress_cores(sig);
+	p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
+	ASSERT_NE(NULL, p);
+	for (int i = 0; i < 4; i++) {
+		bool stressed = i % 2;
+
+		/* alone v2, v0, v1 = 250 + 130 + 160 µs; at 1.5 v0, v0, v1 = 390 + 195 + 240 µs */
+		self->in.cores = stressed ? sig : NULL;
+		policy_output_reset(&self->out);
+		ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+		ASSERT_EQ(1, self->out.nr_decisions);
+		ASSERT_EQ(3, d->last_layer);
+		ASSERT_EQ(stressed ? 0 : 2, d->versions[0]);
+		ASSERT_EQ(0, d->versions[1]);
+		ASSERT_EQ(1, d->versions[2]);
+		ASSERT_EQ(stressed ? 825000 : 540000, d->predicted_ns);
+	}
+	policy_destroy(p);
+}
+
 TEST_F(pol, coloc_decide__serves_the_most_urgent_first_even_if_it_arrived_later)
 {
 	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
