@@ -63,7 +63,7 @@ static pid_t start_daemon(FIXTURE_DATA(wire) * self)
 FIXTURE_SETUP(wire)
 {
 	const char *root = getenv("COLOC_ROOT");
-	char bin[512], cmd[3 * PATH_MAX + 1024], out[4096], prof[PATH_MAX + 64];
+	char out[4096], prof[PATH_MAX + 64];
 
 	self->colocd = 0;
 	self->c = NULL;
@@ -77,12 +77,7 @@ FIXTURE_SETUP(wire)
 	ASSERT_NE(0, cache_dir[0]);
 	ASSERT_EQ(0, tu_mount_bpffs());
 	/* the first test makes the profile; the ones after find it */
-	snprintf(prof, sizeof(prof), "%s/mnv2.profile", cache_dir);
-	if (access(prof, R_OK)) {
-		snprintf(cmd, sizeof(cmd), "%s '%s' -o '%s' --iters 1 --levels 50 --cache-dir '%s'",
-			 tu_bin("coloc-profile", bin, sizeof(bin)), self->model, prof, cache_dir);
-		ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s: %s", cmd, out);
-	}
+	ASSERT_EQ(0, tu_quick_profile(self->model, cache_dir, out, sizeof(out))) TH_LOG("%s", out);
 	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-wire-XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(self->dir));
 	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);

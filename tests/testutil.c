@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -500,4 +501,20 @@ void tu_shared_tmpdir(const char *name, char *buf, size_t len)
 		atexit(tu_remove_tmpdir);
 	}
 	snprintf(buf, len, "%s", tu_tmpdir);
+}
+
+int tu_quick_profile(const char *model, const char *cache_dir, char *out, size_t len)
+{
+	char bin[512], prof[PATH_MAX], cmd[3 * PATH_MAX + 1024];
+
+	snprintf(prof, sizeof(prof), "%s/quick.profile", cache_dir);
+	if (!access(prof, R_OK))
+		return 0;
+	snprintf(cmd, sizeof(cmd), "%s '%s' -o '%s' --iters 1 --levels 50 --cache-dir '%s'",
+		 tu_bin("coloc-profile", bin, sizeof(bin)), model, prof, cache_dir);
+	if (tu_run(cmd, out, len) == 0)
+		return 0;
+	snprintf(prof, sizeof(prof), "%s", out);
+	snprintf(out, len, "%s: %s", cmd, prof);
+	return -1;
 }

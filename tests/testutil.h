@@ -95,4 +95,12 @@ float *tu_model_outputs(const char *path, const float *input, size_t *out_elems)
  */
 void tu_shared_tmpdir(const char *name, char *buf, size_t len);
 
+/*
+ * Makes model's latency profile in cache_dir with bin/coloc-profile (one
+ * iteration, stress level 50: quick, for tests that need colocd to find a
+ * profile), unless an earlier test of the binary made it. 0, or -1 with
+ * the command and its output in out.
+ */
+int tu_quick_profile(const char *model, const char *cache_dir, char *out, size_t len);
+
 #endif /* COLOC_TESTUTIL_H */
