@@ -24,6 +24,13 @@ struct plan_draft {
 	char impl[EXEC_IMPL_LEN];
 };
 
+/* Folded parameters of the layer being built, in logical layouts. */
+struct layer_weights {
+	float *w; /* conv [OC][IC/g][kh][kw] with BN folded in; fc [K][N]; ln gamma; embed */
+	float *bias; /* conv/fc bias (BN shift folded in), ln beta; NULL if none */
+	size_t nr_w, nr_bias;
+};
+
 struct builder {
 	struct exec_model *em;
 	const struct model *m;
@@ -33,16 +40,11 @@ struct builder {
 	struct plan_draft *plan;
 	int slot;
 	int nr_threads;
+	int cand; /* the candidate version built: an index into exec_op.versions */
+	const struct layer_weights *lw; /* the layer's (empty unless its operator takes weights) */
 	bool strict; /* builder_pd_create: no implementation matching the name is an error */
 	bool no_ref; /* builder_pd_create: never the reference kernels */
 	struct coloc_err *err;
-};
-
-/* Folded parameters of the layer being built, in logical layouts. */
-struct layer_weights {
-	float *w; /* conv [OC][IC/g][kh][kw] with BN folded in; fc [K][N]; ln gamma; embed */
-	float *bias; /* conv/fc bias (BN shift folded in), ln beta; NULL if none */
-	size_t nr_w, nr_bias;
 };
 
 /* Records the error, prefixed with the layer, its operator and line; returns ret. */

@@ -474,8 +474,9 @@ static int conv_any(struct builder *b, const struct conv_shape *cs, const struct
  * layout at another thread count, which costs a second copy only where it
  * refuses the first slot's.
  */
-int conv_build(struct builder *b, int cand, const struct layer_weights *lw)
+int conv_build(struct builder *b)
 {
+	const struct layer_weights *lw = b->lw;
 	struct plan_draft saved = *b->plan;
 	struct conv_shape cs;
 	dnnl_memory_desc_t any, shared;
@@ -486,7 +487,7 @@ int conv_build(struct builder *b, int cand, const struct layer_weights *lw)
 	if (b->em->default_only)
 		return conv_whole(b, &cs, lw, dnnl_format_tag_any, &any, NULL);
 	shared = b->xl->weight_mds[0];
-	switch (cand) {
+	switch (b->cand) {
 	case CONV_NHWC: {
 		char impl[EXEC_IMPL_LEN];
 

@@ -41,138 +41,62 @@ static bool md_is_nhwc(const dnnl_memory_desc_t *md)
 void exec_layer_out_md(struct exec_model *em, int li)
 {
 	const struct model_layer *l = &em->graph->layers[li];
+	const struct exec_op *op = exec_op_of(l->op);
 	struct exec_layer *xl = &em->layers[li];
 	const dnnl_memory_desc_t *in0 = l->nr_inputs > 0 ? &em->layers[l->inputs[0]].out_md : NULL;
 	bool same_dims = in0 && in0->ndims == l->out.ndims &&
 			 !memcmp(in0->dims, l->out.dims, sizeof(int64_t) * (size_t)l->out.ndims);
 
 	xl->alias_of = -1;
-	switch (l->op) {
-	case MODEL_OP_CONV:
-	case MODEL_OP_POOL:
-	case MODEL_OP_LRN:
+	switch (op ? op->out : EXEC_OUT_PLAIN) {
+	case EXEC_OUT_NHWC:
 		if (l->out.ndims == 4) {
 			md_tag(&xl->out_md, 4, l->out.dims, dnnl_nhwc);
 			return;
 		}
 		break;
-	case MODEL_OP_ACT:
-	case MODEL_OP_ADD:
-	case MODEL_OP_MUL:
-	case MODEL_OP_SOFTMAX:
+	case EXEC_OUT_AS_INPUT:
 		if (same_dims && md_is_strided(in0)) {
 			xl->out_md = *in0;
 			return;
 		}
 		break;
-	case MODEL_OP_CONCAT:
+	case EXEC_OUT_NHWC_AS_INPUT:
 		if (in0 && md_is_nhwc(in0)) {
 			md_tag(&xl->out_md, 4, l->out.dims, dnnl_nhwc);
 			return;
 		}
 		break;
-	case MODEL_OP_RESHAPE:
+	case EXEC_OUT_ALIAS:
 		if (in0 && md_is_plain(in0)) {
 			int a = l->inputs[0];
 
 			xl->alias_of = em->layers[a].alias_of >= 0 ? em->layers[a].alias_of : a;
 		}
 		break;
-	default:
+	case EXEC_OUT_PLAIN:
 		break;
 	}
 	md_plain(&xl->out_md, l->out.ndims, l->out.dims);
 }
 
-/* The candidate versions of a layer's operator, by name (see enum conv_cand). */
-static int layer_candidates(const struct exec_model *em, const struct model_layer *l,
+/*
+ * The candidate versions of a layer, by name: its operator's, or only
+ * oneDNN's default where a model loaded for the baseline has an operator
+ * with several.
+ */
+static int layer_candidates(const struct exec_model *em, const struct exec_op *op,
 			    const char *const **names)
 {
-	static const char *const conv[CONV_NR_CANDS] = {
-		[CONV_NHWC] = "onednn-nhwc",	[CONV_ROW_SPLIT] = "row-split",
-		[CONV_OC_SPLIT] = "oc-split",	[CONV_ROW_TILES] = "row-tiles",
-		[CONV_GEMM_NHWC] = "gemm-nhwc", [CONV_ANY] = "onednn-any",
-	};
-	static const char *const fc[FC_NR_CANDS] = {
-		[FC_MATMUL] = "matmul",	    [FC_GEMM] = "gemm",
-		[FC_OC_SPLIT] = "oc-split", [FC_PACKED] = "matmul-packed",
-		[FC_OC_TILES] = "oc-tiles",
-	};
-	static const char *const mm[MM_NR_CANDS] = {
-		[MM_MATMUL] = "matmul",
-		[MM_GEMM] = "gemm",
-		[MM_SPLIT] = "batch-split",
-		[MM_TILES] = "batch-tiles",
-	};
-	static const char *const single[MODEL_OP_COUNT] = {
-		[MODEL_OP_INPUT] = "input",
-		[MODEL_OP_EMBED] = "c-lookup",
-	};
 	static const char *const baseline[1] = { "onednn-default" };
-	static const char *const onednn[1] = { "onednn" };
+	int n = exec_op_nr_cands(op);
 
-	bool versioned = l->op == MODEL_OP_CONV || l->op == MODEL_OP_FC || l->op == MODEL_OP_MATMUL;
-
-	if (em->default_only && versioned) {
+	if (em->default_only && n > 1) {
 		*names = baseline;
 		return 1;
 	}
-	switch (l->op) {
-	case MODEL_OP_CONV:
-		*names = conv;
-		return CONV_NR_CANDS;
-	case MODEL_OP_FC:
-		*names = fc;
-		return FC_NR_CANDS;
-	case MODEL_OP_MATMUL:
-		*names = mm;
-		return MM_NR_CANDS;
-	default:
-		*names = (int)l->op < MODEL_OP_COUNT && single[l->op] ? &single[l->op] : onednn;
-		return 1;
-	}
-}
-
-static int build_plan(struct builder *b, int v, const struct layer_weights *lw)
-{
-	switch (b->l->op) {
-	case MODEL_OP_INPUT:
-		set_impl(b, "input", NULL);
-		return 0;
-	case MODEL_OP_CONV:
-		return conv_build(b, v, lw);
-	case MODEL_OP_FC:
-		return fc_build(b, v, lw);
-	case MODEL_OP_MATMUL:
-		return matmul_build(b, v);
-	case MODEL_OP_POOL:
-		return pool_build(b);
-	case MODEL_OP_ACT:
-		return act_build(b);
-	case MODEL_OP_ADD:
-	case MODEL_OP_MUL:
-		return binary_build(b);
-	case MODEL_OP_CONCAT:
-		return concat_build(b);
-	case MODEL_OP_LAYER_NORM:
-		return layer_norm_build(b, lw);
-	case MODEL_OP_SOFTMAX:
-		return softmax_build(b);
-	case MODEL_OP_LRN:
-		return lrn_build(b);
-	case MODEL_OP_RESHAPE:
-		if (!b->plan->nr_steps && b->xl->alias_of >= 0)
-			set_impl(b, "alias", NULL);
-		return reshape_build(b);
-	case MODEL_OP_TRANSPOSE:
-		return transpose_build(b);
-	case MODEL_OP_EMBED:
-		return embed_build(b, lw);
-	case MODEL_OP_SLICE:
-		return slice_build(b);
-	default:
-		return builder_fail(b, -EINVAL, "unknown operator");
-	}
+	*names = op->versions;
+	return n;
 }
 
 static int plan_commit(struct exec_plan *p, const struct plan_draft *d)
@@ -274,7 +198,7 @@ static bool version_repeats(const struct exec_model *em, const struct exec_layer
 int exec_layer_build(struct exec_model *em, int li, struct exec_weights_file *wf,
 		     struct coloc_err *err)
 {
-	struct plan_draft *draft = malloc(sizeof(*draft));
+	struct plan_draft *draft;
 	struct builder b = {
 		.em = em,
 		.m = em->graph,
@@ -284,14 +208,16 @@ int exec_layer_build(struct exec_model *em, int li, struct exec_weights_file *wf
 		.err = err,
 	};
 	struct layer_weights lw = { 0 };
-	enum model_op op = b.l->op;
+	const struct exec_op *op = exec_op_of(b.l->op);
 	const char *const *names;
 	int ret = 0, nr_cands;
 
+	if (!op)
+		return builder_fail(&b, -EINVAL, "unknown operator");
+	draft = malloc(sizeof(*draft));
 	if (!draft)
 		return builder_fail(&b, -ENOMEM, "out of memory");
-	if (op == MODEL_OP_CONV || op == MODEL_OP_FC || op == MODEL_OP_LAYER_NORM ||
-	    op == MODEL_OP_EMBED) {
+	if (op->weights) {
 		ret = layer_weights_make(em->graph, li, wf, &lw, err);
 		if (ret) {
 			free(draft);
@@ -300,7 +226,8 @@ int exec_layer_build(struct exec_model *em, int li, struct exec_weights_file *wf
 			return builder_fail(&b, ret, "cannot generate weights");
 		}
 	}
-	nr_cands = layer_candidates(em, b.l, &names);
+	b.lw = &lw;
+	nr_cands = layer_candidates(em, op, &names);
 	for (int c = 0; c < nr_cands && b.xl->nr_versions < EXEC_VERSIONS_KEPT && !ret; c++) {
 		struct exec_owned mark = em->owned;
 		int v = b.xl->nr_versions;
@@ -310,13 +237,14 @@ int exec_layer_build(struct exec_model *em, int li, struct exec_weights_file *wf
 			ret = -ENOMEM;
 			break;
 		}
+		b.cand = c;
 		for (int s = 0; s < em->nr_slots && !ret; s++) {
 			memset(draft, 0, sizeof(*draft));
 			b.plan = draft;
 			b.slot = s;
 			b.nr_threads = em->slot_cores[s];
 			omp_set_num_threads(b.nr_threads);
-			ret = build_plan(&b, c, &lw);
+			ret = op->build(&b);
 			if (ret == -ENOENT && s == 0 && nr_cands > 1)
 				break;
 			if (ret && !err->code)

@@ -102,7 +102,7 @@ static void md_layout_name(const dnnl_memory_desc_t *md, char *buf, size_t len)
  * each half of a core's share) a column slice of W and of the output:
  * strided views, so no copy.
  */
-int fc_build(struct builder *b, int cand, const struct layer_weights *lw)
+int fc_build(struct builder *b)
 {
 	const struct model_shape *in = &b->m->layers[b->l->inputs[0]].out;
 	int64_t k = in->dims[in->ndims - 1], n = b->l->fc.out_features;
@@ -110,7 +110,7 @@ int fc_build(struct builder *b, int cand, const struct layer_weights *lw)
 	int64_t sd[2] = { m, k }, wd[2] = { k, n }, bd[2] = { 1, n }, dd[2] = { m, n };
 	dnnl_memory_desc_t wlog, blog;
 	struct exec_buf src, none = { .kind = EXEC_BUF_FIXED };
-	struct mm_args a = { .has_bias = lw->bias != NULL, .alpha = 1.0f };
+	struct mm_args a = { .has_bias = b->lw->bias != NULL, .alpha = 1.0f };
 	dnnl_primitive_desc_t pd;
 	struct exec_step *s;
 	void *w, *bias = NULL;
@@ -122,17 +122,18 @@ int fc_build(struct builder *b, int cand, const struct layer_weights *lw)
 	a.bias = blog;
 	md_plain(&a.dst, 2, dd);
 	ret = builder_plain_input(b, 0, &src);
-	if (!ret && lw->bias)
-		ret = builder_weights_in(b, lw->bias, &blog, &blog, &bias);
+	if (!ret && b->lw->bias)
+		ret = builder_weights_in(b, b->lw->bias, &blog, &blog, &bias);
 	if (ret)
 		return ret;
-	if (b->em->default_only || cand == FC_MATMUL || cand == FC_GEMM || cand == FC_PACKED) {
+	if (b->em->default_only || b->cand == FC_MATMUL || b->cand == FC_GEMM ||
+	    b->cand == FC_PACKED) {
 		const dnnl_memory_desc_t *wmd;
 
 		a.wei = wlog;
-		if (b->em->default_only || cand == FC_PACKED)
+		if (b->em->default_only || b->cand == FC_PACKED)
 			md_tag(&a.wei, 2, wd, dnnl_format_tag_any);
-		ret = mm_pd(b, &a, cand == FC_GEMM ? "gemm" : NULL, &pd);
+		ret = mm_pd(b, &a, b->cand == FC_GEMM ? "gemm" : NULL, &pd);
 		if (ret)
 			return builder_fail(b, ret, "oneDNN cannot run this fc");
 		wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -144,7 +145,7 @@ int fc_build(struct builder *b, int cand, const struct layer_weights *lw)
 			snprintf(suffix, sizeof(suffix), " weights:%s", layout);
 			set_impl(b, exec_pd_impl(pd), suffix);
 		}
-		ret = builder_weights_in(b, lw->w, &wlog, wmd, &w);
+		ret = builder_weights_in(b, b->lw->w, &wlog, wmd, &w);
 		s = ret ? NULL : builder_plan_step(b);
 		if (s)
 			ret = builder_step_prim(b, s, pd);
@@ -155,11 +156,11 @@ int fc_build(struct builder *b, int cand, const struct layer_weights *lw)
 	}
 	if (n < 2)
 		return -ENOENT;
-	ret = builder_weights_in(b, lw->w, &wlog, &wlog, &w);
+	ret = builder_weights_in(b, b->lw->w, &wlog, &wlog, &w);
 	if (ret)
 		return ret;
 	{
-		int64_t parts = builder_split_parts(b) * (cand == FC_OC_TILES ? 2 : 1);
+		int64_t parts = builder_split_parts(b) * (b->cand == FC_OC_TILES ? 2 : 1);
 		int64_t nsl = n < parts ? n : parts;
 		dnnl_primitive_desc_t sub_pd[2] = { NULL, NULL };
 		dnnl_primitive_t sub_prim[2] = { NULL, NULL };
@@ -210,7 +211,7 @@ int fc_build(struct builder *b, int cand, const struct layer_weights *lw)
  * with a single batch, row blocks of a) as single-thread matmuls, one per
  * core ("batch-split") or two per core ("batch-tiles").
  */
-int matmul_build(struct builder *b, int cand)
+int matmul_build(struct builder *b)
 {
 	const struct model_shape *as = &b->m->layers[b->l->inputs[0]].out;
 	const struct model_shape *bs = &b->m->layers[b->l->inputs[1]].out;
@@ -260,11 +261,11 @@ int matmul_build(struct builder *b, int cand)
 		ret = builder_plain_input(b, 1, &bbuf);
 	if (ret)
 		return ret;
-	if (!b->em->default_only && (cand == MM_SPLIT || cand == MM_TILES) &&
+	if (!b->em->default_only && (b->cand == MM_SPLIT || b->cand == MM_TILES) &&
 	    ((Bb != B && Bb != 1) || (B == 1 && M < 2)))
 		return -ENOENT;
-	if (b->em->default_only || cand == MM_MATMUL || cand == MM_GEMM) {
-		ret = mm_pd(b, &a, cand == MM_GEMM && !b->em->default_only ? "gemm" : NULL, &pd);
+	if (b->em->default_only || b->cand == MM_MATMUL || b->cand == MM_GEMM) {
+		ret = mm_pd(b, &a, b->cand == MM_GEMM && !b->em->default_only ? "gemm" : NULL, &pd);
 		if (ret)
 			return builder_fail(b, ret, "oneDNN cannot run this matmul");
 		set_impl(b, exec_pd_impl(pd), NULL);
@@ -279,7 +280,7 @@ int matmul_build(struct builder *b, int cand)
 		/* Split over batches when there are several, else over rows of a. */
 		bool by_batch = B > 1;
 		int64_t units = by_batch ? B : M;
-		int64_t parts = builder_split_parts(b) * (cand == MM_TILES ? 2 : 1);
+		int64_t parts = builder_split_parts(b) * (b->cand == MM_TILES ? 2 : 1);
 		int64_t nsl = units < parts ? units : parts;
 		dnnl_primitive_desc_t sub_pd[2] = { NULL, NULL };
 		dnnl_primitive_t sub_prim[2] = { NULL, NULL };

@@ -10,6 +10,13 @@
 #include "exec_build.h"
 #include "exec_ops.h"
 
+/* An input layer: the query writes its output, nothing runs. */
+int input_build(struct builder *b)
+{
+	set_impl(b, "input", NULL);
+	return 0;
+}
+
 /* Adds a step for pd with the given (arg, md from pd query, buffer) triples. */
 static int simple_step(struct builder *b, dnnl_primitive_desc_t pd, int nr, const int *args,
 		       const dnnl_memory_desc_t *const *mds, const struct exec_buf *bufs,
@@ -257,7 +264,7 @@ int concat_build(struct builder *b)
 	return simple_step(b, pd, n + 1, args, mds, bufs, NULL);
 }
 
-int layer_norm_build(struct builder *b, const struct layer_weights *lw)
+int layer_norm_build(struct builder *b)
 {
 	const struct model_shape *os = &b->l->out;
 	int64_t d1[1] = { os->dims[os->ndims - 1] };
@@ -272,9 +279,9 @@ int layer_norm_build(struct builder *b, const struct layer_weights *lw)
 	md_plain(&sc, 1, d1);
 	ret = builder_plain_input(b, 0, &src);
 	if (!ret)
-		ret = builder_weights_in(b, lw->w, &sc, &sc, &gamma);
+		ret = builder_weights_in(b, b->lw->w, &sc, &sc, &gamma);
 	if (!ret)
-		ret = builder_weights_in(b, lw->bias, &sc, &sc, &beta);
+		ret = builder_weights_in(b, b->lw->bias, &sc, &sc, &beta);
 	if (ret)
 		return ret;
 	if (dnnl_layer_normalization_forward_desc_init(&d, dnnl_forward_inference, &data, NULL,
@@ -298,6 +305,9 @@ int reshape_build(struct builder *b)
 {
 	dnnl_memory_desc_t p;
 
+	/* no step then: the output is the input's own buffer */
+	if (b->xl->alias_of >= 0)
+		set_impl(b, "alias", NULL);
 	if (md_is_plain(in_md(b, 0)))
 		return 0;
 	md_plain(&p, in_md(b, 0)->ndims, in_md(b, 0)->dims);
@@ -355,7 +365,7 @@ int slice_build(struct builder *b)
 	return builder_reorder_step(b, &view, in_buf(b, 0), &b->xl->out_md, out_buf(b));
 }
 
-int embed_build(struct builder *b, const struct layer_weights *lw)
+int embed_build(struct builder *b)
 {
 	struct exec_step *s;
 	struct exec_buf ids;
@@ -366,7 +376,7 @@ int embed_build(struct builder *b, const struct layer_weights *lw)
 
 	md_plain(&tab, 2, td);
 	if (!ret)
-		ret = builder_weights_in(b, lw->w, &tab, &tab, &table);
+		ret = builder_weights_in(b, b->lw->w, &tab, &tab, &table);
 	if (ret)
 		return ret;
 	s = builder_plan_step(b);
