@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exec_build.h"
+#include "util.h"
 
 static struct exec_owned *owned_of(struct exec_model *em)
 {
@@ -117,44 +118,47 @@ size_t md_bytes(const dnnl_memory_desc_t *md)
 
 /* ---- primitives and steps ------------------------------------------------ */
 
+/* Each activation as a oneDNN eltwise; leaky_relu's slope is the layer's act_alpha. */
+static const struct {
+	dnnl_alg_kind_t alg;
+	float alpha, beta;
+} act_eltwise[] = {
+	[MODEL_ACT_NONE] = { dnnl_alg_kind_undef, 0.0f, 0.0f },
+	[MODEL_ACT_RELU] = { dnnl_eltwise_relu, 0.0f, 0.0f },
+	[MODEL_ACT_RELU6] = { dnnl_eltwise_clip_v2, 0.0f, 6.0f },
+	[MODEL_ACT_LEAKY_RELU] = { dnnl_eltwise_relu, 0.0f, 0.0f },
+	[MODEL_ACT_SIGMOID] = { dnnl_eltwise_logistic, 0.0f, 0.0f },
+	[MODEL_ACT_SWISH] = { dnnl_eltwise_swish, 1.0f, 0.0f },
+	[MODEL_ACT_GELU] = { dnnl_eltwise_gelu_erf, 0.0f, 0.0f },
+	[MODEL_ACT_TANH] = { dnnl_eltwise_tanh, 0.0f, 0.0f },
+};
+
+bool exec_act_eltwise(enum model_act act, float act_alpha, dnnl_alg_kind_t *alg, float *a,
+		      float *be)
+{
+	*alg = dnnl_alg_kind_undef;
+	*a = 0.0f;
+	*be = 0.0f;
+	if ((unsigned int)act >= ARRAY_SIZE(act_eltwise) ||
+	    act_eltwise[act].alg == dnnl_alg_kind_undef)
+		return false;
+	*alg = act_eltwise[act].alg;
+	*a = act == MODEL_ACT_LEAKY_RELU ? act_alpha : act_eltwise[act].alpha;
+	*be = act_eltwise[act].beta;
+	return true;
+}
+
 int exec_attr_new(dnnl_primitive_attr_t *attr, enum model_act act, float act_alpha,
 		  float linear_scale)
 {
 	dnnl_post_ops_t po = NULL;
-	dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
-	float a = 0.0f, be = 0.0f;
+	dnnl_alg_kind_t alg;
+	float a, be;
 
 	if (dnnl_primitive_attr_create(attr) ||
 	    dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user))
 		return -ENOMEM;
-	switch (act) {
-	case MODEL_ACT_NONE:
-		break;
-	case MODEL_ACT_RELU:
-		alg = dnnl_eltwise_relu;
-		break;
-	case MODEL_ACT_RELU6:
-		alg = dnnl_eltwise_clip_v2;
-		be = 6.0f;
-		break;
-	case MODEL_ACT_LEAKY_RELU:
-		alg = dnnl_eltwise_relu;
-		a = act_alpha;
-		break;
-	case MODEL_ACT_SIGMOID:
-		alg = dnnl_eltwise_logistic;
-		break;
-	case MODEL_ACT_SWISH:
-		alg = dnnl_eltwise_swish;
-		a = 1.0f;
-		break;
-	case MODEL_ACT_GELU:
-		alg = dnnl_eltwise_gelu_erf;
-		break;
-	case MODEL_ACT_TANH:
-		alg = dnnl_eltwise_tanh;
-		break;
-	}
+	exec_act_eltwise(act, act_alpha, &alg, &a, &be);
 	if (alg == dnnl_alg_kind_undef && linear_scale == 1.0f)
 		return 0;
 	if (dnnl_post_ops_create(&po))

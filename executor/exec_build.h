@@ -87,6 +87,10 @@ static inline struct exec_buf tmp_alloc(struct plan_draft *p, size_t bytes)
 
 /* ---- primitives and steps ------------------------------------------------- */
 
+/* act as a oneDNN eltwise algorithm and its alpha, beta; false for none. */
+bool exec_act_eltwise(enum model_act act, float act_alpha, dnnl_alg_kind_t *alg, float *a,
+		      float *be);
+/* A user-scratchpad attr with post-ops: times linear_scale (if not 1), then act. */
 int exec_attr_new(dnnl_primitive_attr_t *attr, enum model_act act, float act_alpha,
 		  float linear_scale);
 const char *exec_pd_impl(const_dnnl_primitive_desc_t pd);

@@ -67,50 +67,17 @@ static int unary_step(struct builder *b, const_dnnl_op_desc_t desc,
 	return simple_step(b, pd, 2, args, mds, bufs, NULL);
 }
 
-static int act_alg(enum model_act act, float slope, dnnl_alg_kind_t *alg, float *a, float *be)
-{
-	*a = 0.0f;
-	*be = 0.0f;
-	switch (act) {
-	case MODEL_ACT_RELU:
-		*alg = dnnl_eltwise_relu;
-		return 0;
-	case MODEL_ACT_RELU6:
-		*alg = dnnl_eltwise_clip_v2;
-		*be = 6.0f;
-		return 0;
-	case MODEL_ACT_LEAKY_RELU:
-		*alg = dnnl_eltwise_relu;
-		*a = slope;
-		return 0;
-	case MODEL_ACT_SIGMOID:
-		*alg = dnnl_eltwise_logistic;
-		return 0;
-	case MODEL_ACT_SWISH:
-		*alg = dnnl_eltwise_swish;
-		*a = 1.0f;
-		return 0;
-	case MODEL_ACT_GELU:
-		*alg = dnnl_eltwise_gelu_erf;
-		return 0;
-	case MODEL_ACT_TANH:
-		*alg = dnnl_eltwise_tanh;
-		return 0;
-	default:
-		/* identity: a linear eltwise keeps the copy semantics */
-		*alg = dnnl_eltwise_linear;
-		*a = 1.0f;
-		return 0;
-	}
-}
-
 int act_build(struct builder *b)
 {
 	dnnl_eltwise_desc_t d;
 	dnnl_alg_kind_t alg;
 	float a, be;
 
-	act_alg(b->l->act, b->l->act_alpha, &alg, &a, &be);
+	if (!exec_act_eltwise(b->l->act, b->l->act_alpha, &alg, &a, &be)) {
+		/* identity: a linear eltwise keeps the copy semantics */
+		alg = dnnl_eltwise_linear;
+		a = 1.0f;
+	}
 	if (dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, in_md(b, 0), a, be))
 		return builder_fail(b, -EINVAL, "oneDNN rejects this activation");
 	return unary_step(b, &d, in_md(b, 0), in_buf(b, 0));
