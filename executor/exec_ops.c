@@ -17,8 +17,9 @@
  * Adding an operator, after its MODEL_OP_ value and its entry in
  * model_infer.c's infer_ops[] (which parses it and infers its shape):
  *   1. one entry below: its versions (a single "onednn" for one oneDNN
- *      primitive), .weights if it takes learned weights (their generator
- *      is in exec_weights.c), .out, and .build;
+ *      primitive), .weights if it takes learned weights (their shapes are
+ *      then also a case in exec_weights.c, which generates them, and in
+ *      exec_weights_file.c, which reads them), .out, and .build;
  *   2. its build function, in the file of its kind (exec_simple_ops.c for a
  *      single-version operator), declared in exec_ops.h. For several
  *      versions, an enum of them in exec_ops.h indexes versions[] here and

@@ -11,7 +11,7 @@
 
 #include "exec_build.h"
 
-/* Candidate versions an operator may list; a layer keeps EXEC_VERSIONS_KEPT of them. */
+/* Candidate versions an operator may list; a layer keeps EXEC_VERSIONS_KEPT at most. */
 #define EXEC_OP_MAX_CANDS 8
 
 /* The canonical layout of an operator's output (see exec_layer.c). */
