@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * The executor's private state, shared by exec_load.c (weights, versions and
- * every oneDNN primitive, built once at load), exec_run.c (queries, pinning,
- * running a block) and exec_weights.c (the deterministic weight generator).
+ * The executor's private state, shared by exec_load.c and the files it
+ * builds with (exec_build.h: weights, versions and every oneDNN primitive,
+ * built once at load), exec_run.c (queries, pinning, running a block) and
+ * exec_weights.c (the deterministic weight generator).
  *
  * A layer has up to EXEC_MAX_VERSIONS versions; each version has one plan per
  * core-count slot (the core counts primitives are built for). A plan is a

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * A layer's weights while it is built: read from the weights file or
+ * generated from the model's seed, batch norm folded into the convolution,
+ * and converted into each oneDNN layout a version asks for, once per
+ * layout, so that the versions share one copy wherever they can.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "exec_build.h"
+
+/*
+ * The layer's weights in layout `want`, converted from the logical layout
+ * once and shared by every version and slot that asks for the same layout.
+ */
+int builder_weights_in(struct builder *b, const float *logical,
+		       const dnnl_memory_desc_t *logical_md, const dnnl_memory_desc_t *want,
+		       void **out)
+{
+	struct exec_layer *xl = b->xl;
+	dnnl_memory_t src = NULL, dst = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_primitive_t r = NULL;
+	dnnl_exec_arg_t args[2];
+	size_t bytes = md_bytes(want);
+	void *buf;
+	int ret = -EINVAL;
+
+	for (int i = 0; i < xl->nr_weight_bufs; i++) {
+		if (xl->weight_srcs[i] == logical &&
+		    dnnl_memory_desc_equal(&xl->weight_mds[i], want)) {
+			*out = xl->weight_bufs[i];
+			return 0;
+		}
+	}
+	if (xl->nr_weight_bufs >= EXEC_MAX_WEIGHT_BUFS)
+		return builder_fail(b, -E2BIG, "too many weight layouts");
+	buf = exec_alloc_aligned(bytes);
+	if (!buf)
+		return builder_fail(b, -ENOMEM, "out of memory for weights");
+	memset(buf, 0, bytes);
+	if (dnnl_memory_create(&src, logical_md, b->em->engine, (void *)logical) ||
+	    dnnl_memory_create(&dst, want, b->em->engine, buf) ||
+	    dnnl_reorder_primitive_desc_create(&pd, logical_md, b->em->engine, want, b->em->engine,
+					       NULL) ||
+	    dnnl_primitive_create(&r, pd))
+		goto out;
+	args[0] = (dnnl_exec_arg_t){ DNNL_ARG_FROM, src };
+	args[1] = (dnnl_exec_arg_t){ DNNL_ARG_TO, dst };
+	if (dnnl_primitive_execute(r, b->em->streams[0], 2, args) ||
+	    dnnl_stream_wait(b->em->streams[0]))
+		goto out;
+	b->em->nr_primitives++;
+	xl->weight_mds[xl->nr_weight_bufs] = *want;
+	xl->weight_srcs[xl->nr_weight_bufs] = logical;
+	xl->weight_bufs[xl->nr_weight_bufs] = buf;
+	xl->weight_bytes[xl->nr_weight_bufs] = bytes;
+	xl->nr_weight_bufs++;
+	*out = buf;
+	buf = NULL;
+	ret = 0;
+out:
+	if (r)
+		dnnl_primitive_destroy(r);
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (src)
+		dnnl_memory_destroy(src);
+	if (dst)
+		dnnl_memory_destroy(dst);
+	free(buf);
+	return ret ? builder_fail(b, ret, "cannot lay out weights") : 0;
+}
+
+/* From the weights file when there is one, else generated from the model's seed. */
+int layer_weights_make(const struct model *m, int li, struct exec_weights_file *wf,
+		       struct layer_weights *lw, struct coloc_err *err)
+{
+	const struct model_layer *l = &m->layers[li];
+	struct exec_layer_params p;
+	int ret = wf ? exec_weights_read_layer(wf, li, &p, err) :
+		       exec_layer_params_generate(m, li, &p);
+
+	memset(lw, 0, sizeof(*lw));
+	if (ret)
+		return ret;
+	lw->w = p.weights;
+	lw->nr_w = p.nr_weights;
+	lw->bias = p.bias;
+	lw->nr_bias = p.nr_bias;
+	p.weights = p.bias = NULL;
+	if (l->op == MODEL_OP_CONV && l->conv.batch_norm) {
+		size_t oc = (size_t)l->conv.out_channels, per = lw->nr_w / oc;
+
+		if (!lw->bias) {
+			lw->bias = calloc(oc, sizeof(float));
+			lw->nr_bias = oc;
+		}
+		if (!lw->bias) {
+			exec_layer_params_free(&p);
+			free(lw->w);
+			return -ENOMEM;
+		}
+		for (size_t o = 0; o < oc; o++) {
+			float s = p.bn_gamma[o] / sqrtf(p.bn_var[o] + p.bn_eps);
+
+			for (size_t i = 0; i < per; i++)
+				lw->w[o * per + i] *= s;
+			lw->bias[o] = (lw->bias[o] - p.bn_mean[o]) * s + p.bn_beta[o];
+		}
+	}
+	exec_layer_params_free(&p);
+	return 0;
+}
+
+void layer_weights_free(struct layer_weights *lw)
+{
+	free(lw->w);
+	free(lw->bias);
+}
