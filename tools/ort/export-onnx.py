@@ -11,7 +11,7 @@ The weights file is models/WEIGHTS.md's format. The graph is the plain one
 an exporter such as PyTorch's writes: Conv (+ BatchNormalization, epsilon
 1e-5, unfolded) + the activation as its own node, Add, MaxPool /
 AveragePool / GlobalAveragePool, Reshape, MatMul + Add for fc, Concat,
-Softmax; opset 13. Only the ops and attributes our CNNs use are written;
+LRN, Softmax; swish as Sigmoid and Mul; opset 13. Only the ops and attributes our CNNs use are written;
 anything else stops the export with the model's line.
 
 Uses Debian's python3-onnx (and numpy); run it with /usr/bin/python3.
@@ -120,6 +120,11 @@ def main():
             nodes.append(helper.make_node("Sigmoid", [x], [y]))
         elif a == "tanh":
             nodes.append(helper.make_node("Tanh", [x], [y]))
+        elif a == "leaky_relu":
+            nodes.append(helper.make_node("LeakyRelu", [x], [y], alpha=float(kw.get("slope", 0.01))))
+        elif a == "swish":
+            nodes.append(helper.make_node("Sigmoid", [x], [y + "_sigmoid"]))
+            nodes.append(helper.make_node("Mul", [x, y + "_sigmoid"], [y]))
         else:
             die(f"{model_path}:{ln}: act={a} is not exported")
         return y
@@ -146,9 +151,8 @@ def main():
             kh, kw_ = pair(kw["k"])
             sh, sw = pair(kw.get("stride", "1"))
             dh, dw_ = pair(kw.get("dil", "1"))
-            p = pads(kw.get("pad"))
-            if kw.get("pad") == "same":
-                die(f"{model_path}:{ln}: pad=same is not exported")
+            same = kw.get("pad") == "same"
+            p = [0, 0, 0, 0] if same else pads(kw.get("pad"))
             groups = c if "dw" in kw else int(kw.get("groups", 1))
             oc = int(kw.get("out", c))
             ts = weights[idx]
@@ -160,16 +164,21 @@ def main():
                 conv_in.append(init(lname + "_b", ts[1]))
                 t = 2
             y = lname + "_conv"
+            # TensorFlow's SAME (the odd pixel bottom/right) is ONNX's SAME_UPPER
+            pad_attr = dict(auto_pad="SAME_UPPER") if same else dict(pads=p)
             nodes.append(helper.make_node("Conv", conv_in, [y], kernel_shape=[kh, kw_],
                                           strides=[sh, sw], dilations=[dh, dw_],
-                                          pads=[p[0], p[1], p[2], p[3]], group=groups))
+                                          group=groups, **pad_attr))
             if "bn" in kw:
                 bn = [init(f"{lname}_bn{j}", ts[t + j]) for j in range(4)]
                 nodes.append(helper.make_node("BatchNormalization", [y] + bn, [lname + "_bn"],
                                               epsilon=1e-5))
                 y = lname + "_bn"
-            oh = (h + p[0] + p[2] - dh * (kh - 1) - 1) // sh + 1
-            ow = (wd + p[1] + p[3] - dw_ * (kw_ - 1) - 1) // sw + 1
+            if same:
+                oh, ow = -(-h // sh), -(-wd // sw)
+            else:
+                oh = (h + p[0] + p[2] - dh * (kh - 1) - 1) // sh + 1
+                ow = (wd + p[1] + p[3] - dw_ * (kw_ - 1) - 1) // sw + 1
             out = (act(ln, y, kw), [n, oc, oh, ow])
         elif op == "pool":
             n, c, h, wd = in_shapes[0]
@@ -178,18 +187,25 @@ def main():
                 nodes.append(helper.make_node("GlobalAveragePool", ins_t, [lname]))
                 out = (lname, [n, c, 1, 1])
             else:
-                if "ceil" in kw:
-                    die(f"{model_path}:{ln}: pool ceil is not exported")
                 kh, kw_ = pair(kw["k"])
                 sh, sw = pair(kw.get("stride", "1"))
                 p = pads(kw.get("pad"))
-                attrs = dict(kernel_shape=[kh, kw_], strides=[sh, sw], pads=p)
+                ceil = 1 if "ceil" in kw else 0
+                attrs = dict(kernel_shape=[kh, kw_], strides=[sh, sw], pads=p, ceil_mode=ceil)
                 if kind == "avg":
                     attrs["count_include_pad"] = 0
                 nodes.append(helper.make_node("MaxPool" if kind == "max" else "AveragePool",
                                               ins_t, [lname], **attrs))
-                out = (lname, [n, c, (h + p[0] + p[2] - kh) // sh + 1,
-                               (wd + p[1] + p[3] - kw_) // sw + 1])
+                rnd = sh - 1 if ceil else 0
+                oh = (h + p[0] + p[2] - kh + rnd) // sh + 1
+                rnd = sw - 1 if ceil else 0
+                ow = (wd + p[1] + p[3] - kw_ + rnd) // sw + 1
+                # a last window starting in the padding is dropped (ONNX and Caffe)
+                if ceil and (oh - 1) * sh >= h + p[0]:
+                    oh -= 1
+                if ceil and (ow - 1) * sw >= wd + p[1]:
+                    ow -= 1
+                out = (lname, [n, c, oh, ow])
         elif op in ("add", "mul"):
             y = lname + "_" + op
             nodes.append(helper.make_node(op.capitalize(), ins_t, [y]))
@@ -221,6 +237,12 @@ def main():
             shp = list(in_shapes[0])
             shp[axis] = sum(s[axis] for s in in_shapes)
             out = (lname, shp)
+        elif op == "lrn":
+            nodes.append(helper.make_node("LRN", ins_t, [lname], size=int(kw["size"]),
+                                          alpha=float(kw.get("alpha", 1e-4)),
+                                          beta=float(kw.get("beta", 0.75)),
+                                          bias=float(kw.get("k", 1))))
+            out = (lname, in_shapes[0])
         elif op == "softmax":
             nodes.append(helper.make_node("Softmax", ins_t, [lname],
                                           axis=int(kw.get("axis", -1))))
