@@ -81,38 +81,53 @@ static float *read_f32(const char *path, size_t *n)
 	return v;
 }
 
+/* Whether input layer li of m holds token ids (an embedding reads it). */
+static bool reads_ids(const struct model *m, int li)
+{
+	for (int j = li + 1; j < m->nr_layers; j++)
+		if (m->layers[j].op == MODEL_OP_EMBED && m->layers[j].inputs[0] == li)
+			return true;
+	return false;
+}
+
 /*
- * Writes the input tools/ort/run.mjs generates for the model at onnx (every
- * graph input in order, xorshift32 from 1, in [-1, 1)) to path. 0 or -errno.
+ * Writes the input tools/ort/run.mjs generates for the model at onnx to
+ * path: one xorshift32 stream from 1 over every graph input in order,
+ * values in [-1, 1), token ids 0 or 1. 0 or -errno.
  */
 static int write_input(const char *onnx, const char *path)
 {
 	struct model_source src;
 	struct coloc_err err = { 0 };
 	uint32_t x = 1;
-	int64_t n = 0;
 	FILE *f;
 	int ret;
 
 	ret = model_open(onnx, NULL, &src, &err);
 	if (ret)
 		return ret;
-	for (int li = 0; li < src.model->nr_layers; li++)
-		if (src.model->layers[li].op == MODEL_OP_INPUT)
-			n += model_shape_elems(&src.model->layers[li].out);
-	model_source_close(&src);
 	f = fopen(path, "wb");
-	if (!f)
+	if (!f) {
+		model_source_close(&src);
 		return -errno;
-	for (int64_t i = 0; i < n; i++) {
-		float v;
-
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		v = (float)(x >> 8) / 8388608.0f - 1.0f;
-		fwrite(&v, 4, 1, f);
 	}
+	for (int li = 0; li < src.model->nr_layers; li++) {
+		const struct model_layer *l = &src.model->layers[li];
+		bool ids = reads_ids(src.model, li);
+
+		if (l->op != MODEL_OP_INPUT)
+			continue;
+		for (int64_t i = 0; i < model_shape_elems(&l->out); i++) {
+			float v;
+
+			x ^= x << 13;
+			x ^= x >> 17;
+			x ^= x << 5;
+			v = ids ? (float)(x % 2) : (float)(x >> 8) / 8388608.0f - 1.0f;
+			fwrite(&v, 4, 1, f);
+		}
+	}
+	model_source_close(&src);
 	return fclose(f) ? -errno : 0;
 }
 

@@ -22,7 +22,7 @@ OWN=build/ort/own
 if [ $# -gt 0 ]; then
 	MODELS=("$@")
 else
-	MODELS=(resnet50 mobilenet_v2 googlenet efficientnet_b0 ssd_mobilenet tiny_yolov2 timer)
+	MODELS=(resnet50 mobilenet_v2 bert_base googlenet efficientnet_b0 ssd_mobilenet tiny_yolov2 timer)
 fi
 
 tools/ort/install.sh

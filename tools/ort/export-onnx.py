@@ -11,8 +11,11 @@ The weights file is models/WEIGHTS.md's format. The graph is the plain one
 an exporter such as PyTorch's writes: Conv (+ BatchNormalization, epsilon
 1e-5, unfolded) + the activation as its own node, Add, MaxPool /
 AveragePool / GlobalAveragePool, Reshape, MatMul + Add for fc, Concat,
-LRN, Softmax; swish as Sigmoid and Mul; opset 13. Only the ops and attributes our CNNs use are written;
-anything else stops the export with the model's line.
+LRN, Softmax; swish as Sigmoid and Mul; Gather for embed, LayerNormalization,
+Transpose, MatMul (+ Transpose for transpose_b, + Mul for alpha), Slice,
+the erf form of GELU; opset 17. Inputs read by an embedding are int64.
+Only the ops and attributes our models use are written; anything else
+stops the export with the model's line.
 
 Uses Debian's python3-onnx (and numpy); run it with /usr/bin/python3.
 """
@@ -99,10 +102,12 @@ def main():
     weights = read_weights(weights_path)
     nodes, inits, inputs = [], [], []
     names, shapes = [], {}  # layer names by index; output shapes by name
+    ids = {}  # input layers read by an embedding: int64 token ids in ONNX
     name = "model"
 
     def init(nm, arr):
-        inits.append(numpy_helper.from_array(arr.astype(np.float32), nm))
+        keep = arr.dtype == np.int64  # shapes and indices; the rest is fp32
+        inits.append(numpy_helper.from_array(arr if keep else arr.astype(np.float32), nm))
         return nm
 
     def act(ln, x, kw):
@@ -122,6 +127,15 @@ def main():
             nodes.append(helper.make_node("Tanh", [x], [y]))
         elif a == "leaky_relu":
             nodes.append(helper.make_node("LeakyRelu", [x], [y], alpha=float(kw.get("slope", 0.01))))
+        elif a == "gelu":
+            # the erf form as PyTorch exports it: x * (1 + erf(x / sqrt 2)) * 0.5
+            c = {k: init(f"{y}_{k}", np.array(v, np.float32))
+                 for k, v in (("sqrt2", np.sqrt(2.0)), ("one", 1.0), ("half", 0.5))}
+            nodes.append(helper.make_node("Div", [x, c["sqrt2"]], [y + "_div"]))
+            nodes.append(helper.make_node("Erf", [y + "_div"], [y + "_erf"]))
+            nodes.append(helper.make_node("Add", [y + "_erf", c["one"]], [y + "_add"]))
+            nodes.append(helper.make_node("Mul", [x, y + "_add"], [y + "_mul"]))
+            nodes.append(helper.make_node("Mul", [y + "_mul", c["half"]], [y]))
         elif a == "swish":
             nodes.append(helper.make_node("Sigmoid", [x], [y + "_sigmoid"]))
             nodes.append(helper.make_node("Mul", [x, y + "_sigmoid"], [y]))
@@ -144,7 +158,7 @@ def main():
         in_shapes = [shapes[i][1] for i in ins]
         if op == "input":
             shp = [int(x) for x in kw["shape"].split("x")]
-            inputs.append(helper.make_tensor_value_info(lname, TensorProto.FLOAT, shp))
+            inputs.append((lname, shp))
             out = (lname, shp)
         elif op == "conv":
             n, c, h, wd = in_shapes[0]
@@ -213,7 +227,6 @@ def main():
         elif op == "reshape":
             shp = [int(x) for x in kw["shape"].split("x")]
             s = init(lname + "_shape", np.array(shp, np.int64))
-            inits[-1] = numpy_helper.from_array(np.array(shp, np.int64), s)
             nodes.append(helper.make_node("Reshape", [ins_t[0], s], [lname]))
             total = int(np.prod(in_shapes[0]))
             if -1 in shp:
@@ -237,6 +250,48 @@ def main():
             shp = list(in_shapes[0])
             shp[axis] = sum(s[axis] for s in in_shapes)
             out = (lname, shp)
+        elif op == "embed":
+            ids[ins[0]] = True
+            table = init(lname + "_table", weights[idx][0].reshape(int(kw["vocab"]),
+                                                                   int(kw["dim"])))
+            nodes.append(helper.make_node("Gather", [table, ins_t[0]], [lname], axis=0))
+            out = (lname, in_shapes[0] + [int(kw["dim"])])
+        elif op == "layer_norm":
+            g, b = weights[idx]
+            nodes.append(helper.make_node("LayerNormalization",
+                                          [ins_t[0], init(lname + "_gamma", g),
+                                           init(lname + "_beta", b)], [lname], axis=-1,
+                                          epsilon=float(kw.get("eps", 1e-5))))
+            out = (lname, in_shapes[0])
+        elif op == "transpose":
+            perm = [int(x) for x in kw["perm"].split(",")]
+            nodes.append(helper.make_node("Transpose", ins_t, [lname], perm=perm))
+            out = (lname, [in_shapes[0][i] for i in perm])
+        elif op == "matmul":
+            a_t, b_t = ins_t
+            b_shape = list(in_shapes[1])
+            if "transpose_b" in kw:
+                r = len(b_shape)
+                perm = list(range(r - 2)) + [r - 1, r - 2]
+                nodes.append(helper.make_node("Transpose", [b_t], [lname + "_bt"], perm=perm))
+                b_t = lname + "_bt"
+                b_shape = [b_shape[i] for i in perm]
+            y = lname + "_mm"
+            nodes.append(helper.make_node("MatMul", [a_t, b_t], [y]))
+            if "alpha" in kw:
+                alpha = init(lname + "_alpha", np.array(float(kw["alpha"]), np.float32))
+                nodes.append(helper.make_node("Mul", [y, alpha], [lname + "_scaled"]))
+                y = lname + "_scaled"
+            out = (y, in_shapes[0][:-1] + [b_shape[-1]])
+        elif op == "slice":
+            axis, start = int(kw["axis"]), int(kw.get("start", 0))
+            length = int(kw["len"])
+            consts = [init(f"{lname}_{k}", np.array([v], np.int64))
+                      for k, v in (("starts", start), ("ends", start + length), ("axes", axis))]
+            nodes.append(helper.make_node("Slice", [ins_t[0]] + consts, [lname]))
+            shp = list(in_shapes[0])
+            shp[axis] = length
+            out = (lname, shp)
         elif op == "lrn":
             nodes.append(helper.make_node("LRN", ins_t, [lname], size=int(kw["size"]),
                                           alpha=float(kw.get("alpha", 1e-4)),
@@ -251,11 +306,13 @@ def main():
             die(f"{model_path}:{ln}: op '{op}' is not exported")
         names.append(lname)
         shapes[lname] = out
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64 if n in ids else TensorProto.FLOAT,
+                                            shp) for n, shp in inputs]
     last_t, last_shape = shapes[names[-1]]
     outputs = [helper.make_tensor_value_info(last_t, TensorProto.FLOAT, last_shape)]
     graph = helper.make_graph(nodes, name, inputs, outputs, inits)
     m = helper.make_model(graph, producer_name="coloc export-onnx.py",
-                          opset_imports=[helper.make_opsetid("", 13)])
+                          opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     onnx.checker.check_model(m)
     onnx.save(m, out_path)

@@ -11,7 +11,8 @@
 // --input: raw little-endian fp32, every graph input (initializers excluded)
 // in graph order, row-major; int64/int32 inputs (token ids) are given as
 // floats, as coloc-run takes them. --write-input writes a generated input of
-// the right size (xorshift32 values in [-1, 1), seed 1) and uses it.
+// the right size and uses it (xorshift32 from seed 1: values in [-1, 1),
+// token ids 0 or 1).
 // --output: graph output 0 as raw little-endian fp32. --iters N: prints
 // {"median_ms": ...} of N timed runs after one warm-up run. --threads: ORT's
 // intra-op threads (default 1; inter-op 1, sequential execution, all graph
@@ -90,17 +91,22 @@ function concreteShape(meta, o) {
 	});
 }
 
-function generated(n) {
-	const v = new Float32Array(n);
-	let x = 1;
-	for (let i = 0; i < n; i++) {
-		x ^= x << 13;
-		x >>>= 0;
-		x ^= x >>> 17;
-		x ^= x << 5;
-		x >>>= 0;
-		v[i] = (x >>> 8) / 8388608 - 1;
-	}
+// One xorshift32 stream from seed 1 over every input in order: floats in
+// [-1, 1), token ids (int64/int32 inputs) 0 or 1, valid for any vocabulary.
+function generated(counts, metas) {
+	const v = new Float32Array(counts.reduce((a, b) => a + b, 0));
+	let x = 1, i = 0;
+	counts.forEach((n, k) => {
+		const ids = metas[k].type === 'int64' || metas[k].type === 'int32';
+		for (let end = i + n; i < end; i++) {
+			x ^= x << 13;
+			x >>>= 0;
+			x ^= x >>> 17;
+			x ^= x << 5;
+			x >>>= 0;
+			v[i] = ids ? x % 2 : (x >>> 8) / 8388608 - 1;
+		}
+	});
 	return v;
 }
 
@@ -129,7 +135,7 @@ async function main() {
 		}
 		data = new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
 	} else {
-		data = generated(total);
+		data = generated(counts, metas);
 		if (o.writeInput)
 			writeFileSync(o.writeInput, Buffer.from(data.buffer));
 	}
