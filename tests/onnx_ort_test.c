@@ -166,7 +166,10 @@ static void check_run(struct __test_metadata *_metadata, const char *model, cons
 	       weights ? " (with its weights file)" : "", n, max_ref, max_err,
 	       max_ref > 0 ? max_err / max_ref : 0.0);
 	ASSERT_GT(max_ref, 0.0f);
-	EXPECT_LE(max_err, TOL * max_ref);
+	EXPECT_LE(max_err, TOL * max_ref)
+	TH_LOG("beyond %g relative; if coloc's seeded weights or the exporter changed on "
+	       "purpose, regenerate the refs with tools/ort/make-refs.sh",
+	       (double)TOL);
 }
 
 /* The ONNX file of an npm:PACKAGE@VERSION/PATH source. */
