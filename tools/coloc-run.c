@@ -165,8 +165,9 @@ static int read_inputs(struct exec_query *q, const struct model *m)
 	int ret = 0;
 
 	if (!f) {
-		fprintf(stderr, "coloc-run: --input %s: %s\n", opts.input, strerror(errno));
-		return -errno;
+		ret = -errno;
+		fprintf(stderr, "coloc-run: --input %s: %s\n", opts.input, strerror(-ret));
+		return ret;
 	}
 	for (int li = 0; li < m->nr_layers && !ret; li++) {
 		int64_t n = model_shape_elems(&m->layers[li].out);
@@ -206,6 +207,7 @@ static int write_output(const struct exec_query *q, const struct model *m)
 		free(out);
 		return ret;
 	}
+	errno = 0;
 	f = fopen(opts.output, "wb");
 	if (!f || fwrite(out, sizeof(float), n, f) != n) {
 		ret = errno ? -errno : -EIO;
