@@ -14,7 +14,8 @@
 #                                   check runs it)
 #
 # ONNXRUNTIME_NODE_INSTALL=skip makes onnxruntime-node's postinstall exit
-# at once: in 1.30 that script only downloads the CUDA provider from NuGet;
+# at once: in 1.30 that script only downloads the CUDA 12 and TensorRT
+# providers from NuGet on linux/x64 (script/install-metadata.js);
 # the CPU library (bin/napi-v6/linux/x64/libonnxruntime.so.1) is in the
 # npm tarball itself.
 set -euo pipefail
