@@ -10,6 +10,14 @@
  * and serving_tick (hung blocks, executors that never got ready); a death
  * returns the tenant's cores before its queries are failed.
  *
+ * Cores: a block's cores leave the free set and are owned by its tenant
+ * (owner[], core_changed) until it finishes; the executor pins one team
+ * thread per core. Under a policy that shares cores (os) decisions overlap:
+ * cores never leave the free set, no core has an owner (core_changed is
+ * never called, so colocd's core_owner map shows every core free), and the
+ * executor runs the block unpinned on its cores (execproc_block.shared),
+ * the kernel sharing them between tenants.
+ *
  * Completion callbacks run last on a query, after it has left every list,
  * and may call serving_submit (a round in progress then repeats); they must
  * not call serving_remove, serving_restart or serving_destroy.
@@ -669,7 +677,7 @@ static void fill_topology(struct serving *s)
 
 int serving_create(const struct serving_config *cfg, struct serving **out, struct coloc_err *err)
 {
-	const char *name = cfg->policy ? cfg->policy : "fcfs";
+	const char *name = cfg->policy ? cfg->policy : SERVING_DEFAULT_POLICY;
 	struct serving *s = calloc(1, sizeof(*s));
 	int ret;
 
@@ -679,13 +687,6 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->entry = policy_find(name);
 	if (!s->entry) {
 		ret = coloc_err_set(err, -EINVAL, "no policy '%s'", name);
-		goto fail;
-	}
-	if (s->entry->shares_cores) {
-		ret = coloc_err_set(err, -EINVAL,
-				    "policy '%s' shares cores between blocks; serving pins "
-				    "each block's cores exclusively",
-				    name);
 		goto fail;
 	}
 	s->max_queue = cfg->max_queue > 0 ? cfg->max_queue : SERVING_DEFAULT_QUEUE;
@@ -705,7 +706,7 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 		policy_cpuset_set(&s->free, s->cpus[i]);
 	}
 	fill_topology(s);
-	s->pcfg.late = POLICY_LATE_DROP;
+	s->pcfg.late = cfg->late_serve ? POLICY_LATE_SERVE : POLICY_LATE_DROP;
 	s->executor = cfg->executor ? strdup(cfg->executor) : NULL;
 	s->cache_dir = cfg->cache_dir ? strdup(cfg->cache_dir) : NULL;
 	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));
