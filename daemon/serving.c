@@ -314,9 +314,19 @@ void serving_handle_fd(struct serving *s, int fd)
 	sv_schedule(s);
 }
 
-static uint64_t hang_deadline(const struct sv_tenant *t)
+/*
+ * Under a policy that shares cores, the kernel time-slices the blocks that
+ * run at once: each may take that many times its alone prediction.
+ */
+static uint64_t hang_deadline(const struct serving *s, const struct sv_tenant *t)
 {
 	uint64_t predicted = t->blk.predicted_ns ? t->blk.predicted_ns : t->blk.alone_ns;
+	uint64_t sharing = 0;
+
+	for (int i = 0; i < SV_MAX_TENANTS && s->entry->shares_cores; i++)
+		sharing += s->tenants[i].used && s->tenants[i].busy;
+	if (sharing > 1)
+		predicted *= sharing;
 
 	return t->blk_submit_ns + SERVING_HANG_FACTOR * predicted + SERVING_HANG_SLACK_NS;
 }
@@ -340,7 +350,7 @@ void serving_tick(struct serving *s)
 				 "the executor was not ready after %.0f s: killed",
 				 SERVING_START_TIMEOUT_NS / 1e9);
 			fail_tenant(s, t, why);
-		} else if (t->busy && now > hang_deadline(t)) {
+		} else if (t->busy && now > hang_deadline(s, t)) {
 			snprintf(why, sizeof(why),
 				 "hung: the block of layers [%d, %d) of query %llu ran %.1f ms, "
 				 "%.1f ms predicted (the limit is %dx + %.1f s): killed",
@@ -368,7 +378,7 @@ int serving_next_timeout_ms(const struct serving *s)
 		if (t->state == SERVING_TENANT_STARTING)
 			at = t->started_ns + SERVING_START_TIMEOUT_NS;
 		else if (t->busy)
-			at = hang_deadline(t);
+			at = hang_deadline(s, t);
 		if (at < next)
 			next = at;
 	}
