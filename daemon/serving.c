@@ -315,19 +315,22 @@ void serving_handle_fd(struct serving *s, int fd)
 }
 
 /*
- * Under a policy that shares cores, the kernel time-slices the blocks that
- * run at once: each may take that many times its alone prediction.
+ * A block is hung past 10x the larger of its prediction and its table
+ * latency alone (a policy's online correction can shrink the prediction far
+ * below what a slower run of the same block takes, e.g. under ASan). Under
+ * a policy that shares cores, the kernel time-slices the blocks that run at
+ * once: each may take that many times as long.
  */
 static uint64_t hang_deadline(const struct serving *s, const struct sv_tenant *t)
 {
-	uint64_t predicted = t->blk.predicted_ns ? t->blk.predicted_ns : t->blk.alone_ns;
+	uint64_t predicted =
+		t->blk.predicted_ns > t->blk.alone_ns ? t->blk.predicted_ns : t->blk.alone_ns;
 	uint64_t sharing = 0;
 
 	for (int i = 0; i < SV_MAX_TENANTS && s->entry->shares_cores; i++)
 		sharing += s->tenants[i].used && s->tenants[i].busy;
 	if (sharing > 1)
 		predicted *= sharing;
-
 	return t->blk_submit_ns + SERVING_HANG_FACTOR * predicted + SERVING_HANG_SLACK_NS;
 }
 

@@ -43,7 +43,7 @@
 #define SERVING_DEFAULT_POLICY "coloc" /* the scheduler issue's policy */
 #define SERVING_DEFAULT_QUEUE 256 /* queued queries per tenant */
 #define SERVING_DEFAULT_QUEUE_TOTAL 4096 /* over all tenants */
-/* A block is hung past HANG_FACTOR x its prediction + HANG_SLACK. */
+/* A block is hung past HANG_FACTOR x max(its prediction, its alone latency) + HANG_SLACK. */
 #define SERVING_HANG_FACTOR 10
 #define SERVING_HANG_SLACK_NS 1000000000ull
 #define SERVING_START_TIMEOUT_NS 300000000000ull /* loading a model may take minutes */
