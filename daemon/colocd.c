@@ -53,8 +53,7 @@ static void print_policies(FILE *out)
 	const struct policy_entry *e;
 
 	for (int i = 0; (e = policy_entry_at(i)); i++)
-		fprintf(out, "                    %-10s %s%s\n", e->name, e->description,
-			e->shares_cores ? " (not servable: shares cores)" : "");
+		fprintf(out, "                    %-10s %s\n", e->name, e->description);
 }
 
 static void usage(FILE *out)
@@ -78,11 +77,14 @@ static void usage(FILE *out)
 		"  --cache-dir DIR   latency profiles (default: $COLOC_CACHE_DIR, else %s)\n"
 		"  --state FILE      keep the submitted tenants in FILE and submit them again at\n"
 		"                    start (default: none; a restart starts empty)\n"
-		"  --policy NAME     which query runs where (default fcfs); one of:\n",
+		"  --policy NAME     which query runs where (default %s); one of:\n",
 		COLOC_DEFAULT_PIN_DIR, COLOC_DEFAULT_SOCKET, SENSOR_FALLBACK_HZ, config.window_ms,
-		config.span_ms, config.conn_timeout_ms, profile_cache_dir(NULL));
+		config.span_ms, config.conn_timeout_ms, profile_cache_dir(NULL),
+		SERVING_DEFAULT_POLICY);
 	print_policies(out);
 	fprintf(out,
+		"  --late drop|serve a query that cannot meet its deadline is dropped and\n"
+		"                    counted (drop, the default) or served late (serve)\n"
 		"  -v, --verbose     print libbpf's messages\n"
 		"  -h, --help        this help\n"
 		"  -V, --version     print the version and exit\n"
@@ -106,6 +108,7 @@ static int parse_args(int argc, char **argv)
 		{ "span-ms", required_argument, NULL, 'S' },
 		{ "conn-timeout-ms", required_argument, NULL, 'T' },
 		{ "policy", required_argument, NULL, 'P' },
+		{ "late", required_argument, NULL, 'L' },
 		{ "executor", required_argument, NULL, 'E' },
 		{ "cache-dir", required_argument, NULL, 'C' },
 		{ "state", required_argument, NULL, 'F' },
@@ -153,6 +156,14 @@ static int parse_args(int argc, char **argv)
 				return 2;
 			}
 			config.policy = optarg;
+			break;
+		case 'L':
+			if (strcmp(optarg, "drop") && strcmp(optarg, "serve")) {
+				fprintf(stderr, "colocd: --late takes drop or serve, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			config.late_serve = !strcmp(optarg, "serve");
 			break;
 		case 'E':
 			config.executor = optarg;

@@ -32,6 +32,7 @@ struct colocd_config {
 	bool verbose;
 	/* the serving core (serving.h); NULL: its defaults, the executor beside colocd */
 	const char *policy;
+	bool late_serve; /* --late serve: a query that cannot meet its deadline runs late */
 	const char *executor;
 	const char *cache_dir;
 	const char *state_path; /* admitted tenants survive a restart in it; NULL: none */

@@ -546,7 +546,12 @@ static struct json_object *control_cores_json(struct colocd *d)
 
 		json_object_object_add(o, "cpu", json_object_new_int(cores[i].cpu));
 		json_object_object_add(o, "busy", json_object_new_boolean(cores[i].busy));
-		if (cores[i].busy) {
+		/* os: the core runs several tenants' blocks at once, none holds it */
+		if (cores[i].shared) {
+			json_object_object_add(o, "shared", json_object_new_boolean(true));
+			json_object_object_add(o, "blocks",
+					       json_object_new_int(cores[i].nr_blocks));
+		} else if (cores[i].busy) {
 			struct json_object *v = json_object_new_array();
 
 			json_object_object_add(o, "tenant",

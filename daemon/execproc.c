@@ -549,6 +549,8 @@ int execproc_submit_block(struct execproc *ep, const struct execproc_block *b,
 	c->first = b->first;
 	c->last = b->last;
 	c->query_id = b->query_id;
+	c->flags = b->shared ? COLOC_SHM_RUN_SHARED : 0;
+	c->reserved = 0;
 	ep->last = *b;
 	ring(ep);
 	return 0;

@@ -45,6 +45,12 @@ struct execproc_block {
 	const int *versions; /* last - first entries; NULL: version 0 everywhere */
 	const int *cpus; /* OS CPU ids; team thread i on the i-th smallest */
 	int nr_cpus;
+	/*
+	 * The cores are shared with other executors' blocks (the os policy):
+	 * each team thread may run on all of them, the kernel places it
+	 * (COLOC_SHM_RUN_SHARED), instead of one thread pinned per core.
+	 */
+	bool shared;
 };
 
 struct execproc_result {

@@ -217,7 +217,9 @@ static void colocd_serving_changed(void *ctx, const char *name, enum serving_ten
  * Which tenant's block holds a core, for bpftool (the core_owner map). The
  * tenant id is its slot in the BPF maps; a tenant the maps do not hold (its
  * attribution failed, see colocd_serving_changed) leaves its cores shown
- * free rather than under an id that is not its own.
+ * free rather than under an id that is not its own. Under --policy os no
+ * block holds a core (the kernel shares them all), serving never calls
+ * this, and the map shows every core free.
  */
 static void colocd_core_changed(void *ctx, int cpu, const char *name, uint64_t query, int first,
 				int last)
@@ -238,6 +240,7 @@ static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 		.executor = d->cfg.executor,
 		.cache_dir = d->cfg.cache_dir,
 		.policy = d->cfg.policy,
+		.late_serve = d->cfg.late_serve,
 		.watch = colocd_serving_watch,
 		.tenant_changed = colocd_serving_changed,
 		.core_changed = colocd_core_changed,

@@ -10,6 +10,14 @@
  * and serving_tick (hung blocks, executors that never got ready); a death
  * returns the tenant's cores before its queries are failed.
  *
+ * Cores: a block's cores leave the free set and are owned by its tenant
+ * (owner[], core_changed) until it finishes; the executor pins one team
+ * thread per core. Under a policy that shares cores (os) decisions overlap:
+ * cores never leave the free set, no core has an owner (core_changed is
+ * never called, so colocd's core_owner map shows every core free), and the
+ * executor runs the block unpinned on its cores (execproc_block.shared),
+ * the kernel sharing them between tenants.
+ *
  * Completion callbacks run last on a query, after it has left every list,
  * and may call serving_submit (a round in progress then repeats); they must
  * not call serving_remove, serving_restart or serving_destroy.
@@ -306,10 +314,23 @@ void serving_handle_fd(struct serving *s, int fd)
 	sv_schedule(s);
 }
 
-static uint64_t hang_deadline(const struct sv_tenant *t)
+/*
+ * A block is hung past 10x the larger of its prediction and its table
+ * latency alone (a policy's online correction can shrink the prediction far
+ * below what a slower run of the same block takes, e.g. under ASan). Under
+ * a policy that shares cores, the kernel time-slices the blocks that run at
+ * once: each may take that many times as long.
+ */
+static uint64_t hang_deadline(const struct serving *s, const struct sv_tenant *t)
 {
-	uint64_t predicted = t->blk.predicted_ns ? t->blk.predicted_ns : t->blk.alone_ns;
+	uint64_t predicted =
+		t->blk.predicted_ns > t->blk.alone_ns ? t->blk.predicted_ns : t->blk.alone_ns;
+	uint64_t sharing = 0;
 
+	for (int i = 0; i < SV_MAX_TENANTS && s->entry->shares_cores; i++)
+		sharing += s->tenants[i].used && s->tenants[i].busy;
+	if (sharing > 1)
+		predicted *= sharing;
 	return t->blk_submit_ns + SERVING_HANG_FACTOR * predicted + SERVING_HANG_SLACK_NS;
 }
 
@@ -332,7 +353,7 @@ void serving_tick(struct serving *s)
 				 "the executor was not ready after %.0f s: killed",
 				 SERVING_START_TIMEOUT_NS / 1e9);
 			fail_tenant(s, t, why);
-		} else if (t->busy && now > hang_deadline(t)) {
+		} else if (t->busy && now > hang_deadline(s, t)) {
 			snprintf(why, sizeof(why),
 				 "hung: the block of layers [%d, %d) of query %llu ran %.1f ms, "
 				 "%.1f ms predicted (the limit is %dx + %.1f s): killed",
@@ -360,7 +381,7 @@ int serving_next_timeout_ms(const struct serving *s)
 		if (t->state == SERVING_TENANT_STARTING)
 			at = t->started_ns + SERVING_START_TIMEOUT_NS;
 		else if (t->busy)
-			at = hang_deadline(t);
+			at = hang_deadline(s, t);
 		if (at < next)
 			next = at;
 	}
@@ -669,7 +690,7 @@ static void fill_topology(struct serving *s)
 
 int serving_create(const struct serving_config *cfg, struct serving **out, struct coloc_err *err)
 {
-	const char *name = cfg->policy ? cfg->policy : "fcfs";
+	const char *name = cfg->policy ? cfg->policy : SERVING_DEFAULT_POLICY;
 	struct serving *s = calloc(1, sizeof(*s));
 	int ret;
 
@@ -679,13 +700,6 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->entry = policy_find(name);
 	if (!s->entry) {
 		ret = coloc_err_set(err, -EINVAL, "no policy '%s'", name);
-		goto fail;
-	}
-	if (s->entry->shares_cores) {
-		ret = coloc_err_set(err, -EINVAL,
-				    "policy '%s' shares cores between blocks; serving pins "
-				    "each block's cores exclusively",
-				    name);
 		goto fail;
 	}
 	s->max_queue = cfg->max_queue > 0 ? cfg->max_queue : SERVING_DEFAULT_QUEUE;
@@ -705,7 +719,7 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 		policy_cpuset_set(&s->free, s->cpus[i]);
 	}
 	fill_topology(s);
-	s->pcfg.late = POLICY_LATE_DROP;
+	s->pcfg.late = cfg->late_serve ? POLICY_LATE_SERVE : POLICY_LATE_DROP;
 	s->executor = cfg->executor ? strdup(cfg->executor) : NULL;
 	s->cache_dir = cfg->cache_dir ? strdup(cfg->cache_dir) : NULL;
 	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));

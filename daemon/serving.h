@@ -40,9 +40,10 @@
 #include "serving_stats.h"
 
 #define SERVING_NAME_LEN 64
+#define SERVING_DEFAULT_POLICY "coloc" /* the scheduler issue's policy */
 #define SERVING_DEFAULT_QUEUE 256 /* queued queries per tenant */
 #define SERVING_DEFAULT_QUEUE_TOTAL 4096 /* over all tenants */
-/* A block is hung past HANG_FACTOR x its prediction + HANG_SLACK. */
+/* A block is hung past HANG_FACTOR x max(its prediction, its alone latency) + HANG_SLACK. */
 #define SERVING_HANG_FACTOR 10
 #define SERVING_HANG_SLACK_NS 1000000000ull
 #define SERVING_START_TIMEOUT_NS 300000000000ull /* loading a model may take minutes */
@@ -84,7 +85,12 @@ typedef void (*serving_done_fn)(void *ctx, const struct serving_completion *c);
 struct serving_config {
 	const char *executor; /* bin/coloc-executor; NULL: next to /proc/self/exe */
 	const char *cache_dir; /* profile cache; NULL: $COLOC_CACHE_DIR or the default */
-	const char *policy; /* a policy_find() name; NULL: "fcfs" */
+	const char *policy; /* a policy_find() name; NULL: "coloc" */
+	/*
+	 * A query that cannot meet its deadline: dropped (false, the default)
+	 * or served late (true); policy_config.late.
+	 */
+	bool late_serve;
 	const char *cores; /* CPUs served, e.g. "0-3"; NULL: every CPU this process may use */
 	int max_queue; /* per tenant; 0: SERVING_DEFAULT_QUEUE */
 	int max_queue_total; /* 0: SERVING_DEFAULT_QUEUE_TOTAL */
@@ -100,7 +106,8 @@ struct serving_config {
 	/*
 	 * A core was given to a block (name: its tenant; query, layers
 	 * [first, last)) or freed (name NULL); may be NULL. For what shows
-	 * who holds a core (colocd's core_owner BPF map).
+	 * who holds a core (colocd's core_owner BPF map). Never called under a
+	 * policy that shares cores (os): no block holds a core there.
 	 */
 	void (*core_changed)(void *ctx, int cpu, const char *name, uint64_t query, int first,
 			     int last);
@@ -178,6 +185,13 @@ int serving_tenant_names(const struct serving *s, const char **names, int max);
 struct serving_core_info {
 	int cpu;
 	bool busy;
+	/*
+	 * Under a policy that shares cores (os): nr_blocks blocks of as many
+	 * tenants run on the core at once, the kernel sharing it; tenant and
+	 * the fields below are then not set (no block holds the core).
+	 */
+	bool shared;
+	int nr_blocks;
 	const char *tenant; /* valid until the next call into the module */
 	uint64_t query_id;
 	int first_layer, last_layer;

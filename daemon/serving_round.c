@@ -131,7 +131,8 @@ static bool apply_decision(struct serving *s, const struct policy_decision *d)
 				     .query_id = (unsigned int)q->id,
 				     .versions = versions,
 				     .cpus = cpus,
-				     .nr_cpus = nr_cpus };
+				     .nr_cpus = nr_cpus,
+				     .shared = s->entry->shares_cores };
 	if (execproc_submit_block(t->ep, &b, &err)) {
 		sv_complete_query(s, t, q, SERVING_QUERY_FAILED, coloc_err_str(&err));
 		return false;
@@ -143,7 +144,8 @@ static bool apply_decision(struct serving *s, const struct policy_decision *d)
 	t->blk.versions = t->blk_versions;
 	t->blk_submit_ns = sv_now_ns();
 	q->in_flight = true;
-	for (int i = 0; i < nr_cpus; i++) {
+	/* shared cores (os) stay free for the other tenants and have no one owner */
+	for (int i = 0; i < nr_cpus && !s->entry->shares_cores; i++) {
 		s->owner[cpus[i]] = d->tenant;
 		policy_cpuset_clear(&s->free, cpus[i]);
 		if (s->core_changed)

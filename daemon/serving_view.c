@@ -2,7 +2,8 @@
 /*
  * What colocctl status and top print, read from the serving core: per
  * tenant its state, QoS, queue and statistics; per core the block that
- * holds it and its versions.
+ * holds it and its versions, or, on cores shared by the policy (os), how
+ * many blocks run there at once.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -88,8 +89,18 @@ int serving_cores(const struct serving *s, struct serving_core_info *cores, int 
 		if (n >= max)
 			continue;
 		cores[n] = (struct serving_core_info){ .cpu = cpu };
+		if (s->entry->shares_cores) {
+			cores[n].shared = true;
+			for (int i = 0; i < SV_MAX_TENANTS; i++)
+				if (s->tenants[i].used && s->tenants[i].busy &&
+				    policy_cpuset_test(&s->tenants[i].blk.cores, cpu))
+					cores[n].nr_blocks++;
+			cores[n].busy = cores[n].nr_blocks > 0;
+			continue;
+		}
 		if (!t)
 			continue;
+		cores[n].nr_blocks = 1;
 		cores[n].busy = true;
 		cores[n].tenant = t->name;
 		cores[n].query_id = t->blk.query_id;

@@ -6,10 +6,11 @@
  * everything else, built at load. exec_run_block binds buffers to the
  * prebuilt primitives and executes them on the caller's OpenMP team, sized
  * and pinned to the block's cores: team thread i runs on cores->cpus[i],
- * the caller being thread 0. Pinning is redone only when the core set
- * differs from the previous block's, and costs a sched_setaffinity per
- * thread whose core changes, made by the caller (stats->switch_ns). Where the team is pinned
- * is a property of the calling OS thread (its OpenMP pool), so it is
+ * the caller being thread 0 (or, on cores shared with other processes,
+ * anywhere on them: exec_run_block_placed). Pinning is redone only when
+ * the core set differs from the previous block's, and costs a
+ * sched_setaffinity per thread whose core changes, made by the caller
+ * (stats->switch_ns). Where the team is pinned is a property of the calling OS thread (its OpenMP pool), so it is
  * remembered per thread, whichever model ran last. Only one thread may
  * drive a given model at a time: the memory objects bound per step belong
  * to the model.
@@ -216,13 +217,30 @@ int exec_query_read_output(const struct exec_query *q, int layer, float *dst, si
  * through the parallel region. On 1 and 2 cores no team ever shrinks (a
  * team of one never touches the pool), so no thread is created on the
  * query path there.
+ *
+ * On shared cores (EXEC_TEAM_SHARED, colocd's os policy: other tenants'
+ * blocks run on the same cores at the same time) every pool thread and the
+ * caller get the whole set as their mask instead, and the kernel places and
+ * migrates them as it does an unmodified oneDNN program's threads.
  */
 static __thread struct {
 	int nr, pool;
+	bool shared; /* the team may run anywhere on cpus (EXEC_TEAM_SHARED) */
 	int cpus[EXEC_MAX_CPUS];
 	pid_t tids[EXEC_MAX_CPUS]; /* pool thread t's id; 0: not known */
-	int tid_cpu[EXEC_MAX_CPUS]; /* the one CPU thread t is pinned to */
+	int tid_cpu[EXEC_MAX_CPUS]; /* the one CPU thread t is pinned to, or TEAM_ANY_CPU */
 } team_pinned;
+
+/* tid_cpu of a thread allowed on every core of a shared block's set */
+#define TEAM_ANY_CPU -1
+
+/* Where a block's team goes: its cores, the team size, the model's other cores. */
+struct team_plan {
+	const struct exec_cpuset *cores;
+	int n;
+	int spare[EXEC_MAX_CPUS], nr_spare;
+	bool shared;
+};
 
 static int set_mask(pid_t tid, const int *cpus, int n)
 {
@@ -234,30 +252,46 @@ static int set_mask(pid_t tid, const int *cpus, int n)
 	return sched_setaffinity(tid, sizeof(set), &set) ? -errno : 0;
 }
 
-/* The CPU pool thread t goes to: its block core, else a spare core of the model. */
-static int team_cpu(const struct exec_cpuset *cores, int n, const int *spare, int nr_spare, int t)
+/*
+ * The CPU pool thread t goes to: its block core, else a spare core of the
+ * model; on shared cores, any of the block's (the kernel places it).
+ */
+static int team_cpu(const struct team_plan *p, int t)
 {
-	if (t < n)
-		return cores->cpus[t];
-	return nr_spare ? spare[(t - n) % nr_spare] : cores->cpus[t % n];
+	if (p->shared)
+		return TEAM_ANY_CPU;
+	if (t < p->n)
+		return p->cores->cpus[t];
+	return p->nr_spare ? p->spare[(t - p->n) % p->nr_spare] : p->cores->cpus[t % p->n];
+}
+
+/* Whether thread t already sits where cpu says (a shared set may have changed: never). */
+static bool team_placed(int t, int cpu)
+{
+	return cpu != TEAM_ANY_CPU && team_pinned.tid_cpu[t] == cpu;
+}
+
+static int place(pid_t tid, const struct team_plan *p, int cpu)
+{
+	return cpu == TEAM_ANY_CPU ? set_mask(tid, p->cores->cpus, p->cores->nr) :
+				     set_mask(tid, &cpu, 1);
 }
 
 /* Pool threads 1.. by id, from the caller; -ESRCH when one is gone. */
-static int pin_by_tid(const struct exec_cpuset *cores, int n, const int *spare, int nr_spare,
-		      int total)
+static int pin_by_tid(const struct team_plan *p, int total)
 {
 	pid_t pid = getpid();
 
 	for (int t = 1; t < total; t++) {
-		int cpu = team_cpu(cores, n, spare, nr_spare, t), ret;
+		int cpu = team_cpu(p, t), ret;
 
 		if (!team_pinned.tids[t])
 			return -ESRCH;
-		if (team_pinned.tid_cpu[t] == cpu)
+		if (team_placed(t, cpu))
 			continue;
 		if (syscall(SYS_tgkill, pid, team_pinned.tids[t], 0))
 			return -ESRCH;
-		ret = set_mask(team_pinned.tids[t], &cpu, 1);
+		ret = place(team_pinned.tids[t], p, cpu);
 		if (ret)
 			return ret;
 		team_pinned.tid_cpu[t] = cpu;
@@ -266,8 +300,7 @@ static int pin_by_tid(const struct exec_cpuset *cores, int n, const int *spare, 
 }
 
 /* Each pool thread pins itself (where its core changes) and says who it is. */
-static int pin_in_region(const struct exec_cpuset *cores, int n, const int *spare, int nr_spare,
-			 int total)
+static int pin_in_region(const struct team_plan *p, int total)
 {
 	/* team_pinned is thread-local: the pool threads write the caller's */
 	pid_t *tids = team_pinned.tids;
@@ -275,15 +308,15 @@ static int pin_in_region(const struct exec_cpuset *cores, int n, const int *spar
 
 #pragma omp parallel num_threads(total) reduction(min : ret)
 	{
-		int t = omp_get_thread_num(), cpu = team_cpu(cores, n, spare, nr_spare, t);
+		int t = omp_get_thread_num(), cpu = team_cpu(p, t);
 		pid_t tid = (pid_t)syscall(SYS_gettid);
 
 		if (omp_get_num_threads() != total)
 			ret = -EAGAIN;
-		else if (t == 0 || (tids[t] == tid && tid_cpu[t] == cpu))
+		else if (t == 0 || (tids[t] == tid && cpu != TEAM_ANY_CPU && tid_cpu[t] == cpu))
 			ret = 0; /* the caller pins itself after the pool */
 		else
-			ret = set_mask(0, &cpu, 1);
+			ret = place(0, p, cpu);
 		if (t > 0) {
 			tids[t] = ret ? 0 : tid;
 			tid_cpu[t] = cpu;
@@ -292,11 +325,13 @@ static int pin_in_region(const struct exec_cpuset *cores, int n, const int *spar
 	return ret;
 }
 
-static int pin_team(struct exec_model *em, const struct exec_cpuset *cores, int n)
+static int pin_team(struct exec_model *em, const struct exec_cpuset *cores, int n, bool shared)
 {
-	int spare[EXEC_MAX_CPUS], nr_spare = 0, total = em->max_threads, ret = 0;
+	struct team_plan p = { .cores = cores, .n = n, .shared = shared };
+	int total = em->max_threads, ret = 0;
 
 	if (team_pinned.nr == cores->nr && team_pinned.pool == total &&
+	    team_pinned.shared == shared &&
 	    !memcmp(team_pinned.cpus, cores->cpus, sizeof(int) * (size_t)cores->nr))
 		return 0;
 	for (int i = 0; i < em->cpus.nr; i++) {
@@ -305,7 +340,7 @@ static int pin_team(struct exec_model *em, const struct exec_cpuset *cores, int 
 		for (int j = 0; j < cores->nr && !used; j++)
 			used = cores->cpus[j] == em->cpus.cpus[i];
 		if (!used)
-			spare[nr_spare++] = em->cpus.cpus[i];
+			p.spare[p.nr_spare++] = em->cpus.cpus[i];
 	}
 	/* team_pinned is per calling thread: the thread ids are this caller's pool. */
 	if (team_pinned.pool != total)
@@ -314,18 +349,19 @@ static int pin_team(struct exec_model *em, const struct exec_cpuset *cores, int 
 	team_pinned.pool = total;
 	/* the pool first, so no spinner of it holds the core the caller goes to */
 	if (total > 1) {
-		ret = pin_by_tid(cores, n, spare, nr_spare, total);
+		ret = pin_by_tid(&p, total);
 		if (ret == -ESRCH)
-			ret = pin_in_region(cores, n, spare, nr_spare, total);
+			ret = pin_in_region(&p, total);
 	}
 	/* then the caller onto its core: a migration only if it is elsewhere */
-	if (!ret && (cores->nr == 1 || sched_getcpu() != cores->cpus[0]))
+	if (!ret && !shared && (cores->nr == 1 || sched_getcpu() != cores->cpus[0]))
 		ret = set_mask(0, &cores->cpus[0], 1);
-	if (!ret && cores->nr > 1)
+	if (!ret && (cores->nr > 1 || shared))
 		ret = set_mask(0, cores->cpus, cores->nr);
 	if (ret)
 		return ret;
 	team_pinned.nr = cores->nr;
+	team_pinned.shared = shared;
 	memcpy(team_pinned.cpus, cores->cpus, sizeof(int) * (size_t)cores->nr);
 	return 0;
 }
@@ -404,11 +440,19 @@ int exec_run_block(struct exec_model *em, struct exec_query *q, int first, int l
 		   const int *versions, const struct exec_cpuset *cores,
 		   struct exec_block_stats *stats)
 {
+	return exec_run_block_placed(em, q, first, last, versions, cores, EXEC_TEAM_PINNED, stats);
+}
+
+int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first, int last,
+			  const int *versions, const struct exec_cpuset *cores,
+			  enum exec_team_placement placement, struct exec_block_stats *stats)
+{
 	uint64_t t0 = now_ns(), t1;
 	int slot, n, ret;
 
 	if (!em || !q || q->em != em || !cores || first < 0 || last > em->graph->nr_layers ||
-	    first >= last || cores->nr < 1 || cores->nr > EXEC_MAX_CPUS)
+	    first >= last || cores->nr < 1 || cores->nr > EXEC_MAX_CPUS ||
+	    (placement != EXEC_TEAM_PINNED && placement != EXEC_TEAM_SHARED))
 		return -EINVAL;
 	for (int i = 0; i < cores->nr; i++) {
 		bool allowed = false;
@@ -428,7 +472,7 @@ int exec_run_block(struct exec_model *em, struct exec_query *q, int first, int l
 		return -EBUSY;
 	slot = exec_slot_for_cores(em, cores->nr);
 	n = em->slot_cores[slot];
-	ret = pin_team(em, cores, n);
+	ret = pin_team(em, cores, n, placement == EXEC_TEAM_SHARED);
 	if (ret) {
 		atomic_store(&em->running, false);
 		return ret;

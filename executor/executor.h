@@ -84,6 +84,22 @@ int exec_run_block(struct exec_model *em, struct exec_query *q, int first, int l
 		   const int *versions, const struct exec_cpuset *cores,
 		   struct exec_block_stats *stats);
 
+/* How a block's OpenMP team is placed on its cores. */
+enum exec_team_placement {
+	EXEC_TEAM_PINNED, /* team thread i alone on cores->cpus[i] (exec_run_block) */
+	/*
+	 * Every team thread may run on any of the cores and the kernel places
+	 * it, as for an unmodified oneDNN program: for cores shared with other
+	 * processes' blocks (colocd's os policy).
+	 */
+	EXEC_TEAM_SHARED,
+};
+
+/* exec_run_block with the team placed as given. */
+int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first, int last,
+			  const int *versions, const struct exec_cpuset *cores,
+			  enum exec_team_placement placement, struct exec_block_stats *stats);
+
 /*
  * Additions for tests, tools and benchmarks.
  */

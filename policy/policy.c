@@ -19,6 +19,7 @@ struct policy {
 
 static const struct policy_entry *const policy_table[] = {
 	&policy_fcfs,
+	&policy_os,
 	&policy_static,
 	&policy_temporal,
 	&policy_model_wise,

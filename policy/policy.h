@@ -78,7 +78,8 @@
  *    interference model, and calls block_done at the simulated completion.
  *
  * The policies here: fcfs (issue 7's: one query at a time, its whole model
- * on all free cores), static (a fixed equal share of the cores per tenant),
+ * on all free cores), os (every tenant FCFS on all cores at once, sharing
+ * them), static (a fixed equal share of the cores per tenant),
  * temporal (one query at a time on the whole machine), model-wise and
  * layer-wise (the fewest cores meeting QoS per model or per layer), and
  * coloc (the scheduler issue's policy, coloc.c) with its ablations

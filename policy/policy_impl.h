@@ -10,6 +10,7 @@
 #include "policy.h"
 
 extern const struct policy_entry policy_fcfs;
+extern const struct policy_entry policy_os;
 extern const struct policy_entry policy_static;
 extern const struct policy_entry policy_temporal;
 

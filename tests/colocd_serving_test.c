@@ -8,6 +8,7 @@
  * asserted: the machine is shared.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -226,6 +227,37 @@ static int attributed_id(FIXTURE_DATA(wire) * self, const char *name)
 }
 
 /*
+ * Stops the fixture's colocd and starts one with these options and the
+ * cache instead, without --state: it starts with no tenant.
+ */
+static bool restart_with(FIXTURE_DATA(wire) * self, const char *const *more)
+{
+	const char *extra[12] = { "--cache-dir", cache_dir };
+	int n = 2;
+
+	for (int i = 0; more[i] && n < 11; i++)
+		extra[n++] = more[i];
+	extra[n] = NULL;
+	coloc_client_close(self->c);
+	self->c = NULL;
+	if (self->colocd > 0 && tu_stop_colocd(self->colocd))
+		return false;
+	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
+	return self->colocd > 0 && !coloc_client_connect(self->sock, &self->c);
+}
+
+/* The solo latency colocd admits against, from the refusal of an impossible QoS. */
+static double solo_ms_of(FIXTURE_DATA(wire) * self)
+{
+	struct json_object *r = submit(self, "probe", self->model, 0.001);
+	const char *at = strstr(str_of(r, "error"), "solo latency ");
+	double ms = at ? strtod(at + strlen("solo latency "), NULL) : -1;
+
+	json_object_put(r);
+	return ms;
+}
+
+/*
  * While the tenant's queries run, the pinned core_owner map shows its blocks
  * holding cores under its attributed id; once all are answered, every core
  * is free again.
@@ -436,6 +468,241 @@ TEST_F_TIMEOUT(wire, submit__refusals_say_why, 600)
 	ASSERT_TRUE(is_ok(r));
 	EXPECT_EQ(1, json_object_array_length(json_object_object_get(r, "tenants")));
 	json_object_put(r);
+}
+
+/*
+ * --policy os: both tenants' queries run at the same time on the same
+ * cores (status shows a core with two blocks on it while each tenant has
+ * one in flight), no core is owned in the core_owner map meanwhile, the
+ * executors' threads may run on every core, and every query is answered
+ * with outputs equal to the in-process run.
+ */
+TEST_F_TIMEOUT(wire, os__two_tenants_run_at_once_on_the_same_cores_unpinned, 600)
+{
+	const char *os[] = { "--policy", "os", NULL };
+	int nr = tu_nr_online_cpus(), answered = 0, polls = 0, both = 0, owned = 0;
+	static char line[65536];
+	struct coloc_infer_result res;
+	size_t out_elems = 0;
+	float *want, *got, max_err, max_ref;
+	char path[256];
+	int fd;
+
+	ASSERT_TRUE(restart_with(self, os));
+	ASSERT_TRUE(submit_ready(self, "a"));
+	ASSERT_TRUE(submit_ready(self, "b"));
+	want = tu_model_outputs(self->model, self->input, &out_elems);
+	ASSERT_NE(NULL, want);
+	got = malloc(self->out_bytes);
+	ASSERT_NE(NULL, got);
+	snprintf(path, sizeof(path), "%s/core_owner", self->pin);
+	fd = bpf_obj_get(path);
+	ASSERT_GE(fd, 0);
+	for (int i = 0; i < 40; i++)
+		ASSERT_EQ(0, coloc_client_infer_send(self->c, i % 2 ? "b" : "a", (uint64_t)i,
+						     self->input, self->in_bytes));
+	while (answered < 40) {
+		struct json_object *resp, *arr, *cores;
+		int in_flight = 0, two = 0, r;
+		struct coloc_core_owner v;
+
+		/* on a connection of its own: the answers of self->c are queued behind */
+		ASSERT_LT(0, tu_request(self->sock, "{\"cmd\":\"status\"}\n", line, sizeof(line)));
+		resp = json_tokener_parse(line);
+		ASSERT_TRUE(is_ok(resp)) TH_LOG("%.200s", line);
+		ASSERT_TRUE(json_object_object_get_ex(resp, "tenants", &arr));
+		for (size_t i = 0; i < json_object_array_length(arr); i++)
+			in_flight += num_of(json_object_array_get_idx(arr, i), "in_flight") >= 1;
+		ASSERT_TRUE(json_object_object_get_ex(resp, "cores", &cores));
+		ASSERT_EQ(nr, (int)json_object_array_length(cores));
+		for (size_t i = 0; i < json_object_array_length(cores); i++) {
+			struct json_object *c = json_object_array_get_idx(cores, i), *x;
+
+			/* no core is claimed by one tenant */
+			EXPECT_FALSE(json_object_object_get_ex(c, "tenant", &x));
+			EXPECT_TRUE(json_object_object_get_ex(c, "shared", &x) &&
+				    json_object_get_boolean(x));
+			two += num_of(c, "blocks") == 2;
+		}
+		json_object_put(resp);
+		polls++;
+		both += in_flight == 2 && two > 0;
+		for (__u32 cpu = 0; cpu < (__u32)nr; cpu++)
+			owned += !bpf_map_lookup_elem(fd, &cpu, &v) && v.state != COLOC_CORE_FREE;
+		do {
+			memset(got, 0, self->out_bytes);
+			r = coloc_client_infer_recv(self->c, &res, got, self->out_bytes, 1);
+			ASSERT_GE(r, 0);
+			if (r) {
+				ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+				ref_compare(got, want, (int64_t)out_elems, &max_err, &max_ref);
+				EXPECT_LE(max_err, TOL * (1.0f + max_ref));
+			}
+			answered += r;
+		} while (r);
+	}
+	TH_LOG("os: in %d of %d status polls both tenants had a block in flight on a core "
+	       "running two blocks",
+	       both, polls);
+	EXPECT_GT(both, 0);
+	EXPECT_EQ(0, owned);
+	/* the teams were left unpinned: every executor thread may run on every core */
+	for (int t = 0; t < 2; t++) {
+		pid_t pid = executor_pid(self, t ? "b" : "a");
+		char task[64];
+		struct dirent *de;
+		DIR *dir;
+		int threads = 0;
+
+		snprintf(task, sizeof(task), "/proc/%d/task", pid);
+		dir = opendir(task);
+		ASSERT_NE(NULL, dir);
+		while ((de = readdir(dir))) {
+			cpu_set_t set;
+
+			if (de->d_name[0] == '.' ||
+			    sched_getaffinity(atoi(de->d_name), sizeof(set), &set))
+				continue;
+			threads++;
+			EXPECT_EQ(nr, CPU_COUNT(&set)) TH_LOG("thread %s of %d", de->d_name, pid);
+		}
+		closedir(dir);
+		EXPECT_GT(threads, 0);
+	}
+	close(fd);
+	free(want);
+	free(got);
+}
+
+/*
+ * fcfs, a QoS 5% above the profiled solo latency, and a burst of queries
+ * at once, doubled from 4 until the burst outlasts the QoS (the profile may
+ * have been taken under another load than the run). --late serve answers
+ * every one, ok, the last ones past the QoS; --late drop, given the same
+ * burst, drops those whose wait leaves too little time, with the reason (at
+ * the latest the first whose wait alone passes 5% of solo).
+ */
+TEST_F_TIMEOUT(wire, late__serve_runs_late_what_drop_drops, 600)
+{
+	static const char *const modes[2][5] = {
+		{ "--policy", "fcfs", "--late", "serve", NULL },
+		{ "--policy", "fcfs", "--late", "drop", NULL },
+	};
+	struct coloc_infer_result res;
+	double solo_ms = 0, qos_ms = 0;
+	float *got = NULL;
+	int n = 4;
+
+	for (int m = 0; m < 2; m++) {
+		int ok = 0, dropped = 0, late = 0;
+		struct json_object *r;
+
+		ASSERT_TRUE(restart_with(self, modes[m]));
+		solo_ms = solo_ms_of(self);
+		ASSERT_GT(solo_ms, 0);
+		qos_ms = solo_ms * 1.05;
+		r = submit(self, "tight", self->model, qos_ms);
+		ASSERT_TRUE(is_ok(r)) TH_LOG("%s", str_of(r, "error"));
+		json_object_put(r);
+		ASSERT_TRUE(wait_state(self, "tight", "ready"));
+		if (!self->input) {
+			struct json_object *t = tenant_status(self, "tight");
+
+			self->in_bytes = (size_t)num_of(t, "input_bytes");
+			self->out_bytes = (size_t)num_of(t, "output_bytes");
+			json_object_put(t);
+			self->input = calloc(self->in_bytes / sizeof(float), sizeof(float));
+			ASSERT_NE(NULL, self->input);
+		}
+		got = realloc(got, self->out_bytes);
+		ASSERT_NE(NULL, got);
+		for (;;) {
+			ok = dropped = late = 0;
+			for (int i = 0; i < n; i++)
+				ASSERT_EQ(0, coloc_client_infer_send(self->c, "tight", (uint64_t)i,
+								     self->input, self->in_bytes));
+			for (int i = 0; i < n; i++) {
+				ASSERT_EQ(1, coloc_client_infer_recv(self->c, &res, got,
+								     self->out_bytes, -1))
+				TH_LOG("%s", coloc_client_error(self->c));
+				ok += res.status == COLOC_INFER_OK;
+				late += res.status == COLOC_INFER_OK &&
+					res.latency_ns > qos_ms * 1e6;
+				if (res.status == COLOC_INFER_DROPPED) {
+					dropped++;
+					EXPECT_NE(NULL, strstr(res.error, "deadline"))
+					TH_LOG("%s", res.error);
+				}
+			}
+			/* drop takes serve's burst as it is; serve doubles it up to 128 */
+			if (m || late || n >= 128)
+				break;
+			n *= 2;
+		}
+		TH_LOG("--late %s, QoS %.3f ms (solo %.3f ms), %d queries at once: %d ok (%d of "
+		       "them late), %d dropped",
+		       modes[m][3], qos_ms, solo_ms, n, ok, late, dropped);
+		if (m == 0) {
+			EXPECT_EQ(n, ok);
+			EXPECT_EQ(0, dropped);
+			EXPECT_GE(late, 1);
+		} else {
+			EXPECT_GE(dropped, 1);
+		}
+	}
+	free(got);
+}
+
+/*
+ * The scheduler issue's end to end: under --policy coloc two tenants meet a
+ * generous QoS on every query, while a third with an impossible QoS is
+ * refused with its QoS and the solo latency it is below.
+ */
+TEST_F_TIMEOUT(wire, coloc__two_tenants_meet_a_generous_qos_an_impossible_one_is_refused, 600)
+{
+	const char *coloc[] = { "--policy", "coloc", NULL };
+	struct coloc_infer_result res;
+	struct json_object *r, *t;
+	char solo[32];
+	int answered = 0;
+	float *got;
+
+	ASSERT_TRUE(restart_with(self, coloc));
+	ASSERT_TRUE(submit_ready(self, "a"));
+	ASSERT_TRUE(submit_ready(self, "b"));
+	got = malloc(self->out_bytes);
+	ASSERT_NE(NULL, got);
+	for (int i = 0; i < 20; i++)
+		ASSERT_EQ(0, coloc_client_infer_send(self->c, i % 2 ? "b" : "a", (uint64_t)i,
+						     self->input, self->in_bytes));
+	while (answered < 20) {
+		ASSERT_EQ(1, coloc_client_infer_recv(self->c, &res, got, self->out_bytes, -1))
+		TH_LOG("%s", coloc_client_error(self->c));
+		ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+		EXPECT_LE(res.latency_ns, (uint64_t)QOS_MS * 1000000);
+		answered++;
+	}
+	for (int i = 0; i < 2; i++) {
+		t = tenant_status(self, i ? "b" : "a");
+		EXPECT_EQ(10, num_of(t, "served"));
+		EXPECT_EQ(0, num_of(t, "dropped"));
+		EXPECT_EQ(1.0, num_of(t, "within_qos"));
+		json_object_put(t);
+	}
+	t = tenant_status(self, "a");
+	snprintf(solo, sizeof(solo), "%.3f ms", num_of(t, "solo_ms"));
+	json_object_put(t);
+	r = submit(self, "c", self->model, 0.001);
+	EXPECT_FALSE(is_ok(r));
+	EXPECT_NE(NULL, strstr(str_of(r, "error"), "0.001 ms")) TH_LOG("%s", str_of(r, "error"));
+	EXPECT_NE(NULL, strstr(str_of(r, "error"), solo))
+	TH_LOG("%s (want %s)", str_of(r, "error"), solo);
+	json_object_put(r);
+	r = call(self, "{\"cmd\":\"list\"}");
+	ASSERT_TRUE(is_ok(r));
+	EXPECT_EQ(2, json_object_array_length(json_object_object_get(r, "tenants")));
+	json_object_put(r);
+	free(got);
 }
 
 /* A raw connection, its frames written by hand. */
@@ -756,6 +1023,7 @@ TEST_F_TIMEOUT(wire, remove__drains_then_answers_and_forgets_the_attribution, 60
 TEST_F_TIMEOUT(wire, sigterm__drains_in_flight_stops_executors_unpins_exits_0, 600)
 {
 	struct coloc_infer_result res;
+	struct coloc_client *qc;
 	struct stat st;
 	float *got;
 	pid_t pa;
@@ -765,8 +1033,10 @@ TEST_F_TIMEOUT(wire, sigterm__drains_in_flight_stops_executors_unpins_exits_0, 6
 	pa = executor_pid(self, "a");
 	got = malloc(self->out_bytes);
 	ASSERT_NE(NULL, got);
+	/* queries on a connection of their own: status requests on self->c meanwhile */
+	ASSERT_EQ(0, coloc_client_connect(self->sock, &qc));
 	for (int i = 0; i < 4; i++)
-		ASSERT_EQ(0, coloc_client_infer_send(self->c, "a", (uint64_t)i, self->input,
+		ASSERT_EQ(0, coloc_client_infer_send(qc, "a", (uint64_t)i, self->input,
 						     self->in_bytes));
 	for (int waited = 0; waited < READY_MS; waited += 5) {
 		struct json_object *t = tenant_status(self, "a");
@@ -779,10 +1049,11 @@ TEST_F_TIMEOUT(wire, sigterm__drains_in_flight_stops_executors_unpins_exits_0, 6
 	}
 	ASSERT_EQ(0, kill(self->colocd, SIGTERM));
 	for (int i = 0; i < 4; i++) {
-		ASSERT_EQ(1, coloc_client_infer_recv(self->c, &res, got, self->out_bytes, 60000))
-		TH_LOG("%s", coloc_client_error(self->c));
+		ASSERT_EQ(1, coloc_client_infer_recv(qc, &res, got, self->out_bytes, 60000))
+		TH_LOG("%s", coloc_client_error(qc));
 		ok += res.status == COLOC_INFER_OK;
 	}
+	coloc_client_close(qc);
 	TH_LOG("%d of 4 in flight at SIGTERM served", ok);
 	EXPECT_EQ(4, ok);
 	EXPECT_EQ(0, tu_stop_colocd(self->colocd));

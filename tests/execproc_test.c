@@ -7,7 +7,8 @@
  * with only the shared memory and the doorbell open; a SIGKILL mid-block is
  * noticed through the pidfd with the reason (the delay is printed, never
  * asserted); malformed commands are refused with a reason and the executor
- * keeps serving.
+ * keeps serving; a shared block (the os policy's) runs its team unpinned on
+ * all its cores.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -223,6 +224,78 @@ TEST_F(execproc, submit_block__blocks_with_versions_and_cores_equal_one_block)
 	}
 	expect_output(_metadata, self, 3, "three blocks in the executor vs one in-process");
 	free(versions);
+}
+
+/*
+ * The executor's threads by the size of their CPU mask: how many may run on
+ * exactly one CPU, and how many on all nr_all; the total is returned.
+ */
+static int thread_masks(pid_t pid, int nr_all, int *single, int *all)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	*single = *all = 0;
+	if (!dir)
+		return -1;
+	while ((de = readdir(dir))) {
+		cpu_set_t set;
+
+		if (de->d_name[0] == '.' || sched_getaffinity(atoi(de->d_name), sizeof(set), &set))
+			continue;
+		n++;
+		*single += CPU_COUNT(&set) == 1;
+		*all += CPU_COUNT(&set) == nr_all;
+	}
+	closedir(dir);
+	return n;
+}
+
+/*
+ * A block marked shared (the os policy's) leaves every thread of the
+ * executor free to run on all the block's cores, and computes the same
+ * outputs; a pinned block before and after it puts a team thread alone on
+ * one core.
+ */
+TEST_F(execproc, submit_block__shared_runs_unpinned_on_all_cores_pinned_one_per_core)
+{
+	struct execproc_block b = { .first = 0,
+				    .last = (unsigned int)self->m->nr_layers,
+				    .cpus = self->cpus.cpus,
+				    .nr_cpus = self->cpus.nr };
+	pid_t pid = execproc_pid(self->ep);
+	struct execproc_result res;
+	struct coloc_err err = { 0 };
+	int single, all, n;
+
+	if (self->cpus.nr < 2)
+		SKIP(return, "one CPU: pinned and shared are the same mask");
+	for (int round = 0; round < 3; round++) {
+		b.slot = (unsigned int)round;
+		b.shared = round == 1;
+		memcpy(execproc_input(self->ep, b.slot), self->input,
+		       self->in_elems * sizeof(float));
+		ASSERT_EQ(0, execproc_submit_block(self->ep, &b, &err))
+		TH_LOG("%s", coloc_err_str(&err));
+		ASSERT_EQ(1, execproc_wait_done(self->ep, &res, DONE_MS, &err))
+		TH_LOG("%s", coloc_err_str(&err));
+		ASSERT_EQ(COLOC_SHM_DONE_OK, res.status) TH_LOG("%s", res.reason);
+		expect_output(_metadata, self, b.slot, b.shared ? "shared block" : "pinned block");
+		n = thread_masks(pid, self->cpus.nr, &single, &all);
+		TH_LOG("%s block: %d threads, %d on one CPU, %d on all %d",
+		       b.shared ? "shared" : "pinned", n, single, all, self->cpus.nr);
+		ASSERT_GT(n, 1);
+		if (b.shared) {
+			EXPECT_EQ(n, all);
+			EXPECT_EQ(0, single);
+		} else {
+			EXPECT_GE(single, 1);
+		}
+	}
 }
 
 struct proc_creds {

@@ -2,14 +2,15 @@
 /*
  * Tests of the scheduling-policy library (policy/): the model-table reads
  * (core count fitting, level interpolation, the fastest version) and the
- * fcfs, static, temporal, coloc (blocks cut at pivots, VELTAIR's threshold,
+ * fcfs, os, static, temporal, coloc (blocks cut at pivots, VELTAIR's threshold,
  * versions by level, headroom order, LLC-domain choice, the correction of
  * predictions), model-wise and layer-wise policies on small tables whose
  * answers are worked out by hand below, the drop rule, input and output checking, and a property test
  * over many random seeds that drives every policy of the table through
  * arrivals and completions with its own core bookkeeping: no core is ever
- * granted twice or while busy, and with late queries served every query
- * finishes.
+ * granted twice or while busy (os, which shares cores by design, instead
+ * never has two blocks of one tenant in flight), and with late queries
+ * served every query finishes.
  */
 #include <errno.h>
 #include <string.h>
@@ -164,6 +165,7 @@ TEST(policy_find__knows_each_entry_by_name)
 
 	ASSERT_NE(NULL, policy_find("fcfs"));
 	ASSERT_STREQ("fcfs", policy_find("fcfs")->name);
+	ASSERT_STREQ("os", policy_find("os")->name);
 	ASSERT_STREQ("static", policy_find("static")->name);
 	ASSERT_STREQ("temporal", policy_find("temporal")->name);
 	ASSERT_STREQ("model-wise", policy_find("model-wise")->name);
@@ -183,7 +185,7 @@ TEST(policy_find__knows_each_entry_by_name)
 		ASSERT_NE(NULL, e->decide);
 		ASSERT_NE(NULL, e->destroy);
 	}
-	ASSERT_EQ(11, n);
+	ASSERT_EQ(12, n);
 	ASSERT_EQ(NULL, policy_entry_at(-1));
 }
 
@@ -437,6 +439,115 @@ TEST_F(pol, fcfs_decide__carries_deadlines_and_drops_what_cannot_meet_them)
 	ASSERT_EQ(0, self->out.nr_drops);
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(1, self->decisions[0].query_id);
+}
+
+/*
+ * os on 8 online cores, the tiny model profiled at 1, 2 and 4: every tenant
+ * with nothing in flight gets its earliest query at once, all on the same 4
+ * lowest cores (the largest profiled count), versions 2, 0, 1 (540 µs alone).
+ */
+TEST_F(pol, os_decide__every_idle_tenant_gets_its_earliest_query_on_the_same_cores)
+{
+	static const int low4[] = { 0, 1, 2, 3 }, two[] = { 5, 6 };
+	static const uint8_t want_v[3] = { 2, 0, 1 };
+	struct policy_cpuset want = cpus_of(low4, 4);
+
+	for (int t = 0; t < 3; t++)
+		self->tenants[t] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	add_query(&self->in, self->queries, 5, 0, 30, 100000000);
+	add_query(&self->in, self->queries, 6, 0, 10, 100000000); /* tenant 0's earliest */
+	add_query(&self->in, self->queries, 7, 1, 20, 100000000);
+	add_query(&self->in, self->queries, 8, 2, 0, 100000000); /* running */
+	add_query(&self->in, self->queries, 9, 2, 1, 100000000); /* waits for it */
+	self->queries[3].in_flight = true;
+	self->running[0] = (struct policy_decision){
+		.query_id = 8, .tenant = 2, .nr_cores = 4, .cores = want
+	};
+	self->in.nr_running = 1;
+	self->in.now_ns = 1000;
+	ASSERT_EQ(0, run_round(self, "os"));
+	ASSERT_EQ(0, self->out.nr_drops);
+	ASSERT_EQ(2, self->out.nr_decisions);
+	ASSERT_EQ(6, self->decisions[0].query_id);
+	ASSERT_EQ(0, self->decisions[0].tenant);
+	ASSERT_EQ(7, self->decisions[1].query_id);
+	ASSERT_EQ(1, self->decisions[1].tenant);
+	for (int i = 0; i < 2; i++) {
+		const struct policy_decision *d = &self->decisions[i];
+
+		ASSERT_EQ(4, d->nr_cores);
+		ASSERT_EQ(0, memcmp(&want, &d->cores, sizeof(want)));
+		ASSERT_EQ(0, d->first_layer);
+		ASSERT_EQ(3, d->last_layer);
+		ASSERT_EQ(0, memcmp(want_v, d->versions, 3));
+		ASSERT_EQ(540000, d->alone_ns);
+		ASSERT_EQ(540000, d->predicted_ns);
+		ASSERT_EQ(1000, d->decided_ns);
+	}
+	/* the overlap (and cores of the running block) is os's contract, not fcfs's */
+	ASSERT_EQ(0, policy_check_output(policy_find("os"), &self->in, &self->out, NULL));
+	ASSERT_EQ(-EPROTO,
+		  policy_check_output(policy_find("fcfs"), &self->in, &self->out, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "granted twice"));
+
+	/* 2 cores given: both tenants on those 2, versions 1, 0, 0 (960 µs) */
+	self->free = cpus_of(two, 2);
+	want = cpus_of(two, 2);
+	ASSERT_EQ(0, run_round(self, "os"));
+	ASSERT_EQ(2, self->out.nr_decisions);
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(2, self->decisions[i].nr_cores);
+		ASSERT_EQ(0, memcmp(&want, &self->decisions[i].cores, sizeof(want)));
+		ASSERT_EQ(960000, self->decisions[i].alone_ns);
+	}
+
+	/* tenant 2's block done: its next query goes too, still FCFS within it */
+	self->in.nr_running = 0;
+	self->queries[3] = self->queries[4];
+	self->in.nr_queries = 4;
+	self->free = self->cfg.online;
+	ASSERT_EQ(0, run_round(self, "os"));
+	ASSERT_EQ(3, self->out.nr_decisions);
+	ASSERT_EQ(9, self->decisions[2].query_id);
+	ASSERT_EQ(2, self->decisions[2].tenant);
+}
+
+TEST_F(pol, os_decide__drops_per_tenant_what_cannot_meet_its_deadline_or_serves_it_late)
+{
+	const uint64_t now = 10000000;
+
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 5000000 };
+	self->tenants[1] = self->tenants[0];
+	self->in.now_ns = now;
+	/* 4 cores: the whole model takes 540 µs alone */
+	add_query(&self->in, self->queries, 1, 0, 4000000, now); /* at its deadline: late */
+	add_query(&self->in, self->queries, 2, 0, 5000000, now + 539999); /* 1 ns short */
+	add_query(&self->in, self->queries, 3, 0, 5500000, now + 540000); /* just in time */
+	add_query(&self->in, self->queries, 4, 1, 4500000, now + 100); /* cannot meet */
+	add_query(&self->in, self->queries, 5, 1, 6000000, now + 9000000);
+	ASSERT_EQ(0, run_round(self, "os"));
+	ASSERT_EQ(3, self->out.nr_drops);
+	ASSERT_EQ(1, self->drops[0].query_id);
+	ASSERT_EQ(POLICY_DROP_DEADLINE_PASSED, self->drops[0].reason);
+	ASSERT_EQ(0, self->drops[0].predicted_ns);
+	ASSERT_EQ(2, self->drops[1].query_id);
+	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[1].reason);
+	ASSERT_EQ(540000, self->drops[1].predicted_ns);
+	ASSERT_EQ(4, self->drops[2].query_id);
+	ASSERT_EQ(1, self->drops[2].tenant);
+	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[2].reason);
+	ASSERT_EQ(2, self->out.nr_decisions);
+	ASSERT_EQ(3, self->decisions[0].query_id);
+	ASSERT_EQ(5, self->decisions[1].query_id);
+	ASSERT_EQ(0, policy_check_output(policy_find("os"), &self->in, &self->out, NULL));
+
+	/* --late serve: each tenant's earliest goes, late; nothing dropped */
+	self->cfg.late = POLICY_LATE_SERVE;
+	ASSERT_EQ(0, run_round(self, "os"));
+	ASSERT_EQ(0, self->out.nr_drops);
+	ASSERT_EQ(2, self->out.nr_decisions);
+	ASSERT_EQ(1, self->decisions[0].query_id);
+	ASSERT_EQ(4, self->decisions[1].query_id);
 }
 
 TEST_F(pol, static_decide__equal_shares_by_cpu_id)
@@ -1114,7 +1225,7 @@ static void sim_run(struct __test_metadata *_metadata, const struct policy_entry
 			struct policy_decision *d = &blocks[b].d;
 
 			policy_block_done(p, d, d->alone_ns);
-			for (int c = 0; c < SIM_CORES; c++)
+			for (int c = 0; c < SIM_CORES && !e->shares_cores; c++)
 				if (policy_cpuset_test(&d->cores, c)) {
 					ASSERT_EQ((int)d->query_id, owner[c]);
 					owner[c] = -1;
@@ -1139,7 +1250,7 @@ static void sim_run(struct __test_metadata *_metadata, const struct policy_entry
 		in.nr_running = nr_blocks;
 		policy_cpuset_zero(&free);
 		for (int c = 0; c < SIM_CORES; c++)
-			if (policy_cpuset_test(&cfg.online, c) && owner[c] < 0)
+			if (policy_cpuset_test(&cfg.online, c) && (owner[c] < 0 || e->shares_cores))
 				policy_cpuset_set(&free, c);
 
 		policy_output_reset(&out);
@@ -1157,18 +1268,25 @@ static void sim_run(struct __test_metadata *_metadata, const struct policy_entry
 			ASSERT_NE(NULL, q);
 			ASSERT_FALSE(q->in_flight);
 			ASSERT_EQ(q->next_layer, d->first_layer);
+			/* a policy sharing cores still runs one query at a time per tenant */
+			for (int b = 0; b < nr_blocks && e->shares_cores; b++)
+				ASSERT_NE(d->tenant, blocks[b].d.tenant)
+			TH_LOG("seed %llu: tenant %d gets a second block in flight",
+			       (unsigned long long)seed, d->tenant);
 			for (int c = 0; c < POLICY_MAX_CPUS; c++) {
 				if (!policy_cpuset_test(&d->cores, c))
 					continue;
 				ASSERT_LT(c, SIM_CORES);
 				ASSERT_TRUE(policy_cpuset_test(&cfg.online, c));
+				n++;
+				if (e->shares_cores)
+					continue;
 				ASSERT_EQ(-1, owner[c])
 				TH_LOG("seed %llu: core %d granted to query %llu while query %d "
 				       "holds it",
 				       (unsigned long long)seed, c, (unsigned long long)d->query_id,
 				       owner[c]);
 				owner[c] = (int)d->query_id;
-				n++;
 			}
 			ASSERT_EQ(n, d->nr_cores);
 			q->in_flight = true;

@@ -431,6 +431,8 @@ TEST_F(sim, run__same_seed_same_result_other_seed_other_arrivals)
 	t[0] = (struct sim_tenant){ .model = &rn.model, .qos_ns = 15 * MS, .share = 1 };
 	t[1] = (struct sim_tenant){ .model = &gn.model, .qos_ns = 15 * MS, .share = 2 };
 	for (int i = 0; policy_entry_at(i); i++) {
+		if (policy_entry_at(i)->shares_cores)
+			continue; /* os: the simulator does not model time-shared cores */
 		p = small_params(policy_entry_at(i), 64, 4, t, 2, NULL, self->w);
 		p.qps = 300;
 		p.duration_ns = 5000 * MS;
@@ -567,6 +569,8 @@ TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 				.share = 1 + (double)(coloc_rng_next(&rng) % 4),
 			};
 		for (int i = 0; policy_entry_at(i); i++) {
+			if (policy_entry_at(i)->shares_cores)
+				continue; /* os: the simulator does not model time-shared cores */
 			struct sim_params p =
 				small_params(policy_entry_at(i), cores, 4, t, nr_t, NULL, self->w);
 
@@ -687,6 +691,8 @@ TEST_F_TIMEOUT(sim, run__speed_one_minute_64_cores_8_tenants, 600)
 					    .qos_ns = 15 * MS,
 					    .share = 1 };
 	for (int i = 0; policy_entry_at(i); i++) {
+		if (policy_entry_at(i)->shares_cores)
+			continue; /* os: the simulator does not model time-shared cores */
 		struct sim_params p = small_params(policy_entry_at(i), 64, 4, t, 8, NULL, self->w);
 
 		p.qps = 400;

@@ -391,7 +391,7 @@ static int copy_outputs(struct server *s, unsigned int slot)
 /* One RUN command, read field by field once (colocd could rewrite them meanwhile). */
 static void run_command(struct server *s, const struct coloc_shm_cmd *c, struct coloc_shm_done *d)
 {
-	unsigned int slot = c->slot, first = c->first, last = c->last;
+	unsigned int slot = c->slot, first = c->first, last = c->last, flags = c->flags;
 	unsigned int nr = (unsigned int)s->m->nr_layers;
 	int versions[COLOC_SHM_MAX_BLOCK_LAYERS];
 	struct exec_block_stats st = { 0 };
@@ -414,6 +414,8 @@ static void run_command(struct server *s, const struct coloc_shm_cmd *c, struct 
 			      "the query in slot %u has computed layers [0, %u) only: a block "
 			      "from layer %u would read activations never computed",
 			      slot, s->progress[slot], first);
+	if (flags & ~(unsigned int)COLOC_SHM_RUN_SHARED)
+		return refuse(d, -EINVAL, "unknown flags 0x%x in the command", flags);
 	for (unsigned int i = 0; i < last - first; i++) {
 		int li = (int)(first + i), n = exec_layer_nr_versions(s->em, li);
 
@@ -427,7 +429,9 @@ static void run_command(struct server *s, const struct coloc_shm_cmd *c, struct 
 		return;
 	if (!first)
 		copy_inputs(s, slot);
-	ret = exec_run_block(s->em, s->q[slot], (int)first, (int)last, versions, &cores, &st);
+	ret = exec_run_block_placed(
+		s->em, s->q[slot], (int)first, (int)last, versions, &cores,
+		flags & COLOC_SHM_RUN_SHARED ? EXEC_TEAM_SHARED : EXEC_TEAM_PINNED, &st);
 	if (!ret && last == nr)
 		ret = copy_outputs(s, slot);
 	d->block_ns = st.latency_ns;

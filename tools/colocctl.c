@@ -631,6 +631,11 @@ static void ctl_print_cores(struct json_object *status, struct json_object *sign
 			printf(" %6.1f", 100 * busy);
 		else if (signals)
 			printf(" %6s", "-");
+		if (json_object_object_get_ex(c, "shared", &v) && json_object_get_boolean(v)) {
+			printf(" (shared by the kernel: %.0f blocks on it)\n",
+			       ctl_json_num(c, "blocks"));
+			continue;
+		}
 		if (!json_object_object_get_ex(c, "tenant", &v)) {
 			printf(" (free)\n");
 			continue;

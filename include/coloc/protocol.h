@@ -113,7 +113,9 @@
  *     -> {"ok":true,"tenants":[<serving tenant>...],
  *         "cores":[{"cpu":N,"busy":bool, when busy: "tenant":S,"query":N,
  *                   "first_layer":N,"last_layer":N (one past),
- *                   "versions":[N per layer]}],
+ *                   "versions":[N per layer]; under a policy that shares
+ *                   cores (os) instead "shared":true,"blocks":N (blocks
+ *                   running on it at once, no one holding it)}],
  *         "policy_errors":N,"last_policy_error":S|null}
  *   {"cmd":"remove","name":"NAME"}
  *     Takes no new queries for NAME and lets the accepted ones finish; the

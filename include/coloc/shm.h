@@ -39,7 +39,7 @@
 #include "sensor.h" /* COLOC_MAX_CPUS */
 
 #define COLOC_SHM_MAGIC 0x314d48534f4c4f43ull /* "COLOSHM1" in memory */
-#define COLOC_SHM_LAYOUT_VERSION 1
+#define COLOC_SHM_LAYOUT_VERSION 2 /* 2: cmd.flags */
 #define COLOC_SHM_NR_SLOTS 4
 /* Longest block one command can carry (a block of a longer model is split). */
 #define COLOC_SHM_MAX_BLOCK_LAYERS 4096
@@ -59,6 +59,17 @@ enum coloc_shm_op {
 	COLOC_SHM_OP_RUN = 1, /* run layers [first, last) of the query in slot */
 	COLOC_SHM_OP_NOP = 2, /* complete at once: the bare round trip (benchmarks, probes) */
 	COLOC_SHM_OP_EXIT = 3, /* complete, then exit 0 */
+};
+
+/* cmd.flags of a RUN command */
+enum coloc_shm_run_flags {
+	/*
+	 * The block's cores are shared with other tenants' blocks (colocd's
+	 * os policy): every team thread may run on any of them and the kernel
+	 * places the threads, as it does for an unmodified oneDNN program,
+	 * instead of team thread i alone on the i-th core.
+	 */
+	COLOC_SHM_RUN_SHARED = 1u << 0,
 };
 
 /* done.status */
@@ -117,10 +128,13 @@ struct coloc_shm_cmd {
 	__u32 first;
 	__u32 last;
 	__u32 query_id; /* colocd's id for the query, echoed in the completion */
+	__u32 flags; /* enum coloc_shm_run_flags; unknown bits are refused */
+	__u32 reserved; /* 0 */
 	/*
 	 * The block's cores as a bitmap (bit c of word c / 64: OS CPU id c).
-	 * Team thread i runs on the i-th set bit, in increasing CPU order.
-	 * Every core must be one the executor was started with.
+	 * Team thread i runs on the i-th set bit, in increasing CPU order
+	 * (without COLOC_SHM_RUN_SHARED). Every core must be one the executor
+	 * was started with.
 	 */
 	__u64 cpus[COLOC_SHM_CPU_WORDS];
 	/* versions[i]: kernel version of layer first + i (< the layer's count) */

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * os: what operators do today without coloc, the scheduler issue's first
+ * baseline. Every tenant is an unmodified oneDNN service on all the cores:
+ * it serves its own queries first come first served, one at a time (its
+ * executor runs one block at a time), each query's whole remaining model on
+ * every core, and the kernel's scheduler shares the CPUs between tenants.
+ * So the entry shares cores: every tenant with nothing in flight gets a
+ * decision at once, on the same cores as the others (the largest profiled
+ * core count not above the free cores, the lowest-numbered of them; the
+ * caller passes every core as free and does not pin exclusively), each
+ * layer in its fastest version alone at that count. Drops follow
+ * config->late as in fcfs: a query already late, or whose alone latency
+ * ends past its deadline, is dropped on the way to the next one.
+ */
+#include "policy_impl.h"
+
+static int os_decide(void *state, const struct policy_config *cfg, const struct policy_input *in,
+		     struct policy_output *out, struct coloc_err *err)
+{
+	(void)state;
+	for (int t = 0; t < in->nr_tenants; t++) {
+		const struct policy_query *q = NULL;
+
+		if (!in->tenants[t].model || policy_tenant_in_flight(in, t))
+			continue;
+		while ((q = policy_earliest_queued(in, t, q))) {
+			/* every tenant sees all the cores: a fresh copy each, not what others took */
+			struct policy_cpuset free = *in->free;
+			int r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, &free, out,
+							 err);
+
+			if (r < 0)
+				return r;
+			if (r == POLICY_OUT_FULL)
+				return 0;
+			if (r != POLICY_DROPPED)
+				break;
+		}
+	}
+	return 0;
+}
+
+const struct policy_entry policy_os = {
+	.name = "os",
+	.description = "every tenant FCFS on all cores at once, the kernel shares them (no "
+		       "coloc)",
+	.shares_cores = true,
+	.create = policy_stateless_create,
+	.decide = os_decide,
+	.destroy = policy_stateless_destroy,
+};
