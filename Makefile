@@ -11,6 +11,8 @@
 #   make bench-sensing   colocd's sampling overhead, as a ratio to no sampling
 #   make bench-executor  executor latency and GFLOP/s, as ratios to oneDNN's default
 #   make bench-sim       simulated QoS-QPS of every policy at 64 cores on VELTAIR's tables
+#   make bench-qos       measured QoS-QPS of every policy on each tenant mix, as root (a long
+#                        run; ARGS=--quick for a first look in minutes, ARGS=--help for more)
 #   make profiles        a latency profile for every model, in build/profiles/
 #   make format          clang-format every C file in place
 #   V=1                  show full commands
@@ -101,7 +103,7 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
-.PHONY: all check deps demo bench-sensing bench-executor bench-sim profiles format clean tests \
+.PHONY: all check deps demo bench-sensing bench-executor bench-sim bench-qos profiles format clean tests \
 	install uninstall
 all: $(BINS)
 tests: $(TEST_BINS)
@@ -207,6 +209,10 @@ demo: $(BINS)
 
 bench-sensing: $(BINS)
 	$(Q)$(BIN)/coloc-bench-sensing
+
+# Every policy on each mix of tools/qos-mixes.conf; results in build/bench-qos/.
+bench-qos: $(BINS)
+	$(Q)COLOC_BIN=$(abspath $(BIN)) tools/bench-qos.sh $(ARGS)
 
 bench-executor: $(BINS)
 	$(Q)$(BIN)/coloc-bench-executor
