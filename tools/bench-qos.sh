@@ -26,7 +26,8 @@
 #     arrivals not counted; every point uses seed 1, so every policy sees the
 #     same arrivals at the same load. Before the first point each tenant
 #     answers 3 queries one at a time (colocctl infer): a cold executor's
-#     first query is slow.
+#     first query is slow (a tenant colocd kills as hung meanwhile is
+#     restarted once, and the run says so).
 # A policy colocd does not know (or whose tenants do not get ready) is
 # reported, marked 'skipped' in the table and left out of results.tsv; the
 # run goes on.
@@ -320,8 +321,26 @@ record_mape() { # mix policy
 		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$name" "$blocks" "$mape" "$bias" \
 			>>"$OUT/mape.tsv"
 	done <<<"$rows"
-	MAPE[$1.$2]=$(awk -F'\t' '$2 > 0 && $3 != "NA" { n += $2; s += $2 * $3 } END { print n ? s / n : "NA" }' \
-		<<<"$rows")
+	MAPE[$1.$2]=$(awk -F'\t' '$2 > 0 && $3 != "NA" { n += $2; s += $2 * $3 }
+		END { if (n) printf "%.1f%% (%d)", 100 * s / n, n; else print "NA" }' <<<"$rows")
+}
+
+# A few queries one at a time: an executor's first query is cold (page faults,
+# oneDNN's JIT) and would weigh on the first point. If colocd killed the
+# executor as hung meanwhile (its limit is 10 x the predicted block time
+# + 1 s; a cold block on a loaded machine can pass it), says so and restarts
+# it once.
+warm_up() { # tenant
+	for try in 1 2; do
+		for _ in 1 2 3; do ctl infer "$1" >/dev/null 2>&1 || true; done
+		case $(ctl status "$1" --json 2>&1) in
+		*'"state":"ready"'*) return 0 ;;
+		esac
+		echo "  $1 failed during its warm-up queries: $(ctl status "$1" --json |
+			jq -r '.tenants[0].reason // "no reason given"')" >&2
+		[ "$try" = 1 ] || return 1
+		ctl restart "$1" >/dev/null && wait_ready "$1" || return 1
+	done
 }
 
 for mix in "${MIXES[@]}"; do
@@ -345,13 +364,11 @@ for mix in "${MIXES[@]}"; do
 		for m in ${MIX_MODELS[$mix]}; do
 			[ "$ok" = 1 ] && { wait_ready "$m" || ok=0; }
 		done
-		# a few queries one at a time first: an executor's first query is cold (page
-		# faults, oneDNN's JIT), and would weigh on the first point's measurements
 		for m in ${MIX_MODELS[$mix]}; do
-			for _ in 1 2 3; do ctl infer "$m" >/dev/null 2>&1 || true; done
+			[ "$ok" = 1 ] && { warm_up "$m" || ok=0; }
 		done
 		if [ "$ok" = 0 ]; then
-			echo "  $policy: skipped on $mix (its tenants did not get ready; see above)"
+			echo "  $policy: skipped on $mix (a tenant did not get or stay ready; see above)"
 			RESULT[$mix.$policy]=skipped
 		elif search "$mix" "$policy"; then
 			printf '%s\t%s\t%s\t%s\n' "$mix" "$policy" "${RESULT[$mix.$policy]}" \
@@ -386,9 +403,10 @@ echo
 echo "== QoS-QPS (queries/s, all tenants, >= 95 % of every tenant within QoS) and the worst"
 echo "   tenant's p99 / solo at medium load ($(awk -v f="$MEDIUM_SHARE" 'BEGIN { print 100 * f }')% of saturation at solo speed), per policy;"
 echo "   coloc's ratio to the best baseline ($(xargs <<<"$BASELINES")) and its prediction MAPE"
+echo "   over the blocks of its whole run (mape.tsv has every policy's, per tenant)"
 printf '%-8s' mix
 for p in "${POLICIES[@]}"; do printf ' %14s' "$p"; done
-printf ' %18s %10s\n' "coloc/best base" "coloc MAPE"
+printf ' %18s %16s\n' "coloc/best base" "coloc MAPE (blocks)"
 for mix in "${MIXES[@]}"; do
 	printf '%-8s' "$mix"
 	best=0 best_name=
@@ -408,7 +426,7 @@ for mix in "${MIXES[@]}"; do
 		printf ' %18s' n/a
 	fi
 	m=${MAPE[$mix.coloc]:-NA}
-	if [ "$m" = NA ]; then printf ' %10s\n' n/a; else printf ' %9.1f%%\n' "$(awk -v m="$m" 'BEGIN { print 100 * m }')"; fi
+	printf ' %16s\n' "$([ "$m" = NA ] && echo n/a || echo "$m")"
 done
 echo "(each cell: QoS-QPS, then p99/solo at medium load, 'inf' when over 1 % of a tenant's"
 echo " queries got no answer; 'skipped': the policy did not run; no ratio when the best"
@@ -427,13 +445,13 @@ if command -v gnuplot >/dev/null; then
 		done
 		[ -n "$plot" ] || continue
 		gnuplot <<EOF
-set terminal png size 900,560
+set terminal png size 900,560 noenhanced
 set output '$OUT/$mix.png'
 set title "mix $mix (${MIX_MODELS[$mix]}): worst tenant's share within QoS"
 set xlabel 'offered load, queries/s (all tenants)'
 set ylabel 'fraction within QoS, worst tenant'
 set yrange [0:1.02]
-set key bottom left
+set key top right
 set grid
 set arrow from graph 0, first $PASS_FRACTION to graph 1, first $PASS_FRACTION nohead dashtype 2
 plot $plot
