@@ -451,7 +451,7 @@ set title "mix $mix (${MIX_MODELS[$mix]}): worst tenant's share within QoS"
 set xlabel 'offered load, queries/s (all tenants)'
 set ylabel 'fraction within QoS, worst tenant'
 set yrange [0:1.02]
-set key top right
+set key outside right top
 set grid
 set arrow from graph 0, first $PASS_FRACTION to graph 1, first $PASS_FRACTION nohead dashtype 2
 plot $plot
