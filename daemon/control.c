@@ -438,6 +438,12 @@ static struct json_object *control_serving_tenant_json(struct colocd *d,
 	json_object_object_add(o, "dropped", json_object_new_int64((int64_t)st->dropped));
 	json_object_object_add(o, "rejected", json_object_new_int64((int64_t)st->rejected));
 	json_object_object_add(o, "failed", json_object_new_int64((int64_t)st->failed));
+	json_object_object_add(o, "blocks", json_object_new_int64((int64_t)st->blocks));
+	/* null until a block has run: no prediction has been checked yet */
+	json_object_object_add(o, "prediction_mape",
+			       st->blocks ? json_object_new_double(st->prediction_mape) : NULL);
+	json_object_object_add(o, "prediction_bias",
+			       st->blocks ? json_object_new_double(st->prediction_bias) : NULL);
 	json_object_object_add(o, "last_drop", control_reason(in->last_drop));
 	json_object_object_add(o, "last_reject", control_reason(in->last_reject));
 	json_object_object_add(o, "last_failure", control_reason(in->last_failure));

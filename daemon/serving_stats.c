@@ -2,7 +2,8 @@
 /*
  * Per-tenant serving statistics: fixed rings of the most recent arrivals,
  * completions and latencies (no allocation on the serving path), percentiles
- * computed on demand from a sorted copy.
+ * computed on demand from a sorted copy, and running sums of the policy's
+ * block-latency prediction errors.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -23,6 +24,18 @@ void serving_stats_served(struct serving_stats *s, uint64_t now_ns, uint64_t lat
 	s->served++;
 	if (latency_ns <= qos_ns)
 		s->within_qos++;
+}
+
+void serving_stats_block(struct serving_stats *s, uint64_t predicted_ns, uint64_t measured_ns)
+{
+	double error;
+
+	if (!predicted_ns || !measured_ns)
+		return;
+	error = ((double)measured_ns - (double)predicted_ns) / (double)measured_ns;
+	s->blocks++;
+	s->sum_error += error;
+	s->sum_abs_error += fabs(error);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -76,4 +89,9 @@ void serving_stats_summarise(const struct serving_stats *s, uint64_t now_ns,
 	out->dropped = s->dropped;
 	out->rejected = s->rejected;
 	out->failed = s->failed;
+	out->blocks = s->blocks;
+	if (s->blocks) {
+		out->prediction_mape = s->sum_abs_error / (double)s->blocks;
+		out->prediction_bias = s->sum_error / (double)s->blocks;
+	}
 }

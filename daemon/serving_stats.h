@@ -2,7 +2,8 @@
 /*
  * One tenant's serving statistics: offered and served rates over a sliding
  * window, latency percentiles over the most recent queries, the share
- * served within QoS, drops and rejections with the last reason.
+ * served within QoS, drops and rejections with the last reason, and how
+ * well the policy predicted each block's latency before it ran.
  */
 #ifndef COLOC_DAEMON_SERVING_STATS_H
 #define COLOC_DAEMON_SERVING_STATS_H
@@ -18,6 +19,9 @@ struct serving_stats {
 	uint64_t completions[SERVING_STATS_RING]; /* ring of completion times, served queries */
 	uint64_t latencies[SERVING_STATS_RING]; /* ring of latencies, served queries */
 	uint64_t offered, served, within_qos, dropped, rejected, failed;
+	/* blocks measured, and the sums of |measured - predicted| / measured and of the signed ratio */
+	uint64_t blocks;
+	double sum_abs_error, sum_error;
 	char last_drop[SERVING_REASON_LEN];
 	char last_reject[SERVING_REASON_LEN];
 	char last_failure[SERVING_REASON_LEN];
@@ -29,11 +33,21 @@ struct serving_stats_summary {
 	uint64_t p50_ns, p95_ns, p99_ns; /* over the last SERVING_STATS_RING served; 0: none */
 	double within_qos; /* fraction of all served within QoS; 0 when none served */
 	uint64_t offered, served, dropped, rejected, failed;
+	uint64_t blocks; /* blocks measured with a prediction */
+	/*
+	 * Over those blocks, each predicted before it ran: the mean of
+	 * |measured - predicted| / measured (MAPE, as a fraction) and of
+	 * (measured - predicted) / measured (> 0: the policy predicts too
+	 * little). 0 when no block.
+	 */
+	double prediction_mape, prediction_bias;
 };
 
 void serving_stats_offered(struct serving_stats *s, uint64_t now_ns);
 void serving_stats_served(struct serving_stats *s, uint64_t now_ns, uint64_t latency_ns,
 			  uint64_t qos_ns);
+/* A block predicted to take predicted_ns took measured_ns; ignored when either is 0. */
+void serving_stats_block(struct serving_stats *s, uint64_t predicted_ns, uint64_t measured_ns);
 void serving_stats_summarise(const struct serving_stats *s, uint64_t now_ns,
 			     struct serving_stats_summary *out);
 /* The nearest-rank percentile (0 < pct <= 100) of n values; sorts v in place. 0 when n is 0. */

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -749,6 +750,67 @@ TEST_F(serving, hang__stopped_executor_killed_past_its_block_deadline)
 	EXPECT_TRUE(tenant_idle(self, "mnv2"));
 	EXPECT_EQ(-1, kill(pid, 0)); /* killed and reaped */
 	EXPECT_EQ(ESRCH, errno);
+}
+
+/*
+ * Under fcfs, with one tenant, each query runs as one block on all cores,
+ * predicted at the profiled solo latency on all cores (solo_ns; temporal
+ * would pick the count its profile finds fastest), and its exec_ns is that block's
+ * measured time: the prediction error colocd reports is recomputed here
+ * from what each completion says.
+ */
+TEST_F(serving, block__prediction_error_matches_the_completions)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info info;
+	double ape = 0, signed_err = 0;
+	int range[2] = { 0, 5 };
+
+	ASSERT_EQ(0, make_serving(self, "fcfs", 0, 0, cache_dir, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, admit(self, "a", QOS_NS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(wait_ready(self, "a"));
+	ASSERT_EQ(0, serving_tenant_info(self->s, "a", &info));
+	EXPECT_EQ(0, info.stats.blocks);
+	EXPECT_EQ(0.0, info.stats.prediction_mape);
+	make_input(self, "a");
+	for (int i = range[0]; i < range[1]; i++)
+		ASSERT_EQ(0, submit(self, "a", i, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
+	ASSERT_EQ(0, serving_tenant_info(self->s, "a", &info));
+	ASSERT_NE(0, info.solo_ns);
+	for (int i = range[0]; i < range[1]; i++) {
+		double e;
+
+		ASSERT_EQ(SERVING_QUERY_OK, self->q[i].status) TH_LOG("%s", self->q[i].reason);
+		ASSERT_NE(0, self->q[i].exec_ns);
+		e = ((double)self->q[i].exec_ns - (double)info.solo_ns) /
+		    (double)self->q[i].exec_ns;
+		ape += e < 0 ? -e : e;
+		signed_err += e;
+	}
+	EXPECT_EQ(range[1] - range[0], info.stats.blocks);
+	EXPECT_LE(fabs(ape / (range[1] - range[0]) - info.stats.prediction_mape), 1e-9);
+	EXPECT_LE(fabs(signed_err / (range[1] - range[0]) - info.stats.prediction_bias), 1e-9);
+	TH_LOG("fcfs, mobilenet_v2 alone: MAPE %.1f%%, bias %+.1f%% over %llu blocks",
+	       100 * info.stats.prediction_mape, 100 * info.stats.prediction_bias,
+	       (unsigned long long)info.stats.blocks);
+}
+
+TEST(serving_stats__block_mape_and_bias_over_two_blocks)
+{
+	struct serving_stats st = { 0 };
+	struct serving_stats_summary sum;
+
+	/* 900 predicted, 1000 measured: +0.1; 1500 predicted, 1000 measured: -0.5 */
+	serving_stats_block(&st, 900, 1000);
+	serving_stats_block(&st, 1500, 1000);
+	/* no prediction, or no measurement: nothing to compare, not counted */
+	serving_stats_block(&st, 0, 1000);
+	serving_stats_block(&st, 1000, 0);
+	serving_stats_summarise(&st, 0, &sum);
+	EXPECT_EQ(2, sum.blocks);
+	EXPECT_LE(fabs((0.1 + 0.5) / 2 - sum.prediction_mape), 1e-12);
+	EXPECT_LE(fabs((0.1 - 0.5) / 2 - sum.prediction_bias), 1e-12);
 }
 
 TEST(serving_stats__percentile_is_nearest_rank)

@@ -528,7 +528,7 @@ static int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, voi
 						 .events = POLLIN };
 	}
 	for (;;) {
-		uint64_t now = now_ns(), next = UINT64_MAX;
+		uint64_t now = now_ns(), next = UINT64_MAX, wait;
 		struct timespec ts;
 		int r;
 
@@ -558,8 +558,11 @@ static int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, voi
 				return 0;
 			next = drain_end;
 		}
-		ts.tv_sec = (time_t)((next - now) / NS_PER_S);
-		ts.tv_nsec = (long)((next - now) % NS_PER_S);
+		/* sending for a later tenant may have taken now past an earlier one's next */
+		now = now_ns();
+		wait = next > now ? next - now : 0;
+		ts.tv_sec = (time_t)(wait / NS_PER_S);
+		ts.tv_nsec = (long)(wait % NS_PER_S);
 		r = ppoll(pfds, (nfds_t)nfds, &ts, NULL);
 		if (r < 0 && errno != EINTR)
 			return -errno;

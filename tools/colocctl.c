@@ -63,8 +63,10 @@ static void usage(FILE *out)
 		"                                cache (the error names the coloc-profile command)\n"
 		"  list [--json]                 submitted tenants and their states\n"
 		"  status [NAME] [--json]        per tenant: state, rates, p50/p95/p99, share\n"
-		"                                within QoS, drops and rejections with reasons;\n"
-		"                                per core: which tenant's layers run there\n"
+		"                                within QoS, drops and rejections with reasons,\n"
+		"                                the policy's block-latency prediction error\n"
+		"                                (MAPE over the blocks run); per core: which\n"
+		"                                tenant's layers run there\n"
 		"  remove NAME                   stop taking queries, finish the queued ones,\n"
 		"                                then stop the executor (answers once done)\n"
 		"  restart NAME                  start a failed tenant's executor again\n"
@@ -648,6 +650,20 @@ static void ctl_print_cores(struct json_object *status, struct json_object *sign
 	}
 }
 
+/* How well the policy predicted the tenant's block latencies, once blocks have run. */
+static void ctl_print_prediction(struct json_object *t)
+{
+	double blocks = ctl_json_num(t, "blocks"), mape, bias;
+
+	/* both are null until a block has run */
+	if (blocks < 1 || !ctl_get_double(t, "prediction_mape", &mape) ||
+	    !ctl_get_double(t, "prediction_bias", &bias))
+		return;
+	printf("  %s prediction: MAPE %.1f%% over %.0f blocks, bias %+.1f%% "
+	       "(mean of (measured - predicted) / measured)\n",
+	       ctl_json_str(t, "name", "?"), 100 * mape, blocks, 100 * bias);
+}
+
 static void ctl_print_status(struct json_object *resp)
 {
 	struct json_object *arr;
@@ -658,8 +674,10 @@ static void ctl_print_status(struct json_object *resp)
 	ctl_print_tenant_header();
 	for (size_t i = 0; i < n; i++)
 		ctl_print_tenant_line(json_object_array_get_idx(arr, i));
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		ctl_print_prediction(json_object_array_get_idx(arr, i));
 		ctl_print_reasons(json_object_array_get_idx(arr, i));
+	}
 	ctl_print_cores(resp, NULL);
 }
 

@@ -12,13 +12,9 @@
 # pin or socket behind.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BIN=${COLOC_BIN:-$ROOT/bin}
-BPFTOOL=$(command -v bpftool || echo /usr/sbin/bpftool)
-CACHE=${COLOC_CACHE_DIR:-/var/cache/coloc/profiles}
-WORK=$(mktemp -d /tmp/coloc-demo.XXXXXX)
-SOCK=$WORK/colocd.sock
-PIN=/sys/fs/bpf/coloc-demo-$$
+# shellcheck source=tools/colocd-lib.sh
+. "$(dirname "$0")/colocd-lib.sh"
+colocd_lib_init demo
 MODELS=(mobilenet_v2 resnet50)
 POLICIES=(fcfs static temporal)
 # Each tenant offers this share of the machine at its solo speed; both
@@ -27,82 +23,11 @@ LOAD_SHARE=0.15
 SEED=1
 WARMUP_S=2
 DURATION_S=20
-COLOCD=
 declare -A QOS RATE
 
-# Idle OpenMP workers sleep instead of spinning on a core another tenant needs.
-export OMP_WAIT_POLICY=passive
-
-cleanup() {
-	if [ -n "$COLOCD" ]; then
-		kill -TERM "$COLOCD" 2>/dev/null || true
-		wait "$COLOCD" 2>/dev/null || true
-	fi
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-if [ "$(id -u)" -ne 0 ]; then
-	echo "demo: colocd loads BPF programs: run 'make demo' as root (or 'sudo make demo')" >&2
-	exit 1
-fi
-
-ctl() { "$BIN/colocctl" --socket "$SOCK" "$@"; }
-
-start_colocd() { # policy
-	"$BIN/colocd" --socket "$SOCK" --pin-dir "$PIN" --cache-dir "$CACHE" --policy "$1" \
-		>"$WORK/colocd-$1.log" 2>&1 &
-	COLOCD=$!
-	for _ in $(seq 100); do
-		ctl ping >/dev/null 2>&1 && return 0
-		kill -0 "$COLOCD" 2>/dev/null || break
-		sleep 0.1
-	done
-	cat "$WORK/colocd-$1.log" >&2
-	echo "demo: colocd --policy $1 did not start" >&2
-	exit 1
-}
-
-stop_colocd() {
-	local rc=0
-
-	kill -TERM "$COLOCD"
-	wait "$COLOCD" || rc=$?
-	COLOCD=
-	if [ "$rc" -ne 0 ]; then
-		echo "demo: colocd exited with status $rc on SIGTERM" >&2
-		exit 1
-	fi
-	if [ -e "$PIN" ] || [ -e "$SOCK" ]; then
-		echo "demo: colocd left $PIN or $SOCK behind" >&2
-		exit 1
-	fi
-}
-
-wait_ready() { # tenant
-	local st
-	for _ in $(seq 600); do
-		st=$(ctl status "$1" --json 2>&1) || true
-		case $st in
-		*'"state":"ready"'*) return 0 ;;
-		*'"state":"failed"'*) break ;;
-		esac
-		sleep 0.1
-	done
-	ctl status "$1" >&2
-	echo "demo: tenant $1 did not become ready" >&2
-	exit 1
-}
-
 submit_all() { # quiet?
-	for m in "${MODELS[@]}"; do
-		if [ -n "${1:-}" ]; then
-			ctl submit "$m" "$ROOT/models/$m.model" --qos-ms "${QOS[$m]}" >/dev/null
-		else
-			ctl submit "$m" "$ROOT/models/$m.model" --qos-ms "${QOS[$m]}" | sed 's/^/  /'
-		fi
-	done
-	for m in "${MODELS[@]}"; do wait_ready "$m"; done
+	for m in "${MODELS[@]}"; do submit_tenant "$m" "$m" "${QOS[$m]}" "${1:-}"; done
+	for m in "${MODELS[@]}"; do wait_ready "$m" || exit 1; done
 }
 
 run_load() { # policy
@@ -120,28 +45,22 @@ echo
 echo "== latency profiles (made once, then reused from $CACHE)"
 for m in "${MODELS[@]}"; do
 	echo "  $m:"
-	"$BIN/coloc-profile" "$ROOT/models/$m.model" -o "$WORK/$m.profile" --iters 3 \
-		--levels 50,100 --cache-dir "$CACHE" 2>&1 | sed 's/^/    /'
+	make_profile "$m" 2>&1 | sed 's/^/    /'
 done
 
 echo
 echo "== starting colocd --policy ${POLICIES[0]}"
-start_colocd "${POLICIES[0]}"
+start_colocd "${POLICIES[0]}" || exit 1
 sed 's/^/  /' "$WORK/colocd-${POLICIES[0]}.log"
 
 echo
 echo "== an impossible QoS (10 us) is refused with its numbers; the profiled solo"
 echo "   latency it names sets each tenant's QoS: 2 x solo, rounded up to a whole ms"
 for m in "${MODELS[@]}"; do
-	out=$(ctl submit "${m}_10us" "$ROOT/models/$m.model" --qos-ms 0.01 2>&1) || true
-	echo "  $out"
-	solo=$(sed -nE 's/.*profiled solo latency ([0-9.]+) ms.*/\1/p' <<<"$out")
-	if [ -z "$solo" ]; then
-		echo "demo: expected colocd to refuse ${m}_10us naming its solo latency" >&2
-		exit 1
-	fi
-	QOS[$m]=$(awk -v s="$solo" 'BEGIN { q = 2 * s; printf "%d", q == int(q) ? q : int(q) + 1 }')
-	RATE[$m]=$(awk -v s="$solo" -v f="$LOAD_SHARE" 'BEGIN { r = f * 1000 / s; printf "%.1f", r < 0.5 ? 0.5 : r }')
+	probe_solo "$m" "$m"
+	echo "  $REFUSAL"
+	QOS[$m]=$(qos_ms_of "$SOLO_MS")
+	RATE[$m]=$(awk -v s="$SOLO_MS" -v f="$LOAD_SHARE" 'BEGIN { r = f * 1000 / s; printf "%.1f", r < 0.5 ? 0.5 : r }')
 done
 
 echo
@@ -160,7 +79,7 @@ ctl list | sed 's/^/  /'
 
 for p in "${POLICIES[@]}"; do
 	if [ "$p" != "${POLICIES[0]}" ]; then
-		start_colocd "$p"
+		start_colocd "$p" || exit 1
 		submit_all quiet
 	fi
 	echo

@@ -1,0 +1,466 @@
+#!/usr/bin/env bash
+# coloc's QoS benchmark ('make bench-qos' as root; issue 8): for each tenant
+# mix of tools/qos-mixes.conf and each of colocd's policies, the highest total
+# load at which >= 95 % of EVERY tenant's queries meet QoS (QoS-QPS), and the
+# worst tenant's p99 latency over its solo latency at medium load.
+#
+# For each policy and mix: a colocd of its own with that policy, the mix's
+# tenants submitted with colocctl, then coloc-load (open-loop Poisson
+# arrivals, a warm-up per point) at one total load after another:
+#   - QoS of a tenant: 2 x its model's profiled solo latency on all cores
+#     (Abacus's rule), rounded up to a whole ms, as tools/demo.sh derives it;
+#   - rates inversely proportional to QoS, so each tenant offers about the
+#     same share of the machine's time; the search scales the total;
+#   - saturation: the total at which the machine would be busy all the time
+#     if every query ran at its solo speed, 1 / sum(share_i x solo_i);
+#   - medium load: MEDIUM_SHARE (0.3) of saturation, the same absolute total
+#     for every policy of a mix. It is the search's first point;
+#   - search: from medium load, grow x GROW while a point passes (shrink / GROW
+#     while it fails), then bisect (geometric midpoint) between the highest
+#     pass and the lowest failure BISECT times. A point passes only if every
+#     tenant has >= 95 % of its queries answered within QoS (drops, rejections,
+#     failures and queries outstanding at the end count as misses). QoS-QPS is
+#     the highest passing total; 0 when none passes down to 2 % of saturation;
+#   - each point lasts long enough for MIN_QUERIES queries of the least
+#     frequent tenant (within [MIN_S, MAX_S] seconds), after WARMUP_S of
+#     arrivals not counted; every point uses seed 1, so every policy sees the
+#     same arrivals at the same load. Before the first point each tenant
+#     answers 3 queries one at a time (colocctl infer): a cold executor's
+#     first query is slow (a tenant colocd kills as hung meanwhile is
+#     restarted once, and the run says so).
+# A policy colocd does not know (or whose tenants do not get ready) is
+# reported, marked 'skipped' in the table and left out of results.tsv; the
+# run goes on.
+#
+# Files in build/bench-qos/ (tab-separated, one header line each):
+#   results.tsv  mix policy qos_qps p99_over_solo
+#                qos_qps: queries/s, all tenants together; p99_over_solo: the
+#                worst tenant's p99 latency (coloc-load's, send to answer)
+#                over its profiled solo latency, at medium load; 'inf' when
+#                more than 1 % of a tenant's queries got no answer (dropped,
+#                rejected, failed, outstanding): a p99 over the answered ones
+#                alone would flatter a policy that drops. One row per policy
+#                measured; NA where coloc-load failed.
+#   points.tsv   mix policy phase total_qps duration_s tenant qps sent
+#                completed within_qos p99_ms solo_ms qos_ms pass
+#                (p99_ms over the completed queries; 0 when none)
+#                one row per tenant per load point; phase: medium, grow,
+#                shrink or bisect; pass: the whole point's verdict (0/1).
+#   mape.tsv     mix policy tenant blocks prediction_mape prediction_bias
+#                colocd's block-latency prediction error over the whole run
+#                of that policy (colocctl status --json; fractions).
+#   MIX.png      fraction within QoS of the point's worst tenant against the
+#                offered total, one line per policy (gnuplot).
+# gnuplot-nox and jq are installed on demand (as root) if missing.
+set -euo pipefail
+
+usage() {
+	cat <<EOF
+Usage: tools/bench-qos.sh [--quick] [--policies LIST] [--mixes LIST]
+       make bench-qos [ARGS='--quick ...']          (as root)
+The highest total QPS at which >= 95 % of every tenant's queries meet QoS, for
+each of colocd's policies on each tenant mix of tools/qos-mixes.conf, and the
+worst tenant's p99 / solo latency at medium load, side by side; results in
+build/bench-qos/ (results.tsv, points.tsv, mape.tsv, one PNG per mix).
+
+  --quick          fewer and shorter load points (a first look in minutes;
+                   noisier). The full run prints its estimated duration first
+  --policies LIST  comma-separated colocd policies
+                   (default: $DEFAULT_POLICIES)
+  --mixes LIST     comma-separated mix names from tools/qos-mixes.conf
+                   (default: all)
+  -h, --help       this help
+
+Measure on a quiet machine: every policy runs on the same cores, one after
+the other. Exit status: 0 the table was printed, 1 failure, 2 bad usage.
+EOF
+}
+
+DEFAULT_POLICIES="os,static,temporal,model-wise,layer-wise,coloc,coloc-noversions"
+BASELINES=" os static temporal model-wise layer-wise "
+POLICY_LIST=$DEFAULT_POLICIES
+MIX_LIST=
+QUICK=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) QUICK=1 ;;
+	--policies)
+		[ $# -ge 2 ] || { echo "bench-qos: --policies needs a list (see --help)" >&2; exit 2; }
+		POLICY_LIST=$2
+		shift
+		;;
+	--mixes)
+		[ $# -ge 2 ] || { echo "bench-qos: --mixes needs a list (see --help)" >&2; exit 2; }
+		MIX_LIST=$2
+		shift
+		;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*)
+		echo "bench-qos: unknown argument '$1' (see --help)" >&2
+		exit 2
+		;;
+	esac
+	shift
+done
+
+MEDIUM_SHARE=0.3
+PASS_FRACTION=0.95
+SEED=1
+DRAIN_S=1 # QoS is at most a few hundred ms: an answer later than this misses anyway
+if [ "$QUICK" = 1 ]; then
+	GROW=2 BISECT=1 MIN_QUERIES=15 MIN_S=3 MAX_S=6 WARMUP_S=1
+else
+	GROW=1.5 BISECT=4 MIN_QUERIES=100 MIN_S=10 MAX_S=120 WARMUP_S=3
+fi
+
+# shellcheck source=tools/colocd-lib.sh
+. "$(dirname "$0")/colocd-lib.sh"
+colocd_lib_init bench-qos
+OUT=$ROOT/build/bench-qos
+CONF=$ROOT/tools/qos-mixes.conf
+
+# ---- what it needs -----------------------------------------------------------
+missing=()
+for pkg in gnuplot-nox jq; do
+	dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "bench-qos: installing ${missing[*]} (apt-get, as root)"
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		--no-install-recommends "${missing[@]}" >/dev/null ||
+		echo "bench-qos: installing ${missing[*]} failed" >&2
+fi
+command -v jq >/dev/null || { echo "bench-qos: jq is needed to read coloc-load --json" >&2; exit 1; }
+
+# ---- mixes and policies -------------------------------------------------------
+declare -A MIX_MODELS
+MIXES=()
+while read -r name models; do
+	case $name in '' | '#'*) continue ;; esac
+	MIX_MODELS[$name]=$models
+	MIXES+=("$name")
+done <"$CONF"
+if [ -n "$MIX_LIST" ]; then
+	IFS=, read -r -a want <<<"$MIX_LIST"
+	for m in "${want[@]}"; do
+		[ -n "${MIX_MODELS[$m]:-}" ] || {
+			echo "bench-qos: no mix '$m' in $CONF (it has: ${MIXES[*]})" >&2
+			exit 2
+		}
+	done
+	MIXES=("${want[@]}")
+fi
+IFS=, read -r -a POLICIES <<<"$POLICY_LIST"
+[ ${#POLICIES[@]} -gt 0 ] || { echo "bench-qos: --policies names no policy" >&2; exit 2; }
+declare -A MODEL_SET
+for mix in "${MIXES[@]}"; do
+	for m in ${MIX_MODELS[$mix]}; do MODEL_SET[$m]=1; done
+done
+
+# ---- profiles and solo latencies ----------------------------------------------
+start=$SECONDS
+echo "== latency profiles (made once, then reused from $CACHE)"
+for m in "${!MODEL_SET[@]}"; do
+	make_profile "$m" 2>&1 | sed "s/^/  $m: /" | tail -n 2
+done
+
+declare -A SOLO QOS
+start_colocd || exit 1
+for m in "${!MODEL_SET[@]}"; do
+	probe_solo "$m" "$m"
+	SOLO[$m]=$SOLO_MS
+	QOS[$m]=$(qos_ms_of "$SOLO_MS")
+done
+stop_colocd
+
+# Per mix: each tenant's share of the total rate, saturation and medium load.
+declare -A SHARE SAT MEDIUM MIN_SHARE
+for mix in "${MIXES[@]}"; do
+	read -r sum_inv <<<"$(for m in ${MIX_MODELS[$mix]}; do echo "${QOS[$m]}"; done |
+		awk '{ s += 1 / $1 } END { printf "%.12g", s }')"
+	busy=0 min=1
+	for m in ${MIX_MODELS[$mix]}; do
+		SHARE[$mix.$m]=$(awk -v q="${QOS[$m]}" -v s="$sum_inv" 'BEGIN { printf "%.12g", 1 / q / s }')
+		busy=$(awk -v b="$busy" -v w="${SHARE[$mix.$m]}" -v solo="${SOLO[$m]}" \
+			'BEGIN { printf "%.12g", b + w * solo / 1000 }')
+		min=$(awk -v a="$min" -v b="${SHARE[$mix.$m]}" 'BEGIN { print (b < a ? b : a) }')
+	done
+	SAT[$mix]=$(awk -v b="$busy" 'BEGIN { printf "%.4f", 1 / b }')
+	MEDIUM[$mix]=$(awk -v s="${SAT[$mix]}" -v f="$MEDIUM_SHARE" 'BEGIN { printf "%.3f", s * f }')
+	MIN_SHARE[$mix]=$min
+done
+
+point_duration() { # mix total
+	awk -v w="${MIN_SHARE[$1]}" -v t="$2" -v n="$MIN_QUERIES" -v lo="$MIN_S" -v hi="$MAX_S" \
+		'BEGIN { d = n / (w * t); d = d == int(d) ? d : int(d) + 1;
+			 print (d < lo ? lo : (d > hi ? hi : d)) }'
+}
+
+echo
+echo "== mixes (QoS = 2 x solo on all cores, rounded up to a whole ms; rate shares"
+echo "   inversely proportional to QoS; saturation: every query at solo speed)"
+est=0
+for mix in "${MIXES[@]}"; do
+	line=
+	for m in ${MIX_MODELS[$mix]}; do
+		line+=$(printf ' %s (solo %s ms, QoS %s ms, %.0f%% of queries)' "$m" "${SOLO[$m]}" \
+			"${QOS[$m]}" "$(awk -v w="${SHARE[$mix.$m]}" 'BEGIN { print 100 * w }')")
+	done
+	printf '  %-7s%s\n' "$mix" "$line"
+	printf '          saturation %s QPS; medium load %s QPS (%.0f%% of it)\n' "${SAT[$mix]}" \
+		"${MEDIUM[$mix]}" "$(awk -v f="$MEDIUM_SHARE" 'BEGIN { print 100 * f }')"
+	d=$(point_duration "$mix" "${MEDIUM[$mix]}")
+	# about 3 points to the first failure, then the bisection; 15 s to start colocd and the tenants
+	est=$((est + ${#POLICIES[@]} * (15 + (3 + BISECT) * (d + WARMUP_S + DRAIN_S + 2))))
+done
+echo
+echo "bench-qos: $([ "$QUICK" = 1 ] && echo quick || echo full) run of ${#POLICIES[@]} policies x" \
+	"${#MIXES[@]} mixes, estimated $(((est + 59) / 60)) min (points of $MIN_S-$MAX_S s after" \
+	"$WARMUP_S s of warm-up)"
+
+# ---- one load point -------------------------------------------------------------
+rm -rf "$OUT"
+mkdir -p "$OUT"
+printf 'mix\tpolicy\tphase\ttotal_qps\tduration_s\ttenant\tqps\tsent\tcompleted\twithin_qos\tp99_ms\tsolo_ms\tqos_ms\tpass\n' \
+	>"$OUT/points.tsv"
+printf 'mix\tpolicy\tqos_qps\tp99_over_solo\n' >"$OUT/results.tsv"
+printf 'mix\tpolicy\ttenant\tblocks\tprediction_mape\tprediction_bias\n' >"$OUT/mape.tsv"
+
+# Runs one point; sets PASS (1/0) and WORST_P99 (worst p99/solo). Returns 1 if coloc-load failed.
+run_point() { # mix policy phase total
+	local mix=$1 policy=$2 phase=$3 total=$4 spec='' d json=$WORK/point.json line rows
+
+	for m in ${MIX_MODELS[$mix]}; do
+		spec+="${spec:+,}$m:$(awk -v t="$total" -v w="${SHARE[$mix.$m]}" \
+			'BEGIN { r = t * w; printf "%.3f", r < 0.001 ? 0.001 : r }')"
+	done
+	d=$(point_duration "$mix" "$total")
+	if ! "$BIN/coloc-load" --socket "$SOCK" --tenant "$spec" --duration "$d" \
+		--warmup "$WARMUP_S" --drain "$DRAIN_S" --seed "$SEED" --json >"$json" 2>"$WORK/load.err"; then
+		sed 's/^/  coloc-load: /' "$WORK/load.err" >&2
+		echo "bench-qos: coloc-load failed at $total QPS under --policy $policy ($mix)" >&2
+		return 1
+	fi
+	rows=$(jq -r '.tenants[] | [.name, .qps, .sent, .completed, .within_qos, .p99_ms] | @tsv' "$json")
+	PASS=$(awk -v f="$PASS_FRACTION" '{ if ($5 < f) bad = 1 } END { print bad ? 0 : 1 }' <<<"$rows")
+	WORST_P99=0
+	line=
+	while IFS=$'\t' read -r name qps sent answered within p99; do
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mix" "$policy" \
+			"$phase" "$total" "$d" "$name" "$qps" "$sent" "$answered" "$within" "$p99" \
+			"${SOLO[$name]}" "${QOS[$name]}" "$PASS" >>"$OUT/points.tsv"
+		# more than 1 % unanswered: the p99 of all its queries is a miss
+		WORST_P99=$(awk -v a="$WORST_P99" -v p="$p99" -v s="${SOLO[$name]}" -v n="$sent" \
+			-v c="$answered" 'BEGIN { r = (n > 0 && c >= 0.99 * n) ? p / s : "inf";
+				if (a == "inf" || r == "inf") print "inf"; else printf "%.3f", (r > a ? r : a) }')
+		line+=$(printf '  %s %.1f%% p99 %s (%s/%s answered)' "$name" \
+			"$(awk -v w="$within" 'BEGIN { print 100 * w }')" \
+			"$([ "$answered" -gt 0 ] && echo "$p99 ms" || echo -)" "$answered" "$sent")
+	done <<<"$rows"
+	printf '  %-16s %-7s %9.2f QPS %3s s:%s -> %s\n' "$policy" "$phase" "$total" "$d" "$line" \
+		"$([ "$PASS" = 1 ] && echo pass || echo FAIL)"
+}
+
+# ---- the search -----------------------------------------------------------------
+declare -A RESULT P99X MAPE UNAVAILABLE
+search() { # mix policy; sets RESULT and P99X, or returns 1
+	local mix=$1 policy=$2 t lo=0 hi=0 floor cap
+
+	run_point "$mix" "$policy" medium "${MEDIUM[$mix]}" || return 1
+	P99X[$mix.$policy]=$WORST_P99
+	t=${MEDIUM[$mix]}
+	floor=$(awk -v s="${SAT[$mix]}" 'BEGIN { print s / 50 }')
+	cap=$(awk -v s="${SAT[$mix]}" 'BEGIN { print s * 4 }')
+	if [ "$PASS" = 1 ]; then
+		lo=$t
+		while :; do
+			t=$(awk -v t="$t" -v g="$GROW" 'BEGIN { printf "%.3f", t * g }')
+			if awk -v t="$t" -v c="$cap" 'BEGIN { exit !(t > c) }'; then
+				echo "  $policy passes at 4 x saturation at solo speed: the search stops there"
+				break
+			fi
+			run_point "$mix" "$policy" grow "$t" || return 1
+			[ "$PASS" = 1 ] || { hi=$t; break; }
+			lo=$t
+		done
+	else
+		hi=$t
+		while :; do
+			t=$(awk -v t="$t" -v g="$GROW" 'BEGIN { printf "%.3f", t / g }')
+			if awk -v t="$t" -v f="$floor" 'BEGIN { exit !(t < f) }'; then
+				echo "  $policy fails down to 2 % of saturation: QoS-QPS 0"
+				break
+			fi
+			run_point "$mix" "$policy" shrink "$t" || return 1
+			[ "$PASS" = 1 ] && { lo=$t; break; }
+			hi=$t
+		done
+	fi
+	if [ "$lo" != 0 ] && [ "$hi" != 0 ]; then
+		for _ in $(seq "$BISECT"); do
+			t=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.3f", sqrt(a * b) }')
+			run_point "$mix" "$policy" bisect "$t" || return 1
+			if [ "$PASS" = 1 ]; then lo=$t; else hi=$t; fi
+		done
+	fi
+	RESULT[$mix.$policy]=$lo
+}
+
+# colocd's prediction error per tenant over the policy's whole run, into mape.tsv;
+# MAPE[mix.policy]: over all the mix's blocks.
+record_mape() { # mix policy
+	local rows
+
+	rows=$(ctl status --json | jq -r '.tenants[] | select(.blocks != null) |
+		[.name, .blocks, (.prediction_mape // "NA"), (.prediction_bias // "NA")] | @tsv')
+	while IFS=$'\t' read -r name blocks mape bias; do
+		[ -n "$name" ] || continue
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$name" "$blocks" "$mape" "$bias" \
+			>>"$OUT/mape.tsv"
+	done <<<"$rows"
+	MAPE[$1.$2]=$(awk -F'\t' '$2 > 0 && $3 != "NA" { n += $2; s += $2 * $3 }
+		END { if (n) printf "%.1f%% (%d)", 100 * s / n, n; else print "NA" }' <<<"$rows")
+}
+
+# A few queries one at a time: an executor's first query is cold (page faults,
+# oneDNN's JIT) and would weigh on the first point. If colocd killed the
+# executor as hung meanwhile (its limit is 10 x the predicted block time
+# + 1 s; a cold block on a loaded machine can pass it), says so and restarts
+# it once.
+warm_up() { # tenant
+	for try in 1 2; do
+		for _ in 1 2 3; do ctl infer "$1" >/dev/null 2>&1 || true; done
+		case $(ctl status "$1" --json 2>&1) in
+		*'"state":"ready"'*) return 0 ;;
+		esac
+		echo "  $1 failed during its warm-up queries: $(ctl status "$1" --json |
+			jq -r '.tenants[0].reason // "no reason given"')" >&2
+		[ "$try" = 1 ] || return 1
+		ctl restart "$1" >/dev/null && wait_ready "$1" || return 1
+	done
+}
+
+for mix in "${MIXES[@]}"; do
+	echo
+	echo "== mix $mix: ${MIX_MODELS[$mix]}"
+	for policy in "${POLICIES[@]}"; do
+		if [ -n "${UNAVAILABLE[$policy]:-}" ]; then
+			echo "  $policy: skipped (${UNAVAILABLE[$policy]})"
+			continue
+		fi
+		if ! start_colocd "$policy"; then
+			UNAVAILABLE[$policy]="colocd --policy $policy did not start: $(tail -n 1 \
+				"$WORK/colocd-$policy.log" 2>/dev/null || echo 'no log')"
+			echo "  $policy: skipped (${UNAVAILABLE[$policy]})"
+			continue
+		fi
+		ok=1
+		for m in ${MIX_MODELS[$mix]}; do
+			submit_tenant "$m" "$m" "${QOS[$m]}" quiet || ok=0
+		done
+		for m in ${MIX_MODELS[$mix]}; do
+			[ "$ok" = 1 ] && { wait_ready "$m" || ok=0; }
+		done
+		for m in ${MIX_MODELS[$mix]}; do
+			[ "$ok" = 1 ] && { warm_up "$m" || ok=0; }
+		done
+		if [ "$ok" = 0 ]; then
+			echo "  $policy: skipped on $mix (a tenant did not get or stay ready; see above)"
+			RESULT[$mix.$policy]=skipped
+		elif search "$mix" "$policy"; then
+			printf '%s\t%s\t%s\t%s\n' "$mix" "$policy" "${RESULT[$mix.$policy]}" \
+				"${P99X[$mix.$policy]}" >>"$OUT/results.tsv"
+			record_mape "$mix" "$policy"
+		else
+			RESULT[$mix.$policy]=NA
+			printf '%s\t%s\tNA\tNA\n' "$mix" "$policy" >>"$OUT/results.tsv"
+		fi
+		stop_colocd
+	done
+done
+
+# ---- the table --------------------------------------------------------------------
+cell() { # mix policy
+	local r=${RESULT[$1.$2]:-}
+
+	if [ -n "${UNAVAILABLE[$2]:-}" ] || [ "$r" = skipped ] || [ -z "$r" ]; then
+		printf '%14s' skipped
+	elif [ "$r" = NA ]; then
+		printf '%14s' failed
+	else
+		if [ "${P99X[$1.$2]}" = inf ]; then
+			printf '%7.1f %6s' "$r" "inf"
+		else
+			printf '%7.1f %5.2fx' "$r" "${P99X[$1.$2]}"
+		fi
+	fi
+}
+
+echo
+echo "== QoS-QPS (queries/s, all tenants, >= 95 % of every tenant within QoS) and the worst"
+echo "   tenant's p99 / solo at medium load ($(awk -v f="$MEDIUM_SHARE" 'BEGIN { print 100 * f }')% of saturation at solo speed), per policy;"
+echo "   coloc's ratio to the best baseline ($(xargs <<<"$BASELINES")) and its prediction MAPE"
+echo "   over the blocks of its whole run (mape.tsv has every policy's, per tenant)"
+printf '%-8s' mix
+for p in "${POLICIES[@]}"; do printf ' %14s' "$p"; done
+printf ' %18s %16s\n' "coloc/best base" "coloc MAPE (blocks)"
+for mix in "${MIXES[@]}"; do
+	printf '%-8s' "$mix"
+	best=0 best_name=
+	for p in "${POLICIES[@]}"; do
+		printf ' %s' "$(cell "$mix" "$p")"
+		r=${RESULT[$mix.$p]:-}
+		if [[ $BASELINES == *" $p "* ]] && [[ $r =~ ^[0-9.]+$ ]] &&
+			awk -v r="$r" -v b="$best" 'BEGIN { exit !(r > b) }'; then
+			best=$r best_name=$p
+		fi
+	done
+	c=${RESULT[$mix.coloc]:-}
+	if [[ $c =~ ^[0-9.]+$ ]] && [ -n "$best_name" ]; then
+		printf ' %18s' "$(awk -v c="$c" -v b="$best" -v n="$best_name" \
+			'BEGIN { printf "%.2fx %s", c / b, n }')"
+	else
+		printf ' %18s' n/a
+	fi
+	m=${MAPE[$mix.coloc]:-NA}
+	printf ' %16s\n' "$([ "$m" = NA ] && echo n/a || echo "$m")"
+done
+echo "(each cell: QoS-QPS, then p99/solo at medium load, 'inf' when over 1 % of a tenant's"
+echo " queries got no answer; 'skipped': the policy did not run; no ratio when the best"
+echo " baseline has 0 QPS. Raw points: $OUT/points.tsv)"
+
+# ---- the plots ----------------------------------------------------------------------
+if command -v gnuplot >/dev/null; then
+	for mix in "${MIXES[@]}"; do
+		plot=
+		for p in "${POLICIES[@]}"; do
+			awk -F'\t' -v mix="$mix" -v p="$p" 'NR > 1 && $1 == mix && $2 == p {
+				if (!($4 in w) || $10 < w[$4]) w[$4] = $10 }
+				END { for (t in w) print t, w[t] }' "$OUT/points.tsv" | sort -g >"$WORK/plot-$mix-$p.dat"
+			[ -s "$WORK/plot-$mix-$p.dat" ] || continue
+			plot+="${plot:+, }'$WORK/plot-$mix-$p.dat' using 1:2 with linespoints title '$p'"
+		done
+		[ -n "$plot" ] || continue
+		gnuplot <<EOF
+set terminal png size 900,560 noenhanced
+set output '$OUT/$mix.png'
+set title "mix $mix (${MIX_MODELS[$mix]}): worst tenant's share within QoS"
+set xlabel 'offered load, queries/s (all tenants)'
+set ylabel 'fraction within QoS, worst tenant'
+set yrange [0:1.02]
+set key outside right top
+set grid
+set arrow from graph 0, first $PASS_FRACTION to graph 1, first $PASS_FRACTION nohead dashtype 2
+plot $plot
+EOF
+		echo "plot: $OUT/$mix.png"
+	done
+else
+	echo "bench-qos: gnuplot is missing: no plots (the points are in $OUT/points.tsv)" >&2
+fi
+echo "results: $OUT/results.tsv, $OUT/points.tsv, $OUT/mape.tsv"
+echo "bench-qos done in $(((SECONDS - start + 59) / 60)) min. Measured on this machine as it was:"
+echo "compare the policies side by side, not with runs taken under another load."

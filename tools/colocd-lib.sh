@@ -1,0 +1,132 @@
+# shellcheck shell=bash
+# What tools/demo.sh and tools/bench-qos.sh share, sourced by both: a
+# private colocd (its own socket, pin dir and log, in a temporary work
+# directory removed on exit), the colocctl wrapper, waiting for tenants to be
+# ready, the cached latency profiles, and the QoS rule (2 x the profiled solo
+# latency on all cores, Abacus's rule, rounded up to a whole ms).
+#
+#   colocd_lib_init NAME    as root: sets ROOT BIN BPFTOOL CACHE WORK SOCK PIN,
+#                           and the EXIT trap that stops colocd and removes WORK
+#   make_profile MODEL      its latency profile, made once into $CACHE
+#   start_colocd [POLICY]   (colocd's default policy without one); returns 1,
+#                           its log on stderr, if colocd did not start, e.g.
+#                           for a policy it does not know
+#   stop_colocd             SIGTERM; exits 1 unless colocd exits 0 and leaves
+#                           no pin or socket behind
+#   ctl ARGS...             colocctl on this colocd's socket
+#   submit_tenant NAME MODEL QOS_MS [quiet]
+#   wait_ready NAME         returns 1 (status on stderr) if it did not get ready
+#   probe_solo NAME MODEL   submits NAME_10us with an impossible QoS: sets
+#                           REFUSAL to colocd's answer and SOLO_MS to the
+#                           profiled solo latency it names
+#   qos_ms_of SOLO_MS       2 x solo, rounded up to a whole ms
+# Messages go to stderr prefixed with NAME.
+
+COLOCD=
+
+colocd_lib_init() { # name
+	LIB_NAME=$1
+	ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	BIN=${COLOC_BIN:-$ROOT/bin}
+	# shellcheck disable=SC2034 # for the scripts that show the pinned maps
+	BPFTOOL=$(command -v bpftool || echo /usr/sbin/bpftool)
+	CACHE=${COLOC_CACHE_DIR:-/var/cache/coloc/profiles}
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "$LIB_NAME: colocd loads BPF programs: run 'make $LIB_NAME' as root (or 'sudo make $LIB_NAME')" >&2
+		exit 1
+	fi
+	WORK=$(mktemp -d "/tmp/coloc-$LIB_NAME.XXXXXX")
+	SOCK=$WORK/colocd.sock
+	PIN=/sys/fs/bpf/coloc-$LIB_NAME-$$
+	# Idle OpenMP workers sleep instead of spinning on a core another tenant needs.
+	export OMP_WAIT_POLICY=passive
+	trap colocd_lib_cleanup EXIT
+	# Ctrl-C or SIGTERM: exit, so the EXIT trap stops colocd and removes WORK.
+	trap 'exit 130' INT TERM
+}
+
+colocd_lib_cleanup() {
+	if [ -n "$COLOCD" ]; then
+		kill -TERM "$COLOCD" 2>/dev/null || true
+		wait "$COLOCD" 2>/dev/null || true
+	fi
+	rm -rf "$WORK"
+}
+
+ctl() { "$BIN/colocctl" --socket "$SOCK" "$@"; }
+
+make_profile() { # model
+	"$BIN/coloc-profile" "$ROOT/models/$1.model" -o "$WORK/$1.profile" --iters 3 \
+		--levels 50,100 --cache-dir "$CACHE"
+}
+
+start_colocd() { # [policy]
+	local log=$WORK/colocd-${1:-default}.log
+
+	"$BIN/colocd" --socket "$SOCK" --pin-dir "$PIN" --cache-dir "$CACHE" ${1:+--policy "$1"} \
+		>"$log" 2>&1 &
+	COLOCD=$!
+	for _ in $(seq 100); do
+		ctl ping >/dev/null 2>&1 && return 0
+		kill -0 "$COLOCD" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -TERM "$COLOCD" 2>/dev/null || true
+	wait "$COLOCD" 2>/dev/null || true
+	COLOCD=
+	sed 's/^/  /' "$log" >&2
+	echo "$LIB_NAME: colocd ${1:+--policy $1 }did not start (its log is above)" >&2
+	return 1
+}
+
+stop_colocd() {
+	local rc=0
+
+	kill -TERM "$COLOCD"
+	wait "$COLOCD" || rc=$?
+	COLOCD=
+	if [ "$rc" -ne 0 ]; then
+		echo "$LIB_NAME: colocd exited with status $rc on SIGTERM" >&2
+		exit 1
+	fi
+	if [ -e "$PIN" ] || [ -e "$SOCK" ]; then
+		echo "$LIB_NAME: colocd left $PIN or $SOCK behind" >&2
+		exit 1
+	fi
+}
+
+submit_tenant() { # name model qos_ms [quiet]
+	if [ -n "${4:-}" ]; then
+		ctl submit "$1" "$ROOT/models/$2.model" --qos-ms "$3" >/dev/null
+	else
+		ctl submit "$1" "$ROOT/models/$2.model" --qos-ms "$3" | sed 's/^/  /'
+	fi
+}
+
+wait_ready() { # tenant
+	local st
+	for _ in $(seq 600); do
+		st=$(ctl status "$1" --json 2>&1) || true
+		case $st in
+		*'"state":"ready"'*) return 0 ;;
+		*'"state":"failed"'*) break ;;
+		esac
+		sleep 0.1
+	done
+	ctl status "$1" >&2 || true
+	echo "$LIB_NAME: tenant $1 did not become ready" >&2
+	return 1
+}
+
+probe_solo() { # name model
+	REFUSAL=$(ctl submit "${1}_10us" "$ROOT/models/$2.model" --qos-ms 0.01 2>&1) || true
+	SOLO_MS=$(sed -nE 's/.*profiled solo latency ([0-9.]+) ms.*/\1/p' <<<"$REFUSAL")
+	if [ -z "$SOLO_MS" ]; then
+		echo "$LIB_NAME: expected colocd to refuse ${1}_10us naming its solo latency; it said: $REFUSAL" >&2
+		exit 1
+	fi
+}
+
+qos_ms_of() { # solo_ms
+	awk -v s="$1" 'BEGIN { q = 2 * s; printf "%d", q == int(q) ? q : int(q) + 1 }'
+}
