@@ -93,7 +93,8 @@ LIB_POLICY := $(OBJ)/libcoloc_policy.a
 LIB_SIM := $(OBJ)/libcoloc_sim.a
 LIB_TEST := $(OBJ)/libcoloc_test.a
 LIB_CLIENT := $(OBJ)/libcoloc_client.a
-LIBS := $(LIB_CLIENT) $(LIB_DAEMON) $(LIB_SIM) $(LIB_POLICY) $(LIB_EXEC) $(LIB_COMMON)
+# in link order: executor/profile_table.c turns a profile into a policy table
+LIBS := $(LIB_CLIENT) $(LIB_DAEMON) $(LIB_SIM) $(LIB_EXEC) $(LIB_POLICY) $(LIB_COMMON)
 
 TOOL_BINS := $(patsubst tools/%.c,$(BIN)/%,$(wildcard tools/*.c))
 BINS := $(BIN)/colocd $(TOOL_BINS)
@@ -166,18 +167,12 @@ $(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_SIM) $(LIB_TEST) $(L
 
 # colocd runs no model: it parses model files (model_parse.c) and reads
 # profiles, whose cache key holds the ISA only oneDNN can name
-# (daemon/profile_table.c), so it links the executor library and oneDNN.
+# (executor/profile_table.c), so it links the executor library and oneDNN.
 # colocctl and coloc-load need neither.
-$(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_POLICY) $(LIB_EXEC) $(LIB_COMMON)
+$(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-
-# The simulator runs the policy library on VELTAIR's tables: no oneDNN, no executor.
-$(BIN)/coloc-sim: $(OBJ)/tools/coloc-sim.o $(LIB_SIM) $(LIB_POLICY) $(LIB_COMMON)
-	$(call msg,LINK,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
 
 LIGHT_TOOLS := $(BIN)/colocctl $(BIN)/coloc-bench-sensing $(BIN)/coloc-load
 $(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
