@@ -10,7 +10,7 @@
 #                        (/usr/local), below DESTDIR if set; make uninstall
 #   make bench-sensing   colocd's sampling overhead, as a ratio to no sampling
 #   make bench-executor  executor latency and GFLOP/s, as ratios to oneDNN's default
-#   make bench-sim       simulated QoS-QPS of every policy at 64 cores on VELTAIR's tables
+#   make bench-sim       simulated QoS-QPS: this machine against bench-qos, then 64 cores
 #   make profiles        a latency profile for every model, in build/profiles/
 #   make format          clang-format every C file in place
 #   V=1                  show full commands
@@ -206,17 +206,32 @@ bench-sensing: $(BINS)
 bench-executor: $(BINS)
 	$(Q)$(BIN)/coloc-bench-executor
 
-# VELTAIR's two published tables, their QoS targets, equal rates (their Mix: rate
-# inversely proportional to QoS, equal here); 2 and 8 tenants.
+# First the fidelity check: this 2-core machine simulated with coloc's own
+# profiles (made here when missing: a cache hit costs nothing), every policy on
+# every mix of tools/qos-mixes.conf as make bench-qos runs them, next to what
+# bench-qos measured (build/bench-qos/results.tsv) when it exists. The
+# full-domain slowdown there is the one fitted from model pairs measured here
+# (sim/README.md). Then VELTAIR's two published tables, their QoS targets,
+# equal rates (their Mix: rate inversely proportional to QoS, equal here); 2
+# and 8 tenants, 64 cores, VELTAIR's 1.6 slowdown (an assumption).
+SIM_MIXES := tools/qos-mixes.conf
+SIM_2CORE_SLOWDOWN := 1.0
 SIM_MIX2 := --tenant veltair:resnet50:15 --tenant veltair:googlenet:15
 SIM_MIX8 := $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2)
-bench-sim: $(BIN)/coloc-sim
-	@echo "bench-sim: simulated QoS-QPS (>= 95% of every tenant's queries within QoS) of every"
-	@echo "policy in the table, 64 cores in LLC domains of 4 (Threadripper 3990X), VELTAIR's"
-	@echo "tables (ResNet-50, GoogLeNet; QoS 15 ms each), 120 s per point, median of seeds 1..5."
-	@echo "NOT HERE YET: the fidelity check against make bench-qos, and an interference model"
-	@echo "fitted from measured pairs: the one used is provisional (sim/README.md), and VELTAIR's"
-	@echo "tables have one kernel version, so these are not results to quote."
+bench-sim: $(BINS)
+	@echo "bench-sim: simulated QoS-QPS (>= 95% of every tenant's queries within QoS), 120 s"
+	@echo "per point, median of seeds 1..5. sim/README.md states what every number rests on."
+	$(Q)mkdir -p build/profiles
+	$(Q)for m in $$(awk '!/^#/ { for (i = 2; i <= NF; i++) print $$i }' $(SIM_MIXES) | sort -u); do \
+		$(BIN)/coloc-profile models/$$m.model -o build/profiles/$$m.profile >/dev/null || \
+			{ echo "bench-sim: profiling $$m failed"; exit 1; }; \
+	done
+	@echo "== fidelity: this machine (all its cores, one LLC), coloc's profiles, the mixes of $(SIM_MIXES)"
+	$(Q)$(BIN)/coloc-sim --mix all --policy all --search --seeds 5 --cores $$(nproc) --llc $$(nproc) \
+		--duration 120 --full-slowdown $(SIM_2CORE_SLOWDOWN) --brief \
+		--measured build/bench-qos/results.tsv
+	@echo "== 64 cores in LLC domains of 4 (Threadripper 3990X), VELTAIR's tables (one kernel"
+	@echo "   version), QoS 15 ms each. Not results to quote before the fidelity check passes."
 	@echo "== mix: 1 ResNet-50 + 1 GoogLeNet tenant"
 	$(Q)$(BIN)/coloc-sim --policy all --search --seeds 5 --cores 64 --llc 4 --duration 120 $(SIM_MIX2)
 	@echo "== mix: 4 ResNet-50 + 4 GoogLeNet tenants"

@@ -11,10 +11,11 @@
 #include "sim.h"
 
 double sim_interference_slowdown(const struct sim_interference *im, const struct policy_model *m,
-				 int first, int last, const uint8_t *versions, int ci,
+				 int first, int last_layer, const uint8_t *versions, int ci,
 				 double pressure)
 {
-	double alone = 0, loaded = 0, level, pos;
+	double alone = 0, loaded = 0, beyond = 1.0, level, pos;
+	int last;
 
 	if (!(pressure > 0))
 		return 1.0;
@@ -29,13 +30,20 @@ double sim_interference_slowdown(const struct sim_interference *im, const struct
 	 * under coloc-stress equals it, so versions differ as profiled.
 	 */
 	pos = policy_model_level_pos(m, level);
-	for (int l = first; l < last; l++) {
+	/*
+	 * Beyond the last column (pairs slow a model more than coloc-stress
+	 * did when profiling) the cells there are scaled up to the level.
+	 */
+	last = m->nr_levels - 1;
+	if (pos >= last && level > m->level_slowdown[last])
+		beyond = level / m->level_slowdown[last];
+	for (int l = first; l < last_layer; l++) {
 		uint64_t a = policy_model_cell(m, l, versions[l - first], ci, 0);
 		uint64_t b = policy_model_latency(m, l, versions[l - first], ci, pos);
 
 		alone += (double)a;
 		/* a level not measured for this version: the model's slowdown there */
-		loaded += b ? (double)b : (double)a * level;
+		loaded += b ? (double)b * beyond : (double)a * level;
 	}
 	return alone > 0 ? loaded / alone : 1.0;
 }

@@ -484,7 +484,15 @@ TEST(sim_interference__exactly_one_alone_and_table_cells_under_pressure)
 	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 1) - 1.15), 1e-12);
 	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 0.5) - 1.3), 1e-12);
 	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 0.5) - 1.075), 1e-12);
-	/* the fitted 2-core model, no interference: 1.0 everywhere */
+	/*
+	 * beyond the last column: F = 3 is level 3, past the model's 2.0, so
+	 * the last cells scaled by 3 / 2: v0 20 x 1.5 = 30 ms (3x), v1 15 x
+	 * 1.5 = 22.5 ms (1.875x)
+	 */
+	im.full_slowdown = 3.0;
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 1) - 3.0), 1e-12);
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 1) - 1.875), 1e-12);
+	/* no interference (full_slowdown 1): 1.0 everywhere */
 	im.full_slowdown = 1.0;
 	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 1));
 	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 1));
