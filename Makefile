@@ -207,7 +207,7 @@ bench-executor: $(BINS)
 	$(Q)$(BIN)/coloc-bench-executor
 
 # First the fidelity check: this 2-core machine simulated with coloc's own
-# profiles (made here when missing: a cache hit costs nothing), every policy on
+# profiles (the cache files colocd reads; made here only when missing), every policy on
 # every mix of tools/qos-mixes.conf as make bench-qos runs them, next to what
 # bench-qos measured (build/bench-qos/results.tsv) when it exists. The
 # full-domain slowdown there is the one fitted from model pairs measured here
@@ -223,6 +223,9 @@ bench-sim: $(BINS)
 	@echo "per point, median of seeds 1..5. sim/README.md states what every number rests on."
 	$(Q)mkdir -p build/profiles
 	$(Q)for m in $$(awk '!/^#/ { for (i = 2; i <= NF; i++) print $$i }' $(SIM_MIXES) | sort -u); do \
+		$(BIN)/coloc-sim --tenant $$m:2x --qps 1 --duration 0.01 --cores 1 --llc 1 \
+			>/dev/null 2>&1 && continue; \
+		echo "bench-sim: no profile of $$m in the cache colocd reads: profiling it"; \
 		$(BIN)/coloc-profile models/$$m.model -o build/profiles/$$m.profile >/dev/null || \
 			{ echo "bench-sim: profiling $$m failed"; exit 1; }; \
 	done
