@@ -365,12 +365,15 @@ static int os_rule_decide(void *state, const struct policy_config *cfg,
 		if (!in->tenants[t].model || policy_tenant_in_flight(in, t))
 			continue;
 		while ((q = policy_earliest_queued(in, t, q))) {
-			struct policy_cpuset all = cfg->online;
-			int r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, &all, out,
+			/* every tenant sees all the cores: a fresh copy each, not what others took */
+			struct policy_cpuset free = *in->free;
+			int r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, &free, out,
 							 err);
 
 			if (r < 0)
 				return r;
+			if (r == POLICY_OUT_FULL)
+				return 0;
 			if (r != POLICY_DROPPED)
 				break;
 		}
@@ -847,11 +850,12 @@ static int cmp_start(const void *a, const void *b)
 }
 
 /*
- * Every policy, random mixes and loads over many seeds, late queries
- * dropped or served. sim_run itself refuses a round that fails
+ * Every policy (and the os rule), random mixes and loads over many seeds,
+ * late queries dropped or served. sim_run itself refuses a round that fails
  * policy_check_output; here, independently, the blocks recorded are sorted
- * by start and no core may start a block before its previous one ended,
- * and every counted arrival is completed, dropped or left unserved.
+ * by start and no core may start a block before its previous one ended
+ * (unless the policy shares cores), and every counted arrival is
+ * completed, dropped or left unserved.
  */
 TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 {
@@ -859,7 +863,14 @@ TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 	struct sim_table tab[2];
 	struct coloc_rng rng;
 	static uint64_t busy_until[POLICY_MAX_CPUS];
-	int runs = 0;
+	const struct policy_entry *pols[64];
+	int runs = 0, nr_pols = 0;
+
+	/* every policy of the table, and the os rule while `os` is not in it */
+	for (int i = 0; policy_entry_at(i) && nr_pols < 63; i++)
+		pols[nr_pols++] = policy_entry_at(i);
+	if (!policy_find("os"))
+		pols[nr_pols++] = &os_rule;
 
 	NEED_VELTAIR(dir);
 	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
@@ -878,9 +889,9 @@ TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 				.qos_ns = (5 + coloc_rng_next(&rng) % 30) * MS,
 				.share = 1 + (double)(coloc_rng_next(&rng) % 4),
 			};
-		for (int i = 0; policy_entry_at(i); i++) {
-			struct sim_params p =
-				small_params(policy_entry_at(i), cores, 4, t, nr_t, NULL, self->w);
+		for (int i = 0; i < nr_pols; i++) {
+			const struct policy_entry *pol = pols[i];
+			struct sim_params p = small_params(pol, cores, 4, t, nr_t, NULL, self->w);
 
 			p.qps = 20 + (double)(coloc_rng_next(&rng) % 400);
 			p.duration_ns = 3000 * MS;
@@ -889,7 +900,7 @@ TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 			p.on_query = NULL;
 			self->w->nr_b = 0;
 			ASSERT_EQ(0, sim_run(&p, &self->r, &self->err))
-			TH_LOG("%s: %s", policy_entry_at(i)->name, self->err.msg);
+			TH_LOG("%s: %s", pol->name, self->err.msg);
 			ASSERT_FALSE(self->w->overflow);
 			qsort(self->w->b, (size_t)self->w->nr_b, sizeof(*self->w->b), cmp_start);
 			memset(busy_until, 0, sizeof(busy_until));
@@ -898,7 +909,7 @@ TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 
 				ASSERT_EQ(br->nr_cores, policy_cpuset_count(&br->cores));
 				/* a policy that shares cores may: the kernel time-shares them */
-				if (policy_entry_at(i)->shares_cores)
+				if (pol->shares_cores)
 					continue;
 				for (int c = policy_cpuset_next(&br->cores, 0); c >= 0;
 				     c = policy_cpuset_next(&br->cores, c + 1)) {
