@@ -10,7 +10,7 @@
 #                        (/usr/local), below DESTDIR if set; make uninstall
 #   make bench-sensing   colocd's sampling overhead, as a ratio to no sampling
 #   make bench-executor  executor latency and GFLOP/s, as ratios to oneDNN's default
-#   make bench-sim       simulated QoS-QPS of every policy at 64 cores on VELTAIR's tables
+#   make bench-sim       simulated QoS-QPS: this machine against bench-qos, then 64 cores
 #   make bench-qos       measured QoS-QPS of every policy on each tenant mix, as root (a long
 #                        run; ARGS=--quick for a first look in minutes, ARGS=--help for more)
 #   make bench-onnx      coloc against ONNX Runtime on the same ONNX files, as ratios
@@ -98,7 +98,8 @@ LIB_POLICY := $(OBJ)/libcoloc_policy.a
 LIB_SIM := $(OBJ)/libcoloc_sim.a
 LIB_TEST := $(OBJ)/libcoloc_test.a
 LIB_CLIENT := $(OBJ)/libcoloc_client.a
-LIBS := $(LIB_CLIENT) $(LIB_DAEMON) $(LIB_SIM) $(LIB_POLICY) $(LIB_EXEC) $(LIB_COMMON)
+# in link order: executor/profile_table.c turns a profile into a policy table
+LIBS := $(LIB_CLIENT) $(LIB_DAEMON) $(LIB_SIM) $(LIB_EXEC) $(LIB_POLICY) $(LIB_COMMON)
 
 TOOL_BINS := $(patsubst tools/%.c,$(BIN)/%,$(wildcard tools/*.c))
 BINS := $(BIN)/colocd $(TOOL_BINS)
@@ -172,18 +173,12 @@ $(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_SIM) $(LIB_TEST) $(L
 
 # colocd runs no model: it parses model files (model_parse.c) and reads
 # profiles, whose cache key holds the ISA only oneDNN can name
-# (daemon/profile_table.c), so it links the executor library and oneDNN.
+# (executor/profile_table.c), so it links the executor library and oneDNN.
 # colocctl and coloc-load need neither.
-$(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_POLICY) $(LIB_EXEC) $(LIB_COMMON)
+$(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-
-# The simulator runs the policy library on VELTAIR's tables: no oneDNN, no executor.
-$(BIN)/coloc-sim: $(OBJ)/tools/coloc-sim.o $(LIB_SIM) $(LIB_POLICY) $(LIB_COMMON)
-	$(call msg,LINK,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
 
 LIGHT_TOOLS := $(BIN)/colocctl $(BIN)/coloc-bench-sensing $(BIN)/coloc-load
 $(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
@@ -221,21 +216,47 @@ bench-qos: $(BINS)
 bench-executor: $(BINS)
 	$(Q)$(BIN)/coloc-bench-executor
 
-# VELTAIR's two published tables, their QoS targets, equal rates (their Mix: rate
-# inversely proportional to QoS, equal here); 2 and 8 tenants.
+# First the fidelity check: this 2-core machine simulated with coloc's own
+# profiles (the cache files colocd reads; made here only when missing), every policy on
+# every mix of tools/qos-mixes.conf as make bench-qos runs them, next to what
+# bench-qos measured (build/bench-qos/results.tsv) when it exists. The
+# full-domain slowdown there is the one fitted from model pairs measured here
+# (sim/README.md). Then VELTAIR's two published tables, their QoS targets,
+# equal rates (their Mix: rate inversely proportional to QoS, equal here); 2
+# and 8 tenants, 64 cores, then 8 at 128 and 256; VELTAIR's 1.6 slowdown (an
+# assumption).
+SIM_MIXES := tools/qos-mixes.conf
+SIM_2CORE_SLOWDOWN := 1.0
 SIM_MIX2 := --tenant veltair:resnet50:15 --tenant veltair:googlenet:15
 SIM_MIX8 := $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2)
-bench-sim: $(BIN)/coloc-sim
-	@echo "bench-sim: simulated QoS-QPS (>= 95% of every tenant's queries within QoS) of every"
-	@echo "policy in the table, 64 cores in LLC domains of 4 (Threadripper 3990X), VELTAIR's"
-	@echo "tables (ResNet-50, GoogLeNet; QoS 15 ms each), 120 s per point, median of seeds 1..5."
-	@echo "NOT HERE YET: the fidelity check against make bench-qos, and an interference model"
-	@echo "fitted from measured pairs: the one used is provisional (sim/README.md), and VELTAIR's"
-	@echo "tables have one kernel version, so these are not results to quote."
+bench-sim: $(BINS)
+	@echo "bench-sim: simulated QoS-QPS (>= 95% of every tenant's queries within QoS), 120 s"
+	@echo "per point, median of seeds 1..5. sim/README.md states what every number rests on."
+	$(Q)mkdir -p build/profiles
+	$(Q)for m in $$(awk '!/^#/ { for (i = 2; i <= NF; i++) print $$i }' $(SIM_MIXES) | sort -u); do \
+		$(BIN)/coloc-sim --tenant $$m:2x --qps 1 --duration 0.01 --cores 1 --llc 1 \
+			>/dev/null 2>&1 && continue; \
+		echo "bench-sim: no profile of $$m in the cache colocd reads: profiling it"; \
+		$(BIN)/coloc-profile models/$$m.model -o build/profiles/$$m.profile >/dev/null || \
+			{ echo "bench-sim: profiling $$m failed"; exit 1; }; \
+	done
+	@echo "== fidelity: this machine (all its cores, one LLC), coloc's profiles, the mixes of $(SIM_MIXES)"
+	$(Q)$(BIN)/coloc-sim --mix all --policy all --search --seeds 5 --cores $$(nproc) --llc $$(nproc) \
+		--duration 120 --full-slowdown $(SIM_2CORE_SLOWDOWN) --brief \
+		--measured build/bench-qos/results.tsv
+	@echo "== 64 cores in LLC domains of 4 (Threadripper 3990X), VELTAIR's tables (one kernel"
+	@echo "   version), QoS 15 ms each. Not results to quote before the fidelity check passes."
 	@echo "== mix: 1 ResNet-50 + 1 GoogLeNet tenant"
 	$(Q)$(BIN)/coloc-sim --policy all --search --seeds 5 --cores 64 --llc 4 --duration 120 $(SIM_MIX2)
 	@echo "== mix: 4 ResNet-50 + 4 GoogLeNet tenants"
 	$(Q)$(BIN)/coloc-sim --policy all --search --seeds 5 --cores 64 --llc 4 --duration 120 $(SIM_MIX8)
+	@echo "== 128 and 256 cores, 4 ResNet-50 + 4 GoogLeNet: VELTAIR's tables stop at 64 (56) cores,"
+	@echo "   so a block gets at most that many (its 64-core latency) and more run side by side."
+	@echo "   One seed, 60 s per point (about +-5 %), to keep the run short."
+	$(Q)for n in 128 256; do \
+		$(BIN)/coloc-sim --policy all --search --cores $$n --llc 4 --duration 60 --brief \
+			$(SIM_MIX8) || exit 1; \
+	done
 
 # ONNX Runtime and the real ONNX models, pinned in tools/ort/ (models/ONNX.md)
 ort:

@@ -1,39 +1,49 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The provisional interference model: how much slower a block runs than
- * alone, given the share of its LLC domains that other blocks occupy. It is
- * NOT fitted from measured pairs yet (issue 9 asks for that); sim/README.md
- * says what it assumes. Alone (pressure 0) it is exactly 1.0, so a machine
- * running one block at a time reproduces the table.
+ * The interference model: how much slower a block runs than alone, given
+ * the share of its LLC domains that other blocks occupy (its pressure).
+ * The whole-model slowdown at a full domain, full_slowdown, is the one
+ * parameter; sim/README.md says where each value comes from (fitted from
+ * model pairs measured on our 2-core machine, or VELTAIR's figure, an
+ * assumption, for many cores). Alone (pressure 0) it is exactly 1.0, so a
+ * machine running one block at a time reproduces the table.
  */
 #include "sim.h"
 
 double sim_interference_slowdown(const struct sim_interference *im, const struct policy_model *m,
-				 int first, int last, const uint8_t *versions, int ci,
+				 int first, int last_layer, const uint8_t *versions, int ci,
 				 double pressure)
 {
-	double alone = 0, loaded = 0, pos;
+	double alone = 0, loaded = 0, beyond = 1.0, level, pos;
+	int last;
 
 	if (!(pressure > 0))
 		return 1.0;
 	if (pressure > 1)
 		pressure = 1;
-	if (m->nr_levels < 2)
-		return 1.0 + (im->full_slowdown - 1.0) * pressure;
+	level = 1.0 + (im->full_slowdown - 1.0) * pressure;
+	if (m->nr_levels < 2 || !m->level_slowdown)
+		return level;
 	/*
-	 * The table's own cells under stress, per version: a full domain of
-	 * co-runners is read as the highest stress level measured.
+	 * That level is VELTAIR's (the model's slowdown): read each layer's
+	 * own version cells at the column where the model's measured slowdown
+	 * under coloc-stress equals it, so versions differ as profiled.
 	 */
-	pos = pressure * (m->nr_levels - 1);
-	for (int l = first; l < last; l++) {
+	pos = policy_model_level_pos(m, level);
+	/*
+	 * Beyond the last column (pairs slow a model more than coloc-stress
+	 * did when profiling) the cells there are scaled up to the level.
+	 */
+	last = m->nr_levels - 1;
+	if (pos >= last && level > m->level_slowdown[last])
+		beyond = level / m->level_slowdown[last];
+	for (int l = first; l < last_layer; l++) {
 		uint64_t a = policy_model_cell(m, l, versions[l - first], ci, 0);
 		uint64_t b = policy_model_latency(m, l, versions[l - first], ci, pos);
 
 		alone += (double)a;
-		/* a level not measured for this version: fall back to the model's mean slowdown */
-		loaded += b ? (double)b :
-			      (double)a * (1.0 +
-					   (m->level_slowdown[m->nr_levels - 1] - 1.0) * pressure);
+		/* a level not measured for this version: the model's slowdown there */
+		loaded += b ? (double)b * beyond : (double)a * level;
 	}
 	return alone > 0 ? loaded / alone : 1.0;
 }

@@ -14,6 +14,15 @@
  * starts or ends, every block sharing a domain with it is re-rated and its
  * completion rescheduled (the stale completion event is skipped by its
  * generation).
+ *
+ * A policy whose entry has shares_cores (the `os` baseline: the kernel
+ * time-shares the cores) may start blocks on cores that already run some:
+ * every core is then processor-shared among the blocks on it, and a block
+ * progresses at 1 / (its interference slowdown x the largest number of
+ * blocks on any of its cores), re-rated at every start and end. A block is
+ * as fast as its most crowded core lets it be: its threads meet at every
+ * layer's end, so the slowest one sets the pace. All cores stay free to
+ * such a policy, as colocd passes them.
  */
 #include <errno.h>
 #include <math.h>
@@ -32,7 +41,8 @@ struct sim_slot {
 	uint64_t start_ns;
 	uint64_t last_ns; /* when left_ns was last brought up to date */
 	double left_ns; /* alone-time still to run */
-	double slowdown;
+	double slowdown; /* from the interference model */
+	double stretch; /* slowdown x the most blocks sharing one of its cores */
 	uint64_t gen;
 	unsigned int stamp; /* for visiting each neighbour once */
 };
@@ -54,7 +64,10 @@ struct sim_state {
 	struct policy_query *queries;
 	int nr_queries, cap_queries;
 
-	struct sim_slot *slots; /* [nr_cores]: a block holds at least one core of its own */
+	/* [nr_slots]: nr_cores, as a block holds a core of its own, unless cores are shared */
+	struct sim_slot *slots;
+	int nr_slots, max_layers;
+	bool shared; /* the policy's blocks may share cores */
 	int *free_slots, nr_free_slots;
 	struct policy_decision *running;
 	int *running_slot, nr_running;
@@ -62,7 +75,8 @@ struct sim_state {
 	uint64_t gen_seq; /* completion generations, unique over the run */
 
 	struct policy_cpuset free;
-	int *core_slot; /* [nr_cores]: the slot running there, or -1 */
+	int *core_slot; /* [nr_cores]: the slot running there, or -1 (not kept when shared) */
+	int *core_nr; /* [nr_cores]: blocks running there */
 	int *dom_busy; /* [nr_domains]: busy cores */
 	int *dom_own; /* [nr_domains]: scratch */
 	int nr_domains;
@@ -136,8 +150,8 @@ static void refresh_domain_signal(struct sim_state *s, int d)
 	double slow = 0;
 
 	for (int c = first; c < first + size; c++)
-		if (s->core_slot[c] >= 0)
-			slow += s->slots[s->core_slot[c]].slowdown;
+		if (s->core_nr[c])
+			slow += s->core_sig[c].slowdown;
 	s->dom_sig[d].busy = (double)s->dom_busy[d] / size;
 	s->dom_sig[d].slowdown = s->dom_busy[d] ? slow / s->dom_busy[d] : 1.0;
 }
@@ -149,21 +163,29 @@ static int rerate(struct sim_state *s, struct sim_slot *sl, struct coloc_err *er
 	double pressure = slot_pressure(s, sl);
 	double slow = sim_interference_slowdown(&s->p->interference, m, sl->d.first_layer,
 						sl->d.last_layer, sl->versions, sl->ci, pressure);
-	int c;
+	double stretch;
+	int c, share = 1;
 
-	if (slow == sl->slowdown && sl->gen)
+	for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
+	     c = policy_cpuset_next(&sl->d.cores, c + 1))
+		if (s->core_nr[c] > share)
+			share = s->core_nr[c];
+	stretch = slow * share;
+	if (stretch == sl->stretch && sl->gen)
 		return 0;
-	sl->left_ns -= (double)(s->now - sl->last_ns) / sl->slowdown;
+	sl->left_ns -= (double)(s->now - sl->last_ns) / sl->stretch;
 	if (sl->left_ns < 0)
 		sl->left_ns = 0;
 	sl->last_ns = s->now;
 	sl->slowdown = slow;
+	sl->stretch = stretch;
 	sl->gen = ++s->gen_seq;
-	for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
-	     c = policy_cpuset_next(&sl->d.cores, c + 1))
-		s->core_sig[c].slowdown = slow;
-	return sim_heap_push(&s->heap, s->now + (uint64_t)llround(sl->left_ns * slow), SIM_EV_DONE,
-			     (int)(sl - s->slots), sl->gen, err);
+	if (!s->shared)
+		for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
+		     c = policy_cpuset_next(&sl->d.cores, c + 1))
+			s->core_sig[c].slowdown = slow;
+	return sim_heap_push(&s->heap, s->now + (uint64_t)llround(sl->left_ns * stretch),
+			     SIM_EV_DONE, (int)(sl - s->slots), sl->gen, err);
 }
 
 /* Re-rates every running block sharing an LLC domain with cores, and refreshes their signals. */
@@ -202,7 +224,74 @@ static int rerate_neighbours(struct sim_state *s, const struct policy_cpuset *co
 	return 0;
 }
 
+/*
+ * Shared cores: every running block is re-rated (a start or an end changes
+ * the sharing on its cores and the pressure in its domains), then each
+ * busy core's signal is the largest stretch among its blocks, which is
+ * what colocd would measure there (latency / alone), and every domain's
+ * signal is refreshed.
+ */
+static int rerate_all(struct sim_state *s, struct coloc_err *err)
+{
+	int n = s->p->machine.nr_cores, ret;
+
+	for (int i = 0; i < s->nr_running; i++) {
+		ret = rerate(s, &s->slots[s->running_slot[i]], err);
+		if (ret)
+			return ret;
+	}
+	for (int c = 0; c < n; c++)
+		s->core_sig[c].slowdown = 1.0;
+	for (int i = 0; i < s->nr_running; i++) {
+		const struct sim_slot *sl = &s->slots[s->running_slot[i]];
+
+		for (int c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
+		     c = policy_cpuset_next(&sl->d.cores, c + 1))
+			if (sl->stretch > s->core_sig[c].slowdown)
+				s->core_sig[c].slowdown = sl->stretch;
+	}
+	for (int d = 0; d < s->nr_domains; d++)
+		refresh_domain_signal(s, d);
+	return 0;
+}
+
 /* ---- starting and ending blocks ---------------------------------------------- */
+
+/* Shared cores: room for twice as many blocks at once. */
+static int grow_slots(struct sim_state *s, struct coloc_err *err)
+{
+	int old = s->nr_slots, cap = 2 * old;
+	struct sim_slot *slots = realloc(s->slots, (size_t)cap * sizeof(*slots));
+	int *free_slots, *running_slot;
+	struct policy_decision *running;
+
+	if (slots)
+		s->slots = slots;
+	free_slots = realloc(s->free_slots, (size_t)cap * sizeof(int));
+	if (free_slots)
+		s->free_slots = free_slots;
+	running = realloc(s->running, (size_t)cap * sizeof(*running));
+	if (running)
+		s->running = running;
+	running_slot = realloc(s->running_slot, (size_t)cap * sizeof(int));
+	if (running_slot)
+		s->running_slot = running_slot;
+	if (!slots || !free_slots || !running || !running_slot)
+		return coloc_err_set(err, -ENOMEM, "simulator: out of memory for %d blocks", cap);
+	for (int i = old; i < cap; i++) {
+		s->slots[i] =
+			(struct sim_slot){ .pos = -1, .versions = malloc((size_t)s->max_layers) };
+		if (!s->slots[i].versions) {
+			/* the slots allocated so far are freed with the state */
+			s->nr_slots = i;
+			return coloc_err_set(err, -ENOMEM, "simulator: out of memory");
+		}
+		s->nr_slots = i + 1;
+	}
+	for (int i = cap - 1; i >= old; i--)
+		s->free_slots[s->nr_free_slots++] = i;
+	return 0;
+}
 
 static int start_block(struct sim_state *s, const struct policy_decision *d, struct coloc_err *err)
 {
@@ -211,11 +300,19 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	struct sim_slot *sl;
 	int idx, c;
 
-	if (!s->nr_free_slots || !q)
-		return coloc_err_set(err, -EPROTO,
-				     "simulator: no room for a block of query %llu (a policy "
-				     "that shares cores?)",
+	if (!q)
+		return coloc_err_set(err, -EPROTO, "simulator: a block of query %llu, not live",
 				     (unsigned long long)d->query_id);
+	if (!s->nr_free_slots) {
+		int ret = s->shared ? grow_slots(s, err) :
+				      coloc_err_set(err, -EPROTO,
+						    "simulator: no room for a block of query "
+						    "%llu: a core runs two blocks",
+						    (unsigned long long)d->query_id);
+
+		if (ret)
+			return ret;
+	}
 	idx = s->free_slots[--s->nr_free_slots];
 	sl = &s->slots[idx];
 	memcpy(sl->versions, d->versions, (size_t)(d->last_layer - d->first_layer));
@@ -228,6 +325,7 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 		sl->left_ns += (double)policy_model_cell(m, l, sl->versions[l - d->first_layer],
 							 sl->ci, 0);
 	sl->slowdown = 1.0;
+	sl->stretch = 1.0;
 	sl->gen = 0;
 	sl->pos = s->nr_running;
 	s->running[s->nr_running] = sl->d;
@@ -236,9 +334,12 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	for (c = policy_cpuset_next(&d->cores, 0); c >= 0;
 	     c = policy_cpuset_next(&d->cores, c + 1)) {
 		s->core_slot[c] = idx;
-		s->dom_busy[s->cfg.llc[c]]++;
+		if (!s->core_nr[c]++)
+			s->dom_busy[s->cfg.llc[c]]++;
 		s->core_sig[c].busy = 1;
 	}
+	if (s->shared)
+		return rerate_all(s, err);
 	policy_cpuset_andnot(&s->free, &d->cores);
 	/* the block itself is among the neighbours: gen 0 makes it schedule its end */
 	return rerate_neighbours(s, &d->cores, err);
@@ -273,12 +374,15 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 	}
 	for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
 	     c = policy_cpuset_next(&sl->d.cores, c + 1)) {
+		if (--s->core_nr[c])
+			continue;
 		s->core_slot[c] = -1;
 		s->dom_busy[s->cfg.llc[c]]--;
 		s->core_sig[c].busy = 0;
 		s->core_sig[c].slowdown = 1.0;
 	}
-	policy_cpuset_or(&s->free, &sl->d.cores);
+	if (!s->shared)
+		policy_cpuset_or(&s->free, &sl->d.cores);
 	last = --s->nr_running;
 	if (sl->pos != last) {
 		s->running[sl->pos] = s->running[last];
@@ -287,6 +391,8 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 	}
 	sl->pos = -1;
 	s->free_slots[s->nr_free_slots++] = idx;
+	if (s->shared)
+		return rerate_all(s, err);
 	return rerate_neighbours(s, &sl->d.cores, err);
 }
 
@@ -414,11 +520,6 @@ static int check_params(const struct sim_params *p, struct coloc_err *err)
 {
 	if (!p->policy)
 		return coloc_err_set(err, -EINVAL, "simulator: no policy");
-	if (p->policy->shares_cores)
-		return coloc_err_set(err, -EOPNOTSUPP,
-				     "simulator: policy %s shares cores between blocks; the "
-				     "simulator does not model time-shared cores yet",
-				     p->policy->name);
 	if (p->nr_tenants < 1 || p->nr_tenants > POLICY_MAX_TENANTS)
 		return coloc_err_set(err, -EINVAL, "simulator: %d tenants; give 1 to %d",
 				     p->nr_tenants, POLICY_MAX_TENANTS);
@@ -460,6 +561,7 @@ static int state_init(struct sim_state *s, const struct sim_params *p, struct si
 	if (ret)
 		return ret;
 	s->entry = p->policy;
+	s->shared = p->policy->shares_cores;
 	s->pol = policy_create(p->policy, &s->cfg, err);
 	if (!s->pol)
 		return err ? err->code : -EINVAL;
@@ -474,6 +576,8 @@ static int state_init(struct sim_state *s, const struct sim_params *p, struct si
 		total_share += p->tenants[t].share;
 	}
 	s->nr_domains = n / p->machine.llc_size;
+	s->nr_slots = n;
+	s->max_layers = max_layers;
 	s->cap_queries = 1024;
 	s->queries = malloc((size_t)s->cap_queries * sizeof(*s->queries));
 	s->slots = calloc((size_t)n, sizeof(*s->slots));
@@ -481,6 +585,7 @@ static int state_init(struct sim_state *s, const struct sim_params *p, struct si
 	s->running = calloc((size_t)n, sizeof(*s->running));
 	s->running_slot = calloc((size_t)n, sizeof(int));
 	s->core_slot = calloc((size_t)n, sizeof(int));
+	s->core_nr = calloc((size_t)n, sizeof(int));
 	s->dom_busy = calloc((size_t)s->nr_domains, sizeof(int));
 	s->dom_own = calloc((size_t)s->nr_domains, sizeof(int));
 	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));
@@ -492,8 +597,8 @@ static int state_init(struct sim_state *s, const struct sim_params *p, struct si
 	s->out.max_drops = SIM_MAX_DROPS;
 	s->out.drops = calloc(SIM_MAX_DROPS, sizeof(*s->out.drops));
 	if (!s->queries || !s->slots || !s->free_slots || !s->running || !s->running_slot ||
-	    !s->core_slot || !s->dom_busy || !s->dom_own || !s->core_sig || !s->dom_sig ||
-	    !s->out.decisions || !s->out.versions || !s->out.drops)
+	    !s->core_slot || !s->core_nr || !s->dom_busy || !s->dom_own || !s->core_sig ||
+	    !s->dom_sig || !s->out.decisions || !s->out.versions || !s->out.drops)
 		return coloc_err_set(err, -ENOMEM, "simulator: out of memory for %d cores", n);
 	for (int i = 0; i < n; i++) {
 		s->slots[i].versions = malloc((size_t)max_layers);
@@ -529,7 +634,7 @@ static int state_init(struct sim_state *s, const struct sim_params *p, struct si
 static void state_free(struct sim_state *s)
 {
 	if (s->slots)
-		for (int i = 0; i < s->p->machine.nr_cores; i++)
+		for (int i = 0; i < s->nr_slots; i++)
 			free(s->slots[i].versions);
 	for (int t = 0; t < POLICY_MAX_TENANTS; t++)
 		sim_latencies_free(&s->lat[t]);
@@ -541,6 +646,7 @@ static void state_free(struct sim_state *s)
 	free(s->running);
 	free(s->running_slot);
 	free(s->core_slot);
+	free(s->core_nr);
 	free(s->dom_busy);
 	free(s->dom_own);
 	free(s->core_sig);

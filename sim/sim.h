@@ -5,9 +5,11 @@
  * cores. One file per job: event.c (the event heap), common/rng.h (the PRNG),
  * machine.c (cores, sockets, LLC domains -> struct policy_config),
  * workload.c (Poisson and trace arrivals), table_veltair.c (VELTAIR's CSV
- * tables -> struct policy_model), interference.c (the provisional slowdown
+ * tables -> struct policy_model), table_profile.c (coloc's own profiles, as
+ * colocd converts them), interference.c (the slowdown
  * model), run.c (the event loop around policy_decide), metrics.c
- * (percentiles, fraction within QoS) and search.c (the QoS-QPS bisection).
+ * (percentiles, fraction within QoS), search.c (the QoS-QPS bisection) and
+ * fidelity.c (simulated against measured QoS-QPS).
  * sim/README.md states what the numbers rest on.
  *
  * Simulated time is in nanoseconds from 0. Everything is deterministic for a
@@ -74,8 +76,10 @@ struct sim_table {
 	char name[64];
 	struct policy_model model;
 	int *core_counts;
+	double *level_slowdown; /* NULL for VELTAIR's tables (one level) */
 	uint64_t *latency_ns;
 	uint64_t *layer_ops;
+	char note[256]; /* empty, or what was adjusted to make the table valid */
 };
 
 /*
@@ -86,14 +90,39 @@ struct sim_table {
  */
 int sim_table_load_veltair(const char *dir, const char *name, struct sim_table *t,
 			   struct coloc_err *err);
-/* A table by spec: "veltair:NAME" searched in dir. */
-int sim_table_load(const char *spec, const char *dir, struct sim_table *t, struct coloc_err *err);
+/*
+ * coloc's own profile of the model file at model_path on this machine: the
+ * cache file colocd would read (cache_dir NULL: profile_cache_dir(NULL),
+ * as colocd), turned into a table by profile_table_build(), as colocd
+ * does. -ENOENT with the coloc-profile command that makes it.
+ */
+int sim_table_load_profile(const char *model_path, const char *cache_dir, struct sim_table *t,
+			   struct coloc_err *err);
+
+/* Where tables come from. */
+struct sim_table_dirs {
+	const char *veltair; /* VELTAIR's CSV tables */
+	const char *models; /* coloc's models/ (NAME.model) */
+	const char *profiles; /* the profile cache; NULL: colocd's default */
+};
+
+/*
+ * A table by spec: "veltair:NAME" (VELTAIR's, in dirs->veltair), a model
+ * file path ("x/NAME.model", "x.onnx"), or a bare model NAME
+ * (dirs->models/NAME.model), both with the profile colocd would use.
+ */
+int sim_table_load(const char *spec, const struct sim_table_dirs *dirs, struct sim_table *t,
+		   struct coloc_err *err);
 void sim_table_free(struct sim_table *t);
 
-/* ---- the interference model (provisional: see sim/README.md) -------------- */
+/* ---- the interference model (sim/README.md: what it rests on) -------------- */
 
 struct sim_interference {
-	/* slowdown of a block whose LLC domains are full of co-runners, for tables without levels */
+	/*
+	 * The whole model's slowdown when co-runners fill its LLC domains:
+	 * fitted from measured pairs for our 2-core machine (~1.0), VELTAIR's
+	 * 1.6 (an assumption) for many cores.
+	 */
 	double full_slowdown;
 };
 
@@ -102,9 +131,12 @@ struct sim_interference {
 /*
  * The factor by which layers [first, last) at versions and core index ci
  * run slower than alone, when co-runners occupy `pressure` (0..1) of the
- * LLC domains the block runs in. Exactly 1.0 at pressure 0. With level
- * columns the table's own per-version cells are read at column position
- * pressure * (nr_levels - 1); without, 1 + (full_slowdown - 1) * pressure.
+ * LLC domains the block runs in. Exactly 1.0 at pressure 0. The level is
+ * 1 + (full_slowdown - 1) * pressure; a table without level columns
+ * (VELTAIR's) takes it as is, one with them (coloc's profiles) reads the
+ * block's own version cells at the column position where the model's
+ * level_slowdown equals it (policy_model_level_pos), so each version slows
+ * down as it was profiled to.
  */
 double sim_interference_slowdown(const struct sim_interference *im, const struct policy_model *m,
 				 int first, int last, const uint8_t *versions, int ci,
@@ -140,6 +172,28 @@ struct sim_poisson {
 void sim_poisson_init(struct sim_poisson *p, uint64_t seed, int tenant, double rate_per_s);
 /* The next arrival time in ns (strictly after the previous one's draw). */
 uint64_t sim_poisson_next(struct sim_poisson *p);
+
+/* ---- tenant mixes ------------------------------------------------------------ */
+
+#define SIM_MAX_MIXES 32
+
+struct sim_mix {
+	char name[32];
+	int nr_models;
+	char model[POLICY_MAX_TENANTS][64]; /* model names: models/NAME.model */
+};
+
+struct sim_mixes {
+	struct sim_mix mix[SIM_MAX_MIXES];
+	int nr;
+};
+
+/*
+ * tools/qos-mixes.conf: one mix per line, "NAME MODEL MODEL ...", comment
+ * lines starting with #. 0, or -errno with "FILE:LINE: what" in err.
+ */
+int sim_mixes_load(const char *path, struct sim_mixes *mx, struct coloc_err *err);
+const struct sim_mix *sim_mixes_find(const struct sim_mixes *mx, const char *name);
 
 /* ---- metrics ------------------------------------------------------------------ */
 
@@ -246,5 +300,59 @@ struct sim_search_result {
  */
 int sim_search_qos_qps(const struct sim_params *base, double fraction, double start_qps, double tol,
 		       struct sim_search_result *s, struct coloc_err *err);
+
+/* ---- the fidelity check against make bench-qos ----------------------------------- */
+
+/* QoS-QPS of one policy on one mix, simulated or measured. */
+struct sim_qps_cell {
+	char mix[32];
+	char policy[32];
+	double qps; /* the highest total QPS with >= 95 % of every tenant within QoS; 0: none */
+	double p99_over_solo; /* p99 latency / solo latency at medium load; 0: unknown */
+};
+
+struct sim_qps_table {
+	struct sim_qps_cell *cell;
+	int nr, cap;
+};
+
+/* Appends a cell; -EEXIST for a (mix, policy) given twice. */
+int sim_qps_table_add(struct sim_qps_table *t, const char *mix, const char *policy, double qps,
+		      double p99_over_solo, struct coloc_err *err);
+const struct sim_qps_cell *sim_qps_table_find(const struct sim_qps_table *t, const char *mix,
+					      const char *policy);
+void sim_qps_table_free(struct sim_qps_table *t);
+/*
+ * make bench-qos's results.tsv: a header line naming the tab-separated
+ * columns, among them mix, policy, qos_qps and p99_over_solo (in any order;
+ * other columns are ignored), then one line per mix and policy.
+ */
+int sim_qps_table_load_tsv(const char *path, struct sim_qps_table *t, struct coloc_err *err);
+
+struct sim_fidelity_row {
+	const struct sim_qps_cell *sim;
+	const struct sim_qps_cell *measured; /* NULL: not measured */
+	double ratio; /* simulated / measured; 0 when not compared or measured 0 */
+	bool within; /* |ratio - 1| <= tolerance (measured 0: simulated 0 too) */
+};
+
+struct sim_fidelity_mix {
+	char mix[32];
+	int pairs; /* pairs of policies both simulated and measured */
+	int discordant; /* pairs ordered strictly the other way by the measurement */
+	bool same_ranking; /* pairs > 0 and none discordant */
+};
+
+struct sim_fidelity {
+	struct sim_fidelity_row *row; /* one per simulated cell, in its order */
+	int nr_rows, nr_compared, nr_within;
+	struct sim_fidelity_mix *mix; /* in order of first appearance */
+	int nr_mixes, nr_mixes_same;
+};
+
+/* Every simulated cell next to its measured one (tolerance: 0.15 for +-15 %). */
+int sim_fidelity_compare(const struct sim_qps_table *sim, const struct sim_qps_table *measured,
+			 double tolerance, struct sim_fidelity *f, struct coloc_err *err);
+void sim_fidelity_free(struct sim_fidelity *f);
 
 #endif /* COLOC_SIM_H */

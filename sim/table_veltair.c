@@ -23,6 +23,7 @@
 void sim_table_free(struct sim_table *t)
 {
 	free(t->core_counts);
+	free(t->level_slowdown);
 	free(t->latency_ns);
 	free(t->layer_ops);
 	*t = (struct sim_table){ 0 };
@@ -214,14 +215,22 @@ fail:
 	return ret;
 }
 
-int sim_table_load(const char *spec, const char *dir, struct sim_table *t, struct coloc_err *err)
+int sim_table_load(const char *spec, const struct sim_table_dirs *dirs, struct sim_table *t,
+		   struct coloc_err *err)
 {
 	static const char veltair[] = "veltair:";
+	char path[4096];
 
 	if (!strncmp(spec, veltair, strlen(veltair)))
-		return sim_table_load_veltair(dir, spec + strlen(veltair), t, err);
-	return coloc_err_set(err, -EINVAL,
-			     "model table '%s': only VELTAIR's tables (veltair:NAME) load for now; "
-			     "coloc's own profiles need executor/profile.c, which links oneDNN",
-			     spec);
+		return sim_table_load_veltair(dirs->veltair, spec + strlen(veltair), t, err);
+	if (strchr(spec, '/') || strstr(spec, ".model") || strstr(spec, ".onnx"))
+		return sim_table_load_profile(spec, dirs->profiles, t, err);
+	if (!*spec || strchr(spec, ':'))
+		return coloc_err_set(err, -EINVAL,
+				     "model table '%s': give veltair:NAME, a model NAME of %s, or "
+				     "a model file's path",
+				     spec, dirs->models);
+	if (snprintf(path, sizeof(path), "%s/%s.model", dirs->models, spec) >= (int)sizeof(path))
+		return coloc_err_set(err, -ENAMETOOLONG, "model table '%s': path too long", spec);
+	return sim_table_load_profile(path, dirs->profiles, t, err);
 }

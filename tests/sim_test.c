@@ -3,13 +3,16 @@
  * Tests of the simulator (sim/): the event heap's order, the event loop on
  * small cases whose completion times are worked out by hand below (one
  * core, fcfs; a two-layer model on two cores; two tenants sharing an LLC
- * domain under the provisional interference model), the interference model
- * at exactly 1.0 alone, determinism per seed, VELTAIR's tables against cells
- * read off the CSV by hand, long random runs of every policy with an
- * independent check that no core ever runs two blocks at once and that every
- * query is accounted for, the QoS-QPS search (deterministic per seed, and
- * none found when QoS is below the solo latency), and a speed sanity run
- * (printed, not asserted).
+ * domain under the interference model; two queries time-sharing one core
+ * under a policy that shares cores), the interference model at exactly 1.0
+ * alone and on level columns, determinism per seed, VELTAIR's tables
+ * against cells read off the CSV by hand, coloc's own profile loaded as
+ * colocd converts it, the mixes file, the fidelity comparison on a
+ * hand-made results file, long random runs of every policy with an
+ * independent check that no core ever runs two blocks at once and that
+ * every query is accounted for, the QoS-QPS search (deterministic per seed,
+ * and none found when QoS is below the solo latency), and a speed sanity
+ * run (printed, not asserted).
  */
 #include <errno.h>
 #include <math.h>
@@ -18,7 +21,10 @@
 #include <string.h>
 #include <unistd.h>
 #include "kselftest_harness.h"
+#include "policy_impl.h"
+#include "profile.h"
 #include "sim.h"
+#include "testutil.h"
 
 #define MS 1000000ULL
 
@@ -341,6 +347,121 @@ TEST_F(sim, run__static_co_runners_on_one_llc_domain_slow_each_other)
 	ASSERT_EQ(15 * MS, record_of(self->w, 1)->end_ns);
 }
 
+/*
+ * The `os` baseline's rule, for the simulator's time-shared cores while
+ * the real entry is not in this branch's policy table: every tenant FCFS,
+ * its earliest queued query (when none of its own is in flight) on all the
+ * machine's cores, whatever else runs there. Built from the policy
+ * library's own pieces; policy_find("os") is used instead when it exists.
+ */
+static int os_rule_decide(void *state, const struct policy_config *cfg,
+			  const struct policy_input *in, struct policy_output *out,
+			  struct coloc_err *err)
+{
+	(void)state;
+	for (int t = 0; t < in->nr_tenants; t++) {
+		const struct policy_query *q = NULL;
+
+		if (!in->tenants[t].model || policy_tenant_in_flight(in, t))
+			continue;
+		while ((q = policy_earliest_queued(in, t, q))) {
+			/* every tenant sees all the cores: a fresh copy each, not what others took */
+			struct policy_cpuset free = *in->free;
+			int r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, &free, out,
+							 err);
+
+			if (r < 0)
+				return r;
+			if (r == POLICY_OUT_FULL)
+				return 0;
+			if (r != POLICY_DROPPED)
+				break;
+		}
+	}
+	return 0;
+}
+
+static const struct policy_entry os_rule = {
+	.name = "os-rule",
+	.description = "test: every tenant FCFS on all cores, cores time-shared",
+	.shares_cores = true,
+	.create = policy_stateless_create,
+	.decide = os_rule_decide,
+	.destroy = policy_stateless_destroy,
+};
+
+static const struct policy_entry *sharing_policy(void)
+{
+	const struct policy_entry *os = policy_find("os");
+
+	return os && os->shares_cores ? os : &os_rule;
+}
+
+/*
+ * Time-shared cores: one core, the one-layer model (10 ms alone), two
+ * tenants, each core processor-shared among its blocks.
+ *  - both arrive at 0: both run at half speed from 0, both end at 20 ms
+ *    (twice the solo time);
+ *  - q1 at 5 ms: q0 runs alone 0..5 (5 ms of work left), then at half
+ *    speed: ends at 5 + 2 x 5 = 15 ms; by then q1 has done 5 ms of work,
+ *    the other 5 alone: ends at 20 ms.
+ * No LLC interference between them: a block does not press on its own
+ * cores (full_slowdown 1.6 changes nothing here).
+ */
+TEST_F(sim, run__shared_core_two_queries_each_take_twice_the_solo_time)
+{
+	static const double both[] = { 0, 0 }, staggered[] = { 0, 5 };
+	static const int who[] = { 0, 1 };
+	struct sim_tenant t[2] = {
+		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+	};
+	struct mem_trace mt;
+	struct sim_params p;
+
+	TH_LOG("policy %s", sharing_policy()->name);
+	mem_trace_init(&mt, 2, both, who);
+	p = small_params(sharing_policy(), 1, 1, t, 2, &mt.trace, self->w);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, self->w->nr_b);
+	ASSERT_EQ(0, self->w->b[0].start_ns);
+	ASSERT_EQ(0, self->w->b[1].start_ns);
+	ASSERT_EQ(20 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(20 * MS, record_of(self->w, 1)->end_ns);
+	ASSERT_EQ(2, self->r.tenant[0].completed + self->r.tenant[1].completed);
+
+	self->w->nr_q = 0;
+	self->w->nr_b = 0;
+	mem_trace_init(&mt, 2, staggered, who);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(15 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(20 * MS, record_of(self->w, 1)->end_ns);
+}
+
+/*
+ * Many blocks at once on shared cores: 2 cores, 8 tenants of the two-layer
+ * model (6 ms alone on both cores) arriving together. All 8 run at once at
+ * 1/8 speed and end together at 8 x 6 = 48 ms; the simulator grows its
+ * block slots past the core count to hold them.
+ */
+TEST_F(sim, run__shared_cores_hold_more_blocks_than_cores)
+{
+	static const double at[] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+	static const int who[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	struct sim_tenant t[8];
+	struct mem_trace mt;
+	struct sim_params p;
+
+	for (int i = 0; i < 8; i++)
+		t[i] = (struct sim_tenant){ .model = &two_layers, .qos_ns = 1000 * MS, .share = 1 };
+	mem_trace_init(&mt, 8, at, who);
+	p = small_params(sharing_policy(), 2, 2, t, 8, &mt.trace, self->w);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(8, self->w->nr_q);
+	for (int i = 0; i < 8; i++)
+		ASSERT_EQ(8 * 6 * MS, record_of(self->w, (uint64_t)i)->end_ns);
+}
+
 /* ---- the interference model ----------------------------------------------------------- */
 
 TEST(sim_interference__exactly_one_alone_and_table_cells_under_pressure)
@@ -356,11 +477,28 @@ TEST(sim_interference__exactly_one_alone_and_table_cells_under_pressure)
 	ASSERT_LT(fabs(sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 0.25) - 1.15),
 		  1e-12);
 	ASSERT_LT(fabs(sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 3) - 1.6), 1e-12);
-	/* with levels: the version's own cells, 20/10 and 15/12, halfway 15/10 and 13.5/12 */
-	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 1) - 2.0), 1e-12);
-	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 1) - 1.25), 1e-12);
-	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 0.5) - 1.5), 1e-12);
-	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 0.5) - 1.125), 1e-12);
+	/*
+	 * with levels (the model's slowdown 1.0 and 2.0): a full domain is
+	 * level 1.6, column position 0.6, where v0 reads 10 + 0.6 x 10 = 16 ms
+	 * (1.6x) and v1 12 + 0.6 x 3 = 13.8 ms (1.15x); half a domain is level
+	 * 1.3, position 0.3: 13 ms (1.3x) and 12.9 ms (1.075x)
+	 */
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 1) - 1.6), 1e-12);
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 1) - 1.15), 1e-12);
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 0.5) - 1.3), 1e-12);
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 0.5) - 1.075), 1e-12);
+	/*
+	 * beyond the last column: F = 3 is level 3, past the model's 2.0, so
+	 * the last cells scaled by 3 / 2: v0 20 x 1.5 = 30 ms (3x), v1 15 x
+	 * 1.5 = 22.5 ms (1.875x)
+	 */
+	im.full_slowdown = 3.0;
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 1) - 3.0), 1e-12);
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 1) - 1.875), 1e-12);
+	/* no interference (full_slowdown 1): 1.0 everywhere */
+	im.full_slowdown = 1.0;
+	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 1));
+	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 1));
 }
 
 /* ---- arrivals and determinism ----------------------------------------------------------- */
@@ -426,13 +564,13 @@ TEST_F(sim, run__same_seed_same_result_other_seed_other_arrivals)
 	struct sim_params p;
 
 	NEED_VELTAIR(dir);
-	ASSERT_EQ(0, sim_table_load("veltair:resnet50", dir, &rn, &self->err));
-	ASSERT_EQ(0, sim_table_load("veltair:googlenet", dir, &gn, &self->err));
+	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
+				    &rn, &self->err));
+	ASSERT_EQ(0, sim_table_load("veltair:googlenet", &(struct sim_table_dirs){ .veltair = dir },
+				    &gn, &self->err));
 	t[0] = (struct sim_tenant){ .model = &rn.model, .qos_ns = 15 * MS, .share = 1 };
 	t[1] = (struct sim_tenant){ .model = &gn.model, .qos_ns = 15 * MS, .share = 2 };
 	for (int i = 0; policy_entry_at(i); i++) {
-		if (policy_entry_at(i)->shares_cores)
-			continue; /* os: the simulator does not model time-shared cores */
 		p = small_params(policy_entry_at(i), 64, 4, t, 2, NULL, self->w);
 		p.qps = 300;
 		p.duration_ns = 5000 * MS;
@@ -470,8 +608,10 @@ TEST_F(sim, table_load_veltair__reproduces_the_csv_cells)
 	struct sim_table rn, gn;
 
 	NEED_VELTAIR(dir);
-	ASSERT_EQ(0, sim_table_load("veltair:resnet50", dir, &rn, &self->err));
-	ASSERT_EQ(0, sim_table_load("veltair:GOOGLENET", dir, &gn, &self->err));
+	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
+				    &rn, &self->err));
+	ASSERT_EQ(0, sim_table_load("veltair:GOOGLENET", &(struct sim_table_dirs){ .veltair = dir },
+				    &gn, &self->err));
 	ASSERT_STREQ("veltair:ResNet50", rn.name);
 	ASSERT_EQ(53, rn.model.nr_layers);
 	ASSERT_EQ(8, rn.model.nr_core_counts);
@@ -500,8 +640,12 @@ TEST_F(sim, table_load_veltair__reproduces_the_csv_cells)
 	sim_table_free(&rn);
 	sim_table_free(&gn);
 
-	ASSERT_EQ(-ENOENT, sim_table_load("veltair:alexnet", dir, &rn, &self->err));
-	ASSERT_EQ(-EINVAL, sim_table_load("models/resnet50.profile", dir, &rn, &self->err));
+	ASSERT_EQ(-ENOENT,
+		  sim_table_load("veltair:alexnet", &(struct sim_table_dirs){ .veltair = dir }, &rn,
+				 &self->err));
+	ASSERT_EQ(-EINVAL,
+		  sim_table_load("onnx:resnet50", &(struct sim_table_dirs){ .veltair = dir }, &rn,
+				 &self->err));
 }
 
 TEST_F(sim, trace_load__reads_arrivals_and_names_a_bad_line)
@@ -529,6 +673,173 @@ TEST_F(sim, trace_load__reads_arrivals_and_names_a_bad_line)
 	unlink(path);
 }
 
+/* ---- coloc's own profiles ------------------------------------------------------------------ */
+
+/*
+ * mobilenet_v2 profiled quickly into a private cache, then loaded by name
+ * as coloc-sim loads a mix's model: the table's cells are the profile
+ * file's own (read back with the parser), core counts 1..N, and the solo
+ * latency on all cores is the sum over layers of the fastest version there,
+ * summed here from the file.
+ */
+TEST_F_TIMEOUT(sim, table_load_profile__the_cells_colocd_would_use, 600)
+{
+	const char *root = getenv("COLOC_ROOT");
+	char cache[64], models[4096], prof[4200], out[4096];
+	struct sim_table_dirs dirs;
+	struct sim_table t;
+	struct profile *p;
+	uint64_t solo = 0;
+
+	snprintf(models, sizeof(models), "%s/models", root ? root : ".");
+	snprintf(prof, sizeof(prof), "%s/mobilenet_v2.model", models);
+	if (access(prof, R_OK))
+		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", prof);
+	tu_shared_tmpdir("sim-test", cache, sizeof(cache));
+	ASSERT_NE(0, cache[0]);
+	ASSERT_EQ(0, tu_quick_profile(prof, cache, out, sizeof(out))) TH_LOG("%s", out);
+	dirs = (struct sim_table_dirs){ .models = models, .profiles = cache };
+	ASSERT_EQ(0, sim_table_load("mobilenet_v2", &dirs, &t, &self->err))
+	TH_LOG("%s", self->err.msg);
+	snprintf(prof, sizeof(prof), "%s/quick.profile", cache);
+	p = profile_load(prof, &self->err);
+	ASSERT_NE(NULL, p) TH_LOG("%s", self->err.msg);
+	ASSERT_STREQ("mobilenet_v2", t.name);
+	ASSERT_EQ(p->nr_layers, t.model.nr_layers);
+	ASSERT_EQ(p->nr_cores, t.model.nr_core_counts);
+	ASSERT_EQ(p->nr_levels, t.model.nr_levels);
+	ASSERT_EQ(1.0, t.model.level_slowdown[0]);
+	for (int c = 0; c < p->nr_cores; c++)
+		ASSERT_EQ(c + 1, t.model.core_counts[c]);
+	for (int l = 0; l < p->nr_layers; l++) {
+		uint64_t best = 0;
+
+		for (int v = 0; v < p->layers[l].nr_versions; v++) {
+			for (int c = 1; c <= p->nr_cores; c++)
+				for (int k = 0; k < p->nr_levels; k++)
+					ASSERT_EQ(*profile_latency_cell_const(p, l, v, c, k),
+						  policy_model_cell(&t.model, l, v, c - 1, k));
+			if (!best || *profile_latency_cell_const(p, l, v, p->nr_cores, 0) < best)
+				best = *profile_latency_cell_const(p, l, v, p->nr_cores, 0);
+		}
+		solo += best;
+	}
+	ASSERT_EQ(solo, policy_model_solo_ns(&t.model, p->nr_cores));
+	profile_free(p);
+	sim_table_free(&t);
+	/* a model with no profile in that cache: the command that makes one */
+	ASSERT_EQ(-ENOENT, sim_table_load("resnet50", &dirs, &t, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "coloc-profile"));
+}
+
+/* ---- the mixes file and the fidelity check ------------------------------------------------- */
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+TEST_F(sim, mixes_load__reads_mixes_and_names_a_bad_line)
+{
+	char path[] = "/tmp/coloc-sim-mixes-XXXXXX";
+	struct sim_mixes *mx = calloc(1, sizeof(*mx));
+	const struct sim_mix *m;
+	int fd = mkstemp(path);
+
+	ASSERT_NE(NULL, mx);
+	ASSERT_LE(0, fd);
+	close(fd);
+	write_file(path, "# comment\nlight  a b\tc\n\nheavy d\n");
+	ASSERT_EQ(0, sim_mixes_load(path, mx, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, mx->nr);
+	m = sim_mixes_find(mx, "light");
+	ASSERT_NE(NULL, m);
+	ASSERT_EQ(3, m->nr_models);
+	ASSERT_STREQ("c", m->model[2]);
+	ASSERT_EQ(1, sim_mixes_find(mx, "heavy")->nr_models);
+	ASSERT_EQ(NULL, sim_mixes_find(mx, "medium"));
+	write_file(path, "light a\nempty\n");
+	ASSERT_EQ(-EINVAL, sim_mixes_load(path, mx, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, ":2:"));
+	write_file(path, "light a\nlight b\n");
+	ASSERT_EQ(-EINVAL, sim_mixes_load(path, mx, &self->err));
+	unlink(path);
+	free(mx);
+}
+
+/*
+ * A results.tsv made by hand for this test only (never a measurement):
+ * columns in another order than bench-qos writes them, plus one it does not.
+ * Simulated: light a 100, b 50, c 30; heavy a 10, b 20.
+ * Measured:  light a 90, b 60, c 20; heavy a 25, b 12 (and x, not simulated).
+ * Ratios 100/90 = 1.111 (within 15 %), 50/60 = 0.833 (not), 30/20 = 1.5
+ * (not), 10/25 = 0.4 (not), 20/12 = 1.667 (not). light ranks a > b > c
+ * both ways (3 pairs, none discordant); heavy ranks b > a simulated and
+ * a > b measured (1 pair, discordant).
+ */
+TEST_F(sim, fidelity_compare__ratios_tolerance_and_ranking_on_a_hand_made_file)
+{
+	char path[] = "/tmp/coloc-sim-results-XXXXXX";
+	struct sim_qps_table sim = { 0 }, meas;
+	struct sim_fidelity f;
+	int fd = mkstemp(path);
+
+	ASSERT_LE(0, fd);
+	close(fd);
+	write_file(path, "policy\tmix\tnote\tp99_over_solo\tqos_qps\n"
+			 "a\tlight\t-\t1.1\t90\nb\tlight\t-\t1.2\t60\nc\tlight\t-\t1.3\t20\n"
+			 "a\theavy\t-\t1.1\t25\nb\theavy\t-\t1.0\t12\nx\theavy\t-\t1.0\t5\n");
+	ASSERT_EQ(0, sim_qps_table_load_tsv(path, &meas, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(6, meas.nr);
+	ASSERT_EQ(60.0, sim_qps_table_find(&meas, "light", "b")->qps);
+	ASSERT_EQ(1.2, sim_qps_table_find(&meas, "light", "b")->p99_over_solo);
+	ASSERT_EQ(0, sim_qps_table_add(&sim, "light", "a", 100, 0, &self->err));
+	ASSERT_EQ(0, sim_qps_table_add(&sim, "light", "b", 50, 0, &self->err));
+	ASSERT_EQ(0, sim_qps_table_add(&sim, "light", "c", 30, 0, &self->err));
+	ASSERT_EQ(0, sim_qps_table_add(&sim, "heavy", "a", 10, 0, &self->err));
+	ASSERT_EQ(0, sim_qps_table_add(&sim, "heavy", "b", 20, 0, &self->err));
+	ASSERT_EQ(0, sim_qps_table_add(&sim, "heavy", "y", 7, 0, &self->err));
+	ASSERT_EQ(-EEXIST, sim_qps_table_add(&sim, "heavy", "y", 8, 0, &self->err));
+	ASSERT_EQ(0, sim_fidelity_compare(&sim, &meas, 0.15, &f, &self->err));
+	ASSERT_EQ(6, f.nr_rows);
+	ASSERT_EQ(5, f.nr_compared);
+	ASSERT_EQ(1, f.nr_within);
+	ASSERT_LT(fabs(f.row[0].ratio - 100.0 / 90), 1e-12);
+	ASSERT_TRUE(f.row[0].within);
+	ASSERT_LT(fabs(f.row[1].ratio - 50.0 / 60), 1e-12);
+	ASSERT_FALSE(f.row[1].within);
+	ASSERT_LT(fabs(f.row[4].ratio - 20.0 / 12), 1e-12);
+	ASSERT_EQ(NULL, f.row[5].measured);
+	ASSERT_EQ(2, f.nr_mixes);
+	ASSERT_STREQ("light", f.mix[0].mix);
+	ASSERT_EQ(3, f.mix[0].pairs);
+	ASSERT_EQ(0, f.mix[0].discordant);
+	ASSERT_TRUE(f.mix[0].same_ranking);
+	ASSERT_EQ(1, f.mix[1].pairs);
+	ASSERT_EQ(1, f.mix[1].discordant);
+	ASSERT_FALSE(f.mix[1].same_ranking);
+	ASSERT_EQ(1, f.nr_mixes_same);
+	sim_fidelity_free(&f);
+	sim_qps_table_free(&meas);
+	/* a header without qos_qps is named (err keeps its first error: a fresh one) */
+	self->err = (struct coloc_err){ 0 };
+	write_file(path, "mix\tpolicy\tqps\tp99_over_solo\nlight\ta\t1\t1\n");
+	ASSERT_EQ(-EINVAL, sim_qps_table_load_tsv(path, &meas, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "qos_qps"));
+	/* a line that is not numbers is named */
+	self->err = (struct coloc_err){ 0 };
+	write_file(path, "mix\tpolicy\tqos_qps\tp99_over_solo\nlight\ta\tfast\t1\n");
+	ASSERT_EQ(-EINVAL, sim_qps_table_load_tsv(path, &meas, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, ":2:"));
+	sim_qps_table_free(&sim);
+	unlink(path);
+}
+
 /* ---- long random runs --------------------------------------------------------------------- */
 
 static int cmp_start(const void *a, const void *b)
@@ -539,11 +850,12 @@ static int cmp_start(const void *a, const void *b)
 }
 
 /*
- * Every policy, random mixes and loads over many seeds, late queries
- * dropped or served. sim_run itself refuses a round that fails
+ * Every policy (and the os rule), random mixes and loads over many seeds,
+ * late queries dropped or served. sim_run itself refuses a round that fails
  * policy_check_output; here, independently, the blocks recorded are sorted
- * by start and no core may start a block before its previous one ended,
- * and every counted arrival is completed, dropped or left unserved.
+ * by start and no core may start a block before its previous one ended
+ * (unless the policy shares cores), and every counted arrival is
+ * completed, dropped or left unserved.
  */
 TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 {
@@ -551,11 +863,20 @@ TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 	struct sim_table tab[2];
 	struct coloc_rng rng;
 	static uint64_t busy_until[POLICY_MAX_CPUS];
-	int runs = 0;
+	const struct policy_entry *pols[64];
+	int runs = 0, nr_pols = 0;
+
+	/* every policy of the table, and the os rule while `os` is not in it */
+	for (int i = 0; policy_entry_at(i) && nr_pols < 63; i++)
+		pols[nr_pols++] = policy_entry_at(i);
+	if (!policy_find("os"))
+		pols[nr_pols++] = &os_rule;
 
 	NEED_VELTAIR(dir);
-	ASSERT_EQ(0, sim_table_load("veltair:resnet50", dir, &tab[0], &self->err));
-	ASSERT_EQ(0, sim_table_load("veltair:googlenet", dir, &tab[1], &self->err));
+	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
+				    &tab[0], &self->err));
+	ASSERT_EQ(0, sim_table_load("veltair:googlenet", &(struct sim_table_dirs){ .veltair = dir },
+				    &tab[1], &self->err));
 	coloc_rng_seed(&rng, 2026);
 	for (int seed = 0; seed < 12; seed++) {
 		struct sim_tenant t[8];
@@ -568,11 +889,9 @@ TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 				.qos_ns = (5 + coloc_rng_next(&rng) % 30) * MS,
 				.share = 1 + (double)(coloc_rng_next(&rng) % 4),
 			};
-		for (int i = 0; policy_entry_at(i); i++) {
-			if (policy_entry_at(i)->shares_cores)
-				continue; /* os: the simulator does not model time-shared cores */
-			struct sim_params p =
-				small_params(policy_entry_at(i), cores, 4, t, nr_t, NULL, self->w);
+		for (int i = 0; i < nr_pols; i++) {
+			const struct policy_entry *pol = pols[i];
+			struct sim_params p = small_params(pol, cores, 4, t, nr_t, NULL, self->w);
 
 			p.qps = 20 + (double)(coloc_rng_next(&rng) % 400);
 			p.duration_ns = 3000 * MS;
@@ -581,7 +900,7 @@ TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 			p.on_query = NULL;
 			self->w->nr_b = 0;
 			ASSERT_EQ(0, sim_run(&p, &self->r, &self->err))
-			TH_LOG("%s: %s", policy_entry_at(i)->name, self->err.msg);
+			TH_LOG("%s: %s", pol->name, self->err.msg);
 			ASSERT_FALSE(self->w->overflow);
 			qsort(self->w->b, (size_t)self->w->nr_b, sizeof(*self->w->b), cmp_start);
 			memset(busy_until, 0, sizeof(busy_until));
@@ -589,6 +908,9 @@ TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 				const struct block_rec *br = &self->w->b[b];
 
 				ASSERT_EQ(br->nr_cores, policy_cpuset_count(&br->cores));
+				/* a policy that shares cores may: the kernel time-shares them */
+				if (pol->shares_cores)
+					continue;
 				for (int c = policy_cpuset_next(&br->cores, 0); c >= 0;
 				     c = policy_cpuset_next(&br->cores, c + 1)) {
 					ASSERT_LT(c, cores);
@@ -621,7 +943,8 @@ TEST_F_TIMEOUT(sim, search_qos_qps__deterministic_per_seed, 600)
 
 	ASSERT_NE(NULL, a);
 	NEED_VELTAIR(dir);
-	ASSERT_EQ(0, sim_table_load("veltair:resnet50", dir, &rn, &self->err));
+	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
+				    &rn, &self->err));
 	t = (struct sim_tenant){ .model = &rn.model, .qos_ns = 15 * MS, .share = 1 };
 	p = small_params(policy_find("temporal"), 64, 4, &t, 1, NULL, self->w);
 	p.on_query = NULL;
@@ -659,7 +982,8 @@ TEST_F_TIMEOUT(sim, search_qos_qps__none_when_qos_is_below_the_solo_latency, 600
 
 	ASSERT_NE(NULL, s);
 	NEED_VELTAIR(dir);
-	ASSERT_EQ(0, sim_table_load("veltair:resnet50", dir, &rn, &self->err));
+	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
+				    &rn, &self->err));
 	t = (struct sim_tenant){ .model = &rn.model, .qos_ns = 3 * MS, .share = 1 };
 	p = small_params(policy_find("temporal"), 64, 4, &t, 1, NULL, self->w);
 	p.on_query = NULL;
@@ -684,15 +1008,15 @@ TEST_F_TIMEOUT(sim, run__speed_one_minute_64_cores_8_tenants, 600)
 	struct sim_tenant t[8];
 
 	NEED_VELTAIR(dir);
-	ASSERT_EQ(0, sim_table_load("veltair:resnet50", dir, &tab[0], &self->err));
-	ASSERT_EQ(0, sim_table_load("veltair:googlenet", dir, &tab[1], &self->err));
+	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
+				    &tab[0], &self->err));
+	ASSERT_EQ(0, sim_table_load("veltair:googlenet", &(struct sim_table_dirs){ .veltair = dir },
+				    &tab[1], &self->err));
 	for (int i = 0; i < 8; i++)
 		t[i] = (struct sim_tenant){ .model = &tab[i % 2].model,
 					    .qos_ns = 15 * MS,
 					    .share = 1 };
 	for (int i = 0; policy_entry_at(i); i++) {
-		if (policy_entry_at(i)->shares_cores)
-			continue; /* os: the simulator does not model time-shared cores */
 		struct sim_params p = small_params(policy_entry_at(i), 64, 4, t, 8, NULL, self->w);
 
 		p.qps = 400;

@@ -2,11 +2,14 @@
 /*
  * coloc-sim: runs a policy of the policy table (the same code colocd runs)
  * on a simulated machine of many cores, with tenants on VELTAIR's published
- * latency tables, Poisson or traced arrivals and the provisional
- * interference model of sim/ (sim/README.md says what it assumes). One run
- * at a given load, or the QoS-QPS search (the highest load at which 95 % of
- * every tenant's queries meet QoS). Prints per-tenant results and what
- * policy_decide() cost in the simulator's own calls.
+ * latency tables or on coloc's own profiles of this machine (converted as
+ * colocd converts them), Poisson or traced arrivals and the interference
+ * model of sim/ (sim/README.md says what it assumes and where it comes
+ * from). One run at a given load, or the QoS-QPS search (the highest load
+ * at which 95 % of every tenant's queries meet QoS), for tenants given one
+ * by one or for the mixes `make bench-qos` measures; then, optionally, the
+ * fidelity check against what bench-qos measured. Prints per-tenant results
+ * and what policy_decide() cost in the simulator's own calls.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,18 +23,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli.h"
+#include "profile.h"
 #include "sim.h"
 
 #define PROG "coloc-sim"
 #define TABLES_FROM_REPO "../shared/data/veltair"
+#define MODELS_FROM_REPO "models"
+#define MIXES_FROM_REPO "tools/qos-mixes.conf"
+#define FIDELITY_TOLERANCE 0.15
 
 static struct {
 	const char *policy;
 	long cores, sockets, llc;
 	double qps, duration_s, warmup_s, full_slowdown;
 	long seed, seeds;
-	bool search, json, late_serve, duration_given;
-	const char *trace, *tables;
+	bool search, json, late_serve, duration_given, brief;
+	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured;
 	double start_qps, tol;
 } opts = {
 	.policy = "fcfs",
@@ -49,26 +56,42 @@ static struct {
 
 struct tenant_arg {
 	char spec[256];
-	double qos_ms, share;
+	double qos_ms; /* 0: qos_factor x the solo latency on the simulated cores */
+	double qos_factor;
+	double share; /* 0: inversely proportional to the QoS */
 	struct sim_table table;
 };
+
+/* What every (mix, policy) searched found, for the summary and the fidelity check. */
+static struct sim_qps_table found;
 
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: " PROG " --tenant MODEL:QOS_MS[:SHARE] [--tenant ...] [--policy NAME|all]\n"
-		"                 [--cores N] [--sockets N] [--llc N] [--qps X | --search]\n"
-		"                 [--duration S] [--warmup S] [--seed N] [--seeds N] [--trace FILE]\n"
-		"                 [--json]\n"
+		"Usage: " PROG " --tenant MODEL:QOS[:SHARE] [--tenant ...] | --mix NAME|all\n"
+		"                 [--policy NAME,...|all] [--cores N] [--sockets N] [--llc N]\n"
+		"                 [--qps X | --search] [--duration S] [--warmup S] [--seed N]\n"
+		"                 [--seeds N] [--trace FILE] [--measured FILE] [--brief] [--json]\n"
 		"Simulates the policy library (the code colocd runs) on a machine of N cores with\n"
-		"tenants on VELTAIR's published latency tables, and prints per tenant the\n"
-		"fraction of queries within QoS, drops and latency percentiles, and the cost of\n"
-		"policy_decide() measured in the simulator's own calls. The interference model is\n"
-		"provisional, not fitted from measurements yet (sim/README.md).\n"
-		"  --tenant MODEL:QOS_MS[:SHARE]  a tenant: MODEL is veltair:NAME (resnet50,\n"
-		"                 googlenet), QOS_MS its latency target, SHARE its share of the\n"
-		"                 total rate (default 1); repeat for each tenant, at most %d\n"
-		"  --policy NAME  a policy of the table, or 'all' (default %s)\n"
+		"tenants on VELTAIR's published latency tables or on coloc's own profiles of this\n"
+		"machine, and prints per tenant the fraction of queries within QoS, drops and\n"
+		"latency percentiles, and the cost of policy_decide() measured in the simulator's\n"
+		"own calls. The interference model and what it rests on: sim/README.md.\n"
+		"  --tenant MODEL:QOS[:SHARE]  a tenant. MODEL: veltair:NAME (VELTAIR's table:\n"
+		"                 resnet50, googlenet), a model NAME of models/ or a model file's\n"
+		"                 path (coloc's profile from the cache, as colocd finds it).\n"
+		"                 QOS: its latency target in ms, or Nx for N times the model's\n"
+		"                 solo latency on the simulated cores (e.g. 2x). SHARE: its share\n"
+		"                 of the total rate (default 1). Repeat, at most %d tenants\n"
+		"  --mix NAME|all  the tenants of a mix of the mixes file (or every mix), as\n"
+		"                 make bench-qos runs them: QoS 2x each model's solo latency on\n"
+		"                 the simulated cores, rates inversely proportional to QoS\n"
+		"  --mixes FILE   the mixes (default: %s of the repository)\n"
+		"  --models DIR   where model NAMEs are (default: %s/ of the repository)\n"
+		"  --profile-dir DIR  the profile cache (default: as colocd, $COLOC_CACHE_DIR or\n"
+		"                 %s)\n"
+		"  --policy NAME,...  policies of the table, comma-separated, or 'all' (default\n"
+		"                 %s)\n"
 		"  --list-policies  print the policy table and exit\n"
 		"  --cores N      simulated cores, 1..%d (default %ld)\n"
 		"  --sockets N    sockets, dividing the cores (default %ld)\n"
@@ -86,14 +109,20 @@ static void usage(FILE *out)
 		"  --late drop|serve  what the policy does with a query it cannot serve in time\n"
 		"                 (default drop)\n"
 		"  --full-slowdown X  slowdown of a block whose LLC domains are full of other\n"
-		"                 blocks (default %.1f; provisional)\n"
+		"                 blocks (default %.1f: VELTAIR's, an assumption; the pairs\n"
+		"                 measured on our 2-core machine give ~1.0, sim/README.md)\n"
 		"  --tables DIR   VELTAIR's tables (default: %s beside the repository)\n"
+		"  --measured FILE  after a --search, compare with make bench-qos's results\n"
+		"                 (build/bench-qos/results.tsv): simulated and measured QoS-QPS,\n"
+		"                 their ratio, whether within +-15%%, and whether the policies\n"
+		"                 rank the same per mix; a missing FILE is reported, not an error\n"
+		"  --brief        one line per policy instead of a table per tenant\n"
 		"  --json         print the results as JSON\n"
 		"  --version      print the version and exit\n"
 		"Exit status: 0 done, 1 failed, 2 bad usage.\n",
-		POLICY_MAX_TENANTS, opts.policy, POLICY_MAX_CPUS, opts.cores, opts.sockets,
-		opts.llc, opts.start_qps, opts.duration_s, opts.seed, opts.full_slowdown,
-		TABLES_FROM_REPO);
+		POLICY_MAX_TENANTS, MIXES_FROM_REPO, MODELS_FROM_REPO, PROFILE_DEFAULT_CACHE_DIR,
+		opts.policy, POLICY_MAX_CPUS, opts.cores, opts.sockets, opts.llc, opts.start_qps,
+		opts.duration_s, opts.seed, opts.full_slowdown, TABLES_FROM_REPO);
 }
 
 /* A finite number in [lo, hi], whole string. */
@@ -113,15 +142,17 @@ static int parse_double(const char *flag, const char *s, double lo, double hi, d
 	return 0;
 }
 
-/* MODEL:QOS_MS[:SHARE]; MODEL itself has one colon (veltair:NAME). */
+/* MODEL:QOS[:SHARE]; MODEL has one colon when it is veltair:NAME, none otherwise. */
 static int parse_tenant(const char *arg, struct tenant_arg *t)
 {
 	char buf[256], *qos, *share;
+	size_t len;
 
 	if (snprintf(buf, sizeof(buf), "%s", arg) >= (int)sizeof(buf))
 		goto bad;
 	qos = strchr(buf, ':');
-	qos = qos ? strchr(qos + 1, ':') : NULL;
+	if (qos && !strncmp(buf, "veltair:", strlen("veltair:")))
+		qos = strchr(qos + 1, ':');
 	if (!qos)
 		goto bad;
 	*qos++ = '\0';
@@ -130,20 +161,31 @@ static int parse_tenant(const char *arg, struct tenant_arg *t)
 		*share++ = '\0';
 	snprintf(t->spec, sizeof(t->spec), "%s", buf);
 	t->share = 1;
-	if (parse_double("--tenant QOS_MS", qos, 0.001, 1e6, &t->qos_ms) ||
-	    (share && parse_double("--tenant SHARE", share, 1e-6, 1e6, &t->share)))
+	t->qos_ms = 0;
+	len = strlen(qos);
+	if (len && qos[len - 1] == 'x') {
+		qos[len - 1] = '\0';
+		if (parse_double("--tenant QOS (Nx)", qos, 1, 1000, &t->qos_factor))
+			return -EINVAL;
+	} else if (parse_double("--tenant QOS_MS", qos, 0.001, 1e6, &t->qos_ms)) {
+		return -EINVAL;
+	}
+	if (share && parse_double("--tenant SHARE", share, 1e-6, 1e6, &t->share))
 		return -EINVAL;
 	return 0;
 bad:
 	fprintf(stderr,
-		PROG ": --tenant wants MODEL:QOS_MS[:SHARE] (e.g. veltair:resnet50:15), "
-		     "not '%s'\n",
+		PROG ": --tenant wants MODEL:QOS[:SHARE] (e.g. veltair:resnet50:15, "
+		     "mobilenet_v2:2x), not '%s'\n",
 		arg);
 	return -EINVAL;
 }
 
-/* VELTAIR's tables beside the repository the binary was built in, else beside the cwd. */
-static const char *default_tables(char *buf, size_t len)
+/*
+ * rel (a path from the repository's root) in the repository the binary was
+ * built in, else from the cwd.
+ */
+static const char *repo_path(const char *rel, char *buf, size_t len)
 {
 	/* from bin/ or from build/san/bin/ up to the repository */
 	static const char *const ups[] = { "/..", "/../../.." };
@@ -157,12 +199,12 @@ static const char *default_tables(char *buf, size_t len)
 		exe[n] = '\0';
 		dir = dirname(exe);
 		for (size_t i = 0; i < sizeof(ups) / sizeof(ups[0]); i++) {
-			snprintf(buf, len, "%s%s/%s", dir, ups[i], TABLES_FROM_REPO);
-			if (!stat(buf, &st) && S_ISDIR(st.st_mode))
+			snprintf(buf, len, "%s%s/%s", dir, ups[i], rel);
+			if (!stat(buf, &st))
 				return buf;
 		}
 	}
-	return TABLES_FROM_REPO;
+	return rel;
 }
 
 static void print_run_text(const struct sim_params *p, const struct tenant_arg *ta,
@@ -225,7 +267,8 @@ static int median_search(const struct sim_search_result *s, int nr)
 }
 
 /* One policy: a run at opts.qps, or the search once per seed; 0 or 1 (failure, printed). */
-static int run_policy(struct sim_params *p, const struct tenant_arg *ta, bool first)
+static int run_policy(struct sim_params *p, const struct tenant_arg *ta, const char *mix,
+		      bool first)
 {
 	int nr = opts.search ? (int)opts.seeds : 1, m, points = 0;
 	struct sim_search_result *s = calloc((size_t)nr, sizeof(*s)), *med;
@@ -257,6 +300,11 @@ static int run_policy(struct sim_params *p, const struct tenant_arg *ta, bool fi
 	}
 	m = median_search(s, nr);
 	med = &s[m];
+	if (opts.search && sim_qps_table_add(&found, mix, p->policy->name, med->qos_qps, 0, &err)) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		free(s);
+		return 1;
+	}
 	if (opts.json) {
 		printf("%s{\"policy\": \"%s\", ", first ? "" : ",\n", p->policy->name);
 		if (opts.search) {
@@ -272,6 +320,11 @@ static int run_policy(struct sim_params *p, const struct tenant_arg *ta, bool fi
 		printf("\"run\": ");
 		print_run_json(p, ta, opts.search && !med->qos_qps ? &med->at_fail : &med->at_best);
 		printf("}");
+	} else if (opts.search && opts.brief) {
+		printf("  %-18s QoS-QPS %8.1f", p->policy->name, med->qos_qps);
+		if (nr > 1)
+			printf("  (median of %d seeds; %.1f .. %.1f)", nr, lo, hi);
+		printf("  %d runs, %.1f s\n", points, wall);
 	} else if (opts.search && !med->qos_qps) {
 		printf("policy %s: no load meets QoS (fails at every load down to %.2f QPS), %d "
 		       "runs in %.2f s of wall time; seed %ld at %.1f QPS:\n",
@@ -293,6 +346,172 @@ static int run_policy(struct sim_params *p, const struct tenant_arg *ta, bool fi
 	return 0;
 }
 
+/* Whether name is in the comma-separated list (or the list is "all"). */
+static bool policy_listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!strcmp(list, "all"))
+		return true;
+	for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return true;
+	return false;
+}
+
+/* Every name of the comma-separated list is a policy of the table; else prints which is not. */
+static int check_policy_list(const char *list)
+{
+	char buf[512], *save = NULL;
+
+	if (!strcmp(list, "all"))
+		return 0;
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *n = strtok_r(buf, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
+		if (policy_find(n))
+			continue;
+		fprintf(stderr, PROG ": no policy named '%s'; known: all", n);
+		for (int i = 0; policy_entry_at(i); i++)
+			fprintf(stderr, " %s", policy_entry_at(i)->name);
+		fprintf(stderr, "\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Loads the tenants' tables and fixes each QoS (a factor of the solo
+ * latency on the simulated cores, where given so) and rate share
+ * (inversely proportional to the QoS, where not given). 0 or 1 (printed).
+ */
+static int load_tenants(struct tenant_arg *ta, int nr, const struct sim_table_dirs *dirs,
+			struct sim_tenant *tenants)
+{
+	struct coloc_err err = { 0 };
+
+	for (int t = 0; t < nr; t++) {
+		struct sim_table *tab = &ta[t].table;
+
+		if (sim_table_load(ta[t].spec, dirs, tab, &err)) {
+			fprintf(stderr, PROG ": tenant %d: %s\n", t, coloc_err_str(&err));
+			return 1;
+		}
+		if (tab->note[0])
+			fprintf(stderr, PROG ": tenant %d (%s): %s\n", t, tab->name, tab->note);
+		if (!ta[t].qos_ms) {
+			uint64_t solo = policy_model_solo_ns(&tab->model, (int)opts.cores);
+
+			if (!solo) {
+				fprintf(stderr,
+					PROG ": tenant %d (%s): no profiled core count fits in %ld "
+					     "cores, so no solo latency to scale the QoS from\n",
+					t, tab->name, opts.cores);
+				return 1;
+			}
+			ta[t].qos_ms = ta[t].qos_factor * (double)solo * 1e-6;
+		}
+		if (!ta[t].share)
+			ta[t].share = 1.0 / ta[t].qos_ms;
+		tenants[t] = (struct sim_tenant){
+			.model = &tab->model,
+			.name = tab->name,
+			.qos_ns = (uint64_t)llround(ta[t].qos_ms * 1e6),
+			.share = ta[t].share,
+		};
+	}
+	return 0;
+}
+
+/* The tenants of a mix: QoS 2x solo on the simulated cores, rates inversely proportional. */
+static int mix_tenants(const struct sim_mix *mix, struct tenant_arg *ta)
+{
+	for (int t = 0; t < mix->nr_models; t++)
+		ta[t] = (struct tenant_arg){ .qos_factor = 2, .share = 0 };
+	for (int t = 0; t < mix->nr_models; t++)
+		snprintf(ta[t].spec, sizeof(ta[t].spec), "%s", mix->model[t]);
+	return mix->nr_models;
+}
+
+/* One table: a line per policy, a column per mix, QoS-QPS. */
+static void print_summary(const struct sim_mixes *mixes, bool all_mixes)
+{
+	printf("\nQoS-QPS (total queries/s with >= 95%% of every tenant's within QoS), %ld "
+	       "cores:\n%-18s",
+	       opts.cores, "policy");
+	for (int m = 0; m < mixes->nr; m++)
+		if (all_mixes || !strcmp(mixes->mix[m].name, opts.mix))
+			printf(" %10s", mixes->mix[m].name);
+	printf("\n");
+	for (int i = 0; policy_entry_at(i); i++) {
+		const char *name = policy_entry_at(i)->name;
+
+		if (!policy_listed(opts.policy, name))
+			continue;
+		printf("%-18s", name);
+		for (int m = 0; m < mixes->nr; m++) {
+			const struct sim_qps_cell *c;
+
+			if (!all_mixes && strcmp(mixes->mix[m].name, opts.mix))
+				continue;
+			c = sim_qps_table_find(&found, mixes->mix[m].name, name);
+			printf(" %10.1f", c ? c->qps : 0.0);
+		}
+		printf("\n");
+	}
+}
+
+/* The fidelity check against make bench-qos's measurements; 0, or 1 on a bad file (printed). */
+static int print_fidelity(void)
+{
+	struct sim_qps_table measured;
+	struct sim_fidelity f;
+	struct coloc_err err = { 0 };
+
+	if (access(opts.measured, F_OK)) {
+		printf("\nfidelity check: no measured results at %s yet; run `make bench-qos` on "
+		       "this machine to measure them, then `make bench-sim` again.\n",
+		       opts.measured);
+		return 0;
+	}
+	if (sim_qps_table_load_tsv(opts.measured, &measured, &err) ||
+	    sim_fidelity_compare(&found, &measured, FIDELITY_TOLERANCE, &f, &err)) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		sim_qps_table_free(&measured);
+		return 1;
+	}
+	printf("\nfidelity check against %s (simulated / measured QoS-QPS, within +-%.0f%%):\n",
+	       opts.measured, 100 * FIDELITY_TOLERANCE);
+	printf("%-10s %-18s %10s %10s %7s  %s\n", "mix", "policy", "simulated", "measured", "ratio",
+	       "within");
+	for (int i = 0; i < f.nr_rows; i++) {
+		const struct sim_fidelity_row *r = &f.row[i];
+
+		if (!r->measured) {
+			printf("%-10s %-18s %10.1f %10s %7s  not measured\n", r->sim->mix,
+			       r->sim->policy, r->sim->qps, "-", "-");
+			continue;
+		}
+		printf("%-10s %-18s %10.1f %10.1f %7.2f  %s\n", r->sim->mix, r->sim->policy,
+		       r->sim->qps, r->measured->qps, r->ratio, r->within ? "yes" : "NO");
+	}
+	for (int k = 0; k < f.nr_mixes; k++)
+		printf("ranking of policies on mix %s: %s (%d of %d pairs ordered the other way)\n",
+		       f.mix[k].mix,
+		       f.mix[k].same_ranking ? "the same" :
+		       f.mix[k].pairs	     ? "DIFFERENT" :
+					       "not compared",
+		       f.mix[k].discordant, f.mix[k].pairs);
+	printf("fidelity: %d of %d compared cells within +-%.0f%%, %d of %d mixes ranked the "
+	       "same: %s\n",
+	       f.nr_within, f.nr_compared, 100 * FIDELITY_TOLERANCE, f.nr_mixes_same, f.nr_mixes,
+	       f.nr_compared && f.nr_within == f.nr_compared && f.nr_mixes_same == f.nr_mixes ?
+		       "PASS" :
+		       "FAIL (fix the model before quoting a many-core number)");
+	sim_fidelity_free(&f);
+	sim_qps_table_free(&measured);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option long_opts[] = {
@@ -302,6 +521,10 @@ int main(int argc, char **argv)
 		{ "sockets", required_argument, NULL, 'S' },
 		{ "llc", required_argument, NULL, 'l' },
 		{ "tenant", required_argument, NULL, 't' },
+		{ "mix", required_argument, NULL, 'x' },
+		{ "mixes", required_argument, NULL, 'X' },
+		{ "models", required_argument, NULL, 'M' },
+		{ "profile-dir", required_argument, NULL, 'P' },
 		{ "tables", required_argument, NULL, 'T' },
 		{ "qps", required_argument, NULL, 'q' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -312,19 +535,24 @@ int main(int argc, char **argv)
 		{ "trace", required_argument, NULL, 'f' },
 		{ "late", required_argument, NULL, 'a' },
 		{ "full-slowdown", required_argument, NULL, 'F' },
+		{ "measured", required_argument, NULL, 'm' },
+		{ "brief", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
 	};
 	static struct tenant_arg ta[POLICY_MAX_TENANTS];
+	static struct sim_mixes mixes;
 	struct sim_tenant tenants[POLICY_MAX_TENANTS];
 	struct sim_trace trace = { 0 };
 	struct sim_params p = { 0 };
+	struct sim_table_dirs dirs = { 0 };
 	struct policy_config machine_cfg;
 	struct coloc_err err = { 0 };
-	char tables_buf[PATH_MAX + 64];
-	int nr_tenants = 0, opt, rc = 1, nr_run = 0;
+	char tables_buf[PATH_MAX + 64], models_buf[PATH_MAX + 64], mixes_buf[PATH_MAX + 64];
+	int nr_tenants = 0, opt, rc = 1, nr_run = 0, nr_sets = 1;
+	bool all_mixes;
 
 	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
 		int bad = 0;
@@ -332,13 +560,7 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'p':
 			opts.policy = optarg;
-			if (strcmp(optarg, "all") && !policy_find(optarg)) {
-				fprintf(stderr, PROG ": no policy named '%s'; known: all", optarg);
-				for (int i = 0; policy_entry_at(i); i++)
-					fprintf(stderr, " %s", policy_entry_at(i)->name);
-				fprintf(stderr, "\n");
-				bad = 1;
-			}
+			bad = check_policy_list(optarg) ? 1 : 0;
 			break;
 		case 'L':
 			for (int i = 0; policy_entry_at(i); i++)
@@ -363,6 +585,18 @@ int main(int argc, char **argv)
 				break;
 			}
 			bad = parse_tenant(optarg, &ta[nr_tenants++]);
+			break;
+		case 'x':
+			opts.mix = optarg;
+			break;
+		case 'X':
+			opts.mixes = optarg;
+			break;
+		case 'M':
+			opts.models = optarg;
+			break;
+		case 'P':
+			opts.profiles = optarg;
 			break;
 		case 'T':
 			opts.tables = optarg;
@@ -401,6 +635,12 @@ int main(int argc, char **argv)
 		case 'F':
 			bad = parse_double("--full-slowdown", optarg, 1, 100, &opts.full_slowdown);
 			break;
+		case 'm':
+			opts.measured = optarg;
+			break;
+		case 'b':
+			opts.brief = true;
+			break;
 		case 'j':
 			opts.json = true;
 			break;
@@ -422,32 +662,49 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (!nr_tenants) {
-		fprintf(stderr, PROG ": give at least one --tenant MODEL:QOS_MS[:SHARE]\n");
+	if (!nr_tenants == !opts.mix) {
+		fprintf(stderr, PROG ": give --tenant MODEL:QOS[:SHARE] (one or more) or --mix "
+				     "NAME|all, not both\n");
 		return 2;
 	}
-	if (opts.trace && opts.search) {
-		fprintf(stderr, PROG ": --search varies the load; it does not apply to --trace\n");
+	if (opts.trace && (opts.search || opts.mix)) {
+		fprintf(stderr, PROG ": a trace names tenants by index and sets the load; it "
+				     "does not apply to --search or --mix\n");
 		return 2;
 	}
 	if (!opts.trace && !opts.search && !(opts.qps > 0)) {
 		fprintf(stderr, PROG ": give a load (--qps X), --search or --trace FILE\n");
 		return 2;
 	}
+	if (opts.measured && !opts.search) {
+		fprintf(stderr, PROG ": --measured compares QoS-QPS: it needs --search\n");
+		return 2;
+	}
+	if (opts.json && (opts.mix || opts.measured || opts.brief)) {
+		fprintf(stderr, PROG ": --json prints one tenant set's runs: not with --mix, "
+				     "--measured or --brief\n");
+		return 2;
+	}
 
-	if (!opts.tables)
-		opts.tables = default_tables(tables_buf, sizeof(tables_buf));
-	for (int t = 0; t < nr_tenants; t++) {
-		if (sim_table_load(ta[t].spec, opts.tables, &ta[t].table, &err)) {
-			fprintf(stderr, PROG ": tenant %d: %s\n", t, coloc_err_str(&err));
-			goto cleanup;
+	dirs.veltair = opts.tables ?: repo_path(TABLES_FROM_REPO, tables_buf, sizeof(tables_buf));
+	dirs.models = opts.models ?: repo_path(MODELS_FROM_REPO, models_buf, sizeof(models_buf));
+	dirs.profiles = opts.profiles;
+	all_mixes = opts.mix && !strcmp(opts.mix, "all");
+	if (opts.mix) {
+		if (sim_mixes_load(opts.mixes ?:
+					   repo_path(MIXES_FROM_REPO, mixes_buf, sizeof(mixes_buf)),
+				   &mixes, &err)) {
+			fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+			return 1;
 		}
-		tenants[t] = (struct sim_tenant){
-			.model = &ta[t].table.model,
-			.name = ta[t].table.name,
-			.qos_ns = (uint64_t)llround(ta[t].qos_ms * 1e6),
-			.share = ta[t].share,
-		};
+		if (!all_mixes && !sim_mixes_find(&mixes, opts.mix)) {
+			fprintf(stderr, PROG ": no mix named '%s'; known: all", opts.mix);
+			for (int m = 0; m < mixes.nr; m++)
+				fprintf(stderr, " %s", mixes.mix[m].name);
+			fprintf(stderr, "\n");
+			return 2;
+		}
+		nr_sets = mixes.nr;
 	}
 	if (opts.trace && sim_trace_load(opts.trace, nr_tenants, &trace, &err)) {
 		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
@@ -459,7 +716,6 @@ int main(int argc, char **argv)
 			     .llc_size = (int)opts.llc },
 		.late = opts.late_serve ? POLICY_LATE_SERVE : POLICY_LATE_DROP,
 		.tenants = tenants,
-		.nr_tenants = nr_tenants,
 		.qps = opts.qps,
 		.trace = opts.trace ? &trace : NULL,
 		.duration_ns = (uint64_t)llround(opts.duration_s * 1e9),
@@ -482,16 +738,13 @@ int main(int argc, char **argv)
 	if (opts.json)
 		printf("{\"cores\": %ld, \"sockets\": %ld, \"llc\": %ld, \"seed\": %ld, "
 		       "\"duration_s\": %g, \"warmup_s\": %g, \"full_slowdown\": %g, "
-		       "\"interference\": \"provisional, not fitted\", \"results\": [\n",
+		       "\"results\": [\n",
 		       opts.cores, opts.sockets, opts.llc, opts.seed, (double)p.duration_ns * 1e-9,
 		       (double)p.warmup_ns * 1e-9, opts.full_slowdown);
 	else
-		printf(PROG
-		       ": %ld cores (%ld socket%s, LLC domains of %ld), %d tenant%s, %s, "
-		       "%.1f s per run (warm-up %.1f s), seed %ld; interference model provisional "
-		       "(full-domain slowdown %.2f, not fitted)\n",
-		       opts.cores, opts.sockets, opts.sockets > 1 ? "s" : "", opts.llc, nr_tenants,
-		       nr_tenants > 1 ? "s" : "",
+		printf(PROG ": %ld cores (%ld socket%s, LLC domains of %ld), %s, %.1f s per run "
+			    "(warm-up %.1f s), seed %ld; full-domain slowdown %.2f\n",
+		       opts.cores, opts.sockets, opts.sockets > 1 ? "s" : "", opts.llc,
 		       opts.trace  ? "traced arrivals" :
 		       opts.search ? "QoS-QPS search" :
 				     "Poisson arrivals",
@@ -500,20 +753,42 @@ int main(int argc, char **argv)
 	if (!opts.search && !opts.trace && !opts.json)
 		printf("load: %.1f QPS in total\n", opts.qps);
 	rc = 0;
-	for (int i = 0; policy_entry_at(i); i++) {
-		if (strcmp(opts.policy, "all") && strcmp(opts.policy, policy_entry_at(i)->name))
-			continue;
-		/* the simulator does not model time-shared cores (os); named alone, it says so */
-		if (!strcmp(opts.policy, "all") && policy_entry_at(i)->shares_cores)
-			continue;
-		p.policy = policy_entry_at(i);
-		rc |= run_policy(&p, ta, !nr_run++);
+	for (int set = 0; set < nr_sets && !rc; set++) {
+		const char *set_name = "tenants";
+
+		if (opts.mix) {
+			if (!all_mixes && strcmp(mixes.mix[set].name, opts.mix))
+				continue;
+			set_name = mixes.mix[set].name;
+			nr_tenants = mix_tenants(&mixes.mix[set], ta);
+		}
+		p.nr_tenants = nr_tenants;
+		if (load_tenants(ta, nr_tenants, &dirs, tenants)) {
+			rc = 1;
+		} else if (!opts.json) {
+			printf("== %s:", set_name);
+			for (int t = 0; t < nr_tenants; t++)
+				printf(" %s (QoS %.2f ms, share %.3f)", ta[t].table.name,
+				       ta[t].qos_ms, ta[t].share);
+			printf("\n");
+		}
+		for (int i = 0; !rc && policy_entry_at(i); i++) {
+			if (!policy_listed(opts.policy, policy_entry_at(i)->name))
+				continue;
+			p.policy = policy_entry_at(i);
+			rc |= run_policy(&p, ta, set_name, !nr_run++);
+		}
+		for (int t = 0; t < nr_tenants; t++)
+			sim_table_free(&ta[t].table);
 	}
 	if (opts.json)
 		printf("\n]}\n");
+	if (!rc && opts.mix && opts.search)
+		print_summary(&mixes, all_mixes);
+	if (!rc && opts.measured)
+		rc = print_fidelity();
 cleanup:
 	sim_trace_free(&trace);
-	for (int t = 0; t < nr_tenants; t++)
-		sim_table_free(&ta[t].table);
+	sim_qps_table_free(&found);
 	return rc;
 }

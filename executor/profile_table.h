@@ -7,8 +7,8 @@
  * model's slowdown there. The profile is looked up in the cache by the
  * model file's hash and this machine's identity.
  */
-#ifndef COLOC_DAEMON_PROFILE_TABLE_H
-#define COLOC_DAEMON_PROFILE_TABLE_H
+#ifndef COLOC_PROFILE_TABLE_H
+#define COLOC_PROFILE_TABLE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -48,4 +48,4 @@ void profile_table_free(struct profile_table *t);
 struct profile *profile_table_find(const char *model_path, const struct model *m,
 				   const char *cache_dir, struct coloc_err *err);
 
-#endif /* COLOC_DAEMON_PROFILE_TABLE_H */
+#endif /* COLOC_PROFILE_TABLE_H */

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * Finds a model's latency profile in the cache and turns it into the
- * policy's table (struct policy_model). The cache key includes the ISA
- * oneDNN dispatches to, which only oneDNN can say: this file is why colocd
- * links oneDNN (profile_machine_detect); nothing else in colocd calls it.
+ * policy's table (struct policy_model): the one conversion colocd and
+ * coloc-sim both use, so the simulator schedules on exactly the table colocd
+ * would. The cache key includes the ISA oneDNN dispatches to, which only
+ * oneDNN can say: profile_table_find() is why colocd and coloc-sim link
+ * oneDNN (profile_machine_detect); nothing else in either calls it.
  */
 #include <errno.h>
 #include <stdio.h>

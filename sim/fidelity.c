@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The fidelity check: the simulated QoS-QPS of each policy and mix next to
+ * what `make bench-qos` measured on this machine (its results.tsv), the
+ * ratio, whether it is within the tolerance, and whether the policies rank
+ * the same per mix. A ranking differs when some pair of policies is
+ * ordered one way by the simulation and strictly the other way by the
+ * measurement; a tie on either side contradicts nothing.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sim.h"
+
+#define TSV_LINE_MAX 1024
+
+int sim_qps_table_add(struct sim_qps_table *t, const char *mix, const char *policy, double qps,
+		      double p99_over_solo, struct coloc_err *err)
+{
+	struct sim_qps_cell *c;
+
+	if (strlen(mix) >= sizeof(c->mix) || strlen(policy) >= sizeof(c->policy))
+		return coloc_err_set(err, -EINVAL, "mix '%s' or policy '%s': name too long", mix,
+				     policy);
+	if (sim_qps_table_find(t, mix, policy))
+		return coloc_err_set(err, -EEXIST, "mix %s, policy %s: given twice", mix, policy);
+	if (t->nr == t->cap) {
+		int cap = t->cap ? 2 * t->cap : 64;
+
+		c = realloc(t->cell, (size_t)cap * sizeof(*c));
+		if (!c)
+			return coloc_err_set(err, -ENOMEM, "out of memory");
+		t->cell = c;
+		t->cap = cap;
+	}
+	c = &t->cell[t->nr++];
+	snprintf(c->mix, sizeof(c->mix), "%s", mix);
+	snprintf(c->policy, sizeof(c->policy), "%s", policy);
+	c->qps = qps;
+	c->p99_over_solo = p99_over_solo;
+	return 0;
+}
+
+const struct sim_qps_cell *sim_qps_table_find(const struct sim_qps_table *t, const char *mix,
+					      const char *policy)
+{
+	for (int i = 0; i < t->nr; i++)
+		if (!strcmp(t->cell[i].mix, mix) && !strcmp(t->cell[i].policy, policy))
+			return &t->cell[i];
+	return NULL;
+}
+
+void sim_qps_table_free(struct sim_qps_table *t)
+{
+	free(t->cell);
+	*t = (struct sim_qps_table){ 0 };
+}
+
+/* Splits line at tabs in place; the number of fields (at most max). */
+static int split_tabs(char *line, char **field, int max)
+{
+	int n = 0;
+
+	line[strcspn(line, "\r\n")] = '\0';
+	while (n < max) {
+		field[n++] = line;
+		line = strchr(line, '\t');
+		if (!line)
+			break;
+		*line++ = '\0';
+	}
+	return n;
+}
+
+static int parse_number(const char *s, double *v)
+{
+	char *end;
+
+	*v = strtod(s, &end);
+	return end != s && !*end && isfinite(*v) && *v >= 0 ? 0 : -EINVAL;
+}
+
+int sim_qps_table_load_tsv(const char *path, struct sim_qps_table *t, struct coloc_err *err)
+{
+	static const char *const want[] = { "mix", "policy", "qos_qps", "p99_over_solo" };
+	int col[4] = { -1, -1, -1, -1 }, lineno = 0, ret = 0;
+	char line[TSV_LINE_MAX], *f[32];
+	FILE *in = fopen(path, "r");
+
+	*t = (struct sim_qps_table){ 0 };
+	if (!in)
+		return coloc_err_set(err, -errno, "%s: %m", path);
+	while (!ret && fgets(line, sizeof(line), in)) {
+		int n = split_tabs(line, f, 32);
+		double qps, p99;
+
+		if (!lineno++) {
+			for (int i = 0; i < n; i++)
+				for (int k = 0; k < 4; k++)
+					if (!strcmp(f[i], want[k]))
+						col[k] = i;
+			for (int k = 0; k < 4 && !ret; k++)
+				if (col[k] < 0)
+					ret = coloc_err_set(err, -EINVAL,
+							    "%s:1: the header has no column '%s' "
+							    "(want mix, policy, qos_qps, "
+							    "p99_over_solo, tab-separated)",
+							    path, want[k]);
+			continue;
+		}
+		if (!*f[0] && n == 1)
+			continue;
+		if (n <= col[0] || n <= col[1] || n <= col[2] || n <= col[3] ||
+		    parse_number(f[col[2]], &qps) || parse_number(f[col[3]], &p99)) {
+			ret = coloc_err_set(err, -EINVAL,
+					    "%s:%d: want a mix, a policy and two numbers >= 0 in "
+					    "the header's columns",
+					    path, lineno);
+			break;
+		}
+		ret = sim_qps_table_add(t, f[col[0]], f[col[1]], qps, p99, err);
+		if (ret)
+			coloc_err_prefix(err, "%s:%d", path, lineno);
+	}
+	if (!ret && !lineno)
+		ret = coloc_err_set(err, -EINVAL, "%s: empty, not even a header", path);
+	fclose(in);
+	if (ret)
+		sim_qps_table_free(t);
+	return ret;
+}
+
+/* -1, 0 or 1 as a is below, equal to or above b. */
+static int order(double a, double b)
+{
+	return (a > b) - (a < b);
+}
+
+int sim_fidelity_compare(const struct sim_qps_table *sim, const struct sim_qps_table *measured,
+			 double tolerance, struct sim_fidelity *f, struct coloc_err *err)
+{
+	*f = (struct sim_fidelity){ 0 };
+	f->row = calloc((size_t)(sim->nr ? sim->nr : 1), sizeof(*f->row));
+	f->mix = calloc((size_t)(sim->nr ? sim->nr : 1), sizeof(*f->mix));
+	if (!f->row || !f->mix) {
+		sim_fidelity_free(f);
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < sim->nr; i++) {
+		const struct sim_qps_cell *s = &sim->cell[i];
+		const struct sim_qps_cell *m = sim_qps_table_find(measured, s->mix, s->policy);
+		struct sim_fidelity_row *r = &f->row[f->nr_rows++];
+		struct sim_fidelity_mix *fm = NULL;
+
+		r->sim = s;
+		r->measured = m;
+		if (m && m->qps > 0) {
+			r->ratio = s->qps / m->qps;
+			r->within = fabs(r->ratio - 1.0) <= tolerance;
+			f->nr_compared++;
+			f->nr_within += r->within;
+		} else if (m) {
+			/* nothing passes in the measurement: only nothing in the simulation matches */
+			r->within = s->qps == 0;
+			f->nr_compared++;
+			f->nr_within += r->within;
+		}
+		for (int k = 0; k < f->nr_mixes; k++)
+			if (!strcmp(f->mix[k].mix, s->mix))
+				fm = &f->mix[k];
+		if (!fm) {
+			fm = &f->mix[f->nr_mixes++];
+			snprintf(fm->mix, sizeof(fm->mix), "%s", s->mix);
+		}
+		if (!m)
+			continue;
+		/* each pair of compared policies of the mix, once */
+		for (int k = 0; k < i; k++) {
+			const struct sim_qps_cell *s2 = &sim->cell[k], *m2;
+
+			if (strcmp(s2->mix, s->mix))
+				continue;
+			m2 = sim_qps_table_find(measured, s2->mix, s2->policy);
+			if (!m2)
+				continue;
+			fm->pairs++;
+			if (order(s->qps, s2->qps) * order(m->qps, m2->qps) < 0)
+				fm->discordant++;
+		}
+	}
+	for (int k = 0; k < f->nr_mixes; k++) {
+		f->mix[k].same_ranking = f->mix[k].pairs > 0 && !f->mix[k].discordant;
+		f->nr_mixes_same += f->mix[k].same_ranking;
+	}
+	return 0;
+}
+
+void sim_fidelity_free(struct sim_fidelity *f)
+{
+	free(f->row);
+	free(f->mix);
+	*f = (struct sim_fidelity){ 0 };
+}
