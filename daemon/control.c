@@ -552,6 +552,9 @@ static struct json_object *control_cores_json(struct colocd *d)
 
 		json_object_object_add(o, "cpu", json_object_new_int(cores[i].cpu));
 		json_object_object_add(o, "busy", json_object_new_boolean(cores[i].busy));
+		json_object_object_add(
+			o, "slowdown",
+			cores[i].slowdown > 0 ? json_object_new_double(cores[i].slowdown) : NULL);
 		/* os: the core runs several tenants' blocks at once, none holds it */
 		if (cores[i].shared) {
 			json_object_object_add(o, "shared", json_object_new_boolean(true));

@@ -724,9 +724,11 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->executor = cfg->executor ? strdup(cfg->executor) : NULL;
 	s->cache_dir = cfg->cache_dir ? strdup(cfg->cache_dir) : NULL;
 	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));
+	s->core_sig_ns = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_ns));
+	s->core_sig_now = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_now));
 	s->pqueries = calloc(s->max_queue_total, sizeof(*s->pqueries));
 	if ((cfg->executor && !s->executor) || (cfg->cache_dir && !s->cache_dir) || !s->core_sig ||
-	    !s->pqueries) {
+	    !s->core_sig_ns || !s->core_sig_now || !s->pqueries) {
 		ret = coloc_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -760,6 +762,8 @@ void serving_destroy(struct serving *s)
 	policy_destroy(s->policy);
 	free(s->pqueries);
 	free(s->core_sig);
+	free(s->core_sig_ns);
+	free(s->core_sig_now);
 	free(s->versions);
 	free(s->executor);
 	free(s->cache_dir);

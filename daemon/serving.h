@@ -186,6 +186,12 @@ struct serving_core_info {
 	int cpu;
 	bool busy;
 	/*
+	 * The interference level the policy sees on the core: recent blocks'
+	 * latency over their profiled alone latency, aged towards 1.0 while
+	 * none runs there; 0 before the first block.
+	 */
+	double slowdown;
+	/*
 	 * Under a policy that shares cores (os): nr_blocks blocks of as many
 	 * tenants run on the core at once, the kernel sharing it; tenant and
 	 * the fields below are then not set (no block holds the core).

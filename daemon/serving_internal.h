@@ -16,6 +16,13 @@
 #define SV_MAX_TENANTS POLICY_MAX_TENANTS
 #define SV_MAX_ROUNDS 16 /* decide calls per round before leaving the rest to the next event */
 #define SV_SLOWDOWN_WEIGHT 0.3 /* weight of a new block in a core's smoothed slowdown */
+/*
+ * A core's slowdown is evidence from the blocks that ran there; with none
+ * for this long, half of its excess over 1.0 is forgotten. Without it a
+ * policy that drops every query on a high reading would never see the
+ * reading fall again: only blocks that run update it.
+ */
+#define SV_SLOWDOWN_HALF_LIFE_NS 500000000ull
 #define SV_STOP_MS 100 /* an idle executor answers EXIT in microseconds */
 
 struct sv_query {
@@ -73,7 +80,9 @@ struct serving {
 	int cpus[POLICY_MAX_CPUS], nr_cpus;
 	char cores[8192]; /* cpus as a CPU list, for the executors */
 	int owner[POLICY_MAX_CPUS]; /* tenant whose block holds the CPU, or -1 */
-	struct policy_signal *core_sig; /* [POLICY_MAX_CPUS] */
+	struct policy_signal *core_sig; /* [POLICY_MAX_CPUS], as last measured */
+	uint64_t *core_sig_ns; /* [POLICY_MAX_CPUS]: when core_sig's slowdown was measured */
+	struct policy_signal *core_sig_now; /* [POLICY_MAX_CPUS]: aged to a round's now */
 
 	struct sv_tenant tenants[SV_MAX_TENANTS];
 	uint64_t next_uid, next_query_id;
@@ -106,6 +115,8 @@ void sv_finish_removal(struct serving *s, struct sv_tenant *t);
  * a completion callback, it only asks the running round to go again.
  */
 void sv_schedule(struct serving *s);
+/* Core c's slowdown as of now: its excess over 1.0 halves every half-life; 1.0 when none. */
+double sv_aged_slowdown(const struct serving *s, int c, uint64_t now);
 /* A block took ns: the per-core slowdown signal of its cores moves towards ns / alone. */
 void sv_update_slowdown(struct serving *s, const struct policy_decision *d, uint64_t ns);
 

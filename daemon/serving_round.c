@@ -6,8 +6,10 @@
  * for a tenant whose executor is busy: an executor runs one block at a
  * time), its output is checked, decisions start at once, drops complete.
  * Also the per-core slowdown signal, measured without a PMU: each finished
- * block's time over the table's alone time for it, smoothed per core.
+ * block's time over the table's alone time for it, smoothed per core from
+ * 1.0 and aged back towards 1.0 while no block runs there.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +43,31 @@ static bool tenant_serving(const struct sv_tenant *t)
 	       (t->state == SERVING_TENANT_READY || t->state == SERVING_TENANT_DRAINING);
 }
 
+double sv_aged_slowdown(const struct serving *s, int c, uint64_t now)
+{
+	const struct policy_signal *sig = &s->core_sig[c];
+
+	if (!(sig->live & POLICY_SIG_SLOWDOWN))
+		return 1.0;
+	if (now <= s->core_sig_ns[c])
+		return sig->slowdown;
+	return 1.0 + (sig->slowdown - 1.0) * exp2(-(double)(now - s->core_sig_ns[c]) /
+						  (double)SV_SLOWDOWN_HALF_LIFE_NS);
+}
+
+static void age_signals(struct serving *s, uint64_t now)
+{
+	for (int i = 0; i < s->nr_cpus; i++) {
+		int c = s->cpus[i];
+
+		s->core_sig_now[c] = s->core_sig[c];
+		s->core_sig_now[c].slowdown = sv_aged_slowdown(s, c, now);
+	}
+}
+
 static void build_input(struct serving *s, struct policy_input *in)
 {
+	uint64_t now = sv_now_ns();
 	int nq = 0, nr = 0;
 
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
@@ -68,7 +93,8 @@ static void build_input(struct serving *s, struct policy_input *in)
 								   .in_flight = q->in_flight };
 		}
 	}
-	*in = (struct policy_input){ .now_ns = sv_now_ns(),
+	age_signals(s, now);
+	*in = (struct policy_input){ .now_ns = now,
 				     .tenants = s->ptenants,
 				     .nr_tenants = SV_MAX_TENANTS,
 				     .queries = s->pqueries,
@@ -76,7 +102,7 @@ static void build_input(struct serving *s, struct policy_input *in)
 				     .running = s->running,
 				     .nr_running = nr,
 				     .free = &s->free,
-				     .cores = s->core_sig };
+				     .cores = s->core_sig_now };
 }
 
 static struct sv_query *find_query(struct sv_tenant *t, uint64_t id)
@@ -214,6 +240,7 @@ void sv_schedule(struct serving *s)
 
 void sv_update_slowdown(struct serving *s, const struct policy_decision *d, uint64_t ns)
 {
+	uint64_t now = sv_now_ns();
 	double ratio;
 
 	if (!d->alone_ns || !ns)
@@ -223,10 +250,10 @@ void sv_update_slowdown(struct serving *s, const struct policy_decision *d, uint
 	     c = policy_cpuset_next(&d->cores, c + 1)) {
 		struct policy_signal *sig = &s->core_sig[c];
 
-		sig->slowdown = sig->live & POLICY_SIG_SLOWDOWN ?
-					(1 - SV_SLOWDOWN_WEIGHT) * sig->slowdown +
-						SV_SLOWDOWN_WEIGHT * ratio :
-					ratio;
+		/* from the prior (1.0) on the first block: one block is not a level */
+		sig->slowdown = (1 - SV_SLOWDOWN_WEIGHT) * sv_aged_slowdown(s, c, now) +
+				SV_SLOWDOWN_WEIGHT * ratio;
 		sig->live |= POLICY_SIG_SLOWDOWN;
+		s->core_sig_ns[c] = now;
 	}
 }

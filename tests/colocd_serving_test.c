@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
@@ -705,6 +706,65 @@ TEST_F_TIMEOUT(wire, coloc__two_tenants_meet_a_generous_qos_an_impossible_one_is
 	free(got);
 }
 
+/* Each core's slowdown in status, or 0 where none was measured; the number of cores. */
+static int core_levels(FIXTURE_DATA(wire) * self, double *level, int max)
+{
+	struct json_object *r = call(self, "{\"cmd\":\"status\"}"), *arr, *v;
+	int n = 0;
+
+	if (is_ok(r) && json_object_object_get_ex(r, "cores", &arr))
+		for (n = 0; n < (int)json_object_array_length(arr) && n < max; n++) {
+			struct json_object *c = json_object_array_get_idx(arr, (size_t)n);
+
+			level[n] = json_object_object_get_ex(c, "slowdown", &v) && v ?
+					   json_object_get_double(v) :
+					   0;
+		}
+	json_object_put(r);
+	return n;
+}
+
+TEST_F_TIMEOUT(wire, coloc__a_cores_level_is_measured_by_blocks_then_fades_to_alone_when_idle, 600)
+{
+	const char *coloc[] = { "--policy", "coloc", NULL };
+	double before[COLOC_MAX_CPUS], after[COLOC_MAX_CPUS];
+	struct coloc_infer_result res;
+	int n, measured = 0;
+	float *got;
+
+	ASSERT_TRUE(restart_with(self, coloc));
+	ASSERT_TRUE(submit_ready(self, "a"));
+	n = core_levels(self, before, COLOC_MAX_CPUS);
+	ASSERT_LT(0, n);
+	for (int c = 0; c < n; c++) {
+		EXPECT_EQ(0, before[c]) TH_LOG("cpu index %d has a level before any block", c);
+	}
+	got = malloc(self->out_bytes);
+	ASSERT_NE(NULL, got);
+	for (int i = 0; i < 10; i++) {
+		ASSERT_EQ(0, coloc_client_infer_send(self->c, "a", (uint64_t)i, self->input,
+						     self->in_bytes));
+		ASSERT_EQ(1, coloc_client_infer_recv(self->c, &res, got, self->out_bytes, -1));
+		ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+	}
+	free(got);
+	ASSERT_EQ(n, core_levels(self, before, COLOC_MAX_CPUS));
+	/* two half-lives (500 ms each) with no block: at most a quarter of the excess is left */
+	usleep(1000 * 1000);
+	ASSERT_EQ(n, core_levels(self, after, COLOC_MAX_CPUS));
+	for (int c = 0; c < n; c++) {
+		if (!before[c])
+			continue;
+		measured++;
+		EXPECT_LT(0, after[c]);
+		EXPECT_LE(fabs(after[c] - 1.0), fabs(before[c] - 1.0) / 4 + 1e-9)
+		TH_LOG("cpu index %d: level %.4f, then %.4f after 1 s idle", c, before[c],
+		       after[c]);
+		EXPECT_EQ(before[c] >= 1.0, after[c] >= 1.0);
+	}
+	EXPECT_LT(0, measured) TH_LOG("no core had a level after 10 queries");
+}
+
 /* A raw connection, its frames written by hand. */
 static int raw_send(int fd, const void *buf, size_t len)
 {
@@ -1257,7 +1317,7 @@ TEST_F_TIMEOUT(wire, colocctl__top_frames_show_tenant_and_cores, 600)
 	frames[1][-1] = '\0'; /* the first frame ends where the second starts */
 	TH_LOG("first frame:\n%s", frames[0]);
 	for (int f = 0; f < 2; f++) {
-		const char *core_table = strstr(frames[f], "\n CPU  BUSY% TENANT");
+		const char *core_table = strstr(frames[f], "\n CPU  BUSY% LEVEL TENANT");
 		double v[11];
 
 		EXPECT_NE(NULL, strstr(frames[f], "\nmachine: ")) TH_LOG("%s", frames[f]);

@@ -619,20 +619,26 @@ static void ctl_print_cores(struct json_object *status, struct json_object *sign
 	json_object_object_get_ex(status, "cores", &arr);
 	n = arr ? json_object_array_length(arr) : 0;
 	if (signals)
-		printf("\n%4s %6s %-16s %8s %9s  %s\n", "CPU", "BUSY%", "TENANT", "QUERY", "LAYERS",
-		       "VERSIONS");
+		printf("\n%4s %6s %5s %-16s %8s %9s  %s\n", "CPU", "BUSY%", "LEVEL", "TENANT",
+		       "QUERY", "LAYERS", "VERSIONS");
 	else
-		printf("\n%4s %-16s %8s %9s  %s\n", "CPU", "TENANT", "QUERY", "LAYERS", "VERSIONS");
+		printf("\n%4s %5s %-16s %8s %9s  %s\n", "CPU", "LEVEL", "TENANT", "QUERY", "LAYERS",
+		       "VERSIONS");
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *c = json_object_array_get_idx(arr, i), *v;
 		int cpu = (int)ctl_json_num(c, "cpu");
-		double busy = ctl_cpu_busy(signals, cpu);
+		double busy = ctl_cpu_busy(signals, cpu), level;
 
 		printf("%4d", cpu);
 		if (signals && busy >= 0)
 			printf(" %6.1f", 100 * busy);
 		else if (signals)
 			printf(" %6s", "-");
+		/* the interference level the policy sees there, once a block ran there */
+		if (ctl_get_double(c, "slowdown", &level))
+			printf(" %5.2f", level);
+		else
+			printf(" %5s", "-");
 		if (json_object_object_get_ex(c, "shared", &v) && json_object_get_boolean(v)) {
 			printf(" (shared by the kernel: %.0f blocks on it)\n",
 			       ctl_json_num(c, "blocks"));
