@@ -111,9 +111,9 @@ PASS_FRACTION=0.95
 SEED=1
 DRAIN_S=1 # QoS is at most a few hundred ms: an answer later than this misses anyway
 if [ "$QUICK" = 1 ]; then
-	GROW=2 BISECT=1 MIN_QUERIES=15 MIN_S=3 MAX_S=6 WARMUP_S=1
+	GROW=2 BISECT=1 MIN_QUERIES=15 MIN_S=3 MAX_S=5 WARMUP_S=1
 else
-	GROW=1.5 BISECT=4 MIN_QUERIES=100 MIN_S=10 MAX_S=120 WARMUP_S=3
+	GROW=1.5 BISECT=3 MIN_QUERIES=60 MIN_S=8 MAX_S=30 WARMUP_S=2
 fi
 
 # shellcheck source=tools/colocd-lib.sh
