@@ -7,8 +7,9 @@
 # BPF attribution of the tenants' executors and, halfway through the first load,
 # which block holds each core (core_owner), drives both with coloc-load
 # (open-loop Poisson arrivals, MLPerf's server scenario), and repeats the same
-# load (same seed, same rates) under each of colocd's policies to compare
-# them. colocd is stopped with SIGTERM each time and must exit 0 and leave no
+# load (same seed, same rates) under coloc's policy and the two baselines
+# operators have without it: os (every tenant on all cores, the kernel
+# sharing them) and static (a fixed equal share of the cores each). colocd is stopped with SIGTERM each time and must exit 0 and leave no
 # pin or socket behind.
 set -euo pipefail
 
@@ -16,10 +17,10 @@ set -euo pipefail
 . "$(dirname "$0")/colocd-lib.sh"
 colocd_lib_init demo
 MODELS=(mobilenet_v2 resnet50)
-POLICIES=(fcfs static temporal)
-# Each tenant offers this share of the machine at its solo speed; both
-# together leave room, so differences come from the policies.
-LOAD_SHARE=0.15
+POLICIES=(coloc os static)
+# Each tenant offers this share of the machine at its solo speed: together
+# half of it, enough for the policies to differ, with room to meet QoS.
+LOAD_SHARE=0.25
 SEED=1
 WARMUP_S=2
 DURATION_S=20
@@ -120,9 +121,11 @@ echo "  coloc-load's own CPU:"
 for p in "${POLICIES[@]}"; do
 	printf '    %-9s %s\n' "$p" "$(sed -nE "s/^coloc-load's own CPU: //p" "$WORK/load-$p.txt")"
 done
-echo "  The 'os' baseline (Linux alone, no coloc policy) and coloc's own policy"
-echo "  (VELTAIR/Abacus) arrive with the scheduler issue. Measured on a shared,"
-echo "  loaded machine: compare the policies side by side, not with other runs."
+echo "  coloc: VELTAIR's layer blocks and versions, Abacus's prediction and headroom"
+echo "  order; os: no coloc, each tenant on all cores, the kernel sharing them;"
+echo "  static: half the cores each. One run per policy on a 2-core machine: compare"
+echo "  them side by side, not with other runs; make bench-qos searches each one's"
+echo "  highest load within QoS on four mixes."
 
 echo
 echo "demo done in $((SECONDS - start)) s"
