@@ -348,56 +348,6 @@ TEST_F(sim, run__static_co_runners_on_one_llc_domain_slow_each_other)
 }
 
 /*
- * The `os` baseline's rule, for the simulator's time-shared cores while
- * the real entry is not in this branch's policy table: every tenant FCFS,
- * its earliest queued query (when none of its own is in flight) on all the
- * machine's cores, whatever else runs there. Built from the policy
- * library's own pieces; policy_find("os") is used instead when it exists.
- */
-static int os_rule_decide(void *state, const struct policy_config *cfg,
-			  const struct policy_input *in, struct policy_output *out,
-			  struct coloc_err *err)
-{
-	(void)state;
-	for (int t = 0; t < in->nr_tenants; t++) {
-		const struct policy_query *q = NULL;
-
-		if (!in->tenants[t].model || policy_tenant_in_flight(in, t))
-			continue;
-		while ((q = policy_earliest_queued(in, t, q))) {
-			/* every tenant sees all the cores: a fresh copy each, not what others took */
-			struct policy_cpuset free = *in->free;
-			int r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, &free, out,
-							 err);
-
-			if (r < 0)
-				return r;
-			if (r == POLICY_OUT_FULL)
-				return 0;
-			if (r != POLICY_DROPPED)
-				break;
-		}
-	}
-	return 0;
-}
-
-static const struct policy_entry os_rule = {
-	.name = "os-rule",
-	.description = "test: every tenant FCFS on all cores, cores time-shared",
-	.shares_cores = true,
-	.create = policy_stateless_create,
-	.decide = os_rule_decide,
-	.destroy = policy_stateless_destroy,
-};
-
-static const struct policy_entry *sharing_policy(void)
-{
-	const struct policy_entry *os = policy_find("os");
-
-	return os && os->shares_cores ? os : &os_rule;
-}
-
-/*
  * Time-shared cores: one core, the one-layer model (10 ms alone), two
  * tenants, each core processor-shared among its blocks.
  *  - both arrive at 0: both run at half speed from 0, both end at 20 ms
@@ -419,9 +369,9 @@ TEST_F(sim, run__shared_core_two_queries_each_take_twice_the_solo_time)
 	struct mem_trace mt;
 	struct sim_params p;
 
-	TH_LOG("policy %s", sharing_policy()->name);
+	ASSERT_TRUE(policy_find("os")->shares_cores);
 	mem_trace_init(&mt, 2, both, who);
-	p = small_params(sharing_policy(), 1, 1, t, 2, &mt.trace, self->w);
+	p = small_params(policy_find("os"), 1, 1, t, 2, &mt.trace, self->w);
 	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(2, self->w->nr_b);
 	ASSERT_EQ(0, self->w->b[0].start_ns);
@@ -455,7 +405,7 @@ TEST_F(sim, run__shared_cores_hold_more_blocks_than_cores)
 	for (int i = 0; i < 8; i++)
 		t[i] = (struct sim_tenant){ .model = &two_layers, .qos_ns = 1000 * MS, .share = 1 };
 	mem_trace_init(&mt, 8, at, who);
-	p = small_params(sharing_policy(), 2, 2, t, 8, &mt.trace, self->w);
+	p = small_params(policy_find("os"), 2, 2, t, 8, &mt.trace, self->w);
 	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(8, self->w->nr_q);
 	for (int i = 0; i < 8; i++)
@@ -866,11 +816,9 @@ TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 	const struct policy_entry *pols[64];
 	int runs = 0, nr_pols = 0;
 
-	/* every policy of the table, and the os rule while `os` is not in it */
-	for (int i = 0; policy_entry_at(i) && nr_pols < 63; i++)
+	/* every policy of the table, os (cores shared) among them */
+	for (int i = 0; policy_entry_at(i) && nr_pols < 64; i++)
 		pols[nr_pols++] = policy_entry_at(i);
-	if (!policy_find("os"))
-		pols[nr_pols++] = &os_rule;
 
 	NEED_VELTAIR(dir);
 	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
