@@ -59,6 +59,9 @@
 /* A tenant's cache covers tables up to these sizes; larger ones are read directly. */
 #define COLOC_CACHE_LAYERS 1024
 #define COLOC_CACHE_CELLS 8192
+/* A round sorts up to this many queries by tenant; with more, each look-up reads them all. */
+#define COLOC_MAX_QUEUED 4096
+#define CPU_WORDS (POLICY_MAX_CPUS / 64)
 
 struct coloc_cell {
 	uint64_t gen; /* valid when it is the cache's generation */
@@ -102,6 +105,8 @@ struct coloc_state {
 	int nr_online;
 	struct coloc_tenant t[POLICY_MAX_TENANTS];
 	struct coloc_cache cache[POLICY_MAX_TENANTS];
+	const struct policy_query
+		*queued[COLOC_MAX_QUEUED]; /* a round's, by tenant (struct round) */
 };
 
 double policy_coloc_threshold(int total_cores, double sum_avg, double avg)
@@ -193,17 +198,15 @@ static inline int layer_cell(const struct coloc_state *st, struct coloc_tenant *
 	return e->ver;
 }
 
-/* Layer l's cells of cache c with their running minimum (min_ns) and its fastest count filled. */
-static const struct coloc_cell *cache_row(const struct coloc_state *st, struct coloc_tenant *ct,
-					  struct coloc_cache *c, int l, double pos)
+/* Fills layer l's running minimum (min_ns) in cache c and its fastest count. */
+static void cache_row_fill(const struct coloc_state *st, struct coloc_tenant *ct,
+			   struct coloc_cache *c, int l, double pos)
 {
 	int nc = ct->model->nr_core_counts;
 	struct coloc_cell *e = &c->cell[l * nc];
 	struct coloc_row *row = &c->row[l];
 	uint64_t min_ns = 0;
 
-	if (row->gen == c->gen)
-		return e;
 	row->fastest = 0;
 	for (int ci = 0; ci < nc; ci++) {
 		uint64_t ns;
@@ -216,7 +219,16 @@ static const struct coloc_cell *cache_row(const struct coloc_state *st, struct c
 		e[ci].min_ns = min_ns ? (double)min_ns : NAN;
 	}
 	row->gen = c->gen;
-	return e;
+}
+
+/* Layer l's cells of cache c with their running minimum (min_ns) and its fastest count filled. */
+static inline const struct coloc_cell *cache_row(const struct coloc_state *st,
+						 struct coloc_tenant *ct, struct coloc_cache *c,
+						 int l, double pos)
+{
+	if (c->row[l].gen != c->gen)
+		cache_row_fill(st, ct, c, l, pos);
+	return &c->cell[l * ct->model->nr_core_counts];
 }
 
 /* The shares of layers first.. summed in order (kept per tenant: the same sum, bit for bit). */
@@ -387,27 +399,67 @@ static double core_slowdown(const struct policy_config *cfg, const struct policy
 	return 1.0;
 }
 
-static double free_level(const struct policy_config *cfg, const struct policy_input *in,
-			 const struct policy_cpuset *free)
-{
-	double sum = 0;
-	int n = 0;
-
-	for (int c = policy_cpuset_next(free, 0); c >= 0; c = policy_cpuset_next(free, c + 1)) {
-		sum += core_slowdown(cfg, in, c);
-		n++;
-	}
-	return n && sum / n > 1.0 ? sum / n : 1.0;
-}
-
 struct round {
 	struct policy_cpuset free;
+	int nr_free; /* cores in free */
 	int busy[POLICY_MAX_CPUS]; /* busy cores per LLC domain */
 	double level;
 	double thres[POLICY_MAX_TENANTS];
 	const struct policy_query *head[POLICY_MAX_TENANTS];
 	bool done[POLICY_MAX_TENANTS];
+	bool in_flight[POLICY_MAX_TENANTS]; /* a block of the tenant runs */
+	/*
+	 * When sorted, tenant t's queued queries in input order are
+	 * st->queued[at[t] .. at[t] + nr[t]): finding a tenant's next query
+	 * reads its own queries, not the whole queue, and sees them in the
+	 * same order.
+	 */
+	bool sorted;
+	int at[POLICY_MAX_TENANTS], nr[POLICY_MAX_TENANTS];
 };
+
+/* The mean slowdown of r's free cores, at least 1.0, in CPU order; counts them in r->nr_free. */
+static double free_level(const struct policy_config *cfg, const struct policy_input *in,
+			 struct round *r)
+{
+	double sum = 0;
+	int n = 0;
+
+	for (int w = 0; w < CPU_WORDS; w++)
+		for (uint64_t bits = r->free.bits[w]; bits; bits &= bits - 1) {
+			sum += core_slowdown(cfg, in, w * 64 + __builtin_ctzll(bits));
+			n++;
+		}
+	r->nr_free = n;
+	return n && sum / n > 1.0 ? sum / n : 1.0;
+}
+
+/* What a round starts from: busy cores per domain, the level, the tenants running, the queue sorted. */
+static void round_init(struct coloc_state *st, const struct policy_config *cfg,
+		       const struct policy_input *in, struct round *r)
+{
+	int fill[POLICY_MAX_TENANTS];
+
+	for (int w = 0; w < CPU_WORDS; w++)
+		for (uint64_t bits = cfg->online.bits[w] & ~r->free.bits[w]; bits; bits &= bits - 1)
+			r->busy[cfg->llc[w * 64 + __builtin_ctzll(bits)]]++;
+	r->level = free_level(cfg, in, r);
+	for (int i = 0; i < in->nr_running; i++)
+		r->in_flight[in->running[i].tenant] = true;
+	r->sorted = in->nr_queries <= COLOC_MAX_QUEUED;
+	if (!r->sorted)
+		return;
+	for (int i = 0; i < in->nr_queries; i++)
+		if (!in->queries[i].in_flight)
+			r->nr[in->queries[i].tenant]++;
+	for (int t = 0; t < in->nr_tenants; t++) {
+		r->at[t] = t ? r->at[t - 1] + r->nr[t - 1] : 0;
+		fill[t] = r->at[t];
+	}
+	for (int i = 0; i < in->nr_queries; i++)
+		if (!in->queries[i].in_flight)
+			st->queued[fill[in->queries[i].tenant]++] = &in->queries[i];
+}
 
 /* Grants n cores from r->free, least busy LLC domains first. */
 static void grant_cores(const struct policy_config *cfg, const struct policy_input *in,
@@ -415,31 +467,39 @@ static void grant_cores(const struct policy_config *cfg, const struct policy_inp
 {
 	policy_cpuset_zero(cores);
 	while (n > 0) {
-		int best = -1;
+		int best = -1, prev = -1;
 		double best_slow = 0;
 
-		for (int c = policy_cpuset_next(&r->free, 0); c >= 0;
-		     c = policy_cpuset_next(&r->free, c + 1)) {
-			int d = cfg->llc[c];
-			double slow = in->domains && (in->domains[d].live & POLICY_SIG_SLOWDOWN) ?
-					      in->domains[d].slowdown :
-					      1.0;
+		for (int w = 0; w < CPU_WORDS; w++)
+			for (uint64_t bits = r->free.bits[w]; bits; bits &= bits - 1) {
+				int d = cfg->llc[w * 64 + __builtin_ctzll(bits)];
+				double slow;
 
-			if (best < 0 || r->busy[d] < r->busy[best] ||
-			    (r->busy[d] == r->busy[best] && slow < best_slow)) {
-				best = d;
-				best_slow = slow;
+				/* the next core of the domain just compared compares the same */
+				if (d == prev)
+					continue;
+				prev = d;
+				slow = in->domains && (in->domains[d].live & POLICY_SIG_SLOWDOWN) ?
+					       in->domains[d].slowdown :
+					       1.0;
+				if (best < 0 || r->busy[d] < r->busy[best] ||
+				    (r->busy[d] == r->busy[best] && slow < best_slow)) {
+					best = d;
+					best_slow = slow;
+				}
 			}
-		}
-		for (int c = policy_cpuset_next(&r->free, 0); c >= 0 && n > 0;
-		     c = policy_cpuset_next(&r->free, c + 1)) {
-			if (cfg->llc[c] != best)
-				continue;
-			policy_cpuset_set(cores, c);
-			policy_cpuset_clear(&r->free, c);
-			r->busy[best]++;
-			n--;
-		}
+		for (int w = 0; w < CPU_WORDS && n > 0; w++)
+			for (uint64_t bits = r->free.bits[w]; bits && n > 0; bits &= bits - 1) {
+				int c = w * 64 + __builtin_ctzll(bits);
+
+				if (cfg->llc[c] != best)
+					continue;
+				policy_cpuset_set(cores, c);
+				policy_cpuset_clear(&r->free, c);
+				r->nr_free--;
+				r->busy[best]++;
+				n--;
+			}
 	}
 }
 
@@ -454,13 +514,15 @@ static bool before(const struct coloc_state *st, const struct policy_query *a,
 
 /* Tenant t's first queued query in the policy's order after `after` (NULL: from the start). */
 static const struct policy_query *next_query(const struct coloc_state *st,
-					     const struct policy_input *in, int t,
-					     const struct policy_query *after)
+					     const struct policy_input *in, const struct round *r,
+					     int t, const struct policy_query *after)
 {
 	const struct policy_query *best = NULL;
+	int n = r->sorted ? r->nr[t] : in->nr_queries;
 
-	for (int i = 0; i < in->nr_queries; i++) {
-		const struct policy_query *q = &in->queries[i];
+	for (int i = 0; i < n; i++) {
+		const struct policy_query *q =
+			r->sorted ? st->queued[r->at[t] + i] : &in->queries[i];
 
 		if (q->tenant != t || q->in_flight || (after && !before(st, after, q)))
 			continue;
@@ -470,27 +532,91 @@ static const struct policy_query *next_query(const struct coloc_state *st,
 	return best;
 }
 
-/* The end of q's next block: the next pivot after next_layer, per the flags' unit. */
+/*
+ * Whether layer l's core need (layer_need() of its budget b, on its cached
+ * row e) is below count index n, without searching: the first count that
+ * fits is below n exactly when the running minimum at n - 1 fits (it only
+ * falls with the count), and when no count fits the need is the fastest.
+ */
+static bool need_below(const struct coloc_cache *c, const struct coloc_cell *e, int nc, int l,
+		       double b, int n)
+{
+	if (n <= 0)
+		return false;
+	if (e[n - 1].min_ns <= b)
+		return true;
+	return !(e[nc - 1].min_ns <= b) && c->row[l].fastest < n;
+}
+
+/* The first count index whose count is above limit (a need there makes a pivot); nc when none. */
+static int pivot_index(const struct policy_model *m, double limit)
+{
+	int lo = 0, hi = m->nr_core_counts;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (m->core_counts[mid] > limit)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/*
+ * The end of q's next block: the next pivot after next_layer, per the flags'
+ * unit. Also the block's budget (its layers' budgets summed in layer order)
+ * and the least core need among its layers (0 unless blocks are cut).
+ */
 static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
 		     const struct policy_model *m, int first, double scale, double thres,
-		     double pos, int *min_need)
+		     double pos, int *min_need, double *budget)
 {
 	double limit = ct->avg_need + thres;
-	int l;
+	struct coloc_cache *c = cache_at(ct, pos);
+	int nc = m->nr_core_counts, pivot, l;
 
 	*min_need = 0;
-	if (st->flags.unit == COLOC_UNIT_MODEL)
-		return m->nr_layers;
-	if (st->flags.unit == COLOC_UNIT_LAYER)
-		return first + 1;
-	*min_need = layer_need(st, ct, first, scale * layer_share(ct, m, first), pos);
-	for (l = first + 1; l < m->nr_layers; l++) {
-		int need = layer_need(st, ct, l, scale * layer_share(ct, m, l), pos);
+	*budget = 0;
+	if (st->flags.unit != COLOC_UNIT_BLOCK) {
+		int last = st->flags.unit == COLOC_UNIT_MODEL ? m->nr_layers : first + 1;
 
-		if (m->core_counts[need] > limit)
+		for (l = first; l < last; l++)
+			*budget += scale * layer_share(ct, m, l);
+		return last;
+	}
+	*budget += scale * layer_share(ct, m, first);
+	*min_need = layer_need(st, ct, first, scale * layer_share(ct, m, first), pos);
+	if (!c) {
+		for (l = first + 1; l < m->nr_layers; l++) {
+			double b = scale * layer_share(ct, m, l);
+			int need = layer_need(st, ct, l, b, pos);
+
+			if (m->core_counts[need] > limit)
+				break;
+			*budget += b;
+			if (need < *min_need)
+				*min_need = need;
+		}
+		return l;
+	}
+	/*
+	 * A layer is a pivot when its need is at or above the first count over
+	 * the limit; it lowers the block's least need when below it. Both are
+	 * comparisons on the layer's cached row; a need is searched only when
+	 * it is the new least.
+	 */
+	pivot = pivot_index(m, limit);
+	for (l = first + 1; l < m->nr_layers; l++) {
+		double b = scale * c->share[l];
+		const struct coloc_cell *e = cache_row(st, ct, c, l, pos);
+
+		if (!need_below(c, e, nc, l, b, pivot))
 			break;
-		if (need < *min_need)
-			*min_need = need;
+		*budget += b;
+		if (need_below(c, e, nc, l, b, *min_need))
+			*min_need = layer_need(st, ct, l, b, pos);
 	}
 	return l;
 }
@@ -512,7 +638,8 @@ static uint64_t rest_of_model(const struct coloc_state *st, struct coloc_tenant 
  * each costs a pass over the queue, and a long queue is late anyway.
  */
 static double budget_scale(const struct coloc_state *st, const struct policy_input *in,
-			   const struct coloc_tenant *ct, const struct policy_query *q)
+			   const struct round *r, const struct coloc_tenant *ct,
+			   const struct policy_query *q)
 {
 	const struct policy_model *m = in->tenants[q->tenant].model;
 	double rest, head = 0;
@@ -521,7 +648,7 @@ static double budget_scale(const struct coloc_state *st, const struct policy_inp
 	if (!st->flags.headroom_budget)
 		return (double)in->tenants[q->tenant].qos_ns;
 	for (const struct policy_query *p = q; p && i <= COLOC_LOOKAHEAD;
-	     p = next_query(st, in, q->tenant, p), i++) {
+	     p = next_query(st, in, r, q->tenant, p), i++) {
 		double h =
 			p->deadline_ns > in->now_ns ? (double)(p->deadline_ns - in->now_ns) / i : 0;
 
@@ -543,10 +670,10 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	double level = st->flags.use_level ? r->level : 1.0;
 	double pos = policy_model_level_pos(m, level);
 	double corr = st->flags.predict ? ct->corr : 1.0;
-	int max_count = policy_cpuset_count(&r->free);
+	int max_count = r->nr_free;
 	int max_ci = policy_model_core_index(m, max_count);
 	int first = q->next_layer, last, ci;
-	double budget = 0, scale;
+	double budget, scale;
 	int min_need;
 	uint64_t raw_ns = 0;
 	struct policy_decision *d;
@@ -588,13 +715,11 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 				       policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
 	}
 
-	scale = budget_scale(st, in, ct, q);
-	last = block_end(st, ct, m, first, scale, r->thres[q->tenant], pos, &min_need);
+	scale = budget_scale(st, in, r, ct, q);
+	last = block_end(st, ct, m, first, scale, r->thres[q->tenant], pos, &min_need, &budget);
 	if (out->nr_decisions >= out->max_decisions ||
 	    out->nr_versions + (last - first) > out->max_versions)
 		return POLICY_OUT_FULL;
-	for (int l = first; l < last; l++)
-		budget += scale * layer_share(ct, m, l);
 	/*
 	 * The fewest cores whose block latency fits its budget, else the
 	 * fastest that is free. Each try writes its versions into the pool and
@@ -670,20 +795,16 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 	struct round r = { .free = *in->free };
 	double sum_avg = 0;
 
-	for (int c = policy_cpuset_next(&cfg->online, 0); c >= 0;
-	     c = policy_cpuset_next(&cfg->online, c + 1))
-		if (!policy_cpuset_test(in->free, c))
-			r.busy[cfg->llc[c]]++;
-	r.level = free_level(cfg, in, in->free);
+	round_init(st, cfg, in, &r);
 	for (int t = 0; t < in->nr_tenants; t++) {
 		r.done[t] = true;
 		if (!in->tenants[t].model)
 			continue;
-		if (!policy_tenant_in_flight(in, t)) {
-			r.head[t] = next_query(st, in, t, NULL);
+		if (!r.in_flight[t]) {
+			r.head[t] = next_query(st, in, &r, t, NULL);
 			r.done[t] = !r.head[t];
 		}
-		if (!r.done[t] || policy_tenant_in_flight(in, t))
+		if (!r.done[t] || r.in_flight[t])
 			sum_avg += tenant_state(st, in, t)->avg_need;
 	}
 	for (int t = 0; t < in->nr_tenants; t++)
@@ -706,7 +827,7 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 		if (ret == POLICY_OUT_FULL)
 			return 0;
 		if (ret == POLICY_DROPPED) {
-			r.head[t] = next_query(st, in, t, r.head[t]);
+			r.head[t] = next_query(st, in, &r, t, r.head[t]);
 			r.done[t] = !r.head[t];
 		} else {
 			r.done[t] = true;
