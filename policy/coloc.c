@@ -52,6 +52,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "policy_impl.h"
 
 #define COLOC_ALPHA 0.3
@@ -88,6 +89,10 @@ struct coloc_cache {
 	/* [layer * nr_core_counts + ci], layer 0 .. nr_layers */
 	uint64_t sum_before[COLOC_CACHE_CELLS + POLICY_MAX_CORE_COUNTS];
 	uint32_t bad_before[COLOC_CACHE_CELLS + POLICY_MAX_CORE_COUNTS];
+	/* the same running sums of the chosen versions' latency alone (level column 0) */
+	uint64_t alone_before[COLOC_CACHE_CELLS + POLICY_MAX_CORE_COUNTS];
+	/* [ci * nr_layers + layer]: the chosen version, a column's layers side by side */
+	uint8_t ver_col[COLOC_CACHE_CELLS];
 };
 
 struct coloc_tenant {
@@ -324,29 +329,39 @@ static struct coloc_tenant *tenant_state(struct coloc_state *st, const struct po
 	return ct;
 }
 
-/* Fills column ci of cache c: per layer the latency of the layers before it, and how many lack a version. */
+/*
+ * Fills column ci of cache c: per layer the latency of the layers before it
+ * (at the level and alone, in the versions chosen), how many lack a version,
+ * and the versions side by side.
+ */
 static void cache_column(const struct coloc_state *st, struct coloc_tenant *ct,
 			 struct coloc_cache *c, int ci, double pos)
 {
 	const struct policy_model *m = ct->model;
 	int nc = m->nr_core_counts, l;
-	uint64_t sum = 0;
+	uint64_t sum = 0, alone = 0;
 	uint32_t bad = 0;
 
 	if (c->col[ci] == c->gen)
 		return;
 	for (l = 0; l < m->nr_layers; l++) {
 		uint64_t ns;
+		int ver = layer_cell(st, ct, l, ci, pos, &ns);
 
 		c->sum_before[l * nc + ci] = sum;
 		c->bad_before[l * nc + ci] = bad;
-		if (layer_cell(st, ct, l, ci, pos, &ns) < 0 || !ns)
+		c->alone_before[l * nc + ci] = alone;
+		c->ver_col[ci * m->nr_layers + l] = (uint8_t)ver;
+		if (ver < 0 || !ns) {
 			bad++;
-		else
+		} else {
 			sum += ns;
+			alone += policy_model_cell(m, l, ver, ci, 0);
+		}
 	}
 	c->sum_before[l * nc + ci] = sum;
 	c->bad_before[l * nc + ci] = bad;
+	c->alone_before[l * nc + ci] = alone;
 	c->col[ci] = c->gen;
 }
 
@@ -372,8 +387,9 @@ static uint64_t span_ns(const struct coloc_state *st, struct coloc_tenant *ct, i
 		sum = c->sum_before[last * nc + ci] - c->sum_before[first * nc + ci];
 		if (stop > 0 && (double)sum > stop)
 			return sum;
-		for (int l = first; v && l < last; l++)
-			v[l - first] = (uint8_t)c->cell[l * nc + ci].ver;
+		if (v)
+			memcpy(v, &c->ver_col[ci * ct->model->nr_layers + first],
+			       (size_t)(last - first));
 		return sum;
 	}
 	for (int l = first; l < last && !(stop > 0 && (double)sum > stop); l++) {
@@ -386,6 +402,30 @@ static uint64_t span_ns(const struct coloc_state *st, struct coloc_tenant *ct, i
 			v[l - first] = (uint8_t)ver;
 		sum += ns;
 	}
+	return sum;
+}
+
+/*
+ * Table latency alone (level column 0) of layers [first, last) on
+ * core_counts[ci] in versions v, which span_ns() wrote at (ci, pos).
+ */
+static uint64_t span_alone_ns(const struct coloc_state *st, struct coloc_tenant *ct, int first,
+			      int last, int ci, double pos, const uint8_t *v)
+{
+	const struct policy_model *m = ct->model;
+	struct coloc_cache *c = cache_at(ct, pos);
+	uint64_t sum = 0;
+
+	if (c && ci >= 0) {
+		int nc = m->nr_core_counts;
+
+		cache_column(st, ct, c, ci, pos);
+		/* every layer has its version there, so v holds the column's */
+		if (c->bad_before[last * nc + ci] == c->bad_before[first * nc + ci])
+			return c->alone_before[last * nc + ci] - c->alone_before[first * nc + ci];
+	}
+	for (int l = first; l < last; l++)
+		sum += policy_model_cell(m, l, v[l - first], ci, 0);
 	return sum;
 }
 
@@ -575,7 +615,8 @@ static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
 {
 	double limit = ct->avg_need + thres;
 	struct coloc_cache *c = cache_at(ct, pos);
-	int nc = m->nr_core_counts, pivot, l;
+	int nc = m->nr_core_counts, pivot, least, l;
+	double sum;
 
 	*min_need = 0;
 	*budget = 0;
@@ -608,16 +649,20 @@ static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
 	 * it is the new least.
 	 */
 	pivot = pivot_index(m, limit);
+	least = *min_need;
+	sum = *budget;
 	for (l = first + 1; l < m->nr_layers; l++) {
 		double b = scale * c->share[l];
 		const struct coloc_cell *e = cache_row(st, ct, c, l, pos);
 
 		if (!need_below(c, e, nc, l, b, pivot))
 			break;
-		*budget += b;
-		if (need_below(c, e, nc, l, b, *min_need))
-			*min_need = layer_need(st, ct, l, b, pos);
+		sum += b;
+		if (need_below(c, e, nc, l, b, least))
+			least = layer_need(st, ct, l, b, pos);
 	}
+	*min_need = least;
+	*budget = sum;
 	return l;
 }
 
@@ -781,8 +826,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		.level = level,
 		.predicted_ns = (uint64_t)((double)raw_ns * corr),
 	};
-	for (int l = first; l < last; l++)
-		d->alone_ns += policy_model_cell(m, l, versions[l - first], ci, 0);
+	d->alone_ns = span_alone_ns(st, ct, first, last, ci, pos, versions);
 	grant_cores(cfg, in, r, d->nr_cores, &d->cores);
 	return POLICY_SERVED;
 }
