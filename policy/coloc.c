@@ -73,8 +73,10 @@ struct coloc_cell {
 };
 
 struct coloc_row {
-	uint64_t gen; /* min_ns and fastest valid when it is the cache's generation */
-	int fastest; /* the fastest count, the first of equals (0 when none) */
+	uint64_t gen; /* the rest is valid when it is the cache's generation */
+	int filled; /* min_ns is set at counts [0, filled) */
+	int fastest; /* the fastest of those counts, the first of equals (0 when none) */
+	uint64_t min; /* its latency, 0: none */
 };
 
 struct coloc_cache {
@@ -203,36 +205,42 @@ static inline int layer_cell(const struct coloc_state *st, struct coloc_tenant *
 	return e->ver;
 }
 
-/* Fills layer l's running minimum (min_ns) in cache c and its fastest count. */
+/* Extends layer l's running minimum (min_ns) in cache c over its first n counts. */
 static void cache_row_fill(const struct coloc_state *st, struct coloc_tenant *ct,
-			   struct coloc_cache *c, int l, double pos)
+			   struct coloc_cache *c, int l, double pos, int n)
 {
-	int nc = ct->model->nr_core_counts;
-	struct coloc_cell *e = &c->cell[l * nc];
+	struct coloc_cell *e = &c->cell[l * ct->model->nr_core_counts];
 	struct coloc_row *row = &c->row[l];
-	uint64_t min_ns = 0;
 
-	row->fastest = 0;
-	for (int ci = 0; ci < nc; ci++) {
+	if (row->gen != c->gen)
+		*row = (struct coloc_row){ .gen = c->gen };
+	for (int ci = row->filled; ci < n; ci++) {
 		uint64_t ns;
 
-		if (layer_cell(st, ct, l, ci, pos, &ns) >= 0 && ns && (!min_ns || ns < min_ns)) {
-			min_ns = ns;
+		if (layer_cell(st, ct, l, ci, pos, &ns) >= 0 && ns &&
+		    (!row->min || ns < row->min)) {
+			row->min = ns;
 			row->fastest = ci;
 		}
 		/* NAN compares false with every budget, as "no version" never fits */
-		e[ci].min_ns = min_ns ? (double)min_ns : NAN;
+		e[ci].min_ns = row->min ? (double)row->min : NAN;
 	}
-	row->gen = c->gen;
+	if (n > row->filled)
+		row->filled = n;
 }
 
-/* Layer l's cells of cache c with their running minimum (min_ns) and its fastest count filled. */
+/*
+ * Layer l's cells of cache c with their running minimum (min_ns) set over
+ * at least the first n counts: a round reads the table only as far as its
+ * comparisons look, which matters when the level, so the generation, moves
+ * from round to round.
+ */
 static inline const struct coloc_cell *cache_row(const struct coloc_state *st,
 						 struct coloc_tenant *ct, struct coloc_cache *c,
-						 int l, double pos)
+						 int l, double pos, int n)
 {
-	if (c->row[l].gen != c->gen)
-		cache_row_fill(st, ct, c, l, pos);
+	if (c->row[l].gen != c->gen || c->row[l].filled < n)
+		cache_row_fill(st, ct, c, l, pos, n);
 	return &c->cell[l * ct->model->nr_core_counts];
 }
 
@@ -262,10 +270,19 @@ static int layer_need(const struct coloc_state *st, struct coloc_tenant *ct, int
 		 * The first count whose latency fits is the first whose running
 		 * minimum fits, and the running minimum only falls with the count.
 		 */
-		const struct coloc_cell *e = cache_row(st, ct, c, l, pos), *b = e;
-		int n = m->nr_core_counts, first_fit;
+		const struct coloc_cell *e = cache_row(st, ct, c, l, pos, 0), *b = e;
+		int n = c->row[l].filled, first_fit;
 
-		/* a lower bound without branches on the comparisons, which do not predict */
+		if (!n || !(e[n - 1].min_ns <= budget)) {
+			/* beyond what is read: one more count at a time, each a table read */
+			for (; n < m->nr_core_counts; n++) {
+				e = cache_row(st, ct, c, l, pos, n + 1);
+				if (e[n].min_ns <= budget)
+					return n;
+			}
+			return c->row[l].fastest;
+		}
+		/* within it, a lower bound without branches on the comparisons, which do not predict */
 		while (n > 1) {
 			int half = n / 2;
 
@@ -273,7 +290,7 @@ static int layer_need(const struct coloc_state *st, struct coloc_tenant *ct, int
 			n -= half;
 		}
 		first_fit = (int)(b - e) + !(b->min_ns <= budget);
-		return first_fit < m->nr_core_counts ? first_fit : c->row[l].fastest;
+		return first_fit;
 	}
 	for (int ci = 0; ci < m->nr_core_counts; ci++) {
 		uint64_t ns;
@@ -573,19 +590,43 @@ static const struct policy_query *next_query(const struct coloc_state *st,
 }
 
 /*
- * Whether layer l's core need (layer_need() of its budget b, on its cached
- * row e) is below count index n, without searching: the first count that
- * fits is below n exactly when the running minimum at n - 1 fits (it only
- * falls with the count), and when no count fits the need is the fastest.
+ * Whether layer l's core need (layer_need() of its budget b) is below count
+ * index n, without searching: the first count that fits is below n exactly
+ * when the running minimum at n - 1 fits (it only falls with the count),
+ * and when no count fits the need is the fastest. Reads the row only as
+ * far as that.
  */
-static bool need_below(const struct coloc_cache *c, const struct coloc_cell *e, int nc, int l,
-		       double b, int n)
+static bool need_below_read(const struct coloc_state *st, struct coloc_tenant *ct,
+			    struct coloc_cache *c, int l, double pos, double b, int n)
 {
-	if (n <= 0)
-		return false;
+	int nc = ct->model->nr_core_counts;
+	const struct coloc_cell *e = cache_row(st, ct, c, l, pos, n);
+
 	if (e[n - 1].min_ns <= b)
 		return true;
+	/* some count fits when one read already does: then the need is at n or above */
+	if (e[c->row[l].filled - 1].min_ns <= b)
+		return false;
+	e = cache_row(st, ct, c, l, pos, nc);
 	return !(e[nc - 1].min_ns <= b) && c->row[l].fastest < n;
+}
+
+static inline bool need_below(const struct coloc_state *st, struct coloc_tenant *ct,
+			      struct coloc_cache *c, int l, double pos, double b, int n)
+{
+	const struct coloc_row *row = &c->row[l];
+	const struct coloc_cell *e = &c->cell[l * ct->model->nr_core_counts];
+
+	if (n <= 0)
+		return false;
+	/* what was read this generation answers most layers; the rest reads on */
+	if (row->gen == c->gen && row->filled >= n) {
+		if (e[n - 1].min_ns <= b)
+			return true;
+		if (e[row->filled - 1].min_ns <= b)
+			return false;
+	}
+	return need_below_read(st, ct, c, l, pos, b, n);
 }
 
 /* The first count index whose count is above limit (a need there makes a pivot); nc when none. */
@@ -615,7 +656,7 @@ static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
 {
 	double limit = ct->avg_need + thres;
 	struct coloc_cache *c = cache_at(ct, pos);
-	int nc = m->nr_core_counts, pivot, least, l;
+	int pivot, least, l;
 	double sum;
 
 	*min_need = 0;
@@ -653,12 +694,11 @@ static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
 	sum = *budget;
 	for (l = first + 1; l < m->nr_layers; l++) {
 		double b = scale * c->share[l];
-		const struct coloc_cell *e = cache_row(st, ct, c, l, pos);
 
-		if (!need_below(c, e, nc, l, b, pivot))
+		if (!need_below(st, ct, c, l, pos, b, pivot))
 			break;
 		sum += b;
-		if (need_below(c, e, nc, l, b, least))
+		if (need_below(st, ct, c, l, pos, b, least))
 			least = layer_need(st, ct, l, b, pos);
 	}
 	*min_need = least;
