@@ -41,12 +41,16 @@
  *    policy_block_done().
  *
  * Reading the table is most of a round's cost (each layer's version at each
- * core count, interpolated between level columns), and the level position
- * rarely changes between rounds, so each tenant keeps what it read: per
- * (layer, core count) the version chosen and its latency, per layer the
- * least latency at each count or fewer (a core need is then a binary
- * search). Entries are filled on first use and all dropped at once, by a
- * generation number, when the position or the tenant changes; they hold
+ * core count, interpolated between level columns), so each tenant keeps what
+ * it read at the current level position: per (layer, core count) the version
+ * chosen and its latency, per layer the least latency at each count or
+ * fewer (whether a need is below a count is then one comparison, the need
+ * itself a binary search), per count the running sums over layers of the
+ * latency at the level and alone, and the versions side by side (a block's
+ * latency is a difference of two sums, its versions one copy). Entries are
+ * filled on first use, a layer's counts only as far as a comparison looks
+ * (colocd's measured level moves between rounds, and each move drops every
+ * entry at once, by a generation number, as a new tenant does); they hold
  * exactly what the table gives, so no decision depends on the cache.
  */
 #include <errno.h>
@@ -72,7 +76,7 @@
 struct coloc_cell {
 	uint64_t gen; /* valid when it is the cache's generation */
 	uint64_t ns; /* latency of the chosen version, 0: no version */
-	/* least non-zero ns at this count or fewer, NAN: none (valid with the row) */
+	/* least non-zero ns at this count or fewer, NAN: none (valid below the row's filled) */
 	double min_ns;
 	int ver;
 };
