@@ -41,36 +41,52 @@
  *    policy_block_done().
  *
  * Reading the table is most of a round's cost (each layer's version at each
- * core count, interpolated between level columns), and the level position
- * rarely changes between rounds, so each tenant keeps what it read: per
- * (layer, core count) the version chosen and its latency, per layer the
- * least latency at each count or fewer (a core need is then a binary
- * search). Entries are filled on first use and all dropped at once, by a
- * generation number, when the position or the tenant changes; they hold
+ * core count, interpolated between level columns), so each tenant keeps what
+ * it read at the current level position: per (layer, core count) the version
+ * chosen and its latency, per layer the least latency at each count or
+ * fewer (whether a need is below a count is then one comparison, the need
+ * itself a binary search), per count the running sums over layers of the
+ * latency at the level and alone, and the versions side by side (a block's
+ * latency is a difference of two sums, its versions one copy). Entries are
+ * filled on first use, a layer's counts only as far as a comparison looks
+ * (colocd's measured level moves between rounds, and each move drops every
+ * entry at once, by a generation number, as a new tenant does); they hold
  * exactly what the table gives, so no decision depends on the cache.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include "policy_impl.h"
 
 #define COLOC_ALPHA 0.3
 #define COLOC_LOOKAHEAD 4
-/* A tenant's cache covers tables up to these sizes; larger ones are read directly. */
+/*
+ * A tenant's cache covers tables up to these sizes; larger ones are read
+ * directly. 16384 cells hold ResNet-50's 53 layers at 256 core counts (the
+ * simulator issue's largest machine); the state is then about 60 MB of
+ * address space, of which only what tenants touch is ever backed.
+ */
 #define COLOC_CACHE_LAYERS 1024
-#define COLOC_CACHE_CELLS 8192
+#define COLOC_CACHE_CELLS 16384
+/* A round sorts up to this many queries by tenant; with more, each look-up reads them all. */
+#define COLOC_MAX_QUEUED 4096
+#define CPU_WORDS (POLICY_MAX_CPUS / 64)
 
 struct coloc_cell {
 	uint64_t gen; /* valid when it is the cache's generation */
 	uint64_t ns; /* latency of the chosen version, 0: no version */
-	/* least non-zero ns at this count or fewer, NAN: none (valid with the row) */
+	/* least non-zero ns at this count or fewer, NAN: none (valid below the row's filled) */
 	double min_ns;
 	int ver;
 };
 
 struct coloc_row {
-	uint64_t gen; /* min_ns and fastest valid when it is the cache's generation */
-	int fastest; /* the fastest count, the first of equals (0 when none) */
+	uint64_t gen; /* the rest is valid when it is the cache's generation */
+	int filled; /* min_ns is set at counts [0, filled) */
+	int fastest; /* the fastest of those counts, the first of equals (0 when none) */
+	uint64_t min; /* its latency, 0: none */
 };
 
 struct coloc_cache {
@@ -85,6 +101,10 @@ struct coloc_cache {
 	/* [layer * nr_core_counts + ci], layer 0 .. nr_layers */
 	uint64_t sum_before[COLOC_CACHE_CELLS + POLICY_MAX_CORE_COUNTS];
 	uint32_t bad_before[COLOC_CACHE_CELLS + POLICY_MAX_CORE_COUNTS];
+	/* the same running sums of the chosen versions' latency alone (level column 0) */
+	uint64_t alone_before[COLOC_CACHE_CELLS + POLICY_MAX_CORE_COUNTS];
+	/* [ci * nr_layers + layer]: the chosen version, a column's layers side by side */
+	uint8_t ver_col[COLOC_CACHE_CELLS];
 };
 
 struct coloc_tenant {
@@ -102,6 +122,8 @@ struct coloc_state {
 	int nr_online;
 	struct coloc_tenant t[POLICY_MAX_TENANTS];
 	struct coloc_cache cache[POLICY_MAX_TENANTS];
+	const struct policy_query
+		*queued[COLOC_MAX_QUEUED]; /* a round's, by tenant (struct round) */
 };
 
 double policy_coloc_threshold(int total_cores, double sum_avg, double avg)
@@ -116,10 +138,18 @@ double policy_coloc_threshold(int total_cores, double sum_avg, double avg)
 int policy_coloc_engine_create(const struct coloc_flags *flags, const struct policy_config *cfg,
 			       void **state, struct coloc_err *err)
 {
-	struct coloc_state *st = calloc(1, sizeof(*st));
+	/*
+	 * Mapped, not calloc'd: the caches are tens of MB that only the
+	 * tenants' touched cells ever back, and fresh zero pages cost nothing
+	 * until touched, where calloc may clear reused heap (glibc) or poison
+	 * its shadow (ASan) in full at every create.
+	 */
+	struct coloc_state *st =
+		mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	if (!st)
-		return coloc_err_set(err, -ENOMEM, "out of memory");
+	if (st == MAP_FAILED)
+		return coloc_err_set(err, -ENOMEM, "out of memory for the policy's %zu MB of state",
+				     sizeof(*st) >> 20);
 	st->flags = *flags;
 	st->nr_online = policy_cpuset_count(&cfg->online);
 	*state = st;
@@ -128,7 +158,7 @@ int policy_coloc_engine_create(const struct coloc_flags *flags, const struct pol
 
 void policy_coloc_engine_destroy(void *state)
 {
-	free(state);
+	munmap(state, sizeof(struct coloc_state));
 }
 
 /* The version of layer l at (ci, pos) the flags choose, and its latency; -1 when none. */
@@ -193,30 +223,43 @@ static inline int layer_cell(const struct coloc_state *st, struct coloc_tenant *
 	return e->ver;
 }
 
-/* Layer l's cells of cache c with their running minimum (min_ns) and its fastest count filled. */
-static const struct coloc_cell *cache_row(const struct coloc_state *st, struct coloc_tenant *ct,
-					  struct coloc_cache *c, int l, double pos)
+/* Extends layer l's running minimum (min_ns) in cache c over its first n counts. */
+static void cache_row_fill(const struct coloc_state *st, struct coloc_tenant *ct,
+			   struct coloc_cache *c, int l, double pos, int n)
 {
-	int nc = ct->model->nr_core_counts;
-	struct coloc_cell *e = &c->cell[l * nc];
+	struct coloc_cell *e = &c->cell[l * ct->model->nr_core_counts];
 	struct coloc_row *row = &c->row[l];
-	uint64_t min_ns = 0;
 
-	if (row->gen == c->gen)
-		return e;
-	row->fastest = 0;
-	for (int ci = 0; ci < nc; ci++) {
+	if (row->gen != c->gen)
+		*row = (struct coloc_row){ .gen = c->gen };
+	for (int ci = row->filled; ci < n; ci++) {
 		uint64_t ns;
 
-		if (layer_cell(st, ct, l, ci, pos, &ns) >= 0 && ns && (!min_ns || ns < min_ns)) {
-			min_ns = ns;
+		if (layer_cell(st, ct, l, ci, pos, &ns) >= 0 && ns &&
+		    (!row->min || ns < row->min)) {
+			row->min = ns;
 			row->fastest = ci;
 		}
 		/* NAN compares false with every budget, as "no version" never fits */
-		e[ci].min_ns = min_ns ? (double)min_ns : NAN;
+		e[ci].min_ns = row->min ? (double)row->min : NAN;
 	}
-	row->gen = c->gen;
-	return e;
+	if (n > row->filled)
+		row->filled = n;
+}
+
+/*
+ * Layer l's cells of cache c with their running minimum (min_ns) set over
+ * at least the first n counts: a round reads the table only as far as its
+ * comparisons look, which matters when the level, so the generation, moves
+ * from round to round.
+ */
+static inline const struct coloc_cell *cache_row(const struct coloc_state *st,
+						 struct coloc_tenant *ct, struct coloc_cache *c,
+						 int l, double pos, int n)
+{
+	if (c->row[l].gen != c->gen || c->row[l].filled < n)
+		cache_row_fill(st, ct, c, l, pos, n);
+	return &c->cell[l * ct->model->nr_core_counts];
 }
 
 /* The shares of layers first.. summed in order (kept per tenant: the same sum, bit for bit). */
@@ -245,10 +288,19 @@ static int layer_need(const struct coloc_state *st, struct coloc_tenant *ct, int
 		 * The first count whose latency fits is the first whose running
 		 * minimum fits, and the running minimum only falls with the count.
 		 */
-		const struct coloc_cell *e = cache_row(st, ct, c, l, pos), *b = e;
-		int n = m->nr_core_counts, first_fit;
+		const struct coloc_cell *e = cache_row(st, ct, c, l, pos, 0), *b = e;
+		int n = c->row[l].filled, first_fit;
 
-		/* a lower bound without branches on the comparisons, which do not predict */
+		if (!n || !(e[n - 1].min_ns <= budget)) {
+			/* beyond what is read: one more count at a time, each a table read */
+			for (; n < m->nr_core_counts; n++) {
+				e = cache_row(st, ct, c, l, pos, n + 1);
+				if (e[n].min_ns <= budget)
+					return n;
+			}
+			return c->row[l].fastest;
+		}
+		/* within it, a lower bound without branches on the comparisons, which do not predict */
 		while (n > 1) {
 			int half = n / 2;
 
@@ -256,7 +308,7 @@ static int layer_need(const struct coloc_state *st, struct coloc_tenant *ct, int
 			n -= half;
 		}
 		first_fit = (int)(b - e) + !(b->min_ns <= budget);
-		return first_fit < m->nr_core_counts ? first_fit : c->row[l].fastest;
+		return first_fit;
 	}
 	for (int ci = 0; ci < m->nr_core_counts; ci++) {
 		uint64_t ns;
@@ -312,29 +364,39 @@ static struct coloc_tenant *tenant_state(struct coloc_state *st, const struct po
 	return ct;
 }
 
-/* Fills column ci of cache c: per layer the latency of the layers before it, and how many lack a version. */
+/*
+ * Fills column ci of cache c: per layer the latency of the layers before it
+ * (at the level and alone, in the versions chosen), how many lack a version,
+ * and the versions side by side.
+ */
 static void cache_column(const struct coloc_state *st, struct coloc_tenant *ct,
 			 struct coloc_cache *c, int ci, double pos)
 {
 	const struct policy_model *m = ct->model;
 	int nc = m->nr_core_counts, l;
-	uint64_t sum = 0;
+	uint64_t sum = 0, alone = 0;
 	uint32_t bad = 0;
 
 	if (c->col[ci] == c->gen)
 		return;
 	for (l = 0; l < m->nr_layers; l++) {
 		uint64_t ns;
+		int ver = layer_cell(st, ct, l, ci, pos, &ns);
 
 		c->sum_before[l * nc + ci] = sum;
 		c->bad_before[l * nc + ci] = bad;
-		if (layer_cell(st, ct, l, ci, pos, &ns) < 0 || !ns)
+		c->alone_before[l * nc + ci] = alone;
+		c->ver_col[ci * m->nr_layers + l] = (uint8_t)ver;
+		if (ver < 0 || !ns) {
 			bad++;
-		else
+		} else {
 			sum += ns;
+			alone += policy_model_cell(m, l, ver, ci, 0);
+		}
 	}
 	c->sum_before[l * nc + ci] = sum;
 	c->bad_before[l * nc + ci] = bad;
+	c->alone_before[l * nc + ci] = alone;
 	c->col[ci] = c->gen;
 }
 
@@ -360,8 +422,9 @@ static uint64_t span_ns(const struct coloc_state *st, struct coloc_tenant *ct, i
 		sum = c->sum_before[last * nc + ci] - c->sum_before[first * nc + ci];
 		if (stop > 0 && (double)sum > stop)
 			return sum;
-		for (int l = first; v && l < last; l++)
-			v[l - first] = (uint8_t)c->cell[l * nc + ci].ver;
+		if (v)
+			memcpy(v, &c->ver_col[ci * ct->model->nr_layers + first],
+			       (size_t)(last - first));
 		return sum;
 	}
 	for (int l = first; l < last && !(stop > 0 && (double)sum > stop); l++) {
@@ -377,6 +440,30 @@ static uint64_t span_ns(const struct coloc_state *st, struct coloc_tenant *ct, i
 	return sum;
 }
 
+/*
+ * Table latency alone (level column 0) of layers [first, last) on
+ * core_counts[ci] in versions v, which span_ns() wrote at (ci, pos).
+ */
+static uint64_t span_alone_ns(const struct coloc_state *st, struct coloc_tenant *ct, int first,
+			      int last, int ci, double pos, const uint8_t *v)
+{
+	const struct policy_model *m = ct->model;
+	struct coloc_cache *c = cache_at(ct, pos);
+	uint64_t sum = 0;
+
+	if (c && ci >= 0) {
+		int nc = m->nr_core_counts;
+
+		cache_column(st, ct, c, ci, pos);
+		/* every layer has its version there, so v holds the column's */
+		if (c->bad_before[last * nc + ci] == c->bad_before[first * nc + ci])
+			return c->alone_before[last * nc + ci] - c->alone_before[first * nc + ci];
+	}
+	for (int l = first; l < last; l++)
+		sum += policy_model_cell(m, l, v[l - first], ci, 0);
+	return sum;
+}
+
 /* The slowdown of a core: its own signal, else its domain's, else none (1.0). */
 static double core_slowdown(const struct policy_config *cfg, const struct policy_input *in, int c)
 {
@@ -387,27 +474,67 @@ static double core_slowdown(const struct policy_config *cfg, const struct policy
 	return 1.0;
 }
 
-static double free_level(const struct policy_config *cfg, const struct policy_input *in,
-			 const struct policy_cpuset *free)
-{
-	double sum = 0;
-	int n = 0;
-
-	for (int c = policy_cpuset_next(free, 0); c >= 0; c = policy_cpuset_next(free, c + 1)) {
-		sum += core_slowdown(cfg, in, c);
-		n++;
-	}
-	return n && sum / n > 1.0 ? sum / n : 1.0;
-}
-
 struct round {
 	struct policy_cpuset free;
+	int nr_free; /* cores in free */
 	int busy[POLICY_MAX_CPUS]; /* busy cores per LLC domain */
 	double level;
 	double thres[POLICY_MAX_TENANTS];
 	const struct policy_query *head[POLICY_MAX_TENANTS];
 	bool done[POLICY_MAX_TENANTS];
+	bool in_flight[POLICY_MAX_TENANTS]; /* a block of the tenant runs */
+	/*
+	 * When sorted, tenant t's queued queries in input order are
+	 * st->queued[at[t] .. at[t] + nr[t]): finding a tenant's next query
+	 * reads its own queries, not the whole queue, and sees them in the
+	 * same order.
+	 */
+	bool sorted;
+	int at[POLICY_MAX_TENANTS], nr[POLICY_MAX_TENANTS];
 };
+
+/* The mean slowdown of r's free cores, at least 1.0, in CPU order; counts them in r->nr_free. */
+static double free_level(const struct policy_config *cfg, const struct policy_input *in,
+			 struct round *r)
+{
+	double sum = 0;
+	int n = 0;
+
+	for (int w = 0; w < CPU_WORDS; w++)
+		for (uint64_t bits = r->free.bits[w]; bits; bits &= bits - 1) {
+			sum += core_slowdown(cfg, in, w * 64 + __builtin_ctzll(bits));
+			n++;
+		}
+	r->nr_free = n;
+	return n && sum / n > 1.0 ? sum / n : 1.0;
+}
+
+/* What a round starts from: busy cores per domain, the level, the tenants running, the queue sorted. */
+static void round_init(struct coloc_state *st, const struct policy_config *cfg,
+		       const struct policy_input *in, struct round *r)
+{
+	int fill[POLICY_MAX_TENANTS];
+
+	for (int w = 0; w < CPU_WORDS; w++)
+		for (uint64_t bits = cfg->online.bits[w] & ~r->free.bits[w]; bits; bits &= bits - 1)
+			r->busy[cfg->llc[w * 64 + __builtin_ctzll(bits)]]++;
+	r->level = free_level(cfg, in, r);
+	for (int i = 0; i < in->nr_running; i++)
+		r->in_flight[in->running[i].tenant] = true;
+	r->sorted = in->nr_queries <= COLOC_MAX_QUEUED;
+	if (!r->sorted)
+		return;
+	for (int i = 0; i < in->nr_queries; i++)
+		if (!in->queries[i].in_flight)
+			r->nr[in->queries[i].tenant]++;
+	for (int t = 0; t < in->nr_tenants; t++) {
+		r->at[t] = t ? r->at[t - 1] + r->nr[t - 1] : 0;
+		fill[t] = r->at[t];
+	}
+	for (int i = 0; i < in->nr_queries; i++)
+		if (!in->queries[i].in_flight)
+			st->queued[fill[in->queries[i].tenant]++] = &in->queries[i];
+}
 
 /* Grants n cores from r->free, least busy LLC domains first. */
 static void grant_cores(const struct policy_config *cfg, const struct policy_input *in,
@@ -415,31 +542,39 @@ static void grant_cores(const struct policy_config *cfg, const struct policy_inp
 {
 	policy_cpuset_zero(cores);
 	while (n > 0) {
-		int best = -1;
+		int best = -1, prev = -1;
 		double best_slow = 0;
 
-		for (int c = policy_cpuset_next(&r->free, 0); c >= 0;
-		     c = policy_cpuset_next(&r->free, c + 1)) {
-			int d = cfg->llc[c];
-			double slow = in->domains && (in->domains[d].live & POLICY_SIG_SLOWDOWN) ?
-					      in->domains[d].slowdown :
-					      1.0;
+		for (int w = 0; w < CPU_WORDS; w++)
+			for (uint64_t bits = r->free.bits[w]; bits; bits &= bits - 1) {
+				int d = cfg->llc[w * 64 + __builtin_ctzll(bits)];
+				double slow;
 
-			if (best < 0 || r->busy[d] < r->busy[best] ||
-			    (r->busy[d] == r->busy[best] && slow < best_slow)) {
-				best = d;
-				best_slow = slow;
+				/* the next core of the domain just compared compares the same */
+				if (d == prev)
+					continue;
+				prev = d;
+				slow = in->domains && (in->domains[d].live & POLICY_SIG_SLOWDOWN) ?
+					       in->domains[d].slowdown :
+					       1.0;
+				if (best < 0 || r->busy[d] < r->busy[best] ||
+				    (r->busy[d] == r->busy[best] && slow < best_slow)) {
+					best = d;
+					best_slow = slow;
+				}
 			}
-		}
-		for (int c = policy_cpuset_next(&r->free, 0); c >= 0 && n > 0;
-		     c = policy_cpuset_next(&r->free, c + 1)) {
-			if (cfg->llc[c] != best)
-				continue;
-			policy_cpuset_set(cores, c);
-			policy_cpuset_clear(&r->free, c);
-			r->busy[best]++;
-			n--;
-		}
+		for (int w = 0; w < CPU_WORDS && n > 0; w++)
+			for (uint64_t bits = r->free.bits[w]; bits && n > 0; bits &= bits - 1) {
+				int c = w * 64 + __builtin_ctzll(bits);
+
+				if (cfg->llc[c] != best)
+					continue;
+				policy_cpuset_set(cores, c);
+				policy_cpuset_clear(&r->free, c);
+				r->nr_free--;
+				r->busy[best]++;
+				n--;
+			}
 	}
 }
 
@@ -454,13 +589,15 @@ static bool before(const struct coloc_state *st, const struct policy_query *a,
 
 /* Tenant t's first queued query in the policy's order after `after` (NULL: from the start). */
 static const struct policy_query *next_query(const struct coloc_state *st,
-					     const struct policy_input *in, int t,
-					     const struct policy_query *after)
+					     const struct policy_input *in, const struct round *r,
+					     int t, const struct policy_query *after)
 {
 	const struct policy_query *best = NULL;
+	int n = r->sorted ? r->nr[t] : in->nr_queries;
 
-	for (int i = 0; i < in->nr_queries; i++) {
-		const struct policy_query *q = &in->queries[i];
+	for (int i = 0; i < n; i++) {
+		const struct policy_query *q =
+			r->sorted ? st->queued[r->at[t] + i] : &in->queries[i];
 
 		if (q->tenant != t || q->in_flight || (after && !before(st, after, q)))
 			continue;
@@ -470,28 +607,120 @@ static const struct policy_query *next_query(const struct coloc_state *st,
 	return best;
 }
 
-/* The end of q's next block: the next pivot after next_layer, per the flags' unit. */
+/*
+ * Whether layer l's core need (layer_need() of its budget b) is below count
+ * index n, without searching: the first count that fits is below n exactly
+ * when the running minimum at n - 1 fits (it only falls with the count),
+ * and when no count fits the need is the fastest. Reads the row only as
+ * far as that.
+ */
+static bool need_below_read(const struct coloc_state *st, struct coloc_tenant *ct,
+			    struct coloc_cache *c, int l, double pos, double b, int n)
+{
+	int nc = ct->model->nr_core_counts;
+	const struct coloc_cell *e = cache_row(st, ct, c, l, pos, n);
+
+	if (e[n - 1].min_ns <= b)
+		return true;
+	/* some count fits when one read already does: then the need is at n or above */
+	if (e[c->row[l].filled - 1].min_ns <= b)
+		return false;
+	e = cache_row(st, ct, c, l, pos, nc);
+	return !(e[nc - 1].min_ns <= b) && c->row[l].fastest < n;
+}
+
+static inline bool need_below(const struct coloc_state *st, struct coloc_tenant *ct,
+			      struct coloc_cache *c, int l, double pos, double b, int n)
+{
+	const struct coloc_row *row = &c->row[l];
+	const struct coloc_cell *e = &c->cell[l * ct->model->nr_core_counts];
+
+	if (n <= 0)
+		return false;
+	/* what was read this generation answers most layers; the rest reads on */
+	if (row->gen == c->gen && row->filled >= n) {
+		if (e[n - 1].min_ns <= b)
+			return true;
+		if (e[row->filled - 1].min_ns <= b)
+			return false;
+	}
+	return need_below_read(st, ct, c, l, pos, b, n);
+}
+
+/* The first count index whose count is above limit (a need there makes a pivot); nc when none. */
+static int pivot_index(const struct policy_model *m, double limit)
+{
+	int lo = 0, hi = m->nr_core_counts;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (m->core_counts[mid] > limit)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/*
+ * The end of q's next block: the next pivot after next_layer, per the flags'
+ * unit. Also the block's budget (its layers' budgets summed in layer order)
+ * and the least core need among its layers (0 unless blocks are cut).
+ */
 static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
 		     const struct policy_model *m, int first, double scale, double thres,
-		     double pos, int *min_need)
+		     double pos, int *min_need, double *budget)
 {
 	double limit = ct->avg_need + thres;
-	int l;
+	struct coloc_cache *c = cache_at(ct, pos);
+	int pivot, least, l;
+	double sum;
 
 	*min_need = 0;
-	if (st->flags.unit == COLOC_UNIT_MODEL)
-		return m->nr_layers;
-	if (st->flags.unit == COLOC_UNIT_LAYER)
-		return first + 1;
-	*min_need = layer_need(st, ct, first, scale * layer_share(ct, m, first), pos);
-	for (l = first + 1; l < m->nr_layers; l++) {
-		int need = layer_need(st, ct, l, scale * layer_share(ct, m, l), pos);
+	*budget = 0;
+	if (st->flags.unit != COLOC_UNIT_BLOCK) {
+		int last = st->flags.unit == COLOC_UNIT_MODEL ? m->nr_layers : first + 1;
 
-		if (m->core_counts[need] > limit)
-			break;
-		if (need < *min_need)
-			*min_need = need;
+		for (l = first; l < last; l++)
+			*budget += scale * layer_share(ct, m, l);
+		return last;
 	}
+	*budget += scale * layer_share(ct, m, first);
+	*min_need = layer_need(st, ct, first, scale * layer_share(ct, m, first), pos);
+	if (!c) {
+		for (l = first + 1; l < m->nr_layers; l++) {
+			double b = scale * layer_share(ct, m, l);
+			int need = layer_need(st, ct, l, b, pos);
+
+			if (m->core_counts[need] > limit)
+				break;
+			*budget += b;
+			if (need < *min_need)
+				*min_need = need;
+		}
+		return l;
+	}
+	/*
+	 * A layer is a pivot when its need is at or above the first count over
+	 * the limit; it lowers the block's least need when below it. Both are
+	 * comparisons on the layer's cached row; a need is searched only when
+	 * it is the new least.
+	 */
+	pivot = pivot_index(m, limit);
+	least = *min_need;
+	sum = *budget;
+	for (l = first + 1; l < m->nr_layers; l++) {
+		double b = scale * c->share[l];
+
+		if (!need_below(st, ct, c, l, pos, b, pivot))
+			break;
+		sum += b;
+		if (need_below(st, ct, c, l, pos, b, least))
+			least = layer_need(st, ct, l, b, pos);
+	}
+	*min_need = least;
+	*budget = sum;
 	return l;
 }
 
@@ -512,7 +741,8 @@ static uint64_t rest_of_model(const struct coloc_state *st, struct coloc_tenant 
  * each costs a pass over the queue, and a long queue is late anyway.
  */
 static double budget_scale(const struct coloc_state *st, const struct policy_input *in,
-			   const struct coloc_tenant *ct, const struct policy_query *q)
+			   const struct round *r, const struct coloc_tenant *ct,
+			   const struct policy_query *q)
 {
 	const struct policy_model *m = in->tenants[q->tenant].model;
 	double rest, head = 0;
@@ -521,7 +751,7 @@ static double budget_scale(const struct coloc_state *st, const struct policy_inp
 	if (!st->flags.headroom_budget)
 		return (double)in->tenants[q->tenant].qos_ns;
 	for (const struct policy_query *p = q; p && i <= COLOC_LOOKAHEAD;
-	     p = next_query(st, in, q->tenant, p), i++) {
+	     p = next_query(st, in, r, q->tenant, p), i++) {
 		double h =
 			p->deadline_ns > in->now_ns ? (double)(p->deadline_ns - in->now_ns) / i : 0;
 
@@ -543,10 +773,10 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	double level = st->flags.use_level ? r->level : 1.0;
 	double pos = policy_model_level_pos(m, level);
 	double corr = st->flags.predict ? ct->corr : 1.0;
-	int max_count = policy_cpuset_count(&r->free);
+	int max_count = r->nr_free;
 	int max_ci = policy_model_core_index(m, max_count);
 	int first = q->next_layer, last, ci;
-	double budget = 0, scale;
+	double budget, scale;
 	int min_need;
 	uint64_t raw_ns = 0;
 	struct policy_decision *d;
@@ -588,13 +818,11 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 				       policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
 	}
 
-	scale = budget_scale(st, in, ct, q);
-	last = block_end(st, ct, m, first, scale, r->thres[q->tenant], pos, &min_need);
+	scale = budget_scale(st, in, r, ct, q);
+	last = block_end(st, ct, m, first, scale, r->thres[q->tenant], pos, &min_need, &budget);
 	if (out->nr_decisions >= out->max_decisions ||
 	    out->nr_versions + (last - first) > out->max_versions)
 		return POLICY_OUT_FULL;
-	for (int l = first; l < last; l++)
-		budget += scale * layer_share(ct, m, l);
 	/*
 	 * The fewest cores whose block latency fits its budget, else the
 	 * fastest that is free. Each try writes its versions into the pool and
@@ -656,8 +884,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		.level = level,
 		.predicted_ns = (uint64_t)((double)raw_ns * corr),
 	};
-	for (int l = first; l < last; l++)
-		d->alone_ns += policy_model_cell(m, l, versions[l - first], ci, 0);
+	d->alone_ns = span_alone_ns(st, ct, first, last, ci, pos, versions);
 	grant_cores(cfg, in, r, d->nr_cores, &d->cores);
 	return POLICY_SERVED;
 }
@@ -670,20 +897,16 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 	struct round r = { .free = *in->free };
 	double sum_avg = 0;
 
-	for (int c = policy_cpuset_next(&cfg->online, 0); c >= 0;
-	     c = policy_cpuset_next(&cfg->online, c + 1))
-		if (!policy_cpuset_test(in->free, c))
-			r.busy[cfg->llc[c]]++;
-	r.level = free_level(cfg, in, in->free);
+	round_init(st, cfg, in, &r);
 	for (int t = 0; t < in->nr_tenants; t++) {
 		r.done[t] = true;
 		if (!in->tenants[t].model)
 			continue;
-		if (!policy_tenant_in_flight(in, t)) {
-			r.head[t] = next_query(st, in, t, NULL);
+		if (!r.in_flight[t]) {
+			r.head[t] = next_query(st, in, &r, t, NULL);
 			r.done[t] = !r.head[t];
 		}
-		if (!r.done[t] || policy_tenant_in_flight(in, t))
+		if (!r.done[t] || r.in_flight[t])
 			sum_avg += tenant_state(st, in, t)->avg_need;
 	}
 	for (int t = 0; t < in->nr_tenants; t++)
@@ -706,7 +929,7 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 		if (ret == POLICY_OUT_FULL)
 			return 0;
 		if (ret == POLICY_DROPPED) {
-			r.head[t] = next_query(st, in, t, r.head[t]);
+			r.head[t] = next_query(st, in, &r, t, r.head[t]);
 			r.done[t] = !r.head[t];
 		} else {
 			r.done[t] = true;

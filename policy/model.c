@@ -102,35 +102,53 @@ double policy_model_level_pos(const struct policy_model *m, double slowdown)
 	return m->nr_levels - 1;
 }
 
-uint64_t policy_model_latency(const struct policy_model *m, int layer, int version, int ci,
-			      double level_pos)
+/*
+ * The latency at level_pos of the cell whose level columns start at cell:
+ * policy_model_latency() without the index arithmetic, for callers that walk
+ * a layer's versions.
+ */
+static inline uint64_t latency_at(const uint64_t *cell, int nr_levels, double level_pos)
 {
 	int k = (int)level_pos;
 	double frac = level_pos - k;
 	uint64_t a, b;
 
-	if (k >= m->nr_levels - 1)
-		return policy_model_cell(m, layer, version, ci, m->nr_levels - 1);
-	a = policy_model_cell(m, layer, version, ci, k);
+	if (k >= nr_levels - 1)
+		return cell[nr_levels - 1];
+	a = cell[k];
 	if (!a || frac <= 0)
 		return a;
-	b = policy_model_cell(m, layer, version, ci, k + 1);
+	b = cell[k + 1];
 	if (!b)
 		return 0;
 	/* both cells are positive, so rounding half up is llround() without its libm call */
 	return (uint64_t)((double)a + ((double)b - (double)a) * frac + 0.5);
 }
 
+uint64_t policy_model_latency(const struct policy_model *m, int layer, int version, int ci,
+			      double level_pos)
+{
+	return latency_at(
+		&m->latency_ns[(((size_t)layer * m->nr_versions + version) * m->nr_core_counts +
+				ci) *
+			       m->nr_levels],
+		m->nr_levels, level_pos);
+}
+
 int policy_model_fastest_version(const struct policy_model *m, int layer, int ci, double level_pos,
 				 uint64_t *latency_ns)
 {
+	/* version v's columns are v strides past version 0's */
+	size_t stride = (size_t)m->nr_core_counts * m->nr_levels;
+	const uint64_t *cell =
+		&m->latency_ns[((size_t)layer * m->nr_versions * m->nr_core_counts + ci) *
+			       m->nr_levels];
 	uint64_t best_ns = 0;
 	int best = -1;
 
-	for (int v = 0; v < m->nr_versions; v++) {
+	for (int v = 0; v < m->nr_versions; v++, cell += stride) {
 		/* alone is the common case (every simple policy): read the cell directly */
-		uint64_t ns = level_pos <= 0 ? policy_model_cell(m, layer, v, ci, 0) :
-					       policy_model_latency(m, layer, v, ci, level_pos);
+		uint64_t ns = level_pos <= 0 ? cell[0] : latency_at(cell, m->nr_levels, level_pos);
 
 		if (ns && (best < 0 || ns < best_ns)) {
 			best = v;
