@@ -8,7 +8,8 @@
  *
  * One round, as the code does it:
  *  - the level: the mean slowdown of the free cores (a core's own signal,
- *    else its LLC domain's, else 1.0), mapped onto each model's columns;
+ *    else its LLC domain's, else 1.0), in steps of 2 %, mapped onto each
+ *    model's columns;
  *  - each layer's QoS budget: tenant QoS x layer ops / model ops (alone
  *    latency shares at the largest count where ops are absent); its core
  *    need: the fewest profiled cores whose latency at the level, in the
@@ -38,7 +39,9 @@
  *    the lower domain slowdown;
  *  - prediction: the table latency at the level times a per-tenant
  *    correction, an EWMA (alpha 0.3) of measured / table latency fed by
- *    policy_block_done().
+ *    policy_block_done(), whose distance from 1.0 halves every second
+ *    without a block (stale evidence fades; a tenant whose every query was
+ *    predicted late gets served again and measured).
  *
  * Reading the table is most of a round's cost (each layer's version at each
  * core count, interpolated between level columns), so each tenant keeps what
@@ -61,6 +64,20 @@
 #include "policy_impl.h"
 
 #define COLOC_ALPHA 0.3
+/*
+ * The correction is evidence from the tenant's recent blocks: with none for
+ * this long, half of its distance from 1.0 is forgotten. Only blocks that
+ * run update it, and a correction that predicts every query late drops
+ * every query: without forgetting, one slow spell would starve the tenant
+ * for good.
+ */
+#define COLOC_CORR_HALF_LIFE_NS 1000000000.0
+/*
+ * The level a round uses, in steps of this much slowdown: a measured level
+ * carries a few % of noise, and a level that moves re-reads the tables (a
+ * round then costs ~10x more, see the cache below).
+ */
+#define COLOC_LEVEL_STEP 0.02
 #define COLOC_LOOKAHEAD 4
 /*
  * A tenant's cache covers tables up to these sizes; larger ones are read
@@ -114,6 +131,7 @@ struct coloc_tenant {
 	double avg_need; /* avg_C: mean core need alone */
 	double share_den; /* total ops, or total alone latency at the largest count */
 	double corr; /* measured / table latency, EWMA */
+	uint64_t corr_ns; /* when corr was last measured (a block's end) */
 	struct coloc_cache *cache; /* NULL: the table is too large to cache */
 };
 
@@ -506,7 +524,18 @@ static double free_level(const struct policy_config *cfg, const struct policy_in
 			n++;
 		}
 	r->nr_free = n;
-	return n && sum / n > 1.0 ? sum / n : 1.0;
+	if (!n || sum / n <= 1.0)
+		return 1.0;
+	return 1.0 + round((sum / n - 1.0) / COLOC_LEVEL_STEP) * COLOC_LEVEL_STEP;
+}
+
+/* t's correction as of now: its distance from 1.0 halves every half-life without a block. */
+static double aged_corr(const struct coloc_tenant *ct, uint64_t now)
+{
+	if (now <= ct->corr_ns)
+		return ct->corr;
+	return 1.0 +
+	       (ct->corr - 1.0) * exp2(-(double)(now - ct->corr_ns) / COLOC_CORR_HALF_LIFE_NS);
 }
 
 /* What a round starts from: busy cores per domain, the level, the tenants running, the queue sorted. */
@@ -772,7 +801,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	struct coloc_tenant *ct = &st->t[q->tenant];
 	double level = st->flags.use_level ? r->level : 1.0;
 	double pos = policy_model_level_pos(m, level);
-	double corr = st->flags.predict ? ct->corr : 1.0;
+	double corr = st->flags.predict ? aged_corr(ct, in->now_ns) : 1.0;
 	int max_count = r->nr_free;
 	int max_ci = policy_model_core_index(m, max_count);
 	int first = q->next_layer, last, ci;
@@ -959,8 +988,13 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 	for (int l = d->first_layer; l < d->last_layer; l++)
 		raw += policy_model_latency(m, l, d->versions[l - d->first_layer], ci,
 					    policy_model_level_pos(m, d->level));
-	if (raw)
-		ct->corr = (1 - COLOC_ALPHA) * ct->corr + COLOC_ALPHA * (double)measured_ns / raw;
+	if (raw) {
+		uint64_t end_ns = d->decided_ns + measured_ns;
+
+		ct->corr = (1 - COLOC_ALPHA) * aged_corr(ct, end_ns) +
+			   COLOC_ALPHA * (double)measured_ns / raw;
+		ct->corr_ns = end_ns;
+	}
 }
 
 COLOC_ENTRY(policy_coloc, "coloc",

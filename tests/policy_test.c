@@ -1495,4 +1495,57 @@ TEST(coloc_decide__an_instance_that_kept_its_reads_decides_as_one_with_new_tenan
 		warm_run(_metadata, seed * 0x9e3779b97f4a7c15ULL);
 }
 
+/*
+ * A tenant whose blocks all ran 2x the table is predicted late and dropped;
+ * with no block for 3 s its correction has lost 7/8 of its excess (a
+ * half-life of 1 s), and the same query is served again.
+ */
+TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_tenant_is_served)
+{
+	struct policy *p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
+	const uint64_t end = 1080000, later = end + 3000000000ull;
+	struct policy_decision first;
+	uint8_t versions[3];
+	double corr = 1.0;
+
+	ASSERT_NE(NULL, p);
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	policy_output_reset(&self->out);
+	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
+	first = self->decisions[0];
+	memcpy(versions, first.versions, 3);
+	first.versions = versions;
+	/* decided at 0, each measured 1.08 ms: every block ends at 1.08 ms */
+	for (int i = 0; i < 10; i++) {
+		policy_block_done(p, &first, end);
+		corr = 0.7 * corr + 0.3 * 2.0;
+	}
+
+	/* 800 us left: 540 us x 1.97 predicted on the whole machine: dropped */
+	self->in.nr_queries = 0;
+	self->in.now_ns = end;
+	add_query(&self->in, self->queries, 2, 0, end, end + 800000);
+	policy_output_reset(&self->out);
+	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+	ASSERT_EQ(0, self->out.nr_decisions);
+	ASSERT_EQ(1, self->out.nr_drops);
+	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
+	ASSERT_EQ((uint64_t)(540000 * corr), self->drops[0].predicted_ns);
+
+	/* 3 s later, no block since: 1 + 0.97 / 8 = 1.12 x 540 us fits in 800 us */
+	self->in.nr_queries = 0;
+	self->in.now_ns = later;
+	add_query(&self->in, self->queries, 3, 0, later, later + 800000);
+	policy_output_reset(&self->out);
+	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+	ASSERT_EQ(0, self->out.nr_drops);
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(3, self->decisions[0].query_id);
+	ASSERT_EQ((uint64_t)(540000 * (1.0 + (corr - 1.0) / 8)), self->decisions[0].predicted_ns);
+	policy_destroy(p);
+}
+
 TEST_HARNESS_MAIN
