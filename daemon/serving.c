@@ -316,7 +316,7 @@ void serving_handle_fd(struct serving *s, int fd)
 }
 
 /*
- * A block is hung past 10x the larger of its prediction and its table
+ * A block is hung past SERVING_HANG_FACTOR x the larger of its prediction and its table
  * latency alone (a policy's online correction can shrink the prediction far
  * below what a slower run of the same block takes, e.g. under ASan). Under
  * a policy that shares cores, the kernel time-slices the blocks that run at

@@ -741,7 +741,7 @@ TEST_F(serving, hang__stopped_executor_killed_past_its_block_deadline)
 	ASSERT_TRUE(tenant_busy(self, "mnv2"));
 	ASSERT_TRUE(pump(self, tenant_in_state, failed, DONE_MS, NULL));
 	TH_LOG("stopped executor declared hung after %.3f ms", (tu_now_ns() - t0) / 1e6);
-	/* the limit is 10x the prediction + 1 s: never sooner than the slack */
+	/* the limit is 50x the prediction + 2 s: never sooner than the slack */
 	EXPECT_GE(tu_now_ns() - t0, SERVING_HANG_SLACK_NS / 2);
 	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", &info));
 	EXPECT_NE(NULL, strstr(info.reason, "hung")) TH_LOG("%s", info.reason);
