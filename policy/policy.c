@@ -29,6 +29,7 @@ static const struct policy_entry *const policy_table[] = {
 	&policy_coloc_noblocks,
 	&policy_coloc_fixedthres,
 	&policy_coloc_noprediction,
+	&policy_coloc_nocap,
 	&policy_coloc_fcfs,
 };
 

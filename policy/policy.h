@@ -83,7 +83,7 @@
  * temporal (one query at a time on the whole machine), model-wise and
  * layer-wise (the fewest cores meeting QoS per model or per layer), and
  * coloc (the scheduler issue's policy, coloc.c) with its ablations
- * coloc-noversions, -noblocks, -fixedthres, -noprediction and -fcfs. Each
+ * coloc-noversions, -noblocks, -fixedthres, -noprediction, -nocap and -fcfs. Each
  * is a struct policy_entry listed in policy_table[] (policy.c); coloc, its
  * ablations and the model-wise and layer-wise baselines share one engine
  * (coloc.c), each entry a set of flags (policy_impl.h).

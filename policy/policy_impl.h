@@ -70,6 +70,12 @@ struct coloc_flags {
 	bool headroom; /* most urgent (earliest deadline) first (else arrival order) */
 	bool headroom_budget; /* budgets from the queue's headroom (else from the tenant's QoS) */
 	bool use_spare; /* a block may take up to avg_C + thres cores when faster (else its need) */
+	/*
+	 * A block's budget stops growing at this share of the smallest QoS of
+	 * the other active tenants (0: no cap): a block is not preempted, so a
+	 * query arriving behind it waits for it.
+	 */
+	double block_cap;
 };
 
 /*
@@ -110,6 +116,7 @@ extern const struct policy_entry policy_coloc_noversions;
 extern const struct policy_entry policy_coloc_noblocks;
 extern const struct policy_entry policy_coloc_fixedthres;
 extern const struct policy_entry policy_coloc_noprediction;
+extern const struct policy_entry policy_coloc_nocap;
 extern const struct policy_entry policy_coloc_fcfs;
 extern const struct policy_entry policy_model_wise;
 extern const struct policy_entry policy_layer_wise;

@@ -176,6 +176,7 @@ TEST(policy_find__knows_each_entry_by_name)
 	ASSERT_STREQ("coloc-fixedthres", policy_find("coloc-fixedthres")->name);
 	ASSERT_STREQ("coloc-noprediction", policy_find("coloc-noprediction")->name);
 	ASSERT_STREQ("coloc-fcfs", policy_find("coloc-fcfs")->name);
+	ASSERT_STREQ("coloc-nocap", policy_find("coloc-nocap")->name);
 	ASSERT_EQ(NULL, policy_find("no-such-policy"));
 	ASSERT_EQ(NULL, policy_find(NULL));
 	for (const struct policy_entry *e; (e = policy_entry_at(n)); n++) {
@@ -185,7 +186,7 @@ TEST(policy_find__knows_each_entry_by_name)
 		ASSERT_NE(NULL, e->decide);
 		ASSERT_NE(NULL, e->destroy);
 	}
-	ASSERT_EQ(12, n);
+	ASSERT_EQ(13, n);
 	ASSERT_EQ(NULL, policy_entry_at(-1));
 }
 
@@ -748,12 +749,11 @@ TEST(coloc_threshold__veltairs_example_64_cores_needs_12_12_24_gives_4_4_8)
 TEST_F(pol, coloc_decide__splits_a_block_at_the_pivot_when_the_load_leaves_no_slack)
 {
 	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
-	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000, .uid = 1 };
 	self->in.nr_tenants = 2;
 	add_query(&self->in, self->queries, 1, 0, 0, 400000);
 
 	/*
-	 * Alone on 8 cores: thres = (8 - 2.75) x 2.75 / 2.75 = 5.25, limit 8:
+	 * Alone on 8 cores (no other tenant, so no block cap): thres = (8 - 2.75) x 2.75 / 2.75 = 5.25, limit 8:
 	 * no pivot, one block [0, 4) with budget 400 µs: 4 cores (320 µs) is
 	 * the fewest that fit, but up to the limit spare cores are used: 8
 	 * cores, 30 + 30 + 100 + 30 µs.
@@ -769,7 +769,9 @@ TEST_F(pol, coloc_decide__splits_a_block_at_the_pivot_when_the_load_leaves_no_sl
 	 * Both tenants active: thres = (8 - 5.5) x 2.75 / 5.5 = 1.25, limit 4:
 	 * layer 2 (8 cores) is a pivot. Block [0, 2), budget 200 µs: 1 core
 	 * fits, 4 cores (the limit) are faster: 40 + 40 µs, 4 cores each.
+	 * (Each block's cap, half the other's QoS, 200 µs, does not bind.)
 	 */
+	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000, .uid = 1 };
 	add_query(&self->in, self->queries, 2, 1, 0, 400000);
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(2, self->out.nr_decisions);
@@ -1546,6 +1548,35 @@ TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_ten
 	ASSERT_EQ(3, self->decisions[0].query_id);
 	ASSERT_EQ((uint64_t)(540000 * (1.0 + (corr - 1.0) / 8)), self->decisions[0].predicted_ns);
 	policy_destroy(p);
+}
+
+/*
+ * A block is not preempted, so it is capped at half the smallest QoS of the
+ * other tenants, whether or not they have a query now: one arriving behind
+ * it waits for it. The pivot model alone on 8 cores is one block [0, 4)
+ * with a 400 µs budget (100 µs a layer); with a second tenant of QoS 300 µs
+ * the cap is 150 µs: [0, 1) only (adding layer 1 would make 200 µs), on
+ * 8 cores (spare cores up to the limit, 30 µs). With a QoS of 10 ms there,
+ * the cap (5 ms) does not bind.
+ */
+TEST_F(pol, coloc_decide__caps_a_block_at_half_the_smallest_qos_of_the_other_tenants)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
+	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 300000, .uid = 1 };
+	self->in.nr_tenants = 2;
+	add_query(&self->in, self->queries, 1, 0, 0, 400000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(0, self->decisions[0].first_layer);
+	ASSERT_EQ(1, self->decisions[0].last_layer);
+	ASSERT_EQ(8, self->decisions[0].nr_cores);
+	ASSERT_EQ(30000, self->decisions[0].predicted_ns);
+
+	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 10000000, .uid = 2 };
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].last_layer);
+	ASSERT_EQ(190000, self->decisions[0].predicted_ns);
 }
 
 TEST_HARNESS_MAIN
