@@ -247,7 +247,7 @@ static void block_finished(struct serving *s, struct sv_tenant *t, const struct 
 		return;
 	if (r->status == COLOC_SHM_DONE_OK) {
 		policy_block_done(s->policy, &t->blk, measured);
-		sv_update_slowdown(s, &t->blk, measured);
+		sv_update_slowdown(s, t, &t->blk, measured);
 		serving_stats_block(&t->stats, t->blk.predicted_ns, measured);
 	}
 	release_block_cores(s, t);

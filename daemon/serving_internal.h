@@ -23,6 +23,17 @@
  * reading fall again: only blocks that run update it.
  */
 #define SV_SLOWDOWN_HALF_LIFE_NS 500000000ull
+/*
+ * Weight of a block in its tenant's own norm, the usual ratio of its
+ * blocks' measured to profiled-alone latency. A profile sums layers timed
+ * one at a time with their weights in cache; a block runs them in a row,
+ * plus its command and re-pinning: a tenant's blocks take longer than the
+ * table on an idle machine too (1.9x for GoogLeNet's short blocks here).
+ * That is the tenant's bias, for the policy's correction to learn, not
+ * interference: a core's level is a block's ratio over its tenant's norm.
+ * Slow, so that a spell of interference shows as level for ~20 blocks.
+ */
+#define SV_NORM_WEIGHT 0.05
 #define SV_STOP_MS 100 /* an idle executor answers EXIT in microseconds */
 
 struct sv_query {
@@ -60,6 +71,7 @@ struct sv_tenant {
 	uint8_t *blk_versions; /* [nr_layers] */
 	uint64_t blk_submit_ns;
 	struct serving_stats stats;
+	double norm; /* usual measured / alone ratio of its blocks, 0 before the first */
 	unsigned int order; /* admission order, for listing */
 };
 
@@ -117,7 +129,11 @@ void sv_finish_removal(struct serving *s, struct sv_tenant *t);
 void sv_schedule(struct serving *s);
 /* Core c's slowdown as of now: its excess over 1.0 halves every half-life; 1.0 when none. */
 double sv_aged_slowdown(const struct serving *s, int c, uint64_t now);
-/* A block took ns: the per-core slowdown signal of its cores moves towards ns / alone. */
-void sv_update_slowdown(struct serving *s, const struct policy_decision *d, uint64_t ns);
+/*
+ * t's block d took ns: the per-core slowdown signal of its cores moves
+ * towards ns / alone over t's norm, and the norm towards ns / alone.
+ */
+void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct policy_decision *d,
+			uint64_t ns);
 
 #endif /* COLOC_DAEMON_SERVING_INTERNAL_H */

@@ -6,8 +6,9 @@
  * for a tenant whose executor is busy: an executor runs one block at a
  * time), its output is checked, decisions start at once, drops complete.
  * Also the per-core slowdown signal, measured without a PMU: each finished
- * block's time over the table's alone time for it, smoothed per core from
- * 1.0 and aged back towards 1.0 while no block runs there.
+ * block's time over the table's alone time for it, over its tenant's usual
+ * such ratio (SV_NORM_WEIGHT says why), smoothed per core from 1.0 and aged
+ * back towards 1.0 while no block runs there.
  */
 #include <math.h>
 #include <stdio.h>
@@ -238,14 +239,19 @@ void sv_schedule(struct serving *s)
 	}
 }
 
-void sv_update_slowdown(struct serving *s, const struct policy_decision *d, uint64_t ns)
+void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct policy_decision *d,
+			uint64_t ns)
 {
 	uint64_t now = sv_now_ns();
-	double ratio;
+	double raw, ratio;
 
 	if (!d->alone_ns || !ns)
 		return;
-	ratio = (double)ns / (double)d->alone_ns;
+	raw = (double)ns / (double)d->alone_ns;
+	/* the first block sets the norm: it says nothing about interference yet */
+	t->norm = t->norm > 0 ? t->norm : raw;
+	ratio = raw / t->norm;
+	t->norm = (1 - SV_NORM_WEIGHT) * t->norm + SV_NORM_WEIGHT * raw;
 	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
 	     c = policy_cpuset_next(&d->cores, c + 1)) {
 		struct policy_signal *sig = &s->core_sig[c];

@@ -38,8 +38,6 @@ colocd_lib_init() { # name
 	WORK=$(mktemp -d "/tmp/coloc-$LIB_NAME.XXXXXX")
 	SOCK=$WORK/colocd.sock
 	PIN=/sys/fs/bpf/coloc-$LIB_NAME-$$
-	# Idle OpenMP workers sleep instead of spinning on a core another tenant needs.
-	export OMP_WAIT_POLICY=passive
 	trap colocd_lib_cleanup EXIT
 	# Ctrl-C or SIGTERM: exit, so the EXIT trap stops colocd and removes WORK.
 	trap 'exit 130' INT TERM
