@@ -37,13 +37,14 @@ static int simple_step(struct builder *b, dnnl_primitive_desc_t pd, int nr, cons
 	return ret;
 }
 
-static int op_pd(struct builder *b, const_dnnl_op_desc_t desc, enum model_act act,
+/* act_of: the layer whose act= becomes post-ops, or NULL for none. */
+static int op_pd(struct builder *b, const_dnnl_op_desc_t desc, const struct model_layer *act_of,
 		 dnnl_primitive_desc_t *pd)
 {
 	dnnl_primitive_attr_t attr;
 	int ret;
 
-	if (exec_attr_new(&attr, act, b->l->act_alpha, 1.0f))
+	if (exec_attr_new(&attr, act_of, 1.0f))
 		return -ENOMEM;
 	ret = builder_pd_create(b, desc, attr, NULL, pd);
 	dnnl_primitive_attr_destroy(attr);
@@ -58,7 +59,7 @@ static int unary_step(struct builder *b, const_dnnl_op_desc_t desc,
 	const dnnl_memory_desc_t *mds[2];
 	struct exec_buf bufs[2] = { src, out_buf(b) };
 	int args[2] = { DNNL_ARG_SRC, DNNL_ARG_DST };
-	int ret = op_pd(b, desc, MODEL_ACT_NONE, &pd);
+	int ret = op_pd(b, desc, NULL, &pd);
 
 	if (ret)
 		return ret;
@@ -67,20 +68,30 @@ static int unary_step(struct builder *b, const_dnnl_op_desc_t desc,
 	return simple_step(b, pd, 2, args, mds, bufs, NULL);
 }
 
+/*
+ * One eltwise step per stage of the activation: the first from the input
+ * into the output, the others in place on the output.
+ */
 int act_build(struct builder *b)
 {
+	struct exec_eltwise e[EXEC_ACT_MAX_STAGES];
+	int nr = exec_act_eltwise(b->l, e), ret = 0;
 	dnnl_eltwise_desc_t d;
-	dnnl_alg_kind_t alg;
-	float a, be;
 
-	if (!exec_act_eltwise(b->l->act, b->l->act_alpha, &alg, &a, &be)) {
+	if (!nr) {
 		/* identity: a linear eltwise keeps the copy semantics */
-		alg = dnnl_eltwise_linear;
-		a = 1.0f;
+		e[0] = (struct exec_eltwise){ dnnl_eltwise_linear, 1.0f, 0.0f };
+		nr = 1;
 	}
-	if (dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, in_md(b, 0), a, be))
-		return builder_fail(b, -EINVAL, "oneDNN rejects this activation");
-	return unary_step(b, &d, in_md(b, 0), in_buf(b, 0));
+	for (int i = 0; i < nr && !ret; i++) {
+		const dnnl_memory_desc_t *md = i ? &b->xl->out_md : in_md(b, 0);
+
+		if (dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, e[i].alg, md,
+						   e[i].alpha, e[i].beta))
+			return builder_fail(b, -EINVAL, "oneDNN rejects this activation");
+		ret = unary_step(b, &d, md, i ? out_buf(b) : in_buf(b, 0));
+	}
+	return ret;
 }
 
 int pool_build(struct builder *b)
@@ -188,7 +199,7 @@ int binary_build(struct builder *b)
 	if (dnnl_binary_desc_init(&d, b->l->op == MODEL_OP_ADD ? dnnl_binary_add : dnnl_binary_mul,
 				  src0, &src1, &b->xl->out_md))
 		return builder_fail(b, -EINVAL, "oneDNN rejects this broadcast");
-	ret = op_pd(b, &d, b->l->act, &pd);
+	ret = op_pd(b, &d, b->l, &pd);
 	if (ret)
 		return builder_fail(b, ret, "oneDNN cannot run this binary op");
 	mds[0] = src0;
@@ -221,7 +232,7 @@ int concat_build(struct builder *b)
 	mds[n] = &b->xl->out_md;
 	bufs[n] = out_buf(b);
 	args[n] = DNNL_ARG_DST;
-	if (exec_attr_new(&attr, MODEL_ACT_NONE, 0.0f, 1.0f))
+	if (exec_attr_new(&attr, NULL, 1.0f))
 		return -ENOMEM;
 	ret = dnnl_concat_primitive_desc_create(&pd, &b->xl->out_md, n, axis, srcs, attr,
 						b->em->engine);
@@ -254,7 +265,7 @@ int layer_norm_build(struct builder *b)
 	if (dnnl_layer_normalization_forward_desc_init(&d, dnnl_forward_inference, &data, NULL,
 						       b->l->eps, dnnl_use_scale | dnnl_use_shift))
 		return builder_fail(b, -EINVAL, "oneDNN rejects this layer norm");
-	ret = op_pd(b, &d, MODEL_ACT_NONE, &pd);
+	ret = op_pd(b, &d, NULL, &pd);
 	if (ret)
 		return builder_fail(b, ret, "oneDNN cannot run this layer norm");
 	{

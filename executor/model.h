@@ -56,6 +56,8 @@ enum model_act {
 	MODEL_ACT_SWISH, /* x * sigmoid(x) */
 	MODEL_ACT_GELU, /* erf form */
 	MODEL_ACT_TANH,
+	MODEL_ACT_HARD_SIGMOID, /* max(0, min(1, alpha * x + beta)): slope alpha, offset beta */
+	MODEL_ACT_HARD_SWISH, /* x * relu6(x + 3) / 6 */
 };
 
 enum model_pool_kind {
@@ -119,7 +121,8 @@ struct model_layer {
 	int inputs[MODEL_MAX_INPUTS]; /* indices of earlier layers */
 	struct model_shape out;
 	enum model_act act; /* fused after the op (conv, fc, add, mul) or the op itself (act) */
-	float act_alpha;
+	float act_alpha; /* leaky_relu's and hard_sigmoid's slope */
+	float act_beta; /* hard_sigmoid's offset */
 	union {
 		struct model_conv conv;
 		struct model_fc fc;

@@ -49,10 +49,16 @@ struct infer_op {
 };
 
 static const char *const infer_act_names[] = {
-	[MODEL_ACT_NONE] = "none",	 [MODEL_ACT_RELU] = "relu",
-	[MODEL_ACT_RELU6] = "relu6",	 [MODEL_ACT_LEAKY_RELU] = "leaky_relu",
-	[MODEL_ACT_SIGMOID] = "sigmoid", [MODEL_ACT_SWISH] = "swish",
-	[MODEL_ACT_GELU] = "gelu",	 [MODEL_ACT_TANH] = "tanh",
+	[MODEL_ACT_NONE] = "none",
+	[MODEL_ACT_RELU] = "relu",
+	[MODEL_ACT_RELU6] = "relu6",
+	[MODEL_ACT_LEAKY_RELU] = "leaky_relu",
+	[MODEL_ACT_SIGMOID] = "sigmoid",
+	[MODEL_ACT_SWISH] = "swish",
+	[MODEL_ACT_GELU] = "gelu",
+	[MODEL_ACT_TANH] = "tanh",
+	[MODEL_ACT_HARD_SIGMOID] = "hard_sigmoid",
+	[MODEL_ACT_HARD_SWISH] = "hard_swish",
 };
 
 static int infer_fail(struct infer_layer *il, const char *fmt, ...)
@@ -862,7 +868,7 @@ static int infer_act(struct infer_layer *il)
 {
 	if (il->l->act == MODEL_ACT_NONE)
 		return infer_fail(il, "missing attribute 'act=' (relu, relu6, leaky_relu, "
-				      "sigmoid, swish, gelu, tanh)");
+				      "sigmoid, swish, gelu, tanh, hard_sigmoid, hard_swish)");
 	return infer_same_shape(il);
 }
 
@@ -927,11 +933,15 @@ static int infer_activation(struct infer_layer *il, bool allowed)
 	if (i == ARRAY_SIZE(infer_act_names))
 		return infer_fail(il,
 				  "unknown activation '%s' (relu, relu6, leaky_relu, sigmoid, "
-				  "swish, gelu, tanh)",
+				  "swish, gelu, tanh, hard_sigmoid, hard_swish)",
 				  s);
 	l->act = (enum model_act)i;
 	if (l->act == MODEL_ACT_LEAKY_RELU)
 		return infer_float(il, "slope", true, 0, 1, 0, &l->act_alpha);
+	if (l->act == MODEL_ACT_HARD_SIGMOID)
+		/* ONNX HardSigmoid's defaults */
+		return infer_float(il, "slope", false, -1e6, 1e6, 0.2, &l->act_alpha) ?:
+			       infer_float(il, "offset", false, -1e6, 1e6, 0.5, &l->act_beta);
 	return 0;
 }
 

@@ -211,6 +211,8 @@ static void put_layer(struct sbuf *b, const struct onnx_ctx *c, const struct onn
 		put(b, " act=%s", model_act_name(l->act));
 		if (l->act == MODEL_ACT_LEAKY_RELU)
 			put(b, " slope=%.9g", l->act_alpha);
+		if (l->act == MODEL_ACT_HARD_SIGMOID)
+			put(b, " slope=%.9g offset=%.9g", l->act_alpha, l->act_beta);
 	}
 	put(b, "\n");
 }

@@ -320,7 +320,7 @@ static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *x = data_input(c, n, 0);
 	enum model_act act;
-	float alpha = 0;
+	float alpha = 0, beta = 0;
 	struct onnx_layer *l;
 	int ret = 0;
 
@@ -332,6 +332,13 @@ static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		act = MODEL_ACT_SIGMOID;
 	} else if (!strcmp(n->op_type, "Tanh")) {
 		act = MODEL_ACT_TANH;
+	} else if (!strcmp(n->op_type, "HardSwish")) {
+		act = MODEL_ACT_HARD_SWISH;
+	} else if (!strcmp(n->op_type, "HardSigmoid")) {
+		act = MODEL_ACT_HARD_SIGMOID;
+		ret = onnx_attr_float(c, n, "alpha", 0.2f, &alpha);
+		if (!ret)
+			ret = onnx_attr_float(c, n, "beta", 0.5f, &beta);
 	} else if (!strcmp(n->op_type, "LeakyRelu")) {
 		act = MODEL_ACT_LEAKY_RELU;
 		ret = onnx_attr_float(c, n, "alpha", 0.01f, &alpha);
@@ -373,6 +380,7 @@ static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	     l->l.op == MODEL_OP_MUL)) {
 		l->l.act = act;
 		l->l.act_alpha = alpha;
+		l->l.act_beta = beta;
 		snprintf(l->origin + strlen(l->origin), sizeof(l->origin) - strlen(l->origin),
 			 " + %.16s", n->op_type);
 		return alias(c, n, x);
@@ -381,6 +389,7 @@ static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	if (!ret) {
 		l->l.act = act;
 		l->l.act_alpha = alpha;
+		l->l.act_beta = beta;
 	}
 	return ret;
 }
@@ -986,6 +995,8 @@ static const struct lower_op lower_ops[] = {
 	{ "LeakyRelu", lower_act },
 	{ "Sigmoid", lower_act },
 	{ "Tanh", lower_act },
+	{ "HardSigmoid", lower_act },
+	{ "HardSwish", lower_act },
 	{ "Clip", lower_act },
 	{ "Add", lower_binary },
 	{ "Mul", lower_binary },

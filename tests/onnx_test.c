@@ -396,7 +396,7 @@ TEST(onnx_import__conv_bn_relu_fuses_and_matches_reference)
 	EXPECT_EQ(1, im.outputs[0]);
 	ref_conv(x, X_DIMS, w, b, &CONV3, od, want);
 	ref_batch_norm(want, 1, 4, 64, bn, bn + 4, bn + 8, bn + 12, 1e-3f);
-	ref_act(want, 256, MODEL_ACT_RELU, 0);
+	ref_act(want, 256, MODEL_ACT_RELU, 0, 0);
 	run_compare(_metadata, &im, x, want, 256);
 	onnx_import_free(&im);
 	arena_free();
@@ -435,10 +435,10 @@ TEST(onnx_import__residual_add_matches_reference)
 	EXPECT_EQ(2u * 81, im.model->params);
 	cv.out_channels = 3;
 	ref_conv(x, xd, w1, NULL, &cv, xd, a);
-	ref_act(a, 108, MODEL_ACT_RELU, 0);
+	ref_act(a, 108, MODEL_ACT_RELU, 0, 0);
 	ref_conv(a, xd, w2, NULL, &cv, xd, c);
 	ref_binary(MODEL_OP_ADD, c, &s, x, &s, want);
-	ref_act(want, 108, MODEL_ACT_RELU, 0);
+	ref_act(want, 108, MODEL_ACT_RELU, 0, 0);
 	run_compare(_metadata, &im, x, want, 108);
 	onnx_import_free(&im);
 	arena_free();
@@ -518,7 +518,7 @@ TEST(onnx_import__matmul_add_becomes_fc)
 	EXPECT_EQ(5u * 8 * 6, im.model->macs);
 	EXPECT_EQ(8u * 6 + 6, im.model->params);
 	ref_fc(x, w, b, 5, 8, 6, want);
-	ref_act(want, 30, MODEL_ACT_RELU, 0);
+	ref_act(want, 30, MODEL_ACT_RELU, 0, 0);
 	run_compare(_metadata, &im, x, want, 30);
 	onnx_import_free(&im);
 	arena_free();
@@ -681,7 +681,7 @@ TEST(onnx_import__image_ops_match_reference)
 	for (int i = 0; i < 3; i++)
 		br[i] = mem(64 * 4);
 	ref_conv(x, xd, w, NULL, &cv, od, br[0]);
-	ref_act(br[0], 64, MODEL_ACT_RELU6, 0);
+	ref_act(br[0], 64, MODEL_ACT_RELU6, 0, 0);
 	ref_pool(x, xd, &mp, od, br[1]);
 	ref_pool(x, xd, &ap, od, br[2]);
 	for (int i = 0; i < 3; i++) {
@@ -690,9 +690,9 @@ TEST(onnx_import__image_ops_match_reference)
 	}
 	ref_concat(ins, shp, 3, 1, cat);
 	ref_pool(cat, catd, &gp, gd, gap);
-	ref_act(gap, 12, MODEL_ACT_SIGMOID, 0);
+	ref_act(gap, 12, MODEL_ACT_SIGMOID, 0, 0);
 	ref_binary(MODEL_OP_MUL, cat, &cs, gap, &ss, mul);
-	ref_act(mul, 192, MODEL_ACT_LEAKY_RELU, 0.2f);
+	ref_act(mul, 192, MODEL_ACT_LEAKY_RELU, 0.2f, 0);
 	ref_fc(mul, bb, cc, 1, 192, 5, logits);
 	ref_softmax(logits, &ls, 1, prob);
 	run_compare_output(_metadata, &im, 0, x, prob, 5);
@@ -787,7 +787,7 @@ TEST(onnx_import__attention_block_matches_reference)
 	ref_fc(o, wp, NULL, 1, 8, 4, y);
 	for (int i = 0; i < 4; i++)
 		y[i] = y[i] * sc[i] + bp[i];
-	ref_act(y, 4, MODEL_ACT_TANH, 0);
+	ref_act(y, 4, MODEL_ACT_TANH, 0, 0);
 	run_compare(_metadata, &im, ids, y, 4);
 	onnx_import_free(&im);
 	arena_free();
@@ -846,7 +846,7 @@ TEST(onnx_import__gelu_pattern_fuses)
 	EXPECT_EQ(MODEL_OP_FC, im.model->layers[1].op);
 	EXPECT_EQ(MODEL_ACT_GELU, im.model->layers[1].act);
 	ref_fc(x, w, b, 3, 8, 6, want);
-	ref_act(want, 18, MODEL_ACT_GELU, 0);
+	ref_act(want, 18, MODEL_ACT_GELU, 0, 0);
 	run_compare(_metadata, &im, x, want, 18);
 	onnx_import_free(&im);
 
@@ -870,8 +870,123 @@ TEST(onnx_import__gelu_pattern_fuses)
 	EXPECT_EQ(MODEL_OP_ACT, im.model->layers[1].op);
 	EXPECT_EQ(MODEL_ACT_GELU, im.model->layers[1].act);
 	memcpy(want, x, 24 * sizeof(float));
-	ref_act(want, 24, MODEL_ACT_GELU, 0);
+	ref_act(want, 24, MODEL_ACT_GELU, 0, 0);
 	run_compare(_metadata, &im, x, want, 24);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * MobileNetV3 as PaddlePaddle exports it at opset 9: a Conv + hard swish
+ * spelt Add 3, Clip(0, 6) (attributes), Mul x, Div 6; a 1x1 Conv +
+ * HardSigmoid gating it by Mul. Both activations fuse into their convs.
+ */
+TEST(onnx_import__hard_swish_pattern_and_hard_sigmoid_fuse)
+{
+	static const int64_t wd[4] = { 4, 3, 3, 3 }, w2d[4] = { 4, 4, 1, 1 },
+			     od[4] = { 1, 4, 8, 8 };
+	static const float three = 3.0f, six = 6.0f;
+	struct gb g = { .opset = 9 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	struct model_conv c1 = CONV3;
+	struct model_shape s = { .ndims = 4, .dims = { 1, 4, 8, 8 } };
+	float *w1 = rnd_fill(108, -1, 1), *w2 = rnd_fill(16, -1, 1), *b2 = rnd_fill(4, -1, 1);
+	float *x = rnd_fill(192, -2, 2), *h = mem(256 * 4), *gt = mem(256 * 4),
+	      *want = mem(256 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "W1", 4, wd, w1);
+	init_f(&g, "W2", 4, w2d, w2);
+	init_f(&g, "B2", 1, C4, b2);
+	init_f(&g, "three", 0, NULL, &three);
+	init_f(&g, "six", 0, NULL, &six);
+	g.ins[g.nr_ins++] = vinfo("x", 4, X_DIMS, NULL);
+	n = node(&g, "Conv", "c1", NAMES("x", "W1"), NAMES("c"));
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 1, 1 });
+	node(&g, "Add", "hs_add", NAMES("c", "three"), NAMES("a"));
+	n = node(&g, "Clip", "hs_clip", NAMES("a"), NAMES("r"));
+	attr_float(n, "min", 0.0f);
+	attr_float(n, "max", 6.0f);
+	node(&g, "Mul", "hs_mul", NAMES("c", "r"), NAMES("m"));
+	node(&g, "Div", "hs_div", NAMES("m", "six"), NAMES("h"));
+	node(&g, "Conv", "c2", NAMES("h", "W2", "B2"), NAMES("e"));
+	n = node(&g, "HardSigmoid", "gate", NAMES("e"), NAMES("gs"));
+	attr_float(n, "alpha", 0.2f);
+	attr_float(n, "beta", 0.5f);
+	node(&g, "Mul", "se", NAMES("h", "gs"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 4, od, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(4, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_ACT_HARD_SWISH, im.model->layers[1].act);
+	EXPECT_EQ(MODEL_ACT_HARD_SIGMOID, im.model->layers[2].act);
+	EXPECT_EQ(0.2f, im.model->layers[2].act_alpha);
+	EXPECT_EQ(0.5f, im.model->layers[2].act_beta);
+	EXPECT_EQ(MODEL_OP_MUL, im.model->layers[3].op);
+	ref_conv(x, X_DIMS, w1, NULL, &c1, od, h);
+	ref_act(h, 256, MODEL_ACT_HARD_SWISH, 0, 0);
+	c1 = (struct model_conv){ .out_channels = 4,
+				  .kh = 1,
+				  .kw = 1,
+				  .stride_h = 1,
+				  .stride_w = 1,
+				  .dil_h = 1,
+				  .dil_w = 1,
+				  .groups = 1 };
+	ref_conv(h, od, w2, b2, &c1, od, gt);
+	ref_act(gt, 256, MODEL_ACT_HARD_SIGMOID, 0.2f, 0.5f);
+	ref_binary(MODEL_OP_MUL, h, &s, gt, &s, want);
+	run_compare(_metadata, &im, x, want, 256);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * x * Sigmoid(x) after a Conv becomes its act=swish (efficientnet's
+ * export); x * HardSigmoid(x, 1/6, 1/2) on a graph input, and a HardSwish
+ * node, become standalone hard_swish layers.
+ */
+TEST(onnx_import__self_gates_become_swish_and_hard_swish)
+{
+	static const int64_t od[4] = { 1, 4, 8, 8 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w = rnd_fill(108, -1, 1), *x = rnd_fill(192, -4, 4), *want = mem(256 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "W", 4, W_DIMS, w);
+	g.ins[g.nr_ins++] = vinfo("x", 4, X_DIMS, NULL);
+	n = node(&g, "Conv", "c", NAMES("x", "W"), NAMES("c"));
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 1, 1 });
+	node(&g, "Sigmoid", "sig", NAMES("c"), NAMES("s"));
+	node(&g, "Mul", "swish", NAMES("s", "c"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 4, od, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_ACT_SWISH, im.model->layers[1].act);
+	ref_conv(x, X_DIMS, w, NULL, &CONV3, od, want);
+	ref_act(want, 256, MODEL_ACT_SWISH, 0, 0);
+	run_compare(_metadata, &im, x, want, 256);
+	onnx_import_free(&im);
+
+	g = (struct gb){ 0 };
+	g.ins[g.nr_ins++] = vinfo("x", 4, X_DIMS, NULL);
+	n = node(&g, "HardSigmoid", "hsig", NAMES("x"), NAMES("s"));
+	attr_float(n, "alpha", 1.0f / 6);
+	attr_float(n, "beta", 0.5f);
+	node(&g, "Mul", "gate", NAMES("x", "s"), NAMES("h"));
+	node(&g, "HardSwish", "hsw", NAMES("h"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 4, X_DIMS, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(3, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_ACT, im.model->layers[1].op);
+	EXPECT_EQ(MODEL_ACT_HARD_SWISH, im.model->layers[1].act);
+	EXPECT_EQ(MODEL_ACT_HARD_SWISH, im.model->layers[2].act);
+	memcpy(want, x, 192 * sizeof(float));
+	ref_act(want, 192, MODEL_ACT_HARD_SWISH, 0, 0);
+	ref_act(want, 192, MODEL_ACT_HARD_SWISH, 0, 0);
+	run_compare(_metadata, &im, x, want, 192);
 	onnx_import_free(&im);
 	arena_free();
 }

@@ -153,6 +153,7 @@ static int add_conv(struct model *m, int in, const struct conv_case *c)
 	};
 	l->act = c->act;
 	l->act_alpha = c->alpha;
+	l->act_beta = 0.5f; /* hard_sigmoid's offset; the other activations ignore it */
 	return m->nr_layers - 1;
 }
 
@@ -352,7 +353,8 @@ TEST_F(ops, conv__bias_and_each_activation_match_reference)
 	static const enum model_act acts[] = { MODEL_ACT_RELU,	     MODEL_ACT_RELU6,
 					       MODEL_ACT_LEAKY_RELU, MODEL_ACT_SIGMOID,
 					       MODEL_ACT_SWISH,	     MODEL_ACT_GELU,
-					       MODEL_ACT_TANH };
+					       MODEL_ACT_TANH,	     MODEL_ACT_HARD_SIGMOID,
+					       MODEL_ACT_HARD_SWISH };
 
 	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
 		struct conv_case c = { .n = 1,
@@ -524,7 +526,8 @@ TEST_F(ops, act__each_activation_matches_reference)
 	static const enum model_act acts[] = { MODEL_ACT_RELU,	     MODEL_ACT_RELU6,
 					       MODEL_ACT_LEAKY_RELU, MODEL_ACT_SIGMOID,
 					       MODEL_ACT_SWISH,	     MODEL_ACT_GELU,
-					       MODEL_ACT_TANH };
+					       MODEL_ACT_TANH,	     MODEL_ACT_HARD_SIGMOID,
+					       MODEL_ACT_HARD_SWISH };
 
 	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
 		struct model *m = ref_model_new("act", 5, 4);
@@ -534,6 +537,7 @@ TEST_F(ops, act__each_activation_matches_reference)
 
 		l->act = acts[i];
 		l->act_alpha = 0.2f;
+		l->act_beta = 0.5f;
 		/* Wide enough to reach relu6's clip and the saturating tails. */
 		input_scale = 8.0f;
 		check_model(_metadata, m);

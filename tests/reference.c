@@ -15,8 +15,10 @@
 #include "executor.h"
 #include "reference.h"
 
-static float act_one(float x, enum model_act act, float alpha)
+static float act_one(float x, enum model_act act, float alpha, float beta)
 {
+	double r;
+
 	switch (act) {
 	case MODEL_ACT_RELU:
 		return x > 0.0f ? x : 0.0f;
@@ -32,15 +34,21 @@ static float act_one(float x, enum model_act act, float alpha)
 		return (float)(0.5 * x * (1.0 + erf((double)x / sqrt(2.0))));
 	case MODEL_ACT_TANH:
 		return (float)tanh((double)x);
+	case MODEL_ACT_HARD_SIGMOID:
+		r = (double)alpha * x + beta;
+		return (float)(r < 0 ? 0 : r > 1 ? 1 : r);
+	case MODEL_ACT_HARD_SWISH:
+		r = (double)x + 3;
+		return (float)(x * (r < 0 ? 0 : r > 6 ? 6 : r) / 6);
 	default:
 		return x;
 	}
 }
 
-void ref_act(float *x, int64_t n, enum model_act act, float alpha)
+void ref_act(float *x, int64_t n, enum model_act act, float alpha, float beta)
 {
 	for (int64_t i = 0; i < n; i++)
-		x[i] = act_one(x[i], act, alpha);
+		x[i] = act_one(x[i], act, alpha, beta);
 }
 
 void ref_conv(const float *in, const int64_t in_dims[4], const float *w, const float *bias,
@@ -335,7 +343,7 @@ static int ref_conv_layer(const struct model *m, const struct model_layer *l, co
 	if (l->conv.batch_norm)
 		ref_batch_norm(out, l->out.dims[0], l->out.dims[1], l->out.dims[2] * l->out.dims[3],
 			       p.bn_gamma, p.bn_beta, p.bn_mean, p.bn_var, p.bn_eps);
-	ref_act(out, model_shape_elems(&l->out), l->act, l->act_alpha);
+	ref_act(out, model_shape_elems(&l->out), l->act, l->act_alpha, l->act_beta);
 	exec_layer_params_free(&p);
 	return 0;
 }
@@ -361,7 +369,7 @@ int ref_layer(const struct model *m, int li, const float *const *ins, float *out
 			return ret;
 		ref_fc(ins[0], p.weights, p.bias, model_shape_elems(s0) / k, k, l->fc.out_features,
 		       out);
-		ref_act(out, n, l->act, l->act_alpha);
+		ref_act(out, n, l->act, l->act_alpha, l->act_beta);
 		break;
 	}
 	case MODEL_OP_MATMUL: {
@@ -379,12 +387,12 @@ int ref_layer(const struct model *m, int li, const float *const *ins, float *out
 		break;
 	case MODEL_OP_ACT:
 		memcpy(out, ins[0], (size_t)n * sizeof(float));
-		ref_act(out, n, l->act, l->act_alpha);
+		ref_act(out, n, l->act, l->act_alpha, l->act_beta);
 		break;
 	case MODEL_OP_ADD:
 	case MODEL_OP_MUL:
 		ref_binary(l->op, ins[0], s0, ins[1], &m->layers[l->inputs[1]].out, out);
-		ref_act(out, n, l->act, l->act_alpha);
+		ref_act(out, n, l->act, l->act_alpha, l->act_beta);
 		break;
 	case MODEL_OP_CONCAT: {
 		const struct model_shape *shapes[MODEL_MAX_INPUTS];

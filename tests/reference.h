@@ -16,7 +16,8 @@
 #include <stdint.h>
 #include "model.h"
 
-void ref_act(float *x, int64_t n, enum model_act act, float alpha);
+/* alpha: leaky_relu's and hard_sigmoid's slope; beta: hard_sigmoid's offset */
+void ref_act(float *x, int64_t n, enum model_act act, float alpha, float beta);
 /* in [N][C][H][W], w [OC][C/g][kh][kw], bias [OC] or NULL; out [N][OC][OH][OW]. */
 void ref_conv(const float *in, const int64_t in_dims[4], const float *w, const float *bias,
 	      const struct model_conv *c, const int64_t out_dims[4], float *out);
