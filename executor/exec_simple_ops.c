@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The operators with a single version: each one oneDNN primitive on the
- * canonical layouts (activation, pooling, lrn, softmax, add and mul with
- * numpy broadcast, concat, layer norm), a reorder from a view of the input
+ * canonical layouts (activation, pooling, lrn, softmax, the binary ops with
+ * numpy broadcast of a layer or a constant, concat, layer norm), a reorder from a view of the input
  * (reshape, transpose, slice), or a plain-C step (the embedding lookup).
  */
 #include <errno.h>
@@ -166,16 +166,30 @@ int softmax_build(struct builder *b)
 	return unary_step(b, &d, in_md(b, 0), in_buf(b, 0));
 }
 
-/* numpy broadcast of input 1 to input 0's shape: same rank with leading 1s. */
+static const dnnl_alg_kind_t binary_algs[MODEL_OP_COUNT] = {
+	[MODEL_OP_ADD] = dnnl_binary_add, [MODEL_OP_MUL] = dnnl_binary_mul,
+	[MODEL_OP_SUB] = dnnl_binary_sub, [MODEL_OP_DIV] = dnnl_binary_div,
+	[MODEL_OP_MAX] = dnnl_binary_max, [MODEL_OP_MIN] = dnnl_binary_min,
+};
+
+/*
+ * numpy broadcast of the second operand (input 1, or the constant in the
+ * layer's weights) to input 0's shape: same rank with leading 1s. const -
+ * x is x - const times -1, the scale oneDNN applies before the act.
+ */
 int binary_build(struct builder *b)
 {
-	const struct model_shape *s1 = &b->m->layers[b->l->inputs[1]].out;
+	const struct model_binary *bn = &b->l->binary;
+	const struct model_shape *s1 =
+		bn->has_const ? &bn->cshape : &b->m->layers[b->l->inputs[1]].out;
 	const dnnl_memory_desc_t *src0 = in_md(b, 0);
 	dnnl_memory_desc_t src1;
 	int64_t d1[MODEL_MAX_DIMS];
 	struct exec_buf b1;
 	dnnl_binary_desc_t d;
 	dnnl_primitive_desc_t pd;
+	dnnl_primitive_attr_t attr;
+	void *konst = NULL;
 	const dnnl_memory_desc_t *mds[3];
 	int args[3] = { DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST };
 	int nd = src0->ndims, ret;
@@ -187,7 +201,17 @@ int binary_build(struct builder *b)
 
 		d1[i] = j >= 0 ? s1->dims[j] : 1;
 	}
-	if (s1->ndims == nd && !memcmp(d1, src0->dims, sizeof(int64_t) * (size_t)nd)) {
+	if (bn->has_const) {
+		dnnl_memory_desc_t logical;
+
+		md_plain(&logical, s1->ndims, s1->dims);
+		md_plain(&src1, nd, d1);
+		if (b->lw->nr_w != (size_t)model_shape_elems(s1))
+			return builder_fail(b, -EINVAL, "the constant operand has %zu values",
+					    b->lw->nr_w);
+		ret = builder_weights_in(b, b->lw->w, &logical, &logical, &konst);
+		b1 = (struct exec_buf){ .kind = EXEC_BUF_FIXED };
+	} else if (s1->ndims == nd && !memcmp(d1, src0->dims, sizeof(int64_t) * (size_t)nd)) {
 		src1 = *src0;
 		ret = builder_adapt_input(b, 1, &src1, &b1);
 	} else {
@@ -196,10 +220,12 @@ int binary_build(struct builder *b)
 	}
 	if (ret)
 		return ret;
-	if (dnnl_binary_desc_init(&d, b->l->op == MODEL_OP_ADD ? dnnl_binary_add : dnnl_binary_mul,
-				  src0, &src1, &b->xl->out_md))
+	if (dnnl_binary_desc_init(&d, binary_algs[b->l->op], src0, &src1, &b->xl->out_md))
 		return builder_fail(b, -EINVAL, "oneDNN rejects this broadcast");
-	ret = op_pd(b, &d, b->l, &pd);
+	if (exec_attr_new(&attr, b->l, bn->const_first ? -1.0f : 1.0f))
+		return -ENOMEM;
+	ret = builder_pd_create(b, &d, attr, NULL, &pd);
+	dnnl_primitive_attr_destroy(attr);
 	if (ret)
 		return builder_fail(b, ret, "oneDNN cannot run this binary op");
 	mds[0] = src0;
@@ -207,8 +233,9 @@ int binary_build(struct builder *b)
 	mds[2] = &b->xl->out_md;
 	{
 		struct exec_buf bufs[3] = { in_buf(b, 0), b1, out_buf(b) };
+		void *fx[3] = { NULL, konst, NULL };
 
-		return simple_step(b, pd, 3, args, mds, bufs, NULL);
+		return simple_step(b, pd, 3, args, mds, bufs, fx);
 	}
 }
 

@@ -131,6 +131,19 @@ int exec_layer_params_generate(const struct model *m, int layer, struct exec_lay
 		p->weights = rng_fill(&r, p->nr_weights, -1.0f, 1.0f);
 		ret = p->weights ? 0 : -ENOMEM;
 		break;
+	case MODEL_OP_ADD:
+	case MODEL_OP_MUL:
+	case MODEL_OP_SUB:
+	case MODEL_OP_DIV:
+	case MODEL_OP_MAX:
+	case MODEL_OP_MIN:
+		if (!l->binary.has_const)
+			break;
+		/* away from 0, so that a div by it stays finite */
+		p->nr_weights = (size_t)model_shape_elems(&l->binary.cshape);
+		p->weights = rng_fill(&r, p->nr_weights, 0.5f, 1.5f);
+		ret = p->weights ? 0 : -ENOMEM;
+		break;
 	default:
 		break;
 	}

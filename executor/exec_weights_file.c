@@ -125,6 +125,20 @@ static int layer_tensors(const struct model *m, int li, struct tensor_desc *t)
 		put_desc(t, &n, "table", w, offsetof(struct exec_layer_params, weights),
 			 offsetof(struct exec_layer_params, nr_weights));
 		return n;
+	case MODEL_OP_ADD:
+	case MODEL_OP_MUL:
+	case MODEL_OP_SUB:
+	case MODEL_OP_DIV:
+	case MODEL_OP_MAX:
+	case MODEL_OP_MIN:
+		if (!l->binary.has_const)
+			return 0;
+		for (int i = 0; i < l->binary.cshape.ndims; i++)
+			if (!mul_ok(&w, l->binary.cshape.dims[i]))
+				return -EINVAL;
+		put_desc(t, &n, "constant", w, offsetof(struct exec_layer_params, weights),
+			 offsetof(struct exec_layer_params, nr_weights));
+		return n;
 	default:
 		return 0;
 	}

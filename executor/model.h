@@ -34,7 +34,7 @@ enum model_op {
 	MODEL_OP_MATMUL, /* batched a @ b (or a @ b^T), both activations, times alpha */
 	MODEL_OP_POOL, /* max/avg, or global average */
 	MODEL_OP_ACT, /* standalone activation */
-	MODEL_OP_ADD, /* elementwise, numpy broadcast of inputs[1] to inputs[0] */
+	MODEL_OP_ADD, /* elementwise, numpy broadcast of inputs[1] (or a constant) to inputs[0] */
 	MODEL_OP_MUL,
 	MODEL_OP_CONCAT,
 	MODEL_OP_LAYER_NORM, /* over the last dim, learned gamma/beta */
@@ -44,6 +44,10 @@ enum model_op {
 	MODEL_OP_TRANSPOSE,
 	MODEL_OP_EMBED, /* token embedding lookup: [N, S] ids -> [N, S, D] */
 	MODEL_OP_SLICE, /* [start, start + len) along one axis, e.g. BERT's [CLS] token for the pooler */
+	MODEL_OP_SUB, /* elementwise like add: inputs[0] - inputs[1] (or the constant) */
+	MODEL_OP_DIV,
+	MODEL_OP_MAX,
+	MODEL_OP_MIN,
 	MODEL_OP_COUNT,
 };
 
@@ -109,6 +113,17 @@ struct model_embed {
 	int64_t dim;
 };
 
+/*
+ * The second operand of add, mul, sub, div, max, min: inputs[1], or with
+ * one input a constant tensor of shape cshape (the layer's weights) that
+ * broadcasts onto inputs[0]. const_first (sub only) computes const - x.
+ */
+struct model_binary {
+	bool has_const;
+	bool const_first;
+	struct model_shape cshape;
+};
+
 struct model_slice {
 	int axis;
 	int64_t start, len;
@@ -131,6 +146,7 @@ struct model_layer {
 		struct model_lrn lrn;
 		struct model_embed embed;
 		struct model_slice slice;
+		struct model_binary binary;
 		int axis; /* concat, softmax */
 		float eps; /* layer_norm */
 		struct model_shape reshape; /* target shape */

@@ -669,11 +669,45 @@ static int infer_same_shape(struct infer_layer *il)
 	return infer_set_out(il, il->in[0]->ndims, il->in[0]->dims);
 }
 
+/* const=SHAPE: the constant second operand of a binary op with one input. */
+static int infer_binary_const(struct infer_layer *il)
+{
+	struct model_binary *bn = &il->l->binary;
+	const char *s;
+	int err, n;
+
+	s = infer_value(il, "const", false, &err);
+	if (err || infer_flag(il, "const_first", &bn->const_first))
+		return -EINVAL;
+	bn->has_const = s != NULL;
+	if (il->l->nr_inputs == 2) {
+		if (bn->has_const || bn->const_first)
+			return infer_fail(il, "const= and const_first take one input, not two");
+		return 0;
+	}
+	if (!s)
+		return infer_fail(il,
+				  "with one input, give the constant operand's shape: const=SHAPE");
+	if (bn->const_first && il->l->op != MODEL_OP_SUB)
+		return infer_fail(il, "const_first is for sub only");
+	n = infer_int_list(il, "const", s, 'x', 1, INFER_MAX_DIM, bn->cshape.dims, MODEL_MAX_DIMS);
+	if (n < 0)
+		return n;
+	bn->cshape.ndims = n;
+	il->in[1] = &bn->cshape;
+	il->l->params = (uint64_t)model_shape_elems(&bn->cshape);
+	return 0;
+}
+
 static int infer_broadcast(struct infer_layer *il)
 {
-	const struct model_shape *a = il->in[0], *b = il->in[1];
+	const struct model_shape *a = il->in[0], *b;
 	char sa[128], sb[128];
 	int i;
+
+	if (infer_binary_const(il))
+		return -EINVAL;
+	b = il->in[1];
 
 	for (i = 1; i <= b->ndims; i++) {
 		if (i > a->ndims || (b->dims[b->ndims - i] != 1 &&
@@ -682,8 +716,9 @@ static int infer_broadcast(struct infer_layer *il)
 			infer_format_shape(b, sb, sizeof(sb));
 			return infer_fail(
 				il, "shape %s of '%s' cannot be broadcast to shape %s of '%s'", sb,
-				il->c->m->layers[il->l->inputs[1]].name, sa,
-				il->c->m->layers[il->l->inputs[0]].name);
+				il->l->binary.has_const ? "const" :
+							  il->c->m->layers[il->l->inputs[1]].name,
+				sa, il->c->m->layers[il->l->inputs[0]].name);
 		}
 	}
 	return infer_same_shape(il);
@@ -879,8 +914,8 @@ static const struct infer_op infer_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_MATMUL] = { "matmul", 2, 2, false, infer_matmul },
 	[MODEL_OP_POOL] = { "pool", 1, 1, false, infer_pool },
 	[MODEL_OP_ACT] = { "act", 1, 1, true, infer_act },
-	[MODEL_OP_ADD] = { "add", 2, 2, true, infer_broadcast },
-	[MODEL_OP_MUL] = { "mul", 2, 2, true, infer_broadcast },
+	[MODEL_OP_ADD] = { "add", 1, 2, true, infer_broadcast },
+	[MODEL_OP_MUL] = { "mul", 1, 2, true, infer_broadcast },
 	[MODEL_OP_CONCAT] = { "concat", 2, MODEL_MAX_INPUTS, false, infer_concat },
 	[MODEL_OP_LAYER_NORM] = { "layer_norm", 1, 1, false, infer_layer_norm },
 	[MODEL_OP_SOFTMAX] = { "softmax", 1, 1, false, infer_softmax },
@@ -889,6 +924,10 @@ static const struct infer_op infer_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_TRANSPOSE] = { "transpose", 1, 1, false, infer_transpose },
 	[MODEL_OP_EMBED] = { "embed", 1, 1, false, infer_embed },
 	[MODEL_OP_SLICE] = { "slice", 1, 1, false, infer_slice },
+	[MODEL_OP_SUB] = { "sub", 1, 2, true, infer_broadcast },
+	[MODEL_OP_DIV] = { "div", 1, 2, true, infer_broadcast },
+	[MODEL_OP_MAX] = { "max", 1, 2, true, infer_broadcast },
+	[MODEL_OP_MIN] = { "min", 1, 2, true, infer_broadcast },
 };
 
 const char *model_op_name(enum model_op op)
@@ -1059,8 +1098,8 @@ int model_add_layer(struct model_ctx *c, char **tok, int nr_toks)
 	if (!op)
 		return model_fail(c,
 				  "unknown op '%.64s' (input, conv, fc, matmul, pool, act, add, "
-				  "mul, concat, layer_norm, softmax, lrn, reshape, transpose, "
-				  "embed, slice)",
+				  "mul, sub, div, max, min, concat, layer_norm, softmax, lrn, "
+				  "reshape, transpose, embed, slice)",
 				  tok[0]);
 	if (nr_toks < 2)
 		return model_fail(c, "'%s' needs a layer name: %s NAME [attributes]", tok[0],

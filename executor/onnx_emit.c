@@ -80,6 +80,8 @@ static const char *const op_words[MODEL_OP_COUNT] = {
 	[MODEL_OP_SOFTMAX] = "softmax", [MODEL_OP_LRN] = "lrn",
 	[MODEL_OP_RESHAPE] = "reshape", [MODEL_OP_TRANSPOSE] = "transpose",
 	[MODEL_OP_EMBED] = "embed",	[MODEL_OP_SLICE] = "slice",
+	[MODEL_OP_SUB] = "sub",		[MODEL_OP_DIV] = "div",
+	[MODEL_OP_MAX] = "max",		[MODEL_OP_MIN] = "min",
 };
 
 /* MACs and parameters by the conventions of models/README.md. */
@@ -114,6 +116,14 @@ static void count(const struct onnx_ctx *c, const struct model_layer *l, uint64_
 		break;
 	case MODEL_OP_EMBED:
 		*params = (uint64_t)(l->embed.vocab * l->embed.dim);
+		break;
+	case MODEL_OP_ADD:
+	case MODEL_OP_MUL:
+	case MODEL_OP_SUB:
+	case MODEL_OP_DIV:
+	case MODEL_OP_MAX:
+	case MODEL_OP_MIN:
+		*params = l->binary.has_const ? (uint64_t)onnx_elems(&l->binary.cshape) : 0;
 		break;
 	default:
 		break;
@@ -203,6 +213,17 @@ static void put_layer(struct sbuf *b, const struct onnx_ctx *c, const struct onn
 	case MODEL_OP_SLICE:
 		put(b, " axis=%d start=%lld len=%lld", l->slice.axis, (long long)l->slice.start,
 		    (long long)l->slice.len);
+		break;
+	case MODEL_OP_ADD:
+	case MODEL_OP_MUL:
+	case MODEL_OP_SUB:
+	case MODEL_OP_DIV:
+	case MODEL_OP_MAX:
+	case MODEL_OP_MIN:
+		if (l->binary.has_const)
+			put_dims(b, "const", &l->binary.cshape);
+		if (l->binary.const_first)
+			put(b, " const_first");
 		break;
 	default:
 		break;

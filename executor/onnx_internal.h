@@ -74,6 +74,14 @@ static inline int64_t onnx_i64(double x)
 	return x > 4e18 ? (int64_t)4e18 : x < -4e18 ? (int64_t)-4e18 : x != x ? 0 : (int64_t)x;
 }
 
+/* Whether a layer of op takes a fused act= (model_infer.c's fused_act). */
+static inline bool onnx_takes_act(enum model_op op)
+{
+	return op == MODEL_OP_CONV || op == MODEL_OP_FC || op == MODEL_OP_ADD ||
+	       op == MODEL_OP_MUL || op == MODEL_OP_SUB || op == MODEL_OP_DIV ||
+	       op == MODEL_OP_MAX || op == MODEL_OP_MIN;
+}
+
 /* onnx_graph.c */
 struct onnx_value *onnx_value_find(struct onnx_ctx *c, const char *name);
 /* A new value; -EEXIST (SSA broken) or -ENOMEM through c->err. */

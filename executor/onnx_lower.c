@@ -375,9 +375,7 @@ static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	if (ret)
 		return ret;
 	l = layer_of(c, x);
-	if (fusible(c, x) && l->l.act == MODEL_ACT_NONE &&
-	    (l->l.op == MODEL_OP_CONV || l->l.op == MODEL_OP_FC || l->l.op == MODEL_OP_ADD ||
-	     l->l.op == MODEL_OP_MUL)) {
+	if (fusible(c, x) && l->l.act == MODEL_ACT_NONE && onnx_takes_act(l->l.op)) {
 		l->l.act = act;
 		l->l.act_alpha = alpha;
 		l->l.act_beta = beta;
@@ -422,7 +420,10 @@ static int single_dim_from_end(const struct model_shape *s)
 	return at;
 }
 
-/* Add of a constant: the bias of the fc or conv before it, if it fits exactly. */
+/*
+ * Add of a constant: the bias of the fc or conv before it, if it fits
+ * exactly; 1 if it does not (the caller then makes a layer of it).
+ */
 static int fuse_bias(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *x,
 		     struct onnx_value *k, double sign)
 {
@@ -437,10 +438,7 @@ static int fuse_bias(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_v
 			nb = l->l.conv.out_channels;
 	}
 	if (!nb || onnx_elems(&k->shape) != nb)
-		return onnx_refuse(c, -EOPNOTSUPP,
-				   "an Add or Mul with a constant is supported only as "
-				   "the bias of the MatMul, Gemm or Conv before it (coloc's add "
-				   "and mul read two layers)");
+		return 1;
 	if (!l->t[1]) {
 		l->t[1] = calloc((size_t)nb, sizeof(float));
 		if (!l->t[1])
@@ -461,7 +459,8 @@ static int fuse_bias(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_v
 /*
  * Mul or Div by a constant scalar, or by one constant per output channel:
  * folded into the weights and bias of the fc or conv before it (or into a
- * matmul's alpha for a scalar), where it is exact up to rounding.
+ * matmul's alpha for a scalar), where it is exact up to rounding; 1 if it
+ * does not fit (the caller then makes a layer of it).
  */
 static int fuse_scale(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *x,
 		      struct onnx_value *k, bool divide)
@@ -478,11 +477,7 @@ static int fuse_scale(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_
 	else if (ok && l->l.op == MODEL_OP_MATMUL && nk == 1)
 		nout = 1;
 	if (!nout || (nk != 1 && nk != nout))
-		return onnx_refuse(
-			c, -EOPNOTSUPP,
-			"a Mul, Div or Sub by a constant is supported only "
-			"when it folds into the MatMul, Gemm or Conv before it (a scalar "
-			"or one value per output channel; coloc's mul reads two layers)");
+		return 1;
 	for (int64_t i = 0; i < nk; i++)
 		if (divide && k->data[i] == 0)
 			return onnx_refuse(c, -EINVAL, "division by a constant 0");
@@ -509,40 +504,93 @@ static int fuse_scale(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_
 	return alias(c, n, x);
 }
 
+/* x op k with k constant (k op x when const_first): a binary layer holding k. */
+static int const_binary(struct onnx_ctx *c, const Onnx__NodeProto *n, enum model_op op,
+			struct onnx_value *x, struct onnx_value *k, bool const_first)
+{
+	struct onnx_layer *l;
+	struct model_shape ks = k->shape;
+	int ret;
+
+	if (const_first && op == MODEL_OP_DIV)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "Div of a constant by a computed tensor (coloc's div "
+				   "divides a tensor by a constant or by another tensor)");
+	if (!broadcasts_onto(&k->shape, &x->shape))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "the constant does not broadcast onto the computed "
+				   "input's shape (coloc's result has the shape of its first "
+				   "input)");
+	if (!ks.ndims) {
+		ks.ndims = 1;
+		ks.dims[0] = 1;
+	}
+	ret = new_layer(c, n, op, &x, 1, &x->shape, &l);
+	if (ret)
+		return ret;
+	l->l.binary = (struct model_binary){ .has_const = true,
+					     .const_first = const_first,
+					     .cshape = ks };
+	l->nt[0] = onnx_elems(&ks);
+	l->t[0] = to_floats(c, k->data, l->nt[0], 1.0);
+	return l->t[0] ? 0 : -ENOMEM;
+}
+
+static const struct {
+	const char *type;
+	enum model_op op;
+	bool commutes;
+} binary_ops[] = {
+	{ "Add", MODEL_OP_ADD, true },	{ "Mul", MODEL_OP_MUL, true },
+	{ "Sub", MODEL_OP_SUB, false }, { "Div", MODEL_OP_DIV, false },
+	{ "Max", MODEL_OP_MAX, true },	{ "Min", MODEL_OP_MIN, true },
+};
+
+/*
+ * Add, Mul, Sub, Div, Max, Min. A constant operand folds into the layer
+ * before it where it can (a bias or a scale), else becomes the constant of
+ * a binary layer; two computed operands make a binary layer, the one that
+ * broadcasts second (swapped only for the ops that commute).
+ */
 static int lower_binary(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *a = onnx_input(c, n, 0), *b = onnx_input(c, n, 1), *ins[2];
-	enum model_op op = n->op_type[0] == 'A' ? MODEL_OP_ADD : MODEL_OP_MUL;
 	struct onnx_layer *l;
+	size_t t = 0;
+	int ret = 1;
 
-	if (!a || !b)
-		return onnx_refuse(c, -EINVAL, "two inputs expected");
-	if (!strcmp(n->op_type, "Sub") || !strcmp(n->op_type, "Div")) {
-		if (!b->data || a->data)
-			return onnx_refuse(
-				c, -EOPNOTSUPP,
-				"%s is supported only by a constant, folded "
-				"into the layer before it (coloc has no sub or div of two "
-				"layers)",
-				n->op_type);
-		return n->op_type[0] == 'S' ? fuse_bias(c, n, a, b, -1.0) :
-					      fuse_scale(c, n, a, b, true);
+	while (strcmp(binary_ops[t].type, n->op_type))
+		t++;
+	if (n->n_input == 1 && a && a->layer >= 0)
+		return alias(c, n, a); /* Max or Min of one tensor */
+	if (!a || !b || n->n_input != 2)
+		return onnx_refuse(c, -EOPNOTSUPP, "two inputs expected");
+	if (a->data && b->data)
+		return onnx_refuse(c, -EOPNOTSUPP, "%s of two constants is not folded", n->op_type);
+	if (a->data || b->data) {
+		struct onnx_value *x = a->data ? b : a, *k = a->data ? a : b;
+
+		if (!strcmp(n->op_type, "Add") || (!strcmp(n->op_type, "Sub") && k == b))
+			ret = fuse_bias(c, n, x, k, k == b && n->op_type[0] == 'S' ? -1.0 : 1.0);
+		else if (!strcmp(n->op_type, "Mul") || (!strcmp(n->op_type, "Div") && k == b))
+			ret = fuse_scale(c, n, x, k, n->op_type[0] == 'D');
+		if (ret != 1)
+			return ret;
+		return const_binary(c, n, binary_ops[t].op, x, k,
+				    k == a && !binary_ops[t].commutes);
 	}
-	if (op == MODEL_OP_ADD && (a->data || b->data))
-		return fuse_bias(c, n, a->data ? b : a, a->data ? a : b, 1.0);
-	if (a->data || b->data)
-		return fuse_scale(c, n, a->data ? b : a, a->data ? a : b, false);
 	ins[0] = a;
 	ins[1] = b;
 	if (!broadcasts_onto(&b->shape, &a->shape)) {
-		if (!broadcasts_onto(&a->shape, &b->shape))
+		if (!broadcasts_onto(&a->shape, &b->shape) || !binary_ops[t].commutes)
 			return onnx_refuse(c, -EOPNOTSUPP,
-					   "neither input broadcasts onto the other's "
-					   "shape (coloc broadcasts the second input only)");
+					   "the second input does not broadcast onto the "
+					   "first's shape (coloc broadcasts the second input only, "
+					   "and swaps them only for Add, Mul, Max, Min)");
 		ins[0] = b;
 		ins[1] = a;
 	}
-	return new_layer(c, n, op, ins, 2, &ins[0]->shape, &l);
+	return new_layer(c, n, binary_ops[t].op, ins, 2, &ins[0]->shape, &l);
 }
 
 /* An fc from weights [K][N] (already transposed and scaled) and an optional bias. */
@@ -1002,6 +1050,8 @@ static const struct lower_op lower_ops[] = {
 	{ "Mul", lower_binary },
 	{ "Sub", lower_binary },
 	{ "Div", lower_binary },
+	{ "Max", lower_binary },
+	{ "Min", lower_binary },
 	{ "MatMul", lower_matmul },
 	{ "Gemm", lower_gemm },
 	{ "MaxPool", lower_pool },

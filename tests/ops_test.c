@@ -590,6 +590,52 @@ TEST_F(ops, add__same_shape_mixed_layouts_matches_reference)
 	model_free(m);
 }
 
+/*
+ * Each binary op behind a conv (src0 in NHWC): by a per-channel layer made
+ * positive by a sigmoid (so div stays finite), then by a constant [C, 1, 1]
+ * from the weights, then const - x for sub.
+ */
+TEST_F(ops, binary__each_op_by_layer_and_constant_matches_reference)
+{
+	static const enum model_op bops[] = { MODEL_OP_ADD, MODEL_OP_MUL, MODEL_OP_SUB,
+					      MODEL_OP_DIV, MODEL_OP_MAX, MODEL_OP_MIN };
+
+	for (size_t i = 0; i < sizeof(bops) / sizeof(bops[0]); i++) {
+		struct model *m = ref_model_new("binary", 11, 8);
+		int64_t d[4] = { 2, 8, 5, 5 }, bd[4] = { 1, 8, 1, 1 };
+		struct conv_case c = {
+			.ic = 8, .oc = 8, .groups = 1, .k = 1, .stride = 1, .dil = 1
+		};
+		struct model_layer *l;
+		int ins[2], x;
+
+		x = add_input(m, 4, d);
+		ins[0] = add_conv(m, x, &c);
+		x = add_input(m, 4, bd);
+		l = ref_model_add(m, MODEL_OP_ACT, "gate", 1, &x, 4, bd);
+		l->act = MODEL_ACT_SIGMOID;
+		ins[1] = m->nr_layers - 1;
+		l = ref_model_add(m, bops[i], "by_layer", 2, ins, 4, d);
+		l->act = MODEL_ACT_TANH;
+		x = m->nr_layers - 1;
+		l = ref_model_add(m, bops[i], "by_const", 1, &x, 4, d);
+		l->binary = (struct model_binary){ .has_const = true,
+						   .cshape = { .ndims = 3, .dims = { 8, 1, 1 } } };
+		if (bops[i] == MODEL_OP_SUB) {
+			x = m->nr_layers - 1;
+			l = ref_model_add(m, MODEL_OP_SUB, "from_const", 1, &x, 4, d);
+			l->binary = (struct model_binary){
+				.has_const = true,
+				.const_first = true,
+				.cshape = { .ndims = 1, .dims = { 1 } },
+			};
+			l->act = MODEL_ACT_RELU;
+		}
+		check_model(_metadata, m);
+		model_free(m);
+	}
+}
+
 TEST_F(ops, concat__channels_of_nhwc_matches_reference)
 {
 	struct model *m = ref_model_new("concat", 13, 6);

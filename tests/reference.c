@@ -174,6 +174,24 @@ void ref_pool(const float *in, const int64_t in_dims[4], const struct model_pool
 				}
 }
 
+static float binary_one(enum model_op op, float a, float b)
+{
+	switch (op) {
+	case MODEL_OP_MUL:
+		return a * b;
+	case MODEL_OP_SUB:
+		return a - b;
+	case MODEL_OP_DIV:
+		return a / b;
+	case MODEL_OP_MAX:
+		return a > b ? a : b;
+	case MODEL_OP_MIN:
+		return a < b ? a : b;
+	default:
+		return a + b;
+	}
+}
+
 void ref_binary(enum model_op op, const float *a, const struct model_shape *as, const float *b,
 		const struct model_shape *bs, float *out)
 {
@@ -194,7 +212,7 @@ void ref_binary(enum model_op op, const float *a, const struct model_shape *as, 
 		}
 		for (int i = 0; i < nd; i++)
 			boff = boff * bd[i] + (bd[i] == 1 ? 0 : idx[i]);
-		out[e] = op == MODEL_OP_MUL ? a[e] * b[boff] : a[e] + b[boff];
+		out[e] = binary_one(op, a[e], b[boff]);
 	}
 }
 
@@ -391,7 +409,20 @@ int ref_layer(const struct model *m, int li, const float *const *ins, float *out
 		break;
 	case MODEL_OP_ADD:
 	case MODEL_OP_MUL:
-		ref_binary(l->op, ins[0], s0, ins[1], &m->layers[l->inputs[1]].out, out);
+	case MODEL_OP_SUB:
+	case MODEL_OP_DIV:
+	case MODEL_OP_MAX:
+	case MODEL_OP_MIN:
+		if (!l->binary.has_const) {
+			ref_binary(l->op, ins[0], s0, ins[1], &m->layers[l->inputs[1]].out, out);
+		} else {
+			ret = exec_layer_params_generate(m, li, &p);
+			if (ret)
+				return ret;
+			ref_binary(l->op, ins[0], s0, p.weights, &l->binary.cshape, out);
+			for (int64_t i = 0; l->binary.const_first && i < n; i++)
+				out[i] = -out[i];
+		}
 		ref_act(out, n, l->act, l->act_alpha, l->act_beta);
 		break;
 	case MODEL_OP_CONCAT: {
