@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The operators with a single version: each one oneDNN primitive on the
- * canonical layouts (activation, pooling, lrn, softmax, the binary ops with
+ * canonical layouts (activation, pooling, resampling, lrn, softmax, the binary ops with
  * numpy broadcast of a layer or a constant, concat, layer norm), a reorder from a view of the input
  * (reshape, transpose, slice), or a plain-C step (the embedding lookup).
  */
@@ -131,6 +131,27 @@ int pool_build(struct builder *b)
 					      strides, kernel, dil, pl, pr))
 		return builder_fail(b, -EINVAL,
 				    "oneDNN rejects this pooling (kernel/stride/pad vs shapes)");
+	return unary_step(b, &d, &src, at);
+}
+
+/* oneDNN's nearest and linear resampling are models/README.md's for these factors. */
+int resize_build(struct builder *b)
+{
+	const struct model_shape *in = &b->m->layers[b->l->inputs[0]].out;
+	dnnl_memory_desc_t src;
+	dnnl_resampling_desc_t d;
+	struct exec_buf at;
+	int ret;
+
+	md_tag(&src, 4, in->dims, dnnl_nhwc);
+	ret = builder_adapt_input(b, 0, &src, &at);
+	if (ret)
+		return ret;
+	if (dnnl_resampling_forward_desc_init(&d, dnnl_forward_inference,
+					      b->l->resize.linear ? dnnl_resampling_linear :
+								    dnnl_resampling_nearest,
+					      NULL, &src, &b->xl->out_md))
+		return builder_fail(b, -EINVAL, "oneDNN rejects this resampling");
 	return unary_step(b, &d, &src, at);
 }
 

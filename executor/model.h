@@ -48,6 +48,7 @@ enum model_op {
 	MODEL_OP_DIV,
 	MODEL_OP_MAX,
 	MODEL_OP_MIN,
+	MODEL_OP_RESIZE, /* 2-D upsampling of [N, C, H, W]: nearest (integer factors) or bilinear */
 	MODEL_OP_COUNT,
 };
 
@@ -124,6 +125,15 @@ struct model_binary {
 	struct model_shape cshape;
 };
 
+/*
+ * resize: nearest reads input row floor(o * IH / OH) (ONNX's asymmetric
+ * floor; only integer upscaling factors); linear interpolates at
+ * (o + 0.5) * IH / OH - 0.5, clamped to the input (ONNX's half_pixel).
+ */
+struct model_resize {
+	bool linear;
+};
+
 struct model_slice {
 	int axis;
 	int64_t start, len;
@@ -147,6 +157,7 @@ struct model_layer {
 		struct model_embed embed;
 		struct model_slice slice;
 		struct model_binary binary;
+		struct model_resize resize;
 		int axis; /* concat, softmax */
 		float eps; /* layer_norm */
 		struct model_shape reshape; /* target shape */

@@ -879,6 +879,42 @@ static int infer_embed(struct infer_layer *il)
 	return infer_product(il, &il->l->params, 2, (uint64_t)e->vocab, (uint64_t)e->dim);
 }
 
+static int infer_resize(struct infer_layer *il)
+{
+	const struct model_shape *in = il->in[0];
+	int64_t dims[4], hw[2];
+	const char *mode, *s;
+	int err, n;
+
+	if (infer_need_ndims(il, 0, 4, 4))
+		return -EINVAL;
+	mode = infer_value(il, "mode", true, &err);
+	if (!mode)
+		return err;
+	if (strcmp(mode, "nearest") && strcmp(mode, "linear"))
+		return infer_fail(il, "mode=%s: expected nearest or linear", mode);
+	il->l->resize.linear = mode[0] == 'l';
+	s = infer_value(il, "out", true, &err);
+	if (!s)
+		return err;
+	n = infer_int_list(il, "out", s, 'x', 1, INFER_MAX_DIM, hw, 2);
+	if (n < 0)
+		return n;
+	if (n != 2)
+		return infer_fail(il, "out=%s: give the output's HxW", s);
+	for (int i = 0; i < 2; i++)
+		if (!il->l->resize.linear && hw[i] % in->dims[2 + i])
+			return infer_fail(il,
+					  "out=%s: nearest needs integer factors of the input's "
+					  "%lldx%lld",
+					  s, (long long)in->dims[2], (long long)in->dims[3]);
+	dims[0] = in->dims[0];
+	dims[1] = in->dims[1];
+	dims[2] = hw[0];
+	dims[3] = hw[1];
+	return infer_set_out(il, 4, dims);
+}
+
 static int infer_slice(struct infer_layer *il)
 {
 	struct model_slice *sl = &il->l->slice;
@@ -928,6 +964,7 @@ static const struct infer_op infer_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_DIV] = { "div", 1, 2, true, infer_broadcast },
 	[MODEL_OP_MAX] = { "max", 1, 2, true, infer_broadcast },
 	[MODEL_OP_MIN] = { "min", 1, 2, true, infer_broadcast },
+	[MODEL_OP_RESIZE] = { "resize", 1, 1, false, infer_resize },
 };
 
 const char *model_op_name(enum model_op op)
@@ -1099,7 +1136,7 @@ int model_add_layer(struct model_ctx *c, char **tok, int nr_toks)
 		return model_fail(c,
 				  "unknown op '%.64s' (input, conv, fc, matmul, pool, act, add, "
 				  "mul, sub, div, max, min, concat, layer_norm, softmax, lrn, "
-				  "reshape, transpose, embed, slice)",
+				  "reshape, transpose, embed, slice, resize)",
 				  tok[0]);
 	if (nr_toks < 2)
 		return model_fail(c, "'%s' needs a layer name: %s NAME [attributes]", tok[0],

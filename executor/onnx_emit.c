@@ -82,6 +82,7 @@ static const char *const op_words[MODEL_OP_COUNT] = {
 	[MODEL_OP_EMBED] = "embed",	[MODEL_OP_SLICE] = "slice",
 	[MODEL_OP_SUB] = "sub",		[MODEL_OP_DIV] = "div",
 	[MODEL_OP_MAX] = "max",		[MODEL_OP_MIN] = "min",
+	[MODEL_OP_RESIZE] = "resize",
 };
 
 /* MACs and parameters by the conventions of models/README.md. */
@@ -213,6 +214,10 @@ static void put_layer(struct sbuf *b, const struct onnx_ctx *c, const struct onn
 	case MODEL_OP_SLICE:
 		put(b, " axis=%d start=%lld len=%lld", l->slice.axis, (long long)l->slice.start,
 		    (long long)l->slice.len);
+		break;
+	case MODEL_OP_RESIZE:
+		put(b, " mode=%s out=%lldx%lld", l->resize.linear ? "linear" : "nearest",
+		    (long long)l->out.dims[2], (long long)l->out.dims[3]);
 		break;
 	case MODEL_OP_ADD:
 	case MODEL_OP_MUL:

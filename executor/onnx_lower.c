@@ -1019,6 +1019,70 @@ static int lower_slice(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	return ret;
 }
 
+/*
+ * Resize (opset 11 on) and Upsample of a 4-D tensor's H and W: nearest
+ * where every ONNX rounding agrees with coloc's floor(o * IH / OH) (integer
+ * factors, asymmetric + floor or half_pixel + round), linear with
+ * half_pixel coordinates.
+ */
+static int lower_resize(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0), *sc, *sz;
+	bool up = !strcmp(n->op_type, "Upsample");
+	char mb[16], cb[24], nb[24];
+	const char *mode, *ctm, *nm;
+	struct model_shape out;
+	struct onnx_layer *l;
+	bool linear, ok;
+	int ret;
+
+	if (!x || x->shape.ndims != 4)
+		return onnx_refuse(c, -EOPNOTSUPP, "only the H and W of a computed 4-D tensor");
+	if (!up && c->opset < 11)
+		return onnx_refuse(c, -EOPNOTSUPP, "Resize before opset 11 (its rounding differs)");
+	mode = onnx_attr_str(n, "mode", mb, sizeof(mb), "nearest");
+	ctm = onnx_attr_str(n, "coordinate_transformation_mode", cb, sizeof(cb),
+			    up ? "asymmetric" : "half_pixel");
+	nm = onnx_attr_str(n, "nearest_mode", nb, sizeof(nb), up ? "floor" : "round_prefer_floor");
+	sc = onnx_input(c, n, up ? 1 : 2);
+	sz = up ? NULL : onnx_input(c, n, 3);
+	out = x->shape;
+	if (sz && onnx_elems(&sz->shape)) {
+		if (!sz->data || onnx_elems(&sz->shape) != 4)
+			return onnx_refuse(c, -EOPNOTSUPP, "sizes must be 4 constants");
+		for (int i = 0; i < 4; i++)
+			out.dims[i] = onnx_i64(sz->data[i]);
+	} else if (sc && sc->data && onnx_elems(&sc->shape) == 4) {
+		for (int i = 0; i < 4; i++)
+			out.dims[i] = (int64_t)floor((double)x->shape.dims[i] * sc->data[i]);
+	} else {
+		return onnx_refuse(c, -EOPNOTSUPP, "scales must be 4 constants (or sizes given)");
+	}
+	if (out.dims[0] != x->shape.dims[0] || out.dims[1] != x->shape.dims[1] || out.dims[2] < 1 ||
+	    out.dims[3] < 1)
+		return onnx_refuse(c, -EOPNOTSUPP, "only H and W may be resized");
+	linear = !strcmp(mode, "linear");
+	if (linear)
+		ok = !strcmp(ctm, "half_pixel") ||
+		     (!strcmp(ctm, "pytorch_half_pixel") && out.dims[2] > 1 && out.dims[3] > 1);
+	else
+		ok = !strcmp(mode, "nearest") && out.dims[2] % x->shape.dims[2] == 0 &&
+		     out.dims[3] % x->shape.dims[3] == 0 &&
+		     ((!strcmp(ctm, "asymmetric") && !strcmp(nm, "floor")) ||
+		      ((!strcmp(ctm, "half_pixel") || !strcmp(ctm, "pytorch_half_pixel")) &&
+		       !strncmp(nm, "round_prefer_", 13)));
+	if (!ok)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "mode '%s', coordinates '%s', nearest_mode '%s' to %lldx%lld: "
+				   "coloc resizes nearest by integer factors (asymmetric + floor, "
+				   "or half_pixel) and linear with half_pixel",
+				   mode, ctm, nm, (long long)out.dims[2], (long long)out.dims[3]);
+	ret = new_layer(c, n, MODEL_OP_RESIZE, &x, 1, &out, &l);
+	if (!ret)
+		l->l.resize.linear = linear;
+	return ret;
+}
+
 static int lower_identity(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *x = data_input(c, n, 0);
@@ -1068,6 +1132,8 @@ static const struct lower_op lower_ops[] = {
 	{ "Transpose", lower_transpose },
 	{ "Gather", lower_gather },
 	{ "Slice", lower_slice },
+	{ "Resize", lower_resize },
+	{ "Upsample", lower_resize },
 	{ "Identity", lower_identity },
 	{ "Dropout", lower_identity },
 };

@@ -232,6 +232,15 @@ static void attr_ints(Onnx__NodeProto *n, const char *name, int nr, const int64_
 	memcpy(a->ints, v, (size_t)nr * sizeof(int64_t));
 }
 
+static void attr_str(Onnx__NodeProto *n, const char *name, const char *v)
+{
+	Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+
+	a->has_s = 1;
+	a->s.data = (uint8_t *)v;
+	a->s.len = strlen(v);
+}
+
 /* Packs the graph into an ONNX file image (malloc'ed, in the arena). */
 static uint8_t *pack(struct gb *g, size_t *len)
 {
@@ -1066,6 +1075,61 @@ TEST(onnx_import__constant_operands_become_binary_layers)
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'recip' (Div, opset 13"))
 	TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "Div of a constant by a computed tensor"));
+	arena_free();
+}
+
+/*
+ * Resize as PaddlePaddle's FPN writes it (opset 11, nearest, asymmetric,
+ * floor, scales [1, 1, 2, 2] with an empty roi), then linear (half_pixel)
+ * to sizes 8x12; bicubic is refused naming the node.
+ */
+TEST(onnx_import__resize_nearest_and_linear_match_reference)
+{
+	static const int64_t xd[4] = { 1, 2, 3, 4 }, d4[1] = { 4 }, md[4] = { 1, 2, 6, 8 },
+			     od[4] = { 1, 2, 8, 12 };
+	static const float scales[4] = { 1, 1, 2, 2 };
+	static const int64_t sizes[4] = { 1, 2, 8, 12 };
+	struct gb g = { .opset = 11 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *x = rnd_fill(24, -1, 1), *mid = mem(96 * 4), *want = mem(192 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "scales", 1, d4, scales);
+	init_i64(&g, "sizes", 1, d4, 4, sizes);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	n = node(&g, "Resize", "up2", NAMES("x", "", "scales"), NAMES("m"));
+	attr_str(n, "mode", "nearest");
+	attr_str(n, "coordinate_transformation_mode", "asymmetric");
+	attr_str(n, "nearest_mode", "floor");
+	n = node(&g, "Resize", "bilinear", NAMES("m", "", "", "sizes"), NAMES("y"));
+	attr_str(n, "mode", "linear");
+	g.outs[g.nr_outs++] = vinfo("y", 4, od, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(3, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_RESIZE, im.model->layers[1].op);
+	EXPECT_FALSE(im.model->layers[1].resize.linear);
+	EXPECT_TRUE(im.model->layers[2].resize.linear);
+	/* nearest by 2 by hand: output (h, w) is input (h / 2, w / 2) */
+	for (int c = 0; c < 2; c++)
+		for (int h = 0; h < 6; h++)
+			for (int w = 0; w < 8; w++)
+				mid[(c * 6 + h) * 8 + w] = x[(c * 3 + h / 2) * 4 + w / 2];
+	ref_resize(mid, md, true, od, want);
+	run_compare(_metadata, &im, x, want, 192);
+	onnx_import_free(&im);
+	arena_free();
+
+	g = (struct gb){ .opset = 13 };
+	init_f(&g, "scales", 1, d4, scales);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	n = node(&g, "Resize", "cubic", NAMES("x", "", "scales"), NAMES("y"));
+	attr_str(n, "mode", "cubic");
+	g.outs[g.nr_outs++] = vinfo("y", 4, md, NULL);
+	EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'cubic' (Resize, opset 13, inputs "
+						    "[1,2,3,4], -, [4] const): mode 'cubic'"))
+	TH_LOG("%s", coloc_err_str(&err));
 	arena_free();
 }
 

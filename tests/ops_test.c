@@ -636,6 +636,30 @@ TEST_F(ops, binary__each_op_by_layer_and_constant_matches_reference)
 	}
 }
 
+/* Nearest by factors 2 and 4 behind a conv (NHWC), bilinear up by 2 and to 7x5. */
+TEST_F(ops, resize__nearest_and_linear_match_reference)
+{
+	static const struct {
+		bool linear;
+		int64_t oh, ow;
+	} cases[] = { { false, 6, 20 }, { true, 6, 10 }, { true, 7, 5 } };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct model *m = ref_model_new("resize", 13, 4);
+		int64_t d[4] = { 2, 8, 3, 5 }, od[4] = { 2, 8, cases[i].oh, cases[i].ow };
+		struct conv_case c = {
+			.ic = 8, .oc = 8, .groups = 1, .k = 1, .stride = 1, .dil = 1
+		};
+		struct model_layer *l;
+		int x = add_conv(m, add_input(m, 4, d), &c);
+
+		l = ref_model_add(m, MODEL_OP_RESIZE, "up", 1, &x, 4, od);
+		l->resize.linear = cases[i].linear;
+		check_model(_metadata, m);
+		model_free(m);
+	}
+}
+
 TEST_F(ops, concat__channels_of_nhwc_matches_reference)
 {
 	struct model *m = ref_model_new("concat", 13, 6);

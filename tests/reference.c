@@ -342,6 +342,46 @@ void ref_slice(const float *x, const struct model_shape *s, int axis, int64_t st
 		       (size_t)(len * inner) * sizeof(float));
 }
 
+void ref_resize(const float *x, const int64_t in[4], bool linear, const int64_t out[4], float *y)
+{
+	for (int64_t nc = 0; nc < in[0] * in[1]; nc++)
+		for (int64_t oh = 0; oh < out[2]; oh++)
+			for (int64_t ow = 0; ow < out[3]; ow++) {
+				const float *p = x + nc * in[2] * in[3];
+				double v;
+
+				if (!linear) {
+					v = p[oh * in[2] / out[2] * in[3] + ow * in[3] / out[3]];
+				} else {
+					double fh = ((double)oh + 0.5) * (double)in[2] /
+							    (double)out[2] -
+						    0.5;
+					double fw = ((double)ow + 0.5) * (double)in[3] /
+							    (double)out[3] -
+						    0.5;
+					int64_t h0, w0, h1, w1;
+
+					fh = fh < 0		      ? 0 :
+					     fh > (double)(in[2] - 1) ? (double)(in[2] - 1) :
+									fh;
+					fw = fw < 0		      ? 0 :
+					     fw > (double)(in[3] - 1) ? (double)(in[3] - 1) :
+									fw;
+					h0 = (int64_t)fh;
+					w0 = (int64_t)fw;
+					h1 = h0 + 1 < in[2] ? h0 + 1 : h0;
+					w1 = w0 + 1 < in[3] ? w0 + 1 : w0;
+					fh -= (double)h0;
+					fw -= (double)w0;
+					v = (1 - fh) * ((1 - fw) * p[h0 * in[3] + w0] +
+							fw * p[h0 * in[3] + w1]) +
+					    fh * ((1 - fw) * p[h1 * in[3] + w0] +
+						  fw * p[h1 * in[3] + w1]);
+				}
+				y[(nc * out[2] + oh) * out[3] + ow] = (float)v;
+			}
+}
+
 void ref_embed(const float *ids, int64_t n, const float *table, int64_t dim, float *out)
 {
 	for (int64_t i = 0; i < n; i++)
@@ -461,6 +501,9 @@ int ref_layer(const struct model *m, int li, const float *const *ins, float *out
 		ref_slice(ins[0], s0, axis, l->slice.start, l->slice.len, out);
 		break;
 	}
+	case MODEL_OP_RESIZE:
+		ref_resize(ins[0], s0->dims, l->resize.linear, l->out.dims, out);
+		break;
 	case MODEL_OP_EMBED:
 		ret = exec_layer_params_generate(m, li, &p);
 		if (ret)
