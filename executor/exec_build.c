@@ -139,6 +139,7 @@ static const struct {
 				     { { dnnl_eltwise_linear, 0.0f, 0.0f },
 				       { dnnl_eltwise_clip_v2, 0.0f, 1.0f } } },
 	[MODEL_ACT_HARD_SWISH] = { 1, { { dnnl_eltwise_hardswish, 0.0f, 0.0f } } },
+	[MODEL_ACT_CLIP] = { 1, { { dnnl_eltwise_clip_v2, 0.0f, 0.0f } } },
 };
 
 int exec_act_eltwise(const struct model_layer *l, struct exec_eltwise *e)
@@ -151,7 +152,7 @@ int exec_act_eltwise(const struct model_layer *l, struct exec_eltwise *e)
 	memcpy(e, act_eltwise[l->act].e, sizeof(act_eltwise[l->act].e));
 	if (l->act == MODEL_ACT_LEAKY_RELU)
 		e[0].alpha = l->act_alpha;
-	if (l->act == MODEL_ACT_HARD_SIGMOID) {
+	if (l->act == MODEL_ACT_HARD_SIGMOID || l->act == MODEL_ACT_CLIP) {
 		e[0].alpha = l->act_alpha;
 		e[0].beta = l->act_beta;
 	}

@@ -78,6 +78,12 @@ static const struct exec_op exec_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_MAX] = BINARY_OP,
 	[MODEL_OP_MIN] = BINARY_OP,
 	[MODEL_OP_RESIZE] = { .versions = { "onednn" }, .out = EXEC_OUT_NHWC, .build = resize_build },
+	[MODEL_OP_DECONV] = {
+		.versions = { "onednn" },
+		.weights = true,
+		.out = EXEC_OUT_NHWC,
+		.build = deconv_build,
+	},
 	[MODEL_OP_CONCAT] = {
 		.versions = { "onednn" },
 		.out = EXEC_OUT_NHWC_AS_INPUT,

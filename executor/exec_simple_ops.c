@@ -155,6 +155,75 @@ int resize_build(struct builder *b)
 	return unary_step(b, &d, &src, at);
 }
 
+/*
+ * A transposed convolution on NHWC, oneDNN's deconvolution choosing its
+ * weights layout; the file's [IC][OC/g][kh][kw] are read through strides
+ * as oneDNN's logical [g][OC/g][IC/g][kh][kw] (or [OC][IC][kh][kw]).
+ */
+int deconv_build(struct builder *b)
+{
+	const struct model_conv *cv = &b->l->conv;
+	const struct model_shape *in = &b->m->layers[b->l->inputs[0]].out;
+	int64_t g = cv->groups, icg = in->dims[1] / g, ocg = cv->out_channels / g;
+	int64_t kk = (int64_t)cv->kh * cv->kw, bd[1] = { cv->out_channels };
+	/* [g][OC/g][IC/g][kh][kw], without the g when there is one group */
+	const int64_t wd5[5] = { g, ocg, icg, cv->kh, cv->kw };
+	const int64_t ws5[5] = { icg * ocg * kk, kk, ocg * kk, cv->kw, 1 };
+	dnnl_dims_t wd, ws;
+	dnnl_dims_t strides = { cv->stride_h, cv->stride_w },
+		    dil = { cv->dil_h - 1, cv->dil_w - 1 };
+	dnnl_dims_t pl = { cv->pad_t, cv->pad_l }, pr = { cv->pad_b, cv->pad_r };
+	int nw = g > 1 ? 5 : 4, ret;
+	dnnl_memory_desc_t src, wany, wlog, bias;
+	dnnl_deconvolution_desc_t d;
+	dnnl_primitive_desc_t pd;
+	dnnl_primitive_attr_t attr;
+	struct exec_buf at, fixed = { .kind = EXEC_BUF_FIXED };
+	void *w, *bv = NULL;
+
+	for (int i = 0; i < nw; i++) {
+		wd[i] = wd5[i + 5 - nw];
+		ws[i] = ws5[i + 5 - nw];
+	}
+	md_tag(&src, 4, in->dims, dnnl_nhwc);
+	md_strided(&wlog, nw, wd, ws);
+	if (dnnl_memory_desc_init_by_tag(&wany, nw, wd, dnnl_f32, dnnl_format_tag_any))
+		return -EINVAL;
+	md_plain(&bias, 1, bd);
+	ret = builder_adapt_input(b, 0, &src, &at);
+	if (ret)
+		return ret;
+	if (dnnl_dilated_deconvolution_forward_desc_init(
+		    &d, dnnl_forward_inference, dnnl_deconvolution_direct, &src, &wany,
+		    cv->bias ? &bias : NULL, &b->xl->out_md, strides, dil, pl, pr))
+		return builder_fail(b, -EINVAL, "oneDNN rejects this deconvolution");
+	if (exec_attr_new(&attr, b->l, 1.0f))
+		return -ENOMEM;
+	ret = builder_pd_create(b, &d, attr, NULL, &pd);
+	dnnl_primitive_attr_destroy(attr);
+	if (ret)
+		return builder_fail(b, ret, "oneDNN cannot run this deconvolution");
+	ret = builder_weights_in(b, b->lw->w, &wlog,
+				 dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &w);
+	if (!ret && cv->bias)
+		ret = builder_weights_in(b, b->lw->bias, &bias, &bias, &bv);
+	if (ret) {
+		dnnl_primitive_desc_destroy(pd);
+		return ret;
+	}
+	{
+		int args[4] = { DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS };
+		const dnnl_memory_desc_t *mds[4] = {
+			&src, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
+			&b->xl->out_md, &bias
+		};
+		struct exec_buf bufs[4] = { at, fixed, out_buf(b), fixed };
+		void *fx[4] = { NULL, w, NULL, bv };
+
+		return simple_step(b, pd, cv->bias ? 4 : 3, args, mds, bufs, fx);
+	}
+}
+
 int lrn_build(struct builder *b)
 {
 	const struct model_shape *in = &b->m->layers[b->l->inputs[0]].out;

@@ -103,6 +103,20 @@ int exec_layer_params_generate(const struct model *m, int layer, struct exec_lay
 	case MODEL_OP_CONV:
 		ret = gen_conv(m, l, &r, p);
 		break;
+	case MODEL_OP_DECONV: {
+		const struct model_shape *in = &m->layers[l->inputs[0]].out;
+		int64_t ocg = l->conv.out_channels / l->conv.groups;
+		float bound = sqrtf(6.0f / (float)(ocg * l->conv.kh * l->conv.kw));
+
+		p->nr_weights = (size_t)(in->dims[1] * ocg * l->conv.kh * l->conv.kw);
+		p->weights = rng_fill(&r, p->nr_weights, -bound, bound);
+		if (l->conv.bias) {
+			p->nr_bias = (size_t)l->conv.out_channels;
+			p->bias = rng_fill(&r, p->nr_bias, -0.05f, 0.05f);
+		}
+		ret = p->weights && (p->bias || !l->conv.bias) ? 0 : -ENOMEM;
+		break;
+	}
 	case MODEL_OP_FC: {
 		const struct model_shape *in = &m->layers[l->inputs[0]].out;
 		int64_t k = in->dims[in->ndims - 1], n = l->fc.out_features;

@@ -100,6 +100,18 @@ static int layer_tensors(const struct model *m, int li, struct tensor_desc *t)
 				 SIZE_MAX);
 		}
 		return n;
+	case MODEL_OP_DECONV:
+		if (!in || in->ndims != 4 || l->conv.groups <= 0 ||
+		    !mul_ok(&d, l->conv.out_channels) || !mul_ok(&w, in->dims[1]) ||
+		    !mul_ok(&w, l->conv.out_channels / l->conv.groups) || !mul_ok(&w, l->conv.kh) ||
+		    !mul_ok(&w, l->conv.kw))
+			return -EINVAL;
+		put_desc(t, &n, "weights", w, offsetof(struct exec_layer_params, weights),
+			 offsetof(struct exec_layer_params, nr_weights));
+		if (l->conv.bias)
+			put_desc(t, &n, "bias", d, offsetof(struct exec_layer_params, bias),
+				 offsetof(struct exec_layer_params, nr_bias));
+		return n;
 	case MODEL_OP_FC:
 		if (!in || in->ndims < 1 || !mul_ok(&d, l->fc.out_features) ||
 		    !mul_ok(&w, in->dims[in->ndims - 1]) || !mul_ok(&w, l->fc.out_features))

@@ -49,6 +49,7 @@ enum model_op {
 	MODEL_OP_MAX,
 	MODEL_OP_MIN,
 	MODEL_OP_RESIZE, /* 2-D upsampling of [N, C, H, W]: nearest (integer factors) or bilinear */
+	MODEL_OP_DECONV, /* 2-D transposed convolution (conv's fields), weights [IC][OC/g][kh][kw] */
 	MODEL_OP_COUNT,
 };
 
@@ -63,6 +64,7 @@ enum model_act {
 	MODEL_ACT_TANH,
 	MODEL_ACT_HARD_SIGMOID, /* max(0, min(1, alpha * x + beta)): slope alpha, offset beta */
 	MODEL_ACT_HARD_SWISH, /* x * relu6(x + 3) / 6 */
+	MODEL_ACT_CLIP, /* min(max(x, alpha), beta), both finite */
 };
 
 enum model_pool_kind {
@@ -146,8 +148,8 @@ struct model_layer {
 	int inputs[MODEL_MAX_INPUTS]; /* indices of earlier layers */
 	struct model_shape out;
 	enum model_act act; /* fused after the op (conv, fc, add, mul) or the op itself (act) */
-	float act_alpha; /* leaky_relu's and hard_sigmoid's slope */
-	float act_beta; /* hard_sigmoid's offset */
+	float act_alpha; /* leaky_relu's and hard_sigmoid's slope, clip's lower bound */
+	float act_beta; /* hard_sigmoid's offset, clip's upper bound */
 	union {
 		struct model_conv conv;
 		struct model_fc fc;

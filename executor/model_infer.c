@@ -58,6 +58,7 @@ static const char *const infer_act_names[] = {
 	[MODEL_ACT_GELU] = "gelu",
 	[MODEL_ACT_TANH] = "tanh",
 	[MODEL_ACT_HARD_SIGMOID] = "hard_sigmoid",
+	[MODEL_ACT_CLIP] = "clip",
 	[MODEL_ACT_HARD_SWISH] = "hard_swish",
 };
 
@@ -527,6 +528,57 @@ static int infer_conv(struct infer_layer *il)
 	return 0;
 }
 
+/*
+ * A transposed convolution: every input pixel scatters a kernel into the
+ * output, [N, out, (H-1)s - pt - pb + dil(k-1) + 1, ...]. Counted as the
+ * convolution it is the gradient of: N x IC x H x W x out/groups x kh x kw
+ * MACs, IC x out/groups x kh x kw weights (+ out biases).
+ */
+static int infer_deconv(struct infer_layer *il)
+{
+	struct model_conv *cv = &il->l->conv;
+	const struct model_shape *in = il->in[0];
+	int64_t out_ch, groups, dims[4], cin;
+	int pad[4];
+	bool same;
+
+	if (infer_need_ndims(il, 0, 4, 4) ||
+	    infer_int(il, "out", true, 1, INFER_MAX_DIM, 0, &out_ch) ||
+	    infer_int(il, "groups", false, 1, INFER_MAX_DIM, 1, &groups) ||
+	    infer_pair(il, "k", true, 1, &cv->kh, &cv->kw) ||
+	    infer_pair(il, "stride", false, 1, &cv->stride_h, &cv->stride_w) ||
+	    infer_pair(il, "dil", false, 1, &cv->dil_h, &cv->dil_w) || infer_pad(il, pad, &same) ||
+	    infer_flag(il, "bias", &cv->bias))
+		return -EINVAL;
+	cin = in->dims[1];
+	if (same)
+		return infer_fail(il, "pad=same is for conv; give deconv's padding");
+	if (cin % groups || out_ch % groups)
+		return infer_fail(il,
+				  "input channels %lld and out=%lld are not divisible by "
+				  "groups=%lld",
+				  (long long)cin, (long long)out_ch, (long long)groups);
+	cv->pad_t = pad[0];
+	cv->pad_l = pad[1];
+	cv->pad_b = pad[2];
+	cv->pad_r = pad[3];
+	cv->out_channels = out_ch;
+	cv->groups = groups;
+	dims[0] = in->dims[0];
+	dims[1] = out_ch;
+	dims[2] = (in->dims[2] - 1) * cv->stride_h - pad[0] - pad[2] + cv->dil_h * (cv->kh - 1) + 1;
+	dims[3] = (in->dims[3] - 1) * cv->stride_w - pad[1] - pad[3] + cv->dil_w * (cv->kw - 1) + 1;
+	if (infer_set_out(il, 4, dims) ||
+	    infer_product(il, &il->l->macs, 6, (uint64_t)model_shape_elems(in),
+			  (uint64_t)(out_ch / groups), (uint64_t)cv->kh, (uint64_t)cv->kw,
+			  (uint64_t)1, (uint64_t)1) ||
+	    infer_product(il, &il->l->params, 4, (uint64_t)cin, (uint64_t)(out_ch / groups),
+			  (uint64_t)cv->kh, (uint64_t)cv->kw))
+		return -EINVAL;
+	il->l->params += cv->bias ? (uint64_t)out_ch : 0;
+	return 0;
+}
+
 static int infer_fc(struct infer_layer *il)
 {
 	const struct model_shape *in = il->in[0];
@@ -938,8 +990,9 @@ static int infer_slice(struct infer_layer *il)
 static int infer_act(struct infer_layer *il)
 {
 	if (il->l->act == MODEL_ACT_NONE)
-		return infer_fail(il, "missing attribute 'act=' (relu, relu6, leaky_relu, "
-				      "sigmoid, swish, gelu, tanh, hard_sigmoid, hard_swish)");
+		return infer_fail(il,
+				  "missing attribute 'act=' (relu, relu6, leaky_relu, "
+				  "sigmoid, swish, gelu, tanh, hard_sigmoid, hard_swish, clip)");
 	return infer_same_shape(il);
 }
 
@@ -965,6 +1018,7 @@ static const struct infer_op infer_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_MAX] = { "max", 1, 2, true, infer_broadcast },
 	[MODEL_OP_MIN] = { "min", 1, 2, true, infer_broadcast },
 	[MODEL_OP_RESIZE] = { "resize", 1, 1, false, infer_resize },
+	[MODEL_OP_DECONV] = { "deconv", 1, 1, true, infer_deconv },
 };
 
 const char *model_op_name(enum model_op op)
@@ -1009,7 +1063,7 @@ static int infer_activation(struct infer_layer *il, bool allowed)
 	if (i == ARRAY_SIZE(infer_act_names))
 		return infer_fail(il,
 				  "unknown activation '%s' (relu, relu6, leaky_relu, sigmoid, "
-				  "swish, gelu, tanh, hard_sigmoid, hard_swish)",
+				  "swish, gelu, tanh, hard_sigmoid, hard_swish, clip)",
 				  s);
 	l->act = (enum model_act)i;
 	if (l->act == MODEL_ACT_LEAKY_RELU)
@@ -1018,6 +1072,14 @@ static int infer_activation(struct infer_layer *il, bool allowed)
 		/* ONNX HardSigmoid's defaults */
 		return infer_float(il, "slope", false, -1e6, 1e6, 0.2, &l->act_alpha) ?:
 			       infer_float(il, "offset", false, -1e6, 1e6, 0.5, &l->act_beta);
+	if (l->act == MODEL_ACT_CLIP) {
+		if (infer_float(il, "min", true, -1e30, 1e30, 0, &l->act_alpha) ||
+		    infer_float(il, "max", true, -1e30, 1e30, 0, &l->act_beta))
+			return -EINVAL;
+		if (l->act_alpha > l->act_beta)
+			return infer_fail(il, "clip min=%g is above max=%g", l->act_alpha,
+					  l->act_beta);
+	}
 	return 0;
 }
 
@@ -1136,7 +1198,7 @@ int model_add_layer(struct model_ctx *c, char **tok, int nr_toks)
 		return model_fail(c,
 				  "unknown op '%.64s' (input, conv, fc, matmul, pool, act, add, "
 				  "mul, sub, div, max, min, concat, layer_norm, softmax, lrn, "
-				  "reshape, transpose, embed, slice, resize)",
+				  "reshape, transpose, embed, slice, resize, deconv)",
 				  tok[0]);
 	if (nr_toks < 2)
 		return model_fail(c, "'%s' needs a layer name: %s NAME [attributes]", tok[0],

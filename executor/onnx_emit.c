@@ -82,7 +82,7 @@ static const char *const op_words[MODEL_OP_COUNT] = {
 	[MODEL_OP_EMBED] = "embed",	[MODEL_OP_SLICE] = "slice",
 	[MODEL_OP_SUB] = "sub",		[MODEL_OP_DIV] = "div",
 	[MODEL_OP_MAX] = "max",		[MODEL_OP_MIN] = "min",
-	[MODEL_OP_RESIZE] = "resize",
+	[MODEL_OP_RESIZE] = "resize",	[MODEL_OP_DECONV] = "deconv",
 };
 
 /* MACs and parameters by the conventions of models/README.md. */
@@ -100,6 +100,14 @@ static void count(const struct onnx_ctx *c, const struct model_layer *l, uint64_
 		*macs = out * per;
 		*params = (uint64_t)l->conv.out_channels * per +
 			  (l->conv.bias ? l->conv.out_channels : 0);
+		break;
+	}
+	case MODEL_OP_DECONV: {
+		uint64_t per =
+			(uint64_t)(l->conv.out_channels / l->conv.groups) * l->conv.kh * l->conv.kw;
+
+		*macs = (uint64_t)onnx_elems(in) * per;
+		*params = (uint64_t)in->dims[1] * per + (l->conv.bias ? l->conv.out_channels : 0);
 		break;
 	}
 	case MODEL_OP_FC: {
@@ -152,7 +160,8 @@ static void put_layer(struct sbuf *b, const struct onnx_ctx *c, const struct onn
 	case MODEL_OP_INPUT:
 		put_dims(b, "shape", &l->out);
 		break;
-	case MODEL_OP_CONV: {
+	case MODEL_OP_CONV:
+	case MODEL_OP_DECONV: {
 		int pads[4] = { l->conv.pad_t, l->conv.pad_l, l->conv.pad_b, l->conv.pad_r };
 
 		put(b, " out=%lld", (long long)l->conv.out_channels);
@@ -239,6 +248,8 @@ static void put_layer(struct sbuf *b, const struct onnx_ctx *c, const struct onn
 			put(b, " slope=%.9g", l->act_alpha);
 		if (l->act == MODEL_ACT_HARD_SIGMOID)
 			put(b, " slope=%.9g offset=%.9g", l->act_alpha, l->act_beta);
+		if (l->act == MODEL_ACT_CLIP)
+			put(b, " min=%.9g max=%.9g", l->act_alpha, l->act_beta);
 	}
 	put(b, "\n");
 }

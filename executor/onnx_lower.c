@@ -257,7 +257,154 @@ static int lower_conv(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	return 0;
 }
 
-/* y = (x - mean) * scale / sqrt(var + eps) + beta, folded into the conv's weights and bias. */
+/* ConvTranspose: 2-D, constant W [IC, OC/group, kh, kw] and B, explicit pads only. */
+static int lower_conv_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0), *w = const_input(c, n, 1),
+			  *b = const_input(c, n, 2);
+	int k[2], s[2], d[2], op[2], pads[4], ret;
+	int64_t g, p[4], os[2];
+	struct model_shape out;
+	struct onnx_layer *l;
+	char buf[16];
+	int nr;
+
+	if (!x || !w || (onnx_input(c, n, 2) && !b) || x->shape.ndims != 4 || w->shape.ndims != 4)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "ConvTranspose needs a computed 4-D input and constant "
+				   "4-D weights (and bias)");
+	ret = onnx_attr_int(c, n, "group", 1, &g);
+	if (!ret)
+		ret = pair_attr(c, n, "strides", 1, s);
+	if (!ret)
+		ret = pair_attr(c, n, "dilations", 1, d);
+	if (!ret)
+		ret = onnx_attr_ints(c, n, "output_padding", (int64_t *)os, 2, &nr);
+	if (ret)
+		return ret;
+	op[0] = nr == 2 ? (int)os[0] : 0;
+	op[1] = nr == 2 ? (int)os[1] : 0;
+	if (op[0] || op[1] || onnx_attr(n, "output_shape") ||
+	    strcmp(onnx_attr_str(n, "auto_pad", buf, sizeof(buf), "NOTSET"), "NOTSET"))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "output_padding, output_shape and auto_pad (coloc's deconv "
+				   "takes explicit pads)");
+	ret = onnx_attr_ints(c, n, "pads", p, 4, &nr);
+	if (ret)
+		return ret;
+	if (g < 1 || x->shape.dims[1] != w->shape.dims[0] || x->shape.dims[1] % g ||
+	    (nr >= 0 && nr != 4))
+		return onnx_refuse(c, -EINVAL,
+				   "weights [IC, OC/group, kh, kw] do not fit %lld input "
+				   "channels and group %lld, or pads is not 4 values",
+				   (long long)x->shape.dims[1], (long long)g);
+	for (int i = 0; i < 4; i++) {
+		if (nr >= 0 && (p[i] < 0 || p[i] > 256))
+			return onnx_refuse(c, -EOPNOTSUPP, "pad %lld (0..256)", (long long)p[i]);
+		pads[i] = nr < 0 ? 0 : (int)p[i];
+	}
+	if (w->shape.dims[2] < 1 || w->shape.dims[2] > 256 || w->shape.dims[3] < 1 ||
+	    w->shape.dims[3] > 256)
+		return onnx_refuse(c, -EOPNOTSUPP, "kernel larger than 256");
+	k[0] = (int)w->shape.dims[2];
+	k[1] = (int)w->shape.dims[3];
+	out.ndims = 4;
+	out.dims[0] = x->shape.dims[0];
+	out.dims[1] = w->shape.dims[1] * g;
+	if (b && onnx_elems(&b->shape) != out.dims[1])
+		return onnx_refuse(c, -EINVAL,
+				   "the bias does not have one value per output channel");
+	for (int i = 0; i < 2; i++) {
+		out.dims[2 + i] = (x->shape.dims[2 + i] - 1) * s[i] - pads[i] - pads[i + 2] +
+				  (int64_t)d[i] * (k[i] - 1) + 1;
+		if (out.dims[2 + i] < 1)
+			return onnx_refuse(c, -EINVAL, "the padding is larger than the output");
+	}
+	ret = new_layer(c, n, MODEL_OP_DECONV, &x, 1, &out, &l);
+	if (ret)
+		return ret;
+	l->l.conv = (struct model_conv){ .out_channels = out.dims[1],
+					 .kh = k[0],
+					 .kw = k[1],
+					 .stride_h = s[0],
+					 .stride_w = s[1],
+					 .pad_t = pads[0],
+					 .pad_l = pads[1],
+					 .pad_b = pads[2],
+					 .pad_r = pads[3],
+					 .dil_h = d[0],
+					 .dil_w = d[1],
+					 .groups = g,
+					 .bias = b != NULL };
+	l->nt[0] = onnx_elems(&w->shape);
+	l->t[0] = to_floats(c, w->data, l->nt[0], 1.0);
+	if (!l->t[0])
+		return -ENOMEM;
+	if (b) {
+		l->nt[1] = out.dims[1];
+		l->t[1] = to_floats(c, b->data, l->nt[1], 1.0);
+		if (!l->t[1])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * A batch norm that follows no conv: y = x * scale + shift per channel
+ * (dim 1), scale = gamma / sqrt(var + eps), shift = beta - mean * scale in
+ * double, as a mul and an add of constants [C, 1, ...].
+ */
+static int standalone_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *x,
+				 struct onnx_value **p, float eps)
+{
+	int64_t ch = x->shape.dims[1];
+	struct model_shape cs = { .ndims = x->shape.ndims - 1 };
+	struct onnx_value mid = { .shape = x->shape };
+	struct onnx_layer *l;
+	int ret;
+
+	cs.dims[0] = ch;
+	for (int i = 1; i < cs.ndims; i++)
+		cs.dims[i] = 1;
+	ret = onnx_layer_add(c, MODEL_OP_MUL, node_label(n), &l);
+	if (ret)
+		return ret;
+	l->l.nr_inputs = 1;
+	l->l.inputs[0] = x->layer;
+	l->l.out = x->shape;
+	l->l.binary = (struct model_binary){ .has_const = true, .cshape = cs };
+	l->uses = 1; /* the add below */
+	snprintf(l->origin, sizeof(l->origin), "BatchNormalization '%.64s' (scale)", node_label(n));
+	mid.layer = c->nr_layers - 1;
+	l->nt[0] = ch;
+	l->t[0] = malloc((size_t)ch * sizeof(float));
+	if (!l->t[0])
+		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+	for (int64_t o = 0; o < ch; o++)
+		l->t[0][o] = (float)(p[0]->data[o] / sqrt(p[3]->data[o] + eps));
+	{
+		struct onnx_value *in = &mid;
+
+		ret = new_layer(c, n, MODEL_OP_ADD, &in, 1, &x->shape, &l);
+	}
+	if (ret)
+		return ret;
+	l->l.binary = (struct model_binary){ .has_const = true, .cshape = cs };
+	l->nt[0] = ch;
+	l->t[0] = malloc((size_t)ch * sizeof(float));
+	if (!l->t[0])
+		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+	for (int64_t o = 0; o < ch; o++)
+		l->t[0][o] = (float)(p[1]->data[o] -
+				     p[2]->data[o] * (p[0]->data[o] / sqrt(p[3]->data[o] + eps)));
+	return 0;
+}
+
+/*
+ * y = (x - mean) * scale / sqrt(var + eps) + beta, folded into the weights
+ * and bias of the conv or deconv before it when nothing else reads that,
+ * else a standalone scale and shift.
+ */
 static int lower_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *x = data_input(c, n, 0), *p[4];
@@ -274,22 +421,29 @@ static int lower_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		return ret;
 	if (training)
 		return onnx_refuse(c, -EOPNOTSUPP, "training_mode=1");
-	if (!x || !fusible(c, x) || layer_of(c, x)->l.op != MODEL_OP_CONV ||
-	    layer_of(c, x)->l.act != MODEL_ACT_NONE)
+	if (!x || x->shape.ndims < 2)
 		return onnx_refuse(c, -EOPNOTSUPP,
-				   "BatchNormalization is supported only right after "
-				   "a Conv that nothing else reads (it is folded into the conv; "
-				   "coloc has no standalone batch norm)");
-	l = layer_of(c, x);
-	oc = l->l.conv.out_channels;
+				   "BatchNormalization of a computed tensor with channels in "
+				   "dim 1");
 	for (int i = 0; i < 4; i++) {
 		p[i] = const_input(c, n, (size_t)i + 1);
-		if (!p[i] || onnx_elems(&p[i]->shape) != oc)
+		if (!p[i] || onnx_elems(&p[i]->shape) != x->shape.dims[1])
 			return onnx_refuse(c, -EINVAL,
 					   "scale, B, mean and var must be constants of %lld "
 					   "values",
-					   (long long)oc);
+					   (long long)x->shape.dims[1]);
 	}
+	for (int64_t o = 0; o < x->shape.dims[1]; o++)
+		if (!(p[3]->data[o] + eps > 0))
+			return onnx_refuse(c, -EINVAL,
+					   "variance + epsilon of channel %lld is not "
+					   "positive",
+					   (long long)o);
+	l = layer_of(c, x);
+	if (!fusible(c, x) || (l->l.op != MODEL_OP_CONV && l->l.op != MODEL_OP_DECONV) ||
+	    l->l.act != MODEL_ACT_NONE)
+		return standalone_batch_norm(c, n, x, p, eps);
+	oc = l->l.conv.out_channels;
 	if (!l->t[1]) {
 		l->t[1] = calloc((size_t)oc, sizeof(float));
 		if (!l->t[1])
@@ -297,24 +451,31 @@ static int lower_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		l->nt[1] = oc;
 		l->l.conv.bias = true;
 	}
+	/* conv weights [OC][IC/g][kh][kw]; deconv [IC][OC/g][kh][kw] */
 	per = l->nt[0] / oc;
-	for (int64_t o = 0; o < oc; o++) {
-		double var = p[3]->data[o] + eps, sc;
+	for (int64_t i = 0; i < l->nt[0]; i++) {
+		int64_t o = i / per, ocg = oc / l->l.conv.groups;
 
-		if (!(var > 0))
-			return onnx_refuse(c, -EINVAL,
-					   "variance + epsilon of channel %lld is not "
-					   "positive",
-					   (long long)o);
-		sc = p[0]->data[o] / sqrt(var);
-		for (int64_t i = 0; i < per; i++)
-			l->t[0][o * per + i] = (float)(l->t[0][o * per + i] * sc);
+		if (l->l.op == MODEL_OP_DECONV) {
+			int64_t kk = (int64_t)l->l.conv.kh * l->l.conv.kw;
+			int64_t icg = l->nt[0] / (ocg * kk) / l->l.conv.groups;
+
+			o = i / (ocg * kk) / icg * ocg + i / kk % ocg;
+		}
+		l->t[0][i] = (float)(l->t[0][i] * (p[0]->data[o] / sqrt(p[3]->data[o] + eps)));
+	}
+	for (int64_t o = 0; o < oc; o++) {
+		double sc = p[0]->data[o] / sqrt(p[3]->data[o] + eps);
+
 		l->t[1][o] = (float)((l->t[1][o] - p[2]->data[o]) * sc + p[1]->data[o]);
 	}
 	snprintf(l->origin + strlen(l->origin), sizeof(l->origin) - strlen(l->origin),
 		 " + BatchNormalization");
 	return alias(c, n, x);
 }
+
+static int const_binary(struct onnx_ctx *c, const Onnx__NodeProto *n, enum model_op op,
+			struct onnx_value *x, struct onnx_value *k, bool const_first);
 
 static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
@@ -362,15 +523,26 @@ static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		}
 		if (ret)
 			return ret;
-		if (lo == 0 && hi == 6)
+		if (lo == 0 && hi == 6) {
 			act = MODEL_ACT_RELU6;
-		else if (lo == 0 && isinf(hi) && hi > 0)
+		} else if (lo == 0 && isinf(hi) && hi > 0) {
 			act = MODEL_ACT_RELU;
-		else
-			return onnx_refuse(c, -EOPNOTSUPP,
-					   "Clip(%g, %g): only Clip(0, 6) (relu6) and "
-					   "Clip(0) (relu) have a coloc activation",
-					   lo, hi);
+		} else if (isinf(lo) || isinf(hi)) {
+			/* one open bound: a max or min with the other (both open: nothing) */
+			double bound = isinf(hi) ? lo : hi;
+			struct onnx_value k = { .data = &bound };
+
+			if (isinf(lo) && isinf(hi))
+				return alias(c, n, x);
+			return const_binary(c, n, isinf(hi) ? MODEL_OP_MAX : MODEL_OP_MIN, x, &k,
+					    false);
+		} else if (lo <= hi && fabsf(lo) <= 1e30f && fabsf(hi) <= 1e30f) {
+			act = MODEL_ACT_CLIP;
+			alpha = lo;
+			beta = hi;
+		} else {
+			return onnx_refuse(c, -EOPNOTSUPP, "Clip(%g, %g): min above max", lo, hi);
+		}
 	}
 	if (ret)
 		return ret;
@@ -434,7 +606,8 @@ static int fuse_bias(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_v
 	if (fusible(c, x) && l->l.act == MODEL_ACT_NONE && k->shape.ndims <= x->shape.ndims) {
 		if (l->l.op == MODEL_OP_FC && at == 0)
 			nb = l->l.fc.out_features;
-		else if (l->l.op == MODEL_OP_CONV && at == 2 && k->shape.ndims >= 3)
+		else if ((l->l.op == MODEL_OP_CONV || l->l.op == MODEL_OP_DECONV) && at == 2 &&
+			 k->shape.ndims >= 3)
 			nb = l->l.conv.out_channels;
 	}
 	if (!nb || onnx_elems(&k->shape) != nb)
@@ -1053,8 +1226,12 @@ static int lower_resize(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		for (int i = 0; i < 4; i++)
 			out.dims[i] = onnx_i64(sz->data[i]);
 	} else if (sc && sc->data && onnx_elems(&sc->shape) == 4) {
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 4; i++) {
+			if (!(sc->data[i] > 0 && sc->data[i] <= 1024))
+				return onnx_refuse(c, -EOPNOTSUPP, "scale %g (0..1024)",
+						   sc->data[i]);
 			out.dims[i] = (int64_t)floor((double)x->shape.dims[i] * sc->data[i]);
+		}
 	} else {
 		return onnx_refuse(c, -EOPNOTSUPP, "scales must be 4 constants (or sizes given)");
 	}
@@ -1102,6 +1279,7 @@ struct lower_op {
 
 static const struct lower_op lower_ops[] = {
 	{ "Conv", lower_conv },
+	{ "ConvTranspose", lower_conv_transpose },
 	{ "BatchNormalization", lower_batch_norm },
 	{ "Relu", lower_act },
 	{ "LeakyRelu", lower_act },

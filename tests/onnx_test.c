@@ -1134,6 +1134,141 @@ TEST(onnx_import__resize_nearest_and_linear_match_reference)
 }
 
 /*
+ * PaddleOCR's DB head: ConvTranspose (2x2 stride 2) + Add of a bias
+ * [1, C, 1, 1] + BatchNormalization fold into one deconv; a grouped,
+ * padded ConvTranspose with its bias, after which a Relu reads it; a
+ * BatchNormalization after that Relu becomes a scale and a shift.
+ */
+TEST(onnx_import__conv_transpose_and_batch_norms_match_reference)
+{
+	static const int64_t xd[4] = { 1, 4, 3, 5 }, w1d[4] = { 4, 6, 2, 2 },
+			     bd[4] = { 1, 6, 1, 1 }, w2d[4] = { 6, 2, 3, 3 }, c6[1] = { 6 },
+			     m1[4] = { 1, 6, 6, 10 }, od[4] = { 1, 6, 11, 19 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	struct model_conv d1 = { .out_channels = 6,
+				 .kh = 2,
+				 .kw = 2,
+				 .stride_h = 2,
+				 .stride_w = 2,
+				 .dil_h = 1,
+				 .dil_w = 1,
+				 .groups = 1 };
+	struct model_conv d2 = { .out_channels = 6,
+				 .kh = 3,
+				 .kw = 3,
+				 .stride_h = 2,
+				 .stride_w = 2,
+				 .pad_t = 1,
+				 .pad_l = 1,
+				 .pad_b = 1,
+				 .pad_r = 1,
+				 .dil_h = 1,
+				 .dil_w = 1,
+				 .groups = 3,
+				 .bias = true };
+	float *w1 = rnd_fill(96, -1, 1), *b1 = rnd_fill(6, -1, 1), *bn1 = rnd_fill(24, 0.2f, 1.5f);
+	float *w2 = rnd_fill(108, -1, 1), *b2 = rnd_fill(6, -1, 1), *bn2 = rnd_fill(24, 0.2f, 1.5f);
+	float *x = rnd_fill(60, -1, 1), *a = mem(360 * 4), *want = mem(1254 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "W1", 4, w1d, w1);
+	init_f(&g, "B1", 4, bd, b1);
+	init_f(&g, "W2", 4, w2d, w2);
+	init_f(&g, "B2", 1, c6, b2);
+	init_f(&g, "g1", 1, c6, bn1);
+	init_f(&g, "be1", 1, c6, bn1 + 6);
+	init_f(&g, "m1", 1, c6, bn1 + 12);
+	init_f(&g, "v1", 1, c6, bn1 + 18);
+	init_f(&g, "g2", 1, c6, bn2);
+	init_f(&g, "be2", 1, c6, bn2 + 6);
+	init_f(&g, "m2", 1, c6, bn2 + 12);
+	init_f(&g, "v2", 1, c6, bn2 + 18);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	n = node(&g, "ConvTranspose", "up", NAMES("x", "W1"), NAMES("u"));
+	attr_ints(n, "strides", 2, (const int64_t[]){ 2, 2 });
+	node(&g, "Add", "up_bias", NAMES("u", "B1"), NAMES("ub"));
+	n = node(&g, "BatchNormalization", "bn1", NAMES("ub", "g1", "be1", "m1", "v1"),
+		 NAMES("n1"));
+	attr_float(n, "epsilon", 1e-3f);
+	n = node(&g, "ConvTranspose", "up2", NAMES("n1", "W2", "B2"), NAMES("u2"));
+	attr_ints(n, "strides", 2, (const int64_t[]){ 2, 2 });
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 1, 1 });
+	attr_int(n, "group", 3);
+	node(&g, "Relu", "r", NAMES("u2"), NAMES("r"));
+	node(&g, "BatchNormalization", "bn2", NAMES("r", "g2", "be2", "m2", "v2"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 4, od, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(5, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_DECONV, im.model->layers[1].op);
+	EXPECT_TRUE(im.model->layers[1].conv.bias);
+	EXPECT_EQ(MODEL_OP_DECONV, im.model->layers[2].op);
+	EXPECT_EQ(MODEL_ACT_RELU, im.model->layers[2].act);
+	EXPECT_EQ(MODEL_OP_MUL, im.model->layers[3].op);
+	EXPECT_EQ(MODEL_OP_ADD, im.model->layers[4].op);
+	/* 60 inputs x 6 x 2x2 scattered; 360 x 2 x 3x3 */
+	EXPECT_EQ(60u * 24 + 360 * 18, im.model->macs);
+	/* 96 + 6 (bias) + 108 + 6, then 6 scales and 6 shifts */
+	EXPECT_EQ(96u + 6 + 108 + 6 + 12, im.model->params);
+	ref_deconv(x, xd, w1, b1, &d1, m1, a);
+	ref_batch_norm(a, 1, 6, 60, bn1, bn1 + 6, bn1 + 12, bn1 + 18, 1e-3f);
+	ref_deconv(a, m1, w2, b2, &d2, od, want);
+	ref_act(want, 1254, MODEL_ACT_RELU, 0, 0);
+	ref_batch_norm(want, 1, 6, 209, bn2, bn2 + 6, bn2 + 12, bn2 + 18, 1e-5f);
+	run_compare(_metadata, &im, x, want, 1254);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * Clip at opset 13: (-1, 1) after a Conv is its act=clip; (0.5, +inf) with
+ * the infinity an initializer (melspectrogram's) is a max with 0.5; only
+ * an upper bound 2 (the min input left empty) is a min with 2.
+ */
+TEST(onnx_import__clip_bounds_become_clip_max_min)
+{
+	static const int64_t od[4] = { 1, 4, 8, 8 };
+	static const float m1 = -1.0f, p1 = 1.0f, half = 0.5f, inf = INFINITY, two = 2.0f;
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	struct model_shape os = { .ndims = 4, .dims = { 1, 4, 8, 8 } };
+	struct model_shape ks = { .ndims = 1, .dims = { 1 } };
+	float *w = rnd_fill(108, -1, 1), *x = rnd_fill(192, -2, 2), *a = mem(256 * 4);
+	float *want = mem(256 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "W", 4, W_DIMS, w);
+	init_f(&g, "m1", 0, NULL, &m1);
+	init_f(&g, "p1", 0, NULL, &p1);
+	init_f(&g, "half", 0, NULL, &half);
+	init_f(&g, "inf", 0, NULL, &inf);
+	init_f(&g, "two", 0, NULL, &two);
+	g.ins[g.nr_ins++] = vinfo("x", 4, X_DIMS, NULL);
+	n = node(&g, "Conv", "c", NAMES("x", "W"), NAMES("c"));
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 1, 1 });
+	node(&g, "Clip", "unit", NAMES("c", "m1", "p1"), NAMES("u"));
+	node(&g, "Clip", "floor", NAMES("u", "half", "inf"), NAMES("f"));
+	node(&g, "Clip", "cap", NAMES("f", "", "two"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 4, od, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(4, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_ACT_CLIP, im.model->layers[1].act);
+	EXPECT_EQ(-1.0f, im.model->layers[1].act_alpha);
+	EXPECT_EQ(1.0f, im.model->layers[1].act_beta);
+	EXPECT_EQ(MODEL_OP_MAX, im.model->layers[2].op);
+	EXPECT_EQ(MODEL_OP_MIN, im.model->layers[3].op);
+	ref_conv(x, X_DIMS, w, NULL, &CONV3, od, a);
+	ref_act(a, 256, MODEL_ACT_CLIP, -1, 1);
+	ref_binary(MODEL_OP_MAX, a, &os, &half, &ks, want);
+	ref_binary(MODEL_OP_MIN, want, &os, &two, &ks, a);
+	run_compare(_metadata, &im, x, a, 256);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
  * LayerNormalization as exporters before opset 17 write it (ReduceMean,
  * Sub, Pow 2, ReduceMean, Add eps from a Constant node, Sqrt, Div, Mul
  * gamma, Add beta) becomes one layer_norm; without gamma and beta too.
@@ -1300,26 +1435,29 @@ TEST(onnx_import__unsupported_op_is_named)
 	arena_free();
 }
 
-/* A standalone BatchNormalization (not after a Conv) has no coloc layer. */
-TEST(onnx_import__batch_norm_without_conv_is_refused)
+/* A BatchNormalization in training mode (batch statistics) is refused. */
+TEST(onnx_import__batch_norm_in_training_mode_is_refused)
 {
 	static const int64_t xd[4] = { 1, 4, 2, 2 };
 	struct gb g = { 0 };
 	struct onnx_import im;
 	struct coloc_err err = { 0 };
 	float *p = rnd_fill(16, 0.5f, 1);
+	Onnx__NodeProto *n;
 
 	init_f(&g, "gamma", 1, C4, p);
 	init_f(&g, "beta", 1, C4, p + 4);
 	init_f(&g, "mean", 1, C4, p + 8);
 	init_f(&g, "var", 1, C4, p + 12);
 	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
-	node(&g, "BatchNormalization", "bn", NAMES("x", "gamma", "beta", "mean", "var"),
-	     NAMES("y"));
+	n = node(&g, "BatchNormalization", "bn", NAMES("x", "gamma", "beta", "mean", "var"),
+		 NAMES("y"));
+	attr_int(n, "training_mode", 1);
 	g.outs[g.nr_outs++] = vinfo("y", 4, xd, NULL);
 	EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'bn' (BatchNormalization, opset 13"))
 	TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "training_mode=1"));
 	arena_free();
 }
 

@@ -354,7 +354,7 @@ TEST_F(ops, conv__bias_and_each_activation_match_reference)
 					       MODEL_ACT_LEAKY_RELU, MODEL_ACT_SIGMOID,
 					       MODEL_ACT_SWISH,	     MODEL_ACT_GELU,
 					       MODEL_ACT_TANH,	     MODEL_ACT_HARD_SIGMOID,
-					       MODEL_ACT_HARD_SWISH };
+					       MODEL_ACT_HARD_SWISH, MODEL_ACT_CLIP };
 
 	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
 		struct conv_case c = { .n = 1,
@@ -527,7 +527,7 @@ TEST_F(ops, act__each_activation_matches_reference)
 					       MODEL_ACT_LEAKY_RELU, MODEL_ACT_SIGMOID,
 					       MODEL_ACT_SWISH,	     MODEL_ACT_GELU,
 					       MODEL_ACT_TANH,	     MODEL_ACT_HARD_SIGMOID,
-					       MODEL_ACT_HARD_SWISH };
+					       MODEL_ACT_HARD_SWISH, MODEL_ACT_CLIP };
 
 	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
 		struct model *m = ref_model_new("act", 5, 4);
@@ -655,6 +655,59 @@ TEST_F(ops, resize__nearest_and_linear_match_reference)
 
 		l = ref_model_add(m, MODEL_OP_RESIZE, "up", 1, &x, 4, od);
 		l->resize.linear = cases[i].linear;
+		check_model(_metadata, m);
+		model_free(m);
+	}
+}
+
+/* Transposed convolutions: PaddleOCR's 2x2 stride 2, grouped 3x3 stride 2 with padding, dilated. */
+TEST_F(ops, deconv__strided_grouped_dilated_match_reference)
+{
+	static const struct model_conv cases[] = {
+		{ .out_channels = 8,
+		  .kh = 2,
+		  .kw = 2,
+		  .stride_h = 2,
+		  .stride_w = 2,
+		  .dil_h = 1,
+		  .dil_w = 1,
+		  .groups = 1,
+		  .bias = true },
+		{ .out_channels = 12,
+		  .kh = 3,
+		  .kw = 3,
+		  .stride_h = 2,
+		  .stride_w = 2,
+		  .pad_t = 1,
+		  .pad_l = 1,
+		  .pad_b = 0,
+		  .pad_r = 1,
+		  .dil_h = 1,
+		  .dil_w = 1,
+		  .groups = 4 },
+		{ .out_channels = 1,
+		  .kh = 3,
+		  .kw = 2,
+		  .stride_h = 1,
+		  .stride_w = 3,
+		  .dil_h = 2,
+		  .dil_w = 1,
+		  .groups = 1,
+		  .bias = true },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct model_conv *c = &cases[i];
+		struct model *m = ref_model_new("deconv", 17, 3);
+		int64_t d[4] = { 2, 8, 5, 6 }, od[4] = { 2, c->out_channels, 0, 0 };
+		struct model_layer *l;
+		int x = add_input(m, 4, d);
+
+		od[2] = (d[2] - 1) * c->stride_h - c->pad_t - c->pad_b + c->dil_h * (c->kh - 1) + 1;
+		od[3] = (d[3] - 1) * c->stride_w - c->pad_l - c->pad_r + c->dil_w * (c->kw - 1) + 1;
+		l = ref_model_add(m, MODEL_OP_DECONV, "up", 1, &x, 4, od);
+		l->conv = *c;
+		l->act = i == 0 ? MODEL_ACT_RELU : MODEL_ACT_NONE;
 		check_model(_metadata, m);
 		model_free(m);
 	}

@@ -37,6 +37,8 @@ static float act_one(float x, enum model_act act, float alpha, float beta)
 	case MODEL_ACT_HARD_SIGMOID:
 		r = (double)alpha * x + beta;
 		return (float)(r < 0 ? 0 : r > 1 ? 1 : r);
+	case MODEL_ACT_CLIP:
+		return x < alpha ? alpha : x > beta ? beta : x;
 	case MODEL_ACT_HARD_SWISH:
 		r = (double)x + 3;
 		return (float)(x * (r < 0 ? 0 : r > 6 ? 6 : r) / 6);
@@ -342,6 +344,49 @@ void ref_slice(const float *x, const struct model_shape *s, int axis, int64_t st
 		       (size_t)(len * inner) * sizeof(float));
 }
 
+void ref_deconv(const float *in, const int64_t in_dims[4], const float *w, const float *bias,
+		const struct model_conv *c, const int64_t out_dims[4], float *out)
+{
+	int64_t ic = in_dims[1], ih = in_dims[2], iw = in_dims[3];
+	int64_t oc = out_dims[1], oh = out_dims[2], ow = out_dims[3];
+	int64_t g = c->groups, icg = ic / g, ocg = oc / g;
+	int64_t on = out_dims[0] * oc * oh * ow;
+	double *acc = calloc((size_t)on, sizeof(double));
+
+	for (int64_t b = 0; b < in_dims[0]; b++)
+		for (int64_t i = 0; i < ic; i++)
+			for (int64_t y = 0; y < ih; y++)
+				for (int64_t x = 0; x < iw; x++) {
+					double v = in[((b * ic + i) * ih + y) * iw + x];
+					int64_t grp = i / icg;
+
+					for (int64_t o = 0; o < ocg; o++)
+						for (int ky = 0; ky < c->kh; ky++)
+							for (int kx = 0; kx < c->kw; kx++) {
+								int64_t py = y * c->stride_h -
+									     c->pad_t +
+									     (int64_t)ky * c->dil_h;
+								int64_t px = x * c->stride_w -
+									     c->pad_l +
+									     (int64_t)kx * c->dil_w;
+								int64_t oo = grp * ocg + o;
+
+								if (py < 0 || py >= oh || px < 0 ||
+								    px >= ow)
+									continue;
+								acc[((b * oc + oo) * oh + py) * ow +
+								    px] +=
+									v *
+									w[((i * ocg + o) * c->kh +
+									   ky) * c->kw +
+									  kx];
+							}
+				}
+	for (int64_t e = 0; e < on; e++)
+		out[e] = (float)(acc[e] + (bias ? bias[e / (oh * ow) % oc] : 0.0));
+	free(acc);
+}
+
 void ref_resize(const float *x, const int64_t in[4], bool linear, const int64_t out[4], float *y)
 {
 	for (int64_t nc = 0; nc < in[0] * in[1]; nc++)
@@ -501,6 +546,13 @@ int ref_layer(const struct model *m, int li, const float *const *ins, float *out
 		ref_slice(ins[0], s0, axis, l->slice.start, l->slice.len, out);
 		break;
 	}
+	case MODEL_OP_DECONV:
+		ret = exec_layer_params_generate(m, li, &p);
+		if (ret)
+			return ret;
+		ref_deconv(ins[0], s0->dims, p.weights, p.bias, &l->conv, l->out.dims, out);
+		ref_act(out, n, l->act, l->act_alpha, l->act_beta);
+		break;
 	case MODEL_OP_RESIZE:
 		ref_resize(ins[0], s0->dims, l->resize.linear, l->out.dims, out);
 		break;

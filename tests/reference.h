@@ -46,6 +46,9 @@ void ref_lrn(const float *x, const int64_t dims[4], int size, float alpha, float
 void ref_transpose(const float *x, const struct model_shape *s, const int *perm, float *out);
 void ref_slice(const float *x, const struct model_shape *s, int axis, int64_t start, int64_t len,
 	       float *out);
+/* Transposed convolution, weights [IC][OC/groups][kh][kw] (ONNX's ConvTranspose). */
+void ref_deconv(const float *in, const int64_t in_dims[4], const float *w, const float *bias,
+		const struct model_conv *c, const int64_t out_dims[4], float *out);
 /* models/README.md's resize of [N, C, H, W] to out's H x W. */
 void ref_resize(const float *x, const int64_t in[4], bool linear, const int64_t out[4], float *y);
 /* out[i] = table[ids[i]] rows of dim floats. */
