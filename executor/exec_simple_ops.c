@@ -72,6 +72,13 @@ static int unary_step(struct builder *b, const_dnnl_op_desc_t desc,
  * One eltwise step per stage of the activation: the first from the input
  * into the output, the others in place on the output.
  */
+/* Input 0 in NHWC (*src), reordered into it when it is not already: *at. */
+static int nhwc_input(struct builder *b, dnnl_memory_desc_t *src, struct exec_buf *at)
+{
+	md_tag(src, 4, b->m->layers[b->l->inputs[0]].out.dims, dnnl_nhwc);
+	return builder_adapt_input(b, 0, src, at);
+}
+
 int act_build(struct builder *b)
 {
 	struct exec_eltwise e[EXEC_ACT_MAX_STAGES];
@@ -105,8 +112,7 @@ int pool_build(struct builder *b)
 	struct exec_buf at;
 	int ret;
 
-	md_tag(&src, 4, in->dims, dnnl_nhwc);
-	ret = builder_adapt_input(b, 0, &src, &at);
+	ret = nhwc_input(b, &src, &at);
 	if (ret)
 		return ret;
 	if (p->kind == MODEL_POOL_GLOBAL_AVG) {
@@ -137,14 +143,12 @@ int pool_build(struct builder *b)
 /* oneDNN's nearest and linear resampling are models/README.md's for these factors. */
 int resize_build(struct builder *b)
 {
-	const struct model_shape *in = &b->m->layers[b->l->inputs[0]].out;
 	dnnl_memory_desc_t src;
 	dnnl_resampling_desc_t d;
 	struct exec_buf at;
 	int ret;
 
-	md_tag(&src, 4, in->dims, dnnl_nhwc);
-	ret = builder_adapt_input(b, 0, &src, &at);
+	ret = nhwc_input(b, &src, &at);
 	if (ret)
 		return ret;
 	if (dnnl_resampling_forward_desc_init(&d, dnnl_forward_inference,
@@ -185,12 +189,11 @@ int deconv_build(struct builder *b)
 		wd[i] = wd5[i + 5 - nw];
 		ws[i] = ws5[i + 5 - nw];
 	}
-	md_tag(&src, 4, in->dims, dnnl_nhwc);
 	md_strided(&wlog, nw, wd, ws);
 	if (dnnl_memory_desc_init_by_tag(&wany, nw, wd, dnnl_f32, dnnl_format_tag_any))
 		return -EINVAL;
 	md_plain(&bias, 1, bd);
-	ret = builder_adapt_input(b, 0, &src, &at);
+	ret = nhwc_input(b, &src, &at);
 	if (ret)
 		return ret;
 	if (dnnl_dilated_deconvolution_forward_desc_init(
@@ -234,8 +237,7 @@ int lrn_build(struct builder *b)
 
 	if (in->ndims != 4)
 		return builder_fail(b, -EINVAL, "lrn needs a 4-D input");
-	md_tag(&src, 4, in->dims, dnnl_nhwc);
-	ret = builder_adapt_input(b, 0, &src, &at);
+	ret = nhwc_input(b, &src, &at);
 	if (ret)
 		return ret;
 	if (dnnl_lrn_forward_desc_init(&d, dnnl_forward_inference, dnnl_lrn_across_channels, &src,

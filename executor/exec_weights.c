@@ -101,22 +101,9 @@ int exec_layer_params_generate(const struct model *m, int layer, struct exec_lay
 	rng_seed(&r, m->seed, layer);
 	switch (l->op) {
 	case MODEL_OP_CONV:
+	case MODEL_OP_DECONV: /* as many weights as a conv's, drawn the same way */
 		ret = gen_conv(m, l, &r, p);
 		break;
-	case MODEL_OP_DECONV: {
-		const struct model_shape *in = &m->layers[l->inputs[0]].out;
-		int64_t ocg = l->conv.out_channels / l->conv.groups;
-		float bound = sqrtf(6.0f / (float)(ocg * l->conv.kh * l->conv.kw));
-
-		p->nr_weights = (size_t)(in->dims[1] * ocg * l->conv.kh * l->conv.kw);
-		p->weights = rng_fill(&r, p->nr_weights, -bound, bound);
-		if (l->conv.bias) {
-			p->nr_bias = (size_t)l->conv.out_channels;
-			p->bias = rng_fill(&r, p->nr_bias, -0.05f, 0.05f);
-		}
-		ret = p->weights && (p->bias || !l->conv.bias) ? 0 : -ENOMEM;
-		break;
-	}
 	case MODEL_OP_FC: {
 		const struct model_shape *in = &m->layers[l->inputs[0]].out;
 		int64_t k = in->dims[in->ndims - 1], n = l->fc.out_features;
@@ -145,20 +132,13 @@ int exec_layer_params_generate(const struct model *m, int layer, struct exec_lay
 		p->weights = rng_fill(&r, p->nr_weights, -1.0f, 1.0f);
 		ret = p->weights ? 0 : -ENOMEM;
 		break;
-	case MODEL_OP_ADD:
-	case MODEL_OP_MUL:
-	case MODEL_OP_SUB:
-	case MODEL_OP_DIV:
-	case MODEL_OP_MAX:
-	case MODEL_OP_MIN:
-		if (!l->binary.has_const)
+	default:
+		if (!model_op_is_binary(l->op) || !l->binary.has_const)
 			break;
 		/* away from 0, so that a div by it stays finite */
 		p->nr_weights = (size_t)model_shape_elems(&l->binary.cshape);
 		p->weights = rng_fill(&r, p->nr_weights, 0.5f, 1.5f);
 		ret = p->weights ? 0 : -ENOMEM;
-		break;
-	default:
 		break;
 	}
 	if (ret)

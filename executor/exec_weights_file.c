@@ -79,6 +79,7 @@ static int layer_tensors(const struct model *m, int li, struct tensor_desc *t)
 		in = &m->layers[l->inputs[0]].out;
 	switch (l->op) {
 	case MODEL_OP_CONV:
+	case MODEL_OP_DECONV: /* [IC][OC/g][kh][kw]: as many as conv's [OC][IC/g][kh][kw] */
 		if (!in || in->ndims != 4 || l->conv.groups <= 0 ||
 		    !mul_ok(&d, l->conv.out_channels) || !mul_ok(&w, l->conv.out_channels) ||
 		    !mul_ok(&w, in->dims[1] / l->conv.groups) || !mul_ok(&w, l->conv.kh) ||
@@ -99,18 +100,6 @@ static int layer_tensors(const struct model *m, int li, struct tensor_desc *t)
 			put_desc(t, &n, "bn var", d, offsetof(struct exec_layer_params, bn_var),
 				 SIZE_MAX);
 		}
-		return n;
-	case MODEL_OP_DECONV:
-		if (!in || in->ndims != 4 || l->conv.groups <= 0 ||
-		    !mul_ok(&d, l->conv.out_channels) || !mul_ok(&w, in->dims[1]) ||
-		    !mul_ok(&w, l->conv.out_channels / l->conv.groups) || !mul_ok(&w, l->conv.kh) ||
-		    !mul_ok(&w, l->conv.kw))
-			return -EINVAL;
-		put_desc(t, &n, "weights", w, offsetof(struct exec_layer_params, weights),
-			 offsetof(struct exec_layer_params, nr_weights));
-		if (l->conv.bias)
-			put_desc(t, &n, "bias", d, offsetof(struct exec_layer_params, bias),
-				 offsetof(struct exec_layer_params, nr_bias));
 		return n;
 	case MODEL_OP_FC:
 		if (!in || in->ndims < 1 || !mul_ok(&d, l->fc.out_features) ||
@@ -137,13 +126,8 @@ static int layer_tensors(const struct model *m, int li, struct tensor_desc *t)
 		put_desc(t, &n, "table", w, offsetof(struct exec_layer_params, weights),
 			 offsetof(struct exec_layer_params, nr_weights));
 		return n;
-	case MODEL_OP_ADD:
-	case MODEL_OP_MUL:
-	case MODEL_OP_SUB:
-	case MODEL_OP_DIV:
-	case MODEL_OP_MAX:
-	case MODEL_OP_MIN:
-		if (!l->binary.has_const)
+	default:
+		if (!model_op_is_binary(l->op) || !l->binary.has_const)
 			return 0;
 		for (int i = 0; i < l->binary.cshape.ndims; i++)
 			if (!mul_ok(&w, l->binary.cshape.dims[i]))
@@ -151,8 +135,6 @@ static int layer_tensors(const struct model *m, int li, struct tensor_desc *t)
 		put_desc(t, &n, "constant", w, offsetof(struct exec_layer_params, weights),
 			 offsetof(struct exec_layer_params, nr_weights));
 		return n;
-	default:
-		return 0;
 	}
 }
 

@@ -192,6 +192,12 @@ struct model *model_parse(const char *name, const char *text, size_t len, struct
 void model_free(struct model *m);
 
 int64_t model_shape_elems(const struct model_shape *s);
+/* add, mul, sub, div, max, min: the ops with a model_binary and an optional constant. */
+static inline bool model_op_is_binary(enum model_op op)
+{
+	return op == MODEL_OP_ADD || op == MODEL_OP_MUL || op == MODEL_OP_SUB ||
+	       op == MODEL_OP_DIV || op == MODEL_OP_MAX || op == MODEL_OP_MIN;
+}
 const char *model_op_name(enum model_op op);
 const char *model_act_name(enum model_act act);
 

@@ -94,20 +94,18 @@ static void count(const struct onnx_ctx *c, const struct model_layer *l, uint64_
 
 	*macs = *params = 0;
 	switch (l->op) {
-	case MODEL_OP_CONV: {
+	case MODEL_OP_CONV:
+	case MODEL_OP_DECONV: {
 		uint64_t per = (uint64_t)(in->dims[1] / l->conv.groups) * l->conv.kh * l->conv.kw;
 
-		*macs = out * per;
+		/* a deconv scatters each input through out/groups x kh x kw weights */
+		*macs = l->op == MODEL_OP_CONV ?
+				out * per :
+				(uint64_t)onnx_elems(in) *
+					(uint64_t)(l->conv.out_channels / l->conv.groups) *
+					l->conv.kh * l->conv.kw;
 		*params = (uint64_t)l->conv.out_channels * per +
 			  (l->conv.bias ? l->conv.out_channels : 0);
-		break;
-	}
-	case MODEL_OP_DECONV: {
-		uint64_t per =
-			(uint64_t)(l->conv.out_channels / l->conv.groups) * l->conv.kh * l->conv.kw;
-
-		*macs = (uint64_t)onnx_elems(in) * per;
-		*params = (uint64_t)in->dims[1] * per + (l->conv.bias ? l->conv.out_channels : 0);
 		break;
 	}
 	case MODEL_OP_FC: {
@@ -126,15 +124,9 @@ static void count(const struct onnx_ctx *c, const struct model_layer *l, uint64_
 	case MODEL_OP_EMBED:
 		*params = (uint64_t)(l->embed.vocab * l->embed.dim);
 		break;
-	case MODEL_OP_ADD:
-	case MODEL_OP_MUL:
-	case MODEL_OP_SUB:
-	case MODEL_OP_DIV:
-	case MODEL_OP_MAX:
-	case MODEL_OP_MIN:
-		*params = l->binary.has_const ? (uint64_t)onnx_elems(&l->binary.cshape) : 0;
-		break;
 	default:
+		if (model_op_is_binary(l->op) && l->binary.has_const)
+			*params = (uint64_t)onnx_elems(&l->binary.cshape);
 		break;
 	}
 }
@@ -228,18 +220,11 @@ static void put_layer(struct sbuf *b, const struct onnx_ctx *c, const struct onn
 		put(b, " mode=%s out=%lldx%lld", l->resize.linear ? "linear" : "nearest",
 		    (long long)l->out.dims[2], (long long)l->out.dims[3]);
 		break;
-	case MODEL_OP_ADD:
-	case MODEL_OP_MUL:
-	case MODEL_OP_SUB:
-	case MODEL_OP_DIV:
-	case MODEL_OP_MAX:
-	case MODEL_OP_MIN:
-		if (l->binary.has_const)
-			put_dims(b, "const", &l->binary.cshape);
-		if (l->binary.const_first)
-			put(b, " const_first");
-		break;
 	default:
+		if (model_op_is_binary(l->op) && l->binary.has_const)
+			put_dims(b, "const", &l->binary.cshape);
+		if (model_op_is_binary(l->op) && l->binary.const_first)
+			put(b, " const_first");
 		break;
 	}
 	if (l->act != MODEL_ACT_NONE) {

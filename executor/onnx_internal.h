@@ -78,8 +78,7 @@ static inline int64_t onnx_i64(double x)
 static inline bool onnx_takes_act(enum model_op op)
 {
 	return op == MODEL_OP_CONV || op == MODEL_OP_DECONV || op == MODEL_OP_FC ||
-	       op == MODEL_OP_ADD || op == MODEL_OP_MUL || op == MODEL_OP_SUB ||
-	       op == MODEL_OP_DIV || op == MODEL_OP_MAX || op == MODEL_OP_MIN;
+	       model_op_is_binary(op);
 }
 
 /* onnx_graph.c */

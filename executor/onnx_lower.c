@@ -171,14 +171,49 @@ static int pair_attr(struct onnx_ctx *c, const Onnx__NodeProto *n, const char *n
 	return 0;
 }
 
+/* A conv or deconv layer with its window, and the weights and bias of w and b. */
+static int conv_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, enum model_op op,
+		      struct onnx_value *x, const struct model_shape *out, struct onnx_value *w,
+		      struct onnx_value *b, const int *k, const int *s, const int *d,
+		      const int *pads, int64_t g)
+{
+	struct onnx_layer *l;
+	int ret = new_layer(c, n, op, &x, 1, out, &l);
+
+	if (ret)
+		return ret;
+	l->l.conv = (struct model_conv){ .out_channels = out->dims[1],
+					 .kh = k[0],
+					 .kw = k[1],
+					 .stride_h = s[0],
+					 .stride_w = s[1],
+					 .pad_t = pads[0],
+					 .pad_l = pads[1],
+					 .pad_b = pads[2],
+					 .pad_r = pads[3],
+					 .dil_h = d[0],
+					 .dil_w = d[1],
+					 .groups = g,
+					 .bias = b != NULL };
+	l->nt[0] = onnx_elems(&w->shape);
+	l->t[0] = to_floats(c, w->data, l->nt[0], 1.0);
+	if (!l->t[0])
+		return -ENOMEM;
+	if (b) {
+		l->nt[1] = out->dims[1];
+		l->t[1] = to_floats(c, b->data, l->nt[1], 1.0);
+		if (!l->t[1])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int lower_conv(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *x = data_input(c, n, 0), *w = const_input(c, n, 1),
 			  *b = const_input(c, n, 2);
 	int k[2], s[2], d[2], pads[4], ks[2] = { 0, 0 }, ret;
 	struct model_shape out;
-	struct onnx_layer *l;
-	struct model_conv *cv;
 	int64_t g;
 
 	if (!x || !w || (onnx_input(c, n, 2) && !b))
@@ -227,34 +262,7 @@ static int lower_conv(struct onnx_ctx *c, const Onnx__NodeProto *n)
 			return onnx_refuse(c, -EINVAL,
 					   "the kernel is larger than the padded input");
 	}
-	ret = new_layer(c, n, MODEL_OP_CONV, &x, 1, &out, &l);
-	if (ret)
-		return ret;
-	cv = &l->l.conv;
-	*cv = (struct model_conv){ .out_channels = out.dims[1],
-				   .kh = k[0],
-				   .kw = k[1],
-				   .stride_h = s[0],
-				   .stride_w = s[1],
-				   .pad_t = pads[0],
-				   .pad_l = pads[1],
-				   .pad_b = pads[2],
-				   .pad_r = pads[3],
-				   .dil_h = d[0],
-				   .dil_w = d[1],
-				   .groups = g,
-				   .bias = b != NULL };
-	l->nt[0] = onnx_elems(&w->shape);
-	l->t[0] = to_floats(c, w->data, l->nt[0], 1.0);
-	if (!l->t[0])
-		return -ENOMEM;
-	if (b) {
-		l->nt[1] = out.dims[1];
-		l->t[1] = to_floats(c, b->data, l->nt[1], 1.0);
-		if (!l->t[1])
-			return -ENOMEM;
-	}
-	return 0;
+	return conv_layer(c, n, MODEL_OP_CONV, x, &out, w, b, k, s, d, pads, g);
 }
 
 /* ConvTranspose: 2-D, constant W [IC, OC/group, kh, kw] and B, explicit pads only. */
@@ -265,7 +273,6 @@ static int lower_conv_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	int k[2], s[2], d[2], op[2], pads[4], ret;
 	int64_t g, p[4], os[2];
 	struct model_shape out;
-	struct onnx_layer *l;
 	char buf[16];
 	int nr;
 
@@ -320,33 +327,7 @@ static int lower_conv_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		if (out.dims[2 + i] < 1)
 			return onnx_refuse(c, -EINVAL, "the padding is larger than the output");
 	}
-	ret = new_layer(c, n, MODEL_OP_DECONV, &x, 1, &out, &l);
-	if (ret)
-		return ret;
-	l->l.conv = (struct model_conv){ .out_channels = out.dims[1],
-					 .kh = k[0],
-					 .kw = k[1],
-					 .stride_h = s[0],
-					 .stride_w = s[1],
-					 .pad_t = pads[0],
-					 .pad_l = pads[1],
-					 .pad_b = pads[2],
-					 .pad_r = pads[3],
-					 .dil_h = d[0],
-					 .dil_w = d[1],
-					 .groups = g,
-					 .bias = b != NULL };
-	l->nt[0] = onnx_elems(&w->shape);
-	l->t[0] = to_floats(c, w->data, l->nt[0], 1.0);
-	if (!l->t[0])
-		return -ENOMEM;
-	if (b) {
-		l->nt[1] = out.dims[1];
-		l->t[1] = to_floats(c, b->data, l->nt[1], 1.0);
-		if (!l->t[1])
-			return -ENOMEM;
-	}
-	return 0;
+	return conv_layer(c, n, MODEL_OP_DECONV, x, &out, w, b, k, s, d, pads, g);
 }
 
 /*

@@ -451,6 +451,30 @@ static int ref_conv_layer(const struct model *m, const struct model_layer *l, co
 	return 0;
 }
 
+/* add .. min: by the second input, or by the constant (const - x with const_first) */
+static int ref_binary_layer(const struct model *m, int li, const float *const *ins, float *out)
+{
+	const struct model_layer *l = &m->layers[li];
+	const struct model_shape *s0 = &m->layers[l->inputs[0]].out;
+	int64_t n = model_shape_elems(&l->out);
+	struct exec_layer_params p;
+	int ret;
+
+	if (!l->binary.has_const) {
+		ref_binary(l->op, ins[0], s0, ins[1], &m->layers[l->inputs[1]].out, out);
+	} else {
+		ret = exec_layer_params_generate(m, li, &p);
+		if (ret)
+			return ret;
+		ref_binary(l->op, ins[0], s0, p.weights, &l->binary.cshape, out);
+		for (int64_t i = 0; l->binary.const_first && i < n; i++)
+			out[i] = -out[i];
+		exec_layer_params_free(&p);
+	}
+	ref_act(out, n, l->act, l->act_alpha, l->act_beta);
+	return 0;
+}
+
 int ref_layer(const struct model *m, int li, const float *const *ins, float *out)
 {
 	const struct model_layer *l = &m->layers[li];
@@ -490,24 +514,6 @@ int ref_layer(const struct model *m, int li, const float *const *ins, float *out
 		break;
 	case MODEL_OP_ACT:
 		memcpy(out, ins[0], (size_t)n * sizeof(float));
-		ref_act(out, n, l->act, l->act_alpha, l->act_beta);
-		break;
-	case MODEL_OP_ADD:
-	case MODEL_OP_MUL:
-	case MODEL_OP_SUB:
-	case MODEL_OP_DIV:
-	case MODEL_OP_MAX:
-	case MODEL_OP_MIN:
-		if (!l->binary.has_const) {
-			ref_binary(l->op, ins[0], s0, ins[1], &m->layers[l->inputs[1]].out, out);
-		} else {
-			ret = exec_layer_params_generate(m, li, &p);
-			if (ret)
-				return ret;
-			ref_binary(l->op, ins[0], s0, p.weights, &l->binary.cshape, out);
-			for (int64_t i = 0; l->binary.const_first && i < n; i++)
-				out[i] = -out[i];
-		}
 		ref_act(out, n, l->act, l->act_alpha, l->act_beta);
 		break;
 	case MODEL_OP_CONCAT: {
@@ -563,7 +569,7 @@ int ref_layer(const struct model *m, int li, const float *const *ins, float *out
 		ref_embed(ins[0], model_shape_elems(s0), p.weights, l->embed.dim, out);
 		break;
 	default:
-		return -EINVAL;
+		return model_op_is_binary(l->op) ? ref_binary_layer(m, li, ins, out) : -EINVAL;
 	}
 	exec_layer_params_free(&p);
 	return 0;
