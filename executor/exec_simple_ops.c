@@ -140,6 +140,29 @@ int pool_build(struct builder *b)
 	return unary_step(b, &d, &src, at);
 }
 
+/* oneDNN's reduction from the plain input to the plain output (1 on the reduced axes). */
+int reduce_build(struct builder *b)
+{
+	static const dnnl_alg_kind_t algs[] = {
+		[MODEL_REDUCE_MEAN] = dnnl_reduction_mean,
+		[MODEL_REDUCE_MAX] = dnnl_reduction_max,
+		[MODEL_REDUCE_MIN] = dnnl_reduction_min,
+		[MODEL_REDUCE_SUM] = dnnl_reduction_sum,
+	};
+	const struct model_shape *in = &b->m->layers[b->l->inputs[0]].out;
+	dnnl_memory_desc_t src;
+	dnnl_reduction_desc_t d;
+	struct exec_buf at;
+	int ret = builder_plain_input(b, 0, &at);
+
+	if (ret)
+		return ret;
+	md_plain(&src, in->ndims, in->dims);
+	if (dnnl_reduction_desc_init(&d, algs[b->l->reduce.kind], &src, &b->xl->out_md, 0.0f, 0.0f))
+		return builder_fail(b, -EINVAL, "oneDNN rejects this reduction");
+	return unary_step(b, &d, &src, at);
+}
+
 /* oneDNN's nearest and linear resampling are models/README.md's for these factors. */
 int resize_build(struct builder *b)
 {

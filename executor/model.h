@@ -50,6 +50,7 @@ enum model_op {
 	MODEL_OP_MIN,
 	MODEL_OP_RESIZE, /* 2-D upsampling of [N, C, H, W]: nearest (integer factors) or bilinear */
 	MODEL_OP_DECONV, /* 2-D transposed convolution (conv's fields), weights [IC][OC/g][kh][kw] */
+	MODEL_OP_REDUCE, /* mean, max, min or sum over some axes, kept as dims of 1 */
 	MODEL_OP_COUNT,
 };
 
@@ -136,6 +137,18 @@ struct model_resize {
 	bool linear;
 };
 
+enum model_reduce_kind {
+	MODEL_REDUCE_MEAN,
+	MODEL_REDUCE_MAX,
+	MODEL_REDUCE_MIN,
+	MODEL_REDUCE_SUM,
+};
+
+struct model_reduce {
+	enum model_reduce_kind kind;
+	unsigned int axes; /* bit i: axis i is reduced */
+};
+
 struct model_slice {
 	int axis;
 	int64_t start, len;
@@ -160,6 +173,7 @@ struct model_layer {
 		struct model_slice slice;
 		struct model_binary binary;
 		struct model_resize resize;
+		struct model_reduce reduce;
 		int axis; /* concat, softmax */
 		float eps; /* layer_norm */
 		struct model_shape reshape; /* target shape */

@@ -967,6 +967,51 @@ static int infer_resize(struct infer_layer *il)
 	return infer_set_out(il, 4, dims);
 }
 
+static const char *const infer_reduce_kinds[] = {
+	[MODEL_REDUCE_MEAN] = "mean",
+	[MODEL_REDUCE_MAX] = "max",
+	[MODEL_REDUCE_MIN] = "min",
+	[MODEL_REDUCE_SUM] = "sum",
+};
+
+static int infer_reduce(struct infer_layer *il)
+{
+	const struct model_shape *in = il->in[0];
+	struct model_reduce *r = &il->l->reduce;
+	int64_t axes[MODEL_MAX_DIMS], dims[MODEL_MAX_DIMS];
+	const char *kind, *s;
+	size_t k;
+	int err, n, a = 0;
+
+	kind = infer_value(il, "kind", true, &err);
+	if (!kind)
+		return err;
+	for (k = 0; k < ARRAY_SIZE(infer_reduce_kinds); k++)
+		if (!strcmp(kind, infer_reduce_kinds[k]))
+			break;
+	if (k == ARRAY_SIZE(infer_reduce_kinds))
+		return infer_fail(il, "kind=%s: expected mean, max, min or sum", kind);
+	r->kind = (enum model_reduce_kind)k;
+	s = infer_value(il, "axes", true, &err);
+	if (!s)
+		return err;
+	n = infer_int_list(il, "axes", s, ',', -MODEL_MAX_DIMS, MODEL_MAX_DIMS - 1, axes,
+			   MODEL_MAX_DIMS);
+	if (n < 0)
+		return n;
+	memcpy(dims, in->dims, sizeof(dims));
+	r->axes = 0;
+	for (int i = 0; i < n; i++) {
+		if (infer_normalize_axis(il, "axes", axes[i], in->ndims, &a))
+			return -EINVAL;
+		if (r->axes & (1u << a))
+			return infer_fail(il, "axes=%s names axis %d twice", s, a);
+		r->axes |= 1u << a;
+		dims[a] = 1;
+	}
+	return infer_set_out(il, in->ndims, dims);
+}
+
 static int infer_slice(struct infer_layer *il)
 {
 	struct model_slice *sl = &il->l->slice;
@@ -1019,6 +1064,7 @@ static const struct infer_op infer_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_MIN] = { "min", 1, 2, true, infer_broadcast },
 	[MODEL_OP_RESIZE] = { "resize", 1, 1, false, infer_resize },
 	[MODEL_OP_DECONV] = { "deconv", 1, 1, true, infer_deconv },
+	[MODEL_OP_REDUCE] = { "reduce", 1, 1, false, infer_reduce },
 };
 
 const char *model_op_name(enum model_op op)
@@ -1198,7 +1244,7 @@ int model_add_layer(struct model_ctx *c, char **tok, int nr_toks)
 		return model_fail(c,
 				  "unknown op '%.64s' (input, conv, fc, matmul, pool, act, add, "
 				  "mul, sub, div, max, min, concat, layer_norm, softmax, lrn, "
-				  "reshape, transpose, embed, slice, resize, deconv)",
+				  "reshape, transpose, embed, slice, resize, deconv, reduce)",
 				  tok[0]);
 	if (nr_toks < 2)
 		return model_fail(c, "'%s' needs a layer name: %s NAME [attributes]", tok[0],

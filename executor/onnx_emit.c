@@ -83,6 +83,7 @@ static const char *const op_words[MODEL_OP_COUNT] = {
 	[MODEL_OP_SUB] = "sub",		[MODEL_OP_DIV] = "div",
 	[MODEL_OP_MAX] = "max",		[MODEL_OP_MIN] = "min",
 	[MODEL_OP_RESIZE] = "resize",	[MODEL_OP_DECONV] = "deconv",
+	[MODEL_OP_REDUCE] = "reduce",
 };
 
 /* MACs and parameters by the conventions of models/README.md. */
@@ -216,6 +217,18 @@ static void put_layer(struct sbuf *b, const struct onnx_ctx *c, const struct onn
 		put(b, " axis=%d start=%lld len=%lld", l->slice.axis, (long long)l->slice.start,
 		    (long long)l->slice.len);
 		break;
+	case MODEL_OP_REDUCE: {
+		static const char *const kinds[] = { "mean", "max", "min", "sum" };
+		const char *sep = "";
+
+		put(b, " kind=%s axes=", kinds[l->reduce.kind]);
+		for (int a = 0; a < l->out.ndims; a++)
+			if (l->reduce.axes & (1u << a)) {
+				put(b, "%s%d", sep, a);
+				sep = ",";
+			}
+		break;
+	}
 	case MODEL_OP_RESIZE:
 		put(b, " mode=%s out=%lldx%lld", l->resize.linear ? "linear" : "nearest",
 		    (long long)l->out.dims[2], (long long)l->out.dims[3]);

@@ -1241,6 +1241,155 @@ static int lower_resize(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	return ret;
 }
 
+/*
+ * ReduceMean, ReduceMax, ReduceMin, ReduceSum over constant axes (the
+ * attribute, or input 1 from opset 18 and ReduceSum's 13): a reduce layer,
+ * then a reshape dropping the reduced dims when keepdims is 0.
+ */
+static int lower_reduce(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	static const struct {
+		const char *type;
+		enum model_reduce_kind kind;
+	} kinds[] = { { "ReduceMean", MODEL_REDUCE_MEAN },
+		      { "ReduceMax", MODEL_REDUCE_MAX },
+		      { "ReduceMin", MODEL_REDUCE_MIN },
+		      { "ReduceSum", MODEL_REDUCE_SUM } };
+	struct onnx_value *x = data_input(c, n, 0), *ax = onnx_input(c, n, 1);
+	int64_t axes[ONNX_MAX_RANK], keep, noop;
+	struct model_shape out, flat = { 0 };
+	struct onnx_layer *l;
+	unsigned int mask = 0;
+	size_t t = 0;
+	int nr, a, ret;
+
+	while (strcmp(kinds[t].type, n->op_type))
+		t++;
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	ret = onnx_attr_int(c, n, "keepdims", 1, &keep);
+	if (!ret)
+		ret = onnx_attr_int(c, n, "noop_with_empty_axes", 0, &noop);
+	if (!ret)
+		ret = onnx_attr_ints(c, n, "axes", axes, ONNX_MAX_RANK, &nr);
+	if (ret)
+		return ret;
+	if (nr < 0 && ax) {
+		if (!ax->data || onnx_elems(&ax->shape) > ONNX_MAX_RANK)
+			return onnx_refuse(c, -EOPNOTSUPP, "the axes must be constant");
+		nr = (int)onnx_elems(&ax->shape);
+		for (int i = 0; i < nr; i++)
+			axes[i] = onnx_i64(ax->data[i]);
+	}
+	if (nr <= 0 && noop)
+		return alias(c, n, x);
+	out = x->shape;
+	for (int i = 0; i < (nr <= 0 ? x->shape.ndims : nr); i++) {
+		if (nr <= 0) {
+			a = i;
+		} else {
+			ret = onnx_axis(c, axes[i], x->shape.ndims, &a);
+			if (ret)
+				return ret;
+		}
+		mask |= 1u << a;
+		out.dims[a] = 1;
+	}
+	for (int i = 0; i < out.ndims; i++)
+		if (!(mask & (1u << i)))
+			flat.dims[flat.ndims++] = out.dims[i];
+	if (!keep && !flat.ndims)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "reducing every axis without keepdims gives a scalar (coloc "
+				   "tensors have 1 to %d dims)",
+				   MODEL_MAX_DIMS);
+	if (keep) {
+		ret = new_layer(c, n, MODEL_OP_REDUCE, &x, 1, &out, &l);
+		if (!ret)
+			l->l.reduce = (struct model_reduce){ .kind = kinds[t].kind, .axes = mask };
+		return ret;
+	}
+	ret = onnx_layer_add(c, MODEL_OP_REDUCE, node_label(n), &l);
+	if (ret)
+		return ret;
+	l->l.nr_inputs = 1;
+	l->l.inputs[0] = x->layer;
+	l->l.out = out;
+	l->l.reduce = (struct model_reduce){ .kind = kinds[t].kind, .axes = mask };
+	l->uses = 1; /* the reshape below */
+	snprintf(l->origin, sizeof(l->origin), "%.16s '%.64s'", n->op_type, node_label(n));
+	{
+		struct onnx_value mid = { .shape = out, .layer = c->nr_layers - 1 }, *in = &mid;
+
+		ret = new_layer(c, n, MODEL_OP_RESHAPE, &in, 1, &flat, &l);
+	}
+	if (!ret)
+		l->l.reshape = flat;
+	return ret;
+}
+
+/* Split along an axis: one slice layer per output. */
+static int lower_split(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0), *sp = onnx_input(c, n, 1);
+	int64_t axis, parts[64], start = 0;
+	struct onnx_layer *l;
+	int nr, a, ret;
+
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	if (n->n_output < 1 || n->n_output > 64)
+		return onnx_refuse(c, -EOPNOTSUPP, "%zu outputs (1 to 64)", n->n_output);
+	ret = onnx_attr_int(c, n, "axis", 0, &axis);
+	if (!ret)
+		ret = onnx_axis(c, axis, x->shape.ndims, &a);
+	if (!ret)
+		ret = onnx_attr_ints(c, n, "split", parts, 64, &nr);
+	if (ret)
+		return ret;
+	if (nr < 0 && sp) {
+		if (!sp->data || onnx_elems(&sp->shape) > 64)
+			return onnx_refuse(c, -EOPNOTSUPP, "the split sizes must be constant");
+		nr = (int)onnx_elems(&sp->shape);
+		for (int i = 0; i < nr; i++)
+			parts[i] = onnx_i64(sp->data[i]);
+	}
+	if (nr < 0) {
+		if (x->shape.dims[a] % (int64_t)n->n_output)
+			return onnx_refuse(c, -EOPNOTSUPP, "axis %d of %lld does not split in %zu",
+					   a, (long long)x->shape.dims[a], n->n_output);
+		nr = (int)n->n_output;
+		for (int i = 0; i < nr; i++)
+			parts[i] = x->shape.dims[a] / nr;
+	}
+	if (nr != (int)n->n_output)
+		return onnx_refuse(c, -EINVAL, "%d split sizes for %zu outputs", nr, n->n_output);
+	for (int i = 0; i < nr; i++) {
+		struct model_shape out = x->shape;
+
+		if (parts[i] < 1 || start + parts[i] > x->shape.dims[a])
+			return onnx_refuse(c, -EINVAL, "the split sizes do not fit axis %d", a);
+		out.dims[a] = parts[i];
+		ret = onnx_layer_add(c, MODEL_OP_SLICE, n->output[i], &l);
+		if (ret)
+			return ret;
+		l->l.nr_inputs = 1;
+		l->l.inputs[0] = x->layer;
+		l->l.out = out;
+		l->l.slice = (struct model_slice){ .axis = a, .start = start, .len = parts[i] };
+		snprintf(l->origin, sizeof(l->origin), "Split '%.64s' output %d", node_label(n), i);
+		ret = onnx_output_layer(c, n, (size_t)i, c->nr_layers - 1);
+		if (ret)
+			return ret;
+		start += parts[i];
+	}
+	if (start != x->shape.dims[a])
+		return onnx_refuse(c, -EINVAL, "the split sizes do not add up to axis %d", a);
+	/* x's value is read as it is now: no later node may fuse into its layer */
+	c->layers[x->layer].uses += nr;
+	return 0;
+}
+
 static int lower_identity(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *x = data_input(c, n, 0);
@@ -1291,6 +1440,11 @@ static const struct lower_op lower_ops[] = {
 	{ "Transpose", lower_transpose },
 	{ "Gather", lower_gather },
 	{ "Slice", lower_slice },
+	{ "ReduceMean", lower_reduce },
+	{ "ReduceMax", lower_reduce },
+	{ "ReduceMin", lower_reduce },
+	{ "ReduceSum", lower_reduce },
+	{ "Split", lower_split },
 	{ "Resize", lower_resize },
 	{ "Upsample", lower_resize },
 	{ "Identity", lower_identity },

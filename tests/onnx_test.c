@@ -1269,6 +1269,54 @@ TEST(onnx_import__clip_bounds_become_clip_max_min)
 }
 
 /*
+ * Split of the channels into 1, 2 and 3 (opset 13: sizes as input 1),
+ * concatenated back in another order; ReduceMax over H, W kept, then
+ * ReduceMean over the channels with keepdims 0 (a reduce and a reshape).
+ */
+TEST(onnx_import__split_and_reductions_match_reference)
+{
+	static const int64_t xd[4] = { 1, 6, 3, 4 }, sd[1] = { 3 }, sizes[3] = { 1, 2, 3 },
+			     od[3] = { 1, 1, 1 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *x = rnd_fill(72, -2, 2), *cat = mem(72 * 4), *mx = mem(6 * 4), want[1];
+	struct model_shape cs = { .ndims = 4, .dims = { 1, 6, 3, 4 } };
+	struct model_shape ms = { .ndims = 4, .dims = { 1, 6, 1, 1 } };
+	struct model_reduce hw = { .kind = MODEL_REDUCE_MAX, .axes = 0xc };
+	/* the channels and the last axis (of size 1), as -1 names it */
+	struct model_reduce ch = { .kind = MODEL_REDUCE_MEAN, .axes = 0xa };
+	Onnx__NodeProto *n;
+
+	init_i64(&g, "sizes", 1, sd, 3, sizes);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	n = node(&g, "Split", "split", NAMES("x", "sizes"), NAMES("a", "b", "c"));
+	attr_int(n, "axis", 1);
+	n = node(&g, "Concat", "cat", NAMES("c", "a", "b"), NAMES("k"));
+	attr_int(n, "axis", 1);
+	n = node(&g, "ReduceMax", "rmax", NAMES("k"), NAMES("m"));
+	attr_ints(n, "axes", 2, (const int64_t[]){ 2, 3 });
+	n = node(&g, "ReduceMean", "rmean", NAMES("m"), NAMES("y"));
+	attr_ints(n, "axes", 2, (const int64_t[]){ 1, -1 });
+	attr_int(n, "keepdims", 0);
+	g.outs[g.nr_outs++] = vinfo("y", 3, od, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(8, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(3, count_ops(im.model, MODEL_OP_SLICE));
+	EXPECT_EQ(2, count_ops(im.model, MODEL_OP_REDUCE));
+	EXPECT_EQ(MODEL_OP_RESHAPE, im.model->layers[7].op);
+	/* channels 3..5, then 0, then 1..2 */
+	memcpy(cat, x + 36, 36 * sizeof(float));
+	memcpy(cat + 36, x, 36 * sizeof(float));
+	memcpy(cat + 48, x + 12, 24 * sizeof(float));
+	ref_reduce(cat, &cs, &hw, mx);
+	ref_reduce(mx, &ms, &ch, want);
+	run_compare(_metadata, &im, x, want, 1);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
  * LayerNormalization as exporters before opset 17 write it (ReduceMean,
  * Sub, Pow 2, ReduceMean, Add eps from a Constant node, Sqrt, Div, Mul
  * gamma, Add beta) becomes one layer_norm; without gamma and beta too.

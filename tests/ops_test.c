@@ -713,6 +713,32 @@ TEST_F(ops, deconv__strided_grouped_dilated_match_reference)
 	}
 }
 
+/* Each reduction over H and W behind a conv (NHWC), and mean over the last axis of [2, 5, 33]. */
+TEST_F(ops, reduce__each_kind_matches_reference)
+{
+	for (int k = MODEL_REDUCE_MEAN; k <= MODEL_REDUCE_SUM; k++) {
+		struct model *m = ref_model_new("reduce", 19, 5);
+		int64_t d[4] = { 2, 8, 5, 6 }, od[4] = { 2, 8, 1, 1 }, t[3] = { 2, 5, 33 },
+			to[3] = { 2, 5, 1 };
+		struct conv_case c = {
+			.ic = 8, .oc = 8, .groups = 1, .k = 1, .stride = 1, .dil = 1
+		};
+		struct model_layer *l;
+		int x = add_conv(m, add_input(m, 4, d), &c);
+
+		l = ref_model_add(m, MODEL_OP_REDUCE, "hw", 1, &x, 4, od);
+		l->reduce = (struct model_reduce){ .kind = (enum model_reduce_kind)k, .axes = 0xc };
+		check_model(_metadata, m);
+		model_free(m);
+		m = ref_model_new("reduce", 19, 3);
+		x = add_input(m, 3, t);
+		l = ref_model_add(m, MODEL_OP_REDUCE, "last", 1, &x, 3, to);
+		l->reduce = (struct model_reduce){ .kind = (enum model_reduce_kind)k, .axes = 0x4 };
+		check_model(_metadata, m);
+		model_free(m);
+	}
+}
+
 TEST_F(ops, concat__channels_of_nhwc_matches_reference)
 {
 	struct model *m = ref_model_new("concat", 13, 6);

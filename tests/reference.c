@@ -387,6 +387,44 @@ void ref_deconv(const float *in, const int64_t in_dims[4], const float *w, const
 	free(acc);
 }
 
+void ref_reduce(const float *x, const struct model_shape *s, const struct model_reduce *r,
+		float *out)
+{
+	int64_t n = model_shape_elems(s), on = 1, cnt, od[MODEL_MAX_DIMS];
+	double *acc;
+
+	for (int i = 0; i < s->ndims; i++) {
+		od[i] = r->axes & (1u << i) ? 1 : s->dims[i];
+		on *= od[i];
+	}
+	cnt = n / on;
+	acc = malloc((size_t)on * sizeof(double));
+	for (int64_t o = 0; o < on; o++)
+		acc[o] = r->kind == MODEL_REDUCE_MAX ? -INFINITY :
+			 r->kind == MODEL_REDUCE_MIN ? INFINITY :
+						       0.0;
+	for (int64_t e = 0; e < n; e++) {
+		int64_t rest = e, o = 0, idx[MODEL_MAX_DIMS];
+		double v = x[e];
+
+		for (int i = s->ndims - 1; i >= 0; i--) {
+			idx[i] = rest % s->dims[i];
+			rest /= s->dims[i];
+		}
+		for (int i = 0; i < s->ndims; i++)
+			o = o * od[i] + (od[i] == 1 ? 0 : idx[i]);
+		if (r->kind == MODEL_REDUCE_MAX)
+			acc[o] = v > acc[o] ? v : acc[o];
+		else if (r->kind == MODEL_REDUCE_MIN)
+			acc[o] = v < acc[o] ? v : acc[o];
+		else
+			acc[o] += v;
+	}
+	for (int64_t o = 0; o < on; o++)
+		out[o] = (float)(r->kind == MODEL_REDUCE_MEAN ? acc[o] / (double)cnt : acc[o]);
+	free(acc);
+}
+
 void ref_resize(const float *x, const int64_t in[4], bool linear, const int64_t out[4], float *y)
 {
 	for (int64_t nc = 0; nc < in[0] * in[1]; nc++)
@@ -558,6 +596,9 @@ int ref_layer(const struct model *m, int li, const float *const *ins, float *out
 			return ret;
 		ref_deconv(ins[0], s0->dims, p.weights, p.bias, &l->conv, l->out.dims, out);
 		ref_act(out, n, l->act, l->act_alpha, l->act_beta);
+		break;
+	case MODEL_OP_REDUCE:
+		ref_reduce(ins[0], s0, &l->reduce, out);
 		break;
 	case MODEL_OP_RESIZE:
 		ref_resize(ins[0], s0->dims, l->resize.linear, l->out.dims, out);

@@ -49,6 +49,9 @@ void ref_slice(const float *x, const struct model_shape *s, int axis, int64_t st
 /* Transposed convolution, weights [IC][OC/groups][kh][kw] (ONNX's ConvTranspose). */
 void ref_deconv(const float *in, const int64_t in_dims[4], const float *w, const float *bias,
 		const struct model_conv *c, const int64_t out_dims[4], float *out);
+/* Mean, max, min or sum of x over r's axes (kept as dims of 1). */
+void ref_reduce(const float *x, const struct model_shape *s, const struct model_reduce *r,
+		float *out);
 /* models/README.md's resize of [N, C, H, W] to out's H x W. */
 void ref_resize(const float *x, const int64_t in[4], bool linear, const int64_t out[4], float *y);
 /* out[i] = table[ids[i]] rows of dim floats. */
