@@ -43,6 +43,7 @@ struct onnx_value {
 struct onnx_layer {
 	struct model_layer l; /* op, inputs, out shape, act and the op's fields */
 	int uses; /* reads still to come of the values it computes (for fusion) */
+	bool read; /* another layer reads its output: what it computes is fixed, no fusion */
 	char origin[128]; /* "OpType 'node'" of the ONNX node(s), for the text's comments */
 	float *t[2]; /* weights/gamma/table, then bias/beta */
 	int64_t nt[2];

@@ -41,7 +41,8 @@ static struct onnx_layer *layer_of(struct onnx_ctx *c, const struct onnx_value *
 /* Whether v's layer can take a fusion: this node is the only reader left. */
 static bool fusible(struct onnx_ctx *c, const struct onnx_value *v)
 {
-	return v->layer >= 0 && layer_of(c, v)->uses == 1 && layer_of(c, v)->l.op != MODEL_OP_INPUT;
+	return v->layer >= 0 && layer_of(c, v)->uses == 1 && !layer_of(c, v)->read &&
+	       layer_of(c, v)->l.op != MODEL_OP_INPUT;
 }
 
 static const char *node_label(const Onnx__NodeProto *n)
@@ -1385,8 +1386,6 @@ static int lower_split(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	}
 	if (start != x->shape.dims[a])
 		return onnx_refuse(c, -EINVAL, "the split sizes do not add up to axis %d", a);
-	/* x's value is read as it is now: no later node may fuse into its layer */
-	c->layers[x->layer].uses += nr;
 	return 0;
 }
 

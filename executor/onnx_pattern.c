@@ -194,7 +194,7 @@ static int lower_pattern_act(struct onnx_ctx *c, struct onnx_value *x, const Onn
 	int ret;
 
 	c->node = last;
-	if (l->uses == 2 && l->l.act == MODEL_ACT_NONE && onnx_takes_act(l->l.op)) {
+	if (l->uses == 2 && !l->read && l->l.act == MODEL_ACT_NONE && onnx_takes_act(l->l.op)) {
 		l->l.act = act;
 		snprintf(l->origin + strlen(l->origin), sizeof(l->origin) - strlen(l->origin),
 			 " + %s", what);

@@ -1317,6 +1317,46 @@ TEST(onnx_import__split_and_reductions_match_reference)
 }
 
 /*
+ * A conv read by a Relu layer, then by an Add of a constant: the constant
+ * must not fold into the conv's bias (the relu layer reads the conv's
+ * output without it); it becomes an add layer of its own.
+ */
+TEST(onnx_import__no_fusion_into_a_layer_already_read)
+{
+	static const int64_t od[4] = { 1, 4, 8, 8 }, bd[4] = { 1, 4, 1, 1 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	struct model_shape os = { .ndims = 4, .dims = { 1, 4, 8, 8 } };
+	struct model_shape bs = { .ndims = 4, .dims = { 1, 4, 1, 1 } };
+	float *w = rnd_fill(108, -1, 1), *b = rnd_fill(4, 2, 5), *x = rnd_fill(192, -1, 1);
+	float *cv = mem(256 * 4), *r = mem(256 * 4), *a = mem(256 * 4), *want = mem(256 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "W", 4, W_DIMS, w);
+	init_f(&g, "B", 4, bd, b);
+	g.ins[g.nr_ins++] = vinfo("x", 4, X_DIMS, NULL);
+	n = node(&g, "Conv", "c", NAMES("x", "W"), NAMES("c"));
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 1, 1 });
+	node(&g, "Relu", "r", NAMES("c"), NAMES("r"));
+	node(&g, "Add", "shift", NAMES("c", "B"), NAMES("a"));
+	node(&g, "Add", "sum", NAMES("r", "a"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 4, od, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(5, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_FALSE(im.model->layers[1].conv.bias);
+	EXPECT_TRUE(im.model->layers[3].binary.has_const);
+	ref_conv(x, X_DIMS, w, NULL, &CONV3, od, cv);
+	memcpy(r, cv, 256 * sizeof(float));
+	ref_act(r, 256, MODEL_ACT_RELU, 0, 0);
+	ref_binary(MODEL_OP_ADD, cv, &os, b, &bs, a);
+	ref_binary(MODEL_OP_ADD, r, &os, a, &os, want);
+	run_compare(_metadata, &im, x, want, 256);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
  * LayerNormalization as exporters before opset 17 write it (ReduceMean,
  * Sub, Pow 2, ReduceMean, Add eps from a Constant node, Sqrt, Div, Mul
  * gamma, Add beta) becomes one layer_norm; without gamma and beta too.
