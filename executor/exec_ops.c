@@ -79,6 +79,7 @@ static const struct exec_op exec_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_MIN] = BINARY_OP,
 	[MODEL_OP_RESIZE] = { .versions = { "onednn" }, .out = EXEC_OUT_NHWC, .build = resize_build },
 	[MODEL_OP_REDUCE] = { .versions = { "onednn" }, .build = reduce_build },
+	[MODEL_OP_PAD] = { .versions = { "onednn" }, .build = pad_build },
 	[MODEL_OP_DECONV] = {
 		.versions = { "onednn" },
 		.weights = true,

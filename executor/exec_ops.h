@@ -86,5 +86,6 @@ int embed_build(struct builder *b);
 int resize_build(struct builder *b);
 int deconv_build(struct builder *b);
 int reduce_build(struct builder *b);
+int pad_build(struct builder *b);
 
 #endif /* COLOC_EXEC_OPS_H */

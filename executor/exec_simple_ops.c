@@ -163,6 +163,47 @@ int reduce_build(struct builder *b)
 	return unary_step(b, &d, &src, at);
 }
 
+/*
+ * Two reorders: the value, read through all-zero strides, over the whole
+ * output; then the input into the output's interior (a sub-memory view).
+ */
+int pad_build(struct builder *b)
+{
+	const struct model_pad *p = &b->l->pad;
+	const dnnl_memory_desc_t *out = &b->xl->out_md;
+	int64_t one[1] = { 1 };
+	dnnl_dims_t zero = { 0 }, dims, offs;
+	dnnl_memory_desc_t fill, vmd, view;
+	dnnl_primitive_desc_t pd;
+	void *value;
+	int nd = out->ndims, ret;
+
+	md_plain(&vmd, 1, one);
+	md_strided(&fill, nd, out->dims, zero);
+	ret = builder_weights_in(b, &p->value, &vmd, &vmd, &value);
+	if (ret)
+		return ret;
+	if (dnnl_reorder_primitive_desc_create(&pd, &fill, b->em->engine, out, b->em->engine, NULL))
+		return builder_fail(b, -EINVAL, "oneDNN cannot fill the padded output");
+	{
+		int args[2] = { DNNL_ARG_FROM, DNNL_ARG_TO };
+		const dnnl_memory_desc_t *mds[2] = { &fill, out };
+		struct exec_buf bufs[2] = { { .kind = EXEC_BUF_FIXED }, out_buf(b) };
+		void *fx[2] = { value, NULL };
+
+		ret = simple_step(b, pd, 2, args, mds, bufs, fx);
+	}
+	if (ret)
+		return ret;
+	for (int i = 0; i < nd; i++) {
+		dims[i] = in_md(b, 0)->dims[i];
+		offs[i] = p->begin[i];
+	}
+	if (dnnl_memory_desc_init_submemory(&view, out, dims, offs))
+		return builder_fail(b, -EINVAL, "oneDNN cannot view the padded interior");
+	return builder_reorder_step(b, in_md(b, 0), in_buf(b, 0), &view, out_buf(b));
+}
+
 /* oneDNN's nearest and linear resampling are models/README.md's for these factors. */
 int resize_build(struct builder *b)
 {

@@ -51,6 +51,7 @@ enum model_op {
 	MODEL_OP_RESIZE, /* 2-D upsampling of [N, C, H, W]: nearest (integer factors) or bilinear */
 	MODEL_OP_DECONV, /* 2-D transposed convolution (conv's fields), weights [IC][OC/g][kh][kw] */
 	MODEL_OP_REDUCE, /* mean, max, min or sum over some axes, kept as dims of 1 */
+	MODEL_OP_PAD, /* a border of a constant value before and after each dim */
 	MODEL_OP_COUNT,
 };
 
@@ -149,6 +150,11 @@ struct model_reduce {
 	unsigned int axes; /* bit i: axis i is reduced */
 };
 
+struct model_pad {
+	int64_t begin[MODEL_MAX_DIMS], end[MODEL_MAX_DIMS];
+	float value;
+};
+
 struct model_slice {
 	int axis;
 	int64_t start, len;
@@ -174,6 +180,7 @@ struct model_layer {
 		struct model_binary binary;
 		struct model_resize resize;
 		struct model_reduce reduce;
+		struct model_pad pad;
 		int axis; /* concat, softmax */
 		float eps; /* layer_norm */
 		struct model_shape reshape; /* target shape */

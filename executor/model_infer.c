@@ -1012,6 +1012,37 @@ static int infer_reduce(struct infer_layer *il)
 	return infer_set_out(il, in->ndims, dims);
 }
 
+/* begin= and end=: one count per dim of the input, 'x'-separated. */
+static int infer_pad_side(struct infer_layer *il, const char *key, int64_t *v)
+{
+	const char *s;
+	int err, n;
+
+	s = infer_value(il, key, true, &err);
+	if (!s)
+		return err;
+	n = infer_int_list(il, key, s, 'x', 0, INFER_MAX_DIM, v, MODEL_MAX_DIMS);
+	if (n < 0)
+		return n;
+	if (n != il->in[0]->ndims)
+		return infer_fail(il, "%s=%s has %d counts for %d dimensions", key, s, n,
+				  il->in[0]->ndims);
+	return 0;
+}
+
+static int infer_pad_op(struct infer_layer *il)
+{
+	struct model_pad *p = &il->l->pad;
+	int64_t dims[MODEL_MAX_DIMS];
+
+	if (infer_pad_side(il, "begin", p->begin) || infer_pad_side(il, "end", p->end) ||
+	    infer_float(il, "value", false, -1e30, 1e30, 0, &p->value))
+		return -EINVAL;
+	for (int i = 0; i < il->in[0]->ndims; i++)
+		dims[i] = il->in[0]->dims[i] + p->begin[i] + p->end[i];
+	return infer_set_out(il, il->in[0]->ndims, dims);
+}
+
 static int infer_slice(struct infer_layer *il)
 {
 	struct model_slice *sl = &il->l->slice;
@@ -1065,6 +1096,7 @@ static const struct infer_op infer_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_RESIZE] = { "resize", 1, 1, false, infer_resize },
 	[MODEL_OP_DECONV] = { "deconv", 1, 1, true, infer_deconv },
 	[MODEL_OP_REDUCE] = { "reduce", 1, 1, false, infer_reduce },
+	[MODEL_OP_PAD] = { "pad", 1, 1, false, infer_pad_op },
 };
 
 const char *model_op_name(enum model_op op)
@@ -1244,7 +1276,7 @@ int model_add_layer(struct model_ctx *c, char **tok, int nr_toks)
 		return model_fail(c,
 				  "unknown op '%.64s' (input, conv, fc, matmul, pool, act, add, "
 				  "mul, sub, div, max, min, concat, layer_norm, softmax, lrn, "
-				  "reshape, transpose, embed, slice, resize, deconv, reduce)",
+				  "reshape, transpose, embed, slice, resize, deconv, reduce, pad)",
 				  tok[0]);
 	if (nr_toks < 2)
 		return model_fail(c, "'%s' needs a layer name: %s NAME [attributes]", tok[0],

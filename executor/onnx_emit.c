@@ -83,7 +83,7 @@ static const char *const op_words[MODEL_OP_COUNT] = {
 	[MODEL_OP_SUB] = "sub",		[MODEL_OP_DIV] = "div",
 	[MODEL_OP_MAX] = "max",		[MODEL_OP_MIN] = "min",
 	[MODEL_OP_RESIZE] = "resize",	[MODEL_OP_DECONV] = "deconv",
-	[MODEL_OP_REDUCE] = "reduce",
+	[MODEL_OP_REDUCE] = "reduce",	[MODEL_OP_PAD] = "pad",
 };
 
 /* MACs and parameters by the conventions of models/README.md. */
@@ -227,6 +227,16 @@ static void put_layer(struct sbuf *b, const struct onnx_ctx *c, const struct onn
 				put(b, "%s%d", sep, a);
 				sep = ",";
 			}
+		break;
+	}
+	case MODEL_OP_PAD: {
+		struct model_shape s = { .ndims = l->out.ndims };
+
+		memcpy(s.dims, l->pad.begin, sizeof(s.dims));
+		put_dims(b, "begin", &s);
+		memcpy(s.dims, l->pad.end, sizeof(s.dims));
+		put_dims(b, "end", &s);
+		put(b, " value=%.9g", l->pad.value);
 		break;
 	}
 	case MODEL_OP_RESIZE:

@@ -1329,6 +1329,67 @@ static int lower_reduce(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	return ret;
 }
 
+/*
+ * Pad, constant mode: pads from the attribute (before opset 11) or input
+ * 1, the value from the attribute or input 2; every axis (no axes input).
+ */
+static int lower_pad(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0), *pv = onnx_input(c, n, 1),
+			  *vv = onnx_input(c, n, 2);
+	int64_t pads[2 * ONNX_MAX_RANK];
+	struct model_shape out;
+	struct onnx_layer *l;
+	char mb[16];
+	float value = 0;
+	int nr, r, ret;
+
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	r = x->shape.ndims;
+	if (strcmp(onnx_attr_str(n, "mode", mb, sizeof(mb), "constant"), "constant") ||
+	    onnx_input(c, n, 3))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "only mode constant over every axis (no reflect, edge, "
+				   "wrap or axes)");
+	ret = onnx_attr_ints(c, n, "pads", pads, 2 * ONNX_MAX_RANK, &nr);
+	if (!ret && c->opset < 11)
+		ret = onnx_attr_float(c, n, "value", 0.0f, &value);
+	if (ret)
+		return ret;
+	if (c->opset >= 11) {
+		if (!pv || !pv->data || onnx_elems(&pv->shape) != 2 * r ||
+		    (vv && (!vv->data || onnx_elems(&vv->shape) != 1)))
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "pads and the value must be constants (2 x rank "
+					   "pads)");
+		nr = 2 * r;
+		for (int i = 0; i < nr; i++)
+			pads[i] = onnx_i64(pv->data[i]);
+		value = vv ? (float)vv->data[0] : 0.0f;
+	}
+	if (nr != 2 * r || !(fabsf(value) <= 1e30f))
+		return onnx_refuse(c, -EINVAL, "%d pads for rank %d, value %g", nr, r, value);
+	out = x->shape;
+	for (int i = 0; i < r; i++) {
+		if (pads[i] < 0 || pads[r + i] < 0 || pads[i] > 65536 || pads[r + i] > 65536)
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "pads %lld, %lld (coloc pads by 0 to 65536, no "
+					   "cropping)",
+					   (long long)pads[i], (long long)pads[r + i]);
+		out.dims[i] += pads[i] + pads[r + i];
+	}
+	ret = new_layer(c, n, MODEL_OP_PAD, &x, 1, &out, &l);
+	if (ret)
+		return ret;
+	for (int i = 0; i < r; i++) {
+		l->l.pad.begin[i] = pads[i];
+		l->l.pad.end[i] = pads[r + i];
+	}
+	l->l.pad.value = value;
+	return 0;
+}
+
 /* Split along an axis: one slice layer per output. */
 static int lower_split(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
@@ -1444,6 +1505,7 @@ static const struct lower_op lower_ops[] = {
 	{ "ReduceMin", lower_reduce },
 	{ "ReduceSum", lower_reduce },
 	{ "Split", lower_split },
+	{ "Pad", lower_pad },
 	{ "Resize", lower_resize },
 	{ "Upsample", lower_resize },
 	{ "Identity", lower_identity },

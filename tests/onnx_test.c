@@ -1356,6 +1356,39 @@ TEST(onnx_import__no_fusion_into_a_layer_already_read)
 	arena_free();
 }
 
+/* Pad at opset 13: a border of 0.5 (pads and value as inputs) around a conv's H and W. */
+TEST(onnx_import__pad_matches_reference)
+{
+	static const int64_t od[4] = { 1, 4, 9, 11 }, pd[1] = { 8 },
+			     pads[8] = { 0, 0, 0, 1, 0, 0, 1, 2 };
+	static const float half = 0.5f;
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	struct model_shape cs = { .ndims = 4, .dims = { 1, 4, 8, 8 } };
+	struct model_pad p = { .begin = { 0, 0, 0, 1 }, .end = { 0, 0, 1, 2 }, .value = 0.5f };
+	float *w = rnd_fill(108, -1, 1), *x = rnd_fill(192, -1, 1), *cv = mem(256 * 4);
+	float *want = mem(396 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "W", 4, W_DIMS, w);
+	init_i64(&g, "pads", 1, pd, 8, pads);
+	init_f(&g, "half", 0, NULL, &half);
+	g.ins[g.nr_ins++] = vinfo("x", 4, X_DIMS, NULL);
+	n = node(&g, "Conv", "c", NAMES("x", "W"), NAMES("c"));
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 1, 1 });
+	node(&g, "Pad", "border", NAMES("c", "pads", "half"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 4, od, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(3, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_PAD, im.model->layers[2].op);
+	ref_conv(x, X_DIMS, w, NULL, &CONV3, cs.dims, cv);
+	ref_pad(cv, &cs, &p, want);
+	run_compare(_metadata, &im, x, want, 396);
+	onnx_import_free(&im);
+	arena_free();
+}
+
 /*
  * LayerNormalization as exporters before opset 17 write it (ReduceMean,
  * Sub, Pow 2, ReduceMean, Add eps from a Constant node, Sqrt, Div, Mul

@@ -739,6 +739,28 @@ TEST_F(ops, reduce__each_kind_matches_reference)
 	}
 }
 
+/* A zero border around H and W behind a conv (NHWC), and -1.5 before and after a sequence. */
+TEST_F(ops, pad__constant_borders_match_reference)
+{
+	struct model *m = ref_model_new("pad", 23, 3);
+	int64_t d[4] = { 2, 8, 5, 6 }, od[4] = { 2, 8, 8, 7 }, t[3] = { 2, 5, 33 },
+		to[3] = { 2, 9, 34 };
+	struct conv_case c = { .ic = 8, .oc = 8, .groups = 1, .k = 1, .stride = 1, .dil = 1 };
+	struct model_layer *l;
+	int x = add_conv(m, add_input(m, 4, d), &c);
+
+	l = ref_model_add(m, MODEL_OP_PAD, "border", 1, &x, 4, od);
+	l->pad = (struct model_pad){ .begin = { 0, 0, 1, 0 }, .end = { 0, 0, 2, 1 } };
+	check_model(_metadata, m);
+	model_free(m);
+	m = ref_model_new("pad", 23, 2);
+	x = add_input(m, 3, t);
+	l = ref_model_add(m, MODEL_OP_PAD, "seq", 1, &x, 3, to);
+	l->pad = (struct model_pad){ .begin = { 0, 3, 0 }, .end = { 0, 1, 1 }, .value = -1.5f };
+	check_model(_metadata, m);
+	model_free(m);
+}
+
 TEST_F(ops, concat__channels_of_nhwc_matches_reference)
 {
 	struct model *m = ref_model_new("concat", 13, 6);

@@ -425,6 +425,29 @@ void ref_reduce(const float *x, const struct model_shape *s, const struct model_
 	free(acc);
 }
 
+void ref_pad(const float *x, const struct model_shape *s, const struct model_pad *p, float *out)
+{
+	int64_t od[MODEL_MAX_DIMS], on = 1, idx[MODEL_MAX_DIMS];
+
+	for (int i = 0; i < s->ndims; i++) {
+		od[i] = s->dims[i] + p->begin[i] + p->end[i];
+		on *= od[i];
+	}
+	for (int64_t e = 0; e < on; e++) {
+		int64_t rest = e, src = 0;
+		bool inside = true;
+
+		for (int i = s->ndims - 1; i >= 0; i--) {
+			idx[i] = rest % od[i] - p->begin[i];
+			rest /= od[i];
+			inside = inside && idx[i] >= 0 && idx[i] < s->dims[i];
+		}
+		for (int i = 0; inside && i < s->ndims; i++)
+			src = src * s->dims[i] + idx[i];
+		out[e] = inside ? x[src] : p->value;
+	}
+}
+
 void ref_resize(const float *x, const int64_t in[4], bool linear, const int64_t out[4], float *y)
 {
 	for (int64_t nc = 0; nc < in[0] * in[1]; nc++)
@@ -596,6 +619,9 @@ int ref_layer(const struct model *m, int li, const float *const *ins, float *out
 			return ret;
 		ref_deconv(ins[0], s0->dims, p.weights, p.bias, &l->conv, l->out.dims, out);
 		ref_act(out, n, l->act, l->act_alpha, l->act_beta);
+		break;
+	case MODEL_OP_PAD:
+		ref_pad(ins[0], s0, &l->pad, out);
 		break;
 	case MODEL_OP_REDUCE:
 		ref_reduce(ins[0], s0, &l->reduce, out);

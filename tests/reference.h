@@ -52,6 +52,8 @@ void ref_deconv(const float *in, const int64_t in_dims[4], const float *w, const
 /* Mean, max, min or sum of x over r's axes (kept as dims of 1). */
 void ref_reduce(const float *x, const struct model_shape *s, const struct model_reduce *r,
 		float *out);
+/* x with p's border of p->value before and after each dim. */
+void ref_pad(const float *x, const struct model_shape *s, const struct model_pad *p, float *out);
 /* models/README.md's resize of [N, C, H, W] to out's H x W. */
 void ref_resize(const float *x, const int64_t in[4], bool linear, const int64_t out[4], float *y);
 /* out[i] = table[ids[i]] rows of dim floats. */
