@@ -2,12 +2,14 @@
 /*
  * Lowering of ONNX nodes into coloc layers, one function per op, looked up
  * in a table. The fusions happen here, as a node meets the layer computing
- * its input: BatchNormalization folds into the Conv before it (weights
- * scaled, bias shifted, in double precision); an activation becomes the
- * fused act= of a conv, fc, add or mul; a constant Add after MatMul/Gemm or
- * Conv becomes its bias. A fusion is done only when that layer's value has
- * no other reader. Whatever has no exact coloc equivalent is refused with
- * onnx_refuse(), which names the node, its op, the opset and its inputs.
+ * its input: BatchNormalization folds into the Conv or ConvTranspose before
+ * it (weights scaled, bias shifted, in double precision); an activation
+ * becomes the fused act= of a conv, deconv, fc or binary op; a constant Add
+ * after MatMul/Gemm or a conv becomes its bias. A fusion is done only when
+ * that layer's value has no other reader, node or layer. A constant operand
+ * that fuses nowhere becomes the constant of a binary layer. Whatever has no
+ * exact coloc equivalent is refused with onnx_refuse(), which names the
+ * node, its op, the opset and its inputs.
  */
 #include <errno.h>
 #include <math.h>
