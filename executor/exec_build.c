@@ -118,56 +118,66 @@ size_t md_bytes(const dnnl_memory_desc_t *md)
 
 /* ---- primitives and steps ------------------------------------------------ */
 
-/* Each activation as a oneDNN eltwise; leaky_relu's slope is the layer's act_alpha. */
+/*
+ * Each activation as a chain of oneDNN eltwise stages; leaky_relu's slope is
+ * the layer's act_alpha, and hard_sigmoid (which oneDNN 2.6 lacks) is
+ * linear(slope, offset) then a clip to [0, 1].
+ */
 static const struct {
-	dnnl_alg_kind_t alg;
-	float alpha, beta;
+	int nr;
+	struct exec_eltwise e[EXEC_ACT_MAX_STAGES];
 } act_eltwise[] = {
-	[MODEL_ACT_NONE] = { dnnl_alg_kind_undef, 0.0f, 0.0f },
-	[MODEL_ACT_RELU] = { dnnl_eltwise_relu, 0.0f, 0.0f },
-	[MODEL_ACT_RELU6] = { dnnl_eltwise_clip_v2, 0.0f, 6.0f },
-	[MODEL_ACT_LEAKY_RELU] = { dnnl_eltwise_relu, 0.0f, 0.0f },
-	[MODEL_ACT_SIGMOID] = { dnnl_eltwise_logistic, 0.0f, 0.0f },
-	[MODEL_ACT_SWISH] = { dnnl_eltwise_swish, 1.0f, 0.0f },
-	[MODEL_ACT_GELU] = { dnnl_eltwise_gelu_erf, 0.0f, 0.0f },
-	[MODEL_ACT_TANH] = { dnnl_eltwise_tanh, 0.0f, 0.0f },
+	[MODEL_ACT_NONE] = { 0 },
+	[MODEL_ACT_RELU] = { 1, { { dnnl_eltwise_relu, 0.0f, 0.0f } } },
+	[MODEL_ACT_RELU6] = { 1, { { dnnl_eltwise_clip_v2, 0.0f, 6.0f } } },
+	[MODEL_ACT_LEAKY_RELU] = { 1, { { dnnl_eltwise_relu, 0.0f, 0.0f } } },
+	[MODEL_ACT_SIGMOID] = { 1, { { dnnl_eltwise_logistic, 0.0f, 0.0f } } },
+	[MODEL_ACT_SWISH] = { 1, { { dnnl_eltwise_swish, 1.0f, 0.0f } } },
+	[MODEL_ACT_GELU] = { 1, { { dnnl_eltwise_gelu_erf, 0.0f, 0.0f } } },
+	[MODEL_ACT_TANH] = { 1, { { dnnl_eltwise_tanh, 0.0f, 0.0f } } },
+	[MODEL_ACT_HARD_SIGMOID] = { 2,
+				     { { dnnl_eltwise_linear, 0.0f, 0.0f },
+				       { dnnl_eltwise_clip_v2, 0.0f, 1.0f } } },
+	[MODEL_ACT_HARD_SWISH] = { 1, { { dnnl_eltwise_hardswish, 0.0f, 0.0f } } },
+	[MODEL_ACT_CLIP] = { 1, { { dnnl_eltwise_clip_v2, 0.0f, 0.0f } } },
 };
 
-bool exec_act_eltwise(enum model_act act, float act_alpha, dnnl_alg_kind_t *alg, float *a,
-		      float *be)
+int exec_act_eltwise(const struct model_layer *l, struct exec_eltwise *e)
 {
-	*alg = dnnl_alg_kind_undef;
-	*a = 0.0f;
-	*be = 0.0f;
-	if ((unsigned int)act >= ARRAY_SIZE(act_eltwise) ||
-	    act_eltwise[act].alg == dnnl_alg_kind_undef)
-		return false;
-	*alg = act_eltwise[act].alg;
-	*a = act == MODEL_ACT_LEAKY_RELU ? act_alpha : act_eltwise[act].alpha;
-	*be = act_eltwise[act].beta;
-	return true;
+	int nr;
+
+	if ((unsigned int)l->act >= ARRAY_SIZE(act_eltwise))
+		return 0;
+	nr = act_eltwise[l->act].nr;
+	memcpy(e, act_eltwise[l->act].e, sizeof(act_eltwise[l->act].e));
+	if (l->act == MODEL_ACT_LEAKY_RELU)
+		e[0].alpha = l->act_alpha;
+	if (l->act == MODEL_ACT_HARD_SIGMOID || l->act == MODEL_ACT_CLIP) {
+		e[0].alpha = l->act_alpha;
+		e[0].beta = l->act_beta;
+	}
+	return nr;
 }
 
-int exec_attr_new(dnnl_primitive_attr_t *attr, enum model_act act, float act_alpha,
-		  float linear_scale)
+int exec_attr_new(dnnl_primitive_attr_t *attr, const struct model_layer *act_of, float linear_scale)
 {
+	struct exec_eltwise e[EXEC_ACT_MAX_STAGES];
 	dnnl_post_ops_t po = NULL;
-	dnnl_alg_kind_t alg;
-	float a, be;
+	int nr = act_of ? exec_act_eltwise(act_of, e) : 0;
 
 	if (dnnl_primitive_attr_create(attr) ||
 	    dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user))
 		return -ENOMEM;
-	exec_act_eltwise(act, act_alpha, &alg, &a, &be);
-	if (alg == dnnl_alg_kind_undef && linear_scale == 1.0f)
+	if (!nr && linear_scale == 1.0f)
 		return 0;
 	if (dnnl_post_ops_create(&po))
 		goto err;
 	if (linear_scale != 1.0f &&
 	    dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, linear_scale, 0.0f))
 		goto err;
-	if (alg != dnnl_alg_kind_undef && dnnl_post_ops_append_eltwise(po, 1.0f, alg, a, be))
-		goto err;
+	for (int i = 0; i < nr; i++)
+		if (dnnl_post_ops_append_eltwise(po, 1.0f, e[i].alg, e[i].alpha, e[i].beta))
+			goto err;
 	if (dnnl_primitive_attr_set_post_ops(*attr, po))
 		goto err;
 	dnnl_post_ops_destroy(po);
@@ -323,7 +333,7 @@ int builder_reorder_step(struct builder *b, const dnnl_memory_desc_t *src_md, st
 
 	if (!s)
 		return builder_fail(b, -E2BIG, "too many steps");
-	if (exec_attr_new(&attr, MODEL_ACT_NONE, 0.0f, 1.0f))
+	if (exec_attr_new(&attr, NULL, 1.0f))
 		return builder_fail(b, -ENOMEM, "out of memory");
 	ret = dnnl_reorder_primitive_desc_create(&pd, src_md, b->em->engine, dst_md, b->em->engine,
 						 attr);

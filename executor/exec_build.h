@@ -87,11 +87,21 @@ static inline struct exec_buf tmp_alloc(struct plan_draft *p, size_t bytes)
 
 /* ---- primitives and steps ------------------------------------------------- */
 
-/* act as a oneDNN eltwise algorithm and its alpha, beta; false for none. */
-bool exec_act_eltwise(enum model_act act, float act_alpha, dnnl_alg_kind_t *alg, float *a,
-		      float *be);
-/* A user-scratchpad attr with post-ops: times linear_scale (if not 1), then act. */
-int exec_attr_new(dnnl_primitive_attr_t *attr, enum model_act act, float act_alpha,
+/* One oneDNN eltwise stage of an activation. */
+struct exec_eltwise {
+	dnnl_alg_kind_t alg;
+	float alpha, beta;
+};
+
+#define EXEC_ACT_MAX_STAGES 2
+
+/* The layer's act= as eltwise stages applied in order into e[]; returns how many (0: none). */
+int exec_act_eltwise(const struct model_layer *l, struct exec_eltwise *e);
+/*
+ * A user-scratchpad attr with post-ops: times linear_scale (if not 1), then
+ * the act= of act_of (NULL: none).
+ */
+int exec_attr_new(dnnl_primitive_attr_t *attr, const struct model_layer *act_of,
 		  float linear_scale);
 const char *exec_pd_impl(const_dnnl_primitive_desc_t pd);
 int builder_pd_create(struct builder *b, const_dnnl_op_desc_t desc,

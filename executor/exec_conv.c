@@ -80,7 +80,7 @@ static int conv_pd(struct builder *b, const struct conv_shape *cs, int64_t n, in
 		    &cd, dnnl_forward_inference, dnnl_convolution_direct, &src, wmd,
 		    has_bias ? &bias : NULL, &dst, cs->strides, cs->dil, cs->pad_l, cs->pad_r))
 		return -EINVAL;
-	if (exec_attr_new(&attr, b->l->act, b->l->act_alpha, 1.0f))
+	if (exec_attr_new(&attr, b->l, 1.0f))
 		return -ENOMEM;
 	ret = builder_pd_create(b, &cd, attr, want, pd);
 	dnnl_primitive_attr_destroy(attr);
@@ -373,7 +373,7 @@ static int conv_oc_split(struct builder *b, const struct conv_shape *cs,
 			builder_set_split_impl(b, exec_pd_impl(subs[k].pd), "oc-split", nsl);
 			md_tag(&tmd, 4, td, dnnl_nhwc);
 			md_strided(&omd, 4, td, ost);
-			ret = exec_attr_new(&attr, MODEL_ACT_NONE, 0.0f, 1.0f);
+			ret = exec_attr_new(&attr, NULL, 1.0f);
 			if (ret)
 				break;
 			omp_set_num_threads(1);

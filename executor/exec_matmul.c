@@ -32,7 +32,7 @@ static int mm_pd(struct builder *b, const struct mm_args *a, const char *want,
 
 	if (dnnl_matmul_desc_init(&md, &a->src, &a->wei, a->has_bias ? &a->bias : NULL, &a->dst))
 		return -EINVAL;
-	if (exec_attr_new(&attr, b->l->act, b->l->act_alpha, a->alpha))
+	if (exec_attr_new(&attr, b->l, a->alpha))
 		return -ENOMEM;
 	ret = builder_pd_create(b, &md, attr, want, pd);
 	dnnl_primitive_attr_destroy(attr);

@@ -65,8 +65,27 @@ static const struct exec_op exec_ops[MODEL_OP_COUNT] = {
 	},
 	[MODEL_OP_POOL] = { .versions = { "onednn" }, .out = EXEC_OUT_NHWC, .build = pool_build },
 	[MODEL_OP_ACT] = { .versions = { "onednn" }, .out = EXEC_OUT_AS_INPUT, .build = act_build },
-	[MODEL_OP_ADD] = { .versions = { "onednn" }, .out = EXEC_OUT_AS_INPUT, .build = binary_build },
-	[MODEL_OP_MUL] = { .versions = { "onednn" }, .out = EXEC_OUT_AS_INPUT, .build = binary_build },
+#define BINARY_OP                                                                    \
+	{                                                                            \
+		.versions = { "onednn" }, .weights = true, .out = EXEC_OUT_AS_INPUT, \
+		.build = binary_build                                                \
+	}
+	/* .weights: the constant operand, when the layer has one */
+	[MODEL_OP_ADD] = BINARY_OP,
+	[MODEL_OP_MUL] = BINARY_OP,
+	[MODEL_OP_SUB] = BINARY_OP,
+	[MODEL_OP_DIV] = BINARY_OP,
+	[MODEL_OP_MAX] = BINARY_OP,
+	[MODEL_OP_MIN] = BINARY_OP,
+	[MODEL_OP_RESIZE] = { .versions = { "onednn" }, .out = EXEC_OUT_NHWC, .build = resize_build },
+	[MODEL_OP_REDUCE] = { .versions = { "onednn" }, .build = reduce_build },
+	[MODEL_OP_PAD] = { .versions = { "onednn" }, .build = pad_build },
+	[MODEL_OP_DECONV] = {
+		.versions = { "onednn" },
+		.weights = true,
+		.out = EXEC_OUT_NHWC,
+		.build = deconv_build,
+	},
 	[MODEL_OP_CONCAT] = {
 		.versions = { "onednn" },
 		.out = EXEC_OUT_NHWC_AS_INPUT,

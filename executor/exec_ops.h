@@ -83,5 +83,9 @@ int reshape_build(struct builder *b);
 int transpose_build(struct builder *b);
 int slice_build(struct builder *b);
 int embed_build(struct builder *b);
+int resize_build(struct builder *b);
+int deconv_build(struct builder *b);
+int reduce_build(struct builder *b);
+int pad_build(struct builder *b);
 
 #endif /* COLOC_EXEC_OPS_H */

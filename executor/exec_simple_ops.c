@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The operators with a single version: each one oneDNN primitive on the
- * canonical layouts (activation, pooling, lrn, softmax, add and mul with
- * numpy broadcast, concat, layer norm), a reorder from a view of the input
+ * canonical layouts (activation, pooling, resampling, lrn, softmax, the binary ops with
+ * numpy broadcast of a layer or a constant, concat, layer norm), a reorder from a view of the input
  * (reshape, transpose, slice), or a plain-C step (the embedding lookup).
  */
 #include <errno.h>
@@ -37,13 +37,14 @@ static int simple_step(struct builder *b, dnnl_primitive_desc_t pd, int nr, cons
 	return ret;
 }
 
-static int op_pd(struct builder *b, const_dnnl_op_desc_t desc, enum model_act act,
+/* act_of: the layer whose act= becomes post-ops, or NULL for none. */
+static int op_pd(struct builder *b, const_dnnl_op_desc_t desc, const struct model_layer *act_of,
 		 dnnl_primitive_desc_t *pd)
 {
 	dnnl_primitive_attr_t attr;
 	int ret;
 
-	if (exec_attr_new(&attr, act, b->l->act_alpha, 1.0f))
+	if (exec_attr_new(&attr, act_of, 1.0f))
 		return -ENOMEM;
 	ret = builder_pd_create(b, desc, attr, NULL, pd);
 	dnnl_primitive_attr_destroy(attr);
@@ -58,7 +59,7 @@ static int unary_step(struct builder *b, const_dnnl_op_desc_t desc,
 	const dnnl_memory_desc_t *mds[2];
 	struct exec_buf bufs[2] = { src, out_buf(b) };
 	int args[2] = { DNNL_ARG_SRC, DNNL_ARG_DST };
-	int ret = op_pd(b, desc, MODEL_ACT_NONE, &pd);
+	int ret = op_pd(b, desc, NULL, &pd);
 
 	if (ret)
 		return ret;
@@ -67,20 +68,37 @@ static int unary_step(struct builder *b, const_dnnl_op_desc_t desc,
 	return simple_step(b, pd, 2, args, mds, bufs, NULL);
 }
 
+/*
+ * One eltwise step per stage of the activation: the first from the input
+ * into the output, the others in place on the output.
+ */
+/* Input 0 in NHWC (*src), reordered into it when it is not already: *at. */
+static int nhwc_input(struct builder *b, dnnl_memory_desc_t *src, struct exec_buf *at)
+{
+	md_tag(src, 4, b->m->layers[b->l->inputs[0]].out.dims, dnnl_nhwc);
+	return builder_adapt_input(b, 0, src, at);
+}
+
 int act_build(struct builder *b)
 {
+	struct exec_eltwise e[EXEC_ACT_MAX_STAGES];
+	int nr = exec_act_eltwise(b->l, e), ret = 0;
 	dnnl_eltwise_desc_t d;
-	dnnl_alg_kind_t alg;
-	float a, be;
 
-	if (!exec_act_eltwise(b->l->act, b->l->act_alpha, &alg, &a, &be)) {
+	if (!nr) {
 		/* identity: a linear eltwise keeps the copy semantics */
-		alg = dnnl_eltwise_linear;
-		a = 1.0f;
+		e[0] = (struct exec_eltwise){ dnnl_eltwise_linear, 1.0f, 0.0f };
+		nr = 1;
 	}
-	if (dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, in_md(b, 0), a, be))
-		return builder_fail(b, -EINVAL, "oneDNN rejects this activation");
-	return unary_step(b, &d, in_md(b, 0), in_buf(b, 0));
+	for (int i = 0; i < nr && !ret; i++) {
+		const dnnl_memory_desc_t *md = i ? &b->xl->out_md : in_md(b, 0);
+
+		if (dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, e[i].alg, md,
+						   e[i].alpha, e[i].beta))
+			return builder_fail(b, -EINVAL, "oneDNN rejects this activation");
+		ret = unary_step(b, &d, md, i ? out_buf(b) : in_buf(b, 0));
+	}
+	return ret;
 }
 
 int pool_build(struct builder *b)
@@ -94,8 +112,7 @@ int pool_build(struct builder *b)
 	struct exec_buf at;
 	int ret;
 
-	md_tag(&src, 4, in->dims, dnnl_nhwc);
-	ret = builder_adapt_input(b, 0, &src, &at);
+	ret = nhwc_input(b, &src, &at);
 	if (ret)
 		return ret;
 	if (p->kind == MODEL_POOL_GLOBAL_AVG) {
@@ -123,6 +140,157 @@ int pool_build(struct builder *b)
 	return unary_step(b, &d, &src, at);
 }
 
+/* oneDNN's reduction from the plain input to the plain output (1 on the reduced axes). */
+int reduce_build(struct builder *b)
+{
+	static const dnnl_alg_kind_t algs[] = {
+		[MODEL_REDUCE_MEAN] = dnnl_reduction_mean,
+		[MODEL_REDUCE_MAX] = dnnl_reduction_max,
+		[MODEL_REDUCE_MIN] = dnnl_reduction_min,
+		[MODEL_REDUCE_SUM] = dnnl_reduction_sum,
+	};
+	const struct model_shape *in = &b->m->layers[b->l->inputs[0]].out;
+	dnnl_memory_desc_t src;
+	dnnl_reduction_desc_t d;
+	struct exec_buf at;
+	int ret = builder_plain_input(b, 0, &at);
+
+	if (ret)
+		return ret;
+	md_plain(&src, in->ndims, in->dims);
+	if (dnnl_reduction_desc_init(&d, algs[b->l->reduce.kind], &src, &b->xl->out_md, 0.0f, 0.0f))
+		return builder_fail(b, -EINVAL, "oneDNN rejects this reduction");
+	return unary_step(b, &d, &src, at);
+}
+
+/*
+ * Two reorders: the value, read through all-zero strides, over the whole
+ * output; then the input into the output's interior (a sub-memory view).
+ */
+int pad_build(struct builder *b)
+{
+	const struct model_pad *p = &b->l->pad;
+	const dnnl_memory_desc_t *out = &b->xl->out_md;
+	int64_t one[1] = { 1 };
+	dnnl_dims_t zero = { 0 }, dims, offs;
+	dnnl_memory_desc_t fill, vmd, view;
+	dnnl_primitive_desc_t pd;
+	void *value;
+	int nd = out->ndims, ret;
+
+	md_plain(&vmd, 1, one);
+	md_strided(&fill, nd, out->dims, zero);
+	ret = builder_weights_in(b, &p->value, &vmd, &vmd, &value);
+	if (ret)
+		return ret;
+	if (dnnl_reorder_primitive_desc_create(&pd, &fill, b->em->engine, out, b->em->engine, NULL))
+		return builder_fail(b, -EINVAL, "oneDNN cannot fill the padded output");
+	{
+		int args[2] = { DNNL_ARG_FROM, DNNL_ARG_TO };
+		const dnnl_memory_desc_t *mds[2] = { &fill, out };
+		struct exec_buf bufs[2] = { { .kind = EXEC_BUF_FIXED }, out_buf(b) };
+		void *fx[2] = { value, NULL };
+
+		ret = simple_step(b, pd, 2, args, mds, bufs, fx);
+	}
+	if (ret)
+		return ret;
+	for (int i = 0; i < nd; i++) {
+		dims[i] = in_md(b, 0)->dims[i];
+		offs[i] = p->begin[i];
+	}
+	if (dnnl_memory_desc_init_submemory(&view, out, dims, offs))
+		return builder_fail(b, -EINVAL, "oneDNN cannot view the padded interior");
+	return builder_reorder_step(b, in_md(b, 0), in_buf(b, 0), &view, out_buf(b));
+}
+
+/* oneDNN's nearest and linear resampling are models/README.md's for these factors. */
+int resize_build(struct builder *b)
+{
+	dnnl_memory_desc_t src;
+	dnnl_resampling_desc_t d;
+	struct exec_buf at;
+	int ret;
+
+	ret = nhwc_input(b, &src, &at);
+	if (ret)
+		return ret;
+	if (dnnl_resampling_forward_desc_init(&d, dnnl_forward_inference,
+					      b->l->resize.linear ? dnnl_resampling_linear :
+								    dnnl_resampling_nearest,
+					      NULL, &src, &b->xl->out_md))
+		return builder_fail(b, -EINVAL, "oneDNN rejects this resampling");
+	return unary_step(b, &d, &src, at);
+}
+
+/*
+ * A transposed convolution on NHWC, oneDNN's deconvolution choosing its
+ * weights layout; the file's [IC][OC/g][kh][kw] are read through strides
+ * as oneDNN's logical [g][OC/g][IC/g][kh][kw] (or [OC][IC][kh][kw]).
+ */
+int deconv_build(struct builder *b)
+{
+	const struct model_conv *cv = &b->l->conv;
+	const struct model_shape *in = &b->m->layers[b->l->inputs[0]].out;
+	int64_t g = cv->groups, icg = in->dims[1] / g, ocg = cv->out_channels / g;
+	int64_t kk = (int64_t)cv->kh * cv->kw, bd[1] = { cv->out_channels };
+	/* [g][OC/g][IC/g][kh][kw], without the g when there is one group */
+	const int64_t wd5[5] = { g, ocg, icg, cv->kh, cv->kw };
+	const int64_t ws5[5] = { icg * ocg * kk, kk, ocg * kk, cv->kw, 1 };
+	dnnl_dims_t wd, ws;
+	dnnl_dims_t strides = { cv->stride_h, cv->stride_w },
+		    dil = { cv->dil_h - 1, cv->dil_w - 1 };
+	dnnl_dims_t pl = { cv->pad_t, cv->pad_l }, pr = { cv->pad_b, cv->pad_r };
+	int nw = g > 1 ? 5 : 4, ret;
+	dnnl_memory_desc_t src, wany, wlog, bias;
+	dnnl_deconvolution_desc_t d;
+	dnnl_primitive_desc_t pd;
+	dnnl_primitive_attr_t attr;
+	struct exec_buf at, fixed = { .kind = EXEC_BUF_FIXED };
+	void *w, *bv = NULL;
+
+	for (int i = 0; i < nw; i++) {
+		wd[i] = wd5[i + 5 - nw];
+		ws[i] = ws5[i + 5 - nw];
+	}
+	md_strided(&wlog, nw, wd, ws);
+	if (dnnl_memory_desc_init_by_tag(&wany, nw, wd, dnnl_f32, dnnl_format_tag_any))
+		return -EINVAL;
+	md_plain(&bias, 1, bd);
+	ret = nhwc_input(b, &src, &at);
+	if (ret)
+		return ret;
+	if (dnnl_dilated_deconvolution_forward_desc_init(
+		    &d, dnnl_forward_inference, dnnl_deconvolution_direct, &src, &wany,
+		    cv->bias ? &bias : NULL, &b->xl->out_md, strides, dil, pl, pr))
+		return builder_fail(b, -EINVAL, "oneDNN rejects this deconvolution");
+	if (exec_attr_new(&attr, b->l, 1.0f))
+		return -ENOMEM;
+	ret = builder_pd_create(b, &d, attr, NULL, &pd);
+	dnnl_primitive_attr_destroy(attr);
+	if (ret)
+		return builder_fail(b, ret, "oneDNN cannot run this deconvolution");
+	ret = builder_weights_in(b, b->lw->w, &wlog,
+				 dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &w);
+	if (!ret && cv->bias)
+		ret = builder_weights_in(b, b->lw->bias, &bias, &bias, &bv);
+	if (ret) {
+		dnnl_primitive_desc_destroy(pd);
+		return ret;
+	}
+	{
+		int args[4] = { DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS };
+		const dnnl_memory_desc_t *mds[4] = {
+			&src, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
+			&b->xl->out_md, &bias
+		};
+		struct exec_buf bufs[4] = { at, fixed, out_buf(b), fixed };
+		void *fx[4] = { NULL, w, NULL, bv };
+
+		return simple_step(b, pd, cv->bias ? 4 : 3, args, mds, bufs, fx);
+	}
+}
+
 int lrn_build(struct builder *b)
 {
 	const struct model_shape *in = &b->m->layers[b->l->inputs[0]].out;
@@ -133,8 +301,7 @@ int lrn_build(struct builder *b)
 
 	if (in->ndims != 4)
 		return builder_fail(b, -EINVAL, "lrn needs a 4-D input");
-	md_tag(&src, 4, in->dims, dnnl_nhwc);
-	ret = builder_adapt_input(b, 0, &src, &at);
+	ret = nhwc_input(b, &src, &at);
 	if (ret)
 		return ret;
 	if (dnnl_lrn_forward_desc_init(&d, dnnl_forward_inference, dnnl_lrn_across_channels, &src,
@@ -155,16 +322,30 @@ int softmax_build(struct builder *b)
 	return unary_step(b, &d, in_md(b, 0), in_buf(b, 0));
 }
 
-/* numpy broadcast of input 1 to input 0's shape: same rank with leading 1s. */
+static const dnnl_alg_kind_t binary_algs[MODEL_OP_COUNT] = {
+	[MODEL_OP_ADD] = dnnl_binary_add, [MODEL_OP_MUL] = dnnl_binary_mul,
+	[MODEL_OP_SUB] = dnnl_binary_sub, [MODEL_OP_DIV] = dnnl_binary_div,
+	[MODEL_OP_MAX] = dnnl_binary_max, [MODEL_OP_MIN] = dnnl_binary_min,
+};
+
+/*
+ * numpy broadcast of the second operand (input 1, or the constant in the
+ * layer's weights) to input 0's shape: same rank with leading 1s. const -
+ * x is x - const times -1, the scale oneDNN applies before the act.
+ */
 int binary_build(struct builder *b)
 {
-	const struct model_shape *s1 = &b->m->layers[b->l->inputs[1]].out;
+	const struct model_binary *bn = &b->l->binary;
+	const struct model_shape *s1 =
+		bn->has_const ? &bn->cshape : &b->m->layers[b->l->inputs[1]].out;
 	const dnnl_memory_desc_t *src0 = in_md(b, 0);
 	dnnl_memory_desc_t src1;
 	int64_t d1[MODEL_MAX_DIMS];
 	struct exec_buf b1;
 	dnnl_binary_desc_t d;
 	dnnl_primitive_desc_t pd;
+	dnnl_primitive_attr_t attr;
+	void *konst = NULL;
 	const dnnl_memory_desc_t *mds[3];
 	int args[3] = { DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST };
 	int nd = src0->ndims, ret;
@@ -176,7 +357,17 @@ int binary_build(struct builder *b)
 
 		d1[i] = j >= 0 ? s1->dims[j] : 1;
 	}
-	if (s1->ndims == nd && !memcmp(d1, src0->dims, sizeof(int64_t) * (size_t)nd)) {
+	if (bn->has_const) {
+		dnnl_memory_desc_t logical;
+
+		md_plain(&logical, s1->ndims, s1->dims);
+		md_plain(&src1, nd, d1);
+		if (b->lw->nr_w != (size_t)model_shape_elems(s1))
+			return builder_fail(b, -EINVAL, "the constant operand has %zu values",
+					    b->lw->nr_w);
+		ret = builder_weights_in(b, b->lw->w, &logical, &logical, &konst);
+		b1 = (struct exec_buf){ .kind = EXEC_BUF_FIXED };
+	} else if (s1->ndims == nd && !memcmp(d1, src0->dims, sizeof(int64_t) * (size_t)nd)) {
 		src1 = *src0;
 		ret = builder_adapt_input(b, 1, &src1, &b1);
 	} else {
@@ -185,10 +376,12 @@ int binary_build(struct builder *b)
 	}
 	if (ret)
 		return ret;
-	if (dnnl_binary_desc_init(&d, b->l->op == MODEL_OP_ADD ? dnnl_binary_add : dnnl_binary_mul,
-				  src0, &src1, &b->xl->out_md))
+	if (dnnl_binary_desc_init(&d, binary_algs[b->l->op], src0, &src1, &b->xl->out_md))
 		return builder_fail(b, -EINVAL, "oneDNN rejects this broadcast");
-	ret = op_pd(b, &d, b->l->act, &pd);
+	if (exec_attr_new(&attr, b->l, bn->const_first ? -1.0f : 1.0f))
+		return -ENOMEM;
+	ret = builder_pd_create(b, &d, attr, NULL, &pd);
+	dnnl_primitive_attr_destroy(attr);
 	if (ret)
 		return builder_fail(b, ret, "oneDNN cannot run this binary op");
 	mds[0] = src0;
@@ -196,8 +389,9 @@ int binary_build(struct builder *b)
 	mds[2] = &b->xl->out_md;
 	{
 		struct exec_buf bufs[3] = { in_buf(b, 0), b1, out_buf(b) };
+		void *fx[3] = { NULL, konst, NULL };
 
-		return simple_step(b, pd, 3, args, mds, bufs, NULL);
+		return simple_step(b, pd, 3, args, mds, bufs, fx);
 	}
 }
 
@@ -221,7 +415,7 @@ int concat_build(struct builder *b)
 	mds[n] = &b->xl->out_md;
 	bufs[n] = out_buf(b);
 	args[n] = DNNL_ARG_DST;
-	if (exec_attr_new(&attr, MODEL_ACT_NONE, 0.0f, 1.0f))
+	if (exec_attr_new(&attr, NULL, 1.0f))
 		return -ENOMEM;
 	ret = dnnl_concat_primitive_desc_create(&pd, &b->xl->out_md, n, axis, srcs, attr,
 						b->em->engine);
@@ -254,7 +448,7 @@ int layer_norm_build(struct builder *b)
 	if (dnnl_layer_normalization_forward_desc_init(&d, dnnl_forward_inference, &data, NULL,
 						       b->l->eps, dnnl_use_scale | dnnl_use_shift))
 		return builder_fail(b, -EINVAL, "oneDNN rejects this layer norm");
-	ret = op_pd(b, &d, MODEL_ACT_NONE, &pd);
+	ret = op_pd(b, &d, NULL, &pd);
 	if (ret)
 		return builder_fail(b, ret, "oneDNN cannot run this layer norm");
 	{

@@ -101,6 +101,7 @@ int exec_layer_params_generate(const struct model *m, int layer, struct exec_lay
 	rng_seed(&r, m->seed, layer);
 	switch (l->op) {
 	case MODEL_OP_CONV:
+	case MODEL_OP_DECONV: /* as many weights as a conv's, drawn the same way */
 		ret = gen_conv(m, l, &r, p);
 		break;
 	case MODEL_OP_FC: {
@@ -132,6 +133,12 @@ int exec_layer_params_generate(const struct model *m, int layer, struct exec_lay
 		ret = p->weights ? 0 : -ENOMEM;
 		break;
 	default:
+		if (!model_op_is_binary(l->op) || !l->binary.has_const)
+			break;
+		/* away from 0, so that a div by it stays finite */
+		p->nr_weights = (size_t)model_shape_elems(&l->binary.cshape);
+		p->weights = rng_fill(&r, p->nr_weights, 0.5f, 1.5f);
+		ret = p->weights ? 0 : -ENOMEM;
 		break;
 	}
 	if (ret)

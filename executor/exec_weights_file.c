@@ -79,6 +79,7 @@ static int layer_tensors(const struct model *m, int li, struct tensor_desc *t)
 		in = &m->layers[l->inputs[0]].out;
 	switch (l->op) {
 	case MODEL_OP_CONV:
+	case MODEL_OP_DECONV: /* [IC][OC/g][kh][kw]: as many as conv's [OC][IC/g][kh][kw] */
 		if (!in || in->ndims != 4 || l->conv.groups <= 0 ||
 		    !mul_ok(&d, l->conv.out_channels) || !mul_ok(&w, l->conv.out_channels) ||
 		    !mul_ok(&w, in->dims[1] / l->conv.groups) || !mul_ok(&w, l->conv.kh) ||
@@ -126,7 +127,14 @@ static int layer_tensors(const struct model *m, int li, struct tensor_desc *t)
 			 offsetof(struct exec_layer_params, nr_weights));
 		return n;
 	default:
-		return 0;
+		if (!model_op_is_binary(l->op) || !l->binary.has_const)
+			return 0;
+		for (int i = 0; i < l->binary.cshape.ndims; i++)
+			if (!mul_ok(&w, l->binary.cshape.dims[i]))
+				return -EINVAL;
+		put_desc(t, &n, "constant", w, offsetof(struct exec_layer_params, weights),
+			 offsetof(struct exec_layer_params, nr_weights));
+		return n;
 	}
 }
 

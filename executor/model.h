@@ -34,7 +34,7 @@ enum model_op {
 	MODEL_OP_MATMUL, /* batched a @ b (or a @ b^T), both activations, times alpha */
 	MODEL_OP_POOL, /* max/avg, or global average */
 	MODEL_OP_ACT, /* standalone activation */
-	MODEL_OP_ADD, /* elementwise, numpy broadcast of inputs[1] to inputs[0] */
+	MODEL_OP_ADD, /* elementwise, numpy broadcast of inputs[1] (or a constant) to inputs[0] */
 	MODEL_OP_MUL,
 	MODEL_OP_CONCAT,
 	MODEL_OP_LAYER_NORM, /* over the last dim, learned gamma/beta */
@@ -44,6 +44,14 @@ enum model_op {
 	MODEL_OP_TRANSPOSE,
 	MODEL_OP_EMBED, /* token embedding lookup: [N, S] ids -> [N, S, D] */
 	MODEL_OP_SLICE, /* [start, start + len) along one axis, e.g. BERT's [CLS] token for the pooler */
+	MODEL_OP_SUB, /* elementwise like add: inputs[0] - inputs[1] (or the constant) */
+	MODEL_OP_DIV,
+	MODEL_OP_MAX,
+	MODEL_OP_MIN,
+	MODEL_OP_RESIZE, /* 2-D upsampling of [N, C, H, W]: nearest (integer factors) or bilinear */
+	MODEL_OP_DECONV, /* 2-D transposed convolution (conv's fields), weights [IC][OC/g][kh][kw] */
+	MODEL_OP_REDUCE, /* mean, max, min or sum over some axes, kept as dims of 1 */
+	MODEL_OP_PAD, /* a border of a constant value before and after each dim */
 	MODEL_OP_COUNT,
 };
 
@@ -56,6 +64,9 @@ enum model_act {
 	MODEL_ACT_SWISH, /* x * sigmoid(x) */
 	MODEL_ACT_GELU, /* erf form */
 	MODEL_ACT_TANH,
+	MODEL_ACT_HARD_SIGMOID, /* max(0, min(1, alpha * x + beta)): slope alpha, offset beta */
+	MODEL_ACT_HARD_SWISH, /* x * relu6(x + 3) / 6 */
+	MODEL_ACT_CLIP, /* min(max(x, alpha), beta), both finite */
 };
 
 enum model_pool_kind {
@@ -107,6 +118,43 @@ struct model_embed {
 	int64_t dim;
 };
 
+/*
+ * The second operand of add, mul, sub, div, max, min: inputs[1], or with
+ * one input a constant tensor of shape cshape (the layer's weights) that
+ * broadcasts onto inputs[0]. const_first (sub only) computes const - x.
+ */
+struct model_binary {
+	bool has_const;
+	bool const_first;
+	struct model_shape cshape;
+};
+
+/*
+ * resize: nearest reads input row floor(o * IH / OH) (ONNX's asymmetric
+ * floor; only integer upscaling factors); linear interpolates at
+ * (o + 0.5) * IH / OH - 0.5, clamped to the input (ONNX's half_pixel).
+ */
+struct model_resize {
+	bool linear;
+};
+
+enum model_reduce_kind {
+	MODEL_REDUCE_MEAN,
+	MODEL_REDUCE_MAX,
+	MODEL_REDUCE_MIN,
+	MODEL_REDUCE_SUM,
+};
+
+struct model_reduce {
+	enum model_reduce_kind kind;
+	unsigned int axes; /* bit i: axis i is reduced */
+};
+
+struct model_pad {
+	int64_t begin[MODEL_MAX_DIMS], end[MODEL_MAX_DIMS];
+	float value;
+};
+
 struct model_slice {
 	int axis;
 	int64_t start, len;
@@ -119,7 +167,8 @@ struct model_layer {
 	int inputs[MODEL_MAX_INPUTS]; /* indices of earlier layers */
 	struct model_shape out;
 	enum model_act act; /* fused after the op (conv, fc, add, mul) or the op itself (act) */
-	float act_alpha;
+	float act_alpha; /* leaky_relu's and hard_sigmoid's slope, clip's lower bound */
+	float act_beta; /* hard_sigmoid's offset, clip's upper bound */
 	union {
 		struct model_conv conv;
 		struct model_fc fc;
@@ -128,6 +177,10 @@ struct model_layer {
 		struct model_lrn lrn;
 		struct model_embed embed;
 		struct model_slice slice;
+		struct model_binary binary;
+		struct model_resize resize;
+		struct model_reduce reduce;
+		struct model_pad pad;
 		int axis; /* concat, softmax */
 		float eps; /* layer_norm */
 		struct model_shape reshape; /* target shape */
@@ -160,6 +213,12 @@ struct model *model_parse(const char *name, const char *text, size_t len, struct
 void model_free(struct model *m);
 
 int64_t model_shape_elems(const struct model_shape *s);
+/* add, mul, sub, div, max, min: the ops with a model_binary and an optional constant. */
+static inline bool model_op_is_binary(enum model_op op)
+{
+	return op == MODEL_OP_ADD || op == MODEL_OP_MUL || op == MODEL_OP_SUB ||
+	       op == MODEL_OP_DIV || op == MODEL_OP_MAX || op == MODEL_OP_MIN;
+}
 const char *model_op_name(enum model_op op);
 const char *model_act_name(enum model_act act);
 

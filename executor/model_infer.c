@@ -49,10 +49,17 @@ struct infer_op {
 };
 
 static const char *const infer_act_names[] = {
-	[MODEL_ACT_NONE] = "none",	 [MODEL_ACT_RELU] = "relu",
-	[MODEL_ACT_RELU6] = "relu6",	 [MODEL_ACT_LEAKY_RELU] = "leaky_relu",
-	[MODEL_ACT_SIGMOID] = "sigmoid", [MODEL_ACT_SWISH] = "swish",
-	[MODEL_ACT_GELU] = "gelu",	 [MODEL_ACT_TANH] = "tanh",
+	[MODEL_ACT_NONE] = "none",
+	[MODEL_ACT_RELU] = "relu",
+	[MODEL_ACT_RELU6] = "relu6",
+	[MODEL_ACT_LEAKY_RELU] = "leaky_relu",
+	[MODEL_ACT_SIGMOID] = "sigmoid",
+	[MODEL_ACT_SWISH] = "swish",
+	[MODEL_ACT_GELU] = "gelu",
+	[MODEL_ACT_TANH] = "tanh",
+	[MODEL_ACT_HARD_SIGMOID] = "hard_sigmoid",
+	[MODEL_ACT_CLIP] = "clip",
+	[MODEL_ACT_HARD_SWISH] = "hard_swish",
 };
 
 static int infer_fail(struct infer_layer *il, const char *fmt, ...)
@@ -521,6 +528,57 @@ static int infer_conv(struct infer_layer *il)
 	return 0;
 }
 
+/*
+ * A transposed convolution: every input pixel scatters a kernel into the
+ * output, [N, out, (H-1)s - pt - pb + dil(k-1) + 1, ...]. Counted as the
+ * convolution it is the gradient of: N x IC x H x W x out/groups x kh x kw
+ * MACs, IC x out/groups x kh x kw weights (+ out biases).
+ */
+static int infer_deconv(struct infer_layer *il)
+{
+	struct model_conv *cv = &il->l->conv;
+	const struct model_shape *in = il->in[0];
+	int64_t out_ch, groups, dims[4], cin;
+	int pad[4];
+	bool same;
+
+	if (infer_need_ndims(il, 0, 4, 4) ||
+	    infer_int(il, "out", true, 1, INFER_MAX_DIM, 0, &out_ch) ||
+	    infer_int(il, "groups", false, 1, INFER_MAX_DIM, 1, &groups) ||
+	    infer_pair(il, "k", true, 1, &cv->kh, &cv->kw) ||
+	    infer_pair(il, "stride", false, 1, &cv->stride_h, &cv->stride_w) ||
+	    infer_pair(il, "dil", false, 1, &cv->dil_h, &cv->dil_w) || infer_pad(il, pad, &same) ||
+	    infer_flag(il, "bias", &cv->bias))
+		return -EINVAL;
+	cin = in->dims[1];
+	if (same)
+		return infer_fail(il, "pad=same is for conv; give deconv's padding");
+	if (cin % groups || out_ch % groups)
+		return infer_fail(il,
+				  "input channels %lld and out=%lld are not divisible by "
+				  "groups=%lld",
+				  (long long)cin, (long long)out_ch, (long long)groups);
+	cv->pad_t = pad[0];
+	cv->pad_l = pad[1];
+	cv->pad_b = pad[2];
+	cv->pad_r = pad[3];
+	cv->out_channels = out_ch;
+	cv->groups = groups;
+	dims[0] = in->dims[0];
+	dims[1] = out_ch;
+	dims[2] = (in->dims[2] - 1) * cv->stride_h - pad[0] - pad[2] + cv->dil_h * (cv->kh - 1) + 1;
+	dims[3] = (in->dims[3] - 1) * cv->stride_w - pad[1] - pad[3] + cv->dil_w * (cv->kw - 1) + 1;
+	if (infer_set_out(il, 4, dims) ||
+	    infer_product(il, &il->l->macs, 6, (uint64_t)model_shape_elems(in),
+			  (uint64_t)(out_ch / groups), (uint64_t)cv->kh, (uint64_t)cv->kw,
+			  (uint64_t)1, (uint64_t)1) ||
+	    infer_product(il, &il->l->params, 4, (uint64_t)cin, (uint64_t)(out_ch / groups),
+			  (uint64_t)cv->kh, (uint64_t)cv->kw))
+		return -EINVAL;
+	il->l->params += cv->bias ? (uint64_t)out_ch : 0;
+	return 0;
+}
+
 static int infer_fc(struct infer_layer *il)
 {
 	const struct model_shape *in = il->in[0];
@@ -663,11 +721,45 @@ static int infer_same_shape(struct infer_layer *il)
 	return infer_set_out(il, il->in[0]->ndims, il->in[0]->dims);
 }
 
+/* const=SHAPE: the constant second operand of a binary op with one input. */
+static int infer_binary_const(struct infer_layer *il)
+{
+	struct model_binary *bn = &il->l->binary;
+	const char *s;
+	int err, n;
+
+	s = infer_value(il, "const", false, &err);
+	if (err || infer_flag(il, "const_first", &bn->const_first))
+		return -EINVAL;
+	bn->has_const = s != NULL;
+	if (il->l->nr_inputs == 2) {
+		if (bn->has_const || bn->const_first)
+			return infer_fail(il, "const= and const_first take one input, not two");
+		return 0;
+	}
+	if (!s)
+		return infer_fail(il,
+				  "with one input, give the constant operand's shape: const=SHAPE");
+	if (bn->const_first && il->l->op != MODEL_OP_SUB)
+		return infer_fail(il, "const_first is for sub only");
+	n = infer_int_list(il, "const", s, 'x', 1, INFER_MAX_DIM, bn->cshape.dims, MODEL_MAX_DIMS);
+	if (n < 0)
+		return n;
+	bn->cshape.ndims = n;
+	il->in[1] = &bn->cshape;
+	il->l->params = (uint64_t)model_shape_elems(&bn->cshape);
+	return 0;
+}
+
 static int infer_broadcast(struct infer_layer *il)
 {
-	const struct model_shape *a = il->in[0], *b = il->in[1];
+	const struct model_shape *a = il->in[0], *b;
 	char sa[128], sb[128];
 	int i;
+
+	if (infer_binary_const(il))
+		return -EINVAL;
+	b = il->in[1];
 
 	for (i = 1; i <= b->ndims; i++) {
 		if (i > a->ndims || (b->dims[b->ndims - i] != 1 &&
@@ -676,8 +768,9 @@ static int infer_broadcast(struct infer_layer *il)
 			infer_format_shape(b, sb, sizeof(sb));
 			return infer_fail(
 				il, "shape %s of '%s' cannot be broadcast to shape %s of '%s'", sb,
-				il->c->m->layers[il->l->inputs[1]].name, sa,
-				il->c->m->layers[il->l->inputs[0]].name);
+				il->l->binary.has_const ? "const" :
+							  il->c->m->layers[il->l->inputs[1]].name,
+				sa, il->c->m->layers[il->l->inputs[0]].name);
 		}
 	}
 	return infer_same_shape(il);
@@ -838,6 +931,118 @@ static int infer_embed(struct infer_layer *il)
 	return infer_product(il, &il->l->params, 2, (uint64_t)e->vocab, (uint64_t)e->dim);
 }
 
+static int infer_resize(struct infer_layer *il)
+{
+	const struct model_shape *in = il->in[0];
+	int64_t dims[4], hw[2];
+	const char *mode, *s;
+	int err, n;
+
+	if (infer_need_ndims(il, 0, 4, 4))
+		return -EINVAL;
+	mode = infer_value(il, "mode", true, &err);
+	if (!mode)
+		return err;
+	if (strcmp(mode, "nearest") && strcmp(mode, "linear"))
+		return infer_fail(il, "mode=%s: expected nearest or linear", mode);
+	il->l->resize.linear = mode[0] == 'l';
+	s = infer_value(il, "out", true, &err);
+	if (!s)
+		return err;
+	n = infer_int_list(il, "out", s, 'x', 1, INFER_MAX_DIM, hw, 2);
+	if (n < 0)
+		return n;
+	if (n != 2)
+		return infer_fail(il, "out=%s: give the output's HxW", s);
+	for (int i = 0; i < 2; i++)
+		if (!il->l->resize.linear && hw[i] % in->dims[2 + i])
+			return infer_fail(il,
+					  "out=%s: nearest needs integer factors of the input's "
+					  "%lldx%lld",
+					  s, (long long)in->dims[2], (long long)in->dims[3]);
+	dims[0] = in->dims[0];
+	dims[1] = in->dims[1];
+	dims[2] = hw[0];
+	dims[3] = hw[1];
+	return infer_set_out(il, 4, dims);
+}
+
+static const char *const infer_reduce_kinds[] = {
+	[MODEL_REDUCE_MEAN] = "mean",
+	[MODEL_REDUCE_MAX] = "max",
+	[MODEL_REDUCE_MIN] = "min",
+	[MODEL_REDUCE_SUM] = "sum",
+};
+
+static int infer_reduce(struct infer_layer *il)
+{
+	const struct model_shape *in = il->in[0];
+	struct model_reduce *r = &il->l->reduce;
+	int64_t axes[MODEL_MAX_DIMS], dims[MODEL_MAX_DIMS];
+	const char *kind, *s;
+	size_t k;
+	int err, n, a = 0;
+
+	kind = infer_value(il, "kind", true, &err);
+	if (!kind)
+		return err;
+	for (k = 0; k < ARRAY_SIZE(infer_reduce_kinds); k++)
+		if (!strcmp(kind, infer_reduce_kinds[k]))
+			break;
+	if (k == ARRAY_SIZE(infer_reduce_kinds))
+		return infer_fail(il, "kind=%s: expected mean, max, min or sum", kind);
+	r->kind = (enum model_reduce_kind)k;
+	s = infer_value(il, "axes", true, &err);
+	if (!s)
+		return err;
+	n = infer_int_list(il, "axes", s, ',', -MODEL_MAX_DIMS, MODEL_MAX_DIMS - 1, axes,
+			   MODEL_MAX_DIMS);
+	if (n < 0)
+		return n;
+	memcpy(dims, in->dims, sizeof(dims));
+	r->axes = 0;
+	for (int i = 0; i < n; i++) {
+		if (infer_normalize_axis(il, "axes", axes[i], in->ndims, &a))
+			return -EINVAL;
+		if (r->axes & (1u << a))
+			return infer_fail(il, "axes=%s names axis %d twice", s, a);
+		r->axes |= 1u << a;
+		dims[a] = 1;
+	}
+	return infer_set_out(il, in->ndims, dims);
+}
+
+/* begin= and end=: one count per dim of the input, 'x'-separated. */
+static int infer_pad_side(struct infer_layer *il, const char *key, int64_t *v)
+{
+	const char *s;
+	int err, n;
+
+	s = infer_value(il, key, true, &err);
+	if (!s)
+		return err;
+	n = infer_int_list(il, key, s, 'x', 0, INFER_MAX_DIM, v, MODEL_MAX_DIMS);
+	if (n < 0)
+		return n;
+	if (n != il->in[0]->ndims)
+		return infer_fail(il, "%s=%s has %d counts for %d dimensions", key, s, n,
+				  il->in[0]->ndims);
+	return 0;
+}
+
+static int infer_pad_op(struct infer_layer *il)
+{
+	struct model_pad *p = &il->l->pad;
+	int64_t dims[MODEL_MAX_DIMS];
+
+	if (infer_pad_side(il, "begin", p->begin) || infer_pad_side(il, "end", p->end) ||
+	    infer_float(il, "value", false, -1e30, 1e30, 0, &p->value))
+		return -EINVAL;
+	for (int i = 0; i < il->in[0]->ndims; i++)
+		dims[i] = il->in[0]->dims[i] + p->begin[i] + p->end[i];
+	return infer_set_out(il, il->in[0]->ndims, dims);
+}
+
 static int infer_slice(struct infer_layer *il)
 {
 	struct model_slice *sl = &il->l->slice;
@@ -861,8 +1066,9 @@ static int infer_slice(struct infer_layer *il)
 static int infer_act(struct infer_layer *il)
 {
 	if (il->l->act == MODEL_ACT_NONE)
-		return infer_fail(il, "missing attribute 'act=' (relu, relu6, leaky_relu, "
-				      "sigmoid, swish, gelu, tanh)");
+		return infer_fail(il,
+				  "missing attribute 'act=' (relu, relu6, leaky_relu, "
+				  "sigmoid, swish, gelu, tanh, hard_sigmoid, hard_swish, clip)");
 	return infer_same_shape(il);
 }
 
@@ -873,8 +1079,8 @@ static const struct infer_op infer_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_MATMUL] = { "matmul", 2, 2, false, infer_matmul },
 	[MODEL_OP_POOL] = { "pool", 1, 1, false, infer_pool },
 	[MODEL_OP_ACT] = { "act", 1, 1, true, infer_act },
-	[MODEL_OP_ADD] = { "add", 2, 2, true, infer_broadcast },
-	[MODEL_OP_MUL] = { "mul", 2, 2, true, infer_broadcast },
+	[MODEL_OP_ADD] = { "add", 1, 2, true, infer_broadcast },
+	[MODEL_OP_MUL] = { "mul", 1, 2, true, infer_broadcast },
 	[MODEL_OP_CONCAT] = { "concat", 2, MODEL_MAX_INPUTS, false, infer_concat },
 	[MODEL_OP_LAYER_NORM] = { "layer_norm", 1, 1, false, infer_layer_norm },
 	[MODEL_OP_SOFTMAX] = { "softmax", 1, 1, false, infer_softmax },
@@ -883,6 +1089,14 @@ static const struct infer_op infer_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_TRANSPOSE] = { "transpose", 1, 1, false, infer_transpose },
 	[MODEL_OP_EMBED] = { "embed", 1, 1, false, infer_embed },
 	[MODEL_OP_SLICE] = { "slice", 1, 1, false, infer_slice },
+	[MODEL_OP_SUB] = { "sub", 1, 2, true, infer_broadcast },
+	[MODEL_OP_DIV] = { "div", 1, 2, true, infer_broadcast },
+	[MODEL_OP_MAX] = { "max", 1, 2, true, infer_broadcast },
+	[MODEL_OP_MIN] = { "min", 1, 2, true, infer_broadcast },
+	[MODEL_OP_RESIZE] = { "resize", 1, 1, false, infer_resize },
+	[MODEL_OP_DECONV] = { "deconv", 1, 1, true, infer_deconv },
+	[MODEL_OP_REDUCE] = { "reduce", 1, 1, false, infer_reduce },
+	[MODEL_OP_PAD] = { "pad", 1, 1, false, infer_pad_op },
 };
 
 const char *model_op_name(enum model_op op)
@@ -927,11 +1141,23 @@ static int infer_activation(struct infer_layer *il, bool allowed)
 	if (i == ARRAY_SIZE(infer_act_names))
 		return infer_fail(il,
 				  "unknown activation '%s' (relu, relu6, leaky_relu, sigmoid, "
-				  "swish, gelu, tanh)",
+				  "swish, gelu, tanh, hard_sigmoid, hard_swish, clip)",
 				  s);
 	l->act = (enum model_act)i;
 	if (l->act == MODEL_ACT_LEAKY_RELU)
 		return infer_float(il, "slope", true, 0, 1, 0, &l->act_alpha);
+	if (l->act == MODEL_ACT_HARD_SIGMOID)
+		/* ONNX HardSigmoid's defaults */
+		return infer_float(il, "slope", false, -1e6, 1e6, 0.2, &l->act_alpha) ?:
+			       infer_float(il, "offset", false, -1e6, 1e6, 0.5, &l->act_beta);
+	if (l->act == MODEL_ACT_CLIP) {
+		if (infer_float(il, "min", true, -1e30, 1e30, 0, &l->act_alpha) ||
+		    infer_float(il, "max", true, -1e30, 1e30, 0, &l->act_beta))
+			return -EINVAL;
+		if (l->act_alpha > l->act_beta)
+			return infer_fail(il, "clip min=%g is above max=%g", l->act_alpha,
+					  l->act_beta);
+	}
 	return 0;
 }
 
@@ -1049,8 +1275,8 @@ int model_add_layer(struct model_ctx *c, char **tok, int nr_toks)
 	if (!op)
 		return model_fail(c,
 				  "unknown op '%.64s' (input, conv, fc, matmul, pool, act, add, "
-				  "mul, concat, layer_norm, softmax, lrn, reshape, transpose, "
-				  "embed, slice)",
+				  "mul, sub, div, max, min, concat, layer_norm, softmax, lrn, "
+				  "reshape, transpose, embed, slice, resize, deconv, reduce, pad)",
 				  tok[0]);
 	if (nr_toks < 2)
 		return model_fail(c, "'%s' needs a layer name: %s NAME [attributes]", tok[0],

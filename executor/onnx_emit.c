@@ -80,6 +80,10 @@ static const char *const op_words[MODEL_OP_COUNT] = {
 	[MODEL_OP_SOFTMAX] = "softmax", [MODEL_OP_LRN] = "lrn",
 	[MODEL_OP_RESHAPE] = "reshape", [MODEL_OP_TRANSPOSE] = "transpose",
 	[MODEL_OP_EMBED] = "embed",	[MODEL_OP_SLICE] = "slice",
+	[MODEL_OP_SUB] = "sub",		[MODEL_OP_DIV] = "div",
+	[MODEL_OP_MAX] = "max",		[MODEL_OP_MIN] = "min",
+	[MODEL_OP_RESIZE] = "resize",	[MODEL_OP_DECONV] = "deconv",
+	[MODEL_OP_REDUCE] = "reduce",	[MODEL_OP_PAD] = "pad",
 };
 
 /* MACs and parameters by the conventions of models/README.md. */
@@ -91,10 +95,16 @@ static void count(const struct onnx_ctx *c, const struct model_layer *l, uint64_
 
 	*macs = *params = 0;
 	switch (l->op) {
-	case MODEL_OP_CONV: {
+	case MODEL_OP_CONV:
+	case MODEL_OP_DECONV: {
 		uint64_t per = (uint64_t)(in->dims[1] / l->conv.groups) * l->conv.kh * l->conv.kw;
 
-		*macs = out * per;
+		/* a deconv scatters each input through out/groups x kh x kw weights */
+		*macs = l->op == MODEL_OP_CONV ?
+				out * per :
+				(uint64_t)onnx_elems(in) *
+					(uint64_t)(l->conv.out_channels / l->conv.groups) *
+					l->conv.kh * l->conv.kw;
 		*params = (uint64_t)l->conv.out_channels * per +
 			  (l->conv.bias ? l->conv.out_channels : 0);
 		break;
@@ -116,6 +126,8 @@ static void count(const struct onnx_ctx *c, const struct model_layer *l, uint64_
 		*params = (uint64_t)(l->embed.vocab * l->embed.dim);
 		break;
 	default:
+		if (model_op_is_binary(l->op) && l->binary.has_const)
+			*params = (uint64_t)onnx_elems(&l->binary.cshape);
 		break;
 	}
 }
@@ -141,7 +153,8 @@ static void put_layer(struct sbuf *b, const struct onnx_ctx *c, const struct onn
 	case MODEL_OP_INPUT:
 		put_dims(b, "shape", &l->out);
 		break;
-	case MODEL_OP_CONV: {
+	case MODEL_OP_CONV:
+	case MODEL_OP_DECONV: {
 		int pads[4] = { l->conv.pad_t, l->conv.pad_l, l->conv.pad_b, l->conv.pad_r };
 
 		put(b, " out=%lld", (long long)l->conv.out_channels);
@@ -204,13 +217,47 @@ static void put_layer(struct sbuf *b, const struct onnx_ctx *c, const struct onn
 		put(b, " axis=%d start=%lld len=%lld", l->slice.axis, (long long)l->slice.start,
 		    (long long)l->slice.len);
 		break;
+	case MODEL_OP_REDUCE: {
+		static const char *const kinds[] = { "mean", "max", "min", "sum" };
+		const char *sep = "";
+
+		put(b, " kind=%s axes=", kinds[l->reduce.kind]);
+		for (int a = 0; a < l->out.ndims; a++)
+			if (l->reduce.axes & (1u << a)) {
+				put(b, "%s%d", sep, a);
+				sep = ",";
+			}
+		break;
+	}
+	case MODEL_OP_PAD: {
+		struct model_shape s = { .ndims = l->out.ndims };
+
+		memcpy(s.dims, l->pad.begin, sizeof(s.dims));
+		put_dims(b, "begin", &s);
+		memcpy(s.dims, l->pad.end, sizeof(s.dims));
+		put_dims(b, "end", &s);
+		put(b, " value=%.9g", l->pad.value);
+		break;
+	}
+	case MODEL_OP_RESIZE:
+		put(b, " mode=%s out=%lldx%lld", l->resize.linear ? "linear" : "nearest",
+		    (long long)l->out.dims[2], (long long)l->out.dims[3]);
+		break;
 	default:
+		if (model_op_is_binary(l->op) && l->binary.has_const)
+			put_dims(b, "const", &l->binary.cshape);
+		if (model_op_is_binary(l->op) && l->binary.const_first)
+			put(b, " const_first");
 		break;
 	}
 	if (l->act != MODEL_ACT_NONE) {
 		put(b, " act=%s", model_act_name(l->act));
 		if (l->act == MODEL_ACT_LEAKY_RELU)
 			put(b, " slope=%.9g", l->act_alpha);
+		if (l->act == MODEL_ACT_HARD_SIGMOID)
+			put(b, " slope=%.9g offset=%.9g", l->act_alpha, l->act_beta);
+		if (l->act == MODEL_ACT_CLIP)
+			put(b, " min=%.9g max=%.9g", l->act_alpha, l->act_beta);
 	}
 	put(b, "\n");
 }

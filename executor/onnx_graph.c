@@ -411,11 +411,12 @@ int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct mo
 		for (int64_t i = 0; i < n; i++)
 			d[i] = t->int32_data[i];
 	}
+	/* an infinity is legitimate (an open Clip bound); one that reaches a weight is refused */
 	for (int64_t i = 0; i < n; i++)
-		if (!isfinite(d[i])) {
+		if (isnan(d[i])) {
 			free(d);
-			return onnx_refuse(c, -EINVAL, "tensor '%.64s' element %lld is not finite",
-					   name, (long long)i);
+			return onnx_refuse(c, -EINVAL, "tensor '%.64s' element %lld is NaN", name,
+					   (long long)i);
 		}
 	*data = d;
 	return 0;

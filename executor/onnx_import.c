@@ -39,7 +39,7 @@ static int walk_nodes(struct onnx_ctx *c, bool *skip)
 {
 	for (size_t i = 0; i < c->g->n_node; i++) {
 		const Onnx__NodeProto *n = c->g->node[i];
-		int ret;
+		int ret, first;
 
 		if (skip[i])
 			continue;
@@ -61,6 +61,7 @@ static int walk_nodes(struct onnx_ctx *c, bool *skip)
 					"is unknown)",
 					n->input[k]);
 		}
+		first = c->nr_layers;
 		ret = onnx_pattern(c, i, skip);
 		if (!ret)
 			ret = onnx_fold(c, n);
@@ -71,6 +72,10 @@ static int walk_nodes(struct onnx_ctx *c, bool *skip)
 			if (ret)
 				return ret;
 		}
+		/* a fusion into a layer now read would change what its readers see */
+		for (int li = first; li < c->nr_layers; li++)
+			for (int j = 0; j < c->layers[li].l.nr_inputs; j++)
+				c->layers[c->layers[li].l.inputs[j]].read = true;
 		for (size_t k = 0; k < n->n_input; k++) {
 			struct onnx_value *v = onnx_input(c, n, k);
 

@@ -43,6 +43,7 @@ struct onnx_value {
 struct onnx_layer {
 	struct model_layer l; /* op, inputs, out shape, act and the op's fields */
 	int uses; /* reads still to come of the values it computes (for fusion) */
+	bool read; /* another layer reads its output: what it computes is fixed, no fusion */
 	char origin[128]; /* "OpType 'node'" of the ONNX node(s), for the text's comments */
 	float *t[2]; /* weights/gamma/table, then bias/beta */
 	int64_t nt[2];
@@ -72,6 +73,13 @@ struct onnx_ctx {
 static inline int64_t onnx_i64(double x)
 {
 	return x > 4e18 ? (int64_t)4e18 : x < -4e18 ? (int64_t)-4e18 : x != x ? 0 : (int64_t)x;
+}
+
+/* Whether a layer of op takes a fused act= (model_infer.c's fused_act). */
+static inline bool onnx_takes_act(enum model_op op)
+{
+	return op == MODEL_OP_CONV || op == MODEL_OP_DECONV || op == MODEL_OP_FC ||
+	       model_op_is_binary(op);
 }
 
 /* onnx_graph.c */

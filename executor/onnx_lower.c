@@ -2,12 +2,14 @@
 /*
  * Lowering of ONNX nodes into coloc layers, one function per op, looked up
  * in a table. The fusions happen here, as a node meets the layer computing
- * its input: BatchNormalization folds into the Conv before it (weights
- * scaled, bias shifted, in double precision); an activation becomes the
- * fused act= of a conv, fc, add or mul; a constant Add after MatMul/Gemm or
- * Conv becomes its bias. A fusion is done only when that layer's value has
- * no other reader. Whatever has no exact coloc equivalent is refused with
- * onnx_refuse(), which names the node, its op, the opset and its inputs.
+ * its input: BatchNormalization folds into the Conv or ConvTranspose before
+ * it (weights scaled, bias shifted, in double precision); an activation
+ * becomes the fused act= of a conv, deconv, fc or binary op; a constant Add
+ * after MatMul/Gemm or a conv becomes its bias. A fusion is done only when
+ * that layer's value has no other reader, node or layer. A constant operand
+ * that fuses nowhere becomes the constant of a binary layer. Whatever has no
+ * exact coloc equivalent is refused with onnx_refuse(), which names the
+ * node, its op, the opset and its inputs.
  */
 #include <errno.h>
 #include <math.h>
@@ -41,7 +43,8 @@ static struct onnx_layer *layer_of(struct onnx_ctx *c, const struct onnx_value *
 /* Whether v's layer can take a fusion: this node is the only reader left. */
 static bool fusible(struct onnx_ctx *c, const struct onnx_value *v)
 {
-	return v->layer >= 0 && layer_of(c, v)->uses == 1 && layer_of(c, v)->l.op != MODEL_OP_INPUT;
+	return v->layer >= 0 && layer_of(c, v)->uses == 1 && !layer_of(c, v)->read &&
+	       layer_of(c, v)->l.op != MODEL_OP_INPUT;
 }
 
 static const char *node_label(const Onnx__NodeProto *n)
@@ -171,14 +174,49 @@ static int pair_attr(struct onnx_ctx *c, const Onnx__NodeProto *n, const char *n
 	return 0;
 }
 
+/* A conv or deconv layer with its window, and the weights and bias of w and b. */
+static int conv_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, enum model_op op,
+		      struct onnx_value *x, const struct model_shape *out, struct onnx_value *w,
+		      struct onnx_value *b, const int *k, const int *s, const int *d,
+		      const int *pads, int64_t g)
+{
+	struct onnx_layer *l;
+	int ret = new_layer(c, n, op, &x, 1, out, &l);
+
+	if (ret)
+		return ret;
+	l->l.conv = (struct model_conv){ .out_channels = out->dims[1],
+					 .kh = k[0],
+					 .kw = k[1],
+					 .stride_h = s[0],
+					 .stride_w = s[1],
+					 .pad_t = pads[0],
+					 .pad_l = pads[1],
+					 .pad_b = pads[2],
+					 .pad_r = pads[3],
+					 .dil_h = d[0],
+					 .dil_w = d[1],
+					 .groups = g,
+					 .bias = b != NULL };
+	l->nt[0] = onnx_elems(&w->shape);
+	l->t[0] = to_floats(c, w->data, l->nt[0], 1.0);
+	if (!l->t[0])
+		return -ENOMEM;
+	if (b) {
+		l->nt[1] = out->dims[1];
+		l->t[1] = to_floats(c, b->data, l->nt[1], 1.0);
+		if (!l->t[1])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int lower_conv(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *x = data_input(c, n, 0), *w = const_input(c, n, 1),
 			  *b = const_input(c, n, 2);
 	int k[2], s[2], d[2], pads[4], ks[2] = { 0, 0 }, ret;
 	struct model_shape out;
-	struct onnx_layer *l;
-	struct model_conv *cv;
 	int64_t g;
 
 	if (!x || !w || (onnx_input(c, n, 2) && !b))
@@ -227,37 +265,130 @@ static int lower_conv(struct onnx_ctx *c, const Onnx__NodeProto *n)
 			return onnx_refuse(c, -EINVAL,
 					   "the kernel is larger than the padded input");
 	}
-	ret = new_layer(c, n, MODEL_OP_CONV, &x, 1, &out, &l);
+	return conv_layer(c, n, MODEL_OP_CONV, x, &out, w, b, k, s, d, pads, g);
+}
+
+/* ConvTranspose: 2-D, constant W [IC, OC/group, kh, kw] and B, explicit pads only. */
+static int lower_conv_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0), *w = const_input(c, n, 1),
+			  *b = const_input(c, n, 2);
+	int k[2], s[2], d[2], op[2], pads[4], ret;
+	int64_t g, p[4], os[2];
+	struct model_shape out;
+	char buf[16];
+	int nr;
+
+	if (!x || !w || (onnx_input(c, n, 2) && !b) || x->shape.ndims != 4 || w->shape.ndims != 4)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "ConvTranspose needs a computed 4-D input and constant "
+				   "4-D weights (and bias)");
+	ret = onnx_attr_int(c, n, "group", 1, &g);
+	if (!ret)
+		ret = pair_attr(c, n, "strides", 1, s);
+	if (!ret)
+		ret = pair_attr(c, n, "dilations", 1, d);
+	if (!ret)
+		ret = onnx_attr_ints(c, n, "output_padding", (int64_t *)os, 2, &nr);
 	if (ret)
 		return ret;
-	cv = &l->l.conv;
-	*cv = (struct model_conv){ .out_channels = out.dims[1],
-				   .kh = k[0],
-				   .kw = k[1],
-				   .stride_h = s[0],
-				   .stride_w = s[1],
-				   .pad_t = pads[0],
-				   .pad_l = pads[1],
-				   .pad_b = pads[2],
-				   .pad_r = pads[3],
-				   .dil_h = d[0],
-				   .dil_w = d[1],
-				   .groups = g,
-				   .bias = b != NULL };
-	l->nt[0] = onnx_elems(&w->shape);
-	l->t[0] = to_floats(c, w->data, l->nt[0], 1.0);
-	if (!l->t[0])
-		return -ENOMEM;
-	if (b) {
-		l->nt[1] = out.dims[1];
-		l->t[1] = to_floats(c, b->data, l->nt[1], 1.0);
-		if (!l->t[1])
-			return -ENOMEM;
+	op[0] = nr == 2 ? (int)os[0] : 0;
+	op[1] = nr == 2 ? (int)os[1] : 0;
+	if (op[0] || op[1] || onnx_attr(n, "output_shape") ||
+	    strcmp(onnx_attr_str(n, "auto_pad", buf, sizeof(buf), "NOTSET"), "NOTSET"))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "output_padding, output_shape and auto_pad (coloc's deconv "
+				   "takes explicit pads)");
+	ret = onnx_attr_ints(c, n, "pads", p, 4, &nr);
+	if (ret)
+		return ret;
+	if (g < 1 || x->shape.dims[1] != w->shape.dims[0] || x->shape.dims[1] % g ||
+	    (nr >= 0 && nr != 4))
+		return onnx_refuse(c, -EINVAL,
+				   "weights [IC, OC/group, kh, kw] do not fit %lld input "
+				   "channels and group %lld, or pads is not 4 values",
+				   (long long)x->shape.dims[1], (long long)g);
+	for (int i = 0; i < 4; i++) {
+		if (nr >= 0 && (p[i] < 0 || p[i] > 256))
+			return onnx_refuse(c, -EOPNOTSUPP, "pad %lld (0..256)", (long long)p[i]);
+		pads[i] = nr < 0 ? 0 : (int)p[i];
 	}
+	if (w->shape.dims[2] < 1 || w->shape.dims[2] > 256 || w->shape.dims[3] < 1 ||
+	    w->shape.dims[3] > 256)
+		return onnx_refuse(c, -EOPNOTSUPP, "kernel larger than 256");
+	k[0] = (int)w->shape.dims[2];
+	k[1] = (int)w->shape.dims[3];
+	out.ndims = 4;
+	out.dims[0] = x->shape.dims[0];
+	out.dims[1] = w->shape.dims[1] * g;
+	if (b && onnx_elems(&b->shape) != out.dims[1])
+		return onnx_refuse(c, -EINVAL,
+				   "the bias does not have one value per output channel");
+	for (int i = 0; i < 2; i++) {
+		out.dims[2 + i] = (x->shape.dims[2 + i] - 1) * s[i] - pads[i] - pads[i + 2] +
+				  (int64_t)d[i] * (k[i] - 1) + 1;
+		if (out.dims[2 + i] < 1)
+			return onnx_refuse(c, -EINVAL, "the padding is larger than the output");
+	}
+	return conv_layer(c, n, MODEL_OP_DECONV, x, &out, w, b, k, s, d, pads, g);
+}
+
+/*
+ * A batch norm that follows no conv: y = x * scale + shift per channel
+ * (dim 1), scale = gamma / sqrt(var + eps), shift = beta - mean * scale in
+ * double, as a mul and an add of constants [C, 1, ...].
+ */
+static int standalone_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *x,
+				 struct onnx_value **p, float eps)
+{
+	int64_t ch = x->shape.dims[1];
+	struct model_shape cs = { .ndims = x->shape.ndims - 1 };
+	struct onnx_value mid = { .shape = x->shape };
+	struct onnx_layer *l;
+	int ret;
+
+	cs.dims[0] = ch;
+	for (int i = 1; i < cs.ndims; i++)
+		cs.dims[i] = 1;
+	ret = onnx_layer_add(c, MODEL_OP_MUL, node_label(n), &l);
+	if (ret)
+		return ret;
+	l->l.nr_inputs = 1;
+	l->l.inputs[0] = x->layer;
+	l->l.out = x->shape;
+	l->l.binary = (struct model_binary){ .has_const = true, .cshape = cs };
+	l->uses = 1; /* the add below */
+	snprintf(l->origin, sizeof(l->origin), "BatchNormalization '%.64s' (scale)", node_label(n));
+	mid.layer = c->nr_layers - 1;
+	l->nt[0] = ch;
+	l->t[0] = malloc((size_t)ch * sizeof(float));
+	if (!l->t[0])
+		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+	for (int64_t o = 0; o < ch; o++)
+		l->t[0][o] = (float)(p[0]->data[o] / sqrt(p[3]->data[o] + eps));
+	{
+		struct onnx_value *in = &mid;
+
+		ret = new_layer(c, n, MODEL_OP_ADD, &in, 1, &x->shape, &l);
+	}
+	if (ret)
+		return ret;
+	l->l.binary = (struct model_binary){ .has_const = true, .cshape = cs };
+	l->nt[0] = ch;
+	l->t[0] = malloc((size_t)ch * sizeof(float));
+	if (!l->t[0])
+		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+	for (int64_t o = 0; o < ch; o++)
+		l->t[0][o] = (float)(p[1]->data[o] -
+				     p[2]->data[o] * (p[0]->data[o] / sqrt(p[3]->data[o] + eps)));
 	return 0;
 }
 
-/* y = (x - mean) * scale / sqrt(var + eps) + beta, folded into the conv's weights and bias. */
+/*
+ * y = (x - mean) * scale / sqrt(var + eps) + beta, folded into the weights
+ * and bias of the conv or deconv before it when nothing else reads that,
+ * else a standalone scale and shift.
+ */
 static int lower_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *x = data_input(c, n, 0), *p[4];
@@ -274,22 +405,29 @@ static int lower_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		return ret;
 	if (training)
 		return onnx_refuse(c, -EOPNOTSUPP, "training_mode=1");
-	if (!x || !fusible(c, x) || layer_of(c, x)->l.op != MODEL_OP_CONV ||
-	    layer_of(c, x)->l.act != MODEL_ACT_NONE)
+	if (!x || x->shape.ndims < 2)
 		return onnx_refuse(c, -EOPNOTSUPP,
-				   "BatchNormalization is supported only right after "
-				   "a Conv that nothing else reads (it is folded into the conv; "
-				   "coloc has no standalone batch norm)");
-	l = layer_of(c, x);
-	oc = l->l.conv.out_channels;
+				   "BatchNormalization of a computed tensor with channels in "
+				   "dim 1");
 	for (int i = 0; i < 4; i++) {
 		p[i] = const_input(c, n, (size_t)i + 1);
-		if (!p[i] || onnx_elems(&p[i]->shape) != oc)
+		if (!p[i] || onnx_elems(&p[i]->shape) != x->shape.dims[1])
 			return onnx_refuse(c, -EINVAL,
 					   "scale, B, mean and var must be constants of %lld "
 					   "values",
-					   (long long)oc);
+					   (long long)x->shape.dims[1]);
 	}
+	for (int64_t o = 0; o < x->shape.dims[1]; o++)
+		if (!(p[3]->data[o] + eps > 0))
+			return onnx_refuse(c, -EINVAL,
+					   "variance + epsilon of channel %lld is not "
+					   "positive",
+					   (long long)o);
+	l = layer_of(c, x);
+	if (!fusible(c, x) || (l->l.op != MODEL_OP_CONV && l->l.op != MODEL_OP_DECONV) ||
+	    l->l.act != MODEL_ACT_NONE)
+		return standalone_batch_norm(c, n, x, p, eps);
+	oc = l->l.conv.out_channels;
 	if (!l->t[1]) {
 		l->t[1] = calloc((size_t)oc, sizeof(float));
 		if (!l->t[1])
@@ -297,18 +435,22 @@ static int lower_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		l->nt[1] = oc;
 		l->l.conv.bias = true;
 	}
+	/* conv weights [OC][IC/g][kh][kw]; deconv [IC][OC/g][kh][kw] */
 	per = l->nt[0] / oc;
-	for (int64_t o = 0; o < oc; o++) {
-		double var = p[3]->data[o] + eps, sc;
+	for (int64_t i = 0; i < l->nt[0]; i++) {
+		int64_t o = i / per, ocg = oc / l->l.conv.groups;
 
-		if (!(var > 0))
-			return onnx_refuse(c, -EINVAL,
-					   "variance + epsilon of channel %lld is not "
-					   "positive",
-					   (long long)o);
-		sc = p[0]->data[o] / sqrt(var);
-		for (int64_t i = 0; i < per; i++)
-			l->t[0][o * per + i] = (float)(l->t[0][o * per + i] * sc);
+		if (l->l.op == MODEL_OP_DECONV) {
+			int64_t kk = (int64_t)l->l.conv.kh * l->l.conv.kw;
+			int64_t icg = l->nt[0] / (ocg * kk) / l->l.conv.groups;
+
+			o = i / (ocg * kk) / icg * ocg + i / kk % ocg;
+		}
+		l->t[0][i] = (float)(l->t[0][i] * (p[0]->data[o] / sqrt(p[3]->data[o] + eps)));
+	}
+	for (int64_t o = 0; o < oc; o++) {
+		double sc = p[0]->data[o] / sqrt(p[3]->data[o] + eps);
+
 		l->t[1][o] = (float)((l->t[1][o] - p[2]->data[o]) * sc + p[1]->data[o]);
 	}
 	snprintf(l->origin + strlen(l->origin), sizeof(l->origin) - strlen(l->origin),
@@ -316,11 +458,14 @@ static int lower_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	return alias(c, n, x);
 }
 
+static int const_binary(struct onnx_ctx *c, const Onnx__NodeProto *n, enum model_op op,
+			struct onnx_value *x, struct onnx_value *k, bool const_first);
+
 static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *x = data_input(c, n, 0);
 	enum model_act act;
-	float alpha = 0;
+	float alpha = 0, beta = 0;
 	struct onnx_layer *l;
 	int ret = 0;
 
@@ -332,6 +477,13 @@ static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		act = MODEL_ACT_SIGMOID;
 	} else if (!strcmp(n->op_type, "Tanh")) {
 		act = MODEL_ACT_TANH;
+	} else if (!strcmp(n->op_type, "HardSwish")) {
+		act = MODEL_ACT_HARD_SWISH;
+	} else if (!strcmp(n->op_type, "HardSigmoid")) {
+		act = MODEL_ACT_HARD_SIGMOID;
+		ret = onnx_attr_float(c, n, "alpha", 0.2f, &alpha);
+		if (!ret)
+			ret = onnx_attr_float(c, n, "beta", 0.5f, &beta);
 	} else if (!strcmp(n->op_type, "LeakyRelu")) {
 		act = MODEL_ACT_LEAKY_RELU;
 		ret = onnx_attr_float(c, n, "alpha", 0.01f, &alpha);
@@ -355,24 +507,34 @@ static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		}
 		if (ret)
 			return ret;
-		if (lo == 0 && hi == 6)
+		if (lo == 0 && hi == 6) {
 			act = MODEL_ACT_RELU6;
-		else if (lo == 0 && isinf(hi) && hi > 0)
+		} else if (lo == 0 && isinf(hi) && hi > 0) {
 			act = MODEL_ACT_RELU;
-		else
-			return onnx_refuse(c, -EOPNOTSUPP,
-					   "Clip(%g, %g): only Clip(0, 6) (relu6) and "
-					   "Clip(0) (relu) have a coloc activation",
-					   lo, hi);
+		} else if (isinf(lo) || isinf(hi)) {
+			/* one open bound: a max or min with the other (both open: nothing) */
+			double bound = isinf(hi) ? lo : hi;
+			struct onnx_value k = { .data = &bound };
+
+			if (isinf(lo) && isinf(hi))
+				return alias(c, n, x);
+			return const_binary(c, n, isinf(hi) ? MODEL_OP_MAX : MODEL_OP_MIN, x, &k,
+					    false);
+		} else if (lo <= hi && fabsf(lo) <= 1e30f && fabsf(hi) <= 1e30f) {
+			act = MODEL_ACT_CLIP;
+			alpha = lo;
+			beta = hi;
+		} else {
+			return onnx_refuse(c, -EOPNOTSUPP, "Clip(%g, %g): min above max", lo, hi);
+		}
 	}
 	if (ret)
 		return ret;
 	l = layer_of(c, x);
-	if (fusible(c, x) && l->l.act == MODEL_ACT_NONE &&
-	    (l->l.op == MODEL_OP_CONV || l->l.op == MODEL_OP_FC || l->l.op == MODEL_OP_ADD ||
-	     l->l.op == MODEL_OP_MUL)) {
+	if (fusible(c, x) && l->l.act == MODEL_ACT_NONE && onnx_takes_act(l->l.op)) {
 		l->l.act = act;
 		l->l.act_alpha = alpha;
+		l->l.act_beta = beta;
 		snprintf(l->origin + strlen(l->origin), sizeof(l->origin) - strlen(l->origin),
 			 " + %.16s", n->op_type);
 		return alias(c, n, x);
@@ -381,6 +543,7 @@ static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	if (!ret) {
 		l->l.act = act;
 		l->l.act_alpha = alpha;
+		l->l.act_beta = beta;
 	}
 	return ret;
 }
@@ -413,7 +576,10 @@ static int single_dim_from_end(const struct model_shape *s)
 	return at;
 }
 
-/* Add of a constant: the bias of the fc or conv before it, if it fits exactly. */
+/*
+ * Add of a constant: the bias of the fc or conv before it, if it fits
+ * exactly; 1 if it does not (the caller then makes a layer of it).
+ */
 static int fuse_bias(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *x,
 		     struct onnx_value *k, double sign)
 {
@@ -424,14 +590,12 @@ static int fuse_bias(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_v
 	if (fusible(c, x) && l->l.act == MODEL_ACT_NONE && k->shape.ndims <= x->shape.ndims) {
 		if (l->l.op == MODEL_OP_FC && at == 0)
 			nb = l->l.fc.out_features;
-		else if (l->l.op == MODEL_OP_CONV && at == 2 && k->shape.ndims >= 3)
+		else if ((l->l.op == MODEL_OP_CONV || l->l.op == MODEL_OP_DECONV) && at == 2 &&
+			 k->shape.ndims >= 3)
 			nb = l->l.conv.out_channels;
 	}
 	if (!nb || onnx_elems(&k->shape) != nb)
-		return onnx_refuse(c, -EOPNOTSUPP,
-				   "an Add or Mul with a constant is supported only as "
-				   "the bias of the MatMul, Gemm or Conv before it (coloc's add "
-				   "and mul read two layers)");
+		return 1;
 	if (!l->t[1]) {
 		l->t[1] = calloc((size_t)nb, sizeof(float));
 		if (!l->t[1])
@@ -452,7 +616,8 @@ static int fuse_bias(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_v
 /*
  * Mul or Div by a constant scalar, or by one constant per output channel:
  * folded into the weights and bias of the fc or conv before it (or into a
- * matmul's alpha for a scalar), where it is exact up to rounding.
+ * matmul's alpha for a scalar), where it is exact up to rounding; 1 if it
+ * does not fit (the caller then makes a layer of it).
  */
 static int fuse_scale(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *x,
 		      struct onnx_value *k, bool divide)
@@ -469,11 +634,7 @@ static int fuse_scale(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_
 	else if (ok && l->l.op == MODEL_OP_MATMUL && nk == 1)
 		nout = 1;
 	if (!nout || (nk != 1 && nk != nout))
-		return onnx_refuse(
-			c, -EOPNOTSUPP,
-			"a Mul, Div or Sub by a constant is supported only "
-			"when it folds into the MatMul, Gemm or Conv before it (a scalar "
-			"or one value per output channel; coloc's mul reads two layers)");
+		return 1;
 	for (int64_t i = 0; i < nk; i++)
 		if (divide && k->data[i] == 0)
 			return onnx_refuse(c, -EINVAL, "division by a constant 0");
@@ -500,40 +661,93 @@ static int fuse_scale(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_
 	return alias(c, n, x);
 }
 
+/* x op k with k constant (k op x when const_first): a binary layer holding k. */
+static int const_binary(struct onnx_ctx *c, const Onnx__NodeProto *n, enum model_op op,
+			struct onnx_value *x, struct onnx_value *k, bool const_first)
+{
+	struct onnx_layer *l;
+	struct model_shape ks = k->shape;
+	int ret;
+
+	if (const_first && op == MODEL_OP_DIV)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "Div of a constant by a computed tensor (coloc's div "
+				   "divides a tensor by a constant or by another tensor)");
+	if (!broadcasts_onto(&k->shape, &x->shape))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "the constant does not broadcast onto the computed "
+				   "input's shape (coloc's result has the shape of its first "
+				   "input)");
+	if (!ks.ndims) {
+		ks.ndims = 1;
+		ks.dims[0] = 1;
+	}
+	ret = new_layer(c, n, op, &x, 1, &x->shape, &l);
+	if (ret)
+		return ret;
+	l->l.binary = (struct model_binary){ .has_const = true,
+					     .const_first = const_first,
+					     .cshape = ks };
+	l->nt[0] = onnx_elems(&ks);
+	l->t[0] = to_floats(c, k->data, l->nt[0], 1.0);
+	return l->t[0] ? 0 : -ENOMEM;
+}
+
+static const struct {
+	const char *type;
+	enum model_op op;
+	bool commutes;
+} binary_ops[] = {
+	{ "Add", MODEL_OP_ADD, true },	{ "Mul", MODEL_OP_MUL, true },
+	{ "Sub", MODEL_OP_SUB, false }, { "Div", MODEL_OP_DIV, false },
+	{ "Max", MODEL_OP_MAX, true },	{ "Min", MODEL_OP_MIN, true },
+};
+
+/*
+ * Add, Mul, Sub, Div, Max, Min. A constant operand folds into the layer
+ * before it where it can (a bias or a scale), else becomes the constant of
+ * a binary layer; two computed operands make a binary layer, the one that
+ * broadcasts second (swapped only for the ops that commute).
+ */
 static int lower_binary(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *a = onnx_input(c, n, 0), *b = onnx_input(c, n, 1), *ins[2];
-	enum model_op op = n->op_type[0] == 'A' ? MODEL_OP_ADD : MODEL_OP_MUL;
 	struct onnx_layer *l;
+	size_t t = 0;
+	int ret = 1;
 
-	if (!a || !b)
-		return onnx_refuse(c, -EINVAL, "two inputs expected");
-	if (!strcmp(n->op_type, "Sub") || !strcmp(n->op_type, "Div")) {
-		if (!b->data || a->data)
-			return onnx_refuse(
-				c, -EOPNOTSUPP,
-				"%s is supported only by a constant, folded "
-				"into the layer before it (coloc has no sub or div of two "
-				"layers)",
-				n->op_type);
-		return n->op_type[0] == 'S' ? fuse_bias(c, n, a, b, -1.0) :
-					      fuse_scale(c, n, a, b, true);
+	while (strcmp(binary_ops[t].type, n->op_type))
+		t++;
+	if (n->n_input == 1 && a && a->layer >= 0)
+		return alias(c, n, a); /* Max or Min of one tensor */
+	if (!a || !b || n->n_input != 2)
+		return onnx_refuse(c, -EOPNOTSUPP, "two inputs expected");
+	if (a->data && b->data)
+		return onnx_refuse(c, -EOPNOTSUPP, "%s of two constants is not folded", n->op_type);
+	if (a->data || b->data) {
+		struct onnx_value *x = a->data ? b : a, *k = a->data ? a : b;
+
+		if (!strcmp(n->op_type, "Add") || (!strcmp(n->op_type, "Sub") && k == b))
+			ret = fuse_bias(c, n, x, k, k == b && n->op_type[0] == 'S' ? -1.0 : 1.0);
+		else if (!strcmp(n->op_type, "Mul") || (!strcmp(n->op_type, "Div") && k == b))
+			ret = fuse_scale(c, n, x, k, n->op_type[0] == 'D');
+		if (ret != 1)
+			return ret;
+		return const_binary(c, n, binary_ops[t].op, x, k,
+				    k == a && !binary_ops[t].commutes);
 	}
-	if (op == MODEL_OP_ADD && (a->data || b->data))
-		return fuse_bias(c, n, a->data ? b : a, a->data ? a : b, 1.0);
-	if (a->data || b->data)
-		return fuse_scale(c, n, a->data ? b : a, a->data ? a : b, false);
 	ins[0] = a;
 	ins[1] = b;
 	if (!broadcasts_onto(&b->shape, &a->shape)) {
-		if (!broadcasts_onto(&a->shape, &b->shape))
+		if (!broadcasts_onto(&a->shape, &b->shape) || !binary_ops[t].commutes)
 			return onnx_refuse(c, -EOPNOTSUPP,
-					   "neither input broadcasts onto the other's "
-					   "shape (coloc broadcasts the second input only)");
+					   "the second input does not broadcast onto the "
+					   "first's shape (coloc broadcasts the second input only, "
+					   "and swaps them only for Add, Mul, Max, Min)");
 		ins[0] = b;
 		ins[1] = a;
 	}
-	return new_layer(c, n, op, ins, 2, &ins[0]->shape, &l);
+	return new_layer(c, n, binary_ops[t].op, ins, 2, &ins[0]->shape, &l);
 }
 
 /* An fc from weights [K][N] (already transposed and scaled) and an optional bias. */
@@ -962,6 +1176,282 @@ static int lower_slice(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	return ret;
 }
 
+/*
+ * Resize (opset 11 on) and Upsample of a 4-D tensor's H and W: nearest
+ * where every ONNX rounding agrees with coloc's floor(o * IH / OH) (integer
+ * factors, asymmetric + floor or half_pixel + round), linear with
+ * half_pixel coordinates.
+ */
+static int lower_resize(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0), *sc, *sz;
+	bool up = !strcmp(n->op_type, "Upsample");
+	char mb[16], cb[24], nb[24];
+	const char *mode, *ctm, *nm;
+	struct model_shape out;
+	struct onnx_layer *l;
+	bool linear, ok;
+	int ret;
+
+	if (!x || x->shape.ndims != 4)
+		return onnx_refuse(c, -EOPNOTSUPP, "only the H and W of a computed 4-D tensor");
+	if (!up && c->opset < 11)
+		return onnx_refuse(c, -EOPNOTSUPP, "Resize before opset 11 (its rounding differs)");
+	mode = onnx_attr_str(n, "mode", mb, sizeof(mb), "nearest");
+	ctm = onnx_attr_str(n, "coordinate_transformation_mode", cb, sizeof(cb),
+			    up ? "asymmetric" : "half_pixel");
+	nm = onnx_attr_str(n, "nearest_mode", nb, sizeof(nb), up ? "floor" : "round_prefer_floor");
+	sc = onnx_input(c, n, up ? 1 : 2);
+	sz = up ? NULL : onnx_input(c, n, 3);
+	out = x->shape;
+	if (sz && onnx_elems(&sz->shape)) {
+		if (!sz->data || onnx_elems(&sz->shape) != 4)
+			return onnx_refuse(c, -EOPNOTSUPP, "sizes must be 4 constants");
+		for (int i = 0; i < 4; i++)
+			out.dims[i] = onnx_i64(sz->data[i]);
+	} else if (sc && sc->data && onnx_elems(&sc->shape) == 4) {
+		for (int i = 0; i < 4; i++) {
+			if (!(sc->data[i] > 0 && sc->data[i] <= 1024))
+				return onnx_refuse(c, -EOPNOTSUPP, "scale %g (0..1024)",
+						   sc->data[i]);
+			out.dims[i] = (int64_t)floor((double)x->shape.dims[i] * sc->data[i]);
+		}
+	} else {
+		return onnx_refuse(c, -EOPNOTSUPP, "scales must be 4 constants (or sizes given)");
+	}
+	if (out.dims[0] != x->shape.dims[0] || out.dims[1] != x->shape.dims[1] || out.dims[2] < 1 ||
+	    out.dims[3] < 1)
+		return onnx_refuse(c, -EOPNOTSUPP, "only H and W may be resized");
+	linear = !strcmp(mode, "linear");
+	if (linear)
+		ok = !strcmp(ctm, "half_pixel") ||
+		     (!strcmp(ctm, "pytorch_half_pixel") && out.dims[2] > 1 && out.dims[3] > 1);
+	else
+		ok = !strcmp(mode, "nearest") && out.dims[2] % x->shape.dims[2] == 0 &&
+		     out.dims[3] % x->shape.dims[3] == 0 &&
+		     ((!strcmp(ctm, "asymmetric") && !strcmp(nm, "floor")) ||
+		      ((!strcmp(ctm, "half_pixel") || !strcmp(ctm, "pytorch_half_pixel")) &&
+		       !strncmp(nm, "round_prefer_", 13)));
+	if (!ok)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "mode '%s', coordinates '%s', nearest_mode '%s' to %lldx%lld: "
+				   "coloc resizes nearest by integer factors (asymmetric + floor, "
+				   "or half_pixel) and linear with half_pixel",
+				   mode, ctm, nm, (long long)out.dims[2], (long long)out.dims[3]);
+	ret = new_layer(c, n, MODEL_OP_RESIZE, &x, 1, &out, &l);
+	if (!ret)
+		l->l.resize.linear = linear;
+	return ret;
+}
+
+/*
+ * ReduceMean, ReduceMax, ReduceMin, ReduceSum over constant axes (the
+ * attribute, or input 1 from opset 18 and ReduceSum's 13): a reduce layer,
+ * then a reshape dropping the reduced dims when keepdims is 0.
+ */
+static int lower_reduce(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	static const struct {
+		const char *type;
+		enum model_reduce_kind kind;
+	} kinds[] = { { "ReduceMean", MODEL_REDUCE_MEAN },
+		      { "ReduceMax", MODEL_REDUCE_MAX },
+		      { "ReduceMin", MODEL_REDUCE_MIN },
+		      { "ReduceSum", MODEL_REDUCE_SUM } };
+	struct onnx_value *x = data_input(c, n, 0), *ax = onnx_input(c, n, 1);
+	int64_t axes[ONNX_MAX_RANK], keep, noop;
+	struct model_shape out, flat = { 0 };
+	struct onnx_layer *l;
+	unsigned int mask = 0;
+	size_t t = 0;
+	int nr, a, ret;
+
+	while (strcmp(kinds[t].type, n->op_type))
+		t++;
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	ret = onnx_attr_int(c, n, "keepdims", 1, &keep);
+	if (!ret)
+		ret = onnx_attr_int(c, n, "noop_with_empty_axes", 0, &noop);
+	if (!ret)
+		ret = onnx_attr_ints(c, n, "axes", axes, ONNX_MAX_RANK, &nr);
+	if (ret)
+		return ret;
+	if (nr < 0 && ax) {
+		if (!ax->data || onnx_elems(&ax->shape) > ONNX_MAX_RANK)
+			return onnx_refuse(c, -EOPNOTSUPP, "the axes must be constant");
+		nr = (int)onnx_elems(&ax->shape);
+		for (int i = 0; i < nr; i++)
+			axes[i] = onnx_i64(ax->data[i]);
+	}
+	if (nr <= 0 && noop)
+		return alias(c, n, x);
+	out = x->shape;
+	for (int i = 0; i < (nr <= 0 ? x->shape.ndims : nr); i++) {
+		if (nr <= 0) {
+			a = i;
+		} else {
+			ret = onnx_axis(c, axes[i], x->shape.ndims, &a);
+			if (ret)
+				return ret;
+		}
+		mask |= 1u << a;
+		out.dims[a] = 1;
+	}
+	for (int i = 0; i < out.ndims; i++)
+		if (!(mask & (1u << i)))
+			flat.dims[flat.ndims++] = out.dims[i];
+	if (!keep && !flat.ndims)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "reducing every axis without keepdims gives a scalar (coloc "
+				   "tensors have 1 to %d dims)",
+				   MODEL_MAX_DIMS);
+	if (keep) {
+		ret = new_layer(c, n, MODEL_OP_REDUCE, &x, 1, &out, &l);
+		if (!ret)
+			l->l.reduce = (struct model_reduce){ .kind = kinds[t].kind, .axes = mask };
+		return ret;
+	}
+	ret = onnx_layer_add(c, MODEL_OP_REDUCE, node_label(n), &l);
+	if (ret)
+		return ret;
+	l->l.nr_inputs = 1;
+	l->l.inputs[0] = x->layer;
+	l->l.out = out;
+	l->l.reduce = (struct model_reduce){ .kind = kinds[t].kind, .axes = mask };
+	l->uses = 1; /* the reshape below */
+	snprintf(l->origin, sizeof(l->origin), "%.16s '%.64s'", n->op_type, node_label(n));
+	{
+		struct onnx_value mid = { .shape = out, .layer = c->nr_layers - 1 }, *in = &mid;
+
+		ret = new_layer(c, n, MODEL_OP_RESHAPE, &in, 1, &flat, &l);
+	}
+	if (!ret)
+		l->l.reshape = flat;
+	return ret;
+}
+
+/*
+ * Pad, constant mode: pads from the attribute (before opset 11) or input
+ * 1, the value from the attribute or input 2; every axis (no axes input).
+ */
+static int lower_pad(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0), *pv = onnx_input(c, n, 1),
+			  *vv = onnx_input(c, n, 2);
+	int64_t pads[2 * ONNX_MAX_RANK];
+	struct model_shape out;
+	struct onnx_layer *l;
+	char mb[16];
+	float value = 0;
+	int nr, r, ret;
+
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	r = x->shape.ndims;
+	if (strcmp(onnx_attr_str(n, "mode", mb, sizeof(mb), "constant"), "constant") ||
+	    onnx_input(c, n, 3))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "only mode constant over every axis (no reflect, edge, "
+				   "wrap or axes)");
+	ret = onnx_attr_ints(c, n, "pads", pads, 2 * ONNX_MAX_RANK, &nr);
+	if (!ret && c->opset < 11)
+		ret = onnx_attr_float(c, n, "value", 0.0f, &value);
+	if (ret)
+		return ret;
+	if (c->opset >= 11) {
+		if (!pv || !pv->data || onnx_elems(&pv->shape) != 2 * r ||
+		    (vv && (!vv->data || onnx_elems(&vv->shape) != 1)))
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "pads and the value must be constants (2 x rank "
+					   "pads)");
+		nr = 2 * r;
+		for (int i = 0; i < nr; i++)
+			pads[i] = onnx_i64(pv->data[i]);
+		value = vv ? (float)vv->data[0] : 0.0f;
+	}
+	if (nr != 2 * r || !(fabsf(value) <= 1e30f))
+		return onnx_refuse(c, -EINVAL, "%d pads for rank %d, value %g", nr, r, value);
+	out = x->shape;
+	for (int i = 0; i < r; i++) {
+		if (pads[i] < 0 || pads[r + i] < 0 || pads[i] > 65536 || pads[r + i] > 65536)
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "pads %lld, %lld (coloc pads by 0 to 65536, no "
+					   "cropping)",
+					   (long long)pads[i], (long long)pads[r + i]);
+		out.dims[i] += pads[i] + pads[r + i];
+	}
+	ret = new_layer(c, n, MODEL_OP_PAD, &x, 1, &out, &l);
+	if (ret)
+		return ret;
+	for (int i = 0; i < r; i++) {
+		l->l.pad.begin[i] = pads[i];
+		l->l.pad.end[i] = pads[r + i];
+	}
+	l->l.pad.value = value;
+	return 0;
+}
+
+/* Split along an axis: one slice layer per output. */
+static int lower_split(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0), *sp = onnx_input(c, n, 1);
+	int64_t axis, parts[64], start = 0;
+	struct onnx_layer *l;
+	int nr, a, ret;
+
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	if (n->n_output < 1 || n->n_output > 64)
+		return onnx_refuse(c, -EOPNOTSUPP, "%zu outputs (1 to 64)", n->n_output);
+	ret = onnx_attr_int(c, n, "axis", 0, &axis);
+	if (!ret)
+		ret = onnx_axis(c, axis, x->shape.ndims, &a);
+	if (!ret)
+		ret = onnx_attr_ints(c, n, "split", parts, 64, &nr);
+	if (ret)
+		return ret;
+	if (nr < 0 && sp) {
+		if (!sp->data || onnx_elems(&sp->shape) > 64)
+			return onnx_refuse(c, -EOPNOTSUPP, "the split sizes must be constant");
+		nr = (int)onnx_elems(&sp->shape);
+		for (int i = 0; i < nr; i++)
+			parts[i] = onnx_i64(sp->data[i]);
+	}
+	if (nr < 0) {
+		if (x->shape.dims[a] % (int64_t)n->n_output)
+			return onnx_refuse(c, -EOPNOTSUPP, "axis %d of %lld does not split in %zu",
+					   a, (long long)x->shape.dims[a], n->n_output);
+		nr = (int)n->n_output;
+		for (int i = 0; i < nr; i++)
+			parts[i] = x->shape.dims[a] / nr;
+	}
+	if (nr != (int)n->n_output)
+		return onnx_refuse(c, -EINVAL, "%d split sizes for %zu outputs", nr, n->n_output);
+	for (int i = 0; i < nr; i++) {
+		struct model_shape out = x->shape;
+
+		if (parts[i] < 1 || start + parts[i] > x->shape.dims[a])
+			return onnx_refuse(c, -EINVAL, "the split sizes do not fit axis %d", a);
+		out.dims[a] = parts[i];
+		ret = onnx_layer_add(c, MODEL_OP_SLICE, n->output[i], &l);
+		if (ret)
+			return ret;
+		l->l.nr_inputs = 1;
+		l->l.inputs[0] = x->layer;
+		l->l.out = out;
+		l->l.slice = (struct model_slice){ .axis = a, .start = start, .len = parts[i] };
+		snprintf(l->origin, sizeof(l->origin), "Split '%.64s' output %d", node_label(n), i);
+		ret = onnx_output_layer(c, n, (size_t)i, c->nr_layers - 1);
+		if (ret)
+			return ret;
+		start += parts[i];
+	}
+	if (start != x->shape.dims[a])
+		return onnx_refuse(c, -EINVAL, "the split sizes do not add up to axis %d", a);
+	return 0;
+}
+
 static int lower_identity(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *x = data_input(c, n, 0);
@@ -981,16 +1471,21 @@ struct lower_op {
 
 static const struct lower_op lower_ops[] = {
 	{ "Conv", lower_conv },
+	{ "ConvTranspose", lower_conv_transpose },
 	{ "BatchNormalization", lower_batch_norm },
 	{ "Relu", lower_act },
 	{ "LeakyRelu", lower_act },
 	{ "Sigmoid", lower_act },
 	{ "Tanh", lower_act },
+	{ "HardSigmoid", lower_act },
+	{ "HardSwish", lower_act },
 	{ "Clip", lower_act },
 	{ "Add", lower_binary },
 	{ "Mul", lower_binary },
 	{ "Sub", lower_binary },
 	{ "Div", lower_binary },
+	{ "Max", lower_binary },
+	{ "Min", lower_binary },
 	{ "MatMul", lower_matmul },
 	{ "Gemm", lower_gemm },
 	{ "MaxPool", lower_pool },
@@ -1007,6 +1502,14 @@ static const struct lower_op lower_ops[] = {
 	{ "Transpose", lower_transpose },
 	{ "Gather", lower_gather },
 	{ "Slice", lower_slice },
+	{ "ReduceMean", lower_reduce },
+	{ "ReduceMax", lower_reduce },
+	{ "ReduceMin", lower_reduce },
+	{ "ReduceSum", lower_reduce },
+	{ "Split", lower_split },
+	{ "Pad", lower_pad },
+	{ "Resize", lower_resize },
+	{ "Upsample", lower_resize },
 	{ "Identity", lower_identity },
 	{ "Dropout", lower_identity },
 };

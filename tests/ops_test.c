@@ -153,6 +153,7 @@ static int add_conv(struct model *m, int in, const struct conv_case *c)
 	};
 	l->act = c->act;
 	l->act_alpha = c->alpha;
+	l->act_beta = 0.5f; /* hard_sigmoid's offset; the other activations ignore it */
 	return m->nr_layers - 1;
 }
 
@@ -352,7 +353,8 @@ TEST_F(ops, conv__bias_and_each_activation_match_reference)
 	static const enum model_act acts[] = { MODEL_ACT_RELU,	     MODEL_ACT_RELU6,
 					       MODEL_ACT_LEAKY_RELU, MODEL_ACT_SIGMOID,
 					       MODEL_ACT_SWISH,	     MODEL_ACT_GELU,
-					       MODEL_ACT_TANH };
+					       MODEL_ACT_TANH,	     MODEL_ACT_HARD_SIGMOID,
+					       MODEL_ACT_HARD_SWISH, MODEL_ACT_CLIP };
 
 	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
 		struct conv_case c = { .n = 1,
@@ -524,7 +526,8 @@ TEST_F(ops, act__each_activation_matches_reference)
 	static const enum model_act acts[] = { MODEL_ACT_RELU,	     MODEL_ACT_RELU6,
 					       MODEL_ACT_LEAKY_RELU, MODEL_ACT_SIGMOID,
 					       MODEL_ACT_SWISH,	     MODEL_ACT_GELU,
-					       MODEL_ACT_TANH };
+					       MODEL_ACT_TANH,	     MODEL_ACT_HARD_SIGMOID,
+					       MODEL_ACT_HARD_SWISH, MODEL_ACT_CLIP };
 
 	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
 		struct model *m = ref_model_new("act", 5, 4);
@@ -534,6 +537,7 @@ TEST_F(ops, act__each_activation_matches_reference)
 
 		l->act = acts[i];
 		l->act_alpha = 0.2f;
+		l->act_beta = 0.5f;
 		/* Wide enough to reach relu6's clip and the saturating tails. */
 		input_scale = 8.0f;
 		check_model(_metadata, m);
@@ -582,6 +586,177 @@ TEST_F(ops, add__same_shape_mixed_layouts_matches_reference)
 	ins[1] = add_input(m, 4, d);
 	ins[0] = add_conv(m, ins[1], &c);
 	ref_model_add(m, MODEL_OP_ADD, "add", 2, ins, 4, d);
+	check_model(_metadata, m);
+	model_free(m);
+}
+
+/*
+ * Each binary op behind a conv (src0 in NHWC): by a per-channel layer made
+ * positive by a sigmoid (so div stays finite), then by a constant [C, 1, 1]
+ * from the weights, then const - x for sub.
+ */
+TEST_F(ops, binary__each_op_by_layer_and_constant_matches_reference)
+{
+	static const enum model_op bops[] = { MODEL_OP_ADD, MODEL_OP_MUL, MODEL_OP_SUB,
+					      MODEL_OP_DIV, MODEL_OP_MAX, MODEL_OP_MIN };
+
+	for (size_t i = 0; i < sizeof(bops) / sizeof(bops[0]); i++) {
+		struct model *m = ref_model_new("binary", 11, 8);
+		int64_t d[4] = { 2, 8, 5, 5 }, bd[4] = { 1, 8, 1, 1 };
+		struct conv_case c = {
+			.ic = 8, .oc = 8, .groups = 1, .k = 1, .stride = 1, .dil = 1
+		};
+		struct model_layer *l;
+		int ins[2], x;
+
+		x = add_input(m, 4, d);
+		ins[0] = add_conv(m, x, &c);
+		x = add_input(m, 4, bd);
+		l = ref_model_add(m, MODEL_OP_ACT, "gate", 1, &x, 4, bd);
+		l->act = MODEL_ACT_SIGMOID;
+		ins[1] = m->nr_layers - 1;
+		l = ref_model_add(m, bops[i], "by_layer", 2, ins, 4, d);
+		l->act = MODEL_ACT_TANH;
+		x = m->nr_layers - 1;
+		l = ref_model_add(m, bops[i], "by_const", 1, &x, 4, d);
+		l->binary = (struct model_binary){ .has_const = true,
+						   .cshape = { .ndims = 3, .dims = { 8, 1, 1 } } };
+		if (bops[i] == MODEL_OP_SUB) {
+			x = m->nr_layers - 1;
+			l = ref_model_add(m, MODEL_OP_SUB, "from_const", 1, &x, 4, d);
+			l->binary = (struct model_binary){
+				.has_const = true,
+				.const_first = true,
+				.cshape = { .ndims = 1, .dims = { 1 } },
+			};
+			l->act = MODEL_ACT_RELU;
+		}
+		check_model(_metadata, m);
+		model_free(m);
+	}
+}
+
+/* Nearest by factors 2 and 4 behind a conv (NHWC), bilinear up by 2 and to 7x5. */
+TEST_F(ops, resize__nearest_and_linear_match_reference)
+{
+	static const struct {
+		bool linear;
+		int64_t oh, ow;
+	} cases[] = { { false, 6, 20 }, { true, 6, 10 }, { true, 7, 5 } };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct model *m = ref_model_new("resize", 13, 4);
+		int64_t d[4] = { 2, 8, 3, 5 }, od[4] = { 2, 8, cases[i].oh, cases[i].ow };
+		struct conv_case c = {
+			.ic = 8, .oc = 8, .groups = 1, .k = 1, .stride = 1, .dil = 1
+		};
+		struct model_layer *l;
+		int x = add_conv(m, add_input(m, 4, d), &c);
+
+		l = ref_model_add(m, MODEL_OP_RESIZE, "up", 1, &x, 4, od);
+		l->resize.linear = cases[i].linear;
+		check_model(_metadata, m);
+		model_free(m);
+	}
+}
+
+/* Transposed convolutions: PaddleOCR's 2x2 stride 2, grouped 3x3 stride 2 with padding, dilated. */
+TEST_F(ops, deconv__strided_grouped_dilated_match_reference)
+{
+	static const struct model_conv cases[] = {
+		{ .out_channels = 8,
+		  .kh = 2,
+		  .kw = 2,
+		  .stride_h = 2,
+		  .stride_w = 2,
+		  .dil_h = 1,
+		  .dil_w = 1,
+		  .groups = 1,
+		  .bias = true },
+		{ .out_channels = 12,
+		  .kh = 3,
+		  .kw = 3,
+		  .stride_h = 2,
+		  .stride_w = 2,
+		  .pad_t = 1,
+		  .pad_l = 1,
+		  .pad_b = 0,
+		  .pad_r = 1,
+		  .dil_h = 1,
+		  .dil_w = 1,
+		  .groups = 4 },
+		{ .out_channels = 1,
+		  .kh = 3,
+		  .kw = 2,
+		  .stride_h = 1,
+		  .stride_w = 3,
+		  .dil_h = 2,
+		  .dil_w = 1,
+		  .groups = 1,
+		  .bias = true },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct model_conv *c = &cases[i];
+		struct model *m = ref_model_new("deconv", 17, 3);
+		int64_t d[4] = { 2, 8, 5, 6 }, od[4] = { 2, c->out_channels, 0, 0 };
+		struct model_layer *l;
+		int x = add_input(m, 4, d);
+
+		od[2] = (d[2] - 1) * c->stride_h - c->pad_t - c->pad_b + c->dil_h * (c->kh - 1) + 1;
+		od[3] = (d[3] - 1) * c->stride_w - c->pad_l - c->pad_r + c->dil_w * (c->kw - 1) + 1;
+		l = ref_model_add(m, MODEL_OP_DECONV, "up", 1, &x, 4, od);
+		l->conv = *c;
+		l->act = i == 0 ? MODEL_ACT_RELU : MODEL_ACT_NONE;
+		check_model(_metadata, m);
+		model_free(m);
+	}
+}
+
+/* Each reduction over H and W behind a conv (NHWC), and mean over the last axis of [2, 5, 33]. */
+TEST_F(ops, reduce__each_kind_matches_reference)
+{
+	for (int k = MODEL_REDUCE_MEAN; k <= MODEL_REDUCE_SUM; k++) {
+		struct model *m = ref_model_new("reduce", 19, 5);
+		int64_t d[4] = { 2, 8, 5, 6 }, od[4] = { 2, 8, 1, 1 }, t[3] = { 2, 5, 33 },
+			to[3] = { 2, 5, 1 };
+		struct conv_case c = {
+			.ic = 8, .oc = 8, .groups = 1, .k = 1, .stride = 1, .dil = 1
+		};
+		struct model_layer *l;
+		int x = add_conv(m, add_input(m, 4, d), &c);
+
+		l = ref_model_add(m, MODEL_OP_REDUCE, "hw", 1, &x, 4, od);
+		l->reduce = (struct model_reduce){ .kind = (enum model_reduce_kind)k, .axes = 0xc };
+		check_model(_metadata, m);
+		model_free(m);
+		m = ref_model_new("reduce", 19, 3);
+		x = add_input(m, 3, t);
+		l = ref_model_add(m, MODEL_OP_REDUCE, "last", 1, &x, 3, to);
+		l->reduce = (struct model_reduce){ .kind = (enum model_reduce_kind)k, .axes = 0x4 };
+		check_model(_metadata, m);
+		model_free(m);
+	}
+}
+
+/* A zero border around H and W behind a conv (NHWC), and -1.5 before and after a sequence. */
+TEST_F(ops, pad__constant_borders_match_reference)
+{
+	struct model *m = ref_model_new("pad", 23, 3);
+	int64_t d[4] = { 2, 8, 5, 6 }, od[4] = { 2, 8, 8, 7 }, t[3] = { 2, 5, 33 },
+		to[3] = { 2, 9, 34 };
+	struct conv_case c = { .ic = 8, .oc = 8, .groups = 1, .k = 1, .stride = 1, .dil = 1 };
+	struct model_layer *l;
+	int x = add_conv(m, add_input(m, 4, d), &c);
+
+	l = ref_model_add(m, MODEL_OP_PAD, "border", 1, &x, 4, od);
+	l->pad = (struct model_pad){ .begin = { 0, 0, 1, 0 }, .end = { 0, 0, 2, 1 } };
+	check_model(_metadata, m);
+	model_free(m);
+	m = ref_model_new("pad", 23, 2);
+	x = add_input(m, 3, t);
+	l = ref_model_add(m, MODEL_OP_PAD, "seq", 1, &x, 3, to);
+	l->pad = (struct model_pad){ .begin = { 0, 3, 0 }, .end = { 0, 1, 1 }, .value = -1.5f };
 	check_model(_metadata, m);
 	model_free(m);
 }

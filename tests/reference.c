@@ -15,8 +15,10 @@
 #include "executor.h"
 #include "reference.h"
 
-static float act_one(float x, enum model_act act, float alpha)
+static float act_one(float x, enum model_act act, float alpha, float beta)
 {
+	double r;
+
 	switch (act) {
 	case MODEL_ACT_RELU:
 		return x > 0.0f ? x : 0.0f;
@@ -32,15 +34,23 @@ static float act_one(float x, enum model_act act, float alpha)
 		return (float)(0.5 * x * (1.0 + erf((double)x / sqrt(2.0))));
 	case MODEL_ACT_TANH:
 		return (float)tanh((double)x);
+	case MODEL_ACT_HARD_SIGMOID:
+		r = (double)alpha * x + beta;
+		return (float)(r < 0 ? 0 : r > 1 ? 1 : r);
+	case MODEL_ACT_CLIP:
+		return x < alpha ? alpha : x > beta ? beta : x;
+	case MODEL_ACT_HARD_SWISH:
+		r = (double)x + 3;
+		return (float)(x * (r < 0 ? 0 : r > 6 ? 6 : r) / 6);
 	default:
 		return x;
 	}
 }
 
-void ref_act(float *x, int64_t n, enum model_act act, float alpha)
+void ref_act(float *x, int64_t n, enum model_act act, float alpha, float beta)
 {
 	for (int64_t i = 0; i < n; i++)
-		x[i] = act_one(x[i], act, alpha);
+		x[i] = act_one(x[i], act, alpha, beta);
 }
 
 void ref_conv(const float *in, const int64_t in_dims[4], const float *w, const float *bias,
@@ -166,6 +176,24 @@ void ref_pool(const float *in, const int64_t in_dims[4], const struct model_pool
 				}
 }
 
+static float binary_one(enum model_op op, float a, float b)
+{
+	switch (op) {
+	case MODEL_OP_MUL:
+		return a * b;
+	case MODEL_OP_SUB:
+		return a - b;
+	case MODEL_OP_DIV:
+		return a / b;
+	case MODEL_OP_MAX:
+		return a > b ? a : b;
+	case MODEL_OP_MIN:
+		return a < b ? a : b;
+	default:
+		return a + b;
+	}
+}
+
 void ref_binary(enum model_op op, const float *a, const struct model_shape *as, const float *b,
 		const struct model_shape *bs, float *out)
 {
@@ -186,7 +214,7 @@ void ref_binary(enum model_op op, const float *a, const struct model_shape *as, 
 		}
 		for (int i = 0; i < nd; i++)
 			boff = boff * bd[i] + (bd[i] == 1 ? 0 : idx[i]);
-		out[e] = op == MODEL_OP_MUL ? a[e] * b[boff] : a[e] + b[boff];
+		out[e] = binary_one(op, a[e], b[boff]);
 	}
 }
 
@@ -316,6 +344,150 @@ void ref_slice(const float *x, const struct model_shape *s, int axis, int64_t st
 		       (size_t)(len * inner) * sizeof(float));
 }
 
+void ref_deconv(const float *in, const int64_t in_dims[4], const float *w, const float *bias,
+		const struct model_conv *c, const int64_t out_dims[4], float *out)
+{
+	int64_t ic = in_dims[1], ih = in_dims[2], iw = in_dims[3];
+	int64_t oc = out_dims[1], oh = out_dims[2], ow = out_dims[3];
+	int64_t g = c->groups, icg = ic / g, ocg = oc / g;
+	int64_t on = out_dims[0] * oc * oh * ow;
+	double *acc = calloc((size_t)on, sizeof(double));
+
+	for (int64_t b = 0; b < in_dims[0]; b++)
+		for (int64_t i = 0; i < ic; i++)
+			for (int64_t y = 0; y < ih; y++)
+				for (int64_t x = 0; x < iw; x++) {
+					double v = in[((b * ic + i) * ih + y) * iw + x];
+					int64_t grp = i / icg;
+
+					for (int64_t o = 0; o < ocg; o++)
+						for (int ky = 0; ky < c->kh; ky++)
+							for (int kx = 0; kx < c->kw; kx++) {
+								int64_t py = y * c->stride_h -
+									     c->pad_t +
+									     (int64_t)ky * c->dil_h;
+								int64_t px = x * c->stride_w -
+									     c->pad_l +
+									     (int64_t)kx * c->dil_w;
+								int64_t oo = grp * ocg + o;
+
+								if (py < 0 || py >= oh || px < 0 ||
+								    px >= ow)
+									continue;
+								acc[((b * oc + oo) * oh + py) * ow +
+								    px] +=
+									v *
+									w[((i * ocg + o) * c->kh +
+									   ky) * c->kw +
+									  kx];
+							}
+				}
+	for (int64_t e = 0; e < on; e++)
+		out[e] = (float)(acc[e] + (bias ? bias[e / (oh * ow) % oc] : 0.0));
+	free(acc);
+}
+
+void ref_reduce(const float *x, const struct model_shape *s, const struct model_reduce *r,
+		float *out)
+{
+	int64_t n = model_shape_elems(s), on = 1, cnt, od[MODEL_MAX_DIMS];
+	double *acc;
+
+	for (int i = 0; i < s->ndims; i++) {
+		od[i] = r->axes & (1u << i) ? 1 : s->dims[i];
+		on *= od[i];
+	}
+	cnt = n / on;
+	acc = malloc((size_t)on * sizeof(double));
+	for (int64_t o = 0; o < on; o++)
+		acc[o] = r->kind == MODEL_REDUCE_MAX ? -INFINITY :
+			 r->kind == MODEL_REDUCE_MIN ? INFINITY :
+						       0.0;
+	for (int64_t e = 0; e < n; e++) {
+		int64_t rest = e, o = 0, idx[MODEL_MAX_DIMS];
+		double v = x[e];
+
+		for (int i = s->ndims - 1; i >= 0; i--) {
+			idx[i] = rest % s->dims[i];
+			rest /= s->dims[i];
+		}
+		for (int i = 0; i < s->ndims; i++)
+			o = o * od[i] + (od[i] == 1 ? 0 : idx[i]);
+		if (r->kind == MODEL_REDUCE_MAX)
+			acc[o] = v > acc[o] ? v : acc[o];
+		else if (r->kind == MODEL_REDUCE_MIN)
+			acc[o] = v < acc[o] ? v : acc[o];
+		else
+			acc[o] += v;
+	}
+	for (int64_t o = 0; o < on; o++)
+		out[o] = (float)(r->kind == MODEL_REDUCE_MEAN ? acc[o] / (double)cnt : acc[o]);
+	free(acc);
+}
+
+void ref_pad(const float *x, const struct model_shape *s, const struct model_pad *p, float *out)
+{
+	int64_t od[MODEL_MAX_DIMS], on = 1, idx[MODEL_MAX_DIMS];
+
+	for (int i = 0; i < s->ndims; i++) {
+		od[i] = s->dims[i] + p->begin[i] + p->end[i];
+		on *= od[i];
+	}
+	for (int64_t e = 0; e < on; e++) {
+		int64_t rest = e, src = 0;
+		bool inside = true;
+
+		for (int i = s->ndims - 1; i >= 0; i--) {
+			idx[i] = rest % od[i] - p->begin[i];
+			rest /= od[i];
+			inside = inside && idx[i] >= 0 && idx[i] < s->dims[i];
+		}
+		for (int i = 0; inside && i < s->ndims; i++)
+			src = src * s->dims[i] + idx[i];
+		out[e] = inside ? x[src] : p->value;
+	}
+}
+
+void ref_resize(const float *x, const int64_t in[4], bool linear, const int64_t out[4], float *y)
+{
+	for (int64_t nc = 0; nc < in[0] * in[1]; nc++)
+		for (int64_t oh = 0; oh < out[2]; oh++)
+			for (int64_t ow = 0; ow < out[3]; ow++) {
+				const float *p = x + nc * in[2] * in[3];
+				double v;
+
+				if (!linear) {
+					v = p[oh * in[2] / out[2] * in[3] + ow * in[3] / out[3]];
+				} else {
+					double fh = ((double)oh + 0.5) * (double)in[2] /
+							    (double)out[2] -
+						    0.5;
+					double fw = ((double)ow + 0.5) * (double)in[3] /
+							    (double)out[3] -
+						    0.5;
+					int64_t h0, w0, h1, w1;
+
+					fh = fh < 0		      ? 0 :
+					     fh > (double)(in[2] - 1) ? (double)(in[2] - 1) :
+									fh;
+					fw = fw < 0		      ? 0 :
+					     fw > (double)(in[3] - 1) ? (double)(in[3] - 1) :
+									fw;
+					h0 = (int64_t)fh;
+					w0 = (int64_t)fw;
+					h1 = h0 + 1 < in[2] ? h0 + 1 : h0;
+					w1 = w0 + 1 < in[3] ? w0 + 1 : w0;
+					fh -= (double)h0;
+					fw -= (double)w0;
+					v = (1 - fh) * ((1 - fw) * p[h0 * in[3] + w0] +
+							fw * p[h0 * in[3] + w1]) +
+					    fh * ((1 - fw) * p[h1 * in[3] + w0] +
+						  fw * p[h1 * in[3] + w1]);
+				}
+				y[(nc * out[2] + oh) * out[3] + ow] = (float)v;
+			}
+}
+
 void ref_embed(const float *ids, int64_t n, const float *table, int64_t dim, float *out)
 {
 	for (int64_t i = 0; i < n; i++)
@@ -335,8 +507,32 @@ static int ref_conv_layer(const struct model *m, const struct model_layer *l, co
 	if (l->conv.batch_norm)
 		ref_batch_norm(out, l->out.dims[0], l->out.dims[1], l->out.dims[2] * l->out.dims[3],
 			       p.bn_gamma, p.bn_beta, p.bn_mean, p.bn_var, p.bn_eps);
-	ref_act(out, model_shape_elems(&l->out), l->act, l->act_alpha);
+	ref_act(out, model_shape_elems(&l->out), l->act, l->act_alpha, l->act_beta);
 	exec_layer_params_free(&p);
+	return 0;
+}
+
+/* add .. min: by the second input, or by the constant (const - x with const_first) */
+static int ref_binary_layer(const struct model *m, int li, const float *const *ins, float *out)
+{
+	const struct model_layer *l = &m->layers[li];
+	const struct model_shape *s0 = &m->layers[l->inputs[0]].out;
+	int64_t n = model_shape_elems(&l->out);
+	struct exec_layer_params p;
+	int ret;
+
+	if (!l->binary.has_const) {
+		ref_binary(l->op, ins[0], s0, ins[1], &m->layers[l->inputs[1]].out, out);
+	} else {
+		ret = exec_layer_params_generate(m, li, &p);
+		if (ret)
+			return ret;
+		ref_binary(l->op, ins[0], s0, p.weights, &l->binary.cshape, out);
+		for (int64_t i = 0; l->binary.const_first && i < n; i++)
+			out[i] = -out[i];
+		exec_layer_params_free(&p);
+	}
+	ref_act(out, n, l->act, l->act_alpha, l->act_beta);
 	return 0;
 }
 
@@ -361,7 +557,7 @@ int ref_layer(const struct model *m, int li, const float *const *ins, float *out
 			return ret;
 		ref_fc(ins[0], p.weights, p.bias, model_shape_elems(s0) / k, k, l->fc.out_features,
 		       out);
-		ref_act(out, n, l->act, l->act_alpha);
+		ref_act(out, n, l->act, l->act_alpha, l->act_beta);
 		break;
 	}
 	case MODEL_OP_MATMUL: {
@@ -379,12 +575,7 @@ int ref_layer(const struct model *m, int li, const float *const *ins, float *out
 		break;
 	case MODEL_OP_ACT:
 		memcpy(out, ins[0], (size_t)n * sizeof(float));
-		ref_act(out, n, l->act, l->act_alpha);
-		break;
-	case MODEL_OP_ADD:
-	case MODEL_OP_MUL:
-		ref_binary(l->op, ins[0], s0, ins[1], &m->layers[l->inputs[1]].out, out);
-		ref_act(out, n, l->act, l->act_alpha);
+		ref_act(out, n, l->act, l->act_alpha, l->act_beta);
 		break;
 	case MODEL_OP_CONCAT: {
 		const struct model_shape *shapes[MODEL_MAX_INPUTS];
@@ -422,6 +613,22 @@ int ref_layer(const struct model *m, int li, const float *const *ins, float *out
 		ref_slice(ins[0], s0, axis, l->slice.start, l->slice.len, out);
 		break;
 	}
+	case MODEL_OP_DECONV:
+		ret = exec_layer_params_generate(m, li, &p);
+		if (ret)
+			return ret;
+		ref_deconv(ins[0], s0->dims, p.weights, p.bias, &l->conv, l->out.dims, out);
+		ref_act(out, n, l->act, l->act_alpha, l->act_beta);
+		break;
+	case MODEL_OP_PAD:
+		ref_pad(ins[0], s0, &l->pad, out);
+		break;
+	case MODEL_OP_REDUCE:
+		ref_reduce(ins[0], s0, &l->reduce, out);
+		break;
+	case MODEL_OP_RESIZE:
+		ref_resize(ins[0], s0->dims, l->resize.linear, l->out.dims, out);
+		break;
 	case MODEL_OP_EMBED:
 		ret = exec_layer_params_generate(m, li, &p);
 		if (ret)
@@ -429,7 +636,7 @@ int ref_layer(const struct model *m, int li, const float *const *ins, float *out
 		ref_embed(ins[0], model_shape_elems(s0), p.weights, l->embed.dim, out);
 		break;
 	default:
-		return -EINVAL;
+		return model_op_is_binary(l->op) ? ref_binary_layer(m, li, ins, out) : -EINVAL;
 	}
 	exec_layer_params_free(&p);
 	return 0;

@@ -16,7 +16,8 @@
 #include <stdint.h>
 #include "model.h"
 
-void ref_act(float *x, int64_t n, enum model_act act, float alpha);
+/* alpha: leaky_relu's and hard_sigmoid's slope; beta: hard_sigmoid's offset */
+void ref_act(float *x, int64_t n, enum model_act act, float alpha, float beta);
 /* in [N][C][H][W], w [OC][C/g][kh][kw], bias [OC] or NULL; out [N][OC][OH][OW]. */
 void ref_conv(const float *in, const int64_t in_dims[4], const float *w, const float *bias,
 	      const struct model_conv *c, const int64_t out_dims[4], float *out);
@@ -45,6 +46,16 @@ void ref_lrn(const float *x, const int64_t dims[4], int size, float alpha, float
 void ref_transpose(const float *x, const struct model_shape *s, const int *perm, float *out);
 void ref_slice(const float *x, const struct model_shape *s, int axis, int64_t start, int64_t len,
 	       float *out);
+/* Transposed convolution, weights [IC][OC/groups][kh][kw] (ONNX's ConvTranspose). */
+void ref_deconv(const float *in, const int64_t in_dims[4], const float *w, const float *bias,
+		const struct model_conv *c, const int64_t out_dims[4], float *out);
+/* Mean, max, min or sum of x over r's axes (kept as dims of 1). */
+void ref_reduce(const float *x, const struct model_shape *s, const struct model_reduce *r,
+		float *out);
+/* x with p's border of p->value before and after each dim. */
+void ref_pad(const float *x, const struct model_shape *s, const struct model_pad *p, float *out);
+/* models/README.md's resize of [N, C, H, W] to out's H x W. */
+void ref_resize(const float *x, const int64_t in[4], bool linear, const int64_t out[4], float *y);
 /* out[i] = table[ids[i]] rows of dim floats. */
 void ref_embed(const float *ids, int64_t n, const float *table, int64_t dim, float *out);
 

