@@ -42,12 +42,11 @@
  *  - cores: from the free set, LLC domains with the fewest busy cores first
  *    (busy = online and not free, or granted earlier in this round), ties to
  *    the lower domain slowdown;
- *  - prediction: a x (the table latency at the level) + b, a and b fitted
- *    per tenant by least squares over its recent blocks (fed by
- *    policy_block_done(), older blocks forgotten), faded back to the table
- *    itself (a = 1, b = 0) by half every second without a block (stale
- *    evidence fades; a tenant whose every query was predicted late gets
- *    served again and measured).
+ *  - prediction: the table latency at the level times a per-tenant
+ *    correction, an EWMA (alpha 0.3) of measured / table latency fed by
+ *    policy_block_done(), whose distance from 1.0 halves every second
+ *    without a block (stale evidence fades; a tenant whose every query was
+ *    predicted late gets served again and measured).
  *
  * Reading the table is most of a round's cost (each layer's version at each
  * core count, interpolated between level columns), so each tenant keeps what
@@ -69,14 +68,13 @@
 #include <sys/mman.h>
 #include "policy_impl.h"
 
-/* Weight of a block in the fit, per later block: ~1 / (1 - 0.8) = 5 blocks of memory. */
-#define COLOC_FORGET 0.8
+#define COLOC_ALPHA 0.3
 /*
- * The prediction's fit is evidence from the tenant's recent blocks: with
- * none for this long, half of its distance from the table is forgotten.
- * Only blocks that run update it, and a fit that predicts every query late
- * drops every query: without forgetting, one slow spell would starve the
- * tenant for good.
+ * The correction is evidence from the tenant's recent blocks: with none for
+ * this long, half of its distance from 1.0 is forgotten. Only blocks that
+ * run update it, and a correction that predicts every query late drops
+ * every query: without forgetting, one slow spell would starve the tenant
+ * for good.
  */
 #define COLOC_CORR_HALF_LIFE_NS 1000000000.0
 /*
@@ -137,16 +135,8 @@ struct coloc_tenant {
 	const struct policy_model *model;
 	double avg_need; /* avg_C: mean core need alone */
 	double share_den; /* total ops, or total alone latency at the largest count */
-	/*
-	 * Abacus-style prediction, learnt online from the tenant's blocks:
-	 * measured = a x table + b, by least squares over its blocks weighted
-	 * COLOC_FORGET^age (exponentially weighted sums of 1, x, y, xx, xy).
-	 * b is what a block costs beyond its layers (its command, re-pinning,
-	 * waking the team), which a ratio alone cannot learn: GoogLeNet's short
-	 * blocks measured ~1.5-2x the table, its whole model ~1.1x.
-	 */
-	double sw, sx, sy, sxx, sxy;
-	uint64_t fit_ns; /* when the sums were last fed (a block's end) */
+	double corr; /* measured / table latency, EWMA */
+	uint64_t corr_ns; /* when corr was last measured (a block's end) */
 	struct coloc_cache *cache; /* NULL: the table is too large to cache */
 };
 
@@ -368,7 +358,7 @@ static struct coloc_tenant *tenant_state(struct coloc_state *st, const struct po
 
 	if (ct->known && ct->uid == pt->uid && ct->model == m)
 		return ct;
-	*ct = (struct coloc_tenant){ .known = true, .uid = pt->uid, .model = m };
+	*ct = (struct coloc_tenant){ .known = true, .uid = pt->uid, .model = m, .corr = 1.0 };
 	for (int l = 0; l < m->nr_layers; l++) {
 		uint64_t ns = 0;
 
@@ -545,50 +535,13 @@ static double free_level(const struct policy_config *cfg, const struct policy_in
 	return 1.0 + round((sum / n - 1.0) / COLOC_LEVEL_STEP) * COLOC_LEVEL_STEP;
 }
 
-/* A block's predicted latency from its table latency: measured ~ a x table + b. */
-struct coloc_fit {
-	double a, b;
-};
-
-static double fit_predict(const struct coloc_fit *f, double table_ns)
+/* t's correction as of now: its distance from 1.0 halves every half-life without a block. */
+static double aged_corr(const struct coloc_tenant *ct, uint64_t now)
 {
-	return f->a * table_ns + f->b;
-}
-
-/* The most table latency that fits in budget_ns; a tiny positive limit when none does. */
-static double fit_table_limit(const struct coloc_fit *f, double budget_ns)
-{
-	double x = (budget_ns - f->b) / f->a;
-
-	return x > 1 ? x : 1;
-}
-
-/*
- * t's fit as of now. Through the origin (b = 0) while its blocks' table
- * latencies barely differ (the intercept is then not identifiable) or when
- * the line would have b < 0; then faded towards the table itself (a = 1,
- * b = 0): the distance halves every half-life without a block.
- */
-static struct coloc_fit tenant_fit(const struct coloc_tenant *ct, uint64_t now)
-{
-	struct coloc_fit f = { 1.0, 0.0 };
-	double var, w;
-
-	if (ct->sw <= 0 || ct->sxx <= 0)
-		return f;
-	var = ct->sxx - ct->sx * ct->sx / ct->sw;
-	if (ct->sw >= 2 && var > 0.01 * ct->sxx) {
-		f.a = (ct->sxy - ct->sx * ct->sy / ct->sw) / var;
-		f.b = (ct->sy - f.a * ct->sx) / ct->sw;
-	}
-	if (f.b < 0 || f.a <= 0 || !(ct->sw >= 2 && var > 0.01 * ct->sxx)) {
-		f.a = ct->sxy / ct->sxx;
-		f.b = 0;
-	}
-	w = now > ct->fit_ns ? exp2(-(double)(now - ct->fit_ns) / COLOC_CORR_HALF_LIFE_NS) : 1.0;
-	f.a = 1.0 + (f.a - 1.0) * w;
-	f.b *= w;
-	return f;
+	if (now <= ct->corr_ns)
+		return ct->corr;
+	return 1.0 +
+	       (ct->corr - 1.0) * exp2(-(double)(now - ct->corr_ns) / COLOC_CORR_HALF_LIFE_NS);
 }
 
 /* What a round starts from: busy cores per domain, the level, the tenants running, the queue sorted. */
@@ -807,10 +760,10 @@ static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
 }
 
 static uint64_t rest_of_model(const struct coloc_state *st, struct coloc_tenant *ct, int first,
-			      int ci, double pos, const struct coloc_fit *fit)
+			      int ci, double pos, double corr)
 {
-	return (uint64_t)fit_predict(
-		fit, (double)span_ns(st, ct, first, ct->model->nr_layers, ci, pos, NULL, 0));
+	return (uint64_t)((double)span_ns(st, ct, first, ct->model->nr_layers, ci, pos, NULL, 0) *
+			  corr);
 }
 
 /*
@@ -854,12 +807,11 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	struct coloc_tenant *ct = &st->t[q->tenant];
 	double level = st->flags.use_level ? r->level : 1.0;
 	double pos = policy_model_level_pos(m, level);
-	struct coloc_fit fit =
-		st->flags.predict ? tenant_fit(ct, in->now_ns) : (struct coloc_fit){ 1.0, 0.0 };
+	double corr = st->flags.predict ? aged_corr(ct, in->now_ns) : 1.0;
 	int max_count = r->nr_free;
 	int max_ci = policy_model_core_index(m, max_count);
 	int first = q->next_layer, last, ci;
-	double budget, scale, table_limit;
+	double budget, scale;
 	int min_need;
 	uint64_t raw_ns = 0;
 	struct policy_decision *d;
@@ -880,7 +832,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		uint64_t rest_ns;
 
 		if (max_ci < all_ci) {
-			rest_ns = rest_of_model(st, ct, first, all_ci, pos, &fit);
+			rest_ns = rest_of_model(st, ct, first, all_ci, pos, corr);
 			if (!rest_ns)
 				return coloc_err_set(err, -EINVAL,
 						     "tenant %d: a layer from %d on has no version "
@@ -889,7 +841,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 			if (in->now_ns + rest_ns > q->deadline_ns)
 				return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
 		}
-		rest_ns = rest_of_model(st, ct, first, max_ci, pos, &fit);
+		rest_ns = rest_of_model(st, ct, first, max_ci, pos, corr);
 		if (!rest_ns)
 			return coloc_err_set(
 				err, -EINVAL,
@@ -915,11 +867,10 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	 * block is too: the search starts at the least need among its layers.
 	 */
 	versions = &out->versions[out->nr_versions];
-	table_limit = fit_table_limit(&fit, budget);
 	ci = -1;
 	for (int c = min_need; c <= max_ci; c++) {
-		raw_ns = span_ns(st, ct, first, last, c, pos, versions, table_limit);
-		if (raw_ns && (double)raw_ns <= table_limit) {
+		raw_ns = span_ns(st, ct, first, last, c, pos, versions, budget / corr);
+		if (raw_ns && (double)raw_ns <= budget / corr) {
 			ci = c;
 			break;
 		}
@@ -967,7 +918,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		.nr_cores = m->core_counts[ci],
 		.decided_ns = in->now_ns,
 		.level = level,
-		.predicted_ns = (uint64_t)fit_predict(&fit, (double)raw_ns),
+		.predicted_ns = (uint64_t)((double)raw_ns * corr),
 	};
 	d->alone_ns = span_alone_ns(st, ct, first, last, ci, pos, versions);
 	grant_cores(cfg, in, r, d->nr_cores, &d->cores);
@@ -1079,20 +1030,10 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 					    policy_model_level_pos(m, d->level));
 	if (raw) {
 		uint64_t end_ns = d->decided_ns + measured_ns;
-		double x = (double)raw, y = (double)measured_ns;
-		/* older blocks weigh COLOC_FORGET less per block, and fade with time as the fit does */
-		double keep =
-			COLOC_FORGET *
-			(end_ns > ct->fit_ns && ct->fit_ns ?
-				 exp2(-(double)(end_ns - ct->fit_ns) / COLOC_CORR_HALF_LIFE_NS) :
-				 1.0);
 
-		ct->sw = keep * ct->sw + 1;
-		ct->sx = keep * ct->sx + x;
-		ct->sy = keep * ct->sy + y;
-		ct->sxx = keep * ct->sxx + x * x;
-		ct->sxy = keep * ct->sxy + x * y;
-		ct->fit_ns = end_ns;
+		ct->corr = (1 - COLOC_ALPHA) * aged_corr(ct, end_ns) +
+			   COLOC_ALPHA * (double)measured_ns / raw;
+		ct->corr_ns = end_ns;
 	}
 }
 

@@ -997,12 +997,13 @@ TEST_F(pol, model_wise_decide__takes_the_fewest_cores_whose_alone_latency_meets_
 	ASSERT_EQ(450000, self->decisions[0].predicted_ns);
 }
 
-TEST_F(pol, coloc_block_done__the_prediction_learns_the_measured_ratio)
+TEST_F(pol, coloc_block_done__the_correction_converges_on_the_measured_ratio)
 {
 	struct policy *p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
 	struct policy *q = policy_create(policy_find("coloc-noprediction"), &self->cfg, &self->err);
 	struct policy_decision first;
 	uint8_t versions[3];
+	double corr = 1.0;
 
 	ASSERT_NE(NULL, p);
 	ASSERT_NE(NULL, q);
@@ -1016,18 +1017,17 @@ TEST_F(pol, coloc_block_done__the_prediction_learns_the_measured_ratio)
 	memcpy(versions, first.versions, 3);
 	first.versions = versions;
 
-	/*
-	 * Every block of the same table latency measures 1.5 x the table: the
-	 * intercept is not identifiable, so the fit goes through the origin
-	 * with slope 1.5.
-	 */
+	/* every block measures 1.5 x the table: the EWMA (alpha 0.3) walks to 1.5 */
 	for (int i = 0; i < 10; i++) {
 		policy_block_done(p, &first, 810000);
 		policy_block_done(q, &first, 810000);
+		corr = 0.7 * corr + 0.3 * 1.5;
 	}
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
-	ASSERT_EQ(810000, self->decisions[0].predicted_ns);
+	ASSERT_EQ((uint64_t)(540000 * corr), self->decisions[0].predicted_ns);
+	ASSERT_LT(1.48 * 540000, self->decisions[0].predicted_ns);
+	ASSERT_GE(810000, self->decisions[0].predicted_ns);
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(q, &self->in, &self->out, &self->err));
 	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
@@ -1499,15 +1499,16 @@ TEST(coloc_decide__an_instance_that_kept_its_reads_decides_as_one_with_new_tenan
 
 /*
  * A tenant whose blocks all ran 2x the table is predicted late and dropped;
- * with no block for 3 s its prediction has lost 7/8 of its excess over the
- * table (a half-life of 1 s), and the same query is served again.
+ * with no block for 3 s its correction has lost 7/8 of its excess (a
+ * half-life of 1 s), and the same query is served again.
  */
-TEST_F(pol, coloc_block_done__the_prediction_fades_without_blocks_so_a_starved_tenant_is_served)
+TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_tenant_is_served)
 {
 	struct policy *p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
 	const uint64_t end = 1080000, later = end + 3000000000ull;
 	struct policy_decision first;
 	uint8_t versions[3];
+	double corr = 1.0;
 
 	ASSERT_NE(NULL, p);
 	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
@@ -1519,11 +1520,13 @@ TEST_F(pol, coloc_block_done__the_prediction_fades_without_blocks_so_a_starved_t
 	first = self->decisions[0];
 	memcpy(versions, first.versions, 3);
 	first.versions = versions;
-	/* decided at 0, each measured 1.08 ms: every block ends at 1.08 ms; slope 2 */
-	for (int i = 0; i < 10; i++)
+	/* decided at 0, each measured 1.08 ms: every block ends at 1.08 ms */
+	for (int i = 0; i < 10; i++) {
 		policy_block_done(p, &first, end);
+		corr = 0.7 * corr + 0.3 * 2.0;
+	}
 
-	/* 800 us left: 540 us x 2 predicted on the whole machine: dropped */
+	/* 800 us left: 540 us x 1.97 predicted on the whole machine: dropped */
 	self->in.nr_queries = 0;
 	self->in.now_ns = end;
 	add_query(&self->in, self->queries, 2, 0, end, end + 800000);
@@ -1532,9 +1535,9 @@ TEST_F(pol, coloc_block_done__the_prediction_fades_without_blocks_so_a_starved_t
 	ASSERT_EQ(0, self->out.nr_decisions);
 	ASSERT_EQ(1, self->out.nr_drops);
 	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
-	ASSERT_EQ(1080000, self->drops[0].predicted_ns);
+	ASSERT_EQ((uint64_t)(540000 * corr), self->drops[0].predicted_ns);
 
-	/* 3 s later, no block since: 1 + 1 / 8 = 1.125 x 540 us = 607.5 us fits in 800 us */
+	/* 3 s later, no block since: 1 + 0.97 / 8 = 1.12 x 540 us fits in 800 us */
 	self->in.nr_queries = 0;
 	self->in.now_ns = later;
 	add_query(&self->in, self->queries, 3, 0, later, later + 800000);
@@ -1543,7 +1546,7 @@ TEST_F(pol, coloc_block_done__the_prediction_fades_without_blocks_so_a_starved_t
 	ASSERT_EQ(0, self->out.nr_drops);
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(3, self->decisions[0].query_id);
-	ASSERT_EQ(607500, self->decisions[0].predicted_ns);
+	ASSERT_EQ((uint64_t)(540000 * (1.0 + (corr - 1.0) / 8)), self->decisions[0].predicted_ns);
 	policy_destroy(p);
 }
 
@@ -1574,42 +1577,6 @@ TEST_F(pol, coloc_decide__caps_a_block_at_half_the_smallest_qos_of_the_other_ten
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(4, self->decisions[0].last_layer);
 	ASSERT_EQ(190000, self->decisions[0].predicted_ns);
-}
-
-/*
- * Blocks of two sizes, each measured as 1.2 x its table latency plus 50 us
- * (a block's fixed cost): the fit finds slope 1.2 and intercept 50 us, so
- * the 540 us block is predicted at 698 us, where a ratio would mix the two.
- */
-TEST_F(pol, coloc_block_done__the_prediction_learns_a_blocks_fixed_cost)
-{
-	struct policy *p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
-	struct policy_decision whole, part;
-	uint8_t versions[3];
-
-	ASSERT_NE(NULL, p);
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
-	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
-	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
-	policy_output_reset(&self->out);
-	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
-	whole = self->decisions[0];
-	memcpy(versions, whole.versions, 3);
-	whole.versions = versions;
-	ASSERT_EQ(540000, whole.predicted_ns);
-	/* its first layer alone: v2 at 4 cores, 250 us */
-	part = whole;
-	part.last_layer = 1;
-	for (int i = 0; i < 6; i++) {
-		policy_block_done(p, &whole, 1.2 * 540000 + 50000);
-		policy_block_done(p, &part, 1.2 * 250000 + 50000);
-	}
-	policy_output_reset(&self->out);
-	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
-	ASSERT_EQ(1, self->out.nr_decisions);
-	EXPECT_LE(697999, self->decisions[0].predicted_ns);
-	EXPECT_GE(698001, self->decisions[0].predicted_ns);
-	policy_destroy(p);
 }
 
 TEST_HARNESS_MAIN
