@@ -8,6 +8,7 @@
  * measurement; a tie on either side contradicts nothing.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,12 +75,13 @@ static int split_tabs(char *line, char **field, int max)
 	return n;
 }
 
-static int parse_number(const char *s, double *v)
+/* A number >= 0; infinite only where allowed (bench-qos's 'inf' p99: queries unanswered). */
+static int parse_number(const char *s, bool may_be_inf, double *v)
 {
 	char *end;
 
 	*v = strtod(s, &end);
-	return end != s && !*end && isfinite(*v) && *v >= 0 ? 0 : -EINVAL;
+	return end != s && !*end && (isfinite(*v) || may_be_inf) && *v >= 0 ? 0 : -EINVAL;
 }
 
 int sim_qps_table_load_tsv(const char *path, struct sim_qps_table *t, struct coloc_err *err)
@@ -112,11 +114,15 @@ int sim_qps_table_load_tsv(const char *path, struct sim_qps_table *t, struct col
 		}
 		if (!*f[0] && n == 1)
 			continue;
+		/* NA: bench-qos could not measure that policy on that mix (coloc-load failed) */
+		if (n > col[2] && !strcmp(f[col[2]], "NA"))
+			continue;
 		if (n <= col[0] || n <= col[1] || n <= col[2] || n <= col[3] ||
-		    parse_number(f[col[2]], &qps) || parse_number(f[col[3]], &p99)) {
+		    parse_number(f[col[2]], false, &qps) || parse_number(f[col[3]], true, &p99)) {
 			ret = coloc_err_set(err, -EINVAL,
-					    "%s:%d: want a mix, a policy and two numbers >= 0 in "
-					    "the header's columns",
+					    "%s:%d: want a mix, a policy and two numbers >= 0 (the "
+					    "second may be inf; NA QoS-QPS skips the row) in the "
+					    "header's columns",
 					    path, lineno);
 			break;
 		}

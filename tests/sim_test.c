@@ -724,7 +724,8 @@ TEST_F(sim, mixes_load__reads_mixes_and_names_a_bad_line)
 
 /*
  * A results.tsv made by hand for this test only (never a measurement):
- * columns in another order than bench-qos writes them, plus one it does not.
+ * columns in another order than bench-qos writes them, plus one it does not;
+ * x's p99 is inf (queries unanswered) and z was not measured (NA: skipped).
  * Simulated: light a 100, b 50, c 30; heavy a 10, b 20.
  * Measured:  light a 90, b 60, c 20; heavy a 25, b 12 (and x, not simulated).
  * Ratios 100/90 = 1.111 (within 15 %), 50/60 = 0.833 (not), 30/20 = 1.5
@@ -743,11 +744,14 @@ TEST_F(sim, fidelity_compare__ratios_tolerance_and_ranking_on_a_hand_made_file)
 	close(fd);
 	write_file(path, "policy\tmix\tnote\tp99_over_solo\tqos_qps\n"
 			 "a\tlight\t-\t1.1\t90\nb\tlight\t-\t1.2\t60\nc\tlight\t-\t1.3\t20\n"
-			 "a\theavy\t-\t1.1\t25\nb\theavy\t-\t1.0\t12\nx\theavy\t-\t1.0\t5\n");
+			 "a\theavy\t-\t1.1\t25\nb\theavy\t-\t1.0\t12\nx\theavy\t-\tinf\t5\n"
+			 "z\theavy\t-\tNA\tNA\n");
 	ASSERT_EQ(0, sim_qps_table_load_tsv(path, &meas, &self->err)) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(6, meas.nr);
 	ASSERT_EQ(60.0, sim_qps_table_find(&meas, "light", "b")->qps);
 	ASSERT_EQ(1.2, sim_qps_table_find(&meas, "light", "b")->p99_over_solo);
+	ASSERT_TRUE(isinf(sim_qps_table_find(&meas, "heavy", "x")->p99_over_solo));
+	ASSERT_EQ(NULL, sim_qps_table_find(&meas, "heavy", "z"));
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "light", "a", 100, 0, &self->err));
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "light", "b", 50, 0, &self->err));
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "light", "c", 30, 0, &self->err));
