@@ -183,12 +183,8 @@ echo "== solo latency of each model as served (alone, temporal, 10 % load)"
 for m in "${!MODEL_SET[@]}"; do
 	probe_solo "$m" "$m"
 	PROFILED[$m]=$SOLO_MS
-	submit_tenant "$m" "$m" 60000 quiet
-	wait_ready "$m" || exit 1
-	rate=$(awk -v s="$SOLO_MS" 'BEGIN { printf "%.2f", 100 / s }')
-	SOLO[$m]=$("$BIN/coloc-load" --socket "$SOCK" --tenant "$m:$rate" --duration "$SOLO_S" \
-		--warmup 1 --seed "$SEED" --json | jq -r '.tenants[0].p50_ms')
-	ctl remove "$m" >/dev/null
+	served_solo "$m" "$m" "$SOLO_S" || exit 1
+	SOLO[$m]=$SERVED_MS
 	QOS[$m]=$(qos_ms_of "${SOLO[$m]}")
 	printf '  %-16s profiled %8.3f ms, served alone p50 %8.3f ms -> QoS %s ms\n' "$m" \
 		"${PROFILED[$m]}" "${SOLO[$m]}" "${QOS[$m]}"

@@ -19,6 +19,11 @@
 #   probe_solo NAME MODEL   submits NAME_10us with an impossible QoS: sets
 #                           REFUSAL to colocd's answer and SOLO_MS to the
 #                           profiled solo latency it names
+#   served_solo NAME MODEL SECONDS
+#                           after probe_solo: submits NAME with a generous QoS,
+#                           drives it alone at 10 % of the machine at its
+#                           profiled speed for SECONDS, sets SERVED_MS to the
+#                           median latency (coloc-load's) and removes it
 #   qos_ms_of SOLO_MS       2 x solo, rounded up to a whole ms
 # Messages go to stderr prefixed with NAME.
 
@@ -123,6 +128,18 @@ probe_solo() { # name model
 		echo "$LIB_NAME: expected colocd to refuse ${1}_10us naming its solo latency; it said: $REFUSAL" >&2
 		exit 1
 	fi
+}
+
+served_solo() { # name model seconds
+	local rate
+
+	submit_tenant "$1" "$2" 60000 quiet
+	wait_ready "$1" || return 1
+	rate=$(awk -v s="$SOLO_MS" 'BEGIN { printf "%.2f", 100 / s }')
+	SERVED_MS=$("$BIN/coloc-load" --socket "$SOCK" --tenant "$1:$rate" --duration "$3" \
+		--warmup 1 --seed 1 --json | sed -nE 's/.*"p50_ms":([0-9.]+).*/\1/p')
+	ctl remove "$1" >/dev/null
+	[ -n "$SERVED_MS" ] || { echo "$LIB_NAME: no latency measured for $1 alone" >&2; return 1; }
 }
 
 qos_ms_of() { # solo_ms
