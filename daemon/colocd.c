@@ -235,13 +235,19 @@ static int stop_signal;
 static struct server *server;
 static __u64 drain_end_ns;
 
-/* While draining: exits once no query is left, or when the time is up. */
+/* Nothing left to finish: no query queued or running, and every answer written out. */
+static bool drained(struct colocd *d)
+{
+	return !colocd_serving_busy(d) && !server_has_output(server);
+}
+
+/* While draining: exits once drained, or when the time is up. */
 static void on_drain_check(struct loop_source *src, __u64 now_ns, void *ctx)
 {
 	struct colocd *d = ctx;
 
 	(void)src;
-	if (!colocd_serving_busy(d) || now_ns >= drain_end_ns)
+	if (drained(d) || now_ns >= drain_end_ns)
 		loop_exit(d->loop, 0);
 }
 
@@ -251,8 +257,12 @@ static void on_stop_signal(struct loop_source *src, const struct signalfd_siginf
 	int busy = colocd_serving_busy(d);
 
 	(void)src;
-	/* a second signal while draining: stop now */
-	if (d->draining || !busy ||
+	/*
+	 * A second signal while draining: stop now. Answers still queued for
+	 * their sockets are drained too: exiting on them would close the
+	 * connections before the clients read what was computed for them.
+	 */
+	if (d->draining || drained(d) ||
 	    loop_add_timer(d->loop, NULL, COLOCD_DRAIN_POLL_NS, COLOCD_DRAIN_POLL_NS,
 			   on_drain_check, d)) {
 		stop_signal = (int)si->ssi_signo;

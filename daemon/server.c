@@ -89,6 +89,14 @@ struct server {
 	struct server_conn *conns[SERVER_MAX_CONNS];
 };
 
+bool server_has_output(const struct server *s)
+{
+	for (int i = 0; i < SERVER_MAX_CONNS; i++)
+		if (s->conns[i] && s->conns[i]->out_head)
+			return true;
+	return false;
+}
+
 static void server_conn_close(struct server_conn *c)
 {
 	struct server *s = c->s;

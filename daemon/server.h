@@ -83,6 +83,8 @@ void server_req_defer(struct server_req *req);
 int server_send(struct server *s, __u64 conn, const char *line, const void *payload, size_t len);
 /* Stops accepting new connections (shutting down); the open ones are served on. */
 void server_stop_listening(struct server *s);
+/* Whether answers are queued and not yet written to their sockets (wait for them before exiting). */
+bool server_has_output(const struct server *s);
 
 struct server_config {
 	const char *socket_path;
