@@ -14,21 +14,14 @@ static int fcfs_decide(void *state, const struct policy_config *cfg, const struc
 		       struct policy_output *out, struct coloc_err *err)
 {
 	struct policy_cpuset free = *in->free;
-	const struct policy_query *q = NULL;
+	int r;
 
 	(void)state;
 	if (in->nr_running)
 		return 0;
-	while ((q = policy_earliest_queued(in, -1, q))) {
-		int r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, &free, out, err);
-
-		if (r < 0)
-			return r;
-		/* one query at a time: after the first served, the rest wait for it */
-		if (r != POLICY_DROPPED)
-			break;
-	}
-	return 0;
+	/* one query at a time, of any tenant: after the first served, the rest wait for it */
+	r = policy_serve_earliest_whole(cfg, in, -1, &free, out, err);
+	return r < 0 ? r : 0;
 }
 
 const struct policy_entry policy_fcfs = {

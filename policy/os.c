@@ -20,23 +20,17 @@ static int os_decide(void *state, const struct policy_config *cfg, const struct 
 {
 	(void)state;
 	for (int t = 0; t < in->nr_tenants; t++) {
-		const struct policy_query *q = NULL;
+		/* every tenant sees all the cores: a fresh copy each, not what others took */
+		struct policy_cpuset free = *in->free;
+		int r;
 
 		if (!in->tenants[t].model || policy_tenant_in_flight(in, t))
 			continue;
-		while ((q = policy_earliest_queued(in, t, q))) {
-			/* every tenant sees all the cores: a fresh copy each, not what others took */
-			struct policy_cpuset free = *in->free;
-			int r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, &free, out,
-							 err);
-
-			if (r < 0)
-				return r;
-			if (r == POLICY_OUT_FULL)
-				return 0;
-			if (r != POLICY_DROPPED)
-				break;
-		}
+		r = policy_serve_earliest_whole(cfg, in, t, &free, out, err);
+		if (r < 0)
+			return r;
+		if (r == POLICY_OUT_FULL)
+			return 0;
 	}
 	return 0;
 }

@@ -51,6 +51,17 @@ int policy_serve_whole_model(const struct policy_config *cfg, const struct polic
 			     struct policy_output *out, struct coloc_err *err);
 
 /*
+ * First come first served within tenant (-1: any tenant): its queued
+ * queries, earliest first, each served whole on up to all of free, until
+ * one is not dropped. Returns that one's enum policy_served (POLICY_DROPPED
+ * when every queued query was dropped or none was queued), or -EINVAL as
+ * policy_serve_whole_model.
+ */
+int policy_serve_earliest_whole(const struct policy_config *cfg, const struct policy_input *in,
+				int tenant, struct policy_cpuset *free, struct policy_output *out,
+				struct coloc_err *err);
+
+/*
  * The coloc engine (coloc.c), shared by coloc, its ablations and the
  * model-wise and layer-wise baselines: each entry is a set of flags.
  */

@@ -57,8 +57,8 @@ static int static_decide(void *state, const struct policy_config *cfg,
 	for (int t = 0; t < in->nr_tenants; t++)
 		nr_active += in->tenants[t].model != NULL;
 	for (int t = 0; t < in->nr_tenants; t++) {
-		const struct policy_query *q = NULL;
 		struct policy_cpuset free;
+		int r;
 
 		if (!in->tenants[t].model)
 			continue;
@@ -66,17 +66,11 @@ static int static_decide(void *state, const struct policy_config *cfg,
 		if (policy_tenant_in_flight(in, t))
 			continue;
 		policy_cpuset_and(&free, in->free);
-		while ((q = policy_earliest_queued(in, t, q))) {
-			int r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, &free, out,
-							 err);
-
-			if (r < 0)
-				return r;
-			if (r == POLICY_OUT_FULL)
-				return 0;
-			if (r != POLICY_DROPPED)
-				break;
-		}
+		r = policy_serve_earliest_whole(cfg, in, t, &free, out, err);
+		if (r < 0)
+			return r;
+		if (r == POLICY_OUT_FULL)
+			return 0;
 	}
 	return 0;
 }

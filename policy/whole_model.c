@@ -124,3 +124,15 @@ int policy_serve_whole_model(const struct policy_config *cfg, const struct polic
 	policy_cpuset_andnot(free, &d->cores);
 	return POLICY_SERVED;
 }
+
+int policy_serve_earliest_whole(const struct policy_config *cfg, const struct policy_input *in,
+				int tenant, struct policy_cpuset *free, struct policy_output *out,
+				struct coloc_err *err)
+{
+	const struct policy_query *q = NULL;
+	int r = POLICY_DROPPED;
+
+	while (r == POLICY_DROPPED && (q = policy_earliest_queued(in, tenant, q)))
+		r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, free, out, err);
+	return r;
+}
