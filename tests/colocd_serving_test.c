@@ -1034,6 +1034,31 @@ TEST_F_TIMEOUT(wire, sigkill__executor_mid_block_fails_tenant_others_serve_resta
 	free(got);
 }
 
+/*
+ * Sends n queries to name on a connection of their own (status requests go
+ * on self->c meanwhile), and waits until colocd holds all n (queued, in
+ * flight or served). False when a send fails or they are not all held in
+ * time.
+ */
+static bool send_held(FIXTURE_DATA(wire) * self, const char *name, int n, struct coloc_client **qc)
+{
+	if (coloc_client_connect(self->sock, qc))
+		return false;
+	for (int i = 0; i < n; i++)
+		if (coloc_client_infer_send(*qc, name, (uint64_t)i, self->input, self->in_bytes))
+			return false;
+	for (int waited = 0; waited < READY_MS; waited += 5) {
+		struct json_object *t = tenant_status(self, name);
+		double held = num_of(t, "queued") + num_of(t, "in_flight") + num_of(t, "served");
+
+		json_object_put(t);
+		if (held >= n)
+			return true;
+		usleep(5000);
+	}
+	return false;
+}
+
 TEST_F_TIMEOUT(wire, remove__drains_then_answers_and_forgets_the_attribution, 600)
 {
 	struct coloc_infer_result res;
@@ -1046,20 +1071,8 @@ TEST_F_TIMEOUT(wire, remove__drains_then_answers_and_forgets_the_attribution, 60
 	ASSERT_NE(NULL, got);
 	struct coloc_client *qc;
 
-	ASSERT_EQ(0, coloc_client_connect(self->sock, &qc));
-	for (int i = 0; i < 4; i++)
-		ASSERT_EQ(0, coloc_client_infer_send(qc, "a", (uint64_t)i, self->input,
-						     self->in_bytes));
-	/* the four are read before the remove: wait until colocd holds them */
-	for (int waited = 0; waited < READY_MS; waited += 5) {
-		struct json_object *t = tenant_status(self, "a");
-		double held = num_of(t, "queued") + num_of(t, "in_flight") + num_of(t, "served");
-
-		json_object_put(t);
-		if (held >= 4)
-			break;
-		usleep(5000);
-	}
+	/* the four are read before the remove: colocd holds them */
+	ASSERT_TRUE(send_held(self, "a", 4, &qc));
 	r = call(self, "{\"cmd\":\"remove\",\"name\":\"a\"}");
 	EXPECT_TRUE(is_ok(r)) TH_LOG("%s", str_of(r, "error"));
 	json_object_put(r);
@@ -1093,20 +1106,7 @@ TEST_F_TIMEOUT(wire, sigterm__drains_in_flight_stops_executors_unpins_exits_0, 6
 	pa = executor_pid(self, "a");
 	got = malloc(self->out_bytes);
 	ASSERT_NE(NULL, got);
-	/* queries on a connection of their own: status requests on self->c meanwhile */
-	ASSERT_EQ(0, coloc_client_connect(self->sock, &qc));
-	for (int i = 0; i < 4; i++)
-		ASSERT_EQ(0, coloc_client_infer_send(qc, "a", (uint64_t)i, self->input,
-						     self->in_bytes));
-	for (int waited = 0; waited < READY_MS; waited += 5) {
-		struct json_object *t = tenant_status(self, "a");
-		double held = num_of(t, "queued") + num_of(t, "in_flight") + num_of(t, "served");
-
-		json_object_put(t);
-		if (held >= 4)
-			break;
-		usleep(5000);
-	}
+	ASSERT_TRUE(send_held(self, "a", 4, &qc));
 	ASSERT_EQ(0, kill(self->colocd, SIGTERM));
 	for (int i = 0; i < 4; i++) {
 		ASSERT_EQ(1, coloc_client_infer_recv(qc, &res, got, self->out_bytes, 60000))
