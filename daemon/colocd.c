@@ -85,6 +85,9 @@ static void usage(FILE *out)
 	fprintf(out,
 		"  --late drop|serve a query that cannot meet its deadline is dropped and\n"
 		"                    counted (drop, the default) or served late (serve)\n"
+		"  --block-log FILE  write one line per finished block to FILE (tab-separated,\n"
+		"                    a header names the columns): the policy's prediction\n"
+		"                    next to the executor's measurement\n"
 		"  -v, --verbose     print libbpf's messages\n"
 		"  -h, --help        this help\n"
 		"  -V, --version     print the version and exit\n"
@@ -112,6 +115,7 @@ static int parse_args(int argc, char **argv)
 		{ "executor", required_argument, NULL, 'E' },
 		{ "cache-dir", required_argument, NULL, 'C' },
 		{ "state", required_argument, NULL, 'F' },
+		{ "block-log", required_argument, NULL, 'B' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -177,6 +181,9 @@ static int parse_args(int argc, char **argv)
 				return 2;
 			}
 			config.state_path = optarg;
+			break;
+		case 'B':
+			config.block_log = optarg;
 			break;
 		case 'v':
 			config.verbose = true;

@@ -9,6 +9,7 @@
 #define COLOC_DAEMON_COLOCD_H
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <linux/types.h>
 #include "coloc/protocol.h"
@@ -36,6 +37,7 @@ struct colocd_config {
 	const char *executor;
 	const char *cache_dir;
 	const char *state_path; /* admitted tenants survive a restart in it; NULL: none */
+	const char *block_log; /* one line per finished block into it; NULL: none */
 };
 
 /* An admitted tenant as submitted: what --state keeps. */
@@ -71,6 +73,8 @@ struct colocd_uncore_rate {
 
 struct colocd {
 	struct colocd_config cfg;
+	FILE *block_log;
+	__u64 block_log_t0; /* CLOCK_MONOTONIC ns at colocd's start: the log's time 0 */
 	struct loop *loop;
 	struct loop_source *ringbuf_src, *drain_src, *tick_src;
 	struct topology *topo;

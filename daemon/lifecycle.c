@@ -233,6 +233,36 @@ static void colocd_core_changed(void *ctx, int cpu, const char *name, uint64_t q
 		sensor_core_owner_set(d->sensor, cpu, t->id, query, first, last);
 }
 
+/*
+ * One line per finished block into --block-log (full buffering: a write
+ * per block would cost a system call in the loop that dispatches them;
+ * colocd_stop flushes).
+ */
+static void colocd_block_done(void *ctx, const struct serving_block_record *r)
+{
+	struct colocd *d = ctx;
+
+	fprintf(d->block_log,
+		"%.3f\t%s\t%llu\t%d\t%d\t%d\t%d\t%.3f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\n",
+		(loop_now_ns() - d->block_log_t0) / 1e6, r->tenant, (unsigned long long)r->query,
+		r->first, r->last, r->nr_cores, r->corunners, r->level, r->alone_ns / 1e3,
+		r->predicted_ns / 1e3, r->measured_ns / 1e3, r->round_trip_ns / 1e3,
+		r->switch_ns / 1e3, r->ok);
+}
+
+static int open_block_log(struct colocd *d, struct coloc_err *err)
+{
+	d->block_log = fopen(d->cfg.block_log, "we");
+	if (!d->block_log)
+		return coloc_err_set(err, -errno, "cannot write the block log %s: %s",
+				     d->cfg.block_log, strerror(errno));
+	d->block_log_t0 = loop_now_ns();
+	fputs("end_ms\ttenant\tquery\tfirst\tlast\tcores\tcorunners\tlevel\talone_us\t"
+	      "predicted_us\tmeasured_us\tround_trip_us\tswitch_us\tok\n",
+	      d->block_log);
+	return 0;
+}
+
 static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 {
 	char executor[PATH_MAX];
@@ -247,6 +277,13 @@ static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 		.ctx = d,
 	};
 	int ret;
+
+	if (d->cfg.block_log) {
+		ret = open_block_log(d, err);
+		if (ret)
+			return ret;
+		sc.block_done = colocd_block_done;
+	}
 
 	if (!sc.executor && !binpath_find("coloc-executor", executor, sizeof(executor)))
 		sc.executor = executor;
@@ -327,6 +364,9 @@ void colocd_stop(struct colocd *d)
 	/* first: its executors are tenants, and its callbacks reach the table */
 	serving_destroy(d->serving);
 	d->serving = NULL;
+	if (d->block_log)
+		fclose(d->block_log);
+	d->block_log = NULL;
 	loop_source_remove(d->serving_timer);
 	d->serving_timer = NULL;
 	free(d->specs);

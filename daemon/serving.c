@@ -245,6 +245,23 @@ static void block_finished(struct serving *s, struct sv_tenant *t, const struct 
 
 	if (!t->busy || !q)
 		return;
+	if (s->block_done)
+		s->block_done(s->ctx,
+			      &(struct serving_block_record){
+				      .tenant = t->name,
+				      .query = q->id,
+				      .first = t->blk.first_layer,
+				      .last = t->blk.last_layer,
+				      .nr_cores = t->blk.nr_cores,
+				      .corunners = t->blk_corunners,
+				      .level = t->blk.level,
+				      .alone_ns = t->blk.alone_ns,
+				      .predicted_ns = t->blk.predicted_ns,
+				      .measured_ns = r->status == COLOC_SHM_DONE_OK ? measured : 0,
+				      .round_trip_ns = r->round_trip_ns,
+				      .switch_ns = r->switch_ns,
+				      .ok = r->status == COLOC_SHM_DONE_OK,
+			      });
 	if (r->status == COLOC_SHM_DONE_OK) {
 		policy_block_done(s->policy, &t->blk, measured);
 		sv_update_slowdown(s, t, &t->blk, measured);
@@ -709,6 +726,7 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->watch = cfg->watch;
 	s->tenant_changed = cfg->tenant_changed;
 	s->core_changed = cfg->core_changed;
+	s->block_done = cfg->block_done;
 	s->ctx = cfg->ctx;
 	ret = served_cpus(s, cfg->cores, err);
 	if (ret)

@@ -87,6 +87,24 @@ struct serving_completion {
 
 typedef void (*serving_done_fn)(void *ctx, const struct serving_completion *c);
 
+/*
+ * One finished block, as the policy decided it and as the executor ran it:
+ * what a prediction error can be traced back to.
+ */
+struct serving_block_record {
+	const char *tenant;
+	uint64_t query;
+	int first, last, nr_cores; /* layers [first, last) on nr_cores cores */
+	int corunners; /* other tenants' blocks in flight when it started */
+	double level; /* the slowdown the policy assumed */
+	uint64_t alone_ns; /* the profile's latency of the block alone */
+	uint64_t predicted_ns;
+	uint64_t measured_ns; /* the executor's own timing of the layers; 0 if it failed */
+	uint64_t round_trip_ns; /* from submit until colocd noticed the completion */
+	uint64_t switch_ns; /* the executor's re-pinning to the block's cores */
+	bool ok;
+};
+
 struct serving_config {
 	const char *executor; /* bin/coloc-executor; NULL: next to /proc/self/exe */
 	const char *cache_dir; /* profile cache; NULL: $COLOC_CACHE_DIR or the default */
@@ -116,6 +134,8 @@ struct serving_config {
 	 */
 	void (*core_changed)(void *ctx, int cpu, const char *name, uint64_t query, int first,
 			     int last);
+	/* A block finished (ran or failed); may be NULL. For colocd --block-log. */
+	void (*block_done)(void *ctx, const struct serving_block_record *r);
 	void *ctx;
 };
 

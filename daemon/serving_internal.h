@@ -70,6 +70,7 @@ struct sv_tenant {
 	struct policy_decision blk;
 	uint8_t *blk_versions; /* [nr_layers] */
 	uint64_t blk_submit_ns;
+	int blk_corunners; /* other tenants' blocks in flight when it started */
 	struct serving_stats stats;
 	double norm; /* usual measured / alone ratio of its blocks, 0 before the first */
 	unsigned int order; /* admission order, for listing */
@@ -81,6 +82,7 @@ struct serving {
 	void (*watch)(void *ctx, int fd, bool add);
 	void (*core_changed)(void *ctx, int cpu, const char *name, uint64_t query, int first,
 			     int last);
+	void (*block_done)(void *ctx, const struct serving_block_record *r);
 	void (*tenant_changed)(void *ctx, const char *name, enum serving_tenant_state state,
 			       pid_t pid);
 	void *ctx;

@@ -170,6 +170,9 @@ static bool apply_decision(struct serving *s, const struct policy_decision *d)
 	memcpy(t->blk_versions, d->versions, (size_t)n);
 	t->blk.versions = t->blk_versions;
 	t->blk_submit_ns = sv_now_ns();
+	t->blk_corunners = 0;
+	for (int i = 0; i < SV_MAX_TENANTS; i++)
+		t->blk_corunners += i != d->tenant && s->tenants[i].used && s->tenants[i].busy;
 	q->in_flight = true;
 	/* shared cores (os) stay free for the other tenants and have no one owner */
 	for (int i = 0; i < nr_cpus && !s->entry->shares_cores; i++) {

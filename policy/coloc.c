@@ -18,15 +18,17 @@
  *    uid); the threshold of an active model (a query queued or running):
  *    (cores - sum avg_C) x avg_C_m / sum avg_C, at least 0;
  *  - a query's next block: from next_layer up to (not including) the next
- *    pivot, a layer needing more than avg_C + thres, and (coloc's entries)
- *    no further than a budget of half the smallest QoS of the other
- *    tenants: a block is not preempted, and a query of theirs arriving
- *    behind it waits for it (in the simulator at 2 cores this cap took
- *    coloc from 8 to 19 QPS on the medium mix and from 8 to 27 on mix,
- *    where whole-model blocks of slow models made MobileNet-V2 late); its cores the fewest
- *    whose summed latency fits the summed budget, at most what is free, or
- *    (coloc's entries) the largest count within avg_C + thres when that is
- *    faster: spare cores are not left idle;
+ *    pivot, a layer needing more than avg_C + thres and more than the
+ *    block's first layer (the layers after a pivot that need no more run
+ *    on its cores); its cores the fewest whose summed latency fits the
+ *    summed budget, at most what is free, or (coloc's entries) the largest
+ *    count within avg_C + thres when that is faster: spare cores are not
+ *    left idle; then (coloc's entries) cut to the longest prefix whose
+ *    predicted time is within half the smallest QoS of the other tenants:
+ *    a block is not preempted, and a query of theirs arriving behind it
+ *    waits for it (in the simulator at 2 cores this cap took coloc from 8
+ *    to 19 QPS on the medium mix and from 8 to 27 on mix, where
+ *    whole-model blocks of slow models made MobileNet-V2 late);
  *  - budgets (coloc's entries): the tenant's queue's headroom instead of
  *    its QoS, as budget_scale() says, since colocd runs one block per
  *    tenant at a time;
@@ -503,7 +505,7 @@ struct round {
 	int busy[POLICY_MAX_CPUS]; /* busy cores per LLC domain */
 	double level;
 	double thres[POLICY_MAX_TENANTS];
-	double cap[POLICY_MAX_TENANTS]; /* the longest budget a block may have, ns */
+	double cap[POLICY_MAX_TENANTS]; /* the longest predicted time a block may have, ns */
 	const struct policy_query *head[POLICY_MAX_TENANTS];
 	bool done[POLICY_MAX_TENANTS];
 	bool in_flight[POLICY_MAX_TENANTS]; /* a block of the tenant runs */
@@ -705,7 +707,7 @@ static int pivot_index(const struct policy_model *m, double limit)
  */
 static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
 		     const struct policy_model *m, int first, double scale, double thres,
-		     double cap, double pos, int *min_need, double *budget)
+		     double pos, int *min_need, double *budget)
 {
 	double limit = ct->avg_need + thres;
 	struct coloc_cache *c = cache_at(ct, pos);
@@ -723,12 +725,21 @@ static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
 	}
 	*budget += scale * layer_share(ct, m, first);
 	*min_need = layer_need(st, ct, first, scale * layer_share(ct, m, first), pos);
+	/*
+	 * A block that starts at a pivot runs on the cores the pivot needs, so
+	 * the layers after it that need no more join it: without this, when a
+	 * tight headroom lifts every need over avg_C + thres, each layer became
+	 * a block of its own (SSD-MobileNet: 2.4 layers a block in colocd),
+	 * paying a dispatch each.
+	 */
+	if (m->core_counts[*min_need] > limit)
+		limit = m->core_counts[*min_need];
 	if (!c) {
 		for (l = first + 1; l < m->nr_layers; l++) {
 			double b = scale * layer_share(ct, m, l);
 			int need = layer_need(st, ct, l, b, pos);
 
-			if (m->core_counts[need] > limit || *budget + b > cap)
+			if (m->core_counts[need] > limit)
 				break;
 			*budget += b;
 			if (need < *min_need)
@@ -748,7 +759,7 @@ static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
 	for (l = first + 1; l < m->nr_layers; l++) {
 		double b = scale * c->share[l];
 
-		if (sum + b > cap || !need_below(st, ct, c, l, pos, b, pivot))
+		if (!need_below(st, ct, c, l, pos, b, pivot))
 			break;
 		sum += b;
 		if (need_below(st, ct, c, l, pos, b, least))
@@ -854,8 +865,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	}
 
 	scale = budget_scale(st, in, r, ct, q);
-	last = block_end(st, ct, m, first, scale, r->thres[q->tenant], r->cap[q->tenant], pos,
-			 &min_need, &budget);
+	last = block_end(st, ct, m, first, scale, r->thres[q->tenant], pos, &min_need, &budget);
 	if (out->nr_decisions >= out->max_decisions ||
 	    out->nr_versions + (last - first) > out->max_versions)
 		return POLICY_OUT_FULL;
@@ -906,6 +916,30 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 				raw_ns = span_ns(st, ct, first, last, ci, pos, versions, 0);
 			}
 		}
+	}
+	/*
+	 * The cap bounds how long the block holds its cores (a block is not
+	 * preempted, and another tenant's query may arrive behind it). It is
+	 * checked on the block's predicted time, not its budget: headroom
+	 * scaling makes the budget of a query with a distant deadline far
+	 * larger than its time, and capping budgets cut such queries into
+	 * blocks of one layer (SSD-MobileNet: 2.5 layers a block in colocd).
+	 * The longest prefix within the cap stays, at least one layer.
+	 */
+	if (last - first > 1 && (double)raw_ns * corr > r->cap[q->tenant]) {
+		int lo = first + 1, hi = last - 1;
+
+		while (lo < hi) {
+			int mid = lo + (hi - lo + 1) / 2;
+
+			if ((double)span_ns(st, ct, first, mid, ci, pos, NULL, 0) * corr <=
+			    r->cap[q->tenant])
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		last = lo;
+		raw_ns = span_ns(st, ct, first, last, ci, pos, versions, 0);
 	}
 	out->nr_versions += last - first;
 	d = &out->decisions[out->nr_decisions++];

@@ -737,6 +737,28 @@ static const struct policy_model pivot = {
 	.layer_ops = pivot_ops,
 };
 
+/*
+ * A block that starts at a pivot keeps the layers after it that need no
+ * more cores than the pivot: they run on its cores without a dispatch of
+ * their own. With a fixed threshold of 0 the limit is avg_C = 2.75 cores;
+ * 200 µs of headroom for the whole model is 50 µs a layer, so the needs
+ * are 4, 4, 8, 4: layer 0 is a pivot, layer 1 needs no more and joins it,
+ * layer 2 needs more and ends it. The block [0, 2) has 100 µs: 4 cores,
+ * 40 + 40 µs. (Cut at every layer over the limit, it was [0, 1).)
+ */
+TEST_F(pol, coloc_decide__a_block_started_at_a_pivot_keeps_the_layers_needing_no_more)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
+	self->in.nr_tenants = 1;
+	add_query(&self->in, self->queries, 1, 0, 0, 200000);
+	ASSERT_EQ(0, run_round(self, "coloc-fixedthres"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(0, self->decisions[0].first_layer);
+	ASSERT_EQ(2, self->decisions[0].last_layer);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(80000, self->decisions[0].predicted_ns);
+}
+
 TEST(coloc_threshold__veltairs_example_64_cores_needs_12_12_24_gives_4_4_8)
 {
 	/* spare = 64 - 48 = 16 cores, shared in proportion to need: 16 x 12/48, 16 x 24/48 */
@@ -1553,11 +1575,12 @@ TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_ten
 /*
  * A block is not preempted, so it is capped at half the smallest QoS of the
  * other tenants, whether or not they have a query now: one arriving behind
- * it waits for it. The pivot model alone on 8 cores is one block [0, 4)
- * with a 400 µs budget (100 µs a layer); with a second tenant of QoS 300 µs
- * the cap is 150 µs: [0, 1) only (adding layer 1 would make 200 µs), on
- * 8 cores (spare cores up to the limit, 30 µs). With a QoS of 10 ms there,
- * the cap (5 ms) does not bind.
+ * it waits for it. The cap bounds the block's predicted time, not its
+ * budget. The pivot model alone on 8 cores is one block [0, 4) of 30 + 30
+ * + 100 + 30 µs (its budget: 400 µs); with a second tenant of QoS 300 µs
+ * the cap is 150 µs: [0, 2) (60 µs; with layer 2 it would be 160 µs), on
+ * the same 8 cores. With a QoS of 10 ms there, the cap (5 ms) does not
+ * bind.
  */
 TEST_F(pol, coloc_decide__caps_a_block_at_half_the_smallest_qos_of_the_other_tenants)
 {
@@ -1568,9 +1591,9 @@ TEST_F(pol, coloc_decide__caps_a_block_at_half_the_smallest_qos_of_the_other_ten
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(0, self->decisions[0].first_layer);
-	ASSERT_EQ(1, self->decisions[0].last_layer);
+	ASSERT_EQ(2, self->decisions[0].last_layer);
 	ASSERT_EQ(8, self->decisions[0].nr_cores);
-	ASSERT_EQ(30000, self->decisions[0].predicted_ns);
+	ASSERT_EQ(60000, self->decisions[0].predicted_ns);
 
 	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 10000000, .uid = 2 };
 	ASSERT_EQ(0, run_round(self, "coloc"));
