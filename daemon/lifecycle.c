@@ -233,11 +233,7 @@ static void colocd_core_changed(void *ctx, int cpu, const char *name, uint64_t q
 		sensor_core_owner_set(d->sensor, cpu, t->id, query, first, last);
 }
 
-/*
- * One line per finished block into --block-log (full buffering: a write
- * per block would cost a system call in the loop that dispatches them;
- * colocd_stop flushes).
- */
+/* One line per finished block into --block-log. */
 static void colocd_block_done(void *ctx, const struct serving_block_record *r)
 {
 	struct colocd *d = ctx;
@@ -256,6 +252,8 @@ static int open_block_log(struct colocd *d, struct coloc_err *err)
 	if (!d->block_log)
 		return coloc_err_set(err, -errno, "cannot write the block log %s: %s",
 				     d->cfg.block_log, strerror(errno));
+	/* a line as each block ends, for tail -f: one write per block, next to its round trip */
+	setvbuf(d->block_log, NULL, _IOLBF, 0);
 	d->block_log_t0 = loop_now_ns();
 	fputs("end_ms\ttenant\tquery\tfirst\tlast\tcores\tcorunners\tlevel\talone_us\t"
 	      "predicted_us\tmeasured_us\tround_trip_us\tswitch_us\tok\n",

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <sys/wait.h>
 #include <json-c/json.h>
 #include <bpf/bpf.h>
@@ -704,6 +705,84 @@ TEST_F_TIMEOUT(wire, coloc__two_tenants_meet_a_generous_qos_an_impossible_one_is
 	EXPECT_EQ(2, json_object_array_length(json_object_object_get(r, "tenants")));
 	json_object_put(r);
 	free(got);
+}
+
+/*
+ * --block-log: one line per block, written as it finishes (so before its
+ * query is answered). Each query's blocks chain its layers from 0 to the
+ * model's end without a gap, every block ran, and tenant a's lines are as
+ * many as the blocks its status counts.
+ */
+TEST_F_TIMEOUT(wire, block_log__each_querys_blocks_chain_its_layers_one_line_each, 600)
+{
+	char path[192], line[512], tenant[64];
+	const char *more[] = { "--policy", "coloc", "--block-log", path, NULL };
+	unsigned long long ids[10];
+	int next[10] = { 0 }, nr_ids = 0, lines = 0, end = -1;
+	struct coloc_infer_result res;
+	struct json_object *t;
+	FILE *f;
+	float *got;
+
+	snprintf(path, sizeof(path), "%s/blocks.tsv", self->dir);
+	ASSERT_TRUE(restart_with(self, more));
+	ASSERT_TRUE(submit_ready(self, "a"));
+	got = malloc(self->out_bytes);
+	ASSERT_NE(NULL, got);
+	for (int i = 0; i < 10; i++) {
+		ASSERT_EQ(0, coloc_client_infer_send(self->c, "a", (uint64_t)i, self->input,
+						     self->in_bytes));
+		ASSERT_EQ(1, coloc_client_infer_recv(self->c, &res, got, self->out_bytes, -1));
+		ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+	}
+	free(got);
+	f = fopen(path, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(line, sizeof(line), f));
+	EXPECT_EQ(0, strncmp(line, "end_ms\ttenant\tquery\tfirst\tlast\tcores", 36))
+	TH_LOG("%s", line);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long query;
+		int first, last, cores, corunners, ok, q;
+		double end_ms, level, alone, predicted, measured;
+
+		ASSERT_EQ(
+			12,
+			sscanf(line,
+			       "%lf\t%63s\t%llu\t%d\t%d\t%d\t%d\t%lf\t%lf\t%lf\t%lf\t%*f\t%*f\t%d",
+			       &end_ms, tenant, &query, &first, &last, &cores, &corunners, &level,
+			       &alone, &predicted, &measured, &ok))
+		TH_LOG("%s", line);
+		lines++;
+		EXPECT_STREQ("a", tenant);
+		for (q = 0; q < nr_ids && ids[q] != query; q++)
+			;
+		if (q == nr_ids) {
+			ASSERT_GT(10, nr_ids) TH_LOG("more than 10 queries in the log");
+			ids[nr_ids++] = query;
+		}
+		EXPECT_EQ(next[q], first) TH_LOG("query %llu: a block from %d", query, first);
+		EXPECT_LT(first, last);
+		next[q] = last;
+		EXPECT_LE(1, cores);
+		EXPECT_GE(get_nprocs(), cores);
+		EXPECT_EQ(0, corunners) TH_LOG("tenant a is the only one");
+		EXPECT_LT(0, alone);
+		EXPECT_LT(0, predicted);
+		EXPECT_LT(0, measured);
+		EXPECT_EQ(1, ok);
+	}
+	fclose(f);
+	EXPECT_EQ(10, nr_ids);
+	for (int i = 0; i < nr_ids; i++) {
+		if (end < 0)
+			end = next[i];
+		EXPECT_EQ(end, next[i]) TH_LOG("query %d's blocks end at layer %d", i, next[i]);
+	}
+	EXPECT_LT(0, end);
+	t = tenant_status(self, "a");
+	EXPECT_EQ(lines, num_of(t, "blocks"));
+	json_object_put(t);
 }
 
 /* Each core's slowdown in status, or 0 where none was measured; the number of cores. */
