@@ -34,6 +34,8 @@
  * Slow, so that a spell of interference shows as level for ~20 blocks.
  */
 #define SV_NORM_WEIGHT 0.05
+/* A block of this alone time weighs half in the norm and the level (see sv_update_slowdown). */
+#define SV_SMALL_BLOCK_NS 100000.0
 #define SV_STOP_MS 100 /* an idle executor answers EXIT in microseconds */
 
 struct sv_query {

@@ -45,9 +45,15 @@
  *    (busy = online and not free, or granted earlier in this round), ties to
  *    the lower domain slowdown;
  *  - prediction: the table latency at the level times a per-tenant
- *    correction, an EWMA (alpha 0.3) of measured / table latency fed by
- *    policy_block_done(), whose distance from 1.0 halves every second
- *    without a block (stale evidence fades; a tenant whose every query was
+ *    correction, plus a per-tenant cost of a block beyond its layers (its
+ *    command, waking the team, first touches), both EWMAs (alpha 0.3) fed
+ *    by policy_block_done(): a block's measured / table ratio teaches the
+ *    correction in proportion to its size (raw / (raw + 100 us)), what is
+ *    left over teaches the cost in proportion to the rest, so short
+ *    blocks, whose time is mostly that cost, no longer swing the
+ *    correction (one 5 us block measured at 30 us moved it by +1.5). Both
+ *    fade without blocks (the correction to 1.0, the cost to 0), half of it
+ *    every second (stale evidence fades; a tenant whose every query was
  *    predicted late gets served again and measured).
  *
  * Reading the table is most of a round's cost (each layer's version at each
@@ -79,6 +85,8 @@
  * for good.
  */
 #define COLOC_CORR_HALF_LIFE_NS 1000000000.0
+/* A block of this table latency teaches the correction and the per-block cost equally. */
+#define COLOC_SMALL_BLOCK_NS 100000.0
 /*
  * The level a round uses, in steps of this much slowdown: a measured level
  * carries a few % of noise, and a level that moves re-reads the tables (a
@@ -138,7 +146,8 @@ struct coloc_tenant {
 	double avg_need; /* avg_C: mean core need alone */
 	double share_den; /* total ops, or total alone latency at the largest count */
 	double corr; /* measured / table latency, EWMA */
-	uint64_t corr_ns; /* when corr was last measured (a block's end) */
+	double fixed_ns; /* a block's cost beyond its table latency, EWMA */
+	uint64_t corr_ns; /* when corr and fixed_ns were last measured (a block's end) */
 	struct coloc_cache *cache; /* NULL: the table is too large to cache */
 };
 
@@ -537,13 +546,23 @@ static double free_level(const struct policy_config *cfg, const struct policy_in
 	return 1.0 + round((sum / n - 1.0) / COLOC_LEVEL_STEP) * COLOC_LEVEL_STEP;
 }
 
-/* t's correction as of now: its distance from 1.0 halves every half-life without a block. */
+/* How much of a tenant's learnt prediction is left at now: half every half-life without a block. */
+static double corr_kept(const struct coloc_tenant *ct, uint64_t now)
+{
+	return now <= ct->corr_ns ? 1.0 :
+				    exp2(-(double)(now - ct->corr_ns) / COLOC_CORR_HALF_LIFE_NS);
+}
+
+/* t's correction as of now, faded towards 1.0. */
 static double aged_corr(const struct coloc_tenant *ct, uint64_t now)
 {
-	if (now <= ct->corr_ns)
-		return ct->corr;
-	return 1.0 +
-	       (ct->corr - 1.0) * exp2(-(double)(now - ct->corr_ns) / COLOC_CORR_HALF_LIFE_NS);
+	return 1.0 + (ct->corr - 1.0) * corr_kept(ct, now);
+}
+
+/* t's per-block cost as of now, faded towards 0. */
+static double aged_fixed(const struct coloc_tenant *ct, uint64_t now)
+{
+	return ct->fixed_ns * corr_kept(ct, now);
 }
 
 /* What a round starts from: busy cores per domain, the level, the tenants running, the queue sorted. */
@@ -770,11 +789,13 @@ static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
 	return l;
 }
 
+/* The rest of the model from first, predicted: at least one more block; 0 when a layer has no version. */
 static uint64_t rest_of_model(const struct coloc_state *st, struct coloc_tenant *ct, int first,
-			      int ci, double pos, double corr)
+			      int ci, double pos, double corr, double fixed)
 {
-	return (uint64_t)((double)span_ns(st, ct, first, ct->model->nr_layers, ci, pos, NULL, 0) *
-			  corr);
+	uint64_t raw = span_ns(st, ct, first, ct->model->nr_layers, ci, pos, NULL, 0);
+
+	return raw ? (uint64_t)((double)raw * corr + fixed) : 0;
 }
 
 /*
@@ -819,6 +840,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	double level = st->flags.use_level ? r->level : 1.0;
 	double pos = policy_model_level_pos(m, level);
 	double corr = st->flags.predict ? aged_corr(ct, in->now_ns) : 1.0;
+	double fixed = st->flags.predict ? aged_fixed(ct, in->now_ns) : 0;
 	int max_count = r->nr_free;
 	int max_ci = policy_model_core_index(m, max_count);
 	int first = q->next_layer, last, ci;
@@ -843,7 +865,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		uint64_t rest_ns;
 
 		if (max_ci < all_ci) {
-			rest_ns = rest_of_model(st, ct, first, all_ci, pos, corr);
+			rest_ns = rest_of_model(st, ct, first, all_ci, pos, corr, fixed);
 			if (!rest_ns)
 				return coloc_err_set(err, -EINVAL,
 						     "tenant %d: a layer from %d on has no version "
@@ -852,7 +874,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 			if (in->now_ns + rest_ns > q->deadline_ns)
 				return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
 		}
-		rest_ns = rest_of_model(st, ct, first, max_ci, pos, corr);
+		rest_ns = rest_of_model(st, ct, first, max_ci, pos, corr, fixed);
 		if (!rest_ns)
 			return coloc_err_set(
 				err, -EINVAL,
@@ -878,9 +900,9 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	 */
 	versions = &out->versions[out->nr_versions];
 	ci = -1;
-	for (int c = min_need; c <= max_ci; c++) {
-		raw_ns = span_ns(st, ct, first, last, c, pos, versions, budget / corr);
-		if (raw_ns && (double)raw_ns <= budget / corr) {
+	for (int c = min_need; c <= max_ci && budget > fixed; c++) {
+		raw_ns = span_ns(st, ct, first, last, c, pos, versions, (budget - fixed) / corr);
+		if (raw_ns && (double)raw_ns * corr + fixed <= budget) {
 			ci = c;
 			break;
 		}
@@ -926,13 +948,13 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	 * blocks of one layer (SSD-MobileNet: 2.5 layers a block in colocd).
 	 * The longest prefix within the cap stays, at least one layer.
 	 */
-	if (last - first > 1 && (double)raw_ns * corr > r->cap[q->tenant]) {
+	if (last - first > 1 && (double)raw_ns * corr + fixed > r->cap[q->tenant]) {
 		int lo = first + 1, hi = last - 1;
 
 		while (lo < hi) {
 			int mid = lo + (hi - lo + 1) / 2;
 
-			if ((double)span_ns(st, ct, first, mid, ci, pos, NULL, 0) * corr <=
+			if ((double)span_ns(st, ct, first, mid, ci, pos, NULL, 0) * corr + fixed <=
 			    r->cap[q->tenant])
 				lo = mid;
 			else
@@ -952,7 +974,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		.nr_cores = m->core_counts[ci],
 		.decided_ns = in->now_ns,
 		.level = level,
-		.predicted_ns = (uint64_t)((double)raw_ns * corr),
+		.predicted_ns = (uint64_t)((double)raw_ns * corr + fixed),
 	};
 	d->alone_ns = span_alone_ns(st, ct, first, last, ci, pos, versions);
 	grant_cores(cfg, in, r, d->nr_cores, &d->cores);
@@ -1064,9 +1086,16 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 					    policy_model_level_pos(m, d->level));
 	if (raw) {
 		uint64_t end_ns = d->decided_ns + measured_ns;
+		double m_ns = (double)measured_ns, w = raw / (raw + COLOC_SMALL_BLOCK_NS);
+		double corr = aged_corr(ct, end_ns), fixed = aged_fixed(ct, end_ns);
 
-		ct->corr = (1 - COLOC_ALPHA) * aged_corr(ct, end_ns) +
-			   COLOC_ALPHA * (double)measured_ns / raw;
+		/* the ratio of what is not the block's cost; never below a tenth of the whole */
+		corr = (1 - COLOC_ALPHA * w) * corr +
+		       COLOC_ALPHA * w * fmax(m_ns - fixed, m_ns / 10) / (double)raw;
+		fixed = (1 - COLOC_ALPHA * (1 - w)) * fixed +
+			COLOC_ALPHA * (1 - w) * fmax(0, m_ns - corr * (double)raw);
+		ct->corr = corr;
+		ct->fixed_ns = fixed;
 		ct->corr_ns = end_ns;
 	}
 }

@@ -13,6 +13,7 @@
  * served every query finishes.
  */
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 #include "kselftest_harness.h"
 #include "policy.h"
@@ -1019,13 +1020,26 @@ TEST_F(pol, model_wise_decide__takes_the_fewest_cores_whose_alone_latency_meets_
 	ASSERT_EQ(450000, self->decisions[0].predicted_ns);
 }
 
+/*
+ * What coloc learns from a block of table latency raw measured at m, as its
+ * header says: the ratio teaches the correction in proportion to raw / (raw
+ * + 100 us), the rest teaches the per-block cost; alpha 0.3.
+ */
+static void coloc_learn(double *corr, double *fixed, double raw, double m)
+{
+	double w = raw / (raw + 100000);
+
+	*corr = (1 - 0.3 * w) * *corr + 0.3 * w * fmax(m - *fixed, m / 10) / raw;
+	*fixed = (1 - 0.3 * (1 - w)) * *fixed + 0.3 * (1 - w) * fmax(0, m - *corr * raw);
+}
+
 TEST_F(pol, coloc_block_done__the_correction_converges_on_the_measured_ratio)
 {
 	struct policy *p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
 	struct policy *q = policy_create(policy_find("coloc-noprediction"), &self->cfg, &self->err);
 	struct policy_decision first;
 	uint8_t versions[3];
-	double corr = 1.0;
+	double corr = 1.0, fixed = 0;
 
 	ASSERT_NE(NULL, p);
 	ASSERT_NE(NULL, q);
@@ -1039,16 +1053,16 @@ TEST_F(pol, coloc_block_done__the_correction_converges_on_the_measured_ratio)
 	memcpy(versions, first.versions, 3);
 	first.versions = versions;
 
-	/* every block measures 1.5 x the table: the EWMA (alpha 0.3) walks to 1.5 */
+	/* every block measures 1.5 x the table: the prediction walks to 810 us */
 	for (int i = 0; i < 10; i++) {
 		policy_block_done(p, &first, 810000);
 		policy_block_done(q, &first, 810000);
-		corr = 0.7 * corr + 0.3 * 1.5;
+		coloc_learn(&corr, &fixed, 540000, 810000);
 	}
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
-	ASSERT_EQ((uint64_t)(540000 * corr), self->decisions[0].predicted_ns);
-	ASSERT_LT(1.48 * 540000, self->decisions[0].predicted_ns);
+	ASSERT_EQ((uint64_t)(540000 * corr + fixed), self->decisions[0].predicted_ns);
+	ASSERT_LT(0.98 * 810000, self->decisions[0].predicted_ns);
 	ASSERT_GE(810000, self->decisions[0].predicted_ns);
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(q, &self->in, &self->out, &self->err));
@@ -1530,7 +1544,7 @@ TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_ten
 	const uint64_t end = 1080000, later = end + 3000000000ull;
 	struct policy_decision first;
 	uint8_t versions[3];
-	double corr = 1.0;
+	double corr = 1.0, fixed = 0;
 
 	ASSERT_NE(NULL, p);
 	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
@@ -1545,10 +1559,10 @@ TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_ten
 	/* decided at 0, each measured 1.08 ms: every block ends at 1.08 ms */
 	for (int i = 0; i < 10; i++) {
 		policy_block_done(p, &first, end);
-		corr = 0.7 * corr + 0.3 * 2.0;
+		coloc_learn(&corr, &fixed, 540000, 1080000);
 	}
 
-	/* 800 us left: 540 us x 1.97 predicted on the whole machine: dropped */
+	/* 800 us left: ~1.05 ms predicted on the whole machine: dropped */
 	self->in.nr_queries = 0;
 	self->in.now_ns = end;
 	add_query(&self->in, self->queries, 2, 0, end, end + 800000);
@@ -1557,9 +1571,9 @@ TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_ten
 	ASSERT_EQ(0, self->out.nr_decisions);
 	ASSERT_EQ(1, self->out.nr_drops);
 	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
-	ASSERT_EQ((uint64_t)(540000 * corr), self->drops[0].predicted_ns);
+	ASSERT_EQ((uint64_t)(540000 * corr + fixed), self->drops[0].predicted_ns);
 
-	/* 3 s later, no block since: 1 + 0.97 / 8 = 1.12 x 540 us fits in 800 us */
+	/* 3 s later, no block since: 1/8 of what was learnt is left, ~0.6 ms fits in 800 us */
 	self->in.nr_queries = 0;
 	self->in.now_ns = later;
 	add_query(&self->in, self->queries, 3, 0, later, later + 800000);
@@ -1568,7 +1582,8 @@ TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_ten
 	ASSERT_EQ(0, self->out.nr_drops);
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(3, self->decisions[0].query_id);
-	ASSERT_EQ((uint64_t)(540000 * (1.0 + (corr - 1.0) / 8)), self->decisions[0].predicted_ns);
+	ASSERT_EQ((uint64_t)(540000 * (1.0 + (corr - 1.0) / 8) + fixed / 8),
+		  self->decisions[0].predicted_ns);
 	policy_destroy(p);
 }
 
