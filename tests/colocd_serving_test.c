@@ -707,6 +707,24 @@ TEST_F_TIMEOUT(wire, coloc__two_tenants_meet_a_generous_qos_an_impossible_one_is
 	free(got);
 }
 
+/* Sends n queries to tenant name one after another; how many were answered OK. */
+static int infer_one_by_one(FIXTURE_DATA(wire) * self, const char *name, int n)
+{
+	struct coloc_infer_result res;
+	float *got = malloc(self->out_bytes);
+	int ok = 0;
+
+	for (int i = 0; got && i < n; i++) {
+		if (coloc_client_infer_send(self->c, name, (uint64_t)i, self->input,
+					    self->in_bytes) ||
+		    coloc_client_infer_recv(self->c, &res, got, self->out_bytes, -1) != 1)
+			break;
+		ok += res.status == COLOC_INFER_OK;
+	}
+	free(got);
+	return ok;
+}
+
 /*
  * --block-log: one line per block, written as it finishes (so before its
  * query is answered). Each query's blocks chain its layers from 0 to the
@@ -719,23 +737,13 @@ TEST_F_TIMEOUT(wire, block_log__each_querys_blocks_chain_its_layers_one_line_eac
 	const char *more[] = { "--policy", "coloc", "--block-log", path, NULL };
 	unsigned long long ids[10];
 	int next[10] = { 0 }, nr_ids = 0, lines = 0, end = -1;
-	struct coloc_infer_result res;
 	struct json_object *t;
 	FILE *f;
-	float *got;
 
 	snprintf(path, sizeof(path), "%s/blocks.tsv", self->dir);
 	ASSERT_TRUE(restart_with(self, more));
 	ASSERT_TRUE(submit_ready(self, "a"));
-	got = malloc(self->out_bytes);
-	ASSERT_NE(NULL, got);
-	for (int i = 0; i < 10; i++) {
-		ASSERT_EQ(0, coloc_client_infer_send(self->c, "a", (uint64_t)i, self->input,
-						     self->in_bytes));
-		ASSERT_EQ(1, coloc_client_infer_recv(self->c, &res, got, self->out_bytes, -1));
-		ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
-	}
-	free(got);
+	ASSERT_EQ(10, infer_one_by_one(self, "a", 10));
 	f = fopen(path, "r");
 	ASSERT_NE(NULL, f);
 	ASSERT_NE(NULL, fgets(line, sizeof(line), f));
@@ -807,9 +815,7 @@ TEST_F_TIMEOUT(wire, coloc__a_cores_level_is_measured_by_blocks_then_fades_to_al
 {
 	const char *coloc[] = { "--policy", "coloc", NULL };
 	double before[COLOC_MAX_CPUS], after[COLOC_MAX_CPUS];
-	struct coloc_infer_result res;
 	int n, measured = 0;
-	float *got;
 
 	ASSERT_TRUE(restart_with(self, coloc));
 	ASSERT_TRUE(submit_ready(self, "a"));
@@ -818,15 +824,7 @@ TEST_F_TIMEOUT(wire, coloc__a_cores_level_is_measured_by_blocks_then_fades_to_al
 	for (int c = 0; c < n; c++) {
 		EXPECT_EQ(0, before[c]) TH_LOG("cpu index %d has a level before any block", c);
 	}
-	got = malloc(self->out_bytes);
-	ASSERT_NE(NULL, got);
-	for (int i = 0; i < 10; i++) {
-		ASSERT_EQ(0, coloc_client_infer_send(self->c, "a", (uint64_t)i, self->input,
-						     self->in_bytes));
-		ASSERT_EQ(1, coloc_client_infer_recv(self->c, &res, got, self->out_bytes, -1));
-		ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
-	}
-	free(got);
+	ASSERT_EQ(10, infer_one_by_one(self, "a", 10));
 	ASSERT_EQ(n, core_levels(self, before, COLOC_MAX_CPUS));
 	/* two half-lives (500 ms each) with no block: at most a quarter of the excess is left */
 	usleep(1000 * 1000);
