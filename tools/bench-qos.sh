@@ -48,6 +48,8 @@
 #                (p99_ms over the completed queries; 0 when none)
 #                one row per tenant per load point; phase: medium, grow,
 #                shrink or bisect; pass: the whole point's verdict (0/1).
+#   blocks-MIX-POLICY.tsv  colocd --block-log of that run: every block's
+#                prediction and measurement (header in the file; README).
 #   mape.tsv     mix policy tenant blocks prediction_mape prediction_bias
 #                colocd's block-latency prediction error over the whole run
 #                of that policy (colocctl status --json; fractions).
@@ -366,7 +368,7 @@ for mix in "${MIXES[@]}"; do
 			echo "  $policy: skipped (${UNAVAILABLE[$policy]})"
 			continue
 		fi
-		if ! start_colocd "$policy"; then
+		if ! start_colocd "$policy" --block-log "$OUT/blocks-$mix-$policy.tsv"; then
 			UNAVAILABLE[$policy]="colocd --policy $policy did not start: $(tail -n 1 \
 				"$WORK/colocd-$policy.log" 2>/dev/null || echo 'no log')"
 			echo "  $policy: skipped (${UNAVAILABLE[$policy]})"

@@ -8,7 +8,8 @@
 #   colocd_lib_init NAME    as root: sets ROOT BIN BPFTOOL CACHE WORK SOCK PIN,
 #                           and the EXIT trap that stops colocd and removes WORK
 #   make_profile MODEL      its latency profile, made once into $CACHE
-#   start_colocd [POLICY]   (colocd's default policy without one); returns 1,
+#   start_colocd [POLICY [OPTION...]]
+#                           (colocd's default policy without one, or ''); returns 1,
 #                           its log on stderr, if colocd did not start, e.g.
 #                           for a policy it does not know
 #   stop_colocd             SIGTERM; exits 1 unless colocd exits 0 and leaves
@@ -63,11 +64,12 @@ make_profile() { # model
 		--levels 50,100 --cache-dir "$CACHE"
 }
 
-start_colocd() { # [policy]
-	local log=$WORK/colocd-${1:-default}.log
+start_colocd() { # [policy [colocd options...]]
+	local log=$WORK/colocd-${1:-default}.log policy=${1:-}
 
-	"$BIN/colocd" --socket "$SOCK" --pin-dir "$PIN" --cache-dir "$CACHE" ${1:+--policy "$1"} \
-		>"$log" 2>&1 &
+	if [ $# -gt 0 ]; then shift; fi
+	"$BIN/colocd" --socket "$SOCK" --pin-dir "$PIN" --cache-dir "$CACHE" \
+		${policy:+--policy "$policy"} "$@" >"$log" 2>&1 &
 	COLOCD=$!
 	for _ in $(seq 100); do
 		ctl ping >/dev/null 2>&1 && return 0
@@ -78,7 +80,7 @@ start_colocd() { # [policy]
 	wait "$COLOCD" 2>/dev/null || true
 	COLOCD=
 	sed 's/^/  /' "$log" >&2
-	echo "$LIB_NAME: colocd ${1:+--policy $1 }did not start (its log is above)" >&2
+	echo "$LIB_NAME: colocd ${policy:+--policy $policy }did not start (its log is above)" >&2
 	return 1
 }
 
