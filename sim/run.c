@@ -23,6 +23,11 @@
  * as fast as its most crowded core lets it be: its threads meet at every
  * layer's end, so the slowest one sets the pace. All cores stay free to
  * such a policy, as colocd passes them.
+ *
+ * Serving costs (sim/README.md: fitted from colocd on this machine): each
+ * block's alone-time grows by the block cost (the dispatch round trip, its
+ * cores held meanwhile), and each finished query's latency by its tenant's
+ * query cost (no core held, unseen by the policy).
  */
 #include <errno.h>
 #include <math.h>
@@ -108,13 +113,14 @@ static struct policy_query *find_query(struct sim_state *s, uint64_t id)
 	return NULL;
 }
 
-static void remove_query(struct sim_state *s, struct policy_query *q, bool dropped)
+/* end_ns: when the client has the answer (or the drop), now or later by the query cost */
+static void remove_query(struct sim_state *s, struct policy_query *q, uint64_t end_ns, bool dropped)
 {
 	struct sim_query_record rec = {
 		.id = q->id,
 		.tenant = q->tenant,
 		.arrival_ns = q->arrival_ns,
-		.end_ns = s->now,
+		.end_ns = end_ns,
 		.dropped = dropped,
 	};
 
@@ -320,7 +326,7 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	sl->d.versions = sl->versions;
 	sl->ci = policy_model_core_index(m, d->nr_cores);
 	sl->start_ns = sl->last_ns = s->now;
-	sl->left_ns = 0;
+	sl->left_ns = (double)s->p->block_cost_ns;
 	for (int l = d->first_layer; l < d->last_layer; l++)
 		sl->left_ns += (double)policy_model_cell(m, l, sl->versions[l - d->first_layer],
 							 sl->ci, 0);
@@ -359,7 +365,8 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 	q->next_layer = sl->d.last_layer;
 	q->in_flight = false;
 	if (q->next_layer == m->nr_layers) {
-		uint64_t lat = s->now - q->arrival_ns;
+		uint64_t end = s->now + s->p->tenants[q->tenant].query_cost_ns;
+		uint64_t lat = end - q->arrival_ns;
 
 		if (counted(s, q->arrival_ns)) {
 			struct sim_tenant_result *tr = &s->r->tenant[q->tenant];
@@ -370,7 +377,7 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 			tr->completed++;
 			tr->within += lat <= s->tenants[q->tenant].qos_ns;
 		}
-		remove_query(s, q, false);
+		remove_query(s, q, end, false);
 	}
 	for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
 	     c = policy_cpuset_next(&sl->d.cores, c + 1)) {
@@ -455,7 +462,7 @@ static int decide(struct sim_state *s, struct coloc_err *err)
 
 			if (counted(s, q->arrival_ns))
 				s->r->tenant[q->tenant].dropped++;
-			remove_query(s, q, true);
+			remove_query(s, q, s->now, true);
 		}
 		/* a full output array ends a call early: call again after applying it */
 		if (s->out.nr_decisions < s->out.max_decisions &&

@@ -149,6 +149,13 @@ struct sim_tenant {
 	const char *name;
 	uint64_t qos_ns;
 	double share; /* share of the total rate, > 0 */
+	/*
+	 * The serving cost of each query beyond its blocks (colocd's trip to
+	 * the client and back, the executor's cold start): added to every
+	 * query's latency, holding no core, unseen by the policy (its deadline
+	 * stays arrival + QoS, as colocd's does). sim/README.md: the fit.
+	 */
+	uint64_t query_cost_ns;
 };
 
 /* A recorded arrival sequence: one arrival per line, "TIME_US TENANT". */
@@ -257,6 +264,12 @@ struct sim_params {
 	uint64_t warmup_ns; /* arrivals before this are served but not counted */
 	uint64_t seed;
 	struct sim_interference interference;
+	/*
+	 * The serving cost of each block: colocd's dispatch to the executor and
+	 * the answer back. It holds the block's cores, as in colocd, and is part
+	 * of the latency policy_block_done() reports.
+	 */
+	uint64_t block_cost_ns;
 	int max_queued; /* live queries beyond this are rejected at arrival (counted as drops) */
 	/* optional observers */
 	void (*on_query)(void *ctx, const struct sim_query_record *q);
@@ -302,6 +315,30 @@ int sim_search_qos_qps(const struct sim_params *base, double fraction, double st
 		       struct sim_search_result *s, struct coloc_err *err);
 
 /* ---- the fidelity check against make bench-qos ----------------------------------- */
+
+/* What bench-qos used for one tenant of one mix (its points.tsv). */
+struct sim_served_tenant {
+	char mix[32];
+	char tenant[64];
+	double solo_ms; /* median latency of the model served alone by colocd (temporal) */
+	double qos_ms; /* the QoS bench-qos gave it */
+};
+
+struct sim_served {
+	struct sim_served_tenant *t;
+	int nr, cap;
+};
+
+/*
+ * make bench-qos's points.tsv: a header naming the tab-separated columns,
+ * among them mix, tenant, solo_ms and qos_ms, then one line per tenant and
+ * load point; each (mix, tenant) is kept once, and a second line that
+ * disagrees on solo_ms or qos_ms is an error.
+ */
+int sim_served_load_tsv(const char *path, struct sim_served *s, struct coloc_err *err);
+const struct sim_served_tenant *sim_served_find(const struct sim_served *s, const char *mix,
+						const char *tenant);
+void sim_served_free(struct sim_served *s);
 
 /* QoS-QPS of one policy on one mix, simulated or measured. */
 struct sim_qps_cell {

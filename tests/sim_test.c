@@ -280,6 +280,67 @@ TEST_F(sim, run__fcfs_drops_the_query_that_cannot_meet_qos)
 }
 
 /*
+ * Serving costs, one core, QoS 100 ms. Block cost c = 0.5 ms, query cost
+ * q = 2 ms.
+ *  - layer-wise, the two-layer model (3 + 7 ms on 1 core), one query at 0:
+ *    two blocks, 0..3.5 and 3.5..11 ms (each its layer + c; the block's
+ *    latency to the policy includes c); the client has it at
+ *    L + 2c + q = 10 + 1 + 2 = 13 ms.
+ *  - fcfs, the one-layer model (10 ms), arrivals at 0 and 5 ms: q0 holds
+ *    the core 0..10.5 ms, answered at 12.5; the query cost holds no core,
+ *    so q1 runs 10.5..21 ms, answered at 23 ms (latency 18 ms).
+ */
+TEST_F(sim, run__block_cost_holds_the_cores_query_cost_adds_latency_only)
+{
+	static const double one[] = { 0 }, two[] = { 0, 5 };
+	static const int who[] = { 0, 0 };
+	struct sim_tenant t = {
+		.model = &two_layers, .qos_ns = 100 * MS, .share = 1, .query_cost_ns = 2 * MS
+	};
+	struct mem_trace mt;
+	struct sim_params p;
+
+	mem_trace_init(&mt, 1, one, who);
+	p = small_params(policy_find("layer-wise"), 1, 1, &t, 1, &mt.trace, self->w);
+	p.block_cost_ns = MS / 2;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, self->w->nr_b);
+	ASSERT_EQ(0, self->w->b[0].first);
+	ASSERT_EQ(1, self->w->b[0].last);
+	ASSERT_EQ(0, self->w->b[0].start_ns);
+	ASSERT_EQ(3 * MS + MS / 2, self->w->b[0].end_ns);
+	ASSERT_EQ(3 * MS + MS / 2, self->w->b[1].start_ns);
+	ASSERT_EQ(11 * MS, self->w->b[1].end_ns);
+	ASSERT_EQ(13 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(13.0, self->r.tenant[0].p50_ms);
+	ASSERT_EQ(1, self->r.tenant[0].within);
+
+	self->w->nr_q = 0;
+	self->w->nr_b = 0;
+	t.model = &one_layer;
+	mem_trace_init(&mt, 2, two, who);
+	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
+	p.block_cost_ns = MS / 2;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, self->w->nr_b);
+	ASSERT_EQ(10 * MS + MS / 2, self->w->b[0].end_ns);
+	ASSERT_EQ(10 * MS + MS / 2, self->w->b[1].start_ns);
+	ASSERT_EQ(21 * MS, self->w->b[1].end_ns);
+	ASSERT_EQ(12 * MS + MS / 2, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(23 * MS, record_of(self->w, 1)->end_ns);
+	/* nearest rank of {12.5, 18} */
+	ASSERT_EQ(12.5, self->r.tenant[0].p50_ms);
+	ASSERT_EQ(18.0, self->r.tenant[0].p99_ms);
+	/* QoS 15 ms: q1 (18 ms with the query cost) misses, though its blocks met it */
+	t.qos_ns = 15 * MS;
+	t.query_cost_ns = 2 * MS;
+	p.late = POLICY_LATE_SERVE;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, self->r.tenant[0].completed);
+	ASSERT_EQ(1, self->r.tenant[0].within);
+}
+
+/*
  * Two cores, the two-layer model (3 + 7 ms on 1 core, 2 + 4 ms on 2):
  * fcfs serves the whole model as one block [0, 2) on both cores, 6 ms.
  * Arrivals at 0 and 1 ms: q0 0..6 ms, q1 6..12 ms (latency 11 ms).
@@ -791,6 +852,45 @@ TEST_F(sim, fidelity_compare__ratios_tolerance_and_ranking_on_a_hand_made_file)
 	ASSERT_EQ(-EINVAL, sim_qps_table_load_tsv(path, &meas, &self->err));
 	ASSERT_NE(NULL, strstr(self->err.msg, ":2:"));
 	sim_qps_table_free(&sim);
+	unlink(path);
+}
+
+/*
+ * A points.tsv made by hand for this test only: bench-qos's columns in
+ * another order, two load points of the same tenants (kept once), then a
+ * file whose second point gives another QoS (an error, named).
+ */
+TEST_F(sim, served_load__qos_and_solo_per_mix_tenant_once)
+{
+	char path[] = "/tmp/coloc-sim-points-XXXXXX";
+	struct sim_served sv;
+	const struct sim_served_tenant *st;
+	int fd = mkstemp(path);
+
+	ASSERT_LE(0, fd);
+	close(fd);
+	write_file(path, "policy\tmix\ttenant\tqos_ms\tsolo_ms\tpass\n"
+			 "os\tlight\tmobilenet_v2\t12\t5.941\t0\n"
+			 "os\tlight\tssd_mobilenet\t37\t18.014\t0\n"
+			 "coloc\tlight\tmobilenet_v2\t12\t5.941\t1\n"
+			 "os\theavy\tresnet50\t91\t45.1\t1\n");
+	ASSERT_EQ(0, sim_served_load_tsv(path, &sv, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(3, sv.nr);
+	st = sim_served_find(&sv, "light", "mobilenet_v2");
+	ASSERT_NE(NULL, st);
+	ASSERT_EQ(12.0, st->qos_ms);
+	ASSERT_EQ(5.941, st->solo_ms);
+	ASSERT_EQ(91.0, sim_served_find(&sv, "heavy", "resnet50")->qos_ms);
+	ASSERT_EQ(NULL, sim_served_find(&sv, "heavy", "mobilenet_v2"));
+	sim_served_free(&sv);
+	write_file(path, "mix\ttenant\tsolo_ms\tqos_ms\n"
+			 "light\ta\t5\t10\nlight\ta\t5\t11\n");
+	ASSERT_EQ(-EINVAL, sim_served_load_tsv(path, &sv, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, ":3"));
+	self->err = (struct coloc_err){ 0 };
+	write_file(path, "mix\ttenant\tsolo_ms\n");
+	ASSERT_EQ(-EINVAL, sim_served_load_tsv(path, &sv, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "qos_ms"));
 	unlink(path);
 }
 

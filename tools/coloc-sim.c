@@ -38,8 +38,9 @@ static struct {
 	double qps, duration_s, warmup_s, full_slowdown;
 	long seed, seeds;
 	bool search, json, late_serve, duration_given, brief;
-	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured;
+	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	double start_qps, tol;
+	double block_cost_us, query_cost_us; /* query_cost_us < 0: from the served solo latency */
 } opts = {
 	.policy = "fcfs",
 	.cores = 64,
@@ -59,11 +60,15 @@ struct tenant_arg {
 	double qos_ms; /* 0: qos_factor x the solo latency on the simulated cores */
 	double qos_factor;
 	double share; /* 0: inversely proportional to the QoS */
+	double served_solo_ms; /* bench-qos's solo latency as served; 0: not known */
+	double query_cost_ms;
 	struct sim_table table;
 };
 
 /* What every (mix, policy) searched found, for the summary and the fidelity check. */
 static struct sim_qps_table found;
+/* bench-qos's QoS and served solo latency of each mix's tenants (--qos-from); nr 0: none */
+static struct sim_served served;
 
 static void usage(FILE *out)
 {
@@ -71,7 +76,8 @@ static void usage(FILE *out)
 		"Usage: " PROG " --tenant MODEL:QOS[:SHARE] [--tenant ...] | --mix NAME|all\n"
 		"                 [--policy NAME,...|all] [--cores N] [--sockets N] [--llc N]\n"
 		"                 [--qps X | --search] [--duration S] [--warmup S] [--seed N]\n"
-		"                 [--seeds N] [--trace FILE] [--measured FILE] [--brief] [--json]\n"
+		"                 [--seeds N] [--trace FILE] [--measured FILE] [--qos-from FILE]\n"
+		"                 [--block-cost-us US] [--query-cost-us US|auto] [--brief] [--json]\n"
 		"Simulates the policy library (the code colocd runs) on a machine of N cores with\n"
 		"tenants on VELTAIR's published latency tables or on coloc's own profiles of this\n"
 		"machine, and prints per tenant the fraction of queries within QoS, drops and\n"
@@ -115,7 +121,18 @@ static void usage(FILE *out)
 		"  --measured FILE  after a --search, compare with make bench-qos's results\n"
 		"                 (build/bench-qos/results.tsv): simulated and measured QoS-QPS,\n"
 		"                 their ratio, whether within +-15%%, and whether the policies\n"
-		"                 rank the same per mix; a missing FILE is reported, not an error\n"
+		"                 rank the same per mix; a missing FILE is reported, not an error.\n"
+		"                 With --mix, the QoS is then taken from points.tsv beside FILE\n"
+		"                 when it exists (as --qos-from)\n"
+		"  --qos-from FILE  with --mix: each tenant's QoS exactly as make bench-qos gave it\n"
+		"                 (its points.tsv: qos_ms; rates inversely proportional to it)\n"
+		"  --block-cost-us US  serving cost of every block: colocd's dispatch to the\n"
+		"                 executor and back, its cores held (default 0; this machine:\n"
+		"                 ~71, coloc-bench-shm's round trip, sim/README.md)\n"
+		"  --query-cost-us US|auto  serving cost of every query beyond its blocks,\n"
+		"                 added to its latency, no core held (default 0). auto: per\n"
+		"                 model, its solo latency as served (points.tsv, --qos-from)\n"
+		"                 minus the profiled solo latency and one block cost\n"
 		"  --brief        one line per policy instead of a table per tenant\n"
 		"  --json         print the results as JSON\n"
 		"  --version      print the version and exit\n"
@@ -412,23 +429,58 @@ static int load_tenants(struct tenant_arg *ta, int nr, const struct sim_table_di
 		}
 		if (!ta[t].share)
 			ta[t].share = 1.0 / ta[t].qos_ms;
+		ta[t].query_cost_ms = opts.query_cost_us * 1e-3;
+		if (opts.query_cost_us < 0) {
+			double solo = (double)policy_model_solo_ns(&tab->model, (int)opts.cores);
+
+			if (!ta[t].served_solo_ms) {
+				fprintf(stderr,
+					PROG
+					": tenant %d (%s): --query-cost-us auto needs its solo "
+					"latency as served (--mix with --qos-from FILE)\n",
+					t, tab->name);
+				return 1;
+			}
+			/* bench-qos's solo: one block (temporal) of the profiled latency */
+			ta[t].query_cost_ms = fmax(0, ta[t].served_solo_ms - solo * 1e-6 -
+							      opts.block_cost_us * 1e-3);
+		}
 		tenants[t] = (struct sim_tenant){
 			.model = &tab->model,
 			.name = tab->name,
 			.qos_ns = (uint64_t)llround(ta[t].qos_ms * 1e6),
 			.share = ta[t].share,
+			.query_cost_ns = (uint64_t)llround(ta[t].query_cost_ms * 1e6),
 		};
 	}
 	return 0;
 }
 
-/* The tenants of a mix: QoS 2x solo on the simulated cores, rates inversely proportional. */
+/*
+ * The tenants of a mix, rates inversely proportional to QoS. QoS: as
+ * bench-qos gave it (--qos-from), else 2x solo on the simulated cores.
+ * -1 when --qos-from lacks one of them (printed).
+ */
 static int mix_tenants(const struct sim_mix *mix, struct tenant_arg *ta)
 {
-	for (int t = 0; t < mix->nr_models; t++)
+	for (int t = 0; t < mix->nr_models; t++) {
+		const struct sim_served_tenant *st =
+			sim_served_find(&served, mix->name, mix->model[t]);
+
 		ta[t] = (struct tenant_arg){ .qos_factor = 2, .share = 0 };
-	for (int t = 0; t < mix->nr_models; t++)
 		snprintf(ta[t].spec, sizeof(ta[t].spec), "%s", mix->model[t]);
+		if (!served.nr)
+			continue;
+		if (!st) {
+			fprintf(stderr,
+				PROG ": %s has no line for tenant %s of mix %s: was it measured "
+				     "with the same mixes file?\n",
+				opts.qos_from, mix->model[t], mix->name);
+			return -1;
+		}
+		ta[t].qos_ms = st->qos_ms;
+		ta[t].served_solo_ms = st->solo_ms;
+	}
 	return mix->nr_models;
 }
 
@@ -536,6 +588,9 @@ int main(int argc, char **argv)
 		{ "late", required_argument, NULL, 'a' },
 		{ "full-slowdown", required_argument, NULL, 'F' },
 		{ "measured", required_argument, NULL, 'm' },
+		{ "qos-from", required_argument, NULL, 'Q' },
+		{ "block-cost-us", required_argument, NULL, 'B' },
+		{ "query-cost-us", required_argument, NULL, 'C' },
 		{ "brief", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -551,6 +606,7 @@ int main(int argc, char **argv)
 	struct policy_config machine_cfg;
 	struct coloc_err err = { 0 };
 	char tables_buf[PATH_MAX + 64], models_buf[PATH_MAX + 64], mixes_buf[PATH_MAX + 64];
+	char measured_dir[PATH_MAX], points_buf[PATH_MAX + 64];
 	int nr_tenants = 0, opt, rc = 1, nr_run = 0, nr_sets = 1;
 	bool all_mixes;
 
@@ -638,6 +694,19 @@ int main(int argc, char **argv)
 		case 'm':
 			opts.measured = optarg;
 			break;
+		case 'Q':
+			opts.qos_from = optarg;
+			break;
+		case 'B':
+			bad = parse_double("--block-cost-us", optarg, 0, 1e9, &opts.block_cost_us);
+			break;
+		case 'C':
+			if (!strcmp(optarg, "auto"))
+				opts.query_cost_us = -1;
+			else
+				bad = parse_double("--query-cost-us", optarg, 0, 1e9,
+						   &opts.query_cost_us);
+			break;
 		case 'b':
 			opts.brief = true;
 			break;
@@ -680,6 +749,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": --measured compares QoS-QPS: it needs --search\n");
 		return 2;
 	}
+	if (opts.qos_from && !opts.mix) {
+		fprintf(stderr, PROG ": --qos-from gives the QoS of a mix's tenants: it needs "
+				     "--mix\n");
+		return 2;
+	}
+	if (opts.query_cost_us < 0 && !opts.mix) {
+		fprintf(stderr, PROG ": --query-cost-us auto takes each model's solo latency as "
+				     "served from bench-qos's points.tsv: it needs --mix\n");
+		return 2;
+	}
 	if (opts.json && (opts.mix || opts.measured || opts.brief)) {
 		fprintf(stderr, PROG ": --json prints one tenant set's runs: not with --mix, "
 				     "--measured or --brief\n");
@@ -706,6 +785,23 @@ int main(int argc, char **argv)
 		}
 		nr_sets = mixes.nr;
 	}
+	if (opts.mix && !opts.qos_from && opts.measured) {
+		/* bench-qos writes points.tsv beside results.tsv */
+		snprintf(measured_dir, sizeof(measured_dir), "%s", opts.measured);
+		snprintf(points_buf, sizeof(points_buf), "%s/points.tsv", dirname(measured_dir));
+		if (!access(points_buf, F_OK))
+			opts.qos_from = points_buf;
+	}
+	if (opts.qos_from && sim_served_load_tsv(opts.qos_from, &served, &err)) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		return 1;
+	}
+	if (opts.query_cost_us < 0 && !served.nr) {
+		fprintf(stderr, PROG ": --query-cost-us auto: no served solo latencies (give "
+				     "--qos-from bench-qos's points.tsv, or --measured with it "
+				     "beside)\n");
+		return 1;
+	}
 	if (opts.trace && sim_trace_load(opts.trace, nr_tenants, &trace, &err)) {
 		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
 		goto cleanup;
@@ -721,6 +817,7 @@ int main(int argc, char **argv)
 		.duration_ns = (uint64_t)llround(opts.duration_s * 1e9),
 		.seed = (uint64_t)opts.seed,
 		.interference = { .full_slowdown = opts.full_slowdown },
+		.block_cost_ns = (uint64_t)llround(opts.block_cost_us * 1e3),
 		.max_queued = SIM_DEFAULT_MAX_QUEUED,
 	};
 	/* a trace without --duration runs to its last arrival */
@@ -743,13 +840,16 @@ int main(int argc, char **argv)
 		       (double)p.warmup_ns * 1e-9, opts.full_slowdown);
 	else
 		printf(PROG ": %ld cores (%ld socket%s, LLC domains of %ld), %s, %.1f s per run "
-			    "(warm-up %.1f s), seed %ld; full-domain slowdown %.2f\n",
+			    "(warm-up %.1f s), seed %ld; full-domain slowdown %.2f; block cost "
+			    "%.0f us\n",
 		       opts.cores, opts.sockets, opts.sockets > 1 ? "s" : "", opts.llc,
 		       opts.trace  ? "traced arrivals" :
 		       opts.search ? "QoS-QPS search" :
 				     "Poisson arrivals",
 		       (double)p.duration_ns * 1e-9, (double)p.warmup_ns * 1e-9, opts.seed,
-		       opts.full_slowdown);
+		       opts.full_slowdown, opts.block_cost_us);
+	if (served.nr && !opts.json)
+		printf("QoS of each mix's tenants as bench-qos gave it: %s\n", opts.qos_from);
 	if (!opts.search && !opts.trace && !opts.json)
 		printf("load: %.1f QPS in total\n", opts.qps);
 	rc = 0;
@@ -761,6 +861,10 @@ int main(int argc, char **argv)
 				continue;
 			set_name = mixes.mix[set].name;
 			nr_tenants = mix_tenants(&mixes.mix[set], ta);
+			if (nr_tenants < 0) {
+				rc = 1;
+				break;
+			}
 		}
 		p.nr_tenants = nr_tenants;
 		if (load_tenants(ta, nr_tenants, &dirs, tenants)) {
@@ -768,8 +872,9 @@ int main(int argc, char **argv)
 		} else if (!opts.json) {
 			printf("== %s:", set_name);
 			for (int t = 0; t < nr_tenants; t++)
-				printf(" %s (QoS %.2f ms, share %.3f)", ta[t].table.name,
-				       ta[t].qos_ms, ta[t].share);
+				printf(" %s (QoS %.2f ms, share %.3f, query cost %.2f ms)",
+				       ta[t].table.name, ta[t].qos_ms, ta[t].share,
+				       ta[t].query_cost_ms);
 			printf("\n");
 		}
 		for (int i = 0; !rc && policy_entry_at(i); i++) {
@@ -790,5 +895,6 @@ int main(int argc, char **argv)
 cleanup:
 	sim_trace_free(&trace);
 	sim_qps_table_free(&found);
+	sim_served_free(&served);
 	return rc;
 }
