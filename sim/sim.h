@@ -270,6 +270,20 @@ struct sim_params {
 	 * of the latency policy_block_done() reports.
 	 */
 	uint64_t block_cost_ns;
+	/*
+	 * 0: every query of a tenant costs its query_cost_ns. Else each
+	 * finished query's cost is query_cost_ns x exp(sigma x Z), Z standard
+	 * normal from the tenant's own stream (a lognormal of that median): the
+	 * spread of served latencies on a shared machine, sim/README.md.
+	 */
+	double query_cost_sigma;
+	/*
+	 * A shares_cores policy's blocks run this many times slower than
+	 * processor sharing alone makes them (0 or 1: ideal sharing): what the
+	 * kernel's time-sharing of OpenMP threads costs beyond it, fitted in
+	 * sim/README.md.
+	 */
+	double shared_penalty;
 	int max_queued; /* live queries beyond this are rejected at arrival (counted as drops) */
 	/* optional observers */
 	void (*on_query)(void *ctx, const struct sim_query_record *q);

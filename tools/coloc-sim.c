@@ -41,6 +41,7 @@ static struct {
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	double start_qps, tol;
 	double block_cost_us, query_cost_us; /* query_cost_us < 0: from the served solo latency */
+	double query_cost_sigma, shared_penalty;
 } opts = {
 	.policy = "fcfs",
 	.cores = 64,
@@ -53,6 +54,7 @@ static struct {
 	.seeds = 1,
 	.start_qps = 16,
 	.tol = 0.01,
+	.shared_penalty = 1,
 };
 
 struct tenant_arg {
@@ -77,7 +79,8 @@ static void usage(FILE *out)
 		"                 [--policy NAME,...|all] [--cores N] [--sockets N] [--llc N]\n"
 		"                 [--qps X | --search] [--duration S] [--warmup S] [--seed N]\n"
 		"                 [--seeds N] [--trace FILE] [--measured FILE] [--qos-from FILE]\n"
-		"                 [--block-cost-us US] [--query-cost-us US|auto] [--brief] [--json]\n"
+		"                 [--block-cost-us US] [--query-cost-us US|auto]\n"
+		"                 [--query-cost-sigma S] [--shared-penalty X] [--brief] [--json]\n"
 		"Simulates the policy library (the code colocd runs) on a machine of N cores with\n"
 		"tenants on VELTAIR's published latency tables or on coloc's own profiles of this\n"
 		"machine, and prints per tenant the fraction of queries within QoS, drops and\n"
@@ -133,6 +136,12 @@ static void usage(FILE *out)
 		"                 added to its latency, no core held (default 0). auto: per\n"
 		"                 model, its solo latency as served (points.tsv, --qos-from)\n"
 		"                 minus the profiled solo latency and one block cost\n"
+		"  --query-cost-sigma S  each query's cost drawn lognormal around that median,\n"
+		"                 exp(S x a standard normal) times it (default 0: fixed; this\n"
+		"                 machine shared by many: fitted in sim/README.md)\n"
+		"  --shared-penalty X  blocks of a policy that time-shares cores (os) run X times\n"
+		"                 slower than ideal processor sharing makes them (default 1;\n"
+		"                 fitted for this machine in sim/README.md)\n"
 		"  --brief        one line per policy instead of a table per tenant\n"
 		"  --json         print the results as JSON\n"
 		"  --version      print the version and exit\n"
@@ -591,6 +600,8 @@ int main(int argc, char **argv)
 		{ "qos-from", required_argument, NULL, 'Q' },
 		{ "block-cost-us", required_argument, NULL, 'B' },
 		{ "query-cost-us", required_argument, NULL, 'C' },
+		{ "query-cost-sigma", required_argument, NULL, 'G' },
+		{ "shared-penalty", required_argument, NULL, 'O' },
 		{ "brief", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -699,6 +710,14 @@ int main(int argc, char **argv)
 			break;
 		case 'B':
 			bad = parse_double("--block-cost-us", optarg, 0, 1e9, &opts.block_cost_us);
+			break;
+		case 'O':
+			bad = parse_double("--shared-penalty", optarg, 1, 100,
+					   &opts.shared_penalty);
+			break;
+		case 'G':
+			bad = parse_double("--query-cost-sigma", optarg, 0, 10,
+					   &opts.query_cost_sigma);
 			break;
 		case 'C':
 			if (!strcmp(optarg, "auto"))
@@ -818,6 +837,8 @@ int main(int argc, char **argv)
 		.seed = (uint64_t)opts.seed,
 		.interference = { .full_slowdown = opts.full_slowdown },
 		.block_cost_ns = (uint64_t)llround(opts.block_cost_us * 1e3),
+		.query_cost_sigma = opts.query_cost_sigma,
+		.shared_penalty = opts.shared_penalty,
 		.max_queued = SIM_DEFAULT_MAX_QUEUED,
 	};
 	/* a trace without --duration runs to its last arrival */
@@ -841,13 +862,14 @@ int main(int argc, char **argv)
 	else
 		printf(PROG ": %ld cores (%ld socket%s, LLC domains of %ld), %s, %.1f s per run "
 			    "(warm-up %.1f s), seed %ld; full-domain slowdown %.2f; block cost "
-			    "%.0f us\n",
+			    "%.0f us, query cost spread %.2f, time-sharing penalty %.2f\n",
 		       opts.cores, opts.sockets, opts.sockets > 1 ? "s" : "", opts.llc,
 		       opts.trace  ? "traced arrivals" :
 		       opts.search ? "QoS-QPS search" :
 				     "Poisson arrivals",
 		       (double)p.duration_ns * 1e-9, (double)p.warmup_ns * 1e-9, opts.seed,
-		       opts.full_slowdown, opts.block_cost_us);
+		       opts.full_slowdown, opts.block_cost_us, opts.query_cost_sigma,
+		       opts.shared_penalty);
 	if (served.nr && !opts.json)
 		printf("QoS of each mix's tenants as bench-qos gave it: %s\n", opts.qos_from);
 	if (!opts.search && !opts.trace && !opts.json)
