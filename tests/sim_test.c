@@ -341,6 +341,77 @@ TEST_F(sim, run__block_cost_holds_the_cores_query_cost_adds_latency_only)
 }
 
 /*
+ * The query cost's spread: one core, the one-layer model (10 ms), query
+ * cost 10 ms, 1 query/s for 1000 s (a queue almost never forms: a query
+ * finds the core busy with probability ~1 %). With sigma 0 every latency
+ * is 20 ms. With sigma 0.5 the cost is lognormal with median 10 ms, so the
+ * latencies' median is 10 + 10 = 20 ms and their 95th percentile
+ * 10 + 10 exp(1.645 x 0.5) = 32.76 ms; over ~900 queries their sampling
+ * errors are ~0.2 and ~1 ms. The same seed gives the same latencies.
+ */
+TEST_F(sim, run__query_cost_spread_is_lognormal_around_its_median)
+{
+	struct sim_tenant t = {
+		.model = &one_layer, .qos_ns = 1000 * MS, .share = 1, .query_cost_ns = 10 * MS
+	};
+	struct sim_params p = small_params(policy_find("fcfs"), 1, 1, &t, 1, NULL, self->w);
+	struct sim_result again;
+
+	p.on_query = NULL;
+	p.on_block = NULL;
+	p.qps = 1;
+	p.duration_ns = 1000000 * MS;
+	p.warmup_ns = 0;
+	p.seed = 3;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_LT(800, self->r.tenant[0].completed);
+	ASSERT_EQ(20.0, self->r.tenant[0].p50_ms);
+	p.query_cost_sigma = 0.5;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_LT(fabs(self->r.tenant[0].p50_ms - 20.0), 1.0)
+	TH_LOG("p50 %.3f ms", self->r.tenant[0].p50_ms);
+	ASSERT_LT(fabs(self->r.tenant[0].p95_ms - 32.76), 4.0)
+	TH_LOG("p95 %.3f ms", self->r.tenant[0].p95_ms);
+	ASSERT_EQ(0, sim_run(&p, &again, &self->err));
+	ASSERT_EQ(self->r.tenant[0].p95_ms, again.tenant[0].p95_ms);
+	p.query_cost_sigma = -1;
+	ASSERT_EQ(-EINVAL, sim_run(&p, &again, &self->err));
+}
+
+/*
+ * The time-sharing penalty: os, one core, two 10 ms queries at 0. Ideal
+ * sharing ends both at 20 ms; with penalty 1.5 each runs at 1 / (2 x 1.5)
+ * of its speed and both end at 30 ms. A policy that does not share cores
+ * (fcfs) ignores it: 10 and 20 ms.
+ */
+TEST_F(sim, run__shared_penalty_slows_only_time_shared_blocks)
+{
+	static const double both[] = { 0, 0 };
+	static const int who[] = { 0, 1 };
+	struct sim_tenant t[2] = {
+		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+	};
+	struct mem_trace mt;
+	struct sim_params p;
+
+	mem_trace_init(&mt, 2, both, who);
+	p = small_params(policy_find("os"), 1, 1, t, 2, &mt.trace, self->w);
+	p.shared_penalty = 1.5;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(30 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(30 * MS, record_of(self->w, 1)->end_ns);
+	self->w->nr_q = 0;
+	self->w->nr_b = 0;
+	p.policy = policy_find("fcfs");
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(10 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(20 * MS, record_of(self->w, 1)->end_ns);
+	p.shared_penalty = 0.5;
+	ASSERT_EQ(-EINVAL, sim_run(&p, &self->r, &self->err));
+}
+
+/*
  * Two cores, the two-layer model (3 + 7 ms on 1 core, 2 + 4 ms on 2):
  * fcfs serves the whole model as one block [0, 2) on both cores, 6 ms.
  * Arrivals at 0 and 1 ms: q0 0..6 ms, q1 6..12 ms (latency 11 ms).
