@@ -328,6 +328,34 @@ struct sim_search_result {
 int sim_search_qos_qps(const struct sim_params *base, double fraction, double start_qps, double tol,
 		       struct sim_search_result *s, struct coloc_err *err);
 
+/*
+ * The search exactly as tools/bench-qos.sh runs it, so that a simulated
+ * point is decided on as few queries as a measured one: from medium load
+ * (medium_share of saturation), grow x grow while a point passes (shrink
+ * / grow while it fails, down to saturation / 50; up to 4 x saturation),
+ * then `bisect` geometric midpoints; loads rounded to 0.001 QPS as the
+ * script prints them. A point lasts ceil(min_queries / (least share x
+ * load)) s within [min_s, max_s] after warmup_s of arrivals not counted,
+ * and passes when every tenant has >= fraction of its counted queries
+ * within QoS (no minimum count: the script has none). The values mirror
+ * bench-qos.sh's (quick and full); change them together.
+ */
+struct sim_bq_search {
+	double medium_share, grow;
+	int bisect;
+	double min_queries, min_s, max_s, warmup_s;
+};
+
+extern const struct sim_bq_search sim_bq_quick, sim_bq_full;
+
+/*
+ * solo_ms[t]: tenant t's solo latency (bench-qos's: served alone), for
+ * saturation = 1 / sum(share_t x solo_t). qos_qps 0 when nothing passes.
+ */
+int sim_search_bench_qos(const struct sim_params *base, const struct sim_bq_search *bq,
+			 const double *solo_ms, double fraction, struct sim_search_result *s,
+			 struct coloc_err *err);
+
 /* ---- the fidelity check against make bench-qos ----------------------------------- */
 
 /* What bench-qos used for one tenant of one mix (its points.tsv). */

@@ -965,6 +965,50 @@ TEST_F(sim, served_load__qos_and_solo_per_mix_tenant_once)
 	unlink(path);
 }
 
+/*
+ * The search as bench-qos --quick runs it: one tenant of the one-layer
+ * model (10 ms) on one core, solo 10 ms, so saturation is 100 QPS and the
+ * first point 30 QPS (durations 3 s: 15 queries take under 3 s at >= 5
+ * QPS; warm-up 1 s).
+ *  - QoS 100 s: everything passes, growing x 2: 30, 60, 120, 240; 480 is
+ *    past 4 x saturation: QoS-QPS 240, 4 points, no failure.
+ *  - QoS 2 s: at 120 QPS the queue grows by 20 queries/s, latencies reach
+ *    ~0.8 s in 4 s (pass); at 240 by 140/s (~5.6 s: fail); the bisection's
+ *    one point, sqrt(120 x 240) = 169.706 (rounded as the script prints
+ *    it), grows it by ~70/s, 2 s after ~2.9 s, a quarter of the queries
+ *    late: fail. QoS-QPS 120, 5 points.
+ *  - QoS 5 ms (below the solo latency): 30 fails, then 15, 7.5, 3.75;
+ *    1.875 is below saturation / 50: QoS-QPS 0, 4 points.
+ */
+TEST_F(sim, search_bench_qos__the_scripts_points_and_verdict)
+{
+	struct sim_tenant t = { .model = &one_layer, .qos_ns = 100000 * MS, .share = 1 };
+	struct sim_params p = small_params(policy_find("fcfs"), 1, 1, &t, 1, NULL, self->w);
+	struct sim_search_result *s = calloc(1, sizeof(*s));
+	static const double solo_ms[] = { 10 };
+
+	ASSERT_NE(NULL, s);
+	p.on_query = NULL;
+	p.on_block = NULL;
+	p.late = POLICY_LATE_SERVE;
+	ASSERT_EQ(0, sim_search_bench_qos(&p, &sim_bq_quick, solo_ms, 0.95, s, &self->err))
+	TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(240.0, s->qos_qps);
+	ASSERT_EQ(0.0, s->fail_qps);
+	ASSERT_EQ(4, s->points);
+	t.qos_ns = 2000 * MS;
+	ASSERT_EQ(0, sim_search_bench_qos(&p, &sim_bq_quick, solo_ms, 0.95, s, &self->err));
+	ASSERT_EQ(120.0, s->qos_qps);
+	ASSERT_EQ(169.706, s->fail_qps);
+	ASSERT_EQ(5, s->points);
+	t.qos_ns = 5 * MS;
+	ASSERT_EQ(0, sim_search_bench_qos(&p, &sim_bq_quick, solo_ms, 0.95, s, &self->err));
+	ASSERT_EQ(0.0, s->qos_qps);
+	ASSERT_EQ(3.75, s->fail_qps);
+	ASSERT_EQ(4, s->points);
+	free(s);
+}
+
 /* ---- long random runs --------------------------------------------------------------------- */
 
 static int cmp_start(const void *a, const void *b)

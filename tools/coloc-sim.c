@@ -42,6 +42,7 @@ static struct {
 	double start_qps, tol;
 	double block_cost_us, query_cost_us; /* query_cost_us < 0: from the served solo latency */
 	double query_cost_sigma, shared_penalty;
+	const struct sim_bq_search *like; /* search as bench-qos does; NULL: coloc-sim's own */
 } opts = {
 	.policy = "fcfs",
 	.cores = 64,
@@ -80,7 +81,8 @@ static void usage(FILE *out)
 		"                 [--qps X | --search] [--duration S] [--warmup S] [--seed N]\n"
 		"                 [--seeds N] [--trace FILE] [--measured FILE] [--qos-from FILE]\n"
 		"                 [--block-cost-us US] [--query-cost-us US|auto]\n"
-		"                 [--query-cost-sigma S] [--shared-penalty X] [--brief] [--json]\n"
+		"                 [--query-cost-sigma S] [--shared-penalty X]\n"
+		"                 [--search-like quick|full] [--brief] [--json]\n"
 		"Simulates the policy library (the code colocd runs) on a machine of N cores with\n"
 		"tenants on VELTAIR's published latency tables or on coloc's own profiles of this\n"
 		"machine, and prints per tenant the fraction of queries within QoS, drops and\n"
@@ -108,6 +110,11 @@ static void usage(FILE *out)
 		"  --qps X        total queries per second over all tenants, in their shares\n"
 		"  --search       find the highest QPS at which >= 95%% of every tenant's queries\n"
 		"                 meet QoS (doubling from %.0f, then bisection to 1%%)\n"
+		"  --search-like quick|full  search as make bench-qos [ARGS=--quick] does: its\n"
+		"                 load points, durations (15 or 60 queries of the least frequent\n"
+		"                 tenant) and pass rule, so a point is decided on as few\n"
+		"                 queries as measured; saturation from the served solo latency\n"
+		"                 (--qos-from) or the profiled one. Ignores --duration\n"
 		"  --duration S   simulated seconds of arrivals per run (default %.0f)\n"
 		"  --warmup S     arrivals before S are served but not counted (default: a\n"
 		"                 tenth of the duration)\n"
@@ -299,8 +306,15 @@ static int run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 	int nr = opts.search ? (int)opts.seeds : 1, m, points = 0;
 	struct sim_search_result *s = calloc((size_t)nr, sizeof(*s)), *med;
 	struct coloc_err err = { 0 };
-	double wall = 0, lo = 0, hi = 0;
+	double wall = 0, lo = 0, hi = 0, solo_ms[POLICY_MAX_TENANTS];
 	int ret = 0;
+
+	/* bench-qos's saturation: from the latency served alone where known */
+	for (int t = 0; t < p->nr_tenants; t++)
+		solo_ms[t] = ta[t].served_solo_ms ?:
+						    (double)policy_model_solo_ns(p->tenants[t].model,
+										 p->machine.nr_cores) *
+					     1e-6;
 
 	if (!s) {
 		fprintf(stderr, PROG ": out of memory\n");
@@ -308,7 +322,10 @@ static int run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 	}
 	for (int i = 0; i < nr && !ret; i++) {
 		p->seed = (uint64_t)opts.seed + (uint64_t)i;
-		if (opts.search)
+		if (opts.search && opts.like)
+			ret = sim_search_bench_qos(p, opts.like, solo_ms, SIM_QOS_FRACTION, &s[i],
+						   &err);
+		else if (opts.search)
 			ret = sim_search_qos_qps(p, SIM_QOS_FRACTION, opts.start_qps, opts.tol,
 						 &s[i], &err);
 		else
@@ -602,6 +619,7 @@ int main(int argc, char **argv)
 		{ "query-cost-us", required_argument, NULL, 'C' },
 		{ "query-cost-sigma", required_argument, NULL, 'G' },
 		{ "shared-penalty", required_argument, NULL, 'O' },
+		{ "search-like", required_argument, NULL, 'K' },
 		{ "brief", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -711,6 +729,16 @@ int main(int argc, char **argv)
 		case 'B':
 			bad = parse_double("--block-cost-us", optarg, 0, 1e9, &opts.block_cost_us);
 			break;
+		case 'K':
+			if (!strcmp(optarg, "quick") || !strcmp(optarg, "full")) {
+				opts.like = !strcmp(optarg, "quick") ? &sim_bq_quick : &sim_bq_full;
+			} else {
+				fprintf(stderr,
+					PROG ": --search-like wants quick or full, not '%s'\n",
+					optarg);
+				bad = 1;
+			}
+			break;
 		case 'O':
 			bad = parse_double("--shared-penalty", optarg, 1, 100,
 					   &opts.shared_penalty);
@@ -762,6 +790,10 @@ int main(int argc, char **argv)
 	}
 	if (!opts.trace && !opts.search && !(opts.qps > 0)) {
 		fprintf(stderr, PROG ": give a load (--qps X), --search or --trace FILE\n");
+		return 2;
+	}
+	if (opts.like && !opts.search) {
+		fprintf(stderr, PROG ": --search-like is a way to --search: give both\n");
 		return 2;
 	}
 	if (opts.measured && !opts.search) {
