@@ -254,7 +254,10 @@ bench-sim: $(BINS)
 			tee /dev/stderr | awk '/^best/ { print $$3 }'); \
 		pen=$$(sim/fit-serving.sh os --shared-penalty "1 1.5 2 2.2 2.4 2.6 2.8 3 4" $$pts \
 			--query-cost-sigma $$sigma | tee /dev/stderr | awk '/^best/ { print $$3 }'); \
-		serving="--block-cost-us $(SIM_BLOCK_COST_US) --query-cost-us auto --query-cost-sigma $$sigma --shared-penalty $$pen"; \
+		like=$$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$$i] = i; next } \
+			$$c["duration_s"] > m { m = $$c["duration_s"] } END { print (m > 5 ? "full" : "quick") }' $$pts); \
+		echo "== searched as bench-qos $$like did (points of up to 5 s: --quick), median of 25 seeds"; \
+		serving="--block-cost-us $(SIM_BLOCK_COST_US) --query-cost-us auto --query-cost-sigma $$sigma --shared-penalty $$pen --search-like $$like --seeds 25"; \
 	fi; \
 	$(BIN)/coloc-sim --mix all --policy all --search --seeds 5 --cores $$(nproc) --llc $$(nproc) \
 		--duration 120 --full-slowdown $(SIM_2CORE_SLOWDOWN) --brief \

@@ -904,6 +904,11 @@ int main(int argc, char **argv)
 		       opts.shared_penalty);
 	if (served.nr && !opts.json)
 		printf("QoS of each mix's tenants as bench-qos gave it: %s\n", opts.qos_from);
+	if (opts.like && !opts.json)
+		printf("searched as bench-qos%s does: its loads and point durations (%.0f..%.0f s "
+		       "after %.0f s of warm-up), not the run length above\n",
+		       opts.like == &sim_bq_quick ? " --quick" : "", opts.like->min_s,
+		       opts.like->max_s, opts.like->warmup_s);
 	if (!opts.search && !opts.trace && !opts.json)
 		printf("load: %.1f QPS in total\n", opts.qps);
 	rc = 0;
