@@ -37,7 +37,7 @@ mapfile -t loads < <(awk -F'\t' -v p="$policy" '
 [ "${#loads[@]}" -gt 0 ] || { echo "fit-serving: no points of policy $policy in $points" >&2; exit 1; }
 
 printf '%-8s %12s %10s %8s\n' value loglik mean_abs points
-best= best_ll=
+best='' best_ll=''
 for v in $values; do
 	sim_out=$(mktemp)
 	for ml in "${loads[@]}"; do
