@@ -43,6 +43,7 @@ int sim_qps_table_add(struct sim_qps_table *t, const char *mix, const char *poli
 	snprintf(c->policy, sizeof(c->policy), "%s", policy);
 	c->qps = qps;
 	c->p99_over_solo = p99_over_solo;
+	c->qps_lo = c->qps_hi = qps;
 	return 0;
 }
 
@@ -264,6 +265,10 @@ int sim_fidelity_compare(const struct sim_qps_table *sim, const struct sim_qps_t
 
 		r->sim = s;
 		r->measured = m;
+		if (m) {
+			r->in_range = m->qps >= s->qps_lo && m->qps <= s->qps_hi;
+			f->nr_in_range += r->in_range;
+		}
 		if (m && m->qps > 0) {
 			r->ratio = s->qps / m->qps;
 			r->within = fabs(r->ratio - 1.0) <= tolerance;

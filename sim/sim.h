@@ -388,6 +388,8 @@ struct sim_qps_cell {
 	char policy[32];
 	double qps; /* the highest total QPS with >= 95 % of every tenant within QoS; 0: none */
 	double p99_over_solo; /* p99 latency / solo latency at medium load; 0: unknown */
+	/* simulated over several seeds: the lowest and highest (both qps for one, or measured) */
+	double qps_lo, qps_hi;
 };
 
 struct sim_qps_table {
@@ -413,6 +415,7 @@ struct sim_fidelity_row {
 	const struct sim_qps_cell *measured; /* NULL: not measured */
 	double ratio; /* simulated / measured; 0 when not compared or measured 0 */
 	bool within; /* |ratio - 1| <= tolerance (measured 0: simulated 0 too) */
+	bool in_range; /* measured within the simulated [qps_lo, qps_hi] */
 };
 
 struct sim_fidelity_mix {
@@ -424,7 +427,7 @@ struct sim_fidelity_mix {
 
 struct sim_fidelity {
 	struct sim_fidelity_row *row; /* one per simulated cell, in its order */
-	int nr_rows, nr_compared, nr_within;
+	int nr_rows, nr_compared, nr_within, nr_in_range;
 	struct sim_fidelity_mix *mix; /* in order of first appearance */
 	int nr_mixes, nr_mixes_same;
 };

@@ -887,6 +887,9 @@ TEST_F(sim, fidelity_compare__ratios_tolerance_and_ranking_on_a_hand_made_file)
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "light", "a", 100, 0, &self->err));
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "light", "b", 50, 0, &self->err));
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "light", "c", 30, 0, &self->err));
+	/* c over seeds: 15 .. 35, which holds the measured 20; every other cell one seed */
+	sim.cell[2].qps_lo = 15;
+	sim.cell[2].qps_hi = 35;
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "heavy", "a", 10, 0, &self->err));
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "heavy", "b", 20, 0, &self->err));
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "heavy", "y", 7, 0, &self->err));
@@ -895,6 +898,9 @@ TEST_F(sim, fidelity_compare__ratios_tolerance_and_ranking_on_a_hand_made_file)
 	ASSERT_EQ(6, f.nr_rows);
 	ASSERT_EQ(5, f.nr_compared);
 	ASSERT_EQ(1, f.nr_within);
+	ASSERT_EQ(1, f.nr_in_range);
+	ASSERT_TRUE(f.row[2].in_range);
+	ASSERT_FALSE(f.row[0].in_range);
 	ASSERT_LT(fabs(f.row[0].ratio - 100.0 / 90), 1e-12);
 	ASSERT_TRUE(f.row[0].within);
 	ASSERT_LT(fabs(f.row[1].ratio - 50.0 / 60), 1e-12);

@@ -348,6 +348,10 @@ static int run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 		free(s);
 		return 1;
 	}
+	if (opts.search) {
+		found.cell[found.nr - 1].qps_lo = lo;
+		found.cell[found.nr - 1].qps_hi = hi;
+	}
 	if (opts.json) {
 		printf("%s{\"policy\": \"%s\", ", first ? "" : ",\n", p->policy->name);
 		if (opts.search) {
@@ -559,18 +563,21 @@ static int print_fidelity(void)
 	}
 	printf("\nfidelity check against %s (simulated / measured QoS-QPS, within +-%.0f%%):\n",
 	       opts.measured, 100 * FIDELITY_TOLERANCE);
-	printf("%-10s %-18s %10s %10s %7s  %s\n", "mix", "policy", "simulated", "measured", "ratio",
-	       "within");
+	printf("%-10s %-18s %10s %15s %10s %7s  %-6s %s\n", "mix", "policy", "simulated",
+	       "seeds' range", "measured", "ratio", "within", "in range");
 	for (int i = 0; i < f.nr_rows; i++) {
 		const struct sim_fidelity_row *r = &f.row[i];
 
 		if (!r->measured) {
-			printf("%-10s %-18s %10.1f %10s %7s  not measured\n", r->sim->mix,
-			       r->sim->policy, r->sim->qps, "-", "-");
+			printf("%-10s %-18s %10.1f %6.1f .. %5.1f %10s %7s  not measured\n",
+			       r->sim->mix, r->sim->policy, r->sim->qps, r->sim->qps_lo,
+			       r->sim->qps_hi, "-", "-");
 			continue;
 		}
-		printf("%-10s %-18s %10.1f %10.1f %7.2f  %s\n", r->sim->mix, r->sim->policy,
-		       r->sim->qps, r->measured->qps, r->ratio, r->within ? "yes" : "NO");
+		printf("%-10s %-18s %10.1f %6.1f .. %5.1f %10.1f %7.2f  %-6s %s\n", r->sim->mix,
+		       r->sim->policy, r->sim->qps, r->sim->qps_lo, r->sim->qps_hi,
+		       r->measured->qps, r->ratio, r->within ? "yes" : "NO",
+		       r->in_range ? "yes" : "no");
 	}
 	for (int k = 0; k < f.nr_mixes; k++)
 		printf("ranking of policies on mix %s: %s (%d of %d pairs ordered the other way)\n",
@@ -579,6 +586,9 @@ static int print_fidelity(void)
 		       f.mix[k].pairs	     ? "DIFFERENT" :
 					       "not compared",
 		       f.mix[k].discordant, f.mix[k].pairs);
+	printf("measured inside the simulated seeds' range: %d of %d cells (not the issue's bar; "
+	       "a check of the model against one noisy measured search)\n",
+	       f.nr_in_range, f.nr_compared);
 	printf("fidelity: %d of %d compared cells within +-%.0f%%, %d of %d mixes ranked the "
 	       "same: %s\n",
 	       f.nr_within, f.nr_compared, 100 * FIDELITY_TOLERANCE, f.nr_mixes_same, f.nr_mixes,
