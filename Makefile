@@ -224,9 +224,14 @@ bench-executor: $(BINS)
 # (sim/README.md). Then VELTAIR's two published tables, their QoS targets,
 # equal rates (their Mix: rate inversely proportional to QoS, equal here); 2
 # and 8 tenants, 64 cores, then 8 at 128 and 256; VELTAIR's 1.6 slowdown (an
-# assumption).
+# assumption). The 2-core check serves the tenants as bench-qos did (QoS from
+# its points.tsv) with the serving-cost model fitted to those points by
+# sim/fit-serving.sh each time (sim/README.md); SIM_QOS_DIR=DIR checks
+# another bench-qos run's results.tsv and points.tsv.
 SIM_MIXES := tools/qos-mixes.conf
 SIM_2CORE_SLOWDOWN := 1.0
+SIM_QOS_DIR := build/bench-qos
+SIM_BLOCK_COST_US := 71
 SIM_MIX2 := --tenant veltair:resnet50:15 --tenant veltair:googlenet:15
 SIM_MIX8 := $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2)
 bench-sim: $(BINS)
@@ -241,9 +246,22 @@ bench-sim: $(BINS)
 			{ echo "bench-sim: profiling $$m failed"; exit 1; }; \
 	done
 	@echo "== fidelity: this machine (all its cores, one LLC), coloc's profiles, the mixes of $(SIM_MIXES)"
-	$(Q)$(BIN)/coloc-sim --mix all --policy all --search --seeds 5 --cores $$(nproc) --llc $$(nproc) \
+	$(Q)serving=; pts=$(SIM_QOS_DIR)/points.tsv; \
+	if [ -r $$pts ]; then \
+		echo "== serving costs fitted to $$pts (sim/fit-serving.sh; block cost $(SIM_BLOCK_COST_US) us)"; \
+		export BLOCK_US=$(SIM_BLOCK_COST_US); \
+		sigma=$$(sim/fit-serving.sh temporal --query-cost-sigma "0 0.2 0.3 0.4 0.5 0.6 0.7 0.8 1" $$pts | \
+			tee /dev/stderr | awk '/^best/ { print $$3 }'); \
+		pen=$$(sim/fit-serving.sh os --shared-penalty "1 1.5 2 2.2 2.4 2.6 2.8 3 4" $$pts \
+			--query-cost-sigma $$sigma | tee /dev/stderr | awk '/^best/ { print $$3 }'); \
+		like=$$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$$i] = i; next } \
+			$$c["duration_s"] > m { m = $$c["duration_s"] } END { print (m > 5 ? "full" : "quick") }' $$pts); \
+		echo "== searched as bench-qos $$like did (points of up to 5 s: --quick), median of 25 seeds"; \
+		serving="--block-cost-us $(SIM_BLOCK_COST_US) --query-cost-us auto --query-cost-sigma $$sigma --shared-penalty $$pen --search-like $$like --seeds 25"; \
+	fi; \
+	$(BIN)/coloc-sim --mix all --policy all --search --seeds 5 --cores $$(nproc) --llc $$(nproc) \
 		--duration 120 --full-slowdown $(SIM_2CORE_SLOWDOWN) --brief \
-		--measured build/bench-qos/results.tsv
+		--measured $(SIM_QOS_DIR)/results.tsv $$serving
 	@echo "== 64 cores in LLC domains of 4 (Threadripper 3990X), VELTAIR's tables (one kernel"
 	@echo "   version), QoS 15 ms each. Not results to quote before the fidelity check passes."
 	@echo "== mix: 1 ResNet-50 + 1 GoogLeNet tenant"

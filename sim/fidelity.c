@@ -5,7 +5,9 @@
  * ratio, whether it is within the tolerance, and whether the policies rank
  * the same per mix. A ranking differs when some pair of policies is
  * ordered one way by the simulation and strictly the other way by the
- * measurement; a tie on either side contradicts nothing.
+ * measurement; a tie on either side contradicts nothing. Also what
+ * bench-qos gave each tenant (its points.tsv: solo latency as served, QoS),
+ * so that the simulation serves the same tenants.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -41,6 +43,7 @@ int sim_qps_table_add(struct sim_qps_table *t, const char *mix, const char *poli
 	snprintf(c->policy, sizeof(c->policy), "%s", policy);
 	c->qps = qps;
 	c->p99_over_solo = p99_over_solo;
+	c->qps_lo = c->qps_hi = qps;
 	return 0;
 }
 
@@ -138,6 +141,106 @@ int sim_qps_table_load_tsv(const char *path, struct sim_qps_table *t, struct col
 	return ret;
 }
 
+const struct sim_served_tenant *sim_served_find(const struct sim_served *s, const char *mix,
+						const char *tenant)
+{
+	for (int i = 0; i < s->nr; i++)
+		if (!strcmp(s->t[i].mix, mix) && !strcmp(s->t[i].tenant, tenant))
+			return &s->t[i];
+	return NULL;
+}
+
+void sim_served_free(struct sim_served *s)
+{
+	free(s->t);
+	*s = (struct sim_served){ 0 };
+}
+
+static int served_add(struct sim_served *s, const char *mix, const char *tenant, double solo,
+		      double qos, struct coloc_err *err)
+{
+	const struct sim_served_tenant *old = sim_served_find(s, mix, tenant);
+	struct sim_served_tenant *t;
+
+	if (old) {
+		if (old->solo_ms != solo || old->qos_ms != qos)
+			return coloc_err_set(err, -EINVAL,
+					     "mix %s, tenant %s: solo_ms %g and qos_ms %g here, "
+					     "%g and %g before; one run's file has one of each",
+					     mix, tenant, solo, qos, old->solo_ms, old->qos_ms);
+		return 0;
+	}
+	if (strlen(mix) >= sizeof(t->mix) || strlen(tenant) >= sizeof(t->tenant))
+		return coloc_err_set(err, -EINVAL, "mix '%s' or tenant '%s': name too long", mix,
+				     tenant);
+	if (s->nr == s->cap) {
+		int cap = s->cap ? 2 * s->cap : 32;
+
+		t = realloc(s->t, (size_t)cap * sizeof(*t));
+		if (!t)
+			return coloc_err_set(err, -ENOMEM, "out of memory");
+		s->t = t;
+		s->cap = cap;
+	}
+	t = &s->t[s->nr++];
+	snprintf(t->mix, sizeof(t->mix), "%s", mix);
+	snprintf(t->tenant, sizeof(t->tenant), "%s", tenant);
+	t->solo_ms = solo;
+	t->qos_ms = qos;
+	return 0;
+}
+
+int sim_served_load_tsv(const char *path, struct sim_served *s, struct coloc_err *err)
+{
+	static const char *const want[] = { "mix", "tenant", "solo_ms", "qos_ms" };
+	int col[4] = { -1, -1, -1, -1 }, lineno = 0, ret = 0;
+	char line[TSV_LINE_MAX], *f[32];
+	FILE *in = fopen(path, "r");
+
+	*s = (struct sim_served){ 0 };
+	if (!in)
+		return coloc_err_set(err, -errno, "%s: %m", path);
+	while (!ret && fgets(line, sizeof(line), in)) {
+		int n = split_tabs(line, f, 32);
+		double solo, qos;
+
+		if (!lineno++) {
+			for (int i = 0; i < n; i++)
+				for (int k = 0; k < 4; k++)
+					if (!strcmp(f[i], want[k]))
+						col[k] = i;
+			for (int k = 0; k < 4 && !ret; k++)
+				if (col[k] < 0)
+					ret = coloc_err_set(err, -EINVAL,
+							    "%s:1: the header has no column '%s' "
+							    "(want mix, tenant, solo_ms, qos_ms, "
+							    "tab-separated)",
+							    path, want[k]);
+			continue;
+		}
+		if (!*f[0] && n == 1)
+			continue;
+		if (n <= col[0] || n <= col[1] || n <= col[2] || n <= col[3] ||
+		    parse_number(f[col[2]], false, &solo) || parse_number(f[col[3]], false, &qos) ||
+		    !(solo > 0) || !(qos > 0)) {
+			ret = coloc_err_set(err, -EINVAL,
+					    "%s:%d: want a mix, a tenant and two numbers > 0 "
+					    "(solo_ms, qos_ms) in the header's columns",
+					    path, lineno);
+			break;
+		}
+		ret = served_add(s, f[col[0]], f[col[1]], solo, qos, err);
+		if (ret)
+			coloc_err_prefix(err, "%s:%d", path, lineno);
+	}
+	if (!ret && !lineno)
+		ret = coloc_err_set(err, -EINVAL, "%s: empty, not even a header", path);
+	fclose(in);
+	if (ret)
+		sim_served_free(s);
+	return ret;
+}
+
 /* -1, 0 or 1 as a is below, equal to or above b. */
 static int order(double a, double b)
 {
@@ -162,6 +265,10 @@ int sim_fidelity_compare(const struct sim_qps_table *sim, const struct sim_qps_t
 
 		r->sim = s;
 		r->measured = m;
+		if (m) {
+			r->in_range = m->qps >= s->qps_lo && m->qps <= s->qps_hi;
+			f->nr_in_range += r->in_range;
+		}
 		if (m && m->qps > 0) {
 			r->ratio = s->qps / m->qps;
 			r->within = fabs(r->ratio - 1.0) <= tolerance;

@@ -23,6 +23,11 @@
  * as fast as its most crowded core lets it be: its threads meet at every
  * layer's end, so the slowest one sets the pace. All cores stay free to
  * such a policy, as colocd passes them.
+ *
+ * Serving costs (sim/README.md: fitted from colocd on this machine): each
+ * block's alone-time grows by the block cost (the dispatch round trip, its
+ * cores held meanwhile), and each finished query's latency by its tenant's
+ * query cost (no core held, unseen by the policy).
  */
 #include <errno.h>
 #include <math.h>
@@ -56,6 +61,7 @@ struct sim_state {
 	struct sim_heap heap;
 	struct policy_tenant tenants[POLICY_MAX_TENANTS];
 	struct sim_poisson poisson[POLICY_MAX_TENANTS];
+	struct coloc_rng cost_rng[POLICY_MAX_TENANTS]; /* query costs, apart from arrivals */
 	struct sim_latencies lat[POLICY_MAX_TENANTS];
 	int trace_next;
 	uint64_t next_id;
@@ -108,13 +114,14 @@ static struct policy_query *find_query(struct sim_state *s, uint64_t id)
 	return NULL;
 }
 
-static void remove_query(struct sim_state *s, struct policy_query *q, bool dropped)
+/* end_ns: when the client has the answer (or the drop), now or later by the query cost */
+static void remove_query(struct sim_state *s, struct policy_query *q, uint64_t end_ns, bool dropped)
 {
 	struct sim_query_record rec = {
 		.id = q->id,
 		.tenant = q->tenant,
 		.arrival_ns = q->arrival_ns,
-		.end_ns = s->now,
+		.end_ns = end_ns,
 		.dropped = dropped,
 	};
 
@@ -170,7 +177,7 @@ static int rerate(struct sim_state *s, struct sim_slot *sl, struct coloc_err *er
 	     c = policy_cpuset_next(&sl->d.cores, c + 1))
 		if (s->core_nr[c] > share)
 			share = s->core_nr[c];
-	stretch = slow * share;
+	stretch = slow * share * (s->shared ? fmax(1.0, s->p->shared_penalty) : 1.0);
 	if (stretch == sl->stretch && sl->gen)
 		return 0;
 	sl->left_ns -= (double)(s->now - sl->last_ns) / sl->stretch;
@@ -255,6 +262,20 @@ static int rerate_all(struct sim_state *s, struct coloc_err *err)
 	return 0;
 }
 
+/* The tenant's cost of one query: its median, spread lognormally by query_cost_sigma. */
+static uint64_t query_cost(struct sim_state *s, int tenant)
+{
+	double median = (double)s->p->tenants[tenant].query_cost_ns, u1, u2, z;
+
+	if (!s->p->query_cost_sigma || !median)
+		return (uint64_t)median;
+	/* Box-Muller; uniform() is in (0, 1], so the logarithm is finite */
+	u1 = coloc_rng_uniform(&s->cost_rng[tenant]);
+	u2 = coloc_rng_uniform(&s->cost_rng[tenant]);
+	z = sqrt(-2.0 * log(u1)) * cos(2 * 3.14159265358979323846 * u2);
+	return (uint64_t)llround(median * exp(s->p->query_cost_sigma * z));
+}
+
 /* ---- starting and ending blocks ---------------------------------------------- */
 
 /* Shared cores: room for twice as many blocks at once. */
@@ -320,7 +341,7 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	sl->d.versions = sl->versions;
 	sl->ci = policy_model_core_index(m, d->nr_cores);
 	sl->start_ns = sl->last_ns = s->now;
-	sl->left_ns = 0;
+	sl->left_ns = (double)s->p->block_cost_ns;
 	for (int l = d->first_layer; l < d->last_layer; l++)
 		sl->left_ns += (double)policy_model_cell(m, l, sl->versions[l - d->first_layer],
 							 sl->ci, 0);
@@ -359,7 +380,8 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 	q->next_layer = sl->d.last_layer;
 	q->in_flight = false;
 	if (q->next_layer == m->nr_layers) {
-		uint64_t lat = s->now - q->arrival_ns;
+		uint64_t end = s->now + query_cost(s, q->tenant);
+		uint64_t lat = end - q->arrival_ns;
 
 		if (counted(s, q->arrival_ns)) {
 			struct sim_tenant_result *tr = &s->r->tenant[q->tenant];
@@ -370,7 +392,7 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 			tr->completed++;
 			tr->within += lat <= s->tenants[q->tenant].qos_ns;
 		}
-		remove_query(s, q, false);
+		remove_query(s, q, end, false);
 	}
 	for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
 	     c = policy_cpuset_next(&sl->d.cores, c + 1)) {
@@ -455,7 +477,7 @@ static int decide(struct sim_state *s, struct coloc_err *err)
 
 			if (counted(s, q->arrival_ns))
 				s->r->tenant[q->tenant].dropped++;
-			remove_query(s, q, true);
+			remove_query(s, q, s->now, true);
 		}
 		/* a full output array ends a call early: call again after applying it */
 		if (s->out.nr_decisions < s->out.max_decisions &&
@@ -526,6 +548,15 @@ static int check_params(const struct sim_params *p, struct coloc_err *err)
 	if (!p->trace && !(p->qps > 0))
 		return coloc_err_set(err, -EINVAL,
 				     "simulator: a load (QPS > 0) or a trace is needed");
+	if (p->shared_penalty && !(p->shared_penalty >= 1.0 && p->shared_penalty <= 100))
+		return coloc_err_set(err, -EINVAL,
+				     "simulator: a time-sharing penalty of %g; give 0 or 1 (ideal "
+				     "processor sharing) to 100",
+				     p->shared_penalty);
+	if (!(p->query_cost_sigma >= 0 && p->query_cost_sigma <= 10))
+		return coloc_err_set(err, -EINVAL,
+				     "simulator: a query cost spread (sigma) of %g; give 0 to 10",
+				     p->query_cost_sigma);
 	if (p->max_queued < 1)
 		return coloc_err_set(err, -EINVAL, "simulator: max_queued must be at least 1");
 	if (!(p->interference.full_slowdown >= 1.0))
@@ -621,6 +652,9 @@ static int state_init(struct sim_state *s, const struct sim_params *p, struct si
 		return ret;
 	if (p->trace)
 		return push_next_arrival(s, 0, err);
+	for (int t = 0; t < p->nr_tenants; t++)
+		coloc_rng_seed(&s->cost_rng[t],
+			       ~p->seed + (uint64_t)(t + 1) * 0x9e3779b97f4a7c15ULL);
 	for (int t = 0; t < p->nr_tenants; t++) {
 		sim_poisson_init(&s->poisson[t], p->seed, t,
 				 p->qps * p->tenants[t].share / total_share);

@@ -105,3 +105,139 @@ int sim_search_qos_qps(const struct sim_params *base, double fraction, double st
 	s->wall_s = wall;
 	return 0;
 }
+
+const struct sim_bq_search sim_bq_quick = {
+	.medium_share = 0.3,
+	.grow = 2,
+	.bisect = 1,
+	.min_queries = 15,
+	.min_s = 3,
+	.max_s = 5,
+	.warmup_s = 1,
+};
+
+const struct sim_bq_search sim_bq_full = {
+	.medium_share = 0.3,
+	.grow = 1.5,
+	.bisect = 3,
+	.min_queries = 60,
+	.min_s = 8,
+	.max_s = 30,
+	.warmup_s = 2,
+};
+
+/* As the script prints a load: %.3f. */
+static double round3(double x)
+{
+	return round(x * 1000) / 1000;
+}
+
+struct bq_state {
+	struct sim_params p;
+	const struct sim_bq_search *bq;
+	struct sim_search_result *s;
+	double min_share, fraction;
+	double best; /* the highest load that passed so far */
+};
+
+/* One point at load t; *pass as the script decides it. */
+static int bq_point(struct bq_state *b, double t, bool *pass, struct coloc_err *err)
+{
+	double d = ceil(b->bq->min_queries / (b->min_share * t));
+	struct sim_result r;
+	int ret;
+
+	d = fmin(fmax(d, b->bq->min_s), b->bq->max_s);
+	b->p.qps = t;
+	b->p.warmup_ns = (uint64_t)llround(b->bq->warmup_s * 1e9);
+	b->p.duration_ns = b->p.warmup_ns + (uint64_t)llround(d * 1e9);
+	ret = sim_run(&b->p, &r, err);
+	if (ret)
+		return coloc_err_prefix(err, "search at %.3f QPS", t);
+	b->s->points++;
+	b->s->wall_s += r.wall_s;
+	*pass = true;
+	for (int i = 0; i < r.nr_tenants; i++)
+		if (r.tenant[i].fraction_within < b->fraction)
+			*pass = false;
+	if (*pass && t > b->best) {
+		b->best = t;
+		b->s->at_best = r;
+	} else if (!*pass) {
+		b->s->at_fail = r;
+		b->s->at_fail_qps = t;
+	}
+	return 0;
+}
+
+int sim_search_bench_qos(const struct sim_params *base, const struct sim_bq_search *bq,
+			 const double *solo_ms, double fraction, struct sim_search_result *s,
+			 struct coloc_err *err)
+{
+	struct bq_state b = { .p = *base, .bq = bq, .s = s, .fraction = fraction };
+	double total = 0, busy = 0, sat, t, lo = 0, hi = 0;
+	bool pass;
+	int ret;
+
+	*s = (struct sim_search_result){ 0 };
+	for (int i = 0; i < base->nr_tenants; i++)
+		total += base->tenants[i].share;
+	for (int i = 0; i < base->nr_tenants; i++) {
+		double w = base->tenants[i].share / total;
+
+		if (!(solo_ms[i] > 0))
+			return coloc_err_set(err, -EINVAL, "search: tenant %d has no solo latency",
+					     i);
+		busy += w * solo_ms[i] * 1e-3;
+		b.min_share = i ? fmin(b.min_share, w) : w;
+	}
+	sat = round(1e4 / busy) / 1e4;
+	t = round3(sat * bq->medium_share);
+	ret = bq_point(&b, t, &pass, err);
+	if (ret)
+		return ret;
+	if (pass) {
+		lo = t;
+		for (;;) {
+			t = round3(t * bq->grow);
+			if (t > 4 * sat)
+				break;
+			ret = bq_point(&b, t, &pass, err);
+			if (ret)
+				return ret;
+			if (!pass) {
+				hi = t;
+				break;
+			}
+			lo = t;
+		}
+	} else {
+		hi = t;
+		for (;;) {
+			t = round3(t / bq->grow);
+			if (t < sat / 50)
+				break;
+			ret = bq_point(&b, t, &pass, err);
+			if (ret)
+				return ret;
+			if (pass) {
+				lo = t;
+				break;
+			}
+			hi = t;
+		}
+	}
+	for (int i = 0; lo && hi && i < bq->bisect; i++) {
+		t = round3(sqrt(lo * hi));
+		ret = bq_point(&b, t, &pass, err);
+		if (ret)
+			return ret;
+		if (pass)
+			lo = t;
+		else
+			hi = t;
+	}
+	s->qos_qps = lo;
+	s->fail_qps = hi;
+	return 0;
+}

@@ -149,6 +149,13 @@ struct sim_tenant {
 	const char *name;
 	uint64_t qos_ns;
 	double share; /* share of the total rate, > 0 */
+	/*
+	 * The serving cost of each query beyond its blocks (colocd's trip to
+	 * the client and back, the executor's cold start): added to every
+	 * query's latency, holding no core, unseen by the policy (its deadline
+	 * stays arrival + QoS, as colocd's does). sim/README.md: the fit.
+	 */
+	uint64_t query_cost_ns;
 };
 
 /* A recorded arrival sequence: one arrival per line, "TIME_US TENANT". */
@@ -257,6 +264,26 @@ struct sim_params {
 	uint64_t warmup_ns; /* arrivals before this are served but not counted */
 	uint64_t seed;
 	struct sim_interference interference;
+	/*
+	 * The serving cost of each block: colocd's dispatch to the executor and
+	 * the answer back. It holds the block's cores, as in colocd, and is part
+	 * of the latency policy_block_done() reports.
+	 */
+	uint64_t block_cost_ns;
+	/*
+	 * 0: every query of a tenant costs its query_cost_ns. Else each
+	 * finished query's cost is query_cost_ns x exp(sigma x Z), Z standard
+	 * normal from the tenant's own stream (a lognormal of that median): the
+	 * spread of served latencies on a shared machine, sim/README.md.
+	 */
+	double query_cost_sigma;
+	/*
+	 * A shares_cores policy's blocks run this many times slower than
+	 * processor sharing alone makes them (0 or 1: ideal sharing): what the
+	 * kernel's time-sharing of OpenMP threads costs beyond it, fitted in
+	 * sim/README.md.
+	 */
+	double shared_penalty;
 	int max_queued; /* live queries beyond this are rejected at arrival (counted as drops) */
 	/* optional observers */
 	void (*on_query)(void *ctx, const struct sim_query_record *q);
@@ -301,7 +328,59 @@ struct sim_search_result {
 int sim_search_qos_qps(const struct sim_params *base, double fraction, double start_qps, double tol,
 		       struct sim_search_result *s, struct coloc_err *err);
 
+/*
+ * The search exactly as tools/bench-qos.sh runs it, so that a simulated
+ * point is decided on as few queries as a measured one: from medium load
+ * (medium_share of saturation), grow x grow while a point passes (shrink
+ * / grow while it fails, down to saturation / 50; up to 4 x saturation),
+ * then `bisect` geometric midpoints; loads rounded to 0.001 QPS as the
+ * script prints them. A point lasts ceil(min_queries / (least share x
+ * load)) s within [min_s, max_s] after warmup_s of arrivals not counted,
+ * and passes when every tenant has >= fraction of its counted queries
+ * within QoS (no minimum count: the script has none). The values mirror
+ * bench-qos.sh's (quick and full); change them together.
+ */
+struct sim_bq_search {
+	double medium_share, grow;
+	int bisect;
+	double min_queries, min_s, max_s, warmup_s;
+};
+
+extern const struct sim_bq_search sim_bq_quick, sim_bq_full;
+
+/*
+ * solo_ms[t]: tenant t's solo latency (bench-qos's: served alone), for
+ * saturation = 1 / sum(share_t x solo_t). qos_qps 0 when nothing passes.
+ */
+int sim_search_bench_qos(const struct sim_params *base, const struct sim_bq_search *bq,
+			 const double *solo_ms, double fraction, struct sim_search_result *s,
+			 struct coloc_err *err);
+
 /* ---- the fidelity check against make bench-qos ----------------------------------- */
+
+/* What bench-qos used for one tenant of one mix (its points.tsv). */
+struct sim_served_tenant {
+	char mix[32];
+	char tenant[64];
+	double solo_ms; /* median latency of the model served alone by colocd (temporal) */
+	double qos_ms; /* the QoS bench-qos gave it */
+};
+
+struct sim_served {
+	struct sim_served_tenant *t;
+	int nr, cap;
+};
+
+/*
+ * make bench-qos's points.tsv: a header naming the tab-separated columns,
+ * among them mix, tenant, solo_ms and qos_ms, then one line per tenant and
+ * load point; each (mix, tenant) is kept once, and a second line that
+ * disagrees on solo_ms or qos_ms is an error.
+ */
+int sim_served_load_tsv(const char *path, struct sim_served *s, struct coloc_err *err);
+const struct sim_served_tenant *sim_served_find(const struct sim_served *s, const char *mix,
+						const char *tenant);
+void sim_served_free(struct sim_served *s);
 
 /* QoS-QPS of one policy on one mix, simulated or measured. */
 struct sim_qps_cell {
@@ -309,6 +388,8 @@ struct sim_qps_cell {
 	char policy[32];
 	double qps; /* the highest total QPS with >= 95 % of every tenant within QoS; 0: none */
 	double p99_over_solo; /* p99 latency / solo latency at medium load; 0: unknown */
+	/* simulated over several seeds: the lowest and highest (both qps for one, or measured) */
+	double qps_lo, qps_hi;
 };
 
 struct sim_qps_table {
@@ -334,6 +415,7 @@ struct sim_fidelity_row {
 	const struct sim_qps_cell *measured; /* NULL: not measured */
 	double ratio; /* simulated / measured; 0 when not compared or measured 0 */
 	bool within; /* |ratio - 1| <= tolerance (measured 0: simulated 0 too) */
+	bool in_range; /* measured within the simulated [qps_lo, qps_hi] */
 };
 
 struct sim_fidelity_mix {
@@ -345,7 +427,7 @@ struct sim_fidelity_mix {
 
 struct sim_fidelity {
 	struct sim_fidelity_row *row; /* one per simulated cell, in its order */
-	int nr_rows, nr_compared, nr_within;
+	int nr_rows, nr_compared, nr_within, nr_in_range;
 	struct sim_fidelity_mix *mix; /* in order of first appearance */
 	int nr_mixes, nr_mixes_same;
 };

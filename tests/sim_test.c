@@ -280,6 +280,138 @@ TEST_F(sim, run__fcfs_drops_the_query_that_cannot_meet_qos)
 }
 
 /*
+ * Serving costs, one core, QoS 100 ms. Block cost c = 0.5 ms, query cost
+ * q = 2 ms.
+ *  - layer-wise, the two-layer model (3 + 7 ms on 1 core), one query at 0:
+ *    two blocks, 0..3.5 and 3.5..11 ms (each its layer + c; the block's
+ *    latency to the policy includes c); the client has it at
+ *    L + 2c + q = 10 + 1 + 2 = 13 ms.
+ *  - fcfs, the one-layer model (10 ms), arrivals at 0 and 5 ms: q0 holds
+ *    the core 0..10.5 ms, answered at 12.5; the query cost holds no core,
+ *    so q1 runs 10.5..21 ms, answered at 23 ms (latency 18 ms).
+ */
+TEST_F(sim, run__block_cost_holds_the_cores_query_cost_adds_latency_only)
+{
+	static const double one[] = { 0 }, two[] = { 0, 5 };
+	static const int who[] = { 0, 0 };
+	struct sim_tenant t = {
+		.model = &two_layers, .qos_ns = 100 * MS, .share = 1, .query_cost_ns = 2 * MS
+	};
+	struct mem_trace mt;
+	struct sim_params p;
+
+	mem_trace_init(&mt, 1, one, who);
+	p = small_params(policy_find("layer-wise"), 1, 1, &t, 1, &mt.trace, self->w);
+	p.block_cost_ns = MS / 2;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, self->w->nr_b);
+	ASSERT_EQ(0, self->w->b[0].first);
+	ASSERT_EQ(1, self->w->b[0].last);
+	ASSERT_EQ(0, self->w->b[0].start_ns);
+	ASSERT_EQ(3 * MS + MS / 2, self->w->b[0].end_ns);
+	ASSERT_EQ(3 * MS + MS / 2, self->w->b[1].start_ns);
+	ASSERT_EQ(11 * MS, self->w->b[1].end_ns);
+	ASSERT_EQ(13 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(13.0, self->r.tenant[0].p50_ms);
+	ASSERT_EQ(1, self->r.tenant[0].within);
+
+	self->w->nr_q = 0;
+	self->w->nr_b = 0;
+	t.model = &one_layer;
+	mem_trace_init(&mt, 2, two, who);
+	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
+	p.block_cost_ns = MS / 2;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, self->w->nr_b);
+	ASSERT_EQ(10 * MS + MS / 2, self->w->b[0].end_ns);
+	ASSERT_EQ(10 * MS + MS / 2, self->w->b[1].start_ns);
+	ASSERT_EQ(21 * MS, self->w->b[1].end_ns);
+	ASSERT_EQ(12 * MS + MS / 2, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(23 * MS, record_of(self->w, 1)->end_ns);
+	/* nearest rank of {12.5, 18} */
+	ASSERT_EQ(12.5, self->r.tenant[0].p50_ms);
+	ASSERT_EQ(18.0, self->r.tenant[0].p99_ms);
+	/* QoS 15 ms: q1 (18 ms with the query cost) misses, though its blocks met it */
+	t.qos_ns = 15 * MS;
+	t.query_cost_ns = 2 * MS;
+	p.late = POLICY_LATE_SERVE;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, self->r.tenant[0].completed);
+	ASSERT_EQ(1, self->r.tenant[0].within);
+}
+
+/*
+ * The query cost's spread: one core, the one-layer model (10 ms), query
+ * cost 10 ms, 1 query/s for 1000 s (a queue almost never forms: a query
+ * finds the core busy with probability ~1 %). With sigma 0 every latency
+ * is 20 ms. With sigma 0.5 the cost is lognormal with median 10 ms, so the
+ * latencies' median is 10 + 10 = 20 ms and their 95th percentile
+ * 10 + 10 exp(1.645 x 0.5) = 32.76 ms; over ~900 queries their sampling
+ * errors are ~0.2 and ~1 ms. The same seed gives the same latencies.
+ */
+TEST_F(sim, run__query_cost_spread_is_lognormal_around_its_median)
+{
+	struct sim_tenant t = {
+		.model = &one_layer, .qos_ns = 1000 * MS, .share = 1, .query_cost_ns = 10 * MS
+	};
+	struct sim_params p = small_params(policy_find("fcfs"), 1, 1, &t, 1, NULL, self->w);
+	struct sim_result again;
+
+	p.on_query = NULL;
+	p.on_block = NULL;
+	p.qps = 1;
+	p.duration_ns = 1000000 * MS;
+	p.warmup_ns = 0;
+	p.seed = 3;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_LT(800, self->r.tenant[0].completed);
+	ASSERT_EQ(20.0, self->r.tenant[0].p50_ms);
+	p.query_cost_sigma = 0.5;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_LT(fabs(self->r.tenant[0].p50_ms - 20.0), 1.0)
+	TH_LOG("p50 %.3f ms", self->r.tenant[0].p50_ms);
+	ASSERT_LT(fabs(self->r.tenant[0].p95_ms - 32.76), 4.0)
+	TH_LOG("p95 %.3f ms", self->r.tenant[0].p95_ms);
+	ASSERT_EQ(0, sim_run(&p, &again, &self->err));
+	ASSERT_EQ(self->r.tenant[0].p95_ms, again.tenant[0].p95_ms);
+	p.query_cost_sigma = -1;
+	ASSERT_EQ(-EINVAL, sim_run(&p, &again, &self->err));
+}
+
+/*
+ * The time-sharing penalty: os, one core, two 10 ms queries at 0. Ideal
+ * sharing ends both at 20 ms; with penalty 1.5 each runs at 1 / (2 x 1.5)
+ * of its speed and both end at 30 ms. A policy that does not share cores
+ * (fcfs) ignores it: 10 and 20 ms.
+ */
+TEST_F(sim, run__shared_penalty_slows_only_time_shared_blocks)
+{
+	static const double both[] = { 0, 0 };
+	static const int who[] = { 0, 1 };
+	struct sim_tenant t[2] = {
+		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+	};
+	struct mem_trace mt;
+	struct sim_params p;
+
+	mem_trace_init(&mt, 2, both, who);
+	p = small_params(policy_find("os"), 1, 1, t, 2, &mt.trace, self->w);
+	p.shared_penalty = 1.5;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(30 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(30 * MS, record_of(self->w, 1)->end_ns);
+	self->w->nr_q = 0;
+	self->w->nr_b = 0;
+	p.policy = policy_find("fcfs");
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(10 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(20 * MS, record_of(self->w, 1)->end_ns);
+	p.shared_penalty = 0.5;
+	ASSERT_EQ(-EINVAL, sim_run(&p, &self->r, &self->err));
+}
+
+/*
  * Two cores, the two-layer model (3 + 7 ms on 1 core, 2 + 4 ms on 2):
  * fcfs serves the whole model as one block [0, 2) on both cores, 6 ms.
  * Arrivals at 0 and 1 ms: q0 0..6 ms, q1 6..12 ms (latency 11 ms).
@@ -755,6 +887,9 @@ TEST_F(sim, fidelity_compare__ratios_tolerance_and_ranking_on_a_hand_made_file)
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "light", "a", 100, 0, &self->err));
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "light", "b", 50, 0, &self->err));
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "light", "c", 30, 0, &self->err));
+	/* c over seeds: 15 .. 35, which holds the measured 20; every other cell one seed */
+	sim.cell[2].qps_lo = 15;
+	sim.cell[2].qps_hi = 35;
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "heavy", "a", 10, 0, &self->err));
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "heavy", "b", 20, 0, &self->err));
 	ASSERT_EQ(0, sim_qps_table_add(&sim, "heavy", "y", 7, 0, &self->err));
@@ -763,6 +898,9 @@ TEST_F(sim, fidelity_compare__ratios_tolerance_and_ranking_on_a_hand_made_file)
 	ASSERT_EQ(6, f.nr_rows);
 	ASSERT_EQ(5, f.nr_compared);
 	ASSERT_EQ(1, f.nr_within);
+	ASSERT_EQ(1, f.nr_in_range);
+	ASSERT_TRUE(f.row[2].in_range);
+	ASSERT_FALSE(f.row[0].in_range);
 	ASSERT_LT(fabs(f.row[0].ratio - 100.0 / 90), 1e-12);
 	ASSERT_TRUE(f.row[0].within);
 	ASSERT_LT(fabs(f.row[1].ratio - 50.0 / 60), 1e-12);
@@ -792,6 +930,89 @@ TEST_F(sim, fidelity_compare__ratios_tolerance_and_ranking_on_a_hand_made_file)
 	ASSERT_NE(NULL, strstr(self->err.msg, ":2:"));
 	sim_qps_table_free(&sim);
 	unlink(path);
+}
+
+/*
+ * A points.tsv made by hand for this test only: bench-qos's columns in
+ * another order, two load points of the same tenants (kept once), then a
+ * file whose second point gives another QoS (an error, named).
+ */
+TEST_F(sim, served_load__qos_and_solo_per_mix_tenant_once)
+{
+	char path[] = "/tmp/coloc-sim-points-XXXXXX";
+	struct sim_served sv;
+	const struct sim_served_tenant *st;
+	int fd = mkstemp(path);
+
+	ASSERT_LE(0, fd);
+	close(fd);
+	write_file(path, "policy\tmix\ttenant\tqos_ms\tsolo_ms\tpass\n"
+			 "os\tlight\tmobilenet_v2\t12\t5.941\t0\n"
+			 "os\tlight\tssd_mobilenet\t37\t18.014\t0\n"
+			 "coloc\tlight\tmobilenet_v2\t12\t5.941\t1\n"
+			 "os\theavy\tresnet50\t91\t45.1\t1\n");
+	ASSERT_EQ(0, sim_served_load_tsv(path, &sv, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(3, sv.nr);
+	st = sim_served_find(&sv, "light", "mobilenet_v2");
+	ASSERT_NE(NULL, st);
+	ASSERT_EQ(12.0, st->qos_ms);
+	ASSERT_EQ(5.941, st->solo_ms);
+	ASSERT_EQ(91.0, sim_served_find(&sv, "heavy", "resnet50")->qos_ms);
+	ASSERT_EQ(NULL, sim_served_find(&sv, "heavy", "mobilenet_v2"));
+	sim_served_free(&sv);
+	write_file(path, "mix\ttenant\tsolo_ms\tqos_ms\n"
+			 "light\ta\t5\t10\nlight\ta\t5\t11\n");
+	ASSERT_EQ(-EINVAL, sim_served_load_tsv(path, &sv, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, ":3"));
+	self->err = (struct coloc_err){ 0 };
+	write_file(path, "mix\ttenant\tsolo_ms\n");
+	ASSERT_EQ(-EINVAL, sim_served_load_tsv(path, &sv, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "qos_ms"));
+	unlink(path);
+}
+
+/*
+ * The search as bench-qos --quick runs it: one tenant of the one-layer
+ * model (10 ms) on one core, solo 10 ms, so saturation is 100 QPS and the
+ * first point 30 QPS (durations 3 s: 15 queries take under 3 s at >= 5
+ * QPS; warm-up 1 s).
+ *  - QoS 100 s: everything passes, growing x 2: 30, 60, 120, 240; 480 is
+ *    past 4 x saturation: QoS-QPS 240, 4 points, no failure.
+ *  - QoS 2 s: at 120 QPS the queue grows by 20 queries/s, latencies reach
+ *    ~0.8 s in 4 s (pass); at 240 by 140/s (~5.6 s: fail); the bisection's
+ *    one point, sqrt(120 x 240) = 169.706 (rounded as the script prints
+ *    it), grows it by ~70/s, 2 s after ~2.9 s, a quarter of the queries
+ *    late: fail. QoS-QPS 120, 5 points.
+ *  - QoS 5 ms (below the solo latency): 30 fails, then 15, 7.5, 3.75;
+ *    1.875 is below saturation / 50: QoS-QPS 0, 4 points.
+ */
+TEST_F(sim, search_bench_qos__the_scripts_points_and_verdict)
+{
+	struct sim_tenant t = { .model = &one_layer, .qos_ns = 100000 * MS, .share = 1 };
+	struct sim_params p = small_params(policy_find("fcfs"), 1, 1, &t, 1, NULL, self->w);
+	struct sim_search_result *s = calloc(1, sizeof(*s));
+	static const double solo_ms[] = { 10 };
+
+	ASSERT_NE(NULL, s);
+	p.on_query = NULL;
+	p.on_block = NULL;
+	p.late = POLICY_LATE_SERVE;
+	ASSERT_EQ(0, sim_search_bench_qos(&p, &sim_bq_quick, solo_ms, 0.95, s, &self->err))
+	TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(240.0, s->qos_qps);
+	ASSERT_EQ(0.0, s->fail_qps);
+	ASSERT_EQ(4, s->points);
+	t.qos_ns = 2000 * MS;
+	ASSERT_EQ(0, sim_search_bench_qos(&p, &sim_bq_quick, solo_ms, 0.95, s, &self->err));
+	ASSERT_EQ(120.0, s->qos_qps);
+	ASSERT_EQ(169.706, s->fail_qps);
+	ASSERT_EQ(5, s->points);
+	t.qos_ns = 5 * MS;
+	ASSERT_EQ(0, sim_search_bench_qos(&p, &sim_bq_quick, solo_ms, 0.95, s, &self->err));
+	ASSERT_EQ(0.0, s->qos_qps);
+	ASSERT_EQ(3.75, s->fail_qps);
+	ASSERT_EQ(4, s->points);
+	free(s);
 }
 
 /* ---- long random runs --------------------------------------------------------------------- */

@@ -38,8 +38,11 @@ static struct {
 	double qps, duration_s, warmup_s, full_slowdown;
 	long seed, seeds;
 	bool search, json, late_serve, duration_given, brief;
-	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured;
+	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	double start_qps, tol;
+	double block_cost_us, query_cost_us; /* query_cost_us < 0: from the served solo latency */
+	double query_cost_sigma, shared_penalty;
+	const struct sim_bq_search *like; /* search as bench-qos does; NULL: coloc-sim's own */
 } opts = {
 	.policy = "fcfs",
 	.cores = 64,
@@ -52,6 +55,7 @@ static struct {
 	.seeds = 1,
 	.start_qps = 16,
 	.tol = 0.01,
+	.shared_penalty = 1,
 };
 
 struct tenant_arg {
@@ -59,11 +63,15 @@ struct tenant_arg {
 	double qos_ms; /* 0: qos_factor x the solo latency on the simulated cores */
 	double qos_factor;
 	double share; /* 0: inversely proportional to the QoS */
+	double served_solo_ms; /* bench-qos's solo latency as served; 0: not known */
+	double query_cost_ms;
 	struct sim_table table;
 };
 
 /* What every (mix, policy) searched found, for the summary and the fidelity check. */
 static struct sim_qps_table found;
+/* bench-qos's QoS and served solo latency of each mix's tenants (--qos-from); nr 0: none */
+static struct sim_served served;
 
 static void usage(FILE *out)
 {
@@ -71,7 +79,10 @@ static void usage(FILE *out)
 		"Usage: " PROG " --tenant MODEL:QOS[:SHARE] [--tenant ...] | --mix NAME|all\n"
 		"                 [--policy NAME,...|all] [--cores N] [--sockets N] [--llc N]\n"
 		"                 [--qps X | --search] [--duration S] [--warmup S] [--seed N]\n"
-		"                 [--seeds N] [--trace FILE] [--measured FILE] [--brief] [--json]\n"
+		"                 [--seeds N] [--trace FILE] [--measured FILE] [--qos-from FILE]\n"
+		"                 [--block-cost-us US] [--query-cost-us US|auto]\n"
+		"                 [--query-cost-sigma S] [--shared-penalty X]\n"
+		"                 [--search-like quick|full] [--brief] [--json]\n"
 		"Simulates the policy library (the code colocd runs) on a machine of N cores with\n"
 		"tenants on VELTAIR's published latency tables or on coloc's own profiles of this\n"
 		"machine, and prints per tenant the fraction of queries within QoS, drops and\n"
@@ -99,6 +110,11 @@ static void usage(FILE *out)
 		"  --qps X        total queries per second over all tenants, in their shares\n"
 		"  --search       find the highest QPS at which >= 95%% of every tenant's queries\n"
 		"                 meet QoS (doubling from %.0f, then bisection to 1%%)\n"
+		"  --search-like quick|full  search as make bench-qos [ARGS=--quick] does: its\n"
+		"                 load points, durations (15 or 60 queries of the least frequent\n"
+		"                 tenant) and pass rule, so a point is decided on as few\n"
+		"                 queries as measured; saturation from the served solo latency\n"
+		"                 (--qos-from) or the profiled one. Ignores --duration\n"
 		"  --duration S   simulated seconds of arrivals per run (default %.0f)\n"
 		"  --warmup S     arrivals before S are served but not counted (default: a\n"
 		"                 tenth of the duration)\n"
@@ -115,7 +131,24 @@ static void usage(FILE *out)
 		"  --measured FILE  after a --search, compare with make bench-qos's results\n"
 		"                 (build/bench-qos/results.tsv): simulated and measured QoS-QPS,\n"
 		"                 their ratio, whether within +-15%%, and whether the policies\n"
-		"                 rank the same per mix; a missing FILE is reported, not an error\n"
+		"                 rank the same per mix; a missing FILE is reported, not an error.\n"
+		"                 With --mix, the QoS is then taken from points.tsv beside FILE\n"
+		"                 when it exists (as --qos-from)\n"
+		"  --qos-from FILE  with --mix: each tenant's QoS exactly as make bench-qos gave it\n"
+		"                 (its points.tsv: qos_ms; rates inversely proportional to it)\n"
+		"  --block-cost-us US  serving cost of every block: colocd's dispatch to the\n"
+		"                 executor and back, its cores held (default 0; this machine:\n"
+		"                 ~71, coloc-bench-shm's round trip, sim/README.md)\n"
+		"  --query-cost-us US|auto  serving cost of every query beyond its blocks,\n"
+		"                 added to its latency, no core held (default 0). auto: per\n"
+		"                 model, its solo latency as served (points.tsv, --qos-from)\n"
+		"                 minus the profiled solo latency and one block cost\n"
+		"  --query-cost-sigma S  each query's cost drawn lognormal around that median,\n"
+		"                 exp(S x a standard normal) times it (default 0: fixed; this\n"
+		"                 machine shared by many: fitted in sim/README.md)\n"
+		"  --shared-penalty X  blocks of a policy that time-shares cores (os) run X times\n"
+		"                 slower than ideal processor sharing makes them (default 1;\n"
+		"                 fitted for this machine in sim/README.md)\n"
 		"  --brief        one line per policy instead of a table per tenant\n"
 		"  --json         print the results as JSON\n"
 		"  --version      print the version and exit\n"
@@ -273,8 +306,15 @@ static int run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 	int nr = opts.search ? (int)opts.seeds : 1, m, points = 0;
 	struct sim_search_result *s = calloc((size_t)nr, sizeof(*s)), *med;
 	struct coloc_err err = { 0 };
-	double wall = 0, lo = 0, hi = 0;
+	double wall = 0, lo = 0, hi = 0, solo_ms[POLICY_MAX_TENANTS];
 	int ret = 0;
+
+	/* bench-qos's saturation: from the latency served alone where known */
+	for (int t = 0; t < p->nr_tenants; t++)
+		solo_ms[t] = ta[t].served_solo_ms ?:
+						    (double)policy_model_solo_ns(p->tenants[t].model,
+										 p->machine.nr_cores) *
+					     1e-6;
 
 	if (!s) {
 		fprintf(stderr, PROG ": out of memory\n");
@@ -282,7 +322,10 @@ static int run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 	}
 	for (int i = 0; i < nr && !ret; i++) {
 		p->seed = (uint64_t)opts.seed + (uint64_t)i;
-		if (opts.search)
+		if (opts.search && opts.like)
+			ret = sim_search_bench_qos(p, opts.like, solo_ms, SIM_QOS_FRACTION, &s[i],
+						   &err);
+		else if (opts.search)
 			ret = sim_search_qos_qps(p, SIM_QOS_FRACTION, opts.start_qps, opts.tol,
 						 &s[i], &err);
 		else
@@ -304,6 +347,10 @@ static int run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
 		free(s);
 		return 1;
+	}
+	if (opts.search) {
+		found.cell[found.nr - 1].qps_lo = lo;
+		found.cell[found.nr - 1].qps_hi = hi;
 	}
 	if (opts.json) {
 		printf("%s{\"policy\": \"%s\", ", first ? "" : ",\n", p->policy->name);
@@ -412,23 +459,58 @@ static int load_tenants(struct tenant_arg *ta, int nr, const struct sim_table_di
 		}
 		if (!ta[t].share)
 			ta[t].share = 1.0 / ta[t].qos_ms;
+		ta[t].query_cost_ms = opts.query_cost_us * 1e-3;
+		if (opts.query_cost_us < 0) {
+			double solo = (double)policy_model_solo_ns(&tab->model, (int)opts.cores);
+
+			if (!ta[t].served_solo_ms) {
+				fprintf(stderr,
+					PROG
+					": tenant %d (%s): --query-cost-us auto needs its solo "
+					"latency as served (--mix with --qos-from FILE)\n",
+					t, tab->name);
+				return 1;
+			}
+			/* bench-qos's solo: one block (temporal) of the profiled latency */
+			ta[t].query_cost_ms = fmax(0, ta[t].served_solo_ms - solo * 1e-6 -
+							      opts.block_cost_us * 1e-3);
+		}
 		tenants[t] = (struct sim_tenant){
 			.model = &tab->model,
 			.name = tab->name,
 			.qos_ns = (uint64_t)llround(ta[t].qos_ms * 1e6),
 			.share = ta[t].share,
+			.query_cost_ns = (uint64_t)llround(ta[t].query_cost_ms * 1e6),
 		};
 	}
 	return 0;
 }
 
-/* The tenants of a mix: QoS 2x solo on the simulated cores, rates inversely proportional. */
+/*
+ * The tenants of a mix, rates inversely proportional to QoS. QoS: as
+ * bench-qos gave it (--qos-from), else 2x solo on the simulated cores.
+ * -1 when --qos-from lacks one of them (printed).
+ */
 static int mix_tenants(const struct sim_mix *mix, struct tenant_arg *ta)
 {
-	for (int t = 0; t < mix->nr_models; t++)
+	for (int t = 0; t < mix->nr_models; t++) {
+		const struct sim_served_tenant *st =
+			sim_served_find(&served, mix->name, mix->model[t]);
+
 		ta[t] = (struct tenant_arg){ .qos_factor = 2, .share = 0 };
-	for (int t = 0; t < mix->nr_models; t++)
 		snprintf(ta[t].spec, sizeof(ta[t].spec), "%s", mix->model[t]);
+		if (!served.nr)
+			continue;
+		if (!st) {
+			fprintf(stderr,
+				PROG ": %s has no line for tenant %s of mix %s: was it measured "
+				     "with the same mixes file?\n",
+				opts.qos_from, mix->model[t], mix->name);
+			return -1;
+		}
+		ta[t].qos_ms = st->qos_ms;
+		ta[t].served_solo_ms = st->solo_ms;
+	}
 	return mix->nr_models;
 }
 
@@ -481,18 +563,21 @@ static int print_fidelity(void)
 	}
 	printf("\nfidelity check against %s (simulated / measured QoS-QPS, within +-%.0f%%):\n",
 	       opts.measured, 100 * FIDELITY_TOLERANCE);
-	printf("%-10s %-18s %10s %10s %7s  %s\n", "mix", "policy", "simulated", "measured", "ratio",
-	       "within");
+	printf("%-10s %-18s %10s %15s %10s %7s  %-6s %s\n", "mix", "policy", "simulated",
+	       "seeds' range", "measured", "ratio", "within", "in range");
 	for (int i = 0; i < f.nr_rows; i++) {
 		const struct sim_fidelity_row *r = &f.row[i];
 
 		if (!r->measured) {
-			printf("%-10s %-18s %10.1f %10s %7s  not measured\n", r->sim->mix,
-			       r->sim->policy, r->sim->qps, "-", "-");
+			printf("%-10s %-18s %10.1f %6.1f .. %5.1f %10s %7s  not measured\n",
+			       r->sim->mix, r->sim->policy, r->sim->qps, r->sim->qps_lo,
+			       r->sim->qps_hi, "-", "-");
 			continue;
 		}
-		printf("%-10s %-18s %10.1f %10.1f %7.2f  %s\n", r->sim->mix, r->sim->policy,
-		       r->sim->qps, r->measured->qps, r->ratio, r->within ? "yes" : "NO");
+		printf("%-10s %-18s %10.1f %6.1f .. %5.1f %10.1f %7.2f  %-6s %s\n", r->sim->mix,
+		       r->sim->policy, r->sim->qps, r->sim->qps_lo, r->sim->qps_hi,
+		       r->measured->qps, r->ratio, r->within ? "yes" : "NO",
+		       r->in_range ? "yes" : "no");
 	}
 	for (int k = 0; k < f.nr_mixes; k++)
 		printf("ranking of policies on mix %s: %s (%d of %d pairs ordered the other way)\n",
@@ -501,6 +586,9 @@ static int print_fidelity(void)
 		       f.mix[k].pairs	     ? "DIFFERENT" :
 					       "not compared",
 		       f.mix[k].discordant, f.mix[k].pairs);
+	printf("measured inside the simulated seeds' range: %d of %d cells (not the issue's bar; "
+	       "a check of the model against one noisy measured search)\n",
+	       f.nr_in_range, f.nr_compared);
 	printf("fidelity: %d of %d compared cells within +-%.0f%%, %d of %d mixes ranked the "
 	       "same: %s\n",
 	       f.nr_within, f.nr_compared, 100 * FIDELITY_TOLERANCE, f.nr_mixes_same, f.nr_mixes,
@@ -536,6 +624,12 @@ int main(int argc, char **argv)
 		{ "late", required_argument, NULL, 'a' },
 		{ "full-slowdown", required_argument, NULL, 'F' },
 		{ "measured", required_argument, NULL, 'm' },
+		{ "qos-from", required_argument, NULL, 'Q' },
+		{ "block-cost-us", required_argument, NULL, 'B' },
+		{ "query-cost-us", required_argument, NULL, 'C' },
+		{ "query-cost-sigma", required_argument, NULL, 'G' },
+		{ "shared-penalty", required_argument, NULL, 'O' },
+		{ "search-like", required_argument, NULL, 'K' },
 		{ "brief", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -551,6 +645,7 @@ int main(int argc, char **argv)
 	struct policy_config machine_cfg;
 	struct coloc_err err = { 0 };
 	char tables_buf[PATH_MAX + 64], models_buf[PATH_MAX + 64], mixes_buf[PATH_MAX + 64];
+	char measured_dir[PATH_MAX], points_buf[PATH_MAX + 64];
 	int nr_tenants = 0, opt, rc = 1, nr_run = 0, nr_sets = 1;
 	bool all_mixes;
 
@@ -638,6 +733,37 @@ int main(int argc, char **argv)
 		case 'm':
 			opts.measured = optarg;
 			break;
+		case 'Q':
+			opts.qos_from = optarg;
+			break;
+		case 'B':
+			bad = parse_double("--block-cost-us", optarg, 0, 1e9, &opts.block_cost_us);
+			break;
+		case 'K':
+			if (!strcmp(optarg, "quick") || !strcmp(optarg, "full")) {
+				opts.like = !strcmp(optarg, "quick") ? &sim_bq_quick : &sim_bq_full;
+			} else {
+				fprintf(stderr,
+					PROG ": --search-like wants quick or full, not '%s'\n",
+					optarg);
+				bad = 1;
+			}
+			break;
+		case 'O':
+			bad = parse_double("--shared-penalty", optarg, 1, 100,
+					   &opts.shared_penalty);
+			break;
+		case 'G':
+			bad = parse_double("--query-cost-sigma", optarg, 0, 10,
+					   &opts.query_cost_sigma);
+			break;
+		case 'C':
+			if (!strcmp(optarg, "auto"))
+				opts.query_cost_us = -1;
+			else
+				bad = parse_double("--query-cost-us", optarg, 0, 1e9,
+						   &opts.query_cost_us);
+			break;
 		case 'b':
 			opts.brief = true;
 			break;
@@ -676,8 +802,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": give a load (--qps X), --search or --trace FILE\n");
 		return 2;
 	}
+	if (opts.like && !opts.search) {
+		fprintf(stderr, PROG ": --search-like is a way to --search: give both\n");
+		return 2;
+	}
 	if (opts.measured && !opts.search) {
 		fprintf(stderr, PROG ": --measured compares QoS-QPS: it needs --search\n");
+		return 2;
+	}
+	if (opts.qos_from && !opts.mix) {
+		fprintf(stderr, PROG ": --qos-from gives the QoS of a mix's tenants: it needs "
+				     "--mix\n");
+		return 2;
+	}
+	if (opts.query_cost_us < 0 && !opts.mix) {
+		fprintf(stderr, PROG ": --query-cost-us auto takes each model's solo latency as "
+				     "served from bench-qos's points.tsv: it needs --mix\n");
 		return 2;
 	}
 	if (opts.json && (opts.mix || opts.measured || opts.brief)) {
@@ -706,6 +846,23 @@ int main(int argc, char **argv)
 		}
 		nr_sets = mixes.nr;
 	}
+	if (opts.mix && !opts.qos_from && opts.measured) {
+		/* bench-qos writes points.tsv beside results.tsv */
+		snprintf(measured_dir, sizeof(measured_dir), "%s", opts.measured);
+		snprintf(points_buf, sizeof(points_buf), "%s/points.tsv", dirname(measured_dir));
+		if (!access(points_buf, F_OK))
+			opts.qos_from = points_buf;
+	}
+	if (opts.qos_from && sim_served_load_tsv(opts.qos_from, &served, &err)) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		return 1;
+	}
+	if (opts.query_cost_us < 0 && !served.nr) {
+		fprintf(stderr, PROG ": --query-cost-us auto: no served solo latencies (give "
+				     "--qos-from bench-qos's points.tsv, or --measured with it "
+				     "beside)\n");
+		return 1;
+	}
 	if (opts.trace && sim_trace_load(opts.trace, nr_tenants, &trace, &err)) {
 		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
 		goto cleanup;
@@ -721,6 +878,9 @@ int main(int argc, char **argv)
 		.duration_ns = (uint64_t)llround(opts.duration_s * 1e9),
 		.seed = (uint64_t)opts.seed,
 		.interference = { .full_slowdown = opts.full_slowdown },
+		.block_cost_ns = (uint64_t)llround(opts.block_cost_us * 1e3),
+		.query_cost_sigma = opts.query_cost_sigma,
+		.shared_penalty = opts.shared_penalty,
 		.max_queued = SIM_DEFAULT_MAX_QUEUED,
 	};
 	/* a trace without --duration runs to its last arrival */
@@ -743,13 +903,22 @@ int main(int argc, char **argv)
 		       (double)p.warmup_ns * 1e-9, opts.full_slowdown);
 	else
 		printf(PROG ": %ld cores (%ld socket%s, LLC domains of %ld), %s, %.1f s per run "
-			    "(warm-up %.1f s), seed %ld; full-domain slowdown %.2f\n",
+			    "(warm-up %.1f s), seed %ld; full-domain slowdown %.2f; block cost "
+			    "%.0f us, query cost spread %.2f, time-sharing penalty %.2f\n",
 		       opts.cores, opts.sockets, opts.sockets > 1 ? "s" : "", opts.llc,
 		       opts.trace  ? "traced arrivals" :
 		       opts.search ? "QoS-QPS search" :
 				     "Poisson arrivals",
 		       (double)p.duration_ns * 1e-9, (double)p.warmup_ns * 1e-9, opts.seed,
-		       opts.full_slowdown);
+		       opts.full_slowdown, opts.block_cost_us, opts.query_cost_sigma,
+		       opts.shared_penalty);
+	if (served.nr && !opts.json)
+		printf("QoS of each mix's tenants as bench-qos gave it: %s\n", opts.qos_from);
+	if (opts.like && !opts.json)
+		printf("searched as bench-qos%s does: its loads and point durations (%.0f..%.0f s "
+		       "after %.0f s of warm-up), not the run length above\n",
+		       opts.like == &sim_bq_quick ? " --quick" : "", opts.like->min_s,
+		       opts.like->max_s, opts.like->warmup_s);
 	if (!opts.search && !opts.trace && !opts.json)
 		printf("load: %.1f QPS in total\n", opts.qps);
 	rc = 0;
@@ -761,6 +930,10 @@ int main(int argc, char **argv)
 				continue;
 			set_name = mixes.mix[set].name;
 			nr_tenants = mix_tenants(&mixes.mix[set], ta);
+			if (nr_tenants < 0) {
+				rc = 1;
+				break;
+			}
 		}
 		p.nr_tenants = nr_tenants;
 		if (load_tenants(ta, nr_tenants, &dirs, tenants)) {
@@ -768,8 +941,9 @@ int main(int argc, char **argv)
 		} else if (!opts.json) {
 			printf("== %s:", set_name);
 			for (int t = 0; t < nr_tenants; t++)
-				printf(" %s (QoS %.2f ms, share %.3f)", ta[t].table.name,
-				       ta[t].qos_ms, ta[t].share);
+				printf(" %s (QoS %.2f ms, share %.3f, query cost %.2f ms)",
+				       ta[t].table.name, ta[t].qos_ms, ta[t].share,
+				       ta[t].query_cost_ms);
 			printf("\n");
 		}
 		for (int i = 0; !rc && policy_entry_at(i); i++) {
@@ -790,5 +964,6 @@ int main(int argc, char **argv)
 cleanup:
 	sim_trace_free(&trace);
 	sim_qps_table_free(&found);
+	sim_served_free(&served);
 	return rc;
 }
