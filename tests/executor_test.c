@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
@@ -26,6 +27,7 @@
 #include "kselftest_harness.h"
 #include "executor.h"
 #include "reference.h"
+#include "testutil.h"
 
 #define TOL 1e-4f /* see ops_test.c */
 
@@ -818,6 +820,27 @@ TEST(exec_load__rejects_offline_cpu)
 	EXPECT_EQ(-ENODEV, cerr.code);
 	EXPECT_NE(NULL, strstr(cerr.msg, "not online")) TH_LOG("err: %s", cerr.msg);
 	model_free(m);
+}
+
+/*
+ * coloc-run --gap-ms N times the whole model after N ms of idle each run, as
+ * a served query after a quiet spell; the table says so. Out of range: bad
+ * usage (exit 2), with the bounds.
+ */
+TEST(coloc_run__gap_ms_times_each_run_after_an_idle_gap)
+{
+	const char *root = getenv("COLOC_ROOT");
+	char bin[PATH_MAX], cmd[2 * PATH_MAX + 64], out[16384];
+
+	tu_bin("coloc-run", bin, sizeof(bin));
+	snprintf(cmd, sizeof(cmd), "%s %s/models/mobilenet_v2.model --cores 0 --iters 2 --gap-ms 5",
+		 bin, root ? root : ".");
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "(median of 2, each after an idle gap)")) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "%s %s/models/mobilenet_v2.model --gap-ms 10001", bin,
+		 root ? root : ".");
+	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "--gap-ms")) TH_LOG("%s", out);
 }
 
 TEST_HARNESS_MAIN

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "executor.h"
 #include "cli.h"
 #include "model_open.h"
@@ -29,6 +30,7 @@ static struct run_opts {
 	const char *output; /* write the last layer's output there, raw fp32 */
 	struct onnx_import_opts import; /* --batch and --dim, for an .onnx MODEL */
 	int iters;
+	int gap_ms; /* idle before each whole-model run, as between served queries */
 	bool json;
 	bool list_versions;
 } opts = {
@@ -51,6 +53,9 @@ static void usage(FILE *f)
 		"                        layers without it run version 0 (default: 0). Which\n"
 		"                        versions a layer has depends on the CPU: see -l\n"
 		"  -n, --iters N         runs to take the median of, 1..100000 (default: 10)\n"
+		"  -g, --gap-ms N        idle N ms (0..10000) before each run of the whole model, as\n"
+		"                        a served query after a quiet spell: its threads and cores\n"
+		"                        have gone idle (default: 0, back to back)\n"
 		"  -j, --json            print JSON instead of a table\n"
 		"  -l, --list-versions   list each layer's versions and oneDNN implementations\n"
 		"  -w, --weights FILE    load the weights from FILE (see models/WEIGHTS.md)\n"
@@ -226,6 +231,31 @@ static double gflops(uint64_t macs, uint64_t ns)
 	return ns ? 2.0 * (double)macs / (double)ns : 0.0;
 }
 
+/* The whole model's median over --iters runs, each after --gap-ms of idle. */
+static int measure_after_gaps(struct exec_model *em, struct exec_query *q, const int *versions,
+			      const struct exec_cpuset *cores, uint64_t *median_ns)
+{
+	const struct timespec gap = { .tv_sec = opts.gap_ms / 1000,
+				      .tv_nsec = (long)(opts.gap_ms % 1000) * 1000000 };
+	uint64_t *lat = calloc((size_t)opts.iters, sizeof(*lat));
+	int ret = 0;
+
+	if (!lat)
+		return -ENOMEM;
+	for (int r = 0; r < opts.iters && !ret; r++) {
+		struct exec_block_stats st;
+
+		nanosleep(&gap, NULL);
+		ret = exec_run_block(em, q, 0, exec_model_graph(em)->nr_layers, versions, cores,
+				     &st);
+		lat[r] = st.latency_ns;
+	}
+	if (!ret)
+		*median_ns = exec_median_u64(lat, opts.iters);
+	free(lat);
+	return ret;
+}
+
 static int run(struct exec_model *em, const struct model *m, const struct exec_cpuset *cores)
 {
 	struct exec_query *q = exec_query_new(em);
@@ -253,7 +283,9 @@ static int run(struct exec_model *em, const struct model *m, const struct exec_c
 	for (int li = 0; li < m->nr_layers && !ret; li++)
 		ret = exec_measure_block(em, q, li, li + 1, versions + li, cores, opts.iters,
 					 &layer_ns[li]);
-	if (!ret)
+	if (!ret && opts.gap_ms)
+		ret = measure_after_gaps(em, q, versions, cores, &total_ns);
+	else if (!ret)
 		ret = exec_measure_block(em, q, 0, m->nr_layers, versions, cores, opts.iters,
 					 &total_ns);
 	if (ret) {
@@ -274,6 +306,7 @@ static int run(struct exec_model *em, const struct model *m, const struct exec_c
 		json_object_object_add(root, "model", json_object_new_string(m->name));
 		json_object_object_add(root, "cores", jc);
 		json_object_object_add(root, "iters", json_object_new_int(opts.iters));
+		json_object_object_add(root, "gap_ms", json_object_new_int(opts.gap_ms));
 		for (int li = 0; li < m->nr_layers; li++) {
 			const struct model_layer *l = &m->layers[li];
 			json_object *o = json_object_new_object();
@@ -313,10 +346,11 @@ static int run(struct exec_model *em, const struct model *m, const struct exec_c
 			       layer_ns[li] / 1e6, gflops(l->macs, layer_ns[li]),
 			       exec_layer_impl(em, li, versions[li], cores->nr));
 		}
-		printf("total %s on %d core%s: %.3f ms (median of %d), %.1f GFLOP/s; "
+		printf("total %s on %d core%s: %.3f ms (median of %d%s), %.1f GFLOP/s; "
 		       "sum of per-layer medians %.3f ms\n",
 		       m->name, cores->nr, cores->nr > 1 ? "s" : "", total_ns / 1e6, opts.iters,
-		       gflops(m->macs, total_ns), sum / 1e6);
+		       opts.gap_ms ? ", each after an idle gap" : "", gflops(m->macs, total_ns),
+		       sum / 1e6);
 	}
 out:
 	if (ret == -ENOMEM)
@@ -335,6 +369,7 @@ int main(int argc, char **argv)
 		{ "kernel", required_argument, NULL, 'k' },
 		{ "version", no_argument, NULL, 'R' },
 		{ "iters", required_argument, NULL, 'n' },
+		{ "gap-ms", required_argument, NULL, 'g' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "list-versions", no_argument, NULL, 'l' },
 		{ "weights", required_argument, NULL, 'w' },
@@ -356,7 +391,7 @@ int main(int argc, char **argv)
 	int c, ret;
 	long v;
 
-	while ((c = getopt_long(argc, argv, "c:k:n:jlw:S:i:o:b:d:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:k:n:g:jlw:S:i:o:b:d:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			opts.cores = optarg;
@@ -371,6 +406,11 @@ int main(int argc, char **argv)
 			if (cli_parse_flag("coloc-run", "--iters", optarg, 1, 100000, &v))
 				return 2;
 			opts.iters = (int)v;
+			break;
+		case 'g':
+			if (cli_parse_flag("coloc-run", "--gap-ms", optarg, 0, 10000, &v))
+				return 2;
+			opts.gap_ms = (int)v;
 			break;
 		case 'j':
 			opts.json = true;
