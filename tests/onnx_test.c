@@ -1221,6 +1221,169 @@ TEST(onnx_import__conv_transpose_and_batch_norms_match_reference)
 	arena_free();
 }
 
+/* ---- 1-D windows, checked against direct 1-D loops (not ref_conv) ------- */
+
+struct win1d {
+	int k, s, d, pl, pr, g;
+};
+
+/* y[OC, OW] = conv of x[C, W] with w[OC, C/g, K] and b[OC] (or none). */
+static void conv1d(const float *x, int ch, int iw, const float *w, const float *b, int oc,
+		   const struct win1d *p, int ow, float *y)
+{
+	int cg = ch / p->g;
+
+	for (int o = 0; o < oc; o++)
+		for (int j = 0; j < ow; j++) {
+			double acc = b ? b[o] : 0;
+
+			for (int ic = 0; ic < cg; ic++)
+				for (int t = 0; t < p->k; t++) {
+					int i = j * p->s - p->pl + t * p->d;
+
+					if (i >= 0 && i < iw)
+						acc += (double)w[(o * cg + ic) * p->k + t] *
+						       x[((o / (oc / p->g)) * cg + ic) * iw + i];
+				}
+			y[o * ow + j] = (float)acc;
+		}
+}
+
+/* y[OCg * g, OW] = transposed conv of x[C, W] with w[C, OCg, K] (scatter). */
+static void deconv1d(const float *x, int ch, int iw, const float *w, int ocg, const struct win1d *p,
+		     int ow, float *y)
+{
+	memset(y, 0, (size_t)ocg * p->g * ow * sizeof(float));
+	for (int ic = 0; ic < ch; ic++)
+		for (int i = 0; i < iw; i++)
+			for (int o = 0; o < ocg; o++)
+				for (int t = 0; t < p->k; t++) {
+					int j = i * p->s - p->pl + t * p->d;
+
+					if (j >= 0 && j < ow)
+						y[((ic / (ch / p->g)) * ocg + o) * ow + j] +=
+							x[ic * iw + i] *
+							w[(ic * ocg + o) * p->k + t];
+				}
+}
+
+/* Max or average (padding excluded) over each window of x[C, W]. */
+static void pool1d(bool max, const float *x, int ch, int iw, const struct win1d *p, int ow,
+		   float *y)
+{
+	for (int c = 0; c < ch; c++)
+		for (int j = 0; j < ow; j++) {
+			double acc = max ? -INFINITY : 0;
+			int cnt = 0;
+
+			for (int t = 0; t < p->k; t++) {
+				int i = j * p->s - p->pl + t;
+
+				if (i < 0 || i >= iw)
+					continue;
+				acc = max ? fmax(acc, x[c * iw + i]) : acc + x[c * iw + i];
+				cnt++;
+			}
+			y[c * ow + j] = (float)(max ? acc : acc / cnt);
+		}
+}
+
+/*
+ * x[1,4,20] -> Conv(W[6,2,3], B, group 2, dilation 2, stride 2, pads [2,1])
+ * -> Relu -> MaxPool(3, stride 2, pads [1,1]) -> ConvTranspose(W[6,3,4],
+ * stride 2, pads [1,2]) -> AveragePool(2): each a 2-D layer on [N, C, 1, W]
+ * between two reshape views; a second output, GlobalAveragePool of the
+ * relu, is [1,6,1]. Shapes by hand: (20+3-5)/2+1 = 10, (10+2-3)/2+1 = 5,
+ * (5-1)*2-3+4 = 9, 9-2+1 = 8.
+ */
+TEST(onnx_import__1d_windows_match_reference)
+{
+	static const int64_t xd[3] = { 1, 4, 20 }, w1d[3] = { 6, 2, 3 }, c6[1] = { 6 },
+			     w2d[3] = { 6, 3, 4 }, od[3] = { 1, 3, 8 }, gd[3] = { 1, 6, 1 };
+	static const struct win1d cv = { .k = 3, .s = 2, .d = 2, .pl = 2, .pr = 1, .g = 2 },
+				  mp = { .k = 3, .s = 2, .d = 1, .pl = 1, .pr = 1, .g = 1 },
+				  dc = { .k = 4, .s = 2, .d = 1, .pl = 1, .pr = 2, .g = 1 },
+				  ap = { .k = 2, .s = 1, .d = 1, .g = 1 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w1 = rnd_fill(36, -1, 1), *b1 = rnd_fill(6, -1, 1), *w2 = rnd_fill(72, -1, 1);
+	float *x = rnd_fill(80, -1, 1), *a = mem(60 * 4), *m = mem(30 * 4), *u = mem(27 * 4);
+	float *want = mem(24 * 4), *gap = mem(6 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "W1", 3, w1d, w1);
+	init_f(&g, "B1", 1, c6, b1);
+	init_f(&g, "W2", 3, w2d, w2);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	n = node(&g, "Conv", "c", NAMES("x", "W1", "B1"), NAMES("c"));
+	attr_int(n, "group", 2);
+	attr_ints(n, "kernel_shape", 1, (const int64_t[]){ 3 });
+	attr_ints(n, "strides", 1, (const int64_t[]){ 2 });
+	attr_ints(n, "dilations", 1, (const int64_t[]){ 2 });
+	attr_ints(n, "pads", 2, (const int64_t[]){ 2, 1 });
+	node(&g, "Relu", "r", NAMES("c"), NAMES("r"));
+	n = node(&g, "MaxPool", "mp", NAMES("r"), NAMES("m"));
+	attr_ints(n, "kernel_shape", 1, (const int64_t[]){ 3 });
+	attr_ints(n, "strides", 1, (const int64_t[]){ 2 });
+	attr_ints(n, "pads", 2, (const int64_t[]){ 1, 1 });
+	n = node(&g, "ConvTranspose", "up", NAMES("m", "W2"), NAMES("u"));
+	attr_ints(n, "strides", 1, (const int64_t[]){ 2 });
+	attr_ints(n, "pads", 2, (const int64_t[]){ 1, 2 });
+	n = node(&g, "AveragePool", "ap", NAMES("u"), NAMES("y"));
+	attr_ints(n, "kernel_shape", 1, (const int64_t[]){ 2 });
+	node(&g, "GlobalAveragePool", "gap", NAMES("r"), NAMES("gap"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, od, NULL);
+	g.outs[g.nr_outs++] = vinfo("gap", 3, gd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(1, count_ops(im.model, MODEL_OP_CONV)) TH_LOG("%s", im.text);
+	EXPECT_EQ(1, count_ops(im.model, MODEL_OP_DECONV));
+	EXPECT_EQ(3, count_ops(im.model, MODEL_OP_POOL));
+	/* a view in and a view out around each of the 5 window layers */
+	EXPECT_EQ(10, count_ops(im.model, MODEL_OP_RESHAPE));
+	ASSERT_EQ(3, im.model->layers[im.outputs[0]].out.ndims);
+	EXPECT_EQ(8, im.model->layers[im.outputs[0]].out.dims[2]);
+	conv1d(x, 4, 20, w1, b1, 6, &cv, 10, a);
+	ref_act(a, 60, MODEL_ACT_RELU, 0, 0);
+	for (int o = 0; o < 6; o++) {
+		double s = 0;
+
+		for (int j = 0; j < 10; j++)
+			s += a[o * 10 + j];
+		gap[o] = (float)(s / 10);
+	}
+	pool1d(true, a, 6, 10, &mp, 5, m);
+	deconv1d(m, 6, 5, w2, 3, &dc, 9, u);
+	pool1d(false, u, 3, 9, &ap, 8, want);
+	run_compare_output(_metadata, &im, 0, x, want, 24);
+	run_compare_output(_metadata, &im, 1, x, gap, 6);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* A 1-D ConvTranspose with output_padding is refused, not run without it. */
+TEST(onnx_import__1d_conv_transpose_output_padding_is_refused)
+{
+	static const int64_t xd[3] = { 1, 2, 5 }, wd[3] = { 2, 2, 3 }, od[3] = { 1, 2, 12 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	Onnx__NodeProto *n;
+
+	init_f(&g, "W", 3, wd, rnd_fill(12, -1, 1));
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	n = node(&g, "ConvTranspose", "up", NAMES("x", "W"), NAMES("y"));
+	attr_ints(n, "strides", 1, (const int64_t[]){ 2 });
+	attr_ints(n, "output_padding", 1, (const int64_t[]){ 1 });
+	g.outs[g.nr_outs++] = vinfo("y", 3, od, NULL);
+	EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'up' (ConvTranspose, opset"))
+	TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "output_padding"))
+	TH_LOG("%s", coloc_err_str(&err));
+	arena_free();
+}
+
 /*
  * Clip at opset 13: (-1, 1) after a Conv is its act=clip; (0.5, +inf) with
  * the infinity an initializer (melspectrogram's) is a max with 0.5; only
