@@ -1579,6 +1579,41 @@ static int lower_identity(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	return alias(c, n, x);
 }
 
+/*
+ * Cast of a computed tensor: coloc's layers compute fp32 (and take token ids
+ * as fp32), so a Cast to float or double is an alias; to an integer or
+ * bool type it would round or threshold, which no layer does.
+ */
+static int lower_cast(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0);
+	int64_t to;
+	int ret = onnx_attr_int(c, n, "to", 0, &to);
+
+	if (ret)
+		return ret;
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	if (to != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
+	    to != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "Cast of a run-time tensor to data type %lld (coloc computes "
+				   "fp32: only a Cast to float or double is supported; casts "
+				   "of constants and shapes are folded)",
+				   (long long)to);
+	return alias(c, n, x);
+}
+
+/* Comparisons, logic and Where: folded at load when every input is constant. */
+static int lower_logic(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	(void)n;
+	return onnx_refuse(c, -EOPNOTSUPP,
+			   "a comparison, logic op or Where of run-time values (coloc folds "
+			   "these only when every input is a constant or derived from "
+			   "shapes, e.g. a mask built from the input's shape)");
+}
+
 struct lower_op {
 	const char *type;
 	int (*lower)(struct onnx_ctx *c, const Onnx__NodeProto *n);
@@ -1627,6 +1662,17 @@ static const struct lower_op lower_ops[] = {
 	{ "Upsample", lower_resize },
 	{ "Identity", lower_identity },
 	{ "Dropout", lower_identity },
+	{ "Cast", lower_cast },
+	{ "Equal", lower_logic },
+	{ "Greater", lower_logic },
+	{ "GreaterOrEqual", lower_logic },
+	{ "Less", lower_logic },
+	{ "LessOrEqual", lower_logic },
+	{ "Not", lower_logic },
+	{ "And", lower_logic },
+	{ "Or", lower_logic },
+	{ "Xor", lower_logic },
+	{ "Where", lower_logic },
 };
 
 int onnx_lower(struct onnx_ctx *c, const Onnx__NodeProto *n)

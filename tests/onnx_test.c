@@ -1385,6 +1385,123 @@ TEST(onnx_import__1d_conv_transpose_output_padding_is_refused)
 }
 
 /*
+ * A mask chain built from constants and the input's shape folds away: pos
+ * = [0, 1, 2, 3], w = Shape(x)[2] - 1 = 3, and by hand
+ *   Less(pos, w) = 1110, Not(Equal(pos, 2)) = 1101, And = 1100,
+ *   Or(that, GreaterOrEqual(pos, 3) = 0001) = 1101,
+ *   Xor(Greater(pos, 0) = 0111, LessOrEqual(pos, 1) = 1100) = 1011,
+ *   And(1101, 1011) = 1001 = m;
+ * Where(m, 0.5, -2) = [0.5, -2, -2, 0.5]; m through Cast float -> int64 ->
+ * bool picks that or 3: [0.5, 3, 3, 0.5], added to x along its last axis.
+ * Only the input and one add of a constant remain.
+ */
+TEST(onnx_import__comparison_and_logic_chains_fold_away)
+{
+	static const int64_t xd[3] = { 1, 3, 4 }, four[1] = { 4 }, one[1] = { 1 };
+	static const int64_t pos[4] = { 0, 1, 2, 3 }, k0 = 0, k1 = 1, k2 = 2, k3 = 3;
+	static const float bias[4] = { 0.5f, 3, 3, 0.5f };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *x = rnd_fill(12, -1, 1), *want = mem(12 * 4);
+
+	init_i64(&g, "pos", 1, four, 4, pos);
+	init_i64(&g, "k0", 1, one, 1, &k0);
+	init_i64(&g, "k1", 1, one, 1, &k1);
+	init_i64(&g, "k2", 0, NULL, 1, &k2);
+	init_i64(&g, "k3", 1, one, 1, &k3);
+	const_node(&g, "half", 0.5f);
+	const_node(&g, "minus2", -2.0f);
+	const_node(&g, "three", 3.0f);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	node(&g, "Shape", "shape", NAMES("x"), NAMES("s"));
+	node(&g, "Gather", "width", NAMES("s", "k2"), NAMES("w0"));
+	node(&g, "Sub", "wm1", NAMES("w0", "k1"), NAMES("w"));
+	node(&g, "Less", "lt", NAMES("pos", "w"), NAMES("lt"));
+	node(&g, "Equal", "eq", NAMES("pos", "k2"), NAMES("eq"));
+	node(&g, "Not", "ne", NAMES("eq"), NAMES("ne"));
+	node(&g, "And", "a1", NAMES("lt", "ne"), NAMES("a1"));
+	node(&g, "GreaterOrEqual", "ge", NAMES("pos", "k3"), NAMES("ge"));
+	node(&g, "Or", "o1", NAMES("a1", "ge"), NAMES("o1"));
+	node(&g, "Greater", "gt", NAMES("pos", "k0"), NAMES("gt"));
+	node(&g, "LessOrEqual", "le", NAMES("pos", "k1"), NAMES("le"));
+	node(&g, "Xor", "xo", NAMES("gt", "le"), NAMES("xo"));
+	node(&g, "And", "m", NAMES("o1", "xo"), NAMES("m"));
+	node(&g, "Where", "sel", NAMES("m", "half", "minus2"), NAMES("sel"));
+	attr_int(node(&g, "Cast", "cf", NAMES("m"), NAMES("mf")), "to",
+		 ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+	attr_int(node(&g, "Cast", "ci", NAMES("mf"), NAMES("mi")), "to",
+		 ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
+	attr_int(node(&g, "Cast", "cb", NAMES("mi"), NAMES("mb")), "to",
+		 ONNX__TENSOR_PROTO__DATA_TYPE__BOOL);
+	node(&g, "Where", "bias", NAMES("mb", "sel", "three"), NAMES("b"));
+	node(&g, "Add", "add", NAMES("x", "b"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, xd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_ADD, im.model->layers[1].op);
+	EXPECT_TRUE(im.model->layers[1].binary.has_const);
+	for (int i = 0; i < 12; i++)
+		want[i] = x[i] + bias[i % 4];
+	run_compare(_metadata, &im, x, want, 12);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * On run-time values: a Cast to float is an alias (a BERT mask's Cast of
+ * its input), a comparison or a Cast to int64 is refused with the node,
+ * opset and input shapes.
+ */
+TEST(onnx_import__run_time_casts_and_comparisons)
+{
+	static const int64_t xd[2] = { 1, 4 }, one[1] = { 1 };
+	static const float zero = 0;
+	static const struct {
+		const char *op;
+		int64_t to;
+		const char *words;
+	} refused[] = {
+		{ "Greater", 0, "node 'n' (Greater, opset 13, inputs [1,4], [1] const)" },
+		{ "Cast", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "Cast of a run-time tensor" },
+	};
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *x = rnd_fill(4, -1, 1), *want = mem(4 * 4);
+
+	g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
+	attr_int(node(&g, "Cast", "cast", NAMES("x"), NAMES("xf")), "to",
+		 ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+	node(&g, "Relu", "relu", NAMES("xf"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 2, xd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	memcpy(want, x, 4 * sizeof(float));
+	ref_act(want, 4, MODEL_ACT_RELU, 0, 0);
+	run_compare(_metadata, &im, x, want, 4);
+	onnx_import_free(&im);
+	arena_free();
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		struct gb r = { 0 };
+		Onnx__NodeProto *n;
+
+		err = (struct coloc_err){ 0 };
+		init_f(&r, "zero", 1, one, &zero);
+		r.ins[r.nr_ins++] = vinfo("x", 2, xd, NULL);
+		n = node(&r, refused[i].op, "n", refused[i].to ? NAMES("x") : NAMES("x", "zero"),
+			 NAMES("y"));
+		if (refused[i].to)
+			attr_int(n, "to", refused[i].to);
+		r.outs[r.nr_outs++] = vinfo("y", 2, xd, NULL);
+		EXPECT_EQ(-EOPNOTSUPP, import(&r, &im, &err));
+		EXPECT_NE(NULL, strstr(coloc_err_str(&err), refused[i].words))
+		TH_LOG("%s", coloc_err_str(&err));
+		arena_free();
+	}
+}
+
+/*
  * Clip at opset 13: (-1, 1) after a Conv is its act=clip; (0.5, +inf) with
  * the infinity an initializer (melspectrogram's) is a max with 0.5; only
  * an upper bound 2 (the min input left empty) is a min with 2.
