@@ -44,6 +44,7 @@ struct onnx_layer {
 	struct model_layer l; /* op, inputs, out shape, act and the op's fields */
 	int uses; /* reads still to come of the values it computes (for fusion) */
 	bool read; /* another layer reads its output: what it computes is fixed, no fusion */
+	bool view_1d; /* a 1-D window's result [N, C, W] viewing its 2-D layer [N, C, 1, W] */
 	char origin[128]; /* "OpType 'node'" of the ONNX node(s), for the text's comments */
 	float *t[2]; /* weights/gamma/table, then bias/beta */
 	int64_t nt[2];

@@ -35,15 +35,21 @@ static struct onnx_value *const_input(struct onnx_ctx *c, const Onnx__NodeProto 
 	return v && v->data ? v : NULL;
 }
 
+/* The layer computing v: for a 1-D window's view, the 2-D layer it aliases. */
 static struct onnx_layer *layer_of(struct onnx_ctx *c, const struct onnx_value *v)
 {
-	return &c->layers[v->layer];
+	struct onnx_layer *l = &c->layers[v->layer];
+
+	return l->view_1d ? &c->layers[l->l.inputs[0]] : l;
 }
 
-/* Whether v's layer can take a fusion: this node is the only reader left. */
+/*
+ * Whether v's layer can take a fusion: this node is the only reader left of
+ * v's layer (a view's 2-D layer has the view as its only reader).
+ */
 static bool fusible(struct onnx_ctx *c, const struct onnx_value *v)
 {
-	return v->layer >= 0 && layer_of(c, v)->uses == 1 && !layer_of(c, v)->read &&
+	return v->layer >= 0 && c->layers[v->layer].uses == 1 && !c->layers[v->layer].read &&
 	       layer_of(c, v)->l.op != MODEL_OP_INPUT;
 }
 
@@ -246,6 +252,7 @@ static int spatial_1d_out(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	if (ret)
 		return ret;
 	c->layers[v->layer].uses = v->uses;
+	c->layers[v->layer].view_1d = true;
 	c->layers[inner].uses = 0;
 	v->shape = s;
 	return 0;
@@ -695,8 +702,8 @@ static int fuse_bias(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_v
 	if (fusible(c, x) && l->l.act == MODEL_ACT_NONE && k->shape.ndims <= x->shape.ndims) {
 		if (l->l.op == MODEL_OP_FC && at == 0)
 			nb = l->l.fc.out_features;
-		else if ((l->l.op == MODEL_OP_CONV || l->l.op == MODEL_OP_DECONV) && at == 2 &&
-			 k->shape.ndims >= 3)
+		else if ((l->l.op == MODEL_OP_CONV || l->l.op == MODEL_OP_DECONV) &&
+			 at == x->shape.ndims - 2 && k->shape.ndims >= x->shape.ndims - 1)
 			nb = l->l.conv.out_channels;
 	}
 	if (!nb || onnx_elems(&k->shape) != nb)
@@ -734,7 +741,8 @@ static int fuse_scale(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_
 
 	if (ok && l->l.op == MODEL_OP_FC && (nk == 1 || at == 0))
 		nout = l->l.fc.out_features;
-	else if (ok && l->l.op == MODEL_OP_CONV && (nk == 1 || (at == 2 && k->shape.ndims >= 3)))
+	else if (ok && l->l.op == MODEL_OP_CONV &&
+		 (nk == 1 || (at == x->shape.ndims - 2 && k->shape.ndims >= x->shape.ndims - 1)))
 		nout = l->l.conv.out_channels;
 	else if (ok && l->l.op == MODEL_OP_MATMUL && nk == 1)
 		nout = 1;

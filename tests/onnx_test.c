@@ -1290,8 +1290,10 @@ static void pool1d(bool max, const float *x, int ch, int iw, const struct win1d 
 
 /*
  * x[1,4,20] -> Conv(W[6,2,3], B, group 2, dilation 2, stride 2, pads [2,1])
- * -> Relu -> MaxPool(3, stride 2, pads [1,1]) -> ConvTranspose(W[6,3,4],
- * stride 2, pads [1,2]) -> AveragePool(2): each a 2-D layer on [N, C, 1, W]
+ * -> BatchNormalization -> Relu (both folded into the conv through its
+ * view) -> MaxPool(3, stride 2, pads [1,1]) -> ConvTranspose(W[6,3,4],
+ * stride 2, pads [1,2]) -> Add([3,1], its bias through the view) ->
+ * AveragePool(2): each a 2-D layer on [N, C, 1, W]
  * between two reshape views; a second output, GlobalAveragePool of the
  * relu, is [1,6,1]. Shapes by hand: (20+3-5)/2+1 = 10, (10+2-3)/2+1 = 5,
  * (5-1)*2-3+4 = 9, 9-2+1 = 8.
@@ -1308,6 +1310,7 @@ TEST(onnx_import__1d_windows_match_reference)
 	struct onnx_import im;
 	struct coloc_err err = { 0 };
 	float *w1 = rnd_fill(36, -1, 1), *b1 = rnd_fill(6, -1, 1), *w2 = rnd_fill(72, -1, 1);
+	float *bn = rnd_fill(24, 0.2f, 1.5f), *b2 = rnd_fill(3, -1, 1);
 	float *x = rnd_fill(80, -1, 1), *a = mem(60 * 4), *m = mem(30 * 4), *u = mem(27 * 4);
 	float *want = mem(24 * 4), *gap = mem(6 * 4);
 	Onnx__NodeProto *n;
@@ -1315,13 +1318,20 @@ TEST(onnx_import__1d_windows_match_reference)
 	init_f(&g, "W1", 3, w1d, w1);
 	init_f(&g, "B1", 1, c6, b1);
 	init_f(&g, "W2", 3, w2d, w2);
+	init_f(&g, "B2", 2, (const int64_t[]){ 3, 1 }, b2);
+	init_f(&g, "gamma", 1, c6, bn);
+	init_f(&g, "beta", 1, c6, bn + 6);
+	init_f(&g, "mean", 1, c6, bn + 12);
+	init_f(&g, "var", 1, c6, bn + 18);
 	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
-	n = node(&g, "Conv", "c", NAMES("x", "W1", "B1"), NAMES("c"));
+	n = node(&g, "Conv", "c", NAMES("x", "W1", "B1"), NAMES("c0"));
 	attr_int(n, "group", 2);
 	attr_ints(n, "kernel_shape", 1, (const int64_t[]){ 3 });
 	attr_ints(n, "strides", 1, (const int64_t[]){ 2 });
 	attr_ints(n, "dilations", 1, (const int64_t[]){ 2 });
 	attr_ints(n, "pads", 2, (const int64_t[]){ 2, 1 });
+	node(&g, "BatchNormalization", "bn", NAMES("c0", "gamma", "beta", "mean", "var"),
+	     NAMES("c"));
 	node(&g, "Relu", "r", NAMES("c"), NAMES("r"));
 	n = node(&g, "MaxPool", "mp", NAMES("r"), NAMES("m"));
 	attr_ints(n, "kernel_shape", 1, (const int64_t[]){ 3 });
@@ -1330,13 +1340,19 @@ TEST(onnx_import__1d_windows_match_reference)
 	n = node(&g, "ConvTranspose", "up", NAMES("m", "W2"), NAMES("u"));
 	attr_ints(n, "strides", 1, (const int64_t[]){ 2 });
 	attr_ints(n, "pads", 2, (const int64_t[]){ 1, 2 });
-	n = node(&g, "AveragePool", "ap", NAMES("u"), NAMES("y"));
+	node(&g, "Add", "up_bias", NAMES("u", "B2"), NAMES("ub"));
+	n = node(&g, "AveragePool", "ap", NAMES("ub"), NAMES("y"));
 	attr_ints(n, "kernel_shape", 1, (const int64_t[]){ 2 });
 	node(&g, "GlobalAveragePool", "gap", NAMES("r"), NAMES("gap"));
 	g.outs[g.nr_outs++] = vinfo("y", 3, od, NULL);
 	g.outs[g.nr_outs++] = vinfo("gap", 3, gd, NULL);
 	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(1, count_ops(im.model, MODEL_OP_CONV)) TH_LOG("%s", im.text);
+	ASSERT_EQ(1, count_ops(im.model, MODEL_OP_CONV)) TH_LOG("%s", im.text);
+	EXPECT_EQ(0, count_ops(im.model, MODEL_OP_ACT));
+	EXPECT_EQ(0, count_ops(im.model, MODEL_OP_MUL));
+	EXPECT_EQ(0, count_ops(im.model, MODEL_OP_ADD));
+	EXPECT_EQ(MODEL_OP_CONV, im.model->layers[2].op);
+	EXPECT_EQ(MODEL_ACT_RELU, im.model->layers[2].act);
 	EXPECT_EQ(1, count_ops(im.model, MODEL_OP_DECONV));
 	EXPECT_EQ(3, count_ops(im.model, MODEL_OP_POOL));
 	/* a view in and a view out around each of the 5 window layers */
@@ -1344,6 +1360,7 @@ TEST(onnx_import__1d_windows_match_reference)
 	ASSERT_EQ(3, im.model->layers[im.outputs[0]].out.ndims);
 	EXPECT_EQ(8, im.model->layers[im.outputs[0]].out.dims[2]);
 	conv1d(x, 4, 20, w1, b1, 6, &cv, 10, a);
+	ref_batch_norm(a, 1, 6, 10, bn, bn + 6, bn + 12, bn + 18, 1e-5f);
 	ref_act(a, 60, MODEL_ACT_RELU, 0, 0);
 	for (int o = 0; o < 6; o++) {
 		double s = 0;
@@ -1354,6 +1371,8 @@ TEST(onnx_import__1d_windows_match_reference)
 	}
 	pool1d(true, a, 6, 10, &mp, 5, m);
 	deconv1d(m, 6, 5, w2, 3, &dc, 9, u);
+	for (int i = 0; i < 27; i++)
+		u[i] += b2[i / 9];
 	pool1d(false, u, 3, 9, &ap, 8, want);
 	run_compare_output(_metadata, &im, 0, x, want, 24);
 	run_compare_output(_metadata, &im, 1, x, gap, 6);
