@@ -203,17 +203,21 @@ static int window_attr(struct onnx_ctx *c, const Onnx__NodeProto *n, const char 
 static int view_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, int in,
 		      const struct model_shape *s, const char *what, int *idx)
 {
+	char name[512];
 	struct onnx_layer *l;
-	int ret = onnx_layer_add(c, MODEL_OP_RESHAPE, node_label(n), &l);
+	int ret;
 
+	/* the suffix is kept: onnx_layer_add() cuts long names at the front */
+	snprintf(name, sizeof(name), "%.400s_as%s", node_label(n), what);
+	ret = onnx_layer_add(c, MODEL_OP_RESHAPE, name, &l);
 	if (ret)
 		return ret;
 	l->l.nr_inputs = 1;
 	l->l.inputs[0] = in;
 	l->l.out = *s;
 	l->l.reshape = *s;
-	snprintf(l->origin, sizeof(l->origin), "%.40s '%.64s' (%s)", n->op_type, node_label(n),
-		 what);
+	snprintf(l->origin, sizeof(l->origin), "%.40s '%.64s' (viewed as %s)", n->op_type,
+		 node_label(n), what);
 	*idx = c->nr_layers - 1;
 	return 0;
 }
@@ -228,7 +232,7 @@ static int spatial_1d_in(struct onnx_ctx *c, const Onnx__NodeProto *n, const str
 	x4->shape.ndims = 4;
 	x4->shape.dims[3] = x4->shape.dims[2];
 	x4->shape.dims[2] = 1;
-	return view_layer(c, n, in, &x4->shape, "viewed as 2-D", &x4->layer);
+	return view_layer(c, n, in, &x4->shape, "2d", &x4->layer);
 }
 
 /*
@@ -248,7 +252,7 @@ static int spatial_1d_out(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	s = v->shape;
 	s.ndims = 3;
 	s.dims[2] = s.dims[3];
-	ret = view_layer(c, n, inner, &s, "viewed as 1-D", &v->layer);
+	ret = view_layer(c, n, inner, &s, "1d", &v->layer);
 	if (ret)
 		return ret;
 	c->layers[v->layer].uses = v->uses;
