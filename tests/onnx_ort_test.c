@@ -232,6 +232,18 @@ static void check_model(struct __test_metadata *_metadata, const char *name)
 		npm_path(src, onnx, sizeof(onnx));
 		if (access(onnx, R_OK))
 			SKIP(return, "%.900s is not installed: run 'make ort-models'", onnx);
+	} else if (!strncmp(src, "gen:", 4)) {
+		if (tu_run("/usr/bin/python3 -c 'import onnx'", NULL, 0))
+			SKIP(return, "Debian's python3-onnx is not installed (make deps)");
+		snprintf(onnx, sizeof(onnx), "%s/build/ort/gen/%s.onnx", root(), src + 4);
+		snprintf(cmd, sizeof(cmd),
+			 "mkdir -p '%s/build/ort/gen' && /usr/bin/python3 "
+			 "'%s/tools/ort/gen-graph.py' '%s' '%s'",
+			 root(), root(), src + 4, onnx);
+		rc = tu_run(cmd, log, sizeof(log));
+		if (rc)
+			TH_LOG("%.900s", log);
+		ASSERT_EQ(0, rc);
 	} else {
 		ASSERT_EQ(0, strncmp(src, "model:", 6));
 		own = src + strlen("model:");
@@ -347,6 +359,12 @@ TEST(onnx_ort__ssd_mobilenet_matches_ort)
 TEST(onnx_ort__tiny_yolov2_matches_ort)
 {
 	check_model(_metadata, "tiny_yolov2");
+}
+
+/* A generated graph: 1-D windows and a mask folded at load (tools/ort/gen-graph.py). */
+TEST(onnx_ort__window_1d_matches_ort)
+{
+	check_model(_metadata, "window_1d");
 }
 
 /* Real models with an op coloc lacks: refused at load, naming op and node. */
