@@ -785,6 +785,71 @@ static int fold_where(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	return onnx_output_const(c, n, 0, &s, d, v[1]->is_int && v[2]->is_int);
 }
 
+/* Expand(x, shape): x broadcast with shape both ways (numpy), as ONNX says. */
+static int fold_expand(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = onnx_input(c, n, 0), *sh = onnx_input(c, n, 1);
+	int64_t st[ONNX_MAX_RANK], idx[ONNX_MAX_RANK] = { 0 }, e;
+	struct model_shape want = { 0 }, s;
+	double *d;
+	int ret;
+
+	if (!sh || sh->shape.ndims != 1 || sh->shape.dims[0] > ONNX_MAX_RANK)
+		return onnx_refuse(c, -EOPNOTSUPP, "the shape input is not 1-D of rank <= %d",
+				   ONNX_MAX_RANK);
+	want.ndims = (int)sh->shape.dims[0];
+	for (int i = 0; i < want.ndims; i++)
+		want.dims[i] = onnx_i64(sh->data[i]);
+	ret = shape_check(c, &want);
+	if (!ret)
+		ret = broadcast(c, &x->shape, &want, &s);
+	if (ret)
+		return ret;
+	bstrides(&x->shape, &s, st);
+	e = onnx_elems(&s);
+	d = alloc_elems(c, e);
+	if (!d)
+		return -ENOMEM;
+	for (int64_t k = 0; k < e; k++) {
+		d[k] = x->data[offset_of(&s, idx, st)];
+		next_index(&s, idx);
+	}
+	return onnx_output_const(c, n, 0, &s, d, x->is_int);
+}
+
+/* Range(start, limit, delta): max(ceil((limit - start) / delta), 0) values. */
+static int fold_range(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *v[3];
+	struct model_shape s = { .ndims = 1 };
+	bool is_int = true;
+	double cnt, *d;
+	int ret;
+
+	for (int i = 0; i < 3; i++) {
+		v[i] = onnx_input(c, n, (size_t)i);
+		if (!v[i] || onnx_elems(&v[i]->shape) != 1)
+			return onnx_refuse(c, -EINVAL, "Range needs three scalar inputs");
+		is_int = is_int && v[i]->is_int;
+	}
+	if (v[2]->data[0] == 0)
+		return onnx_refuse(c, -EINVAL, "Range with delta 0");
+	cnt = ceil((v[1]->data[0] - v[0]->data[0]) / v[2]->data[0]);
+	s.dims[0] = cnt > 0 ? (cnt > 4e18 ? (int64_t)4e18 : (int64_t)cnt) : 0;
+	ret = shape_check(c, &s);
+	if (ret)
+		return ret;
+	d = alloc_elems(c, s.dims[0]);
+	if (!d)
+		return -ENOMEM;
+	for (int64_t i = 0; i < s.dims[0]; i++) {
+		d[i] = v[0]->data[0] + (double)i * v[2]->data[0];
+		if (!is_int)
+			d[i] = (float)d[i];
+	}
+	return onnx_output_const(c, n, 0, &s, d, is_int);
+}
+
 static double op_sqrt(double x)
 {
 	return (float)sqrt(x);
@@ -899,6 +964,8 @@ static const struct fold_op fold_ops[] = {
 	{ "Or", fold_binary, false },
 	{ "Xor", fold_binary, false },
 	{ "Where", fold_where, false },
+	{ "Expand", fold_expand, false },
+	{ "Range", fold_range, false },
 	{ "Sqrt", fold_unary, false },
 	{ "Neg", fold_unary, false },
 	{ "Not", fold_unary, false },

@@ -1405,26 +1405,26 @@ TEST(onnx_import__1d_conv_transpose_output_padding_is_refused)
 
 /*
  * A mask chain built from constants and the input's shape folds away: pos
- * = [0, 1, 2, 3], w = Shape(x)[2] - 1 = 3, and by hand
+ * = Range(0, Shape(x)[2], 1) = [0, 1, 2, 3], w = Shape(x)[2] - 1 = 3, and
+ * by hand
  *   Less(pos, w) = 1110, Not(Equal(pos, 2)) = 1101, And = 1100,
  *   Or(that, GreaterOrEqual(pos, 3) = 0001) = 1101,
  *   Xor(Greater(pos, 0) = 0111, LessOrEqual(pos, 1) = 1100) = 1011,
  *   And(1101, 1011) = 1001 = m;
  * Where(m, 0.5, -2) = [0.5, -2, -2, 0.5]; m through Cast float -> int64 ->
- * bool picks that or 3: [0.5, 3, 3, 0.5], added to x along its last axis.
- * Only the input and one add of a constant remain.
+ * bool picks that or 3: [0.5, 3, 3, 0.5], Expand'ed to Shape(x) and added
+ * to x. Only the input and one add of a constant remain.
  */
 TEST(onnx_import__comparison_and_logic_chains_fold_away)
 {
-	static const int64_t xd[3] = { 1, 3, 4 }, four[1] = { 4 }, one[1] = { 1 };
-	static const int64_t pos[4] = { 0, 1, 2, 3 }, k0 = 0, k1 = 1, k2 = 2, k3 = 3;
+	static const int64_t xd[3] = { 1, 3, 4 }, one[1] = { 1 };
+	static const int64_t k0 = 0, k1 = 1, k2 = 2, k3 = 3;
 	static const float bias[4] = { 0.5f, 3, 3, 0.5f };
 	struct gb g = { 0 };
 	struct onnx_import im;
 	struct coloc_err err = { 0 };
 	float *x = rnd_fill(12, -1, 1), *want = mem(12 * 4);
 
-	init_i64(&g, "pos", 1, four, 4, pos);
 	init_i64(&g, "k0", 1, one, 1, &k0);
 	init_i64(&g, "k1", 1, one, 1, &k1);
 	init_i64(&g, "k2", 0, NULL, 1, &k2);
@@ -1435,6 +1435,7 @@ TEST(onnx_import__comparison_and_logic_chains_fold_away)
 	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
 	node(&g, "Shape", "shape", NAMES("x"), NAMES("s"));
 	node(&g, "Gather", "width", NAMES("s", "k2"), NAMES("w0"));
+	node(&g, "Range", "positions", NAMES("k0", "w0", "k1"), NAMES("pos"));
 	node(&g, "Sub", "wm1", NAMES("w0", "k1"), NAMES("w"));
 	node(&g, "Less", "lt", NAMES("pos", "w"), NAMES("lt"));
 	node(&g, "Equal", "eq", NAMES("pos", "k2"), NAMES("eq"));
@@ -1454,7 +1455,8 @@ TEST(onnx_import__comparison_and_logic_chains_fold_away)
 	attr_int(node(&g, "Cast", "cb", NAMES("mi"), NAMES("mb")), "to",
 		 ONNX__TENSOR_PROTO__DATA_TYPE__BOOL);
 	node(&g, "Where", "bias", NAMES("mb", "sel", "three"), NAMES("b"));
-	node(&g, "Add", "add", NAMES("x", "b"), NAMES("y"));
+	node(&g, "Expand", "expand", NAMES("b", "s"), NAMES("bx"));
+	node(&g, "Add", "add", NAMES("x", "bx"), NAMES("y"));
 	g.outs[g.nr_outs++] = vinfo("y", 3, xd, NULL);
 	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
 	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
