@@ -2033,6 +2033,50 @@ static void fuzz_graph(struct gb *g)
 	g->outs[g->nr_outs++] = vinfo("y", 3, (const int64_t[]){ 1, 4, 2 }, NULL);
 }
 
+/*
+ * 1-D windows and a folded mask: x[1,2,9] -> Conv 1-D -> MaxPool 1-D ->
+ * ConvTranspose 1-D, plus Range(0, Shape[2], 1) < 3 through Not, And, Cast,
+ * Where and Expand to the result's shape, added to it ([1,2,8]).
+ */
+static void fuzz_graph_1d(struct gb *g)
+{
+	static const int64_t xd[3] = { 1, 2, 9 }, wd[3] = { 2, 2, 2 }, one[1] = { 1 };
+	static const int64_t k0 = 0, k1 = 1, k2 = 2, k3 = 3;
+	static const float lo = -1, hi = 2;
+	Onnx__NodeProto *n;
+
+	init_f(g, "W", 3, wd, rnd_fill(8, -1, 1));
+	init_f(g, "W2", 3, wd, rnd_fill(8, -1, 1));
+	init_i64(g, "k0", 0, NULL, 1, &k0);
+	init_i64(g, "k1", 0, NULL, 1, &k1);
+	init_i64(g, "k2", 0, NULL, 1, &k2);
+	init_i64(g, "k3", 1, one, 1, &k3);
+	init_f(g, "lo", 0, NULL, &lo);
+	init_f(g, "hi", 0, NULL, &hi);
+	g->ins[g->nr_ins++] = vinfo("x", 3, xd, NULL);
+	n = node(g, "Conv", "c", NAMES("x", "W"), NAMES("c"));
+	attr_ints(n, "pads", 2, (const int64_t[]){ 1, 0 });
+	attr_ints(n, "dilations", 1, (const int64_t[]){ 2 });
+	n = node(g, "MaxPool", "p", NAMES("c"), NAMES("p"));
+	attr_ints(n, "kernel_shape", 1, (const int64_t[]){ 2 });
+	attr_ints(n, "strides", 1, (const int64_t[]){ 2 });
+	n = node(g, "ConvTranspose", "u", NAMES("p", "W2"), NAMES("u"));
+	attr_ints(n, "strides", 1, (const int64_t[]){ 2 });
+	node(g, "Shape", "s", NAMES("u"), NAMES("s"));
+	node(g, "Gather", "w", NAMES("s", "k2"), NAMES("w"));
+	node(g, "Range", "r", NAMES("k0", "w", "k1"), NAMES("r"));
+	node(g, "Less", "lt", NAMES("r", "k3"), NAMES("lt"));
+	node(g, "Not", "nt", NAMES("lt"), NAMES("nt"));
+	node(g, "And", "an", NAMES("lt", "nt"), NAMES("an"));
+	node(g, "Or", "or", NAMES("an", "lt"), NAMES("m"));
+	attr_int(node(g, "Cast", "cb", NAMES("m"), NAMES("mb")), "to",
+		 ONNX__TENSOR_PROTO__DATA_TYPE__BOOL);
+	node(g, "Where", "wh", NAMES("mb", "lo", "hi"), NAMES("q"));
+	node(g, "Expand", "ex", NAMES("q", "s"), NAMES("qx"));
+	node(g, "Add", "add", NAMES("u", "qx"), NAMES("y"));
+	g->outs[g->nr_outs++] = vinfo("y", 3, (const int64_t[]){ 1, 2, 8 }, NULL);
+}
+
 /* Imports buf cut at every byte and with `mutations` random byte changes; counts both outcomes. */
 static void fuzz(struct __test_metadata *_metadata, const uint8_t *buf, size_t len, int mutations,
 		 int *ok, int *refused)
@@ -2065,13 +2109,13 @@ static void fuzz(struct __test_metadata *_metadata, const uint8_t *buf, size_t l
 }
 
 /*
- * Every truncation of two valid files, and random byte mutations, are
+ * Every truncation of three valid files, and random byte mutations, are
  * imported or refused with a message: never a crash (ASan/UBSan under
  * SANITIZE=1).
  */
 TEST(onnx_import__fuzz_truncations_and_mutations)
 {
-	struct gb g = { 0 }, g2 = { 0 };
+	struct gb g = { 0 }, g2 = { 0 }, g3 = { 0 };
 	struct onnx_import im;
 	struct coloc_err err = { 0 };
 	float *w, *b, *bn;
@@ -2094,6 +2138,15 @@ TEST(onnx_import__fuzz_truncations_and_mutations)
 	ok = refused = 0;
 	fuzz(_metadata, buf, len, 3000, &ok, &refused);
 	TH_LOG("attention-like, %zu bytes: %d imported, %d refused", len, ok, refused);
+	EXPECT_GT(refused, 0);
+	fuzz_graph_1d(&g3);
+	ASSERT_EQ(0, import(&g3, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(MODEL_OP_ADD, im.model->layers[im.model->nr_layers - 1].op) TH_LOG("%s", im.text);
+	onnx_import_free(&im);
+	buf = pack(&g3, &len);
+	ok = refused = 0;
+	fuzz(_metadata, buf, len, 3000, &ok, &refused);
+	TH_LOG("1-D windows and a mask, %zu bytes: %d imported, %d refused", len, ok, refused);
 	EXPECT_GT(refused, 0);
 	arena_free();
 }
