@@ -785,6 +785,33 @@ static int fold_where(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	return onnx_output_const(c, n, 0, &s, d, v[1]->is_int && v[2]->is_int);
 }
 
+int onnx_where_split(struct onnx_ctx *c, const struct onnx_value *cond, const struct onnx_value *k,
+		     bool k_when_true, struct model_shape *s, double **m, double **z)
+{
+	int64_t sc[ONNX_MAX_RANK], sk[ONNX_MAX_RANK], idx[ONNX_MAX_RANK] = { 0 }, e;
+	int ret = broadcast(c, &cond->shape, &k->shape, s);
+
+	if (ret)
+		return ret;
+	bstrides(&cond->shape, s, sc);
+	bstrides(&k->shape, s, sk);
+	e = onnx_elems(s);
+	*m = alloc_elems(c, e);
+	*z = *m ? alloc_elems(c, e) : NULL;
+	if (!*z) {
+		free(*m);
+		return -ENOMEM;
+	}
+	for (int64_t i = 0; i < e; i++) {
+		bool takes_k = (cond->data[offset_of(s, idx, sc)] != 0) == k_when_true;
+
+		(*m)[i] = takes_k ? 0 : 1;
+		(*z)[i] = takes_k ? k->data[offset_of(s, idx, sk)] : 0;
+		next_index(s, idx);
+	}
+	return 0;
+}
+
 /* Expand(x, shape): x broadcast with shape both ways (numpy), as ONNX says. */
 static int fold_expand(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {

@@ -137,6 +137,14 @@ int onnx_slice_params(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct
 		      int64_t *start, int64_t *step, struct model_shape *out);
 /* Normalises axis (negative counts from the end) for rank; refuses out of range. */
 int onnx_axis(struct onnx_ctx *c, int64_t axis, int rank, int *out);
+/*
+ * Where(cond, ., .) with constants cond and k (k taken where cond is
+ * k_when_true) split over their broadcast shape s: m is 0 where k is taken
+ * and 1 elsewhere, z is k where it is taken and 0 elsewhere, so that
+ * Where = t * m + z for the other operand t. 0 or -errno; m and z malloc'd.
+ */
+int onnx_where_split(struct onnx_ctx *c, const struct onnx_value *cond, const struct onnx_value *k,
+		     bool k_when_true, struct model_shape *s, double **m, double **z);
 /* 1 if the node was folded into constants, 0 if not foldable, or -errno. */
 int onnx_fold(struct onnx_ctx *c, const Onnx__NodeProto *n);
 

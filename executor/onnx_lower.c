@@ -1616,14 +1616,92 @@ static int lower_cast(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	return alias(c, n, x);
 }
 
-/* Comparisons, logic and Where: folded at load when every input is constant. */
+/* A binary layer of layer in (shape s) and the constant k [ks]; last: the node's output. */
+static int where_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, enum model_op op, int in,
+		       const struct model_shape *s, const double *k, const struct model_shape *ks,
+		       bool last)
+{
+	struct onnx_layer *l;
+	int ret = onnx_layer_add(c, op, node_label(n), &l);
+
+	if (ret)
+		return ret;
+	l->l.nr_inputs = 1;
+	l->l.inputs[0] = in;
+	l->l.out = *s;
+	l->l.binary = (struct model_binary){ .has_const = true, .cshape = *ks };
+	l->uses = !last;
+	l->nt[0] = onnx_elems(ks);
+	l->t[0] = to_floats(c, k, l->nt[0], 1.0);
+	if (!l->t[0])
+		return -ENOMEM;
+	return last ? onnx_output_layer(c, n, 0, c->nr_layers - 1) : 0;
+}
+
+/*
+ * Where(cond, a, b) with a constant cond, one of a and b computed (t) and
+ * the other a constant k: t * m + z with the constants m (1 where t is
+ * taken, else 0) and z (k where it is taken, else 0): a mul and an add of
+ * constants, each left out when it changes nothing. Exact for finite t (an
+ * infinite or NaN t times 0 is NaN); the result has t's shape, so m and z
+ * must broadcast onto it.
+ */
+static int lower_where(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *cond = const_input(c, n, 0), *a = onnx_input(c, n, 1),
+			  *b = onnx_input(c, n, 2), *t, *k;
+	struct model_shape ms;
+	bool mul = false, add = false;
+	double *m, *z;
+	int ret, in;
+
+	if (!cond || !a || !b || (a->layer >= 0) == (b->layer >= 0))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "Where needs a constant condition (folded from constants "
+				   "or shapes), one computed operand and one constant");
+	t = a->layer >= 0 ? a : b;
+	k = a->layer >= 0 ? b : a;
+	ret = onnx_where_split(c, cond, k, k == a, &ms, &m, &z);
+	if (ret)
+		return ret;
+	if (!broadcasts_onto(&ms, &t->shape)) {
+		free(m);
+		free(z);
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "the condition and constant do not broadcast onto the "
+				   "computed operand's shape (coloc's result has its shape)");
+	}
+	for (int64_t i = 0; i < onnx_elems(&ms); i++) {
+		mul = mul || m[i] != 1;
+		add = add || z[i] != 0;
+	}
+	if (!ms.ndims) {
+		ms.ndims = 1;
+		ms.dims[0] = 1;
+	}
+	in = t->layer;
+	ret = 0;
+	if (mul) {
+		ret = where_layer(c, n, MODEL_OP_MUL, in, &t->shape, m, &ms, !add);
+		in = c->nr_layers - 1;
+	}
+	if (!ret && add)
+		ret = where_layer(c, n, MODEL_OP_ADD, in, &t->shape, z, &ms, true);
+	free(m);
+	free(z);
+	if (ret || mul || add)
+		return ret;
+	return alias(c, n, t);
+}
+
+/* Comparisons and logic: folded at load when every input is constant. */
 static int lower_logic(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	(void)n;
 	return onnx_refuse(c, -EOPNOTSUPP,
-			   "a comparison, logic op or Where of run-time values (coloc folds "
-			   "these only when every input is a constant or derived from "
-			   "shapes, e.g. a mask built from the input's shape)");
+			   "a comparison or logic op of run-time values (coloc folds these "
+			   "only when every input is a constant or derived from shapes, "
+			   "e.g. a mask built from the input's shape)");
 }
 
 struct lower_op {
@@ -1684,7 +1762,7 @@ static const struct lower_op lower_ops[] = {
 	{ "And", lower_logic },
 	{ "Or", lower_logic },
 	{ "Xor", lower_logic },
-	{ "Where", lower_logic },
+	{ "Where", lower_where },
 };
 
 int onnx_lower(struct onnx_ctx *c, const Onnx__NodeProto *n)

@@ -1523,6 +1523,67 @@ TEST(onnx_import__run_time_casts_and_comparisons)
 }
 
 /*
+ * Where with a constant condition (folded: cols <= rows, a lower-triangular
+ * [3,4] causal mask) and one computed operand: a mul and an add of
+ * constants. y = Where(mask, relu(x), -1e4), then Where(cols == 3, 0.5, y)
+ * with the constant first; by hand, element (i, j): 0.5 if j = 3, else
+ * relu(x) if j <= i, else -1e4. A Where whose condition is all true is an
+ * alias, and one whose condition is computed is refused.
+ */
+TEST(onnx_import__where_of_a_constant_condition_is_mul_and_add)
+{
+	static const int64_t xd[3] = { 1, 3, 4 }, cd[2] = { 1, 4 }, rd[2] = { 3, 1 },
+			     one[1] = { 1 };
+	static const int64_t cols[4] = { 0, 1, 2, 3 }, rows[3] = { 0, 1, 2 }, k3 = 3, k9 = 9;
+	static const float neg = -1e4f, half = 0.5f;
+	struct gb g = { 0 }, r = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *x = rnd_fill(12, -1, 1), *want = mem(12 * 4);
+
+	init_i64(&g, "cols", 2, cd, 4, cols);
+	init_i64(&g, "rows", 2, rd, 3, rows);
+	init_i64(&g, "k3", 1, one, 1, &k3);
+	init_i64(&g, "k9", 1, one, 1, &k9);
+	init_f(&g, "neg", 0, NULL, &neg);
+	init_f(&g, "half", 0, NULL, &half);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	node(&g, "Relu", "relu", NAMES("x"), NAMES("r"));
+	node(&g, "LessOrEqual", "causal", NAMES("cols", "rows"), NAMES("mask"));
+	node(&g, "Where", "masked", NAMES("mask", "r", "neg"), NAMES("y1"));
+	node(&g, "Equal", "last", NAMES("cols", "k3"), NAMES("is_last"));
+	node(&g, "Where", "pin", NAMES("is_last", "half", "y1"), NAMES("y2"));
+	node(&g, "Less", "all", NAMES("cols", "k9"), NAMES("every"));
+	node(&g, "Where", "keep", NAMES("every", "y2", "neg"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, xd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(6, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_ACT, im.model->layers[1].op);
+	EXPECT_EQ(MODEL_OP_MUL, im.model->layers[2].op);
+	EXPECT_EQ(MODEL_OP_ADD, im.model->layers[3].op);
+	EXPECT_EQ(MODEL_OP_MUL, im.model->layers[4].op);
+	EXPECT_EQ(MODEL_OP_ADD, im.model->layers[5].op);
+	EXPECT_EQ(5, im.outputs[0]);
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 4; j++)
+			want[i * 4 + j] = j == 3 ? 0.5f : j <= i ? fmaxf(x[i * 4 + j], 0) : -1e4f;
+	run_compare(_metadata, &im, x, want, 12);
+	onnx_import_free(&im);
+
+	r.ins[r.nr_ins++] = vinfo("x", 3, xd, NULL);
+	init_f(&r, "neg", 0, NULL, &neg);
+	node(&r, "Relu", "relu", NAMES("x"), NAMES("r"));
+	node(&r, "Where", "w", NAMES("x", "r", "neg"), NAMES("y"));
+	r.outs[r.nr_outs++] = vinfo("y", 3, xd, NULL);
+	EXPECT_EQ(-EOPNOTSUPP, import(&r, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'w' (Where, opset 13, inputs [1,3,4], "
+						    "[1,3,4], [] const): Where needs a constant "
+						    "condition"))
+	TH_LOG("%s", coloc_err_str(&err));
+	arena_free();
+}
+
+/*
  * Clip at opset 13: (-1, 1) after a Conv is its act=clip; (0.5, +inf) with
  * the infinity an initializer (melspectrogram's) is a max with 0.5; only
  * an upper bound 2 (the min input left empty) is a min with 2.
