@@ -367,6 +367,12 @@ TEST(onnx_ort__window_1d_matches_ort)
 	check_model(_metadata, "window_1d");
 }
 
+/* A generated graph: Where on a folded causal mask, each side computed. */
+TEST(onnx_ort__causal_matches_ort)
+{
+	check_model(_metadata, "causal");
+}
+
 /* Real models with an op coloc lacks: refused at load, naming op and node. */
 TEST(onnx_ort__real_unsupported_refused_naming_op_and_node)
 {

@@ -14,6 +14,9 @@ NAME is one of:
              dilation 2, pads [2,1], bias) -> AveragePool 1-D (pads [1,1]),
              plus a mask over the last axis built from Shape, Gather, Less,
              Equal, Not, And, Cast and Where that the importer folds away.
+  causal     GPT-style masked attention scores: x[1,2,5,5] -> Where(a causal
+             mask folded from Range, Unsqueeze and LessOrEqual, x, -1e4)
+             -> Softmax, and Where(mask, 0, x) on the other side added in.
 
 Uses Debian's python3-onnx (and numpy); run it with /usr/bin/python3. The
 bytes written depend only on NAME and the onnx version.
@@ -73,7 +76,30 @@ def window_1d():
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 12])], inits)
 
 
-GRAPHS = {"window_1d": window_1d}
+def causal():
+    def const(name, value, dtype):
+        return numpy_helper.from_array(np.array(value, dtype=dtype), name)
+
+    inits = [const("zero", 0, np.int64), const("n", 5, np.int64), const("step", 1, np.int64),
+             const("ax0", [0], np.int64), const("ax1", [1], np.int64),
+             const("fill", -1e4, np.float32), const("zf", 0.0, np.float32)]
+    node = helper.make_node
+    nodes = [
+        node("Range", ["zero", "n", "step"], ["idx"], name="idx"),
+        node("Unsqueeze", ["idx", "ax0"], ["cols"], name="cols"),
+        node("Unsqueeze", ["idx", "ax1"], ["rows"], name="rows"),
+        node("LessOrEqual", ["cols", "rows"], ["mask"], name="mask"),
+        node("Where", ["mask", "x", "fill"], ["masked"], name="masked"),
+        node("Softmax", ["masked"], ["p"], name="softmax", axis=-1),
+        node("Where", ["mask", "zf", "x"], ["upper"], name="upper"),
+        node("Add", ["p", "upper"], ["y"], name="add"),
+    ]
+    return helper.make_graph(
+        nodes, "causal", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 5, 5])], inits)
+
+
+GRAPHS = {"window_1d": window_1d, "causal": causal}
 
 
 def main():
