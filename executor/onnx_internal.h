@@ -67,6 +67,7 @@ struct onnx_ctx {
 
 	struct onnx_layer *layers;
 	int nr_layers, cap_layers;
+	uint64_t int_inputs; /* onnx_import's */
 	int *layer_hash; /* open addressing over layer names, -1 = empty */
 };
 

@@ -107,15 +107,6 @@ static float *read_f32(const char *path, size_t *n)
 	return v;
 }
 
-/* Whether input layer li of m holds token ids (an embedding reads it). */
-static bool reads_ids(const struct model *m, int li)
-{
-	for (int j = li + 1; j < m->nr_layers; j++)
-		if (m->layers[j].op == MODEL_OP_EMBED && m->layers[j].inputs[0] == li)
-			return true;
-	return false;
-}
-
 /*
  * Writes the input tools/ort/run.mjs generates for the model at onnx to
  * path: one xorshift32 stream from 1 over every graph input in order,
@@ -124,24 +115,25 @@ static bool reads_ids(const struct model *m, int li)
 static int write_input(const char *onnx, const char *dims, const char *path)
 {
 	struct onnx_import_opts opts;
-	struct model_source src;
+	struct onnx_import im;
 	struct coloc_err err = { 0 };
 	uint32_t x = 1;
 	FILE *f;
 	int ret = parse_dims(dims, &opts);
 
 	if (!ret)
-		ret = model_open(onnx, model_open_opts_given(&opts) ? &opts : NULL, &src, &err);
+		ret = onnx_import_file(onnx, &opts, &im, &err);
 	if (ret)
 		return ret;
 	f = fopen(path, "wb");
 	if (!f) {
-		model_source_close(&src);
+		onnx_import_free(&im);
 		return -errno;
 	}
-	for (int li = 0; li < src.model->nr_layers; li++) {
-		const struct model_layer *l = &src.model->layers[li];
-		bool ids = reads_ids(src.model, li);
+	for (int li = 0; li < im.model->nr_layers; li++) {
+		const struct model_layer *l = &im.model->layers[li];
+		/* as run.mjs: an int64 or int32 input (token ids, a mask) is 0 or 1 */
+		bool ids = li < 64 && (im.int_inputs >> li & 1);
 
 		if (l->op != MODEL_OP_INPUT)
 			continue;
@@ -155,7 +147,7 @@ static int write_input(const char *onnx, const char *dims, const char *path)
 			fwrite(&v, 4, 1, f);
 		}
 	}
-	model_source_close(&src);
+	onnx_import_free(&im);
 	return fclose(f) ? -errno : 0;
 }
 
@@ -371,6 +363,12 @@ TEST(onnx_ort__window_1d_matches_ort)
 TEST(onnx_ort__causal_matches_ort)
 {
 	check_model(_metadata, "causal");
+}
+
+/* A generated graph: BERT's attention mask from an int64 input (Cast to float). */
+TEST(onnx_ort__bert_mask_matches_ort)
+{
+	check_model(_metadata, "bert_mask");
 }
 
 /* Real models with an op coloc lacks: refused at load, naming op and node. */

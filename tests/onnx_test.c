@@ -780,6 +780,8 @@ TEST(onnx_import__attention_block_matches_reference)
 	EXPECT_EQ(1, count_ops(im.model, MODEL_OP_SLICE));
 	EXPECT_EQ(0, count_ops(im.model, MODEL_OP_MUL));
 	EXPECT_EQ(MODEL_ACT_TANH, im.model->layers[im.model->nr_layers - 1].act);
+	/* the int64 token ids are input layer 0 */
+	EXPECT_EQ(1u, im.int_inputs);
 	/* fc q, k: 6x8x8 each; scores 6x6x8; context 6x8x6; pooler 8x4 */
 	EXPECT_EQ(2u * 384 + 288 + 288 + 32, im.model->macs) TH_LOG("%s", im.text);
 	/* table 80, layer norm 16, q 72, k 64, pooler 36 */

@@ -17,6 +17,11 @@ NAME is one of:
   causal     GPT-style masked attention scores: x[1,2,5,5] -> Where(a causal
              mask folded from Range, Unsqueeze and LessOrEqual, x, -1e4)
              -> Softmax, and Where(mask, 0, x) on the other side added in.
+  bert_mask  BERT's attention mask from an int64 input, as the HF exports
+             write it: mask[1,4] -> Unsqueeze(1, 2) -> Cast(float) -> Sub
+             from 1 -> Mul by -3 (HF's -10000 would leave the softmax one
+             1 and zeros on run.mjs's generated mask, 1 0 0 0) -> Add to
+             scores[1,2,4,4] -> Softmax.
 
 Uses Debian's python3-onnx (and numpy); run it with /usr/bin/python3. The
 bytes written depend only on NAME and the onnx version.
@@ -99,7 +104,29 @@ def causal():
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 5, 5])], inits)
 
 
-GRAPHS = {"window_1d": window_1d, "causal": causal}
+def bert_mask():
+    def const(name, value, dtype):
+        return numpy_helper.from_array(np.array(value, dtype=dtype), name)
+
+    inits = [const("axes", [1, 2], np.int64), const("one", 1.0, np.float32),
+             const("big", -3.0, np.float32)]
+    node = helper.make_node
+    nodes = [
+        node("Unsqueeze", ["mask", "axes"], ["m4"], name="unsqueeze"),
+        node("Cast", ["m4"], ["mf"], name="cast", to=TensorProto.FLOAT),
+        node("Sub", ["one", "mf"], ["inv"], name="invert"),
+        node("Mul", ["inv", "big"], ["bias"], name="scale"),
+        node("Add", ["scores", "bias"], ["s"], name="add"),
+        node("Softmax", ["s"], ["y"], name="softmax", axis=-1),
+    ]
+    return helper.make_graph(
+        nodes, "bert_mask",
+        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 2, 4, 4]),
+         helper.make_tensor_value_info("mask", TensorProto.INT64, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])], inits)
+
+
+GRAPHS = {"window_1d": window_1d, "causal": causal, "bert_mask": bert_mask}
 
 
 def main():
