@@ -510,6 +510,8 @@ static int add_input(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi)
 					     c->file, vi->name);
 	}
 	snprintf(l->origin, sizeof(l->origin), "graph input '%.80s'", vi->name);
+	if (tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && c->nr_layers <= 64)
+		c->int_inputs |= 1ull << (c->nr_layers - 1);
 	v = onnx_value_find(c, vi->name);
 	v->defined = true;
 	v->layer = c->nr_layers - 1;

@@ -160,6 +160,7 @@ int onnx_import_buffer(const char *name, const void *buf, size_t len,
 	}
 	if (!ret)
 		ret = check_parsed(&c, out->model);
+	out->int_inputs = c.int_inputs;
 	onnx_graph_close(&c);
 	free(skip);
 	if (ret)

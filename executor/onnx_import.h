@@ -45,6 +45,11 @@ struct onnx_import {
 	struct model *model; /* text, parsed */
 	int nr_outputs; /* the graph's outputs, as layer indices of model */
 	int outputs[ONNX_MAX_OUTPUTS];
+	/*
+	 * Bit l set: layer l (< 64) is a graph input of int64 or int32 (token
+	 * ids, an attention mask), which coloc takes as fp32 integer values.
+	 */
+	uint64_t int_inputs;
 };
 
 /*

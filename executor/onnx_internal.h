@@ -44,6 +44,7 @@ struct onnx_layer {
 	struct model_layer l; /* op, inputs, out shape, act and the op's fields */
 	int uses; /* reads still to come of the values it computes (for fusion) */
 	bool read; /* another layer reads its output: what it computes is fixed, no fusion */
+	bool view_1d; /* a 1-D window's result [N, C, W] viewing its 2-D layer [N, C, 1, W] */
 	char origin[128]; /* "OpType 'node'" of the ONNX node(s), for the text's comments */
 	float *t[2]; /* weights/gamma/table, then bias/beta */
 	int64_t nt[2];
@@ -66,6 +67,7 @@ struct onnx_ctx {
 
 	struct onnx_layer *layers;
 	int nr_layers, cap_layers;
+	uint64_t int_inputs; /* onnx_import's */
 	int *layer_hash; /* open addressing over layer names, -1 = empty */
 };
 
@@ -136,6 +138,14 @@ int onnx_slice_params(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct
 		      int64_t *start, int64_t *step, struct model_shape *out);
 /* Normalises axis (negative counts from the end) for rank; refuses out of range. */
 int onnx_axis(struct onnx_ctx *c, int64_t axis, int rank, int *out);
+/*
+ * Where(cond, ., .) with constants cond and k (k taken where cond is
+ * k_when_true) split over their broadcast shape s: m is 0 where k is taken
+ * and 1 elsewhere, z is k where it is taken and 0 elsewhere, so that
+ * Where = t * m + z for the other operand t. 0 or -errno; m and z malloc'd.
+ */
+int onnx_where_split(struct onnx_ctx *c, const struct onnx_value *cond, const struct onnx_value *k,
+		     bool k_when_true, struct model_shape *s, double **m, double **z);
 /* 1 if the node was folded into constants, 0 if not foldable, or -errno. */
 int onnx_fold(struct onnx_ctx *c, const Onnx__NodeProto *n);
 

@@ -35,15 +35,21 @@ static struct onnx_value *const_input(struct onnx_ctx *c, const Onnx__NodeProto 
 	return v && v->data ? v : NULL;
 }
 
+/* The layer computing v: for a 1-D window's view, the 2-D layer it aliases. */
 static struct onnx_layer *layer_of(struct onnx_ctx *c, const struct onnx_value *v)
 {
-	return &c->layers[v->layer];
+	struct onnx_layer *l = &c->layers[v->layer];
+
+	return l->view_1d ? &c->layers[l->l.inputs[0]] : l;
 }
 
-/* Whether v's layer can take a fusion: this node is the only reader left. */
+/*
+ * Whether v's layer can take a fusion: this node is the only reader left of
+ * v's layer (a view's 2-D layer has the view as its only reader).
+ */
 static bool fusible(struct onnx_ctx *c, const struct onnx_value *v)
 {
-	return v->layer >= 0 && layer_of(c, v)->uses == 1 && !layer_of(c, v)->read &&
+	return v->layer >= 0 && c->layers[v->layer].uses == 1 && !c->layers[v->layer].read &&
 	       layer_of(c, v)->l.op != MODEL_OP_INPUT;
 }
 
@@ -111,29 +117,41 @@ static float *to_floats(struct onnx_ctx *c, const double *d, int64_t n, double s
 	return f;
 }
 
-/* The auto_pad rules of Conv and the pools, into explicit [t, l, b, r]. */
-static int window_pads(struct onnx_ctx *c, const Onnx__NodeProto *n, const int64_t *in_hw,
-		       const int *k, const int *s, const int *d, int *pads)
+/*
+ * The explicit pads of a window of nd (1 or 2) spatial dims, as [t, l, b, r]:
+ * ONNX orders them [h_begin, w_begin, h_end, w_end], or [w_begin, w_end] in
+ * 1-D, which runs with H = 1 and no padding along it.
+ */
+static int explicit_pads(struct onnx_ctx *c, const Onnx__NodeProto *n, int nd, int *pads)
 {
 	int64_t p[4];
-	char buf[16];
-	const char *ap = onnx_attr_str(n, "auto_pad", buf, sizeof(buf), "NOTSET");
 	int nr, ret = onnx_attr_ints(c, n, "pads", p, 4, &nr);
 
 	if (ret)
 		return ret;
-	if (!strcmp(ap, "NOTSET")) {
-		if (nr >= 0 && nr != 4)
-			return onnx_refuse(c, -EINVAL, "pads has %d values, expected 4", nr);
-		for (int i = 0; i < 4; i++) {
-			if (nr >= 0 && (p[i] < 0 || p[i] > 256))
-				return onnx_refuse(c, -EOPNOTSUPP, "pad %lld (0..256)",
-						   (long long)p[i]);
-			pads[i] = nr < 0 ? 0 : (int)p[i];
-		}
-		/* ONNX orders pads [h_begin, w_begin, h_end, w_end] = [t, l, b, r] */
-		return 0;
+	if (nr >= 0 && nr != 2 * nd)
+		return onnx_refuse(c, -EINVAL, "pads has %d values, expected %d", nr, 2 * nd);
+	memset(pads, 0, 4 * sizeof(int));
+	for (int i = 0; i < 2 * nd && nr >= 0; i++) {
+		if (p[i] < 0 || p[i] > 256)
+			return onnx_refuse(c, -EOPNOTSUPP, "pad %lld (0..256)", (long long)p[i]);
+		pads[nd == 2 ? i : 1 + 2 * i] = (int)p[i];
 	}
+	return 0;
+}
+
+/*
+ * The auto_pad rules of Conv and the pools, into explicit [t, l, b, r]; in_hw,
+ * k, s and d are 2-D (a 1-D window has H = 1, kernel, stride and dilation 1).
+ */
+static int window_pads(struct onnx_ctx *c, const Onnx__NodeProto *n, int nd, const int64_t *in_hw,
+		       const int *k, const int *s, const int *d, int *pads)
+{
+	char buf[16];
+	const char *ap = onnx_attr_str(n, "auto_pad", buf, sizeof(buf), "NOTSET");
+
+	if (!strcmp(ap, "NOTSET"))
+		return explicit_pads(c, n, nd, pads);
 	if (!strcmp(ap, "VALID")) {
 		memset(pads, 0, 4 * sizeof(int));
 		return 0;
@@ -153,25 +171,123 @@ static int window_pads(struct onnx_ctx *c, const Onnx__NodeProto *n, const int64
 	return 0;
 }
 
-/* Two values of a 2-entry ints attribute, each in 1..256, default def. */
-static int pair_attr(struct onnx_ctx *c, const Onnx__NodeProto *n, const char *name, int def,
-		     int *v)
+/*
+ * A window attribute of nd (1 or 2) values, each in 1..256, as 2 values
+ * [h, w]: a 1-D window's h is 1 when the attribute is given, def when absent.
+ */
+static int window_attr(struct onnx_ctx *c, const Onnx__NodeProto *n, const char *name, int nd,
+		       int def, int *v)
 {
 	int64_t a[2];
 	int nr, ret = onnx_attr_ints(c, n, name, a, 2, &nr);
 
 	if (ret)
 		return ret;
-	if (nr >= 0 && nr != 2)
-		return onnx_refuse(c, -EOPNOTSUPP,
-				   "%s has %d values; only 2-D windows are supported", name, nr);
-	for (int i = 0; i < 2; i++) {
+	if (nr >= 0 && nr != nd)
+		return onnx_refuse(c, -EOPNOTSUPP, "%s has %d values for a %d-D window", name, nr,
+				   nd);
+	for (int i = 0; i < nd; i++)
 		if (nr >= 0 && (a[i] < 1 || a[i] > 256))
 			return onnx_refuse(c, -EOPNOTSUPP, "%s %lld (1..256)", name,
 					   (long long)a[i]);
-		v[i] = nr < 0 ? def : (int)a[i];
-	}
+	v[0] = nr < 0 ? def : nd == 1 ? 1 : (int)a[0];
+	v[1] = nr < 0 ? def : (int)a[nd - 1];
 	return 0;
+}
+
+/*
+ * A 1-D window (Conv, ConvTranspose, the pools on [N, C, W]) runs as the
+ * 2-D one on [N, C, 1, W]: a reshape layer (an alias, no copy) views the
+ * input as 4-D, and spatial_1d_out() views the result back as 3-D.
+ */
+static int view_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, int in,
+		      const struct model_shape *s, const char *what, int *idx)
+{
+	char name[512];
+	struct onnx_layer *l;
+	int ret;
+
+	/* the suffix is kept: onnx_layer_add() cuts long names at the front */
+	snprintf(name, sizeof(name), "%.400s_as%s", node_label(n), what);
+	ret = onnx_layer_add(c, MODEL_OP_RESHAPE, name, &l);
+	if (ret)
+		return ret;
+	l->l.nr_inputs = 1;
+	l->l.inputs[0] = in;
+	l->l.out = *s;
+	l->l.reshape = *s;
+	snprintf(l->origin, sizeof(l->origin), "%.40s '%.64s' (viewed as %s)", n->op_type,
+		 node_label(n), what);
+	*idx = c->nr_layers - 1;
+	return 0;
+}
+
+/* x4: x [N, C, W] viewed as [N, C, 1, W] by a new reshape layer. */
+static int spatial_1d_in(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct onnx_value *x,
+			 struct onnx_value *x4)
+{
+	int in = x->layer;
+
+	*x4 = *x;
+	x4->shape.ndims = 4;
+	x4->shape.dims[3] = x4->shape.dims[2];
+	x4->shape.dims[2] = 1;
+	return view_layer(c, n, in, &x4->shape, "2d", &x4->layer);
+}
+
+/*
+ * The node's output, bound to the 2-D layer [N, C, 1, W] just made, rebound
+ * to a view of it as [N, C, W]; the 2-D layer's only reader is the view.
+ */
+static int spatial_1d_out(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *v =
+		n->n_output && n->output[0][0] ? onnx_value_find(c, n->output[0]) : NULL;
+	struct model_shape s;
+	int inner, ret;
+
+	if (!v || v->layer < 0)
+		return 0;
+	inner = v->layer;
+	s = v->shape;
+	s.ndims = 3;
+	s.dims[2] = s.dims[3];
+	ret = view_layer(c, n, inner, &s, "1d", &v->layer);
+	if (ret)
+		return ret;
+	c->layers[v->layer].uses = v->uses;
+	c->layers[v->layer].view_1d = true;
+	c->layers[inner].uses = 0;
+	v->shape = s;
+	return 0;
+}
+
+/*
+ * *nd, the spatial rank of a window op: 2 for a 4-D x (and w), 1 for a 3-D
+ * one, whose x and w are then replaced by their 4-D views x4 and w4.
+ */
+static int window_rank(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value **x,
+		       struct onnx_value *x4, struct onnx_value **w, struct onnx_value *w4, int *nd)
+{
+	int r = (*x)->shape.ndims;
+
+	if ((r != 3 && r != 4) || (w && (*w)->shape.ndims != r))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "only 1-D and 2-D windows (a 3-D or 4-D input%s)",
+				   w ? " and weights of its rank" : "");
+	*nd = r - 2;
+	if (r == 4)
+		return 0;
+	if (w) {
+		*w4 = **w;
+		w4->shape.ndims = 4;
+		w4->shape.dims[3] = w4->shape.dims[2];
+		w4->shape.dims[2] = 1;
+		*w = w4;
+	}
+	*x4 = **x;
+	*x = x4;
+	return spatial_1d_in(c, n, x4, x4);
 }
 
 /* A conv or deconv layer with its window, and the weights and bias of w and b. */
@@ -215,7 +331,8 @@ static int lower_conv(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *x = data_input(c, n, 0), *w = const_input(c, n, 1),
 			  *b = const_input(c, n, 2);
-	int k[2], s[2], d[2], pads[4], ks[2] = { 0, 0 }, ret;
+	int k[2], s[2], d[2], pads[4], ks[2] = { 0, 0 }, nd, ret;
+	struct onnx_value x4, w4;
 	struct model_shape out;
 	int64_t g;
 
@@ -223,9 +340,9 @@ static int lower_conv(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		return onnx_refuse(c, -EOPNOTSUPP,
 				   "Conv needs a computed input and constant weights "
 				   "(and bias)");
-	if (x->shape.ndims != 4 || w->shape.ndims != 4)
-		return onnx_refuse(c, -EOPNOTSUPP, "only 2-D convolutions (4-D input and weights)");
-	ret = onnx_attr_int(c, n, "group", 1, &g);
+	ret = window_rank(c, n, &x, &x4, &w, &w4, &nd);
+	if (!ret)
+		ret = onnx_attr_int(c, n, "group", 1, &g);
 	if (ret)
 		return ret;
 	if (g < 1 || x->shape.dims[1] % g || w->shape.dims[0] % g ||
@@ -242,15 +359,15 @@ static int lower_conv(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		return onnx_refuse(c, -EOPNOTSUPP, "kernel larger than 256");
 	k[0] = (int)w->shape.dims[2];
 	k[1] = (int)w->shape.dims[3];
-	ret = pair_attr(c, n, "kernel_shape", 0, ks);
+	ret = window_attr(c, n, "kernel_shape", nd, 0, ks);
 	if (!ret && ks[0] && (ks[0] != k[0] || ks[1] != k[1]))
 		return onnx_refuse(c, -EINVAL, "kernel_shape differs from the weights' shape");
 	if (!ret)
-		ret = pair_attr(c, n, "strides", 1, s);
+		ret = window_attr(c, n, "strides", nd, 1, s);
 	if (!ret)
-		ret = pair_attr(c, n, "dilations", 1, d);
+		ret = window_attr(c, n, "dilations", nd, 1, d);
 	if (!ret)
-		ret = window_pads(c, n, &x->shape.dims[2], k, s, d, pads);
+		ret = window_pads(c, n, nd, &x->shape.dims[2], k, s, d, pads);
 	if (ret)
 		return ret;
 	out.ndims = 4;
@@ -265,54 +382,52 @@ static int lower_conv(struct onnx_ctx *c, const Onnx__NodeProto *n)
 			return onnx_refuse(c, -EINVAL,
 					   "the kernel is larger than the padded input");
 	}
-	return conv_layer(c, n, MODEL_OP_CONV, x, &out, w, b, k, s, d, pads, g);
+	ret = conv_layer(c, n, MODEL_OP_CONV, x, &out, w, b, k, s, d, pads, g);
+	return ret || nd == 2 ? ret : spatial_1d_out(c, n);
 }
 
-/* ConvTranspose: 2-D, constant W [IC, OC/group, kh, kw] and B, explicit pads only. */
+/* ConvTranspose: 1-D or 2-D, constant W [IC, OC/group, (kh,) kw] and B, explicit pads only. */
 static int lower_conv_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *x = data_input(c, n, 0), *w = const_input(c, n, 1),
 			  *b = const_input(c, n, 2);
-	int k[2], s[2], d[2], op[2], pads[4], ret;
-	int64_t g, p[4], os[2];
+	int k[2], s[2], d[2], pads[4], nd, nr, ret;
+	struct onnx_value x4, w4;
 	struct model_shape out;
+	int64_t g, os[2];
+	bool op = false;
 	char buf[16];
-	int nr;
 
-	if (!x || !w || (onnx_input(c, n, 2) && !b) || x->shape.ndims != 4 || w->shape.ndims != 4)
+	if (!x || !w || (onnx_input(c, n, 2) && !b))
 		return onnx_refuse(c, -EOPNOTSUPP,
-				   "ConvTranspose needs a computed 4-D input and constant "
-				   "4-D weights (and bias)");
-	ret = onnx_attr_int(c, n, "group", 1, &g);
+				   "ConvTranspose needs a computed input and constant "
+				   "weights (and bias)");
+	ret = window_rank(c, n, &x, &x4, &w, &w4, &nd);
 	if (!ret)
-		ret = pair_attr(c, n, "strides", 1, s);
+		ret = onnx_attr_int(c, n, "group", 1, &g);
 	if (!ret)
-		ret = pair_attr(c, n, "dilations", 1, d);
+		ret = window_attr(c, n, "strides", nd, 1, s);
 	if (!ret)
-		ret = onnx_attr_ints(c, n, "output_padding", (int64_t *)os, 2, &nr);
+		ret = window_attr(c, n, "dilations", nd, 1, d);
+	if (!ret)
+		ret = onnx_attr_ints(c, n, "output_padding", os, 2, &nr);
 	if (ret)
 		return ret;
-	op[0] = nr == 2 ? (int)os[0] : 0;
-	op[1] = nr == 2 ? (int)os[1] : 0;
-	if (op[0] || op[1] || onnx_attr(n, "output_shape") ||
+	for (int i = 0; i < nr; i++)
+		op = op || os[i];
+	if (op || onnx_attr(n, "output_shape") ||
 	    strcmp(onnx_attr_str(n, "auto_pad", buf, sizeof(buf), "NOTSET"), "NOTSET"))
 		return onnx_refuse(c, -EOPNOTSUPP,
 				   "output_padding, output_shape and auto_pad (coloc's deconv "
 				   "takes explicit pads)");
-	ret = onnx_attr_ints(c, n, "pads", p, 4, &nr);
+	ret = explicit_pads(c, n, nd, pads);
 	if (ret)
 		return ret;
-	if (g < 1 || x->shape.dims[1] != w->shape.dims[0] || x->shape.dims[1] % g ||
-	    (nr >= 0 && nr != 4))
+	if (g < 1 || x->shape.dims[1] != w->shape.dims[0] || x->shape.dims[1] % g)
 		return onnx_refuse(c, -EINVAL,
 				   "weights [IC, OC/group, kh, kw] do not fit %lld input "
-				   "channels and group %lld, or pads is not 4 values",
+				   "channels and group %lld",
 				   (long long)x->shape.dims[1], (long long)g);
-	for (int i = 0; i < 4; i++) {
-		if (nr >= 0 && (p[i] < 0 || p[i] > 256))
-			return onnx_refuse(c, -EOPNOTSUPP, "pad %lld (0..256)", (long long)p[i]);
-		pads[i] = nr < 0 ? 0 : (int)p[i];
-	}
 	if (w->shape.dims[2] < 1 || w->shape.dims[2] > 256 || w->shape.dims[3] < 1 ||
 	    w->shape.dims[3] > 256)
 		return onnx_refuse(c, -EOPNOTSUPP, "kernel larger than 256");
@@ -330,7 +445,8 @@ static int lower_conv_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		if (out.dims[2 + i] < 1)
 			return onnx_refuse(c, -EINVAL, "the padding is larger than the output");
 	}
-	return conv_layer(c, n, MODEL_OP_DECONV, x, &out, w, b, k, s, d, pads, g);
+	ret = conv_layer(c, n, MODEL_OP_DECONV, x, &out, w, b, k, s, d, pads, g);
+	return ret || nd == 2 ? ret : spatial_1d_out(c, n);
 }
 
 /*
@@ -590,8 +706,8 @@ static int fuse_bias(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_v
 	if (fusible(c, x) && l->l.act == MODEL_ACT_NONE && k->shape.ndims <= x->shape.ndims) {
 		if (l->l.op == MODEL_OP_FC && at == 0)
 			nb = l->l.fc.out_features;
-		else if ((l->l.op == MODEL_OP_CONV || l->l.op == MODEL_OP_DECONV) && at == 2 &&
-			 k->shape.ndims >= 3)
+		else if ((l->l.op == MODEL_OP_CONV || l->l.op == MODEL_OP_DECONV) &&
+			 at == x->shape.ndims - 2 && k->shape.ndims >= x->shape.ndims - 1)
 			nb = l->l.conv.out_channels;
 	}
 	if (!nb || onnx_elems(&k->shape) != nb)
@@ -629,7 +745,8 @@ static int fuse_scale(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_
 
 	if (ok && l->l.op == MODEL_OP_FC && (nk == 1 || at == 0))
 		nout = l->l.fc.out_features;
-	else if (ok && l->l.op == MODEL_OP_CONV && (nk == 1 || (at == 2 && k->shape.ndims >= 3)))
+	else if (ok && l->l.op == MODEL_OP_CONV &&
+		 (nk == 1 || (at == x->shape.ndims - 2 && k->shape.ndims >= x->shape.ndims - 1)))
 		nout = l->l.conv.out_channels;
 	else if (ok && l->l.op == MODEL_OP_MATMUL && nk == 1)
 		nout = 1;
@@ -852,23 +969,26 @@ static int lower_pool(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *x = data_input(c, n, 0);
 	bool max = n->op_type[0] == 'M';
-	int k[2], s[2], d[2], pads[4];
+	int k[2], s[2], d[2], pads[4], nd;
 	int64_t ceil_mode, cip, order;
+	struct onnx_value x4;
 	struct model_shape out;
 	struct onnx_layer *l;
 	int ret;
 
-	if (!x || x->shape.ndims != 4)
-		return onnx_refuse(c, -EOPNOTSUPP, "only 2-D pooling of a computed 4-D input");
-	ret = pair_attr(c, n, "kernel_shape", 0, k);
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "pooling of an input not computed by a layer");
+	ret = window_rank(c, n, &x, &x4, NULL, NULL, &nd);
+	if (!ret)
+		ret = window_attr(c, n, "kernel_shape", nd, 0, k);
 	if (!ret && !k[0])
 		return onnx_refuse(c, -EINVAL, "kernel_shape is missing");
 	if (!ret)
-		ret = pair_attr(c, n, "strides", 1, s);
+		ret = window_attr(c, n, "strides", nd, 1, s);
 	if (!ret)
-		ret = pair_attr(c, n, "dilations", 1, d);
+		ret = window_attr(c, n, "dilations", nd, 1, d);
 	if (!ret)
-		ret = window_pads(c, n, &x->shape.dims[2], k, s, d, pads);
+		ret = window_pads(c, n, nd, &x->shape.dims[2], k, s, d, pads);
 	if (!ret)
 		ret = onnx_attr_int(c, n, "ceil_mode", 0, &ceil_mode);
 	if (!ret)
@@ -907,21 +1027,28 @@ static int lower_pool(struct onnx_ctx *c, const Onnx__NodeProto *n)
 					 .pad_b = pads[2],
 					 .pad_r = pads[3] };
 	/* ceil_mode is carried by the shape: the emitter writes 'ceil' when it differs */
-	return 0;
+	return nd == 2 ? 0 : spatial_1d_out(c, n);
 }
 
 static int lower_global_pool(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
-	struct onnx_value *x = data_input(c, n, 0);
+	struct onnx_value *x = data_input(c, n, 0), x4;
 	struct model_shape out;
 	struct onnx_layer *l;
+	int nd, ret;
 
-	if (!x || x->shape.ndims != 4)
-		return onnx_refuse(c, -EOPNOTSUPP, "only a computed 4-D input");
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "pooling of an input not computed by a layer");
+	ret = window_rank(c, n, &x, &x4, NULL, NULL, &nd);
+	if (ret)
+		return ret;
 	out = x->shape;
 	out.dims[2] = out.dims[3] = 1;
-	return new_layer(c, n, MODEL_OP_POOL, &x, 1, &out, &l) ?:
-		       (l->l.pool.kind = MODEL_POOL_GLOBAL_AVG, 0);
+	ret = new_layer(c, n, MODEL_OP_POOL, &x, 1, &out, &l);
+	if (ret)
+		return ret;
+	l->l.pool.kind = MODEL_POOL_GLOBAL_AVG;
+	return nd == 2 ? 0 : spatial_1d_out(c, n);
 }
 
 static int lower_concat(struct onnx_ctx *c, const Onnx__NodeProto *n)
@@ -1464,6 +1591,119 @@ static int lower_identity(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	return alias(c, n, x);
 }
 
+/*
+ * Cast of a computed tensor: coloc's layers compute fp32 (and take token ids
+ * as fp32), so a Cast to float or double is an alias; to an integer or
+ * bool type it would round or threshold, which no layer does.
+ */
+static int lower_cast(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0);
+	int64_t to;
+	int ret = onnx_attr_int(c, n, "to", 0, &to);
+
+	if (ret)
+		return ret;
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	if (to != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
+	    to != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "Cast of a run-time tensor to data type %lld (coloc computes "
+				   "fp32: only a Cast to float or double is supported; casts "
+				   "of constants and shapes are folded)",
+				   (long long)to);
+	return alias(c, n, x);
+}
+
+/* A binary layer of layer in (shape s) and the constant k [ks]; last: the node's output. */
+static int where_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, enum model_op op, int in,
+		       const struct model_shape *s, const double *k, const struct model_shape *ks,
+		       bool last)
+{
+	struct onnx_layer *l;
+	int ret = onnx_layer_add(c, op, node_label(n), &l);
+
+	if (ret)
+		return ret;
+	l->l.nr_inputs = 1;
+	l->l.inputs[0] = in;
+	l->l.out = *s;
+	l->l.binary = (struct model_binary){ .has_const = true, .cshape = *ks };
+	l->uses = !last;
+	l->nt[0] = onnx_elems(ks);
+	l->t[0] = to_floats(c, k, l->nt[0], 1.0);
+	if (!l->t[0])
+		return -ENOMEM;
+	return last ? onnx_output_layer(c, n, 0, c->nr_layers - 1) : 0;
+}
+
+/*
+ * Where(cond, a, b) with a constant cond, one of a and b computed (t) and
+ * the other a constant k: t * m + z with the constants m (1 where t is
+ * taken, else 0) and z (k where it is taken, else 0): a mul and an add of
+ * constants, each left out when it changes nothing. Exact for finite t (an
+ * infinite or NaN t times 0 is NaN); the result has t's shape, so m and z
+ * must broadcast onto it.
+ */
+static int lower_where(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *cond = const_input(c, n, 0), *a = onnx_input(c, n, 1),
+			  *b = onnx_input(c, n, 2), *t, *k;
+	struct model_shape ms;
+	bool mul = false, add = false;
+	double *m, *z;
+	int ret, in;
+
+	if (!cond || !a || !b || (a->layer >= 0) == (b->layer >= 0))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "Where needs a constant condition (folded from constants "
+				   "or shapes), one computed operand and one constant");
+	t = a->layer >= 0 ? a : b;
+	k = a->layer >= 0 ? b : a;
+	ret = onnx_where_split(c, cond, k, k == a, &ms, &m, &z);
+	if (ret)
+		return ret;
+	if (!broadcasts_onto(&ms, &t->shape)) {
+		free(m);
+		free(z);
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "the condition and constant do not broadcast onto the "
+				   "computed operand's shape (coloc's result has its shape)");
+	}
+	for (int64_t i = 0; i < onnx_elems(&ms); i++) {
+		mul = mul || m[i] != 1;
+		add = add || z[i] != 0;
+	}
+	if (!ms.ndims) {
+		ms.ndims = 1;
+		ms.dims[0] = 1;
+	}
+	in = t->layer;
+	ret = 0;
+	if (mul) {
+		ret = where_layer(c, n, MODEL_OP_MUL, in, &t->shape, m, &ms, !add);
+		in = c->nr_layers - 1;
+	}
+	if (!ret && add)
+		ret = where_layer(c, n, MODEL_OP_ADD, in, &t->shape, z, &ms, true);
+	free(m);
+	free(z);
+	if (ret || mul || add)
+		return ret;
+	return alias(c, n, t);
+}
+
+/* Comparisons and logic: folded at load when every input is constant. */
+static int lower_logic(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	(void)n;
+	return onnx_refuse(c, -EOPNOTSUPP,
+			   "a comparison or logic op of run-time values (coloc folds these "
+			   "only when every input is a constant or derived from shapes, "
+			   "e.g. a mask built from the input's shape)");
+}
+
 struct lower_op {
 	const char *type;
 	int (*lower)(struct onnx_ctx *c, const Onnx__NodeProto *n);
@@ -1512,6 +1752,17 @@ static const struct lower_op lower_ops[] = {
 	{ "Upsample", lower_resize },
 	{ "Identity", lower_identity },
 	{ "Dropout", lower_identity },
+	{ "Cast", lower_cast },
+	{ "Equal", lower_logic },
+	{ "Greater", lower_logic },
+	{ "GreaterOrEqual", lower_logic },
+	{ "Less", lower_logic },
+	{ "LessOrEqual", lower_logic },
+	{ "Not", lower_logic },
+	{ "And", lower_logic },
+	{ "Or", lower_logic },
+	{ "Xor", lower_logic },
+	{ "Where", lower_where },
 };
 
 int onnx_lower(struct onnx_ctx *c, const Onnx__NodeProto *n)

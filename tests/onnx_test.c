@@ -780,6 +780,8 @@ TEST(onnx_import__attention_block_matches_reference)
 	EXPECT_EQ(1, count_ops(im.model, MODEL_OP_SLICE));
 	EXPECT_EQ(0, count_ops(im.model, MODEL_OP_MUL));
 	EXPECT_EQ(MODEL_ACT_TANH, im.model->layers[im.model->nr_layers - 1].act);
+	/* the int64 token ids are input layer 0 */
+	EXPECT_EQ(1u, im.int_inputs);
 	/* fc q, k: 6x8x8 each; scores 6x6x8; context 6x8x6; pooler 8x4 */
 	EXPECT_EQ(2u * 384 + 288 + 288 + 32, im.model->macs) TH_LOG("%s", im.text);
 	/* table 80, layer norm 16, q 72, k 64, pooler 36 */
@@ -1218,6 +1220,368 @@ TEST(onnx_import__conv_transpose_and_batch_norms_match_reference)
 	ref_batch_norm(want, 1, 6, 209, bn2, bn2 + 6, bn2 + 12, bn2 + 18, 1e-5f);
 	run_compare(_metadata, &im, x, want, 1254);
 	onnx_import_free(&im);
+	arena_free();
+}
+
+/* ---- 1-D windows, checked against direct 1-D loops (not ref_conv) ------- */
+
+struct win1d {
+	int k, s, d, pl, pr, g;
+};
+
+/* y[OC, OW] = conv of x[C, W] with w[OC, C/g, K] and b[OC] (or none). */
+static void conv1d(const float *x, int ch, int iw, const float *w, const float *b, int oc,
+		   const struct win1d *p, int ow, float *y)
+{
+	int cg = ch / p->g;
+
+	for (int o = 0; o < oc; o++)
+		for (int j = 0; j < ow; j++) {
+			double acc = b ? b[o] : 0;
+
+			for (int ic = 0; ic < cg; ic++)
+				for (int t = 0; t < p->k; t++) {
+					int i = j * p->s - p->pl + t * p->d;
+
+					if (i >= 0 && i < iw)
+						acc += (double)w[(o * cg + ic) * p->k + t] *
+						       x[((o / (oc / p->g)) * cg + ic) * iw + i];
+				}
+			y[o * ow + j] = (float)acc;
+		}
+}
+
+/* y[OCg * g, OW] = transposed conv of x[C, W] with w[C, OCg, K] (scatter). */
+static void deconv1d(const float *x, int ch, int iw, const float *w, int ocg, const struct win1d *p,
+		     int ow, float *y)
+{
+	memset(y, 0, (size_t)ocg * p->g * ow * sizeof(float));
+	for (int ic = 0; ic < ch; ic++)
+		for (int i = 0; i < iw; i++)
+			for (int o = 0; o < ocg; o++)
+				for (int t = 0; t < p->k; t++) {
+					int j = i * p->s - p->pl + t * p->d;
+
+					if (j >= 0 && j < ow)
+						y[((ic / (ch / p->g)) * ocg + o) * ow + j] +=
+							x[ic * iw + i] *
+							w[(ic * ocg + o) * p->k + t];
+				}
+}
+
+/* Max or average (padding excluded) over each window of x[C, W]. */
+static void pool1d(bool max, const float *x, int ch, int iw, const struct win1d *p, int ow,
+		   float *y)
+{
+	for (int c = 0; c < ch; c++)
+		for (int j = 0; j < ow; j++) {
+			double acc = max ? -INFINITY : 0;
+			int cnt = 0;
+
+			for (int t = 0; t < p->k; t++) {
+				int i = j * p->s - p->pl + t;
+
+				if (i < 0 || i >= iw)
+					continue;
+				acc = max ? fmax(acc, x[c * iw + i]) : acc + x[c * iw + i];
+				cnt++;
+			}
+			y[c * ow + j] = (float)(max ? acc : acc / cnt);
+		}
+}
+
+/*
+ * x[1,4,20] -> Conv(W[6,2,3], B, group 2, dilation 2, stride 2, pads [2,1])
+ * -> BatchNormalization -> Relu (both folded into the conv through its
+ * view) -> MaxPool(3, stride 2, pads [1,1]) -> ConvTranspose(W[6,3,4],
+ * stride 2, pads [1,2]) -> Add([3,1], its bias through the view) ->
+ * AveragePool(2): each a 2-D layer on [N, C, 1, W]
+ * between two reshape views; a second output, GlobalAveragePool of the
+ * relu, is [1,6,1]. Shapes by hand: (20+3-5)/2+1 = 10, (10+2-3)/2+1 = 5,
+ * (5-1)*2-3+4 = 9, 9-2+1 = 8.
+ */
+TEST(onnx_import__1d_windows_match_reference)
+{
+	static const int64_t xd[3] = { 1, 4, 20 }, w1d[3] = { 6, 2, 3 }, c6[1] = { 6 },
+			     w2d[3] = { 6, 3, 4 }, od[3] = { 1, 3, 8 }, gd[3] = { 1, 6, 1 };
+	static const struct win1d cv = { .k = 3, .s = 2, .d = 2, .pl = 2, .pr = 1, .g = 2 },
+				  mp = { .k = 3, .s = 2, .d = 1, .pl = 1, .pr = 1, .g = 1 },
+				  dc = { .k = 4, .s = 2, .d = 1, .pl = 1, .pr = 2, .g = 1 },
+				  ap = { .k = 2, .s = 1, .d = 1, .g = 1 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *w1 = rnd_fill(36, -1, 1), *b1 = rnd_fill(6, -1, 1), *w2 = rnd_fill(72, -1, 1);
+	float *bn = rnd_fill(24, 0.2f, 1.5f), *b2 = rnd_fill(3, -1, 1);
+	float *x = rnd_fill(80, -1, 1), *a = mem(60 * 4), *m = mem(30 * 4), *u = mem(27 * 4);
+	float *want = mem(24 * 4), *gap = mem(6 * 4);
+	Onnx__NodeProto *n;
+
+	init_f(&g, "W1", 3, w1d, w1);
+	init_f(&g, "B1", 1, c6, b1);
+	init_f(&g, "W2", 3, w2d, w2);
+	init_f(&g, "B2", 2, (const int64_t[]){ 3, 1 }, b2);
+	init_f(&g, "gamma", 1, c6, bn);
+	init_f(&g, "beta", 1, c6, bn + 6);
+	init_f(&g, "mean", 1, c6, bn + 12);
+	init_f(&g, "var", 1, c6, bn + 18);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	n = node(&g, "Conv", "c", NAMES("x", "W1", "B1"), NAMES("c0"));
+	attr_int(n, "group", 2);
+	attr_ints(n, "kernel_shape", 1, (const int64_t[]){ 3 });
+	attr_ints(n, "strides", 1, (const int64_t[]){ 2 });
+	attr_ints(n, "dilations", 1, (const int64_t[]){ 2 });
+	attr_ints(n, "pads", 2, (const int64_t[]){ 2, 1 });
+	node(&g, "BatchNormalization", "bn", NAMES("c0", "gamma", "beta", "mean", "var"),
+	     NAMES("c"));
+	node(&g, "Relu", "r", NAMES("c"), NAMES("r"));
+	n = node(&g, "MaxPool", "mp", NAMES("r"), NAMES("m"));
+	attr_ints(n, "kernel_shape", 1, (const int64_t[]){ 3 });
+	attr_ints(n, "strides", 1, (const int64_t[]){ 2 });
+	attr_ints(n, "pads", 2, (const int64_t[]){ 1, 1 });
+	n = node(&g, "ConvTranspose", "up", NAMES("m", "W2"), NAMES("u"));
+	attr_ints(n, "strides", 1, (const int64_t[]){ 2 });
+	attr_ints(n, "pads", 2, (const int64_t[]){ 1, 2 });
+	node(&g, "Add", "up_bias", NAMES("u", "B2"), NAMES("ub"));
+	n = node(&g, "AveragePool", "ap", NAMES("ub"), NAMES("y"));
+	attr_ints(n, "kernel_shape", 1, (const int64_t[]){ 2 });
+	node(&g, "GlobalAveragePool", "gap", NAMES("r"), NAMES("gap"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, od, NULL);
+	g.outs[g.nr_outs++] = vinfo("gap", 3, gd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(1, count_ops(im.model, MODEL_OP_CONV)) TH_LOG("%s", im.text);
+	EXPECT_EQ(0, count_ops(im.model, MODEL_OP_ACT));
+	EXPECT_EQ(0, count_ops(im.model, MODEL_OP_MUL));
+	EXPECT_EQ(0, count_ops(im.model, MODEL_OP_ADD));
+	EXPECT_EQ(MODEL_OP_CONV, im.model->layers[2].op);
+	EXPECT_EQ(MODEL_ACT_RELU, im.model->layers[2].act);
+	EXPECT_EQ(1, count_ops(im.model, MODEL_OP_DECONV));
+	EXPECT_EQ(3, count_ops(im.model, MODEL_OP_POOL));
+	/* a view in and a view out around each of the 5 window layers */
+	EXPECT_EQ(10, count_ops(im.model, MODEL_OP_RESHAPE));
+	ASSERT_EQ(3, im.model->layers[im.outputs[0]].out.ndims);
+	EXPECT_EQ(8, im.model->layers[im.outputs[0]].out.dims[2]);
+	conv1d(x, 4, 20, w1, b1, 6, &cv, 10, a);
+	ref_batch_norm(a, 1, 6, 10, bn, bn + 6, bn + 12, bn + 18, 1e-5f);
+	ref_act(a, 60, MODEL_ACT_RELU, 0, 0);
+	for (int o = 0; o < 6; o++) {
+		double s = 0;
+
+		for (int j = 0; j < 10; j++)
+			s += a[o * 10 + j];
+		gap[o] = (float)(s / 10);
+	}
+	pool1d(true, a, 6, 10, &mp, 5, m);
+	deconv1d(m, 6, 5, w2, 3, &dc, 9, u);
+	for (int i = 0; i < 27; i++)
+		u[i] += b2[i / 9];
+	pool1d(false, u, 3, 9, &ap, 8, want);
+	run_compare_output(_metadata, &im, 0, x, want, 24);
+	run_compare_output(_metadata, &im, 1, x, gap, 6);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* A 1-D ConvTranspose with output_padding is refused, not run without it. */
+TEST(onnx_import__1d_conv_transpose_output_padding_is_refused)
+{
+	static const int64_t xd[3] = { 1, 2, 5 }, wd[3] = { 2, 2, 3 }, od[3] = { 1, 2, 12 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	Onnx__NodeProto *n;
+
+	init_f(&g, "W", 3, wd, rnd_fill(12, -1, 1));
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	n = node(&g, "ConvTranspose", "up", NAMES("x", "W"), NAMES("y"));
+	attr_ints(n, "strides", 1, (const int64_t[]){ 2 });
+	attr_ints(n, "output_padding", 1, (const int64_t[]){ 1 });
+	g.outs[g.nr_outs++] = vinfo("y", 3, od, NULL);
+	EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'up' (ConvTranspose, opset"))
+	TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "output_padding"))
+	TH_LOG("%s", coloc_err_str(&err));
+	arena_free();
+}
+
+/*
+ * A mask chain built from constants and the input's shape folds away: pos
+ * = Range(0, Shape(x)[2], 1) = [0, 1, 2, 3], w = Shape(x)[2] - 1 = 3, and
+ * by hand
+ *   Less(pos, w) = 1110, Not(Equal(pos, 2)) = 1101, And = 1100,
+ *   Or(that, GreaterOrEqual(pos, 3) = 0001) = 1101,
+ *   Xor(Greater(pos, 0) = 0111, LessOrEqual(pos, 1) = 1100) = 1011,
+ *   And(1101, 1011) = 1001 = m;
+ * Where(m, 0.5, -2) = [0.5, -2, -2, 0.5]; m through Cast float -> int64 ->
+ * bool picks that or 3: [0.5, 3, 3, 0.5], Expand'ed to Shape(x) and added
+ * to x. Only the input and one add of a constant remain.
+ */
+TEST(onnx_import__comparison_and_logic_chains_fold_away)
+{
+	static const int64_t xd[3] = { 1, 3, 4 }, one[1] = { 1 };
+	static const int64_t k0 = 0, k1 = 1, k2 = 2, k3 = 3;
+	static const float bias[4] = { 0.5f, 3, 3, 0.5f };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *x = rnd_fill(12, -1, 1), *want = mem(12 * 4);
+
+	init_i64(&g, "k0", 1, one, 1, &k0);
+	init_i64(&g, "k1", 1, one, 1, &k1);
+	init_i64(&g, "k2", 0, NULL, 1, &k2);
+	init_i64(&g, "k3", 1, one, 1, &k3);
+	const_node(&g, "half", 0.5f);
+	const_node(&g, "minus2", -2.0f);
+	const_node(&g, "three", 3.0f);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	node(&g, "Shape", "shape", NAMES("x"), NAMES("s"));
+	node(&g, "Gather", "width", NAMES("s", "k2"), NAMES("w0"));
+	node(&g, "Range", "positions", NAMES("k0", "w0", "k1"), NAMES("pos"));
+	node(&g, "Sub", "wm1", NAMES("w0", "k1"), NAMES("w"));
+	node(&g, "Less", "lt", NAMES("pos", "w"), NAMES("lt"));
+	node(&g, "Equal", "eq", NAMES("pos", "k2"), NAMES("eq"));
+	node(&g, "Not", "ne", NAMES("eq"), NAMES("ne"));
+	node(&g, "And", "a1", NAMES("lt", "ne"), NAMES("a1"));
+	node(&g, "GreaterOrEqual", "ge", NAMES("pos", "k3"), NAMES("ge"));
+	node(&g, "Or", "o1", NAMES("a1", "ge"), NAMES("o1"));
+	node(&g, "Greater", "gt", NAMES("pos", "k0"), NAMES("gt"));
+	node(&g, "LessOrEqual", "le", NAMES("pos", "k1"), NAMES("le"));
+	node(&g, "Xor", "xo", NAMES("gt", "le"), NAMES("xo"));
+	node(&g, "And", "m", NAMES("o1", "xo"), NAMES("m"));
+	node(&g, "Where", "sel", NAMES("m", "half", "minus2"), NAMES("sel"));
+	attr_int(node(&g, "Cast", "cf", NAMES("m"), NAMES("mf")), "to",
+		 ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+	attr_int(node(&g, "Cast", "ci", NAMES("mf"), NAMES("mi")), "to",
+		 ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
+	attr_int(node(&g, "Cast", "cb", NAMES("mi"), NAMES("mb")), "to",
+		 ONNX__TENSOR_PROTO__DATA_TYPE__BOOL);
+	node(&g, "Where", "bias", NAMES("mb", "sel", "three"), NAMES("b"));
+	node(&g, "Expand", "expand", NAMES("b", "s"), NAMES("bx"));
+	node(&g, "Add", "add", NAMES("x", "bx"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, xd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_ADD, im.model->layers[1].op);
+	EXPECT_TRUE(im.model->layers[1].binary.has_const);
+	for (int i = 0; i < 12; i++)
+		want[i] = x[i] + bias[i % 4];
+	run_compare(_metadata, &im, x, want, 12);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * On run-time values: a Cast to float is an alias (a BERT mask's Cast of
+ * its input), a comparison or a Cast to int64 is refused with the node,
+ * opset and input shapes.
+ */
+TEST(onnx_import__run_time_casts_and_comparisons)
+{
+	static const int64_t xd[2] = { 1, 4 }, one[1] = { 1 };
+	static const float zero = 0;
+	static const struct {
+		const char *op;
+		int64_t to;
+		const char *words;
+	} refused[] = {
+		{ "Greater", 0, "node 'n' (Greater, opset 13, inputs [1,4], [1] const)" },
+		{ "Cast", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "Cast of a run-time tensor" },
+	};
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *x = rnd_fill(4, -1, 1), *want = mem(4 * 4);
+
+	g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
+	attr_int(node(&g, "Cast", "cast", NAMES("x"), NAMES("xf")), "to",
+		 ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+	node(&g, "Relu", "relu", NAMES("xf"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 2, xd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(2, im.model->nr_layers) TH_LOG("%s", im.text);
+	memcpy(want, x, 4 * sizeof(float));
+	ref_act(want, 4, MODEL_ACT_RELU, 0, 0);
+	run_compare(_metadata, &im, x, want, 4);
+	onnx_import_free(&im);
+	arena_free();
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		struct gb r = { 0 };
+		Onnx__NodeProto *n;
+
+		err = (struct coloc_err){ 0 };
+		init_f(&r, "zero", 1, one, &zero);
+		r.ins[r.nr_ins++] = vinfo("x", 2, xd, NULL);
+		n = node(&r, refused[i].op, "n", refused[i].to ? NAMES("x") : NAMES("x", "zero"),
+			 NAMES("y"));
+		if (refused[i].to)
+			attr_int(n, "to", refused[i].to);
+		r.outs[r.nr_outs++] = vinfo("y", 2, xd, NULL);
+		EXPECT_EQ(-EOPNOTSUPP, import(&r, &im, &err));
+		EXPECT_NE(NULL, strstr(coloc_err_str(&err), refused[i].words))
+		TH_LOG("%s", coloc_err_str(&err));
+		arena_free();
+	}
+}
+
+/*
+ * Where with a constant condition (folded: cols <= rows, a lower-triangular
+ * [3,4] causal mask) and one computed operand: a mul and an add of
+ * constants. y = Where(mask, relu(x), -1e4), then Where(cols == 3, 0.5, y)
+ * with the constant first; by hand, element (i, j): 0.5 if j = 3, else
+ * relu(x) if j <= i, else -1e4. A Where whose condition is all true is an
+ * alias, and one whose condition is computed is refused.
+ */
+TEST(onnx_import__where_of_a_constant_condition_is_mul_and_add)
+{
+	static const int64_t xd[3] = { 1, 3, 4 }, cd[2] = { 1, 4 }, rd[2] = { 3, 1 },
+			     one[1] = { 1 };
+	static const int64_t cols[4] = { 0, 1, 2, 3 }, rows[3] = { 0, 1, 2 }, k3 = 3, k9 = 9;
+	static const float neg = -1e4f, half = 0.5f;
+	struct gb g = { 0 }, r = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *x = rnd_fill(12, -1, 1), *want = mem(12 * 4);
+
+	init_i64(&g, "cols", 2, cd, 4, cols);
+	init_i64(&g, "rows", 2, rd, 3, rows);
+	init_i64(&g, "k3", 1, one, 1, &k3);
+	init_i64(&g, "k9", 1, one, 1, &k9);
+	init_f(&g, "neg", 0, NULL, &neg);
+	init_f(&g, "half", 0, NULL, &half);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	node(&g, "Relu", "relu", NAMES("x"), NAMES("r"));
+	node(&g, "LessOrEqual", "causal", NAMES("cols", "rows"), NAMES("mask"));
+	node(&g, "Where", "masked", NAMES("mask", "r", "neg"), NAMES("y1"));
+	node(&g, "Equal", "last", NAMES("cols", "k3"), NAMES("is_last"));
+	node(&g, "Where", "pin", NAMES("is_last", "half", "y1"), NAMES("y2"));
+	node(&g, "Less", "all", NAMES("cols", "k9"), NAMES("every"));
+	node(&g, "Where", "keep", NAMES("every", "y2", "neg"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, xd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(6, im.model->nr_layers) TH_LOG("%s", im.text);
+	EXPECT_EQ(MODEL_OP_ACT, im.model->layers[1].op);
+	EXPECT_EQ(MODEL_OP_MUL, im.model->layers[2].op);
+	EXPECT_EQ(MODEL_OP_ADD, im.model->layers[3].op);
+	EXPECT_EQ(MODEL_OP_MUL, im.model->layers[4].op);
+	EXPECT_EQ(MODEL_OP_ADD, im.model->layers[5].op);
+	EXPECT_EQ(5, im.outputs[0]);
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 4; j++)
+			want[i * 4 + j] = j == 3 ? 0.5f : j <= i ? fmaxf(x[i * 4 + j], 0) : -1e4f;
+	run_compare(_metadata, &im, x, want, 12);
+	onnx_import_free(&im);
+
+	r.ins[r.nr_ins++] = vinfo("x", 3, xd, NULL);
+	init_f(&r, "neg", 0, NULL, &neg);
+	node(&r, "Relu", "relu", NAMES("x"), NAMES("r"));
+	node(&r, "Where", "w", NAMES("x", "r", "neg"), NAMES("y"));
+	r.outs[r.nr_outs++] = vinfo("y", 3, xd, NULL);
+	EXPECT_EQ(-EOPNOTSUPP, import(&r, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'w' (Where, opset 13, inputs [1,3,4], "
+						    "[1,3,4], [] const): Where needs a constant "
+						    "condition"))
+	TH_LOG("%s", coloc_err_str(&err));
 	arena_free();
 }
 
@@ -1732,6 +2096,50 @@ static void fuzz_graph(struct gb *g)
 	g->outs[g->nr_outs++] = vinfo("y", 3, (const int64_t[]){ 1, 4, 2 }, NULL);
 }
 
+/*
+ * 1-D windows and a folded mask: x[1,2,9] -> Conv 1-D -> MaxPool 1-D ->
+ * ConvTranspose 1-D, plus Range(0, Shape[2], 1) < 3 through Not, And, Cast,
+ * Where and Expand to the result's shape, added to it ([1,2,8]).
+ */
+static void fuzz_graph_1d(struct gb *g)
+{
+	static const int64_t xd[3] = { 1, 2, 9 }, wd[3] = { 2, 2, 2 }, one[1] = { 1 };
+	static const int64_t k0 = 0, k1 = 1, k2 = 2, k3 = 3;
+	static const float lo = -1, hi = 2;
+	Onnx__NodeProto *n;
+
+	init_f(g, "W", 3, wd, rnd_fill(8, -1, 1));
+	init_f(g, "W2", 3, wd, rnd_fill(8, -1, 1));
+	init_i64(g, "k0", 0, NULL, 1, &k0);
+	init_i64(g, "k1", 0, NULL, 1, &k1);
+	init_i64(g, "k2", 0, NULL, 1, &k2);
+	init_i64(g, "k3", 1, one, 1, &k3);
+	init_f(g, "lo", 0, NULL, &lo);
+	init_f(g, "hi", 0, NULL, &hi);
+	g->ins[g->nr_ins++] = vinfo("x", 3, xd, NULL);
+	n = node(g, "Conv", "c", NAMES("x", "W"), NAMES("c"));
+	attr_ints(n, "pads", 2, (const int64_t[]){ 1, 0 });
+	attr_ints(n, "dilations", 1, (const int64_t[]){ 2 });
+	n = node(g, "MaxPool", "p", NAMES("c"), NAMES("p"));
+	attr_ints(n, "kernel_shape", 1, (const int64_t[]){ 2 });
+	attr_ints(n, "strides", 1, (const int64_t[]){ 2 });
+	n = node(g, "ConvTranspose", "u", NAMES("p", "W2"), NAMES("u"));
+	attr_ints(n, "strides", 1, (const int64_t[]){ 2 });
+	node(g, "Shape", "s", NAMES("u"), NAMES("s"));
+	node(g, "Gather", "w", NAMES("s", "k2"), NAMES("w"));
+	node(g, "Range", "r", NAMES("k0", "w", "k1"), NAMES("r"));
+	node(g, "Less", "lt", NAMES("r", "k3"), NAMES("lt"));
+	node(g, "Not", "nt", NAMES("lt"), NAMES("nt"));
+	node(g, "And", "an", NAMES("lt", "nt"), NAMES("an"));
+	node(g, "Or", "or", NAMES("an", "lt"), NAMES("m"));
+	attr_int(node(g, "Cast", "cb", NAMES("m"), NAMES("mb")), "to",
+		 ONNX__TENSOR_PROTO__DATA_TYPE__BOOL);
+	node(g, "Where", "wh", NAMES("mb", "lo", "hi"), NAMES("q"));
+	node(g, "Expand", "ex", NAMES("q", "s"), NAMES("qx"));
+	node(g, "Add", "add", NAMES("u", "qx"), NAMES("y"));
+	g->outs[g->nr_outs++] = vinfo("y", 3, (const int64_t[]){ 1, 2, 8 }, NULL);
+}
+
 /* Imports buf cut at every byte and with `mutations` random byte changes; counts both outcomes. */
 static void fuzz(struct __test_metadata *_metadata, const uint8_t *buf, size_t len, int mutations,
 		 int *ok, int *refused)
@@ -1764,13 +2172,13 @@ static void fuzz(struct __test_metadata *_metadata, const uint8_t *buf, size_t l
 }
 
 /*
- * Every truncation of two valid files, and random byte mutations, are
+ * Every truncation of three valid files, and random byte mutations, are
  * imported or refused with a message: never a crash (ASan/UBSan under
  * SANITIZE=1).
  */
 TEST(onnx_import__fuzz_truncations_and_mutations)
 {
-	struct gb g = { 0 }, g2 = { 0 };
+	struct gb g = { 0 }, g2 = { 0 }, g3 = { 0 };
 	struct onnx_import im;
 	struct coloc_err err = { 0 };
 	float *w, *b, *bn;
@@ -1793,6 +2201,15 @@ TEST(onnx_import__fuzz_truncations_and_mutations)
 	ok = refused = 0;
 	fuzz(_metadata, buf, len, 3000, &ok, &refused);
 	TH_LOG("attention-like, %zu bytes: %d imported, %d refused", len, ok, refused);
+	EXPECT_GT(refused, 0);
+	fuzz_graph_1d(&g3);
+	ASSERT_EQ(0, import(&g3, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(MODEL_OP_ADD, im.model->layers[im.model->nr_layers - 1].op) TH_LOG("%s", im.text);
+	onnx_import_free(&im);
+	buf = pack(&g3, &len);
+	ok = refused = 0;
+	fuzz(_metadata, buf, len, 3000, &ok, &refused);
+	TH_LOG("1-D windows and a mask, %zu bytes: %d imported, %d refused", len, ok, refused);
 	EXPECT_GT(refused, 0);
 	arena_free();
 }

@@ -32,6 +32,11 @@ grep -Ev '^\s*(#|$)' tests/data/ort/models.txt | while read -r name src dims; do
 		tools/ort/export-own.sh "${src#model:}" build/ort/own
 		onnx=build/ort/own/${src#model:}.onnx
 		;;
+	gen:*)
+		mkdir -p build/ort/gen
+		onnx=build/ort/gen/${src#gen:}.onnx
+		/usr/bin/python3 tools/ort/gen-graph.py "${src#gen:}" "$onnx"
+		;;
 	*)
 		echo "make-refs.sh: $name: unknown source '$src'" >&2
 		exit 1
