@@ -119,10 +119,10 @@ const struct sim_bq_search sim_bq_quick = {
 const struct sim_bq_search sim_bq_full = {
 	.medium_share = 0.3,
 	.grow = 1.5,
-	.bisect = 3,
-	.min_queries = 60,
+	.bisect = 2,
+	.min_queries = 40,
 	.min_s = 8,
-	.max_s = 30,
+	.max_s = 20,
 	.warmup_s = 2,
 };
 
