@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 #include "level_model.h"
 
@@ -250,4 +251,33 @@ int level_model_eval(const struct level_model *m, const double x[LEVEL_NR_TERMS]
 			v += m->coef[t] * x[t];
 	*level = v > 1.0 ? v : 1.0;
 	return 0;
+}
+
+unsigned int level_signals_from_counters(const struct coloc_counters *c, unsigned int live_mask,
+					 uint64_t busy_ns, double x[LEVEL_NR_TERMS])
+{
+	bool refs = live_mask & (1u << COLOC_CTR_LLC_REFS);
+	bool misses = live_mask & (1u << COLOC_CTR_LLC_MISSES);
+	bool fills = live_mask & (1u << COLOC_CTR_DRAM_FILLS);
+	unsigned int live = 0;
+
+	for (int t = 0; t < LEVEL_NR_TERMS; t++)
+		x[t] = 0;
+	if (refs && misses && c->llc_refs) {
+		x[LEVEL_TERM_LLC_MISS_RATIO] = (double)c->llc_misses / (double)c->llc_refs;
+		live |= 1u << LEVEL_TERM_LLC_MISS_RATIO;
+	}
+	if (!busy_ns)
+		return live;
+	if (refs) {
+		x[LEVEL_TERM_LLC_REFS_PER_US] = (double)c->llc_refs * 1e3 / (double)busy_ns;
+		live |= 1u << LEVEL_TERM_LLC_REFS_PER_US;
+	}
+	if (fills) {
+		/* bytes per ns is GB/s */
+		x[LEVEL_TERM_DRAM_GBPS] =
+			(double)c->dram_fills * COLOC_DRAM_LINE_BYTES / (double)busy_ns;
+		live |= 1u << LEVEL_TERM_DRAM_GBPS;
+	}
+	return live;
 }

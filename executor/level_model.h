@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/types.h>
+#include "coloc/sensor.h"
 #include "error.h"
 
 #define LEVEL_MODEL_FORMAT_VERSION 1
@@ -74,6 +76,19 @@ int level_model_fit(const struct level_point *pts, int n, struct level_model *m,
  */
 int level_model_eval(const struct level_model *m, const double x[LEVEL_NR_TERMS], unsigned int live,
 		     double *level);
+
+/*
+ * The model's signals from counter deltas (a sensor record's, or a
+ * calibration run's summed over its cores) whose live bits are live_mask
+ * (bit n: counter n, as a record's): x[] gets each term that can be
+ * computed, and the return value has its bit. References and DRAM
+ * bandwidth are per busy_ns of running time (a window's task clock; a
+ * calibration run's wall time times its cores), so that a core busy half a
+ * window reads as the same pressure as calibration, which keeps its cores
+ * busy. The miss ratio needs references > 0; the rates need busy_ns > 0.
+ */
+unsigned int level_signals_from_counters(const struct coloc_counters *c, unsigned int live_mask,
+					 uint64_t busy_ns, double x[LEVEL_NR_TERMS]);
 
 /* "llc_miss_ratio llc_refs_per_us" (the terms in use, space separated). */
 void level_model_terms_str(unsigned int terms, char *buf, size_t len);
