@@ -203,9 +203,11 @@ static char *read_all(const char *path, size_t *len)
 	FILE *f = fopen(path, "re");
 	char *buf = malloc(4096);
 
-	*len = f && buf ? fread(buf, 1, 4096, f) : 0;
+	*len = f && buf ? fread(buf, 1, 4095, f) : 0;
 	if (f)
 		fclose(f);
+	if (buf)
+		buf[*len] = '\0';
 	return buf;
 }
 
