@@ -8,19 +8,29 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "coloc/limits.h"
+#include "cpulist.h"
 #include "stress_ctl.h"
 
 int stress_ctl_start(struct stress_ctl *s, const char *bin, const char *cores, const char *kind,
 		     const char *fill, struct coloc_err *err)
 {
-	int outfd[2], infd[2], ret;
+	int outfd[2], infd[2], ret, cpus[COLOC_MAX_CPUS], nr;
 	char line[512];
+	cpu_set_t on;
 
 	memset(s, 0, sizeof(*s));
+	nr = cpulist_parse(cores, 0, cpus, COLOC_MAX_CPUS, err);
+	if (nr < 0)
+		return nr;
+	CPU_ZERO(&on);
+	for (int i = 0; i < nr; i++)
+		CPU_SET(cpus[i], &on);
 	s->in_fd = -1;
 	for (int l = 0; l < STRESS_CTL_LEVELS; l++)
 		s->gbps[l] = -1;
@@ -34,6 +44,12 @@ int stress_ctl_start(struct stress_ctl *s, const char *bin, const char *cores, c
 	}
 	s->pid = fork();
 	if (s->pid == 0) {
+		/*
+		 * The caller's thread may be pinned to a block's cores (the
+		 * executor pins the team's first thread); the stressor only
+		 * loads cores its affinity allows.
+		 */
+		sched_setaffinity(0, sizeof(on), &on);
 		dup2(outfd[1], STDOUT_FILENO);
 		dup2(infd[0], STDIN_FILENO);
 		execl(bin, bin, "--cores", cores, "--kind", kind, "--level", "0", "--fill", fill,

@@ -24,8 +24,9 @@ struct stress_ctl {
 
 /*
  * Starts bin (coloc-stress) on cores (a CPU list) with kind ("llc" or
- * "membw") and fill ("spin" or "sleep") at level 0, and waits until its
- * load is on. 0 or -errno with err saying why.
+ * "membw") and fill ("spin" or "sleep") at level 0, with those cores as its
+ * affinity whatever the calling thread's is, and waits until its load is
+ * on. 0 or -errno with err saying why (-EINVAL: cores is not a CPU list).
  */
 int stress_ctl_start(struct stress_ctl *s, const char *bin, const char *cores, const char *kind,
 		     const char *fill, struct coloc_err *err);
