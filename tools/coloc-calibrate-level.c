@@ -338,7 +338,11 @@ static int cal_kind(struct cal_run *r, int kind, const char *stress_bin, struct 
 				ret = cal_point(r, kind, level);
 				if (ret)
 					coloc_err_set(err, ret, "a run at %s level %d failed: %s",
-						      cal_kinds[kind], level, strerror(-ret));
+						      cal_kinds[kind], level,
+						      ret == -EIO ? "a counter did not count "
+								    "(multiplexed out by other "
+								    "perf users?)" :
+								    strerror(-ret));
 			}
 		}
 	}
