@@ -14,6 +14,7 @@
 #include <linux/types.h>
 #include "coloc/protocol.h"
 #include "error.h"
+#include "level_source.h"
 #include "loop.h"
 #include "sensor.h"
 #include "server.h"
@@ -83,7 +84,8 @@ struct colocd {
 	struct uncore *uncore;
 	struct tenant_table tenants;
 	struct colocd_uncore_rate *uncore_rate; /* one per topology socket */
-	char signals_line[512];
+	char signals_line[1024];
+	struct level_source level; /* where the per-core level comes from */
 	struct serving *serving;
 	struct loop_source *serving_timer;
 	struct colocd_exec_fd exec_fds[COLOCD_MAX_EXEC_FDS];

@@ -32,9 +32,13 @@
 
 static void colocd_on_record(void *ctx, const void *rec, size_t size)
 {
+	const struct coloc_cpu_window *w = rec;
 	struct colocd *d = ctx;
+	struct policy_signal sig;
 
 	view_add_record(d->view, rec, size);
+	if (d->serving && size >= sizeof(*w) && level_source_window_signal(&d->level, w, &sig))
+		serving_set_core_signal(d->serving, (int)w->cpu, &sig);
 }
 
 static void colocd_on_ringbuf(struct loop_source *src, int fd, unsigned int revents, void *ctx)
@@ -311,7 +315,7 @@ int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct loop 
 		.ctx = d,
 	};
 	struct coloc_err uncore_err = { 0 };
-	char pmu_line[384];
+	char pmu_line[384], level_line[COLOC_ERR_MSG_MAX + 64];
 	int ret;
 
 	memset(d, 0, sizeof(*d));
@@ -341,13 +345,16 @@ int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct loop 
 	if (uncore_open_at("/", d->topo, 0, &d->uncore, &uncore_err))
 		d->uncore = NULL;
 	pmu_describe(sensor_pmu(d->sensor), pmu_line, sizeof(pmu_line));
+	/* whatever it finds, the daemon runs: the line says which level source it uses */
+	level_source_open(&d->level, sensor_pmu(d->sensor), cfg->cache_dir);
+	level_source_describe(&d->level, level_line, sizeof(level_line));
 	if (d->uncore)
-		snprintf(d->signals_line, sizeof(d->signals_line), "%s; %s", pmu_line,
-			 uncore_describe(d->uncore));
+		snprintf(d->signals_line, sizeof(d->signals_line), "%s; %s; %s", pmu_line,
+			 uncore_describe(d->uncore), level_line);
 	else
 		snprintf(d->signals_line, sizeof(d->signals_line),
-			 "%s; uncore membw: unavailable (%s)", pmu_line,
-			 coloc_err_str(&uncore_err));
+			 "%s; uncore membw: unavailable (%s); %s", pmu_line,
+			 coloc_err_str(&uncore_err), level_line);
 	tenants_init(&d->tenants, d->sensor, d->view, loop);
 	ret = colocd_add_sources(d, err);
 	if (!ret)

@@ -236,6 +236,15 @@ struct serving_core_info {
  */
 uint64_t serving_policy_errors(const struct serving *s, const char **last);
 
+/*
+ * A core's signals measured by colocd's sensor (daemon/level_source.h):
+ * the LLC and DRAM fields as live in sig, and, when sig is marked
+ * POLICY_SIG_LEVEL_PMU, its level, which the block slowdown estimate then
+ * leaves alone. 0 or -EINVAL for a CPU out of range.
+ */
+struct policy_signal;
+int serving_set_core_signal(struct serving *s, int cpu, const struct policy_signal *sig);
+
 /* Served cores in increasing CPU order; returns the count (at most max stored). */
 int serving_cores(const struct serving *s, struct serving_core_info *cores, int max);
 

@@ -266,6 +266,9 @@ void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct pol
 	     c = policy_cpuset_next(&d->cores, c + 1)) {
 		struct policy_signal *sig = &s->core_sig[c];
 
+		/* the PMU level model measures this core's level (serving_signal.c) */
+		if (sig->live & POLICY_SIG_LEVEL_PMU)
+			continue;
 		/* from the prior (1.0) on the first block: one block is not a level */
 		sig->slowdown = (1 - SV_SLOWDOWN_WEIGHT * w) * sv_aged_slowdown(s, c, now) +
 				SV_SLOWDOWN_WEIGHT * w * ratio;

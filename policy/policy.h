@@ -228,6 +228,7 @@ enum policy_signal_live {
 	POLICY_SIG_SLOWDOWN = 1u << 1, /* slowdown */
 	POLICY_SIG_LLC = 1u << 2, /* llc_miss_ratio, llc_misses_per_s (PMU) */
 	POLICY_SIG_DRAM = 1u << 3, /* dram_gbps (PMU or uncore) */
+	POLICY_SIG_LEVEL_PMU = 1u << 4, /* slowdown came from the PMU level model, not blocks */
 };
 
 /* Live signals of one core, or of one LLC domain (then busy is the mean over its cores). */

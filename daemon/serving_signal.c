@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Signals measured outside the serving core, put into its per-core policy
+ * signals: colocd's sensor records give a core's LLC and DRAM signals and,
+ * with the PMU level model, its level (daemon/level_source.h). A core whose
+ * level came from the model is marked POLICY_SIG_LEVEL_PMU; the block
+ * slowdown estimate (serving_round.c) then leaves its level alone, and it
+ * ages towards 1.0 like any other when no window reports it.
+ */
+#include <errno.h>
+#include "serving_internal.h"
+
+#define SV_EXTERNAL_SIGS (POLICY_SIG_LLC | POLICY_SIG_DRAM)
+
+int serving_set_core_signal(struct serving *s, int cpu, const struct policy_signal *sig)
+{
+	struct policy_signal *cs;
+
+	if (cpu < 0 || cpu >= POLICY_MAX_CPUS)
+		return -EINVAL;
+	cs = &s->core_sig[cpu];
+	cs->live = (cs->live & ~SV_EXTERNAL_SIGS) | (sig->live & SV_EXTERNAL_SIGS);
+	cs->llc_miss_ratio = sig->llc_miss_ratio;
+	cs->llc_misses_per_s = sig->llc_misses_per_s;
+	cs->dram_gbps = sig->dram_gbps;
+	if (sig->live & POLICY_SIG_LEVEL_PMU) {
+		cs->slowdown = sig->slowdown;
+		cs->live |= POLICY_SIG_SLOWDOWN | POLICY_SIG_LEVEL_PMU;
+		s->core_sig_ns[cpu] = sv_now_ns();
+	}
+	return 0;
+}
