@@ -24,11 +24,15 @@
  *    summed budget, at most what is free, or (coloc's entries) the largest
  *    count within avg_C + thres when that is faster: spare cores are not
  *    left idle; then (coloc's entries) cut to the longest prefix whose
- *    predicted time is within half the smallest QoS of the other tenants:
- *    a block is not preempted, and a query of theirs arriving behind it
- *    waits for it (in the simulator at 2 cores this cap took coloc from 8
- *    to 19 QPS on the medium mix and from 8 to 27 on mix, where
- *    whole-model blocks of slow models made MobileNet-V2 late);
+ *    predicted time is within half the least slack of the other tenants
+ *    (a tenant's slack: its QoS minus its whole model predicted alone on
+ *    every core, at least a tenth of its QoS): a block is not preempted,
+ *    and a query of theirs arriving behind it waits for it (in the
+ *    simulator at 2 cores a cap of half the QoS took coloc from 8 to 19
+ *    QPS on the medium mix and from 8 to 27 on mix, where whole-model
+ *    blocks of slow models made MobileNet-V2 late; in colocd, where
+ *    MobileNet-V2 takes half its QoS alone, half its QoS was still too
+ *    long a wait);
  *  - budgets (coloc's entries): the tenant's queue's headroom instead of
  *    its QoS, as budget_scale() says, since colocd runs one block per
  *    tenant at a time;
@@ -982,35 +986,55 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 }
 
 /*
- * Each tenant's block cap: block_cap x the smallest QoS among the other
+ * Tenant t's slack: its QoS minus its whole model predicted alone on every
+ * core at the round's level, at least a tenth of its QoS. A query of t that
+ * arrives behind another tenant's block waits for it, and meets its QoS only
+ * if the wait fits in this.
+ */
+static double solo_slack(struct coloc_state *st, const struct policy_input *in,
+			 const struct round *r, int t)
+{
+	const struct policy_tenant *pt = &in->tenants[t];
+	const struct policy_model *m = pt->model;
+	struct coloc_tenant *ct = tenant_state(st, in, t);
+	double pos = policy_model_level_pos(m, st->flags.use_level ? r->level : 1.0);
+	int ci = policy_model_core_index(m, st->nr_online);
+	uint64_t raw = ci < 0 ? 0 : span_ns(st, ct, 0, m->nr_layers, ci, pos, NULL, 0);
+	double qos = (double)pt->qos_ns, solo = (double)raw;
+
+	if (st->flags.predict)
+		solo = solo * aged_corr(ct, in->now_ns) + aged_fixed(ct, in->now_ns);
+	return fmax(qos - solo, qos / 10);
+}
+
+/*
+ * Each tenant's block cap: block_cap x the least slack among the other
  * tenants, queued or not (a query may arrive behind the block any time);
  * none when it is the only tenant or the flag is off.
  */
-static void block_caps(const struct coloc_state *st, const struct policy_input *in, struct round *r)
+static void block_caps(struct coloc_state *st, const struct policy_input *in, struct round *r)
 {
-	uint64_t min1 = UINT64_MAX, min2 = UINT64_MAX;
+	double min1 = INFINITY, min2 = INFINITY;
 	int t1 = -1;
 
-	for (int t = 0; t < in->nr_tenants; t++) {
-		uint64_t qos = in->tenants[t].qos_ns;
+	for (int t = 0; t < in->nr_tenants && st->flags.block_cap > 0; t++) {
+		double slack;
 
 		if (!in->tenants[t].model)
 			continue;
-		if (qos < min1) {
+		slack = solo_slack(st, in, r, t);
+		if (slack < min1) {
 			min2 = min1;
-			min1 = qos;
+			min1 = slack;
 			t1 = t;
-		} else if (qos < min2) {
-			min2 = qos;
+		} else if (slack < min2) {
+			min2 = slack;
 		}
 	}
-	for (int t = 0; t < in->nr_tenants; t++) {
-		uint64_t other = t == t1 ? min2 : min1;
-
-		r->cap[t] = st->flags.block_cap > 0 && other != UINT64_MAX ?
-				    st->flags.block_cap * (double)other :
+	for (int t = 0; t < in->nr_tenants; t++)
+		r->cap[t] = st->flags.block_cap > 0 ?
+				    st->flags.block_cap * (t == t1 ? min2 : min1) :
 				    INFINITY;
-	}
 }
 
 int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
@@ -1123,7 +1147,7 @@ COLOC_ENTRY(policy_coloc_noprediction, "coloc-noprediction",
 	    .versions = true, .headroom_budget = true, .use_spare = true, .unit = COLOC_UNIT_BLOCK,
 	    .dynamic_thres = true, .headroom = true, .block_cap = 0.5);
 COLOC_ENTRY(policy_coloc_nocap, "coloc-nocap",
-	    "coloc without the cap on a block's length (half the other tenants' smallest QoS)",
+	    "coloc without the cap on a block's length (half the other tenants' least slack)",
 	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
 	    .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true, .headroom = true);
 COLOC_ENTRY(policy_coloc_fcfs, "coloc-fcfs", "coloc in arrival order instead of headroom order",

@@ -792,7 +792,8 @@ TEST_F(pol, coloc_decide__splits_a_block_at_the_pivot_when_the_load_leaves_no_sl
 	 * Both tenants active: thres = (8 - 5.5) x 2.75 / 5.5 = 1.25, limit 4:
 	 * layer 2 (8 cores) is a pivot. Block [0, 2), budget 200 µs: 1 core
 	 * fits, 4 cores (the limit) are faster: 40 + 40 µs, 4 cores each.
-	 * (Each block's cap, half the other's QoS, 200 µs, does not bind.)
+	 * (Each block's cap, half the other's slack, (400 - 190) / 2 = 105
+	 * µs, does not bind.)
 	 */
 	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000, .uid = 1 };
 	add_query(&self->in, self->queries, 2, 1, 0, 400000);
@@ -809,7 +810,8 @@ TEST_F(pol, coloc_decide__splits_a_block_at_the_pivot_when_the_load_leaves_no_sl
 	/*
 	 * The next block starts at the pivot, 200 µs later: 200 µs of headroom
 	 * for half the work, so again 100 µs a layer. [2, 4), budget 200 µs:
-	 * only 8 cores fit, 100 + 30 µs.
+	 * only 8 cores fit, 100 + 30 µs. That is over the cap (105 µs), which
+	 * keeps [2, 3), 100 µs; without the cap the block is [2, 4).
 	 */
 	self->queries[0].next_layer = 2;
 	self->in.nr_queries = 1;
@@ -817,13 +819,18 @@ TEST_F(pol, coloc_decide__splits_a_block_at_the_pivot_when_the_load_leaves_no_sl
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(2, self->decisions[0].first_layer);
+	ASSERT_EQ(3, self->decisions[0].last_layer);
+	ASSERT_EQ(8, self->decisions[0].nr_cores);
+	ASSERT_EQ(100000, self->decisions[0].predicted_ns);
+	ASSERT_EQ(0, run_round(self, "coloc-nocap"));
 	ASSERT_EQ(4, self->decisions[0].last_layer);
 	ASSERT_EQ(8, self->decisions[0].nr_cores);
 	ASSERT_EQ(130000, self->decisions[0].predicted_ns);
 
-	/* A fixed threshold of 0 cuts even alone: limit 2.75 < 8. */
+	/* A fixed threshold of 0 cuts even alone (no other tenant, no cap): limit 2.75 < 8. */
 	self->queries[0].next_layer = 0;
 	self->in.now_ns = 0;
+	self->in.nr_tenants = 1;
 	ASSERT_EQ(0, run_round(self, "coloc-fixedthres"));
 	ASSERT_EQ(2, self->decisions[0].last_layer);
 	/* coloc-noblocks serves the whole model, layer-wise one layer on its 1 core. */
@@ -1588,16 +1595,17 @@ TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_ten
 }
 
 /*
- * A block is not preempted, so it is capped at half the smallest QoS of the
- * other tenants, whether or not they have a query now: one arriving behind
- * it waits for it. The cap bounds the block's predicted time, not its
- * budget. The pivot model alone on 8 cores is one block [0, 4) of 30 + 30
- * + 100 + 30 µs (its budget: 400 µs); with a second tenant of QoS 300 µs
- * the cap is 150 µs: [0, 2) (60 µs; with layer 2 it would be 160 µs), on
- * the same 8 cores. With a QoS of 10 ms there, the cap (5 ms) does not
- * bind.
+ * A block is not preempted, so it is capped at half the least slack of the
+ * other tenants (QoS minus the whole model predicted alone on every core),
+ * whether or not they have a query now: one arriving behind it waits for
+ * it. The cap bounds the block's predicted time, not its budget. The pivot
+ * model alone on 8 cores is one block [0, 4) of 30 + 30 + 100 + 30 = 190
+ * µs (its budget: 400 µs); with a second tenant of the same model and QoS
+ * 300 µs, its slack is 110 µs and the cap 55 µs: [0, 1) (30 µs; with layer
+ * 1 it would be 60 µs), on the same 8 cores. With a QoS of 10 ms there, the
+ * cap (4.9 ms) does not bind.
  */
-TEST_F(pol, coloc_decide__caps_a_block_at_half_the_smallest_qos_of_the_other_tenants)
+TEST_F(pol, coloc_decide__caps_a_block_at_half_the_least_slack_of_the_other_tenants)
 {
 	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
 	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 300000, .uid = 1 };
@@ -1606,9 +1614,9 @@ TEST_F(pol, coloc_decide__caps_a_block_at_half_the_smallest_qos_of_the_other_ten
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(0, self->decisions[0].first_layer);
-	ASSERT_EQ(2, self->decisions[0].last_layer);
+	ASSERT_EQ(1, self->decisions[0].last_layer);
 	ASSERT_EQ(8, self->decisions[0].nr_cores);
-	ASSERT_EQ(60000, self->decisions[0].predicted_ns);
+	ASSERT_EQ(30000, self->decisions[0].predicted_ns);
 
 	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 10000000, .uid = 2 };
 	ASSERT_EQ(0, run_round(self, "coloc"));
