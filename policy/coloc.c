@@ -58,7 +58,13 @@
  *    correction (one 5 us block measured at 30 us moved it by +1.5). Both
  *    fade without blocks (the correction to 1.0, the cost to 0), half of it
  *    every second (stale evidence fades; a tenant whose every query was
- *    predicted late gets served again and measured).
+ *    predicted late gets served again and measured);
+ *  - margin: plans (the cores a block needs to fit its budget, holding a
+ *    query for more cores) take the prediction times 1 + the tenant's
+ *    usual relative error (an EWMA like the above): QoS is a percentile,
+ *    and a block planned on the mean misses whenever it runs slow (in
+ *    colocd, half of MobileNet-V2's late queries had run a block on one
+ *    core, planned to fit on the mean). Dropping and the cap use the mean.
  *
  * Reading the table is most of a round's cost (each layer's version at each
  * core count, interpolated between level columns), so each tenant keeps what
@@ -151,6 +157,7 @@ struct coloc_tenant {
 	double share_den; /* total ops, or total alone latency at the largest count */
 	double corr; /* measured / table latency, EWMA */
 	double fixed_ns; /* a block's cost beyond its table latency, EWMA */
+	double dev; /* relative error of its blocks' predictions, |measured - predicted| / predicted, EWMA */
 	uint64_t corr_ns; /* when corr and fixed_ns were last measured (a block's end) */
 	struct coloc_cache *cache; /* NULL: the table is too large to cache */
 };
@@ -569,6 +576,18 @@ static double aged_fixed(const struct coloc_tenant *ct, uint64_t now)
 	return ct->fixed_ns * corr_kept(ct, now);
 }
 
+/*
+ * The factor a plan takes on t's prediction as of now: 1 + its usual
+ * relative error (faded towards 1). QoS is a percentile: a block that fits
+ * its budget only on the mean misses whenever it runs slow, so cores are
+ * chosen, and a query held for more cores, on this; dropping (the whole
+ * machine late) and the cap stay on the mean.
+ */
+static double aged_margin(const struct coloc_tenant *ct, uint64_t now)
+{
+	return 1.0 + ct->dev * corr_kept(ct, now);
+}
+
 /* What a round starts from: busy cores per domain, the level, the tenants running, the queue sorted. */
 static void round_init(struct coloc_state *st, const struct policy_config *cfg,
 		       const struct policy_input *in, struct round *r)
@@ -845,6 +864,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	double pos = policy_model_level_pos(m, level);
 	double corr = st->flags.predict ? aged_corr(ct, in->now_ns) : 1.0;
 	double fixed = st->flags.predict ? aged_fixed(ct, in->now_ns) : 0;
+	double margin = st->flags.predict ? aged_margin(ct, in->now_ns) : 1.0;
 	int max_count = r->nr_free;
 	int max_ci = policy_model_core_index(m, max_count);
 	int first = q->next_layer, last, ci;
@@ -884,10 +904,11 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 				err, -EINVAL,
 				"tenant %d: a layer from %d on has no version at %d cores",
 				q->tenant, first, m->core_counts[max_ci]);
-		if (in->now_ns + rest_ns > q->deadline_ns)
-			return max_ci < all_ci ?
-				       POLICY_WAIT :
-				       policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
+		if (max_ci == all_ci && in->now_ns + rest_ns > q->deadline_ns)
+			return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
+		if (max_ci < all_ci &&
+		    (double)in->now_ns + (double)rest_ns * margin > (double)q->deadline_ns)
+			return POLICY_WAIT;
 	}
 
 	scale = budget_scale(st, in, r, ct, q);
@@ -904,9 +925,10 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	 */
 	versions = &out->versions[out->nr_versions];
 	ci = -1;
-	for (int c = min_need; c <= max_ci && budget > fixed; c++) {
-		raw_ns = span_ns(st, ct, first, last, c, pos, versions, (budget - fixed) / corr);
-		if (raw_ns && (double)raw_ns * corr + fixed <= budget) {
+	for (int c = min_need; c <= max_ci && budget > fixed * margin; c++) {
+		raw_ns = span_ns(st, ct, first, last, c, pos, versions,
+				 (budget / margin - fixed) / corr);
+		if (raw_ns && ((double)raw_ns * corr + fixed) * margin <= budget) {
 			ci = c;
 			break;
 		}
@@ -1112,6 +1134,10 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 		uint64_t end_ns = d->decided_ns + measured_ns;
 		double m_ns = (double)measured_ns, w = raw / (raw + COLOC_SMALL_BLOCK_NS);
 		double corr = aged_corr(ct, end_ns), fixed = aged_fixed(ct, end_ns);
+		double predicted = (double)raw * corr + fixed;
+
+		ct->dev = (1 - COLOC_ALPHA * w) * ct->dev * corr_kept(ct, end_ns) +
+			  COLOC_ALPHA * w * fabs(m_ns - predicted) / predicted;
 
 		/* the ratio of what is not the block's cost; never below a tenth of the whole */
 		corr = (1 - COLOC_ALPHA * w) * corr +

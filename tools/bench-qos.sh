@@ -60,7 +60,7 @@ set -euo pipefail
 
 usage() {
 	cat <<EOF
-Usage: tools/bench-qos.sh [--quick] [--policies LIST] [--mixes LIST]
+Usage: tools/bench-qos.sh [--quick] [--policies LIST] [--mixes LIST] [--solo-from FILE]
        make bench-qos [ARGS='--quick ...']          (as root)
 The highest total QPS at which >= 95 % of every tenant's queries meet QoS, for
 each of colocd's policies on each tenant mix of tools/qos-mixes.conf, and the
@@ -73,6 +73,10 @@ build/bench-qos/ (results.tsv, points.tsv, mape.tsv, one PNG per mix).
                    (default: $DEFAULT_POLICIES)
   --mixes LIST     comma-separated mix names from tools/qos-mixes.conf
                    (default: all)
+  --solo-from FILE each model's served solo latency and QoS from an earlier
+                   run's points.tsv instead of measuring them, so that runs
+                   compare at the same QoS (copy it out of build/bench-qos/
+                   first: a run starts by emptying that directory)
   -h, --help       this help
 
 Measure on a quiet machine: every policy runs on the same cores, one after
@@ -84,6 +88,7 @@ DEFAULT_POLICIES="os,static,temporal,model-wise,layer-wise,coloc,coloc-noversion
 BASELINES=" os static temporal model-wise layer-wise "
 POLICY_LIST=$DEFAULT_POLICIES
 MIX_LIST=
+SOLO_FROM=
 QUICK=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -96,6 +101,11 @@ while [ $# -gt 0 ]; do
 	--mixes)
 		[ $# -ge 2 ] || { echo "bench-qos: --mixes needs a list (see --help)" >&2; exit 2; }
 		MIX_LIST=$2
+		shift
+		;;
+	--solo-from)
+		[ $# -ge 2 ] || { echo "bench-qos: --solo-from needs a points.tsv (see --help)" >&2; exit 2; }
+		SOLO_FROM=$2
 		shift
 		;;
 	-h | --help)
@@ -181,19 +191,36 @@ done
 # the 2-vCPU VM: MobileNet-V2 2.6 ms profiled, ~5.5 ms served alone), so a
 # QoS of 2 x the profile would be out of reach for any policy.
 declare -A SOLO PROFILED QOS
-start_colocd temporal || exit 1
-echo
-echo "== solo latency of each model as served (alone, temporal, 10 % load)"
-for m in "${!MODEL_SET[@]}"; do
-	probe_solo "$m" "$m"
-	PROFILED[$m]=$SOLO_MS
-	served_solo "$m" "$m" "$SOLO_S" || exit 1
-	SOLO[$m]=$SERVED_MS
-	QOS[$m]=$(qos_ms_of "${SOLO[$m]}")
-	printf '  %-16s profiled %8.3f ms, served alone p50 %8.3f ms -> QoS %s ms\n' "$m" \
-		"${PROFILED[$m]}" "${SOLO[$m]}" "${QOS[$m]}"
-done
-stop_colocd
+if [ -n "$SOLO_FROM" ]; then
+	[ -r "$SOLO_FROM" ] || { echo "bench-qos: cannot read $SOLO_FROM" >&2; exit 2; }
+	echo
+	echo "== solo latency and QoS of each model from $SOLO_FROM (not measured)"
+	for m in "${!MODEL_SET[@]}"; do
+		read -r solo qos <<<"$(awk -F'\t' -v m="$m" 'NR == 1 {
+			for (i = 1; i <= NF; i++) c[$i] = i; next }
+			$c["tenant"] == m { print $c["solo_ms"], $c["qos_ms"]; exit }' "$SOLO_FROM")"
+		[ -n "${qos:-}" ] || {
+			echo "bench-qos: $SOLO_FROM has no row for $m (tenant, solo_ms, qos_ms)" >&2
+			exit 2
+		}
+		SOLO[$m]=$solo QOS[$m]=$qos
+		printf '  %-16s served alone p50 %8.3f ms -> QoS %s ms\n' "$m" "${SOLO[$m]}" "${QOS[$m]}"
+	done
+else
+	start_colocd temporal || exit 1
+	echo
+	echo "== solo latency of each model as served (alone, temporal, 10 % load)"
+	for m in "${!MODEL_SET[@]}"; do
+		probe_solo "$m" "$m"
+		PROFILED[$m]=$SOLO_MS
+		served_solo "$m" "$m" "$SOLO_S" || exit 1
+		SOLO[$m]=$SERVED_MS
+		QOS[$m]=$(qos_ms_of "${SOLO[$m]}")
+		printf '  %-16s profiled %8.3f ms, served alone p50 %8.3f ms -> QoS %s ms\n' "$m" \
+			"${PROFILED[$m]}" "${SOLO[$m]}" "${QOS[$m]}"
+	done
+	stop_colocd
+fi
 
 # Per mix: each tenant's share of the total rate, saturation and medium load.
 declare -A SHARE SAT MEDIUM MIN_SHARE
