@@ -8,9 +8,16 @@
 # tenants submitted with colocctl, then coloc-load (open-loop Poisson
 # arrivals, a warm-up per point) at one total load after another:
 #   - QoS of a tenant: 2 x its model's solo latency (Abacus's rule), rounded
-#     up to a whole ms; solo = the median latency of the model served alone
-#     by colocd (temporal, all cores) at 10 % load, measured first (the
-#     profile's sum of hot layer timings is below what a served query takes);
+#     up to a whole ms; solo = the 95th percentile latency of the model served
+#     alone by colocd (temporal, all cores) at 10 % load (at least 100
+#     queries, up to 30 s), measured first. The profile's sum of hot layer
+#     timings is below what a served query takes, and the percentile, not the
+#     median: the goal counts 95 % of queries, and on the 2-vCPU VM a model
+#     served alone has a long tail (GoogLeNet p50 18 ms, p99 38-48 ms at 3-6
+#     % of the machine), so with 2 x the median every policy, temporal alone
+#     included, missed 5-9 % at any load: the search measured the VM's
+#     jitter, not the policies. 'solo' elsewhere (saturation, p99 / solo) is
+#     the median;
 #   - rates inversely proportional to QoS, so each tenant offers about the
 #     same share of the machine's time; the search scales the total;
 #   - saturation: the total at which the machine would be busy all the time
@@ -213,11 +220,11 @@ else
 	for m in "${!MODEL_SET[@]}"; do
 		probe_solo "$m" "$m"
 		PROFILED[$m]=$SOLO_MS
-		served_solo "$m" "$m" "$SOLO_S" || exit 1
+		served_solo "$m" "$m" "$SOLO_S" 100 || exit 1
 		SOLO[$m]=$SERVED_MS
-		QOS[$m]=$(qos_ms_of "${SOLO[$m]}")
-		printf '  %-16s profiled %8.3f ms, served alone p50 %8.3f ms -> QoS %s ms\n' "$m" \
-			"${PROFILED[$m]}" "${SOLO[$m]}" "${QOS[$m]}"
+		QOS[$m]=$(qos_ms_of "$SERVED_P95_MS")
+		printf '  %-16s profiled %8.3f ms, served alone p50 %8.3f ms, p95 %8.3f ms -> QoS %s ms\n' \
+			"$m" "${PROFILED[$m]}" "${SOLO[$m]}" "$SERVED_P95_MS" "${QOS[$m]}"
 	done
 	stop_colocd
 fi
@@ -246,7 +253,7 @@ point_duration() { # mix total
 }
 
 echo
-echo "== mixes (QoS = 2 x solo on all cores, rounded up to a whole ms; rate shares"
+echo "== mixes (QoS = 2 x solo p95 on all cores, rounded up to a whole ms; rate shares"
 echo "   inversely proportional to QoS; saturation: every query at solo speed)"
 est=0
 for mix in "${MIXES[@]}"; do

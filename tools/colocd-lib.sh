@@ -20,11 +20,13 @@
 #   probe_solo NAME MODEL   submits NAME_10us with an impossible QoS: sets
 #                           REFUSAL to colocd's answer and SOLO_MS to the
 #                           profiled solo latency it names
-#   served_solo NAME MODEL SECONDS
+#   served_solo NAME MODEL SECONDS [MIN_QUERIES]
 #                           after probe_solo: submits NAME with a generous QoS,
 #                           drives it alone at 10 % of the machine at its
-#                           profiled speed for SECONDS, sets SERVED_MS to the
-#                           median latency (coloc-load's) and removes it
+#                           profiled speed for SECONDS (longer, up to 30 s, for
+#                           MIN_QUERIES queries), sets SERVED_MS and
+#                           SERVED_P95_MS to the median and 95th percentile
+#                           latency (coloc-load's) and removes it
 #   qos_ms_of SOLO_MS       2 x solo, rounded up to a whole ms
 # Messages go to stderr prefixed with NAME.
 
@@ -132,14 +134,19 @@ probe_solo() { # name model
 	fi
 }
 
-served_solo() { # name model seconds
-	local rate
+served_solo() { # name model seconds [min_queries]
+	local rate d json
 
 	submit_tenant "$1" "$2" 60000 quiet
 	wait_ready "$1" || return 1
 	rate=$(awk -v s="$SOLO_MS" 'BEGIN { printf "%.2f", 100 / s }')
-	SERVED_MS=$("$BIN/coloc-load" --socket "$SOCK" --tenant "$1:$rate" --duration "$3" \
-		--warmup 1 --seed 1 --json | sed -nE 's/.*"p50_ms":([0-9.]+).*/\1/p')
+	d=$(awk -v s="$3" -v n="${4:-0}" -v r="$rate" 'BEGIN { d = n / r; d = d > s ? d : s;
+		d = d > 30 ? 30 : d; printf "%d", d == int(d) ? d : int(d) + 1 }')
+	json=$("$BIN/coloc-load" --socket "$SOCK" --tenant "$1:$rate" --duration "$d" \
+		--warmup 1 --seed 1 --json)
+	SERVED_MS=$(sed -nE 's/.*"p50_ms":([0-9.]+).*/\1/p' <<<"$json")
+	# shellcheck disable=SC2034 # for the scripts that set QoS from the tail
+	SERVED_P95_MS=$(sed -nE 's/.*"p95_ms":([0-9.]+).*/\1/p' <<<"$json")
 	ctl remove "$1" >/dev/null
 	[ -n "$SERVED_MS" ] || { echo "$LIB_NAME: no latency measured for $1 alone" >&2; return 1; }
 }
