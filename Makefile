@@ -256,7 +256,7 @@ bench-sim: $(BINS)
 			--query-cost-sigma $$sigma | tee /dev/stderr | awk '/^best/ { print $$3 }'); \
 		like=$$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$$i] = i; next } \
 			$$c["duration_s"] > m { m = $$c["duration_s"] } END { print (m > 5 ? "full" : "quick") }' $$pts); \
-		echo "== searched as bench-qos $$like did (points of up to 5 s: --quick), median of 25 seeds"; \
+		echo "== searched as bench-qos $$like did (its loads and point lengths), median of 25 seeds"; \
 		serving="--block-cost-us $(SIM_BLOCK_COST_US) --query-cost-us auto --query-cost-sigma $$sigma --shared-penalty $$pen --search-like $$like --seeds 25"; \
 	fi; \
 	$(BIN)/coloc-sim --mix all --policy all --search --seeds 5 --cores $$(nproc) --llc $$(nproc) \
