@@ -87,6 +87,27 @@ static int parse_number(const char *s, bool may_be_inf, double *v)
 	return end != s && !*end && (isfinite(*v) || may_be_inf) && *v >= 0 ? 0 : -EINVAL;
 }
 
+/*
+ * The columns of want[4] in a header line split into f[n], into col[];
+ * an error naming the first one missing and the four wanted.
+ */
+static int header_columns(const char *path, char **f, int n, const char *const want[4], int col[4],
+			  struct coloc_err *err)
+{
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < 4; k++)
+			if (!strcmp(f[i], want[k]))
+				col[k] = i;
+	for (int k = 0; k < 4; k++)
+		if (col[k] < 0)
+			return coloc_err_set(
+				err, -EINVAL,
+				"%s:1: the header has no column '%s' (want %s, %s, %s, "
+				"%s, tab-separated)",
+				path, want[k], want[0], want[1], want[2], want[3]);
+	return 0;
+}
+
 int sim_qps_table_load_tsv(const char *path, struct sim_qps_table *t, struct coloc_err *err)
 {
 	static const char *const want[] = { "mix", "policy", "qos_qps", "p99_over_solo" };
@@ -102,17 +123,7 @@ int sim_qps_table_load_tsv(const char *path, struct sim_qps_table *t, struct col
 		double qps, p99;
 
 		if (!lineno++) {
-			for (int i = 0; i < n; i++)
-				for (int k = 0; k < 4; k++)
-					if (!strcmp(f[i], want[k]))
-						col[k] = i;
-			for (int k = 0; k < 4 && !ret; k++)
-				if (col[k] < 0)
-					ret = coloc_err_set(err, -EINVAL,
-							    "%s:1: the header has no column '%s' "
-							    "(want mix, policy, qos_qps, "
-							    "p99_over_solo, tab-separated)",
-							    path, want[k]);
+			ret = header_columns(path, f, n, want, col, err);
 			continue;
 		}
 		if (!*f[0] && n == 1)
@@ -205,17 +216,7 @@ int sim_served_load_tsv(const char *path, struct sim_served *s, struct coloc_err
 		double solo, qos;
 
 		if (!lineno++) {
-			for (int i = 0; i < n; i++)
-				for (int k = 0; k < 4; k++)
-					if (!strcmp(f[i], want[k]))
-						col[k] = i;
-			for (int k = 0; k < 4 && !ret; k++)
-				if (col[k] < 0)
-					ret = coloc_err_set(err, -EINVAL,
-							    "%s:1: the header has no column '%s' "
-							    "(want mix, tenant, solo_ms, qos_ms, "
-							    "tab-separated)",
-							    path, want[k]);
+			ret = header_columns(path, f, n, want, col, err);
 			continue;
 		}
 		if (!*f[0] && n == 1)
