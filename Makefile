@@ -232,6 +232,9 @@ SIM_MIXES := tools/qos-mixes.conf
 SIM_2CORE_SLOWDOWN := 1.0
 SIM_QOS_DIR := build/bench-qos
 SIM_BLOCK_COST_US := 71
+# The serving cost is spent inside the blocks, scaled by how cold the tenant
+# is (coloc-run --gap-ms: ~18 ms to go cold here; sim/README.md).
+SIM_COST_IN_BLOCKS := --query-cost-in-blocks --query-cost-warm-ms 18
 SIM_MIX2 := --tenant veltair:resnet50:15 --tenant veltair:googlenet:15
 SIM_MIX8 := $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2)
 bench-sim: $(BINS)
@@ -250,14 +253,16 @@ bench-sim: $(BINS)
 	if [ -r $$pts ]; then \
 		echo "== serving costs fitted to $$pts (sim/fit-serving.sh; block cost $(SIM_BLOCK_COST_US) us)"; \
 		export BLOCK_US=$(SIM_BLOCK_COST_US); \
-		sigma=$$(sim/fit-serving.sh temporal --query-cost-sigma "0 0.2 0.3 0.4 0.5 0.6 0.7 0.8 1" $$pts | \
+		sigma=$$(sim/fit-serving.sh temporal --query-cost-sigma "0 0.2 0.3 0.4 0.5 0.6 0.7 0.8 1" $$pts \
+			$(SIM_COST_IN_BLOCKS) | \
 			tee /dev/stderr | awk '/^best/ { print $$3 }'); \
 		pen=$$(sim/fit-serving.sh os --shared-penalty "1 1.5 2 2.2 2.4 2.6 2.8 3 4" $$pts \
-			--query-cost-sigma $$sigma | tee /dev/stderr | awk '/^best/ { print $$3 }'); \
+			--query-cost-sigma $$sigma $(SIM_COST_IN_BLOCKS) | tee /dev/stderr | \
+			awk '/^best/ { print $$3 }'); \
 		like=$$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$$i] = i; next } \
 			$$c["duration_s"] > m { m = $$c["duration_s"] } END { print (m > 5 ? "full" : "quick") }' $$pts); \
 		echo "== searched as bench-qos $$like did (its loads and point lengths), median of 25 seeds"; \
-		serving="--block-cost-us $(SIM_BLOCK_COST_US) --query-cost-us auto --query-cost-sigma $$sigma --shared-penalty $$pen --search-like $$like --seeds 25"; \
+		serving="--block-cost-us $(SIM_BLOCK_COST_US) --query-cost-us auto $(SIM_COST_IN_BLOCKS) --query-cost-sigma $$sigma --shared-penalty $$pen --search-like $$like --seeds 25"; \
 	fi; \
 	$(BIN)/coloc-sim --mix all --policy all --search --seeds 5 --cores $$(nproc) --llc $$(nproc) \
 		--duration 120 --full-slowdown $(SIM_2CORE_SLOWDOWN) --brief \

@@ -62,6 +62,8 @@ struct sim_state {
 	struct policy_tenant tenants[POLICY_MAX_TENANTS];
 	struct sim_poisson poisson[POLICY_MAX_TENANTS];
 	struct coloc_rng cost_rng[POLICY_MAX_TENANTS]; /* query costs, apart from arrivals */
+	/* when each tenant's last query ended, for the warmth of its next (0: none yet) */
+	uint64_t last_end_ns[POLICY_MAX_TENANTS];
 	struct sim_latencies lat[POLICY_MAX_TENANTS];
 	int trace_next;
 	uint64_t next_id;
@@ -262,18 +264,47 @@ static int rerate_all(struct sim_state *s, struct coloc_err *err)
 	return 0;
 }
 
-/* The tenant's cost of one query: its median, spread lognormally by query_cost_sigma. */
-static uint64_t query_cost(struct sim_state *s, int tenant)
+/* median spread lognormally by query_cost_sigma, from the tenant's own stream. */
+static double cost_spread(struct sim_state *s, int tenant, double median)
 {
-	double median = (double)s->p->tenants[tenant].query_cost_ns, u1, u2, z;
+	double u1, u2, z;
 
 	if (!s->p->query_cost_sigma || !median)
-		return (uint64_t)median;
+		return median;
 	/* Box-Muller; uniform() is in (0, 1], so the logarithm is finite */
 	u1 = coloc_rng_uniform(&s->cost_rng[tenant]);
 	u2 = coloc_rng_uniform(&s->cost_rng[tenant]);
 	z = sqrt(-2.0 * log(u1)) * cos(2 * 3.14159265358979323846 * u2);
-	return (uint64_t)llround(median * exp(s->p->query_cost_sigma * z));
+	return median * exp(s->p->query_cost_sigma * z);
+}
+
+/* The tenant's cost of one query after its last block (none when it is spent in the blocks). */
+static uint64_t query_cost(struct sim_state *s, int tenant)
+{
+	if (s->p->query_cost_in_blocks)
+		return 0;
+	return (uint64_t)llround(
+		cost_spread(s, tenant, (double)s->p->tenants[tenant].query_cost_ns));
+}
+
+/*
+ * What a block's layers take per ns of table: 1, or with the cost in the
+ * blocks 1 + its share, times how cold the tenant's weights are: with a
+ * warm-up time, 1 - exp(-idle / warm) for the idle time since its last
+ * query ended (its caches refill only after a gap), else always cold.
+ */
+static double block_stretch(struct sim_state *s, int tenant)
+{
+	const struct sim_tenant *t = &s->p->tenants[tenant];
+	uint64_t solo = policy_model_solo_ns(t->model, policy_cpuset_count(&s->cfg.online));
+	double cold = 1.0;
+
+	if (!s->p->query_cost_in_blocks || !t->query_cost_ns || !solo)
+		return 1.0;
+	if (s->p->query_cost_warm_ns && s->last_end_ns[tenant])
+		cold = 1.0 - exp(-(double)(s->now - s->last_end_ns[tenant]) /
+				 (double)s->p->query_cost_warm_ns);
+	return 1.0 + cold * cost_spread(s, tenant, (double)t->query_cost_ns / (double)solo);
 }
 
 /* ---- starting and ending blocks ---------------------------------------------- */
@@ -319,6 +350,7 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	struct policy_query *q = find_query(s, d->query_id);
 	const struct policy_model *m = s->tenants[d->tenant].model;
 	struct sim_slot *sl;
+	double stretch;
 	int idx, c;
 
 	if (!q)
@@ -341,10 +373,12 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	sl->d.versions = sl->versions;
 	sl->ci = policy_model_core_index(m, d->nr_cores);
 	sl->start_ns = sl->last_ns = s->now;
-	sl->left_ns = (double)s->p->block_cost_ns;
+	stretch = block_stretch(s, d->tenant);
+	sl->left_ns = 0;
 	for (int l = d->first_layer; l < d->last_layer; l++)
 		sl->left_ns += (double)policy_model_cell(m, l, sl->versions[l - d->first_layer],
 							 sl->ci, 0);
+	sl->left_ns = sl->left_ns * stretch + (double)s->p->block_cost_ns;
 	sl->slowdown = 1.0;
 	sl->stretch = 1.0;
 	sl->gen = 0;
@@ -392,6 +426,7 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 			tr->completed++;
 			tr->within += lat <= s->tenants[q->tenant].qos_ns;
 		}
+		s->last_end_ns[q->tenant] = end;
 		remove_query(s, q, end, false);
 	}
 	for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;

@@ -278,6 +278,24 @@ struct sim_params {
 	 */
 	double query_cost_sigma;
 	/*
+	 * true: a query's cost is spent inside its blocks, holding their
+	 * cores, as colocd's executors spend it (their own block timings are
+	 * 1.6-2.4x the table on the 2-vCPU VM, for every block): each block's
+	 * layers take table x (1 + query_cost_ns / the model's solo table
+	 * latency x exp(sigma x Z)), Z drawn per block, and nothing is added
+	 * after the last. false: the cost is added after the last block,
+	 * holding no core.
+	 */
+	bool query_cost_in_blocks;
+	/*
+	 * With query_cost_in_blocks: the cost scales with how cold the tenant
+	 * is, 1 - exp(-idle / this) for the idle time since its last query
+	 * ended (coloc-run --gap-ms: MobileNet-V2 2.9 ms back to back, 3.7 ms
+	 * after 10 ms idle, 4.5 after 20, 5.0 after 50; ~18 ms). 0: always
+	 * the whole cost.
+	 */
+	uint64_t query_cost_warm_ns;
+	/*
 	 * A shares_cores policy's blocks run this many times slower than
 	 * processor sharing alone makes them (0 or 1: ideal sharing): what the
 	 * kernel's time-sharing of OpenMP threads costs beyond it, fitted in

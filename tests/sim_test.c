@@ -341,6 +341,53 @@ TEST_F(sim, run__block_cost_holds_the_cores_query_cost_adds_latency_only)
 }
 
 /*
+ * The query cost spent inside the blocks: one core, the one-layer model (10
+ * ms, its solo table latency), query cost 10 ms, fcfs, no block cost.
+ *  - always cold (no warm-up time): each block takes 10 x (1 + 10 / 10) =
+ *    20 ms and holds the core; arrivals at 0 and 5 ms end at 20 and 40 ms,
+ *    and nothing is added after the block.
+ *  - warm-up time 10 ms: q0 (no query before) 0..20 ms; q1 starts at 20,
+ *    right as q0 ended (idle 0): 10 ms, ends at 30; q2 at 100 ms, 70 ms
+ *    after q1 ended: 10 x (1 + (1 - exp(-7))) = 19.99088 ms.
+ */
+TEST_F(sim, run__query_cost_in_blocks_holds_the_core_and_scales_with_idle_time)
+{
+	static const double arrivals[] = { 0, 5, 100 };
+	static const int who[] = { 0, 0, 0 };
+	struct sim_tenant t = {
+		.model = &one_layer, .qos_ns = 1000 * MS, .share = 1, .query_cost_ns = 10 * MS
+	};
+	struct mem_trace mt;
+	struct sim_params p;
+	double q2_ns = 100 * MS + 10 * MS * (2 - exp(-7.0));
+
+	mem_trace_init(&mt, 2, arrivals, who);
+	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
+	p.query_cost_in_blocks = true;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, self->w->nr_b);
+	ASSERT_EQ(20 * MS, self->w->b[0].end_ns);
+	ASSERT_EQ(40 * MS, self->w->b[1].end_ns);
+	ASSERT_EQ(20 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(40 * MS, record_of(self->w, 1)->end_ns);
+
+	self->w->nr_q = 0;
+	self->w->nr_b = 0;
+	mem_trace_init(&mt, 3, arrivals, who);
+	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
+	p.query_cost_in_blocks = true;
+	p.query_cost_warm_ns = 10 * MS;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(3, self->w->nr_b);
+	ASSERT_EQ(20 * MS, self->w->b[0].end_ns);
+	ASSERT_EQ(20 * MS, self->w->b[1].start_ns);
+	ASSERT_EQ(30 * MS, self->w->b[1].end_ns);
+	ASSERT_EQ(100 * MS, self->w->b[2].start_ns);
+	ASSERT_GE(1000, llabs((long long)self->w->b[2].end_ns - llround(q2_ns)))
+	TH_LOG("q2 ended at %llu ns, want %.0f", (unsigned long long)self->w->b[2].end_ns, q2_ns);
+}
+
+/*
  * The query cost's spread: one core, the one-layer model (10 ms), query
  * cost 10 ms, 1 query/s for 1000 s (a queue almost never forms: a query
  * finds the core busy with probability ~1 %). With sigma 0 every latency

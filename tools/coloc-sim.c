@@ -37,11 +37,11 @@ static struct {
 	long cores, sockets, llc;
 	double qps, duration_s, warmup_s, full_slowdown;
 	long seed, seeds;
-	bool search, json, late_serve, duration_given, brief;
+	bool search, json, late_serve, duration_given, brief, query_cost_in_blocks;
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	double start_qps, tol;
 	double block_cost_us, query_cost_us; /* query_cost_us < 0: from the served solo latency */
-	double query_cost_sigma, shared_penalty;
+	double query_cost_sigma, shared_penalty, query_cost_warm_ms;
 	const struct sim_bq_search *like; /* search as bench-qos does; NULL: coloc-sim's own */
 } opts = {
 	.policy = "fcfs",
@@ -81,7 +81,7 @@ static void usage(FILE *out)
 		"                 [--qps X | --search] [--duration S] [--warmup S] [--seed N]\n"
 		"                 [--seeds N] [--trace FILE] [--measured FILE] [--qos-from FILE]\n"
 		"                 [--block-cost-us US] [--query-cost-us US|auto]\n"
-		"                 [--query-cost-sigma S] [--shared-penalty X]\n"
+		"                 [--query-cost-sigma S] [--query-cost-in-blocks] [--shared-penalty X]\n"
 		"                 [--search-like quick|full] [--brief] [--json]\n"
 		"Simulates the policy library (the code colocd runs) on a machine of N cores with\n"
 		"tenants on VELTAIR's published latency tables or on coloc's own profiles of this\n"
@@ -146,6 +146,13 @@ static void usage(FILE *out)
 		"  --query-cost-sigma S  each query's cost drawn lognormal around that median,\n"
 		"                 exp(S x a standard normal) times it (default 0: fixed; this\n"
 		"                 machine shared by many: fitted in sim/README.md)\n"
+		"  --query-cost-in-blocks  spend each query's cost inside its blocks, holding\n"
+		"                 their cores, as colocd's executors do: a block's layers take\n"
+		"                 table x (1 + query cost / solo table latency), the spread\n"
+		"                 drawn per block; nothing is added after the last block\n"
+		"  --query-cost-warm-ms W  with --query-cost-in-blocks, the cost x (1 - exp(-idle\n"
+		"                 / W)), idle: since the tenant's last query ended (default 0:\n"
+		"                 always whole; this machine: ~18, coloc-run --gap-ms)\n"
 		"  --shared-penalty X  blocks of a policy that time-shares cores (os) run X times\n"
 		"                 slower than ideal processor sharing makes them (default 1;\n"
 		"                 fitted for this machine in sim/README.md)\n"
@@ -628,6 +635,8 @@ int main(int argc, char **argv)
 		{ "block-cost-us", required_argument, NULL, 'B' },
 		{ "query-cost-us", required_argument, NULL, 'C' },
 		{ "query-cost-sigma", required_argument, NULL, 'G' },
+		{ "query-cost-in-blocks", no_argument, NULL, 'I' },
+		{ "query-cost-warm-ms", required_argument, NULL, 'W' },
 		{ "shared-penalty", required_argument, NULL, 'O' },
 		{ "search-like", required_argument, NULL, 'K' },
 		{ "brief", no_argument, NULL, 'b' },
@@ -767,6 +776,13 @@ int main(int argc, char **argv)
 		case 'b':
 			opts.brief = true;
 			break;
+		case 'I':
+			opts.query_cost_in_blocks = true;
+			break;
+		case 'W':
+			bad = parse_double("--query-cost-warm-ms", optarg, 0, 1e6,
+					   &opts.query_cost_warm_ms);
+			break;
 		case 'j':
 			opts.json = true;
 			break;
@@ -880,6 +896,8 @@ int main(int argc, char **argv)
 		.interference = { .full_slowdown = opts.full_slowdown },
 		.block_cost_ns = (uint64_t)llround(opts.block_cost_us * 1e3),
 		.query_cost_sigma = opts.query_cost_sigma,
+		.query_cost_in_blocks = opts.query_cost_in_blocks,
+		.query_cost_warm_ns = (uint64_t)llround(opts.query_cost_warm_ms * 1e6),
 		.shared_penalty = opts.shared_penalty,
 		.max_queued = SIM_DEFAULT_MAX_QUEUED,
 	};
