@@ -108,45 +108,66 @@ static int header_columns(const char *path, char **f, int n, const char *const w
 	return 0;
 }
 
-int sim_qps_table_load_tsv(const char *path, struct sim_qps_table *t, struct coloc_err *err)
+/* One data row of a TSV, its fields in f[n] and the header's columns in col[4]. */
+typedef int (*tsv_row_fn)(void *ctx, char **f, int n, const int col[4], const char *path,
+			  int lineno, struct coloc_err *err);
+
+/*
+ * Reads path: a header naming the four columns of want (header_columns()),
+ * then each non-empty row through row, which stops the read with an error.
+ */
+static int tsv_load(const char *path, const char *const want[4], tsv_row_fn row, void *ctx,
+		    struct coloc_err *err)
 {
-	static const char *const want[] = { "mix", "policy", "qos_qps", "p99_over_solo" };
 	int col[4] = { -1, -1, -1, -1 }, lineno = 0, ret = 0;
 	char line[TSV_LINE_MAX], *f[32];
 	FILE *in = fopen(path, "r");
 
-	*t = (struct sim_qps_table){ 0 };
 	if (!in)
 		return coloc_err_set(err, -errno, "%s: %m", path);
 	while (!ret && fgets(line, sizeof(line), in)) {
 		int n = split_tabs(line, f, 32);
-		double qps, p99;
 
-		if (!lineno++) {
+		if (!lineno++)
 			ret = header_columns(path, f, n, want, col, err);
-			continue;
-		}
-		if (!*f[0] && n == 1)
-			continue;
-		/* NA: bench-qos could not measure that policy on that mix (coloc-load failed) */
-		if (n > col[2] && !strcmp(f[col[2]], "NA"))
-			continue;
-		if (n <= col[0] || n <= col[1] || n <= col[2] || n <= col[3] ||
-		    parse_number(f[col[2]], false, &qps) || parse_number(f[col[3]], true, &p99)) {
-			ret = coloc_err_set(err, -EINVAL,
-					    "%s:%d: want a mix, a policy and two numbers >= 0 (the "
-					    "second may be inf; NA QoS-QPS skips the row) in the "
-					    "header's columns",
-					    path, lineno);
-			break;
-		}
-		ret = sim_qps_table_add(t, f[col[0]], f[col[1]], qps, p99, err);
-		if (ret)
-			coloc_err_prefix(err, "%s:%d", path, lineno);
+		else if (*f[0] || n != 1)
+			ret = row(ctx, f, n, col, path, lineno, err);
 	}
 	if (!ret && !lineno)
 		ret = coloc_err_set(err, -EINVAL, "%s: empty, not even a header", path);
 	fclose(in);
+	return ret;
+}
+
+static int qps_row(void *ctx, char **f, int n, const int col[4], const char *path, int lineno,
+		   struct coloc_err *err)
+{
+	double qps, p99;
+	int ret;
+
+	/* NA: bench-qos could not measure that policy on that mix (coloc-load failed) */
+	if (n > col[2] && !strcmp(f[col[2]], "NA"))
+		return 0;
+	if (n <= col[0] || n <= col[1] || n <= col[2] || n <= col[3] ||
+	    parse_number(f[col[2]], false, &qps) || parse_number(f[col[3]], true, &p99))
+		return coloc_err_set(err, -EINVAL,
+				     "%s:%d: want a mix, a policy and two numbers >= 0 (the "
+				     "second may be inf; NA QoS-QPS skips the row) in the "
+				     "header's columns",
+				     path, lineno);
+	ret = sim_qps_table_add(ctx, f[col[0]], f[col[1]], qps, p99, err);
+	if (ret)
+		coloc_err_prefix(err, "%s:%d", path, lineno);
+	return ret;
+}
+
+int sim_qps_table_load_tsv(const char *path, struct sim_qps_table *t, struct coloc_err *err)
+{
+	static const char *const want[] = { "mix", "policy", "qos_qps", "p99_over_solo" };
+	int ret;
+
+	*t = (struct sim_qps_table){ 0 };
+	ret = tsv_load(path, want, qps_row, t, err);
 	if (ret)
 		sim_qps_table_free(t);
 	return ret;
@@ -201,42 +222,32 @@ static int served_add(struct sim_served *s, const char *mix, const char *tenant,
 	return 0;
 }
 
+static int served_row(void *ctx, char **f, int n, const int col[4], const char *path, int lineno,
+		      struct coloc_err *err)
+{
+	double solo, qos;
+	int ret;
+
+	if (n <= col[0] || n <= col[1] || n <= col[2] || n <= col[3] ||
+	    parse_number(f[col[2]], false, &solo) || parse_number(f[col[3]], false, &qos) ||
+	    !(solo > 0) || !(qos > 0))
+		return coloc_err_set(err, -EINVAL,
+				     "%s:%d: want a mix, a tenant and two numbers > 0 "
+				     "(solo_ms, qos_ms) in the header's columns",
+				     path, lineno);
+	ret = served_add(ctx, f[col[0]], f[col[1]], solo, qos, err);
+	if (ret)
+		coloc_err_prefix(err, "%s:%d", path, lineno);
+	return ret;
+}
+
 int sim_served_load_tsv(const char *path, struct sim_served *s, struct coloc_err *err)
 {
 	static const char *const want[] = { "mix", "tenant", "solo_ms", "qos_ms" };
-	int col[4] = { -1, -1, -1, -1 }, lineno = 0, ret = 0;
-	char line[TSV_LINE_MAX], *f[32];
-	FILE *in = fopen(path, "r");
+	int ret;
 
 	*s = (struct sim_served){ 0 };
-	if (!in)
-		return coloc_err_set(err, -errno, "%s: %m", path);
-	while (!ret && fgets(line, sizeof(line), in)) {
-		int n = split_tabs(line, f, 32);
-		double solo, qos;
-
-		if (!lineno++) {
-			ret = header_columns(path, f, n, want, col, err);
-			continue;
-		}
-		if (!*f[0] && n == 1)
-			continue;
-		if (n <= col[0] || n <= col[1] || n <= col[2] || n <= col[3] ||
-		    parse_number(f[col[2]], false, &solo) || parse_number(f[col[3]], false, &qos) ||
-		    !(solo > 0) || !(qos > 0)) {
-			ret = coloc_err_set(err, -EINVAL,
-					    "%s:%d: want a mix, a tenant and two numbers > 0 "
-					    "(solo_ms, qos_ms) in the header's columns",
-					    path, lineno);
-			break;
-		}
-		ret = served_add(s, f[col[0]], f[col[1]], solo, qos, err);
-		if (ret)
-			coloc_err_prefix(err, "%s:%d", path, lineno);
-	}
-	if (!ret && !lineno)
-		ret = coloc_err_set(err, -EINVAL, "%s: empty, not even a header", path);
-	fclose(in);
+	ret = tsv_load(path, want, served_row, s, err);
 	if (ret)
 		sim_served_free(s);
 	return ret;
