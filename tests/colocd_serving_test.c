@@ -409,24 +409,35 @@ TEST_F_TIMEOUT(wire, submit_infer_status__two_tenants_outputs_equal_in_process_r
 	free(got);
 }
 
-TEST_F_TIMEOUT(wire, submit__refusals_say_why, 600)
+/*
+ * Submitting tenant c with QoS 0.001 ms is refused, the error naming that
+ * QoS and the solo latency that ready tenant of the same model shows.
+ */
+static void expect_impossible_qos_refused(struct __test_metadata *_metadata,
+					  FIXTURE_DATA(wire) * self, const char *ready)
 {
-	char bad[] = "/tmp/coloc-wire-bad-XXXXXX", want[128], solo[32];
-	struct json_object *r, *t;
-	int fd;
+	struct json_object *t = tenant_status(self, ready), *r;
+	char solo[32];
 
-	ASSERT_TRUE(submit_ready(self, "a"));
-	t = tenant_status(self, "a");
 	snprintf(solo, sizeof(solo), "%.3f ms", num_of(t, "solo_ms"));
 	json_object_put(t);
-
-	/* an impossible QoS: both numbers */
 	r = submit(self, "c", self->model, 0.001);
 	EXPECT_FALSE(is_ok(r));
 	EXPECT_NE(NULL, strstr(str_of(r, "error"), "0.001 ms")) TH_LOG("%s", str_of(r, "error"));
 	EXPECT_NE(NULL, strstr(str_of(r, "error"), solo))
 	TH_LOG("%s (want %s)", str_of(r, "error"), solo);
 	json_object_put(r);
+}
+
+TEST_F_TIMEOUT(wire, submit__refusals_say_why, 600)
+{
+	char bad[] = "/tmp/coloc-wire-bad-XXXXXX", want[128];
+	struct json_object *r;
+	int fd;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	/* an impossible QoS: both numbers */
+	expect_impossible_qos_refused(_metadata, self, "a");
 
 	r = submit(self, "a", self->model, QOS_MS);
 	EXPECT_FALSE(is_ok(r));
@@ -665,7 +676,6 @@ TEST_F_TIMEOUT(wire, coloc__two_tenants_meet_a_generous_qos_an_impossible_one_is
 	const char *coloc[] = { "--policy", "coloc", NULL };
 	struct coloc_infer_result res;
 	struct json_object *r, *t;
-	char solo[32];
 	int answered = 0;
 	float *got;
 
@@ -691,15 +701,7 @@ TEST_F_TIMEOUT(wire, coloc__two_tenants_meet_a_generous_qos_an_impossible_one_is
 		EXPECT_EQ(1.0, num_of(t, "within_qos"));
 		json_object_put(t);
 	}
-	t = tenant_status(self, "a");
-	snprintf(solo, sizeof(solo), "%.3f ms", num_of(t, "solo_ms"));
-	json_object_put(t);
-	r = submit(self, "c", self->model, 0.001);
-	EXPECT_FALSE(is_ok(r));
-	EXPECT_NE(NULL, strstr(str_of(r, "error"), "0.001 ms")) TH_LOG("%s", str_of(r, "error"));
-	EXPECT_NE(NULL, strstr(str_of(r, "error"), solo))
-	TH_LOG("%s (want %s)", str_of(r, "error"), solo);
-	json_object_put(r);
+	expect_impossible_qos_refused(_metadata, self, "a");
 	r = call(self, "{\"cmd\":\"list\"}");
 	ASSERT_TRUE(is_ok(r));
 	EXPECT_EQ(2, json_object_array_length(json_object_object_get(r, "tenants")));
