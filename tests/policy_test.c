@@ -1027,6 +1027,15 @@ TEST_F(pol, model_wise_decide__takes_the_fewest_cores_whose_alone_latency_meets_
 	ASSERT_EQ(450000, self->decisions[0].predicted_ns);
 }
 
+/* d kept past the output it lives in: its versions copied into versions. */
+static void keep_decision(const struct policy_decision *d, struct policy_decision *kept,
+			  uint8_t *versions)
+{
+	*kept = *d;
+	memcpy(versions, d->versions, (size_t)(d->last_layer - d->first_layer));
+	kept->versions = versions;
+}
+
 /*
  * What coloc learns from a block of table latency raw measured at m, as its
  * header says: the ratio teaches the correction in proportion to raw / (raw
@@ -1056,9 +1065,7 @@ TEST_F(pol, coloc_block_done__the_correction_converges_on_the_measured_ratio)
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
 	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
-	first = self->decisions[0];
-	memcpy(versions, first.versions, 3);
-	first.versions = versions;
+	keep_decision(&self->decisions[0], &first, versions);
 
 	/* every block measures 1.5 x the table: the prediction walks to 810 us */
 	for (int i = 0; i < 10; i++) {
@@ -1103,9 +1110,7 @@ TEST_F(pol, coloc_decide__an_uneven_tenant_is_held_for_more_cores_when_only_the_
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(2, self->decisions[0].nr_cores);
 	ASSERT_EQ(960000, self->decisions[0].predicted_ns);
-	first = self->decisions[0];
-	memcpy(versions, first.versions, 3);
-	first.versions = versions;
+	keep_decision(&self->decisions[0], &first, versions);
 	for (int i = 0; i < 20; i++)
 		policy_block_done(p, &first, i % 2 ? 768000 : 1152000);
 	policy_output_reset(&self->out);
@@ -1597,9 +1602,7 @@ TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_ten
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
 	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
-	first = self->decisions[0];
-	memcpy(versions, first.versions, 3);
-	first.versions = versions;
+	keep_decision(&self->decisions[0], &first, versions);
 	/* decided at 0, each measured 1.08 ms: every block ends at 1.08 ms */
 	for (int i = 0; i < 10; i++) {
 		policy_block_done(p, &first, end);
