@@ -45,8 +45,8 @@ static const struct exec_op exec_ops[MODEL_OP_COUNT] = {
 	},
 	[MODEL_OP_FC] = {
 		.versions = {
-			[FC_MATMUL] = "matmul",
 			[FC_GEMM] = "gemm",
+			[FC_MATMUL] = "matmul",
 			[FC_OC_SPLIT] = "oc-split",
 			[FC_PACKED] = "matmul-packed",
 			[FC_OC_TILES] = "oc-tiles",

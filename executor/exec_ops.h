@@ -61,7 +61,7 @@ enum conv_cand {
 	CONV_NR_CANDS
 };
 
-enum fc_cand { FC_MATMUL, FC_GEMM, FC_OC_SPLIT, FC_PACKED, FC_OC_TILES, FC_NR_CANDS };
+enum fc_cand { FC_GEMM, FC_MATMUL, FC_OC_SPLIT, FC_PACKED, FC_OC_TILES, FC_NR_CANDS };
 
 enum mm_cand { MM_MATMUL, MM_GEMM, MM_SPLIT, MM_TILES, MM_NR_CANDS };
 
