@@ -159,25 +159,38 @@ int exec_act_eltwise(const struct model_layer *l, struct exec_eltwise *e)
 	return nr;
 }
 
-int exec_attr_new(dnnl_primitive_attr_t *attr, const struct model_layer *act_of, float linear_scale)
+static int append_act(dnnl_post_ops_t po, const struct model_layer *act_of)
+{
+	struct exec_eltwise e[EXEC_ACT_MAX_STAGES];
+	int nr = act_of ? exec_act_eltwise(act_of, e) : 0;
+
+	for (int i = 0; i < nr; i++)
+		if (dnnl_post_ops_append_eltwise(po, 1.0f, e[i].alg, e[i].alpha, e[i].beta))
+			return -EINVAL;
+	return 0;
+}
+
+/* linear(scale), act_of's activation, then with sum_then: + dst, sum_then's activation */
+static int attr_new(dnnl_primitive_attr_t *attr, const struct model_layer *act_of,
+		    float linear_scale, const struct model_layer *sum_then)
 {
 	struct exec_eltwise e[EXEC_ACT_MAX_STAGES];
 	dnnl_post_ops_t po = NULL;
-	int nr = act_of ? exec_act_eltwise(act_of, e) : 0;
 
 	if (dnnl_primitive_attr_create(attr) ||
 	    dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user))
 		return -ENOMEM;
-	if (!nr && linear_scale == 1.0f)
+	if (!(act_of && exec_act_eltwise(act_of, e)) && linear_scale == 1.0f && !sum_then)
 		return 0;
 	if (dnnl_post_ops_create(&po))
 		goto err;
 	if (linear_scale != 1.0f &&
 	    dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, linear_scale, 0.0f))
 		goto err;
-	for (int i = 0; i < nr; i++)
-		if (dnnl_post_ops_append_eltwise(po, 1.0f, e[i].alg, e[i].alpha, e[i].beta))
-			goto err;
+	if (append_act(po, act_of))
+		goto err;
+	if (sum_then && (dnnl_post_ops_append_sum(po, 1.0f) || append_act(po, sum_then)))
+		goto err;
 	if (dnnl_primitive_attr_set_post_ops(*attr, po))
 		goto err;
 	dnnl_post_ops_destroy(po);
@@ -188,6 +201,17 @@ err:
 	dnnl_primitive_attr_destroy(*attr);
 	*attr = NULL;
 	return -EINVAL;
+}
+
+int exec_attr_new(dnnl_primitive_attr_t *attr, const struct model_layer *act_of, float linear_scale)
+{
+	return attr_new(attr, act_of, linear_scale, NULL);
+}
+
+int exec_attr_new_sum(dnnl_primitive_attr_t *attr, const struct model_layer *act_of,
+		      const struct model_layer *sum_then)
+{
+	return attr_new(attr, act_of, 1.0f, sum_then);
 }
 
 const char *exec_pd_impl(const_dnnl_primitive_desc_t pd)

@@ -103,6 +103,9 @@ int exec_act_eltwise(const struct model_layer *l, struct exec_eltwise *e);
  */
 int exec_attr_new(dnnl_primitive_attr_t *attr, const struct model_layer *act_of,
 		  float linear_scale);
+/* The act= of act_of, then + dst (oneDNN's sum), then the act= of sum_then: a fused residual add. */
+int exec_attr_new_sum(dnnl_primitive_attr_t *attr, const struct model_layer *act_of,
+		      const struct model_layer *sum_then);
 const char *exec_pd_impl(const_dnnl_primitive_desc_t pd);
 int builder_pd_create(struct builder *b, const_dnnl_op_desc_t desc,
 		      const_dnnl_primitive_attr_t attr, const char *want,
@@ -144,6 +147,8 @@ void layer_weights_free(struct layer_weights *lw);
 /* ---- a whole layer -------------------------------------------------------- */
 
 void exec_layer_out_md(struct exec_model *em, int li);
+/* exec_fuse.c: after every out_md, before any layer is built */
+void exec_fuse_residual_adds(struct exec_model *em);
 int exec_layer_build(struct exec_model *em, int li, struct exec_weights_file *wf,
 		     struct coloc_err *err);
 

@@ -80,7 +80,7 @@ static int conv_pd(struct builder *b, const struct conv_shape *cs, int64_t n, in
 		    &cd, dnnl_forward_inference, dnnl_convolution_direct, &src, wmd,
 		    has_bias ? &bias : NULL, &dst, cs->strides, cs->dil, cs->pad_l, cs->pad_r))
 		return -EINVAL;
-	if (exec_attr_new(&attr, b->l, 1.0f))
+	if (exec_attr_new_sum(&attr, b->l, b->xl->sum_then))
 		return -ENOMEM;
 	ret = builder_pd_create(b, &cd, attr, want, pd);
 	dnnl_primitive_attr_destroy(attr);
@@ -128,6 +128,11 @@ static int conv_whole(struct builder *b, const struct conv_shape *cs,
 		return ret;
 	sm = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
 	dm = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+	/* a fused residual add sums into the output itself: no other layout */
+	if (b->xl->sum_then && !dnnl_memory_desc_equal(&dm, &b->xl->out_md)) {
+		dnnl_primitive_desc_destroy(pd);
+		return -ENOENT;
+	}
 	set_impl(b, exec_pd_impl(pd), NULL);
 	ret = builder_weights_in(b, lw->w, &wlog,
 				 dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &w);
@@ -338,8 +343,9 @@ static int conv_oc_split(struct builder *b, const struct conv_shape *cs,
 
 	memset(subs, 0, sizeof(subs));
 	memset(copies, 0, sizeof(copies));
-	if (cs->g != 1 || !o_outer_blocked(wmd, &blk) || blk < 1 || cs->oc % blk ||
-	    cs->oc / blk < 2)
+	/* its slices go through copies, which cannot add the residual */
+	if (b->xl->sum_then || cs->g != 1 || !o_outer_blocked(wmd, &blk) || blk < 1 ||
+	    cs->oc % blk || cs->oc / blk < 2)
 		return -ENOENT;
 	nblocks = cs->oc / blk;
 	nsl = nblocks < builder_split_parts(b) ? nblocks : builder_split_parts(b);
@@ -466,68 +472,108 @@ static int conv_any(struct builder *b, const struct conv_shape *cs, const struct
 }
 
 /*
+ * Version 0 beyond the first slot: oneDNN may lay weights out differently
+ * for another thread count; keep the first slot's layout and kernel when
+ * it can (its impl up to the first space: a fused add's note is ours).
+ */
+static int conv_nhwc_later(struct builder *b, const struct conv_shape *cs,
+			   const struct layer_weights *lw, const dnnl_memory_desc_t *shared,
+			   const dnnl_memory_desc_t *any)
+{
+	struct plan_draft saved = *b->plan;
+	char impl[EXEC_IMPL_LEN];
+	int ret;
+
+	snprintf(impl, sizeof(impl), "%s", b->xl->plans[0][0].impl);
+	impl[strcspn(impl, " ")] = 0;
+	b->strict = true;
+	ret = conv_whole(b, cs, lw, dnnl_nhwc, shared, impl);
+	b->strict = false;
+	if (ret != -ENOENT && ret != -EINVAL)
+		return ret;
+	*b->plan = saved;
+	return conv_whole(b, cs, lw, dnnl_nhwc, any, NULL);
+}
+
+/*
+ * What runs at a slot where a candidate offered at the first cannot be
+ * built: "onednn-any", or for a conv with a fused add, whose output must
+ * be NHWC, version 0's kernel where oneDNN's own layouts are not.
+ */
+static int conv_fallback(struct builder *b, const struct conv_shape *cs,
+			 const struct layer_weights *lw, const dnnl_memory_desc_t *shared,
+			 const dnnl_memory_desc_t *any)
+{
+	struct plan_draft saved = *b->plan;
+	int ret = conv_any(b, cs, lw, shared, any);
+
+	if (ret != -ENOENT || !b->xl->sum_then)
+		return ret;
+	*b->plan = saved;
+	return conv_nhwc_later(b, cs, lw, shared, any);
+}
+
+static int conv_version(struct builder *b, const struct conv_shape *cs)
+{
+	const struct layer_weights *lw = b->lw;
+	struct plan_draft saved = *b->plan;
+	dnnl_memory_desc_t any, shared;
+	int ret;
+
+	md_tag(&any, cs->ndims_w, cs->wdims, dnnl_format_tag_any);
+	if (b->em->default_only)
+		return conv_whole(b, cs, lw, dnnl_format_tag_any, &any, NULL);
+	shared = b->xl->weight_mds[0];
+	switch (b->cand) {
+	case CONV_NHWC:
+		if (b->slot == 0)
+			return conv_whole(b, cs, lw, dnnl_nhwc, &any, NULL);
+		return conv_nhwc_later(b, cs, lw, &shared, &any);
+	case CONV_ROW_SPLIT:
+		ret = conv_row_split(b, cs, lw, &shared, 1);
+		break;
+	case CONV_OC_SPLIT:
+		ret = conv_oc_split(b, cs, lw, &shared);
+		break;
+	case CONV_ROW_TILES:
+		ret = conv_row_split(b, cs, lw, &shared, 2);
+		break;
+	case CONV_GEMM_NHWC:
+		/* the gemm-based algorithm, for shapes too small to split */
+		b->strict = true;
+		ret = conv_whole(b, cs, lw, dnnl_nhwc, &any, "gemm");
+		b->strict = false;
+		if (ret == -EINVAL)
+			ret = -ENOENT;
+		break;
+	default:
+		ret = conv_any(b, cs, lw, &shared, &any);
+		break;
+	}
+	if (ret != -ENOENT || b->slot == 0)
+		return ret;
+	*b->plan = saved;
+	return conv_fallback(b, cs, lw, &shared, &any);
+}
+
+/*
  * Candidate 0 is oneDNN's own first choice on NHWC (brgemm-based on
  * AVX-512 for most shapes); its weights layout is shared by the others, so
  * a conv normally holds one copy of its weights. A candidate that cannot be
  * built at the first slot returns -ENOENT and is not offered; at a later
  * slot it runs "onednn-any" instead. oneDNN may choose another weights
  * layout at another thread count, which costs a second copy only where it
- * refuses the first slot's.
+ * refuses the first slot's. A conv with a residual add fused into it
+ * (exec_fuse.c) says so in its impl.
  */
 int conv_build(struct builder *b)
 {
-	const struct layer_weights *lw = b->lw;
-	struct plan_draft saved = *b->plan;
 	struct conv_shape cs;
-	dnnl_memory_desc_t any, shared;
 	int ret;
 
 	conv_shape_of(b, &cs);
-	md_tag(&any, cs.ndims_w, cs.wdims, dnnl_format_tag_any);
-	if (b->em->default_only)
-		return conv_whole(b, &cs, lw, dnnl_format_tag_any, &any, NULL);
-	shared = b->xl->weight_mds[0];
-	switch (b->cand) {
-	case CONV_NHWC: {
-		char impl[EXEC_IMPL_LEN];
-
-		if (b->slot == 0)
-			return conv_whole(b, &cs, lw, dnnl_nhwc, &any, NULL);
-		/*
-		 * oneDNN may lay weights out differently for another thread
-		 * count; keep the first slot's layout and kernel when it can.
-		 */
-		snprintf(impl, sizeof(impl), "%s", b->xl->plans[0][0].impl);
-		b->strict = true;
-		ret = conv_whole(b, &cs, lw, dnnl_nhwc, &shared, impl);
-		b->strict = false;
-		if (ret != -ENOENT && ret != -EINVAL)
-			return ret;
-		*b->plan = saved;
-		return conv_whole(b, &cs, lw, dnnl_nhwc, &any, NULL);
-	}
-	case CONV_ROW_SPLIT:
-		ret = conv_row_split(b, &cs, lw, &shared, 1);
-		break;
-	case CONV_OC_SPLIT:
-		ret = conv_oc_split(b, &cs, lw, &shared);
-		break;
-	case CONV_ROW_TILES:
-		ret = conv_row_split(b, &cs, lw, &shared, 2);
-		break;
-	case CONV_GEMM_NHWC:
-		/* the gemm-based algorithm, for shapes too small to split */
-		b->strict = true;
-		ret = conv_whole(b, &cs, lw, dnnl_nhwc, &any, "gemm");
-		b->strict = false;
-		if (ret == -EINVAL)
-			ret = -ENOENT;
-		break;
-	default:
-		return conv_any(b, &cs, lw, &shared, &any);
-	}
-	if (ret != -ENOENT || b->slot == 0)
-		return ret;
-	*b->plan = saved;
-	return conv_any(b, &cs, lw, &shared, &any);
+	ret = conv_version(b, &cs);
+	if (!ret && b->xl->sum_then)
+		strncat(b->plan->impl, " +add", sizeof(b->plan->impl) - strlen(b->plan->impl) - 1);
+	return ret;
 }

@@ -72,6 +72,9 @@ struct exec_plan {
 struct exec_layer {
 	dnnl_memory_desc_t out_md; /* canonical layout of this layer's output */
 	int alias_of; /* -1, or the layer whose buffer this output shares (free reshape) */
+	/* A residual add fused into a conv (exec_fuse.c): */
+	const struct model_layer *sum_then; /* conv: the add it computes, its act after the sum */
+	int fused_into; /* add: the conv that computes it, else -1 */
 	int nr_versions;
 	char version_names[EXEC_MAX_VERSIONS][EXEC_VERSION_NAME_LEN];
 	struct exec_plan *plans[EXEC_MAX_VERSIONS]; /* [slot] */

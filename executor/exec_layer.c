@@ -48,6 +48,8 @@ void exec_layer_out_md(struct exec_model *em, int li)
 			 !memcmp(in0->dims, l->out.dims, sizeof(int64_t) * (size_t)l->out.ndims);
 
 	xl->alias_of = -1;
+	xl->sum_then = NULL;
+	xl->fused_into = -1;
 	switch (op ? op->out : EXEC_OUT_PLAIN) {
 	case EXEC_OUT_NHWC:
 		if (l->out.ndims == 4) {

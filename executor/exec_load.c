@@ -168,6 +168,7 @@ static struct exec_model *load(const struct model *m, const struct exec_options 
 		}
 		exec_layer_out_md(em, li);
 	}
+	exec_fuse_residual_adds(em);
 	for (int li = 0; li < m->nr_layers; li++) {
 		ret = exec_layer_build(em, li, wf, err);
 		if (ret)

@@ -350,6 +350,12 @@ int binary_build(struct builder *b)
 	int args[3] = { DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST };
 	int nd = src0->ndims, ret;
 
+	/* no step: the conv before it computes the sum in this layer's buffer */
+	if (b->xl->fused_into >= 0) {
+		snprintf(b->plan->impl, sizeof(b->plan->impl), "fused into %s",
+			 b->m->layers[b->xl->fused_into].name);
+		return 0;
+	}
 	if (s1->ndims > nd)
 		return builder_fail(b, -EINVAL, "second input has more dims than the first");
 	for (int i = 0; i < nd; i++) {

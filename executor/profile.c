@@ -799,7 +799,7 @@ static int parse_header(struct parser *ps, struct profile_header *hd)
 	if (format < PROFILE_FORMAT_VERSION)
 		return parse_error(
 			ps,
-			"format version %d is from an older coloc-profile whose cells have no confidence interval (this reader knows %d); measure the profile again with coloc-profile",
+			"format version %d is from an older coloc whose kernels or cells differ from this one's (this reader knows %d); measure the profile again with coloc-profile",
 			format, PROFILE_FORMAT_VERSION);
 	if (format != PROFILE_FORMAT_VERSION)
 		return parse_error(ps, "format version %d, this reader knows %d", format,

@@ -590,6 +590,97 @@ TEST_F(ops, add__same_shape_mixed_layouts_matches_reference)
 	model_free(m);
 }
 
+/* Whether layer li's add became part of the conv before it (exec_fuse.c), on one core. */
+static bool add_is_fused(struct __test_metadata *_metadata, const struct model *m, int li)
+{
+	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
+	struct coloc_err cerr = { 0 };
+	struct exec_model *em = exec_model_load(m, &opts, &cerr);
+	bool fused;
+
+	if (!em) {
+		TH_LOG("load: %s", coloc_err_str(&cerr));
+		return false;
+	}
+	fused = !strncmp(exec_layer_impl(em, li, 0, 1), "fused into ", 11);
+	exec_model_free(em);
+	return fused;
+}
+
+/*
+ * Two ResNet-style blocks: r = conv(x); y = relu(conv(conv(r)) + r);
+ * z = relu(conv(conv(y)) + y). Both adds are fused into the conv before
+ * them, which sums in place into r's buffer, so the second block's
+ * residual is itself a fused add's output. Every version of every conv
+ * (row splits included), at 1 and 2 cores, against the reference.
+ */
+TEST_F(ops, add__residual_fused_into_conv_matches_reference)
+{
+	struct model *m = ref_model_new("residual", 9, 10);
+	int64_t d[4] = { 1, 16, 6, 6 };
+	struct conv_case c3 = { .ic = 16,
+				.oc = 16,
+				.groups = 1,
+				.k = 3,
+				.stride = 1,
+				.dil = 1,
+				.pad_t = 1,
+				.pad_l = 1,
+				.pad_b = 1,
+				.pad_r = 1,
+				.bias = true,
+				.act = MODEL_ACT_RELU };
+	struct conv_case c1 = {
+		.ic = 16, .oc = 16, .groups = 1, .k = 1, .stride = 1, .dil = 1, .bn = true
+	};
+	int r, ins[2], y, z;
+
+	r = add_conv(m, add_input(m, 4, d), &c3);
+	ins[0] = add_conv(m, add_conv(m, r, &c3), &c1);
+	ins[1] = r;
+	ref_model_add(m, MODEL_OP_ADD, "add", 2, ins, 4, d)->act = MODEL_ACT_RELU;
+	y = m->nr_layers - 1;
+	ins[0] = add_conv(m, add_conv(m, y, &c3), &c1);
+	ins[1] = y;
+	ref_model_add(m, MODEL_OP_ADD, "add", 2, ins, 4, d)->act = MODEL_ACT_RELU;
+	z = m->nr_layers - 1;
+	check_model(_metadata, m);
+	EXPECT_TRUE(add_is_fused(_metadata, m, y));
+	EXPECT_TRUE(add_is_fused(_metadata, m, z));
+	model_free(m);
+}
+
+/*
+ * Where the residual is read after the conv (here by a second add), or is
+ * a model input (a query sets it once), summing in place would corrupt it:
+ * the add stays a step of its own, and the result is still right.
+ */
+TEST_F(ops, add__residual_read_later_or_input_is_not_fused)
+{
+	struct model *m = ref_model_new("residual", 9, 8);
+	int64_t d[4] = { 1, 16, 5, 5 };
+	struct conv_case c = { .ic = 16, .oc = 16, .groups = 1, .k = 1, .stride = 1, .dil = 1 };
+	int x, r, ins[2], first, on_input;
+
+	x = add_input(m, 4, d);
+	r = add_conv(m, x, &c);
+	ins[0] = add_conv(m, x, &c);
+	ins[1] = r;
+	ref_model_add(m, MODEL_OP_ADD, "add", 2, ins, 4, d);
+	first = m->nr_layers - 1;
+	ins[0] = add_conv(m, first, &c);
+	ins[1] = x;
+	ref_model_add(m, MODEL_OP_ADD, "add", 2, ins, 4, d);
+	on_input = m->nr_layers - 1;
+	ins[0] = on_input;
+	ins[1] = r;
+	ref_model_add(m, MODEL_OP_ADD, "add", 2, ins, 4, d);
+	check_model(_metadata, m);
+	EXPECT_FALSE(add_is_fused(_metadata, m, first));
+	EXPECT_FALSE(add_is_fused(_metadata, m, on_input));
+	model_free(m);
+}
+
 /*
  * Each binary op behind a conv (src0 in NHWC): by a per-channel layer made
  * positive by a sigmoid (so div stays finite), then by a constant [C, 1, 1]

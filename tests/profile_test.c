@@ -318,7 +318,8 @@ TEST_F(profile, load__rejects_malformed_with_file_line)
 		const char *msg; /* part of the message */
 	} cases[] = {
 		{ 2, "coloc-profile 1", 2, "format version 1" },
-		{ 2, "coloc-profile 2", 2, "older coloc-profile whose cells have no confidence" },
+		{ 2, "coloc-profile 2", 2, "older coloc whose kernels or cells differ" },
+		{ 2, "coloc-profile 3", 2, "measure the profile again" },
 		{ LINE_ISA, NULL, LINE_ISA, "expected 'isa'" },
 		{ LINE_MODEL_HASH, "model-hash 0123", LINE_MODEL_HASH, "16 lowercase hex" },
 		{ LINE_MODEL_HASH, "model-hash 0123456789ABCDEF", LINE_MODEL_HASH, "hex" },
