@@ -353,6 +353,12 @@ TEST(onnx_ort__tiny_yolov2_matches_ort)
 	check_model(_metadata, "tiny_yolov2");
 }
 
+/* BERT-base at sequence 128 (438 MB of weights): 12 encoder layers, the pooler's tanh output. */
+TEST(onnx_ort__bert_base_matches_ort)
+{
+	check_model(_metadata, "bert_base");
+}
+
 /* A generated graph: 1-D windows and a mask folded at load (tools/ort/gen-graph.py). */
 TEST(onnx_ort__window_1d_matches_ort)
 {
