@@ -469,6 +469,71 @@ TEST(exec_load__fc_offers_matmul_only_where_it_differs)
 	model_free(m);
 }
 
+/* Whether oneDNN offers jit_dw for a depthwise 3x3 conv over [1, c, hw, hw] in NHWC. */
+static bool onednn_offers_jit_dw(int64_t c, int64_t hw)
+{
+	dnnl_dims_t sd = { 1, c, hw, hw }, wd = { c, 1, 1, 3, 3 }, st = { 1, 1 }, pad = { 1, 1 };
+	dnnl_memory_desc_t src, wei, dst;
+	dnnl_primitive_desc_iterator_t it;
+	dnnl_convolution_desc_t desc;
+	dnnl_engine_t engine;
+	bool found = false;
+
+	dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_f32, dnnl_nhwc);
+	dnnl_memory_desc_init_by_tag(&dst, 4, sd, dnnl_f32, dnnl_nhwc);
+	dnnl_memory_desc_init_by_tag(&wei, 5, wd, dnnl_f32, dnnl_format_tag_any);
+	if (dnnl_engine_create(&engine, dnnl_cpu, 0))
+		return false;
+	if (!dnnl_convolution_forward_desc_init(&desc, dnnl_forward_inference,
+						dnnl_convolution_direct, &src, &wei, NULL, &dst, st,
+						pad, pad) &&
+	    !dnnl_primitive_desc_iterator_create(&it, &desc, NULL, engine, NULL)) {
+		do {
+			dnnl_primitive_desc_t pd = dnnl_primitive_desc_iterator_fetch(it);
+			const char *s = "";
+
+			if (!pd)
+				break;
+			dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &s);
+			found = !strncmp(s, "jit_dw", 6);
+			dnnl_primitive_desc_destroy(pd);
+		} while (!found && dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+		dnnl_primitive_desc_iterator_destroy(it);
+	}
+	dnnl_engine_destroy(engine);
+	return found;
+}
+
+/*
+ * A depthwise conv's first version is oneDNN's jit_dw wherever oneDNN has
+ * it (on AVX-512 it lists brdgmm_dw first, slower here; ops_test checks
+ * the outputs of every version against the reference).
+ */
+TEST(exec_load__depthwise_takes_jit_dw_where_offered)
+{
+	struct model *m = ref_model_new("dw", 9, 3);
+	int64_t d[4] = { 1, 32, 12, 12 };
+	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
+	struct coloc_err cerr = { 0 };
+	struct exec_model *em;
+	int in = 0, dw;
+
+	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, 4, d);
+	dw = add_conv(m, in, 32, 3, 1, 1, false, MODEL_ACT_SWISH);
+	m->layers[dw].conv.groups = 32;
+	em = exec_model_load(m, &opts, &cerr);
+	ASSERT_NE(NULL, em) TH_LOG("%s", coloc_err_str(&cerr));
+	if (onednn_offers_jit_dw(32, 12)) {
+		EXPECT_EQ(0, strncmp(exec_layer_impl(em, dw, 0, 1), "jit_dw", 6))
+		TH_LOG("version 0 runs %s", exec_layer_impl(em, dw, 0, 1));
+	} else {
+		TH_LOG("oneDNN offers no jit_dw here: version 0 runs %s",
+		       exec_layer_impl(em, dw, 0, 1));
+	}
+	exec_model_free(em);
+	model_free(m);
+}
+
 /*
  * A wide conv gets its two split versions (not the blocked fallback) on a
  * machine where oneDNN's first choice is a brgemm kernel, and all three
