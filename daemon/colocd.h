@@ -145,4 +145,10 @@ int control_submit_spec(struct colocd *d, const struct colocd_spec *spec, struct
 /* The error response for a line over COLOC_MAX_REQUEST bytes (malloc'd). */
 char *control_oversize_response(void);
 
+/* The sensor's window still open at now_ns (the BPF side numbers windows the same way). */
+static inline __u64 colocd_now_window(const struct colocd *d, __u64 now_ns)
+{
+	return now_ns / ((__u64)d->cfg.window_ms * 1000000ull);
+}
+
 #endif /* COLOC_DAEMON_COLOCD_H */

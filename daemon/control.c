@@ -116,11 +116,6 @@ static void control_add_signals(struct json_object *o, const struct view_signals
 	json_object_object_add(o, "live", control_live_names(m));
 }
 
-static __u64 control_now_window(const struct colocd *d, __u64 now_ns)
-{
-	return now_ns / ((__u64)d->cfg.window_ms * 1000000ull);
-}
-
 static struct json_object *control_tenant_json(struct colocd *d, struct tenant *t, __u64 now_ns)
 {
 	struct json_object *o = json_object_new_object();
@@ -136,7 +131,7 @@ static struct json_object *control_tenant_json(struct colocd *d, struct tenant *
 	json_object_object_add(o, "pids", pids);
 	json_object_object_add(o, "cgroup",
 			       t->cgroup[0] ? json_object_new_string(t->cgroup) : NULL);
-	view_tenant(d->view, t->id, control_now_window(d, now_ns),
+	view_tenant(d->view, t->id, colocd_now_window(d, now_ns),
 		    view_span_windows(d->view, d->cfg.span_ms), &s);
 	control_add_signals(o, &s);
 	if (!sensor_tenant_total(d->sensor, t->id, &total)) {
@@ -195,7 +190,7 @@ static char *control_signals(struct colocd *d, __u64 now_ns)
 	struct json_object *tenants = json_object_new_array();
 	struct json_object *stats = json_object_new_object();
 	unsigned int span = view_span_windows(d->view, d->cfg.span_ms);
-	__u64 now_window = control_now_window(d, now_ns);
+	__u64 now_window = colocd_now_window(d, now_ns);
 	int nr = sensor_nr_cpus(d->sensor);
 	struct view_signals *per_cpu = calloc(nr, sizeof(*per_cpu));
 	struct coloc_sensor_stats st;

@@ -51,13 +51,45 @@ static void colocd_on_ringbuf(struct loop_source *src, int fd, unsigned int reve
 	sensor_consume(d->sensor);
 }
 
+/*
+ * Each served tenant's attributed pressure over the view's span, for the
+ * policy (its LLC and DRAM fields, live only with a PMU). A tenant the
+ * sensor attributes but colocd does not serve is skipped by serving.
+ */
+static void colocd_tenant_signals(struct colocd *d, __u64 now_ns)
+{
+	unsigned int span = view_span_windows(d->view, d->cfg.span_ms);
+	__u64 now_window = colocd_now_window(d, now_ns);
+
+	for (int i = 0; i < COLOC_MAX_TENANTS; i++) {
+		const struct tenant *t = &d->tenants.slots[i];
+		struct policy_signal sig = { 0 };
+		struct view_signals vs;
+
+		if (!t->used)
+			continue;
+		view_tenant(d->view, t->id, now_window, span, &vs);
+		if (vs.live_mask & (1u << COLOC_CTR_LLC_MISSES)) {
+			sig.live |= POLICY_SIG_LLC;
+			sig.llc_misses_per_s = vs.llc_misses_per_s;
+			sig.llc_miss_ratio = vs.llc_miss_ratio;
+		}
+		if (vs.live_mask & (1u << COLOC_CTR_DRAM_FILLS)) {
+			sig.live |= POLICY_SIG_DRAM;
+			sig.dram_gbps = vs.dram_gbps;
+		}
+		serving_set_tenant_signal(d->serving, t->name, &sig);
+	}
+}
+
 static void colocd_on_drain(struct loop_source *src, __u64 now_ns, void *ctx)
 {
 	struct colocd *d = ctx;
 
 	(void)src;
-	(void)now_ns;
 	sensor_consume(d->sensor);
+	if (d->serving)
+		colocd_tenant_signals(d, now_ns);
 }
 
 /* Once a second: uncore bandwidth rates. */

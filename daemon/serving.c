@@ -744,9 +744,10 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));
 	s->core_sig_ns = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_ns));
 	s->core_sig_now = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_now));
+	s->dom_sig_now = calloc(POLICY_MAX_CPUS, sizeof(*s->dom_sig_now));
 	s->pqueries = calloc(s->max_queue_total, sizeof(*s->pqueries));
 	if ((cfg->executor && !s->executor) || (cfg->cache_dir && !s->cache_dir) || !s->core_sig ||
-	    !s->core_sig_ns || !s->core_sig_now || !s->pqueries) {
+	    !s->core_sig_ns || !s->core_sig_now || !s->dom_sig_now || !s->pqueries) {
 		ret = coloc_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -782,6 +783,7 @@ void serving_destroy(struct serving *s)
 	free(s->core_sig);
 	free(s->core_sig_ns);
 	free(s->core_sig_now);
+	free(s->dom_sig_now);
 	free(s->versions);
 	free(s->executor);
 	free(s->cache_dir);

@@ -244,6 +244,13 @@ uint64_t serving_policy_errors(const struct serving *s, const char **last);
  */
 struct policy_signal;
 int serving_set_core_signal(struct serving *s, int cpu, const struct policy_signal *sig);
+/*
+ * The pressure tenant `name` exerts, from colocd's per-tenant attribution:
+ * the LLC and DRAM fields as live in sig (with a PMU). The coloc policy
+ * grants other tenants' cores away from the heaviest. -ENOENT for a name
+ * not served.
+ */
+int serving_set_tenant_signal(struct serving *s, const char *name, const struct policy_signal *sig);
 
 /* Served cores in increasing CPU order; returns the count (at most max stored). */
 int serving_cores(const struct serving *s, struct serving_core_info *cores, int max);

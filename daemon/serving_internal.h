@@ -75,6 +75,8 @@ struct sv_tenant {
 	int blk_corunners; /* other tenants' blocks in flight when it started */
 	struct serving_stats stats;
 	double norm; /* usual measured / alone ratio of its blocks, 0 before the first */
+	struct policy_signal
+		sig; /* its attributed LLC / DRAM pressure (serving_set_tenant_signal) */
 	unsigned int order; /* admission order, for listing */
 };
 
@@ -99,6 +101,7 @@ struct serving {
 	struct policy_signal *core_sig; /* [POLICY_MAX_CPUS], as last measured */
 	uint64_t *core_sig_ns; /* [POLICY_MAX_CPUS]: when core_sig's slowdown was measured */
 	struct policy_signal *core_sig_now; /* [POLICY_MAX_CPUS]: aged to a round's now */
+	struct policy_signal *dom_sig_now; /* [POLICY_MAX_CPUS] by LLC domain, from core_sig_now */
 
 	struct sv_tenant tenants[SV_MAX_TENANTS];
 	uint64_t next_uid, next_query_id;

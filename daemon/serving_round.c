@@ -65,6 +65,7 @@ static void age_signals(struct serving *s, uint64_t now)
 		s->core_sig_now[c] = s->core_sig[c];
 		s->core_sig_now[c].slowdown = sv_aged_slowdown(s, c, now);
 	}
+	policy_domain_signals(&s->pcfg, s->core_sig_now, s->dom_sig_now);
 }
 
 static void build_input(struct serving *s, struct policy_input *in)
@@ -82,6 +83,7 @@ static void build_input(struct serving *s, struct policy_input *in)
 		pt->model = &t->table.model;
 		pt->uid = t->uid;
 		pt->qos_ns = t->qos_ns;
+		pt->sig = t->sig;
 		if (t->busy)
 			s->running[nr++] = t->blk;
 		for (struct sv_query *q = t->head; q; q = q->next) {
@@ -104,7 +106,8 @@ static void build_input(struct serving *s, struct policy_input *in)
 				     .running = s->running,
 				     .nr_running = nr,
 				     .free = &s->free,
-				     .cores = s->core_sig_now };
+				     .cores = s->core_sig_now,
+				     .domains = s->dom_sig_now };
 }
 
 static struct sv_query *find_query(struct sv_tenant *t, uint64_t id)

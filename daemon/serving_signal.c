@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * Signals measured outside the serving core, put into its per-core policy
- * signals: colocd's sensor records give a core's LLC and DRAM signals and,
+ * Signals measured outside the serving core, put into its per-core and
+ * per-tenant policy signals: colocd's sensor records give a core's (and,
+ * attributed, a tenant's) LLC and DRAM signals and,
  * with the PMU level model, its level (daemon/level_source.h). A core whose
  * level came from the model is marked POLICY_SIG_LEVEL_PMU; the block
  * slowdown estimate (serving_round.c) then leaves its level alone, and it
@@ -11,6 +12,19 @@
 #include "serving_internal.h"
 
 #define SV_EXTERNAL_SIGS (POLICY_SIG_LLC | POLICY_SIG_DRAM)
+
+int serving_set_tenant_signal(struct serving *s, const char *name, const struct policy_signal *sig)
+{
+	struct sv_tenant *t = sv_find_tenant(s, name);
+
+	if (!t)
+		return -ENOENT;
+	t->sig.live = sig->live & SV_EXTERNAL_SIGS;
+	t->sig.llc_miss_ratio = sig->llc_miss_ratio;
+	t->sig.llc_misses_per_s = sig->llc_misses_per_s;
+	t->sig.dram_gbps = sig->dram_gbps;
+	return 0;
+}
 
 int serving_set_core_signal(struct serving *s, int cpu, const struct policy_signal *sig)
 {

@@ -47,7 +47,10 @@
  *    simulator); served anyway when config->late says serve;
  *  - cores: from the free set, LLC domains with the fewest busy cores first
  *    (busy = online and not free, or granted earlier in this round), ties to
- *    the lower domain slowdown;
+ *    the lower domain slowdown; before both, where tenants' attributed
+ *    signals are live (a PMU), the fewest cores of the heaviest aggressor
+ *    (the running tenant with the most DRAM bandwidth, else LLC misses per
+ *    second);
  *  - prediction: the table latency at the level times a per-tenant
  *    correction, plus a per-tenant cost of a block beyond its layers (its
  *    command, waking the team, first touches), both EWMAs (alpha 0.3) fed
@@ -523,6 +526,7 @@ struct round {
 	struct policy_cpuset free;
 	int nr_free; /* cores in free */
 	int busy[POLICY_MAX_CPUS]; /* busy cores per LLC domain */
+	int agg[POLICY_MAX_CPUS]; /* cores per LLC domain the heaviest aggressor holds */
 	double level;
 	double thres[POLICY_MAX_TENANTS];
 	double cap[POLICY_MAX_TENANTS]; /* the longest predicted time a block may have, ns */
@@ -588,6 +592,54 @@ static double aged_margin(const struct coloc_tenant *ct, uint64_t now)
 	return 1.0 + ct->dev * corr_kept(ct, now);
 }
 
+/*
+ * How hard a tenant presses on what co-runners share, from its own
+ * attributed signals: DRAM bandwidth where any running tenant has it live,
+ * else LLC misses per second; < 0 when it has no such signal (no PMU).
+ */
+static double pressure(const struct policy_input *in, int t, bool by_dram)
+{
+	const struct policy_signal *sig = &in->tenants[t].sig;
+
+	if (by_dram)
+		return sig->live & POLICY_SIG_DRAM ? sig->dram_gbps : -1;
+	return sig->live & POLICY_SIG_LLC ? sig->llc_misses_per_s : -1;
+}
+
+/*
+ * The heaviest aggressor: of the tenants running a block, the one with the
+ * highest pressure, counted per LLC domain by the cores it holds, so that
+ * cores for others come from where it is not (VELTAIR's co-location by
+ * interference, per-tenant attribution standing in for its profiling).
+ */
+static void find_aggressor(const struct policy_config *cfg, const struct policy_input *in,
+			   struct round *r)
+{
+	bool by_dram = false;
+	double most = 0;
+	int aggressor = -1;
+
+	for (int i = 0; i < in->nr_running; i++)
+		by_dram |= in->tenants[in->running[i].tenant].sig.live & POLICY_SIG_DRAM;
+	for (int i = 0; i < in->nr_running; i++) {
+		double p = pressure(in, in->running[i].tenant, by_dram);
+
+		if (p > most) {
+			most = p;
+			aggressor = in->running[i].tenant;
+		}
+	}
+	for (int i = 0; i < in->nr_running && aggressor >= 0; i++) {
+		const struct policy_cpuset *c = &in->running[i].cores;
+
+		if (in->running[i].tenant != aggressor)
+			continue;
+		for (int w = 0; w < CPU_WORDS; w++)
+			for (uint64_t bits = c->bits[w]; bits; bits &= bits - 1)
+				r->agg[cfg->llc[w * 64 + __builtin_ctzll(bits)]]++;
+	}
+}
+
 /* What a round starts from: busy cores per domain, the level, the tenants running, the queue sorted. */
 static void round_init(struct coloc_state *st, const struct policy_config *cfg,
 		       const struct policy_input *in, struct round *r)
@@ -597,6 +649,7 @@ static void round_init(struct coloc_state *st, const struct policy_config *cfg,
 	for (int w = 0; w < CPU_WORDS; w++)
 		for (uint64_t bits = cfg->online.bits[w] & ~r->free.bits[w]; bits; bits &= bits - 1)
 			r->busy[cfg->llc[w * 64 + __builtin_ctzll(bits)]]++;
+	find_aggressor(cfg, in, r);
 	r->level = free_level(cfg, in, r);
 	for (int i = 0; i < in->nr_running; i++)
 		r->in_flight[in->running[i].tenant] = true;
@@ -615,7 +668,24 @@ static void round_init(struct coloc_state *st, const struct policy_config *cfg,
 			st->queued[fill[in->queries[i].tenant]++] = &in->queries[i];
 }
 
-/* Grants n cores from r->free, least busy LLC domains first. */
+/*
+ * Whether LLC domain d is a better place than best for new cores: fewer of
+ * the aggressor's cores, then fewer busy cores, then the lower slowdown.
+ * (The aggressor runs a block, so it is never the one asking: a tenant
+ * runs one block at a time.)
+ */
+static bool domain_better(const struct round *r, int d, double slow, int best, double best_slow)
+{
+	if (best < 0)
+		return true;
+	if (r->agg[d] != r->agg[best])
+		return r->agg[d] < r->agg[best];
+	if (r->busy[d] != r->busy[best])
+		return r->busy[d] < r->busy[best];
+	return slow < best_slow;
+}
+
+/* Grants n cores from r->free, best LLC domains first (domain_better). */
 static void grant_cores(const struct policy_config *cfg, const struct policy_input *in,
 			struct round *r, int n, struct policy_cpuset *cores)
 {
@@ -636,8 +706,7 @@ static void grant_cores(const struct policy_config *cfg, const struct policy_inp
 				slow = in->domains && (in->domains[d].live & POLICY_SIG_SLOWDOWN) ?
 					       in->domains[d].slowdown :
 					       1.0;
-				if (best < 0 || r->busy[d] < r->busy[best] ||
-				    (r->busy[d] == r->busy[best] && slow < best_slow)) {
+				if (domain_better(r, d, slow, best, best_slow)) {
 					best = d;
 					best_slow = slow;
 				}

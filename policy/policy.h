@@ -334,6 +334,14 @@ struct policy_config {
 	enum policy_late late;
 };
 
+/*
+ * The signals of each LLC domain (domains[], by domain id) from those of its
+ * online cores (cores[], by CPU id): a field is live where one of its cores
+ * has it; rates add up, ratios and levels are the mean over those cores.
+ */
+void policy_domain_signals(const struct policy_config *cfg, const struct policy_signal *cores,
+			   struct policy_signal *domains);
+
 struct policy;
 
 struct policy_entry {

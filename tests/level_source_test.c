@@ -273,6 +273,32 @@ TEST_F(level_source, serving_hook__block_slowdown_leaves_a_pmu_core_alone)
 	serving_destroy(s);
 }
 
+/*
+ * A tenant's attributed signal reaches its slot with only the LLC and DRAM
+ * fields (a level is a core's, never a tenant's); a name not served is
+ * -ENOENT. The slot is marked used by hand: admitting needs a profile.
+ */
+TEST_F(level_source, serving_hook__tenant_signal_keeps_llc_and_dram_only)
+{
+	struct policy_signal sig = { .live = POLICY_SIG_LLC | POLICY_SIG_DRAM |
+					     POLICY_SIG_SLOWDOWN | POLICY_SIG_LEVEL_PMU,
+				     .slowdown = 1.4,
+				     .llc_misses_per_s = 5e7,
+				     .dram_gbps = 7.5 };
+	struct serving *s;
+
+	ASSERT_EQ(0, make_serving(&s, self->dir, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(-ENOENT, serving_set_tenant_signal(s, "nobody", &sig));
+	s->tenants[3].used = true;
+	snprintf(s->tenants[3].name, sizeof(s->tenants[3].name), "heavy");
+	ASSERT_EQ(0, serving_set_tenant_signal(s, "heavy", &sig));
+	EXPECT_EQ(POLICY_SIG_LLC | POLICY_SIG_DRAM, s->tenants[3].sig.live);
+	EXPECT_EQ(5e7, s->tenants[3].sig.llc_misses_per_s);
+	EXPECT_EQ(7.5, s->tenants[3].sig.dram_gbps);
+	s->tenants[3].used = false;
+	serving_destroy(s);
+}
+
 TEST_F(level_source, colocd__start_line_names_the_level_source)
 {
 	struct profile_machine machine;

@@ -1007,6 +1007,108 @@ TEST_F(pol, coloc_decide__grants_cores_in_the_least_busy_llc_domain)
 			    sizeof(struct policy_cpuset)));
 }
 
+/*
+ * Two LLC domains, equally busy: tenant 1 runs on cores 0-1 (domain 0) and
+ * tenant 2 on 4-5 (domain 1); tenant 0's next block takes cores 2, 3, 6 or
+ * 7. Without attributed signals it goes to the first domain; once tenant
+ * 1 or 2 is measured pressing hardest (DRAM GB/s, else LLC misses per
+ * second, live as with a PMU), it goes where that tenant is not.
+ */
+static void run_beside(struct __test_metadata *_metadata, FIXTURE_DATA(pol) * self,
+		       const struct policy_signal *sig1, const struct policy_signal *sig2,
+		       struct policy_cpuset *got)
+{
+	self->in.nr_queries = 0;
+	for (int t = 0; t < 3; t++)
+		self->tenants[t] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[1].sig = *sig1;
+	self->tenants[2].sig = *sig2;
+	for (int i = 0; i < 2; i++) {
+		self->running[i] = (struct policy_decision){
+			.query_id = 10 * (i + 1),
+			.tenant = i + 1,
+			.first_layer = 0,
+			.last_layer = 1,
+			.versions = (const uint8_t[]){ 0 },
+			.nr_cores = 2,
+			.cores = cpus_of((const int[]){ 4 * i, 4 * i + 1 }, 2),
+			.predicted_ns = 50000000,
+		};
+		add_query(&self->in, self->queries, 10 * (i + 1), i + 1, 0, 100000000);
+		self->queries[i].in_flight = true;
+	}
+	self->in.nr_running = 2;
+	self->free = cpus_of((const int[]){ 2, 3, 6, 7 }, 4);
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	*got = self->decisions[0].cores;
+}
+
+TEST_F(pol, coloc_decide__grants_cores_away_from_the_heaviest_aggressor)
+{
+	const struct policy_signal none = { 0 };
+	const struct policy_signal dram_heavy = { .live = POLICY_SIG_DRAM, .dram_gbps = 12.0 };
+	const struct policy_signal dram_light = { .live = POLICY_SIG_DRAM, .dram_gbps = 1.0 };
+	const struct policy_signal llc_heavy = { .live = POLICY_SIG_LLC, .llc_misses_per_s = 9e7 };
+	const struct policy_signal llc_light = { .live = POLICY_SIG_LLC, .llc_misses_per_s = 1e6 };
+	const uint64_t domain0 = 0x0f, domain1 = 0xf0;
+	struct policy_cpuset got;
+
+	run_beside(_metadata, self, &none, &none, &got);
+	EXPECT_EQ(0, got.bits[0] & ~domain0) TH_LOG("cores %#llx", (unsigned long long)got.bits[0]);
+	run_beside(_metadata, self, &dram_heavy, &dram_light, &got);
+	EXPECT_EQ(0, got.bits[0] & ~domain1) TH_LOG("cores %#llx", (unsigned long long)got.bits[0]);
+	run_beside(_metadata, self, &dram_light, &dram_heavy, &got);
+	EXPECT_EQ(0, got.bits[0] & ~domain0) TH_LOG("cores %#llx", (unsigned long long)got.bits[0]);
+	run_beside(_metadata, self, &llc_heavy, &llc_light, &got);
+	EXPECT_EQ(0, got.bits[0] & ~domain1) TH_LOG("cores %#llx", (unsigned long long)got.bits[0]);
+}
+
+/*
+ * Domain signals from core signals, by hand: domain 0 (cores 0-3) has busy
+ * on cores 0 and 1 (mean 0.75), a slowdown on core 0 only (1.2), LLC and
+ * DRAM on core 2; domain 1 (cores 4-6 online, 7 offline) a slowdown on
+ * core 5 and DRAM on 5 and 6 (summed: 4.0); offline core 7's 100 GB/s and
+ * the fields no core has stay out.
+ */
+TEST(policy_domain_signals__sums_rates_and_averages_levels_over_live_cores)
+{
+	struct policy_config cfg = { 0 };
+	static struct policy_signal cores[POLICY_MAX_CPUS], domains[POLICY_MAX_CPUS];
+
+	for (int c = 0; c < 8; c++) {
+		cfg.llc[c] = c / 4;
+		if (c != 7)
+			policy_cpuset_set(&cfg.online, c);
+	}
+	cores[0] = (struct policy_signal){ .live = POLICY_SIG_BUSY | POLICY_SIG_SLOWDOWN,
+					   .busy = 0.5,
+					   .slowdown = 1.2 };
+	cores[1] = (struct policy_signal){ .live = POLICY_SIG_BUSY, .busy = 1.0, .slowdown = 9 };
+	cores[2] = (struct policy_signal){ .live = POLICY_SIG_LLC | POLICY_SIG_DRAM,
+					   .llc_miss_ratio = 0.2,
+					   .llc_misses_per_s = 1e6,
+					   .dram_gbps = 2.0 };
+	cores[5] = (struct policy_signal){ .live = POLICY_SIG_SLOWDOWN | POLICY_SIG_DRAM,
+					   .slowdown = 1.4,
+					   .dram_gbps = 3.0 };
+	cores[6] = (struct policy_signal){ .live = POLICY_SIG_DRAM, .dram_gbps = 1.0 };
+	cores[7] = (struct policy_signal){ .live = POLICY_SIG_DRAM, .dram_gbps = 100.0 };
+	domains[1].live = POLICY_SIG_LLC; /* stale: must be overwritten */
+	policy_domain_signals(&cfg, cores, domains);
+	EXPECT_EQ(POLICY_SIG_BUSY | POLICY_SIG_SLOWDOWN | POLICY_SIG_LLC | POLICY_SIG_DRAM,
+		  domains[0].live);
+	EXPECT_EQ(0.75, domains[0].busy);
+	EXPECT_EQ(1.2, domains[0].slowdown);
+	EXPECT_EQ(0.2, domains[0].llc_miss_ratio);
+	EXPECT_EQ(1e6, domains[0].llc_misses_per_s);
+	EXPECT_EQ(2.0, domains[0].dram_gbps);
+	EXPECT_EQ(POLICY_SIG_SLOWDOWN | POLICY_SIG_DRAM, domains[1].live);
+	EXPECT_EQ(1.4, domains[1].slowdown);
+	EXPECT_EQ(4.0, domains[1].dram_gbps);
+}
+
 TEST_F(pol, model_wise_decide__takes_the_fewest_cores_whose_alone_latency_meets_qos)
 {
 	/* QoS 1000 µs: the whole model alone is 1870 µs on 1 core, 960 µs on 2 */
