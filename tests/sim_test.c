@@ -454,7 +454,7 @@ TEST_F(sim, run__shared_penalty_slows_only_time_shared_blocks)
 	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(10 * MS, record_of(self->w, 0)->end_ns);
 	ASSERT_EQ(20 * MS, record_of(self->w, 1)->end_ns);
-	p.shared_penalty = 0.5;
+	p.shared_penalty = 0.4;
 	ASSERT_EQ(-EINVAL, sim_run(&p, &self->r, &self->err));
 }
 

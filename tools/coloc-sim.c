@@ -39,6 +39,8 @@ static struct {
 	long seed, seeds;
 	bool search, json, late_serve, duration_given, brief, query_cost_in_blocks;
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
+	const char *exec_from; /* block logs to fit the executor model on; NULL: none */
+	bool penalty_given;
 	double start_qps, tol;
 	double block_cost_us, query_cost_us; /* query_cost_us < 0: from the served solo latency */
 	double query_cost_sigma, shared_penalty, query_cost_warm_ms;
@@ -65,6 +67,7 @@ struct tenant_arg {
 	double share; /* 0: inversely proportional to the QoS */
 	double served_solo_ms; /* bench-qos's solo latency as served; 0: not known */
 	double query_cost_ms;
+	struct sim_exec_model exec; /* from --exec-from */
 	struct sim_table table;
 };
 
@@ -72,6 +75,8 @@ struct tenant_arg {
 static struct sim_qps_table found;
 /* bench-qos's QoS and served solo latency of each mix's tenants (--qos-from); nr 0: none */
 static struct sim_served served;
+/* the executor model fitted on --exec-from's block logs; nr_rows 0: none */
+static struct sim_exec_fit exec_fit;
 
 static void usage(FILE *out)
 {
@@ -82,6 +87,7 @@ static void usage(FILE *out)
 		"                 [--seeds N] [--trace FILE] [--measured FILE] [--qos-from FILE]\n"
 		"                 [--block-cost-us US] [--query-cost-us US|auto]\n"
 		"                 [--query-cost-sigma S] [--query-cost-in-blocks] [--shared-penalty X]\n"
+		"                 [--exec-from DIR]\n"
 		"                 [--search-like quick|full] [--brief] [--json]\n"
 		"Simulates the policy library (the code colocd runs) on a machine of N cores with\n"
 		"tenants on VELTAIR's published latency tables or on coloc's own profiles of this\n"
@@ -154,8 +160,15 @@ static void usage(FILE *out)
 		"                 / W)), idle: since the tenant's last query ended (default 0:\n"
 		"                 always whole; this machine: ~18, coloc-run --gap-ms)\n"
 		"  --shared-penalty X  blocks of a policy that time-shares cores (os) run X times\n"
-		"                 slower than ideal processor sharing makes them (default 1;\n"
-		"                 fitted for this machine in sim/README.md)\n"
+		"                 slower than ideal processor sharing makes them while they share\n"
+		"                 a core, 0.5..100 (default 1; with --exec-from, the fitted one)\n"
+		"  --exec-from DIR  fit the executor model on colocd's block logs in DIR (make\n"
+		"                 bench-qos's blocks-MIX-POLICY.tsv, e.g. build/bench-qos), print\n"
+		"                 the fit and run every tenant's blocks by it: the table x the\n"
+		"                 model's measured factor at that core count, spread lognormally,\n"
+		"                 plus the measured dispatch; on shared cores the measured\n"
+		"                 collapse onto one core (sim/README.md). Not with\n"
+		"                 --query-cost-in-blocks\n"
 		"  --brief        one line per policy instead of a table per tenant\n"
 		"  --json         print the results as JSON\n"
 		"  --version      print the version and exit\n"
@@ -489,8 +502,49 @@ static int load_tenants(struct tenant_arg *ta, int nr, const struct sim_table_di
 			.share = ta[t].share,
 			.query_cost_ns = (uint64_t)llround(ta[t].query_cost_ms * 1e6),
 		};
+		if (exec_fit.nr_rows) {
+			if (sim_exec_model_from_fit(&exec_fit, tab->name, &ta[t].exec, &err)) {
+				fprintf(stderr, PROG ": tenant %d: %s\n", t, coloc_err_str(&err));
+				return 1;
+			}
+			tenants[t].exec = &ta[t].exec;
+		}
 	}
 	return 0;
+}
+
+/* The executor model as fitted, with its fit error (sim/README.md, "The executor model"). */
+static void print_exec_fit(void)
+{
+	printf("executor model fitted on %d block logs (%ld blocks) of %s:\n", exec_fit.nr_files,
+	       exec_fit.nr_blocks, opts.exec_from);
+	printf("  %-16s %5s %6s %6s %5s %8s   ratio/factor q95 (fit) q99 (fit)   blocks < "
+	       "%.0f us: n, extra, dispatch\n",
+	       "model", "cores", "blocks", "factor", "sigma", "dispatch", SIM_EXEC_MIN_ALONE_US);
+	for (int i = 0; i < exec_fit.nr_rows; i++) {
+		const struct sim_exec_row *r = &exec_fit.row[i];
+
+		printf("  %-16s %5d %6d %6.3f %5.3f %5.0f us   %5.3f (%5.3f)  %5.3f (%5.3f)   %6d "
+		       "%4.0f us %4.0f us\n",
+		       r->model, r->cores, r->n, r->factor, r->sigma, r->dispatch_us, r->q95,
+		       r->q95_fit, r->q99, r->q99_fit, r->n_small, r->small_extra_us,
+		       r->small_dispatch_us);
+	}
+	if (!exec_fit.nr_shared)
+		return;
+	printf("  on shared cores (alone there: no other block overlapped):\n");
+	printf("  %-16s %6s %9s %10s %10s %10s %9s\n", "model", "alone", "collapsed", "collapse_p",
+	       "collapse_x", "overlapped", "q-err");
+	for (int i = 0; i < exec_fit.nr_shared; i++) {
+		const struct sim_exec_shared_row *r = &exec_fit.shared[i];
+
+		printf("  %-16s %6d %9d %10.3f %10.3f %10d %9.3f\n", r->model, r->n_alone,
+		       r->n_collapsed, r->collapse_p, r->collapse_x, r->n_overlapped, r->fit_error);
+	}
+	printf("  time-sharing penalty %.2f (rms log error of the overlapped blocks' quartiles "
+	       "and p90: %.3f)%s\n",
+	       exec_fit.penalty, exec_fit.penalty_error,
+	       opts.penalty_given ? "; --shared-penalty given instead" : "");
 }
 
 /*
@@ -639,6 +693,7 @@ int main(int argc, char **argv)
 		{ "query-cost-warm-ms", required_argument, NULL, 'W' },
 		{ "shared-penalty", required_argument, NULL, 'O' },
 		{ "search-like", required_argument, NULL, 'K' },
+		{ "exec-from", required_argument, NULL, 'E' },
 		{ "brief", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -759,8 +814,12 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'O':
-			bad = parse_double("--shared-penalty", optarg, 1, 100,
+			bad = parse_double("--shared-penalty", optarg, 0.5, 100,
 					   &opts.shared_penalty);
+			opts.penalty_given = true;
+			break;
+		case 'E':
+			opts.exec_from = optarg;
 			break;
 		case 'G':
 			bad = parse_double("--query-cost-sigma", optarg, 0, 10,
@@ -836,6 +895,11 @@ int main(int argc, char **argv)
 				     "served from bench-qos's points.tsv: it needs --mix\n");
 		return 2;
 	}
+	if (opts.exec_from && opts.query_cost_in_blocks) {
+		fprintf(stderr, PROG ": --exec-from and --query-cost-in-blocks both stretch the "
+				     "blocks: give one\n");
+		return 2;
+	}
 	if (opts.json && (opts.mix || opts.measured || opts.brief)) {
 		fprintf(stderr, PROG ": --json prints one tenant set's runs: not with --mix, "
 				     "--measured or --brief\n");
@@ -878,6 +942,16 @@ int main(int argc, char **argv)
 				     "--qos-from bench-qos's points.tsv, or --measured with it "
 				     "beside)\n");
 		return 1;
+	}
+	if (opts.exec_from) {
+		if (sim_exec_fit_dir(opts.exec_from, &exec_fit, &err)) {
+			fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+			return 1;
+		}
+		if (!opts.penalty_given && exec_fit.penalty)
+			opts.shared_penalty = exec_fit.penalty;
+		if (!opts.json)
+			print_exec_fit();
 	}
 	if (opts.trace && sim_trace_load(opts.trace, nr_tenants, &trace, &err)) {
 		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
@@ -983,5 +1057,6 @@ cleanup:
 	sim_trace_free(&trace);
 	sim_qps_table_free(&found);
 	sim_served_free(&served);
+	sim_exec_fit_free(&exec_fit);
 	return rc;
 }
