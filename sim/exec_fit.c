@@ -37,6 +37,7 @@ struct fit_block {
 	double alone_us, measured_us; /* the table's time and the executor's */
 	double ratio; /* measured / table */
 	double dispatch_us; /* round trip - measured */
+	double gap_ms; /* since the tenant's previous block in the log ended; < 0: none */
 };
 
 struct fit_vec {
@@ -49,6 +50,7 @@ struct fit_state {
 	int nr_models;
 	/* pinned blocks by model and core count */
 	struct fit_vec ratio[FIT_MAX_MODELS][SIM_EXEC_MAX_CORES + 1];
+	struct fit_vec gap[FIT_MAX_MODELS][SIM_EXEC_MAX_CORES + 1]; /* of each ratio */
 	struct fit_vec dispatch[FIT_MAX_MODELS][SIM_EXEC_MAX_CORES + 1];
 	/* pinned blocks under SIM_EXEC_MIN_ALONE_US: table and measured time, dispatch */
 	struct fit_vec small_a[FIT_MAX_MODELS][SIM_EXEC_MAX_CORES + 1];
@@ -89,6 +91,12 @@ static double mean(const struct fit_vec *v)
 	return v->nr ? sum / v->nr : 0;
 }
 
+/* How cold a tenant is after gap_ms idle (< 0: never ran): 1 - exp(-gap / warm). */
+static double coldness(double gap_ms, double warm_ms)
+{
+	return gap_ms < 0 ? 1.0 : 1.0 - exp(-gap_ms / warm_ms);
+}
+
 static int model_index(struct fit_state *st, const char *name, struct coloc_err *err)
 {
 	for (int i = 0; i < st->nr_models; i++)
@@ -125,7 +133,11 @@ static int read_log(struct fit_state *st, const char *path, struct fit_block **b
 		    struct coloc_err *err)
 {
 	int col[C_NR], lineno = 0, cap = 0, ret = 0;
+	double last_end[FIT_MAX_MODELS];
 	char line[FIT_LINE_MAX], *f[32];
+
+	for (int m = 0; m < FIT_MAX_MODELS; m++)
+		last_end[m] = -1;
 	FILE *in = fopen(path, "r");
 
 	if (!in)
@@ -179,6 +191,9 @@ static int read_log(struct fit_state *st, const char *path, struct fit_block **b
 		b.measured_us = v[C_MEASURED];
 		b.ratio = v[C_MEASURED] / v[C_ALONE];
 		b.dispatch_us = v[C_ROUND_TRIP] - v[C_MEASURED];
+		/* a log is in the order blocks ended; the tenant's previous one ended last */
+		b.gap_ms = last_end[b.model] < 0 ? -1 : fmax(0, b.start_ms - last_end[b.model]);
+		last_end[b.model] = b.end_ms;
 		if (*nr == cap) {
 			struct fit_block *nb;
 
@@ -242,7 +257,8 @@ static int add_shared(struct fit_state *st, const struct sim_exec_fit *fit, stru
 						      fmax(b[i].start_ms, b[j].start_ms));
 		if (!row || b[i].cores < 0)
 			continue;
-		u = b[i].ratio / row->factor;
+		u = b[i].ratio /
+		    (row->factor * (1 + row->cold * coldness(b[i].gap_ms, fit->warm_ms)));
 		if (ov <= 0) {
 			ret = vec_add(&st->alone[b[i].model], u, err);
 		} else {
@@ -276,41 +292,127 @@ static int small_blocks(struct fit_state *st, int m, int k, struct sim_exec_row 
 	return ret;
 }
 
+/*
+ * Least squares of log(ratio) = b0 + b1 x coldness(gap, warm) over a row's
+ * blocks; the sum of squared residuals.
+ */
+static double warm_ols(const struct fit_vec *r, const struct fit_vec *g, double warm_ms, double *b0,
+		       double *b1)
+{
+	double sx = 0, sy = 0, sxx = 0, sxy = 0, n = r->nr, sse = 0, d;
+
+	for (int i = 0; i < r->nr; i++) {
+		double x = coldness(g->v[i], warm_ms), y = log(r->v[i]);
+
+		sx += x;
+		sy += y;
+		sxx += x * x;
+		sxy += x * y;
+	}
+	d = n * sxx - sx * sx;
+	*b1 = d > 1e-12 ? (n * sxy - sx * sy) / d : 0;
+	*b0 = (sy - *b1 * sx) / n;
+	for (int i = 0; i < r->nr; i++) {
+		double e = log(r->v[i]) - *b0 - *b1 * coldness(g->v[i], warm_ms);
+
+		sse += e * e;
+	}
+	return sse;
+}
+
+/* The grid of warm-up times tried, ms; the one of least pooled squared error is kept. */
+static const double warm_grid[] = { 2, 5, 10, 20, 40, 80, 160, 320 };
+
+/*
+ * One warm-up time for every row: the grid point of least squared error
+ * summed over the rows, and that error against no warm-up term at all.
+ */
+static void fit_warm(struct fit_state *st, struct sim_exec_fit *fit)
+{
+	double best = -1, sse0 = 0;
+
+	for (size_t w = 0; w < sizeof(warm_grid) / sizeof(warm_grid[0]); w++) {
+		double sse = 0;
+
+		sse0 = 0;
+		for (int m = 0; m < st->nr_models; m++)
+			for (int k = 1; k <= SIM_EXEC_MAX_CORES; k++) {
+				struct fit_vec *r = &st->ratio[m][k];
+				double b0, b1, mu = 0;
+
+				if (r->nr < FIT_MIN_BLOCKS)
+					continue;
+				sse += warm_ols(r, &st->gap[m][k], warm_grid[w], &b0, &b1);
+				for (int i = 0; i < r->nr; i++)
+					mu += log(r->v[i]) / r->nr;
+				for (int i = 0; i < r->nr; i++)
+					sse0 += (log(r->v[i]) - mu) * (log(r->v[i]) - mu);
+			}
+		if (best < 0 || sse < best) {
+			best = sse;
+			fit->warm_ms = warm_grid[w];
+		}
+	}
+	fit->warm_gain = sse0 > 0 ? 1 - best / sse0 : 0;
+}
+
+/*
+ * A row: the warm factor and its cold extra (ratio = factor x (1 + cold x
+ * coldness)), the spread of what is left, its fit error, the dispatch.
+ */
+static int fill_row(struct fit_state *st, int m, int k, double warm_ms, struct sim_exec_row *row,
+		    struct coloc_err *err)
+{
+	struct fit_vec *r = &st->ratio[m][k], *g = &st->gap[m][k], e = { 0 };
+	double b0, b1, shift, num = 0, den = 0;
+	int ret = 0;
+
+	warm_ols(r, g, warm_ms, &b0, &b1);
+	if (b1 < 0) /* warmer is not slower: no warm-up term */
+		b1 = 0;
+	for (int i = 0; i < r->nr && !ret; i++)
+		ret = vec_add(&e, log(r->v[i]) - b1 * coldness(g->v[i], warm_ms), err);
+	if (ret) {
+		free(e.v);
+		return ret;
+	}
+	/* the median, not the mean, of what is left sets the factor: the spread is skewed */
+	shift = pct(&e, 50);
+	snprintf(row->model, sizeof(row->model), "%s", st->model[m]);
+	row->cores = k;
+	row->n = r->nr;
+	row->factor = exp(shift);
+	row->cold = exp(b1) - 1;
+	row->dispatch_us = fmax(0, mean(&st->dispatch[m][k]));
+	for (size_t i = 0; i < sizeof(fit_p) / sizeof(fit_p[0]); i++) {
+		num += (pct(&e, fit_p[i]) - shift) * fit_z[i];
+		den += fit_z[i] * fit_z[i];
+	}
+	row->sigma = fmax(0, num / den);
+	row->q95 = exp(pct(&e, 95) - shift);
+	row->q99 = exp(pct(&e, 99) - shift);
+	row->q95_fit = exp(Z95 * row->sigma);
+	row->q99_fit = exp(Z99 * row->sigma);
+	free(e.v);
+	return small_blocks(st, m, k, row, err);
+}
+
 static int pinned_rows(struct fit_state *st, struct sim_exec_fit *fit, struct coloc_err *err)
 {
-	int ret;
-
 	fit->row = calloc((size_t)st->nr_models * SIM_EXEC_MAX_CORES, sizeof(*fit->row));
 	if (!fit->row)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
-	for (int m = 0; m < st->nr_models; m++) {
+	fit_warm(st, fit);
+	for (int m = 0; m < st->nr_models; m++)
 		for (int k = 1; k <= SIM_EXEC_MAX_CORES; k++) {
-			struct fit_vec *r = &st->ratio[m][k];
-			struct sim_exec_row *row = &fit->row[fit->nr_rows];
-			double num = 0, den = 0;
+			int ret;
 
-			if (r->nr < FIT_MIN_BLOCKS)
+			if (st->ratio[m][k].nr < FIT_MIN_BLOCKS)
 				continue;
-			fit->nr_rows++;
-			snprintf(row->model, sizeof(row->model), "%s", st->model[m]);
-			row->cores = k;
-			row->n = r->nr;
-			row->factor = pct(r, 50);
-			row->dispatch_us = fmax(0, mean(&st->dispatch[m][k]));
-			for (size_t i = 0; i < sizeof(fit_p) / sizeof(fit_p[0]); i++) {
-				num += log(pct(r, fit_p[i]) / row->factor) * fit_z[i];
-				den += fit_z[i] * fit_z[i];
-			}
-			row->sigma = fmax(0, num / den);
-			row->q95 = pct(r, 95) / row->factor;
-			row->q99 = pct(r, 99) / row->factor;
-			row->q95_fit = exp(Z95 * row->sigma);
-			row->q99_fit = exp(Z99 * row->sigma);
-			ret = small_blocks(st, m, k, row, err);
+			ret = fill_row(st, m, k, fit->warm_ms, &fit->row[fit->nr_rows++], err);
 			if (ret)
 				return ret;
 		}
-	}
 	return 0;
 }
 
@@ -449,6 +551,7 @@ static void state_free(struct fit_state *st)
 	for (int m = 0; m < FIT_MAX_MODELS; m++) {
 		for (int k = 0; k <= SIM_EXEC_MAX_CORES; k++) {
 			free(st->ratio[m][k].v);
+			free(st->gap[m][k].v);
 			free(st->dispatch[m][k].v);
 			free(st->small_a[m][k].v);
 			free(st->small_m[m][k].v);
@@ -544,6 +647,7 @@ int sim_exec_fit_dir(const char *dir, struct sim_exec_fit *fit, struct coloc_err
 				continue;
 			}
 			ret = vec_add(&st->ratio[b[j].model][b[j].cores], b[j].ratio, err);
+			ret = ret ?: vec_add(&st->gap[b[j].model][b[j].cores], b[j].gap_ms, err);
 			ret = ret   ?:
 				      vec_add(&st->dispatch[b[j].model][b[j].cores],
 					      b[j].dispatch_us, err);
@@ -582,7 +686,8 @@ int sim_exec_model_from_fit(const struct sim_exec_fit *fit, const char *model,
 {
 	bool any = false;
 
-	*m = (struct sim_exec_model){ .collapse_x = 1.0 };
+	*m = (struct sim_exec_model){ .collapse_x = 1.0,
+				      .warm_ns = (uint64_t)llround(fit->warm_ms * 1e6) };
 	for (int i = 0; i < fit->nr_rows; i++) {
 		const struct sim_exec_row *r = &fit->row[i];
 
@@ -593,6 +698,7 @@ int sim_exec_model_from_fit(const struct sim_exec_fit *fit, const char *model,
 		m->dispatch_ns[r->cores] = (uint64_t)llround(r->dispatch_us * 1e3);
 		m->small_extra_ns[r->cores] = (uint64_t)llround(r->small_extra_us * 1e3);
 		m->small_dispatch_ns[r->cores] = (uint64_t)llround(r->small_dispatch_us * 1e3);
+		m->cold[r->cores] = r->cold;
 		any = true;
 	}
 	for (int i = 0; i < fit->nr_shared; i++)

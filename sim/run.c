@@ -49,6 +49,7 @@ struct sim_slot {
 	double slowdown; /* from the interference model */
 	double stretch; /* slowdown x the most blocks sharing one of its cores */
 	bool collapsed; /* shared cores: its threads on one core, not slowed by the others */
+	uint64_t dispatch_ns; /* executor model: the part of its time outside the executor's */
 	uint64_t gen;
 	unsigned int stamp; /* for visiting each neighbour once */
 };
@@ -65,6 +66,8 @@ struct sim_state {
 	struct coloc_rng cost_rng[POLICY_MAX_TENANTS]; /* query costs, apart from arrivals */
 	/* when each tenant's last query ended, for the warmth of its next (0: none yet) */
 	uint64_t last_end_ns[POLICY_MAX_TENANTS];
+	/* when each tenant's last block ended, for the executor model (0: none yet) */
+	uint64_t last_block_end_ns[POLICY_MAX_TENANTS];
 	struct sim_latencies lat[POLICY_MAX_TENANTS];
 	int trace_next;
 	uint64_t next_id;
@@ -318,10 +321,19 @@ static double exec_stretch(struct sim_state *s, struct sim_slot *sl, double tabl
 		return 1.0;
 	}
 	f = lognormal(s, sl->d.tenant, em->factor[k], em->sigma[k]);
+	if (em->cold[k] > 0) {
+		const uint64_t last = s->last_block_end_ns[sl->d.tenant];
+		double cold = 1.0;
+
+		if (last && em->warm_ns)
+			cold = 1.0 - exp(-(double)(s->now - last) / (double)em->warm_ns);
+		f *= 1.0 + em->cold[k] * cold;
+	}
+	sl->dispatch_ns = table_ns < SIM_EXEC_MIN_ALONE_US * 1e3 ? em->small_dispatch_ns[k] :
+								   em->dispatch_ns[k];
+	*fixed_ns = sl->dispatch_ns;
 	if (table_ns < SIM_EXEC_MIN_ALONE_US * 1e3)
-		*fixed_ns = em->small_extra_ns[k] + em->small_dispatch_ns[k];
-	else
-		*fixed_ns = em->dispatch_ns[k];
+		*fixed_ns += em->small_extra_ns[k];
 	if (s->shared && em->collapse_p > 0 &&
 	    coloc_rng_uniform(&s->cost_rng[sl->d.tenant]) <= em->collapse_p) {
 		sl->collapsed = true;
@@ -427,6 +439,7 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	sl->ci = policy_model_core_index(m, d->nr_cores);
 	sl->start_ns = sl->last_ns = s->now;
 	sl->collapsed = false;
+	sl->dispatch_ns = 0;
 	sl->left_ns = 0;
 	for (int l = d->first_layer; l < d->last_layer; l++)
 		sl->left_ns += (double)policy_model_cell(m, l, sl->versions[l - d->first_layer],
@@ -465,7 +478,9 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 	struct policy_query *q = find_query(s, sl->d.query_id);
 	int c, last;
 
-	policy_block_done(s->pol, &sl->d, s->now - sl->start_ns);
+	/* as colocd: the executor's own time, without the dispatch around it */
+	policy_block_done(s->pol, &sl->d, s->now - sl->start_ns - sl->dispatch_ns);
+	s->last_block_end_ns[sl->d.tenant] = s->now;
 	if (s->p->on_block)
 		s->p->on_block(s->p->ctx, &rec);
 	q->next_layer = sl->d.last_layer;
@@ -643,10 +658,13 @@ static int check_exec(const struct sim_exec_model *em, const struct sim_params *
 				     "the executor model and a query cost spent in the blocks "
 				     "both stretch the blocks: give one");
 	for (int k = 1; k <= SIM_EXEC_MAX_CORES; k++) {
-		if (!(em->factor[k] >= 0) || !(em->sigma[k] >= 0 && em->sigma[k] <= 10))
-			return coloc_err_set(err, -EINVAL,
-					     "executor model: factor %g, spread %g at %d cores",
-					     em->factor[k], em->sigma[k], k);
+		if (!(em->factor[k] >= 0) || !(em->sigma[k] >= 0 && em->sigma[k] <= 10) ||
+		    !(em->cold[k] >= 0))
+			return coloc_err_set(
+				err, -EINVAL,
+				"executor model: factor %g, cold extra %g, spread %g at "
+				"%d cores",
+				em->factor[k], em->cold[k], em->sigma[k], k);
 		any |= em->factor[k] > 0;
 	}
 	if (!any || !(em->collapse_p >= 0 && em->collapse_p <= 1) || !(em->collapse_x >= 1))

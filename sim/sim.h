@@ -192,6 +192,13 @@ struct sim_exec_model {
 	/* a block under SIM_EXEC_MIN_ALONE_US in the table: these instead of dispatch_ns */
 	uint64_t small_extra_ns[SIM_EXEC_MAX_CORES + 1];
 	uint64_t small_dispatch_ns[SIM_EXEC_MAX_CORES + 1];
+	/*
+	 * The factor is the warm one: a block that starts after the tenant
+	 * idled for t (since its last block ended; never ran: cold) takes
+	 * factor[k] x (1 + cold[k] x (1 - exp(-t / warm_ns))) instead.
+	 */
+	double cold[SIM_EXEC_MAX_CORES + 1];
+	uint64_t warm_ns;
 	double collapse_p, collapse_x;
 };
 
@@ -200,7 +207,8 @@ struct sim_exec_row {
 	char model[64];
 	int cores;
 	int n; /* blocks of >= SIM_EXEC_MIN_ALONE_US in the table */
-	double factor; /* median measured / table */
+	double factor; /* median measured / table, warm (the cold term taken out) */
+	double cold; /* how much more a cold block takes, x factor */
 	double sigma; /* least squares on the upper quantiles of log(ratio / factor) */
 	double dispatch_us; /* mean round trip - measured */
 	/* blocks under SIM_EXEC_MIN_ALONE_US: means of measured - table x factor, of dispatch */
@@ -236,6 +244,8 @@ struct sim_exec_fit {
 	int nr_rows;
 	struct sim_exec_shared_row *shared;
 	int nr_shared;
+	double warm_ms; /* the warm-up time, one for all rows */
+	double warm_gain; /* share of the squared log error the warm-up term explains */
 	double penalty; /* 0: no overlapped shared blocks to fit it on */
 	double penalty_error; /* the weighted rms log quantile error at penalty */
 	int nr_files;

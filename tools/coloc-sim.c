@@ -518,16 +518,20 @@ static void print_exec_fit(void)
 {
 	printf("executor model fitted on %d block logs (%ld blocks) of %s:\n", exec_fit.nr_files,
 	       exec_fit.nr_blocks, opts.exec_from);
-	printf("  %-16s %5s %6s %6s %5s %8s   ratio/factor q95 (fit) q99 (fit)   blocks < "
+	printf("  warm-up time %.0f ms for every model (it explains %.1f %% of the squared log "
+	       "error of measured / table)\n",
+	       exec_fit.warm_ms, 100 * exec_fit.warm_gain);
+	printf("  %-16s %5s %6s %6s %5s %5s %8s   left over q95 (fit) q99 (fit)   blocks < "
 	       "%.0f us: n, extra, dispatch\n",
-	       "model", "cores", "blocks", "factor", "sigma", "dispatch", SIM_EXEC_MIN_ALONE_US);
+	       "model", "cores", "blocks", "factor", "cold", "sigma", "dispatch",
+	       SIM_EXEC_MIN_ALONE_US);
 	for (int i = 0; i < exec_fit.nr_rows; i++) {
 		const struct sim_exec_row *r = &exec_fit.row[i];
 
-		printf("  %-16s %5d %6d %6.3f %5.3f %5.0f us   %5.3f (%5.3f)  %5.3f (%5.3f)   %6d "
-		       "%4.0f us %4.0f us\n",
-		       r->model, r->cores, r->n, r->factor, r->sigma, r->dispatch_us, r->q95,
-		       r->q95_fit, r->q99, r->q99_fit, r->n_small, r->small_extra_us,
+		printf("  %-16s %5d %6d %6.3f %5.3f %5.3f %5.0f us   %5.3f (%5.3f)  %5.3f (%5.3f)   "
+		       "%6d %4.0f us %4.0f us\n",
+		       r->model, r->cores, r->n, r->factor, r->cold, r->sigma, r->dispatch_us,
+		       r->q95, r->q95_fit, r->q99, r->q99_fit, r->n_small, r->small_extra_us,
 		       r->small_dispatch_us);
 	}
 	if (!exec_fit.nr_shared)
