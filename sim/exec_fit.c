@@ -564,8 +564,16 @@ static void state_free(struct fit_state *st)
 	free(st);
 }
 
-int sim_exec_fit_dir(const char *dir, struct sim_exec_fit *fit, struct coloc_err *err)
+/*
+ * The fit on the logs of dir; only: one log's name, whose blocks alone
+ * give the rows it can (a shared log's, against the pinned rows of every
+ * log), or NULL for all.
+ */
+static int fit_logs(const char *dir, const char *only, struct sim_exec_fit *fit,
+		    struct coloc_err *err)
 {
+	const struct policy_entry *only_pol = only ? log_policy(only) : NULL;
+	bool found = false;
 	struct fit_state *st = calloc(1, sizeof(*st));
 	char **names = NULL, path[4096];
 	const struct policy_entry **pol = NULL;
@@ -602,6 +610,10 @@ int sim_exec_fit_dir(const char *dir, struct sim_exec_fit *fit, struct coloc_err
 			ret = coloc_err_set(err, -ENOMEM, "out of memory");
 	}
 	closedir(d);
+	for (int i = 0; i < nr && only; i++)
+		found |= !strcmp(names[i], only);
+	if (!ret && only && (!only_pol || !found))
+		ret = coloc_err_set(err, -ENOENT, "%s: no block log %s", dir, only);
 	if (!ret && !nr)
 		ret = coloc_err_set(
 			err, -ENOENT,
@@ -622,6 +634,10 @@ int sim_exec_fit_dir(const char *dir, struct sim_exec_fit *fit, struct coloc_err
 		int n = 0;
 
 		pol[i] = log_policy(names[i]);
+		/* one pinned log: its blocks alone; one shared log: it and every pinned one */
+		if (only && strcmp(names[i], only) &&
+		    (pol[i]->shares_cores || !only_pol->shares_cores))
+			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		ret = read_log(st, path, &b, &n, err);
 		if (ret)
@@ -713,4 +729,18 @@ int sim_exec_model_from_fit(const struct sim_exec_fit *fit, const char *model,
 				     "for it",
 				     model, SIM_EXEC_MIN_ALONE_US);
 	return 0;
+}
+
+int sim_exec_fit_dir(const char *dir, struct sim_exec_fit *fit, struct coloc_err *err)
+{
+	return fit_logs(dir, NULL, fit, err);
+}
+
+int sim_exec_fit_log(const char *dir, const char *mix, const char *policy, struct sim_exec_fit *fit,
+		     struct coloc_err *err)
+{
+	char name[256];
+
+	snprintf(name, sizeof(name), "blocks-%s-%s.tsv", mix, policy);
+	return fit_logs(dir, name, fit, err);
 }

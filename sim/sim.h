@@ -253,6 +253,14 @@ struct sim_exec_fit {
 };
 
 int sim_exec_fit_dir(const char *dir, struct sim_exec_fit *fit, struct coloc_err *err);
+/*
+ * The same on one run's log, blocks-MIX-POLICY.tsv of dir: that run's
+ * blocks alone give the rows (a policy that shares cores: its collapse
+ * and penalty, against the pinned rows of every log of dir); -ENOENT when
+ * there is no such log.
+ */
+int sim_exec_fit_log(const char *dir, const char *mix, const char *policy, struct sim_exec_fit *fit,
+		     struct coloc_err *err);
 void sim_exec_fit_free(struct sim_exec_fit *fit);
 /* The model named as in the logs' tenant column; -ENOENT when no pinned block of it was logged. */
 int sim_exec_model_from_fit(const struct sim_exec_fit *fit, const char *model,

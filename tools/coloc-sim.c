@@ -40,7 +40,7 @@ static struct {
 	bool search, json, late_serve, duration_given, brief, query_cost_in_blocks;
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	const char *exec_from; /* block logs to fit the executor model on; NULL: none */
-	bool penalty_given;
+	bool penalty_given, exec_per_run;
 	double start_qps, tol;
 	double block_cost_us, query_cost_us; /* query_cost_us < 0: from the served solo latency */
 	double query_cost_sigma, shared_penalty, query_cost_warm_ms;
@@ -169,6 +169,10 @@ static void usage(FILE *out)
 		"                 plus the measured dispatch; on shared cores the measured\n"
 		"                 collapse onto one core (sim/README.md). Not with\n"
 		"                 --query-cost-in-blocks\n"
+		"  --exec-per-run  with --exec-from and --mix: each policy on each mix by the\n"
+		"                 model fitted on that run's own log (blocks-MIX-POLICY.tsv: the\n"
+		"                 machine as it was during that run), the rows it lacks from all\n"
+		"                 the logs\n"
 		"  --brief        one line per policy instead of a table per tenant\n"
 		"  --json         print the results as JSON\n"
 		"  --version      print the version and exit\n"
@@ -552,6 +556,57 @@ static void print_exec_fit(void)
 }
 
 /*
+ * --exec-per-run: each tenant's executor model from the run's own log
+ * (mix, policy), the core counts and collapse it lacks from all the logs;
+ * a run not logged keeps the model of all the logs. The time-sharing
+ * penalty likewise, unless --shared-penalty was given.
+ */
+static int exec_per_run(const char *mix, const char *policy, struct tenant_arg *ta, int nr,
+			struct sim_params *p)
+{
+	struct coloc_err err = { 0 };
+	struct sim_exec_fit run;
+	int ret = sim_exec_fit_log(opts.exec_from, mix, policy, &run, &err);
+
+	if (ret && ret != -ENOENT) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		return 1;
+	}
+	if (!opts.penalty_given)
+		p->shared_penalty = !ret && run.penalty ? run.penalty : exec_fit.penalty;
+	for (int t = 0; t < nr; t++) {
+		struct sim_exec_model own;
+
+		if (sim_exec_model_from_fit(&exec_fit, ta[t].table.name, &ta[t].exec, &err)) {
+			fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+			sim_exec_fit_free(&run);
+			return 1;
+		}
+		if (ret || sim_exec_model_from_fit(&run, ta[t].table.name, &own, &err))
+			continue;
+		for (int k = 1; k <= SIM_EXEC_MAX_CORES; k++) {
+			if (!own.factor[k])
+				continue;
+			ta[t].exec.factor[k] = own.factor[k];
+			ta[t].exec.sigma[k] = own.sigma[k];
+			ta[t].exec.cold[k] = own.cold[k];
+			ta[t].exec.dispatch_ns[k] = own.dispatch_ns[k];
+			ta[t].exec.small_extra_ns[k] = own.small_extra_ns[k];
+			ta[t].exec.small_dispatch_ns[k] = own.small_dispatch_ns[k];
+		}
+		ta[t].exec.warm_ns = own.warm_ns;
+		for (int i = 0; i < run.nr_shared; i++)
+			if (!strcmp(run.shared[i].model, ta[t].table.name)) {
+				ta[t].exec.collapse_p = own.collapse_p;
+				ta[t].exec.collapse_x = own.collapse_x;
+			}
+	}
+	if (!ret)
+		sim_exec_fit_free(&run);
+	return 0;
+}
+
+/*
  * The tenants of a mix, rates inversely proportional to QoS. QoS: as
  * bench-qos gave it (--qos-from), else 2x solo on the simulated cores.
  * -1 when --qos-from lacks one of them (printed).
@@ -698,6 +753,7 @@ int main(int argc, char **argv)
 		{ "shared-penalty", required_argument, NULL, 'O' },
 		{ "search-like", required_argument, NULL, 'K' },
 		{ "exec-from", required_argument, NULL, 'E' },
+		{ "exec-per-run", no_argument, NULL, 'R' },
 		{ "brief", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -825,6 +881,9 @@ int main(int argc, char **argv)
 		case 'E':
 			opts.exec_from = optarg;
 			break;
+		case 'R':
+			opts.exec_per_run = true;
+			break;
 		case 'G':
 			bad = parse_double("--query-cost-sigma", optarg, 0, 10,
 					   &opts.query_cost_sigma);
@@ -897,6 +956,11 @@ int main(int argc, char **argv)
 	if (opts.query_cost_us < 0 && !opts.mix) {
 		fprintf(stderr, PROG ": --query-cost-us auto takes each model's solo latency as "
 				     "served from bench-qos's points.tsv: it needs --mix\n");
+		return 2;
+	}
+	if (opts.exec_per_run && !(opts.exec_from && opts.mix)) {
+		fprintf(stderr, PROG ": --exec-per-run fits each mix and policy's own block log: "
+				     "it needs --exec-from and --mix\n");
 		return 2;
 	}
 	if (opts.exec_from && opts.query_cost_in_blocks) {
@@ -1046,6 +1110,11 @@ int main(int argc, char **argv)
 			if (!policy_listed(opts.policy, policy_entry_at(i)->name))
 				continue;
 			p.policy = policy_entry_at(i);
+			if (opts.exec_per_run &&
+			    exec_per_run(set_name, p.policy->name, ta, nr_tenants, &p)) {
+				rc = 1;
+				break;
+			}
 			rc |= run_policy(&p, ta, set_name, !nr_run++);
 		}
 		for (int t = 0; t < nr_tenants; t++)
