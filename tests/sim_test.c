@@ -8,7 +8,8 @@
  * alone and on level columns, determinism per seed, VELTAIR's tables
  * against cells read off the CSV by hand, coloc's own profile loaded as
  * colocd converts it, the mixes file, the fidelity comparison on a
- * hand-made results file, long random runs of every policy with an
+ * hand-made results file, the executor model (its pieces by hand, its fit
+ * on hand-made block logs), long random runs of every policy with an
  * independent check that no core ever runs two blocks at once and that
  * every query is accounted for, the QoS-QPS search (deterministic per seed,
  * and none found when QoS is below the solo latency), and a speed sanity
@@ -752,7 +753,8 @@ static void write_block(FILE *f, double end_ms, const char *tenant, int cores, d
  * 1.6449, 2.3263; small blocks: 1.2 - 1.5 x 0.5 = 0.45 ms extra, 30 us
  * dispatch. os (cores shared): 20 blocks of m alone, 12 at 1.5 x the table
  * (as pinned) and 8 at 4.5 (3 x pinned): collapse p 8 / 20, x 3; nothing
- * overlapped, so no penalty is fitted.
+ * overlapped, so no penalty is fitted. One run's log: the os run against
+ * the temporal run's rows; the temporal run alone; a run not logged.
  */
 TEST_F(sim, exec_fit__factor_spread_dispatch_and_collapse_on_hand_made_logs)
 {
@@ -820,6 +822,21 @@ TEST_F(sim, exec_fit__factor_spread_dispatch_and_collapse_on_hand_made_logs)
 	ASSERT_EQ(0.4, em.collapse_p);
 	ASSERT_EQ(-ENOENT, sim_exec_model_from_fit(&fit, "other", &em, &self->err));
 	sim_exec_fit_free(&fit);
+
+	/* one run's log: the os run's collapse against the temporal run's rows; none for heavy */
+	ASSERT_EQ(0, sim_exec_fit_log(dir, "light", "os", &fit, &self->err))
+	TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, fit.nr_files);
+	ASSERT_EQ(1, fit.nr_shared);
+	ASSERT_GE(1e-9, fabs(fit.shared[0].collapse_p - 0.4));
+	sim_exec_fit_free(&fit);
+	ASSERT_EQ(0, sim_exec_fit_log(dir, "light", "temporal", &fit, &self->err))
+	TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(1, fit.nr_files);
+	ASSERT_EQ(0, fit.nr_shared);
+	ASSERT_GE(1e-9, fabs(fit.row[0].factor - 1.5));
+	sim_exec_fit_free(&fit);
+	ASSERT_EQ(-ENOENT, sim_exec_fit_log(dir, "heavy", "temporal", &fit, &self->err));
 
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/blocks-light-temporal.tsv", dir);
