@@ -252,9 +252,14 @@ bench-sim-2core: $(BINS)
 	if [ -r $$pts ] && ls $(SIM_QOS_DIR)/blocks-*-*.tsv >/dev/null 2>&1; then \
 		like=$$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$$i] = i; next } \
 			$$c["duration_s"] > m { m = $$c["duration_s"] } END { print (m > 5 ? "full" : "quick") }' $$pts); \
-		echo "== the executor model fitted on the block logs of $(SIM_QOS_DIR); searched as"; \
-		echo "   bench-qos $$like did (its loads and point lengths), median of 25 seeds"; \
+		echo "== the executor model fitted on all the block logs of $(SIM_QOS_DIR), one for every"; \
+		echo "   run; searched as bench-qos $$like did (its loads and point lengths), median of 25 seeds"; \
 		serving="--exec-from $(SIM_QOS_DIR) --search-like $$like --seeds 25"; \
+		$(BIN)/coloc-sim --mix all --policy all --search --cores $$(nproc) --llc $$(nproc) \
+			--full-slowdown $(SIM_2CORE_SLOWDOWN) --brief \
+			--measured $(SIM_QOS_DIR)/results.tsv $$serving || exit 1; \
+		echo "== the check: each policy on each mix by the executor model of its own run's log"; \
+		serving="$$serving --exec-per-run"; \
 	fi; \
 	$(BIN)/coloc-sim --mix all --policy all --search --seeds 5 --cores $$(nproc) --llc $$(nproc) \
 		--duration 120 --full-slowdown $(SIM_2CORE_SLOWDOWN) --brief \

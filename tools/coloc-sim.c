@@ -1101,9 +1101,13 @@ int main(int argc, char **argv)
 		} else if (!opts.json) {
 			printf("== %s:", set_name);
 			for (int t = 0; t < nr_tenants; t++)
-				printf(" %s (QoS %.2f ms, share %.3f, query cost %.2f ms)",
-				       ta[t].table.name, ta[t].qos_ms, ta[t].share,
-				       ta[t].query_cost_ms);
+				if (exec_fit.nr_rows)
+					printf(" %s (QoS %.2f ms, share %.3f)", ta[t].table.name,
+					       ta[t].qos_ms, ta[t].share);
+				else
+					printf(" %s (QoS %.2f ms, share %.3f, query cost %.2f ms)",
+					       ta[t].table.name, ta[t].qos_ms, ta[t].share,
+					       ta[t].query_cost_ms);
 			printf("\n");
 		}
 		for (int i = 0; !rc && policy_entry_at(i); i++) {
