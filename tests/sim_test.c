@@ -924,6 +924,61 @@ static void veltair_dir(char *buf, size_t len)
 			SKIP(return, "VELTAIR's tables are not at %.900s (shared/ missing)", dir); \
 	} while (0)
 
+/*
+ * coloc-sim --block-trace: fcfs serves one query at a time on all 64 cores,
+ * so every block is alone (no pressure) and its time from start to end is
+ * exactly its table time (alone_us = round_trip_us), one whole model each,
+ * in arrival order (query ids increasing, ends increasing). --search with a
+ * trace of blocks is bad usage (exit 2).
+ */
+TEST_F(sim, coloc_sim__block_trace_has_every_block_at_its_table_time)
+{
+	char dir[512], bin[512], path[] = "/tmp/coloc-sim-blocks-XXXXXX", cmd[2048], out[4096];
+	char line[512], tenant[64];
+	double end, alone, rt, last_end = -1;
+	long long query, last_query = -1;
+	int first, last, cores, rows = 0, fd;
+	FILE *f;
+
+	NEED_VELTAIR(dir);
+	tu_bin("coloc-sim", bin, sizeof(bin));
+	fd = mkstemp(path);
+	ASSERT_LE(0, fd);
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+		 "%s --tables %s --tenant veltair:resnet50:1000 --policy fcfs --qps 20 "
+		 "--duration 2 --cores 64 --llc 4 --block-trace %s",
+		 bin, dir, path);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	f = fopen(path, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(line, sizeof(line), f));
+	ASSERT_STREQ("end_ms\ttenant\tquery\tfirst\tlast\tcores\talone_us\tround_trip_us\n", line);
+	while (fgets(line, sizeof(line), f)) {
+		ASSERT_EQ(8, sscanf(line, "%lf\t%63s\t%lld\t%d\t%d\t%d\t%lf\t%lf", &end, tenant,
+				    &query, &first, &last, &cores, &alone, &rt))
+		TH_LOG("%s", line);
+		ASSERT_EQ(0, first);
+		ASSERT_LT(0, last);
+		ASSERT_LT(0, cores);
+		ASSERT_LT(0, alone);
+		ASSERT_GE(0.1, fabs(rt - alone)) TH_LOG("%s", line);
+		ASSERT_LT(last_query, query);
+		ASSERT_LT(last_end, end);
+		last_query = query;
+		last_end = end;
+		rows++;
+	}
+	fclose(f);
+	/* 20/s for 2 s: about 40 queries, each a block */
+	ASSERT_LT(20, rows);
+	snprintf(cmd, sizeof(cmd),
+		 "%s --tables %s --tenant veltair:resnet50:1000 --search --block-trace %s", bin,
+		 dir, path);
+	ASSERT_EQ(2, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	unlink(path);
+}
+
 static bool same_counts(const struct sim_result *a, const struct sim_result *b)
 {
 	for (int t = 0; t < a->nr_tenants; t++) {

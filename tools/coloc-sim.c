@@ -41,6 +41,7 @@ static struct {
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	const char *exec_from; /* block logs to fit the executor model on; NULL: none */
 	bool penalty_given, exec_per_run;
+	const char *block_trace; /* --block-trace FILE: every block of a single run */
 	double start_qps, tol;
 	double block_cost_us, query_cost_us; /* query_cost_us < 0: from the served solo latency */
 	double query_cost_sigma, shared_penalty, query_cost_warm_ms;
@@ -169,6 +170,10 @@ static void usage(FILE *out)
 		"                 plus the measured dispatch; on shared cores the measured\n"
 		"                 collapse onto one core (sim/README.md). Not with\n"
 		"                 --query-cost-in-blocks\n"
+		"  --block-trace FILE  write every block of a run (not --search) to FILE in the\n"
+		"                 columns of colocd's block log that the simulation has: end_ms\n"
+		"                 tenant query first last cores alone_us round_trip_us (start to\n"
+		"                 end), to compare with colocd --block-log\n"
 		"  --exec-per-run  with --exec-from and --mix: each policy on each mix by the\n"
 		"                 model fitted on that run's own log (blocks-MIX-POLICY.tsv: the\n"
 		"                 machine as it was during that run), the rows it lacks from all\n"
@@ -517,6 +522,29 @@ static int load_tenants(struct tenant_arg *ta, int nr, const struct sim_table_di
 	return 0;
 }
 
+/* --block-trace: where the blocks go, and whose they are */
+struct block_trace {
+	FILE *f;
+	const struct sim_tenant *tenants;
+};
+
+/* One block as colocd's block log has it (the columns the simulation knows). */
+static void trace_block(void *ctx, const struct sim_block_record *b)
+{
+	const struct block_trace *bt = ctx;
+	const struct policy_decision *d = b->d;
+	const struct policy_model *m = bt->tenants[d->tenant].model;
+	int ci = policy_model_core_index(m, d->nr_cores);
+	uint64_t alone = 0;
+
+	for (int l = d->first_layer; l < d->last_layer; l++)
+		alone += policy_model_cell(m, l, d->versions[l - d->first_layer], ci, 0);
+	fprintf(bt->f, "%.3f\t%s\t%llu\t%d\t%d\t%d\t%.1f\t%.1f\n", (double)b->end_ns * 1e-6,
+		bt->tenants[d->tenant].name, (unsigned long long)d->query_id, d->first_layer,
+		d->last_layer, d->nr_cores, (double)alone * 1e-3,
+		(double)(b->end_ns - b->start_ns) * 1e-3);
+}
+
 /* The executor model as fitted, with its fit error (sim/README.md, "The executor model"). */
 static void print_exec_fit(void)
 {
@@ -754,6 +782,7 @@ int main(int argc, char **argv)
 		{ "search-like", required_argument, NULL, 'K' },
 		{ "exec-from", required_argument, NULL, 'E' },
 		{ "exec-per-run", no_argument, NULL, 'R' },
+		{ "block-trace", required_argument, NULL, 'Z' },
 		{ "brief", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -765,6 +794,7 @@ int main(int argc, char **argv)
 	struct sim_tenant tenants[POLICY_MAX_TENANTS];
 	struct sim_trace trace = { 0 };
 	struct sim_params p = { 0 };
+	struct block_trace bt = { 0 };
 	struct sim_table_dirs dirs = { 0 };
 	struct policy_config machine_cfg;
 	struct coloc_err err = { 0 };
@@ -884,6 +914,9 @@ int main(int argc, char **argv)
 		case 'R':
 			opts.exec_per_run = true;
 			break;
+		case 'Z':
+			opts.block_trace = optarg;
+			break;
 		case 'G':
 			bad = parse_double("--query-cost-sigma", optarg, 0, 10,
 					   &opts.query_cost_sigma);
@@ -956,6 +989,11 @@ int main(int argc, char **argv)
 	if (opts.query_cost_us < 0 && !opts.mix) {
 		fprintf(stderr, PROG ": --query-cost-us auto takes each model's solo latency as "
 				     "served from bench-qos's points.tsv: it needs --mix\n");
+		return 2;
+	}
+	if (opts.block_trace && opts.search) {
+		fprintf(stderr,
+			PROG ": --block-trace writes one run's blocks: not with --search\n");
 		return 2;
 	}
 	if (opts.exec_per_run && !(opts.exec_from && opts.mix)) {
@@ -1081,6 +1119,18 @@ int main(int argc, char **argv)
 		       opts.like->max_s, opts.like->warmup_s);
 	if (!opts.search && !opts.trace && !opts.json)
 		printf("load: %.1f QPS in total\n", opts.qps);
+	if (opts.block_trace) {
+		bt.f = fopen(opts.block_trace, "w");
+		if (!bt.f) {
+			fprintf(stderr, PROG ": cannot write %s: %m\n", opts.block_trace);
+			rc = 1;
+			goto cleanup;
+		}
+		bt.tenants = tenants;
+		fputs("end_ms\ttenant\tquery\tfirst\tlast\tcores\talone_us\tround_trip_us\n", bt.f);
+		p.on_block = trace_block;
+		p.ctx = &bt;
+	}
 	rc = 0;
 	for (int set = 0; set < nr_sets && !rc; set++) {
 		const char *set_name = "tenants";
@@ -1131,6 +1181,10 @@ int main(int argc, char **argv)
 	if (!rc && opts.measured)
 		rc = print_fidelity();
 cleanup:
+	if (bt.f && fclose(bt.f) && !rc) {
+		fprintf(stderr, PROG ": writing %s: %m\n", opts.block_trace);
+		rc = 1;
+	}
 	sim_trace_free(&trace);
 	sim_qps_table_free(&found);
 	sim_served_free(&served);
