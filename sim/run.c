@@ -21,13 +21,17 @@
  * progresses at 1 / (its interference slowdown x the largest number of
  * blocks on any of its cores), re-rated at every start and end. A block is
  * as fast as its most crowded core lets it be: its threads meet at every
- * layer's end, so the slowest one sets the pace. All cores stay free to
- * such a policy, as colocd passes them.
+ * layer's end, so the slowest one sets the pace; the time-sharing penalty
+ * applies while that number is above 1; a collapsed block keeps its own
+ * pace. All cores stay free to such a policy, as colocd passes them.
  *
  * Serving costs (sim/README.md: fitted from colocd on this machine): each
  * block's alone-time grows by the block cost (the dispatch round trip, its
  * cores held meanwhile), and each finished query's latency by its tenant's
- * query cost (no core held, unseen by the policy).
+ * query cost (no core held, unseen by the policy). A tenant with an
+ * executor model (sim_exec_model, fitted on colocd's block logs) has its
+ * blocks stretched by that instead: the measured factor, warm-up, spread and
+ * dispatch, and on shared cores the measured collapse onto one core.
  */
 #include <errno.h>
 #include <math.h>

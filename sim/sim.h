@@ -8,7 +8,8 @@
  * tables -> struct policy_model), table_profile.c (coloc's own profiles, as
  * colocd converts them), interference.c (the slowdown
  * model), run.c (the event loop around policy_decide), metrics.c
- * (percentiles, fraction within QoS), search.c (the QoS-QPS bisection) and
+ * (percentiles, fraction within QoS), search.c (the QoS-QPS bisection),
+ * exec_fit.c (the executor model fitted on colocd's block logs) and
  * fidelity.c (simulated against measured QoS-QPS).
  * sim/README.md states what the numbers rest on.
  *
