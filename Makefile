@@ -11,6 +11,7 @@
 #   make bench-sensing   colocd's sampling overhead, as a ratio to no sampling
 #   make bench-executor  executor latency and GFLOP/s, as ratios to oneDNN's default
 #   make bench-sim       simulated QoS-QPS: this machine against bench-qos, then 64 cores
+#                        (make bench-sim-2core: the check against bench-qos alone)
 #   make bench-qos       measured QoS-QPS of every policy on each tenant mix, as root (a long
 #                        run; ARGS=--quick for a first look in minutes, ARGS=--help for more)
 #   make bench-onnx      coloc against ONNX Runtime on the same ONNX files, as ratios
@@ -107,7 +108,7 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
-.PHONY: all check deps demo bench-sensing bench-executor bench-sim bench-qos profiles format clean tests \
+.PHONY: all check deps demo bench-sensing bench-executor bench-sim bench-sim-2core bench-qos profiles format clean tests \
 	bench-onnx ort ort-models \
 	install uninstall
 all: $(BINS)
@@ -225,19 +226,17 @@ bench-executor: $(BINS)
 # equal rates (their Mix: rate inversely proportional to QoS, equal here); 2
 # and 8 tenants, 64 cores, then 8 at 128 and 256; VELTAIR's 1.6 slowdown (an
 # assumption). The 2-core check serves the tenants as bench-qos did (QoS from
-# its points.tsv) with the serving-cost model fitted to those points by
-# sim/fit-serving.sh each time (sim/README.md); SIM_QOS_DIR=DIR checks
-# another bench-qos run's results.tsv and points.tsv.
+# its points.tsv) and runs their blocks by the executor model that coloc-sim
+# fits each time on that run's block logs (--exec-from: blocks-MIX-POLICY.tsv,
+# sim/README.md); SIM_QOS_DIR=DIR checks another bench-qos run's results.tsv,
+# points.tsv and block logs.
 SIM_MIXES := tools/qos-mixes.conf
 SIM_2CORE_SLOWDOWN := 1.0
 SIM_QOS_DIR := build/bench-qos
-SIM_BLOCK_COST_US := 71
-# The serving cost is spent inside the blocks, scaled by how cold the tenant
-# is (coloc-run --gap-ms: ~18 ms to go cold here; sim/README.md).
-SIM_COST_IN_BLOCKS := --query-cost-in-blocks --query-cost-warm-ms 18
 SIM_MIX2 := --tenant veltair:resnet50:15 --tenant veltair:googlenet:15
 SIM_MIX8 := $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2)
-bench-sim: $(BINS)
+# the fidelity check alone (make bench-sim runs it first)
+bench-sim-2core: $(BINS)
 	@echo "bench-sim: simulated QoS-QPS (>= 95% of every tenant's queries within QoS), 120 s"
 	@echo "per point, median of seeds 1..5. sim/README.md states what every number rests on."
 	$(Q)mkdir -p build/profiles
@@ -250,23 +249,22 @@ bench-sim: $(BINS)
 	done
 	@echo "== fidelity: this machine (all its cores, one LLC), coloc's profiles, the mixes of $(SIM_MIXES)"
 	$(Q)serving=; pts=$(SIM_QOS_DIR)/points.tsv; \
-	if [ -r $$pts ]; then \
-		echo "== serving costs fitted to $$pts (sim/fit-serving.sh; block cost $(SIM_BLOCK_COST_US) us)"; \
-		export BLOCK_US=$(SIM_BLOCK_COST_US); \
-		sigma=$$(sim/fit-serving.sh temporal --query-cost-sigma "0 0.2 0.3 0.4 0.5 0.6 0.7 0.8 1" $$pts \
-			$(SIM_COST_IN_BLOCKS) | \
-			tee /dev/stderr | awk '/^best/ { print $$3 }'); \
-		pen=$$(sim/fit-serving.sh os --shared-penalty "1 1.5 2 2.2 2.4 2.6 2.8 3 4" $$pts \
-			--query-cost-sigma $$sigma $(SIM_COST_IN_BLOCKS) | tee /dev/stderr | \
-			awk '/^best/ { print $$3 }'); \
+	if [ -r $$pts ] && ls $(SIM_QOS_DIR)/blocks-*-*.tsv >/dev/null 2>&1; then \
 		like=$$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$$i] = i; next } \
 			$$c["duration_s"] > m { m = $$c["duration_s"] } END { print (m > 5 ? "full" : "quick") }' $$pts); \
-		echo "== searched as bench-qos $$like did (its loads and point lengths), median of 25 seeds"; \
-		serving="--block-cost-us $(SIM_BLOCK_COST_US) --query-cost-us auto $(SIM_COST_IN_BLOCKS) --query-cost-sigma $$sigma --shared-penalty $$pen --search-like $$like --seeds 25"; \
+		echo "== the executor model fitted on all the block logs of $(SIM_QOS_DIR), one for every"; \
+		echo "   run; searched as bench-qos $$like did (its loads and point lengths), median of 25 seeds"; \
+		serving="--exec-from $(SIM_QOS_DIR) --search-like $$like --seeds 25"; \
+		$(BIN)/coloc-sim --mix all --policy all --search --cores $$(nproc) --llc $$(nproc) \
+			--full-slowdown $(SIM_2CORE_SLOWDOWN) --brief \
+			--measured $(SIM_QOS_DIR)/results.tsv $$serving || exit 1; \
+		echo "== the check: each policy on each mix by the executor model of its own run's log"; \
+		serving="$$serving --exec-per-run"; \
 	fi; \
 	$(BIN)/coloc-sim --mix all --policy all --search --seeds 5 --cores $$(nproc) --llc $$(nproc) \
 		--duration 120 --full-slowdown $(SIM_2CORE_SLOWDOWN) --brief \
 		--measured $(SIM_QOS_DIR)/results.tsv $$serving
+bench-sim: bench-sim-2core
 	@echo "== 64 cores in LLC domains of 4 (Threadripper 3990X), VELTAIR's tables (one kernel"
 	@echo "   version), QoS 15 ms each. Not results to quote before the fidelity check passes."
 	@echo "== mix: 1 ResNet-50 + 1 GoogLeNet tenant"

@@ -21,13 +21,17 @@
  * progresses at 1 / (its interference slowdown x the largest number of
  * blocks on any of its cores), re-rated at every start and end. A block is
  * as fast as its most crowded core lets it be: its threads meet at every
- * layer's end, so the slowest one sets the pace. All cores stay free to
- * such a policy, as colocd passes them.
+ * layer's end, so the slowest one sets the pace; the time-sharing penalty
+ * applies while that number is above 1; a collapsed block keeps its own
+ * pace. All cores stay free to such a policy, as colocd passes them.
  *
  * Serving costs (sim/README.md: fitted from colocd on this machine): each
  * block's alone-time grows by the block cost (the dispatch round trip, its
  * cores held meanwhile), and each finished query's latency by its tenant's
- * query cost (no core held, unseen by the policy).
+ * query cost (no core held, unseen by the policy). A tenant with an
+ * executor model (sim_exec_model, fitted on colocd's block logs) has its
+ * blocks stretched by that instead: the measured factor, warm-up, spread and
+ * dispatch, and on shared cores the measured collapse onto one core.
  */
 #include <errno.h>
 #include <math.h>
@@ -48,6 +52,8 @@ struct sim_slot {
 	double left_ns; /* alone-time still to run */
 	double slowdown; /* from the interference model */
 	double stretch; /* slowdown x the most blocks sharing one of its cores */
+	bool collapsed; /* shared cores: its threads on one core, not slowed by the others */
+	uint64_t dispatch_ns; /* executor model: the part of its time outside the executor's */
 	uint64_t gen;
 	unsigned int stamp; /* for visiting each neighbour once */
 };
@@ -64,6 +70,8 @@ struct sim_state {
 	struct coloc_rng cost_rng[POLICY_MAX_TENANTS]; /* query costs, apart from arrivals */
 	/* when each tenant's last query ended, for the warmth of its next (0: none yet) */
 	uint64_t last_end_ns[POLICY_MAX_TENANTS];
+	/* when each tenant's last block ended, for the executor model (0: none yet) */
+	uint64_t last_block_end_ns[POLICY_MAX_TENANTS];
 	struct sim_latencies lat[POLICY_MAX_TENANTS];
 	int trace_next;
 	uint64_t next_id;
@@ -177,9 +185,11 @@ static int rerate(struct sim_state *s, struct sim_slot *sl, struct coloc_err *er
 
 	for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
 	     c = policy_cpuset_next(&sl->d.cores, c + 1))
-		if (s->core_nr[c] > share)
+		if (s->core_nr[c] > share && !sl->collapsed)
 			share = s->core_nr[c];
-	stretch = slow * share * (s->shared ? fmax(1.0, s->p->shared_penalty) : 1.0);
+	stretch = slow * share;
+	if (share > 1 && s->p->shared_penalty)
+		stretch *= s->p->shared_penalty;
 	if (stretch == sl->stretch && sl->gen)
 		return 0;
 	sl->left_ns -= (double)(s->now - sl->last_ns) / sl->stretch;
@@ -264,18 +274,76 @@ static int rerate_all(struct sim_state *s, struct coloc_err *err)
 	return 0;
 }
 
-/* median spread lognormally by query_cost_sigma, from the tenant's own stream. */
-static double cost_spread(struct sim_state *s, int tenant, double median)
+/* median x exp(sigma x Z), Z standard normal from the tenant's own stream. */
+static double lognormal(struct sim_state *s, int tenant, double median, double sigma)
 {
 	double u1, u2, z;
 
-	if (!s->p->query_cost_sigma || !median)
+	if (!sigma || !median)
 		return median;
 	/* Box-Muller; uniform() is in (0, 1], so the logarithm is finite */
 	u1 = coloc_rng_uniform(&s->cost_rng[tenant]);
 	u2 = coloc_rng_uniform(&s->cost_rng[tenant]);
 	z = sqrt(-2.0 * log(u1)) * cos(2 * 3.14159265358979323846 * u2);
-	return median * exp(s->p->query_cost_sigma * z);
+	return median * exp(sigma * z);
+}
+
+/* median spread lognormally by query_cost_sigma. */
+static double cost_spread(struct sim_state *s, int tenant, double median)
+{
+	return lognormal(s, tenant, median, s->p->query_cost_sigma);
+}
+
+/* The executor model's row for k cores: the largest fitted count <= k, else the smallest. */
+static int exec_cores(const struct sim_exec_model *em, int k)
+{
+	int c = k < SIM_EXEC_MAX_CORES ? k : SIM_EXEC_MAX_CORES;
+
+	for (; c >= 1; c--)
+		if (em->factor[c] > 0)
+			return c;
+	for (c = k + 1; c <= SIM_EXEC_MAX_CORES; c++)
+		if (em->factor[c] > 0)
+			return c;
+	return 0;
+}
+
+/*
+ * With the executor model: the block's stretch over its table time
+ * (table_ns) and its fixed costs (sim_exec_model); on shared cores it may
+ * collapse.
+ */
+static double exec_stretch(struct sim_state *s, struct sim_slot *sl, double table_ns,
+			   uint64_t *fixed_ns)
+{
+	const struct sim_exec_model *em = s->p->tenants[sl->d.tenant].exec;
+	int k = exec_cores(em, sl->d.nr_cores);
+	double f;
+
+	if (!k) {
+		*fixed_ns = 0;
+		return 1.0;
+	}
+	f = lognormal(s, sl->d.tenant, em->factor[k], em->sigma[k]);
+	if (em->cold[k] > 0) {
+		const uint64_t last = s->last_block_end_ns[sl->d.tenant];
+		double cold = 1.0;
+
+		if (last && em->warm_ns)
+			cold = 1.0 - exp(-(double)(s->now - last) / (double)em->warm_ns);
+		f *= 1.0 + em->cold[k] * cold;
+	}
+	sl->dispatch_ns = table_ns < SIM_EXEC_MIN_ALONE_US * 1e3 ? em->small_dispatch_ns[k] :
+								   em->dispatch_ns[k];
+	*fixed_ns = sl->dispatch_ns;
+	if (table_ns < SIM_EXEC_MIN_ALONE_US * 1e3)
+		*fixed_ns += em->small_extra_ns[k];
+	if (s->shared && em->collapse_p > 0 &&
+	    coloc_rng_uniform(&s->cost_rng[sl->d.tenant]) <= em->collapse_p) {
+		sl->collapsed = true;
+		f *= em->collapse_x;
+	}
+	return f;
 }
 
 /* The tenant's cost of one query after its last block (none when it is spent in the blocks). */
@@ -350,6 +418,7 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	struct policy_query *q = find_query(s, d->query_id);
 	const struct policy_model *m = s->tenants[d->tenant].model;
 	struct sim_slot *sl;
+	uint64_t fixed_ns = 0;
 	double stretch;
 	int idx, c;
 
@@ -373,12 +442,17 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	sl->d.versions = sl->versions;
 	sl->ci = policy_model_core_index(m, d->nr_cores);
 	sl->start_ns = sl->last_ns = s->now;
-	stretch = block_stretch(s, d->tenant);
+	sl->collapsed = false;
+	sl->dispatch_ns = 0;
 	sl->left_ns = 0;
 	for (int l = d->first_layer; l < d->last_layer; l++)
 		sl->left_ns += (double)policy_model_cell(m, l, sl->versions[l - d->first_layer],
 							 sl->ci, 0);
-	sl->left_ns = sl->left_ns * stretch + (double)s->p->block_cost_ns;
+	if (s->p->tenants[d->tenant].exec)
+		stretch = exec_stretch(s, sl, sl->left_ns, &fixed_ns);
+	else
+		stretch = block_stretch(s, d->tenant);
+	sl->left_ns = sl->left_ns * stretch + (double)(s->p->block_cost_ns + fixed_ns);
 	sl->slowdown = 1.0;
 	sl->stretch = 1.0;
 	sl->gen = 0;
@@ -408,7 +482,9 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 	struct policy_query *q = find_query(s, sl->d.query_id);
 	int c, last;
 
-	policy_block_done(s->pol, &sl->d, s->now - sl->start_ns);
+	/* as colocd: the executor's own time, without the dispatch around it */
+	policy_block_done(s->pol, &sl->d, s->now - sl->start_ns - sl->dispatch_ns);
+	s->last_block_end_ns[sl->d.tenant] = s->now;
 	if (s->p->on_block)
 		s->p->on_block(s->p->ctx, &rec);
 	q->next_layer = sl->d.last_layer;
@@ -573,6 +649,36 @@ static int arrive(struct sim_state *s, int tenant, struct coloc_err *err)
 
 /* ---- setup, the loop, results -------------------------------------------------- */
 
+/* An executor model replaces the query cost spent in blocks; its numbers must make sense. */
+static int check_exec(const struct sim_exec_model *em, const struct sim_params *p,
+		      struct coloc_err *err)
+{
+	bool any = false;
+
+	if (!em)
+		return 0;
+	if (p->query_cost_in_blocks)
+		return coloc_err_set(err, -EINVAL,
+				     "the executor model and a query cost spent in the blocks "
+				     "both stretch the blocks: give one");
+	for (int k = 1; k <= SIM_EXEC_MAX_CORES; k++) {
+		if (!(em->factor[k] >= 0) || !(em->sigma[k] >= 0 && em->sigma[k] <= 10) ||
+		    !(em->cold[k] >= 0))
+			return coloc_err_set(
+				err, -EINVAL,
+				"executor model: factor %g, cold extra %g, spread %g at "
+				"%d cores",
+				em->factor[k], em->cold[k], em->sigma[k], k);
+		any |= em->factor[k] > 0;
+	}
+	if (!any || !(em->collapse_p >= 0 && em->collapse_p <= 1) || !(em->collapse_x >= 1))
+		return coloc_err_set(err, -EINVAL,
+				     "executor model: no factor, or a collapse of p %g, x %g (give "
+				     "0..1 and >= 1)",
+				     em->collapse_p, em->collapse_x);
+	return 0;
+}
+
 static int check_params(const struct sim_params *p, struct coloc_err *err)
 {
 	if (!p->policy)
@@ -583,10 +689,10 @@ static int check_params(const struct sim_params *p, struct coloc_err *err)
 	if (!p->trace && !(p->qps > 0))
 		return coloc_err_set(err, -EINVAL,
 				     "simulator: a load (QPS > 0) or a trace is needed");
-	if (p->shared_penalty && !(p->shared_penalty >= 1.0 && p->shared_penalty <= 100))
+	if (p->shared_penalty && !(p->shared_penalty >= 0.5 && p->shared_penalty <= 100))
 		return coloc_err_set(err, -EINVAL,
-				     "simulator: a time-sharing penalty of %g; give 0 or 1 (ideal "
-				     "processor sharing) to 100",
+				     "simulator: a time-sharing penalty of %g; give 0 (ideal "
+				     "processor sharing) or 0.5 to 100",
 				     p->shared_penalty);
 	if (!(p->query_cost_sigma >= 0 && p->query_cost_sigma <= 10))
 		return coloc_err_set(err, -EINVAL,
@@ -608,6 +714,7 @@ static int check_params(const struct sim_params *p, struct coloc_err *err)
 					     "share > 0",
 					     t);
 		ret = policy_model_check(st->model, err);
+		ret = ret ?: check_exec(st->exec, p, err);
 		if (ret)
 			return coloc_err_prefix(err, "tenant %d (%s)", t,
 						st->name ? st->name : "?");

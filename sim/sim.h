@@ -8,7 +8,8 @@
  * tables -> struct policy_model), table_profile.c (coloc's own profiles, as
  * colocd converts them), interference.c (the slowdown
  * model), run.c (the event loop around policy_decide), metrics.c
- * (percentiles, fraction within QoS), search.c (the QoS-QPS bisection) and
+ * (percentiles, fraction within QoS), search.c (the QoS-QPS bisection),
+ * exec_fit.c (the executor model fitted on colocd's block logs) and
  * fidelity.c (simulated against measured QoS-QPS).
  * sim/README.md states what the numbers rest on.
  *
@@ -156,7 +157,115 @@ struct sim_tenant {
 	 * stays arrival + QoS, as colocd's does). sim/README.md: the fit.
 	 */
 	uint64_t query_cost_ns;
+	/*
+	 * How colocd's executors really run this tenant's blocks, fitted on
+	 * their block logs (struct sim_exec_model below); NULL: at the table's
+	 * latency (plus the serving costs of struct sim_params).
+	 */
+	const struct sim_exec_model *exec;
 };
+
+/* ---- the executor model: blocks as colocd's executors ran them ------------------- */
+
+#define SIM_EXEC_MAX_CORES 8
+
+/*
+ * One model's blocks as its executor ran them (sim/README.md, "The
+ * executor model"), by a block's core count k (1..SIM_EXEC_MAX_CORES;
+ * factor[k] 0: no blocks of k cores were measured; a block of k cores
+ * takes the largest fitted count <= k, else the smallest fitted).
+ * A block holds its cores for
+ *     table x factor[k] x exp(sigma[k] x Z) + dispatch_ns[k],
+ * Z standard normal from the tenant's own stream, or, a block of less
+ * than SIM_EXEC_MIN_ALONE_US in the table (a layer or a few),
+ *     table x factor[k] x exp(sigma[k] x Z) + small_extra_ns[k] + small_dispatch_ns[k]:
+ * the fixed costs measured on such blocks (thread wake-ups, a dispatch
+ * that finds colocd awake) instead of the long blocks' dispatch. On cores a policy
+ * shares (policy_entry.shares_cores: the executor's caller is not pinned),
+ * with probability collapse_p the block's threads end up on one core and
+ * it takes collapse_x times that, at a pace set by its own hand-offs: the
+ * other blocks on its cores do not slow it (they are slowed by it).
+ */
+struct sim_exec_model {
+	double factor[SIM_EXEC_MAX_CORES + 1];
+	double sigma[SIM_EXEC_MAX_CORES + 1];
+	uint64_t dispatch_ns[SIM_EXEC_MAX_CORES + 1];
+	/* a block under SIM_EXEC_MIN_ALONE_US in the table: these instead of dispatch_ns */
+	uint64_t small_extra_ns[SIM_EXEC_MAX_CORES + 1];
+	uint64_t small_dispatch_ns[SIM_EXEC_MAX_CORES + 1];
+	/*
+	 * The factor is the warm one: a block that starts after the tenant
+	 * idled for t (since its last block ended; never ran: cold) takes
+	 * factor[k] x (1 + cold[k] x (1 - exp(-t / warm_ns))) instead.
+	 */
+	double cold[SIM_EXEC_MAX_CORES + 1];
+	uint64_t warm_ns;
+	double collapse_p, collapse_x;
+};
+
+/* The fitted row of a model's blocks of one core count on cores of their own. */
+struct sim_exec_row {
+	char model[64];
+	int cores;
+	int n; /* blocks of >= SIM_EXEC_MIN_ALONE_US in the table */
+	double factor; /* median measured / table, warm (the cold term taken out) */
+	double cold; /* how much more a cold block takes, x factor */
+	double sigma; /* least squares on the upper quantiles of log(ratio / factor) */
+	double dispatch_us; /* mean round trip - measured */
+	/* blocks under SIM_EXEC_MIN_ALONE_US: means of measured - table x factor, of dispatch */
+	int n_small;
+	double small_extra_us, small_dispatch_us;
+	/* the fit error: measured and fitted quantiles of ratio / factor */
+	double q95, q95_fit, q99, q99_fit;
+};
+
+/* The fitted row of a model's blocks on shared cores (alone there: no other block overlapped). */
+struct sim_exec_shared_row {
+	char model[64];
+	int n_alone, n_collapsed, n_overlapped;
+	double collapse_p; /* share of the alone blocks past the pinned p99 (exp(2.326 sigma)) */
+	double collapse_x; /* their median ratio / the pinned factor */
+	double fit_error; /* rms log error of the overlapped blocks' quantiles at the best penalty */
+};
+
+/*
+ * The fit from a directory of colocd block logs (make bench-qos's
+ * blocks-MIX-POLICY.tsv): every block of a policy that does not share
+ * cores gives its model's row for its core count (blocks of at least
+ * SIM_EXEC_MIN_ALONE_US, where the fixed costs do not count); the blocks of
+ * a policy that shares cores give, where no other block overlapped them,
+ * the collapse of each model, and where others did, the time-sharing
+ * penalty: the one at which processor sharing (ideal x penalty, collapsed
+ * blocks not slowed) best reproduces the overlapped blocks' quantiles.
+ */
+#define SIM_EXEC_MIN_ALONE_US 1000.0
+
+struct sim_exec_fit {
+	struct sim_exec_row *row;
+	int nr_rows;
+	struct sim_exec_shared_row *shared;
+	int nr_shared;
+	double warm_ms; /* the warm-up time, one for all rows */
+	double warm_gain; /* share of the squared log error the warm-up term explains */
+	double penalty; /* 0: no overlapped shared blocks to fit it on */
+	double penalty_error; /* the weighted rms log quantile error at penalty */
+	int nr_files;
+	long nr_blocks;
+};
+
+int sim_exec_fit_dir(const char *dir, struct sim_exec_fit *fit, struct coloc_err *err);
+/*
+ * The same on one run's log, blocks-MIX-POLICY.tsv of dir: that run's
+ * blocks alone give the rows (a policy that shares cores: its collapse
+ * and penalty, against the pinned rows of every log of dir); -ENOENT when
+ * there is no such log.
+ */
+int sim_exec_fit_log(const char *dir, const char *mix, const char *policy, struct sim_exec_fit *fit,
+		     struct coloc_err *err);
+void sim_exec_fit_free(struct sim_exec_fit *fit);
+/* The model named as in the logs' tenant column; -ENOENT when no pinned block of it was logged. */
+int sim_exec_model_from_fit(const struct sim_exec_fit *fit, const char *model,
+			    struct sim_exec_model *m, struct coloc_err *err);
 
 /* A recorded arrival sequence: one arrival per line, "TIME_US TENANT". */
 struct sim_trace {
@@ -297,7 +406,8 @@ struct sim_params {
 	uint64_t query_cost_warm_ns;
 	/*
 	 * A shares_cores policy's blocks run this many times slower than
-	 * processor sharing alone makes them (0 or 1: ideal sharing): what the
+	 * processor sharing alone makes them while they share a core (0 or 1:
+	 * ideal sharing; a block alone on its cores is not slowed): what the
 	 * kernel's time-sharing of OpenMP threads costs beyond it, fitted in
 	 * sim/README.md.
 	 */

@@ -8,7 +8,8 @@
  * alone and on level columns, determinism per seed, VELTAIR's tables
  * against cells read off the CSV by hand, coloc's own profile loaded as
  * colocd converts it, the mixes file, the fidelity comparison on a
- * hand-made results file, long random runs of every policy with an
+ * hand-made results file, the executor model (its pieces by hand, its fit
+ * on hand-made block logs), long random runs of every policy with an
  * independent check that no core ever runs two blocks at once and that
  * every query is accounted for, the QoS-QPS search (deterministic per seed,
  * and none found when QoS is below the solo latency), and a speed sanity
@@ -454,7 +455,7 @@ TEST_F(sim, run__shared_penalty_slows_only_time_shared_blocks)
 	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(10 * MS, record_of(self->w, 0)->end_ns);
 	ASSERT_EQ(20 * MS, record_of(self->w, 1)->end_ns);
-	p.shared_penalty = 0.5;
+	p.shared_penalty = 0.4;
 	ASSERT_EQ(-EINVAL, sim_run(&p, &self->r, &self->err));
 }
 
@@ -591,6 +592,259 @@ TEST_F(sim, run__shared_cores_hold_more_blocks_than_cores)
 		ASSERT_EQ(8 * 6 * MS, record_of(self->w, (uint64_t)i)->end_ns);
 }
 
+/* ---- the executor model (sim/README.md, "The executor model") ------------------------- */
+
+/* One layer of 0.5 ms on 1 core: a block below SIM_EXEC_MIN_ALONE_US. */
+static const uint64_t short_layer_ns[] = { 500000 };
+static const struct policy_model short_layer = {
+	.nr_layers = 1,
+	.nr_versions = 1,
+	.nr_core_counts = 1,
+	.nr_levels = 1,
+	.core_counts = one_core,
+	.latency_ns = short_layer_ns,
+};
+
+/*
+ * fcfs, no spread, no warm-up term. One core, the 10 ms layer at factor
+ * 1.5 and 200 us of dispatch: queries at 0 and 0 end at 15.2 and 30.4 ms.
+ * Two cores, the two-layer model (6 ms on 2 cores) with factor 2.0 and
+ * 100 us at 2 cores: one block, 12.1 ms. With only the 1-core row fitted,
+ * the 2-core block takes that row: 6 x 1.5 + 0.2 = 9.2 ms. The 0.5 ms
+ * layer is a small block: 0.5 x 2 + 0.1 (its extra) + 0.05 (its dispatch)
+ * = 1.15 ms; the 5 ms dispatch of long blocks is not charged.
+ */
+TEST_F(sim, run__exec_model_factor_dispatch_and_core_count)
+{
+	static const double both[] = { 0, 0 }, one[] = { 0 };
+	static const int who[] = { 0, 0 };
+	struct sim_exec_model em = { .collapse_x = 1 };
+	struct sim_tenant t = { .model = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &em };
+	struct mem_trace mt;
+	struct sim_params p;
+
+	em.factor[1] = 1.5;
+	em.dispatch_ns[1] = 200000;
+	mem_trace_init(&mt, 2, both, who);
+	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(15200000, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(30400000, record_of(self->w, 1)->end_ns);
+
+	self->w->nr_q = self->w->nr_b = 0;
+	t.model = &two_layers;
+	mem_trace_init(&mt, 1, one, who);
+	p = small_params(policy_find("fcfs"), 2, 2, &t, 1, &mt.trace, self->w);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, self->w->b[0].nr_cores);
+	ASSERT_EQ(9200000, record_of(self->w, 0)->end_ns);
+	em.factor[2] = 2.0;
+	em.dispatch_ns[2] = 100000;
+	self->w->nr_q = self->w->nr_b = 0;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(12100000, record_of(self->w, 0)->end_ns);
+
+	self->w->nr_q = self->w->nr_b = 0;
+	em = (struct sim_exec_model){ .collapse_x = 1 };
+	em.factor[1] = 2.0;
+	em.dispatch_ns[1] = 5 * MS;
+	em.small_extra_ns[1] = 100000;
+	em.small_dispatch_ns[1] = 50000;
+	t.model = &short_layer;
+	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(1150000, record_of(self->w, 0)->end_ns);
+	em.collapse_x = 0.5;
+	ASSERT_EQ(-EINVAL, sim_run(&p, &self->r, &self->err));
+}
+
+/*
+ * The warm-up term: factor 1, cold 1.0 (a cold block takes twice the
+ * table), warm-up 10 ms. q0 at 0 (the tenant never ran: cold) takes 20 ms;
+ * q1 at 20 ms, right as q0 ends, is warm: 10 ms, ends at 30; q2 at 40 ms,
+ * after 10 ms idle, takes 10 x (1 + 1 - exp(-1)) = 16.321 ms: ends at
+ * 56.321 ms.
+ */
+TEST_F(sim, run__exec_model_warm_up_by_idle_time)
+{
+	static const double at[] = { 0, 20, 40 };
+	static const int who[] = { 0, 0, 0 };
+	struct sim_exec_model em = { .collapse_x = 1, .warm_ns = 10 * MS };
+	struct sim_tenant t = { .model = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &em };
+	struct mem_trace mt;
+	struct sim_params p;
+	double q2;
+
+	em.factor[1] = 1.0;
+	em.cold[1] = 1.0;
+	mem_trace_init(&mt, 3, at, who);
+	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(20 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(30 * MS, record_of(self->w, 1)->end_ns);
+	q2 = 40e6 + 10e6 * (2.0 - exp(-1.0));
+	ASSERT_GE(1.0, fabs((double)record_of(self->w, 2)->end_ns - q2));
+}
+
+/*
+ * Shared cores (os), one core, two 10 ms queries at 0, factor 1. Tenant 0
+ * always collapses (p 1, x 3): 30 ms, not slowed by tenant 1. Tenant 1
+ * never does: it shares the core with tenant 0 all along, at half speed,
+ * and ends at 20 ms; tenant 0 still ends at 30. With a penalty of 1.5
+ * tenant 1 runs at 1 / (2 x 1.5) and ends at 30 ms too; alone, one query
+ * of tenant 1 is not penalised (10 ms). Under fcfs (cores not shared)
+ * nothing collapses: 10 and 20 ms.
+ */
+TEST_F(sim, run__exec_model_collapsed_block_is_not_slowed_by_sharing)
+{
+	static const double both[] = { 0, 0 }, one[] = { 0 };
+	static const int who[] = { 0, 1 }, second[] = { 1 };
+	struct sim_exec_model collapses = { .collapse_p = 1, .collapse_x = 3 },
+			      stays = { .collapse_x = 1 };
+	struct sim_tenant t[2] = {
+		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &collapses },
+		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &stays },
+	};
+	struct mem_trace mt;
+	struct sim_params p;
+
+	collapses.factor[1] = stays.factor[1] = 1.0;
+	mem_trace_init(&mt, 2, both, who);
+	p = small_params(policy_find("os"), 1, 1, t, 2, &mt.trace, self->w);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(30 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(20 * MS, record_of(self->w, 1)->end_ns);
+
+	self->w->nr_q = self->w->nr_b = 0;
+	p.shared_penalty = 1.5;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(30 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(30 * MS, record_of(self->w, 1)->end_ns);
+
+	self->w->nr_q = self->w->nr_b = 0;
+	mem_trace_init(&mt, 1, one, second);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(10 * MS, record_of(self->w, 0)->end_ns);
+
+	self->w->nr_q = self->w->nr_b = 0;
+	mem_trace_init(&mt, 2, both, who);
+	p = small_params(policy_find("fcfs"), 1, 1, t, 2, &mt.trace, self->w);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(10 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(20 * MS, record_of(self->w, 1)->end_ns);
+}
+
+static void write_block(FILE *f, double end_ms, const char *tenant, int cores, double alone_us,
+			double measured_us, double round_trip_us)
+{
+	fprintf(f, "%.3f\t%s\t1\t0\t1\t%d\t0\t1.000\t%.1f\t%.1f\t%.1f\t%.1f\t1.0\t1\n", end_ms,
+		tenant, cores, alone_us, alone_us, measured_us, round_trip_us);
+}
+
+/*
+ * Block logs made by hand for this test only (never a measurement), a
+ * second apart so that every block is cold and none overlaps another.
+ * temporal (cores of its own): 21 blocks of m on 2 cores, 2 ms in the
+ * table, measured 1.4 (x10), 1.5, 1.6 (x10) times that, round trip 100 us
+ * more; plus 20 small ones (0.5 ms table, 1.2 ms measured, 30 us more):
+ * factor = the median 1.5; no warm-up term (every block is as cold);
+ * dispatch 100 us; the upper quantiles of ratio / factor are all 1.6 / 1.5,
+ * so sigma = log(1.6 / 1.5) x sum(z) / sum(z^2) over z = 0.6745, 1.2816,
+ * 1.6449, 2.3263; small blocks: 1.2 - 1.5 x 0.5 = 0.45 ms extra, 30 us
+ * dispatch. os (cores shared): 20 blocks of m alone, 12 at 1.5 x the table
+ * (as pinned) and 8 at 4.5 (3 x pinned): collapse p 8 / 20, x 3; nothing
+ * overlapped, so no penalty is fitted. One run's log: the os run against
+ * the temporal run's rows; the temporal run alone; a run not logged.
+ */
+TEST_F(sim, exec_fit__factor_spread_dispatch_and_collapse_on_hand_made_logs)
+{
+	char dir[] = "/tmp/coloc-sim-exec-XXXXXX", path[256];
+	static const double z[] = { 0.6745, 1.2816, 1.6449, 2.3263 };
+	struct sim_exec_fit fit;
+	struct sim_exec_model em;
+	double sz = 0, szz = 0, t = 0;
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/blocks-light-temporal.tsv", dir);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	fputs("end_ms\ttenant\tquery\tfirst\tlast\tcores\tcorunners\tlevel\talone_us\t"
+	      "predicted_us\tmeasured_us\tround_trip_us\tswitch_us\tok\n",
+	      f);
+	for (int i = 0; i < 21; i++) {
+		double r = i < 10 ? 1.4 : i == 10 ? 1.5 : 1.6;
+
+		write_block(f, t += 1000, "m", 2, 2000, 2000 * r, 2000 * r + 100);
+	}
+	for (int i = 0; i < 20; i++)
+		write_block(f, t += 1000, "m", 2, 500, 1200, 1230);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/blocks-light-os.tsv", dir);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	fputs("end_ms\ttenant\tquery\tfirst\tlast\tcores\tcorunners\tlevel\talone_us\t"
+	      "predicted_us\tmeasured_us\tround_trip_us\tswitch_us\tok\n",
+	      f);
+	for (int i = 0; i < 20; i++)
+		write_block(f, t += 1000, "m", 2, 2000, i < 12 ? 3000 : 9000, 9100);
+	fclose(f);
+
+	ASSERT_EQ(0, sim_exec_fit_dir(dir, &fit, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, fit.nr_files);
+	ASSERT_EQ(61, fit.nr_blocks);
+	ASSERT_EQ(1, fit.nr_rows);
+	ASSERT_STREQ("m", fit.row[0].model);
+	ASSERT_EQ(2, fit.row[0].cores);
+	ASSERT_EQ(21, fit.row[0].n);
+	ASSERT_GE(1e-9, fabs(fit.row[0].factor - 1.5));
+	ASSERT_GE(1e-9, fabs(fit.row[0].cold));
+	ASSERT_GE(1e-6, fabs(fit.row[0].dispatch_us - 100));
+	for (int i = 0; i < 4; i++) {
+		sz += z[i];
+		szz += z[i] * z[i];
+	}
+	ASSERT_GE(1e-9, fabs(fit.row[0].sigma - log(1.6 / 1.5) * sz / szz));
+	ASSERT_EQ(20, fit.row[0].n_small);
+	ASSERT_GE(1e-6, fabs(fit.row[0].small_extra_us - 450));
+	ASSERT_GE(1e-6, fabs(fit.row[0].small_dispatch_us - 30));
+	ASSERT_EQ(1, fit.nr_shared);
+	ASSERT_EQ(20, fit.shared[0].n_alone);
+	ASSERT_EQ(0, fit.shared[0].n_overlapped);
+	ASSERT_GE(1e-9, fabs(fit.shared[0].collapse_p - 0.4));
+	ASSERT_GE(1e-9, fabs(fit.shared[0].collapse_x - 3.0));
+	ASSERT_EQ(0, fit.penalty);
+
+	ASSERT_EQ(0, sim_exec_model_from_fit(&fit, "m", &em, &self->err));
+	ASSERT_EQ(1.5, em.factor[2]);
+	ASSERT_EQ(0, em.factor[1]);
+	ASSERT_EQ(100000, em.dispatch_ns[2]);
+	ASSERT_EQ(0.4, em.collapse_p);
+	ASSERT_EQ(-ENOENT, sim_exec_model_from_fit(&fit, "other", &em, &self->err));
+	sim_exec_fit_free(&fit);
+
+	/* one run's log: the os run's collapse against the temporal run's rows; none for heavy */
+	ASSERT_EQ(0, sim_exec_fit_log(dir, "light", "os", &fit, &self->err))
+	TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, fit.nr_files);
+	ASSERT_EQ(1, fit.nr_shared);
+	ASSERT_GE(1e-9, fabs(fit.shared[0].collapse_p - 0.4));
+	sim_exec_fit_free(&fit);
+	ASSERT_EQ(0, sim_exec_fit_log(dir, "light", "temporal", &fit, &self->err))
+	TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(1, fit.nr_files);
+	ASSERT_EQ(0, fit.nr_shared);
+	ASSERT_GE(1e-9, fabs(fit.row[0].factor - 1.5));
+	sim_exec_fit_free(&fit);
+	ASSERT_EQ(-ENOENT, sim_exec_fit_log(dir, "heavy", "temporal", &fit, &self->err));
+
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/blocks-light-temporal.tsv", dir);
+	unlink(path);
+	ASSERT_EQ(-ENOENT, sim_exec_fit_dir(dir, &fit, &self->err));
+	rmdir(dir);
+}
+
 /* ---- the interference model ----------------------------------------------------------- */
 
 TEST(sim_interference__exactly_one_alone_and_table_cells_under_pressure)
@@ -669,6 +923,61 @@ static void veltair_dir(char *buf, size_t len)
 		if (access(dir, R_OK))                                                             \
 			SKIP(return, "VELTAIR's tables are not at %.900s (shared/ missing)", dir); \
 	} while (0)
+
+/*
+ * coloc-sim --block-trace: fcfs serves one query at a time on all 64 cores,
+ * so every block is alone (no pressure) and its time from start to end is
+ * exactly its table time (alone_us = round_trip_us), one whole model each,
+ * in arrival order (query ids increasing, ends increasing). --search with a
+ * trace of blocks is bad usage (exit 2).
+ */
+TEST_F(sim, coloc_sim__block_trace_has_every_block_at_its_table_time)
+{
+	char dir[512], bin[512], path[] = "/tmp/coloc-sim-blocks-XXXXXX", cmd[2048], out[4096];
+	char line[512], tenant[64];
+	double end, alone, rt, last_end = -1;
+	long long query, last_query = -1;
+	int first, last, cores, rows = 0, fd;
+	FILE *f;
+
+	NEED_VELTAIR(dir);
+	tu_bin("coloc-sim", bin, sizeof(bin));
+	fd = mkstemp(path);
+	ASSERT_LE(0, fd);
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+		 "%s --tables %s --tenant veltair:resnet50:1000 --policy fcfs --qps 20 "
+		 "--duration 2 --cores 64 --llc 4 --block-trace %s",
+		 bin, dir, path);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	f = fopen(path, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(line, sizeof(line), f));
+	ASSERT_STREQ("end_ms\ttenant\tquery\tfirst\tlast\tcores\talone_us\tround_trip_us\n", line);
+	while (fgets(line, sizeof(line), f)) {
+		ASSERT_EQ(8, sscanf(line, "%lf\t%63s\t%lld\t%d\t%d\t%d\t%lf\t%lf", &end, tenant,
+				    &query, &first, &last, &cores, &alone, &rt))
+		TH_LOG("%s", line);
+		ASSERT_EQ(0, first);
+		ASSERT_LT(0, last);
+		ASSERT_LT(0, cores);
+		ASSERT_LT(0, alone);
+		ASSERT_GE(0.1, fabs(rt - alone)) TH_LOG("%s", line);
+		ASSERT_LT(last_query, query);
+		ASSERT_LT(last_end, end);
+		last_query = query;
+		last_end = end;
+		rows++;
+	}
+	fclose(f);
+	/* 20/s for 2 s: about 40 queries, each a block */
+	ASSERT_LT(20, rows);
+	snprintf(cmd, sizeof(cmd),
+		 "%s --tables %s --tenant veltair:resnet50:1000 --search --block-trace %s", bin,
+		 dir, path);
+	ASSERT_EQ(2, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	unlink(path);
+}
 
 static bool same_counts(const struct sim_result *a, const struct sim_result *b)
 {

@@ -39,6 +39,9 @@ static struct {
 	long seed, seeds;
 	bool search, json, late_serve, duration_given, brief, query_cost_in_blocks;
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
+	const char *exec_from; /* block logs to fit the executor model on; NULL: none */
+	bool penalty_given, exec_per_run;
+	const char *block_trace; /* --block-trace FILE: every block of a single run */
 	double start_qps, tol;
 	double block_cost_us, query_cost_us; /* query_cost_us < 0: from the served solo latency */
 	double query_cost_sigma, shared_penalty, query_cost_warm_ms;
@@ -65,6 +68,7 @@ struct tenant_arg {
 	double share; /* 0: inversely proportional to the QoS */
 	double served_solo_ms; /* bench-qos's solo latency as served; 0: not known */
 	double query_cost_ms;
+	struct sim_exec_model exec; /* from --exec-from */
 	struct sim_table table;
 };
 
@@ -72,6 +76,8 @@ struct tenant_arg {
 static struct sim_qps_table found;
 /* bench-qos's QoS and served solo latency of each mix's tenants (--qos-from); nr 0: none */
 static struct sim_served served;
+/* the executor model fitted on --exec-from's block logs; nr_rows 0: none */
+static struct sim_exec_fit exec_fit;
 
 static void usage(FILE *out)
 {
@@ -82,6 +88,7 @@ static void usage(FILE *out)
 		"                 [--seeds N] [--trace FILE] [--measured FILE] [--qos-from FILE]\n"
 		"                 [--block-cost-us US] [--query-cost-us US|auto]\n"
 		"                 [--query-cost-sigma S] [--query-cost-in-blocks] [--shared-penalty X]\n"
+		"                 [--exec-from DIR]\n"
 		"                 [--search-like quick|full] [--brief] [--json]\n"
 		"Simulates the policy library (the code colocd runs) on a machine of N cores with\n"
 		"tenants on VELTAIR's published latency tables or on coloc's own profiles of this\n"
@@ -154,8 +161,23 @@ static void usage(FILE *out)
 		"                 / W)), idle: since the tenant's last query ended (default 0:\n"
 		"                 always whole; this machine: ~18, coloc-run --gap-ms)\n"
 		"  --shared-penalty X  blocks of a policy that time-shares cores (os) run X times\n"
-		"                 slower than ideal processor sharing makes them (default 1;\n"
-		"                 fitted for this machine in sim/README.md)\n"
+		"                 slower than ideal processor sharing makes them while they share\n"
+		"                 a core, 0.5..100 (default 1; with --exec-from, the fitted one)\n"
+		"  --exec-from DIR  fit the executor model on colocd's block logs in DIR (make\n"
+		"                 bench-qos's blocks-MIX-POLICY.tsv, e.g. build/bench-qos), print\n"
+		"                 the fit and run every tenant's blocks by it: the table x the\n"
+		"                 model's measured factor at that core count, spread lognormally,\n"
+		"                 plus the measured dispatch; on shared cores the measured\n"
+		"                 collapse onto one core (sim/README.md). Not with\n"
+		"                 --query-cost-in-blocks\n"
+		"  --block-trace FILE  write every block of a run (not --search) to FILE in the\n"
+		"                 columns of colocd's block log that the simulation has: end_ms\n"
+		"                 tenant query first last cores alone_us round_trip_us (start to\n"
+		"                 end), to compare with colocd --block-log\n"
+		"  --exec-per-run  with --exec-from and --mix: each policy on each mix by the\n"
+		"                 model fitted on that run's own log (blocks-MIX-POLICY.tsv: the\n"
+		"                 machine as it was during that run), the rows it lacks from all\n"
+		"                 the logs\n"
 		"  --brief        one line per policy instead of a table per tenant\n"
 		"  --json         print the results as JSON\n"
 		"  --version      print the version and exit\n"
@@ -489,7 +511,126 @@ static int load_tenants(struct tenant_arg *ta, int nr, const struct sim_table_di
 			.share = ta[t].share,
 			.query_cost_ns = (uint64_t)llround(ta[t].query_cost_ms * 1e6),
 		};
+		if (exec_fit.nr_rows) {
+			if (sim_exec_model_from_fit(&exec_fit, tab->name, &ta[t].exec, &err)) {
+				fprintf(stderr, PROG ": tenant %d: %s\n", t, coloc_err_str(&err));
+				return 1;
+			}
+			tenants[t].exec = &ta[t].exec;
+		}
 	}
+	return 0;
+}
+
+/* --block-trace: where the blocks go, and whose they are */
+struct block_trace {
+	FILE *f;
+	const struct sim_tenant *tenants;
+};
+
+/* One block as colocd's block log has it (the columns the simulation knows). */
+static void trace_block(void *ctx, const struct sim_block_record *b)
+{
+	const struct block_trace *bt = ctx;
+	const struct policy_decision *d = b->d;
+	const struct policy_model *m = bt->tenants[d->tenant].model;
+	int ci = policy_model_core_index(m, d->nr_cores);
+	uint64_t alone = 0;
+
+	for (int l = d->first_layer; l < d->last_layer; l++)
+		alone += policy_model_cell(m, l, d->versions[l - d->first_layer], ci, 0);
+	fprintf(bt->f, "%.3f\t%s\t%llu\t%d\t%d\t%d\t%.1f\t%.1f\n", (double)b->end_ns * 1e-6,
+		bt->tenants[d->tenant].name, (unsigned long long)d->query_id, d->first_layer,
+		d->last_layer, d->nr_cores, (double)alone * 1e-3,
+		(double)(b->end_ns - b->start_ns) * 1e-3);
+}
+
+/* The executor model as fitted, with its fit error (sim/README.md, "The executor model"). */
+static void print_exec_fit(void)
+{
+	printf("executor model fitted on %d block logs (%ld blocks) of %s:\n", exec_fit.nr_files,
+	       exec_fit.nr_blocks, opts.exec_from);
+	printf("  warm-up time %.0f ms for every model (it explains %.1f %% of the squared log "
+	       "error of measured / table)\n",
+	       exec_fit.warm_ms, 100 * exec_fit.warm_gain);
+	printf("  %-16s %5s %6s %6s %5s %5s %8s   left over q95 (fit) q99 (fit)   blocks < "
+	       "%.0f us: n, extra, dispatch\n",
+	       "model", "cores", "blocks", "factor", "cold", "sigma", "dispatch",
+	       SIM_EXEC_MIN_ALONE_US);
+	for (int i = 0; i < exec_fit.nr_rows; i++) {
+		const struct sim_exec_row *r = &exec_fit.row[i];
+
+		printf("  %-16s %5d %6d %6.3f %5.3f %5.3f %5.0f us   %5.3f (%5.3f)  %5.3f (%5.3f)   "
+		       "%6d %4.0f us %4.0f us\n",
+		       r->model, r->cores, r->n, r->factor, r->cold, r->sigma, r->dispatch_us,
+		       r->q95, r->q95_fit, r->q99, r->q99_fit, r->n_small, r->small_extra_us,
+		       r->small_dispatch_us);
+	}
+	if (!exec_fit.nr_shared)
+		return;
+	printf("  on shared cores (alone there: no other block overlapped):\n");
+	printf("  %-16s %6s %9s %10s %10s %10s %9s\n", "model", "alone", "collapsed", "collapse_p",
+	       "collapse_x", "overlapped", "q-err");
+	for (int i = 0; i < exec_fit.nr_shared; i++) {
+		const struct sim_exec_shared_row *r = &exec_fit.shared[i];
+
+		printf("  %-16s %6d %9d %10.3f %10.3f %10d %9.3f\n", r->model, r->n_alone,
+		       r->n_collapsed, r->collapse_p, r->collapse_x, r->n_overlapped, r->fit_error);
+	}
+	printf("  time-sharing penalty %.2f (rms log error of the overlapped blocks' quartiles "
+	       "and p90: %.3f)%s\n",
+	       exec_fit.penalty, exec_fit.penalty_error,
+	       opts.penalty_given ? "; --shared-penalty given instead" : "");
+}
+
+/*
+ * --exec-per-run: each tenant's executor model from the run's own log
+ * (mix, policy), the core counts and collapse it lacks from all the logs;
+ * a run not logged keeps the model of all the logs. The time-sharing
+ * penalty likewise, unless --shared-penalty was given.
+ */
+static int exec_per_run(const char *mix, const char *policy, struct tenant_arg *ta, int nr,
+			struct sim_params *p)
+{
+	struct coloc_err err = { 0 };
+	struct sim_exec_fit run;
+	int ret = sim_exec_fit_log(opts.exec_from, mix, policy, &run, &err);
+
+	if (ret && ret != -ENOENT) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		return 1;
+	}
+	if (!opts.penalty_given)
+		p->shared_penalty = !ret && run.penalty ? run.penalty : exec_fit.penalty;
+	for (int t = 0; t < nr; t++) {
+		struct sim_exec_model own;
+
+		if (sim_exec_model_from_fit(&exec_fit, ta[t].table.name, &ta[t].exec, &err)) {
+			fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+			sim_exec_fit_free(&run);
+			return 1;
+		}
+		if (ret || sim_exec_model_from_fit(&run, ta[t].table.name, &own, &err))
+			continue;
+		for (int k = 1; k <= SIM_EXEC_MAX_CORES; k++) {
+			if (!own.factor[k])
+				continue;
+			ta[t].exec.factor[k] = own.factor[k];
+			ta[t].exec.sigma[k] = own.sigma[k];
+			ta[t].exec.cold[k] = own.cold[k];
+			ta[t].exec.dispatch_ns[k] = own.dispatch_ns[k];
+			ta[t].exec.small_extra_ns[k] = own.small_extra_ns[k];
+			ta[t].exec.small_dispatch_ns[k] = own.small_dispatch_ns[k];
+		}
+		ta[t].exec.warm_ns = own.warm_ns;
+		for (int i = 0; i < run.nr_shared; i++)
+			if (!strcmp(run.shared[i].model, ta[t].table.name)) {
+				ta[t].exec.collapse_p = own.collapse_p;
+				ta[t].exec.collapse_x = own.collapse_x;
+			}
+	}
+	if (!ret)
+		sim_exec_fit_free(&run);
 	return 0;
 }
 
@@ -639,6 +780,9 @@ int main(int argc, char **argv)
 		{ "query-cost-warm-ms", required_argument, NULL, 'W' },
 		{ "shared-penalty", required_argument, NULL, 'O' },
 		{ "search-like", required_argument, NULL, 'K' },
+		{ "exec-from", required_argument, NULL, 'E' },
+		{ "exec-per-run", no_argument, NULL, 'R' },
+		{ "block-trace", required_argument, NULL, 'Z' },
 		{ "brief", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -650,6 +794,7 @@ int main(int argc, char **argv)
 	struct sim_tenant tenants[POLICY_MAX_TENANTS];
 	struct sim_trace trace = { 0 };
 	struct sim_params p = { 0 };
+	struct block_trace bt = { 0 };
 	struct sim_table_dirs dirs = { 0 };
 	struct policy_config machine_cfg;
 	struct coloc_err err = { 0 };
@@ -759,8 +904,18 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'O':
-			bad = parse_double("--shared-penalty", optarg, 1, 100,
+			bad = parse_double("--shared-penalty", optarg, 0.5, 100,
 					   &opts.shared_penalty);
+			opts.penalty_given = true;
+			break;
+		case 'E':
+			opts.exec_from = optarg;
+			break;
+		case 'R':
+			opts.exec_per_run = true;
+			break;
+		case 'Z':
+			opts.block_trace = optarg;
 			break;
 		case 'G':
 			bad = parse_double("--query-cost-sigma", optarg, 0, 10,
@@ -836,6 +991,21 @@ int main(int argc, char **argv)
 				     "served from bench-qos's points.tsv: it needs --mix\n");
 		return 2;
 	}
+	if (opts.block_trace && opts.search) {
+		fprintf(stderr,
+			PROG ": --block-trace writes one run's blocks: not with --search\n");
+		return 2;
+	}
+	if (opts.exec_per_run && !(opts.exec_from && opts.mix)) {
+		fprintf(stderr, PROG ": --exec-per-run fits each mix and policy's own block log: "
+				     "it needs --exec-from and --mix\n");
+		return 2;
+	}
+	if (opts.exec_from && opts.query_cost_in_blocks) {
+		fprintf(stderr, PROG ": --exec-from and --query-cost-in-blocks both stretch the "
+				     "blocks: give one\n");
+		return 2;
+	}
 	if (opts.json && (opts.mix || opts.measured || opts.brief)) {
 		fprintf(stderr, PROG ": --json prints one tenant set's runs: not with --mix, "
 				     "--measured or --brief\n");
@@ -878,6 +1048,16 @@ int main(int argc, char **argv)
 				     "--qos-from bench-qos's points.tsv, or --measured with it "
 				     "beside)\n");
 		return 1;
+	}
+	if (opts.exec_from) {
+		if (sim_exec_fit_dir(opts.exec_from, &exec_fit, &err)) {
+			fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+			return 1;
+		}
+		if (!opts.penalty_given && exec_fit.penalty)
+			opts.shared_penalty = exec_fit.penalty;
+		if (!opts.json)
+			print_exec_fit();
 	}
 	if (opts.trace && sim_trace_load(opts.trace, nr_tenants, &trace, &err)) {
 		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
@@ -939,6 +1119,18 @@ int main(int argc, char **argv)
 		       opts.like->max_s, opts.like->warmup_s);
 	if (!opts.search && !opts.trace && !opts.json)
 		printf("load: %.1f QPS in total\n", opts.qps);
+	if (opts.block_trace) {
+		bt.f = fopen(opts.block_trace, "w");
+		if (!bt.f) {
+			fprintf(stderr, PROG ": cannot write %s: %m\n", opts.block_trace);
+			rc = 1;
+			goto cleanup;
+		}
+		bt.tenants = tenants;
+		fputs("end_ms\ttenant\tquery\tfirst\tlast\tcores\talone_us\tround_trip_us\n", bt.f);
+		p.on_block = trace_block;
+		p.ctx = &bt;
+	}
 	rc = 0;
 	for (int set = 0; set < nr_sets && !rc; set++) {
 		const char *set_name = "tenants";
@@ -959,15 +1151,24 @@ int main(int argc, char **argv)
 		} else if (!opts.json) {
 			printf("== %s:", set_name);
 			for (int t = 0; t < nr_tenants; t++)
-				printf(" %s (QoS %.2f ms, share %.3f, query cost %.2f ms)",
-				       ta[t].table.name, ta[t].qos_ms, ta[t].share,
-				       ta[t].query_cost_ms);
+				if (exec_fit.nr_rows)
+					printf(" %s (QoS %.2f ms, share %.3f)", ta[t].table.name,
+					       ta[t].qos_ms, ta[t].share);
+				else
+					printf(" %s (QoS %.2f ms, share %.3f, query cost %.2f ms)",
+					       ta[t].table.name, ta[t].qos_ms, ta[t].share,
+					       ta[t].query_cost_ms);
 			printf("\n");
 		}
 		for (int i = 0; !rc && policy_entry_at(i); i++) {
 			if (!policy_listed(opts.policy, policy_entry_at(i)->name))
 				continue;
 			p.policy = policy_entry_at(i);
+			if (opts.exec_per_run &&
+			    exec_per_run(set_name, p.policy->name, ta, nr_tenants, &p)) {
+				rc = 1;
+				break;
+			}
 			rc |= run_policy(&p, ta, set_name, !nr_run++);
 		}
 		for (int t = 0; t < nr_tenants; t++)
@@ -980,8 +1181,13 @@ int main(int argc, char **argv)
 	if (!rc && opts.measured)
 		rc = print_fidelity();
 cleanup:
+	if (bt.f && fclose(bt.f) && !rc) {
+		fprintf(stderr, PROG ": writing %s: %m\n", opts.block_trace);
+		rc = 1;
+	}
 	sim_trace_free(&trace);
 	sim_qps_table_free(&found);
 	sim_served_free(&served);
+	sim_exec_fit_free(&exec_fit);
 	return rc;
 }
