@@ -7,7 +7,6 @@
  * writes a model for this machine that the reader accepts (SKIPped without
  * a PMU: nothing can be counted here, and nothing is faked).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,20 +42,6 @@ FIXTURE_TEARDOWN(calibrate)
 
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", self->dir);
 	tu_run(cmd, NULL, 0);
-}
-
-static int nr_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
 }
 
 /* How many of the stressor's lines of each kind stress_ctl passed on. */
@@ -147,7 +132,7 @@ TEST_F(calibrate, no_pmu__exits_1_and_writes_no_model)
 	/* one line, the reason (the errno pmu_detect saw) in it */
 	ASSERT_NE(NULL, strstr(out, strerror(self->pmu.open_errno))) TH_LOG("%s", out);
 	ASSERT_EQ(out + strlen(out) - 1, strchr(out, '\n'));
-	ASSERT_EQ(0, nr_entries(self->dir));
+	ASSERT_EQ(0, tu_nr_dir_entries(self->dir));
 }
 
 TEST_F(calibrate, with_pmu__writes_a_model_for_this_machine)

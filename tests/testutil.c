@@ -4,6 +4,7 @@
  * forked, pinned with sched_setaffinity and measured through /proc.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -46,6 +47,20 @@ int tu_pin_self(int cpu)
 int tu_nr_online_cpus(void)
 {
 	return (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+int tu_nr_dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
 }
 
 int tu_mount_bpffs(void)

@@ -38,6 +38,9 @@ int tu_proc_cpu_ns(pid_t pid, __u64 *ns);
  */
 int tu_steal_ns(__u64 *ns);
 
+/* Entries of directory dir but those whose name starts with '.'; -1 when it cannot be read. */
+int tu_nr_dir_entries(const char *dir);
+
 /* Mounts bpffs at /sys/fs/bpf unless one is there (a fresh machine has none). */
 int tu_mount_bpffs(void);
 /* Path of a coloc binary, found as binpath_find() does (common/binpath.h). */
