@@ -18,7 +18,7 @@
 #include "stress_ctl.h"
 
 int stress_ctl_start(struct stress_ctl *s, const char *bin, const char *cores, const char *kind,
-		     const char *fill, struct coloc_err *err)
+		     const char *fill, stress_ctl_line_fn on_line, void *ctx, struct coloc_err *err)
 {
 	int outfd[2], infd[2], ret, cpus[COLOC_MAX_CPUS], nr;
 	char line[512];
@@ -32,6 +32,8 @@ int stress_ctl_start(struct stress_ctl *s, const char *bin, const char *cores, c
 	for (int i = 0; i < nr; i++)
 		CPU_SET(cpus[i], &on);
 	s->in_fd = -1;
+	s->on_line = on_line;
+	s->ctx = ctx;
 	for (int l = 0; l < STRESS_CTL_LEVELS; l++)
 		s->gbps[l] = -1;
 	if (pipe2(outfd, O_CLOEXEC))
@@ -72,9 +74,12 @@ int stress_ctl_start(struct stress_ctl *s, const char *bin, const char *cores, c
 		stress_ctl_stop(s, NULL);
 		return coloc_err_set(err, ret, "fdopen: %s", strerror(-ret));
 	}
-	while (fgets(line, sizeof(line), s->out))
+	while (fgets(line, sizeof(line), s->out)) {
+		if (s->on_line)
+			s->on_line(s->ctx, line);
 		if (!strncmp(line, "coloc-stress: running", 21))
 			return 0;
+	}
 	stress_ctl_stop(s, NULL);
 	return coloc_err_set(err, -ECHILD, "%s --cores %s --kind %s exited before its load began",
 			     bin, cores, kind);
@@ -109,10 +114,13 @@ int stress_ctl_stop(struct stress_ctl *s, struct coloc_err *err)
 		return coloc_err_set(err, -ECHILD, "coloc-stress is not running");
 	if (s->in_fd >= 0)
 		close(s->in_fd);
-	while (s->out && fgets(line, sizeof(line), s->out))
+	while (s->out && fgets(line, sizeof(line), s->out)) {
+		if (s->on_line)
+			s->on_line(s->ctx, line);
 		if (sscanf(line, "level %d: %lf GB/s", &level, &rate) == 2 && level >= 0 &&
 		    level < STRESS_CTL_LEVELS)
 			s->gbps[level] = rate;
+	}
 	if (s->out)
 		fclose(s->out);
 	while ((r = waitpid(s->pid, &status, 0)) < 0 && errno == EINTR)

@@ -7,7 +7,6 @@
  * writes a model for this machine that the reader accepts (SKIPped without
  * a PMU: nothing can be counted here, and nothing is faked).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,29 +44,31 @@ FIXTURE_TEARDOWN(calibrate)
 	tu_run(cmd, NULL, 0);
 }
 
-static int nr_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
+/* How many of the stressor's lines of each kind stress_ctl passed on. */
+struct seen_lines {
+	int banner, running, acks, rates_at_60;
+};
 
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
+static void seen_line(void *ctx, const char *line)
+{
+	struct seen_lines *seen = ctx;
+
+	seen->banner += !strncmp(line, "coloc-stress: kind=membw level=0% ", 34);
+	seen->running += !strncmp(line, "coloc-stress: running", 21);
+	seen->acks += !strcmp(line, "level 60\n");
+	seen->rates_at_60 += !strncmp(line, "level 60: ", 10);
 }
 
 TEST_F(calibrate, stress_ctl__levels_acknowledged_and_rates_reported)
 {
 	struct timespec run = { 0, 50000000 };
 	struct coloc_err err = { 0 };
+	struct seen_lines seen = { 0 };
 	struct stress_ctl s;
 	char stress[512];
 
 	ASSERT_NE(NULL, tu_bin("coloc-stress", stress, sizeof(stress)));
-	ASSERT_EQ(0, stress_ctl_start(&s, stress, "0", "membw", "sleep", &err))
+	ASSERT_EQ(0, stress_ctl_start(&s, stress, "0", "membw", "sleep", seen_line, &seen, &err))
 	TH_LOG("%s", err.msg);
 	ASSERT_EQ(0, stress_ctl_set_level(&s, 60, &err)) TH_LOG("%s", err.msg);
 	nanosleep(&run, NULL);
@@ -76,6 +77,11 @@ TEST_F(calibrate, stress_ctl__levels_acknowledged_and_rates_reported)
 	/* 60 % of 50 ms streaming through memory moves bytes; 37 never ran */
 	ASSERT_GT(s.gbps[60], 0.0);
 	ASSERT_LT(s.gbps[37], 0.0);
+	/* its banner and its report reach on_line; the acknowledgement is stress_ctl's own */
+	ASSERT_EQ(1, seen.banner);
+	ASSERT_EQ(1, seen.running);
+	ASSERT_EQ(0, seen.acks);
+	ASSERT_EQ(1, seen.rates_at_60);
 	ASSERT_EQ(-ECHILD, stress_ctl_stop(&s, &err));
 	/* pinned elsewhere, as after an executor block: the stressor still gets its core */
 	if (tu_nr_online_cpus() > 1) {
@@ -84,15 +90,15 @@ TEST_F(calibrate, stress_ctl__levels_acknowledged_and_rates_reported)
 		snprintf(last, sizeof(last), "%d", tu_nr_online_cpus() - 1);
 		ASSERT_EQ(0, tu_pin_self(0));
 		coloc_err_clear(&err);
-		ASSERT_EQ(0, stress_ctl_start(&s, stress, last, "llc", "spin", &err))
+		ASSERT_EQ(0, stress_ctl_start(&s, stress, last, "llc", "spin", NULL, NULL, &err))
 		TH_LOG("%s", err.msg);
 		ASSERT_EQ(0, stress_ctl_stop(&s, &err)) TH_LOG("%s", err.msg);
 	}
 	coloc_err_clear(&err);
-	ASSERT_EQ(-EINVAL, stress_ctl_start(&s, stress, "3-1", "llc", "spin", &err));
+	ASSERT_EQ(-EINVAL, stress_ctl_start(&s, stress, "3-1", "llc", "spin", NULL, NULL, &err));
 	coloc_err_clear(&err);
-	ASSERT_EQ(-ECHILD,
-		  stress_ctl_start(&s, "/nonexistent/coloc-stress", "0", "llc", "spin", &err));
+	ASSERT_EQ(-ECHILD, stress_ctl_start(&s, "/nonexistent/coloc-stress", "0", "llc", "spin",
+					    NULL, NULL, &err));
 	ASSERT_NE(NULL, strstr(err.msg, "exited before its load began")) TH_LOG("%s", err.msg);
 }
 
@@ -126,7 +132,7 @@ TEST_F(calibrate, no_pmu__exits_1_and_writes_no_model)
 	/* one line, the reason (the errno pmu_detect saw) in it */
 	ASSERT_NE(NULL, strstr(out, strerror(self->pmu.open_errno))) TH_LOG("%s", out);
 	ASSERT_EQ(out + strlen(out) - 1, strchr(out, '\n'));
-	ASSERT_EQ(0, nr_entries(self->dir));
+	ASSERT_EQ(0, tu_nr_dir_entries(self->dir));
 }
 
 TEST_F(calibrate, with_pmu__writes_a_model_for_this_machine)

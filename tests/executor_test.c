@@ -636,16 +636,7 @@ static int count_lines(const char *path, const char *needle)
 /* Threads of this process: entries of /proc/self/task. */
 static int nr_tasks(void)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
+	return tu_nr_dir_entries("/proc/self/task");
 }
 
 TEST_F(exec, run_block__creates_no_primitives_nor_threads)

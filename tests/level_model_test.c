@@ -17,6 +17,7 @@
 
 #include "kselftest_harness.h"
 #include "level_model.h"
+#include "testutil.h"
 
 FIXTURE(level_model)
 {
@@ -308,34 +309,10 @@ TEST_F(level_model, parse__survives_random_mutations)
 	/* Flips, insertions, truncations: each must parse or fail with NAME:LINE. */
 	for (int iter = 0; iter < 3000; iter++) {
 		char text[sizeof(good_text) + 16];
-		size_t len = good_len;
-		int edits = 1 + iter % 4;
+		size_t len;
 
 		memcpy(text, good_text, good_len);
-		for (int e = 0; e < edits; e++) {
-			size_t at;
-
-			rng ^= rng << 13;
-			rng ^= rng >> 7;
-			rng ^= rng << 17;
-			at = (size_t)(rng % len);
-			switch ((rng >> 32) % 4) {
-			case 0:
-				text[at] = (char)(rng >> 40);
-				break;
-			case 1:
-				text[at] = "0123456789 -\n#.="[(rng >> 40) % 16];
-				break;
-			case 2:
-				len = at + 1;
-				break;
-			default:
-				memmove(text + at + 1, text + at, len - at);
-				text[at] = "9 \n-"[(rng >> 40) % 4];
-				len++;
-				break;
-			}
-		}
+		len = tu_mutate(text, good_len, 1 + iter % 4, "0123456789 -\n#.=", &rng);
 		coloc_err_clear(&self->err);
 		if (!level_model_parse("fuzz", text, len, &m, &self->err)) {
 			accepted++;

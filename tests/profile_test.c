@@ -418,35 +418,11 @@ TEST_F(profile, parse__survives_random_mutations)
 	/* Flips, insertions, truncations: each must parse or fail with FILE:LINE. */
 	for (int iter = 0; iter < 3000; iter++) {
 		char *text = malloc(good_len + 16);
-		size_t len = good_len;
-		int edits = 1 + iter % 4;
+		size_t len;
 
 		ASSERT_NE(NULL, text);
 		memcpy(text, good, good_len);
-		for (int e = 0; e < edits; e++) {
-			size_t at;
-
-			rng ^= rng << 13;
-			rng ^= rng >> 7;
-			rng ^= rng << 17;
-			at = (size_t)(rng % len);
-			switch ((rng >> 32) % 4) {
-			case 0:
-				text[at] = (char)(rng >> 40);
-				break;
-			case 1:
-				text[at] = "0123456789 -\n#."[(rng >> 40) % 15];
-				break;
-			case 2:
-				len = at + 1;
-				break;
-			default:
-				memmove(text + at + 1, text + at, len - at);
-				text[at] = "9 \n-"[(rng >> 40) % 4];
-				len++;
-				break;
-			}
-		}
+		len = tu_mutate(text, good_len, 1 + iter % 4, "0123456789 -\n#.", &rng);
 		coloc_err_clear(&self->err);
 		p = profile_parse("fuzz", text, len, &self->err);
 		if (p) {

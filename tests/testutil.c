@@ -4,6 +4,7 @@
  * forked, pinned with sched_setaffinity and measured through /proc.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -46,6 +47,20 @@ int tu_pin_self(int cpu)
 int tu_nr_online_cpus(void)
 {
 	return (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+int tu_nr_dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
 }
 
 int tu_mount_bpffs(void)
@@ -517,4 +532,36 @@ int tu_quick_profile(const char *model, const char *cache_dir, char *out, size_t
 	snprintf(prof, sizeof(prof), "%s", out);
 	snprintf(out, len, "%s: %s", cmd, prof);
 	return -1;
+}
+
+size_t tu_mutate(char *text, size_t len, int edits, const char *alphabet, uint64_t *rng)
+{
+	uint64_t r = *rng;
+
+	for (int e = 0; e < edits; e++) {
+		size_t at;
+
+		r ^= r << 13;
+		r ^= r >> 7;
+		r ^= r << 17;
+		at = (size_t)(r % len);
+		switch ((r >> 32) % 4) {
+		case 0:
+			text[at] = (char)(r >> 40);
+			break;
+		case 1:
+			text[at] = alphabet[(r >> 40) % strlen(alphabet)];
+			break;
+		case 2:
+			len = at + 1;
+			break;
+		default:
+			memmove(text + at + 1, text + at, len - at);
+			text[at] = "9 \n-"[(r >> 40) % 4];
+			len++;
+			break;
+		}
+	}
+	*rng = r;
+	return len;
 }

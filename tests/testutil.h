@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * Helpers shared by coloc's tests: real busy processes pinned to a CPU, their
- * CPU time as the kernel accounts it, running coloc's binaries, and talking
- * to a colocd over its socket.
+ * CPU time as the kernel accounts it, running coloc's binaries, talking
+ * to a colocd over its socket, and mutating good text to fuzz a parser.
  */
 #ifndef COLOC_TESTUTIL_H
 #define COLOC_TESTUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <linux/types.h>
 
@@ -36,6 +37,9 @@ int tu_proc_cpu_ns(pid_t pid, __u64 *ns);
  * the two, the steal of the interval widens the upper bound.
  */
 int tu_steal_ns(__u64 *ns);
+
+/* Entries of directory dir but those whose name starts with '.'; -1 when it cannot be read. */
+int tu_nr_dir_entries(const char *dir);
 
 /* Mounts bpffs at /sys/fs/bpf unless one is there (a fresh machine has none). */
 int tu_mount_bpffs(void);
@@ -102,5 +106,13 @@ void tu_shared_tmpdir(const char *name, char *buf, size_t len);
  * the command and its output in out.
  */
 int tu_quick_profile(const char *model, const char *cache_dir, char *out, size_t len);
+
+/*
+ * Makes edits random edits to the len bytes of text, which has room for
+ * len + edits: each overwrites a byte with any value or with one of
+ * alphabet's characters, cuts the text after a byte, or inserts one of
+ * "9 \n-". *rng is the xorshift64 state, advanced. Returns the new length.
+ */
+size_t tu_mutate(char *text, size_t len, int edits, const char *alphabet, uint64_t *rng);
 
 #endif /* COLOC_TESTUTIL_H */

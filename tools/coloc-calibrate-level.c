@@ -325,7 +325,7 @@ static int cal_kind(struct cal_run *r, int kind, const char *stress_bin, struct 
 		off += (size_t)snprintf(cores + off, sizeof(cores) - off, "%s%d", i ? "," : "",
 					on->cpus[i]);
 	ret = stress_ctl_start(&s, stress_bin, cores, cal_kinds[kind], shared ? "sleep" : "spin",
-			       err);
+			       NULL, NULL, err);
 	if (ret)
 		return ret;
 	for (int round = 0; round < opt.rounds && !ret; round++) {

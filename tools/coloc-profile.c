@@ -22,7 +22,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -32,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +40,7 @@
 #include "model_open.h"
 #include "profile.h"
 #include "cli.h"
+#include "stress_ctl.h"
 
 #define PROFILE_PARTIAL_SAVE_NS 2000000000ULL
 /* Time given to the stressor after a level change: five of its 1 ms periods. */
@@ -71,12 +70,6 @@ static struct {
 };
 
 static volatile sig_atomic_t interrupted;
-
-struct stressor {
-	pid_t pid;
-	FILE *out; /* its stdout */
-	int in_fd; /* its stdin: the levels */
-};
 
 struct profiler {
 	struct model_source src;
@@ -173,6 +166,13 @@ static void on_signal(int sig)
 	interrupted = 1;
 }
 
+/* With --verbose, what the stressor says about itself: its setup, its rates. */
+static void echo_stress_line(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, "  %s", line);
+}
+
 /*
  * Starts coloc-stress at level 0 under --control, so levels change without
  * a restart: on the cores the layers do not use, filling the rest of each
@@ -180,114 +180,34 @@ static void on_signal(int sig)
  * without interfering), or on the layers' own cores when they use all of
  * them, where level 0 must leave the cores to the layer and so sleeps.
  */
-static int stressor_start(struct profiler *pr, struct stressor *s, int nr_cores)
+static int stressor_start(struct profiler *pr, struct stress_ctl *s, int nr_cores)
 {
-	char cores[EXEC_MAX_CPUS * 5] = "", line[512];
-	const char *kind = profile_stress_kind_name(opt.kind);
+	char cores[EXEC_MAX_CPUS * 5] = "";
 	bool shared = nr_cores >= pr->allowed.nr;
-	int first = shared ? 0 : nr_cores, outfd[2], infd[2];
+	int first = shared ? 0 : nr_cores;
 	size_t off = 0;
 
 	for (int i = first; i < pr->allowed.nr; i++)
 		off += (size_t)snprintf(cores + off, sizeof(cores) - off, "%s%d",
 					i > first ? "," : "", pr->allowed.cpus[i]);
-	if (pipe2(outfd, O_CLOEXEC))
-		return -errno;
-	if (pipe2(infd, O_CLOEXEC)) {
-		close(outfd[0]);
-		close(outfd[1]);
-		return -errno;
-	}
-	s->pid = fork();
-	if (s->pid < 0) {
-		close(outfd[0]);
-		close(outfd[1]);
-		close(infd[0]);
-		close(infd[1]);
-		return -errno;
-	}
-	if (s->pid == 0) {
-		cpu_set_t all;
-
-		/* The executor pinned this thread to the block's cores; the stressor needs all. */
-		CPU_ZERO(&all);
-		for (int i = 0; i < pr->allowed.nr; i++)
-			CPU_SET(pr->allowed.cpus[i], &all);
-		sched_setaffinity(0, sizeof(all), &all);
-		dup2(outfd[1], STDOUT_FILENO);
-		dup2(infd[0], STDIN_FILENO);
-		execl(pr->stress_bin, pr->stress_bin, "--cores", cores, "--kind", kind, "--level",
-		      "0", "--fill", shared ? "sleep" : "spin", "--control", (char *)NULL);
-		/* Only async-signal-safe calls after fork; the parent reports the failure. */
-		_exit(127);
-	}
-	close(outfd[1]);
-	close(infd[0]);
-	s->in_fd = infd[1];
-	s->out = fdopen(outfd[0], "r");
-	if (!s->out) {
-		close(outfd[0]);
-		return -errno;
-	}
-	/* Its load is on once it says "running"; measuring before would see no stress. */
-	while (fgets(line, sizeof(line), s->out)) {
-		if (opt.verbose)
-			fprintf(stderr, "  %s", line);
-		if (!strncmp(line, "coloc-stress: running", 21))
-			return 0;
-	}
-	return -ECHILD;
-}
-
-/* Sets the stressor's level and waits for it to say so. */
-static int stressor_set_level(struct stressor *s, int level)
-{
-	char line[512], want[32];
-
-	snprintf(want, sizeof(want), "level %d\n", level);
-	if (write(s->in_fd, want + 6, strlen(want + 6)) != (ssize_t)strlen(want + 6))
-		return -ECHILD;
-	while (fgets(line, sizeof(line), s->out))
-		if (!strcmp(line, want))
-			return 0;
-	return -ECHILD;
+	return stress_ctl_start(s, pr->stress_bin, cores, profile_stress_kind_name(opt.kind),
+				shared ? "sleep" : "spin", opt.verbose ? echo_stress_line : NULL,
+				NULL, NULL);
 }
 
 /*
- * Stops the stressor (EOF on its stdin) and takes the bandwidth it reported
- * at each level of the profile into gbps[] (left alone where it reported
- * none). Returns 0 or a negative errno when it failed.
+ * Stops the stressor and takes the bandwidth it reported at each level of
+ * the profile into gbps[] (left alone where it reported none). Returns 0 or
+ * a negative errno when it failed.
  */
-static int stressor_stop(struct stressor *s, const struct profile *p, double *gbps)
+static int stressor_stop(struct stress_ctl *s, const struct profile *p, double *gbps)
 {
-	char line[512];
-	int status = 0, level;
-	double rate;
-	pid_t r;
+	int ret = stress_ctl_stop(s, NULL);
 
-	if (s->pid <= 0)
-		return -ECHILD;
-	if (s->in_fd > 0)
-		close(s->in_fd);
-	while (s->out && fgets(line, sizeof(line), s->out)) {
-		if (opt.verbose)
-			fprintf(stderr, "  %s", line);
-		if (sscanf(line, "level %d: %lf GB/s", &level, &rate) != 2)
-			continue;
-		for (int k = 1; k < p->nr_levels; k++)
-			if (p->levels[k] == level)
-				gbps[k] = rate;
-	}
-	if (s->out)
-		fclose(s->out);
-	while ((r = waitpid(s->pid, &status, 0)) < 0 && errno == EINTR)
-		;
-	s->pid = 0;
-	s->out = NULL;
-	s->in_fd = -1;
-	if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
-		return -ECHILD;
-	return 0;
+	for (int k = 1; k < p->nr_levels; k++)
+		if (s->gbps[p->levels[k]] >= 0)
+			gbps[k] = s->gbps[p->levels[k]];
+	return ret;
 }
 
 static void progress(struct profiler *pr, int cores, int layer)
@@ -358,7 +278,7 @@ static int run_layer(struct profiler *pr, const struct exec_cpuset *set, int l, 
  * the other tenants of a shared machine) falls on every level alike. Each
  * cell is then the median of its iters runs with its 95 % CI.
  */
-static int measure_chunk(struct profiler *pr, struct stressor *s, const struct exec_cpuset *set,
+static int measure_chunk(struct profiler *pr, struct stress_ctl *s, const struct exec_cpuset *set,
 			 int first, int last)
 {
 	struct profile *p = pr->p;
@@ -375,7 +295,7 @@ static int measure_chunk(struct profiler *pr, struct stressor *s, const struct e
 		for (int i = 0; i < nr_levels && !ret && !interrupted; i++) {
 			int k = (i + r) % nr_levels;
 
-			ret = stressor_set_level(s, p->levels[k]);
+			ret = stress_ctl_set_level(s, p->levels[k], NULL);
 			if (ret) {
 				/* SIGINT reaches the stressor too: then its silence is expected. */
 				if (!interrupted)
@@ -447,7 +367,7 @@ static int measure_cores(struct profiler *pr, int cores)
 	struct profile *p = pr->p;
 	struct exec_cpuset set = { .nr = cores };
 	struct exec_block_stats st;
-	struct stressor s = { .in_fd = -1 };
+	struct stress_ctl s;
 	double *gbps = &p->stress_gbps[(size_t)(cores - 1) * (size_t)p->nr_levels];
 	uint64_t t0 = now_ns();
 	int ret, l = 0;
@@ -457,8 +377,6 @@ static int measure_cores(struct profiler *pr, int cores)
 	if (ret) {
 		fprintf(stderr, "\ncoloc-profile: %s did not start: %s\n", pr->stress_bin,
 			strerror(-ret));
-		if (s.pid > 0)
-			stressor_stop(&s, p, gbps);
 		return ret;
 	}
 	exec_query_reset(pr->q);
