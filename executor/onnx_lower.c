@@ -133,8 +133,9 @@ static int explicit_pads(struct onnx_ctx *c, const Onnx__NodeProto *n, int nd, i
 		return onnx_refuse(c, -EINVAL, "pads has %d values, expected %d", nr, 2 * nd);
 	memset(pads, 0, 4 * sizeof(int));
 	for (int i = 0; i < 2 * nd && nr >= 0; i++) {
-		if (p[i] < 0 || p[i] > 256)
-			return onnx_refuse(c, -EOPNOTSUPP, "pad %lld (0..256)", (long long)p[i]);
+		if (p[i] < 0 || p[i] > MODEL_MAX_WINDOW)
+			return onnx_refuse(c, -EOPNOTSUPP, "pad %lld (0..%d)", (long long)p[i],
+					   MODEL_MAX_WINDOW);
 		pads[nd == 2 ? i : 1 + 2 * i] = (int)p[i];
 	}
 	return 0;
@@ -163,7 +164,7 @@ static int window_pads(struct onnx_ctx *c, const Onnx__NodeProto *n, int nd, con
 		int64_t total = (out - 1) * s[i] + (int64_t)(k[i] - 1) * d[i] + 1 - in_hw[i];
 
 		total = total < 0 ? 0 : total;
-		if (total > 512)
+		if (total > 2 * MODEL_MAX_WINDOW)
 			return onnx_refuse(c, -EOPNOTSUPP, "padding %lld", (long long)total);
 		pads[i] = (int)(ap[5] == 'U' ? total / 2 : total - total / 2);
 		pads[i + 2] = (int)total - pads[i];
@@ -172,7 +173,7 @@ static int window_pads(struct onnx_ctx *c, const Onnx__NodeProto *n, int nd, con
 }
 
 /*
- * A window attribute of nd (1 or 2) values, each in 1..256, as 2 values
+ * A window attribute of nd (1 or 2) values, each in 1..MODEL_MAX_WINDOW, as 2 values
  * [h, w]: a 1-D window's h is 1 when the attribute is given, def when absent.
  */
 static int window_attr(struct onnx_ctx *c, const Onnx__NodeProto *n, const char *name, int nd,
@@ -187,9 +188,9 @@ static int window_attr(struct onnx_ctx *c, const Onnx__NodeProto *n, const char 
 		return onnx_refuse(c, -EOPNOTSUPP, "%s has %d values for a %d-D window", name, nr,
 				   nd);
 	for (int i = 0; i < nd; i++)
-		if (nr >= 0 && (a[i] < 1 || a[i] > 256))
-			return onnx_refuse(c, -EOPNOTSUPP, "%s %lld (1..256)", name,
-					   (long long)a[i]);
+		if (nr >= 0 && (a[i] < 1 || a[i] > MODEL_MAX_WINDOW))
+			return onnx_refuse(c, -EOPNOTSUPP, "%s %lld (1..%d)", name, (long long)a[i],
+					   MODEL_MAX_WINDOW);
 	v[0] = nr < 0 ? def : nd == 1 ? 1 : (int)a[0];
 	v[1] = nr < 0 ? def : (int)a[nd - 1];
 	return 0;
@@ -354,9 +355,9 @@ static int lower_conv(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	if (b && onnx_elems(&b->shape) != w->shape.dims[0])
 		return onnx_refuse(c, -EINVAL,
 				   "the bias does not have one value per output channel");
-	if (w->shape.dims[2] > 256 || w->shape.dims[3] > 256 || w->shape.dims[2] < 1 ||
-	    w->shape.dims[3] < 1)
-		return onnx_refuse(c, -EOPNOTSUPP, "kernel larger than 256");
+	if (w->shape.dims[2] > MODEL_MAX_WINDOW || w->shape.dims[3] > MODEL_MAX_WINDOW ||
+	    w->shape.dims[2] < 1 || w->shape.dims[3] < 1)
+		return onnx_refuse(c, -EOPNOTSUPP, "kernel larger than %d", MODEL_MAX_WINDOW);
 	k[0] = (int)w->shape.dims[2];
 	k[1] = (int)w->shape.dims[3];
 	ret = window_attr(c, n, "kernel_shape", nd, 0, ks);
@@ -428,9 +429,9 @@ static int lower_conv_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
 				   "weights [IC, OC/group, kh, kw] do not fit %lld input "
 				   "channels and group %lld",
 				   (long long)x->shape.dims[1], (long long)g);
-	if (w->shape.dims[2] < 1 || w->shape.dims[2] > 256 || w->shape.dims[3] < 1 ||
-	    w->shape.dims[3] > 256)
-		return onnx_refuse(c, -EOPNOTSUPP, "kernel larger than 256");
+	if (w->shape.dims[2] < 1 || w->shape.dims[2] > MODEL_MAX_WINDOW || w->shape.dims[3] < 1 ||
+	    w->shape.dims[3] > MODEL_MAX_WINDOW)
+		return onnx_refuse(c, -EOPNOTSUPP, "kernel larger than %d", MODEL_MAX_WINDOW);
 	k[0] = (int)w->shape.dims[2];
 	k[1] = (int)w->shape.dims[3];
 	out.ndims = 4;
