@@ -61,6 +61,7 @@ enum model_op {
 	MODEL_OP_DECONV, /* 2-D transposed convolution (conv's fields), weights [IC][OC/g][kh][kw] */
 	MODEL_OP_REDUCE, /* mean, max, min or sum over some axes, kept as dims of 1 */
 	MODEL_OP_PAD, /* a border of a constant value before and after each dim */
+	MODEL_OP_LOG, /* elementwise natural logarithm (a log-mel spectrogram's dB) */
 	MODEL_OP_COUNT,
 };
 

@@ -1096,6 +1096,7 @@ static const struct infer_op infer_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_DECONV] = { "deconv", 1, 1, true, infer_deconv },
 	[MODEL_OP_REDUCE] = { "reduce", 1, 1, false, infer_reduce },
 	[MODEL_OP_PAD] = { "pad", 1, 1, false, infer_pad_op },
+	[MODEL_OP_LOG] = { "log", 1, 1, false, infer_same_shape },
 };
 
 const char *model_op_name(enum model_op op)
