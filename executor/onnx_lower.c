@@ -873,6 +873,31 @@ static const struct {
 };
 
 /*
+ * x - 0, x * 1 (either side) and x / 1 are x itself, bit for bit, when the
+ * constant broadcasts onto x (so the shape stays x's): melspectrogram's
+ * Sub of 0 makes no layer. x - (-0) and x + 0 are not (-0 + 0 is +0).
+ */
+static bool identity_const(const char *op, const struct onnx_value *x, const struct onnx_value *k,
+			   bool k_second)
+{
+	int64_t nk = onnx_elems(&k->shape);
+	double id;
+
+	if (!strcmp(op, "Mul") || (!strcmp(op, "Div") && k_second))
+		id = 1.0;
+	else if (!strcmp(op, "Sub") && k_second)
+		id = 0.0;
+	else
+		return false;
+	if (!broadcasts_onto(&k->shape, &x->shape))
+		return false;
+	for (int64_t i = 0; i < nk; i++)
+		if (k->data[i] != id || signbit(k->data[i]))
+			return false;
+	return true;
+}
+
+/*
  * Add, Mul, Sub, Div, Max, Min. A constant operand folds into the layer
  * before it where it can (a bias or a scale), else becomes the constant of
  * a binary layer; two computed operands make a binary layer, the one that
@@ -896,6 +921,8 @@ static int lower_binary(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	if (a->data || b->data) {
 		struct onnx_value *x = a->data ? b : a, *k = a->data ? a : b;
 
+		if (identity_const(n->op_type, x, k, k == b))
+			return alias(c, n, x);
 		if (!strcmp(n->op_type, "Add") || (!strcmp(n->op_type, "Sub") && k == b))
 			ret = fuse_bias(c, n, x, k, k == b && n->op_type[0] == 'S' ? -1.0 : 1.0);
 		else if (!strcmp(n->op_type, "Mul") || (!strcmp(n->op_type, "Div") && k == b))

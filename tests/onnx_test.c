@@ -1388,7 +1388,8 @@ TEST(onnx_import__1d_windows_match_reference)
  * format took before), stride 100, on x [1, 1700] unsqueezed; each [1, 5,
  * 15] result unsqueezed and transposed to [1, 1, 15, 5]; Pow 2 of each (a
  * mul of x by itself), Add, MatMul by a mel bank [5, 3], Clip(1e-10, inf),
- * Log, Mul 10, Div ln 10, then the floor: ReduceMax over every axis
+ * Log, Mul 10, Div ln 10, Sub 0 (x itself: no layer), then the floor:
+ * ReduceMax over every axis
  * without keepdims (a rank-0 value: a reduce and a reshape to [1]), Sub 3,
  * Cast to float (an alias) and Clip(db, that scalar, inf), a max layer of
  * two inputs. The scalar is a second graph output. Checked against direct
@@ -1400,7 +1401,7 @@ TEST(onnx_import__log_mel_chain_matches_reference)
 			     od[4] = { 1, 1, 15, 3 }, one[1] = { 1 }, ax1[1] = { 1 };
 	static const struct win1d stft = { .k = 300, .s = 100, .d = 1, .g = 1 };
 	static const float two = 2, floor_ = 1e-10f, inf = INFINITY, ten = 10, ln10 = 2.302585093f,
-			   range = 3;
+			   range = 3, zero = 0;
 	struct gb g = { 0 };
 	struct onnx_import im;
 	struct coloc_err err = { 0 };
@@ -1421,6 +1422,7 @@ TEST(onnx_import__log_mel_chain_matches_reference)
 	init_f(&g, "ten", 0, NULL, &ten);
 	init_f(&g, "ln10", 0, NULL, &ln10);
 	init_f(&g, "range", 0, NULL, &range);
+	init_f(&g, "zero", 0, NULL, &zero);
 	init_i64(&g, "ax1", 1, one, 1, ax1);
 	g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
 	node(&g, "Unsqueeze", "u", NAMES("x", "ax1"), NAMES("x3"));
@@ -1441,7 +1443,8 @@ TEST(onnx_import__log_mel_chain_matches_reference)
 	node(&g, "Clip", "clamp", NAMES("m", "floor", "inf"), NAMES("mc"));
 	node(&g, "Log", "log", NAMES("mc"), NAMES("l"));
 	node(&g, "Mul", "x10", NAMES("l", "ten"), NAMES("l10"));
-	node(&g, "Div", "db", NAMES("l10", "ln10"), NAMES("db"));
+	node(&g, "Div", "db", NAMES("l10", "ln10"), NAMES("db0"));
+	node(&g, "Sub", "minus0", NAMES("db0", "zero"), NAMES("db"));
 	attr_int(node(&g, "ReduceMax", "top", NAMES("db"), NAMES("top")), "keepdims", 0);
 	node(&g, "Sub", "low", NAMES("top", "range"), NAMES("low"));
 	attr_int(node(&g, "Cast", "cast", NAMES("low"), NAMES("lowf")), "to",
