@@ -1595,6 +1595,29 @@ TEST(onnx_import__pow_clip_and_scalar_limits_are_refused)
 	}
 }
 
+/*
+ * The window limit moved from 256 to 4096 (MODEL_MAX_WINDOW), not away: a
+ * 1-D conv with a 4097-wide kernel is refused naming the node and the limit.
+ */
+TEST(onnx_import__kernel_over_the_window_limit_is_refused)
+{
+	static const int64_t xd[3] = { 1, 1, 5000 }, wd[3] = { 1, 1, MODEL_MAX_WINDOW + 1 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+
+	init_f(&g, "W", 3, wd, rnd_fill(MODEL_MAX_WINDOW + 1, -1, 1));
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	node(&g, "Conv", "wide", NAMES("x", "W"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, (const int64_t[]){ 1, 1, 904 }, NULL);
+	EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'wide' (Conv, opset 13, inputs "
+						    "[1,1,5000], [1,1,4097] const): kernel "
+						    "larger than 4096"))
+	TH_LOG("%s", coloc_err_str(&err));
+	arena_free();
+}
+
 /* A 1-D ConvTranspose with output_padding is refused, not run without it. */
 TEST(onnx_import__1d_conv_transpose_output_padding_is_refused)
 {
