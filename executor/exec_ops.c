@@ -102,6 +102,7 @@ static const struct exec_op exec_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_TRANSPOSE] = { .versions = { "onednn" }, .build = transpose_build },
 	[MODEL_OP_EMBED] = { .versions = { "c-lookup" }, .weights = true, .build = embed_build },
 	[MODEL_OP_SLICE] = { .versions = { "onednn" }, .build = slice_build },
+	[MODEL_OP_LOG] = { .versions = { "onednn" }, .out = EXEC_OUT_AS_INPUT, .build = log_build },
 };
 
 const struct exec_op *exec_op_of(enum model_op op)

@@ -73,6 +73,7 @@ int matmul_build(struct builder *b);
 /* exec_simple_ops.c: the single-version operators */
 int input_build(struct builder *b);
 int act_build(struct builder *b);
+int log_build(struct builder *b);
 int pool_build(struct builder *b);
 int lrn_build(struct builder *b);
 int softmax_build(struct builder *b);

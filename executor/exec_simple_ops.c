@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The operators with a single version: each one oneDNN primitive on the
- * canonical layouts (activation, pooling, resampling, lrn, softmax, the binary ops with
+ * canonical layouts (activation, log, pooling, resampling, lrn, softmax, the binary ops with
  * numpy broadcast of a layer or a constant, concat, layer norm), a reorder from a view of the input
  * (reshape, transpose, slice), or a plain-C step (the embedding lookup).
  */
@@ -99,6 +99,17 @@ int act_build(struct builder *b)
 		ret = unary_step(b, &d, md, i ? out_buf(b) : in_buf(b, 0));
 	}
 	return ret;
+}
+
+/* oneDNN's eltwise log: log(0) is -inf and a negative input NaN, as ONNX's Log. */
+int log_build(struct builder *b)
+{
+	dnnl_eltwise_desc_t d;
+
+	if (dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, dnnl_eltwise_log,
+					   in_md(b, 0), 0.0f, 0.0f))
+		return builder_fail(b, -EINVAL, "oneDNN rejects this log");
+	return unary_step(b, &d, in_md(b, 0), in_buf(b, 0));
 }
 
 int pool_build(struct builder *b)

@@ -26,6 +26,15 @@
 #define MODEL_MAX_LAYERS 65536 /* the parser refuses larger models */
 /* how far, in % of the computed value, a file's declared macs and params may be */
 #define MODEL_DECLARED_TOLERANCE_PCT 2
+/*
+ * The largest kernel, stride, padding and dilation a window (conv, deconv,
+ * pool) takes. An STFT written as a 1-D conv has a kernel of n_fft samples
+ * and a stride of the hop (openWakeWord's melspectrogram: 512 and 160;
+ * librosa's default n_fft is 2048), so 256 was too small; a bound stays so
+ * that a dilated extent (k - 1) * dil + 1 fits an int with room to spare
+ * and a corrupt file cannot ask for a window no input could hold.
+ */
+#define MODEL_MAX_WINDOW 4096
 
 enum model_op {
 	MODEL_OP_INPUT,
@@ -52,6 +61,7 @@ enum model_op {
 	MODEL_OP_DECONV, /* 2-D transposed convolution (conv's fields), weights [IC][OC/g][kh][kw] */
 	MODEL_OP_REDUCE, /* mean, max, min or sum over some axes, kept as dims of 1 */
 	MODEL_OP_PAD, /* a border of a constant value before and after each dim */
+	MODEL_OP_LOG, /* elementwise natural logarithm (a log-mel spectrogram's dB) */
 	MODEL_OP_COUNT,
 };
 

@@ -24,7 +24,6 @@
 
 #define INFER_MAX_DIM (1 << 24)
 #define INFER_MAX_ELEMS (1LL << 32)
-#define INFER_MAX_WINDOW 256 /* kernel, stride, padding, dilation */
 
 struct infer_attr {
 	const char *key;
@@ -300,8 +299,8 @@ static int infer_pair(struct infer_layer *il, const char *key, bool required, in
 	x = strchr(buf, 'x');
 	if (x)
 		*x = '\0';
-	if (infer_check_int(il, key, buf, 1, INFER_MAX_WINDOW, &a) ||
-	    infer_check_int(il, key, x ? x + 1 : buf, 1, INFER_MAX_WINDOW, &b))
+	if (infer_check_int(il, key, buf, 1, MODEL_MAX_WINDOW, &a) ||
+	    infer_check_int(il, key, x ? x + 1 : buf, 1, MODEL_MAX_WINDOW, &b))
 		return -EINVAL;
 	*h = (int)a;
 	*w = (int)b;
@@ -350,7 +349,7 @@ static int infer_pad(struct infer_layer *il, int pad[4], bool *same)
 		return 0;
 	}
 	if (strchr(s, ',')) {
-		n = infer_int_list(il, "pad", s, ',', 0, INFER_MAX_WINDOW, v, 4);
+		n = infer_int_list(il, "pad", s, ',', 0, MODEL_MAX_WINDOW, v, 4);
 		if (n < 0)
 			return n;
 		if (n != 4)
@@ -361,7 +360,7 @@ static int infer_pad(struct infer_layer *il, int pad[4], bool *same)
 		pad[3] = (int)v[3];
 		return 0;
 	}
-	n = infer_int_list(il, "pad", s, 'x', 0, INFER_MAX_WINDOW, v, 2);
+	n = infer_int_list(il, "pad", s, 'x', 0, MODEL_MAX_WINDOW, v, 2);
 	if (n < 0)
 		return n;
 	pad[0] = pad[2] = (int)v[0];
@@ -1097,6 +1096,7 @@ static const struct infer_op infer_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_DECONV] = { "deconv", 1, 1, true, infer_deconv },
 	[MODEL_OP_REDUCE] = { "reduce", 1, 1, false, infer_reduce },
 	[MODEL_OP_PAD] = { "pad", 1, 1, false, infer_pad_op },
+	[MODEL_OP_LOG] = { "log", 1, 1, false, infer_same_shape },
 };
 
 const char *model_op_name(enum model_op op)

@@ -84,6 +84,7 @@ static const char *const op_words[MODEL_OP_COUNT] = {
 	[MODEL_OP_MAX] = "max",		[MODEL_OP_MIN] = "min",
 	[MODEL_OP_RESIZE] = "resize",	[MODEL_OP_DECONV] = "deconv",
 	[MODEL_OP_REDUCE] = "reduce",	[MODEL_OP_PAD] = "pad",
+	[MODEL_OP_LOG] = "log",
 };
 
 /* MACs and parameters by the conventions of models/README.md. */

@@ -60,6 +60,25 @@ static const char *node_label(const Onnx__NodeProto *n)
 	return n->n_output && n->output[0][0] ? n->output[0] : n->op_type;
 }
 
+/*
+ * Node output 0's value, bound to layer idx, keeps the rank of shape s: a
+ * rank-0 result (a reduction over every axis without keepdims, or Cast,
+ * Clip, elementwise ops of one) runs as a layer of one element [1], while
+ * its value stays rank 0 so that Shape, Unsqueeze and broadcasting see the
+ * ONNX shapes.
+ */
+static int bind_output(struct onnx_ctx *c, const Onnx__NodeProto *n, int idx,
+		       const struct model_shape *s)
+{
+	struct onnx_value *v;
+	int ret = onnx_output_layer(c, n, 0, idx);
+
+	v = ret || !n->n_output || !n->output[0][0] ? NULL : onnx_value_find(c, n->output[0]);
+	if (v && !s->ndims)
+		v->shape = *s;
+	return ret;
+}
+
 /* A new layer reading the layers of ins, output shape out; node output 0 is it. */
 static int new_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, enum model_op op,
 		     struct onnx_value **ins, int nr, const struct model_shape *out,
@@ -68,7 +87,7 @@ static int new_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, enum model_op
 	struct onnx_layer *l;
 	int ret;
 
-	if (out->ndims < 1 || out->ndims > MODEL_MAX_DIMS)
+	if (out->ndims < 0 || out->ndims > MODEL_MAX_DIMS)
 		return onnx_refuse(c, -EOPNOTSUPP,
 				   "the result has rank %d; coloc tensors have 1 to %d "
 				   "dims",
@@ -80,13 +99,15 @@ static int new_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, enum model_op
 	for (int i = 0; i < nr; i++)
 		l->l.inputs[i] = ins[i]->layer;
 	l->l.out = *out;
+	if (!out->ndims)
+		l->l.out = (struct model_shape){ .ndims = 1, .dims = { 1 } };
 	*lp = l;
-	return onnx_output_layer(c, n, 0, c->nr_layers - 1);
+	return bind_output(c, n, c->nr_layers - 1, out);
 }
 
 static int alias(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *v)
 {
-	return onnx_output_layer(c, n, 0, v->layer);
+	return bind_output(c, n, v->layer, &v->shape);
 }
 
 /* Extra outputs (a Dropout mask, MaxPool indices, LayerNorm mean) must be unread. */
@@ -133,8 +154,9 @@ static int explicit_pads(struct onnx_ctx *c, const Onnx__NodeProto *n, int nd, i
 		return onnx_refuse(c, -EINVAL, "pads has %d values, expected %d", nr, 2 * nd);
 	memset(pads, 0, 4 * sizeof(int));
 	for (int i = 0; i < 2 * nd && nr >= 0; i++) {
-		if (p[i] < 0 || p[i] > 256)
-			return onnx_refuse(c, -EOPNOTSUPP, "pad %lld (0..256)", (long long)p[i]);
+		if (p[i] < 0 || p[i] > MODEL_MAX_WINDOW)
+			return onnx_refuse(c, -EOPNOTSUPP, "pad %lld (0..%d)", (long long)p[i],
+					   MODEL_MAX_WINDOW);
 		pads[nd == 2 ? i : 1 + 2 * i] = (int)p[i];
 	}
 	return 0;
@@ -163,7 +185,7 @@ static int window_pads(struct onnx_ctx *c, const Onnx__NodeProto *n, int nd, con
 		int64_t total = (out - 1) * s[i] + (int64_t)(k[i] - 1) * d[i] + 1 - in_hw[i];
 
 		total = total < 0 ? 0 : total;
-		if (total > 512)
+		if (total > 2 * MODEL_MAX_WINDOW)
 			return onnx_refuse(c, -EOPNOTSUPP, "padding %lld", (long long)total);
 		pads[i] = (int)(ap[5] == 'U' ? total / 2 : total - total / 2);
 		pads[i + 2] = (int)total - pads[i];
@@ -172,7 +194,7 @@ static int window_pads(struct onnx_ctx *c, const Onnx__NodeProto *n, int nd, con
 }
 
 /*
- * A window attribute of nd (1 or 2) values, each in 1..256, as 2 values
+ * A window attribute of nd (1 or 2) values, each in 1..MODEL_MAX_WINDOW, as 2 values
  * [h, w]: a 1-D window's h is 1 when the attribute is given, def when absent.
  */
 static int window_attr(struct onnx_ctx *c, const Onnx__NodeProto *n, const char *name, int nd,
@@ -187,9 +209,9 @@ static int window_attr(struct onnx_ctx *c, const Onnx__NodeProto *n, const char 
 		return onnx_refuse(c, -EOPNOTSUPP, "%s has %d values for a %d-D window", name, nr,
 				   nd);
 	for (int i = 0; i < nd; i++)
-		if (nr >= 0 && (a[i] < 1 || a[i] > 256))
-			return onnx_refuse(c, -EOPNOTSUPP, "%s %lld (1..256)", name,
-					   (long long)a[i]);
+		if (nr >= 0 && (a[i] < 1 || a[i] > MODEL_MAX_WINDOW))
+			return onnx_refuse(c, -EOPNOTSUPP, "%s %lld (1..%d)", name, (long long)a[i],
+					   MODEL_MAX_WINDOW);
 	v[0] = nr < 0 ? def : nd == 1 ? 1 : (int)a[0];
 	v[1] = nr < 0 ? def : (int)a[nd - 1];
 	return 0;
@@ -354,9 +376,9 @@ static int lower_conv(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	if (b && onnx_elems(&b->shape) != w->shape.dims[0])
 		return onnx_refuse(c, -EINVAL,
 				   "the bias does not have one value per output channel");
-	if (w->shape.dims[2] > 256 || w->shape.dims[3] > 256 || w->shape.dims[2] < 1 ||
-	    w->shape.dims[3] < 1)
-		return onnx_refuse(c, -EOPNOTSUPP, "kernel larger than 256");
+	if (w->shape.dims[2] > MODEL_MAX_WINDOW || w->shape.dims[3] > MODEL_MAX_WINDOW ||
+	    w->shape.dims[2] < 1 || w->shape.dims[3] < 1)
+		return onnx_refuse(c, -EOPNOTSUPP, "kernel larger than %d", MODEL_MAX_WINDOW);
 	k[0] = (int)w->shape.dims[2];
 	k[1] = (int)w->shape.dims[3];
 	ret = window_attr(c, n, "kernel_shape", nd, 0, ks);
@@ -428,9 +450,9 @@ static int lower_conv_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
 				   "weights [IC, OC/group, kh, kw] do not fit %lld input "
 				   "channels and group %lld",
 				   (long long)x->shape.dims[1], (long long)g);
-	if (w->shape.dims[2] < 1 || w->shape.dims[2] > 256 || w->shape.dims[3] < 1 ||
-	    w->shape.dims[3] > 256)
-		return onnx_refuse(c, -EOPNOTSUPP, "kernel larger than 256");
+	if (w->shape.dims[2] < 1 || w->shape.dims[2] > MODEL_MAX_WINDOW || w->shape.dims[3] < 1 ||
+	    w->shape.dims[3] > MODEL_MAX_WINDOW)
+		return onnx_refuse(c, -EOPNOTSUPP, "kernel larger than %d", MODEL_MAX_WINDOW);
 	k[0] = (int)w->shape.dims[2];
 	k[1] = (int)w->shape.dims[3];
 	out.ndims = 4;
@@ -577,6 +599,34 @@ static int lower_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n)
 static int const_binary(struct onnx_ctx *c, const Onnx__NodeProto *n, enum model_op op,
 			struct onnx_value *x, struct onnx_value *k, bool const_first);
 
+static bool broadcasts_onto(const struct model_shape *b, const struct model_shape *a);
+
+/*
+ * Clip with a bound computed at run time (openWakeWord's melspectrogram
+ * floors its dB at max - 80, the max a ReduceMax of the same input): a max
+ * of x and the computed min, or a min of x and the computed max, when the
+ * other bound is absent or the infinity on its side (a constant); the
+ * bound, a scalar by ONNX's definition, broadcasts onto x.
+ */
+static int clip_by_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *x,
+			 struct onnx_value *a, struct onnx_value *b)
+{
+	struct onnx_value *bound = a && a->layer >= 0 ? a : b, *other = bound == a ? b : a,
+			  *ins[2] = { x, bound };
+	struct onnx_layer *l;
+	double open = bound == a ? INFINITY : -INFINITY;
+
+	if (other && (!other->data || onnx_elems(&other->shape) != 1 || other->data[0] != open))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "Clip with a computed bound and another bound (coloc lowers a "
+				   "computed min or max alone to a max or min layer)");
+	if (onnx_elems(&bound->shape) != 1 || !broadcasts_onto(&bound->shape, &x->shape))
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "a computed Clip bound must be one value that broadcasts "
+				   "onto the input");
+	return new_layer(c, n, bound == a ? MODEL_OP_MAX : MODEL_OP_MIN, ins, 2, &x->shape, &l);
+}
+
 static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
 	struct onnx_value *x = data_input(c, n, 0);
@@ -610,6 +660,8 @@ static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		float lo = -INFINITY, hi = INFINITY;
 		struct onnx_value *a = onnx_input(c, n, 1), *b = onnx_input(c, n, 2);
 
+		if (c->opset >= 11 && ((a && a->layer >= 0) || (b && b->layer >= 0)))
+			return clip_by_layer(c, n, x, a, b);
 		if (c->opset < 11) {
 			ret = onnx_attr_float(c, n, "min", -INFINITY, &lo);
 			if (!ret)
@@ -821,6 +873,31 @@ static const struct {
 };
 
 /*
+ * x - 0, x * 1 (either side) and x / 1 are x itself, bit for bit, when the
+ * constant broadcasts onto x (so the shape stays x's): melspectrogram's
+ * Sub of 0 makes no layer. x - (-0) and x + 0 are not (-0 + 0 is +0).
+ */
+static bool identity_const(const char *op, const struct onnx_value *x, const struct onnx_value *k,
+			   bool k_second)
+{
+	int64_t nk = onnx_elems(&k->shape);
+	double id;
+
+	if (!strcmp(op, "Mul") || (!strcmp(op, "Div") && k_second))
+		id = 1.0;
+	else if (!strcmp(op, "Sub") && k_second)
+		id = 0.0;
+	else
+		return false;
+	if (!broadcasts_onto(&k->shape, &x->shape))
+		return false;
+	for (int64_t i = 0; i < nk; i++)
+		if (k->data[i] != id || signbit(k->data[i]))
+			return false;
+	return true;
+}
+
+/*
  * Add, Mul, Sub, Div, Max, Min. A constant operand folds into the layer
  * before it where it can (a bias or a scale), else becomes the constant of
  * a binary layer; two computed operands make a binary layer, the one that
@@ -844,6 +921,8 @@ static int lower_binary(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	if (a->data || b->data) {
 		struct onnx_value *x = a->data ? b : a, *k = a->data ? a : b;
 
+		if (identity_const(n->op_type, x, k, k == b))
+			return alias(c, n, x);
 		if (!strcmp(n->op_type, "Add") || (!strcmp(n->op_type, "Sub") && k == b))
 			ret = fuse_bias(c, n, x, k, k == b && n->op_type[0] == 'S' ? -1.0 : 1.0);
 		else if (!strcmp(n->op_type, "Mul") || (!strcmp(n->op_type, "Div") && k == b))
@@ -1374,7 +1453,8 @@ static int lower_resize(struct onnx_ctx *c, const Onnx__NodeProto *n)
 /*
  * ReduceMean, ReduceMax, ReduceMin, ReduceSum over constant axes (the
  * attribute, or input 1 from opset 18 and ReduceSum's 13): a reduce layer,
- * then a reshape dropping the reduced dims when keepdims is 0.
+ * then a reshape dropping the reduced dims when keepdims is 0 (to [1] for
+ * the rank-0 result of reducing every axis, see bind_output()).
  */
 static int lower_reduce(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
@@ -1428,11 +1508,6 @@ static int lower_reduce(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	for (int i = 0; i < out.ndims; i++)
 		if (!(mask & (1u << i)))
 			flat.dims[flat.ndims++] = out.dims[i];
-	if (!keep && !flat.ndims)
-		return onnx_refuse(c, -EOPNOTSUPP,
-				   "reducing every axis without keepdims gives a scalar (coloc "
-				   "tensors have 1 to %d dims)",
-				   MODEL_MAX_DIMS);
 	if (keep) {
 		ret = new_layer(c, n, MODEL_OP_REDUCE, &x, 1, &out, &l);
 		if (!ret)
@@ -1454,7 +1529,7 @@ static int lower_reduce(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		ret = new_layer(c, n, MODEL_OP_RESHAPE, &in, 1, &flat, &l);
 	}
 	if (!ret)
-		l->l.reshape = flat;
+		l->l.reshape = l->l.out; /* flat, or [1] for a scalar */
 	return ret;
 }
 
@@ -1577,6 +1652,41 @@ static int lower_split(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	if (start != x->shape.dims[a])
 		return onnx_refuse(c, -EINVAL, "the split sizes do not add up to axis %d", a);
 	return 0;
+}
+
+/*
+ * Pow of a computed tensor by a constant scalar exponent: 2 (a power
+ * spectrum's |X|^2, a variance) is the mul of x by itself, 1 is x. Other
+ * exponents have no coloc layer (Pow 2 inside a decomposed LayerNorm is
+ * matched as that pattern before it gets here).
+ */
+static int lower_pow(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0), *e = const_input(c, n, 1), *ins[2] = { x, x };
+	struct onnx_layer *l;
+
+	if (!x || !e || onnx_elems(&e->shape) != 1 || e->shape.ndims > x->shape.ndims)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "Pow needs a computed base and a constant scalar exponent "
+				   "of at most its rank");
+	if (e->data[0] == 1)
+		return alias(c, n, x);
+	if (e->data[0] != 2)
+		return onnx_refuse(c, -EOPNOTSUPP,
+				   "Pow by %g (coloc lowers Pow by 2, a mul of x by itself, and "
+				   "by 1)",
+				   e->data[0]);
+	return new_layer(c, n, MODEL_OP_MUL, ins, 2, &x->shape, &l);
+}
+
+static int lower_log(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	struct onnx_value *x = data_input(c, n, 0);
+	struct onnx_layer *l;
+
+	if (!x)
+		return onnx_refuse(c, -EOPNOTSUPP, "the input is not computed by a layer");
+	return new_layer(c, n, MODEL_OP_LOG, &x, 1, &x->shape, &l);
 }
 
 static int lower_identity(struct onnx_ctx *c, const Onnx__NodeProto *n)
@@ -1707,69 +1817,85 @@ static int lower_logic(struct onnx_ctx *c, const Onnx__NodeProto *n)
 struct lower_op {
 	const char *type;
 	int (*lower)(struct onnx_ctx *c, const Onnx__NodeProto *n);
+	/* takes a computed rank-0 input (elementwise, or a reshape of one element) */
+	bool scalars;
 };
 
 static const struct lower_op lower_ops[] = {
-	{ "Conv", lower_conv },
-	{ "ConvTranspose", lower_conv_transpose },
-	{ "BatchNormalization", lower_batch_norm },
-	{ "Relu", lower_act },
-	{ "LeakyRelu", lower_act },
-	{ "Sigmoid", lower_act },
-	{ "Tanh", lower_act },
-	{ "HardSigmoid", lower_act },
-	{ "HardSwish", lower_act },
-	{ "Clip", lower_act },
-	{ "Add", lower_binary },
-	{ "Mul", lower_binary },
-	{ "Sub", lower_binary },
-	{ "Div", lower_binary },
-	{ "Max", lower_binary },
-	{ "Min", lower_binary },
-	{ "MatMul", lower_matmul },
-	{ "Gemm", lower_gemm },
-	{ "MaxPool", lower_pool },
-	{ "AveragePool", lower_pool },
-	{ "GlobalAveragePool", lower_global_pool },
-	{ "Concat", lower_concat },
-	{ "Softmax", lower_softmax },
-	{ "LayerNormalization", lower_layer_norm },
-	{ "LRN", lower_lrn },
-	{ "Reshape", lower_reshape },
-	{ "Flatten", lower_reshape },
-	{ "Squeeze", lower_reshape },
-	{ "Unsqueeze", lower_reshape },
-	{ "Transpose", lower_transpose },
-	{ "Gather", lower_gather },
-	{ "Slice", lower_slice },
-	{ "ReduceMean", lower_reduce },
-	{ "ReduceMax", lower_reduce },
-	{ "ReduceMin", lower_reduce },
-	{ "ReduceSum", lower_reduce },
-	{ "Split", lower_split },
-	{ "Pad", lower_pad },
-	{ "Resize", lower_resize },
-	{ "Upsample", lower_resize },
-	{ "Identity", lower_identity },
-	{ "Dropout", lower_identity },
-	{ "Cast", lower_cast },
-	{ "Equal", lower_logic },
-	{ "Greater", lower_logic },
-	{ "GreaterOrEqual", lower_logic },
-	{ "Less", lower_logic },
-	{ "LessOrEqual", lower_logic },
-	{ "Not", lower_logic },
-	{ "And", lower_logic },
-	{ "Or", lower_logic },
-	{ "Xor", lower_logic },
-	{ "Where", lower_where },
+	{ "Conv", lower_conv, false },
+	{ "ConvTranspose", lower_conv_transpose, false },
+	{ "BatchNormalization", lower_batch_norm, false },
+	{ "Relu", lower_act, true },
+	{ "LeakyRelu", lower_act, true },
+	{ "Sigmoid", lower_act, true },
+	{ "Tanh", lower_act, true },
+	{ "HardSigmoid", lower_act, true },
+	{ "HardSwish", lower_act, true },
+	{ "Clip", lower_act, true },
+	{ "Pow", lower_pow, true },
+	{ "Log", lower_log, true },
+	{ "Add", lower_binary, true },
+	{ "Mul", lower_binary, true },
+	{ "Sub", lower_binary, true },
+	{ "Div", lower_binary, true },
+	{ "Max", lower_binary, true },
+	{ "Min", lower_binary, true },
+	{ "MatMul", lower_matmul, false },
+	{ "Gemm", lower_gemm, false },
+	{ "MaxPool", lower_pool, false },
+	{ "AveragePool", lower_pool, false },
+	{ "GlobalAveragePool", lower_global_pool, false },
+	{ "Concat", lower_concat, false },
+	{ "Softmax", lower_softmax, false },
+	{ "LayerNormalization", lower_layer_norm, false },
+	{ "LRN", lower_lrn, false },
+	{ "Reshape", lower_reshape, true },
+	{ "Flatten", lower_reshape, false },
+	{ "Squeeze", lower_reshape, true },
+	{ "Unsqueeze", lower_reshape, true },
+	{ "Transpose", lower_transpose, false },
+	{ "Gather", lower_gather, false },
+	{ "Slice", lower_slice, false },
+	{ "ReduceMean", lower_reduce, false },
+	{ "ReduceMax", lower_reduce, false },
+	{ "ReduceMin", lower_reduce, false },
+	{ "ReduceSum", lower_reduce, false },
+	{ "Split", lower_split, false },
+	{ "Pad", lower_pad, false },
+	{ "Resize", lower_resize, false },
+	{ "Upsample", lower_resize, false },
+	{ "Identity", lower_identity, true },
+	{ "Dropout", lower_identity, true },
+	{ "Cast", lower_cast, true },
+	{ "Equal", lower_logic, false },
+	{ "Greater", lower_logic, false },
+	{ "GreaterOrEqual", lower_logic, false },
+	{ "Less", lower_logic, false },
+	{ "LessOrEqual", lower_logic, false },
+	{ "Not", lower_logic, false },
+	{ "And", lower_logic, false },
+	{ "Or", lower_logic, false },
+	{ "Xor", lower_logic, false },
+	{ "Where", lower_where, false },
 };
 
 int onnx_lower(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
-	for (size_t i = 0; i < sizeof(lower_ops) / sizeof(lower_ops[0]); i++)
-		if (!strcmp(lower_ops[i].type, n->op_type))
-			return lower_ops[i].lower(c, n);
+	for (size_t i = 0; i < sizeof(lower_ops) / sizeof(lower_ops[0]); i++) {
+		if (strcmp(lower_ops[i].type, n->op_type))
+			continue;
+		for (size_t k = 0; k < n->n_input && !lower_ops[i].scalars; k++) {
+			struct onnx_value *v = onnx_input(c, n, k);
+
+			if (v && v->layer >= 0 && !v->shape.ndims)
+				return onnx_refuse(
+					c, -EOPNOTSUPP,
+					"input %zu is a computed scalar (rank 0); "
+					"coloc takes one in elementwise ops and reshapes only",
+					k);
+		}
+		return lower_ops[i].lower(c, n);
+	}
 	return onnx_refuse(c, -EOPNOTSUPP,
 			   "unsupported op: coloc's model format has no "
 			   "equivalent (supported ops are listed in models/ONNX.md)");

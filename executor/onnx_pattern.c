@@ -536,8 +536,13 @@ int onnx_pattern(struct onnx_ctx *c, size_t i, bool *skip)
 		try_self_gate,
 		try_layer_norm,
 	};
+	const Onnx__NodeProto *n = c->g->node[i];
+	struct onnx_value *x = n->n_input ? onnx_input(c, n, 0) : NULL;
 	int ret = 0;
 
+	/* a computed scalar goes node by node: the patterns' layers are of its shape */
+	if (x && x->layer >= 0 && !x->shape.ndims)
+		return 0;
 	for (size_t k = 0; !ret && k < sizeof(patterns) / sizeof(patterns[0]); k++)
 		ret = patterns[k](c, i, skip);
 	return ret;

@@ -1382,6 +1382,242 @@ TEST(onnx_import__1d_windows_match_reference)
 	arena_free();
 }
 
+/*
+ * A log-mel spectrogram as openWakeWord's melspectrogram.onnx writes it,
+ * small: an STFT as two 1-D convs with 300-wide kernels (over the 256 the
+ * format took before), stride 100, on x [1, 1700] unsqueezed; each [1, 5,
+ * 15] result unsqueezed and transposed to [1, 1, 15, 5]; Pow 2 of each (a
+ * mul of x by itself), Add, MatMul by a mel bank [5, 3], Clip(1e-10, inf),
+ * Log, Mul 10, Div ln 10, Sub 0 (x itself: no layer), then the floor:
+ * ReduceMax over every axis
+ * without keepdims (a rank-0 value: a reduce and a reshape to [1]), Sub 3,
+ * Cast to float (an alias) and Clip(db, that scalar, inf), a max layer of
+ * two inputs. The scalar is a second graph output. Checked against direct
+ * loops (conv1d() above, then the formulas).
+ */
+TEST(onnx_import__log_mel_chain_matches_reference)
+{
+	static const int64_t xd[2] = { 1, 1700 }, wd[3] = { 5, 1, 300 }, md[2] = { 5, 3 },
+			     od[4] = { 1, 1, 15, 3 }, one[1] = { 1 }, ax1[1] = { 1 };
+	static const struct win1d stft = { .k = 300, .s = 100, .d = 1, .g = 1 };
+	static const float two = 2, floor_ = 1e-10f, inf = INFINITY, ten = 10, ln10 = 2.302585093f,
+			   range = 3, zero = 0;
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *wr = rnd_fill(1500, -0.1f, 0.1f), *wi = rnd_fill(1500, -0.1f, 0.1f);
+	float *mel = rnd_fill(15, 0, 1), *x = rnd_fill(1700, -1, 1);
+	float *re = mem(75 * 4), *im_ = mem(75 * 4), *pw = mem(75 * 4), *mb = mem(45 * 4);
+	float *want = mem(45 * 4), top = -INFINITY;
+	const struct model_layer *last;
+	Onnx__NodeProto *n;
+	int clipped = 0;
+
+	init_f(&g, "W_re", 3, wd, wr);
+	init_f(&g, "W_im", 3, wd, wi);
+	init_f(&g, "mel", 2, md, mel);
+	init_f(&g, "two", 0, NULL, &two);
+	init_f(&g, "floor", 0, NULL, &floor_);
+	init_f(&g, "inf", 0, NULL, &inf);
+	init_f(&g, "ten", 0, NULL, &ten);
+	init_f(&g, "ln10", 0, NULL, &ln10);
+	init_f(&g, "range", 0, NULL, &range);
+	init_f(&g, "zero", 0, NULL, &zero);
+	init_i64(&g, "ax1", 1, one, 1, ax1);
+	g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
+	node(&g, "Unsqueeze", "u", NAMES("x", "ax1"), NAMES("x3"));
+	n = node(&g, "Conv", "re", NAMES("x3", "W_re"), NAMES("re"));
+	attr_ints(n, "strides", 1, (const int64_t[]){ 100 });
+	n = node(&g, "Conv", "im", NAMES("x3", "W_im"), NAMES("im"));
+	attr_ints(n, "strides", 1, (const int64_t[]){ 100 });
+	node(&g, "Unsqueeze", "ure", NAMES("re", "ax1"), NAMES("re4"));
+	node(&g, "Unsqueeze", "uim", NAMES("im", "ax1"), NAMES("im4"));
+	attr_ints(node(&g, "Transpose", "tre", NAMES("re4"), NAMES("ret")), "perm", 4,
+		  (const int64_t[]){ 0, 1, 3, 2 });
+	attr_ints(node(&g, "Transpose", "tim", NAMES("im4"), NAMES("imt")), "perm", 4,
+		  (const int64_t[]){ 0, 1, 3, 2 });
+	node(&g, "Pow", "sq_re", NAMES("ret", "two"), NAMES("p_re"));
+	node(&g, "Pow", "sq_im", NAMES("imt", "two"), NAMES("p_im"));
+	node(&g, "Add", "power", NAMES("p_re", "p_im"), NAMES("p"));
+	node(&g, "MatMul", "bank", NAMES("p", "mel"), NAMES("m"));
+	node(&g, "Clip", "clamp", NAMES("m", "floor", "inf"), NAMES("mc"));
+	node(&g, "Log", "log", NAMES("mc"), NAMES("l"));
+	node(&g, "Mul", "x10", NAMES("l", "ten"), NAMES("l10"));
+	node(&g, "Div", "db", NAMES("l10", "ln10"), NAMES("db0"));
+	node(&g, "Sub", "minus0", NAMES("db0", "zero"), NAMES("db"));
+	attr_int(node(&g, "ReduceMax", "top", NAMES("db"), NAMES("top")), "keepdims", 0);
+	node(&g, "Sub", "low", NAMES("top", "range"), NAMES("low"));
+	attr_int(node(&g, "Cast", "cast", NAMES("low"), NAMES("lowf")), "to",
+		 ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+	node(&g, "Clip", "floor_db", NAMES("db", "lowf", "inf"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 4, od, NULL);
+	g.outs[g.nr_outs++] = vinfo("top", 0, NULL, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	TH_LOG("%s", im.text);
+	ASSERT_EQ(24, im.model->nr_layers);
+	EXPECT_EQ(2, count_ops(im.model, MODEL_OP_CONV));
+	EXPECT_EQ(300, im.model->layers[3].conv.kw);
+	EXPECT_EQ(100, im.model->layers[3].conv.stride_w);
+	EXPECT_EQ(1, count_ops(im.model, MODEL_OP_LOG));
+	EXPECT_EQ(1, count_ops(im.model, MODEL_OP_FC));
+	/* the squares, then Mul 10 */
+	EXPECT_EQ(3, count_ops(im.model, MODEL_OP_MUL));
+	for (int i = 0; i < im.model->nr_layers; i++)
+		if (im.model->layers[i].op == MODEL_OP_MUL && !im.model->layers[i].binary.has_const)
+			EXPECT_EQ(im.model->layers[i].inputs[0], im.model->layers[i].inputs[1]);
+	/* Clip by 1e-10 (a constant) and by the computed floor (a second input) */
+	EXPECT_EQ(2, count_ops(im.model, MODEL_OP_MAX));
+	last = &im.model->layers[im.outputs[0]];
+	EXPECT_EQ(MODEL_OP_MAX, last->op);
+	EXPECT_EQ(2, last->nr_inputs);
+	ASSERT_EQ(2, im.nr_outputs);
+	EXPECT_EQ(1, im.model->layers[im.outputs[1]].out.ndims);
+	EXPECT_EQ(1, im.model->layers[im.outputs[1]].out.dims[0]);
+	/*
+	 * params: the two STFT kernels, the bank and the constants of the four
+	 * binary layers (1e-10, 10, ln 10, 3); MACs: the convs and the fc
+	 */
+	EXPECT_EQ(2u * 1500 + 15 + 4, im.model->params);
+	EXPECT_EQ(2u * 5 * 15 * 300 + 15 * 5 * 3, im.model->macs);
+
+	conv1d(x, 1, 1700, wr, NULL, 5, &stft, 15, re);
+	conv1d(x, 1, 1700, wi, NULL, 5, &stft, 15, im_);
+	for (int o = 0; o < 5; o++)
+		for (int t = 0; t < 15; t++)
+			pw[t * 5 + o] =
+				re[o * 15 + t] * re[o * 15 + t] + im_[o * 15 + t] * im_[o * 15 + t];
+	ref_fc(pw, mel, NULL, 15, 5, 3, mb);
+	for (int i = 0; i < 45; i++) {
+		mb[i] = 10.0f * logf(fmaxf(mb[i], floor_)) / ln10;
+		top = fmaxf(top, mb[i]);
+	}
+	for (int i = 0; i < 45; i++) {
+		want[i] = fmaxf(mb[i], top - range);
+		clipped += mb[i] < top - range;
+	}
+	/* the floor is exercised: some bands lie more than 3 dB under the top */
+	EXPECT_GT(clipped, 0);
+	EXPECT_LT(clipped, 45);
+	run_compare_output(_metadata, &im, 0, x, want, 45);
+	run_compare_output(_metadata, &im, 1, x, &top, 1);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * A computed scalar keeps rank 0 where ONNX shapes matter: ReduceMean over
+ * every axis without keepdims, Unsqueeze'd on axes 0 and 1, is [1, 1] (not
+ * [1, 1, 1]); Clip(x, none, mean) is a min layer of two inputs; Pow by 1
+ * is x itself; the [1, 1] then adds onto [1, 4, 3]. By hand: y = min(x,
+ * mean) + mean.
+ */
+TEST(onnx_import__scalar_clip_bound_and_pow_one)
+{
+	static const int64_t xd[3] = { 1, 4, 3 }, axes[2] = { 0, 1 }, two_d[1] = { 2 };
+	static const float one = 1;
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	float *x = rnd_fill(12, -1, 1), *want = mem(12 * 4);
+	const struct model_layer *u = NULL;
+	double mean = 0;
+
+	init_f(&g, "one", 0, NULL, &one);
+	init_i64(&g, "axes", 1, two_d, 2, axes);
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	attr_int(node(&g, "ReduceMean", "mean", NAMES("x"), NAMES("s")), "keepdims", 0);
+	node(&g, "Unsqueeze", "u", NAMES("s", "axes"), NAMES("s2"));
+	node(&g, "Clip", "cap", NAMES("x", "", "s"), NAMES("c"));
+	node(&g, "Pow", "same", NAMES("c", "one"), NAMES("p"));
+	node(&g, "Add", "shift", NAMES("p", "s2"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, xd, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	TH_LOG("%s", im.text);
+	/* input, reduce, reshape [1], reshape [1, 1], min, add */
+	ASSERT_EQ(6, im.model->nr_layers);
+	for (int i = 0; i < im.model->nr_layers; i++)
+		if (im.model->layers[i].op == MODEL_OP_RESHAPE)
+			u = &im.model->layers[i];
+	ASSERT_NE(NULL, u);
+	EXPECT_EQ(2, u->out.ndims);
+	EXPECT_EQ(MODEL_OP_MIN, im.model->layers[4].op);
+	EXPECT_EQ(2, im.model->layers[4].nr_inputs);
+	EXPECT_EQ(MODEL_OP_ADD, im.model->layers[5].op);
+	for (int i = 0; i < 12; i++)
+		mean += x[i];
+	mean /= 12;
+	for (int i = 0; i < 12; i++)
+		want[i] = fminf(x[i], (float)mean) + (float)mean;
+	run_compare(_metadata, &im, x, want, 12);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/*
+ * What stays refused around the log-mel lowering: Pow by another exponent,
+ * a Clip with a computed bound and a finite other one, and a computed
+ * scalar into an op that is not elementwise.
+ */
+TEST(onnx_import__pow_clip_and_scalar_limits_are_refused)
+{
+	static const int64_t xd[2] = { 1, 4 };
+	static const float three = 3, one = 1;
+	static const struct {
+		const char *op, *in1, *in2, *words;
+		bool on_scalar;
+	} refused[] = {
+		{ "Pow", "three", NULL,
+		  "node 'n' (Pow, opset 13, inputs [1,4], [] const): Pow by 3", false },
+		{ "Clip", "s", "one", "Clip with a computed bound and another bound", false },
+		{ "Softmax", NULL, NULL, "input 0 is a computed scalar (rank 0)", true },
+	};
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		struct gb g = { 0 };
+		struct onnx_import im;
+		struct coloc_err err = { 0 };
+		const char *x = refused[i].on_scalar ? "s" : "x";
+
+		init_f(&g, "three", 0, NULL, &three);
+		init_f(&g, "one", 0, NULL, &one);
+		g.ins[g.nr_ins++] = vinfo("x", 2, xd, NULL);
+		attr_int(node(&g, "ReduceMax", "top", NAMES("x"), NAMES("s")), "keepdims", 0);
+		node(&g, refused[i].op, "n",
+		     refused[i].in2 ? NAMES(x, refused[i].in1, refused[i].in2) :
+		     refused[i].in1 ? NAMES(x, refused[i].in1) :
+				      NAMES(x),
+		     NAMES("y"));
+		g.outs[g.nr_outs++] = vinfo("y", 2, xd, NULL);
+		EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
+		EXPECT_NE(NULL, strstr(coloc_err_str(&err), refused[i].words))
+		TH_LOG("%s", coloc_err_str(&err));
+		arena_free();
+	}
+}
+
+/*
+ * The window limit moved from 256 to 4096 (MODEL_MAX_WINDOW), not away: a
+ * 1-D conv with a 4097-wide kernel is refused naming the node and the limit.
+ */
+TEST(onnx_import__kernel_over_the_window_limit_is_refused)
+{
+	static const int64_t xd[3] = { 1, 1, 5000 }, wd[3] = { 1, 1, MODEL_MAX_WINDOW + 1 };
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+
+	init_f(&g, "W", 3, wd, rnd_fill(MODEL_MAX_WINDOW + 1, -1, 1));
+	g.ins[g.nr_ins++] = vinfo("x", 3, xd, NULL);
+	node(&g, "Conv", "wide", NAMES("x", "W"), NAMES("y"));
+	g.outs[g.nr_outs++] = vinfo("y", 3, (const int64_t[]){ 1, 1, 904 }, NULL);
+	EXPECT_EQ(-EOPNOTSUPP, import(&g, &im, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "node 'wide' (Conv, opset 13, inputs "
+						    "[1,1,5000], [1,1,4097] const): kernel "
+						    "larger than 4096"))
+	TH_LOG("%s", coloc_err_str(&err));
+	arena_free();
+}
+
 /* A 1-D ConvTranspose with output_padding is refused, not run without it. */
 TEST(onnx_import__1d_conv_transpose_output_padding_is_refused)
 {

@@ -830,6 +830,40 @@ TEST_F(ops, reduce__each_kind_matches_reference)
 	}
 }
 
+/*
+ * log of a conv's output squared (a mul of the layer by itself, as an
+ * ONNX Pow 2 lowers) plus a constant in [0.5, 1.5): NHWC behind the conv,
+ * and plain on a [2, 3, 33] input squared the same way; every input to the
+ * log is at least 0.5, so no -inf or NaN enters the comparison.
+ */
+TEST_F(ops, log__of_squares_plus_const_matches_reference)
+{
+	static const int64_t d[4] = { 2, 8, 5, 6 }, t[3] = { 2, 3, 33 };
+	const int64_t *dims[2] = { d, t };
+
+	for (int i = 0; i < 2; i++) {
+		struct model *m = ref_model_new("log", 29, 5);
+		struct conv_case c = {
+			.ic = 8, .oc = 8, .groups = 1, .k = 1, .stride = 1, .dil = 1
+		};
+		int nd = i ? 3 : 4, x = add_input(m, nd, dims[i]), ins[2];
+		struct model_layer *l;
+
+		if (!i)
+			x = add_conv(m, x, &c);
+		ins[0] = ins[1] = x;
+		ref_model_add(m, MODEL_OP_MUL, "square", 2, ins, nd, dims[i]);
+		x = m->nr_layers - 1;
+		l = ref_model_add(m, MODEL_OP_ADD, "floor", 1, &x, nd, dims[i]);
+		l->binary = (struct model_binary){ .has_const = true,
+						   .cshape = { .ndims = 1, .dims = { 1 } } };
+		x = m->nr_layers - 1;
+		ref_model_add(m, MODEL_OP_LOG, "log", 1, &x, nd, dims[i]);
+		check_model(_metadata, m);
+		model_free(m);
+	}
+}
+
 /* A zero border around H and W behind a conv (NHWC), and -1.5 before and after a sequence. */
 TEST_F(ops, pad__constant_borders_match_reference)
 {

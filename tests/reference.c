@@ -623,6 +623,10 @@ int ref_layer(const struct model *m, int li, const float *const *ins, float *out
 	case MODEL_OP_PAD:
 		ref_pad(ins[0], s0, &l->pad, out);
 		break;
+	case MODEL_OP_LOG:
+		for (int64_t j = 0; j < n; j++)
+			out[j] = logf(ins[0][j]);
+		break;
 	case MODEL_OP_REDUCE:
 		ref_reduce(ins[0], s0, &l->reduce, out);
 		break;
