@@ -109,21 +109,6 @@ static int model_index(struct fit_state *st, const char *name, struct coloc_err 
 	return st->nr_models++;
 }
 
-static int split_tabs(char *line, char **field, int max)
-{
-	int n = 0;
-
-	line[strcspn(line, "\r\n")] = '\0';
-	while (n < max) {
-		field[n++] = line;
-		line = strchr(line, '\t');
-		if (!line)
-			break;
-		*line++ = '\0';
-	}
-	return n;
-}
-
 enum { C_END, C_TENANT, C_CORES, C_ALONE, C_MEASURED, C_ROUND_TRIP, C_OK, C_NR };
 static const char *const col_name[C_NR] = { "end_ms",	   "tenant",	    "cores", "alone_us",
 					    "measured_us", "round_trip_us", "ok" };
@@ -145,7 +130,7 @@ static int read_log(struct fit_state *st, const char *path, struct fit_block **b
 	*blk = NULL;
 	*nr = 0;
 	while (!ret && fgets(line, sizeof(line), in)) {
-		int n = split_tabs(line, f, 32), k;
+		int n = sim_split_tabs(line, f, 32), k;
 		struct fit_block b;
 		char *end;
 		double v[C_NR];

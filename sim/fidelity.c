@@ -62,8 +62,7 @@ void sim_qps_table_free(struct sim_qps_table *t)
 	*t = (struct sim_qps_table){ 0 };
 }
 
-/* Splits line at tabs in place; the number of fields (at most max). */
-static int split_tabs(char *line, char **field, int max)
+int sim_split_tabs(char *line, char **field, int max)
 {
 	int n = 0;
 
@@ -126,7 +125,7 @@ static int tsv_load(const char *path, const char *const want[4], tsv_row_fn row,
 	if (!in)
 		return coloc_err_set(err, -errno, "%s: %m", path);
 	while (!ret && fgets(line, sizeof(line), in)) {
-		int n = split_tabs(line, f, 32);
+		int n = sim_split_tabs(line, f, 32);
 
 		if (!lineno++)
 			ret = header_columns(path, f, n, want, col, err);

@@ -486,6 +486,9 @@ int sim_search_bench_qos(const struct sim_params *base, const struct sim_bq_sear
 
 /* ---- the fidelity check against make bench-qos ----------------------------------- */
 
+/* Splits a TSV line at tabs in place (its line end cut); the number of fields, at most max. */
+int sim_split_tabs(char *line, char **field, int max);
+
 /* What bench-qos used for one tenant of one mix (its points.tsv). */
 struct sim_served_tenant {
 	char mix[32];
