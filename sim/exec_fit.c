@@ -19,7 +19,6 @@
 #include "sim.h"
 
 #define FIT_MIN_BLOCKS 20
-#define FIT_LINE_MAX 1024
 #define FIT_MAX_MODELS 64
 #define FIT_DRAWS 16 /* alone-time draws per overlapped block in the penalty fit */
 
@@ -113,94 +112,80 @@ enum { C_END, C_TENANT, C_CORES, C_ALONE, C_MEASURED, C_ROUND_TRIP, C_OK, C_NR }
 static const char *const col_name[C_NR] = { "end_ms",	   "tenant",	    "cores", "alone_us",
 					    "measured_us", "round_trip_us", "ok" };
 
+/* A block log being read: its blocks so far, and when each model's last one ended. */
+struct log_read {
+	struct fit_state *st;
+	struct fit_block *blk;
+	int nr, cap;
+	double last_end[FIT_MAX_MODELS];
+};
+
+/* One row of a block log: kept when ok, with a table time and a measured time. */
+static int log_row(void *ctx, char **f, int n, const int *col, const char *path, int lineno,
+		   struct coloc_err *err)
+{
+	struct log_read *lr = ctx;
+	struct fit_block b;
+	double v[C_NR];
+	char *end;
+
+	for (int k = 0; k < C_NR; k++) {
+		if (k == C_TENANT)
+			continue;
+		v[k] = col[k] < n ? strtod(f[col[k]], &end) : NAN;
+		if (col[k] >= n || end == f[col[k]] || *end || !isfinite(v[k]))
+			return coloc_err_set(err, -EINVAL, "%s:%d: column %s is not a number", path,
+					     lineno, col_name[k]);
+	}
+	if (v[C_OK] != 1 || !(v[C_ALONE] > 0) || !(v[C_MEASURED] > 0))
+		return 0;
+	if (v[C_CORES] < 1 || v[C_CORES] > SIM_EXEC_MAX_CORES)
+		return 0; /* beyond what the model keeps */
+	b.model = model_index(lr->st, f[col[C_TENANT]], err);
+	if (b.model < 0)
+		return b.model;
+	b.cores = (int)v[C_CORES];
+	b.end_ms = v[C_END];
+	b.start_ms = v[C_END] - v[C_MEASURED] * 1e-3;
+	b.alone_us = v[C_ALONE];
+	b.measured_us = v[C_MEASURED];
+	b.ratio = v[C_MEASURED] / v[C_ALONE];
+	b.dispatch_us = v[C_ROUND_TRIP] - v[C_MEASURED];
+	/* a log is in the order blocks ended; the tenant's previous one ended last */
+	b.gap_ms = lr->last_end[b.model] < 0 ? -1 : fmax(0, b.start_ms - lr->last_end[b.model]);
+	lr->last_end[b.model] = b.end_ms;
+	if (v[C_ALONE] < SIM_EXEC_MIN_ALONE_US)
+		b.cores = -b.cores; /* kept for overlaps, not for the fit */
+	if (lr->nr == lr->cap) {
+		int cap = lr->cap ? 2 * lr->cap : 1024;
+		struct fit_block *nb = realloc(lr->blk, (size_t)cap * sizeof(*nb));
+
+		if (!nb)
+			return coloc_err_set(err, -ENOMEM, "out of memory");
+		lr->blk = nb;
+		lr->cap = cap;
+	}
+	lr->blk[lr->nr++] = b;
+	return 0;
+}
+
 /* One block log into blk[] (ok blocks with a table time and a measured time). */
 static int read_log(struct fit_state *st, const char *path, struct fit_block **blk, int *nr,
 		    struct coloc_err *err)
 {
-	int col[C_NR], lineno = 0, cap = 0, ret = 0;
-	double last_end[FIT_MAX_MODELS];
-	char line[FIT_LINE_MAX], *f[32];
+	struct log_read lr = { .st = st };
+	int ret;
 
 	for (int m = 0; m < FIT_MAX_MODELS; m++)
-		last_end[m] = -1;
-	FILE *in = fopen(path, "r");
-
-	if (!in)
-		return coloc_err_set(err, -errno, "%s: %m", path);
-	*blk = NULL;
-	*nr = 0;
-	while (!ret && fgets(line, sizeof(line), in)) {
-		int n = sim_split_tabs(line, f, 32), k;
-		struct fit_block b;
-		char *end;
-		double v[C_NR];
-
-		if (!lineno++) {
-			for (k = 0; k < C_NR; k++) {
-				col[k] = -1;
-				for (int i = 0; i < n; i++)
-					if (!strcmp(f[i], col_name[k]))
-						col[k] = i;
-				if (col[k] < 0)
-					ret = coloc_err_set(err, -EINVAL,
-							    "%s:1: no column '%s': not a colocd "
-							    "block log",
-							    path, col_name[k]);
-			}
-			continue;
-		}
-		if (n == 1 && !*f[0])
-			continue;
-		for (k = 0; k < C_NR && !ret; k++) {
-			if (k == C_TENANT)
-				continue;
-			v[k] = col[k] < n ? strtod(f[col[k]], &end) : NAN;
-			if (col[k] >= n || end == f[col[k]] || *end || !isfinite(v[k]))
-				ret = coloc_err_set(err, -EINVAL,
-						    "%s:%d: column %s is not a number", path,
-						    lineno, col_name[k]);
-		}
-		if (ret || v[C_OK] != 1 || !(v[C_ALONE] > 0) || !(v[C_MEASURED] > 0))
-			continue;
-		if (v[C_CORES] < 1 || v[C_CORES] > SIM_EXEC_MAX_CORES)
-			continue; /* beyond what the model keeps */
-		b.model = model_index(st, f[col[C_TENANT]], err);
-		if (b.model < 0) {
-			ret = b.model;
-			break;
-		}
-		b.cores = (int)v[C_CORES];
-		b.end_ms = v[C_END];
-		b.start_ms = v[C_END] - v[C_MEASURED] * 1e-3;
-		b.alone_us = v[C_ALONE];
-		b.measured_us = v[C_MEASURED];
-		b.ratio = v[C_MEASURED] / v[C_ALONE];
-		b.dispatch_us = v[C_ROUND_TRIP] - v[C_MEASURED];
-		/* a log is in the order blocks ended; the tenant's previous one ended last */
-		b.gap_ms = last_end[b.model] < 0 ? -1 : fmax(0, b.start_ms - last_end[b.model]);
-		last_end[b.model] = b.end_ms;
-		if (*nr == cap) {
-			struct fit_block *nb;
-
-			cap = cap ? 2 * cap : 1024;
-			nb = realloc(*blk, (size_t)cap * sizeof(*nb));
-			if (!nb) {
-				ret = coloc_err_set(err, -ENOMEM, "out of memory");
-				break;
-			}
-			*blk = nb;
-		}
-		(*blk)[(*nr)++] = b;
-		if (v[C_ALONE] < SIM_EXEC_MIN_ALONE_US)
-			(*blk)[*nr - 1].cores = -b.cores; /* kept for overlaps, not for the fit */
-	}
-	if (!ret && !lineno)
-		ret = coloc_err_set(err, -EINVAL, "%s: empty, not even a header", path);
-	fclose(in);
+		lr.last_end[m] = -1;
+	ret = sim_tsv_load(path, col_name, C_NR, log_row, &lr, err);
 	if (ret) {
-		free(*blk);
-		*blk = NULL;
+		free(lr.blk);
+		lr.blk = NULL;
+		lr.nr = 0;
 	}
+	*blk = lr.blk;
+	*nr = lr.nr;
 	return ret;
 }
 

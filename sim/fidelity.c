@@ -62,7 +62,8 @@ void sim_qps_table_free(struct sim_qps_table *t)
 	*t = (struct sim_qps_table){ 0 };
 }
 
-int sim_split_tabs(char *line, char **field, int max)
+/* Splits line at tabs in place (its line end cut); the number of fields, at most max. */
+static int split_tabs(char *line, char **field, int max)
 {
 	int n = 0;
 
@@ -87,48 +88,52 @@ static int parse_number(const char *s, bool may_be_inf, double *v)
 }
 
 /*
- * The columns of want[4] in a header line split into f[n], into col[];
- * an error naming the first one missing and the four wanted.
+ * The columns of want[nr] in a header line split into f[n], into col[];
+ * an error naming the first one missing and every one wanted.
  */
-static int header_columns(const char *path, char **f, int n, const char *const want[4], int col[4],
-			  struct coloc_err *err)
+static int header_columns(const char *path, char **f, int n, const char *const *want, int nr,
+			  int *col, struct coloc_err *err)
 {
-	for (int i = 0; i < n; i++)
-		for (int k = 0; k < 4; k++)
+	char list[256];
+	int at = 0;
+
+	for (int k = 0; k < nr; k++) {
+		col[k] = -1;
+		for (int i = 0; i < n; i++)
 			if (!strcmp(f[i], want[k]))
 				col[k] = i;
-	for (int k = 0; k < 4; k++)
-		if (col[k] < 0)
-			return coloc_err_set(
-				err, -EINVAL,
-				"%s:1: the header has no column '%s' (want %s, %s, %s, "
-				"%s, tab-separated)",
-				path, want[k], want[0], want[1], want[2], want[3]);
+	}
+	for (int k = 0; k < nr; k++) {
+		if (col[k] >= 0)
+			continue;
+		for (int w = 0; w < nr && at < (int)sizeof(list); w++)
+			at += snprintf(list + at, sizeof(list) - (size_t)at, "%s%s", w ? ", " : "",
+				       want[w]);
+		return coloc_err_set(err, -EINVAL,
+				     "%s:1: the header has no column '%s' (want %s, tab-separated)",
+				     path, want[k], list);
+	}
 	return 0;
 }
 
-/* One data row of a TSV, its fields in f[n] and the header's columns in col[4]. */
-typedef int (*tsv_row_fn)(void *ctx, char **f, int n, const int col[4], const char *path,
-			  int lineno, struct coloc_err *err);
-
-/*
- * Reads path: a header naming the four columns of want (header_columns()),
- * then each non-empty row through row, which stops the read with an error.
- */
-static int tsv_load(const char *path, const char *const want[4], tsv_row_fn row, void *ctx,
-		    struct coloc_err *err)
+int sim_tsv_load(const char *path, const char *const *want, int nr_want, sim_tsv_row_fn row,
+		 void *ctx, struct coloc_err *err)
 {
-	int col[4] = { -1, -1, -1, -1 }, lineno = 0, ret = 0;
+	int col[SIM_TSV_MAX_COLS], lineno = 0, ret = 0;
 	char line[TSV_LINE_MAX], *f[32];
-	FILE *in = fopen(path, "r");
+	FILE *in;
 
+	if (nr_want < 1 || nr_want > SIM_TSV_MAX_COLS)
+		return coloc_err_set(err, -EINVAL, "%s: 1 to %d columns wanted, not %d", path,
+				     SIM_TSV_MAX_COLS, nr_want);
+	in = fopen(path, "r");
 	if (!in)
 		return coloc_err_set(err, -errno, "%s: %m", path);
 	while (!ret && fgets(line, sizeof(line), in)) {
-		int n = sim_split_tabs(line, f, 32);
+		int n = split_tabs(line, f, 32);
 
 		if (!lineno++)
-			ret = header_columns(path, f, n, want, col, err);
+			ret = header_columns(path, f, n, want, nr_want, col, err);
 		else if (*f[0] || n != 1)
 			ret = row(ctx, f, n, col, path, lineno, err);
 	}
@@ -138,7 +143,7 @@ static int tsv_load(const char *path, const char *const want[4], tsv_row_fn row,
 	return ret;
 }
 
-static int qps_row(void *ctx, char **f, int n, const int col[4], const char *path, int lineno,
+static int qps_row(void *ctx, char **f, int n, const int *col, const char *path, int lineno,
 		   struct coloc_err *err)
 {
 	double qps, p99;
@@ -166,7 +171,7 @@ int sim_qps_table_load_tsv(const char *path, struct sim_qps_table *t, struct col
 	int ret;
 
 	*t = (struct sim_qps_table){ 0 };
-	ret = tsv_load(path, want, qps_row, t, err);
+	ret = sim_tsv_load(path, want, 4, qps_row, t, err);
 	if (ret)
 		sim_qps_table_free(t);
 	return ret;
@@ -221,7 +226,7 @@ static int served_add(struct sim_served *s, const char *mix, const char *tenant,
 	return 0;
 }
 
-static int served_row(void *ctx, char **f, int n, const int col[4], const char *path, int lineno,
+static int served_row(void *ctx, char **f, int n, const int *col, const char *path, int lineno,
 		      struct coloc_err *err)
 {
 	double solo, qos;
@@ -246,7 +251,7 @@ int sim_served_load_tsv(const char *path, struct sim_served *s, struct coloc_err
 	int ret;
 
 	*s = (struct sim_served){ 0 };
-	ret = tsv_load(path, want, served_row, s, err);
+	ret = sim_tsv_load(path, want, 4, served_row, s, err);
 	if (ret)
 		sim_served_free(s);
 	return ret;

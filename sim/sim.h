@@ -486,8 +486,17 @@ int sim_search_bench_qos(const struct sim_params *base, const struct sim_bq_sear
 
 /* ---- the fidelity check against make bench-qos ----------------------------------- */
 
-/* Splits a TSV line at tabs in place (its line end cut); the number of fields, at most max. */
-int sim_split_tabs(char *line, char **field, int max);
+/* One data row of a TSV: its fields f[n], and col[] the wanted columns' indexes in them. */
+typedef int (*sim_tsv_row_fn)(void *ctx, char **f, int n, const int *col, const char *path,
+			      int lineno, struct coloc_err *err);
+#define SIM_TSV_MAX_COLS 8
+/*
+ * Reads a tab-separated file: a header that must name every column of
+ * want[nr_want] (any order, others ignored), then each non-empty row
+ * through row, which stops the read by returning an error.
+ */
+int sim_tsv_load(const char *path, const char *const *want, int nr_want, sim_tsv_row_fn row,
+		 void *ctx, struct coloc_err *err);
 
 /* What bench-qos used for one tenant of one mix (its points.tsv). */
 struct sim_served_tenant {
