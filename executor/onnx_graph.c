@@ -8,11 +8,15 @@
  * attributes, and the one error format naming the node.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "onnx_internal.h"
 
@@ -349,12 +353,121 @@ static double raw_elem(const uint8_t *p, int32_t type)
 	}
 }
 
+/*
+ * Whether a relative path stays below its directory: no leading '/', no
+ * ".." component (ONNX Runtime's rule for external data locations).
+ */
+static bool path_stays_below(const char *p)
+{
+	if (!*p || *p == '/')
+		return false;
+	for (const char *s = p; *s;) {
+		size_t n = strcspn(s, "/");
+
+		if (n == 2 && s[0] == '.' && s[1] == '.')
+			return false;
+		s += n;
+		s += *s == '/';
+	}
+	return true;
+}
+
+/*
+ * The bytes of a tensor kept in an external data file (ONNX's
+ * data_location EXTERNAL: "location", a path relative to the model file's
+ * directory, "offset" and "length" in bytes), want bytes of them, into a
+ * new buffer at *out. 0 or a negative errno with the tensor named.
+ */
+static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const char *name,
+			  size_t want, uint8_t **out)
+{
+	const char *loc = NULL, *slash = strrchr(c->file, '/');
+	long long off = 0, len = -1;
+	char path[PATH_MAX];
+	struct stat st;
+	size_t got = 0;
+	uint8_t *buf;
+	int fd, ret;
+
+	for (size_t i = 0; i < t->n_external_data; i++) {
+		const Onnx__StringStringEntryProto *e = t->external_data[i];
+		char *end;
+
+		if (!e->key || !e->value)
+			continue;
+		if (!strcmp(e->key, "location")) {
+			loc = e->value;
+		} else if (!strcmp(e->key, "offset") || !strcmp(e->key, "length")) {
+			long long v;
+
+			errno = 0;
+			v = strtoll(e->value, &end, 10);
+			if (errno || end == e->value || *end || v < 0)
+				return onnx_refuse(c, -EINVAL,
+						   "tensor '%.64s': external data %s '%.32s' is "
+						   "not a byte count",
+						   name, e->key, e->value);
+			*(!strcmp(e->key, "offset") ? &off : &len) = v;
+		}
+	}
+	if (!loc)
+		return onnx_refuse(c, -EINVAL,
+				   "tensor '%.64s' is in external data with no location", name);
+	if (!path_stays_below(loc))
+		return onnx_refuse(c, -EPERM,
+				   "tensor '%.64s': external data location '%.128s' is not a "
+				   "path below the model's directory",
+				   name, loc);
+	if (len >= 0 && (unsigned long long)len != want)
+		return onnx_refuse(c, -EINVAL,
+				   "tensor '%.64s': external data length %lld, but its shape "
+				   "and type take %zu bytes",
+				   name, len, want);
+	if ((size_t)snprintf(path, sizeof(path), "%.*s%s", slash ? (int)(slash - c->file + 1) : 0,
+			     c->file, loc) >= sizeof(path))
+		return onnx_refuse(c, -ENAMETOOLONG, "tensor '%.64s': external data path too long",
+				   name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return onnx_refuse(c, -errno, "tensor '%.64s': external data file %.256s: %s", name,
+				   path, strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    (unsigned long long)off + want > (unsigned long long)st.st_size) {
+		close(fd);
+		return onnx_refuse(c, -EINVAL,
+				   "tensor '%.64s': external data file %.256s has no %zu bytes at "
+				   "offset %lld",
+				   name, path, want, off);
+	}
+	buf = malloc(want ? want : 1);
+	if (!buf) {
+		close(fd);
+		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
+	}
+	while (got < want) {
+		ssize_t n = pread(fd, buf + got, want - got, (off_t)off + (off_t)got);
+
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			close(fd);
+			free(buf);
+			return onnx_refuse(c, ret, "tensor '%.64s': reading %.256s failed", name,
+					   path);
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	*out = buf;
+	return 0;
+}
+
 /* A TensorProto (initializer or Constant's value) into doubles. */
 int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct model_shape *s,
 		       double **data, bool *is_int)
 {
 	const char *name = t->name ? t->name : "(unnamed)";
 	int es = elem_size(t->data_type, is_int);
+	uint8_t *ext = NULL;
 	int64_t n = 1;
 	double *d;
 
@@ -363,12 +476,6 @@ int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct mo
 				   "tensor '%.64s' has data type %d; supported: float, double, "
 				   "int64, int32, int8, uint8, bool",
 				   name, (int)t->data_type);
-	if (t->n_external_data || (t->has_data_location &&
-				   t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
-		return onnx_refuse(c, -EOPNOTSUPP,
-				   "tensor '%.64s' is stored in an external data file, which the "
-				   "importer does not read yet",
-				   name);
 	if (t->n_dims > ONNX_MAX_RANK)
 		return onnx_refuse(c, -EOPNOTSUPP, "tensor '%.64s' has rank %zu, more than %d",
 				   name, t->n_dims, ONNX_MAX_RANK);
@@ -383,10 +490,22 @@ int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct mo
 			return onnx_refuse(c, -E2BIG, "tensor '%.64s' has more than %lld elements",
 					   name, ONNX_MAX_CONST_ELEMS);
 	}
+	if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+		int ret = external_bytes(c, t, name, (size_t)n * (size_t)es, &ext);
+
+		if (ret)
+			return ret;
+	}
 	d = malloc((size_t)(n ? n : 1) * sizeof(double));
-	if (!d)
+	if (!d) {
+		free(ext);
 		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
-	if (t->has_raw_data) {
+	}
+	if (ext) {
+		for (int64_t i = 0; i < n; i++)
+			d[i] = raw_elem(ext + i * es, t->data_type);
+		free(ext);
+	} else if (t->has_raw_data) {
 		if (t->raw_data.len != (size_t)n * (size_t)es)
 			goto bad_count;
 		for (int64_t i = 0; i < n; i++)
@@ -646,8 +765,8 @@ int onnx_graph_open(struct onnx_ctx *c, const void *buf, size_t len)
 
 	if (len > ONNX_MAX_FILE_BYTES)
 		return coloc_err_set(c->err, -E2BIG,
-				     "%s: %zu bytes; files over 2 GiB (external data) are not "
-				     "supported yet",
+				     "%s: %zu bytes; a model over 2 GiB must keep its tensors in "
+				     "external data files",
 				     c->file, len);
 	c->mp = onnx__model_proto__unpack(NULL, len, buf);
 	if (!c->mp)

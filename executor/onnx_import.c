@@ -187,8 +187,8 @@ int onnx_import_file(const char *path, const struct onnx_import_opts *opts, stru
 	if ((unsigned long long)st.st_size > ONNX_MAX_FILE_BYTES) {
 		close(fd);
 		return coloc_err_set(err, -E2BIG,
-				     "%s: %lld bytes; files over 2 GiB (external data) "
-				     "are not supported yet",
+				     "%s: %lld bytes; a model over 2 GiB must keep its "
+				     "tensors in external data files",
 				     path, (long long)st.st_size);
 	}
 	buf = malloc(st.st_size ? (size_t)st.st_size : 1);

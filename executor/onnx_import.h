@@ -53,14 +53,17 @@ struct onnx_import {
 };
 
 /*
- * Imports the ONNX model in buf (len bytes; name for messages). Returns 0
+ * Imports the ONNX model in buf (len bytes; name, the file's path, for
+ * messages and for its tensors in external data files, whose locations are
+ * relative to name's directory: the working directory when name has no
+ * '/'). Returns 0
  * and fills out (free with onnx_import_free()), or a negative errno with the
  * reason in err. Never crashes on malformed input (fuzzed in onnx_test).
  */
 int onnx_import_buffer(const char *name, const void *buf, size_t len,
 		       const struct onnx_import_opts *opts, struct onnx_import *out,
 		       struct coloc_err *err);
-/* The same from a file of at most ONNX_MAX_FILE_BYTES. */
+/* The same from a file of at most ONNX_MAX_FILE_BYTES (larger models keep their tensors in external data files). */
 int onnx_import_file(const char *path, const struct onnx_import_opts *opts, struct onnx_import *out,
 		     struct coloc_err *err);
 void onnx_import_free(struct onnx_import *out);

