@@ -501,15 +501,15 @@ int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct mo
 		free(ext);
 		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
 	}
-	if (ext) {
-		for (int64_t i = 0; i < n; i++)
-			d[i] = raw_elem(ext + i * es, t->data_type);
-		free(ext);
-	} else if (t->has_raw_data) {
-		if (t->raw_data.len != (size_t)n * (size_t)es)
+	if (ext || t->has_raw_data) {
+		/* external_bytes() read exactly n x es bytes */
+		const uint8_t *raw = ext ? ext : t->raw_data.data;
+
+		if (!ext && t->raw_data.len != (size_t)n * (size_t)es)
 			goto bad_count;
 		for (int64_t i = 0; i < n; i++)
-			d[i] = raw_elem(t->raw_data.data + i * es, t->data_type);
+			d[i] = raw_elem(raw + i * es, t->data_type);
+		free(ext);
 	} else if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
 		if (t->n_float_data != (size_t)n)
 			goto bad_count;

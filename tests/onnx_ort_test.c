@@ -220,6 +220,25 @@ static void npm_path(const char *src, char *path, size_t len)
 		 slash ? slash + 1 : "");
 }
 
+/*
+ * models/OWN.model exported to ONNX with its seed's weights
+ * (tools/ort/export-own.sh, a no-op when up to date); its path into onnx.
+ * 0, or the script's exit status with its output logged.
+ */
+static int export_own(struct __test_metadata *_metadata, const char *own, char *onnx, size_t len)
+{
+	char cmd[2 * PATH_MAX], log[4096];
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), "'%s/tools/ort/export-own.sh' '%s' '%s/build/ort/own'", root(),
+		 own, root());
+	rc = tu_run(cmd, log, sizeof(log));
+	if (rc)
+		TH_LOG("%.900s", log);
+	snprintf(onnx, len, "%s/build/ort/own/%s.onnx", root(), own);
+	return rc;
+}
+
 static void check_model(struct __test_metadata *_metadata, const char *name)
 {
 	char src[384], dims[512], onnx[PATH_MAX], wt[PATH_MAX], ref_path[PATH_MAX], input[PATH_MAX];
@@ -251,13 +270,7 @@ static void check_model(struct __test_metadata *_metadata, const char *name)
 		own = src + strlen("model:");
 		if (tu_run("/usr/bin/python3 -c 'import onnx'", NULL, 0))
 			SKIP(return, "Debian's python3-onnx is not installed (make deps)");
-		snprintf(cmd, sizeof(cmd), "'%s/tools/ort/export-own.sh' '%s' '%s/build/ort/own'",
-			 root(), own, root());
-		rc = tu_run(cmd, log, sizeof(log));
-		if (rc)
-			TH_LOG("%.900s", log);
-		ASSERT_EQ(0, rc);
-		snprintf(onnx, sizeof(onnx), "%s/build/ort/own/%s.onnx", root(), own);
+		ASSERT_EQ(0, export_own(_metadata, own, onnx, sizeof(onnx)));
 		snprintf(wt, sizeof(wt), "%s/build/ort/own/%s.wt", root(), own);
 	}
 	snprintf(ref_path, sizeof(ref_path), "%s/tests/data/ort/%s.ref", root(), name);
@@ -298,14 +311,8 @@ static void check_external_data(struct __test_metadata *_metadata, const char *n
 	ASSERT_EQ(0, strncmp(src, "model:", 6));
 	if (tu_run("/usr/bin/python3 -c 'import onnx'", NULL, 0))
 		SKIP(return, "Debian's python3-onnx is not installed (make deps)");
-	snprintf(cmd, sizeof(cmd), "'%s/tools/ort/export-own.sh' '%s' '%s/build/ort/own'", root(),
-		 src + 6, root());
-	rc = tu_run(cmd, log, sizeof(log));
-	if (rc)
-		TH_LOG("%.900s", log);
-	ASSERT_EQ(0, rc);
+	ASSERT_EQ(0, export_own(_metadata, src + 6, onnx, sizeof(onnx)));
 	ASSERT_NE(NULL, mkdtemp(tmp));
-	snprintf(onnx, sizeof(onnx), "%s/build/ort/own/%s.onnx", root(), src + 6);
 	snprintf(ext, sizeof(ext), "%s/ext.onnx", tmp);
 	snprintf(cmd, sizeof(cmd),
 		 "/usr/bin/python3 -c 'import onnx, sys; onnx.save_model(onnx.load(sys.argv[1]), "
