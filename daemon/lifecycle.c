@@ -275,11 +275,15 @@ static void colocd_block_done(void *ctx, const struct serving_block_record *r)
 	struct colocd *d = ctx;
 
 	fprintf(d->block_log,
-		"%.3f\t%s\t%llu\t%d\t%d\t%d\t%d\t%.3f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\n",
+		"%.3f\t%s\t%llu\t%d\t%d\t%d\t%d\t%.3f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t",
 		(loop_now_ns() - d->block_log_t0) / 1e6, r->tenant, (unsigned long long)r->query,
 		r->first, r->last, r->nr_cores, r->corunners, r->level, r->alone_ns / 1e3,
 		r->predicted_ns / 1e3, r->measured_ns / 1e3, r->round_trip_ns / 1e3,
 		r->switch_ns / 1e3, r->ok);
+	/* each layer's version as a digit (EXEC_MAX_VERSIONS <= 10), in layer order */
+	for (int l = 0; l < r->last - r->first; l++)
+		fputc(r->versions ? '0' + r->versions[l] % 10 : '?', d->block_log);
+	fputc('\n', d->block_log);
 }
 
 static int open_block_log(struct colocd *d, struct coloc_err *err)
@@ -292,7 +296,7 @@ static int open_block_log(struct colocd *d, struct coloc_err *err)
 	setvbuf(d->block_log, NULL, _IOLBF, 0);
 	d->block_log_t0 = loop_now_ns();
 	fputs("end_ms\ttenant\tquery\tfirst\tlast\tcores\tcorunners\tlevel\talone_us\t"
-	      "predicted_us\tmeasured_us\tround_trip_us\tswitch_us\tok\n",
+	      "predicted_us\tmeasured_us\tround_trip_us\tswitch_us\tok\tversions\n",
 	      d->block_log);
 	return 0;
 }

@@ -255,6 +255,7 @@ static void block_finished(struct serving *s, struct sv_tenant *t, const struct 
 				      .nr_cores = t->blk.nr_cores,
 				      .corunners = t->blk_corunners,
 				      .level = t->blk.level,
+				      .versions = t->blk.versions,
 				      .alone_ns = t->blk.alone_ns,
 				      .predicted_ns = t->blk.predicted_ns,
 				      .measured_ns = r->status == COLOC_SHM_DONE_OK ? measured : 0,
@@ -743,11 +744,12 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->cache_dir = cfg->cache_dir ? strdup(cfg->cache_dir) : NULL;
 	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));
 	s->core_sig_ns = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_ns));
+	s->core_sig_var = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_var));
 	s->core_sig_now = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_now));
 	s->dom_sig_now = calloc(POLICY_MAX_CPUS, sizeof(*s->dom_sig_now));
 	s->pqueries = calloc(s->max_queue_total, sizeof(*s->pqueries));
 	if ((cfg->executor && !s->executor) || (cfg->cache_dir && !s->cache_dir) || !s->core_sig ||
-	    !s->core_sig_ns || !s->core_sig_now || !s->dom_sig_now || !s->pqueries) {
+	    !s->core_sig_ns || !s->core_sig_var || !s->core_sig_now || !s->dom_sig_now || !s->pqueries) {
 		ret = coloc_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -782,6 +784,7 @@ void serving_destroy(struct serving *s)
 	free(s->pqueries);
 	free(s->core_sig);
 	free(s->core_sig_ns);
+	free(s->core_sig_var);
 	free(s->core_sig_now);
 	free(s->dom_sig_now);
 	free(s->versions);

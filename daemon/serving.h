@@ -97,6 +97,7 @@ struct serving_block_record {
 	int first, last, nr_cores; /* layers [first, last) on nr_cores cores */
 	int corunners; /* other tenants' blocks in flight when it started */
 	double level; /* the slowdown the policy assumed */
+	const uint8_t *versions; /* [last - first]: each layer's version, valid during the call */
 	uint64_t alone_ns; /* the profile's latency of the block alone */
 	uint64_t predicted_ns;
 	uint64_t measured_ns; /* the executor's own timing of the layers; 0 if it failed */
@@ -213,7 +214,8 @@ struct serving_core_info {
 	/*
 	 * The interference level the policy sees on the core: recent blocks'
 	 * latency over their profiled alone latency, aged towards 1.0 while
-	 * none runs there; 0 before the first block.
+	 * none runs there, beyond its noise (policy_level_beyond_noise); 0
+	 * before the first block.
 	 */
 	double slowdown;
 	/*

@@ -100,6 +100,8 @@ struct serving {
 	int owner[POLICY_MAX_CPUS]; /* tenant whose block holds the CPU, or -1 */
 	struct policy_signal *core_sig; /* [POLICY_MAX_CPUS], as last measured */
 	uint64_t *core_sig_ns; /* [POLICY_MAX_CPUS]: when core_sig's slowdown was measured */
+	/* [POLICY_MAX_CPUS]: the smoothed squared deviation of blocks' slowdowns from it */
+	double *core_sig_var;
 	struct policy_signal *core_sig_now; /* [POLICY_MAX_CPUS]: aged to a round's now */
 	struct policy_signal *dom_sig_now; /* [POLICY_MAX_CPUS] by LLC domain, from core_sig_now */
 
@@ -137,8 +139,14 @@ void sv_schedule(struct serving *s);
 /* Core c's slowdown as of now: its excess over 1.0 halves every half-life; 1.0 when none. */
 double sv_aged_slowdown(const struct serving *s, int c, uint64_t now);
 /*
+ * Core c's level as the policy sees it: the PMU model's where it gives one,
+ * else the aged block slowdown beyond its noise (policy_level_beyond_noise).
+ */
+double sv_core_level(const struct serving *s, int c, uint64_t now);
+/*
  * t's block d took ns: the per-core slowdown signal of its cores moves
- * towards ns / alone over t's norm, and the norm towards ns / alone.
+ * towards ns / alone over t's norm (and its variance with it), and the norm
+ * towards ns / alone.
  */
 void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct policy_decision *d,
 			uint64_t ns);

@@ -90,7 +90,7 @@ int serving_cores(const struct serving *s, struct serving_core_info *cores, int 
 			continue;
 		cores[n] = (struct serving_core_info){ .cpu = cpu };
 		if (s->core_sig[cpu].live & POLICY_SIG_SLOWDOWN)
-			cores[n].slowdown = sv_aged_slowdown(s, cpu, sv_now_ns());
+			cores[n].slowdown = sv_core_level(s, cpu, sv_now_ns());
 		if (s->entry->shares_cores) {
 			cores[n].shared = true;
 			for (int i = 0; i < SV_MAX_TENANTS; i++)

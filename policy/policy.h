@@ -335,6 +335,18 @@ struct policy_config {
 };
 
 /*
+ * A measured level without a PMU, with its noise taken out: mean is a
+ * core's smoothed slowdown (an EWMA of its blocks' slowdowns, each weighing
+ * `weight`), var the same EWMA of their squared deviations from it. The
+ * EWMA's standard error is sqrt(var x weight / (2 - weight)); the level is
+ * what the mean exceeds 1.0 by beyond two of them (1.0 when it does not).
+ * So one slow block is not a level, and a level that stays is one the noise
+ * does not explain (VELTAIR's level is a slowdown; on a VM a single block
+ * can run 3x its usual time with nothing beside it).
+ */
+double policy_level_beyond_noise(double mean, double var, double weight);
+
+/*
  * The signals of each LLC domain (domains[], by domain id) from those of its
  * online cores (cores[], by CPU id): a field is live where one of its cores
  * has it; rates add up, ratios and levels are the mean over those cores.

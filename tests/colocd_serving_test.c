@@ -730,12 +730,13 @@ static int infer_one_by_one(FIXTURE_DATA(wire) * self, const char *name, int n)
 /*
  * --block-log: one line per block, written as it finishes (so before its
  * query is answered). Each query's blocks chain its layers from 0 to the
- * model's end without a gap, every block ran, and tenant a's lines are as
- * many as the blocks its status counts.
+ * model's end without a gap, every block ran, each names one version digit
+ * per layer, and tenant a's lines are as many as the blocks its status
+ * counts.
  */
 TEST_F_TIMEOUT(wire, block_log__each_querys_blocks_chain_its_layers_one_line_each, 600)
 {
-	char path[192], line[512], tenant[64];
+	char path[192], line[1024], tenant[64], vers[512];
 	const char *more[] = { "--policy", "coloc", "--block-log", path, NULL };
 	unsigned long long ids[10];
 	int next[10] = { 0 }, nr_ids = 0, lines = 0, end = -1;
@@ -756,13 +757,14 @@ TEST_F_TIMEOUT(wire, block_log__each_querys_blocks_chain_its_layers_one_line_eac
 		int first, last, cores, corunners, ok, q;
 		double end_ms, level, alone, predicted, measured;
 
-		ASSERT_EQ(
-			12,
-			sscanf(line,
-			       "%lf\t%63s\t%llu\t%d\t%d\t%d\t%d\t%lf\t%lf\t%lf\t%lf\t%*f\t%*f\t%d",
-			       &end_ms, tenant, &query, &first, &last, &cores, &corunners, &level,
-			       &alone, &predicted, &measured, &ok))
+		ASSERT_EQ(13, sscanf(line,
+				     "%lf\t%63s\t%llu\t%d\t%d\t%d\t%d\t%lf\t%lf\t%lf\t%lf\t%*f\t%*f\t%"
+				     "d\t%511s",
+				     &end_ms, tenant, &query, &first, &last, &cores, &corunners,
+				     &level, &alone, &predicted, &measured, &ok, vers))
 		TH_LOG("%s", line);
+		EXPECT_EQ(last - first, (int)strspn(vers, "0123456789")) TH_LOG("%s", line);
+		EXPECT_EQ(last - first, (int)strlen(vers)) TH_LOG("%s", line);
 		lines++;
 		EXPECT_STREQ("a", tenant);
 		for (q = 0; q < nr_ids && ids[q] != query; q++)

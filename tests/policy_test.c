@@ -1109,6 +1109,38 @@ TEST(policy_domain_signals__sums_rates_and_averages_levels_over_live_cores)
 	EXPECT_EQ(4.0, domains[1].dram_gbps);
 }
 
+/*
+ * The measured level beyond its noise: with weight 0.3 the EWMA's standard
+ * error is sqrt(var x 3 / 17), so var = 0.17 / 3 gives 0.1 and the level is
+ * the mean less 0.2. One block at 3x from the prior (mean 1.6, var 1.2) is
+ * no level; ten blocks at 1.5x are (mean 1.486, var 0.0098: 1.40); blocks
+ * at 0.5x and 1.5x in turn are noise (mean 1.086, var 0.34).
+ */
+TEST(policy_level_beyond_noise__is_what_the_mean_exceeds_two_standard_errors_by)
+{
+	double mean = 1.0, var = 0;
+
+	EXPECT_EQ(1.5, policy_level_beyond_noise(1.5, 0, 0.3));
+	EXPECT_GT(1e-12, fabs(1.3 - policy_level_beyond_noise(1.5, 0.17 / 3, 0.3)));
+	EXPECT_EQ(1.0, policy_level_beyond_noise(1.15, 0.17 / 3, 0.3));
+	EXPECT_EQ(1.0, policy_level_beyond_noise(0.9, 0, 0.3));
+	EXPECT_EQ(1.0, policy_level_beyond_noise(1.6, 1.2, 0.3));
+	for (int i = 0; i < 10; i++) {
+		var = 0.7 * var + 0.3 * (1.5 - mean) * (1.5 - mean);
+		mean = 0.7 * mean + 0.3 * 1.5;
+	}
+	EXPECT_GT(1e-4, fabs(1.4027 - policy_level_beyond_noise(mean, var, 0.3)));
+	mean = 1.0;
+	var = 0;
+	for (int i = 0; i < 10; i++) {
+		double r = i % 2 ? 1.5 : 0.5;
+
+		var = 0.7 * var + 0.3 * (r - mean) * (r - mean);
+		mean = 0.7 * mean + 0.3 * r;
+	}
+	EXPECT_EQ(1.0, policy_level_beyond_noise(mean, var, 0.3));
+}
+
 TEST_F(pol, model_wise_decide__takes_the_fewest_cores_whose_alone_latency_meets_qos)
 {
 	/* QoS 1000 µs: the whole model alone is 1870 µs on 1 core, 960 µs on 2 */
@@ -1219,6 +1251,63 @@ TEST_F(pol, coloc_decide__an_uneven_tenant_is_held_for_more_cores_when_only_the_
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
 	EXPECT_EQ(0, self->out.nr_decisions);
 	EXPECT_EQ(0, self->out.nr_drops);
+	policy_destroy(p);
+}
+
+/*
+ * A drop takes the fast end of the tenant's usual error: the mean
+ * prediction over 1 + the error. After blocks measured at 1.3x and 0.7x the
+ * table in turn (each ending at the same instant, so nothing fades), a query
+ * with 1 % less time than that left is dropped, naming the mean; one with 1
+ * % more is served, though the mean says it is late.
+ */
+TEST_F(pol, coloc_decide__drops_only_what_is_late_even_at_the_fast_end_of_its_usual_error)
+{
+	struct policy *p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
+	const uint64_t end = 50000000;
+	struct policy_decision first;
+	uint8_t versions[3];
+	double corr = 1.0, fixed = 0, dev = 0, mean, fast;
+
+	ASSERT_NE(NULL, p);
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	policy_output_reset(&self->out);
+	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
+	keep_decision(&self->decisions[0], &first, versions);
+	for (int i = 0; i < 10; i++) {
+		double m = i % 2 ? 378000 : 702000, w = 540000.0 / 640000.0;
+		double pred = 540000 * corr + fixed;
+
+		dev = (1 - 0.3 * w) * dev + 0.3 * w * fabs(m - pred) / pred;
+		coloc_learn(&corr, &fixed, 540000, m);
+		first.decided_ns = end - (uint64_t)m;
+		policy_block_done(p, &first, (uint64_t)m);
+	}
+	mean = 540000 * corr + fixed;
+	fast = mean / (1 + dev);
+	ASSERT_LT(0.1, dev);
+
+	self->in.now_ns = end;
+	self->in.nr_queries = 0;
+	add_query(&self->in, self->queries, 2, 0, end, end + (uint64_t)(0.99 * fast));
+	policy_output_reset(&self->out);
+	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+	ASSERT_EQ(0, self->out.nr_decisions);
+	ASSERT_EQ(1, self->out.nr_drops);
+	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
+	ASSERT_EQ((uint64_t)mean, self->drops[0].predicted_ns);
+
+	self->in.nr_queries = 0;
+	add_query(&self->in, self->queries, 3, 0, end, end + (uint64_t)(1.01 * fast));
+	policy_output_reset(&self->out);
+	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+	ASSERT_EQ(0, self->out.nr_drops);
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(3, self->decisions[0].query_id);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
 	policy_destroy(p);
 }
 
