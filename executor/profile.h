@@ -30,7 +30,7 @@
 #include "coloc/limits.h"
 #include "error.h"
 
-#define PROFILE_FORMAT_VERSION 4
+#define PROFILE_FORMAT_VERSION 5
 #define PROFILE_NAME_LEN 64 /* model and layer names, as MODEL_NAME_LEN */
 #define PROFILE_VERSION_NAME_LEN 48 /* as EXEC_VERSION_NAME_LEN */
 #define PROFILE_MAX_VERSIONS 6 /* as EXEC_MAX_VERSIONS */

@@ -97,8 +97,11 @@ int profile_table_build(const struct profile *p, const struct model *m, struct p
 	t->core_counts = calloc(p->nr_cores, sizeof(*t->core_counts));
 	t->level_slowdown = calloc(p->nr_levels, sizeof(*t->level_slowdown));
 	t->latency_ns = calloc(len, sizeof(*t->latency_ns));
+	t->latency_lo_ns = calloc(len, sizeof(*t->latency_lo_ns));
+	t->latency_hi_ns = calloc(len, sizeof(*t->latency_hi_ns));
 	t->layer_ops = calloc(p->nr_layers, sizeof(*t->layer_ops));
-	if (!t->core_counts || !t->level_slowdown || !t->latency_ns || !t->layer_ops) {
+	if (!t->core_counts || !t->level_slowdown || !t->latency_ns || !t->latency_lo_ns ||
+	    !t->latency_hi_ns || !t->layer_ops) {
 		profile_table_free(t);
 		return coloc_err_set(err, -ENOMEM, "out of memory for the table of %s", m->name);
 	}
@@ -108,11 +111,17 @@ int profile_table_build(const struct profile *p, const struct model *m, struct p
 		t->layer_ops[l] = m->layers[l].macs;
 		for (int v = 0; v < p->layers[l].nr_versions; v++)
 			for (int c = 0; c < p->nr_cores; c++)
-				for (int k = 0; k < p->nr_levels; k++)
-					t->latency_ns[(((size_t)l * nr_versions + v) * p->nr_cores +
-						       c) * p->nr_levels +
-						      k] =
-						*profile_latency_cell_const(p, l, v, c + 1, k);
+				for (int k = 0; k < p->nr_levels; k++) {
+					const uint64_t *cell =
+						profile_latency_cell_const(p, l, v, c + 1, k);
+					size_t at = (((size_t)l * nr_versions + v) * p->nr_cores +
+						     c) * p->nr_levels +
+						    k;
+
+					t->latency_ns[at] = *cell;
+					t->latency_lo_ns[at] = p->ci_lo_ns[cell - p->latency_ns];
+					t->latency_hi_ns[at] = p->ci_hi_ns[cell - p->latency_ns];
+				}
 	}
 	alone = model_sum(p, p->nr_cores, 0);
 	t->level_slowdown[0] = 1.0;
@@ -144,6 +153,8 @@ int profile_table_build(const struct profile *p, const struct model *m, struct p
 				     .core_counts = t->core_counts,
 				     .level_slowdown = t->level_slowdown,
 				     .latency_ns = t->latency_ns,
+				     .latency_lo_ns = t->latency_lo_ns,
+				     .latency_hi_ns = t->latency_hi_ns,
 				     .layer_ops = t->layer_ops };
 	clamped = policy_model_check(pm, err);
 	if (clamped)
@@ -156,6 +167,8 @@ void profile_table_free(struct profile_table *t)
 	free(t->core_counts);
 	free(t->level_slowdown);
 	free(t->latency_ns);
+	free(t->latency_lo_ns);
+	free(t->latency_hi_ns);
 	free(t->layer_ops);
 	memset(t, 0, sizeof(*t));
 }

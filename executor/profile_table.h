@@ -21,6 +21,7 @@ struct profile_table {
 	int *core_counts;
 	double *level_slowdown;
 	uint64_t *latency_ns;
+	uint64_t *latency_lo_ns, *latency_hi_ns; /* the cells' 95 % CIs */
 	uint64_t *layer_ops;
 	/* empty, or what was adjusted to make the table valid (for the operator) */
 	char note[256];
@@ -33,7 +34,8 @@ struct profile_table {
  * over the same sum alone. Where that dips below the column before (below
  * 1.0 at the first stressed column: a measurement artefact on a noisy
  * machine), it is clamped to the running maximum and t->note says so. The
- * latency cells stay as measured. 0, or -errno with err filled.
+ * latency cells and their confidence intervals stay as measured. 0, or
+ * -errno with err filled.
  */
 int profile_table_build(const struct profile *p, const struct model *m, struct profile_table *t,
 			struct coloc_err *err);

@@ -17,6 +17,9 @@ int policy_model_check(const struct policy_model *m, struct coloc_err *err)
 		return coloc_err_set(err, -EINVAL,
 				     "model table: %d layers; a model has at least one",
 				     m->nr_layers);
+	if (!m->latency_lo_ns != !m->latency_hi_ns)
+		return coloc_err_set(err, -EINVAL,
+				     "model table: confidence intervals need both bounds");
 	if (m->nr_versions < 1 || m->nr_versions > POLICY_MAX_VERSIONS)
 		return coloc_err_set(err, -EINVAL,
 				     "model table: %d versions per layer; the policy takes 1 to %d",
@@ -140,20 +143,28 @@ int policy_model_fastest_version(const struct policy_model *m, int layer, int ci
 {
 	/* version v's columns are v strides past version 0's */
 	size_t stride = (size_t)m->nr_core_counts * m->nr_levels;
-	const uint64_t *cell =
-		&m->latency_ns[((size_t)layer * m->nr_versions * m->nr_core_counts + ci) *
-			       m->nr_levels];
-	uint64_t best_ns = 0;
+	size_t at = ((size_t)layer * m->nr_versions * m->nr_core_counts + ci) * m->nr_levels;
+	const uint64_t *cell = &m->latency_ns[at];
+	bool ci_known = m->latency_lo_ns && m->latency_hi_ns;
+	uint64_t best_ns = 0, best_lo = 0;
 	int best = -1;
 
-	for (int v = 0; v < m->nr_versions; v++, cell += stride) {
+	for (int v = 0; v < m->nr_versions; v++, cell += stride, at += stride) {
 		/* alone is the common case (every simple policy): read the cell directly */
 		uint64_t ns = level_pos <= 0 ? cell[0] : latency_at(cell, m->nr_levels, level_pos);
 
-		if (ns && (best < 0 || ns < best_ns)) {
-			best = v;
-			best_ns = ns;
+		if (!ns || (best >= 0 && ns >= best_ns))
+			continue;
+		if (ci_known && best >= 0) {
+			uint64_t hi = latency_at(&m->latency_hi_ns[at], m->nr_levels, level_pos);
+
+			if (!hi || hi >= best_lo)
+				continue;
 		}
+		best = v;
+		best_ns = ns;
+		if (ci_known)
+			best_lo = latency_at(&m->latency_lo_ns[at], m->nr_levels, level_pos);
 	}
 	if (latency_ns)
 		*latency_ns = best_ns;

@@ -170,6 +170,14 @@ struct policy_model {
 	 */
 	const double *level_slowdown;
 	const uint64_t *latency_ns;
+	/*
+	 * Optional, both or neither, shaped as latency_ns: each cell's 95 %
+	 * confidence interval (a profile's medians carry one). With them a
+	 * version is faster than an earlier one only when its interval lies
+	 * wholly below the earlier one's: a version ahead within the noise of
+	 * its measurement is no reason to leave the first (oneDNN's own).
+	 */
+	const uint64_t *latency_lo_ns, *latency_hi_ns;
 	/* [nr_layers]: work per layer (MACs), each layer's share of the QoS budget; NULL: unknown */
 	const uint64_t *layer_ops;
 };
@@ -203,7 +211,11 @@ double policy_model_level_pos(const struct policy_model *m, double slowdown);
 uint64_t policy_model_latency(const struct policy_model *m, int layer, int version, int ci,
 			      double level_pos);
 
-/* The version with the lowest non-zero latency at (layer, ci, level_pos), or -1 when none. */
+/*
+ * The version with the lowest non-zero latency at (layer, ci, level_pos),
+ * or -1 when none; where the table has confidence intervals, a later version
+ * wins only when its interval is wholly below the winner's so far.
+ */
 int policy_model_fastest_version(const struct policy_model *m, int layer, int ci, double level_pos,
 				 uint64_t *latency_ns);
 

@@ -248,6 +248,61 @@ TEST(model__fastest_version_flips_as_the_level_rises)
 	ASSERT_EQ(380000, ns);
 }
 
+/*
+ * With confidence intervals a later version is faster only when its interval
+ * lies wholly below the winner's so far. Three versions of one layer, alone
+ * and at one stressed column: v1's median is below v0's alone but the
+ * intervals overlap (95-105 vs 100-110): v0 stays; v2's (80-90) is below
+ * both: v2. At the stressed column v1 (150-160) clears v0 (200-220) and v2
+ * (190-230) does not clear v1. Half way (pos 0.5) every bound is
+ * interpolated: v0 150-165, v1 122.5-132.5 wins, v2 135-160 overlaps it.
+ * Without the intervals the lowest median wins everywhere.
+ */
+TEST(model__with_intervals_a_version_wins_only_beyond_its_noise)
+{
+	static const double levels[] = { 1.0, 2.0 };
+	static const int counts[] = { 1 };
+	/* [version][level]: median, lower and upper bound */
+	static const uint64_t ns[] = { 105, 210, 99, 155, 85, 200 };
+	static const uint64_t lo[] = { 100, 200, 95, 150, 80, 190 };
+	static const uint64_t hi[] = { 110, 220, 105, 160, 90, 230 };
+	struct policy_model m = {
+		.nr_layers = 1,
+		.nr_versions = 3,
+		.nr_core_counts = 1,
+		.nr_levels = 2,
+		.core_counts = counts,
+		.level_slowdown = levels,
+		.latency_ns = ns,
+		.latency_lo_ns = lo,
+		.latency_hi_ns = hi,
+	};
+	uint64_t got;
+
+	ASSERT_EQ(0, policy_model_check(&m, NULL));
+	ASSERT_EQ(2, policy_model_fastest_version(&m, 0, 0, 0, &got));
+	ASSERT_EQ(85, got);
+	ASSERT_EQ(1, policy_model_fastest_version(&m, 0, 0, 1, &got));
+	ASSERT_EQ(155, got);
+	ASSERT_EQ(1, policy_model_fastest_version(&m, 0, 0, 0.5, &got));
+	ASSERT_EQ(127, got);
+	/* v2 overlapping v0 alone: v0 */
+	{
+		static const uint64_t lo2[] = { 100, 200, 95, 150, 80, 190 };
+		static const uint64_t hi2[] = { 110, 220, 105, 160, 101, 230 };
+
+		m.latency_lo_ns = lo2;
+		m.latency_hi_ns = hi2;
+		ASSERT_EQ(0, policy_model_fastest_version(&m, 0, 0, 0, &got));
+		ASSERT_EQ(105, got);
+	}
+	m.latency_lo_ns = NULL;
+	ASSERT_EQ(-EINVAL, policy_model_check(&m, NULL));
+	m.latency_hi_ns = NULL;
+	ASSERT_EQ(2, policy_model_fastest_version(&m, 0, 0, 0, &got));
+	ASSERT_EQ(1, policy_model_fastest_version(&m, 0, 0, 1, &got));
+}
+
 TEST(model__solo_ns_is_the_fastest_whole_model_on_the_largest_fitting_count)
 {
 	fill_tiny();

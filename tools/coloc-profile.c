@@ -14,7 +14,10 @@
  * level 0 so that "alone" is measured with those cores as busy as under
  * stress, or on the same cores when the layer uses all of them. Levels
  * alternate in rounds over chunks of layers (measure_chunk()), so that alone
- * and stressed runs interleave in time. Measuring each level in its own
+ * and stressed runs interleave in time; at each level one version at a time
+ * runs through the chunk's layers, as a query would run them, in an order
+ * rotated from round to round (a layer's versions back to back made every
+ * version after the first look faster: its memory was warm). Measuring each level in its own
  * stretch with the other core idle made layers look faster under stress
  * (issue 8). Progress goes to FILE.partial every few seconds and on
  * SIGINT/SIGTERM; a later run with the same setup continues from it. A complete profile is also stored in
@@ -282,12 +285,15 @@ static int measure_chunk(struct profiler *pr, struct stress_ctl *s, const struct
 			 int first, int last)
 {
 	struct profile *p = pr->p;
-	int nr_levels = p->nr_levels, iters = p->iters, ret = 0;
+	int nr_levels = p->nr_levels, iters = p->iters, ret = 0, max_versions = 1;
 	size_t nr_cells = 0, cell;
 	uint64_t *samples;
 
-	for (int l = first; l < last; l++)
+	for (int l = first; l < last; l++) {
 		nr_cells += (size_t)p->layers[l].nr_versions * (size_t)nr_levels;
+		if (p->layers[l].nr_versions > max_versions)
+			max_versions = p->layers[l].nr_versions;
+	}
 	samples = calloc(nr_cells * (size_t)iters, sizeof(*samples));
 	if (!samples)
 		return -ENOMEM;
@@ -304,17 +310,19 @@ static int measure_chunk(struct profiler *pr, struct stress_ctl *s, const struct
 				break;
 			}
 			spin_ns(PROFILE_SETTLE_NS);
-			cell = 0; /* the layer's first cell, in (version, level) order */
-			for (int l = first; l < last && !ret; l++) {
-				for (int v = 0; v < p->layers[l].nr_versions && !ret; v++) {
+			for (int j = 0; j < max_versions && !ret; j++) {
+				cell = 0; /* the layer's first cell, in (version, level) order */
+				for (int l = first; l < last && !ret; l++) {
+					int nv = p->layers[l].nr_versions, v = (j + r) % nv;
 					size_t at =
 						(cell + (size_t)v * (size_t)nr_levels + (size_t)k) *
 							(size_t)iters +
 						(size_t)r;
 
-					ret = run_layer(pr, set, l, v, &samples[at]);
+					cell += (size_t)nv * (size_t)nr_levels;
+					if (j < nv)
+						ret = run_layer(pr, set, l, v, &samples[at]);
 				}
-				cell += (size_t)p->layers[l].nr_versions * (size_t)nr_levels;
 			}
 		}
 		progress(pr, set->nr, last - 1);

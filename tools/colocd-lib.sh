@@ -62,7 +62,7 @@ colocd_lib_cleanup() {
 ctl() { "$BIN/colocctl" --socket "$SOCK" "$@"; }
 
 make_profile() { # model
-	"$BIN/coloc-profile" "$ROOT/models/$1.model" -o "$WORK/$1.profile" --iters 3 \
+	"$BIN/coloc-profile" "$ROOT/models/$1.model" -o "$WORK/$1.profile" --iters 5 \
 		--levels 50,100 --cache-dir "$CACHE"
 }
 
