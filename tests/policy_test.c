@@ -1911,4 +1911,30 @@ TEST_F(pol, coloc_decide__caps_a_block_at_half_the_least_slack_of_the_other_tena
 	ASSERT_EQ(190000, self->decisions[0].predicted_ns);
 }
 
+/*
+ * The cap keeps at least one layer with work: a model's input (no MACs)
+ * alone is no block. The pivot model with layer 0 as an input (layer_ops 0),
+ * next to the pivot model of QoS 300 µs (cap 55 µs, as above): the only
+ * active tenant, so no pivot, and the block [0, 4) on 8 cores (190 µs) is
+ * cut by the cap to the longest prefix within 55 µs that has a layer with
+ * work: [0, 2), 60 µs, not [0, 1) (the input alone, 30 µs).
+ */
+TEST_F(pol, coloc_decide__the_cap_never_leaves_a_block_of_layers_without_work)
+{
+	static const uint64_t input_ops[] = { 0, 1, 1, 1 };
+	struct policy_model with_input = pivot;
+
+	with_input.layer_ops = input_ops;
+	self->tenants[0] = (struct policy_tenant){ .model = &with_input, .qos_ns = 400000 };
+	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 300000, .uid = 1 };
+	self->in.nr_tenants = 2;
+	add_query(&self->in, self->queries, 1, 0, 0, 400000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(0, self->decisions[0].first_layer);
+	ASSERT_EQ(2, self->decisions[0].last_layer);
+	ASSERT_EQ(8, self->decisions[0].nr_cores);
+	ASSERT_EQ(60000, self->decisions[0].predicted_ns);
+}
+
 TEST_HARNESS_MAIN
