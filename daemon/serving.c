@@ -749,7 +749,8 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->dom_sig_now = calloc(POLICY_MAX_CPUS, sizeof(*s->dom_sig_now));
 	s->pqueries = calloc(s->max_queue_total, sizeof(*s->pqueries));
 	if ((cfg->executor && !s->executor) || (cfg->cache_dir && !s->cache_dir) || !s->core_sig ||
-	    !s->core_sig_ns || !s->core_sig_var || !s->core_sig_now || !s->dom_sig_now || !s->pqueries) {
+	    !s->core_sig_ns || !s->core_sig_var || !s->core_sig_now || !s->dom_sig_now ||
+	    !s->pqueries) {
 		ret = coloc_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}

@@ -288,7 +288,8 @@ void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct pol
 		/* from the prior (1.0) on the first block: one block is not a level */
 		prev = sv_aged_slowdown(s, c, now);
 		a = SV_SLOWDOWN_WEIGHT * w;
-		s->core_sig_var[c] = (1 - a) * s->core_sig_var[c] + a * (ratio - prev) * (ratio - prev);
+		s->core_sig_var[c] =
+			(1 - a) * s->core_sig_var[c] + a * (ratio - prev) * (ratio - prev);
 		sig->slowdown = (1 - a) * prev + a * ratio;
 		sig->live |= POLICY_SIG_SLOWDOWN;
 		s->core_sig_ns[c] = now;

@@ -828,9 +828,9 @@ static int pivot_index(const struct policy_model *m, double limit)
  * The first layer from first on with work (MACs), or the last layer: the
  * layers before it (a model's input, a pool or add after a block's end)
  * take no time worth a dispatch, so a block never ends with them alone.
- * With the cap or a pivot right after it, ResNet-style inputs made a block
- * of their own: 21 % of Tiny-YOLOv2's queries in colocd paid one more round
- * trip (2.4 ms on the 2-vCPU VM) for a 1.5 us layer.
+ * Cut there by the cap, a model's input made a block of its own: 21 % of
+ * Tiny-YOLOv2's queries in colocd paid one more round trip (2.4 ms on the
+ * 2-vCPU VM) for a 1.5 us layer.
  */
 static int first_with_work(const struct policy_model *m, int first)
 {

@@ -758,8 +758,8 @@ TEST_F_TIMEOUT(wire, block_log__each_querys_blocks_chain_its_layers_one_line_eac
 		double end_ms, level, alone, predicted, measured;
 
 		ASSERT_EQ(13, sscanf(line,
-				     "%lf\t%63s\t%llu\t%d\t%d\t%d\t%d\t%lf\t%lf\t%lf\t%lf\t%*f\t%*f\t%"
-				     "d\t%511s",
+				     "%lf\t%63s\t%llu\t%d\t%d\t%d\t%d\t%lf\t%lf\t%lf\t%lf"
+				     "\t%*f\t%*f\t%d\t%511s",
 				     &end_ms, tenant, &query, &first, &last, &cores, &corunners,
 				     &level, &alone, &predicted, &measured, &ok, vers))
 		TH_LOG("%s", line);

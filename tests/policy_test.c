@@ -1226,6 +1226,25 @@ static void keep_decision(const struct policy_decision *d, struct policy_decisio
 }
 
 /*
+ * Tiny alone with QoS qos_ns and 4 free cores: p's decision for a query due
+ * in 100 ms, kept in *first (its versions in versions[3]). True when it is
+ * the whole model on all 4 cores, 540 us predicted.
+ */
+static bool tiny_first_block(FIXTURE_DATA(pol) * self, struct policy *p, uint64_t qos_ns,
+			     struct policy_decision *first, uint8_t *versions)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = qos_ns };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	policy_output_reset(&self->out);
+	if (policy_decide(p, &self->in, &self->out, &self->err) || self->out.nr_decisions != 1 ||
+	    self->decisions[0].predicted_ns != 540000)
+		return false;
+	keep_decision(&self->decisions[0], first, versions);
+	return true;
+}
+
+/*
  * What coloc learns from a block of table latency raw measured at m, as its
  * header says: the ratio teaches the correction in proportion to raw / (raw
  * + 100 us), the rest teaches the per-block cost; alpha 0.3.
@@ -1248,13 +1267,7 @@ TEST_F(pol, coloc_block_done__the_correction_converges_on_the_measured_ratio)
 
 	ASSERT_NE(NULL, p);
 	ASSERT_NE(NULL, q);
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
-	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
-	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
-	policy_output_reset(&self->out);
-	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
-	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
-	keep_decision(&self->decisions[0], &first, versions);
+	ASSERT_TRUE(tiny_first_block(self, p, 300000, &first, versions));
 
 	/* every block measures 1.5 x the table: the prediction walks to 810 us */
 	for (int i = 0; i < 10; i++) {
@@ -1325,13 +1338,7 @@ TEST_F(pol, coloc_decide__drops_only_what_is_late_even_at_the_fast_end_of_its_us
 	double corr = 1.0, fixed = 0, dev = 0, mean, fast;
 
 	ASSERT_NE(NULL, p);
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
-	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
-	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
-	policy_output_reset(&self->out);
-	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
-	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
-	keep_decision(&self->decisions[0], &first, versions);
+	ASSERT_TRUE(tiny_first_block(self, p, 100000000, &first, versions));
 	for (int i = 0; i < 10; i++) {
 		double m = i % 2 ? 378000 : 702000, w = 540000.0 / 640000.0;
 		double pred = 540000 * corr + fixed;
@@ -1842,13 +1849,7 @@ TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_ten
 	double corr = 1.0, fixed = 0;
 
 	ASSERT_NE(NULL, p);
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
-	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
-	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
-	policy_output_reset(&self->out);
-	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
-	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
-	keep_decision(&self->decisions[0], &first, versions);
+	ASSERT_TRUE(tiny_first_block(self, p, 100000000, &first, versions));
 	/* decided at 0, each measured 1.08 ms: every block ends at 1.08 ms */
 	for (int i = 0; i < 10; i++) {
 		policy_block_done(p, &first, end);

@@ -17,9 +17,9 @@
  * and stressed runs interleave in time; at each level one version at a time
  * runs through the chunk's layers, as a query would run them, in an order
  * rotated from round to round (a layer's versions back to back made every
- * version after the first look faster: its memory was warm). Measuring each level in its own
- * stretch with the other core idle made layers look faster under stress
- * (issue 8). Progress goes to FILE.partial every few seconds and on
+ * version after the first look faster: its memory was warm). Measuring each
+ * level in its own stretch with the other core idle made layers look faster
+ * under stress (issue 8). Progress goes to FILE.partial every few seconds and on
  * SIGINT/SIGTERM; a later run with the same setup continues from it. A complete profile is also stored in
  * the cache (keyed by model file hash, import options and machine) and reused from there.
  */
