@@ -947,6 +947,14 @@ static double budget_scale(const struct coloc_state *st, const struct policy_inp
 	return rest > 0 ? head / rest : 0;
 }
 
+/* The error for a rest of model that a layer from first on cannot run on cores. */
+static int no_version(struct coloc_err *err, const struct policy_query *q, int first, int cores)
+{
+	return coloc_err_set(err, -EINVAL,
+			     "tenant %d: a layer from %d on has no version at %d cores", q->tenant,
+			     first, cores);
+}
+
 /* Decides q's next block, or drops it, or waits; an enum policy_served. */
 static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		 const struct policy_input *in, struct round *r, const struct policy_query *q,
@@ -962,7 +970,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	double margin = st->flags.predict ? aged_margin(ct, in->now_ns) : 1.0;
 	int max_count = r->nr_free;
 	int max_ci = policy_model_core_index(m, max_count);
-	int first = q->next_layer, last, ci;
+	int first = q->next_layer, lead = first_with_work(m, first), last, ci;
 	double budget, scale;
 	int min_need;
 	uint64_t raw_ns = 0;
@@ -981,30 +989,19 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	 */
 	if (cfg->late == POLICY_LATE_DROP) {
 		int all_ci = policy_model_core_index(m, st->nr_online);
-		uint64_t rest_ns;
+		uint64_t rest_ns = rest_of_model(st, ct, first, all_ci, pos, corr, fixed);
 
-		if (max_ci < all_ci) {
-			rest_ns = rest_of_model(st, ct, first, all_ci, pos, corr, fixed);
-			if (!rest_ns)
-				return coloc_err_set(err, -EINVAL,
-						     "tenant %d: a layer from %d on has no version "
-						     "at %d cores",
-						     q->tenant, first, m->core_counts[all_ci]);
-			if ((double)in->now_ns + (double)rest_ns / margin > (double)q->deadline_ns)
-				return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
-		}
-		rest_ns = rest_of_model(st, ct, first, max_ci, pos, corr, fixed);
 		if (!rest_ns)
-			return coloc_err_set(
-				err, -EINVAL,
-				"tenant %d: a layer from %d on has no version at %d cores",
-				q->tenant, first, m->core_counts[max_ci]);
-		if (max_ci == all_ci &&
-		    (double)in->now_ns + (double)rest_ns / margin > (double)q->deadline_ns)
+			return no_version(err, q, first, m->core_counts[all_ci]);
+		if ((double)in->now_ns + (double)rest_ns / margin > (double)q->deadline_ns)
 			return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
-		if (max_ci < all_ci &&
-		    (double)in->now_ns + (double)rest_ns * margin > (double)q->deadline_ns)
-			return POLICY_WAIT;
+		if (max_ci < all_ci) {
+			rest_ns = rest_of_model(st, ct, first, max_ci, pos, corr, fixed);
+			if (!rest_ns)
+				return no_version(err, q, first, m->core_counts[max_ci]);
+			if ((double)in->now_ns + (double)rest_ns * margin > (double)q->deadline_ns)
+				return POLICY_WAIT;
+		}
 	}
 
 	scale = budget_scale(st, in, r, ct, q);
@@ -1070,9 +1067,8 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	 * blocks of one layer (SSD-MobileNet: 2.5 layers a block in colocd).
 	 * The longest prefix within the cap stays, at least one layer with work.
 	 */
-	if (last - first_with_work(m, first) > 1 &&
-	    (double)raw_ns * corr + fixed > r->cap[q->tenant]) {
-		int lo = first_with_work(m, first) + 1, hi = last - 1;
+	if (last - lead > 1 && (double)raw_ns * corr + fixed > r->cap[q->tenant]) {
+		int lo = lead + 1, hi = last - 1;
 
 		while (lo < hi) {
 			int mid = lo + (hi - lo + 1) / 2;
