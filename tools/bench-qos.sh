@@ -6,7 +6,12 @@
 #
 # For each policy and mix: a colocd of its own with that policy, the mix's
 # tenants submitted with colocctl, then coloc-load (open-loop Poisson
-# arrivals, a warm-up per point) at one total load after another:
+# arrivals, a warm-up per point) at one total load after another. The
+# policies of a mix are measured interleaved: all their colocds start
+# together (the idle ones' executors sleep), then each policy's search runs
+# its next point in turn, so that the machine's slow spells (on the 2-vCPU
+# VM its speed moved by 1.3-1.4x for minutes at a time) fall on every policy
+# alike; run one after the other, a whole search could land in one:
 #   - QoS of a tenant: 2 x its model's solo latency (Abacus's rule), rounded
 #     up to a whole ms; solo = the 95th percentile latency of the model served
 #     alone by colocd (temporal, all cores) at 10 % load (at least 100
@@ -86,8 +91,8 @@ build/bench-qos/ (results.tsv, points.tsv, mape.tsv, one PNG per mix).
                    first: a run starts by emptying that directory)
   -h, --help       this help
 
-Measure on a quiet machine: every policy runs on the same cores, one after
-the other. Exit status: 0 the table was printed, 1 failure, 2 bad usage.
+Measure on a quiet machine: every policy runs on the same cores, the
+policies of a mix interleaved one load point at a time. Exit status: 0 the table was printed, 1 failure, 2 bad usage.
 EOF
 }
 
@@ -198,6 +203,8 @@ done
 # the 2-vCPU VM: MobileNet-V2 2.6 ms profiled, ~5.5 ms served alone), so a
 # QoS of 2 x the profile would be out of reach for any policy.
 declare -A SOLO PROFILED QOS
+# what earlier writes left dirty (a build, a copied tree) goes to disk now, not during a measurement
+sync
 if [ -n "$SOLO_FROM" ]; then
 	[ -r "$SOLO_FROM" ] || { echo "bench-qos: cannot read $SOLO_FROM" >&2; exit 2; }
 	echo
@@ -318,48 +325,68 @@ run_point() { # mix policy phase total
 }
 
 # ---- the search -----------------------------------------------------------------
-declare -A RESULT P99X MAPE UNAVAILABLE
-search() { # mix policy; sets RESULT and P99X, or returns 1
-	local mix=$1 policy=$2 t lo=0 hi=0 floor cap
+# One search per policy, taken a point at a time: the policies of a mix run
+# interleaved (each its own colocd, all started at once; one point of each in
+# turn), so a slow spell of the machine falls on all of them alike instead of
+# on whichever policy ran then. A search's state: the phase and total of its
+# next point, the highest pass (LO) and lowest failure (HI) so far, and the
+# bisections left.
+declare -A RESULT P99X MAPE UNAVAILABLE S_PHASE S_T S_LO S_HI S_LEFT
 
-	run_point "$mix" "$policy" medium "${MEDIUM[$mix]}" || return 1
-	P99X[$mix.$policy]=$WORST_P99
-	t=${MEDIUM[$mix]}
+search_begin() { # mix policy
+	S_PHASE[$1.$2]=medium S_T[$1.$2]=${MEDIUM[$1]} S_LO[$1.$2]=0 S_HI[$1.$2]=0
+	S_LEFT[$1.$2]=$BISECT
+}
+
+# After a pass at LO and a failure at HI: the geometric midpoint, or done.
+search_bisect() { # mix policy
+	local k=$1.$2
+
+	if [ "${S_LEFT[$k]}" -le 0 ]; then
+		S_PHASE[$k]=over
+		return
+	fi
+	S_LEFT[$k]=$((S_LEFT[$k] - 1))
+	S_PHASE[$k]=bisect
+	S_T[$k]=$(awk -v a="${S_LO[$k]}" -v b="${S_HI[$k]}" 'BEGIN { printf "%.3f", sqrt(a * b) }')
+}
+
+# Runs the search's next point and moves it on: from medium load, grow x GROW
+# while a point passes (shrink / GROW while it fails), then bisect. Sets
+# S_PHASE to over, and RESULT, when the search is over; returns 1 if
+# coloc-load failed.
+search_step() { # mix policy
+	local mix=$1 policy=$2 k=$1.$2 t floor cap phase
+
+	phase=${S_PHASE[$k]} t=${S_T[$k]}
+	run_point "$mix" "$policy" "$phase" "$t" || return 1
+	[ "$phase" != medium ] || P99X[$k]=$WORST_P99
 	floor=$(awk -v s="${SAT[$mix]}" 'BEGIN { print s / 50 }')
 	cap=$(awk -v s="${SAT[$mix]}" 'BEGIN { print s * 4 }')
-	if [ "$PASS" = 1 ]; then
-		lo=$t
-		while :; do
-			t=$(awk -v t="$t" -v g="$GROW" 'BEGIN { printf "%.3f", t * g }')
-			if awk -v t="$t" -v c="$cap" 'BEGIN { exit !(t > c) }'; then
+	if [ "$PASS" = 1 ]; then S_LO[$k]=$t; else S_HI[$k]=$t; fi
+	case $phase in
+	medium | grow | shrink)
+		if [ "${S_LO[$k]}" != 0 ] && [ "${S_HI[$k]}" != 0 ]; then
+			search_bisect "$mix" "$policy"
+		elif [ "$PASS" = 1 ]; then
+			S_PHASE[$k]=grow
+			S_T[$k]=$(awk -v t="$t" -v g="$GROW" 'BEGIN { printf "%.3f", t * g }')
+			if awk -v t="${S_T[$k]}" -v c="$cap" 'BEGIN { exit !(t > c) }'; then
 				echo "  $policy passes at 4 x saturation at solo speed: the search stops there"
-				break
+				S_PHASE[$k]=over
 			fi
-			run_point "$mix" "$policy" grow "$t" || return 1
-			[ "$PASS" = 1 ] || { hi=$t; break; }
-			lo=$t
-		done
-	else
-		hi=$t
-		while :; do
-			t=$(awk -v t="$t" -v g="$GROW" 'BEGIN { printf "%.3f", t / g }')
-			if awk -v t="$t" -v f="$floor" 'BEGIN { exit !(t < f) }'; then
+		else
+			S_PHASE[$k]=shrink
+			S_T[$k]=$(awk -v t="$t" -v g="$GROW" 'BEGIN { printf "%.3f", t / g }')
+			if awk -v t="${S_T[$k]}" -v f="$floor" 'BEGIN { exit !(t < f) }'; then
 				echo "  $policy fails down to 2 % of saturation: QoS-QPS 0"
-				break
+				S_PHASE[$k]=over
 			fi
-			run_point "$mix" "$policy" shrink "$t" || return 1
-			[ "$PASS" = 1 ] && { lo=$t; break; }
-			hi=$t
-		done
-	fi
-	if [ "$lo" != 0 ] && [ "$hi" != 0 ]; then
-		for _ in $(seq "$BISECT"); do
-			t=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.3f", sqrt(a * b) }')
-			run_point "$mix" "$policy" bisect "$t" || return 1
-			if [ "$PASS" = 1 ]; then lo=$t; else hi=$t; fi
-		done
-	fi
-	RESULT[$mix.$policy]=$lo
+		fi
+		;;
+	bisect) search_bisect "$mix" "$policy" ;;
+	esac
+	[ "${S_PHASE[$k]}" != over ] || RESULT[$k]=${S_LO[$k]}
 }
 
 # colocd's prediction error per tenant over the policy's whole run, into mape.tsv;
@@ -396,42 +423,66 @@ warm_up() { # tenant
 	done
 }
 
+# Starts colocd POLICY for MIX as colocd POLICY, submits the mix's tenants and
+# warms them up; returns 1 (and says why) when the policy cannot run the mix.
+start_policy() { # mix policy
+	local mix=$1 policy=$2 m ok=1
+
+	use_colocd "$policy"
+	if ! start_colocd "$policy" --block-log "$OUT/blocks-$mix-$policy.tsv"; then
+		UNAVAILABLE[$policy]="colocd --policy $policy did not start: $(tail -n 1 \
+			"$WORK/colocd-$policy.log" 2>/dev/null || echo 'no log')"
+		echo "  $policy: skipped (${UNAVAILABLE[$policy]})"
+		return 1
+	fi
+	for m in ${MIX_MODELS[$mix]}; do
+		submit_tenant "$m" "$m" "${QOS[$m]}" quiet || ok=0
+	done
+	for m in ${MIX_MODELS[$mix]}; do
+		[ "$ok" = 1 ] && { wait_ready "$m" || ok=0; }
+	done
+	for m in ${MIX_MODELS[$mix]}; do
+		[ "$ok" = 1 ] && { warm_up "$m" || ok=0; }
+	done
+	[ "$ok" = 0 ] || return 0
+	echo "  $policy: skipped on $mix (a tenant did not get or stay ready; see above)"
+	RESULT[$mix.$policy]=skipped
+	stop_colocd
+	return 1
+}
+
 for mix in "${MIXES[@]}"; do
 	echo
 	echo "== mix $mix: ${MIX_MODELS[$mix]}"
+	sync
+	running=()
 	for policy in "${POLICIES[@]}"; do
 		if [ -n "${UNAVAILABLE[$policy]:-}" ]; then
 			echo "  $policy: skipped (${UNAVAILABLE[$policy]})"
-			continue
+		elif start_policy "$mix" "$policy"; then
+			search_begin "$mix" "$policy"
+			running+=("$policy")
 		fi
-		if ! start_colocd "$policy" --block-log "$OUT/blocks-$mix-$policy.tsv"; then
-			UNAVAILABLE[$policy]="colocd --policy $policy did not start: $(tail -n 1 \
-				"$WORK/colocd-$policy.log" 2>/dev/null || echo 'no log')"
-			echo "  $policy: skipped (${UNAVAILABLE[$policy]})"
-			continue
-		fi
-		ok=1
-		for m in ${MIX_MODELS[$mix]}; do
-			submit_tenant "$m" "$m" "${QOS[$m]}" quiet || ok=0
+	done
+	# one point of each policy in turn, until every search is over
+	while [ ${#running[@]} -gt 0 ]; do
+		left=()
+		for policy in "${running[@]}"; do
+			use_colocd "$policy"
+			if ! search_step "$mix" "$policy"; then
+				RESULT[$mix.$policy]=NA
+				printf '%s\t%s\tNA\tNA\n' "$mix" "$policy" >>"$OUT/results.tsv"
+			elif [ "${S_PHASE[$mix.$policy]}" != over ]; then
+				left+=("$policy")
+				continue
+			else
+				printf '%s\t%s\t%s\t%s\n' "$mix" "$policy" "${RESULT[$mix.$policy]}" \
+					"${P99X[$mix.$policy]}" >>"$OUT/results.tsv"
+				record_mape "$mix" "$policy"
+			fi
+			stop_colocd
 		done
-		for m in ${MIX_MODELS[$mix]}; do
-			[ "$ok" = 1 ] && { wait_ready "$m" || ok=0; }
-		done
-		for m in ${MIX_MODELS[$mix]}; do
-			[ "$ok" = 1 ] && { warm_up "$m" || ok=0; }
-		done
-		if [ "$ok" = 0 ]; then
-			echo "  $policy: skipped on $mix (a tenant did not get or stay ready; see above)"
-			RESULT[$mix.$policy]=skipped
-		elif search "$mix" "$policy"; then
-			printf '%s\t%s\t%s\t%s\n' "$mix" "$policy" "${RESULT[$mix.$policy]}" \
-				"${P99X[$mix.$policy]}" >>"$OUT/results.tsv"
-			record_mape "$mix" "$policy"
-		else
-			RESULT[$mix.$policy]=NA
-			printf '%s\t%s\tNA\tNA\n' "$mix" "$policy" >>"$OUT/results.tsv"
-		fi
-		stop_colocd
+		running=("${left[@]}")
 	done
 done
 

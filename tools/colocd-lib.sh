@@ -1,12 +1,17 @@
 # shellcheck shell=bash
-# What tools/demo.sh and tools/bench-qos.sh share, sourced by both: a
-# private colocd (its own socket, pin dir and log, in a temporary work
-# directory removed on exit), the colocctl wrapper, waiting for tenants to be
+# What tools/demo.sh and tools/bench-qos.sh share, sourced by both: private
+# colocds (each its own socket, pin dir and log, in a temporary work
+# directory removed on exit; one or several at once), the colocctl wrapper, waiting for tenants to be
 # ready, the cached latency profiles, and the QoS rule (2 x the profiled solo
 # latency on all cores, Abacus's rule, rounded up to a whole ms).
 #
 #   colocd_lib_init NAME    as root: sets ROOT BIN BPFTOOL CACHE WORK SOCK PIN,
-#                           and the EXIT trap that stops colocd and removes WORK
+#                           and the EXIT trap that stops every colocd started
+#                           and removes WORK
+#   use_colocd ID           makes colocd ID (a word) the current one: its own
+#                           SOCK and PIN, and COLOCD its pid once started;
+#                           'default' is the one current after colocd_lib_init.
+#                           Every function below acts on the current colocd
 #   make_profile MODEL      its latency profile, made once into $CACHE
 #   start_colocd [POLICY [OPTION...]]
 #                           (colocd's default policy without one, or ''); returns 1,
@@ -14,7 +19,7 @@
 #                           for a policy it does not know
 #   stop_colocd             SIGTERM; exits 1 unless colocd exits 0 and leaves
 #                           no pin or socket behind
-#   ctl ARGS...             colocctl on this colocd's socket
+#   ctl ARGS...             colocctl on the current colocd's socket
 #   submit_tenant NAME MODEL QOS_MS [quiet]
 #   wait_ready NAME         returns 1 (status on stderr) if it did not get ready
 #   probe_solo NAME MODEL   submits NAME_10us with an impossible QoS: sets
@@ -31,6 +36,8 @@
 # Messages go to stderr prefixed with NAME.
 
 COLOCD=
+COLOCD_ID=default
+declare -A COLOCD_PIDS # id -> pid of every colocd running
 
 colocd_lib_init() { # name
 	LIB_NAME=$1
@@ -44,19 +51,30 @@ colocd_lib_init() { # name
 		exit 1
 	fi
 	WORK=$(mktemp -d "/tmp/coloc-$LIB_NAME.XXXXXX")
-	SOCK=$WORK/colocd.sock
-	PIN=/sys/fs/bpf/coloc-$LIB_NAME-$$
+	use_colocd default
 	trap colocd_lib_cleanup EXIT
 	# Ctrl-C or SIGTERM: exit, so the EXIT trap stops colocd and removes WORK.
 	trap 'exit 130' INT TERM
 }
 
 colocd_lib_cleanup() {
-	if [ -n "$COLOCD" ]; then
-		kill -TERM "$COLOCD" 2>/dev/null || true
-		wait "$COLOCD" 2>/dev/null || true
-	fi
+	local pid
+
+	for pid in "${COLOCD_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+	for pid in "${COLOCD_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
 	rm -rf "$WORK"
+}
+
+use_colocd() { # id
+	COLOCD_ID=$1
+	if [ "$1" = default ]; then
+		SOCK=$WORK/colocd.sock
+		PIN=/sys/fs/bpf/coloc-$LIB_NAME-$$
+	else
+		SOCK=$WORK/colocd-$1.sock
+		PIN=/sys/fs/bpf/coloc-$LIB_NAME-$$-$1
+	fi
+	COLOCD=${COLOCD_PIDS[$1]:-}
 }
 
 ctl() { "$BIN/colocctl" --socket "$SOCK" "$@"; }
@@ -69,10 +87,12 @@ make_profile() { # model
 start_colocd() { # [policy [colocd options...]]
 	local log=$WORK/colocd-${1:-default}.log policy=${1:-}
 
+	[ "$COLOCD_ID" = default ] || log=$WORK/colocd-$COLOCD_ID.log
 	if [ $# -gt 0 ]; then shift; fi
 	"$BIN/colocd" --socket "$SOCK" --pin-dir "$PIN" --cache-dir "$CACHE" \
 		${policy:+--policy "$policy"} "$@" >"$log" 2>&1 &
 	COLOCD=$!
+	COLOCD_PIDS[$COLOCD_ID]=$COLOCD
 	for _ in $(seq 100); do
 		ctl ping >/dev/null 2>&1 && return 0
 		kill -0 "$COLOCD" 2>/dev/null || break
@@ -80,6 +100,7 @@ start_colocd() { # [policy [colocd options...]]
 	done
 	kill -TERM "$COLOCD" 2>/dev/null || true
 	wait "$COLOCD" 2>/dev/null || true
+	unset "COLOCD_PIDS[$COLOCD_ID]"
 	COLOCD=
 	sed 's/^/  /' "$log" >&2
 	echo "$LIB_NAME: colocd ${policy:+--policy $policy }did not start (its log is above)" >&2
@@ -91,6 +112,7 @@ stop_colocd() {
 
 	kill -TERM "$COLOCD"
 	wait "$COLOCD" || rc=$?
+	unset "COLOCD_PIDS[$COLOCD_ID]"
 	COLOCD=
 	if [ "$rc" -ne 0 ]; then
 		echo "$LIB_NAME: colocd exited with status $rc on SIGTERM" >&2
