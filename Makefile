@@ -229,10 +229,12 @@ bench-executor: $(BINS)
 # its points.tsv) and runs their blocks by the executor model that coloc-sim
 # fits each time on that run's block logs (--exec-from: blocks-MIX-POLICY.tsv,
 # sim/README.md); SIM_QOS_DIR=DIR checks another bench-qos run's results.tsv,
-# points.tsv and block logs.
+# points.tsv and block logs; SIM_ARGS adds coloc-sim options to the check (e.g.
+# SIM_ARGS='--speed-rho 0': without the machine's slow spells).
 SIM_MIXES := tools/qos-mixes.conf
 SIM_2CORE_SLOWDOWN := 1.0
 SIM_QOS_DIR := build/bench-qos
+SIM_ARGS :=
 SIM_MIX2 := --tenant veltair:resnet50:15 --tenant veltair:googlenet:15
 SIM_MIX8 := $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2)
 # the fidelity check alone (make bench-sim runs it first)
@@ -257,13 +259,13 @@ bench-sim-2core: $(BINS)
 		serving="--exec-from $(SIM_QOS_DIR) --search-like $$like --seeds 25"; \
 		$(BIN)/coloc-sim --mix all --policy all --search --cores $$(nproc) --llc $$(nproc) \
 			--full-slowdown $(SIM_2CORE_SLOWDOWN) --brief \
-			--measured $(SIM_QOS_DIR)/results.tsv $$serving || exit 1; \
+			--measured $(SIM_QOS_DIR)/results.tsv $$serving $(SIM_ARGS) || exit 1; \
 		echo "== the check: each policy on each mix by the executor model of its own run's log"; \
 		serving="$$serving --exec-per-run"; \
 	fi; \
 	$(BIN)/coloc-sim --mix all --policy all --search --seeds 5 --cores $$(nproc) --llc $$(nproc) \
 		--duration 120 --full-slowdown $(SIM_2CORE_SLOWDOWN) --brief \
-		--measured $(SIM_QOS_DIR)/results.tsv $$serving
+		--measured $(SIM_QOS_DIR)/results.tsv $$serving $(SIM_ARGS)
 bench-sim: bench-sim-2core
 	@echo "== 64 cores in LLC domains of 4 (Threadripper 3990X), VELTAIR's tables (one kernel"
 	@echo "   version), QoS 15 ms each. Not results to quote before the fidelity check passes."

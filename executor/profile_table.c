@@ -55,23 +55,22 @@ struct profile *profile_table_find(const char *model_path, const struct model *m
 	return profile_load(path, err);
 }
 
-/* Sum over layers of the fastest measured version on cores at level k; 0 if a layer lacks one. */
-static uint64_t model_sum(const struct profile *p, int cores, int k)
+/*
+ * Sum over layers of the version the policy takes at core index ci and
+ * level column k (policy_model_fastest_version: a later version only when
+ * its CI lies below the winner's, so one noisy cell does not pick it); 0 if
+ * a layer has none.
+ */
+static uint64_t model_sum(const struct policy_model *pm, int ci, int k)
 {
 	uint64_t sum = 0;
 
-	for (int l = 0; l < p->nr_layers; l++) {
-		uint64_t best = 0;
+	for (int l = 0; l < pm->nr_layers; l++) {
+		uint64_t ns = 0;
 
-		for (int v = 0; v < p->layers[l].nr_versions; v++) {
-			uint64_t c = *profile_latency_cell_const(p, l, v, cores, k);
-
-			if (c && (!best || c < best))
-				best = c;
-		}
-		if (!best)
+		if (policy_model_fastest_version(pm, l, ci, k, &ns) < 0 || !ns)
 			return 0;
-		sum += best;
+		sum += ns;
 	}
 	return sum;
 }
@@ -123,10 +122,20 @@ int profile_table_build(const struct profile *p, const struct model *m, struct p
 					t->latency_hi_ns[at] = p->ci_hi_ns[cell - p->latency_ns];
 				}
 	}
-	alone = model_sum(p, p->nr_cores, 0);
+	*pm = (struct policy_model){ .nr_layers = p->nr_layers,
+				     .nr_versions = nr_versions,
+				     .nr_core_counts = p->nr_cores,
+				     .nr_levels = p->nr_levels,
+				     .core_counts = t->core_counts,
+				     .level_slowdown = t->level_slowdown,
+				     .latency_ns = t->latency_ns,
+				     .latency_lo_ns = t->latency_lo_ns,
+				     .latency_hi_ns = t->latency_hi_ns,
+				     .layer_ops = t->layer_ops };
+	alone = model_sum(pm, p->nr_cores - 1, 0);
 	t->level_slowdown[0] = 1.0;
 	for (int k = 1; k < p->nr_levels; k++) {
-		uint64_t at = model_sum(p, p->nr_cores, k);
+		uint64_t at = model_sum(pm, p->nr_cores - 1, k);
 		double s = alone && at ? (double)at / (double)alone : running;
 
 		if (s < running) {
@@ -146,16 +155,6 @@ int profile_table_build(const struct profile *p, const struct model *m, struct p
 
 		snprintf(t->note + n, sizeof(t->note) - n, " (%d level columns clamped)", clamped);
 	}
-	*pm = (struct policy_model){ .nr_layers = p->nr_layers,
-				     .nr_versions = nr_versions,
-				     .nr_core_counts = p->nr_cores,
-				     .nr_levels = p->nr_levels,
-				     .core_counts = t->core_counts,
-				     .level_slowdown = t->level_slowdown,
-				     .latency_ns = t->latency_ns,
-				     .latency_lo_ns = t->latency_lo_ns,
-				     .latency_hi_ns = t->latency_hi_ns,
-				     .layer_ops = t->layer_ops };
 	clamped = policy_model_check(pm, err);
 	if (clamped)
 		profile_table_free(t);

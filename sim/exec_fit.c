@@ -196,6 +196,13 @@ static int by_start(const void *a, const void *b)
 	return (x->start_ms > y->start_ms) - (x->start_ms < y->start_ms);
 }
 
+static int by_mid(const void *a, const void *b)
+{
+	const struct sim_speed_sample *x = a, *y = b;
+
+	return (x->mid_ms > y->mid_ms) - (x->mid_ms < y->mid_ms);
+}
+
 /* The pinned row of a model at k cores, or NULL. */
 static const struct sim_exec_row *find_row(const struct sim_exec_fit *fit, const char *model, int k)
 {
@@ -365,6 +372,42 @@ static int fill_row(struct fit_state *st, int m, int k, double warm_ms, struct s
 	row->q99_fit = exp(Z99 * row->sigma);
 	free(e.v);
 	return small_blocks(st, m, k, row, err);
+}
+
+/*
+ * The machine's slow spells (speed.c) from one pinned log's blocks: each
+ * block of a fitted row by its standardized deviation from that row,
+ * (log ratio - log factor - log(1 + cold) x coldness) / sigma.
+ */
+static int add_speed(struct sim_speed_acc *acc, const struct fit_state *st,
+		     const struct sim_exec_fit *fit, const struct fit_block *b, int n,
+		     struct coloc_err *err)
+{
+	struct sim_speed_sample *s = calloc(n ? (size_t)n : 1, sizeof(*s));
+	int k = 0;
+
+	if (!s)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	for (int i = 0; i < n; i++) {
+		const struct sim_exec_row *r;
+
+		if (b[i].cores < 1)
+			continue;
+		r = find_row(fit, st->model[b[i].model], b[i].cores);
+		if (!r || r->cores != b[i].cores || !(r->sigma > 0))
+			continue;
+		s[k++] = (struct sim_speed_sample){
+			.mid_ms = (b[i].start_ms + b[i].end_ms) / 2,
+			.tenant = b[i].model,
+			.z = (log(b[i].ratio / r->factor) -
+			      log(1 + r->cold) * coldness(b[i].gap_ms, fit->warm_ms)) /
+			     r->sigma,
+		};
+	}
+	qsort(s, (size_t)k, sizeof(*s), by_mid);
+	sim_speed_acc_add(acc, s, k);
+	free(s);
+	return 0;
 }
 
 static int pinned_rows(struct fit_state *st, struct sim_exec_fit *fit, struct coloc_err *err)
@@ -547,8 +590,9 @@ static int fit_logs(const char *dir, const char *only, struct sim_exec_fit *fit,
 	struct fit_state *st = calloc(1, sizeof(*st));
 	char **names = NULL, path[4096];
 	const struct policy_entry **pol = NULL;
-	struct fit_block **shared = NULL;
-	int *nr_shared = NULL, nr = 0, cap = 0, ret = 0;
+	struct fit_block **shared = NULL, **pinned = NULL;
+	int *nr_shared = NULL, *nr_pinned = NULL, nr = 0, cap = 0, ret = 0;
+	struct sim_speed_acc speed = { 0 };
 	struct dirent *de;
 	DIR *d;
 
@@ -595,7 +639,9 @@ static int fit_logs(const char *dir, const char *only, struct sim_exec_fit *fit,
 		pol = calloc((size_t)nr, sizeof(*pol));
 		shared = calloc((size_t)nr, sizeof(*shared));
 		nr_shared = calloc((size_t)nr, sizeof(*nr_shared));
-		if (!pol || !shared || !nr_shared)
+		pinned = calloc((size_t)nr, sizeof(*pinned));
+		nr_pinned = calloc((size_t)nr, sizeof(*nr_pinned));
+		if (!pol || !shared || !nr_shared || !pinned || !nr_pinned)
 			ret = coloc_err_set(err, -ENOMEM, "out of memory");
 	}
 	/* every log read; the pinned ones counted at once, the shared ones kept */
@@ -638,9 +684,16 @@ static int fit_logs(const char *dir, const char *only, struct sim_exec_fit *fit,
 				      vec_add(&st->dispatch[b[j].model][b[j].cores],
 					      b[j].dispatch_us, err);
 		}
-		free(b);
+		/* kept for the slow spells, once the rows are fitted */
+		pinned[i] = b;
+		nr_pinned[i] = n;
 	}
 	ret = ret ?: pinned_rows(st, fit, err);
+	for (int i = 0; i < nr && !ret; i++)
+		if (pinned[i])
+			ret = add_speed(&speed, st, fit, pinned[i], nr_pinned[i], err);
+	if (!ret)
+		sim_speed_acc_solve(&speed, &fit->speed);
 	for (int i = 0; i < nr && !ret; i++)
 		if (shared[i])
 			ret = add_shared(st, fit, shared[i], nr_shared[i], err);
@@ -649,11 +702,15 @@ static int fit_logs(const char *dir, const char *only, struct sim_exec_fit *fit,
 		free(names[i]);
 		if (shared)
 			free(shared[i]);
+		if (pinned)
+			free(pinned[i]);
 	}
 	free(names);
 	free(pol);
 	free(shared);
 	free(nr_shared);
+	free(pinned);
+	free(nr_pinned);
 	state_free(st);
 	if (ret)
 		sim_exec_fit_free(fit);

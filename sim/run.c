@@ -68,6 +68,7 @@ struct sim_state {
 	struct policy_tenant tenants[POLICY_MAX_TENANTS];
 	struct sim_poisson poisson[POLICY_MAX_TENANTS];
 	struct coloc_rng cost_rng[POLICY_MAX_TENANTS]; /* query costs, apart from arrivals */
+	struct sim_speed speed; /* the machine's slow spells (speed.c) */
 	/* when each tenant's last query ended, for the warmth of its next (0: none yet) */
 	uint64_t last_end_ns[POLICY_MAX_TENANTS];
 	/* when each tenant's last block ended, for the executor model (0: none yet) */
@@ -277,15 +278,9 @@ static int rerate_all(struct sim_state *s, struct coloc_err *err)
 /* median x exp(sigma x Z), Z standard normal from the tenant's own stream. */
 static double lognormal(struct sim_state *s, int tenant, double median, double sigma)
 {
-	double u1, u2, z;
-
 	if (!sigma || !median)
 		return median;
-	/* Box-Muller; uniform() is in (0, 1], so the logarithm is finite */
-	u1 = coloc_rng_uniform(&s->cost_rng[tenant]);
-	u2 = coloc_rng_uniform(&s->cost_rng[tenant]);
-	z = sqrt(-2.0 * log(u1)) * cos(2 * 3.14159265358979323846 * u2);
-	return median * exp(sigma * z);
+	return median * exp(sigma * sim_normal(&s->cost_rng[tenant]));
 }
 
 /* median spread lognormally by query_cost_sigma. */
@@ -324,7 +319,15 @@ static double exec_stretch(struct sim_state *s, struct sim_slot *sl, double tabl
 		*fixed_ns = 0;
 		return 1.0;
 	}
-	f = lognormal(s, sl->d.tenant, em->factor[k], em->sigma[k]);
+	/* the same lognormal per block; rho of its log variance shared by the machine now */
+	if (em->sigma[k] && s->speed.rho > 0) {
+		double z = sqrt(s->speed.rho) * sim_speed_z(&s->speed, s->now) +
+			   sqrt(1 - s->speed.rho) * sim_normal(&s->cost_rng[sl->d.tenant]);
+
+		f = em->factor[k] * exp(em->sigma[k] * z);
+	} else {
+		f = lognormal(s, sl->d.tenant, em->factor[k], em->sigma[k]);
+	}
 	if (em->cold[k] > 0) {
 		const uint64_t last = s->last_block_end_ns[sl->d.tenant];
 		double cold = 1.0;
@@ -789,14 +792,16 @@ static int state_init(struct sim_state *s, const struct sim_params *p, struct si
 		s->dom_sig[c] = s->core_sig[c];
 	}
 	s->free = s->cfg.online;
+	sim_speed_init(&s->speed, p->seed, p->speed_rho, p->speed_tau_ns);
 	ret = sim_heap_init(&s->heap, 4 * n + p->nr_tenants, err);
 	if (ret)
 		return ret;
-	if (p->trace)
-		return push_next_arrival(s, 0, err);
+	/* every tenant's own stream, a trace's too (unseeded, all drew the same) */
 	for (int t = 0; t < p->nr_tenants; t++)
 		coloc_rng_seed(&s->cost_rng[t],
 			       ~p->seed + (uint64_t)(t + 1) * 0x9e3779b97f4a7c15ULL);
+	if (p->trace)
+		return push_next_arrival(s, 0, err);
 	for (int t = 0; t < p->nr_tenants; t++) {
 		sim_poisson_init(&s->poisson[t], p->seed, t,
 				 p->qps * p->tenants[t].share / total_share);

@@ -228,6 +228,56 @@ struct sim_exec_shared_row {
 	double fit_error; /* rms log error of the overlapped blocks' quantiles at the best penalty */
 };
 
+/* ---- the machine's speed: slow spells every block shares (speed.c) ---------- */
+
+#define SIM_SPEED_BINS 12
+
+/* One block for the fit: its midpoint, its tenant, its standardized log deviation. */
+struct sim_speed_sample {
+	double mid_ms;
+	int tenant;
+	double z;
+};
+
+/* Sums over the pairs of blocks of different tenants, by the gap between their midpoints. */
+struct sim_speed_acc {
+	long n;
+	double sum, sum2; /* of z over the blocks */
+	long pairs[SIM_SPEED_BINS];
+	double prod[SIM_SPEED_BINS], gap[SIM_SPEED_BINS]; /* sums of z_i z_j and of the gaps */
+};
+
+/*
+ * rho(gap) = rho x exp(-gap / tau_ms): the correlation of two blocks'
+ * deviations gap apart; rho 0 when fewer than 1000 pairs were seen.
+ * corr[b]: the measured correlation in bin b (sim_speed_bin_ms(b): its
+ * upper edge), rms_error: the fit's, weighted by pairs.
+ */
+struct sim_speed_fit {
+	double rho, tau_ms, rms_error;
+	long pairs;
+	double corr[SIM_SPEED_BINS];
+};
+
+/* Adds one run's blocks, sorted by mid_ms. */
+void sim_speed_acc_add(struct sim_speed_acc *acc, const struct sim_speed_sample *s, int n);
+void sim_speed_acc_solve(const struct sim_speed_acc *acc, struct sim_speed_fit *fit);
+double sim_speed_bin_ms(int b);
+
+/* The common factor's unit-variance Ornstein-Uhlenbeck process in simulated time. */
+struct sim_speed {
+	struct coloc_rng rng;
+	double rho, keep, z;
+	uint64_t step_ns, t_ns;
+};
+
+/* rho 0 (or tau 0): no common factor, sim_speed_z() is always 0. */
+void sim_speed_init(struct sim_speed *sp, uint64_t seed, double rho, uint64_t tau_ns);
+/* z at now_ns (non-decreasing between calls). */
+double sim_speed_z(struct sim_speed *sp, uint64_t now_ns);
+/* A standard normal draw from rng. */
+double sim_normal(struct coloc_rng *rng);
+
 /*
  * The fit from a directory of colocd block logs (make bench-qos's
  * blocks-MIX-POLICY.tsv): every block of a policy that does not share
@@ -249,6 +299,7 @@ struct sim_exec_fit {
 	double warm_gain; /* share of the squared log error the warm-up term explains */
 	double penalty; /* 0: no overlapped shared blocks to fit it on */
 	double penalty_error; /* the weighted rms log quantile error at penalty */
+	struct sim_speed_fit speed; /* the machine's slow spells, from the pinned blocks */
 	int nr_files;
 	long nr_blocks;
 };
@@ -412,6 +463,13 @@ struct sim_params {
 	 * sim/README.md.
 	 */
 	double shared_penalty;
+	/*
+	 * The machine's slow spells (speed.c): the share of an executor-model
+	 * block's log spread that all blocks share at a moment, and how long it
+	 * lasts. 0: every block's spread drawn on its own.
+	 */
+	double speed_rho;
+	uint64_t speed_tau_ns;
 	int max_queued; /* live queries beyond this are rejected at arrival (counted as drops) */
 	/* optional observers */
 	void (*on_query)(void *ctx, const struct sim_query_record *q);

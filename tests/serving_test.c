@@ -902,4 +902,52 @@ TEST(profile_table__build__clamps_a_slowdown_below_one_and_says_so)
 	model_free(m);
 }
 
+/*
+ * The level columns follow the versions the policy takes: two versions a
+ * layer, the second 1 % faster alone but inside the first's CI (so not
+ * taken), 1100 against 1200 ns stressed with its CI wholly below (taken).
+ * The slowdown is 1100 / 1000 = 1.1, not the fastest cells' 1100 / 990.
+ */
+TEST(profile_table__build__level_columns_from_the_versions_the_policy_takes)
+{
+	struct coloc_err err = { 0 };
+	char path[512];
+	struct model *m;
+	struct profile *p;
+	struct profile_table t;
+	int *versions, levels[2] = { 0, 50 };
+	/* [version][level]: latency, CI low, CI high */
+	static const uint64_t cell[2][2][3] = {
+		{ { 1000, 950, 1050 }, { 1200, 1150, 1250 } },
+		{ { 990, 940, 1040 }, { 1100, 1050, 1140 } },
+	};
+
+	model_path(path, sizeof(path), "mobilenet_v2");
+	m = model_load(path, &err);
+	ASSERT_NE(NULL, m) TH_LOG("%s", coloc_err_str(&err));
+	versions = calloc(m->nr_layers, sizeof(*versions));
+	ASSERT_NE(NULL, versions);
+	for (int l = 0; l < m->nr_layers; l++)
+		versions[l] = 2;
+	p = profile_new(m->nr_layers, versions, 2, 2, levels, NULL);
+	free(versions);
+	ASSERT_NE(NULL, p);
+	for (int l = 0; l < m->nr_layers; l++)
+		for (int v = 0; v < 2; v++)
+			for (int c = 1; c <= 2; c++)
+				for (int k = 0; k < 2; k++) {
+					uint64_t *at = profile_latency_cell(p, l, v, c, k);
+
+					*at = cell[v][k][0];
+					p->ci_lo_ns[at - p->latency_ns] = cell[v][k][1];
+					p->ci_hi_ns[at - p->latency_ns] = cell[v][k][2];
+				}
+	ASSERT_EQ(0, profile_table_build(p, m, &t, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(1.1, t.model.level_slowdown[1]);
+	EXPECT_STREQ("", t.note);
+	profile_table_free(&t);
+	profile_free(p);
+	model_free(m);
+}
+
 TEST_HARNESS_MAIN

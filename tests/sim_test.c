@@ -687,6 +687,116 @@ TEST_F(sim, run__exec_model_warm_up_by_idle_time)
 }
 
 /*
+ * The machine's slow spells: static, two tenants on a core each (LLC
+ * domains of one: no interference), a 10 ms layer each at factor 1 with a
+ * spread of sigma 0.5, both queries at 0. With rho 1 the spread is all the
+ * machine's: both blocks start at one moment and take the same time, not
+ * the table's. With rho 0 each draws its own: two different times.
+ */
+TEST_F(sim, run__speed_spells_give_blocks_at_one_moment_one_factor)
+{
+	static const double both[] = { 0, 0 };
+	static const int who[] = { 0, 1 };
+	struct sim_exec_model em = { .collapse_x = 1 };
+	struct sim_tenant t[2] = {
+		{ .model = &one_layer, .qos_ns = 1000 * MS, .share = 1, .exec = &em },
+		{ .model = &one_layer, .qos_ns = 1000 * MS, .share = 1, .exec = &em },
+	};
+	struct mem_trace mt;
+	struct sim_params p;
+	uint64_t end0;
+
+	em.factor[1] = 1.0;
+	em.sigma[1] = 0.5;
+	mem_trace_init(&mt, 2, both, who);
+	p = small_params(policy_find("static"), 2, 1, t, 2, &mt.trace, self->w);
+	p.speed_rho = 1;
+	p.speed_tau_ns = 1000 * MS;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, self->r.tenant[0].completed + self->r.tenant[1].completed);
+	end0 = record_of(self->w, 0)->end_ns;
+	ASSERT_EQ(end0, record_of(self->w, 1)->end_ns);
+	ASSERT_NE(10 * MS, end0);
+
+	self->w->nr_q = self->w->nr_b = 0;
+	p.speed_rho = 0;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_NE(record_of(self->w, 0)->end_ns, record_of(self->w, 1)->end_ns);
+}
+
+/* A standard normal from a 64-bit LCG (Knuth's MMIX constants), apart from coloc_rng. */
+static double lcg_normal(uint64_t *x)
+{
+	double u[2];
+
+	for (int i = 0; i < 2; i++) {
+		*x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+		u[i] = ((double)(*x >> 11) + 1) / 9007199254740993.0;
+	}
+	return sqrt(-2 * log(u[0])) * cos(2 * M_PI * u[1]);
+}
+
+/*
+ * The spells' process: unit variance, and an autocorrelation of
+ * exp(-lag / tau) (tau 200 ms: 0.905 at 20 ms, 0.368 at 200 ms), over
+ * 2000 s sampled every 10 ms. The fit: two tenants' blocks alternating
+ * every 10 ms, z = sqrt(0.3) c + sqrt(0.7) n, c an AR(1) of 300 ms drawn
+ * here (not by speed.c), n each block's own: rho 0.3 and tau 300 ms come
+ * back; with no common part, rho about 0.
+ */
+TEST(sim_speed__process_correlates_as_exp_and_fit_recovers_rho_and_tau)
+{
+	enum { N = 200000, M = 60000 };
+	static double z[N];
+	static struct sim_speed_sample smp[M];
+	struct sim_speed sp;
+	struct sim_speed_acc acc = { 0 };
+	struct sim_speed_fit fit;
+	double sum = 0, sum2 = 0, lag2 = 0, lag20 = 0, var, c = 0, keep = exp(-10.0 / 300);
+	uint64_t x = 12345;
+
+	sim_speed_init(&sp, 7, 0.5, 200 * MS);
+	for (int i = 0; i < N; i++) {
+		z[i] = sim_speed_z(&sp, (uint64_t)i * 10 * MS);
+		sum += z[i];
+		sum2 += z[i] * z[i];
+	}
+	var = sum2 / N - (sum / N) * (sum / N);
+	for (int i = 0; i + 20 < N; i++) {
+		lag2 += z[i] * z[i + 2];
+		lag20 += z[i] * z[i + 20];
+	}
+	ASSERT_GT(0.05, fabs(var - 1)) TH_LOG("variance %.3f", var);
+	ASSERT_GT(0.03, fabs(lag2 / (N - 20) / var - exp(-0.1)));
+	ASSERT_GT(0.05, fabs(lag20 / (N - 20) / var - exp(-1.0)))
+	TH_LOG("lag 200 ms %.3f", lag20 / (N - 20) / var);
+	sim_speed_init(&sp, 7, 0, 200 * MS);
+	ASSERT_EQ(0, sim_speed_z(&sp, 5000 * MS));
+
+	for (int i = 0; i < M; i++) {
+		c = c * keep + sqrt(1 - keep * keep) * lcg_normal(&x);
+		smp[i] = (struct sim_speed_sample){ .mid_ms = 10.0 * i,
+						    .tenant = i % 2,
+						    .z = sqrt(0.3) * c +
+							 sqrt(0.7) * lcg_normal(&x) };
+	}
+	sim_speed_acc_add(&acc, smp, M);
+	sim_speed_acc_solve(&acc, &fit);
+	ASSERT_LT(1000, fit.pairs);
+	ASSERT_GT(0.05, fabs(fit.rho - 0.3)) TH_LOG("rho %.3f", fit.rho);
+	ASSERT_LE(200, fit.tau_ms) TH_LOG("tau %.0f ms", fit.tau_ms);
+	ASSERT_GE(500, fit.tau_ms) TH_LOG("tau %.0f ms", fit.tau_ms);
+	ASSERT_GT(0.1, fabs(fit.corr[0] - 0.3)) TH_LOG("corr under 50 ms %.3f", fit.corr[0]);
+
+	memset(&acc, 0, sizeof(acc));
+	for (int i = 0; i < M; i++)
+		smp[i].z = lcg_normal(&x);
+	sim_speed_acc_add(&acc, smp, M);
+	sim_speed_acc_solve(&acc, &fit);
+	ASSERT_GT(0.03, fit.rho) TH_LOG("rho %.3f", fit.rho);
+}
+
+/*
  * Shared cores (os), one core, two 10 ms queries at 0, factor 1. Tenant 0
  * always collapses (p 1, x 3): 30 ms, not slowed by tenant 1. Tenant 1
  * never does: it shares the core with tenant 0 all along, at half speed,
@@ -814,6 +924,9 @@ TEST_F(sim, exec_fit__factor_spread_dispatch_and_collapse_on_hand_made_logs)
 	ASSERT_GE(1e-9, fabs(fit.shared[0].collapse_p - 0.4));
 	ASSERT_GE(1e-9, fabs(fit.shared[0].collapse_x - 3.0));
 	ASSERT_EQ(0, fit.penalty);
+	/* one tenant: no pairs of different tenants, no spells fitted */
+	ASSERT_EQ(0, fit.speed.pairs);
+	ASSERT_EQ(0, fit.speed.rho);
 
 	ASSERT_EQ(0, sim_exec_model_from_fit(&fit, "m", &em, &self->err));
 	ASSERT_EQ(1.5, em.factor[2]);

@@ -65,6 +65,10 @@
 #   mape.tsv     mix policy tenant blocks prediction_mape prediction_bias
 #                colocd's block-latency prediction error over the whole run
 #                of that policy (colocctl status --json; fractions).
+#   jitter.tsv   mix policy jitter_floor
+#                jitter_floor: the block log's jitter as a MAPE (jitter_floor
+#                below), then in parentheses the blocks it counts; NA when no
+#                class has 5 blocks.
 #   MIX.png      fraction within QoS of the point's worst tenant against the
 #                offered total, one line per policy (gnuplot).
 # gnuplot-nox and jq are installed on demand (as root) if missing.
@@ -405,6 +409,30 @@ record_mape() { # mix policy
 		END { if (n) printf "%.1f%% (%d)", 100 * s / n, n; else print "NA" }' <<<"$rows")
 }
 
+# The block-to-block jitter of a block log, as a MAPE: each block's distance
+# from the median of its class (the same tenant, layers, core count and
+# versions; classes of 5 blocks or more), |measured - median| / measured,
+# averaged over those blocks. A predictor that knew every class's median in
+# hindsight would score this; no prediction made from a block's plan can do
+# better (on the 2-vCPU VM, temporal's whole-model blocks, one at a time,
+# scored 14 %: the machine's jitter, not co-runners). "blocks" in its output:
+# how many it averaged over.
+jitter_floor() { # block log
+	awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		$c["ok"] == 1 { printf "%s/%s/%s/%s/%s\t%s\n", $c["tenant"], $c["first"], $c["last"],
+			$c["cores"], $c["versions"], $c["measured_us"] }' "$1" |
+		sort -t "$(printf '\t')" -k1,1 -k2,2g |
+		awk -F'\t' 'function flush(   i, m) {
+				if (n >= 5) {
+					m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+					for (i = 1; i <= n; i++) { s += (v[i] > m ? v[i] - m : m - v[i]) / v[i]; k++ }
+				}
+				n = 0
+			}
+			$1 != key { flush(); key = $1 } { v[++n] = $2 }
+			END { flush(); if (k) printf "%.1f%% (%d)", 100 * s / k, k; else print "NA" }'
+}
+
 # A few queries one at a time: an executor's first query is cold (page faults,
 # oneDNN's JIT) and would weigh on the first point. If colocd killed the
 # executor as hung meanwhile (its limit is 10 x the predicted block time
@@ -486,6 +514,17 @@ for mix in "${MIXES[@]}"; do
 	done
 done
 
+# ---- the jitter floors ----
+declare -A FLOOR
+printf 'mix\tpolicy\tjitter_floor\n' >"$OUT/jitter.tsv"
+for mix in "${MIXES[@]}"; do
+	for p in "${POLICIES[@]}"; do
+		[ -s "$OUT/blocks-$mix-$p.tsv" ] || continue
+		FLOOR[$mix.$p]=$(jitter_floor "$OUT/blocks-$mix-$p.tsv")
+		printf '%s\t%s\t%s\n' "$mix" "$p" "${FLOOR[$mix.$p]}" >>"$OUT/jitter.tsv"
+	done
+done
+
 # ---- the table --------------------------------------------------------------------
 cell() { # mix policy
 	local r=${RESULT[$1.$2]:-}
@@ -506,11 +545,13 @@ cell() { # mix policy
 echo
 echo "== QoS-QPS (queries/s, all tenants, >= 95 % of every tenant within QoS) and the worst"
 echo "   tenant's p99 / solo at medium load ($(awk -v f="$MEDIUM_SHARE" 'BEGIN { print 100 * f }')% of saturation at solo speed), per policy;"
-echo "   coloc's ratio to the best baseline ($(xargs <<<"$BASELINES")) and its prediction MAPE"
-echo "   over the blocks of its whole run (mape.tsv has every policy's, per tenant)"
+echo "   coloc's ratio to the best baseline ($(xargs <<<"$BASELINES")), its prediction MAPE"
+echo "   over the blocks of its whole run (mape.tsv has every policy's, per tenant) and the"
+echo "   jitter floor of those blocks: the MAPE of their class medians known in hindsight"
+echo "   (jitter.tsv has every policy's)"
 printf '%-8s' mix
 for p in "${POLICIES[@]}"; do printf ' %14s' "$p"; done
-printf ' %18s %16s\n' "coloc/best base" "coloc MAPE (blocks)"
+printf ' %18s %16s %16s\n' "coloc/best base" "coloc MAPE (blocks)" "jitter floor"
 for mix in "${MIXES[@]}"; do
 	printf '%-8s' "$mix"
 	best=0 best_name=
@@ -530,7 +571,7 @@ for mix in "${MIXES[@]}"; do
 		printf ' %18s' n/a
 	fi
 	m=${MAPE[$mix.coloc]:-NA}
-	printf ' %16s\n' "$([ "$m" = NA ] && echo n/a || echo "$m")"
+	printf ' %16s %16s\n' "$([ "$m" = NA ] && echo n/a || echo "$m")" "${FLOOR[$mix.coloc]:-n/a}"
 done
 echo "(each cell: QoS-QPS, then p99/solo at medium load, 'inf' when over 1 % of a tenant's"
 echo " queries got no answer; 'skipped': the policy did not run; no ratio when the best"
@@ -565,6 +606,6 @@ EOF
 else
 	echo "bench-qos: gnuplot is missing: no plots (the points are in $OUT/points.tsv)" >&2
 fi
-echo "results: $OUT/results.tsv, $OUT/points.tsv, $OUT/mape.tsv"
+echo "results: $OUT/results.tsv, $OUT/points.tsv, $OUT/mape.tsv, $OUT/jitter.tsv"
 echo "bench-qos done in $(((SECONDS - start + 59) / 60)) min. Measured on this machine as it was:"
 echo "compare the policies side by side, not with runs taken under another load."

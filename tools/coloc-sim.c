@@ -41,6 +41,7 @@ static struct {
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	const char *exec_from; /* block logs to fit the executor model on; NULL: none */
 	bool penalty_given, exec_per_run;
+	double speed_rho; /* --speed-rho; < 0: the fitted one (0 without --exec-from) */
 	const char *block_trace; /* --block-trace FILE: every block of a single run */
 	double start_qps, tol;
 	double block_cost_us, query_cost_us; /* query_cost_us < 0: from the served solo latency */
@@ -59,6 +60,7 @@ static struct {
 	.start_qps = 16,
 	.tol = 0.01,
 	.shared_penalty = 1,
+	.speed_rho = -1,
 };
 
 struct tenant_arg {
@@ -170,6 +172,10 @@ static void usage(FILE *out)
 		"                 plus the measured dispatch; on shared cores the measured\n"
 		"                 collapse onto one core (sim/README.md). Not with\n"
 		"                 --query-cost-in-blocks\n"
+		"  --speed-rho R  with --exec-from: the share of a block's log spread that the\n"
+		"                 machine's slow spells give every block at once, 0..1 (default:\n"
+		"                 fitted on the block logs, printed with the executor model;\n"
+		"                 0: each block's spread its own, as before the fit)\n"
 		"  --block-trace FILE  write every block of a run (not --search) to FILE in the\n"
 		"                 columns of colocd's block log that the simulation has: end_ms\n"
 		"                 tenant query first last cores alone_us round_trip_us (start to\n"
@@ -545,6 +551,23 @@ static void trace_block(void *ctx, const struct sim_block_record *b)
 		(double)(b->end_ns - b->start_ns) * 1e-3);
 }
 
+/* The machine's slow spells as fitted (speed.c), with the correlations they were fitted on. */
+static void print_speed_fit(void)
+{
+	const struct sim_speed_fit *f = &exec_fit.speed;
+
+	printf("  the machine's slow spells: rho %.3f, tau %.0f ms (rms error %.3f over %ld pairs of "
+	       "blocks of different tenants)%s\n",
+	       f->rho, f->tau_ms, f->rms_error, f->pairs,
+	       opts.speed_rho >= 0 ? "; --speed-rho given instead" : "");
+	if (!f->pairs)
+		return;
+	printf("    correlation by gap (ms, up to):");
+	for (int b = 0; b < SIM_SPEED_BINS; b++)
+		printf(" %.0f: %.2f", sim_speed_bin_ms(b), f->corr[b]);
+	printf("\n");
+}
+
 /* The executor model as fitted, with its fit error (sim/README.md, "The executor model"). */
 static void print_exec_fit(void)
 {
@@ -566,6 +589,7 @@ static void print_exec_fit(void)
 		       r->q95, r->q95_fit, r->q99, r->q99_fit, r->n_small, r->small_extra_us,
 		       r->small_dispatch_us);
 	}
+	print_speed_fit();
 	if (!exec_fit.nr_shared)
 		return;
 	printf("  on shared cores (alone there: no other block overlapped):\n");
@@ -581,6 +605,15 @@ static void print_exec_fit(void)
 	       "and p90: %.3f)%s\n",
 	       exec_fit.penalty, exec_fit.penalty_error,
 	       opts.penalty_given ? "; --shared-penalty given instead" : "");
+}
+
+/* The machine's slow spells: as fitted, or --speed-rho's share at the fitted time (1 s if none). */
+static void set_speed(struct sim_params *p, const struct sim_speed_fit *fit)
+{
+	double tau_ms = fit->tau_ms > 0 ? fit->tau_ms : 1000;
+
+	p->speed_rho = opts.speed_rho >= 0 ? opts.speed_rho : fit->rho;
+	p->speed_tau_ns = (uint64_t)llround(tau_ms * 1e6);
 }
 
 /*
@@ -602,6 +635,7 @@ static int exec_per_run(const char *mix, const char *policy, struct tenant_arg *
 	}
 	if (!opts.penalty_given)
 		p->shared_penalty = !ret && run.penalty ? run.penalty : exec_fit.penalty;
+	set_speed(p, !ret && run.speed.rho > 0 ? &run.speed : &exec_fit.speed);
 	for (int t = 0; t < nr; t++) {
 		struct sim_exec_model own;
 
@@ -783,6 +817,7 @@ int main(int argc, char **argv)
 		{ "exec-from", required_argument, NULL, 'E' },
 		{ "exec-per-run", no_argument, NULL, 'R' },
 		{ "block-trace", required_argument, NULL, 'Z' },
+		{ "speed-rho", required_argument, NULL, 'H' },
 		{ "brief", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -916,6 +951,9 @@ int main(int argc, char **argv)
 			break;
 		case 'Z':
 			opts.block_trace = optarg;
+			break;
+		case 'H':
+			bad = parse_double("--speed-rho", optarg, 0, 1, &opts.speed_rho);
 			break;
 		case 'G':
 			bad = parse_double("--query-cost-sigma", optarg, 0, 10,
@@ -1081,6 +1119,7 @@ int main(int argc, char **argv)
 		.shared_penalty = opts.shared_penalty,
 		.max_queued = SIM_DEFAULT_MAX_QUEUED,
 	};
+	set_speed(&p, &exec_fit.speed);
 	/* a trace without --duration runs to its last arrival */
 	if (opts.trace && trace.nr && !opts.duration_given)
 		p.duration_ns = trace.time_ns[trace.nr - 1] + 1;
