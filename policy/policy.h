@@ -62,8 +62,9 @@
  *  - Versions: the level of the candidate cores (input->cores[].slowdown or
  *    the domain's) picks, per layer, the version fastest at that level.
  *  - Abacus prediction: predicted_ns = table latency at the level, corrected
- *    online from policy_block_done() (measured vs predicted), held in the
- *    policy's state; headroom order is deadline_ns - now_ns; drops carry
+ *    online from policy_block_done() (measured vs predicted: per tenant, and
+ *    per block of the same layers and core count), held in the policy's
+ *    state; headroom order is deadline_ns - now_ns; drops carry
  *    POLICY_DROP_CANNOT_MEET with the prediction; config->late says whether
  *    to drop or serve late.
  *  - Cores: the topology (config->llc, config->socket) and the per-domain

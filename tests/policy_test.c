@@ -1246,15 +1246,18 @@ static bool tiny_first_block(FIXTURE_DATA(pol) * self, struct policy *p, uint64_
 
 /*
  * What coloc learns from a block of table latency raw measured at m, as its
- * header says: the ratio teaches the correction in proportion to raw / (raw
- * + 100 us), the rest teaches the per-block cost; alpha 0.3.
+ * header says: the ratio teaches the tenant's correction in proportion to
+ * raw / (raw + 100 us), over what the block's own (rel) already says, then
+ * the block's own what the tenant's leaves; the rest teaches the per-block
+ * cost; alpha 0.3. Its prediction: raw x corr x rel + fixed.
  */
-static void coloc_learn(double *corr, double *fixed, double raw, double m)
+static void coloc_learn(double *corr, double *fixed, double *rel, double raw, double m)
 {
-	double w = raw / (raw + 100000);
+	double w = raw / (raw + 100000), x = fmax(m - *fixed, m / 10) / raw;
 
-	*corr = (1 - 0.3 * w) * *corr + 0.3 * w * fmax(m - *fixed, m / 10) / raw;
-	*fixed = (1 - 0.3 * (1 - w)) * *fixed + 0.3 * (1 - w) * fmax(0, m - *corr * raw);
+	*corr = (1 - 0.3 * w) * *corr + 0.3 * w * x / *rel;
+	*fixed = (1 - 0.3 * (1 - w)) * *fixed + 0.3 * (1 - w) * fmax(0, m - *corr * *rel * raw);
+	*rel = (1 - 0.3 * w) * *rel + 0.3 * w * x / *corr;
 }
 
 TEST_F(pol, coloc_block_done__the_correction_converges_on_the_measured_ratio)
@@ -1263,7 +1266,7 @@ TEST_F(pol, coloc_block_done__the_correction_converges_on_the_measured_ratio)
 	struct policy *q = policy_create(policy_find("coloc-noprediction"), &self->cfg, &self->err);
 	struct policy_decision first;
 	uint8_t versions[3];
-	double corr = 1.0, fixed = 0;
+	double corr = 1.0, fixed = 0, rel = 1.0;
 
 	ASSERT_NE(NULL, p);
 	ASSERT_NE(NULL, q);
@@ -1273,11 +1276,11 @@ TEST_F(pol, coloc_block_done__the_correction_converges_on_the_measured_ratio)
 	for (int i = 0; i < 10; i++) {
 		policy_block_done(p, &first, 810000);
 		policy_block_done(q, &first, 810000);
-		coloc_learn(&corr, &fixed, 540000, 810000);
+		coloc_learn(&corr, &fixed, &rel, 540000, 810000);
 	}
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
-	ASSERT_EQ((uint64_t)(540000 * corr + fixed), self->decisions[0].predicted_ns);
+	ASSERT_EQ((uint64_t)(540000 * corr * rel + fixed), self->decisions[0].predicted_ns);
 	ASSERT_LT(0.98 * 810000, self->decisions[0].predicted_ns);
 	ASSERT_GE(810000, self->decisions[0].predicted_ns);
 	policy_output_reset(&self->out);
@@ -1285,6 +1288,43 @@ TEST_F(pol, coloc_block_done__the_correction_converges_on_the_measured_ratio)
 	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
 	policy_destroy(p);
 	policy_destroy(q);
+}
+
+/*
+ * A block's own correction: tiny's whole model on 4 cores (540 us in the
+ * table) measured at 2x, and on 2 cores (versions 1, 0, 0: 960 us) at 1x,
+ * in turn, all ending at one instant (nothing fades). One
+ * correction per tenant would predict both near their mean ratio; the
+ * 4-core block is predicted as the header's arithmetic says (tenant's x
+ * block's), past 1.85x its table.
+ */
+TEST_F(pol, coloc_block_done__each_block_learns_its_own_ratio_beside_the_tenants)
+{
+	struct policy *p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
+	struct policy_decision four, two;
+	uint8_t versions[3], two_versions[3] = { 1, 0, 0 };
+	double corr = 1.0, fixed = 0, rel4 = 1.0, rel2 = 1.0;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_TRUE(tiny_first_block(self, p, 100000000, &four, versions));
+	two = four;
+	two.nr_cores = 2;
+	two.versions = two_versions;
+	two.decided_ns = four.decided_ns + 1080000 - 960000; /* both end at once */
+	for (int i = 0; i < 20; i++) {
+		policy_block_done(p, &four, 1080000);
+		coloc_learn(&corr, &fixed, &rel4, 540000, 1080000);
+		policy_block_done(p, &two, 960000);
+		coloc_learn(&corr, &fixed, &rel2, 960000, 960000);
+	}
+	policy_output_reset(&self->out);
+	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ((uint64_t)(540000 * corr * rel4 + fixed), self->decisions[0].predicted_ns);
+	ASSERT_LT(1.85 * 540000, self->decisions[0].predicted_ns);
+	ASSERT_GT(1.1, 960000 * corr * rel2 / 960000 + fixed / 960000);
+	policy_destroy(p);
 }
 
 /*
@@ -1335,20 +1375,21 @@ TEST_F(pol, coloc_decide__drops_only_what_is_late_even_at_the_fast_end_of_its_us
 	const uint64_t end = 50000000;
 	struct policy_decision first;
 	uint8_t versions[3];
-	double corr = 1.0, fixed = 0, dev = 0, mean, fast;
+	double corr = 1.0, fixed = 0, rel = 1.0, dev = 0, mean, fast;
 
 	ASSERT_NE(NULL, p);
 	ASSERT_TRUE(tiny_first_block(self, p, 100000000, &first, versions));
 	for (int i = 0; i < 10; i++) {
 		double m = i % 2 ? 378000 : 702000, w = 540000.0 / 640000.0;
-		double pred = 540000 * corr + fixed;
+		double pred = 540000 * corr * rel + fixed;
 
 		dev = (1 - 0.3 * w) * dev + 0.3 * w * fabs(m - pred) / pred;
-		coloc_learn(&corr, &fixed, 540000, m);
+		coloc_learn(&corr, &fixed, &rel, 540000, m);
 		first.decided_ns = end - (uint64_t)m;
 		policy_block_done(p, &first, (uint64_t)m);
 	}
-	mean = 540000 * corr + fixed;
+	/* the rest of the model is the block measured: its own correction too */
+	mean = 540000 * corr * rel + fixed;
 	fast = mean / (1 + dev);
 	ASSERT_LT(0.1, dev);
 
@@ -1838,7 +1879,8 @@ TEST(coloc_decide__an_instance_that_kept_its_reads_decides_as_one_with_new_tenan
 /*
  * A tenant whose blocks all ran 2x the table is predicted late and dropped;
  * with no block for 3 s its correction has lost 7/8 of its excess (a
- * half-life of 1 s), and the same query is served again.
+ * half-life of 1 s), the block's own 1 - 2^(-3/5) of its (5 s), and the
+ * same query is served again.
  */
 TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_tenant_is_served)
 {
@@ -1846,14 +1888,14 @@ TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_ten
 	const uint64_t end = 1080000, later = end + 3000000000ull;
 	struct policy_decision first;
 	uint8_t versions[3];
-	double corr = 1.0, fixed = 0;
+	double corr = 1.0, fixed = 0, rel = 1.0;
 
 	ASSERT_NE(NULL, p);
 	ASSERT_TRUE(tiny_first_block(self, p, 100000000, &first, versions));
 	/* decided at 0, each measured 1.08 ms: every block ends at 1.08 ms */
 	for (int i = 0; i < 10; i++) {
 		policy_block_done(p, &first, end);
-		coloc_learn(&corr, &fixed, 540000, 1080000);
+		coloc_learn(&corr, &fixed, &rel, 540000, 1080000);
 	}
 
 	/* 800 us left: ~1.05 ms predicted on the whole machine: dropped */
@@ -1865,9 +1907,9 @@ TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_ten
 	ASSERT_EQ(0, self->out.nr_decisions);
 	ASSERT_EQ(1, self->out.nr_drops);
 	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
-	ASSERT_EQ((uint64_t)(540000 * corr + fixed), self->drops[0].predicted_ns);
+	ASSERT_EQ((uint64_t)(540000 * corr * rel + fixed), self->drops[0].predicted_ns);
 
-	/* 3 s later, no block since: 1/8 of what was learnt is left, ~0.6 ms fits in 800 us */
+	/* 3 s later, no block since: 1/8 of the tenant's excess is left, ~0.7 ms fits in 800 us */
 	self->in.nr_queries = 0;
 	self->in.now_ns = later;
 	add_query(&self->in, self->queries, 3, 0, later, later + 800000);
@@ -1876,7 +1918,8 @@ TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_ten
 	ASSERT_EQ(0, self->out.nr_drops);
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(3, self->decisions[0].query_id);
-	ASSERT_EQ((uint64_t)(540000 * (1.0 + (corr - 1.0) / 8) + fixed / 8),
+	ASSERT_EQ((uint64_t)(540000 * (1.0 + (corr - 1.0) / 8) * (1.0 + (rel - 1.0) * exp2(-0.6)) +
+			     fixed / 8),
 		  self->decisions[0].predicted_ns);
 	policy_destroy(p);
 }
