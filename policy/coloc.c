@@ -61,14 +61,15 @@
  *    correction and the block's own (its layers and core count, once
  *    measured: COLOC_BLOCK_CLASSES), plus a per-tenant cost of a block
  *    beyond its layers (its command, waking the team, first touches), all
- *    EWMAs (alpha 0.3) fed by policy_block_done(): a block's measured / table ratio teaches the
- *    correction in proportion to its size (raw / (raw + 100 us)), what is
- *    left over teaches the cost in proportion to the rest, so short
- *    blocks, whose time is mostly that cost, no longer swing the
- *    correction (one 5 us block measured at 30 us moved it by +1.5). Both
- *    fade without blocks (the correction to 1.0, the cost to 0), half of it
- *    every second (stale evidence fades; a tenant whose every query was
- *    predicted late gets served again and measured);
+ *    EWMAs (alpha 0.3) fed by policy_block_done(): a block's measured /
+ *    table ratio teaches the correction in proportion to its size (raw /
+ *    (raw + 100 us)), what is left over teaches the cost in proportion to
+ *    the rest, so short blocks, whose time is mostly that cost, no longer
+ *    swing the correction (one 5 us block measured at 30 us moved it by
+ *    +1.5). All fade without blocks (the corrections to 1.0, the cost to
+ *    0), half of it every second (a block's own: every 5 s) (stale
+ *    evidence fades; a tenant whose every query was predicted late gets
+ *    served again and measured);
  *  - margin: plans (the cores a block needs to fit its budget, holding a
  *    query for more cores) take the prediction times 1 + the tenant's
  *    usual relative error (an EWMA like the above): QoS is a percentile,
@@ -114,7 +115,7 @@
  * after query and unlike the tenant's other blocks (their memory, their
  * threads' hand-offs), which one correction per tenant averages over. In
  * replays of colocd's block logs (bench-qos, Zen 3 VM) it took the block
- * MAPE from 15.6-19.0 % to 12.9-16.4 % on three mixes of four, against a
+ * MAPE from 15.6-19.0 % to 12.9-16.4 % (by 1.0-2.7 points a mix), against a
  * jitter floor of 12.2-13.6 %; a correction per core count alone did not
  * (-0.8 to +1.3 points). Direct-mapped, a collision replaces the entry; 1.0
  * until the block was measured once. It learns what the tenant's
