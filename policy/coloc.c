@@ -191,7 +191,7 @@ struct coloc_tenant {
 	uint64_t corr_ns; /* when corr and fixed_ns were last measured (a block's end) */
 	struct coloc_cache *cache; /* NULL: the table is too large to cache */
 	struct {
-		uint64_t key; /* class_key() of the block, 0: empty */
+		uint64_t key; /* class_index()'s key of the block, 0: empty */
 		double rel; /* measured / (table x corr), EWMA */
 		uint64_t ns; /* when it was last measured (the block's end) */
 	} cls[COLOC_BLOCK_CLASSES];
@@ -593,40 +593,46 @@ static double free_level(const struct policy_config *cfg, const struct policy_in
 	return 1.0 + round((sum / n - 1.0) / COLOC_LEVEL_STEP) * COLOC_LEVEL_STEP;
 }
 
+/* How much of what was learnt at since is left at now: half every half-life. */
+static double kept_since(uint64_t now, uint64_t since, double half_life_ns)
+{
+	return now <= since ? 1.0 : exp2(-(double)(now - since) / half_life_ns);
+}
+
 /* How much of a tenant's learnt prediction is left at now: half every half-life without a block. */
 static double corr_kept(const struct coloc_tenant *ct, uint64_t now)
 {
-	return now <= ct->corr_ns ? 1.0 :
-				    exp2(-(double)(now - ct->corr_ns) / COLOC_CORR_HALF_LIFE_NS);
+	return kept_since(now, ct->corr_ns, COLOC_CORR_HALF_LIFE_NS);
 }
 
-static uint64_t class_key(int first, int last, int ci)
+/* The entry of block (first, last, ci) in a tenant's cls[], and its key there (never 0). */
+static int class_index(int first, int last, int ci, uint64_t *key)
 {
-	return ((uint64_t)first << 42 | (uint64_t)last << 21 | (uint64_t)ci) + 1;
-}
-
-static int class_slot(uint64_t key)
-{
-	return (int)((key * 0x9e3779b97f4a7c15ULL) >> 56) % COLOC_BLOCK_CLASSES;
+	*key = ((uint64_t)first << 42 | (uint64_t)last << 21 | (uint64_t)ci) + 1;
+	return (int)((*key * 0x9e3779b97f4a7c15ULL) >> 56) % COLOC_BLOCK_CLASSES;
 }
 
 /*
- * The block's own correction (COLOC_BLOCK_CLASSES) as of now, faded towards
- * 1.0; 1.0 when not measured or not predicting.
+ * Entry i's correction for key as of now, faded towards 1.0; 1.0 when it
+ * holds another block or coloc does not predict.
  */
+static double class_faded(const struct coloc_state *st, const struct coloc_tenant *ct, int i,
+			  uint64_t key, uint64_t now)
+{
+	if (!st->flags.predict || ct->cls[i].key != key)
+		return 1.0;
+	return 1.0 +
+	       (ct->cls[i].rel - 1.0) * kept_since(now, ct->cls[i].ns, COLOC_CLASS_HALF_LIFE_NS);
+}
+
+/* The block's own correction (COLOC_BLOCK_CLASSES) as of now. */
 static double class_rel(const struct coloc_state *st, const struct coloc_tenant *ct, int first,
 			int last, int ci, uint64_t now)
 {
-	uint64_t key = class_key(first, last, ci);
-	int i = class_slot(key);
-	double kept;
+	uint64_t key;
+	int i = class_index(first, last, ci, &key);
 
-	if (!st->flags.predict || ct->cls[i].key != key)
-		return 1.0;
-	kept = now <= ct->cls[i].ns ?
-		       1.0 :
-		       exp2(-(double)(now - ct->cls[i].ns) / COLOC_CLASS_HALF_LIFE_NS);
-	return 1.0 + (ct->cls[i].rel - 1.0) * kept;
+	return class_faded(st, ct, i, key, now);
 }
 
 /* t's correction as of now, faded towards 1.0. */
@@ -1030,7 +1036,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	int max_count = r->nr_free;
 	int max_ci = policy_model_core_index(m, max_count);
 	int first = q->next_layer, lead = first_with_work(m, first), last, ci;
-	double budget, scale;
+	double budget, scale, block_rel;
 	int min_need;
 	uint64_t raw_ns = 0;
 	struct policy_decision *d;
@@ -1080,11 +1086,11 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	versions = &out->versions[out->nr_versions];
 	ci = -1;
 	for (int c = min_need; c <= max_ci && budget > fixed * margin; c++) {
-		double k = corr * class_rel(st, ct, first, last, c, in->now_ns);
+		double c_corr = corr * class_rel(st, ct, first, last, c, in->now_ns);
 
 		raw_ns = span_ns(st, ct, first, last, c, pos, versions,
-				 (budget / margin - fixed) / k);
-		if (raw_ns && ((double)raw_ns * k + fixed) * margin <= budget) {
+				 (budget / margin - fixed) / c_corr);
+		if (raw_ns && ((double)raw_ns * c_corr + fixed) * margin <= budget) {
 			ci = c;
 			break;
 		}
@@ -1130,9 +1136,8 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	 * blocks of one layer (SSD-MobileNet: 2.5 layers a block in colocd).
 	 * The longest prefix within the cap stays, at least one layer with work.
 	 */
-	if (last - lead > 1 &&
-	    (double)raw_ns * corr * class_rel(st, ct, first, last, ci, in->now_ns) + fixed >
-		    r->cap[q->tenant]) {
+	block_rel = class_rel(st, ct, first, last, ci, in->now_ns);
+	if (last - lead > 1 && (double)raw_ns * corr * block_rel + fixed > r->cap[q->tenant]) {
 		int lo = lead + 1, hi = last - 1;
 
 		while (lo < hi) {
@@ -1148,6 +1153,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		}
 		last = lo;
 		raw_ns = span_ns(st, ct, first, last, ci, pos, versions, 0);
+		block_rel = class_rel(st, ct, first, last, ci, in->now_ns);
 	}
 	out->nr_versions += last - first;
 	d = &out->decisions[out->nr_decisions++];
@@ -1160,9 +1166,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		.nr_cores = m->core_counts[ci],
 		.decided_ns = in->now_ns,
 		.level = level,
-		.predicted_ns = (uint64_t)((double)raw_ns * corr *
-						   class_rel(st, ct, first, last, ci, in->now_ns) +
-					   fixed),
+		.predicted_ns = (uint64_t)((double)raw_ns * corr * block_rel + fixed),
 	};
 	d->alone_ns = span_alone_ns(st, ct, first, last, ci, pos, versions);
 	grant_cores(cfg, in, r, d->nr_cores, &d->cores);
@@ -1298,12 +1302,12 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 		uint64_t end_ns = d->decided_ns + measured_ns;
 		double m_ns = (double)measured_ns, w = raw / (raw + COLOC_SMALL_BLOCK_NS);
 		double corr = aged_corr(ct, end_ns), fixed = aged_fixed(ct, end_ns);
-		double rel = class_rel(st, ct, d->first_layer, d->last_layer, ci, end_ns);
+		uint64_t key;
+		int i = class_index(d->first_layer, d->last_layer, ci, &key);
+		double rel = class_faded(st, ct, i, key, end_ns);
 		double predicted = (double)raw * corr * rel + fixed;
 		/* the ratio of what is not the block's cost; never below a tenth of the whole */
 		double x = fmax(m_ns - fixed, m_ns / 10) / (double)raw;
-		uint64_t key = class_key(d->first_layer, d->last_layer, ci);
-		int i = class_slot(key);
 
 		ct->dev = (1 - COLOC_ALPHA * w) * ct->dev * corr_kept(ct, end_ns) +
 			  COLOC_ALPHA * w * fabs(m_ns - predicted) / predicted;
