@@ -96,7 +96,8 @@ build/bench-qos/ (results.tsv, points.tsv, mape.tsv, one PNG per mix).
   -h, --help       this help
 
 Measure on a quiet machine: every policy runs on the same cores, the
-policies of a mix interleaved one load point at a time. Exit status: 0 the table was printed, 1 failure, 2 bad usage.
+policies of a mix interleaved one load point at a time. Exit status: 0 the
+table was printed, 1 failure, 2 bad usage.
 EOF
 }
 
@@ -414,8 +415,8 @@ record_mape() { # mix policy
 # versions; classes of 5 blocks or more), |measured - median| / measured,
 # averaged over those blocks. A predictor that knew every class's median in
 # hindsight would score this; no prediction made from a block's plan can do
-# better (on the 2-vCPU VM, temporal's whole-model blocks, one at a time,
-# scored 14 %: the machine's jitter, not co-runners). "blocks" in its output:
+# better (on the 2-vCPU Zen 3 VM, temporal's whole-model blocks, one at a
+# time, scored 11-14 %: the machine's jitter, not co-runners). "blocks" in its output:
 # how many it averaged over.
 jitter_floor() { # block log
 	awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }

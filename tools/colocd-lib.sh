@@ -1,9 +1,10 @@
 # shellcheck shell=bash
 # What tools/demo.sh and tools/bench-qos.sh share, sourced by both: private
 # colocds (each its own socket, pin dir and log, in a temporary work
-# directory removed on exit; one or several at once), the colocctl wrapper, waiting for tenants to be
-# ready, the cached latency profiles, and the QoS rule (2 x the profiled solo
-# latency on all cores, Abacus's rule, rounded up to a whole ms).
+# directory removed on exit; one or several at once), the colocctl wrapper,
+# waiting for tenants to be ready, the cached latency profiles, and the QoS
+# rule (2 x the profiled solo latency on all cores, Abacus's rule, rounded up
+# to a whole ms).
 #
 #   colocd_lib_init NAME    as root: sets ROOT BIN BPFTOOL CACHE WORK SOCK PIN,
 #                           and the EXIT trap that stops every colocd started
