@@ -33,12 +33,19 @@
 #     while it fails), then bisect (geometric midpoint) between the highest
 #     pass and the lowest failure BISECT times. A point passes only if every
 #     tenant has >= 95 % of its queries answered within QoS (drops, rejections,
-#     failures and queries outstanding at the end count as misses). QoS-QPS is
-#     the highest passing total; 0 when none passes down to 2 % of saturation;
+#     failures and queries outstanding at the end count as misses). A
+#     search's QoS-QPS is its highest passing total; 0 when none passes down
+#     to 2 % of saturation;
+#   - searches per cell (--repeats N, default 1): one search decides a cell
+#     near a pass/fail edge by luck (on the Zen 3 VM the same cell moved by
+#     up to 2.7x between runs minutes apart), so with N > 1 each policy runs
+#     N searches in a row, still interleaved with the other policies', search
+#     r on arrivals of seed r, and the cell is their median; every search's
+#     figure is kept (results.tsv) and printed;
 #   - each point lasts long enough for MIN_QUERIES queries of the least
 #     frequent tenant (within [MIN_S, MAX_S] seconds), after WARMUP_S of
-#     arrivals not counted; every point uses seed 1, so every policy sees the
-#     same arrivals at the same load. Before the first point each tenant
+#     arrivals not counted; every point of search r uses seed r, so every
+#     policy sees the same arrivals at the same load. Before the first point each tenant
 #     answers 3 queries one at a time (colocctl infer): a cold executor's
 #     first query is slow (a tenant colocd kills as hung meanwhile is
 #     restarted once, and the run says so).
@@ -47,19 +54,22 @@
 # run goes on.
 #
 # Files in build/bench-qos/ (tab-separated, one header line each):
-#   results.tsv  mix policy qos_qps p99_over_solo
-#                qos_qps: queries/s, all tenants together; p99_over_solo: the
-#                worst tenant's p99 latency (coloc-load's, send to answer)
-#                over its solo latency as served, at medium load; 'inf' when
-#                more than 1 % of a tenant's queries got no answer (dropped,
-#                rejected, failed, outstanding): a p99 over the answered ones
-#                alone would flatter a policy that drops. One row per policy
-#                measured; NA where coloc-load failed.
+#   results.tsv  mix policy qos_qps p99_over_solo searches
+#                qos_qps: queries/s, all tenants together (the median of the
+#                cell's searches); p99_over_solo: the worst tenant's p99
+#                latency (coloc-load's, send to answer) over its solo latency
+#                as served, at medium load (the median over the searches);
+#                'inf' when more than 1 % of a tenant's queries got no answer
+#                (dropped, rejected, failed, outstanding): a p99 over the
+#                answered ones alone would flatter a policy that drops;
+#                searches: each search's QoS-QPS, comma-separated, in order.
+#                One row per policy measured; NA where coloc-load failed.
 #   points.tsv   mix policy phase total_qps duration_s tenant qps sent
-#                completed within_qos p99_ms solo_ms qos_ms pass
+#                completed within_qos p99_ms solo_ms qos_ms pass search
 #                (p99_ms over the completed queries; 0 when none)
 #                one row per tenant per load point; phase: medium, grow,
-#                shrink or bisect; pass: the whole point's verdict (0/1).
+#                shrink or bisect; pass: the whole point's verdict (0/1);
+#                search: which of the cell's searches (1..N, its seed).
 #   blocks-MIX-POLICY.tsv  colocd --block-log of that run: every block's
 #                prediction and measurement (header in the file; README).
 #   mape.tsv     mix policy tenant blocks prediction_mape prediction_bias
@@ -76,7 +86,8 @@ set -euo pipefail
 
 usage() {
 	cat <<EOF
-Usage: tools/bench-qos.sh [--quick] [--policies LIST] [--mixes LIST] [--solo-from FILE]
+Usage: tools/bench-qos.sh [--quick] [--repeats N] [--policies LIST] [--mixes LIST]
+                          [--solo-from FILE]
        make bench-qos [ARGS='--quick ...']          (as root)
 The highest total QPS at which >= 95 % of every tenant's queries meet QoS, for
 each of colocd's policies on each tenant mix of tools/qos-mixes.conf, and the
@@ -85,6 +96,9 @@ build/bench-qos/ (results.tsv, points.tsv, mape.tsv, one PNG per mix).
 
   --quick          fewer and shorter load points (a first look in minutes;
                    noisier). The full run prints its estimated duration first
+  --repeats N      N searches per policy and mix (1-9, default 1; seeds 1..N),
+                   the cell their median: one search decides a cell near its
+                   pass/fail edge by luck. N times as long
   --policies LIST  comma-separated colocd policies
                    (default: $DEFAULT_POLICIES)
   --mixes LIST     comma-separated mix names from tools/qos-mixes.conf
@@ -107,9 +121,18 @@ POLICY_LIST=$DEFAULT_POLICIES
 MIX_LIST=
 SOLO_FROM=
 QUICK=0
+REPEATS=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
+	--repeats)
+		if [ $# -lt 2 ] || ! [[ $2 =~ ^[1-9]$ ]]; then
+			echo "bench-qos: --repeats needs a number of searches from 1 to 9 (see --help)" >&2
+			exit 2
+		fi
+		REPEATS=$2
+		shift
+		;;
 	--policies)
 		[ $# -ge 2 ] || { echo "bench-qos: --policies needs a list (see --help)" >&2; exit 2; }
 		POLICY_LIST=$2
@@ -139,7 +162,6 @@ done
 
 MEDIUM_SHARE=0.3
 PASS_FRACTION=0.95
-SEED=1
 DRAIN_S=1 # QoS is at most a few hundred ms: an answer later than this misses anyway
 if [ "$QUICK" = 1 ]; then
 	GROW=2 BISECT=1 MIN_QUERIES=15 MIN_S=3 MAX_S=5 WARMUP_S=1 SOLO_S=3
@@ -279,24 +301,24 @@ for mix in "${MIXES[@]}"; do
 		"${MEDIUM[$mix]}" "$(awk -v f="$MEDIUM_SHARE" 'BEGIN { print 100 * f }')"
 	d=$(point_duration "$mix" "${MEDIUM[$mix]}")
 	# about 3 points to the first failure, then the bisection; 15 s to start colocd and the tenants
-	est=$((est + ${#POLICIES[@]} * (15 + (3 + BISECT) * (d + WARMUP_S + DRAIN_S + 2))))
+	est=$((est + ${#POLICIES[@]} * (15 + REPEATS * (3 + BISECT) * (d + WARMUP_S + DRAIN_S + 2))))
 done
 echo
 echo "bench-qos: $([ "$QUICK" = 1 ] && echo quick || echo full) run of ${#POLICIES[@]} policies x" \
-	"${#MIXES[@]} mixes, estimated $(((est + 59) / 60)) min (points of $MIN_S-$MAX_S s after" \
+	"${#MIXES[@]} mixes x $REPEATS search(es), estimated $(((est + 59) / 60)) min (points of $MIN_S-$MAX_S s after" \
 	"$WARMUP_S s of warm-up)"
 
 # ---- one load point -------------------------------------------------------------
 rm -rf "$OUT"
 mkdir -p "$OUT"
-printf 'mix\tpolicy\tphase\ttotal_qps\tduration_s\ttenant\tqps\tsent\tcompleted\twithin_qos\tp99_ms\tsolo_ms\tqos_ms\tpass\n' \
+printf 'mix\tpolicy\tphase\ttotal_qps\tduration_s\ttenant\tqps\tsent\tcompleted\twithin_qos\tp99_ms\tsolo_ms\tqos_ms\tpass\tsearch\n' \
 	>"$OUT/points.tsv"
-printf 'mix\tpolicy\tqos_qps\tp99_over_solo\n' >"$OUT/results.tsv"
+printf 'mix\tpolicy\tqos_qps\tp99_over_solo\tsearches\n' >"$OUT/results.tsv"
 printf 'mix\tpolicy\ttenant\tblocks\tprediction_mape\tprediction_bias\n' >"$OUT/mape.tsv"
 
 # Runs one point; sets PASS (1/0) and WORST_P99 (worst p99/solo). Returns 1 if coloc-load failed.
-run_point() { # mix policy phase total
-	local mix=$1 policy=$2 phase=$3 total=$4 spec='' d json=$WORK/point.json line rows
+run_point() { # mix policy phase total search
+	local mix=$1 policy=$2 phase=$3 total=$4 search=$5 spec='' d json=$WORK/point.json line rows
 
 	for m in ${MIX_MODELS[$mix]}; do
 		spec+="${spec:+,}$m:$(awk -v t="$total" -v w="${SHARE[$mix.$m]}" \
@@ -304,7 +326,7 @@ run_point() { # mix policy phase total
 	done
 	d=$(point_duration "$mix" "$total")
 	if ! "$BIN/coloc-load" --socket "$SOCK" --tenant "$spec" --duration "$d" \
-		--warmup "$WARMUP_S" --drain "$DRAIN_S" --seed "$SEED" --json >"$json" 2>"$WORK/load.err"; then
+		--warmup "$WARMUP_S" --drain "$DRAIN_S" --seed "$search" --json >"$json" 2>"$WORK/load.err"; then
 		sed 's/^/  coloc-load: /' "$WORK/load.err" >&2
 		echo "bench-qos: coloc-load failed at $total QPS under --policy $policy ($mix)" >&2
 		return 1
@@ -314,9 +336,9 @@ run_point() { # mix policy phase total
 	WORST_P99=0
 	line=
 	while IFS=$'\t' read -r name qps sent answered within p99; do
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mix" "$policy" \
-			"$phase" "$total" "$d" "$name" "$qps" "$sent" "$answered" "$within" "$p99" \
-			"${SOLO[$name]}" "${QOS[$name]}" "$PASS" >>"$OUT/points.tsv"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mix" \
+			"$policy" "$phase" "$total" "$d" "$name" "$qps" "$sent" "$answered" "$within" \
+			"$p99" "${SOLO[$name]}" "${QOS[$name]}" "$PASS" "$search" >>"$OUT/points.tsv"
 		# more than 1 % unanswered: the p99 of all its queries is a miss
 		WORST_P99=$(awk -v a="$WORST_P99" -v p="$p99" -v s="${SOLO[$name]}" -v n="$sent" \
 			-v c="$answered" 'BEGIN { r = (n > 0 && c >= 0.99 * n) ? p / s : "inf";
@@ -325,8 +347,8 @@ run_point() { # mix policy phase total
 			"$(awk -v w="$within" 'BEGIN { print 100 * w }')" \
 			"$([ "$answered" -gt 0 ] && echo "$p99 ms" || echo -)" "$answered" "$sent")
 	done <<<"$rows"
-	printf '  %-16s %-7s %9.2f QPS %3s s:%s -> %s\n' "$policy" "$phase" "$total" "$d" "$line" \
-		"$([ "$PASS" = 1 ] && echo pass || echo FAIL)"
+	printf '  %-16s %-7s %9.2f QPS %3s s:%s -> %s\n' "$policy$([ "$REPEATS" = 1 ] || echo " #$search")" \
+		"$phase" "$total" "$d" "$line" "$([ "$PASS" = 1 ] && echo pass || echo FAIL)"
 }
 
 # ---- the search -----------------------------------------------------------------
@@ -334,13 +356,23 @@ run_point() { # mix policy phase total
 # interleaved (each its own colocd, all started at once; one point of each in
 # turn), so a slow spell of the machine falls on all of them alike instead of
 # on whichever policy ran then. A search's state: the phase and total of its
-# next point, the highest pass (LO) and lowest failure (HI) so far, and the
-# bisections left.
-declare -A RESULT P99X MAPE UNAVAILABLE S_PHASE S_T S_LO S_HI S_LEFT
+# next point, the highest pass (LO) and lowest failure (HI) so far, the
+# bisections left, which of the cell's searches it is (its seed) and what the
+# ones before it found (QoS-QPS and p99 / solo at medium load, space-separated).
+declare -A RESULT P99X RUNS MAPE UNAVAILABLE S_PHASE S_T S_LO S_HI S_LEFT S_SEARCH S_QPS S_P99
 
-search_begin() { # mix policy
+search_begin() { # mix policy search
 	S_PHASE[$1.$2]=medium S_T[$1.$2]=${MEDIUM[$1]} S_LO[$1.$2]=0 S_HI[$1.$2]=0
-	S_LEFT[$1.$2]=$BISECT
+	S_LEFT[$1.$2]=$BISECT S_SEARCH[$1.$2]=$3
+	[ "$3" != 1 ] || S_QPS[$1.$2]='' S_P99[$1.$2]=''
+}
+
+# The median of numbers (and 'inf', above all of them); of an even count, the
+# mean of the middle two.
+median() { # values...
+	printf '%s\n' "$@" | sed 's/^inf$/1e308/' | sort -g |
+		awk '{ v[++n] = $1 } END { m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2;
+			if (m >= 1e307) print "inf"; else printf "%.3f", m }'
 }
 
 # After a pass at LO and a failure at HI: the geometric midpoint, or done.
@@ -364,8 +396,8 @@ search_step() { # mix policy
 	local mix=$1 policy=$2 k=$1.$2 t floor cap phase
 
 	phase=${S_PHASE[$k]} t=${S_T[$k]}
-	run_point "$mix" "$policy" "$phase" "$t" || return 1
-	[ "$phase" != medium ] || P99X[$k]=$WORST_P99
+	run_point "$mix" "$policy" "$phase" "$t" "${S_SEARCH[$k]}" || return 1
+	[ "$phase" != medium ] || S_P99[$k]+="${S_P99[$k]:+ }$WORST_P99"
 	floor=$(awk -v s="${SAT[$mix]}" 'BEGIN { print s / 50 }')
 	cap=$(awk -v s="${SAT[$mix]}" 'BEGIN { print s * 4 }')
 	if [ "$PASS" = 1 ]; then S_LO[$k]=$t; else S_HI[$k]=$t; fi
@@ -391,7 +423,15 @@ search_step() { # mix policy
 		;;
 	bisect) search_bisect "$mix" "$policy" ;;
 	esac
-	[ "${S_PHASE[$k]}" != over ] || RESULT[$k]=${S_LO[$k]}
+	[ "${S_PHASE[$k]}" = over ] || return 0
+	S_QPS[$k]+="${S_QPS[$k]:+ }${S_LO[$k]}"
+	if [ "${S_SEARCH[$k]}" -lt "$REPEATS" ]; then
+		echo "  $policy: search ${S_SEARCH[$k]} of $REPEATS found ${S_LO[$k]} QPS"
+		search_begin "$mix" "$policy" $((S_SEARCH[$k] + 1))
+		return 0
+	fi
+	# shellcheck disable=SC2086 # the lists split into their values
+	RESULT[$k]=$(median ${S_QPS[$k]}) P99X[$k]=$(median ${S_P99[$k]}) RUNS[$k]=${S_QPS[$k]// /,}
 }
 
 # colocd's prediction error per tenant over the policy's whole run, into mape.tsv;
@@ -489,7 +529,7 @@ for mix in "${MIXES[@]}"; do
 		if [ -n "${UNAVAILABLE[$policy]:-}" ]; then
 			echo "  $policy: skipped (${UNAVAILABLE[$policy]})"
 		elif start_policy "$mix" "$policy"; then
-			search_begin "$mix" "$policy"
+			search_begin "$mix" "$policy" 1
 			running+=("$policy")
 		fi
 	done
@@ -500,13 +540,13 @@ for mix in "${MIXES[@]}"; do
 			use_colocd "$policy"
 			if ! search_step "$mix" "$policy"; then
 				RESULT[$mix.$policy]=NA
-				printf '%s\t%s\tNA\tNA\n' "$mix" "$policy" >>"$OUT/results.tsv"
+				printf '%s\t%s\tNA\tNA\tNA\n' "$mix" "$policy" >>"$OUT/results.tsv"
 			elif [ "${S_PHASE[$mix.$policy]}" != over ]; then
 				left+=("$policy")
 				continue
 			else
-				printf '%s\t%s\t%s\t%s\n' "$mix" "$policy" "${RESULT[$mix.$policy]}" \
-					"${P99X[$mix.$policy]}" >>"$OUT/results.tsv"
+				printf '%s\t%s\t%s\t%s\t%s\n' "$mix" "$policy" "${RESULT[$mix.$policy]}" \
+					"${P99X[$mix.$policy]}" "${RUNS[$mix.$policy]}" >>"$OUT/results.tsv"
 				record_mape "$mix" "$policy"
 			fi
 			stop_colocd
@@ -544,7 +584,8 @@ cell() { # mix policy
 }
 
 echo
-echo "== QoS-QPS (queries/s, all tenants, >= 95 % of every tenant within QoS) and the worst"
+echo "== QoS-QPS (queries/s, all tenants, >= 95 % of every tenant within QoS$([ "$REPEATS" = 1 ] ||
+	echo "; the median of $REPEATS searches")) and the worst"
 echo "   tenant's p99 / solo at medium load ($(awk -v f="$MEDIUM_SHARE" 'BEGIN { print 100 * f }')% of saturation at solo speed), per policy;"
 echo "   coloc's ratio to the best baseline ($(xargs <<<"$BASELINES")), its prediction MAPE"
 echo "   over the blocks of its whole run (mape.tsv has every policy's, per tenant) and the"
@@ -577,6 +618,18 @@ done
 echo "(each cell: QoS-QPS, then p99/solo at medium load, 'inf' when over 1 % of a tenant's"
 echo " queries got no answer; 'skipped': the policy did not run; no ratio when the best"
 echo " baseline has 0 QPS. Raw points: $OUT/points.tsv)"
+if [ "$REPEATS" -gt 1 ]; then
+	echo
+	echo "== each search's QoS-QPS (search r on the arrivals of seed r); the cells above are their medians"
+	printf '%-8s' mix
+	for p in "${POLICIES[@]}"; do printf ' %18s' "$p"; done
+	echo
+	for mix in "${MIXES[@]}"; do
+		printf '%-8s' "$mix"
+		for p in "${POLICIES[@]}"; do printf ' %18s' "${RUNS[$mix.$p]:--}"; done
+		echo
+	done
+fi
 
 # ---- the plots ----------------------------------------------------------------------
 if command -v gnuplot >/dev/null; then
