@@ -222,10 +222,11 @@ bench-executor: $(BINS)
 # every mix of tools/qos-mixes.conf as make bench-qos runs them, next to what
 # bench-qos measured (build/bench-qos/results.tsv) when it exists. The
 # full-domain slowdown there is the one fitted from model pairs measured here
-# (sim/README.md). Then VELTAIR's two published tables, their QoS targets,
-# equal rates (their Mix: rate inversely proportional to QoS, equal here); 2
-# and 8 tenants, 64 cores, then 8 at 128 and 256; VELTAIR's 1.6 slowdown (an
-# assumption). The 2-core check serves the tenants as bench-qos did (QoS from
+# (sim/README.md). Then 64, 128 and 256 cores (tools/bench-sim-cores.sh): the
+# same mixes with VELTAIR's QoS targets, ResNet-50 and GoogLeNet on VELTAIR's
+# published tables, our other models on their profiles scaled to VELTAIR's
+# machine (coloc-sim --scaling), VELTAIR's 1.6 slowdown (an assumption); the
+# ablations, the policy's decision cost and a plot per mix. The 2-core check serves the tenants as bench-qos did (QoS from
 # its points.tsv) and runs their blocks by the executor model that coloc-sim
 # fits each time on that run's block logs (--exec-from: blocks-MIX-POLICY.tsv,
 # sim/README.md); SIM_QOS_DIR=DIR checks another bench-qos run's results.tsv,
@@ -235,8 +236,6 @@ SIM_MIXES := tools/qos-mixes.conf
 SIM_2CORE_SLOWDOWN := 1.0
 SIM_QOS_DIR := build/bench-qos
 SIM_ARGS :=
-SIM_MIX2 := --tenant veltair:resnet50:15 --tenant veltair:googlenet:15
-SIM_MIX8 := $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2) $(SIM_MIX2)
 # the fidelity check alone (make bench-sim runs it first)
 bench-sim-2core: $(BINS)
 	@echo "bench-sim: simulated QoS-QPS (>= 95% of every tenant's queries within QoS), 120 s"
@@ -267,19 +266,8 @@ bench-sim-2core: $(BINS)
 		--duration 120 --full-slowdown $(SIM_2CORE_SLOWDOWN) --brief \
 		--measured $(SIM_QOS_DIR)/results.tsv $$serving $(SIM_ARGS)
 bench-sim: bench-sim-2core
-	@echo "== 64 cores in LLC domains of 4 (Threadripper 3990X), VELTAIR's tables (one kernel"
-	@echo "   version), QoS 15 ms each. Not results to quote before the fidelity check passes."
-	@echo "== mix: 1 ResNet-50 + 1 GoogLeNet tenant"
-	$(Q)$(BIN)/coloc-sim --policy all --search --seeds 5 --cores 64 --llc 4 --duration 120 $(SIM_MIX2)
-	@echo "== mix: 4 ResNet-50 + 4 GoogLeNet tenants"
-	$(Q)$(BIN)/coloc-sim --policy all --search --seeds 5 --cores 64 --llc 4 --duration 120 $(SIM_MIX8)
-	@echo "== 128 and 256 cores, 4 ResNet-50 + 4 GoogLeNet: VELTAIR's tables stop at 64 (56) cores,"
-	@echo "   so a block gets at most that many (its 64-core latency) and more run side by side."
-	@echo "   One seed, 60 s per point (about +-5 %), to keep the run short."
-	$(Q)for n in 128 256; do \
-		$(BIN)/coloc-sim --policy all --search --cores $$n --llc 4 --duration 60 --brief \
-			$(SIM_MIX8) || exit 1; \
-	done
+	@echo "== many cores: not results to quote before the fidelity check above passes"
+	$(Q)COLOC_BIN=$(abspath $(BIN)) tools/bench-sim-cores.sh
 
 # ONNX Runtime and the real ONNX models, pinned in tools/ort/ (models/ONNX.md)
 ort:

@@ -79,6 +79,7 @@ struct sim_table {
 	int *core_counts;
 	double *level_slowdown; /* NULL for VELTAIR's tables (one level) */
 	uint64_t *latency_ns;
+	uint64_t *latency_lo_ns, *latency_hi_ns; /* a profile's 95 % CIs; NULL: none */
 	uint64_t *layer_ops;
 	char note[256]; /* empty, or what was adjusted to make the table valid */
 };
@@ -110,11 +111,78 @@ struct sim_table_dirs {
 /*
  * A table by spec: "veltair:NAME" (VELTAIR's, in dirs->veltair), a model
  * file path ("x/NAME.model", "x.onnx"), or a bare model NAME
- * (dirs->models/NAME.model), both with the profile colocd would use.
+ * (dirs->models/NAME.model), both with the profile colocd would use, or
+ * "scaled:NAME" (that profile scaled to VELTAIR's machine, below).
  */
 int sim_table_load(const char *spec, const struct sim_table_dirs *dirs, struct sim_table *t,
 		   struct coloc_err *err);
 void sim_table_free(struct sim_table *t);
+
+/* ---- our tables on many cores (table_scaled.c; sim/README.md) ----------------- */
+
+/*
+ * Each of VELTAIR's layers fitted as t(k) = a + b / k + c k on its 8..64-core
+ * cells (serial part, parallel part, a cost per core: the last makes a layer's
+ * fastest core count finite); by the layer's time on one core (T1 = a + b + c),
+ * classes of four times as long each, and a class's curve g(k) = s + (1 - s -
+ * o) / k + o k relative to one core, s and o the medians of a / T1 and c / T1
+ * over its layers. An empty class borrows its nearest neighbour's curve. Our
+ * layer's class: its 1-core time over time_ratio (in VELTAIR's µs), so that a
+ * pool or a concat (no MACs) is classed by the time it takes, as a conv is.
+ */
+#define SIM_SCALE_CLASSES 6
+struct sim_scale_class {
+	double max_work_us; /* upper edge of T1; the last class has none (INFINITY) */
+	int nr_layers; /* VELTAIR's layers in it (both models) */
+	double serial, per_core; /* s and o above */
+};
+
+struct sim_scaling {
+	struct sim_scale_class cls[SIM_SCALE_CLASSES];
+	/*
+	 * Errors on VELTAIR's own cells, each layer anchored at its 8-core cell
+	 * (t(k) = t(8) x g(k) / g(8), k = 16..64): the class curves fitted on
+	 * both models (fit), and each model's layers by curves fitted on the
+	 * other model's alone (cross); mean absolute percentage, fractions.
+	 */
+	double fit_mape, cross_mape;
+	/*
+	 * Our ResNet-50 on one core (version 0, alone) over VELTAIR's (the sum of
+	 * its layers' T1). Scaled tables are divided by it: our models as
+	 * VELTAIR's machine would run them.
+	 */
+	double time_ratio;
+	/*
+	 * Whole model at each of VELTAIR's core counts, scaled ours / theirs - 1:
+	 * [0] ResNet-50 (the time ratio fitted on it), [1] GoogLeNet (held out).
+	 */
+	int nr_counts[2];
+	int counts[2][POLICY_MAX_CORE_COUNTS];
+	double model_err[2][POLICY_MAX_CORE_COUNTS];
+	/* our 2-core cells against g(2) x our 1-core cells: median ratio, cells compared */
+	double two_core_ratio;
+	int two_core_cells;
+};
+
+/*
+ * Fits the class curves on VELTAIR's ResNet-50 and GoogLeNet tables in
+ * dirs->veltair and the time ratio on our ResNet-50 profile (and GoogLeNet's,
+ * for the held-out error). 0 or -errno with err filled.
+ */
+int sim_scaling_fit(const struct sim_table_dirs *dirs, struct sim_scaling *s,
+		    struct coloc_err *err);
+/* The same from tables in hand: theirs[] VELTAIR's (8.. cores), ours[] with a 1-core column. */
+int sim_scaling_fit_tables(const struct sim_table theirs[2], const struct sim_table ours[2],
+			   struct sim_scaling *s, struct coloc_err *err);
+/* g(k) of the class of a layer of work_us on one of VELTAIR's cores: its time on k over on one. */
+double sim_scaling_curve(const struct sim_scaling *s, double work_us, int k);
+/*
+ * ours (a profile's table with a 1-core column) on VELTAIR's core counts
+ * 8, 16, .. 64: each cell (every version and level) its 1-core cell x the
+ * layer's class curve / time_ratio. 0 or -errno with err filled.
+ */
+int sim_table_scale(const struct sim_table *ours, const struct sim_scaling *s,
+		    struct sim_table *out, struct coloc_err *err);
 
 /* ---- the interference model (sim/README.md: what it rests on) -------------- */
 

@@ -43,6 +43,8 @@ int sim_table_load_profile(const char *model_path, const char *cache_dir, struct
 		t->core_counts = pt.core_counts;
 		t->level_slowdown = pt.level_slowdown;
 		t->latency_ns = pt.latency_ns;
+		t->latency_lo_ns = pt.latency_lo_ns;
+		t->latency_hi_ns = pt.latency_hi_ns;
 		t->layer_ops = pt.layer_ops;
 	}
 	model_source_close(&src);

@@ -25,6 +25,8 @@ void sim_table_free(struct sim_table *t)
 	free(t->core_counts);
 	free(t->level_slowdown);
 	free(t->latency_ns);
+	free(t->latency_lo_ns);
+	free(t->latency_hi_ns);
 	free(t->layer_ops);
 	*t = (struct sim_table){ 0 };
 }
@@ -215,14 +217,40 @@ fail:
 	return ret;
 }
 
+/* "scaled:NAME": our profile of NAME scaled to VELTAIR's machine (table_scaled.c). */
+static int load_scaled(const char *name, const struct sim_table_dirs *dirs, struct sim_table *t,
+		       struct coloc_err *err)
+{
+	struct sim_scaling s;
+	struct sim_table ours;
+	int ret;
+
+	*t = (struct sim_table){ 0 };
+	if (!*name || strchr(name, ':') || strchr(name, '/'))
+		return coloc_err_set(err, -EINVAL,
+				     "scaled:%s: want scaled:NAME, a model NAME of %s", name,
+				     dirs->models);
+	ret = sim_scaling_fit(dirs, &s, err);
+	if (ret)
+		return ret;
+	ret = sim_table_load(name, dirs, &ours, err);
+	if (ret)
+		return ret;
+	ret = sim_table_scale(&ours, &s, t, err);
+	sim_table_free(&ours);
+	return ret;
+}
+
 int sim_table_load(const char *spec, const struct sim_table_dirs *dirs, struct sim_table *t,
 		   struct coloc_err *err)
 {
-	static const char veltair[] = "veltair:";
+	static const char veltair[] = "veltair:", scaled[] = "scaled:";
 	char path[4096];
 
 	if (!strncmp(spec, veltair, strlen(veltair)))
 		return sim_table_load_veltair(dirs->veltair, spec + strlen(veltair), t, err);
+	if (!strncmp(spec, scaled, strlen(scaled)))
+		return load_scaled(spec + strlen(scaled), dirs, t, err);
 	if (strchr(spec, '/') || strstr(spec, ".model") || strstr(spec, ".onnx"))
 		return sim_table_load_profile(spec, dirs->profiles, t, err);
 	if (!*spec || strchr(spec, ':'))

@@ -1224,6 +1224,114 @@ TEST_F(sim, trace_load__reads_arrivals_and_names_a_bad_line)
 	unlink(path);
 }
 
+/* ---- our tables scaled to many cores ------------------------------------------------- */
+
+/*
+ * Hand-made tables whose every cell is a + b / k + c k exactly, so that the
+ * fit has nothing to smooth: layer A (a 0, b 2 ms, c 400 ns: T1 2000.4 us,
+ * the 1024-4096 us class) and layer B (a 5 us, b 100 us, c 200 ns: T1 105.2
+ * us, the 64-256 us class), the same two in both of "VELTAIR's" models. Ours
+ * take 3 x T1 on one core (time ratio 3) and T1 x g(2) on two. Then each
+ * class's curve is its layer's (s = a / T1, o = c / T1), ours scaled to k
+ * cores is a + b / k + c k again (B on 8 cores: 5000 + 12500 + 1600 = 19100
+ * ns), every error is 0, and an empty class borrows its nearest neighbour's
+ * curve (past 16384 us: A's, two classes down).
+ */
+static const double scale_abc[2][3] = { { 0, 2e6, 400 }, { 5e3, 1e5, 200 } };
+
+static double scale_exact(int layer, int k)
+{
+	return scale_abc[layer][0] + scale_abc[layer][1] / k + scale_abc[layer][2] * k;
+}
+
+TEST(sim_scaling__recovers_exact_curves_and_scales_ours_back_onto_them)
+{
+	static int theirs_counts[8], ours_counts[2] = { 1, 2 };
+	static uint64_t theirs_ns[2][8], ours_ns[4];
+	struct sim_table theirs[2], ours[2], scaled;
+	struct coloc_err err = { 0 };
+	struct sim_scaling s;
+
+	for (int ci = 0; ci < 8; ci++) {
+		theirs_counts[ci] = 8 * (ci + 1);
+		for (int l = 0; l < 2; l++)
+			theirs_ns[l][ci] = (uint64_t)llround(scale_exact(l, theirs_counts[ci]));
+	}
+	for (int l = 0; l < 2; l++) {
+		double t1 = scale_exact(l, 1);
+
+		ours_ns[2 * l] = (uint64_t)llround(3 * t1);
+		/* g(2) x the 1-core cell / 3: what the curve says two cores take */
+		ours_ns[2 * l + 1] = (uint64_t)llround(scale_exact(l, 2) * 3);
+	}
+	for (int i = 0; i < 2; i++) {
+		theirs[i] = (struct sim_table){
+			.name = "theirs",
+			.model = { .nr_layers = 2,
+				   .nr_versions = 1,
+				   .nr_core_counts = 8,
+				   .nr_levels = 1,
+				   .core_counts = theirs_counts },
+		};
+		ours[i] = (struct sim_table){
+			.name = "ours",
+			.model = { .nr_layers = 2,
+				   .nr_versions = 1,
+				   .nr_core_counts = 2,
+				   .nr_levels = 1,
+				   .core_counts = ours_counts,
+				   .latency_ns = ours_ns },
+			.core_counts = ours_counts,
+			.latency_ns = ours_ns,
+		};
+	}
+	/* [layer][ci] is the policy_model layout for one version and one level */
+	theirs[0].model.latency_ns = theirs_ns[0];
+	theirs[1].model.latency_ns = theirs_ns[0];
+	theirs[0].core_counts = theirs[1].core_counts = theirs_counts;
+	ASSERT_EQ(0, sim_scaling_fit_tables(theirs, ours, &s, &err)) TH_LOG("%s", err.msg);
+
+	ASSERT_LT(fabs(s.time_ratio - 3.0), 1e-3);
+	for (int l = 0; l < 2; l++) {
+		double t1 = scale_exact(l, 1) / 1e3;
+
+		for (int k = 1; k <= 64; k *= 2) {
+			ASSERT_LT(fabs(sim_scaling_curve(&s, t1, k) -
+				       scale_exact(l, k) / scale_exact(l, 1)),
+				  1e-4)
+			TH_LOG("layer %d, %d cores", l, k);
+		}
+	}
+	ASSERT_EQ(2, s.cls[3].nr_layers); /* A, once from each model */
+	ASSERT_EQ(2, s.cls[1].nr_layers); /* B */
+	ASSERT_EQ(0, s.cls[5].nr_layers);
+	ASSERT_EQ(sim_scaling_curve(&s, 2000.4, 8), sim_scaling_curve(&s, 20000, 8));
+	ASSERT_LT(s.fit_mape, 1e-4);
+	ASSERT_LT(s.cross_mape, 1e-4);
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(8, s.nr_counts[i]);
+		for (int ci = 0; ci < 8; ci++)
+			ASSERT_LT(fabs(s.model_err[i][ci]), 1e-4);
+	}
+	ASSERT_EQ(4, s.two_core_cells);
+	ASSERT_LT(fabs(s.two_core_ratio - 1.0), 1e-4);
+
+	ASSERT_EQ(0, sim_table_scale(&ours[0], &s, &scaled, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(8, scaled.model.nr_core_counts);
+	ASSERT_EQ(64, scaled.model.core_counts[7]);
+	ASSERT_LE(labs((long)policy_model_cell(&scaled.model, 1, 0, 0, 0) - 19100), 2);
+	for (int l = 0; l < 2; l++)
+		for (int ci = 0; ci < 8; ci++)
+			ASSERT_LE(labs((long)policy_model_cell(&scaled.model, l, 0, ci, 0) -
+				       (long)theirs_ns[l][ci]),
+				  2);
+	sim_table_free(&scaled);
+
+	/* a table with no 1-core column cannot be scaled */
+	ASSERT_EQ(-EINVAL, sim_table_scale(&theirs[0], &s, &scaled, &err));
+	ASSERT_NE(NULL, strstr(err.msg, "1-core"));
+}
+
 /* ---- coloc's own profiles ------------------------------------------------------------------ */
 
 /*

@@ -40,7 +40,7 @@ static struct {
 	bool search, json, late_serve, duration_given, brief, query_cost_in_blocks;
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	const char *exec_from; /* block logs to fit the executor model on; NULL: none */
-	bool penalty_given, exec_per_run;
+	bool penalty_given, exec_per_run, print_scaling;
 	double speed_rho; /* --speed-rho; < 0: the fitted one (0 without --exec-from) */
 	const char *block_trace; /* --block-trace FILE: every block of a single run */
 	double start_qps, tol;
@@ -92,6 +92,7 @@ static void usage(FILE *out)
 		"                 [--query-cost-sigma S] [--query-cost-in-blocks] [--shared-penalty X]\n"
 		"                 [--exec-from DIR]\n"
 		"                 [--search-like quick|full] [--brief] [--json]\n"
+		"       " PROG " --scaling\n"
 		"Simulates the policy library (the code colocd runs) on a machine of N cores with\n"
 		"tenants on VELTAIR's published latency tables or on coloc's own profiles of this\n"
 		"machine, and prints per tenant the fraction of queries within QoS, drops and\n"
@@ -99,7 +100,9 @@ static void usage(FILE *out)
 		"own calls. The interference model and what it rests on: sim/README.md.\n"
 		"  --tenant MODEL:QOS[:SHARE]  a tenant. MODEL: veltair:NAME (VELTAIR's table:\n"
 		"                 resnet50, googlenet), a model NAME of models/ or a model file's\n"
-		"                 path (coloc's profile from the cache, as colocd finds it).\n"
+		"                 path (coloc's profile from the cache, as colocd finds it), or\n"
+		"                 scaled:NAME (that profile scaled to VELTAIR's 8-64 cores, see\n"
+		"                 --scaling).\n"
 		"                 QOS: its latency target in ms, or Nx for N times the model's\n"
 		"                 solo latency on the simulated cores (e.g. 2x). SHARE: its share\n"
 		"                 of the total rate (default 1). Repeat, at most %d tenants\n"
@@ -184,6 +187,8 @@ static void usage(FILE *out)
 		"                 model fitted on that run's own log (blocks-MIX-POLICY.tsv: the\n"
 		"                 machine as it was during that run), the rows it lacks from all\n"
 		"                 the logs\n"
+		"  --scaling      print how scaled:NAME tables are made (curves by layer size\n"
+		"                 fitted on VELTAIR's tables, the speed, their errors) and exit\n"
 		"  --brief        one line per policy instead of a table per tenant\n"
 		"  --json         print the results as JSON\n"
 		"  --version      print the version and exit\n"
@@ -210,7 +215,7 @@ static int parse_double(const char *flag, const char *s, double lo, double hi, d
 	return 0;
 }
 
-/* MODEL:QOS[:SHARE]; MODEL has one colon when it is veltair:NAME, none otherwise. */
+/* MODEL:QOS[:SHARE]; MODEL has one colon when it is veltair:NAME or scaled:NAME, none otherwise. */
 static int parse_tenant(const char *arg, struct tenant_arg *t)
 {
 	char buf[256], *qos, *share;
@@ -219,7 +224,8 @@ static int parse_tenant(const char *arg, struct tenant_arg *t)
 	if (snprintf(buf, sizeof(buf), "%s", arg) >= (int)sizeof(buf))
 		goto bad;
 	qos = strchr(buf, ':');
-	if (qos && !strncmp(buf, "veltair:", strlen("veltair:")))
+	if (qos && (!strncmp(buf, "veltair:", strlen("veltair:")) ||
+		    !strncmp(buf, "scaled:", strlen("scaled:"))))
 		qos = strchr(qos + 1, ':');
 	if (!qos)
 		goto bad;
@@ -782,6 +788,60 @@ static int print_fidelity(void)
 	return 0;
 }
 
+/* --scaling: how our profiles become scaled:NAME tables, and how far off they are. */
+static int print_scaling(const struct sim_table_dirs *dirs)
+{
+	static const char *const model[2] = { "ResNet-50 (the time ratio fitted on it)",
+					      "GoogLeNet (held out)" };
+	struct coloc_err err = { 0 };
+	struct sim_scaling s;
+
+	if (sim_scaling_fit(dirs, &s, &err)) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		return 1;
+	}
+	printf("scaled:NAME: our profile's 1-core cells x g(k) of the layer's class / time ratio,\n"
+	       "k = 8, 16, .. 64 (sim/README.md). g(k) = s + (1 - s - o) / k + o k, fitted\n"
+	       "on VELTAIR's ResNet-50 and GoogLeNet layers (t(k) = a + b / k + c k each), in\n"
+	       "classes by T1, the layer's time on one of VELTAIR's cores\n");
+	printf("%-16s %7s %8s %9s %9s %9s %7s\n", "class (T1, us)", "layers", "s", "o", "g(8)",
+	       "g(64)", "best k");
+	for (int c = 0; c < SIM_SCALE_CLASSES; c++) {
+		const struct sim_scale_class *k = &s.cls[c];
+		double lo = c ? s.cls[c - 1].max_work_us : 0;
+		double work = c ? lo : k->max_work_us / 2;
+		int best_k = 1;
+		char range[32];
+
+		for (int n = 2; n <= 256; n++)
+			if (sim_scaling_curve(&s, work, n) < sim_scaling_curve(&s, work, best_k))
+				best_k = n;
+		if (isinf(k->max_work_us))
+			snprintf(range, sizeof(range), ">= %.0f", lo);
+		else
+			snprintf(range, sizeof(range), "%.0f-%.0f", lo, k->max_work_us);
+		printf("%-16s %7d %8.4f %9.6f %9.4f %9.4f %7d%s\n", range, k->nr_layers, k->serial,
+		       k->per_core, sim_scaling_curve(&s, work, 8), sim_scaling_curve(&s, work, 64),
+		       best_k, k->nr_layers ? "" : "  (no layer: its neighbour's curve)");
+	}
+	printf("error on VELTAIR's own cells, each layer anchored at its 8-core cell: %.1f %%;\n"
+	       "each model by the curves of the other alone: %.1f %%\n",
+	       100 * s.fit_mape, 100 * s.cross_mape);
+	printf("time ratio: our ResNet-50 on one core here over theirs on one of VELTAIR's: %.3f\n",
+	       s.time_ratio);
+	for (int i = 0; i < 2; i++) {
+		printf("whole model scaled-ours / theirs - 1, %s:", model[i]);
+		for (int ci = 0; ci < s.nr_counts[i]; ci++)
+			printf(" %d:%+.0f%%", s.counts[i][ci], 100 * s.model_err[i][ci]);
+		printf("\n");
+	}
+	if (s.two_core_cells)
+		printf("our 2-core cells / (g(2) x our 1-core cells): median %.2f over %d layers "
+		       "(1.00: the curve holds at 2 cores here)\n",
+		       s.two_core_ratio, s.two_core_cells);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option long_opts[] = {
@@ -818,6 +878,7 @@ int main(int argc, char **argv)
 		{ "exec-per-run", no_argument, NULL, 'R' },
 		{ "block-trace", required_argument, NULL, 'Z' },
 		{ "speed-rho", required_argument, NULL, 'H' },
+		{ "scaling", no_argument, NULL, 'Y' },
 		{ "brief", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -969,6 +1030,9 @@ int main(int argc, char **argv)
 		case 'b':
 			opts.brief = true;
 			break;
+		case 'Y':
+			opts.print_scaling = true;
+			break;
 		case 'I':
 			opts.query_cost_in_blocks = true;
 			break;
@@ -997,6 +1061,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	dirs.veltair = opts.tables ?: repo_path(TABLES_FROM_REPO, tables_buf, sizeof(tables_buf));
+	dirs.models = opts.models ?: repo_path(MODELS_FROM_REPO, models_buf, sizeof(models_buf));
+	dirs.profiles = opts.profiles;
+	if (opts.print_scaling)
+		return print_scaling(&dirs);
 	if (!nr_tenants == !opts.mix) {
 		fprintf(stderr, PROG ": give --tenant MODEL:QOS[:SHARE] (one or more) or --mix "
 				     "NAME|all, not both\n");
@@ -1050,9 +1119,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	dirs.veltair = opts.tables ?: repo_path(TABLES_FROM_REPO, tables_buf, sizeof(tables_buf));
-	dirs.models = opts.models ?: repo_path(MODELS_FROM_REPO, models_buf, sizeof(models_buf));
-	dirs.profiles = opts.profiles;
 	all_mixes = opts.mix && !strcmp(opts.mix, "all");
 	if (opts.mix) {
 		if (sim_mixes_load(opts.mixes ?:

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# make bench-sim's many-core part (issue 9): the policies on simulated
+# machines of 64, 128 and 256 cores (LLC domains of 4, VELTAIR's Threadripper
+# 3990X), on the mixes of tools/qos-mixes.conf as VELTAIR would have run
+# them: each model with VELTAIR's QoS target (MLPerf server: ResNet-50 and
+# GoogLeNet 15 ms, EfficientNet, MobileNet-V2 and Tiny-YOLOv2 10 ms, SSD 100
+# ms, BERT-Large 130 ms), each tenant's rate inversely proportional to it
+# (VELTAIR's Mix rule), COPIES tenants of each model per 64 cores.
+# ResNet-50 and GoogLeNet run on VELTAIR's own tables (veltair:NAME), the
+# other models on our profiles scaled to VELTAIR's machine (scaled:NAME;
+# coloc-sim --scaling prints how and how far off). Prints, per core count:
+#   - QoS-QPS of every policy (the median over SEEDS searches) and coloc's
+#     ratio to the best baseline next to VELTAIR's published gain;
+#   - the ablations: coloc with one mechanism switched off at a time, as a
+#     ratio to coloc;
+# then policy_decide()'s cost at 64 and 256 cores with 16 and 64 tenants,
+# and (64 cores) a plot per mix: the worst tenant's fraction within QoS
+# against the offered load, one line per policy (build/bench-sim/*.png).
+# Every number rests on sim/README.md's assumptions (interference: VELTAIR's
+# 1.6 full-domain slowdown). Environment: COLOC_BIN (bin/), SEEDS (3),
+# DURATION (simulated seconds per load point, 30), COPIES (2), CORES ("64 128
+# 256"; the plots and the decision cost need 64 among them).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${COLOC_BIN:-$ROOT/bin}
+SIM=$BIN/coloc-sim
+CONF=$ROOT/tools/qos-mixes.conf
+OUT=$ROOT/build/bench-sim
+SEEDS=${SEEDS:-3}
+DURATION=${DURATION:-30}
+COPIES=${COPIES:-2}
+CORES=${CORES:-64 128 256}
+BASELINES="os static temporal model-wise layer-wise"
+ABLATIONS="coloc-noversions coloc-noblocks coloc-fixedthres coloc-noprediction coloc-fcfs coloc-nocap"
+declare -A QOS=([resnet50]=15 [googlenet]=15 [efficientnet_b0]=10 [mobilenet_v2]=10
+	[tiny_yolov2]=10 [ssd_mobilenet]=100 [bert_large]=130)
+# VELTAIR's QPS-under-QoS gain over its best baseline (ASPLOS'22, ../shared/papers.md)
+declare -A PUBLISHED=([light]=1.71 [medium]=1.62 [heavy]=1.44 [mix]=1.68)
+
+mkdir -p "$OUT"
+declare -A MODELS
+MIXES=()
+while read -r name models; do
+	case $name in '' | '#'*) continue ;; esac
+	MODELS[$name]=$models
+	MIXES+=("$name")
+done <"$CONF"
+
+# --tenant arguments for a mix: copies tenants of each of its models
+tenants() { # mix copies
+	local m spec args=() i
+
+	for m in ${MODELS[$1]}; do
+		[ -n "${QOS[$m]:-}" ] || { echo "bench-sim: no VELTAIR QoS for $m" >&2; exit 1; }
+		case $m in resnet50 | googlenet) spec=veltair:$m ;; *) spec=scaled:$m ;; esac
+		for ((i = 0; i < $2; i++)); do
+			args+=(--tenant "$spec:${QOS[$m]}:$(awk -v q="${QOS[$m]}" 'BEGIN { printf "%.6f", 1 / q }')")
+		done
+	done
+	echo "${args[@]}"
+}
+
+echo "== how our models' profiles become 64-core tables"
+"$SIM" --scaling
+declare -A QPS
+for cores in $CORES; do
+	copies=$((COPIES * cores / 64))
+	seeds=$([ "$cores" = 64 ] && echo "$SEEDS" || echo 1)
+	echo
+	echo "== $cores cores (LLC domains of 4), $copies tenants of each model, median of $seeds" \
+		"search(es), $DURATION s per point"
+	for mix in "${MIXES[@]}"; do
+		# shellcheck disable=SC2046 # tenants() prints separate arguments
+		"$SIM" --policy all --search --seeds "$seeds" --cores "$cores" --llc 4 \
+			--duration "$DURATION" --brief $(tenants "$mix" "$copies") \
+			>"$OUT/search-$mix-$cores.txt" 2>"$OUT/search-$mix-$cores.err" || {
+			sed 's/^/  /' "$OUT/search-$mix-$cores.err" >&2
+			echo "bench-sim: coloc-sim failed on $mix at $cores cores" >&2
+			exit 1
+		}
+		while read -r p v; do QPS[$mix.$cores.$p]=$v; done < <(awk '$2 == "QoS-QPS" { print $1, $3 }' \
+			"$OUT/search-$mix-$cores.txt")
+	done
+	printf '%-8s' mix
+	for p in $BASELINES coloc; do printf ' %11s' "$p"; done
+	printf ' %18s %9s\n' "coloc/best base" VELTAIR
+	for mix in "${MIXES[@]}"; do
+		printf '%-8s' "$mix"
+		best=0 best_name=-
+		for p in $BASELINES coloc; do
+			v=${QPS[$mix.$cores.$p]:-NA}
+			printf ' %11s' "$v"
+			if [ "$p" != coloc ] && awk -v v="$v" -v b="$best" 'BEGIN { exit !(v + 0 > b) }'; then
+				best=$v best_name=$p
+			fi
+		done
+		printf ' %18s %8s\n' "$(awk -v c="${QPS[$mix.$cores.coloc]:-0}" -v b="$best" -v n="$best_name" \
+			'BEGIN { if (b > 0) printf "%.2fx %s", c / b, n; else print "n/a" }')" \
+			"${PUBLISHED[$mix]:+${PUBLISHED[$mix]}x}"
+	done
+	echo "ablations, QoS-QPS / coloc's:"
+	printf '%-8s' mix
+	for p in $ABLATIONS; do printf ' %18s' "$p"; done
+	echo
+	for mix in "${MIXES[@]}"; do
+		printf '%-8s' "$mix"
+		for p in $ABLATIONS; do
+			printf ' %18s' "$(awk -v a="${QPS[$mix.$cores.$p]:-0}" -v c="${QPS[$mix.$cores.coloc]:-0}" \
+				'BEGIN { if (c > 0) printf "%.2f", a / c; else print "n/a" }')"
+		done
+		echo
+	done
+done
+
+echo
+echo "== policy_decide() cost, coloc, the mix 'mix' at half coloc's 64-core QoS-QPS per 64 cores"
+for cores in 64 256; do
+	for n in 16 64; do
+		copies=$((n / $(wc -w <<<"${MODELS[mix]}")))
+		qps=$(awk -v q="${QPS[mix.64.coloc]:-100}" -v c="$cores" 'BEGIN { printf "%.1f", q / 2 * c / 64 }')
+		# shellcheck disable=SC2046
+		line=$("$SIM" --policy coloc --qps "$qps" --cores "$cores" --llc 4 --duration 10 \
+			--brief $(tenants mix "$copies") 2>/dev/null | grep 'policy_decide:' || true)
+		printf '  %3d cores, %2d tenants, %7s QPS: %s\n' "$cores" "$((copies * $(wc -w <<<"${MODELS[mix]}")))" \
+			"$qps" "${line#*policy_decide: }"
+	done
+done
+
+# fraction within QoS against the load, 64 cores, one seed
+if command -v gnuplot >/dev/null && command -v jq >/dev/null; then
+	echo
+	for mix in "${MIXES[@]}"; do
+		top=$(awk -v a="${QPS[$mix.64.coloc]:-0}" -v b="${QPS[$mix.64.temporal]:-0}" \
+			'BEGIN { m = a > b ? a : b; print (m > 0 ? m : 100) }')
+		rm -f "$OUT"/plot-"$mix"-*.dat
+		for i in 2 4 6 8 10 12 14 16 18 20; do
+			qps=$(awk -v t="$top" -v i="$i" 'BEGIN { printf "%.1f", t * i / 10 / 1.25 }')
+			# shellcheck disable=SC2046
+			"$SIM" --policy "$(tr ' ' , <<<"$BASELINES coloc")" --qps "$qps" --cores 64 --llc 4 \
+				--duration "$DURATION" --json $(tenants "$mix" "$COPIES") 2>/dev/null |
+				jq -r --arg q "$qps" '.results[] | [.policy, $q,
+					([.run.tenants[].fraction_within] | min)] | @tsv' |
+				while IFS=$'\t' read -r p q f; do echo "$q $f" >>"$OUT/plot-$mix-$p.dat"; done
+		done
+		plot=
+		for p in $BASELINES coloc; do
+			[ -s "$OUT/plot-$mix-$p.dat" ] &&
+				plot+="${plot:+, }'$OUT/plot-$mix-$p.dat' using 1:2 with linespoints title '$p'"
+		done
+		gnuplot <<EOF
+set terminal png size 900,560 noenhanced
+set output '$OUT/$mix-64.png'
+set title "simulated, 64 cores, mix $mix (${MODELS[$mix]}, $COPIES tenants each): worst tenant's share within QoS"
+set xlabel 'offered load, queries/s (all tenants)'
+set ylabel 'fraction within QoS, worst tenant'
+set yrange [0:1.02]
+set key outside right top
+set grid
+set arrow from graph 0, first 0.95 to graph 1, first 0.95 nohead dashtype 2
+plot $plot
+EOF
+		echo "plot: $OUT/$mix-64.png"
+	done
+else
+	echo "bench-sim: gnuplot or jq missing (make bench-qos installs both): no plots" >&2
+fi
