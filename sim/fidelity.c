@@ -100,11 +100,11 @@ static int header_columns(const char *path, char **f, int n, const char *const *
 	for (int k = 0; k < nr; k++) {
 		col[k] = -1;
 		for (int i = 0; i < n; i++)
-			if (!strcmp(f[i], want[k]))
+			if (!strcmp(f[i], want[k] + (want[k][0] == '?')))
 				col[k] = i;
 	}
 	for (int k = 0; k < nr; k++) {
-		if (col[k] >= 0)
+		if (col[k] >= 0 || want[k][0] == '?')
 			continue;
 		for (int w = 0; w < nr && at < (int)sizeof(list); w++)
 			at += snprintf(list + at, sizeof(list) - (size_t)at, "%s%s", w ? ", " : "",
@@ -160,18 +160,45 @@ static int qps_row(void *ctx, char **f, int n, const int *col, const char *path,
 				     "header's columns",
 				     path, lineno);
 	ret = sim_qps_table_add(ctx, f[col[0]], f[col[1]], qps, p99, err);
-	if (ret)
+	if (ret) {
 		coloc_err_prefix(err, "%s:%d", path, lineno);
-	return ret;
+		return ret;
+	}
+	/* bench-qos --repeats: each search's QoS-QPS, comma-separated; their range */
+	if (col[4] >= 0 && n > col[4] && strcmp(f[col[4]], "NA")) {
+		struct sim_qps_table *t = ctx;
+		struct sim_qps_cell *c = &t->cell[t->nr - 1];
+		char *s = f[col[4]], *end;
+
+		c->qps_lo = INFINITY;
+		c->qps_hi = 0;
+		for (;;) {
+			double v = strtod(s, &end);
+
+			if (end == s || !(v >= 0) || !isfinite(v) || (*end && *end != ','))
+				return coloc_err_set(err, -EINVAL,
+						     "%s:%d: searches: want QoS-QPS figures "
+						     "separated by commas, not '%s'",
+						     path, lineno, f[col[4]]);
+			c->qps_lo = fmin(c->qps_lo, v);
+			c->qps_hi = fmax(c->qps_hi, v);
+			if (!*end)
+				break;
+			s = end + 1;
+		}
+	}
+	return 0;
 }
 
 int sim_qps_table_load_tsv(const char *path, struct sim_qps_table *t, struct coloc_err *err)
 {
-	static const char *const want[] = { "mix", "policy", "qos_qps", "p99_over_solo" };
+	/* searches: optional, '?' (bench-qos before --repeats has none) */
+	static const char *const want[] = { "mix", "policy", "qos_qps", "p99_over_solo",
+					    "?searches" };
 	int ret;
 
 	*t = (struct sim_qps_table){ 0 };
-	ret = sim_tsv_load(path, want, 4, qps_row, t, err);
+	ret = sim_tsv_load(path, want, 5, qps_row, t, err);
 	if (ret)
 		sim_qps_table_free(t);
 	return ret;
@@ -284,6 +311,8 @@ int sim_fidelity_compare(const struct sim_qps_table *sim, const struct sim_qps_t
 		if (m) {
 			r->in_range = m->qps >= s->qps_lo && m->qps <= s->qps_hi;
 			f->nr_in_range += r->in_range;
+			r->ranges_meet = m->qps_lo <= s->qps_hi && s->qps_lo <= m->qps_hi;
+			f->nr_ranges_meet += r->ranges_meet;
 		}
 		if (m && m->qps > 0) {
 			r->ratio = s->qps / m->qps;

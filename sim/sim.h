@@ -618,8 +618,9 @@ typedef int (*sim_tsv_row_fn)(void *ctx, char **f, int n, const int *col, const 
 #define SIM_TSV_MAX_COLS 8
 /*
  * Reads a tab-separated file: a header that must name every column of
- * want[nr_want] (any order, others ignored), then each non-empty row
- * through row, which stops the read by returning an error.
+ * want[nr_want] (any order, others ignored; a name starting with '?' is
+ * optional, its col[] -1 when missing), then each non-empty row through
+ * row, which stops the read by returning an error.
  */
 int sim_tsv_load(const char *path, const char *const *want, int nr_want, sim_tsv_row_fn row,
 		 void *ctx, struct coloc_err *err);
@@ -654,7 +655,10 @@ struct sim_qps_cell {
 	char policy[32];
 	double qps; /* the highest total QPS with >= 95 % of every tenant within QoS; 0: none */
 	double p99_over_solo; /* p99 latency / solo latency at medium load; 0: unknown */
-	/* simulated over several seeds: the lowest and highest (both qps for one, or measured) */
+	/*
+	 * simulated over several seeds, or measured by several searches (bench-qos
+	 * --repeats): the lowest and highest; both qps for one
+	 */
 	double qps_lo, qps_hi;
 };
 
@@ -672,7 +676,9 @@ void sim_qps_table_free(struct sim_qps_table *t);
 /*
  * make bench-qos's results.tsv: a header line naming the tab-separated
  * columns, among them mix, policy, qos_qps and p99_over_solo (in any order;
- * other columns are ignored), then one line per mix and policy.
+ * other columns are ignored) and maybe searches (each search's QoS-QPS,
+ * comma-separated: the cell's qps_lo and qps_hi), then one line per mix and
+ * policy.
  */
 int sim_qps_table_load_tsv(const char *path, struct sim_qps_table *t, struct coloc_err *err);
 
@@ -682,6 +688,8 @@ struct sim_fidelity_row {
 	double ratio; /* simulated / measured; 0 when not compared or measured 0 */
 	bool within; /* |ratio - 1| <= tolerance (measured 0: simulated 0 too) */
 	bool in_range; /* measured within the simulated [qps_lo, qps_hi] */
+	/* the simulated seeds' range and the measured searches' range overlap */
+	bool ranges_meet;
 };
 
 struct sim_fidelity_mix {
@@ -693,7 +701,7 @@ struct sim_fidelity_mix {
 
 struct sim_fidelity {
 	struct sim_fidelity_row *row; /* one per simulated cell, in its order */
-	int nr_rows, nr_compared, nr_within, nr_in_range;
+	int nr_rows, nr_compared, nr_within, nr_in_range, nr_ranges_meet;
 	struct sim_fidelity_mix *mix; /* in order of first appearance */
 	int nr_mixes, nr_mixes_same;
 };

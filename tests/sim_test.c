@@ -1505,6 +1505,28 @@ TEST_F(sim, fidelity_compare__ratios_tolerance_and_ranking_on_a_hand_made_file)
 	write_file(path, "mix\tpolicy\tqos_qps\tp99_over_solo\nlight\ta\tfast\t1\n");
 	ASSERT_EQ(-EINVAL, sim_qps_table_load_tsv(path, &meas, &self->err));
 	ASSERT_NE(NULL, strstr(self->err.msg, ":2:"));
+	/*
+	 * bench-qos --repeats: each search's figure; the cell's range is theirs.
+	 * light a: measured 85 .. 120 meets the simulated 100; light c: 36 .. 50
+	 * misses the seeds' 15 .. 35
+	 */
+	write_file(path, "mix\tpolicy\tqos_qps\tp99_over_solo\tsearches\n"
+			 "light\ta\t90\t1\t85,90,120\nlight\tc\t40\t1\t50,40,36\n");
+	ASSERT_EQ(0, sim_qps_table_load_tsv(path, &meas, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(85.0, sim_qps_table_find(&meas, "light", "a")->qps_lo);
+	ASSERT_EQ(120.0, sim_qps_table_find(&meas, "light", "a")->qps_hi);
+	ASSERT_EQ(36.0, sim_qps_table_find(&meas, "light", "c")->qps_lo);
+	ASSERT_EQ(0, sim_fidelity_compare(&sim, &meas, 0.15, &f, &self->err));
+	ASSERT_EQ(2, f.nr_compared);
+	ASSERT_TRUE(f.row[0].ranges_meet);
+	ASSERT_FALSE(f.row[2].ranges_meet);
+	ASSERT_EQ(1, f.nr_ranges_meet);
+	sim_fidelity_free(&f);
+	sim_qps_table_free(&meas);
+	self->err = (struct coloc_err){ 0 };
+	write_file(path, "mix\tpolicy\tqos_qps\tp99_over_solo\tsearches\nlight\ta\t9\t1\t9,x\n");
+	ASSERT_EQ(-EINVAL, sim_qps_table_load_tsv(path, &meas, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "searches"));
 	sim_qps_table_free(&sim);
 	unlink(path);
 }
