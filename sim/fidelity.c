@@ -107,8 +107,9 @@ static int header_columns(const char *path, char **f, int n, const char *const *
 		if (col[k] >= 0 || want[k][0] == '?')
 			continue;
 		for (int w = 0; w < nr && at < (int)sizeof(list); w++)
-			at += snprintf(list + at, sizeof(list) - (size_t)at, "%s%s", w ? ", " : "",
-				       want[w]);
+			if (want[w][0] != '?')
+				at += snprintf(list + at, sizeof(list) - (size_t)at, "%s%s",
+					       at ? ", " : "", want[w]);
 		return coloc_err_set(err, -EINVAL,
 				     "%s:1: the header has no column '%s' (want %s, tab-separated)",
 				     path, want[k], list);

@@ -154,11 +154,14 @@ struct sim_scaling {
 	double time_ratio;
 	/*
 	 * Whole model at each of VELTAIR's core counts, scaled ours / theirs - 1:
-	 * [0] ResNet-50 (the time ratio fitted on it), [1] GoogLeNet (held out).
+	 * [0] ResNet-50 (the time ratio fitted on it), [1] GoogLeNet; by the
+	 * curves fitted on both models (model_err), and by those of the other
+	 * model alone (model_err_cross: GoogLeNet's then wholly held out).
 	 */
 	int nr_counts[2];
 	int counts[2][POLICY_MAX_CORE_COUNTS];
 	double model_err[2][POLICY_MAX_CORE_COUNTS];
+	double model_err_cross[2][POLICY_MAX_CORE_COUNTS];
 	/* our 2-core cells against g(2) x our 1-core cells: median ratio, cells compared */
 	double two_core_ratio;
 	int two_core_cells;

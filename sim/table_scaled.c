@@ -144,17 +144,25 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* The class curves from the layers of fits[0..nr) whose model bit is in use (model[i]). */
-static void fit_classes(const struct layer_fit *f, const int *model, int nr, int use,
-			struct sim_scale_class *cls)
+/*
+ * The class curves from the layers of f[0..nr) whose model (model[i]) is in
+ * use (a bit mask); -ENOMEM or 0.
+ */
+static int fit_classes(const struct layer_fit *f, const int *model, int nr, int use,
+		       struct sim_scale_class *cls)
 {
 	double *s = calloc((size_t)nr + 1, sizeof(*s)), *o = calloc((size_t)nr + 1, sizeof(*o));
 	double edge = SCALE_FIRST_EDGE;
 
+	if (!s || !o) {
+		free(s);
+		free(o);
+		return -ENOMEM;
+	}
 	for (int c = 0; c < SIM_SCALE_CLASSES; c++, edge *= 4) {
 		int n = 0;
 
-		for (int i = 0; i < nr && s && o; i++) {
+		for (int i = 0; i < nr; i++) {
 			if (!(use >> model[i] & 1) || class_of(f[i].work_us) != c)
 				continue;
 			s[n] = f[i].serial;
@@ -185,6 +193,7 @@ static void fit_classes(const struct layer_fit *f, const int *model, int nr, int
 	}
 	free(s);
 	free(o);
+	return 0;
 }
 
 static double curve(const struct sim_scale_class *cls, double work_us, int k)
@@ -200,9 +209,9 @@ double sim_scaling_curve(const struct sim_scaling *s, double work_us, int k)
 }
 
 /* Our layer's 1-core time in µs of one of VELTAIR's cores. */
-static double our_work_us(const struct sim_scaling *s, uint64_t one_core_ns)
+static double our_work_us(double time_ratio, uint64_t one_core_ns)
 {
-	return (double)one_core_ns / 1e3 / s->time_ratio;
+	return (double)one_core_ns / 1e3 / time_ratio;
 }
 
 /*
@@ -235,15 +244,16 @@ static int one_core_column(const struct sim_table *ours)
 	return ours->model.nr_core_counts && ours->core_counts[0] == 1 ? 0 : -1;
 }
 
-/* Our whole model (version 0, alone, from its 1-core cells) scaled to k cores, ns, speed 1. */
-static double scaled_sum(const struct sim_table *ours, const struct sim_scaling *s, int k)
+/* Our whole model (version 0, alone) scaled to k of VELTAIR's cores by the curves cls, ns. */
+static double scaled_sum(const struct sim_table *ours, const struct sim_scale_class *cls,
+			 double time_ratio, int k)
 {
 	double sum = 0;
 
 	for (int l = 0; l < ours->model.nr_layers; l++) {
 		uint64_t t1 = policy_model_cell(&ours->model, l, 0, 0, 0);
 
-		sum += (double)t1 * curve(s->cls, our_work_us(s, t1), k);
+		sum += (double)t1 * curve(cls, our_work_us(time_ratio, t1), k) / time_ratio;
 	}
 	return sum;
 }
@@ -269,7 +279,7 @@ static void two_core_ratios(const struct sim_table *ours, const struct sim_scali
 		uint64_t t1 = policy_model_cell(m, l, 0, 0, 0);
 
 		r[(*n)++] = (double)policy_model_cell(m, l, 0, 1, 0) /
-			    ((double)t1 * curve(s->cls, our_work_us(s, t1), 2));
+			    ((double)t1 * curve(s->cls, our_work_us(s->time_ratio, t1), 2));
 	}
 }
 
@@ -307,10 +317,15 @@ int sim_scaling_fit_tables(const struct sim_table theirs[2], const struct sim_ta
 	double sum_err = 0, *ratios = NULL, ours_t1 = 0, theirs_t1 = 0;
 
 	memset(s, 0, sizeof(*s));
-	for (int i = 0; i < 2; i++)
-		if (one_core_column(&ours[i]) < 0 || theirs[i].model.nr_versions < 1)
+	for (int i = 0; i < 2; i++) {
+		if (one_core_column(&ours[i]) < 0)
 			return coloc_err_set(err, -EINVAL, "our %s has no 1-core column",
 					     ours[i].name);
+		if (theirs[i].model.nr_layers < 1 || theirs[i].model.nr_core_counts < 2)
+			return coloc_err_set(err, -EINVAL,
+					     "%s: want layers timed at two core counts or more",
+					     theirs[i].name);
+	}
 	fits = calloc((size_t)(theirs[0].model.nr_layers + theirs[1].model.nr_layers),
 		      sizeof(*fits));
 	model = calloc((size_t)(theirs[0].model.nr_layers + theirs[1].model.nr_layers),
@@ -339,16 +354,27 @@ int sim_scaling_fit_tables(const struct sim_table theirs[2], const struct sim_ta
 	for (int l = 0; l < ours[0].model.nr_layers; l++)
 		ours_t1 += (double)policy_model_cell(&ours[0].model, l, 0, 0, 0);
 	s->time_ratio = ours_t1 / theirs_t1;
-	/* cross: each model's layers by the curves of the other's alone */
+	/* cross: each model's layers, and our same model, by the curves of the other's alone */
 	for (int i = 0; i < 2; i++) {
 		struct sim_scale_class other[SIM_SCALE_CLASSES];
 
-		fit_classes(fits, model, nr, 1 << (1 - i), other);
+		if (fit_classes(fits, model, nr, 1 << (1 - i), other)) {
+			ret = coloc_err_set(err, -ENOMEM, "scaled tables: out of memory");
+			goto out;
+		}
 		anchored_error(&theirs[i], fits + (i ? theirs[0].model.nr_layers : 0), other,
 			       &sum_err, &n_err);
+		for (int ci = 0; ci < theirs[i].model.nr_core_counts; ci++)
+			s->model_err_cross[i][ci] = scaled_sum(&ours[i], other, s->time_ratio,
+							       theirs[i].core_counts[ci]) /
+							    theirs_sum(&theirs[i], ci) -
+						    1;
 	}
 	s->cross_mape = n_err ? sum_err / n_err : 0;
-	fit_classes(fits, model, nr, 3, s->cls);
+	if (fit_classes(fits, model, nr, 3, s->cls)) {
+		ret = coloc_err_set(err, -ENOMEM, "scaled tables: out of memory");
+		goto out;
+	}
 	sum_err = 0;
 	n_err = 0;
 	for (int i = 0; i < 2; i++)
@@ -361,7 +387,7 @@ int sim_scaling_fit_tables(const struct sim_table theirs[2], const struct sim_ta
 			int k = theirs[i].core_counts[ci];
 
 			s->counts[i][ci] = k;
-			s->model_err[i][ci] = scaled_sum(&ours[i], s, k) / s->time_ratio /
+			s->model_err[i][ci] = scaled_sum(&ours[i], s->cls, s->time_ratio, k) /
 						      theirs_sum(&theirs[i], ci) -
 					      1;
 		}
@@ -426,7 +452,8 @@ int sim_table_scale(const struct sim_table *ours, const struct sim_scaling *s,
 			for (int ci = 0; ci < nr_counts; ci++) {
 				/* the layer's class by its version 0's time alone */
 				double g = curve(s->cls,
-						 our_work_us(s, policy_model_cell(m, l, 0, 0, 0)),
+						 our_work_us(s->time_ratio,
+							     policy_model_cell(m, l, 0, 0, 0)),
 						 out->core_counts[ci]);
 
 				for (int lv = 0; lv < m->nr_levels; lv++) {

@@ -1332,6 +1332,61 @@ TEST(sim_scaling__recovers_exact_curves_and_scales_ours_back_onto_them)
 	ASSERT_NE(NULL, strstr(err.msg, "1-core"));
 }
 
+/*
+ * The layout of a scaled table, by hand: every class's curve 1 / k (s = o =
+ * 0) and a time ratio of 2, so a cell on k cores is its 1-core cell / k / 2.
+ * One layer, two versions, two level columns (1.0 and 1.5, kept), CIs:
+ * version 0 alone 8000 ns on one core -> 500 on 8 cores; at level 1 12000
+ * -> 375 on 16; version 1 alone 6000 -> 46.875, 47 on 64; version 1 at
+ * level 1 unmeasured (0) stays 0; the CI cells scale alike.
+ */
+TEST(sim_table_scale__every_version_level_and_interval_cell_in_its_place)
+{
+	static const int counts[] = { 1, 2 };
+	static const double levels[] = { 1.0, 1.5 };
+	/* [version][core count][level] */
+	static const uint64_t ns[] = { 8000, 12000, 4100, 6000, 6000, 0, 3100, 0 };
+	static const uint64_t lo[] = { 7000, 11000, 4000, 5900, 5000, 0, 3000, 0 };
+	static const uint64_t hi[] = { 9000, 13000, 4200, 6100, 7000, 0, 3200, 0 };
+	struct sim_table ours = {
+		.name = "ours",
+		.model = { .nr_layers = 1,
+			   .nr_versions = 2,
+			   .nr_core_counts = 2,
+			   .nr_levels = 2,
+			   .core_counts = counts,
+			   .level_slowdown = levels,
+			   .latency_ns = ns,
+			   .latency_lo_ns = lo,
+			   .latency_hi_ns = hi },
+		.core_counts = (int *)counts,
+		.level_slowdown = (double *)levels,
+		.latency_ns = (uint64_t *)ns,
+		.latency_lo_ns = (uint64_t *)lo,
+		.latency_hi_ns = (uint64_t *)hi,
+	};
+	struct sim_scaling s = { .time_ratio = 2 };
+	struct coloc_err err = { 0 };
+	struct sim_table out;
+	const struct policy_model *m = &out.model;
+
+	for (int c = 0; c < SIM_SCALE_CLASSES; c++)
+		s.cls[c].max_work_us = c == SIM_SCALE_CLASSES - 1 ? INFINITY : 64 << (2 * c);
+	ASSERT_EQ(0, sim_table_scale(&ours, &s, &out, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(2, m->nr_versions);
+	ASSERT_EQ(2, m->nr_levels);
+	ASSERT_EQ(8, m->nr_core_counts);
+	ASSERT_EQ(1.5, m->level_slowdown[1]);
+	ASSERT_EQ(500, (long)policy_model_cell(m, 0, 0, 0, 0));
+	ASSERT_EQ(375, (long)policy_model_cell(m, 0, 0, 1, 1));
+	ASSERT_EQ(47, (long)policy_model_cell(m, 0, 1, 7, 0));
+	ASSERT_EQ(0, (long)policy_model_cell(m, 0, 1, 3, 1));
+	/* the intervals: version 0 alone on 8 cores 7000 / 16 and 9000 / 16 */
+	ASSERT_EQ(438, (long)m->latency_lo_ns[0]);
+	ASSERT_EQ(563, (long)m->latency_hi_ns[0]);
+	sim_table_free(&out);
+}
+
 /* ---- coloc's own profiles ------------------------------------------------------------------ */
 
 /*

@@ -80,7 +80,8 @@
 #                below), then in parentheses the blocks it counts; NA when no
 #                class has 5 blocks.
 #   MIX.png      fraction within QoS of the point's worst tenant against the
-#                offered total, one line per policy (gnuplot).
+#                offered total, one line per policy (per load, the median
+#                over the searches that ran it) (gnuplot).
 # gnuplot-nox and jq are installed on demand (as root) if missing.
 set -euo pipefail
 
@@ -97,8 +98,10 @@ build/bench-qos/ (results.tsv, points.tsv, mape.tsv, one PNG per mix).
   --quick          fewer and shorter load points (a first look in minutes;
                    noisier). The full run prints its estimated duration first
   --repeats N      N searches per policy and mix (1-9, default 1; seeds 1..N),
-                   the cell their median: one search decides a cell near its
-                   pass/fail edge by luck. N times as long
+                   the cell their median (take N odd: of an even N the mean
+                   of the middle two, a load no search ran): one search
+                   decides a cell near its pass/fail edge by luck. N times as
+                   long
   --policies LIST  comma-separated colocd policies
                    (default: $DEFAULT_POLICIES)
   --mixes LIST     comma-separated mix names from tools/qos-mixes.conf
@@ -352,7 +355,8 @@ run_point() { # mix policy phase total search
 }
 
 # ---- the search -----------------------------------------------------------------
-# One search per policy, taken a point at a time: the policies of a mix run
+# A policy's searches (REPEATS of them, one after another), taken a point at a
+# time: the policies of a mix run
 # interleaved (each its own colocd, all started at once; one point of each in
 # turn), so a slow spell of the machine falls on all of them alike instead of
 # on whichever policy ran then. A search's state: the phase and total of its
@@ -389,9 +393,9 @@ search_bisect() { # mix policy
 }
 
 # Runs the search's next point and moves it on: from medium load, grow x GROW
-# while a point passes (shrink / GROW while it fails), then bisect. Sets
-# S_PHASE to over, and RESULT, when the search is over; returns 1 if
-# coloc-load failed.
+# while a point passes (shrink / GROW while it fails), then bisect; a search
+# over starts the cell's next one. Sets S_PHASE to over, and RESULT, P99X and
+# RUNS, when the cell's last search is over; returns 1 if coloc-load failed.
 search_step() { # mix policy
 	local mix=$1 policy=$2 k=$1.$2 t floor cap phase
 
@@ -539,8 +543,11 @@ for mix in "${MIXES[@]}"; do
 		for policy in "${running[@]}"; do
 			use_colocd "$policy"
 			if ! search_step "$mix" "$policy"; then
+				# the searches finished before the failure are kept, then NA
 				RESULT[$mix.$policy]=NA
-				printf '%s\t%s\tNA\tNA\tNA\n' "$mix" "$policy" >>"$OUT/results.tsv"
+				printf '%s\t%s\tNA\tNA\t%s\n' "$mix" "$policy" \
+					"$(tr ' ' , <<<"${S_QPS[$mix.$policy]:-}")${S_QPS[$mix.$policy]:+,}NA" \
+					>>"$OUT/results.tsv"
 			elif [ "${S_PHASE[$mix.$policy]}" != over ]; then
 				left+=("$policy")
 				continue
@@ -636,9 +643,15 @@ if command -v gnuplot >/dev/null; then
 	for mix in "${MIXES[@]}"; do
 		plot=
 		for p in "${POLICIES[@]}"; do
+			# the worst tenant of each point (search, load), then per load the
+			# median over the searches that ran it
 			awk -F'\t' -v mix="$mix" -v p="$p" 'NR > 1 && $1 == mix && $2 == p {
-				if (!($4 in w) || $10 < w[$4]) w[$4] = $10 }
-				END { for (t in w) print t, w[t] }' "$OUT/points.tsv" | sort -g >"$WORK/plot-$mix-$p.dat"
+				k = $15 " " $4; if (!(k in w) || $10 < w[k]) w[k] = $10 }
+				END { for (k in w) { split(k, a, " "); print a[2], w[k] } }' "$OUT/points.tsv" |
+				sort -k1,1g -k2,2g |
+				awk '$1 != t { flush(); t = $1 } { v[++n] = $2 }
+					function flush() { if (n) print t, n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2; n = 0 }
+					END { flush() }' >"$WORK/plot-$mix-$p.dat"
 			[ -s "$WORK/plot-$mix-$p.dat" ] || continue
 			plot+="${plot:+, }'$WORK/plot-$mix-$p.dat' using 1:2 with linespoints title '$p'"
 		done

@@ -9,7 +9,8 @@
 # ResNet-50 and GoogLeNet run on VELTAIR's own tables (veltair:NAME), the
 # other models on our profiles scaled to VELTAIR's machine (scaled:NAME;
 # coloc-sim --scaling prints how and how far off). Prints, per core count:
-#   - QoS-QPS of every policy (the median over SEEDS searches) and coloc's
+#   - QoS-QPS of every policy (at 64 cores the median over SEEDS searches,
+#     one search at 128 and 256 to keep the run short) and coloc's
 #     ratio to the best baseline next to VELTAIR's published gain;
 #   - the ablations: coloc with one mechanism switched off at a time, as a
 #     ratio to coloc;
@@ -47,12 +48,21 @@ while read -r name models; do
 	MIXES+=("$name")
 done <"$CONF"
 
+for mix in "${MIXES[@]}"; do
+	for m in ${MODELS[$mix]}; do
+		[ -n "${QOS[$m]:-}" ] || {
+			echo "bench-sim: $CONF: mix $mix has $m, which has no VELTAIR QoS target" >&2
+			exit 1
+		}
+	done
+done
+[ ${#MIXES[@]} -gt 0 ] || { echo "bench-sim: $CONF names no mix" >&2; exit 1; }
+
 # --tenant arguments for a mix: copies tenants of each of its models
 tenants() { # mix copies
 	local m spec args=() i
 
 	for m in ${MODELS[$1]}; do
-		[ -n "${QOS[$m]:-}" ] || { echo "bench-sim: no VELTAIR QoS for $m" >&2; exit 1; }
 		case $m in resnet50 | googlenet) spec=veltair:$m ;; *) spec=scaled:$m ;; esac
 		for ((i = 0; i < $2; i++)); do
 			args+=(--tenant "$spec:${QOS[$m]}:$(awk -v q="${QOS[$m]}" 'BEGIN { printf "%.6f", 1 / q }')")
@@ -65,7 +75,7 @@ echo "== how our models' profiles become 64-core tables"
 "$SIM" --scaling
 declare -A QPS
 for cores in $CORES; do
-	copies=$((COPIES * cores / 64))
+	copies=$((COPIES * cores / 64 > 0 ? COPIES * cores / 64 : 1))
 	seeds=$([ "$cores" = 64 ] && echo "$SEEDS" || echo 1)
 	echo
 	echo "== $cores cores (LLC domains of 4), $copies tenants of each model, median of $seeds" \
@@ -113,17 +123,23 @@ for cores in $CORES; do
 	done
 done
 
+# the mix named 'mix' when there is one, else the last
+dmix=${MIXES[-1]}
+[ -z "${MODELS[mix]:-}" ] || dmix=mix
 echo
-echo "== policy_decide() cost, coloc, the mix 'mix' at half coloc's 64-core QoS-QPS per 64 cores"
+echo "== policy_decide() cost, coloc, the mix '$dmix' at half coloc's 64-core QoS-QPS per 64 cores"
 for cores in 64 256; do
 	for n in 16 64; do
-		copies=$((n / $(wc -w <<<"${MODELS[mix]}")))
-		qps=$(awk -v q="${QPS[mix.64.coloc]:-100}" -v c="$cores" 'BEGIN { printf "%.1f", q / 2 * c / 64 }')
+		per=$(wc -w <<<"${MODELS[$dmix]}")
+		copies=$((n / per > 0 ? n / per : 1))
+		qps=$(awk -v q="${QPS[$dmix.64.coloc]:-0}" -v c="$cores" \
+			'BEGIN { printf "%.1f", (q > 0 ? q : 100) / 2 * c / 64 }')
 		# shellcheck disable=SC2046
 		line=$("$SIM" --policy coloc --qps "$qps" --cores "$cores" --llc 4 --duration 10 \
-			--brief $(tenants mix "$copies") 2>/dev/null | grep 'policy_decide:' || true)
-		printf '  %3d cores, %2d tenants, %7s QPS: %s\n' "$cores" "$((copies * $(wc -w <<<"${MODELS[mix]}")))" \
-			"$qps" "${line#*policy_decide: }"
+			--brief $(tenants "$dmix" "$copies") 2>&1 | grep 'policy_decide:' ||
+			echo "policy_decide: coloc-sim failed")
+		printf '  %3d cores, %2d tenants, %7s QPS: %s\n' "$cores" "$((copies * per))" "$qps" \
+			"${line#*policy_decide: }"
 	done
 done
 
@@ -132,15 +148,20 @@ if command -v gnuplot >/dev/null && command -v jq >/dev/null; then
 	echo
 	for mix in "${MIXES[@]}"; do
 		top=$(awk -v a="${QPS[$mix.64.coloc]:-0}" -v b="${QPS[$mix.64.temporal]:-0}" \
-			'BEGIN { m = a > b ? a : b; print (m > 0 ? m : 100) }')
+			'BEGIN { m = a > b ? a : b; print (m > 4 ? m : 100) }')
 		rm -f "$OUT"/plot-"$mix"-*.dat
 		for i in 2 4 6 8 10 12 14 16 18 20; do
 			qps=$(awk -v t="$top" -v i="$i" 'BEGIN { printf "%.1f", t * i / 10 / 1.25 }')
 			# shellcheck disable=SC2046
-			"$SIM" --policy "$(tr ' ' , <<<"$BASELINES coloc")" --qps "$qps" --cores 64 --llc 4 \
-				--duration "$DURATION" --json $(tenants "$mix" "$COPIES") 2>/dev/null |
-				jq -r --arg q "$qps" '.results[] | [.policy, $q,
-					([.run.tenants[].fraction_within] | min)] | @tsv' |
+			if ! "$SIM" --policy "$(tr ' ' , <<<"$BASELINES coloc")" --qps "$qps" --cores 64 \
+				--llc 4 --duration "$DURATION" --json $(tenants "$mix" "$COPIES") \
+				>"$OUT/point.json" 2>"$OUT/point.err"; then
+				echo "bench-sim: coloc-sim failed at $qps QPS on $mix (plot point left out):" >&2
+				sed 's/^/  /' "$OUT/point.err" >&2
+				continue
+			fi
+			jq -r --arg q "$qps" '.results[] | [.policy, $q,
+				([.run.tenants[].fraction_within] | min)] | @tsv' "$OUT/point.json" |
 				while IFS=$'\t' read -r p q f; do echo "$q $f" >>"$OUT/plot-$mix-$p.dat"; done
 		done
 		plot=
@@ -148,10 +169,11 @@ if command -v gnuplot >/dev/null && command -v jq >/dev/null; then
 			[ -s "$OUT/plot-$mix-$p.dat" ] &&
 				plot+="${plot:+, }'$OUT/plot-$mix-$p.dat' using 1:2 with linespoints title '$p'"
 		done
+		[ -n "$plot" ] || continue
 		gnuplot <<EOF
 set terminal png size 900,560 noenhanced
 set output '$OUT/$mix-64.png'
-set title "simulated, 64 cores, mix $mix (${MODELS[$mix]}, $COPIES tenants each): worst tenant's share within QoS"
+set title "simulated, 64 cores, mix $mix ($COPIES tenants of each model)"
 set xlabel 'offered load, queries/s (all tenants)'
 set ylabel 'fraction within QoS, worst tenant'
 set yrange [0:1.02]
