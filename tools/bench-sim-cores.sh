@@ -11,7 +11,10 @@
 # coloc-sim --scaling prints how and how far off). Prints, per core count:
 #   - QoS-QPS of every policy (at 64 cores the median over SEEDS searches,
 #     one search at 128 and 256 to keep the run short) and coloc's
-#     ratio to the best baseline next to VELTAIR's published gain;
+#     ratio to the best baseline next to VELTAIR's published gain and to the
+#     ceiling the tables allow over temporal (coloc-sim --capacity: each
+#     query alone at its cheapest core count within QoS, side by side,
+#     against one at a time at the fastest; no interference, no waiting);
 #   - the ablations: coloc with one mechanism switched off at a time, as a
 #     ratio to coloc;
 # then policy_decide()'s cost at 64 and 256 cores with 16 and 64 tenants,
@@ -73,7 +76,7 @@ tenants() { # mix copies
 
 echo "== how our models' profiles become 64-core tables"
 "$SIM" --scaling
-declare -A QPS
+declare -A QPS CEILING
 for cores in $CORES; do
 	copies=$((COPIES * cores / 64 > 0 ? COPIES * cores / 64 : 1))
 	seeds=$([ "$cores" = 64 ] && echo "$SEEDS" || echo 1)
@@ -91,10 +94,13 @@ for cores in $CORES; do
 		}
 		while read -r p v; do QPS[$mix.$cores.$p]=$v; done < <(awk '$2 == "QoS-QPS" { print $1, $3 }' \
 			"$OUT/search-$mix-$cores.txt")
+		# shellcheck disable=SC2046
+		CEILING[$mix.$cores]=$("$SIM" --capacity --cores "$cores" $(tenants "$mix" "$copies") 2>/dev/null |
+			sed -n 's/^capacity ceiling.*: \([0-9.]*x\).*/\1/p')
 	done
 	printf '%-8s' mix
 	for p in $BASELINES coloc; do printf ' %11s' "$p"; done
-	printf ' %18s %9s\n' "coloc/best base" VELTAIR
+	printf ' %18s %9s %9s\n' "coloc/best base" VELTAIR ceiling
 	for mix in "${MIXES[@]}"; do
 		printf '%-8s' "$mix"
 		best=0 best_name=-
@@ -105,9 +111,9 @@ for cores in $CORES; do
 				best=$v best_name=$p
 			fi
 		done
-		printf ' %18s %8s\n' "$(awk -v c="${QPS[$mix.$cores.coloc]:-0}" -v b="$best" -v n="$best_name" \
+		printf ' %18s %9s %9s\n' "$(awk -v c="${QPS[$mix.$cores.coloc]:-0}" -v b="$best" -v n="$best_name" \
 			'BEGIN { if (b > 0) printf "%.2fx %s", c / b, n; else print "n/a" }')" \
-			"${PUBLISHED[$mix]:+${PUBLISHED[$mix]}x}"
+			"${PUBLISHED[$mix]:+${PUBLISHED[$mix]}x}" "${CEILING[$mix.$cores]:-n/a}"
 	done
 	echo "ablations, QoS-QPS / coloc's:"
 	printf '%-8s' mix

@@ -40,7 +40,7 @@ static struct {
 	bool search, json, late_serve, duration_given, brief, query_cost_in_blocks;
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	const char *exec_from; /* block logs to fit the executor model on; NULL: none */
-	bool penalty_given, exec_per_run, print_scaling;
+	bool penalty_given, exec_per_run, print_scaling, capacity;
 	double speed_rho; /* --speed-rho; < 0: the fitted one (0 without --exec-from) */
 	const char *block_trace; /* --block-trace FILE: every block of a single run */
 	double start_qps, tol;
@@ -188,7 +188,12 @@ static void usage(FILE *out)
 		"                 machine as it was during that run), the rows it lacks from all\n"
 		"                 the logs\n"
 		"  --scaling      print how scaled:NAME tables are made (curves by layer size\n"
-		"                 fitted on VELTAIR's tables, the speed, their errors) and exit\n"
+		"                 fitted on VELTAIR's tables, the time ratio, their errors) and exit\n"
+		"  --capacity     with --tenant: print what the tables allow and exit: each\n"
+		"                 model's fastest core count and its cheapest one within QoS\n"
+		"                 (core x ms per query), and how many more queries a machine\n"
+		"                 of --cores serves that way than one query at a time at the\n"
+		"                 fastest count (no interference, no waiting: a ceiling)\n"
 		"  --brief        one line per policy instead of a table per tenant\n"
 		"  --json         print the results as JSON\n"
 		"  --version      print the version and exit\n"
@@ -850,6 +855,62 @@ static int print_scaling(const struct sim_table_dirs *dirs)
 	return 0;
 }
 
+/*
+ * --capacity: per tenant, the whole model alone (version 0) at each core
+ * count; temporal's cost of a query is the whole machine for its fastest
+ * time, a spatial policy's at best k x t(k) for the cheapest k within QoS;
+ * capacity ratio = cores x sum(share x t_fast) / sum(share x k t(k)).
+ */
+static int print_capacity(const struct tenant_arg *ta, int nr)
+{
+	double temporal = 0, spatial = 0;
+
+	printf("%-24s %8s %10s %6s %10s %12s %12s\n", "tenant", "QoS ms", "fastest k", "ms",
+	       "cheapest k", "ms", "core x ms");
+	for (int t = 0; t < nr; t++) {
+		const struct policy_model *m = &ta[t].table.model;
+		double fast = INFINITY, cheap = INFINITY, cheap_ms = 0;
+		int fast_k = 0, cheap_k = 0;
+
+		for (int ci = 0; ci < m->nr_core_counts && m->core_counts[ci] <= opts.cores; ci++) {
+			double ms = 0;
+			int k = m->core_counts[ci];
+
+			for (int l = 0; l < m->nr_layers; l++)
+				ms += (double)policy_model_cell(m, l, 0, ci, 0) * 1e-6;
+			if (ms < fast) {
+				fast = ms;
+				fast_k = k;
+			}
+			if (ms <= ta[t].qos_ms && k * ms < cheap) {
+				cheap = k * ms;
+				cheap_k = k;
+				cheap_ms = ms;
+			}
+		}
+		if (!fast_k) {
+			fprintf(stderr, PROG ": %s: no core count fits in %ld cores\n",
+				ta[t].table.name, opts.cores);
+			return 1;
+		}
+		if (!cheap_k) {
+			printf("%-24s %8.2f %10d %6.2f %10s %12s %12s\n", ta[t].table.name,
+			       ta[t].qos_ms, fast_k, fast, "none", "-", "-");
+			printf("capacity: %s cannot meet its QoS alone on any core count\n",
+			       ta[t].table.name);
+			return 0;
+		}
+		printf("%-24s %8.2f %10d %6.2f %10d %12.2f %12.1f\n", ta[t].table.name,
+		       ta[t].qos_ms, fast_k, fast, cheap_k, cheap_ms, cheap);
+		temporal += ta[t].share * fast;
+		spatial += ta[t].share * cheap;
+	}
+	printf("capacity ceiling on %ld cores, queries side by side at their cheapest core count "
+	       "over one at a time at the fastest: %.2fx (no interference, no waiting)\n",
+	       opts.cores, (double)opts.cores * temporal / spatial);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option long_opts[] = {
@@ -887,6 +948,7 @@ int main(int argc, char **argv)
 		{ "block-trace", required_argument, NULL, 'Z' },
 		{ "speed-rho", required_argument, NULL, 'H' },
 		{ "scaling", no_argument, NULL, 'Y' },
+		{ "capacity", no_argument, NULL, 'U' },
 		{ "brief", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1041,6 +1103,9 @@ int main(int argc, char **argv)
 		case 'Y':
 			opts.print_scaling = true;
 			break;
+		case 'U':
+			opts.capacity = true;
+			break;
 		case 'I':
 			opts.query_cost_in_blocks = true;
 			break;
@@ -1084,7 +1149,7 @@ int main(int argc, char **argv)
 				     "does not apply to --search or --mix\n");
 		return 2;
 	}
-	if (!opts.trace && !opts.search && !(opts.qps > 0)) {
+	if (!opts.trace && !opts.search && !(opts.qps > 0) && !opts.capacity) {
 		fprintf(stderr, PROG ": give a load (--qps X), --search or --trace FILE\n");
 		return 2;
 	}
@@ -1206,7 +1271,9 @@ int main(int argc, char **argv)
 		rc = 2;
 		goto cleanup;
 	}
-	if (opts.json)
+	if (opts.capacity)
+		printf(PROG ": %ld cores, what the tables allow (version 0, alone)\n", opts.cores);
+	else if (opts.json)
 		printf("{\"cores\": %ld, \"sockets\": %ld, \"llc\": %ld, \"seed\": %ld, "
 		       "\"duration_s\": %g, \"warmup_s\": %g, \"full_slowdown\": %g, "
 		       "\"results\": [\n",
@@ -1230,7 +1297,7 @@ int main(int argc, char **argv)
 		       "after %.0f s of warm-up), not the run length above\n",
 		       opts.like == &sim_bq_quick ? " --quick" : "", opts.like->min_s,
 		       opts.like->max_s, opts.like->warmup_s);
-	if (!opts.search && !opts.trace && !opts.json)
+	if (!opts.search && !opts.trace && !opts.json && !opts.capacity)
 		printf("load: %.1f QPS in total\n", opts.qps);
 	if (opts.block_trace) {
 		bt.f = fopen(opts.block_trace, "w");
@@ -1261,6 +1328,11 @@ int main(int argc, char **argv)
 		p.nr_tenants = nr_tenants;
 		if (load_tenants(ta, nr_tenants, &dirs, tenants)) {
 			rc = 1;
+		} else if (opts.capacity) {
+			rc = print_capacity(ta, nr_tenants);
+			for (int t = 0; t < nr_tenants; t++)
+				sim_table_free(&ta[t].table);
+			goto cleanup;
 		} else if (!opts.json) {
 			printf("== %s:", set_name);
 			for (int t = 0; t < nr_tenants; t++)
