@@ -63,8 +63,9 @@
  *    beyond its layers (its command, waking the team, first touches), all
  *    EWMAs (alpha 0.3) fed by policy_block_done(): a block's measured /
  *    table ratio teaches the correction in proportion to its size (raw /
- *    (raw + 100 us)), what is left over teaches the cost in proportion to
- *    the rest, so short blocks, whose time is mostly that cost, no longer
+ *    (raw + 100 us)), what is left over (signed, the cost floored at 0)
+ *    teaches the cost in proportion to the rest, so short blocks, whose
+ *    time is mostly that cost, no longer
  *    swing the correction (one 5 us block measured at 30 us moved it by
  *    +1.5). All fade without blocks (the corrections to 1.0, the cost to
  *    0), half of it every second (a block's own: every 5 s) (stale
@@ -1314,8 +1315,14 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 
 		/* the tenant's correction learns what the block's own leaves, and back */
 		corr = (1 - COLOC_ALPHA * w) * corr + COLOC_ALPHA * w * x / rel;
-		fixed = (1 - COLOC_ALPHA * (1 - w)) * fixed +
-			COLOC_ALPHA * (1 - w) * fmax(0, m_ns - corr * rel * (double)raw);
+		/*
+		 * signed, then floored: the leftover is noise around the true cost,
+		 * and an average of its positive part alone is biased upwards (in
+		 * replays of a Zen 5 run's logs it over-predicted blocks under 1 ms
+		 * by 1.4x their median: block MAPE 32.9 %, signed 28.3 %)
+		 */
+		fixed = fmax(0, (1 - COLOC_ALPHA * (1 - w)) * fixed +
+					COLOC_ALPHA * (1 - w) * (m_ns - corr * rel * (double)raw));
 		/* from its value as of now: a new entry at 1.0, an old one faded */
 		ct->cls[i].key = key;
 		ct->cls[i].rel = (1 - COLOC_ALPHA * w) * rel + COLOC_ALPHA * w * x / corr;

@@ -1248,15 +1248,16 @@ static bool tiny_first_block(FIXTURE_DATA(pol) * self, struct policy *p, uint64_
  * What coloc learns from a block of table latency raw measured at m, as its
  * header says: the ratio teaches the tenant's correction in proportion to
  * raw / (raw + 100 us), over what the block's own (rel) already says, then
- * the block's own what the tenant's leaves; the rest teaches the per-block
- * cost; alpha 0.3. Its prediction: raw x corr x rel + fixed.
+ * the block's own what the tenant's leaves; the rest (signed: it may be
+ * below 0) teaches the per-block cost, floored at 0; alpha 0.3. Its
+ * prediction: raw x corr x rel + fixed.
  */
 static void coloc_learn(double *corr, double *fixed, double *rel, double raw, double m)
 {
 	double w = raw / (raw + 100000), x = fmax(m - *fixed, m / 10) / raw;
 
 	*corr = (1 - 0.3 * w) * *corr + 0.3 * w * x / *rel;
-	*fixed = (1 - 0.3 * (1 - w)) * *fixed + 0.3 * (1 - w) * fmax(0, m - *corr * *rel * raw);
+	*fixed = fmax(0, (1 - 0.3 * (1 - w)) * *fixed + 0.3 * (1 - w) * (m - *corr * *rel * raw));
 	*rel = (1 - 0.3 * w) * *rel + 0.3 * w * x / *corr;
 }
 
