@@ -22,7 +22,7 @@
 # against the offered load, one line per policy (build/bench-sim/*.png).
 # Every number rests on sim/README.md's assumptions (interference: VELTAIR's
 # 1.6 full-domain slowdown). Environment: COLOC_BIN (bin/), SEEDS (3),
-# DURATION (simulated seconds per load point, 30), COPIES (2), CORES ("64 128
+# DURATION (simulated seconds per load point, 10), COPIES (2), CORES ("64 128
 # 256"; the plots and the decision cost need 64 among them).
 set -euo pipefail
 
@@ -32,7 +32,7 @@ SIM=$BIN/coloc-sim
 CONF=$ROOT/tools/qos-mixes.conf
 OUT=$ROOT/build/bench-sim
 SEEDS=${SEEDS:-3}
-DURATION=${DURATION:-30}
+DURATION=${DURATION:-10}
 COPIES=${COPIES:-2}
 CORES=${CORES:-64 128 256}
 BASELINES="os static temporal model-wise layer-wise"
