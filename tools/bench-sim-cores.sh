@@ -15,8 +15,8 @@
 #     ceiling the tables allow over temporal (coloc-sim --capacity: each
 #     query alone at its cheapest core count within QoS, side by side,
 #     against one at a time at the fastest; no interference, no waiting);
-#   - the ablations: coloc with one mechanism switched off at a time, as a
-#     ratio to coloc;
+#   - the ablations (64 cores): coloc with one mechanism switched off at a
+#     time, as a ratio to coloc;
 # then policy_decide()'s cost at 64 and 256 cores with 16 and 64 tenants,
 # and (64 cores) a plot per mix: the worst tenant's fraction within QoS
 # against the offered load, one line per policy (build/bench-sim/*.png).
@@ -79,13 +79,18 @@ echo "== how our models' profiles become 64-core tables"
 declare -A QPS CEILING
 for cores in $CORES; do
 	copies=$((COPIES * cores / 64 > 0 ? COPIES * cores / 64 : 1))
-	seeds=$([ "$cores" = 64 ] && echo "$SEEDS" || echo 1)
+	# past 64 cores one search each and no ablations: a 256-core search of every
+	# policy takes minutes per mix on a 2-core machine
+	seeds=$SEEDS policies=all
+	if [ "$cores" != 64 ]; then
+		seeds=1 policies=$(tr ' ' , <<<"$BASELINES coloc")
+	fi
 	echo
 	echo "== $cores cores (LLC domains of 4), $copies tenants of each model, median of $seeds" \
 		"search(es), $DURATION s per point"
 	for mix in "${MIXES[@]}"; do
 		# shellcheck disable=SC2046 # tenants() prints separate arguments
-		"$SIM" --policy all --search --seeds "$seeds" --cores "$cores" --llc 4 \
+		"$SIM" --policy "$policies" --search --seeds "$seeds" --cores "$cores" --llc 4 \
 			--duration "$DURATION" --brief $(tenants "$mix" "$copies") \
 			>"$OUT/search-$mix-$cores.txt" 2>"$OUT/search-$mix-$cores.err" || {
 			sed 's/^/  /' "$OUT/search-$mix-$cores.err" >&2
@@ -115,6 +120,7 @@ for cores in $CORES; do
 			'BEGIN { if (b > 0) printf "%.2fx %s", c / b, n; else print "n/a" }')" \
 			"${PUBLISHED[$mix]:+${PUBLISHED[$mix]}x}" "${CEILING[$mix.$cores]:-n/a}"
 	done
+	[ "$policies" = all ] || continue
 	echo "ablations, QoS-QPS / coloc's:"
 	printf '%-8s' mix
 	for p in $ABLATIONS; do printf ' %18s' "$p"; done
