@@ -45,8 +45,8 @@
 #   - each point lasts long enough for MIN_QUERIES queries of the least
 #     frequent tenant (within [MIN_S, MAX_S] seconds), after WARMUP_S of
 #     arrivals not counted; every point of search r uses seed r, so every
-#     policy sees the same arrivals at the same load. Before the first point each tenant
-#     answers 3 queries one at a time (colocctl infer): a cold executor's
+#     policy sees the same arrivals at the same load. Before the first point
+#     each tenant answers 3 queries one at a time (colocctl infer): a cold executor's
 #     first query is slow (a tenant colocd kills as hung meanwhile is
 #     restarted once, and the run says so).
 # A policy colocd does not know (or whose tenants do not get ready) is
