@@ -66,10 +66,10 @@
  *    (raw + 100 us)), what is left over (signed, the cost floored at 0)
  *    teaches the cost in proportion to the rest, so short blocks, whose
  *    time is mostly that cost, no longer swing the correction (one 5 us
- *    block measured at 30 us moved it by +1.5). All fade without blocks (the corrections to 1.0, the cost to
- *    0), half of it every second (a block's own: every 5 s) (stale
- *    evidence fades; a tenant whose every query was predicted late gets
- *    served again and measured);
+ *    block measured at 30 us moved it by +1.5). All fade without blocks
+ *    (the corrections to 1.0, the cost to 0), half of it every second (a
+ *    block's own: every 5 s) (stale evidence fades; a tenant whose every
+ *    query was predicted late gets served again and measured);
  *  - margin: plans (the cores a block needs to fit its budget, holding a
  *    query for more cores) take the prediction times 1 + the tenant's
  *    usual relative error (an EWMA like the above): QoS is a percentile,
