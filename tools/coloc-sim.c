@@ -1139,6 +1139,11 @@ int main(int argc, char **argv)
 	dirs.profiles = opts.profiles;
 	if (opts.print_scaling)
 		return print_scaling(&dirs);
+	if (opts.capacity && (opts.mix || opts.search || opts.trace || opts.json)) {
+		fprintf(stderr, PROG ": --capacity reads the --tenant tables and exits: not with "
+				     "--mix, --search, --trace or --json\n");
+		return 2;
+	}
 	if (!nr_tenants == !opts.mix) {
 		fprintf(stderr, PROG ": give --tenant MODEL:QOS[:SHARE] (one or more) or --mix "
 				     "NAME|all, not both\n");
