@@ -67,3 +67,11 @@ double sim_percentile_double(double *v, int nr, double p)
 	qsort(v, (size_t)nr, sizeof(*v), cmp_double);
 	return v[rank(nr, p)];
 }
+
+double sim_median_double(double *v, int nr)
+{
+	if (nr <= 0)
+		return 0;
+	qsort(v, (size_t)nr, sizeof(*v), cmp_double);
+	return nr % 2 ? v[nr / 2] : (v[nr / 2 - 1] + v[nr / 2]) / 2;
+}

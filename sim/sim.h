@@ -445,6 +445,8 @@ void sim_latencies_free(struct sim_latencies *l);
 /* Nearest-rank percentile (0 < p <= 100) of v[0..nr) after sorting it in place; 0 when empty. */
 uint64_t sim_percentile_u64(uint64_t *v, int nr, double p);
 double sim_percentile_double(double *v, int nr, double p);
+/* The median of v[0..nr) after sorting it in place (of an even nr the mean of the middle two); 0 when empty. */
+double sim_median_double(double *v, int nr);
 
 struct sim_tenant_result {
 	uint64_t arrived; /* counted arrivals: after the warm-up, before the end */

@@ -131,19 +131,6 @@ static int class_of(double work_us)
 	return SIM_SCALE_CLASSES - 1;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /*
  * The class curves from the layers of f[0..nr) whose model (model[i]) is in
  * use (a bit mask); -ENOMEM or 0.
@@ -171,8 +158,8 @@ static int fit_classes(const struct layer_fit *f, const int *model, int nr, int 
 		cls[c] = (struct sim_scale_class){
 			.max_work_us = c == SIM_SCALE_CLASSES - 1 ? INFINITY : edge,
 			.nr_layers = n,
-			.serial = n ? median(s, n) : 0,
-			.per_core = n ? median(o, n) : 0,
+			.serial = sim_median_double(s, n),
+			.per_core = sim_median_double(o, n),
 		};
 	}
 	/* an empty class: its nearest neighbour's curve (the larger one on a tie) */
@@ -258,13 +245,10 @@ static double scaled_sum(const struct sim_table *ours, const struct sim_scale_cl
 	return sum;
 }
 
-static double theirs_sum(const struct sim_table *theirs, int ci)
+/* VELTAIR's whole model on core_counts[ci] (one version: its cells summed), ns. */
+static double theirs_ns(const struct sim_table *theirs, int ci)
 {
-	double sum = 0;
-
-	for (int l = 0; l < theirs->model.nr_layers; l++)
-		sum += (double)policy_model_cell(&theirs->model, l, 0, ci, 0);
-	return sum;
+	return (double)policy_model_alone_ns(&theirs->model, 0, theirs->model.nr_layers, ci);
 }
 
 /* Our 2-core cells (version 0, alone) over g(2) x our 1-core cells, into r[*n]. */
@@ -367,7 +351,7 @@ int sim_scaling_fit_tables(const struct sim_table theirs[2], const struct sim_ta
 		for (int ci = 0; ci < theirs[i].model.nr_core_counts; ci++)
 			s->model_err_cross[i][ci] = scaled_sum(&ours[i], other, s->time_ratio,
 							       theirs[i].core_counts[ci]) /
-							    theirs_sum(&theirs[i], ci) -
+							    theirs_ns(&theirs[i], ci) -
 						    1;
 	}
 	s->cross_mape = n_err ? sum_err / n_err : 0;
@@ -388,13 +372,13 @@ int sim_scaling_fit_tables(const struct sim_table theirs[2], const struct sim_ta
 
 			s->counts[i][ci] = k;
 			s->model_err[i][ci] = scaled_sum(&ours[i], s->cls, s->time_ratio, k) /
-						      theirs_sum(&theirs[i], ci) -
+						      theirs_ns(&theirs[i], ci) -
 					      1;
 		}
 		two_core_ratios(&ours[i], s, ratios, &n2);
 	}
 	s->two_core_cells = n2;
-	s->two_core_ratio = n2 ? median(ratios, n2) : 0;
+	s->two_core_ratio = sim_median_double(ratios, n2);
 out:
 	free(fits);
 	free(model);

@@ -36,6 +36,7 @@ DURATION=${DURATION:-10}
 COPIES=${COPIES:-2}
 CORES=${CORES:-64 128 256}
 BASELINES="os static temporal model-wise layer-wise"
+MAIN_POLICIES=$(tr ' ' , <<<"$BASELINES coloc")
 ABLATIONS="coloc-noversions coloc-noblocks coloc-fixedthres coloc-noprediction coloc-fcfs coloc-nocap"
 declare -A QOS=([resnet50]=15 [googlenet]=15 [efficientnet_b0]=10 [mobilenet_v2]=10
 	[tiny_yolov2]=10 [ssd_mobilenet]=100 [bert_large]=130)
@@ -83,7 +84,7 @@ for cores in $CORES; do
 	# policy takes minutes per mix on a 2-core machine
 	seeds=$SEEDS policies=all
 	if [ "$cores" != 64 ]; then
-		seeds=1 policies=$(tr ' ' , <<<"$BASELINES coloc")
+		seeds=1 policies=$MAIN_POLICIES
 	fi
 	echo
 	echo "== $cores cores (LLC domains of 4), $copies tenants of each model, median of $seeds" \
@@ -165,7 +166,7 @@ if command -v gnuplot >/dev/null && command -v jq >/dev/null; then
 		for i in 2 4 6 8 10 12 14 16 18 20; do
 			qps=$(awk -v t="$top" -v i="$i" 'BEGIN { printf "%.1f", t * i / 10 / 1.25 }')
 			# shellcheck disable=SC2046
-			if ! "$SIM" --policy "$(tr ' ' , <<<"$BASELINES coloc")" --qps "$qps" --cores 64 \
+			if ! "$SIM" --policy "$MAIN_POLICIES" --qps "$qps" --cores 64 \
 				--llc 4 --duration "$DURATION" --json $(tenants "$mix" "$COPIES") \
 				>"$OUT/point.json" 2>"$OUT/point.err"; then
 				echo "bench-sim: coloc-sim failed at $qps QPS on $mix (plot point left out):" >&2
