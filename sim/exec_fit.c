@@ -27,6 +27,10 @@ static const double fit_p[] = { 75, 90, 95, 99 };
 static const double fit_z[] = { 0.6745, 1.2816, 1.6449, 2.3263 };
 #define Z95 1.6449
 #define Z99 2.3263
+/* The quantiles a small block's extra is kept at (sim.h). */
+const double sim_exec_small_p[SIM_EXEC_SMALL_Q] = { 0,	  0.05,	 0.1,	0.2,   0.3,  0.4,  0.5,
+						    0.6,  0.7,	 0.8,	0.9,   0.95, 0.97, 0.98,
+						    0.99, 0.995, 0.998, 0.999, 1 };
 /* The quantiles the overlapped shared blocks are compared on. */
 static const double over_p[] = { 25, 50, 75, 90 };
 
@@ -246,9 +250,33 @@ static int add_shared(struct fit_state *st, const struct sim_exec_fit *fit, stru
 	return ret;
 }
 
+double sim_exec_small_extra(const double *q, double u)
+{
+	int i = 1;
+
+	if (!(u > 0))
+		return q[0];
+	if (u >= 1)
+		return q[SIM_EXEC_SMALL_Q - 1];
+	while (sim_exec_small_p[i] < u)
+		i++;
+	return q[i - 1] + (q[i] - q[i - 1]) * (u - sim_exec_small_p[i - 1]) /
+				  (sim_exec_small_p[i] - sim_exec_small_p[i - 1]);
+}
+
+double sim_exec_small_mean(const double *q)
+{
+	double sum = 0;
+
+	for (int i = 1; i < SIM_EXEC_SMALL_Q; i++)
+		sum += (sim_exec_small_p[i] - sim_exec_small_p[i - 1]) * (q[i] + q[i - 1]) / 2;
+	return sum;
+}
+
 /*
  * The small blocks of a row (under SIM_EXEC_MIN_ALONE_US in the table):
- * what they take beyond table x factor, and their dispatch, means.
+ * what they take beyond table x factor (its mean and its quantiles), the
+ * least measured / table, the mean dispatch.
  */
 static int small_blocks(struct fit_state *st, int m, int k, struct sim_exec_row *row,
 			struct coloc_err *err)
@@ -259,10 +287,15 @@ static int small_blocks(struct fit_state *st, int m, int k, struct sim_exec_row 
 	row->n_small = a->nr;
 	if (a->nr < FIT_MIN_BLOCKS)
 		return 0;
-	for (int i = 0; i < a->nr && !ret; i++)
+	row->small_floor = INFINITY;
+	for (int i = 0; i < a->nr && !ret; i++) {
 		ret = vec_add(&extra, ms->v[i] - row->factor * a->v[i], err);
+		row->small_floor = fmin(row->small_floor, ms->v[i] / a->v[i]);
+	}
 	if (!ret) {
-		row->small_extra_us = fmax(0, mean(&extra));
+		row->small_extra_us = mean(&extra);
+		for (int i = 0; i < SIM_EXEC_SMALL_Q; i++)
+			row->small_q_us[i] = pct(&extra, 100 * sim_exec_small_p[i]);
 		row->small_dispatch_us = fmax(0, mean(&st->small_d[m][k]));
 	}
 	free(extra.v);
@@ -739,8 +772,14 @@ int sim_exec_model_from_fit(const struct sim_exec_fit *fit, const char *model,
 		m->factor[r->cores] = r->factor;
 		m->sigma[r->cores] = r->sigma;
 		m->dispatch_ns[r->cores] = (uint64_t)llround(r->dispatch_us * 1e3);
-		m->small_extra_ns[r->cores] = (uint64_t)llround(r->small_extra_us * 1e3);
-		m->small_dispatch_ns[r->cores] = (uint64_t)llround(r->small_dispatch_us * 1e3);
+		if (r->n_small >= FIT_MIN_BLOCKS) {
+			m->small_n[r->cores] = r->n_small;
+			for (int q = 0; q < SIM_EXEC_SMALL_Q; q++)
+				m->small_extra_ns[r->cores][q] = r->small_q_us[q] * 1e3;
+			m->small_floor[r->cores] = r->small_floor;
+			m->small_dispatch_ns[r->cores] =
+				(uint64_t)llround(r->small_dispatch_us * 1e3);
+		}
 		m->cold[r->cores] = r->cold;
 		any = true;
 	}

@@ -304,6 +304,30 @@ static int exec_cores(const struct sim_exec_model *em, int k)
 }
 
 /*
+ * A block's standard normal draw: its tenant's own, with rho of its
+ * variance the machine's slow spell now (speed.c).
+ */
+static double block_z(struct sim_state *s, int tenant)
+{
+	if (s->speed.rho > 0)
+		return sqrt(s->speed.rho) * sim_speed_z(&s->speed, s->now) +
+		       sqrt(1 - s->speed.rho) * sim_normal(&s->cost_rng[tenant]);
+	return sim_normal(&s->cost_rng[tenant]);
+}
+
+/* On cores the policy shares, the block's threads collapse onto one core with collapse_p. */
+static double collapse(struct sim_state *s, struct sim_slot *sl, const struct sim_exec_model *em,
+		       double f)
+{
+	if (s->shared && em->collapse_p > 0 &&
+	    coloc_rng_uniform(&s->cost_rng[sl->d.tenant]) <= em->collapse_p) {
+		sl->collapsed = true;
+		f *= em->collapse_x;
+	}
+	return f;
+}
+
+/*
  * With the executor model: the block's stretch over its table time
  * (table_ns) and its fixed costs (sim_exec_model); on shared cores it may
  * collapse.
@@ -313,21 +337,31 @@ static double exec_stretch(struct sim_state *s, struct sim_slot *sl, double tabl
 {
 	const struct sim_exec_model *em = s->p->tenants[sl->d.tenant].exec;
 	int k = exec_cores(em, sl->d.nr_cores);
+	bool small;
 	double f;
 
 	if (!k) {
 		*fixed_ns = 0;
 		return 1.0;
 	}
-	/* the same lognormal per block; rho of its log variance shared by the machine now */
-	if (em->sigma[k] && s->speed.rho > 0) {
-		double z = sqrt(s->speed.rho) * sim_speed_z(&s->speed, s->now) +
-			   sqrt(1 - s->speed.rho) * sim_normal(&s->cost_rng[sl->d.tenant]);
+	small = table_ns < SIM_EXEC_MIN_ALONE_US * 1e3;
+	if (small && em->small_n[k] > 0 && table_ns > 0) {
+		/*
+		 * the extra's quantile at the same (spell-correlated) Z as a long
+		 * block's; measured on such blocks, it holds their spread and
+		 * their coldness: no lognormal, no cold term
+		 */
+		double z = block_z(s, sl->d.tenant);
+		double e = sim_exec_small_extra(em->small_extra_ns[k], 0.5 * erfc(-z / sqrt(2.0)));
 
-		f = em->factor[k] * exp(em->sigma[k] * z);
-	} else {
-		f = lognormal(s, sl->d.tenant, em->factor[k], em->sigma[k]);
+		f = fmax(em->factor[k] + e / table_ns, em->small_floor[k]);
+		sl->dispatch_ns = em->small_dispatch_ns[k];
+		*fixed_ns = sl->dispatch_ns;
+		return collapse(s, sl, em, f);
 	}
+	/* the same lognormal per block; rho of its log variance shared by the machine now */
+	f = em->sigma[k] ? em->factor[k] * exp(em->sigma[k] * block_z(s, sl->d.tenant)) :
+			   em->factor[k];
 	if (em->cold[k] > 0) {
 		const uint64_t last = s->last_block_end_ns[sl->d.tenant];
 		double cold = 1.0;
@@ -336,17 +370,9 @@ static double exec_stretch(struct sim_state *s, struct sim_slot *sl, double tabl
 			cold = 1.0 - exp(-(double)(s->now - last) / (double)em->warm_ns);
 		f *= 1.0 + em->cold[k] * cold;
 	}
-	sl->dispatch_ns = table_ns < SIM_EXEC_MIN_ALONE_US * 1e3 ? em->small_dispatch_ns[k] :
-								   em->dispatch_ns[k];
+	sl->dispatch_ns = small ? em->small_dispatch_ns[k] : em->dispatch_ns[k];
 	*fixed_ns = sl->dispatch_ns;
-	if (table_ns < SIM_EXEC_MIN_ALONE_US * 1e3)
-		*fixed_ns += em->small_extra_ns[k];
-	if (s->shared && em->collapse_p > 0 &&
-	    coloc_rng_uniform(&s->cost_rng[sl->d.tenant]) <= em->collapse_p) {
-		sl->collapsed = true;
-		f *= em->collapse_x;
-	}
-	return f;
+	return collapse(s, sl, em, f);
 }
 
 /* The tenant's cost of one query after its last block (none when it is spent in the blocks). */
@@ -673,6 +699,18 @@ static int check_exec(const struct sim_exec_model *em, const struct sim_params *
 				"%d cores",
 				em->factor[k], em->cold[k], em->sigma[k], k);
 		any |= em->factor[k] > 0;
+		for (int q = 0; q < SIM_EXEC_SMALL_Q && em->small_n[k]; q++) {
+			const double *e = em->small_extra_ns[k];
+
+			if (!isfinite(e[q]) || (q && !(e[q] >= e[q - 1])) ||
+			    !(em->small_floor[k] >= 0))
+				return coloc_err_set(err, -EINVAL,
+						     "executor model: the small blocks' extra at "
+						     "%d cores is not a quantile function (%g at "
+						     "p %g), or their floor is %g",
+						     k, e[q], sim_exec_small_p[q],
+						     em->small_floor[k]);
+		}
 	}
 	if (!any || !(em->collapse_p >= 0 && em->collapse_p <= 1) || !(em->collapse_x >= 1))
 		return coloc_err_set(err, -EINVAL,

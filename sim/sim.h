@@ -239,6 +239,17 @@ struct sim_tenant {
 /* ---- the executor model: blocks as colocd's executors ran them ------------------- */
 
 #define SIM_EXEC_MAX_CORES 8
+/*
+ * The probabilities at which the extra time of blocks under
+ * SIM_EXEC_MIN_ALONE_US is kept: their quantile function, linear in
+ * between, dense in the tail that carries their mean.
+ */
+#define SIM_EXEC_SMALL_Q 19
+extern const double sim_exec_small_p[SIM_EXEC_SMALL_Q];
+/* The quantile function q[] (at sim_exec_small_p[]) at u in [0, 1]. */
+double sim_exec_small_extra(const double *q, double u);
+/* The mean of the distribution q[] describes (linear between its points). */
+double sim_exec_small_mean(const double *q);
 
 /*
  * One model's blocks as its executor ran them (sim/README.md, "The
@@ -248,10 +259,16 @@ struct sim_tenant {
  * A block holds its cores for
  *     table x factor[k] x exp(sigma[k] x Z) + dispatch_ns[k],
  * Z standard normal from the tenant's own stream, or, a block of less
- * than SIM_EXEC_MIN_ALONE_US in the table (a layer or a few),
- *     table x factor[k] x exp(sigma[k] x Z) + small_extra_ns[k] + small_dispatch_ns[k]:
- * the fixed costs measured on such blocks (thread wake-ups, a dispatch
- * that finds colocd awake) instead of the long blocks' dispatch. On cores a policy
+ * than SIM_EXEC_MIN_ALONE_US in the table (a layer or a few) of a count
+ * whose such blocks were measured (small_n[k] > 0),
+ *     max(table x factor[k] + E, table x small_floor[k]) + small_dispatch_ns[k]:
+ * E drawn from what such blocks took beyond table x factor (thread
+ * wake-ups, a preempted thread: skewed, the mean 2-10x the median), by its
+ * quantiles small_extra_ns[k][] at sim_exec_small_p[] (sim_exec_small_extra)
+ * at the quantile of the same Z, so its slow ones fall in the machine's slow
+ * spells like the long blocks' (speed.c); small_dispatch_ns[k] is the
+ * dispatch measured on them (one that finds colocd awake), instead of the
+ * long blocks'. On cores a policy
  * shares (policy_entry.shares_cores: the executor's caller is not pinned),
  * with probability collapse_p the block's threads end up on one core and
  * it takes collapse_x times that, at a pace set by its own hand-offs: the
@@ -262,7 +279,9 @@ struct sim_exec_model {
 	double sigma[SIM_EXEC_MAX_CORES + 1];
 	uint64_t dispatch_ns[SIM_EXEC_MAX_CORES + 1];
 	/* a block under SIM_EXEC_MIN_ALONE_US in the table: these instead of dispatch_ns */
-	uint64_t small_extra_ns[SIM_EXEC_MAX_CORES + 1];
+	int small_n[SIM_EXEC_MAX_CORES + 1]; /* 0: not measured, the long blocks' model */
+	double small_extra_ns[SIM_EXEC_MAX_CORES + 1][SIM_EXEC_SMALL_Q];
+	double small_floor[SIM_EXEC_MAX_CORES + 1]; /* the least measured / table */
 	uint64_t small_dispatch_ns[SIM_EXEC_MAX_CORES + 1];
 	/*
 	 * The factor is the warm one: a block that starts after the tenant
@@ -283,9 +302,13 @@ struct sim_exec_row {
 	double cold; /* how much more a cold block takes, x factor */
 	double sigma; /* least squares on the upper quantiles of log(ratio / factor) */
 	double dispatch_us; /* mean round trip - measured */
-	/* blocks under SIM_EXEC_MIN_ALONE_US: means of measured - table x factor, of dispatch */
+	/*
+	 * blocks under SIM_EXEC_MIN_ALONE_US: measured - table x factor, its
+	 * mean and its quantiles at sim_exec_small_p[]; the least measured /
+	 * table; the mean of round trip - measured
+	 */
 	int n_small;
-	double small_extra_us, small_dispatch_us;
+	double small_extra_us, small_q_us[SIM_EXEC_SMALL_Q], small_floor, small_dispatch_us;
 	/* the fit error: measured and fitted quantiles of ratio / factor */
 	double q95, q95_fit, q99, q99_fit;
 };

@@ -648,14 +648,93 @@ TEST_F(sim, run__exec_model_factor_dispatch_and_core_count)
 	em = (struct sim_exec_model){ .collapse_x = 1 };
 	em.factor[1] = 2.0;
 	em.dispatch_ns[1] = 5 * MS;
-	em.small_extra_ns[1] = 100000;
+	em.small_n[1] = 20;
+	for (int q = 0; q < SIM_EXEC_SMALL_Q; q++)
+		em.small_extra_ns[1][q] = 100000;
 	em.small_dispatch_ns[1] = 50000;
 	t.model = &short_layer;
 	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
 	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(1150000, record_of(self->w, 0)->end_ns);
+	/* an extra of -1 ms would leave nothing: the floor, 1.2 x 0.5 ms, + 50 us */
+	for (int q = 0; q < SIM_EXEC_SMALL_Q; q++)
+		em.small_extra_ns[1][q] = -1000000;
+	em.small_floor[1] = 1.2;
+	self->w->nr_q = self->w->nr_b = 0;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(650000, record_of(self->w, 0)->end_ns);
+	em.small_extra_ns[1][3] = -2000000; /* falls: not a quantile function */
+	ASSERT_EQ(-EINVAL, sim_run(&p, &self->r, &self->err));
+	em.small_extra_ns[1][3] = -1000000;
 	em.collapse_x = 0.5;
 	ASSERT_EQ(-EINVAL, sim_run(&p, &self->r, &self->err));
+}
+
+/* The quantile function of a small block's extra, linear between its points, and its mean. */
+TEST(sim_exec__small_extra_quantile_function_and_mean)
+{
+	double q[SIM_EXEC_SMALL_Q];
+
+	/* 0 up to p 0.9, 1000 from p 0.95: the mean is 0.05 x 500 + 0.05 x 1000 */
+	for (int i = 0; i < SIM_EXEC_SMALL_Q; i++)
+		q[i] = sim_exec_small_p[i] <= 0.9 ? 0 : 1000;
+	ASSERT_EQ(0, sim_exec_small_extra(q, 0));
+	ASSERT_EQ(0, sim_exec_small_extra(q, 0.9));
+	ASSERT_LT(fabs(sim_exec_small_extra(q, 0.925) - 500), 1e-9);
+	ASSERT_EQ(1000, sim_exec_small_extra(q, 0.95));
+	ASSERT_EQ(1000, sim_exec_small_extra(q, 1));
+	ASSERT_EQ(0, sim_exec_small_extra(q, -1));
+	ASSERT_EQ(1000, sim_exec_small_extra(q, 2));
+	ASSERT_LT(fabs(sim_exec_small_mean(q) - 75), 1e-9);
+	/* a uniform extra from 0 to 1000: linear everywhere, the mean 500 */
+	for (int i = 0; i < SIM_EXEC_SMALL_Q; i++)
+		q[i] = 1000 * sim_exec_small_p[i];
+	ASSERT_LT(fabs(sim_exec_small_extra(q, 0.33) - 330), 1e-9);
+	ASSERT_LT(fabs(sim_exec_small_mean(q) - 500), 1e-9);
+}
+
+/*
+ * Small blocks are drawn from their extra's quantile function: 4000
+ * queries of the 0.5 ms layer, 10 ms apart (none waits), factor 2, no
+ * dispatch, the extra 0 up to p 0.9 and 1 ms from p 0.95. A query takes 1 ms
+ * plus its extra: more than 1.5 ms with probability 0.075 (u > 0.925), the
+ * mean extra 75 us; a fixed extra (the mean) would give none above 1.5 ms.
+ */
+TEST_F(sim, run__small_blocks_draw_their_extra)
+{
+	enum { N = 4000 };
+	static uint64_t at[N];
+	static int who[N];
+	struct sim_exec_model em = { .collapse_x = 1 };
+	struct sim_tenant t = {
+		.model = &short_layer, .qos_ns = 100 * MS, .share = 1, .exec = &em
+	};
+	struct sim_trace trace = { .time_ns = at, .tenant = who, .nr = N };
+	struct sim_params p;
+	double sum = 0;
+	int slow = 0;
+
+	for (int i = 0; i < N; i++)
+		at[i] = (uint64_t)i * 10 * MS;
+	em.factor[1] = 2.0;
+	em.small_n[1] = 20;
+	for (int i = 0; i < SIM_EXEC_SMALL_Q; i++)
+		em.small_extra_ns[1][i] = sim_exec_small_p[i] <= 0.9 ? 0 : 1000000;
+	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &trace, self->w);
+	p.duration_ns = (uint64_t)N * 10 * MS;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(N, self->w->nr_q);
+	for (int i = 0; i < N; i++) {
+		double took = (double)(self->w->q[i].end_ns - self->w->q[i].arrival_ns);
+
+		ASSERT_LE(1000000, took);
+		ASSERT_GE(2000000, took);
+		slow += took > 1500000;
+		sum += took - 1000000;
+	}
+	/* 0.075 +- 4 standard errors (0.0042 each) */
+	ASSERT_LT(fabs((double)slow / N - 0.075), 0.017) TH_LOG("%d of %d above 1.5 ms", slow, N);
+	ASSERT_LT(fabs(sum / N - 75000), 15000) TH_LOG("mean extra %.0f ns", sum / N);
 }
 
 /*
@@ -860,8 +939,9 @@ static void write_block(FILE *f, double end_ms, const char *tenant, int cores, d
  * factor = the median 1.5; no warm-up term (every block is as cold);
  * dispatch 100 us; the upper quantiles of ratio / factor are all 1.6 / 1.5,
  * so sigma = log(1.6 / 1.5) x sum(z) / sum(z^2) over z = 0.6745, 1.2816,
- * 1.6449, 2.3263; small blocks: 1.2 - 1.5 x 0.5 = 0.45 ms extra, 30 us
- * dispatch. os (cores shared): 20 blocks of m alone, 12 at 1.5 x the table
+ * 1.6449, 2.3263; 20 small blocks of 0.5 ms in the table, measured 0.8 to
+ * 1.75 ms by 50 us (30 us more): extra 50-1000 us, mean 525, the
+ * nearest-rank p50 (10th) 500; floor 0.8 / 0.5; dispatch 30 us. os (cores shared): 20 blocks of m alone, 12 at 1.5 x the table
  * (as pinned) and 8 at 4.5 (3 x pinned): collapse p 8 / 20, x 3; nothing
  * overlapped, so no penalty is fitted. One run's log: the os run against
  * the temporal run's rows; the temporal run alone; a run not logged.
@@ -888,7 +968,7 @@ TEST_F(sim, exec_fit__factor_spread_dispatch_and_collapse_on_hand_made_logs)
 		write_block(f, t += 1000, "m", 2, 2000, 2000 * r, 2000 * r + 100);
 	}
 	for (int i = 0; i < 20; i++)
-		write_block(f, t += 1000, "m", 2, 500, 1200, 1230);
+		write_block(f, t += 1000, "m", 2, 500, 800 + 50 * i, 830 + 50 * i);
 	fclose(f);
 	snprintf(path, sizeof(path), "%s/blocks-light-os.tsv", dir);
 	f = fopen(path, "w");
@@ -916,7 +996,11 @@ TEST_F(sim, exec_fit__factor_spread_dispatch_and_collapse_on_hand_made_logs)
 	}
 	ASSERT_GE(1e-9, fabs(fit.row[0].sigma - log(1.6 / 1.5) * sz / szz));
 	ASSERT_EQ(20, fit.row[0].n_small);
-	ASSERT_GE(1e-6, fabs(fit.row[0].small_extra_us - 450));
+	ASSERT_GE(1e-6, fabs(fit.row[0].small_extra_us - 525));
+	ASSERT_GE(1e-6, fabs(fit.row[0].small_q_us[0] - 50));
+	ASSERT_GE(1e-6, fabs(sim_exec_small_extra(fit.row[0].small_q_us, 0.5) - 500));
+	ASSERT_GE(1e-6, fabs(sim_exec_small_extra(fit.row[0].small_q_us, 1) - 1000));
+	ASSERT_GE(1e-9, fabs(fit.row[0].small_floor - 1.6));
 	ASSERT_GE(1e-6, fabs(fit.row[0].small_dispatch_us - 30));
 	ASSERT_EQ(1, fit.nr_shared);
 	ASSERT_EQ(20, fit.shared[0].n_alone);
@@ -932,6 +1016,10 @@ TEST_F(sim, exec_fit__factor_spread_dispatch_and_collapse_on_hand_made_logs)
 	ASSERT_EQ(1.5, em.factor[2]);
 	ASSERT_EQ(0, em.factor[1]);
 	ASSERT_EQ(100000, em.dispatch_ns[2]);
+	ASSERT_EQ(20, em.small_n[2]);
+	ASSERT_GE(1e-6, fabs(sim_exec_small_extra(em.small_extra_ns[2], 0.5) - 500000));
+	ASSERT_GE(1e-9, fabs(em.small_floor[2] - 1.6));
+	ASSERT_EQ(30000, em.small_dispatch_ns[2]);
 	ASSERT_EQ(0.4, em.collapse_p);
 	ASSERT_EQ(-ENOENT, sim_exec_model_from_fit(&fit, "other", &em, &self->err));
 	sim_exec_fit_free(&fit);

@@ -587,18 +587,33 @@ static void print_exec_fit(void)
 	printf("  warm-up time %.0f ms for every model (it explains %.1f %% of the squared log "
 	       "error of measured / table)\n",
 	       exec_fit.warm_ms, 100 * exec_fit.warm_gain);
-	printf("  %-16s %5s %6s %6s %5s %5s %8s   left over q95 (fit) q99 (fit)   blocks < "
-	       "%.0f us: n, extra, dispatch\n",
-	       "model", "cores", "blocks", "factor", "cold", "sigma", "dispatch",
-	       SIM_EXEC_MIN_ALONE_US);
+	printf("  %-16s %5s %6s %6s %5s %5s %8s   left over q95 (fit) q99 (fit)\n", "model",
+	       "cores", "blocks", "factor", "cold", "sigma", "dispatch");
 	for (int i = 0; i < exec_fit.nr_rows; i++) {
 		const struct sim_exec_row *r = &exec_fit.row[i];
 
-		printf("  %-16s %5d %6d %6.3f %5.3f %5.3f %5.0f us   %5.3f (%5.3f)  %5.3f (%5.3f)   "
-		       "%6d %4.0f us %4.0f us\n",
+		printf("  %-16s %5d %6d %6.3f %5.3f %5.3f %5.0f us   %5.3f (%5.3f)  %5.3f (%5.3f)\n",
 		       r->model, r->cores, r->n, r->factor, r->cold, r->sigma, r->dispatch_us,
-		       r->q95, r->q95_fit, r->q99, r->q99_fit, r->n_small, r->small_extra_us,
-		       r->small_dispatch_us);
+		       r->q95, r->q95_fit, r->q99, r->q99_fit);
+	}
+	printf("  blocks under %.0f us in the table: measured - table x factor (us; drawn from "
+	       "these quantiles), least measured / table, dispatch\n",
+	       SIM_EXEC_MIN_ALONE_US);
+	printf("  %-16s %5s %6s %6s %6s %6s %6s %6s %6s %6s %8s\n", "model", "cores", "blocks",
+	       "mean", "(fit)", "p50", "p90", "p99", "max", "floor", "dispatch");
+	for (int i = 0; i < exec_fit.nr_rows; i++) {
+		const struct sim_exec_row *r = &exec_fit.row[i];
+
+		if (r->n_small)
+			printf("  %-16s %5d %6d %6.0f %6.0f %6.0f %6.0f %6.0f %6.0f %6.2f %5.0f us%s\n",
+			       r->model, r->cores, r->n_small, r->small_extra_us,
+			       sim_exec_small_mean(r->small_q_us),
+			       sim_exec_small_extra(r->small_q_us, 0.5),
+			       sim_exec_small_extra(r->small_q_us, 0.9),
+			       sim_exec_small_extra(r->small_q_us, 0.99),
+			       sim_exec_small_extra(r->small_q_us, 1), r->small_floor,
+			       r->small_dispatch_us,
+			       r->small_floor > 0 ? "" : " (too few: the long blocks' model)");
 	}
 	print_speed_fit();
 	if (!exec_fit.nr_shared)
@@ -664,7 +679,10 @@ static int exec_per_run(const char *mix, const char *policy, struct tenant_arg *
 			ta[t].exec.sigma[k] = own.sigma[k];
 			ta[t].exec.cold[k] = own.cold[k];
 			ta[t].exec.dispatch_ns[k] = own.dispatch_ns[k];
-			ta[t].exec.small_extra_ns[k] = own.small_extra_ns[k];
+			ta[t].exec.small_n[k] = own.small_n[k];
+			memcpy(ta[t].exec.small_extra_ns[k], own.small_extra_ns[k],
+			       sizeof(own.small_extra_ns[k]));
+			ta[t].exec.small_floor[k] = own.small_floor[k];
 			ta[t].exec.small_dispatch_ns[k] = own.small_dispatch_ns[k];
 		}
 		ta[t].exec.warm_ns = own.warm_ns;
