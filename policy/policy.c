@@ -31,6 +31,7 @@ static const struct policy_entry *const policy_table[] = {
 	&policy_coloc_noprediction,
 	&policy_coloc_nocap,
 	&policy_coloc_fcfs,
+	&policy_coloc_ewma,
 };
 
 #define NR_POLICIES ((int)(sizeof(policy_table) / sizeof(policy_table[0])))

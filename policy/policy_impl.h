@@ -78,6 +78,7 @@ struct coloc_flags {
 	bool dynamic_thres; /* VELTAIR's load-following threshold (else fixed_thres) */
 	double fixed_thres; /* cores above avg_C that make a pivot, when not dynamic */
 	bool predict; /* correct predictions online from measured blocks */
+	bool ewma_only; /* with predict: never a block's own median (COLOC_CLASS_SAMPLES) */
 	bool headroom; /* most urgent (earliest deadline) first (else arrival order) */
 	bool headroom_budget; /* budgets from the queue's headroom (else from the tenant's QoS) */
 	bool use_spare; /* a block may take up to avg_C + thres cores when faster (else its need) */
@@ -129,6 +130,7 @@ extern const struct policy_entry policy_coloc_fixedthres;
 extern const struct policy_entry policy_coloc_noprediction;
 extern const struct policy_entry policy_coloc_nocap;
 extern const struct policy_entry policy_coloc_fcfs;
+extern const struct policy_entry policy_coloc_ewma;
 extern const struct policy_entry policy_model_wise;
 extern const struct policy_entry policy_layer_wise;
 
