@@ -315,18 +315,6 @@ static double block_z(struct sim_state *s, int tenant)
 	return sim_normal(&s->cost_rng[tenant]);
 }
 
-/* On cores the policy shares, the block's threads collapse onto one core with collapse_p. */
-static double collapse(struct sim_state *s, struct sim_slot *sl, const struct sim_exec_model *em,
-		       double f)
-{
-	if (s->shared && em->collapse_p > 0 &&
-	    coloc_rng_uniform(&s->cost_rng[sl->d.tenant]) <= em->collapse_p) {
-		sl->collapsed = true;
-		f *= em->collapse_x;
-	}
-	return f;
-}
-
 /*
  * With the executor model: the block's stretch over its table time
  * (table_ns) and its fixed costs (sim_exec_model); on shared cores it may
@@ -355,24 +343,27 @@ static double exec_stretch(struct sim_state *s, struct sim_slot *sl, double tabl
 		double e = sim_exec_small_extra(em->small_extra_ns[k], 0.5 * erfc(-z / sqrt(2.0)));
 
 		f = fmax(em->factor[k] + e / table_ns, em->small_floor[k]);
-		sl->dispatch_ns = em->small_dispatch_ns[k];
-		*fixed_ns = sl->dispatch_ns;
-		return collapse(s, sl, em, f);
-	}
-	/* the same lognormal per block; rho of its log variance shared by the machine now */
-	f = em->sigma[k] ? em->factor[k] * exp(em->sigma[k] * block_z(s, sl->d.tenant)) :
-			   em->factor[k];
-	if (em->cold[k] > 0) {
-		const uint64_t last = s->last_block_end_ns[sl->d.tenant];
-		double cold = 1.0;
+	} else {
+		/* the same lognormal per block; rho of its log variance shared by the machine now */
+		f = em->sigma[k] ? em->factor[k] * exp(em->sigma[k] * block_z(s, sl->d.tenant)) :
+				   em->factor[k];
+		if (em->cold[k] > 0) {
+			const uint64_t last = s->last_block_end_ns[sl->d.tenant];
+			double cold = 1.0;
 
-		if (last && em->warm_ns)
-			cold = 1.0 - exp(-(double)(s->now - last) / (double)em->warm_ns);
-		f *= 1.0 + em->cold[k] * cold;
+			if (last && em->warm_ns)
+				cold = 1.0 - exp(-(double)(s->now - last) / (double)em->warm_ns);
+			f *= 1.0 + em->cold[k] * cold;
+		}
 	}
 	sl->dispatch_ns = small ? em->small_dispatch_ns[k] : em->dispatch_ns[k];
 	*fixed_ns = sl->dispatch_ns;
-	return collapse(s, sl, em, f);
+	if (s->shared && em->collapse_p > 0 &&
+	    coloc_rng_uniform(&s->cost_rng[sl->d.tenant]) <= em->collapse_p) {
+		sl->collapsed = true;
+		f *= em->collapse_x;
+	}
+	return f;
 }
 
 /* The tenant's cost of one query after its last block (none when it is spent in the blocks). */
@@ -699,17 +690,20 @@ static int check_exec(const struct sim_exec_model *em, const struct sim_params *
 				"%d cores",
 				em->factor[k], em->cold[k], em->sigma[k], k);
 		any |= em->factor[k] > 0;
+		if (em->small_n[k] && !(em->small_floor[k] >= 0))
+			return coloc_err_set(
+				err, -EINVAL,
+				"executor model: the small blocks' floor at %d cores is %g", k,
+				em->small_floor[k]);
 		for (int q = 0; q < SIM_EXEC_SMALL_Q && em->small_n[k]; q++) {
 			const double *e = em->small_extra_ns[k];
 
-			if (!isfinite(e[q]) || (q && !(e[q] >= e[q - 1])) ||
-			    !(em->small_floor[k] >= 0))
+			if (!isfinite(e[q]) || (q && !(e[q] >= e[q - 1])))
 				return coloc_err_set(err, -EINVAL,
 						     "executor model: the small blocks' extra at "
 						     "%d cores is not a quantile function (%g at "
-						     "p %g), or their floor is %g",
-						     k, e[q], sim_exec_small_p[q],
-						     em->small_floor[k]);
+						     "p %g)",
+						     k, e[q], sim_exec_small_p[q]);
 		}
 	}
 	if (!any || !(em->collapse_p >= 0 && em->collapse_p <= 1) || !(em->collapse_x >= 1))
