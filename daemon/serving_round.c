@@ -96,6 +96,7 @@ static void build_input(struct serving *s, struct policy_input *in)
 		pt->uid = t->uid;
 		pt->qos_ns = t->qos_ns;
 		pt->sig = t->sig;
+		pt->executors = 1; /* its one executor process, one block at a time */
 		if (t->busy)
 			s->running[nr++] = t->blk;
 		for (struct sv_query *q = t->head; q; q = q->next) {

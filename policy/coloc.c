@@ -35,10 +35,10 @@
  *    MobileNet-V2 takes half its QoS alone, half its QoS was still too
  *    long a wait);
  *  - budgets (coloc's entries): the tenant's queue's headroom instead of
- *    its QoS, as budget_scale() says, since colocd runs one block per
- *    tenant at a time;
+ *    its QoS, as budget_scale() says, since a tenant runs one block per
+ *    executor at a time (colocd starts one executor a tenant);
  *  - order: per tenant its earliest deadline first (one block in flight per
- *    tenant, as colocd runs one), tenants by that query's headroom
+ *    executor of the tenant), tenants by that query's headroom
  *    (deadline - now), or by arrival for coloc-fcfs and the baselines;
  *  - drop: a query whose remaining model, on the largest profiled count the
  *    free cores allow, is predicted to end past its deadline is not served
@@ -590,7 +590,7 @@ struct round {
 	double cap[POLICY_MAX_TENANTS]; /* the longest predicted time a block may have, ns */
 	const struct policy_query *head[POLICY_MAX_TENANTS];
 	bool done[POLICY_MAX_TENANTS];
-	bool in_flight[POLICY_MAX_TENANTS]; /* a block of the tenant runs */
+	int in_flight[POLICY_MAX_TENANTS]; /* blocks of the tenant running, or decided this round */
 	/*
 	 * When sorted, tenant t's queued queries in input order are
 	 * st->queued[at[t] .. at[t] + nr[t]): finding a tenant's next query
@@ -788,7 +788,7 @@ static void round_init(struct coloc_state *st, const struct policy_config *cfg,
 	find_aggressor(cfg, in, r);
 	r->level = free_level(cfg, in, r);
 	for (int i = 0; i < in->nr_running; i++)
-		r->in_flight[in->running[i].tenant] = true;
+		r->in_flight[in->running[i].tenant]++;
 	r->sorted = in->nr_queries <= COLOC_MAX_QUEUED;
 	if (!r->sorted)
 		return;
@@ -1054,26 +1054,28 @@ static uint64_t rest_of_model(const struct coloc_state *st, struct coloc_tenant 
 /*
  * What a layer's budget is per unit of share (layer ops / model ops): the
  * tenant's QoS, or with headroom budgets the time q's tenant has for the
- * rest of q's model. That is the tightest (deadline - now) / i over the
- * tenant's queued queries in order, i = 1, 2, ... (its executor runs them
- * one after another, so the i-th waits for the i - 1 before it), spread
- * over the rest of q's work. Only the first COLOC_LOOKAHEAD queries count:
- * each costs a pass over the queue, and a long queue is late anyway.
+ * rest of q's model. That is the tightest (deadline - now) / w over the
+ * tenant's queued queries in order, i = 1, 2, ..., w = 1 + (i - 1) / E (its
+ * E executors run them one after another, so the i-th waits for its share
+ * of the i - 1 before it), spread over the rest of q's work. Only the
+ * first COLOC_LOOKAHEAD queries count: each costs a pass over the queue,
+ * and a long queue is late anyway.
  */
 static double budget_scale(const struct coloc_state *st, const struct policy_input *in,
 			   const struct round *r, const struct coloc_tenant *ct,
 			   const struct policy_query *q)
 {
 	const struct policy_model *m = in->tenants[q->tenant].model;
-	double rest, head = 0;
+	double rest, head = 0, e = policy_tenant_executors(&in->tenants[q->tenant]);
 	int i = 1;
 
 	if (!st->flags.headroom_budget)
 		return (double)in->tenants[q->tenant].qos_ns;
 	for (const struct policy_query *p = q; p && i <= COLOC_LOOKAHEAD;
 	     p = next_query(st, in, r, q->tenant, p), i++) {
-		double h =
-			p->deadline_ns > in->now_ns ? (double)(p->deadline_ns - in->now_ns) / i : 0;
+		double h = p->deadline_ns > in->now_ns ?
+				   (double)(p->deadline_ns - in->now_ns) / (1 + (i - 1) / e) :
+				   0;
 
 		if (p == q || h < head)
 			head = h;
@@ -1311,7 +1313,7 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 		r.done[t] = true;
 		if (!in->tenants[t].model)
 			continue;
-		if (!r.in_flight[t]) {
+		if (r.in_flight[t] < policy_tenant_executors(&in->tenants[t])) {
 			r.head[t] = next_query(st, in, &r, t, NULL);
 			r.done[t] = !r.head[t];
 		}
@@ -1338,7 +1340,10 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 			return ret;
 		if (ret == POLICY_OUT_FULL)
 			return 0;
-		if (ret == POLICY_DROPPED) {
+		/* a tenant with an executor left serves its next query in turn */
+		if (ret == POLICY_DROPPED ||
+		    (ret == POLICY_SERVED &&
+		     ++r.in_flight[t] < policy_tenant_executors(&in->tenants[t]))) {
 			r.head[t] = next_query(st, in, &r, t, r.head[t]);
 			r.done[t] = !r.head[t];
 		} else {

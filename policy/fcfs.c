@@ -14,13 +14,14 @@ static int fcfs_decide(void *state, const struct policy_config *cfg, const struc
 		       struct policy_output *out, struct coloc_err *err)
 {
 	struct policy_cpuset free = *in->free;
+	const struct policy_query *after = NULL;
 	int r;
 
 	(void)state;
 	if (in->nr_running)
 		return 0;
 	/* one query at a time, of any tenant: after the first served, the rest wait for it */
-	r = policy_serve_earliest_whole(cfg, in, -1, &free, out, err);
+	r = policy_serve_earliest_whole(cfg, in, -1, &free, out, err, &after);
 	return r < 0 ? r : 0;
 }
 

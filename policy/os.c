@@ -2,8 +2,8 @@
 /*
  * os: what operators do today without coloc, the scheduler issue's first
  * baseline. Every tenant is an unmodified oneDNN service on all the cores:
- * it serves its own queries first come first served, one at a time (its
- * executor runs one block at a time), each query's whole remaining model on
+ * it serves its own queries first come first served, one at a time on each
+ * of its executors (colocd starts one), each query's whole remaining model on
  * every core, and the kernel's scheduler shares the CPUs between tenants.
  * So the entry shares cores: every tenant with nothing in flight gets a
  * decision at once, on the same cores as the others (the largest profiled
@@ -20,17 +20,21 @@ static int os_decide(void *state, const struct policy_config *cfg, const struct 
 {
 	(void)state;
 	for (int t = 0; t < in->nr_tenants; t++) {
-		/* every tenant sees all the cores: a fresh copy each, not what others took */
-		struct policy_cpuset free = *in->free;
-		int r;
+		const struct policy_query *after = NULL;
+		int idle = in->tenants[t].model ? policy_tenant_executors(&in->tenants[t]) -
+							  policy_tenant_running(in, t) :
+						  0;
 
-		if (!in->tenants[t].model || policy_tenant_in_flight(in, t))
-			continue;
-		r = policy_serve_earliest_whole(cfg, in, t, &free, out, err);
-		if (r < 0)
-			return r;
-		if (r == POLICY_OUT_FULL)
-			return 0;
+		for (int r = POLICY_SERVED; idle > 0 && r == POLICY_SERVED; idle--) {
+			/* every tenant sees all the cores: a fresh copy each, not what others took */
+			struct policy_cpuset free = *in->free;
+
+			r = policy_serve_earliest_whole(cfg, in, t, &free, out, err, &after);
+			if (r < 0)
+				return r;
+			if (r == POLICY_OUT_FULL)
+				return 0;
+		}
 	}
 	return 0;
 }

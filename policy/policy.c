@@ -241,6 +241,21 @@ static int check_decision(const struct policy_input *in, const struct policy_dec
 	return 0;
 }
 
+/* Whether tenant's blocks, running and decided in out, fit on its executors. */
+static int check_executors(const struct policy_input *in, const struct policy_output *out,
+			   int tenant, struct coloc_err *err)
+{
+	int n = policy_tenant_running(in, tenant);
+
+	for (int i = 0; i < out->nr_decisions; i++)
+		n += out->decisions[i].tenant == tenant;
+	if (n > policy_tenant_executors(&in->tenants[tenant]))
+		return coloc_err_set(err, -EPROTO,
+				     "tenant %d would run %d blocks at once on %d executor(s)",
+				     tenant, n, policy_tenant_executors(&in->tenants[tenant]));
+	return 0;
+}
+
 int policy_check_output(const struct policy_entry *entry, const struct policy_input *in,
 			const struct policy_output *out, struct coloc_err *err)
 {
@@ -265,6 +280,9 @@ int policy_check_output(const struct policy_entry *entry, const struct policy_in
 				return coloc_err_set(err, -EPROTO,
 						     "query %llu is decided twice in one round",
 						     (unsigned long long)d->query_id);
+		ret = check_executors(in, out, d->tenant, err);
+		if (ret)
+			return ret;
 	}
 	for (int i = 0; i < out->nr_drops; i++) {
 		uint64_t id = out->drops[i].query_id;

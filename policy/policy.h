@@ -27,8 +27,10 @@
  *  - cores of a decision are a subset of input->free, decisions of one call
  *    are disjoint (no core is ever oversubscribed), a decision's core count
  *    is one of the model's profiled core counts, its layers start at the
- *    query's next_layer, a query gets at most one block in flight, and only
- *    a query with no block in flight is dropped;
+ *    query's next_layer, a query gets at most one block in flight, a tenant
+ *    at most its executors' worth (policy_tenant_executors(): each block of
+ *    a tenant runs on one of its executors, and colocd starts one a tenant),
+ *    and only a query with no block in flight is dropped;
  *  - policy_check_output() verifies all of that, for the daemon and the
  *    simulator to run on every round and refuse a policy that breaks it;
  *  - an output array that is full ends the call early with what was decided
@@ -260,7 +262,20 @@ struct policy_tenant {
 		uid; /* never reused while the policy lives: a new tenant in a slot gets a new one */
 	uint64_t qos_ns;
 	struct policy_signal sig; /* the pressure this tenant exerts (per-tenant attribution) */
+	/*
+	 * Blocks of the tenant that may run at once, each of another query:
+	 * its executors, each running one block at a time. colocd starts one
+	 * executor process a tenant (1); the simulator can model more
+	 * (coloc-sim --executors). 0 counts as 1.
+	 */
+	int executors;
 };
+
+/* t's executors: at least 1. */
+static inline int policy_tenant_executors(const struct policy_tenant *t)
+{
+	return t->executors > 1 ? t->executors : 1;
+}
 
 struct policy_query {
 	uint64_t id; /* unique among live queries */

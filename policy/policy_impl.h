@@ -25,8 +25,8 @@ void policy_stateless_destroy(void *state);
 const struct policy_query *policy_earliest_queued(const struct policy_input *in, int tenant,
 						  const struct policy_query *after);
 
-/* True when some query of tenant has a block in flight. */
-bool policy_tenant_in_flight(const struct policy_input *in, int tenant);
+/* The blocks of tenant in flight (in->running). */
+int policy_tenant_running(const struct policy_input *in, int tenant);
 /* Records q's drop in out: POLICY_DROPPED, or POLICY_OUT_FULL when out has no room. */
 int policy_append_drop(struct policy_output *out, const struct policy_query *q,
 		       enum policy_drop_reason reason, uint64_t predicted_ns);
@@ -52,14 +52,15 @@ int policy_serve_whole_model(const struct policy_config *cfg, const struct polic
 
 /*
  * First come first served within tenant (-1: any tenant): its queued
- * queries, earliest first, each served whole on up to all of free, until
- * one is not dropped. Returns that one's enum policy_served (POLICY_DROPPED
+ * queries after *after (NULL: from the first), earliest first, each served
+ * whole on up to all of free, until one is not dropped; *after is then the
+ * last one tried. Returns that one's enum policy_served (POLICY_DROPPED
  * when every queued query was dropped or none was queued), or -EINVAL as
  * policy_serve_whole_model.
  */
 int policy_serve_earliest_whole(const struct policy_config *cfg, const struct policy_input *in,
 				int tenant, struct policy_cpuset *free, struct policy_output *out,
-				struct coloc_err *err);
+				struct coloc_err *err, const struct policy_query **after);
 
 /*
  * The coloc engine (coloc.c), shared by coloc, its ablations and the

@@ -4,9 +4,11 @@
  * (what OpenVINO streams or per-process pinning give). The online cores, in
  * CPU id order, are cut into as many contiguous shares as there are tenants,
  * the k-th tenant (by id) taking the k-th; within its share a tenant runs
- * FCFS, one query at a time, each query's whole remaining model on the free
- * cores of its share. Shares are recomputed from the tenant set at every
- * call, so they change only when a tenant comes or goes.
+ * FCFS, one query at a time on each of its executors (colocd starts one),
+ * each query's whole remaining model on the free cores of its share (the
+ * first query takes them all, so a second executor waits for it). Shares
+ * are recomputed from the tenant set at every call, so they change only
+ * when a tenant comes or goes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -57,20 +59,23 @@ static int static_decide(void *state, const struct policy_config *cfg,
 	for (int t = 0; t < in->nr_tenants; t++)
 		nr_active += in->tenants[t].model != NULL;
 	for (int t = 0; t < in->nr_tenants; t++) {
+		const struct policy_query *after = NULL;
 		struct policy_cpuset free;
-		int r;
+		int idle;
 
 		if (!in->tenants[t].model)
 			continue;
 		static_share(state, k++, nr_active, &free);
-		if (policy_tenant_in_flight(in, t))
-			continue;
 		policy_cpuset_and(&free, in->free);
-		r = policy_serve_earliest_whole(cfg, in, t, &free, out, err);
-		if (r < 0)
-			return r;
-		if (r == POLICY_OUT_FULL)
-			return 0;
+		idle = policy_tenant_executors(&in->tenants[t]) - policy_tenant_running(in, t);
+		/* what one query takes of its share is gone from free for the next */
+		for (int r = POLICY_SERVED; idle > 0 && r == POLICY_SERVED; idle--) {
+			r = policy_serve_earliest_whole(cfg, in, t, &free, out, err, &after);
+			if (r < 0)
+				return r;
+			if (r == POLICY_OUT_FULL)
+				return 0;
+		}
 	}
 	return 0;
 }

@@ -44,12 +44,13 @@ const struct policy_query *policy_earliest_queued(const struct policy_input *in,
 	return best;
 }
 
-bool policy_tenant_in_flight(const struct policy_input *in, int tenant)
+int policy_tenant_running(const struct policy_input *in, int tenant)
 {
+	int n = 0;
+
 	for (int i = 0; i < in->nr_running; i++)
-		if (in->running[i].tenant == tenant)
-			return true;
-	return false;
+		n += in->running[i].tenant == tenant;
+	return n;
 }
 
 int policy_append_drop(struct policy_output *out, const struct policy_query *q,
@@ -127,12 +128,14 @@ int policy_serve_whole_model(const struct policy_config *cfg, const struct polic
 
 int policy_serve_earliest_whole(const struct policy_config *cfg, const struct policy_input *in,
 				int tenant, struct policy_cpuset *free, struct policy_output *out,
-				struct coloc_err *err)
+				struct coloc_err *err, const struct policy_query **after)
 {
-	const struct policy_query *q = NULL;
+	const struct policy_query *q = *after;
 	int r = POLICY_DROPPED;
 
-	while (r == POLICY_DROPPED && (q = policy_earliest_queued(in, tenant, q)))
+	while (r == POLICY_DROPPED && (q = policy_earliest_queued(in, tenant, q))) {
 		r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, free, out, err);
+		*after = q;
+	}
 	return r;
 }

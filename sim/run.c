@@ -778,6 +778,7 @@ static int state_init(struct sim_state *s, const struct sim_params *p, struct si
 			.model = p->tenants[t].model,
 			.uid = (uint64_t)t + 1,
 			.qos_ns = p->tenants[t].qos_ns,
+			.executors = p->executors,
 		};
 		if (p->tenants[t].model->nr_layers > max_layers)
 			max_layers = p->tenants[t].model->nr_layers;

@@ -566,6 +566,8 @@ struct sim_params {
 	 */
 	double speed_rho;
 	uint64_t speed_tau_ns;
+	/* each tenant's executors (struct policy_tenant): 0 or 1, one as colocd starts */
+	int executors;
 	int max_queued; /* live queries beyond this are rejected at arrival (counted as drops) */
 	/* optional observers */
 	void (*on_query)(void *ctx, const struct sim_query_record *q);

@@ -1519,7 +1519,9 @@ TEST_F(pol, check_output__catches_a_core_granted_twice_or_while_busy)
 	static const uint8_t v[3] = { 0, 0, 0 };
 	static const int a[] = { 0, 1 }, b[] = { 1, 2 };
 
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	/* two executors: both of its queries may run at once (the executors' own test below) */
+	self->tenants[0] =
+		(struct policy_tenant){ .model = &tiny, .qos_ns = 100000000, .executors = 2 };
 	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
 	add_query(&self->in, self->queries, 2, 0, 0, 100000000);
 	self->out.nr_decisions = 2;
@@ -1565,6 +1567,84 @@ TEST_F(pol, check_output__catches_a_core_granted_twice_or_while_busy)
 	ASSERT_EQ(-EPROTO, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
 	self->queries[0].in_flight = false;
 	ASSERT_EQ(0, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+}
+
+TEST_F(pol, check_output__a_tenant_runs_no_more_blocks_than_its_executors)
+{
+	static const uint8_t v[3] = { 0, 0, 0 };
+
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	add_query(&self->in, self->queries, 2, 0, 0, 100000000);
+	add_query(&self->in, self->queries, 3, 0, 0, 100000000);
+	self->out.nr_decisions = 2;
+	for (int i = 0; i < 2; i++)
+		self->decisions[i] = (struct policy_decision){
+			.query_id = 2 + i,
+			.last_layer = 3,
+			.versions = v,
+			.nr_cores = 2,
+			.cores = cpus_of((const int[]){ 2 + 2 * i, 3 + 2 * i }, 2),
+		};
+	/* one executor (0 counts as 1): two blocks of the tenant in one round are one too many */
+	ASSERT_EQ(-EPROTO,
+		  policy_check_output(policy_find("fcfs"), &self->in, &self->out, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "tenant 0 would run 2 blocks at once on 1 executor"));
+	self->tenants[0].executors = 2;
+	ASSERT_EQ(0, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+	/* a block of it already running counts: 3 on 2 */
+	self->queries[0].in_flight = true;
+	self->running[0] = (struct policy_decision){ .query_id = 1,
+						     .tenant = 0,
+						     .nr_cores = 2,
+						     .cores = cpus_of((const int[]){ 0, 1 }, 2) };
+	self->in.nr_running = 1;
+	policy_cpuset_andnot(&self->free, &self->running[0].cores);
+	ASSERT_EQ(-EPROTO, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+	self->tenants[0].executors = 3;
+	ASSERT_EQ(0, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
+}
+
+TEST_F(pol, coloc_decide__a_tenant_runs_a_query_on_each_idle_executor)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->in.nr_tenants = 1;
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	add_query(&self->in, self->queries, 2, 0, 10, 100000010);
+	add_query(&self->in, self->queries, 3, 0, 20, 100000020);
+	self->in.now_ns = 1000;
+
+	/* one executor: one query at a time, the earliest deadline */
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(1, self->decisions[0].query_id);
+
+	/* two: the two most urgent at once, on disjoint cores; the third waits */
+	self->tenants[0].executors = 2;
+	for (int i = 0; i < 4; i++) {
+		static const char *const names[] = { "coloc", "model-wise", "layer-wise", "os" };
+
+		ASSERT_EQ(0, run_round(self, names[i]));
+		ASSERT_EQ(2, self->out.nr_decisions);
+		ASSERT_EQ(1, self->decisions[0].query_id);
+		ASSERT_EQ(2, self->decisions[1].query_id);
+		ASSERT_EQ(0, policy_check_output(policy_find(names[i]), &self->in, &self->out,
+						 &self->err));
+	}
+
+	/* one of them running: one more starts, not two */
+	self->queries[0].in_flight = true;
+	self->queries[0].next_layer = 1;
+	self->running[0] = (struct policy_decision){ .query_id = 1,
+						     .tenant = 0,
+						     .nr_cores = 2,
+						     .cores = cpus_of((const int[]){ 0, 1 }, 2) };
+	self->in.nr_running = 1;
+	policy_cpuset_andnot(&self->free, &self->running[0].cores);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(2, self->decisions[0].query_id);
+	ASSERT_EQ(0, policy_check_output(policy_find("coloc"), &self->in, &self->out, NULL));
 }
 
 /* ---- the property test ---------------------------------------------------- */

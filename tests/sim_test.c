@@ -256,6 +256,39 @@ TEST_F(sim, run__fcfs_one_core_two_queries_finish_at_10_and_20_ms)
 }
 
 /*
+ * Two cores (an LLC each: no interference), one tenant of one 10 ms layer
+ * on one core, arrivals at 0 and 5 ms. One executor a tenant (colocd's):
+ * q1 waits for q0 though a core is free, 0..10 and 10..20 ms. Two: q1
+ * runs beside it, 5..15 ms.
+ */
+TEST_F(sim, run__a_tenant_runs_as_many_queries_at_once_as_it_has_executors)
+{
+	static const double ms[] = { 0, 5 };
+	static const int who[] = { 0, 0 };
+	static const char *const names[] = { "model-wise", "coloc" };
+	struct sim_tenant t = { .model = &one_layer, .qos_ns = 100 * MS, .share = 1 };
+	struct mem_trace mt;
+
+	mem_trace_init(&mt, 2, ms, who);
+	for (int i = 0; i < 2; i++)
+		for (int e = 1; e <= 2; e++) {
+			struct sim_params p = small_params(policy_find(names[i]), 2, 1, &t, 1,
+							   &mt.trace, self->w);
+			const struct sim_query_record *q1;
+
+			p.executors = e;
+			self->w->nr_q = 0;
+			ASSERT_EQ(0, sim_run(&p, &self->r, &self->err));
+			ASSERT_EQ(2, self->w->nr_q);
+			ASSERT_EQ(10 * MS, record_of(self->w, 0)->end_ns);
+			q1 = record_of(self->w, 1);
+			ASSERT_NE(NULL, q1);
+			ASSERT_EQ(e == 1 ? 20 * MS : 15 * MS, q1->end_ns);
+			ASSERT_EQ(2, self->r.tenant[0].within);
+		}
+}
+
+/*
  * The same with QoS 12 ms: at 10 ms q1 would end at 20 ms, past its
  * deadline 5 + 12 = 17 ms, so fcfs drops it then.
  */

@@ -17,13 +17,18 @@
 #     against one at a time at the fastest; no interference, no waiting);
 #   - the ablations (64 cores): coloc with one mechanism switched off at a
 #     time, as a ratio to coloc;
+#   - a what-if (64 cores): the baselines and coloc with EXECUTORS executors
+#     a tenant (coloc-sim --executors), so that a tenant runs that many of
+#     its queries at once; colocd starts one a tenant, whose queries then
+#     wait for each other (sim/README.md: where coloc's 64-core QPS goes);
 # then policy_decide()'s cost at 64 and 256 cores with 16 and 64 tenants,
 # and (64 cores) a plot per mix: the worst tenant's fraction within QoS
 # against the offered load, one line per policy (build/bench-sim/*.png).
 # Every number rests on sim/README.md's assumptions (interference: VELTAIR's
 # 1.6 full-domain slowdown). Environment: COLOC_BIN (bin/), SEEDS (3),
 # DURATION (simulated seconds per load point, 10), COPIES (2), CORES ("64 128
-# 256"; the plots and the decision cost need 64 among them).
+# 256"; the plots, the what-if and the decision cost need 64 among them),
+# EXECUTORS (the what-if's executors a tenant, 2; 1 leaves it out).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +39,7 @@ OUT=$ROOT/build/bench-sim
 SEEDS=${SEEDS:-3}
 DURATION=${DURATION:-10}
 COPIES=${COPIES:-2}
+EXECUTORS=${EXECUTORS:-2}
 CORES=${CORES:-64 128 256}
 BASELINES="os static temporal model-wise layer-wise"
 MAIN_POLICIES=$(tr ' ' , <<<"$BASELINES coloc")
@@ -133,6 +139,37 @@ for cores in $CORES; do
 				'BEGIN { if (c > 0) printf "%.2f", a / c; else print "n/a" }')"
 		done
 		echo
+	done
+	[ "$EXECUTORS" -gt 1 ] || continue
+	echo "what-if: $EXECUTORS executors a tenant (colocd runs 1), QoS-QPS, median of $seeds" \
+		"search(es):"
+	printf '%-8s' mix
+	for p in $BASELINES coloc; do printf ' %11s' "$p"; done
+	printf ' %18s %15s\n' "coloc/best base" "coloc / at 1"
+	for mix in "${MIXES[@]}"; do
+		x=$OUT/search-$mix-$cores-x$EXECUTORS
+		# shellcheck disable=SC2046
+		"$SIM" --policy "$MAIN_POLICIES" --search --seeds "$seeds" --cores "$cores" --llc 4 \
+			--duration "$DURATION" --executors "$EXECUTORS" --brief \
+			$(tenants "$mix" "$copies") >"$x.txt" 2>"$x.err" || {
+			sed 's/^/  /' "$x.err" >&2
+			echo "bench-sim: coloc-sim --executors $EXECUTORS failed on $mix" >&2
+			exit 1
+		}
+		while read -r p v; do QPS[$mix.$cores.x.$p]=$v; done < <(awk '$2 == "QoS-QPS" { print $1, $3 }' "$x.txt")
+		printf '%-8s' "$mix"
+		best=0 best_name=-
+		for p in $BASELINES coloc; do
+			v=${QPS[$mix.$cores.x.$p]:-NA}
+			printf ' %11s' "$v"
+			if [ "$p" != coloc ] && awk -v v="$v" -v b="$best" 'BEGIN { exit !(v + 0 > b) }'; then
+				best=$v best_name=$p
+			fi
+		done
+		printf ' %18s %15s\n' "$(awk -v c="${QPS[$mix.$cores.x.coloc]:-0}" -v b="$best" -v n="$best_name" \
+			'BEGIN { if (b > 0) printf "%.2fx %s", c / b, n; else print "n/a" }')" \
+			"$(awk -v a="${QPS[$mix.$cores.x.coloc]:-0}" -v c="${QPS[$mix.$cores.coloc]:-0}" \
+				'BEGIN { if (c > 0) printf "%.2f", a / c; else print "n/a" }')"
 	done
 done
 

@@ -37,6 +37,7 @@ static struct {
 	long cores, sockets, llc;
 	double qps, duration_s, warmup_s, full_slowdown;
 	long seed, seeds;
+	long executors; /* --executors: each tenant's (policy_tenant.executors) */
 	bool search, json, late_serve, duration_given, brief, query_cost_in_blocks;
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	const char *exec_from; /* block logs to fit the executor model on; NULL: none */
@@ -57,6 +58,7 @@ static struct {
 	.full_slowdown = SIM_DEFAULT_FULL_SLOWDOWN,
 	.seed = 1,
 	.seeds = 1,
+	.executors = 1,
 	.start_qps = 16,
 	.tol = 0.01,
 	.shared_penalty = 1,
@@ -119,6 +121,9 @@ static void usage(FILE *out)
 		"  --cores N      simulated cores, 1..%d (default %ld)\n"
 		"  --sockets N    sockets, dividing the cores (default %ld)\n"
 		"  --llc N        cores per LLC domain (default %ld: a Threadripper 3990X CCX)\n"
+		"  --executors N  blocks a tenant may run at once, each of another query, 1..64\n"
+		"                 (default 1: colocd starts one executor a tenant; more is a\n"
+		"                 what-if colocd does not run)\n"
 		"  --qps X        total queries per second over all tenants, in their shares\n"
 		"  --search       find the highest QPS at which >= 95%% of every tenant's queries\n"
 		"                 meet QoS (doubling from %.0f, then bisection to 1%%)\n"
@@ -965,6 +970,7 @@ int main(int argc, char **argv)
 		{ "exec-per-run", no_argument, NULL, 'R' },
 		{ "block-trace", required_argument, NULL, 'Z' },
 		{ "speed-rho", required_argument, NULL, 'H' },
+		{ "executors", required_argument, NULL, 'N' },
 		{ "scaling", no_argument, NULL, 'Y' },
 		{ "capacity", no_argument, NULL, 'U' },
 		{ "brief", no_argument, NULL, 'b' },
@@ -1003,6 +1009,9 @@ int main(int argc, char **argv)
 		case 'c':
 			bad = cli_parse_flag(PROG, "--cores", optarg, 1, POLICY_MAX_CPUS,
 					     &opts.cores);
+			break;
+		case 'N':
+			bad = cli_parse_flag(PROG, "--executors", optarg, 1, 64, &opts.executors);
 			break;
 		case 'S':
 			bad = cli_parse_flag(PROG, "--sockets", optarg, 1, POLICY_MAX_CPUS,
@@ -1279,6 +1288,7 @@ int main(int argc, char **argv)
 		.query_cost_in_blocks = opts.query_cost_in_blocks,
 		.query_cost_warm_ns = (uint64_t)llround(opts.query_cost_warm_ms * 1e6),
 		.shared_penalty = opts.shared_penalty,
+		.executors = (int)opts.executors,
 		.max_queued = SIM_DEFAULT_MAX_QUEUED,
 	};
 	set_speed(&p, &exec_fit.speed);
@@ -1313,6 +1323,10 @@ int main(int argc, char **argv)
 		       (double)p.duration_ns * 1e-9, (double)p.warmup_ns * 1e-9, opts.seed,
 		       opts.full_slowdown, opts.block_cost_us, opts.query_cost_sigma,
 		       opts.shared_penalty);
+	if (opts.executors > 1 && !opts.json)
+		printf("%ld executors a tenant: blocks of up to %ld of its queries at once (colocd "
+		       "runs one)\n",
+		       opts.executors, opts.executors);
 	if (served.nr && !opts.json)
 		printf("QoS of each mix's tenants as bench-qos gave it: %s\n", opts.qos_from);
 	if (opts.like && !opts.json)
