@@ -241,18 +241,26 @@ static int check_decision(const struct policy_input *in, const struct policy_dec
 	return 0;
 }
 
-/* Whether tenant's blocks, running and decided in out, fit on its executors. */
+/*
+ * Whether every tenant's blocks, running and decided in out, fit on its
+ * executors (the decisions' tenants checked by check_decision() first).
+ */
 static int check_executors(const struct policy_input *in, const struct policy_output *out,
-			   int tenant, struct coloc_err *err)
+			   struct coloc_err *err)
 {
-	int n = policy_tenant_running(in, tenant);
+	int n[POLICY_MAX_TENANTS] = { 0 };
 
-	for (int i = 0; i < out->nr_decisions; i++)
-		n += out->decisions[i].tenant == tenant;
-	if (n > policy_tenant_executors(&in->tenants[tenant]))
-		return coloc_err_set(err, -EPROTO,
-				     "tenant %d would run %d blocks at once on %d executor(s)",
-				     tenant, n, policy_tenant_executors(&in->tenants[tenant]));
+	for (int i = 0; i < in->nr_running; i++)
+		n[in->running[i].tenant]++;
+	for (int i = 0; i < out->nr_decisions; i++) {
+		int t = out->decisions[i].tenant;
+
+		if (++n[t] > policy_tenant_executors(&in->tenants[t]))
+			return coloc_err_set(
+				err, -EPROTO,
+				"tenant %d would run %d blocks at once on %d executor(s)", t, n[t],
+				policy_tenant_executors(&in->tenants[t]));
+	}
 	return 0;
 }
 
@@ -260,11 +268,13 @@ int policy_check_output(const struct policy_entry *entry, const struct policy_in
 			const struct policy_output *out, struct coloc_err *err)
 {
 	struct policy_cpuset taken;
+	int ret;
 
 	policy_cpuset_zero(&taken);
 	for (int i = 0; i < out->nr_decisions; i++) {
 		const struct policy_decision *d = &out->decisions[i];
-		int ret = check_decision(in, d, err);
+
+		ret = check_decision(in, d, err);
 
 		if (ret)
 			return ret;
@@ -280,10 +290,10 @@ int policy_check_output(const struct policy_entry *entry, const struct policy_in
 				return coloc_err_set(err, -EPROTO,
 						     "query %llu is decided twice in one round",
 						     (unsigned long long)d->query_id);
-		ret = check_executors(in, out, d->tenant, err);
-		if (ret)
-			return ret;
 	}
+	ret = check_executors(in, out, err);
+	if (ret)
+		return ret;
 	for (int i = 0; i < out->nr_drops; i++) {
 		uint64_t id = out->drops[i].query_id;
 		const struct policy_query *q = find_query(in, id);

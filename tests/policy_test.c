@@ -1569,6 +1569,19 @@ TEST_F(pol, check_output__catches_a_core_granted_twice_or_while_busy)
 	ASSERT_EQ(0, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
 }
 
+/* queries[i] runs a block on cores 0 and 1 (taken from the free set). */
+static void run_on_cores_0_1(FIXTURE_DATA(pol) * self, int i)
+{
+	self->queries[i].in_flight = true;
+	self->running[self->in.nr_running++] = (struct policy_decision){
+		.query_id = self->queries[i].id,
+		.tenant = self->queries[i].tenant,
+		.nr_cores = 2,
+		.cores = cpus_of((const int[]){ 0, 1 }, 2),
+	};
+	policy_cpuset_andnot(&self->free, &self->running[self->in.nr_running - 1].cores);
+}
+
 TEST_F(pol, check_output__a_tenant_runs_no_more_blocks_than_its_executors)
 {
 	static const uint8_t v[3] = { 0, 0, 0 };
@@ -1593,13 +1606,7 @@ TEST_F(pol, check_output__a_tenant_runs_no_more_blocks_than_its_executors)
 	self->tenants[0].executors = 2;
 	ASSERT_EQ(0, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
 	/* a block of it already running counts: 3 on 2 */
-	self->queries[0].in_flight = true;
-	self->running[0] = (struct policy_decision){ .query_id = 1,
-						     .tenant = 0,
-						     .nr_cores = 2,
-						     .cores = cpus_of((const int[]){ 0, 1 }, 2) };
-	self->in.nr_running = 1;
-	policy_cpuset_andnot(&self->free, &self->running[0].cores);
+	run_on_cores_0_1(self, 0);
 	ASSERT_EQ(-EPROTO, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
 	self->tenants[0].executors = 3;
 	ASSERT_EQ(0, policy_check_output(policy_find("fcfs"), &self->in, &self->out, NULL));
@@ -1633,14 +1640,8 @@ TEST_F(pol, coloc_decide__a_tenant_runs_a_query_on_each_idle_executor)
 	}
 
 	/* one of them running: one more starts, not two */
-	self->queries[0].in_flight = true;
 	self->queries[0].next_layer = 1;
-	self->running[0] = (struct policy_decision){ .query_id = 1,
-						     .tenant = 0,
-						     .nr_cores = 2,
-						     .cores = cpus_of((const int[]){ 0, 1 }, 2) };
-	self->in.nr_running = 1;
-	policy_cpuset_andnot(&self->free, &self->running[0].cores);
+	run_on_cores_0_1(self, 0);
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(2, self->decisions[0].query_id);

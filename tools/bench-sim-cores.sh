@@ -81,6 +81,40 @@ tenants() { # mix copies
 	echo "${args[@]}"
 }
 
+# search KEY FILE MIX CORES COPIES SEEDS POLICIES [coloc-sim args...]: QoS-QPS
+# searches of POLICIES on MIX, coloc-sim's output in FILE.txt (.err), each
+# policy's figure into QPS[KEY.policy]
+search() {
+	local key=$1 file=$2 mix=$3 cores=$4 copies=$5 seeds=$6 policies=$7 p v
+	shift 7
+	# shellcheck disable=SC2046 # tenants() prints separate arguments
+	"$SIM" --policy "$policies" --search --seeds "$seeds" --cores "$cores" --llc 4 \
+		--duration "$DURATION" --brief "$@" $(tenants "$mix" "$copies") \
+		>"$file.txt" 2>"$file.err" || {
+		sed 's/^/  /' "$file.err" >&2
+		echo "bench-sim: coloc-sim${*:+ $*} failed on $mix at $cores cores" >&2
+		exit 1
+	}
+	while read -r p v; do QPS[$key.$p]=$v; done < <(awk '$2 == "QoS-QPS" { print $1, $3 }' "$file.txt")
+}
+
+# row KEY MIX: MIX, the baselines' and coloc's QPS[KEY.*] and coloc / the best
+# baseline, the line left open for the caller's columns
+row() {
+	local key=$1 p v best=0 best_name=-
+
+	printf '%-8s' "$2"
+	for p in $BASELINES coloc; do
+		v=${QPS[$key.$p]:-NA}
+		printf ' %11s' "$v"
+		if [ "$p" != coloc ] && awk -v v="$v" -v b="$best" 'BEGIN { exit !(v + 0 > b) }'; then
+			best=$v best_name=$p
+		fi
+	done
+	printf ' %18s' "$(awk -v c="${QPS[$key.coloc]:-0}" -v b="$best" -v n="$best_name" \
+		'BEGIN { if (b > 0) printf "%.2fx %s", c / b, n; else print "n/a" }')"
+}
+
 echo "== how our models' profiles become 64-core tables"
 "$SIM" --scaling
 declare -A QPS CEILING
@@ -96,16 +130,8 @@ for cores in $CORES; do
 	echo "== $cores cores (LLC domains of 4), $copies tenants of each model, median of $seeds" \
 		"search(es), $DURATION s per point"
 	for mix in "${MIXES[@]}"; do
-		# shellcheck disable=SC2046 # tenants() prints separate arguments
-		"$SIM" --policy "$policies" --search --seeds "$seeds" --cores "$cores" --llc 4 \
-			--duration "$DURATION" --brief $(tenants "$mix" "$copies") \
-			>"$OUT/search-$mix-$cores.txt" 2>"$OUT/search-$mix-$cores.err" || {
-			sed 's/^/  /' "$OUT/search-$mix-$cores.err" >&2
-			echo "bench-sim: coloc-sim failed on $mix at $cores cores" >&2
-			exit 1
-		}
-		while read -r p v; do QPS[$mix.$cores.$p]=$v; done < <(awk '$2 == "QoS-QPS" { print $1, $3 }' \
-			"$OUT/search-$mix-$cores.txt")
+		search "$mix.$cores" "$OUT/search-$mix-$cores" "$mix" "$cores" "$copies" "$seeds" \
+			"$policies"
 		# shellcheck disable=SC2046
 		CEILING[$mix.$cores]=$("$SIM" --capacity --cores "$cores" $(tenants "$mix" "$copies") 2>/dev/null |
 			sed -n 's/^capacity ceiling.*: \([0-9.]*x\).*/\1/p')
@@ -114,18 +140,8 @@ for cores in $CORES; do
 	for p in $BASELINES coloc; do printf ' %11s' "$p"; done
 	printf ' %18s %9s %9s\n' "coloc/best base" VELTAIR ceiling
 	for mix in "${MIXES[@]}"; do
-		printf '%-8s' "$mix"
-		best=0 best_name=-
-		for p in $BASELINES coloc; do
-			v=${QPS[$mix.$cores.$p]:-NA}
-			printf ' %11s' "$v"
-			if [ "$p" != coloc ] && awk -v v="$v" -v b="$best" 'BEGIN { exit !(v + 0 > b) }'; then
-				best=$v best_name=$p
-			fi
-		done
-		printf ' %18s %9s %9s\n' "$(awk -v c="${QPS[$mix.$cores.coloc]:-0}" -v b="$best" -v n="$best_name" \
-			'BEGIN { if (b > 0) printf "%.2fx %s", c / b, n; else print "n/a" }')" \
-			"${PUBLISHED[$mix]:+${PUBLISHED[$mix]}x}" "${CEILING[$mix.$cores]:-n/a}"
+		row "$mix.$cores" "$mix"
+		printf ' %9s %9s\n' "${PUBLISHED[$mix]:+${PUBLISHED[$mix]}x}" "${CEILING[$mix.$cores]:-n/a}"
 	done
 	[ "$policies" = all ] || continue
 	echo "ablations, QoS-QPS / coloc's:"
@@ -147,29 +163,11 @@ for cores in $CORES; do
 	for p in $BASELINES coloc; do printf ' %11s' "$p"; done
 	printf ' %18s %15s\n' "coloc/best base" "coloc / at 1"
 	for mix in "${MIXES[@]}"; do
-		x=$OUT/search-$mix-$cores-x$EXECUTORS
-		# shellcheck disable=SC2046
-		"$SIM" --policy "$MAIN_POLICIES" --search --seeds "$seeds" --cores "$cores" --llc 4 \
-			--duration "$DURATION" --executors "$EXECUTORS" --brief \
-			$(tenants "$mix" "$copies") >"$x.txt" 2>"$x.err" || {
-			sed 's/^/  /' "$x.err" >&2
-			echo "bench-sim: coloc-sim --executors $EXECUTORS failed on $mix" >&2
-			exit 1
-		}
-		while read -r p v; do QPS[$mix.$cores.x.$p]=$v; done < <(awk '$2 == "QoS-QPS" { print $1, $3 }' "$x.txt")
-		printf '%-8s' "$mix"
-		best=0 best_name=-
-		for p in $BASELINES coloc; do
-			v=${QPS[$mix.$cores.x.$p]:-NA}
-			printf ' %11s' "$v"
-			if [ "$p" != coloc ] && awk -v v="$v" -v b="$best" 'BEGIN { exit !(v + 0 > b) }'; then
-				best=$v best_name=$p
-			fi
-		done
-		printf ' %18s %15s\n' "$(awk -v c="${QPS[$mix.$cores.x.coloc]:-0}" -v b="$best" -v n="$best_name" \
-			'BEGIN { if (b > 0) printf "%.2fx %s", c / b, n; else print "n/a" }')" \
-			"$(awk -v a="${QPS[$mix.$cores.x.coloc]:-0}" -v c="${QPS[$mix.$cores.coloc]:-0}" \
-				'BEGIN { if (c > 0) printf "%.2f", a / c; else print "n/a" }')"
+		search "$mix.$cores.x" "$OUT/search-$mix-$cores-x$EXECUTORS" "$mix" "$cores" "$copies" \
+			"$seeds" "$MAIN_POLICIES" --executors "$EXECUTORS"
+		row "$mix.$cores.x" "$mix"
+		printf ' %15s\n' "$(awk -v a="${QPS[$mix.$cores.x.coloc]:-0}" -v c="${QPS[$mix.$cores.coloc]:-0}" \
+			'BEGIN { if (c > 0) printf "%.2f", a / c; else print "n/a" }')"
 	done
 done
 
