@@ -47,6 +47,7 @@ struct colocd_spec {
 	char model[PATH_MAX];
 	char weights[PATH_MAX]; /* "" when none */
 	__u64 qos_ns;
+	int executors; /* serving_tenant_spec.executors: 0 or 1 is one */
 };
 
 /* A remove request waiting for its tenant to drain. */

@@ -400,6 +400,16 @@ static struct json_object *control_reason(const char *r)
 	return json_object_new_string(buf);
 }
 
+/* Every executor's pid, 0 for one not running. */
+static struct json_object *control_pids_json(const struct serving_tenant_info *in)
+{
+	struct json_object *arr = json_object_new_array();
+
+	for (int x = 0; x < in->executors; x++)
+		json_object_array_add(arr, json_object_new_int(in->pids[x]));
+	return arr;
+}
+
 static struct json_object *control_serving_tenant_json(struct colocd *d,
 						       const struct serving_tenant_info *in)
 {
@@ -416,6 +426,9 @@ static struct json_object *control_serving_tenant_json(struct colocd *d,
 			json_object_object_add(o, "model",
 					       json_object_new_string(d->specs[i].model));
 	json_object_object_add(o, "pid", json_object_new_int(in->pid));
+	json_object_object_add(o, "executors", json_object_new_int(in->executors));
+	json_object_object_add(o, "pids", control_pids_json(in));
+	json_object_object_add(o, "moved", json_object_new_int64((int64_t)in->moved));
 	control_add_double(o, "qos_ms", control_ms(in->qos_ns));
 	control_add_double(o, "solo_ms", control_ms(in->solo_ns));
 	json_object_object_add(o, "input_bytes", json_object_new_int64((int64_t)in->in_bytes));
@@ -453,6 +466,7 @@ int control_submit_spec(struct colocd *d, const struct colocd_spec *spec, struct
 		.model_path = spec->model,
 		.weights_path = spec->weights[0] ? spec->weights : NULL,
 		.qos_ns = spec->qos_ns,
+		.executors = spec->executors,
 	};
 	int ret;
 
@@ -473,7 +487,7 @@ static char *control_cmd_submit(struct colocd *d, struct json_object *req, __u64
 	struct serving_tenant_info info;
 	struct coloc_err err = { 0 }, warn = { 0 };
 	struct colocd_spec spec = { 0 };
-	struct json_object *jq, *resp;
+	struct json_object *jq, *je, *resp;
 	double qos_ms;
 	int ret;
 
@@ -485,6 +499,13 @@ static char *control_cmd_submit(struct colocd *d, struct json_object *req, __u64
 	qos_ms = json_object_get_double(jq);
 	if (!(qos_ms > 0 && qos_ms <= 3600000))
 		return control_error("\"qos_ms\" must be above 0 and at most 3600000");
+	if (json_object_object_get_ex(req, "executors", &je)) {
+		if (!json_object_is_type(je, json_type_int) || json_object_get_int64(je) < 1 ||
+		    json_object_get_int64(je) > SERVING_MAX_EXECUTORS)
+			return control_error("\"executors\" must be an integer from 1 to %d",
+					     SERVING_MAX_EXECUTORS);
+		spec.executors = (int)json_object_get_int64(je);
+	}
 	if (model[0] != '/')
 		return control_error("\"model\" must be an absolute path (colocctl resolves it), "
 				     "not '%.200s'",
@@ -530,6 +551,7 @@ static char *control_cmd_list(struct colocd *d, struct json_object *req, __u64 n
 				       json_object_new_string(serving_state_name(info.state)));
 		control_add_double(o, "qos_ms", control_ms(info.qos_ns));
 		json_object_object_add(o, "pid", json_object_new_int(info.pid));
+		json_object_object_add(o, "executors", json_object_new_int(info.executors));
 		json_object_array_add(arr, o);
 	}
 	json_object_object_add(resp, "tenants", arr);

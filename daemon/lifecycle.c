@@ -225,22 +225,24 @@ static void colocd_answer_waiters(struct colocd *d, const char *name)
 }
 
 /*
- * The executor's process is the tenant's in the BPF maps, under the same
- * name: it leaves by its pidfd when it dies, and the tenant goes with the
+ * The executors' processes are the tenant's in the BPF maps, under the same
+ * name: each leaves by its pidfd when it dies, and the tenant goes with the
  * serving tenant. A failure here leaves the query path as it is; the
  * tenant only goes unmeasured.
  */
 static void colocd_serving_changed(void *ctx, const char *name, enum serving_tenant_state state,
-				   pid_t pid)
+				   const pid_t *pids, int nr_pids)
 {
 	struct colocd *d = ctx;
 	struct coloc_err err = { 0 };
 
-	if (state == SERVING_TENANT_STARTING && pid > 0) {
-		__s64 pids[1] = { pid };
-		struct tenants_add_req req = { .name = name, .pids = pids, .nr_pids = 1 };
+	if (state == SERVING_TENANT_STARTING && nr_pids > 0) {
+		__s64 tgids[SERVING_MAX_EXECUTORS];
+		struct tenants_add_req req = { .name = name, .pids = tgids, .nr_pids = nr_pids };
 		struct tenant *t;
 
+		for (int i = 0; i < nr_pids; i++)
+			tgids[i] = pids[i];
 		tenants_add(&d->tenants, &req, &t, &err);
 	} else if (state == SERVING_TENANT_REMOVED) {
 		if (tenants_find(&d->tenants, name))

@@ -10,6 +10,11 @@
  * and serving_tick (hung blocks, executors that never got ready); a death
  * returns the tenant's cores before its queries are failed.
  *
+ * Executors: a tenant has nr_exec of them, all started, ready and failed
+ * together; a queued query takes a slot on the one with the fewest queries
+ * (serving_round.c), and one that has not started may move to another that
+ * is idle when the policy decides its first block.
+ *
  * Cores: a block's cores leave the free set and are owned by its tenant
  * (owner[], core_changed) until it finishes; the executor pins one team
  * thread per core. Under a policy that shares cores (os) decisions overlap:
@@ -56,16 +61,55 @@ static int tenant_index(const struct serving *s, const struct sv_tenant *t)
 	return (int)(t - s->tenants);
 }
 
-static pid_t tenant_pid(const struct sv_tenant *t)
+int sv_tenant_busy(const struct sv_tenant *t)
 {
-	return t->ep ? execproc_pid(t->ep) : 0;
+	int n = 0;
+
+	for (int x = 0; x < t->nr_exec; x++)
+		n += t->ex[x].busy;
+	return n;
+}
+
+int sv_blocks_in_flight(const struct serving *s)
+{
+	int n = 0;
+
+	for (int i = 0; i < SV_MAX_TENANTS; i++)
+		if (s->tenants[i].used)
+			n += sv_tenant_busy(&s->tenants[i]);
+	return n;
+}
+
+/* Whether t has its executor processes (starting, serving or draining). */
+static bool tenant_running(const struct sv_tenant *t)
+{
+	return t->nr_exec > 0 && t->ex[0].ep;
+}
+
+/* Its executors' tgids into pids; returns how many (0 when none runs). */
+static int tenant_pids(const struct sv_tenant *t, pid_t *pids)
+{
+	int n = 0;
+
+	for (int x = 0; x < t->nr_exec; x++)
+		if (t->ex[x].ep)
+			pids[n++] = execproc_pid(t->ex[x].ep);
+	return n;
 }
 
 static void notify_state(struct serving *s, struct sv_tenant *t, enum serving_tenant_state state,
-			 pid_t pid)
+			 const pid_t *pids, int nr_pids)
 {
 	if (s->tenant_changed)
-		s->tenant_changed(s->ctx, t->name, state, pid);
+		s->tenant_changed(s->ctx, t->name, state, pids, nr_pids);
+}
+
+/* As notify_state, with the pids of the executors t runs now. */
+static void notify_running(struct serving *s, struct sv_tenant *t, enum serving_tenant_state state)
+{
+	pid_t pids[SERVING_MAX_EXECUTORS];
+
+	notify_state(s, t, state, pids, tenant_pids(t, pids));
 }
 
 /* ---- queries ---------------------------------------------------------------- */
@@ -84,7 +128,7 @@ static void unlink_query(struct serving *s, struct sv_tenant *t, struct sv_query
 	if (t->tail == q)
 		t->tail = prev;
 	if (q->slot >= 0)
-		t->slots[q->slot] = NULL;
+		t->ex[q->exec].slots[q->slot] = NULL;
 	t->nr_queries--;
 	s->nr_live--;
 }
@@ -102,7 +146,7 @@ void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *
 					.exec_ns = q->exec_ns };
 
 	if (status == SERVING_QUERY_OK) {
-		c.output = execproc_output(t->ep, (unsigned int)q->slot);
+		c.output = execproc_output(t->ex[q->exec].ep, (unsigned int)q->slot);
 		c.output_bytes = t->out_bytes;
 		serving_stats_served(&t->stats, now, c.latency_ns, t->qos_ns);
 	} else if (status == SERVING_QUERY_DROPPED) {
@@ -130,80 +174,90 @@ static void fail_all_queries(struct serving *s, struct sv_tenant *t, const char 
 
 /* ---- executors -------------------------------------------------------------- */
 
-static void watch_executor(struct serving *s, struct sv_tenant *t, bool add)
+static void watch_executor(struct serving *s, struct sv_exec *x, bool add)
 {
-	if (!s->watch || !t->ep)
+	if (!s->watch || !x->ep)
 		return;
-	s->watch(s->ctx, execproc_done_fd(t->ep), add);
-	s->watch(s->ctx, execproc_pidfd(t->ep), add);
+	s->watch(s->ctx, execproc_done_fd(x->ep), add);
+	s->watch(s->ctx, execproc_pidfd(x->ep), add);
 }
 
-static void release_block_cores(struct serving *s, struct sv_tenant *t)
+static void release_block_cores(struct serving *s, struct sv_tenant *t, struct sv_exec *x)
 {
 	int idx = tenant_index(s, t);
 
-	if (!t->busy)
+	if (!x->busy)
 		return;
-	for (int c = policy_cpuset_next(&t->blk.cores, 0); c >= 0;
-	     c = policy_cpuset_next(&t->blk.cores, c + 1))
+	for (int c = policy_cpuset_next(&x->blk.cores, 0); c >= 0;
+	     c = policy_cpuset_next(&x->blk.cores, c + 1))
 		if (s->owner[c] == idx) {
 			s->owner[c] = -1;
 			policy_cpuset_set(&s->free, c);
 			if (s->core_changed)
 				s->core_changed(s->ctx, c, NULL, 0, 0, 0);
 		}
-	t->busy = false;
-	if (t->blk_query)
-		t->blk_query->in_flight = false;
-	t->blk_query = NULL;
+	x->busy = false;
+	if (x->blk_query)
+		x->blk_query->in_flight = false;
+	x->blk_query = NULL;
 }
 
-static void close_executor(struct serving *s, struct sv_tenant *t, bool graceful)
+static void close_executors(struct serving *s, struct sv_tenant *t, bool graceful)
 {
-	if (!t->ep)
-		return;
-	watch_executor(s, t, false);
-	if (graceful)
-		execproc_stop(t->ep, SV_STOP_MS, NULL);
-	execproc_free(t->ep);
-	t->ep = NULL;
+	for (int i = 0; i < t->nr_exec; i++) {
+		struct sv_exec *x = &t->ex[i];
+
+		if (!x->ep)
+			continue;
+		watch_executor(s, x, false);
+		if (graceful)
+			execproc_stop(x->ep, SV_STOP_MS, NULL);
+		execproc_free(x->ep);
+		x->ep = NULL;
+	}
 }
 
 static void free_tenant(struct serving *s, struct sv_tenant *t)
 {
-	close_executor(s, t, false);
+	close_executors(s, t, false);
 	model_free(t->model);
 	profile_table_free(&t->table);
 	free(t->model_path);
 	free(t->weights_path);
-	free(t->blk_versions);
+	for (int i = 0; i < SERVING_MAX_EXECUTORS; i++)
+		free(t->ex[i].blk_versions);
+	free(t->scratch);
 	memset(t, 0, sizeof(*t));
 	(void)s;
 }
 
 /*
- * The executor is gone or given up on: cores back at once, then every
- * query of the tenant fails with the reason. A tenant being removed goes.
+ * An executor is gone or given up on: the tenant's cores back at once, its
+ * other executors killed, then every query of the tenant fails with the
+ * reason. A tenant being removed goes.
  */
 static void fail_tenant(struct serving *s, struct sv_tenant *t, const char *why)
 {
-	pid_t pid = tenant_pid(t);
+	pid_t pids[SERVING_MAX_EXECUTORS];
+	int nr_pids = tenant_pids(t, pids);
 
-	release_block_cores(s, t);
-	close_executor(s, t, false);
+	for (int i = 0; i < t->nr_exec; i++)
+		release_block_cores(s, t, &t->ex[i]);
+	close_executors(s, t, false);
 	t->state = SERVING_TENANT_FAILED;
 	snprintf(t->reason, sizeof(t->reason), "%s", why);
 	fail_all_queries(s, t, why);
 	if (t->removing) {
-		notify_state(s, t, SERVING_TENANT_REMOVED, pid);
+		notify_state(s, t, SERVING_TENANT_REMOVED, pids, nr_pids);
 		free_tenant(s, t);
 	} else {
-		notify_state(s, t, SERVING_TENANT_FAILED, pid);
+		notify_state(s, t, SERVING_TENANT_FAILED, pids, nr_pids);
 	}
 	sv_schedule(s);
 }
 
-static int start_executor(struct serving *s, struct sv_tenant *t, struct coloc_err *err)
+/* All of t's executors, or none of them (the ones started are killed). */
+static int start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err *err)
 {
 	struct execproc_opts o = { .executor = s->executor,
 				   .model_path = t->model_path,
@@ -212,63 +266,71 @@ static int start_executor(struct serving *s, struct sv_tenant *t, struct coloc_e
 				   .cores = s->cores,
 				   .slot_in_capacity = t->in_bytes,
 				   .slot_out_capacity = t->out_bytes };
-	int ret = execproc_spawn(&o, &t->ep, err);
 
-	if (ret)
-		return ret;
+	for (int i = 0; i < t->nr_exec; i++) {
+		int ret = execproc_spawn(&o, &t->ex[i].ep, err);
+
+		if (ret) {
+			close_executors(s, t, false);
+			return ret;
+		}
+	}
 	t->state = SERVING_TENANT_STARTING;
 	t->reason[0] = '\0';
 	t->uid = s->next_uid++;
 	t->started_ns = sv_now_ns();
-	watch_executor(s, t, true);
-	notify_state(s, t, t->state, tenant_pid(t));
+	for (int i = 0; i < t->nr_exec; i++)
+		watch_executor(s, &t->ex[i], true);
+	notify_running(s, t, t->state);
 	return 0;
 }
 
-/* Drained: the executor stops, the tenant goes. */
+/* Drained: the executors stop, the tenant goes. */
 void sv_finish_removal(struct serving *s, struct sv_tenant *t)
 {
-	pid_t pid = tenant_pid(t);
+	pid_t pids[SERVING_MAX_EXECUTORS];
+	int nr_pids = tenant_pids(t, pids);
 
-	close_executor(s, t, true);
-	notify_state(s, t, SERVING_TENANT_REMOVED, pid);
+	close_executors(s, t, true);
+	notify_state(s, t, SERVING_TENANT_REMOVED, pids, nr_pids);
 	free_tenant(s, t);
 }
 
 /* ---- events ----------------------------------------------------------------- */
 
-static void block_finished(struct serving *s, struct sv_tenant *t, const struct execproc_result *r)
+static void block_finished(struct serving *s, struct sv_tenant *t, struct sv_exec *x,
+			   const struct execproc_result *r)
 {
-	struct sv_query *q = t->blk_query;
+	struct sv_query *q = x->blk_query;
 	uint64_t measured = r->block_ns ? r->block_ns : r->round_trip_ns;
 	char reason[SERVING_REASON_LEN + 64];
 
-	if (!t->busy || !q)
+	if (!x->busy || !q)
 		return;
 	if (s->block_done)
 		s->block_done(s->ctx,
 			      &(struct serving_block_record){
 				      .tenant = t->name,
 				      .query = q->id,
-				      .first = t->blk.first_layer,
-				      .last = t->blk.last_layer,
-				      .nr_cores = t->blk.nr_cores,
-				      .corunners = t->blk_corunners,
-				      .level = t->blk.level,
-				      .versions = t->blk.versions,
-				      .alone_ns = t->blk.alone_ns,
-				      .predicted_ns = t->blk.predicted_ns,
+				      .first = x->blk.first_layer,
+				      .last = x->blk.last_layer,
+				      .nr_cores = x->blk.nr_cores,
+				      .corunners = x->blk_corunners,
+				      .level = x->blk.level,
+				      .versions = x->blk.versions,
+				      .alone_ns = x->blk.alone_ns,
+				      .predicted_ns = x->blk.predicted_ns,
 				      .measured_ns = r->status == COLOC_SHM_DONE_OK ? measured : 0,
 				      .round_trip_ns = r->round_trip_ns,
 				      .switch_ns = r->switch_ns,
 				      .ok = r->status == COLOC_SHM_DONE_OK,
 			      });
 	if (r->status == COLOC_SHM_DONE_OK) {
-		policy_block_done(s->policy, &t->blk, measured);
-		sv_update_slowdown(s, t, &t->blk, measured);
-		serving_stats_block(&t->stats, t->blk.predicted_ns, measured);
+		policy_block_done(s->policy, &x->blk, measured);
+		sv_update_slowdown(s, t, &x->blk, measured);
+		serving_stats_block(&t->stats, x->blk.predicted_ns, measured);
 	}
-	release_block_cores(s, t);
+	release_block_cores(s, t, x);
 	if (r->status != COLOC_SHM_DONE_OK) {
 		snprintf(reason, sizeof(reason), "layers [%u, %u) %s: %s", r->first, r->last,
 			 r->status == COLOC_SHM_DONE_REFUSED ? "refused" : "failed", r->reason);
@@ -276,47 +338,77 @@ static void block_finished(struct serving *s, struct sv_tenant *t, const struct 
 		return;
 	}
 	q->exec_ns += r->block_ns;
-	q->next_layer = t->blk.last_layer;
+	q->next_layer = x->blk.last_layer;
 	if (q->next_layer >= t->model->nr_layers)
 		sv_complete_query(s, t, q, SERVING_QUERY_OK, NULL);
 }
 
-static void poll_tenant(struct serving *s, struct sv_tenant *t)
+/* Why an executor that got ready does not fit t's model, into why; false when it does. */
+static bool loaded_other_model(const struct sv_tenant *t, const struct sv_exec *x, char *why,
+			       size_t len)
 {
-	struct execproc_result res;
-	struct coloc_err err = { 0 };
-	int ret;
+	const struct coloc_shm_header *h = execproc_header(x->ep);
 
-	if (!t->ep)
-		return;
-	ret = execproc_poll(t->ep, &res, &err);
-	if (ret < 0) {
-		fail_tenant(s, t, coloc_err_str(&err));
-		return;
-	}
-	if (t->state == SERVING_TENANT_STARTING && execproc_ready(t->ep)) {
-		const struct coloc_shm_header *h = execproc_header(t->ep);
+	if (h->in_bytes == t->in_bytes && h->out_bytes == t->out_bytes &&
+	    (int)h->nr_layers == t->model->nr_layers)
+		return false;
+	snprintf(why, len,
+		 "the executor loaded %u layers with %llu input and %llu output "
+		 "bytes; the model has %d, %zu and %zu",
+		 h->nr_layers, (unsigned long long)h->in_bytes, (unsigned long long)h->out_bytes,
+		 t->model->nr_layers, t->in_bytes, t->out_bytes);
+	return true;
+}
 
-		if (h->in_bytes != t->in_bytes || h->out_bytes != t->out_bytes ||
-		    (int)h->nr_layers != t->model->nr_layers) {
-			char why[SERVING_REASON_LEN];
+/* Takes what each of t's executors has to say; false when t failed or went. */
+static bool poll_tenant(struct serving *s, struct sv_tenant *t)
+{
+	char why[SERVING_REASON_LEN];
+	int nr_ready = 0;
 
-			snprintf(why, sizeof(why),
-				 "the executor loaded %u layers with %llu input and %llu output "
-				 "bytes; the model has %d, %zu and %zu",
-				 h->nr_layers, (unsigned long long)h->in_bytes,
-				 (unsigned long long)h->out_bytes, t->model->nr_layers, t->in_bytes,
-				 t->out_bytes);
-			fail_tenant(s, t, why);
-			return;
+	for (int i = 0; i < t->nr_exec; i++) {
+		struct sv_exec *x = &t->ex[i];
+		struct execproc_result res;
+		struct coloc_err err = { 0 };
+		int ret;
+
+		if (!x->ep)
+			return true;
+		ret = execproc_poll(x->ep, &res, &err);
+		if (ret < 0) {
+			fail_tenant(s, t, coloc_err_str(&err));
+			return false;
 		}
-		t->state = SERVING_TENANT_READY;
-		notify_state(s, t, t->state, tenant_pid(t));
+		if (ret == 1)
+			block_finished(s, t, x, &res);
+		/* a completion's callback may have ended a draining tenant (sv_schedule) */
+		if (!t->used)
+			return false;
+		nr_ready += execproc_ready(x->ep);
 	}
-	if (ret == 1)
-		block_finished(s, t, &res);
-	if (t->removing && !t->nr_queries && !t->busy)
+	if (t->state == SERVING_TENANT_STARTING && nr_ready == t->nr_exec) {
+		for (int i = 0; i < t->nr_exec; i++)
+			if (loaded_other_model(t, &t->ex[i], why, sizeof(why))) {
+				fail_tenant(s, t, why);
+				return false;
+			}
+		t->state = SERVING_TENANT_READY;
+		notify_running(s, t, t->state);
+	}
+	if (t->removing && !t->nr_queries && !sv_tenant_busy(t)) {
 		sv_finish_removal(s, t);
+		return false;
+	}
+	return true;
+}
+
+static bool executor_has_fd(const struct sv_tenant *t, int fd)
+{
+	for (int i = 0; i < t->nr_exec; i++)
+		if (t->ex[i].ep &&
+		    (execproc_done_fd(t->ex[i].ep) == fd || execproc_pidfd(t->ex[i].ep) == fd))
+			return true;
+	return false;
 }
 
 void serving_handle_fd(struct serving *s, int fd)
@@ -324,8 +416,7 @@ void serving_handle_fd(struct serving *s, int fd)
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
 		struct sv_tenant *t = &s->tenants[i];
 
-		if (t->used && t->ep &&
-		    (execproc_done_fd(t->ep) == fd || execproc_pidfd(t->ep) == fd)) {
+		if (t->used && executor_has_fd(t, fd)) {
 			poll_tenant(s, t);
 			break;
 		}
@@ -340,17 +431,43 @@ void serving_handle_fd(struct serving *s, int fd)
  * a policy that shares cores, the kernel time-slices the blocks that run at
  * once: each may take that many times as long.
  */
-static uint64_t hang_deadline(const struct serving *s, const struct sv_tenant *t)
+static uint64_t hang_deadline(const struct serving *s, const struct sv_exec *x)
 {
 	uint64_t predicted =
-		t->blk.predicted_ns > t->blk.alone_ns ? t->blk.predicted_ns : t->blk.alone_ns;
-	uint64_t sharing = 0;
+		x->blk.predicted_ns > x->blk.alone_ns ? x->blk.predicted_ns : x->blk.alone_ns;
+	int sharing = s->entry->shares_cores ? sv_blocks_in_flight(s) : 0;
 
-	for (int i = 0; i < SV_MAX_TENANTS && s->entry->shares_cores; i++)
-		sharing += s->tenants[i].used && s->tenants[i].busy;
 	if (sharing > 1)
-		predicted *= sharing;
-	return t->blk_submit_ns + SERVING_HANG_FACTOR * predicted + SERVING_HANG_SLACK_NS;
+		predicted *= (uint64_t)sharing;
+	return x->blk_submit_ns + SERVING_HANG_FACTOR * predicted + SERVING_HANG_SLACK_NS;
+}
+
+/* Fails t when it never got ready or one of its blocks hangs (that executor killed). */
+static void check_deadlines(struct serving *s, struct sv_tenant *t, uint64_t now)
+{
+	char why[SERVING_REASON_LEN];
+
+	if (t->state == SERVING_TENANT_STARTING && now - t->started_ns > SERVING_START_TIMEOUT_NS) {
+		snprintf(why, sizeof(why), "the executor was not ready after %.0f s: killed",
+			 SERVING_START_TIMEOUT_NS / 1e9);
+		fail_tenant(s, t, why);
+		return;
+	}
+	for (int i = 0; i < t->nr_exec; i++) {
+		struct sv_exec *x = &t->ex[i];
+
+		if (!x->busy || now <= hang_deadline(s, x))
+			continue;
+		snprintf(why, sizeof(why),
+			 "hung: the block of layers [%d, %d) of query %llu ran %.1f ms, "
+			 "%.1f ms predicted (the limit is %dx + %.1f s): killed",
+			 x->blk.first_layer, x->blk.last_layer, (unsigned long long)x->blk.query_id,
+			 (now - x->blk_submit_ns) / 1e6, x->blk.predicted_ns / 1e6,
+			 SERVING_HANG_FACTOR, SERVING_HANG_SLACK_NS / 1e9);
+		execproc_kill(x->ep);
+		fail_tenant(s, t, why);
+		return;
+	}
 }
 
 void serving_tick(struct serving *s)
@@ -359,30 +476,9 @@ void serving_tick(struct serving *s)
 
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
 		struct sv_tenant *t = &s->tenants[i];
-		char why[SERVING_REASON_LEN];
 
-		if (!t->used || !t->ep)
-			continue;
-		poll_tenant(s, t);
-		if (!t->used || !t->ep)
-			continue;
-		if (t->state == SERVING_TENANT_STARTING &&
-		    now - t->started_ns > SERVING_START_TIMEOUT_NS) {
-			snprintf(why, sizeof(why),
-				 "the executor was not ready after %.0f s: killed",
-				 SERVING_START_TIMEOUT_NS / 1e9);
-			fail_tenant(s, t, why);
-		} else if (t->busy && now > hang_deadline(s, t)) {
-			snprintf(why, sizeof(why),
-				 "hung: the block of layers [%d, %d) of query %llu ran %.1f ms, "
-				 "%.1f ms predicted (the limit is %dx + %.1f s): killed",
-				 t->blk.first_layer, t->blk.last_layer,
-				 (unsigned long long)t->blk.query_id,
-				 (now - t->blk_submit_ns) / 1e6, t->blk.predicted_ns / 1e6,
-				 SERVING_HANG_FACTOR, SERVING_HANG_SLACK_NS / 1e9);
-			execproc_kill(t->ep);
-			fail_tenant(s, t, why);
-		}
+		if (t->used && tenant_running(t) && poll_tenant(s, t))
+			check_deadlines(s, t, now);
 	}
 	sv_schedule(s);
 }
@@ -393,16 +489,15 @@ int serving_next_timeout_ms(const struct serving *s)
 
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
 		const struct sv_tenant *t = &s->tenants[i];
-		uint64_t at = UINT64_MAX;
 
-		if (!t->used || !t->ep)
+		if (!t->used || !tenant_running(t))
 			continue;
-		if (t->state == SERVING_TENANT_STARTING)
-			at = t->started_ns + SERVING_START_TIMEOUT_NS;
-		else if (t->busy)
-			at = hang_deadline(s, t);
-		if (at < next)
-			next = at;
+		if (t->state == SERVING_TENANT_STARTING &&
+		    t->started_ns + SERVING_START_TIMEOUT_NS < next)
+			next = t->started_ns + SERVING_START_TIMEOUT_NS;
+		for (int x = 0; x < t->nr_exec; x++)
+			if (t->ex[x].busy && hang_deadline(s, &t->ex[x]) < next)
+				next = hang_deadline(s, &t->ex[x]);
 	}
 	if (next == UINT64_MAX)
 		return -1;
@@ -416,14 +511,16 @@ int serving_fds(const struct serving *s, int *fds, int max)
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
 		const struct sv_tenant *t = &s->tenants[i];
 
-		if (!t->used || !t->ep)
-			continue;
-		if (n < max)
-			fds[n] = execproc_done_fd(t->ep);
-		n++;
-		if (n < max)
-			fds[n] = execproc_pidfd(t->ep);
-		n++;
+		for (int x = 0; t->used && x < t->nr_exec; x++) {
+			if (!t->ex[x].ep)
+				continue;
+			if (n < max)
+				fds[n] = execproc_done_fd(t->ex[x].ep);
+			n++;
+			if (n < max)
+				fds[n] = execproc_pidfd(t->ex[x].ep);
+			n++;
+		}
 	}
 	return n;
 }
@@ -469,10 +566,10 @@ static int model_io_bytes(const struct model *m, size_t *in, size_t *out)
 	return 0;
 }
 
-/* out.versions holds SV_MAX_TENANTS whole models of the largest tenant. */
+/* out.versions holds a whole model of the largest tenant for each decision a round may take. */
 static int grow_versions(struct serving *s, int nr_layers)
 {
-	int want = SV_MAX_TENANTS * nr_layers;
+	int want = SV_MAX_TENANTS * SERVING_MAX_EXECUTORS * nr_layers;
 	uint8_t *v;
 
 	if (want <= s->max_versions)
@@ -501,6 +598,9 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 		return coloc_err_set(err, -EEXIST, "tenant %s exists; remove it first", spec->name);
 	if (!spec->model_path)
 		return coloc_err_set(err, -EINVAL, "tenant %s: no model file", spec->name);
+	if (spec->executors < 0 || spec->executors > SERVING_MAX_EXECUTORS)
+		return coloc_err_set(err, -EINVAL, "tenant %s: %d executors; 1 to %d", spec->name,
+				     spec->executors, SERVING_MAX_EXECUTORS);
 	for (int i = 0; i < SV_MAX_TENANTS && !t; i++)
 		if (!s->tenants[i].used)
 			t = &s->tenants[i];
@@ -510,6 +610,7 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 	memset(t, 0, sizeof(*t));
 	snprintf(t->name, sizeof(t->name), "%s", spec->name);
 	t->qos_ns = spec->qos_ns;
+	t->nr_exec = spec->executors > 0 ? spec->executors : 1;
 	if (spec->weights_path && model_path_is_onnx(spec->model_path))
 		return coloc_err_set(
 			err, -EINVAL,
@@ -542,18 +643,22 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 	ret = model_io_bytes(t->model, &t->in_bytes, &t->out_bytes);
 	if (!ret)
 		ret = grow_versions(s, t->model->nr_layers);
-	t->blk_versions = calloc(t->model->nr_layers, 1);
+	for (int i = 0; i < t->nr_exec && !ret; i++) {
+		t->ex[i].blk_versions = calloc(t->model->nr_layers, 1);
+		if (!t->ex[i].blk_versions)
+			ret = -ENOMEM;
+	}
+	t->scratch = t->nr_exec > 1 ? malloc(t->in_bytes ? t->in_bytes : 1) : NULL;
 	t->model_path = strdup(spec->model_path);
 	t->weights_path = spec->weights_path ? strdup(spec->weights_path) : NULL;
-	if (ret || !t->blk_versions || !t->model_path || (spec->weights_path && !t->weights_path)) {
+	if (ret || (t->nr_exec > 1 && !t->scratch) || !t->model_path ||
+	    (spec->weights_path && !t->weights_path)) {
 		ret = coloc_err_set(err, -ENOMEM, "out of memory admitting %s", spec->name);
 		goto fail;
 	}
-	for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++)
-		t->slots[i] = NULL;
 	t->used = true;
 	t->order = s->next_order++;
-	ret = start_executor(s, t, err);
+	ret = start_executors(s, t, err);
 	if (ret)
 		goto fail;
 	return 0;
@@ -570,18 +675,19 @@ int serving_remove(struct serving *s, const char *name, struct coloc_err *err)
 		return coloc_err_set(err, -ENOENT, "no tenant %s", name);
 	t->removing = true;
 	if (t->state == SERVING_TENANT_FAILED || t->state == SERVING_TENANT_STARTING) {
-		pid_t pid = tenant_pid(t);
+		pid_t pids[SERVING_MAX_EXECUTORS];
+		int nr_pids = tenant_pids(t, pids);
 
-		close_executor(s, t, false);
+		close_executors(s, t, false);
 		fail_all_queries(s, t, "removed before it served");
-		notify_state(s, t, SERVING_TENANT_REMOVED, pid);
+		notify_state(s, t, SERVING_TENANT_REMOVED, pids, nr_pids);
 		free_tenant(s, t);
 		sv_schedule(s);
 		return 0;
 	}
 	t->state = SERVING_TENANT_DRAINING;
-	notify_state(s, t, t->state, tenant_pid(t));
-	if (!t->nr_queries && !t->busy)
+	notify_running(s, t, t->state);
+	if (!t->nr_queries && !sv_tenant_busy(t))
 		sv_finish_removal(s, t);
 	return 0;
 }
@@ -595,7 +701,7 @@ int serving_restart(struct serving *s, const char *name, struct coloc_err *err)
 	if (t->state != SERVING_TENANT_FAILED)
 		return coloc_err_set(err, -EINVAL, "tenant %s is %s; only a failed one restarts",
 				     name, serving_state_name(t->state));
-	return start_executor(s, t, err);
+	return start_executors(s, t, err);
 }
 
 int serving_submit(struct serving *s, const char *tenant, const void *input, size_t len,
@@ -645,6 +751,7 @@ int serving_submit(struct serving *s, const char *tenant, const void *input, siz
 	q->id = ++s->next_query_id;
 	q->arrival_ns = now;
 	q->deadline_ns = now + t->qos_ns;
+	q->exec = -1;
 	q->slot = -1;
 	q->done = done;
 	q->ctx = ctx;
@@ -776,8 +883,9 @@ void serving_destroy(struct serving *s)
 
 		if (!t->used)
 			continue;
-		release_block_cores(s, t);
-		close_executor(s, t, false);
+		for (int x = 0; x < t->nr_exec; x++)
+			release_block_cores(s, t, &t->ex[x]);
+		close_executors(s, t, false);
 		fail_all_queries(s, t, "colocd stopped serving");
 		free_tenant(s, t);
 	}

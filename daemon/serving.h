@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * colocd's serving core: admitted tenants, each with one executor process
- * (daemon/execproc.h) driven block by block; their queries, queued with a
+ * colocd's serving core: admitted tenants, each with one or more executor
+ * processes (daemon/execproc.h) driven block by block; their queries, queued with a
  * deadline; and the policy (policy/policy.h) that decides which query's
  * layers run next on which cores. No socket and no event loop of its own:
  * the caller watches the fds this module names and calls back in.
@@ -25,8 +25,12 @@
  * executor crashed, hung or was killed: reason kept, its queries failed,
  * its cores free) -> starting again by serving_restart().
  *
- * Executors run one block at a time and hold COLOC_SHM_NR_SLOTS queries in
- * flight: a queued query waits for a free slot before the policy sees it.
+ * An executor runs one block at a time and holds COLOC_SHM_NR_SLOTS queries
+ * in flight: a queued query waits for a free slot before the policy sees it.
+ * A tenant admitted with E executors (serving_tenant_spec.executors) runs
+ * up to E blocks at once, each of another query (policy_tenant.executors):
+ * a query stays on the executor it started on, whose memory holds its
+ * activations. A tenant fails as a whole when any of its executors does.
  */
 #ifndef COLOC_DAEMON_SERVING_H
 #define COLOC_DAEMON_SERVING_H
@@ -36,6 +40,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "coloc/limits.h"
+#include "coloc/protocol.h"
 #include "error.h"
 #include "serving_stats.h"
 
@@ -52,6 +57,12 @@
 #define SERVING_HANG_FACTOR 50
 #define SERVING_HANG_SLACK_NS 2000000000ull
 #define SERVING_START_TIMEOUT_NS 300000000000ull /* loading a model may take minutes */
+/*
+ * Executor processes one tenant may have: each loads the model's weights
+ * and primitives (its own memory), and lets one more of its queries run at
+ * once.
+ */
+#define SERVING_MAX_EXECUTORS COLOC_MAX_EXECUTORS
 
 struct serving;
 
@@ -121,12 +132,13 @@ struct serving_config {
 	/* an executor fd appears (add) or is about to be closed; may be NULL */
 	void (*watch)(void *ctx, int fd, bool add);
 	/*
-	 * A tenant changed state; may be NULL. pid is its executor's tgid: the
-	 * new one on starting (for the attribution to add), the one that died
-	 * on failed, the last one on removed (0 if none ran).
+	 * A tenant changed state; may be NULL. pids are its executors' tgids
+	 * (nr_pids of them): the new ones on starting (for the attribution to
+	 * add), the ones that ran on failed, the last ones on removed (none if
+	 * none ran).
 	 */
 	void (*tenant_changed)(void *ctx, const char *name, enum serving_tenant_state state,
-			       pid_t pid);
+			       const pid_t *pids, int nr_pids);
 	/*
 	 * A core was given to a block (name: its tenant; query, layers
 	 * [first, last)) or freed (name NULL); may be NULL. For what shows
@@ -149,6 +161,11 @@ struct serving_tenant_spec {
 	const char *model_path;
 	const char *weights_path; /* NULL: weights from the model's seed */
 	uint64_t qos_ns;
+	/*
+	 * Executor processes, each running one block of another query at once;
+	 * 0 counts as 1, above SERVING_MAX_EXECUTORS is refused.
+	 */
+	int executors;
 };
 
 /*
@@ -192,7 +209,11 @@ struct serving_tenant_info {
 	enum serving_tenant_state state;
 	char reason[SERVING_REASON_LEN]; /* why failed; "" otherwise */
 	char note[256]; /* admission note (a clamped profile); "" if none */
-	pid_t pid; /* the executor's tgid; 0 when none runs */
+	pid_t pid; /* the first executor's tgid; 0 when none runs */
+	int executors; /* as admitted */
+	pid_t pids[SERVING_MAX_EXECUTORS]; /* every executor's tgid; 0 when none runs */
+	/* queries moved to another, idle executor before their first block (their input copied) */
+	uint64_t moved;
 	char isolation[160]; /* how its executor is kept apart (execproc_isolation); "" if none */
 	uint64_t qos_ns;
 	uint64_t solo_ns; /* profiled latency alone on all served cores */

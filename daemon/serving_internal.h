@@ -43,12 +43,25 @@ struct sv_query {
 	uint64_t arrival_ns, deadline_ns;
 	int next_layer;
 	uint64_t exec_ns; /* sum of its blocks' times inside the executor */
-	int slot; /* -1 while it waits for one */
+	int exec; /* the executor whose slot holds it; -1 while it waits for one */
+	int slot; /* its slot there; -1 while it waits for one */
 	bool in_flight;
 	void *input; /* our copy until it is in a slot */
 	serving_done_fn done;
 	void *ctx;
 	struct sv_query *next;
+};
+
+/* One executor process of a tenant and the block it runs. */
+struct sv_exec {
+	struct execproc *ep;
+	struct sv_query *slots[COLOC_SHM_NR_SLOTS];
+	bool busy; /* a block in flight */
+	struct sv_query *blk_query;
+	struct policy_decision blk;
+	uint8_t *blk_versions; /* [nr_layers] */
+	uint64_t blk_submit_ns;
+	int blk_corunners; /* other tenants' blocks in flight when it started */
 };
 
 struct sv_tenant {
@@ -62,17 +75,12 @@ struct sv_tenant {
 	struct model *model;
 	struct profile_table table;
 	size_t in_bytes, out_bytes;
-	struct execproc *ep;
+	int nr_exec; /* executors as admitted; each has a process while it serves */
+	struct sv_exec ex[SERVING_MAX_EXECUTORS];
+	void *scratch; /* in_bytes, for swapping two queued inputs between executors */
+	uint64_t moved; /* queries moved to another executor before their first block */
 	struct sv_query *head, *tail; /* queued and in flight, by arrival */
 	int nr_queries;
-	struct sv_query *slots[COLOC_SHM_NR_SLOTS];
-	/* the block in flight */
-	bool busy;
-	struct sv_query *blk_query;
-	struct policy_decision blk;
-	uint8_t *blk_versions; /* [nr_layers] */
-	uint64_t blk_submit_ns;
-	int blk_corunners; /* other tenants' blocks in flight when it started */
 	struct serving_stats stats;
 	double norm; /* usual measured / alone ratio of its blocks, 0 before the first */
 	struct policy_signal
@@ -88,7 +96,7 @@ struct serving {
 			     int last);
 	void (*block_done)(void *ctx, const struct serving_block_record *r);
 	void (*tenant_changed)(void *ctx, const char *name, enum serving_tenant_state state,
-			       pid_t pid);
+			       const pid_t *pids, int nr_pids);
 	void *ctx;
 
 	const struct policy_entry *entry;
@@ -113,9 +121,9 @@ struct serving {
 	/* one round's scratch */
 	struct policy_tenant ptenants[SV_MAX_TENANTS];
 	struct policy_query *pqueries; /* [max_queue_total] */
-	struct policy_decision running[SV_MAX_TENANTS];
-	struct policy_decision decisions[SV_MAX_TENANTS];
-	struct policy_drop drops[SV_MAX_TENANTS * COLOC_SHM_NR_SLOTS];
+	struct policy_decision running[SV_MAX_TENANTS * SERVING_MAX_EXECUTORS];
+	struct policy_decision decisions[SV_MAX_TENANTS * SERVING_MAX_EXECUTORS];
+	struct policy_drop drops[SV_MAX_TENANTS * SERVING_MAX_EXECUTORS * COLOC_SHM_NR_SLOTS];
 	uint8_t *versions;
 	int max_versions;
 	bool scheduling, again;
@@ -124,6 +132,8 @@ struct serving {
 };
 
 uint64_t sv_now_ns(void);
+/* t's executors with a block in flight. */
+int sv_tenant_busy(const struct sv_tenant *t);
 struct sv_tenant *sv_find_tenant(const struct serving *s, const char *name);
 /* Takes q off every list, counts it, calls back, frees it. */
 void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *q,
@@ -143,6 +153,8 @@ double sv_aged_slowdown(const struct serving *s, int c, uint64_t now);
  * else the aged block slowdown beyond its noise (policy_level_beyond_noise).
  */
 double sv_core_level(const struct serving *s, int c, uint64_t now);
+/* Blocks in flight over all tenants. */
+int sv_blocks_in_flight(const struct serving *s);
 /*
  * t's block d took ns: the per-core slowdown signal of its cores moves
  * towards ns / alone over t's norm (and its variance with it), and the norm

@@ -2,9 +2,10 @@
 /*
  * One policy round of the serving core (see serving.c's top comment): the
  * queued queries of each serving tenant take free executor slots, the
- * policy sees every query that holds a slot (only the running block's query
- * for a tenant whose executor is busy: an executor runs one block at a
- * time), its output is checked, decisions start at once, drops complete.
+ * policy sees every query that holds a slot and could run now (the running
+ * blocks' queries; one that started, when its executor is idle; one that
+ * did not, when any of the tenant's executors is), its output is checked,
+ * decisions start at once, drops complete.
  * Also the per-core slowdown signal, measured without a PMU: each finished
  * block's time over the table's alone time for it, over its tenant's usual
  * such ratio (SV_NORM_WEIGHT says why), smoothed per core from 1.0 with a
@@ -20,32 +21,66 @@
 #include <string.h>
 #include "serving_internal.h"
 
-/* Queued queries of a serving tenant take free slots, in arrival order. */
+static bool tenant_serving(const struct sv_tenant *t)
+{
+	return t->used && t->nr_exec > 0 && t->ex[0].ep &&
+	       (t->state == SERVING_TENANT_READY || t->state == SERVING_TENANT_DRAINING);
+}
+
+static int free_slot(const struct sv_exec *x)
+{
+	for (int slot = 0; slot < COLOC_SHM_NR_SLOTS; slot++)
+		if (!x->slots[slot])
+			return slot;
+	return -1;
+}
+
+static int slots_taken(const struct sv_exec *x)
+{
+	int n = 0;
+
+	for (int slot = 0; slot < COLOC_SHM_NR_SLOTS; slot++)
+		n += x->slots[slot] != NULL;
+	return n;
+}
+
+/*
+ * Queued queries of a serving tenant take free slots, in arrival order,
+ * each on the executor holding the fewest (the first such).
+ */
 static void fill_slots(struct sv_tenant *t)
 {
-	if (!t->ep || (t->state != SERVING_TENANT_READY && t->state != SERVING_TENANT_DRAINING))
+	if (!tenant_serving(t))
 		return;
 	for (struct sv_query *q = t->head; q; q = q->next) {
-		unsigned int slot;
+		int best = -1, slot;
 
 		if (q->slot >= 0)
 			continue;
-		for (slot = 0; slot < COLOC_SHM_NR_SLOTS && t->slots[slot]; slot++)
-			;
-		if (slot == COLOC_SHM_NR_SLOTS)
+		for (int x = 0; x < t->nr_exec; x++)
+			if (free_slot(&t->ex[x]) >= 0 &&
+			    (best < 0 || slots_taken(&t->ex[x]) < slots_taken(&t->ex[best])))
+				best = x;
+		if (best < 0)
 			return;
-		memcpy(execproc_input(t->ep, slot), q->input, t->in_bytes);
+		slot = free_slot(&t->ex[best]);
+		memcpy(execproc_input(t->ex[best].ep, (unsigned int)slot), q->input, t->in_bytes);
 		free(q->input);
 		q->input = NULL;
-		q->slot = (int)slot;
-		t->slots[slot] = q;
+		q->exec = best;
+		q->slot = slot;
+		t->ex[best].slots[slot] = q;
 	}
 }
 
-static bool tenant_serving(const struct sv_tenant *t)
+/* Whether q could start a block now: its executor idle, or any for a query yet to start. */
+static bool query_runnable(const struct sv_tenant *t, const struct sv_query *q)
 {
-	return t->used && t->ep &&
-	       (t->state == SERVING_TENANT_READY || t->state == SERVING_TENANT_DRAINING);
+	if (q->slot < 0 || q->in_flight)
+		return false;
+	if (q->next_layer > 0)
+		return !t->ex[q->exec].busy;
+	return sv_tenant_busy(t) < t->nr_exec;
 }
 
 double sv_aged_slowdown(const struct serving *s, int c, uint64_t now)
@@ -96,11 +131,12 @@ static void build_input(struct serving *s, struct policy_input *in)
 		pt->uid = t->uid;
 		pt->qos_ns = t->qos_ns;
 		pt->sig = t->sig;
-		pt->executors = 1; /* its one executor process, one block at a time */
-		if (t->busy)
-			s->running[nr++] = t->blk;
+		pt->executors = t->nr_exec; /* its processes, one block at a time each */
+		for (int x = 0; x < t->nr_exec; x++)
+			if (t->ex[x].busy)
+				s->running[nr++] = t->ex[x].blk;
 		for (struct sv_query *q = t->head; q; q = q->next) {
-			if (q->slot < 0 || (t->busy && q != t->blk_query))
+			if (!q->in_flight && !query_runnable(t, q))
 				continue;
 			s->pqueries[nq++] = (struct policy_query){ .id = q->id,
 								   .tenant = i,
@@ -152,18 +188,102 @@ static void apply_drop(struct serving *s, const struct policy_drop *d)
 	sv_complete_query(s, t, q, SERVING_QUERY_DROPPED, reason);
 }
 
-/* Starts d's block; false when it could not be (the query failed, or the executor is busy). */
-static bool apply_decision(struct serving *s, const struct policy_decision *d)
+/* Whether a query that started, and waits for its next block, is on executor x. */
+static bool holds_started(const struct sv_exec *x)
+{
+	for (int slot = 0; slot < COLOC_SHM_NR_SLOTS; slot++)
+		if (x->slots[slot] && x->slots[slot]->next_layer > 0 && !x->slots[slot]->in_flight)
+			return true;
+	return false;
+}
+
+/*
+ * Moves q (not started) into a slot of executor to: a free one, or the one
+ * of its latest query there that has not started either, which takes q's
+ * old slot (the inputs swapped through t->scratch). False when neither.
+ */
+static bool move_query(struct sv_tenant *t, struct sv_query *q, int to)
+{
+	struct sv_exec *from = &t->ex[q->exec], *x = &t->ex[to];
+	int slot = free_slot(x);
+	struct sv_query *other = NULL;
+
+	if (slot < 0) {
+		for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++) {
+			struct sv_query *o = x->slots[i];
+
+			if (o->next_layer == 0 && !o->in_flight &&
+			    (!other || o->arrival_ns > other->arrival_ns)) {
+				other = o;
+				slot = i;
+			}
+		}
+		if (!other)
+			return false;
+		memcpy(t->scratch, execproc_input(x->ep, (unsigned int)slot), t->in_bytes);
+	}
+	memcpy(execproc_input(x->ep, (unsigned int)slot),
+	       execproc_input(from->ep, (unsigned int)q->slot), t->in_bytes);
+	from->slots[q->slot] = other;
+	if (other) {
+		memcpy(execproc_input(from->ep, (unsigned int)q->slot), t->scratch, t->in_bytes);
+		other->exec = q->exec;
+		other->slot = q->slot;
+	}
+	x->slots[slot] = q;
+	q->exec = to;
+	q->slot = slot;
+	t->moved++;
+	return true;
+}
+
+/*
+ * The executor q's next block runs on, q moved there if need be; -1 when
+ * none can take it now. A query that started stays on its executor. One
+ * that did not prefers its own, then any idle one that holds no started
+ * query waiting for its next block (the policy serves a tenant's queries in
+ * arrival order, so that one comes first), then any idle one.
+ */
+static int executor_for(struct sv_tenant *t, struct sv_query *q)
+{
+	if (q->next_layer > 0)
+		return t->ex[q->exec].busy ? -1 : q->exec;
+	if (!t->ex[q->exec].busy && !holds_started(&t->ex[q->exec]))
+		return q->exec;
+	for (int pass = 0; pass < 2; pass++)
+		for (int x = 0; x < t->nr_exec; x++) {
+			if (t->ex[x].busy || (!pass && holds_started(&t->ex[x])))
+				continue;
+			if (x == q->exec || move_query(t, q, x))
+				return x;
+		}
+	return -1;
+}
+
+/*
+ * Starts d's block; false when it could not be: the query failed, or none
+ * of its tenant's executors can take it now (*refused set: the policy counts
+ * a tenant's idle executors, not which of them holds which query, so two
+ * decisions of a round may want the same one).
+ */
+static bool apply_decision(struct serving *s, const struct policy_decision *d, bool *refused)
 {
 	struct sv_tenant *t = &s->tenants[d->tenant];
 	struct sv_query *q = find_query(t, d->query_id);
-	int n = d->last_layer - d->first_layer, nr_cpus = 0;
+	int n = d->last_layer - d->first_layer, nr_cpus = 0, e;
 	int versions[COLOC_SHM_MAX_BLOCK_LAYERS], cpus[POLICY_MAX_CPUS];
 	struct coloc_err err = { 0 };
 	struct execproc_block b;
+	struct sv_exec *x;
 
-	if (!q || t->busy || n > COLOC_SHM_MAX_BLOCK_LAYERS)
+	if (!q || q->slot < 0 || n > COLOC_SHM_MAX_BLOCK_LAYERS)
 		return false;
+	e = executor_for(t, q);
+	if (e < 0) {
+		*refused = true;
+		return false;
+	}
+	x = &t->ex[e];
 	for (int i = 0; i < n; i++)
 		versions[i] = d->versions[i];
 	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
@@ -177,19 +297,17 @@ static bool apply_decision(struct serving *s, const struct policy_decision *d)
 				     .cpus = cpus,
 				     .nr_cpus = nr_cpus,
 				     .shared = s->entry->shares_cores };
-	if (execproc_submit_block(t->ep, &b, &err)) {
+	if (execproc_submit_block(x->ep, &b, &err)) {
 		sv_complete_query(s, t, q, SERVING_QUERY_FAILED, coloc_err_str(&err));
 		return false;
 	}
-	t->busy = true;
-	t->blk_query = q;
-	t->blk = *d;
-	memcpy(t->blk_versions, d->versions, (size_t)n);
-	t->blk.versions = t->blk_versions;
-	t->blk_submit_ns = sv_now_ns();
-	t->blk_corunners = 0;
-	for (int i = 0; i < SV_MAX_TENANTS; i++)
-		t->blk_corunners += i != d->tenant && s->tenants[i].used && s->tenants[i].busy;
+	x->busy = true;
+	x->blk_query = q;
+	x->blk = *d;
+	memcpy(x->blk_versions, d->versions, (size_t)n);
+	x->blk.versions = x->blk_versions;
+	x->blk_submit_ns = sv_now_ns();
+	x->blk_corunners = sv_blocks_in_flight(s) - sv_tenant_busy(t);
 	q->in_flight = true;
 	/* shared cores (os) stay free for the other tenants and have no one owner */
 	for (int i = 0; i < nr_cpus && !s->entry->shares_cores; i++) {
@@ -205,7 +323,7 @@ static bool apply_decision(struct serving *s, const struct policy_decision *d)
 void sv_schedule(struct serving *s)
 {
 	struct policy_output out = { .decisions = s->decisions,
-				     .max_decisions = SV_MAX_TENANTS,
+				     .max_decisions = SV_MAX_TENANTS * SERVING_MAX_EXECUTORS,
 				     .versions = s->versions,
 				     .max_versions = s->max_versions,
 				     .drops = s->drops,
@@ -220,7 +338,7 @@ void sv_schedule(struct serving *s)
 	do {
 		struct policy_input in;
 		struct coloc_err err = { 0 };
-		bool progress = false;
+		bool progress = false, refused = false;
 
 		s->again = false;
 		for (int i = 0; i < SV_MAX_TENANTS; i++)
@@ -241,11 +359,12 @@ void sv_schedule(struct serving *s)
 			break;
 		}
 		for (int i = 0; i < out.nr_decisions; i++)
-			progress |= apply_decision(s, &out.decisions[i]);
+			progress |= apply_decision(s, &out.decisions[i], &refused);
 		for (int i = 0; i < out.nr_drops; i++)
 			apply_drop(s, &out.drops[i]);
 		progress |= out.nr_drops > 0;
-		if (progress && (out.nr_drops || out.nr_decisions == out.max_decisions))
+		/* a refused decision: the next round sees which executors the others took */
+		if (progress && (refused || out.nr_drops || out.nr_decisions == out.max_decisions))
 			s->again = true;
 	} while (s->again && ++rounds < SV_MAX_ROUNDS);
 	s->scheduling = false;
@@ -254,7 +373,7 @@ void sv_schedule(struct serving *s)
 		struct sv_tenant *t = &s->tenants[i];
 
 		if (t->used && t->removing && t->state == SERVING_TENANT_DRAINING &&
-		    !t->nr_queries && !t->busy)
+		    !t->nr_queries && !sv_tenant_busy(t))
 			sv_finish_removal(s, t);
 	}
 }

@@ -4,7 +4,8 @@
  * weights, QoS), so that a restarted daemon submits them again. Written
  * whole to a temporary file beside it, synced, then renamed over it: a
  * crash leaves the old file or the new one, never half of one. Format:
- *   {"tenants":[{"name":S,"model":S,"weights":S|null,"qos_ns":N},...]}
+ *   {"tenants":[{"name":S,"model":S,"weights":S|null,"qos_ns":N,"executors":N},...]}
+ * ("executors" is left out for one, and read as one when missing).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -73,6 +74,8 @@ int colocd_state_write(const struct colocd *d, struct coloc_err *err)
 		json_object_object_add(o, "weights",
 				       sp->weights[0] ? json_object_new_string(sp->weights) : NULL);
 		json_object_object_add(o, "qos_ns", json_object_new_int64((int64_t)sp->qos_ns));
+		if (sp->executors > 1)
+			json_object_object_add(o, "executors", json_object_new_int(sp->executors));
 		json_object_array_add(arr, o);
 	}
 	json_object_object_add(root, "tenants", arr);
@@ -117,9 +120,16 @@ static int state_entry(const char *path, size_t i, struct json_object *o, struct
 {
 	const char *name = state_string(o, "name"), *model = state_string(o, "model");
 	const char *weights = state_string(o, "weights");
-	struct json_object *q;
+	struct json_object *q, *e = NULL;
 
 	memset(spec, 0, sizeof(*spec));
+	if (json_object_object_get_ex(o, "executors", &e) &&
+	    (!json_object_is_type(e, json_type_int) || json_object_get_int64(e) < 1 ||
+	     json_object_get_int64(e) > SERVING_MAX_EXECUTORS))
+		return coloc_err_set(err, -EINVAL,
+				     "%s: tenants[%zu]: \"executors\" must be an integer from 1 "
+				     "to %d",
+				     path, i, SERVING_MAX_EXECUTORS);
 	if (!name || !model || !json_object_object_get_ex(o, "qos_ns", &q) ||
 	    !json_object_is_type(q, json_type_int) || json_object_get_int64(q) <= 0 ||
 	    strlen(name) >= sizeof(spec->name) || strlen(model) >= sizeof(spec->model) ||
@@ -133,6 +143,7 @@ static int state_entry(const char *path, size_t i, struct json_object *o, struct
 	if (weights)
 		snprintf(spec->weights, sizeof(spec->weights), "%s", weights);
 	spec->qos_ns = (__u64)json_object_get_int64(q);
+	spec->executors = e ? (int)json_object_get_int64(e) : 0;
 	return 0;
 }
 

@@ -44,9 +44,15 @@ int serving_tenant_info(const struct serving *s, const char *name, struct servin
 	info->state = t->state;
 	snprintf(info->reason, sizeof(info->reason), "%s", t->reason);
 	snprintf(info->note, sizeof(info->note), "%s", t->table.note);
-	info->pid = t->ep ? execproc_pid(t->ep) : 0;
-	if (t->ep)
-		snprintf(info->isolation, sizeof(info->isolation), "%s", execproc_isolation(t->ep));
+	info->executors = t->nr_exec;
+	for (int x = 0; x < t->nr_exec; x++)
+		info->pids[x] = t->ex[x].ep ? execproc_pid(t->ex[x].ep) : 0;
+	info->pid = info->pids[0];
+	info->moved = t->moved;
+	/* the same for all of them: one spawn code, one kernel */
+	if (t->ex[0].ep)
+		snprintf(info->isolation, sizeof(info->isolation), "%s",
+			 execproc_isolation(t->ex[0].ep));
 	info->qos_ns = t->qos_ns;
 	info->solo_ns = t->solo_ns;
 	info->in_bytes = t->in_bytes;
@@ -78,6 +84,15 @@ int serving_tenant_names(const struct serving *s, const char **names, int max)
 	return n;
 }
 
+/* The block of t that holds cpu, or NULL. */
+static const struct sv_exec *block_on(const struct sv_tenant *t, int cpu)
+{
+	for (int x = 0; x < t->nr_exec; x++)
+		if (t->ex[x].busy && policy_cpuset_test(&t->ex[x].blk.cores, cpu))
+			return &t->ex[x];
+	return NULL;
+}
+
 int serving_cores(const struct serving *s, struct serving_core_info *cores, int max)
 {
 	int n;
@@ -85,6 +100,7 @@ int serving_cores(const struct serving *s, struct serving_core_info *cores, int 
 	for (n = 0; n < s->nr_cpus; n++) {
 		int cpu = s->cpus[n], owner = s->owner[cpu];
 		const struct sv_tenant *t = owner >= 0 ? &s->tenants[owner] : NULL;
+		const struct sv_exec *x = t ? block_on(t, cpu) : NULL;
 
 		if (n >= max)
 			continue;
@@ -94,21 +110,24 @@ int serving_cores(const struct serving *s, struct serving_core_info *cores, int 
 		if (s->entry->shares_cores) {
 			cores[n].shared = true;
 			for (int i = 0; i < SV_MAX_TENANTS; i++)
-				if (s->tenants[i].used && s->tenants[i].busy &&
-				    policy_cpuset_test(&s->tenants[i].blk.cores, cpu))
-					cores[n].nr_blocks++;
+				for (int e = 0; s->tenants[i].used && e < s->tenants[i].nr_exec;
+				     e++)
+					cores[n].nr_blocks +=
+						s->tenants[i].ex[e].busy &&
+						policy_cpuset_test(&s->tenants[i].ex[e].blk.cores,
+								   cpu);
 			cores[n].busy = cores[n].nr_blocks > 0;
 			continue;
 		}
-		if (!t)
+		if (!x)
 			continue;
 		cores[n].nr_blocks = 1;
 		cores[n].busy = true;
 		cores[n].tenant = t->name;
-		cores[n].query_id = t->blk.query_id;
-		cores[n].first_layer = t->blk.first_layer;
-		cores[n].last_layer = t->blk.last_layer;
-		cores[n].versions = t->blk.versions;
+		cores[n].query_id = x->blk.query_id;
+		cores[n].first_layer = x->blk.first_layer;
+		cores[n].last_layer = x->blk.last_layer;
+		cores[n].versions = x->blk.versions;
 	}
 	return n;
 }

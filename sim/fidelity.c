@@ -220,18 +220,37 @@ void sim_served_free(struct sim_served *s)
 	*s = (struct sim_served){ 0 };
 }
 
+int sim_served_executors(const struct sim_served *s, int *executors, struct coloc_err *err)
+{
+	*executors = 1;
+	for (int i = 0; i < s->nr; i++) {
+		if (s->t[i].executors == s->t[0].executors)
+			continue;
+		return coloc_err_set(err, -EINVAL,
+				     "mix %s, tenant %s: %d executors, but mix %s, tenant %s: %d; "
+				     "coloc-sim --executors gives every tenant the same",
+				     s->t[0].mix, s->t[0].tenant, s->t[0].executors, s->t[i].mix,
+				     s->t[i].tenant, s->t[i].executors);
+	}
+	if (s->nr)
+		*executors = s->t[0].executors;
+	return 0;
+}
+
 static int served_add(struct sim_served *s, const char *mix, const char *tenant, double solo,
-		      double qos, struct coloc_err *err)
+		      double qos, int executors, struct coloc_err *err)
 {
 	const struct sim_served_tenant *old = sim_served_find(s, mix, tenant);
 	struct sim_served_tenant *t;
 
 	if (old) {
-		if (old->solo_ms != solo || old->qos_ms != qos)
+		if (old->solo_ms != solo || old->qos_ms != qos || old->executors != executors)
 			return coloc_err_set(err, -EINVAL,
-					     "mix %s, tenant %s: solo_ms %g and qos_ms %g here, "
-					     "%g and %g before; one run's file has one of each",
-					     mix, tenant, solo, qos, old->solo_ms, old->qos_ms);
+					     "mix %s, tenant %s: solo_ms %g, qos_ms %g and %d "
+					     "executors here, %g, %g and %d before; one run's file "
+					     "has one of each",
+					     mix, tenant, solo, qos, executors, old->solo_ms,
+					     old->qos_ms, old->executors);
 		return 0;
 	}
 	if (strlen(mix) >= sizeof(t->mix) || strlen(tenant) >= sizeof(t->tenant))
@@ -251,13 +270,14 @@ static int served_add(struct sim_served *s, const char *mix, const char *tenant,
 	snprintf(t->tenant, sizeof(t->tenant), "%s", tenant);
 	t->solo_ms = solo;
 	t->qos_ms = qos;
+	t->executors = executors;
 	return 0;
 }
 
 static int served_row(void *ctx, char **f, int n, const int *col, const char *path, int lineno,
 		      struct coloc_err *err)
 {
-	double solo, qos;
+	double solo, qos, executors = 1;
 	int ret;
 
 	if (n <= col[0] || n <= col[1] || n <= col[2] || n <= col[3] ||
@@ -267,7 +287,12 @@ static int served_row(void *ctx, char **f, int n, const int *col, const char *pa
 				     "%s:%d: want a mix, a tenant and two numbers > 0 "
 				     "(solo_ms, qos_ms) in the header's columns",
 				     path, lineno);
-	ret = served_add(ctx, f[col[0]], f[col[1]], solo, qos, err);
+	if (col[4] >= 0 && (n <= col[4] || parse_number(f[col[4]], false, &executors) ||
+			    executors != floor(executors) || executors < 1 || executors > 64))
+		return coloc_err_set(err, -EINVAL,
+				     "%s:%d: executors wants a whole number from 1 to 64", path,
+				     lineno);
+	ret = served_add(ctx, f[col[0]], f[col[1]], solo, qos, (int)executors, err);
 	if (ret)
 		coloc_err_prefix(err, "%s:%d", path, lineno);
 	return ret;
@@ -275,11 +300,11 @@ static int served_row(void *ctx, char **f, int n, const int *col, const char *pa
 
 int sim_served_load_tsv(const char *path, struct sim_served *s, struct coloc_err *err)
 {
-	static const char *const want[] = { "mix", "tenant", "solo_ms", "qos_ms" };
+	static const char *const want[] = { "mix", "tenant", "solo_ms", "qos_ms", "?executors" };
 	int ret;
 
 	*s = (struct sim_served){ 0 };
-	ret = sim_tsv_load(path, want, 4, served_row, s, err);
+	ret = sim_tsv_load(path, want, 5, served_row, s, err);
 	if (ret)
 		sim_served_free(s);
 	return ret;

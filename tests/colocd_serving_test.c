@@ -181,10 +181,18 @@ static struct json_object *submit(FIXTURE_DATA(wire) * self, const char *name, c
 		    name, model, qos_ms);
 }
 
-/* Submits name and waits until it is ready; its input of the right size is made. */
-static bool submit_ready(FIXTURE_DATA(wire) * self, const char *name)
+/*
+ * Submits name with that many executors (0: the default, not said) and
+ * waits until it is ready; its input of the right size is made.
+ */
+static bool submit_ready_executors(FIXTURE_DATA(wire) * self, const char *name, int executors)
 {
-	struct json_object *r = submit(self, name, self->model, QOS_MS), *t;
+	struct json_object *r = executors ? call(self,
+						 "{\"cmd\":\"submit\",\"name\":\"%s\",\"model\":"
+						 "\"%s\",\"qos_ms\":%g,\"executors\":%d}",
+						 name, self->model, (double)QOS_MS, executors) :
+					    submit(self, name, self->model, QOS_MS);
+	struct json_object *t;
 	bool ok = is_ok(r);
 
 	json_object_put(r);
@@ -200,6 +208,11 @@ static bool submit_ready(FIXTURE_DATA(wire) * self, const char *name)
 			self->input[i] = (float)((i * 2654435761u) % 2000) / 1000.0f - 1.0f;
 	}
 	return self->input != NULL;
+}
+
+static bool submit_ready(FIXTURE_DATA(wire) * self, const char *name)
+{
+	return submit_ready_executors(self, name, 0);
 }
 
 /* The executor's pid of tenant name, from status. */
@@ -1217,7 +1230,8 @@ TEST_F_TIMEOUT(wire, state__tenants_come_back_after_a_restart_and_a_bad_one_is_r
 	FILE *f;
 	size_t n;
 
-	ASSERT_TRUE(submit_ready(self, "a"));
+	/* a with two executors: they come back as two */
+	ASSERT_TRUE(submit_ready_executors(self, "a", 2));
 	ASSERT_TRUE(submit_ready(self, "b"));
 	r = call(self, "{\"cmd\":\"remove\",\"name\":\"b\"}");
 	EXPECT_TRUE(is_ok(r));
@@ -1245,6 +1259,13 @@ TEST_F_TIMEOUT(wire, state__tenants_come_back_after_a_restart_and_a_bad_one_is_r
 	r = call(self, "{\"cmd\":\"list\"}");
 	EXPECT_EQ(1, json_object_array_length(json_object_object_get(r, "tenants")))
 	TH_LOG("%s", json_object_to_json_string(r));
+	json_object_put(r);
+	r = tenant_status(self, "a");
+	EXPECT_EQ(2, num_of(r, "executors")) TH_LOG("%s", json_object_to_json_string(r));
+	EXPECT_EQ(2, json_object_array_length(json_object_object_get(r, "pids")));
+	EXPECT_GT(json_object_get_int(
+			  json_object_array_get_idx(json_object_object_get(r, "pids"), 1)),
+		  0);
 	json_object_put(r);
 	f = fopen(self->log, "r");
 	ASSERT_NE(NULL, f);
@@ -1283,10 +1304,27 @@ TEST_F_TIMEOUT(wire, colocctl__submit_infer_files_status_remove, 600)
 	EXPECT_NE(NULL, strstr(out, "submit NAME MODEL --qos-ms X"));
 	EXPECT_NE(NULL, strstr(out, "infer NAME [--input FILE] [--output FILE]"));
 
-	snprintf(args, sizeof(args), "submit c '%s' --qos-ms %d", self->model, QOS_MS);
+	snprintf(args, sizeof(args), "submit c '%s' --qos-ms %d --executors 0", self->model,
+		 QOS_MS);
+	EXPECT_EQ(2, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "--executors wants a whole number from 1 to 8, not '0'"))
+	TH_LOG("%s", out);
+	snprintf(args, sizeof(args), "submit c '%s' --qos-ms %d --executors 2", self->model,
+		 QOS_MS);
 	ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "tenant c admitted")) TH_LOG("%s", out);
 	ASSERT_TRUE(wait_state(self, "c", "ready"));
+	ASSERT_EQ(0, colocctl(self, "list", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "EXEC")) TH_LOG("%s", out);
+	{
+		const char *c = strstr(out, "\nc ");
+		int executors = 0;
+
+		ASSERT_NE(NULL, c) TH_LOG("%s", out);
+		/* TENANT STATE QOS(ms) PID EXEC */
+		EXPECT_EQ(1, sscanf(c, "%*s %*s %*s %*s %d", &executors)) TH_LOG("%s", out);
+		EXPECT_EQ(2, executors) TH_LOG("%s", out);
+	}
 	ASSERT_TRUE(submit_ready(self, "d")); /* the input size, from status */
 
 	/* the input as a raw fp32 file, the output back as one */

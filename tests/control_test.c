@@ -256,6 +256,15 @@ TEST_F(control, handle__serving_commands_check_their_arguments)
 		  "above 0" },
 		{ "{\"cmd\":\"submit\",\"name\":\"a\",\"model\":\"/x.model\",\"qos_ms\":\"5\"}",
 		  "a number" },
+		{ "{\"cmd\":\"submit\",\"name\":\"a\",\"model\":\"/x.model\",\"qos_ms\":5,"
+		  "\"executors\":0}",
+		  "\"executors\" must be an integer from 1 to 8" },
+		{ "{\"cmd\":\"submit\",\"name\":\"a\",\"model\":\"/x.model\",\"qos_ms\":5,"
+		  "\"executors\":9}",
+		  "from 1 to 8" },
+		{ "{\"cmd\":\"submit\",\"name\":\"a\",\"model\":\"/x.model\",\"qos_ms\":5,"
+		  "\"executors\":\"2\"}",
+		  "an integer" },
 		{ "{\"cmd\":\"status\",\"name\":\"nobody\"}", "no tenant named 'nobody'" },
 		{ "{\"cmd\":\"remove\"}", "needs \"name\"" },
 		{ "{\"cmd\":\"restart\",\"name\":\"nobody\"}", "nobody" },

@@ -66,10 +66,12 @@
 #                One row per policy measured; NA where coloc-load failed.
 #   points.tsv   mix policy phase total_qps duration_s tenant qps sent
 #                completed within_qos p99_ms solo_ms qos_ms pass search
+#                executors
 #                (p99_ms over the completed queries; 0 when none)
 #                one row per tenant per load point; phase: medium, grow,
 #                shrink or bisect; pass: the whole point's verdict (0/1);
-#                search: which of the cell's searches (1..N, its seed).
+#                search: which of the cell's searches (1..N, its seed);
+#                executors: the tenant's executor processes (--executors).
 #   blocks-MIX-POLICY.tsv  colocd --block-log of that run: every block's
 #                prediction and measurement (header in the file; README).
 #   mape.tsv     mix policy tenant blocks prediction_mape prediction_bias
@@ -88,7 +90,7 @@ set -euo pipefail
 usage() {
 	cat <<EOF
 Usage: tools/bench-qos.sh [--quick] [--repeats N] [--policies LIST] [--mixes LIST]
-                          [--solo-from FILE]
+                          [--solo-from FILE] [--executors N]
        make bench-qos [ARGS='--quick ...']          (as root)
 The highest total QPS at which >= 95 % of every tenant's queries meet QoS, for
 each of colocd's policies on each tenant mix of tools/qos-mixes.conf, and the
@@ -110,6 +112,8 @@ build/bench-qos/ (results.tsv, points.tsv, mape.tsv, one PNG per mix).
                    run's points.tsv instead of measuring them, so that runs
                    compare at the same QoS (copy it out of build/bench-qos/
                    first: a run starts by emptying that directory)
+  --executors N    every tenant submitted with N executor processes (1-8,
+                   default 1): up to N of its queries run at once
   -h, --help       this help
 
 Measure on a quiet machine: every policy runs on the same cores, the
@@ -149,6 +153,15 @@ while [ $# -gt 0 ]; do
 	--solo-from)
 		[ $# -ge 2 ] || { echo "bench-qos: --solo-from needs a points.tsv (see --help)" >&2; exit 2; }
 		SOLO_FROM=$2
+		shift
+		;;
+	--executors)
+		if [ $# -lt 2 ] || ! [[ $2 =~ ^[1-8]$ ]]; then
+			echo "bench-qos: --executors needs a number of executors from 1 to 8 (see --help)" >&2
+			exit 2
+		fi
+		# read by colocd-lib.sh's submit_tenant; one is colocd's default
+		[ "$2" = 1 ] || export EXECUTORS=$2
 		shift
 		;;
 	-h | --help)
@@ -309,12 +322,12 @@ done
 echo
 echo "bench-qos: $([ "$QUICK" = 1 ] && echo quick || echo full) run of ${#POLICIES[@]} policies x" \
 	"${#MIXES[@]} mixes x $REPEATS search(es), estimated $(((est + 59) / 60)) min (points of $MIN_S-$MAX_S s after" \
-	"$WARMUP_S s of warm-up)"
+	"$WARMUP_S s of warm-up)${EXECUTORS:+, every tenant with $EXECUTORS executors}"
 
 # ---- one load point -------------------------------------------------------------
 rm -rf "$OUT"
 mkdir -p "$OUT"
-printf 'mix\tpolicy\tphase\ttotal_qps\tduration_s\ttenant\tqps\tsent\tcompleted\twithin_qos\tp99_ms\tsolo_ms\tqos_ms\tpass\tsearch\n' \
+printf 'mix\tpolicy\tphase\ttotal_qps\tduration_s\ttenant\tqps\tsent\tcompleted\twithin_qos\tp99_ms\tsolo_ms\tqos_ms\tpass\tsearch\texecutors\n' \
 	>"$OUT/points.tsv"
 printf 'mix\tpolicy\tqos_qps\tp99_over_solo\tsearches\n' >"$OUT/results.tsv"
 printf 'mix\tpolicy\ttenant\tblocks\tprediction_mape\tprediction_bias\n' >"$OUT/mape.tsv"
@@ -339,9 +352,10 @@ run_point() { # mix policy phase total search
 	WORST_P99=0
 	line=
 	while IFS=$'\t' read -r name qps sent answered within p99; do
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mix" \
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mix" \
 			"$policy" "$phase" "$total" "$d" "$name" "$qps" "$sent" "$answered" "$within" \
-			"$p99" "${SOLO[$name]}" "${QOS[$name]}" "$PASS" "$search" >>"$OUT/points.tsv"
+			"$p99" "${SOLO[$name]}" "${QOS[$name]}" "$PASS" "$search" "${EXECUTORS:-1}" \
+			>>"$OUT/points.tsv"
 		# more than 1 % unanswered: the p99 of all its queries is a miss
 		WORST_P99=$(awk -v a="$WORST_P99" -v p="$p99" -v s="${SOLO[$name]}" -v n="$sent" \
 			-v c="$answered" 'BEGIN { r = (n > 0 && c >= 0.99 * n) ? p / s : "inf";

@@ -17,18 +17,19 @@
 #     against one at a time at the fastest; no interference, no waiting);
 #   - the ablations (64 cores): coloc with one mechanism switched off at a
 #     time, as a ratio to coloc;
-#   - a what-if (64 cores): the baselines and coloc with EXECUTORS executors
-#     a tenant (coloc-sim --executors), so that a tenant runs that many of
-#     its queries at once; colocd starts one a tenant, whose queries then
-#     wait for each other (sim/README.md: where coloc's 64-core QPS goes);
+#   - the same (64 cores) with EXECUTORS executors a tenant (coloc-sim
+#     --executors, colocctl submit --executors), so that a tenant runs that
+#     many of its queries at once; with colocd's default of one a tenant's
+#     queries wait for each other (sim/README.md: where coloc's 64-core QPS
+#     goes);
 # then policy_decide()'s cost at 64 and 256 cores with 16 and 64 tenants,
 # and (64 cores) a plot per mix: the worst tenant's fraction within QoS
 # against the offered load, one line per policy (build/bench-sim/*.png).
 # Every number rests on sim/README.md's assumptions (interference: VELTAIR's
 # 1.6 full-domain slowdown). Environment: COLOC_BIN (bin/), SEEDS (3),
 # DURATION (simulated seconds per load point, 10), COPIES (2), CORES ("64 128
-# 256"; the plots, the what-if and the decision cost need 64 among them),
-# EXECUTORS (the what-if's executors a tenant, 2; 1 leaves it out).
+# 256"; the plots, the executors table and the decision cost need 64 among
+# them), EXECUTORS (executors a tenant in that table, 2; 1 leaves it out).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -157,8 +158,8 @@ for cores in $CORES; do
 		echo
 	done
 	[ "$EXECUTORS" -gt 1 ] || continue
-	echo "what-if: $EXECUTORS executors a tenant (colocd runs 1), QoS-QPS, median of $seeds" \
-		"search(es):"
+	echo "$EXECUTORS executors a tenant (colocctl submit --executors $EXECUTORS; colocd's default" \
+		"is 1), QoS-QPS, median of $seeds search(es):"
 	printf '%-8s' mix
 	for p in $BASELINES coloc; do printf ' %11s' "$p"; done
 	printf ' %18s %15s\n' "coloc/best base" "coloc / at 1"

@@ -41,7 +41,7 @@ static struct {
 	bool search, json, late_serve, duration_given, brief, query_cost_in_blocks;
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	const char *exec_from; /* block logs to fit the executor model on; NULL: none */
-	bool penalty_given, exec_per_run, print_scaling, capacity;
+	bool penalty_given, exec_per_run, print_scaling, capacity, executors_given;
 	double speed_rho; /* --speed-rho; < 0: the fitted one (0 without --exec-from) */
 	const char *block_trace; /* --block-trace FILE: every block of a single run */
 	double start_qps, tol;
@@ -122,8 +122,9 @@ static void usage(FILE *out)
 		"  --sockets N    sockets, dividing the cores (default %ld)\n"
 		"  --llc N        cores per LLC domain (default %ld: a Threadripper 3990X CCX)\n"
 		"  --executors N  blocks a tenant may run at once, each of another query, 1..64\n"
-		"                 (default 1: colocd starts one executor a tenant; more is a\n"
-		"                 what-if colocd does not run)\n"
+		"                 (default 1: colocd starts one executor a tenant unless\n"
+		"                 submitted with colocctl submit --executors N; with\n"
+		"                 --qos-from, as that bench-qos run served them)\n"
 		"  --qps X        total queries per second over all tenants, in their shares\n"
 		"  --search       find the highest QPS at which >= 95%% of every tenant's queries\n"
 		"                 meet QoS (doubling from %.0f, then bisection to 1%%)\n"
@@ -1012,6 +1013,7 @@ int main(int argc, char **argv)
 			break;
 		case 'N':
 			bad = cli_parse_flag(PROG, "--executors", optarg, 1, 64, &opts.executors);
+			opts.executors_given = true;
 			break;
 		case 'S':
 			bad = cli_parse_flag(PROG, "--sockets", optarg, 1, POLICY_MAX_CPUS,
@@ -1252,6 +1254,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
 		return 1;
 	}
+	/* the run is simulated as bench-qos served it: its tenants' executors too */
+	if (served.nr && !opts.executors_given) {
+		int executors;
+
+		if (sim_served_executors(&served, &executors, &err)) {
+			fprintf(stderr, PROG ": %s: %s\n", opts.qos_from, coloc_err_str(&err));
+			goto cleanup;
+		}
+		opts.executors = executors;
+	}
 	if (opts.query_cost_us < 0 && !served.nr) {
 		fprintf(stderr, PROG ": --query-cost-us auto: no served solo latencies (give "
 				     "--qos-from bench-qos's points.tsv, or --measured with it "
@@ -1324,9 +1336,9 @@ int main(int argc, char **argv)
 		       opts.full_slowdown, opts.block_cost_us, opts.query_cost_sigma,
 		       opts.shared_penalty);
 	if (opts.executors > 1 && !opts.json)
-		printf("%ld executors a tenant: blocks of up to %ld of its queries at once (colocd "
-		       "runs one)\n",
-		       opts.executors, opts.executors);
+		printf("%ld executors a tenant: blocks of up to %ld of its queries at once (colocctl "
+		       "submit --executors %ld)\n",
+		       opts.executors, opts.executors, opts.executors);
 	if (served.nr && !opts.json)
 		printf("QoS of each mix's tenants as bench-qos gave it: %s\n", opts.qos_from);
 	if (opts.like && !opts.json)

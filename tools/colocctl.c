@@ -56,11 +56,13 @@ static void usage(FILE *out)
 		"                                a cgroup v2 directory to tenant NAME\n"
 		"  tenant rm NAME                forget tenant NAME (also: tenant remove NAME)\n"
 		"\n"
-		"Serving (colocd runs one executor per tenant):\n"
-		"  submit NAME MODEL --qos-ms X [--weights FILE] [--json]\n"
+		"Serving (colocd runs one executor per tenant, or N with --executors N):\n"
+		"  submit NAME MODEL --qos-ms X [--weights FILE] [--executors N] [--json]\n"
 		"                                admit a model as tenant NAME with a latency\n"
 		"                                target of X ms; its profile must be in colocd's\n"
-		"                                cache (the error names the coloc-profile command)\n"
+		"                                cache (the error names the coloc-profile command);\n"
+		"                                N executor processes (1 to 8, default 1) run\n"
+		"                                up to N of its queries at once\n"
 		"  list [--json]                 submitted tenants and their states\n"
 		"  status [NAME] [--json]        per tenant: state, rates, p50/p95/p99, share\n"
 		"                                within QoS, drops and rejections with reasons,\n"
@@ -457,7 +459,7 @@ static int ctl_tenant(int argc, char **argv)
 struct ctl_args {
 	const char *pos[3];
 	int nr_pos;
-	const char *qos_ms, *weights, *input, *output;
+	const char *qos_ms, *weights, *input, *output, *executors;
 };
 
 /* Splits argv (after the command) into words and flags; 0 or 2 (bad usage). */
@@ -473,6 +475,7 @@ static int ctl_parse_args(const char *cmd, int argc, char **argv, const char *al
 		{ "--weights", 'w', offsetof(struct ctl_args, weights) },
 		{ "--input", 'i', offsetof(struct ctl_args, input) },
 		{ "--output", 'o', offsetof(struct ctl_args, output) },
+		{ "--executors", 'e', offsetof(struct ctl_args, executors) },
 	};
 
 	memset(a, 0, sizeof(*a));
@@ -579,15 +582,15 @@ static void ctl_print_list(struct json_object *resp)
 
 	json_object_object_get_ex(resp, "tenants", &arr);
 	n = arr ? json_object_array_length(arr) : 0;
-	printf("%-16s %-9s %9s %8s\n", "TENANT", "STATE", "QOS(ms)", "PID");
+	printf("%-16s %-9s %9s %8s %4s\n", "TENANT", "STATE", "QOS(ms)", "PID", "EXEC");
 	if (!n)
 		printf("(no tenants: 'colocctl submit NAME MODEL --qos-ms X')\n");
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *t = json_object_array_get_idx(arr, i);
 
-		printf("%-16s %-9s %9.2f %8.0f\n", ctl_json_str(t, "name", "?"),
+		printf("%-16s %-9s %9.2f %8.0f %4.0f\n", ctl_json_str(t, "name", "?"),
 		       ctl_json_str(t, "state", "?"), ctl_json_num(t, "qos_ms"),
-		       ctl_json_num(t, "pid"));
+		       ctl_json_num(t, "pid"), ctl_json_num(t, "executors"));
 	}
 }
 
@@ -858,15 +861,28 @@ static int ctl_submit(int argc, char **argv)
 	struct json_object *req;
 	struct ctl_args a;
 	char *model, *weights = NULL;
+	long executors = 0;
 	double qos;
 	char *end;
 
-	if (ctl_parse_args("submit", argc, argv, "qw", &a))
+	if (ctl_parse_args("submit", argc, argv, "qwe", &a))
 		return 2;
 	if (a.nr_pos != 2 || !a.qos_ms) {
 		fprintf(stderr, "colocctl: usage: submit NAME MODEL --qos-ms X [--weights FILE] "
-				"[--json]\n");
+				"[--executors N] [--json]\n");
 		return 2;
+	}
+	if (a.executors) {
+		errno = 0;
+		executors = strtol(a.executors, &end, 10);
+		if (errno || end == a.executors || *end || executors < 1 ||
+		    executors > COLOC_MAX_EXECUTORS) {
+			fprintf(stderr,
+				"colocctl: --executors wants a whole number from 1 to %d, not "
+				"'%s'\n",
+				COLOC_MAX_EXECUTORS, a.executors);
+			return 2;
+		}
 	}
 	errno = 0;
 	qos = strtod(a.qos_ms, &end);
@@ -888,6 +904,8 @@ static int ctl_submit(int argc, char **argv)
 	if (weights)
 		json_object_object_add(req, "weights", json_object_new_string(weights));
 	json_object_object_add(req, "qos_ms", json_object_new_double(qos));
+	if (executors)
+		json_object_object_add(req, "executors", json_object_new_int((int)executors));
 	free(model);
 	free(weights);
 	return ctl_run(req, ctl_print_submitted);

@@ -125,11 +125,13 @@ stop_colocd() {
 	fi
 }
 
-submit_tenant() { # name model qos_ms [quiet]
+submit_tenant() { # name model qos_ms [quiet]; $EXECUTORS per tenant when set
 	if [ -n "${4:-}" ]; then
-		ctl submit "$1" "$ROOT/models/$2.model" --qos-ms "$3" >/dev/null
+		ctl submit "$1" "$ROOT/models/$2.model" --qos-ms "$3" \
+			${EXECUTORS:+--executors "$EXECUTORS"} >/dev/null
 	else
-		ctl submit "$1" "$ROOT/models/$2.model" --qos-ms "$3" | sed 's/^/  /'
+		ctl submit "$1" "$ROOT/models/$2.model" --qos-ms "$3" \
+			${EXECUTORS:+--executors "$EXECUTORS"} | sed 's/^/  /'
 	fi
 }
 

@@ -93,22 +93,26 @@
  *     -> {"ok":true,"tenants":[<tenant object>...]}
  *
  *
- * Serving (tenants that colocd runs, one executor process each):
+ * Serving (tenants that colocd runs, one executor process each, or N):
  *   {"cmd":"submit","name":"NAME","model":"/abs/path.model","weights":"/abs/path"?,
- *    "qos_ms":F}
+ *    "qos_ms":F,"executors":N?}
  *     Validates the model (a malformed one: "FILE:LINE: what"), finds its
  *     latency profile in colocd's cache (missing: the error names the
  *     coloc-profile command that makes it), rejects a QoS below the model's
  *     profiled solo latency on all served cores (both numbers in the error),
  *     and starts the executor (state "starting", then "ready"). Paths must be
- *     absolute (colocctl resolves them). The executor's process is
- *     attributed to the tenant of the same name in the BPF maps (the
- *     "tenants" and "signals" commands show it), and leaves it with the
- *     executor. With --state, the file is rewritten.
+ *     absolute (colocctl resolves them). "executors" (1 to
+ *     COLOC_MAX_EXECUTORS, default 1): executor processes, each running a
+ *     block of another query of the tenant at once; all start and fail
+ *     together. The executors' processes are attributed to the tenant of
+ *     the same name in the BPF maps (the "tenants" and "signals" commands
+ *     show them), each leaving it with its executor. With --state, the
+ *     file is rewritten.
  *     -> {"ok":true,"tenant":<serving tenant>,"warning":S (only when --state
  *         could not be written)}
  *   {"cmd":"list"}
- *     -> {"ok":true,"tenants":[{"name":S,"state":S,"qos_ms":F,"pid":N}]}
+ *     -> {"ok":true,"tenants":[{"name":S,"state":S,"qos_ms":F,"pid":N (the first
+ *         executor's),"executors":N}]}
  *   {"cmd":"status"} or {"cmd":"status","name":"NAME"} ("no tenant named" if unknown)
  *     -> {"ok":true,"tenants":[<serving tenant>...],
  *         "cores":[{"cpu":N,"busy":bool, when busy: "tenant":S,"query":N,
@@ -149,7 +153,9 @@
  *   "reason":S|null (why failed),"note":S|null (admission note),
  *   "isolation":S|null (how its executor is kept apart: its own pid and
  *   mount namespace, or why not),"model":S,
- *   "pid":N (the executor's; 0 when none runs),"qos_ms":F,"solo_ms":F
+ *   "pid":N (the first executor's; 0 when none runs),"executors":N,
+ *   "pids":[N per executor, 0 for one not running],"moved":N (queries moved
+ *   to another, idle executor of the tenant before their first block),"qos_ms":F,"solo_ms":F
  *   (profiled alone on all served cores),"input_bytes":N,"output_bytes":N,
  *   "queued":N,"in_flight":N,"offered_rate":F,"served_rate":F (queries/s
  *   over the last 10 s),"p50_ms","p95_ms","p99_ms":F (over the last 1024
@@ -175,6 +181,7 @@
 #define COLOC_MAX_NAME 64
 #define COLOC_MAX_PIDS_PER_REQUEST 1024
 #define COLOC_MAX_PIDS_PER_TENANT 256
+#define COLOC_MAX_EXECUTORS 8 /* executor processes of one serving tenant */
 #define COLOC_MAX_CONNS 64
 #define COLOC_ROOT_CONNS 8
 #define COLOC_CONNS_PER_UID 16
