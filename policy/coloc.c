@@ -1453,3 +1453,7 @@ COLOC_ENTRY(policy_coloc_ewma, "coloc-ewma",
 	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
 	    .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true,
 	    .headroom = true, .ewma_only = true);
+COLOC_ENTRY(policy_coloc_nospare, "coloc-nospare",
+	    "coloc without spare cores: each block on the fewest cores that fit its budget",
+	    .use_level = true, .versions = true, .headroom_budget = true, .block_cap = 0.5,
+	    .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true, .headroom = true);

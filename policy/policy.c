@@ -32,6 +32,7 @@ static const struct policy_entry *const policy_table[] = {
 	&policy_coloc_nocap,
 	&policy_coloc_fcfs,
 	&policy_coloc_ewma,
+	&policy_coloc_nospare,
 };
 
 #define NR_POLICIES ((int)(sizeof(policy_table) / sizeof(policy_table[0])))

@@ -132,6 +132,7 @@ extern const struct policy_entry policy_coloc_noprediction;
 extern const struct policy_entry policy_coloc_nocap;
 extern const struct policy_entry policy_coloc_fcfs;
 extern const struct policy_entry policy_coloc_ewma;
+extern const struct policy_entry policy_coloc_nospare;
 extern const struct policy_entry policy_model_wise;
 extern const struct policy_entry policy_layer_wise;
 

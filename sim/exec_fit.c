@@ -576,12 +576,18 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* blocks-MIX-POLICY.tsv -> the policy's entry; NULL when the name is not one. */
+/*
+ * blocks-MIX-POLICY.tsv (POLICY@N: with N executors a tenant) -> the
+ * policy's entry; NULL when the name is not one.
+ */
 static const struct policy_entry *log_policy(const char *name)
 {
+	const struct policy_entry *e;
+	struct coloc_err err = { 0 };
 	char policy[64];
 	const char *dash;
 	size_t len = strlen(name);
+	int executors;
 
 	if (strncmp(name, "blocks-", 7) || len < 12 || strcmp(name + len - 4, ".tsv"))
 		return NULL;
@@ -589,7 +595,7 @@ static const struct policy_entry *log_policy(const char *name)
 	if (!dash || (size_t)(name + len - 4 - dash - 1) >= sizeof(policy))
 		return NULL;
 	snprintf(policy, sizeof(policy), "%.*s", (int)(name + len - 4 - dash - 1), dash + 1);
-	return policy_find(policy);
+	return sim_cell_parse(policy, &e, &executors, &err) ? NULL : e;
 }
 
 static void state_free(struct fit_state *st)

@@ -220,37 +220,18 @@ void sim_served_free(struct sim_served *s)
 	*s = (struct sim_served){ 0 };
 }
 
-int sim_served_executors(const struct sim_served *s, int *executors, struct coloc_err *err)
-{
-	*executors = 1;
-	for (int i = 0; i < s->nr; i++) {
-		if (s->t[i].executors == s->t[0].executors)
-			continue;
-		return coloc_err_set(err, -EINVAL,
-				     "mix %s, tenant %s: %d executors, but mix %s, tenant %s: %d; "
-				     "coloc-sim --executors gives every tenant the same",
-				     s->t[0].mix, s->t[0].tenant, s->t[0].executors, s->t[i].mix,
-				     s->t[i].tenant, s->t[i].executors);
-	}
-	if (s->nr)
-		*executors = s->t[0].executors;
-	return 0;
-}
-
 static int served_add(struct sim_served *s, const char *mix, const char *tenant, double solo,
-		      double qos, int executors, struct coloc_err *err)
+		      double qos, struct coloc_err *err)
 {
 	const struct sim_served_tenant *old = sim_served_find(s, mix, tenant);
 	struct sim_served_tenant *t;
 
 	if (old) {
-		if (old->solo_ms != solo || old->qos_ms != qos || old->executors != executors)
+		if (old->solo_ms != solo || old->qos_ms != qos)
 			return coloc_err_set(err, -EINVAL,
-					     "mix %s, tenant %s: solo_ms %g, qos_ms %g and %d "
-					     "executors here, %g, %g and %d before; one run's file "
-					     "has one of each",
-					     mix, tenant, solo, qos, executors, old->solo_ms,
-					     old->qos_ms, old->executors);
+					     "mix %s, tenant %s: solo_ms %g and qos_ms %g here, "
+					     "%g and %g before; one run's file has one of each",
+					     mix, tenant, solo, qos, old->solo_ms, old->qos_ms);
 		return 0;
 	}
 	if (strlen(mix) >= sizeof(t->mix) || strlen(tenant) >= sizeof(t->tenant))
@@ -270,14 +251,13 @@ static int served_add(struct sim_served *s, const char *mix, const char *tenant,
 	snprintf(t->tenant, sizeof(t->tenant), "%s", tenant);
 	t->solo_ms = solo;
 	t->qos_ms = qos;
-	t->executors = executors;
 	return 0;
 }
 
 static int served_row(void *ctx, char **f, int n, const int *col, const char *path, int lineno,
 		      struct coloc_err *err)
 {
-	double solo, qos, executors = 1;
+	double solo, qos;
 	int ret;
 
 	if (n <= col[0] || n <= col[1] || n <= col[2] || n <= col[3] ||
@@ -287,12 +267,7 @@ static int served_row(void *ctx, char **f, int n, const int *col, const char *pa
 				     "%s:%d: want a mix, a tenant and two numbers > 0 "
 				     "(solo_ms, qos_ms) in the header's columns",
 				     path, lineno);
-	if (col[4] >= 0 && (n <= col[4] || parse_number(f[col[4]], false, &executors) ||
-			    executors != floor(executors) || executors < 1 || executors > 64))
-		return coloc_err_set(err, -EINVAL,
-				     "%s:%d: executors wants a whole number from 1 to 64", path,
-				     lineno);
-	ret = served_add(ctx, f[col[0]], f[col[1]], solo, qos, (int)executors, err);
+	ret = served_add(ctx, f[col[0]], f[col[1]], solo, qos, err);
 	if (ret)
 		coloc_err_prefix(err, "%s:%d", path, lineno);
 	return ret;
@@ -300,14 +275,41 @@ static int served_row(void *ctx, char **f, int n, const int *col, const char *pa
 
 int sim_served_load_tsv(const char *path, struct sim_served *s, struct coloc_err *err)
 {
-	static const char *const want[] = { "mix", "tenant", "solo_ms", "qos_ms", "?executors" };
+	static const char *const want[] = { "mix", "tenant", "solo_ms", "qos_ms" };
 	int ret;
 
 	*s = (struct sim_served){ 0 };
-	ret = sim_tsv_load(path, want, 5, served_row, s, err);
+	ret = sim_tsv_load(path, want, 4, served_row, s, err);
 	if (ret)
 		sim_served_free(s);
 	return ret;
+}
+
+int sim_cell_parse(const char *name, const struct policy_entry **entry, int *executors,
+		   struct coloc_err *err)
+{
+	const char *at = strchr(name, '@');
+	size_t len = at ? (size_t)(at - name) : strlen(name);
+	char base[64], *end;
+	long n = 0;
+
+	if (at) {
+		errno = 0;
+		n = strtol(at + 1, &end, 10);
+		if (end == at + 1 || *end || errno || n < 1 || n > SIM_MAX_EXECUTORS)
+			return coloc_err_set(err, -EINVAL,
+					     "'%s': want POLICY@N, N executors from 1 to %d", name,
+					     SIM_MAX_EXECUTORS);
+	}
+	if (len >= sizeof(base))
+		return coloc_err_set(err, -ENOENT, "no policy named '%.*s'", (int)len, name);
+	memcpy(base, name, len);
+	base[len] = '\0';
+	*entry = policy_find(base);
+	if (!*entry)
+		return coloc_err_set(err, -ENOENT, "no policy named '%s'", base);
+	*executors = (int)n;
+	return 0;
 }
 
 /* -1, 0 or 1 as a is below, equal to or above b. */

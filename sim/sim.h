@@ -661,7 +661,6 @@ struct sim_served_tenant {
 	char tenant[64];
 	double solo_ms; /* median latency of the model served alone by colocd (temporal) */
 	double qos_ms; /* the QoS bench-qos gave it */
-	int executors; /* its executor processes (bench-qos --executors); 1 when not said */
 };
 
 struct sim_served {
@@ -671,17 +670,22 @@ struct sim_served {
 
 /*
  * make bench-qos's points.tsv: a header naming the tab-separated columns,
- * among them mix, tenant, solo_ms and qos_ms (and executors, optional: runs
- * before bench-qos --executors had one each), then one line per tenant and
+ * among them mix, tenant, solo_ms and qos_ms, then one line per tenant and
  * load point; each (mix, tenant) is kept once, and a second line that
- * disagrees on solo_ms, qos_ms or executors is an error.
+ * disagrees on solo_ms or qos_ms is an error.
  */
 int sim_served_load_tsv(const char *path, struct sim_served *s, struct coloc_err *err);
+
+/* The most executors coloc-sim gives a tenant (--executors, POLICY@N). */
+#define SIM_MAX_EXECUTORS 64
 /*
- * The executors every tenant of s was served with (bench-qos gives all the
- * same), for coloc-sim --executors; -EINVAL naming two that differ.
+ * A bench-qos cell's policy: POLICY, or POLICY@N for that policy with every
+ * tenant on N executor processes (bench-qos --policies). *entry, and
+ * *executors N (0 for a bare POLICY: as the run gives). -ENOENT for an
+ * unknown policy, -EINVAL for a bad N, both named.
  */
-int sim_served_executors(const struct sim_served *s, int *executors, struct coloc_err *err);
+int sim_cell_parse(const char *name, const struct policy_entry **entry, int *executors,
+		   struct coloc_err *err);
 const struct sim_served_tenant *sim_served_find(const struct sim_served *s, const char *mix,
 						const char *tenant);
 void sim_served_free(struct sim_served *s);

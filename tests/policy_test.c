@@ -179,6 +179,7 @@ TEST(policy_find__knows_each_entry_by_name)
 	ASSERT_STREQ("coloc-fcfs", policy_find("coloc-fcfs")->name);
 	ASSERT_STREQ("coloc-nocap", policy_find("coloc-nocap")->name);
 	ASSERT_STREQ("coloc-ewma", policy_find("coloc-ewma")->name);
+	ASSERT_STREQ("coloc-nospare", policy_find("coloc-nospare")->name);
 	ASSERT_EQ(NULL, policy_find("no-such-policy"));
 	ASSERT_EQ(NULL, policy_find(NULL));
 	for (const struct policy_entry *e; (e = policy_entry_at(n)); n++) {
@@ -188,7 +189,7 @@ TEST(policy_find__knows_each_entry_by_name)
 		ASSERT_NE(NULL, e->decide);
 		ASSERT_NE(NULL, e->destroy);
 	}
-	ASSERT_EQ(14, n);
+	ASSERT_EQ(15, n);
 	ASSERT_EQ(NULL, policy_entry_at(-1));
 }
 
@@ -843,6 +844,12 @@ TEST_F(pol, coloc_decide__splits_a_block_at_the_pivot_when_the_load_leaves_no_sl
 	ASSERT_EQ(4, self->decisions[0].last_layer);
 	ASSERT_EQ(8, self->decisions[0].nr_cores);
 	ASSERT_EQ(190000, self->decisions[0].predicted_ns);
+	/* coloc-nospare keeps the fewest that fit */
+	ASSERT_EQ(0, run_round(self, "coloc-nospare"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].last_layer);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(320000, self->decisions[0].predicted_ns);
 
 	/*
 	 * Both tenants active: thres = (8 - 5.5) x 2.75 / 5.5 = 1.25, limit 4:

@@ -1707,18 +1707,44 @@ TEST_F(sim, fidelity_compare__ratios_tolerance_and_ranking_on_a_hand_made_file)
 	unlink(path);
 }
 
+/* bench-qos's cell names: POLICY, POLICY@N; what is not one is named. */
+TEST_F(sim, cell_parse__policy_and_executors_as_bench_qos_names_them)
+{
+	static const char *const bad[] = { "coloc@", "coloc@0", "coloc@65", "coloc@2x", "coloc@-1" };
+	const struct policy_entry *e = NULL;
+	int executors = -1;
+
+	ASSERT_EQ(0, sim_cell_parse("model-wise", &e, &executors, &self->err));
+	ASSERT_EQ(policy_find("model-wise"), e);
+	ASSERT_EQ(0, executors);
+	ASSERT_EQ(0, sim_cell_parse("coloc@2", &e, &executors, &self->err));
+	ASSERT_EQ(policy_find("coloc"), e);
+	ASSERT_EQ(2, executors);
+	ASSERT_EQ(0, sim_cell_parse("coloc-noversions@64", &e, &executors, &self->err));
+	ASSERT_EQ(policy_find("coloc-noversions"), e);
+	ASSERT_EQ(64, executors);
+	ASSERT_EQ(-ENOENT, sim_cell_parse("nosuch@2", &e, &executors, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "'nosuch'")) TH_LOG("%s", self->err.msg);
+	self->err = (struct coloc_err){ 0 };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		ASSERT_EQ(-EINVAL, sim_cell_parse(bad[i], &e, &executors, &self->err))
+		TH_LOG("%s", bad[i]);
+		ASSERT_NE(NULL, strstr(self->err.msg, "POLICY@N")) TH_LOG("%s", self->err.msg);
+		self->err = (struct coloc_err){ 0 };
+	}
+}
+
 /*
  * A points.tsv made by hand for this test only: bench-qos's columns in
- * another order, two load points of the same tenants (kept once); the
- * executors column, missing, given, disagreeing; then a file whose second
- * point gives another QoS (an error, named).
+ * another order, two load points of the same tenants (kept once), then a
+ * file whose second point gives another QoS (an error, named).
  */
 TEST_F(sim, served_load__qos_and_solo_per_mix_tenant_once)
 {
 	char path[] = "/tmp/coloc-sim-points-XXXXXX";
 	struct sim_served sv;
 	const struct sim_served_tenant *st;
-	int fd = mkstemp(path), executors;
+	int fd = mkstemp(path);
 
 	ASSERT_LE(0, fd);
 	close(fd);
@@ -1735,36 +1761,7 @@ TEST_F(sim, served_load__qos_and_solo_per_mix_tenant_once)
 	ASSERT_EQ(5.941, st->solo_ms);
 	ASSERT_EQ(91.0, sim_served_find(&sv, "heavy", "resnet50")->qos_ms);
 	ASSERT_EQ(NULL, sim_served_find(&sv, "heavy", "mobilenet_v2"));
-	/* no executors column (a run before bench-qos --executors): one each */
-	ASSERT_EQ(1, st->executors);
-	ASSERT_EQ(0, sim_served_executors(&sv, &executors, &self->err));
-	ASSERT_EQ(1, executors);
 	sim_served_free(&sv);
-	write_file(path, "mix\ttenant\tsolo_ms\tqos_ms\texecutors\n"
-			 "light\ta\t5\t10\t2\nlight\tb\t6\t12\t2\n");
-	ASSERT_EQ(0, sim_served_load_tsv(path, &sv, &self->err)) TH_LOG("%s", self->err.msg);
-	ASSERT_EQ(0, sim_served_executors(&sv, &executors, &self->err));
-	ASSERT_EQ(2, executors);
-	sim_served_free(&sv);
-	/* tenants served with different executors: coloc-sim cannot give each its own */
-	write_file(path, "mix\ttenant\tsolo_ms\tqos_ms\texecutors\n"
-			 "light\ta\t5\t10\t2\nlight\tb\t6\t12\t1\n");
-	ASSERT_EQ(0, sim_served_load_tsv(path, &sv, &self->err)) TH_LOG("%s", self->err.msg);
-	ASSERT_EQ(-EINVAL, sim_served_executors(&sv, &executors, &self->err));
-	ASSERT_NE(NULL, strstr(self->err.msg, "tenant b: 1")) TH_LOG("%s", self->err.msg);
-	sim_served_free(&sv);
-	self->err = (struct coloc_err){ 0 };
-	/* one tenant's rows disagree, or a number that is not a count */
-	write_file(path, "mix\ttenant\tsolo_ms\tqos_ms\texecutors\n"
-			 "light\ta\t5\t10\t2\nlight\ta\t5\t10\t1\n");
-	ASSERT_EQ(-EINVAL, sim_served_load_tsv(path, &sv, &self->err));
-	ASSERT_NE(NULL, strstr(self->err.msg, ":3")) TH_LOG("%s", self->err.msg);
-	self->err = (struct coloc_err){ 0 };
-	write_file(path, "mix\ttenant\tsolo_ms\tqos_ms\texecutors\n"
-			 "light\ta\t5\t10\t1.5\n");
-	ASSERT_EQ(-EINVAL, sim_served_load_tsv(path, &sv, &self->err));
-	ASSERT_NE(NULL, strstr(self->err.msg, "whole number")) TH_LOG("%s", self->err.msg);
-	self->err = (struct coloc_err){ 0 };
 	write_file(path, "mix\ttenant\tsolo_ms\tqos_ms\n"
 			 "light\ta\t5\t10\nlight\ta\t5\t11\n");
 	ASSERT_EQ(-EINVAL, sim_served_load_tsv(path, &sv, &self->err));

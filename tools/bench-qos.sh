@@ -104,7 +104,9 @@ build/bench-qos/ (results.tsv, points.tsv, mape.tsv, one PNG per mix).
                    of the middle two, a load no search ran): one search
                    decides a cell near its pass/fail edge by luck. N times as
                    long
-  --policies LIST  comma-separated colocd policies
+  --policies LIST  comma-separated colocd policies, each POLICY or POLICY@N:
+                   that policy with every tenant on N executor processes
+                   (1-8), e.g. coloc,coloc@2 measures both side by side
                    (default: $DEFAULT_POLICIES)
   --mixes LIST     comma-separated mix names from tools/qos-mixes.conf
                    (default: all)
@@ -113,7 +115,8 @@ build/bench-qos/ (results.tsv, points.tsv, mape.tsv, one PNG per mix).
                    compare at the same QoS (copy it out of build/bench-qos/
                    first: a run starts by emptying that directory)
   --executors N    every tenant submitted with N executor processes (1-8,
-                   default 1): up to N of its queries run at once
+                   default 1): up to N of its queries run at once; each
+                   POLICY of --policies is measured as POLICY@N
   -h, --help       this help
 
 Measure on a quiet machine: every policy runs on the same cores, the
@@ -160,8 +163,7 @@ while [ $# -gt 0 ]; do
 			echo "bench-qos: --executors needs a number of executors from 1 to 8 (see --help)" >&2
 			exit 2
 		fi
-		# read by colocd-lib.sh's submit_tenant; one is colocd's default
-		[ "$2" = 1 ] || export EXECUTORS=$2
+		EXECUTORS_ALL=$2
 		shift
 		;;
 	-h | --help)
@@ -226,6 +228,19 @@ if [ -n "$MIX_LIST" ]; then
 fi
 IFS=, read -r -a POLICIES <<<"$POLICY_LIST"
 [ ${#POLICIES[@]} -gt 0 ] || { echo "bench-qos: --policies names no policy" >&2; exit 2; }
+# A cell is a policy and its tenants' executors: POLICY@N, or POLICY for one.
+for i in "${!POLICIES[@]}"; do
+	p=${POLICIES[$i]}
+	if ! [[ $p =~ ^[a-z][a-z0-9-]*(@[1-8])?$ ]]; then
+		echo "bench-qos: '$p' in --policies is not POLICY or POLICY@N (N executors, 1-8)" >&2
+		exit 2
+	fi
+	[[ $p == *@* ]] || [ "${EXECUTORS_ALL:-1}" = 1 ] || POLICIES[$i]=$p@$EXECUTORS_ALL
+	[ "${POLICIES[$i]%@1}" = "${POLICIES[$i]}" ] || POLICIES[$i]=${POLICIES[$i]%@1}
+done
+cell_executors() { # cell
+	if [[ $1 == *@* ]]; then echo "${1#*@}"; else echo 1; fi
+}
 declare -A MODEL_SET
 for mix in "${MIXES[@]}"; do
 	for m in ${MIX_MODELS[$mix]}; do MODEL_SET[$m]=1; done
@@ -322,7 +337,7 @@ done
 echo
 echo "bench-qos: $([ "$QUICK" = 1 ] && echo quick || echo full) run of ${#POLICIES[@]} policies x" \
 	"${#MIXES[@]} mixes x $REPEATS search(es), estimated $(((est + 59) / 60)) min (points of $MIN_S-$MAX_S s after" \
-	"$WARMUP_S s of warm-up)${EXECUTORS:+, every tenant with $EXECUTORS executors}"
+	"$WARMUP_S s of warm-up)"
 
 # ---- one load point -------------------------------------------------------------
 rm -rf "$OUT"
@@ -354,7 +369,7 @@ run_point() { # mix policy phase total search
 	while IFS=$'\t' read -r name qps sent answered within p99; do
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mix" \
 			"$policy" "$phase" "$total" "$d" "$name" "$qps" "$sent" "$answered" "$within" \
-			"$p99" "${SOLO[$name]}" "${QOS[$name]}" "$PASS" "$search" "${EXECUTORS:-1}" \
+			"$p99" "${SOLO[$name]}" "${QOS[$name]}" "$PASS" "$search" "$(cell_executors "$policy")" \
 			>>"$OUT/points.tsv"
 		# more than 1 % unanswered: the p99 of all its queries is a miss
 		WORST_P99=$(awk -v a="$WORST_P99" -v p="$p99" -v s="${SOLO[$name]}" -v n="$sent" \
@@ -510,20 +525,22 @@ warm_up() { # tenant
 	done
 }
 
-# Starts colocd POLICY for MIX as colocd POLICY, submits the mix's tenants and
-# warms them up; returns 1 (and says why) when the policy cannot run the mix.
+# Starts colocd POLICY for MIX (a cell POLICY@N: colocd --policy POLICY, its
+# tenants with N executors each), submits the mix's tenants and warms them up;
+# returns 1 (and says why) when the policy cannot run the mix.
 start_policy() { # mix policy
-	local mix=$1 policy=$2 m ok=1
+	local mix=$1 policy=$2 m ok=1 executors
 
+	executors=$(cell_executors "$policy")
 	use_colocd "$policy"
-	if ! start_colocd "$policy" --block-log "$OUT/blocks-$mix-$policy.tsv"; then
-		UNAVAILABLE[$policy]="colocd --policy $policy did not start: $(tail -n 1 \
+	if ! start_colocd "${policy%@*}" --block-log "$OUT/blocks-$mix-$policy.tsv"; then
+		UNAVAILABLE[$policy]="colocd --policy ${policy%@*} did not start: $(tail -n 1 \
 			"$WORK/colocd-$policy.log" 2>/dev/null || echo 'no log')"
 		echo "  $policy: skipped (${UNAVAILABLE[$policy]})"
 		return 1
 	fi
 	for m in ${MIX_MODELS[$mix]}; do
-		submit_tenant "$m" "$m" "${QOS[$m]}" quiet || ok=0
+		submit_tenant "$m" "$m" "${QOS[$m]}" quiet "$executors" || ok=0
 	done
 	for m in ${MIX_MODELS[$mix]}; do
 		[ "$ok" = 1 ] && { wait_ready "$m" || ok=0; }
@@ -612,27 +629,34 @@ echo "   coloc's ratio to the best baseline ($(xargs <<<"$BASELINES")), its pred
 echo "   over the blocks of its whole run (mape.tsv has every policy's, per tenant) and the"
 echo "   jitter floor of those blocks: the MAPE of their class medians known in hindsight"
 echo "   (jitter.tsv has every policy's)"
+# coloc@N over the best baseline@N, for each N with a coloc cell (N = 1: bare names)
+ratio_cells=()
+for p in "${POLICIES[@]}"; do [ "${p%@*}" != coloc ] || ratio_cells+=("$p"); done
+[ ${#ratio_cells[@]} -gt 0 ] || ratio_cells=(coloc)
 printf '%-8s' mix
 for p in "${POLICIES[@]}"; do printf ' %14s' "$p"; done
-printf ' %18s %16s %16s\n' "coloc/best base" "coloc MAPE (blocks)" "jitter floor"
+for c in "${ratio_cells[@]}"; do printf ' %22s' "$c/best base${c#coloc}"; done
+printf ' %16s %16s\n' "coloc MAPE (blocks)" "jitter floor"
 for mix in "${MIXES[@]}"; do
 	printf '%-8s' "$mix"
-	best=0 best_name=
-	for p in "${POLICIES[@]}"; do
-		printf ' %s' "$(cell "$mix" "$p")"
-		r=${RESULT[$mix.$p]:-}
-		if [[ $BASELINES == *" $p "* ]] && [[ $r =~ ^[0-9.]+$ ]] &&
-			awk -v r="$r" -v b="$best" 'BEGIN { exit !(r > b) }'; then
-			best=$r best_name=$p
+	for p in "${POLICIES[@]}"; do printf ' %s' "$(cell "$mix" "$p")"; done
+	for cc in "${ratio_cells[@]}"; do
+		best=0 best_name=
+		for p in "${POLICIES[@]}"; do
+			r=${RESULT[$mix.$p]:-}
+			if [[ $BASELINES == *" ${p%@*} "* ]] && [ "${p#"${p%@*}"}" = "${cc#coloc}" ] &&
+				[[ $r =~ ^[0-9.]+$ ]] && awk -v r="$r" -v b="$best" 'BEGIN { exit !(r > b) }'; then
+				best=$r best_name=$p
+			fi
+		done
+		c=${RESULT[$mix.$cc]:-}
+		if [[ $c =~ ^[0-9.]+$ ]] && [ -n "$best_name" ]; then
+			printf ' %22s' "$(awk -v c="$c" -v b="$best" -v n="$best_name" \
+				'BEGIN { printf "%.2fx %s", c / b, n }')"
+		else
+			printf ' %22s' n/a
 		fi
 	done
-	c=${RESULT[$mix.coloc]:-}
-	if [[ $c =~ ^[0-9.]+$ ]] && [ -n "$best_name" ]; then
-		printf ' %18s' "$(awk -v c="$c" -v b="$best" -v n="$best_name" \
-			'BEGIN { printf "%.2fx %s", c / b, n }')"
-	else
-		printf ' %18s' n/a
-	fi
 	m=${MAPE[$mix.coloc]:-NA}
 	printf ' %16s %16s\n' "$([ "$m" = NA ] && echo n/a || echo "$m")" "${FLOOR[$mix.coloc]:-n/a}"
 done

@@ -41,7 +41,7 @@ static struct {
 	bool search, json, late_serve, duration_given, brief, query_cost_in_blocks;
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	const char *exec_from; /* block logs to fit the executor model on; NULL: none */
-	bool penalty_given, exec_per_run, print_scaling, capacity, executors_given;
+	bool penalty_given, exec_per_run, print_scaling, capacity;
 	double speed_rho; /* --speed-rho; < 0: the fitted one (0 without --exec-from) */
 	const char *block_trace; /* --block-trace FILE: every block of a single run */
 	double start_qps, tol;
@@ -116,15 +116,16 @@ static void usage(FILE *out)
 		"  --profile-dir DIR  the profile cache (default: as colocd, $COLOC_CACHE_DIR or\n"
 		"                 %s)\n"
 		"  --policy NAME,...  policies of the table, comma-separated, or 'all' (default\n"
-		"                 %s)\n"
+		"                 %s); NAME@N: that policy with N executors a tenant,\n"
+		"                 as bench-qos --policies names it. With --measured, its\n"
+		"                 NAME@N cells of the policies listed are simulated too\n"
 		"  --list-policies  print the policy table and exit\n"
 		"  --cores N      simulated cores, 1..%d (default %ld)\n"
 		"  --sockets N    sockets, dividing the cores (default %ld)\n"
 		"  --llc N        cores per LLC domain (default %ld: a Threadripper 3990X CCX)\n"
 		"  --executors N  blocks a tenant may run at once, each of another query, 1..64\n"
 		"                 (default 1: colocd starts one executor a tenant unless\n"
-		"                 submitted with colocctl submit --executors N; with\n"
-		"                 --qos-from, as that bench-qos run served them)\n"
+		"                 submitted with colocctl submit --executors N)\n"
 		"  --qps X        total queries per second over all tenants, in their shares\n"
 		"  --search       find the highest QPS at which >= 95%% of every tenant's queries\n"
 		"                 meet QoS (doubling from %.0f, then bisection to 1%%)\n"
@@ -351,9 +352,12 @@ static int median_search(const struct sim_search_result *s, int nr)
 	return order[(nr - 1) / 2];
 }
 
-/* One policy: a run at opts.qps, or the search once per seed; 0 or 1 (failure, printed). */
+/*
+ * One cell (name: POLICY, or POLICY@N) on one tenant set: a run at opts.qps,
+ * or the search once per seed; 0 or 1 (failure, printed).
+ */
 static int run_policy(struct sim_params *p, const struct tenant_arg *ta, const char *mix,
-		      bool first)
+		      const char *name, bool first)
 {
 	int nr = opts.search ? (int)opts.seeds : 1, m, points = 0;
 	struct sim_search_result *s = calloc((size_t)nr, sizeof(*s)), *med;
@@ -389,13 +393,13 @@ static int run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 	}
 	p->seed = (uint64_t)opts.seed;
 	if (ret) {
-		fprintf(stderr, PROG ": policy %s: %s\n", p->policy->name, coloc_err_str(&err));
+		fprintf(stderr, PROG ": policy %s: %s\n", name, coloc_err_str(&err));
 		free(s);
 		return 1;
 	}
 	m = median_search(s, nr);
 	med = &s[m];
-	if (opts.search && sim_qps_table_add(&found, mix, p->policy->name, med->qos_qps, 0, &err)) {
+	if (opts.search && sim_qps_table_add(&found, mix, name, med->qos_qps, 0, &err)) {
 		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
 		free(s);
 		return 1;
@@ -405,7 +409,7 @@ static int run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 		found.cell[found.nr - 1].qps_hi = hi;
 	}
 	if (opts.json) {
-		printf("%s{\"policy\": \"%s\", ", first ? "" : ",\n", p->policy->name);
+		printf("%s{\"policy\": \"%s\", ", first ? "" : ",\n", name);
 		if (opts.search) {
 			printf("\"qos_qps\": %.2f, \"fail_qps\": %.2f, \"median_seed\": %ld, "
 			       "\"qos_qps_per_seed\": [",
@@ -420,62 +424,116 @@ static int run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 		print_run_json(p, ta, opts.search && !med->qos_qps ? &med->at_fail : &med->at_best);
 		printf("}");
 	} else if (opts.search && opts.brief) {
-		printf("  %-18s QoS-QPS %8.1f", p->policy->name, med->qos_qps);
+		printf("  %-18s QoS-QPS %8.1f", name, med->qos_qps);
 		if (nr > 1)
 			printf("  (median of %d seeds; %.1f .. %.1f)", nr, lo, hi);
 		printf("  %d runs, %.1f s\n", points, wall);
 	} else if (opts.search && !med->qos_qps) {
 		printf("policy %s: no load meets QoS (fails at every load down to %.2f QPS), %d "
 		       "runs in %.2f s of wall time; seed %ld at %.1f QPS:\n",
-		       p->policy->name, med->fail_qps, points, wall, opts.seed + m,
+		       name, med->fail_qps, points, wall, opts.seed + m,
 		       med->at_fail_qps);
 		print_run_text(p, ta, &med->at_fail);
 	} else if (opts.search) {
-		printf("policy %s: QoS-QPS %.1f", p->policy->name, med->qos_qps);
+		printf("policy %s: QoS-QPS %.1f", name, med->qos_qps);
 		if (nr > 1)
 			printf(" (median of %d seeds; %.1f .. %.1f)", nr, lo, hi);
 		printf(", fails at %.1f; %d runs in %.2f s of wall time; seed %ld at %.1f QPS:\n",
 		       med->fail_qps, points, wall, opts.seed + m, med->qos_qps);
 		print_run_text(p, ta, &med->at_best);
 	} else {
-		printf("policy %s:\n", p->policy->name);
+		printf("policy %s:\n", name);
 		print_run_text(p, ta, &med->at_best);
 	}
 	free(s);
 	return 0;
 }
 
-/* Whether name is in the comma-separated list (or the list is "all"). */
-static bool policy_listed(const char *list, const char *name)
+/*
+ * A policy as it is run: with its tenants' executors, under the name its
+ * results go by (POLICY, with --executors; POLICY@N, with N, as bench-qos
+ * names a cell).
+ */
+struct cell {
+	const struct policy_entry *entry;
+	int executors;
+	char name[80];
+};
+#define MAX_CELLS 64
+static struct cell cells[MAX_CELLS];
+static int nr_cells;
+
+/* Adds the cell of name (POLICY or POLICY@N) unless it is there; 0, or -1 (printed). */
+static int add_cell(const char *name)
 {
-	size_t n = strlen(name);
+	struct coloc_err err = { 0 };
+	const struct policy_entry *e;
+	int executors;
 
-	if (!strcmp(list, "all"))
-		return true;
-	for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
-			return true;
-	return false;
-}
-
-/* Every name of the comma-separated list is a policy of the table; else prints which is not. */
-static int check_policy_list(const char *list)
-{
-	char buf[512], *save = NULL;
-
-	if (!strcmp(list, "all"))
-		return 0;
-	snprintf(buf, sizeof(buf), "%s", list);
-	for (char *n = strtok_r(buf, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
-		if (policy_find(n))
-			continue;
-		fprintf(stderr, PROG ": no policy named '%s'; known: all", n);
+	if (sim_cell_parse(name, &e, &executors, &err)) {
+		fprintf(stderr, PROG ": %s; known: all", coloc_err_str(&err));
 		for (int i = 0; policy_entry_at(i); i++)
 			fprintf(stderr, " %s", policy_entry_at(i)->name);
-		fprintf(stderr, "\n");
-		return -EINVAL;
+		fprintf(stderr, ", each also as POLICY@N\n");
+		return -1;
 	}
+	for (int i = 0; i < nr_cells; i++)
+		if (!strcmp(cells[i].name, name))
+			return 0;
+	if (nr_cells == MAX_CELLS || strlen(name) >= sizeof(cells[0].name)) {
+		fprintf(stderr, PROG ": more than %d policies, or a name too long: %s\n", MAX_CELLS,
+			name);
+		return -1;
+	}
+	cells[nr_cells] = (struct cell){ .entry = e,
+					 .executors = executors ?: (int)opts.executors };
+	snprintf(cells[nr_cells].name, sizeof(cells[0].name), "%s", name);
+	nr_cells++;
 	return 0;
+}
+
+/*
+ * The cells to run: --policy's (all: every policy of the table), then, with
+ * --measured, every POLICY@N cell measured of a policy among them, so that a
+ * bench-qos run is simulated with the executors it served each cell with.
+ * 0, or -1 (printed).
+ */
+static int build_cells(void)
+{
+	char buf[512], *save = NULL;
+	struct coloc_err err = { 0 };
+	struct sim_qps_table m;
+	int nr_listed, ret = 0;
+
+	snprintf(buf, sizeof(buf), "%s", opts.policy);
+	for (char *n = strtok_r(buf, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
+		if (strcmp(n, "all")) {
+			if (add_cell(n))
+				return -1;
+			continue;
+		}
+		for (int i = 0; policy_entry_at(i); i++)
+			if (add_cell(policy_entry_at(i)->name))
+				return -1;
+	}
+	/* a file that is missing or does not load is the check's to report */
+	if (!opts.measured || access(opts.measured, F_OK) ||
+	    sim_qps_table_load_tsv(opts.measured, &m, &err))
+		return 0;
+	nr_listed = nr_cells;
+	for (int i = 0; i < m.nr && !ret; i++) {
+		const struct policy_entry *e;
+		int executors;
+
+		if (!strchr(m.cell[i].policy, '@') ||
+		    sim_cell_parse(m.cell[i].policy, &e, &executors, &err))
+			continue;
+		for (int c = 0; c < nr_listed && !ret; c++)
+			if (cells[c].entry == e)
+				ret = add_cell(m.cell[i].policy);
+	}
+	sim_qps_table_free(&m);
+	return ret;
 }
 
 /*
@@ -741,11 +799,9 @@ static void print_summary(const struct sim_mixes *mixes, bool all_mixes)
 		if (all_mixes || !strcmp(mixes->mix[m].name, opts.mix))
 			printf(" %10s", mixes->mix[m].name);
 	printf("\n");
-	for (int i = 0; policy_entry_at(i); i++) {
-		const char *name = policy_entry_at(i)->name;
+	for (int i = 0; i < nr_cells; i++) {
+		const char *name = cells[i].name;
 
-		if (!policy_listed(opts.policy, name))
-			continue;
 		printf("%-18s", name);
 		for (int m = 0; m < mixes->nr; m++) {
 			const struct sim_qps_cell *c;
@@ -1000,7 +1056,9 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'p':
 			opts.policy = optarg;
-			bad = check_policy_list(optarg) ? 1 : 0;
+			bad = strlen(optarg) >= 512;
+			if (bad)
+				fprintf(stderr, PROG ": --policy: a list of at most 511 characters\n");
 			break;
 		case 'L':
 			for (int i = 0; policy_entry_at(i); i++)
@@ -1012,8 +1070,8 @@ int main(int argc, char **argv)
 					     &opts.cores);
 			break;
 		case 'N':
-			bad = cli_parse_flag(PROG, "--executors", optarg, 1, 64, &opts.executors);
-			opts.executors_given = true;
+			bad = cli_parse_flag(PROG, "--executors", optarg, 1, SIM_MAX_EXECUTORS,
+					     &opts.executors);
 			break;
 		case 'S':
 			bad = cli_parse_flag(PROG, "--sockets", optarg, 1, POLICY_MAX_CPUS,
@@ -1163,6 +1221,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (build_cells())
+		return 2;
 	dirs.veltair = opts.tables ?: repo_path(TABLES_FROM_REPO, tables_buf, sizeof(tables_buf));
 	dirs.models = opts.models ?: repo_path(MODELS_FROM_REPO, models_buf, sizeof(models_buf));
 	dirs.profiles = opts.profiles;
@@ -1253,16 +1313,6 @@ int main(int argc, char **argv)
 	if (opts.qos_from && sim_served_load_tsv(opts.qos_from, &served, &err)) {
 		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
 		return 1;
-	}
-	/* the run is simulated as bench-qos served it: its tenants' executors too */
-	if (served.nr && !opts.executors_given) {
-		int executors;
-
-		if (sim_served_executors(&served, &executors, &err)) {
-			fprintf(stderr, PROG ": %s: %s\n", opts.qos_from, coloc_err_str(&err));
-			goto cleanup;
-		}
-		opts.executors = executors;
 	}
 	if (opts.query_cost_us < 0 && !served.nr) {
 		fprintf(stderr, PROG ": --query-cost-us auto: no served solo latencies (give "
@@ -1394,16 +1444,15 @@ int main(int argc, char **argv)
 					       ta[t].query_cost_ms);
 			printf("\n");
 		}
-		for (int i = 0; !rc && policy_entry_at(i); i++) {
-			if (!policy_listed(opts.policy, policy_entry_at(i)->name))
-				continue;
-			p.policy = policy_entry_at(i);
+		for (int c = 0; !rc && c < nr_cells; c++) {
+			p.policy = cells[c].entry;
+			p.executors = cells[c].executors;
 			if (opts.exec_per_run &&
-			    exec_per_run(set_name, p.policy->name, ta, nr_tenants, &p)) {
+			    exec_per_run(set_name, cells[c].name, ta, nr_tenants, &p)) {
 				rc = 1;
 				break;
 			}
-			rc |= run_policy(&p, ta, set_name, !nr_run++);
+			rc |= run_policy(&p, ta, set_name, cells[c].name, !nr_run++);
 		}
 		for (int t = 0; t < nr_tenants; t++)
 			sim_table_free(&ta[t].table);

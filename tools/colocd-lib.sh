@@ -21,7 +21,7 @@
 #   stop_colocd             SIGTERM; exits 1 unless colocd exits 0 and leaves
 #                           no pin or socket behind
 #   ctl ARGS...             colocctl on the current colocd's socket
-#   submit_tenant NAME MODEL QOS_MS [quiet]
+#   submit_tenant NAME MODEL QOS_MS [quiet] [EXECUTORS]
 #   wait_ready NAME         returns 1 (status on stderr) if it did not get ready
 #   probe_solo NAME MODEL   submits NAME_10us with an impossible QoS: sets
 #                           REFUSAL to colocd's answer and SOLO_MS to the
@@ -125,13 +125,13 @@ stop_colocd() {
 	fi
 }
 
-submit_tenant() { # name model qos_ms [quiet]; $EXECUTORS per tenant when set
+submit_tenant() { # name model qos_ms [quiet] [executors]
+	local args=("$1" "$ROOT/models/$2.model" --qos-ms "$3" --executors "${5:-1}")
+
 	if [ -n "${4:-}" ]; then
-		ctl submit "$1" "$ROOT/models/$2.model" --qos-ms "$3" \
-			${EXECUTORS:+--executors "$EXECUTORS"} >/dev/null
+		ctl submit "${args[@]}" >/dev/null
 	else
-		ctl submit "$1" "$ROOT/models/$2.model" --qos-ms "$3" \
-			${EXECUTORS:+--executors "$EXECUTORS"} | sed 's/^/  /'
+		ctl submit "${args[@]}" | sed 's/^/  /'
 	fi
 }
 
