@@ -820,6 +820,42 @@ static float *query_input(FIXTURE_DATA(serving) * self, int k)
 	return in;
 }
 
+/* n queries' own inputs and their outputs computed in-process; false when out of memory. */
+static bool own_inputs(FIXTURE_DATA(serving) * self, int n, float **in, float **want,
+		       size_t *out_elems)
+{
+	for (int k = 0; k < n; k++) {
+		in[k] = query_input(self, k);
+		want[k] = in[k] ? tu_model_outputs(self->model, in[k], out_elems) : NULL;
+		if (!want[k])
+			return false;
+	}
+	return true;
+}
+
+/* Whether queries 0..n-1 were served with the outputs of their own inputs; why not into why. */
+static bool own_outputs(FIXTURE_DATA(serving) * self, int n, float **want, size_t out_elems,
+			char *why, size_t len)
+{
+	float max_err, max_ref;
+
+	for (int k = 0; k < n; k++) {
+		if (self->q[k].status != SERVING_QUERY_OK ||
+		    self->q[k].out_bytes != out_elems * sizeof(float)) {
+			snprintf(why, len, "query %d: status %d, %zu bytes: %s", k,
+				 (int)self->q[k].status, self->q[k].out_bytes, self->q[k].reason);
+			return false;
+		}
+		ref_compare(self->q[k].out, want[k], (int64_t)out_elems, &max_err, &max_ref);
+		if (max_err > TOL * (1.0f + max_ref)) {
+			snprintf(why, len, "query %d: max |error| %g, max |value| %g", k, max_err,
+				 max_ref);
+			return false;
+		}
+	}
+	return true;
+}
+
 /*
  * Queries take slots on both executors in turn. With the first executor
  * stopped (SIGSTOP) inside its first block, the queries it holds and that
@@ -832,7 +868,8 @@ TEST_F(serving, executors__queries_move_off_a_stopped_executor_with_their_inputs
 	enum { N = 12 };
 	struct coloc_err err = { 0 };
 	struct serving_tenant_info info;
-	float *in[N] = { 0 }, *want[N] = { 0 }, max_err, max_ref;
+	float *in[N] = { 0 }, *want[N] = { 0 };
+	char why[160];
 	int range[2] = { 0, 0 };
 	size_t out_elems = 0;
 
@@ -842,12 +879,7 @@ TEST_F(serving, executors__queries_move_off_a_stopped_executor_with_their_inputs
 	TH_LOG("%s", coloc_err_str(&err));
 	ASSERT_TRUE(wait_ready(self, "two"));
 	make_input(self, "two");
-	for (int k = 0; k < N; k++) {
-		in[k] = query_input(self, k);
-		ASSERT_NE(NULL, in[k]);
-		want[k] = tu_model_outputs(self->model, in[k], &out_elems);
-		ASSERT_NE(NULL, want[k]);
-	}
+	ASSERT_TRUE(own_inputs(self, N, in, want, &out_elems));
 	ASSERT_EQ(0, serving_tenant_info(self->s, "two", &info));
 	/* stopped before its first block: the block is handed over but does not run */
 	ASSERT_EQ(0, kill(info.pids[0], SIGSTOP));
@@ -868,14 +900,7 @@ TEST_F(serving, executors__queries_move_off_a_stopped_executor_with_their_inputs
 	range[0] = 0;
 	range[1] = N;
 	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
-	for (int k = 0; k < N; k++) {
-		ASSERT_EQ(SERVING_QUERY_OK, self->q[k].status)
-		TH_LOG("%d: %s", k, self->q[k].reason);
-		ASSERT_EQ(out_elems * sizeof(float), self->q[k].out_bytes);
-		ref_compare(self->q[k].out, want[k], (int64_t)out_elems, &max_err, &max_ref);
-		EXPECT_LE(max_err, TOL * (1.0f + max_ref))
-		TH_LOG("query %d: max |error| %g, max |value| %g", k, max_err, max_ref);
-	}
+	ASSERT_TRUE(own_outputs(self, N, want, out_elems, why, sizeof(why))) TH_LOG("%s", why);
 	ASSERT_EQ(0, serving_tenant_info(self->s, "two", &info));
 	EXPECT_GE(info.moved, 1);
 	TH_LOG("queries moved to the running executor: %llu", (unsigned long long)info.moved);
@@ -898,7 +923,8 @@ TEST_F(serving, executors__queries_interleaved_block_by_block_keep_their_own_out
 	enum { N = 10 };
 	struct coloc_err err = { 0 };
 	struct serving_tenant_info info;
-	float *in[N] = { 0 }, *want[N] = { 0 }, max_err, max_ref;
+	float *in[N] = { 0 }, *want[N] = { 0 };
+	char why[160];
 	int range[2] = { 0, N };
 	size_t out_elems = 0;
 	const char *last;
@@ -909,26 +935,14 @@ TEST_F(serving, executors__queries_interleaved_block_by_block_keep_their_own_out
 	TH_LOG("%s", coloc_err_str(&err));
 	ASSERT_TRUE(wait_ready(self, "two"));
 	make_input(self, "two");
-	for (int k = 0; k < N; k++) {
-		in[k] = query_input(self, k);
-		ASSERT_NE(NULL, in[k]);
-		want[k] = tu_model_outputs(self->model, in[k], &out_elems);
-		ASSERT_NE(NULL, want[k]);
-	}
+	ASSERT_TRUE(own_inputs(self, N, in, want, &out_elems));
 	for (int k = 0; k < N; k++) {
 		ASSERT_EQ(0, serving_submit(self->s, "two", in[k], self->in_bytes, on_done,
 					    &self->q[k], NULL, &err))
 		TH_LOG("%s", coloc_err_str(&err));
 	}
 	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
-	for (int k = 0; k < N; k++) {
-		ASSERT_EQ(SERVING_QUERY_OK, self->q[k].status)
-		TH_LOG("%d: %s", k, self->q[k].reason);
-		ASSERT_EQ(out_elems * sizeof(float), self->q[k].out_bytes);
-		ref_compare(self->q[k].out, want[k], (int64_t)out_elems, &max_err, &max_ref);
-		EXPECT_LE(max_err, TOL * (1.0f + max_ref))
-		TH_LOG("query %d: max |error| %g, max |value| %g", k, max_err, max_ref);
-	}
+	ASSERT_TRUE(own_outputs(self, N, want, out_elems, why, sizeof(why))) TH_LOG("%s", why);
 	ASSERT_EQ(0, serving_tenant_info(self->s, "two", &info));
 	EXPECT_EQ(N, info.stats.served);
 	EXPECT_EQ(0, serving_policy_errors(self->s, &last)) TH_LOG("%s", last);
