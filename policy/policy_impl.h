@@ -83,6 +83,8 @@ struct coloc_flags {
 	bool headroom; /* most urgent (earliest deadline) first (else arrival order) */
 	bool headroom_budget; /* budgets from the queue's headroom (else from the tenant's QoS) */
 	bool use_spare; /* a block may take up to avg_C + thres cores when faster (else its need) */
+	/* layers share the QoS by alone latency where the model fits (else by ops, VELTAIR's) */
+	bool time_shares;
 	/*
 	 * A block's budget stops growing at this share of the smallest QoS of
 	 * the other active tenants (0: no cap): a block is not preempted, so a
@@ -133,6 +135,7 @@ extern const struct policy_entry policy_coloc_nocap;
 extern const struct policy_entry policy_coloc_fcfs;
 extern const struct policy_entry policy_coloc_ewma;
 extern const struct policy_entry policy_coloc_nospare;
+extern const struct policy_entry policy_coloc_timeshares;
 extern const struct policy_entry policy_model_wise;
 extern const struct policy_entry policy_layer_wise;
 

@@ -180,6 +180,7 @@ TEST(policy_find__knows_each_entry_by_name)
 	ASSERT_STREQ("coloc-nocap", policy_find("coloc-nocap")->name);
 	ASSERT_STREQ("coloc-ewma", policy_find("coloc-ewma")->name);
 	ASSERT_STREQ("coloc-nospare", policy_find("coloc-nospare")->name);
+	ASSERT_STREQ("coloc-timeshares", policy_find("coloc-timeshares")->name);
 	ASSERT_EQ(NULL, policy_find("no-such-policy"));
 	ASSERT_EQ(NULL, policy_find(NULL));
 	for (const struct policy_entry *e; (e = policy_entry_at(n)); n++) {
@@ -189,7 +190,7 @@ TEST(policy_find__knows_each_entry_by_name)
 		ASSERT_NE(NULL, e->decide);
 		ASSERT_NE(NULL, e->destroy);
 	}
-	ASSERT_EQ(15, n);
+	ASSERT_EQ(16, n);
 	ASSERT_EQ(NULL, policy_entry_at(-1));
 }
 
@@ -812,6 +813,37 @@ TEST_F(pol, coloc_decide__a_block_started_at_a_pivot_keeps_the_layers_needing_no
 	ASSERT_EQ(0, run_round(self, "coloc-fixedthres"));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(0, self->decisions[0].first_layer);
+	ASSERT_EQ(2, self->decisions[0].last_layer);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(80000, self->decisions[0].predicted_ns);
+}
+
+/*
+ * Shares of the QoS by alone latency (coloc-timeshares) on 4 cores: the
+ * pivot model fits whole at 4 cores (320 µs of 400), so the shares are 40,
+ * 40, 200, 40 / 320 and the budgets 50, 50, 250, 50 µs need 4 cores each:
+ * avg_C 4, thres (4 - 4) = 0, limit 4, no pivot: one block [0, 4) on 4
+ * cores, 320 µs. By ops (coloc): 100 µs a layer, needs 1, 1, 8, 1, avg_C
+ * 2.75, thres 1.25, limit 4: layer 2 is a pivot, the block [0, 2) fits on 1
+ * core and takes the 4 spare ones, 40 + 40 µs.
+ */
+TEST_F(pol, coloc_decide__time_shares_keep_a_model_that_fits_whole_in_one_block)
+{
+	policy_cpuset_zero(&self->cfg.online);
+	for (int c = 0; c < 4; c++)
+		policy_cpuset_set(&self->cfg.online, c);
+	self->free = self->cfg.online;
+	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
+	self->in.nr_tenants = 1;
+	add_query(&self->in, self->queries, 1, 0, 0, 400000);
+	ASSERT_EQ(0, run_round(self, "coloc-timeshares"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(0, self->decisions[0].first_layer);
+	ASSERT_EQ(4, self->decisions[0].last_layer);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(320000, self->decisions[0].predicted_ns);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(2, self->decisions[0].last_layer);
 	ASSERT_EQ(4, self->decisions[0].nr_cores);
 	ASSERT_EQ(80000, self->decisions[0].predicted_ns);

@@ -14,7 +14,9 @@
 #     ratio to the best baseline next to VELTAIR's published gain and to the
 #     ceiling the tables allow over temporal (coloc-sim --capacity: each
 #     query alone at its cheapest core count within QoS, side by side,
-#     against one at a time at the fastest; no interference, no waiting);
+#     against one at a time at the fastest; no interference, no waiting)
+#     and that ceiling over the best baseline: the most coloc / best
+#     baseline one core count a model allows (per-layer counts can pass it);
 #   - the ablations (64 cores): coloc with one mechanism switched off at a
 #     time, as a ratio to coloc;
 #   - the same (64 cores) with EXECUTORS executors a tenant (coloc-sim
@@ -44,7 +46,8 @@ EXECUTORS=${EXECUTORS:-2}
 CORES=${CORES:-64 128 256}
 BASELINES="os static temporal model-wise layer-wise"
 MAIN_POLICIES=$(tr ' ' , <<<"$BASELINES coloc")
-ABLATIONS="coloc-noversions coloc-noblocks coloc-fixedthres coloc-noprediction coloc-fcfs coloc-nocap"
+ABLATIONS="coloc-noversions coloc-noblocks coloc-fixedthres coloc-noprediction coloc-fcfs coloc-nocap
+	coloc-timeshares"
 declare -A QOS=([resnet50]=15 [googlenet]=15 [efficientnet_b0]=10 [mobilenet_v2]=10
 	[tiny_yolov2]=10 [ssd_mobilenet]=100 [bert_large]=130)
 # VELTAIR's QPS-under-QoS gain over its best baseline (ASPLOS'22, ../shared/papers.md)
@@ -99,21 +102,40 @@ search() {
 	while read -r p v; do QPS[$key.$p]=$v; done < <(awk '$2 == "QoS-QPS" { print $1, $3 }' "$file.txt")
 }
 
-# row KEY MIX: MIX, the baselines' and coloc's QPS[KEY.*] and coloc / the best
-# baseline, the line left open for the caller's columns
-row() {
+# best KEY: the best baseline's QPS[KEY.*] and its name (0 - when none passes)
+best() {
 	local key=$1 p v best=0 best_name=-
 
-	printf '%-8s' "$2"
-	for p in $BASELINES coloc; do
+	for p in $BASELINES; do
 		v=${QPS[$key.$p]:-NA}
-		printf ' %11s' "$v"
-		if [ "$p" != coloc ] && awk -v v="$v" -v b="$best" 'BEGIN { exit !(v + 0 > b) }'; then
+		if awk -v v="$v" -v b="$best" 'BEGIN { exit !(v + 0 > b) }'; then
 			best=$v best_name=$p
 		fi
 	done
-	printf ' %18s' "$(awk -v c="${QPS[$key.coloc]:-0}" -v b="$best" -v n="$best_name" \
+	echo "$best $best_name"
+}
+
+# row KEY MIX: MIX, the baselines' and coloc's QPS[KEY.*] and coloc / the best
+# baseline, the line left open for the caller's columns
+row() {
+	local key=$1 p b
+
+	printf '%-8s' "$2"
+	for p in $BASELINES coloc; do printf ' %11s' "${QPS[$key.$p]:-NA}"; done
+	read -r -a b < <(best "$key")
+	printf ' %18s' "$(awk -v c="${QPS[$key.coloc]:-0}" -v b="${b[0]}" -v n="${b[1]}" \
 		'BEGIN { if (b > 0) printf "%.2fx %s", c / b, n; else print "n/a" }')"
+}
+
+# over_best KEY CEILING_KEY: the ceiling (a ratio over temporal) over the best
+# baseline of KEY: the most coloc / best baseline that one core count a model,
+# no interference and no waiting would allow
+over_best() {
+	local b
+
+	read -r -a b < <(best "$1")
+	awk -v c="${CEILING[$2]:-}" -v t="${QPS[$1.temporal]:-0}" -v b="${b[0]}" \
+		'BEGIN { sub(/x$/, "", c); if (c != "" && b > 0) printf "%.2fx", c * t / b; else print "n/a" }'
 }
 
 echo "== how our models' profiles become 64-core tables"
@@ -139,13 +161,14 @@ for cores in $CORES; do
 	done
 	printf '%-8s' mix
 	for p in $BASELINES coloc; do printf ' %11s' "$p"; done
-	printf ' %18s %9s %9s\n' "coloc/best base" VELTAIR ceiling
+	printf ' %18s %9s %9s %16s\n' "coloc/best base" VELTAIR ceiling "ceiling/best base"
 	for mix in "${MIXES[@]}"; do
 		row "$mix.$cores" "$mix"
-		printf ' %9s %9s\n' "${PUBLISHED[$mix]:+${PUBLISHED[$mix]}x}" "${CEILING[$mix.$cores]:-n/a}"
+		printf ' %9s %9s %16s\n' "${PUBLISHED[$mix]:+${PUBLISHED[$mix]}x}" \
+			"${CEILING[$mix.$cores]:-n/a}" "$(over_best "$mix.$cores" "$mix.$cores")"
 	done
 	[ "$policies" = all ] || continue
-	echo "ablations, QoS-QPS / coloc's:"
+	echo "ablations (coloc-timeshares: a variant, not an ablation), QoS-QPS / coloc's:"
 	printf '%-8s' mix
 	for p in $ABLATIONS; do printf ' %18s' "$p"; done
 	echo
@@ -162,13 +185,14 @@ for cores in $CORES; do
 		"is 1), QoS-QPS, median of $seeds search(es):"
 	printf '%-8s' mix
 	for p in $BASELINES coloc; do printf ' %11s' "$p"; done
-	printf ' %18s %15s\n' "coloc/best base" "coloc / at 1"
+	printf ' %18s %15s %16s\n' "coloc/best base" "coloc / at 1" "ceiling/best base"
 	for mix in "${MIXES[@]}"; do
 		search "$mix.$cores.x" "$OUT/search-$mix-$cores-x$EXECUTORS" "$mix" "$cores" "$copies" \
 			"$seeds" "$MAIN_POLICIES" --executors "$EXECUTORS"
 		row "$mix.$cores.x" "$mix"
-		printf ' %15s\n' "$(awk -v a="${QPS[$mix.$cores.x.coloc]:-0}" -v c="${QPS[$mix.$cores.coloc]:-0}" \
-			'BEGIN { if (c > 0) printf "%.2f", a / c; else print "n/a" }')"
+		printf ' %15s %16s\n' "$(awk -v a="${QPS[$mix.$cores.x.coloc]:-0}" -v c="${QPS[$mix.$cores.coloc]:-0}" \
+			'BEGIN { if (c > 0) printf "%.2f", a / c; else print "n/a" }')" \
+			"$(over_best "$mix.$cores.x" "$mix.$cores")"
 	done
 done
 
