@@ -292,6 +292,26 @@ int tu_child_finish(struct tu_child *c)
 	return waitpid(c->pid, &c->status, 0) == c->pid ? 0 : -errno;
 }
 
+/*
+ * Whether the colocd of pid answers a ping on fd, connected: its listener,
+ * not a killed colocd's socket that lingers while the kernel tears down that
+ * one's io_uring (seen under load: the connection was reset once that
+ * ended), and its loop running, so that what it prints at start is in its
+ * log.
+ */
+static bool tu_colocd_answers(int fd, pid_t pid)
+{
+	static const char ping[] = "{\"cmd\":\"ping\"}\n";
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	char resp[256];
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid != pid)
+		return false;
+	return send(fd, ping, strlen(ping), MSG_NOSIGNAL) == (ssize_t)strlen(ping) &&
+	       tu_read_line(fd, resp, sizeof(resp)) > 0 && strstr(resp, "\"ok\":true");
+}
+
 pid_t tu_start_colocd_with(const char *socket_path, const char *pin_dir, const char *log,
 			   const char *const *extra)
 {
@@ -326,8 +346,11 @@ pid_t tu_start_colocd_with(const char *socket_path, const char *pin_dir, const c
 		int fd = tu_connect(socket_path), st;
 
 		if (fd >= 0) {
+			bool up = tu_colocd_answers(fd, pid);
+
 			close(fd);
-			return pid;
+			if (up)
+				return pid;
 		}
 		if (waitpid(pid, &st, WNOHANG) == pid)
 			return -1;

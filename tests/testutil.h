@@ -62,7 +62,7 @@ void tu_child_read_output(struct tu_child *c);
 /* Reads its output and reaps it. */
 int tu_child_finish(struct tu_child *c);
 
-/* Starts colocd with its output in log; waits until the socket answers. */
+/* Starts colocd with its output in log; waits until it answers a ping. */
 pid_t tu_start_colocd(const char *socket_path, const char *pin_dir, const char *log);
 /* The same with more flags (NULL-terminated, at most 10). */
 pid_t tu_start_colocd_with(const char *socket_path, const char *pin_dir, const char *log,
