@@ -285,15 +285,37 @@ int sim_served_load_tsv(const char *path, struct sim_served *s, struct coloc_err
 	return ret;
 }
 
+/* The length of name without its replica tag (":TAG", TAG of a-z and 0-9); -1 for a bad tag. */
+static int untagged_len(const char *name)
+{
+	const char *colon = strchr(name, ':');
+
+	if (!colon)
+		return (int)strlen(name);
+	if (!colon[1] ||
+	    strspn(colon + 1, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(colon + 1))
+		return -1;
+	return (int)(colon - name);
+}
+
 int sim_cell_parse(const char *name, const struct policy_entry **entry, int *executors,
 		   struct coloc_err *err)
 {
-	const char *at = strchr(name, '@');
-	size_t len = at ? (size_t)(at - name) : strlen(name);
-	char base[64], *end;
+	int len = untagged_len(name);
+	char cell[64], *at, *end;
 	long n = 0;
 
+	if (len < 0)
+		return coloc_err_set(err, -EINVAL,
+				     "'%s': want POLICY or POLICY@N, then maybe :TAG (a replica; "
+				     "a-z, 0-9)",
+				     name);
+	if (len >= (int)sizeof(cell))
+		return coloc_err_set(err, -ENOENT, "no policy named '%.*s'", len, name);
+	snprintf(cell, sizeof(cell), "%.*s", len, name);
+	at = strchr(cell, '@');
 	if (at) {
+		*at = '\0';
 		errno = 0;
 		n = strtol(at + 1, &end, 10);
 		if (end == at + 1 || *end || errno || n < 1 || n > SIM_MAX_EXECUTORS)
@@ -301,15 +323,47 @@ int sim_cell_parse(const char *name, const struct policy_entry **entry, int *exe
 					     "'%s': want POLICY@N, N executors from 1 to %d", name,
 					     SIM_MAX_EXECUTORS);
 	}
-	if (len >= sizeof(base))
-		return coloc_err_set(err, -ENOENT, "no policy named '%.*s'", (int)len, name);
-	memcpy(base, name, len);
-	base[len] = '\0';
-	*entry = policy_find(base);
+	*entry = policy_find(cell);
 	if (!*entry)
-		return coloc_err_set(err, -ENOENT, "no policy named '%s'", base);
+		return coloc_err_set(err, -ENOENT, "no policy named '%s'", cell);
 	*executors = (int)n;
 	return 0;
+}
+
+int sim_qps_table_split_replicas(const struct sim_qps_table *measured, struct sim_qps_table *cells,
+				 struct sim_qps_table *replicas, struct coloc_err *err)
+{
+	int ret = 0;
+
+	*cells = *replicas = (struct sim_qps_table){ 0 };
+	for (int i = 0; i < measured->nr && !ret; i++) {
+		const struct sim_qps_cell *r = &measured->cell[i], *c;
+		int len = untagged_len(r->policy);
+		char name[sizeof(r->policy)];
+
+		if (len < 0 || !r->policy[len])
+			continue;
+		snprintf(name, sizeof(name), "%.*s", len, r->policy);
+		c = sim_qps_table_find(measured, r->mix, name);
+		if (!c)
+			continue;
+		ret = sim_qps_table_add(cells, c->mix, name, c->qps, c->p99_over_solo, err) ?:
+			      sim_qps_table_add(replicas, r->mix, name, r->qps, r->p99_over_solo,
+						err);
+		if (ret) {
+			coloc_err_prefix(err, "mix %s, cell %s", r->mix, r->policy);
+			break;
+		}
+		cells->cell[cells->nr - 1].qps_lo = c->qps_lo;
+		cells->cell[cells->nr - 1].qps_hi = c->qps_hi;
+		replicas->cell[replicas->nr - 1].qps_lo = r->qps_lo;
+		replicas->cell[replicas->nr - 1].qps_hi = r->qps_hi;
+	}
+	if (ret) {
+		sim_qps_table_free(cells);
+		sim_qps_table_free(replicas);
+	}
+	return ret;
 }
 
 /* -1, 0 or 1 as a is below, equal to or above b. */

@@ -13,6 +13,23 @@
 #define SIM_SEARCH_MAX_QPS 1e7
 #define SIM_SEARCH_MIN_QPS 0.01 /* below this a mix is taken as never within QoS */
 
+/* Keeps a run's load and counts for sim_crossing_qps, while there is room. */
+static void keep_load(struct sim_search_result *s, double qps, const struct sim_result *r)
+{
+	struct sim_load_point *l = &s->load[s->nr_loads];
+
+	if (s->nr_loads == SIM_SEARCH_MAX_LOADS)
+		return;
+	s->nr_loads++;
+	l->qps = qps;
+	l->search = 1;
+	l->nr_tenants = r->nr_tenants;
+	for (int t = 0; t < r->nr_tenants; t++) {
+		l->counted[t] = (uint32_t)r->tenant[t].arrived;
+		l->within[t] = (uint32_t)r->tenant[t].within;
+	}
+}
+
 /*
  * A tenant passes with enough of its queries within QoS, and enough queries
  * to tell: at a load so low that a tenant gets a handful, "all within" says
@@ -64,6 +81,7 @@ int sim_search_qos_qps(const struct sim_params *base, double fraction, double st
 		if (ret)
 			return coloc_err_prefix(err, "search at %.1f QPS", qps);
 		s->points++;
+		keep_load(s, qps, &tmp);
 		wall += tmp.wall_s;
 		if (!passes(&tmp, fraction)) {
 			hi = qps;
@@ -88,6 +106,7 @@ int sim_search_qos_qps(const struct sim_params *base, double fraction, double st
 		if (ret)
 			return coloc_err_prefix(err, "search at %.1f QPS", qps);
 		s->points++;
+		keep_load(s, qps, &tmp);
 		wall += tmp.wall_s;
 		if (passes(&tmp, fraction)) {
 			lo = qps;
@@ -155,6 +174,7 @@ static int bq_point(struct bq_state *b, double t, bool *pass, struct coloc_err *
 	if (ret)
 		return coloc_err_prefix(err, "search at %.3f QPS", t);
 	b->s->points++;
+	keep_load(b->s, t, &r);
 	b->s->wall_s += r.wall_s;
 	*pass = true;
 	for (int i = 0; i < r.nr_tenants; i++)

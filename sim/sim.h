@@ -586,10 +586,34 @@ int sim_run(const struct sim_params *p, struct sim_result *r, struct coloc_err *
 
 /* ---- the QoS-QPS search -------------------------------------------------------- */
 
+/* One load point of a cell: per tenant, the queries counted and those within QoS. */
+struct sim_load_point {
+	double qps; /* total, all tenants */
+	int search; /* which search ran it: bench-qos's 1..N, coloc-sim's seed index */
+	int nr_tenants;
+	uint32_t counted[POLICY_MAX_TENANTS];
+	uint32_t within[POLICY_MAX_TENANTS];
+};
+
+/*
+ * QoS-QPS by every load point of a cell (crossing.c): pts of one or more
+ * searches pooled by load, the worst tenant's share within QoS fitted
+ * non-increasing in log load, and *qps where that fit crosses fraction,
+ * interpolated between its steps (0 when even the lowest load is below;
+ * the highest load when none is). -ENOMEM only.
+ */
+int sim_crossing_qps(const struct sim_load_point *pts, int nr, double fraction, double *qps,
+		     struct coloc_err *err);
+
+#define SIM_SEARCH_MAX_LOADS 48 /* load points a search keeps for sim_crossing_qps */
+
 struct sim_search_result {
 	double qos_qps; /* the highest total QPS found that passes; 0 when none does */
 	double fail_qps; /* the lowest that failed */
 	int points; /* runs made */
+	/* the first SIM_SEARCH_MAX_LOADS of them: load and per tenant counts */
+	struct sim_load_point load[SIM_SEARCH_MAX_LOADS];
+	int nr_loads;
 	struct sim_result at_best; /* the run at qos_qps */
 	/* the run at fail_qps; when no load passes, the first (highest) load's, which shows why */
 	struct sim_result at_fail;
@@ -680,9 +704,10 @@ int sim_served_load_tsv(const char *path, struct sim_served *s, struct coloc_err
 #define SIM_MAX_EXECUTORS 64
 /*
  * A bench-qos cell's policy: POLICY, or POLICY@N for that policy with every
- * tenant on N executor processes (bench-qos --policies). *entry, and
- * *executors N (0 for a bare POLICY: as the run gives). -ENOENT for an
- * unknown policy, -EINVAL for a bad N, both named.
+ * tenant on N executor processes (bench-qos --policies), either maybe with
+ * a replica tag, ":TAG" (a-z, 0-9): the same cell measured again, side by
+ * side. *entry, and *executors N (0 for a bare POLICY: as the run gives).
+ * -ENOENT for an unknown policy, -EINVAL for a bad N or tag, both named.
  */
 int sim_cell_parse(const char *name, const struct policy_entry **entry, int *executors,
 		   struct coloc_err *err);
@@ -747,9 +772,55 @@ struct sim_fidelity {
 	int nr_mixes, nr_mixes_same;
 };
 
+/*
+ * The measurement against itself: for every measured replica CELL:TAG whose
+ * CELL was measured too, CELL into *cells and the replica, under the name
+ * CELL, into *replicas (searches' ranges kept), so that
+ * sim_fidelity_compare(replicas, cells) compares them as it compares a
+ * simulation. One replica per cell; both tables empty without any.
+ */
+int sim_qps_table_split_replicas(const struct sim_qps_table *measured, struct sim_qps_table *cells,
+				 struct sim_qps_table *replicas, struct coloc_err *err);
+
 /* Every simulated cell next to its measured one (tolerance: 0.15 for +-15 %). */
 int sim_fidelity_compare(const struct sim_qps_table *sim, const struct sim_qps_table *measured,
 			 double tolerance, struct sim_fidelity *f, struct coloc_err *err);
 void sim_fidelity_free(struct sim_fidelity *f);
+
+/* ---- every load point of a measured cell (loads.c) ------------------------------- */
+
+/* The points bench-qos ran of one cell, each (search, load) once, tenants in first-seen order. */
+struct sim_cell_loads {
+	char mix[32];
+	char policy[32];
+	int searches; /* the highest search number among them */
+	int nr_tenants;
+	char tenant[POLICY_MAX_TENANTS][64];
+	struct sim_load_point *load;
+	int nr, cap;
+};
+
+struct sim_loads_table {
+	struct sim_cell_loads *cell;
+	int nr, cap;
+};
+
+/*
+ * make bench-qos's points.tsv (columns mix, policy, total_qps, tenant,
+ * sent, within_qos and maybe search, found by the header; without search,
+ * one search) as load points per cell; a bad row is named.
+ */
+int sim_loads_load_tsv(const char *path, struct sim_loads_table *t, struct coloc_err *err);
+const struct sim_cell_loads *sim_loads_find(const struct sim_loads_table *t, const char *mix,
+					    const char *policy);
+void sim_loads_free(struct sim_loads_table *t);
+/*
+ * Each cell's QoS-QPS by sim_crossing_qps over all its searches' points
+ * into *out, qps_lo and qps_hi the least and most of its searches' alone;
+ * only the cells of `only` where it is not NULL (e.g. the finished ones of
+ * results.tsv).
+ */
+int sim_loads_crossing(const struct sim_loads_table *t, const struct sim_qps_table *only,
+		       double fraction, struct sim_qps_table *out, struct coloc_err *err);
 
 #endif /* COLOC_SIM_H */

@@ -1710,7 +1710,8 @@ TEST_F(sim, fidelity_compare__ratios_tolerance_and_ranking_on_a_hand_made_file)
 /* bench-qos's cell names: POLICY, POLICY@N; what is not one is named. */
 TEST_F(sim, cell_parse__policy_and_executors_as_bench_qos_names_them)
 {
-	static const char *const bad[] = { "coloc@", "coloc@0", "coloc@65", "coloc@2x", "coloc@-1" };
+	static const char *const bad[] = { "coloc@", "coloc@0", "coloc@65",  "coloc@2x", "coloc@-1",
+					   "coloc:", "coloc:B", "coloc:b:c", "coloc:b@2" };
 	const struct policy_entry *e = NULL;
 	int executors = -1;
 
@@ -1723,7 +1724,17 @@ TEST_F(sim, cell_parse__policy_and_executors_as_bench_qos_names_them)
 	ASSERT_EQ(0, sim_cell_parse("coloc-noversions@64", &e, &executors, &self->err));
 	ASSERT_EQ(policy_find("coloc-noversions"), e);
 	ASSERT_EQ(64, executors);
+	/* a replica, CELL:TAG: the cell's policy and executors */
+	ASSERT_EQ(0, sim_cell_parse("temporal:b", &e, &executors, &self->err));
+	ASSERT_EQ(policy_find("temporal"), e);
+	ASSERT_EQ(0, executors);
+	ASSERT_EQ(0, sim_cell_parse("coloc@3:r2", &e, &executors, &self->err));
+	ASSERT_EQ(policy_find("coloc"), e);
+	ASSERT_EQ(3, executors);
 	ASSERT_EQ(-ENOENT, sim_cell_parse("nosuch@2", &e, &executors, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "'nosuch'")) TH_LOG("%s", self->err.msg);
+	self->err = (struct coloc_err){ 0 };
+	ASSERT_EQ(-ENOENT, sim_cell_parse("nosuch:b", &e, &executors, &self->err));
 	ASSERT_NE(NULL, strstr(self->err.msg, "'nosuch'")) TH_LOG("%s", self->err.msg);
 	self->err = (struct coloc_err){ 0 };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
@@ -1732,6 +1743,189 @@ TEST_F(sim, cell_parse__policy_and_executors_as_bench_qos_names_them)
 		ASSERT_NE(NULL, strstr(self->err.msg, "POLICY@N")) TH_LOG("%s", self->err.msg);
 		self->err = (struct coloc_err){ 0 };
 	}
+}
+
+/* A load point of two tenants: (counted, within) each. */
+static struct sim_load_point two(double qps, int search, uint32_t n0, uint32_t w0, uint32_t n1,
+				 uint32_t w1)
+{
+	return (struct sim_load_point){ .qps = qps,
+					.search = search,
+					.nr_tenants = 2,
+					.counted = { n0, n1 },
+					.within = { w0, w1 } };
+}
+
+/*
+ * The crossing, worked by hand: the worst tenant's share per load, a
+ * non-increasing fit in log load, interpolated where it crosses 95 %.
+ */
+TEST_F(sim, crossing__worst_tenant_fitted_non_increasing_and_interpolated)
+{
+	struct sim_load_point p[4];
+	double q = -1;
+
+	/* 10: 1.00, 20: 0.97 (tenant 1's 97 of 100), 40: 0.90: between 20 and 40, 2/7 of the way */
+	p[0] = two(10, 1, 100, 100, 100, 100);
+	p[1] = two(20, 1, 100, 99, 100, 97);
+	p[2] = two(40, 1, 100, 90, 100, 95);
+	ASSERT_EQ(0, sim_crossing_qps(p, 3, 0.95, &q, &self->err));
+	ASSERT_LT(fabs(q - 20 * pow(2, 2.0 / 7)), 1e-9) TH_LOG("%f", q);
+	/* any order: the points are sorted by load */
+	p[3] = p[0];
+	p[0] = p[2];
+	p[2] = p[3];
+	ASSERT_EQ(0, sim_crossing_qps(p, 3, 0.95, &q, &self->err));
+	ASSERT_LT(fabs(q - 20 * pow(2, 2.0 / 7)), 1e-9);
+	/*
+	 * 10: 0.96 below 20: 0.98 violates the order: one step of both at their
+	 * mean, 0.97 at log(sqrt(200)); then 40: 0.90
+	 */
+	p[0] = two(10, 1, 100, 96, 100, 100);
+	p[1] = two(20, 1, 100, 98, 100, 100);
+	p[2] = two(40, 1, 100, 90, 100, 100);
+	ASSERT_EQ(0, sim_crossing_qps(p, 3, 0.95, &q, &self->err));
+	ASSERT_LT(fabs(q - exp(log(sqrt(200)) + (log(40) - log(sqrt(200))) * 2 / 7)), 1e-9);
+	/*
+	 * the same load of two searches is one point: 19 of 20 and 20 of 20 are
+	 * 39 of 40, 0.975; at 30 both searches' 0.90
+	 */
+	p[0] = two(20, 1, 20, 19, 20, 20);
+	p[1] = two(20, 2, 20, 20, 20, 20);
+	p[2] = two(30, 1, 20, 18, 20, 20);
+	p[3] = two(30, 2, 20, 18, 20, 20);
+	ASSERT_EQ(0, sim_crossing_qps(p, 4, 0.95, &q, &self->err));
+	ASSERT_LT(fabs(q - exp(log(20) + log(1.5) * 0.025 / 0.075)), 1e-9);
+	/* within QoS at every load: the highest; below at the lowest: 0; nothing: 0 */
+	p[0] = two(10, 1, 100, 100, 100, 100);
+	p[1] = two(20, 1, 100, 96, 100, 100);
+	ASSERT_EQ(0, sim_crossing_qps(p, 2, 0.95, &q, &self->err));
+	ASSERT_EQ(20.0, q);
+	p[0] = two(10, 1, 100, 94, 100, 100);
+	p[1] = two(20, 1, 100, 90, 100, 100);
+	ASSERT_EQ(0, sim_crossing_qps(p, 2, 0.95, &q, &self->err));
+	ASSERT_EQ(0.0, q);
+	ASSERT_EQ(0, sim_crossing_qps(p, 0, 0.95, &q, &self->err));
+	ASSERT_EQ(0.0, q);
+	/* a tenant with nothing counted says nothing: the other decides */
+	p[0] = two(10, 1, 100, 100, 0, 0);
+	p[1] = two(20, 1, 100, 90, 0, 0);
+	ASSERT_EQ(0, sim_crossing_qps(p, 2, 0.95, &q, &self->err));
+	ASSERT_LT(fabs(q - 10 * sqrt(2)), 1e-9);
+}
+
+/*
+ * bench-qos's points.tsv, made by hand for this test: rows of one point
+ * summed per tenant (within_qos x sent), each (search, load) once, the
+ * searches counted; the crossing over both searches and each alone.
+ */
+TEST_F(sim, loads__points_tsv_per_cell_and_its_crossing)
+{
+	char path[] = "/tmp/coloc-sim-loads-XXXXXX";
+	struct sim_loads_table t;
+	struct sim_qps_table c, only = { 0 };
+	const struct sim_cell_loads *cell;
+	int fd = mkstemp(path);
+
+	ASSERT_GE(fd, 0);
+	close(fd);
+	write_file(path, "mix\tpolicy\tphase\ttotal_qps\tduration_s\ttenant\tqps\tsent\tcompleted"
+			 "\twithin_qos\tp99_ms\tsolo_ms\tqos_ms\tpass\tsearch\texecutors\n"
+			 "light\tcoloc\tmedium\t10\t8\ta\t5\t100\t100\t1\t1\t1\t2\t1\t1\t1\n"
+			 "light\tcoloc\tmedium\t10\t8\tb\t5\t100\t100\t1\t1\t1\t2\t1\t1\t1\n"
+			 "light\tcoloc\tgrow\t20\t8\ta\t10\t200\t200\t0.9\t1\t1\t2\t0\t1\t1\n"
+			 "light\tcoloc\tgrow\t20\t8\tb\t10\t200\t200\t1\t1\t1\t2\t0\t1\t1\n"
+			 "light\tcoloc\tmedium\t10\t8\ta\t5\t100\t100\t1\t1\t1\t2\t1\t2\t1\n"
+			 "light\tcoloc\tmedium\t10\t8\tb\t5\t100\t100\t1\t1\t1\t2\t1\t2\t1\n"
+			 "light\tcoloc\tgrow\t20\t8\ta\t10\t200\t200\t1\t1\t1\t2\t1\t2\t1\n"
+			 "light\tcoloc\tgrow\t20\t8\tb\t10\t200\t200\t0.95\t1\t1\t2\t1\t2\t1\n"
+			 "light\tstatic\tmedium\t10\t8\ta\t5\t100\t100\t0.5\t1\t1\t2\t0\t1\t1\n");
+	ASSERT_EQ(0, sim_loads_load_tsv(path, &t, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(2, t.nr);
+	cell = sim_loads_find(&t, "light", "coloc");
+	ASSERT_NE(NULL, cell);
+	ASSERT_EQ(2, cell->searches);
+	ASSERT_EQ(2, cell->nr_tenants);
+	ASSERT_EQ(4, cell->nr);
+	ASSERT_EQ(20.0, cell->load[1].qps);
+	ASSERT_EQ(1, cell->load[1].search);
+	ASSERT_EQ(180u, cell->load[1].within[0]);
+	ASSERT_EQ(200u, cell->load[1].within[1]);
+	ASSERT_EQ(190u, cell->load[3].within[1]);
+	ASSERT_EQ(NULL, sim_loads_find(&t, "heavy", "coloc"));
+	/*
+	 * pooled: 10 all within; 20: tenant a 380 of 400, b 390 of 400: 0.95,
+	 * not below, so the highest load; search 1 alone crosses between 10
+	 * and 20 at 1/2 of the way (1.0 to 0.9), search 2 never falls below
+	 */
+	ASSERT_EQ(0, sim_loads_crossing(&t, NULL, 0.95, &c, &self->err));
+	ASSERT_EQ(2, c.nr);
+	ASSERT_EQ(20.0, sim_qps_table_find(&c, "light", "coloc")->qps);
+	ASSERT_LT(fabs(sim_qps_table_find(&c, "light", "coloc")->qps_lo - 10 * sqrt(2)), 1e-9);
+	ASSERT_EQ(20.0, sim_qps_table_find(&c, "light", "coloc")->qps_hi);
+	ASSERT_EQ(0.0, sim_qps_table_find(&c, "light", "static")->qps);
+	sim_qps_table_free(&c);
+	/* only the cells another table has */
+	ASSERT_EQ(0, sim_qps_table_add(&only, "light", "static", 1, 0, &self->err));
+	ASSERT_EQ(0, sim_loads_crossing(&t, &only, 0.95, &c, &self->err));
+	ASSERT_EQ(1, c.nr);
+	ASSERT_STREQ("static", c.cell[0].policy);
+	sim_qps_table_free(&c);
+	sim_qps_table_free(&only);
+	sim_loads_free(&t);
+	/* a run before --repeats: no search column, one search */
+	write_file(path, "mix\tpolicy\ttotal_qps\ttenant\tsent\twithin_qos\n"
+			 "light\tcoloc\t10\ta\t100\t1\n");
+	ASSERT_EQ(0, sim_loads_load_tsv(path, &t, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(1, sim_loads_find(&t, "light", "coloc")->searches);
+	ASSERT_EQ(1, sim_loads_find(&t, "light", "coloc")->load[0].search);
+	sim_loads_free(&t);
+	/* a row that is not numbers is named */
+	write_file(path, "mix\tpolicy\ttotal_qps\ttenant\tsent\twithin_qos\tsearch\n"
+			 "light\tcoloc\t10\ta\t100\t1.5\t1\n");
+	ASSERT_EQ(-EINVAL, sim_loads_load_tsv(path, &t, &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, ":2:")) TH_LOG("%s", self->err.msg);
+	unlink(path);
+}
+
+/*
+ * A cell measured twice (CELL, CELL:TAG) is split into two tables under one
+ * name, which sim_fidelity_compare compares as it would a simulation; a
+ * replica without its cell, and the cells without one, are left out.
+ */
+TEST_F(sim, split_replicas__cell_against_its_replica)
+{
+	struct sim_qps_table meas = { 0 }, cells, replicas;
+	struct sim_fidelity f;
+
+	ASSERT_EQ(0, sim_qps_table_add(&meas, "light", "coloc", 100, 2, &self->err));
+	ASSERT_EQ(0, sim_qps_table_add(&meas, "light", "coloc:b", 80, 3, &self->err));
+	ASSERT_EQ(0, sim_qps_table_add(&meas, "light", "temporal", 50, 2, &self->err));
+	ASSERT_EQ(0, sim_qps_table_add(&meas, "light", "temporal:b", 55, 2, &self->err));
+	ASSERT_EQ(0, sim_qps_table_add(&meas, "light", "static", 10, 2, &self->err));
+	ASSERT_EQ(0, sim_qps_table_add(&meas, "heavy", "coloc:b", 9, 2, &self->err));
+	meas.cell[1].qps_lo = 70;
+	meas.cell[1].qps_hi = 90;
+	ASSERT_EQ(0, sim_qps_table_split_replicas(&meas, &cells, &replicas, &self->err));
+	ASSERT_EQ(2, cells.nr);
+	ASSERT_EQ(2, replicas.nr);
+	ASSERT_EQ(100.0, sim_qps_table_find(&cells, "light", "coloc")->qps);
+	ASSERT_EQ(80.0, sim_qps_table_find(&replicas, "light", "coloc")->qps);
+	ASSERT_EQ(70.0, sim_qps_table_find(&replicas, "light", "coloc")->qps_lo);
+	ASSERT_EQ(90.0, sim_qps_table_find(&replicas, "light", "coloc")->qps_hi);
+	ASSERT_EQ(55.0, sim_qps_table_find(&replicas, "light", "temporal")->qps);
+	ASSERT_EQ(NULL, sim_qps_table_find(&replicas, "heavy", "coloc"));
+	ASSERT_EQ(0, sim_fidelity_compare(&replicas, &cells, 0.15, &f, &self->err));
+	ASSERT_EQ(2, f.nr_compared);
+	/* 80 / 100 is out of +-15 %, 55 / 50 within; coloc above temporal both times */
+	ASSERT_EQ(1, f.nr_within);
+	ASSERT_FALSE(f.row[0].within);
+	ASSERT_TRUE(f.row[1].within);
+	ASSERT_EQ(1, f.nr_mixes_same);
+	sim_fidelity_free(&f);
+	sim_qps_table_free(&cells);
+	sim_qps_table_free(&replicas);
+	sim_qps_table_free(&meas);
 }
 
 /*
@@ -1804,6 +1998,12 @@ TEST_F(sim, search_bench_qos__the_scripts_points_and_verdict)
 	ASSERT_EQ(240.0, s->qos_qps);
 	ASSERT_EQ(0.0, s->fail_qps);
 	ASSERT_EQ(4, s->points);
+	/* every point is kept for the crossing, in the order run: the last is the pass at 240 */
+	ASSERT_EQ(4, s->nr_loads);
+	ASSERT_EQ(240.0, s->load[3].qps);
+	ASSERT_EQ(1, s->load[3].nr_tenants);
+	ASSERT_EQ(s->at_best.tenant[0].arrived, s->load[3].counted[0]);
+	ASSERT_EQ(s->at_best.tenant[0].within, s->load[3].within[0]);
 	t.qos_ns = 2000 * MS;
 	ASSERT_EQ(0, sim_search_bench_qos(&p, &sim_bq_quick, solo_ms, 0.95, s, &self->err));
 	ASSERT_EQ(120.0, s->qos_qps);

@@ -106,8 +106,11 @@ build/bench-qos/ (results.tsv, points.tsv, mape.tsv, one PNG per mix).
                    long
   --policies LIST  comma-separated colocd policies, each POLICY or POLICY@N:
                    that policy with every tenant on N executor processes
-                   (1-8), e.g. coloc,coloc@2 measures both side by side
-                   (default: $DEFAULT_POLICIES)
+                   (1-8), e.g. coloc,coloc@2 measures both side by side;
+                   either with :TAG (a-z, 0-9) measures that cell again as a
+                   cell of its own, e.g. coloc,coloc:b: how far the
+                   measurement agrees with itself (coloc-sim --measured
+                   prints it) (default: $DEFAULT_POLICIES)
   --mixes LIST     comma-separated mix names from tools/qos-mixes.conf
                    (default: all)
   --solo-from FILE each model's served solo latency and QoS from an earlier
@@ -228,18 +231,28 @@ if [ -n "$MIX_LIST" ]; then
 fi
 IFS=, read -r -a POLICIES <<<"$POLICY_LIST"
 [ ${#POLICIES[@]} -gt 0 ] || { echo "bench-qos: --policies names no policy" >&2; exit 2; }
-# A cell is a policy and its tenants' executors: POLICY@N, or POLICY for one.
+# A cell is a policy and its tenants' executors: POLICY@N, or POLICY for one;
+# CELL:TAG measures CELL again beside it, as a cell of its own (a replica).
+declare -A SEEN
 for i in "${!POLICIES[@]}"; do
 	p=${POLICIES[$i]}
-	if ! [[ $p =~ ^[a-z][a-z0-9-]*(@[1-8])?$ ]]; then
-		echo "bench-qos: '$p' in --policies is not POLICY or POLICY@N (N executors, 1-8)" >&2
+	if ! [[ $p =~ ^([a-z][a-z0-9-]*)(@[1-8])?(:[a-z0-9]+)?$ ]]; then
+		echo "bench-qos: '$p' in --policies is not POLICY, POLICY@N (N executors, 1-8)" \
+			"or either with :TAG (a replica)" >&2
 		exit 2
 	fi
-	[[ $p == *@* ]] || [ "${EXECUTORS_ALL:-1}" = 1 ] || POLICIES[$i]=$p@$EXECUTORS_ALL
-	[ "${POLICIES[$i]%@1}" = "${POLICIES[$i]}" ] || POLICIES[$i]=${POLICIES[$i]%@1}
+	base=${BASH_REMATCH[1]}${BASH_REMATCH[2]} tag=${BASH_REMATCH[3]}
+	[[ $base == *@* ]] || [ "${EXECUTORS_ALL:-1}" = 1 ] || base=$base@$EXECUTORS_ALL
+	POLICIES[$i]=${base%@1}$tag
+	[ -z "${SEEN[${POLICIES[$i]}]:-}" ] || {
+		echo "bench-qos: --policies names ${POLICIES[$i]} twice (a replica takes a :TAG)" >&2
+		exit 2
+	}
+	SEEN[${POLICIES[$i]}]=1
 done
 cell_executors() { # cell
-	if [[ $1 == *@* ]]; then echo "${1#*@}"; else echo 1; fi
+	local c=${1%%:*}
+	if [[ $c == *@* ]]; then echo "${c#*@}"; else echo 1; fi
 }
 declare -A MODEL_SET
 for mix in "${MIXES[@]}"; do
@@ -533,8 +546,8 @@ start_policy() { # mix policy
 
 	executors=$(cell_executors "$policy")
 	use_colocd "$policy"
-	if ! start_colocd "${policy%@*}" --block-log "$OUT/blocks-$mix-$policy.tsv"; then
-		UNAVAILABLE[$policy]="colocd --policy ${policy%@*} did not start: $(tail -n 1 \
+	if ! start_colocd "${policy%%[@:]*}" --block-log "$OUT/blocks-$mix-$policy.tsv"; then
+		UNAVAILABLE[$policy]="colocd --policy ${policy%%[@:]*} did not start: $(tail -n 1 \
 			"$WORK/colocd-$policy.log" 2>/dev/null || echo 'no log')"
 		echo "  $policy: skipped (${UNAVAILABLE[$policy]})"
 		return 1

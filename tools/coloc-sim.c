@@ -78,6 +78,13 @@ struct tenant_arg {
 
 /* What every (mix, policy) searched found, for the summary and the fidelity check. */
 static struct sim_qps_table found;
+/*
+ * Every load point bench-qos measured (points.tsv beside --measured), and
+ * what the searches found by the crossing of theirs (sim_crossing_qps);
+ * nr 0: none
+ */
+static struct sim_loads_table measured_loads;
+static struct sim_qps_table found_crossing;
 /* bench-qos's QoS and served solo latency of each mix's tenants (--qos-from); nr 0: none */
 static struct sim_served served;
 /* the executor model fitted on --exec-from's block logs; nr_rows 0: none */
@@ -151,6 +158,11 @@ static void usage(FILE *out)
 		"                 (build/bench-qos/results.tsv): simulated and measured QoS-QPS,\n"
 		"                 their ratio, whether within +-15%%, and whether the policies\n"
 		"                 rank the same per mix; a missing FILE is reported, not an error.\n"
+		"                 A cell bench-qos measured twice (CELL and CELL:TAG) is also\n"
+		"                 compared with itself, the most any model could match. With\n"
+		"                 points.tsv beside FILE, the same again with QoS-QPS taken from\n"
+		"                 every load point of a cell (where the worst tenant's share\n"
+		"                 within QoS, fitted non-increasing in load, crosses 95 %%).\n"
 		"                 With --mix, the QoS is then taken from points.tsv beside FILE\n"
 		"                 when it exists (as --qos-from)\n"
 		"  --qos-from FILE  with --mix: each tenant's QoS exactly as make bench-qos gave it\n"
@@ -353,6 +365,46 @@ static int median_search(const struct sim_search_result *s, int nr)
 }
 
 /*
+ * A cell bench-qos measured in N searches, by the crossing of every load
+ * point as the measurement is taken: the seeds' searches in groups of N
+ * (seeds 1..N, N+1..2N, ...), each group's points pooled, the median of
+ * the groups into found_crossing (their least and most its range). Nothing
+ * for a cell not measured, or fewer seeds than N. 0 or -ENOMEM.
+ */
+static int add_crossing(const struct sim_search_result *s, int nr, const char *mix,
+			const char *name, struct coloc_err *err)
+{
+	const struct sim_cell_loads *mc = sim_loads_find(&measured_loads, mix, name);
+	int group = mc && mc->searches > 0 ? mc->searches : 0, groups = group ? nr / group : 0;
+	struct sim_load_point *pts;
+	double q[64];
+	int ret = 0;
+
+	if (!groups)
+		return 0;
+	pts = malloc((size_t)group * SIM_SEARCH_MAX_LOADS * sizeof(*pts));
+	if (!pts)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	for (int g = 0; g < groups && !ret; g++) {
+		int n = 0;
+
+		for (int i = g * group; i < (g + 1) * group; i++)
+			for (int k = 0; k < s[i].nr_loads; k++)
+				pts[n++] = s[i].load[k];
+		ret = sim_crossing_qps(pts, n, SIM_QOS_FRACTION, &q[g], err);
+	}
+	free(pts);
+	if (!ret) /* the median sorts q: its ends are the range */
+		ret = sim_qps_table_add(&found_crossing, mix, name, sim_median_double(q, groups), 0,
+					err);
+	if (!ret) {
+		found_crossing.cell[found_crossing.nr - 1].qps_lo = q[0];
+		found_crossing.cell[found_crossing.nr - 1].qps_hi = q[groups - 1];
+	}
+	return ret;
+}
+
+/*
  * One cell (name: POLICY, or POLICY@N) on one tenant set: a run at opts.qps,
  * or the search once per seed; 0 or 1 (failure, printed).
  */
@@ -399,6 +451,11 @@ static int run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 	}
 	m = median_search(s, nr);
 	med = &s[m];
+	if (opts.search && add_crossing(s, nr, mix, name, &err)) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		free(s);
+		return 1;
+	}
 	if (opts.search && sim_qps_table_add(&found, mix, name, med->qos_qps, 0, &err)) {
 		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
 		free(s);
@@ -525,7 +582,8 @@ static int build_cells(void)
 		const struct policy_entry *e;
 		int executors;
 
-		if (!strchr(m.cell[i].policy, '@') ||
+		/* a replica (CELL:TAG) is compared with its cell, not simulated */
+		if (!strchr(m.cell[i].policy, '@') || strchr(m.cell[i].policy, ':') ||
 		    sim_cell_parse(m.cell[i].policy, &e, &executors, &err))
 			continue;
 		for (int c = 0; c < nr_listed && !ret; c++)
@@ -815,27 +873,72 @@ static void print_summary(const struct sim_mixes *mixes, bool all_mixes)
 	}
 }
 
-/* The fidelity check against make bench-qos's measurements; 0, or 1 on a bad file (printed). */
-static int print_fidelity(void)
+/*
+ * The measurement against itself, where bench-qos measured a cell twice
+ * side by side (CELL and CELL:TAG, --policies): the same comparison as the
+ * fidelity check's, the replica in the simulation's place. It is the most
+ * any model could score against this run. 0, or 1 on an error (printed).
+ */
+static int print_replicas(const struct sim_qps_table *measured)
 {
-	struct sim_qps_table measured;
-	struct sim_fidelity f;
+	struct sim_qps_table cells, replicas;
 	struct coloc_err err = { 0 };
+	struct sim_fidelity f;
 
-	if (access(opts.measured, F_OK)) {
-		printf("\nfidelity check: no measured results at %s yet; run `make bench-qos` on "
-		       "this machine to measure them, then `make bench-sim` again.\n",
-		       opts.measured);
-		return 0;
+	if (sim_qps_table_split_replicas(measured, &cells, &replicas, &err))
+		goto fail;
+	if (sim_fidelity_compare(&replicas, &cells, FIDELITY_TOLERANCE, &f, &err)) {
+		sim_qps_table_free(&cells);
+		sim_qps_table_free(&replicas);
+		goto fail;
 	}
-	if (sim_qps_table_load_tsv(opts.measured, &measured, &err) ||
-	    sim_fidelity_compare(&found, &measured, FIDELITY_TOLERANCE, &f, &err)) {
+	if (f.nr_rows) {
+		printf("the measurement against itself (each cell measured twice side by side, "
+		       "CELL and CELL:TAG; replica / cell, within +-%.0f%%):\n",
+		       100 * FIDELITY_TOLERANCE);
+		printf("%-10s %-18s %10s %15s %10s %15s %7s  %s\n", "mix", "cell", "measured",
+		       "searches' range", "replica", "searches' range", "ratio", "within");
+		for (int i = 0; i < f.nr_rows; i++) {
+			const struct sim_fidelity_row *r = &f.row[i];
+
+			printf("%-10s %-18s %10.1f %6.1f .. %5.1f %10.1f %6.1f .. %5.1f %7.2f  %s\n",
+			       r->sim->mix, r->sim->policy, r->measured->qps, r->measured->qps_lo,
+			       r->measured->qps_hi, r->sim->qps, r->sim->qps_lo, r->sim->qps_hi,
+			       r->ratio, r->within ? "yes" : "NO");
+		}
+		printf("the measurement against itself: %d of %d cells within +-%.0f%%, %d of %d "
+		       "mixes ranked the same (a model's ceiling on this run)\n",
+		       f.nr_within, f.nr_compared, 100 * FIDELITY_TOLERANCE, f.nr_mixes_same,
+		       f.nr_mixes);
+	}
+	sim_fidelity_free(&f);
+	sim_qps_table_free(&cells);
+	sim_qps_table_free(&replicas);
+	return 0;
+fail:
+	fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+	return 1;
+}
+
+/*
+ * One way of taking QoS-QPS: simulated against measured, cell by cell and
+ * per mix, the verdict, then the measurement against itself where it has
+ * replicas. 0, or 1 on an error (printed).
+ */
+static int print_check(const char *how, const char *explain, const struct sim_qps_table *sim,
+		       const struct sim_qps_table *measured)
+{
+	struct coloc_err err = { 0 };
+	struct sim_fidelity f;
+	int ret;
+
+	if (sim_fidelity_compare(sim, measured, FIDELITY_TOLERANCE, &f, &err)) {
 		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
-		sim_qps_table_free(&measured);
 		return 1;
 	}
-	printf("\nfidelity check against %s (simulated / measured QoS-QPS, within +-%.0f%%):\n",
-	       opts.measured, 100 * FIDELITY_TOLERANCE);
+	printf("\nfidelity check against %s, QoS-QPS %s (%s; simulated / measured, within "
+	       "+-%.0f%%):\n",
+	       opts.measured, how, explain, 100 * FIDELITY_TOLERANCE);
 	printf("%-10s %-18s %10s %15s %10s %15s %7s  %-6s %-8s %s\n", "mix", "policy", "simulated",
 	       "seeds' range", "measured", "searches' range", "ratio", "within", "in range",
 	       "ranges meet");
@@ -865,15 +968,59 @@ static int print_fidelity(void)
 	printf("measured inside the simulated seeds' range: %d of %d cells; the seeds' and the "
 	       "measured searches' ranges meet: %d of %d (neither is the issue's bar)\n",
 	       f.nr_in_range, f.nr_compared, f.nr_ranges_meet, f.nr_compared);
-	printf("fidelity: %d of %d compared cells within +-%.0f%%, %d of %d mixes ranked the "
-	       "same: %s\n",
-	       f.nr_within, f.nr_compared, 100 * FIDELITY_TOLERANCE, f.nr_mixes_same, f.nr_mixes,
+	printf("fidelity (%s): %d of %d compared cells within +-%.0f%%, %d of %d mixes ranked "
+	       "the same: %s\n",
+	       how, f.nr_within, f.nr_compared, 100 * FIDELITY_TOLERANCE, f.nr_mixes_same,
+	       f.nr_mixes,
 	       f.nr_compared && f.nr_within == f.nr_compared && f.nr_mixes_same == f.nr_mixes ?
 		       "PASS" :
 		       "FAIL (fix the model before quoting a many-core number)");
+	ret = print_replicas(measured);
 	sim_fidelity_free(&f);
+	return ret;
+}
+
+/*
+ * The fidelity check against make bench-qos's measurements: QoS-QPS as
+ * bench-qos takes it (each search's highest pass, the median of a cell's
+ * searches), then, with its points.tsv, by the crossing of every point of
+ * a cell (sim_crossing_qps). 0, or 1 on a bad file (printed).
+ */
+static int print_fidelity(void)
+{
+	struct sim_qps_table measured, crossing = { 0 };
+	struct coloc_err err = { 0 };
+	int ret;
+
+	if (access(opts.measured, F_OK)) {
+		printf("\nfidelity check: no measured results at %s yet; run `make bench-qos` on "
+		       "this machine to measure them, then `make bench-sim` again.\n",
+		       opts.measured);
+		return 0;
+	}
+	if (sim_qps_table_load_tsv(opts.measured, &measured, &err)) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		return 1;
+	}
+	ret = print_check("by the search",
+			  "each search's highest passing load, the median of a cell's searches",
+			  &found, &measured);
+	if (!ret && found_crossing.nr) {
+		ret = sim_loads_crossing(&measured_loads, &measured, SIM_QOS_FRACTION, &crossing,
+					 &err);
+		if (ret)
+			fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		else
+			ret = print_check("by every point",
+					  "a cell's searches pooled, the worst tenant's share "
+					  "within QoS fitted non-increasing in load, where it "
+					  "crosses 95 %; simulated: the seeds in groups as many as "
+					  "the measured searches",
+					  &found_crossing, &crossing);
+		sim_qps_table_free(&crossing);
+	}
 	sim_qps_table_free(&measured);
-	return 0;
+	return ret ? 1 : 0;
 }
 
 /* --scaling: how our profiles become scaled:NAME tables, and how far off they are. */
@@ -1303,12 +1450,21 @@ int main(int argc, char **argv)
 		}
 		nr_sets = mixes.nr;
 	}
-	if (opts.mix && !opts.qos_from && opts.measured) {
-		/* bench-qos writes points.tsv beside results.tsv */
+	if (opts.measured) {
+		/*
+		 * bench-qos writes points.tsv beside results.tsv: with --mix the
+		 * QoS it gave, and every load point for the check by their crossing
+		 */
 		snprintf(measured_dir, sizeof(measured_dir), "%s", opts.measured);
 		snprintf(points_buf, sizeof(points_buf), "%s/points.tsv", dirname(measured_dir));
-		if (!access(points_buf, F_OK))
-			opts.qos_from = points_buf;
+		if (!access(points_buf, F_OK)) {
+			if (opts.mix && !opts.qos_from)
+				opts.qos_from = points_buf;
+			if (sim_loads_load_tsv(points_buf, &measured_loads, &err)) {
+				fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+				return 1;
+			}
+		}
 	}
 	if (opts.qos_from && sim_served_load_tsv(opts.qos_from, &served, &err)) {
 		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
@@ -1470,6 +1626,8 @@ cleanup:
 	}
 	sim_trace_free(&trace);
 	sim_qps_table_free(&found);
+	sim_qps_table_free(&found_crossing);
+	sim_loads_free(&measured_loads);
 	sim_served_free(&served);
 	sim_exec_fit_free(&exec_fit);
 	return rc;
