@@ -3,8 +3,8 @@
  * QoS-QPS from every load point of a cell, not only the search's last pass:
  * the points of all its searches pooled by load (each tenant's queries and
  * those within QoS added up), the worst tenant's share within QoS fitted
- * non-increasing in log load (pool adjacent violators, weighted by the
- * worst-served tenant's query count's smallest), and the load where that fit
+ * non-increasing in log load (pool adjacent violators, each load weighted
+ * by the fewest queries a tenant had there), and the load where that fit
  * crosses the fraction, interpolated between the fit's steps. A search
  * decides a cell by its last pass and failure, each a few dozen queries of
  * the least frequent tenant near the edge; this uses every query the cell
@@ -71,9 +71,9 @@ int sim_crossing_qps(const struct sim_load_point *pts, int nr, double fraction, 
 	qsort(pool, (size_t)nr, sizeof(*pool), cmp_qps);
 	/* pool equal loads: the same load of several searches */
 	for (int i = 0; i < nr; i++) {
-		struct sim_load_point *to = &pool[n - 1];
+		struct sim_load_point *to = n ? &pool[n - 1] : NULL;
 
-		if (n && pool[i].qps == to->qps) {
+		if (to && pool[i].qps == to->qps) {
 			for (int t = 0; t < pool[i].nr_tenants && t < POLICY_MAX_TENANTS; t++) {
 				to->counted[t] += pool[i].counted[t];
 				to->within[t] += pool[i].within[t];

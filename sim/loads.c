@@ -155,30 +155,31 @@ int sim_loads_crossing(const struct sim_loads_table *t, const struct sim_qps_tab
 	for (int i = 0; i < t->nr && !ret; i++) {
 		const struct sim_cell_loads *c = &t->cell[i];
 		double all = 0, lo = INFINITY, hi = 0;
+		struct sim_load_point *one;
 
 		if (only && !sim_qps_table_find(only, c->mix, c->policy))
 			continue;
-
+		one = malloc((size_t)(c->nr ? c->nr : 1) * sizeof(*one));
+		if (!one) {
+			ret = coloc_err_set(err, -ENOMEM, "out of memory");
+			break;
+		}
 		ret = sim_crossing_qps(c->load, c->nr, fraction, &all, err);
 		/* each search alone, for the range */
 		for (int s = 1; s <= c->searches && !ret; s++) {
-			struct sim_load_point *one = malloc((size_t)c->nr * sizeof(*one));
 			double q = 0;
 			int n = 0;
 
-			if (!one)
-				return coloc_err_set(err, -ENOMEM, "out of memory");
 			for (int k = 0; k < c->nr; k++)
 				if (c->load[k].search == s)
 					one[n++] = c->load[k];
-			if (n)
-				ret = sim_crossing_qps(one, n, fraction, &q, err);
-			free(one);
-			if (n) {
-				lo = fmin(lo, q);
-				hi = fmax(hi, q);
-			}
+			if (!n)
+				continue;
+			ret = sim_crossing_qps(one, n, fraction, &q, err);
+			lo = fmin(lo, q);
+			hi = fmax(hi, q);
 		}
+		free(one);
 		if (!ret)
 			ret = sim_qps_table_add(out, c->mix, c->policy, all, 0, err);
 		if (!ret && hi > 0) {
