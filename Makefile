@@ -55,7 +55,7 @@ CC ?= gcc
 CLANG ?= clang
 # Debian installs bpftool in /usr/sbin, off a normal user's PATH
 BPFTOOL ?= $(or $(shell command -v bpftool),/usr/sbin/bpftool)
-PKGS := libbpf liburing hwloc json-c
+PKGS := libbpf liburing hwloc json-c libseccomp
 
 ifeq ($(filter deps clean format uninstall,$(MAKECMDGOALS)),)
 ifneq ($(filter check demo,$(MAKECMDGOALS)),)

@@ -88,6 +88,19 @@ static void usage(FILE *out)
 		"  --block-log FILE  write one line per finished block to FILE (tab-separated,\n"
 		"                    a header names the columns): the policy's prediction\n"
 		"                    next to the executor's measurement\n"
+		"  --uid-range A-B   uids (and gids) for the tenants' executors, one of its own\n"
+		"                    each, skipping any in /etc/passwd or /etc/group (default\n"
+		"                    %u-%u)\n"
+		"  --executor-memory MIB  memory of one tenant's cgroup (default %llu); each\n"
+		"                    executor's address space is bounded at 4x that\n"
+		"  --cgroup-root DIR the tenants' cgroups go under DIR (cgroup v2: a folder\n"
+		"                    under /sys/fs/cgroup, default /sys/fs/cgroup/coloc; v1: a\n"
+		"                    name under colocd's own cgroup, default coloc)\n"
+		"  --allow-weak-isolation  start executors even where a layer of their sandbox\n"
+		"                    cannot be had (namespaces, cgroups, Landlock); the\n"
+		"                    tenant's status then says what is missing\n"
+		"  --no-namespaces   start executors in colocd's namespaces (needs the above)\n"
+		"  --no-cgroups      no cgroup per tenant (needs --allow-weak-isolation)\n"
 		"  -v, --verbose     print libbpf's messages\n"
 		"  -h, --help        this help\n"
 		"  -V, --version     print the version and exit\n"
@@ -98,7 +111,29 @@ static void usage(FILE *out)
 		"\n"
 		"Inspect while it runs:  bpftool map dump pinned %s/cpu_live\n"
 		"                        colocctl signals; colocctl status\n",
+		SANDBOX_DEFAULT_UID_FIRST, SANDBOX_DEFAULT_UID_LAST, SANDBOX_DEFAULT_MEMORY_MIB,
 		COLOCD_DRAIN_MS / 1000, COLOC_DEFAULT_PIN_DIR);
+}
+
+/* "FIRST-LAST", both within 1..2^31-1 (sandbox_create checks the rest). */
+static int parse_uid_range(const char *s)
+{
+	char first[16];
+	const char *dash = strchr(s, '-');
+	long a, b;
+
+	if (!dash || dash == s || (size_t)(dash - s) >= sizeof(first)) {
+		fprintf(stderr, "colocd: --uid-range wants FIRST-LAST, e.g. %u-%u\n",
+			SANDBOX_DEFAULT_UID_FIRST, SANDBOX_DEFAULT_UID_LAST);
+		return 2;
+	}
+	snprintf(first, sizeof(first), "%.*s", (int)(dash - s), s);
+	if (cli_parse_flag("colocd", "--uid-range", first, 1, 0x7fffffffL, &a) ||
+	    cli_parse_flag("colocd", "--uid-range", dash + 1, a, 0x7fffffffL, &b))
+		return 2;
+	config.sandbox.uid_first = (uid_t)a;
+	config.sandbox.uid_last = (uid_t)b;
+	return 0;
 }
 
 static int parse_args(int argc, char **argv)
@@ -116,6 +151,12 @@ static int parse_args(int argc, char **argv)
 		{ "cache-dir", required_argument, NULL, 'C' },
 		{ "state", required_argument, NULL, 'F' },
 		{ "block-log", required_argument, NULL, 'B' },
+		{ "uid-range", required_argument, NULL, 'U' },
+		{ "executor-memory", required_argument, NULL, 'M' },
+		{ "cgroup-root", required_argument, NULL, 'G' },
+		{ "allow-weak-isolation", no_argument, NULL, 'W' },
+		{ "no-namespaces", no_argument, NULL, 'N' },
+		{ "no-cgroups", no_argument, NULL, 'O' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -184,6 +225,27 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'B':
 			config.block_log = optarg;
+			break;
+		case 'U':
+			if (parse_uid_range(optarg))
+				return 2;
+			break;
+		case 'M':
+			if (cli_parse_flag("colocd", "--executor-memory", optarg, 64, 1L << 30, &v))
+				return 2;
+			config.sandbox.memory_max = (unsigned long long)v << 20;
+			break;
+		case 'G':
+			config.sandbox.cgroup_base = optarg;
+			break;
+		case 'W':
+			config.sandbox.allow_weak = true;
+			break;
+		case 'N':
+			config.sandbox.no_namespaces = true;
+			break;
+		case 'O':
+			config.sandbox.no_cgroups = true;
 			break;
 		case 'v':
 			config.verbose = true;

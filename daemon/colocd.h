@@ -18,6 +18,7 @@
 #include "loop.h"
 #include "sensor.h"
 #include "server.h"
+#include "sandbox.h"
 #include "serving.h"
 #include "tenants.h"
 #include "topology.h"
@@ -39,6 +40,7 @@ struct colocd_config {
 	const char *cache_dir;
 	const char *state_path; /* admitted tenants survive a restart in it; NULL: none */
 	const char *block_log; /* one line per finished block into it; NULL: none */
+	struct sandbox_config sandbox; /* the executors' uids, cgroups, what may be missing */
 };
 
 /* An admitted tenant as submitted: what --state keeps. */
@@ -87,6 +89,7 @@ struct colocd {
 	struct colocd_uncore_rate *uncore_rate; /* one per topology socket */
 	char signals_line[1024];
 	struct level_source level; /* where the per-core level comes from */
+	struct sandbox *sandbox;
 	struct serving *serving;
 	struct loop_source *serving_timer;
 	struct colocd_exec_fd exec_fds[COLOCD_MAX_EXEC_FDS];
@@ -95,6 +98,7 @@ struct colocd {
 	int nr_specs;
 	struct colocd_waiter waiters[COLOCD_MAX_WAITERS];
 	bool draining; /* shutting down: no new tenants or queries */
+	bool cpuset_warned; /* a cpuset write failed (said once) */
 };
 
 /*

@@ -16,7 +16,6 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +26,10 @@
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include "coloc/protocol.h"
 #include "execproc.h"
 
 #ifndef P_PIDFD
@@ -38,6 +39,12 @@
 #define EXECPROC_DEFAULT_CAPACITY (16u << 20)
 #define EXECPROC_SHM_FD 3 /* where the executor finds them: its --shm-fd, --done-fd */
 #define EXECPROC_DONE_FD 4
+#define EXECPROC_MAX_FILES 64 /* RLIMIT_NOFILE: its fds, the model's, oneDNN's few */
+#define EXECPROC_THREADS_SLACK 16 /* RLIMIT_NPROC: CPUs + this, per executor */
+#define EXECPROC_NR_LIMITS 4
+
+static const int child_limit_ids[EXECPROC_NR_LIMITS] = { RLIMIT_CORE, RLIMIT_NOFILE, RLIMIT_NPROC,
+							 RLIMIT_AS };
 
 /*
  * The executor can write the whole shared memory, so nothing colocd
@@ -149,6 +156,10 @@ struct child_args {
 	char *const *argv;
 	char *const *envp;
 	int shm_hi, done_hi; /* above EXECPROC_DONE_FD, close-on-exec */
+	const int *cgroup_fds;
+	int nr_cgroup_fds;
+	struct rlimit limits[EXECPROC_NR_LIMITS];
+	bool remount_proc; /* it has a pid and mount namespace of its own */
 };
 
 /* What the child of clone3 tells colocd before exec: a setback, or why it gave up. */
@@ -181,9 +192,20 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *c, int
 	sigset_t none;
 	int null;
 
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) ||
-	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+	if (c->remount_proc &&
+	    (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) ||
+	     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL)))
 		child_report(report_fd, 0, errno);
+	/* its tenant's cgroups, its own session (no terminal), its limits */
+	for (int i = 0; i < c->nr_cgroup_fds; i++)
+		if (write(c->cgroup_fds[i], "0", 1) != 1)
+			goto fail;
+	if (setsid() < 0)
+		goto fail;
+	for (int i = 0; i < EXECPROC_NR_LIMITS; i++)
+		if (c->limits[i].rlim_max != RLIM_INFINITY &&
+		    setrlimit(child_limit_ids[i], &c->limits[i]))
+			goto fail;
 	null = open("/dev/null", O_RDONLY);
 	sigemptyset(&none);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(c->shm_hi, EXECPROC_SHM_FD) < 0 ||
@@ -199,18 +221,21 @@ fail:
 }
 
 /*
- * clone3 with a pid namespace of its own: the executor is pid 1 there and
- * can name no other tenant's process (kill, sched_setaffinity, setpriority
- * all fail with ESRCH), while colocd sees it under its host pid; and a
- * mount namespace whose /proc lists its own process only. Signals
- * are blocked across the clone so that none of the daemon's handlers runs
- * in the child. Returns 1 when the kernel refuses the namespace (EPERM in
- * a nested container, ENOSYS or EINVAL on an old kernel), with the reason
- * in ep->isolation, so that the caller falls back to posix_spawn.
+ * clone3 (clone where a seccomp filter such as systemd's RestrictNamespaces
+ * answers ENOSYS, having no way to read clone3's flags) with flags: with
+ * the namespaces, the executor is pid 1 of its own pid namespace and can
+ * name no other tenant's process (kill, sched_setaffinity, setpriority
+ * all fail with ESRCH), while colocd sees it under its host pid; its
+ * mount namespace's /proc lists its own process only. Signals are
+ * blocked across the clone so that none of the daemon's handlers runs in
+ * the child. Returns 1 when the kernel refuses the namespaces (EPERM in a
+ * nested container, EINVAL on an old kernel), with the reason in
+ * ep->isolation.
  */
-static int spawn_in_pidns(struct execproc *ep, const struct child_args *c, struct coloc_err *err)
+static int spawn_cloned(struct execproc *ep, const struct child_args *c, __u64 ns_flags,
+			struct coloc_err *err)
 {
-	struct clone_args ca = { .flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD,
+	struct clone_args ca = { .flags = ns_flags | CLONE_PIDFD,
 				 .pidfd = (__u64)(uintptr_t)&ep->pidfd,
 				 .exit_signal = SIGCHLD };
 	struct child_report r;
@@ -232,6 +257,9 @@ static int spawn_in_pidns(struct execproc *ep, const struct child_args *c, struc
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0 && errno == ENOSYS)
+		pid = syscall(SYS_clone, (unsigned long)ca.flags | SIGCHLD, NULL, &ep->pidfd, NULL,
+			      NULL);
 	if (pid == 0)
 		child_exec(c, err_fd);
 	e = errno;
@@ -240,14 +268,14 @@ static int spawn_in_pidns(struct execproc *ep, const struct child_args *c, struc
 	if (pid < 0) {
 		close(pipefd[0]);
 		ep->pidfd = -1;
-		if (e == EPERM || e == ENOSYS || e == EINVAL || e == E2BIG || e == EACCES) {
+		if (ns_flags && (e == EPERM || e == EINVAL || e == EACCES || e == ENOSPC)) {
 			snprintf(ep->isolation, sizeof(ep->isolation),
-				 "no pid namespace of its own (clone3 refused it: %s); it shares "
-				 "colocd's",
+				 "no pid, mount, ipc or network namespace of its own (the kernel "
+				 "refused them: %s)",
 				 strerror(e));
 			return 1;
 		}
-		return coloc_err_set(err, -e, "clone3: %s", strerror(e));
+		return coloc_err_set(err, -e, "clone: %s", strerror(e));
 	}
 	ep->pid = (pid_t)pid;
 	/* up to EOF: execve succeeded (the pipe closed on exec), unless a fatal report came */
@@ -267,62 +295,68 @@ static int spawn_in_pidns(struct execproc *ep, const struct child_args *c, struc
 		return coloc_err_set(err, -r.err, "cannot run %s: %s", c->path, strerror(r.err));
 	}
 	close(pipefd[0]);
-	ep->own_pidns = true;
+	ep->own_pidns = ns_flags != 0;
 	if (proc_errno)
 		snprintf(ep->isolation, sizeof(ep->isolation),
-			 "in a pid namespace of its own; its /proc still lists colocd's "
-			 "processes (mounting its own failed: %s)",
+			 "in pid, mount, ipc and network namespaces of its own; its /proc still "
+			 "lists colocd's processes (mounting its own failed: %s)",
 			 strerror(proc_errno));
-	else
+	else if (ns_flags)
 		snprintf(ep->isolation, sizeof(ep->isolation),
-			 "in a pid namespace of its own, with a /proc of its own");
-	return 0;
+			 "in pid, mount, ipc and network namespaces of its own, with a /proc of "
+			 "its own");
+	return proc_errno ? 2 : 0;
+}
+
+static void child_limits(const struct execproc_opts *o, struct rlimit *lim)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+	rlim_t threads =
+		(rlim_t)((cpus > 0 ? cpus : 1) + EXECPROC_THREADS_SLACK) * COLOC_MAX_EXECUTORS;
+
+	lim[0] = (struct rlimit){ 0, 0 };
+	lim[1] = (struct rlimit){ EXECPROC_MAX_FILES, EXECPROC_MAX_FILES };
+	/* counted per uid: only a tenant with an own uid gets a bound of its own */
+	lim[2] = o->uid ? (struct rlimit){ threads, threads } :
+			  (struct rlimit){ RLIM_INFINITY, RLIM_INFINITY };
+	lim[3] = (struct rlimit){ RLIM_INFINITY, RLIM_INFINITY };
+#if !defined(__SANITIZE_ADDRESS__) /* AddressSanitizer reserves terabytes of shadow */
+	if (o->max_address_space)
+		lim[3] = (struct rlimit){ o->max_address_space, o->max_address_space };
+#endif
 }
 
 /*
- * The fallback: posix_spawn (a vfork-style clone: no copy of the daemon's
- * page tables) with the same fds, signals and environment, in colocd's pid
- * namespace.
+ * In namespaces of its own; where they are refused (or turned off), in
+ * colocd's only if the caller accepts weak isolation.
  */
-static int spawn_plain(struct execproc *ep, const struct child_args *c, struct coloc_err *err)
+static int spawn_isolated(struct execproc *ep, const struct execproc_opts *o, struct child_args *c,
+			  struct coloc_err *err)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, dfl;
-	int ret;
+	int ret = 1;
 
-	sigemptyset(&none);
-	sigemptyset(&dfl);
-	sigaddset(&dfl, SIGPIPE);
-	sigaddset(&dfl, SIGCHLD);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&attr);
-	ret = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)	  ?:
-		      posix_spawn_file_actions_adddup2(&fa, c->shm_hi, EXECPROC_SHM_FD)	  ?:
-		      posix_spawn_file_actions_adddup2(&fa, c->done_hi, EXECPROC_DONE_FD) ?:
-		      posix_spawn_file_actions_addclosefrom_np(&fa, EXECPROC_DONE_FD + 1) ?:
-		      posix_spawnattr_setsigmask(&attr, &none)				  ?:
-		      posix_spawnattr_setsigdefault(&attr, &dfl)			  ?:
-		      posix_spawnattr_setflags(&attr,
-					       POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	if (!ret)
-		ret = posix_spawn(&ep->pid, c->path, &fa, &attr, c->argv, c->envp);
-	posix_spawnattr_destroy(&attr);
-	posix_spawn_file_actions_destroy(&fa);
-	if (ret) {
-		ep->pid = -1;
-		return coloc_err_set(err, -ret, "cannot run %s: %s", c->path, strerror(ret));
+	child_limits(o, c->limits);
+	c->remount_proc = true;
+	if (o->no_namespaces)
+		snprintf(ep->isolation, sizeof(ep->isolation),
+			 "no pid, mount, ipc or network namespace of its own (turned off)");
+	else
+		ret = spawn_cloned(ep, c, CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET,
+				   err);
+	if (ret == 1 && o->allow_weak_isolation) {
+		c->remount_proc = false;
+		return spawn_cloned(ep, c, 0, err);
 	}
-	/* not reaped before this: the pid cannot have been reused */
-	ep->pidfd = pidfd_open(ep->pid, 0);
-	if (ep->pidfd < 0) {
-		ret = errno;
-		kill(ep->pid, SIGKILL);
-		waitpid(ep->pid, NULL, 0);
-		ep->dead = true;
-		return coloc_err_set(err, -ret, "pidfd_open(%d): %s", ep->pid, strerror(ret));
-	}
-	return 0;
+	if (ret == 2 && o->allow_weak_isolation)
+		return 0;
+	if (ret == 2)
+		execproc_kill(ep);
+	if (ret > 0)
+		return coloc_err_set(err, -EPERM,
+				     "refusing to run it with weak isolation: %s (colocd "
+				     "--allow-weak-isolation accepts that)",
+				     ep->isolation);
+	return ret;
 }
 
 /*
@@ -334,7 +368,7 @@ static int spawn_plain(struct execproc *ep, const struct child_args *c, struct c
 static int start_child(struct execproc *ep, const struct execproc_opts *o, const char *path,
 		       int memfd, struct coloc_err *err)
 {
-	char fd_s[16], done_s[16];
+	char fd_s[16], done_s[16], uid_s[16], gid_s[16];
 	/*
 	 * A clean environment, with a short OpenMP spin. libgomp's default
 	 * (300,000 spins, about 10 ms) keeps idle team threads spinning after a
@@ -347,8 +381,12 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	 * between layers and end soon after a block.
 	 */
 	char *envp[] = { "GOMP_SPINCOUNT=3000", NULL };
-	const char *argv[16];
-	struct child_args c = { .path = path, .argv = (char *const *)argv, .envp = envp };
+	const char *argv[24];
+	struct child_args c = { .path = path,
+				.argv = (char *const *)argv,
+				.envp = envp,
+				.cgroup_fds = o->cgroup_fds,
+				.nr_cgroup_fds = o->nr_cgroup_fds };
 	int argc = 0, ret;
 
 	snprintf(fd_s, sizeof(fd_s), "%d", EXECPROC_SHM_FD);
@@ -368,6 +406,16 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 		argv[argc++] = "--cores";
 		argv[argc++] = o->cores;
 	}
+	if (o->uid) {
+		snprintf(uid_s, sizeof(uid_s), "%u", (unsigned int)o->uid);
+		snprintf(gid_s, sizeof(gid_s), "%u", (unsigned int)o->gid);
+		argv[argc++] = "--uid";
+		argv[argc++] = uid_s;
+		argv[argc++] = "--gid";
+		argv[argc++] = gid_s;
+	}
+	if (o->allow_weak_isolation)
+		argv[argc++] = "--allow-weak-isolation";
 	argv[argc++] = "--";
 	argv[argc++] = o->model_path;
 	argv[argc] = NULL;
@@ -377,9 +425,7 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	if (c.shm_hi < 0 || c.done_hi < 0)
 		ret = coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
 	else
-		ret = spawn_in_pidns(ep, &c, err);
-	if (ret == 1)
-		ret = spawn_plain(ep, &c, err);
+		ret = spawn_isolated(ep, o, &c, err);
 	if (c.shm_hi >= 0)
 		close(c.shm_hi);
 	if (c.done_hi >= 0)

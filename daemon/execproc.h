@@ -35,6 +35,28 @@ struct execproc_opts {
 	const char *cores; /* CPUs the executor may ever use, e.g. "0-3"; NULL: all online */
 	size_t slot_in_capacity; /* bytes per query input; 0: 16 MiB (untouched pages cost nothing) */
 	size_t slot_out_capacity; /* bytes per query output; 0: 16 MiB */
+	/*
+	 * The sandbox (docs/security-sandbox.md). uid and gid: the tenant's
+	 * own (daemon/sandbox.h); 0: the executor's default user, 'coloc'.
+	 * cgroup_fds: cgroup.procs files (one per hierarchy) the child joins
+	 * before exec; the caller keeps them. Limits per executor: address
+	 * space (0: none), threads of its uid (0: CPUs + 16, times
+	 * COLOC_MAX_EXECUTORS), open files (64), no core dumps.
+	 */
+	uid_t uid;
+	gid_t gid;
+	const int *cgroup_fds;
+	int nr_cgroup_fds;
+	unsigned long long max_address_space;
+	/* start it in colocd's namespaces on purpose (as where the kernel refuses them) */
+	bool no_namespaces;
+	/*
+	 * Where a layer is missing (namespaces refused or turned off, /proc not
+	 * remounted, a Landlock or seccomp feature the kernel lacks), start it
+	 * anyway, execproc_isolation() saying what is missing; otherwise
+	 * execproc_spawn fails with the reason.
+	 */
+	bool allow_weak_isolation;
 };
 
 /* A block to run: layers [first, last) of the query in slot. */
@@ -76,12 +98,15 @@ int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct 
 pid_t execproc_pid(const struct execproc *ep);
 /*
  * Whether it runs as pid 1 of a pid namespace of its own, where it can
- * name (signal, re-pin, renice) no other tenant's process. When the kernel
- * refuses one (EPERM in a nested container), it runs in colocd's, and
- * execproc_isolation() says why, in words for colocd's log line. It also
- * gets a mount namespace with a /proc of its own, listing itself only;
- * where mounting it fails, it keeps colocd's /proc and
- * execproc_isolation() says so.
+ * name (signal, re-pin, renice) no other tenant's process. It also gets
+ * ipc and network namespaces (no System V IPC, no network but a loopback
+ * that is down), and a mount namespace with a /proc of its own, listing
+ * itself only. When the kernel refuses the namespaces (EPERM in a nested
+ * container; clone3 filtered to ENOSYS under systemd's RestrictNamespaces
+ * is retried with clone) or the /proc mount fails, it is an error unless
+ * allow_weak_isolation; then it runs in colocd's namespaces and
+ * execproc_isolation() says what is missing, in words for colocd's log.
+ * Either way it runs in a session of its own (setsid), stdin /dev/null.
  */
 bool execproc_own_pidns(const struct execproc *ep);
 const char *execproc_isolation(const struct execproc *ep);

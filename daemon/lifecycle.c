@@ -303,6 +303,20 @@ static int open_block_log(struct colocd *d, struct coloc_err *err)
 	return 0;
 }
 
+/* The hook where a tenant's held cores change: its cpuset follows them. */
+static void colocd_tenant_cores(void *ctx, const char *name, const int *cpus, int nr)
+{
+	struct colocd *d = ctx;
+	struct coloc_err err = { 0 };
+
+	/* once per colocd: a cgroup that refuses one write refuses the next ones alike */
+	if (sandbox_tenant_set_cpus(d->sandbox, name, cpus, nr, &err) < 0 && !d->cpuset_warned) {
+		fprintf(stderr, "colocd: tenant %s: its cpuset does not follow its cores: %s\n",
+			name, coloc_err_str(&err));
+		d->cpuset_warned = true;
+	}
+}
+
 static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 {
 	char executor[PATH_MAX];
@@ -314,9 +328,16 @@ static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 		.watch = colocd_serving_watch,
 		.tenant_changed = colocd_serving_changed,
 		.core_changed = colocd_core_changed,
+		.tenant_cores = colocd_tenant_cores,
 		.ctx = d,
 	};
 	int ret;
+
+	ret = sandbox_create(&d->cfg.sandbox, &d->sandbox, err);
+	if (ret)
+		return ret;
+	sc.sandbox = d->sandbox;
+	printf("colocd: %s\n", sandbox_describe(d->sandbox));
 
 	if (d->cfg.block_log) {
 		ret = open_block_log(d, err);
@@ -407,6 +428,8 @@ void colocd_stop(struct colocd *d)
 	/* first: its executors are tenants, and its callbacks reach the table */
 	serving_destroy(d->serving);
 	d->serving = NULL;
+	sandbox_free(d->sandbox);
+	d->sandbox = NULL;
 	if (d->block_log)
 		fclose(d->block_log);
 	d->block_log = NULL;

@@ -37,6 +37,7 @@
 #include "cpulist.h"
 #include "model_open.h"
 #include "profile_table.h"
+#include "sandbox.h"
 #include "serving_internal.h"
 #include "topology.h"
 
@@ -227,8 +228,9 @@ static void free_tenant(struct serving *s, struct sv_tenant *t)
 	for (int i = 0; i < SERVING_MAX_EXECUTORS; i++)
 		free(t->ex[i].blk_versions);
 	free(t->scratch);
+	if (t->sandboxed)
+		sandbox_tenant_close(s->sandbox, t->name);
 	memset(t, 0, sizeof(*t));
-	(void)s;
 }
 
 /*
@@ -267,6 +269,8 @@ static int start_executors(struct serving *s, struct sv_tenant *t, struct coloc_
 				   .slot_in_capacity = t->in_bytes,
 				   .slot_out_capacity = t->out_bytes };
 
+	if (t->sandboxed)
+		sandbox_tenant_spawn_opts(s->sandbox, t->name, &o);
 	for (int i = 0; i < t->nr_exec; i++) {
 		int ret = execproc_spawn(&o, &t->ex[i].ep, err);
 
@@ -656,6 +660,12 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 		ret = coloc_err_set(err, -ENOMEM, "out of memory admitting %s", spec->name);
 		goto fail;
 	}
+	if (s->sandbox) {
+		ret = sandbox_tenant_open(s->sandbox, t->name, err);
+		if (ret)
+			goto fail;
+		t->sandboxed = true;
+	}
 	t->used = true;
 	t->order = s->next_order++;
 	ret = start_executors(s, t, err);
@@ -834,6 +844,8 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->watch = cfg->watch;
 	s->tenant_changed = cfg->tenant_changed;
 	s->core_changed = cfg->core_changed;
+	s->tenant_cores = cfg->tenant_cores;
+	s->sandbox = cfg->sandbox;
 	s->block_done = cfg->block_done;
 	s->ctx = cfg->ctx;
 	ret = served_cpus(s, cfg->cores, err);

@@ -147,6 +147,19 @@ struct serving_config {
 	 */
 	void (*core_changed)(void *ctx, int cpu, const char *name, uint64_t query, int first,
 			     int last);
+	/*
+	 * The cores a tenant's blocks hold, those of the block about to start
+	 * with those of its blocks in flight, told before the block starts
+	 * (colocd narrows the tenant's cpuset to them); may be NULL. Told under
+	 * every policy, the os policy's shared cores included.
+	 */
+	void (*tenant_cores)(void *ctx, const char *name, const int *cpus, int nr);
+	/*
+	 * The executors' uids and cgroups (daemon/sandbox.h), an entry per
+	 * tenant while it is admitted; NULL: executors as execproc starts them
+	 * by default (user 'coloc', no cgroup).
+	 */
+	struct sandbox *sandbox;
 	/* A block finished (ran or failed); may be NULL. For colocd --block-log. */
 	void (*block_done)(void *ctx, const struct serving_block_record *r);
 	void *ctx;
@@ -214,7 +227,8 @@ struct serving_tenant_info {
 	pid_t pids[SERVING_MAX_EXECUTORS]; /* every executor's tgid; 0 when none runs */
 	/* queries moved to another, idle executor before their first block (their input copied) */
 	uint64_t moved;
-	char isolation[160]; /* how its executor is kept apart (execproc_isolation); "" if none */
+	/* how its executors are kept apart (execproc_isolation, then its uid and cgroup); "" if none */
+	char isolation[384];
 	uint64_t qos_ns;
 	uint64_t solo_ns; /* profiled latency alone on all served cores */
 	size_t in_bytes, out_bytes;

@@ -86,6 +86,7 @@ struct sv_tenant {
 	struct policy_signal
 		sig; /* its attributed LLC / DRAM pressure (serving_set_tenant_signal) */
 	unsigned int order; /* admission order, for listing */
+	bool sandboxed; /* holds an entry in s->sandbox */
 };
 
 struct serving {
@@ -95,6 +96,8 @@ struct serving {
 	void (*core_changed)(void *ctx, int cpu, const char *name, uint64_t query, int first,
 			     int last);
 	void (*block_done)(void *ctx, const struct serving_block_record *r);
+	void (*tenant_cores)(void *ctx, const char *name, const int *cpus, int nr);
+	struct sandbox *sandbox;
 	void (*tenant_changed)(void *ctx, const char *name, enum serving_tenant_state state,
 			       const pid_t *pids, int nr_pids);
 	void *ctx;

@@ -261,6 +261,28 @@ static int executor_for(struct sv_tenant *t, struct sv_query *q)
 }
 
 /*
+ * The hook where a tenant's held cores change: the block's cores with those
+ * of its other blocks in flight, before the block starts on them.
+ */
+static void tell_tenant_cores(struct serving *s, const struct sv_tenant *t, const int *cpus, int nr)
+{
+	int held[POLICY_MAX_CPUS], n = 0;
+	struct policy_cpuset set = { 0 };
+
+	if (!s->tenant_cores)
+		return;
+	for (int i = 0; i < nr; i++)
+		policy_cpuset_set(&set, cpus[i]);
+	for (int x = 0; x < t->nr_exec; x++)
+		for (int c = t->ex[x].busy ? policy_cpuset_next(&t->ex[x].blk.cores, 0) : -1;
+		     c >= 0; c = policy_cpuset_next(&t->ex[x].blk.cores, c + 1))
+			policy_cpuset_set(&set, c);
+	for (int c = policy_cpuset_next(&set, 0); c >= 0; c = policy_cpuset_next(&set, c + 1))
+		held[n++] = c;
+	s->tenant_cores(s->ctx, t->name, held, n);
+}
+
+/*
  * Starts d's block; false when it could not be: the query failed, or none
  * of its tenant's executors can take it now (*refused set: the policy counts
  * a tenant's idle executors, not which of them holds which query, so two
@@ -289,6 +311,7 @@ static bool apply_decision(struct serving *s, const struct policy_decision *d, b
 	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
 	     c = policy_cpuset_next(&d->cores, c + 1))
 		cpus[nr_cpus++] = c;
+	tell_tenant_cores(s, t, cpus, nr_cpus);
 	b = (struct execproc_block){ .slot = (unsigned int)q->slot,
 				     .first = (unsigned int)d->first_layer,
 				     .last = (unsigned int)d->last_layer,

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include "sandbox.h"
 #include "serving_internal.h"
 
 static const char *const state_names[] = {
@@ -51,8 +52,9 @@ int serving_tenant_info(const struct serving *s, const char *name, struct servin
 	info->moved = t->moved;
 	/* the same for all of them: one spawn code, one kernel */
 	if (t->ex[0].ep)
-		snprintf(info->isolation, sizeof(info->isolation), "%s",
-			 execproc_isolation(t->ex[0].ep));
+		snprintf(info->isolation, sizeof(info->isolation), "%s%s%s",
+			 execproc_isolation(t->ex[0].ep), t->sandboxed ? "; " : "",
+			 t->sandboxed ? sandbox_tenant_describe(s->sandbox, t->name) : "");
 	info->qos_ns = t->qos_ns;
 	info->solo_ns = t->solo_ns;
 	info->in_bytes = t->in_bytes;

@@ -271,10 +271,21 @@ static bool team_placed(int t, int cpu)
 	return cpu != TEAM_ANY_CPU && team_pinned.tid_cpu[t] == cpu;
 }
 
+/*
+ * A spare core may be outside this process's cpuset (colocd narrows a
+ * tenant's cgroup to the cores its blocks hold): then the block's cores.
+ */
 static int place(pid_t tid, const struct team_plan *p, int cpu)
 {
-	return cpu == TEAM_ANY_CPU ? set_mask(tid, p->cores->cpus, p->cores->nr) :
-				     set_mask(tid, &cpu, 1);
+	int ret = cpu == TEAM_ANY_CPU ? set_mask(tid, p->cores->cpus, p->cores->nr) :
+					set_mask(tid, &cpu, 1);
+	bool spare = cpu != TEAM_ANY_CPU;
+
+	for (int i = 0; i < p->n && spare; i++)
+		spare = p->cores->cpus[i] != cpu;
+	if (ret == -EINVAL && spare)
+		ret = set_mask(tid, p->cores->cpus, p->cores->nr);
+	return ret;
 }
 
 /* Pool threads 1.. by id, from the caller; -ESRCH when one is gone. */

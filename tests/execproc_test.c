@@ -841,15 +841,17 @@ struct fallback_seen {
 };
 
 /*
- * Where the kernel refuses the pid namespace (here: a driver that dropped
- * CAP_SYS_ADMIN from its effective set, as in a nested container), the
- * executor still starts, in the driver's pid namespace, serves, stops,
- * and execproc_isolation() says why.
+ * Where the kernel refuses the namespaces (here: a driver that dropped
+ * CAP_SYS_ADMIN from its effective set, as in a nested container) and weak
+ * isolation is accepted, the executor still starts, in the driver's pid
+ * namespace, serves, stops, and execproc_isolation() says why.
  */
-TEST(execproc_spawn__refused_namespace_falls_back_to_posix_spawn)
+TEST(execproc_spawn__refused_namespace_falls_back_when_weak_allowed)
 {
 	char bin[512], path[512];
-	struct execproc_opts o = { .tenant = "fallback", .model_path = path };
+	struct execproc_opts o = { .tenant = "fallback",
+				   .model_path = path,
+				   .allow_weak_isolation = true };
 	struct fallback_seen *seen;
 	int status;
 	pid_t driver;
@@ -894,13 +896,82 @@ TEST(execproc_spawn__refused_namespace_falls_back_to_posix_spawn)
 	TH_LOG("%s", seen->isolation);
 	EXPECT_EQ(0, seen->spawn);
 	EXPECT_FALSE(seen->own_pidns);
-	EXPECT_NE(NULL, strstr(seen->isolation, "clone3 refused it: Operation not permitted"));
+	EXPECT_NE(NULL,
+		  strstr(seen->isolation, "the kernel refused them: Operation not permitted"));
 	EXPECT_EQ(0, seen->ready);
 	EXPECT_GT(seen->pid, 1);
 	EXPECT_EQ(1, seen->nspid); /* one level: the driver's (and this test's) namespace */
 	EXPECT_EQ(pidns_ino(getpid()), seen->ns);
 	EXPECT_EQ(0, seen->stop);
 	munmap(seen, sizeof(*seen));
+}
+
+/*
+ * Without weak isolation accepted, the same refusal is an error that names
+ * the missing layer and the flag, and no executor is left behind; so is
+ * turning the namespaces off (colocd --no-namespaces).
+ */
+struct refusal_seen {
+	int spawn;
+	bool got_handle, no_child;
+	char msg[COLOC_ERR_MSG_MAX];
+};
+
+TEST(execproc_spawn__refused_namespace_is_an_error_unless_weak_allowed)
+{
+	char bin[512], path[512];
+	struct execproc_opts o = { .tenant = "strict", .model_path = path };
+	struct refusal_seen *seen;
+	struct coloc_err err = { 0 };
+	struct execproc *ep = NULL;
+	int status;
+	pid_t driver;
+
+	model_path(path, sizeof(path), "mobilenet_v2");
+	if (access(path, R_OK))
+		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", path);
+	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
+	seen = mmap(NULL, sizeof(*seen), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, seen);
+	driver = fork();
+	ASSERT_GE(driver, 0);
+	if (!driver) {
+		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct d[2];
+		struct coloc_err cerr = { 0 };
+		struct execproc *cep = NULL;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (syscall(SYS_capget, &h, d))
+			_exit(2);
+		d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+		if (syscall(SYS_capset, &h, d))
+			_exit(3);
+		seen->spawn = execproc_spawn(&o, &cep, &cerr);
+		snprintf(seen->msg, sizeof(seen->msg), "%s", coloc_err_str(&cerr));
+		seen->got_handle = cep != NULL;
+		/* no child of its own left: the refused spawn started none */
+		seen->no_child = waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD;
+		execproc_free(cep);
+		_exit(0);
+	}
+	ASSERT_EQ(driver, waitpid(driver, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	TH_LOG("%s", seen->msg);
+	EXPECT_EQ(-EPERM, seen->spawn);
+	EXPECT_NE(NULL, strstr(seen->msg, "Operation not permitted"));
+	EXPECT_NE(NULL, strstr(seen->msg, "--allow-weak-isolation"));
+	EXPECT_FALSE(seen->got_handle);
+	EXPECT_TRUE(seen->no_child);
+	munmap(seen, sizeof(*seen));
+
+	/* turned off on purpose: refused the same way, in this process */
+	o.no_namespaces = true;
+	EXPECT_EQ(-EPERM, execproc_spawn(&o, &ep, &err));
+	EXPECT_EQ(NULL, ep);
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "turned off"))
+	TH_LOG("%s", coloc_err_str(&err));
 }
 
 /*

@@ -2,9 +2,9 @@
 /*
  * coloc-executor: one tenant's executor process, started by colocd (through
  * daemon/execproc.c) on a shared-memory region laid out as in
- * include/coloc/shm.h. It loads the model, its weights and every oneDNN
- * primitive up front, drops to an unprivileged user with no capabilities,
- * no_new_privs and not dumpable, then serves commands "run layers
+ * include/coloc/shm.h. It first enters its sandbox (executor/exec_sandbox.h:
+ * the tenant's own uid, no capabilities, Landlock, seccomp), then loads the
+ * model, its weights and every oneDNN primitive, then serves commands "run layers
  * [first, last) of the query in slot s with these versions on these cores"
  * one at a time: it sleeps on a futex until colocd rings, runs the block,
  * writes the completion and signals colocd's eventfd. It never spins.
@@ -13,10 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <grp.h>
-#include <linux/capability.h>
 #include <linux/futex.h>
-#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -33,12 +30,15 @@
 #include "cli.h"
 #include "executor.h"
 #include "model_open.h"
+#include "exec_sandbox.h"
 
 #define PROG "coloc-executor"
 
 static struct {
 	int shm_fd, done_fd;
 	const char *tenant, *weights, *cores, *model_path;
+	long uid, gid;
+	bool allow_weak;
 } opts = { .shm_fd = -1, .done_fd = -1 };
 
 /* What the loop needs: the model, one query per slot, and where a slot's tensors go. */
@@ -57,8 +57,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: " PROG " --shm-fd N --done-fd N --tenant NAME [options] MODEL\n"
 		"One tenant's executor process. colocd starts it (you normally do not): it\n"
-		"loads MODEL and every kernel up front, drops to the 'coloc' user (or\n"
-		"'nobody') with no capabilities, then runs the layer blocks colocd writes\n"
+		"enters its sandbox (the tenant's uid, no capabilities, Landlock, seccomp),\n"
+		"loads MODEL and every kernel, then runs the layer blocks colocd writes\n"
 		"into the shared memory on fd N (layout: include/coloc/shm.h), signalling\n"
 		"each completion on the eventfd --done-fd.\n"
 		"\n"
@@ -68,6 +68,9 @@ static void usage(FILE *f)
 		"  -w, --weights FILE    weights file (models/WEIGHTS.md); default: from the seed\n"
 		"  -c, --cores LIST      CPUs blocks may run on, e.g. 0-3 (default: all online\n"
 		"                        CPUs this process may use)\n"
+		"  -u, --uid N           the tenant's own uid to run as (default: 'coloc')\n"
+		"  -g, --gid N           the tenant's own gid (default: the user's)\n"
+		"      --allow-weak-isolation  go on where the kernel lacks a sandbox layer\n"
 		"  -h, --help            this help\n"
 		"      --version         print the version\n"
 		"\n"
@@ -210,110 +213,6 @@ static int allowed_cpus(struct exec_cpuset *set, char *why, size_t len)
 	for (int cpu = 0; cpu < EXEC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
 		if (CPU_ISSET(cpu, &mask) && exec_cpu_online(cpu))
 			set->cpus[set->nr++] = cpu;
-	return 0;
-}
-
-/*
- * Before any thread exists (threads inherit both, and both are per thread):
- * no_new_privs, and an empty capability bounding set, which needs
- * CAP_SETPCAP (so only when started as root).
- */
-static int restrict_early(char *why, size_t len)
-{
-	int last = CAP_LAST_CAP;
-	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "r");
-
-	if (f) {
-		if (fscanf(f, "%d", &last) != 1)
-			last = CAP_LAST_CAP;
-		fclose(f);
-	}
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
-		snprintf(why, len, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
-		return -errno;
-	}
-	if (geteuid())
-		return 0;
-	for (int cap = 0; cap <= last; cap++) {
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)) {
-			snprintf(why, len, "dropping capability %d from the bounding set: %s", cap,
-				 strerror(errno));
-			return -errno;
-		}
-	}
-	return 0;
-}
-
-static bool caps_all_zero(void)
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2];
-
-	if (syscall(SYS_capget, &hdr, data))
-		return false;
-	return !(data[0].effective | data[0].permitted | data[0].inheritable | data[1].effective |
-		 data[1].permitted | data[1].inheritable);
-}
-
-/*
- * After loading (the model file may be readable by root only): to 'coloc'
- * or 'nobody'. glibc applies setgroups/setresgid/setresuid to every thread
- * of the process, and the kernel clears each thread's permitted and
- * effective sets as its uids leave 0. Each step is checked afterwards.
- */
-static int drop_privileges(pid_t parent, char *why, size_t len)
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct none[2] = { 0 };
-	uid_t uid, ru, eu, su;
-	gid_t gid, rg, eg, sg;
-	const char *user = "coloc";
-	struct passwd *pw;
-
-	if (!geteuid()) {
-		pw = getpwnam(user);
-		if (!pw)
-			pw = getpwnam(user = "nobody");
-		if (!pw) {
-			snprintf(why, len, "neither a 'coloc' nor a 'nobody' user exists");
-			return -ENOENT;
-		}
-		uid = pw->pw_uid;
-		gid = pw->pw_gid;
-		if (!uid) {
-			snprintf(why, len, "user '%s' is root", user);
-			return -EPERM;
-		}
-		if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)) {
-			snprintf(why, len, "switching to user '%s': %s", user, strerror(errno));
-			return -errno;
-		}
-		if (getresuid(&ru, &eu, &su) || getresgid(&rg, &eg, &sg) || ru != uid ||
-		    eu != uid || su != uid || rg != gid || eg != gid || sg != gid ||
-		    getgroups(0, NULL) != 0 || setuid(0) == 0) {
-			snprintf(why, len, "the switch to user '%s' did not stick", user);
-			return -EPERM;
-		}
-	}
-	if (syscall(SYS_capset, &hdr, none) ||
-	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) || !caps_all_zero()) {
-		snprintf(why, len, "clearing capabilities failed: %s", strerror(errno));
-		return -EPERM;
-	}
-	/* not dumpable: no ptrace, no /proc/PID/mem, for anyone but root */
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) || prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) {
-		snprintf(why, len, "PR_SET_DUMPABLE: %s", strerror(errno));
-		return -EPERM;
-	}
-	/* a change of credentials clears the parent-death signal: set it again */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)) {
-		snprintf(why, len, "PR_SET_PDEATHSIG: %s", strerror(errno));
-		return -errno;
-	}
-	if (getppid() != parent) {
-		snprintf(why, len, "colocd (pid %d) is gone", parent);
-		return -ESRCH;
-	}
 	return 0;
 }
 
@@ -535,6 +434,31 @@ static int warm_up(struct server *s, char *why, size_t len)
 	return ret;
 }
 
+/*
+ * What stays readable: the weights file, and the CPUs' sysfs folder (which
+ * CPUs are online); the model is parsed by then (an ONNX model's weights
+ * are in a memfd, reached through /proc/self/fd, which Landlock lets by as
+ * an internal filesystem). What the kernel could not enforce goes to
+ * stderr.
+ */
+static int enter_sandbox(pid_t parent, char *why, size_t len)
+{
+	struct exec_sandbox sb = { .uid = (uid_t)opts.uid,
+				   .gid = (gid_t)opts.gid,
+				   .parent = parent,
+				   .allow_weak = opts.allow_weak };
+	char missing[256];
+	int n = 0, ret;
+
+	sb.readable[n++] = "/sys/devices/system/cpu";
+	if (opts.weights)
+		sb.readable[n++] = opts.weights;
+	ret = exec_sandbox_enter(&sb, missing, sizeof(missing), why, len);
+	if (!ret && missing[0])
+		fprintf(stderr, PROG ": tenant %s: weak isolation: %s\n", opts.tenant, missing);
+	return ret;
+}
+
 static int setup(struct server *s, pid_t parent, char *why, size_t len)
 {
 	struct exec_options eo = { .weights_path = opts.weights };
@@ -559,6 +483,10 @@ static int setup(struct server *s, pid_t parent, char *why, size_t len)
 	s->m = src.model;
 	if (src.onnx)
 		eo.weights_path = src.weights_path;
+	/* before oneDNN and OpenMP start threads: Landlock binds the calling thread only */
+	ret = enter_sandbox(parent, why, len);
+	if (ret)
+		return ret;
 	s->em = exec_model_load(s->m, &eo, &merr);
 	model_source_drop_weights(&src);
 	if (!s->em) {
@@ -574,9 +502,6 @@ static int setup(struct server *s, pid_t parent, char *why, size_t len)
 	}
 	ret = describe_model(s, why, len);
 	if (!ret)
-		ret = drop_privileges(parent, why, len);
-	/* after the drop: the model's first run is its first run as untrusted code */
-	if (!ret)
 		ret = warm_up(s, why, len);
 	return ret;
 }
@@ -589,6 +514,9 @@ static int parse_args(int argc, char **argv)
 		{ "tenant", required_argument, NULL, 't' },
 		{ "weights", required_argument, NULL, 'w' },
 		{ "cores", required_argument, NULL, 'c' },
+		{ "uid", required_argument, NULL, 'u' },
+		{ "gid", required_argument, NULL, 'g' },
+		{ "allow-weak-isolation", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -596,7 +524,7 @@ static int parse_args(int argc, char **argv)
 	int c;
 	long v;
 
-	while ((c = getopt_long(argc, argv, "s:d:t:w:c:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:d:t:w:c:u:g:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 		case 'd':
@@ -614,6 +542,16 @@ static int parse_args(int argc, char **argv)
 		case 'c':
 			opts.cores = optarg;
 			break;
+		case 'u':
+		case 'g':
+			/* never 0: root's ids are no tenant's */
+			if (cli_parse_flag(PROG, c == 'u' ? "--uid" : "--gid", optarg, 1,
+					   UINT32_MAX - 1, c == 'u' ? &opts.uid : &opts.gid))
+				return 2;
+			break;
+		case 'W':
+			opts.allow_weak = true;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -628,6 +566,10 @@ static int parse_args(int argc, char **argv)
 	if (optind != argc - 1 || opts.shm_fd < 0 || opts.done_fd < 0 || !opts.tenant) {
 		fprintf(stderr, PROG ": --shm-fd, --done-fd, --tenant and one MODEL are needed\n");
 		usage(stderr);
+		return 2;
+	}
+	if (!opts.uid != !opts.gid) {
+		fprintf(stderr, PROG ": --uid and --gid go together\n");
 		return 2;
 	}
 	opts.model_path = argv[optind];
@@ -654,9 +596,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	s.shm->hdr.executor_pid = getpid();
-	ret = restrict_early(why, sizeof(why));
-	if (!ret)
-		ret = setup(&s, parent, why, sizeof(why));
+	ret = setup(&s, parent, why, sizeof(why));
 	if (ret)
 		return fail(&s, ret, "%s", why);
 	__atomic_store_n(&s.shm->hdr.state, COLOC_SHM_READY, __ATOMIC_RELEASE);

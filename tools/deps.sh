@@ -12,7 +12,7 @@ set -euo pipefail
 PACKAGES=(
 	make gcc clang pkg-config xz-utils
 	libbpf-dev bpftool libelf-dev zlib1g-dev
-	liburing-dev libhwloc-dev libjson-c-dev
+	liburing-dev libhwloc-dev libjson-c-dev libseccomp-dev
 	libdnnl-dev
 	libonnx-dev protobuf-c-compiler libprotobuf-c-dev
 	python3-onnx # tools/ort/export-onnx.py, which tests/onnx_ort_test.c runs

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The tenants' cgroups (cgroup.h): which layout is live, this colocd's
+ * folder in each hierarchy, a folder per tenant with its cpuset and memory
+ * limit, and the cpuset writes as the tenant's cores change. Paths are
+ * built from colocd's own configuration and tenant names, which serving
+ * has checked to be [A-Za-z0-9_.-] (the "tenant-" prefix keeps "." and
+ * ".." from naming a folder).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include "cgroup.h"
+
+#define CGROUP_FS "/sys/fs/cgroup"
+
+const char *cgroup_mode_name(enum cgroup_mode m)
+{
+	return m == CGROUP_V2 ? "cgroup v2" :
+	       m == CGROUP_V1 ? "cgroup v1 (cpuset, memory)" :
+				"none";
+}
+
+static int write_file(const char *dir, const char *file, const char *val, struct coloc_err *err)
+{
+	char path[PATH_MAX + 64];
+	size_t len = strlen(val);
+	ssize_t n;
+	int fd, e;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	n = write(fd, val, len);
+	e = errno;
+	close(fd);
+	if (n != (ssize_t)len)
+		return coloc_err_set(err, n < 0 ? -e : -EIO, "writing '%s' to %s: %s", val, path,
+				     n < 0 ? strerror(e) : "short write");
+	return 0;
+}
+
+static int read_file(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[PATH_MAX + 64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = '\0';
+	return 0;
+}
+
+static bool fs_is(const char *path, long magic)
+{
+	struct statfs sf;
+
+	return !statfs(path, &sf) && (long)sf.f_type == magic;
+}
+
+static bool has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ' ' || p[-1] == ',') &&
+		    (p[n] == '\0' || p[n] == ' ' || p[n] == ',' || p[n] == '\n'))
+			return true;
+	return false;
+}
+
+/* This process's cgroup in the v1 hierarchy of controller, from /proc/self/cgroup. */
+static int own_v1_path(const char *controller, char *buf, size_t len)
+{
+	char line[PATH_MAX + 64];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	int ret = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *ctl = strchr(line, ':'), *path = ctl ? strchr(ctl + 1, ':') : NULL;
+
+		if (!path)
+			continue;
+		*path++ = '\0';
+		path[strcspn(path, "\n")] = '\0';
+		if (has_word(ctl + 1, controller)) {
+			snprintf(buf, len, "%s", strcmp(path, "/") ? path : "");
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+static int make_dir(const char *dir, struct coloc_err *err)
+{
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return coloc_err_set(err, -errno, "mkdir %s: %s", dir, strerror(errno));
+	return 0;
+}
+
+/* v1 cpuset: a new folder has no CPU and no memory node; it takes its parent's. */
+static int inherit_cpuset(const char *parent, const char *dir, struct coloc_err *err)
+{
+	char val[CGROUP_CPUS_LEN];
+	int ret;
+
+	for (int i = 0; i < 2; i++) {
+		const char *file = i ? "cpuset.mems" : "cpuset.cpus";
+
+		ret = read_file(parent, file, val, sizeof(val));
+		if (ret)
+			return coloc_err_set(err, ret, "%s/%s: %s", parent, file, strerror(-ret));
+		ret = write_file(dir, file, val, err);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Removes tenant folders then the folder itself; only empty cgroups go. */
+static void remove_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char sub[PATH_MAX + 256];
+
+	if (d) {
+		while ((e = readdir(d)))
+			if (e->d_type == DT_DIR && !strncmp(e->d_name, "tenant-", 7)) {
+				snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
+				rmdir(sub);
+			}
+		closedir(d);
+	}
+	rmdir(dir);
+}
+
+/* colocd-PID folders of a colocd that is no more (its executors died with it). */
+static void remove_stale(const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *e;
+	char sub[PATH_MAX + 256];
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		long pid;
+		char *end;
+
+		if (strncmp(e->d_name, "colocd-", 7))
+			continue;
+		pid = strtol(e->d_name + 7, &end, 10);
+		if (*end || pid <= 0 || !kill((pid_t)pid, 0) || errno != ESRCH)
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", base, e->d_name);
+		remove_tree(sub);
+	}
+	closedir(d);
+}
+
+static int open_v2(struct cgroup_root *r, const char *base, struct coloc_err *err)
+{
+	char ctl[256], dir[PATH_MAX];
+	const char *p;
+	int ret;
+
+	if (read_file(CGROUP_FS, "cgroup.controllers", ctl, sizeof(ctl)) ||
+	    !has_word(ctl, "cpuset") || !has_word(ctl, "memory"))
+		return coloc_err_set(err, -ENODEV,
+				     "cgroup v2 at " CGROUP_FS " has no cpuset and memory "
+				     "controllers (it has: %s)",
+				     ctl);
+	base = base ?: CGROUP_FS "/coloc";
+	if (strncmp(base, CGROUP_FS "/", sizeof(CGROUP_FS)))
+		return coloc_err_set(err, -EINVAL, "the cgroup folder %s is not under " CGROUP_FS,
+				     base);
+	/* every folder from the root down to base hands cpuset and memory on */
+	snprintf(dir, sizeof(dir), "%s", CGROUP_FS);
+	for (p = base + sizeof(CGROUP_FS);; p = strchr(p, '/') + 1) {
+		const char *slash = strchr(p, '/');
+
+		ret = write_file(dir, "cgroup.subtree_control", "+cpuset +memory", err);
+		if (ret)
+			return coloc_err_prefix(err, "enabling cgroup controllers"), ret;
+		snprintf(dir, sizeof(dir), "%.*s", (int)((slash ? slash : p + strlen(p)) - base),
+			 base);
+		ret = make_dir(dir, err);
+		if (ret)
+			return ret;
+		if (!slash)
+			break;
+	}
+	remove_stale(base);
+	snprintf(r->dir[0], sizeof(r->dir[0]), "%s/colocd-%d", base, getpid());
+	ret = make_dir(r->dir[0], err)							 ?:
+		      write_file(base, "cgroup.subtree_control", "+cpuset +memory", err) ?:
+		      write_file(r->dir[0], "cgroup.subtree_control", "+cpuset +memory", err);
+	if (ret)
+		return ret;
+	r->nr = 1;
+	r->mode = CGROUP_V2;
+	return 0;
+}
+
+static int open_v1(struct cgroup_root *r, const char *base, struct coloc_err *err)
+{
+	static const char *const ctls[CGROUP_MAX_HIER] = { "cpuset", "memory" };
+	int ret;
+
+	for (int i = 0; i < CGROUP_MAX_HIER; i++) {
+		char own[PATH_MAX / 2], hier[64], dir[PATH_MAX + 512];
+
+		snprintf(hier, sizeof(hier), CGROUP_FS "/%s", ctls[i]);
+		if (!fs_is(hier, CGROUP_SUPER_MAGIC))
+			return coloc_err_set(err, -ENODEV, "no cgroup v1 %s hierarchy at %s",
+					     ctls[i], hier);
+		ret = own_v1_path(ctls[i], own, sizeof(own));
+		if (ret)
+			return coloc_err_set(err, ret, "colocd's %s cgroup: %s", ctls[i],
+					     strerror(-ret));
+		/* under colocd's own cgroup: limits set above it still hold */
+		snprintf(dir, sizeof(dir), "%s%s/%.255s", hier, own, base ?: "coloc");
+		ret = make_dir(dir, err);
+		if (!ret && i == 0)
+			ret = inherit_cpuset(hier, dir, err);
+		if (ret)
+			return ret;
+		remove_stale(dir);
+		snprintf(r->dir[i], sizeof(r->dir[i]), "%.*s/colocd-%d", PATH_MAX - 32, dir,
+			 getpid());
+		ret = make_dir(r->dir[i], err);
+		if (!ret && i == 0)
+			ret = inherit_cpuset(dir, r->dir[i], err);
+		if (ret)
+			return ret;
+		r->nr = i + 1;
+	}
+	r->mode = CGROUP_V1;
+	return 0;
+}
+
+int cgroup_root_open(struct cgroup_root *r, const char *base, struct coloc_err *err)
+{
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	if (fs_is(CGROUP_FS, CGROUP2_SUPER_MAGIC))
+		ret = open_v2(r, base, err);
+	else
+		ret = open_v1(r, base, err);
+	if (ret) {
+		cgroup_root_close(r);
+		coloc_err_prefix(err, "tenant cgroups");
+	}
+	return ret;
+}
+
+void cgroup_root_close(struct cgroup_root *r)
+{
+	for (int i = 0; i < r->nr; i++)
+		remove_tree(r->dir[i]);
+	r->nr = 0;
+	r->mode = CGROUP_NONE;
+}
+
+int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const char *cpus,
+			 uint64_t memory_max, struct cgroup_tenant *t, struct coloc_err *err)
+{
+	char limit[32];
+	int ret = 0;
+
+	memset(t, 0, sizeof(*t));
+	for (int i = 0; i < CGROUP_MAX_HIER; i++)
+		t->procs_fd[i] = -1;
+	for (int i = 0; i < r->nr && !ret; i++) {
+		bool cpuset = i == 0, memory = r->mode == CGROUP_V2 || i == 1;
+		char path[PATH_MAX + 32];
+
+		snprintf(t->dir[i], sizeof(t->dir[i]), "%.*s/tenant-%s", PATH_MAX - 80, r->dir[i],
+			 name);
+		t->nr = i + 1;
+		if (mkdir(t->dir[i], 0755)) {
+			ret = coloc_err_set(err, -errno, "mkdir %s: %s", t->dir[i],
+					    strerror(errno));
+			break;
+		}
+		if (cpuset && r->mode == CGROUP_V1)
+			ret = inherit_cpuset(r->dir[i], t->dir[i], err);
+		/* none named: its parent's (v2: an empty cpuset.cpus is the parent's) */
+		if (!ret && cpuset && cpus && cpus[0] && cgroup_tenant_set_cpus(t, cpus, err) < 0)
+			ret = err && err->code ? err->code : -EIO;
+		else if (!ret && cpuset)
+			read_file(t->dir[i], "cpuset.cpus", t->cpus, sizeof(t->cpus));
+		if (!ret && memory && memory_max) {
+			snprintf(limit, sizeof(limit), "%llu", (unsigned long long)memory_max);
+			ret = write_file(t->dir[i],
+					 r->mode == CGROUP_V2 ? "memory.max" :
+								"memory.limit_in_bytes",
+					 limit, err);
+		}
+		snprintf(path, sizeof(path), "%s/cgroup.procs", t->dir[i]);
+		if (!ret && (t->procs_fd[i] = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+			ret = coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	}
+	if (ret)
+		cgroup_tenant_remove(t);
+	return ret;
+}
+
+int cgroup_tenant_set_cpus(struct cgroup_tenant *t, const char *cpus, struct coloc_err *err)
+{
+	int ret;
+
+	if (!t->nr || !strcmp(t->cpus, cpus))
+		return 0;
+	ret = write_file(t->dir[0], "cpuset.cpus", cpus, err);
+	if (ret)
+		return ret;
+	snprintf(t->cpus, sizeof(t->cpus), "%s", cpus);
+	return 1;
+}
+
+void cgroup_tenant_remove(struct cgroup_tenant *t)
+{
+	for (int i = 0; i < t->nr; i++) {
+		if (t->procs_fd[i] >= 0)
+			close(t->procs_fd[i]);
+		t->procs_fd[i] = -1;
+		rmdir(t->dir[i]);
+	}
+	t->nr = 0;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * One cgroup per tenant, under a folder of this colocd's own, so that the
+ * kernel enforces the cores the tenant's blocks hold (cpuset) and bounds
+ * its memory. Two layouts, detected at start:
+ *   v2: /sys/fs/cgroup is cgroup2 with the cpuset and memory controllers;
+ *       BASE (default /sys/fs/cgroup/coloc) gets +cpuset +memory in its
+ *       subtree_control, as does every folder from the root down to it;
+ *   v1: the hybrid layout, cpuset and memory mounted as v1 hierarchies
+ *       under /sys/fs/cgroup/cpuset and /sys/fs/cgroup/memory, BASE named
+ *       inside each (default coloc).
+ * Below BASE: colocd-PID (this colocd; the folders of a colocd that is no
+ * more are removed at start), and in it tenant-NAME per tenant. Every
+ * write is checked; the cost of a cpuset write is in
+ * docs/security-sandbox.md.
+ */
+#ifndef COLOC_DAEMON_CGROUP_H
+#define COLOC_DAEMON_CGROUP_H
+
+#include <limits.h>
+#include <stdint.h>
+#include "error.h"
+
+enum cgroup_mode { CGROUP_NONE, CGROUP_V2, CGROUP_V1 };
+
+#define CGROUP_MAX_HIER 2 /* v1: cpuset and memory; v2: one */
+#define CGROUP_CPUS_LEN 1024
+
+struct cgroup_root {
+	enum cgroup_mode mode;
+	int nr; /* hierarchies */
+	char dir[CGROUP_MAX_HIER][PATH_MAX]; /* .../colocd-PID; v1: cpuset's first */
+};
+
+struct cgroup_tenant {
+	int nr;
+	char dir[CGROUP_MAX_HIER][PATH_MAX];
+	int procs_fd[CGROUP_MAX_HIER]; /* cgroup.procs, for a child to join with "0" */
+	char cpus[CGROUP_CPUS_LEN]; /* cpuset.cpus as last written */
+};
+
+/*
+ * Detects the layout and makes this colocd's folder under base (NULL: the
+ * default for the layout). -ENODEV where neither layout has both
+ * controllers (err says what is there).
+ */
+int cgroup_root_open(struct cgroup_root *r, const char *base, struct coloc_err *err);
+/* Removes this colocd's folder (its tenants' must be gone). */
+void cgroup_root_close(struct cgroup_root *r);
+const char *cgroup_mode_name(enum cgroup_mode m);
+
+/*
+ * tenant-NAME with cpuset.cpus = cpus (a CPU list; NULL or "": its
+ * parent's), the memory nodes of its parent, and memory_max bytes of
+ * memory (0: no limit).
+ */
+int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const char *cpus,
+			 uint64_t memory_max, struct cgroup_tenant *t, struct coloc_err *err);
+/* Writes cpuset.cpus only when cpus differs from what it holds. 1 if written. */
+int cgroup_tenant_set_cpus(struct cgroup_tenant *t, const char *cpus, struct coloc_err *err);
+/* Closes the fds and removes the folders (its processes must have exited). */
+void cgroup_tenant_remove(struct cgroup_tenant *t);
+
+#endif /* COLOC_DAEMON_CGROUP_H */

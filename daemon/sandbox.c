@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * colocd's side of the sandbox (sandbox.h): the tenants' uids from the
+ * reserved range, handed out round-robin so that a uid freed is not
+ * reused at once, and each tenant's cgroup. A fixed table, as serving's.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/types.h>
+#include "cgroup.h"
+#include "coloc/limits.h"
+#include "coloc/sensor.h"
+#include "sandbox.h"
+
+#define SANDBOX_MAX_TENANTS COLOC_MAX_TENANTS
+#define SANDBOX_DESCRIBE_LEN 512
+
+struct sandbox_tenant {
+	bool used;
+	char name[64];
+	uid_t uid;
+	struct cgroup_tenant cg;
+	char describe[SANDBOX_DESCRIBE_LEN];
+};
+
+struct sandbox {
+	struct sandbox_config cfg;
+	struct cgroup_root cg;
+	uid_t next_uid;
+	char cg_missing[256]; /* why there are no cgroups, "" if there are */
+	char describe[SANDBOX_DESCRIBE_LEN];
+	struct sandbox_tenant tenants[SANDBOX_MAX_TENANTS];
+};
+
+int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struct coloc_err *err)
+{
+	struct coloc_err cerr = { 0 };
+	struct sandbox *sb;
+	int ret = 0, n;
+
+	*out = NULL;
+	sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	sb->cfg = *cfg;
+	if (!sb->cfg.uid_first && !sb->cfg.uid_last) {
+		sb->cfg.uid_first = SANDBOX_DEFAULT_UID_FIRST;
+		sb->cfg.uid_last = SANDBOX_DEFAULT_UID_LAST;
+	}
+	if (!sb->cfg.memory_max)
+		sb->cfg.memory_max = SANDBOX_DEFAULT_MEMORY_MIB << 20;
+	if (!sb->cfg.uid_first || sb->cfg.uid_last < sb->cfg.uid_first ||
+	    sb->cfg.uid_last > 0x7fffffffu || sb->cfg.uid_last == 65534) {
+		ret = coloc_err_set(err, -EINVAL,
+				    "the uid range %u-%u is not within 1-2147483647 or is reversed",
+				    sb->cfg.uid_first, sb->cfg.uid_last);
+		goto fail;
+	}
+	sb->next_uid = sb->cfg.uid_first;
+	if (cfg->no_cgroups)
+		snprintf(sb->cg_missing, sizeof(sb->cg_missing), "no cgroup (turned off)");
+	else if (cgroup_root_open(&sb->cg, cfg->cgroup_base, &cerr))
+		snprintf(sb->cg_missing, sizeof(sb->cg_missing), "no cgroup (%s)",
+			 coloc_err_str(&cerr));
+	if (sb->cg_missing[0] && !cfg->allow_weak) {
+		ret = coloc_err_set(err, -ENODEV,
+				    "%s; colocd --allow-weak-isolation runs tenants without one",
+				    sb->cg_missing);
+		goto fail;
+	}
+	n = snprintf(sb->describe, sizeof(sb->describe), "executors: a uid of their own in %u-%u; ",
+		     sb->cfg.uid_first, sb->cfg.uid_last);
+	if (sb->cg_missing[0])
+		n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n, "%s",
+			      sb->cg_missing);
+	else
+		n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n,
+			      "%s, under %s, %llu MiB a tenant", cgroup_mode_name(sb->cg.mode),
+			      sb->cg.dir[0], (unsigned long long)(sb->cfg.memory_max >> 20));
+	if (cfg->no_namespaces)
+		n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n,
+			      "; no namespaces (turned off)");
+	if (cfg->allow_weak)
+		snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n,
+			 "; weak isolation allowed");
+	*out = sb;
+	return 0;
+fail:
+	sandbox_free(sb);
+	return ret;
+}
+
+void sandbox_free(struct sandbox *sb)
+{
+	if (!sb)
+		return;
+	for (int i = 0; i < SANDBOX_MAX_TENANTS; i++)
+		if (sb->tenants[i].used)
+			cgroup_tenant_remove(&sb->tenants[i].cg);
+	cgroup_root_close(&sb->cg);
+	free(sb);
+}
+
+const char *sandbox_describe(const struct sandbox *sb)
+{
+	return sb->describe;
+}
+
+static struct sandbox_tenant *find(const struct sandbox *sb, const char *name)
+{
+	for (int i = 0; i < SANDBOX_MAX_TENANTS; i++)
+		if (sb->tenants[i].used && !strcmp(sb->tenants[i].name, name))
+			return (struct sandbox_tenant *)&sb->tenants[i];
+	return NULL;
+}
+
+static bool uid_taken(const struct sandbox *sb, uid_t uid)
+{
+	for (int i = 0; i < SANDBOX_MAX_TENANTS; i++)
+		if (sb->tenants[i].used && sb->tenants[i].uid == uid)
+			return true;
+	/* a user or group of the system (NSS: /etc/passwd, /etc/group, ...) */
+	return getpwuid(uid) || getgrgid((gid_t)uid);
+}
+
+static int pick_uid(struct sandbox *sb, uid_t *out)
+{
+	uint64_t span = (uint64_t)sb->cfg.uid_last - sb->cfg.uid_first + 1;
+
+	for (uint64_t tried = 0; tried < span && tried < 65536; tried++) {
+		uid_t uid = sb->next_uid;
+
+		sb->next_uid = uid == sb->cfg.uid_last ? sb->cfg.uid_first : uid + 1;
+		if (!uid_taken(sb, uid)) {
+			*out = uid;
+			return 0;
+		}
+	}
+	return -EUSERS;
+}
+
+/* "0-3,8" from CPU ids in any order. */
+static void format_cpus(const int *cpus, int nr, char *buf, size_t len)
+{
+	static bool set[COLOC_MAX_CPUS];
+	size_t n = 0;
+
+	memset(set, 0, sizeof(set));
+	buf[0] = '\0';
+	for (int i = 0; i < nr; i++)
+		if (cpus[i] >= 0 && cpus[i] < COLOC_MAX_CPUS)
+			set[cpus[i]] = true;
+	for (int c = 0; c < COLOC_MAX_CPUS && n < len; c++) {
+		int end = c;
+
+		if (!set[c])
+			continue;
+		while (end + 1 < COLOC_MAX_CPUS && set[end + 1])
+			end++;
+		n += (size_t)snprintf(buf + n, len - n, end > c ? "%s%d-%d" : "%s%d", n ? "," : "",
+				      c, end);
+		c = end;
+	}
+}
+
+int sandbox_tenant_open(struct sandbox *sb, const char *name, struct coloc_err *err)
+{
+	struct sandbox_tenant *t = NULL;
+	int ret, n;
+
+	if (find(sb, name))
+		return coloc_err_set(err, -EEXIST, "tenant %s has a sandbox already", name);
+	for (int i = 0; i < SANDBOX_MAX_TENANTS && !t; i++)
+		if (!sb->tenants[i].used)
+			t = &sb->tenants[i];
+	if (!t)
+		return coloc_err_set(err, -EUSERS, "no room for another tenant's sandbox");
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	ret = pick_uid(sb, &t->uid);
+	if (ret)
+		return coloc_err_set(err, ret,
+				     "tenant %s: every uid of %u-%u is taken (colocd --uid-range)",
+				     name, sb->cfg.uid_first, sb->cfg.uid_last);
+	if (sb->cg.nr) {
+		ret = cgroup_tenant_create(&sb->cg, name, sb->cfg.cores ?: "", sb->cfg.memory_max,
+					   &t->cg, err);
+		if (ret)
+			return coloc_err_prefix(err, "tenant %s", name);
+	}
+	n = snprintf(t->describe, sizeof(t->describe), "uid %u", t->uid);
+	if (sb->cg.nr)
+		snprintf(t->describe + n, sizeof(t->describe) - (size_t)n, ", %s",
+			 cgroup_mode_name(sb->cg.mode));
+	else
+		snprintf(t->describe + n, sizeof(t->describe) - (size_t)n, ", %s", sb->cg_missing);
+	t->used = true;
+	return 0;
+}
+
+void sandbox_tenant_close(struct sandbox *sb, const char *name)
+{
+	struct sandbox_tenant *t = find(sb, name);
+
+	if (!t)
+		return;
+	cgroup_tenant_remove(&t->cg);
+	t->used = false;
+}
+
+int sandbox_tenant_spawn_opts(const struct sandbox *sb, const char *name, struct execproc_opts *o)
+{
+	const struct sandbox_tenant *t = find(sb, name);
+
+	if (!t)
+		return -ENOENT;
+	o->uid = t->uid;
+	o->gid = (gid_t)t->uid;
+	o->cgroup_fds = t->cg.procs_fd;
+	o->nr_cgroup_fds = t->cg.nr;
+	o->max_address_space = 4 * sb->cfg.memory_max;
+	o->no_namespaces = sb->cfg.no_namespaces;
+	o->allow_weak_isolation = sb->cfg.allow_weak;
+	return 0;
+}
+
+int sandbox_tenant_set_cpus(struct sandbox *sb, const char *name, const int *cpus, int nr,
+			    struct coloc_err *err)
+{
+	struct sandbox_tenant *t = find(sb, name);
+	char list[CGROUP_CPUS_LEN];
+
+	if (!t || !t->cg.nr || nr <= 0)
+		return 0;
+	format_cpus(cpus, nr, list, sizeof(list));
+	return cgroup_tenant_set_cpus(&t->cg, list, err);
+}
+
+const char *sandbox_tenant_describe(const struct sandbox *sb, const char *name)
+{
+	const struct sandbox_tenant *t = find(sb, name);
+
+	return t ? t->describe : "";
+}
+
+uid_t sandbox_tenant_uid(const struct sandbox *sb, const char *name)
+{
+	const struct sandbox_tenant *t = find(sb, name);
+
+	return t ? t->uid : 0;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * colocd's side of the executors' sandbox (docs/security-sandbox.md): each
+ * tenant gets a uid and gid of its own from a reserved range (as systemd's
+ * DynamicUser: no entry in /etc/passwd or /etc/group, no group the control
+ * socket admits), kept while the tenant exists, and a cgroup of its own
+ * (cgroup.h) whose cpuset follows the cores its blocks hold and whose
+ * memory is bounded. It fills the sandbox fields of execproc_opts; the
+ * executor enters the rest itself (executor/exec_sandbox.h).
+ *
+ * Tenants are named as serving names them; one entry per name, opened at
+ * admission and closed when the tenant is gone (its executors reaped).
+ */
+#ifndef COLOC_DAEMON_SANDBOX_H
+#define COLOC_DAEMON_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "error.h"
+#include "execproc.h"
+
+/*
+ * 0x70000000 + 4096: in the range systemd leaves unused (above the
+ * container ranges 524288-1879048191, below 2^31), far from regular users
+ * (1000-60000), DynamicUser (61184-65519) and useradd's subordinate ids.
+ */
+#define SANDBOX_DEFAULT_UID_FIRST 1879048192u
+#define SANDBOX_DEFAULT_UID_LAST 1879052287u
+#define SANDBOX_DEFAULT_MEMORY_MIB 16384ull /* per tenant; address space 4x per executor */
+
+struct sandbox_config {
+	uid_t uid_first, uid_last; /* 0, 0: the defaults */
+	uint64_t memory_max; /* bytes per tenant's cgroup; 0: SANDBOX_DEFAULT_MEMORY_MIB */
+	const char *cgroup_base; /* NULL: cgroup.h's default for the live layout */
+	const char *cores; /* the CPUs served: a tenant's cpuset before its first block */
+	bool no_cgroups; /* turned off (needs allow_weak) */
+	bool no_namespaces; /* turned off (needs allow_weak) */
+	/* a layer that cannot be had is noted in the tenant's isolation, not an error */
+	bool allow_weak;
+};
+
+struct sandbox;
+
+/*
+ * Checks the uid range (inside 1..2^31-1, not root's, and at least one
+ * uid free) and finds the cgroup layout. Without cgroups (none live, or
+ * turned off) it fails unless allow_weak. 0 or -errno with err.
+ */
+int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struct coloc_err *err);
+void sandbox_free(struct sandbox *sb);
+/* One line for colocd's start-up log: the uid range, the cgroup layout, what is off. */
+const char *sandbox_describe(const struct sandbox *sb);
+
+/*
+ * A uid/gid pair not in /etc/passwd nor /etc/group (nor held by another
+ * tenant) and tenant-NAME's cgroup. -EEXIST if name has one, -EUSERS when
+ * the range is used up.
+ */
+int sandbox_tenant_open(struct sandbox *sb, const char *name, struct coloc_err *err);
+/* Frees the ids and removes the cgroup; its executors must be reaped. */
+void sandbox_tenant_close(struct sandbox *sb, const char *name);
+/* Fills o's sandbox fields for one of name's executors; -ENOENT if not open. */
+int sandbox_tenant_spawn_opts(const struct sandbox *sb, const char *name, struct execproc_opts *o);
+/*
+ * The cores name's blocks hold now: its cpuset becomes them, written only
+ * when it changes. 1 if written, 0 if unchanged, -errno.
+ */
+int sandbox_tenant_set_cpus(struct sandbox *sb, const char *name, const int *cpus, int nr,
+			    struct coloc_err *err);
+/* "uid N, cgroup v1 (cpuset, memory) at DIR" or what is missing; "" if not open. */
+const char *sandbox_tenant_describe(const struct sandbox *sb, const char *name);
+uid_t sandbox_tenant_uid(const struct sandbox *sb, const char *name);
+
+#endif /* COLOC_DAEMON_SANDBOX_H */

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The executors' sandbox (docs/security-sandbox.md), seen from outside and
+ * tried from inside. From outside: a real colocd serving two tenants of
+ * models/mobilenet_v2.model; each executor's /proc status (seccomp, no
+ * privileges, a uid of its own that no user has, no groups), its cgroup
+ * and the cpuset that follows its blocks' cores; and the refusal to run
+ * without isolation unless colocd is told to. From inside: a process that
+ * enters the sandbox as an executor does (exec_sandbox_enter) and then
+ * tries what a compromised executor would.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include "kselftest_harness.h"
+#include "cpulist.h"
+#include "exec_sandbox.h"
+#include "sandbox.h"
+#include "testutil.h"
+
+#define READY_S 180
+
+static char cache_dir[64];
+
+__attribute__((constructor)) static void make_cache_dir(void)
+{
+	tu_shared_tmpdir("sandbox-test", cache_dir, sizeof(cache_dir));
+}
+
+/* The value of "Key:" in /proc/pid/status, or "" */
+static void status_field(pid_t pid, const char *key, char *val, size_t len)
+{
+	char path[64], line[512];
+	size_t klen = strlen(key);
+	FILE *f;
+
+	val[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, klen) && line[klen] == ':') {
+			char *v = line + klen + 1;
+
+			v += strspn(v, " \t");
+			v[strcspn(v, "\n")] = '\0';
+			snprintf(val, len, "%s", v);
+			break;
+		}
+	fclose(f);
+}
+
+/* The path of pid's cgroup in the v1 hierarchy ctl (or v2's "" line), or "" */
+static void cgroup_of(pid_t pid, const char *ctl, char *val, size_t len)
+{
+	char path[64], line[PATH_MAX];
+	FILE *f;
+
+	val[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+
+		if (!b)
+			continue;
+		*b = '\0';
+		if (!strcmp(a + 1, ctl)) {
+			b[1 + strcspn(b + 1, "\n")] = '\0';
+			snprintf(val, len, "%s", b + 1);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static int read_text(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	while (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n] = '\0';
+	return 0;
+}
+
+FIXTURE(daemon)
+{
+	char dir[64], sock[128], pin[128], log[128];
+	char model[PATH_MAX];
+	pid_t colocd;
+};
+
+static int colocctl(FIXTURE_DATA(daemon) * self, const char *args, char *out, size_t len)
+{
+	char bin[512], cmd[8192];
+
+	snprintf(cmd, sizeof(cmd), "%s --socket %s %s 2>&1", tu_bin("colocctl", bin, sizeof(bin)),
+		 self->sock, args);
+	return tu_run(cmd, out, len);
+}
+
+/* The executor pid of tenant name once it is ready, from status --json; 0 if never. */
+static pid_t ready_pid(FIXTURE_DATA(daemon) * self, const char *name, char *isolation, size_t len)
+{
+	char args[128], out[16384];
+
+	snprintf(args, sizeof(args), "status %s --json", name);
+	for (int i = 0; i < READY_S * 10; i++, usleep(100000)) {
+		char *p, *q;
+
+		if (colocctl(self, args, out, sizeof(out)) || !strstr(out, "\"state\":\"ready\"") ||
+		    !(p = strstr(out, "\"pid\":")))
+			continue;
+		q = strstr(out, "\"isolation\":\"");
+		if (q) {
+			q += strlen("\"isolation\":\"");
+			snprintf(isolation, len, "%.*s", (int)strcspn(q, "\""), q);
+		}
+		return (pid_t)atoi(p + strlen("\"pid\":"));
+	}
+	return 0;
+}
+
+static pid_t start(FIXTURE_DATA(daemon) * self, const char *const *more)
+{
+	const char *extra[12] = { "--cache-dir", cache_dir };
+	int n = 2;
+
+	for (int i = 0; more && more[i] && n < 11; i++)
+		extra[n++] = more[i];
+	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
+	return self->colocd;
+}
+
+FIXTURE_SETUP(daemon)
+{
+	const char *root = getenv("COLOC_ROOT");
+	char out[4096], prof[PATH_MAX + 64];
+
+	self->colocd = 0;
+	if (geteuid() != 0)
+		SKIP(return, "needs root to run colocd");
+	snprintf(prof, sizeof(prof), "%s/models/mobilenet_v2.model", root ? root : ".");
+	if (!realpath(prof, self->model))
+		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", prof);
+	ASSERT_EQ(0, tu_mount_bpffs());
+	ASSERT_EQ(0, tu_quick_profile(self->model, cache_dir, out, sizeof(out))) TH_LOG("%s", out);
+	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-sandbox-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
+	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
+	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-sandbox-test-%d", getpid());
+}
+
+FIXTURE_TEARDOWN(daemon)
+{
+	char cmd[256];
+
+	if (self->colocd > 0)
+		tu_stop_colocd(self->colocd);
+	if (self->dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
+		if (system(cmd))
+			TH_LOG("could not remove %s", self->dir);
+	}
+}
+
+/*
+ * Two tenants under the static policy (each owns half the cores): each
+ * executor runs under seccomp with no privilege, in a uid of its own that
+ * no user has and no other tenant's executor shares, with no group; in its
+ * tenant's cgroup, whose cpuset after a few queries holds the cores of its
+ * blocks: half the machine, the other tenant's half another.
+ */
+TEST_F(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_follows)
+{
+	const char *names[2] = { "sba", "sbb" };
+	const char *policy[] = { "--policy", "static", NULL };
+	char out[4096], args[PATH_MAX + 128], iso[512], val[256];
+	char cpus[2][256] = { "", "" };
+	int nr_cpus = tu_nr_online_cpus(), set[2][COLOC_MAX_CPUS], nr_set[2];
+	unsigned long uids[2];
+	pid_t pids[2];
+
+	if (nr_cpus < 2)
+		SKIP(return, "needs 2 CPUs for two tenants of their own cores");
+	ASSERT_LT(0, start(self, policy)) TH_LOG("colocd did not start");
+	for (int t = 0; t < 2; t++) {
+		snprintf(args, sizeof(args), "submit %s %s --qos-ms 60000", names[t], self->model);
+		ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+	}
+	for (int t = 0; t < 2; t++) {
+		struct passwd *pw;
+
+		pids[t] = ready_pid(self, names[t], iso, sizeof(iso));
+		ASSERT_LT(0, pids[t]) TH_LOG("tenant %s never got ready", names[t]);
+		TH_LOG("%s: pid %d, %s", names[t], pids[t], iso);
+		status_field(pids[t], "Seccomp", val, sizeof(val));
+		EXPECT_STREQ("2", val);
+		status_field(pids[t], "NoNewPrivs", val, sizeof(val));
+		EXPECT_STREQ("1", val);
+		status_field(pids[t], "CapEff", val, sizeof(val));
+		EXPECT_STREQ("0000000000000000", val);
+		status_field(pids[t], "CapBnd", val, sizeof(val));
+		EXPECT_STREQ("0000000000000000", val);
+		status_field(pids[t], "Groups", val, sizeof(val));
+		EXPECT_STREQ("", val);
+		status_field(pids[t], "Uid", val, sizeof(val));
+		uids[t] = strtoul(val, NULL, 10);
+		EXPECT_GE(uids[t], SANDBOX_DEFAULT_UID_FIRST);
+		EXPECT_LE(uids[t], SANDBOX_DEFAULT_UID_LAST);
+		pw = getpwuid((uid_t)uids[t]);
+		EXPECT_EQ(NULL, pw);
+		snprintf(val, sizeof(val), "uid %lu", uids[t]);
+		EXPECT_NE(NULL, strstr(iso, val)) TH_LOG("isolation: %s", iso);
+		status_field(pids[t], "Gid", val, sizeof(val));
+		EXPECT_EQ(uids[t], strtoul(val, NULL, 10));
+	}
+	EXPECT_NE(uids[0], uids[1]);
+	for (int i = 0; i < 6; i++)
+		for (int t = 0; t < 2; t++) {
+			snprintf(args, sizeof(args), "infer %s", names[t]);
+			ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+		}
+	for (int t = 0; t < 2; t++) {
+		char cg[PATH_MAX], path[PATH_MAX + 64], want[64];
+
+		cgroup_of(pids[t], "cpuset", cg, sizeof(cg));
+		if (!cg[0])
+			cgroup_of(pids[t], "", cg, sizeof(cg));
+		snprintf(want, sizeof(want), "/tenant-%s", names[t]);
+		ASSERT_NE(NULL, strstr(cg, want)) TH_LOG("cgroup %s", cg);
+		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset%s/cpuset.cpus", cg);
+		if (access(path, R_OK))
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpuset.cpus", cg);
+		ASSERT_EQ(0, read_text(path, cpus[t], sizeof(cpus[t]))) TH_LOG("%s", path);
+		nr_set[t] = cpulist_parse(cpus[t], CPULIST_SYSFS, set[t], COLOC_MAX_CPUS, NULL);
+		TH_LOG("%s: cgroup %s, cpuset.cpus %s", names[t], cg, cpus[t]);
+		/* static: half the cores each */
+		EXPECT_EQ(nr_cpus / 2, nr_set[t]);
+	}
+	for (int i = 0; i < nr_set[0]; i++)
+		for (int j = 0; j < nr_set[1]; j++)
+			EXPECT_NE(set[0][i], set[1][j]);
+}
+
+/*
+ * Isolation that cannot be had is an error: with its namespaces turned
+ * off, colocd refuses to start the tenant's executor and says which flag
+ * accepts that; with --allow-weak-isolation too, the tenant serves and
+ * its status says what is missing.
+ */
+TEST_F(daemon, submit__weak_isolation_refused_unless_allowed)
+{
+	const char *strict[] = { "--no-namespaces", NULL };
+	const char *weak[] = { "--no-namespaces", "--allow-weak-isolation", NULL };
+	char out[4096], args[PATH_MAX + 128], iso[512] = "";
+
+	ASSERT_LT(0, start(self, strict)) TH_LOG("colocd did not start");
+	snprintf(args, sizeof(args), "submit sbw %s --qos-ms 60000", self->model);
+	EXPECT_NE(0, colocctl(self, args, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "--allow-weak-isolation")) TH_LOG("%s", out);
+	EXPECT_NE(0, colocctl(self, "status sbw", out, sizeof(out)));
+	tu_stop_colocd(self->colocd);
+	self->colocd = 0;
+
+	ASSERT_LT(0, start(self, weak)) TH_LOG("colocd did not start");
+	ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_LT(0, ready_pid(self, "sbw", iso, sizeof(iso)));
+	EXPECT_NE(NULL, strstr(iso, "no pid, mount, ipc or network namespace")) TH_LOG("%s", iso);
+	EXPECT_NE(NULL, strstr(iso, "turned off")) TH_LOG("%s", iso);
+	EXPECT_EQ(0, colocctl(self, "infer sbw", out, sizeof(out))) TH_LOG("%s", out);
+}
+
+/* What a process that entered the sandbox could still do, tried from inside it. */
+struct inside {
+	int entered; /* exec_sandbox_enter's return */
+	char why[256], missing[256];
+	int kill_other, open_passwd, open_sysfs, socket_unix, fork_child, exec_shell;
+	int thread; /* pthread_create's return */
+};
+
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
+static int err_of(long ret)
+{
+	return ret < 0 ? errno : 0;
+}
+
+/*
+ * A process entering the sandbox as an executor with a tenant's uid cannot
+ * signal another tenant's process (another uid, outside its Landlock
+ * domain), open /etc/passwd (world-readable, but not for Landlock), make a
+ * socket (the way to colocd's control socket), fork or exec; it can still
+ * read the CPUs' sysfs folder it is allowed and start a thread.
+ */
+TEST(exec_sandbox_enter__denies_what_a_compromised_executor_would_try)
+{
+	struct inside *in =
+		mmap(NULL, sizeof(*in), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t other, child;
+	int status;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root to switch uids");
+	ASSERT_NE(MAP_FAILED, in);
+	other = fork();
+	ASSERT_LE(0, other);
+	if (!other) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (setresgid(SANDBOX_DEFAULT_UID_FIRST + 1, SANDBOX_DEFAULT_UID_FIRST + 1,
+			      SANDBOX_DEFAULT_UID_FIRST + 1) ||
+		    setresuid(SANDBOX_DEFAULT_UID_FIRST + 1, SANDBOX_DEFAULT_UID_FIRST + 1,
+			      SANDBOX_DEFAULT_UID_FIRST + 1))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		struct exec_sandbox sb = { .uid = SANDBOX_DEFAULT_UID_FIRST,
+					   .gid = SANDBOX_DEFAULT_UID_FIRST,
+					   .readable = { "/sys/devices/system/cpu", NULL },
+					   .parent = getppid() };
+		pthread_t th;
+		int fd;
+
+		in->entered = exec_sandbox_enter(&sb, in->missing, sizeof(in->missing), in->why,
+						 sizeof(in->why));
+		if (in->entered)
+			_exit(1);
+		in->kill_other = err_of(kill(other, SIGKILL));
+		fd = open("/etc/passwd", O_RDONLY);
+		in->open_passwd = err_of(fd);
+		fd = open("/sys/devices/system/cpu/online", O_RDONLY);
+		in->open_sysfs = err_of(fd);
+		in->socket_unix = err_of(socket(AF_UNIX, SOCK_STREAM, 0));
+		child = fork();
+		if (!child)
+			_exit(0);
+		in->fork_child = err_of(child);
+		execl("/bin/sh", "sh", "-c", "true", (char *)NULL);
+		in->exec_shell = errno;
+		in->thread = pthread_create(&th, NULL, nothing, NULL);
+		if (!in->thread)
+			pthread_join(th, NULL);
+		_exit(0);
+	}
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	kill(other, SIGKILL);
+	waitpid(other, NULL, 0);
+	TH_LOG("entered: %d %s; missing: %s", in->entered, in->why, in->missing);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, in->entered);
+	EXPECT_STREQ("", in->missing);
+	EXPECT_EQ(EPERM, in->kill_other);
+	EXPECT_EQ(EACCES, in->open_passwd);
+	EXPECT_EQ(0, in->open_sysfs);
+	EXPECT_EQ(0, in->thread);
+#if defined(__SANITIZE_ADDRESS__)
+	/* sanitizer builds log what the filter would deny (LeakSanitizer needs it) */
+	TH_LOG("sanitizer build: the seccomp filter logs instead of denying");
+#else
+	EXPECT_EQ(EPERM, in->socket_unix);
+	EXPECT_EQ(EPERM, in->fork_child);
+	EXPECT_EQ(EPERM, in->exec_shell);
+#endif
+	munmap(in, sizeof(*in));
+}
+
+TEST_HARNESS_MAIN
