@@ -20,6 +20,7 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/xattr.h>
 #include "cgroup.h"
 
 #define CGROUP_FS "/sys/fs/cgroup"
@@ -89,8 +90,11 @@ static bool has_word(const char *list, const char *word)
 	return false;
 }
 
-/* This process's cgroup in the v1 hierarchy of controller, from /proc/self/cgroup. */
-static int own_v1_path(const char *controller, char *buf, size_t len)
+/*
+ * This process's cgroup in the v1 hierarchy of controller ("": the v2
+ * one), from /proc/self/cgroup; "" for the root.
+ */
+static int own_cgroup(const char *controller, char *buf, size_t len)
 {
 	char line[PATH_MAX + 64];
 	FILE *f = fopen("/proc/self/cgroup", "re");
@@ -105,7 +109,7 @@ static int own_v1_path(const char *controller, char *buf, size_t len)
 			continue;
 		*path++ = '\0';
 		path[strcspn(path, "\n")] = '\0';
-		if (has_word(ctl + 1, controller)) {
+		if (controller[0] ? has_word(ctl + 1, controller) : !ctl[1]) {
 			snprintf(buf, len, "%s", strcmp(path, "/") ? path : "");
 			ret = 0;
 			break;
@@ -183,9 +187,28 @@ static void remove_stale(const char *base)
 	closedir(d);
 }
 
+/* Whether systemd delegated this cgroup (Delegate=yes marks it with an xattr). */
+static bool delegated(const char *dir)
+{
+	return getxattr(dir, "trusted.delegate", NULL, 0) >= 0 ||
+	       getxattr(dir, "user.delegate", NULL, 0) >= 0;
+}
+
+/*
+ * A cgroup v2 folder with processes cannot hand controllers down (no
+ * internal processes): colocd leaves its own for a leaf, own/colocd.
+ */
+static int move_to_leaf(const char *own, struct coloc_err *err)
+{
+	char leaf[PATH_MAX + 16];
+
+	snprintf(leaf, sizeof(leaf), "%s/colocd", own);
+	return make_dir(leaf, err) ?: write_file(leaf, "cgroup.procs", "0", err);
+}
+
 static int open_v2(struct cgroup_root *r, const char *base, struct coloc_err *err)
 {
-	char ctl[256], dir[PATH_MAX];
+	char ctl[256], dir[PATH_MAX], own[PATH_MAX], rel[PATH_MAX / 2], def[PATH_MAX + 16];
 	const char *p;
 	int ret;
 
@@ -195,10 +218,26 @@ static int open_v2(struct cgroup_root *r, const char *base, struct coloc_err *er
 				     "cgroup v2 at " CGROUP_FS " has no cpuset and memory "
 				     "controllers (it has: %s)",
 				     ctl);
-	base = base ?: CGROUP_FS "/coloc";
+	ret = own_cgroup("", rel, sizeof(rel));
+	if (ret)
+		return coloc_err_set(err, ret, "colocd's cgroup: %s", strerror(-ret));
+	snprintf(own, sizeof(own), CGROUP_FS "%s", rel);
+	/* under systemd's Delegate=yes: its own subtree; else a folder of its own at the top */
+	if (!base) {
+		bool mine = rel[0] && delegated(own);
+
+		snprintf(def, sizeof(def), "%s", mine ? own : CGROUP_FS);
+		strncat(def, mine ? "/tenants" : "/coloc", sizeof(def) - strlen(def) - 1);
+		base = def;
+	}
 	if (strncmp(base, CGROUP_FS "/", sizeof(CGROUP_FS)))
 		return coloc_err_set(err, -EINVAL, "the cgroup folder %s is not under " CGROUP_FS,
 				     base);
+	if (rel[0] && !strncmp(base, own, strlen(own)) && base[strlen(own)] == '/') {
+		ret = move_to_leaf(own, err);
+		if (ret)
+			return ret;
+	}
 	/* every folder from the root down to base hands cpuset and memory on */
 	snprintf(dir, sizeof(dir), "%s", CGROUP_FS);
 	for (p = base + sizeof(CGROUP_FS);; p = strchr(p, '/') + 1) {
@@ -239,7 +278,7 @@ static int open_v1(struct cgroup_root *r, const char *base, struct coloc_err *er
 		if (!fs_is(hier, CGROUP_SUPER_MAGIC))
 			return coloc_err_set(err, -ENODEV, "no cgroup v1 %s hierarchy at %s",
 					     ctls[i], hier);
-		ret = own_v1_path(ctls[i], own, sizeof(own));
+		ret = own_cgroup(ctls[i], own, sizeof(own));
 		if (ret)
 			return coloc_err_set(err, ret, "colocd's %s cgroup: %s", ctls[i],
 					     strerror(-ret));
@@ -316,6 +355,8 @@ int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const ch
 			ret = err && err->code ? err->code : -EIO;
 		else if (!ret && cpuset)
 			read_file(t->dir[i], "cpuset.cpus", t->cpus, sizeof(t->cpus));
+		if (cpuset)
+			snprintf(t->initial, sizeof(t->initial), "%s", t->cpus);
 		if (!ret && memory && memory_max) {
 			snprintf(limit, sizeof(limit), "%llu", (unsigned long long)memory_max);
 			ret = write_file(t->dir[i],

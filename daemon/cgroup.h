@@ -37,6 +37,7 @@ struct cgroup_tenant {
 	char dir[CGROUP_MAX_HIER][PATH_MAX];
 	int procs_fd[CGROUP_MAX_HIER]; /* cgroup.procs, for a child to join with "0" */
 	char cpus[CGROUP_CPUS_LEN]; /* cpuset.cpus as last written */
+	char initial[CGROUP_CPUS_LEN]; /* as created: where a new executor starts */
 };
 
 /*

@@ -298,13 +298,13 @@ static int spawn_cloned(struct execproc *ep, const struct child_args *c, __u64 n
 	ep->own_pidns = ns_flags != 0;
 	if (proc_errno)
 		snprintf(ep->isolation, sizeof(ep->isolation),
-			 "in pid, mount, ipc and network namespaces of its own; its /proc still "
+			 "in a pid namespace of its own (and mount, ipc, network); its /proc still "
 			 "lists colocd's processes (mounting its own failed: %s)",
 			 strerror(proc_errno));
 	else if (ns_flags)
 		snprintf(ep->isolation, sizeof(ep->isolation),
-			 "in pid, mount, ipc and network namespaces of its own, with a /proc of "
-			 "its own");
+			 "in a pid namespace of its own (and mount, ipc, network), with a /proc "
+			 "of its own");
 	return proc_errno ? 2 : 0;
 }
 

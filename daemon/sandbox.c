@@ -213,12 +213,17 @@ void sandbox_tenant_close(struct sandbox *sb, const char *name)
 	t->used = false;
 }
 
-int sandbox_tenant_spawn_opts(const struct sandbox *sb, const char *name, struct execproc_opts *o)
+int sandbox_tenant_spawn_opts(struct sandbox *sb, const char *name, struct execproc_opts *o,
+			      struct coloc_err *err)
 {
-	const struct sandbox_tenant *t = find(sb, name);
+	struct sandbox_tenant *t = find(sb, name);
+	int ret;
 
 	if (!t)
-		return -ENOENT;
+		return coloc_err_set(err, -ENOENT, "tenant %s has no sandbox", name);
+	ret = t->cg.nr ? cgroup_tenant_set_cpus(&t->cg, t->cg.initial, err) : 0;
+	if (ret < 0)
+		return ret;
 	o->uid = t->uid;
 	o->gid = (gid_t)t->uid;
 	o->cgroup_fds = t->cg.procs_fd;

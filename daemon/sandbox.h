@@ -60,8 +60,14 @@ const char *sandbox_describe(const struct sandbox *sb);
 int sandbox_tenant_open(struct sandbox *sb, const char *name, struct coloc_err *err);
 /* Frees the ids and removes the cgroup; its executors must be reaped. */
 void sandbox_tenant_close(struct sandbox *sb, const char *name);
-/* Fills o's sandbox fields for one of name's executors; -ENOENT if not open. */
-int sandbox_tenant_spawn_opts(const struct sandbox *sb, const char *name, struct execproc_opts *o);
+/*
+ * Fills o's sandbox fields for name's executors, and gives its cpuset back
+ * all the cores it had when created: a new executor takes the cores it may
+ * use from its affinity at start, and warms up on all of them. -ENOENT if
+ * not open, or the cpuset write's error.
+ */
+int sandbox_tenant_spawn_opts(struct sandbox *sb, const char *name, struct execproc_opts *o,
+			      struct coloc_err *err);
 /*
  * The cores name's blocks hold now: its cpuset becomes them, written only
  * when it changes. 1 if written, 0 if unchanged, -errno.

@@ -269,8 +269,12 @@ static int start_executors(struct serving *s, struct sv_tenant *t, struct coloc_
 				   .slot_in_capacity = t->in_bytes,
 				   .slot_out_capacity = t->out_bytes };
 
-	if (t->sandboxed)
-		sandbox_tenant_spawn_opts(s->sandbox, t->name, &o);
+	if (t->sandboxed) {
+		int ret = sandbox_tenant_spawn_opts(s->sandbox, t->name, &o, err);
+
+		if (ret)
+			return ret;
+	}
 	for (int i = 0; i < t->nr_exec; i++) {
 		int ret = execproc_spawn(&o, &t->ex[i].ep, err);
 

@@ -397,4 +397,30 @@ TEST(exec_sandbox_enter__denies_what_a_compromised_executor_would_try)
 	munmap(in, sizeof(*in));
 }
 
+/*
+ * The shipped unit, which must let colocd build all of the above, stays as
+ * hardened as before by systemd's own measure: an exposure of 2.5 or less.
+ */
+TEST(unit__systemd_analyze_security_at_most_2_5)
+{
+	const char *root = getenv("COLOC_ROOT");
+	char dir[] = "/tmp/coloc-unit-XXXXXX", cmd[2048], out[16384];
+	const char *at;
+	double exposure;
+
+	if (tu_run("systemd-analyze security --help >/dev/null 2>&1", NULL, 0))
+		SKIP(return, "systemd-analyze security is missing");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd),
+		 "sed 's|@SBINDIR@|/usr/sbin|' '%s/dist/colocd.service.in' > %s/colocd.service && "
+		 "systemd-analyze security --offline=yes %s/colocd.service 2>&1; rm -rf %s",
+		 root ? root : ".", dir, dir, dir);
+	tu_run(cmd, out, sizeof(out));
+	at = strstr(out, "Overall exposure level for colocd.service: ");
+	ASSERT_NE(NULL, at) TH_LOG("%s", out);
+	exposure = strtod(at + strlen("Overall exposure level for colocd.service: "), NULL);
+	TH_LOG("exposure %.1f", exposure);
+	EXPECT_LE(exposure, 2.5);
+}
+
 TEST_HARNESS_MAIN
