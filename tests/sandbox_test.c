@@ -197,7 +197,7 @@ FIXTURE_TEARDOWN(daemon)
  * tenant's cgroup, whose cpuset after a few queries holds the cores of its
  * blocks: half the machine, the other tenant's half another.
  */
-TEST_F(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_follows)
+TEST_F_TIMEOUT(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_follows, 600)
 {
 	const char *names[2] = { "sba", "sbb" };
 	const char *policy[] = { "--policy", "static", NULL };
@@ -275,7 +275,7 @@ TEST_F(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_follows)
  * accepts that; with --allow-weak-isolation too, the tenant serves and
  * its status says what is missing.
  */
-TEST_F(daemon, submit__weak_isolation_refused_unless_allowed)
+TEST_F_TIMEOUT(daemon, submit__weak_isolation_refused_unless_allowed, 600)
 {
 	const char *strict[] = { "--no-namespaces", NULL };
 	const char *weak[] = { "--no-namespaces", "--allow-weak-isolation", NULL };
