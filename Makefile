@@ -90,7 +90,9 @@ EXEC_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard executor/*.c)) $(OBJ)/$(GEN)/o
 POLICY_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard policy/*.c))
 SIM_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/*.c))
 CLIENT_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard client/*.c))
-TESTLIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out %_test.c,$(wildcard tests/*.c)))
+# programs the tests start (a hostile executor), not linked into them
+TEST_PROGS := $(OBJ)/tests/hostile_executor
+TESTLIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out %_test.c $(patsubst $(OBJ)/%,%.c,$(TEST_PROGS)),$(wildcard tests/*.c)))
 
 LIB_COMMON := $(OBJ)/libcoloc_common.a
 LIB_DAEMON := $(OBJ)/libcolocd.a
@@ -112,7 +114,7 @@ KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 	bench-onnx ort ort-models \
 	install uninstall
 all: $(BINS)
-tests: $(TEST_BINS)
+tests: $(TEST_BINS) $(TEST_PROGS)
 
 # ---- generated: vmlinux.h, BPF objects, skeletons, kselftest headers --------
 $(GEN)/vmlinux.h:
@@ -201,7 +203,7 @@ deps:
 	$(Q)tools/deps.sh
 	@echo "coloc: the required packages are installed"
 
-check: $(BINS) $(TEST_BINS) ort-models
+check: $(BINS) $(TEST_BINS) $(TEST_PROGS) ort-models
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(TEST_BINS)
 
 demo: $(BINS)
