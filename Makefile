@@ -2,6 +2,8 @@
 #
 #   make                 build everything: binaries in bin/, the rest in build/
 #   make check           build and run every test (as root: real BPF is loaded)
+#   make check-unit      build and run the tests that need neither root nor BPF
+#                        (policy, simulator, parsers, executor, ...), as any user
 #   SANITIZE=1 make check   the same under ASan+UBSan (objects in build/san/)
 #   make deps            install the Debian packages coloc needs, create the
 #                        coloc group and user (as root; idempotent)
@@ -57,14 +59,13 @@ CLANG ?= clang
 BPFTOOL ?= $(or $(shell command -v bpftool),/usr/sbin/bpftool)
 PKGS := libbpf liburing hwloc json-c
 
-ifeq ($(filter deps clean format uninstall,$(MAKECMDGOALS)),)
-ifneq ($(filter check demo,$(MAKECMDGOALS)),)
-# check and demo run as root: they install what is missing themselves and
-# create the coloc group and user.
-ifneq ($(shell tools/deps.sh >&2 && echo ok),ok)
-$(error coloc: installing the required packages failed (see above))
-endif
-else ifneq ($(shell tools/deps.sh --check >&2 && echo ok),ok)
+# The goals that build here. check and demo do not: they install what is
+# missing (tools/deps.sh, as root), then build and run in a make of their
+# own (run-check, run-demo), which reads the packages' flags afresh. Nothing
+# is installed while the Makefile is read; building goals only check.
+BUILD_GOALS := $(if $(MAKECMDGOALS),$(filter-out deps clean format uninstall check demo,$(MAKECMDGOALS)),all)
+ifneq ($(BUILD_GOALS),)
+ifneq ($(shell tools/deps.sh --check >&2 && echo ok),ok)
 $(error coloc: required Debian packages are missing (see above))
 endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
@@ -105,10 +106,18 @@ LIBS := $(LIB_CLIENT) $(LIB_DAEMON) $(LIB_SIM) $(LIB_EXEC) $(LIB_POLICY) $(LIB_C
 TOOL_BINS := $(patsubst tools/%.c,$(BIN)/%,$(wildcard tools/*.c))
 BINS := $(BIN)/colocd $(TOOL_BINS)
 TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
+# The tests that load BPF, start colocd or executors, or act as other users,
+# and onnx_ort (it runs ONNX Runtime's downloads, make ort-models, and writes
+# exports into build/ort): only make check runs them, as root. Every other
+# test is a unit test: make check-unit runs it as any user, and it must pass
+# as nobody in a tree it cannot write.
+SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_serving control \
+	execproc install level_source load onnx_ort pmu sensor serving tenants)
+UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
-.PHONY: all check deps demo bench-sensing bench-executor bench-sim bench-sim-2core bench-qos profiles format clean tests \
+.PHONY: all check check-unit run-check deps demo run-demo bench-sensing bench-executor bench-sim bench-sim-2core bench-qos profiles format clean tests \
 	bench-onnx ort ort-models \
 	install uninstall
 all: $(BINS)
@@ -201,10 +210,19 @@ deps:
 	$(Q)tools/deps.sh
 	@echo "coloc: the required packages are installed"
 
-check: $(BINS) $(TEST_BINS) ort-models
-	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(TEST_BINS)
+check:
+	$(Q)tests/run.sh --root
+	$(Q)tools/deps.sh
+	$(Q)+$(MAKE) --no-print-directory run-check
+run-check: $(BINS) $(TEST_BINS) ort-models
+	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh --root $(TEST_BINS)
+check-unit: $(BINS) $(UNIT_TESTS)
+	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(UNIT_TESTS)
 
-demo: $(BINS)
+demo:
+	$(Q)tools/deps.sh
+	$(Q)+$(MAKE) --no-print-directory run-demo
+run-demo: $(BINS)
 	$(Q)COLOC_BIN=$(abspath $(BIN)) tools/demo.sh
 
 bench-sensing: $(BINS)
