@@ -213,16 +213,12 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *c, int
 	    (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) ||
 	     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL)))
 		child_report(report_fd, 0, errno);
-	/* its tenant's cgroups, its own session (no terminal), its limits */
+	/* its tenant's cgroups, its own session (no terminal) */
 	for (int i = 0; i < c->nr_cgroup_fds; i++)
 		if (write(c->cgroup_fds[i], "0", 1) != 1)
 			goto fail;
 	if (setsid() < 0)
 		goto fail;
-	for (int i = 0; i < EXECPROC_NR_LIMITS; i++)
-		if (c->limits[i].rlim_max != RLIM_INFINITY &&
-		    setrlimit(child_limit_ids[i], &c->limits[i]))
-			goto fail;
 	null = open("/dev/null", O_RDONLY);
 	sigemptyset(&none);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(c->shm_hi, EXECPROC_SHM_FD) < 0 ||
@@ -231,6 +227,11 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *c, int
 	    sigaction(SIGPIPE, &dfl, NULL) || sigaction(SIGCHLD, &dfl, NULL) ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) || sigprocmask(SIG_SETMASK, &none, NULL))
 		goto fail;
+	/* its limits last: colocd's own fds, above RLIMIT_NOFILE, are still open until exec */
+	for (int i = 0; i < EXECPROC_NR_LIMITS; i++)
+		if (c->limits[i].rlim_max != RLIM_INFINITY &&
+		    setrlimit(child_limit_ids[i], &c->limits[i]))
+			goto fail;
 	execve(c->path, c->argv, c->envp);
 fail:
 	child_report(report_fd, 1, errno);
