@@ -232,6 +232,11 @@ static int enter_landlock(const struct exec_sandbox *sb, char *missing, size_t m
 	}
 	for (int i = 0; i < EXEC_SANDBOX_MAX_READABLE && sb->readable[i] && !ret; i++)
 		ret = ll_allow_read(fd, sb->readable[i], why, len);
+#if defined(__SANITIZE_ADDRESS__)
+	/* LeakSanitizer reads /proc/self/task and /proc/self/maps at exit */
+	if (!ret)
+		ret = ll_allow_read(fd, "/proc/self", why, len);
+#endif
 	if (!ret && syscall(SYS_landlock_restrict_self, fd, 0)) {
 		snprintf(why, len, "landlock_restrict_self: %s", strerror(errno));
 		ret = -errno;
