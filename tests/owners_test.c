@@ -171,10 +171,9 @@ FIXTURE(owners)
 
 FIXTURE_SETUP(owners)
 {
-	struct colocd_config cfg = { .sample_hz = 1000,
-				     .window_ms = 10,
-				     .span_ms = 1000,
-				     .max_tenants_per_uid = 2 };
+	struct colocd_config cfg = {
+		.sample_hz = 1000, .window_ms = 10, .span_ms = 1000, .max_tenants_per_uid = 2
+	};
 	struct coloc_err err = { 0 };
 	static char pin[128];
 
@@ -204,10 +203,11 @@ static int add(FIXTURE_DATA(owners) * self, const char *name, uid_t uid, pid_t p
 	       const char *cgroup, struct coloc_err *err)
 {
 	__s64 pids[1] = { pid };
-	struct tenants_add_req req = {
-		.name = name, .pids = pid ? pids : NULL, .nr_pids = pid ? 1 : 0, .cgroup = cgroup,
-		.uid = uid
-	};
+	struct tenants_add_req req = { .name = name,
+				       .pids = pid ? pids : NULL,
+				       .nr_pids = pid ? 1 : 0,
+				       .cgroup = cgroup,
+				       .uid = uid };
 	struct tenant *t;
 
 	coloc_err_clear(err);
@@ -230,7 +230,8 @@ TEST_F(owners, tenants_add__refuses_another_users_process)
 	TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_EQ(NULL, tenants_find(&self->d.tenants, "t"));
 	/* root takes anyone's */
-	EXPECT_EQ(0, add(self, "t", 0, self->kids[0], NULL, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(0, add(self, "t", 0, self->kids[0], NULL, &err))
+	TH_LOG("%s", coloc_err_str(&err));
 }
 
 TEST_F(owners, tenants_add__takes_the_callers_own_process_only_real_and_effective)
@@ -526,7 +527,7 @@ static int submit(FIXTURE_DATA(quota) * self, const char *name, struct coloc_err
 			      NULL, err);
 }
 
-TEST_F(quota, serving_authorize__owner_and_root_only)
+TEST_F_TIMEOUT(quota, serving_authorize__owner_and_root_only, 600)
 {
 	struct coloc_err err = { 0 };
 	struct serving_tenant_info info;
@@ -542,7 +543,7 @@ TEST_F(quota, serving_authorize__owner_and_root_only)
 	EXPECT_EQ(-ENOENT, serving_authorize(self->s, "nobody", MEMBER, &err));
 }
 
-TEST_F(quota, serving_admit__tenant_quota_refuses_at_n_plus_1_root_unaffected)
+TEST_F_TIMEOUT(quota, serving_admit__tenant_quota_refuses_at_n_plus_1_root_unaffected, 600)
 {
 	struct coloc_err err = { 0 };
 	struct serving_tenant_info info;
@@ -565,7 +566,7 @@ TEST_F(quota, serving_admit__tenant_quota_refuses_at_n_plus_1_root_unaffected)
 	EXPECT_EQ(0, admit(self, "c", MEMBER, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
 }
 
-TEST_F(quota, serving_admit__executor_quota_counts_every_executor)
+TEST_F_TIMEOUT(quota, serving_admit__executor_quota_counts_every_executor, 600)
 {
 	struct coloc_err err = { 0 };
 
@@ -578,7 +579,7 @@ TEST_F(quota, serving_admit__executor_quota_counts_every_executor)
 	EXPECT_EQ(0, admit(self, "r", 0, 4, &err)) TH_LOG("%s", coloc_err_str(&err));
 }
 
-TEST_F(quota, serving_submit__queued_quota_over_the_owners_tenants)
+TEST_F_TIMEOUT(quota, serving_submit__queued_quota_over_the_owners_tenants, 600)
 {
 	struct coloc_err err = { 0 };
 	struct serving_tenant_info info;
@@ -758,8 +759,8 @@ static int submit_as(FIXTURE_DATA(wire) * self, uid_t uid, const char *name)
 /* root's status of name (put it), or NULL. */
 static struct json_object *status_of(FIXTURE_DATA(wire) * self, const char *name)
 {
-	struct json_object *o = request_as(self, 0, 0, "{\"cmd\":\"status\",\"name\":\"%s\"}\n",
-					   name);
+	struct json_object *o =
+		request_as(self, 0, 0, "{\"cmd\":\"status\",\"name\":\"%s\"}\n", name);
 	struct json_object *t = json_object_get(entry(o, name));
 
 	json_object_put(o);
@@ -781,7 +782,8 @@ static bool wait_ready(FIXTURE_DATA(wire) * self, const char *name)
 	return false;
 }
 
-TEST_F(wire, another_users_remove_restart_infer_status_tenant_remove__refused_it_serves_on)
+TEST_F_TIMEOUT(wire, another_users_remove_restart_infer_status_tenant_remove__refused_it_serves_on,
+	       600)
 {
 	struct json_object *t = NULL, *o;
 	size_t in_bytes;
@@ -828,7 +830,7 @@ TEST_F(wire, another_users_remove_restart_infer_status_tenant_remove__refused_it
 	json_object_put(o);
 }
 
-TEST_F(wire, list_status_tenants_as_another_user__hide_file_names_and_details)
+TEST_F_TIMEOUT(wire, list_status_tenants_as_another_user__hide_file_names_and_details, 600)
 {
 	const char *cmds[] = { "{\"cmd\":\"list\"}\n", "{\"cmd\":\"status\"}\n",
 			       "{\"cmd\":\"tenants\"}\n", "{\"cmd\":\"signals\"}\n" };
@@ -861,7 +863,7 @@ TEST_F(wire, list_status_tenants_as_another_user__hide_file_names_and_details)
 	EXPECT_NE(NULL, strstr(self->out, "uid 0's")) TH_LOG("%s", self->out);
 }
 
-TEST_F(wire, tenant_add__member_gets_its_own_process_not_roots_nor_a_root_cgroup)
+TEST_F_TIMEOUT(wire, tenant_add__member_gets_its_own_process_not_roots_nor_a_root_cgroup, 600)
 {
 	struct json_object *o;
 	char cg[256], mnt[200];
@@ -904,7 +906,7 @@ TEST_F(wire, tenant_add__member_gets_its_own_process_not_roots_nor_a_root_cgroup
 	json_object_put(o);
 }
 
-TEST_F(wire, submit_quota__members_second_tenant_refused_root_unaffected)
+TEST_F_TIMEOUT(wire, submit_quota__members_second_tenant_refused_root_unaffected, 600)
 {
 	ASSERT_EQ(0, submit_as(self, MEMBER, "m1")) TH_LOG("%s", self->out);
 	EXPECT_EQ(1, submit_as(self, MEMBER, "m2")) TH_LOG("%s", self->out);
