@@ -36,6 +36,9 @@ static struct colocd_config config = {
 	.span_ms = 1000,
 	.conn_timeout_ms = SERVER_DEFAULT_TIMEOUT_MS,
 	.verbose = false,
+	.max_tenants_per_uid = COLOCD_DEFAULT_TENANTS_PER_UID,
+	.max_executors_per_uid = COLOCD_DEFAULT_EXECUTORS_PER_UID,
+	.max_queued_per_uid = COLOCD_DEFAULT_QUEUED_PER_UID,
 };
 
 /* What preparing the pin dir did: an operator wants to know of a mount or a crash's leftovers. */
@@ -88,14 +91,22 @@ static void usage(FILE *out)
 		"  --block-log FILE  write one line per finished block to FILE (tab-separated,\n"
 		"                    a header names the columns): the policy's prediction\n"
 		"                    next to the executor's measurement\n"
+		"  --max-tenants-per-uid N  serving tenants one user other than root may\n"
+		"                    submit, and attributed tenants (tenant add) apart, 1-%d\n"
+		"                    (default %d)\n"
+		"  --max-executors-per-uid N  executor processes over one user's serving\n"
+		"                    tenants, 1-%d (default %d)\n"
+		"  --max-queued-per-uid N  queries queued or running over one user's tenants,\n"
+		"                    1-%d (default %d); root is held to the global limits only\n"
 		"  --uid-range A-B   uids (and gids) for the tenants' executors, one of its own\n"
 		"                    each, skipping any in /etc/passwd or /etc/group (default\n"
 		"                    %u-%u)\n"
 		"  --executor-memory MIB  memory of one tenant's cgroup (default %llu); each\n"
 		"                    executor's address space is bounded at 4x that\n"
 		"  --cgroup-root DIR the tenants' cgroups go under DIR (cgroup v2: a folder\n"
-		"                    under /sys/fs/cgroup, default /sys/fs/cgroup/coloc; v1: a\n"
-		"                    name under colocd's own cgroup, default coloc)\n"
+		"                    under /sys/fs/cgroup, default its own cgroup's tenants/\n"
+		"                    when systemd delegated it, else /sys/fs/cgroup/coloc;\n"
+		"                    v1: a name under colocd's own cgroup, default coloc)\n"
 		"  --allow-weak-isolation  start executors even where a layer of their sandbox\n"
 		"                    cannot be had (namespaces, cgroups, Landlock); the\n"
 		"                    tenant's status then says what is missing\n"
@@ -106,13 +117,18 @@ static void usage(FILE *out)
 		"  -V, --version     print the version and exit\n"
 		"\n"
 		"Tenants: colocctl submit NAME MODEL --qos-ms X; queries: colocctl infer NAME.\n"
+		"A tenant belongs to the user who made it: only that user and root may\n"
+		"remove, restart, query it or see more than its name and state.\n"
 		"On SIGTERM colocd stops accepting, lets queries in flight finish (%d s at\n"
 		"most), stops the executors and unpins.\n"
 		"\n"
 		"Inspect while it runs:  bpftool map dump pinned %s/cpu_live\n"
 		"                        colocctl signals; colocctl status\n",
-		SANDBOX_DEFAULT_UID_FIRST, SANDBOX_DEFAULT_UID_LAST, SANDBOX_DEFAULT_MEMORY_MIB,
-		COLOCD_DRAIN_MS / 1000, COLOC_DEFAULT_PIN_DIR);
+		COLOC_MAX_TENANTS, config.max_tenants_per_uid,
+		COLOC_MAX_TENANTS * SERVING_MAX_EXECUTORS, config.max_executors_per_uid,
+		SERVING_DEFAULT_QUEUE_TOTAL, config.max_queued_per_uid, SANDBOX_DEFAULT_UID_FIRST,
+		SANDBOX_DEFAULT_UID_LAST, SANDBOX_DEFAULT_MEMORY_MIB, COLOCD_DRAIN_MS / 1000,
+		COLOC_DEFAULT_PIN_DIR);
 }
 
 /* "FIRST-LAST", both within 1..2^31-1 (sandbox_create checks the rest). */
@@ -151,7 +167,10 @@ static int parse_args(int argc, char **argv)
 		{ "cache-dir", required_argument, NULL, 'C' },
 		{ "state", required_argument, NULL, 'F' },
 		{ "block-log", required_argument, NULL, 'B' },
-		{ "uid-range", required_argument, NULL, 'U' },
+		{ "max-tenants-per-uid", required_argument, NULL, 'U' },
+		{ "max-executors-per-uid", required_argument, NULL, 'X' },
+		{ "max-queued-per-uid", required_argument, NULL, 'Q' },
+		{ "uid-range", required_argument, NULL, 'R' },
 		{ "executor-memory", required_argument, NULL, 'M' },
 		{ "cgroup-root", required_argument, NULL, 'G' },
 		{ "allow-weak-isolation", no_argument, NULL, 'W' },
@@ -227,6 +246,24 @@ static int parse_args(int argc, char **argv)
 			config.block_log = optarg;
 			break;
 		case 'U':
+			if (cli_parse_flag("colocd", "--max-tenants-per-uid", optarg, 1,
+					   COLOC_MAX_TENANTS, &v))
+				return 2;
+			config.max_tenants_per_uid = (int)v;
+			break;
+		case 'X':
+			if (cli_parse_flag("colocd", "--max-executors-per-uid", optarg, 1,
+					   COLOC_MAX_TENANTS * SERVING_MAX_EXECUTORS, &v))
+				return 2;
+			config.max_executors_per_uid = (int)v;
+			break;
+		case 'Q':
+			if (cli_parse_flag("colocd", "--max-queued-per-uid", optarg, 1,
+					   SERVING_DEFAULT_QUEUE_TOTAL, &v))
+				return 2;
+			config.max_queued_per_uid = (int)v;
+			break;
+		case 'R':
 			if (parse_uid_range(optarg))
 				return 2;
 			break;
@@ -348,7 +385,7 @@ static void on_stop_signal(struct loop_source *src, const struct signalfd_siginf
 
 static char *serve_request(void *ctx, struct server_req *req, const char *line, size_t len)
 {
-	return line ? control_handle(ctx, req, line, len, loop_now_ns()) :
+	return line ? control_handle(ctx, req, req->uid, line, len, loop_now_ns()) :
 		      control_oversize_response();
 }
 
