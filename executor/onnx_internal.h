@@ -28,7 +28,7 @@
  * the tensors the file holds, or this many when that is less. A Range or a
  * ConstantOfShape in a few bytes cannot make gigabytes.
  */
-#define ONNX_MIN_FOLD_BUDGET (1ll << 24)
+#define ONNX_MIN_FOLD_BUDGET (1ll << 20)
 /* a layer's dims and elements: the bounds coloc's parser puts on them (model_infer.c) */
 #define ONNX_MAX_DIM (1ll << 24)
 #define ONNX_MAX_ELEMS (1ll << 32)
