@@ -3,9 +3,9 @@
  * libFuzzer target: colocd's control protocol handler (control_handle, the
  * JSON + UTF-8 + NUL checks and every command behind them) against a real
  * daemon core started once (the sensor loaded, not pinned; needs root, as
- * tests/control_test.c). Each input is one request line; every answer must
- * be one line of strict JSON, valid UTF-8, an object with a boolean "ok",
- * whatever the request held. Its executor path names no file, so a submit
+ * tests/control_test.c). Each input is one request line from an
+ * unprivileged peer; every answer must be one line of strict JSON, valid
+ * UTF-8, an object with a boolean "ok", whatever the request held. Its executor path names no file, so a submit
  * that got that far starts nothing.
  */
 #include <stdint.h>
@@ -19,6 +19,9 @@
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The requests come from an unprivileged peer (nobody), as an attacker's would. */
+#define FUZZ_CONTROL_PEER_UID 65534
 
 static struct colocd daemon_core;
 static struct loop *loop;
@@ -83,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *resp;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	resp = control_handle(&daemon_core, NULL, (const char *)data, size,
+	resp = control_handle(&daemon_core, NULL, FUZZ_CONTROL_PEER_UID, (const char *)data, size,
 			      (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec);
 	if (!resp) {
 		fprintf(stderr, "fuzz_control: no answer without a connection\n");
