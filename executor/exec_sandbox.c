@@ -330,11 +330,11 @@ static int enter_seccomp(char *why, size_t len)
 	/* abort() and glibc's thread signals: this process only */
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
-				       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
+				       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid(), 0));
 	/* getrlimit only: a limit is never raised */
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1,
-				       SCMP_A2(SCMP_CMP_EQ, 0));
+				       SCMP_A2(SCMP_CMP_EQ, 0, 0));
 	if (!ret)
 		ret = seccomp_load(ctx);
 	if (ret)
