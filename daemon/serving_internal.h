@@ -43,6 +43,8 @@ struct sv_query {
 	uint64_t arrival_ns, deadline_ns;
 	int next_layer;
 	uint64_t exec_ns; /* sum of its blocks' times inside the executor */
+	struct serving_breakdown parts; /* where its time went so far */
+	uint64_t mark_ns; /* arrival, then when its last block's completion was noticed */
 	int exec; /* the executor whose slot holds it; -1 while it waits for one */
 	int slot; /* its slot there; -1 while it waits for one */
 	bool in_flight;
