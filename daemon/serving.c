@@ -349,7 +349,7 @@ static void block_finished(struct serving *s, struct sv_tenant *t, struct sv_exe
 			      });
 	if (r->status == COLOC_SHM_DONE_OK) {
 		policy_block_done(s->policy, &x->blk, measured);
-		sv_update_slowdown(s, t, &x->blk, measured);
+		sv_update_slowdown(s, t, &x->blk, measured, x->blk_corunners == 0);
 		serving_stats_block(&t->stats, x->blk.predicted_ns, measured);
 	}
 	release_block_cores(s, t, x);
@@ -875,11 +875,12 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));
 	s->core_sig_ns = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_ns));
 	s->core_sig_var = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_var));
+	s->core_floor_var = calloc(POLICY_MAX_CPUS, sizeof(*s->core_floor_var));
 	s->core_sig_now = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_now));
 	s->dom_sig_now = calloc(POLICY_MAX_CPUS, sizeof(*s->dom_sig_now));
 	s->pqueries = calloc(s->max_queue_total, sizeof(*s->pqueries));
 	if ((cfg->executor && !s->executor) || (cfg->cache_dir && !s->cache_dir) || !s->core_sig ||
-	    !s->core_sig_ns || !s->core_sig_var || !s->core_sig_now || !s->dom_sig_now ||
+	    !s->core_sig_ns || !s->core_sig_var || !s->core_floor_var || !s->core_sig_now || !s->dom_sig_now ||
 	    !s->pqueries) {
 		ret = coloc_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
@@ -917,6 +918,7 @@ void serving_destroy(struct serving *s)
 	free(s->core_sig);
 	free(s->core_sig_ns);
 	free(s->core_sig_var);
+	free(s->core_floor_var);
 	free(s->core_sig_now);
 	free(s->dom_sig_now);
 	free(s->versions);
