@@ -568,9 +568,10 @@ static int fold_gather(struct onnx_ctx *c, const Onnx__NodeProto *n)
 				k += d_ax;
 			if (k < 0 || k >= d_ax) {
 				free(d);
-				return onnx_refuse(c, -EINVAL, "index %lld is out of range 0..%lld",
-						   (long long)onnx_i64(ix->data[j]),
-						   (long long)d_ax - 1);
+				return onnx_refuse(c, -EINVAL,
+						   "element %lld of its indices is out of range "
+						   "0..%lld",
+						   (long long)j, (long long)d_ax - 1);
 			}
 			memcpy(d + (o * ni + j) * inner, in->data + (o * d_ax + k) * inner,
 			       (size_t)inner * sizeof(double));

@@ -1418,8 +1418,8 @@ static int lower_resize(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	} else if (sc && sc->data && onnx_elems(&sc->shape) == 4) {
 		for (int i = 0; i < 4; i++) {
 			if (!(sc->data[i] > 0 && sc->data[i] <= 1024))
-				return onnx_refuse(c, -EOPNOTSUPP, "scale %g (0..1024)",
-						   sc->data[i]);
+				return onnx_refuse(c, -EOPNOTSUPP,
+						   "scale %d is not above 0 and at most 1024", i);
 			out.dims[i] = (int64_t)floor((double)x->shape.dims[i] * sc->data[i]);
 		}
 	} else {
@@ -1673,9 +1673,8 @@ static int lower_pow(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		return alias(c, n, x);
 	if (e->data[0] != 2)
 		return onnx_refuse(c, -EOPNOTSUPP,
-				   "Pow by %g (coloc lowers Pow by 2, a mul of x by itself, and "
-				   "by 1)",
-				   e->data[0]);
+				   "Pow by an exponent other than 2 or 1 (coloc lowers Pow by 2, "
+				   "a mul of x by itself, and by 1)");
 	return new_layer(c, n, MODEL_OP_MUL, ins, 2, &x->shape, &l);
 }
 
