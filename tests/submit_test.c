@@ -328,16 +328,24 @@ static long colocd_rss_kib(pid_t pid)
 }
 
 /*
- * colocd's open files, once a ping has gone round (connections before it
- * are closed or closing: the count can only be lower for them).
+ * colocd's open files, counted while a connection of ours is open and its
+ * ping answered: every earlier request has been handled by then, and the
+ * count is taken in the same state each time.
  */
 static int colocd_nr_fds(FIXTURE_DATA(submit) * self)
 {
 	char path[64], resp[256];
+	int fd = tu_connect(self->sock), n = -1;
 
-	tu_request(self->sock, "{\"cmd\":\"ping\"}\n", resp, sizeof(resp));
-	snprintf(path, sizeof(path), "/proc/%d/fd", self->colocd);
-	return tu_nr_dir_entries(path);
+	if (fd < 0)
+		return -1;
+	if (send(fd, "{\"cmd\":\"ping\"}\n", 15, MSG_NOSIGNAL) == 15 &&
+	    tu_read_line(fd, resp, sizeof(resp)) > 0) {
+		snprintf(path, sizeof(path), "/proc/%d/fd", self->colocd);
+		n = tu_nr_dir_entries(path);
+	}
+	close(fd);
+	return n;
 }
 
 /*
