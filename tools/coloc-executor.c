@@ -10,7 +10,8 @@
  * build every oneDNN primitive. Then it serves commands "run layers
  * [first, last) of the query in slot s with these versions on these cores"
  * one at a time: it sleeps on a futex until colocd rings, runs the block,
- * writes the completion and signals colocd's eventfd. It never spins.
+ * writes the completion and writes to its end of colocd's doorbell pipe.
+ * It never spins.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -76,10 +77,10 @@ static void usage(FILE *f)
 		"drops to the 'coloc' user (or 'nobody') with no capabilities, then reads\n"
 		"the model from fd N and builds every kernel, then runs the layer blocks\n"
 		"colocd writes into the shared memory on fd N (layout: include/coloc/shm.h),\n"
-		"signalling each completion on the eventfd --done-fd.\n"
+		"signalling each completion on the pipe's write end --done-fd.\n"
 		"\n"
 		"  -s, --shm-fd N        the shared memory (a sealed memfd) colocd created\n"
-		"  -d, --done-fd N       the eventfd to signal after each completion\n"
+		"  -d, --done-fd N       the pipe (write end) to signal after each completion\n"
 		"  -t, --tenant NAME     the tenant, for messages\n"
 		"  -m, --model-fd N      the model's bytes (a sealed memfd)\n"
 		"  -n, --model-name NAME its name as submitted: messages, and '.onnx' for ONNX\n"
