@@ -1019,13 +1019,13 @@ static const char *hostile_bin(char *buf, size_t len)
 static int spawn_hostile(const char *mode, struct execproc **ep, struct coloc_err *err)
 {
 	char bin[512], path[512], tenant[64];
-	struct execproc_opts o = { .tenant = tenant, .model_path = path };
+	struct execproc_opts o = { .tenant = tenant, .weights_fd = -1 };
 	int ret;
 
 	model_path(path, sizeof(path), "mobilenet_v2");
 	snprintf(tenant, sizeof(tenant), "hostile-%s", mode);
 	o.executor = hostile_bin(bin, sizeof(bin));
-	ret = execproc_spawn(&o, ep, err);
+	ret = spawn_path(&o, path, ep, err);
 	return ret ? ret : execproc_wait_ready(*ep, READY_MS, err);
 }
 
