@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include "exec_sandbox.h"
@@ -254,6 +255,9 @@ static const int allowed_syscalls[] = {
 	SCMP_SYS(mprotect),
 	SCMP_SYS(mremap),
 	SCMP_SYS(madvise),
+	/* an imported ONNX model's weights, sealed in a memfd of its own */
+	SCMP_SYS(memfd_create),
+	SCMP_SYS(ftruncate),
 	/* the model's descriptors, the doorbell, stderr; sysfs and the model under Landlock */
 	SCMP_SYS(read),
 	SCMP_SYS(pread64),
@@ -331,10 +335,18 @@ static int enter_seccomp(char *why, size_t len)
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
 				       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid(), 0));
-	/* getrlimit only: a limit is never raised */
+	/*
+	 * getrlimit, and setrlimit of its own CPU time only: the executor lifts
+	 * the soft limit its model import ran under (up to the hard one, which
+	 * it cannot raise); no other limit is ever raised.
+	 */
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1,
 				       SCMP_A2(SCMP_CMP_EQ, 0, 0));
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 2,
+				       SCMP_A0(SCMP_CMP_EQ, 0, 0),
+				       SCMP_A1(SCMP_CMP_EQ, RLIMIT_CPU, 0));
 	if (!ret)
 		ret = seccomp_load(ctx);
 	if (ret)
