@@ -1018,7 +1018,7 @@ TEST(execproc_spawn__refused_namespace_is_an_error_unless_weak_allowed)
 
 	/* turned off on purpose: refused the same way, in this process */
 	o.no_namespaces = true;
-	EXPECT_EQ(-EPERM, execproc_spawn(&o, &ep, &err));
+	EXPECT_EQ(-EPERM, spawn_path(&o, path, &ep, &err));
 	EXPECT_EQ(NULL, ep);
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "turned off"))
 	TH_LOG("%s", coloc_err_str(&err));
