@@ -187,6 +187,30 @@ $(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
 
+# ---- coloc-gateway (docs/gateway.md): KServe v2 over HTTP in front of colocd -----
+# gateway/*.c -> libcoloc_gateway.a; bin/coloc-gateway links it with the client
+# library, common, json-c and libmicrohttpd: never oneDNN or the daemon.
+GATEWAY_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard gateway/*.c))
+LIB_GATEWAY := $(OBJ)/libcoloc_gateway.a
+GW_PKG_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+GW_PKG_LIBS := $(shell pkg-config --libs libmicrohttpd json-c 2>/dev/null)
+$(GATEWAY_OBJS) $(OBJ)/tools/coloc-gateway.o $(OBJ)/tests/gateway_test.o: \
+	CFLAGS += -Igateway $(GW_PKG_CFLAGS)
+$(LIB_GATEWAY): $(GATEWAY_OBJS)
+	$(call msg,AR,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+$(BIN)/coloc-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_GATEWAY) $(LIB_CLIENT) $(LIB_COMMON)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(GW_PKG_LIBS) -o $@
+# its test drives the parsers directly too
+$(OBJ)/tests/gateway_test: $(LIB_GATEWAY)
+$(OBJ)/tests/gateway_test: LDLIBS := $(LIB_GATEWAY) $(LIB_CLIENT) $(LIB_COMMON) $(LDLIBS) \
+	$(GW_PKG_LIBS)
+# ---- end of coloc-gateway -------------------------------------------------------
+
 $(BIN)/%: $(OBJ)/tools/%.o $(LIBS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
