@@ -205,6 +205,11 @@ $(BIN)/coloc-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_GATEWAY) $(LIB_CLIENT) $(
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(GW_PKG_LIBS) -o $@
+# what the gateway adds to a query, beside colocd's socket (not installed: a benchmark)
+$(BIN)/coloc-bench-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
 # its test drives the parsers directly too
 $(OBJ)/tests/gateway_test: $(LIB_GATEWAY)
 $(OBJ)/tests/gateway_test: LDLIBS := $(LIB_GATEWAY) $(LIB_CLIENT) $(LIB_COMMON) $(LDLIBS) \

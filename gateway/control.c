@@ -70,8 +70,7 @@ static struct json_object *ctl_call_locked(struct gw_ctl *ctl, struct json_objec
 	return NULL;
 }
 
-struct json_object *gw_ctl_call(struct gw_ctl *ctl, struct json_object *req,
-				struct coloc_err *err)
+struct json_object *gw_ctl_call(struct gw_ctl *ctl, struct json_object *req, struct coloc_err *err)
 {
 	struct json_object *resp;
 

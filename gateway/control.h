@@ -20,8 +20,7 @@ void gw_ctl_close(struct gw_ctl *ctl);
  * One request (not consumed) -> its "ok":true response (put it), or NULL
  * with colocd's "error" or the transport failure in err.
  */
-struct json_object *gw_ctl_call(struct gw_ctl *ctl, struct json_object *req,
-				struct coloc_err *err);
+struct json_object *gw_ctl_call(struct gw_ctl *ctl, struct json_object *req, struct coloc_err *err);
 
 /* Submits the model as colocd tenant cfg->name (protocol.h's "submit"). */
 int gw_ctl_submit(struct gw_ctl *ctl, const struct gw_model_config *cfg, struct coloc_err *err);

@@ -130,8 +130,8 @@ static void fwd_send(struct fwd_conn *k, struct gw_job *job)
 	if (!k->c && (r = coloc_client_connect(k->fw->socket_path, &k->c))) {
 		char why[256];
 
-		snprintf(why, sizeof(why), "cannot reach colocd at %.150s: %s",
-			 k->fw->socket_path, strerror(-r));
+		snprintf(why, sizeof(why), "cannot reach colocd at %.150s: %s", k->fw->socket_path,
+			 strerror(-r));
 		k->c = NULL;
 		fwd_finish(k, job, -ECONNREFUSED, why);
 		return;
@@ -288,7 +288,8 @@ int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job)
 	}
 	/* the least loaded connection, ties broken round robin */
 	for (int i = 0; i < fw->nr_conns; i++) {
-		struct fwd_conn *c = &fw->conns[(start + (unsigned int)i) % (unsigned int)fw->nr_conns];
+		struct fwd_conn *c =
+			&fw->conns[(start + (unsigned int)i) % (unsigned int)fw->nr_conns];
 
 		if (!k || atomic_load(&c->load) < atomic_load(&k->load))
 			k = c;

@@ -23,6 +23,13 @@
 #include "infer_request.h"
 
 #define HTTP_PATH_MAX 512
+/*
+ * A connection's buffer: MHD reads a body in pieces of up to half of it, so
+ * a 600 KB tensor takes a few reads, not forty (docs/measurements/gateway.md).
+ * Its pages are touched only as a connection uses them.
+ */
+#define HTTP_CONN_MEMORY (512u << 10)
+#define HTTP_CONN_INCREMENT (64u << 10)
 
 struct gw_http {
 	struct MHD_Daemon *d;
@@ -54,10 +61,9 @@ struct http_req {
 static enum MHD_Result http_send(struct MHD_Connection *conn, unsigned int status, char *body,
 				 size_t len, const char *type)
 {
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(len, body ? body : (char *)"",
-						body ? MHD_RESPMEM_MUST_FREE :
-						       MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body ? body : (char *)"",
+								    body ? MHD_RESPMEM_MUST_FREE :
+									   MHD_RESPMEM_PERSISTENT);
 	enum MHD_Result r;
 
 	if (!resp) {
@@ -73,11 +79,11 @@ static enum MHD_Result http_send(struct MHD_Connection *conn, unsigned int statu
 	return r;
 }
 
-static enum MHD_Result http_error(struct MHD_Connection *conn, unsigned int status,
-				  const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static enum MHD_Result http_error(struct MHD_Connection *conn, unsigned int status, const char *fmt,
+				  ...) __attribute__((format(printf, 3, 4)));
 
-static enum MHD_Result http_error(struct MHD_Connection *conn, unsigned int status,
-				  const char *fmt, ...)
+static enum MHD_Result http_error(struct MHD_Connection *conn, unsigned int status, const char *fmt,
+				  ...)
 {
 	char why[768];
 	va_list ap;
@@ -93,7 +99,8 @@ static enum MHD_Result http_error(struct MHD_Connection *conn, unsigned int stat
 static enum MHD_Result http_json(struct MHD_Connection *conn, unsigned int status,
 				 struct json_object *o)
 {
-	char *body = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	char *body = strdup(json_object_to_json_string_ext(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 
 	json_object_put(o);
 	return http_send(conn, status, body, body ? strlen(body) : 0, "application/json");
@@ -303,7 +310,8 @@ static enum MHD_Result http_infer_answer(struct http_req *rq)
 		return http_error(rq->conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				  "colocd returned %zu output bytes, the model has %zu",
 				  job->res.output_bytes, job->output_cap);
-	if (gw_infer_response(&rq->cfg, &rq->ir, rq->output, &body, &len, &header_len))
+	if (gw_infer_response(&rq->cfg, &rq->ir, rq->output, job->res.latency_ns, job->res.exec_ns,
+			      &body, &len, &header_len))
 		return http_error(rq->conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	if (!resp) {
@@ -404,8 +412,9 @@ static enum MHD_Result http_repository(struct http_req *rq, const struct http_pa
 	else
 		r = gw_models_unload(rq->h->ms, p->seg[3], &err);
 	if (r)
-		return http_error(rq->conn, r == -ENOENT ? MHD_HTTP_NOT_FOUND : MHD_HTTP_BAD_REQUEST,
-				  "%s", coloc_err_str(&err));
+		return http_error(rq->conn,
+				  r == -ENOENT ? MHD_HTTP_NOT_FOUND : MHD_HTTP_BAD_REQUEST, "%s",
+				  coloc_err_str(&err));
 	return http_empty(rq->conn, MHD_HTTP_OK);
 }
 
@@ -465,6 +474,13 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 			return http_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
 					  "the body is over the gateway's limit of %zu bytes",
 					  h->opts.max_body);
+		}
+		/* the body's whole size, once: no copies as it grows */
+		if (cl && v > 0) {
+			rq->body = malloc((size_t)v);
+			if (!rq->body)
+				return MHD_NO;
+			rq->cap = (size_t)v;
 		}
 		return MHD_YES;
 	}
@@ -537,8 +553,8 @@ int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct 
 		  struct gw_http **out, struct coloc_err *err)
 {
 	struct gw_http *h = calloc(1, sizeof(*h));
-	unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-			     MHD_USE_ERROR_LOG;
+	unsigned int flags =
+		MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 
 	*out = NULL;
 	if (!h)
@@ -553,6 +569,8 @@ int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct 
 				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)opts->threads,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)opts->max_connections,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->idle_timeout_s,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+				MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)HTTP_CONN_INCREMENT,
 				MHD_OPTION_NOTIFY_COMPLETED, http_completed, h, MHD_OPTION_END);
 	if (!h->d) {
 		free(h);

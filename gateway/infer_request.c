@@ -58,7 +58,8 @@ static int infer_flatten(struct json_object *arr, float *out, uint64_t *n, uint6
 				return -1;
 			continue;
 		}
-		if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+		if (!json_object_is_type(v, json_type_double) &&
+		    !json_object_is_type(v, json_type_int))
 			return -1;
 		if (*n == cap)
 			return -1;
@@ -99,8 +100,8 @@ static int infer_one_input(const struct gw_model_config *cfg, struct json_object
 	struct json_object *name = infer_get(in, "name", json_type_string);
 	struct json_object *type = infer_get(in, "datatype", json_type_string);
 	struct json_object *params = infer_get(in, "parameters", json_type_object);
-	struct json_object *size = params ? infer_get(params, "binary_data_size", json_type_int) :
-					    NULL;
+	struct json_object *size =
+		params ? infer_get(params, "binary_data_size", json_type_int) : NULL;
 	struct json_object *data;
 	const struct gw_tensor *t = NULL;
 	uint64_t offset = 0, n = 0;
@@ -185,7 +186,8 @@ static int infer_outputs(const struct gw_model_config *cfg, struct json_object *
 
 		if (!name)
 			return infer_fail(why, why_len, "each output needs a string \"name\"");
-		while (i < cfg->nr_outputs && strcmp(cfg->outputs[i].name, json_object_get_string(name)))
+		while (i < cfg->nr_outputs &&
+		       strcmp(cfg->outputs[i].name, json_object_get_string(name)))
 			i++;
 		if (i == cfg->nr_outputs)
 			return infer_fail(why, why_len, "model %s has no output named '%.64s'",
@@ -249,7 +251,8 @@ int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t l
 	if (json_object_object_get_ex(o, "id", &id)) {
 		if (!json_object_is_type(id, json_type_string) ||
 		    (size_t)json_object_get_string_len(id) >= sizeof(req->id) ||
-		    memchr(json_object_get_string(id), '\0', (size_t)json_object_get_string_len(id))) {
+		    memchr(json_object_get_string(id), '\0',
+			   (size_t)json_object_get_string_len(id))) {
 			infer_fail(why, why_len, "\"id\" must be a string of at most %d bytes",
 				   GW_ID_MAX - 1);
 			goto out;
@@ -312,9 +315,10 @@ static struct json_object *infer_floats(const float *v, uint64_t n)
 }
 
 int gw_infer_response(const struct gw_model_config *cfg, const struct gw_infer_request *req,
-		      const float *outputs, char **body, size_t *len, size_t *header_len)
+		      const float *outputs, uint64_t latency_ns, uint64_t exec_ns, char **body,
+		      size_t *len, size_t *header_len)
 {
-	struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
+	struct json_object *o = json_object_new_object(), *arr = json_object_new_array(), *params;
 	uint64_t offsets[GW_REPO_MAX_TENSORS], off = 0, bin_bytes = 0;
 	const char *text;
 	size_t tlen;
@@ -328,6 +332,12 @@ int gw_infer_response(const struct gw_model_config *cfg, const struct gw_infer_r
 	json_object_object_add(o, "model_version", json_object_new_string(cfg->version));
 	if (req->has_id)
 		json_object_object_add(o, "id", json_object_new_string(req->id));
+	params = json_object_new_object();
+	json_object_object_add(params, "coloc_latency_us",
+			       json_object_new_int64((int64_t)(latency_ns / 1000)));
+	json_object_object_add(params, "coloc_exec_us",
+			       json_object_new_int64((int64_t)(exec_ns / 1000)));
+	json_object_object_add(o, "parameters", params);
 	for (int k = 0; k < req->nr_outputs; k++) {
 		const struct gw_tensor *t = &cfg->outputs[req->outputs[k]];
 		struct json_object *out = json_object_new_object();
@@ -343,14 +353,15 @@ int gw_infer_response(const struct gw_model_config *cfg, const struct gw_infer_r
 			json_object_object_add(out, "parameters", params);
 			bin_bytes += t->elems * 4;
 		} else {
-			json_object_object_add(out, "data",
-					       infer_floats(outputs + offsets[req->outputs[k]],
-							    t->elems));
+			json_object_object_add(
+				out, "data",
+				infer_floats(outputs + offsets[req->outputs[k]], t->elems));
 		}
 		json_object_array_add(arr, out);
 	}
 	json_object_object_add(o, "outputs", arr);
-	text = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &tlen);
+	text = json_object_to_json_string_length(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &tlen);
 	p = text ? malloc(tlen + bin_bytes + 1) : NULL;
 	if (!p) {
 		json_object_put(o);
@@ -378,7 +389,8 @@ char *gw_error_json(const char *why)
 	char *s;
 
 	json_object_object_add(o, "error", json_object_new_string(why));
-	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							     JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
 	return s;
 }

@@ -17,8 +17,11 @@
  * "binary_data_output" is true.
  *
  * Out: {"model_name":S,"model_version":S,"id":S (when the request had
- * one),"outputs":[{"name":S,"datatype":"FP32","shape":[N..],"data":[...]
- * | "parameters":{"binary_data_size":N}}]}, binary outputs after it.
+ * one),"parameters":{"coloc_latency_us":N,"coloc_exec_us":N} (colocd's
+ * latency_ns and exec_ns of the query: arrival in colocd to completion,
+ * and the executor's share),"outputs":[{"name":S,"datatype":"FP32",
+ * "shape":[N..],"data":[...] | "parameters":{"binary_data_size":N}}]},
+ * binary outputs after it.
  *
  * Every length is checked before it is used: the JSON's length against the
  * body, each binary size against what is left, each count against the
@@ -29,6 +32,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "repository.h"
 
 #define GW_ID_MAX 256 /* bytes of a request id, with its NUL */
@@ -60,7 +64,8 @@ void gw_infer_request_free(struct gw_infer_request *req);
  * when no output is binary). 0 or -ENOMEM.
  */
 int gw_infer_response(const struct gw_model_config *cfg, const struct gw_infer_request *req,
-		      const float *outputs, char **body, size_t *len, size_t *header_len);
+		      const float *outputs, uint64_t latency_ns, uint64_t exec_ns, char **body,
+		      size_t *len, size_t *header_len);
 
 /* {"error":"why"}, malloc'd; NULL on no memory. */
 char *gw_error_json(const char *why);

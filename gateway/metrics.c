@@ -120,8 +120,7 @@ static void mx_write_models(FILE *f, struct gw_models *ms)
 		gw_models_each(ms, mx_model_sample, &p);
 	}
 	p.metric = "coloc_gateway_refusals_total";
-	mx_header(f, p.metric, "counter",
-		  "Requests the gateway refused or gave up on, by reason");
+	mx_header(f, p.metric, "counter", "Requests the gateway refused or gave up on, by reason");
 	for (size_t i = 0; i < sizeof(mx_refusals) / sizeof(*mx_refusals); i++) {
 		p.reason = mx_refusals[i].reason;
 		p.offset = mx_refusals[i].offset;
@@ -142,8 +141,8 @@ struct mx_field {
 /* Serving tenants, from status: label tenant. */
 static const struct mx_field mx_tenant_fields[] = {
 	{ "coloc_tenant_qos_target_ms", "gauge", "The tenant's QoS target", "qos_ms", NULL },
-	{ "coloc_tenant_solo_ms", "gauge", "Profiled latency alone on all served cores",
-	  "solo_ms", NULL },
+	{ "coloc_tenant_solo_ms", "gauge", "Profiled latency alone on all served cores", "solo_ms",
+	  NULL },
 	{ "coloc_tenant_within_qos_ratio", "gauge", "Share of served queries within QoS",
 	  "within_qos", NULL },
 	{ "coloc_tenant_queries_total", "counter", "Queries by outcome", "offered",
@@ -163,19 +162,23 @@ static const struct mx_field mx_tenant_fields[] = {
 	{ "coloc_tenant_latency_ms", NULL, NULL, "p95_ms", "quantile=\"0.95\"" },
 	{ "coloc_tenant_latency_ms", NULL, NULL, "p99_ms", "quantile=\"0.99\"" },
 	{ "coloc_tenant_executors", "gauge", "Executor processes", "executors", NULL },
-	{ "coloc_tenant_moved_total", "counter", "Queries moved to an idle executor", "moved", NULL },
+	{ "coloc_tenant_moved_total", "counter", "Queries moved to an idle executor", "moved",
+	  NULL },
 };
 
 /* CPUs, from signals: label cpu. */
 static const struct mx_field mx_cpu_fields[] = {
 	{ "coloc_cpu_busy_ratio", "gauge", "Share of the window the CPU ran tasks", "busy", NULL },
-	{ "coloc_cpu_context_switches_per_second", "gauge", "Context switches", "ctx_switches_per_s", NULL },
+	{ "coloc_cpu_context_switches_per_second", "gauge", "Context switches",
+	  "ctx_switches_per_s", NULL },
 	{ "coloc_cpu_migrations_per_second", "gauge", "Task migrations onto the CPU",
 	  "migrations_per_s", NULL },
 	{ "coloc_cpu_page_faults_per_second", "gauge", "Page faults", "page_faults_per_s", NULL },
 	{ "coloc_cpu_ipc", "gauge", "Instructions per cycle (PMU only)", "ipc", NULL },
-	{ "coloc_cpu_llc_mpki", "gauge", "LLC misses per kilo-instruction (PMU only)", "llc_mpki", NULL },
-	{ "coloc_cpu_llc_miss_ratio", "gauge", "LLC miss ratio (PMU only)", "llc_miss_ratio", NULL },
+	{ "coloc_cpu_llc_mpki", "gauge", "LLC misses per kilo-instruction (PMU only)", "llc_mpki",
+	  NULL },
+	{ "coloc_cpu_llc_miss_ratio", "gauge", "LLC miss ratio (PMU only)", "llc_miss_ratio",
+	  NULL },
 	{ "coloc_cpu_dram_gbps", "gauge", "DRAM traffic (PMU only)", "dram_gbps", NULL },
 };
 
@@ -220,7 +223,8 @@ static struct json_object *mx_array(struct json_object *o, const char *key)
 {
 	struct json_object *v;
 
-	return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_array) ?
+	return o && json_object_object_get_ex(o, key, &v) &&
+			       json_object_is_type(v, json_type_array) ?
 		       v :
 		       NULL;
 }
@@ -305,7 +309,8 @@ void gw_metrics_write(FILE *f, struct gw_models *ms, struct gw_ctl *ctl)
 
 		if (cpus)
 			mx_write_table(f, cpus, mx_cpu_fields,
-				       sizeof(mx_cpu_fields) / sizeof(*mx_cpu_fields), "cpu", "cpu");
+				       sizeof(mx_cpu_fields) / sizeof(*mx_cpu_fields), "cpu",
+				       "cpu");
 		if (tenants)
 			mx_write_table(f, tenants, mx_signal_tenant_fields,
 				       sizeof(mx_signal_tenant_fields) /
@@ -373,8 +378,8 @@ static enum MHD_Result mx_access(void *cls, struct MHD_Connection *conn, const c
 	return r;
 }
 
-int gw_metrics_start(const struct sockaddr_storage *addr, struct gw_models *ms,
-		     struct gw_ctl *ctl, struct gw_metrics **out, struct coloc_err *err)
+int gw_metrics_start(const struct sockaddr_storage *addr, struct gw_models *ms, struct gw_ctl *ctl,
+		     struct gw_metrics **out, struct coloc_err *err)
 {
 	struct gw_metrics *mx = calloc(1, sizeof(*mx));
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;

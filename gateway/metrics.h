@@ -34,8 +34,8 @@
 
 struct gw_metrics;
 
-int gw_metrics_start(const struct sockaddr_storage *addr, struct gw_models *ms,
-		     struct gw_ctl *ctl, struct gw_metrics **out, struct coloc_err *err);
+int gw_metrics_start(const struct sockaddr_storage *addr, struct gw_models *ms, struct gw_ctl *ctl,
+		     struct gw_metrics **out, struct coloc_err *err);
 int gw_metrics_port(struct gw_metrics *mx);
 void gw_metrics_stop(struct gw_metrics *mx);
 

@@ -193,8 +193,8 @@ static int models_wait_ready(struct gw_models *ms, const char *name, uint64_t *i
 		}
 		json_object_put(t);
 		if (gw_now_ns() > end)
-			return coloc_err_set(err, -ETIMEDOUT, "tenant %s not ready after %d s", name,
-					     ms->load_timeout_s);
+			return coloc_err_set(err, -ETIMEDOUT, "tenant %s not ready after %d s",
+					     name, ms->load_timeout_s);
 		usleep(MODELS_POLL_US);
 	}
 }
@@ -335,7 +335,7 @@ int gw_models_unload(struct gw_models *ms, const char *name, struct coloc_err *e
 
 void gw_models_load_all(struct gw_models *ms)
 {
-	char (*names)[GW_NAME_MAX] = calloc(GW_REPO_MAX_MODELS, GW_NAME_MAX);
+	char(*names)[GW_NAME_MAX] = calloc(GW_REPO_MAX_MODELS, GW_NAME_MAX);
 	struct coloc_err err = { 0 };
 	int n = names ? gw_repo_list(ms->repo, names, GW_REPO_MAX_MODELS, &err) : -ENOMEM;
 
@@ -375,7 +375,7 @@ void gw_models_each(struct gw_models *ms, void (*fn)(struct gw_model *m, void *a
 
 struct json_object *gw_models_index(struct gw_models *ms)
 {
-	char (*names)[GW_NAME_MAX] = calloc(GW_REPO_MAX_MODELS, GW_NAME_MAX);
+	char(*names)[GW_NAME_MAX] = calloc(GW_REPO_MAX_MODELS, GW_NAME_MAX);
 	struct json_object *arr = json_object_new_array();
 	int n = names ? gw_repo_list(ms->repo, names, GW_REPO_MAX_MODELS, NULL) : 0;
 
@@ -389,8 +389,7 @@ struct json_object *gw_models_index(struct gw_models *ms)
 				json_object_object_add(o, "version",
 						       json_object_new_string(m->cfg.version));
 			json_object_object_add(
-				o, "state",
-				json_object_new_string(gw_model_state_name(m->state)));
+				o, "state", json_object_new_string(gw_model_state_name(m->state)));
 			json_object_object_add(o, "reason", json_object_new_string(m->reason));
 		} else {
 			json_object_object_add(o, "state", json_object_new_string("UNAVAILABLE"));

@@ -105,7 +105,8 @@ static int repo_parse_tensor(struct json_object *o, struct gw_tensor *t, const c
 
 	if (!json_object_is_type(o, json_type_object) ||
 	    !json_object_object_get_ex(o, "name", &v) || !json_object_is_type(v, json_type_string))
-		return coloc_err_set(err, -EINVAL, "%s: each tensor needs a string \"name\"", where);
+		return coloc_err_set(err, -EINVAL, "%s: each tensor needs a string \"name\"",
+				     where);
 	name = json_object_get_string(v);
 	if (!gw_repo_name_ok(name))
 		return coloc_err_set(err, -EINVAL,
@@ -224,13 +225,13 @@ static int repo_parse_config(const char *path, const char *vdir, struct gw_model
 		cfg->executors = (int)n;
 	}
 	if (json_object_object_get_ex(o, "weights", &v)) {
-		const char *w = json_object_is_type(v, json_type_string) ?
-					json_object_get_string(v) :
-					"";
+		const char *w =
+			json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 
 		if (!*w || strchr(w, '/') || w[0] == '.') {
 			coloc_err_set(err, -EINVAL,
-				      "%s: \"weights\" wants a file name in the version folder", path);
+				      "%s: \"weights\" wants a file name in the version folder",
+				      path);
 			goto out;
 		}
 		if ((size_t)snprintf(cfg->weights, sizeof(cfg->weights), "%s/%s", vdir, w) >=
@@ -281,8 +282,9 @@ static int repo_model_file_inputs(struct gw_model_config *cfg, struct coloc_err 
 
 			if (d < 1 || d > (long)GW_MAX_ELEMS || t->nr_dims == GW_REPO_MAX_DIMS ||
 			    t->elems * (uint64_t)d > GW_MAX_ELEMS) {
-				r = coloc_err_set(err, -EINVAL, "%s: input %s: a shape out of range",
-						  cfg->path, name);
+				r = coloc_err_set(err, -EINVAL,
+						  "%s: input %s: a shape out of range", cfg->path,
+						  name);
 				break;
 			}
 			t->dims[t->nr_dims++] = d;
@@ -385,8 +387,8 @@ int gw_repo_list(const char *repo, char (*names)[GW_NAME_MAX], int max, struct c
 			continue;
 		if (n == max) {
 			closedir(d);
-			return coloc_err_set(err, -E2BIG, "model repository %s: more than %d models",
-					     repo, max);
+			return coloc_err_set(err, -E2BIG,
+					     "model repository %s: more than %d models", repo, max);
 		}
 		/* gw_repo_name_ok bounded it below GW_NAME_MAX */
 		memcpy(names[n++], de->d_name, strlen(de->d_name) + 1);
@@ -396,9 +398,8 @@ int gw_repo_list(const char *repo, char (*names)[GW_NAME_MAX], int max, struct c
 	return n;
 }
 
-static int repo_check_or_fill(struct gw_tensor *t, int *nr, const char *fill_name,
-			      uint64_t bytes, const char *what, const char *model,
-			      struct coloc_err *err)
+static int repo_check_or_fill(struct gw_tensor *t, int *nr, const char *fill_name, uint64_t bytes,
+			      const char *what, const char *model, struct coloc_err *err)
 {
 	uint64_t elems = 0;
 

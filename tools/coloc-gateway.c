@@ -79,8 +79,22 @@ static void usage(FILE *f)
 		opts.load_timeout_s, COLOC_GROUP);
 }
 
-enum { OPT_SOCKET = 256, OPT_REPO, OPT_HTTP, OPT_METRICS, OPT_GRPC, OPT_THREADS, OPT_CONNS,
-       OPT_QUEUE, OPT_TIMEOUT, OPT_BODY, OPT_MAXCONN, OPT_LOAD, OPT_ROOT, OPT_VERSION };
+enum {
+	OPT_SOCKET = 256,
+	OPT_REPO,
+	OPT_HTTP,
+	OPT_METRICS,
+	OPT_GRPC,
+	OPT_THREADS,
+	OPT_CONNS,
+	OPT_QUEUE,
+	OPT_TIMEOUT,
+	OPT_BODY,
+	OPT_MAXCONN,
+	OPT_LOAD,
+	OPT_ROOT,
+	OPT_VERSION
+};
 
 static const struct option long_opts[] = {
 	{ "socket", required_argument, NULL, OPT_SOCKET },
@@ -146,7 +160,8 @@ static int parse_args(int argc, char **argv)
 			opts.metrics = optarg;
 			break;
 		case OPT_GRPC:
-			fprintf(stderr, "%s: --grpc: the gRPC API is not in this version (use --http)\n",
+			fprintf(stderr,
+				"%s: --grpc: the gRPC API is not in this version (use --http)\n",
 				prog);
 			return 2;
 		case OPT_ROOT:
@@ -200,8 +215,8 @@ int main(int argc, char **argv)
 	if (r)
 		return r;
 	if (gw_parse_addr(opts.http, &hopts.addr, &hopts.addr_len, 1)) {
-		fprintf(stderr, "%s: --http wants ADDR:PORT (e.g. 127.0.0.1:8000), not '%s'\n", prog,
-			opts.http);
+		fprintf(stderr, "%s: --http wants ADDR:PORT (e.g. 127.0.0.1:8000), not '%s'\n",
+			prog, opts.http);
 		return 2;
 	}
 	if (gw_parse_addr(opts.metrics, &maddr, &mlen, 1)) {
