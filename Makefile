@@ -2,6 +2,8 @@
 #
 #   make                 build everything: binaries in bin/, the rest in build/
 #   make check           build and run every test (as root: real BPF is loaded)
+#   make check-unit      build and run the tests that need neither root nor BPF
+#                        (policy, simulator, parsers, executor, ...), as any user
 #   SANITIZE=1 make check   the same under ASan+UBSan (objects in build/san/)
 #   make deps            install the Debian packages coloc needs, create the
 #                        coloc group and user (as root; idempotent)
@@ -57,14 +59,13 @@ CLANG ?= clang
 BPFTOOL ?= $(or $(shell command -v bpftool),/usr/sbin/bpftool)
 PKGS := libbpf liburing hwloc json-c
 
-ifeq ($(filter deps clean format uninstall,$(MAKECMDGOALS)),)
-ifneq ($(filter check demo,$(MAKECMDGOALS)),)
-# check and demo run as root: they install what is missing themselves and
-# create the coloc group and user.
-ifneq ($(shell tools/deps.sh >&2 && echo ok),ok)
-$(error coloc: installing the required packages failed (see above))
-endif
-else ifneq ($(shell tools/deps.sh --check >&2 && echo ok),ok)
+# The goals that build here. check and demo do not: they install what is
+# missing (tools/deps.sh, as root), then build and run in a make of their
+# own (run-check, run-demo), which reads the packages' flags afresh. Nothing
+# is installed while the Makefile is read; building goals only check.
+BUILD_GOALS := $(if $(MAKECMDGOALS),$(filter-out deps clean format uninstall check demo,$(MAKECMDGOALS)),all)
+ifneq ($(BUILD_GOALS),)
+ifneq ($(shell tools/deps.sh --check >&2 && echo ok),ok)
 $(error coloc: required Debian packages are missing (see above))
 endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
@@ -105,10 +106,18 @@ LIBS := $(LIB_CLIENT) $(LIB_DAEMON) $(LIB_SIM) $(LIB_EXEC) $(LIB_POLICY) $(LIB_C
 TOOL_BINS := $(patsubst tools/%.c,$(BIN)/%,$(wildcard tools/*.c))
 BINS := $(BIN)/colocd $(TOOL_BINS)
 TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
+# The tests that load BPF, start colocd or executors, or act as other users,
+# and onnx_ort (it runs ONNX Runtime's downloads, make ort-models, and writes
+# exports into build/ort): only make check runs them, as root. Every other
+# test is a unit test: make check-unit runs it as any user, and it must pass
+# as nobody in a tree it cannot write.
+SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_serving control \
+	execproc install level_source load onnx_ort pmu sensor serving tenants)
+UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
-.PHONY: all check deps demo bench-sensing bench-executor bench-sim bench-sim-2core bench-qos profiles format clean tests \
+.PHONY: all check check-unit run-check deps demo run-demo bench-sensing bench-executor bench-sim bench-sim-2core bench-qos profiles format clean tests \
 	bench-onnx ort ort-models \
 	install uninstall
 all: $(BINS)
@@ -230,10 +239,19 @@ deps:
 	$(Q)tools/deps.sh
 	@echo "coloc: the required packages are installed"
 
-check: $(BINS) $(TEST_BINS) ort-models
-	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(TEST_BINS)
+check:
+	$(Q)tests/run.sh --root
+	$(Q)tools/deps.sh
+	$(Q)+$(MAKE) --no-print-directory run-check
+run-check: $(BINS) $(TEST_BINS) ort-models
+	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh --root $(TEST_BINS)
+check-unit: $(BINS) $(UNIT_TESTS)
+	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(UNIT_TESTS)
 
-demo: $(BINS)
+demo:
+	$(Q)tools/deps.sh
+	$(Q)+$(MAKE) --no-print-directory run-demo
+run-demo: $(BINS)
 	$(Q)COLOC_BIN=$(abspath $(BIN)) tools/demo.sh
 
 bench-sensing: $(BINS)
@@ -246,54 +264,15 @@ bench-qos: $(BINS)
 bench-executor: $(BINS)
 	$(Q)$(BIN)/coloc-bench-executor
 
-# First the fidelity check: this 2-core machine simulated with coloc's own
-# profiles (the cache files colocd reads; made here only when missing), every policy on
-# every mix of tools/qos-mixes.conf as make bench-qos runs them, next to what
-# bench-qos measured (build/bench-qos/results.tsv) when it exists. The
-# full-domain slowdown there is the one fitted from model pairs measured here
-# (sim/README.md). Then 64, 128 and 256 cores (tools/bench-sim-cores.sh): the
-# same mixes with VELTAIR's QoS targets, ResNet-50 and GoogLeNet on VELTAIR's
-# published tables, our other models on their profiles scaled to VELTAIR's
-# machine (coloc-sim --scaling), VELTAIR's 1.6 slowdown (an assumption); the
-# ablations, the policy's decision cost and a plot per mix. The 2-core check serves the tenants as bench-qos did (QoS from
-# its points.tsv) and runs their blocks by the executor model that coloc-sim
-# fits each time on that run's block logs (--exec-from: blocks-MIX-POLICY.tsv,
-# sim/README.md); SIM_QOS_DIR=DIR checks another bench-qos run's results.tsv,
-# points.tsv and block logs; SIM_ARGS adds coloc-sim options to the check (e.g.
-# SIM_ARGS='--speed-rho 0': without the machine's slow spells).
-SIM_MIXES := tools/qos-mixes.conf
-SIM_2CORE_SLOWDOWN := 1.0
-SIM_QOS_DIR := build/bench-qos
-SIM_ARGS :=
-# the fidelity check alone (make bench-sim runs it first)
+# First the fidelity check (tools/bench-sim-2core.sh): this machine
+# simulated with coloc's own profiles, every policy on every mix, next to
+# what make bench-qos measured; SIM_QOS_DIR=DIR checks another bench-qos run,
+# SIM_ARGS adds coloc-sim options (the script's header lists the rest). Then
+# 64, 128 and 256 cores (tools/bench-sim-cores.sh): the same mixes with
+# VELTAIR's QoS targets and tables, the ablations, the policy's decision
+# cost and a plot per mix. sim/README.md says what every number rests on.
 bench-sim-2core: $(BINS)
-	@echo "bench-sim: simulated QoS-QPS (>= 95% of every tenant's queries within QoS), 120 s"
-	@echo "per point, median of seeds 1..5. sim/README.md states what every number rests on."
-	$(Q)mkdir -p build/profiles
-	$(Q)for m in $$(awk '!/^#/ { for (i = 2; i <= NF; i++) print $$i }' $(SIM_MIXES) | sort -u); do \
-		$(BIN)/coloc-sim --tenant $$m:2x --qps 1 --duration 0.01 --cores 1 --llc 1 \
-			>/dev/null 2>&1 && continue; \
-		echo "bench-sim: no profile of $$m in the cache colocd reads: profiling it"; \
-		$(BIN)/coloc-profile models/$$m.model -o build/profiles/$$m.profile >/dev/null || \
-			{ echo "bench-sim: profiling $$m failed"; exit 1; }; \
-	done
-	@echo "== fidelity: this machine (all its cores, one LLC), coloc's profiles, the mixes of $(SIM_MIXES)"
-	$(Q)serving=; pts=$(SIM_QOS_DIR)/points.tsv; \
-	if [ -r $$pts ] && ls $(SIM_QOS_DIR)/blocks-*-*.tsv >/dev/null 2>&1; then \
-		like=$$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$$i] = i; next } \
-			$$c["duration_s"] > m { m = $$c["duration_s"] } END { print (m > 5 ? "full" : "quick") }' $$pts); \
-		echo "== the executor model fitted on all the block logs of $(SIM_QOS_DIR), one for every"; \
-		echo "   run; searched as bench-qos $$like did (its loads and point lengths), median of 25 seeds"; \
-		serving="--exec-from $(SIM_QOS_DIR) --search-like $$like --seeds 25"; \
-		$(BIN)/coloc-sim --mix all --policy all --search --cores $$(nproc) --llc $$(nproc) \
-			--full-slowdown $(SIM_2CORE_SLOWDOWN) --brief \
-			--measured $(SIM_QOS_DIR)/results.tsv $$serving $(SIM_ARGS) || exit 1; \
-		echo "== the check: each policy on each mix by the executor model of its own run's log"; \
-		serving="$$serving --exec-per-run"; \
-	fi; \
-	$(BIN)/coloc-sim --mix all --policy all --search --seeds 5 --cores $$(nproc) --llc $$(nproc) \
-		--duration 120 --full-slowdown $(SIM_2CORE_SLOWDOWN) --brief \
-		--measured $(SIM_QOS_DIR)/results.tsv $$serving $(SIM_ARGS)
+	$(Q)COLOC_BIN=$(abspath $(BIN)) tools/bench-sim-2core.sh
 bench-sim: bench-sim-2core
 	@echo "== many cores: not results to quote before the fidelity check above passes"
 	$(Q)COLOC_BIN=$(abspath $(BIN)) tools/bench-sim-cores.sh

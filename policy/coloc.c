@@ -4,97 +4,12 @@
  * interference-chosen versions with Abacus's prediction and headroom order,
  * and the engine its ablations and the model-wise and layer-wise baselines
  * share (struct coloc_flags says which parts are on; each entry is a flag
- * set, no copies).
- *
- * One round, as the code does it:
- *  - the level: the mean slowdown of the free cores (a core's own signal,
- *    else its LLC domain's, else 1.0), in steps of 2 %, mapped onto each
- *    model's columns;
- *  - each layer's QoS budget: tenant QoS x layer ops / model ops (alone
- *    latency shares at the largest count where ops are absent), VELTAIR's
- *    rule; in coloc-timeshares its alone latency over the model's on the
- *    fewest cores where the whole model fits the QoS (share_index()); its core
- *    need: the fewest profiled cores whose latency at the level, in the
- *    version chosen, fits the budget (the fastest count when none does);
- *  - avg_C of a model: its mean need alone, worked out once per tenant (by
- *    uid); the threshold of an active model (a query queued or running):
- *    (cores - sum avg_C) x avg_C_m / sum avg_C, at least 0;
- *  - a query's next block: from next_layer (past the layers without work
- *    there, which ride with the first that has some) up to (not including)
- *    the next pivot, a layer needing more than avg_C + thres and more than the
- *    block's first layer (the layers after a pivot that need no more run
- *    on its cores); its cores the fewest whose summed latency fits the
- *    summed budget, at most what is free, or (coloc's entries) the largest
- *    count within avg_C + thres when that is faster: spare cores are not
- *    left idle; then (coloc's entries) cut to the longest prefix whose
- *    predicted time is within half the least slack of the other tenants
- *    (a tenant's slack: its QoS minus its whole model predicted alone on
- *    every core, at least a tenth of its QoS): a block is not preempted,
- *    and a query of theirs arriving behind it waits for it (in the
- *    simulator at 2 cores a cap of half the QoS took coloc from 8 to 19
- *    QPS on the medium mix and from 8 to 27 on mix, where whole-model
- *    blocks of slow models made MobileNet-V2 late; in colocd, where
- *    MobileNet-V2 takes half its QoS alone, half its QoS was still too
- *    long a wait);
- *  - budgets (coloc's entries): the tenant's queue's headroom instead of
- *    its QoS, as budget_scale() says, since a tenant runs one block per
- *    executor at a time (colocd starts one executor a tenant);
- *  - order: per tenant its earliest deadline first (one block in flight per
- *    executor of the tenant), tenants by that query's headroom
- *    (deadline - now), or by arrival for coloc-fcfs and the baselines;
- *  - drop: a query whose remaining model, on the largest profiled count the
- *    free cores allow, is predicted to end past its deadline is not served
- *    on them: dropped with POLICY_DROP_CANNOT_MEET when even the whole
- *    machine would be late, else held until cores free up (a free set is
- *    a moment's; dropping on it dropped queries at trivial loads in the
- *    simulator); served anyway when config->late says serve. "Late" for a
- *    drop is the optimistic end of the tenant's usual error (prediction /
- *    (1 + it)): a dropped query is a certain miss, and in colocd on the
- *    2-vCPU VM one block run at 3.5x its time lifted the next predictions
- *    enough to drop GoogLeNet queries at 6 QPS (3 of 37) that its usual
- *    time would have served; holding for more cores stays pessimistic;
- *  - cores: from the free set, LLC domains with the fewest busy cores first
- *    (busy = online and not free, or granted earlier in this round), ties to
- *    the lower domain slowdown; before both, where tenants' attributed
- *    signals are live (a PMU), the fewest cores of the heaviest aggressor
- *    (the running tenant with the most DRAM bandwidth, else LLC misses per
- *    second);
- *  - prediction: the table latency at the level times a per-tenant
- *    correction and the block's own (its layers and core count, once
- *    measured: COLOC_BLOCK_CLASSES), plus a per-tenant cost of a block
- *    beyond its layers (its command, waking the team, first touches), all
- *    EWMAs (alpha 0.3) fed by policy_block_done(): a block's measured /
- *    table ratio teaches the correction in proportion to its size (raw /
- *    (raw + 100 us)), what is left over (signed, the cost floored at 0)
- *    teaches the cost in proportion to the rest, so short blocks, whose
- *    time is mostly that cost, no longer swing the correction (one 5 us
- *    block measured at 30 us moved it by +1.5). All fade without blocks
- *    (the corrections to 1.0, the cost to 0), half of it every second (a
- *    block's own: every 5 s) (stale evidence fades; a tenant whose every
- *    query was predicted late gets served again and measured). A block
- *    measured 3 times or more is predicted from its own last 9 instead: the
- *    table times their median measured / table, one above the EWMAs'
- *    faded towards theirs (COLOC_CLASS_SAMPLES);
- *  - margin: plans (the cores a block needs to fit its budget, holding a
- *    query for more cores) take the prediction times 1 + the tenant's
- *    usual relative error (an EWMA like the above): QoS is a percentile,
- *    and a block planned on the mean misses whenever it runs slow (in
- *    colocd, half of MobileNet-V2's late queries had run a block on one
- *    core, planned to fit on the mean). The cap uses the mean, dropping
- *    its optimistic end (see drop).
- *
- * Reading the table is most of a round's cost (each layer's version at each
- * core count, interpolated between level columns), so each tenant keeps what
- * it read at the current level position: per (layer, core count) the version
- * chosen and its latency, per layer the least latency at each count or
- * fewer (whether a need is below a count is then one comparison, the need
- * itself a binary search), per count the running sums over layers of the
- * latency at the level and alone, and the versions side by side (a block's
- * latency is a difference of two sums, its versions one copy). Entries are
- * filled on first use, a layer's counts only as far as a comparison looks
- * (colocd's measured level moves between rounds, and each move drops every
- * entry at once, by a generation number, as a new tenant does); they hold
- * exactly what the table gives, so no decision depends on the cache.
+ * set, no copies). A round: the level, each layer's budget and core need,
+ * the dynamic threshold, the next block of each query (cut at a pivot,
+ * capped by the other tenants' slack), tenants by headroom, drops, cores by
+ * LLC domain; predictions corrected by what blocks measured. Each tenant
+ * caches what it read from its table at the current level. The algorithm
+ * step by step, and why each rule is there: docs/design/coloc-policy.md.
  */
 #include <errno.h>
 #include <math.h>
@@ -117,18 +32,11 @@
 /*
  * A block's own correction on top of its tenant's, per (first layer, last
  * layer, core count): the same layers on the same cores run alike query
- * after query and unlike the tenant's other blocks (their memory, their
- * threads' hand-offs), which one correction per tenant averages over. In
- * replays of colocd's block logs (bench-qos, Zen 3 VM) it took the block
- * MAPE from 15.6-19.0 % to 12.9-16.4 % (by 1.0-2.7 points a mix), against a
- * jitter floor of 12.2-13.6 %; a correction per core count alone did not
- * (-0.8 to +1.3 points). Direct-mapped, a collision replaces the entry; 1.0
- * until the block was measured once. It learns what the tenant's
- * correction leaves, at the same rate, and fades towards 1.0 without
- * measurements, half of it in COLOC_CLASS_HALF_LIFE_NS (a block predicted
- * too late to run is never measured again: it must not starve its tenant
- * for good). In the replays a half-life of 1 s kept half the gain, 5 s
- * 80 % (MAPE 13.5-16.9 %).
+ * after query and unlike the tenant's other blocks. Direct-mapped, a
+ * collision replaces the entry; 1.0 until the block was measured once. It
+ * fades towards 1.0 without measurements (a block predicted too late to run
+ * is never measured again: it must not starve its tenant). The replays
+ * that chose it and its half-life: docs/design/coloc-policy.md.
  */
 #define COLOC_BLOCK_CLASSES 256
 #define COLOC_CLASS_HALF_LIFE_NS 5000000000.0
@@ -136,19 +44,11 @@
  * Once a block was measured COLOC_CLASS_MIN_SAMPLES times, its prediction
  * is the table at the level times the median measured / table of its last
  * COLOC_CLASS_SAMPLES (Abacus predicts a layer group from what the same
- * group measured): the same layers on the same cores take alike, and a
- * median is not moved by the one block in ten that runs 2-3x slow, which an
- * EWMA carries into the next predictions. A median above the EWMAs'
- * prediction fades towards it, half every second without the block
- * measured, as the tenant's correction does: a stale slow median would
- * starve its tenant (its queries predicted late, dropped, never measured).
- * Replayed over the block logs of a bench-qos run (Intel Xeon VM,
- * 2026-12-02, --repeats 3, 17,000-28,000 blocks a mix) it took the block
- * MAPE from 8.9-11.3 % to 6.3-9.2 %, against a jitter floor of 5.1-7.3 %
- * (unfaded 5.8-8.6 %; faded both ways, 6.8-9.8 %); 3 samples of 9 against 1
- * of 5-31 moved it by under 0.3 points. In colocd, side by side with
- * coloc-ewma (coloc without it): MAPE 8.4-8.6 % against 10.6 % (floor
- * 7.0-7.1 %), QoS-QPS 1.23x (medium) and 1.11x (mix).
+ * group measured): a median is not moved by the one block in ten that runs
+ * 2-3x slow, which an EWMA carries into the next predictions. A median
+ * above the EWMAs' prediction fades towards it, as the tenant's correction
+ * does, so a stale slow median cannot starve its tenant. What it gained:
+ * docs/design/coloc-policy.md.
  */
 #define COLOC_CLASS_SAMPLES 9
 #define COLOC_CLASS_MIN_SAMPLES 3

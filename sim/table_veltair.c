@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * VELTAIR's published per-layer tables (../shared/data/veltair/, see its
+ * VELTAIR's published per-layer tables (data/veltair/, see its
  * README.md) as a struct policy_model, used as they are: NAME.prof.csv has
  * one line per layer with the latency in µs at 8, 16, 24, ... cores (their
  * scheduler's unit of 8 cores), NAME.layers.csv the layer shapes

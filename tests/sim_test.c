@@ -1144,19 +1144,13 @@ TEST(sim_poisson__seeded_streams_repeat_and_differ_with_the_seed)
 	ASSERT_LT(fabs((double)last * 1e-6 / n - 1.0), 0.03);
 }
 
+/* VELTAIR's published tables, kept in the repository (data/veltair/README.md) */
 static void veltair_dir(char *buf, size_t len)
 {
 	const char *root = getenv("COLOC_ROOT");
 
-	snprintf(buf, len, "%s/../shared/data/veltair", root ? root : ".");
+	snprintf(buf, len, "%s/data/veltair", root ? root : ".");
 }
-
-#define NEED_VELTAIR(dir)                                                                          \
-	do {                                                                                       \
-		veltair_dir(dir, sizeof(dir));                                                     \
-		if (access(dir, R_OK))                                                             \
-			SKIP(return, "VELTAIR's tables are not at %.900s (shared/ missing)", dir); \
-	} while (0)
 
 /*
  * coloc-sim --block-trace: fcfs serves one query at a time on all 64 cores,
@@ -1174,7 +1168,7 @@ TEST_F(sim, coloc_sim__block_trace_has_every_block_at_its_table_time)
 	int first, last, cores, rows = 0, fd;
 	FILE *f;
 
-	NEED_VELTAIR(dir);
+	veltair_dir(dir, sizeof(dir));
 	tu_bin("coloc-sim", bin, sizeof(bin));
 	fd = mkstemp(path);
 	ASSERT_LE(0, fd);
@@ -1235,7 +1229,7 @@ TEST_F(sim, run__same_seed_same_result_other_seed_other_arrivals)
 	struct sim_result r2, r3;
 	struct sim_params p;
 
-	NEED_VELTAIR(dir);
+	veltair_dir(dir, sizeof(dir));
 	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
 				    &rn, &self->err));
 	ASSERT_EQ(0, sim_table_load("veltair:googlenet", &(struct sim_table_dirs){ .veltair = dir },
@@ -1279,7 +1273,7 @@ TEST_F(sim, table_load_veltair__reproduces_the_csv_cells)
 	char dir[4096];
 	struct sim_table rn, gn;
 
-	NEED_VELTAIR(dir);
+	veltair_dir(dir, sizeof(dir));
 	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
 				    &rn, &self->err));
 	ASSERT_EQ(0, sim_table_load("veltair:GOOGLENET", &(struct sim_table_dirs){ .veltair = dir },
@@ -2047,7 +2041,7 @@ TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 	for (int i = 0; policy_entry_at(i) && nr_pols < 64; i++)
 		pols[nr_pols++] = policy_entry_at(i);
 
-	NEED_VELTAIR(dir);
+	veltair_dir(dir, sizeof(dir));
 	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
 				    &tab[0], &self->err));
 	ASSERT_EQ(0, sim_table_load("veltair:googlenet", &(struct sim_table_dirs){ .veltair = dir },
@@ -2117,7 +2111,7 @@ TEST_F_TIMEOUT(sim, search_qos_qps__deterministic_per_seed, 600)
 	struct sim_params p;
 
 	ASSERT_NE(NULL, a);
-	NEED_VELTAIR(dir);
+	veltair_dir(dir, sizeof(dir));
 	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
 				    &rn, &self->err));
 	t = (struct sim_tenant){ .model = &rn.model, .qos_ns = 15 * MS, .share = 1 };
@@ -2156,7 +2150,7 @@ TEST_F_TIMEOUT(sim, search_qos_qps__none_when_qos_is_below_the_solo_latency, 600
 	struct sim_params p;
 
 	ASSERT_NE(NULL, s);
-	NEED_VELTAIR(dir);
+	veltair_dir(dir, sizeof(dir));
 	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
 				    &rn, &self->err));
 	t = (struct sim_tenant){ .model = &rn.model, .qos_ns = 3 * MS, .share = 1 };
@@ -2182,7 +2176,7 @@ TEST_F_TIMEOUT(sim, run__speed_one_minute_64_cores_8_tenants, 600)
 	struct sim_table tab[2];
 	struct sim_tenant t[8];
 
-	NEED_VELTAIR(dir);
+	veltair_dir(dir, sizeof(dir));
 	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
 				    &tab[0], &self->err));
 	ASSERT_EQ(0, sim_table_load("veltair:googlenet", &(struct sim_table_dirs){ .veltair = dir },

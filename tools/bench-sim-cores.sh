@@ -50,7 +50,7 @@ ABLATIONS="coloc-noversions coloc-noblocks coloc-fixedthres coloc-noprediction c
 	coloc-timeshares"
 declare -A QOS=([resnet50]=15 [googlenet]=15 [efficientnet_b0]=10 [mobilenet_v2]=10
 	[tiny_yolov2]=10 [ssd_mobilenet]=100 [bert_large]=130)
-# VELTAIR's QPS-under-QoS gain over its best baseline (ASPLOS'22, ../shared/papers.md)
+# VELTAIR's QPS-under-QoS gain over its best baseline, as the paper (ASPLOS'22) reports it
 declare -A PUBLISHED=([light]=1.71 [medium]=1.62 [heavy]=1.44 [mix]=1.68)
 
 mkdir -p "$OUT"

@@ -27,7 +27,7 @@
 #include "sim.h"
 
 #define PROG "coloc-sim"
-#define TABLES_FROM_REPO "../shared/data/veltair"
+#define TABLES_FROM_REPO "data/veltair"
 #define MODELS_FROM_REPO "models"
 #define MIXES_FROM_REPO "tools/qos-mixes.conf"
 #define FIDELITY_TOLERANCE 0.15
@@ -153,7 +153,7 @@ static void usage(FILE *out)
 		"  --full-slowdown X  slowdown of a block whose LLC domains are full of other\n"
 		"                 blocks (default %.1f: VELTAIR's, an assumption; the pairs\n"
 		"                 measured on our 2-core machine give ~1.0, sim/README.md)\n"
-		"  --tables DIR   VELTAIR's tables (default: %s beside the repository)\n"
+		"  --tables DIR   VELTAIR's tables (default: %s in the repository)\n"
 		"  --measured FILE  after a --search, compare with make bench-qos's results\n"
 		"                 (build/bench-qos/results.tsv): simulated and measured QoS-QPS,\n"
 		"                 their ratio, whether within +-15%%, and whether the policies\n"

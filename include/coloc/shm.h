@@ -36,7 +36,7 @@
 #define COLOC_SHM_H
 
 #include <linux/types.h>
-#include "sensor.h" /* COLOC_MAX_CPUS */
+#include "coloc/limits.h"
 
 #define COLOC_SHM_MAGIC 0x314d48534f4c4f43ull /* "COLOSHM1" in memory */
 #define COLOC_SHM_LAYOUT_VERSION 2 /* 2: cmd.flags */
