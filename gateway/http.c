@@ -408,13 +408,15 @@ static enum MHD_Result http_repository(struct http_req *rq, const struct http_pa
 		return http_error(rq->conn, MHD_HTTP_BAD_REQUEST,
 				  "model names are 1..63 of [A-Za-z0-9_.-]");
 	if (http_is(p, 4, "load"))
-		r = gw_models_load(rq->h->ms, p->seg[3], &err);
+		r = gw_models_load(rq->h->ms, p->seg[3], false, &err);
 	else
 		r = gw_models_unload(rq->h->ms, p->seg[3], &err);
 	if (r)
 		return http_error(rq->conn,
-				  r == -ENOENT ? MHD_HTTP_NOT_FOUND : MHD_HTTP_BAD_REQUEST, "%s",
-				  coloc_err_str(&err));
+				  r == -ENOENT ? MHD_HTTP_NOT_FOUND :
+				  r == -EBUSY  ? MHD_HTTP_CONFLICT :
+						 MHD_HTTP_BAD_REQUEST,
+				  "%s", coloc_err_str(&err));
 	return http_empty(rq->conn, MHD_HTTP_OK);
 }
 

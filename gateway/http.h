@@ -16,7 +16,8 @@
  * and the answer is written from the MHD thread. Refusals, with
  * {"error":"..."}: 400 bad request, 404 no such model or version, 405
  * wrong method, 413 body over max_body, 503 model not ready or queue full
- * (Retry-After: 1) or colocd refused the query, 504 past the timeout or
+ * (Retry-After: 1) or colocd refused the query, 409 a repository load
+ * or unload while another is under way, 504 past the timeout or
  * dropped by colocd past its deadline, 502 colocd unreachable, 500 the
  * executor failed.
  */

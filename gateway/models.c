@@ -299,11 +299,16 @@ out:
 	return r;
 }
 
-int gw_models_load(struct gw_models *ms, const char *name, struct coloc_err *err)
+int gw_models_load(struct gw_models *ms, const char *name, bool wait, struct coloc_err *err)
 {
 	int r;
 
-	pthread_mutex_lock(&ms->load_lock);
+	if (!wait && pthread_mutex_trylock(&ms->load_lock))
+		return coloc_err_set(
+			err, -EBUSY,
+			"another model is loading or unloading; retry when it is done");
+	if (wait)
+		pthread_mutex_lock(&ms->load_lock);
 	r = models_load_locked(ms, name, err);
 	pthread_mutex_unlock(&ms->load_lock);
 	return r;
@@ -314,7 +319,10 @@ int gw_models_unload(struct gw_models *ms, const char *name, struct coloc_err *e
 	struct gw_model *m;
 	int r;
 
-	pthread_mutex_lock(&ms->load_lock);
+	if (pthread_mutex_trylock(&ms->load_lock))
+		return coloc_err_set(
+			err, -EBUSY,
+			"another model is loading or unloading; retry when it is done");
 	m = models_slot(ms, name, false);
 	if (!m) {
 		pthread_mutex_unlock(&ms->load_lock);
@@ -343,7 +351,7 @@ void gw_models_load_all(struct gw_models *ms)
 		fprintf(stderr, "coloc-gateway: %s\n", coloc_err_str(&err));
 	for (int i = 0; i < n; i++) {
 		coloc_err_clear(&err);
-		if (gw_models_load(ms, names[i], &err))
+		if (gw_models_load(ms, names[i], true, &err))
 			fprintf(stderr, "coloc-gateway: model %s not loaded: %s\n", names[i],
 				coloc_err_str(&err));
 		else

@@ -61,8 +61,13 @@ void gw_models_destroy(struct gw_models *ms);
 struct gw_model *gw_models_get(struct gw_models *ms, const char *name);
 void gw_models_put(struct gw_model *m);
 
-/* Loads (or reloads) name from the repository: 0, or -errno with err. */
-int gw_models_load(struct gw_models *ms, const char *name, struct coloc_err *err);
+/*
+ * Loads name from the repository (a READY model is left as it is): 0, or
+ * -errno with err. One load or unload at a time: with wait false (the HTTP
+ * API, whose threads must not queue behind a load of minutes), -EBUSY when
+ * another is under way; unload never waits.
+ */
+int gw_models_load(struct gw_models *ms, const char *name, bool wait, struct coloc_err *err);
 int gw_models_unload(struct gw_models *ms, const char *name, struct coloc_err *err);
 
 bool gw_models_server_ready(struct gw_models *ms);

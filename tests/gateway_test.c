@@ -1014,7 +1014,8 @@ TEST_F_TIMEOUT(gw, http__a_full_queue_refuses_with_503, 600)
 
 TEST_F_TIMEOUT(gw, repository__unload_then_load_serves_again, 600)
 {
-	char url[256], resp[256], out[4096];
+	char url[256], resp[256], out[4096], code[128], cmd[2048];
+	bool loading = false;
 	struct json_object *list;
 	size_t len = 0;
 	char *text;
@@ -1046,13 +1047,38 @@ TEST_F_TIMEOUT(gw, repository__unload_then_load_serves_again, 600)
 	url_of(self, url, sizeof(url), "/v2/health/ready");
 	EXPECT_EQ(200, http("GET", url, NULL, NULL, NULL));
 
+	/*
+	 * The load in the background; while the index says LOADING, an unload
+	 * is refused with 409 (the HTTP threads do not queue behind a load).
+	 */
 	url_of(self, url, sizeof(url), "/v2/repository/models/mobilenet_v2/load");
-	ASSERT_EQ(200, http("POST", url, NULL, NULL, resp))
-	{
+	snprintf(code, sizeof(code), "%s/load.code", self->dir);
+	snprintf(
+		cmd, sizeof(cmd),
+		"curl -s -X POST -o /dev/null -w '%%{http_code}' '%s' > '%s.part' && mv '%s.part' '%s' &",
+		url, code, code, code);
+	ASSERT_EQ(0, system(cmd));
+	url_of(self, url, sizeof(url), "/v2/repository/index");
+	for (int i = 0; i < READY_S * 20 && !loading; i++) {
+		ASSERT_EQ(200, http("POST", url, NULL, NULL, resp));
 		text = read_all(resp, &len);
-		TH_LOG("%s", text ? text : "");
+		loading = text && strstr(text, "\"state\":\"LOADING\"");
 		free(text);
+		if (!loading)
+			usleep(50000);
 	}
+	ASSERT_TRUE(loading);
+	url_of(self, url, sizeof(url), "/v2/repository/models/mobilenet_v2/unload");
+	EXPECT_EQ(409, http("POST", url, NULL, NULL, resp));
+	text = read_all(resp, &len);
+	ASSERT_NE(NULL, text);
+	EXPECT_NE(NULL, strstr(text, "another model is loading or unloading")) TH_LOG("%s", text);
+	free(text);
+	for (int i = 0; i < READY_S * 10 && !(text = read_all(code, &len)); i++)
+		usleep(100000);
+	ASSERT_NE(NULL, text);
+	EXPECT_STREQ("200", text);
+	free(text);
 	url_of(self, url, sizeof(url), "/v2/models/mobilenet_v2/ready");
 	EXPECT_EQ(200, http("GET", url, NULL, NULL, NULL));
 	url_of(self, url, sizeof(url), "/v2/repository/index");
