@@ -91,7 +91,9 @@ EXEC_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard executor/*.c)) $(OBJ)/$(GEN)/o
 POLICY_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard policy/*.c))
 SIM_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/*.c))
 CLIENT_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard client/*.c))
-TESTLIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out %_test.c,$(wildcard tests/*.c)))
+# programs the tests start (a hostile executor), not linked into them
+TEST_PROGS := $(OBJ)/tests/hostile_executor
+TESTLIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out %_test.c $(patsubst $(OBJ)/%,%.c,$(TEST_PROGS)),$(wildcard tests/*.c)))
 
 LIB_COMMON := $(OBJ)/libcoloc_common.a
 LIB_DAEMON := $(OBJ)/libcolocd.a
@@ -112,7 +114,7 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 # test is a unit test: make check-unit runs it as any user, and it must pass
 # as nobody in a tree it cannot write.
 SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_serving control \
-	execproc install level_source load onnx_ort pmu sensor serving tenants)
+	execproc hostile_executor install level_source load onnx_ort pmu sensor serving tenants)
 UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
@@ -121,7 +123,7 @@ KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 	bench-onnx ort ort-models \
 	install uninstall
 all: $(BINS)
-tests: $(TEST_BINS)
+tests: $(TEST_BINS) $(TEST_PROGS)
 
 # ---- generated: vmlinux.h, BPF objects, skeletons, kselftest headers --------
 $(GEN)/vmlinux.h:
@@ -214,7 +216,7 @@ check:
 	$(Q)tests/run.sh --root
 	$(Q)tools/deps.sh
 	$(Q)+$(MAKE) --no-print-directory run-check
-run-check: $(BINS) $(TEST_BINS) ort-models
+run-check: $(BINS) $(TEST_BINS) $(TEST_PROGS) ort-models
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh --root $(TEST_BINS)
 check-unit: $(BINS) $(UNIT_TESTS)
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(UNIT_TESTS)

@@ -58,13 +58,12 @@ struct colocd_waiter {
 	__u64 conn;
 };
 
-/* An executor fd the serving core asked to be watched. */
+/* An executor fd the serving core asked to be watched: a loop source of its own. */
 struct colocd_exec_fd {
 	int fd;
 	struct loop_source *src;
+	struct colocd_exec_fd *next;
 };
-
-#define COLOCD_MAX_EXEC_FDS (4 * COLOC_MAX_TENANTS)
 #define COLOCD_MAX_WAITERS 64
 
 struct colocd_uncore_rate {
@@ -89,8 +88,7 @@ struct colocd {
 	struct level_source level; /* where the per-core level comes from */
 	struct serving *serving;
 	struct loop_source *serving_timer;
-	struct colocd_exec_fd exec_fds[COLOCD_MAX_EXEC_FDS];
-	int nr_exec_fds;
+	struct colocd_exec_fd *exec_fds; /* as many as the executors have */
 	struct colocd_spec *specs; /* COLOC_MAX_TENANTS of them */
 	int nr_specs;
 	struct colocd_waiter waiters[COLOCD_MAX_WAITERS];

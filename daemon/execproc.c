@@ -2,9 +2,11 @@
 /*
  * colocd's side of one executor process (see execproc.h): the sealed memfd
  * with the layout of include/coloc/shm.h, the start of coloc-executor in
- * pid and mount namespaces of its own (clone3) with only that memfd and the completion
- * eventfd open, the futex doorbell towards it, and the pidfd that says when
- * it died and why.
+ * pid and mount namespaces of its own (clone3) with only that memfd and the
+ * write end of the completion pipe open, the futex doorbell towards it, and
+ * the pidfd that says when it died and why. Everything the executor writes
+ * is checked before use (docs/security-executor.md): a breach of the
+ * protocol gives it up (killed, never waited for) with the reason.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,12 +19,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/pidfd.h>
@@ -38,22 +41,35 @@
 #define EXECPROC_DEFAULT_CAPACITY (16u << 20)
 #define EXECPROC_SHM_FD 3 /* where the executor finds them: its --shm-fd, --done-fd */
 #define EXECPROC_DONE_FD 4
+/* Doorbell bytes one poll drains at most: a flood is left for the next call. */
+#define EXECPROC_DRAIN_BYTES 4096
+/* Rings in a row with nothing new to take before the executor is given up on. */
+#define EXECPROC_MAX_IDLE_RINGS 64
 
 /*
  * The executor can write the whole shared memory, so nothing colocd
  * computes an address or a length from is read back from it: the layout
  * lives in hdr, colocd's own copy, into which the executor's fields are
- * taken once (and checked) when it gets ready or fails.
+ * taken once (and checked) when it gets ready or fails. The command's seq
+ * is colocd's own count too; a completion is copied out once, then checked.
  */
 struct execproc {
 	struct coloc_shm *shm;
 	struct coloc_shm_header hdr;
+	struct coloc_shm_header shm_hdr; /* the shared header as it was when taken ready */
+	struct coloc_shm_done taken; /* the shared completion as colocd last took it */
 	size_t shm_bytes;
 	pid_t pid;
 	int pidfd;
-	int done_fd;
+	int done_fd; /* the pipe's read end, O_NONBLOCK; the executor holds the write end */
+	__u32 seq; /* of the last command sent */
+	unsigned int idle_rings; /* doorbell rings in a row that brought nothing */
 	bool ready;
 	bool outstanding; /* a command was submitted and has not completed */
+	bool given_up; /* broke the protocol or hung up: SIGKILL sent, dead_msg says why */
+	bool hung_up; /* its end of the doorbell is closed */
+	bool closed_alive; /* closed by a process not exiting: killed for it */
+	bool kill_sent; /* SIGKILL sent, not waited for */
 	bool dead; /* reaped; dead_err and dead_msg say why */
 	bool exited_cleanly; /* exit status 0 (after an exit command) */
 	bool own_pidns; /* pid 1 of a pid namespace of its own */
@@ -61,6 +77,7 @@ struct execproc {
 	int dead_err;
 	char dead_msg[COLOC_ERR_MSG_MAX];
 	struct execproc_block last; /* what was submitted last, for the death message */
+	__u32 op; /* the last command's op */
 	unsigned long long submit_ns;
 	char tenant[COLOC_SHM_NAME_LEN];
 };
@@ -332,7 +349,7 @@ static int spawn_plain(struct execproc *ep, const struct child_args *c, struct c
  * clobber the other's source.
  */
 static int start_child(struct execproc *ep, const struct execproc_opts *o, const char *path,
-		       int memfd, struct coloc_err *err)
+		       int memfd, int done_wr, struct coloc_err *err)
 {
 	char fd_s[16], done_s[16];
 	/*
@@ -373,7 +390,7 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	argv[argc] = NULL;
 
 	c.shm_hi = fcntl(memfd, F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
-	c.done_hi = fcntl(ep->done_fd, F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
+	c.done_hi = fcntl(done_wr, F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
 	if (c.shm_hi < 0 || c.done_hi < 0)
 		ret = coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
 	else
@@ -391,7 +408,7 @@ int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct 
 {
 	char path[PATH_MAX];
 	struct execproc *ep;
-	int memfd = -1, ret;
+	int memfd = -1, pipefd[2], ret;
 
 	*out = NULL;
 	if (!o || !o->model_path || !o->tenant || !o->tenant[0] ||
@@ -410,14 +427,25 @@ int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct 
 	ep->pidfd = -1;
 	ep->pid = -1;
 	snprintf(ep->tenant, sizeof(ep->tenant), "%s", o->tenant);
-	ep->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (ep->done_fd < 0) {
-		ret = coloc_err_set(err, -errno, "eventfd: %s", strerror(errno));
+	/*
+	 * One open file per end: the executor can change the flags of its
+	 * write end only, never make colocd's read end blocking.
+	 */
+	ep->done_fd = -1;
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		ret = coloc_err_set(err, -errno, "pipe2: %s", strerror(errno));
+		goto fail;
+	}
+	ep->done_fd = pipefd[0];
+	if (fcntl(ep->done_fd, F_SETFL, O_NONBLOCK)) {
+		ret = coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
+		close(pipefd[1]);
 		goto fail;
 	}
 	ret = create_shm(ep, o, &memfd, err);
 	if (!ret)
-		ret = start_child(ep, o, path, memfd, err);
+		ret = start_child(ep, o, path, memfd, pipefd[1], err);
+	close(pipefd[1]);
 	if (memfd >= 0)
 		close(memfd); /* the mapping keeps it alive */
 	if (ret)
@@ -468,7 +496,12 @@ bool execproc_ready(const struct execproc *ep)
 bool execproc_started(const struct execproc *ep)
 {
 	return ep->outstanding &&
-	       __atomic_load_n(&ep->shm->done.started_seq, __ATOMIC_ACQUIRE) == ep->shm->cmd.seq;
+	       __atomic_load_n(&ep->shm->done.started_seq, __ATOMIC_ACQUIRE) == ep->seq;
+}
+
+bool execproc_reaped(const struct execproc *ep)
+{
+	return ep->dead;
 }
 
 static char *slot_base(const struct execproc *ep, unsigned int slot)
@@ -493,20 +526,23 @@ const void *execproc_output(const struct execproc *ep, unsigned int slot)
 	return base ? base + ep->hdr.slot_in_capacity : NULL;
 }
 
-static void ring(struct execproc *ep)
+/* The command's seq is colocd's own count: the executor can rewrite the shared one. */
+static void ring(struct execproc *ep, __u32 op)
 {
 	struct coloc_shm_cmd *c = &ep->shm->cmd;
 
 	ep->outstanding = true;
+	ep->op = op;
 	ep->submit_ns = now_ns();
-	__atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELEASE);
+	ep->seq++;
+	__atomic_store_n(&c->seq, ep->seq, __ATOMIC_RELEASE);
 	/* shared (not FUTEX_PRIVATE): the waiter is another process */
 	syscall(SYS_futex, &c->seq, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
 static int can_submit(const struct execproc *ep, struct coloc_err *err)
 {
-	if (ep->dead)
+	if (ep->dead || ep->given_up)
 		return coloc_err_set(err, ep->dead_err, "%s", ep->dead_msg);
 	if (!ep->ready)
 		return coloc_err_set(err, -EBUSY, "tenant %s: its executor is still loading",
@@ -558,8 +594,16 @@ int execproc_submit_block(struct execproc *ep, const struct execproc_block *b,
 	c->flags = b->shared ? COLOC_SHM_RUN_SHARED : 0;
 	c->reserved = 0;
 	ep->last = *b;
-	ring(ep);
+	ring(ep, COLOC_SHM_OP_RUN);
 	return 0;
+}
+
+/* A command with nothing to run (NOP, EXIT). */
+static void ring_bare(struct execproc *ep, __u32 op)
+{
+	ep->shm->cmd.op = op;
+	ep->last = (struct execproc_block){ 0 };
+	ring(ep, op);
 }
 
 int execproc_submit_nop(struct execproc *ep, struct coloc_err *err)
@@ -568,10 +612,50 @@ int execproc_submit_nop(struct execproc *ep, struct coloc_err *err)
 
 	if (ret)
 		return ret;
-	ep->shm->cmd.op = COLOC_SHM_OP_NOP;
-	ep->last = (struct execproc_block){ 0 };
-	ring(ep);
+	ring_bare(ep, COLOC_SHM_OP_NOP);
 	return 0;
+}
+
+int execproc_signal_kill(struct execproc *ep)
+{
+	if (ep->dead || ep->pidfd < 0 || ep->kill_sent)
+		return 0;
+	if (syscall(SYS_pidfd_send_signal, ep->pidfd, SIGKILL, NULL, 0) && errno != ESRCH)
+		return -errno;
+	ep->kill_sent = true;
+	return 0;
+}
+
+/* Control characters (a forged log line, a terminal escape) become '?'. */
+static void printable(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
+/*
+ * Gives the executor up for a breach of the protocol: SIGKILL sent, never
+ * waited for (the pidfd says when it is gone), and from now on every call
+ * answers -EPROTO with the reason.
+ */
+static __attribute__((format(printf, 3, 4))) int give_up(struct execproc *ep, struct coloc_err *err,
+							 const char *fmt, ...)
+{
+	char what[COLOC_ERR_MSG_MAX / 2];
+	va_list ap;
+
+	if (!ep->given_up) {
+		va_start(ap, fmt);
+		vsnprintf(what, sizeof(what), fmt, ap);
+		va_end(ap);
+		ep->given_up = true;
+		ep->dead_err = -EPROTO;
+		snprintf(ep->dead_msg, sizeof(ep->dead_msg),
+			 "tenant %s: executor (pid %d) %s; killed", ep->tenant, ep->pid, what);
+		execproc_signal_kill(ep);
+	}
+	return coloc_err_set(err, ep->dead_err, "%s", ep->dead_msg);
 }
 
 /* Reaps the executor if it has exited; returns true and records why if so. */
@@ -587,13 +671,18 @@ static bool reap(struct execproc *ep)
 	if (waitid((idtype_t)P_PIDFD, (id_t)ep->pidfd, &si, WEXITED | WNOHANG) || !si.si_pid)
 		return false;
 	ep->dead = true;
-	ep->dead_err = -EPIPE;
 	ep->exited_cleanly = si.si_code == CLD_EXITED && !si.si_status;
+	/* the breach it was given up for says more than the SIGKILL that followed */
+	if (ep->given_up)
+		return true;
+	ep->dead_err = -EPIPE;
 	if (!ep->ready)
 		snprintf(doing, sizeof(doing), "while loading its model");
-	else if (ep->outstanding && ep->shm->cmd.op == COLOC_SHM_OP_RUN)
+	else if (ep->outstanding && ep->op == COLOC_SHM_OP_RUN)
 		snprintf(doing, sizeof(doing), "while running layers [%u, %u) of query slot %u",
 			 ep->last.first, ep->last.last, ep->last.slot);
+	if (ep->closed_alive)
+		snprintf(doing, sizeof(doing), "after it closed its end of the doorbell");
 	n = snprintf(ep->dead_msg, sizeof(ep->dead_msg), "tenant %s: executor (pid %d) ",
 		     ep->tenant, ep->pid);
 	if (si.si_code == CLD_EXITED)
@@ -608,71 +697,262 @@ static bool reap(struct execproc *ep)
 		h->error = ep->shm->hdr.error;
 		memcpy(h->reason, ep->shm->hdr.reason, sizeof(h->reason));
 		h->reason[sizeof(h->reason) - 1] = '\0';
+		printable(h->reason);
 		snprintf(ep->dead_msg + n, sizeof(ep->dead_msg) - (size_t)n, ": %s", h->reason);
 	}
 	return true;
 }
 
-/* Takes the executor's description of its model, once, if it fits the layout. */
+/*
+ * Takes the executor's description of its model, once, if it fits the
+ * layout; the layout colocd wrote must still be there.
+ */
 static int take_ready(struct execproc *ep, struct coloc_err *err)
 {
-	const struct coloc_shm_header *sh = &ep->shm->hdr;
-	struct coloc_shm_header *h = &ep->hdr;
-	pid_t pid = sh->executor_pid;
-	__u64 in = sh->in_bytes, out = sh->out_bytes;
+	struct coloc_shm_header *h = &ep->hdr, sh;
 
+	memcpy(&sh, &ep->shm->hdr, sizeof(sh));
 	/* its getpid(): 1 in its own pid namespace */
-	if (pid != (ep->own_pidns ? 1 : ep->pid) || in > h->slot_in_capacity ||
-	    out > h->slot_out_capacity) {
-		execproc_kill(ep);
-		ep->dead_err = -EPROTO;
-		snprintf(ep->dead_msg, sizeof(ep->dead_msg),
-			 "tenant %s: executor (pid %d) described its model wrongly (pid %d, %llu "
-			 "bytes in, %llu out); killed",
-			 ep->tenant, ep->pid, pid, (unsigned long long)in, (unsigned long long)out);
-		return coloc_err_set(err, ep->dead_err, "%s", ep->dead_msg);
-	}
+	if (sh.executor_pid != (ep->own_pidns ? 1 : ep->pid) || sh.in_bytes > h->slot_in_capacity ||
+	    sh.out_bytes > h->slot_out_capacity || !sh.nr_layers || !sh.nr_inputs ||
+	    !sh.nr_outputs || sh.nr_inputs > sh.nr_layers || sh.nr_outputs > sh.nr_layers)
+		return give_up(ep, err,
+			       "described its model wrongly (pid %d, %u layers, %u inputs, %u "
+			       "outputs, %llu bytes in, %llu out)",
+			       sh.executor_pid, sh.nr_layers, sh.nr_inputs, sh.nr_outputs,
+			       (unsigned long long)sh.in_bytes, (unsigned long long)sh.out_bytes);
+	if (memcmp(&sh, h, offsetof(struct coloc_shm_header, executor_pid)))
+		return give_up(ep, err, "rewrote the layout colocd wrote into the header");
 	h->executor_pid = ep->pid;
-	h->in_bytes = in;
-	h->out_bytes = out;
-	h->nr_layers = sh->nr_layers;
-	h->nr_inputs = sh->nr_inputs;
-	h->nr_outputs = sh->nr_outputs;
+	h->in_bytes = sh.in_bytes;
+	h->out_bytes = sh.out_bytes;
+	h->nr_layers = sh.nr_layers;
+	h->nr_inputs = sh.nr_inputs;
+	h->nr_outputs = sh.nr_outputs;
 	h->state = COLOC_SHM_READY;
+	ep->shm_hdr = sh;
 	ep->ready = true;
 	return 0;
 }
 
+/* After ready, the header changes in its state only (to FAILED, before the executor exits). */
+static int check_header(struct execproc *ep, struct coloc_err *err)
+{
+	const size_t model_at = offsetof(struct coloc_shm_header, nr_layers);
+	const size_t model_end = offsetof(struct coloc_shm_header, error);
+	struct coloc_shm_header sh;
+
+	memcpy(&sh, &ep->shm->hdr, sizeof(sh));
+	if (memcmp(&sh, &ep->shm_hdr, offsetof(struct coloc_shm_header, state)) ||
+	    memcmp((char *)&sh + model_at, (char *)&ep->shm_hdr + model_at, model_end - model_at))
+		return give_up(ep, err, "rewrote the shared memory's header after it got ready");
+	if (sh.state != COLOC_SHM_READY && sh.state != COLOC_SHM_FAILED)
+		return give_up(ep, err, "set the header's state to %u after it got ready",
+			       sh.state);
+	return 0;
+}
+
+/*
+ * Whether the process has begun to exit (PF_EXITING in /proc/PID/stat's
+ * flags, after the command name, which may hold anything): its files close
+ * before it can be reaped. Gone or unreadable counts as exiting.
+ */
+static bool exiting(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	unsigned int flags;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %u", &flags) != 1)
+		return true;
+	return flags & 0x4; /* PF_EXITING */
+}
+
+/*
+ * Empties colocd's end of the doorbell, reading only what poll(2) says is
+ * there and at most EXECPROC_DRAIN_BYTES; true if it rang. An end of file
+ * means the executor closed its end.
+ */
+static bool drain_doorbell(struct execproc *ep)
+{
+	struct pollfd p = { .fd = ep->done_fd, .events = POLLIN };
+	size_t total = 0;
+	char buf[512];
+	bool rang = false;
+
+	if (ep->hung_up || poll(&p, 1, 0) != 1)
+		return false;
+	while (total < EXECPROC_DRAIN_BYTES) {
+		ssize_t n = read(ep->done_fd, buf, sizeof(buf));
+
+		if (n <= 0) {
+			ep->hung_up = !n;
+			break;
+		}
+		rang = true;
+		total += (size_t)n;
+	}
+	return rang;
+}
+
+/* A completion that fits the command it answers; false with why filled if not. */
+static bool completion_valid(const struct execproc *ep, const struct coloc_shm_done *d, char *why,
+			     size_t len)
+{
+	const struct execproc_block *b = &ep->last;
+
+	if (d->status > COLOC_SHM_DONE_FAILED)
+		snprintf(why, len, "completed command %u with status %u, which is none", d->seq,
+			 d->status);
+	else if (d->error > 0 || d->error < -4095 || (d->status == COLOC_SHM_DONE_OK && d->error))
+		snprintf(why, len, "completed command %u with status %u and error %d", d->seq,
+			 d->status, d->error);
+	else if (!memchr(d->reason, '\0', sizeof(d->reason)))
+		snprintf(why, len,
+			 "left the reason of completion %u without its end (no NUL in %d "
+			 "bytes)",
+			 d->seq, COLOC_SHM_REASON_LEN);
+	else if (ep->op == COLOC_SHM_OP_RUN && (d->slot != b->slot || d->first != b->first ||
+						d->last != b->last || d->query_id != b->query_id))
+		snprintf(why, len,
+			 "completed slot %u, layers [%u, %u), query %u; the command was slot %u, "
+			 "layers [%u, %u), query %u",
+			 d->slot, d->first, d->last, d->query_id, b->slot, b->first, b->last,
+			 b->query_id);
+	else
+		return true;
+	return false;
+}
+
+/*
+ * The executor's times, bounded by colocd's own round trip (submit to
+ * completion seen), which the block ran inside of: an honest report is
+ * never changed.
+ */
+static void fill_result(struct execproc *ep, const struct coloc_shm_done *d,
+			struct execproc_result *res)
+{
+	unsigned long long rtt = now_ns() - ep->submit_ns;
+
+	res->round_trip_ns = rtt;
+	res->status = d->status;
+	res->error = d->error;
+	res->slot = d->slot;
+	res->first = d->first;
+	res->last = d->last;
+	res->query_id = d->query_id;
+	res->block_ns = d->block_ns;
+	res->switch_ns = d->switch_ns;
+	res->clamped = false;
+	if (res->block_ns > rtt || (d->status == COLOC_SHM_DONE_OK && !res->block_ns)) {
+		res->block_ns = rtt;
+		res->clamped = true;
+	}
+	if (res->switch_ns > res->block_ns) {
+		res->switch_ns = res->block_ns;
+		res->clamped = true;
+	}
+	snprintf(res->reason, sizeof(res->reason), "%s", d->reason);
+	printable(res->reason);
+}
+
+/*
+ * 1 when the outstanding command has completed (res filled), 0 when it has
+ * not yet, or -EPROTO for a completion colocd cannot take: of a command
+ * never sent, malformed, or rewritten after colocd took it.
+ */
+static int take_completion(struct execproc *ep, struct execproc_result *res, struct coloc_err *err)
+{
+	struct coloc_shm_done *sd = &ep->shm->done, d;
+	__u32 seq = __atomic_load_n(&sd->seq, __ATOMIC_ACQUIRE);
+	__u32 started = __atomic_load_n(&sd->started_seq, __ATOMIC_ACQUIRE);
+	char why[COLOC_ERR_MSG_MAX / 4];
+
+	if (!ep->outstanding) {
+		if (seq != ep->seq || started != ep->seq)
+			return give_up(ep, err,
+				       "wrote completion %u (started %u) with no command "
+				       "outstanding (the last sent is %u)",
+				       seq, started, ep->seq);
+		memcpy(&d, sd, sizeof(d));
+		if (memcmp(&d, &ep->taken, sizeof(d)))
+			return give_up(ep, err,
+				       "rewrote its completion of command %u after it "
+				       "was taken",
+				       ep->seq);
+		return 0;
+	}
+	if (started != ep->seq && started != ep->seq - 1)
+		return give_up(ep, err, "started command %u, never sent (the last sent is %u)",
+			       started, ep->seq);
+	if (seq == ep->seq - 1)
+		return 0;
+	if (seq != ep->seq)
+		return give_up(ep, err, "completed command %u, never sent (the last sent is %u)",
+			       seq, ep->seq);
+	memcpy(&d, sd, sizeof(d));
+	d.seq = seq;
+	if (!completion_valid(ep, &d, why, sizeof(why)))
+		return give_up(ep, err, "%s", why);
+	/* the snapshot is of the shared bytes, seq included, as the idle check reads them */
+	memcpy(&ep->taken, &d, sizeof(d));
+	ep->outstanding = false;
+	if (res)
+		fill_result(ep, &d, res);
+	return 1;
+}
+
 int execproc_poll(struct execproc *ep, struct execproc_result *res, struct coloc_err *err)
 {
-	const struct coloc_shm_done *d = &ep->shm->done;
-	uint64_t drain;
+	bool rang;
+	int ret;
 
-	if (read(ep->done_fd, &drain, sizeof(drain)) < 0 && errno != EAGAIN)
-		return coloc_err_set(err, -errno, "reading the doorbell: %s", strerror(errno));
-	if (!ep->ready && !ep->dead &&
-	    __atomic_load_n(&ep->shm->hdr.state, __ATOMIC_ACQUIRE) == COLOC_SHM_READY)
-		return take_ready(ep, err);
-	/* a completion written before the process died is still delivered first */
-	if (ep->outstanding && __atomic_load_n(&d->seq, __ATOMIC_ACQUIRE) == ep->shm->cmd.seq) {
-		ep->outstanding = false;
-		if (res) {
-			res->round_trip_ns = now_ns() - ep->submit_ns;
-			res->status = d->status;
-			res->error = d->error;
-			res->slot = d->slot;
-			res->first = d->first;
-			res->last = d->last;
-			res->query_id = d->query_id;
-			res->block_ns = d->block_ns;
-			res->switch_ns = d->switch_ns;
-			snprintf(res->reason, sizeof(res->reason), "%.*s", COLOC_SHM_REASON_LEN - 1,
-				 d->reason);
+	if (ep->given_up) {
+		reap(ep);
+		return coloc_err_set(err, ep->dead_err, "%s", ep->dead_msg);
+	}
+	rang = drain_doorbell(ep);
+	/* an exit closes it too: the one that closed it on purpose and lives on is killed */
+	if (ep->hung_up && !ep->closed_alive && !reap(ep) && !exiting(ep->pid)) {
+		ep->closed_alive = true;
+		execproc_signal_kill(ep);
+	}
+	if (!ep->ready && !ep->dead) {
+		__u32 state = __atomic_load_n(&ep->shm->hdr.state, __ATOMIC_ACQUIRE);
+
+		if (state == COLOC_SHM_READY) {
+			ep->idle_rings = 0;
+			return take_ready(ep, err);
 		}
-		return 1;
+		if (state != COLOC_SHM_STARTING && state != COLOC_SHM_FAILED)
+			return give_up(ep, err, "set the header's state to %u while loading",
+				       state);
+	}
+	if (ep->ready && (ret = check_header(ep, err)))
+		return ret;
+	/* a completion written before the process died is still delivered first */
+	ret = take_completion(ep, res, err);
+	if (ret) {
+		ep->idle_rings = 0;
+		return ret;
 	}
 	if (reap(ep))
 		return coloc_err_set(err, ep->dead_err, "%s", ep->dead_msg);
+	if (rang && ++ep->idle_rings > EXECPROC_MAX_IDLE_RINGS)
+		return give_up(ep, err,
+			       "rang its doorbell %d times in a row with nothing to report",
+			       ep->idle_rings);
 	return 0;
 }
 
@@ -682,11 +962,14 @@ static int wait_for(struct execproc *ep, struct execproc_result *res, int timeou
 	unsigned long long deadline = now_ns() + (unsigned long long)timeout_ms * 1000000ull;
 
 	for (;;) {
-		struct pollfd p[2] = { { .fd = ep->done_fd, .events = POLLIN },
+		struct pollfd p[2] = { { .fd = ep->hung_up ? -1 : ep->done_fd, .events = POLLIN },
 				       { .fd = ep->pidfd, .events = POLLIN } };
 		unsigned long long now;
 		int ret = execproc_poll(ep, res, err);
 
+		/* a blocking caller may wait for the one it gave up on to be gone */
+		if (ret < 0 && ep->given_up)
+			execproc_kill(ep);
 		if (ret || (for_ready && ep->ready))
 			return ret;
 		now = now_ns();
@@ -707,7 +990,7 @@ int execproc_wait_ready(struct execproc *ep, int timeout_ms, struct coloc_err *e
 int execproc_wait_done(struct execproc *ep, struct execproc_result *res, int timeout_ms,
 		       struct coloc_err *err)
 {
-	if (!ep->outstanding && !ep->dead)
+	if (!ep->outstanding && !ep->dead && !ep->given_up)
 		return coloc_err_set(err, -EINVAL, "tenant %s: no block is outstanding",
 				     ep->tenant);
 	return wait_for(ep, res, timeout_ms, false, err);
@@ -716,16 +999,29 @@ int execproc_wait_done(struct execproc *ep, struct execproc_result *res, int tim
 int execproc_kill(struct execproc *ep)
 {
 	siginfo_t si;
+	int ret;
 
 	if (ep->dead || ep->pidfd < 0)
 		return 0;
-	if (syscall(SYS_pidfd_send_signal, ep->pidfd, SIGKILL, NULL, 0) && errno != ESRCH)
-		return -errno;
+	ep->kill_sent = false;
+	ret = execproc_signal_kill(ep);
+	if (ret)
+		return ret;
 	/* blocks only until the kernel has torn the process down */
 	if (waitid((idtype_t)P_PIDFD, (id_t)ep->pidfd, &si, WEXITED | WNOWAIT))
 		return -errno;
 	reap(ep);
 	return 0;
+}
+
+void execproc_stop_begin(struct execproc *ep)
+{
+	if (ep->dead)
+		return;
+	if (!can_submit(ep, NULL))
+		ring_bare(ep, COLOC_SHM_OP_EXIT);
+	else
+		execproc_signal_kill(ep);
 }
 
 int execproc_stop(struct execproc *ep, int timeout_ms, struct coloc_err *err)
@@ -734,9 +1030,7 @@ int execproc_stop(struct execproc *ep, int timeout_ms, struct coloc_err *err)
 	int ret = can_submit(ep, err);
 
 	if (!ret) {
-		ep->shm->cmd.op = COLOC_SHM_OP_EXIT;
-		ep->last = (struct execproc_block){ 0 };
-		ring(ep);
+		ring_bare(ep, COLOC_SHM_OP_EXIT);
 		ret = wait_for(ep, NULL, timeout_ms, false, err);
 	}
 	/* acknowledged: it is on its way out */

@@ -5,12 +5,22 @@
  * learn when they complete or when the process dies. No oneDNN here: the
  * model is loaded in the executor process only.
  *
- * Everything is non-blocking except execproc_wait_ready/_done, which the
- * tests and tools use. An event loop instead polls two fds per executor:
- *   execproc_done_fd(): readable when a completion (or the end of start-up)
- *                       is there: call execproc_poll();
+ * Everything is non-blocking except execproc_wait_ready/_done, _stop and
+ * _kill, which the tests and tools use. An event loop instead polls two fds
+ * per executor:
+ *   execproc_done_fd(): the read end of a pipe whose write end only the
+ *                       executor holds (O_NONBLOCK, its own open file, so the
+ *                       executor cannot make it blocking); readable when a
+ *                       completion (or the end of start-up) is there, or
+ *                       hung up when the executor closed its end: call
+ *                       execproc_poll();
  *   execproc_pidfd():   readable when the process has exited: call
  *                       execproc_poll(), which reaps it and says why.
+ * Nothing the executor writes is trusted (docs/security-executor.md): a
+ * completion of a command never sent, a malformed one, a rewritten header,
+ * a doorbell rung with nothing to report or closed: the executor is given
+ * up on (SIGKILL sent, not waited for) and every later call says why. Times
+ * it reports are bounded by colocd's own round trip (execproc_result).
  * The process is a child of the caller, reaped through its pidfd: a
  * SIGCHLD handler elsewhere must not reap it with waitpid(-1). It gets
  * SIGKILL when the thread that spawned it exits (PR_SET_PDEATHSIG), so
@@ -57,8 +67,13 @@ struct execproc_result {
 	enum coloc_shm_status status;
 	int error; /* 0 or a negative errno */
 	unsigned int slot, first, last, query_id;
+	/*
+	 * The executor's own times, clamped: block_ns to round_trip_ns (and
+	 * to it when a block that ran reports 0), switch_ns to block_ns.
+	 */
 	unsigned long long block_ns, switch_ns;
 	unsigned long long round_trip_ns; /* from submit to this poll noticing it */
+	bool clamped; /* the executor reported a time outside those bounds */
 	char reason[COLOC_SHM_REASON_LEN];
 };
 
@@ -113,9 +128,10 @@ int execproc_submit_nop(struct execproc *ep, struct coloc_err *err);
  * Never blocks. Returns 1 with res filled when the outstanding command has
  * completed, 0 when nothing new happened (or start-up just finished: see
  * execproc_ready), or a negative errno when the executor has died or given
- * up, with the reason (exit status or signal, and what it was running) in
- * err; the process is reaped then. res may be NULL when nothing is
- * outstanding.
+ * up (the reason, exit status or signal, and what it was running, in err;
+ * the process is reaped then), or -EPROTO when it broke the protocol (what
+ * it did in err; SIGKILL sent, and a later call, once the pidfd is
+ * readable, reaps it). res may be NULL when nothing is outstanding.
  */
 int execproc_poll(struct execproc *ep, struct execproc_result *res, struct coloc_err *err);
 bool execproc_ready(const struct execproc *ep);
@@ -132,12 +148,26 @@ int execproc_wait_done(struct execproc *ep, struct execproc_result *res, int tim
 		       struct coloc_err *err);
 
 /*
+ * Starts stopping it without waiting: an idle, ready executor is asked to
+ * exit (COLOC_SHM_OP_EXIT), any other gets SIGKILL. The pidfd turns
+ * readable once it is gone; execproc_poll then reaps it (execproc_reaped).
+ * A caller with a deadline calls execproc_signal_kill when it passes.
+ */
+void execproc_stop_begin(struct execproc *ep);
+/* SIGKILL through the pidfd, not waited for; 0 or a negative errno. */
+int execproc_signal_kill(struct execproc *ep);
+/* Whether the process has been reaped (by execproc_poll, _kill or _stop). */
+bool execproc_reaped(const struct execproc *ep);
+/*
  * Asks the executor to exit (COLOC_SHM_OP_EXIT) and waits up to timeout_ms
  * for it to do so with status 0; 0 if it did. Otherwise (still loading,
  * busy, no answer, or a bad exit) it is killed and the reason returned.
  */
 int execproc_stop(struct execproc *ep, int timeout_ms, struct coloc_err *err);
-/* SIGKILL through the pidfd and reap; the handle stays valid for free. */
+/*
+ * SIGKILL through the pidfd and reap, blocking until the kernel has torn
+ * the process down (tests, tools, shutdown); the handle stays valid for free.
+ */
 int execproc_kill(struct execproc *ep);
 /* Kills the executor if it is alive, reaps it, unmaps, closes. NULL is fine. */
 void execproc_free(struct execproc *ep);

@@ -186,29 +186,36 @@ static void colocd_on_exec_fd(struct loop_source *src, int fd, unsigned int reve
 	colocd_serving_rearm(d);
 }
 
-static void colocd_serving_watch(void *ctx, int fd, bool add)
+/* Each executor fd is a loop source of its own: no table to fill, no cap but memory. */
+static int colocd_serving_watch(void *ctx, int fd, bool add)
 {
 	struct colocd *d = ctx;
+	struct colocd_exec_fd *e, **pp;
+	int ret;
 
 	if (add) {
-		struct colocd_exec_fd *e;
-
-		/* the table holds 4 fds per tenant, the core makes 2 */
-		if (d->nr_exec_fds >= COLOCD_MAX_EXEC_FDS)
-			return;
-		e = &d->exec_fds[d->nr_exec_fds];
-		if (loop_add_poll(d->loop, &e->src, fd, POLLIN, colocd_on_exec_fd, d))
-			return;
-		e->fd = fd;
-		d->nr_exec_fds++;
-		return;
-	}
-	for (int i = 0; i < d->nr_exec_fds; i++)
-		if (d->exec_fds[i].fd == fd) {
-			loop_source_remove(d->exec_fds[i].src);
-			d->exec_fds[i] = d->exec_fds[--d->nr_exec_fds];
-			return;
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		ret = loop_add_poll(d->loop, &e->src, fd, POLLIN, colocd_on_exec_fd, d);
+		if (ret) {
+			free(e);
+			return ret;
 		}
+		e->fd = fd;
+		e->next = d->exec_fds;
+		d->exec_fds = e;
+		return 0;
+	}
+	for (pp = &d->exec_fds; *pp; pp = &(*pp)->next)
+		if ((*pp)->fd == fd) {
+			e = *pp;
+			*pp = e->next;
+			loop_source_remove(e->src);
+			free(e);
+			break;
+		}
+	return 0;
 }
 
 /* Answers the remove requests waiting for name. */
@@ -285,7 +292,7 @@ static void colocd_block_done(void *ctx, const struct serving_block_record *r)
 	/* each layer's version as a digit (EXEC_MAX_VERSIONS <= 10), in layer order */
 	for (int l = 0; l < r->last - r->first; l++)
 		fputc(r->versions ? '0' + r->versions[l] % 10 : '?', d->block_log);
-	fputc('\n', d->block_log);
+	fprintf(d->block_log, "\t%d\n", r->clamped);
 }
 
 static int open_block_log(struct colocd *d, struct coloc_err *err)
@@ -298,7 +305,7 @@ static int open_block_log(struct colocd *d, struct coloc_err *err)
 	setvbuf(d->block_log, NULL, _IOLBF, 0);
 	d->block_log_t0 = loop_now_ns();
 	fputs("end_ms\ttenant\tquery\tfirst\tlast\tcores\tcorunners\tlevel\talone_us\t"
-	      "predicted_us\tmeasured_us\tround_trip_us\tswitch_us\tok\tversions\n",
+	      "predicted_us\tmeasured_us\tround_trip_us\tswitch_us\tok\tversions\tclamped\n",
 	      d->block_log);
 	return 0;
 }

@@ -174,12 +174,86 @@ static void fail_all_queries(struct serving *s, struct sv_tenant *t, const char 
 
 /* ---- executors -------------------------------------------------------------- */
 
-static void watch_executor(struct serving *s, struct sv_exec *x, bool add)
+/* Both of x's fds watched: 0, or the watch's negative errno with neither. */
+static int watch_executor(struct serving *s, struct sv_exec *x)
 {
-	if (!s->watch || !x->ep)
+	int ret;
+
+	if (!s->watch)
+		return 0;
+	ret = s->watch(s->ctx, execproc_done_fd(x->ep), true);
+	if (ret)
+		return ret;
+	ret = s->watch(s->ctx, execproc_pidfd(x->ep), true);
+	if (ret)
+		s->watch(s->ctx, execproc_done_fd(x->ep), false);
+	return ret;
+}
+
+/* Reaped: its last fd unwatched, its handle freed. */
+static void free_retired(struct serving *s, struct sv_retired **pp)
+{
+	struct sv_retired *r = *pp;
+
+	if (s->watch)
+		s->watch(s->ctx, execproc_pidfd(r->ep), false);
+	execproc_free(r->ep);
+	*pp = r->next;
+	free(r);
+}
+
+/*
+ * Takes what a retired executor says (the answer to EXIT, its end) and
+ * frees it once reaped; past its deadline it gets SIGKILL. Returns whether
+ * it is still there.
+ */
+static bool poll_retired(struct serving *s, struct sv_retired **pp, uint64_t now)
+{
+	struct sv_retired *r = *pp;
+
+	for (int i = 0; i < 3 && execproc_poll(r->ep, NULL, NULL) > 0; i++)
+		;
+	if (execproc_reaped(r->ep)) {
+		free_retired(s, pp);
+		return false;
+	}
+	if (r->kill_at_ns && now >= r->kill_at_ns) {
+		execproc_signal_kill(r->ep);
+		r->kill_at_ns = 0;
+	}
+	return true;
+}
+
+/*
+ * x's process leaves the tenant without colocd waiting for it: one already
+ * reaped is freed; another is asked to exit (graceful, idle) or killed, and
+ * kept, its pidfd watched, until it is gone (SV_STOP_MS, then SIGKILL).
+ */
+static void retire_executor(struct serving *s, struct sv_exec *x, bool graceful)
+{
+	struct sv_retired *r = calloc(1, sizeof(*r));
+
+	if (s->watch)
+		s->watch(s->ctx, execproc_done_fd(x->ep), false);
+	if (!r || execproc_reaped(x->ep)) {
+		/* out of memory: the one blocking wait left, for the kernel's teardown */
+		if (s->watch)
+			s->watch(s->ctx, execproc_pidfd(x->ep), false);
+		execproc_free(x->ep);
+		free(r);
+		x->ep = NULL;
 		return;
-	s->watch(s->ctx, execproc_done_fd(x->ep), add);
-	s->watch(s->ctx, execproc_pidfd(x->ep), add);
+	}
+	if (graceful) {
+		execproc_stop_begin(x->ep);
+		r->kill_at_ns = sv_now_ns() + SV_STOP_MS * 1000000ull;
+	} else {
+		execproc_signal_kill(x->ep);
+	}
+	r->ep = x->ep;
+	r->next = s->retired;
+	s->retired = r;
+	x->ep = NULL;
 }
 
 static void release_block_cores(struct serving *s, struct sv_tenant *t, struct sv_exec *x)
@@ -207,13 +281,8 @@ static void close_executors(struct serving *s, struct sv_tenant *t, bool gracefu
 	for (int i = 0; i < t->nr_exec; i++) {
 		struct sv_exec *x = &t->ex[i];
 
-		if (!x->ep)
-			continue;
-		watch_executor(s, x, false);
-		if (graceful)
-			execproc_stop(x->ep, SV_STOP_MS, NULL);
-		execproc_free(x->ep);
-		x->ep = NULL;
+		if (x->ep)
+			retire_executor(s, x, graceful);
 	}
 }
 
@@ -270,6 +339,12 @@ static int start_executors(struct serving *s, struct sv_tenant *t, struct coloc_
 	for (int i = 0; i < t->nr_exec; i++) {
 		int ret = execproc_spawn(&o, &t->ex[i].ep, err);
 
+		if (!ret && (ret = watch_executor(s, &t->ex[i]))) {
+			coloc_err_set(err, ret, "tenant %s: cannot watch its executor: %s", t->name,
+				      strerror(-ret));
+			execproc_free(t->ex[i].ep);
+			t->ex[i].ep = NULL;
+		}
 		if (ret) {
 			close_executors(s, t, false);
 			return ret;
@@ -279,8 +354,6 @@ static int start_executors(struct serving *s, struct sv_tenant *t, struct coloc_
 	t->reason[0] = '\0';
 	t->uid = s->next_uid++;
 	t->started_ns = sv_now_ns();
-	for (int i = 0; i < t->nr_exec; i++)
-		watch_executor(s, &t->ex[i], true);
 	notify_running(s, t, t->state);
 	return 0;
 }
@@ -324,7 +397,9 @@ static void block_finished(struct serving *s, struct sv_tenant *t, struct sv_exe
 				      .round_trip_ns = r->round_trip_ns,
 				      .switch_ns = r->switch_ns,
 				      .ok = r->status == COLOC_SHM_DONE_OK,
+				      .clamped = r->clamped,
 			      });
+	t->clamped_times += r->clamped;
 	if (r->status == COLOC_SHM_DONE_OK) {
 		policy_block_done(s->policy, &x->blk, measured);
 		sv_update_slowdown(s, t, &x->blk, measured);
@@ -337,7 +412,7 @@ static void block_finished(struct serving *s, struct sv_tenant *t, struct sv_exe
 		sv_complete_query(s, t, q, SERVING_QUERY_FAILED, reason);
 		return;
 	}
-	q->exec_ns += r->block_ns;
+	q->exec_ns = q->exec_ns + r->block_ns < q->exec_ns ? UINT64_MAX : q->exec_ns + r->block_ns;
 	q->next_layer = x->blk.last_layer;
 	if (q->next_layer >= t->model->nr_layers)
 		sv_complete_query(s, t, q, SERVING_QUERY_OK, NULL);
@@ -418,10 +493,15 @@ void serving_handle_fd(struct serving *s, int fd)
 
 		if (t->used && executor_has_fd(t, fd)) {
 			poll_tenant(s, t);
-			break;
+			sv_schedule(s);
+			return;
 		}
 	}
-	sv_schedule(s);
+	for (struct sv_retired **pp = &s->retired; *pp; pp = &(*pp)->next)
+		if (execproc_pidfd((*pp)->ep) == fd) {
+			poll_retired(s, pp, sv_now_ns());
+			return;
+		}
 }
 
 /*
@@ -464,7 +544,6 @@ static void check_deadlines(struct serving *s, struct sv_tenant *t, uint64_t now
 			 x->blk.first_layer, x->blk.last_layer, (unsigned long long)x->blk.query_id,
 			 (now - x->blk_submit_ns) / 1e6, x->blk.predicted_ns / 1e6,
 			 SERVING_HANG_FACTOR, SERVING_HANG_SLACK_NS / 1e9);
-		execproc_kill(x->ep);
 		fail_tenant(s, t, why);
 		return;
 	}
@@ -473,6 +552,10 @@ static void check_deadlines(struct serving *s, struct sv_tenant *t, uint64_t now
 void serving_tick(struct serving *s)
 {
 	uint64_t now = sv_now_ns();
+
+	for (struct sv_retired **pp = &s->retired; *pp;)
+		if (poll_retired(s, pp, now))
+			pp = &(*pp)->next;
 
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
 		struct sv_tenant *t = &s->tenants[i];
@@ -499,6 +582,9 @@ int serving_next_timeout_ms(const struct serving *s)
 			if (t->ex[x].busy && hang_deadline(s, &t->ex[x]) < next)
 				next = hang_deadline(s, &t->ex[x]);
 	}
+	for (const struct sv_retired *r = s->retired; r; r = r->next)
+		if (r->kill_at_ns && r->kill_at_ns < next)
+			next = r->kill_at_ns;
 	if (next == UINT64_MAX)
 		return -1;
 	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
@@ -521,6 +607,11 @@ int serving_fds(const struct serving *s, int *fds, int max)
 				fds[n] = execproc_pidfd(t->ex[x].ep);
 			n++;
 		}
+	}
+	for (const struct sv_retired *r = s->retired; r; r = r->next) {
+		if (n < max)
+			fds[n] = execproc_pidfd(r->ep);
+		n++;
 	}
 	return n;
 }
@@ -889,6 +980,9 @@ void serving_destroy(struct serving *s)
 		fail_all_queries(s, t, "colocd stopped serving");
 		free_tenant(s, t);
 	}
+	/* shutting down: the one place that waits for the kernel to tear them down */
+	while (s->retired)
+		free_retired(s, &s->retired);
 	policy_destroy(s->policy);
 	free(s->pqueries);
 	free(s->core_sig);

@@ -8,11 +8,13 @@
  *
  * Driving it:
  *  - serving_create(), then serving_admit() per tenant.
- *  - Every executor brings two fds (its done-eventfd and its pidfd). The
+ *  - Every executor brings two fds (its doorbell pipe and its pidfd). The
  *    config's watch callback is told when one appears (add = true) and
  *    before it is closed (add = false); serving_fds() lists the current ones
  *    for a caller that polls them itself. When one is readable, call
- *    serving_handle_fd(fd).
+ *    serving_handle_fd(fd). An executor leaving its tenant (removed, failed)
+ *    is never waited for: asked to exit or killed, its pidfd stays watched
+ *    until it is reaped (SIGKILL SV_STOP_MS after an exit it ignores).
  *  - Call serving_tick() at least every serving_next_timeout_ms(): it finds
  *    hung blocks and executors that never got ready.
  *  - serving_submit() queues a query; its callback runs exactly once, from
@@ -115,6 +117,7 @@ struct serving_block_record {
 	uint64_t round_trip_ns; /* from submit until colocd noticed the completion */
 	uint64_t switch_ns; /* the executor's re-pinning to the block's cores */
 	bool ok;
+	bool clamped; /* the executor's times were out of bounds (execproc_result) */
 };
 
 struct serving_config {
@@ -129,8 +132,11 @@ struct serving_config {
 	const char *cores; /* CPUs served, e.g. "0-3"; NULL: every CPU this process may use */
 	int max_queue; /* per tenant; 0: SERVING_DEFAULT_QUEUE */
 	int max_queue_total; /* 0: SERVING_DEFAULT_QUEUE_TOTAL */
-	/* an executor fd appears (add) or is about to be closed; may be NULL */
-	void (*watch)(void *ctx, int fd, bool add);
+	/*
+	 * An executor fd appears (add) or is about to be closed; may be NULL.
+	 * A negative errno on add fails the tenant's start with it.
+	 */
+	int (*watch)(void *ctx, int fd, bool add);
 	/*
 	 * A tenant changed state; may be NULL. pids are its executors' tgids
 	 * (nr_pids of them): the new ones on starting (for the attribution to
@@ -214,6 +220,8 @@ struct serving_tenant_info {
 	pid_t pids[SERVING_MAX_EXECUTORS]; /* every executor's tgid; 0 when none runs */
 	/* queries moved to another, idle executor before their first block (their input copied) */
 	uint64_t moved;
+	/* completions whose reported times colocd clamped to its own round trip */
+	uint64_t clamped_times;
 	char isolation[160]; /* how its executor is kept apart (execproc_isolation); "" if none */
 	uint64_t qos_ns;
 	uint64_t solo_ns; /* profiled latency alone on all served cores */

@@ -36,7 +36,7 @@
 #define SV_NORM_WEIGHT 0.05
 /* A block of this alone time weighs half in the norm and the level (see sv_update_slowdown). */
 #define SV_SMALL_BLOCK_NS 100000.0
-#define SV_STOP_MS 100 /* an idle executor answers EXIT in microseconds */
+#define SV_STOP_MS 100 /* an idle executor answers EXIT in microseconds; then SIGKILL */
 
 struct sv_query {
 	uint64_t id;
@@ -64,6 +64,13 @@ struct sv_exec {
 	int blk_corunners; /* other tenants' blocks in flight when it started */
 };
 
+/* An executor process that left its tenant and is not reaped yet. */
+struct sv_retired {
+	struct execproc *ep;
+	uint64_t kill_at_ns; /* SIGKILL then, if still there; 0: sent already */
+	struct sv_retired *next;
+};
+
 struct sv_tenant {
 	bool used;
 	bool removing;
@@ -79,6 +86,7 @@ struct sv_tenant {
 	struct sv_exec ex[SERVING_MAX_EXECUTORS];
 	void *scratch; /* in_bytes, for swapping two queued inputs between executors */
 	uint64_t moved; /* queries moved to another executor before their first block */
+	uint64_t clamped_times; /* completions whose reported times were out of bounds */
 	struct sv_query *head, *tail; /* queued and in flight, by arrival */
 	int nr_queries;
 	struct serving_stats stats;
@@ -91,7 +99,7 @@ struct sv_tenant {
 struct serving {
 	char *executor, *cache_dir;
 	int max_queue, max_queue_total;
-	void (*watch)(void *ctx, int fd, bool add);
+	int (*watch)(void *ctx, int fd, bool add);
 	void (*core_changed)(void *ctx, int cpu, const char *name, uint64_t query, int first,
 			     int last);
 	void (*block_done)(void *ctx, const struct serving_block_record *r);
@@ -114,6 +122,7 @@ struct serving {
 	struct policy_signal *dom_sig_now; /* [POLICY_MAX_CPUS] by LLC domain, from core_sig_now */
 
 	struct sv_tenant tenants[SV_MAX_TENANTS];
+	struct sv_retired *retired; /* stopping or killed, their pidfds still watched */
 	uint64_t next_uid, next_query_id;
 	unsigned int next_order;
 	int nr_live; /* queries accepted and not completed, all tenants */

@@ -49,6 +49,7 @@ int serving_tenant_info(const struct serving *s, const char *name, struct servin
 		info->pids[x] = t->ex[x].ep ? execproc_pid(t->ex[x].ep) : 0;
 	info->pid = info->pids[0];
 	info->moved = t->moved;
+	info->clamped_times = t->clamped_times;
 	/* the same for all of them: one spawn code, one kernel */
 	if (t->ex[0].ep)
 		snprintf(info->isolation, sizeof(info->isolation), "%s",

@@ -192,6 +192,7 @@ TEST_F(execproc, submit_block__whole_model_matches_in_process)
 	EXPECT_EQ(0, res.error);
 	EXPECT_GT(res.block_ns, 0);
 	EXPECT_LE(res.block_ns, res.round_trip_ns);
+	EXPECT_FALSE(res.clamped); /* an honest executor's times are never changed */
 	expect_output(_metadata, self, 0, "one block in the executor vs in-process");
 }
 
@@ -577,6 +578,40 @@ TEST_F(execproc, executor__idle_threads_sleep_in_futex)
 	       (tu_now_ns() - t0) / 1e6);
 }
 
+/* Polls (never blocking) until execproc_poll returns something other than 0, or timeout_ms. */
+static int poll_until(struct execproc *ep, struct execproc_result *res, int timeout_ms,
+		      struct coloc_err *err)
+{
+	__u64 end = tu_now_ns() + (__u64)timeout_ms * 1000000ull;
+	int ret;
+
+	while (!(ret = execproc_poll(ep, res, err)) && tu_now_ns() < end) {
+		struct pollfd p[2] = { { .fd = execproc_done_fd(ep), .events = POLLIN },
+				       { .fd = execproc_pidfd(ep), .events = POLLIN } };
+
+		poll(p, 2, 10);
+	}
+	return ret;
+}
+
+/*
+ * stop_begin asks an idle executor to exit and returns without waiting
+ * for it: the process is reaped later, by a poll after its pidfd says so.
+ */
+TEST_F(execproc, stop_begin__asks_to_exit_and_the_exit_is_reaped_later)
+{
+	pid_t pid = execproc_pid(self->ep);
+	struct coloc_err err = { 0 };
+
+	execproc_stop_begin(self->ep);
+	EXPECT_FALSE(execproc_reaped(self->ep)); /* nothing waited for */
+	EXPECT_EQ(1, poll_until(self->ep, NULL, DONE_MS, &err)); /* the exit acknowledged */
+	EXPECT_EQ(-EPIPE, poll_until(self->ep, NULL, DONE_MS, &err));
+	EXPECT_TRUE(execproc_reaped(self->ep));
+	EXPECT_NE(NULL, strstr(err.msg, "exited with status 0")) TH_LOG("%s", err.msg);
+	EXPECT_EQ(-1, kill(pid, 0));
+}
+
 TEST_F(execproc, stop__exits_cleanly_when_asked)
 {
 	pid_t pid = execproc_pid(self->ep);
@@ -949,6 +984,210 @@ TEST(execproc_spawn__lying_executor_is_killed)
 	EXPECT_EQ(-1, kill(pid, 0)); /* killed and reaped */
 	execproc_free(ep);
 	unlink(script);
+}
+
+/* tests/hostile_executor.c, built beside this test. */
+static const char *hostile_bin(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	char *slash;
+
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	snprintf(slash + 1, len - (size_t)(slash + 1 - buf), "hostile_executor");
+	return buf;
+}
+
+/* A hostile executor (tenant hostile-MODE) on mobilenet_v2, waited for until ready. */
+static int spawn_hostile(const char *mode, struct execproc **ep, struct coloc_err *err)
+{
+	char bin[512], path[512], tenant[64];
+	struct execproc_opts o = { .tenant = tenant, .model_path = path };
+	int ret;
+
+	model_path(path, sizeof(path), "mobilenet_v2");
+	snprintf(tenant, sizeof(tenant), "hostile-%s", mode);
+	o.executor = hostile_bin(bin, sizeof(bin));
+	ret = execproc_spawn(&o, ep, err);
+	return ret ? ret : execproc_wait_ready(*ep, READY_MS, err);
+}
+
+/* The flags of fd in process pid (fdinfo), or -1. */
+static long fd_flags(pid_t pid, int fd)
+{
+	char path[64], line[128];
+	long flags = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "flags:", 6))
+			flags = strtol(line + 6, NULL, 8);
+	fclose(f);
+	return flags;
+}
+
+static const int one_cpu[] = { 0 };
+
+/*
+ * An executor that makes its doorbell descriptor blocking (F_SETFL 0)
+ * changes its own open file only: colocd's end keeps O_NONBLOCK, and a poll
+ * with nothing to read returns at once (with a shared eventfd it blocked).
+ */
+TEST(execproc_doorbell__executor_cannot_make_colocds_end_blocking)
+{
+	struct execproc_result res;
+	struct coloc_err err = { 0 };
+	struct execproc *ep = NULL;
+	struct execproc_block b = { .last = 1, .cpus = one_cpu, .nr_cpus = 1 };
+	pid_t pid;
+
+	ASSERT_EQ(0, spawn_hostile("flags", &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
+	pid = execproc_pid(ep);
+	ASSERT_EQ(0, execproc_submit_block(ep, &b, &err)) TH_LOG("%s", coloc_err_str(&err));
+	/* it flips the flags before it takes a command: done by the time it refuses this one */
+	ASSERT_EQ(1, execproc_wait_done(ep, &res, DONE_MS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(COLOC_SHM_DONE_REFUSED, res.status);
+	/* the attack happened: its own end is blocking (and write-only) */
+	EXPECT_EQ(O_WRONLY, fd_flags(pid, 4) & (O_NONBLOCK | O_ACCMODE));
+	EXPECT_EQ(O_NONBLOCK, fcntl(execproc_done_fd(ep), F_GETFL) & O_NONBLOCK);
+	for (int i = 0; i < 3; i++)
+		EXPECT_EQ(0, execproc_poll(ep, NULL, &err)) TH_LOG("%s", coloc_err_str(&err));
+	execproc_free(ep);
+}
+
+/*
+ * Times out of bounds (~2^64, 0, 2^63 in turn) are clamped to colocd's own
+ * round trip of the command and said so; the switch time to the block's.
+ */
+TEST(execproc_poll__reported_times_clamped_to_the_round_trip)
+{
+	struct execproc_result res;
+	struct coloc_err err = { 0 };
+	struct execproc *ep = NULL;
+	struct execproc_block b = { .last = 1, .cpus = one_cpu, .nr_cpus = 1 };
+
+	ASSERT_EQ(0, spawn_hostile("times", &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(0, execproc_submit_block(ep, &b, &err)) TH_LOG("%s", coloc_err_str(&err));
+		ASSERT_EQ(1, execproc_wait_done(ep, &res, DONE_MS, &err))
+		TH_LOG("%s", coloc_err_str(&err));
+		EXPECT_EQ(COLOC_SHM_DONE_OK, res.status);
+		EXPECT_TRUE(res.clamped);
+		EXPECT_GT(res.block_ns, 0);
+		EXPECT_LE(res.block_ns, res.round_trip_ns);
+		EXPECT_LE(res.switch_ns, res.block_ns);
+		TH_LOG("block %d: reported times clamped to %llu ns (round trip %llu ns)", i,
+		       res.block_ns, res.round_trip_ns);
+	}
+	execproc_free(ep);
+}
+
+/*
+ * Each breach of the completion protocol gives the executor up: -EPROTO
+ * with what it did, the process killed and reaped, and nothing of the
+ * completion delivered.
+ */
+TEST(execproc_poll__malformed_completions_give_the_executor_up)
+{
+	static const struct {
+		const char *mode, *says;
+	} cases[] = {
+		{ "status", "with status 77, which is none" },
+		{ "reason", "without its end" },
+		{ "echo", "the command was slot 2" },
+		{ "unsent", "never sent" },
+		{ "header", "rewrote the shared memory's header" },
+		{ "twice", "rewrote its completion of command 1" },
+	};
+	struct execproc_block b = {
+		.slot = 2, .first = 0, .last = 1, .query_id = 7, .cpus = one_cpu, .nr_cpus = 1
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct execproc_result res = { 0 };
+		struct coloc_err err = { 0 };
+		struct execproc *ep = NULL;
+		pid_t pid;
+		int ret;
+
+		ASSERT_EQ(0, spawn_hostile(cases[i].mode, &ep, &err))
+		TH_LOG("%s: %s", cases[i].mode, coloc_err_str(&err));
+		pid = execproc_pid(ep);
+		ASSERT_EQ(0, execproc_submit_block(ep, &b, &err)) TH_LOG("%s", coloc_err_str(&err));
+		ret = execproc_wait_done(ep, &res, DONE_MS, &err);
+		/* a completion rewritten after it was taken: the first one was fine */
+		if (!strcmp(cases[i].mode, "twice")) {
+			EXPECT_EQ(1, ret) TH_LOG("%s", coloc_err_str(&err));
+			EXPECT_EQ(COLOC_SHM_DONE_REFUSED, res.status);
+			ret = poll_until(ep, NULL, DONE_MS, &err);
+		}
+		EXPECT_EQ(-EPROTO, ret) TH_LOG("%s: %d %s", cases[i].mode, ret, err.msg);
+		EXPECT_NE(NULL, strstr(err.msg, cases[i].says))
+		TH_LOG("%s: %s", cases[i].mode, err.msg);
+		TH_LOG("%s: %s", cases[i].mode, err.msg);
+		/* given up for good, and gone */
+		EXPECT_EQ(-EPROTO, execproc_submit_nop(ep, &err));
+		EXPECT_EQ(0, execproc_kill(ep));
+		EXPECT_TRUE(execproc_reaped(ep));
+		EXPECT_EQ(-1, kill(pid, 0));
+		execproc_free(ep);
+	}
+}
+
+/* A doorbell rung without end, with nothing to report, gives the executor up. */
+TEST(execproc_poll__doorbell_flood_gives_the_executor_up)
+{
+	struct coloc_err err = { 0 };
+	struct execproc *ep = NULL;
+
+	ASSERT_EQ(0, spawn_hostile("flood", &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(-EPROTO, poll_until(ep, NULL, DONE_MS, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "rang its doorbell")) TH_LOG("%s", err.msg);
+	execproc_free(ep);
+}
+
+/* An executor that closes its end of the doorbell and keeps running is killed. */
+TEST(execproc_poll__closed_doorbell_kills_the_executor)
+{
+	struct coloc_err err = { 0 };
+	struct execproc *ep = NULL;
+
+	ASSERT_EQ(0, spawn_hostile("hangup", &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(-EPIPE, poll_until(ep, NULL, DONE_MS, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "closed its end of the doorbell")) TH_LOG("%s", err.msg);
+	EXPECT_TRUE(execproc_reaped(ep));
+	execproc_free(ep);
+}
+
+/*
+ * stop_begin never waits: an executor that ignores the exit command is
+ * still running when it returns; SIGKILL (the caller's deadline) ends it,
+ * and a poll reaps it.
+ */
+TEST(execproc_stop_begin__returns_at_once_and_the_kill_is_reaped_by_poll)
+{
+	struct coloc_err err = { 0 };
+	struct execproc *ep = NULL;
+	pid_t pid;
+
+	ASSERT_EQ(0, spawn_hostile("silent", &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
+	pid = execproc_pid(ep);
+	execproc_stop_begin(ep);
+	EXPECT_EQ(0, kill(pid, 0)); /* not waited for, not killed */
+	EXPECT_EQ(0, execproc_poll(ep, NULL, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(0, execproc_signal_kill(ep));
+	EXPECT_FALSE(execproc_reaped(ep));
+	EXPECT_EQ(-EPIPE, poll_until(ep, NULL, DONE_MS, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "killed by signal 9")) TH_LOG("%s", err.msg);
+	EXPECT_TRUE(execproc_reaped(ep));
+	EXPECT_EQ(-1, kill(pid, 0));
+	execproc_free(ep);
 }
 
 TEST(execproc_spawn__bad_model_fails_with_the_parser_message)

@@ -82,14 +82,14 @@ struct watched {
 	int nr_events;
 };
 
-static void on_watch(void *ctx, int fd, bool add)
+static int on_watch(void *ctx, int fd, bool add)
 {
 	struct watched *w = ctx;
 
 	if (add) {
 		w->fds[w->nr++] = fd;
 		w->adds++;
-		return;
+		return 0;
 	}
 	w->removes++;
 	for (int i = 0; i < w->nr; i++)
@@ -97,6 +97,7 @@ static void on_watch(void *ctx, int fd, bool add)
 			w->fds[i] = w->fds[--w->nr];
 			break;
 		}
+	return 0;
 }
 
 static void on_tenant(void *ctx, const char *name, enum serving_tenant_state state,
@@ -552,6 +553,13 @@ static bool tenant_busy(FIXTURE_DATA(serving) * self, void *arg)
 	return false;
 }
 
+/* arg: a pid_t; colocd reaps an executor it stopped or killed without waiting for it */
+static bool process_reaped(FIXTURE_DATA(serving) * self, void *arg)
+{
+	(void)self;
+	return kill(*(pid_t *)arg, 0) && errno == ESRCH;
+}
+
 static bool tenant_idle(FIXTURE_DATA(serving) * self, void *arg)
 {
 	return !tenant_busy(self, arg);
@@ -662,6 +670,8 @@ TEST_F(serving, remove__drains_accepted_queries_then_stops_executor)
 		TH_LOG("%d: %s", i, self->q[i].reason);
 	}
 	EXPECT_FALSE(self->q[6].done);
+	/* asked to exit, then reaped once its pidfd says it is gone */
+	EXPECT_TRUE(pump(self, process_reaped, &pid, DONE_MS, NULL));
 	EXPECT_EQ(0, self->w.nr); /* both fds unwatched */
 	EXPECT_EQ(-1, kill(pid, 0)); /* the executor is gone and reaped */
 	EXPECT_EQ(ESRCH, errno);
@@ -981,7 +991,8 @@ TEST_F(serving, executors__one_killed_fails_the_tenant_and_stops_the_other)
 	EXPECT_NE(NULL, strstr(a.reason, "killed by signal 9")) TH_LOG("%s", a.reason);
 	EXPECT_EQ(0, a.pids[0]);
 	EXPECT_EQ(0, a.pids[1]);
-	/* both reaped: the one killed and the one colocd stopped with it */
+	/* both reaped: the one killed and the one colocd stopped with it (not waited for) */
+	EXPECT_TRUE(pump(self, process_reaped, &pids[0], DONE_MS, NULL));
 	EXPECT_EQ(-1, kill(pids[0], 0));
 	EXPECT_EQ(ESRCH, errno);
 	EXPECT_EQ(-1, kill(pids[1], 0));
@@ -1038,6 +1049,8 @@ TEST_F(serving, hang__stopped_executor_killed_past_its_block_deadline)
 	EXPECT_EQ(SERVING_QUERY_FAILED, self->q[0].status);
 	EXPECT_NE(NULL, strstr(self->q[0].reason, "hung")) TH_LOG("%s", self->q[0].reason);
 	EXPECT_TRUE(tenant_idle(self, "mnv2"));
+	/* SIGKILL sent, the process reaped when its pidfd says so */
+	EXPECT_TRUE(pump(self, process_reaped, &pid, DONE_MS, NULL));
 	EXPECT_EQ(-1, kill(pid, 0)); /* killed and reaped */
 	EXPECT_EQ(ESRCH, errno);
 }

@@ -7,7 +7,8 @@
  * no_new_privs and not dumpable, then serves commands "run layers
  * [first, last) of the query in slot s with these versions on these cores"
  * one at a time: it sleeps on a futex until colocd rings, runs the block,
- * writes the completion and signals colocd's eventfd. It never spins.
+ * writes the completion and writes to its end of colocd's doorbell pipe.
+ * It never spins.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -60,10 +61,10 @@ static void usage(FILE *f)
 		"loads MODEL and every kernel up front, drops to the 'coloc' user (or\n"
 		"'nobody') with no capabilities, then runs the layer blocks colocd writes\n"
 		"into the shared memory on fd N (layout: include/coloc/shm.h), signalling\n"
-		"each completion on the eventfd --done-fd.\n"
+		"each completion on the pipe's write end --done-fd.\n"
 		"\n"
 		"  -s, --shm-fd N        the shared memory (a sealed memfd) colocd created\n"
-		"  -d, --done-fd N       the eventfd to signal after each completion\n"
+		"  -d, --done-fd N       the pipe (write end) to signal after each completion\n"
 		"  -t, --tenant NAME     the tenant, for messages\n"
 		"  -w, --weights FILE    weights file (models/WEIGHTS.md); default: from the seed\n"
 		"  -c, --cores LIST      CPUs blocks may run on, e.g. 0-3 (default: all online\n"

@@ -155,7 +155,9 @@
  *   mount namespace, or why not),"model":S,
  *   "pid":N (the first executor's; 0 when none runs),"executors":N,
  *   "pids":[N per executor, 0 for one not running],"moved":N (queries moved
- *   to another, idle executor of the tenant before their first block),"qos_ms":F,"solo_ms":F
+ *   to another, idle executor of the tenant before their first block),
+ *   "clamped_times":N (completions whose times the executor reported out of
+ *   bounds, clamped to colocd's own round trip),"qos_ms":F,"solo_ms":F
  *   (profiled alone on all served cores),"input_bytes":N,"output_bytes":N,
  *   "queued":N,"in_flight":N,"offered_rate":F,"served_rate":F (queries/s
  *   over the last 10 s),"p50_ms","p95_ms","p99_ms":F (over the last 1024

@@ -25,12 +25,22 @@
  *   with release order and FUTEX_WAKEs cmd.seq. The idle executor sleeps in
  *   FUTEX_WAIT on cmd.seq (no spinning, so an idle executor holds no core).
  * - executor -> colocd: the executor writes the completion, stores
- *   done.seq = cmd.seq with release order, then writes 1 to an eventfd it
- *   inherited from colocd. An eventfd rather than a futex on this side
- *   because colocd's waiter is its event loop, which must also watch the
- *   executor's pidfd and its sockets, and a futex cannot be polled.
- *   The same eventfd is signalled once when the header's state leaves
+ *   done.seq = cmd.seq with release order, then writes to the write end of
+ *   a pipe inherited from colocd (any bytes: colocd only drains them). A
+ *   pipe rather than a futex on this side because colocd's waiter is its
+ *   event loop, which must also watch the executor's pidfd and its sockets,
+ *   and a futex cannot be polled; a pipe rather than an eventfd because
+ *   its two ends are two open files: colocd holds only the read end (its
+ *   O_NONBLOCK out of the executor's reach), the executor only the write
+ *   end. The pipe is also written once when the header's state leaves
  *   COLOC_SHM_STARTING.
+ *
+ * colocd trusts none of what the executor writes (docs/security-executor.md):
+ * it keeps its own copy of the layout and of cmd.seq, takes a completion
+ * only for the command outstanding, checks each field against the command,
+ * bounds the reported times by its own round trip, and gives up an executor
+ * that completes a command never sent, rewrites a completion or the header
+ * after ready, writes a status out of range or a reason without its NUL.
  */
 #ifndef COLOC_SHM_H
 #define COLOC_SHM_H

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * A compromised executor, for the tests of colocd's distrust of what an
+ * executor writes (docs/security-executor.md). Started the way colocd starts
+ * bin/coloc-executor (--shm-fd 3 --done-fd 4 --tenant NAME ... MODEL), it
+ * maps the shared memory, describes MODEL truthfully and sets READY, then
+ * misbehaves as its tenant's name says:
+ *
+ *   hostile-flags    makes the doorbell blocking (F_SETFL 0 on its fd), then
+ *                    refuses every command, correctly: colocd must not hang
+ *   hostile-silent   never takes a command
+ *   hostile-times    completes every block OK with times out of bounds:
+ *                    ~2^64, 0, 2^63 in turn (the outputs stay zero)
+ *   hostile-header   rewrites the header (sizes, layers) at the first command
+ *   hostile-status   completes with status 77
+ *   hostile-reason   fails a block with a reason without its NUL
+ *   hostile-echo     completes another slot and query than the command's
+ *   hostile-unsent   completes the command after the one colocd sent
+ *   hostile-twice    refuses the first command, then rewrites that completion
+ *   hostile-flood    rings the doorbell without end, completing nothing
+ *   hostile-hangup   closes its end of the doorbell and keeps running
+ *
+ * Any other tenant gets the real executor: coloc-executor beside argv[0]
+ * (a test puts a link to it there), so that one colocd --executor serves a
+ * hostile tenant and an honest one side by side.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include "coloc/shm.h"
+#include "model_open.h"
+
+#define SHM_FD 3
+#define DONE_FD 4
+
+static struct coloc_shm *shm;
+static const char *mode;
+
+static void ring(void)
+{
+	uint64_t one = 1;
+
+	if (write(DONE_FD, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		_exit(3);
+}
+
+/* What coloc-executor writes into the header for the model: the truth. */
+static int describe(const char *path)
+{
+	struct coloc_shm_header *h = &shm->hdr;
+	struct coloc_err err = { 0 };
+	struct model_source src;
+	struct model *m;
+	bool *read;
+
+	if (model_open(path, NULL, &src, &err)) {
+		fprintf(stderr, "hostile_executor: %s\n", coloc_err_str(&err));
+		return -1;
+	}
+	m = src.model;
+	read = calloc((size_t)m->nr_layers, sizeof(*read));
+	if (!read)
+		return -1;
+	for (int l = 0; l < m->nr_layers; l++)
+		for (int k = 0; k < m->layers[l].nr_inputs; k++)
+			read[m->layers[l].inputs[k]] = true;
+	h->nr_layers = (__u32)m->nr_layers;
+	for (int l = 0; l < m->nr_layers; l++) {
+		__u64 bytes = (__u64)model_shape_elems(&m->layers[l].out) * sizeof(float);
+
+		if (m->layers[l].op == MODEL_OP_INPUT) {
+			h->nr_inputs++;
+			h->in_bytes += bytes;
+		}
+		if (!read[l]) {
+			h->nr_outputs++;
+			h->out_bytes += bytes;
+		}
+	}
+	free(read);
+	model_source_close(&src);
+	return 0;
+}
+
+/* The next command's seq, sleeping on the futex as coloc-executor does. */
+static __u32 next_command(__u32 seen)
+{
+	for (;;) {
+		__u32 seq = __atomic_load_n(&shm->cmd.seq, __ATOMIC_ACQUIRE);
+
+		if (seq != seen)
+			return seq;
+		syscall(SYS_futex, &shm->cmd.seq, FUTEX_WAIT, seen, NULL, NULL, 0);
+	}
+}
+
+static bool is(const char *m)
+{
+	return !strcmp(mode, m);
+}
+
+/*
+ * Completes command seq as coloc-executor would, with these status and
+ * times, and what the mode falsifies written before the seq, as a real
+ * completion's fields are.
+ */
+static void complete(__u32 seq, __u32 status, __u64 block_ns, __u64 switch_ns)
+{
+	struct coloc_shm_done *d = &shm->done;
+	bool run = shm->cmd.op == COLOC_SHM_OP_RUN;
+
+	__atomic_store_n(&d->started_seq, seq, __ATOMIC_RELEASE);
+	d->status = status;
+	d->error = status == COLOC_SHM_DONE_OK ? 0 : -EINVAL;
+	d->slot = run ? shm->cmd.slot : 0;
+	d->first = run ? shm->cmd.first : 0;
+	d->last = run ? shm->cmd.last : 0;
+	d->query_id = shm->cmd.query_id;
+	d->block_ns = block_ns;
+	d->switch_ns = switch_ns;
+	snprintf(d->reason, sizeof(d->reason), "%s", status ? "refused by a hostile executor" : "");
+	if (is("status")) {
+		d->status = 77;
+	} else if (is("reason")) {
+		d->status = COLOC_SHM_DONE_FAILED;
+		memset(d->reason, 'A', sizeof(d->reason));
+	} else if (is("echo")) {
+		d->slot ^= 1;
+		d->query_id += 1;
+	}
+	__atomic_store_n(&d->seq, seq, __ATOMIC_RELEASE);
+	ring();
+}
+
+static void misbehave(void)
+{
+	static const __u64 times[] = { ~0ull - 5, 0, 1ull << 63 };
+	__u32 seen = 0, seq;
+
+	if (is("flags") && fcntl(DONE_FD, F_SETFL, 0))
+		_exit(4);
+	if (is("hangup"))
+		close(DONE_FD);
+	if (is("flood")) {
+		fcntl(DONE_FD, F_SETFL, O_NONBLOCK);
+		for (;;)
+			ring();
+	}
+	for (unsigned int n = 0;; n++) {
+		if (is("silent") || is("hangup"))
+			pause();
+		seq = seen = next_command(seen);
+		if (shm->cmd.op == COLOC_SHM_OP_EXIT) {
+			complete(seq, COLOC_SHM_DONE_OK, 1, 0);
+			_exit(0);
+		}
+		if (is("times")) {
+			complete(seq, COLOC_SHM_DONE_OK, times[n % 3], times[(n + 1) % 3]);
+			continue;
+		}
+		if (is("header")) {
+			shm->hdr.total_bytes = ~0ull;
+			shm->hdr.in_bytes = ~0ull;
+			shm->hdr.nr_layers = ~0u;
+		}
+		complete(is("unsent") ? seq + 1 : seq, COLOC_SHM_DONE_REFUSED, 0, 0);
+		if (is("twice")) {
+			usleep(200000);
+			shm->done.query_id += 1000;
+			ring();
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *tenant = "";
+	struct stat st;
+
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--tenant"))
+			tenant = argv[i + 1];
+	if (strncmp(tenant, "hostile-", 8)) {
+		char real[PATH_MAX];
+		const char *slash = strrchr(argv[0], '/');
+
+		snprintf(real, sizeof(real), "%.*scoloc-executor",
+			 slash ? (int)(slash - argv[0] + 1) : 0, argv[0]);
+		execv(real, argv);
+		fprintf(stderr, "hostile_executor: cannot run %s: %s\n", real, strerror(errno));
+		return 1;
+	}
+	mode = tenant + 8;
+	if (argc < 2 || fstat(SHM_FD, &st))
+		return 1;
+	shm = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, SHM_FD, 0);
+	if (shm == MAP_FAILED || describe(argv[argc - 1]))
+		return 1;
+	shm->hdr.executor_pid = getpid();
+	__atomic_store_n(&shm->hdr.state, COLOC_SHM_READY, __ATOMIC_RELEASE);
+	ring();
+	misbehave();
+	return 0;
+}
