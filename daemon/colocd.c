@@ -36,6 +36,9 @@ static struct colocd_config config = {
 	.span_ms = 1000,
 	.conn_timeout_ms = SERVER_DEFAULT_TIMEOUT_MS,
 	.verbose = false,
+	.max_tenants_per_uid = COLOCD_DEFAULT_TENANTS_PER_UID,
+	.max_executors_per_uid = COLOCD_DEFAULT_EXECUTORS_PER_UID,
+	.max_queued_per_uid = COLOCD_DEFAULT_QUEUED_PER_UID,
 };
 
 /* What preparing the pin dir did: an operator wants to know of a mount or a crash's leftovers. */
@@ -88,17 +91,29 @@ static void usage(FILE *out)
 		"  --block-log FILE  write one line per finished block to FILE (tab-separated,\n"
 		"                    a header names the columns): the policy's prediction\n"
 		"                    next to the executor's measurement\n"
+		"  --max-tenants-per-uid N  serving tenants one user other than root may\n"
+		"                    submit, and attributed tenants (tenant add) apart, 1-%d\n"
+		"                    (default %d)\n"
+		"  --max-executors-per-uid N  executor processes over one user's serving\n"
+		"                    tenants, 1-%d (default %d)\n"
+		"  --max-queued-per-uid N  queries queued or running over one user's tenants,\n"
+		"                    1-%d (default %d); root is held to the global limits only\n"
 		"  -v, --verbose     print libbpf's messages\n"
 		"  -h, --help        this help\n"
 		"  -V, --version     print the version and exit\n"
 		"\n"
 		"Tenants: colocctl submit NAME MODEL --qos-ms X; queries: colocctl infer NAME.\n"
+		"A tenant belongs to the user who made it: only that user and root may\n"
+		"remove, restart, query it or see more than its name and state.\n"
 		"On SIGTERM colocd stops accepting, lets queries in flight finish (%d s at\n"
 		"most), stops the executors and unpins.\n"
 		"\n"
 		"Inspect while it runs:  bpftool map dump pinned %s/cpu_live\n"
 		"                        colocctl signals; colocctl status\n",
-		COLOCD_DRAIN_MS / 1000, COLOC_DEFAULT_PIN_DIR);
+		COLOC_MAX_TENANTS, config.max_tenants_per_uid,
+		COLOC_MAX_TENANTS * SERVING_MAX_EXECUTORS, config.max_executors_per_uid,
+		SERVING_DEFAULT_QUEUE_TOTAL, config.max_queued_per_uid, COLOCD_DRAIN_MS / 1000,
+		COLOC_DEFAULT_PIN_DIR);
 }
 
 static int parse_args(int argc, char **argv)
@@ -116,6 +131,9 @@ static int parse_args(int argc, char **argv)
 		{ "cache-dir", required_argument, NULL, 'C' },
 		{ "state", required_argument, NULL, 'F' },
 		{ "block-log", required_argument, NULL, 'B' },
+		{ "max-tenants-per-uid", required_argument, NULL, 'U' },
+		{ "max-executors-per-uid", required_argument, NULL, 'X' },
+		{ "max-queued-per-uid", required_argument, NULL, 'Q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -184,6 +202,24 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'B':
 			config.block_log = optarg;
+			break;
+		case 'U':
+			if (cli_parse_flag("colocd", "--max-tenants-per-uid", optarg, 1,
+					   COLOC_MAX_TENANTS, &v))
+				return 2;
+			config.max_tenants_per_uid = (int)v;
+			break;
+		case 'X':
+			if (cli_parse_flag("colocd", "--max-executors-per-uid", optarg, 1,
+					   COLOC_MAX_TENANTS * SERVING_MAX_EXECUTORS, &v))
+				return 2;
+			config.max_executors_per_uid = (int)v;
+			break;
+		case 'Q':
+			if (cli_parse_flag("colocd", "--max-queued-per-uid", optarg, 1,
+					   SERVING_DEFAULT_QUEUE_TOTAL, &v))
+				return 2;
+			config.max_queued_per_uid = (int)v;
 			break;
 		case 'v':
 			config.verbose = true;
@@ -286,7 +322,7 @@ static void on_stop_signal(struct loop_source *src, const struct signalfd_siginf
 
 static char *serve_request(void *ctx, struct server_req *req, const char *line, size_t len)
 {
-	return line ? control_handle(ctx, req, line, len, loop_now_ns()) :
+	return line ? control_handle(ctx, req, req->uid, line, len, loop_now_ns()) :
 		      control_oversize_response();
 }
 

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdbool.h>
+#include <sys/types.h>
 #include <linux/types.h>
 #include "coloc/protocol.h"
 #include "error.h"
@@ -39,7 +40,19 @@ struct colocd_config {
 	const char *cache_dir;
 	const char *state_path; /* admitted tenants survive a restart in it; NULL: none */
 	const char *block_log; /* one line per finished block into it; NULL: none */
+	/*
+	 * What one non-root uid may hold (docs/security-owners.md); 0 in a
+	 * config built by hand: no per-uid limit. colocd's options set them.
+	 */
+	int max_tenants_per_uid; /* serving tenants, and attributed ones apart */
+	int max_executors_per_uid; /* over its serving tenants */
+	int max_queued_per_uid; /* queries queued or running over its tenants */
 };
+
+/* colocd's defaults: a quarter of each global limit, so no one user takes everything. */
+#define COLOCD_DEFAULT_TENANTS_PER_UID (COLOC_MAX_TENANTS / 4)
+#define COLOCD_DEFAULT_EXECUTORS_PER_UID 16
+#define COLOCD_DEFAULT_QUEUED_PER_UID (SERVING_DEFAULT_QUEUE_TOTAL / 4)
 
 /* An admitted tenant as submitted: what --state keeps. */
 struct colocd_spec {
@@ -48,6 +61,7 @@ struct colocd_spec {
 	char weights[PATH_MAX]; /* "" when none */
 	__u64 qos_ns;
 	int executors; /* serving_tenant_spec.executors: 0 or 1 is one */
+	uid_t owner; /* who submitted it; root for a state file written before owners */
 };
 
 /* A remove request waiting for its tenant to drain. */
@@ -126,16 +140,18 @@ int colocd_state_write(const struct colocd *d, struct coloc_err *err);
 int colocd_state_read(const char *path, struct colocd_spec *specs, struct coloc_err *err);
 
 /*
- * Handles one request line (without its '\n'); returns a malloc'd response
- * line ending in '\n', or NULL when req says the answer comes later (a
- * payload to read, a query to finish, a tenant to drain). req is NULL
- * without a connection (tests): then infer is refused and remove answers
- * at once. Errors are responses.
+ * Handles one request line (without its '\n') from uid (the peer's
+ * SO_PEERCRED uid: what it may see and change, docs/security-owners.md);
+ * returns a malloc'd response line ending in '\n', or NULL when req says
+ * the answer comes later (a payload to read, a query to finish, a tenant to
+ * drain). req is NULL without a connection (tests): then infer is refused
+ * and remove answers at once. Errors are responses.
  */
-char *control_handle(struct colocd *d, struct server_req *req, const char *line, size_t len,
-		     __u64 now_ns);
+char *control_handle(struct colocd *d, struct server_req *req, uid_t uid, const char *line,
+		     size_t len, __u64 now_ns);
 /*
- * Admits a tenant and records it (for --state): what submit does. 0 or
+ * Admits a tenant (owned by spec->owner) and records it (for --state):
+ * what submit does. 0 or
  * -errno with err; a state file that could not be written leaves the
  * tenant admitted, with warn saying why.
  */

@@ -7,6 +7,11 @@
  * one JSON response line, always valid UTF-8. It owns no I/O and no state:
  * server.c moves the bytes (an infer's binary input and output included),
  * so the same handler is driven by the socket and by tests.
+ *
+ * Every request carries the caller's uid. The module that owns a tenant
+ * says whether the caller may act on it (serving_authorize, tenants.c);
+ * here, what a caller sees of tenants not its own: their name, state and
+ * owner, nothing more (docs/security-owners.md).
  */
 #include <errno.h>
 #include <limits.h>
@@ -116,15 +121,21 @@ static void control_add_signals(struct json_object *o, const struct view_signals
 	json_object_object_add(o, "live", control_live_names(m));
 }
 
-static struct json_object *control_tenant_json(struct colocd *d, struct tenant *t, __u64 now_ns)
+static struct json_object *control_tenant_json(struct colocd *d, struct tenant *t, uid_t uid,
+					       __u64 now_ns)
 {
 	struct json_object *o = json_object_new_object();
-	struct json_object *pids = json_object_new_array();
+	struct json_object *pids;
 	struct coloc_tenant_total total;
 	struct view_signals s;
 	__u32 live = sensor_live_mask(d->sensor);
 
 	json_object_object_add(o, "name", json_object_new_string(t->name));
+	json_object_object_add(o, "owner", json_object_new_int64(t->owner));
+	/* another user's: its processes, cgroup and numbers are its own business */
+	if (!tenants_visible(t, uid))
+		return o;
+	pids = json_object_new_array();
 	json_object_object_add(o, "id", json_object_new_int((int)t->id));
 	for (int i = 0; i < t->nr_procs; i++)
 		json_object_array_add(pids, json_object_new_int64(t->procs[i]->pid));
@@ -183,7 +194,7 @@ static struct json_object *control_sockets_json(struct colocd *d, const struct v
 	return arr;
 }
 
-static char *control_signals(struct colocd *d, __u64 now_ns)
+static char *control_signals(struct colocd *d, uid_t uid, __u64 now_ns)
 {
 	struct json_object *resp = control_ok();
 	struct json_object *cpus = json_object_new_array();
@@ -220,8 +231,8 @@ static char *control_signals(struct colocd *d, __u64 now_ns)
 	json_object_object_add(resp, "sockets", control_sockets_json(d, per_cpu));
 	for (int t = 0; t < COLOC_MAX_TENANTS; t++)
 		if (d->tenants.slots[t].used)
-			json_object_array_add(tenants,
-					      control_tenant_json(d, &d->tenants.slots[t], now_ns));
+			json_object_array_add(
+				tenants, control_tenant_json(d, &d->tenants.slots[t], uid, now_ns));
 	json_object_object_add(resp, "tenants", tenants);
 	if (!sensor_stats(d->sensor, &st)) {
 		json_object_object_add(stats, "samples",
@@ -255,10 +266,10 @@ static int control_pids(struct json_object *jpids, __s64 *pids, size_t *nr, size
 	return 0;
 }
 
-static char *control_tenant_add(struct colocd *d, struct json_object *req, __u64 now_ns)
+static char *control_tenant_add(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns)
 {
 	struct json_object *jname, *jpids = NULL, *jcg = NULL, *resp;
-	struct tenants_add_req add = { 0 };
+	struct tenants_add_req add = { .uid = uid };
 	struct coloc_err err = { 0 };
 	__s64 pids[COLOC_MAX_PIDS_PER_REQUEST];
 	struct tenant *t;
@@ -288,11 +299,11 @@ static char *control_tenant_add(struct colocd *d, struct json_object *req, __u64
 	if (tenants_add(&d->tenants, &add, &t, &err))
 		return control_error("%s", coloc_err_str(&err));
 	resp = control_ok();
-	json_object_object_add(resp, "tenant", control_tenant_json(d, t, now_ns));
+	json_object_object_add(resp, "tenant", control_tenant_json(d, t, uid, now_ns));
 	return control_finish(resp);
 }
 
-static char *control_tenant_remove(struct colocd *d, struct json_object *req)
+static char *control_tenant_remove(struct colocd *d, struct json_object *req, uid_t uid)
 {
 	struct coloc_err err = { 0 };
 	struct json_object *jname;
@@ -300,20 +311,20 @@ static char *control_tenant_remove(struct colocd *d, struct json_object *req)
 	if (!json_object_object_get_ex(req, "name", &jname) ||
 	    !json_object_is_type(jname, json_type_string))
 		return control_error("tenant-remove needs \"name\": a string");
-	if (tenants_remove(&d->tenants, json_object_get_string(jname), &err))
+	if (tenants_remove(&d->tenants, json_object_get_string(jname), uid, &err))
 		return control_error("%s", coloc_err_str(&err));
 	return control_finish(control_ok());
 }
 
-static char *control_tenants(struct colocd *d, __u64 now_ns)
+static char *control_tenants(struct colocd *d, uid_t uid, __u64 now_ns)
 {
 	struct json_object *resp = control_ok();
 	struct json_object *arr = json_object_new_array();
 
 	for (int t = 0; t < COLOC_MAX_TENANTS; t++)
 		if (d->tenants.slots[t].used)
-			json_object_array_add(arr,
-					      control_tenant_json(d, &d->tenants.slots[t], now_ns));
+			json_object_array_add(
+				arr, control_tenant_json(d, &d->tenants.slots[t], uid, now_ns));
 	json_object_object_add(resp, "tenants", arr);
 	return control_finish(resp);
 }
@@ -330,35 +341,38 @@ static char *control_ping(void)
 /* A command and its handler: a new command is one entry. */
 struct control_cmd {
 	const char *name;
-	char *(*handle)(struct colocd *d, struct json_object *req, __u64 now_ns);
+	char *(*handle)(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns);
 	/* instead, for commands that may answer later or read a payload */
-	char *(*handle_conn)(struct colocd *d, struct json_object *req, struct server_req *sreq);
+	char *(*handle_conn)(struct colocd *d, struct json_object *req, uid_t uid,
+			     struct server_req *sreq);
 };
 
-static char *control_cmd_ping(struct colocd *d, struct json_object *req, __u64 now_ns)
+static char *control_cmd_ping(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns)
 {
 	(void)d;
 	(void)req;
+	(void)uid;
 	(void)now_ns;
 	return control_ping();
 }
 
-static char *control_cmd_signals(struct colocd *d, struct json_object *req, __u64 now_ns)
+static char *control_cmd_signals(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns)
 {
 	(void)req;
-	return control_signals(d, now_ns);
+	return control_signals(d, uid, now_ns);
 }
 
-static char *control_cmd_tenants(struct colocd *d, struct json_object *req, __u64 now_ns)
+static char *control_cmd_tenants(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns)
 {
 	(void)req;
-	return control_tenants(d, now_ns);
+	return control_tenants(d, uid, now_ns);
 }
 
-static char *control_cmd_tenant_remove(struct colocd *d, struct json_object *req, __u64 now_ns)
+static char *control_cmd_tenant_remove(struct colocd *d, struct json_object *req, uid_t uid,
+				       __u64 now_ns)
 {
 	(void)now_ns;
-	return control_tenant_remove(d, req);
+	return control_tenant_remove(d, req, uid);
 }
 
 /* ---- submitted tenants (serving.h) ------------------------------------------ */
@@ -410,14 +424,30 @@ static struct json_object *control_pids_json(const struct serving_tenant_info *i
 	return arr;
 }
 
-static struct json_object *control_serving_tenant_json(struct colocd *d,
-						       const struct serving_tenant_info *in)
+/* What anyone may see of a serving tenant: its name, state and owner. */
+static struct json_object *control_serving_public_json(const struct serving_tenant_info *in)
 {
 	struct json_object *o = json_object_new_object();
-	const struct serving_stats_summary *st = &in->stats;
 
 	json_object_object_add(o, "name", json_object_new_string(in->name));
 	json_object_object_add(o, "state", json_object_new_string(serving_state_name(in->state)));
+	json_object_object_add(o, "owner", json_object_new_int64(in->owner));
+	return o;
+}
+
+static bool control_serving_visible(const struct serving_tenant_info *in, uid_t uid)
+{
+	return !uid || in->owner == uid;
+}
+
+static struct json_object *
+control_serving_tenant_json(struct colocd *d, const struct serving_tenant_info *in, uid_t uid)
+{
+	struct json_object *o = control_serving_public_json(in);
+	const struct serving_stats_summary *st = &in->stats;
+
+	if (!control_serving_visible(in, uid))
+		return o;
 	json_object_object_add(o, "reason", control_reason(in->reason));
 	json_object_object_add(o, "note", control_reason(in->note));
 	json_object_object_add(o, "isolation", control_reason(in->isolation));
@@ -469,6 +499,7 @@ int control_submit_spec(struct colocd *d, const struct colocd_spec *spec, struct
 		.weights_path = spec->weights[0] ? spec->weights : NULL,
 		.qos_ns = spec->qos_ns,
 		.executors = spec->executors,
+		.owner = spec->owner,
 	};
 	int ret;
 
@@ -482,7 +513,7 @@ int control_submit_spec(struct colocd *d, const struct colocd_spec *spec, struct
 	return 0;
 }
 
-static char *control_cmd_submit(struct colocd *d, struct json_object *req, __u64 now_ns)
+static char *control_cmd_submit(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns)
 {
 	const char *name = control_str(req, "name"), *model = control_str(req, "model");
 	const char *weights = control_str(req, "weights");
@@ -522,6 +553,7 @@ static char *control_cmd_submit(struct colocd *d, struct json_object *req, __u64
 	if (weights)
 		snprintf(spec.weights, sizeof(spec.weights), "%s", weights);
 	spec.qos_ns = (__u64)(qos_ms * 1e6);
+	spec.owner = uid;
 	ret = control_submit_spec(d, &spec, &err, &warn);
 	if (ret)
 		return control_error("%s", coloc_err_str(&err));
@@ -529,11 +561,11 @@ static char *control_cmd_submit(struct colocd *d, struct json_object *req, __u64
 	if (warn.code) /* admitted, but --state could not record it */
 		json_object_object_add(resp, "warning", control_reason(coloc_err_str(&warn)));
 	if (!serving_tenant_info(d->serving, name, &info))
-		json_object_object_add(resp, "tenant", control_serving_tenant_json(d, &info));
+		json_object_object_add(resp, "tenant", control_serving_tenant_json(d, &info, uid));
 	return control_finish(resp);
 }
 
-static char *control_cmd_list(struct colocd *d, struct json_object *req, __u64 now_ns)
+static char *control_cmd_list(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns)
 {
 	const char *names[COLOC_MAX_TENANTS];
 	int n = serving_tenant_names(d->serving, names, COLOC_MAX_TENANTS);
@@ -547,10 +579,11 @@ static char *control_cmd_list(struct colocd *d, struct json_object *req, __u64 n
 
 		if (serving_tenant_info(d->serving, names[i], &info))
 			continue;
-		o = json_object_new_object();
-		json_object_object_add(o, "name", json_object_new_string(info.name));
-		json_object_object_add(o, "state",
-				       json_object_new_string(serving_state_name(info.state)));
+		o = control_serving_public_json(&info);
+		if (!control_serving_visible(&info, uid)) {
+			json_object_array_add(arr, o);
+			continue;
+		}
 		control_add_double(o, "qos_ms", control_ms(info.qos_ns));
 		json_object_object_add(o, "pid", json_object_new_int(info.pid));
 		json_object_object_add(o, "executors", json_object_new_int(info.executors));
@@ -560,7 +593,7 @@ static char *control_cmd_list(struct colocd *d, struct json_object *req, __u64 n
 	return control_finish(resp);
 }
 
-static struct json_object *control_cores_json(struct colocd *d)
+static struct json_object *control_cores_json(struct colocd *d, uid_t uid)
 {
 	struct serving_core_info cores[POLICY_MAX_CPUS];
 	int n = serving_cores(d->serving, cores, POLICY_MAX_CPUS);
@@ -584,6 +617,12 @@ static struct json_object *control_cores_json(struct colocd *d)
 
 			json_object_object_add(o, "tenant",
 					       json_object_new_string(cores[i].tenant));
+			/* whose a core is, is public; which query and layers run there is not */
+			if (serving_authorize(d->serving, cores[i].tenant, uid, NULL)) {
+				json_object_put(v);
+				json_object_array_add(arr, o);
+				continue;
+			}
 			json_object_object_add(o, "query",
 					       json_object_new_int64((int64_t)cores[i].query_id));
 			json_object_object_add(o, "first_layer",
@@ -599,15 +638,20 @@ static struct json_object *control_cores_json(struct colocd *d)
 	return arr;
 }
 
-static char *control_cmd_status(struct colocd *d, struct json_object *req, __u64 now_ns)
+static char *control_cmd_status(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns)
 {
 	const char *names[COLOC_MAX_TENANTS], *only = control_str(req, "name"), *perr;
 	int n = serving_tenant_names(d->serving, names, COLOC_MAX_TENANTS);
-	struct json_object *resp, *arr = json_object_new_array();
+	struct json_object *resp, *arr;
 	uint64_t policy_errors = serving_policy_errors(d->serving, &perr);
+	struct coloc_err err = { 0 };
 	bool found = false;
 
 	(void)now_ns;
+	/* another user's tenant by name: refused, not shown in part */
+	if (only && serving_authorize(d->serving, only, uid, &err) == -EPERM)
+		return control_error("%s", coloc_err_str(&err));
+	arr = json_object_new_array();
 	for (int i = 0; i < n && i < COLOC_MAX_TENANTS; i++) {
 		struct serving_tenant_info info;
 
@@ -615,7 +659,7 @@ static char *control_cmd_status(struct colocd *d, struct json_object *req, __u64
 		    serving_tenant_info(d->serving, names[i], &info))
 			continue;
 		found = true;
-		json_object_array_add(arr, control_serving_tenant_json(d, &info));
+		json_object_array_add(arr, control_serving_tenant_json(d, &info, uid));
 	}
 	if (only && !found) {
 		json_object_put(arr);
@@ -623,14 +667,14 @@ static char *control_cmd_status(struct colocd *d, struct json_object *req, __u64
 	}
 	resp = control_ok();
 	json_object_object_add(resp, "tenants", arr);
-	json_object_object_add(resp, "cores", control_cores_json(d));
+	json_object_object_add(resp, "cores", control_cores_json(d, uid));
 	json_object_object_add(resp, "policy_errors",
 			       json_object_new_int64((int64_t)policy_errors));
 	json_object_object_add(resp, "last_policy_error", control_reason(perr ? perr : ""));
 	return control_finish(resp);
 }
 
-static char *control_cmd_restart(struct colocd *d, struct json_object *req, __u64 now_ns)
+static char *control_cmd_restart(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns)
 {
 	const char *name = control_str(req, "name");
 	struct coloc_err err = { 0 };
@@ -641,6 +685,8 @@ static char *control_cmd_restart(struct colocd *d, struct json_object *req, __u6
 		return control_error("restart needs \"name\": a string");
 	if (d->draining)
 		return control_error("colocd is shutting down");
+	if (serving_authorize(d->serving, name, uid, &err))
+		return control_error("%s", coloc_err_str(&err));
 	ret = serving_restart(d->serving, name, &err);
 	colocd_serving_rearm(d);
 	if (ret)
@@ -648,7 +694,8 @@ static char *control_cmd_restart(struct colocd *d, struct json_object *req, __u6
 	return control_finish(control_ok());
 }
 
-static char *control_cmd_remove(struct colocd *d, struct json_object *req, struct server_req *sreq)
+static char *control_cmd_remove(struct colocd *d, struct json_object *req, uid_t uid,
+				struct server_req *sreq)
 {
 	const char *name = control_str(req, "name");
 	struct serving_tenant_info info;
@@ -657,6 +704,8 @@ static char *control_cmd_remove(struct colocd *d, struct json_object *req, struc
 
 	if (!name)
 		return control_error("remove needs \"name\": a string");
+	if (serving_authorize(d->serving, name, uid, &err))
+		return control_error("%s", coloc_err_str(&err));
 	ret = serving_remove(d->serving, name, &err);
 	colocd_serving_rearm(d);
 	if (ret)
@@ -684,6 +733,7 @@ struct control_infer {
 	struct server *server;
 	__u64 conn;
 	uint64_t tag;
+	uid_t uid; /* who sent it */
 };
 
 static char *control_infer_error(uint64_t tag, const char *status, const char *why)
@@ -739,7 +789,11 @@ static char *control_infer_payload(void *ctx, struct server_req *sreq, const voi
 		free(inf);
 		return resp;
 	}
-	ret = serving_submit(d->serving, tenant, data, len, control_infer_done, inf, NULL, &err);
+	/* asked once the bytes are in: the tenant may have changed hands since the line */
+	ret = serving_authorize(d->serving, tenant, inf->uid, &err);
+	if (!ret)
+		ret = serving_submit(d->serving, tenant, data, len, control_infer_done, inf, NULL,
+				     &err);
 	colocd_serving_rearm(d);
 	if (ret) {
 		resp = control_infer_error(inf->tag, "rejected", coloc_err_str(&err));
@@ -750,7 +804,8 @@ static char *control_infer_payload(void *ctx, struct server_req *sreq, const voi
 	return NULL;
 }
 
-static char *control_cmd_infer(struct colocd *d, struct json_object *req, struct server_req *sreq)
+static char *control_cmd_infer(struct colocd *d, struct json_object *req, uid_t uid,
+			       struct server_req *sreq)
 {
 	const char *tenant = control_str(req, "tenant");
 	uint64_t tag, bytes;
@@ -780,6 +835,7 @@ static char *control_cmd_infer(struct colocd *d, struct json_object *req, struct
 	inf->server = sreq->server;
 	inf->conn = sreq->conn;
 	inf->tag = tag;
+	inf->uid = uid;
 	strcpy((char *)(inf + 1), tenant);
 	server_req_read_payload(sreq, (size_t)bytes, control_infer_payload, inf);
 	return NULL;
@@ -903,8 +959,8 @@ static struct json_object *control_parse(const char *line, size_t len, char **re
 	return req;
 }
 
-char *control_handle(struct colocd *d, struct server_req *sreq, const char *line, size_t len,
-		     __u64 now_ns)
+char *control_handle(struct colocd *d, struct server_req *sreq, uid_t uid, const char *line,
+		     size_t len, __u64 now_ns)
 {
 	struct json_object *req, *jcmd;
 	const char *cmd;
@@ -928,9 +984,9 @@ char *control_handle(struct colocd *d, struct server_req *sreq, const char *line
 	for (size_t i = 0; i < ARRAY_SIZE(control_cmds) && !resp; i++)
 		if (!strcmp(cmd, control_cmds[i].name)) {
 			if (control_cmds[i].handle_conn)
-				resp = control_cmds[i].handle_conn(d, req, sreq);
+				resp = control_cmds[i].handle_conn(d, req, uid, sreq);
 			else
-				resp = control_cmds[i].handle(d, req, now_ns);
+				resp = control_cmds[i].handle(d, req, uid, now_ns);
 			/* an answer owed or a payload to read: the server knows from sreq */
 			if (!resp && sreq && (sreq->deferred || sreq->payload_fn)) {
 				json_object_put(req);

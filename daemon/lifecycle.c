@@ -245,15 +245,25 @@ static void colocd_serving_changed(void *ctx, const char *name, enum serving_ten
 
 	if (state == SERVING_TENANT_STARTING && nr_pids > 0) {
 		__s64 tgids[SERVING_MAX_EXECUTORS];
+		/* root's add: the executors run as colocd's own user, not the owner */
 		struct tenants_add_req req = { .name = name, .pids = tgids, .nr_pids = nr_pids };
-		struct tenant *t;
+		struct serving_tenant_info info;
+		struct tenant *t = tenants_find(&d->tenants, name);
 
+		/* another user's attributed tenant of that name is not handed our executors */
+		if (serving_tenant_info(d->serving, name, &info) || (t && t->owner != info.owner))
+			return;
 		for (int i = 0; i < nr_pids; i++)
 			tgids[i] = pids[i];
-		tenants_add(&d->tenants, &req, &t, &err);
+		if (!tenants_add(&d->tenants, &req, &t, &err))
+			t->owner = info.owner;
 	} else if (state == SERVING_TENANT_REMOVED) {
-		if (tenants_find(&d->tenants, name))
-			tenants_remove(&d->tenants, name, &err);
+		struct serving_tenant_info info;
+		struct tenant *t = tenants_find(&d->tenants, name);
+
+		/* the tenant is still listed while this is told: its owner's attribution goes */
+		if (t && !serving_tenant_info(d->serving, name, &info) && t->owner == info.owner)
+			tenants_remove(&d->tenants, name, 0, &err);
 		colocd_answer_waiters(d, name);
 	}
 }
@@ -321,6 +331,9 @@ static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 		.watch = colocd_serving_watch,
 		.tenant_changed = colocd_serving_changed,
 		.core_changed = colocd_core_changed,
+		.max_tenants_per_uid = d->cfg.max_tenants_per_uid,
+		.max_executors_per_uid = d->cfg.max_executors_per_uid,
+		.max_queued_per_uid = d->cfg.max_queued_per_uid,
 		.ctx = d,
 	};
 	int ret;
@@ -401,6 +414,7 @@ int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct loop 
 			 "%s; uncore membw: unavailable (%s); %s", pmu_line,
 			 coloc_err_str(&uncore_err), level_line);
 	tenants_init(&d->tenants, d->sensor, d->view, loop);
+	d->tenants.max_per_uid = d->cfg.max_tenants_per_uid;
 	ret = colocd_add_sources(d, err);
 	if (!ret)
 		ret = colocd_start_serving(d, err);

@@ -217,7 +217,7 @@ static bool server_conn_take(struct server_conn *c, struct server_req *req, char
 
 static struct server_req server_conn_req(struct server_conn *c)
 {
-	return (struct server_req){ .server = c->s, .conn = c->id };
+	return (struct server_req){ .server = c->s, .conn = c->id, .uid = c->uid };
 }
 
 /* The payload is in: its handler answers. */

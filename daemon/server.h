@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <linux/types.h>
 #include "coloc/protocol.h"
 #include "error.h"
@@ -52,6 +53,7 @@ struct server;
 struct server_req {
 	struct server *server;
 	__u64 conn; /* the connection's id: never reused */
+	uid_t uid; /* the peer's, from SO_PEERCRED at connect: who asks */
 	/* set through the calls below */
 	size_t payload_bytes;
 	char *(*payload_fn)(void *ctx, struct server_req *req, const void *data, size_t len);

@@ -673,6 +673,57 @@ static int grow_versions(struct serving *s, int nr_layers)
 	return 0;
 }
 
+/* What owner's tenants hold: how many, their executors and their queries. */
+static void owner_usage(const struct serving *s, uid_t owner, int *tenants, int *executors,
+			int *queued)
+{
+	*tenants = *executors = *queued = 0;
+	for (int i = 0; i < SV_MAX_TENANTS; i++) {
+		const struct sv_tenant *t = &s->tenants[i];
+
+		if (!t->used || t->owner != owner)
+			continue;
+		(*tenants)++;
+		*executors += t->nr_exec;
+		*queued += t->nr_queries;
+	}
+}
+
+/* A new tenant of spec within its owner's quotas; root is held to the global limits only. */
+static int check_admit_quota(const struct serving *s, const struct serving_tenant_spec *spec,
+			     struct coloc_err *err)
+{
+	int tenants, executors, queued, want = spec->executors > 0 ? spec->executors : 1;
+
+	if (!spec->owner)
+		return 0;
+	owner_usage(s, spec->owner, &tenants, &executors, &queued);
+	if (s->max_tenants_per_uid && tenants >= s->max_tenants_per_uid)
+		return coloc_err_set(err, -EDQUOT,
+				     "tenant %s: uid %u already has %d serving tenants, its quota "
+				     "(colocd --max-tenants-per-uid raises it)",
+				     spec->name, (unsigned int)spec->owner, tenants);
+	if (s->max_executors_per_uid && executors + want > s->max_executors_per_uid)
+		return coloc_err_set(err, -EDQUOT,
+				     "tenant %s: %d more executors would take uid %u past its "
+				     "quota of %d (it has %d; colocd --max-executors-per-uid "
+				     "raises it)",
+				     spec->name, want, (unsigned int)spec->owner,
+				     s->max_executors_per_uid, executors);
+	return 0;
+}
+
+int serving_authorize(const struct serving *s, const char *name, uid_t uid, struct coloc_err *err)
+{
+	const struct sv_tenant *t = sv_find_tenant(s, name);
+
+	if (!t)
+		return coloc_err_set(err, -ENOENT, "no tenant %s", name);
+	if (uid && t->owner != uid)
+		return coloc_err_set(err, -EPERM, "tenant %s belongs to another user", name);
+	return 0;
+}
+
 int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, struct coloc_err *err)
 {
 	struct sv_tenant *t = NULL;
@@ -692,6 +743,9 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 	if (spec->executors < 0 || spec->executors > SERVING_MAX_EXECUTORS)
 		return coloc_err_set(err, -EINVAL, "tenant %s: %d executors; 1 to %d", spec->name,
 				     spec->executors, SERVING_MAX_EXECUTORS);
+	ret = check_admit_quota(s, spec, err);
+	if (ret)
+		return ret;
 	for (int i = 0; i < SV_MAX_TENANTS && !t; i++)
 		if (!s->tenants[i].used)
 			t = &s->tenants[i];
@@ -700,6 +754,7 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 				     SV_MAX_TENANTS);
 	memset(t, 0, sizeof(*t));
 	snprintf(t->name, sizeof(t->name), "%s", spec->name);
+	t->owner = spec->owner;
 	t->qos_ns = spec->qos_ns;
 	t->nr_exec = spec->executors > 0 ? spec->executors : 1;
 	if (spec->weights_path && model_path_is_onnx(spec->model_path))
@@ -795,6 +850,14 @@ int serving_restart(struct serving *s, const char *name, struct coloc_err *err)
 	return start_executors(s, t, err);
 }
 
+static int owner_queued(const struct serving *s, uid_t owner)
+{
+	int tenants, executors, queued;
+
+	owner_usage(s, owner, &tenants, &executors, &queued);
+	return queued;
+}
+
 int serving_submit(struct serving *s, const char *tenant, const void *input, size_t len,
 		   serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err)
 {
@@ -823,6 +886,12 @@ int serving_submit(struct serving *s, const char *tenant, const void *input, siz
 				    "%d queries are queued or running over all tenants, the most "
 				    "colocd takes",
 				    s->max_queue_total);
+	else if (t->owner && s->max_queued_per_uid &&
+		 owner_queued(s, t->owner) >= s->max_queued_per_uid)
+		ret = coloc_err_set(err, -EAGAIN,
+				    "uid %u's tenants have %d queries queued or running, its quota "
+				    "(colocd --max-queued-per-uid raises it)",
+				    (unsigned int)t->owner, s->max_queued_per_uid);
 	if (ret) {
 		if (ret == -EAGAIN) {
 			t->stats.rejected++;
@@ -922,6 +991,9 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->max_queue = cfg->max_queue > 0 ? cfg->max_queue : SERVING_DEFAULT_QUEUE;
 	s->max_queue_total =
 		cfg->max_queue_total > 0 ? cfg->max_queue_total : SERVING_DEFAULT_QUEUE_TOTAL;
+	s->max_tenants_per_uid = cfg->max_tenants_per_uid > 0 ? cfg->max_tenants_per_uid : 0;
+	s->max_executors_per_uid = cfg->max_executors_per_uid > 0 ? cfg->max_executors_per_uid : 0;
+	s->max_queued_per_uid = cfg->max_queued_per_uid > 0 ? cfg->max_queued_per_uid : 0;
 	s->watch = cfg->watch;
 	s->tenant_changed = cfg->tenant_changed;
 	s->core_changed = cfg->core_changed;

@@ -133,6 +133,14 @@ struct serving_config {
 	int max_queue; /* per tenant; 0: SERVING_DEFAULT_QUEUE */
 	int max_queue_total; /* 0: SERVING_DEFAULT_QUEUE_TOTAL */
 	/*
+	 * Per-owner quotas (serving_tenant_spec.owner); 0: none. Root's
+	 * tenants (owner 0) are held to the global limits only. A tenant's
+	 * queries count against its owner, whoever sent them.
+	 */
+	int max_tenants_per_uid; /* tenants admitted */
+	int max_executors_per_uid; /* executors over its tenants, as admitted */
+	int max_queued_per_uid; /* queries queued or running over its tenants */
+	/*
 	 * An executor fd appears (add) or is about to be closed; may be NULL.
 	 * A negative errno on add fails the tenant's start with it.
 	 */
@@ -172,13 +180,16 @@ struct serving_tenant_spec {
 	 * 0 counts as 1, above SERVING_MAX_EXECUTORS is refused.
 	 */
 	int executors;
+	uid_t owner; /* who submitted it: serving_authorize() and the quotas go by it */
 };
 
 /*
  * Validates the model ("FILE:LINE: ..."), finds its profile (or says which
  * coloc-profile command makes it), rejects a QoS below the model's solo
- * latency on all served cores (both numbers in the message), and starts
- * the executor. 0 (the tenant is starting), or -errno with err filled.
+ * latency on all served cores (both numbers in the message) and a spec
+ * that would take its owner past a quota (-EDQUOT, naming the colocd
+ * option that raises it), and starts the executor. 0 (the tenant is
+ * starting), or -errno with err filled.
  */
 int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, struct coloc_err *err);
 /*
@@ -190,12 +201,20 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 int serving_remove(struct serving *s, const char *name, struct coloc_err *err);
 /* A failed tenant starts a new executor; -EINVAL for another state. */
 int serving_restart(struct serving *s, const char *name, struct coloc_err *err);
+/*
+ * Whether uid may act on tenant name (remove, restart, submit queries to
+ * it, read its details): its owner and root may. 0; -ENOENT (no such
+ * tenant); -EPERM with "tenant NAME belongs to another user", and nothing
+ * more about it, in err. The caller asks right before it acts, in the
+ * same turn of the event loop.
+ */
+int serving_authorize(const struct serving *s, const char *name, uid_t uid, struct coloc_err *err);
 
 /*
  * Queues one query: len must be the model's input size (shm.h's layout).
- * -ENOENT (no such tenant), -EINVAL (size), -EAGAIN (a queue is full, or
- * the tenant is draining or failed: the reason in err, counted as
- * rejected). On 0, *query_id (may be NULL) names it and done will be
+ * -ENOENT (no such tenant), -EINVAL (size), -EAGAIN (a queue is full, its
+ * owner's max_queued_per_uid included, or the tenant is draining or
+ * failed: the reason in err, counted as rejected). On 0, *query_id (may be NULL) names it and done will be
  * called exactly once.
  */
 int serving_submit(struct serving *s, const char *tenant, const void *input, size_t len,
@@ -213,6 +232,7 @@ int serving_next_timeout_ms(const struct serving *s);
 struct serving_tenant_info {
 	char name[SERVING_NAME_LEN];
 	enum serving_tenant_state state;
+	uid_t owner;
 	char reason[SERVING_REASON_LEN]; /* why failed; "" otherwise */
 	char note[256]; /* admission note (a clamped profile); "" if none */
 	pid_t pid; /* the first executor's tgid; 0 when none runs */

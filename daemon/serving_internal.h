@@ -79,6 +79,7 @@ struct sv_tenant {
 	char reason[SERVING_REASON_LEN];
 	char *model_path, *weights_path;
 	uint64_t qos_ns, solo_ns, uid, started_ns;
+	uid_t owner; /* serving_tenant_spec.owner */
 	struct model *model;
 	struct profile_table table;
 	size_t in_bytes, out_bytes;
@@ -99,6 +100,7 @@ struct sv_tenant {
 struct serving {
 	char *executor, *cache_dir;
 	int max_queue, max_queue_total;
+	int max_tenants_per_uid, max_executors_per_uid, max_queued_per_uid; /* 0: none */
 	int (*watch)(void *ctx, int fd, bool add);
 	void (*core_changed)(void *ctx, int cpu, const char *name, uint64_t query, int first,
 			     int last);

@@ -4,12 +4,16 @@
  * weights, QoS), so that a restarted daemon submits them again. Written
  * whole to a temporary file beside it, synced, then renamed over it: a
  * crash leaves the old file or the new one, never half of one. Format:
- *   {"tenants":[{"name":S,"model":S,"weights":S|null,"qos_ns":N,"executors":N},...]}
- * ("executors" is left out for one, and read as one when missing).
+ *   {"tenants":[{"name":S,"model":S,"weights":S|null,"qos_ns":N,"executors":N,
+ *                "owner":N},...]}
+ * ("executors" is left out for one, and read as one when missing; "owner",
+ * the submitter's uid, is read as root's when missing: a file written
+ * before tenants had owners holds what root could submit).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +80,7 @@ int colocd_state_write(const struct colocd *d, struct coloc_err *err)
 		json_object_object_add(o, "qos_ns", json_object_new_int64((int64_t)sp->qos_ns));
 		if (sp->executors > 1)
 			json_object_object_add(o, "executors", json_object_new_int(sp->executors));
+		json_object_object_add(o, "owner", json_object_new_int64((int64_t)sp->owner));
 		json_object_array_add(arr, o);
 	}
 	json_object_object_add(root, "tenants", arr);
@@ -120,9 +125,16 @@ static int state_entry(const char *path, size_t i, struct json_object *o, struct
 {
 	const char *name = state_string(o, "name"), *model = state_string(o, "model");
 	const char *weights = state_string(o, "weights");
-	struct json_object *q, *e = NULL;
+	struct json_object *q, *e = NULL, *u = NULL;
 
 	memset(spec, 0, sizeof(*spec));
+	/* (uid_t)-1 is no one's: chown's "leave it" */
+	if (json_object_object_get_ex(o, "owner", &u) &&
+	    (!json_object_is_type(u, json_type_int) || json_object_get_int64(u) < 0 ||
+	     json_object_get_int64(u) >= (int64_t)UINT32_MAX))
+		return coloc_err_set(err, -EINVAL,
+				     "%s: tenants[%zu]: \"owner\" must be a uid from 0 to %u", path,
+				     i, UINT32_MAX - 1);
 	if (json_object_object_get_ex(o, "executors", &e) &&
 	    (!json_object_is_type(e, json_type_int) || json_object_get_int64(e) < 1 ||
 	     json_object_get_int64(e) > SERVING_MAX_EXECUTORS))
@@ -144,6 +156,7 @@ static int state_entry(const char *path, size_t i, struct json_object *o, struct
 		snprintf(spec->weights, sizeof(spec->weights), "%s", weights);
 	spec->qos_ns = (__u64)json_object_get_int64(q);
 	spec->executors = e ? (int)json_object_get_int64(e) : 0;
+	spec->owner = u ? (uid_t)json_object_get_int64(u) : 0;
 	return 0;
 }
 

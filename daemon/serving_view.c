@@ -42,6 +42,7 @@ int serving_tenant_info(const struct serving *s, const char *name, struct servin
 	memset(info, 0, sizeof(*info));
 	snprintf(info->name, sizeof(info->name), "%s", t->name);
 	info->state = t->state;
+	info->owner = t->owner;
 	snprintf(info->reason, sizeof(info->reason), "%s", t->reason);
 	snprintf(info->note, sizeof(info->note), "%s", t->table.note);
 	info->executors = t->nr_exec;

@@ -11,6 +11,11 @@
  * Each process is held by a pidfd from the moment it is checked: the pidfd
  * becomes readable when the process exits, and the loop then drops the pid
  * from the tenant and the map before the pid can be handed out again.
+ *
+ * Each tenant has an owner, the uid that created it: a caller other than
+ * root changes only its own tenants and attributes only its own processes
+ * and cgroups, so the socket cannot hand a member the scheduling numbers of
+ * other users' processes (docs/security-owners.md).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -133,6 +138,20 @@ static struct tenant *tenants_create(struct tenant_table *t, const char *name)
 	return NULL;
 }
 
+bool tenants_visible(const struct tenant *tenant, uid_t uid)
+{
+	return !uid || tenant->owner == uid;
+}
+
+static int tenants_owned_by(const struct tenant_table *t, uid_t uid)
+{
+	int n = 0;
+
+	for (int i = 0; i < COLOC_MAX_TENANTS; i++)
+		n += t->slots[i].used && t->slots[i].owner == uid;
+	return n;
+}
+
 struct tenant *tenants_owner_of_pid(struct tenant_table *t, __u32 pid)
 {
 	struct tenant_proc *p = tenants_proc_of_pid(t, pid);
@@ -191,16 +210,60 @@ static bool tenants_exited(int pidfd)
 	return poll(&pfd, 1, 0) != 0;
 }
 
+/* A process's real and effective uid from /proc/PID/status. */
+static int tenants_uids_of(__u32 pid, uid_t *ruid, uid_t *euid)
+{
+	char path[32], line[128];
+	unsigned int r, e;
+	int err = -ESRCH;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Uid: %u %u", &r, &e) == 2) {
+			*ruid = r;
+			*euid = e;
+			err = 0;
+			break;
+		}
+	fclose(f);
+	return err;
+}
+
+/*
+ * Whether the process pidfd holds runs as uid, real and effective. /proc
+ * is read by number, so the pidfd is asked after: alive then, the number
+ * was still its own while /proc was read (a pid is not reused before its
+ * process is reaped, and the pidfd turns readable when it exits).
+ */
+static int tenants_check_proc_owner(int pidfd, __s64 pid, uid_t uid, struct coloc_err *err)
+{
+	uid_t ruid, euid;
+
+	if (tenants_uids_of((__u32)pid, &ruid, &euid) || tenants_exited(pidfd))
+		return coloc_err_set(err, -ESRCH, "no process with pid %lld", (long long)pid);
+	if (ruid != uid || euid != uid)
+		return coloc_err_set(err, -EPERM,
+				     "pid %lld belongs to another user: a tenant takes only its "
+				     "caller's own processes",
+				     (long long)pid);
+	return 0;
+}
+
 /*
  * Checks one pid and holds it with a pidfd. From then on the pidfd names
  * that process, whatever happens to the number: if it exited already (or
  * exits later) the pidfd is readable.
  */
-static int tenants_check_pid(struct tenant_table *t, const char *name, size_t i, __s64 pid,
-			     int *pidfd, struct coloc_err *err)
+static int tenants_check_pid(struct tenant_table *t, const char *name, uid_t uid, size_t i,
+			     __s64 pid, int *pidfd, struct coloc_err *err)
 {
 	struct tenant *owner;
 	__u32 tgid;
+	int ret;
 
 	*pidfd = -1;
 	if (pid <= 0 || pid > 0x3fffffff)
@@ -220,6 +283,11 @@ static int tenants_check_pid(struct tenant_table *t, const char *name, size_t i,
 				     (long long)pid, tgid);
 	if (*pidfd < 0 || tenants_exited(*pidfd))
 		return coloc_err_set(err, -ESRCH, "no process with pid %lld", (long long)pid);
+	if (uid) {
+		ret = tenants_check_proc_owner(*pidfd, pid, uid, err);
+		if (ret)
+			return ret;
+	}
 	owner = tenants_owner_of_pid(t, (__u32)pid);
 	if (owner && strcmp(owner->name, name))
 		return coloc_err_set(err, -EBUSY, "pid %lld already belongs to tenant '%s'",
@@ -245,7 +313,8 @@ static bool tenants_bad_component(const char *path)
  * socket cannot be used to probe which files exist; the root is refused on
  * its own, as attributing every process on the machine to one tenant.
  */
-static int tenants_cgroup_id(const char *path, char *resolved, __u64 *id, struct coloc_err *err)
+static int tenants_cgroup_id(const char *path, char *resolved, __u64 *id, uid_t *owner,
+			     struct coloc_err *err)
 {
 	char parent[PATH_MAX + 4];
 	struct statfs sfs;
@@ -275,6 +344,7 @@ static int tenants_cgroup_id(const char *path, char *resolved, __u64 *id, struct
 				     "name a cgroup below it",
 				     resolved);
 	*id = st.st_ino;
+	*owner = st.st_uid;
 	return 0;
 }
 
@@ -301,6 +371,7 @@ static int tenants_plan(struct tenant_table *t, const struct tenants_add_req *re
 {
 	struct tenant *owner;
 	int held = existing ? existing->nr_procs : 0, ret;
+	uid_t cg_uid;
 
 	if (req->nr_pids > COLOC_MAX_PIDS_PER_REQUEST)
 		return coloc_err_set(err, -E2BIG, "too many pids (%zu); at most %d per request",
@@ -309,9 +380,15 @@ static int tenants_plan(struct tenant_table *t, const struct tenants_add_req *re
 		return coloc_err_set(err, -EINVAL,
 				     "tenant-add needs pids (at least one) or a cgroup");
 	if (req->cgroup) {
-		ret = tenants_cgroup_id(req->cgroup, plan->cgroup, &plan->cgroup_id, err);
+		ret = tenants_cgroup_id(req->cgroup, plan->cgroup, &plan->cgroup_id, &cg_uid, err);
 		if (ret)
 			return ret;
+		if (req->uid && cg_uid != req->uid)
+			return coloc_err_set(
+				err, -EPERM,
+				"cgroup %s belongs to another user: a tenant takes only "
+				"cgroups whose directory its caller owns",
+				plan->cgroup);
 		plan->have_cgroup = true;
 		owner = tenants_owner_of_cgroup(t, plan->cgroup_id);
 		if (owner && strcmp(owner->name, req->name))
@@ -328,7 +405,7 @@ static int tenants_plan(struct tenant_table *t, const struct tenants_add_req *re
 		bool dup = false;
 		int fd;
 
-		ret = tenants_check_pid(t, req->name, i, req->pids[i], &fd, err);
+		ret = tenants_check_pid(t, req->name, req->uid, i, req->pids[i], &fd, err);
 		if (ret) {
 			if (fd >= 0)
 				close(fd);
@@ -401,12 +478,20 @@ int tenants_add(struct tenant_table *t, const struct tenants_add_req *req, struc
 	struct tenant *tenant = tenants_find(t, req->name);
 	struct tenants_plan *plan;
 	bool created = false;
-	int ret;
+	int ret, owned;
 
 	if (!tenants_valid_name(req->name))
 		return coloc_err_set(err, -EINVAL,
 				     "bad tenant name: use 1-%d characters of A-Z a-z 0-9 _ . -",
 				     COLOC_MAX_NAME - 1);
+	if (tenant && !tenants_visible(tenant, req->uid))
+		return coloc_err_set(err, -EPERM, "tenant '%s' belongs to another user", req->name);
+	owned = tenants_owned_by(t, req->uid);
+	if (!tenant && req->uid && t->max_per_uid && owned >= t->max_per_uid)
+		return coloc_err_set(err, -EDQUOT,
+				     "uid %u already has %d tenants, its quota of %d (colocd "
+				     "--max-tenants-per-uid raises it)",
+				     (unsigned int)req->uid, owned, t->max_per_uid);
 	plan = calloc(1, sizeof(*plan));
 	if (!plan)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
@@ -422,6 +507,7 @@ int tenants_add(struct tenant_table *t, const struct tenants_add_req *req, struc
 			goto out;
 		}
 		created = true;
+		tenant->owner = req->uid;
 		/* a reused slot must not inherit the previous tenant's numbers */
 		sensor_tenant_clear(t->sensor, tenant->id);
 		view_tenant_reset(t->view, tenant->id);
@@ -438,12 +524,14 @@ out:
 	return ret;
 }
 
-int tenants_remove(struct tenant_table *t, const char *name, struct coloc_err *err)
+int tenants_remove(struct tenant_table *t, const char *name, uid_t uid, struct coloc_err *err)
 {
 	struct tenant *tenant = tenants_find(t, name);
 
 	if (!tenant)
 		return coloc_err_set(err, -ENOENT, "no tenant named '%s'", name);
+	if (!tenants_visible(tenant, uid))
+		return coloc_err_set(err, -EPERM, "tenant '%s' belongs to another user", name);
 	/* its own keys, one by one; the clear then finds only the cgroup's */
 	tenants_release(tenant);
 	sensor_tenant_clear(t->sensor, tenant->id);

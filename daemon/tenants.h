@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * colocd's tenants: names, the processes and cgroup attributed to each, the
+ * colocd's tenants: names, their owners (the uid that created each), the
+ * processes and cgroup attributed to each, the
  * slot (0..COLOC_MAX_TENANTS-1) the BPF side knows them by, and every state
  * change with its checks and rollback: the BPF maps, the rolling view and
  * one pidfd per process, watched on the event loop, so an exited process
@@ -13,6 +14,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <linux/types.h>
 #include "coloc/sensor.h"
 #include "coloc/protocol.h"
@@ -42,6 +44,7 @@ struct tenant {
 	bool used;
 	__u32 id;
 	char name[COLOC_MAX_NAME];
+	uid_t owner; /* who created it; only it and root may change or read it in full */
 	int nr_procs;
 	struct tenant_proc *procs[TENANT_MAX_PIDS];
 	char cgroup[PATH_MAX];
@@ -54,6 +57,8 @@ struct tenant_table {
 	struct sensor *sensor;
 	struct view *view;
 	struct loop *loop;
+	/* tenants one non-root uid may own (0: no limit but the table's); colocd sets it */
+	int max_per_uid;
 	/* every attributed process by pid: whose a pid is, without a walk of all */
 	struct tenant_proc *by_pid[TENANTS_PID_BUCKETS];
 };
@@ -64,6 +69,11 @@ struct tenants_add_req {
 	const __s64 *pids; /* as the client sent them; checked here */
 	size_t nr_pids;
 	const char *cgroup; /* NULL: none */
+	/*
+	 * Who asks: a new tenant is its; unless root, only its own processes
+	 * (real and effective uid), cgroups (directory owner) and tenants.
+	 */
+	uid_t uid;
 };
 
 void tenants_init(struct tenant_table *t, struct sensor *sensor, struct view *view,
@@ -78,15 +88,25 @@ struct tenant *tenants_owner_of_pid(struct tenant_table *t, __u32 pid);
 
 /*
  * Attributes the processes (all their threads) and/or the cgroup to tenant
- * req->name, creating it if new: all of it or, with err saying why,
- * nothing. Refused: pid 1 and colocd itself, threads (their process is
- * meant), processes or cgroups of another tenant, more than TENANT_MAX_PIDS
- * in the tenant, a cgroup that is the cgroup v2 root, not below
- * TENANTS_CGROUP_ROOT, or named with a "." , ".." or "-" component.
+ * req->name, creating it if new (owned by req->uid): all of it or, with err
+ * saying why, nothing. Refused: pid 1 and colocd itself, threads (their
+ * process is meant), processes or cgroups of another tenant, more than
+ * TENANT_MAX_PIDS in the tenant, a cgroup that is the cgroup v2 root, not
+ * below TENANTS_CGROUP_ROOT, or named with a "." , ".." or "-" component.
+ * Unless req->uid is root, also (-EPERM): another user's tenant, a process
+ * whose real or effective uid is not req->uid (read while its pidfd is
+ * held, the pidfd checked alive after, so a reused pid cannot pass), a
+ * cgroup directory req->uid does not own; and (-EDQUOT) a new tenant past
+ * max_per_uid.
  */
 int tenants_add(struct tenant_table *t, const struct tenants_add_req *req, struct tenant **out,
 		struct coloc_err *err);
-/* Forgets the tenant, its keys in the BPF maps and its numbers; -ENOENT if none. */
-int tenants_remove(struct tenant_table *t, const char *name, struct coloc_err *err);
+/*
+ * Forgets the tenant, its keys in the BPF maps and its numbers; -ENOENT if
+ * none, -EPERM ("belongs to another user") unless uid owns it or is root.
+ */
+int tenants_remove(struct tenant_table *t, const char *name, uid_t uid, struct coloc_err *err);
+/* Whether uid may read tenant's details: its owner and root may. */
+bool tenants_visible(const struct tenant *tenant, uid_t uid);
 
 #endif /* COLOC_DAEMON_TENANTS_H */

@@ -277,11 +277,11 @@ TEST_F(tenants, remove__deletes_its_own_keys_and_no_other_tenants)
 	ASSERT_EQ(0, add_pids(&self->d.tenants, "a", self->kids, 3, &err));
 	ASSERT_EQ(0, add_pids(&self->d.tenants, "b", self->kids + 3, 3, &err));
 	b_id = tenants_find(&self->d.tenants, "b")->id;
-	ASSERT_EQ(0, tenants_remove(&self->d.tenants, "a", &err));
+	ASSERT_EQ(0, tenants_remove(&self->d.tenants, "a", 0, &err));
 	EXPECT_EQ(NULL, tenants_find(&self->d.tenants, "a"));
 	for (int i = 0; i < 6; i++)
 		EXPECT_EQ(i < 3 ? -1 : (int)b_id, map_tenant_of(self->map_fd, self->kids[i]));
-	EXPECT_EQ(-ENOENT, tenants_remove(&self->d.tenants, "a", &err));
+	EXPECT_EQ(-ENOENT, tenants_remove(&self->d.tenants, "a", 0, &err));
 	EXPECT_NE(NULL, strstr(err.msg, "no tenant named 'a'"));
 }
 

@@ -304,7 +304,15 @@ static void ctl_print_tenants(struct json_object *resp)
 		double on_cpu = 0;
 
 		json_object_object_get_ex(t, "name", &name);
-		json_object_object_get_ex(t, "id", &id);
+		/* another user's tenant: colocd shows its name and owner only */
+		if (!json_object_object_get_ex(t, "id", &id)) {
+			double owner = -1;
+
+			ctl_get_double(t, "owner", &owner);
+			printf("%-16s %3s  (uid %.0f's)\n", json_object_get_string(name), "-",
+			       owner);
+			continue;
+		}
 		json_object_object_get_ex(t, "pids", &pids);
 		printf("%-16s %3d", json_object_get_string(name), json_object_get_int(id));
 		ctl_cell(t, "busy", " %*.2f", 1, 10);
@@ -531,6 +539,14 @@ static double ctl_json_num(struct json_object *o, const char *key)
 
 static void ctl_print_tenant_line(struct json_object *t)
 {
+	double qos;
+
+	/* another user's tenant: colocd shows its name, state and owner only */
+	if (!ctl_get_double(t, "qos_ms", &qos)) {
+		printf("%-16s %-9s (uid %.0f's)\n", ctl_json_str(t, "name", "?"),
+		       ctl_json_str(t, "state", "?"), ctl_json_num(t, "owner"));
+		return;
+	}
 	printf("%-16s %-9s %9.2f %9.2f %8.1f %8.1f %8.2f %8.2f %8.2f %7.1f%% %7.0f %5.0f %5.0f\n",
 	       ctl_json_str(t, "name", "?"), ctl_json_str(t, "state", "?"),
 	       ctl_json_num(t, "qos_ms"), ctl_json_num(t, "solo_ms"),
@@ -587,7 +603,13 @@ static void ctl_print_list(struct json_object *resp)
 		printf("(no tenants: 'colocctl submit NAME MODEL --qos-ms X')\n");
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *t = json_object_array_get_idx(arr, i);
+		double qos;
 
+		if (!ctl_get_double(t, "qos_ms", &qos)) {
+			printf("%-16s %-9s (uid %.0f's)\n", ctl_json_str(t, "name", "?"),
+			       ctl_json_str(t, "state", "?"), ctl_json_num(t, "owner"));
+			continue;
+		}
 		printf("%-16s %-9s %9.2f %8.0f %4.0f\n", ctl_json_str(t, "name", "?"),
 		       ctl_json_str(t, "state", "?"), ctl_json_num(t, "qos_ms"),
 		       ctl_json_num(t, "pid"), ctl_json_num(t, "executors"));
@@ -651,7 +673,11 @@ static void ctl_print_cores(struct json_object *status, struct json_object *sign
 			printf(" (free)\n");
 			continue;
 		}
-		json_object_object_get_ex(c, "versions", &v);
+		/* another user's block: whose the core is, not which query */
+		if (!json_object_object_get_ex(c, "versions", &v)) {
+			printf(" %-16s\n", ctl_json_str(c, "tenant", "?"));
+			continue;
+		}
 		printf(" %-16s %8.0f %4.0f-%-4.0f  %s\n", ctl_json_str(c, "tenant", "?"),
 		       ctl_json_num(c, "query"), ctl_json_num(c, "first_layer"),
 		       ctl_json_num(c, "last_layer"),

@@ -52,6 +52,29 @@
  * Every response has "ok": true | false; on false, "error" says what was
  * wrong in words an operator can act on.
  *
+ * Owners (docs/security-owners.md): every tenant, submitted or attributed,
+ * belongs to the uid whose connection created it (SO_PEERCRED); --state
+ * keeps it (a tenant from a file without owners is root's). Its owner and
+ * root may remove, restart and query it, change or forget it (tenant-add,
+ * tenant-remove) and see it in full (status NAME, and every listing).
+ * Anyone else asking by name gets "tenant NAME belongs to another user"
+ * and nothing more, and sees it in listings ("list", "status", "tenants",
+ * "signals") as {"name","state" (serving tenants),"owner":UID} only: no
+ * file names, pids, cgroup, numbers or reasons. Machine-level figures
+ * stay public: every CPU's and socket's signals, and which tenant's block
+ * holds each core ("cores": "cpu","busy","slowdown","tenant"; the query,
+ * layers and versions only for the caller's own tenants).
+ *
+ * Per-uid quotas (colocd options; root is held to the global limits
+ * only): a uid owns at most --max-tenants-per-uid serving tenants
+ * (default 16) and as many attributed ones (a serving tenant's executors
+ * are attributed to a tenant of its name and owner, counted there), at
+ * most --max-executors-per-uid executors over its serving tenants (default
+ * 16), and its tenants hold at most --max-queued-per-uid queries queued or
+ * running (default 1024; counted against the tenant's owner, whoever sent
+ * them). Past one, the request is refused with the quota and the option
+ * that raises it named.
+ *
  * Requests ("cmd" selects):
  *   {"cmd":"ping"}
  *     -> {"ok":true,"version":"...","pid":N}
@@ -70,9 +93,13 @@
  *         "sensor":{"samples":N,"switches":N,"records":N,"drops":N}}
  *   {"cmd":"tenant-add","name":"NAME","pids":[PID,...],"cgroup":"/sys/fs/cgroup/..."}
  *     Attributes the processes (all their threads) and/or the cgroup v2 to
- *     tenant NAME, creating it if new ("pids" or "cgroup" required). All or
+ *     tenant NAME, creating it if new ("pids" or "cgroup" required), owned
+ *     by the caller. All or
  *     nothing: on any error the tenant is left as it was (and a new one is
- *     not created). Refused: a pid that is a thread (give its process), pid 1
+ *     not created). Refused: another user's tenant; unless the caller is
+ *     root, a process whose real or effective uid is not the caller's and a
+ *     cgroup whose directory the caller does not own ("... belongs to
+ *     another user"); a pid that is a thread (give its process), pid 1
  *     and colocd's own pid, a process or cgroup of another tenant, more than
  *     COLOC_MAX_PIDS_PER_REQUEST pids in one request or
  *     COLOC_MAX_PIDS_PER_TENANT in a tenant,
@@ -87,7 +114,8 @@
  *     the tenant.
  *     -> {"ok":true,"tenant":<tenant object>}
  *   {"cmd":"tenant-remove","name":"NAME"}
- *     Forgets the tenant and its numbers; "no tenant named" if unknown.
+ *     Forgets the tenant and its numbers; "no tenant named" if unknown,
+ *     refused for another user's.
  *     -> {"ok":true}
  *   {"cmd":"tenants"}
  *     -> {"ok":true,"tenants":[<tenant object>...]}
@@ -106,14 +134,17 @@
  *     block of another query of the tenant at once; all start and fail
  *     together. The executors' processes are attributed to the tenant of
  *     the same name in the BPF maps (the "tenants" and "signals" commands
- *     show them), each leaving it with its executor. With --state, the
- *     file is rewritten.
+ *     show them), each leaving it with its executor, unless another user
+ *     owns an attributed tenant of that name. The tenant is the caller's;
+ *     its quotas apply. With --state, the file is rewritten.
  *     -> {"ok":true,"tenant":<serving tenant>,"warning":S (only when --state
  *         could not be written)}
  *   {"cmd":"list"}
- *     -> {"ok":true,"tenants":[{"name":S,"state":S,"qos_ms":F,"pid":N (the first
- *         executor's),"executors":N}]}
- *   {"cmd":"status"} or {"cmd":"status","name":"NAME"} ("no tenant named" if unknown)
+ *     -> {"ok":true,"tenants":[{"name":S,"state":S,"owner":N,"qos_ms":F,"pid":N
+ *         (the first executor's),"executors":N}]} (another user's: name,
+ *         state, owner)
+ *   {"cmd":"status"} or {"cmd":"status","name":"NAME"} ("no tenant named" if
+ *   unknown, refused for another user's)
  *     -> {"ok":true,"tenants":[<serving tenant>...],
  *         "cores":[{"cpu":N,"busy":bool, when busy: "tenant":S,"query":N,
  *                   "first_layer":N,"last_layer":N (one past),
@@ -127,6 +158,7 @@
  *     or starting tenant goes at once). -> {"ok":true}
  *   {"cmd":"restart","name":"NAME"}
  *     A failed tenant starts a new executor; an error for any other state.
+ *     remove and restart: the owner's or root's only.
  *     -> {"ok":true}
  *   {"cmd":"infer","tenant":"NAME","tag":N,"input_bytes":B} + B raw bytes
  *     One query: the bytes are the model's inputs as raw little-endian
@@ -137,8 +169,9 @@
  *         completion in colocd),"exec_ns":N (of which in the executor),
  *         "output_bytes":M} + M raw bytes (the outputs, fp32, shm.h's layout)
  *     -> {"ok":false,"tag":N,"status":"rejected","error":S} at once: no such
- *        tenant, a size that is not the model's, a full queue (per tenant
- *        and in all), a draining or failed tenant, colocd shutting down
+ *        tenant, another user's, a size that is not the model's, a full
+ *        queue (per tenant, per owner and in all), a draining or failed
+ *        tenant, colocd shutting down
  *        (a starting tenant queues the query until it is ready);
  *     -> {"ok":false,"tag":N,"status":"dropped"|"failed","error":S,
  *         "latency_ns":N,"exec_ns":N}: given up on past its deadline, or its
@@ -150,6 +183,7 @@
  *     the bytes gets "truncated payload" and is closed.
  *
  * A serving tenant: {"name":S,"state":"starting"|"ready"|"draining"|"failed",
+ *   "owner":N (its uid; all another user sees),
  *   "reason":S|null (why failed),"note":S|null (admission note),
  *   "isolation":S|null (how its executor is kept apart: its own pid and
  *   mount namespace, or why not),"model":S,
@@ -165,7 +199,8 @@
  *   "dropped","rejected","failed":N,"last_drop","last_reject",
  *   "last_failure":S|null}
  *
- * A tenant object: {"name":S,"id":N,"pids":[...],"cgroup":S|null,
+ * A tenant object: {"name":S,"owner":N (its uid; all another user sees),
+ *   "id":N,"pids":[...],"cgroup":S|null,
  *   "busy":F (CPUs' worth over the span),"on_cpu_ns":N (since added; by
  *   the clock, so in a VM it includes time the hypervisor stole while the
  *   tenant held the vCPU, which /proc's utime+stime leave out),
