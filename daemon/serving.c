@@ -165,9 +165,12 @@ void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *
 
 static void fail_all_queries(struct serving *s, struct sv_tenant *t, const char *why)
 {
-	char reason[SERVING_REASON_LEN];
+	char reason[SERVING_REASON_LEN], prefix[SERVING_NAME_LEN + 16];
 
-	snprintf(reason, sizeof(reason), "tenant %s: %s", t->name, why);
+	/* execproc's reasons name the tenant already */
+	snprintf(prefix, sizeof(prefix), "tenant %s: ", t->name);
+	snprintf(reason, sizeof(reason), "%s%s", strncmp(why, prefix, strlen(prefix)) ? prefix : "",
+		 why);
 	while (t->head)
 		sv_complete_query(s, t, t->head, SERVING_QUERY_FAILED, reason);
 }
