@@ -110,11 +110,13 @@ BINS := $(BIN)/colocd $(TOOL_BINS)
 TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 # The tests that load BPF, start colocd or executors, or act as other users,
 # and onnx_ort (it runs ONNX Runtime's downloads, make ort-models, and writes
-# exports into build/ort): only make check runs them, as root. Every other
+# exports into build/ort), and fuzz (the fuzzers write into build/fuzz, one
+# starts a daemon core): only make check runs them, as root. Every other
 # test is a unit test: make check-unit runs it as any user, and it must pass
 # as nobody in a tree it cannot write.
 SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_serving control \
-	execproc hostile_executor install level_source load onnx_ort owners pmu sensor serving tenants)
+	execproc fuzz hostile_executor install level_source load onnx_ort owners pmu sensor serving \
+	tenants)
 UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
@@ -266,6 +268,51 @@ profiles: $(BINS)
 		echo "  PROFILE   $$n"; \
 		$(BIN)/coloc-profile $$m -o build/profiles/$$n.profile || exit 1; \
 	done
+
+# ---- fuzzing (tests/fuzz/, docs/fuzzing.md) ---------------------------------
+# libFuzzer targets, one per parser of user bytes (tests/fuzz/fuzz_NAME.c ->
+# build/fuzz/bin/fuzz_NAME), built with clang under ASan+UBSan from their own
+# objects of the library code (built without OpenMP: the parsers use none, so
+# files that do are left out). make fuzz runs each for FUZZ_SECONDS against a
+# corpus kept in build/fuzz/corpus/, seeded from tests/fuzz/seeds/; make check
+# runs each briefly from its seeds (tests/fuzz_test.c).
+FUZZ := build/fuzz
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(patsubst %,$(FUZZ)/bin/fuzz_%,$(FUZZ_TARGETS))
+FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	-fno-omit-frame-pointer
+FUZZ_CFLAGS := -O1 -g -std=gnu11 -Wall -Wextra -Werror -pthread $(FUZZ_SANFLAGS) \
+	-fsanitize=fuzzer-no-link -Iinclude -Icommon -Idaemon -Iexecutor -Ipolicy -Isim \
+	-I$(GEN) -isystem $(GEN)/kselftest $(PKG_CFLAGS) -MMD -MP
+FUZZ_LIB_SRCS := $(shell grep -L 'pragma omp' common/*.c executor/*.c policy/*.c \
+	$(filter-out daemon/colocd.c,$(wildcard daemon/*.c)))
+FUZZ_LIB := $(FUZZ)/libcoloc_fuzz.a
+FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ)/obj/%.o,$(FUZZ_LIB_SRCS)) $(FUZZ)/obj/$(GEN)/onnx.pb-c.o
+
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_BINS)
+tests run-check: $(FUZZ_BINS)
+
+$(FUZZ)/obj/%.o: %.c $(KSFT_HDRS) | $(SKELS) $(GEN)/onnx.pb-c.h
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_LIB): $(FUZZ_LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(FUZZ)/bin/fuzz_%: $(FUZZ)/obj/tests/fuzz/fuzz_%.o $(FUZZ)/obj/tests/fuzz/util.o $(FUZZ_LIB)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SANFLAGS) -pthread $^ $(PKG_LIBS) -ldnnl \
+		-lprotobuf-c -lm -o $@
+
+fuzz: $(FUZZ_BINS)
+	$(Q)tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # ---- installing --------------------------------------------------------------
 PREFIX ?= /usr/local

@@ -286,6 +286,22 @@ static const struct {
 	{ "failed", COLOC_INFER_FAILED },
 };
 
+/* "parts_ns":{"queued":N,...} into res->parts_ns; a part missing or not a count reads 0. */
+static void client_parts(struct json_object *o, struct coloc_infer_result *res)
+{
+	static const char *const names[COLOC_NR_PARTS] = COLOC_PART_NAMES;
+	struct json_object *parts, *v;
+
+	memset(res->parts_ns, 0, sizeof(res->parts_ns));
+	if (!json_object_object_get_ex(o, "parts_ns", &parts) ||
+	    !json_object_is_type(parts, json_type_object))
+		return;
+	for (int p = 0; p < COLOC_NR_PARTS; p++)
+		if (json_object_object_get_ex(parts, names[p], &v) &&
+		    json_object_is_type(v, json_type_int) && json_object_get_int64(v) > 0)
+			res->parts_ns[p] = (uint64_t)json_object_get_int64(v);
+}
+
 /* The answer line at the buffer's start into res; its output's size in *out_bytes. */
 static int client_parse_answer(struct coloc_client *c, const char *line, size_t len,
 			       struct coloc_infer_result *res, size_t *out_bytes)
@@ -319,6 +335,7 @@ static int client_parse_answer(struct coloc_client *c, const char *line, size_t 
 		res->latency_ns = (uint64_t)json_object_get_int64(v);
 	if (json_object_object_get_ex(o, "exec_ns", &v))
 		res->exec_ns = (uint64_t)json_object_get_int64(v);
+	client_parts(o, res);
 	if (res->status == COLOC_INFER_OK && json_object_object_get_ex(o, "output_bytes", &v))
 		*out_bytes = (size_t)json_object_get_int64(v);
 	json_object_put(o);

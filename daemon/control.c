@@ -424,6 +424,21 @@ static struct json_object *control_pids_json(const struct serving_tenant_info *i
 	return arr;
 }
 
+/* {"queued":{"p50_ms":F,"p95_ms":F},...}: each part of the served queries' latency */
+static struct json_object *control_parts_json(const struct serving_stats_summary *st)
+{
+	struct json_object *o = json_object_new_object();
+
+	for (int p = 0; p < SERVING_NR_PARTS; p++) {
+		struct json_object *part = json_object_new_object();
+
+		control_add_double(part, "p50_ms", control_ms(st->part_p50_ns[p]));
+		control_add_double(part, "p95_ms", control_ms(st->part_p95_ns[p]));
+		json_object_object_add(o, serving_part_names[p], part);
+	}
+	return o;
+}
+
 /* What anyone may see of a serving tenant: its name, state and owner. */
 static struct json_object *control_serving_public_json(const struct serving_tenant_info *in)
 {
@@ -472,6 +487,7 @@ control_serving_tenant_json(struct colocd *d, const struct serving_tenant_info *
 	control_add_double(o, "p50_ms", control_ms(st->p50_ns));
 	control_add_double(o, "p95_ms", control_ms(st->p95_ns));
 	control_add_double(o, "p99_ms", control_ms(st->p99_ns));
+	json_object_object_add(o, "parts", control_parts_json(st));
 	control_add_double(o, "within_qos", st->within_qos);
 	json_object_object_add(o, "offered", json_object_new_int64((int64_t)st->offered));
 	json_object_object_add(o, "served", json_object_new_int64((int64_t)st->served));
@@ -747,6 +763,17 @@ static char *control_infer_error(uint64_t tag, const char *status, const char *w
 	return control_finish(resp);
 }
 
+/* {"queued":N,"dispatch":N,...}: where a query's latency went (serving_stats.h) */
+static struct json_object *control_parts_ns_json(const struct serving_breakdown *b)
+{
+	struct json_object *o = json_object_new_object();
+
+	for (int p = 0; p < SERVING_NR_PARTS; p++)
+		json_object_object_add(o, serving_part_names[p],
+				       json_object_new_int64((int64_t)b->ns[p]));
+	return o;
+}
+
 static void control_infer_done(void *ctx, const struct serving_completion *c)
 {
 	struct control_infer *inf = ctx;
@@ -760,6 +787,7 @@ static void control_infer_done(void *ctx, const struct serving_completion *c)
 			       json_object_new_string(serving_status_name(c->status)));
 	json_object_object_add(resp, "latency_ns", json_object_new_int64((int64_t)c->latency_ns));
 	json_object_object_add(resp, "exec_ns", json_object_new_int64((int64_t)c->exec_ns));
+	json_object_object_add(resp, "parts_ns", control_parts_ns_json(&c->parts));
 	if (ok)
 		json_object_object_add(resp, "output_bytes",
 				       json_object_new_int64((int64_t)c->output_bytes));

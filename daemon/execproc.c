@@ -536,8 +536,11 @@ static void ring(struct execproc *ep, __u32 op)
 	ep->submit_ns = now_ns();
 	ep->seq++;
 	__atomic_store_n(&c->seq, ep->seq, __ATOMIC_RELEASE);
-	/* shared (not FUTEX_PRIVATE): the waiter is another process */
-	syscall(SYS_futex, &c->seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+	/*
+	 * shared (not FUTEX_PRIVATE): the waiters are another process, its
+	 * command thread and its OpenMP team (exec_team_wait), all woken at once
+	 */
+	syscall(SYS_futex, &c->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 static int can_submit(const struct execproc *ep, struct coloc_err *err)
@@ -840,12 +843,31 @@ static bool completion_valid(const struct execproc *ep, const struct coloc_shm_d
  * completion seen), which the block ran inside of: an honest report is
  * never changed.
  */
+static unsigned long long clamp_ns(unsigned long long t, unsigned long long lo,
+				   unsigned long long hi)
+{
+	return t < lo ? lo : t > hi ? hi : t;
+}
+
+/* The executor's stamps, whatever they say, cut [submit, seen] in three ordered parts. */
+static void split_round_trip(struct execproc_result *res, unsigned long long submit,
+			     unsigned long long seen, unsigned long long started,
+			     unsigned long long ended)
+{
+	started = clamp_ns(started, submit, seen);
+	ended = clamp_ns(ended, started, seen);
+	res->dispatch_ns = started - submit;
+	res->run_ns = ended - started;
+	res->notice_ns = seen - ended;
+}
+
 static void fill_result(struct execproc *ep, const struct coloc_shm_done *d,
 			struct execproc_result *res)
 {
-	unsigned long long rtt = now_ns() - ep->submit_ns;
+	unsigned long long seen = now_ns(), rtt = seen - ep->submit_ns;
 
 	res->round_trip_ns = rtt;
+	split_round_trip(res, ep->submit_ns, seen, d->started_ns, d->ended_ns);
 	res->status = d->status;
 	res->error = d->error;
 	res->slot = d->slot;

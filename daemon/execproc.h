@@ -74,6 +74,14 @@ struct execproc_result {
 	unsigned long long block_ns, switch_ns;
 	unsigned long long round_trip_ns; /* from submit to this poll noticing it */
 	bool clamped; /* the executor reported a time outside those bounds */
+	/*
+	 * The round trip in three parts that add up to it: the doorbell until
+	 * the executor took the command (dispatch), its work on it (run: input
+	 * copy, re-pinning, the layers, output copy), its completion until
+	 * this poll (notice). From the executor's clock stamps (shm.h), which
+	 * are untrusted: each is clamped into the round trip.
+	 */
+	unsigned long long dispatch_ns, run_ns, notice_ns;
 	char reason[COLOC_SHM_REASON_LEN];
 };
 

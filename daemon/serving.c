@@ -143,12 +143,14 @@ void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *
 					.status = status,
 					.reason = reason ? reason : "",
 					.latency_ns = now - q->arrival_ns,
-					.exec_ns = q->exec_ns };
+					.exec_ns = q->exec_ns,
+					.parts = q->parts };
 
+	c.parts.ns[COLOC_PART_REPLY] = now - q->mark_ns;
 	if (status == SERVING_QUERY_OK) {
 		c.output = execproc_output(t->ex[q->exec].ep, (unsigned int)q->slot);
 		c.output_bytes = t->out_bytes;
-		serving_stats_served(&t->stats, now, c.latency_ns, t->qos_ns);
+		serving_stats_served(&t->stats, now, c.latency_ns, t->qos_ns, &c.parts);
 	} else if (status == SERVING_QUERY_DROPPED) {
 		t->stats.dropped++;
 		snprintf(t->stats.last_drop, sizeof(t->stats.last_drop), "%s", c.reason);
@@ -374,6 +376,26 @@ void sv_finish_removal(struct serving *s, struct sv_tenant *t)
 
 /* ---- events ----------------------------------------------------------------- */
 
+/*
+ * A block's round trip into q's breakdown, and the wait before it (queued
+ * before its first block, decide before a later one): from the last mark
+ * to the command, taken as now less the round trip, so the parts of all
+ * blocks and the reply add up to the query's latency.
+ */
+static void add_block_parts(struct sv_query *q, bool first_block, const struct execproc_result *r)
+{
+	uint64_t now = sv_now_ns(), submit = now - r->round_trip_ns;
+	uint64_t compute = r->block_ns < r->run_ns ? r->block_ns : r->run_ns;
+
+	q->parts.ns[first_block ? COLOC_PART_QUEUED : COLOC_PART_DECIDE] +=
+		submit > q->mark_ns ? submit - q->mark_ns : 0;
+	q->parts.ns[COLOC_PART_DISPATCH] += r->dispatch_ns;
+	q->parts.ns[COLOC_PART_COMPUTE] += compute;
+	q->parts.ns[COLOC_PART_COPY] += r->run_ns - compute;
+	q->parts.ns[COLOC_PART_NOTICE] += r->notice_ns;
+	q->mark_ns = now;
+}
+
 static void block_finished(struct serving *s, struct sv_tenant *t, struct sv_exec *x,
 			   const struct execproc_result *r)
 {
@@ -405,7 +427,7 @@ static void block_finished(struct serving *s, struct sv_tenant *t, struct sv_exe
 	t->clamped_times += r->clamped;
 	if (r->status == COLOC_SHM_DONE_OK) {
 		policy_block_done(s->policy, &x->blk, measured);
-		sv_update_slowdown(s, t, &x->blk, measured);
+		sv_update_slowdown(s, t, &x->blk, measured, x->blk_corunners == 0);
 		serving_stats_block(&t->stats, x->blk.predicted_ns, measured);
 	}
 	release_block_cores(s, t, x);
@@ -416,6 +438,7 @@ static void block_finished(struct serving *s, struct sv_tenant *t, struct sv_exe
 		return;
 	}
 	q->exec_ns = q->exec_ns + r->block_ns < q->exec_ns ? UINT64_MAX : q->exec_ns + r->block_ns;
+	add_block_parts(q, x->blk.first_layer == 0, r);
 	q->next_layer = x->blk.last_layer;
 	if (q->next_layer >= t->model->nr_layers)
 		sv_complete_query(s, t, q, SERVING_QUERY_OK, NULL);
@@ -912,7 +935,7 @@ int serving_submit(struct serving *s, const char *tenant, const void *input, siz
 	}
 	memcpy(q->input, input, len);
 	q->id = ++s->next_query_id;
-	q->arrival_ns = now;
+	q->arrival_ns = q->mark_ns = now;
 	q->deadline_ns = now + t->qos_ns;
 	q->exec = -1;
 	q->slot = -1;
@@ -1018,11 +1041,12 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));
 	s->core_sig_ns = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_ns));
 	s->core_sig_var = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_var));
+	s->core_floor_var = calloc(POLICY_MAX_CPUS, sizeof(*s->core_floor_var));
 	s->core_sig_now = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_now));
 	s->dom_sig_now = calloc(POLICY_MAX_CPUS, sizeof(*s->dom_sig_now));
 	s->pqueries = calloc(s->max_queue_total, sizeof(*s->pqueries));
 	if ((cfg->executor && !s->executor) || (cfg->cache_dir && !s->cache_dir) || !s->core_sig ||
-	    !s->core_sig_ns || !s->core_sig_var || !s->core_sig_now || !s->dom_sig_now ||
+	    !s->core_sig_ns || !s->core_sig_var || !s->core_floor_var || !s->core_sig_now || !s->dom_sig_now ||
 	    !s->pqueries) {
 		ret = coloc_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
@@ -1063,6 +1087,7 @@ void serving_destroy(struct serving *s)
 	free(s->core_sig);
 	free(s->core_sig_ns);
 	free(s->core_sig_var);
+	free(s->core_floor_var);
 	free(s->core_sig_now);
 	free(s->dom_sig_now);
 	free(s->versions);

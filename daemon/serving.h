@@ -93,6 +93,7 @@ struct serving_completion {
 	const char *reason; /* "" when ok */
 	uint64_t latency_ns; /* from submit to this completion */
 	uint64_t exec_ns; /* of which its blocks ran inside the executor */
+	struct serving_breakdown parts; /* the latency part by part (serving_stats.h) */
 	/* SERVING_QUERY_OK: the outputs (shm.h's layout), valid during the callback only */
 	const void *output;
 	size_t output_bytes;

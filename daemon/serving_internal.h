@@ -43,6 +43,8 @@ struct sv_query {
 	uint64_t arrival_ns, deadline_ns;
 	int next_layer;
 	uint64_t exec_ns; /* sum of its blocks' times inside the executor */
+	struct serving_breakdown parts; /* where its time went so far */
+	uint64_t mark_ns; /* arrival, then when its last block's completion was noticed */
 	int exec; /* the executor whose slot holds it; -1 while it waits for one */
 	int slot; /* its slot there; -1 while it waits for one */
 	bool in_flight;
@@ -92,6 +94,14 @@ struct sv_tenant {
 	int nr_queries;
 	struct serving_stats stats;
 	double norm; /* usual measured / alone ratio of its blocks, 0 before the first */
+	/*
+	 * Its own noise: the mean squared deviation of its blocks' ratio over
+	 * norm from 1.0, over the blocks that ran with no other tenant's block
+	 * in flight (a running mean over the first 1 / SV_NORM_WEIGHT, then an
+	 * EWMA of that weight), and how many there were.
+	 */
+	double alone_var;
+	uint64_t nr_alone;
 	struct policy_signal
 		sig; /* its attributed LLC / DRAM pressure (serving_set_tenant_signal) */
 	unsigned int order; /* admission order, for listing */
@@ -120,6 +130,8 @@ struct serving {
 	uint64_t *core_sig_ns; /* [POLICY_MAX_CPUS]: when core_sig's slowdown was measured */
 	/* [POLICY_MAX_CPUS]: the smoothed squared deviation of blocks' slowdowns from it */
 	double *core_sig_var;
+	/* [POLICY_MAX_CPUS]: the alone_var of the tenants whose blocks ran there, smoothed alike */
+	double *core_floor_var;
 	struct policy_signal *core_sig_now; /* [POLICY_MAX_CPUS]: aged to a round's now */
 	struct policy_signal *dom_sig_now; /* [POLICY_MAX_CPUS] by LLC domain, from core_sig_now */
 
@@ -161,17 +173,20 @@ void sv_schedule(struct serving *s);
 double sv_aged_slowdown(const struct serving *s, int c, uint64_t now);
 /*
  * Core c's level as the policy sees it: the PMU model's where it gives one,
- * else the aged block slowdown beyond its noise (policy_level_beyond_noise).
+ * else the aged block slowdown beyond its noise and its tenants' own
+ * (policy_level_beyond_noise).
  */
 double sv_core_level(const struct serving *s, int c, uint64_t now);
 /* Blocks in flight over all tenants. */
 int sv_blocks_in_flight(const struct serving *s);
 /*
  * t's block d took ns: the per-core slowdown signal of its cores moves
- * towards ns / alone over t's norm (and its variance with it), and the norm
- * towards ns / alone.
+ * towards ns / alone over t's norm (and its variance with it, and its
+ * noise floor towards t's alone_var), and the norm towards ns / alone.
+ * alone: no other tenant's block was in flight when it started (it then
+ * counts in t's alone_var).
  */
 void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct policy_decision *d,
-			uint64_t ns);
+			uint64_t ns, bool alone);
 
 #endif /* COLOC_DAEMON_SERVING_INTERNAL_H */

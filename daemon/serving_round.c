@@ -101,7 +101,8 @@ double sv_core_level(const struct serving *s, int c, uint64_t now)
 
 	if (s->core_sig[c].live & POLICY_SIG_LEVEL_PMU)
 		return mean;
-	return policy_level_beyond_noise(mean, s->core_sig_var[c], SV_SLOWDOWN_WEIGHT);
+	return policy_level_beyond_noise(mean, s->core_sig_var[c], s->core_floor_var[c],
+					 SV_SLOWDOWN_WEIGHT);
 }
 
 static void age_signals(struct serving *s, uint64_t now)
@@ -379,10 +380,10 @@ void sv_schedule(struct serving *s)
 }
 
 void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct policy_decision *d,
-			uint64_t ns)
+			uint64_t ns, bool alone)
 {
 	uint64_t now = sv_now_ns();
-	double raw, ratio, w;
+	double raw, ratio, w, aw;
 
 	if (!d->alone_ns || !ns)
 		return;
@@ -397,6 +398,12 @@ void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct pol
 	t->norm = t->norm > 0 ? t->norm : raw;
 	ratio = raw / t->norm;
 	t->norm = (1 - SV_NORM_WEIGHT * w) * t->norm + SV_NORM_WEIGHT * w * raw;
+	if (alone) {
+		t->nr_alone++;
+		aw = w * (1.0 / (double)t->nr_alone > SV_NORM_WEIGHT ? 1.0 / (double)t->nr_alone :
+								       SV_NORM_WEIGHT);
+		t->alone_var = (1 - aw) * t->alone_var + aw * (ratio - 1) * (ratio - 1);
+	}
 	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
 	     c = policy_cpuset_next(&d->cores, c + 1)) {
 		struct policy_signal *sig = &s->core_sig[c];
@@ -410,6 +417,7 @@ void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct pol
 		a = SV_SLOWDOWN_WEIGHT * w;
 		s->core_sig_var[c] =
 			(1 - a) * s->core_sig_var[c] + a * (ratio - prev) * (ratio - prev);
+		s->core_floor_var[c] = (1 - a) * s->core_floor_var[c] + a * t->alone_var;
 		sig->slowdown = (1 - a) * prev + a * ratio;
 		sig->live |= POLICY_SIG_SLOWDOWN;
 		s->core_sig_ns[c] = now;

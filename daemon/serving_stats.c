@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * Per-tenant serving statistics: fixed rings of the most recent arrivals,
- * completions and latencies (no allocation on the serving path), percentiles
+ * completions, latencies and their breakdowns (no allocation on the
+ * serving path), percentiles
  * computed on demand from a sorted copy, and running sums of the policy's
  * block-latency prediction errors.
  */
@@ -10,6 +11,8 @@
 #include <string.h>
 #include "serving_stats.h"
 
+const char *const serving_part_names[SERVING_NR_PARTS] = COLOC_PART_NAMES;
+
 void serving_stats_offered(struct serving_stats *s, uint64_t now_ns)
 {
 	s->arrivals[s->offered % SERVING_STATS_RING] = now_ns;
@@ -17,10 +20,12 @@ void serving_stats_offered(struct serving_stats *s, uint64_t now_ns)
 }
 
 void serving_stats_served(struct serving_stats *s, uint64_t now_ns, uint64_t latency_ns,
-			  uint64_t qos_ns)
+			  uint64_t qos_ns, const struct serving_breakdown *parts)
 {
 	s->completions[s->served % SERVING_STATS_RING] = now_ns;
 	s->latencies[s->served % SERVING_STATS_RING] = latency_ns;
+	for (int p = 0; p < SERVING_NR_PARTS; p++)
+		s->parts[p][s->served % SERVING_STATS_RING] = parts ? parts->ns[p] : 0;
 	s->served++;
 	if (latency_ns <= qos_ns)
 		s->within_qos++;
@@ -83,6 +88,11 @@ void serving_stats_summarise(const struct serving_stats *s, uint64_t now_ns,
 	out->p50_ns = serving_stats_percentile(sorted, n, 50);
 	out->p95_ns = serving_stats_percentile(sorted, n, 95);
 	out->p99_ns = serving_stats_percentile(sorted, n, 99);
+	for (int p = 0; p < SERVING_NR_PARTS; p++) {
+		memcpy(sorted, s->parts[p], n * sizeof(*sorted));
+		out->part_p50_ns[p] = serving_stats_percentile(sorted, n, 50);
+		out->part_p95_ns[p] = serving_stats_percentile(sorted, n, 95);
+	}
 	out->within_qos = s->served ? (double)s->within_qos / (double)s->served : 0;
 	out->offered = s->offered;
 	out->served = s->served;

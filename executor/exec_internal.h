@@ -124,6 +124,8 @@ struct exec_query {
 };
 
 int exec_slot_for_cores(const struct exec_model *em, int nr_cores);
+/* Threads in the team of the last block the calling thread ran; 0 before any. */
+int exec_team_last_size(void);
 void *exec_buf_ptr(const struct exec_query *q, int tid, const struct exec_buf *b);
 
 #endif /* COLOC_EXEC_INTERNAL_H */

@@ -225,6 +225,7 @@ int exec_query_read_output(const struct exec_query *q, int layer, float *dst, si
  */
 static __thread struct {
 	int nr, pool;
+	int team; /* threads of the last block's team (exec_team_last_size) */
 	bool shared; /* the team may run anywhere on cpus (EXEC_TEAM_SHARED) */
 	int cpus[EXEC_MAX_CPUS];
 	pid_t tids[EXEC_MAX_CPUS]; /* pool thread t's id; 0: not known */
@@ -275,6 +276,11 @@ static int place(pid_t tid, const struct team_plan *p, int cpu)
 {
 	return cpu == TEAM_ANY_CPU ? set_mask(tid, p->cores->cpus, p->cores->nr) :
 				     set_mask(tid, &cpu, 1);
+}
+
+int exec_team_last_size(void)
+{
+	return team_pinned.team;
 }
 
 /* Pool threads 1.. by id, from the caller; -ESRCH when one is gone. */
@@ -486,6 +492,7 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
 		return ret;
 	}
 	t1 = now_ns();
+	team_pinned.team = n;
 	omp_set_num_threads(n);
 	for (int li = first; li < last && !ret; li++) {
 		int v = versions ? versions[li - first] : 0;

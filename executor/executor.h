@@ -101,6 +101,19 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
 			  enum exec_team_placement placement, struct exec_block_stats *stats);
 
 /*
+ * Waits until *word differs from seen and returns its new value, with the
+ * calling thread's OpenMP team parked: the caller and every thread of the
+ * team of the last block it ran sleep in FUTEX_WAIT on word (a shared
+ * futex: the waker may be another process, which should wake all
+ * waiters), the first awake wakes the rest. So between blocks no team
+ * thread spins (GOMP_SPINCOUNT applies only within a block, between its
+ * parallel regions), and the team is awake when the next block's command
+ * lands instead of being woken one parallel region later.
+ * docs/design/serving-path.md says why.
+ */
+uint32_t exec_team_wait(uint32_t *word, uint32_t seen);
+
+/*
  * Additions for tests, tools and benchmarks.
  */
 

@@ -87,49 +87,62 @@ static const char *const op_words[MODEL_OP_COUNT] = {
 	[MODEL_OP_LOG] = "log",
 };
 
-/* MACs and parameters by the conventions of models/README.md. */
-static void count(const struct onnx_ctx *c, const struct model_layer *l, uint64_t *macs,
-		  uint64_t *params)
+/* The product of n factors, or false when one is negative or it passes int64. */
+static bool product(int64_t *out, int n, const int64_t *f)
+{
+	*out = 1;
+	for (int i = 0; i < n; i++)
+		if (!onnx_mul(out, f[i], INT64_MAX))
+			return false;
+	return true;
+}
+
+/*
+ * MACs and parameters by the conventions of models/README.md; false when a
+ * count passes int64 (every product checked: shapes come from the file).
+ */
+static bool count(const struct onnx_ctx *c, const struct model_layer *l, int64_t *macs,
+		  int64_t *params)
 {
 	const struct model_shape *in = l->nr_inputs ? &c->layers[l->inputs[0]].l.out : NULL;
-	uint64_t out = (uint64_t)onnx_elems(&l->out);
+	int64_t out = onnx_elems(&l->out), w, bias;
 
 	*macs = *params = 0;
 	switch (l->op) {
 	case MODEL_OP_CONV:
 	case MODEL_OP_DECONV: {
-		uint64_t per = (uint64_t)(in->dims[1] / l->conv.groups) * l->conv.kh * l->conv.kw;
+		int64_t per, g = l->conv.groups;
 
+		if (g <= 0 || !product(&per, 3, (int64_t[]){ in->dims[1] / g, l->conv.kh, l->conv.kw }))
+			return false;
 		/* a deconv scatters each input through out/groups x kh x kw weights */
-		*macs = l->op == MODEL_OP_CONV ?
-				out * per :
-				(uint64_t)onnx_elems(in) *
-					(uint64_t)(l->conv.out_channels / l->conv.groups) *
-					l->conv.kh * l->conv.kw;
-		*params = (uint64_t)l->conv.out_channels * per +
-			  (l->conv.bias ? l->conv.out_channels : 0);
-		break;
+		bias = l->conv.bias ? l->conv.out_channels : 0;
+		return (l->op == MODEL_OP_CONV ?
+				product(macs, 2, (int64_t[]){ out, per }) :
+				product(macs, 4,
+					(int64_t[]){ onnx_elems(in), l->conv.out_channels / g,
+						     l->conv.kh, l->conv.kw })) &&
+		       product(&w, 2, (int64_t[]){ l->conv.out_channels, per }) &&
+		       !__builtin_add_overflow(w, bias, params);
 	}
 	case MODEL_OP_FC: {
-		uint64_t k = (uint64_t)in->dims[in->ndims - 1];
+		int64_t k = in->dims[in->ndims - 1];
 
-		*macs = out * k;
-		*params = k * (uint64_t)l->fc.out_features + (l->fc.bias ? l->fc.out_features : 0);
-		break;
+		bias = l->fc.bias ? l->fc.out_features : 0;
+		return product(macs, 2, (int64_t[]){ out, k }) &&
+		       product(&w, 2, (int64_t[]){ k, l->fc.out_features }) &&
+		       !__builtin_add_overflow(w, bias, params);
 	}
 	case MODEL_OP_MATMUL:
-		*macs = out * (uint64_t)in->dims[in->ndims - 1];
-		break;
+		return product(macs, 2, (int64_t[]){ out, in->dims[in->ndims - 1] });
 	case MODEL_OP_LAYER_NORM:
-		*params = 2 * (uint64_t)in->dims[in->ndims - 1];
-		break;
+		return product(params, 2, (int64_t[]){ 2, in->dims[in->ndims - 1] });
 	case MODEL_OP_EMBED:
-		*params = (uint64_t)(l->embed.vocab * l->embed.dim);
-		break;
+		return product(params, 2, (int64_t[]){ l->embed.vocab, l->embed.dim });
 	default:
 		if (model_op_is_binary(l->op) && l->binary.has_const)
-			*params = (uint64_t)onnx_elems(&l->binary.cshape);
-		break;
+			*params = onnx_elems(&l->binary.cshape);
+		return *params != INT64_MAX;
 	}
 }
 
@@ -266,17 +279,20 @@ static void put_layer(struct sbuf *b, const struct onnx_ctx *c, const struct onn
 int onnx_emit_text(struct onnx_ctx *c, char **text, size_t *len)
 {
 	struct sbuf b = { 0 };
-	uint64_t macs = 0, params = 0;
+	int64_t macs = 0, params = 0;
 	const char *gname = c->g->name && c->g->name[0] ? c->g->name : "onnx";
 	char name[MODEL_NAME_LEN], head[512];
 	size_t o = 0;
 
 	for (int i = 0; i < c->nr_layers; i++) {
-		uint64_t m, p;
+		int64_t m, p;
 
-		count(c, &c->layers[i].l, &m, &p);
-		macs += m;
-		params += p;
+		if (!count(c, &c->layers[i].l, &m, &p) || __builtin_add_overflow(macs, m, &macs) ||
+		    __builtin_add_overflow(params, p, &params))
+			return coloc_err_set(c->err, -EOPNOTSUPP,
+					     "%s: layer '%s' (from %s): the model's MACs or parameters "
+					     "pass 2^63",
+					     c->file, c->layers[i].l.name, c->layers[i].origin);
 	}
 	/* the model's name follows the layer-name rules */
 	for (const char *s = gname; *s && o < sizeof(name) - 2; s++) {

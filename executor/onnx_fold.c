@@ -18,8 +18,7 @@
 int onnx_axis(struct onnx_ctx *c, int64_t axis, int rank, int *out)
 {
 	if (axis < -rank || axis >= rank)
-		return onnx_refuse(c, -EINVAL, "axis %lld is out of range for rank %d",
-				   (long long)axis, rank);
+		return onnx_refuse(c, -EINVAL, "an axis is out of range for rank %d", rank);
 	*out = (int)(axis < 0 ? axis + rank : axis);
 	return 0;
 }
@@ -30,8 +29,8 @@ static int shape_check(struct onnx_ctx *c, struct model_shape *s)
 
 	for (int i = 0; i < s->ndims; i++) {
 		if (s->dims[i] < 0 || s->dims[i] > (1ll << 32))
-			return onnx_refuse(c, -EINVAL, "a result dim would be %lld",
-					   (long long)s->dims[i]);
+			return onnx_refuse(c, -EINVAL,
+					   "result dim %d would be negative or over 2^32", i);
 		n *= s->dims[i];
 		if (n > ONNX_MAX_CONST_ELEMS)
 			return onnx_refuse(c, -E2BIG, "a result would have more than %lld elements",
@@ -67,24 +66,23 @@ int onnx_reshape_resolve(struct onnx_ctx *c, const struct model_shape *in, const
 			infer = i;
 			d = 1;
 		} else if (d < 0 || d > (1ll << 32)) {
-			return onnx_refuse(c, -EINVAL, "dim %d is %lld", i, (long long)d);
+			return onnx_refuse(c, -EINVAL, "target dim %d is below -1 or over 2^32", i);
 		}
 		out->dims[i] = d;
-		known *= d;
-		if (known > (1ll << 40))
+		if (!onnx_mul(&known, d, 1ll << 40))
 			return onnx_refuse(c, -EINVAL, "the target shape is too large");
 	}
 	if (infer >= 0) {
 		if (!known || total % known)
-			return onnx_refuse(c, -EINVAL, "%lld elements cannot fill the target shape",
-					   (long long)total);
+			return onnx_refuse(c, -EINVAL,
+					   "the input's elements cannot fill the target shape");
 		out->dims[infer] = total / known;
 		known = total;
 	}
 	if (known != total)
 		return onnx_refuse(c, -EINVAL,
-				   "the target shape holds %lld elements, the input %lld",
-				   (long long)known, (long long)total);
+				   "the target shape holds another number of elements than the "
+				   "input");
 	return 0;
 }
 
@@ -245,10 +243,32 @@ int onnx_slice_params(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct
 
 /* ---- folds --------------------------------------------------------------- */
 
+/* What alloc_elems() recorded: too many elements, or out of memory. */
+static int alloc_failed(const struct onnx_ctx *c)
+{
+	return c->err && c->err->code ? c->err->code : -ENOMEM;
+}
+
 static double *alloc_elems(struct onnx_ctx *c, int64_t n)
 {
-	double *d = malloc((size_t)(n ? n : 1) * sizeof(double));
+	int64_t budget = c->decoded_elems > ONNX_MIN_FOLD_BUDGET / 2 ? 2 * c->decoded_elems :
+								       ONNX_MIN_FOLD_BUDGET;
+	double *d;
 
+	if (n < 0 || n > ONNX_MAX_CONST_ELEMS) {
+		onnx_refuse(c, -E2BIG, "a folded constant of more than %lld elements",
+			    ONNX_MAX_CONST_ELEMS);
+		return NULL;
+	}
+	if (n > budget - c->folded_elems) {
+		onnx_refuse(c, -E2BIG,
+			    "folding would make constants of more than %lld elements in all "
+			    "(twice the elements of the file's tensors, at least %lld)",
+			    (long long)budget, ONNX_MIN_FOLD_BUDGET);
+		return NULL;
+	}
+	c->folded_elems += n;
+	d = malloc((size_t)(n ? n : 1) * sizeof(double));
 	if (!d)
 		coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
 	return d;
@@ -261,7 +281,7 @@ static int out_copy(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct o
 	double *d = alloc_elems(c, e);
 
 	if (!d)
-		return -ENOMEM;
+		return alloc_failed(c);
 	memcpy(d, v->data, (size_t)e * sizeof(double));
 	return onnx_output_const(c, n, 0, s, d, v->is_int);
 }
@@ -281,7 +301,7 @@ static int fold_constant(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	if ((a = onnx_attr(n, "value_float")) || (a = onnx_attr(n, "value_int"))) {
 		d = alloc_elems(c, 1);
 		if (!d)
-			return -ENOMEM;
+			return alloc_failed(c);
 		is_int = a->has_i;
 		d[0] = is_int ? (double)a->i : a->f;
 		return onnx_output_const(c, n, 0, &s, d, is_int);
@@ -292,7 +312,7 @@ static int fold_constant(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		s.dims[0] = (int64_t)(is_int ? a->n_ints : a->n_floats);
 		d = alloc_elems(c, s.dims[0]);
 		if (!d)
-			return -ENOMEM;
+			return alloc_failed(c);
 		for (int64_t i = 0; i < s.dims[0]; i++)
 			d[i] = is_int ? (double)a->ints[i] : a->floats[i];
 		return onnx_output_const(c, n, 0, &s, d, is_int);
@@ -318,7 +338,7 @@ static int fold_shape(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	s.dims[0] = end > start ? end - start : 0;
 	d = alloc_elems(c, s.dims[0]);
 	if (!d)
-		return -ENOMEM;
+		return alloc_failed(c);
 	for (int64_t i = 0; i < s.dims[0]; i++)
 		d[i] = (double)in->shape.dims[start + i];
 	return onnx_output_const(c, n, 0, &s, d, true);
@@ -352,7 +372,7 @@ static int fold_cast(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		return onnx_refuse(c, -EOPNOTSUPP, "Cast to data type %lld", (long long)to);
 	d = alloc_elems(c, e);
 	if (!d)
-		return -ENOMEM;
+		return alloc_failed(c);
 	for (int64_t i = 0; i < e; i++) {
 		double x = in->data[i];
 
@@ -439,7 +459,7 @@ static int fold_slice(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	}
 	d = alloc_elems(c, onnx_elems(&s));
 	if (!d)
-		return -ENOMEM;
+		return alloc_failed(c);
 	if (onnx_elems(&s))
 		gather_strided(in->data, base, sst, &s, d);
 	return onnx_output_const(c, n, 0, &s, d, in->is_int);
@@ -471,7 +491,7 @@ static int fold_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	}
 	d = alloc_elems(c, onnx_elems(&s));
 	if (!d)
-		return -ENOMEM;
+		return alloc_failed(c);
 	if (onnx_elems(&s))
 		gather_strided(in->data, 0, sst, &s, d);
 	return onnx_output_const(c, n, 0, &s, d, in->is_int);
@@ -511,7 +531,7 @@ static int fold_concat(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		outer *= s.dims[i];
 	d = alloc_elems(c, onnx_elems(&s));
 	if (!d)
-		return -ENOMEM;
+		return alloc_failed(c);
 	for (int64_t r = 0; r < outer; r++)
 		for (size_t k = 0; k < n->n_input; k++) {
 			struct onnx_value *v = onnx_input(c, n, k);
@@ -559,7 +579,7 @@ static int fold_gather(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	e = onnx_elems(&s);
 	d = alloc_elems(c, e);
 	if (!d)
-		return -ENOMEM;
+		return alloc_failed(c);
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t j = 0; j < ni; j++) {
 			int64_t k = onnx_i64(ix->data[j]);
@@ -568,9 +588,10 @@ static int fold_gather(struct onnx_ctx *c, const Onnx__NodeProto *n)
 				k += d_ax;
 			if (k < 0 || k >= d_ax) {
 				free(d);
-				return onnx_refuse(c, -EINVAL, "index %lld is out of range 0..%lld",
-						   (long long)onnx_i64(ix->data[j]),
-						   (long long)d_ax - 1);
+				return onnx_refuse(c, -EINVAL,
+						   "indices element %lld is out of range for axis "
+						   "%d of the data",
+						   (long long)j, a);
 			}
 			memcpy(d + (o * ni + j) * inner, in->data + (o * d_ax + k) * inner,
 			       (size_t)inner * sizeof(double));
@@ -741,7 +762,7 @@ static int fold_binary(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	e = onnx_elems(&s);
 	d = alloc_elems(c, e);
 	if (!d)
-		return -ENOMEM;
+		return alloc_failed(c);
 	for (int64_t k = 0; k < e; k++) {
 		d[k] = fn(a->data[offset_of(&s, idx, sa)], b->data[offset_of(&s, idx, sb)]);
 		if (!is_int && !op->to_bool)
@@ -775,7 +796,7 @@ static int fold_where(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	e = onnx_elems(&s);
 	d = alloc_elems(c, e);
 	if (!d)
-		return -ENOMEM;
+		return alloc_failed(c);
 	for (int64_t k = 0; k < e; k++) {
 		int w = v[0]->data[offset_of(&s, idx, st[0])] != 0 ? 1 : 2;
 
@@ -800,7 +821,7 @@ int onnx_where_split(struct onnx_ctx *c, const struct onnx_value *cond, const st
 	*z = *m ? alloc_elems(c, e) : NULL;
 	if (!*z) {
 		free(*m);
-		return -ENOMEM;
+		return alloc_failed(c);
 	}
 	for (int64_t i = 0; i < e; i++) {
 		bool takes_k = (cond->data[offset_of(s, idx, sc)] != 0) == k_when_true;
@@ -836,7 +857,7 @@ static int fold_expand(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	e = onnx_elems(&s);
 	d = alloc_elems(c, e);
 	if (!d)
-		return -ENOMEM;
+		return alloc_failed(c);
 	for (int64_t k = 0; k < e; k++) {
 		d[k] = x->data[offset_of(&s, idx, st)];
 		next_index(&s, idx);
@@ -868,7 +889,7 @@ static int fold_range(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		return ret;
 	d = alloc_elems(c, s.dims[0]);
 	if (!d)
-		return -ENOMEM;
+		return alloc_failed(c);
 	for (int64_t i = 0; i < s.dims[0]; i++) {
 		d[i] = v[0]->data[0] + (double)i * v[2]->data[0];
 		if (!is_int)
@@ -915,7 +936,7 @@ static int fold_unary(struct onnx_ctx *c, const Onnx__NodeProto *n)
 			op = &fold_unops[i];
 	d = alloc_elems(c, e);
 	if (!d)
-		return -ENOMEM;
+		return alloc_failed(c);
 	for (int64_t i = 0; i < e; i++)
 		d[i] = op->fn(in->data[i]);
 	return onnx_output_const(c, n, 0, &in->shape, d, op->keeps_int && in->is_int);
@@ -952,7 +973,7 @@ static int fold_constant_of_shape(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	}
 	d = alloc_elems(c, onnx_elems(&s));
 	if (!d)
-		return -ENOMEM;
+		return alloc_failed(c);
 	for (int64_t i = 0; i < onnx_elems(&s); i++)
 		d[i] = fill;
 	return onnx_output_const(c, n, 0, &s, d, is_int);

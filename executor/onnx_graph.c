@@ -31,13 +31,41 @@ static uint32_t name_hash(const char *s)
 	return h;
 }
 
+bool onnx_mul(int64_t *acc, int64_t x, int64_t limit)
+{
+	int64_t r;
+
+	if (x < 0 || __builtin_mul_overflow(*acc, x, &r) || r > limit)
+		return false;
+	*acc = r;
+	return true;
+}
+
 int64_t onnx_elems(const struct model_shape *s)
 {
 	int64_t n = 1;
 
 	for (int i = 0; i < s->ndims; i++)
-		n *= s->dims[i];
+		if (!onnx_mul(&n, s->dims[i], INT64_MAX))
+			return INT64_MAX;
 	return n;
+}
+
+int onnx_shape_check(struct onnx_ctx *c, const struct model_shape *s, const char *what)
+{
+	int64_t n = 1;
+
+	for (int i = 0; i < s->ndims; i++)
+		if (s->dims[i] < 1 || s->dims[i] > ONNX_MAX_DIM)
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "%s: dim %d is outside the 1..%lld coloc allows", what,
+					   i, ONNX_MAX_DIM);
+	for (int i = 0; i < s->ndims; i++)
+		if (!onnx_mul(&n, s->dims[i], ONNX_MAX_ELEMS))
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "%s: more than %lld elements, coloc's limit", what,
+					   ONNX_MAX_ELEMS);
+	return 0;
 }
 
 void onnx_shape_str(const struct model_shape *s, char *buf, size_t len)
@@ -147,7 +175,8 @@ int onnx_attr_ints(struct onnx_ctx *c, const Onnx__NodeProto *n, const char *nam
 		return onnx_refuse(c, -EINVAL,
 				   "attribute '%s' has %zu values, at most %d supported", name,
 				   a->n_ints, max);
-	memcpy(v, a->ints, a->n_ints * sizeof(*v));
+	if (a->n_ints)
+		memcpy(v, a->ints, a->n_ints * sizeof(*v));
 	*nr = (int)a->n_ints;
 	return 0;
 }
@@ -461,6 +490,23 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 	return 0;
 }
 
+/* Whether t holds exactly n values (checked before anything is allocated for them). */
+static bool count_matches(const Onnx__TensorProto *t, int64_t n, int es)
+{
+	if (t->has_raw_data)
+		return t->raw_data.len == (size_t)n * (size_t)es;
+	switch (t->data_type) {
+	case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+		return t->n_float_data == (size_t)n;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+		return t->n_double_data == (size_t)n;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+		return t->n_int64_data == (size_t)n;
+	default:
+		return t->n_int32_data == (size_t)n;
+	}
+}
+
 /* A TensorProto (initializer or Constant's value) into doubles. */
 int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct model_shape *s,
 		       double **data, bool *is_int)
@@ -495,6 +541,11 @@ int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct mo
 
 		if (ret)
 			return ret;
+	} else if (!count_matches(t, n, es)) {
+		return onnx_refuse(c, -EINVAL,
+				   "tensor '%.64s' holds a different number of values than "
+				   "its %lld elements",
+				   name, (long long)n);
 	}
 	d = malloc((size_t)(n ? n : 1) * sizeof(double));
 	if (!d) {
@@ -538,6 +589,7 @@ int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct mo
 					   (long long)i);
 		}
 	*data = d;
+	c->decoded_elems += n;
 	return 0;
 bad_count:
 	free(d);
@@ -768,7 +820,14 @@ int onnx_graph_open(struct onnx_ctx *c, const void *buf, size_t len)
 				     "%s: %zu bytes; a model over 2 GiB must keep its tensors in "
 				     "external data files",
 				     c->file, len);
-	c->mp = onnx__model_proto__unpack(NULL, len, buf);
+	ret = onnx_wire_check_nesting(&onnx__model_proto__descriptor, buf, len, ONNX_MAX_NESTING);
+	if (ret == -ELOOP)
+		return coloc_err_set(c->err, -ELOOP,
+				     "%s: messages nested more than %d deep (graphs inside "
+				     "attributes inside nodes, or types inside types); "
+				     "refused before decoding",
+				     c->file, ONNX_MAX_NESTING);
+	c->mp = ret ? NULL : onnx__model_proto__unpack(NULL, len, buf);
 	if (!c->mp)
 		return coloc_err_set(c->err, -EINVAL,
 				     "%s: not an ONNX model (the protobuf does not decode: "

@@ -105,6 +105,25 @@ static int collect_outputs(struct onnx_ctx *c, struct onnx_import *out)
 	return 0;
 }
 
+/*
+ * The lowered text refused by model_parse(): an importer check is missing.
+ * Only the line is told, not the parser's words: they quote the text's
+ * values, and those may come from a tensor's data.
+ */
+static int refused_by_parser(const char *name, const struct coloc_err *perr,
+			     struct coloc_err *err)
+{
+	size_t len = strlen(name);
+	long line = 0;
+
+	if (!strncmp(perr->msg, name, len) && perr->msg[len] == ':')
+		line = strtol(perr->msg + len + 1, NULL, 10);
+	return coloc_err_set(err, perr->code ? perr->code : -EINVAL,
+			     "%s: the lowered model is refused by coloc's parser at line %ld of "
+			     "its text (%s): a check of the importer is missing, please report it",
+			     name, line, strerror(perr->code ? -perr->code : EINVAL));
+}
+
 /* The parsed text must have exactly the shapes the ONNX graph gives. */
 static int check_parsed(struct onnx_ctx *c, const struct model *m)
 {
@@ -154,9 +173,7 @@ int onnx_import_buffer(const char *name, const void *buf, size_t len,
 	if (!ret) {
 		out->model = model_parse(name, out->text, out->text_len, &perr);
 		if (!out->model)
-			ret = coloc_err_set(err, perr.code ? perr.code : -EINVAL,
-					    "the lowered model is refused by coloc's parser: %s",
-					    coloc_err_str(&perr));
+			ret = refused_by_parser(name, &perr, err);
 	}
 	if (!ret)
 		ret = check_parsed(&c, out->model);

@@ -58,7 +58,10 @@ struct onnx_import {
  * relative to name's directory: the working directory when name has no
  * '/'). Returns 0
  * and fills out (free with onnx_import_free()), or a negative errno with the
- * reason in err. Never crashes on malformed input (fuzzed in onnx_test).
+ * reason in err. Never crashes on malformed input (fuzzed: tests/fuzz/fuzz_onnx.c,
+ * docs/fuzzing.md); messages name nodes, shapes and positions, never a value
+ * of a tensor's data. Messages nested over 64 deep (ONNX_MAX_NESTING) are refused
+ * (-ELOOP) before decoding.
  */
 int onnx_import_buffer(const char *name, const void *buf, size_t len,
 		       const struct onnx_import_opts *opts, struct onnx_import *out,

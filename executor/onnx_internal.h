@@ -4,6 +4,7 @@
  * name, each either a constant or the output of a coloc layer), the coloc
  * layers built so far with their parameters, and the helpers every op uses.
  *
+ *   onnx_wire.c    the nesting limit, checked on the wire before unpacking
  *   onnx_graph.c   file in, protobuf unpack, values, initializers, inputs
  *   onnx_fold.c    constant folding and Shape (shape subgraphs vanish)
  *   onnx_lower.c   one function per op into coloc layers, with the fusions
@@ -22,9 +23,23 @@
 #include "onnx_import.h"
 
 #define ONNX_MAX_CONST_ELEMS (1ll << 28) /* a folded constant (ConstantOfShape) */
+/*
+ * All the constants folding makes together: at most twice the elements of
+ * the tensors the file holds, or this many when that is less. A Range or a
+ * ConstantOfShape in a few bytes cannot make gigabytes.
+ */
+#define ONNX_MIN_FOLD_BUDGET (1ll << 20)
+/* a layer's dims and elements: the bounds coloc's parser puts on them (model_infer.c) */
+#define ONNX_MAX_DIM (1ll << 24)
+#define ONNX_MAX_ELEMS (1ll << 32)
 #define ONNX_MAX_NODES 200000
 #define ONNX_MAX_VALUES 1000000
 #define ONNX_MAX_RANK MODEL_MAX_DIMS
+/*
+ * Messages inside messages, the ModelProto being depth 0: a graph inside an
+ * If inside a graph takes 3 levels more, so real files stay far below it.
+ */
+#define ONNX_MAX_NESTING 64
 
 /* A named tensor of the graph. */
 struct onnx_value {
@@ -64,6 +79,9 @@ struct onnx_ctx {
 	int *hash; /* open addressing over vals, -1 = empty */
 	int hash_cap;
 	int *readers; /* per value, the nodes reading it, in graph order */
+
+	/* elements of the tensors read from the file, and of the constants folds made */
+	int64_t decoded_elems, folded_elems;
 
 	struct onnx_layer *layers;
 	int nr_layers, cap_layers;
@@ -122,7 +140,31 @@ const char *onnx_attr_str(const Onnx__NodeProto *n, const char *name, char *buf,
 __attribute__((format(printf, 3, 4))) int onnx_refuse(struct onnx_ctx *c, int code, const char *fmt,
 						      ...);
 void onnx_shape_str(const struct model_shape *s, char *buf, size_t len);
+/*
+ * The checked arithmetic every size goes through. onnx_mul() multiplies
+ * *acc by x unless x is negative or the product would pass limit (false
+ * then, *acc unchanged). onnx_elems() is a shape's element count, or
+ * INT64_MAX for a negative dim or a count past int64: every caller's bound
+ * refuses that, so no product of dims ever overflows.
+ */
+bool onnx_mul(int64_t *acc, int64_t x, int64_t limit);
 int64_t onnx_elems(const struct model_shape *s);
+/*
+ * Refuses (through onnx_refuse) a layer's shape with a dim outside
+ * 1..ONNX_MAX_DIM or more than ONNX_MAX_ELEMS elements; what names the
+ * tensor. The message gives the dim's position, never its value (it may
+ * come from a constant's data).
+ */
+int onnx_shape_check(struct onnx_ctx *c, const struct model_shape *s, const char *what);
+
+/*
+ * onnx_wire.c: walks the wire format of a message of type desc in data
+ * (len bytes) without decoding it: 0, -ELOOP when messages nest deeper
+ * than max_depth (at most ONNX_MAX_NESTING), -EINVAL when it is not a
+ * well-formed protobuf.
+ */
+int onnx_wire_check_nesting(const ProtobufCMessageDescriptor *desc, const void *data, size_t len,
+			    int max_depth);
 
 /* onnx_fold.c */
 /* ONNX Reshape's target (0 copies a dim unless allowzero, one -1 is inferred) of in. */

@@ -93,6 +93,9 @@ static int new_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, enum model_op
 				   "the result has rank %d; coloc tensors have 1 to %d "
 				   "dims",
 				   out->ndims, MODEL_MAX_DIMS);
+	ret = onnx_shape_check(c, out, "the result");
+	if (ret)
+		return ret;
 	ret = onnx_layer_add(c, op, node_label(n), &l);
 	if (ret)
 		return ret;
@@ -693,7 +696,9 @@ static int lower_act(struct onnx_ctx *c, const Onnx__NodeProto *n)
 			alpha = lo;
 			beta = hi;
 		} else {
-			return onnx_refuse(c, -EOPNOTSUPP, "Clip(%g, %g): min above max", lo, hi);
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "Clip's min is above its max, or a bound is beyond "
+					   "+-1e30");
 		}
 	}
 	if (ret)
@@ -1418,8 +1423,8 @@ static int lower_resize(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	} else if (sc && sc->data && onnx_elems(&sc->shape) == 4) {
 		for (int i = 0; i < 4; i++) {
 			if (!(sc->data[i] > 0 && sc->data[i] <= 1024))
-				return onnx_refuse(c, -EOPNOTSUPP, "scale %g (0..1024)",
-						   sc->data[i]);
+				return onnx_refuse(c, -EOPNOTSUPP,
+						   "scales element %d is outside (0, 1024]", i);
 			out.dims[i] = (int64_t)floor((double)x->shape.dims[i] * sc->data[i]);
 		}
 	} else {
@@ -1440,10 +1445,10 @@ static int lower_resize(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		       !strncmp(nm, "round_prefer_", 13)));
 	if (!ok)
 		return onnx_refuse(c, -EOPNOTSUPP,
-				   "mode '%s', coordinates '%s', nearest_mode '%s' to %lldx%lld: "
-				   "coloc resizes nearest by integer factors (asymmetric + floor, "
-				   "or half_pixel) and linear with half_pixel",
-				   mode, ctm, nm, (long long)out.dims[2], (long long)out.dims[3]);
+				   "mode '%s', coordinates '%s', nearest_mode '%s': coloc "
+				   "resizes nearest by integer factors (asymmetric + floor, or "
+				   "half_pixel) and linear with half_pixel",
+				   mode, ctm, nm);
 	ret = new_layer(c, n, MODEL_OP_RESIZE, &x, 1, &out, &l);
 	if (!ret)
 		l->l.resize.linear = linear;
@@ -1572,15 +1577,17 @@ static int lower_pad(struct onnx_ctx *c, const Onnx__NodeProto *n)
 			pads[i] = onnx_i64(pv->data[i]);
 		value = vv ? (float)vv->data[0] : 0.0f;
 	}
-	if (nr != 2 * r || !(fabsf(value) <= 1e30f))
-		return onnx_refuse(c, -EINVAL, "%d pads for rank %d, value %g", nr, r, value);
+	if (nr != 2 * r)
+		return onnx_refuse(c, -EINVAL, "%d pads for rank %d", nr, r);
+	if (!(fabsf(value) <= 1e30f))
+		return onnx_refuse(c, -EINVAL, "the pad value is NaN or beyond +-1e30");
 	out = x->shape;
 	for (int i = 0; i < r; i++) {
 		if (pads[i] < 0 || pads[r + i] < 0 || pads[i] > 65536 || pads[r + i] > 65536)
 			return onnx_refuse(c, -EOPNOTSUPP,
-					   "pads %lld, %lld (coloc pads by 0 to 65536, no "
-					   "cropping)",
-					   (long long)pads[i], (long long)pads[r + i]);
+					   "the pads of axis %d are outside 0..65536 (coloc "
+					   "pads, it does not crop)",
+					   i);
 		out.dims[i] += pads[i] + pads[r + i];
 	}
 	ret = new_layer(c, n, MODEL_OP_PAD, &x, 1, &out, &l);
@@ -1673,9 +1680,8 @@ static int lower_pow(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		return alias(c, n, x);
 	if (e->data[0] != 2)
 		return onnx_refuse(c, -EOPNOTSUPP,
-				   "Pow by %g (coloc lowers Pow by 2, a mul of x by itself, and "
-				   "by 1)",
-				   e->data[0]);
+				   "the exponent is neither 1 nor 2 (coloc lowers Pow by 2, a "
+				   "mul of x by itself, and by 1)");
 	return new_layer(c, n, MODEL_OP_MUL, ins, 2, &x->shape, &l);
 }
 

@@ -68,9 +68,10 @@ void policy_domain_signals(const struct policy_config *cfg, const struct policy_
 	}
 }
 
-double policy_level_beyond_noise(double mean, double var, double weight)
+double policy_level_beyond_noise(double mean, double var, double floor_var, double weight)
 {
-	double se = var > 0 && weight > 0 && weight < 2 ? sqrt(var * weight / (2 - weight)) : 0;
+	double v = var > floor_var ? var : floor_var;
+	double se = v > 0 && weight > 0 && weight < 2 ? sqrt(v * weight / (2 - weight)) : 0;
 
 	return mean - 2 * se > 1.0 ? mean - 2 * se : 1.0;
 }

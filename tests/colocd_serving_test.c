@@ -332,7 +332,8 @@ TEST_F_TIMEOUT(wire, submit_infer_status__two_tenants_outputs_equal_in_process_r
 	struct coloc_infer_result res;
 	struct json_object *t, *resp, *arr;
 	size_t out_elems = 0;
-	uint64_t rt[30], ex[30], over[30];
+	uint64_t rt[30], ex[30], over[30], parts;
+	struct json_object *jparts;
 	float *want, *got, max_err, max_ref;
 	pid_t pa, pb;
 	bool found = false;
@@ -363,6 +364,12 @@ TEST_F_TIMEOUT(wire, submit_infer_status__two_tenants_outputs_equal_in_process_r
 		TH_LOG("query %d (%s): max |error| %g, max |value| %g", i, name, max_err, max_ref);
 		EXPECT_LE(res.exec_ns, res.latency_ns);
 		EXPECT_GT(res.exec_ns, 0);
+		/* the answer's parts add up to its latency; compute is the executor's time */
+		parts = 0;
+		for (int p = 0; p < COLOC_NR_PARTS; p++)
+			parts += res.parts_ns[p];
+		EXPECT_EQ(res.latency_ns, parts);
+		EXPECT_EQ(res.exec_ns, res.parts_ns[COLOC_PART_COMPUTE]);
 		if (i) { /* the first warms the executor */
 			rt[i - 1] = tu_now_ns() - t0;
 			ex[i - 1] = res.exec_ns;
@@ -389,6 +396,20 @@ TEST_F_TIMEOUT(wire, submit_infer_status__two_tenants_outputs_equal_in_process_r
 		EXPECT_LE(num_of(t, "p50_ms"), num_of(t, "p95_ms"));
 		EXPECT_LE(num_of(t, "p95_ms"), num_of(t, "p99_ms"));
 		EXPECT_EQ(QOS_MS, num_of(t, "qos_ms"));
+		/* each part of every query is at most its latency, so are their percentiles */
+		ASSERT_TRUE(json_object_object_get_ex(t, "parts", &jparts));
+		for (int p = 0; p < COLOC_NR_PARTS; p++) {
+			static const char *const names[COLOC_NR_PARTS] = COLOC_PART_NAMES;
+			struct json_object *part = NULL;
+
+			ASSERT_TRUE(json_object_object_get_ex(jparts, names[p], &part))
+			TH_LOG("%s", names[p]);
+			EXPECT_LE(0, num_of(part, "p50_ms"));
+			EXPECT_LE(num_of(part, "p50_ms"), num_of(part, "p95_ms"));
+			EXPECT_LE(num_of(part, "p50_ms"), num_of(t, "p50_ms"));
+			EXPECT_LE(num_of(part, "p95_ms"), num_of(t, "p95_ms"));
+		}
+		EXPECT_GT(num_of(json_object_object_get(jparts, "compute"), "p50_ms"), 0);
 		json_object_put(t);
 	}
 	resp = call(self, "{\"cmd\":\"status\"}");

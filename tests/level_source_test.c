@@ -237,6 +237,55 @@ static int make_serving(struct serving **s, const char *cache, struct coloc_err 
 }
 
 /*
+ * Core 0's level after 20 blocks of a tenant alone at lo and hi times its
+ * alone latency in turn, then 5 blocks at 3x with another tenant's beside
+ * them; *unfloored: the same level tested against the core's own spread
+ * only.
+ */
+static double level_after_slow_blocks(struct serving *s, double lo, double hi, double *unfloored)
+{
+	struct policy_decision d = { .alone_ns = 1000000000 };
+	struct sv_tenant t = { .norm = 1.0 };
+	uint64_t now;
+
+	policy_cpuset_set(&d.cores, 0);
+	for (int i = 0; i < 20; i++)
+		sv_update_slowdown(s, &t, &d, (uint64_t)((i % 2 ? hi : lo) * 1e9), true);
+	for (int i = 0; i < 5; i++)
+		sv_update_slowdown(s, &t, &d, 3000000000ull, false);
+	now = sv_now_ns();
+	*unfloored = policy_level_beyond_noise(sv_aged_slowdown(s, 0, now), s->core_sig_var[0], 0,
+					       SV_SLOWDOWN_WEIGHT);
+	return sv_core_level(s, 0, now);
+}
+
+/*
+ * After a tenant whose blocks alone run 1x every time, five 3x blocks are
+ * a level; after one whose blocks alone alternate 1x and 3x (its own
+ * noise), the same five are not: against the core's own spread they would
+ * be, against the tenant's they are within it, and the level stays 1.0.
+ */
+TEST_F(level_source, serving_level__a_tenants_alone_noise_is_no_level_on_its_cores)
+{
+	double quiet, noisy, quiet_core, noisy_core;
+	struct serving *s;
+
+	ASSERT_EQ(0, make_serving(&s, self->dir, &self->err)) TH_LOG("%s", self->err.msg);
+	quiet = level_after_slow_blocks(s, 1.0, 1.0, &quiet_core);
+	serving_destroy(s);
+	ASSERT_EQ(0, make_serving(&s, self->dir, &self->err)) TH_LOG("%s", self->err.msg);
+	noisy = level_after_slow_blocks(s, 1.0, 3.0, &noisy_core);
+	serving_destroy(s);
+	TH_LOG("level after five 3x blocks: %.4f (quiet tenant), %.4f (noisy tenant, %.4f against "
+	       "the core's spread only)",
+	       quiet, noisy, noisy_core);
+	EXPECT_GT(quiet, 1.0);
+	EXPECT_EQ(quiet_core, quiet);
+	EXPECT_GT(noisy_core, 1.0);
+	EXPECT_EQ(1.0, noisy);
+}
+
+/*
  * Core 0 gets its level from the model, core 1 does not: a block of 3x its
  * alone time on both moves only core 1, by the weight serving_round.c
  * gives a first block (SV_SLOWDOWN_WEIGHT * w from the prior 1.0).
@@ -263,7 +312,7 @@ TEST_F(level_source, serving_hook__block_slowdown_leaves_a_pmu_core_alone)
 	policy_cpuset_set(&d.cores, 0);
 	policy_cpuset_set(&d.cores, 1);
 	t->norm = 1.0;
-	sv_update_slowdown(s, t, &d, 3 * d.alone_ns);
+	sv_update_slowdown(s, t, &d, 3 * d.alone_ns, false);
 	w = (double)d.alone_ns / ((double)d.alone_ns + SV_SMALL_BLOCK_NS);
 	/* core 0: the model's 1.4, aged by the microseconds since it was set */
 	ASSERT_LT(fabs(s->core_sig[0].slowdown - 1.4), 1e-12);

@@ -1215,16 +1215,16 @@ TEST(policy_level_beyond_noise__is_what_the_mean_exceeds_two_standard_errors_by)
 {
 	double mean = 1.0, var = 0;
 
-	EXPECT_EQ(1.5, policy_level_beyond_noise(1.5, 0, 0.3));
-	EXPECT_GT(1e-12, fabs(1.3 - policy_level_beyond_noise(1.5, 0.17 / 3, 0.3)));
-	EXPECT_EQ(1.0, policy_level_beyond_noise(1.15, 0.17 / 3, 0.3));
-	EXPECT_EQ(1.0, policy_level_beyond_noise(0.9, 0, 0.3));
-	EXPECT_EQ(1.0, policy_level_beyond_noise(1.6, 1.2, 0.3));
+	EXPECT_EQ(1.5, policy_level_beyond_noise(1.5, 0, 0, 0.3));
+	EXPECT_GT(1e-12, fabs(1.3 - policy_level_beyond_noise(1.5, 0.17 / 3, 0, 0.3)));
+	EXPECT_EQ(1.0, policy_level_beyond_noise(1.15, 0.17 / 3, 0, 0.3));
+	EXPECT_EQ(1.0, policy_level_beyond_noise(0.9, 0, 0, 0.3));
+	EXPECT_EQ(1.0, policy_level_beyond_noise(1.6, 1.2, 0, 0.3));
 	for (int i = 0; i < 10; i++) {
 		var = 0.7 * var + 0.3 * (1.5 - mean) * (1.5 - mean);
 		mean = 0.7 * mean + 0.3 * 1.5;
 	}
-	EXPECT_GT(1e-4, fabs(1.4027 - policy_level_beyond_noise(mean, var, 0.3)));
+	EXPECT_GT(1e-4, fabs(1.4027 - policy_level_beyond_noise(mean, var, 0, 0.3)));
 	mean = 1.0;
 	var = 0;
 	for (int i = 0; i < 10; i++) {
@@ -1233,7 +1233,42 @@ TEST(policy_level_beyond_noise__is_what_the_mean_exceeds_two_standard_errors_by)
 		var = 0.7 * var + 0.3 * (r - mean) * (r - mean);
 		mean = 0.7 * mean + 0.3 * r;
 	}
-	EXPECT_EQ(1.0, policy_level_beyond_noise(mean, var, 0.3));
+	EXPECT_EQ(1.0, policy_level_beyond_noise(mean, var, 0, 0.3));
+}
+
+/* An EWMA (weight 0.3) from the prior 1.0 over n blocks at slowdown r. */
+static void ewma_blocks(double r, int n, double *mean, double *var)
+{
+	*mean = 1.0;
+	*var = 0;
+	for (int i = 0; i < n; i++) {
+		*var = 0.7 * *var + 0.3 * (r - *mean) * (r - *mean);
+		*mean = 0.7 * *mean + 0.3 * r;
+	}
+}
+
+/*
+ * Both sides of the test against the tenants' own noise (floor_var). Two
+ * blocks at 3x in a row (mean 2.02, var 1.428) pass the core's own test
+ * (standard error sqrt(1.428 x 3 / 17) = 0.502: level 1.016), but not
+ * against a tenant whose blocks alone spread with var 2.0 (0.594: 0.83,
+ * so 1.0). Ten blocks at 3x (mean 2.9435, var 0.157) are a level against
+ * that floor too (2.9435 - 1.188 = 1.755); ten at 1.5x on a quiet tenant
+ * (floor 0.01, just above the core's var 0.0098: 1.4859 - 2 x
+ * sqrt(0.01 x 3 / 17) = 1.4019) stay a level.
+ */
+TEST(policy_level_beyond_noise__a_tenants_own_noise_is_no_level_a_lasting_slowdown_is)
+{
+	double mean, var;
+
+	ewma_blocks(3.0, 2, &mean, &var);
+	EXPECT_GT(1e-9, fabs(1.428 - var));
+	EXPECT_GT(1e-6, fabs(1.016008 - policy_level_beyond_noise(mean, var, 0, 0.3)));
+	EXPECT_EQ(1.0, policy_level_beyond_noise(mean, var, 2.0, 0.3));
+	ewma_blocks(3.0, 10, &mean, &var);
+	EXPECT_GT(1e-6, fabs(1.755328 - policy_level_beyond_noise(mean, var, 2.0, 0.3)));
+	ewma_blocks(1.5, 10, &mean, &var);
+	EXPECT_GT(1e-6, fabs(1.401859 - policy_level_beyond_noise(mean, var, 0.01, 0.3)));
 }
 
 TEST_F(pol, model_wise_decide__takes_the_fewest_cores_whose_alone_latency_meets_qos)

@@ -52,6 +52,7 @@ struct qrec {
 	enum serving_status status;
 	char reason[256];
 	uint64_t latency_ns, exec_ns;
+	struct serving_breakdown parts;
 	float *out;
 	size_t out_bytes;
 };
@@ -65,6 +66,7 @@ static void on_done(void *ctx, const struct serving_completion *c)
 	snprintf(r->reason, sizeof(r->reason), "%s", c->reason);
 	r->latency_ns = c->latency_ns;
 	r->exec_ns = c->exec_ns;
+	r->parts = c->parts;
 	r->out_bytes = c->output_bytes;
 	if (c->output) {
 		r->out = malloc(c->output_bytes);
@@ -345,6 +347,51 @@ TEST_F(serving, submit__outputs_equal_in_process_run)
 	EXPECT_LE(info.stats.p95_ns, info.stats.p99_ns);
 	EXPECT_EQ(0, info.queued + info.in_flight);
 	free(want);
+}
+
+TEST_F(serving, breakdown__parts_add_up_to_the_latency_compute_is_the_executors)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info info;
+	int range[2] = { 0, 3 };
+
+	ASSERT_EQ(0, admit(self, "mnv2", QOS_NS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(wait_ready(self, "mnv2"));
+	make_input(self, "mnv2");
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, submit(self, "mnv2", i, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
+	for (int i = 0; i < 3; i++) {
+		const struct qrec *q = &self->q[i];
+		uint64_t sum = 0;
+
+		ASSERT_EQ(SERVING_QUERY_OK, q->status) TH_LOG("%s", q->reason);
+		for (int p = 0; p < SERVING_NR_PARTS; p++) {
+			TH_LOG("query %d %s: %.3f ms", i, serving_part_names[p],
+			       q->parts.ns[p] / 1e6);
+			sum += q->parts.ns[p];
+		}
+		EXPECT_EQ(q->latency_ns, sum);
+		/* the executor's own block times, which it measures inside its run */
+		EXPECT_EQ(q->exec_ns, q->parts.ns[COLOC_PART_COMPUTE]);
+		/* a doorbell and a completion each take a system call and a wake-up */
+		EXPECT_GT(q->parts.ns[COLOC_PART_DISPATCH], 0);
+		EXPECT_GT(q->parts.ns[COLOC_PART_NOTICE], 0);
+	}
+	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", &info));
+	for (int p = 0; p < SERVING_NR_PARTS; p++) {
+		uint64_t v[3], lo = UINT64_MAX, hi = 0;
+
+		for (int i = 0; i < 3; i++) {
+			v[i] = self->q[i].parts.ns[p];
+			lo = v[i] < lo ? v[i] : lo;
+			hi = v[i] > hi ? v[i] : hi;
+		}
+		/* nearest rank of 3: the middle one, and the largest */
+		EXPECT_EQ(serving_stats_percentile(v, 3, 50), info.stats.part_p50_ns[p]);
+		EXPECT_EQ(hi, info.stats.part_p95_ns[p]);
+		EXPECT_LE(lo, info.stats.part_p50_ns[p]);
+	}
 }
 
 /* The solo latency as the profile says, computed here from the file's cells. */
@@ -1141,7 +1188,7 @@ TEST(serving_stats__rates_count_the_last_window_only)
 	for (int i = 0; i < 20; i++)
 		serving_stats_offered(&st, now - 1000);
 	for (int i = 0; i < 15; i++)
-		serving_stats_served(&st, now - 500, i < 12 ? 1000 : 3000, 2000);
+		serving_stats_served(&st, now - 500, i < 12 ? 1000 : 3000, 2000, NULL);
 	serving_stats_summarise(&st, now, &sum);
 	EXPECT_EQ(25, sum.offered);
 	EXPECT_EQ(20.0 / (SERVING_STATS_WINDOW_NS / 1e9), sum.offered_rate);

@@ -66,12 +66,15 @@
 #                One row per policy measured; NA where coloc-load failed.
 #   points.tsv   mix policy phase total_qps duration_s tenant qps sent
 #                completed within_qos p99_ms solo_ms qos_ms pass search
-#                executors
+#                executors parts_p50_ms parts_p95_ms
 #                (p99_ms over the completed queries; 0 when none)
 #                one row per tenant per load point; phase: medium, grow,
 #                shrink or bisect; pass: the whole point's verdict (0/1);
 #                search: which of the cell's searches (1..N, its seed);
-#                executors: the tenant's executor processes (--executors).
+#                executors: the tenant's executor processes (--executors);
+#                parts_*: where colocd's latency went, each part's own
+#                percentile, as queued=F,dispatch=F,... (protocol.h's
+#                enum coloc_latency_part).
 #   blocks-MIX-POLICY.tsv  colocd --block-log of that run: every block's
 #                prediction and measurement (header in the file; README).
 #   mape.tsv     mix policy tenant blocks prediction_mape prediction_bias
@@ -303,6 +306,9 @@ else
 		QOS[$m]=$(qos_ms_of "$SERVED_P95_MS")
 		printf '  %-16s profiled %8.3f ms, served alone p50 %8.3f ms, p95 %8.3f ms -> QoS %s ms\n' \
 			"$m" "${PROFILED[$m]}" "${SOLO[$m]}" "$SERVED_P95_MS" "${QOS[$m]}"
+		printf '  %-16s in colocd, p50 / p95 ms: %s\n' "" "$(jq -r '.tenants[0].colocd_parts |
+			[to_entries[] | "\(.key) \(.value.p50_ms) / \(.value.p95_ms)"] | join(", ")' \
+			<<<"$SERVED_JSON")"
 	done
 	stop_colocd
 fi
@@ -355,7 +361,7 @@ echo "bench-qos: $([ "$QUICK" = 1 ] && echo quick || echo full) run of ${#POLICI
 # ---- one load point -------------------------------------------------------------
 rm -rf "$OUT"
 mkdir -p "$OUT"
-printf 'mix\tpolicy\tphase\ttotal_qps\tduration_s\ttenant\tqps\tsent\tcompleted\twithin_qos\tp99_ms\tsolo_ms\tqos_ms\tpass\tsearch\texecutors\n' \
+printf 'mix\tpolicy\tphase\ttotal_qps\tduration_s\ttenant\tqps\tsent\tcompleted\twithin_qos\tp99_ms\tsolo_ms\tqos_ms\tpass\tsearch\texecutors\tparts_p50_ms\tparts_p95_ms\n' \
 	>"$OUT/points.tsv"
 printf 'mix\tpolicy\tqos_qps\tp99_over_solo\tsearches\n' >"$OUT/results.tsv"
 printf 'mix\tpolicy\ttenant\tblocks\tprediction_mape\tprediction_bias\n' >"$OUT/mape.tsv"
@@ -375,15 +381,17 @@ run_point() { # mix policy phase total search
 		echo "bench-qos: coloc-load failed at $total QPS under --policy $policy ($mix)" >&2
 		return 1
 	fi
-	rows=$(jq -r '.tenants[] | [.name, .qps, .sent, .completed, .within_qos, .p99_ms] | @tsv' "$json")
+	rows=$(jq -r '.tenants[] | [.name, .qps, .sent, .completed, .within_qos, .p99_ms,
+		([.colocd_parts | to_entries[] | "\(.key)=\(.value.p50_ms)"] | join(",")),
+		([.colocd_parts | to_entries[] | "\(.key)=\(.value.p95_ms)"] | join(","))] | @tsv' "$json")
 	PASS=$(awk -v f="$PASS_FRACTION" '{ if ($5 < f) bad = 1 } END { print bad ? 0 : 1 }' <<<"$rows")
 	WORST_P99=0
 	line=
-	while IFS=$'\t' read -r name qps sent answered within p99; do
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mix" \
+	while IFS=$'\t' read -r name qps sent answered within p99 parts50 parts95; do
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mix" \
 			"$policy" "$phase" "$total" "$d" "$name" "$qps" "$sent" "$answered" "$within" \
 			"$p99" "${SOLO[$name]}" "${QOS[$name]}" "$PASS" "$search" "$(cell_executors "$policy")" \
-			>>"$OUT/points.tsv"
+			"$parts50" "$parts95" >>"$OUT/points.tsv"
 		# more than 1 % unanswered: the p99 of all its queries is a miss
 		WORST_P99=$(awk -v a="$WORST_P99" -v p="$p99" -v s="${SOLO[$name]}" -v n="$sent" \
 			-v c="$answered" 'BEGIN { r = (n > 0 && c >= 0.99 * n) ? p / s : "inf";

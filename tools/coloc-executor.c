@@ -8,7 +8,8 @@
  * [first, last) of the query in slot s with these versions on these cores"
  * one at a time: it sleeps on a futex until colocd rings, runs the block,
  * writes the completion and writes to its end of colocd's doorbell pipe.
- * It never spins.
+ * Between blocks it never spins: its OpenMP team sleeps on the same futex
+ * (exec_team_wait) and wakes with it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,7 +17,6 @@
 #include <getopt.h>
 #include <grp.h>
 #include <linux/capability.h>
-#include <linux/futex.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -451,10 +452,12 @@ static void run_command(struct server *s, const struct coloc_shm_cmd *c, struct 
 	s->progress[slot] = first ? (last > s->progress[slot] ? last : s->progress[slot]) : last;
 }
 
-static void futex_wait(__u32 *word, __u32 val)
+static __u64 now_ns(void)
 {
-	/* shared futex: the waker is colocd; EAGAIN/EINTR just mean look again */
-	syscall(SYS_futex, word, FUTEX_WAIT, val, NULL, NULL, 0);
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }
 
 static int serve(struct server *s)
@@ -472,10 +475,12 @@ static int serve(struct server *s)
 		__u32 op;
 
 		if (seq == seen) {
-			futex_wait(&c->seq, seen);
+			/* the team sleeps with the caller, and wakes with it */
+			exec_team_wait(&c->seq, seen);
 			continue;
 		}
 		seen = seq;
+		d->started_ns = now_ns();
 		__atomic_store_n(&d->started_seq, seq, __ATOMIC_RELEASE);
 		op = c->op;
 		d->status = COLOC_SHM_DONE_OK;
@@ -488,6 +493,7 @@ static int serve(struct server *s)
 			run_command(s, c, d);
 		else if (op != COLOC_SHM_OP_NOP && op != COLOC_SHM_OP_EXIT)
 			refuse(d, -EINVAL, "unknown command %u", op);
+		d->ended_ns = now_ns();
 		__atomic_store_n(&d->seq, seq, __ATOMIC_RELEASE);
 		if (write(s->done_fd, &one, sizeof(one)) < 0)
 			return -errno;

@@ -8,7 +8,8 @@
  * infer. Between arrivals the process sleeps in ppoll() until the next one or
  * a completion, so its own CPU cost (reported) stays small beside what it
  * measures. Latency is taken here, from just before the send to the receipt
- * of the answer, and colocd's own latency_ns is reported beside it.
+ * of the answer, and colocd's own latency_ns is reported beside it, with
+ * where it went part by part (the answers' parts_ns).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -89,6 +90,7 @@ struct load_tenant {
 	uint64_t sent, sent_total, outcome[LOAD_NR_OUTCOMES], within_qos, outstanding;
 	char first_reason[LOAD_NR_OUTCOMES][LOAD_REASON_LEN];
 	uint64_t *lat_ns, *colocd_ns; /* of OK answers */
+	uint64_t *parts_ns[COLOC_NR_PARTS]; /* their colocd latency part by part */
 	size_t nr_lat, cap_lat;
 	uint64_t max_slip_ns; /* how late a send started after its arrival time */
 };
@@ -384,23 +386,33 @@ static int load_prepare(void)
 	return 0;
 }
 
-static int lat_push(struct load_tenant *t, uint64_t lat, uint64_t colocd)
+static int grow_u64(uint64_t **v, size_t cap)
+{
+	uint64_t *a = realloc(*v, cap * sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	*v = a;
+	return 0;
+}
+
+static int lat_push(struct load_tenant *t, uint64_t lat, const struct coloc_infer_result *res)
 {
 	if (t->nr_lat == t->cap_lat) {
 		size_t cap = t->cap_lat ? t->cap_lat * 2 : 1024;
-		uint64_t *a = realloc(t->lat_ns, cap * sizeof(*a)), *b;
 
-		if (!a)
+		if (grow_u64(&t->lat_ns, cap) || grow_u64(&t->colocd_ns, cap))
 			return -ENOMEM;
-		t->lat_ns = a;
-		b = realloc(t->colocd_ns, cap * sizeof(*b));
-		if (!b)
-			return -ENOMEM;
-		t->colocd_ns = b;
+		for (int p = 0; p < COLOC_NR_PARTS; p++)
+			if (grow_u64(&t->parts_ns[p], cap))
+				return -ENOMEM;
 		t->cap_lat = cap;
 	}
 	t->lat_ns[t->nr_lat] = lat;
-	t->colocd_ns[t->nr_lat++] = colocd;
+	t->colocd_ns[t->nr_lat] = res->latency_ns;
+	for (int p = 0; p < COLOC_NR_PARTS; p++)
+		t->parts_ns[p][t->nr_lat] = res->parts_ns[p];
+	t->nr_lat++;
 	return 0;
 }
 
@@ -471,7 +483,7 @@ static void load_account(const struct coloc_infer_result *res, uint64_t recv_ns)
 		return;
 	if ((double)(recv_ns - q->send_ns) <= t->qos_ms * 1e6)
 		t->within_qos++;
-	if (lat_push(t, recv_ns - q->send_ns, res->latency_ns))
+	if (lat_push(t, recv_ns - q->send_ns, res))
 		t->outcome[LOAD_OK]--;
 }
 
@@ -596,7 +608,10 @@ static double pct_ms(const uint64_t *v, size_t n, double p)
 struct load_summary {
 	double offered, achieved, within;
 	double p50, p95, p99, max, c50, c95, c99, cmax;
+	double part50[COLOC_NR_PARTS], part95[COLOC_NR_PARTS]; /* each part's own */
 };
+
+static const char *const part_names[COLOC_NR_PARTS] = COLOC_PART_NAMES;
 
 static void summarize(struct load_tenant *t, struct load_summary *s)
 {
@@ -619,6 +634,11 @@ static void summarize(struct load_tenant *t, struct load_summary *s)
 		.c99 = pct_ms(t->colocd_ns, t->nr_lat, 99),
 		.cmax = pct_ms(t->colocd_ns, t->nr_lat, 100),
 	};
+	for (int p = 0; p < COLOC_NR_PARTS; p++) {
+		qsort(t->parts_ns[p], t->nr_lat, sizeof(uint64_t), cmp_u64);
+		s->part50[p] = pct_ms(t->parts_ns[p], t->nr_lat, 50);
+		s->part95[p] = pct_ms(t->parts_ns[p], t->nr_lat, 95);
+	}
 }
 
 struct load_cpu {
@@ -638,6 +658,21 @@ static void add_num(struct json_object *o, const char *key, double v)
 static void add_u64(struct json_object *o, const char *key, uint64_t v)
 {
 	json_object_object_add(o, key, json_object_new_int64((int64_t)v));
+}
+
+/* {"queued":{"p50_ms":F,"p95_ms":F},...}: colocd's latency part by part */
+static struct json_object *parts_json(const struct load_summary *s)
+{
+	struct json_object *o = json_object_new_object();
+
+	for (int p = 0; p < COLOC_NR_PARTS; p++) {
+		struct json_object *part = json_object_new_object();
+
+		add_num(part, "p50_ms", s->part50[p]);
+		add_num(part, "p95_ms", s->part95[p]);
+		json_object_object_add(o, part_names[p], part);
+	}
+	return o;
 }
 
 static void print_json(const struct load_cpu *cpu)
@@ -675,6 +710,7 @@ static void print_json(const struct load_cpu *cpu)
 		add_num(jt, "colocd_p99_ms", s.c99);
 		add_num(jt, "colocd_max_ms", s.cmax);
 		add_num(jt, "max_send_slip_ms", (double)t->max_slip_ns / 1e6);
+		json_object_object_add(jt, "colocd_parts", parts_json(&s));
 		for (int k = LOAD_REJECTED; k < LOAD_NR_OUTCOMES; k++) {
 			char key[32];
 
@@ -722,6 +758,10 @@ static void print_text(const struct load_cpu *cpu)
 		       (unsigned long long)t->outcome[LOAD_FAILED],
 		       (unsigned long long)t->outcome[LOAD_REJECTED],
 		       (unsigned long long)t->outstanding);
+		printf("  %s in colocd, p50 / p95 ms:", t->name);
+		for (int p = 0; p < COLOC_NR_PARTS; p++)
+			printf(" %s %.3f / %.3f", part_names[p], s.part50[p], s.part95[p]);
+		printf("\n");
 		for (int k = LOAD_REJECTED; k < LOAD_NR_OUTCOMES; k++)
 			if (t->first_reason[k][0])
 				printf("  %s: first %s: %s\n", t->name, outcome_name[k],
@@ -797,6 +837,8 @@ out:
 		free(tenants[i].input);
 		free(tenants[i].lat_ns);
 		free(tenants[i].colocd_ns);
+		for (int p = 0; p < COLOC_NR_PARTS; p++)
+			free(tenants[i].parts_ns[p]);
 	}
 	free(queries);
 	return ret;

@@ -12,13 +12,26 @@
 #include <getopt.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 #include "executor.h"
 #include "cli.h"
 #include "model_open.h"
+
+/* How a run after --gap-ms starts (--wait). */
+enum gap_wait {
+	GAP_SLEEP, /* the caller sleeps the gap itself; timed from its wake-up */
+	GAP_CALLER, /* a doorbell another thread rings; the caller alone sleeps on it */
+	GAP_TEAM, /* the same doorbell, the team parked on it (exec_team_wait) */
+};
+
+static const char *const gap_wait_names[] = { "sleep", "caller", "team" };
 
 static struct run_opts {
 	const char *model_path;
@@ -31,6 +44,7 @@ static struct run_opts {
 	struct onnx_import_opts import; /* --batch and --dim, for an .onnx MODEL */
 	int iters;
 	int gap_ms; /* idle before each whole-model run, as between served queries */
+	enum gap_wait wait; /* how the run after a gap is started */
 	bool json;
 	bool list_versions;
 } opts = {
@@ -56,6 +70,12 @@ static void usage(FILE *f)
 		"  -g, --gap-ms N        idle N ms (0..10000) before each run of the whole model, as\n"
 		"                        a served query after a quiet spell: its threads and cores\n"
 		"                        have gone idle (default: 0, back to back)\n"
+		"  -W, --wait MODE       how a run after a gap starts: sleep (the caller sleeps\n"
+		"                        the gap, timed from its wake-up), caller (another thread\n"
+		"                        rings a futex doorbell after the gap, as colocd does, and\n"
+		"                        only the caller sleeps on it; timed from the ring), team\n"
+		"                        (the same, the whole OpenMP team parked on the doorbell,\n"
+		"                        as coloc-executor waits). Default: sleep\n"
 		"  -j, --json            print JSON instead of a table\n"
 		"  -l, --list-versions   list each layer's versions and oneDNN implementations\n"
 		"  -w, --weights FILE    load the weights from FILE (see models/WEIGHTS.md)\n"
@@ -231,27 +251,93 @@ static double gflops(uint64_t macs, uint64_t ns)
 	return ns ? 2.0 * (double)macs / (double)ns : 0.0;
 }
 
-/* The whole model's median over --iters runs, each after --gap-ms of idle. */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The doorbell of --wait caller/team: rung after each gap, as colocd rings an executor's. */
+struct doorbell {
+	uint32_t seq; /* the futex word the runner waits on */
+	uint32_t done; /* the runner's count of finished runs, which the ringer waits on */
+	uint64_t rung_ns; /* when seq last changed */
+	int runs;
+};
+
+static void *ring_after_gaps(void *arg)
+{
+	struct doorbell *b = arg;
+	const struct timespec gap = { .tv_sec = opts.gap_ms / 1000,
+				      .tv_nsec = (long)(opts.gap_ms % 1000) * 1000000 };
+
+	for (uint32_t r = 0; r < (uint32_t)b->runs; r++) {
+		uint32_t done;
+
+		while ((done = __atomic_load_n(&b->done, __ATOMIC_ACQUIRE)) < r)
+			syscall(SYS_futex, &b->done, FUTEX_WAIT, done, NULL, NULL, 0);
+		nanosleep(&gap, NULL);
+		__atomic_store_n(&b->rung_ns, now_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&b->seq, r + 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &b->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
+	return NULL;
+}
+
+/*
+ * The whole model's median and p95 over --iters runs, each after --gap-ms
+ * of idle, started as --wait says.
+ */
 static int measure_after_gaps(struct exec_model *em, struct exec_query *q, const int *versions,
-			      const struct exec_cpuset *cores, uint64_t *median_ns)
+			      const struct exec_cpuset *cores, uint64_t *median_ns,
+			      uint64_t *p95_ns)
 {
 	const struct timespec gap = { .tv_sec = opts.gap_ms / 1000,
 				      .tv_nsec = (long)(opts.gap_ms % 1000) * 1000000 };
 	uint64_t *lat = calloc((size_t)opts.iters, sizeof(*lat));
+	struct doorbell bell = { .runs = opts.iters };
+	pthread_t ringer;
 	int ret = 0;
 
 	if (!lat)
 		return -ENOMEM;
-	for (int r = 0; r < opts.iters && !ret; r++) {
-		struct exec_block_stats st;
-
-		nanosleep(&gap, NULL);
-		ret = exec_run_block(em, q, 0, exec_model_graph(em)->nr_layers, versions, cores,
-				     &st);
-		lat[r] = st.latency_ns;
+	if (opts.wait != GAP_SLEEP && pthread_create(&ringer, NULL, ring_after_gaps, &bell)) {
+		free(lat);
+		return -EAGAIN;
 	}
-	if (!ret)
+	for (int r = 0; r < opts.iters; r++) {
+		struct exec_block_stats st;
+		uint64_t start;
+
+		if (opts.wait == GAP_SLEEP) {
+			nanosleep(&gap, NULL);
+		} else if (opts.wait == GAP_CALLER) {
+			while (__atomic_load_n(&bell.seq, __ATOMIC_ACQUIRE) == (uint32_t)r)
+				syscall(SYS_futex, &bell.seq, FUTEX_WAIT, r, NULL, NULL, 0);
+		} else {
+			exec_team_wait(&bell.seq, (uint32_t)r);
+		}
+		start = opts.wait == GAP_SLEEP ? now_ns() :
+						 __atomic_load_n(&bell.rung_ns, __ATOMIC_RELAXED);
+		if (!ret)
+			ret = exec_run_block(em, q, 0, exec_model_graph(em)->nr_layers, versions,
+					     cores, &st);
+		lat[r] = now_ns() - start;
+		/* the ringer waits for every run, failed or not */
+		__atomic_store_n(&bell.done, (uint32_t)r + 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &bell.done, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
+	if (opts.wait != GAP_SLEEP)
+		pthread_join(ringer, NULL);
+	if (!ret) {
+		int rank =
+			(opts.iters * 95 + 99) / 100; /* nearest rank, lat sorted by the median */
+
 		*median_ns = exec_median_u64(lat, opts.iters);
+		*p95_ns = lat[(rank < 1 ? 1 : rank) - 1];
+	}
 	free(lat);
 	return ret;
 }
@@ -261,6 +347,7 @@ static int run(struct exec_model *em, const struct model *m, const struct exec_c
 	struct exec_query *q = exec_query_new(em);
 	int *versions = calloc((size_t)m->nr_layers, sizeof(int));
 	uint64_t *layer_ns = calloc((size_t)m->nr_layers, sizeof(uint64_t)), total_ns = 0;
+	uint64_t p95_ns = 0;
 	int ret = -ENOMEM;
 
 	if (!q || !versions || !layer_ns)
@@ -284,7 +371,7 @@ static int run(struct exec_model *em, const struct model *m, const struct exec_c
 		ret = exec_measure_block(em, q, li, li + 1, versions + li, cores, opts.iters,
 					 &layer_ns[li]);
 	if (!ret && opts.gap_ms)
-		ret = measure_after_gaps(em, q, versions, cores, &total_ns);
+		ret = measure_after_gaps(em, q, versions, cores, &total_ns, &p95_ns);
 	else if (!ret)
 		ret = exec_measure_block(em, q, 0, m->nr_layers, versions, cores, opts.iters,
 					 &total_ns);
@@ -307,6 +394,9 @@ static int run(struct exec_model *em, const struct model *m, const struct exec_c
 		json_object_object_add(root, "cores", jc);
 		json_object_object_add(root, "iters", json_object_new_int(opts.iters));
 		json_object_object_add(root, "gap_ms", json_object_new_int(opts.gap_ms));
+		if (opts.gap_ms)
+			json_object_object_add(root, "wait",
+					       json_object_new_string(gap_wait_names[opts.wait]));
 		for (int li = 0; li < m->nr_layers; li++) {
 			const struct model_layer *l = &m->layers[li];
 			json_object *o = json_object_new_object();
@@ -328,6 +418,9 @@ static int run(struct exec_model *em, const struct model *m, const struct exec_c
 		}
 		json_object_object_add(root, "layers", jl);
 		json_object_object_add(root, "total_ms", json_object_new_double(total_ns / 1e6));
+		if (opts.gap_ms)
+			json_object_object_add(root, "total_p95_ms",
+					       json_object_new_double(p95_ns / 1e6));
 		json_object_object_add(root, "total_gflops",
 				       json_object_new_double(gflops(m->macs, total_ns)));
 		printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY));
@@ -351,6 +444,10 @@ static int run(struct exec_model *em, const struct model *m, const struct exec_c
 		       m->name, cores->nr, cores->nr > 1 ? "s" : "", total_ns / 1e6, opts.iters,
 		       opts.gap_ms ? ", each after an idle gap" : "", gflops(m->macs, total_ns),
 		       sum / 1e6);
+		if (opts.gap_ms)
+			printf("after %d ms gaps, started by --wait %s: p50 %.3f ms, p95 %.3f ms\n",
+			       opts.gap_ms, gap_wait_names[opts.wait], total_ns / 1e6,
+			       p95_ns / 1e6);
 	}
 out:
 	if (ret == -ENOMEM)
@@ -370,6 +467,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'R' },
 		{ "iters", required_argument, NULL, 'n' },
 		{ "gap-ms", required_argument, NULL, 'g' },
+		{ "wait", required_argument, NULL, 'W' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "list-versions", no_argument, NULL, 'l' },
 		{ "weights", required_argument, NULL, 'w' },
@@ -391,7 +489,7 @@ int main(int argc, char **argv)
 	int c, ret;
 	long v;
 
-	while ((c = getopt_long(argc, argv, "c:k:n:g:jlw:S:i:o:b:d:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:k:n:g:W:jlw:S:i:o:b:d:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			opts.cores = optarg;
@@ -412,6 +510,22 @@ int main(int argc, char **argv)
 				return 2;
 			opts.gap_ms = (int)v;
 			break;
+		case 'W': {
+			int w = -1;
+
+			for (int i = 0; i < (int)(sizeof(gap_wait_names) / sizeof(*gap_wait_names));
+			     i++)
+				if (!strcmp(optarg, gap_wait_names[i]))
+					w = i;
+			if (w < 0) {
+				fprintf(stderr,
+					"coloc-run: --wait: '%s' is none of sleep, caller, team\n",
+					optarg);
+				return 2;
+			}
+			opts.wait = (enum gap_wait)w;
+			break;
+		}
 		case 'j':
 			opts.json = true;
 			break;

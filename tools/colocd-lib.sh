@@ -32,7 +32,8 @@
 #                           profiled speed for SECONDS (longer, up to 30 s, for
 #                           MIN_QUERIES queries), sets SERVED_MS and
 #                           SERVED_P95_MS to the median and 95th percentile
-#                           latency (coloc-load's) and removes it
+#                           latency (coloc-load's), SERVED_JSON to coloc-load's
+#                           report, and removes it
 #   qos_ms_of SOLO_MS       2 x solo, rounded up to a whole ms
 # Messages go to stderr prefixed with NAME.
 
@@ -169,9 +170,12 @@ served_solo() { # name model seconds [min_queries]
 		d = d > 30 ? 30 : d; printf "%d", d == int(d) ? d : int(d) + 1 }')
 	json=$("$BIN/coloc-load" --socket "$SOCK" --tenant "$1:$rate" --duration "$d" \
 		--warmup 1 --seed 1 --json)
-	SERVED_MS=$(sed -nE 's/.*"p50_ms":([0-9.]+).*/\1/p' <<<"$json")
+	# the tenant's own, the first of each: its colocd_parts have p50_ms and p95_ms too
+	SERVED_MS=$(grep -oE '"p50_ms":[0-9.]+' <<<"$json" | head -n 1 | cut -d: -f2)
 	# shellcheck disable=SC2034 # for the scripts that set QoS from the tail
-	SERVED_P95_MS=$(sed -nE 's/.*"p95_ms":([0-9.]+).*/\1/p' <<<"$json")
+	SERVED_P95_MS=$(grep -oE '"p95_ms":[0-9.]+' <<<"$json" | head -n 1 | cut -d: -f2)
+	# shellcheck disable=SC2034 # for the scripts that show where the time went
+	SERVED_JSON=$json
 	ctl remove "$1" >/dev/null
 	[ -n "$SERVED_MS" ] || { echo "$LIB_NAME: no latency measured for $1 alone" >&2; return 1; }
 }

@@ -11,6 +11,7 @@ set -euo pipefail
 
 PACKAGES=(
 	make gcc clang pkg-config xz-utils
+	libclang-rt-14-dev # libFuzzer and the sanitizer runtimes for tests/fuzz/ (clang 14)
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	liburing-dev libhwloc-dev libjson-c-dev
 	libdnnl-dev

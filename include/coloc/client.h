@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
+#include "protocol.h"
 
 struct coloc_client;
 
@@ -64,6 +65,8 @@ struct coloc_infer_result {
 	enum coloc_infer_status status;
 	uint64_t latency_ns; /* in colocd, from arrival to completion */
 	uint64_t exec_ns; /* of which the executor ran its blocks */
+	/* the latency part by part (enum coloc_latency_part); 0 where colocd gave none */
+	uint64_t parts_ns[COLOC_NR_PARTS];
 	size_t output_bytes; /* written to the caller's buffer */
 	char error[256]; /* why, when not OK */
 };

@@ -167,6 +167,9 @@
  *     of the client's, echoed in the answer. Its deadline is arrival + QoS.
  *     -> {"ok":true,"tag":N,"status":"ok","latency_ns":N (arrival to
  *         completion in colocd),"exec_ns":N (of which in the executor),
+ *         "parts_ns":{"queued":N,"dispatch":N,"compute":N,"copy":N,
+ *         "notice":N,"decide":N,"reply":N} (the latency part by part, adding
+ *         up to it: enum coloc_latency_part below says what each is),
  *         "output_bytes":M} + M raw bytes (the outputs, fp32, shm.h's layout)
  *     -> {"ok":false,"tag":N,"status":"rejected","error":S} at once: no such
  *        tenant, another user's, a size that is not the model's, a full
@@ -174,7 +177,7 @@
  *        tenant, colocd shutting down
  *        (a starting tenant queues the query until it is ready);
  *     -> {"ok":false,"tag":N,"status":"dropped"|"failed","error":S,
- *         "latency_ns":N,"exec_ns":N}: given up on past its deadline, or its
+ *         "latency_ns":N,"exec_ns":N,"parts_ns":{...}}: given up on past its deadline, or its
  *        executor failed.
  *     No bytes follow an ok:false answer. A line without a string "tenant"
  *     and integer "tag" and "input_bytes" is answered with an error and the
@@ -195,7 +198,9 @@
  *   (profiled alone on all served cores),"input_bytes":N,"output_bytes":N,
  *   "queued":N,"in_flight":N,"offered_rate":F,"served_rate":F (queries/s
  *   over the last 10 s),"p50_ms","p95_ms","p99_ms":F (over the last 1024
- *   served),"within_qos":F (fraction of all served),"offered","served",
+ *   served),"parts":{"queued":{"p50_ms":F,"p95_ms":F},"dispatch":...} (each
+ *   part of their latency, as in infer's parts_ns, its own percentiles over
+ *   the same queries),"within_qos":F (fraction of all served),"offered","served",
  *   "dropped","rejected","failed":N,"last_drop","last_reject",
  *   "last_failure":S|null}
  *
@@ -224,5 +229,35 @@
 #define COLOC_CONNS_PER_UID 16
 #define COLOC_MAX_INFLIGHT 1024 /* infer answers one connection may be owed */
 #define COLOC_MAX_PAYLOAD (64u << 20) /* bytes of one infer input */
+
+/*
+ * Where a served query's time went, from its arrival in colocd to its
+ * completion (infer's "parts_ns", status's "parts"); the parts add up to
+ * its latency. Per block, summed over its blocks: dispatch (command
+ * written until the executor took it: the doorbell's wake-up), compute
+ * (the executor's time in the block: re-pinning and the layers), copy
+ * (the rest of the executor's work: the input into its activations, the
+ * output into the slot), notice (the executor's completion until colocd
+ * noticed it). Between blocks: queued (arrival until the first block's
+ * command: a query slot, the policy, free cores) and decide (a block
+ * noticed until the next one's command). reply: the last completion
+ * noticed until the query completed.
+ */
+enum coloc_latency_part {
+	COLOC_PART_QUEUED,
+	COLOC_PART_DISPATCH,
+	COLOC_PART_COMPUTE,
+	COLOC_PART_COPY,
+	COLOC_PART_NOTICE,
+	COLOC_PART_DECIDE,
+	COLOC_PART_REPLY,
+	COLOC_NR_PARTS,
+};
+
+/* Their names in the protocol, in that order (an initializer for a char *[COLOC_NR_PARTS]). */
+#define COLOC_PART_NAMES                                                             \
+	{                                                                            \
+		"queued", "dispatch", "compute", "copy", "notice", "decide", "reply" \
+	}
 
 #endif /* COLOC_PROTOCOL_H */

@@ -49,7 +49,7 @@
 #include "coloc/limits.h"
 
 #define COLOC_SHM_MAGIC 0x314d48534f4c4f43ull /* "COLOSHM1" in memory */
-#define COLOC_SHM_LAYOUT_VERSION 2 /* 2: cmd.flags */
+#define COLOC_SHM_LAYOUT_VERSION 3 /* 2: cmd.flags; 3: done.started_ns, done.ended_ns */
 #define COLOC_SHM_NR_SLOTS 4
 /* Longest block one command can carry (a block of a longer model is split). */
 #define COLOC_SHM_MAX_BLOCK_LAYERS 4096
@@ -161,6 +161,13 @@ struct coloc_shm_done {
 	__u32 slot, first, last, query_id; /* echoed from the command */
 	__u64 block_ns; /* wall time of the block inside the executor (0 if nothing ran) */
 	__u64 switch_ns; /* of which re-pinning its threads to a new core set */
+	/*
+	 * CLOCK_MONOTONIC when the executor took the command (after reading
+	 * cmd.seq) and when it finished it (before storing seq): colocd splits
+	 * its round trip into dispatch, the executor's work and the
+	 * completion's way back with them, each clamped into the round trip.
+	 */
+	__u64 started_ns, ended_ns;
 	char reason[COLOC_SHM_REASON_LEN]; /* why it was refused or failed, NUL-terminated */
 } __attribute__((aligned(64)));
 

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The libFuzzer targets of tests/fuzz/ (docs/fuzzing.md), each run for a
+ * short fixed time from its seeds with a fixed seed by tests/fuzz/run.sh
+ * --check: a crash, a sanitizer report, a leak, an input over 25 s or an
+ * out-of-memory makes the fuzzer exit non-zero and the test fail, with the
+ * end of its log and the crashing input's path (build/fuzz/crashes/). The
+ * long runs are 'make fuzz'.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include "kselftest_harness.h"
+#include "testutil.h"
+
+#define FUZZ_CHECK_SECONDS "20"
+
+/* run.sh --check's exit status for target, or -1 if it did not exit. */
+static int fuzz_run(const char *target)
+{
+	const char *root = getenv("COLOC_ROOT") ? getenv("COLOC_ROOT") : ".";
+	char script[PATH_MAX];
+	int status;
+	pid_t pid;
+
+	snprintf(script, sizeof(script), "%s/tests/fuzz/run.sh", root);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		execl(script, script, "--check", FUZZ_CHECK_SECONDS, target, (char *)NULL);
+		fprintf(stderr, "fuzz_test: cannot run %s: %m (set COLOC_ROOT to the repo root)\n",
+			script);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+FIXTURE(fuzz){};
+FIXTURE_SETUP(fuzz) {}
+FIXTURE_TEARDOWN(fuzz) {}
+
+TEST_F_TIMEOUT(fuzz, onnx_import_buffer__survives_a_short_run_from_seeds, 120)
+{
+	ASSERT_EQ(0, fuzz_run("onnx"));
+}
+
+TEST_F_TIMEOUT(fuzz, model_parse__survives_a_short_run_from_seeds, 120)
+{
+	ASSERT_EQ(0, fuzz_run("model"));
+}
+
+TEST_F_TIMEOUT(fuzz, exec_weights_open__survives_a_short_run_from_seeds, 120)
+{
+	ASSERT_EQ(0, fuzz_run("weights"));
+}
+
+TEST_F_TIMEOUT(fuzz, profile_parse__survives_a_short_run_from_seeds, 120)
+{
+	ASSERT_EQ(0, fuzz_run("profile"));
+}
+
+TEST_F_TIMEOUT(fuzz, control_handle__survives_a_short_run_from_seeds, 120)
+{
+	if (geteuid() != 0)
+		SKIP(return, "needs root: the target starts colocd's sensor");
+	ASSERT_EQ(0, fuzz_run("control"));
+}
+
+TEST_HARNESS_MAIN
