@@ -2,10 +2,12 @@
 /*
  * libcoloc_client (include/coloc/client.h): one connection to colocd, a
  * read buffer that holds whatever arrived (answer lines and the raw output
- * bytes that follow infer answers), and the infer framing of protocol.h.
+ * bytes that follow infer answers), the infer framing of protocol.h, and
+ * submit, whose files go as descriptors opened here (SCM_RIGHTS).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -14,10 +16,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include "coloc/client.h"
 #include "coloc/protocol.h"
+#include "onnx_scan.h"
 
 struct coloc_client {
 	int fd;
@@ -116,13 +121,23 @@ static int client_fill(struct coloc_client *c, int timeout_ms)
 	return (int)n;
 }
 
-/* Sends all of buf, reading answers meanwhile so that neither side waits on the other. */
-static int client_send_all(struct coloc_client *c, const void *buf, size_t len)
+/*
+ * Sends all of buf, reading answers meanwhile so that neither side waits on
+ * the other; fds (nr_fds of them, may be 0) ride on the first bytes sent.
+ */
+static int client_send_all_fds(struct coloc_client *c, const void *buf, size_t len, const int *fds,
+			       int nr_fds)
 {
 	const char *p = buf;
 
 	while (len) {
 		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT | POLLIN };
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * COLOC_MAX_REQUEST_FDS)];
+			struct cmsghdr align;
+		} cbuf;
+		struct iovec iov = { (void *)p, len };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 		ssize_t n;
 
 		if (poll(&pfd, 1, -1) < 0) {
@@ -138,16 +153,34 @@ static int client_send_all(struct coloc_client *c, const void *buf, size_t len)
 		}
 		if (!(pfd.revents & (POLLOUT | POLLERR | POLLHUP)))
 			continue;
-		n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (nr_fds) {
+			struct cmsghdr *cm;
+
+			memset(&cbuf, 0, sizeof(cbuf));
+			msg.msg_control = cbuf.buf;
+			msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nr_fds);
+			cm = CMSG_FIRSTHDR(&msg);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nr_fds);
+			memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nr_fds);
+		}
+		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				continue;
 			return client_fail(c, -errno, "sending to colocd: %s", strerror(errno));
 		}
+		nr_fds = 0;
 		p += n;
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+static int client_send_all(struct coloc_client *c, const void *buf, size_t len)
+{
+	return client_send_all_fds(c, buf, len, NULL, 0);
 }
 
 /* The end of the first line in the buffer, or NULL. */
@@ -196,16 +229,26 @@ static int client_wait_for(struct coloc_client *c, size_t need_after_line, int t
 	}
 }
 
-int coloc_client_request(struct coloc_client *c, const char *request, char **response)
+int coloc_client_request_fds(struct coloc_client *c, const char *request, const int *fds,
+			     int nr_fds, char **response)
 {
 	size_t len = strlen(request), line_len;
-	char *nl;
+	char *line, *nl;
 	int r;
 
 	*response = NULL;
-	r = client_send_all(c, request, len);
-	if (!r)
-		r = client_send_all(c, "\n", 1);
+	if (nr_fds < 0 || nr_fds > COLOC_MAX_REQUEST_FDS)
+		return client_fail(c, -EINVAL, "%d descriptors; a request carries at most %d",
+				   nr_fds, COLOC_MAX_REQUEST_FDS);
+	/* one send: the descriptors must come with the line's bytes */
+	line = malloc(len + 2);
+	if (!line)
+		return client_fail(c, -ENOMEM, "out of memory");
+	memcpy(line, request, len);
+	line[len] = '\n';
+	line[len + 1] = '\0';
+	r = client_send_all_fds(c, line, len + 1, fds, nr_fds);
+	free(line);
 	/* a refusal (permission, limits) may have been sent before the request was read */
 	if (r && r != -EPIPE && r != -ECONNRESET)
 		return r;
@@ -223,19 +266,141 @@ int coloc_client_request(struct coloc_client *c, const char *request, char **res
 	return 0;
 }
 
-struct json_object *coloc_client_call(struct coloc_client *c, struct json_object *req)
+int coloc_client_request(struct coloc_client *c, const char *request, char **response)
+{
+	return coloc_client_request_fds(c, request, NULL, 0, response);
+}
+
+struct json_object *coloc_client_call_fds(struct coloc_client *c, struct json_object *req,
+					  const int *fds, int nr_fds)
 {
 	char *resp = NULL;
 	struct json_object *o;
 
-	if (coloc_client_request(c, json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN),
-				 &resp))
+	if (coloc_client_request_fds(c, json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN),
+				     fds, nr_fds, &resp))
 		return NULL;
 	o = json_tokener_parse(resp);
 	if (!o)
 		client_fail(c, -EPROTO, "colocd's answer is not JSON: %.200s", resp);
 	free(resp);
 	return o;
+}
+
+struct json_object *coloc_client_call(struct coloc_client *c, struct json_object *req)
+{
+	return coloc_client_call_fds(c, req, NULL, 0);
+}
+
+/*
+ * path opened for colocd, with the caller's own permissions (relative to
+ * dirfd when it is not AT_FDCWD): never blocking on a FIFO, no
+ * controlling tty. fd or -errno with the reason.
+ */
+static int client_open_file(struct coloc_client *c, int dirfd, const char *path, const char *what)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	if (fd < 0)
+		return client_fail(c, -errno, "cannot open %s %s: %s", what, path, strerror(errno));
+	return fd;
+}
+
+/* An ONNX model's external data locations (a regular file only: colocd refuses the rest). */
+static int client_locations(struct coloc_client *c, int fd, const char *path,
+			    char (*locs)[ONNX_SCAN_LOCATION_LEN], int max)
+{
+	struct stat st;
+	void *p;
+	int n;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !st.st_size)
+		return 0;
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
+		return client_fail(c, -errno, "cannot read %s: %s", path, strerror(errno));
+	n = onnx_scan_locations(p, (size_t)st.st_size, locs, max);
+	munmap(p, (size_t)st.st_size);
+	if (n == -E2BIG)
+		return client_fail(c, n,
+				   "%s keeps its tensors in more than %d external data files, the "
+				   "most a submit carries; save it with all tensors in one file",
+				   path, max);
+	if (n < 0)
+		return client_fail(c, n, "%s is not an ONNX model (its protobuf does not parse)",
+				   path);
+	return n;
+}
+
+struct json_object *coloc_client_submit(struct coloc_client *c, const struct coloc_submit *sub)
+{
+	char(*locs)[ONNX_SCAN_LOCATION_LEN] = NULL;
+	struct json_object *req = NULL, *resp = NULL, *ext;
+	int fds[COLOC_MAX_REQUEST_FDS], nr = 0, n = 0, dirfd = -1, r;
+	size_t plen = strlen(sub->model);
+	char *dir = NULL, *slash;
+
+	r = client_open_file(c, AT_FDCWD, sub->model, "model");
+	if (r < 0)
+		return NULL;
+	fds[nr++] = r;
+	if (sub->weights) {
+		r = client_open_file(c, AT_FDCWD, sub->weights, "weights file");
+		if (r < 0)
+			goto out;
+		fds[nr++] = r;
+	}
+	if (plen > 5 && !strcmp(sub->model + plen - 5, ".onnx")) {
+		locs = calloc(COLOC_MAX_REQUEST_FDS, sizeof(*locs));
+		dir = strdup(sub->model);
+		if (!locs || !dir) {
+			client_fail(c, -ENOMEM, "out of memory");
+			goto out;
+		}
+		n = client_locations(c, fds[0], sub->model, locs, COLOC_MAX_REQUEST_FDS - nr);
+		if (n < 0)
+			goto out;
+		slash = strrchr(dir, '/');
+		if (slash)
+			slash[1] = '\0';
+		dirfd = n ? open(slash ? dir : ".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+		if (n && dirfd < 0) {
+			client_fail(c, -errno, "cannot open the directory of %s: %s", sub->model,
+				    strerror(errno));
+			goto out;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		r = client_open_file(c, dirfd, locs[i], "external data file");
+		if (r < 0)
+			goto out;
+		fds[nr++] = r;
+	}
+	req = json_object_new_object();
+	json_object_object_add(req, "cmd", json_object_new_string("submit"));
+	json_object_object_add(req, "name", json_object_new_string(sub->name));
+	json_object_object_add(req, "model", json_object_new_string(sub->model));
+	if (sub->weights)
+		json_object_object_add(req, "weights", json_object_new_string(sub->weights));
+	if (n) {
+		ext = json_object_new_array();
+		for (int i = 0; i < n; i++)
+			json_object_array_add(ext, json_object_new_string(locs[i]));
+		json_object_object_add(req, "external", ext);
+	}
+	json_object_object_add(req, "qos_ms", json_object_new_double(sub->qos_ms));
+	if (sub->executors > 0)
+		json_object_object_add(req, "executors", json_object_new_int(sub->executors));
+	resp = coloc_client_call_fds(c, req, fds, nr);
+out:
+	json_object_put(req);
+	for (int i = 0; i < nr; i++)
+		close(fds[i]);
+	if (dirfd >= 0)
+		close(dirfd);
+	free(locs);
+	free(dir);
+	return resp;
 }
 
 int coloc_client_ok(struct coloc_client *c, struct json_object *resp)

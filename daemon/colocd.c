@@ -345,8 +345,16 @@ static void load_state(struct colocd *d)
 		fprintf(stderr, "colocd: %s; starting with no tenants\n", coloc_err_str(&err));
 	d->cfg.state_path = NULL;
 	for (int i = 0; i < n; i++) {
+		struct colocd_files files;
+		int ret;
+
 		coloc_err_clear(&err);
-		if (control_submit_spec(d, &specs[i], &err, &err))
+		ret = colocd_state_files(config.state_path, &specs[i], &files, &err);
+		if (!ret) {
+			ret = control_submit_spec(d, &specs[i], &files, &err, &err);
+			colocd_files_close(&files, specs[i].nr_external);
+		}
+		if (ret)
 			fprintf(stderr, "colocd: tenant %s from %s did not come back: %s\n",
 				specs[i].name, config.state_path, coloc_err_str(&err));
 		else

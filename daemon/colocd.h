@@ -54,14 +54,29 @@ struct colocd_config {
 #define COLOCD_DEFAULT_EXECUTORS_PER_UID 16
 #define COLOCD_DEFAULT_QUEUED_PER_UID (SERVING_DEFAULT_QUEUE_TOTAL / 4)
 
-/* An admitted tenant as submitted: what --state keeps. */
+#define COLOCD_LOCATION_LEN 256 /* an ONNX external data location, with its NUL */
+
+/*
+ * An admitted tenant as submitted: what --state keeps. The paths are the
+ * client's names for its files, for display only: colocd never opens
+ * them (it keeps its own copies of the bytes, colocd_files).
+ */
 struct colocd_spec {
 	char name[SERVING_NAME_LEN];
 	char model[PATH_MAX];
 	char weights[PATH_MAX]; /* "" when none */
+	char external[COLOC_MAX_REQUEST_FDS][COLOCD_LOCATION_LEN]; /* ONNX external data */
+	int nr_external;
 	__u64 qos_ns;
 	int executors; /* serving_tenant_spec.executors: 0 or 1 is one */
 	uid_t owner; /* who submitted it; root for a state file written before owners */
+};
+
+/* The bytes of a spec's files: sealed memfds (daemon/submit_files.h); -1 for none. */
+struct colocd_files {
+	int model_fd;
+	int weights_fd;
+	int external_fd[COLOC_MAX_REQUEST_FDS]; /* spec.nr_external of them */
 };
 
 /* A remove request waiting for its tenant to drain. */
@@ -128,8 +143,13 @@ void colocd_serving_rearm(struct colocd *d);
 /* Queries queued or running over all tenants: 0 once drained. */
 int colocd_serving_busy(const struct colocd *d);
 
-/* The admitted tenants as submitted: add on admit, drop on remove; rewrites --state. */
-int colocd_spec_add(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err);
+/*
+ * The admitted tenants as submitted: add on admit (with --state, a copy
+ * of files' bytes goes into the state's directory, STATE.files/, root's
+ * own), drop on remove; rewrites --state.
+ */
+int colocd_spec_add(struct colocd *d, const struct colocd_spec *spec,
+		    const struct colocd_files *files, struct coloc_err *err);
 int colocd_spec_drop(struct colocd *d, const char *name, struct coloc_err *err);
 /* Writes the specs to cfg.state_path atomically (temp + rename); 0 without one. */
 int colocd_state_write(const struct colocd *d, struct coloc_err *err);
@@ -138,6 +158,14 @@ int colocd_state_write(const struct colocd *d, struct coloc_err *err);
  * COLOC_MAX_TENANTS); returns how many, or -errno with err filled.
  */
 int colocd_state_read(const char *path, struct colocd_spec *specs, struct coloc_err *err);
+/*
+ * The files of spec as --state kept them (colocd's own copies, never the
+ * client's paths), sealed into files; 0 or -errno with err. Close them
+ * with colocd_files_close.
+ */
+int colocd_state_files(const char *path, const struct colocd_spec *spec,
+		       struct colocd_files *files, struct coloc_err *err);
+void colocd_files_close(struct colocd_files *files, int nr_external);
 
 /*
  * Handles one request line (without its '\n') from uid (the peer's
@@ -155,7 +183,8 @@ char *control_handle(struct colocd *d, struct server_req *req, uid_t uid, const 
  * -errno with err; a state file that could not be written leaves the
  * tenant admitted, with warn saying why.
  */
-int control_submit_spec(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err,
+int control_submit_spec(struct colocd *d, const struct colocd_spec *spec,
+			const struct colocd_files *files, struct coloc_err *err,
 			struct coloc_err *warn);
 /* The error response for a line over COLOC_MAX_REQUEST bytes (malloc'd). */
 char *control_oversize_response(void);

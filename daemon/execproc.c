@@ -32,6 +32,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include "coloc/protocol.h"
 #include "execproc.h"
 
 #ifndef P_PIDFD
@@ -41,6 +42,8 @@
 #define EXECPROC_DEFAULT_CAPACITY (16u << 20)
 #define EXECPROC_SHM_FD 3 /* where the executor finds them: its --shm-fd, --done-fd */
 #define EXECPROC_DONE_FD 4
+#define EXECPROC_FILE_FD 5 /* the model, then the weights, then the external data files */
+#define EXECPROC_MAX_FILES (2 + COLOC_MAX_REQUEST_FDS)
 /* Doorbell bytes one poll drains at most: a flood is left for the next call. */
 #define EXECPROC_DRAIN_BYTES 4096
 /* Rings in a row with nothing new to take before the executor is given up on. */
@@ -165,7 +168,11 @@ struct child_args {
 	const char *path;
 	char *const *argv;
 	char *const *envp;
-	int shm_hi, done_hi; /* above EXECPROC_DONE_FD, close-on-exec */
+	/* above every target fd (first_free), close-on-exec */
+	int shm_hi, done_hi;
+	int file_hi[EXECPROC_MAX_FILES]; /* to EXECPROC_FILE_FD + i */
+	int nr_files;
+	int first_free; /* EXECPROC_FILE_FD + nr_files: where fds of its own may start */
 };
 
 /* What the child of clone3 tells colocd before exec: a setback, or why it gave up. */
@@ -204,8 +211,12 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *c, int
 	null = open("/dev/null", O_RDONLY);
 	sigemptyset(&none);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(c->shm_hi, EXECPROC_SHM_FD) < 0 ||
-	    dup2(c->done_hi, EXECPROC_DONE_FD) < 0 ||
-	    syscall(SYS_close_range, EXECPROC_DONE_FD + 1, ~0u, CLOSE_RANGE_CLOEXEC) ||
+	    dup2(c->done_hi, EXECPROC_DONE_FD) < 0)
+		goto fail;
+	for (int i = 0; i < c->nr_files; i++)
+		if (dup2(c->file_hi[i], EXECPROC_FILE_FD + i) < 0)
+			goto fail;
+	if (syscall(SYS_close_range, (unsigned int)c->first_free, ~0u, CLOSE_RANGE_CLOEXEC) ||
 	    sigaction(SIGPIPE, &dfl, NULL) || sigaction(SIGCHLD, &dfl, NULL) ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) || sigprocmask(SIG_SETMASK, &none, NULL))
 		goto fail;
@@ -238,8 +249,8 @@ static int spawn_in_pidns(struct execproc *ep, const struct child_args *c, struc
 
 	if (pipe2(pipefd, O_CLOEXEC))
 		return coloc_err_set(err, -errno, "pipe2: %s", strerror(errno));
-	/* above fds 0, 3 and 4, which the child's dup2s overwrite */
-	err_fd = fcntl(pipefd[1], F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
+	/* above fds 0 and 3 on, which the child's dup2s overwrite */
+	err_fd = fcntl(pipefd[1], F_DUPFD_CLOEXEC, c->first_free);
 	e = errno;
 	close(pipefd[1]);
 	if (err_fd < 0) {
@@ -314,12 +325,15 @@ static int spawn_plain(struct execproc *ep, const struct child_args *c, struct c
 	sigaddset(&dfl, SIGCHLD);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawnattr_init(&attr);
-	ret = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)	  ?:
-		      posix_spawn_file_actions_adddup2(&fa, c->shm_hi, EXECPROC_SHM_FD)	  ?:
-		      posix_spawn_file_actions_adddup2(&fa, c->done_hi, EXECPROC_DONE_FD) ?:
-		      posix_spawn_file_actions_addclosefrom_np(&fa, EXECPROC_DONE_FD + 1) ?:
-		      posix_spawnattr_setsigmask(&attr, &none)				  ?:
-		      posix_spawnattr_setsigdefault(&attr, &dfl)			  ?:
+	ret = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)	?:
+		      posix_spawn_file_actions_adddup2(&fa, c->shm_hi, EXECPROC_SHM_FD) ?:
+		      posix_spawn_file_actions_adddup2(&fa, c->done_hi, EXECPROC_DONE_FD);
+	for (int i = 0; i < c->nr_files && !ret; i++)
+		ret = posix_spawn_file_actions_adddup2(&fa, c->file_hi[i], EXECPROC_FILE_FD + i);
+	ret = ret								   ?:
+		      posix_spawn_file_actions_addclosefrom_np(&fa, c->first_free) ?:
+		      posix_spawnattr_setsigmask(&attr, &none)			   ?:
+		      posix_spawnattr_setsigdefault(&attr, &dfl)		   ?:
 		      posix_spawnattr_setflags(&attr,
 					       POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	if (!ret)
@@ -351,7 +365,7 @@ static int spawn_plain(struct execproc *ep, const struct child_args *c, struct c
 static int start_child(struct execproc *ep, const struct execproc_opts *o, const char *path,
 		       int memfd, int done_wr, struct coloc_err *err)
 {
-	char fd_s[16], done_s[16];
+	char fd_s[16], done_s[16], num[EXECPROC_MAX_FILES][16];
 	/*
 	 * A clean environment, with a short OpenMP spin. libgomp's default
 	 * (300,000 spins, about 10 ms) keeps idle team threads spinning after a
@@ -364,10 +378,20 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	 * between layers and end soon after a block.
 	 */
 	char *envp[] = { "GOMP_SPINCOUNT=3000", NULL };
-	const char *argv[16];
+	const char *argv[20 + 2 * EXECPROC_MAX_FILES];
+	char *ext_args[EXECPROC_MAX_FILES] = { 0 };
 	struct child_args c = { .path = path, .argv = (char *const *)argv, .envp = envp };
-	int argc = 0, ret;
+	int src[EXECPROC_MAX_FILES];
+	int argc = 0, ret = 0;
 
+	src[c.nr_files++] = o->model_fd;
+	if (o->weights_fd >= 0)
+		src[c.nr_files++] = o->weights_fd;
+	for (int i = 0; i < o->nr_external; i++)
+		src[c.nr_files++] = o->external[i].fd;
+	c.first_free = EXECPROC_FILE_FD + c.nr_files;
+	for (int i = 0; i < c.nr_files; i++)
+		snprintf(num[i], sizeof(num[i]), "%d", EXECPROC_FILE_FD + i);
 	snprintf(fd_s, sizeof(fd_s), "%d", EXECPROC_SHM_FD);
 	snprintf(done_s, sizeof(done_s), "%d", EXECPROC_DONE_FD);
 	argv[argc++] = path;
@@ -377,23 +401,47 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	argv[argc++] = done_s;
 	argv[argc++] = "--tenant";
 	argv[argc++] = o->tenant;
-	if (o->weights_path) {
-		argv[argc++] = "--weights";
-		argv[argc++] = o->weights_path;
+	argv[argc++] = "--model-name";
+	argv[argc++] = o->model_name;
+	argv[argc++] = "--model-fd";
+	argv[argc++] = num[0];
+	if (o->weights_fd >= 0) {
+		argv[argc++] = "--weights-fd";
+		argv[argc++] = num[1];
+	}
+	for (int i = 0; i < o->nr_external && !ret; i++) {
+		if (asprintf(&ext_args[i], "%s=%s", o->external[i].location,
+			     num[c.nr_files - o->nr_external + i]) < 0) {
+			ext_args[i] = NULL;
+			ret = coloc_err_set(err, -ENOMEM, "out of memory");
+			break;
+		}
+		argv[argc++] = "--external";
+		argv[argc++] = ext_args[i];
 	}
 	if (o->cores) {
 		argv[argc++] = "--cores";
 		argv[argc++] = o->cores;
 	}
-	argv[argc++] = "--";
-	argv[argc++] = o->model_path;
 	argv[argc] = NULL;
 
-	c.shm_hi = fcntl(memfd, F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
-	c.done_hi = fcntl(done_wr, F_DUPFD_CLOEXEC, EXECPROC_DONE_FD + 1);
-	if (c.shm_hi < 0 || c.done_hi < 0)
-		ret = coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
-	else
+	c.shm_hi = c.done_hi = -1;
+	for (int i = 0; i < c.nr_files; i++)
+		c.file_hi[i] = -1;
+	if (!ret) {
+		c.shm_hi = fcntl(memfd, F_DUPFD_CLOEXEC, c.first_free);
+		c.done_hi = fcntl(done_wr, F_DUPFD_CLOEXEC, c.first_free);
+		for (int i = 0; i < c.nr_files; i++)
+			c.file_hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, c.first_free);
+		if (c.shm_hi < 0 || c.done_hi < 0)
+			ret = coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
+		for (int i = 0; i < c.nr_files && !ret; i++)
+			if (c.file_hi[i] < 0)
+				ret = coloc_err_set(err, -EBADF,
+						    "the model's file %d is not an open descriptor",
+						    i);
+	}
+	if (!ret)
 		ret = spawn_in_pidns(ep, &c, err);
 	if (ret == 1)
 		ret = spawn_plain(ep, &c, err);
@@ -401,6 +449,11 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 		close(c.shm_hi);
 	if (c.done_hi >= 0)
 		close(c.done_hi);
+	for (int i = 0; i < c.nr_files; i++)
+		if (c.file_hi[i] >= 0)
+			close(c.file_hi[i]);
+	for (int i = 0; i < EXECPROC_MAX_FILES; i++)
+		free(ext_args[i]);
 	return ret;
 }
 
@@ -411,12 +464,13 @@ int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct 
 	int memfd = -1, pipefd[2], ret;
 
 	*out = NULL;
-	if (!o || !o->model_path || !o->tenant || !o->tenant[0] ||
-	    strlen(o->tenant) >= COLOC_SHM_NAME_LEN)
+	if (!o || o->model_fd < 0 || !o->model_name || !o->tenant || !o->tenant[0] ||
+	    strlen(o->tenant) >= COLOC_SHM_NAME_LEN || o->nr_external < 0 ||
+	    o->nr_external > COLOC_MAX_REQUEST_FDS || (o->nr_external && !o->external))
 		return coloc_err_set(err, -EINVAL,
-				     "an executor needs a model file and a tenant name of 1 to %d "
-				     "bytes",
-				     COLOC_SHM_NAME_LEN - 1);
+				     "an executor needs a model descriptor, at most %d external "
+				     "data files and a tenant name of 1 to %d bytes",
+				     COLOC_MAX_REQUEST_FDS, COLOC_SHM_NAME_LEN - 1);
 	if (o->executor)
 		snprintf(path, sizeof(path), "%s", o->executor);
 	else if ((ret = default_executor(path, sizeof(path), err)))

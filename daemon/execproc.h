@@ -37,10 +37,24 @@
 
 struct execproc;
 
+/* An ONNX external data file for the executor: its location in the model, a sealed memfd. */
+struct execproc_file {
+	const char *location;
+	int fd;
+};
+
 struct execproc_opts {
 	const char *executor; /* path of coloc-executor; NULL: next to /proc/self/exe */
-	const char *model_path;
-	const char *weights_path; /* NULL: weights from the model's seed */
+	/*
+	 * The model's bytes as a sealed memfd (the executor reads it, after
+	 * dropping its privileges: colocd never names a path to it), and its
+	 * name as submitted (messages; ".onnx": ONNX).
+	 */
+	int model_fd;
+	const char *model_name;
+	int weights_fd; /* a sealed memfd of a weights file; -1: weights from the model's seed */
+	const struct execproc_file *external; /* an ONNX model's external data files */
+	int nr_external; /* at most COLOC_MAX_REQUEST_FDS */
 	const char *tenant; /* name, for messages and the executor's command line */
 	const char *cores; /* CPUs the executor may ever use, e.g. "0-3"; NULL: all online */
 	size_t slot_in_capacity; /* bytes per query input; 0: 16 MiB (untouched pages cost nothing) */
@@ -87,8 +101,10 @@ struct execproc_result {
 
 /*
  * Creates the shared memory and starts the executor, as a child running
- * with a clean environment and only the shared memory and the doorbell as
- * open files. Returns at once; the executor is READY after loading.
+ * with a clean environment and only the shared memory, the doorbell and
+ * the model's memfds as open files (fds 3, 4, then the model, the weights
+ * and the external data files from 5 on). Returns at once; the executor
+ * is READY after loading.
  */
 int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct coloc_err *err);
 

@@ -69,6 +69,10 @@ struct server_conn {
 	char *payload;
 	size_t payload_got;
 	bool in_payload;
+	/* descriptors received, each with the offset in `in` of the last byte that came with it */
+	int fds[COLOC_MAX_REQUEST_FDS];
+	size_t fd_at[COLOC_MAX_REQUEST_FDS];
+	int nr_fds;
 };
 
 struct server {
@@ -106,6 +110,8 @@ static void server_conn_close(struct server_conn *c)
 			s->conns[i] = NULL;
 	loop_source_remove(c->src);
 	close(c->fd);
+	for (int i = 0; i < c->nr_fds; i++)
+		close(c->fds[i]);
 	while (c->out_head) {
 		struct server_out *o = c->out_head;
 
@@ -239,6 +245,29 @@ static bool server_conn_payload_done(struct server_conn *c)
 	return ok;
 }
 
+/*
+ * The descriptors that came with the first n bytes of `in`, which are about
+ * to leave it, into fds (closed when fds is NULL); the others move down.
+ */
+static int server_conn_take_fds(struct server_conn *c, size_t n, int *fds)
+{
+	int taken = 0, kept = 0;
+
+	for (int i = 0; i < c->nr_fds; i++) {
+		if (c->fd_at[i] < n) {
+			if (fds)
+				fds[taken++] = c->fds[i];
+			else
+				close(c->fds[i]);
+			continue;
+		}
+		c->fds[kept] = c->fds[i];
+		c->fd_at[kept++] = c->fd_at[i] - n;
+	}
+	c->nr_fds = kept;
+	return taken;
+}
+
 /* Moves buffered bytes into the payload; true when it is complete. */
 static bool server_conn_fill_payload(struct server_conn *c)
 {
@@ -246,6 +275,7 @@ static bool server_conn_fill_payload(struct server_conn *c)
 	size_t n = c->in_len < want ? c->in_len : want;
 
 	memcpy(c->payload + c->payload_got, c->in, n);
+	server_conn_take_fds(c, n, NULL); /* a payload carries none */
 	c->payload_got += n;
 	c->in_len -= n;
 	memmove(c->in, c->in + n, c->in_len);
@@ -275,6 +305,7 @@ static bool server_conn_serve_one(struct server_conn *c, bool *ok)
 		if (c->in_len <= COLOC_MAX_REQUEST)
 			return false;
 		c->closing = true;
+		server_conn_take_fds(c, c->in_len, NULL);
 		c->in_len = 0;
 		*ok = server_conn_take(c, &req, s->handle(s->handle_ctx, &req, NULL, 0));
 		return true;
@@ -282,6 +313,7 @@ static bool server_conn_serve_one(struct server_conn *c, bool *ok)
 	line_len = (size_t)(nl - c->in);
 	if (line_len > COLOC_MAX_REQUEST) {
 		c->closing = true;
+		server_conn_take_fds(c, c->in_len, NULL);
 		*ok = server_conn_take(c, &req, s->handle(s->handle_ctx, &req, NULL, 0));
 		c->in_len = 0;
 		return true;
@@ -290,8 +322,18 @@ static bool server_conn_serve_one(struct server_conn *c, bool *ok)
 	n = line_len && c->in[line_len - 1] == '\r' ? line_len - 1 : line_len;
 	*nl = '\0';
 	{
-		char *resp = s->handle(s->handle_ctx, &req, c->in, n);
+		int fds[COLOC_MAX_REQUEST_FDS];
+		char *resp;
 
+		req.fds = fds;
+		req.nr_fds = server_conn_take_fds(c, line_len + 1, fds);
+		resp = s->handle(s->handle_ctx, &req, c->in, n);
+		/* what the handler did not take, a refused request's above all */
+		for (int i = 0; i < req.nr_fds; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		req.fds = NULL;
+		req.nr_fds = 0;
 		c->in_len -= line_len + 1;
 		memmove(c->in, nl + 1, c->in_len);
 		*ok = server_conn_take(c, &req, resp);
@@ -323,23 +365,82 @@ static void server_conn_truncated(struct server_conn *c)
 	c->closing = true;
 }
 
+/*
+ * Takes the descriptors of one recvmsg: attached to the last byte read
+ * (the kernel ends a read after the bytes that carried descriptors), or
+ * closed at once when they came with payload bytes. More than
+ * COLOC_MAX_REQUEST_FDS waiting, or a truncated control message: every
+ * one is closed and so is the connection, after an error line.
+ */
+static void server_conn_add_fds(struct server_conn *c, struct msghdr *msg, bool to_payload,
+				size_t last)
+{
+	bool overflow = msg->msg_flags & MSG_CTRUNC;
+	char line[160];
+
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
+		int nr = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (int i = 0; i < nr; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (to_payload || overflow || c->nr_fds >= COLOC_MAX_REQUEST_FDS) {
+				overflow = overflow || !to_payload;
+				close(fd);
+				continue;
+			}
+			c->fds[c->nr_fds] = fd;
+			c->fd_at[c->nr_fds++] = last;
+		}
+	}
+	if (!overflow)
+		return;
+	for (int i = 0; i < c->nr_fds; i++)
+		close(c->fds[i]);
+	c->nr_fds = 0;
+	snprintf(line, sizeof(line),
+		 "{\"ok\":false,\"error\":\"too many descriptors: at most %d with one "
+		 "request\"}\n",
+		 COLOC_MAX_REQUEST_FDS);
+	server_conn_queue(c, line, NULL, 0);
+	c->closing = true;
+	c->in_len = 0;
+}
+
 /* Reads what is there; false when the connection is to be closed now. */
 static bool server_conn_read(struct server_conn *c)
 {
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * COLOC_MAX_REQUEST_FDS)];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	bool to_payload = c->in_payload && !c->in_len;
 	ssize_t n;
 
 	/* no room (cannot happen while reading is allowed): a 0-byte recv would read as EOF */
-	if (!(c->in_payload && !c->in_len) && c->in_len >= SERVER_IN_CAP)
+	if (!to_payload && c->in_len >= SERVER_IN_CAP)
 		return true;
 	/* a large payload goes straight to its buffer */
-	if (c->in_payload && !c->in_len)
-		n = recv(c->fd, c->payload + c->payload_got, c->preq.payload_bytes - c->payload_got,
-			 MSG_DONTWAIT);
+	if (to_payload)
+		iov = (struct iovec){ c->payload + c->payload_got,
+				      c->preq.payload_bytes - c->payload_got };
 	else
-		n = recv(c->fd, c->in + c->in_len, SERVER_IN_CAP - c->in_len, MSG_DONTWAIT);
+		iov = (struct iovec){ c->in + c->in_len, SERVER_IN_CAP - c->in_len };
+	msg.msg_control = cbuf.buf;
+	msg.msg_controllen = sizeof(cbuf.buf);
+	n = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
 	c->last_progress_ns = loop_now_ns();
+	if (msg.msg_controllen || (msg.msg_flags & MSG_CTRUNC))
+		server_conn_add_fds(c, &msg, to_payload, c->in_len + (size_t)(n ? n - 1 : 0));
+	if (c->closing && !to_payload)
+		return true;
 	if (n == 0) {
 		c->eof = true;
 		if (c->in_payload) {
@@ -351,7 +452,7 @@ static bool server_conn_read(struct server_conn *c)
 			c->in[c->in_len++] = '\n';
 		return true;
 	}
-	if (c->in_payload && !c->in_len)
+	if (to_payload)
 		c->payload_got += (size_t)n;
 	else
 		c->in_len += (size_t)n;

@@ -54,6 +54,15 @@ struct server_req {
 	struct server *server;
 	__u64 conn; /* the connection's id: never reused */
 	uid_t uid; /* the peer's, from SO_PEERCRED at connect: who asks */
+	/*
+	 * The descriptors that came with the request line (SCM_RIGHTS on the
+	 * bytes of the line, at most COLOC_MAX_REQUEST_FDS), in the order
+	 * sent, close-on-exec. The handler takes one by setting its entry to
+	 * -1; the server closes every one left when the handler returns, so a
+	 * refused or malformed request leaves none open.
+	 */
+	int *fds;
+	int nr_fds;
 	/* set through the calls below */
 	size_t payload_bytes;
 	char *(*payload_fn)(void *ctx, struct server_req *req, const void *data, size_t len);

@@ -29,15 +29,18 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "cpulist.h"
 #include "model_open.h"
 #include "profile_table.h"
 #include "serving_internal.h"
+#include "submit_files.h"
 #include "topology.h"
 
 uint64_t sv_now_ns(void)
@@ -296,8 +299,15 @@ static void free_tenant(struct serving *s, struct sv_tenant *t)
 	close_executors(s, t, false);
 	model_free(t->model);
 	profile_table_free(&t->table);
-	free(t->model_path);
-	free(t->weights_path);
+	free(t->model_name);
+	if (t->model_fd > 0)
+		close(t->model_fd);
+	if (t->weights_fd > 0)
+		close(t->weights_fd);
+	for (int i = 0; i < t->nr_external; i++) {
+		free((char *)t->external[i].location);
+		close(t->external[i].fd);
+	}
 	for (int i = 0; i < SERVING_MAX_EXECUTORS; i++)
 		free(t->ex[i].blk_versions);
 	free(t->scratch);
@@ -334,8 +344,11 @@ static void fail_tenant(struct serving *s, struct sv_tenant *t, const char *why)
 static int start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err *err)
 {
 	struct execproc_opts o = { .executor = s->executor,
-				   .model_path = t->model_path,
-				   .weights_path = t->weights_path,
+				   .model_fd = t->model_fd,
+				   .model_name = t->model_name,
+				   .weights_fd = t->weights_fd,
+				   .external = t->external,
+				   .nr_external = t->nr_external,
 				   .tenant = t->name,
 				   .cores = s->cores,
 				   .slot_in_capacity = t->in_bytes,
@@ -699,6 +712,74 @@ static int grow_versions(struct serving *s, int nr_layers)
 	return 0;
 }
 
+/* A duplicate of a sealed memfd of the submit (submit_files.h) into *out; 0 or -errno. */
+static int take_sealed(int fd, const char *what, int *out, struct coloc_err *err)
+{
+	*out = -1;
+	if (fd < 0 || submit_file_check_sealed(fd))
+		return coloc_err_set(err, -EBADF, "%s is not a sealed copy of a submitted file",
+				     what);
+	*out = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (*out < 0)
+		return coloc_err_set(err, -errno, "%s: fcntl: %s", what, strerror(errno));
+	return 0;
+}
+
+/* The submitted files into t: duplicates of the sealed memfds; 0 or -errno. */
+static int take_files(struct sv_tenant *t, const struct serving_tenant_spec *spec,
+		      struct coloc_err *err)
+{
+	int ret;
+
+	t->model_fd = t->weights_fd = -1;
+	if (spec->nr_external < 0 || spec->nr_external > COLOC_MAX_REQUEST_FDS ||
+	    (spec->nr_external && !spec->external))
+		return coloc_err_set(err, -EINVAL, "tenant %s: %d external data files; at most %d",
+				     spec->name, spec->nr_external, COLOC_MAX_REQUEST_FDS);
+	t->model_name = strdup(spec->model_name);
+	if (!t->model_name)
+		return coloc_err_set(err, -ENOMEM, "out of memory admitting %s", spec->name);
+	ret = take_sealed(spec->model_fd, "the model", &t->model_fd, err);
+	if (!ret && spec->weights_fd >= 0)
+		ret = take_sealed(spec->weights_fd, "the weights", &t->weights_fd, err);
+	for (int i = 0; i < spec->nr_external && !ret; i++) {
+		struct execproc_file *f = &t->external[t->nr_external];
+
+		ret = take_sealed(spec->external[i].fd, "an external data file", &f->fd, err);
+		if (ret)
+			break;
+		f->location = strdup(spec->external[i].location);
+		if (!f->location) {
+			close(f->fd);
+			return coloc_err_set(err, -ENOMEM, "out of memory admitting %s",
+					     spec->name);
+		}
+		t->nr_external++;
+	}
+	return ret;
+}
+
+/*
+ * The model read from t's sealed copy, in colocd: its layers for the
+ * profile table and the I/O sizes.
+ */
+static int open_model(struct sv_tenant *t, struct coloc_err *err)
+{
+	struct onnx_external_fd ext[COLOC_MAX_REQUEST_FDS];
+	struct onnx_import_opts io = { .batch = 1, .external = ext, .nr_external = t->nr_external };
+	struct model_source src;
+	int ret;
+
+	for (int i = 0; i < t->nr_external; i++)
+		ext[i] = (struct onnx_external_fd){ t->external[i].location, t->external[i].fd };
+	ret = model_open_fd(t->model_name, t->model_fd, &io, &src, err);
+	if (ret)
+		return ret;
+	model_source_drop_weights(&src);
+	t->model = src.model;
+	return 0;
+}
+
 /* What owner's tenants hold: how many, their executors and their queries. */
 static void owner_usage(const struct serving *s, uid_t owner, int *tenants, int *executors,
 			int *queued)
@@ -753,8 +834,8 @@ int serving_authorize(const struct serving *s, const char *name, uid_t uid, stru
 int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, struct coloc_err *err)
 {
 	struct sv_tenant *t = NULL;
-	struct model_source src;
 	struct profile *p;
+	uint64_t hash;
 	int ret;
 
 	if (!spec->name || !name_valid(spec->name))
@@ -764,11 +845,17 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 				     spec->name ? spec->name : "", SERVING_NAME_LEN - 1);
 	if (sv_find_tenant(s, spec->name))
 		return coloc_err_set(err, -EEXIST, "tenant %s exists; remove it first", spec->name);
-	if (!spec->model_path)
+	if (!spec->model_name || spec->model_fd < 0)
 		return coloc_err_set(err, -EINVAL, "tenant %s: no model file", spec->name);
 	if (spec->executors < 0 || spec->executors > SERVING_MAX_EXECUTORS)
 		return coloc_err_set(err, -EINVAL, "tenant %s: %d executors; 1 to %d", spec->name,
 				     spec->executors, SERVING_MAX_EXECUTORS);
+	if (spec->weights_fd >= 0 && model_path_is_onnx(spec->model_name))
+		return coloc_err_set(
+			err, -EINVAL,
+			"tenant %s: %s is an ONNX model, whose weights are in the file; "
+			"drop the weights file",
+			spec->name, spec->model_name);
 	ret = check_admit_quota(s, spec, err);
 	if (ret)
 		return ret;
@@ -783,18 +870,14 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 	t->owner = spec->owner;
 	t->qos_ns = spec->qos_ns;
 	t->nr_exec = spec->executors > 0 ? spec->executors : 1;
-	if (spec->weights_path && model_path_is_onnx(spec->model_path))
-		return coloc_err_set(
-			err, -EINVAL,
-			"tenant %s: %s is an ONNX model, whose weights are in the file; "
-			"drop the weights file",
-			spec->name, spec->model_path);
-	ret = model_open(spec->model_path, NULL, &src, err);
+	ret = take_files(t, spec, err);
+	if (!ret)
+		ret = open_model(t, err);
+	if (!ret && (ret = submit_file_hash(t->model_fd, &hash)))
+		coloc_err_set(err, ret, "hashing the model: %s", strerror(-ret));
 	if (ret)
-		return ret;
-	model_source_drop_weights(&src);
-	t->model = src.model;
-	p = profile_table_find(spec->model_path, t->model, s->cache_dir, err);
+		goto fail;
+	p = profile_table_find_hashed(t->model->name, hash, spec->model_name, s->cache_dir, err);
 	if (!p) {
 		ret = err ? err->code : -ENOENT;
 		goto fail;
@@ -821,10 +904,7 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 			ret = -ENOMEM;
 	}
 	t->scratch = t->nr_exec > 1 ? malloc(t->in_bytes ? t->in_bytes : 1) : NULL;
-	t->model_path = strdup(spec->model_path);
-	t->weights_path = spec->weights_path ? strdup(spec->weights_path) : NULL;
-	if (ret || (t->nr_exec > 1 && !t->scratch) || !t->model_path ||
-	    (spec->weights_path && !t->weights_path)) {
+	if (ret || (t->nr_exec > 1 && !t->scratch)) {
 		ret = coloc_err_set(err, -ENOMEM, "out of memory admitting %s", spec->name);
 		goto fail;
 	}

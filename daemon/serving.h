@@ -171,10 +171,25 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 /* Fails every live query (callbacks run), kills the executors, frees. NULL is fine. */
 void serving_destroy(struct serving *s);
 
+/* An ONNX external data file of a submitted model. */
+struct serving_external {
+	const char *location; /* as the model names it: a relative path, no ".." */
+	int fd; /* a sealed memfd of its bytes */
+};
+
 struct serving_tenant_spec {
 	const char *name; /* 1..SERVING_NAME_LEN-1 of [A-Za-z0-9_.-] */
-	const char *model_path;
-	const char *weights_path; /* NULL: weights from the model's seed */
+	/*
+	 * The model as the client handed it over: a memfd sealed by
+	 * submit_file_seal() (the module refuses any other), and its name as
+	 * submitted, for messages and its format (".onnx"). Nothing here is
+	 * a path colocd opens. The module keeps its own duplicates of the fds.
+	 */
+	const char *model_name;
+	int model_fd;
+	int weights_fd; /* a sealed memfd; -1: weights from the model's seed */
+	const struct serving_external *external; /* an ONNX model's external data files */
+	int nr_external; /* at most COLOC_MAX_REQUEST_FDS */
 	uint64_t qos_ns;
 	/*
 	 * Executor processes, each running one block of another query at once;
@@ -185,7 +200,7 @@ struct serving_tenant_spec {
 };
 
 /*
- * Validates the model ("FILE:LINE: ..."), finds its profile (or says which
+ * Validates the model ("NAME:LINE: ..."), finds its profile (or says which
  * coloc-profile command makes it), rejects a QoS below the model's solo
  * latency on all served cores (both numbers in the message) and a spec
  * that would take its owner past a quota (-EDQUOT, naming the colocd

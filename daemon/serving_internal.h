@@ -79,7 +79,11 @@ struct sv_tenant {
 	enum serving_tenant_state state;
 	char name[SERVING_NAME_LEN];
 	char reason[SERVING_REASON_LEN];
-	char *model_path, *weights_path;
+	/* the model as submitted: its name, and colocd's own duplicates of the sealed memfds */
+	char *model_name;
+	int model_fd, weights_fd; /* weights_fd -1: none */
+	struct execproc_file external[COLOC_MAX_REQUEST_FDS]; /* locations malloc'd */
+	int nr_external;
 	uint64_t qos_ns, solo_ns, uid, started_ns;
 	uid_t owner; /* serving_tenant_spec.owner */
 	struct model *model;

@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * colocd's --state file: the admitted tenants as submitted (name, model,
- * weights, QoS), so that a restarted daemon submits them again. Written
- * whole to a temporary file beside it, synced, then renamed over it: a
- * crash leaves the old file or the new one, never half of one. Format:
- *   {"tenants":[{"name":S,"model":S,"weights":S|null,"qos_ns":N,"executors":N,
- *                "owner":N},...]}
+ * colocd's --state file: the admitted tenants as submitted (name, the
+ * client's names of its files, QoS, owner), so that a restarted daemon
+ * submits them again. Written whole to a temporary file beside it, synced,
+ * then renamed over it: a crash leaves the old file or the new one, never
+ * half of one. Format:
+ *   {"tenants":[{"name":S,"model":S,"weights":S|null,"external":[S...]?,
+ *                "qos_ns":N,"executors":N,"owner":N},...]}
  * ("executors" is left out for one, and read as one when missing; "owner",
  * the submitter's uid, is read as root's when missing: a file written
  * before tenants had owners holds what root could submit).
+ *
+ * The bytes: colocd never reopens a path a client named, so it keeps its
+ * own copy of each admitted tenant's files in the directory STATE.files/
+ * (root's, mode 0700, made when missing): NAME.model, NAME.weights,
+ * NAME.ext.I. A restart reads those, and only a regular file owned by root
+ * and writable by no one else; a tenant whose copies are missing does not
+ * come back (its client submits it again).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,28 +26,200 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <json-c/json.h>
 #include "colocd.h"
+#include "submit_files.h"
 
-int colocd_spec_add(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err)
+/* STATE.files/, opened (made when missing) as a directory of root's; fd or -errno. */
+static int state_dir_open(const char *state_path, bool create)
 {
+	char dir[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	if ((size_t)snprintf(dir, sizeof(dir), "%s.files", state_path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	if (create && mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_uid != 0 || (st.st_mode & 022)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/* The name of the copy of file k of tenant name: 0 the model, 1 the weights, 2 + i external i. */
+static void state_file_name(char *buf, size_t len, const char *name, int k)
+{
+	if (k < 2)
+		snprintf(buf, len, "%s.%s", name, k ? "weights" : "model");
+	else
+		snprintf(buf, len, "%s.ext.%d", name, k - 2);
+}
+
+/* A copy of the sealed memfd src as file k of name in dirfd (temp, sync, rename). */
+static int state_copy_out(int dirfd, const char *name, int k, int src)
+{
+	char final[SERVING_NAME_LEN + 32], tmp[SERVING_NAME_LEN + 40];
+	struct stat st;
+	off_t off = 0;
+	int fd, ret = 0;
+
+	state_file_name(final, sizeof(final), name, k);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", final);
+	if (fstat(src, &st))
+		return -errno;
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	while (!ret && off < st.st_size) {
+		ssize_t n = sendfile(fd, src, &off, (size_t)(st.st_size - off));
+
+		if (n <= 0 && !(n < 0 && errno == EINTR))
+			ret = n < 0 ? -errno : -EIO;
+	}
+	if (!ret && fsync(fd))
+		ret = -errno;
+	close(fd);
+	if (!ret && renameat(dirfd, tmp, dirfd, final))
+		ret = -errno;
+	if (ret)
+		unlinkat(dirfd, tmp, 0);
+	return ret;
+}
+
+static void state_unlink_files(int dirfd, const char *name, int nr_external)
+{
+	char file[SERVING_NAME_LEN + 32];
+
+	for (int k = 0; k < 2 + nr_external; k++) {
+		state_file_name(file, sizeof(file), name, k);
+		unlinkat(dirfd, file, 0);
+	}
+}
+
+static int state_save_files(const struct colocd *d, const struct colocd_spec *spec,
+			    const struct colocd_files *files, struct coloc_err *err)
+{
+	int dirfd = state_dir_open(d->cfg.state_path, true), ret;
+
+	if (dirfd < 0)
+		return coloc_err_set(err, dirfd, "cannot keep tenant %s's files in %s.files: %s",
+				     spec->name, d->cfg.state_path, strerror(-dirfd));
+	state_unlink_files(dirfd, spec->name, COLOC_MAX_REQUEST_FDS);
+	ret = state_copy_out(dirfd, spec->name, 0, files->model_fd);
+	if (!ret && files->weights_fd >= 0)
+		ret = state_copy_out(dirfd, spec->name, 1, files->weights_fd);
+	for (int i = 0; i < spec->nr_external && !ret; i++)
+		ret = state_copy_out(dirfd, spec->name, 2 + i, files->external_fd[i]);
+	if (ret) {
+		state_unlink_files(dirfd, spec->name, spec->nr_external);
+		coloc_err_set(err, ret, "cannot keep tenant %s's files in %s.files: %s", spec->name,
+			      d->cfg.state_path, strerror(-ret));
+	}
+	close(dirfd);
+	return ret;
+}
+
+int colocd_spec_add(struct colocd *d, const struct colocd_spec *spec,
+		    const struct colocd_files *files, struct coloc_err *err)
+{
+	int ret;
+
 	if (d->nr_specs >= COLOC_MAX_TENANTS)
 		return coloc_err_set(err, -ENOSPC, "all %d tenant slots are taken",
 				     COLOC_MAX_TENANTS);
 	d->specs[d->nr_specs++] = *spec;
-	return colocd_state_write(d, err);
+	ret = d->cfg.state_path ? state_save_files(d, spec, files, err) : 0;
+	if (!ret)
+		ret = colocd_state_write(d, err);
+	return ret;
 }
 
 int colocd_spec_drop(struct colocd *d, const char *name, struct coloc_err *err)
 {
 	for (int i = 0; i < d->nr_specs; i++)
 		if (!strcmp(d->specs[i].name, name)) {
+			int dirfd =
+				d->cfg.state_path ? state_dir_open(d->cfg.state_path, false) : -1;
+
+			if (dirfd >= 0) {
+				state_unlink_files(dirfd, name, d->specs[i].nr_external);
+				close(dirfd);
+			}
 			memmove(&d->specs[i], &d->specs[i + 1],
 				(size_t)(d->nr_specs - i - 1) * sizeof(d->specs[0]));
 			d->nr_specs--;
 			return colocd_state_write(d, err);
 		}
 	return 0;
+}
+
+void colocd_files_close(struct colocd_files *files, int nr_external)
+{
+	if (files->model_fd >= 0)
+		close(files->model_fd);
+	if (files->weights_fd >= 0)
+		close(files->weights_fd);
+	for (int i = 0; i < nr_external; i++)
+		if (files->external_fd[i] >= 0)
+			close(files->external_fd[i]);
+	files->model_fd = files->weights_fd = -1;
+	for (int i = 0; i < nr_external; i++)
+		files->external_fd[i] = -1;
+}
+
+/* File k of spec from dirfd: root's own, regular, writable by no other; sealed into *out. */
+static int state_copy_in(int dirfd, const struct colocd_spec *spec, int k, uint64_t *budget,
+			 int *out, struct coloc_err *err)
+{
+	char file[SERVING_NAME_LEN + 32];
+	struct stat st;
+	int fd, ret;
+
+	state_file_name(file, sizeof(file), spec->name, k);
+	fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return coloc_err_set(err, -errno, "colocd's copy %s of tenant %s: %s", file,
+				     spec->name, strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
+		close(fd);
+		return coloc_err_set(
+			err, -EPERM,
+			"colocd's copy %s of tenant %s is not a regular file of root's "
+			"writable by root only",
+			file, spec->name);
+	}
+	ret = submit_file_seal(fd, file, budget, out, err);
+	close(fd);
+	return ret;
+}
+
+int colocd_state_files(const char *path, const struct colocd_spec *spec, struct colocd_files *files,
+		       struct coloc_err *err)
+{
+	uint64_t budget = COLOC_MAX_SUBMIT_BYTES;
+	int dirfd = state_dir_open(path, false), ret;
+
+	files->model_fd = files->weights_fd = -1;
+	for (int i = 0; i < COLOC_MAX_REQUEST_FDS; i++)
+		files->external_fd[i] = -1;
+	if (dirfd < 0)
+		return coloc_err_set(err, dirfd, "%s.files: %s", path, strerror(-dirfd));
+	ret = state_copy_in(dirfd, spec, 0, &budget, &files->model_fd, err);
+	if (!ret && spec->weights[0])
+		ret = state_copy_in(dirfd, spec, 1, &budget, &files->weights_fd, err);
+	for (int i = 0; i < spec->nr_external && !ret; i++)
+		ret = state_copy_in(dirfd, spec, 2 + i, &budget, &files->external_fd[i], err);
+	close(dirfd);
+	if (ret)
+		colocd_files_close(files, spec->nr_external);
+	return ret;
 }
 
 static int state_write_all(int fd, const char *text, size_t len)
@@ -77,6 +257,13 @@ int colocd_state_write(const struct colocd *d, struct coloc_err *err)
 		json_object_object_add(o, "model", json_object_new_string(sp->model));
 		json_object_object_add(o, "weights",
 				       sp->weights[0] ? json_object_new_string(sp->weights) : NULL);
+		if (sp->nr_external) {
+			struct json_object *ext = json_object_new_array();
+
+			for (int k = 0; k < sp->nr_external; k++)
+				json_object_array_add(ext, json_object_new_string(sp->external[k]));
+			json_object_object_add(o, "external", ext);
+		}
 		json_object_object_add(o, "qos_ns", json_object_new_int64((int64_t)sp->qos_ns));
 		if (sp->executors > 1)
 			json_object_object_add(o, "executors", json_object_new_int(sp->executors));
@@ -125,7 +312,7 @@ static int state_entry(const char *path, size_t i, struct json_object *o, struct
 {
 	const char *name = state_string(o, "name"), *model = state_string(o, "model");
 	const char *weights = state_string(o, "weights");
-	struct json_object *q, *e = NULL, *u = NULL;
+	struct json_object *q, *e = NULL, *u = NULL, *ext;
 
 	memset(spec, 0, sizeof(*spec));
 	/* (uid_t)-1 is no one's: chown's "leave it" */
@@ -154,6 +341,25 @@ static int state_entry(const char *path, size_t i, struct json_object *o, struct
 	snprintf(spec->model, sizeof(spec->model), "%s", model);
 	if (weights)
 		snprintf(spec->weights, sizeof(spec->weights), "%s", weights);
+	if (json_object_object_get_ex(o, "external", &ext)) {
+		size_t n = json_object_is_type(ext, json_type_array) ?
+				   json_object_array_length(ext) :
+				   (size_t)COLOC_MAX_REQUEST_FDS;
+
+		for (size_t k = 0; k < n; k++) {
+			struct json_object *v = json_object_array_get_idx(ext, k);
+
+			if (n >= COLOC_MAX_REQUEST_FDS ||
+			    !json_object_is_type(v, json_type_string) ||
+			    strlen(json_object_get_string(v)) >= COLOCD_LOCATION_LEN)
+				return coloc_err_set(err, -EINVAL,
+						     "%s: tenants[%zu]: \"external\" must be an "
+						     "array of locations",
+						     path, i);
+			snprintf(spec->external[spec->nr_external++], COLOCD_LOCATION_LEN, "%s",
+				 json_object_get_string(v));
+		}
+	}
 	spec->qos_ns = (__u64)json_object_get_int64(q);
 	spec->executors = e ? (int)json_object_get_int64(e) : 0;
 	spec->owner = u ? (uid_t)json_object_get_int64(u) : 0;

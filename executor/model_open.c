@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "model_open.h"
@@ -101,6 +102,87 @@ int model_open(const char *path, const struct onnx_import_opts *opts, struct mod
 				     path);
 	src->model = model_load(path, err);
 	return src->model ? 0 : (err && err->code ? err->code : -EINVAL);
+}
+
+/* The whole file behind fd, read once into a new buffer (NUL-terminated); 0 or -errno. */
+static int read_fd(const char *name, int fd, char **out, size_t *len, struct coloc_err *err)
+{
+	struct stat st;
+	size_t got = 0;
+	char *buf;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return coloc_err_set(err, -EINVAL, "%s: not a regular file", name);
+	if ((unsigned long long)st.st_size > ONNX_MAX_FILE_BYTES)
+		return coloc_err_set(err, -E2BIG,
+				     "%s: %lld bytes; the most a model file may have "
+				     "is 2 GiB (larger models keep their tensors in external data)",
+				     name, (long long)st.st_size);
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return coloc_err_set(err, -ENOMEM, "%s: out of memory", name);
+	while (got < (size_t)st.st_size) {
+		ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			free(buf);
+			return coloc_err_set(err, n < 0 ? -errno : -EIO, "%s: read failed", name);
+		}
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
+int model_open_fd(const char *name, int fd, const struct onnx_import_opts *opts,
+		  struct model_source *src, struct coloc_err *err)
+{
+	static const struct onnx_external_fd none[1];
+	struct onnx_import_opts o = opts ? *opts : (struct onnx_import_opts){ .batch = 1 };
+	struct onnx_import im;
+	size_t len = 0;
+	char *buf = NULL;
+	int ret, wfd;
+
+	*src = (struct model_source){ .weights_fd = -1 };
+	if (!model_path_is_onnx(name) && model_open_opts_given(opts))
+		return coloc_err_set(err, -EINVAL,
+				     "%s: --batch and --dim apply to ONNX files (*.onnx) only",
+				     name);
+	ret = read_fd(name, fd, &buf, &len, err);
+	if (ret)
+		return ret;
+	if (!model_path_is_onnx(name)) {
+		src->model = model_parse(name, buf, len, err);
+		free(buf);
+		return src->model ? 0 : (err && err->code ? err->code : -EINVAL);
+	}
+	/* never by path: an empty table refuses every external location */
+	if (!o.external) {
+		o.external = none;
+		o.nr_external = 0;
+	}
+	ret = onnx_import_buffer(name, buf, len, &o, &im, err);
+	free(buf);
+	if (ret)
+		return ret;
+	wfd = sealed_memfd("coloc-onnx-weights", im.weights, im.weights_len);
+	if (wfd < 0) {
+		onnx_import_free(&im);
+		return coloc_err_set(err, wfd, "%s: cannot hold the imported weights in memory: %s",
+				     name, strerror(-wfd));
+	}
+	src->model = im.model;
+	im.model = NULL;
+	onnx_import_free(&im);
+	src->onnx = true;
+	src->weights_fd = wfd;
+	snprintf(src->weights_path, sizeof(src->weights_path), "/proc/self/fd/%d", wfd);
+	return 0;
 }
 
 void model_source_close(struct model_source *src)

@@ -40,6 +40,15 @@ int model_open(const char *path, const struct onnx_import_opts *opts, struct mod
 	       struct coloc_err *err);
 void model_source_close(struct model_source *src);
 /*
+ * The same from a descriptor (colocd's executor: a sealed memfd colocd
+ * handed over), named name for messages and for its format (".onnx"):
+ * nothing is opened by path, an ONNX model's external data included
+ * (opts->external names their descriptors; a model with external data and
+ * no table is refused). The bytes are read once; fd stays open.
+ */
+int model_open_fd(const char *name, int fd, const struct onnx_import_opts *opts,
+		  struct model_source *src, struct coloc_err *err);
+/*
  * Closes the imported weights once exec_model_load() has read them (or when
  * only the model is wanted), keeping src->model for model_source_close().
  */

@@ -415,6 +415,7 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 	char path[PATH_MAX];
 	struct stat st;
 	size_t got = 0;
+	bool own = true;
 	uint8_t *buf;
 	int fd, ret;
 
@@ -452,17 +453,33 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 				   "tensor '%.64s': external data length %lld, but its shape "
 				   "and type take %zu bytes",
 				   name, len, want);
-	if ((size_t)snprintf(path, sizeof(path), "%.*s%s", slash ? (int)(slash - c->file + 1) : 0,
-			     c->file, loc) >= sizeof(path))
-		return onnx_refuse(c, -ENAMETOOLONG, "tensor '%.64s': external data path too long",
-				   name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return onnx_refuse(c, -errno, "tensor '%.64s': external data file %.256s: %s", name,
-				   path, strerror(errno));
+	if (c->opts && c->opts->external) {
+		fd = -1;
+		for (int i = 0; i < c->opts->nr_external && fd < 0; i++)
+			if (!strcmp(c->opts->external[i].location, loc))
+				fd = c->opts->external[i].fd;
+		if (fd < 0)
+			return onnx_refuse(c, -ENOENT,
+					   "tensor '%.64s': external data file '%.128s' was not "
+					   "handed over with the model",
+					   name, loc);
+		snprintf(path, sizeof(path), "'%.128s'", loc);
+		own = false;
+	} else {
+		if ((size_t)snprintf(path, sizeof(path), "%.*s%s",
+				     slash ? (int)(slash - c->file + 1) : 0, c->file,
+				     loc) >= sizeof(path))
+			return onnx_refuse(c, -ENAMETOOLONG,
+					   "tensor '%.64s': external data path too long", name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return onnx_refuse(c, -errno, "tensor '%.64s': external data file %.256s: %s",
+					   name, path, strerror(errno));
+	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
 	    (unsigned long long)off + want > (unsigned long long)st.st_size) {
-		close(fd);
+		if (own)
+			close(fd);
 		return onnx_refuse(c, -EINVAL,
 				   "tensor '%.64s': external data file %.256s has no %zu bytes at "
 				   "offset %lld",
@@ -470,7 +487,8 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 	}
 	buf = malloc(want ? want : 1);
 	if (!buf) {
-		close(fd);
+		if (own)
+			close(fd);
 		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
 	}
 	while (got < want) {
@@ -478,6 +496,7 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 
 		if (n <= 0) {
 			ret = n < 0 ? -errno : -EIO;
+			if (own)
 			close(fd);
 			free(buf);
 			return onnx_refuse(c, ret, "tensor '%.64s': reading %.256s failed", name,
@@ -485,7 +504,8 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 		}
 		got += (size_t)n;
 	}
-	close(fd);
+	if (own)
+		close(fd);
 	*out = buf;
 	return 0;
 }
@@ -536,6 +556,12 @@ int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct mo
 			return onnx_refuse(c, -E2BIG, "tensor '%.64s' has more than %lld elements",
 					   name, ONNX_MAX_CONST_ELEMS);
 	}
+	if (c->decoded_bytes + (uint64_t)(n ? n : 1) * sizeof(double) > ONNX_MAX_DECODED_BYTES)
+		return onnx_refuse(c, -E2BIG,
+				   "tensor '%.64s': the model's constants decode to more than %llu "
+				   "MiB",
+				   name, ONNX_MAX_DECODED_BYTES >> 20);
+	c->decoded_bytes += (uint64_t)(n ? n : 1) * sizeof(double);
 	if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
 		int ret = external_bytes(c, t, name, (size_t)n * (size_t)es, &ext);
 
@@ -811,6 +837,38 @@ static int register_values(struct onnx_ctx *c)
 	return 0;
 }
 
+/*
+ * The initializers' declared elements, decoded as doubles, against
+ * ONNX_MAX_DECODED_BYTES, before any is read: a few KiB of protobuf can
+ * declare hundreds of GiB over one sparse external file.
+ */
+static int check_declared_sizes(struct onnx_ctx *c)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < c->g->n_initializer; i++) {
+		const Onnx__TensorProto *t = c->g->initializer[i];
+		uint64_t n = 1;
+
+		for (size_t d = 0; d < t->n_dims && n; d++) {
+			if (t->dims[d] < 0 || (uint64_t)t->dims[d] > ONNX_MAX_DECODED_BYTES)
+				n = ONNX_MAX_DECODED_BYTES;
+			else
+				n *= (uint64_t)t->dims[d];
+			if (n > ONNX_MAX_DECODED_BYTES)
+				n = ONNX_MAX_DECODED_BYTES;
+		}
+		total += n * sizeof(double);
+		if (total > ONNX_MAX_DECODED_BYTES)
+			return coloc_err_set(c->err, -E2BIG,
+					     "%s: its initializers decode to more than %llu MiB (at "
+					     "initializer %zu of %zu), the most coloc imports",
+					     c->file, ONNX_MAX_DECODED_BYTES >> 20, i + 1,
+					     c->g->n_initializer);
+	}
+	return 0;
+}
+
 int onnx_graph_open(struct onnx_ctx *c, const void *buf, size_t len)
 {
 	int ret;
@@ -839,7 +897,9 @@ int onnx_graph_open(struct onnx_ctx *c, const void *buf, size_t len)
 				     c->file);
 	if (!c->g->n_output)
 		return coloc_err_set(c->err, -EINVAL, "%s: the graph has no outputs", c->file);
-	ret = find_opset(c);
+	ret = check_declared_sizes(c);
+	if (!ret)
+		ret = find_opset(c);
 	if (!ret)
 		ret = register_values(c);
 	if (ret)

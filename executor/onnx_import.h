@@ -24,6 +24,18 @@
 #define ONNX_MAX_DIM_VALUES 16
 #define ONNX_DIM_NAME_LEN 64
 #define ONNX_MAX_OUTPUTS 8
+/*
+ * All of a model's constants decoded (as doubles, 8 bytes an element): a
+ * file of a few MiB can name tensors of 2^28 elements each over one sparse
+ * external file; past this the import is refused before it allocates.
+ */
+#define ONNX_MAX_DECODED_BYTES (4ull << 30)
+
+/* An external data file handed over as a descriptor: its ONNX "location" and the fd. */
+struct onnx_external_fd {
+	const char *location;
+	int fd;
+};
 
 /* A symbolic dimension's value, from --dim NAME=VALUE. */
 struct onnx_dim_value {
@@ -35,6 +47,14 @@ struct onnx_import_opts {
 	int64_t batch; /* the first dim of every graph input when symbolic; 0 means 1 */
 	int nr_dims;
 	struct onnx_dim_value dims[ONNX_MAX_DIM_VALUES];
+	/*
+	 * Where external data comes from. NULL: files below the model's
+	 * directory, opened by path (the command-line tools). Otherwise only
+	 * these descriptors, found by location, and no path is ever opened
+	 * (colocd's executor, given what the client opened).
+	 */
+	const struct onnx_external_fd *external;
+	int nr_external;
 };
 
 struct onnx_import {

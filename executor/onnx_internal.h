@@ -86,6 +86,7 @@ struct onnx_ctx {
 	struct onnx_layer *layers;
 	int nr_layers, cap_layers;
 	uint64_t int_inputs; /* onnx_import's */
+	uint64_t decoded_bytes; /* constants decoded so far (ONNX_MAX_DECODED_BYTES) */
 	int *layer_hash; /* open addressing over layer names, -1 = empty */
 };
 

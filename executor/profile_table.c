@@ -7,7 +7,9 @@
  * oneDNN can say: profile_table_find() is why colocd and coloc-sim link
  * oneDNN (profile_machine_detect); nothing else in either calls it.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,27 +17,42 @@
 #include "model_open.h"
 #include "profile_table.h"
 
-struct profile *profile_table_find(const char *model_path, const struct model *m,
-				   const char *cache_dir, struct coloc_err *err)
+/* A model name fit for a file name in the cache: [A-Za-z0-9_.-], not starting with '.'. */
+static bool cache_name_ok(const char *n)
+{
+	size_t len = strlen(n);
+
+	if (!len || len > 128 || n[0] == '.')
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!isalnum((unsigned char)n[i]) && n[i] != '_' && n[i] != '.' && n[i] != '-')
+			return false;
+	return true;
+}
+
+struct profile *profile_table_find_hashed(const char *model_name, uint64_t hash, const char *shown,
+					  const char *cache_dir, struct coloc_err *err)
 {
 	struct profile_machine machine;
 	char path[4096];
 	const char *dir = profile_cache_dir(cache_dir);
-	uint64_t hash;
 	int ret;
 
-	ret = model_open_hash(model_path, NULL, &hash);
-	if (ret) {
-		coloc_err_set(err, ret, "%s: %s", model_path, strerror(-ret));
+	if (!cache_name_ok(model_name)) {
+		coloc_err_set(err, -EINVAL,
+			      "model name '%.64s' is not 1 to 128 of [A-Za-z0-9_.-] (not starting "
+			      "with '.'): it names no profile in the cache",
+			      model_name);
 		return NULL;
 	}
+
 	ret = profile_machine_detect(&machine);
 	if (ret) {
 		coloc_err_set(err, ret, "cannot identify this machine for the profile cache: %s",
 			      strerror(-ret));
 		return NULL;
 	}
-	if (profile_cache_path(dir, m->name, hash, &machine, path, sizeof(path))) {
+	if (profile_cache_path(dir, model_name, hash, &machine, path, sizeof(path))) {
 		coloc_err_set(err, -ENAMETOOLONG, "profile cache path under %s is too long", dir);
 		return NULL;
 	}
@@ -46,13 +63,26 @@ struct profile *profile_table_find(const char *model_path, const struct model *m
 				      "no latency profile of model %s (%s) for this machine (%s, "
 				      "ISA %s) in %s; make it with: coloc-profile %s -o %s.profile "
 				      "--cache-dir %s",
-				      m->name, model_path, machine.cpu_model, machine.isa, dir,
-				      model_path, m->name, dir);
+				      model_name, shown, machine.cpu_model, machine.isa, dir, shown,
+				      model_name, dir);
 		else
 			coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
 		return NULL;
 	}
 	return profile_load(path, err);
+}
+
+struct profile *profile_table_find(const char *model_path, const struct model *m,
+				   const char *cache_dir, struct coloc_err *err)
+{
+	uint64_t hash;
+	int ret = model_open_hash(model_path, NULL, &hash);
+
+	if (ret) {
+		coloc_err_set(err, ret, "%s: %s", model_path, strerror(-ret));
+		return NULL;
+	}
+	return profile_table_find_hashed(m->name, hash, model_path, cache_dir, err);
 }
 
 /*

@@ -49,5 +49,13 @@ void profile_table_free(struct profile_table *t);
  */
 struct profile *profile_table_find(const char *model_path, const struct model *m,
 				   const char *cache_dir, struct coloc_err *err);
+/*
+ * The same by the model's name and file hash, computed by the caller
+ * (colocd hashes its sealed copy); shown names the model file in the
+ * coloc-profile command a missing profile's message gives.
+ */
+struct profile *profile_table_find_hashed(const char *model_name, uint64_t hash,
+					  const char *shown, const char *cache_dir,
+					  struct coloc_err *err);
 
 #endif /* COLOC_PROFILE_TABLE_H */

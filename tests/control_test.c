@@ -250,8 +250,11 @@ TEST_F(control, handle__serving_commands_check_their_arguments)
 		const char *line, *error_part;
 	} cases[] = {
 		{ "{\"cmd\":\"submit\",\"name\":\"a\"}", "needs \"name\", \"model\"" },
-		{ "{\"cmd\":\"submit\",\"name\":\"a\",\"model\":\"x.model\",\"qos_ms\":5}",
-		  "absolute path" },
+		{ "{\"cmd\":\"submit\",\"name\":\"a\",\"model\":\"/x.model\",\"qos_ms\":5}",
+		  "as descriptors sent with the request" },
+		{ "{\"cmd\":\"submit\",\"name\":\"a\",\"model\":\"/x.onnx\",\"qos_ms\":5,"
+		  "\"external\":[\"../etc/shadow\"]}",
+		  "not a relative path below the model's directory" },
 		{ "{\"cmd\":\"submit\",\"name\":\"a\",\"model\":\"/x.model\",\"qos_ms\":0}",
 		  "above 0" },
 		{ "{\"cmd\":\"submit\",\"name\":\"a\",\"model\":\"/x.model\",\"qos_ms\":\"5\"}",

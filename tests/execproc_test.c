@@ -49,6 +49,21 @@ static void model_path(char *buf, size_t len, const char *name)
 	snprintf(buf, len, "%s/models/%s.model", root ? root : ".", name);
 }
 
+/* Spawns o's executor on the file at path, handed over by descriptor as colocd does. */
+static int spawn_path(struct execproc_opts *o, const char *path, struct execproc **ep,
+		      struct coloc_err *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	o->model_fd = fd;
+	o->model_name = path;
+	ret = execproc_spawn(o, ep, err);
+	close(fd);
+	return ret;
+}
+
 /* Every online CPU this test may run on, as the executor takes them by default. */
 static void all_cpus(struct exec_cpuset *set)
 {
@@ -84,7 +99,7 @@ FIXTURE(execproc)
 FIXTURE_SETUP(execproc)
 {
 	char path[512], bin[512];
-	struct execproc_opts o = { .tenant = "mnv2" };
+	struct execproc_opts o = { .tenant = "mnv2", .weights_fd = -1 };
 	struct coloc_err cerr = { 0 };
 	size_t off = 0;
 
@@ -93,8 +108,8 @@ FIXTURE_SETUP(execproc)
 		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", path);
 	all_cpus(&self->cpus);
 	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
-	o.model_path = path;
-	ASSERT_EQ(0, execproc_spawn(&o, &self->ep, &cerr))
+	o.weights_fd = -1;
+	ASSERT_EQ(0, spawn_path(&o, path, &self->ep, &cerr))
 	TH_LOG("%s", coloc_err_str(&cerr));
 
 	/* the same model in this process: the reference the executor must match */
@@ -761,7 +776,7 @@ static int probe_from_ns(int inside_pidfd, pid_t target, bool *sees_own_pid1)
 TEST_F(execproc, spawn__each_executor_in_its_own_pid_namespace)
 {
 	char path[512], bin[512];
-	struct execproc_opts o = { .tenant = "other", .model_path = path };
+	struct execproc_opts o = { .tenant = "other", .weights_fd = -1 };
 	struct coloc_err err = { 0 };
 	pid_t pid = execproc_pid(self->ep), other_pid;
 	int self_ns_fd;
@@ -796,7 +811,7 @@ TEST_F(execproc, spawn__each_executor_in_its_own_pid_namespace)
 
 	model_path(path, sizeof(path), "mobilenet_v2");
 	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
-	ASSERT_EQ(0, execproc_spawn(&o, &other, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, spawn_path(&o, path, &other, &err)) TH_LOG("%s", coloc_err_str(&err));
 	ASSERT_EQ(0, execproc_wait_ready(other, READY_MS, &err)) TH_LOG("%s", coloc_err_str(&err));
 	other_pid = execproc_pid(other);
 	ASSERT_EQ(2, read_nspid(other_pid, ids, 4));
@@ -823,7 +838,7 @@ TEST_F(execproc, spawn__each_executor_in_its_own_pid_namespace)
 TEST(execproc_spawn__executor_dies_with_its_driver)
 {
 	char bin[512], path[512];
-	struct execproc_opts o = { .tenant = "orphan", .model_path = path };
+	struct execproc_opts o = { .tenant = "orphan", .weights_fd = -1 };
 	struct pollfd p = { .events = POLLIN };
 	int pipefd[2], ret;
 	pid_t driver, executor = 0;
@@ -841,7 +856,7 @@ TEST(execproc_spawn__executor_dies_with_its_driver)
 		struct execproc *ep;
 		pid_t pid = -1;
 
-		if (!execproc_spawn(&o, &ep, &err) && !execproc_wait_ready(ep, READY_MS, &err))
+		if (!spawn_path(&o, path, &ep, &err) && !execproc_wait_ready(ep, READY_MS, &err))
 			pid = execproc_pid(ep);
 		if (write(pipefd[1], &pid, sizeof(pid)) != sizeof(pid))
 			_exit(1);
@@ -884,7 +899,7 @@ struct fallback_seen {
 TEST(execproc_spawn__refused_namespace_falls_back_to_posix_spawn)
 {
 	char bin[512], path[512];
-	struct execproc_opts o = { .tenant = "fallback", .model_path = path };
+	struct execproc_opts o = { .tenant = "fallback", .weights_fd = -1 };
 	struct fallback_seen *seen;
 	int status;
 	pid_t driver;
@@ -910,7 +925,7 @@ TEST(execproc_spawn__refused_namespace_falls_back_to_posix_spawn)
 		d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
 		if (syscall(SYS_capset, &h, d))
 			_exit(3);
-		seen->spawn = execproc_spawn(&o, &ep, &err);
+		seen->spawn = spawn_path(&o, path, &ep, &err);
 		if (seen->spawn)
 			_exit(4);
 		seen->own_pidns = execproc_own_pidns(ep);
@@ -947,7 +962,7 @@ TEST(execproc_spawn__lying_executor_is_killed)
 {
 	char script[] = "/tmp/coloc-execproc-liar-XXXXXX";
 	struct execproc_opts o = { .tenant = "liar",
-				   .model_path = "/dev/null",
+				   .weights_fd = -1,
 				   .executor = script };
 	struct coloc_err err = { 0 };
 	struct execproc *ep;
@@ -973,7 +988,7 @@ TEST(execproc_spawn__lying_executor_is_killed)
 	ASSERT_EQ((ssize_t)strlen(text), write(fd, text, strlen(text)));
 	ASSERT_EQ(0, fchmod(fd, 0755));
 	close(fd);
-	ASSERT_EQ(0, execproc_spawn(&o, &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, spawn_path(&o, "/dev/null", &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
 	pid = execproc_pid(ep);
 	EXPECT_EQ(-EPROTO, execproc_wait_ready(ep, READY_MS, &err));
 	TH_LOG("%s", coloc_err_str(&err));
@@ -1004,13 +1019,13 @@ static const char *hostile_bin(char *buf, size_t len)
 static int spawn_hostile(const char *mode, struct execproc **ep, struct coloc_err *err)
 {
 	char bin[512], path[512], tenant[64];
-	struct execproc_opts o = { .tenant = tenant, .model_path = path };
+	struct execproc_opts o = { .tenant = tenant, .weights_fd = -1 };
 	int ret;
 
 	model_path(path, sizeof(path), "mobilenet_v2");
 	snprintf(tenant, sizeof(tenant), "hostile-%s", mode);
 	o.executor = hostile_bin(bin, sizeof(bin));
-	ret = execproc_spawn(&o, ep, err);
+	ret = spawn_path(&o, path, ep, err);
 	return ret ? ret : execproc_wait_ready(*ep, READY_MS, err);
 }
 
@@ -1194,7 +1209,7 @@ TEST(execproc_spawn__bad_model_fails_with_the_parser_message)
 {
 	char bin[512], path[] = "/tmp/coloc-execproc-bad-XXXXXX";
 	const char text[] = "model bad\nseed 1\nmacs 1\nparams 1\ninput x shape=1x4\nfrob y\n";
-	struct execproc_opts o = { .tenant = "bad", .model_path = path };
+	struct execproc_opts o = { .tenant = "bad", .weights_fd = -1 };
 	struct coloc_err err = { 0 };
 	struct execproc *ep;
 	int fd = mkstemp(path);
@@ -1203,7 +1218,7 @@ TEST(execproc_spawn__bad_model_fails_with_the_parser_message)
 	ASSERT_EQ((ssize_t)strlen(text), write(fd, text, strlen(text)));
 	close(fd);
 	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
-	ASSERT_EQ(0, execproc_spawn(&o, &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, spawn_path(&o, path, &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_EQ(-EPIPE, execproc_wait_ready(ep, READY_MS, &err));
 	TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_NE(NULL, strstr(err.msg, "exited with status 1 while loading its model"));
@@ -1216,12 +1231,12 @@ TEST(execproc_spawn__bad_model_fails_with_the_parser_message)
 TEST(execproc_spawn__missing_executor_is_an_error_at_once)
 {
 	struct execproc_opts o = { .tenant = "t",
-				   .model_path = "/dev/null",
+				   .weights_fd = -1,
 				   .executor = "/nonexistent/coloc-executor" };
 	struct coloc_err err = { 0 };
 	struct execproc *ep;
 
-	EXPECT_EQ(-ENOENT, execproc_spawn(&o, &ep, &err));
+	EXPECT_EQ(-ENOENT, spawn_path(&o, "/dev/null", &ep, &err));
 	EXPECT_EQ(NULL, ep);
 	EXPECT_NE(NULL, strstr(err.msg, "/nonexistent/coloc-executor"));
 }

@@ -2,7 +2,7 @@
 /*
  * A compromised executor, for the tests of colocd's distrust of what an
  * executor writes (docs/security-executor.md). Started the way colocd starts
- * bin/coloc-executor (--shm-fd 3 --done-fd 4 --tenant NAME ... MODEL), it
+ * bin/coloc-executor (--shm-fd 3 --done-fd 4 --tenant NAME --model-fd N ...), it
  * maps the shared memory, describes MODEL truthfully and sets READY, then
  * misbehaves as its tenant's name says:
  *
@@ -55,8 +55,8 @@ static void ring(void)
 		_exit(3);
 }
 
-/* What coloc-executor writes into the header for the model: the truth. */
-static int describe(const char *path)
+/* What coloc-executor writes into the header for the model (on fd, named name): the truth. */
+static int describe(const char *name, int fd)
 {
 	struct coloc_shm_header *h = &shm->hdr;
 	struct coloc_err err = { 0 };
@@ -64,7 +64,7 @@ static int describe(const char *path)
 	struct model *m;
 	bool *read;
 
-	if (model_open(path, NULL, &src, &err)) {
+	if (model_open_fd(name, fd, NULL, &src, &err)) {
 		fprintf(stderr, "hostile_executor: %s\n", coloc_err_str(&err));
 		return -1;
 	}
@@ -185,12 +185,17 @@ static void misbehave(void)
 
 int main(int argc, char **argv)
 {
-	const char *tenant = "";
+	const char *tenant = "", *name = "";
 	struct stat st;
+	int model_fd = -1;
 
 	for (int i = 1; i + 1 < argc; i++)
 		if (!strcmp(argv[i], "--tenant"))
 			tenant = argv[i + 1];
+		else if (!strcmp(argv[i], "--model-name"))
+			name = argv[i + 1];
+		else if (!strcmp(argv[i], "--model-fd"))
+			model_fd = atoi(argv[i + 1]);
 	if (strncmp(tenant, "hostile-", 8)) {
 		char real[PATH_MAX];
 		const char *slash = strrchr(argv[0], '/');
@@ -205,7 +210,7 @@ int main(int argc, char **argv)
 	if (argc < 2 || fstat(SHM_FD, &st))
 		return 1;
 	shm = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, SHM_FD, 0);
-	if (shm == MAP_FAILED || describe(argv[argc - 1]))
+	if (shm == MAP_FAILED || describe(name, model_fd))
 		return 1;
 	shm->hdr.executor_pid = getpid();
 	__atomic_store_n(&shm->hdr.state, COLOC_SHM_READY, __ATOMIC_RELEASE);

@@ -181,12 +181,11 @@ static struct json_object *wait_state(FIXTURE_DATA(hostile) * self, const char *
 	return NULL;
 }
 
+/* Through libcoloc_client, which hands the model over as a descriptor. */
 static bool submit(FIXTURE_DATA(hostile) * self, const char *name)
 {
-	struct json_object *r = call(self->c,
-				     "{\"cmd\":\"submit\",\"name\":\"%s\",\"model\":\"%s\","
-				     "\"qos_ms\":%d}",
-				     name, self->model, QOS_MS);
+	struct coloc_submit sub = { .name = name, .model = self->model, .qos_ms = QOS_MS };
+	struct json_object *r = coloc_client_submit(self->c, &sub);
 	bool ok = is_ok(r);
 
 	json_object_put(r);

@@ -8,6 +8,7 @@
  * CPU shares are printed by the tool, never asserted: the machine is shared.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -127,13 +128,12 @@ FIXTURE_SETUP(load)
 	const char *root = getenv("COLOC_ROOT");
 	const char *extra[] = { "--cache-dir", cache_dir, NULL };
 	char cmd[3 * PATH_MAX + 1024], out[4096], prof[PATH_MAX + 64];
-	int waited;
+	int waited, model_fd;
 
 	self->colocd = 0;
 	if (geteuid() != 0)
 		SKIP(return, "needs root to run colocd");
 	snprintf(prof, sizeof(prof), "%s/models/mobilenet_v2.model", root ? root : ".");
-	/* submit takes absolute paths only */
 	if (!realpath(prof, self->model))
 		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", prof);
 	ASSERT_NE(0, cache_dir[0]);
@@ -150,7 +150,10 @@ FIXTURE_SETUP(load)
 	snprintf(cmd, sizeof(cmd),
 		 "{\"cmd\":\"submit\",\"name\":\"mnv2\",\"model\":\"%s\",\"qos_ms\":%d}\n",
 		 self->model, QOS_MS);
-	ASSERT_LT(0, tu_request(self->sock, cmd, out, sizeof(out)));
+	model_fd = open(self->model, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, model_fd);
+	ASSERT_LT(0, tu_request_fds(self->sock, cmd, &model_fd, 1, out, sizeof(out)));
+	close(model_fd);
 	ASSERT_NE(NULL, strstr(out, "\"ok\":true")) TH_LOG("submit: %s", out);
 	for (waited = 0; waited < READY_MS; waited += 20) {
 		struct json_object *t = tenant_status(self, "mnv2");

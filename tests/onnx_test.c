@@ -2978,7 +2978,8 @@ TEST(serving__admits_and_serves_an_onnx_tenant)
 	char out[8192];
 	struct coloc_err err = { 0 };
 	struct serving_config cfg = { .executor = tu_bin("coloc-executor", bin, sizeof(bin)) };
-	struct serving_tenant_spec spec = { .name = "conv", .qos_ns = 60000000000ull };
+	struct serving_tenant_spec spec = { .name = "conv", .weights_fd = -1,
+					    .qos_ns = 60000000000ull };
 	struct model_source src;
 	struct serving *s = NULL;
 	struct served r = { 0 };
@@ -2993,7 +2994,9 @@ TEST(serving__admits_and_serves_an_onnx_tenant)
 	ASSERT_EQ(0, write_onnx(&u, dir, "erf.onnx", bad, sizeof(bad)));
 	cfg.cache_dir = dir;
 	ASSERT_EQ(0, serving_create(&cfg, &s, &err)) TH_LOG("%s", coloc_err_str(&err));
-	spec.model_path = onnx;
+	spec.model_name = onnx;
+	spec.model_fd = tu_sealed_copy(onnx);
+	ASSERT_LE(0, spec.model_fd);
 	/* no profile yet: the message names the coloc-profile command for the .onnx */
 	EXPECT_EQ(-ENOENT, serving_admit(s, &spec, &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "coloc-profile")) TH_LOG("%s", err.msg);
@@ -3009,19 +3012,26 @@ TEST(serving__admits_and_serves_an_onnx_tenant)
 	EXPECT_NE(NULL, strstr(out, UNSUPPORTED_WORDS)) TH_LOG("%s", out);
 
 	/* a weights file with an .onnx, and an unsupported op, are refused */
-	spec.weights_path = "/tmp/any.weights";
+	spec.weights_fd = spec.model_fd;
 	EXPECT_EQ(-EINVAL, serving_admit(s, &spec, &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "weights are in the file"))
 	TH_LOG("%s", err.msg);
 	coloc_err_clear(&err);
-	spec.weights_path = NULL;
-	spec.model_path = bad;
+	spec.weights_fd = -1;
+	spec.model_name = bad;
+	close(spec.model_fd);
+	spec.model_fd = tu_sealed_copy(bad);
+	ASSERT_LE(0, spec.model_fd);
 	EXPECT_EQ(-EOPNOTSUPP, serving_admit(s, &spec, &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), UNSUPPORTED_WORDS)) TH_LOG("%s", err.msg);
 	coloc_err_clear(&err);
 
-	spec.model_path = onnx;
+	spec.model_name = onnx;
+	close(spec.model_fd);
+	spec.model_fd = tu_sealed_copy(onnx);
+	ASSERT_LE(0, spec.model_fd);
 	ASSERT_EQ(0, serving_admit(s, &spec, &err)) TH_LOG("%s", coloc_err_str(&err));
+	close(spec.model_fd);
 	ASSERT_TRUE(pump_until(s, NULL, "conv", 180000));
 	input = rnd_fill(3 * 8 * 8, -1.0f, 1.0f);
 	ASSERT_EQ(0, serving_submit(s, "conv", input, 3 * 8 * 8 * sizeof(float), served_done, &r,

@@ -495,13 +495,21 @@ static int admit(FIXTURE_DATA(quota) * self, const char *name, uid_t owner, int 
 		 struct coloc_err *err)
 {
 	struct serving_tenant_spec spec = { .name = name,
-					    .model_path = self->model,
+					    .model_name = self->model,
+					    .model_fd = tu_sealed_copy(self->model),
+					    .weights_fd = -1,
 					    .qos_ns = QOS_MS * 1000000ull,
 					    .executors = executors,
 					    .owner = owner };
+	int ret;
 
 	coloc_err_clear(err);
-	return serving_admit(self->s, &spec, err);
+	if (spec.model_fd < 0)
+		return coloc_err_set(err, spec.model_fd, "%s: %s", self->model,
+				     strerror(-spec.model_fd));
+	ret = serving_admit(self->s, &spec, err);
+	close(spec.model_fd);
+	return ret;
 }
 
 static void count_done(void *ctx, const struct serving_completion *c)

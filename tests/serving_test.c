@@ -252,11 +252,20 @@ static bool queries_done(FIXTURE_DATA(serving) * self, void *arg)
 static int admit_executors(FIXTURE_DATA(serving) * self, const char *name, uint64_t qos_ns,
 			   int executors, struct coloc_err *err)
 {
-	struct serving_tenant_spec spec = {
-		.name = name, .model_path = self->model, .qos_ns = qos_ns, .executors = executors
-	};
+	struct serving_tenant_spec spec = { .name = name,
+					    .model_name = self->model,
+					    .model_fd = tu_sealed_copy(self->model),
+					    .weights_fd = -1,
+					    .qos_ns = qos_ns,
+					    .executors = executors };
+	int ret;
 
-	return serving_admit(self->s, &spec, err);
+	if (spec.model_fd < 0)
+		return coloc_err_set(err, spec.model_fd, "%s: %s", self->model,
+				     strerror(-spec.model_fd));
+	ret = serving_admit(self->s, &spec, err);
+	close(spec.model_fd);
+	return ret;
 }
 
 static int admit(FIXTURE_DATA(serving) * self, const char *name, uint64_t qos_ns,
@@ -458,13 +467,18 @@ TEST_F(serving, admit__malformed_model_gives_file_and_line)
 {
 	struct coloc_err err = { 0 };
 	char path[] = "/tmp/coloc-serving-bad-XXXXXX", want[128];
-	struct serving_tenant_spec spec = { .name = "bad", .model_path = path, .qos_ns = QOS_NS };
+	struct serving_tenant_spec spec = {
+		.name = "bad", .model_name = path, .weights_fd = -1, .qos_ns = QOS_NS
+	};
 	int fd = mkstemp(path);
 
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(13, write(fd, "model broken\n", 13));
 	close(fd);
+	spec.model_fd = tu_sealed_copy(path);
+	ASSERT_LE(0, spec.model_fd);
 	EXPECT_GT(0, serving_admit(self->s, &spec, &err));
+	close(spec.model_fd);
 	snprintf(want, sizeof(want), "%s:1: ", path);
 	EXPECT_EQ(0, strncmp(err.msg, want, strlen(want))) TH_LOG("%s (want %s)", err.msg, want);
 	EXPECT_EQ(-ENOENT, serving_tenant_info(self->s, "bad", &(struct serving_tenant_info){}));

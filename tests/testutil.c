@@ -23,6 +23,8 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include "binpath.h"
+#include "coloc/protocol.h"
+#include "submit_files.h"
 #include "executor.h"
 #include "model.h"
 #include "testutil.h"
@@ -248,6 +250,55 @@ int tu_request(const char *socket_path, const char *req, char *resp, size_t len)
 	n = tu_read_line(fd, resp, len);
 	close(fd);
 	return n;
+}
+
+int tu_request_fds(const char *socket_path, const char *req, const int *fds, int nr_fds,
+		   char *resp, size_t len)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 64)];
+		struct cmsghdr align;
+	} cbuf = { 0 };
+	struct iovec iov = { (void *)req, strlen(req) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int fd = tu_connect(socket_path), n;
+
+	if (fd < 0)
+		return fd;
+	if (nr_fds < 0 || nr_fds > 64) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (nr_fds) {
+		struct cmsghdr *cm;
+
+		msg.msg_control = cbuf.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nr_fds);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nr_fds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nr_fds);
+	}
+	if (sendmsg(fd, &msg, MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
+		close(fd);
+		return -EIO;
+	}
+	n = tu_read_line(fd, resp, len);
+	close(fd);
+	return n;
+}
+
+int tu_sealed_copy(const char *path)
+{
+	uint64_t budget = COLOC_MAX_SUBMIT_BYTES;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), out, ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = submit_file_seal(fd, path, &budget, &out, NULL);
+	close(fd);
+	return ret ? ret : out;
 }
 
 int tu_child_start(const char *bin, const char *const *args, struct tu_child *c)

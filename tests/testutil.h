@@ -71,6 +71,14 @@ pid_t tu_start_colocd_with(const char *socket_path, const char *pin_dir, const c
 int tu_stop_colocd(pid_t pid);
 /* One request line (with '\n') -> one response line. Returns bytes or -errno. */
 int tu_request(const char *socket_path, const char *req, char *resp, size_t len);
+/* The same with descriptors riding on the line (SCM_RIGHTS), as submit takes its files. */
+int tu_request_fds(const char *socket_path, const char *req, const int *fds, int nr_fds,
+		   char *resp, size_t len);
+/*
+ * A sealed copy of the file at path (submit_file_seal, as colocd makes of a
+ * submitted file): the fd, or -errno.
+ */
+int tu_sealed_copy(const char *path);
 int tu_connect(const char *socket_path);
 int tu_read_line(int fd, char *buf, size_t len);
 

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <sched.h>
 #include <signal.h>
@@ -325,7 +326,9 @@ static int prime(struct execproc *ep, struct coloc_err *err)
 int main(int argc, char **argv)
 {
 	char model[] = "/tmp/coloc-bench-shm-XXXXXX", cores[16];
-	struct execproc_opts o = { .tenant = "bench-shm", .model_path = model, .cores = cores };
+	struct execproc_opts o = {
+		.tenant = "bench-shm", .model_name = model, .weights_fd = -1, .cores = cores
+	};
 	struct coloc_err err = { 0 };
 	struct execproc *ep = NULL;
 	int to[2], from[2], ret;
@@ -340,7 +343,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": cannot write a model file in /tmp\n");
 		return 1;
 	}
-	ret = execproc_spawn(&o, &ep, &err);
+	o.model_fd = open(model, O_RDONLY | O_CLOEXEC);
+	ret = o.model_fd < 0 ? -errno : execproc_spawn(&o, &ep, &err);
+	if (o.model_fd >= 0)
+		close(o.model_fd);
 	if (!ret)
 		ret = execproc_wait_ready(ep, 60000, &err);
 	unlink(model);

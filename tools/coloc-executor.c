@@ -2,9 +2,12 @@
 /*
  * coloc-executor: one tenant's executor process, started by colocd (through
  * daemon/execproc.c) on a shared-memory region laid out as in
- * include/coloc/shm.h. It loads the model, its weights and every oneDNN
- * primitive up front, drops to an unprivileged user with no capabilities,
- * no_new_privs and not dumpable, then serves commands "run layers
+ * include/coloc/shm.h. It first drops to an unprivileged user with no
+ * capabilities, no_new_privs and not dumpable, under limits on its address
+ * space and on the CPU time its parse may take; only then does it read the
+ * model, its weights and any ONNX external data from the sealed memfds
+ * colocd inherited to it (never a path: the client opened the files) and
+ * build every oneDNN primitive. Then it serves commands "run layers
  * [first, last) of the query in slot s with these versions on these cores"
  * one at a time: it sleeps on a futex until colocd rings, runs the block,
  * writes the completion and writes to its end of colocd's doorbell pipe.
@@ -29,19 +32,30 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include "coloc/protocol.h"
 #include "coloc/shm.h"
 #include "cli.h"
 #include "executor.h"
 #include "model_open.h"
 
 #define PROG "coloc-executor"
+/*
+ * The address space it may ever use (weights, activations, oneDNN's
+ * scratch, OpenMP stacks), and the CPU seconds its model import may take;
+ * colocd's start-up timeout bounds the wall time.
+ */
+#define EXECUTOR_MAX_AS_BYTES (64ull << 30)
+#define EXECUTOR_PARSE_CPU_S 120
 
 static struct {
-	int shm_fd, done_fd;
-	const char *tenant, *weights, *cores, *model_path;
-} opts = { .shm_fd = -1, .done_fd = -1 };
+	int shm_fd, done_fd, model_fd, weights_fd;
+	const char *tenant, *cores, *model_name;
+	struct onnx_external_fd external[COLOC_MAX_REQUEST_FDS];
+	int nr_external;
+} opts = { .shm_fd = -1, .done_fd = -1, .model_fd = -1, .weights_fd = -1 };
 
 /* What the loop needs: the model, one query per slot, and where a slot's tensors go. */
 struct server {
@@ -57,17 +71,22 @@ struct server {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: " PROG " --shm-fd N --done-fd N --tenant NAME [options] MODEL\n"
+		"Usage: " PROG
+		" --shm-fd N --done-fd N --tenant NAME --model-fd N --model-name NAME\n"
+		"       [options]\n"
 		"One tenant's executor process. colocd starts it (you normally do not): it\n"
-		"loads MODEL and every kernel up front, drops to the 'coloc' user (or\n"
-		"'nobody') with no capabilities, then runs the layer blocks colocd writes\n"
-		"into the shared memory on fd N (layout: include/coloc/shm.h), signalling\n"
-		"each completion on the pipe's write end --done-fd.\n"
+		"drops to the 'coloc' user (or 'nobody') with no capabilities, then reads\n"
+		"the model from fd N and builds every kernel, then runs the layer blocks\n"
+		"colocd writes into the shared memory on fd N (layout: include/coloc/shm.h),\n"
+		"signalling each completion on the pipe's write end --done-fd.\n"
 		"\n"
 		"  -s, --shm-fd N        the shared memory (a sealed memfd) colocd created\n"
 		"  -d, --done-fd N       the pipe (write end) to signal after each completion\n"
 		"  -t, --tenant NAME     the tenant, for messages\n"
-		"  -w, --weights FILE    weights file (models/WEIGHTS.md); default: from the seed\n"
+		"  -m, --model-fd N      the model's bytes (a sealed memfd)\n"
+		"  -n, --model-name NAME its name as submitted: messages, and '.onnx' for ONNX\n"
+		"  -w, --weights-fd N    a weights file (models/WEIGHTS.md); default: the seed's\n"
+		"  -x, --external LOC=N  ONNX external data file LOC (as the model names it) on fd N\n"
 		"  -c, --cores LIST      CPUs blocks may run on, e.g. 0-3 (default: all online\n"
 		"                        CPUs this process may use)\n"
 		"  -h, --help            this help\n"
@@ -258,8 +277,8 @@ static bool caps_all_zero(void)
 }
 
 /*
- * After loading (the model file may be readable by root only): to 'coloc'
- * or 'nobody'. glibc applies setgroups/setresgid/setresuid to every thread
+ * Before reading a byte of the model: to 'coloc' or 'nobody' (the model's
+ * memfds stay readable: they are open already). glibc applies setgroups/setresgid/setresuid to every thread
  * of the process, and the kernel clears each thread's permitted and
  * effective sets as its uids leave 0. Each step is checked afterwards.
  */
@@ -542,10 +561,48 @@ static int warm_up(struct server *s, char *why, size_t len)
 	return ret;
 }
 
+/* The model's memfds are read: open files are the shared memory and the doorbell only. */
+static void close_model_files(void)
+{
+	close(opts.model_fd);
+	if (opts.weights_fd >= 0)
+		close(opts.weights_fd);
+	for (int i = 0; i < opts.nr_external; i++)
+		close(opts.external[i].fd);
+}
+
+/*
+ * Hard limits, which this process cannot raise again: its address space,
+ * and CPU time for the import (SIGXCPU past it; lifted by the caller once
+ * the model is in, the soft limit only, under the hard one).
+ */
+static int limit_resources(char *why, size_t len)
+{
+	struct rlimit as = { EXECUTOR_MAX_AS_BYTES, EXECUTOR_MAX_AS_BYTES };
+	struct rlimit cpu = { EXECUTOR_PARSE_CPU_S, RLIM_INFINITY };
+	/* AddressSanitizer has reserved terabytes of shadow by now: no AS limit under it */
+#if defined(__SANITIZE_ADDRESS__)
+	bool limit_as = false;
+#else
+	bool limit_as = true;
+#endif
+
+	if ((limit_as && setrlimit(RLIMIT_AS, &as)) || setrlimit(RLIMIT_CPU, &cpu)) {
+		snprintf(why, len, "setrlimit: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 static int setup(struct server *s, pid_t parent, char *why, size_t len)
 {
-	struct exec_options eo = { .weights_path = opts.weights };
+	struct exec_options eo = { 0 };
+	struct onnx_import_opts io = { .batch = 1,
+				       .external = opts.external,
+				       .nr_external = opts.nr_external };
+	struct rlimit cpu = { RLIM_INFINITY, RLIM_INFINITY };
 	struct coloc_err merr = { 0 };
+	char weights_path[32];
 	struct model_source src;
 	int ret;
 
@@ -553,25 +610,38 @@ static int setup(struct server *s, pid_t parent, char *why, size_t len)
 	if (ret)
 		return ret;
 	eo.cpus = s->allowed;
-	if (model_path_is_onnx(opts.model_path) && opts.weights) {
-		snprintf(why, len, "%s: an ONNX model's weights are in the file; drop --weights",
-			 opts.model_path);
+	if (model_path_is_onnx(opts.model_name) && opts.weights_fd >= 0) {
+		snprintf(why, len, "%s: an ONNX model's weights are in the file; drop the weights",
+			 opts.model_name);
 		return -EINVAL;
 	}
-	ret = model_open(opts.model_path, NULL, &src, &merr);
+	/* untrusted bytes from here on: read only as the unprivileged user, within limits */
+	ret = drop_privileges(parent, why, len);
+	if (!ret)
+		ret = limit_resources(why, len);
+	if (ret)
+		return ret;
+	ret = model_open_fd(opts.model_name, opts.model_fd, &io, &src, &merr);
 	if (ret) {
 		snprintf(why, len, "%s", coloc_err_str(&merr));
 		return ret;
 	}
 	s->m = src.model;
-	if (src.onnx)
+	if (src.onnx) {
 		eo.weights_path = src.weights_path;
+	} else if (opts.weights_fd >= 0) {
+		snprintf(weights_path, sizeof(weights_path), "/proc/self/fd/%d", opts.weights_fd);
+		eo.weights_path = weights_path;
+	}
 	s->em = exec_model_load(s->m, &eo, &merr);
 	model_source_drop_weights(&src);
+	close_model_files();
 	if (!s->em) {
 		snprintf(why, len, "%s", coloc_err_str(&merr));
 		return merr.code ? merr.code : -EINVAL;
 	}
+	/* imported: the soft CPU limit goes (the hard one was never lowered) */
+	setrlimit(RLIMIT_CPU, &cpu);
 	for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++) {
 		s->q[i] = exec_query_new(s->em);
 		if (!s->q[i]) {
@@ -581,11 +651,26 @@ static int setup(struct server *s, pid_t parent, char *why, size_t len)
 	}
 	ret = describe_model(s, why, len);
 	if (!ret)
-		ret = drop_privileges(parent, why, len);
-	/* after the drop: the model's first run is its first run as untrusted code */
-	if (!ret)
 		ret = warm_up(s, why, len);
 	return ret;
+}
+
+/* "LOCATION=FD" (the last '=' splits: a location may hold one) into the table. */
+static int parse_external(char *arg)
+{
+	char *eq = strrchr(arg, '=');
+	long fd;
+
+	if (!eq || eq == arg || opts.nr_external >= COLOC_MAX_REQUEST_FDS) {
+		fprintf(stderr, PROG ": --external wants LOCATION=FD, at most %d of them\n",
+			COLOC_MAX_REQUEST_FDS);
+		return 2;
+	}
+	*eq = '\0';
+	if (cli_parse_flag(PROG, "--external", eq + 1, 0, INT32_MAX, &fd))
+		return 2;
+	opts.external[opts.nr_external++] = (struct onnx_external_fd){ arg, (int)fd };
+	return 0;
 }
 
 static int parse_args(int argc, char **argv)
@@ -594,7 +679,10 @@ static int parse_args(int argc, char **argv)
 		{ "shm-fd", required_argument, NULL, 's' },
 		{ "done-fd", required_argument, NULL, 'd' },
 		{ "tenant", required_argument, NULL, 't' },
-		{ "weights", required_argument, NULL, 'w' },
+		{ "model-fd", required_argument, NULL, 'm' },
+		{ "model-name", required_argument, NULL, 'n' },
+		{ "weights-fd", required_argument, NULL, 'w' },
+		{ "external", required_argument, NULL, 'x' },
 		{ "cores", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -603,20 +691,28 @@ static int parse_args(int argc, char **argv)
 	int c;
 	long v;
 
-	while ((c = getopt_long(argc, argv, "s:d:t:w:c:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:d:t:m:n:w:x:c:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 		case 'd':
-			if (cli_parse_flag(PROG, c == 's' ? "--shm-fd" : "--done-fd", optarg, 0,
-					   INT32_MAX, &v))
+		case 'm':
+		case 'w':
+			if (cli_parse_flag(PROG, "a descriptor", optarg, 0, INT32_MAX, &v))
 				return 2;
-			*(c == 's' ? &opts.shm_fd : &opts.done_fd) = (int)v;
+			*(c == 's' ? &opts.shm_fd :
+			  c == 'd' ? &opts.done_fd :
+			  c == 'm' ? &opts.model_fd :
+				     &opts.weights_fd) = (int)v;
 			break;
 		case 't':
 			opts.tenant = optarg;
 			break;
-		case 'w':
-			opts.weights = optarg;
+		case 'n':
+			opts.model_name = optarg;
+			break;
+		case 'x':
+			if (parse_external(optarg))
+				return 2;
 			break;
 		case 'c':
 			opts.cores = optarg;
@@ -632,12 +728,13 @@ static int parse_args(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc - 1 || opts.shm_fd < 0 || opts.done_fd < 0 || !opts.tenant) {
-		fprintf(stderr, PROG ": --shm-fd, --done-fd, --tenant and one MODEL are needed\n");
+	if (optind != argc || opts.shm_fd < 0 || opts.done_fd < 0 || !opts.tenant ||
+	    opts.model_fd < 0 || !opts.model_name) {
+		fprintf(stderr, PROG ": --shm-fd, --done-fd, --tenant, --model-fd and --model-name "
+				     "are needed\n");
 		usage(stderr);
 		return 2;
 	}
-	opts.model_path = argv[optind];
 	return 0;
 }
 

@@ -872,21 +872,37 @@ static int ctl_top(void)
 	return rc;
 }
 
-/* A path made absolute against the current directory: colocd resolves none itself. */
-static char *ctl_absolute(const char *path)
+/*
+ * The files go as descriptors this process opens, with the user's own
+ * permissions (libcoloc_client): colocd opens no path.
+ */
+static int ctl_submit_files(const struct coloc_submit *sub)
 {
-	char *abs = realpath(path, NULL);
+	struct coloc_client *c = ctl_connect();
+	struct json_object *resp;
+	int rc = 0;
 
-	if (!abs)
-		fprintf(stderr, "colocctl: %s: %s\n", path, strerror(errno));
-	return abs;
+	if (!c)
+		return 1;
+	resp = coloc_client_submit(c, sub);
+	if (!resp) {
+		fprintf(stderr, "colocctl: %s\n", coloc_client_error(c));
+		rc = 1;
+	} else if (!ctl_ok(resp)) {
+		rc = 1;
+	} else if (opts.json) {
+		printf("%s\n", json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PLAIN));
+	} else {
+		ctl_print_submitted(resp);
+	}
+	json_object_put(resp);
+	coloc_client_close(c);
+	return rc;
 }
 
 static int ctl_submit(int argc, char **argv)
 {
-	struct json_object *req;
 	struct ctl_args a;
-	char *model, *weights = NULL;
 	long executors = 0;
 	double qos;
 	char *end;
@@ -917,24 +933,11 @@ static int ctl_submit(int argc, char **argv)
 			a.qos_ms);
 		return 2;
 	}
-	model = ctl_absolute(a.pos[1]);
-	if (!model)
-		return 1;
-	if (a.weights && !(weights = ctl_absolute(a.weights))) {
-		free(model);
-		return 1;
-	}
-	req = ctl_cmd("submit");
-	json_object_object_add(req, "name", json_object_new_string(a.pos[0]));
-	json_object_object_add(req, "model", json_object_new_string(model));
-	if (weights)
-		json_object_object_add(req, "weights", json_object_new_string(weights));
-	json_object_object_add(req, "qos_ms", json_object_new_double(qos));
-	if (executors)
-		json_object_object_add(req, "executors", json_object_new_int((int)executors));
-	free(model);
-	free(weights);
-	return ctl_run(req, ctl_print_submitted);
+	return ctl_submit_files(&(struct coloc_submit){ .name = a.pos[0],
+							.model = a.pos[1],
+							.weights = a.weights,
+							.qos_ms = qos,
+							.executors = (int)executors });
 }
 
 /* list, status [NAME], remove NAME, restart NAME */

@@ -50,6 +50,33 @@ int coloc_client_request(struct coloc_client *c, const char *request, char **res
  * response is returned as is; coloc_client_ok() tells which.
  */
 struct json_object *coloc_client_call(struct coloc_client *c, struct json_object *req);
+/*
+ * The same with descriptors riding on the request line (SCM_RIGHTS, at
+ * most COLOC_MAX_REQUEST_FDS); they stay open here.
+ */
+int coloc_client_request_fds(struct coloc_client *c, const char *request, const int *fds,
+			     int nr_fds, char **response);
+struct json_object *coloc_client_call_fds(struct coloc_client *c, struct json_object *req,
+					  const int *fds, int nr_fds);
+
+struct coloc_submit {
+	const char *name; /* the tenant */
+	const char *model; /* the model file: a .model, or an .onnx */
+	const char *weights; /* NULL: weights from the model's seed (never with ONNX) */
+	double qos_ms;
+	int executors; /* 0: one */
+};
+
+/*
+ * Submits a tenant: opens the model, the weights and, for an ONNX file,
+ * every external data file it names (below its directory), all with the
+ * caller's own permissions, and sends them to colocd as descriptors:
+ * colocd opens no path. The parsed answer (coloc_client_ok() tells), or
+ * NULL with the reason in coloc_client_error(): "cannot open ...", or a
+ * transport failure.
+ */
+struct json_object *coloc_client_submit(struct coloc_client *c, const struct coloc_submit *sub);
+
 /* Whether a response says "ok":true; if not, its "error" becomes coloc_client_error(). */
 int coloc_client_ok(struct coloc_client *c, struct json_object *resp);
 

@@ -22,6 +22,12 @@
  * --conn-timeout-ms (default 30 s) is closed: idle clients and slow ones
  * alike.
  *
+ * Descriptors: a request line may carry up to COLOC_MAX_REQUEST_FDS
+ * (SCM_RIGHTS, sent with the line's bytes); only submit takes any, every
+ * other request's are closed. More waiting on one connection than that,
+ * or a truncated control message, closes every one of them and the
+ * connection, after an error line.
+ *
  * Framing: one request per line, a JSON object ending in '\n'; one response
  * per request, also a single JSON line. A request line longer than
  * COLOC_MAX_REQUEST bytes gets an error response and the connection is
@@ -122,21 +128,40 @@
  *
  *
  * Serving (tenants that colocd runs, one executor process each, or N):
- *   {"cmd":"submit","name":"NAME","model":"/abs/path.model","weights":"/abs/path"?,
- *    "qos_ms":F,"executors":N?}
- *     Validates the model (a malformed one: "FILE:LINE: what"), finds its
- *     latency profile in colocd's cache (missing: the error names the
- *     coloc-profile command that makes it), rejects a QoS below the model's
- *     profiled solo latency on all served cores (both numbers in the error),
- *     and starts the executor (state "starting", then "ready"). Paths must be
- *     absolute (colocctl resolves them). "executors" (1 to
+ *   {"cmd":"submit","name":"NAME","model":"m.onnx","weights":"w.bin"?,
+ *    "external":["LOCATION",...]?,"qos_ms":F,"executors":N?}
+ *     + descriptors (SCM_RIGHTS on the bytes of this line, sent with it in
+ *     one sendmsg): the model, the weights if "weights" is given, then one
+ *     per "external" location, in that order and no others. colocd opens
+ *     no path a client names: the client opens each file with its own
+ *     permissions ("model" and "weights" are the client's names for them,
+ *     shown in status and messages; "model" ending in ".onnx" means ONNX).
+ *     "external": the ONNX model's external data locations, each a
+ *     relative path below the model's directory (no "..", under 256
+ *     bytes, at most COLOC_MAX_REQUEST_FDS - 1), as the model names them.
+ *     Each descriptor must be a regular file open for reading, not empty,
+ *     of at most COLOC_MAX_SUBMIT_FILE_BYTES (COLOC_MAX_SUBMIT_BYTES for
+ *     all of a submit's files), on no FUSE, proc, sysfs or similar
+ *     filesystem; it is refused from fstat before any read (a FIFO, a
+ *     device, a socket) and otherwise copied once into a sealed memfd,
+ *     which is what the model is read from. A request with descriptors it
+ *     does not name, or too few, is refused and they are all closed.
+ *     Then: validates the model (a malformed one: "NAME:LINE: what"; no
+ *     error quotes a value read from a file), finds its latency profile in
+ *     colocd's cache by the hash of those bytes (missing: the error names
+ *     the coloc-profile command that makes it), rejects a QoS below the
+ *     model's profiled solo latency on all served cores (both numbers in
+ *     the error), and starts the executor (state "starting", then
+ *     "ready"). "executors" (1 to
  *     COLOC_MAX_EXECUTORS, default 1): executor processes, each running a
  *     block of another query of the tenant at once; all start and fail
  *     together. The executors' processes are attributed to the tenant of
  *     the same name in the BPF maps (the "tenants" and "signals" commands
  *     show them), each leaving it with its executor, unless another user
  *     owns an attributed tenant of that name. The tenant is the caller's;
- *     its quotas apply. With --state, the file is rewritten.
+ *     its quotas apply. With --state, the file is rewritten and colocd
+ *     keeps its own copy of the files' bytes beside it (a restart reads
+ *     those, never the client's paths).
  *     -> {"ok":true,"tenant":<serving tenant>,"warning":S (only when --state
  *         could not be written)}
  *   {"cmd":"list"}
@@ -229,6 +254,11 @@
 #define COLOC_CONNS_PER_UID 16
 #define COLOC_MAX_INFLIGHT 1024 /* infer answers one connection may be owed */
 #define COLOC_MAX_PAYLOAD (64u << 20) /* bytes of one infer input */
+/* descriptors one request line may carry (SCM_RIGHTS): a submit's files */
+#define COLOC_MAX_REQUEST_FDS 32
+/* a file handed over with a submit, and all of one submit's files together */
+#define COLOC_MAX_SUBMIT_FILE_BYTES (2ull << 30)
+#define COLOC_MAX_SUBMIT_BYTES (4ull << 30)
 
 /*
  * Where a served query's time went, from its arrival in colocd to its

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Sealed copies of the files a client hands over with a submit
+ * (submit_files.h): fstat and fstatfs decide before any read, sendfile
+ * copies in the kernel (no user-space buffer, nothing mapped in colocd),
+ * F_ADD_SEALS fixes the bytes.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include "coloc/protocol.h"
+#include "profile.h"
+#include "submit_files.h"
+
+#define SUBMIT_SEALS (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+#ifndef FUSE_SUPER_MAGIC
+#define FUSE_SUPER_MAGIC 0x65735546
+#endif
+
+/* Filesystems whose reads a user can stall (FUSE) or whose files are not data. */
+static const struct {
+	long magic;
+	const char *name;
+} submit_refused_fs[] = {
+	{ FUSE_SUPER_MAGIC, "FUSE" },	    { PROC_SUPER_MAGIC, "proc" },
+	{ SYSFS_MAGIC, "sysfs" },	    { DEBUGFS_MAGIC, "debugfs" },
+	{ TRACEFS_MAGIC, "tracefs" },	    { SECURITYFS_MAGIC, "securityfs" },
+	{ CGROUP2_SUPER_MAGIC, "cgroup2" }, { BPF_FS_MAGIC, "bpf" },
+};
+
+static const char *submit_file_kind(mode_t mode)
+{
+	return S_ISFIFO(mode) ? "a FIFO" :
+	       S_ISCHR(mode)  ? "a character device" :
+	       S_ISBLK(mode)  ? "a block device" :
+	       S_ISSOCK(mode) ? "a socket" :
+	       S_ISDIR(mode)  ? "a directory" :
+				"not a regular file";
+}
+
+static int submit_file_check(int fd, const char *what, const struct stat *st, uint64_t budget,
+			     struct coloc_err *err)
+{
+	struct statfs sfs;
+	int fl;
+
+	if (!S_ISREG(st->st_mode))
+		return coloc_err_set(err, -EINVAL, "%s is %s; colocd takes regular files only",
+				     what, submit_file_kind(st->st_mode));
+	if (fstatfs(fd, &sfs))
+		return coloc_err_set(err, -errno, "%s: fstatfs: %s", what, strerror(errno));
+	for (size_t i = 0; i < sizeof(submit_refused_fs) / sizeof(submit_refused_fs[0]); i++)
+		if ((long)sfs.f_type == submit_refused_fs[i].magic)
+			return coloc_err_set(err, -EINVAL,
+					     "%s is on a %s filesystem; copy it to a local disk "
+					     "first",
+					     what, submit_refused_fs[i].name);
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) == O_WRONLY || (fl & O_PATH))
+		return coloc_err_set(err, -EBADF, "%s was not opened for reading", what);
+	if (st->st_size <= 0)
+		return coloc_err_set(err, -EINVAL, "%s is empty", what);
+	if ((uint64_t)st->st_size > COLOC_MAX_SUBMIT_FILE_BYTES)
+		return coloc_err_set(err, -EFBIG,
+				     "%s is %lld bytes, over colocd's limit of %llu MiB", what,
+				     (long long)st->st_size, COLOC_MAX_SUBMIT_FILE_BYTES >> 20);
+	if ((uint64_t)st->st_size > budget)
+		return coloc_err_set(err, -EFBIG,
+				     "%s brings the submit's files over colocd's limit of %llu "
+				     "MiB in all",
+				     what, COLOC_MAX_SUBMIT_BYTES >> 20);
+	return 0;
+}
+
+int submit_file_seal(int fd, const char *what, uint64_t *budget, int *out, struct coloc_err *err)
+{
+	struct stat st;
+	off_t off = 0;
+	int mfd, ret;
+
+	*out = -1;
+	if (fstat(fd, &st))
+		return coloc_err_set(err, -errno, "%s: fstat: %s", what, strerror(errno));
+	ret = submit_file_check(fd, what, &st, *budget, err);
+	if (ret)
+		return ret;
+	mfd = memfd_create("coloc-submit", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0)
+		return coloc_err_set(err, -errno, "memfd_create: %s", strerror(errno));
+	while (off < st.st_size) {
+		ssize_t n = sendfile(mfd, fd, &off, (size_t)(st.st_size - off));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			close(mfd);
+			return coloc_err_set(err, ret,
+					     "%s: reading it failed after %lld of %lld bytes%s",
+					     what, (long long)off, (long long)st.st_size,
+					     n ? "" : " (it shrank meanwhile)");
+		}
+	}
+	if (fcntl(mfd, F_ADD_SEALS, SUBMIT_SEALS)) {
+		ret = -errno;
+		close(mfd);
+		return coloc_err_set(err, ret, "sealing the copy of %s: %s", what, strerror(-ret));
+	}
+	*budget -= (uint64_t)st.st_size;
+	*out = mfd;
+	return 0;
+}
+
+int submit_file_check_sealed(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (seals < 0)
+		return -errno;
+	return (seals & SUBMIT_SEALS) == SUBMIT_SEALS ? 0 : -EPERM;
+}
+
+int submit_file_hash(int fd, uint64_t *hash)
+{
+	unsigned char buf[65536];
+	uint64_t h = PROFILE_FNV1A64_INIT;
+	off_t off = 0;
+	ssize_t n;
+
+	while ((n = pread(fd, buf, sizeof(buf), off)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		h = profile_fnv1a64(buf, (size_t)n, h);
+		off += n;
+	}
+	*hash = h;
+	return 0;
+}

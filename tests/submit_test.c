@@ -1,0 +1,532 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The submit boundary (docs/security-submit.md), attacked through a real
+ * colocd and the real colocctl: the client opens the files with its
+ * user's permissions and hands them over as descriptors; colocd takes
+ * regular files of bounded size only, copies them into sealed memfds,
+ * closes every descriptor of a refused request, and no error quotes a
+ * byte of a file. The ONNX models are protobuf written by hand here (the
+ * wire format is small), so the test needs no Python.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include "kselftest_harness.h"
+#include "coloc/protocol.h"
+#include "testutil.h"
+
+/* ---- protobuf, by hand ------------------------------------------------------ */
+
+struct pb {
+	uint8_t *b;
+	size_t len, cap;
+};
+
+static void pb_raw(struct pb *p, const void *data, size_t n)
+{
+	if (p->len + n > p->cap) {
+		p->cap = (p->len + n) * 2 + 64;
+		p->b = realloc(p->b, p->cap);
+		if (!p->b)
+			abort();
+	}
+	memcpy(p->b + p->len, data, n);
+	p->len += n;
+}
+
+static void pb_varint(struct pb *p, uint64_t v)
+{
+	uint8_t c;
+
+	do {
+		c = (uint8_t)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			c |= 0x80;
+		pb_raw(p, &c, 1);
+	} while (v);
+}
+
+static void pb_uint(struct pb *p, int field, uint64_t v)
+{
+	pb_varint(p, (uint64_t)field << 3);
+	pb_varint(p, v);
+}
+
+static void pb_bytes(struct pb *p, int field, const void *data, size_t n)
+{
+	pb_varint(p, (uint64_t)field << 3 | 2);
+	pb_varint(p, n);
+	pb_raw(p, data, n);
+}
+
+static void pb_str(struct pb *p, int field, const char *s)
+{
+	pb_bytes(p, field, s, strlen(s));
+}
+
+/* Appends sub as message field `field` of p, and frees sub. */
+static void pb_msg(struct pb *p, int field, struct pb *sub)
+{
+	pb_bytes(p, field, sub->b, sub->len);
+	free(sub->b);
+	*sub = (struct pb){ 0 };
+}
+
+enum { T_FLOAT = 1, T_INT8 = 3, T_INT32 = 6 };
+
+/* A TensorProto of one dimension n whose bytes are at offset 0 of external file loc. */
+static void tensor_external(struct pb *graph, const char *name, int type, int64_t n,
+			    const char *loc, size_t bytes)
+{
+	struct pb t = { 0 }, e = { 0 };
+	char len[32];
+
+	pb_uint(&t, 1, (uint64_t)n);
+	pb_uint(&t, 2, (uint64_t)type);
+	pb_str(&t, 8, name);
+	pb_str(&e, 1, "location");
+	pb_str(&e, 2, loc);
+	pb_msg(&t, 13, &e);
+	pb_str(&e, 1, "offset");
+	pb_str(&e, 2, "0");
+	pb_msg(&t, 13, &e);
+	snprintf(len, sizeof(len), "%zu", bytes);
+	pb_str(&e, 1, "length");
+	pb_str(&e, 2, len);
+	pb_msg(&t, 13, &e);
+	pb_uint(&t, 14, 1); /* data_location EXTERNAL */
+	pb_msg(graph, 5, &t);
+}
+
+/* A float TensorProto of shape [1] holding 0. */
+static void tensor_zero(struct pb *graph, const char *name)
+{
+	struct pb t = { 0 };
+	float zero = 0;
+
+	pb_uint(&t, 1, 1);
+	pb_uint(&t, 2, T_FLOAT);
+	pb_bytes(&t, 4, &zero, sizeof(zero)); /* packed float_data */
+	pb_str(&t, 8, name);
+	pb_msg(graph, 5, &t);
+}
+
+/* A graph input or output: float of shape [1]. */
+static void value_info(struct pb *graph, int field, const char *name)
+{
+	struct pb vi = { 0 }, type = { 0 }, tensor = { 0 }, shape = { 0 }, dim = { 0 };
+
+	pb_uint(&dim, 1, 1);
+	pb_msg(&shape, 1, &dim);
+	pb_uint(&tensor, 1, T_FLOAT);
+	pb_msg(&tensor, 2, &shape);
+	pb_msg(&type, 1, &tensor);
+	pb_str(&vi, 1, name);
+	pb_msg(&vi, 2, &type);
+	pb_msg(graph, field, &vi);
+}
+
+static void node(struct pb *graph, const char *op, const char *in0, const char *in1,
+		 const char *out)
+{
+	struct pb n = { 0 };
+
+	pb_str(&n, 1, in0);
+	if (in1)
+		pb_str(&n, 1, in1);
+	pb_str(&n, 2, out);
+	pb_str(&n, 3, out);
+	pb_str(&n, 4, op);
+	pb_msg(graph, 1, &n);
+}
+
+/* The ModelProto around graph (opset 13), written to dir/name. */
+static int write_model(struct pb *graph, const char *dir, const char *name, char *path, size_t len)
+{
+	struct pb m = { 0 }, opset = { 0 };
+	int fd, ok;
+
+	pb_uint(&m, 1, 8); /* ir_version */
+	pb_str(graph, 2, "g");
+	pb_msg(&m, 7, graph);
+	pb_str(&opset, 1, "");
+	pb_uint(&opset, 2, 13);
+	pb_msg(&m, 8, &opset);
+	snprintf(path, len, "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ok = fd >= 0 && write(fd, m.b, m.len) == (ssize_t)m.len;
+	if (fd >= 0)
+		close(fd);
+	free(m.b);
+	return ok ? 0 : -EIO;
+}
+
+/*
+ * y = x + Gather(d, i): d a float [1], i an INT32 [1] kept in external
+ * file loc. Folding the Gather reads i; any value but 0 is out of range.
+ */
+static int write_gather_model(const char *dir, const char *loc, char *path, size_t len)
+{
+	struct pb g = { 0 };
+
+	node(&g, "Gather", "d", "i", "gi");
+	node(&g, "Add", "x", "gi", "y");
+	tensor_zero(&g, "d");
+	tensor_external(&g, "i", T_INT32, 1, loc, 4);
+	value_info(&g, 11, "x");
+	value_info(&g, 12, "y");
+	return write_model(&g, dir, "gather.onnx", path, len);
+}
+
+/* y = Relu(x), and nr INT8 initializers of n elements each, all at offset 0 of loc. */
+static int write_huge_model(const char *dir, const char *loc, int nr, int64_t n, char *path,
+			    size_t len)
+{
+	struct pb g = { 0 };
+	char name[32];
+
+	node(&g, "Relu", "x", NULL, "y");
+	for (int i = 0; i < nr; i++) {
+		snprintf(name, sizeof(name), "w%d", i);
+		tensor_external(&g, name, T_INT8, n, loc, (size_t)n);
+	}
+	value_info(&g, 11, "x");
+	value_info(&g, 12, "y");
+	return write_model(&g, dir, "huge.onnx", path, len);
+}
+
+/* ---- the daemon --------------------------------------------------------------- */
+
+FIXTURE(submit)
+{
+	char dir[64], sock[128], pin[128], log[128], bin[512];
+	char out[8192];
+	pid_t colocd;
+};
+
+FIXTURE_SETUP(submit)
+{
+	self->colocd = 0;
+	if (geteuid() != 0)
+		SKIP(return, "needs root to run colocd");
+	ASSERT_EQ(0, tu_mount_bpffs());
+	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-submit-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	/* a member of group coloc must reach the socket and the model */
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
+	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
+	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-submit-%d", getpid());
+	tu_bin("colocctl", self->bin, sizeof(self->bin));
+	self->colocd = tu_start_colocd(self->sock, self->pin, self->log);
+	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start");
+}
+
+FIXTURE_TEARDOWN(submit)
+{
+	char cmd[256];
+
+	if (self->colocd > 0)
+		tu_stop_colocd(self->colocd);
+	if (self->dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
+		tu_run(cmd, NULL, 0);
+	}
+}
+
+static bool ping_ok(FIXTURE_DATA(submit) * self)
+{
+	char resp[512];
+
+	return tu_request(self->sock, "{\"cmd\":\"ping\"}\n", resp, sizeof(resp)) > 0 &&
+	       strstr(resp, "\"ok\":true");
+}
+
+/* colocctl submit NAME MODEL as root; its exit status, its output in self->out. */
+static int submit_as_root(FIXTURE_DATA(submit) * self, const char *name, const char *model)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "%s --socket %s submit %s %s --qos-ms 100 2>&1", self->bin,
+		 self->sock, name, model);
+	return tu_run(cmd, self->out, sizeof(self->out));
+}
+
+/* A uid and gid no account has: a user who is nothing but a member of group coloc. */
+static uid_t unused_id(void)
+{
+	for (uid_t id = 61000; id < 65000; id++)
+		if (!getpwuid(id) && !getgrgid(id))
+			return id;
+	return 0;
+}
+
+/* colocctl submit as uid id with group coloc, fexecve'd from root's open fd. */
+static int submit_as_member(FIXTURE_DATA(submit) * self, uid_t id, gid_t coloc, const char *model)
+{
+	char *argv[] = { self->bin,	"--socket", self->sock, "submit", "m",
+			 (char *)model, "--qos-ms", "100",	NULL };
+	int fds[2], st, exe = open(self->bin, O_RDONLY | O_CLOEXEC);
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (exe < 0 || pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(fds[0]);
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
+		if (setgroups(1, &coloc) || setgid(id) || setuid(id))
+			_exit(99);
+		fexecve(exe, argv, environ);
+		_exit(127);
+	}
+	close(exe);
+	close(fds[1]);
+	while (got + 1 < sizeof(self->out) &&
+	       (n = read(fds[0], self->out + got, sizeof(self->out) - 1 - got)) > 0)
+		got += (size_t)n;
+	self->out[got] = '\0';
+	close(fds[0]);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+/* colocd's VmRSS in KiB, from /proc. */
+static long colocd_rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/*
+ * colocd's open files, counted while a connection of ours is open and its
+ * ping answered: every earlier request has been handled by then, and the
+ * count is taken in the same state each time.
+ */
+static int colocd_nr_fds(FIXTURE_DATA(submit) * self)
+{
+	char path[64], resp[256];
+	int fd = tu_connect(self->sock), n = -1;
+
+	if (fd < 0)
+		return -1;
+	if (send(fd, "{\"cmd\":\"ping\"}\n", 15, MSG_NOSIGNAL) == 15 &&
+	    tu_read_line(fd, resp, sizeof(resp)) > 0) {
+		snprintf(path, sizeof(path), "/proc/%d/fd", self->colocd);
+		n = tu_nr_dir_entries(path);
+	}
+	close(fd);
+	return n;
+}
+
+/*
+ * A member of group coloc names /etc/shadow as the external data of its
+ * model (a symlink beside it): the client opens it with the member's
+ * permissions and cannot; colocd never sees a path.
+ */
+TEST_F(submit, external_data__member_cannot_hand_over_a_file_it_cannot_open)
+{
+	struct group *grp = getgrnam(COLOC_GROUP);
+	char model[256], link[256];
+	uid_t id = unused_id();
+
+	if (!grp)
+		SKIP(return, "no '%s' group here ('make deps' creates it)", COLOC_GROUP);
+	ASSERT_NE(0, id);
+	ASSERT_EQ(0, write_gather_model(self->dir, "blob", model, sizeof(model)));
+	snprintf(link, sizeof(link), "%s/blob", self->dir);
+	ASSERT_EQ(0, symlink("/etc/shadow", link));
+	EXPECT_EQ(1, submit_as_member(self, id, grp->gr_gid, model)) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "cannot open external data file blob: Permission denied"))
+	TH_LOG("%s", self->out);
+	EXPECT_TRUE(ping_ok(self));
+}
+
+/*
+ * Even root's own submit of that model (root may read /etc/shadow) gets an
+ * error naming the node and the position, never the value: the first four
+ * bytes of /etc/shadow as the INT32 index are nowhere in it.
+ */
+TEST_F(submit, external_data__errors_never_quote_a_value_from_the_file)
+{
+	char model[256], link[256], secret[32];
+	int32_t v;
+	int fd;
+
+	fd = open("/etc/shadow", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, &v, sizeof(v)) != sizeof(v))
+		SKIP(return, "no readable /etc/shadow of 4 bytes here");
+	close(fd);
+	snprintf(secret, sizeof(secret), "%d", v);
+	ASSERT_EQ(0, write_gather_model(self->dir, "blob", model, sizeof(model)));
+	snprintf(link, sizeof(link), "%s/blob", self->dir);
+	ASSERT_EQ(0, symlink("/etc/shadow", link));
+	EXPECT_EQ(1, submit_as_root(self, "m", model)) TH_LOG("%s", self->out);
+	if (v == 0)
+		SKIP(return, "the index read is 0, in range: nothing to refuse");
+	EXPECT_NE(NULL,
+		  strstr(self->out, "indices element 0 is out of range for axis 0 of the data"))
+	TH_LOG("%s", self->out);
+	EXPECT_EQ(NULL, strstr(self->out, secret)) TH_LOG("%s quotes %s", self->out, secret);
+	EXPECT_TRUE(ping_ok(self));
+}
+
+/* A FIFO as the model: refused before any read, colocd keeps answering. */
+TEST_F(submit, model__fifo_refused_before_any_read)
+{
+	char fifo[256];
+
+	snprintf(fifo, sizeof(fifo), "%s/f.model", self->dir);
+	ASSERT_EQ(0, mkfifo(fifo, 0644));
+	EXPECT_TRUE(ping_ok(self));
+	EXPECT_EQ(1, submit_as_root(self, "f", fifo)) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "the model is a FIFO; colocd takes regular files only"))
+	TH_LOG("%s", self->out);
+	EXPECT_TRUE(ping_ok(self));
+}
+
+/* A device node as the model (an endless one). */
+TEST_F(submit, model__device_node_refused_before_any_read)
+{
+	EXPECT_EQ(1, submit_as_root(self, "z", "/dev/zero")) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "the model is a character device"))
+	TH_LOG("%s", self->out);
+	EXPECT_TRUE(ping_ok(self));
+}
+
+/*
+ * External data in a sparse file of 1 TiB: refused by the file size limit
+ * from fstat alone; colocd's memory does not grow by it.
+ */
+TEST_F(submit, external_data__sparse_terabyte_refused_by_size)
+{
+	char model[256], blob[256];
+	long before, after;
+	int fd;
+
+	snprintf(blob, sizeof(blob), "%s/blob", self->dir);
+	fd = open(blob, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ASSERT_LE(0, fd);
+	if (ftruncate(fd, 1ll << 40))
+		SKIP(return, "no sparse file of 1 TiB on this filesystem: %s", strerror(errno));
+	close(fd);
+	ASSERT_EQ(0, write_huge_model(self->dir, "blob", 1, 1 << 24, model, sizeof(model)));
+	before = colocd_rss_kib(self->colocd);
+	EXPECT_EQ(1, submit_as_root(self, "big", model)) TH_LOG("%s", self->out);
+	after = colocd_rss_kib(self->colocd);
+	EXPECT_NE(NULL, strstr(self->out, "external data file 'blob' is 1099511627776 bytes, over "
+					  "colocd's limit"))
+	TH_LOG("%s", self->out);
+	ASSERT_LT(0, before);
+	EXPECT_LT(after - before, 8192) TH_LOG("VmRSS %ld -> %ld KiB", before, after);
+	EXPECT_TRUE(ping_ok(self));
+}
+
+/*
+ * 300 INT8 initializers of 2^24 elements each over one sparse 16 MiB file:
+ * a small model asking for 37.5 GiB of decoded constants, refused by the
+ * decoded cap before any is read; colocd's memory does not grow.
+ */
+TEST_F(submit, external_data__huge_initializers_refused_by_the_decoded_cap)
+{
+	char model[256], blob[256];
+	long before, after;
+	int fd;
+
+	snprintf(blob, sizeof(blob), "%s/blob", self->dir);
+	fd = open(blob, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 1 << 24));
+	close(fd);
+	ASSERT_EQ(0, write_huge_model(self->dir, "blob", 300, 1 << 24, model, sizeof(model)));
+	before = colocd_rss_kib(self->colocd);
+	EXPECT_EQ(1, submit_as_root(self, "big", model)) TH_LOG("%s", self->out);
+	after = colocd_rss_kib(self->colocd);
+	EXPECT_NE(NULL, strstr(self->out, "its initializers decode to more than 4096 MiB"))
+	TH_LOG("%s", self->out);
+	ASSERT_LT(0, before);
+	EXPECT_LT(after - before, 8192) TH_LOG("VmRSS %ld -> %ld KiB", before, after);
+	EXPECT_TRUE(ping_ok(self));
+}
+
+/*
+ * Descriptors that come with a refused request (one too many for what it
+ * names) are all closed: colocd holds no more open files after than before.
+ */
+TEST_F(submit, refused_request__its_descriptors_are_closed)
+{
+	char resp[1024];
+	int fds[3], before, after;
+
+	for (int i = 0; i < 3; i++) {
+		fds[i] = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+		ASSERT_LE(0, fds[i]);
+	}
+	before = colocd_nr_fds(self);
+	ASSERT_LT(0, before);
+	ASSERT_LT(0, tu_request_fds(self->sock,
+				    "{\"cmd\":\"submit\",\"name\":\"a\",\"model\":\"m.model\","
+				    "\"qos_ms\":5}\n",
+				    fds, 3, resp, sizeof(resp)));
+	EXPECT_NE(NULL, strstr(resp, "1 expected, 3 came")) TH_LOG("%s", resp);
+	/* a ping carries none: any sent with it are closed too */
+	ASSERT_LT(0,
+		  tu_request_fds(self->sock, "{\"cmd\":\"ping\"}\n", fds, 2, resp, sizeof(resp)));
+	EXPECT_NE(NULL, strstr(resp, "\"ok\":true")) TH_LOG("%s", resp);
+	after = colocd_nr_fds(self);
+	EXPECT_LE(after, before);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+}
+
+/* More descriptors than a request may carry: all closed, so is the connection, with the reason. */
+TEST_F(submit, request__too_many_descriptors_closes_the_connection)
+{
+	int fds[COLOC_MAX_REQUEST_FDS + 8], before, after;
+	char resp[1024];
+
+	for (int i = 0; i < COLOC_MAX_REQUEST_FDS + 8; i++) {
+		fds[i] = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+		ASSERT_LE(0, fds[i]);
+	}
+	before = colocd_nr_fds(self);
+	ASSERT_LT(0, tu_request_fds(self->sock, "{\"cmd\":\"ping\"}\n", fds,
+				    COLOC_MAX_REQUEST_FDS + 8, resp, sizeof(resp)));
+	EXPECT_NE(NULL, strstr(resp, "too many descriptors")) TH_LOG("%s", resp);
+	after = colocd_nr_fds(self);
+	EXPECT_LE(after, before);
+	EXPECT_TRUE(ping_ok(self));
+	for (int i = 0; i < COLOC_MAX_REQUEST_FDS + 8; i++)
+		close(fds[i]);
+}
+
+TEST_HARNESS_MAIN
