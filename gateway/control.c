@@ -85,23 +85,39 @@ struct json_object *gw_ctl_call(struct gw_ctl *ctl, struct json_object *req, str
 	return resp;
 }
 
-/* Paths, as colocctl submit sends them (colocd opens them; they are absolute). */
+/*
+ * As colocctl submit does: the gateway opens the model, its weights and an
+ * ONNX model's external data with its own permissions and hands them to
+ * colocd as descriptors (coloc_client_submit); colocd opens no path.
+ */
 int gw_ctl_submit(struct gw_ctl *ctl, const struct gw_model_config *cfg, struct coloc_err *err)
 {
-	struct json_object *req = json_object_new_object(), *resp;
+	struct coloc_submit sub = { .name = cfg->name,
+				    .model = cfg->path,
+				    .weights = cfg->weights[0] ? cfg->weights : NULL,
+				    .qos_ms = cfg->qos_ms,
+				    .executors = cfg->executors };
+	struct json_object *resp = NULL;
+	int r = 0;
 
-	json_object_object_add(req, "cmd", json_object_new_string("submit"));
-	json_object_object_add(req, "name", json_object_new_string(cfg->name));
-	json_object_object_add(req, "model", json_object_new_string(cfg->path));
-	if (cfg->weights[0])
-		json_object_object_add(req, "weights", json_object_new_string(cfg->weights));
-	json_object_object_add(req, "qos_ms", json_object_new_double(cfg->qos_ms));
-	if (cfg->executors)
-		json_object_object_add(req, "executors", json_object_new_int(cfg->executors));
-	resp = gw_ctl_call(ctl, req, err);
-	json_object_put(req);
+	pthread_mutex_lock(&ctl->lock);
+	if (!ctl->c && (r = coloc_client_connect(ctl->socket_path, &ctl->c))) {
+		ctl->c = NULL;
+		coloc_err_set(err, r, "cannot reach colocd at %s: %s", ctl->socket_path,
+			      strerror(-r));
+	} else {
+		resp = coloc_client_submit(ctl->c, &sub);
+		if (!resp) {
+			r = coloc_err_set(err, -EPIPE, "colocd: %s", coloc_client_error(ctl->c));
+			coloc_client_close(ctl->c);
+			ctl->c = NULL;
+		} else if (!coloc_client_ok(ctl->c, resp)) {
+			r = coloc_err_set(err, -EINVAL, "%s", coloc_client_error(ctl->c));
+		}
+	}
+	pthread_mutex_unlock(&ctl->lock);
 	json_object_put(resp);
-	return resp ? 0 : err->code;
+	return r;
 }
 
 struct json_object *gw_ctl_tenant(struct gw_ctl *ctl, const char *name, struct coloc_err *err)
