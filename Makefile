@@ -115,8 +115,8 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 # test is a unit test: make check-unit runs it as any user, and it must pass
 # as nobody in a tree it cannot write.
 SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_serving control \
-	execproc fuzz hostile_executor install level_source load onnx_ort owners pmu sandbox sensor serving \
-	tenants)
+	execproc fuzz hostile_executor install level_source load onnx_ort owners pmu sandbox sensor \
+	serving tenants submit gateway)
 UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
@@ -199,6 +199,35 @@ $(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
+
+# ---- coloc-gateway (docs/gateway.md): KServe v2 over HTTP in front of colocd -----
+# gateway/*.c -> libcoloc_gateway.a; bin/coloc-gateway links it with the client
+# library, common, json-c and libmicrohttpd: never oneDNN or the daemon.
+GATEWAY_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard gateway/*.c))
+LIB_GATEWAY := $(OBJ)/libcoloc_gateway.a
+GW_PKG_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+GW_PKG_LIBS := $(shell pkg-config --libs libmicrohttpd json-c 2>/dev/null)
+$(GATEWAY_OBJS) $(OBJ)/tools/coloc-gateway.o $(OBJ)/tests/gateway_test.o: \
+	CFLAGS += -Igateway $(GW_PKG_CFLAGS)
+$(LIB_GATEWAY): $(GATEWAY_OBJS)
+	$(call msg,AR,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+$(BIN)/coloc-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_GATEWAY) $(LIB_CLIENT) $(LIB_COMMON)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(GW_PKG_LIBS) -o $@
+# what the gateway adds to a query, beside colocd's socket (not installed: a benchmark)
+$(BIN)/coloc-bench-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
+# its test drives the parsers directly too
+$(OBJ)/tests/gateway_test: $(LIB_GATEWAY)
+$(OBJ)/tests/gateway_test: LDLIBS := $(LIB_GATEWAY) $(LIB_CLIENT) $(LIB_COMMON) $(LDLIBS) \
+	$(GW_PKG_LIBS)
+# ---- end of coloc-gateway -------------------------------------------------------
 
 $(BIN)/%: $(OBJ)/tools/%.o $(LIBS)
 	$(call msg,LINK,$@)

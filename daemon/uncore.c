@@ -43,6 +43,7 @@
 #include <sys/syscall.h>
 #include <linux/perf_event.h>
 #include "coloc/limits.h"
+#include "cli.h"
 #include "cpulist.h"
 #include "topology.h"
 #include "uncore.h"
@@ -293,23 +294,13 @@ int uncore_encode_alias(const char *pmu_dir, const char *name, __u64 config[3],
 
 /* ---- discovery ------------------------------------------------------------- */
 
-static bool uncore_digits(const char *s)
-{
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (!isdigit((unsigned char)*s))
-			return false;
-	return true;
-}
-
 /* The free-running IMC PMUs (uncore_imc_free_running_N) would double count: skip them. */
 static enum uncore_kind uncore_kind_of(const char *name)
 {
 	if (!strcmp(name, "uncore_imc") ||
-	    (!strncmp(name, "uncore_imc_", 11) && uncore_digits(name + 11)))
+	    (!strncmp(name, "uncore_imc_", 11) && cli_all_digits(name + 11)))
 		return UNCORE_KIND_IMC;
-	if (!strncmp(name, "amd_umc_", 8) && uncore_digits(name + 8))
+	if (!strncmp(name, "amd_umc_", 8) && cli_all_digits(name + 8))
 		return UNCORE_KIND_UMC;
 	return UNCORE_KIND_NONE;
 }

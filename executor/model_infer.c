@@ -21,6 +21,7 @@
 
 #include "model_internal.h"
 #include "util.h"
+#include "window.h"
 
 #define INFER_MAX_DIM (1 << 24)
 #define INFER_MAX_ELEMS (1LL << 32)
@@ -371,11 +372,8 @@ static int infer_pad(struct infer_layer *il, int pad[4], bool *same)
 /* TensorFlow's SAME: output = ceil(in / stride), the odd pixel of padding at the end. */
 static void infer_same_pad(int64_t in, int k_eff, int stride, int *before, int *after)
 {
-	int64_t out = (in + stride - 1) / stride;
-	int64_t total = (out - 1) * stride + k_eff - in;
+	int64_t total = window_same_pad_total(in, k_eff, stride);
 
-	if (total < 0)
-		total = 0;
 	*before = (int)(total / 2);
 	*after = (int)(total - total / 2);
 }
@@ -510,8 +508,8 @@ static int infer_conv(struct infer_layer *il)
 			il, "kernel %dx%d (dilated) is larger than the padded input %lldx%lld",
 			kh_eff, kw_eff, (long long)(in->dims[2] + pad[0] + pad[2]),
 			(long long)(in->dims[3] + pad[1] + pad[3]));
-	oh = (in->dims[2] + pad[0] + pad[2] - kh_eff) / cv->stride_h + 1;
-	ow = (in->dims[3] + pad[1] + pad[3] - kw_eff) / cv->stride_w + 1;
+	oh = window_out_len(in->dims[2] + pad[0] + pad[2], kh_eff, cv->stride_h);
+	ow = window_out_len(in->dims[3] + pad[1] + pad[3], kw_eff, cv->stride_w);
 	dims[0] = in->dims[0];
 	dims[1] = out_ch;
 	dims[2] = oh;
@@ -685,8 +683,8 @@ static int infer_pool(struct infer_layer *il)
 	if (in->dims[2] + pad[0] + pad[2] < pl->kh || in->dims[3] + pad[1] + pad[3] < pl->kw)
 		return infer_fail(il, "window %dx%d is larger than the padded input", pl->kh,
 				  pl->kw);
-	oh = (in->dims[2] + pad[0] + pad[2] - pl->kh) / pl->stride_h + 1;
-	ow = (in->dims[3] + pad[1] + pad[3] - pl->kw) / pl->stride_w + 1;
+	oh = window_out_len(in->dims[2] + pad[0] + pad[2], pl->kh, pl->stride_h);
+	ow = window_out_len(in->dims[3] + pad[1] + pad[3], pl->kw, pl->stride_w);
 	if (ceil_mode) {
 		/*
 		 * Caffe's rounding up, as extra bottom/right padding so kernels

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "onnx_internal.h"
+#include "window.h"
 
 static struct onnx_value *data_input(struct onnx_ctx *c, const Onnx__NodeProto *n, size_t i)
 {
@@ -184,10 +185,9 @@ static int window_pads(struct onnx_ctx *c, const Onnx__NodeProto *n, int nd, con
 	if (strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER"))
 		return onnx_refuse(c, -EINVAL, "auto_pad '%s'", ap);
 	for (int i = 0; i < 2; i++) {
-		int64_t out = (in_hw[i] + s[i] - 1) / s[i];
-		int64_t total = (out - 1) * s[i] + (int64_t)(k[i] - 1) * d[i] + 1 - in_hw[i];
+		int64_t total =
+			window_same_pad_total(in_hw[i], (int64_t)(k[i] - 1) * d[i] + 1, s[i]);
 
-		total = total < 0 ? 0 : total;
 		if (total > 2 * MODEL_MAX_WINDOW)
 			return onnx_refuse(c, -EOPNOTSUPP, "padding %lld", (long long)total);
 		pads[i] = (int)(ap[5] == 'U' ? total / 2 : total - total / 2);
@@ -399,13 +399,13 @@ static int lower_conv(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	out.dims[0] = x->shape.dims[0];
 	out.dims[1] = w->shape.dims[0];
 	for (int i = 0; i < 2; i++) {
-		out.dims[2 + i] =
-			(x->shape.dims[2 + i] + pads[i] + pads[i + 2] - (int64_t)d[i] * (k[i] - 1) -
-			 1) / s[i] +
-			1;
-		if (x->shape.dims[2 + i] + pads[i] + pads[i + 2] < (int64_t)d[i] * (k[i] - 1) + 1)
+		int64_t padded = x->shape.dims[2 + i] + pads[i] + pads[i + 2];
+		int64_t k_eff = (int64_t)d[i] * (k[i] - 1) + 1;
+
+		if (padded < k_eff)
 			return onnx_refuse(c, -EINVAL,
 					   "the kernel is larger than the padded input");
+		out.dims[2 + i] = window_out_len(padded, k_eff, s[i]);
 	}
 	ret = conv_layer(c, n, MODEL_OP_CONV, x, &out, w, b, k, s, d, pads, g);
 	return ret || nd == 2 ? ret : spatial_1d_out(c, n);

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "util.h"
 
 #define PROFILE_MAX_LINE 4096
@@ -685,16 +686,6 @@ static int next_record(struct parser *ps)
 	}
 }
 
-static bool all_digits(const char *s)
-{
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (!isdigit((unsigned char)*s))
-			return false;
-	return true;
-}
-
 static int field_u64(struct parser *ps, int i, const char *what, uint64_t min, uint64_t max,
 		     uint64_t *out)
 {
@@ -702,7 +693,7 @@ static int field_u64(struct parser *ps, int i, const char *what, uint64_t min, u
 	unsigned long long v;
 
 	errno = 0;
-	if (!all_digits(s) || (v = strtoull(s, NULL, 10), errno) || v < min || v > max)
+	if (!cli_all_digits(s) || (v = strtoull(s, NULL, 10), errno) || v < min || v > max)
 		return parse_error(ps, "%s '%s' is not an integer in %llu..%llu", what, s,
 				   (unsigned long long)min, (unsigned long long)max);
 	*out = v;

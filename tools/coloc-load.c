@@ -160,17 +160,12 @@ static uint64_t rng_gap_ns(struct load_tenant *t)
 	return (uint64_t)(coloc_rng_exp(&t->rng) / t->qps * 1e9);
 }
 
-/* A rate: a finite decimal in (0, LOAD_MAX_QPS]. cli.h parses integers only. */
+/* A rate: a finite decimal in (0, LOAD_MAX_QPS], no sign. */
 static int parse_qps(const char *s, double *out)
 {
-	char *end;
 	double v;
 
-	if (!*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || !isfinite(v) || v <= 0 || v > LOAD_MAX_QPS)
+	if (*s == '+' || cli_parse_double(s, 0, LOAD_MAX_QPS, &v) || v <= 0)
 		return -EINVAL;
 	*out = v;
 	return 0;

@@ -222,23 +222,6 @@ static void usage(FILE *out)
 		opts.duration_s, opts.seed, opts.full_slowdown, TABLES_FROM_REPO);
 }
 
-/* A finite number in [lo, hi], whole string. */
-static int parse_double(const char *flag, const char *s, double lo, double hi, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
-		fprintf(stderr, PROG ": %s wants a number in [%g, %g], not '%s'\n", flag, lo, hi,
-			s);
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
 /* MODEL:QOS[:SHARE]; MODEL has one colon when it is veltair:NAME or scaled:NAME, none otherwise. */
 static int parse_tenant(const char *arg, struct tenant_arg *t)
 {
@@ -263,12 +246,12 @@ static int parse_tenant(const char *arg, struct tenant_arg *t)
 	len = strlen(qos);
 	if (len && qos[len - 1] == 'x') {
 		qos[len - 1] = '\0';
-		if (parse_double("--tenant QOS (Nx)", qos, 1, 1000, &t->qos_factor))
+		if (cli_parse_flag_double(PROG, "--tenant QOS (Nx)", qos, 1, 1000, &t->qos_factor))
 			return -EINVAL;
-	} else if (parse_double("--tenant QOS_MS", qos, 0.001, 1e6, &t->qos_ms)) {
+	} else if (cli_parse_flag_double(PROG, "--tenant QOS_MS", qos, 0.001, 1e6, &t->qos_ms)) {
 		return -EINVAL;
 	}
-	if (share && parse_double("--tenant SHARE", share, 1e-6, 1e6, &t->share))
+	if (share && cli_parse_flag_double(PROG, "--tenant SHARE", share, 1e-6, 1e6, &t->share))
 		return -EINVAL;
 	return 0;
 bad:
@@ -1251,14 +1234,16 @@ int main(int argc, char **argv)
 			opts.tables = optarg;
 			break;
 		case 'q':
-			bad = parse_double("--qps", optarg, 1e-6, 1e9, &opts.qps);
+			bad = cli_parse_flag_double(PROG, "--qps", optarg, 1e-6, 1e9, &opts.qps);
 			break;
 		case 'd':
-			bad = parse_double("--duration", optarg, 1e-3, 1e6, &opts.duration_s);
+			bad = cli_parse_flag_double(PROG, "--duration", optarg, 1e-3, 1e6,
+						    &opts.duration_s);
 			opts.duration_given = true;
 			break;
 		case 'w':
-			bad = parse_double("--warmup", optarg, 0, 1e6, &opts.warmup_s);
+			bad = cli_parse_flag_double(PROG, "--warmup", optarg, 0, 1e6,
+						    &opts.warmup_s);
 			break;
 		case 's':
 			opts.search = true;
@@ -1282,7 +1267,8 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'F':
-			bad = parse_double("--full-slowdown", optarg, 1, 100, &opts.full_slowdown);
+			bad = cli_parse_flag_double(PROG, "--full-slowdown", optarg, 1, 100,
+						    &opts.full_slowdown);
 			break;
 		case 'm':
 			opts.measured = optarg;
@@ -1291,7 +1277,8 @@ int main(int argc, char **argv)
 			opts.qos_from = optarg;
 			break;
 		case 'B':
-			bad = parse_double("--block-cost-us", optarg, 0, 1e9, &opts.block_cost_us);
+			bad = cli_parse_flag_double(PROG, "--block-cost-us", optarg, 0, 1e9,
+						    &opts.block_cost_us);
 			break;
 		case 'K':
 			if (!strcmp(optarg, "quick") || !strcmp(optarg, "full")) {
@@ -1304,8 +1291,8 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'O':
-			bad = parse_double("--shared-penalty", optarg, 0.5, 100,
-					   &opts.shared_penalty);
+			bad = cli_parse_flag_double(PROG, "--shared-penalty", optarg, 0.5, 100,
+						    &opts.shared_penalty);
 			opts.penalty_given = true;
 			break;
 		case 'E':
@@ -1318,18 +1305,19 @@ int main(int argc, char **argv)
 			opts.block_trace = optarg;
 			break;
 		case 'H':
-			bad = parse_double("--speed-rho", optarg, 0, 1, &opts.speed_rho);
+			bad = cli_parse_flag_double(PROG, "--speed-rho", optarg, 0, 1,
+						    &opts.speed_rho);
 			break;
 		case 'G':
-			bad = parse_double("--query-cost-sigma", optarg, 0, 10,
-					   &opts.query_cost_sigma);
+			bad = cli_parse_flag_double(PROG, "--query-cost-sigma", optarg, 0, 10,
+						    &opts.query_cost_sigma);
 			break;
 		case 'C':
 			if (!strcmp(optarg, "auto"))
 				opts.query_cost_us = -1;
 			else
-				bad = parse_double("--query-cost-us", optarg, 0, 1e9,
-						   &opts.query_cost_us);
+				bad = cli_parse_flag_double(PROG, "--query-cost-us", optarg, 0, 1e9,
+							    &opts.query_cost_us);
 			break;
 		case 'b':
 			opts.brief = true;
@@ -1344,8 +1332,8 @@ int main(int argc, char **argv)
 			opts.query_cost_in_blocks = true;
 			break;
 		case 'W':
-			bad = parse_double("--query-cost-warm-ms", optarg, 0, 1e6,
-					   &opts.query_cost_warm_ms);
+			bad = cli_parse_flag_double(PROG, "--query-cost-warm-ms", optarg, 0, 1e6,
+						    &opts.query_cost_warm_ms);
 			break;
 		case 'j':
 			opts.json = true;

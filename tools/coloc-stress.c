@@ -469,20 +469,15 @@ int main(int argc, char **argv)
 				return 2;
 			opt.level = (int)v;
 			break;
-		case 'd': {
-			char *end;
-
-			errno = 0;
-			opt.duration_s = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(opt.duration_s) ||
-			    opt.duration_s <= 0 || opt.duration_s > 86400 * 365) {
+		case 'd':
+			if (cli_parse_double(optarg, 0, 86400 * 365, &opt.duration_s) ||
+			    opt.duration_s <= 0) {
 				fprintf(stderr,
 					"coloc-stress: --duration must be seconds > 0 (up to a year), not '%s'\n",
 					optarg);
 				return 2;
 			}
 			break;
-		}
 		case 'b':
 			if (cli_parse_flag("coloc-stress", "--buffer-mb", optarg, 1, 1L << 20, &v))
 				return 2;

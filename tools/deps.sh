@@ -18,6 +18,8 @@ PACKAGES=(
 	libonnx-dev protobuf-c-compiler libprotobuf-c-dev
 	python3-onnx # tools/ort/export-onnx.py, which tests/onnx_ort_test.c runs
 	linux-source-6.1
+	libmicrohttpd-dev # coloc-gateway's HTTP server
+	prometheus curl python3-requests # tests/gateway_test.c's clients and scraper
 )
 GROUP=coloc
 USER_NAME=coloc

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The arithmetic of a sliding window (convolution, pooling) along one axis,
+ * in one place for the model parser (model_infer.c) and the ONNX importer
+ * (onnx_lower.c). k_eff is the window's span in input pixels: with
+ * dilation d, d * (k - 1) + 1.
+ */
+#ifndef COLOC_EXECUTOR_WINDOW_H
+#define COLOC_EXECUTOR_WINDOW_H
+
+#include <stdint.h>
+
+/*
+ * Output length of a window of k_eff pixels sliding by stride over padded_in
+ * pixels (input plus padding on both sides), whole windows only. The caller
+ * has checked padded_in >= k_eff and stride >= 1.
+ */
+int64_t window_out_len(int64_t padded_in, int64_t k_eff, int64_t stride);
+
+/*
+ * SAME padding along the axis (TensorFlow's, ONNX's SAME_*): the total that
+ * makes the output ceil(in / stride) long, 0 when none is needed. Split it
+ * as the format says (the odd pixel at the end for SAME_UPPER).
+ */
+int64_t window_same_pad_total(int64_t in, int64_t k_eff, int64_t stride);
+
+#endif /* COLOC_EXECUTOR_WINDOW_H */

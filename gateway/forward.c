@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The forwarding pool (forward.h). Each connection's thread sleeps in poll()
+ * on its eventfd (new jobs) and colocd's socket (answers), sends what was
+ * queued, reads every answer there is, and expires jobs past their
+ * deadline; callbacks run on this thread with no lock held. Answers are
+ * read into a scratch buffer of the connection (the tag is known only once
+ * the answer is read) and copied into the job's output.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include "forward.h"
+
+#define FWD_MAX_CONNS 16
+
+struct fwd_conn {
+	struct gw_fwd *fw;
+	pthread_t thread;
+	int efd;
+	pthread_mutex_t lock; /* guards queue and stopped */
+	struct gw_job *queue, **queue_tail;
+	bool stopped; /* the thread took its last queue: no more jobs */
+	/* the thread's own */
+	struct coloc_client *c;
+	struct gw_job *inflight; /* list, newest first */
+	void *scratch;
+	size_t scratch_cap;
+	uint64_t next_tag;
+	atomic_int load; /* queued + in flight */
+};
+
+struct gw_fwd {
+	char socket_path[108];
+	int nr_conns, max_jobs;
+	atomic_int jobs;
+	atomic_bool stop;
+	bool joined;
+	atomic_uint next_conn;
+	struct fwd_conn conns[FWD_MAX_CONNS];
+};
+
+uint64_t gw_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void fwd_finish(struct fwd_conn *k, struct gw_job *job, int result, const char *why)
+{
+	job->result = result;
+	if (why)
+		snprintf(job->why, sizeof(job->why), "%s", why);
+	atomic_fetch_sub(&k->load, 1);
+	atomic_fetch_sub(&k->fw->jobs, 1);
+	job->done(job);
+}
+
+static void fwd_fail_inflight(struct fwd_conn *k, int result, const char *why)
+{
+	while (k->inflight) {
+		struct gw_job *job = k->inflight;
+
+		k->inflight = job->next;
+		fwd_finish(k, job, result, why);
+	}
+}
+
+static void fwd_drop_connection(struct fwd_conn *k, const char *what)
+{
+	char why[256];
+
+	snprintf(why, sizeof(why), "colocd connection lost (%s): %.200s", what,
+		 k->c ? coloc_client_error(k->c) : "");
+	coloc_client_close(k->c);
+	k->c = NULL;
+	fwd_fail_inflight(k, -EPIPE, why);
+}
+
+static struct gw_job *fwd_take_queue(struct fwd_conn *k, bool last)
+{
+	struct gw_job *q;
+
+	pthread_mutex_lock(&k->lock);
+	k->stopped = last;
+	q = k->queue;
+	k->queue = NULL;
+	k->queue_tail = &k->queue;
+	pthread_mutex_unlock(&k->lock);
+	return q;
+}
+
+static int fwd_grow_scratch(struct fwd_conn *k, size_t need)
+{
+	void *p;
+
+	if (need <= k->scratch_cap)
+		return 0;
+	p = realloc(k->scratch, need);
+	if (!p)
+		return -ENOMEM;
+	k->scratch = p;
+	k->scratch_cap = need;
+	return 0;
+}
+
+static void fwd_send(struct fwd_conn *k, struct gw_job *job)
+{
+	int r;
+
+	if (gw_now_ns() >= job->deadline_ns) {
+		fwd_finish(k, job, -ETIMEDOUT, "timed out in the gateway's queue");
+		return;
+	}
+	if (fwd_grow_scratch(k, job->output_cap)) {
+		fwd_finish(k, job, -ENOMEM, "out of memory");
+		return;
+	}
+	if (!k->c && (r = coloc_client_connect(k->fw->socket_path, &k->c))) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "cannot reach colocd at %.150s: %s", k->fw->socket_path,
+			 strerror(-r));
+		k->c = NULL;
+		fwd_finish(k, job, -ECONNREFUSED, why);
+		return;
+	}
+	job->tag = k->next_tag++;
+	job->next = k->inflight;
+	k->inflight = job;
+	r = coloc_client_infer_send(k->c, job->tenant, job->tag, job->input, job->input_bytes);
+	if (r)
+		fwd_drop_connection(k, "sending");
+}
+
+static void fwd_receive(struct fwd_conn *k)
+{
+	for (;;) {
+		struct coloc_infer_result res;
+		struct gw_job **pp, *job;
+		int r = coloc_client_infer_recv(k->c, &res, k->scratch, k->scratch_cap, 0);
+
+		if (r == 0)
+			return;
+		if (r < 0 && r != -EMSGSIZE) {
+			fwd_drop_connection(k, "receiving");
+			return;
+		}
+		for (pp = &k->inflight; *pp && (*pp)->tag != res.tag; pp = &(*pp)->next)
+			;
+		job = *pp;
+		if (!job)
+			continue; /* its job timed out before */
+		*pp = job->next;
+		job->res = res;
+		if (r == -EMSGSIZE || res.output_bytes > job->output_cap) {
+			fwd_finish(k, job, -EMSGSIZE, "colocd's output is larger than the model's");
+			continue;
+		}
+		if (res.status == COLOC_INFER_OK)
+			memcpy(job->output, k->scratch, res.output_bytes);
+		fwd_finish(k, job, 0, NULL);
+	}
+}
+
+/* Fails jobs past their deadline; the poll timeout until the next one (ms). */
+static int fwd_expire(struct fwd_conn *k)
+{
+	uint64_t now = gw_now_ns(), next = UINT64_MAX;
+	struct gw_job **pp = &k->inflight;
+
+	while (*pp) {
+		struct gw_job *job = *pp;
+
+		if (job->deadline_ns <= now) {
+			*pp = job->next;
+			fwd_finish(k, job, -ETIMEDOUT, "colocd did not answer in time");
+			continue;
+		}
+		if (job->deadline_ns < next)
+			next = job->deadline_ns;
+		pp = &job->next;
+	}
+	if (next == UINT64_MAX)
+		return 1000;
+	return (int)((next - now) / 1000000 + 1);
+}
+
+static void *fwd_thread(void *arg)
+{
+	struct fwd_conn *k = arg;
+
+	while (!atomic_load(&k->fw->stop)) {
+		struct pollfd pfd[2] = { { .fd = k->efd, .events = POLLIN },
+					 { .fd = k->c ? coloc_client_fd(k->c) : -1,
+					   .events = POLLIN } };
+		struct gw_job *q = fwd_take_queue(k, false);
+		uint64_t v;
+		int timeout;
+
+		while (q) {
+			struct gw_job *next = q->next;
+
+			fwd_send(k, q);
+			q = next;
+		}
+		if (k->c)
+			fwd_receive(k);
+		timeout = fwd_expire(k);
+		pfd[1].fd = k->c ? coloc_client_fd(k->c) : -1;
+		if (poll(pfd, 2, timeout) < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents & POLLIN && read(k->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			break;
+	}
+	fwd_fail_inflight(k, -ECANCELED, "the gateway is stopping");
+	for (struct gw_job *q = fwd_take_queue(k, true); q;) {
+		struct gw_job *next = q->next;
+
+		fwd_finish(k, q, -ECANCELED, "the gateway is stopping");
+		q = next;
+	}
+	return NULL;
+}
+
+int gw_fwd_create(const char *socket_path, int nr_conns, int max_jobs, struct gw_fwd **out,
+		  struct coloc_err *err)
+{
+	struct gw_fwd *fw;
+	int i;
+
+	*out = NULL;
+	if (nr_conns < 1 || nr_conns > FWD_MAX_CONNS || max_jobs < 1)
+		return coloc_err_set(err, -EINVAL, "1 to %d connections to colocd", FWD_MAX_CONNS);
+	if (strlen(socket_path) >= sizeof(fw->socket_path))
+		return coloc_err_set(err, -ENAMETOOLONG, "socket path too long: %.200s",
+				     socket_path);
+	fw = calloc(1, sizeof(*fw));
+	if (!fw)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	snprintf(fw->socket_path, sizeof(fw->socket_path), "%s", socket_path);
+	fw->nr_conns = nr_conns;
+	fw->max_jobs = max_jobs;
+	for (i = 0; i < nr_conns; i++) {
+		struct fwd_conn *k = &fw->conns[i];
+
+		k->fw = fw;
+		k->queue_tail = &k->queue;
+		pthread_mutex_init(&k->lock, NULL);
+		k->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (k->efd < 0 || pthread_create(&k->thread, NULL, fwd_thread, k)) {
+			int e = errno;
+
+			if (k->efd >= 0)
+				close(k->efd);
+			fw->nr_conns = i;
+			gw_fwd_destroy(fw);
+			return coloc_err_set(err, -e, "starting the forwarding threads: %s",
+					     strerror(e));
+		}
+	}
+	*out = fw;
+	return 0;
+}
+
+int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job)
+{
+	struct fwd_conn *k = NULL;
+	unsigned int start = atomic_fetch_add(&fw->next_conn, 1);
+	uint64_t one = 1;
+
+	if (atomic_load(&fw->stop))
+		return -ESHUTDOWN;
+	if (atomic_fetch_add(&fw->jobs, 1) >= fw->max_jobs) {
+		atomic_fetch_sub(&fw->jobs, 1);
+		return -EAGAIN;
+	}
+	/* the least loaded connection, ties broken round robin */
+	for (int i = 0; i < fw->nr_conns; i++) {
+		struct fwd_conn *c =
+			&fw->conns[(start + (unsigned int)i) % (unsigned int)fw->nr_conns];
+
+		if (!k || atomic_load(&c->load) < atomic_load(&k->load))
+			k = c;
+	}
+	job->next = NULL;
+	job->result = 0;
+	job->why[0] = '\0';
+	pthread_mutex_lock(&k->lock);
+	if (k->stopped) {
+		pthread_mutex_unlock(&k->lock);
+		atomic_fetch_sub(&fw->jobs, 1);
+		return -ESHUTDOWN;
+	}
+	atomic_fetch_add(&k->load, 1);
+	*k->queue_tail = job;
+	k->queue_tail = &job->next;
+	pthread_mutex_unlock(&k->lock);
+	/* only a full counter fails (EAGAIN), and that has woken the thread already */
+	if (write(k->efd, &one, sizeof(one)) < 0)
+		return 0;
+	return 0;
+}
+
+int gw_fwd_pending(struct gw_fwd *fw)
+{
+	return atomic_load(&fw->jobs);
+}
+
+void gw_fwd_stop(struct gw_fwd *fw)
+{
+	uint64_t one = 1;
+
+	if (fw->joined)
+		return;
+	atomic_store(&fw->stop, true);
+	for (int i = 0; i < fw->nr_conns; i++) {
+		struct fwd_conn *k = &fw->conns[i];
+
+		/* only a full counter fails, and that has woken the thread already */
+		if (write(k->efd, &one, sizeof(one)) < 0)
+			continue;
+	}
+	for (int i = 0; i < fw->nr_conns; i++) {
+		struct fwd_conn *k = &fw->conns[i];
+
+		pthread_join(k->thread, NULL);
+	}
+	fw->joined = true;
+}
+
+void gw_fwd_destroy(struct gw_fwd *fw)
+{
+	if (!fw)
+		return;
+	gw_fwd_stop(fw);
+	for (int i = 0; i < fw->nr_conns; i++) {
+		struct fwd_conn *k = &fw->conns[i];
+
+		coloc_client_close(k->c);
+		close(k->efd);
+		free(k->scratch);
+		pthread_mutex_destroy(&k->lock);
+	}
+	free(fw);
+}

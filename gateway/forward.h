@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Forwarding queries to colocd: a pool of connections, each owned by one
+ * thread that sends queries as they come (coloc_client_infer_send, many in
+ * flight on one connection) and matches colocd's answers to them by tag
+ * (coloc_client_infer_recv). The HTTP side hands over a job and is called
+ * back once, from the pool's thread, when the job is done: answered by
+ * colocd, timed out, or failed with the connection.
+ *
+ * Bounds: at most max_jobs jobs waiting or in flight in the whole pool; one
+ * more is refused at once (-EAGAIN: the caller answers 503). A job not
+ * answered by its deadline completes with -ETIMEDOUT; colocd's late answer
+ * is then read and thrown away. A lost connection fails its jobs with
+ * -EPIPE and is made again for the next ones.
+ */
+#ifndef COLOC_GATEWAY_FORWARD_H
+#define COLOC_GATEWAY_FORWARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "coloc/client.h"
+#include "error.h"
+
+struct gw_job {
+	/* set by the caller, untouched by the pool until done() */
+	const char *tenant;
+	const void *input;
+	size_t input_bytes;
+	void *output;
+	size_t output_cap;
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC */
+	void (*done)(struct gw_job *job); /* from a pool thread; the job is the caller's again */
+	void *arg;
+	/* set by the pool before done() */
+	int result; /* 0: colocd answered (res.status says how), or -errno */
+	struct coloc_infer_result res;
+	char why[256]; /* when result < 0 */
+	/* the pool's */
+	uint64_t tag;
+	struct gw_job *next;
+};
+
+struct gw_fwd;
+
+/* nr_conns connections to colocd at socket_path (made lazily); 0 or -errno. */
+int gw_fwd_create(const char *socket_path, int nr_conns, int max_jobs, struct gw_fwd **out,
+		  struct coloc_err *err);
+/* Hands job over: 0 (done() will be called), -EAGAIN (full), -ESHUTDOWN. */
+int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job);
+/* Jobs waiting or in flight now. */
+int gw_fwd_pending(struct gw_fwd *fw);
+/*
+ * Stops the threads; jobs still held complete with -ECANCELED, and later
+ * submits get -ESHUTDOWN. Destroy stops, then frees.
+ */
+void gw_fwd_stop(struct gw_fwd *fw);
+void gw_fwd_destroy(struct gw_fwd *fw);
+
+uint64_t gw_now_ns(void);
+
+#endif /* COLOC_GATEWAY_FORWARD_H */

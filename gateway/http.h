@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The gateway's HTTP/REST front door: KServe v2 (the Open Inference
+ * Protocol) on libmicrohttpd, in its epoll mode with a thread pool.
+ *
+ *   GET  /v2                                  server metadata
+ *   GET  /v2/health/live | /v2/health/ready   200, or 400 when not
+ *   GET  /v2/models/NAME[/versions/V]         model metadata
+ *   GET  /v2/models/NAME[/versions/V]/ready   200, or 400 when not
+ *   POST /v2/models/NAME[/versions/V]/infer   infer_request.h's bodies
+ *   POST /v2/repository/index                 [{"name","version","state","reason"}]
+ *   POST /v2/repository/models/NAME/load | /unload
+ *
+ * An infer is parsed on the MHD thread, handed to the forwarding pool
+ * (forward.h) and its connection suspended; the pool's callback resumes it
+ * and the answer is written from the MHD thread. Refusals, with
+ * {"error":"..."}: 400 bad request, 404 no such model or version, 405
+ * wrong method, 413 body over max_body, 503 model not ready or queue full
+ * (Retry-After: 1) or colocd refused the query, 409 a repository load
+ * or unload while another is under way, 504 past the timeout or
+ * dropped by colocd past its deadline, 502 colocd unreachable, 500 the
+ * executor failed.
+ */
+#ifndef COLOC_GATEWAY_HTTP_H
+#define COLOC_GATEWAY_HTTP_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+#include "error.h"
+#include "forward.h"
+#include "models.h"
+
+struct gw_http_opts {
+	struct sockaddr_storage addr;
+	socklen_t addr_len;
+	int threads; /* MHD's pool */
+	int max_connections;
+	size_t max_body; /* bytes of one request body */
+	int timeout_ms; /* of one infer, from arrival */
+	int idle_timeout_s; /* of a connection */
+};
+
+struct gw_http;
+
+int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct gw_fwd *fw,
+		  struct gw_http **out, struct coloc_err *err);
+/* The port it listens on (the one the kernel chose for port 0). */
+int gw_http_port(struct gw_http *h);
+/* Stops taking connections (the pool is stopped next, then gw_http_stop). */
+void gw_http_quiesce(struct gw_http *h);
+void gw_http_stop(struct gw_http *h);
+
+#endif /* COLOC_GATEWAY_HTTP_H */

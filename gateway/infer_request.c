@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * KServe v2 infer bodies (infer_request.h): the request's JSON and binary
+ * parts into the model's flat fp32 input, and the outputs back into JSON
+ * and binary parts. JSON is read and written with json-c; floats are
+ * written with 9 significant digits, which round-trip an fp32 exactly.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+#include "infer_request.h"
+
+static int infer_fail(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int infer_fail(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return 400;
+}
+
+static struct json_object *infer_get(struct json_object *o, const char *key, json_type type)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, type) ? v : NULL;
+}
+
+static bool infer_flag(struct json_object *o, const char *key)
+{
+	struct json_object *params = infer_get(o, "parameters", json_type_object);
+	struct json_object *v = params ? infer_get(params, key, json_type_boolean) : NULL;
+
+	return v && json_object_get_boolean(v);
+}
+
+/* Writes the numbers of a (nested) array into out[*n..cap); -1 on a non-number or too many. */
+static int infer_flatten(struct json_object *arr, float *out, uint64_t *n, uint64_t cap, int depth)
+{
+	size_t len = json_object_array_length(arr);
+
+	if (depth > GW_REPO_MAX_DIMS)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		struct json_object *v = json_object_array_get_idx(arr, i);
+
+		if (json_object_is_type(v, json_type_array)) {
+			if (infer_flatten(v, out, n, cap, depth + 1))
+				return -1;
+			continue;
+		}
+		if (!json_object_is_type(v, json_type_double) &&
+		    !json_object_is_type(v, json_type_int))
+			return -1;
+		if (*n == cap)
+			return -1;
+		out[(*n)++] = (float)json_object_get_double(v);
+	}
+	return 0;
+}
+
+static int infer_check_shape(const struct gw_tensor *t, struct json_object *in, char *why,
+			     size_t why_len)
+{
+	struct json_object *shape = infer_get(in, "shape", json_type_array);
+	size_t nr = shape ? json_object_array_length(shape) : 0;
+	bool same = nr == (size_t)t->nr_dims;
+
+	for (size_t i = 0; same && i < nr; i++) {
+		struct json_object *d = json_object_array_get_idx(shape, i);
+
+		same = json_object_is_type(d, json_type_int) &&
+		       json_object_get_int64(d) == t->dims[i];
+	}
+	if (same)
+		return 0;
+	char want[160] = "";
+	size_t off = 0;
+
+	for (int i = 0; i < t->nr_dims && off < sizeof(want); i++)
+		off += (size_t)snprintf(want + off, sizeof(want) - off, "%s%lld", i ? "," : "",
+					(long long)t->dims[i]);
+	return infer_fail(why, why_len, "input %s: the shape must be [%s]", t->name, want);
+}
+
+/* One of "inputs" into req->input at the tensor's place; binary bytes from *bin. */
+static int infer_one_input(const struct gw_model_config *cfg, struct json_object *in,
+			   struct gw_infer_request *req, bool *seen, const char **bin,
+			   size_t *bin_left, char *why, size_t why_len)
+{
+	struct json_object *name = infer_get(in, "name", json_type_string);
+	struct json_object *type = infer_get(in, "datatype", json_type_string);
+	struct json_object *params = infer_get(in, "parameters", json_type_object);
+	struct json_object *size =
+		params ? infer_get(params, "binary_data_size", json_type_int) : NULL;
+	struct json_object *data;
+	const struct gw_tensor *t = NULL;
+	uint64_t offset = 0, n = 0;
+	int i, r;
+
+	if (!name)
+		return infer_fail(why, why_len, "each input needs a string \"name\"");
+	for (i = 0; i < cfg->nr_inputs; i++) {
+		if (!strcmp(cfg->inputs[i].name, json_object_get_string(name))) {
+			t = &cfg->inputs[i];
+			break;
+		}
+		offset += cfg->inputs[i].elems;
+	}
+	if (!t)
+		return infer_fail(why, why_len, "model %s has no input named '%.64s'", cfg->name,
+				  json_object_get_string(name));
+	if (seen[i])
+		return infer_fail(why, why_len, "input %s given twice", t->name);
+	seen[i] = true;
+	if (!type || strcmp(json_object_get_string(type), "FP32"))
+		return infer_fail(why, why_len, "input %s: the datatype must be \"FP32\"", t->name);
+	r = infer_check_shape(t, in, why, why_len);
+	if (r)
+		return r;
+	if (size) {
+		int64_t bytes = json_object_get_int64(size);
+
+		if (json_object_object_get_ex(in, "data", NULL))
+			return infer_fail(why, why_len, "input %s: both \"data\" and binary data",
+					  t->name);
+		if (bytes < 0 || (uint64_t)bytes != t->elems * 4)
+			return infer_fail(why, why_len,
+					  "input %s: binary_data_size must be %llu (its shape in "
+					  "FP32)",
+					  t->name, (unsigned long long)t->elems * 4);
+		if ((uint64_t)bytes > *bin_left)
+			return infer_fail(why, why_len,
+					  "input %s: binary_data_size %lld is past the body's end",
+					  t->name, (long long)bytes);
+		memcpy(req->input + offset, *bin, (size_t)bytes);
+		*bin += bytes;
+		*bin_left -= (size_t)bytes;
+		return 0;
+	}
+	data = infer_get(in, "data", json_type_array);
+	if (!data)
+		return infer_fail(why, why_len,
+				  "input %s needs \"data\" (an array) or "
+				  "parameters.binary_data_size",
+				  t->name);
+	if (infer_flatten(data, req->input + offset, &n, t->elems, 0) || n != t->elems)
+		return infer_fail(why, why_len, "input %s: \"data\" must hold exactly %llu numbers",
+				  t->name, (unsigned long long)t->elems);
+	return 0;
+}
+
+static int infer_outputs(const struct gw_model_config *cfg, struct json_object *o,
+			 struct gw_infer_request *req, char *why, size_t why_len)
+{
+	struct json_object *outs = infer_get(o, "outputs", json_type_array);
+	bool all_binary = infer_flag(o, "binary_data_output");
+	size_t n = outs ? json_object_array_length(outs) : 0;
+
+	if (json_object_object_get_ex(o, "outputs", NULL) && !outs)
+		return infer_fail(why, why_len, "\"outputs\" must be an array");
+	if (!n) {
+		req->nr_outputs = cfg->nr_outputs;
+		for (int i = 0; i < cfg->nr_outputs; i++) {
+			req->outputs[i] = i;
+			req->binary[i] = all_binary;
+		}
+		return 0;
+	}
+	if (n > (size_t)cfg->nr_outputs)
+		return infer_fail(why, why_len, "more outputs asked than model %s has (%d)",
+				  cfg->name, cfg->nr_outputs);
+	for (size_t k = 0; k < n; k++) {
+		struct json_object *out = json_object_array_get_idx(outs, k);
+		struct json_object *name = infer_get(out, "name", json_type_string);
+		int i = 0;
+
+		if (!name)
+			return infer_fail(why, why_len, "each output needs a string \"name\"");
+		while (i < cfg->nr_outputs &&
+		       strcmp(cfg->outputs[i].name, json_object_get_string(name)))
+			i++;
+		if (i == cfg->nr_outputs)
+			return infer_fail(why, why_len, "model %s has no output named '%.64s'",
+					  cfg->name, json_object_get_string(name));
+		for (size_t j = 0; j < k; j++)
+			if (req->outputs[j] == i)
+				return infer_fail(why, why_len, "output %s asked twice",
+						  cfg->outputs[i].name);
+		req->outputs[k] = i;
+		req->binary[k] = all_binary || infer_flag(out, "binary_data");
+	}
+	req->nr_outputs = (int)n;
+	return 0;
+}
+
+int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t len,
+		   size_t header_len, struct gw_infer_request *req, char *why, size_t why_len)
+{
+	bool seen[GW_REPO_MAX_TENSORS] = { false };
+	struct json_tokener *tok;
+	struct json_object *o = NULL, *inputs, *id;
+	const char *bin;
+	size_t bin_left, nr;
+	uint64_t elems = 0;
+	int r = 400;
+
+	memset(req, 0, sizeof(*req));
+	if (header_len == (size_t)-1)
+		header_len = len;
+	if (header_len > len)
+		return infer_fail(why, why_len,
+				  "Inference-Header-Content-Length (%zu) is past the body (%zu "
+				  "bytes)",
+				  header_len, len);
+	if (header_len > INT32_MAX)
+		return infer_fail(why, why_len, "the JSON part is too long");
+	for (int i = 0; i < cfg->nr_inputs; i++)
+		elems += cfg->inputs[i].elems;
+	req->input_bytes = (size_t)elems * 4;
+	req->input = malloc(req->input_bytes ? req->input_bytes : 1);
+	if (!req->input)
+		return infer_fail(why, why_len, "out of memory");
+	tok = json_tokener_new_ex(GW_JSON_MAX_DEPTH);
+	if (!tok)
+		return infer_fail(why, why_len, "out of memory");
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, body, (int)header_len);
+	/* the whole JSON part must be one complete object, only white space after it */
+	for (size_t i = o ? json_tokener_get_parse_end(tok) : header_len; i < header_len; i++) {
+		if (!strchr(" \t\r\n", body[i]) || !body[i]) {
+			json_object_put(o);
+			o = NULL;
+			break;
+		}
+	}
+	json_tokener_free(tok);
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		infer_fail(why, why_len, "the request is not one JSON object");
+		goto out;
+	}
+	if (json_object_object_get_ex(o, "id", &id)) {
+		if (!json_object_is_type(id, json_type_string) ||
+		    (size_t)json_object_get_string_len(id) >= sizeof(req->id) ||
+		    memchr(json_object_get_string(id), '\0',
+			   (size_t)json_object_get_string_len(id))) {
+			infer_fail(why, why_len, "\"id\" must be a string of at most %d bytes",
+				   GW_ID_MAX - 1);
+			goto out;
+		}
+		snprintf(req->id, sizeof(req->id), "%s", json_object_get_string(id));
+		req->has_id = true;
+	}
+	inputs = infer_get(o, "inputs", json_type_array);
+	nr = inputs ? json_object_array_length(inputs) : 0;
+	if (nr != (size_t)cfg->nr_inputs) {
+		infer_fail(why, why_len, "\"inputs\" must list the model's %d input(s)",
+			   cfg->nr_inputs);
+		goto out;
+	}
+	bin = body + header_len;
+	bin_left = len - header_len;
+	for (size_t i = 0; i < nr; i++) {
+		r = infer_one_input(cfg, json_object_array_get_idx(inputs, i), req, seen, &bin,
+				    &bin_left, why, why_len);
+		if (r)
+			goto out;
+	}
+	r = 400;
+	if (bin_left) {
+		infer_fail(why, why_len, "%zu bytes after the inputs' binary data", bin_left);
+		goto out;
+	}
+	r = infer_outputs(cfg, o, req, why, why_len);
+out:
+	json_object_put(o);
+	return r;
+}
+
+void gw_infer_request_free(struct gw_infer_request *req)
+{
+	free(req->input);
+	req->input = NULL;
+}
+
+static struct json_object *infer_shape(const struct gw_tensor *t)
+{
+	struct json_object *a = json_object_new_array_ext(t->nr_dims);
+
+	for (int i = 0; i < t->nr_dims; i++)
+		json_object_array_add(a, json_object_new_int64(t->dims[i]));
+	return a;
+}
+
+static struct json_object *infer_floats(const float *v, uint64_t n)
+{
+	struct json_object *a = json_object_new_array_ext((int)n);
+
+	for (uint64_t i = 0; i < n; i++) {
+		char s[32];
+
+		snprintf(s, sizeof(s), "%.9g", (double)v[i]);
+		json_object_array_add(a, json_object_new_double_s((double)v[i], s));
+	}
+	return a;
+}
+
+int gw_infer_response(const struct gw_model_config *cfg, const struct gw_infer_request *req,
+		      const float *outputs, uint64_t latency_ns, uint64_t exec_ns, char **body,
+		      size_t *len, size_t *header_len)
+{
+	struct json_object *o = json_object_new_object(), *arr = json_object_new_array(), *params;
+	uint64_t offsets[GW_REPO_MAX_TENSORS], off = 0, bin_bytes = 0;
+	const char *text;
+	size_t tlen;
+	char *p;
+
+	for (int i = 0; i < cfg->nr_outputs; i++) {
+		offsets[i] = off;
+		off += cfg->outputs[i].elems;
+	}
+	json_object_object_add(o, "model_name", json_object_new_string(cfg->name));
+	json_object_object_add(o, "model_version", json_object_new_string(cfg->version));
+	if (req->has_id)
+		json_object_object_add(o, "id", json_object_new_string(req->id));
+	params = json_object_new_object();
+	json_object_object_add(params, "coloc_latency_us",
+			       json_object_new_int64((int64_t)(latency_ns / 1000)));
+	json_object_object_add(params, "coloc_exec_us",
+			       json_object_new_int64((int64_t)(exec_ns / 1000)));
+	json_object_object_add(o, "parameters", params);
+	for (int k = 0; k < req->nr_outputs; k++) {
+		const struct gw_tensor *t = &cfg->outputs[req->outputs[k]];
+		struct json_object *out = json_object_new_object();
+
+		json_object_object_add(out, "name", json_object_new_string(t->name));
+		json_object_object_add(out, "datatype", json_object_new_string("FP32"));
+		json_object_object_add(out, "shape", infer_shape(t));
+		if (req->binary[k]) {
+			struct json_object *params = json_object_new_object();
+
+			json_object_object_add(params, "binary_data_size",
+					       json_object_new_int64((int64_t)t->elems * 4));
+			json_object_object_add(out, "parameters", params);
+			bin_bytes += t->elems * 4;
+		} else {
+			json_object_object_add(
+				out, "data",
+				infer_floats(outputs + offsets[req->outputs[k]], t->elems));
+		}
+		json_object_array_add(arr, out);
+	}
+	json_object_object_add(o, "outputs", arr);
+	text = json_object_to_json_string_length(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &tlen);
+	p = text ? malloc(tlen + bin_bytes + 1) : NULL;
+	if (!p) {
+		json_object_put(o);
+		return -ENOMEM;
+	}
+	memcpy(p, text, tlen);
+	*header_len = tlen;
+	*len = tlen;
+	for (int k = 0; k < req->nr_outputs; k++) {
+		const struct gw_tensor *t = &cfg->outputs[req->outputs[k]];
+
+		if (!req->binary[k])
+			continue;
+		memcpy(p + *len, outputs + offsets[req->outputs[k]], t->elems * 4);
+		*len += t->elems * 4;
+	}
+	json_object_put(o);
+	*body = p;
+	return 0;
+}
+
+char *gw_error_json(const char *why)
+{
+	struct json_object *o = json_object_new_object();
+	char *s;
+
+	json_object_object_add(o, "error", json_object_new_string(why));
+	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							     JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return s;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The KServe v2 (Open Inference Protocol) infer body, in and out, with the
+ * binary tensor data extension; no I/O, so the parsers can be fed anything
+ * (tests, a fuzz target).
+ *
+ * In: a JSON object {"id":S?,"parameters":{"binary_data_output":bool}?,
+ * "inputs":[{"name":S,"shape":[N..],"datatype":"FP32","data":[...]? |
+ * "parameters":{"binary_data_size":N}}], "outputs":[{"name":S,
+ * "parameters":{"binary_data":bool}?}]?}. Each of the model's inputs must
+ * come exactly once, FP32, with the model's shape exactly; its values as a
+ * (flat or nested, row-major) array of numbers, or as binary_data_size raw
+ * little-endian bytes after the JSON when the HTTP request carried
+ * Inference-Header-Content-Length (the JSON's length; the binary inputs
+ * follow in the order the JSON names them, and must use all the bytes).
+ * Without "outputs" every output is returned, binary if
+ * "binary_data_output" is true.
+ *
+ * Out: {"model_name":S,"model_version":S,"id":S (when the request had
+ * one),"parameters":{"coloc_latency_us":N,"coloc_exec_us":N} (colocd's
+ * latency_ns and exec_ns of the query: arrival in colocd to completion,
+ * and the executor's share),"outputs":[{"name":S,"datatype":"FP32",
+ * "shape":[N..],"data":[...] | "parameters":{"binary_data_size":N}}]},
+ * binary outputs after it.
+ *
+ * Every length is checked before it is used: the JSON's length against the
+ * body, each binary size against what is left, each count against the
+ * model's shape, before anything is written.
+ */
+#ifndef COLOC_GATEWAY_INFER_REQUEST_H
+#define COLOC_GATEWAY_INFER_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "repository.h"
+
+#define GW_ID_MAX 256 /* bytes of a request id, with its NUL */
+#define GW_JSON_MAX_DEPTH 32
+
+struct gw_infer_request {
+	char id[GW_ID_MAX];
+	bool has_id;
+	float *input; /* malloc'd: the model's inputs one after another (shm.h's layout) */
+	size_t input_bytes;
+	int nr_outputs; /* requested, in the order asked */
+	int outputs[GW_REPO_MAX_TENSORS]; /* index into the model's outputs */
+	bool binary[GW_REPO_MAX_TENSORS];
+};
+
+/*
+ * Parses body (len bytes; the first header_len of them JSON, or all of it
+ * when header_len is (size_t)-1: no binary extension) for model cfg. 0, or
+ * an HTTP status (400) with the reason in why. req->input is freed by
+ * gw_infer_request_free() in either case.
+ */
+int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t len,
+		   size_t header_len, struct gw_infer_request *req, char *why, size_t why_len);
+void gw_infer_request_free(struct gw_infer_request *req);
+
+/*
+ * The response body for outputs (the model's outputs, one after another):
+ * malloc'd in *body, *len bytes, of which *header_len are the JSON (== *len
+ * when no output is binary). 0 or -ENOMEM.
+ */
+int gw_infer_response(const struct gw_model_config *cfg, const struct gw_infer_request *req,
+		      const float *outputs, uint64_t latency_ns, uint64_t exec_ns, char **body,
+		      size_t *len, size_t *header_len);
+
+/* {"error":"why"}, malloc'd; NULL on no memory. */
+char *gw_error_json(const char *why);
+
+#endif /* COLOC_GATEWAY_INFER_REQUEST_H */

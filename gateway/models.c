@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The served models (models.h): a fixed table of slots, never freed while
+ * the gateway runs (handlers hold pointers into it), loads and unloads one
+ * at a time under load_lock, each slot's settings under its rwlock.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <json-c/json.h>
+#include "models.h"
+
+#define MODELS_POLL_US 50000
+
+struct gw_models {
+	char repo[PATH_MAX];
+	struct gw_ctl *ctl;
+	struct gw_fwd *fw;
+	int load_timeout_s;
+	pthread_mutex_t load_lock; /* one load or unload at a time */
+	pthread_mutex_t table_lock; /* slots' present and unloaded flags */
+	atomic_bool startup_done;
+	bool unloaded[GW_REPO_MAX_MODELS]; /* explicitly: not counted for server readiness */
+	struct gw_model slots[GW_REPO_MAX_MODELS];
+};
+
+static const char *const state_names[] = {
+	[GW_MODEL_UNAVAILABLE] = "UNAVAILABLE",
+	[GW_MODEL_LOADING] = "LOADING",
+	[GW_MODEL_READY] = "READY",
+	[GW_MODEL_FAILED] = "UNAVAILABLE",
+};
+
+const char *gw_model_state_name(enum gw_model_state s)
+{
+	return (unsigned int)s < sizeof(state_names) / sizeof(*state_names) ? state_names[s] : "?";
+}
+
+int gw_models_create(const char *repo, struct gw_ctl *ctl, struct gw_fwd *fw, int load_timeout_s,
+		     struct gw_models **out, struct coloc_err *err)
+{
+	struct gw_models *ms = calloc(1, sizeof(*ms));
+
+	*out = NULL;
+	if (!ms)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	if (!realpath(repo, ms->repo)) {
+		int e = errno;
+
+		free(ms);
+		return coloc_err_set(err, -e, "model repository %s: %s", repo, strerror(e));
+	}
+	ms->ctl = ctl;
+	ms->fw = fw;
+	ms->load_timeout_s = load_timeout_s;
+	pthread_mutex_init(&ms->load_lock, NULL);
+	pthread_mutex_init(&ms->table_lock, NULL);
+	for (int i = 0; i < GW_REPO_MAX_MODELS; i++)
+		pthread_rwlock_init(&ms->slots[i].lock, NULL);
+	*out = ms;
+	return 0;
+}
+
+void gw_models_destroy(struct gw_models *ms)
+{
+	if (!ms)
+		return;
+	for (int i = 0; i < GW_REPO_MAX_MODELS; i++)
+		pthread_rwlock_destroy(&ms->slots[i].lock);
+	pthread_mutex_destroy(&ms->load_lock);
+	pthread_mutex_destroy(&ms->table_lock);
+	free(ms);
+}
+
+/* The slot of name; with create, a new one when there is none. */
+static struct gw_model *models_slot(struct gw_models *ms, const char *name, bool create)
+{
+	struct gw_model *found = NULL, *free_slot = NULL;
+
+	pthread_mutex_lock(&ms->table_lock);
+	for (int i = 0; i < GW_REPO_MAX_MODELS; i++) {
+		struct gw_model *m = &ms->slots[i];
+
+		if (m->present && !strcmp(m->cfg.name, name)) {
+			found = m;
+			break;
+		}
+		if (!m->present && !free_slot)
+			free_slot = m;
+	}
+	if (!found && create && free_slot) {
+		pthread_rwlock_wrlock(&free_slot->lock);
+		memset(&free_slot->cfg, 0, sizeof(free_slot->cfg));
+		snprintf(free_slot->cfg.name, sizeof(free_slot->cfg.name), "%s", name);
+		free_slot->reason[0] = '\0';
+		atomic_store(&free_slot->state, GW_MODEL_UNAVAILABLE);
+		free_slot->present = true;
+		pthread_rwlock_unlock(&free_slot->lock);
+		found = free_slot;
+	}
+	if (found && create)
+		ms->unloaded[found - ms->slots] = false;
+	pthread_mutex_unlock(&ms->table_lock);
+	return found;
+}
+
+struct gw_model *gw_models_get(struct gw_models *ms, const char *name)
+{
+	struct gw_model *m = models_slot(ms, name, false);
+
+	if (m)
+		pthread_rwlock_rdlock(&m->lock);
+	return m;
+}
+
+void gw_models_put(struct gw_model *m)
+{
+	if (m)
+		pthread_rwlock_unlock(&m->lock);
+}
+
+static void models_set_state(struct gw_model *m, enum gw_model_state s, const char *reason)
+{
+	pthread_rwlock_wrlock(&m->lock);
+	atomic_store(&m->state, s);
+	snprintf(m->reason, sizeof(m->reason), "%s", reason ? reason : "");
+	pthread_rwlock_unlock(&m->lock);
+}
+
+static double models_num(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_double(v) : -1;
+}
+
+static const char *models_str(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string) ?
+		       json_object_get_string(v) :
+		       "";
+}
+
+/* Submits cfg, or adopts colocd's tenant of that name serving the same model file. */
+static int models_submit(struct gw_models *ms, const struct gw_model_config *cfg,
+			 struct coloc_err *err)
+{
+	struct coloc_err e2 = { 0 };
+	struct json_object *t;
+	int r = gw_ctl_submit(ms->ctl, cfg, err);
+	bool same;
+
+	if (r != -EINVAL || !strstr(err->msg, "exists"))
+		return r;
+	t = gw_ctl_tenant(ms->ctl, cfg->name, &e2);
+	same = t && !strcmp(models_str(t, "model"), cfg->path);
+	json_object_put(t);
+	if (!same)
+		return r;
+	coloc_err_clear(err);
+	return 0;
+}
+
+/* Waits until colocd says the tenant is ready; its sizes. */
+static int models_wait_ready(struct gw_models *ms, const char *name, uint64_t *in, uint64_t *out,
+			     struct coloc_err *err)
+{
+	uint64_t end = gw_now_ns() + (uint64_t)ms->load_timeout_s * 1000000000ull;
+
+	for (;;) {
+		struct json_object *t = gw_ctl_tenant(ms->ctl, name, err);
+		const char *state;
+
+		if (!t)
+			return err->code;
+		state = models_str(t, "state");
+		if (!strcmp(state, "ready")) {
+			*in = (uint64_t)models_num(t, "input_bytes");
+			*out = (uint64_t)models_num(t, "output_bytes");
+			json_object_put(t);
+			return 0;
+		}
+		if (strcmp(state, "starting")) {
+			coloc_err_set(err, -EIO, "colocd's tenant %s is %s: %.300s", name, state,
+				      models_str(t, "reason"));
+			json_object_put(t);
+			return -EIO;
+		}
+		json_object_put(t);
+		if (gw_now_ns() > end)
+			return coloc_err_set(err, -ETIMEDOUT, "tenant %s not ready after %d s",
+					     name, ms->load_timeout_s);
+		usleep(MODELS_POLL_US);
+	}
+}
+
+struct models_waiter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+};
+
+static void models_warmup_done(struct gw_job *job)
+{
+	struct models_waiter *w = job->arg;
+
+	pthread_mutex_lock(&w->lock);
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* One query of zeros, waited for: the model's first query is not a client's. */
+static int models_warmup(struct gw_models *ms, const struct gw_model_config *cfg, size_t in,
+			 size_t out, struct coloc_err *err)
+{
+	struct models_waiter w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+	struct gw_job job = { 0 };
+	void *input = calloc(1, in ? in : 1), *output = malloc(out ? out : 1);
+	int r = -ENOMEM;
+
+	if (!input || !output) {
+		coloc_err_set(err, r, "out of memory");
+		goto out;
+	}
+	job.tenant = cfg->name;
+	job.input = input;
+	job.input_bytes = in;
+	job.output = output;
+	job.output_cap = out;
+	job.deadline_ns = gw_now_ns() + (uint64_t)ms->load_timeout_s * 1000000000ull;
+	job.done = models_warmup_done;
+	job.arg = &w;
+	r = gw_fwd_submit(ms->fw, &job);
+	if (r) {
+		coloc_err_set(err, r, "warm-up query of %s not sent: %s", cfg->name, strerror(-r));
+		goto out;
+	}
+	pthread_mutex_lock(&w.lock);
+	while (!w.done)
+		pthread_cond_wait(&w.cond, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	r = job.result;
+	if (r)
+		coloc_err_set(err, r, "warm-up query of %s: %s", cfg->name, job.why);
+	else if (job.res.status != COLOC_INFER_OK)
+		r = coloc_err_set(err, -EIO, "warm-up query of %s: %s", cfg->name, job.res.error);
+out:
+	free(input);
+	free(output);
+	return r;
+}
+
+static int models_load_locked(struct gw_models *ms, const char *name, struct coloc_err *err)
+{
+	struct gw_model_config *cfg = malloc(sizeof(*cfg));
+	uint64_t in = 0, out = 0;
+	struct gw_model *m;
+	int r;
+
+	if (!cfg)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	r = gw_repo_read_model(ms->repo, name, cfg, err);
+	if (r)
+		goto out;
+	m = models_slot(ms, name, true);
+	if (!m) {
+		r = coloc_err_set(err, -E2BIG, "more than %d models", GW_REPO_MAX_MODELS);
+		goto out;
+	}
+	if (atomic_load(&m->state) == GW_MODEL_READY)
+		goto out;
+	models_set_state(m, GW_MODEL_LOADING, NULL);
+	r = models_submit(ms, cfg, err);
+	if (!r)
+		r = models_wait_ready(ms, name, &in, &out, err);
+	if (!r)
+		r = gw_repo_check_sizes(cfg, in, out, err);
+	if (!r)
+		r = models_warmup(ms, cfg, (size_t)in, (size_t)out, err);
+	if (r) {
+		models_set_state(m, GW_MODEL_FAILED, coloc_err_str(err));
+		goto out;
+	}
+	pthread_rwlock_wrlock(&m->lock);
+	m->cfg = *cfg;
+	m->input_bytes = (size_t)in;
+	m->output_bytes = (size_t)out;
+	m->reason[0] = '\0';
+	atomic_store(&m->state, GW_MODEL_READY);
+	pthread_rwlock_unlock(&m->lock);
+out:
+	free(cfg);
+	return r;
+}
+
+int gw_models_load(struct gw_models *ms, const char *name, bool wait, struct coloc_err *err)
+{
+	int r;
+
+	if (!wait && pthread_mutex_trylock(&ms->load_lock))
+		return coloc_err_set(
+			err, -EBUSY,
+			"another model is loading or unloading; retry when it is done");
+	if (wait)
+		pthread_mutex_lock(&ms->load_lock);
+	r = models_load_locked(ms, name, err);
+	pthread_mutex_unlock(&ms->load_lock);
+	return r;
+}
+
+int gw_models_unload(struct gw_models *ms, const char *name, struct coloc_err *err)
+{
+	struct gw_model *m;
+	int r;
+
+	if (pthread_mutex_trylock(&ms->load_lock))
+		return coloc_err_set(
+			err, -EBUSY,
+			"another model is loading or unloading; retry when it is done");
+	m = models_slot(ms, name, false);
+	if (!m) {
+		pthread_mutex_unlock(&ms->load_lock);
+		return coloc_err_set(err, -ENOENT, "no model %s is loaded", name);
+	}
+	models_set_state(m, GW_MODEL_UNAVAILABLE, "unloaded");
+	r = gw_ctl_remove(ms->ctl, name, err);
+	if (r == -EINVAL && strstr(err->msg, "no tenant named")) {
+		coloc_err_clear(err);
+		r = 0;
+	}
+	pthread_mutex_lock(&ms->table_lock);
+	ms->unloaded[m - ms->slots] = true;
+	pthread_mutex_unlock(&ms->table_lock);
+	pthread_mutex_unlock(&ms->load_lock);
+	return r;
+}
+
+void gw_models_load_all(struct gw_models *ms)
+{
+	char(*names)[GW_NAME_MAX] = calloc(GW_REPO_MAX_MODELS, GW_NAME_MAX);
+	struct coloc_err err = { 0 };
+	int n = names ? gw_repo_list(ms->repo, names, GW_REPO_MAX_MODELS, &err) : -ENOMEM;
+
+	if (n < 0)
+		fprintf(stderr, "coloc-gateway: %s\n", coloc_err_str(&err));
+	for (int i = 0; i < n; i++) {
+		coloc_err_clear(&err);
+		if (gw_models_load(ms, names[i], true, &err))
+			fprintf(stderr, "coloc-gateway: model %s not loaded: %s\n", names[i],
+				coloc_err_str(&err));
+		else
+			fprintf(stderr, "coloc-gateway: model %s ready\n", names[i]);
+	}
+	free(names);
+	atomic_store(&ms->startup_done, true);
+}
+
+bool gw_models_server_ready(struct gw_models *ms)
+{
+	bool ready = atomic_load(&ms->startup_done);
+
+	pthread_mutex_lock(&ms->table_lock);
+	for (int i = 0; ready && i < GW_REPO_MAX_MODELS; i++)
+		if (ms->slots[i].present && !ms->unloaded[i] &&
+		    atomic_load(&ms->slots[i].state) != GW_MODEL_READY)
+			ready = false;
+	pthread_mutex_unlock(&ms->table_lock);
+	return ready;
+}
+
+void gw_models_each(struct gw_models *ms, void (*fn)(struct gw_model *m, void *arg), void *arg)
+{
+	for (int i = 0; i < GW_REPO_MAX_MODELS; i++)
+		if (ms->slots[i].present)
+			fn(&ms->slots[i], arg);
+}
+
+struct json_object *gw_models_index(struct gw_models *ms)
+{
+	char(*names)[GW_NAME_MAX] = calloc(GW_REPO_MAX_MODELS, GW_NAME_MAX);
+	struct json_object *arr = json_object_new_array();
+	int n = names ? gw_repo_list(ms->repo, names, GW_REPO_MAX_MODELS, NULL) : 0;
+
+	for (int i = 0; i < n; i++) {
+		struct json_object *o = json_object_new_object();
+		struct gw_model *m = gw_models_get(ms, names[i]);
+
+		json_object_object_add(o, "name", json_object_new_string(names[i]));
+		if (m) {
+			if (m->cfg.version[0])
+				json_object_object_add(o, "version",
+						       json_object_new_string(m->cfg.version));
+			json_object_object_add(
+				o, "state", json_object_new_string(gw_model_state_name(m->state)));
+			json_object_object_add(o, "reason", json_object_new_string(m->reason));
+		} else {
+			json_object_object_add(o, "state", json_object_new_string("UNAVAILABLE"));
+			json_object_object_add(o, "reason", json_object_new_string("not loaded"));
+		}
+		gw_models_put(m);
+		json_object_array_add(arr, o);
+	}
+	free(names);
+	return arr;
+}

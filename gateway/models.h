@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The models the gateway serves: one entry per model of the repository,
+ * its state, its settings (repository.h) and its request counters.
+ *
+ * Loading a model (at start, for every model of the repository, and on the
+ * repository extension's load) reads its folder, submits it to colocd as a
+ * tenant of the same name (adopting a tenant of that name and model that is
+ * there already, as after a gateway restart), waits until colocd says
+ * "ready", checks the tensor shapes against colocd's input_bytes and
+ * output_bytes, and runs one query of zeros through the forwarding pool (a
+ * warm-up): only then is the model READY. Unloading removes the tenant
+ * (colocd lets its accepted queries finish).
+ *
+ * The server is ready once the start-up loading is over and every model
+ * that was not unloaded since is READY.
+ *
+ * Readers (the HTTP handlers) take a model with gw_models_get(), which holds
+ * its settings still (a read lock) until gw_models_put(); a load or unload
+ * of the same model waits for them.
+ */
+#ifndef COLOC_GATEWAY_MODELS_H
+#define COLOC_GATEWAY_MODELS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include "control.h"
+#include "forward.h"
+#include "repository.h"
+
+enum gw_model_state { GW_MODEL_UNAVAILABLE, GW_MODEL_LOADING, GW_MODEL_READY, GW_MODEL_FAILED };
+
+/* Triton's per-model counters (cumulative; durations in µs). */
+struct gw_model_stats {
+	atomic_ullong success, failure, count;
+	atomic_ullong request_us, queue_us, compute_us;
+	/* the gateway's own refusals, by reason */
+	atomic_ullong refused_full, refused_timeout, refused_bad_request, refused_not_ready;
+};
+
+struct gw_model {
+	pthread_rwlock_t lock; /* held for reading while a handler uses cfg */
+	struct gw_model_config cfg; /* written under the write lock only */
+	size_t input_bytes, output_bytes;
+	_Atomic enum gw_model_state state;
+	char reason[512]; /* why FAILED or UNAVAILABLE; under the write lock */
+	bool present; /* a slot in use */
+	struct gw_model_stats stats;
+};
+
+struct gw_models;
+
+int gw_models_create(const char *repo, struct gw_ctl *ctl, struct gw_fwd *fw, int load_timeout_s,
+		     struct gw_models **out, struct coloc_err *err);
+/* Loads every model of the repository, one after another (the start-up load). */
+void gw_models_load_all(struct gw_models *ms);
+void gw_models_destroy(struct gw_models *ms);
+
+/* The model named (read-locked; gw_models_put it), or NULL. */
+struct gw_model *gw_models_get(struct gw_models *ms, const char *name);
+void gw_models_put(struct gw_model *m);
+
+/*
+ * Loads name from the repository (a READY model is left as it is): 0, or
+ * -errno with err. One load or unload at a time: with wait false (the HTTP
+ * API, whose threads must not queue behind a load of minutes), -EBUSY when
+ * another is under way; unload never waits.
+ */
+int gw_models_load(struct gw_models *ms, const char *name, bool wait, struct coloc_err *err);
+int gw_models_unload(struct gw_models *ms, const char *name, struct coloc_err *err);
+
+bool gw_models_server_ready(struct gw_models *ms);
+
+/* Calls fn for each model slot in use (not locked: counters and state only). */
+void gw_models_each(struct gw_models *ms, void (*fn)(struct gw_model *m, void *arg), void *arg);
+
+/*
+ * The repository index (KServe's repository extension): every model folder
+ * and every loaded model, [{"name","version","state","reason"}].
+ */
+struct json_object *gw_models_index(struct gw_models *ms);
+
+const char *gw_model_state_name(enum gw_model_state s);
+
+#endif /* COLOC_GATEWAY_MODELS_H */

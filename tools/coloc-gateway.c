@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * coloc-gateway: KServe v2 (Open Inference Protocol) over HTTP in front of
+ * colocd, with a Triton-layout model repository and Prometheus metrics
+ * (docs/gateway.md). An unprivileged process: it reads the repository,
+ * submits its models to colocd through the control socket (so its user
+ * must be in the coloc group) and forwards queries to colocd's socket. It
+ * refuses to run as root unless --allow-root says so: an HTTP parser facing
+ * the network has no business holding root.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli.h"
+#include "coloc/protocol.h"
+#include "addr.h"
+#include "control.h"
+#include "forward.h"
+#include "http.h"
+#include "metrics.h"
+#include "models.h"
+
+static const char *prog = "coloc-gateway";
+
+static struct {
+	const char *socket_path;
+	const char *repo;
+	const char *http;
+	const char *metrics;
+	long threads, conns, max_queue, timeout_ms, max_body, load_timeout_s, max_connections;
+	bool allow_root;
+} opts = {
+	.socket_path = COLOC_DEFAULT_SOCKET,
+	.http = "127.0.0.1:8000",
+	.metrics = "127.0.0.1:8002",
+	.threads = 4,
+	.conns = 4,
+	.max_queue = 1024,
+	.timeout_ms = 30000,
+	.max_body = 64L << 20,
+	.load_timeout_s = 300,
+	.max_connections = 1024,
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s --model-repository DIR [options]\n"
+		"KServe v2 / Open Inference Protocol over HTTP in front of colocd.\n"
+		"\n"
+		"  --model-repository DIR  models in Triton's layout: DIR/NAME/config.json and\n"
+		"                          DIR/NAME/VERSION/model.model or model.onnx\n"
+		"                          (docs/gateway.md); each is submitted to colocd at start\n"
+		"  --socket PATH           colocd's control socket (default %s)\n"
+		"  --http ADDR:PORT        the KServe v2 REST API (default %s)\n"
+		"  --metrics ADDR:PORT     Prometheus /metrics (default %s)\n"
+		"  --grpc ADDR:PORT        the KServe v2 gRPC API: not in this version\n"
+		"  --threads N             HTTP worker threads (default %ld)\n"
+		"  --connections N         connections to colocd for queries, 1-16 (default %ld)\n"
+		"  --max-queue N           queries waiting or in flight before 503 (default %ld)\n"
+		"  --timeout-ms N          an infer's limit from arrival, then 504 (default %ld)\n"
+		"  --max-body-bytes N      largest request body, then 413 (default %ld)\n"
+		"  --max-connections N     HTTP connections at once (default %ld)\n"
+		"  --load-timeout-s N      how long a model may take to become ready (default %ld)\n"
+		"  --allow-root            run as root anyway (not recommended: run it as its own\n"
+		"                          user in the '%s' group)\n"
+		"  --help, --version\n"
+		"\n"
+		"Exit status: 0 after SIGINT/SIGTERM, 1 on failure, 2 on bad usage.\n",
+		prog, COLOC_DEFAULT_SOCKET, opts.http, opts.metrics, opts.threads, opts.conns,
+		opts.max_queue, opts.timeout_ms, opts.max_body, opts.max_connections,
+		opts.load_timeout_s, COLOC_GROUP);
+}
+
+enum {
+	OPT_SOCKET = 256,
+	OPT_REPO,
+	OPT_HTTP,
+	OPT_METRICS,
+	OPT_GRPC,
+	OPT_THREADS,
+	OPT_CONNS,
+	OPT_QUEUE,
+	OPT_TIMEOUT,
+	OPT_BODY,
+	OPT_MAXCONN,
+	OPT_LOAD,
+	OPT_ROOT,
+	OPT_VERSION
+};
+
+static const struct option long_opts[] = {
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "model-repository", required_argument, NULL, OPT_REPO },
+	{ "http", required_argument, NULL, OPT_HTTP },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
+	{ "grpc", required_argument, NULL, OPT_GRPC },
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "connections", required_argument, NULL, OPT_CONNS },
+	{ "max-queue", required_argument, NULL, OPT_QUEUE },
+	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
+	{ "max-body-bytes", required_argument, NULL, OPT_BODY },
+	{ "max-connections", required_argument, NULL, OPT_MAXCONN },
+	{ "load-timeout-s", required_argument, NULL, OPT_LOAD },
+	{ "allow-root", no_argument, NULL, OPT_ROOT },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* The numeric flags: which field, and its range. */
+static const struct {
+	int opt;
+	const char *flag;
+	long *field, lo, hi;
+} numeric_opts[] = {
+	{ OPT_THREADS, "--threads", &opts.threads, 1, 256 },
+	{ OPT_CONNS, "--connections", &opts.conns, 1, 16 },
+	{ OPT_QUEUE, "--max-queue", &opts.max_queue, 1, 1000000 },
+	{ OPT_TIMEOUT, "--timeout-ms", &opts.timeout_ms, 1, 3600000 },
+	{ OPT_BODY, "--max-body-bytes", &opts.max_body, 1024, 1L << 30 },
+	{ OPT_MAXCONN, "--max-connections", &opts.max_connections, 1, 65536 },
+	{ OPT_LOAD, "--load-timeout-s", &opts.load_timeout_s, 1, 86400 },
+};
+
+static int parse_args(int argc, char **argv)
+{
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+		size_t i;
+
+		for (i = 0; i < sizeof(numeric_opts) / sizeof(*numeric_opts); i++)
+			if (numeric_opts[i].opt == c)
+				break;
+		if (i < sizeof(numeric_opts) / sizeof(*numeric_opts)) {
+			if (cli_parse_flag(prog, numeric_opts[i].flag, optarg, numeric_opts[i].lo,
+					   numeric_opts[i].hi, numeric_opts[i].field))
+				return 2;
+			continue;
+		}
+		switch (c) {
+		case OPT_SOCKET:
+			opts.socket_path = optarg;
+			break;
+		case OPT_REPO:
+			opts.repo = optarg;
+			break;
+		case OPT_HTTP:
+			opts.http = optarg;
+			break;
+		case OPT_METRICS:
+			opts.metrics = optarg;
+			break;
+		case OPT_GRPC:
+			fprintf(stderr,
+				"%s: --grpc: the gRPC API is not in this version (use --http)\n",
+				prog);
+			return 2;
+		case OPT_ROOT:
+			opts.allow_root = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case OPT_VERSION:
+			cli_print_version(prog);
+			exit(0);
+		default:
+			fprintf(stderr, "Try '%s --help'.\n", prog);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", prog, argv[optind]);
+		return 2;
+	}
+	if (!opts.repo) {
+		fprintf(stderr, "%s: --model-repository DIR is required (see --help)\n", prog);
+		return 2;
+	}
+	return 0;
+}
+
+static void *load_thread(void *arg)
+{
+	gw_models_load_all(arg);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct gw_http_opts hopts = { 0 };
+	struct sockaddr_storage maddr;
+	socklen_t mlen;
+	struct coloc_err err = { 0 };
+	struct gw_ctl *ctl = NULL, *mctl = NULL;
+	struct gw_fwd *fw = NULL;
+	struct gw_models *ms = NULL;
+	struct gw_http *http = NULL;
+	struct gw_metrics *mx = NULL;
+	pthread_t loader;
+	bool loading = false;
+	sigset_t sigs;
+	int r, sig, rc = 1;
+
+	r = parse_args(argc, argv);
+	if (r)
+		return r;
+	if (gw_parse_addr(opts.http, &hopts.addr, &hopts.addr_len, 1)) {
+		fprintf(stderr, "%s: --http wants ADDR:PORT (e.g. 127.0.0.1:8000), not '%s'\n",
+			prog, opts.http);
+		return 2;
+	}
+	if (gw_parse_addr(opts.metrics, &maddr, &mlen, 1)) {
+		fprintf(stderr, "%s: --metrics wants ADDR:PORT (e.g. 127.0.0.1:8002), not '%s'\n",
+			prog, opts.metrics);
+		return 2;
+	}
+	if (geteuid() == 0 && !opts.allow_root) {
+		fprintf(stderr,
+			"%s: refusing to run as root: run it as its own user in the '%s' group "
+			"(docs/gateway.md), or pass --allow-root\n",
+			prog, COLOC_GROUP);
+		return 1;
+	}
+	/* SIGPIPE from a client that went away is an error return, not a death */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	hopts.threads = (int)opts.threads;
+	hopts.max_connections = (int)opts.max_connections;
+	hopts.max_body = (size_t)opts.max_body;
+	hopts.timeout_ms = (int)opts.timeout_ms;
+	hopts.idle_timeout_s = 60;
+	if (gw_ctl_open(opts.socket_path, &ctl, &err) ||
+	    gw_ctl_open(opts.socket_path, &mctl, &err) ||
+	    gw_fwd_create(opts.socket_path, (int)opts.conns, (int)opts.max_queue, &fw, &err) ||
+	    gw_models_create(opts.repo, ctl, fw, (int)opts.load_timeout_s, &ms, &err))
+		goto out;
+	if (gw_http_start(&hopts, ms, fw, &http, &err)) {
+		coloc_err_prefix(&err, "--http %s", opts.http);
+		goto out;
+	}
+	if (gw_metrics_start(&maddr, ms, mctl, &mx, &err)) {
+		coloc_err_prefix(&err, "--metrics %s", opts.metrics);
+		goto out;
+	}
+	fprintf(stderr, "%s: KServe v2 HTTP on port %d, metrics on port %d, colocd at %s\n", prog,
+		gw_http_port(http), gw_metrics_port(mx), opts.socket_path);
+	if (pthread_create(&loader, NULL, load_thread, ms)) {
+		coloc_err_set(&err, -EAGAIN, "cannot start the loading thread");
+		goto out;
+	}
+	loading = true;
+	while (sigwait(&sigs, &sig))
+		;
+	fprintf(stderr, "%s: stopping (signal %d)\n", prog, sig);
+	rc = 0;
+out:
+	if (err.code)
+		fprintf(stderr, "%s: %s\n", prog, coloc_err_str(&err));
+	if (http)
+		gw_http_quiesce(http);
+	/* answers every forwarded query (a suspended connection), then the listeners go */
+	if (fw)
+		gw_fwd_stop(fw);
+	gw_http_stop(http);
+	gw_metrics_stop(mx);
+	/* a model still loading holds the pool and the connections: the process exit frees them */
+	if (loading && pthread_tryjoin_np(loader, NULL))
+		return rc;
+	gw_models_destroy(ms);
+	gw_fwd_destroy(fw);
+	gw_ctl_close(mctl);
+	gw_ctl_close(ctl);
+	return rc;
+}
