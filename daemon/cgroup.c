@@ -343,7 +343,12 @@ int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const ch
 		snprintf(t->dir[i], sizeof(t->dir[i]), "%.*s/tenant-%s", PATH_MAX - 80, r->dir[i],
 			 name);
 		t->nr = i + 1;
-		if (mkdir(t->dir[i], 0755)) {
+		/*
+		 * One left by a tenant of the same name, whose killed executors
+		 * were still in it when it went (rmdir refused), or by a colocd
+		 * that crashed: taken over, its limits written anew below.
+		 */
+		if (mkdir(t->dir[i], 0755) && errno != EEXIST) {
 			ret = coloc_err_set(err, -errno, "mkdir %s: %s", t->dir[i],
 					    strerror(errno));
 			break;
