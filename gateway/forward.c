@@ -57,6 +57,28 @@ uint64_t gw_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+enum gw_outcome gw_job_outcome(const struct gw_job *job)
+{
+	if (job->result == -ETIMEDOUT)
+		return GW_TIMEOUT;
+	if (job->result == -EPIPE || job->result == -ECONNREFUSED)
+		return GW_UNREACHABLE;
+	if (job->result == -ECANCELED)
+		return GW_STOPPING;
+	if (job->result)
+		return GW_FAILED;
+	switch (job->res.status) {
+	case COLOC_INFER_OK:
+		return GW_OK;
+	case COLOC_INFER_REJECTED:
+		return GW_REJECTED;
+	case COLOC_INFER_DROPPED:
+		return GW_TIMEOUT;
+	default:
+		return GW_FAILED;
+	}
+}
+
 static void fwd_finish(struct fwd_conn *k, struct gw_job *job, int result, const char *why)
 {
 	job->result = result;

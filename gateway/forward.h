@@ -56,6 +56,16 @@ int gw_fwd_pending(struct gw_fwd *fw);
 void gw_fwd_stop(struct gw_fwd *fw);
 void gw_fwd_destroy(struct gw_fwd *fw);
 
+/*
+ * How a finished job ended, for each front door to put in its own terms
+ * (HTTP status, gRPC code): answered with outputs; past its deadline (the
+ * gateway's or, dropped, colocd's); colocd unreachable; the gateway
+ * stopping; colocd refused it (admission); the executor or anything else
+ * failed.
+ */
+enum gw_outcome { GW_OK, GW_TIMEOUT, GW_UNREACHABLE, GW_STOPPING, GW_REJECTED, GW_FAILED };
+enum gw_outcome gw_job_outcome(const struct gw_job *job);
+
 uint64_t gw_now_ns(void);
 
 #endif /* COLOC_GATEWAY_FORWARD_H */

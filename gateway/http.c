@@ -211,6 +211,7 @@ static enum MHD_Result http_infer_start(struct http_req *rq, struct gw_model *m)
 
 	rq->cfg = m->cfg;
 	rq->stats = &m->stats;
+	atomic_fetch_add(&m->stats.requests_http, 1);
 	rq->job.input_bytes = m->input_bytes;
 	rq->job.output_cap = m->output_bytes;
 	gw_models_put(m);
@@ -262,26 +263,15 @@ static enum MHD_Result http_infer_start(struct http_req *rq, struct gw_model *m)
 			  gw_fwd_pending(rq->h->fw));
 }
 
-/* The HTTP status for a job that did not end with colocd's "ok". */
-static unsigned int http_job_status(const struct gw_job *job)
-{
-	if (job->result == -ETIMEDOUT)
-		return MHD_HTTP_GATEWAY_TIMEOUT;
-	if (job->result == -EPIPE || job->result == -ECONNREFUSED)
-		return MHD_HTTP_BAD_GATEWAY;
-	if (job->result == -ECANCELED)
-		return MHD_HTTP_SERVICE_UNAVAILABLE;
-	if (job->result)
-		return MHD_HTTP_INTERNAL_SERVER_ERROR;
-	switch (job->res.status) {
-	case COLOC_INFER_REJECTED:
-		return MHD_HTTP_SERVICE_UNAVAILABLE;
-	case COLOC_INFER_DROPPED:
-		return MHD_HTTP_GATEWAY_TIMEOUT;
-	default:
-		return MHD_HTTP_INTERNAL_SERVER_ERROR;
-	}
-}
+/* The HTTP status for each way a job ends (forward.h). */
+static const unsigned int http_outcome_status[] = {
+	[GW_OK] = MHD_HTTP_OK,
+	[GW_TIMEOUT] = MHD_HTTP_GATEWAY_TIMEOUT,
+	[GW_UNREACHABLE] = MHD_HTTP_BAD_GATEWAY,
+	[GW_STOPPING] = MHD_HTTP_SERVICE_UNAVAILABLE,
+	[GW_REJECTED] = MHD_HTTP_SERVICE_UNAVAILABLE,
+	[GW_FAILED] = MHD_HTTP_INTERNAL_SERVER_ERROR,
+};
 
 static enum MHD_Result http_infer_answer(struct http_req *rq)
 {
@@ -290,22 +280,13 @@ static enum MHD_Result http_infer_answer(struct http_req *rq)
 	struct MHD_Response *resp;
 	size_t len, header_len;
 	char *body, hl[32];
+	enum gw_outcome outcome = gw_job_outcome(job);
 	enum MHD_Result r;
 
-	atomic_fetch_add(&st->request_us, (gw_now_ns() - rq->t_start) / 1000);
-	if (job->result || job->res.status != COLOC_INFER_OK) {
-		atomic_fetch_add(&st->failure, 1);
-		if (job->result == -ETIMEDOUT)
-			atomic_fetch_add(&st->refused_timeout, 1);
-		return http_error(rq->conn, http_job_status(job), "%s",
+	gw_model_stats_count(st, job, rq->t_start);
+	if (outcome != GW_OK)
+		return http_error(rq->conn, http_outcome_status[outcome], "%s",
 				  job->result ? job->why : job->res.error);
-	}
-	atomic_fetch_add(&st->success, 1);
-	atomic_fetch_add(&st->count, 1);
-	atomic_fetch_add(&st->compute_us, job->res.exec_ns / 1000);
-	atomic_fetch_add(&st->queue_us, job->res.latency_ns > job->res.exec_ns ?
-						(job->res.latency_ns - job->res.exec_ns) / 1000 :
-						0);
 	if (job->res.output_bytes != job->output_cap)
 		return http_error(rq->conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				  "colocd returned %zu output bytes, the model has %zu",

@@ -68,28 +68,63 @@ static int infer_flatten(struct json_object *arr, float *out, uint64_t *n, uint6
 	return 0;
 }
 
-static int infer_check_shape(const struct gw_tensor *t, struct json_object *in, char *why,
-			     size_t why_len)
+int gw_infer_check_shape(const struct gw_tensor *t, const int64_t *dims, size_t nr, char *why,
+			 size_t why_len)
 {
-	struct json_object *shape = infer_get(in, "shape", json_type_array);
-	size_t nr = shape ? json_object_array_length(shape) : 0;
 	bool same = nr == (size_t)t->nr_dims;
-
-	for (size_t i = 0; same && i < nr; i++) {
-		struct json_object *d = json_object_array_get_idx(shape, i);
-
-		same = json_object_is_type(d, json_type_int) &&
-		       json_object_get_int64(d) == t->dims[i];
-	}
-	if (same)
-		return 0;
 	char want[160] = "";
 	size_t off = 0;
 
+	for (size_t i = 0; same && i < nr; i++)
+		same = dims[i] == t->dims[i];
+	if (same)
+		return 0;
 	for (int i = 0; i < t->nr_dims && off < sizeof(want); i++)
 		off += (size_t)snprintf(want + off, sizeof(want) - off, "%s%lld", i ? "," : "",
 					(long long)t->dims[i]);
 	return infer_fail(why, why_len, "input %s: the shape must be [%s]", t->name, want);
+}
+
+int gw_infer_input_index(const struct gw_model_config *cfg, const char *name, uint64_t *offset)
+{
+	uint64_t off = 0;
+
+	for (int i = 0; i < cfg->nr_inputs; i++) {
+		if (!strcmp(cfg->inputs[i].name, name)) {
+			*offset = off;
+			return i;
+		}
+		off += cfg->inputs[i].elems;
+	}
+	return -1;
+}
+
+int gw_infer_output_index(const struct gw_model_config *cfg, const char *name)
+{
+	for (int i = 0; i < cfg->nr_outputs; i++)
+		if (!strcmp(cfg->outputs[i].name, name))
+			return i;
+	return -1;
+}
+
+/* The JSON "shape" against the tensor's (a non-integer or a deeper shape never matches). */
+static int infer_check_json_shape(const struct gw_tensor *t, struct json_object *in, char *why,
+				  size_t why_len)
+{
+	struct json_object *shape = infer_get(in, "shape", json_type_array);
+	size_t nr = shape ? json_object_array_length(shape) : 0;
+	int64_t dims[GW_REPO_MAX_DIMS];
+
+	if (nr > GW_REPO_MAX_DIMS)
+		nr = GW_REPO_MAX_DIMS + 1;
+	for (size_t i = 0; i < nr && i < GW_REPO_MAX_DIMS; i++) {
+		struct json_object *d = json_object_array_get_idx(shape, i);
+
+		if (!json_object_is_type(d, json_type_int))
+			return gw_infer_check_shape(t, dims, GW_REPO_MAX_DIMS + 1, why, why_len);
+		dims[i] = json_object_get_int64(d);
+	}
+	return gw_infer_check_shape(t, dims, nr, why, why_len);
 }
 
 /* One of "inputs" into req->input at the tensor's place; binary bytes from *bin. */
@@ -109,22 +144,17 @@ static int infer_one_input(const struct gw_model_config *cfg, struct json_object
 
 	if (!name)
 		return infer_fail(why, why_len, "each input needs a string \"name\"");
-	for (i = 0; i < cfg->nr_inputs; i++) {
-		if (!strcmp(cfg->inputs[i].name, json_object_get_string(name))) {
-			t = &cfg->inputs[i];
-			break;
-		}
-		offset += cfg->inputs[i].elems;
-	}
-	if (!t)
+	i = gw_infer_input_index(cfg, json_object_get_string(name), &offset);
+	if (i < 0)
 		return infer_fail(why, why_len, "model %s has no input named '%.64s'", cfg->name,
 				  json_object_get_string(name));
+	t = &cfg->inputs[i];
 	if (seen[i])
 		return infer_fail(why, why_len, "input %s given twice", t->name);
 	seen[i] = true;
 	if (!type || strcmp(json_object_get_string(type), "FP32"))
 		return infer_fail(why, why_len, "input %s: the datatype must be \"FP32\"", t->name);
-	r = infer_check_shape(t, in, why, why_len);
+	r = infer_check_json_shape(t, in, why, why_len);
 	if (r)
 		return r;
 	if (size) {
@@ -182,14 +212,12 @@ static int infer_outputs(const struct gw_model_config *cfg, struct json_object *
 	for (size_t k = 0; k < n; k++) {
 		struct json_object *out = json_object_array_get_idx(outs, k);
 		struct json_object *name = infer_get(out, "name", json_type_string);
-		int i = 0;
+		int i;
 
 		if (!name)
 			return infer_fail(why, why_len, "each output needs a string \"name\"");
-		while (i < cfg->nr_outputs &&
-		       strcmp(cfg->outputs[i].name, json_object_get_string(name)))
-			i++;
-		if (i == cfg->nr_outputs)
+		i = gw_infer_output_index(cfg, json_object_get_string(name));
+		if (i < 0)
 			return infer_fail(why, why_len, "model %s has no output named '%.64s'",
 					  cfg->name, json_object_get_string(name));
 		for (size_t j = 0; j < k; j++)

@@ -59,6 +59,17 @@ int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t l
 void gw_infer_request_free(struct gw_infer_request *req);
 
 /*
+ * What both front doors check alike (the gRPC side is infer_proto.h): the
+ * input named name (its index, and its offset in floats in the model's
+ * flat input) or -1; the output named name or -1; whether dims (nr of them)
+ * are tensor t's shape exactly: 0, or 400 with the reason in why.
+ */
+int gw_infer_input_index(const struct gw_model_config *cfg, const char *name, uint64_t *offset);
+int gw_infer_output_index(const struct gw_model_config *cfg, const char *name);
+int gw_infer_check_shape(const struct gw_tensor *t, const int64_t *dims, size_t nr, char *why,
+			 size_t why_len);
+
+/*
  * The response body for outputs (the model's outputs, one after another):
  * malloc'd in *body, *len bytes, of which *header_len are the JSON (== *len
  * when no output is binary). 0 or -ENOMEM.

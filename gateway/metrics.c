@@ -69,10 +69,18 @@ static const struct {
 	{ "not_ready", offsetof(struct gw_model_stats, refused_not_ready) },
 };
 
+static const struct {
+	const char *protocol;
+	size_t offset;
+} mx_protocols[] = {
+	{ "http", offsetof(struct gw_model_stats, requests_http) },
+	{ "grpc", offsetof(struct gw_model_stats, requests_grpc) },
+};
+
 struct mx_model_pass {
 	FILE *f;
 	size_t offset;
-	const char *metric, *reason;
+	const char *metric, *label, *value; /* an extra label="value", or label NULL */
 };
 
 static void mx_model_labels(FILE *f, const struct gw_model *m)
@@ -92,8 +100,8 @@ static void mx_model_sample(struct gw_model *m, void *arg)
 	pthread_rwlock_rdlock(&m->lock);
 	fputs(p->metric, p->f);
 	mx_model_labels(p->f, m);
-	if (p->reason)
-		fprintf(p->f, ",reason=\"%s\"", p->reason);
+	if (p->label)
+		fprintf(p->f, ",%s=\"%s\"", p->label, p->value);
 	pthread_rwlock_unlock(&m->lock);
 	fprintf(p->f, "} %llu\n", (unsigned long long)atomic_load(v));
 }
@@ -121,9 +129,18 @@ static void mx_write_models(FILE *f, struct gw_models *ms)
 	}
 	p.metric = "coloc_gateway_refusals_total";
 	mx_header(f, p.metric, "counter", "Requests the gateway refused or gave up on, by reason");
+	p.label = "reason";
 	for (size_t i = 0; i < sizeof(mx_refusals) / sizeof(*mx_refusals); i++) {
-		p.reason = mx_refusals[i].reason;
+		p.value = mx_refusals[i].reason;
 		p.offset = mx_refusals[i].offset;
+		gw_models_each(ms, mx_model_sample, &p);
+	}
+	p.metric = "coloc_gateway_requests_total";
+	mx_header(f, p.metric, "counter", "Infer requests the gateway received, by front door");
+	p.label = "protocol";
+	for (size_t i = 0; i < sizeof(mx_protocols) / sizeof(*mx_protocols); i++) {
+		p.value = mx_protocols[i].protocol;
+		p.offset = mx_protocols[i].offset;
 		gw_models_each(ms, mx_model_sample, &p);
 	}
 	mx_header(f, "coloc_model_ready", "gauge", "1 when the model is loaded and warmed up");

@@ -10,7 +10,8 @@
  *   duration_us (arrival at the gateway to answer), _queue_duration_us
  *   (colocd's latency_ns - exec_ns), _compute_duration_us (exec_ns), all
  *   cumulative counters; coloc_model_ready; coloc_gateway_refusals_total
- *   {reason="queue_full"|"timeout"|"bad_request"|"not_ready"};
+ *   {reason="queue_full"|"timeout"|"bad_request"|"not_ready"},
+ *   coloc_gateway_requests_total{protocol="http"|"grpc"} (infer requests);
  *   per tenant, from colocd's status (label tenant): QoS target, solo
  *   latency, share within QoS, queries by outcome (served, dropped,
  *   rejected, failed), queued, in flight, rates, p50/p95/p99, executors,

@@ -409,3 +409,20 @@ struct json_object *gw_models_index(struct gw_models *ms)
 	free(names);
 	return arr;
 }
+
+void gw_model_stats_count(struct gw_model_stats *st, const struct gw_job *job, uint64_t t_start)
+{
+	atomic_fetch_add(&st->request_us, (gw_now_ns() - t_start) / 1000);
+	if (gw_job_outcome(job) != GW_OK) {
+		atomic_fetch_add(&st->failure, 1);
+		if (job->result == -ETIMEDOUT)
+			atomic_fetch_add(&st->refused_timeout, 1);
+		return;
+	}
+	atomic_fetch_add(&st->success, 1);
+	atomic_fetch_add(&st->count, 1);
+	atomic_fetch_add(&st->compute_us, job->res.exec_ns / 1000);
+	atomic_fetch_add(&st->queue_us, job->res.latency_ns > job->res.exec_ns ?
+						(job->res.latency_ns - job->res.exec_ns) / 1000 :
+						0);
+}

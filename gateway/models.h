@@ -37,7 +37,15 @@ struct gw_model_stats {
 	atomic_ullong request_us, queue_us, compute_us;
 	/* the gateway's own refusals, by reason */
 	atomic_ullong refused_full, refused_timeout, refused_bad_request, refused_not_ready;
+	/* infer requests by front door, whatever their outcome */
+	atomic_ullong requests_http, requests_grpc;
 };
+
+/*
+ * Counts a forwarded job's answer in st (t_start: its arrival, gw_now_ns):
+ * success or failure, the durations, a timeout. Both front doors call it.
+ */
+void gw_model_stats_count(struct gw_model_stats *st, const struct gw_job *job, uint64_t t_start);
 
 struct gw_model {
 	pthread_rwlock_t lock; /* held for reading while a handler uses cfg */

@@ -18,9 +18,10 @@
 #include "testutil.h"
 
 #define FUZZ_CHECK_SECONDS "20"
+#define FUZZ_CHECK_SECONDS_SHORT "8" /* targets whose inputs are small and quick */
 
-/* run.sh --check's exit status for target, or -1 if it did not exit. */
-static int fuzz_run(const char *target)
+/* run.sh --check's exit status for target run for seconds, or -1 if it did not exit. */
+static int fuzz_run_for(const char *target, const char *seconds)
 {
 	const char *root = getenv("COLOC_ROOT") ? getenv("COLOC_ROOT") : ".";
 	char script[PATH_MAX];
@@ -32,7 +33,7 @@ static int fuzz_run(const char *target)
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		execl(script, script, "--check", FUZZ_CHECK_SECONDS, target, (char *)NULL);
+		execl(script, script, "--check", seconds, target, (char *)NULL);
 		fprintf(stderr, "fuzz_test: cannot run %s: %m (set COLOC_ROOT to the repo root)\n",
 			script);
 		_exit(127);
@@ -41,6 +42,11 @@ static int fuzz_run(const char *target)
 		if (errno != EINTR)
 			return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int fuzz_run(const char *target)
+{
+	return fuzz_run_for(target, FUZZ_CHECK_SECONDS);
 }
 
 FIXTURE(fuzz){};
@@ -72,6 +78,11 @@ TEST_F_TIMEOUT(fuzz, control_handle__survives_a_short_run_from_seeds, 120)
 	if (geteuid() != 0)
 		SKIP(return, "needs root: the target starts colocd's sensor");
 	ASSERT_EQ(0, fuzz_run("control"));
+}
+
+TEST_F_TIMEOUT(fuzz, gateway_infer_parsers__survive_a_short_run_from_seeds, 120)
+{
+	ASSERT_EQ(0, fuzz_run_for("gateway", FUZZ_CHECK_SECONDS_SHORT));
 }
 
 TEST_HARNESS_MAIN

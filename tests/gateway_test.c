@@ -528,60 +528,6 @@ FIXTURE(gw)
 	size_t in_bytes, out_bytes;
 };
 
-/* A TCP port free now on 127.0.0.1 (the kernel's choice). */
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
-
-	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(fd, (struct sockaddr *)&a, &len))
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
-/* Runs argv with stdout and stderr appended to log; as the coloc user when as_coloc. */
-static pid_t spawn(const char *const *argv, const char *log)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-
-		if (fd < 0)
-			_exit(127);
-		dup2(fd, STDOUT_FILENO);
-		dup2(fd, STDERR_FILENO);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
-}
-
-/* SIGTERM, then SIGKILL after 5 s: the wait status, or -1. */
-static int stop_child(pid_t *pid)
-{
-	int st = -1;
-
-	if (*pid <= 0)
-		return -1;
-	kill(*pid, SIGTERM);
-	for (int i = 0; i < 100; i++) {
-		if (waitpid(*pid, &st, WNOHANG) == *pid) {
-			*pid = 0;
-			return st;
-		}
-		usleep(50000);
-	}
-	kill(*pid, SIGKILL);
-	waitpid(*pid, NULL, 0);
-	*pid = 0;
-	return -1;
-}
-
 /* curl: the HTTP status of METHOD url (body from a file, or none), the answer in out_file. */
 static int http(const char *method, const char *url, const char *body_file, const char *header,
 		const char *out_file)
@@ -595,28 +541,6 @@ static int http(const char *method, const char *url, const char *body_file, cons
 	if (tu_run(cmd, out, sizeof(out)) != 0)
 		return -1;
 	return atoi(out);
-}
-
-static char *read_all(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET)) {
-		buf = malloc((size_t)n + 1);
-		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		} else if (buf) {
-			buf[n] = '\0';
-			*len = (size_t)n;
-		}
-	}
-	fclose(f);
-	return buf;
 }
 
 /* Starts the gateway as the coloc user with these extra flags; waits until /v2/health/ready. */
@@ -640,14 +564,14 @@ static bool start_gateway(FIXTURE_DATA(gw) * self, const char *const *extra)
 	int n = 14;
 
 	tu_bin("coloc-gateway", bin, sizeof(bin));
-	self->http_port = free_port();
-	self->metrics_port = free_port();
+	self->http_port = tu_free_port();
+	self->metrics_port = tu_free_port();
 	snprintf(http_addr, sizeof(http_addr), "127.0.0.1:%d", self->http_port);
 	snprintf(metrics_addr, sizeof(metrics_addr), "127.0.0.1:%d", self->metrics_port);
 	for (int i = 0; extra && extra[i] && n < 31; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
-	self->gateway = spawn(argv, self->gwlog);
+	self->gateway = tu_spawn_logged(argv, self->gwlog);
 	if (self->gateway <= 0)
 		return false;
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v2/health/ready", self->http_port);
@@ -702,7 +626,7 @@ FIXTURE_SETUP(gw)
 	ASSERT_TRUE(start_gateway(self, NULL))
 	{
 		size_t len = 0;
-		char *log = read_all(self->gwlog, &len);
+		char *log = tu_read_file(self->gwlog, &len);
 
 		TH_LOG("the gateway did not become ready: %.3000s", log ? log : "(no log)");
 		free(log);
@@ -741,8 +665,8 @@ FIXTURE_TEARDOWN(gw)
 {
 	char cmd[256];
 
-	stop_child(&self->prometheus);
-	stop_child(&self->gateway);
+	tu_stop_child(&self->prometheus);
+	tu_stop_child(&self->gateway);
 	coloc_client_close(self->c);
 	if (self->colocd > 0)
 		tu_stop_colocd(self->colocd);
@@ -775,7 +699,7 @@ static void url_of(FIXTURE_DATA(gw) * self, char *buf, size_t len, const char *p
 static int json_outputs(const char *path, float *out, size_t n, const char *want_id)
 {
 	size_t len = 0;
-	char *text = read_all(path, &len);
+	char *text = tu_read_file(path, &len);
 	struct json_object *o = text ? json_tokener_parse(text) : NULL, *v, *outs, *data;
 	int r = -1;
 
@@ -808,7 +732,7 @@ TEST_F_TIMEOUT(gw, http__curl_json_and_binary_answers_equal_the_client_library, 
 	snprintf(meta, sizeof(meta), "%s/meta.json", self->dir);
 	url_of(self, url, sizeof(url), "/v2/models/mobilenet_v2");
 	ASSERT_EQ(200, http("GET", url, NULL, NULL, meta));
-	text = read_all(meta, &len);
+	text = tu_read_file(meta, &len);
 	ASSERT_NE(NULL, text);
 	EXPECT_NE(NULL, strstr(text, "\"inputs\":[{\"name\":\"data\",\"datatype\":\"FP32\","
 				     "\"shape\":[1,3,224,224]}]"))
@@ -846,7 +770,7 @@ TEST_F_TIMEOUT(gw, http__curl_json_and_binary_answers_equal_the_client_library, 
 	snprintf(hdr, sizeof(hdr), "Inference-Header-Content-Length: %zu", hlen);
 	url_of(self, url, sizeof(url), "/v2/models/mobilenet_v2/infer");
 	ASSERT_EQ(200, http("POST", url, req, hdr, resp));
-	body = read_all(resp, &len);
+	body = tu_read_file(resp, &len);
 	ASSERT_NE(NULL, body);
 	ASSERT_LT(self->out_bytes, len);
 	EXPECT_NE(NULL, strstr(body, "\"id\":\"curl-bin\""));
@@ -878,7 +802,7 @@ TEST_F_TIMEOUT(gw, http__python_requests_client_agrees_with_the_client_library, 
 		char *got;
 
 		snprintf(path, sizeof(path), "%s/py.%s.bin", self->dir, kinds[k]);
-		got = read_all(path, &len);
+		got = tu_read_file(path, &len);
 		ASSERT_NE(NULL, got);
 		ASSERT_EQ(self->out_bytes, len);
 		EXPECT_EQ(0, differ((float *)got, self->ref, n)) TH_LOG("%s", kinds[k]);
@@ -929,7 +853,7 @@ TEST_F_TIMEOUT(gw, http__refusals_carry_their_status_and_reason, 600)
 		EXPECT_EQ(cases[i].status,
 			  http(cases[i].method, url, cases[i].body ? body : NULL, NULL, resp))
 		TH_LOG("%s %s", cases[i].method, cases[i].path);
-		text = read_all(resp, &len);
+		text = tu_read_file(resp, &len);
 		ASSERT_NE(NULL, text);
 		if (cases[i].why) {
 			EXPECT_NE(NULL, strstr(text, "{\"error\":\"")) TH_LOG("%s", text);
@@ -967,9 +891,9 @@ TEST_F_TIMEOUT(gw, http__a_full_queue_refuses_with_503, 600)
 	NEED_SETUP(self);
 
 	/* the first gateway stops cleanly on SIGTERM (and, under ASan, without a report) */
-	st = stop_child(&self->gateway);
+	st = tu_stop_child(&self->gateway);
 	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("wait status %#x", st);
-	log = read_all(self->gwlog, &len);
+	log = tu_read_file(self->gwlog, &len);
 	ASSERT_NE(NULL, log);
 	EXPECT_EQ(NULL, strstr(log, "Sanitizer")) TH_LOG("%.3000s", log);
 	EXPECT_NE(NULL, strstr(log, "stopping (signal 15)"));
@@ -1037,7 +961,7 @@ TEST_F_TIMEOUT(gw, repository__unload_then_load_serves_again, 600)
 	EXPECT_EQ(400, http("GET", url, NULL, NULL, NULL));
 	url_of(self, url, sizeof(url), "/v2/repository/index");
 	ASSERT_EQ(200, http("POST", url, NULL, NULL, resp));
-	text = read_all(resp, &len);
+	text = tu_read_file(resp, &len);
 	ASSERT_NE(NULL, text);
 	EXPECT_NE(NULL, strstr(text, "{\"name\":\"mobilenet_v2\",\"version\":\"1\",\"state\":"
 				     "\"UNAVAILABLE\",\"reason\":\"unloaded\"}"))
@@ -1061,7 +985,7 @@ TEST_F_TIMEOUT(gw, repository__unload_then_load_serves_again, 600)
 	url_of(self, url, sizeof(url), "/v2/repository/index");
 	for (int i = 0; i < READY_S * 20 && !loading; i++) {
 		ASSERT_EQ(200, http("POST", url, NULL, NULL, resp));
-		text = read_all(resp, &len);
+		text = tu_read_file(resp, &len);
 		loading = text && strstr(text, "\"state\":\"LOADING\"");
 		free(text);
 		if (!loading)
@@ -1070,11 +994,11 @@ TEST_F_TIMEOUT(gw, repository__unload_then_load_serves_again, 600)
 	ASSERT_TRUE(loading);
 	url_of(self, url, sizeof(url), "/v2/repository/models/mobilenet_v2/unload");
 	EXPECT_EQ(409, http("POST", url, NULL, NULL, resp));
-	text = read_all(resp, &len);
+	text = tu_read_file(resp, &len);
 	ASSERT_NE(NULL, text);
 	EXPECT_NE(NULL, strstr(text, "another model is loading or unloading")) TH_LOG("%s", text);
 	free(text);
-	for (int i = 0; i < READY_S * 10 && !(text = read_all(code, &len)); i++)
+	for (int i = 0; i < READY_S * 10 && !(text = tu_read_file(code, &len)); i++)
 		usleep(100000);
 	ASSERT_NE(NULL, text);
 	EXPECT_STREQ("200", text);
@@ -1083,7 +1007,7 @@ TEST_F_TIMEOUT(gw, repository__unload_then_load_serves_again, 600)
 	EXPECT_EQ(200, http("GET", url, NULL, NULL, NULL));
 	url_of(self, url, sizeof(url), "/v2/repository/index");
 	ASSERT_EQ(200, http("POST", url, NULL, NULL, resp));
-	text = read_all(resp, &len);
+	text = tu_read_file(resp, &len);
 	ASSERT_NE(NULL, text);
 	EXPECT_NE(NULL, strstr(text, "\"state\":\"READY\"")) TH_LOG("%s", text);
 	free(text);
@@ -1122,7 +1046,7 @@ TEST_F_TIMEOUT(gw, metrics__prometheus_scrapes_triton_and_coloc_series, 600)
 	char cfg[256], data[256], plog[256], addr[64], url[256], req[256], resp[256], text[512];
 	const char *argv[] = { "/usr/bin/prometheus", NULL, NULL, NULL, NULL, NULL };
 	char a1[300], a2[300], a3[100];
-	int pport = free_port(), series = 0, nr_cpus = tu_nr_online_cpus();
+	int pport = tu_free_port(), series = 0, nr_cpus = tu_nr_online_cpus();
 	double count = NAN, qos = NAN, busy = NAN, compute = NAN, served = NAN;
 	FILE *f;
 
@@ -1163,7 +1087,7 @@ TEST_F_TIMEOUT(gw, metrics__prometheus_scrapes_triton_and_coloc_series, 600)
 	argv[1] = a1;
 	argv[2] = a2;
 	argv[3] = a3;
-	self->prometheus = spawn(argv, plog);
+	self->prometheus = tu_spawn_logged(argv, plog);
 	ASSERT_LT(0, self->prometheus);
 	for (int i = 0; i < 240 && !(count == 3 && served >= 4 && series); i++) {
 		usleep(500000);

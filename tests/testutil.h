@@ -123,4 +123,16 @@ int tu_quick_profile(const char *model, const char *cache_dir, char *out, size_t
  */
 size_t tu_mutate(char *text, size_t len, int edits, const char *alphabet, uint64_t *rng);
 
+/* A TCP port free now on 127.0.0.1 (the kernel's choice), or -1. */
+int tu_free_port(void);
+
+/* Starts argv (argv[0] a path) with stdout and stderr appended to log: its pid, or -1. */
+pid_t tu_spawn_logged(const char *const *argv, const char *log);
+
+/* SIGTERM, then SIGKILL after 5 s; *pid is set to 0. The wait status, or -1. */
+int tu_stop_child(pid_t *pid);
+
+/* The whole file, malloc'd and NUL-terminated (*len without the NUL), or NULL. */
+char *tu_read_file(const char *path, size_t *len);
+
 #endif /* COLOC_TESTUTIL_H */

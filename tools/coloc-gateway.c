@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * coloc-gateway: KServe v2 (Open Inference Protocol) over HTTP in front of
- * colocd, with a Triton-layout model repository and Prometheus metrics
+ * coloc-gateway: KServe v2 (Open Inference Protocol) over HTTP and gRPC in
+ * front of colocd, with a Triton-layout model repository and Prometheus metrics
  * (docs/gateway.md). An unprivileged process: it reads the repository,
  * submits its models to colocd through the control socket (so its user
  * must be in the coloc group) and forwards queries to colocd's socket. It
- * refuses to run as root unless --allow-root says so: an HTTP parser facing
- * the network has no business holding root.
+ * refuses to run as root unless --allow-root says so: HTTP and gRPC parsers
+ * facing the network have no business holding root.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -23,9 +24,12 @@
 #include "addr.h"
 #include "control.h"
 #include "forward.h"
+#include "grpc_server.h"
 #include "http.h"
 #include "metrics.h"
 #include "models.h"
+
+#define GW_MALLOC_MMAP_THRESHOLD (64 << 20)
 
 static const char *prog = "coloc-gateway";
 
@@ -34,6 +38,7 @@ static struct {
 	const char *repo;
 	const char *http;
 	const char *metrics;
+	const char *grpc;
 	long threads, conns, max_queue, timeout_ms, max_body, load_timeout_s, max_connections;
 	bool allow_root;
 } opts = {
@@ -53,7 +58,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s --model-repository DIR [options]\n"
-		"KServe v2 / Open Inference Protocol over HTTP in front of colocd.\n"
+		"KServe v2 / Open Inference Protocol over HTTP and gRPC in front of colocd.\n"
 		"\n"
 		"  --model-repository DIR  models in Triton's layout: DIR/NAME/config.json and\n"
 		"                          DIR/NAME/VERSION/model.model or model.onnx\n"
@@ -61,12 +66,16 @@ static void usage(FILE *f)
 		"  --socket PATH           colocd's control socket (default %s)\n"
 		"  --http ADDR:PORT        the KServe v2 REST API (default %s)\n"
 		"  --metrics ADDR:PORT     Prometheus /metrics (default %s)\n"
-		"  --grpc ADDR:PORT        the KServe v2 gRPC API: not in this version\n"
-		"  --threads N             HTTP worker threads (default %ld)\n"
+		"  --grpc ADDR:PORT        the KServe v2 gRPC API (inference.GRPCInferenceService);\n"
+		"                          off unless given (Triton's port is 8001)\n"
+		"  --threads N             HTTP worker threads, and gRPC's (default %ld)\n"
 		"  --connections N         connections to colocd for queries, 1-16 (default %ld)\n"
-		"  --max-queue N           queries waiting or in flight before 503 (default %ld)\n"
-		"  --timeout-ms N          an infer's limit from arrival, then 504 (default %ld)\n"
-		"  --max-body-bytes N      largest request body, then 413 (default %ld)\n"
+		"  --max-queue N           queries waiting or in flight before 503 or gRPC's\n"
+		"                          RESOURCE_EXHAUSTED; also gRPC calls at once (default %ld)\n"
+		"  --timeout-ms N          an infer's limit from arrival, then 504 or\n"
+		"                          DEADLINE_EXCEEDED (default %ld)\n"
+		"  --max-body-bytes N      largest request body or gRPC message, then 413 or\n"
+		"                          RESOURCE_EXHAUSTED (default %ld)\n"
 		"  --max-connections N     HTTP connections at once (default %ld)\n"
 		"  --load-timeout-s N      how long a model may take to become ready (default %ld)\n"
 		"  --allow-root            run as root anyway (not recommended: run it as its own\n"
@@ -160,10 +169,8 @@ static int parse_args(int argc, char **argv)
 			opts.metrics = optarg;
 			break;
 		case OPT_GRPC:
-			fprintf(stderr,
-				"%s: --grpc: the gRPC API is not in this version (use --http)\n",
-				prog);
-			return 2;
+			opts.grpc = optarg;
+			break;
 		case OPT_ROOT:
 			opts.allow_root = true;
 			break;
@@ -206,6 +213,8 @@ int main(int argc, char **argv)
 	struct gw_models *ms = NULL;
 	struct gw_http *http = NULL;
 	struct gw_metrics *mx = NULL;
+	struct gw_grpc *grpc = NULL;
+	struct gw_grpc_opts gopts = { 0 };
 	pthread_t loader;
 	bool loading = false;
 	sigset_t sigs;
@@ -217,6 +226,11 @@ int main(int argc, char **argv)
 	if (gw_parse_addr(opts.http, &hopts.addr, &hopts.addr_len, 1)) {
 		fprintf(stderr, "%s: --http wants ADDR:PORT (e.g. 127.0.0.1:8000), not '%s'\n",
 			prog, opts.http);
+		return 2;
+	}
+	if (opts.grpc && gw_parse_addr(opts.grpc, &maddr, &mlen, 1)) {
+		fprintf(stderr, "%s: --grpc wants ADDR:PORT (e.g. 127.0.0.1:8001), not '%s'\n",
+			prog, opts.grpc);
 		return 2;
 	}
 	if (gw_parse_addr(opts.metrics, &maddr, &mlen, 1)) {
@@ -231,6 +245,13 @@ int main(int argc, char **argv)
 			prog, COLOC_GROUP);
 		return 1;
 	}
+	/*
+	 * A query's buffers (a tensor, a message) are hundreds of KB: from the
+	 * heap, reused, not a fresh mmap whose pages fault in on every query
+	 * (docs/measurements/gateway.md)
+	 */
+	mallopt(M_MMAP_THRESHOLD, GW_MALLOC_MMAP_THRESHOLD);
+	mallopt(M_TRIM_THRESHOLD, 4 * GW_MALLOC_MMAP_THRESHOLD);
 	/* SIGPIPE from a client that went away is an error return, not a death */
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&sigs);
@@ -252,12 +273,24 @@ int main(int argc, char **argv)
 		coloc_err_prefix(&err, "--http %s", opts.http);
 		goto out;
 	}
+	gopts.addr = opts.grpc;
+	gopts.threads = (int)opts.threads;
+	gopts.max_calls = (int)opts.max_queue;
+	gopts.max_message = (size_t)opts.max_body;
+	gopts.timeout_ms = (int)opts.timeout_ms;
+	gopts.idle_timeout_s = hopts.idle_timeout_s;
+	if (opts.grpc && gw_grpc_start(&gopts, ms, fw, &grpc, &err)) {
+		coloc_err_prefix(&err, "--grpc %s", opts.grpc);
+		goto out;
+	}
 	if (gw_metrics_start(&maddr, ms, mctl, &mx, &err)) {
 		coloc_err_prefix(&err, "--metrics %s", opts.metrics);
 		goto out;
 	}
 	fprintf(stderr, "%s: KServe v2 HTTP on port %d, metrics on port %d, colocd at %s\n", prog,
 		gw_http_port(http), gw_metrics_port(mx), opts.socket_path);
+	if (grpc)
+		fprintf(stderr, "%s: KServe v2 gRPC on port %d\n", prog, gw_grpc_port(grpc));
 	if (pthread_create(&loader, NULL, load_thread, ms)) {
 		coloc_err_set(&err, -EAGAIN, "cannot start the loading thread");
 		goto out;
@@ -272,10 +305,12 @@ out:
 		fprintf(stderr, "%s: %s\n", prog, coloc_err_str(&err));
 	if (http)
 		gw_http_quiesce(http);
+	gw_grpc_quiesce(grpc);
 	/* answers every forwarded query (a suspended connection), then the listeners go */
 	if (fw)
 		gw_fwd_stop(fw);
 	gw_http_stop(http);
+	gw_grpc_stop(grpc);
 	gw_metrics_stop(mx);
 	/* a model still loading holds the pool and the connections: the process exit frees them */
 	if (loading && pthread_tryjoin_np(loader, NULL))

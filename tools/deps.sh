@@ -19,6 +19,8 @@ PACKAGES=(
 	python3-onnx # tools/ort/export-onnx.py, which tests/onnx_ort_test.c runs
 	linux-source-6.1
 	libmicrohttpd-dev # coloc-gateway's HTTP server
+	libgrpc-dev # coloc-gateway's gRPC server (gRPC's C core; messages by protobuf-c)
+	protobuf-compiler protobuf-compiler-grpc python3-grpcio # tests/gateway_grpc_test.c's Python client
 	prometheus curl python3-requests # tests/gateway_test.c's clients and scraper
 )
 GROUP=coloc

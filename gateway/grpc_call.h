@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Between the gRPC server's machinery (grpc_server.c: the completion
+ * queue, each call's reading and answering) and its methods (grpc_api.c:
+ * messages in, a call into models.h or forward.h, a message out).
+ *
+ * A method gets the request message's bytes and answers the call exactly
+ * once, then or later from any thread: gw_grpc_reply (OK and a message)
+ * or gw_grpc_fail (a status and why). State it keeps until then goes in
+ * ctx; ctx_free(ctx) runs when the call is over.
+ */
+#ifndef COLOC_GATEWAY_GRPC_CALL_H
+#define COLOC_GATEWAY_GRPC_CALL_H
+
+#include <stdint.h>
+#include <grpc/grpc.h>
+#include <protobuf-c/protobuf-c.h>
+#include "grpc_server.h"
+
+struct gw_grpc_call {
+	struct gw_grpc *g;
+	struct gw_models *ms;
+	struct gw_fwd *fw;
+	uint64_t t_start; /* gw_now_ns() at arrival */
+	uint64_t deadline_ns; /* the client's deadline or the gateway's timeout, the earlier */
+	void *ctx;
+	void (*ctx_free)(void *ctx);
+	/* the server's */
+	int phase;
+	grpc_call *call;
+	grpc_call_details details;
+	grpc_metadata_array metadata;
+	grpc_byte_buffer *payload, *reply;
+	grpc_slice status_details;
+	int cancelled;
+	bool counted;
+};
+
+struct gw_grpc_method {
+	const char *path; /* "/inference.GRPCInferenceService/NAME" */
+	void (*handle)(struct gw_grpc_call *c, const uint8_t *msg, size_t len);
+};
+
+extern const struct gw_grpc_method gw_grpc_methods[];
+extern const size_t gw_grpc_nr_methods;
+
+/* Answers OK with m packed (buf: with its bytes, malloc'd, taken over). */
+void gw_grpc_reply(struct gw_grpc_call *c, const ProtobufCMessage *m);
+void gw_grpc_reply_packed(struct gw_grpc_call *c, uint8_t *buf, size_t len);
+void gw_grpc_fail(struct gw_grpc_call *c, grpc_status_code code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif /* COLOC_GATEWAY_GRPC_CALL_H */

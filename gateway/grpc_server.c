@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The gRPC server's machinery (grpc_server.h): gRPC's C core with one
+ * completion queue polled by a few threads, a number of calls requested
+ * ahead of clients, and each call a small state machine whose tag is the
+ * call itself:
+ *
+ *   NEW   gRPC handed us a call: request the next one; refuse it at once
+ *         (RESOURCE_EXHAUSTED) when max_calls are under way, else read its
+ *         one message
+ *   READ  the message is here: the method named by its path runs
+ *         (grpc_api.c) and answers now or from the forwarding pool's thread
+ *   SENT  initial metadata, the message and the status went out and the
+ *         client side closed: the call is freed
+ *
+ * gRPC enforces the message size limit (a channel argument) before a
+ * byte reaches us, and cancels a call past its deadline on its own; we
+ * pass the deadline on to the forwarded query so that it is not waited
+ * for longer.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+#include "grpc_call.h"
+
+#define GRPC_MAX_THREADS 64
+#define GRPC_CALLS_AHEAD 16 /* calls requested from gRPC before clients make them */
+#define GRPC_STREAM_WINDOW (8 << 20)
+
+enum { CALL_NEW, CALL_READ, CALL_SENT };
+
+struct gw_grpc {
+	grpc_server *server;
+	grpc_completion_queue *cq;
+	struct gw_grpc_opts opts;
+	struct gw_models *ms;
+	struct gw_fwd *fw;
+	int port;
+	int nr_threads;
+	pthread_t threads[GRPC_MAX_THREADS];
+	atomic_int calls; /* read or being answered */
+	atomic_bool stopping;
+	bool shut; /* shutdown_and_notify called */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool shutdown_done; /* its tag came back */
+	char shutdown_tag;
+};
+
+static void grpc_call_free(struct gw_grpc_call *c)
+{
+	if (c->ctx_free)
+		c->ctx_free(c->ctx);
+	if (c->call)
+		grpc_call_unref(c->call);
+	grpc_call_details_destroy(&c->details);
+	grpc_metadata_array_destroy(&c->metadata);
+	if (c->payload)
+		grpc_byte_buffer_destroy(c->payload);
+	if (c->reply)
+		grpc_byte_buffer_destroy(c->reply);
+	grpc_slice_unref(c->status_details);
+	if (c->counted)
+		atomic_fetch_sub(&c->g->calls, 1);
+	free(c);
+}
+
+/* Asks gRPC for the next call; false when the server is going. */
+static bool grpc_request_next(struct gw_grpc *g)
+{
+	struct gw_grpc_call *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return false;
+	c->g = g;
+	c->ms = g->ms;
+	c->fw = g->fw;
+	c->phase = CALL_NEW;
+	c->status_details = grpc_empty_slice();
+	grpc_call_details_init(&c->details);
+	grpc_metadata_array_init(&c->metadata);
+	if (grpc_server_request_call(g->server, &c->call, &c->details, &c->metadata, g->cq, g->cq,
+				     c) != GRPC_CALL_OK) {
+		grpc_call_free(c);
+		return false;
+	}
+	return true;
+}
+
+/* The last batch: metadata, the reply if any, the status; then wait for the close. */
+static void grpc_send(struct gw_grpc_call *c, grpc_status_code code)
+{
+	grpc_op ops[4];
+	size_t n = 0;
+
+	memset(ops, 0, sizeof(ops));
+	ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+	if (c->reply) {
+		ops[n].op = GRPC_OP_SEND_MESSAGE;
+		ops[n++].data.send_message.send_message = c->reply;
+	}
+	ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+	ops[n].data.send_status_from_server.status = code;
+	ops[n++].data.send_status_from_server.status_details = &c->status_details;
+	ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+	ops[n++].data.recv_close_on_server.cancelled = &c->cancelled;
+	c->phase = CALL_SENT;
+	if (grpc_call_start_batch(c->call, ops, n, c, NULL) != GRPC_CALL_OK)
+		grpc_call_free(c);
+}
+
+void gw_grpc_reply_packed(struct gw_grpc_call *c, uint8_t *buf, size_t len)
+{
+	grpc_slice s = grpc_slice_new(buf, len, free);
+
+	c->reply = grpc_raw_byte_buffer_create(&s, 1);
+	grpc_slice_unref(s);
+	grpc_send(c, GRPC_STATUS_OK);
+}
+
+void gw_grpc_reply(struct gw_grpc_call *c, const ProtobufCMessage *m)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(len ? len : 1);
+
+	if (!buf) {
+		gw_grpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	protobuf_c_message_pack(m, buf);
+	gw_grpc_reply_packed(c, buf, len);
+}
+
+void gw_grpc_fail(struct gw_grpc_call *c, grpc_status_code code, const char *fmt, ...)
+{
+	char why[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	grpc_slice_unref(c->status_details);
+	c->status_details = grpc_slice_from_copied_string(why);
+	grpc_send(c, code);
+}
+
+/* The client's deadline in CLOCK_MONOTONIC ns (gw_now_ns), or 0 for none. */
+static uint64_t grpc_deadline_ns(gpr_timespec deadline)
+{
+	gpr_timespec now = gpr_now(deadline.clock_type);
+	int64_t left_ms;
+
+	if (!gpr_time_cmp(deadline, gpr_inf_future(deadline.clock_type)) ||
+	    deadline.tv_sec > INT64_MAX / 2000)
+		return 0;
+	left_ms = gpr_time_to_millis(gpr_time_sub(deadline, now));
+	return gw_now_ns() + (uint64_t)(left_ms > 0 ? left_ms : 0) * 1000000ull;
+}
+
+static void grpc_call_arrived(struct gw_grpc_call *c)
+{
+	struct gw_grpc *g = c->g;
+	uint64_t client = grpc_deadline_ns(c->details.deadline);
+	grpc_op op;
+
+	c->t_start = gw_now_ns();
+	c->deadline_ns = c->t_start + (uint64_t)g->opts.timeout_ms * 1000000ull;
+	if (client && client < c->deadline_ns)
+		c->deadline_ns = client;
+	if (!atomic_load(&g->stopping))
+		grpc_request_next(g);
+	c->counted = true;
+	if (atomic_fetch_add(&g->calls, 1) >= g->opts.max_calls) {
+		gw_grpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED,
+			     "the gateway is answering %d calls already; retry later",
+			     g->opts.max_calls);
+		return;
+	}
+	if (atomic_load(&g->stopping)) {
+		gw_grpc_fail(c, GRPC_STATUS_UNAVAILABLE, "the gateway is stopping");
+		return;
+	}
+	memset(&op, 0, sizeof(op));
+	op.op = GRPC_OP_RECV_MESSAGE;
+	op.data.recv_message.recv_message = &c->payload;
+	c->phase = CALL_READ;
+	if (grpc_call_start_batch(c->call, &op, 1, c, NULL) != GRPC_CALL_OK)
+		grpc_call_free(c);
+}
+
+static void grpc_message_read(struct gw_grpc_call *c)
+{
+	grpc_byte_buffer_reader reader;
+	grpc_slice msg;
+
+	if (!c->payload) {
+		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "the call carried no message");
+		return;
+	}
+	if (!grpc_byte_buffer_reader_init(&reader, c->payload)) {
+		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "the message cannot be read");
+		return;
+	}
+	msg = grpc_byte_buffer_reader_readall(&reader);
+	grpc_byte_buffer_reader_destroy(&reader);
+	grpc_byte_buffer_destroy(c->payload);
+	c->payload = NULL;
+	for (size_t i = 0; i < gw_grpc_nr_methods; i++) {
+		if (!grpc_slice_str_cmp(c->details.method, gw_grpc_methods[i].path)) {
+			gw_grpc_methods[i].handle(c, GRPC_SLICE_START_PTR(msg),
+						  GRPC_SLICE_LENGTH(msg));
+			grpc_slice_unref(msg);
+			return;
+		}
+	}
+	grpc_slice_unref(msg);
+	gw_grpc_fail(c, GRPC_STATUS_UNIMPLEMENTED, "no such method");
+}
+
+static void *grpc_thread(void *arg)
+{
+	struct gw_grpc *g = arg;
+
+	for (;;) {
+		grpc_event ev =
+			grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+		struct gw_grpc_call *c = ev.tag;
+
+		if (ev.type == GRPC_QUEUE_SHUTDOWN)
+			break;
+		if (ev.type != GRPC_OP_COMPLETE)
+			continue;
+		if (ev.tag == &g->shutdown_tag) {
+			pthread_mutex_lock(&g->lock);
+			g->shutdown_done = true;
+			pthread_cond_broadcast(&g->cond);
+			pthread_mutex_unlock(&g->lock);
+			continue;
+		}
+		if (c->phase == CALL_SENT || !ev.success) {
+			/* answered, or gRPC gave up on the call (the server is stopping) */
+			if (c->phase == CALL_READ && c->call)
+				gw_grpc_fail(c, GRPC_STATUS_CANCELLED, "the call was cancelled");
+			else
+				grpc_call_free(c);
+			continue;
+		}
+		if (c->phase == CALL_NEW)
+			grpc_call_arrived(c);
+		else
+			grpc_message_read(c);
+	}
+	return NULL;
+}
+
+static int grpc_fail_start(struct gw_grpc *g, struct coloc_err *err, int code, const char *why)
+{
+	if (g->server)
+		grpc_server_destroy(g->server);
+	if (g->cq) {
+		grpc_completion_queue_shutdown(g->cq);
+		while (grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
+			       .type != GRPC_QUEUE_SHUTDOWN)
+			;
+		grpc_completion_queue_destroy(g->cq);
+	}
+	pthread_mutex_destroy(&g->lock);
+	pthread_cond_destroy(&g->cond);
+	free(g);
+	grpc_shutdown();
+	return coloc_err_set(err, code, "%s", why);
+}
+
+int gw_grpc_start(const struct gw_grpc_opts *opts, struct gw_models *ms, struct gw_fwd *fw,
+		  struct gw_grpc **out, struct coloc_err *err)
+{
+	struct gw_grpc *g = calloc(1, sizeof(*g));
+	grpc_arg args[] = {
+		{ .type = GRPC_ARG_INTEGER,
+		  .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+		  .value.integer =
+			  opts->max_message > INT32_MAX ? INT32_MAX : (int)opts->max_message },
+		{ .type = GRPC_ARG_INTEGER,
+		  .key = (char *)GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+		  .value.integer = opts->idle_timeout_s * 1000 },
+		/* a stream's window: a whole tensor in one flight, not 64 KB at a time */
+		{ .type = GRPC_ARG_INTEGER,
+		  .key = (char *)GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
+		  .value.integer = GRPC_STREAM_WINDOW },
+		/* a port already taken is an error, not a port shared with another server */
+		{ .type = GRPC_ARG_INTEGER,
+		  .key = (char *)GRPC_ARG_ALLOW_REUSEPORT,
+		  .value.integer = 0 },
+	};
+	grpc_channel_args cargs = { sizeof(args) / sizeof(*args), args };
+	grpc_server_credentials *creds;
+
+	*out = NULL;
+	if (!g)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	grpc_init();
+	g->opts = *opts;
+	g->ms = ms;
+	g->fw = fw;
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->cond, NULL);
+	g->cq = grpc_completion_queue_create_for_next(NULL);
+	g->server = grpc_server_create(&cargs, NULL);
+	if (!g->cq || !g->server)
+		return grpc_fail_start(g, err, -ENOMEM, "cannot create the gRPC server");
+	grpc_server_register_completion_queue(g->server, g->cq, NULL);
+	creds = grpc_insecure_server_credentials_create();
+	g->port = grpc_server_add_http2_port(g->server, opts->addr, creds);
+	grpc_server_credentials_release(creds);
+	if (g->port <= 0)
+		return grpc_fail_start(g, err, -EADDRINUSE,
+				       "cannot listen for gRPC (address in use or not this "
+				       "machine's?)");
+	grpc_server_start(g->server);
+	for (int i = 0; i < GRPC_CALLS_AHEAD + opts->threads; i++)
+		grpc_request_next(g);
+	for (int i = 0; i < opts->threads && i < GRPC_MAX_THREADS; i++) {
+		if (pthread_create(&g->threads[i], NULL, grpc_thread, g))
+			break;
+		g->nr_threads++;
+	}
+	if (!g->nr_threads) {
+		gw_grpc_stop(g);
+		return coloc_err_set(err, -EAGAIN, "cannot start the gRPC threads");
+	}
+	*out = g;
+	return 0;
+}
+
+int gw_grpc_port(struct gw_grpc *g)
+{
+	return g->port;
+}
+
+void gw_grpc_quiesce(struct gw_grpc *g)
+{
+	if (!g || g->shut)
+		return;
+	atomic_store(&g->stopping, true);
+	g->shut = true;
+	grpc_server_shutdown_and_notify(g->server, g->cq, &g->shutdown_tag);
+}
+
+void gw_grpc_stop(struct gw_grpc *g)
+{
+	if (!g)
+		return;
+	gw_grpc_quiesce(g);
+	grpc_server_cancel_all_calls(g->server);
+	/* without a thread (none could start) the only calls are the requested ones */
+	while (!g->nr_threads && !g->shutdown_done) {
+		grpc_event ev =
+			grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+
+		if (ev.tag == &g->shutdown_tag)
+			g->shutdown_done = true;
+		else if (ev.type == GRPC_OP_COMPLETE)
+			grpc_call_free(ev.tag);
+	}
+	pthread_mutex_lock(&g->lock);
+	while (!g->shutdown_done)
+		pthread_cond_wait(&g->cond, &g->lock);
+	pthread_mutex_unlock(&g->lock);
+	grpc_completion_queue_shutdown(g->cq);
+	for (int i = 0; i < g->nr_threads; i++)
+		pthread_join(g->threads[i], NULL);
+	grpc_server_destroy(g->server);
+	grpc_completion_queue_destroy(g->cq);
+	pthread_mutex_destroy(&g->lock);
+	pthread_cond_destroy(&g->cond);
+	free(g);
+	grpc_shutdown();
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The gateway's gRPC front door: the KServe v2 / Open Inference Protocol's
+ * inference.GRPCInferenceService (gateway/proto/grpc_service.proto) on
+ * Debian's gRPC C core, messages by protobuf-c.
+ *
+ *   ServerLive, ServerReady, ServerMetadata, ModelReady, ModelMetadata,
+ *   ModelInfer (infer_proto.h's messages), RepositoryIndex,
+ *   RepositoryModelLoad, RepositoryModelUnload
+ *
+ * A ModelInfer is checked as on HTTP and handed to the same forwarding
+ * pool (forward.h); the pool's callback sends the answer. Refusals carry
+ * the protocol's status codes and a message saying why: INVALID_ARGUMENT
+ * a bad request, NOT_FOUND no such model or version, UNAVAILABLE model not
+ * ready, colocd refused or unreachable, the gateway stopping;
+ * RESOURCE_EXHAUSTED the queue full, more than max_calls calls at once, or
+ * a message over max_message (gRPC's own check, before it is read);
+ * DEADLINE_EXCEEDED past the client's deadline or timeout_ms, or dropped
+ * by colocd; ABORTED a repository load or unload while another is under
+ * way; INTERNAL the executor failed; UNIMPLEMENTED another method.
+ *
+ * Threads: `threads` poll one completion queue; a repository load blocks
+ * the thread that took it. Order at exit: gw_grpc_quiesce (no new calls),
+ * gw_fwd_stop (every forwarded call answered), gw_grpc_stop.
+ */
+#ifndef COLOC_GATEWAY_GRPC_SERVER_H
+#define COLOC_GATEWAY_GRPC_SERVER_H
+
+#include <stddef.h>
+#include "error.h"
+#include "forward.h"
+#include "models.h"
+
+struct gw_grpc_opts {
+	const char *addr; /* ADDR:PORT as gRPC takes it (checked by gw_parse_addr first) */
+	int threads;
+	int max_calls; /* calls at once, of any method */
+	size_t max_message; /* bytes of one request message */
+	int timeout_ms; /* of one infer, from arrival, when the client's deadline is later */
+	int idle_timeout_s; /* of a connection */
+};
+
+struct gw_grpc;
+
+int gw_grpc_start(const struct gw_grpc_opts *opts, struct gw_models *ms, struct gw_fwd *fw,
+		  struct gw_grpc **out, struct coloc_err *err);
+/* The port it listens on (the one the kernel chose for port 0). */
+int gw_grpc_port(struct gw_grpc *g);
+void gw_grpc_quiesce(struct gw_grpc *g);
+void gw_grpc_stop(struct gw_grpc *g);
+
+#endif /* COLOC_GATEWAY_GRPC_SERVER_H */

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The gRPC infer messages (infer_proto.h): protobuf-c unpacks the bytes
+ * (bounded by the gRPC message limit before they get here), then each
+ * field is checked with the HTTP side's rules (infer_request.h's lookups
+ * and shape check) before a byte is copied into the model's flat input.
+ * The response is built on the stack, pointing into the outputs, and
+ * packed once.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "infer_proto.h"
+
+static int proto_fail(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int proto_fail(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return 400;
+}
+
+Inference__ModelInferRequest *gw_infer_proto_unpack(const uint8_t *buf, size_t len)
+{
+	return inference__model_infer_request__unpack(NULL, len, buf);
+}
+
+/* Whether c holds values of a type other than FP32. */
+static bool proto_other_contents(const Inference__InferTensorContents *c)
+{
+	return c && (c->n_bool_contents || c->n_int_contents || c->n_int64_contents ||
+		     c->n_uint_contents || c->n_uint64_contents || c->n_fp64_contents ||
+		     c->n_bytes_contents);
+}
+
+/* Input k of msg into req->input at its tensor's place. */
+static int proto_one_input(const struct gw_model_config *cfg,
+			   const Inference__ModelInferRequest *msg, size_t k,
+			   struct gw_infer_request *req, bool *seen, char *why, size_t why_len)
+{
+	const Inference__ModelInferRequest__InferInputTensor *in = msg->inputs[k];
+	const Inference__InferTensorContents *c = in->contents;
+	const struct gw_tensor *t;
+	uint64_t offset = 0;
+	int i, r;
+
+	i = gw_infer_input_index(cfg, in->name, &offset);
+	if (i < 0)
+		return proto_fail(why, why_len, "model %s has no input named '%.64s'", cfg->name,
+				  in->name);
+	t = &cfg->inputs[i];
+	if (seen[i])
+		return proto_fail(why, why_len, "input %s given twice", t->name);
+	seen[i] = true;
+	if (strcmp(in->datatype, "FP32"))
+		return proto_fail(why, why_len, "input %s: the datatype must be \"FP32\"", t->name);
+	r = gw_infer_check_shape(t, in->shape, in->n_shape, why, why_len);
+	if (r)
+		return r;
+	if (proto_other_contents(c))
+		return proto_fail(why, why_len, "input %s: FP32 values go in fp32_contents",
+				  t->name);
+	if (msg->n_raw_input_contents) {
+		const ProtobufCBinaryData *raw = &msg->raw_input_contents[k];
+
+		if (c && c->n_fp32_contents)
+			return proto_fail(why, why_len,
+					  "input %s: contents and raw_input_contents both given",
+					  t->name);
+		if (raw->len != t->elems * 4)
+			return proto_fail(
+				why, why_len,
+				"input %s: its raw_input_contents must be %llu bytes (its "
+				"shape in FP32), not %zu",
+				t->name, (unsigned long long)t->elems * 4, raw->len);
+		memcpy(req->input + offset, raw->data, raw->len);
+		return 0;
+	}
+	if (!c || c->n_fp32_contents != t->elems)
+		return proto_fail(why, why_len,
+				  "input %s: contents.fp32_contents must hold exactly %llu values "
+				  "(or use raw_input_contents)",
+				  t->name, (unsigned long long)t->elems);
+	memcpy(req->input + offset, c->fp32_contents, t->elems * 4);
+	return 0;
+}
+
+static int proto_outputs(const struct gw_model_config *cfg, const Inference__ModelInferRequest *msg,
+			 bool raw, struct gw_infer_request *req, char *why, size_t why_len)
+{
+	if (!msg->n_outputs) {
+		req->nr_outputs = cfg->nr_outputs;
+		for (int i = 0; i < cfg->nr_outputs; i++) {
+			req->outputs[i] = i;
+			req->binary[i] = raw;
+		}
+		return 0;
+	}
+	if (msg->n_outputs > (size_t)cfg->nr_outputs)
+		return proto_fail(why, why_len, "more outputs asked than model %s has (%d)",
+				  cfg->name, cfg->nr_outputs);
+	for (size_t k = 0; k < msg->n_outputs; k++) {
+		int i = gw_infer_output_index(cfg, msg->outputs[k]->name);
+
+		if (i < 0)
+			return proto_fail(why, why_len, "model %s has no output named '%.64s'",
+					  cfg->name, msg->outputs[k]->name);
+		for (size_t j = 0; j < k; j++)
+			if (req->outputs[j] == i)
+				return proto_fail(why, why_len, "output %s asked twice",
+						  cfg->outputs[i].name);
+		req->outputs[k] = i;
+		req->binary[k] = raw;
+	}
+	req->nr_outputs = (int)msg->n_outputs;
+	return 0;
+}
+
+int gw_infer_from_proto(const struct gw_model_config *cfg, const Inference__ModelInferRequest *msg,
+			struct gw_infer_request *req, char *why, size_t why_len)
+{
+	bool seen[GW_REPO_MAX_TENSORS] = { false };
+	uint64_t elems = 0;
+	int r;
+
+	memset(req, 0, sizeof(*req));
+	if (strlen(msg->id) >= sizeof(req->id))
+		return proto_fail(why, why_len, "the id must be at most %d bytes", GW_ID_MAX - 1);
+	snprintf(req->id, sizeof(req->id), "%s", msg->id);
+	req->has_id = msg->id[0] != '\0';
+	if (msg->n_inputs != (size_t)cfg->nr_inputs)
+		return proto_fail(why, why_len, "inputs must list the model's %d input(s)",
+				  cfg->nr_inputs);
+	if (msg->n_raw_input_contents && msg->n_raw_input_contents != msg->n_inputs)
+		return proto_fail(why, why_len,
+				  "raw_input_contents must have one entry per input (%zu), not %zu",
+				  msg->n_inputs, msg->n_raw_input_contents);
+	for (int i = 0; i < cfg->nr_inputs; i++)
+		elems += cfg->inputs[i].elems;
+	req->input_bytes = (size_t)elems * 4;
+	req->input = malloc(req->input_bytes ? req->input_bytes : 1);
+	if (!req->input)
+		return proto_fail(why, why_len, "out of memory");
+	for (size_t k = 0; k < msg->n_inputs; k++) {
+		r = proto_one_input(cfg, msg, k, req, seen, why, why_len);
+		if (r)
+			return r;
+	}
+	return proto_outputs(cfg, msg, msg->n_raw_input_contents > 0, req, why, why_len);
+}
+
+#define PROTO_PARAMS 2
+
+int gw_infer_proto_response(const struct gw_model_config *cfg, const struct gw_infer_request *req,
+			    const float *outputs, uint64_t latency_ns, uint64_t exec_ns,
+			    uint8_t **buf, size_t *len)
+{
+	Inference__ModelInferResponse resp = INFERENCE__MODEL_INFER_RESPONSE__INIT;
+	Inference__ModelInferResponse__ParametersEntry entries[PROTO_PARAMS], *pe[PROTO_PARAMS];
+	Inference__InferParameter values[PROTO_PARAMS];
+	Inference__ModelInferResponse__InferOutputTensor tensors[GW_REPO_MAX_TENSORS];
+	Inference__ModelInferResponse__InferOutputTensor *tp[GW_REPO_MAX_TENSORS];
+	Inference__InferTensorContents contents[GW_REPO_MAX_TENSORS];
+	ProtobufCBinaryData raw[GW_REPO_MAX_TENSORS];
+	static const char *const keys[PROTO_PARAMS] = { "coloc_latency_us", "coloc_exec_us" };
+	const uint64_t vals[PROTO_PARAMS] = { latency_ns / 1000, exec_ns / 1000 };
+	uint64_t offsets[GW_REPO_MAX_TENSORS], off = 0;
+	size_t nr_raw = 0;
+
+	for (int i = 0; i < cfg->nr_outputs; i++) {
+		offsets[i] = off;
+		off += cfg->outputs[i].elems;
+	}
+	resp.model_name = (char *)cfg->name;
+	resp.model_version = (char *)cfg->version;
+	resp.id = (char *)req->id;
+	for (int i = 0; i < PROTO_PARAMS; i++) {
+		inference__model_infer_response__parameters_entry__init(&entries[i]);
+		inference__infer_parameter__init(&values[i]);
+		values[i].parameter_choice_case =
+			INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM;
+		values[i].int64_param = (int64_t)vals[i];
+		entries[i].key = (char *)keys[i];
+		entries[i].value = &values[i];
+		pe[i] = &entries[i];
+	}
+	resp.n_parameters = PROTO_PARAMS;
+	resp.parameters = pe;
+	for (int k = 0; k < req->nr_outputs; k++) {
+		const struct gw_tensor *t = &cfg->outputs[req->outputs[k]];
+		const float *v = outputs + offsets[req->outputs[k]];
+
+		inference__model_infer_response__infer_output_tensor__init(&tensors[k]);
+		tensors[k].name = (char *)t->name;
+		tensors[k].datatype = (char *)"FP32";
+		tensors[k].n_shape = (size_t)t->nr_dims;
+		tensors[k].shape = (int64_t *)t->dims;
+		if (req->binary[k]) {
+			raw[nr_raw].len = t->elems * 4;
+			raw[nr_raw++].data = (uint8_t *)v;
+		} else {
+			inference__infer_tensor_contents__init(&contents[k]);
+			contents[k].n_fp32_contents = t->elems;
+			contents[k].fp32_contents = (float *)v;
+			tensors[k].contents = &contents[k];
+		}
+		tp[k] = &tensors[k];
+	}
+	resp.n_outputs = (size_t)req->nr_outputs;
+	resp.outputs = tp;
+	resp.n_raw_output_contents = nr_raw;
+	resp.raw_output_contents = raw;
+	*len = inference__model_infer_response__get_packed_size(&resp);
+	*buf = malloc(*len ? *len : 1);
+	if (!*buf)
+		return -ENOMEM;
+	inference__model_infer_response__pack(&resp, *buf);
+	return 0;
+}
