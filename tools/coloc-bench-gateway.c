@@ -4,7 +4,9 @@
  * colocd's own Unix socket. Each replica sends its queries alternately (the
  * order flipped every pair) through libcoloc_client and through the
  * gateway's KServe v2 HTTP API with the binary extension (a plain HTTP/1.1
- * keep-alive connection, TCP_NODELAY), same input. For every query the
+ * keep-alive connection, TCP_NODELAY), or with --grpc through its KServe
+ * v2 gRPC API (ModelInfer with raw_input_contents, coloc/kserve.h), same
+ * input. For every query the
  * round trip seen here and colocd's own latency (latency_ns, which the
  * gateway returns in the answer's parameters) are taken; their difference
  * is the transport's share, free of the model's run-to-run spread. Printed
@@ -31,12 +33,13 @@
 #include <json-c/json.h>
 #include "cli.h"
 #include "coloc/client.h"
+#include "coloc/kserve.h"
 #include "coloc/protocol.h"
 
 static const char *prog = "coloc-bench-gateway";
 
 static struct {
-	const char *socket_path, *http, *model;
+	const char *socket_path, *http, *grpc, *model;
 	long queries, replicas, gateway_pid;
 } opts = {
 	.socket_path = COLOC_DEFAULT_SOCKET,
@@ -270,6 +273,26 @@ static int http_query(struct http_conn *h, int64_t *rtt, int64_t *colocd_ns)
 	return 0;
 }
 
+/* One query through the gateway's gRPC API: 0 with its round trip and colocd's latency (ns). */
+static int grpc_query(struct kserve_grpc *g, const void *in, size_t in_bytes, void *out,
+		      size_t out_bytes, int64_t *rtt, int64_t *colocd_ns)
+{
+	struct coloc_infer_result res;
+	uint64_t t0 = now_ns();
+	int r = kserve_grpc_infer_send(g, opts.model, 0, in, in_bytes);
+
+	if (!r)
+		r = kserve_grpc_infer_recv(g, &res, out, out_bytes, -1);
+	*rtt = (int64_t)(now_ns() - t0);
+	if (r != 1 || res.status != COLOC_INFER_OK) {
+		fprintf(stderr, "%s: gRPC query: %s\n", prog,
+			r == 1 ? res.error : kserve_grpc_error(g));
+		return -1;
+	}
+	*colocd_ns = (int64_t)res.latency_ns;
+	return 0;
+}
+
 static int socket_query(struct coloc_client *c, const void *in, size_t in_bytes, void *out,
 			size_t out_bytes, int64_t *rtt, int64_t *colocd_ns)
 {
@@ -290,8 +313,8 @@ static int socket_query(struct coloc_client *c, const void *in, size_t in_bytes,
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s [--socket PATH] [--http ADDR:PORT] [--model NAME] [--queries N]\n"
-		"          [--replicas N] [--gateway-pid PID]\n"
+		"Usage: %s [--socket PATH] [--http ADDR:PORT | --grpc ADDR:PORT] [--model NAME]\n"
+		"          [--queries N] [--replicas N] [--gateway-pid PID]\n"
 		"The latency coloc-gateway adds to a query of NAME (default %s), beside colocd's\n"
 		"socket: N queries each way per replica (default %ld, %ld replicas), interleaved.\n"
 		"colocd and the gateway must be serving NAME already.\n",
@@ -303,6 +326,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "http", required_argument, NULL, 'u' },
+		{ "grpc", required_argument, NULL, 'g' },
 		{ "model", required_argument, NULL, 'm' },
 		{ "queries", required_argument, NULL, 'n' },
 		{ "replicas", required_argument, NULL, 'r' },
@@ -312,6 +336,7 @@ int main(int argc, char **argv)
 	};
 	struct http_conn h = { .fd = -1 };
 	struct coloc_client *c = NULL;
+	struct kserve_grpc *g = NULL;
 	struct json_object *req, *resp, *arr, *t;
 	size_t in_bytes = 0, out_bytes = 0;
 	int64_t *sock_rtt, *http_rtt, *sock_x, *http_x, added[64], cpu_sum = 0;
@@ -326,6 +351,9 @@ int main(int argc, char **argv)
 			break;
 		case 'u':
 			opts.http = optarg;
+			break;
+		case 'g':
+			opts.grpc = optarg;
 			break;
 		case 'm':
 			opts.model = optarg;
@@ -384,13 +412,15 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < in_bytes / 4; i++)
 		in[i] = (float)((i * 2654435761u) % 2000) / 1000.0f - 1.0f;
-	if (http_connect(&h) || http_prepare(&h, in, in_bytes)) {
-		fprintf(stderr, "%s: cannot use the gateway at %s for %s\n", prog, opts.http,
-			opts.model);
+	if (opts.grpc ? kserve_grpc_connect(opts.grpc, &g) :
+			(http_connect(&h) || http_prepare(&h, in, in_bytes))) {
+		fprintf(stderr, "%s: cannot use the gateway at %s for %s\n", prog,
+			opts.grpc ? opts.grpc : opts.http, opts.model);
 		goto out;
 	}
-	printf("replica  socket_p50_us  http_p50_us  socket_transport_p50_us  "
-	       "http_transport_p50_us  added_p50_us  gateway_cpu_us_per_query\n");
+	printf("replica  socket_p50_us  %s_p50_us  socket_transport_p50_us  "
+	       "%s_transport_p50_us  added_p50_us  gateway_cpu_us_per_query\n",
+	       opts.grpc ? "grpc" : "http", opts.grpc ? "grpc" : "http");
 	for (long r = 0; r < opts.replicas; r++) {
 		uint64_t cpu0 = opts.gateway_pid ? process_cpu_ns(opts.gateway_pid) : 0, cpu;
 		int64_t colocd;
@@ -399,10 +429,12 @@ int main(int argc, char **argv)
 			bool http_first = i & 1;
 
 			for (int k = 0; k < 2; k++) {
-				int err = (k == 0) == http_first ?
-						  http_query(&h, &http_rtt[i], &colocd) :
+				int err = (k == 0) != http_first ?
 						  socket_query(c, in, in_bytes, out, out_bytes,
-							       &sock_rtt[i], &colocd);
+							       &sock_rtt[i], &colocd) :
+					  g ? grpc_query(g, in, in_bytes, out, out_bytes,
+							 &http_rtt[i], &colocd) :
+					      http_query(&h, &http_rtt[i], &colocd);
 
 				if (err)
 					goto out;
@@ -446,5 +478,6 @@ out:
 	free(sock_x);
 	free(http_x);
 	coloc_client_close(c);
+	kserve_grpc_close(g);
 	return rc;
 }

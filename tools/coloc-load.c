@@ -9,7 +9,11 @@
  * a completion, so its own CPU cost (reported) stays small beside what it
  * measures. Latency is taken here, from just before the send to the receipt
  * of the answer, and colocd's own latency_ns is reported beside it, with
- * where it went part by part (the answers' parts_ns).
+ * where it went part by part (the answers' parts_ns). With --grpc the
+ * queries go through coloc-gateway's KServe v2 gRPC API instead
+ * (coloc/kserve.h, same asynchronous shape); the tenants' QoS and sizes are
+ * still read from colocd's socket, and --gateway-pid adds the gateway's
+ * CPU time per query.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,11 +27,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <sys/resource.h>
 #include <json-c/json.h>
 #include "cli.h"
 #include "rng.h"
 #include "coloc/client.h"
+#include "coloc/kserve.h"
 #include "coloc/protocol.h"
 
 #define LOAD_MAX_TENANTS 16
@@ -38,6 +44,8 @@
 
 static struct {
 	const char *socket_path;
+	const char *grpc; /* HOST:PORT of coloc-gateway's gRPC API, or NULL: colocd's socket */
+	long gateway_pid;
 	const char *tenant_spec;
 	long duration_s;
 	long warmup_s;
@@ -70,9 +78,67 @@ static const char *const outcome_name[] = {
 };
 
 struct load_conn {
-	struct coloc_client *c;
+	struct coloc_client *c; /* colocd's socket, or */
+	struct kserve_grpc *g; /* the gateway's gRPC API */
 	int outstanding;
 };
+
+/* One way to send queries: colocd's socket or the gateway; the same shape. */
+static const struct load_link {
+	const char *what;
+	int (*fd)(struct load_conn *lc);
+	int (*send)(struct load_conn *lc, const char *tenant, uint64_t tag, const void *in,
+		    size_t len);
+	int (*recv)(struct load_conn *lc, struct coloc_infer_result *res, void *out, size_t cap);
+	const char *(*error)(struct load_conn *lc);
+} * route;
+
+static int sock_fd(struct load_conn *lc)
+{
+	return coloc_client_fd(lc->c);
+}
+
+static int sock_send(struct load_conn *lc, const char *tenant, uint64_t tag, const void *in,
+		     size_t len)
+{
+	return coloc_client_infer_send(lc->c, tenant, tag, in, len);
+}
+
+static int sock_recv(struct load_conn *lc, struct coloc_infer_result *res, void *out, size_t cap)
+{
+	return coloc_client_infer_recv(lc->c, res, out, cap, 0);
+}
+
+static const char *sock_error(struct load_conn *lc)
+{
+	return coloc_client_error(lc->c);
+}
+
+static int grpc_fd(struct load_conn *lc)
+{
+	return kserve_grpc_fd(lc->g);
+}
+
+static int grpc_send(struct load_conn *lc, const char *tenant, uint64_t tag, const void *in,
+		     size_t len)
+{
+	return kserve_grpc_infer_send(lc->g, tenant, tag, in, len);
+}
+
+static int grpc_recv(struct load_conn *lc, struct coloc_infer_result *res, void *out, size_t cap)
+{
+	return kserve_grpc_infer_recv(lc->g, res, out, cap, 0);
+}
+
+static const char *grpc_error(struct load_conn *lc)
+{
+	return kserve_grpc_error(lc->g);
+}
+
+static const struct load_link socket_link = { "colocd's socket", sock_fd, sock_send, sock_recv,
+					      sock_error };
+static const struct load_link grpc_link = { "the gateway's gRPC API", grpc_fd, grpc_send, grpc_recv,
+					    grpc_error };
 
 struct load_tenant {
 	char name[64];
@@ -132,6 +198,11 @@ static void usage(FILE *out)
 		"                        answers, 0-3600 (default 10); what is still\n"
 		"                        outstanding then counts as a miss\n"
 		"  -s, --socket PATH     colocd's control socket (default %s)\n"
+		"      --grpc HOST:PORT  send the queries through coloc-gateway's KServe v2 gRPC\n"
+		"                        API instead of colocd's socket (tenants are the\n"
+		"                        gateway's models; their QoS is still read from colocd)\n"
+		"      --gateway-pid PID also report that process's CPU time per query (the\n"
+		"                        gateway's, from /proc/PID/stat)\n"
 		"  -j, --json            print the results as one JSON object\n"
 		"  -h, --help            this help\n"
 		"  -V, --version         print the version and exit\n"
@@ -218,7 +289,7 @@ static int parse_tenants(const char *spec)
 
 static int parse_args(int argc, char **argv)
 {
-	enum { OPT_DRAIN = 256 };
+	enum { OPT_DRAIN = 256, OPT_GRPC, OPT_GATEWAY_PID };
 	static const struct option long_opts[] = {
 		{ "tenant", required_argument, NULL, 't' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -227,6 +298,8 @@ static int parse_args(int argc, char **argv)
 		{ "connections-per-tenant", required_argument, NULL, 'c' },
 		{ "drain", required_argument, NULL, OPT_DRAIN },
 		{ "socket", required_argument, NULL, 's' },
+		{ "grpc", required_argument, NULL, OPT_GRPC },
+		{ "gateway-pid", required_argument, NULL, OPT_GATEWAY_PID },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -264,6 +337,14 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 's':
 			opts.socket_path = optarg;
+			break;
+		case OPT_GRPC:
+			opts.grpc = optarg;
+			break;
+		case OPT_GATEWAY_PID:
+			if (cli_parse_flag("coloc-load", "--gateway-pid", optarg, 1, INT_MAX,
+					   &opts.gateway_pid))
+				return 2;
 			break;
 		case 'j':
 			opts.json = true;
@@ -374,11 +455,14 @@ static int load_prepare(void)
 		for (size_t k = 0; k < t->in_bytes / sizeof(float); k++)
 			t->input[k] = (float)(coloc_rng_next(&fill) & 1);
 		for (int k = 0; k < opts.conns_per_tenant; k++) {
-			int err = coloc_client_connect(opts.socket_path, &t->conns[k].c);
+			int err = opts.grpc ?
+					  kserve_grpc_connect(opts.grpc, &t->conns[k].g) :
+					  coloc_client_connect(opts.socket_path, &t->conns[k].c);
 
 			if (err) {
-				fprintf(stderr, "coloc-load: connecting to colocd at %s: %s\n",
-					opts.socket_path, strerror(-err));
+				fprintf(stderr, "coloc-load: connecting to %s at %s: %s\n",
+					route->what, opts.grpc ? opts.grpc : opts.socket_path,
+					strerror(-err));
 				return 1;
 			}
 		}
@@ -445,10 +529,10 @@ static int load_send(struct load_tenant *t, int ti, uint64_t arrival_ns, bool me
 		.conn = (uint16_t)ci,
 		.measured = measured,
 	};
-	err = coloc_client_infer_send(best->c, t->name, nr_queries, t->input, t->in_bytes);
+	err = route->send(best, t->name, nr_queries, t->input, t->in_bytes);
 	if (err) {
 		fprintf(stderr, "coloc-load: sending a query of %s: %s\n", t->name,
-			coloc_client_error(best->c));
+			route->error(best));
 		return err;
 	}
 	nr_queries++;
@@ -493,13 +577,13 @@ static int load_drain_conn(struct load_tenant *t, struct load_conn *lc, void *ou
 	struct coloc_infer_result res;
 
 	for (;;) {
-		int r = coloc_client_infer_recv(lc->c, &res, out, out_cap, 0);
+		int r = route->recv(lc, &res, out, out_cap);
 
 		if (r == 0)
 			return 0;
 		if (r < 0 && r != -EMSGSIZE) {
 			fprintf(stderr, "coloc-load: tenant %s's connection: %s\n", t->name,
-				coloc_client_error(lc->c));
+				route->error(lc));
 			return r;
 		}
 		load_account(&res, now_ns());
@@ -531,7 +615,7 @@ static int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, voi
 		tenants[i].next_ns = start_ns + rng_gap_ns(&tenants[i]);
 		for (int k = 0; k < opts.conns_per_tenant; k++)
 			pfds[i * opts.conns_per_tenant + k] =
-				(struct pollfd){ .fd = coloc_client_fd(tenants[i].conns[k].c),
+				(struct pollfd){ .fd = route->fd(&tenants[i].conns[k]),
 						 .events = POLLIN };
 	}
 	for (;;) {
@@ -643,7 +727,31 @@ static void summarize(struct load_tenant *t, struct load_summary *s)
 
 struct load_cpu {
 	double user_s, sys_s, wall_s, share, us_per_query;
+	double gateway_s, gateway_us_per_query; /* with --gateway-pid */
 };
+
+/* The CPU time (user + system, all threads) of process pid so far, in s; -1 if unknown. */
+static double process_cpu_s(long pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* after the command's ")": state, then fields 4..13, then utime and stime */
+	p = strrchr(buf, ')');
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
 
 static double tv_s(struct timeval tv)
 {
@@ -730,6 +838,13 @@ static void print_json(const struct load_cpu *cpu)
 			       json_object_new_double(round(cpu->share * 1e5) / 1e5));
 	add_num(jc, "us_per_query", cpu->us_per_query);
 	json_object_object_add(o, "load_cpu", jc);
+	if (opts.gateway_pid) {
+		struct json_object *jg = json_object_new_object();
+
+		add_num(jg, "cpu_s", cpu->gateway_s);
+		add_num(jg, "us_per_query", cpu->gateway_us_per_query);
+		json_object_object_add(o, "gateway_cpu", jg);
+	}
 	/* json-c's default %.17g prints 0.1 as 0.10000000000000001 */
 	json_c_set_serialization_double_format("%.10g", JSON_C_OPTION_THREAD);
 	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
@@ -758,10 +873,13 @@ static void print_text(const struct load_cpu *cpu)
 		       (unsigned long long)t->outcome[LOAD_FAILED],
 		       (unsigned long long)t->outcome[LOAD_REJECTED],
 		       (unsigned long long)t->outstanding);
-		printf("  %s in colocd, p50 / p95 ms:", t->name);
-		for (int p = 0; p < COLOC_NR_PARTS; p++)
-			printf(" %s %.3f / %.3f", part_names[p], s.part50[p], s.part95[p]);
-		printf("\n");
+		/* the gateway does not pass colocd's parts on */
+		if (!opts.grpc) {
+			printf("  %s in colocd, p50 / p95 ms:", t->name);
+			for (int p = 0; p < COLOC_NR_PARTS; p++)
+				printf(" %s %.3f / %.3f", part_names[p], s.part50[p], s.part95[p]);
+			printf("\n");
+		}
 		for (int k = LOAD_REJECTED; k < LOAD_NR_OUTCOMES; k++)
 			if (t->first_reason[k][0])
 				printf("  %s: first %s: %s\n", t->name, outcome_name[k],
@@ -774,6 +892,9 @@ static void print_text(const struct load_cpu *cpu)
 	printf("coloc-load's own CPU: %.3f s user + %.3f s sys over %.1f s = %.2f%% of one CPU, "
 	       "%.1f us per query\n",
 	       cpu->user_s, cpu->sys_s, cpu->wall_s, 100.0 * cpu->share, cpu->us_per_query);
+	if (opts.gateway_pid)
+		printf("the gateway's CPU (pid %ld): %.3f s, %.1f us per query\n", opts.gateway_pid,
+		       cpu->gateway_s, cpu->gateway_us_per_query);
 }
 
 int main(int argc, char **argv)
@@ -781,6 +902,7 @@ int main(int argc, char **argv)
 	struct coloc_client *ctl = NULL;
 	struct rusage ru0, ru1;
 	struct load_cpu cpu;
+	double gw0;
 	uint64_t start, end;
 	size_t out_cap = 1;
 	void *out = NULL;
@@ -789,6 +911,7 @@ int main(int argc, char **argv)
 	ret = parse_args(argc, argv);
 	if (ret)
 		return ret;
+	route = opts.grpc ? &grpc_link : &socket_link;
 	err = coloc_client_connect(opts.socket_path, &ctl);
 	if (err) {
 		fprintf(stderr,
@@ -809,6 +932,7 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	gw0 = opts.gateway_pid ? process_cpu_s(opts.gateway_pid) : 0;
 	getrusage(RUSAGE_SELF, &ru0);
 	start = now_ns();
 	err = load_run(start, start + (uint64_t)opts.warmup_s * NS_PER_S,
@@ -816,6 +940,8 @@ int main(int argc, char **argv)
 		       out_cap);
 	end = now_ns();
 	getrusage(RUSAGE_SELF, &ru1);
+	cpu.gateway_s = opts.gateway_pid ? process_cpu_s(opts.gateway_pid) - gw0 : 0;
+	cpu.gateway_us_per_query = nr_queries ? cpu.gateway_s * 1e6 / (double)nr_queries : 0;
 	if (err) {
 		ret = 1;
 		goto out;
@@ -832,8 +958,10 @@ int main(int argc, char **argv)
 out:
 	free(out);
 	for (int i = 0; i < nr_tenants; i++) {
-		for (int k = 0; k < opts.conns_per_tenant; k++)
+		for (int k = 0; k < opts.conns_per_tenant; k++) {
 			coloc_client_close(tenants[i].conns[k].c);
+			kserve_grpc_close(tenants[i].conns[k].g);
+		}
 		free(tenants[i].input);
 		free(tenants[i].lat_ns);
 		free(tenants[i].colocd_ns);

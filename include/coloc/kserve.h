@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * KServe v2 clients of coloc-gateway for coloc's own tools (coloc-load,
+ * coloc-bench-gateway), shaped like libcoloc_client's asynchronous infer
+ * (coloc/client.h): queries sent with a tag, answers collected in any order
+ * as struct coloc_infer_result, a descriptor to poll between the two. So a
+ * tool drives colocd's socket or the gateway with the same code.
+ *
+ * gRPC (kserve_grpc_*): inference.GRPCInferenceService/ModelInfer on gRPC's
+ * C core, many calls in flight on one channel; the model's input name and
+ * shape come from ModelMetadata, asked once per model.
+ *
+ * What an answer maps to: OK with outputs -> COLOC_INFER_OK, latency_ns and
+ * exec_ns from the answer's coloc_latency_us / coloc_exec_us (colocd's own,
+ * in µs); DEADLINE_EXCEEDED -> DROPPED; UNAVAILABLE, RESOURCE_EXHAUSTED ->
+ * REJECTED; anything else -> FAILED, with the status message in error.
+ * parts_ns stay 0: the gateway does not pass them on.
+ */
+#ifndef COLOC_KSERVE_H
+#define COLOC_KSERVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "coloc/client.h"
+
+struct kserve_grpc;
+
+/* A channel to target (HOST:PORT); 0 or -errno (connecting is lazy: errors come later). */
+int kserve_grpc_connect(const char *target, struct kserve_grpc **out);
+void kserve_grpc_close(struct kserve_grpc *k);
+/* Why the last call failed. */
+const char *kserve_grpc_error(struct kserve_grpc *k);
+/* Readable while an answer waits to be taken. */
+int kserve_grpc_fd(struct kserve_grpc *k);
+
+/* The model's input and output sizes from ModelMetadata (one FP32 input). 0 or -errno. */
+int kserve_grpc_model(struct kserve_grpc *k, const char *model, size_t *in_bytes,
+		      size_t *out_bytes);
+/* Sends one ModelInfer of model (its metadata asked first if not yet). 0 or -errno. */
+int kserve_grpc_infer_send(struct kserve_grpc *k, const char *model, uint64_t tag,
+			   const void *input, size_t len);
+/* As coloc_client_infer_recv: 1 with res (and output), 0 none in time, -errno. */
+int kserve_grpc_infer_recv(struct kserve_grpc *k, struct coloc_infer_result *res, void *output,
+			   size_t out_cap, int timeout_ms);
+
+#endif /* COLOC_KSERVE_H */
