@@ -377,6 +377,64 @@ TEST_F_TIMEOUT(grpc, node_client__infer_equals_colocctl, 600)
 	EXPECT_EQ(0, differ_file(path, self->ref));
 }
 
+/* coloc-load through the gateway (--grpc or --url) for 3 s: its JSON report's "sent", or -1. */
+static int load_through(FIXTURE_DATA(grpc) * self, const char *route, long *completed, long *failed)
+{
+	char bin[PATH_MAX], cmd[PATH_MAX + 512], out[16384], *p;
+	long sent = -1;
+
+	tu_bin("coloc-load", bin, sizeof(bin));
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' --socket '%s' %s --tenant mobilenet_v2:4 --duration 3 -c 4 --drain 60 "
+		 "--gateway-pid %d --json 2>&1",
+		 bin, self->sock, route, self->gateway);
+	if (tu_run(cmd, out, sizeof(out)))
+		return -1;
+	p = strstr(out, "\"sent\":");
+	if (!p || sscanf(p, "\"sent\":%ld", &sent) != 1)
+		return -1;
+	p = strstr(out, "\"completed\":");
+	if (!p || sscanf(p, "\"completed\":%ld", completed) != 1)
+		return -1;
+	p = strstr(out, "\"failed\":");
+	if (!p || sscanf(p, "\"failed\":%ld", failed) != 1)
+		return -1;
+	if (!strstr(out, "\"gateway_cpu\""))
+		return -1;
+	return (int)sent;
+}
+
+/* Every query coloc-load sends through a door is one the gateway counts for that door. */
+TEST_F_TIMEOUT(grpc, coloc_load__drives_the_gateway_over_grpc_and_http, 600)
+{
+	static const struct {
+		const char *route_fmt, *metric;
+	} doors[] = {
+		{ "--grpc 127.0.0.1:%d", "coloc_gateway_requests_total{model=\"mobilenet_v2\","
+					 "version=\"1\",protocol=\"grpc\"}" },
+		{ "--url http://127.0.0.1:%d",
+		  "coloc_gateway_requests_total{model=\"mobilenet_v2\","
+		  "version=\"1\",protocol=\"http\"}" },
+	};
+
+	NEED_SETUP(self);
+	for (size_t i = 0; i < ARRAY_SIZE(doors); i++) {
+		char route[64];
+		double before = metric(self, doors[i].metric);
+		long completed = -1, failed = -1;
+		int sent;
+
+		snprintf(route, sizeof(route), doors[i].route_fmt,
+			 i == 0 ? self->grpc_port : self->http_port);
+		sent = load_through(self, route, &completed, &failed);
+		ASSERT_LT(0, sent) TH_LOG("%s: coloc-load failed", route);
+		EXPECT_LT(0, completed) TH_LOG("%s", route);
+		EXPECT_EQ(0, failed) TH_LOG("%s", route);
+		/* warm-up is 0: what it sent is what the gateway received from it */
+		EXPECT_EQ(before + sent, metric(self, doors[i].metric)) TH_LOG("%s", route);
+	}
+}
+
 /* Writes bytes to a fresh connection to the gRPC port and reads until it closes (or 2 s). */
 static int send_garbage(int port, const void *bytes, size_t len)
 {

@@ -9,11 +9,11 @@
  * a completion, so its own CPU cost (reported) stays small beside what it
  * measures. Latency is taken here, from just before the send to the receipt
  * of the answer, and colocd's own latency_ns is reported beside it, with
- * where it went part by part (the answers' parts_ns). With --grpc the
- * queries go through coloc-gateway's KServe v2 gRPC API instead
- * (coloc/kserve.h, same asynchronous shape); the tenants' QoS and sizes are
- * still read from colocd's socket, and --gateway-pid adds the gateway's
- * CPU time per query.
+ * where it went part by part (the answers' parts_ns). With --grpc or --url
+ * the queries go through coloc-gateway's KServe v2 gRPC or HTTP API instead
+ * (coloc/infer_route.h: the same asynchronous shape); the tenants' QoS and
+ * sizes are still read from colocd's socket, and --gateway-pid adds the
+ * gateway's CPU time per query.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -33,7 +33,7 @@
 #include "cli.h"
 #include "rng.h"
 #include "coloc/client.h"
-#include "coloc/kserve.h"
+#include "coloc/infer_route.h"
 #include "coloc/protocol.h"
 
 #define LOAD_MAX_TENANTS 16
@@ -44,7 +44,8 @@
 
 static struct {
 	const char *socket_path;
-	const char *grpc; /* HOST:PORT of coloc-gateway's gRPC API, or NULL: colocd's socket */
+	const char *grpc; /* HOST:PORT of coloc-gateway's gRPC API, or */
+	const char *url; /* http://HOST:PORT of its HTTP API, or neither: colocd's socket */
 	long gateway_pid;
 	const char *tenant_spec;
 	long duration_s;
@@ -78,67 +79,9 @@ static const char *const outcome_name[] = {
 };
 
 struct load_conn {
-	struct coloc_client *c; /* colocd's socket, or */
-	struct kserve_grpc *g; /* the gateway's gRPC API */
+	struct coloc_route *r; /* colocd's socket, or the gateway (coloc/infer_route.h) */
 	int outstanding;
 };
-
-/* One way to send queries: colocd's socket or the gateway; the same shape. */
-static const struct load_link {
-	const char *what;
-	int (*fd)(struct load_conn *lc);
-	int (*send)(struct load_conn *lc, const char *tenant, uint64_t tag, const void *in,
-		    size_t len);
-	int (*recv)(struct load_conn *lc, struct coloc_infer_result *res, void *out, size_t cap);
-	const char *(*error)(struct load_conn *lc);
-} * route;
-
-static int sock_fd(struct load_conn *lc)
-{
-	return coloc_client_fd(lc->c);
-}
-
-static int sock_send(struct load_conn *lc, const char *tenant, uint64_t tag, const void *in,
-		     size_t len)
-{
-	return coloc_client_infer_send(lc->c, tenant, tag, in, len);
-}
-
-static int sock_recv(struct load_conn *lc, struct coloc_infer_result *res, void *out, size_t cap)
-{
-	return coloc_client_infer_recv(lc->c, res, out, cap, 0);
-}
-
-static const char *sock_error(struct load_conn *lc)
-{
-	return coloc_client_error(lc->c);
-}
-
-static int grpc_fd(struct load_conn *lc)
-{
-	return kserve_grpc_fd(lc->g);
-}
-
-static int grpc_send(struct load_conn *lc, const char *tenant, uint64_t tag, const void *in,
-		     size_t len)
-{
-	return kserve_grpc_infer_send(lc->g, tenant, tag, in, len);
-}
-
-static int grpc_recv(struct load_conn *lc, struct coloc_infer_result *res, void *out, size_t cap)
-{
-	return kserve_grpc_infer_recv(lc->g, res, out, cap, 0);
-}
-
-static const char *grpc_error(struct load_conn *lc)
-{
-	return kserve_grpc_error(lc->g);
-}
-
-static const struct load_link socket_link = { "colocd's socket", sock_fd, sock_send, sock_recv,
-					      sock_error };
-static const struct load_link grpc_link = { "the gateway's gRPC API", grpc_fd, grpc_send, grpc_recv,
-					    grpc_error };
 
 struct load_tenant {
 	char name[64];
@@ -168,6 +111,8 @@ struct load_query {
 	bool measured, answered;
 };
 
+static enum coloc_route_kind route;
+static const char *route_where;
 static struct load_tenant tenants[LOAD_MAX_TENANTS];
 static int nr_tenants;
 static struct load_query *queries;
@@ -201,6 +146,9 @@ static void usage(FILE *out)
 		"      --grpc HOST:PORT  send the queries through coloc-gateway's KServe v2 gRPC\n"
 		"                        API instead of colocd's socket (tenants are the\n"
 		"                        gateway's models; their QoS is still read from colocd)\n"
+		"      --url http://HOST:PORT\n"
+		"                        the same through its HTTP API (binary extension, one\n"
+		"                        pipelined keep-alive connection per -c)\n"
 		"      --gateway-pid PID also report that process's CPU time per query (the\n"
 		"                        gateway's, from /proc/PID/stat)\n"
 		"  -j, --json            print the results as one JSON object\n"
@@ -289,7 +237,7 @@ static int parse_tenants(const char *spec)
 
 static int parse_args(int argc, char **argv)
 {
-	enum { OPT_DRAIN = 256, OPT_GRPC, OPT_GATEWAY_PID };
+	enum { OPT_DRAIN = 256, OPT_GRPC, OPT_URL, OPT_GATEWAY_PID };
 	static const struct option long_opts[] = {
 		{ "tenant", required_argument, NULL, 't' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -299,6 +247,7 @@ static int parse_args(int argc, char **argv)
 		{ "drain", required_argument, NULL, OPT_DRAIN },
 		{ "socket", required_argument, NULL, 's' },
 		{ "grpc", required_argument, NULL, OPT_GRPC },
+		{ "url", required_argument, NULL, OPT_URL },
 		{ "gateway-pid", required_argument, NULL, OPT_GATEWAY_PID },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -341,6 +290,9 @@ static int parse_args(int argc, char **argv)
 		case OPT_GRPC:
 			opts.grpc = optarg;
 			break;
+		case OPT_URL:
+			opts.url = optarg;
+			break;
 		case OPT_GATEWAY_PID:
 			if (cli_parse_flag("coloc-load", "--gateway-pid", optarg, 1, INT_MAX,
 					   &opts.gateway_pid))
@@ -363,6 +315,10 @@ static int parse_args(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "coloc-load: unexpected argument '%s' (see --help)\n",
 			argv[optind]);
+		return 2;
+	}
+	if (opts.grpc && opts.url) {
+		fprintf(stderr, "coloc-load: --grpc or --url, not both\n");
 		return 2;
 	}
 	if (!opts.tenant_spec || !opts.duration_s) {
@@ -455,14 +411,11 @@ static int load_prepare(void)
 		for (size_t k = 0; k < t->in_bytes / sizeof(float); k++)
 			t->input[k] = (float)(coloc_rng_next(&fill) & 1);
 		for (int k = 0; k < opts.conns_per_tenant; k++) {
-			int err = opts.grpc ?
-					  kserve_grpc_connect(opts.grpc, &t->conns[k].g) :
-					  coloc_client_connect(opts.socket_path, &t->conns[k].c);
+			int err = coloc_route_open(route, route_where, &t->conns[k].r);
 
 			if (err) {
 				fprintf(stderr, "coloc-load: connecting to %s at %s: %s\n",
-					route->what, opts.grpc ? opts.grpc : opts.socket_path,
-					strerror(-err));
+					coloc_route_name(route), route_where, strerror(-err));
 				return 1;
 			}
 		}
@@ -529,10 +482,10 @@ static int load_send(struct load_tenant *t, int ti, uint64_t arrival_ns, bool me
 		.conn = (uint16_t)ci,
 		.measured = measured,
 	};
-	err = route->send(best, t->name, nr_queries, t->input, t->in_bytes);
+	err = coloc_route_send(best->r, t->name, nr_queries, t->input, t->in_bytes);
 	if (err) {
 		fprintf(stderr, "coloc-load: sending a query of %s: %s\n", t->name,
-			route->error(best));
+			coloc_route_error(best->r));
 		return err;
 	}
 	nr_queries++;
@@ -577,13 +530,13 @@ static int load_drain_conn(struct load_tenant *t, struct load_conn *lc, void *ou
 	struct coloc_infer_result res;
 
 	for (;;) {
-		int r = route->recv(lc, &res, out, out_cap);
+		int r = coloc_route_recv(lc->r, &res, out, out_cap);
 
 		if (r == 0)
 			return 0;
 		if (r < 0 && r != -EMSGSIZE) {
 			fprintf(stderr, "coloc-load: tenant %s's connection: %s\n", t->name,
-				route->error(lc));
+				coloc_route_error(lc->r));
 			return r;
 		}
 		load_account(&res, now_ns());
@@ -615,7 +568,7 @@ static int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, voi
 		tenants[i].next_ns = start_ns + rng_gap_ns(&tenants[i]);
 		for (int k = 0; k < opts.conns_per_tenant; k++)
 			pfds[i * opts.conns_per_tenant + k] =
-				(struct pollfd){ .fd = route->fd(&tenants[i].conns[k]),
+				(struct pollfd){ .fd = coloc_route_fd(tenants[i].conns[k].r),
 						 .events = POLLIN };
 	}
 	for (;;) {
@@ -874,7 +827,7 @@ static void print_text(const struct load_cpu *cpu)
 		       (unsigned long long)t->outcome[LOAD_REJECTED],
 		       (unsigned long long)t->outstanding);
 		/* the gateway does not pass colocd's parts on */
-		if (!opts.grpc) {
+		if (route == COLOC_ROUTE_SOCKET) {
 			printf("  %s in colocd, p50 / p95 ms:", t->name);
 			for (int p = 0; p < COLOC_NR_PARTS; p++)
 				printf(" %s %.3f / %.3f", part_names[p], s.part50[p], s.part95[p]);
@@ -911,7 +864,8 @@ int main(int argc, char **argv)
 	ret = parse_args(argc, argv);
 	if (ret)
 		return ret;
-	route = opts.grpc ? &grpc_link : &socket_link;
+	route = opts.grpc ? COLOC_ROUTE_GRPC : opts.url ? COLOC_ROUTE_HTTP : COLOC_ROUTE_SOCKET;
+	route_where = opts.grpc ? opts.grpc : opts.url ? opts.url : opts.socket_path;
 	err = coloc_client_connect(opts.socket_path, &ctl);
 	if (err) {
 		fprintf(stderr,
@@ -958,10 +912,8 @@ int main(int argc, char **argv)
 out:
 	free(out);
 	for (int i = 0; i < nr_tenants; i++) {
-		for (int k = 0; k < opts.conns_per_tenant; k++) {
-			coloc_client_close(tenants[i].conns[k].c);
-			kserve_grpc_close(tenants[i].conns[k].g);
-		}
+		for (int k = 0; k < opts.conns_per_tenant; k++)
+			coloc_route_close(tenants[i].conns[k].r);
 		free(tenants[i].input);
 		free(tenants[i].lat_ns);
 		free(tenants[i].colocd_ns);

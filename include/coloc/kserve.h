@@ -10,10 +10,17 @@
  * C core, many calls in flight on one channel; the model's input name and
  * shape come from ModelMetadata, asked once per model.
  *
+ * HTTP (kserve_http_*): POST /v2/models/NAME/infer with the binary tensor
+ * data extension (binary outputs too) on one HTTP/1.1 keep-alive
+ * connection, requests pipelined (sent without waiting, answered in
+ * order); the metadata from GET /v2/models/NAME, asked once per model
+ * (before any query is in flight on the connection).
+ *
  * What an answer maps to: OK with outputs -> COLOC_INFER_OK, latency_ns and
  * exec_ns from the answer's coloc_latency_us / coloc_exec_us (colocd's own,
- * in µs); DEADLINE_EXCEEDED -> DROPPED; UNAVAILABLE, RESOURCE_EXHAUSTED ->
- * REJECTED; anything else -> FAILED, with the status message in error.
+ * in µs); DEADLINE_EXCEEDED (HTTP 504) -> DROPPED; UNAVAILABLE,
+ * RESOURCE_EXHAUSTED (HTTP 503) -> REJECTED; anything else -> FAILED, with
+ * the status message (the HTTP error's text) in error.
  * parts_ns stay 0: the gateway does not pass them on.
  */
 #ifndef COLOC_KSERVE_H
@@ -41,6 +48,19 @@ int kserve_grpc_infer_send(struct kserve_grpc *k, const char *model, uint64_t ta
 			   const void *input, size_t len);
 /* As coloc_client_infer_recv: 1 with res (and output), 0 none in time, -errno. */
 int kserve_grpc_infer_recv(struct kserve_grpc *k, struct coloc_infer_result *res, void *output,
+			   size_t out_cap, int timeout_ms);
+
+struct kserve_http;
+
+/* A connection to url ("http://HOST:PORT", HOST an IPv4 address or localhost): 0 or -errno. */
+int kserve_http_connect(const char *url, struct kserve_http **out);
+void kserve_http_close(struct kserve_http *k);
+const char *kserve_http_error(struct kserve_http *k);
+/* Readable when answer bytes have arrived. */
+int kserve_http_fd(struct kserve_http *k);
+int kserve_http_infer_send(struct kserve_http *k, const char *model, uint64_t tag,
+			   const void *input, size_t len);
+int kserve_http_infer_recv(struct kserve_http *k, struct coloc_infer_result *res, void *output,
 			   size_t out_cap, int timeout_ms);
 
 #endif /* COLOC_KSERVE_H */
