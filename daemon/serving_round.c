@@ -6,16 +6,10 @@
  * blocks' queries; one that started, when its executor is idle; one that
  * did not, when any of the tenant's executors is), its output is checked,
  * decisions start at once, drops complete.
- * Also the per-core slowdown signal, measured without a PMU: each finished
- * block's time over the table's alone time for it, over its tenant's usual
- * such ratio (SV_NORM_WEIGHT says why), smoothed per core from 1.0 with a
- * weight that grows with the block's size, and aged back towards 1.0 while
- * no block runs there; the policy sees it beyond its noise (the same
- * smoothing of the blocks' squared deviations): on the 2-vCPU VM a block
- * alone ran up to 3-4x its usual time (p90 1.3-1.5x), and each such block
- * lifted the level to 2-3 with nothing beside it.
+ * Also where the per-core level comes from without a PMU: each finished
+ * block is evidence for policy/level_estimate.h's estimator (the same one
+ * coloc-sim runs), which the policy sees beyond its noise.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,26 +77,11 @@ static bool query_runnable(const struct sv_tenant *t, const struct sv_query *q)
 	return sv_tenant_busy(t) < t->nr_exec;
 }
 
-double sv_aged_slowdown(const struct serving *s, int c, uint64_t now)
-{
-	const struct policy_signal *sig = &s->core_sig[c];
-
-	if (!(sig->live & POLICY_SIG_SLOWDOWN))
-		return 1.0;
-	if (now <= s->core_sig_ns[c])
-		return sig->slowdown;
-	return 1.0 + (sig->slowdown - 1.0) * exp2(-(double)(now - s->core_sig_ns[c]) /
-						  (double)SV_SLOWDOWN_HALF_LIFE_NS);
-}
-
 double sv_core_level(const struct serving *s, int c, uint64_t now)
 {
-	double mean = sv_aged_slowdown(s, c, now);
-
 	if (s->core_sig[c].live & POLICY_SIG_LEVEL_PMU)
-		return mean;
-	return policy_level_beyond_noise(mean, s->core_sig_var[c], s->core_floor_var[c],
-					 SV_SLOWDOWN_WEIGHT);
+		return policy_level_core_aged(&s->core_level[c], now);
+	return policy_level_core_level(&s->core_level[c], now);
 }
 
 static void age_signals(struct serving *s, uint64_t now)
@@ -406,43 +385,16 @@ void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct pol
 			uint64_t ns, bool alone)
 {
 	uint64_t now = sv_now_ns();
-	double raw, ratio, w, aw;
+	struct policy_level_evidence ev;
 
-	if (!d->alone_ns || !ns)
+	if (!policy_level_tenant_block(&t->level, d->alone_ns, ns, alone, &ev))
 		return;
-	raw = (double)ns / (double)d->alone_ns;
-	/*
-	 * A short block's time is mostly its command and wake-up, not its
-	 * layers (5 us of table measured at 30 us here): it counts in
-	 * proportion to its size.
-	 */
-	w = (double)d->alone_ns / ((double)d->alone_ns + SV_SMALL_BLOCK_NS);
-	/* the first block sets the norm: it says nothing about interference yet */
-	t->norm = t->norm > 0 ? t->norm : raw;
-	ratio = raw / t->norm;
-	t->norm = (1 - SV_NORM_WEIGHT * w) * t->norm + SV_NORM_WEIGHT * w * raw;
-	if (alone) {
-		t->nr_alone++;
-		aw = w * (1.0 / (double)t->nr_alone > SV_NORM_WEIGHT ? 1.0 / (double)t->nr_alone :
-								       SV_NORM_WEIGHT);
-		t->alone_var = (1 - aw) * t->alone_var + aw * (ratio - 1) * (ratio - 1);
-	}
 	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
 	     c = policy_cpuset_next(&d->cores, c + 1)) {
-		struct policy_signal *sig = &s->core_sig[c];
-		double prev, a;
-
 		/* the PMU level model measures this core's level (serving_signal.c) */
-		if (sig->live & POLICY_SIG_LEVEL_PMU)
+		if (s->core_sig[c].live & POLICY_SIG_LEVEL_PMU)
 			continue;
-		/* from the prior (1.0) on the first block: one block is not a level */
-		prev = sv_aged_slowdown(s, c, now);
-		a = SV_SLOWDOWN_WEIGHT * w;
-		s->core_sig_var[c] =
-			(1 - a) * s->core_sig_var[c] + a * (ratio - prev) * (ratio - prev);
-		s->core_floor_var[c] = (1 - a) * s->core_floor_var[c] + a * t->alone_var;
-		sig->slowdown = (1 - a) * prev + a * ratio;
-		sig->live |= POLICY_SIG_SLOWDOWN;
-		s->core_sig_ns[c] = now;
+		policy_level_core_block(&s->core_level[c], &ev, now);
+		s->core_sig[c].live |= POLICY_SIG_SLOWDOWN;
 	}
 }
