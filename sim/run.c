@@ -13,7 +13,9 @@
  * its LLC domains. Progress is tracked as alone-time left: whenever a block
  * starts or ends, every block sharing a domain with it is re-rated and its
  * completion rescheduled (the stale completion event is skipped by its
- * generation).
+ * generation). The level each round sees is colocd's own estimate from the
+ * finished blocks' simulated times (level.c), or with SIM_LEVEL_MODEL the
+ * interference model's slowdown of the block on each core.
  *
  * A policy whose entry has shares_cores (the `os` baseline: the kernel
  * time-shares the cores) may start blocks on cores that already run some:
@@ -54,6 +56,7 @@ struct sim_slot {
 	double stretch; /* slowdown x the most blocks sharing one of its cores */
 	bool collapsed; /* shared cores: its threads on one core, not slowed by the others */
 	uint64_t dispatch_ns; /* executor model: the part of its time outside the executor's */
+	bool alone; /* no other tenant's block ran when it started (the level's evidence) */
 	uint64_t gen;
 	unsigned int stamp; /* for visiting each neighbour once */
 };
@@ -98,6 +101,7 @@ struct sim_state {
 	int *dom_own; /* [nr_domains]: scratch */
 	int nr_domains;
 	struct policy_signal *core_sig, *dom_sig; /* [POLICY_MAX_CPUS] */
+	struct sim_level level; /* what the policy is told of them (level.c) */
 
 	struct policy_output out;
 	double *decide_us;
@@ -457,6 +461,9 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	}
 	idx = s->free_slots[--s->nr_free_slots];
 	sl = &s->slots[idx];
+	sl->alone = true;
+	for (int i = 0; i < s->nr_running; i++)
+		sl->alone &= s->running[i].tenant == d->tenant;
 	memcpy(sl->versions, d->versions, (size_t)(d->last_layer - d->first_layer));
 	sl->d = *d;
 	sl->d.versions = sl->versions;
@@ -504,6 +511,8 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 
 	/* as colocd: the executor's own time, without the dispatch around it */
 	policy_block_done(s->pol, &sl->d, s->now - sl->start_ns - sl->dispatch_ns);
+	sim_level_block(&s->level, &sl->d, s->now - sl->start_ns - sl->dispatch_ns, sl->alone,
+			s->now);
 	s->last_block_end_ns[sl->d.tenant] = s->now;
 	if (s->p->on_block)
 		s->p->on_block(s->p->ctx, &rec);
@@ -587,6 +596,7 @@ static int decide(struct sim_state *s, struct coloc_err *err)
 		/* no live query, nothing a policy could decide or drop: skip the call */
 		if (!s->nr_queries)
 			return 0;
+		sim_level_signals(&s->level, &s->cfg, s->now, s->core_sig, s->dom_sig);
 		policy_output_reset(&s->out);
 		t0 = seconds_now();
 		ret = policy_decide(s->pol, &in, &s->out, err);
@@ -825,6 +835,9 @@ static int state_init(struct sim_state *s, const struct sim_params *p, struct si
 		s->dom_sig[c] = s->core_sig[c];
 	}
 	s->free = s->cfg.online;
+	ret = sim_level_init(&s->level, p->level_source, n, err);
+	if (ret)
+		return ret;
 	sim_speed_init(&s->speed, p->seed, p->speed_rho, p->speed_tau_ns);
 	ret = sim_heap_init(&s->heap, 4 * n + p->nr_tenants, err);
 	if (ret)
@@ -869,6 +882,7 @@ static void state_free(struct sim_state *s)
 	free(s->out.versions);
 	free(s->out.drops);
 	free(s->decide_us);
+	sim_level_free(&s->level);
 }
 
 static void finish_results(struct sim_state *s)

@@ -214,6 +214,49 @@ double sim_interference_slowdown(const struct sim_interference *im, const struct
 				 int first, int last, const uint8_t *versions, int ci,
 				 double pressure);
 
+/* ---- the level the policy sees (level.c) ---------------------------------------- */
+
+/* Where a simulated core's interference level comes from. */
+enum sim_level_source {
+	/*
+	 * As colocd without a PMU: policy/level_estimate.h's estimate from the
+	 * finished blocks' simulated times against their tables alone.
+	 */
+	SIM_LEVEL_BLOCKS,
+	/*
+	 * The interference model's slowdown of the block running there, 1.0
+	 * when none: a perfect sensor, as colocd's PMU level model would be.
+	 */
+	SIM_LEVEL_MODEL,
+};
+
+/* The level estimate a run keeps: per tenant and per simulated core. */
+struct sim_level {
+	enum sim_level_source source;
+	int nr_cores;
+	struct policy_level_tenant tenant[POLICY_MAX_TENANTS];
+	struct policy_level_core *core; /* [nr_cores] */
+};
+
+int sim_level_init(struct sim_level *l, enum sim_level_source source, int nr_cores,
+		   struct coloc_err *err);
+void sim_level_free(struct sim_level *l);
+/*
+ * Block d of its tenant took measured_ns (the executor's own time, as colocd
+ * measures it), ending at now; alone: no other tenant's block was running
+ * when it started. Evidence for the estimate (SIM_LEVEL_BLOCKS only).
+ */
+void sim_level_block(struct sim_level *l, const struct policy_decision *d, uint64_t measured_ns,
+		     bool alone, uint64_t now);
+/*
+ * With SIM_LEVEL_BLOCKS, each core's slowdown signal in core_sig becomes its
+ * estimated level as of now, and dom_sig the LLC domains' signals from the
+ * cores' (policy_domain_signals), as colocd gives them to a round. Nothing
+ * with SIM_LEVEL_MODEL: the run keeps the model's slowdown there.
+ */
+void sim_level_signals(const struct sim_level *l, const struct policy_config *cfg, uint64_t now,
+		       struct policy_signal *core_sig, struct policy_signal *dom_sig);
+
 /* ---- workloads --------------------------------------------------------------- */
 
 struct sim_tenant {
@@ -568,6 +611,8 @@ struct sim_params {
 	uint64_t speed_tau_ns;
 	/* each tenant's executors (struct policy_tenant): 0 or 1, one as colocd starts */
 	int executors;
+	/* where the level each round sees comes from (level.c); 0: the blocks, as colocd */
+	enum sim_level_source level_source;
 	int max_queued; /* live queries beyond this are rejected at arrival (counted as drops) */
 	/* optional observers */
 	void (*on_query)(void *ctx, const struct sim_query_record *q);
