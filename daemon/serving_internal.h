@@ -7,6 +7,7 @@
 #ifndef COLOC_DAEMON_SERVING_INTERNAL_H
 #define COLOC_DAEMON_SERVING_INTERNAL_H
 
+#include "assign.h"
 #include "execproc.h"
 #include "model.h"
 #include "policy.h"
