@@ -500,7 +500,7 @@ COLOC_ENTRY(policy_coloc, "coloc",
 	    .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true,
 	    .headroom = true);
 COLOC_ENTRY(policy_coloc_noversions, "coloc-noversions",
-	    "coloc with one fixed version per layer (version 0)", .use_level = true,
+	    "coloc with one fixed version per layer (its fastest alone)", .use_level = true,
 	    .headroom_budget = true, .use_spare = true, .unit = COLOC_UNIT_BLOCK,
 	    .dynamic_thres = true, .predict = true, .headroom = true, .block_cap = 0.5);
 COLOC_ENTRY(policy_coloc_noblocks, "coloc-noblocks",

@@ -12,16 +12,24 @@
 #include <string.h>
 #include "coloc_internal.h"
 
-/* The version of layer l at (ci, pos) the flags choose, and its latency; -1 when none. */
+/*
+ * The version of layer l at (ci, pos) the flags choose, and its latency; -1
+ * when none. Without versions it is the fastest alone at ci, whatever the
+ * level: at level 1.0 (pos 0) both choices are then the same version.
+ */
 static int layer_version(const struct coloc_state *st, const struct policy_model *m, int l, int ci,
 			 double pos, uint64_t *ns)
 {
-	if (!st->flags.versions) {
-		*ns = policy_model_latency(m, l, 0, ci, pos);
-		if (*ns)
-			return 0;
-	}
-	return policy_model_fastest_version(m, l, ci, pos, ns);
+	int v;
+
+	if (st->flags.versions || pos <= 0)
+		return policy_model_fastest_version(m, l, ci, pos, ns);
+	v = policy_model_fastest_version(m, l, ci, 0, ns);
+	if (v < 0)
+		return v;
+	*ns = policy_model_latency(m, l, v, ci, pos);
+	/* a table without that version's column at the level: the fastest that has one */
+	return *ns ? v : policy_model_fastest_version(m, l, ci, pos, ns);
 }
 
 double coloc_layer_share(const struct coloc_tenant *ct, const struct policy_model *m, int l)
