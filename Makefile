@@ -3,7 +3,9 @@
 #   make                 build everything: binaries in bin/, the rest in build/
 #   make check           build and run every test (as root: real BPF is loaded)
 #   make check-unit      build and run the tests that need neither root nor BPF
-#                        (policy, simulator, parsers, executor, ...), as any user
+#                        (policy, simulator, parsers, executor, ...), as any user;
+#                        both first run tools/check-sizes.sh (files <= 1,000 lines,
+#                        functions <= 150)
 #   SANITIZE=1 make check   the same under ASan+UBSan (objects in build/san/)
 #   make deps            install the Debian packages coloc needs, create the
 #                        coloc group and user (as root; idempotent)
@@ -248,8 +250,10 @@ check:
 	$(Q)tools/deps.sh
 	$(Q)+$(MAKE) --no-print-directory run-check
 run-check: $(BINS) $(TEST_BINS) $(TEST_PROGS) ort-models
+	$(Q)tools/check-sizes.sh
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh --root $(TEST_BINS)
 check-unit: $(BINS) $(UNIT_TESTS)
+	$(Q)tools/check-sizes.sh
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(UNIT_TESTS)
 
 demo:
