@@ -196,8 +196,14 @@ $(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-LIGHT_TOOLS := $(BIN)/colocctl $(BIN)/coloc-bench-sensing $(BIN)/coloc-load
+LIGHT_TOOLS := $(BIN)/coloc-bench-sensing $(BIN)/coloc-load
 $(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
+# colocctl: tools/colocctl.c (the command line) and its commands in tools/colocctl/
+COLOCCTL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/colocctl/*.c))
+$(BIN)/colocctl: $(OBJ)/tools/colocctl.o $(COLOCCTL_OBJS) $(LIB_CLIENT) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
