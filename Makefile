@@ -118,7 +118,7 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 # as nobody in a tree it cannot write.
 SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_serving control \
 	execproc fuzz hostile_executor install level_source load onnx_ort owners pmu sandbox sensor \
-	serving tenants submit gateway)
+	serving tenants submit gateway uncore)
 UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
