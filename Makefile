@@ -116,7 +116,8 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 # starts a daemon core): only make check runs them, as root. Every other
 # test is a unit test: make check-unit runs it as any user, and it must pass
 # as nobody in a tree it cannot write.
-SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_serving control \
+SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_conns colocd_serving \
+	colocd_tenant control \
 	execproc fuzz hostile_executor install level_source load onnx_ort owners pmu sandbox sensor \
 	serving tenants submit gateway uncore)
 UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
