@@ -391,13 +391,21 @@ int cgroup_tenant_set_cpus(struct cgroup_tenant *t, const char *cpus, struct col
 	return 1;
 }
 
-void cgroup_tenant_remove(struct cgroup_tenant *t)
+int cgroup_tenant_remove(struct cgroup_tenant *t)
 {
+	int left = 0;
+
 	for (int i = 0; i < t->nr; i++) {
 		if (t->procs_fd[i] >= 0)
 			close(t->procs_fd[i]);
 		t->procs_fd[i] = -1;
-		rmdir(t->dir[i]);
+		/* a process still in it (a killed executor not yet gone): tried again later */
+		if (rmdir(t->dir[i]) && errno == EBUSY) {
+			if (left != i)
+				memcpy(t->dir[left], t->dir[i], sizeof(t->dir[i]));
+			left++;
+		}
 	}
-	t->nr = 0;
+	t->nr = left;
+	return left;
 }

@@ -59,7 +59,10 @@ int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const ch
 			 uint64_t memory_max, struct cgroup_tenant *t, struct coloc_err *err);
 /* Writes cpuset.cpus only when cpus differs from what it holds. 1 if written. */
 int cgroup_tenant_set_cpus(struct cgroup_tenant *t, const char *cpus, struct coloc_err *err);
-/* Closes the fds and removes the folders (its processes must have exited). */
-void cgroup_tenant_remove(struct cgroup_tenant *t);
+/*
+ * Closes the fds and removes the folders. A folder a process is still in
+ * stays in t (EBUSY) for a later call. Returns how many folders are left.
+ */
+int cgroup_tenant_remove(struct cgroup_tenant *t);
 
 #endif /* COLOC_DAEMON_CGROUP_H */

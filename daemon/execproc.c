@@ -33,6 +33,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "coloc/protocol.h"
+#include "exec_log.h"
 #include "execproc.h"
 
 #ifndef P_PIDFD
@@ -72,6 +73,7 @@ struct execproc {
 	pid_t pid;
 	int pidfd;
 	int done_fd; /* the pipe's read end, O_NONBLOCK; the executor holds the write end */
+	struct exec_log log; /* its stdout and stderr, into colocd's log */
 	__u32 seq; /* of the last command sent */
 	unsigned int idle_rings; /* doorbell rings in a row that brought nothing */
 	bool ready;
@@ -177,6 +179,7 @@ struct child_args {
 	char *const *envp;
 	/* above every target fd (first_free), close-on-exec */
 	int shm_hi, done_hi;
+	int log_hi; /* to stdout and stderr */
 	int file_hi[EXECPROC_MAX_FILES]; /* to EXECPROC_FILE_FD + i */
 	int nr_files;
 	int first_free; /* EXECPROC_FILE_FD + nr_files: where fds of its own may start */
@@ -205,7 +208,8 @@ static void child_report(int fd, int fatal, int e)
  * (no locks, no allocation) until execve. /proc is mounted afresh for its
  * pid namespace, in its mount namespace, which receives the host's later
  * mounts and unmounts (slave) but sends none back. Then stdin from
- * /dev/null, the shared memory and the doorbell as fds 3 and 4, every
+ * /dev/null, stdout and stderr into colocd's log pipe (never colocd's own
+ * terminal or journal stream), the shared memory and the doorbell as fds 3 and 4, every
  * other fd the daemon holds (sockets, BPF maps, other tenants' memory)
  * closed at exec, default SIGPIPE and SIGCHLD, nothing blocked, killed
  * with its parent. Reports go through report_fd, which exec closes.
@@ -228,8 +232,8 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *c, int
 		goto fail;
 	null = open("/dev/null", O_RDONLY);
 	sigemptyset(&none);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(c->shm_hi, EXECPROC_SHM_FD) < 0 ||
-	    dup2(c->done_hi, EXECPROC_DONE_FD) < 0)
+	if (null < 0 || dup2(null, 0) < 0 || dup2(c->log_hi, 1) < 0 || dup2(c->log_hi, 2) < 0 ||
+	    dup2(c->shm_hi, EXECPROC_SHM_FD) < 0 || dup2(c->done_hi, EXECPROC_DONE_FD) < 0)
 		goto fail;
 	for (int i = 0; i < c->nr_files; i++)
 		if (dup2(c->file_hi[i], EXECPROC_FILE_FD + i) < 0)
@@ -395,7 +399,7 @@ static int spawn_isolated(struct execproc *ep, const struct execproc_opts *o, st
  * clobber the other's source.
  */
 static int start_child(struct execproc *ep, const struct execproc_opts *o, const char *path,
-		       int memfd, int done_wr, struct coloc_err *err)
+		       int memfd, int done_wr, int log_wr, struct coloc_err *err)
 {
 	char fd_s[16], done_s[16], uid_s[16], gid_s[16], num[EXECPROC_MAX_FILES][16];
 	/*
@@ -409,7 +413,7 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	 * GoogLeNet 16.0 vs 11.1 ms. 3,000 spins (~0.1 ms) cover the gap
 	 * between layers and end soon after a block.
 	 */
-	char *envp[] = { "GOMP_SPINCOUNT=3000", NULL };
+	char *envp[] = { "GOMP_SPINCOUNT=" COLOC_EXECUTOR_GOMP_SPINCOUNT, NULL };
 	const char *argv[28 + 2 * EXECPROC_MAX_FILES];
 	char *ext_args[EXECPROC_MAX_FILES] = { 0 };
 	struct child_args c = { .path = path,
@@ -471,15 +475,16 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 		argv[argc++] = "--allow-weak-isolation";
 	argv[argc] = NULL;
 
-	c.shm_hi = c.done_hi = -1;
+	c.shm_hi = c.done_hi = c.log_hi = -1;
 	for (int i = 0; i < c.nr_files; i++)
 		c.file_hi[i] = -1;
 	if (!ret) {
 		c.shm_hi = fcntl(memfd, F_DUPFD_CLOEXEC, c.first_free);
 		c.done_hi = fcntl(done_wr, F_DUPFD_CLOEXEC, c.first_free);
+		c.log_hi = fcntl(log_wr, F_DUPFD_CLOEXEC, c.first_free);
 		for (int i = 0; i < c.nr_files; i++)
 			c.file_hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, c.first_free);
-		if (c.shm_hi < 0 || c.done_hi < 0)
+		if (c.shm_hi < 0 || c.done_hi < 0 || c.log_hi < 0)
 			ret = coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
 		for (int i = 0; i < c.nr_files && !ret; i++)
 			if (c.file_hi[i] < 0)
@@ -493,6 +498,8 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 		close(c.shm_hi);
 	if (c.done_hi >= 0)
 		close(c.done_hi);
+	if (c.log_hi >= 0)
+		close(c.log_hi);
 	for (int i = 0; i < c.nr_files; i++)
 		if (c.file_hi[i] >= 0)
 			close(c.file_hi[i]);
@@ -505,7 +512,7 @@ int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct 
 {
 	char path[PATH_MAX];
 	struct execproc *ep;
-	int memfd = -1, pipefd[2], ret;
+	int memfd = -1, pipefd[2], logfd[2], ret;
 
 	*out = NULL;
 	if (!o || o->model_fd < 0 || !o->model_name || !o->tenant || !o->tenant[0] ||
@@ -524,6 +531,7 @@ int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct 
 		return coloc_err_set(err, -ENOMEM, "out of memory");
 	ep->pidfd = -1;
 	ep->pid = -1;
+	ep->log.fd = -1;
 	snprintf(ep->tenant, sizeof(ep->tenant), "%s", o->tenant);
 	/*
 	 * One open file per end: the executor can change the flags of its
@@ -540,10 +548,21 @@ int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct 
 		close(pipefd[1]);
 		goto fail;
 	}
-	ret = create_shm(ep, o, &memfd, err);
+	if (pipe2(logfd, O_CLOEXEC)) {
+		ret = coloc_err_set(err, -errno, "pipe2: %s", strerror(errno));
+		close(pipefd[1]);
+		goto fail;
+	}
+	ret = exec_log_init(&ep->log, logfd[0], ep->tenant, -1, stdout);
+	if (ret)
+		ret = coloc_err_set(err, ret, "fcntl: %s", strerror(-ret));
 	if (!ret)
-		ret = start_child(ep, o, path, memfd, pipefd[1], err);
+		ret = create_shm(ep, o, &memfd, err);
+	if (!ret)
+		ret = start_child(ep, o, path, memfd, pipefd[1], logfd[1], err);
+	ep->log.pid = ep->pid;
 	close(pipefd[1]);
+	close(logfd[1]);
 	if (memfd >= 0)
 		close(memfd); /* the mapping keeps it alive */
 	if (ret)
@@ -579,6 +598,21 @@ int execproc_pidfd(const struct execproc *ep)
 int execproc_done_fd(const struct execproc *ep)
 {
 	return ep->done_fd;
+}
+
+int execproc_log_fd(const struct execproc *ep)
+{
+	return ep->log.fd;
+}
+
+bool execproc_drain_log(struct execproc *ep)
+{
+	return exec_log_drain(&ep->log, exec_log_now_ns());
+}
+
+void execproc_close_log(struct execproc *ep)
+{
+	exec_log_close(&ep->log);
 }
 
 const struct coloc_shm_header *execproc_header(const struct execproc *ep)
@@ -1178,5 +1212,8 @@ void execproc_free(struct execproc *ep)
 		close(ep->pidfd);
 	if (ep->done_fd >= 0)
 		close(ep->done_fd);
+	if (ep->log.fd >= 0)
+		exec_log_drain(&ep->log, exec_log_now_ns());
+	exec_log_close(&ep->log);
 	free(ep);
 }

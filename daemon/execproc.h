@@ -6,8 +6,8 @@
  * model is loaded in the executor process only.
  *
  * Everything is non-blocking except execproc_wait_ready/_done, _stop and
- * _kill, which the tests and tools use. An event loop instead polls two fds
- * per executor:
+ * _kill, which the tests and tools use. An event loop instead polls three
+ * fds per executor (the third, execproc_log_fd(), below):
  *   execproc_done_fd(): the read end of a pipe whose write end only the
  *                       executor holds (O_NONBLOCK, its own open file, so the
  *                       executor cannot make it blocking); readable when a
@@ -151,6 +151,16 @@ bool execproc_own_pidns(const struct execproc *ep);
 const char *execproc_isolation(const struct execproc *ep);
 int execproc_pidfd(const struct execproc *ep);
 int execproc_done_fd(const struct execproc *ep);
+/*
+ * Its stdout and stderr: the read end of their pipe (-1 once closed), to
+ * watch for POLLIN; execproc_drain_log logs the lines there as
+ * "colocd: tenant NAME executor PID: LINE" and returns false at end of file,
+ * when the caller stops watching it and calls execproc_close_log.
+ * execproc_free logs what is left.
+ */
+int execproc_log_fd(const struct execproc *ep);
+bool execproc_drain_log(struct execproc *ep);
+void execproc_close_log(struct execproc *ep);
 /*
  * colocd's copy of the header: the layout it chose, and the model as the
  * executor described it when it got ready (checked against the layout), or

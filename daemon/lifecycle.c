@@ -99,6 +99,7 @@ static void colocd_on_tick(struct loop_source *src, __u64 now_ns, void *ctx)
 	int n = d->uncore ? topology_nr_sockets(d->topo) : 0;
 
 	(void)src;
+	sandbox_tick(d->sandbox);
 	/* a socket without visible memory controllers fails the read and keeps no rate */
 	for (int s = 0; s < n; s++) {
 		struct colocd_uncore_rate *r = &d->uncore_rate[s];

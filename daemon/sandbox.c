@@ -22,6 +22,7 @@
 
 struct sandbox_tenant {
 	bool used;
+	bool lingering; /* gone, its cgroup folders still held by an exiting executor */
 	char name[64];
 	uid_t uid;
 	struct cgroup_tenant cg;
@@ -100,7 +101,7 @@ void sandbox_free(struct sandbox *sb)
 	if (!sb)
 		return;
 	for (int i = 0; i < SANDBOX_MAX_TENANTS; i++)
-		if (sb->tenants[i].used)
+		if (sb->tenants[i].used || sb->tenants[i].lingering)
 			cgroup_tenant_remove(&sb->tenants[i].cg);
 	cgroup_root_close(&sb->cg);
 	free(sb);
@@ -175,6 +176,13 @@ int sandbox_tenant_open(struct sandbox *sb, const char *name, struct coloc_err *
 
 	if (find(sb, name))
 		return coloc_err_set(err, -EEXIST, "tenant %s has a sandbox already", name);
+	/* the same name's lingering folders first (taken over), then a free slot, then any */
+	for (int i = 0; i < SANDBOX_MAX_TENANTS && !t; i++)
+		if (sb->tenants[i].lingering && !strcmp(sb->tenants[i].name, name))
+			t = &sb->tenants[i];
+	for (int i = 0; i < SANDBOX_MAX_TENANTS && !t; i++)
+		if (!sb->tenants[i].used && !sb->tenants[i].lingering)
+			t = &sb->tenants[i];
 	for (int i = 0; i < SANDBOX_MAX_TENANTS && !t; i++)
 		if (!sb->tenants[i].used)
 			t = &sb->tenants[i];
@@ -209,8 +217,22 @@ void sandbox_tenant_close(struct sandbox *sb, const char *name)
 
 	if (!t)
 		return;
-	cgroup_tenant_remove(&t->cg);
+	t->lingering = cgroup_tenant_remove(&t->cg) > 0;
 	t->used = false;
+}
+
+int sandbox_tick(struct sandbox *sb)
+{
+	int left = 0;
+
+	for (int i = 0; sb && i < SANDBOX_MAX_TENANTS; i++) {
+		struct sandbox_tenant *t = &sb->tenants[i];
+
+		if (t->lingering && !t->used)
+			t->lingering = cgroup_tenant_remove(&t->cg) > 0;
+		left += t->lingering;
+	}
+	return left;
 }
 
 int sandbox_tenant_spawn_opts(struct sandbox *sb, const char *name, struct execproc_opts *o,

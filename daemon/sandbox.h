@@ -58,8 +58,14 @@ const char *sandbox_describe(const struct sandbox *sb);
  * the range is used up.
  */
 int sandbox_tenant_open(struct sandbox *sb, const char *name, struct coloc_err *err);
-/* Frees the ids and removes the cgroup; its executors must be reaped. */
+/*
+ * Frees the ids and removes the cgroup; where an executor of it has not
+ * exited yet, the cgroup lingers until sandbox_tick finds it empty (or a
+ * tenant of the same name takes it over).
+ */
 void sandbox_tenant_close(struct sandbox *sb, const char *name);
+/* Removes the lingering cgroups now empty (once a second). Returns how many are left. */
+int sandbox_tick(struct sandbox *sb);
 /*
  * Fills o's sandbox fields for name's executors, and gives its cpuset back
  * all the cores it had when created: a new executor takes the cores it may

@@ -183,7 +183,7 @@ static void fail_all_queries(struct serving *s, struct sv_tenant *t, const char 
 
 /* ---- executors -------------------------------------------------------------- */
 
-/* Both of x's fds watched: 0, or the watch's negative errno with neither. */
+/* x's fds watched: 0, or the watch's negative errno with none. */
 static int watch_executor(struct serving *s, struct sv_exec *x)
 {
 	int ret;
@@ -194,9 +194,34 @@ static int watch_executor(struct serving *s, struct sv_exec *x)
 	if (ret)
 		return ret;
 	ret = s->watch(s->ctx, execproc_pidfd(x->ep), true);
-	if (ret)
+	if (ret) {
 		s->watch(s->ctx, execproc_done_fd(x->ep), false);
+		return ret;
+	}
+	if (execproc_log_fd(x->ep) >= 0 && (ret = s->watch(s->ctx, execproc_log_fd(x->ep), true))) {
+		s->watch(s->ctx, execproc_pidfd(x->ep), false);
+		s->watch(s->ctx, execproc_done_fd(x->ep), false);
+	}
 	return ret;
+}
+
+/* Its output logged; at its end of file, no longer watched. Whether fd was its log's. */
+static bool drain_log(struct serving *s, struct execproc *ep, int fd)
+{
+	if (execproc_log_fd(ep) != fd || fd < 0)
+		return false;
+	if (!execproc_drain_log(ep)) {
+		if (s->watch)
+			s->watch(s->ctx, fd, false);
+		execproc_close_log(ep);
+	}
+	return true;
+}
+
+static void unwatch_log(struct serving *s, struct execproc *ep)
+{
+	if (s->watch && execproc_log_fd(ep) >= 0)
+		s->watch(s->ctx, execproc_log_fd(ep), false);
 }
 
 /* Reaped: its last fd unwatched, its handle freed. */
@@ -206,6 +231,7 @@ static void free_retired(struct serving *s, struct sv_retired **pp)
 
 	if (s->watch)
 		s->watch(s->ctx, execproc_pidfd(r->ep), false);
+	unwatch_log(s, r->ep);
 	execproc_free(r->ep);
 	*pp = r->next;
 	free(r);
@@ -248,6 +274,7 @@ static void retire_executor(struct serving *s, struct sv_exec *x, bool graceful)
 		/* out of memory: the one blocking wait left, for the kernel's teardown */
 		if (s->watch)
 			s->watch(s->ctx, execproc_pidfd(x->ep), false);
+		unwatch_log(s, x->ep);
 		execproc_free(x->ep);
 		free(r);
 		x->ep = NULL;
@@ -538,6 +565,16 @@ void serving_handle_fd(struct serving *s, int fd)
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
 		struct sv_tenant *t = &s->tenants[i];
 
+		for (int x = 0; t->used && x < t->nr_exec; x++)
+			if (t->ex[x].ep && drain_log(s, t->ex[x].ep, fd))
+				return;
+	}
+	for (struct sv_retired *r = s->retired; r; r = r->next)
+		if (drain_log(s, r->ep, fd))
+			return;
+	for (int i = 0; i < SV_MAX_TENANTS; i++) {
+		struct sv_tenant *t = &s->tenants[i];
+
 		if (t->used && executor_has_fd(t, fd)) {
 			poll_tenant(s, t);
 			sv_schedule(s);
@@ -653,11 +690,21 @@ int serving_fds(const struct serving *s, int *fds, int max)
 			if (n < max)
 				fds[n] = execproc_pidfd(t->ex[x].ep);
 			n++;
+			if (execproc_log_fd(t->ex[x].ep) < 0)
+				continue;
+			if (n < max)
+				fds[n] = execproc_log_fd(t->ex[x].ep);
+			n++;
 		}
 	}
 	for (const struct sv_retired *r = s->retired; r; r = r->next) {
 		if (n < max)
 			fds[n] = execproc_pidfd(r->ep);
+		n++;
+		if (execproc_log_fd(r->ep) < 0)
+			continue;
+		if (n < max)
+			fds[n] = execproc_log_fd(r->ep);
 		n++;
 	}
 	return n;

@@ -19,6 +19,9 @@
  *   hostile-twice    refuses the first command, then rewrites that completion
  *   hostile-flood    rings the doorbell without end, completing nothing
  *   hostile-hangup   closes its end of the doorbell and keeps running
+ *   hostile-chatter  writes 1000 lines to stderr and stdout (escape bytes, a
+ *                    forged "colocd:" line, one line of 1000 bytes), then
+ *                    refuses every command, correctly
  *
  * Any other tenant gets the real executor: coloc-executor beside argv[0]
  * (a test puts a link to it there), so that one colocd --executor serves a
@@ -110,6 +113,20 @@ static bool is(const char *m)
 	return !strcmp(mode, m);
 }
 
+static void chatter(void)
+{
+	char long_line[1001];
+
+	memset(long_line, 'x', sizeof(long_line) - 1);
+	long_line[sizeof(long_line) - 1] = '\0';
+	fprintf(stderr, "%s\n", long_line);
+	for (int i = 0; i < 500; i++) {
+		fprintf(stderr, "chatter %d \x1b[31mred\x1b[0m\rcolocd: forged line\n", i);
+		printf("chatter out %d\n", i);
+	}
+	fflush(stdout);
+}
+
 /*
  * Completes command seq as coloc-executor would, with these status and
  * times, and what the mode falsifies written before the seq, as a real
@@ -150,6 +167,8 @@ static void misbehave(void)
 
 	if (is("flags") && fcntl(DONE_FD, F_SETFL, 0))
 		_exit(4);
+	if (is("chatter"))
+		chatter();
 	if (is("hangup"))
 		close(DONE_FD);
 	if (is("flood")) {

@@ -311,6 +311,64 @@ TEST_F_TIMEOUT(hostile, breaches__each_fails_its_tenant_colocd_serves_the_others
 	free(out);
 }
 
+/* The lines of colocd's log that start with prefix; -1 if it cannot be read. */
+static int log_lines(FIXTURE_DATA(hostile) * self, const char *prefix, bool *escape_seen)
+{
+	FILE *f = fopen(self->log, "r");
+	char line[8192];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, prefix, strlen(prefix)))
+			n++;
+		if (strchr(line, '\x1b') || strchr(line, '\r'))
+			*escape_seen = true;
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * What an executor writes to stdout and stderr reaches colocd's log, each
+ * line behind its tenant's name, made printable (no escape byte, no
+ * carriage return, no line of its own that looks like colocd's), at most
+ * 64 lines a window; the rest is counted and said when it leaves. The
+ * honest tenant keeps being served throughout.
+ */
+TEST_F_TIMEOUT(hostile, output__logged_behind_its_tenant_printable_and_bounded, 300)
+{
+	const char *prefix = "colocd: tenant hostile-chatter executor ";
+	struct json_object *t, *r;
+	bool escape = false;
+	int n = 0;
+
+	ASSERT_TRUE(honest_ready(self));
+	ASSERT_TRUE(submit(self, "hostile-chatter"));
+	t = wait_state(self, "hostile-chatter", "ready");
+	ASSERT_NE(NULL, t);
+	json_object_put(t);
+	for (int i = 0; i < 100 && n < 64; i++) {
+		usleep(50000);
+		n = log_lines(self, prefix, &escape);
+	}
+	EXPECT_EQ(64, n) TH_LOG("%d lines of the executor logged (1005 written)", n);
+	EXPECT_FALSE(escape);
+	EXPECT_EQ(0, log_lines(self, "colocd: forged", &escape));
+	ASSERT_TRUE(pinged(self));
+	expect_honest_served(_metadata, self);
+	r = call(self->c, "{\"cmd\":\"remove\",\"name\":\"hostile-chatter\"}");
+	ASSERT_TRUE(is_ok(r));
+	json_object_put(r);
+	for (int i = 0; i < 100 && log_lines(self, "colocd: tenant hostile-chatter executor", &escape) <= 64; i++)
+		usleep(50000);
+	n = log_lines(self, prefix, &escape);
+	EXPECT_EQ(65, n) TH_LOG("no count of the lines not logged once it left");
+	EXPECT_FALSE(escape);
+	ASSERT_TRUE(pinged(self));
+}
+
 /* The column named name in a TSV header line; -1 if none. */
 static int column(const char *header, const char *name)
 {

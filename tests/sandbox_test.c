@@ -202,7 +202,7 @@ TEST_F_TIMEOUT(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_foll
 	const char *names[2] = { "sba", "sbb" };
 	const char *policy[] = { "--policy", "static", NULL };
 	char out[4096], args[PATH_MAX + 128], iso[512], val[256];
-	char cpus[2][256] = { "", "" };
+	char cpus[2][256] = { "", "" }, dirs[2][PATH_MAX + 64];
 	int nr_cpus = tu_nr_online_cpus(), set[2][COLOC_MAX_CPUS], nr_set[2];
 	unsigned long uids[2];
 	pid_t pids[2];
@@ -259,6 +259,7 @@ TEST_F_TIMEOUT(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_foll
 		if (access(path, R_OK))
 			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpuset.cpus", cg);
 		ASSERT_EQ(0, read_text(path, cpus[t], sizeof(cpus[t]))) TH_LOG("%s", path);
+		snprintf(dirs[t], sizeof(dirs[t]), "%.*s", (int)(strrchr(path, '/') - path), path);
 		nr_set[t] = cpulist_parse(cpus[t], CPULIST_SYSFS, set[t], COLOC_MAX_CPUS, NULL);
 		TH_LOG("%s: cgroup %s, cpuset.cpus %s", names[t], cg, cpus[t]);
 		/* static: half the cores each */
@@ -267,6 +268,16 @@ TEST_F_TIMEOUT(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_foll
 	for (int i = 0; i < nr_set[0]; i++)
 		for (int j = 0; j < nr_set[1]; j++)
 			EXPECT_NE(set[0][i], set[1][j]);
+	/* removed: its cgroup goes too, once its executor has exited */
+	for (int t = 0; t < 2; t++) {
+		snprintf(args, sizeof(args), "remove %s", names[t]);
+		ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+	}
+	for (int t = 0; t < 2; t++) {
+		for (int i = 0; i < 50 && !access(dirs[t], F_OK); i++)
+			usleep(100000);
+		EXPECT_NE(0, access(dirs[t], F_OK)) TH_LOG("%s still there after its tenant went", dirs[t]);
+	}
 }
 
 /*

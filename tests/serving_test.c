@@ -312,7 +312,7 @@ TEST_F(serving, submit__outputs_equal_in_process_run)
 	ASSERT_EQ(0, admit(self, "mnv2", QOS_NS, &err)) TH_LOG("%s", coloc_err_str(&err));
 	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", &info));
 	EXPECT_GT(info.pid, 0);
-	EXPECT_EQ(2, self->w.nr); /* its done-eventfd and its pidfd */
+	EXPECT_EQ(3, self->w.nr); /* its doorbell, its pidfd and its output */
 	ASSERT_TRUE(wait_ready(self, "mnv2"));
 	make_input(self, "mnv2");
 	want = tu_model_outputs(self->model, self->input, &out_elems);
@@ -733,7 +733,7 @@ TEST_F(serving, remove__drains_accepted_queries_then_stops_executor)
 	EXPECT_FALSE(self->q[6].done);
 	/* asked to exit, then reaped once its pidfd says it is gone */
 	EXPECT_TRUE(pump(self, process_reaped, &pid, DONE_MS, NULL));
-	EXPECT_EQ(0, self->w.nr); /* both fds unwatched */
+	EXPECT_EQ(0, self->w.nr); /* every fd unwatched */
 	EXPECT_EQ(-1, kill(pid, 0)); /* the executor is gone and reaped */
 	EXPECT_EQ(ESRCH, errno);
 	/* what the attribution module is told, each time with the executor's pid */
@@ -851,7 +851,7 @@ TEST_F(serving, executors__two_run_two_queries_of_a_tenant_at_once)
 	EXPECT_GT(info.pids[1], 0);
 	EXPECT_NE(info.pids[0], info.pids[1]);
 	EXPECT_EQ(info.pid, info.pids[0]);
-	EXPECT_EQ(6, self->w.nr); /* two fds per executor process */
+	EXPECT_EQ(9, self->w.nr); /* three fds per executor process */
 	/* the attribution is told both processes at once */
 	snprintf(want, sizeof(want), "two:starting:%d,%d", (int)info.pids[0], (int)info.pids[1]);
 	EXPECT_STREQ(want, self->w.events[0]);
@@ -1060,7 +1060,7 @@ TEST_F(serving, executors__one_killed_fails_the_tenant_and_stops_the_other)
 	EXPECT_EQ(ESRCH, errno);
 	snprintf(want, sizeof(want), "a:failed:%d,%d", (int)pids[0], (int)pids[1]);
 	EXPECT_STREQ(want, self->w.events[self->w.nr_events - 1]);
-	EXPECT_EQ(2, self->w.nr); /* b's two fds only */
+	EXPECT_EQ(3, self->w.nr); /* b's three fds only */
 	/* b serves on */
 	ASSERT_EQ(0, submit(self, "b", 0, &err)) TH_LOG("%s", coloc_err_str(&err));
 	range[1] = 1;
