@@ -37,7 +37,8 @@ KINDS = {
 CONTAINER_KEYS = {"name", "image", "imagePullPolicy", "command", "args", "env", "ports",
                   "securityContext", "resources", "volumeMounts", "readinessProbe",
                   "livenessProbe", "startupProbe"}
-# What colocd uses, each justified in docs/operators.md; nothing else.
+# What colocd uses, each justified in docs/operators.md; nothing else
+# (SYS_RESOURCE: only on kernels before 5.11, not in the shipped DaemonSet).
 COLOCD_CAPS = {"BPF", "PERFMON", "SYS_ADMIN", "SYS_RESOURCE", "SETUID", "SETGID", "SETPCAP", "KILL",
               "SYS_PTRACE"}
 # Triton's ports, which the gateway keeps
