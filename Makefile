@@ -22,6 +22,10 @@
 #   make ort             ONNX Runtime (npm onnxruntime-node) into build/ort, if missing
 #   make ort-models      the npm packages with real ONNX models the tests run, if missing
 #   make profiles        a latency profile for every model, in build/profiles/
+#   make image           coloc's container image from Debian packages (mmdebstrap,
+#                        podman; as root): localhost/coloc:VERSION, build/image/coloc.oci.tar
+#   make check-image     run colocd and the gateway from that image, check them with curl
+#                        (slow, not part of make check; docs/operators.md)
 #   make format          clang-format every C file in place
 #   V=1                  show full commands
 #
@@ -126,7 +130,7 @@ KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
 .PHONY: all check check-unit run-check deps demo run-demo bench-sensing bench-executor bench-sim bench-sim-2core bench-qos profiles format clean tests \
 	bench-onnx ort ort-models \
-	install uninstall
+	install uninstall image check-image
 all: $(BINS)
 tests: $(TEST_BINS) $(TEST_PROGS)
 
@@ -361,6 +365,13 @@ $(FUZZ)/bin/fuzz_%: $(FUZZ)/obj/tests/fuzz/fuzz_%.o $(FUZZ)/obj/tests/fuzz/util.
 fuzz: $(FUZZ_BINS)
 	$(Q)tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
+# The image is built from what make install stages; check-image rebuilds it first.
+image: $(BINS)
+	$(Q)tools/deps.sh --image
+	$(Q)tools/build-image.sh
+check-image: image
+	$(Q)tools/check-image.sh
+
 # ---- installing --------------------------------------------------------------
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -414,4 +425,4 @@ clean:
 	$(call msg,CLEAN,build bin)
 	$(Q)rm -rf build bin
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find build -name '*.d' -type f 2>/dev/null)
