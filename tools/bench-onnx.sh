@@ -9,8 +9,9 @@
 # over ROUNDS rounds and the ratio coloc / ORT (below 1: coloc is faster).
 #
 # Models: our own, exported to ONNX with their seed's weights
-# (tools/ort/export-own.sh; coloc runs the same .onnx), and the real
-# published models of tests/data/ort/models.txt that coloc loads.
+# (tools/ort/export-own.sh; coloc runs the same .onnx), the real
+# published models of tests/data/ort/models.txt that coloc loads, and its
+# generated unet_up (tools/ort/gen-graph.py: a transposed-convolution head).
 #
 #   tools/bench-onnx.sh [MODEL...]     (ROUNDS=5 ITERS=30 by default)
 set -euo pipefail
@@ -22,7 +23,7 @@ OWN=build/ort/own
 if [ $# -gt 0 ]; then
 	MODELS=("$@")
 else
-	MODELS=(resnet50 mobilenet_v2 bert_base googlenet efficientnet_b0 ssd_mobilenet tiny_yolov2 timer)
+	MODELS=(resnet50 mobilenet_v2 bert_base googlenet efficientnet_b0 ssd_mobilenet tiny_yolov2 timer unet_up)
 fi
 
 tools/ort/install.sh
@@ -42,6 +43,11 @@ onnx_of() {
 		pkg=${src#npm:}
 		pkg=${pkg%%/models/*}
 		echo "build/ort/models/$pkg/package/${src#npm:"$pkg"/}"
+		;;
+	gen:*)
+		mkdir -p build/ort/gen
+		/usr/bin/python3 tools/ort/gen-graph.py "${src#gen:}" "build/ort/gen/${src#gen:}.onnx"
+		echo "build/ort/gen/${src#gen:}.onnx"
 		;;
 	*)
 		echo "bench-onnx: no model '$1' (models/$1.model or tests/data/ort/models.txt)" >&2
