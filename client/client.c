@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -26,6 +27,7 @@
 
 struct coloc_client {
 	int fd;
+	size_t sndbuf_for; /* the largest infer input the socket's send buffer was sized for */
 	char *buf; /* bytes received, not yet taken */
 	size_t len, cap;
 	char error[512];
@@ -416,6 +418,25 @@ int coloc_client_ok(struct coloc_client *c, struct json_object *resp)
 	return 0;
 }
 
+/*
+ * Asks the kernel for a send buffer that holds an input of len bytes and its
+ * line, so that the send returns once the bytes are copied instead of waiting
+ * on colocd's reads a quarter of the default 208 KiB at a time (a wake-up of
+ * each side per round, docs/measurements/serving-latency.md). The kernel
+ * caps it at net.core.wmem_max; failing is harmless (the send just waits).
+ */
+static void client_size_sndbuf(struct coloc_client *c, size_t len)
+{
+	/* room for the skbs' overhead beside the bytes: the kernel counts both */
+	size_t want = len + len / 4 + COLOC_MAX_REQUEST;
+	int v = want > INT_MAX / 2 ? INT_MAX / 2 : (int)want;
+
+	if (len <= c->sndbuf_for)
+		return;
+	c->sndbuf_for = len;
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+}
+
 int coloc_client_infer_send(struct coloc_client *c, const char *tenant, uint64_t tag,
 			    const void *input, size_t len)
 {
@@ -434,6 +455,7 @@ int coloc_client_infer_send(struct coloc_client *c, const char *tenant, uint64_t
 		return client_fail(c, -ENOMEM, "out of memory");
 	}
 	json_object_put(req);
+	client_size_sndbuf(c, len);
 	r = client_send_all(c, line, strlen(line));
 	free(line);
 	if (!r && len)

@@ -589,6 +589,28 @@ static char *control_submit_external(struct json_object *req, struct colocd_spec
 }
 
 /*
+ * What can refuse the submit without its files (serving_admit_check: name,
+ * executors, QoS, places, quotas), asked before a byte is copied: a refused
+ * submit then costs colocd nothing. NULL or the error answer.
+ */
+static char *control_submit_precheck(struct colocd *d, const struct colocd_spec *spec)
+{
+	struct serving_tenant_spec ts = { .name = spec->name,
+					  .model_fd = -1,
+					  .weights_fd = -1,
+					  .qos_ns = spec->qos_ns,
+					  .executors = spec->executors,
+					  .owner = spec->owner };
+	struct coloc_err err = { 0 };
+
+	if (d->draining)
+		return control_error("colocd is shutting down");
+	if (serving_admit_check(d->serving, &ts, &err))
+		return control_error("%s", coloc_err_str(&err));
+	return NULL;
+}
+
+/*
  * The descriptors that came with the submit, each checked and copied into
  * a sealed memfd (submit_files.h): the model, the weights if named, the
  * external data files in order. NULL or the error answer.
@@ -675,7 +697,9 @@ static char *control_cmd_submit(struct colocd *d, struct json_object *req, uid_t
 		snprintf(spec->weights, sizeof(spec->weights), "%s", weights);
 	spec->qos_ns = (__u64)(qos_ms * 1e6);
 	spec->owner = uid;
-	bad = control_submit_external(req, spec);
+	bad = control_submit_precheck(d, spec);
+	if (!bad)
+		bad = control_submit_external(req, spec);
 	if (!bad)
 		bad = control_submit_files(sreq, spec, &files);
 	if (bad)

@@ -413,7 +413,7 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	 * GoogLeNet 16.0 vs 11.1 ms. 3,000 spins (~0.1 ms) cover the gap
 	 * between layers and end soon after a block.
 	 */
-	char *envp[] = { "GOMP_SPINCOUNT=3000", NULL };
+	char *envp[] = { "GOMP_SPINCOUNT=" COLOC_EXECUTOR_GOMP_SPINCOUNT, NULL };
 	const char *argv[28 + 2 * EXECPROC_MAX_FILES];
 	char *ext_args[EXECPROC_MAX_FILES] = { 0 };
 	struct child_args c = { .path = path,

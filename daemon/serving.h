@@ -59,6 +59,7 @@
 #define SERVING_HANG_FACTOR 50
 #define SERVING_HANG_SLACK_NS 2000000000ull
 #define SERVING_START_TIMEOUT_NS 300000000000ull /* loading a model may take minutes */
+#define SERVING_MAX_QOS_NS 3600000000000ull /* a QoS target of an hour at most, as submit takes */
 /*
  * Executor processes one tenant may have: each loads the model's weights
  * and primitives (its own memory), and lets one more of its queries run at
@@ -212,6 +213,17 @@ struct serving_tenant_spec {
 	uid_t owner; /* who submitted it: serving_authorize() and the quotas go by it */
 };
 
+/*
+ * The checks of serving_admit that read no file: the name (valid, not
+ * taken), the executors (0 to SERVING_MAX_EXECUTORS), the QoS (above 0,
+ * at most SERVING_MAX_QOS_NS), a free place among the tenants and the
+ * owner's quotas (-EDQUOT). The model fields of spec are not looked at.
+ * colocd runs it before it copies a client's files, so that a refused
+ * submit costs nothing; serving_admit runs it again. 0, or -errno with err
+ * filled.
+ */
+int serving_admit_check(const struct serving *s, const struct serving_tenant_spec *spec,
+			struct coloc_err *err);
 /*
  * Validates the model ("NAME:LINE: ..."), finds its profile (or says which
  * coloc-profile command makes it), rejects a QoS below the model's solo

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * The serving core's own state, shared by its files (serving.c: tenants,
- * queries, executor events; serving_round.c: policy rounds; serving_view.c:
- * what status shows). Nothing outside daemon/serving*.c includes it.
+ * queries, executor events; serving_admit.c: admission; serving_round.c:
+ * policy rounds; serving_view.c: what status shows). Nothing outside daemon/serving*.c includes it.
  */
 #ifndef COLOC_DAEMON_SERVING_INTERNAL_H
 #define COLOC_DAEMON_SERVING_INTERNAL_H
@@ -168,6 +168,13 @@ struct sv_tenant *sv_find_tenant(const struct serving *s, const char *name);
 /* Takes q off every list, counts it, calls back, frees it. */
 void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *q,
 		       enum serving_status status, const char *reason);
+/* What owner's tenants hold: how many, their executors and their queries. */
+void sv_owner_usage(const struct serving *s, uid_t owner, int *tenants, int *executors,
+		    int *queued);
+/* All of t's executors started (t starting), or none of them (the ones started are killed). */
+int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err *err);
+/* t's executors killed, its files closed, its place freed. */
+void sv_free_tenant(struct serving *s, struct sv_tenant *t);
 /* Drained: the executor stops, the tenant goes. */
 void sv_finish_removal(struct serving *s, struct sv_tenant *t);
 /*

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * Sealed copies of the files a client hands over with a submit
- * (submit_files.h): fstat and fstatfs decide before any read, sendfile
+ * (submit_files.h): fstat and fstatfs decide before any read (FUSE and
+ * network filesystems refused: a user can stall their reads), sendfile
  * copies in the kernel (no user-space buffer, nothing mapped in colocd),
  * F_ADD_SEALS fixes the bytes.
  */
@@ -26,16 +27,52 @@
 #define FUSE_SUPER_MAGIC 0x65735546
 #endif
 
-/* Filesystems whose reads a user can stall (FUSE) or whose files are not data. */
+/* Network filesystems linux/magic.h does not name */
+#define SUBMIT_LUSTRE_MAGIC 0x0bd00bd0
+#define SUBMIT_GPFS_MAGIC 0x47504653
+#define SUBMIT_ORANGEFS_MAGIC 0x20030528
+#define SUBMIT_AFS_FS_MAGIC 0x6b414653 /* kAFS, beside OpenAFS's AFS_SUPER_MAGIC */
+
+/*
+ * Filesystems whose reads a user can stall (FUSE; a network filesystem whose
+ * server or link the user controls, or that hangs when the server does) or
+ * whose files are not data.
+ */
 static const struct {
-	long magic;
+	unsigned long magic;
 	const char *name;
 } submit_refused_fs[] = {
-	{ FUSE_SUPER_MAGIC, "FUSE" },	    { PROC_SUPER_MAGIC, "proc" },
-	{ SYSFS_MAGIC, "sysfs" },	    { DEBUGFS_MAGIC, "debugfs" },
-	{ TRACEFS_MAGIC, "tracefs" },	    { SECURITYFS_MAGIC, "securityfs" },
-	{ CGROUP2_SUPER_MAGIC, "cgroup2" }, { BPF_FS_MAGIC, "bpf" },
+	{ FUSE_SUPER_MAGIC, "FUSE" },
+	{ NFS_SUPER_MAGIC, "NFS" },
+	{ SMB_SUPER_MAGIC, "SMB" },
+	{ CIFS_SUPER_MAGIC, "CIFS" },
+	{ SMB2_SUPER_MAGIC, "SMB2" },
+	{ V9FS_MAGIC, "9p" },
+	{ CEPH_SUPER_MAGIC, "Ceph" },
+	{ AFS_SUPER_MAGIC, "AFS" },
+	{ SUBMIT_AFS_FS_MAGIC, "AFS" },
+	{ CODA_SUPER_MAGIC, "Coda" },
+	{ NCP_SUPER_MAGIC, "NCP" },
+	{ SUBMIT_LUSTRE_MAGIC, "Lustre" },
+	{ SUBMIT_GPFS_MAGIC, "GPFS" },
+	{ SUBMIT_ORANGEFS_MAGIC, "OrangeFS" },
+	{ PROC_SUPER_MAGIC, "proc" },
+	{ SYSFS_MAGIC, "sysfs" },
+	{ DEBUGFS_MAGIC, "debugfs" },
+	{ TRACEFS_MAGIC, "tracefs" },
+	{ SECURITYFS_MAGIC, "securityfs" },
+	{ CGROUP2_SUPER_MAGIC, "cgroup2" },
+	{ BPF_FS_MAGIC, "bpf" },
 };
+
+/* The refused filesystem f_type names, or NULL. */
+const char *submit_file_refused_fs(unsigned long f_type)
+{
+	for (size_t i = 0; i < sizeof(submit_refused_fs) / sizeof(submit_refused_fs[0]); i++)
+		if ((f_type & 0xffffffffu) == submit_refused_fs[i].magic)
+			return submit_refused_fs[i].name;
+	return NULL;
+}
 
 static const char *submit_file_kind(mode_t mode)
 {
@@ -51,6 +88,7 @@ static int submit_file_check(int fd, const char *what, const struct stat *st, ui
 			     struct coloc_err *err)
 {
 	struct statfs sfs;
+	const char *fs;
 	int fl;
 
 	if (!S_ISREG(st->st_mode))
@@ -58,12 +96,12 @@ static int submit_file_check(int fd, const char *what, const struct stat *st, ui
 				     what, submit_file_kind(st->st_mode));
 	if (fstatfs(fd, &sfs))
 		return coloc_err_set(err, -errno, "%s: fstatfs: %s", what, strerror(errno));
-	for (size_t i = 0; i < sizeof(submit_refused_fs) / sizeof(submit_refused_fs[0]); i++)
-		if ((long)sfs.f_type == submit_refused_fs[i].magic)
-			return coloc_err_set(err, -EINVAL,
-					     "%s is on a %s filesystem; copy it to a local disk "
-					     "first",
-					     what, submit_refused_fs[i].name);
+	fs = submit_file_refused_fs((unsigned long)sfs.f_type);
+	if (fs)
+		return coloc_err_set(err, -EINVAL,
+				     "%s is on a %s filesystem, whose reads can stall colocd; copy "
+				     "it to a local disk first",
+				     what, fs);
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || (fl & O_ACCMODE) == O_WRONLY || (fl & O_PATH))
 		return coloc_err_set(err, -EBADF, "%s was not opened for reading", what);

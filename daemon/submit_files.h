@@ -5,8 +5,8 @@
  * permissions (protocol.h), never a path. Each is checked with fstat
  * before any byte is read (a regular file, not empty, at most
  * COLOC_MAX_SUBMIT_FILE_BYTES, open for reading, on no filesystem whose
- * reads a user can hold up or whose files are not data: FUSE, proc, sysfs
- * and the like) and copied once, in the kernel (sendfile), into a memfd
+ * reads a user can hold up or whose files are not data: FUSE, NFS, SMB,
+ * 9p and the other network filesystems, proc, sysfs and the like) and copied once, in the kernel (sendfile), into a memfd
  * sealed against any change: what the executor parses and what the
  * profile cache key hashes are the same bytes, whatever the client does
  * to its file afterwards. See docs/security-submit.md.
@@ -24,6 +24,12 @@
  * err saying what is wrong with the file. fd is left open.
  */
 int submit_file_seal(int fd, const char *what, uint64_t *budget, int *out, struct coloc_err *err);
+
+/*
+ * The name of the filesystem of statfs f_type when submit refuses it
+ * ("NFS", "FUSE", "proc", ...), or NULL when it takes its files.
+ */
+const char *submit_file_refused_fs(unsigned long f_type);
 
 /* Whether fd is a memfd sealed as submit_file_seal leaves it (write, grow, shrink, seal). */
 int submit_file_check_sealed(int fd);

@@ -171,16 +171,24 @@ void policy_coloc_engine_destroy(void *state)
 	munmap(state, sizeof(struct coloc_state));
 }
 
-/* The version of layer l at (ci, pos) the flags choose, and its latency; -1 when none. */
+/*
+ * The version of layer l at (ci, pos) the flags choose, and its latency; -1
+ * when none. Without versions it is the fastest alone at ci, whatever the
+ * level: at level 1.0 (pos 0) both choices are then the same version.
+ */
 static int layer_version(const struct coloc_state *st, const struct policy_model *m, int l, int ci,
 			 double pos, uint64_t *ns)
 {
-	if (!st->flags.versions) {
-		*ns = policy_model_latency(m, l, 0, ci, pos);
-		if (*ns)
-			return 0;
-	}
-	return policy_model_fastest_version(m, l, ci, pos, ns);
+	int v;
+
+	if (st->flags.versions || pos <= 0)
+		return policy_model_fastest_version(m, l, ci, pos, ns);
+	v = policy_model_fastest_version(m, l, ci, 0, ns);
+	if (v < 0)
+		return v;
+	*ns = policy_model_latency(m, l, v, ci, pos);
+	/* a table without that version's column at the level: the fastest that has one */
+	return *ns ? v : policy_model_fastest_version(m, l, ci, pos, ns);
 }
 
 static double layer_share(const struct coloc_tenant *ct, const struct policy_model *m, int l)
@@ -1367,7 +1375,7 @@ COLOC_ENTRY(policy_coloc, "coloc",
 	    .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true,
 	    .headroom = true);
 COLOC_ENTRY(policy_coloc_noversions, "coloc-noversions",
-	    "coloc with one fixed version per layer (version 0)", .use_level = true,
+	    "coloc with one fixed version per layer (its fastest alone)", .use_level = true,
 	    .headroom_budget = true, .use_spare = true, .unit = COLOC_UNIT_BLOCK,
 	    .dynamic_thres = true, .predict = true, .headroom = true, .block_cap = 0.5);
 COLOC_ENTRY(policy_coloc_noblocks, "coloc-noblocks",

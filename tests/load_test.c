@@ -215,6 +215,17 @@ TEST_F_TIMEOUT(load, run__completions_equal_colocd_served_arrivals_poisson, 300)
 	EXPECT_EQ(0, num_of(t, "dropped") + num_of(t, "failed") + num_of(t, "rejected"));
 	/* offered_rate is sent over the window, rounded to 1/1000 */
 	EXPECT_LE(fabs(num_of(t, "offered_rate") - sent / DURATION_S), 1e-3);
+	/*
+	 * The client's parts are each query's share of its own latency, so
+	 * each percentile is at most the latency's; the send of an input and
+	 * the hop around colocd's own latency take time.
+	 */
+	EXPECT_LT(0, num_of(t, "send_p50_ms"));
+	EXPECT_LT(0, num_of(t, "hop_p50_ms"));
+	EXPECT_LE(num_of(t, "send_p95_ms"), num_of(t, "p95_ms"));
+	EXPECT_LE(num_of(t, "hop_p95_ms"), num_of(t, "p95_ms"));
+	EXPECT_LE(num_of(t, "unqueued_p95_ms"), num_of(t, "p95_ms"));
+	EXPECT_LE(num_of(t, "colocd_p50_ms"), num_of(t, "p50_ms"));
 	st = tenant_status(self, "mnv2");
 	ASSERT_NE(NULL, st);
 	EXPECT_EQ(completed, num_of(st, "served"));

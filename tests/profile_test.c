@@ -25,6 +25,7 @@
 
 #include "kselftest_harness.h"
 #include "testutil.h"
+#include "coloc/shm.h"
 #include "profile.h"
 #include "util.h"
 
@@ -788,6 +789,32 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_EQ(NULL, strstr(run.output, "reused")) TH_LOG("%s", run.output);
 	profile_free(p);
+}
+
+/* Whatever OpenMP environment it is started in, it measures in the executors' (shm.h). */
+TEST_F_TIMEOUT(profile, coloc_profile__measures_in_the_executors_openmp_environment, 120)
+{
+	char bin[PATH_MAX], model[160], out[160], want[160];
+	const char *args[] = { model,	   "-o", out, "--iters", "1", "--levels", "50", "--no-cache",
+			       "--verbose", NULL };
+	struct tu_child run;
+
+	if (find_tool("coloc-profile", bin, sizeof(bin)))
+		SKIP(return, "bin/coloc-profile is not built (run make, or set COLOC_BIN)");
+	snprintf(model, sizeof(model), "%s/tiny.model", self->dir);
+	snprintf(out, sizeof(out), "%s/tiny.profile", self->dir);
+	ASSERT_EQ(0, write_file(model, tiny_model, strlen(tiny_model)));
+	/* the harness forks each test: the environment is this test's own */
+	ASSERT_EQ(0, setenv("GOMP_SPINCOUNT", "7", 1));
+	ASSERT_EQ(0, setenv("OMP_WAIT_POLICY", "passive", 1));
+
+	ASSERT_EQ(0, tool_run(bin, args, &run));
+	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	snprintf(want, sizeof(want),
+		 "OpenMP as in colocd's executors: GOMP_SPINCOUNT=%s, OMP_WAIT_POLICY unset",
+		 COLOC_EXECUTOR_GOMP_SPINCOUNT);
+	ASSERT_NE(NULL, strstr(run.output, want)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, access(out, R_OK));
 }
 
 TEST_F_TIMEOUT(profile, coloc_profile__resumes_where_sigint_stopped_it, 120)

@@ -230,7 +230,10 @@ FIXTURE_SETUP(submit)
 	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
 	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-submit-%d", getpid());
 	tu_bin("colocctl", self->bin, sizeof(self->bin));
-	self->colocd = tu_start_colocd(self->sock, self->pin, self->log);
+	/* one executor per member: a member's submit of two is refused by its quota */
+	self->colocd =
+		tu_start_colocd_with(self->sock, self->pin, self->log,
+				     (const char *const[]){ "--max-executors-per-uid", "1", NULL });
 	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start");
 }
 
@@ -346,6 +349,132 @@ static int colocd_nr_fds(FIXTURE_DATA(submit) * self)
 	}
 	close(fd);
 	return n;
+}
+
+/* The bytes colocd has read from files (rchar of /proc/PID/io: read, sendfile), or -1. */
+static long long colocd_rchar(pid_t pid)
+{
+	char path[64], line[256];
+	long long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/io", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "rchar: %lld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* A 64 MiB regular file (sparse: its reads cost colocd the copy, not the disk); its fd. */
+static int big_file(FIXTURE_DATA(submit) * self)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/big.model", self->dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0 && ftruncate(fd, 64 << 20)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * req with fd as the model, sent as uid id with group coloc (id 0: as
+ * root) from a child; the answer into self->out. 0, or -1.
+ */
+static int raw_submit_as(FIXTURE_DATA(submit) * self, uid_t id, gid_t coloc, const char *req,
+			 int fd)
+{
+	int pfd[2], st;
+	ssize_t n;
+	pid_t pid;
+
+	self->out[0] = '\0';
+	if (pipe(pfd))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		char resp[2048];
+		int len;
+
+		close(pfd[0]);
+		if (id && (setgroups(1, &coloc) || setgid(id) || setuid(id)))
+			_exit(99);
+		len = tu_request_fds(self->sock, req, &fd, 1, resp, sizeof(resp));
+		if (len > 0 && write(pfd[1], resp, (size_t)len) != len)
+			_exit(98);
+		_exit(len > 0 ? 0 : 97);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], self->out, sizeof(self->out) - 1);
+	self->out[n > 0 ? n : 0] = '\0';
+	close(pfd[0]);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		return -1;
+	return 0;
+}
+
+/*
+ * A submit refused for its name answers before colocd reads a byte of its
+ * 64 MiB model: the refusal costs it nothing (rchar moves by less than a
+ * MiB), and it keeps answering.
+ */
+TEST_F(submit, refused_name__answered_before_a_byte_is_copied)
+{
+	long long before, after;
+	int fd = big_file(self);
+
+	ASSERT_LE(0, fd);
+	before = colocd_rchar(self->colocd);
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, raw_submit_as(self, 0, 0,
+				   "{\"cmd\":\"submit\",\"name\":\"bad name!\",\"model\":"
+				   "\"big.model\",\"qos_ms\":100}\n",
+				   fd));
+	after = colocd_rchar(self->colocd);
+	EXPECT_NE(NULL, strstr(self->out, "tenant name 'bad name!' is not"))
+	TH_LOG("%s", self->out);
+	EXPECT_LT(after - before, 1 << 20) TH_LOG("rchar %lld -> %lld", before, after);
+	EXPECT_TRUE(ping_ok(self));
+	close(fd);
+}
+
+/*
+ * A member's submit over its executor quota (the fixture's colocd allows
+ * one per member; it asks for two) is refused by the quota, not after a
+ * copy of its 64 MiB model.
+ */
+TEST_F(submit, refused_by_quota__answered_before_a_byte_is_copied)
+{
+	struct group *grp = getgrnam(COLOC_GROUP);
+	long long before, after;
+	uid_t id = unused_id();
+	int fd;
+
+	if (!grp)
+		SKIP(return, "no '%s' group here ('make deps' creates it)", COLOC_GROUP);
+	ASSERT_NE(0, id);
+	fd = big_file(self);
+	ASSERT_LE(0, fd);
+	before = colocd_rchar(self->colocd);
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, raw_submit_as(self, id, grp->gr_gid,
+				   "{\"cmd\":\"submit\",\"name\":\"q\",\"model\":"
+				   "\"big.model\",\"qos_ms\":100,\"executors\":2}\n",
+				   fd));
+	after = colocd_rchar(self->colocd);
+	EXPECT_NE(NULL, strstr(self->out, "--max-executors-per-uid")) TH_LOG("%s", self->out);
+	EXPECT_LT(after - before, 1 << 20) TH_LOG("rchar %lld -> %lld", before, after);
+	EXPECT_TRUE(ping_ok(self));
+	close(fd);
 }
 
 /*

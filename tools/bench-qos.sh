@@ -41,7 +41,10 @@
 #     up to 2.7x between runs minutes apart), so with N > 1 each policy runs
 #     N searches in a row, still interleaved with the other policies', search
 #     r on arrivals of seed r, and the cell is their median; every search's
-#     figure is kept (results.tsv) and printed;
+#     figure is kept (results.tsv) and printed. The table adds each cell's
+#     95 % interval and each ratio's (a bootstrap over the searches,
+#     tools/bench-qos-ci.awk) and says win, tie or loss by the interval
+#     alone (docs/design/bench-qos-ci.md);
 #   - each point lasts long enough for MIN_QUERIES queries of the least
 #     frequent tenant (within [MIN_S, MAX_S] seconds), after WARMUP_S of
 #     arrivals not counted; every point of search r uses seed r, so every
@@ -626,19 +629,53 @@ for mix in "${MIXES[@]}"; do
 done
 
 # ---- the table --------------------------------------------------------------------
+# The 95 % interval of a cell's QoS-QPS, a bootstrap over its searches
+# (tools/bench-qos-ci.awk): "[lo-hi]", or '' with one search.
+cell_ci() { # mix policy
+	local runs=${RUNS[$1.$2]:-} ci
+
+	[ "$REPEATS" -gt 1 ] && [[ $runs =~ ^[0-9.,]+$ ]] || return 0
+	ci=$(tr , '\n' <<<"$runs" | sed 's/^/c /' | awk -v mode=cell -f "$ROOT/tools/bench-qos-ci.awk")
+	read -r _ lo hi <<<"$ci"
+	[ "$lo" = n/a ] || printf '[%.1f-%.1f]' "$lo" "$hi"
+}
+
 cell() { # mix policy
-	local r=${RESULT[$1.$2]:-}
+	local r=${RESULT[$1.$2]:-} w=$((REPEATS > 1 ? 28 : 14))
 
 	if [ -n "${UNAVAILABLE[$2]:-}" ] || [ "$r" = skipped ] || [ -z "$r" ]; then
-		printf '%14s' skipped
+		printf "%${w}s" skipped
 	elif [ "$r" = NA ]; then
-		printf '%14s' failed
+		printf "%${w}s" failed
 	else
 		if [ "${P99X[$1.$2]}" = inf ]; then
-			printf '%7.1f %6s' "$r" "inf"
+			printf "%7.1f %6s %$((w - 15))s" "$r" "inf" "$(cell_ci "$1" "$2")"
 		else
-			printf '%7.1f %5.2fx' "$r" "${P99X[$1.$2]}"
+			printf "%7.1f %5.2fx %$((w - 15))s" "$r" "${P99X[$1.$2]}" "$(cell_ci "$1" "$2")"
 		fi
+	fi
+}
+
+# One cell over others (the best of them, each resample choosing anew), with
+# its 95 % interval and the verdict it allows: "1.50x [1.38-1.63] win temporal";
+# without an interval (one search) "1.50x temporal (no interval)".
+ratio_ci() { # mix cell other-cells...
+	local mix=$1 num=$2 p v out
+	shift 2
+	out=$({
+		for v in ${RUNS[$mix.$num]//,/ }; do echo "num $v"; done
+		for p in "$@"; do
+			for v in ${RUNS[$mix.$p]//,/ }; do echo "$p $v"; done
+		done
+	} | awk -v mode=ratio -f "$ROOT/tools/bench-qos-ci.awk") || { echo n/a; return; }
+	read -r ratio lo hi verdict best <<<"$out"
+	if [ "$ratio" = n/a ]; then
+		echo n/a
+	elif [ "$lo" = n/a ]; then
+		printf '%.2fx %s (no interval)' "$ratio" "$best"
+	else
+		[ "$hi" = inf ] || hi=$(printf '%.2f' "$hi")
+		printf '%.2fx [%.2f-%s] %s %s' "$ratio" "$lo" "$hi" "$verdict" "$best"
 	fi
 }
 
@@ -654,36 +691,49 @@ echo "   (jitter.tsv has every policy's)"
 ratio_cells=()
 for p in "${POLICIES[@]}"; do [ "${p%@*}" != coloc ] || ratio_cells+=("$p"); done
 [ ${#ratio_cells[@]} -gt 0 ] || ratio_cells=(coloc)
+# coloc over coloc-noversions, when both ran: versions must never cost beyond the interval
+nover=
+for p in "${POLICIES[@]}"; do [ "$p" != coloc-noversions ] || nover=$p; done
+[ -n "${SEEN[coloc]:-}" ] || nover=
 printf '%-8s' mix
-for p in "${POLICIES[@]}"; do printf ' %14s' "$p"; done
-for c in "${ratio_cells[@]}"; do printf ' %22s' "$c/best base${c#coloc}"; done
+for p in "${POLICIES[@]}"; do printf " %$((REPEATS > 1 ? 28 : 14))s" "$p"; done
+for c in "${ratio_cells[@]}"; do printf ' %34s' "$c/best base${c#coloc}"; done
+[ -z "$nover" ] || printf ' %34s' "coloc/coloc-noversions"
 printf ' %16s %16s\n' "coloc MAPE (blocks)" "jitter floor"
 for mix in "${MIXES[@]}"; do
 	printf '%-8s' "$mix"
 	for p in "${POLICIES[@]}"; do printf ' %s' "$(cell "$mix" "$p")"; done
 	for cc in "${ratio_cells[@]}"; do
-		best=0 best_name=
+		bases=()
 		for p in "${POLICIES[@]}"; do
-			r=${RESULT[$mix.$p]:-}
 			if [[ $BASELINES == *" ${p%@*} "* ]] && [ "${p#"${p%@*}"}" = "${cc#coloc}" ] &&
-				[[ $r =~ ^[0-9.]+$ ]] && awk -v r="$r" -v b="$best" 'BEGIN { exit !(r > b) }'; then
-				best=$r best_name=$p
+				[[ ${RUNS[$mix.$p]:-} =~ ^[0-9.,]+$ ]]; then
+				bases+=("$p")
 			fi
 		done
-		c=${RESULT[$mix.$cc]:-}
-		if [[ $c =~ ^[0-9.]+$ ]] && [ -n "$best_name" ]; then
-			printf ' %22s' "$(awk -v c="$c" -v b="$best" -v n="$best_name" \
-				'BEGIN { printf "%.2fx %s", c / b, n }')"
+		if [[ ${RUNS[$mix.$cc]:-} =~ ^[0-9.,]+$ ]] && [ ${#bases[@]} -gt 0 ]; then
+			printf ' %34s' "$(ratio_ci "$mix" "$cc" "${bases[@]}")"
 		else
-			printf ' %22s' n/a
+			printf ' %34s' n/a
 		fi
 	done
+	if [ -n "$nover" ]; then
+		if [[ ${RUNS[$mix.coloc]:-} =~ ^[0-9.,]+$ ]] &&
+			[[ ${RUNS[$mix.$nover]:-} =~ ^[0-9.,]+$ ]]; then
+			printf ' %34s' "$(ratio_ci "$mix" coloc "$nover")"
+		else
+			printf ' %34s' n/a
+		fi
+	fi
 	m=${MAPE[$mix.coloc]:-NA}
 	printf ' %16s %16s\n' "$([ "$m" = NA ] && echo n/a || echo "$m")" "${FLOOR[$mix.coloc]:-n/a}"
 done
 echo "(each cell: QoS-QPS, then p99/solo at medium load, 'inf' when over 1 % of a tenant's"
-echo " queries got no answer; 'skipped': the policy did not run; no ratio when the best"
-echo " baseline has 0 QPS. Raw points: $OUT/points.tsv)"
+echo " queries got no answer, then with --repeats > 1 the 95 % interval of the QoS-QPS, a"
+echo " bootstrap over the searches; 'skipped': the policy did not run. A ratio: the medians'"
+echo " ratio, its 95 % bootstrap interval, and win (the interval above 1), loss (below 1) or"
+echo " tie; with one search no interval and no verdict (--repeats 3 gives one); no ratio"
+echo " when the best baseline has 0 QPS. Raw points: $OUT/points.tsv)"
 if [ "$REPEATS" -gt 1 ]; then
 	echo
 	echo "== each search's QoS-QPS (search r on the arrivals of seed r); the cells above are their medians"

@@ -9,7 +9,11 @@
  * a completion, so its own CPU cost (reported) stays small beside what it
  * measures. Latency is taken here, from just before the send to the receipt
  * of the answer, and colocd's own latency_ns is reported beside it, with
- * where it went part by part (the answers' parts_ns).
+ * where it went part by part (the answers' parts_ns), and what lies between
+ * the two: the send (the request's bytes into the socket) and the hop (this
+ * latency less colocd's, per query: the input's way in and the answer's way
+ * back), and this latency less the query's wait behind others (colocd's
+ * queued part): what a query costs apart from the load's queueing.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -90,6 +94,8 @@ struct load_tenant {
 	uint64_t sent, sent_total, outcome[LOAD_NR_OUTCOMES], within_qos, outstanding;
 	char first_reason[LOAD_NR_OUTCOMES][LOAD_REASON_LEN];
 	uint64_t *lat_ns, *colocd_ns; /* of OK answers */
+	uint64_t *send_ns, *hop_ns; /* their send, and their latency less colocd's */
+	uint64_t *unqueued_ns; /* their latency less the wait behind other queries */
 	uint64_t *parts_ns[COLOC_NR_PARTS]; /* their colocd latency part by part */
 	size_t nr_lat, cap_lat;
 	uint64_t max_slip_ns; /* how late a send started after its arrival time */
@@ -97,7 +103,7 @@ struct load_tenant {
 
 /* One query sent: its tag indexes this table. */
 struct load_query {
-	uint64_t send_ns;
+	uint64_t send_ns, sent_ns; /* the send began, and returned */
 	uint16_t tenant, conn;
 	bool measured, answered;
 };
@@ -396,12 +402,15 @@ static int grow_u64(uint64_t **v, size_t cap)
 	return 0;
 }
 
-static int lat_push(struct load_tenant *t, uint64_t lat, const struct coloc_infer_result *res)
+static int lat_push(struct load_tenant *t, const struct load_query *q, uint64_t lat,
+		    const struct coloc_infer_result *res)
 {
 	if (t->nr_lat == t->cap_lat) {
 		size_t cap = t->cap_lat ? t->cap_lat * 2 : 1024;
 
-		if (grow_u64(&t->lat_ns, cap) || grow_u64(&t->colocd_ns, cap))
+		if (grow_u64(&t->lat_ns, cap) || grow_u64(&t->colocd_ns, cap) ||
+		    grow_u64(&t->send_ns, cap) || grow_u64(&t->hop_ns, cap) ||
+		    grow_u64(&t->unqueued_ns, cap))
 			return -ENOMEM;
 		for (int p = 0; p < COLOC_NR_PARTS; p++)
 			if (grow_u64(&t->parts_ns[p], cap))
@@ -410,6 +419,11 @@ static int lat_push(struct load_tenant *t, uint64_t lat, const struct coloc_infe
 	}
 	t->lat_ns[t->nr_lat] = lat;
 	t->colocd_ns[t->nr_lat] = res->latency_ns;
+	t->send_ns[t->nr_lat] = q->sent_ns - q->send_ns;
+	t->hop_ns[t->nr_lat] = lat > res->latency_ns ? lat - res->latency_ns : 0;
+	t->unqueued_ns[t->nr_lat] = lat > res->parts_ns[COLOC_PART_QUEUED] ?
+					    lat - res->parts_ns[COLOC_PART_QUEUED] :
+					    0;
 	for (int p = 0; p < COLOC_NR_PARTS; p++)
 		t->parts_ns[p][t->nr_lat] = res->parts_ns[p];
 	t->nr_lat++;
@@ -446,6 +460,7 @@ static int load_send(struct load_tenant *t, int ti, uint64_t arrival_ns, bool me
 		.measured = measured,
 	};
 	err = coloc_client_infer_send(best->c, t->name, nr_queries, t->input, t->in_bytes);
+	queries[nr_queries].sent_ns = now_ns();
 	if (err) {
 		fprintf(stderr, "coloc-load: sending a query of %s: %s\n", t->name,
 			coloc_client_error(best->c));
@@ -483,7 +498,7 @@ static void load_account(const struct coloc_infer_result *res, uint64_t recv_ns)
 		return;
 	if ((double)(recv_ns - q->send_ns) <= t->qos_ms * 1e6)
 		t->within_qos++;
-	if (lat_push(t, recv_ns - q->send_ns, res))
+	if (lat_push(t, q, recv_ns - q->send_ns, res))
 		t->outcome[LOAD_OK]--;
 }
 
@@ -608,6 +623,7 @@ static double pct_ms(const uint64_t *v, size_t n, double p)
 struct load_summary {
 	double offered, achieved, within;
 	double p50, p95, p99, max, c50, c95, c99, cmax;
+	double send50, send95, hop50, hop95, unq50, unq95;
 	double part50[COLOC_NR_PARTS], part95[COLOC_NR_PARTS]; /* each part's own */
 };
 
@@ -619,6 +635,9 @@ static void summarize(struct load_tenant *t, struct load_summary *s)
 
 	qsort(t->lat_ns, t->nr_lat, sizeof(uint64_t), cmp_u64);
 	qsort(t->colocd_ns, t->nr_lat, sizeof(uint64_t), cmp_u64);
+	qsort(t->send_ns, t->nr_lat, sizeof(uint64_t), cmp_u64);
+	qsort(t->hop_ns, t->nr_lat, sizeof(uint64_t), cmp_u64);
+	qsort(t->unqueued_ns, t->nr_lat, sizeof(uint64_t), cmp_u64);
 	t->outstanding = t->sent - t->outcome[LOAD_OK] - t->outcome[LOAD_REJECTED] -
 			 t->outcome[LOAD_DROPPED] - t->outcome[LOAD_FAILED];
 	*s = (struct load_summary){
@@ -633,6 +652,12 @@ static void summarize(struct load_tenant *t, struct load_summary *s)
 		.c95 = pct_ms(t->colocd_ns, t->nr_lat, 95),
 		.c99 = pct_ms(t->colocd_ns, t->nr_lat, 99),
 		.cmax = pct_ms(t->colocd_ns, t->nr_lat, 100),
+		.send50 = pct_ms(t->send_ns, t->nr_lat, 50),
+		.send95 = pct_ms(t->send_ns, t->nr_lat, 95),
+		.hop50 = pct_ms(t->hop_ns, t->nr_lat, 50),
+		.hop95 = pct_ms(t->hop_ns, t->nr_lat, 95),
+		.unq50 = pct_ms(t->unqueued_ns, t->nr_lat, 50),
+		.unq95 = pct_ms(t->unqueued_ns, t->nr_lat, 95),
 	};
 	for (int p = 0; p < COLOC_NR_PARTS; p++) {
 		qsort(t->parts_ns[p], t->nr_lat, sizeof(uint64_t), cmp_u64);
@@ -709,6 +734,12 @@ static void print_json(const struct load_cpu *cpu)
 		add_num(jt, "colocd_p95_ms", s.c95);
 		add_num(jt, "colocd_p99_ms", s.c99);
 		add_num(jt, "colocd_max_ms", s.cmax);
+		add_num(jt, "send_p50_ms", s.send50);
+		add_num(jt, "send_p95_ms", s.send95);
+		add_num(jt, "hop_p50_ms", s.hop50);
+		add_num(jt, "hop_p95_ms", s.hop95);
+		add_num(jt, "unqueued_p50_ms", s.unq50);
+		add_num(jt, "unqueued_p95_ms", s.unq95);
 		add_num(jt, "max_send_slip_ms", (double)t->max_slip_ns / 1e6);
 		json_object_object_add(jt, "colocd_parts", parts_json(&s));
 		for (int k = LOAD_REJECTED; k < LOAD_NR_OUTCOMES; k++) {
@@ -837,6 +868,9 @@ out:
 		free(tenants[i].input);
 		free(tenants[i].lat_ns);
 		free(tenants[i].colocd_ns);
+		free(tenants[i].send_ns);
+		free(tenants[i].hop_ns);
+		free(tenants[i].unqueued_ns);
 		for (int p = 0; p < COLOC_NR_PARTS; p++)
 			free(tenants[i].parts_ns[p]);
 	}

@@ -22,6 +22,7 @@
  * under stress (issue 8). Progress goes to FILE.partial every few seconds and on
  * SIGINT/SIGTERM; a later run with the same setup continues from it. A complete profile is also stored in
  * the cache (keyed by model file hash, import options and machine) and reused from there.
+ * It measures in the OpenMP environment of colocd's executors (run_as_served()).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,6 +39,7 @@
 #include <unistd.h>
 
 #include "binpath.h"
+#include "coloc/shm.h"
 #include "executor.h"
 #include "model.h"
 #include "model_open.h"
@@ -573,6 +575,26 @@ static int resume_partial(struct profiler *pr)
 }
 
 /* Checked up front: finding out after minutes of measuring would waste them. */
+/*
+ * libgomp reads its environment once, before main(): unless this process
+ * already runs in the OpenMP environment colocd gives its executors (their
+ * spin count, no OMP_WAIT_POLICY), it runs itself again in it, so that its
+ * layers wait between parallel regions as a served block's do. Returns only
+ * on failure.
+ */
+static int run_as_served(char **argv)
+{
+	const char *spin = getenv("GOMP_SPINCOUNT");
+
+	if (spin && !strcmp(spin, COLOC_EXECUTOR_GOMP_SPINCOUNT) && !getenv("OMP_WAIT_POLICY"))
+		return 0;
+	if (setenv("GOMP_SPINCOUNT", COLOC_EXECUTOR_GOMP_SPINCOUNT, 1) ||
+	    unsetenv("OMP_WAIT_POLICY"))
+		return -errno;
+	execv("/proc/self/exe", argv);
+	return -errno;
+}
+
 static int output_dir_writable(const char *path)
 {
 	char dir[PATH_MAX];
@@ -696,6 +718,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	ret = run_as_served(argv);
+	if (ret) {
+		fprintf(stderr, "coloc-profile: running again with GOMP_SPINCOUNT=%s: %s\n",
+			COLOC_EXECUTOR_GOMP_SPINCOUNT, strerror(-ret));
+		return 1;
+	}
+	if (opt.verbose)
+		fprintf(stderr,
+			"coloc-profile: OpenMP as in colocd's executors: GOMP_SPINCOUNT=%s, "
+			"OMP_WAIT_POLICY %s\n",
+			getenv("GOMP_SPINCOUNT"), getenv("OMP_WAIT_POLICY") ? "set" : "unset");
 	if (output_dir_writable(opt.output)) {
 		fprintf(stderr, "coloc-profile: cannot write %s: %s\n", opt.output,
 			strerror(errno));

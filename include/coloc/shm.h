@@ -56,6 +56,13 @@
 #define COLOC_SHM_CPU_WORDS (COLOC_MAX_CPUS / 64)
 #define COLOC_SHM_REASON_LEN 192
 #define COLOC_SHM_NAME_LEN 64
+/*
+ * The OpenMP spin count (GOMP_SPINCOUNT) of the clean environment colocd
+ * starts an executor in, and the one coloc-profile measures under, so that
+ * a profile's layers wait between their parallel regions as a served
+ * block's do (docs/design/serving-path.md).
+ */
+#define COLOC_EXECUTOR_GOMP_SPINCOUNT "3000"
 
 /* header.state, written by the executor only. */
 enum coloc_shm_state {

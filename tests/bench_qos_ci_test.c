@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * tools/bench-qos-ci.awk, bench-qos's bootstrap intervals, run as bench-qos
+ * runs it (awk -f, searches on stdin). The expectations are worked by hand
+ * from the order statistics of a resampled median: of 3 searches, the
+ * median of a resample is the least one with probability 7/27 (two or three
+ * draws of it), far above 2.5 %, so the 95 % interval is exactly [min, max];
+ * of 9 searches 1..9 it is 1 with probability ~0.1 %, so the interval lies
+ * strictly inside.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kselftest_harness.h"
+#include "testutil.h"
+
+FIXTURE(bench_qos_ci)
+{
+	char unused;
+};
+
+FIXTURE_SETUP(bench_qos_ci)
+{
+}
+
+FIXTURE_TEARDOWN(bench_qos_ci)
+{
+}
+
+/* Runs the script in mode on input; its output in out, its exit status returned. */
+static int ci(const char *mode, const char *input, char *out, size_t len)
+{
+	const char *root = getenv("COLOC_ROOT");
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd), "printf '%s' | awk -v mode=%s -f %s/tools/bench-qos-ci.awk",
+		 input, mode, root ? root : ".");
+	return tu_run(cmd, out, len);
+}
+
+TEST_F(bench_qos_ci, cell__three_searches_span_their_least_and_greatest)
+{
+	char out[256];
+	double m, lo, hi;
+
+	ASSERT_EQ(0, ci("cell", "c 10\\nc 12\\nc 11\\n", out, sizeof(out)));
+	ASSERT_EQ(3, sscanf(out, "%lf %lf %lf", &m, &lo, &hi)) TH_LOG("%s", out);
+	ASSERT_EQ(11.0, m);
+	ASSERT_EQ(10.0, lo);
+	ASSERT_EQ(12.0, hi);
+}
+
+TEST_F(bench_qos_ci, cell__nine_searches_give_an_interval_inside_their_range)
+{
+	char out[256];
+	double m, lo, hi;
+
+	ASSERT_EQ(0, ci("cell", "c 9\\nc 1\\nc 8\\nc 2\\nc 7\\nc 3\\nc 6\\nc 4\\nc 5\\n", out,
+			sizeof(out)));
+	ASSERT_EQ(3, sscanf(out, "%lf %lf %lf", &m, &lo, &hi)) TH_LOG("%s", out);
+	ASSERT_EQ(5.0, m);
+	ASSERT_LT(1.0, lo);
+	ASSERT_GE(5.0, lo);
+	ASSERT_LE(5.0, hi);
+	ASSERT_GT(9.0, hi);
+}
+
+TEST_F(bench_qos_ci, cell__one_search_has_no_interval)
+{
+	char out[256];
+
+	ASSERT_EQ(0, ci("cell", "c 42\\n", out, sizeof(out)));
+	ASSERT_STREQ("42.000 n/a n/a\n", out);
+}
+
+TEST_F(bench_qos_ci, ratio__separated_searches_are_a_win_over_the_best_baseline)
+{
+	char out[256], verdict[16], best[32];
+	double r, lo, hi;
+
+	ASSERT_EQ(0, ci("ratio",
+			"num 30\\nnum 31\\nnum 29\\ntemporal 20\\ntemporal 21\\ntemporal 19\\n"
+			"os 10\\nos 11\\nos 12\\n",
+			out, sizeof(out)));
+	ASSERT_EQ(5, sscanf(out, "%lf %lf %lf %15s %31s", &r, &lo, &hi, verdict, best))
+	TH_LOG("%s", out);
+	ASSERT_EQ(1.5, r);
+	/* the worst pairing of three searches each: 29 / 21 and 31 / 19 */
+	ASSERT_GT(1e-3, fabs(29.0 / 21 - lo));
+	ASSERT_GT(1e-3, fabs(31.0 / 19 - hi));
+	ASSERT_STREQ("win", verdict);
+	ASSERT_STREQ("temporal", best);
+}
+
+TEST_F(bench_qos_ci, ratio__overlapping_searches_are_a_tie_and_lower_ones_a_loss)
+{
+	char out[256], verdict[16], best[32];
+	double r, lo, hi;
+
+	ASSERT_EQ(0, ci("ratio", "num 30\\nnum 18\\nnum 29\\nbase 20\\nbase 21\\nbase 31\\n", out,
+			sizeof(out)));
+	ASSERT_EQ(5, sscanf(out, "%lf %lf %lf %15s %31s", &r, &lo, &hi, verdict, best))
+	TH_LOG("%s", out);
+	ASSERT_LT(1.0, r);
+	ASSERT_GT(1.0, lo);
+	ASSERT_STREQ("tie", verdict);
+
+	ASSERT_EQ(0, ci("ratio", "num 10\\nnum 11\\nbase 20\\nbase 21\\n", out, sizeof(out)));
+	ASSERT_EQ(5, sscanf(out, "%lf %lf %lf %15s %31s", &r, &lo, &hi, verdict, best))
+	TH_LOG("%s", out);
+	ASSERT_GT(1.0, hi);
+	ASSERT_STREQ("loss", verdict);
+	ASSERT_STREQ("base", best);
+}
+
+TEST_F(bench_qos_ci, ratio__one_search_gives_a_ratio_without_verdict)
+{
+	char out[256];
+
+	ASSERT_EQ(0, ci("ratio", "num 10\\nnum 11\\nbase 20\\n", out, sizeof(out)));
+	ASSERT_STREQ("0.525 n/a n/a n/a base\n", out);
+}
+
+TEST_F(bench_qos_ci, input__a_line_that_is_not_a_search_is_refused)
+{
+	char out[256];
+
+	ASSERT_EQ(1, ci("cell", "c 10\\nc ten\\n", out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "line 2 is not GROUP VALUE")) TH_LOG("%s", out);
+}
+
+TEST_HARNESS_MAIN
