@@ -99,3 +99,35 @@ for m in "${MODELS[@]}"; do
 			'BEGIN { printf "| %s | %d | %.3f ms | %.3f ms | %.2f |\n", m, c, o, k, k / o }'
 	done
 done
+
+# Transposed convolutions: with each deconv version in turn (coloc-run
+# --kernel NAME; a layer without it runs its version 0), every deconv
+# layer's GFLOP/s beside the median GFLOP/s of the convs of the same run,
+# and their ratio: a deconv at convolution speed reads about 1.
+deconv_row() {
+	node -e '
+let s = "";
+process.stdin.on("data", (d) => (s += d)).on("end", () => {
+	const r = JSON.parse(s), g = r.layers.filter((l) => l.op === "conv").map((l) => l.gflops).sort((a, b) => a - b);
+	const conv = g.length ? g[Math.floor(g.length / 2)] : 0;
+	for (const l of r.layers.filter((l) => l.op === "deconv"))
+		console.log(`| ${process.argv[1]} | ${process.argv[2]} | ${l.layer} | ${l.version} | ${l.gflops.toFixed(1)} | ${conv.toFixed(1)} | ${conv ? (l.gflops / conv).toFixed(2) : "-"} |`);
+});' "$1" "$2"
+}
+header=0
+for m in "${MODELS[@]}"; do
+	versions=$("$BIN/coloc-run" "${FILE[$m]}" --list-versions | awk '$3 == "deconv" { print $5 }' | sort -u)
+	[ -n "$versions" ] || continue
+	if [ "$header" = 0 ]; then
+		echo
+		echo "| model | cores | deconv layer | version | GFLOP/s | convs' median GFLOP/s (same run) | ratio |"
+		echo "|---|---|---|---|---|---|---|"
+		header=1
+	fi
+	for c in "${CORE_COUNTS[@]}"; do
+		for v in $versions; do
+			"$BIN/coloc-run" "${FILE[$m]}" --input "$work/$m.in" --cores "0-$((c - 1))" \
+				--kernel "$v" --iters "$ITERS" --json | deconv_row "$m" "$c"
+		done
+	done
+done
