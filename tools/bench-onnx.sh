@@ -105,6 +105,7 @@ done
 # layer's GFLOP/s beside the median GFLOP/s of the convs of the same run,
 # and their ratio: a deconv at convolution speed reads about 1.
 deconv_row() {
+	# shellcheck disable=SC2016 # ${...} is JavaScript's, inside the template literal
 	node -e '
 let s = "";
 process.stdin.on("data", (d) => (s += d)).on("end", () => {
