@@ -14,6 +14,7 @@
  * owner, nothing more (docs/security-owners.md).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -507,11 +508,87 @@ control_serving_tenant_json(struct colocd *d, const struct serving_tenant_info *
 	return o;
 }
 
+/* A submit being admitted, until serving answers it (control_submit_admitted). */
+struct control_admission {
+	struct colocd *d;
+	struct server *server; /* NULL: no client waits (a tenant --state brings back) */
+	__u64 conn;
+	uid_t uid;
+	struct colocd_spec spec;
+	struct colocd_files files; /* duplicates: --state keeps copies of them */
+};
+
+static void control_admission_free(struct control_admission *a)
+{
+	colocd_files_close(&a->files, a->spec.nr_external);
+	free(a);
+}
+
+/* The answer to a client's submit: the tenant as admitted, or why not. */
+static char *control_admitted_answer(struct control_admission *a, int ret,
+				     const struct coloc_err *err, const struct coloc_err *warn)
+{
+	struct serving_tenant_info info;
+	struct json_object *resp;
+
+	if (ret)
+		return control_error("%s", err ? coloc_err_str(err) : strerror(-ret));
+	resp = control_ok();
+	if (warn->code) /* admitted, but --state could not record it */
+		json_object_object_add(resp, "warning", control_reason(coloc_err_str(warn)));
+	if (!serving_tenant_info(a->d->serving, a->spec.name, &info))
+		json_object_object_add(resp, "tenant",
+				       control_serving_tenant_json(a->d, &info, a->uid));
+	return control_finish(resp);
+}
+
+static void control_submit_admitted(void *ctx, const char *name, int ret,
+				    const struct coloc_err *err)
+{
+	struct control_admission *a = ctx;
+	struct coloc_err warn = { 0 };
+	const char *state_path = a->d->cfg.state_path;
+	char *line;
+
+	if (!ret) {
+		/* a tenant --state brought back is in the state file already */
+		if (!a->server)
+			a->d->cfg.state_path = NULL;
+		colocd_spec_add(a->d, &a->spec, &a->files, &warn);
+		a->d->cfg.state_path = state_path;
+	}
+	if (!a->server) {
+		if (ret)
+			fprintf(stderr, "colocd: tenant %s from %s did not come back: %s\n", name,
+				state_path ? state_path : "the state file",
+				err ? coloc_err_str(err) : strerror(-ret));
+		else
+			printf("colocd: tenant %s submitted again from %s\n", name,
+			       state_path ? state_path : "the state file");
+		control_admission_free(a);
+		return;
+	}
+	line = control_admitted_answer(a, ret, err, &warn);
+	/* a client gone meanwhile: -ENOTCONN, nothing to do */
+	if (line)
+		server_send(a->server, a->conn, line, NULL, 0);
+	free(line);
+	control_admission_free(a);
+}
+
+/* A duplicate of fd (close-on-exec), or -1 for -1; false when it fails. */
+static bool control_dup(int fd, int *out)
+{
+	*out = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	return fd < 0 || *out >= 0;
+}
+
 int control_submit_spec(struct colocd *d, const struct colocd_spec *spec,
-			const struct colocd_files *files, struct coloc_err *err,
-			struct coloc_err *warn)
+			const struct colocd_files *files, struct server_req *sreq, uid_t uid,
+			struct coloc_err *err)
 {
 	struct serving_external ext[COLOC_MAX_REQUEST_FDS];
+	struct control_admission *a = calloc(1, sizeof(*a));
 	struct serving_tenant_spec ts = {
 		.name = spec->name,
 		.model_name = spec->model,
@@ -522,18 +599,46 @@ int control_submit_spec(struct colocd *d, const struct colocd_spec *spec,
 		.qos_ns = spec->qos_ns,
 		.executors = spec->executors,
 		.owner = spec->owner,
+		.admitted = control_submit_admitted,
+		.admitted_ctx = a,
 	};
+	bool dup_ok;
 	int ret;
 
-	if (d->draining)
+	if (!a)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	a->d = d;
+	a->server = sreq ? sreq->server : NULL;
+	a->conn = sreq ? sreq->conn : 0;
+	a->uid = uid;
+	a->spec = *spec;
+	a->files.model_fd = a->files.weights_fd = -1;
+	for (int i = 0; i < COLOC_MAX_REQUEST_FDS; i++)
+		a->files.external_fd[i] = -1;
+	dup_ok = control_dup(files->model_fd, &a->files.model_fd) &&
+		 control_dup(files->weights_fd, &a->files.weights_fd);
+	for (int i = 0; i < spec->nr_external && dup_ok; i++)
+		dup_ok = control_dup(files->external_fd[i], &a->files.external_fd[i]);
+	if (!dup_ok) {
+		ret = coloc_err_set(err, -errno, "duplicating the submit's files: %s",
+				    strerror(errno));
+		control_admission_free(a);
+		return ret;
+	}
+	if (d->draining) {
+		control_admission_free(a);
 		return coloc_err_set(err, -ESHUTDOWN, "colocd is shutting down");
+	}
 	for (int i = 0; i < spec->nr_external; i++)
 		ext[i] = (struct serving_external){ spec->external[i], files->external_fd[i] };
 	ret = serving_admit(d->serving, &ts, err);
 	colocd_serving_rearm(d);
-	if (ret)
+	if (ret) {
+		control_admission_free(a);
 		return ret;
-	colocd_spec_add(d, spec, files, warn);
+	}
+	if (sreq)
+		server_req_defer(sreq);
 	return 0;
 }
 
@@ -650,11 +755,10 @@ static char *control_cmd_submit(struct colocd *d, struct json_object *req, uid_t
 {
 	const char *name = control_str(req, "name"), *model = control_str(req, "model");
 	const char *weights = control_str(req, "weights");
-	struct serving_tenant_info info;
-	struct coloc_err err = { 0 }, warn = { 0 };
+	struct coloc_err err = { 0 };
 	struct colocd_spec *spec = calloc(1, sizeof(*spec));
 	struct colocd_files files;
-	struct json_object *jq, *je, *resp;
+	struct json_object *jq, *je;
 	char *bad = NULL;
 	double qos_ms;
 	int ret;
@@ -704,19 +808,11 @@ static char *control_cmd_submit(struct colocd *d, struct json_object *req, uid_t
 		bad = control_submit_files(sreq, spec, &files);
 	if (bad)
 		goto out;
-	ret = control_submit_spec(d, spec, &files, &err, &warn);
+	/* the answer comes once the executor has described the model */
+	ret = control_submit_spec(d, spec, &files, sreq, uid, &err);
 	colocd_files_close(&files, spec->nr_external);
-	if (ret) {
+	if (ret)
 		bad = control_error("%s", coloc_err_str(&err));
-		goto out;
-	}
-	resp = control_ok();
-	if (warn.code) /* admitted, but --state could not record it */
-		json_object_object_add(resp, "warning", control_reason(coloc_err_str(&warn)));
-	if (!serving_tenant_info(d->serving, name, &info))
-		json_object_object_add(resp, "tenant", control_serving_tenant_json(d, &info, uid));
-	free(spec);
-	return control_finish(resp);
 out:
 	free(spec);
 	return bad;
