@@ -245,6 +245,13 @@ $(OBJ)/tests/gateway_test: LDLIBS := $(LIB_GATEWAY) $(LIB_CLIENT) $(LIB_COMMON) 
 	$(GW_PKG_LIBS)
 # ---- end of coloc-gateway -------------------------------------------------------
 
+# coloc-sim's parts (tools/coloc-sim/: its option table, runs, reports)
+SIMCLI_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/coloc-sim/*.c))
+$(BIN)/coloc-sim: $(OBJ)/tools/coloc-sim.o $(SIMCLI_OBJS) $(LIBS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
 $(BIN)/%: $(OBJ)/tools/%.o $(LIBS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

@@ -992,14 +992,12 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->executor = cfg->executor ? strdup(cfg->executor) : NULL;
 	s->cache_dir = cfg->cache_dir ? strdup(cfg->cache_dir) : NULL;
 	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));
-	s->core_sig_ns = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_ns));
-	s->core_sig_var = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_var));
-	s->core_floor_var = calloc(POLICY_MAX_CPUS, sizeof(*s->core_floor_var));
+	s->core_level = calloc(POLICY_MAX_CPUS, sizeof(*s->core_level));
 	s->core_sig_now = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig_now));
 	s->dom_sig_now = calloc(POLICY_MAX_CPUS, sizeof(*s->dom_sig_now));
 	s->pqueries = calloc(s->max_queue_total, sizeof(*s->pqueries));
 	if ((cfg->executor && !s->executor) || (cfg->cache_dir && !s->cache_dir) || !s->core_sig ||
-	    !s->core_sig_ns || !s->core_sig_var || !s->core_floor_var || !s->core_sig_now || !s->dom_sig_now ||
+	    !s->core_level || !s->core_sig_now || !s->dom_sig_now ||
 	    !s->pqueries) {
 		ret = coloc_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
@@ -1045,9 +1043,7 @@ void serving_destroy(struct serving *s)
 	policy_destroy(s->policy);
 	free(s->pqueries);
 	free(s->core_sig);
-	free(s->core_sig_ns);
-	free(s->core_sig_var);
-	free(s->core_floor_var);
+	free(s->core_level);
 	free(s->core_sig_now);
 	free(s->dom_sig_now);
 	free(s->versions);

@@ -29,7 +29,8 @@
  * its cores free) -> starting again by serving_restart().
  *
  * An executor runs one block at a time and holds COLOC_SHM_NR_SLOTS queries
- * in flight: a queued query waits for a free slot before the policy sees it.
+ * in flight: a queued query waits for a free slot before the policy sees it
+ * (slots and executors assigned by policy/assign.h, which coloc-sim runs too).
  * A tenant admitted with E executors (serving_tenant_spec.executors) runs
  * up to E blocks at once, each of another query (policy_tenant.executors):
  * a query stays on the executor it started on, whose memory holds its
@@ -340,8 +341,8 @@ struct serving_core_info {
 	/*
 	 * The interference level the policy sees on the core: recent blocks'
 	 * latency over their profiled alone latency, aged towards 1.0 while
-	 * none runs there, beyond its noise (policy_level_beyond_noise); 0
-	 * before the first block.
+	 * none runs there, beyond its noise (policy/level_estimate.h, the
+	 * estimator coloc-sim runs too); 0 before the first block.
 	 */
 	double slowdown;
 	/*
@@ -367,8 +368,8 @@ uint64_t serving_policy_errors(const struct serving *s, const char **last);
 /*
  * A core's signals measured by colocd's sensor (daemon/level_source.h):
  * the LLC and DRAM fields as live in sig, and, when sig is marked
- * POLICY_SIG_LEVEL_PMU, its level, which the block slowdown estimate then
- * leaves alone. 0 or -EINVAL for a CPU out of range.
+ * POLICY_SIG_LEVEL_PMU, its level (policy_level_core_set), which the
+ * estimate from blocks then leaves alone. 0 or -EINVAL for a CPU out of range.
  */
 struct policy_signal;
 int serving_set_core_signal(struct serving *s, int cpu, const struct policy_signal *sig);

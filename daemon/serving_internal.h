@@ -7,6 +7,7 @@
 #ifndef COLOC_DAEMON_SERVING_INTERNAL_H
 #define COLOC_DAEMON_SERVING_INTERNAL_H
 
+#include "assign.h"
 #include "execproc.h"
 #include "policy.h"
 #include "profile_table.h"
@@ -14,27 +15,6 @@
 
 #define SV_MAX_TENANTS POLICY_MAX_TENANTS
 #define SV_MAX_ROUNDS 16 /* decide calls per round before leaving the rest to the next event */
-#define SV_SLOWDOWN_WEIGHT 0.3 /* weight of a new block in a core's smoothed slowdown */
-/*
- * A core's slowdown is evidence from the blocks that ran there; with none
- * for this long, half of its excess over 1.0 is forgotten. Without it a
- * policy that drops every query on a high reading would never see the
- * reading fall again: only blocks that run update it.
- */
-#define SV_SLOWDOWN_HALF_LIFE_NS 500000000ull
-/*
- * Weight of a block in its tenant's own norm, the usual ratio of its
- * blocks' measured to profiled-alone latency. A profile sums layers timed
- * one at a time with their weights in cache; a block runs them in a row,
- * plus its command and re-pinning: a tenant's blocks take longer than the
- * table on an idle machine too (1.9x for GoogLeNet's short blocks here).
- * That is the tenant's bias, for the policy's correction to learn, not
- * interference: a core's level is a block's ratio over its tenant's norm.
- * Slow, so that a spell of interference shows as level for ~20 blocks.
- */
-#define SV_NORM_WEIGHT 0.05
-/* A block of this alone time weighs half in the norm and the level (see sv_update_slowdown). */
-#define SV_SMALL_BLOCK_NS 100000.0
 #define SV_STOP_MS 100 /* an idle executor answers EXIT in microseconds; then SIGKILL */
 
 struct sv_query {
@@ -107,15 +87,7 @@ struct sv_tenant {
 	struct sv_query *head, *tail; /* queued and in flight, by arrival */
 	int nr_queries;
 	struct serving_stats stats;
-	double norm; /* usual measured / alone ratio of its blocks, 0 before the first */
-	/*
-	 * Its own noise: the mean squared deviation of its blocks' ratio over
-	 * norm from 1.0, over the blocks that ran with no other tenant's block
-	 * in flight (a running mean over the first 1 / SV_NORM_WEIGHT, then an
-	 * EWMA of that weight), and how many there were.
-	 */
-	double alone_var;
-	uint64_t nr_alone;
+	struct policy_level_tenant level; /* its blocks' norm and noise (level_estimate.h) */
 	struct policy_signal
 		sig; /* its attributed LLC / DRAM pressure (serving_set_tenant_signal) */
 	unsigned int order; /* admission order, for listing */
@@ -145,11 +117,8 @@ struct serving {
 	char cores[8192]; /* cpus as a CPU list, for the executors */
 	int owner[POLICY_MAX_CPUS]; /* tenant whose block holds the CPU, or -1 */
 	struct policy_signal *core_sig; /* [POLICY_MAX_CPUS], as last measured */
-	uint64_t *core_sig_ns; /* [POLICY_MAX_CPUS]: when core_sig's slowdown was measured */
-	/* [POLICY_MAX_CPUS]: the smoothed squared deviation of blocks' slowdowns from it */
-	double *core_sig_var;
-	/* [POLICY_MAX_CPUS]: the alone_var of the tenants whose blocks ran there, smoothed alike */
-	double *core_floor_var;
+	/* [POLICY_MAX_CPUS]: each core's level estimated from blocks, or set by the PMU model */
+	struct policy_level_core *core_level;
 	struct policy_signal *core_sig_now; /* [POLICY_MAX_CPUS]: aged to a round's now */
 	struct policy_signal *dom_sig_now; /* [POLICY_MAX_CPUS] by LLC domain, from core_sig_now */
 
@@ -204,22 +173,18 @@ void sv_finish_removal(struct serving *s, struct sv_tenant *t);
  * a completion callback, it only asks the running round to go again.
  */
 void sv_schedule(struct serving *s);
-/* Core c's slowdown as of now: its excess over 1.0 halves every half-life; 1.0 when none. */
-double sv_aged_slowdown(const struct serving *s, int c, uint64_t now);
 /*
  * Core c's level as the policy sees it: the PMU model's where it gives one,
- * else the aged block slowdown beyond its noise and its tenants' own
- * (policy_level_beyond_noise).
+ * aged, else the block estimate's beyond its noise (policy_level_core_level).
  */
 double sv_core_level(const struct serving *s, int c, uint64_t now);
 /* Blocks in flight over all tenants. */
 int sv_blocks_in_flight(const struct serving *s);
 /*
- * t's block d took ns: the per-core slowdown signal of its cores moves
- * towards ns / alone over t's norm (and its variance with it, and its
- * noise floor towards t's alone_var), and the norm towards ns / alone.
- * alone: no other tenant's block was in flight when it started (it then
- * counts in t's alone_var).
+ * t's block d took ns: the evidence of t's level estimate
+ * (policy_level_tenant_block) moves the estimate of each of d's cores the
+ * PMU model does not measure. alone: no other tenant's block was in flight
+ * when it started.
  */
 void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct policy_decision *d,
 			uint64_t ns, bool alone);

@@ -1,21 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * One policy round of the serving core (see serving.c's top comment): the
- * queued queries of each serving tenant take free executor slots, the
+ * queued queries of each serving tenant take free executor slots (slots
+ * and executors as policy/assign.h assigns them, as coloc-sim does), the
  * policy sees every query that holds a slot and could run now (the running
  * blocks' queries; one that started, when its executor is idle; one that
  * did not, when any of the tenant's executors is), its output is checked,
  * decisions start at once, drops complete.
- * Also the per-core slowdown signal, measured without a PMU: each finished
- * block's time over the table's alone time for it, over its tenant's usual
- * such ratio (SV_NORM_WEIGHT says why), smoothed per core from 1.0 with a
- * weight that grows with the block's size, and aged back towards 1.0 while
- * no block runs there; the policy sees it beyond its noise (the same
- * smoothing of the blocks' squared deviations): on the 2-vCPU VM a block
- * alone ran up to 3-4x its usual time (p90 1.3-1.5x), and each such block
- * lifted the level to 2-3 with nothing beside it.
+ * Also where the per-core level comes from without a PMU: each finished
+ * block is evidence for policy/level_estimate.h's estimator (the same one
+ * coloc-sim runs), which the policy sees beyond its noise.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,82 +22,65 @@ static bool tenant_serving(const struct sv_tenant *t)
 	       (t->state == SERVING_TENANT_READY || t->state == SERVING_TENANT_DRAINING);
 }
 
-static int free_slot(const struct sv_exec *x)
+/* t's executors as the assignment sees them (policy/assign.h). */
+struct exec_views {
+	struct policy_slot_view slot[SERVING_MAX_EXECUTORS][COLOC_SHM_NR_SLOTS];
+	struct policy_exec_view ex[SERVING_MAX_EXECUTORS];
+};
+
+static struct policy_slot_view slot_view(const struct sv_query *q)
 {
-	for (int slot = 0; slot < COLOC_SHM_NR_SLOTS; slot++)
-		if (!x->slots[slot])
-			return slot;
-	return -1;
+	if (!q)
+		return (struct policy_slot_view){ 0 };
+	return (struct policy_slot_view){ .used = true,
+					  .started = q->next_layer > 0,
+					  .in_flight = q->in_flight,
+					  .arrival_ns = q->arrival_ns };
 }
 
-static int slots_taken(const struct sv_exec *x)
+static void view_executors(const struct sv_tenant *t, struct exec_views *v)
 {
-	int n = 0;
-
-	for (int slot = 0; slot < COLOC_SHM_NR_SLOTS; slot++)
-		n += x->slots[slot] != NULL;
-	return n;
+	for (int x = 0; x < t->nr_exec; x++) {
+		for (int k = 0; k < COLOC_SHM_NR_SLOTS; k++)
+			v->slot[x][k] = slot_view(t->ex[x].slots[k]);
+		v->ex[x] = (struct policy_exec_view){ .busy = t->ex[x].busy,
+						      .nr_slots = COLOC_SHM_NR_SLOTS,
+						      .slot = v->slot[x] };
+	}
 }
 
-/*
- * Queued queries of a serving tenant take free slots, in arrival order,
- * each on the executor holding the fewest (the first such).
- */
+/* Queued queries of a serving tenant take free slots (policy_assign_slot), in arrival order. */
 static void fill_slots(struct sv_tenant *t)
 {
+	struct exec_views v;
+
 	if (!tenant_serving(t))
 		return;
+	view_executors(t, &v);
 	for (struct sv_query *q = t->head; q; q = q->next) {
-		int best = -1, slot;
+		int best, slot;
 
 		if (q->slot >= 0)
 			continue;
-		for (int x = 0; x < t->nr_exec; x++)
-			if (free_slot(&t->ex[x]) >= 0 &&
-			    (best < 0 || slots_taken(&t->ex[x]) < slots_taken(&t->ex[best])))
-				best = x;
+		best = policy_assign_slot(v.ex, t->nr_exec);
 		if (best < 0)
 			return;
-		slot = free_slot(&t->ex[best]);
+		slot = policy_assign_free_slot(&v.ex[best]);
 		memcpy(execproc_input(t->ex[best].ep, (unsigned int)slot), q->input, t->in_bytes);
 		free(q->input);
 		q->input = NULL;
 		q->exec = best;
 		q->slot = slot;
 		t->ex[best].slots[slot] = q;
+		v.slot[best][slot] = slot_view(q);
 	}
-}
-
-/* Whether q could start a block now: its executor idle, or any for a query yet to start. */
-static bool query_runnable(const struct sv_tenant *t, const struct sv_query *q)
-{
-	if (q->slot < 0 || q->in_flight)
-		return false;
-	if (q->next_layer > 0)
-		return !t->ex[q->exec].busy;
-	return sv_tenant_busy(t) < t->nr_exec;
-}
-
-double sv_aged_slowdown(const struct serving *s, int c, uint64_t now)
-{
-	const struct policy_signal *sig = &s->core_sig[c];
-
-	if (!(sig->live & POLICY_SIG_SLOWDOWN))
-		return 1.0;
-	if (now <= s->core_sig_ns[c])
-		return sig->slowdown;
-	return 1.0 + (sig->slowdown - 1.0) * exp2(-(double)(now - s->core_sig_ns[c]) /
-						  (double)SV_SLOWDOWN_HALF_LIFE_NS);
 }
 
 double sv_core_level(const struct serving *s, int c, uint64_t now)
 {
-	double mean = sv_aged_slowdown(s, c, now);
-
 	if (s->core_sig[c].live & POLICY_SIG_LEVEL_PMU)
-		return mean;
-	return policy_level_beyond_noise(mean, s->core_sig_var[c], s->core_floor_var[c],
-					 SV_SLOWDOWN_WEIGHT);
+		return policy_level_core_aged(&s->core_level[c], now);
+	return policy_level_core_level(&s->core_level[c], now);
 }
 
 static void age_signals(struct serving *s, uint64_t now)
@@ -124,6 +102,7 @@ static void build_input(struct serving *s, struct policy_input *in)
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
 		struct sv_tenant *t = &s->tenants[i];
 		struct policy_tenant *pt = &s->ptenants[i];
+		struct exec_views v;
 
 		memset(pt, 0, sizeof(*pt));
 		if (!tenant_serving(t))
@@ -136,8 +115,12 @@ static void build_input(struct serving *s, struct policy_input *in)
 		for (int x = 0; x < t->nr_exec; x++)
 			if (t->ex[x].busy)
 				s->running[nr++] = t->ex[x].blk;
+		view_executors(t, &v);
 		for (struct sv_query *q = t->head; q; q = q->next) {
-			if (!q->in_flight && !query_runnable(t, q))
+			/* what the policy sees: the queries in flight and those that could start */
+			if (!q->in_flight &&
+			    (q->slot < 0 ||
+			     !policy_assign_runnable(v.ex, t->nr_exec, q->exec, q->slot)))
 				continue;
 			s->pqueries[nq++] = (struct policy_query){ .id = q->id,
 								   .tenant = i,
@@ -189,40 +172,18 @@ static void apply_drop(struct serving *s, const struct policy_drop *d)
 	sv_complete_query(s, t, q, SERVING_QUERY_DROPPED, reason);
 }
 
-/* Whether a query that started, and waits for its next block, is on executor x. */
-static bool holds_started(const struct sv_exec *x)
-{
-	for (int slot = 0; slot < COLOC_SHM_NR_SLOTS; slot++)
-		if (x->slots[slot] && x->slots[slot]->next_layer > 0 && !x->slots[slot]->in_flight)
-			return true;
-	return false;
-}
-
 /*
- * Moves q (not started) into a slot of executor to: a free one, or the one
- * of its latest query there that has not started either, which takes q's
- * old slot (the inputs swapped through t->scratch). False when neither.
+ * Moves q (not started) into slot `slot` of executor to (policy_assign_move_slot's):
+ * a free one, or one whose query has not started either, which takes q's
+ * old slot (the inputs swapped through t->scratch).
  */
-static bool move_query(struct sv_tenant *t, struct sv_query *q, int to)
+static void move_query(struct sv_tenant *t, struct sv_query *q, int to, int slot)
 {
 	struct sv_exec *from = &t->ex[q->exec], *x = &t->ex[to];
-	int slot = free_slot(x);
-	struct sv_query *other = NULL;
+	struct sv_query *other = x->slots[slot];
 
-	if (slot < 0) {
-		for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++) {
-			struct sv_query *o = x->slots[i];
-
-			if (o->next_layer == 0 && !o->in_flight &&
-			    (!other || o->arrival_ns > other->arrival_ns)) {
-				other = o;
-				slot = i;
-			}
-		}
-		if (!other)
-			return false;
+	if (other)
 		memcpy(t->scratch, execproc_input(x->ep, (unsigned int)slot), t->in_bytes);
-	}
 	memcpy(execproc_input(x->ep, (unsigned int)slot),
 	       execproc_input(from->ep, (unsigned int)q->slot), t->in_bytes);
 	from->slots[q->slot] = other;
@@ -235,30 +196,19 @@ static bool move_query(struct sv_tenant *t, struct sv_query *q, int to)
 	q->exec = to;
 	q->slot = slot;
 	t->moved++;
-	return true;
 }
 
-/*
- * The executor q's next block runs on, q moved there if need be; -1 when
- * none can take it now. A query that started stays on its executor. One
- * that did not prefers its own, then any idle one that holds no started
- * query waiting for its next block (the policy serves a tenant's queries in
- * arrival order, so that one comes first), then any idle one.
- */
+/* The executor q's next block runs on (policy_assign_executor), q moved there if need be; -1: none. */
 static int executor_for(struct sv_tenant *t, struct sv_query *q)
 {
-	if (q->next_layer > 0)
-		return t->ex[q->exec].busy ? -1 : q->exec;
-	if (!t->ex[q->exec].busy && !holds_started(&t->ex[q->exec]))
-		return q->exec;
-	for (int pass = 0; pass < 2; pass++)
-		for (int x = 0; x < t->nr_exec; x++) {
-			if (t->ex[x].busy || (!pass && holds_started(&t->ex[x])))
-				continue;
-			if (x == q->exec || move_query(t, q, x))
-				return x;
-		}
-	return -1;
+	struct exec_views v;
+	int e;
+
+	view_executors(t, &v);
+	e = policy_assign_executor(v.ex, t->nr_exec, q->exec, q->slot);
+	if (e >= 0 && e != q->exec)
+		move_query(t, q, e, policy_assign_move_slot(&v.ex[e]));
+	return e;
 }
 
 /*
@@ -406,43 +356,16 @@ void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct pol
 			uint64_t ns, bool alone)
 {
 	uint64_t now = sv_now_ns();
-	double raw, ratio, w, aw;
+	struct policy_level_evidence ev;
 
-	if (!d->alone_ns || !ns)
+	if (!policy_level_tenant_block(&t->level, d->alone_ns, ns, alone, &ev))
 		return;
-	raw = (double)ns / (double)d->alone_ns;
-	/*
-	 * A short block's time is mostly its command and wake-up, not its
-	 * layers (5 us of table measured at 30 us here): it counts in
-	 * proportion to its size.
-	 */
-	w = (double)d->alone_ns / ((double)d->alone_ns + SV_SMALL_BLOCK_NS);
-	/* the first block sets the norm: it says nothing about interference yet */
-	t->norm = t->norm > 0 ? t->norm : raw;
-	ratio = raw / t->norm;
-	t->norm = (1 - SV_NORM_WEIGHT * w) * t->norm + SV_NORM_WEIGHT * w * raw;
-	if (alone) {
-		t->nr_alone++;
-		aw = w * (1.0 / (double)t->nr_alone > SV_NORM_WEIGHT ? 1.0 / (double)t->nr_alone :
-								       SV_NORM_WEIGHT);
-		t->alone_var = (1 - aw) * t->alone_var + aw * (ratio - 1) * (ratio - 1);
-	}
 	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
 	     c = policy_cpuset_next(&d->cores, c + 1)) {
-		struct policy_signal *sig = &s->core_sig[c];
-		double prev, a;
-
 		/* the PMU level model measures this core's level (serving_signal.c) */
-		if (sig->live & POLICY_SIG_LEVEL_PMU)
+		if (s->core_sig[c].live & POLICY_SIG_LEVEL_PMU)
 			continue;
-		/* from the prior (1.0) on the first block: one block is not a level */
-		prev = sv_aged_slowdown(s, c, now);
-		a = SV_SLOWDOWN_WEIGHT * w;
-		s->core_sig_var[c] =
-			(1 - a) * s->core_sig_var[c] + a * (ratio - prev) * (ratio - prev);
-		s->core_floor_var[c] = (1 - a) * s->core_floor_var[c] + a * t->alone_var;
-		sig->slowdown = (1 - a) * prev + a * ratio;
-		sig->live |= POLICY_SIG_SLOWDOWN;
-		s->core_sig_ns[c] = now;
+		policy_level_core_block(&s->core_level[c], &ev, now);
+		s->core_sig[c].live |= POLICY_SIG_SLOWDOWN;
 	}
 }

@@ -4,8 +4,8 @@
  * per-tenant policy signals: colocd's sensor records give a core's (and,
  * attributed, a tenant's) LLC and DRAM signals and,
  * with the PMU level model, its level (daemon/level_source.h). A core whose
- * level came from the model is marked POLICY_SIG_LEVEL_PMU; the block
- * slowdown estimate (serving_round.c) then leaves its level alone, and it
+ * level came from the model is marked POLICY_SIG_LEVEL_PMU; the
+ * estimate from blocks (serving_round.c) then leaves its level alone, and it
  * ages towards 1.0 like any other when no window reports it.
  */
 #include <errno.h>
@@ -38,9 +38,8 @@ int serving_set_core_signal(struct serving *s, int cpu, const struct policy_sign
 	cs->llc_misses_per_s = sig->llc_misses_per_s;
 	cs->dram_gbps = sig->dram_gbps;
 	if (sig->live & POLICY_SIG_LEVEL_PMU) {
-		cs->slowdown = sig->slowdown;
+		policy_level_core_set(&s->core_level[cpu], sig->slowdown, sv_now_ns());
 		cs->live |= POLICY_SIG_SLOWDOWN | POLICY_SIG_LEVEL_PMU;
-		s->core_sig_ns[cpu] = sv_now_ns();
 	}
 	return 0;
 }

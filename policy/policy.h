@@ -106,6 +106,7 @@
 #include <linux/types.h>
 #include "coloc/sensor.h"
 #include "error.h"
+#include "level_estimate.h"
 
 #define POLICY_MAX_CPUS COLOC_MAX_CPUS
 #define POLICY_MAX_TENANTS COLOC_MAX_TENANTS
@@ -362,22 +363,7 @@ struct policy_config {
 	enum policy_late late;
 };
 
-/*
- * A measured level without a PMU, with its noise taken out: mean is a
- * core's smoothed slowdown (an EWMA of its blocks' slowdowns, each weighing
- * `weight`), var the same EWMA of their squared deviations from it, and
- * floor_var the spread the tenants whose blocks ran there show with no
- * other tenant's block beside them (their own noise: wake-ups, a VM's
- * steal; 0 when unknown). The test is against the larger of the two: the
- * EWMA's standard error is sqrt(max(var, floor_var) x weight / (2 -
- * weight)); the level is what the mean exceeds 1.0 by beyond two of them
- * (1.0 when it does not). So one slow block is not a level, nor are a few
- * slow blocks in a row of a tenant whose blocks alone are that noisy, and a
- * level that stays is one the noise does not explain (VELTAIR's level is a
- * slowdown; on a VM a single block can run 3x its usual time with nothing
- * beside it). Below it, coloc keeps each layer's fastest alone version.
- */
-double policy_level_beyond_noise(double mean, double var, double floor_var, double weight);
+/* The level estimated from finished blocks without a PMU: level_estimate.h. */
 
 /*
  * The signals of each LLC domain (domains[], by domain id) from those of its

@@ -6,10 +6,8 @@
  * cores are granted in the least loaded domain. Each field is live in a
  * domain when it is live in one of its online cores at least: rates (LLC
  * misses per second, DRAM GB/s) add up over those cores, ratios and levels
- * (busy, slowdown, LLC miss ratio) are their mean. Also the measured
- * level with its noise taken out (policy_level_beyond_noise).
+ * (busy, slowdown, LLC miss ratio) are their mean.
  */
-#include <math.h>
 #include <string.h>
 #include "policy.h"
 
@@ -66,12 +64,4 @@ void policy_domain_signals(const struct policy_config *cfg, const struct policy_
 		d->llc_miss_ratio = k->llc ? d->llc_miss_ratio / k->llc : 0;
 		n[cfg->llc[c]].busy = -1;
 	}
-}
-
-double policy_level_beyond_noise(double mean, double var, double floor_var, double weight)
-{
-	double v = var > floor_var ? var : floor_var;
-	double se = v > 0 && weight > 0 && weight < 2 ? sqrt(v * weight / (2 - weight)) : 0;
-
-	return mean - 2 * se > 1.0 ? mean - 2 * se : 1.0;
 }

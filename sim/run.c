@@ -13,7 +13,9 @@
  * its LLC domains. Progress is tracked as alone-time left: whenever a block
  * starts or ends, every block sharing a domain with it is re-rated and its
  * completion rescheduled (the stale completion event is skipped by its
- * generation).
+ * generation). The level each round sees is colocd's own estimate from the
+ * finished blocks' simulated times (level.c), or with SIM_LEVEL_MODEL the
+ * interference model's slowdown of the block on each core.
  *
  * A policy whose entry has shares_cores (the `os` baseline: the kernel
  * time-shares the cores) may start blocks on cores that already run some:
@@ -41,6 +43,7 @@
 #include "sim.h"
 
 #define SIM_MAX_DROPS 1024
+#define SIM_MAX_ROUNDS 16 /* decide calls an event, as colocd's SV_MAX_ROUNDS */
 
 struct sim_slot {
 	struct policy_decision d; /* d.versions points at versions below */
@@ -54,6 +57,7 @@ struct sim_slot {
 	double stretch; /* slowdown x the most blocks sharing one of its cores */
 	bool collapsed; /* shared cores: its threads on one core, not slowed by the others */
 	uint64_t dispatch_ns; /* executor model: the part of its time outside the executor's */
+	bool alone; /* no other tenant's block ran when it started (the level's evidence) */
 	uint64_t gen;
 	unsigned int stamp; /* for visiting each neighbour once */
 };
@@ -78,8 +82,11 @@ struct sim_state {
 	uint64_t next_id;
 	uint64_t now;
 
+	/* the live queries in a slot (in flight or not); those waiting for one are in execs */
 	struct policy_query *queries;
 	int nr_queries, cap_queries;
+	struct sim_execs execs; /* each tenant's executors and slots (executors.c) */
+	struct policy_query *visible; /* [cap_queries]: a round's, those the policy sees */
 
 	/* [nr_slots]: nr_cores, as a block holds a core of its own, unless cores are shared */
 	struct sim_slot *slots;
@@ -98,6 +105,7 @@ struct sim_state {
 	int *dom_own; /* [nr_domains]: scratch */
 	int nr_domains;
 	struct policy_signal *core_sig, *dom_sig; /* [POLICY_MAX_CPUS] */
+	struct sim_level level; /* what the policy is told of them (level.c) */
 
 	struct policy_output out;
 	double *decide_us;
@@ -445,6 +453,9 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	if (!q)
 		return coloc_err_set(err, -EPROTO, "simulator: a block of query %llu, not live",
 				     (unsigned long long)d->query_id);
+	/* as colocd: no executor of the tenant can take it now, the decision is refused */
+	if (sim_execs_start(&s->execs, q) < 0)
+		return 1;
 	if (!s->nr_free_slots) {
 		int ret = s->shared ? grow_slots(s, err) :
 				      coloc_err_set(err, -EPROTO,
@@ -457,6 +468,9 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	}
 	idx = s->free_slots[--s->nr_free_slots];
 	sl = &s->slots[idx];
+	sl->alone = true;
+	for (int i = 0; i < s->nr_running; i++)
+		sl->alone &= s->running[i].tenant == d->tenant;
 	memcpy(sl->versions, d->versions, (size_t)(d->last_layer - d->first_layer));
 	sl->d = *d;
 	sl->d.versions = sl->versions;
@@ -504,11 +518,14 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 
 	/* as colocd: the executor's own time, without the dispatch around it */
 	policy_block_done(s->pol, &sl->d, s->now - sl->start_ns - sl->dispatch_ns);
+	sim_level_block(&s->level, &sl->d, s->now - sl->start_ns - sl->dispatch_ns, sl->alone,
+			s->now);
 	s->last_block_end_ns[sl->d.tenant] = s->now;
 	if (s->p->on_block)
 		s->p->on_block(s->p->ctx, &rec);
 	q->next_layer = sl->d.last_layer;
 	q->in_flight = false;
+	sim_execs_end(&s->execs, q, q->next_layer == m->nr_layers);
 	if (q->next_layer == m->nr_layers) {
 		uint64_t end = s->now + query_cost(s, q->tenant);
 		uint64_t lat = end - q->arrival_ns;
@@ -566,27 +583,68 @@ static int record_decide_cost(struct sim_state *s, double us, struct coloc_err *
 	return 0;
 }
 
+/* Queries waiting for a slot take those free, as colocd's round starts; the round's visible ones. */
+static int take_free_slots(struct sim_state *s, struct coloc_err *err)
+{
+	struct policy_query q;
+
+	for (int t = 0; t < s->p->nr_tenants; t++)
+		while (sim_execs_take(&s->execs, t, &q)) {
+			if (s->nr_queries == s->cap_queries) {
+				int cap = s->cap_queries * 2;
+				struct policy_query *a =
+					realloc(s->queries, (size_t)cap * sizeof(*a));
+				struct policy_query *v =
+					a ? realloc(s->visible, (size_t)cap * sizeof(*v)) : NULL;
+
+				if (a)
+					s->queries = a;
+				if (v)
+					s->visible = v;
+				if (!a || !v)
+					return coloc_err_set(
+						err, -ENOMEM,
+						"simulator: out of memory for queries");
+				s->cap_queries = cap;
+			}
+			s->queries[s->nr_queries++] = q;
+		}
+	return 0;
+}
+
+/*
+ * Policy rounds as colocd runs them (daemon/serving_round.c, sv_schedule):
+ * slots filled, the policy shown the queries in flight or runnable, its
+ * decisions started (one no executor can take is refused) and its drops
+ * removed; again after progress, at most SIM_MAX_ROUNDS times an event.
+ */
 static int decide(struct sim_state *s, struct coloc_err *err)
 {
-	for (;;) {
+	for (int rounds = 0;; rounds++) {
 		struct policy_input in = {
 			.now_ns = s->now,
 			.tenants = s->tenants,
 			.nr_tenants = s->p->nr_tenants,
-			.queries = s->queries,
-			.nr_queries = s->nr_queries,
+			.queries = s->visible,
 			.running = s->running,
 			.nr_running = s->nr_running,
 			.free = &s->free,
 			.cores = s->core_sig,
 			.domains = s->dom_sig,
 		};
+		bool refused = false, progress = false;
 		double t0;
-		int ret;
+		int ret = take_free_slots(s, err);
 
-		/* no live query, nothing a policy could decide or drop: skip the call */
-		if (!s->nr_queries)
+		if (ret)
+			return ret;
+		for (int i = 0; i < s->nr_queries; i++)
+			if (sim_execs_visible(&s->execs, &s->queries[i]))
+				s->visible[in.nr_queries++] = s->queries[i];
+		/* no query to show, nothing a policy could decide or drop: skip the call */
+		if (!in.nr_queries)
 			return 0;
+		sim_level_signals(&s->level, &s->cfg, s->now, s->core_sig, s->dom_sig);
 		policy_output_reset(&s->out);
 		t0 = seconds_now();
 		ret = policy_decide(s->pol, &in, &s->out, err);
@@ -600,19 +658,27 @@ static int decide(struct sim_state *s, struct coloc_err *err)
 						s->entry->name, (double)s->now * 1e-9);
 		for (int i = 0; i < s->out.nr_decisions; i++) {
 			ret = start_block(s, &s->out.decisions[i], err);
-			if (ret)
+			if (ret < 0)
 				return ret;
+			refused |= ret > 0;
+			progress |= !ret;
 		}
 		for (int i = 0; i < s->out.nr_drops; i++) {
 			struct policy_query *q = find_query(s, s->out.drops[i].query_id);
 
 			if (counted(s, q->arrival_ns))
 				s->r->tenant[q->tenant].dropped++;
+			sim_execs_leave(&s->execs, q);
 			remove_query(s, q, s->now, true);
+			progress = true;
 		}
-		/* a full output array ends a call early: call again after applying it */
-		if (s->out.nr_decisions < s->out.max_decisions &&
-		    s->out.nr_drops < s->out.max_drops)
+		/*
+		 * again, as colocd: a full output array ended the call early, a
+		 * refused decision (the next round sees which executors the
+		 * others took), drops (their slots free for waiting queries)
+		 */
+		if (!progress || rounds + 1 >= SIM_MAX_ROUNDS ||
+		    !(refused || s->out.nr_drops || s->out.nr_decisions == s->out.max_decisions))
 			return 0;
 	}
 }
@@ -644,27 +710,19 @@ static int arrive(struct sim_state *s, int tenant, struct coloc_err *err)
 		return ret;
 	if (counted(s, s->now))
 		s->r->tenant[tenant].arrived++;
-	if (s->nr_queries >= s->p->max_queued) {
+	if (s->nr_queries + s->execs.nr_waiting >= s->p->max_queued) {
 		if (counted(s, s->now))
 			s->r->tenant[tenant].dropped++;
 		return 0;
 	}
-	if (s->nr_queries == s->cap_queries) {
-		int cap = s->cap_queries * 2;
-		struct policy_query *q = realloc(s->queries, (size_t)cap * sizeof(*q));
-
-		if (!q)
-			return coloc_err_set(err, -ENOMEM, "simulator: out of memory for queries");
-		s->queries = q;
-		s->cap_queries = cap;
-	}
-	s->queries[s->nr_queries++] = (struct policy_query){
-		.id = s->next_id++,
-		.tenant = tenant,
-		.arrival_ns = s->now,
-		.deadline_ns = s->now + s->tenants[tenant].qos_ns,
-	};
-	return 0;
+	return sim_execs_wait(&s->execs,
+			      &(struct policy_query){
+				      .id = s->next_id++,
+				      .tenant = tenant,
+				      .arrival_ns = s->now,
+				      .deadline_ns = s->now + s->tenants[tenant].qos_ns,
+			      },
+			      err);
 }
 
 /* ---- setup, the loop, results -------------------------------------------------- */
@@ -789,6 +847,7 @@ static int state_init(struct sim_state *s, const struct sim_params *p, struct si
 	s->max_layers = max_layers;
 	s->cap_queries = 1024;
 	s->queries = malloc((size_t)s->cap_queries * sizeof(*s->queries));
+	s->visible = malloc((size_t)s->cap_queries * sizeof(*s->visible));
 	s->slots = calloc((size_t)n, sizeof(*s->slots));
 	s->free_slots = calloc((size_t)n, sizeof(int));
 	s->running = calloc((size_t)n, sizeof(*s->running));
@@ -805,9 +864,9 @@ static int state_init(struct sim_state *s, const struct sim_params *p, struct si
 	s->out.versions = calloc((size_t)n * max_layers, 1);
 	s->out.max_drops = SIM_MAX_DROPS;
 	s->out.drops = calloc(SIM_MAX_DROPS, sizeof(*s->out.drops));
-	if (!s->queries || !s->slots || !s->free_slots || !s->running || !s->running_slot ||
-	    !s->core_slot || !s->core_nr || !s->dom_busy || !s->dom_own || !s->core_sig ||
-	    !s->dom_sig || !s->out.decisions || !s->out.versions || !s->out.drops)
+	if (!s->queries || !s->visible || !s->slots || !s->free_slots || !s->running ||
+	    !s->running_slot || !s->core_slot || !s->core_nr || !s->dom_busy || !s->dom_own ||
+	    !s->core_sig || !s->dom_sig || !s->out.decisions || !s->out.versions || !s->out.drops)
 		return coloc_err_set(err, -ENOMEM, "simulator: out of memory for %d cores", n);
 	for (int i = 0; i < n; i++) {
 		s->slots[i].versions = malloc((size_t)max_layers);
@@ -825,6 +884,10 @@ static int state_init(struct sim_state *s, const struct sim_params *p, struct si
 		s->dom_sig[c] = s->core_sig[c];
 	}
 	s->free = s->cfg.online;
+	ret = sim_level_init(&s->level, p->level_source, n, err) ?:
+		      sim_execs_init(&s->execs, p->nr_tenants, p->executors, err);
+	if (ret)
+		return ret;
 	sim_speed_init(&s->speed, p->seed, p->speed_rho, p->speed_tau_ns);
 	ret = sim_heap_init(&s->heap, 4 * n + p->nr_tenants, err);
 	if (ret)
@@ -855,6 +918,8 @@ static void state_free(struct sim_state *s)
 	policy_destroy(s->pol);
 	sim_heap_free(&s->heap);
 	free(s->queries);
+	free(s->visible);
+	sim_execs_free(&s->execs);
 	free(s->slots);
 	free(s->free_slots);
 	free(s->running);
@@ -869,6 +934,7 @@ static void state_free(struct sim_state *s)
 	free(s->out.versions);
 	free(s->out.drops);
 	free(s->decide_us);
+	sim_level_free(&s->level);
 }
 
 static void finish_results(struct sim_state *s)
@@ -878,6 +944,10 @@ static void finish_results(struct sim_state *s)
 	for (int i = 0; i < s->nr_queries; i++)
 		if (counted(s, s->queries[i].arrival_ns))
 			r->tenant[s->queries[i].tenant].unserved++;
+	for (int t = 0; t < s->p->nr_tenants; t++)
+		for (int i = 0; sim_execs_waiting(&s->execs, t, i); i++)
+			if (counted(s, sim_execs_waiting(&s->execs, t, i)->arrival_ns))
+				r->tenant[t].unserved++;
 	for (int t = 0; t < r->nr_tenants; t++) {
 		struct sim_tenant_result *tr = &r->tenant[t];
 		struct sim_latencies *l = &s->lat[t];

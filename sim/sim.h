@@ -21,9 +21,14 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "assign.h"
+#include "coloc/shm.h"
 #include "error.h"
 #include "policy.h"
 #include "rng.h"
+
+/* The most executors coloc-sim gives a tenant (--executors, POLICY@N). */
+#define SIM_MAX_EXECUTORS 64
 
 /* ---- the event engine ---------------------------------------------------- */
 
@@ -213,6 +218,97 @@ struct sim_interference {
 double sim_interference_slowdown(const struct sim_interference *im, const struct policy_model *m,
 				 int first, int last, const uint8_t *versions, int ci,
 				 double pressure);
+
+/* ---- the level the policy sees (level.c) ---------------------------------------- */
+
+/* Where a simulated core's interference level comes from. */
+enum sim_level_source {
+	/*
+	 * As colocd without a PMU: policy/level_estimate.h's estimate from the
+	 * finished blocks' simulated times against their tables alone.
+	 */
+	SIM_LEVEL_BLOCKS,
+	/*
+	 * The interference model's slowdown of the block running there, 1.0
+	 * when none: a perfect sensor, as colocd's PMU level model would be.
+	 */
+	SIM_LEVEL_MODEL,
+};
+
+/* The level estimate a run keeps: per tenant and per simulated core. */
+struct sim_level {
+	enum sim_level_source source;
+	int nr_cores;
+	struct policy_level_tenant tenant[POLICY_MAX_TENANTS];
+	struct policy_level_core *core; /* [nr_cores] */
+};
+
+int sim_level_init(struct sim_level *l, enum sim_level_source source, int nr_cores,
+		   struct coloc_err *err);
+void sim_level_free(struct sim_level *l);
+/*
+ * Block d of its tenant took measured_ns (the executor's own time, as colocd
+ * measures it), ending at now; alone: no other tenant's block was running
+ * when it started. Evidence for the estimate (SIM_LEVEL_BLOCKS only).
+ */
+void sim_level_block(struct sim_level *l, const struct policy_decision *d, uint64_t measured_ns,
+		     bool alone, uint64_t now);
+/*
+ * With SIM_LEVEL_BLOCKS, each core's slowdown signal in core_sig becomes its
+ * estimated level as of now, and dom_sig the LLC domains' signals from the
+ * cores' (policy_domain_signals), as colocd gives them to a round. Nothing
+ * with SIM_LEVEL_MODEL: the run keeps the model's slowdown there.
+ */
+void sim_level_signals(const struct sim_level *l, const struct policy_config *cfg, uint64_t now,
+		       struct policy_signal *core_sig, struct policy_signal *dom_sig);
+
+/* ---- a tenant's executors and their slots, as colocd holds them (executors.c) -------- */
+
+/*
+ * colocd's executors as the simulator keeps them: each tenant's executors
+ * and their COLOC_SHM_NR_SLOTS query slots, assigned by colocd's own rules
+ * (policy/assign.h), and the queries waiting for a slot in arrival order.
+ * Only the queries in a slot are the policy's to decide, as in colocd.
+ */
+struct sim_execs_tenant {
+	int nr;
+	struct policy_exec_view view[SIM_MAX_EXECUTORS];
+	struct policy_slot_view slot[SIM_MAX_EXECUTORS][COLOC_SHM_NR_SLOTS];
+	uint64_t id[SIM_MAX_EXECUTORS][COLOC_SHM_NR_SLOTS]; /* the query in each used slot */
+	struct policy_query *wait; /* a ring of cap_wait, nr_wait from head */
+	int head, nr_wait, cap_wait;
+};
+
+struct sim_execs {
+	int nr_tenants;
+	struct sim_execs_tenant *t;
+	int nr_waiting; /* over all tenants */
+};
+
+/* Each of nr_tenants with `executors` executors (0: one). */
+int sim_execs_init(struct sim_execs *e, int nr_tenants, int executors, struct coloc_err *err);
+void sim_execs_free(struct sim_execs *e);
+/* q arrives: it waits for a slot of its tenant's. */
+int sim_execs_wait(struct sim_execs *e, const struct policy_query *q, struct coloc_err *err);
+/*
+ * The tenant's earliest waiting query into a free slot (policy_assign_slot),
+ * copied to *q; false when none waits or no slot is free.
+ */
+bool sim_execs_take(struct sim_execs *e, int tenant, struct policy_query *q);
+/* Whether q (in a slot) is the policy's to see: in flight, or runnable (policy_assign_runnable). */
+bool sim_execs_visible(const struct sim_execs *e, const struct policy_query *q);
+/*
+ * The executor q's next block runs on (policy_assign_executor), q moved
+ * there if need be, and its block marked running; -1 when none can take it
+ * now (colocd refuses the decision; the next round sees why).
+ */
+int sim_execs_start(struct sim_execs *e, const struct policy_query *q);
+/* q's block ended; finished: q is done and leaves its slot. */
+void sim_execs_end(struct sim_execs *e, const struct policy_query *q, bool finished);
+/* q, in a slot and not in flight, was dropped: it leaves its slot. */
+void sim_execs_leave(struct sim_execs *e, const struct policy_query *q);
+/* Waiting query i (0: the earliest) of tenant. */
+const struct policy_query *sim_execs_waiting(const struct sim_execs *e, int tenant, int i);
 
 /* ---- workloads --------------------------------------------------------------- */
 
@@ -568,6 +664,8 @@ struct sim_params {
 	uint64_t speed_tau_ns;
 	/* each tenant's executors (struct policy_tenant): 0 or 1, one as colocd starts */
 	int executors;
+	/* where the level each round sees comes from (level.c); 0: the blocks, as colocd */
+	enum sim_level_source level_source;
 	int max_queued; /* live queries beyond this are rejected at arrival (counted as drops) */
 	/* optional observers */
 	void (*on_query)(void *ctx, const struct sim_query_record *q);
@@ -700,8 +798,6 @@ struct sim_served {
  */
 int sim_served_load_tsv(const char *path, struct sim_served *s, struct coloc_err *err);
 
-/* The most executors coloc-sim gives a tenant (--executors, POLICY@N). */
-#define SIM_MAX_EXECUTORS 64
 /*
  * A bench-qos cell's policy: POLICY, or POLICY@N for that policy with every
  * tenant on N executor processes (bench-qos --policies), either maybe with

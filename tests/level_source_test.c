@@ -247,7 +247,7 @@ static int make_serving(struct serving **s, const char *cache, struct coloc_err 
 static double level_after_slow_blocks(struct serving *s, double lo, double hi, double *unfloored)
 {
 	struct policy_decision d = { .alone_ns = 1000000000 };
-	struct sv_tenant t = { .norm = 1.0 };
+	struct sv_tenant t = { .level.norm = 1.0 };
 	uint64_t now;
 
 	policy_cpuset_set(&d.cores, 0);
@@ -256,8 +256,8 @@ static double level_after_slow_blocks(struct serving *s, double lo, double hi, d
 	for (int i = 0; i < 5; i++)
 		sv_update_slowdown(s, &t, &d, 3000000000ull, false);
 	now = sv_now_ns();
-	*unfloored = policy_level_beyond_noise(sv_aged_slowdown(s, 0, now), s->core_sig_var[0], 0,
-					       SV_SLOWDOWN_WEIGHT);
+	*unfloored = policy_level_beyond_noise(policy_level_core_aged(&s->core_level[0], now),
+					       s->core_level[0].var, 0, POLICY_LEVEL_CORE_WEIGHT);
 	return sv_core_level(s, 0, now);
 }
 
@@ -290,7 +290,7 @@ TEST_F(level_source, serving_level__a_tenants_alone_noise_is_no_level_on_its_cor
 /*
  * Core 0 gets its level from the model, core 1 does not: a block of 3x its
  * alone time on both moves only core 1, by the weight serving_round.c
- * gives a first block (SV_SLOWDOWN_WEIGHT * w from the prior 1.0).
+ * gives a first block (POLICY_LEVEL_CORE_WEIGHT * w from the prior 1.0).
  */
 TEST_F(level_source, serving_hook__block_slowdown_leaves_a_pmu_core_alone)
 {
@@ -313,12 +313,13 @@ TEST_F(level_source, serving_hook__block_slowdown_leaves_a_pmu_core_alone)
 
 	policy_cpuset_set(&d.cores, 0);
 	policy_cpuset_set(&d.cores, 1);
-	t->norm = 1.0;
+	t->level.norm = 1.0;
 	sv_update_slowdown(s, t, &d, 3 * d.alone_ns, false);
-	w = (double)d.alone_ns / ((double)d.alone_ns + SV_SMALL_BLOCK_NS);
+	w = (double)d.alone_ns / ((double)d.alone_ns + POLICY_LEVEL_SMALL_BLOCK_NS);
 	/* core 0: the model's 1.4, aged by the microseconds since it was set */
-	ASSERT_LT(fabs(s->core_sig[0].slowdown - 1.4), 1e-12);
-	ASSERT_LT(fabs(s->core_sig[1].slowdown - (1.0 + SV_SLOWDOWN_WEIGHT * w * 2.0)), 1e-12);
+	ASSERT_LT(fabs(s->core_level[0].slowdown - 1.4), 1e-12);
+	ASSERT_LT(fabs(s->core_level[1].slowdown - (1.0 + POLICY_LEVEL_CORE_WEIGHT * w * 2.0)),
+		  1e-12);
 	ASSERT_FALSE(s->core_sig[1].live & POLICY_SIG_LEVEL_PMU);
 	free(t);
 	serving_destroy(s);

@@ -312,6 +312,9 @@ else
 		printf '  %-16s in colocd, p50 / p95 ms: %s\n' "" "$(jq -r '.tenants[0].colocd_parts |
 			[to_entries[] | "\(.key) \(.value.p50_ms) / \(.value.p95_ms)"] | join(", ")' \
 			<<<"$SERVED_JSON")"
+		printf '  %-16s around colocd, p50 / p95 ms: %s\n' "" "$(jq -r '.tenants[0] |
+			"send \(.send_p50_ms) / \(.send_p95_ms), hop \(.hop_p50_ms) / \(.hop_p95_ms), " +
+			"latency less queueing \(.unqueued_p50_ms) / \(.unqueued_p95_ms)"' <<<"$SERVED_JSON")"
 	done
 	stop_colocd
 fi

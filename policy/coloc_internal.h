@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Inside the coloc engine: its state and the functions its files share.
+ * coloc.c decides a round (each query's next block, its cores, drops);
+ * coloc_table.c reads a tenant's latency table through its cache (layer
+ * versions, needs, shares, span latencies); coloc_predict.c learns the
+ * prediction from measured blocks; coloc_round.c is a round's view of the
+ * cores (level, aggressor, LLC domains) and of the queue. The algorithm and
+ * why each rule is there: docs/design/coloc-policy.md.
+ */
+#ifndef COLOC_POLICY_COLOC_INTERNAL_H
+#define COLOC_POLICY_COLOC_INTERNAL_H
+
+#include <math.h>
+#include "policy_impl.h"
+
+/*
+ * A block's own correction on top of its tenant's, per (first layer, last
+ * layer, core count): the same layers on the same cores run alike query
+ * after query and unlike the tenant's other blocks. Direct-mapped, a
+ * collision replaces the entry; 1.0 until the block was measured once. It
+ * fades towards 1.0 without measurements (a block predicted too late to run
+ * is never measured again: it must not starve its tenant). The replays
+ * that chose it and its half-life: docs/design/coloc-policy.md.
+ */
+#define COLOC_BLOCK_CLASSES 256
+/*
+ * Once a block was measured COLOC_CLASS_MIN_SAMPLES times, its prediction
+ * is the table at the level times the median measured / table of its last
+ * COLOC_CLASS_SAMPLES (Abacus predicts a layer group from what the same
+ * group measured): a median is not moved by the one block in ten that runs
+ * 2-3x slow, which an EWMA carries into the next predictions. A median
+ * above the EWMAs' prediction fades towards it, as the tenant's correction
+ * does, so a stale slow median cannot starve its tenant. What it gained:
+ * docs/design/coloc-policy.md.
+ */
+#define COLOC_CLASS_SAMPLES 9
+/*
+ * A tenant's cache covers tables up to these sizes; larger ones are read
+ * directly. 16384 cells hold ResNet-50's 53 layers at 256 core counts (the
+ * simulator issue's largest machine); the state is then about 60 MB of
+ * address space, of which only what tenants touch is ever backed.
+ */
+#define COLOC_CACHE_LAYERS 1024
+#define COLOC_CACHE_CELLS 16384
+/* A round sorts up to this many queries by tenant; with more, each look-up reads them all. */
+#define COLOC_MAX_QUEUED 4096
+#define CPU_WORDS (POLICY_MAX_CPUS / 64)
+
+struct coloc_cell {
+	uint64_t gen; /* valid when it is the cache's generation */
+	uint64_t ns; /* latency of the chosen version, 0: no version */
+	/* least non-zero ns at this count or fewer, NAN: none (valid below the row's filled) */
+	double min_ns;
+	int ver;
+};
+
+struct coloc_row {
+	uint64_t gen; /* the rest is valid when it is the cache's generation */
+	int filled; /* min_ns is set at counts [0, filled) */
+	int fastest; /* the fastest of those counts, the first of equals (0 when none) */
+	uint64_t min; /* its latency, 0: none */
+};
+
+struct coloc_cache {
+	uint64_t gen;
+	double pos; /* the level position the entries hold */
+	double share[COLOC_CACHE_LAYERS]; /* layer_share() of each layer, kept with the tenant */
+	double rest
+		[COLOC_CACHE_LAYERS]; /* shares of layers l.. summed from l up, as rest_share() */
+	struct coloc_row row[COLOC_CACHE_LAYERS];
+	struct coloc_cell cell[COLOC_CACHE_CELLS]; /* [layer * nr_core_counts + ci] */
+	uint64_t col[POLICY_MAX_CORE_COUNTS]; /* the generation column ci's sums hold */
+	/* [layer * nr_core_counts + ci], layer 0 .. nr_layers */
+	uint64_t sum_before[COLOC_CACHE_CELLS + POLICY_MAX_CORE_COUNTS];
+	uint32_t bad_before[COLOC_CACHE_CELLS + POLICY_MAX_CORE_COUNTS];
+	/* the same running sums of the chosen versions' latency alone (level column 0) */
+	uint64_t alone_before[COLOC_CACHE_CELLS + POLICY_MAX_CORE_COUNTS];
+	/* [ci * nr_layers + layer]: the chosen version, a column's layers side by side */
+	uint8_t ver_col[COLOC_CACHE_CELLS];
+};
+
+struct coloc_tenant {
+	bool known;
+	uint64_t uid;
+	const struct policy_model *model;
+	double avg_need; /* avg_C: mean core need alone */
+	/* a layer's share of the QoS is its alone latency at this count's index, -1: its ops */
+	int share_ci;
+	double share_den; /* total ops, or total alone latency at share_ci */
+	double corr; /* measured / table latency, EWMA */
+	double fixed_ns; /* a block's cost beyond its table latency, EWMA */
+	double dev; /* relative error of its blocks' predictions, |measured - predicted| / predicted, EWMA */
+	uint64_t corr_ns; /* when corr and fixed_ns were last measured (a block's end) */
+	struct coloc_cache *cache; /* NULL: the table is too large to cache */
+	struct {
+		uint64_t key; /* class_index()'s key of the block, 0: empty */
+		double rel; /* measured / (table x corr), EWMA */
+		uint64_t ns; /* when it was last measured (the block's end) */
+		float ratio[COLOC_CLASS_SAMPLES]; /* its last measured / table, a ring */
+		int nr, next; /* samples in the ring, where the next one goes */
+		double median; /* of the ring, once it holds COLOC_CLASS_MIN_SAMPLES */
+	} cls[COLOC_BLOCK_CLASSES];
+};
+
+struct coloc_state {
+	struct coloc_flags flags;
+	int nr_online;
+	struct coloc_tenant t[POLICY_MAX_TENANTS];
+	struct coloc_cache cache[POLICY_MAX_TENANTS];
+	const struct policy_query
+		*queued[COLOC_MAX_QUEUED]; /* a round's, by tenant (struct round) */
+};
+
+struct round {
+	struct policy_cpuset free;
+	int nr_free; /* cores in free */
+	int busy[POLICY_MAX_CPUS]; /* busy cores per LLC domain */
+	int agg[POLICY_MAX_CPUS]; /* cores per LLC domain the heaviest aggressor holds */
+	double level;
+	double thres[POLICY_MAX_TENANTS];
+	double cap[POLICY_MAX_TENANTS]; /* the longest predicted time a block may have, ns */
+	const struct policy_query *head[POLICY_MAX_TENANTS];
+	bool done[POLICY_MAX_TENANTS];
+	int in_flight[POLICY_MAX_TENANTS]; /* blocks of the tenant running, or decided this round */
+	/*
+	 * When sorted, tenant t's queued queries in input order are
+	 * st->queued[at[t] .. at[t] + nr[t]): finding a tenant's next query
+	 * reads its own queries, not the whole queue, and sees them in the
+	 * same order.
+	 */
+	bool sorted;
+	int at[POLICY_MAX_TENANTS], nr[POLICY_MAX_TENANTS];
+};
+
+/*
+ * A block's prediction as of now, raw x scale + fixed (raw: its table
+ * latency at the level): from the tenant's correction (corr) and per-block
+ * cost (fixed) as of now times the block's own correction, or, once the
+ * block was measured COLOC_CLASS_MIN_SAMPLES times, its median measured /
+ * table; a median above the former fades towards it as the tenant's
+ * correction does (half every second without the block measured).
+ */
+struct block_pred {
+	double scale, fixed;
+};
+
+/* coloc_table.c: a tenant's table, through its cache */
+struct coloc_tenant *coloc_tenant_state(struct coloc_state *st, const struct policy_input *in,
+					int t);
+double coloc_layer_share(const struct coloc_tenant *ct, const struct policy_model *m, int l);
+double coloc_rest_share(const struct coloc_tenant *ct, const struct policy_model *m, int first);
+int coloc_layer_need(const struct coloc_state *st, struct coloc_tenant *ct, int l, double budget,
+		     double pos);
+uint64_t coloc_span_ns(const struct coloc_state *st, struct coloc_tenant *ct, int first, int last,
+		       int ci, double pos, uint8_t *v, double stop);
+uint64_t coloc_span_alone_ns(const struct coloc_state *st, struct coloc_tenant *ct, int first,
+			     int last, int ci, double pos, const uint8_t *v);
+bool coloc_need_below_read(const struct coloc_state *st, struct coloc_tenant *ct,
+			   struct coloc_cache *c, int l, double pos, double b, int n);
+
+/* coloc_predict.c: the prediction learnt from measured blocks */
+struct block_pred coloc_class_pred(const struct coloc_state *st, const struct coloc_tenant *ct,
+				   int first, int last, int ci, double corr, double fixed,
+				   uint64_t now);
+double coloc_aged_corr(const struct coloc_tenant *ct, uint64_t now);
+double coloc_aged_fixed(const struct coloc_tenant *ct, uint64_t now);
+double coloc_aged_margin(const struct coloc_tenant *ct, uint64_t now);
+
+/* coloc_round.c: a round's cores and queue */
+void coloc_round_init(struct coloc_state *st, const struct policy_config *cfg,
+		      const struct policy_input *in, struct round *r);
+void coloc_grant_cores(const struct policy_config *cfg, const struct policy_input *in,
+		       struct round *r, int n, struct policy_cpuset *cores);
+bool coloc_before(const struct coloc_state *st, const struct policy_query *a,
+		  const struct policy_query *b);
+const struct policy_query *coloc_next_query(const struct coloc_state *st,
+					    const struct policy_input *in, const struct round *r,
+					    int t, const struct policy_query *after);
+
+/* ct's cache at pos, emptied when the position moved; NULL when the table is not cached. */
+static inline struct coloc_cache *coloc_cache_at(struct coloc_tenant *ct, double pos)
+{
+	struct coloc_cache *c = ct->cache;
+
+	if (c && c->pos != pos) {
+		c->gen++;
+		c->pos = pos;
+	}
+	return c;
+}
+
+/* raw predicted by p. */
+static inline double coloc_predicted(struct block_pred p, uint64_t raw)
+{
+	return (double)raw * p.scale + p.fixed;
+}
+
+static inline bool coloc_need_below(const struct coloc_state *st, struct coloc_tenant *ct,
+				    struct coloc_cache *c, int l, double pos, double b, int n)
+{
+	const struct coloc_row *row = &c->row[l];
+	const struct coloc_cell *e = &c->cell[l * ct->model->nr_core_counts];
+
+	if (n <= 0)
+		return false;
+	/* what was read this generation answers most layers; the rest reads on */
+	if (row->gen == c->gen && row->filled >= n) {
+		if (e[n - 1].min_ns <= b)
+			return true;
+		if (e[row->filled - 1].min_ns <= b)
+			return false;
+	}
+	return coloc_need_below_read(st, ct, c, l, pos, b, n);
+}
+
+#endif /* COLOC_POLICY_COLOC_INTERNAL_H */

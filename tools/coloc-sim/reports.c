@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * What coloc-sim prints after its runs: the QoS-QPS summary of every mix
+ * and policy, the fidelity check against what bench-qos measured (and the
+ * measurement against its own replicas), how our profiles scale onto
+ * VELTAIR's cores (--scaling), and what the tables allow (--capacity).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cli.h"
+#include "profile.h"
+#include "coloc_sim.h"
+
+/* One table: a line per policy, a column per mix, QoS-QPS. */
+void simcli_print_summary(const struct sim_mixes *mixes, bool all_mixes)
+{
+	printf("\nQoS-QPS (total queries/s with >= 95%% of every tenant's within QoS), %ld "
+	       "cores:\n%-18s",
+	       simcli_opts.cores, "policy");
+	for (int m = 0; m < mixes->nr; m++)
+		if (all_mixes || !strcmp(mixes->mix[m].name, simcli_opts.mix))
+			printf(" %10s", mixes->mix[m].name);
+	printf("\n");
+	for (int i = 0; i < simcli_nr_cells; i++) {
+		const char *name = simcli_cells[i].name;
+
+		printf("%-18s", name);
+		for (int m = 0; m < mixes->nr; m++) {
+			const struct sim_qps_cell *c;
+
+			if (!all_mixes && strcmp(mixes->mix[m].name, simcli_opts.mix))
+				continue;
+			c = sim_qps_table_find(&simcli_found, mixes->mix[m].name, name);
+			printf(" %10.1f", c ? c->qps : 0.0);
+		}
+		printf("\n");
+	}
+}
+
+/*
+ * The measurement against itself, where bench-qos measured a cell twice
+ * side by side (CELL and CELL:TAG, --policies): the same comparison as the
+ * fidelity check's, the replica in the simulation's place. It is the most
+ * any model could score against this run. 0, or 1 on an error (printed).
+ */
+static int print_replicas(const struct sim_qps_table *measured)
+{
+	struct sim_qps_table simcli_cells, replicas;
+	struct coloc_err err = { 0 };
+	struct sim_fidelity f;
+
+	if (sim_qps_table_split_replicas(measured, &simcli_cells, &replicas, &err))
+		goto fail;
+	if (sim_fidelity_compare(&replicas, &simcli_cells, FIDELITY_TOLERANCE, &f, &err)) {
+		sim_qps_table_free(&simcli_cells);
+		sim_qps_table_free(&replicas);
+		goto fail;
+	}
+	if (f.nr_rows) {
+		printf("the measurement against itself (each cell measured twice side by side, "
+		       "CELL and CELL:TAG; replica / cell, within +-%.0f%%):\n",
+		       100 * FIDELITY_TOLERANCE);
+		printf("%-10s %-18s %10s %15s %10s %15s %7s  %s\n", "mix", "cell", "measured",
+		       "searches' range", "replica", "searches' range", "ratio", "within");
+		for (int i = 0; i < f.nr_rows; i++) {
+			const struct sim_fidelity_row *r = &f.row[i];
+
+			printf("%-10s %-18s %10.1f %6.1f .. %5.1f %10.1f %6.1f .. %5.1f %7.2f  %s\n",
+			       r->sim->mix, r->sim->policy, r->measured->qps, r->measured->qps_lo,
+			       r->measured->qps_hi, r->sim->qps, r->sim->qps_lo, r->sim->qps_hi,
+			       r->ratio, r->within ? "yes" : "NO");
+		}
+		printf("the measurement against itself: %d of %d cells within +-%.0f%%, %d of %d "
+		       "mixes ranked the same (a model's ceiling on this run)\n",
+		       f.nr_within, f.nr_compared, 100 * FIDELITY_TOLERANCE, f.nr_mixes_same,
+		       f.nr_mixes);
+	}
+	sim_fidelity_free(&f);
+	sim_qps_table_free(&simcli_cells);
+	sim_qps_table_free(&replicas);
+	return 0;
+fail:
+	fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+	return 1;
+}
+
+/*
+ * One way of taking QoS-QPS: simulated against measured, cell by cell and
+ * per mix, the verdict, then the measurement against itself where it has
+ * replicas. 0, or 1 on an error (printed).
+ */
+static int print_check(const char *how, const char *explain, const struct sim_qps_table *sim,
+		       const struct sim_qps_table *measured)
+{
+	struct coloc_err err = { 0 };
+	struct sim_fidelity f;
+	int ret;
+
+	if (sim_fidelity_compare(sim, measured, FIDELITY_TOLERANCE, &f, &err)) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		return 1;
+	}
+	printf("\nfidelity check against %s, QoS-QPS %s (%s; simulated / measured, within "
+	       "+-%.0f%%):\n",
+	       simcli_opts.measured, how, explain, 100 * FIDELITY_TOLERANCE);
+	printf("%-10s %-18s %10s %15s %10s %15s %7s  %-6s %-8s %s\n", "mix", "policy", "simulated",
+	       "seeds' range", "measured", "searches' range", "ratio", "within", "in range",
+	       "ranges meet");
+	for (int i = 0; i < f.nr_rows; i++) {
+		const struct sim_fidelity_row *r = &f.row[i];
+
+		if (!r->measured) {
+			printf("%-10s %-18s %10.1f %6.1f .. %5.1f %10s %15s %7s  not measured\n",
+			       r->sim->mix, r->sim->policy, r->sim->qps, r->sim->qps_lo,
+			       r->sim->qps_hi, "-", "-", "-");
+			continue;
+		}
+		printf("%-10s %-18s %10.1f %6.1f .. %5.1f %10.1f %6.1f .. %5.1f %7.2f  %-6s %-8s "
+		       "%s\n",
+		       r->sim->mix, r->sim->policy, r->sim->qps, r->sim->qps_lo, r->sim->qps_hi,
+		       r->measured->qps, r->measured->qps_lo, r->measured->qps_hi, r->ratio,
+		       r->within ? "yes" : "NO", r->in_range ? "yes" : "no",
+		       r->ranges_meet ? "yes" : "no");
+	}
+	for (int k = 0; k < f.nr_mixes; k++)
+		printf("ranking of policies on mix %s: %s (%d of %d pairs ordered the other way)\n",
+		       f.mix[k].mix,
+		       f.mix[k].same_ranking ? "the same" :
+		       f.mix[k].pairs	     ? "DIFFERENT" :
+					       "not compared",
+		       f.mix[k].discordant, f.mix[k].pairs);
+	printf("measured inside the simulated seeds' range: %d of %d cells; the seeds' and the "
+	       "measured searches' ranges meet: %d of %d (neither is the issue's bar)\n",
+	       f.nr_in_range, f.nr_compared, f.nr_ranges_meet, f.nr_compared);
+	printf("fidelity (%s): %d of %d compared cells within +-%.0f%%, %d of %d mixes ranked "
+	       "the same: %s\n",
+	       how, f.nr_within, f.nr_compared, 100 * FIDELITY_TOLERANCE, f.nr_mixes_same,
+	       f.nr_mixes,
+	       f.nr_compared && f.nr_within == f.nr_compared && f.nr_mixes_same == f.nr_mixes ?
+		       "PASS" :
+		       "FAIL (fix the model before quoting a many-core number)");
+	ret = print_replicas(measured);
+	sim_fidelity_free(&f);
+	return ret;
+}
+
+/*
+ * The fidelity check against make bench-qos's measurements: QoS-QPS as
+ * bench-qos takes it (each search's highest pass, the median of a cell's
+ * searches), then, with its points.tsv, by the crossing of every point of
+ * a cell (sim_crossing_qps). 0, or 1 on a bad file (printed).
+ */
+int simcli_print_fidelity(void)
+{
+	struct sim_qps_table measured, crossing = { 0 };
+	struct coloc_err err = { 0 };
+	int ret;
+
+	if (access(simcli_opts.measured, F_OK)) {
+		printf("\nfidelity check: no measured results at %s yet; run `make bench-qos` on "
+		       "this machine to measure them, then `make bench-sim` again.\n",
+		       simcli_opts.measured);
+		return 0;
+	}
+	if (sim_qps_table_load_tsv(simcli_opts.measured, &measured, &err)) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		return 1;
+	}
+	ret = print_check("by the search",
+			  "each search's highest passing load, the median of a cell's searches",
+			  &simcli_found, &measured);
+	if (!ret && simcli_found_crossing.nr) {
+		ret = sim_loads_crossing(&simcli_measured_loads, &measured, SIM_QOS_FRACTION,
+					 &crossing, &err);
+		if (ret)
+			fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		else
+			ret = print_check("by every point",
+					  "a cell's searches pooled, the worst tenant's share "
+					  "within QoS fitted non-increasing in load, where it "
+					  "crosses 95 %; simulated: the seeds in groups as many as "
+					  "the measured searches",
+					  &simcli_found_crossing, &crossing);
+		sim_qps_table_free(&crossing);
+	}
+	sim_qps_table_free(&measured);
+	return ret ? 1 : 0;
+}
+
+/* --scaling: how our profiles become scaled:NAME tables, and how far off they are. */
+int simcli_print_scaling(const struct sim_table_dirs *dirs)
+{
+	static const char *const model[2] = { "ResNet-50 (the time ratio fitted on it)",
+					      "GoogLeNet" };
+	struct coloc_err err = { 0 };
+	struct sim_scaling s;
+
+	if (sim_scaling_fit(dirs, &s, &err)) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		return 1;
+	}
+	printf("scaled:NAME: our profile's 1-core cells x g(k) of the layer's class / time ratio,\n"
+	       "k = 8, 16, .. 64 (sim/README.md). g(k) = s + (1 - s - o) / k + o k, fitted\n"
+	       "on VELTAIR's ResNet-50 and GoogLeNet layers (t(k) = a + b / k + c k each), in\n"
+	       "classes by T1, the layer's time on one of VELTAIR's cores\n");
+	printf("%-16s %7s %8s %9s %9s %9s %7s\n", "class (T1, us)", "layers", "s", "o", "g(8)",
+	       "g(64)", "best k");
+	for (int c = 0; c < SIM_SCALE_CLASSES; c++) {
+		const struct sim_scale_class *k = &s.cls[c];
+		double lo = c ? s.cls[c - 1].max_work_us : 0;
+		double work = c ? lo : k->max_work_us / 2;
+		int best_k = 1;
+		char range[32];
+
+		for (int n = 2; n <= 256; n++)
+			if (sim_scaling_curve(&s, work, n) < sim_scaling_curve(&s, work, best_k))
+				best_k = n;
+		if (isinf(k->max_work_us))
+			snprintf(range, sizeof(range), ">= %.0f", lo);
+		else
+			snprintf(range, sizeof(range), "%.0f-%.0f", lo, k->max_work_us);
+		printf("%-16s %7d %8.4f %9.6f %9.4f %9.4f %7d%s\n", range, k->nr_layers, k->serial,
+		       k->per_core, sim_scaling_curve(&s, work, 8), sim_scaling_curve(&s, work, 64),
+		       best_k, k->nr_layers ? "" : "  (no layer: its neighbour's curve)");
+	}
+	printf("error on VELTAIR's own cells, each layer anchored at its 8-core cell: %.1f %%;\n"
+	       "each model by the curves of the other alone: %.1f %%\n",
+	       100 * s.fit_mape, 100 * s.cross_mape);
+	printf("time ratio: our ResNet-50 on one core here over theirs on one of VELTAIR's: %.3f\n",
+	       s.time_ratio);
+	for (int i = 0; i < 2; i++) {
+		printf("whole model scaled-ours / theirs - 1, %s, by the curves of both models:\n ",
+		       model[i]);
+		for (int ci = 0; ci < s.nr_counts[i]; ci++)
+			printf(" %d:%+.0f%%", s.counts[i][ci], 100 * s.model_err[i][ci]);
+		printf("\n  by the curves of the other model alone%s:\n ",
+		       i ? " (GoogLeNet wholly held out)" : "");
+		for (int ci = 0; ci < s.nr_counts[i]; ci++)
+			printf(" %d:%+.0f%%", s.counts[i][ci], 100 * s.model_err_cross[i][ci]);
+		printf("\n");
+	}
+	if (s.two_core_cells)
+		printf("our 2-core cells / (g(2) x our 1-core cells): median %.2f over %d layers "
+		       "(1.00: the curve holds at 2 cores here)\n",
+		       s.two_core_ratio, s.two_core_cells);
+	return 0;
+}
+
+/*
+ * --capacity: per tenant, the whole model alone (version 0) at each core
+ * count; temporal's cost of a query is the whole machine for its fastest
+ * time, a spatial policy's at best k x t(k) for the cheapest k within QoS;
+ * capacity ratio = cores x sum(share x t_fast) / sum(share x k t(k)).
+ */
+int simcli_print_capacity(const struct tenant_arg *ta, int nr)
+{
+	double temporal = 0, spatial = 0;
+
+	printf("%-24s %8s %10s %6s %10s %12s %12s\n", "tenant", "QoS ms", "fastest k", "ms",
+	       "cheapest k", "ms", "core x ms");
+	for (int t = 0; t < nr; t++) {
+		const struct policy_model *m = &ta[t].table.model;
+		double fast = INFINITY, cheap = INFINITY, cheap_ms = 0;
+		int fast_k = 0, cheap_k = 0;
+
+		for (int ci = 0; ci < m->nr_core_counts && m->core_counts[ci] <= simcli_opts.cores;
+		     ci++) {
+			double ms = 0;
+			int k = m->core_counts[ci];
+
+			for (int l = 0; l < m->nr_layers; l++)
+				ms += (double)policy_model_cell(m, l, 0, ci, 0) * 1e-6;
+			if (ms < fast) {
+				fast = ms;
+				fast_k = k;
+			}
+			if (ms <= ta[t].qos_ms && k * ms < cheap) {
+				cheap = k * ms;
+				cheap_k = k;
+				cheap_ms = ms;
+			}
+		}
+		if (!fast_k) {
+			fprintf(stderr, PROG ": %s: no core count fits in %ld cores\n",
+				ta[t].table.name, simcli_opts.cores);
+			return 1;
+		}
+		if (!cheap_k) {
+			printf("%-24s %8.2f %10d %6.2f %10s %12s %12s\n", ta[t].table.name,
+			       ta[t].qos_ms, fast_k, fast, "none", "-", "-");
+			printf("capacity: %s cannot meet its QoS alone on any core count\n",
+			       ta[t].table.name);
+			return 0;
+		}
+		printf("%-24s %8.2f %10d %6.2f %10d %12.2f %12.1f\n", ta[t].table.name,
+		       ta[t].qos_ms, fast_k, fast, cheap_k, cheap_ms, cheap);
+		temporal += ta[t].share * fast;
+		spatial += ta[t].share * cheap;
+	}
+	printf("capacity ceiling on %ld cores, queries side by side at their cheapest core count "
+	       "over one at a time at the fastest: %.2fx (no interference, no waiting)\n",
+	       simcli_opts.cores, (double)simcli_opts.cores * temporal / spatial);
+	return 0;
+}
