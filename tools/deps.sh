@@ -7,6 +7,7 @@
 #   tools/deps.sh           packages, then group and user (as root)
 #   tools/deps.sh --check   only list missing packages; exit 1 if any
 #   tools/deps.sh --users   only the group and user (used by 'make install')
+#   tools/deps.sh --image   the packages make image needs too
 set -euo pipefail
 
 PACKAGES=(
@@ -20,7 +21,11 @@ PACKAGES=(
 	linux-source-6.1
 	libmicrohttpd-dev # coloc-gateway's HTTP server
 	prometheus curl python3-requests # tests/gateway_test.c's clients and scraper
+	python3-yaml # tools/check-manifests.py, which tests/deploy_manifests_test.c runs
 )
+# make image and make check-image only (tools/build-image.sh, tools/check-image.sh);
+# runc: podman's crun refuses a hybrid cgroup layout
+IMAGE_PACKAGES=(mmdebstrap podman runc)
 GROUP=coloc
 USER_NAME=coloc
 
@@ -56,9 +61,10 @@ case "${1:-}" in
 	ensure_users
 	exit 0
 	;;
+--image) PACKAGES+=("${IMAGE_PACKAGES[@]}") ;;
 --check | "") ;;
 *)
-	echo "usage: tools/deps.sh [--check | --users]" >&2
+	echo "usage: tools/deps.sh [--check | --users | --image]" >&2
 	exit 2
 	;;
 esac

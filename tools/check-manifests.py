@@ -1,0 +1,307 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# Checks deploy/kubernetes/ offline, with no cluster and no schema download:
+# every YAML parses; each object's apiVersion/kind is one we ship, with its
+# required fields and no unknown container keys (a typo is not silently
+# dropped); the names, paths, ports and images objects share agree (colocd's
+# --socket is the gateways', the socket's hostPath is one folder, each
+# gateway flag's port is a declared container port, the gateway's groups
+# hold colocd's group); the security rules (gateway non-root, no capability,
+# no privilege escalation, read-only root; colocd only the capabilities
+# docs/operators.md justifies); Guaranteed QoS with whole CPUs. Prints each
+# broken rule, exit 1 if any. What it cannot check: docs/operators.md.
+#
+#   tools/check-manifests.py [DIR]      (default deploy/kubernetes)
+import os
+import re
+import sys
+
+import yaml
+
+KINDS = {
+    ("v1", "Namespace"): ["metadata.name"],
+    ("v1", "Service"): ["metadata.name", "metadata.namespace", "spec.selector", "spec.ports"],
+    ("v1", "PersistentVolumeClaim"): ["metadata.name", "metadata.namespace", "spec.accessModes",
+                                      "spec.resources.requests.storage"],
+    ("apps/v1", "DaemonSet"): ["metadata.name", "metadata.namespace", "spec.selector.matchLabels",
+                               "spec.template.metadata.labels", "spec.template.spec.containers"],
+    ("apps/v1", "Deployment"): ["metadata.name", "metadata.namespace", "spec.selector.matchLabels",
+                                "spec.template.metadata.labels", "spec.template.spec.containers"],
+    ("serving.kserve.io/v1alpha1", "ServingRuntime"): [
+        "metadata.name", "metadata.namespace", "spec.supportedModelFormats",
+        "spec.protocolVersions", "spec.containers"],
+    ("serving.kserve.io/v1beta1", "InferenceService"): [
+        "metadata.name", "metadata.namespace", "spec.predictor.model.modelFormat.name",
+        "spec.predictor.model.runtime", "spec.predictor.model.storageUri"],
+}
+CONTAINER_KEYS = {"name", "image", "imagePullPolicy", "command", "args", "env", "ports",
+                  "securityContext", "resources", "volumeMounts", "readinessProbe",
+                  "livenessProbe", "startupProbe"}
+# What colocd uses, each justified in docs/operators.md; nothing else
+# (SYS_RESOURCE: only on kernels before 5.11, not in the shipped DaemonSet).
+COLOCD_CAPS = {"BPF", "PERFMON", "SYS_ADMIN", "SYS_RESOURCE", "SETUID", "SETGID", "SETPCAP", "KILL",
+              "SYS_PTRACE"}
+# Triton's ports, which the gateway keeps
+GATEWAY_PORTS = {"--http": 8000, "--grpc": 8001, "--metrics": 8002}
+SECCOMP_DIR = "seccomp"
+
+errors = []
+
+
+def fail(where, what):
+    errors.append(f"{where}: {what}")
+
+
+def get(obj, path):
+    for key in path.split("."):
+        if not isinstance(obj, dict) or key not in obj:
+            return None
+        obj = obj[key]
+    return obj
+
+
+def load(folder):
+    docs = []
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith((".yaml", ".yml")):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            with open(path) as f:
+                found = [d for d in yaml.safe_load_all(f) if d is not None]
+        except yaml.YAMLError as e:
+            fail(name, f"not YAML: {e}")
+            continue
+        for doc in found:
+            docs.append((name, doc))
+    if not docs:
+        fail(folder, "no manifests")
+    return docs
+
+
+def check_kind(where, doc):
+    if not isinstance(doc, dict):
+        fail(where, "a document that is not a mapping")
+        return False
+    key = (doc.get("apiVersion"), doc.get("kind"))
+    if key not in KINDS:
+        fail(where, f"unknown apiVersion/kind {key[0]}/{key[1]}")
+        return False
+    for path in KINDS[key]:
+        if get(doc, path) in (None, "", [], {}):
+            fail(where, f"{key[1]} lacks {path}")
+    name = get(doc, "metadata.name") or ""
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", str(name)):
+        fail(where, f"metadata.name {name!r} is not a DNS label")
+    return True
+
+
+def pod_of(doc):
+    """(pod spec, containers) of a workload, a ServingRuntime or an InferenceService."""
+    kind = doc["kind"]
+    if kind in ("DaemonSet", "Deployment"):
+        spec = get(doc, "spec.template.spec") or {}
+        return spec, spec.get("containers") or []
+    if kind == "ServingRuntime":
+        return doc.get("spec") or {}, get(doc, "spec.containers") or []
+    if kind == "InferenceService":
+        return get(doc, "spec.predictor") or {}, []
+    return None, []
+
+
+def flag(args, name):
+    for a in args or []:
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def port_of(addr):
+    m = re.fullmatch(r"(.*):(\d+)", addr or "")
+    return int(m.group(2)) if m else None
+
+
+def check_container(where, c, pod):
+    for key in c:
+        if key not in CONTAINER_KEYS:
+            fail(where, f"container {c.get('name')}: unknown key {key}")
+    if not c.get("name") or not c.get("image"):
+        fail(where, "a container without name or image")
+    volumes = {v.get("name"): v for v in pod.get("volumes") or []}
+    for m in c.get("volumeMounts") or []:
+        if m.get("name") not in volumes:
+            fail(where, f"container {c.get('name')}: mounts volume {m.get('name')} that is not declared")
+    res = c.get("resources") or {}
+    req, lim = res.get("requests") or {}, res.get("limits") or {}
+    for r in ("cpu", "memory"):
+        if r not in req or r not in lim or str(req[r]) != str(lim[r]):
+            fail(where, f"container {c.get('name')}: {r} requests != limits (not Guaranteed QoS)")
+    if not re.fullmatch(r"[1-9][0-9]*", str(lim.get("cpu", ""))):
+        fail(where, f"container {c.get('name')}: cpu {lim.get('cpu')!r} is not a whole number "
+             "(the static CPU manager pins whole CPUs only)")
+
+
+def socket_dir(where, c, pod):
+    """The node folder the container's /run/coloc comes from, or None."""
+    volumes = {v.get("name"): v for v in pod.get("volumes") or []}
+    for m in c.get("volumeMounts") or []:
+        if m.get("mountPath") == "/run/coloc":
+            return get(volumes.get(m.get("name"), {}), "hostPath.path")
+    fail(where, f"container {c.get('name')}: no volume at /run/coloc (colocd's socket)")
+    return None
+
+
+def check_colocd(where, doc, c, pod, seen):
+    sc = c.get("securityContext") or {}
+    caps = get(sc, "capabilities.add") or []
+    if get(sc, "capabilities.drop") != ["ALL"]:
+        fail(where, "colocd: capabilities.drop is not [ALL]")
+    for cap in caps:
+        if cap.startswith("CAP_"):
+            fail(where, f"colocd: capability {cap}: Kubernetes names it without CAP_")
+        elif cap not in COLOCD_CAPS:
+            fail(where, f"colocd: capability {cap} is not one colocd uses")
+    if sc.get("privileged"):
+        fail(where, "colocd: privileged (it needs its capabilities only)")
+    if pod.get("hostPID") is not True:
+        fail(where, "colocd: hostPID is not true (the BPF sensor sees the host's tgids)")
+    prof = get(sc, "seccompProfile")
+    if get(prof, "type") == "Localhost":
+        name = os.path.basename(get(prof, "localhostProfile") or "")
+        if not os.path.isfile(os.path.join(seen["folder"], SECCOMP_DIR, name)):
+            fail(where, f"colocd: seccomp profile {name} is not in {SECCOMP_DIR}/")
+    elif get(prof, "type") != "RuntimeDefault":
+        fail(where, "colocd: no seccomp profile")
+    seen["colocd"].append({"socket": flag(c.get("args"), "--socket"), "gid": sc.get("runAsGroup"),
+                           "dir": socket_dir(where, c, pod), "image": c.get("image")})
+
+
+def check_gateway(where, doc, c, pod, seen):
+    sc = c.get("securityContext") or {}
+    psc = pod.get("securityContext") or {}
+    user = sc.get("runAsUser", psc.get("runAsUser"))
+    if sc.get("runAsNonRoot", psc.get("runAsNonRoot")) is not True or user in (None, 0):
+        fail(where, "gateway: not runAsNonRoot with a non-zero runAsUser")
+    if sc.get("allowPrivilegeEscalation") is not False:
+        fail(where, "gateway: allowPrivilegeEscalation is not false")
+    if sc.get("privileged"):
+        fail(where, "gateway: privileged")
+    if get(sc, "capabilities.drop") != ["ALL"] or get(sc, "capabilities.add"):
+        fail(where, "gateway: capabilities are not drop [ALL] with none added")
+    if sc.get("readOnlyRootFilesystem") is not True:
+        fail(where, "gateway: readOnlyRootFilesystem is not true")
+    args = c.get("args") or []
+    declared = {p.get("containerPort") for p in c.get("ports") or []}
+    for name, port in GATEWAY_PORTS.items():
+        value = flag(args, name)
+        if value is None:
+            fail(where, f"gateway: no {name}")
+            continue
+        if port_of(value) != port:
+            fail(where, f"gateway: {name} {value} is not port {port}")
+        if doc["kind"] == "Deployment" and port_of(value) not in declared:
+            fail(where, f"gateway: {name} port {port_of(value)} is not a declared containerPort")
+    if doc["kind"] == "ServingRuntime":
+        for name in ("--http", "--grpc"):
+            if port_of(flag(args, name)) not in declared:
+                fail(where, f"gateway: the runtime's {name} port is not a declared containerPort")
+    groups = {sc.get("runAsGroup", psc.get("runAsGroup"))} | set(psc.get("supplementalGroups") or [])
+    seen["gateway"].append({"where": where, "socket": flag(args, "--socket"), "groups": groups,
+                            "dir": socket_dir(where, c, pod), "image": c.get("image"),
+                            "pod": pod, "kind": doc["kind"], "name": doc["metadata"]["name"]})
+
+
+def check_cross(seen, docs):
+    if len(seen["colocd"]) != 1:
+        fail("colocd", f"{len(seen['colocd'])} colocd containers, not 1")
+        return
+    d = seen["colocd"][0]
+    if not seen["gateway"]:
+        fail("gateway", "no coloc-gateway container")
+    for g in seen["gateway"]:
+        w = g["where"]
+        if g["socket"] != d["socket"]:
+            fail(w, f"gateway --socket {g['socket']} is not colocd's --socket {d['socket']}")
+        if g["dir"] != d["dir"]:
+            fail(w, f"gateway's /run/coloc is node folder {g['dir']}, colocd's is {d['dir']}")
+        if g["image"] != d["image"]:
+            fail(w, f"gateway image {g['image']} is not colocd's {d['image']}")
+        if g["kind"] == "Deployment" and d["gid"] not in g["groups"]:
+            fail(w, f"gateway is not in colocd's group {d['gid']} (the socket's)")
+        if g["kind"] == "Deployment" and g["pod"].get("hostPID") is not True:
+            fail(w, "gateway: hostPID is not true (colocd serves peers of its pid namespace only)")
+    runtimes = {doc["metadata"]["name"]: doc for _, doc in docs if doc["kind"] == "ServingRuntime"}
+    for where, doc in docs:
+        if doc["kind"] == "ServingRuntime" and "v2" not in (get(doc, "spec.protocolVersions") or []):
+            fail(where, "ServingRuntime does not declare protocolVersions v2")
+        if doc["kind"] == "InferenceService":
+            rt = runtimes.get(get(doc, "spec.predictor.model.runtime"))
+            if rt is None:
+                fail(where, "InferenceService names a ServingRuntime that is not here")
+                continue
+            fmt = get(doc, "spec.predictor.model.modelFormat.name")
+            if fmt not in [f.get("name") for f in get(rt, "spec.supportedModelFormats") or []]:
+                fail(where, f"model format {fmt} is not one its runtime supports")
+            pred = get(doc, "spec.predictor") or {}
+            groups = set(get(pred, "securityContext.supplementalGroups") or [])
+            rt_sc = (get(rt, "spec.containers") or [{}])[0].get("securityContext") or {}
+            groups.add(rt_sc.get("runAsGroup"))
+            if d["gid"] not in groups:
+                fail(where, f"its gateway is not in colocd's group {d['gid']} (the socket's)")
+            if pred.get("hostPID") is not True:
+                fail(where, "hostPID is not true (colocd serves peers of its pid namespace only)")
+    namespaces = {doc["metadata"]["name"] for _, doc in docs if doc["kind"] == "Namespace"}
+    claims = {doc["metadata"]["name"] for _, doc in docs if doc["kind"] == "PersistentVolumeClaim"}
+    workloads = [doc for _, doc in docs if doc["kind"] in ("DaemonSet", "Deployment")]
+    for where, doc in docs:
+        ns = get(doc, "metadata.namespace")
+        if ns is not None and ns not in namespaces:
+            fail(where, f"namespace {ns} is not defined here")
+        if doc["kind"] in ("DaemonSet", "Deployment"):
+            sel = get(doc, "spec.selector.matchLabels") or {}
+            labels = get(doc, "spec.template.metadata.labels") or {}
+            if any(labels.get(k) != v for k, v in sel.items()):
+                fail(where, "spec.selector does not match the pod template's labels")
+            for v in get(doc, "spec.template.spec.volumes") or []:
+                claim = get(v, "persistentVolumeClaim.claimName")
+                if claim is not None and claim not in claims:
+                    fail(where, f"volume claim {claim} is not defined here")
+        if doc["kind"] == "Service":
+            sel = get(doc, "spec.selector") or {}
+            match = [w for w in workloads
+                     if all((get(w, "spec.template.metadata.labels") or {}).get(k) == v
+                            for k, v in sel.items())]
+            if not match:
+                fail(where, "Service selects no workload here")
+                continue
+            names = {p.get("name") for c in get(match[0], "spec.template.spec.containers") or []
+                     for p in c.get("ports") or []}
+            for p in get(doc, "spec.ports") or []:
+                if isinstance(p.get("targetPort"), str) and p["targetPort"] not in names:
+                    fail(where, f"targetPort {p['targetPort']} is no container port of its workload")
+
+
+def main():
+    folder = sys.argv[1] if len(sys.argv) > 1 else "deploy/kubernetes"
+    docs = [(w, d) for w, d in load(folder) if check_kind(w, d)]
+    seen = {"colocd": [], "gateway": [], "folder": folder}
+    for where, doc in docs:
+        pod, containers = pod_of(doc)
+        for c in containers:
+            check_container(where, c, pod)
+            cmd = " ".join(c.get("command") or [])
+            if cmd.endswith("/colocd"):
+                check_colocd(where, doc, c, pod, seen)
+            elif cmd.endswith("/coloc-gateway"):
+                check_gateway(where, doc, c, pod, seen)
+    check_cross(seen, docs)
+    for e in errors:
+        print(f"check-manifests: {e}", file=sys.stderr)
+    if errors:
+        return 1
+    print(f"check-manifests: {len(docs)} objects in {folder}: every rule holds")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
