@@ -3,7 +3,9 @@
 #   make                 build everything: binaries in bin/, the rest in build/
 #   make check           build and run every test (as root: real BPF is loaded)
 #   make check-unit      build and run the tests that need neither root nor BPF
-#                        (policy, simulator, parsers, executor, ...), as any user
+#                        (policy, simulator, parsers, executor, ...), as any user;
+#                        both first run tools/check-sizes.sh (files <= 1,000 lines,
+#                        functions <= 150)
 #   SANITIZE=1 make check   the same under ASan+UBSan (objects in build/san/)
 #   make deps            install the Debian packages coloc needs, create the
 #                        coloc group and user (as root; idempotent)
@@ -118,9 +120,10 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 # starts a daemon core): only make check runs them, as root. Every other
 # test is a unit test: make check-unit runs it as any user, and it must pass
 # as nobody in a tree it cannot write.
-SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_serving control \
+SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_conns colocd_serving \
+	colocd_tenant control \
 	execproc fuzz hostile_executor install level_source load onnx_ort owners pmu sandbox sensor \
-	serving tenants submit gateway)
+	serving tenants submit gateway uncore)
 UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
@@ -198,8 +201,14 @@ $(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-LIGHT_TOOLS := $(BIN)/colocctl $(BIN)/coloc-bench-sensing $(BIN)/coloc-load
+LIGHT_TOOLS := $(BIN)/coloc-bench-sensing $(BIN)/coloc-load
 $(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
+# colocctl: tools/colocctl.c (the command line) and its commands in tools/colocctl/
+COLOCCTL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/colocctl/*.c))
+$(BIN)/colocctl: $(OBJ)/tools/colocctl.o $(COLOCCTL_OBJS) $(LIB_CLIENT) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) -lm -o $@
@@ -259,8 +268,10 @@ check:
 	$(Q)tools/deps.sh
 	$(Q)+$(MAKE) --no-print-directory run-check
 run-check: $(BINS) $(TEST_BINS) $(TEST_PROGS) ort-models
+	$(Q)tools/check-sizes.sh
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh --root $(TEST_BINS)
 check-unit: $(BINS) $(UNIT_TESTS)
+	$(Q)tools/check-sizes.sh
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(UNIT_TESTS)
 
 demo:

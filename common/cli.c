@@ -16,7 +16,7 @@ int cli_parse_long(const char *s, long lo, long hi, long *out)
 	char *end;
 	long v;
 
-	if (!s || !*s || (lo >= 0 && s[0] == '-'))
+	if (!s || !*s || isspace((unsigned char)s[0]) || (lo >= 0 && s[0] == '-'))
 		return -EINVAL;
 	errno = 0;
 	v = strtol(s, &end, 10);
@@ -40,7 +40,7 @@ int cli_parse_double(const char *s, double lo, double hi, double *out)
 	char *end;
 	double v;
 
-	if (!s || !*s || (lo >= 0 && s[0] == '-'))
+	if (!s || !*s || isspace((unsigned char)s[0]) || (lo >= 0 && s[0] == '-'))
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);

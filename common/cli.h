@@ -6,8 +6,9 @@
 #include <stdbool.h>
 
 /*
- * A whole decimal number in [lo, hi]: no sign where lo >= 0, no trailing
- * characters, no overflow. Returns 0 or -EINVAL; prints nothing.
+ * A whole decimal number in [lo, hi]: no sign where lo >= 0, no space
+ * before it, no trailing characters, no overflow. Returns 0 or -EINVAL;
+ * prints nothing.
  */
 int cli_parse_long(const char *s, long lo, long hi, long *out);
 
@@ -16,7 +17,8 @@ int cli_parse_flag(const char *prog, const char *flag, const char *s, long lo, l
 
 /*
  * A finite decimal number (strtod's syntax) in [lo, hi]: no sign where
- * lo >= 0, no trailing characters. Returns 0 or -EINVAL; prints nothing.
+ * lo >= 0, no space before it, no trailing characters. Returns 0 or
+ * -EINVAL; prints nothing.
  */
 int cli_parse_double(const char *s, double lo, double hi, double *out);
 

@@ -12,10 +12,10 @@
  * without bound. A line over COLOC_MAX_REQUEST bytes is answered with an
  * error and the connection closed; every other line keeps it open.
  *
- * Start-up guards the path: the socket's directory must be root's and
- * writable by no other user (unless sticky), the lock file is opened
- * relative to that directory and never through a link, and the probe for a
- * stale socket never blocks.
+ * Start-up guards the path (server_path.c): the socket's directory must be
+ * root's and writable by no other user (unless sticky), the lock file is
+ * opened relative to that directory and never through a link, and the probe
+ * for a stale socket never blocks.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,64 +34,10 @@
 #include <sys/un.h>
 #include <json-c/json.h>
 #include "coloc/protocol.h"
-#include "server.h"
+#include "server_internal.h"
 
 #define SERVER_IN_CAP (COLOC_MAX_REQUEST + 4096)
-#define SERVER_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
-/* How long start-up waits on a socket whose listener has a full backlog. */
-#define SERVER_PROBE_MS 500
 #define SERVER_ACCEPTS_PER_WAKEUP 16
-
-/* One answer (a line, maybe followed by a payload) waiting to be sent. */
-struct server_out {
-	struct server_out *next;
-	size_t len, off;
-	char data[];
-};
-
-struct server_conn {
-	struct server *s;
-	struct loop_source *src;
-	int fd;
-	uid_t uid;
-	__u64 id;
-	bool closing; /* close once the pending answers are out */
-	bool eof; /* the client sent its last byte */
-	__u64 last_progress_ns; /* accepted, a request answered, or bytes moved */
-	char *in;
-	size_t in_len;
-	/* answers queued, oldest first, and their bytes not yet sent */
-	struct server_out *out_head, *out_tail;
-	size_t out_bytes;
-	int pending; /* deferred answers owed */
-	/* a binary payload being read after its request line */
-	struct server_req preq;
-	char *payload;
-	size_t payload_got;
-	bool in_payload;
-	/* descriptors received, each with the offset in `in` of the last byte that came with it */
-	int fds[COLOC_MAX_REQUEST_FDS];
-	size_t fd_at[COLOC_MAX_REQUEST_FDS];
-	int nr_fds;
-};
-
-struct server {
-	struct loop *loop;
-	struct server_config cfg;
-	struct loop_source *listen_src, *sweep_src;
-	int listen_fd, lock_fd, dir_fd;
-	char socket_path[SERVER_PATH_MAX];
-	char dir[SERVER_PATH_MAX];
-	char sock_name[SERVER_PATH_MAX];
-	char lock_name[SERVER_PATH_MAX + 8];
-	gid_t coloc_gid;
-	bool have_coloc_gid;
-	int pidns_depth; /* colocd's pid namespace below /proc's (server_pidns_depth) */
-	__u64 next_id;
-	server_request_fn handle;
-	void *handle_ctx;
-	struct server_conn *conns[SERVER_MAX_CONNS];
-};
 
 bool server_has_output(const struct server *s)
 {
@@ -799,191 +745,6 @@ static void server_on_sweep(struct loop_source *src, __u64 now_ns, void *ctx)
 		if (c && !c->pending && c->last_progress_ns + limit < now_ns)
 			server_conn_close(c);
 	}
-}
-
-/*
- * The socket's directory must not let another user plant or swap files in
- * it: root's, and writable by group or others only where the group is
- * root's or the directory is sticky (then no one else can rename or remove
- * our files, and the files themselves are checked when opened).
- */
-static int server_check_dir(struct server *s, struct coloc_err *err)
-{
-	struct stat st;
-
-	s->dir_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (s->dir_fd < 0)
-		return coloc_err_set(err, -errno, "cannot open the socket's directory %s: %s",
-				     s->dir, strerror(errno));
-	if (fstat(s->dir_fd, &st))
-		return coloc_err_set(err, -errno, "cannot stat %s: %s", s->dir, strerror(errno));
-	if (st.st_uid != 0)
-		return coloc_err_set(
-			err, -EPERM,
-			"the socket's directory %s belongs to uid %u, not root: another "
-			"user could replace the socket; use a directory of root's",
-			s->dir, (unsigned int)st.st_uid);
-	if (!(st.st_mode & S_ISVTX) &&
-	    ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0)))
-		return coloc_err_set(err, -EPERM,
-				     "the socket's directory %s is writable by other users (mode "
-				     "%04o): they could plant links; use a directory only root "
-				     "can write, e.g. /run/coloc",
-				     s->dir, (unsigned int)(st.st_mode & 07777));
-	return 0;
-}
-
-/*
- * The lock file is removed at exit, so a daemon that locked a file someone
- * unlinked meanwhile holds nothing: it checks the name still names its file
- * and otherwise tries again. Opened relative to the checked directory, never
- * through a link, and only a file of root's with no other names is used.
- */
-static int server_take_lock(struct server *s, struct coloc_err *err)
-{
-	for (int tries = 0; tries < 10; tries++) {
-		struct stat held, named;
-
-		s->lock_fd = openat(s->dir_fd, s->lock_name,
-				    O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-		if (s->lock_fd < 0)
-			return coloc_err_set(err, -errno, "cannot open lock %s/%s: %s%s", s->dir,
-					     s->lock_name, strerror(errno),
-					     errno == ELOOP ? " (a symbolic link; remove it)" : "");
-		if (fstat(s->lock_fd, &held) || !S_ISREG(held.st_mode) || held.st_uid != 0 ||
-		    held.st_nlink != 1) {
-			close(s->lock_fd);
-			s->lock_fd = -1;
-			return coloc_err_set(err, -EPERM,
-					     "lock %s/%s is not a plain file of root's with one "
-					     "name; remove it",
-					     s->dir, s->lock_name);
-		}
-		if (flock(s->lock_fd, LOCK_EX | LOCK_NB)) {
-			close(s->lock_fd);
-			s->lock_fd = -1;
-			return coloc_err_set(err, -EADDRINUSE,
-					     "socket %s is in use: another colocd holds %s/%s",
-					     s->socket_path, s->dir, s->lock_name);
-		}
-		if (!fstatat(s->dir_fd, s->lock_name, &named, AT_SYMLINK_NOFOLLOW) &&
-		    held.st_ino == named.st_ino && held.st_dev == named.st_dev)
-			return 0;
-		close(s->lock_fd);
-		s->lock_fd = -1;
-	}
-	return coloc_err_set(err, -EBUSY, "lock %s/%s keeps changing; is another colocd starting?",
-			     s->dir, s->lock_name);
-}
-
-/* The process that listens on a socket path (SO_PEERCRED of a connection to it). */
-static pid_t server_listener_of(int fd, char *comm, size_t len)
-{
-	struct ucred cred;
-	socklen_t clen = sizeof(cred);
-	char path[64];
-	FILE *f;
-
-	comm[0] = '\0';
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) || cred.pid <= 0)
-		return -1;
-	snprintf(path, sizeof(path), "/proc/%d/comm", cred.pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0; /* gone */
-	if (!fgets(comm, (int)len, f))
-		comm[0] = '\0';
-	fclose(f);
-	comm[strcspn(comm, "\n")] = '\0';
-	return cred.pid;
-}
-
-/*
- * Connects without blocking: a Unix socket whose listener's backlog is full
- * answers EAGAIN at once, so this retries for SERVER_PROBE_MS. 0 when
- * connected, else -errno (-ECONNREFUSED: nobody listens).
- */
-static int server_probe_connect(int fd, const struct sockaddr_un *addr)
-{
-	for (int waited = 0;; waited += 10) {
-		if (!connect(fd, (const struct sockaddr *)addr, sizeof(*addr)))
-			return 0;
-		if (errno != EAGAIN || waited >= SERVER_PROBE_MS)
-			return -errno;
-		usleep(10000);
-	}
-}
-
-/*
- * The lock is ours, so no live colocd serves the path; but another program
- * might. A socket nobody accepts on is stale and removed, and so is one that
- * a colocd still being torn down answers for: only another program's live
- * socket is refused, and so is a listener that never accepts.
- */
-static int server_remove_stale_socket(struct server *s, struct coloc_err *err)
-{
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	char comm[32];
-	struct stat st;
-	pid_t listener = 0;
-	int fd, ret;
-
-	if (fstatat(s->dir_fd, s->sock_name, &st, AT_SYMLINK_NOFOLLOW))
-		return 0;
-	if (!S_ISSOCK(st.st_mode))
-		return coloc_err_set(err, -EEXIST,
-				     "%s exists and is not a socket; refusing to remove it",
-				     s->socket_path);
-	memcpy(addr.sun_path, s->socket_path, strlen(s->socket_path));
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return coloc_err_set(err, -errno, "cannot create a socket: %s", strerror(errno));
-	ret = server_probe_connect(fd, &addr);
-	if (!ret)
-		listener = server_listener_of(fd, comm, sizeof(comm));
-	close(fd);
-	if (ret == -EAGAIN)
-		return coloc_err_set(
-			err, -EADDRINUSE,
-			"socket %s has a listener that does not accept connections "
-			"(its backlog is full); stop that program or remove the socket",
-			s->socket_path);
-	if (listener > 0 && strcmp(comm, "colocd"))
-		return coloc_err_set(err, -EADDRINUSE,
-				     "socket %s is in use by another process (pid %d, %s)",
-				     s->socket_path, listener, comm);
-	unlinkat(s->dir_fd, s->sock_name, 0);
-	return 0;
-}
-
-static int server_mkdir_parent(const char *dir, struct coloc_err *err)
-{
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return coloc_err_set(err, -errno, "cannot create %s: %s", dir, strerror(errno));
-	return 0;
-}
-
-/* Splits the socket path into its directory and its name. */
-static int server_split_path(struct server *s, const char *path, struct coloc_err *err)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (!path[0] || strlen(path) >= sizeof(s->socket_path))
-		return coloc_err_set(err, -ENAMETOOLONG, "socket path must be 1-%zu characters",
-				     sizeof(s->socket_path) - 1);
-	snprintf(s->socket_path, sizeof(s->socket_path), "%s", path);
-	if (!slash) {
-		snprintf(s->dir, sizeof(s->dir), ".");
-		snprintf(s->sock_name, sizeof(s->sock_name), "%s", path);
-	} else {
-		snprintf(s->dir, sizeof(s->dir), "%.*s", slash == path ? 1 : (int)(slash - path),
-			 path);
-		snprintf(s->sock_name, sizeof(s->sock_name), "%s", slash + 1);
-	}
-	if (!s->sock_name[0])
-		return coloc_err_set(err, -EINVAL, "socket path %s names a directory", path);
-	snprintf(s->lock_name, sizeof(s->lock_name), "%s.lock", s->sock_name);
-	return 0;
 }
 
 int server_open(struct server **out, struct loop *loop, const struct server_config *cfg,

@@ -24,7 +24,7 @@
  *      single-version operator), declared in exec_ops.h. For several
  *      versions, an enum of them in exec_ops.h indexes versions[] here and
  *      the build function's switch on b->cand.
- * ops_test then gets a test of every version against tests/reference.c.
+ * The ops_*_test files then get a test of every version against tests/reference.c.
  */
 #include "exec_ops.h"
 

@@ -167,7 +167,7 @@ int onnx_shape_check(struct onnx_ctx *c, const struct model_shape *s, const char
 int onnx_wire_check_nesting(const ProtobufCMessageDescriptor *desc, const void *data, size_t len,
 			    int max_depth);
 
-/* onnx_fold.c */
+/* onnx_shape_rules.c */
 /* ONNX Reshape's target (0 copies a dim unless allowzero, one -1 is inferred) of in. */
 int onnx_reshape_resolve(struct onnx_ctx *c, const struct model_shape *in, const double *dims,
 			 int64_t n, bool allowzero, struct model_shape *out);
@@ -181,6 +181,8 @@ int onnx_slice_params(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct
 		      int64_t *start, int64_t *step, struct model_shape *out);
 /* Normalises axis (negative counts from the end) for rank; refuses out of range. */
 int onnx_axis(struct onnx_ctx *c, int64_t axis, int rank, int *out);
+
+/* onnx_fold.c */
 /*
  * Where(cond, ., .) with constants cond and k (k taken where cond is
  * k_when_true) split over their broadcast shape s: m is 0 where k is taken

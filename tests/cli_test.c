@@ -2,9 +2,9 @@
 /*
  * Tests of common/cli.c, the one place numbers are parsed: cli_all_digits
  * against strspn over the ten digits, for every single byte and for strings
- * with a sign, spaces or a trailing letter; cli_parse_long's range, sign and
- * trailing-character rules, and cli_parse_double's (finite only), on cases
- * worked out by hand.
+ * with a sign, spaces or a trailing letter; cli_parse_long's range, sign,
+ * leading-space and trailing-character rules, and cli_parse_double's
+ * (finite only), on cases worked out by hand.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -67,6 +67,8 @@ TEST(cli_parse_long__whole_number_in_range_or_einval)
 		{ "", 0, 100, 0, -EINVAL },
 		{ "4x", 0, 100, 0, -EINVAL },
 		{ "4 ", 0, 100, 0, -EINVAL },
+		{ " 4", 0, 100, 0, -EINVAL }, /* strtol would skip the space */
+		{ "\t-4", -10, 10, 0, -EINVAL },
 		{ "99999999999999999999", 0, LONG_MAX, 0, -EINVAL }, /* overflows */
 		{ "9223372036854775807", 0, LONG_MAX, LONG_MAX, 0 },
 	};
@@ -95,6 +97,8 @@ TEST(cli_parse_double__finite_decimal_in_range_or_einval)
 		{ "-0.5", -1, 1, -0.5, 0 },
 		{ "", 0, 10, 0, -EINVAL },
 		{ "2x", 0, 10, 0, -EINVAL },
+		{ " 2", 0, 10, 0, -EINVAL }, /* strtod would skip the space */
+		{ "\n-0.5", -1, 1, 0, -EINVAL },
 		{ "nan", 0, 10, 0, -EINVAL },
 		{ "inf", 0, 1e308, 0, -EINVAL },
 		{ "1e999", 0, 1e308, 0, -EINVAL }, /* overflows */

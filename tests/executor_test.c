@@ -29,7 +29,7 @@
 #include "reference.h"
 #include "testutil.h"
 
-#define TOL 1e-4f /* see ops_test.c */
+#define TOL 1e-4f /* see tests/ops_fixture.h */
 
 static int64_t conv_out(int64_t in, int k, int stride, int pad)
 {
@@ -506,7 +506,7 @@ static bool onednn_offers_jit_dw(int64_t c, int64_t hw)
 
 /*
  * A depthwise conv's first version is oneDNN's jit_dw wherever oneDNN has
- * it (on AVX-512 it lists brdgmm_dw first, slower here; ops_test checks
+ * it (on AVX-512 it lists brdgmm_dw first, slower here; ops_conv_test checks
  * the outputs of every version against the reference).
  */
 TEST(exec_load__depthwise_takes_jit_dw_where_offered)

@@ -17,9 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/magic.h>
+#include <linux/perf_event.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include "binpath.h"
@@ -49,6 +51,24 @@ int tu_pin_self(int cpu)
 int tu_nr_online_cpus(void)
 {
 	return (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+int tu_perf_open(__u32 type, __u64 config, int cpu)
+{
+	struct perf_event_attr attr = { .size = sizeof(attr), .type = type, .config = config };
+	int fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int tu_cpu_wide_errno(void)
+{
+	int fd = tu_perf_open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, 0);
+
+	if (fd < 0)
+		return -fd;
+	close(fd);
+	return 0;
 }
 
 int tu_nr_dir_entries(const char *dir)

@@ -15,6 +15,17 @@
 __u64 tu_now_ns(void);
 int tu_pin_self(int cpu);
 int tu_nr_online_cpus(void);
+/* A CPU-wide perf event of type/config on cpu (all tasks): its fd, or -errno. */
+int tu_perf_open(__u32 type, __u64 config, int cpu);
+/* CPU-wide perf events need root (or CAP_PERFMON, or perf_event_paranoid <= 0): 0 or errno. */
+int tu_cpu_wide_errno(void);
+#define TU_SKIP_UNLESS_CPU_WIDE()                                                      \
+	do {                                                                           \
+		int __e = tu_cpu_wide_errno();                                         \
+		if (__e)                                                               \
+			SKIP(return, "CPU-wide perf events refused (%s): run as root", \
+			     strerrorname_np(__e));                                    \
+	} while (0)
 
 /*
  * A child that waits for tu_release(), then, pinned to cpu (-1: anywhere),

@@ -20,7 +20,7 @@
 #include "executor.h"
 #include "reference.h"
 
-#define TOL 1e-4f /* see ops_test.c */
+#define TOL 1e-4f /* see tests/ops_fixture.h */
 
 /* Every op with parameters: conv with bn, with bias and bn, depthwise with bias; fc; layer norm. */
 static const char conv_text[] = "model wt_conv\n"

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The control socket's state, shared by server.c (connections, requests,
+ * answers, admission) and server_path.c (the start-up guards of the
+ * socket's path: its directory, the lock file, a stale socket).
+ */
+#ifndef COLOC_DAEMON_SERVER_INTERNAL_H
+#define COLOC_DAEMON_SERVER_INTERNAL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include "coloc/protocol.h"
+#include "server.h"
+
+#define SERVER_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
+
+/* One answer (a line, maybe followed by a payload) waiting to be sent. */
+struct server_out {
+	struct server_out *next;
+	size_t len, off;
+	char data[];
+};
+
+struct server_conn {
+	struct server *s;
+	struct loop_source *src;
+	int fd;
+	uid_t uid;
+	__u64 id;
+	bool closing; /* close once the pending answers are out */
+	bool eof; /* the client sent its last byte */
+	__u64 last_progress_ns; /* accepted, a request answered, or bytes moved */
+	char *in;
+	size_t in_len;
+	/* answers queued, oldest first, and their bytes not yet sent */
+	struct server_out *out_head, *out_tail;
+	size_t out_bytes;
+	int pending; /* deferred answers owed */
+	/* a binary payload being read after its request line */
+	struct server_req preq;
+	char *payload;
+	size_t payload_got;
+	bool in_payload;
+	/* descriptors received, each with the offset in `in` of the last byte that came with it */
+	int fds[COLOC_MAX_REQUEST_FDS];
+	size_t fd_at[COLOC_MAX_REQUEST_FDS];
+	int nr_fds;
+};
+
+struct server {
+	struct loop *loop;
+	struct server_config cfg;
+	struct loop_source *listen_src, *sweep_src;
+	int listen_fd, lock_fd, dir_fd;
+	char socket_path[SERVER_PATH_MAX];
+	char dir[SERVER_PATH_MAX];
+	char sock_name[SERVER_PATH_MAX];
+	char lock_name[SERVER_PATH_MAX + 8];
+	gid_t coloc_gid;
+	bool have_coloc_gid;
+	int pidns_depth; /* colocd's pid namespace below /proc's (server_pidns_depth) */
+	__u64 next_id;
+	server_request_fn handle;
+	void *handle_ctx;
+	struct server_conn *conns[SERVER_MAX_CONNS];
+};
+
+/* server_path.c */
+/* Splits the socket path into its directory and its name. */
+int server_split_path(struct server *s, const char *path, struct coloc_err *err);
+
+/* Creates dir (0755, root's) if it is not there. */
+int server_mkdir_parent(const char *dir, struct coloc_err *err);
+
+/*
+ * The socket's directory must not let another user plant or swap files in
+ * it: root's, and writable by group or others only where the group is
+ * root's or the directory is sticky (then no one else can rename or remove
+ * our files, and the files themselves are checked when opened).
+ */
+int server_check_dir(struct server *s, struct coloc_err *err);
+
+/*
+ * The lock file is removed at exit, so a daemon that locked a file someone
+ * unlinked meanwhile holds nothing: it checks the name still names its file
+ * and otherwise tries again. Opened relative to the checked directory, never
+ * through a link, and only a file of root's with no other names is used.
+ */
+int server_take_lock(struct server *s, struct coloc_err *err);
+
+/*
+ * The lock is ours, so no live colocd serves the path; but another program
+ * might. A socket nobody accepts on is stale and removed, and so is one that
+ * a colocd still being torn down answers for: only another program's live
+ * socket is refused, and so is a listener that never accepts.
+ */
+int server_remove_stale_socket(struct server *s, struct coloc_err *err);
+
+#endif /* COLOC_DAEMON_SERVER_INTERNAL_H */

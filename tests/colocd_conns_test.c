@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * colocd's limits on connections, the real binary started as a process: a
+ * uid over its share is refused while root still gets in, a newcomer
+ * evicts the oldest idle connection of the busiest user, idle and stalled
+ * connections are closed, and a peer in another pid namespace is refused.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <json-c/json.h>
+#include <bpf/bpf.h>
+#include "kselftest_harness.h"
+#include "coloc/protocol.h"
+#include "testutil.h"
+#include "colocd_fixture.h"
+
+/*
+ * A member of the coloc group holds its share of connections: one more is
+ * refused, and root still gets in though the slots others may use fill up.
+ */
+TEST_F(colocd, conns__a_uid_over_its_share_is_refused_and_root_still_gets_in)
+{
+	struct group *grp = getgrnam(COLOC_GROUP);
+	int fds[2], held[80], nr_held = 0, st;
+	char why[1024] = { 0 };
+	pid_t pid;
+
+	if (!grp)
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	ASSERT_EQ(0, pipe(fds));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int conns[20];
+
+		close(fds[0]);
+		if (setgroups(0, NULL) || setgid(grp->gr_gid) || setuid(65534))
+			_exit(99);
+		/* SERVER_UID_SHARE (16) served, the 17th refused */
+		for (int i = 0; i < 17; i++) {
+			conns[i] = tu_connect(self->sock);
+			if (conns[i] < 0)
+				_exit(98);
+			set_recv_timeout(conns[i], 30);
+			if (ping_on(conns[i], why, sizeof(why)) != (i < 16))
+				_exit(95);
+		}
+		if (write(fds[1], why, strlen(why)) < 0 || write(fds[1], "", 1) < 0)
+			_exit(97);
+		/* hold them until the parent is done and kills this child */
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	ASSERT_GT(read(fds[0], why, sizeof(why) - 1), 0);
+	EXPECT_NE(NULL, strstr(why, "too many connections from this user"));
+	/* root fills every slot, idle, then one more root connection is served */
+	for (nr_held = 0; nr_held < 64; nr_held++) {
+		held[nr_held] = tu_connect(self->sock);
+		ASSERT_GE(held[nr_held], 0);
+	}
+	{
+		int fd = tu_connect(self->sock);
+
+		ASSERT_GE(fd, 0);
+		set_recv_timeout(fd, 30);
+		EXPECT_EQ(1, ping_on(fd, why, sizeof(why)));
+		close(fd);
+	}
+	for (int i = 0; i < nr_held; i++)
+		close(held[i]);
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	close(fds[0]);
+}
+
+/*
+ * A child of uid (group coloc) that opens n connections and pings on each,
+ * writes "R" (all served) or "F" to report, then, if watch, the next line
+ * its first connection receives; it holds them until killed.
+ */
+static pid_t hold_conns(const char *sock, uid_t uid, gid_t gid, int n, int report, bool watch)
+{
+	pid_t pid = fork();
+	int conns[COLOC_CONNS_PER_UID];
+	char line[1024] = { 0 };
+	bool all = true;
+
+	if (pid)
+		return pid;
+	if (setgroups(0, NULL) || setgid(gid) || setuid(uid))
+		_exit(99);
+	for (int i = 0; i < n; i++) {
+		conns[i] = tu_connect(sock);
+		if (conns[i] < 0)
+			_exit(98);
+		set_recv_timeout(conns[i], 30);
+		all &= ping_on(conns[i], NULL, 0) == 1;
+	}
+	if (write(report, all ? "R" : "F", 1) != 1)
+		_exit(97);
+	if (watch && tu_read_line(conns[0], line, sizeof(line)) > 0 &&
+	    write(report, line, strlen(line)) < 0)
+		_exit(96);
+	for (;;)
+		pause();
+}
+
+/*
+ * Four users fill the 56 slots others may use (16, 15, 15, 10): a fifth
+ * still gets in, by evicting the oldest idle connection of the user holding
+ * the most, who is told why.
+ */
+TEST_F(colocd, conns__a_newcomer_evicts_the_oldest_idle_connection_of_the_busiest_user)
+{
+	static const int counts[4] = { 16, 15, 15, 10 };
+	struct group *grp = getgrnam(COLOC_GROUP);
+	int report[5][2], st;
+	char got[1024] = { 0 };
+	pid_t kids[5];
+
+	if (!grp)
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	ASSERT_EQ(COLOC_MAX_CONNS - COLOC_ROOT_CONNS,
+		  counts[0] + counts[1] + counts[2] + counts[3]);
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	for (int u = 0; u < 5; u++) {
+		ASSERT_EQ(0, pipe(report[u]));
+		kids[u] = hold_conns(self->sock, 60001 + u, grp->gr_gid, u < 4 ? counts[u] : 1,
+				     report[u][1], u == 0);
+		ASSERT_GT(kids[u], 0);
+		/* one user at a time, so the first user's connections are the oldest */
+		ASSERT_EQ(1, read(report[u][0], got, 1));
+		EXPECT_EQ('R', got[0]);
+	}
+	/* the first user's first connection was evicted, with the reason */
+	ASSERT_GT(read(report[0][0], got, sizeof(got) - 1), 0);
+	EXPECT_NE(NULL, strstr(got, "connection limit"));
+	for (int u = 0; u < 5; u++) {
+		kill(kids[u], SIGKILL);
+		ASSERT_EQ(kids[u], waitpid(kids[u], &st, 0));
+		close(report[u][0]);
+		close(report[u][1]);
+	}
+}
+
+/* With --conn-timeout-ms, an idle connection and a stalled request are closed. */
+TEST(colocd_conns__idle_and_stalled_connections_are_closed)
+{
+	const char *extra[] = { "--conn-timeout-ms", "300", NULL };
+	char dir[64] = "/tmp/coloc-test-XXXXXX", sock[128], pin[128], log[128], line[512];
+	int idle, stalled, fresh;
+	pid_t pid;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/colocd.sock", dir);
+	snprintf(log, sizeof(log), "%s/colocd.log", dir);
+	snprintf(pin, sizeof(pin), "/sys/fs/bpf/coloc-test-to-%d", getpid());
+	pid = tu_start_colocd_with(sock, pin, log, extra);
+	ASSERT_GT(pid, 0);
+	idle = tu_connect(sock);
+	stalled = tu_connect(sock);
+	ASSERT_GE(idle, 0);
+	ASSERT_GE(stalled, 0);
+	set_recv_timeout(idle, 30);
+	set_recv_timeout(stalled, 30);
+	ASSERT_EQ(5, send(stalled, "{\"cmd", 5, MSG_NOSIGNAL));
+	/* closed by colocd: EOF, not the 30 s receive timeout */
+	EXPECT_EQ(0, tu_read_line(idle, line, sizeof(line)));
+	EXPECT_EQ(0, tu_read_line(stalled, line, sizeof(line)));
+	close(idle);
+	close(stalled);
+	/* and the daemon still serves */
+	fresh = tu_connect(sock);
+	ASSERT_GE(fresh, 0);
+	EXPECT_EQ(1, ping_on(fresh, NULL, 0));
+	close(fresh);
+	EXPECT_EQ(0, tu_stop_colocd(pid));
+	snprintf(line, sizeof(line), "rm -rf %s", dir);
+	tu_run(line, NULL, 0);
+}
+
+/* A client in another pid namespace would name other processes: refused. */
+TEST_F(colocd, conns__a_peer_in_another_pid_namespace_is_refused)
+{
+	char line[1024] = { 0 };
+	int fds[2], st;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(fds));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		pid_t inner;
+
+		close(fds[0]);
+		if (unshare(CLONE_NEWPID))
+			_exit(99);
+		/* the namespace applies to children: the first one is its pid 1 */
+		inner = fork();
+		if (inner == 0) {
+			int fd = tu_connect(self->sock), n;
+
+			if (fd < 0)
+				_exit(98);
+			set_recv_timeout(fd, 30);
+			n = ping_on(fd, line, sizeof(line));
+			if (n < 0 || write(fds[1], line, strlen(line)) < 0)
+				_exit(97);
+			_exit(0);
+		}
+		if (inner < 0 || waitpid(inner, &st, 0) != inner)
+			_exit(96);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 95);
+	}
+	close(fds[1]);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	if (WEXITSTATUS(st) == 99)
+		SKIP(return, "cannot create a pid namespace here");
+	ASSERT_EQ(0, WEXITSTATUS(st));
+	ASSERT_GT(read(fds[0], line, sizeof(line) - 1), 0);
+	close(fds[0]);
+	EXPECT_NE(NULL, strstr(line, "pid namespace"));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * What the colocd_*_test.c files share: the fixture colocd (the real
+ * binary started on a socket and a pin directory of its own, a spinner and
+ * a cgroup a test may make, all removed at teardown), one request answered
+ * as JSON, and a ping on a connection of one's own. Include it after
+ * kselftest_harness.h.
+ */
+#ifndef COLOC_TESTS_COLOCD_FIXTURE_H
+#define COLOC_TESTS_COLOCD_FIXTURE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <json-c/json.h>
+#include "testutil.h"
+
+FIXTURE(colocd)
+{
+	char dir[64];
+	char sock[128];
+	char pin[128];
+	char log[128];
+	pid_t pid;
+	struct tu_spinner spin;
+	char cgroup[512]; /* made by a test, removed by teardown */
+	int cgroup_levels; /* levels "d/d/..." a test made below it */
+};
+
+FIXTURE_SETUP(colocd)
+{
+	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-test-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
+	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
+	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-test-%d", getpid());
+	self->spin.pid = 0;
+	self->spin.go_fd = -1;
+	self->cgroup[0] = '\0';
+	self->cgroup_levels = 0;
+	self->pid = tu_start_colocd(self->sock, self->pin, self->log);
+	if (self->pid < 0) {
+		char out[4096];
+		snprintf(out, sizeof(out), "cat %s", self->log);
+		tu_run(out, out, sizeof(out));
+		TH_LOG("colocd did not start: %s", out);
+	}
+	ASSERT_GT(self->pid, 0);
+}
+
+FIXTURE_TEARDOWN(colocd)
+{
+	char cmd[256];
+
+	tu_kill(&self->spin);
+	for (int level = self->cgroup_levels; level > 0; level--) {
+		char path[1024];
+		int n = snprintf(path, sizeof(path), "%s", self->cgroup);
+
+		for (int i = 0; i < level; i++)
+			n += snprintf(path + n, sizeof(path) - (size_t)n, "/d");
+		rmdir(path);
+	}
+	if (self->cgroup[0])
+		rmdir(self->cgroup);
+	if (self->pid > 0)
+		tu_stop_colocd(self->pid);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", self->dir);
+	tu_run(cmd, NULL, 0);
+}
+
+static inline struct json_object *request_json(const char *sock, const char *req)
+{
+	char resp[1 << 16];
+
+	if (tu_request(sock, req, resp, sizeof(resp)) <= 0)
+		return NULL;
+	return json_tokener_parse(resp);
+}
+
+static inline bool resp_ok(struct json_object *resp)
+{
+	struct json_object *ok;
+
+	return resp && json_object_object_get_ex(resp, "ok", &ok) && json_object_get_boolean(ok);
+}
+
+/* Pings over fd; 1 when served, 0 when refused (the refusal in why), -1 on no answer. */
+static inline int ping_on(int fd, char *why, size_t len)
+{
+	char line[1024];
+
+	/* a refused peer may find the socket closed before it sends: read anyway */
+	send(fd, "{\"cmd\":\"ping\"}\n", 15, MSG_NOSIGNAL);
+	if (tu_read_line(fd, line, sizeof(line)) <= 0)
+		return -1;
+	if (why)
+		snprintf(why, len, "%s", line);
+	return strstr(line, "\"ok\":true") ? 1 : 0;
+}
+
+static inline void set_recv_timeout(int fd, int sec)
+{
+	struct timeval tv = { .tv_sec = sec };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+#endif /* COLOC_TESTS_COLOCD_FIXTURE_H */

@@ -1,0 +1,518 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Tests of the coloc policy's decisions on the hand-worked table
+ * (tests/policy_fixture.h): blocks cut at pivots, VELTAIR's threshold,
+ * versions chosen by level, headroom order, drops and holds, the LLC
+ * domain and the aggressor's cores avoided, and a block capped at half
+ * the least slack of the other tenants.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include "kselftest_harness.h"
+#include "policy.h"
+#include "policy_impl.h"
+#include "policy_fixture.h"
+
+/*
+ * The pivot model for coloc's blocks: 4 layers of equal work (layer_ops 1
+ * each), one version, core counts 1, 2, 4, 8, alone. Latencies in µs:
+ *
+ *            1     2     4     8 cores
+ *   layer 0  100   60    40    30
+ *   layer 1  100   60    40    30
+ *   layer 2  800  400   200   100    (the heavy layer)
+ *   layer 3  100   60    40    30
+ *
+ * With a QoS of 400 µs each layer's budget is 100 µs, so the needs are
+ * 1, 1, 8, 1 cores and avg_C = 11 / 4 = 2.75.
+ */
+static const int pivot_counts[] = { 1, 2, 4, 8 };
+static const uint64_t pivot_ops[] = { 1, 1, 1, 1 };
+static const uint64_t pivot_ns[4 * 4] = {
+	100000, 60000,	40000,	30000,	100000, 60000, 40000, 30000,
+	800000, 400000, 200000, 100000, 100000, 60000, 40000, 30000,
+};
+static const struct policy_model pivot = {
+	.nr_layers = 4,
+	.nr_versions = 1,
+	.nr_core_counts = 4,
+	.nr_levels = 1,
+	.core_counts = pivot_counts,
+	.latency_ns = pivot_ns,
+	.layer_ops = pivot_ops,
+};
+
+/*
+ * A block that starts at a pivot keeps the layers after it that need no
+ * more cores than the pivot: they run on its cores without a dispatch of
+ * their own. With a fixed threshold of 0 the limit is avg_C = 2.75 cores;
+ * 200 µs of headroom for the whole model is 50 µs a layer, so the needs
+ * are 4, 4, 8, 4: layer 0 is a pivot, layer 1 needs no more and joins it,
+ * layer 2 needs more and ends it. The block [0, 2) has 100 µs: 4 cores,
+ * 40 + 40 µs. (Cut at every layer over the limit, it was [0, 1).)
+ */
+TEST_F(pol, coloc_decide__a_block_started_at_a_pivot_keeps_the_layers_needing_no_more)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
+	self->in.nr_tenants = 1;
+	add_query(&self->in, self->queries, 1, 0, 0, 200000);
+	ASSERT_EQ(0, run_round(self, "coloc-fixedthres"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(0, self->decisions[0].first_layer);
+	ASSERT_EQ(2, self->decisions[0].last_layer);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(80000, self->decisions[0].predicted_ns);
+}
+
+/*
+ * Shares of the QoS by alone latency (coloc-timeshares) on 4 cores: the
+ * pivot model fits whole at 4 cores (320 µs of 400), so the shares are 40,
+ * 40, 200, 40 / 320 and the budgets 50, 50, 250, 50 µs need 4 cores each:
+ * avg_C 4, thres (4 - 4) = 0, limit 4, no pivot: one block [0, 4) on 4
+ * cores, 320 µs. By ops (coloc): 100 µs a layer, needs 1, 1, 8, 1, avg_C
+ * 2.75, thres 1.25, limit 4: layer 2 is a pivot, the block [0, 2) fits on 1
+ * core and takes the 4 spare ones, 40 + 40 µs.
+ */
+TEST_F(pol, coloc_decide__time_shares_keep_a_model_that_fits_whole_in_one_block)
+{
+	policy_cpuset_zero(&self->cfg.online);
+	for (int c = 0; c < 4; c++)
+		policy_cpuset_set(&self->cfg.online, c);
+	self->free = self->cfg.online;
+	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
+	self->in.nr_tenants = 1;
+	add_query(&self->in, self->queries, 1, 0, 0, 400000);
+	ASSERT_EQ(0, run_round(self, "coloc-timeshares"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(0, self->decisions[0].first_layer);
+	ASSERT_EQ(4, self->decisions[0].last_layer);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(320000, self->decisions[0].predicted_ns);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(2, self->decisions[0].last_layer);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(80000, self->decisions[0].predicted_ns);
+}
+
+TEST(coloc_threshold__veltairs_example_64_cores_needs_12_12_24_gives_4_4_8)
+{
+	/* spare = 64 - 48 = 16 cores, shared in proportion to need: 16 x 12/48, 16 x 24/48 */
+	ASSERT_EQ(4.0, policy_coloc_threshold(64, 48, 12));
+	ASSERT_EQ(8.0, policy_coloc_threshold(64, 48, 24));
+	/* nothing spare: no slack above avg_C */
+	ASSERT_EQ(0.0, policy_coloc_threshold(32, 48, 24));
+}
+
+TEST_F(pol, coloc_decide__splits_a_block_at_the_pivot_when_the_load_leaves_no_slack)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
+	self->in.nr_tenants = 2;
+	add_query(&self->in, self->queries, 1, 0, 0, 400000);
+
+	/*
+	 * Alone on 8 cores (no other tenant, so no block cap): thres = (8 - 2.75) x 2.75 / 2.75 = 5.25, limit 8:
+	 * no pivot, one block [0, 4) with budget 400 µs: 4 cores (320 µs) is
+	 * the fewest that fit, but up to the limit spare cores are used: 8
+	 * cores, 30 + 30 + 100 + 30 µs.
+	 */
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(0, self->decisions[0].first_layer);
+	ASSERT_EQ(4, self->decisions[0].last_layer);
+	ASSERT_EQ(8, self->decisions[0].nr_cores);
+	ASSERT_EQ(190000, self->decisions[0].predicted_ns);
+	/* coloc-nospare keeps the fewest that fit */
+	ASSERT_EQ(0, run_round(self, "coloc-nospare"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].last_layer);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(320000, self->decisions[0].predicted_ns);
+
+	/*
+	 * Both tenants active: thres = (8 - 5.5) x 2.75 / 5.5 = 1.25, limit 4:
+	 * layer 2 (8 cores) is a pivot. Block [0, 2), budget 200 µs: 1 core
+	 * fits, 4 cores (the limit) are faster: 40 + 40 µs, 4 cores each.
+	 * (Each block's cap, half the other's slack, (400 - 190) / 2 = 105
+	 * µs, does not bind.)
+	 */
+	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000, .uid = 1 };
+	add_query(&self->in, self->queries, 2, 1, 0, 400000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(2, self->out.nr_decisions);
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(0, self->decisions[i].first_layer);
+		ASSERT_EQ(2, self->decisions[i].last_layer);
+		ASSERT_EQ(4, self->decisions[i].nr_cores);
+		ASSERT_EQ(80000, self->decisions[i].predicted_ns);
+	}
+	ASSERT_EQ(0, policy_check_output(policy_find("coloc"), &self->in, &self->out, NULL));
+
+	/*
+	 * The next block starts at the pivot, 200 µs later: 200 µs of headroom
+	 * for half the work, so again 100 µs a layer. [2, 4), budget 200 µs:
+	 * only 8 cores fit, 100 + 30 µs. That is over the cap (105 µs), which
+	 * keeps [2, 3), 100 µs; without the cap the block is [2, 4).
+	 */
+	self->queries[0].next_layer = 2;
+	self->in.nr_queries = 1;
+	self->in.now_ns = 200000;
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(2, self->decisions[0].first_layer);
+	ASSERT_EQ(3, self->decisions[0].last_layer);
+	ASSERT_EQ(8, self->decisions[0].nr_cores);
+	ASSERT_EQ(100000, self->decisions[0].predicted_ns);
+	ASSERT_EQ(0, run_round(self, "coloc-nocap"));
+	ASSERT_EQ(4, self->decisions[0].last_layer);
+	ASSERT_EQ(8, self->decisions[0].nr_cores);
+	ASSERT_EQ(130000, self->decisions[0].predicted_ns);
+
+	/* A fixed threshold of 0 cuts even alone (no other tenant, no cap): limit 2.75 < 8. */
+	self->queries[0].next_layer = 0;
+	self->in.now_ns = 0;
+	self->in.nr_tenants = 1;
+	ASSERT_EQ(0, run_round(self, "coloc-fixedthres"));
+	ASSERT_EQ(2, self->decisions[0].last_layer);
+	/* coloc-noblocks serves the whole model, layer-wise one layer on its 1 core. */
+	ASSERT_EQ(0, run_round(self, "coloc-noblocks"));
+	ASSERT_EQ(4, self->decisions[0].last_layer);
+	ASSERT_EQ(0, run_round(self, "layer-wise"));
+	ASSERT_EQ(1, self->decisions[0].last_layer);
+	ASSERT_EQ(1, self->decisions[0].nr_cores);
+}
+
+/* Every free core of the fixture at a slowdown of 1.5, the tiny model's level column 1. */
+static void stress_cores(struct policy_signal *sig)
+{
+	for (int c = 0; c < POLICY_MAX_CPUS; c++)
+		sig[c] = (struct policy_signal){ .live = POLICY_SIG_SLOWDOWN, .slowdown = 1.5 };
+}
+
+TEST_F(pol, coloc_decide__the_version_choice_flips_as_the_level_rises)
+{
+	static struct policy_signal sig[POLICY_MAX_CPUS];
+	const struct policy_decision *d = &self->decisions[0];
+
+	/*
+	 * QoS 300 µs cannot be met at any count: each layer needs the fastest,
+	 * 4 cores, and the block takes the 4 free cores.
+	 */
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	self->cfg.late = POLICY_LATE_SERVE;
+	add_query(&self->in, self->queries, 1, 0, 0, 300000);
+
+	/* alone at 4 cores: v2, v0, v1 = 250 + 130 + 160 µs */
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(3, d->last_layer);
+	ASSERT_EQ(4, d->nr_cores);
+	ASSERT_EQ(2, d->versions[0]);
+	ASSERT_EQ(0, d->versions[1]);
+	ASSERT_EQ(1, d->versions[2]);
+	ASSERT_EQ(540000, d->predicted_ns);
+	ASSERT_EQ(1.0, d->level);
+
+	/*
+	 * At slowdown 1.5: layer 0 v0 390 (v2 500), layer 1 v0 195 (v1 210),
+	 * layer 2 v1 240 (v2 255, v0 300): 825 µs; alone those are 300 + 130 + 160.
+	 */
+	stress_cores(sig);
+	self->in.cores = sig;
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(0, d->versions[0]);
+	ASSERT_EQ(0, d->versions[1]);
+	ASSERT_EQ(1, d->versions[2]);
+	ASSERT_EQ(825000, d->predicted_ns);
+	ASSERT_EQ(590000, d->alone_ns);
+	ASSERT_EQ(1.5, d->level);
+
+	/* coloc-noversions keeps the fastest alone, v2, v0, v1: 500 + 195 + 240 µs */
+	ASSERT_EQ(0, run_round(self, "coloc-noversions"));
+	ASSERT_EQ(2, d->versions[0]);
+	ASSERT_EQ(0, d->versions[1]);
+	ASSERT_EQ(1, d->versions[2]);
+	ASSERT_EQ(935000, d->predicted_ns);
+}
+
+/*
+ * With no interference (level 1.0) coloc and coloc-noversions decide alike,
+ * on every free core set and QoS; the fastest alone at 4 cores (v2 for layer
+ * 0) is not version 0, so a coloc-noversions on version 0 fails here.
+ */
+TEST_F(pol, coloc_decide__at_level_one_runs_exactly_as_coloc_noversions)
+{
+	static const int sets[][4] = { { 0 }, { 0, 1 }, { 0, 1, 2, 3 } };
+	static const int set_len[] = { 1, 2, 4 };
+	static const uint64_t qos_us[] = { 300, 600, 1000, 2000, 5000 };
+	struct policy_decision a[8];
+	uint8_t va[64];
+	int nr_a, seen_v2 = 0;
+
+	for (int k = 0; k < 3; k++)
+		for (int q = 0; q < 5; q++) {
+			self->tenants[0] =
+				(struct policy_tenant){ .model = &tiny, .qos_ns = qos_us[q] * 1000 };
+			self->free = cpus_of(sets[k], set_len[k]);
+			self->cfg.late = POLICY_LATE_SERVE;
+			self->in.nr_queries = 0;
+			add_query(&self->in, self->queries, 1, 0, 0, qos_us[q] * 1000);
+
+			ASSERT_EQ(0, run_round(self, "coloc"));
+			nr_a = self->out.nr_decisions;
+			ASSERT_LT(0, nr_a);
+			memcpy(a, self->decisions, nr_a * sizeof(a[0]));
+			memcpy(va, self->versions, sizeof(va));
+			ASSERT_EQ(1.0, a[0].level);
+			ASSERT_EQ(0, run_round(self, "coloc-noversions"));
+			ASSERT_EQ(nr_a, self->out.nr_decisions);
+			for (int i = 0; i < nr_a; i++) {
+				const struct policy_decision *b = &self->decisions[i];
+
+				ASSERT_EQ(a[i].first_layer, b->first_layer);
+				ASSERT_EQ(a[i].last_layer, b->last_layer);
+				ASSERT_EQ(a[i].nr_cores, b->nr_cores);
+				ASSERT_EQ(a[i].predicted_ns, b->predicted_ns);
+				ASSERT_EQ(a[i].alone_ns, b->alone_ns);
+				const uint8_t *av = &va[a[i].versions - self->versions];
+
+				for (int l = a[i].first_layer; l < a[i].last_layer; l++) {
+					ASSERT_EQ(av[l - a[i].first_layer], b->versions[l - b->first_layer]);
+					seen_v2 += l == 0 && av[0] == 2;
+				}
+			}
+		}
+	/* the case that tells the two apart was decided */
+	ASSERT_LT(0, seen_v2);
+}
+
+TEST_F(pol, coloc_decide__one_instance_reprices_every_layer_when_the_level_moves_and_back)
+{
+	static struct policy_signal sig[POLICY_MAX_CPUS];
+	const struct policy_decision *d = &self->decisions[0];
+	struct policy *p;
+
+	/* the case above, decided by one instance (which keeps what it read) in turn */
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	self->cfg.late = POLICY_LATE_SERVE;
+	add_query(&self->in, self->queries, 1, 0, 0, 300000);
+	stress_cores(sig);
+	p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
+	ASSERT_NE(NULL, p);
+	for (int i = 0; i < 4; i++) {
+		bool stressed = i % 2;
+
+		/* alone v2, v0, v1 = 250 + 130 + 160 µs; at 1.5 v0, v0, v1 = 390 + 195 + 240 µs */
+		self->in.cores = stressed ? sig : NULL;
+		policy_output_reset(&self->out);
+		ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+		ASSERT_EQ(1, self->out.nr_decisions);
+		ASSERT_EQ(3, d->last_layer);
+		ASSERT_EQ(stressed ? 0 : 2, d->versions[0]);
+		ASSERT_EQ(0, d->versions[1]);
+		ASSERT_EQ(1, d->versions[2]);
+		ASSERT_EQ(stressed ? 825000 : 540000, d->predicted_ns);
+	}
+	policy_destroy(p);
+}
+
+TEST_F(pol, coloc_decide__serves_the_most_urgent_first_even_if_it_arrived_later)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
+	self->tenants[1] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000, .uid = 1 };
+	self->in.nr_tenants = 2;
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	self->in.now_ns = 1000000;
+	self->cfg.late = POLICY_LATE_SERVE;
+	add_query(&self->in, self->queries, 1, 0, 0, 1300000);
+	add_query(&self->in, self->queries, 2, 1, 1000000, 1200000);
+
+	/*
+	 * 300 and 200 µs of headroom: neither fits anywhere, each takes the
+	 * fastest count, all 4 free cores. Only one runs: the more urgent.
+	 */
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(2, self->decisions[0].query_id);
+	ASSERT_EQ(0, self->out.nr_drops);
+	/* in arrival order the earlier one goes first */
+	ASSERT_EQ(0, run_round(self, "coloc-fcfs"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(1, self->decisions[0].query_id);
+	ASSERT_EQ(0, run_round(self, "model-wise"));
+	ASSERT_EQ(1, self->decisions[0].query_id);
+}
+
+TEST_F(pol, coloc_decide__drops_what_cannot_finish_in_time_holds_what_needs_more_cores_serves_late)
+{
+	const uint64_t now = 10000000;
+
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 5000000 };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	self->in.now_ns = now;
+	/* 4 free cores: the rest of the model takes 540 µs alone at best */
+	add_query(&self->in, self->queries, 1, 0, 4000000, 9000000); /* already late */
+	add_query(&self->in, self->queries, 2, 0, 5000000, now + 539999); /* 1 ns short */
+	add_query(&self->in, self->queries, 3, 0, 5500000, now + 540000); /* just in time */
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(2, self->out.nr_drops);
+	ASSERT_EQ(1, self->drops[0].query_id);
+	ASSERT_EQ(POLICY_DROP_DEADLINE_PASSED, self->drops[0].reason);
+	ASSERT_EQ(2, self->drops[1].query_id);
+	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[1].reason);
+	ASSERT_EQ(540000, self->drops[1].predicted_ns);
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(3, self->decisions[0].query_id);
+	ASSERT_EQ(0, policy_check_output(policy_find("coloc"), &self->in, &self->out, NULL));
+
+	self->cfg.late = POLICY_LATE_SERVE;
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(0, self->out.nr_drops);
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(1, self->decisions[0].query_id);
+
+	/*
+	 * Only 2 cores free: 960 µs there, 540 µs with 4 (the machine has 8).
+	 * 600 µs left: late on what is free, in time on the machine: held.
+	 */
+	self->cfg.late = POLICY_LATE_DROP;
+	self->free = cpus_of((const int[]){ 0, 1 }, 2);
+	self->in.nr_queries = 0;
+	add_query(&self->in, self->queries, 4, 0, now, now + 600000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(0, self->out.nr_drops);
+	ASSERT_EQ(0, self->out.nr_decisions);
+}
+
+TEST_F(pol, coloc_decide__grants_cores_in_the_least_busy_llc_domain)
+{
+	/* cores 0 and 1 (domain 0) are busy: the 4-core block goes to domain 1 */
+	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
+	self->free = cpus_of((const int[]){ 2, 3, 4, 5, 6, 7 }, 6);
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(0, memcmp(&self->decisions[0].cores, &(struct policy_cpuset){ .bits = { 0xf0 } },
+			    sizeof(struct policy_cpuset)));
+}
+
+/*
+ * Two LLC domains, equally busy: tenant 1 runs on cores 0-1 (domain 0) and
+ * tenant 2 on 4-5 (domain 1); tenant 0's next block takes cores 2, 3, 6 or
+ * 7. Without attributed signals it goes to the first domain; once tenant
+ * 1 or 2 is measured pressing hardest (DRAM GB/s, else LLC misses per
+ * second, live as with a PMU), it goes where that tenant is not.
+ */
+static void run_beside(struct __test_metadata *_metadata, FIXTURE_DATA(pol) * self,
+		       const struct policy_signal *sig1, const struct policy_signal *sig2,
+		       struct policy_cpuset *got)
+{
+	self->in.nr_queries = 0;
+	for (int t = 0; t < 3; t++)
+		self->tenants[t] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[1].sig = *sig1;
+	self->tenants[2].sig = *sig2;
+	for (int i = 0; i < 2; i++) {
+		self->running[i] = (struct policy_decision){
+			.query_id = 10 * (i + 1),
+			.tenant = i + 1,
+			.first_layer = 0,
+			.last_layer = 1,
+			.versions = (const uint8_t[]){ 0 },
+			.nr_cores = 2,
+			.cores = cpus_of((const int[]){ 4 * i, 4 * i + 1 }, 2),
+			.predicted_ns = 50000000,
+		};
+		add_query(&self->in, self->queries, 10 * (i + 1), i + 1, 0, 100000000);
+		self->queries[i].in_flight = true;
+	}
+	self->in.nr_running = 2;
+	self->free = cpus_of((const int[]){ 2, 3, 6, 7 }, 4);
+	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	*got = self->decisions[0].cores;
+}
+
+TEST_F(pol, coloc_decide__grants_cores_away_from_the_heaviest_aggressor)
+{
+	const struct policy_signal none = { 0 };
+	const struct policy_signal dram_heavy = { .live = POLICY_SIG_DRAM, .dram_gbps = 12.0 };
+	const struct policy_signal dram_light = { .live = POLICY_SIG_DRAM, .dram_gbps = 1.0 };
+	const struct policy_signal llc_heavy = { .live = POLICY_SIG_LLC, .llc_misses_per_s = 9e7 };
+	const struct policy_signal llc_light = { .live = POLICY_SIG_LLC, .llc_misses_per_s = 1e6 };
+	const uint64_t domain0 = 0x0f, domain1 = 0xf0;
+	struct policy_cpuset got;
+
+	run_beside(_metadata, self, &none, &none, &got);
+	EXPECT_EQ(0, got.bits[0] & ~domain0) TH_LOG("cores %#llx", (unsigned long long)got.bits[0]);
+	run_beside(_metadata, self, &dram_heavy, &dram_light, &got);
+	EXPECT_EQ(0, got.bits[0] & ~domain1) TH_LOG("cores %#llx", (unsigned long long)got.bits[0]);
+	run_beside(_metadata, self, &dram_light, &dram_heavy, &got);
+	EXPECT_EQ(0, got.bits[0] & ~domain0) TH_LOG("cores %#llx", (unsigned long long)got.bits[0]);
+	run_beside(_metadata, self, &llc_heavy, &llc_light, &got);
+	EXPECT_EQ(0, got.bits[0] & ~domain1) TH_LOG("cores %#llx", (unsigned long long)got.bits[0]);
+}
+
+/*
+ * A block is not preempted, so it is capped at half the least slack of the
+ * other tenants (QoS minus the whole model predicted alone on every core),
+ * whether or not they have a query now: one arriving behind it waits for
+ * it. The cap bounds the block's predicted time, not its budget. The pivot
+ * model alone on 8 cores is one block [0, 4) of 30 + 30 + 100 + 30 = 190
+ * µs (its budget: 400 µs); with a second tenant of the same model and QoS
+ * 300 µs, its slack is 110 µs and the cap 55 µs: [0, 1) (30 µs; with layer
+ * 1 it would be 60 µs), on the same 8 cores. With a QoS of 10 ms there, the
+ * cap (4.9 ms) does not bind.
+ */
+TEST_F(pol, coloc_decide__caps_a_block_at_half_the_least_slack_of_the_other_tenants)
+{
+	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
+	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 300000, .uid = 1 };
+	self->in.nr_tenants = 2;
+	add_query(&self->in, self->queries, 1, 0, 0, 400000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(0, self->decisions[0].first_layer);
+	ASSERT_EQ(1, self->decisions[0].last_layer);
+	ASSERT_EQ(8, self->decisions[0].nr_cores);
+	ASSERT_EQ(30000, self->decisions[0].predicted_ns);
+
+	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 10000000, .uid = 2 };
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].last_layer);
+	ASSERT_EQ(190000, self->decisions[0].predicted_ns);
+}
+
+/*
+ * The cap keeps at least one layer with work: a model's input (no MACs)
+ * alone is no block. The pivot model with layer 0 as an input (layer_ops 0),
+ * next to the pivot model of QoS 300 µs (cap 55 µs, as above): the only
+ * active tenant, so no pivot, and the block [0, 4) on 8 cores (190 µs) is
+ * cut by the cap to the longest prefix within 55 µs that has a layer with
+ * work: [0, 2), 60 µs, not [0, 1) (the input alone, 30 µs).
+ */
+TEST_F(pol, coloc_decide__the_cap_never_leaves_a_block_of_layers_without_work)
+{
+	static const uint64_t input_ops[] = { 0, 1, 1, 1 };
+	struct policy_model with_input = pivot;
+
+	with_input.layer_ops = input_ops;
+	self->tenants[0] = (struct policy_tenant){ .model = &with_input, .qos_ns = 400000 };
+	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 300000, .uid = 1 };
+	self->in.nr_tenants = 2;
+	add_query(&self->in, self->queries, 1, 0, 0, 400000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(0, self->decisions[0].first_layer);
+	ASSERT_EQ(2, self->decisions[0].last_layer);
+	ASSERT_EQ(8, self->decisions[0].nr_cores);
+	ASSERT_EQ(60000, self->decisions[0].predicted_ns);
+}
+
+TEST_HARNESS_MAIN

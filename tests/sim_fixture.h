@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * What the sim_*_test.c files share: hand-built latency tables whose
+ * completion times are worked out by hand in the tests, a recorder of every
+ * block and query a run reports, small run parameters, the fixture sim,
+ * and where VELTAIR's tables are. Include it after kselftest_harness.h.
+ */
+#ifndef COLOC_TESTS_SIM_FIXTURE_H
+#define COLOC_TESTS_SIM_FIXTURE_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "policy_impl.h"
+#include "sim.h"
+
+#define MS 1000000ULL
+
+/* ---- hand-built tables ------------------------------------------------------------ */
+
+/* One layer of 10 ms on 1 core. */
+static const int one_core[] = { 1 };
+static const uint64_t one_layer_ns[] = { 10 * MS };
+static const struct policy_model one_layer = {
+	.nr_layers = 1,
+	.nr_versions = 1,
+	.nr_core_counts = 1,
+	.nr_levels = 1,
+	.core_counts = one_core,
+	.latency_ns = one_layer_ns,
+};
+
+/* Two layers: 3 + 7 ms on 1 core, 2 + 4 ms on 2 cores ([layer][ci]). */
+static const int one_two_cores[] = { 1, 2 };
+static const uint64_t two_layer_ns[] = { 3 * MS, 2 * MS, 7 * MS, 4 * MS };
+static const struct policy_model two_layers = {
+	.nr_layers = 2,
+	.nr_versions = 1,
+	.nr_core_counts = 2,
+	.nr_levels = 1,
+	.core_counts = one_two_cores,
+	.latency_ns = two_layer_ns,
+};
+
+/* One layer, two versions, two levels (alone, slowdown 2.0): v0 10 -> 20 ms, v1 12 -> 15 ms. */
+static const double two_levels[] = { 1.0, 2.0 };
+static const uint64_t leveled_ns[] = { 10 * MS, 20 * MS, 12 * MS, 15 * MS };
+static const struct policy_model leveled = {
+	.nr_layers = 1,
+	.nr_versions = 2,
+	.nr_core_counts = 1,
+	.nr_levels = 2,
+	.core_counts = one_core,
+	.level_slowdown = two_levels,
+	.latency_ns = leveled_ns,
+};
+
+/* ---- observers -------------------------------------------------------------------- */
+
+#define MAX_REC 4096
+
+struct block_rec {
+	uint64_t query_id;
+	int first, last, nr_cores;
+	struct policy_cpuset cores;
+	uint64_t start_ns, end_ns;
+};
+
+struct watch {
+	struct sim_query_record q[MAX_REC];
+	int nr_q;
+	struct block_rec *b;
+	int nr_b, cap_b;
+	bool overflow;
+};
+
+static inline void watch_query(void *ctx, const struct sim_query_record *q)
+{
+	struct watch *w = ctx;
+
+	if (w->nr_q < MAX_REC)
+		w->q[w->nr_q++] = *q;
+}
+
+static inline void watch_block(void *ctx, const struct sim_block_record *b)
+{
+	struct watch *w = ctx;
+
+	if (w->nr_b == w->cap_b) {
+		int cap = w->cap_b ? w->cap_b * 2 : 1024;
+		struct block_rec *v = realloc(w->b, (size_t)cap * sizeof(*v));
+
+		if (!v) {
+			w->overflow = true;
+			return;
+		}
+		w->b = v;
+		w->cap_b = cap;
+	}
+	w->b[w->nr_b++] = (struct block_rec){
+		.query_id = b->d->query_id,
+		.first = b->d->first_layer,
+		.last = b->d->last_layer,
+		.nr_cores = b->d->nr_cores,
+		.cores = b->d->cores,
+		.start_ns = b->start_ns,
+		.end_ns = b->end_ns,
+	};
+}
+
+static inline const struct sim_query_record *record_of(const struct watch *w, uint64_t id)
+{
+	for (int i = 0; i < w->nr_q; i++)
+		if (w->q[i].id == id)
+			return &w->q[i];
+	return NULL;
+}
+
+/* A trace in memory: arrival times in ms, tenants. */
+struct mem_trace {
+	uint64_t t[8];
+	int tenant[8];
+	struct sim_trace trace;
+};
+
+static inline void mem_trace_init(struct mem_trace *m, int nr, const double *ms, const int *tenant)
+{
+	for (int i = 0; i < nr; i++) {
+		m->t[i] = (uint64_t)llround(ms[i] * 1e6);
+		m->tenant[i] = tenant[i];
+	}
+	m->trace = (struct sim_trace){ .time_ns = m->t, .tenant = m->tenant, .nr = nr };
+}
+
+static inline struct sim_params small_params(const struct policy_entry *pol, int cores, int llc,
+					     const struct sim_tenant *tenants, int nr_tenants,
+					     const struct sim_trace *trace, struct watch *w)
+{
+	return (struct sim_params){
+		.policy = pol,
+		.machine = { .nr_cores = cores, .nr_sockets = 1, .llc_size = llc },
+		.late = POLICY_LATE_DROP,
+		.tenants = tenants,
+		.nr_tenants = nr_tenants,
+		.trace = trace,
+		.duration_ns = 1000 * MS,
+		.interference = { .full_slowdown = 1.6 },
+		.max_queued = SIM_DEFAULT_MAX_QUEUED,
+		.on_query = watch_query,
+		.on_block = watch_block,
+		.ctx = w,
+	};
+}
+
+FIXTURE(sim)
+{
+	struct watch *w;
+	struct sim_result r;
+	struct coloc_err err;
+};
+
+FIXTURE_SETUP(sim)
+{
+	self->w = calloc(1, sizeof(*self->w));
+	ASSERT_NE(NULL, self->w);
+	memset(&self->err, 0, sizeof(self->err));
+}
+
+FIXTURE_TEARDOWN(sim)
+{
+	free(self->w->b);
+	free(self->w);
+}
+
+/* VELTAIR's published tables, kept in the repository (data/veltair/README.md) */
+static inline void veltair_dir(char *buf, size_t len)
+{
+	const char *root = getenv("COLOC_ROOT");
+
+	snprintf(buf, len, "%s/data/veltair", root ? root : ".");
+}
+
+#endif /* COLOC_TESTS_SIM_FIXTURE_H */
