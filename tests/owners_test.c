@@ -508,7 +508,7 @@ static int admit(FIXTURE_DATA(quota) * self, const char *name, uid_t owner, int 
 	if (spec.model_fd < 0)
 		return coloc_err_set(err, spec.model_fd, "%s: %s", self->model,
 				     strerror(-spec.model_fd));
-	ret = serving_admit(self->s, &spec, err);
+	ret = serving_admit_wait(self->s, &spec, READY_MS, err);
 	close(spec.model_fd);
 	return ret;
 }
