@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <linux/capability.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -650,6 +651,11 @@ FIXTURE_SETUP(wire)
 	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
 	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
 	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-owners-wire-%d", getpid());
+	/*
+	 * colocd as under its unit (dist/colocd.service.in): no CAP_SYS_PTRACE,
+	 * so it places a member's process without ptrace access to it.
+	 */
+	ASSERT_EQ(0, prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0));
 	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
 	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start");
 }
