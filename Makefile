@@ -94,7 +94,16 @@ SKELS := $(patsubst bpf/%.bpf.c,$(GEN)/%.skel.h,$(BPF_SRCS))
 
 COMMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard common/*.c))
 DAEMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out daemon/colocd.c,$(wildcard daemon/*.c)))
-EXEC_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard executor/*.c)) $(OBJ)/$(GEN)/onnx.pb-c.o
+# executor/ is three libraries, one job each (DEVELOPERS.md): the model format and
+# ONNX import (protobuf-c); profiles and the level model (what colocd links: no
+# oneDNN, no parser); oneDNN execution and the tools' parts (the rest).
+MODEL_SRCS := $(wildcard executor/model_*.c executor/onnx_*.c executor/window.c)
+PROFILE_SRCS := executor/profile.c executor/profile_machine.c executor/profile_table.c \
+	$(wildcard executor/level_model*.c)
+MODEL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(MODEL_SRCS)) $(OBJ)/$(GEN)/onnx.pb-c.o
+PROFILE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(PROFILE_SRCS))
+EXEC_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out $(MODEL_SRCS) $(PROFILE_SRCS), \
+	$(wildcard executor/*.c)))
 POLICY_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard policy/*.c))
 SIM_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard sim/*.c))
 CLIENT_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard client/*.c))
@@ -105,12 +114,15 @@ TESTLIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out %_test.c $(patsubst $(OBJ
 LIB_COMMON := $(OBJ)/libcoloc_common.a
 LIB_DAEMON := $(OBJ)/libcolocd.a
 LIB_EXEC := $(OBJ)/libcoloc_exec.a
+LIB_MODEL := $(OBJ)/libcoloc_model.a
+LIB_PROFILE := $(OBJ)/libcoloc_profile.a
 LIB_POLICY := $(OBJ)/libcoloc_policy.a
 LIB_SIM := $(OBJ)/libcoloc_sim.a
 LIB_TEST := $(OBJ)/libcoloc_test.a
 LIB_CLIENT := $(OBJ)/libcoloc_client.a
 # in link order: executor/profile_table.c turns a profile into a policy table
-LIBS := $(LIB_CLIENT) $(LIB_DAEMON) $(LIB_SIM) $(LIB_EXEC) $(LIB_POLICY) $(LIB_COMMON)
+LIBS := $(LIB_CLIENT) $(LIB_DAEMON) $(LIB_SIM) $(LIB_EXEC) $(LIB_MODEL) $(LIB_PROFILE) \
+	$(LIB_POLICY) $(LIB_COMMON)
 
 TOOL_BINS := $(patsubst tools/%.c,$(BIN)/%,$(wildcard tools/*.c))
 BINS := $(BIN)/colocd $(TOOL_BINS)
@@ -183,24 +195,28 @@ $(OBJ)/tests/%.o: tests/%.c $(KSFT_HDRS) | $(SKELS)
 $(LIB_COMMON): $(COMMON_OBJS)
 $(LIB_DAEMON): $(DAEMON_OBJS)
 $(LIB_EXEC): $(EXEC_OBJS)
+$(LIB_MODEL): $(MODEL_OBJS)
+$(LIB_PROFILE): $(PROFILE_OBJS)
 $(LIB_POLICY): $(POLICY_OBJS)
 $(LIB_SIM): $(SIM_OBJS)
 $(LIB_TEST): $(TESTLIB_OBJS)
 $(LIB_CLIENT): $(CLIENT_OBJS)
-$(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_SIM) $(LIB_TEST) $(LIB_CLIENT):
+$(LIB_COMMON) $(LIB_DAEMON) $(LIB_EXEC) $(LIB_MODEL) $(LIB_PROFILE) $(LIB_POLICY) $(LIB_SIM) \
+	$(LIB_TEST) $(LIB_CLIENT):
 	$(call msg,AR,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-# colocd runs no model: it parses model files (model_parse.c) and reads
-# profiles, whose cache key holds the ISA only oneDNN can name
-# (executor/profile_table.c), so it links the executor library and oneDNN.
-# colocctl and coloc-load need neither.
-$(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_EXEC) $(LIB_POLICY) $(LIB_COMMON)
+# colocd parses no model and runs none (docs/security-submit.md): it reads
+# profiles, its executors describe the models and coloc-executor --print-isa
+# names the ISA. So it links the profile library alone of executor/'s, and
+# neither oneDNN, protobuf-c nor OpenMP (tests/colocd_link_test.c checks).
+# colocctl and coloc-load need none of it.
+$(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_PROFILE) $(LIB_POLICY) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CC) -pthread $(SANFLAGS) $^ $(PKG_LIBS) -lm -o $@
 
 LIGHT_TOOLS := $(BIN)/coloc-bench-sensing $(BIN)/coloc-load
 $(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)

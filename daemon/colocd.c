@@ -414,15 +414,13 @@ static void load_state(struct colocd *d)
 		coloc_err_clear(&err);
 		ret = colocd_state_files(config.state_path, &specs[i], &files, &err);
 		if (!ret) {
-			ret = control_submit_spec(d, &specs[i], &files, &err, &err);
+			/* its outcome is logged once its executor has described the model */
+			ret = control_submit_spec(d, &specs[i], &files, NULL, 0, &err);
 			colocd_files_close(&files, specs[i].nr_external);
 		}
 		if (ret)
 			fprintf(stderr, "colocd: tenant %s from %s did not come back: %s\n",
 				specs[i].name, config.state_path, coloc_err_str(&err));
-		else
-			printf("colocd: tenant %s submitted again from %s\n", specs[i].name,
-			       config.state_path);
 	}
 	d->cfg.state_path = config.state_path;
 	free(specs);

@@ -105,6 +105,7 @@ struct colocd_uncore_rate {
 
 struct colocd {
 	struct colocd_config cfg;
+	struct profile_machine machine; /* as the profile cache names it; ISA from the executor */
 	FILE *block_log;
 	__u64 block_log_t0; /* CLOCK_MONOTONIC ns at colocd's start: the log's time 0 */
 	struct loop *loop;
@@ -182,14 +183,18 @@ void colocd_files_close(struct colocd_files *files, int nr_external);
 char *control_handle(struct colocd *d, struct server_req *req, uid_t uid, const char *line,
 		     size_t len, __u64 now_ns);
 /*
- * Admits a tenant (owned by spec->owner) and records it (for --state):
- * what submit does. 0 or
- * -errno with err; a state file that could not be written leaves the
- * tenant admitted, with warn saying why.
+ * Starts admitting a tenant (owned by spec->owner): what submit does.
+ * -errno with err when serving_admit refuses at once. Otherwise 0, and
+ * the admission's answer (serving.h) comes later: the tenant is then
+ * recorded (for --state: its files are duplicated meanwhile) and the
+ * client on sreq answered, its request deferred here (a state file that
+ * could not be written leaves the tenant admitted, with a "warning");
+ * sreq NULL (a tenant --state brings back): the outcome goes to the log.
  */
+struct server_req;
 int control_submit_spec(struct colocd *d, const struct colocd_spec *spec,
-			const struct colocd_files *files, struct coloc_err *err,
-			struct coloc_err *warn);
+			const struct colocd_files *files, struct server_req *sreq, uid_t uid,
+			struct coloc_err *err);
 /* The error response for a line over COLOC_MAX_REQUEST bytes (malloc'd). */
 char *control_oversize_response(void);
 

@@ -6,7 +6,8 @@
  * tenants and their queries, the sensor and view for signals), and returns
  * one JSON response line, always valid UTF-8. It owns no I/O and no state:
  * server.c moves the bytes (an infer's binary input and output included),
- * so the same handler is driven by the socket and by tests.
+ * so the same handler is driven by the socket and by tests. submit, whose
+ * answer waits for the admission, is in control_submit.c.
  *
  * Every request carries the caller's uid. The module that owns a tenant
  * says whether the caller may act on it (serving_authorize, tenants.c);
@@ -26,13 +27,13 @@
 #include <sys/vfs.h>
 #include <json-c/json.h>
 #include "colocd.h"
-#include "submit_files.h"
+#include "control_internal.h"
 #include "policy.h"
 #include "utf8.h"
 #include "util.h"
 #include "version.h"
 
-static char *control_finish(struct json_object *resp)
+char *control_finish(struct json_object *resp)
 {
 	const char *text = json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PLAIN);
 	size_t len = strlen(text);
@@ -47,9 +48,7 @@ static char *control_finish(struct json_object *resp)
 	return line;
 }
 
-static char *control_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *control_error(const char *fmt, ...)
+char *control_error(const char *fmt, ...)
 {
 	struct json_object *resp = json_object_new_object();
 	char msg[512];
@@ -65,7 +64,7 @@ static char *control_error(const char *fmt, ...)
 	return control_finish(resp);
 }
 
-static struct json_object *control_ok(void)
+struct json_object *control_ok(void)
 {
 	struct json_object *resp = json_object_new_object();
 
@@ -378,7 +377,7 @@ static char *control_cmd_tenant_remove(struct colocd *d, struct json_object *req
 
 /* ---- submitted tenants (serving.h) ------------------------------------------ */
 
-static const char *control_str(struct json_object *req, const char *key)
+const char *control_str(struct json_object *req, const char *key)
 {
 	struct json_object *v;
 
@@ -404,7 +403,7 @@ static double control_ms(uint64_t ns)
 	return (double)ns / 1e6;
 }
 
-static struct json_object *control_reason(const char *r)
+struct json_object *control_reason(const char *r)
 {
 	char buf[512];
 
@@ -456,8 +455,8 @@ static bool control_serving_visible(const struct serving_tenant_info *in, uid_t 
 	return !uid || in->owner == uid;
 }
 
-static struct json_object *
-control_serving_tenant_json(struct colocd *d, const struct serving_tenant_info *in, uid_t uid)
+struct json_object *control_serving_tenant_json(struct colocd *d,
+						const struct serving_tenant_info *in, uid_t uid)
 {
 	struct json_object *o = control_serving_public_json(in);
 	const struct serving_stats_summary *st = &in->stats;
@@ -505,221 +504,6 @@ control_serving_tenant_json(struct colocd *d, const struct serving_tenant_info *
 	json_object_object_add(o, "last_reject", control_reason(in->last_reject));
 	json_object_object_add(o, "last_failure", control_reason(in->last_failure));
 	return o;
-}
-
-int control_submit_spec(struct colocd *d, const struct colocd_spec *spec,
-			const struct colocd_files *files, struct coloc_err *err,
-			struct coloc_err *warn)
-{
-	struct serving_external ext[COLOC_MAX_REQUEST_FDS];
-	struct serving_tenant_spec ts = {
-		.name = spec->name,
-		.model_name = spec->model,
-		.model_fd = files->model_fd,
-		.weights_fd = files->weights_fd,
-		.external = ext,
-		.nr_external = spec->nr_external,
-		.qos_ns = spec->qos_ns,
-		.executors = spec->executors,
-		.owner = spec->owner,
-	};
-	int ret;
-
-	if (d->draining)
-		return coloc_err_set(err, -ESHUTDOWN, "colocd is shutting down");
-	for (int i = 0; i < spec->nr_external; i++)
-		ext[i] = (struct serving_external){ spec->external[i], files->external_fd[i] };
-	ret = serving_admit(d->serving, &ts, err);
-	colocd_serving_rearm(d);
-	if (ret)
-		return ret;
-	colocd_spec_add(d, spec, files, warn);
-	return 0;
-}
-
-/*
- * An ONNX external data location as the client sent it: a relative path
- * below the model's directory (no leading '/', no ".." component), as the
- * importer accepts; it is a name only, colocd opens nothing by it.
- */
-static bool control_location_ok(const char *loc)
-{
-	size_t n = strlen(loc);
-
-	if (!n || n >= COLOCD_LOCATION_LEN || loc[0] == '/')
-		return false;
-	for (const char *p = loc; *p;) {
-		size_t k = strcspn(p, "/");
-
-		if (k == 2 && p[0] == '.' && p[1] == '.')
-			return false;
-		p += k;
-		p += *p == '/';
-	}
-	return true;
-}
-
-/* The submit's "external" locations into spec; NULL or the error answer. */
-static char *control_submit_external(struct json_object *req, struct colocd_spec *spec)
-{
-	struct json_object *arr;
-	size_t n;
-
-	if (!json_object_object_get_ex(req, "external", &arr))
-		return NULL;
-	if (!json_object_is_type(arr, json_type_array) ||
-	    (n = json_object_array_length(arr)) > COLOC_MAX_REQUEST_FDS - 1)
-		return control_error("\"external\" must be an array of at most %d locations",
-				     COLOC_MAX_REQUEST_FDS - 1);
-	for (size_t i = 0; i < n; i++) {
-		struct json_object *v = json_object_array_get_idx(arr, i);
-		const char *loc =
-			json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-
-		if (!loc || !control_location_ok(loc))
-			return control_error("\"external\"[%zu] is not a relative path below the "
-					     "model's directory (no '..', under %d bytes)",
-					     i, COLOCD_LOCATION_LEN);
-		for (int k = 0; k < spec->nr_external; k++)
-			if (!strcmp(spec->external[k], loc))
-				return control_error("\"external\" names '%.200s' twice", loc);
-		snprintf(spec->external[spec->nr_external++], COLOCD_LOCATION_LEN, "%s", loc);
-	}
-	return NULL;
-}
-
-/*
- * What can refuse the submit without its files (serving_admit_check: name,
- * executors, QoS, places, quotas), asked before a byte is copied: a refused
- * submit then costs colocd nothing. NULL or the error answer.
- */
-static char *control_submit_precheck(struct colocd *d, const struct colocd_spec *spec)
-{
-	struct serving_tenant_spec ts = { .name = spec->name,
-					  .model_fd = -1,
-					  .weights_fd = -1,
-					  .qos_ns = spec->qos_ns,
-					  .executors = spec->executors,
-					  .owner = spec->owner };
-	struct coloc_err err = { 0 };
-
-	if (d->draining)
-		return control_error("colocd is shutting down");
-	if (serving_admit_check(d->serving, &ts, &err))
-		return control_error("%s", coloc_err_str(&err));
-	return NULL;
-}
-
-/*
- * The descriptors that came with the submit, each checked and copied into
- * a sealed memfd (submit_files.h): the model, the weights if named, the
- * external data files in order. NULL or the error answer.
- */
-static char *control_submit_files(struct server_req *sreq, const struct colocd_spec *spec,
-				  struct colocd_files *files)
-{
-	int want = 1 + (spec->weights[0] != '\0') + spec->nr_external, at = 0;
-	uint64_t budget = COLOC_MAX_SUBMIT_BYTES;
-	struct coloc_err err = { 0 };
-	char what[COLOCD_LOCATION_LEN + 64];
-
-	if (!sreq || sreq->nr_fds != want)
-		return control_error("submit takes its files as descriptors sent with the request "
-				     "(SCM_RIGHTS: the model, the weights if named, then each "
-				     "\"external\" file): %d expected, %d came; colocd opens no "
-				     "path a client names (colocctl and libcoloc_client send them)",
-				     want, sreq ? sreq->nr_fds : 0);
-	if (submit_file_seal(sreq->fds[at++], "the model", &budget, &files->model_fd, &err))
-		goto fail;
-	if (spec->weights[0] &&
-	    submit_file_seal(sreq->fds[at++], "the weights", &budget, &files->weights_fd, &err))
-		goto fail;
-	for (int i = 0; i < spec->nr_external; i++) {
-		snprintf(what, sizeof(what), "external data file '%s'", spec->external[i]);
-		if (submit_file_seal(sreq->fds[at++], what, &budget, &files->external_fd[i], &err))
-			goto fail;
-	}
-	return NULL;
-fail:
-	colocd_files_close(files, spec->nr_external);
-	return control_error("%s", coloc_err_str(&err));
-}
-
-static char *control_cmd_submit(struct colocd *d, struct json_object *req, uid_t uid,
-				struct server_req *sreq)
-{
-	const char *name = control_str(req, "name"), *model = control_str(req, "model");
-	const char *weights = control_str(req, "weights");
-	struct serving_tenant_info info;
-	struct coloc_err err = { 0 }, warn = { 0 };
-	struct colocd_spec *spec = calloc(1, sizeof(*spec));
-	struct colocd_files files;
-	struct json_object *jq, *je, *resp;
-	char *bad = NULL;
-	double qos_ms;
-	int ret;
-
-	if (!spec)
-		return control_error("out of memory");
-	files.model_fd = files.weights_fd = -1;
-	for (int i = 0; i < COLOC_MAX_REQUEST_FDS; i++)
-		files.external_fd[i] = -1;
-	if (!name || !model || !json_object_object_get_ex(req, "qos_ms", &jq) ||
-	    !(json_object_is_type(jq, json_type_int) ||
-	      json_object_is_type(jq, json_type_double))) {
-		bad = control_error("submit needs \"name\", \"model\" (the model file's name) and "
-				    "\"qos_ms\" (a number)");
-		goto out;
-	}
-	qos_ms = json_object_get_double(jq);
-	if (!(qos_ms > 0 && qos_ms <= 3600000)) {
-		bad = control_error("\"qos_ms\" must be above 0 and at most 3600000");
-		goto out;
-	}
-	if (json_object_object_get_ex(req, "executors", &je)) {
-		if (!json_object_is_type(je, json_type_int) || json_object_get_int64(je) < 1 ||
-		    json_object_get_int64(je) > SERVING_MAX_EXECUTORS) {
-			bad = control_error("\"executors\" must be an integer from 1 to %d",
-					    SERVING_MAX_EXECUTORS);
-			goto out;
-		}
-		spec->executors = (int)json_object_get_int64(je);
-	}
-	if (!model[0] || strlen(name) >= sizeof(spec->name) ||
-	    strlen(model) >= sizeof(spec->model) ||
-	    (weights && (!weights[0] || strlen(weights) >= sizeof(spec->weights)))) {
-		bad = control_error("name or file name empty or too long");
-		goto out;
-	}
-	snprintf(spec->name, sizeof(spec->name), "%s", name);
-	snprintf(spec->model, sizeof(spec->model), "%s", model);
-	if (weights)
-		snprintf(spec->weights, sizeof(spec->weights), "%s", weights);
-	spec->qos_ns = (__u64)(qos_ms * 1e6);
-	spec->owner = uid;
-	bad = control_submit_precheck(d, spec);
-	if (!bad)
-		bad = control_submit_external(req, spec);
-	if (!bad)
-		bad = control_submit_files(sreq, spec, &files);
-	if (bad)
-		goto out;
-	ret = control_submit_spec(d, spec, &files, &err, &warn);
-	colocd_files_close(&files, spec->nr_external);
-	if (ret) {
-		bad = control_error("%s", coloc_err_str(&err));
-		goto out;
-	}
-	resp = control_ok();
-	if (warn.code) /* admitted, but --state could not record it */
-		json_object_object_add(resp, "warning", control_reason(coloc_err_str(&warn)));
-	if (!serving_tenant_info(d->serving, name, &info))
-		json_object_object_add(resp, "tenant", control_serving_tenant_json(d, &info, uid));
-	free(spec);
-	return control_finish(resp);
-out:
-	free(spec);
-	return bad;
 }
 
 static char *control_cmd_list(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns)

@@ -35,6 +35,7 @@
 #include "coloc/protocol.h"
 #include "exec_log.h"
 #include "execproc.h"
+#include "shm_summary_check.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -69,6 +70,7 @@ struct execproc {
 	struct coloc_shm_header hdr;
 	struct coloc_shm_header shm_hdr; /* the shared header as it was when taken ready */
 	struct coloc_shm_done taken; /* the shared completion as colocd last took it */
+	struct coloc_shm_summary *summary; /* the model as described, copied once; NULL before */
 	size_t shm_bytes;
 	pid_t pid;
 	int pidfd;
@@ -620,6 +622,11 @@ const struct coloc_shm_header *execproc_header(const struct execproc *ep)
 	return &ep->hdr;
 }
 
+const struct coloc_shm_summary *execproc_summary(const struct execproc *ep)
+{
+	return ep->summary;
+}
+
 bool execproc_ready(const struct execproc *ep)
 {
 	return ep->ready;
@@ -839,6 +846,40 @@ static bool reap(struct execproc *ep)
 }
 
 /*
+ * The executor's summary of its model, copied once when header.described
+ * turns 1 and checked (shm_summary_check.h): the one description of the
+ * model colocd takes.
+ */
+static int take_summary(struct execproc *ep, struct coloc_err *err)
+{
+	char why[COLOC_ERR_MSG_MAX / 2];
+
+	ep->summary = malloc(sizeof(*ep->summary));
+	if (!ep->summary)
+		return give_up(ep, err, "described its model; colocd is out of memory for it");
+	memcpy(ep->summary, &ep->shm->summary, sizeof(*ep->summary));
+	if (!shm_summary_check(ep->summary, ep->hdr.slot_in_capacity, ep->hdr.slot_out_capacity,
+			       why, sizeof(why)))
+		return give_up(ep, err, "%s", why);
+	return 0;
+}
+
+/* At ready, the header's description must be the summary's. */
+static int check_ready_summary(struct execproc *ep, struct coloc_err *err)
+{
+	const struct coloc_shm_header *h = &ep->hdr;
+	const struct coloc_shm_summary *s = ep->summary;
+
+	if (!s)
+		return give_up(ep, err, "got ready without describing its model first");
+	if (h->nr_layers != s->nr_layers || h->nr_inputs != s->nr_inputs ||
+	    h->nr_outputs != s->nr_outputs || h->in_bytes != s->in_bytes ||
+	    h->out_bytes != s->out_bytes)
+		return give_up(ep, err, "got ready with another model than it described");
+	return 0;
+}
+
+/*
  * Takes the executor's description of its model, once, if it fits the
  * layout; the layout colocd wrote must still be there.
  */
@@ -866,6 +907,8 @@ static int take_ready(struct execproc *ep, struct coloc_err *err)
 	h->nr_outputs = sh.nr_outputs;
 	h->state = COLOC_SHM_READY;
 	ep->shm_hdr = sh;
+	if (check_ready_summary(ep, err))
+		return -EPROTO;
 	ep->ready = true;
 	return 0;
 }
@@ -1085,6 +1128,12 @@ int execproc_poll(struct execproc *ep, struct execproc_result *res, struct coloc
 	if (!ep->ready && !ep->dead) {
 		__u32 state = __atomic_load_n(&ep->shm->hdr.state, __ATOMIC_ACQUIRE);
 
+		if (!ep->summary && __atomic_load_n(&ep->shm->hdr.described, __ATOMIC_ACQUIRE)) {
+			ep->idle_rings = 0;
+			if ((ret = take_summary(ep, err)))
+				return ret;
+		}
+
 		if (state == COLOC_SHM_READY) {
 			ep->idle_rings = 0;
 			return take_ready(ep, err);
@@ -1215,5 +1264,6 @@ void execproc_free(struct execproc *ep)
 	if (ep->log.fd >= 0)
 		exec_log_drain(&ep->log, exec_log_now_ns());
 	exec_log_close(&ep->log);
+	free(ep->summary);
 	free(ep);
 }

@@ -168,6 +168,15 @@ void execproc_close_log(struct execproc *ep);
  * executor can rewrite at any time.
  */
 const struct coloc_shm_header *execproc_header(const struct execproc *ep);
+/*
+ * colocd's copy of the executor's summary of its model (shm.h), taken once
+ * when header.described turned 1, while it was still loading, and checked
+ * (daemon/shm_summary_check.h: a summary that fails a check gives the
+ * executor up): NULL until then. An executor gets ready only after it has
+ * described its model, and its header's sizes at ready must be the
+ * summary's.
+ */
+const struct coloc_shm_summary *execproc_summary(const struct execproc *ep);
 /* Where a slot's input goes and its output comes (hdr.in_bytes / out_bytes). */
 void *execproc_input(struct execproc *ep, unsigned int slot);
 const void *execproc_output(const struct execproc *ep, unsigned int slot);
@@ -185,8 +194,8 @@ int execproc_submit_nop(struct execproc *ep, struct coloc_err *err);
 
 /*
  * Never blocks. Returns 1 with res filled when the outstanding command has
- * completed, 0 when nothing new happened (or start-up just finished: see
- * execproc_ready), or a negative errno when the executor has died or given
+ * completed, 0 when nothing new happened (or the model was just described,
+ * or start-up just finished: see execproc_summary, execproc_ready), or a negative errno when the executor has died or given
  * up (the reason, exit status or signal, and what it was running, in err;
  * the process is reaped then), or -EPROTO when it broke the protocol (what
  * it did in err; SIGKILL sent, and a later call, once the pidfd is

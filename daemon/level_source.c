@@ -66,9 +66,9 @@ void level_source_decide(struct level_source *ls, const struct pmu_info *pmu, ui
 	ls->model = *loaded;
 }
 
-int level_source_open(struct level_source *ls, const struct pmu_info *pmu, const char *cache_dir)
+int level_source_open(struct level_source *ls, const struct pmu_info *pmu, const char *cache_dir,
+		      const struct profile_machine *machine)
 {
-	struct profile_machine machine;
 	struct level_model m = { 0 };
 	struct coloc_err err = { 0 };
 	char path[PATH_MAX];
@@ -80,12 +80,8 @@ int level_source_open(struct level_source *ls, const struct pmu_info *pmu, const
 		level_source_decide(ls, pmu, 0, "", -ENOENT, &err, &m);
 		return 0;
 	}
-	ret = profile_machine_detect(&machine);
-	if (!ret) {
-		hash = profile_machine_hash(&machine);
-		ret = level_model_cache_path(profile_cache_dir(cache_dir), hash, path,
-					     sizeof(path));
-	}
+	hash = profile_machine_hash(machine);
+	ret = level_model_cache_path(profile_cache_dir(cache_dir), hash, path, sizeof(path));
 	if (ret) {
 		memset(ls, 0, sizeof(*ls));
 		snprintf(ls->why, sizeof(ls->why), "cannot name this machine's level model: %s",

@@ -19,6 +19,7 @@
 #include "level_model.h"
 #include "pmu.h"
 #include "policy.h"
+#include "profile.h"
 
 struct level_source {
 	bool pmu_model; /* the level comes from the model; else from block slowdowns */
@@ -41,11 +42,13 @@ void level_source_decide(struct level_source *ls, const struct pmu_info *pmu, ui
 			 const struct level_model *loaded);
 
 /*
- * Looks for this machine's model in the profile cache cache_dir (NULL:
- * $COLOC_CACHE_DIR or the default) and decides. 0, or -errno when the
- * machine cannot be identified (then the block slowdown is used and why says so).
+ * Looks for the model of machine (this one, as profile_machine_detect_isa
+ * names it) in the profile cache cache_dir (NULL: $COLOC_CACHE_DIR or the
+ * default) and decides. 0, or -errno when the model's file cannot be
+ * named (then the block slowdown is used and why says so).
  */
-int level_source_open(struct level_source *ls, const struct pmu_info *pmu, const char *cache_dir);
+int level_source_open(struct level_source *ls, const struct pmu_info *pmu, const char *cache_dir,
+		      const struct profile_machine *machine);
 
 /*
  * "level: PMU model FILE (R² 0.93)", or "level: measured block slowdown

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "binpath.h"
 #include "colocd.h"
+#include "isa_probe.h"
 
 /*
  * How often the ring buffer is drained. Each wakeup of colocd preempts a
@@ -335,12 +336,37 @@ static void colocd_tenant_cores(void *ctx, const char *name, const int *cpus, in
 	}
 }
 
+/*
+ * This machine as profiles name it, its ISA asked once of the executor
+ * binary (coloc-executor --print-isa): colocd links no oneDNN.
+ */
+static int colocd_identify_machine(struct colocd *d, struct coloc_err *err)
+{
+	char executor[PATH_MAX], isa[PROFILE_ISA_LEN];
+	const char *path = d->cfg.executor;
+	int ret;
+
+	if (!path && !binpath_find("coloc-executor", executor, sizeof(executor)))
+		path = executor;
+	ret = isa_probe(path, isa, sizeof(isa), err);
+	if (ret)
+		return coloc_err_prefix(err,
+					"cannot learn this machine's ISA for the profile cache");
+	ret = profile_machine_detect_isa(&d->machine, isa);
+	if (ret)
+		return coloc_err_set(err, ret,
+				     "cannot identify this machine for the profile cache: %s",
+				     strerror(-ret));
+	return 0;
+}
+
 static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 {
 	char executor[PATH_MAX];
 	struct serving_config sc = {
 		.executor = d->cfg.executor,
 		.cache_dir = d->cfg.cache_dir,
+		.machine = &d->machine,
 		.policy = d->cfg.policy,
 		.late_serve = d->cfg.late_serve,
 		.watch = colocd_serving_watch,
@@ -425,8 +451,13 @@ int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct loop 
 	if (uncore_open_at("/", d->topo, 0, &d->uncore, &uncore_err))
 		d->uncore = NULL;
 	pmu_describe(sensor_pmu(d->sensor), pmu_line, sizeof(pmu_line));
+	ret = colocd_identify_machine(d, err);
+	if (ret) {
+		colocd_stop(d);
+		return ret;
+	}
 	/* whatever it finds, the daemon runs: the line says which level source it uses */
-	level_source_open(&d->level, sensor_pmu(d->sensor), cfg->cache_dir);
+	level_source_open(&d->level, sensor_pmu(d->sensor), cfg->cache_dir, &d->machine);
 	level_source_describe(&d->level, level_line, sizeof(level_line));
 	if (d->uncore)
 		snprintf(d->signals_line, sizeof(d->signals_line), "%s; %s; %s", pmu_line,

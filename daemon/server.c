@@ -495,14 +495,36 @@ int server_send(struct server *s, __u64 conn, const char *line, const void *payl
 	return 0;
 }
 
-/* The pid namespace of a process, by the inode of /proc/PID/ns/pid; 0 if unknown. */
-static ino_t server_pidns_of(pid_t pid)
+/*
+ * How deep the pid namespace of a process sits below the one /proc was
+ * mounted for: the number of pids on the NSpid line of /proc/PID/status,
+ * less one; -1 if unknown. status is readable by anyone: unlike
+ * /proc/PID/ns/pid it needs no ptrace access, so colocd under its unit
+ * (no CAP_SYS_PTRACE) can place another user's process.
+ */
+static int server_pidns_depth(pid_t pid)
 {
-	char path[64];
-	struct stat st;
+	char path[64], line[256];
+	int depth = -1;
+	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
-	return stat(path, &st) ? 0 : st.st_ino;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "NSpid:", 6)) {
+			depth = -1;
+			for (char *p = line + 6, *end; ; p = end) {
+				(void)strtol(p, &end, 10);
+				if (end == p)
+					break;
+				depth++;
+			}
+			break;
+		}
+	fclose(f);
+	return depth;
 }
 
 static bool server_in_coloc_group(const struct server *s, int fd, const struct ucred *cred)
@@ -536,8 +558,11 @@ static const char *server_peer_refusal(const struct server *s, int fd, struct uc
 		return "cannot read the peer's credentials";
 	if (cred->uid != 0 && !server_in_coloc_group(s, fd, cred))
 		return "permission denied: colocd serves root and the '" COLOC_GROUP "' group";
-	/* pid 0: the peer's namespace is not below ours, its pids mean nothing here */
-	if (cred->pid <= 0 || server_pidns_of(cred->pid) != s->pidns_ino)
+	/*
+	 * pid 0: the peer's namespace is not ours nor below it; a pid > 0
+	 * names it in ours or below: ours if it sits as deep as colocd.
+	 */
+	if (cred->pid <= 0 || s->pidns_depth < 0 || server_pidns_depth(cred->pid) != s->pidns_depth)
 		return "permission denied: connect from colocd's pid namespace (the pids a "
 		       "request names are read in it)";
 	return NULL;
@@ -752,7 +777,7 @@ int server_open(struct server **out, struct loop *loop, const struct server_conf
 		s->coloc_gid = grp->gr_gid;
 		s->have_coloc_gid = true;
 	}
-	s->pidns_ino = server_pidns_of(getpid());
+	s->pidns_depth = server_pidns_depth(getpid());
 	*out = s;
 	return 0;
 fail:

@@ -59,7 +59,7 @@ struct server {
 	char lock_name[SERVER_PATH_MAX + 8];
 	gid_t coloc_gid;
 	bool have_coloc_gid;
-	ino_t pidns_ino;
+	int pidns_depth; /* colocd's pid namespace below /proc's (server_pidns_depth) */
 	__u64 next_id;
 	server_request_fn handle;
 	void *handle_ctx;

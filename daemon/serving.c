@@ -37,8 +37,10 @@
 #include <time.h>
 #include <unistd.h>
 #include "cpulist.h"
+#include "isa_probe.h"
 #include "profile_table.h"
 #include "sandbox.h"
+#include "shm_summary_check.h"
 #include "serving_internal.h"
 #include "topology.h"
 
@@ -323,7 +325,7 @@ static void close_executors(struct serving *s, struct sv_tenant *t, bool gracefu
 void sv_free_tenant(struct serving *s, struct sv_tenant *t)
 {
 	close_executors(s, t, false);
-	model_free(t->model);
+	free(t->summary);
 	profile_table_free(&t->table);
 	free(t->model_name);
 	if (t->model_fd > 0)
@@ -351,6 +353,11 @@ static void fail_tenant(struct serving *s, struct sv_tenant *t, const char *why)
 {
 	pid_t pids[SERVING_MAX_EXECUTORS];
 	int nr_pids = tenant_pids(t, pids);
+
+	if (!t->described) {
+		sv_admit_refuse(s, t, -EINVAL, why);
+		return;
+	}
 
 	for (int i = 0; i < t->nr_exec; i++)
 		release_block_cores(s, t, &t->ex[i]);
@@ -416,6 +423,19 @@ void sv_finish_removal(struct serving *s, struct sv_tenant *t)
 	int nr_pids = tenant_pids(t, pids);
 
 	close_executors(s, t, true);
+	notify_state(s, t, SERVING_TENANT_REMOVED, pids, nr_pids);
+	sv_free_tenant(s, t);
+}
+
+void sv_drop_tenant(struct serving *s, struct sv_tenant *t)
+{
+	pid_t pids[SERVING_MAX_EXECUTORS];
+	int nr_pids = tenant_pids(t, pids);
+
+	for (int i = 0; i < t->nr_exec; i++)
+		release_block_cores(s, t, &t->ex[i]);
+	close_executors(s, t, false);
+	fail_all_queries(s, t, "removed before it served");
 	notify_state(s, t, SERVING_TENANT_REMOVED, pids, nr_pids);
 	sv_free_tenant(s, t);
 }
@@ -486,25 +506,39 @@ static void block_finished(struct serving *s, struct sv_tenant *t, struct sv_exe
 	q->exec_ns = q->exec_ns + r->block_ns < q->exec_ns ? UINT64_MAX : q->exec_ns + r->block_ns;
 	add_block_parts(q, x->blk.first_layer == 0, r);
 	q->next_layer = x->blk.last_layer;
-	if (q->next_layer >= t->model->nr_layers)
+	if (q->next_layer >= t->nr_layers)
 		sv_complete_query(s, t, q, SERVING_QUERY_OK, NULL);
 }
 
-/* Why an executor that got ready does not fit t's model, into why; false when it does. */
-static bool loaded_other_model(const struct sv_tenant *t, const struct sv_exec *x, char *why,
-			       size_t len)
+/*
+ * Why an executor that described its model does not fit t's (as its first
+ * executor described it), into why; false when it does. Its header's sizes
+ * at ready are its summary's (execproc).
+ */
+static bool loaded_other_model(const struct sv_tenant *t, int i, char *why, size_t len)
+{
+	const struct coloc_shm_summary *sum = execproc_summary(t->ex[i].ep);
+
+	if (!sum || !t->summary || shm_summary_same(sum, t->summary))
+		return false;
+	snprintf(why, len, "executor %d described another model than the tenant's", i);
+	return true;
+}
+
+/*
+ * An executor of a tenant being admitted gave up or broke the protocol:
+ * the admission is refused with the executor's own reason (the importer's
+ * "MODEL:LINE: ...") where it failed cleanly, else with colocd's.
+ */
+static void refuse_from_executor(struct serving *s, struct sv_tenant *t, const struct sv_exec *x,
+				 int ret, const struct coloc_err *err)
 {
 	const struct coloc_shm_header *h = execproc_header(x->ep);
 
-	if (h->in_bytes == t->in_bytes && h->out_bytes == t->out_bytes &&
-	    (int)h->nr_layers == t->model->nr_layers)
-		return false;
-	snprintf(why, len,
-		 "the executor loaded %u layers with %llu input and %llu output "
-		 "bytes; the model has %d, %zu and %zu",
-		 h->nr_layers, (unsigned long long)h->in_bytes, (unsigned long long)h->out_bytes,
-		 t->model->nr_layers, t->in_bytes, t->out_bytes);
-	return true;
+	if (h->state == COLOC_SHM_FAILED && h->error < 0 && h->reason[0])
+		sv_admit_refuse(s, t, h->error, h->reason);
+	else
+		sv_admit_refuse(s, t, ret, coloc_err_str(err));
 }
 
 /* Takes what each of t's executors has to say; false when t failed or went. */
@@ -522,6 +556,10 @@ static bool poll_tenant(struct serving *s, struct sv_tenant *t)
 		if (!x->ep)
 			return true;
 		ret = execproc_poll(x->ep, &res, &err);
+		if (ret < 0 && !t->described) {
+			refuse_from_executor(s, t, x, ret, &err);
+			return false;
+		}
 		if (ret < 0) {
 			fail_tenant(s, t, coloc_err_str(&err));
 			return false;
@@ -533,12 +571,14 @@ static bool poll_tenant(struct serving *s, struct sv_tenant *t)
 			return false;
 		nr_ready += execproc_ready(x->ep);
 	}
-	if (t->state == SERVING_TENANT_STARTING && nr_ready == t->nr_exec) {
-		for (int i = 0; i < t->nr_exec; i++)
-			if (loaded_other_model(t, &t->ex[i], why, sizeof(why))) {
-				fail_tenant(s, t, why);
-				return false;
-			}
+	if (!t->described && !sv_admit_poll(s, t))
+		return false;
+	for (int i = 0; i < t->nr_exec; i++)
+		if (loaded_other_model(t, i, why, sizeof(why))) {
+			fail_tenant(s, t, why);
+			return false;
+		}
+	if (t->state == SERVING_TENANT_STARTING && t->described && nr_ready == t->nr_exec) {
 		t->state = SERVING_TENANT_READY;
 		notify_running(s, t, t->state);
 	}
@@ -609,6 +649,14 @@ static void check_deadlines(struct serving *s, struct sv_tenant *t, uint64_t now
 {
 	char why[SERVING_REASON_LEN];
 
+	if (!t->described && now - t->started_ns > SERVING_DESCRIBE_TIMEOUT_NS) {
+		snprintf(why, sizeof(why),
+			 "tenant %s: its executor did not describe its model within %.0f s: "
+			 "killed",
+			 t->name, SERVING_DESCRIBE_TIMEOUT_NS / 1e9);
+		sv_admit_refuse(s, t, -ETIMEDOUT, why);
+		return;
+	}
 	if (t->state == SERVING_TENANT_STARTING && now - t->started_ns > SERVING_START_TIMEOUT_NS) {
 		snprintf(why, sizeof(why), "the executor was not ready after %.0f s: killed",
 			 SERVING_START_TIMEOUT_NS / 1e9);
@@ -660,6 +708,8 @@ int serving_next_timeout_ms(const struct serving *s)
 		if (t->state == SERVING_TENANT_STARTING &&
 		    t->started_ns + SERVING_START_TIMEOUT_NS < next)
 			next = t->started_ns + SERVING_START_TIMEOUT_NS;
+		if (!t->described && t->started_ns + SERVING_DESCRIBE_TIMEOUT_NS < next)
+			next = t->started_ns + SERVING_DESCRIBE_TIMEOUT_NS;
 		for (int x = 0; x < t->nr_exec; x++)
 			if (t->ex[x].busy && hang_deadline(s, &t->ex[x]) < next)
 				next = hang_deadline(s, &t->ex[x]);
@@ -713,10 +763,18 @@ int serving_fds(const struct serving *s, int *fds, int max)
 int serving_remove(struct serving *s, const char *name, struct coloc_err *err)
 {
 	struct sv_tenant *t = sv_find_tenant(s, name);
+	struct coloc_err gone = { 0 };
 
 	if (!t)
 		return coloc_err_set(err, -ENOENT, "no tenant %s", name);
 	t->removing = true;
+	if (!t->described) {
+		coloc_err_set(&gone, -ECANCELED, "tenant %s was removed before it was admitted",
+			      name);
+		sv_admit_refuse(s, t, gone.code, gone.msg);
+		sv_schedule(s);
+		return 0;
+	}
 	if (t->state == SERVING_TENANT_FAILED || t->state == SERVING_TENANT_STARTING) {
 		pid_t pids[SERVING_MAX_EXECUTORS];
 		int nr_pids = tenant_pids(t, pids);
@@ -766,10 +824,15 @@ int serving_submit(struct serving *s, const char *tenant, const void *input, siz
 	if (!t)
 		return coloc_err_set(err, -ENOENT, "no tenant %s", tenant);
 	serving_stats_offered(&t->stats, now);
-	if (len != t->in_bytes)
+	if (!t->described)
+		ret = coloc_err_set(err, -EAGAIN,
+				    "tenant %s is being admitted: its executor has not described "
+				    "its model yet",
+				    tenant);
+	else if (len != t->in_bytes)
 		ret = coloc_err_set(err, -EINVAL,
 				    "tenant %s: the input is %zu bytes, model %s takes %zu", tenant,
-				    len, t->model->name, t->in_bytes);
+				    len, t->model_name, t->in_bytes);
 	else if (t->state == SERVING_TENANT_FAILED || t->state == SERVING_TENANT_DRAINING)
 		ret = coloc_err_set(err, -EAGAIN, "tenant %s is %s%s%s", tenant,
 				    serving_state_name(t->state),
@@ -871,6 +934,23 @@ static void fill_topology(struct serving *s)
 	topology_close(topo);
 }
 
+/* This machine as profiles name it: the caller's, or with the ISA its executor binary gives. */
+static int this_machine(struct serving *s, const struct serving_config *cfg, struct coloc_err *err)
+{
+	char isa[PROFILE_ISA_LEN];
+	int ret;
+
+	if (cfg->machine) {
+		s->machine = *cfg->machine;
+		return 0;
+	}
+	ret = isa_probe(s->executor, isa, sizeof(isa), err);
+	if (!ret && (ret = profile_machine_detect_isa(&s->machine, isa)))
+		coloc_err_set(err, ret, "cannot identify this machine for the profile cache: %s",
+			      strerror(-ret));
+	return ret;
+}
+
 int serving_create(const struct serving_config *cfg, struct serving **out, struct coloc_err *err)
 {
 	const char *name = cfg->policy ? cfg->policy : SERVING_DEFAULT_POLICY;
@@ -927,6 +1007,9 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 		ret = err && err->code ? err->code : -EINVAL;
 		goto fail;
 	}
+	ret = this_machine(s, cfg, err);
+	if (ret)
+		goto fail;
 	s->next_uid = 1;
 	*out = s;
 	return 0;
@@ -944,6 +1027,10 @@ void serving_destroy(struct serving *s)
 
 		if (!t->used)
 			continue;
+		if (!t->described) {
+			sv_admit_refuse(s, t, -ESHUTDOWN, "colocd stopped serving");
+			continue;
+		}
 		for (int x = 0; x < t->nr_exec; x++)
 			release_block_cores(s, t, &t->ex[x]);
 		close_executors(s, t, false);

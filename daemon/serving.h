@@ -7,7 +7,8 @@
  * the caller watches the fds this module names and calls back in.
  *
  * Driving it:
- *  - serving_create(), then serving_admit() per tenant.
+ *  - serving_create(), then serving_admit() per tenant: its answer comes
+ *    through spec->admitted once the executor has described the model.
  *  - Every executor brings two fds (its doorbell pipe and its pidfd). The
  *    config's watch callback is told when one appears (add = true) and
  *    before it is closed (add = false); serving_fds() lists the current ones
@@ -22,7 +23,7 @@
  *    dropped/failed with the reason. A submit refused at once returns an
  *    error and never calls back.
  *
- * Tenant states: starting (executor loading) -> ready -> draining (removed:
+ * Tenant states: starting (being admitted, then executor loading) -> ready -> draining (removed:
  * no new queries, the accepted ones still served) -> removed (gone); or failed (the
  * executor crashed, hung or was killed: reason kept, its queries failed,
  * its cores free) -> starting again by serving_restart().
@@ -60,6 +61,8 @@
 #define SERVING_HANG_FACTOR 50
 #define SERVING_HANG_SLACK_NS 2000000000ull
 #define SERVING_START_TIMEOUT_NS 300000000000ull /* loading a model may take minutes */
+/* Its import, in the executor's sandbox, must describe the model within this (admission). */
+#define SERVING_DESCRIBE_TIMEOUT_NS 120000000000ull
 #define SERVING_MAX_QOS_NS 3600000000000ull /* a QoS target of an hour at most, as submit takes */
 /*
  * Executor processes one tenant may have: each loads the model's weights
@@ -69,6 +72,7 @@
 #define SERVING_MAX_EXECUTORS COLOC_MAX_EXECUTORS
 
 struct serving;
+struct profile_machine;
 
 enum serving_tenant_state {
 	SERVING_TENANT_STARTING,
@@ -126,6 +130,12 @@ struct serving_block_record {
 struct serving_config {
 	const char *executor; /* bin/coloc-executor; NULL: next to /proc/self/exe */
 	const char *cache_dir; /* profile cache; NULL: $COLOC_CACHE_DIR or the default */
+	/*
+	 * This machine as the profile cache names it (profile.h); NULL:
+	 * serving_create asks the executor binary for the ISA
+	 * (daemon/isa_probe.h), as colocd links no oneDNN.
+	 */
+	const struct profile_machine *machine;
 	const char *policy; /* a policy_find() name; NULL: "coloc" */
 	/*
 	 * A query that cannot meet its deadline: dropped (false, the default)
@@ -212,6 +222,15 @@ struct serving_tenant_spec {
 	 */
 	int executors;
 	uid_t owner; /* who submitted it: serving_authorize() and the quotas go by it */
+	/*
+	 * The answer to an admission serving_admit did not refuse at once,
+	 * called exactly once (from serving_handle_fd, _tick, _remove or
+	 * _destroy): ret 0 when admitted (the tenant is then starting or
+	 * ready), else -errno with err saying why, the tenant gone. May be
+	 * NULL.
+	 */
+	void (*admitted)(void *ctx, const char *name, int ret, const struct coloc_err *err);
+	void *admitted_ctx;
 };
 
 /*
@@ -226,14 +245,30 @@ struct serving_tenant_spec {
 int serving_admit_check(const struct serving *s, const struct serving_tenant_spec *spec,
 			struct coloc_err *err);
 /*
- * Validates the model ("NAME:LINE: ..."), finds its profile (or says which
- * coloc-profile command makes it), rejects a QoS below the model's solo
- * latency on all served cores (both numbers in the message) and a spec
- * that would take its owner past a quota (-EDQUOT, naming the colocd
- * option that raises it), and starts the executor. 0 (the tenant is
- * starting), or -errno with err filled.
+ * Admits a tenant without parsing its model (docs/security-submit.md).
+ * At once: serving_admit_check, the sealed files taken and the model's
+ * hashed (the profile cache key), the executors started; -errno with err
+ * filled when any of that refuses (spec->admitted is then not called).
+ * Otherwise 0, and admission goes on in the event loop: the first
+ * executor imports the model in its sandbox and describes it (shm.h's
+ * summary, checked by execproc); from the summary the profile is found (or
+ * the message says which coloc-profile command makes it), the policy table
+ * built, and a QoS below the model's solo latency on all served cores
+ * refused (both numbers in the message). Then spec->admitted says 0 or why
+ * not: the importer's error ("NAME:LINE: ..."), a summary that failed a
+ * check, or no description within SERVING_DESCRIBE_TIMEOUT_NS. A refused
+ * tenant's executors are killed and its name is free again. While being
+ * admitted the tenant is listed as starting and refuses queries.
  */
 int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, struct coloc_err *err);
+/*
+ * serving_admit, then the caller's own event loop until the admission is
+ * answered (polls serving_fds, calls serving_handle_fd and serving_tick):
+ * for tests and tools that drive the module alone, never for colocd. 0 or
+ * the admission's -errno; -ETIMEDOUT after timeout_ms (the tenant removed).
+ */
+int serving_admit_wait(struct serving *s, const struct serving_tenant_spec *spec, int timeout_ms,
+		       struct coloc_err *err);
 /*
  * Stops accepting queries for name and drains the accepted ones; once none
  * is left the executor is stopped, its cores freed and the tenant gone

@@ -3,9 +3,13 @@
  * Admitting a tenant into the serving core (serving.h): the checks that
  * read no file (serving_admit_check: name, executors, QoS, a free place,
  * the owner's quotas), which colocd runs before it copies a client's
- * files, then the sealed files taken, the profile found and the table
- * built, the executors started. Owners' authority over their tenants is
- * here too (serving_authorize).
+ * files; then the sealed files taken and hashed, the executors started.
+ * colocd parses no model: the first executor to describe the model
+ * (execproc_summary, a checked copy of shm.h's summary) completes the
+ * admission, from which the profile is found, the table built and the QoS
+ * checked (sv_admit_poll); a refusal kills the executors and frees the
+ * place. Owners' authority over their tenants is here too
+ * (serving_authorize).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <poll.h>
 #include "model_open.h"
 #include "profile_table.h"
 #include "sandbox.h"
@@ -34,29 +39,6 @@ static bool name_valid(const char *name)
 			return false;
 	}
 	return true;
-}
-
-/* One query's input and output bytes, in shm.h's layout. */
-static int model_io_bytes(const struct model *m, size_t *in, size_t *out)
-{
-	bool *read = calloc(m->nr_layers, sizeof(*read));
-
-	if (!read)
-		return -ENOMEM;
-	*in = *out = 0;
-	for (int l = 0; l < m->nr_layers; l++)
-		for (int k = 0; k < m->layers[l].nr_inputs; k++)
-			read[m->layers[l].inputs[k]] = true;
-	for (int l = 0; l < m->nr_layers; l++) {
-		size_t bytes = (size_t)model_shape_elems(&m->layers[l].out) * sizeof(float);
-
-		if (m->layers[l].op == MODEL_OP_INPUT)
-			*in += bytes;
-		if (!read[l])
-			*out += bytes;
-	}
-	free(read);
-	return 0;
 }
 
 /* out.versions holds a whole model of the largest tenant for each decision a round may take. */
@@ -120,27 +102,6 @@ static int take_files(struct sv_tenant *t, const struct serving_tenant_spec *spe
 		t->nr_external++;
 	}
 	return ret;
-}
-
-/*
- * The model read from t's sealed copy, in colocd: its layers for the
- * profile table and the I/O sizes.
- */
-static int open_model(struct sv_tenant *t, struct coloc_err *err)
-{
-	struct onnx_external_fd ext[COLOC_MAX_REQUEST_FDS];
-	struct onnx_import_opts io = { .batch = 1, .external = ext, .nr_external = t->nr_external };
-	struct model_source src;
-	int ret;
-
-	for (int i = 0; i < t->nr_external; i++)
-		ext[i] = (struct onnx_external_fd){ t->external[i].location, t->external[i].fd };
-	ret = model_open_fd(t->model_name, t->model_fd, &io, &src, err);
-	if (ret)
-		return ret;
-	model_source_drop_weights(&src);
-	t->model = src.model;
-	return 0;
 }
 
 /* What owner's tenants hold: how many, their executors and their queries. */
@@ -233,8 +194,6 @@ int serving_admit_check(const struct serving *s, const struct serving_tenant_spe
 int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, struct coloc_err *err)
 {
 	struct sv_tenant *t;
-	struct profile *p;
-	uint64_t hash;
 	int ret;
 
 	ret = serving_admit_check(s, spec, err);
@@ -254,44 +213,13 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 	t->owner = spec->owner;
 	t->qos_ns = spec->qos_ns;
 	t->nr_exec = spec->executors > 0 ? spec->executors : 1;
+	t->admitted = spec->admitted;
+	t->admitted_ctx = spec->admitted_ctx;
 	ret = take_files(t, spec, err);
-	if (!ret)
-		ret = open_model(t, err);
-	if (!ret && (ret = submit_file_hash(t->model_fd, &hash)))
+	if (!ret && (ret = submit_file_hash(t->model_fd, &t->model_hash)))
 		coloc_err_set(err, ret, "hashing the model: %s", strerror(-ret));
 	if (ret)
 		goto fail;
-	p = profile_table_find_hashed(t->model->name, hash, spec->model_name, s->cache_dir, err);
-	if (!p) {
-		ret = err ? err->code : -ENOENT;
-		goto fail;
-	}
-	ret = profile_table_build(p, t->model, &t->table, err);
-	profile_free(p);
-	if (ret)
-		goto fail;
-	t->solo_ns = policy_model_solo_ns(&t->table.model, s->nr_cpus);
-	if (!t->solo_ns || spec->qos_ns < t->solo_ns) {
-		ret = coloc_err_set(err, -ERANGE,
-				    "tenant %s: QoS %.3f ms is below model %s's profiled solo "
-				    "latency %.3f ms on all %d served cores",
-				    spec->name, spec->qos_ns / 1e6, t->model->name,
-				    t->solo_ns / 1e6, s->nr_cpus);
-		goto fail;
-	}
-	ret = model_io_bytes(t->model, &t->in_bytes, &t->out_bytes);
-	if (!ret)
-		ret = grow_versions(s, t->model->nr_layers);
-	for (int i = 0; i < t->nr_exec && !ret; i++) {
-		t->ex[i].blk_versions = calloc(t->model->nr_layers, 1);
-		if (!t->ex[i].blk_versions)
-			ret = -ENOMEM;
-	}
-	t->scratch = t->nr_exec > 1 ? malloc(t->in_bytes ? t->in_bytes : 1) : NULL;
-	if (ret || (t->nr_exec > 1 && !t->scratch)) {
-		ret = coloc_err_set(err, -ENOMEM, "out of memory admitting %s", spec->name);
-		goto fail;
-	}
 	if (s->sandbox) {
 		ret = sandbox_tenant_open(s->sandbox, t->name, err);
 		if (ret)
@@ -305,6 +233,166 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 		goto fail;
 	return 0;
 fail:
+	t->admitted = NULL;
 	sv_free_tenant(s, t);
 	return ret;
+}
+
+/*
+ * The table and the buffers of a tenant whose model sum describes, from
+ * its profile: 0, or -errno with err saying why it is refused.
+ */
+static int admit_described(struct serving *s, struct sv_tenant *t,
+			   const struct coloc_shm_summary *sum, struct coloc_err *err)
+{
+	struct profile *p;
+	uint64_t *macs;
+	int ret;
+
+	t->summary = malloc(sizeof(*t->summary));
+	if (!t->summary)
+		return coloc_err_set(err, -ENOMEM, "out of memory admitting %s", t->name);
+	memcpy(t->summary, sum, sizeof(*sum));
+	t->nr_layers = (int)sum->nr_layers;
+	t->in_bytes = sum->in_bytes;
+	t->out_bytes = sum->out_bytes;
+	p = profile_table_find_hashed(sum->model_name, t->model_hash, t->model_name, s->cache_dir,
+				      &s->machine, err);
+	if (!p)
+		return err && err->code ? err->code : -ENOENT;
+	macs = malloc((size_t)t->nr_layers * sizeof(*macs));
+	if (!macs) {
+		profile_free(p);
+		return coloc_err_set(err, -ENOMEM, "out of memory admitting %s", t->name);
+	}
+	for (int l = 0; l < t->nr_layers; l++)
+		macs[l] = sum->layer_macs[l];
+	ret = profile_table_build_layers(p, sum->model_name, t->nr_layers, macs, &t->table, err);
+	profile_free(p);
+	free(macs);
+	if (ret)
+		return ret;
+	t->solo_ns = policy_model_solo_ns(&t->table.model, s->nr_cpus);
+	if (!t->solo_ns || t->qos_ns < t->solo_ns)
+		return coloc_err_set(err, -ERANGE,
+				     "tenant %s: QoS %.3f ms is below model %s's profiled solo "
+				     "latency %.3f ms on all %d served cores",
+				     t->name, t->qos_ns / 1e6, sum->model_name, t->solo_ns / 1e6,
+				     s->nr_cpus);
+	ret = grow_versions(s, t->nr_layers);
+	for (int i = 0; i < t->nr_exec && !ret; i++) {
+		t->ex[i].blk_versions = calloc((size_t)t->nr_layers, 1);
+		if (!t->ex[i].blk_versions)
+			ret = -ENOMEM;
+	}
+	t->scratch = t->nr_exec > 1 ? malloc(t->in_bytes ? t->in_bytes : 1) : NULL;
+	if (ret || (t->nr_exec > 1 && !t->scratch))
+		return coloc_err_set(err, -ENOMEM, "out of memory admitting %s", t->name);
+	return 0;
+}
+
+/* Ends t's admission: the callback told (ret 0: admitted), t gone when refused. */
+static void admission_ends(struct serving *s, struct sv_tenant *t, int ret,
+			   const struct coloc_err *err)
+{
+	void (*admitted)(void *, const char *, int, const struct coloc_err *) = t->admitted;
+	void *ctx = t->admitted_ctx;
+	char name[SERVING_NAME_LEN];
+
+	snprintf(name, sizeof(name), "%s", t->name);
+	t->admitted = NULL;
+	if (ret)
+		sv_drop_tenant(s, t);
+	else
+		t->described = true;
+	if (admitted)
+		admitted(ctx, name, ret, err);
+}
+
+void sv_admit_refuse(struct serving *s, struct sv_tenant *t, int ret, const char *why)
+{
+	struct coloc_err err = { 0 };
+
+	coloc_err_set(&err, ret < 0 ? ret : -EINVAL, "%s", why);
+	admission_ends(s, t, err.code, &err);
+}
+
+bool sv_admit_poll(struct serving *s, struct sv_tenant *t)
+{
+	struct coloc_err err = { 0 };
+	int ret;
+
+	if (t->summary)
+		return true;
+	for (int i = 0; i < t->nr_exec; i++) {
+		const struct coloc_shm_summary *sum =
+			t->ex[i].ep ? execproc_summary(t->ex[i].ep) : NULL;
+
+		if (!sum)
+			continue;
+		ret = admit_described(s, t, sum, &err);
+		admission_ends(s, t, ret, &err);
+		return !ret;
+	}
+	return true;
+}
+
+/* Executors' fds and retired ones' that serving_admit_wait polls at most. */
+#define SV_WAIT_FDS (4 * SV_MAX_TENANTS * SERVING_MAX_EXECUTORS)
+
+/* Answers serving_admit_wait's admission. */
+static void admit_wait_done(void *ctx, const char *name, int ret, const struct coloc_err *err)
+{
+	struct coloc_err *out = ctx;
+
+	(void)name;
+	if (err)
+		*out = *err;
+	out->code = ret;
+	out->msg[sizeof(out->msg) - 1] = '\0';
+	if (!ret)
+		out->code = 1;
+}
+
+int serving_admit_wait(struct serving *s, const struct serving_tenant_spec *spec, int timeout_ms,
+		       struct coloc_err *err)
+{
+	struct serving_tenant_spec sp = *spec;
+	struct coloc_err res = { 0 };
+	uint64_t end = sv_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int ret;
+
+	sp.admitted = admit_wait_done;
+	sp.admitted_ctx = &res;
+	ret = serving_admit(s, &sp, err);
+	if (ret)
+		return ret;
+	while (!res.code) {
+		struct pollfd pfd[SV_WAIT_FDS];
+		int fds[SV_WAIT_FDS], n, wait = serving_next_timeout_ms(s);
+		uint64_t now = sv_now_ns();
+
+		if (now >= end) {
+			serving_remove(s, spec->name, NULL);
+			return coloc_err_set(err, -ETIMEDOUT,
+					     "tenant %s: not admitted within %d ms", spec->name,
+					     timeout_ms);
+		}
+		n = serving_fds(s, fds, (int)(sizeof(fds) / sizeof(fds[0])));
+		for (int i = 0; i < n; i++)
+			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		if (wait < 0 || (uint64_t)wait > (end - now) / 1000000 + 1)
+			wait = (int)((end - now) / 1000000 + 1);
+		if (poll(pfd, (nfds_t)n, wait) > 0) {
+			for (int i = 0; i < n; i++)
+				if (pfd[i].revents)
+					serving_handle_fd(s, pfd[i].fd);
+		}
+		serving_tick(s);
+	}
+	if (res.code == 1)
+		return 0;
+	if (err)
+		*err = res;
+	return res.code;
 }

@@ -9,7 +9,6 @@
 
 #include "assign.h"
 #include "execproc.h"
-#include "model.h"
 #include "policy.h"
 #include "profile_table.h"
 #include "serving.h"
@@ -66,7 +65,18 @@ struct sv_tenant {
 	int nr_external;
 	uint64_t qos_ns, solo_ns, uid, started_ns;
 	uid_t owner; /* serving_tenant_spec.owner */
-	struct model *model;
+	uint64_t model_hash; /* of the sealed model file: the profile cache key's */
+	/*
+	 * Admitted: its first executor described the model (summary, a
+	 * checked copy; later executors must describe the same) and the table
+	 * was built from its profile. Until then it takes no query, and
+	 * admitted (if set) is owed its answer.
+	 */
+	bool described;
+	struct coloc_shm_summary *summary;
+	void (*admitted)(void *ctx, const char *name, int ret, const struct coloc_err *err);
+	void *admitted_ctx;
+	int nr_layers; /* the summary's */
 	struct profile_table table;
 	size_t in_bytes, out_bytes;
 	int nr_exec; /* executors as admitted; each has a process while it serves */
@@ -86,6 +96,7 @@ struct sv_tenant {
 
 struct serving {
 	char *executor, *cache_dir;
+	struct profile_machine machine; /* this machine as the profile cache names it */
 	int max_queue, max_queue_total;
 	int max_tenants_per_uid, max_executors_per_uid, max_queued_per_uid; /* 0: none */
 	int (*watch)(void *ctx, int fd, bool add);
@@ -144,6 +155,16 @@ void sv_owner_usage(const struct serving *s, uid_t owner, int *tenants, int *exe
 int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err *err);
 /* t's executors killed, its files closed, its place freed. */
 void sv_free_tenant(struct serving *s, struct sv_tenant *t);
+/*
+ * t's admission, while none of its executors has described the model:
+ * takes the first summary, finds the profile, builds the table, checks the
+ * QoS and answers the admission. false when t was refused (and is gone).
+ */
+bool sv_admit_poll(struct serving *s, struct sv_tenant *t);
+/* t's admission refused (ret, why): its executors killed, t gone, the answer sent. */
+void sv_admit_refuse(struct serving *s, struct sv_tenant *t, int ret, const char *why);
+/* t goes at once: cores back, executors killed, queries failed, removed told, freed. */
+void sv_drop_tenant(struct serving *s, struct sv_tenant *t);
 /* Drained: the executor stops, the tenant goes. */
 void sv_finish_removal(struct serving *s, struct sv_tenant *t);
 /*

@@ -347,6 +347,27 @@ struct exec_step *builder_group_new(struct builder *b, int nr_items)
 	return s;
 }
 
+/* A col2im step running *c (copied; the model owns the copy). */
+int builder_col2im_step(struct builder *b, const struct exec_col2im *c)
+{
+	struct exec_owned *o = owned_of(b->em);
+	struct exec_step *s = builder_plan_step(b);
+	struct exec_col2im *own;
+
+	if (!s)
+		return -E2BIG;
+	if (grow((void **)&o->col2ims, &o->cap_col2ims, o->nr_col2ims + 1, sizeof(*o->col2ims)))
+		return -ENOMEM;
+	own = malloc(sizeof(*own));
+	if (!own)
+		return -ENOMEM;
+	*own = *c;
+	o->col2ims[o->nr_col2ims++] = own;
+	memset(s, 0, sizeof(*s));
+	s->col2im = own;
+	return 0;
+}
+
 int builder_reorder_step(struct builder *b, const dnnl_memory_desc_t *src_md, struct exec_buf src,
 			 const dnnl_memory_desc_t *dst_md, struct exec_buf dst)
 {

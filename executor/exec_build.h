@@ -26,7 +26,11 @@ struct plan_draft {
 
 /* Folded parameters of the layer being built, in logical layouts. */
 struct layer_weights {
-	float *w; /* conv [OC][IC/g][kh][kw] with BN folded in; fc [K][N]; ln gamma; embed */
+	/*
+	 * conv [OC][IC/g][kh][kw] with BN folded in; deconv [g][IC/g][kh][kw][OC/g]
+	 * (permuted from the file's [IC][OC/g][kh][kw]); fc [K][N]; ln gamma; embed
+	 */
+	float *w;
 	float *bias; /* conv/fc bias (BN shift folded in), ln beta; NULL if none */
 	size_t nr_w, nr_bias;
 };
@@ -118,6 +122,7 @@ int builder_step_use(struct builder *b, struct exec_step *s, dnnl_primitive_t pr
 int builder_step_prim(struct builder *b, struct exec_step *s, const_dnnl_primitive_desc_t pd);
 struct exec_step *builder_plan_step(struct builder *b);
 struct exec_step *builder_group_new(struct builder *b, int nr_items);
+int builder_col2im_step(struct builder *b, const struct exec_col2im *c);
 int builder_reorder_step(struct builder *b, const dnnl_memory_desc_t *src_md, struct exec_buf src,
 			 const dnnl_memory_desc_t *dst_md, struct exec_buf dst);
 int builder_adapt_input(struct builder *b, int j, const dnnl_memory_desc_t *want,

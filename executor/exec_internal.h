@@ -47,8 +47,10 @@ struct exec_buf {
 	size_t offset;
 };
 
+struct exec_col2im;
+
 struct exec_step {
-	dnnl_primitive_t prim; /* NULL for a split group or the embedding lookup */
+	dnnl_primitive_t prim; /* NULL for a split group, the embedding lookup or col2im */
 	int nr_args;
 	dnnl_exec_arg_t args[EXEC_MAX_ARGS];
 	struct exec_buf bufs[EXEC_MAX_ARGS];
@@ -60,6 +62,8 @@ struct exec_step {
 	struct exec_buf ids, dst;
 	const float *table;
 	int64_t nr_ids, vocab, dim;
+	/* A deconv's col2im (plain C, exec_col2im.c), parallel over output rows. */
+	const struct exec_col2im *col2im;
 };
 
 struct exec_plan {
@@ -94,6 +98,8 @@ struct exec_owned {
 	size_t nr_mems, cap_mems;
 	struct exec_step **item_arrays;
 	size_t nr_item_arrays, cap_item_arrays;
+	struct exec_col2im **col2ims;
+	size_t nr_col2ims, cap_col2ims;
 };
 
 struct exec_model {
@@ -123,6 +129,21 @@ struct exec_query {
 	void *tmp; /* arena for one layer's temporaries */
 };
 
+/*
+ * A deconv's col2im (exec_col2im.c): out[n][oy][ox][gi * ocg + o] = bias +
+ * the sum over the taps (ky, kx) that land on (oy, ox) of
+ * cols[gi][(n * ih + iy) * iw + ix][ky][kx][o], where oy = iy * sh - pt +
+ * ky * dh (and the same in x). Each output row is one thread's: no two
+ * threads add to the same element.
+ */
+struct exec_col2im {
+	struct exec_buf cols, dst;
+	const float *bias; /* [g * ocg], or NULL */
+	int64_t n, ih, iw, oh, ow, g, ocg;
+	int kh, kw, sh, sw, dh, dw, pt, pl;
+};
+
+int exec_col2im_run(const struct exec_query *q, const struct exec_col2im *c, int nr_threads);
 int exec_slot_for_cores(const struct exec_model *em, int nr_cores);
 /* Threads in the team of the last block the calling thread ran; 0 before any. */
 int exec_team_last_size(void);

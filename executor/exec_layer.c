@@ -137,6 +137,8 @@ static void candidate_drop(struct exec_model *em, struct exec_plan *plans,
 		dnnl_memory_destroy(o->mems[--o->nr_mems]);
 	while (o->nr_item_arrays > mark->nr_item_arrays)
 		free(o->item_arrays[--o->nr_item_arrays]);
+	while (o->nr_col2ims > mark->nr_col2ims)
+		free(o->col2ims[--o->nr_col2ims]);
 }
 
 static const char *prim_impl(const_dnnl_primitive_t prim)
@@ -151,7 +153,8 @@ static const char *prim_impl(const_dnnl_primitive_t prim)
 /* Same kernels, same layouts, same split: one execution under two names. */
 static bool steps_same(const struct exec_step *a, const struct exec_step *b)
 {
-	if (!a->prim != !b->prim || a->embed != b->embed || a->nr_args != b->nr_args ||
+	if (!a->prim != !b->prim || a->embed != b->embed || !a->col2im != !b->col2im ||
+	    a->nr_args != b->nr_args ||
 	    a->nr_items != b->nr_items)
 		return false;
 	if (a->prim && strcmp(prim_impl(a->prim), prim_impl(b->prim)))

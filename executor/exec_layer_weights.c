@@ -74,6 +74,36 @@ out:
 	return ret ? builder_fail(b, ret, "cannot lay out weights") : 0;
 }
 
+/*
+ * A deconv's weights from the file's [IC][OC/g][kh][kw] into
+ * [g][IC/g][kh][kw][OC/g]: every row is then a GEMM's [K][N] row, which
+ * its GEMM versions read as a plain matrix (exec_deconv.c).
+ */
+static int deconv_weights_permute(const struct model *m, const struct model_layer *l,
+				  struct layer_weights *lw)
+{
+	const struct model_conv *cv = &l->conv;
+	int64_t ic = m->layers[l->inputs[0]].out.dims[1], g = cv->groups > 0 ? cv->groups : 1;
+	int64_t ocg = cv->out_channels / g, kk = (int64_t)cv->kh * cv->kw;
+	float *t;
+
+	t = (size_t)(ic * ocg * kk) == lw->nr_w ? malloc(lw->nr_w * sizeof(float)) : NULL;
+	if (!t) {
+		int ret = (size_t)(ic * ocg * kk) == lw->nr_w ? -ENOMEM : -EINVAL;
+
+		layer_weights_free(lw);
+		memset(lw, 0, sizeof(*lw));
+		return ret;
+	}
+	for (int64_t c = 0; c < ic; c++) /* c = gi * icg + ci: [g][IC/g] is [IC] */
+		for (int64_t o = 0; o < ocg; o++)
+			for (int64_t k = 0; k < kk; k++)
+				t[(c * kk + k) * ocg + o] = lw->w[(c * ocg + o) * kk + k];
+	free(lw->w);
+	lw->w = t;
+	return 0;
+}
+
 /* From the weights file when there is one, else generated from the model's seed. */
 int layer_weights_make(const struct model *m, int li, struct exec_weights_file *wf,
 		       struct layer_weights *lw, struct coloc_err *err)
@@ -112,6 +142,8 @@ int layer_weights_make(const struct model *m, int li, struct exec_weights_file *
 		}
 	}
 	exec_layer_params_free(&p);
+	if (l->op == MODEL_OP_DECONV)
+		return deconv_weights_permute(m, l, lw);
 	return 0;
 }
 

@@ -248,9 +248,12 @@ void exec_model_free(struct exec_model *em)
 		dnnl_memory_destroy(o->mems[i]);
 	for (size_t i = 0; i < o->nr_item_arrays; i++)
 		free(o->item_arrays[i]);
+	for (size_t i = 0; i < o->nr_col2ims; i++)
+		free(o->col2ims[i]);
 	free(o->prims);
 	free(o->mems);
 	free(o->item_arrays);
+	free(o->col2ims);
 	if (em->layers) {
 		for (int li = 0; li < em->graph->nr_layers; li++) {
 			struct exec_layer *xl = &em->layers[li];

@@ -81,7 +81,11 @@ static const struct exec_op exec_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_REDUCE] = { .versions = { "onednn" }, .build = reduce_build },
 	[MODEL_OP_PAD] = { .versions = { "onednn" }, .build = pad_build },
 	[MODEL_OP_DECONV] = {
-		.versions = { "onednn" },
+		.versions = {
+			[DECONV_MATMUL_SHUFFLE] = "matmul-shuffle",
+			[DECONV_GEMM_COL2IM] = "gemm-col2im",
+			[DECONV_ONEDNN] = "onednn",
+		},
 		.weights = true,
 		.out = EXEC_OUT_NHWC,
 		.build = deconv_build,

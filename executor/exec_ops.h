@@ -65,8 +65,12 @@ enum fc_cand { FC_GEMM, FC_MATMUL, FC_OC_SPLIT, FC_PACKED, FC_OC_TILES, FC_NR_CA
 
 enum mm_cand { MM_MATMUL, MM_GEMM, MM_SPLIT, MM_TILES, MM_NR_CANDS };
 
+enum deconv_cand { DECONV_MATMUL_SHUFFLE, DECONV_GEMM_COL2IM, DECONV_ONEDNN, DECONV_NR_CANDS };
+
 /* exec_conv.c */
 int conv_build(struct builder *b);
+/* exec_deconv.c */
+int deconv_build(struct builder *b);
 /* exec_matmul.c: fc and the batched matmul */
 int fc_build(struct builder *b);
 int matmul_build(struct builder *b);
@@ -85,7 +89,6 @@ int transpose_build(struct builder *b);
 int slice_build(struct builder *b);
 int embed_build(struct builder *b);
 int resize_build(struct builder *b);
-int deconv_build(struct builder *b);
 int reduce_build(struct builder *b);
 int pad_build(struct builder *b);
 

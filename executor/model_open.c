@@ -17,13 +17,6 @@
 #include "model_open.h"
 #include "profile.h"
 
-bool model_path_is_onnx(const char *path)
-{
-	size_t n = strlen(path);
-
-	return n > 5 && !strcmp(path + n - 5, ".onnx");
-}
-
 bool model_open_opts_given(const struct onnx_import_opts *opts)
 {
 	return opts && ((opts->batch && opts->batch != 1) || opts->nr_dims);

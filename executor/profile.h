@@ -162,7 +162,13 @@ uint64_t profile_fnv1a64(const void *data, size_t len, uint64_t hash);
 /* FNV-1a 64 of a file's bytes. Returns 0 or -errno. */
 int profile_hash_file(const char *path, uint64_t *hash);
 
-/* Fills m from /proc/cpuinfo, sysconf, hwloc and oneDNN. Returns 0 or -errno. */
+/*
+ * Fills m from /proc/cpuinfo, sysconf and hwloc, with isa as the ISA
+ * (profile_machine.c, no oneDNN: colocd asks coloc-executor --print-isa).
+ * Returns 0 or -errno.
+ */
+int profile_machine_detect_isa(struct profile_machine *m, const char *isa);
+/* The same with the ISA oneDNN gives this process (profile_isa.c: the tools, which link it). */
 int profile_machine_detect(struct profile_machine *m);
 /* The ISA oneDNN dispatches to in this process, e.g. "avx2", "avx512_core". */
 void profile_isa_name(char *buf, size_t len);

@@ -1,30 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * Which machine a profile was measured on: CPU model, online cores, LLC and
- * the ISA oneDNN dispatches to. Kept apart from profile.c so that reading,
- * writing and looking up profiles does not need oneDNN (colocd and
- * coloc-sim read profiles without linking it); only measuring does.
+ * Which machine a profile was measured on: CPU model, online cores, LLC,
+ * and the ISA oneDNN dispatches to, given by the caller: colocd asks its
+ * executor binary for it (daemon/isa_probe.h) and links no oneDNN; the
+ * tools ask oneDNN (profile_isa.c).
  */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include <oneapi/dnnl/dnnl.h>
-#include <oneapi/dnnl/dnnl_debug.h>
 #include "profile.h"
 #include "topology.h"
 
-void profile_isa_name(char *buf, size_t len)
-{
-	const char *isa = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
-
-	if (!strncmp(isa, "cpu_isa_", 8))
-		isa += 8;
-	snprintf(buf, len, "%s", isa);
-}
-
-int profile_machine_detect(struct profile_machine *m)
+int profile_machine_detect_isa(struct profile_machine *m, const char *isa)
 {
 	struct topology *topo;
 	char line[512];
@@ -66,6 +55,6 @@ int profile_machine_detect(struct profile_machine *m)
 		m->llc_bytes = topology_llc_bytes(topo);
 		topology_close(topo);
 	}
-	profile_isa_name(m->isa, sizeof(m->isa));
+	snprintf(m->isa, sizeof(m->isa), "%s", isa);
 	return 0;
 }

@@ -3,9 +3,11 @@
  * Finds a model's latency profile in the cache and turns it into the
  * policy's table (struct policy_model): the one conversion colocd and
  * coloc-sim both use, so the simulator schedules on exactly the table colocd
- * would. The cache key includes the ISA oneDNN dispatches to, which only
- * oneDNN can say: profile_table_find() is why colocd and coloc-sim link
- * oneDNN (profile_machine_detect); nothing else in either calls it.
+ * would. No oneDNN and no model parser here: the cache key's machine is
+ * the caller's (its ISA from oneDNN in the tools, from coloc-executor
+ * --print-isa in colocd), and colocd's layers come from the executor's
+ * summary. Finding a profile by a model file's path is the tools' part
+ * (profile_table_find.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -14,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "model_open.h"
 #include "profile_table.h"
 
 /* A model name fit for a file name in the cache: [A-Za-z0-9_.-], not starting with '.'. */
@@ -31,9 +32,10 @@ static bool cache_name_ok(const char *n)
 }
 
 struct profile *profile_table_find_hashed(const char *model_name, uint64_t hash, const char *shown,
-					  const char *cache_dir, struct coloc_err *err)
+					  const char *cache_dir,
+					  const struct profile_machine *machine,
+					  struct coloc_err *err)
 {
-	struct profile_machine machine;
 	char path[4096];
 	const char *dir = profile_cache_dir(cache_dir);
 	int ret;
@@ -46,13 +48,7 @@ struct profile *profile_table_find_hashed(const char *model_name, uint64_t hash,
 		return NULL;
 	}
 
-	ret = profile_machine_detect(&machine);
-	if (ret) {
-		coloc_err_set(err, ret, "cannot identify this machine for the profile cache: %s",
-			      strerror(-ret));
-		return NULL;
-	}
-	if (profile_cache_path(dir, model_name, hash, &machine, path, sizeof(path))) {
+	if (profile_cache_path(dir, model_name, hash, machine, path, sizeof(path))) {
 		coloc_err_set(err, -ENAMETOOLONG, "profile cache path under %s is too long", dir);
 		return NULL;
 	}
@@ -63,26 +59,13 @@ struct profile *profile_table_find_hashed(const char *model_name, uint64_t hash,
 				      "no latency profile of model %s (%s) for this machine (%s, "
 				      "ISA %s) in %s; make it with: coloc-profile %s -o %s.profile "
 				      "--cache-dir %s",
-				      model_name, shown, machine.cpu_model, machine.isa, dir, shown,
-				      model_name, dir);
+				      model_name, shown, machine->cpu_model, machine->isa, dir,
+				      shown, model_name, dir);
 		else
 			coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
 		return NULL;
 	}
 	return profile_load(path, err);
-}
-
-struct profile *profile_table_find(const char *model_path, const struct model *m,
-				   const char *cache_dir, struct coloc_err *err)
-{
-	uint64_t hash;
-	int ret = model_open_hash(model_path, NULL, &hash);
-
-	if (ret) {
-		coloc_err_set(err, ret, "%s: %s", model_path, strerror(-ret));
-		return NULL;
-	}
-	return profile_table_find_hashed(m->name, hash, model_path, cache_dir, err);
 }
 
 /*
@@ -108,6 +91,22 @@ static uint64_t model_sum(const struct policy_model *pm, int ci, int k)
 int profile_table_build(const struct profile *p, const struct model *m, struct profile_table *t,
 			struct coloc_err *err)
 {
+	uint64_t *macs = calloc((size_t)(m->nr_layers > 0 ? m->nr_layers : 1), sizeof(*macs));
+	int ret;
+
+	if (!macs)
+		return coloc_err_set(err, -ENOMEM, "out of memory for the table of %s", m->name);
+	for (int l = 0; l < m->nr_layers; l++)
+		macs[l] = m->layers[l].macs;
+	ret = profile_table_build_layers(p, m->name, m->nr_layers, macs, t, err);
+	free(macs);
+	return ret;
+}
+
+int profile_table_build_layers(const struct profile *p, const char *name, int nr_layers,
+			       const uint64_t *layer_macs, struct profile_table *t,
+			       struct coloc_err *err)
+{
 	struct policy_model *pm = &t->model;
 	int nr_versions = 1, clamped = 0;
 	double running = 1.0;
@@ -115,10 +114,10 @@ int profile_table_build(const struct profile *p, const struct model *m, struct p
 	size_t len;
 
 	memset(t, 0, sizeof(*t));
-	if (p->nr_layers != m->nr_layers)
+	if (p->nr_layers != nr_layers)
 		return coloc_err_set(err, -EINVAL,
 				     "profile of %s has %d layers, the model %d; profile it again",
-				     m->name, p->nr_layers, m->nr_layers);
+				     name, p->nr_layers, nr_layers);
 	for (int l = 0; l < p->nr_layers; l++)
 		if (p->layers[l].nr_versions > nr_versions)
 			nr_versions = p->layers[l].nr_versions;
@@ -132,12 +131,12 @@ int profile_table_build(const struct profile *p, const struct model *m, struct p
 	if (!t->core_counts || !t->level_slowdown || !t->latency_ns || !t->latency_lo_ns ||
 	    !t->latency_hi_ns || !t->layer_ops) {
 		profile_table_free(t);
-		return coloc_err_set(err, -ENOMEM, "out of memory for the table of %s", m->name);
+		return coloc_err_set(err, -ENOMEM, "out of memory for the table of %s", name);
 	}
 	for (int c = 0; c < p->nr_cores; c++)
 		t->core_counts[c] = c + 1;
 	for (int l = 0; l < p->nr_layers; l++) {
-		t->layer_ops[l] = m->layers[l].macs;
+		t->layer_ops[l] = layer_macs[l];
 		for (int v = 0; v < p->layers[l].nr_versions; v++)
 			for (int c = 0; c < p->nr_cores; c++)
 				for (int k = 0; k < p->nr_levels; k++) {

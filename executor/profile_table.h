@@ -39,11 +39,20 @@ struct profile_table {
  */
 int profile_table_build(const struct profile *p, const struct model *m, struct profile_table *t,
 			struct coloc_err *err);
+/*
+ * The same from a model's name (for messages), layer count and each
+ * layer's MACs (the policy's layer_ops): what an executor's summary of
+ * the model gives colocd, which parses no model.
+ */
+int profile_table_build_layers(const struct profile *p, const char *name, int nr_layers,
+			       const uint64_t *layer_macs, struct profile_table *t,
+			       struct coloc_err *err);
 void profile_table_free(struct profile_table *t);
 
 /*
  * The cache file of the model at model_path (already parsed as m) on this
- * machine, in cache_dir (NULL: profile_cache_dir(NULL)), loaded. NULL with
+ * machine (profile_machine_detect: oneDNN's ISA), in cache_dir (NULL:
+ * profile_cache_dir(NULL)), loaded. NULL with
  * err filled; -ENOENT when there is none, with the exact coloc-profile
  * command that makes it.
  */
@@ -51,11 +60,14 @@ struct profile *profile_table_find(const char *model_path, const struct model *m
 				   const char *cache_dir, struct coloc_err *err);
 /*
  * The same by the model's name and file hash, computed by the caller
- * (colocd hashes its sealed copy); shown names the model file in the
- * coloc-profile command a missing profile's message gives.
+ * (colocd hashes its sealed copy), on machine (colocd's from its
+ * executor's ISA: profile_machine_detect_isa); shown names the model file
+ * in the coloc-profile command a missing profile's message gives. No
+ * oneDNN, no model parser: what colocd links.
  */
-struct profile *profile_table_find_hashed(const char *model_name, uint64_t hash,
-					  const char *shown, const char *cache_dir,
+struct profile *profile_table_find_hashed(const char *model_name, uint64_t hash, const char *shown,
+					  const char *cache_dir,
+					  const struct profile_machine *machine,
 					  struct coloc_err *err);
 
 #endif /* COLOC_PROFILE_TABLE_H */

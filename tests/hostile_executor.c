@@ -23,6 +23,17 @@
  *                    forged "colocd:" line, one line of 1000 bytes), then
  *                    refuses every command, correctly
  *
+ * and these lie in the summary of the model (shm.h) they describe before
+ * READY, which colocd admits the tenant from:
+ *
+ *   hostile-oversize more layers than a summary holds, a query larger than a slot
+ *   hostile-overflow layer costs whose sum overflows 64 bits
+ *   hostile-name     a model name without its NUL, that would name a path
+ *   hostile-second   the tenant's first executor describes the truth, the
+ *                    others one more MAC in the first layer (the marker file
+ *                    /tmp/coloc-hostile-second, which the test removes
+ *                    first, tells which is first)
+ *
  * Any other tenant gets the real executor: coloc-executor beside argv[0]
  * (a test puts a link to it there), so that one colocd --executor serves a
  * hostile tenant and an honest one side by side.
@@ -43,12 +54,18 @@
 #include <sys/syscall.h>
 #include "coloc/shm.h"
 #include "model_open.h"
+#include "shm_summary.h"
 
 #define SHM_FD 3
 #define DONE_FD 4
 
 static struct coloc_shm *shm;
 static const char *mode;
+
+static bool is(const char *m)
+{
+	return !strcmp(mode, m);
+}
 
 static void ring(void)
 {
@@ -58,13 +75,42 @@ static void ring(void)
 		_exit(3);
 }
 
-/* What coloc-executor writes into the header for the model (on fd, named name): the truth. */
+/* The summary as the mode falsifies it (the truth in the others). */
+static void falsify_summary(struct coloc_shm_summary *sum)
+{
+	char marker[64];
+	int fd;
+
+	if (is("oversize")) {
+		sum->nr_layers = COLOC_SHM_MAX_LAYERS + 1;
+		sum->in_bytes = ~0ull;
+	} else if (is("overflow")) {
+		for (__u32 l = 0; l < sum->nr_layers; l++)
+			sum->layer_macs[l] = (1ull << 63) + l;
+	} else if (is("name")) {
+		memset(sum->model_name, '.', sizeof(sum->model_name));
+		memcpy(sum->model_name, "../../etc/passwd", 16);
+	} else if (is("second")) {
+		snprintf(marker, sizeof(marker), "/tmp/coloc-hostile-second");
+		fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+		else
+			sum->layer_macs[0]++;
+	}
+}
+
+/*
+ * What coloc-executor writes for the model (on fd, named name): the
+ * summary (as the mode falsifies it), then the header's description.
+ */
 static int describe(const char *name, int fd)
 {
 	struct coloc_shm_header *h = &shm->hdr;
 	struct coloc_err err = { 0 };
 	struct model_source src;
 	struct model *m;
+	char why[256];
 	bool *read;
 
 	if (model_open_fd(name, fd, NULL, &src, &err)) {
@@ -72,6 +118,13 @@ static int describe(const char *name, int fd)
 		return -1;
 	}
 	m = src.model;
+	if (shm_summary_fill(m, &shm->summary, why, sizeof(why))) {
+		fprintf(stderr, "hostile_executor: %s\n", why);
+		return -1;
+	}
+	falsify_summary(&shm->summary);
+	if (shm_summary_publish(shm, DONE_FD))
+		return -1;
 	read = calloc((size_t)m->nr_layers, sizeof(*read));
 	if (!read)
 		return -1;
@@ -106,11 +159,6 @@ static __u32 next_command(__u32 seen)
 			return seq;
 		syscall(SYS_futex, &shm->cmd.seq, FUTEX_WAIT, seen, NULL, NULL, 0);
 	}
-}
-
-static bool is(const char *m)
-{
-	return !strcmp(mode, m);
 }
 
 static void chatter(void)

@@ -6,7 +6,8 @@
  * breach of the shared-memory protocol fails its tenant with a reason that
  * names it, while root's ping is answered throughout and an honest tenant
  * in the same colocd keeps serving correct outputs; reported times out of
- * bounds are clamped to colocd's round trip, in the block log and status.
+ * bounds are clamped to colocd's round trip, in the block log and status;
+ * a summary of the model that lies or overflows refuses its tenant only.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -361,12 +362,67 @@ TEST_F_TIMEOUT(hostile, output__logged_behind_its_tenant_printable_and_bounded, 
 	r = call(self->c, "{\"cmd\":\"remove\",\"name\":\"hostile-chatter\"}");
 	ASSERT_TRUE(is_ok(r));
 	json_object_put(r);
-	for (int i = 0; i < 100 && log_lines(self, "colocd: tenant hostile-chatter executor", &escape) <= 64; i++)
+	for (int i = 0;
+	     i < 100 && log_lines(self, "colocd: tenant hostile-chatter executor", &escape) <= 64;
+	     i++)
 		usleep(50000);
 	n = log_lines(self, prefix, &escape);
 	EXPECT_EQ(65, n) TH_LOG("no count of the lines not logged once it left");
 	EXPECT_FALSE(escape);
 	ASSERT_TRUE(pinged(self));
+}
+
+/*
+ * Executors that lie in the summary their tenant is admitted by (shm.h):
+ * each submit is refused with the check that failed, quoting nothing of
+ * the summary, and its tenant is gone; a tenant whose second executor
+ * describes another model than its first fails once it has. Throughout,
+ * ping is answered and the honest tenant serves correct outputs.
+ */
+TEST_F_TIMEOUT(hostile, summary__lying_or_oversized_refused_its_tenant_only, 900)
+{
+	static const struct {
+		const char *name, *says;
+	} cases[] = {
+		{ "hostile-oversize", "described its model with a layer count out of 1 to 8192" },
+		{ "hostile-overflow", "described its model with layer costs whose sum overflows" },
+		{ "hostile-name", "described its model with a name that is not 1 to 63" },
+	};
+	struct coloc_submit sub = { .model = self->model, .qos_ms = QOS_MS };
+	struct json_object *r, *t;
+
+	ASSERT_TRUE(honest_ready(self));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		sub.name = cases[i].name;
+		r = coloc_client_submit(self->c, &sub);
+		ASSERT_NE(NULL, r) TH_LOG("%s", coloc_client_error(self->c));
+		EXPECT_FALSE(is_ok(r)) TH_LOG("%s admitted", cases[i].name);
+		EXPECT_NE(NULL, strstr(str_of(r, "error"), cases[i].says))
+		TH_LOG("%s: %s", cases[i].name, str_of(r, "error"));
+		EXPECT_EQ(NULL, strstr(str_of(r, "error"), "passwd"))
+		TH_LOG("%s", str_of(r, "error"));
+		json_object_put(r);
+		t = tenant_status(self, cases[i].name);
+		EXPECT_EQ(NULL, t) TH_LOG("%s is still there", cases[i].name);
+		json_object_put(t);
+		ASSERT_TRUE(pinged(self));
+	}
+	unlink("/tmp/coloc-hostile-second");
+	sub.name = "hostile-second";
+	sub.executors = 2;
+	r = coloc_client_submit(self->c, &sub);
+	ASSERT_NE(NULL, r) TH_LOG("%s", coloc_client_error(self->c));
+	EXPECT_TRUE(is_ok(r)) TH_LOG("%s", str_of(r, "error"));
+	json_object_put(r);
+	t = wait_state(self, "hostile-second", "ready");
+	ASSERT_NE(NULL, t);
+	EXPECT_STREQ("failed", str_of(t, "state"));
+	EXPECT_NE(NULL, strstr(str_of(t, "reason"), "described another model than the tenant's"))
+	TH_LOG("%s", str_of(t, "reason"));
+	json_object_put(t);
+	unlink("/tmp/coloc-hostile-second");
+	ASSERT_TRUE(pinged(self));
+	expect_honest_served(_metadata, self);
 }
 
 /* The column named name in a TSV header line; -1 if none. */

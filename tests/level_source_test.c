@@ -67,6 +67,7 @@ static void describe(const struct level_source *ls, char *buf, size_t len)
 
 TEST_F(level_source, decide__no_pmu_keeps_block_slowdown)
 {
+	struct profile_machine machine;
 	struct level_source ls;
 	char line[1024];
 
@@ -78,7 +79,8 @@ TEST_F(level_source, decide__no_pmu_keeps_block_slowdown)
 	ASSERT_FALSE(ls.pmu_signals);
 	describe(&ls, line, sizeof(line));
 	ASSERT_STREQ("level: measured block slowdown (no PMU)", line);
-	ASSERT_EQ(0, level_source_open(&ls, &self->pmu, self->dir));
+	ASSERT_EQ(0, profile_machine_detect(&machine));
+	ASSERT_EQ(0, level_source_open(&ls, &self->pmu, self->dir, &machine));
 	describe(&ls, line, sizeof(line));
 	ASSERT_STREQ("level: measured block slowdown (no PMU)", line);
 }

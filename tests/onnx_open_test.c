@@ -265,7 +265,7 @@ TEST(serving__admits_and_serves_an_onnx_tenant)
 	spec.model_fd = tu_sealed_copy(onnx);
 	ASSERT_LE(0, spec.model_fd);
 	/* no profile yet: the message names the coloc-profile command for the .onnx */
-	EXPECT_EQ(-ENOENT, serving_admit(s, &spec, &err));
+	EXPECT_EQ(-ENOENT, serving_admit_wait(s, &spec, 180000, &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "coloc-profile")) TH_LOG("%s", err.msg);
 	coloc_err_clear(&err);
 	snprintf(cmd, sizeof(cmd), "%s %s -o %s/m.profile --iters 1 --levels 50 --cache-dir %s",
@@ -280,7 +280,7 @@ TEST(serving__admits_and_serves_an_onnx_tenant)
 
 	/* a weights file with an .onnx, and an unsupported op, are refused */
 	spec.weights_fd = spec.model_fd;
-	EXPECT_EQ(-EINVAL, serving_admit(s, &spec, &err));
+	EXPECT_EQ(-EINVAL, serving_admit_wait(s, &spec, 180000, &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "weights are in the file"))
 	TH_LOG("%s", err.msg);
 	coloc_err_clear(&err);
@@ -289,7 +289,7 @@ TEST(serving__admits_and_serves_an_onnx_tenant)
 	close(spec.model_fd);
 	spec.model_fd = tu_sealed_copy(bad);
 	ASSERT_LE(0, spec.model_fd);
-	EXPECT_EQ(-EOPNOTSUPP, serving_admit(s, &spec, &err));
+	EXPECT_EQ(-EOPNOTSUPP, serving_admit_wait(s, &spec, 180000, &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), UNSUPPORTED_WORDS)) TH_LOG("%s", err.msg);
 	coloc_err_clear(&err);
 
@@ -297,7 +297,7 @@ TEST(serving__admits_and_serves_an_onnx_tenant)
 	close(spec.model_fd);
 	spec.model_fd = tu_sealed_copy(onnx);
 	ASSERT_LE(0, spec.model_fd);
-	ASSERT_EQ(0, serving_admit(s, &spec, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, serving_admit_wait(s, &spec, 180000, &err)) TH_LOG("%s", coloc_err_str(&err));
 	close(spec.model_fd);
 	ASSERT_TRUE(pump_until(s, NULL, "conv", 180000));
 	input = rnd_fill(3 * 8 * 8, -1.0f, 1.0f);

@@ -239,7 +239,9 @@ static int export_own(struct __test_metadata *_metadata, const char *own, char *
 	return rc;
 }
 
-static void check_model(struct __test_metadata *_metadata, const char *name)
+/* Model NAME of the manifest against its ref; extra: more coloc-run words (--kernel N). */
+static void check_model_with(struct __test_metadata *_metadata, const char *name,
+			     const char *extra)
 {
 	char src[384], dims[512], onnx[PATH_MAX], wt[PATH_MAX], ref_path[PATH_MAX], input[PATH_MAX];
 	char tmp[] = "/tmp/coloc-ort-XXXXXX", cmd[2 * PATH_MAX], log[4096];
@@ -279,16 +281,22 @@ static void check_model(struct __test_metadata *_metadata, const char *name)
 	ASSERT_NE(NULL, mkdtemp(tmp));
 	snprintf(input, sizeof(input), "%s/in.f32", tmp);
 	ASSERT_EQ(0, write_input(onnx, dims, input));
-	check_run(_metadata, onnx, NULL, dims, input, ref, nr_ref, tmp);
+	snprintf(cmd, sizeof(cmd), "%s %s", dims, extra);
+	check_run(_metadata, onnx, NULL, cmd, input, ref, nr_ref, tmp);
 	if (own) {
 		char model[PATH_MAX];
 
 		snprintf(model, sizeof(model), "%s/models/%s.model", root(), own);
-		check_run(_metadata, model, wt, "", input, ref, nr_ref, tmp);
+		check_run(_metadata, model, wt, extra, input, ref, nr_ref, tmp);
 	}
 	free(ref);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	tu_run(cmd, NULL, 0);
+}
+
+static void check_model(struct __test_metadata *_metadata, const char *name)
+{
+	check_model_with(_metadata, name, "");
 }
 
 /*
@@ -465,6 +473,19 @@ ORT_TEST(resnet50_external_data_matches_ort)
 ORT_TEST(bert_mask_matches_ort)
 {
 	check_model(_metadata, "bert_mask");
+}
+
+/*
+ * A generated U-Net whose head upsamples with ConvTranspose (2x2 stride 2
+ * with a BatchNormalization folded in, 4x4 stride 2 pad 1), with each
+ * deconv version: version 0 (matmul-shuffle, then gemm-col2im), then
+ * gemm-col2im for both, then oneDNN's deconvolution for both.
+ */
+ORT_TEST(unet_up_matches_ort_with_every_deconv_version)
+{
+	check_model(_metadata, "unet_up");
+	check_model_with(_metadata, "unet_up", "--kernel gemm-col2im");
+	check_model_with(_metadata, "unet_up", "--kernel onednn");
 }
 
 /* Real models with what coloc lacks: refused at load, naming the op and node, or the input. */

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <linux/capability.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -507,7 +508,7 @@ static int admit(FIXTURE_DATA(quota) * self, const char *name, uid_t owner, int 
 	if (spec.model_fd < 0)
 		return coloc_err_set(err, spec.model_fd, "%s: %s", self->model,
 				     strerror(-spec.model_fd));
-	ret = serving_admit(self->s, &spec, err);
+	ret = serving_admit_wait(self->s, &spec, READY_MS, err);
 	close(spec.model_fd);
 	return ret;
 }
@@ -650,6 +651,11 @@ FIXTURE_SETUP(wire)
 	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
 	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
 	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-owners-wire-%d", getpid());
+	/*
+	 * colocd as under its unit (dist/colocd.service.in): no CAP_SYS_PTRACE,
+	 * so it places a member's process without ptrace access to it.
+	 */
+	ASSERT_EQ(0, prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0));
 	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
 	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start");
 }

@@ -9,8 +9,9 @@
 # over ROUNDS rounds and the ratio coloc / ORT (below 1: coloc is faster).
 #
 # Models: our own, exported to ONNX with their seed's weights
-# (tools/ort/export-own.sh; coloc runs the same .onnx), and the real
-# published models of tests/data/ort/models.txt that coloc loads.
+# (tools/ort/export-own.sh; coloc runs the same .onnx), the real
+# published models of tests/data/ort/models.txt that coloc loads, and its
+# generated unet_up (tools/ort/gen-graph.py: a transposed-convolution head).
 #
 #   tools/bench-onnx.sh [MODEL...]     (ROUNDS=5 ITERS=30 by default)
 set -euo pipefail
@@ -22,7 +23,7 @@ OWN=build/ort/own
 if [ $# -gt 0 ]; then
 	MODELS=("$@")
 else
-	MODELS=(resnet50 mobilenet_v2 bert_base googlenet efficientnet_b0 ssd_mobilenet tiny_yolov2 timer)
+	MODELS=(resnet50 mobilenet_v2 bert_base googlenet efficientnet_b0 ssd_mobilenet tiny_yolov2 timer unet_up)
 fi
 
 tools/ort/install.sh
@@ -42,6 +43,11 @@ onnx_of() {
 		pkg=${src#npm:}
 		pkg=${pkg%%/models/*}
 		echo "build/ort/models/$pkg/package/${src#npm:"$pkg"/}"
+		;;
+	gen:*)
+		mkdir -p build/ort/gen
+		/usr/bin/python3 tools/ort/gen-graph.py "${src#gen:}" "build/ort/gen/${src#gen:}.onnx"
+		echo "build/ort/gen/${src#gen:}.onnx"
 		;;
 	*)
 		echo "bench-onnx: no model '$1' (models/$1.model or tests/data/ort/models.txt)" >&2
@@ -91,5 +97,38 @@ for m in "${MODELS[@]}"; do
 		k=$(median <"$work/$m.$c.coloc")
 		awk -v m="$m" -v c="$c" -v o="$o" -v k="$k" \
 			'BEGIN { printf "| %s | %d | %.3f ms | %.3f ms | %.2f |\n", m, c, o, k, k / o }'
+	done
+done
+
+# Transposed convolutions: with each deconv version in turn (coloc-run
+# --kernel NAME; a layer without it runs its version 0), every deconv
+# layer's GFLOP/s beside the median GFLOP/s of the convs of the same run,
+# and their ratio: a deconv at convolution speed reads about 1.
+deconv_row() {
+	# shellcheck disable=SC2016 # ${...} is JavaScript's, inside the template literal
+	node -e '
+let s = "";
+process.stdin.on("data", (d) => (s += d)).on("end", () => {
+	const r = JSON.parse(s), g = r.layers.filter((l) => l.op === "conv").map((l) => l.gflops).sort((a, b) => a - b);
+	const conv = g.length ? g[Math.floor(g.length / 2)] : 0;
+	for (const l of r.layers.filter((l) => l.op === "deconv"))
+		console.log(`| ${process.argv[1]} | ${process.argv[2]} | ${l.layer} | ${l.version} | ${l.gflops.toFixed(1)} | ${conv.toFixed(1)} | ${conv ? (l.gflops / conv).toFixed(2) : "-"} |`);
+});' "$1" "$2"
+}
+header=0
+for m in "${MODELS[@]}"; do
+	versions=$("$BIN/coloc-run" "${FILE[$m]}" --list-versions | awk '$3 == "deconv" { print $5 }' | sort -u)
+	[ -n "$versions" ] || continue
+	if [ "$header" = 0 ]; then
+		echo
+		echo "| model | cores | deconv layer | version | GFLOP/s | convs' median GFLOP/s (same run) | ratio |"
+		echo "|---|---|---|---|---|---|---|"
+		header=1
+	fi
+	for c in "${CORE_COUNTS[@]}"; do
+		for v in $versions; do
+			"$BIN/coloc-run" "${FILE[$m]}" --input "$work/$m.in" --cores "0-$((c - 1))" \
+				--kernel "$v" --iters "$ITERS" --json | deconv_row "$m" "$c"
+		done
 	done
 done

@@ -6,8 +6,9 @@
  * the tenant's own uid, no capabilities, Landlock, seccomp) under limits on
  * its address space and on the CPU time its parse may take; only then does
  * it read the model, its weights and any ONNX external data from the sealed
- * memfds colocd inherited to it (never a path: the client opened the files)
- * and build every oneDNN primitive. Then it serves commands "run layers
+ * memfds colocd inherited to it (never a path: the client opened the files),
+ * describe it to colocd (executor/shm_summary.h) and build every oneDNN
+ * primitive. Then it serves commands "run layers
  * [first, last) of the query in slot s with these versions on these cores"
  * one at a time: it sleeps on a futex until colocd rings, runs the block,
  * writes the completion and writes to its end of colocd's doorbell pipe.
@@ -38,6 +39,8 @@
 #include "executor.h"
 #include "model_open.h"
 #include "exec_sandbox.h"
+#include "profile.h"
+#include "shm_summary.h"
 
 #define PROG "coloc-executor"
 /*
@@ -93,6 +96,8 @@ static void usage(FILE *f)
 		"  -u, --uid N           the tenant's own uid to run as (default: 'coloc')\n"
 		"  -g, --gid N           the tenant's own gid (default: the user's)\n"
 		"      --allow-weak-isolation  go on where the kernel lacks a sandbox layer\n"
+		"      --print-isa       print the ISA oneDNN dispatches to here and exit (colocd\n"
+		"                        asks it once at start, for the profile cache's key)\n"
 		"  -h, --help            this help\n"
 		"      --version         print the version\n"
 		"\n"
@@ -559,6 +564,12 @@ static int setup(struct server *s, pid_t parent, char *why, size_t len)
 		return ret;
 	}
 	s->m = src.model;
+	/* colocd admits the tenant from this summary while the kernels are built */
+	ret = shm_summary_fill(s->m, &s->shm->summary, why, len);
+	if (!ret && (ret = shm_summary_publish(s->shm, s->done_fd)))
+		snprintf(why, len, "signalling colocd: %s", strerror(-ret));
+	if (ret)
+		return ret;
 	if (src.onnx) {
 		eo.weights_path = src.weights_path;
 	} else if (opts.weights_fd >= 0) {
@@ -608,6 +619,15 @@ static int parse_external(char *arg)
 	return 0;
 }
 
+/* colocd links no oneDNN: it asks this binary for the ISA once (daemon/isa_probe.h). */
+static void print_isa(void)
+{
+	char isa[PROFILE_ISA_LEN];
+
+	profile_isa_name(isa, sizeof(isa));
+	printf("%s\n", isa);
+}
+
 static int parse_args(int argc, char **argv)
 {
 	static const struct option long_opts[] = {
@@ -622,6 +642,7 @@ static int parse_args(int argc, char **argv)
 		{ "uid", required_argument, NULL, 'u' },
 		{ "gid", required_argument, NULL, 'g' },
 		{ "allow-weak-isolation", no_argument, NULL, 'W' },
+		{ "print-isa", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -665,6 +686,9 @@ static int parse_args(int argc, char **argv)
 		case 'W':
 			opts.allow_weak = true;
 			break;
+		case 'I':
+			print_isa();
+			exit(0);
 		case 'h':
 			usage(stdout);
 			exit(0);

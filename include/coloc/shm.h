@@ -10,6 +10,7 @@
  *   0                      struct coloc_shm_header   who, sizes, state
  *   64-aligned             struct coloc_shm_cmd      colocd -> executor
  *   64-aligned             struct coloc_shm_done     executor -> colocd
+ *   64-aligned             struct coloc_shm_summary  executor -> colocd, once
  *   data_offset (page)     COLOC_SHM_NR_SLOTS query slots, each
  *                            slot_in_capacity bytes of input, then
  *                            slot_out_capacity bytes of output
@@ -32,15 +33,16 @@
  *   and a futex cannot be polled; a pipe rather than an eventfd because
  *   its two ends are two open files: colocd holds only the read end (its
  *   O_NONBLOCK out of the executor's reach), the executor only the write
- *   end. The pipe is also written once when the header's state leaves
- *   COLOC_SHM_STARTING.
+ *   end. The pipe is also written once when header.described turns 1 and
+ *   once when the header's state leaves COLOC_SHM_STARTING.
  *
  * colocd trusts none of what the executor writes (docs/security-executor.md):
  * it keeps its own copy of the layout and of cmd.seq, takes a completion
  * only for the command outstanding, checks each field against the command,
  * bounds the reported times by its own round trip, and gives up an executor
  * that completes a command never sent, rewrites a completion or the header
- * after ready, writes a status out of range or a reason without its NUL.
+ * after ready, writes a status out of range or a reason without its NUL,
+ * or describes its model with a summary that fails colocd's checks.
  */
 #ifndef COLOC_SHM_H
 #define COLOC_SHM_H
@@ -49,13 +51,16 @@
 #include "coloc/limits.h"
 
 #define COLOC_SHM_MAGIC 0x314d48534f4c4f43ull /* "COLOSHM1" in memory */
-#define COLOC_SHM_LAYOUT_VERSION 3 /* 2: cmd.flags; 3: done.started_ns, done.ended_ns */
+/* 2: cmd.flags; 3: done.started_ns, done.ended_ns; 4: header.described, the summary */
+#define COLOC_SHM_LAYOUT_VERSION 4
 #define COLOC_SHM_NR_SLOTS 4
 /* Longest block one command can carry (a block of a longer model is split). */
 #define COLOC_SHM_MAX_BLOCK_LAYERS 4096
 #define COLOC_SHM_CPU_WORDS (COLOC_MAX_CPUS / 64)
 #define COLOC_SHM_REASON_LEN 192
 #define COLOC_SHM_NAME_LEN 64
+/* Most layers a model may have: its summary holds each one's MACs. */
+#define COLOC_SHM_MAX_LAYERS 8192
 /*
  * The OpenMP spin count (GOMP_SPINCOUNT) of the clean environment colocd
  * starts an executor in, and the one coloc-profile measures under, so that
@@ -110,6 +115,14 @@ struct coloc_shm_header {
 	/* written by the executor, before it sets state (release order) */
 	__s32 executor_pid; /* its tgid, as getpid() returns it */
 	__u32 state; /* enum coloc_shm_state */
+	/*
+	 * 1 once the summary below is written (stored with release order after
+	 * it, then the doorbell rung); never changed again. Written while
+	 * STARTING, right after the model's import, before its kernels are
+	 * built: colocd admits the tenant from it (docs/security-submit.md).
+	 */
+	__u32 described;
+	__u32 reserved0;
 	__u32 nr_layers; /* of the loaded model */
 	__u32 nr_inputs; /* input layers */
 	__u32 nr_outputs; /* layers no later layer reads */
@@ -178,10 +191,31 @@ struct coloc_shm_done {
 	char reason[COLOC_SHM_REASON_LEN]; /* why it was refused or failed, NUL-terminated */
 } __attribute__((aligned(64)));
 
+/*
+ * The model as the executor imported it, written once before
+ * header.described: all that colocd needs to admit the tenant (the
+ * profile's cache name, the layers' costs for its table, the slots' sizes),
+ * so that colocd never parses a model itself. Untrusted: colocd copies it
+ * once and checks every field (counts in range, sums without overflow,
+ * sizes within the slots, the name fit for a cache file name); a tenant's
+ * later executors must describe the same model. The header's nr_layers,
+ * nr_inputs, nr_outputs, in_bytes and out_bytes, written at READY, must
+ * equal these.
+ */
+struct coloc_shm_summary {
+	char model_name[COLOC_SHM_NAME_LEN]; /* NUL-terminated, [A-Za-z0-9_.-], not "." first */
+	__u32 nr_layers; /* 1 .. COLOC_SHM_MAX_LAYERS */
+	__u32 nr_inputs, nr_outputs; /* as the header's */
+	__u32 reserved; /* 0 */
+	__u64 in_bytes, out_bytes; /* one query's, as the header's */
+	__u64 layer_macs[COLOC_SHM_MAX_LAYERS]; /* [nr_layers]: each layer's multiply-adds */
+} __attribute__((aligned(64)));
+
 struct coloc_shm {
 	struct coloc_shm_header hdr;
 	struct coloc_shm_cmd cmd __attribute__((aligned(64)));
 	struct coloc_shm_done done __attribute__((aligned(64)));
+	struct coloc_shm_summary summary;
 };
 
 #endif /* COLOC_SHM_H */

@@ -17,6 +17,13 @@ NAME is one of:
   causal     GPT-style masked attention scores: x[1,2,5,5] -> Where(a causal
              mask folded from Range, Unsqueeze and LessOrEqual, x, -1e4)
              -> Softmax, and Where(mask, 0, x) on the other side added in.
+  unet_up    a small U-Net with a transposed-convolution head, as segmentation
+             nets and text detectors (DBNet) end: x[1,3,128,128] -> three
+             3x3 conv + ReLU stages (32, 64 ch at stride 2, 128 ch at stride
+             2) and a 3x3 bottleneck -> ConvTranspose 128->64 2x2 stride 2 +
+             BatchNormalization + ReLU, Concat with the 64-ch skip, 3x3 conv
+             -> ConvTranspose 64->32 4x4 stride 2 pads 1 + ReLU, Concat with
+             the 32-ch skip, 3x3 conv + ReLU -> 1x1 conv to 2 classes.
   bert_mask  BERT's attention mask from an int64 input, as the HF exports
              write it: mask[1,4] -> Unsqueeze(1, 2) -> Cast(float) -> Sub
              from 1 -> Mul by -3 (HF's -10000 would leave the softmax one
@@ -126,7 +133,63 @@ def bert_mask():
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])], inits)
 
 
-GRAPHS = {"window_1d": window_1d, "causal": causal, "bert_mask": bert_mask}
+def unet_up():
+    rng = np.random.default_rng(11)
+    inits = []
+
+    def weights(name, shape, fan_in):
+        bound = np.sqrt(6.0 / fan_in)
+        inits.append(numpy_helper.from_array(
+            rng.uniform(-bound, bound, shape).astype(np.float32), name))
+        return name
+
+    def bias(name, n):
+        inits.append(numpy_helper.from_array(rng.uniform(-0.1, 0.1, n).astype(np.float32), name))
+        return name
+
+    node = helper.make_node
+    nodes = []
+
+    def conv(x, y, cin, cout, k=3, stride=1, relu=True):
+        w = weights(y + "_w", (cout, cin, k, k), cin * k * k)
+        pad = k // 2
+        nodes.append(node("Conv", [x, w, bias(y + "_b", cout)], [y + "_c" if relu else y],
+                          name=y, kernel_shape=[k, k], strides=[stride, stride],
+                          pads=[pad] * 4))
+        if relu:
+            nodes.append(node("Relu", [y + "_c"], [y], name=y + "_relu"))
+        return y
+
+    e1 = conv("x", "e1", 3, 32)
+    e2 = conv(e1, "e2", 32, 64, stride=2)
+    e3 = conv(e2, "e3", 64, 128, stride=2)
+    mid = conv(e3, "mid", 128, 128)
+    nodes.append(node("ConvTranspose", [mid, weights("up1_w", (128, 64, 2, 2), 128 * 4),
+                                        bias("up1_b", 64)], ["up1_t"], name="up1",
+                      kernel_shape=[2, 2], strides=[2, 2]))
+    inits.append(numpy_helper.from_array(rng.uniform(0.5, 1.5, 64).astype(np.float32), "bn_g"))
+    inits.append(numpy_helper.from_array(rng.uniform(-0.2, 0.2, 64).astype(np.float32), "bn_b"))
+    inits.append(numpy_helper.from_array(rng.uniform(-0.2, 0.2, 64).astype(np.float32), "bn_m"))
+    inits.append(numpy_helper.from_array(rng.uniform(0.5, 1.5, 64).astype(np.float32), "bn_v"))
+    nodes.append(node("BatchNormalization", ["up1_t", "bn_g", "bn_b", "bn_m", "bn_v"],
+                      ["up1_n"], name="up1_bn", epsilon=1e-5))
+    nodes.append(node("Relu", ["up1_n"], ["up1"], name="up1_relu"))
+    nodes.append(node("Concat", ["up1", e2], ["cat1"], name="cat1", axis=1))
+    d1 = conv("cat1", "d1", 128, 64)
+    nodes.append(node("ConvTranspose", [d1, weights("up2_w", (64, 32, 4, 4), 64 * 4),
+                                        bias("up2_b", 32)], ["up2_t"], name="up2",
+                      kernel_shape=[4, 4], strides=[2, 2], pads=[1, 1, 1, 1]))
+    nodes.append(node("Relu", ["up2_t"], ["up2"], name="up2_relu"))
+    nodes.append(node("Concat", ["up2", e1], ["cat2"], name="cat2", axis=1))
+    d2 = conv("cat2", "d2", 64, 32)
+    conv(d2, "y", 32, 2, k=1, relu=False)
+    return helper.make_graph(
+        nodes, "unet_up",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 128, 128])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 128, 128])], inits)
+
+
+GRAPHS = {"window_1d": window_1d, "causal": causal, "bert_mask": bert_mask, "unet_up": unet_up}
 
 
 def main():

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The submit request (control_internal.h): the cheap checks first (no
+ * byte of a file is copied for a submit they refuse), the client's
+ * descriptors sealed (submit_files.h), then serving_admit; the answer is
+ * deferred until the tenant's executor has described its model and colocd
+ * has checked it (serving.h), and --state records the tenant then. See
+ * docs/security-submit.md.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "control_internal.h"
+#include "submit_files.h"
+
+/* A submit being admitted, until serving answers it (control_submit_admitted). */
+struct control_admission {
+	struct colocd *d;
+	struct server *server; /* NULL: no client waits (a tenant --state brings back) */
+	__u64 conn;
+	uid_t uid;
+	struct colocd_spec spec;
+	struct colocd_files files; /* duplicates: --state keeps copies of them */
+};
+
+static void control_admission_free(struct control_admission *a)
+{
+	colocd_files_close(&a->files, a->spec.nr_external);
+	free(a);
+}
+
+/* The answer to a client's submit: the tenant as admitted, or why not. */
+static char *control_admitted_answer(struct control_admission *a, int ret,
+				     const struct coloc_err *err, const struct coloc_err *warn)
+{
+	struct serving_tenant_info info;
+	struct json_object *resp;
+
+	if (ret)
+		return control_error("%s", err ? coloc_err_str(err) : strerror(-ret));
+	resp = control_ok();
+	if (warn->code) /* admitted, but --state could not record it */
+		json_object_object_add(resp, "warning", control_reason(coloc_err_str(warn)));
+	if (!serving_tenant_info(a->d->serving, a->spec.name, &info))
+		json_object_object_add(resp, "tenant",
+				       control_serving_tenant_json(a->d, &info, a->uid));
+	return control_finish(resp);
+}
+
+static void control_submit_admitted(void *ctx, const char *name, int ret,
+				    const struct coloc_err *err)
+{
+	struct control_admission *a = ctx;
+	struct coloc_err warn = { 0 };
+	const char *state_path = a->d->cfg.state_path;
+	char *line;
+
+	if (!ret) {
+		/* a tenant --state brought back is in the state file already */
+		if (!a->server)
+			a->d->cfg.state_path = NULL;
+		colocd_spec_add(a->d, &a->spec, &a->files, &warn);
+		a->d->cfg.state_path = state_path;
+	}
+	if (!a->server) {
+		if (ret)
+			fprintf(stderr, "colocd: tenant %s from %s did not come back: %s\n", name,
+				state_path ? state_path : "the state file",
+				err ? coloc_err_str(err) : strerror(-ret));
+		else
+			printf("colocd: tenant %s submitted again from %s\n", name,
+			       state_path ? state_path : "the state file");
+		control_admission_free(a);
+		return;
+	}
+	line = control_admitted_answer(a, ret, err, &warn);
+	/* a client gone meanwhile: -ENOTCONN, nothing to do */
+	if (line)
+		server_send(a->server, a->conn, line, NULL, 0);
+	free(line);
+	control_admission_free(a);
+}
+
+/* A duplicate of fd (close-on-exec), or -1 for -1; false when it fails. */
+static bool control_dup(int fd, int *out)
+{
+	*out = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	return fd < 0 || *out >= 0;
+}
+
+int control_submit_spec(struct colocd *d, const struct colocd_spec *spec,
+			const struct colocd_files *files, struct server_req *sreq, uid_t uid,
+			struct coloc_err *err)
+{
+	struct serving_external ext[COLOC_MAX_REQUEST_FDS];
+	struct control_admission *a = calloc(1, sizeof(*a));
+	struct serving_tenant_spec ts = {
+		.name = spec->name,
+		.model_name = spec->model,
+		.model_fd = files->model_fd,
+		.weights_fd = files->weights_fd,
+		.external = ext,
+		.nr_external = spec->nr_external,
+		.qos_ns = spec->qos_ns,
+		.executors = spec->executors,
+		.owner = spec->owner,
+		.admitted = control_submit_admitted,
+		.admitted_ctx = a,
+	};
+	bool dup_ok;
+	int ret;
+
+	if (!a)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	a->d = d;
+	a->server = sreq ? sreq->server : NULL;
+	a->conn = sreq ? sreq->conn : 0;
+	a->uid = uid;
+	a->spec = *spec;
+	a->files.model_fd = a->files.weights_fd = -1;
+	for (int i = 0; i < COLOC_MAX_REQUEST_FDS; i++)
+		a->files.external_fd[i] = -1;
+	dup_ok = control_dup(files->model_fd, &a->files.model_fd) &&
+		 control_dup(files->weights_fd, &a->files.weights_fd);
+	for (int i = 0; i < spec->nr_external && dup_ok; i++)
+		dup_ok = control_dup(files->external_fd[i], &a->files.external_fd[i]);
+	if (!dup_ok) {
+		ret = coloc_err_set(err, -errno, "duplicating the submit's files: %s",
+				    strerror(errno));
+		control_admission_free(a);
+		return ret;
+	}
+	if (d->draining) {
+		control_admission_free(a);
+		return coloc_err_set(err, -ESHUTDOWN, "colocd is shutting down");
+	}
+	for (int i = 0; i < spec->nr_external; i++)
+		ext[i] = (struct serving_external){ spec->external[i], files->external_fd[i] };
+	ret = serving_admit(d->serving, &ts, err);
+	colocd_serving_rearm(d);
+	if (ret) {
+		control_admission_free(a);
+		return ret;
+	}
+	if (sreq)
+		server_req_defer(sreq);
+	return 0;
+}
+
+/*
+ * An ONNX external data location as the client sent it: a relative path
+ * below the model's directory (no leading '/', no ".." component), as the
+ * importer accepts; it is a name only, colocd opens nothing by it.
+ */
+static bool control_location_ok(const char *loc)
+{
+	size_t n = strlen(loc);
+
+	if (!n || n >= COLOCD_LOCATION_LEN || loc[0] == '/')
+		return false;
+	for (const char *p = loc; *p;) {
+		size_t k = strcspn(p, "/");
+
+		if (k == 2 && p[0] == '.' && p[1] == '.')
+			return false;
+		p += k;
+		p += *p == '/';
+	}
+	return true;
+}
+
+/* The submit's "external" locations into spec; NULL or the error answer. */
+static char *control_submit_external(struct json_object *req, struct colocd_spec *spec)
+{
+	struct json_object *arr;
+	size_t n;
+
+	if (!json_object_object_get_ex(req, "external", &arr))
+		return NULL;
+	if (!json_object_is_type(arr, json_type_array) ||
+	    (n = json_object_array_length(arr)) > COLOC_MAX_REQUEST_FDS - 1)
+		return control_error("\"external\" must be an array of at most %d locations",
+				     COLOC_MAX_REQUEST_FDS - 1);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *v = json_object_array_get_idx(arr, i);
+		const char *loc =
+			json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+
+		if (!loc || !control_location_ok(loc))
+			return control_error("\"external\"[%zu] is not a relative path below the "
+					     "model's directory (no '..', under %d bytes)",
+					     i, COLOCD_LOCATION_LEN);
+		for (int k = 0; k < spec->nr_external; k++)
+			if (!strcmp(spec->external[k], loc))
+				return control_error("\"external\" names '%.200s' twice", loc);
+		snprintf(spec->external[spec->nr_external++], COLOCD_LOCATION_LEN, "%s", loc);
+	}
+	return NULL;
+}
+
+/*
+ * What can refuse the submit without its files (serving_admit_check: name,
+ * executors, QoS, places, quotas), asked before a byte is copied: a refused
+ * submit then costs colocd nothing. NULL or the error answer.
+ */
+static char *control_submit_precheck(struct colocd *d, const struct colocd_spec *spec)
+{
+	struct serving_tenant_spec ts = { .name = spec->name,
+					  .model_fd = -1,
+					  .weights_fd = -1,
+					  .qos_ns = spec->qos_ns,
+					  .executors = spec->executors,
+					  .owner = spec->owner };
+	struct coloc_err err = { 0 };
+
+	if (d->draining)
+		return control_error("colocd is shutting down");
+	if (serving_admit_check(d->serving, &ts, &err))
+		return control_error("%s", coloc_err_str(&err));
+	return NULL;
+}
+
+/*
+ * The descriptors that came with the submit, each checked and copied into
+ * a sealed memfd (submit_files.h): the model, the weights if named, the
+ * external data files in order. NULL or the error answer.
+ */
+static char *control_submit_files(struct server_req *sreq, const struct colocd_spec *spec,
+				  struct colocd_files *files)
+{
+	int want = 1 + (spec->weights[0] != '\0') + spec->nr_external, at = 0;
+	uint64_t budget = COLOC_MAX_SUBMIT_BYTES;
+	struct coloc_err err = { 0 };
+	char what[COLOCD_LOCATION_LEN + 64];
+
+	if (!sreq || sreq->nr_fds != want)
+		return control_error("submit takes its files as descriptors sent with the request "
+				     "(SCM_RIGHTS: the model, the weights if named, then each "
+				     "\"external\" file): %d expected, %d came; colocd opens no "
+				     "path a client names (colocctl and libcoloc_client send them)",
+				     want, sreq ? sreq->nr_fds : 0);
+	if (submit_file_seal(sreq->fds[at++], "the model", &budget, &files->model_fd, &err))
+		goto fail;
+	if (spec->weights[0] &&
+	    submit_file_seal(sreq->fds[at++], "the weights", &budget, &files->weights_fd, &err))
+		goto fail;
+	for (int i = 0; i < spec->nr_external; i++) {
+		snprintf(what, sizeof(what), "external data file '%s'", spec->external[i]);
+		if (submit_file_seal(sreq->fds[at++], what, &budget, &files->external_fd[i], &err))
+			goto fail;
+	}
+	return NULL;
+fail:
+	colocd_files_close(files, spec->nr_external);
+	return control_error("%s", coloc_err_str(&err));
+}
+
+char *control_cmd_submit(struct colocd *d, struct json_object *req, uid_t uid,
+			 struct server_req *sreq)
+{
+	const char *name = control_str(req, "name"), *model = control_str(req, "model");
+	const char *weights = control_str(req, "weights");
+	struct coloc_err err = { 0 };
+	struct colocd_spec *spec = calloc(1, sizeof(*spec));
+	struct colocd_files files;
+	struct json_object *jq, *je;
+	char *bad = NULL;
+	double qos_ms;
+	int ret;
+
+	if (!spec)
+		return control_error("out of memory");
+	files.model_fd = files.weights_fd = -1;
+	for (int i = 0; i < COLOC_MAX_REQUEST_FDS; i++)
+		files.external_fd[i] = -1;
+	if (!name || !model || !json_object_object_get_ex(req, "qos_ms", &jq) ||
+	    !(json_object_is_type(jq, json_type_int) ||
+	      json_object_is_type(jq, json_type_double))) {
+		bad = control_error("submit needs \"name\", \"model\" (the model file's name) and "
+				    "\"qos_ms\" (a number)");
+		goto out;
+	}
+	qos_ms = json_object_get_double(jq);
+	if (!(qos_ms > 0 && qos_ms <= 3600000)) {
+		bad = control_error("\"qos_ms\" must be above 0 and at most 3600000");
+		goto out;
+	}
+	if (json_object_object_get_ex(req, "executors", &je)) {
+		if (!json_object_is_type(je, json_type_int) || json_object_get_int64(je) < 1 ||
+		    json_object_get_int64(je) > SERVING_MAX_EXECUTORS) {
+			bad = control_error("\"executors\" must be an integer from 1 to %d",
+					    SERVING_MAX_EXECUTORS);
+			goto out;
+		}
+		spec->executors = (int)json_object_get_int64(je);
+	}
+	if (!model[0] || strlen(name) >= sizeof(spec->name) ||
+	    strlen(model) >= sizeof(spec->model) ||
+	    (weights && (!weights[0] || strlen(weights) >= sizeof(spec->weights)))) {
+		bad = control_error("name or file name empty or too long");
+		goto out;
+	}
+	snprintf(spec->name, sizeof(spec->name), "%s", name);
+	snprintf(spec->model, sizeof(spec->model), "%s", model);
+	if (weights)
+		snprintf(spec->weights, sizeof(spec->weights), "%s", weights);
+	spec->qos_ns = (__u64)(qos_ms * 1e6);
+	spec->owner = uid;
+	bad = control_submit_precheck(d, spec);
+	if (!bad)
+		bad = control_submit_external(req, spec);
+	if (!bad)
+		bad = control_submit_files(sreq, spec, &files);
+	if (bad)
+		goto out;
+	/* the answer comes once the executor has described the model */
+	ret = control_submit_spec(d, spec, &files, sreq, uid, &err);
+	colocd_files_close(&files, spec->nr_external);
+	if (ret)
+		bad = control_error("%s", coloc_err_str(&err));
+out:
+	free(spec);
+	return bad;
+}
