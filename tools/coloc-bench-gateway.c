@@ -321,6 +321,26 @@ static void usage(FILE *f)
 		prog, opts.model, opts.queries, opts.replicas);
 }
 
+/* The tenant's input and output bytes from colocd's status; left 0 if unknown. */
+static void tenant_io_bytes(struct coloc_client *c, const char *name, size_t *in, size_t *out)
+{
+	struct json_object *req = json_object_new_object(), *resp, *arr, *t, *v;
+
+	json_object_object_add(req, "cmd", json_object_new_string("status"));
+	json_object_object_add(req, "name", json_object_new_string(name));
+	resp = coloc_client_call(c, req);
+	json_object_put(req);
+	if (resp && coloc_client_ok(c, resp) && json_object_object_get_ex(resp, "tenants", &arr) &&
+	    json_object_array_length(arr) == 1) {
+		t = json_object_array_get_idx(arr, 0);
+		if (json_object_object_get_ex(t, "input_bytes", &v))
+			*in = (size_t)json_object_get_int64(v);
+		if (json_object_object_get_ex(t, "output_bytes", &v))
+			*out = (size_t)json_object_get_int64(v);
+	}
+	json_object_put(resp);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -337,7 +357,6 @@ int main(int argc, char **argv)
 	struct http_conn h = { .fd = -1 };
 	struct coloc_client *c = NULL;
 	struct kserve_grpc *g = NULL;
-	struct json_object *req, *resp, *arr, *t;
 	size_t in_bytes = 0, out_bytes = 0;
 	int64_t *sock_rtt, *http_rtt, *sock_x, *http_x, added[64], cpu_sum = 0;
 	float *in;
@@ -383,22 +402,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: cannot reach colocd at %s\n", prog, opts.socket_path);
 		return 1;
 	}
-	req = json_object_new_object();
-	json_object_object_add(req, "cmd", json_object_new_string("status"));
-	json_object_object_add(req, "name", json_object_new_string(opts.model));
-	resp = coloc_client_call(c, req);
-	json_object_put(req);
-	if (resp && coloc_client_ok(c, resp) && json_object_object_get_ex(resp, "tenants", &arr) &&
-	    json_object_array_length(arr) == 1) {
-		struct json_object *v;
-
-		t = json_object_array_get_idx(arr, 0);
-		if (json_object_object_get_ex(t, "input_bytes", &v))
-			in_bytes = (size_t)json_object_get_int64(v);
-		if (json_object_object_get_ex(t, "output_bytes", &v))
-			out_bytes = (size_t)json_object_get_int64(v);
-	}
-	json_object_put(resp);
+	tenant_io_bytes(c, opts.model, &in_bytes, &out_bytes);
 	in = malloc(in_bytes ? in_bytes : 1);
 	out = malloc(out_bytes ? out_bytes : 1);
 	sock_rtt = calloc((size_t)opts.queries, sizeof(int64_t));
