@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <time.h>
 #include <unistd.h>
 #include "exec_log.h"
 
@@ -96,12 +95,4 @@ void exec_log_close(struct exec_log *l)
 	if (l->fd >= 0)
 		close(l->fd);
 	l->fd = -1;
-}
-
-__u64 exec_log_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }

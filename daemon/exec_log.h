@@ -40,8 +40,6 @@ int exec_log_init(struct exec_log *l, int fd, const char *tenant, pid_t pid, FIL
  * can come (false at end of file: stop watching fd, then exec_log_close).
  */
 bool exec_log_drain(struct exec_log *l, __u64 now_ns);
-/* CLOCK_MONOTONIC in ns, the clock exec_log_drain takes */
-__u64 exec_log_now_ns(void);
 /* Logs what is left (a line without its newline, the dropped count), closes the pipe. */
 void exec_log_close(struct exec_log *l);
 

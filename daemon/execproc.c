@@ -609,7 +609,7 @@ int execproc_log_fd(const struct execproc *ep)
 
 bool execproc_drain_log(struct execproc *ep)
 {
-	return exec_log_drain(&ep->log, exec_log_now_ns());
+	return exec_log_drain(&ep->log, now_ns());
 }
 
 void execproc_close_log(struct execproc *ep)
@@ -1262,7 +1262,7 @@ void execproc_free(struct execproc *ep)
 	if (ep->done_fd >= 0)
 		close(ep->done_fd);
 	if (ep->log.fd >= 0)
-		exec_log_drain(&ep->log, exec_log_now_ns());
+		exec_log_drain(&ep->log, now_ns());
 	exec_log_close(&ep->log);
 	free(ep->summary);
 	free(ep);
