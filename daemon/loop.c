@@ -12,6 +12,10 @@
  * POLL_REMOVE cancels its armed poll, and it is freed at the end of an
  * iteration once no completion can name it, so callbacks may remove any
  * source, their own included.
+ *
+ * Prepare hooks keep a list of their own, in the order added. They run
+ * before the iteration's number is advanced, so a timer a hook sets counts
+ * as set in the previous iteration: it bounds this wait and fires in it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,7 +34,7 @@
 /* user_data of the POLL_REMOVE requests themselves: their completions carry nothing */
 #define LOOP_TAG_NONE 0
 
-enum loop_kind { LOOP_POLL, LOOP_TIMER, LOOP_SIGNAL };
+enum loop_kind { LOOP_POLL, LOOP_TIMER, LOOP_SIGNAL, LOOP_PREPARE };
 
 struct loop_source {
 	struct loop *loop;
@@ -57,12 +61,16 @@ struct loop_source {
 			int signo;
 			loop_signal_fn cb;
 		} sig;
+		struct {
+			loop_prepare_fn cb;
+		} prepare;
 	};
 };
 
 struct loop {
 	struct io_uring ring;
 	struct loop_source *sources;
+	struct loop_source *prepares; /* the prepare hooks, oldest first */
 	__u64 iter;
 	bool exiting;
 	int exit_code;
@@ -98,17 +106,23 @@ int loop_new(struct loop **out, struct coloc_err *err)
 	return 0;
 }
 
+static void loop_free_list(struct loop_source *s)
+{
+	while (s) {
+		struct loop_source *next = s->next;
+
+		free(s);
+		s = next;
+	}
+}
+
 void loop_free(struct loop *l)
 {
-	struct loop_source *s, *next;
-
 	if (!l)
 		return;
 	io_uring_queue_exit(&l->ring);
-	for (s = l->sources; s; s = next) {
-		next = s->next;
-		free(s);
-	}
+	loop_free_list(l->sources);
+	loop_free_list(l->prepares);
 	if (l->sig_fd >= 0)
 		close(l->sig_fd);
 	free(l);
@@ -125,7 +139,7 @@ static struct io_uring_sqe *loop_sqe(struct loop *l)
 	return sqe;
 }
 
-static struct loop_source *loop_source_new(struct loop *l, enum loop_kind kind, void *ctx)
+static struct loop_source *loop_source_alloc(struct loop *l, enum loop_kind kind, void *ctx)
 {
 	struct loop_source *s = calloc(1, sizeof(*s));
 
@@ -135,8 +149,17 @@ static struct loop_source *loop_source_new(struct loop *l, enum loop_kind kind, 
 	s->kind = kind;
 	s->ctx = ctx;
 	s->since_iter = l->iter;
-	s->next = l->sources;
-	l->sources = s;
+	return s;
+}
+
+static struct loop_source *loop_source_new(struct loop *l, enum loop_kind kind, void *ctx)
+{
+	struct loop_source *s = loop_source_alloc(l, kind, ctx);
+
+	if (s) {
+		s->next = l->sources;
+		l->sources = s;
+	}
 	return s;
 }
 
@@ -239,6 +262,24 @@ static int loop_update_signalfd(struct loop *l)
 	return 0;
 }
 
+int loop_add_prepare(struct loop *l, struct loop_source **src, loop_prepare_fn cb, void *ctx)
+{
+	struct loop_source *s, **tail = &l->prepares;
+
+	if (!cb)
+		return -EINVAL;
+	s = loop_source_alloc(l, LOOP_PREPARE, ctx);
+	if (!s)
+		return -ENOMEM;
+	s->prepare.cb = cb;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = s;
+	if (src)
+		*src = s;
+	return 0;
+}
+
 int loop_add_signal(struct loop *l, struct loop_source **src, int signo, loop_signal_fn cb,
 		    void *ctx)
 {
@@ -284,6 +325,8 @@ void loop_source_remove(struct loop_source *s)
 		break;
 	case LOOP_TIMER:
 		s->timer.active = false;
+		break;
+	case LOOP_PREPARE:
 		break;
 	case LOOP_SIGNAL:
 		s->loop->by_signal[s->sig.signo] = NULL;
@@ -376,10 +419,23 @@ static void loop_fire_timers(struct loop *l)
 	}
 }
 
-static void loop_sweep(struct loop *l)
+/* Runs the hooks there were when it started, in order, until one ends the loop. */
+static void loop_prepare(struct loop *l)
 {
-	struct loop_source **pp = &l->sources;
+	struct loop_source *last = l->prepares;
 
+	while (last && last->next)
+		last = last->next;
+	for (struct loop_source *s = l->prepares; s && !l->exiting; s = s->next) {
+		if (!s->removed)
+			s->prepare.cb(s, s->ctx);
+		if (s == last)
+			break;
+	}
+}
+
+static void loop_sweep_list(struct loop_source **pp)
+{
 	while (*pp) {
 		struct loop_source *s = *pp;
 
@@ -392,6 +448,12 @@ static void loop_sweep(struct loop *l)
 	}
 }
 
+static void loop_sweep(struct loop *l)
+{
+	loop_sweep_list(&l->sources);
+	loop_sweep_list(&l->prepares);
+}
+
 int loop_run(struct loop *l, struct coloc_err *err)
 {
 	l->exiting = false;
@@ -401,6 +463,9 @@ int loop_run(struct loop *l, struct coloc_err *err)
 		__u64 next, now;
 		int ret;
 
+		loop_prepare(l);
+		if (l->exiting)
+			break;
 		l->iter++;
 		loop_arm_polls(l);
 		next = loop_next_deadline(l);

@@ -14,6 +14,12 @@
  *   - a removed source never fires again, even when its event is already
  *     queued in the same iteration; a callback may remove its own source or
  *     any other, and add new ones (those first fire on a later iteration);
+ *   - prepare hooks (as sd-event's) run once per iteration, before the wait,
+ *     in the order they were added: the place to bring a timer in line with
+ *     state that any callback may have changed. A timer a hook sets bounds
+ *     this iteration's wait and fires in it when due; a hook added by a hook
+ *     first runs on the next iteration; a hook that calls loop_exit() ends
+ *     the loop before the wait;
  *   - everything runs on the thread that calls loop_run().
  */
 #ifndef COLOC_DAEMON_LOOP_H
@@ -32,6 +38,7 @@ typedef void (*loop_poll_fn)(struct loop_source *src, int fd, unsigned int reven
 typedef void (*loop_timer_fn)(struct loop_source *src, __u64 now_ns, void *ctx);
 typedef void (*loop_signal_fn)(struct loop_source *src, const struct signalfd_siginfo *si,
 			       void *ctx);
+typedef void (*loop_prepare_fn)(struct loop_source *src, void *ctx);
 
 /* 0, or a negative errno with err saying why (io_uring unavailable, ...). */
 int loop_new(struct loop **out, struct coloc_err *err);
@@ -61,6 +68,11 @@ void loop_timer_set(struct loop_source *src, __u64 first_ns, __u64 interval_ns);
  */
 int loop_add_signal(struct loop *l, struct loop_source **src, int signo, loop_signal_fn cb,
 		    void *ctx);
+/*
+ * Calls cb once per iteration, before the loop waits, after the hooks added
+ * before it. Remove it like any source.
+ */
+int loop_add_prepare(struct loop *l, struct loop_source **src, loop_prepare_fn cb, void *ctx);
 /*
  * Unregisters a source: its callback never runs again. Safe inside any
  * callback. The loop frees the source after the current iteration, so the

@@ -289,4 +289,181 @@ TEST_F(loop, poll_set_events__waits_for_the_new_events_only)
 	EXPECT_EQ(1, self->t.n);
 }
 
+/* ---- prepare hooks ------------------------------------------------------ */
+
+#define HOOK_A 'A'
+#define HOOK_B 'B'
+#define HOOK_C 'C'
+#define POLLED 'P'
+#define TIMED 'T'
+#define WATCHDOG 'W'
+
+/* One hook's identity and what it may do on its first call. */
+struct hook {
+	struct trace *t;
+	int id;
+	int calls;
+	struct loop_source *timer; /* set to first_ns on the first call, when not NULL */
+	__u64 first_ns;
+	struct hook *adds; /* added on the first call */
+	struct loop_source *removes; /* removed on the first call */
+	int exit_code; /* loop_exit() on the first call, when not 0 */
+};
+
+static void on_prepare_record(struct loop_source *src, void *ctx);
+
+static void hook_first_call(struct hook *h)
+{
+	if (h->timer)
+		loop_timer_set(h->timer, h->first_ns, 0);
+	if (h->adds)
+		loop_add_prepare(h->t->loop, NULL, on_prepare_record, h->adds);
+	if (h->removes)
+		loop_source_remove(h->removes);
+	if (h->exit_code)
+		loop_exit(h->t->loop, h->exit_code);
+}
+
+static void on_prepare_record(struct loop_source *src, void *ctx)
+{
+	struct hook *h = ctx;
+
+	(void)src;
+	trace_add(h->t, h->id);
+	if (h->calls++ == 0)
+		hook_first_call(h);
+}
+
+/* A level-triggered source: its byte stays unread, so every iteration has one wait and one call. */
+static void on_readable_mark(struct loop_source *src, int fd, unsigned int revents, void *ctx)
+{
+	struct trace *t = ctx;
+	int polled = 0;
+
+	(void)src;
+	(void)fd;
+	(void)revents;
+	trace_add(t, POLLED);
+	for (int i = 0; i < t->n; i++)
+		polled += t->order[i] == POLLED;
+	if (polled == 3)
+		loop_exit(t->loop, 0);
+}
+
+static void on_timer_mark_exit(struct loop_source *src, __u64 now, void *ctx)
+{
+	struct trace *t = ctx;
+
+	(void)now;
+	trace_add(t, t->other == src ? WATCHDOG : TIMED);
+	loop_exit(t->loop, t->other == src ? 2 : 1);
+}
+
+static void expect_trace(struct __test_metadata *_metadata, const struct trace *t,
+			 const char *want)
+{
+	char got[17] = { 0 };
+
+	for (int i = 0; i < t->n; i++)
+		got[i] = (char)t->order[i];
+	EXPECT_STREQ(want, got);
+}
+
+TEST_F(loop, add_prepare__runs_once_before_each_wait)
+{
+	struct coloc_err err = { 0 };
+	struct hook a = { .t = &self->t, .id = HOOK_A };
+
+	ASSERT_EQ(0, loop_add_poll(self->loop, NULL, self->pipe_a[0], POLLIN, on_readable_mark,
+				   &self->t));
+	ASSERT_EQ(0, loop_add_prepare(self->loop, NULL, on_prepare_record, &a));
+	ASSERT_EQ(1, write(self->pipe_a[1], "a", 1));
+	ASSERT_EQ(0, loop_run(self->loop, &err));
+	expect_trace(_metadata, &self->t, "APAPAP");
+}
+
+TEST_F(loop, add_prepare__hooks_run_in_the_order_added)
+{
+	struct coloc_err err = { 0 };
+	struct hook h[3] = { { .t = &self->t, .id = HOOK_A },
+			     { .t = &self->t, .id = HOOK_B },
+			     { .t = &self->t, .id = HOOK_C } };
+
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, loop_add_prepare(self->loop, NULL, on_prepare_record, &h[i]));
+	ASSERT_EQ(0, loop_add_poll(self->loop, NULL, self->pipe_a[0], POLLIN, on_readable_mark,
+				   &self->t));
+	ASSERT_EQ(1, write(self->pipe_a[1], "a", 1));
+	ASSERT_EQ(0, loop_run(self->loop, &err));
+	expect_trace(_metadata, &self->t, "ABCPABCPABCP");
+}
+
+TEST_F(loop, add_prepare__a_timer_the_hook_makes_due_fires_before_the_hook_runs_again)
+{
+	struct coloc_err err = { 0 };
+	struct hook a = { .t = &self->t, .id = HOOK_A, .first_ns = 0 };
+
+	/* due in an hour until the hook says now; the watchdog ends a loop that missed it */
+	ASSERT_EQ(0, loop_add_timer(self->loop, &a.timer, 3600000 * MS, 0, on_timer_mark_exit,
+				    &self->t));
+	ASSERT_EQ(0, loop_add_timer(self->loop, &self->t.other, 5000 * MS, 0, on_timer_mark_exit,
+				    &self->t));
+	ASSERT_EQ(0, loop_add_prepare(self->loop, NULL, on_prepare_record, &a));
+	EXPECT_EQ(1, loop_run(self->loop, &err));
+	expect_trace(_metadata, &self->t, "AT");
+}
+
+TEST_F(loop, add_prepare__a_timer_the_hook_brings_forward_bounds_the_same_wait)
+{
+	struct coloc_err err = { 0 };
+	struct hook a = { .t = &self->t, .id = HOOK_A, .first_ns = 20 * MS };
+
+	ASSERT_EQ(0, loop_add_timer(self->loop, &a.timer, 3600000 * MS, 0, on_timer_mark_exit,
+				    &self->t));
+	ASSERT_EQ(0, loop_add_timer(self->loop, &self->t.other, 5000 * MS, 0, on_timer_mark_exit,
+				    &self->t));
+	ASSERT_EQ(0, loop_add_prepare(self->loop, NULL, on_prepare_record, &a));
+	/* the wait ends at the hook's 20 ms, not at the watchdog's 5 s nor the hour */
+	EXPECT_EQ(1, loop_run(self->loop, &err));
+	ASSERT_GE(self->t.n, 2);
+	EXPECT_EQ(HOOK_A, self->t.order[0]);
+	EXPECT_EQ(TIMED, self->t.order[self->t.n - 1]);
+}
+
+TEST_F(loop, add_prepare__a_hook_added_by_a_hook_runs_next_iteration_and_a_removed_one_never)
+{
+	struct coloc_err err = { 0 };
+	struct hook b = { .t = &self->t, .id = HOOK_B };
+	struct hook c = { .t = &self->t, .id = HOOK_C };
+	struct hook a = { .t = &self->t, .id = HOOK_A, .adds = &b };
+
+	ASSERT_EQ(0, loop_add_prepare(self->loop, NULL, on_prepare_record, &a));
+	/* C comes after A: A removes it before its turn in the first iteration */
+	ASSERT_EQ(0, loop_add_prepare(self->loop, &a.removes, on_prepare_record, &c));
+	ASSERT_EQ(0, loop_add_poll(self->loop, NULL, self->pipe_a[0], POLLIN, on_readable_mark,
+				   &self->t));
+	ASSERT_EQ(1, write(self->pipe_a[1], "a", 1));
+	ASSERT_EQ(0, loop_run(self->loop, &err));
+	expect_trace(_metadata, &self->t, "APABPABP");
+	EXPECT_EQ(0, c.calls);
+}
+
+TEST_F(loop, add_prepare__a_hook_that_exits_ends_the_loop_before_the_wait)
+{
+	struct coloc_err err = { 0 };
+	struct hook a = { .t = &self->t, .id = HOOK_A, .exit_code = 5 };
+	struct hook b = { .t = &self->t, .id = HOOK_B };
+
+	/* nothing else would end the wait for 5 s: the byte is ready but must not be seen */
+	ASSERT_EQ(0, loop_add_timer(self->loop, &self->t.other, 5000 * MS, 0, on_timer_mark_exit,
+				    &self->t));
+	ASSERT_EQ(0, loop_add_poll(self->loop, NULL, self->pipe_a[0], POLLIN, on_readable_mark,
+				   &self->t));
+	ASSERT_EQ(1, write(self->pipe_a[1], "a", 1));
+	ASSERT_EQ(0, loop_add_prepare(self->loop, NULL, on_prepare_record, &a));
+	ASSERT_EQ(0, loop_add_prepare(self->loop, NULL, on_prepare_record, &b));
+	EXPECT_EQ(5, loop_run(self->loop, &err));
+	expect_trace(_metadata, &self->t, "A");
+}
+
 TEST_HARNESS_MAIN
