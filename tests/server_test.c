@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * colocd's control socket (daemon/server.c) served in this process on a real
+ * event loop, its clients real Unix sockets: the line framing (split and
+ * batched writes, CRLF, a last line cut by EOF), a line over the limit, a
+ * binary payload after its line, deferred answers, many clients at once,
+ * descriptors riding on a line, and who the peer is (SO_PEERCRED): root, a
+ * member of the coloc group, and a user who is neither. The handler echoes
+ * each line with the uid the server says sent it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include "kselftest_harness.h"
+#include "coloc/protocol.h"
+#include "loop.h"
+#include "server.h"
+
+#define MS 1000000ull
+#define WATCHDOG_NS (20000 * MS)
+#define NOBODY 65534
+#define MANY 40 /* clients at once: more than a uid's share, fewer than root may hold */
+
+struct echo {
+	int lines; /* request lines the handler saw */
+	int oversize; /* times it was told of a line over the limit */
+	int nr_fds; /* descriptors that came with the last line */
+	struct server *srv;
+	__u64 deferred_conn;
+};
+
+FIXTURE(server)
+{
+	struct loop *loop;
+	struct server *srv;
+	struct echo echo;
+	char dir[64];
+	char sock[128];
+};
+
+static char *echo_payload(void *ctx, struct server_req *req, const void *data, size_t len)
+{
+	char *out;
+
+	(void)ctx;
+	(void)req;
+	if (asprintf(&out, "payload:%.*s\n", (int)len, (const char *)data) < 0)
+		return NULL;
+	return out;
+}
+
+static char *echo_handle(void *ctx, struct server_req *req, const char *line, size_t len)
+{
+	struct echo *e = ctx;
+	unsigned long bytes;
+	char *out;
+
+	if (!line) {
+		e->oversize++;
+		return strdup("oversize\n");
+	}
+	e->lines++;
+	e->nr_fds = req->nr_fds;
+	if (sscanf(line, "payload %lu", &bytes) == 1) {
+		server_req_read_payload(req, bytes, echo_payload, NULL);
+		return NULL;
+	}
+	if (!strcmp(line, "defer")) {
+		e->deferred_conn = req->conn;
+		server_req_defer(req);
+		return NULL;
+	}
+	if (asprintf(&out, "%u:%.*s\n", (unsigned int)req->uid, (int)len, line) < 0)
+		return NULL;
+	return out;
+}
+
+FIXTURE_SETUP(server)
+{
+	struct server_config cfg = { .timeout_ms = 30000 };
+	struct coloc_err err = { 0 };
+
+	self->srv = NULL;
+	self->loop = NULL;
+	self->dir[0] = '\0';
+	if (geteuid() != 0)
+		SKIP(return, "needs root: the socket's directory must be root's");
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-server-test-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
+	cfg.socket_path = self->sock;
+	memset(&self->echo, 0, sizeof(self->echo));
+	ASSERT_EQ(0, loop_new(&self->loop, &err));
+	ASSERT_EQ(0, server_open(&self->srv, self->loop, &cfg, &err))
+	TH_LOG("server_open: %s", coloc_err_str(&err));
+	self->echo.srv = self->srv;
+	ASSERT_EQ(0, server_listen(self->srv, echo_handle, &self->echo, &err))
+	TH_LOG("server_listen: %s", coloc_err_str(&err));
+}
+
+FIXTURE_TEARDOWN(server)
+{
+	server_close(self->srv);
+	loop_free(self->loop);
+	if (self->dir[0])
+		rmdir(self->dir);
+}
+
+/* A client's side: what it read, until it has want_lines lines or the server hung up. */
+struct client {
+	int fd;
+	char buf[4096];
+	size_t len;
+	int want_lines;
+	bool eof;
+	bool done;
+	struct loop_source *src;
+};
+
+struct run {
+	struct loop *loop;
+	struct client *clients;
+	int nr, nr_done;
+	bool wait_eof; /* done only once the server closed too */
+};
+
+static int client_lines(const struct client *c)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < c->len; i++)
+		n += c->buf[i] == '\n';
+	return n;
+}
+
+static struct run *the_run;
+
+static void on_client(struct loop_source *src, int fd, unsigned int revents, void *ctx)
+{
+	struct client *c = ctx;
+	ssize_t n = 0;
+
+	(void)revents;
+	if (c->len < sizeof(c->buf) - 1)
+		n = read(fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
+	if (n > 0)
+		c->len += (size_t)n;
+	else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+		c->eof = true;
+	c->buf[c->len] = '\0';
+	if (!c->done && (the_run->wait_eof ? c->eof : client_lines(c) >= c->want_lines || c->eof)) {
+		c->done = true;
+		loop_source_remove(src);
+		c->src = NULL;
+		if (++the_run->nr_done == the_run->nr)
+			loop_exit(the_run->loop, 0);
+	}
+}
+
+static void on_watchdog(struct loop_source *src, __u64 now, void *ctx)
+{
+	(void)src;
+	(void)now;
+	loop_exit(ctx, -ETIMEDOUT);
+}
+
+/* Serves for ms, whatever comes. */
+static void serve_for(struct loop *loop, unsigned int ms)
+{
+	struct coloc_err err = { 0 };
+
+	if (!loop_add_timer(loop, NULL, ms * MS, 0, on_watchdog, loop))
+		loop_run(loop, &err);
+}
+
+/* Serves until every client is done; 0, or -ETIMEDOUT when the watchdog ended it. */
+static int serve_until_done(struct loop *loop, struct client *clients, int nr, bool wait_eof)
+{
+	struct run run = { .loop = loop, .clients = clients, .nr = nr, .wait_eof = wait_eof };
+	struct loop_source *watchdog = NULL;
+	struct coloc_err err = { 0 };
+	int ret;
+
+	the_run = &run;
+	for (int i = 0; i < nr; i++)
+		if (loop_add_poll(loop, &clients[i].src, clients[i].fd, POLLIN, on_client,
+				  &clients[i]))
+			return -ENOMEM;
+	if (loop_add_timer(loop, &watchdog, WATCHDOG_NS, 0, on_watchdog, loop))
+		return -ENOMEM;
+	ret = loop_run(loop, &err);
+	loop_source_remove(watchdog);
+	for (int i = 0; i < nr; i++)
+		loop_source_remove(clients[i].src);
+	return ret;
+}
+
+static int connect_to(const char *path)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static ssize_t send_str(int fd, const char *s)
+{
+	return send(fd, s, strlen(s), MSG_NOSIGNAL);
+}
+
+/* The rest of a request, written from the loop once the server has read the first part. */
+struct later {
+	int fd;
+	const char *text;
+	bool shut; /* then end the client's side of the stream */
+};
+
+static void on_write_later(struct loop_source *src, __u64 now, void *ctx)
+{
+	struct later *l = ctx;
+
+	(void)src;
+	(void)now;
+	send_str(l->fd, l->text);
+	if (l->shut)
+		shutdown(l->fd, SHUT_WR);
+}
+
+TEST_F(server, listen__frames_split_and_batched_lines_crlf_and_a_last_line_cut_by_eof)
+{
+	struct client c = { .fd = connect_to(self->sock) };
+	struct later rest = { .text = "ta\r\ngamma", .shut = true };
+
+	ASSERT_GE(c.fd, 0);
+	rest.fd = c.fd;
+	ASSERT_EQ(8, send_str(c.fd, "alpha\nbe"));
+	ASSERT_EQ(0, loop_add_timer(self->loop, NULL, 20 * MS, 0, on_write_later, &rest));
+	/* answered line by line, in order; the server hangs up once gamma is answered */
+	ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, true));
+	EXPECT_STREQ("0:alpha\n0:beta\n0:gamma\n", c.buf);
+	EXPECT_EQ(3, self->echo.lines);
+	close(c.fd);
+}
+
+TEST_F(server, listen__a_line_over_the_limit_gets_the_handlers_answer_then_the_connection_closes)
+{
+	struct client c = { .fd = connect_to(self->sock) };
+	size_t big = COLOC_MAX_REQUEST + 100;
+	char *line = malloc(big + 16);
+
+	ASSERT_GE(c.fd, 0);
+	ASSERT_NE(NULL, line);
+	/* an ordinary line, one too long, and one the server must never read */
+	memset(line, 'x', big);
+	memcpy(line + big, "\nlost\n", 7);
+	ASSERT_EQ(3, send_str(c.fd, "ok\n"));
+	ASSERT_EQ((ssize_t)(big + 6), send(c.fd, line, big + 6, MSG_NOSIGNAL));
+	free(line);
+	ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, true));
+	EXPECT_STREQ("0:ok\noversize\n", c.buf);
+	EXPECT_EQ(1, self->echo.lines);
+	EXPECT_EQ(1, self->echo.oversize);
+	close(c.fd);
+}
+
+TEST_F(server, req_read_payload__hands_the_bytes_after_the_line_over_whole_newlines_and_all)
+{
+	struct client c = { .fd = connect_to(self->sock), .want_lines = 2 };
+
+	ASSERT_GE(c.fd, 0);
+	/* the payload holds a newline: it must not be read as the end of a line */
+	ASSERT_EQ(20, send_str(c.fd, "payload 5\nHE\nLOnext\n"));
+	ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, false));
+	EXPECT_STREQ("payload:HE\nLO\n0:next\n", c.buf);
+	EXPECT_EQ(2, self->echo.lines);
+	close(c.fd);
+}
+
+static void on_answer_deferred(struct loop_source *src, __u64 now, void *ctx)
+{
+	struct echo *e = ctx;
+
+	(void)src;
+	(void)now;
+	server_send(e->srv, e->deferred_conn, "deferred\n", "PAY", 3);
+}
+
+TEST_F(server, send__a_deferred_answer_reaches_its_connection_and_a_gone_one_is_enotconn)
+{
+	struct client c = { .fd = connect_to(self->sock), .want_lines = 2 };
+
+	ASSERT_GE(c.fd, 0);
+	ASSERT_EQ(12, send_str(c.fd, "defer\nafter\n"));
+	ASSERT_EQ(0, loop_add_timer(self->loop, NULL, 20 * MS, 0, on_answer_deferred,
+				    &self->echo));
+	/* the later line is answered at once; the deferred answer, with its payload, after */
+	ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, false));
+	EXPECT_STREQ("0:after\ndeferred\nPAY", c.buf);
+	ASSERT_NE(0, self->echo.deferred_conn);
+	/* an owed answer to a connection that ended meanwhile finds it gone */
+	self->echo.deferred_conn = 0;
+	ASSERT_EQ(6, send_str(c.fd, "defer\n"));
+	for (int i = 0; i < 1000 && !self->echo.deferred_conn; i++)
+		serve_for(self->loop, 5);
+	ASSERT_NE(0, self->echo.deferred_conn);
+	close(c.fd);
+	/* the server learns of the hang-up on its next wakeup */
+	for (int i = 0; i < 1000 && server_send(self->srv, self->echo.deferred_conn, "x\n", NULL,
+						0) != -ENOTCONN;
+	     i++)
+		serve_for(self->loop, 5);
+	EXPECT_EQ(-ENOTCONN, server_send(self->srv, self->echo.deferred_conn, "x\n", NULL, 0));
+}
+
+TEST_F(server, listen__serves_many_clients_at_once_each_its_own_answers)
+{
+	struct client *c = calloc(MANY, sizeof(*c));
+	char want[64];
+
+	ASSERT_NE(NULL, c);
+	/* all connected and all asking before the loop serves any */
+	for (int i = 0; i < MANY; i++) {
+		char req[64];
+
+		c[i].fd = connect_to(self->sock);
+		ASSERT_GE(c[i].fd, 0) TH_LOG("client %d: %s", i, strerror(errno));
+		c[i].want_lines = 2;
+		snprintf(req, sizeof(req), "client-%d\nagain-%d\n", i, i);
+		ASSERT_EQ((ssize_t)strlen(req), send_str(c[i].fd, req));
+	}
+	ASSERT_EQ(0, serve_until_done(self->loop, c, MANY, false));
+	for (int i = 0; i < MANY; i++) {
+		snprintf(want, sizeof(want), "0:client-%d\n0:again-%d\n", i, i);
+		EXPECT_STREQ(want, c[i].buf);
+		close(c[i].fd);
+	}
+	EXPECT_EQ(2 * MANY, self->echo.lines);
+	free(c);
+}
+
+/* Sends line with the descriptors fds riding on it (SCM_RIGHTS). */
+static ssize_t send_with_fds(int sock, const char *line, const int *fds, int nr)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} cbuf = { 0 };
+	struct iovec iov = { (void *)line, strlen(line) };
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = cbuf.buf,
+			      .msg_controllen = CMSG_SPACE(sizeof(int) * nr) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * nr);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nr);
+	return sendmsg(sock, &msg, MSG_NOSIGNAL);
+}
+
+TEST_F(server, listen__descriptors_ride_with_their_line_and_those_not_taken_are_closed)
+{
+	struct client c = { .fd = connect_to(self->sock), .want_lines = 1 };
+	int p[2], q[2], sent[2];
+
+	ASSERT_GE(c.fd, 0);
+	ASSERT_EQ(0, pipe2(p, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(q, O_CLOEXEC));
+	sent[0] = p[0];
+	sent[1] = q[0];
+	ASSERT_EQ(4, send_with_fds(c.fd, "fds\n", sent, 2));
+	ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, false));
+	EXPECT_STREQ("0:fds\n", c.buf);
+	EXPECT_EQ(2, self->echo.nr_fds);
+	/* the line after carries none: the two stayed with their own line */
+	ASSERT_EQ(6, send_str(c.fd, "plain\n"));
+	c.want_lines = 2;
+	c.done = false;
+	ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, false));
+	EXPECT_STREQ("0:fds\n0:plain\n", c.buf);
+	EXPECT_EQ(0, self->echo.nr_fds);
+	/* the handler took neither: once ours are closed too, no reader is left */
+	close(p[0]);
+	close(q[0]);
+	EXPECT_EQ(-1, write(p[1], "x", 1));
+	EXPECT_EQ(EPIPE, errno);
+	EXPECT_EQ(-1, write(q[1], "x", 1));
+	EXPECT_EQ(EPIPE, errno);
+	close(p[1]);
+	close(q[1]);
+	close(c.fd);
+}
+
+/*
+ * A child as uid NOBODY and group gid (in_group: gid its one supplementary
+ * group too, else none) connects, sends "who", and passes the answer line
+ * it got into answer; the loop serves it meanwhile. Returns the child's
+ * wait status, -1 when it could not be started, -2 when the loop timed out.
+ */
+static int child_asks(struct loop *loop, const char *sock, gid_t gid, bool in_group, char *answer,
+		      size_t len)
+{
+	struct client pipe_end = { .want_lines = 1 };
+	int fds[2], st = -1, ret;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		char buf[512] = { 0 };
+		ssize_t n = 0;
+		int fd;
+
+		close(fds[0]);
+		if ((in_group ? setgroups(1, &gid) : setgroups(0, NULL)) || setgid(gid) ||
+		    setuid(NOBODY))
+			_exit(99);
+		fd = connect_to(sock);
+		if (fd < 0)
+			_exit(98);
+		/* a refused peer may find the server gone before its line is out: read anyway */
+		send_str(fd, "who\n");
+		n = read(fd, buf, sizeof(buf) - 1);
+		if (n <= 0 || !strchr(buf, '\n'))
+			_exit(97);
+		_exit(write(fds[1], buf, strlen(buf)) == (ssize_t)strlen(buf) ? 0 : 96);
+	}
+	close(fds[1]);
+	pipe_end.fd = fds[0];
+	ret = serve_until_done(loop, &pipe_end, 1, false);
+	close(fds[0]);
+	waitpid(pid, &st, 0);
+	snprintf(answer, len, "%s", pipe_end.buf);
+	return ret ? -2 : st;
+}
+
+TEST_F(server, listen__the_handler_sees_the_uid_the_kernel_recorded_for_the_peer)
+{
+	struct group *grp = getgrnam(COLOC_GROUP);
+	char answer[4096], want[64];
+
+	if (!grp)
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	EXPECT_EQ(0, child_asks(self->loop, self->sock, grp->gr_gid, true, answer, sizeof(answer)));
+	snprintf(want, sizeof(want), "%d:who\n", NOBODY);
+	EXPECT_STREQ(want, answer);
+}
+
+TEST_F(server, listen__a_peer_neither_root_nor_in_the_group_is_refused_before_the_handler)
+{
+	char answer[4096];
+
+	/* the socket's mode would stop it first: opened up, the server's own check must */
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	ASSERT_EQ(0, chmod(self->sock, 0666));
+	EXPECT_EQ(0, child_asks(self->loop, self->sock, NOBODY, false, answer, sizeof(answer)));
+	EXPECT_NE(NULL, strstr(answer, "\"ok\":false")) TH_LOG("answer: %s", answer);
+	EXPECT_NE(NULL, strstr(answer, "permission denied")) TH_LOG("answer: %s", answer);
+	EXPECT_EQ(0, self->echo.lines);
+}
+
+TEST_HARNESS_MAIN
