@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include "bpffs.h"
 #include "colocd.h"
+#include "control.h"
 #include "server.h"
 #include "cli.h"
 #include "policy.h"
@@ -383,12 +384,6 @@ static void on_stop_signal(struct loop_source *src, const struct signalfd_siginf
 		busy == 1 ? "y" : "ies");
 }
 
-static char *serve_request(void *ctx, struct server_req *req, const char *line, size_t len)
-{
-	return line ? control_handle(ctx, req, req->uid, line, len, loop_now_ns()) :
-		      control_oversize_response();
-}
-
 /*
  * Submits the tenants --state kept; one that fails is reported and the
  * others go on. The file is left as it is meanwhile, so a tenant that did
@@ -406,7 +401,6 @@ static void load_state(struct colocd *d)
 	n = colocd_state_read(config.state_path, specs, &err);
 	if (n < 0)
 		fprintf(stderr, "colocd: %s; starting with no tenants\n", coloc_err_str(&err));
-	d->cfg.state_path = NULL;
 	for (int i = 0; i < n; i++) {
 		struct colocd_files files;
 		int ret;
@@ -422,7 +416,6 @@ static void load_state(struct colocd *d)
 			fprintf(stderr, "colocd: tenant %s from %s did not come back: %s\n",
 				specs[i].name, config.state_path, coloc_err_str(&err));
 	}
-	d->cfg.state_path = config.state_path;
 	free(specs);
 }
 
@@ -481,7 +474,7 @@ int main(int argc, char **argv)
 	}
 	if (config.state_path)
 		load_state(d);
-	err = server_listen(server, serve_request, d, &cerr);
+	err = server_listen(server, control_serve, d, &cerr);
 	if (err) {
 		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
 		goto cleanup;

@@ -3,7 +3,9 @@
  * The state colocd's parts share: configuration, the machine's topology (the
  * one socket numbering), the sensor, the rolling view, uncore bandwidth and
  * the tenant table. One instance per daemon, passed explicitly (tests build
- * their own).
+ * their own). lifecycle.c starts and stops it; the control protocol
+ * (control.h) and the --state file (serving_state.h) work on it, and it
+ * calls neither (docs/design/daemon-structure.md).
  */
 #ifndef COLOC_DAEMON_COLOCD_H
 #define COLOC_DAEMON_COLOCD_H
@@ -21,6 +23,7 @@
 #include "server.h"
 #include "sandbox.h"
 #include "serving.h"
+#include "serving_state.h"
 #include "tenants.h"
 #include "topology.h"
 #include "uncore.h"
@@ -55,31 +58,6 @@ struct colocd_config {
 #define COLOCD_DEFAULT_TENANTS_PER_UID (COLOC_MAX_TENANTS / 4)
 #define COLOCD_DEFAULT_EXECUTORS_PER_UID 16
 #define COLOCD_DEFAULT_QUEUED_PER_UID (SERVING_DEFAULT_QUEUE_TOTAL / 4)
-
-#define COLOCD_LOCATION_LEN 256 /* an ONNX external data location, with its NUL */
-
-/*
- * An admitted tenant as submitted: what --state keeps. The paths are the
- * client's names for its files, for display only: colocd never opens
- * them (it keeps its own copies of the bytes, colocd_files).
- */
-struct colocd_spec {
-	char name[SERVING_NAME_LEN];
-	char model[PATH_MAX];
-	char weights[PATH_MAX]; /* "" when none */
-	char external[COLOC_MAX_REQUEST_FDS][COLOCD_LOCATION_LEN]; /* ONNX external data */
-	int nr_external;
-	__u64 qos_ns;
-	int executors; /* serving_tenant_spec.executors: 0 or 1 is one */
-	uid_t owner; /* who submitted it; root for a state file written before owners */
-};
-
-/* The bytes of a spec's files: sealed memfds (daemon/submit_files.h); -1 for none. */
-struct colocd_files {
-	int model_fd;
-	int weights_fd;
-	int external_fd[COLOC_MAX_REQUEST_FDS]; /* spec.nr_external of them */
-};
 
 /* A remove request waiting for its tenant to drain. */
 struct colocd_waiter {
@@ -120,7 +98,8 @@ struct colocd {
 	struct level_source level; /* where the per-core level comes from */
 	struct sandbox *sandbox;
 	struct serving *serving;
-	struct loop_source *serving_timer;
+	struct loop_source *serving_timer, *serving_prepare;
+	__u64 serving_ticked_ns; /* CLOCK_MONOTONIC of the last serving_tick() */
 	struct colocd_exec_fd *exec_fds; /* as many as the executors have */
 	struct colocd_spec *specs; /* COLOC_MAX_TENANTS of them */
 	int nr_specs;
@@ -143,60 +122,14 @@ int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct loop 
  */
 void colocd_stop(struct colocd *d);
 
-/* Calls the serving core's tick when it next needs one (after any call into it). */
-void colocd_serving_rearm(struct colocd *d);
 /* Queries queued or running over all tenants: 0 once drained. */
 int colocd_serving_busy(const struct colocd *d);
-
 /*
- * The admitted tenants as submitted: add on admit (with --state, a copy
- * of files' bytes goes into the state's directory, STATE.files/, root's
- * own), drop on remove; rewrites --state.
+ * Answers {"ok":true} on the server's connection conn once the serving
+ * tenant name is gone (a remove waiting for its drain). -ENOSPC when
+ * COLOCD_MAX_WAITERS removes wait already.
  */
-int colocd_spec_add(struct colocd *d, const struct colocd_spec *spec,
-		    const struct colocd_files *files, struct coloc_err *err);
-int colocd_spec_drop(struct colocd *d, const char *name, struct coloc_err *err);
-/* Writes the specs to cfg.state_path atomically (temp + rename); 0 without one. */
-int colocd_state_write(const struct colocd *d, struct coloc_err *err);
-/*
- * Reads the specs in path (none when it does not exist) into specs (at most
- * COLOC_MAX_TENANTS); returns how many, or -errno with err filled.
- */
-int colocd_state_read(const char *path, struct colocd_spec *specs, struct coloc_err *err);
-/*
- * The files of spec as --state kept them (colocd's own copies, never the
- * client's paths), sealed into files; 0 or -errno with err. Close them
- * with colocd_files_close.
- */
-int colocd_state_files(const char *path, const struct colocd_spec *spec,
-		       struct colocd_files *files, struct coloc_err *err);
-void colocd_files_close(struct colocd_files *files, int nr_external);
-
-/*
- * Handles one request line (without its '\n') from uid (the peer's
- * SO_PEERCRED uid: what it may see and change, docs/security-owners.md);
- * returns a malloc'd response line ending in '\n', or NULL when req says
- * the answer comes later (a payload to read, a query to finish, a tenant to
- * drain). req is NULL without a connection (tests): then infer is refused
- * and remove answers at once. Errors are responses.
- */
-char *control_handle(struct colocd *d, struct server_req *req, uid_t uid, const char *line,
-		     size_t len, __u64 now_ns);
-/*
- * Starts admitting a tenant (owned by spec->owner): what submit does.
- * -errno with err when serving_admit refuses at once. Otherwise 0, and
- * the admission's answer (serving.h) comes later: the tenant is then
- * recorded (for --state: its files are duplicated meanwhile) and the
- * client on sreq answered, its request deferred here (a state file that
- * could not be written leaves the tenant admitted, with a "warning");
- * sreq NULL (a tenant --state brings back): the outcome goes to the log.
- */
-struct server_req;
-int control_submit_spec(struct colocd *d, const struct colocd_spec *spec,
-			const struct colocd_files *files, struct server_req *sreq, uid_t uid,
-			struct coloc_err *err);
-/* The error response for a line over COLOC_MAX_REQUEST bytes (malloc'd). */
-char *control_oversize_response(void);
+int colocd_await_removal(struct colocd *d, const char *name, struct server *server, __u64 conn);
 
 /* The sensor's window still open at now_ns (the BPF side numbers windows the same way). */
 static inline __u64 colocd_now_window(const struct colocd *d, __u64 now_ns)

@@ -4,10 +4,13 @@
  * one JSON request with json-c in strict mode, calls the module that owns
  * the state (tenants.c for attributed processes, serving.c for submitted
  * tenants and their queries, the sensor and view for signals), and returns
- * one JSON response line, always valid UTF-8. It owns no I/O and no state:
+ * one JSON response line, always valid UTF-8. It does no I/O of its own:
  * server.c moves the bytes (an infer's binary input and output included),
- * so the same handler is driven by the socket and by tests. submit, whose
- * answer waits for the admission, is in control_submit.c.
+ * serving_state.c writes --state, so the same handler is driven by the
+ * socket and by tests. Nor does it keep state: an answer owed later rides
+ * in the callback's context (an infer's, an admission's) or waits in the
+ * daemon core (a remove, colocd_await_removal). submit, whose answer waits
+ * for the admission, is in control_submit.c.
  *
  * Every request carries the caller's uid. The module that owns a tenant
  * says whether the caller may act on it (serving_authorize, tenants.c);
@@ -26,7 +29,7 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <json-c/json.h>
-#include "colocd.h"
+#include "control.h"
 #include "control_internal.h"
 #include "policy.h"
 #include "utf8.h"
@@ -72,11 +75,6 @@ struct json_object *control_ok(void)
 	return resp;
 }
 
-char *control_oversize_response(void)
-{
-	return control_error("request larger than %d bytes; closing the connection",
-			     COLOC_MAX_REQUEST);
-}
 
 static void control_add_double(struct json_object *o, const char *key, double v)
 {
@@ -629,7 +627,6 @@ static char *control_cmd_restart(struct colocd *d, struct json_object *req, uid_
 	if (serving_authorize(d->serving, name, uid, &err))
 		return control_error("%s", coloc_err_str(&err));
 	ret = serving_restart(d->serving, name, &err);
-	colocd_serving_rearm(d);
 	if (ret)
 		return control_error("%s", coloc_err_str(&err));
 	return control_finish(control_ok());
@@ -641,14 +638,13 @@ static char *control_cmd_remove(struct colocd *d, struct json_object *req, uid_t
 	const char *name = control_str(req, "name");
 	struct serving_tenant_info info;
 	struct coloc_err err = { 0 };
-	int ret, slot = -1;
+	int ret;
 
 	if (!name)
 		return control_error("remove needs \"name\": a string");
 	if (serving_authorize(d->serving, name, uid, &err))
 		return control_error("%s", coloc_err_str(&err));
 	ret = serving_remove(d->serving, name, &err);
-	colocd_serving_rearm(d);
 	if (ret)
 		return control_error("%s", coloc_err_str(&err));
 	coloc_err_clear(&err);
@@ -656,15 +652,9 @@ static char *control_cmd_remove(struct colocd *d, struct json_object *req, uid_t
 	colocd_spec_drop(d, name, &err);
 	if (serving_tenant_info(d->serving, name, &info) == -ENOENT || !sreq)
 		return control_finish(control_ok());
-	for (int i = 0; i < COLOCD_MAX_WAITERS && slot < 0; i++)
-		if (!d->waiters[i].used)
-			slot = i;
 	/* too many removes waiting: answer now, the drain goes on */
-	if (slot < 0)
+	if (colocd_await_removal(d, name, sreq->server, sreq->conn))
 		return control_finish(control_ok());
-	d->waiters[slot] =
-		(struct colocd_waiter){ .used = true, .server = sreq->server, .conn = sreq->conn };
-	snprintf(d->waiters[slot].name, sizeof(d->waiters[slot].name), "%s", name);
 	server_req_defer(sreq);
 	return NULL;
 }
@@ -747,7 +737,6 @@ static char *control_infer_payload(void *ctx, struct server_req *sreq, const voi
 	if (!ret)
 		ret = serving_submit(d->serving, tenant, data, len, control_infer_done, inf, NULL,
 				     &err);
-	colocd_serving_rearm(d);
 	if (ret) {
 		resp = control_infer_error(inf->tag, "rejected", coloc_err_str(&err));
 		free(inf);
@@ -953,4 +942,12 @@ char *control_handle(struct colocd *d, struct server_req *sreq, uid_t uid, const
 		resp = control_error("unknown cmd '%.64s': " CONTROL_CMD_LIST, cmd);
 	json_object_put(req);
 	return resp;
+}
+
+char *control_serve(void *ctx, struct server_req *req, const char *line, size_t len)
+{
+	if (!line)
+		return control_error("request larger than %d bytes; closing the connection",
+				     COLOC_MAX_REQUEST);
+	return control_handle(ctx, req, req->uid, line, len, loop_now_ns());
 }

@@ -10,7 +10,7 @@
 
 #include <sys/types.h>
 #include <json-c/json.h>
-#include "colocd.h"
+#include "control.h"
 
 /* resp as one line ending in '\n' (malloc'd; NULL out of memory); puts resp. */
 char *control_finish(struct json_object *resp);

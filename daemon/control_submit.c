@@ -59,13 +59,11 @@ static void control_submit_admitted(void *ctx, const char *name, int ret,
 	const char *state_path = a->d->cfg.state_path;
 	char *line;
 
-	if (!ret) {
-		/* a tenant --state brought back is in the state file already */
-		if (!a->server)
-			a->d->cfg.state_path = NULL;
+	/* a tenant --state brought back is in the state file already */
+	if (!ret && a->server)
 		colocd_spec_add(a->d, &a->spec, &a->files, &warn);
-		a->d->cfg.state_path = state_path;
-	}
+	else if (!ret)
+		colocd_spec_restore(a->d, &a->spec, &warn);
 	if (!a->server) {
 		if (ret)
 			fprintf(stderr, "colocd: tenant %s from %s did not come back: %s\n", name,
@@ -141,7 +139,6 @@ int control_submit_spec(struct colocd *d, const struct colocd_spec *spec,
 	for (int i = 0; i < spec->nr_external; i++)
 		ext[i] = (struct serving_external){ spec->external[i], files->external_fd[i] };
 	ret = serving_admit(d->serving, &ts, err);
-	colocd_serving_rearm(d);
 	if (ret) {
 		control_admission_free(a);
 		return ret;

@@ -8,7 +8,8 @@
  * parts own on the event loop: the ring buffer (read when the BPF side
  * wakes colocd for a backlog), a drain timer, and the one-second tick.
  * It also creates the serving core (serving.h) and gives it the loop: its
- * executors' fds as poll sources, one timer re-armed to its next deadline,
+ * executors' fds as poll sources, one timer that a prepare hook sets to its
+ * next deadline before every wait (so no caller of the core re-arms it),
  * and each executor's process attributed to its tenant in the BPF maps.
  */
 #include <errno.h>
@@ -141,16 +142,23 @@ static int colocd_add_sources(struct colocd *d, struct coloc_err *err)
 	return 0;
 }
 
-#define COLOCD_SERVING_IDLE_NS 1000000000ull /* the timer's period with no deadline due */
+#define COLOCD_SERVING_IDLE_NS 1000000000ull /* the longest between two serving ticks */
 
-void colocd_serving_rearm(struct colocd *d)
+/*
+ * The loop's prepare hook: before each wait, after whatever any callback
+ * asked of the serving core, its timer is set to the core's next deadline,
+ * and at the latest a second after the last tick.
+ */
+static void colocd_serving_prepare(struct loop_source *src, void *ctx)
 {
-	int ms = d->serving ? serving_next_timeout_ms(d->serving) : -1;
+	struct colocd *d = ctx;
+	int ms = serving_next_timeout_ms(d->serving);
+	__u64 now = loop_now_ns(), due = d->serving_ticked_ns + COLOCD_SERVING_IDLE_NS;
 
-	if (d->serving_timer)
-		loop_timer_set(d->serving_timer,
-			       ms < 0 ? COLOCD_SERVING_IDLE_NS : (__u64)(ms ? ms : 1) * 1000000ull,
-			       0);
+	(void)src;
+	if (ms >= 0 && now + (__u64)(ms ? ms : 1) * 1000000ull < due)
+		due = now + (__u64)(ms ? ms : 1) * 1000000ull;
+	loop_timer_set(d->serving_timer, due > now ? due - now : 0, 0);
 }
 
 int colocd_serving_busy(const struct colocd *d)
@@ -173,9 +181,8 @@ static void colocd_on_serving_timer(struct loop_source *src, __u64 now_ns, void 
 	struct colocd *d = ctx;
 
 	(void)src;
-	(void)now_ns;
+	d->serving_ticked_ns = now_ns;
 	serving_tick(d->serving);
-	colocd_serving_rearm(d);
 }
 
 static void colocd_on_exec_fd(struct loop_source *src, int fd, unsigned int revents, void *ctx)
@@ -185,7 +192,6 @@ static void colocd_on_exec_fd(struct loop_source *src, int fd, unsigned int reve
 	(void)src;
 	(void)revents;
 	serving_handle_fd(d->serving, fd);
-	colocd_serving_rearm(d);
 }
 
 /* Each executor fd is a loop source of its own: no table to fill, no cap but memory. */
@@ -218,6 +224,20 @@ static int colocd_serving_watch(void *ctx, int fd, bool add)
 			break;
 		}
 	return 0;
+}
+
+int colocd_await_removal(struct colocd *d, const char *name, struct server *server, __u64 conn)
+{
+	for (int i = 0; i < COLOCD_MAX_WAITERS; i++) {
+		struct colocd_waiter *w = &d->waiters[i];
+
+		if (w->used)
+			continue;
+		*w = (struct colocd_waiter){ .used = true, .server = server, .conn = conn };
+		snprintf(w->name, sizeof(w->name), "%s", name);
+		return 0;
+	}
+	return -ENOSPC;
 }
 
 /* Answers the remove requests waiting for name. */
@@ -401,8 +421,11 @@ static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 	ret = serving_create(&sc, &d->serving, err);
 	if (ret)
 		return ret;
+	d->serving_ticked_ns = loop_now_ns();
 	ret = loop_add_timer(d->loop, &d->serving_timer, COLOCD_SERVING_IDLE_NS, 0,
 			     colocd_on_serving_timer, d);
+	if (!ret)
+		ret = loop_add_prepare(d->loop, &d->serving_prepare, colocd_serving_prepare, d);
 	if (ret)
 		return coloc_err_set(err, ret, "cannot register with the event loop: %s",
 				     strerror(-ret));
@@ -486,8 +509,9 @@ void colocd_stop(struct colocd *d)
 	if (d->block_log)
 		fclose(d->block_log);
 	d->block_log = NULL;
+	loop_source_remove(d->serving_prepare);
 	loop_source_remove(d->serving_timer);
-	d->serving_timer = NULL;
+	d->serving_prepare = d->serving_timer = NULL;
 	free(d->specs);
 	d->specs = NULL;
 	tenants_fini(&d->tenants);

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <json-c/json.h>
 #include "colocd.h"
+#include "serving_state.h"
 #include "submit_files.h"
 
 /* STATE.files/, opened (made when missing) as a directory of root's; fd or -errno. */
@@ -139,6 +140,15 @@ int colocd_spec_add(struct colocd *d, const struct colocd_spec *spec,
 	if (!ret)
 		ret = colocd_state_write(d, err);
 	return ret;
+}
+
+int colocd_spec_restore(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err)
+{
+	if (d->nr_specs >= COLOC_MAX_TENANTS)
+		return coloc_err_set(err, -ENOSPC, "all %d tenant slots are taken",
+				     COLOC_MAX_TENANTS);
+	d->specs[d->nr_specs++] = *spec;
+	return 0;
 }
 
 int colocd_spec_drop(struct colocd *d, const char *name, struct coloc_err *err)

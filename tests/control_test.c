@@ -17,6 +17,7 @@
 #include <json-c/json.h>
 #include "kselftest_harness.h"
 #include "colocd.h"
+#include "control.h"
 #include "testutil.h"
 #include "utf8.h"
 

@@ -27,6 +27,7 @@
 #include <json-c/json.h>
 #include "kselftest_harness.h"
 #include "colocd.h"
+#include "control.h"
 #include "serving.h"
 #include "testutil.h"
 

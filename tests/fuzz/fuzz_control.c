@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 #include "colocd.h"
+#include "control.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * colocd's --state file (serving_state.c): the admitted tenants as
+ * submitted, kept in struct colocd's specs and written to the file whole
+ * (temp, fsync, rename) on every change, with colocd's own copies of their
+ * files beside it; read back at start. All of --state's I/O is here.
+ */
+#ifndef COLOC_DAEMON_SERVING_STATE_H
+#define COLOC_DAEMON_SERVING_STATE_H
+
+#include <limits.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "coloc/protocol.h"
+#include "error.h"
+#include "serving.h"
+
+struct colocd;
+
+#define COLOCD_LOCATION_LEN 256 /* an ONNX external data location, with its NUL */
+
+/*
+ * An admitted tenant as submitted: what --state keeps. The paths are the
+ * client's names for its files, for display only: colocd never opens
+ * them (it keeps its own copies of the bytes, colocd_files).
+ */
+struct colocd_spec {
+	char name[SERVING_NAME_LEN];
+	char model[PATH_MAX];
+	char weights[PATH_MAX]; /* "" when none */
+	char external[COLOC_MAX_REQUEST_FDS][COLOCD_LOCATION_LEN]; /* ONNX external data */
+	int nr_external;
+	__u64 qos_ns;
+	int executors; /* serving_tenant_spec.executors: 0 or 1 is one */
+	uid_t owner; /* who submitted it; root for a state file written before owners */
+};
+
+/* The bytes of a spec's files: sealed memfds (daemon/submit_files.h); -1 for none. */
+struct colocd_files {
+	int model_fd;
+	int weights_fd;
+	int external_fd[COLOC_MAX_REQUEST_FDS]; /* spec.nr_external of them */
+};
+
+/*
+ * The admitted tenants as submitted: add on admit (with --state, a copy
+ * of files' bytes goes into the state's directory, STATE.files/, root's
+ * own), drop on remove; rewrites --state.
+ */
+int colocd_spec_add(struct colocd *d, const struct colocd_spec *spec,
+		    const struct colocd_files *files, struct coloc_err *err);
+int colocd_spec_drop(struct colocd *d, const char *name, struct coloc_err *err);
+/* Records spec, brought back from --state, without rewriting the file. */
+int colocd_spec_restore(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err);
+/* Writes the specs to cfg.state_path atomically (temp + rename); 0 without one. */
+int colocd_state_write(const struct colocd *d, struct coloc_err *err);
+/*
+ * Reads the specs in path (none when it does not exist) into specs (at most
+ * COLOC_MAX_TENANTS); returns how many, or -errno with err filled.
+ */
+int colocd_state_read(const char *path, struct colocd_spec *specs, struct coloc_err *err);
+/*
+ * The files of spec as --state kept them (colocd's own copies, never the
+ * client's paths), sealed into files; 0 or -errno with err. Close them
+ * with colocd_files_close.
+ */
+int colocd_state_files(const char *path, const struct colocd_spec *spec,
+		       struct colocd_files *files, struct coloc_err *err);
+void colocd_files_close(struct colocd_files *files, int nr_external);
+
+#endif /* COLOC_DAEMON_SERVING_STATE_H */
