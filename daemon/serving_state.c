@@ -127,21 +127,6 @@ static int state_save_files(const struct colocd *d, const struct colocd_spec *sp
 	return ret;
 }
 
-int colocd_spec_add(struct colocd *d, const struct colocd_spec *spec,
-		    const struct colocd_files *files, struct coloc_err *err)
-{
-	int ret;
-
-	if (d->nr_specs >= COLOC_MAX_TENANTS)
-		return coloc_err_set(err, -ENOSPC, "all %d tenant slots are taken",
-				     COLOC_MAX_TENANTS);
-	d->specs[d->nr_specs++] = *spec;
-	ret = d->cfg.state_path ? state_save_files(d, spec, files, err) : 0;
-	if (!ret)
-		ret = colocd_state_write(d, err);
-	return ret;
-}
-
 int colocd_spec_restore(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err)
 {
 	if (d->nr_specs >= COLOC_MAX_TENANTS)
@@ -149,6 +134,19 @@ int colocd_spec_restore(struct colocd *d, const struct colocd_spec *spec, struct
 				     COLOC_MAX_TENANTS);
 	d->specs[d->nr_specs++] = *spec;
 	return 0;
+}
+
+int colocd_spec_add(struct colocd *d, const struct colocd_spec *spec,
+		    const struct colocd_files *files, struct coloc_err *err)
+{
+	int ret = colocd_spec_restore(d, spec, err);
+
+	if (ret)
+		return ret;
+	ret = d->cfg.state_path ? state_save_files(d, spec, files, err) : 0;
+	if (!ret)
+		ret = colocd_state_write(d, err);
+	return ret;
 }
 
 int colocd_spec_drop(struct colocd *d, const char *name, struct coloc_err *err)
