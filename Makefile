@@ -98,7 +98,8 @@ DAEMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out daemon/colocd.c,$(wildcard
 # ONNX import (protobuf-c); profiles and the level model (what colocd links: no
 # oneDNN, no parser); oneDNN execution and the tools' parts (the rest).
 MODEL_SRCS := $(wildcard executor/model_*.c executor/onnx_*.c executor/window.c)
-PROFILE_SRCS := executor/profile.c executor/profile_machine.c executor/profile_table.c \
+PROFILE_SRCS := executor/profile.c executor/profile_cache.c executor/profile_parse.c \
+	executor/profile_save.c executor/profile_machine.c executor/profile_table.c \
 	$(wildcard executor/level_model*.c)
 MODEL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(MODEL_SRCS)) $(OBJ)/$(GEN)/onnx.pb-c.o
 PROFILE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(PROFILE_SRCS))
