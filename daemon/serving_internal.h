@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * The serving core's own state, shared by its files (serving.c: tenants,
- * queries, executor events; serving_admit.c: admission; serving_round.c:
- * policy rounds; serving_view.c: what status shows). Nothing outside daemon/serving*.c includes it.
+ * queries, executors; serving_events.c: executor events and deadlines;
+ * serving_admit.c: admission; serving_round.c: policy rounds;
+ * serving_view.c: what status shows). Nothing outside daemon/serving*.c
+ * includes it.
  */
 #ifndef COLOC_DAEMON_SERVING_INTERNAL_H
 #define COLOC_DAEMON_SERVING_INTERNAL_H
@@ -155,6 +157,20 @@ void sv_owner_usage(const struct serving *s, uid_t owner, int *tenants, int *exe
 int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err *err);
 /* t's executors killed, its files closed, its place freed. */
 void sv_free_tenant(struct serving *s, struct sv_tenant *t);
+/* Whether t has its executor processes (starting, serving or draining). */
+bool sv_tenant_running(const struct sv_tenant *t);
+/* tenant_changed told of t's state, with the pids of the executors t runs now. */
+void sv_notify_running(struct serving *s, struct sv_tenant *t, enum serving_tenant_state state);
+/* A retired executor reaped: its last fds unwatched, its handle freed, *pp unlinked. */
+void sv_free_retired(struct serving *s, struct sv_retired **pp);
+/* x's block over: the cores it held back to the free set, x idle. */
+void sv_release_block_cores(struct serving *s, struct sv_tenant *t, struct sv_exec *x);
+/*
+ * An executor is gone or given up on: t's cores back at once, its other
+ * executors killed, every query failed with why; a tenant being removed
+ * goes, one being admitted is refused.
+ */
+void sv_fail_tenant(struct serving *s, struct sv_tenant *t, const char *why);
 /*
  * t's admission, while none of its executors has described the model:
  * takes the first summary, finds the profile, builds the table, checks the

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * What execproc.c (commands, completions, the end) and execproc_spawn.c
+ * (the start) share of one executor process: colocd's own record of it.
+ * Nothing outside these two files includes it; the rest of colocd sees
+ * execproc.h.
+ */
+#ifndef COLOC_DAEMON_EXECPROC_INTERNAL_H
+#define COLOC_DAEMON_EXECPROC_INTERNAL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include "exec_log.h"
+#include "execproc.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+/*
+ * The executor can write the whole shared memory, so nothing colocd
+ * computes an address or a length from is read back from it: the layout
+ * lives in hdr, colocd's own copy, into which the executor's fields are
+ * taken once (and checked) when it gets ready or fails. The command's seq
+ * is colocd's own count too; a completion is copied out once, then checked.
+ */
+struct execproc {
+	struct coloc_shm *shm;
+	struct coloc_shm_header hdr;
+	struct coloc_shm_header shm_hdr; /* the shared header as it was when taken ready */
+	struct coloc_shm_done taken; /* the shared completion as colocd last took it */
+	struct coloc_shm_summary *summary; /* the model as described, copied once; NULL before */
+	size_t shm_bytes;
+	pid_t pid;
+	int pidfd;
+	int done_fd; /* the pipe's read end, O_NONBLOCK; the executor holds the write end */
+	struct exec_log log; /* its stdout and stderr, into colocd's log */
+	__u32 seq; /* of the last command sent */
+	unsigned int idle_rings; /* doorbell rings in a row that brought nothing */
+	bool ready;
+	bool outstanding; /* a command was submitted and has not completed */
+	bool given_up; /* broke the protocol or hung up: SIGKILL sent, dead_msg says why */
+	bool hung_up; /* its end of the doorbell is closed */
+	bool closed_alive; /* closed by a process not exiting: killed for it */
+	bool kill_sent; /* SIGKILL sent, not waited for */
+	bool dead; /* reaped; dead_err and dead_msg say why */
+	bool exited_cleanly; /* exit status 0 (after an exit command) */
+	bool own_pidns; /* pid 1 of a pid namespace of its own */
+	char isolation[COLOC_ERR_MSG_MAX]; /* how it was isolated, or why not */
+	int dead_err;
+	char dead_msg[COLOC_ERR_MSG_MAX];
+	struct execproc_block last; /* what was submitted last, for the death message */
+	__u32 op; /* the last command's op */
+	unsigned long long submit_ns;
+	char tenant[COLOC_SHM_NAME_LEN];
+};
+
+#endif /* COLOC_DAEMON_EXECPROC_INTERNAL_H */

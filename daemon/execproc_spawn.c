@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The start of one executor process (execproc_spawn, see execproc.h): the
+ * sealed memfd with the layout of include/coloc/shm.h, then coloc-executor
+ * started by clone3 in pid, mount, ipc and network namespaces of its own
+ * with only that memfd, the write end of the completion pipe, its log pipe
+ * and the tenant's files open, under rlimits, in its tenant's cgroups, in a
+ * session of its own. What follows its start is execproc.c's.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/sched.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include "coloc/protocol.h"
+#include "exec_log.h"
+#include "execproc_internal.h"
+
+#define EXECPROC_DEFAULT_CAPACITY (16u << 20)
+#define EXECPROC_SHM_FD 3 /* where the executor finds them: its --shm-fd, --done-fd */
+#define EXECPROC_DONE_FD 4
+#define EXECPROC_FILE_FD 5 /* the model, then the weights, then the external data files */
+#define EXECPROC_MAX_FILES (2 + COLOC_MAX_REQUEST_FDS)
+/* RLIMIT_NOFILE: its fds, the model's, oneDNN's few */
+#define EXECPROC_NOFILE_LIMIT (EXECPROC_FILE_FD + EXECPROC_MAX_FILES + 32)
+#define EXECPROC_THREADS_SLACK 16 /* RLIMIT_NPROC: CPUs + this, per executor */
+#define EXECPROC_NR_LIMITS 4
+
+static const int child_limit_ids[EXECPROC_NR_LIMITS] = { RLIMIT_CORE, RLIMIT_NOFILE, RLIMIT_NPROC,
+							 RLIMIT_AS };
+
+static size_t page_round(size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (n + page - 1) / page * page;
+}
+
+/* The default executor: coloc-executor in the same folder as this program. */
+static int default_executor(char *buf, size_t len, struct coloc_err *err)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	char *slash;
+
+	if (n < 0)
+		return coloc_err_set(err, -errno, "cannot find this program's path: %s",
+				     strerror(errno));
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (!slash || (size_t)(slash - buf) + sizeof("/coloc-executor") > len)
+		return coloc_err_set(err, -ENAMETOOLONG, "path of coloc-executor too long");
+	strcpy(slash + 1, "coloc-executor");
+	return 0;
+}
+
+static int create_shm(struct execproc *ep, const struct execproc_opts *o, int *memfd,
+		      struct coloc_err *err)
+{
+	size_t in_cap = page_round(o->slot_in_capacity ?: EXECPROC_DEFAULT_CAPACITY);
+	size_t out_cap = page_round(o->slot_out_capacity ?: EXECPROC_DEFAULT_CAPACITY);
+	size_t data_off = page_round(sizeof(struct coloc_shm));
+	char name[COLOC_SHM_NAME_LEN + 16];
+	struct coloc_shm_header *h;
+	int fd;
+
+	ep->shm_bytes = data_off + COLOC_SHM_NR_SLOTS * (in_cap + out_cap);
+	snprintf(name, sizeof(name), "coloc-shm:%s", o->tenant);
+	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return coloc_err_set(err, -errno, "memfd_create: %s", strerror(errno));
+	/* sealed size: neither side can shrink it under the other's mapping */
+	if (ftruncate(fd, (off_t)ep->shm_bytes) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		int e = errno;
+
+		close(fd);
+		return coloc_err_set(err, -e, "sizing the shared memory (%zu bytes): %s",
+				     ep->shm_bytes, strerror(e));
+	}
+	ep->shm = mmap(NULL, ep->shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (ep->shm == MAP_FAILED) {
+		int e = errno;
+
+		ep->shm = NULL;
+		close(fd);
+		return coloc_err_set(err, -e, "mapping the shared memory: %s", strerror(e));
+	}
+	h = &ep->hdr;
+	h->magic = COLOC_SHM_MAGIC;
+	h->layout_version = COLOC_SHM_LAYOUT_VERSION;
+	h->nr_slots = COLOC_SHM_NR_SLOTS;
+	h->total_bytes = ep->shm_bytes;
+	h->data_offset = data_off;
+	h->slot_in_capacity = in_cap;
+	h->slot_out_capacity = out_cap;
+	snprintf(h->tenant, sizeof(h->tenant), "%s", o->tenant);
+	ep->shm->hdr = *h;
+	*memfd = fd;
+	return 0;
+}
+
+/* What the executor is started with: the same whichever way it starts. */
+struct child_args {
+	const char *path;
+	char *const *argv;
+	char *const *envp;
+	/* above every target fd (first_free), close-on-exec */
+	int shm_hi, done_hi;
+	int log_hi; /* to stdout and stderr */
+	int file_hi[EXECPROC_MAX_FILES]; /* to EXECPROC_FILE_FD + i */
+	int nr_files;
+	int first_free; /* EXECPROC_FILE_FD + nr_files: where fds of its own may start */
+	const int *cgroup_fds;
+	int nr_cgroup_fds;
+	struct rlimit limits[EXECPROC_NR_LIMITS];
+	bool remount_proc; /* it has a pid and mount namespace of its own */
+};
+
+/* What the child of clone3 tells colocd before exec: a setback, or why it gave up. */
+struct child_report {
+	int fatal; /* 0: /proc could not be remounted, it goes on */
+	int err; /* an errno */
+};
+
+static void child_report(int fd, int fatal, int e)
+{
+	struct child_report r = { .fatal = fatal, .err = e };
+
+	if (write(fd, &r, sizeof(r)) != sizeof(r))
+		_exit(126);
+}
+
+/*
+ * The child of clone3, a copy of the daemon that only makes system calls
+ * (no locks, no allocation) until execve. /proc is mounted afresh for its
+ * pid namespace, in its mount namespace, which receives the host's later
+ * mounts and unmounts (slave) but sends none back. Then stdin from
+ * /dev/null, stdout and stderr into colocd's log pipe (never colocd's own
+ * terminal or journal stream), the shared memory and the doorbell as fds 3 and 4, every
+ * other fd the daemon holds (sockets, BPF maps, other tenants' memory)
+ * closed at exec, default SIGPIPE and SIGCHLD, nothing blocked, killed
+ * with its parent. Reports go through report_fd, which exec closes.
+ */
+static __attribute__((noreturn)) void child_exec(const struct child_args *c, int report_fd)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t none;
+	int null;
+
+	if (c->remount_proc &&
+	    (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) ||
+	     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL)))
+		child_report(report_fd, 0, errno);
+	/* its tenant's cgroups, its own session (no terminal) */
+	for (int i = 0; i < c->nr_cgroup_fds; i++)
+		if (write(c->cgroup_fds[i], "0", 1) != 1)
+			goto fail;
+	if (setsid() < 0)
+		goto fail;
+	null = open("/dev/null", O_RDONLY);
+	sigemptyset(&none);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(c->log_hi, 1) < 0 || dup2(c->log_hi, 2) < 0 ||
+	    dup2(c->shm_hi, EXECPROC_SHM_FD) < 0 || dup2(c->done_hi, EXECPROC_DONE_FD) < 0)
+		goto fail;
+	for (int i = 0; i < c->nr_files; i++)
+		if (dup2(c->file_hi[i], EXECPROC_FILE_FD + i) < 0)
+			goto fail;
+	if (syscall(SYS_close_range, (unsigned int)c->first_free, ~0u, CLOSE_RANGE_CLOEXEC) ||
+	    sigaction(SIGPIPE, &dfl, NULL) || sigaction(SIGCHLD, &dfl, NULL) ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) || sigprocmask(SIG_SETMASK, &none, NULL))
+		goto fail;
+	/* its limits last: colocd's own fds, above RLIMIT_NOFILE, are still open until exec */
+	for (int i = 0; i < EXECPROC_NR_LIMITS; i++)
+		if (c->limits[i].rlim_max != RLIM_INFINITY &&
+		    setrlimit(child_limit_ids[i], &c->limits[i]))
+			goto fail;
+	execve(c->path, c->argv, c->envp);
+fail:
+	child_report(report_fd, 1, errno);
+	_exit(127);
+}
+
+/*
+ * clone3 (clone where a seccomp filter such as systemd's RestrictNamespaces
+ * answers ENOSYS, having no way to read clone3's flags) with flags: with
+ * the namespaces, the executor is pid 1 of its own pid namespace and can
+ * name no other tenant's process (kill, sched_setaffinity, setpriority
+ * all fail with ESRCH), while colocd sees it under its host pid; its
+ * mount namespace's /proc lists its own process only. Signals are
+ * blocked across the clone so that none of the daemon's handlers runs in
+ * the child. Returns 1 when the kernel refuses the namespaces (EPERM in a
+ * nested container, EINVAL on an old kernel), with the reason in
+ * ep->isolation.
+ */
+static int spawn_cloned(struct execproc *ep, const struct child_args *c, __u64 ns_flags,
+			struct coloc_err *err)
+{
+	struct clone_args ca = { .flags = ns_flags | CLONE_PIDFD,
+				 .pidfd = (__u64)(uintptr_t)&ep->pidfd,
+				 .exit_signal = SIGCHLD };
+	struct child_report r;
+	int pipefd[2], err_fd, proc_errno = 0, e;
+	sigset_t all, old;
+	ssize_t n;
+	long pid;
+
+	if (pipe2(pipefd, O_CLOEXEC))
+		return coloc_err_set(err, -errno, "pipe2: %s", strerror(errno));
+	/* above fds 0 and 3 on, which the child's dup2s overwrite */
+	err_fd = fcntl(pipefd[1], F_DUPFD_CLOEXEC, c->first_free);
+	e = errno;
+	close(pipefd[1]);
+	if (err_fd < 0) {
+		close(pipefd[0]);
+		return coloc_err_set(err, -e, "fcntl: %s", strerror(e));
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0 && errno == ENOSYS)
+		pid = syscall(SYS_clone, (unsigned long)ca.flags | SIGCHLD, NULL, &ep->pidfd, NULL,
+			      NULL);
+	if (pid == 0)
+		child_exec(c, err_fd);
+	e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(err_fd);
+	if (pid < 0) {
+		close(pipefd[0]);
+		ep->pidfd = -1;
+		if (ns_flags && (e == EPERM || e == EINVAL || e == EACCES || e == ENOSPC)) {
+			snprintf(ep->isolation, sizeof(ep->isolation),
+				 "no pid, mount, ipc or network namespace of its own (the kernel "
+				 "refused them: %s)",
+				 strerror(e));
+			return 1;
+		}
+		return coloc_err_set(err, -e, "clone: %s", strerror(e));
+	}
+	ep->pid = (pid_t)pid;
+	/* up to EOF: execve succeeded (the pipe closed on exec), unless a fatal report came */
+	for (;;) {
+		n = read(pipefd[0], &r, sizeof(r));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != sizeof(r))
+			break;
+		if (!r.fatal) {
+			proc_errno = r.err;
+			continue;
+		}
+		close(pipefd[0]);
+		waitid((idtype_t)P_PIDFD, (id_t)ep->pidfd, &(siginfo_t){ 0 }, WEXITED);
+		ep->dead = true;
+		return coloc_err_set(err, -r.err, "cannot run %s: %s", c->path, strerror(r.err));
+	}
+	close(pipefd[0]);
+	ep->own_pidns = ns_flags != 0;
+	if (proc_errno)
+		snprintf(ep->isolation, sizeof(ep->isolation),
+			 "in a pid namespace of its own (and mount, ipc, network); its /proc still "
+			 "lists colocd's processes (mounting its own failed: %s)",
+			 strerror(proc_errno));
+	else if (ns_flags)
+		snprintf(ep->isolation, sizeof(ep->isolation),
+			 "in a pid namespace of its own (and mount, ipc, network), with a /proc "
+			 "of its own");
+	return proc_errno ? 2 : 0;
+}
+
+static void child_limits(const struct execproc_opts *o, struct rlimit *lim)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+	rlim_t threads =
+		(rlim_t)((cpus > 0 ? cpus : 1) + EXECPROC_THREADS_SLACK) * COLOC_MAX_EXECUTORS;
+
+	lim[0] = (struct rlimit){ 0, 0 };
+	lim[1] = (struct rlimit){ EXECPROC_NOFILE_LIMIT, EXECPROC_NOFILE_LIMIT };
+	/* counted per uid: only a tenant with an own uid gets a bound of its own */
+	lim[2] = o->uid ? (struct rlimit){ threads, threads } :
+			  (struct rlimit){ RLIM_INFINITY, RLIM_INFINITY };
+	lim[3] = (struct rlimit){ RLIM_INFINITY, RLIM_INFINITY };
+#if !defined(__SANITIZE_ADDRESS__) /* AddressSanitizer reserves terabytes of shadow */
+	if (o->max_address_space)
+		lim[3] = (struct rlimit){ o->max_address_space, o->max_address_space };
+#endif
+}
+
+/*
+ * In namespaces of its own; where they are refused (or turned off), in
+ * colocd's only if the caller accepts weak isolation.
+ */
+static int spawn_isolated(struct execproc *ep, const struct execproc_opts *o, struct child_args *c,
+			  struct coloc_err *err)
+{
+	int ret = 1;
+
+	child_limits(o, c->limits);
+	c->remount_proc = true;
+	if (o->no_namespaces)
+		snprintf(ep->isolation, sizeof(ep->isolation),
+			 "no pid, mount, ipc or network namespace of its own (turned off)");
+	else
+		ret = spawn_cloned(ep, c, CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET,
+				   err);
+	if (ret == 1 && o->allow_weak_isolation) {
+		c->remount_proc = false;
+		return spawn_cloned(ep, c, 0, err);
+	}
+	if (ret == 2 && o->allow_weak_isolation)
+		return 0;
+	if (ret == 2)
+		execproc_kill(ep);
+	if (ret > 0)
+		return coloc_err_set(err, -EPERM,
+				     "refusing to run it with weak isolation: %s (colocd "
+				     "--allow-weak-isolation accepts that)",
+				     ep->isolation);
+	return ret;
+}
+
+/*
+ * Starts the executor with the shared memory and the doorbell as fds 3 and
+ * 4: in a pid namespace of its own, or where the kernel refuses that, in
+ * colocd's. The sources are moved above 4 first so that one dup2 cannot
+ * clobber the other's source.
+ */
+static int start_child(struct execproc *ep, const struct execproc_opts *o, const char *path,
+		       int memfd, int done_wr, int log_wr, struct coloc_err *err)
+{
+	char fd_s[16], done_s[16], uid_s[16], gid_s[16], num[EXECPROC_MAX_FILES][16];
+	/*
+	 * A clean environment, with a short OpenMP spin. libgomp's default
+	 * (300,000 spins, about 10 ms) keeps idle team threads spinning after a
+	 * block on cores that by then belong to another tenant's block; passive
+	 * waiting (no spin) puts every thread to sleep between two layers, and
+	 * each wake-up of a sleeping vCPU costs tens of us: measured on the
+	 * 2-vCPU Xeon VM with coloc-run on 2 cores, MobileNet-V2 took 6.8 ms
+	 * passive, 2.6-2.8 ms with 1,000-3,000 spins or the default, and
+	 * GoogLeNet 16.0 vs 11.1 ms. 3,000 spins (~0.1 ms) cover the gap
+	 * between layers and end soon after a block.
+	 */
+	char *envp[] = { "GOMP_SPINCOUNT=" COLOC_EXECUTOR_GOMP_SPINCOUNT, NULL };
+	const char *argv[28 + 2 * EXECPROC_MAX_FILES];
+	char *ext_args[EXECPROC_MAX_FILES] = { 0 };
+	struct child_args c = { .path = path,
+				.argv = (char *const *)argv,
+				.envp = envp,
+				.cgroup_fds = o->cgroup_fds,
+				.nr_cgroup_fds = o->nr_cgroup_fds };
+	int src[EXECPROC_MAX_FILES];
+	int argc = 0, ret = 0;
+
+	src[c.nr_files++] = o->model_fd;
+	if (o->weights_fd >= 0)
+		src[c.nr_files++] = o->weights_fd;
+	for (int i = 0; i < o->nr_external; i++)
+		src[c.nr_files++] = o->external[i].fd;
+	c.first_free = EXECPROC_FILE_FD + c.nr_files;
+	for (int i = 0; i < c.nr_files; i++)
+		snprintf(num[i], sizeof(num[i]), "%d", EXECPROC_FILE_FD + i);
+	snprintf(fd_s, sizeof(fd_s), "%d", EXECPROC_SHM_FD);
+	snprintf(done_s, sizeof(done_s), "%d", EXECPROC_DONE_FD);
+	argv[argc++] = path;
+	argv[argc++] = "--shm-fd";
+	argv[argc++] = fd_s;
+	argv[argc++] = "--done-fd";
+	argv[argc++] = done_s;
+	argv[argc++] = "--tenant";
+	argv[argc++] = o->tenant;
+	argv[argc++] = "--model-name";
+	argv[argc++] = o->model_name;
+	argv[argc++] = "--model-fd";
+	argv[argc++] = num[0];
+	if (o->weights_fd >= 0) {
+		argv[argc++] = "--weights-fd";
+		argv[argc++] = num[1];
+	}
+	for (int i = 0; i < o->nr_external && !ret; i++) {
+		if (asprintf(&ext_args[i], "%s=%s", o->external[i].location,
+			     num[c.nr_files - o->nr_external + i]) < 0) {
+			ext_args[i] = NULL;
+			ret = coloc_err_set(err, -ENOMEM, "out of memory");
+			break;
+		}
+		argv[argc++] = "--external";
+		argv[argc++] = ext_args[i];
+	}
+	if (o->cores) {
+		argv[argc++] = "--cores";
+		argv[argc++] = o->cores;
+	}
+	if (o->uid) {
+		snprintf(uid_s, sizeof(uid_s), "%u", (unsigned int)o->uid);
+		snprintf(gid_s, sizeof(gid_s), "%u", (unsigned int)o->gid);
+		argv[argc++] = "--uid";
+		argv[argc++] = uid_s;
+		argv[argc++] = "--gid";
+		argv[argc++] = gid_s;
+	}
+	if (o->allow_weak_isolation)
+		argv[argc++] = "--allow-weak-isolation";
+	argv[argc] = NULL;
+
+	c.shm_hi = c.done_hi = c.log_hi = -1;
+	for (int i = 0; i < c.nr_files; i++)
+		c.file_hi[i] = -1;
+	if (!ret) {
+		c.shm_hi = fcntl(memfd, F_DUPFD_CLOEXEC, c.first_free);
+		c.done_hi = fcntl(done_wr, F_DUPFD_CLOEXEC, c.first_free);
+		c.log_hi = fcntl(log_wr, F_DUPFD_CLOEXEC, c.first_free);
+		for (int i = 0; i < c.nr_files; i++)
+			c.file_hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, c.first_free);
+		if (c.shm_hi < 0 || c.done_hi < 0 || c.log_hi < 0)
+			ret = coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
+		for (int i = 0; i < c.nr_files && !ret; i++)
+			if (c.file_hi[i] < 0)
+				ret = coloc_err_set(err, -EBADF,
+						    "the model's file %d is not an open descriptor",
+						    i);
+	}
+	if (!ret)
+		ret = spawn_isolated(ep, o, &c, err);
+	if (c.shm_hi >= 0)
+		close(c.shm_hi);
+	if (c.done_hi >= 0)
+		close(c.done_hi);
+	if (c.log_hi >= 0)
+		close(c.log_hi);
+	for (int i = 0; i < c.nr_files; i++)
+		if (c.file_hi[i] >= 0)
+			close(c.file_hi[i]);
+	for (int i = 0; i < EXECPROC_MAX_FILES; i++)
+		free(ext_args[i]);
+	return ret;
+}
+
+int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct coloc_err *err)
+{
+	char path[PATH_MAX];
+	struct execproc *ep;
+	int memfd = -1, pipefd[2], logfd[2], ret;
+
+	*out = NULL;
+	if (!o || o->model_fd < 0 || !o->model_name || !o->tenant || !o->tenant[0] ||
+	    strlen(o->tenant) >= COLOC_SHM_NAME_LEN || o->nr_external < 0 ||
+	    o->nr_external > COLOC_MAX_REQUEST_FDS || (o->nr_external && !o->external))
+		return coloc_err_set(err, -EINVAL,
+				     "an executor needs a model descriptor, at most %d external "
+				     "data files and a tenant name of 1 to %d bytes",
+				     COLOC_MAX_REQUEST_FDS, COLOC_SHM_NAME_LEN - 1);
+	if (o->executor)
+		snprintf(path, sizeof(path), "%s", o->executor);
+	else if ((ret = default_executor(path, sizeof(path), err)))
+		return ret;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	ep->pidfd = -1;
+	ep->pid = -1;
+	ep->log.fd = -1;
+	snprintf(ep->tenant, sizeof(ep->tenant), "%s", o->tenant);
+	/*
+	 * One open file per end: the executor can change the flags of its
+	 * write end only, never make colocd's read end blocking.
+	 */
+	ep->done_fd = -1;
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		ret = coloc_err_set(err, -errno, "pipe2: %s", strerror(errno));
+		goto fail;
+	}
+	ep->done_fd = pipefd[0];
+	if (fcntl(ep->done_fd, F_SETFL, O_NONBLOCK)) {
+		ret = coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
+		close(pipefd[1]);
+		goto fail;
+	}
+	if (pipe2(logfd, O_CLOEXEC)) {
+		ret = coloc_err_set(err, -errno, "pipe2: %s", strerror(errno));
+		close(pipefd[1]);
+		goto fail;
+	}
+	ret = exec_log_init(&ep->log, logfd[0], ep->tenant, -1, stdout);
+	if (ret)
+		ret = coloc_err_set(err, ret, "fcntl: %s", strerror(-ret));
+	if (!ret)
+		ret = create_shm(ep, o, &memfd, err);
+	if (!ret)
+		ret = start_child(ep, o, path, memfd, pipefd[1], logfd[1], err);
+	ep->log.pid = ep->pid;
+	close(pipefd[1]);
+	close(logfd[1]);
+	if (memfd >= 0)
+		close(memfd); /* the mapping keeps it alive */
+	if (ret)
+		goto fail;
+	*out = ep;
+	return 0;
+fail:
+	coloc_err_prefix(err, "tenant %s: starting its executor", o->tenant);
+	execproc_free(ep);
+	return ret;
+}
