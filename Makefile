@@ -325,13 +325,17 @@ deps:
 	$(Q)tools/deps.sh
 	@echo "coloc: the required packages are installed"
 
+# build/fuzz/ is one sanitized build for both halves of CI, seeded alike: the
+# SANITIZE=1 half only replays the seeds (tests/fuzz_test.c)
+FUZZ_CHECK_ENV := $(if $(filter 1,$(SANITIZE)),COLOC_FUZZ_CHECK_SECONDS=1)
 check:
 	$(Q)tests/run.sh --root
 	$(Q)tools/deps.sh
 	$(Q)+$(MAKE) --no-print-directory run-check
 run-check: $(BINS) $(TEST_BINS) $(TEST_PROGS) ort-models
 	$(Q)tools/check-sizes.sh
-	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh --root $(TEST_BINS)
+	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) $(FUZZ_CHECK_ENV) \
+		tests/run.sh --root $(TEST_BINS)
 check-unit: $(BINS) $(UNIT_TESTS)
 	$(Q)tools/check-sizes.sh
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(UNIT_TESTS)

@@ -2,41 +2,22 @@
 /*
  * An executor's summary of the model it imported (shm_summary.h), the
  * only description of a model colocd gets: built from the imported
- * struct model, bounded to the summary's fixed size, then published into
- * the shared memory before the doorbell rings.
+ * struct model (its input and output by model_io_layout), bounded to the
+ * summary's fixed size, then published into the shared memory before the
+ * doorbell rings.
  */
 #include <errno.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "shm_summary.h"
 
-/* One query's bytes of layer l's output: dense fp32. */
-static int layer_bytes(const struct model *m, int l, uint64_t *bytes)
-{
-	int64_t elems = model_shape_elems(&m->layers[l].out);
-
-	if (elems < 0 || (uint64_t)elems > UINT64_MAX / sizeof(float))
-		return -E2BIG;
-	*bytes = (uint64_t)elems * sizeof(float);
-	return 0;
-}
-
-static int add_bytes(__u64 *sum, uint64_t bytes)
-{
-	if (*sum > UINT64_MAX - bytes)
-		return -E2BIG;
-	*sum += bytes;
-	return 0;
-}
-
 int shm_summary_fill(const struct model *m, struct coloc_shm_summary *out, char *why, size_t len)
 {
-	bool *read;
-	int ret = 0;
+	struct model_io_layout io;
+	struct coloc_err cerr = { 0 };
+	int ret;
 
 	memset(out, 0, sizeof(*out));
 	if (m->nr_layers < 1 || m->nr_layers > COLOC_SHM_MAX_LAYERS) {
@@ -49,35 +30,21 @@ int shm_summary_fill(const struct model *m, struct coloc_shm_summary *out, char 
 			 strlen(m->name), sizeof(out->model_name) - 1);
 		return -E2BIG;
 	}
-	read = calloc((size_t)m->nr_layers, sizeof(*read));
-	if (!read) {
-		snprintf(why, len, "out of memory describing the model");
-		return -ENOMEM;
+	ret = model_io_layout(m, &io, &cerr);
+	if (ret) {
+		snprintf(why, len, "%s", coloc_err_str(&cerr));
+		return ret;
 	}
-	for (int l = 0; l < m->nr_layers; l++)
-		for (int k = 0; k < m->layers[l].nr_inputs; k++)
-			if (m->layers[l].inputs[k] >= 0 && m->layers[l].inputs[k] < m->nr_layers)
-				read[m->layers[l].inputs[k]] = true;
 	snprintf(out->model_name, sizeof(out->model_name), "%s", m->name);
 	out->nr_layers = (__u32)m->nr_layers;
-	for (int l = 0; l < m->nr_layers && !ret; l++) {
-		uint64_t bytes;
-
+	for (int l = 0; l < m->nr_layers; l++)
 		out->layer_macs[l] = m->layers[l].macs;
-		ret = layer_bytes(m, l, &bytes);
-		if (!ret && m->layers[l].op == MODEL_OP_INPUT) {
-			out->nr_inputs++;
-			ret = add_bytes(&out->in_bytes, bytes);
-		}
-		if (!ret && !read[l]) {
-			out->nr_outputs++;
-			ret = add_bytes(&out->out_bytes, bytes);
-		}
-	}
-	free(read);
-	if (ret)
-		snprintf(why, len, "one query's input or output bytes of the model overflow");
-	return ret;
+	out->nr_inputs = (__u32)io.nr_inputs;
+	out->nr_outputs = (__u32)io.nr_outputs;
+	out->in_bytes = io.in_bytes;
+	out->out_bytes = io.out_bytes;
+	model_io_layout_free(&io);
+	return 0;
 }
 
 int shm_summary_publish(struct coloc_shm *shm, int done_fd)

@@ -76,15 +76,6 @@ static void all_cpus(struct exec_cpuset *set)
 			set->cpus[set->nr++] = cpu;
 }
 
-static bool is_read(const struct model *m, int li)
-{
-	for (int j = li + 1; j < m->nr_layers; j++)
-		for (int k = 0; k < m->layers[j].nr_inputs; k++)
-			if (m->layers[j].inputs[k] == li)
-				return true;
-	return false;
-}
-
 FIXTURE(execproc)
 {
 	struct execproc *ep;
@@ -101,7 +92,7 @@ FIXTURE_SETUP(execproc)
 	char path[512], bin[512];
 	struct execproc_opts o = { .tenant = "mnv2", .weights_fd = -1 };
 	struct coloc_err cerr = { 0 };
-	size_t off = 0;
+	struct model_io_layout io;
 
 	model_path(path, sizeof(path), "mobilenet_v2");
 	if (access(path, R_OK))
@@ -120,34 +111,22 @@ FIXTURE_SETUP(execproc)
 	self->q = exec_query_new(self->em);
 	ASSERT_NE(NULL, self->q);
 	exec_query_fill_inputs(self->q, self->m, 7);
-	for (int li = 0; li < self->m->nr_layers; li++) {
-		if (self->m->layers[li].op == MODEL_OP_INPUT)
-			self->in_elems += (size_t)model_shape_elems(&self->m->layers[li].out);
-		if (!is_read(self->m, li))
-			self->out_elems += (size_t)model_shape_elems(&self->m->layers[li].out);
-	}
-	self->input = malloc(self->in_elems * sizeof(float));
-	self->want = malloc(self->out_elems * sizeof(float));
+	ASSERT_EQ(0, model_io_layout(self->m, &io, &cerr)) TH_LOG("%s", coloc_err_str(&cerr));
+	self->in_elems = io.in_bytes / sizeof(float);
+	self->out_elems = io.out_bytes / sizeof(float);
+	self->input = malloc(io.in_bytes);
+	self->want = malloc(io.out_bytes);
 	ASSERT_TRUE(self->input && self->want);
-	for (int li = 0; li < self->m->nr_layers; li++) {
-		size_t n = (size_t)model_shape_elems(&self->m->layers[li].out);
-
-		if (self->m->layers[li].op != MODEL_OP_INPUT)
-			continue;
-		memcpy(self->input + off, exec_query_input(self->q, li), n * sizeof(float));
-		off += n;
-	}
+	for (int i = 0; i < io.nr_inputs; i++)
+		memcpy((char *)self->input + io.inputs[i].offset,
+		       exec_query_input(self->q, io.inputs[i].layer), io.inputs[i].bytes);
 	ASSERT_EQ(0, exec_run_block(self->em, self->q, 0, self->m->nr_layers, NULL, &self->cpus,
 				    NULL));
-	off = 0;
-	for (int li = 0; li < self->m->nr_layers; li++) {
-		size_t n = (size_t)model_shape_elems(&self->m->layers[li].out);
-
-		if (is_read(self->m, li))
-			continue;
-		ASSERT_EQ(0, exec_query_read_output(self->q, li, self->want + off, n));
-		off += n;
-	}
+	for (int i = 0; i < io.nr_outputs; i++)
+		ASSERT_EQ(0, exec_query_read_output(self->q, io.outputs[i].layer,
+						    self->want + io.outputs[i].offset / sizeof(float),
+						    io.outputs[i].bytes / sizeof(float)));
+	model_io_layout_free(&io);
 	ASSERT_EQ(0, execproc_wait_ready(self->ep, READY_MS, &cerr))
 	TH_LOG("%s", coloc_err_str(&cerr));
 }

@@ -110,8 +110,8 @@ static int describe(const char *name, int fd)
 	struct coloc_err err = { 0 };
 	struct model_source src;
 	struct model *m;
+	struct model_io_layout io;
 	char why[256];
-	bool *read;
 
 	if (model_open_fd(name, fd, NULL, &src, &err)) {
 		fprintf(stderr, "hostile_executor: %s\n", coloc_err_str(&err));
@@ -125,26 +125,16 @@ static int describe(const char *name, int fd)
 	falsify_summary(&shm->summary);
 	if (shm_summary_publish(shm, DONE_FD))
 		return -1;
-	read = calloc((size_t)m->nr_layers, sizeof(*read));
-	if (!read)
+	if (model_io_layout(m, &io, &err)) {
+		fprintf(stderr, "hostile_executor: %s\n", coloc_err_str(&err));
 		return -1;
-	for (int l = 0; l < m->nr_layers; l++)
-		for (int k = 0; k < m->layers[l].nr_inputs; k++)
-			read[m->layers[l].inputs[k]] = true;
-	h->nr_layers = (__u32)m->nr_layers;
-	for (int l = 0; l < m->nr_layers; l++) {
-		__u64 bytes = (__u64)model_shape_elems(&m->layers[l].out) * sizeof(float);
-
-		if (m->layers[l].op == MODEL_OP_INPUT) {
-			h->nr_inputs++;
-			h->in_bytes += bytes;
-		}
-		if (!read[l]) {
-			h->nr_outputs++;
-			h->out_bytes += bytes;
-		}
 	}
-	free(read);
+	h->nr_layers = (__u32)m->nr_layers;
+	h->nr_inputs = (__u32)io.nr_inputs;
+	h->nr_outputs = (__u32)io.nr_outputs;
+	h->in_bytes = io.in_bytes;
+	h->out_bytes = io.out_bytes;
+	model_io_layout_free(&io);
 	model_source_close(&src);
 	return 0;
 }

@@ -530,13 +530,12 @@ float *tu_model_outputs(const char *path, const float *input, size_t *out_elems)
 {
 	struct coloc_err err = { 0 };
 	struct model *m = model_load(path, &err);
+	struct model_io_layout io = { 0 };
 	struct exec_options o = { 0 };
 	struct exec_model *em = NULL;
 	struct exec_query *q = NULL;
 	float *want = NULL;
 	cpu_set_t mask;
-	bool *read;
-	size_t off = 0;
 
 	if (!m)
 		return NULL;
@@ -544,43 +543,28 @@ float *tu_model_outputs(const char *path, const float *input, size_t *out_elems)
 	for (int cpu = 0; cpu < EXEC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
 		if (CPU_ISSET(cpu, &mask) && exec_cpu_online(cpu))
 			o.cpus.cpus[o.cpus.nr++] = cpu;
-	read = calloc(m->nr_layers, sizeof(*read));
 	em = exec_model_load(m, &o, &err);
 	q = em ? exec_query_new(em) : NULL;
-	if (!read || !q)
+	if (!q || model_io_layout(m, &io, &err))
 		goto out;
-	for (int l = 0; l < m->nr_layers; l++)
-		for (int k = 0; k < m->layers[l].nr_inputs; k++)
-			read[m->layers[l].inputs[k]] = true;
-	*out_elems = 0;
-	for (int l = 0; l < m->nr_layers; l++) {
-		size_t n = (size_t)model_shape_elems(&m->layers[l].out);
-
-		if (m->layers[l].op == MODEL_OP_INPUT) {
-			memcpy(exec_query_input(q, l), input + off, n * sizeof(float));
-			off += n;
-		}
-		if (!read[l])
-			*out_elems += n;
-	}
-	want = malloc(*out_elems * sizeof(float));
+	for (int i = 0; i < io.nr_inputs; i++)
+		memcpy(exec_query_input(q, io.inputs[i].layer),
+		       (const char *)input + io.inputs[i].offset, io.inputs[i].bytes);
+	*out_elems = io.out_bytes / sizeof(float);
+	want = malloc(io.out_bytes);
 	if (!want || exec_run_block(em, q, 0, m->nr_layers, NULL, &o.cpus, NULL))
 		goto out;
-	off = 0;
-	for (int l = 0; l < m->nr_layers; l++) {
-		size_t n = (size_t)model_shape_elems(&m->layers[l].out);
-
-		if (read[l])
-			continue;
-		if (exec_query_read_output(q, l, want + off, n)) {
+	for (int i = 0; i < io.nr_outputs; i++) {
+		if (exec_query_read_output(q, io.outputs[i].layer,
+					   want + io.outputs[i].offset / sizeof(float),
+					   io.outputs[i].bytes / sizeof(float))) {
 			free(want);
 			want = NULL;
 			goto out;
 		}
-		off += n;
 	}
 out:
-	free(read);
+	model_io_layout_free(&io);
 	if (q)
 		exec_query_free(q);
 	exec_model_free(em);

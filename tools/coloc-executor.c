@@ -8,31 +8,22 @@
  * it read the model, its weights and any ONNX external data from the sealed
  * memfds colocd inherited to it (never a path: the client opened the files),
  * describe it to colocd (executor/shm_summary.h) and build every oneDNN
- * primitive. Then it serves commands "run layers
- * [first, last) of the query in slot s with these versions on these cores"
- * one at a time: it sleeps on a futex until colocd rings, runs the block,
- * writes the completion and writes to its end of colocd's doorbell pipe.
- * Between blocks it never spins: its OpenMP team sleeps on the same futex
- * (exec_team_wait) and wakes with it.
+ * primitive. Then it serves colocd's commands with the library's loop
+ * (executor/shm_serve.h): this file is the arguments, the sandbox, the
+ * limits and the model's import around it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include "coloc/protocol.h"
 #include "coloc/shm.h"
 #include "cli.h"
@@ -40,6 +31,7 @@
 #include "model_open.h"
 #include "exec_sandbox.h"
 #include "profile.h"
+#include "shm_serve.h"
 #include "shm_summary.h"
 
 #define PROG "coloc-executor"
@@ -59,17 +51,6 @@ static struct {
 	long uid, gid;
 	bool allow_weak;
 } opts = { .shm_fd = -1, .done_fd = -1, .model_fd = -1, .weights_fd = -1 };
-
-/* What the loop needs: the model, one query per slot, and where a slot's tensors go. */
-struct server {
-	struct coloc_shm *shm;
-	struct exec_model *em;
-	struct model *m;
-	struct exec_cpuset allowed;
-	struct exec_query *q[COLOC_SHM_NR_SLOTS];
-	unsigned int progress[COLOC_SHM_NR_SLOTS]; /* layers [0, progress) computed */
-	int done_fd;
-};
 
 static void usage(FILE *f)
 {
@@ -105,365 +86,19 @@ static void usage(FILE *f)
 		"the shared memory's header), 2 bad usage.\n");
 }
 
-/* Writes the reason into the header, marks it failed and wakes colocd. */
-static __attribute__((format(printf, 3, 4))) int fail(struct server *s, int code, const char *fmt,
-						      ...)
+/* Writes the reason into the header, marks it failed, wakes colocd and says why on stderr. */
+static __attribute__((format(printf, 3, 4))) int fail(struct shm_serve *s, int code,
+						      const char *fmt, ...)
 {
-	struct coloc_shm_header *h = &s->shm->hdr;
-	uint64_t one = 1;
+	char why[COLOC_SHM_REASON_LEN];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(h->reason, sizeof(h->reason), fmt, ap);
+	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	h->error = code;
-	fprintf(stderr, PROG ": tenant %s: %s\n", opts.tenant, h->reason);
-	__atomic_store_n(&h->state, COLOC_SHM_FAILED, __ATOMIC_RELEASE);
-	if (write(s->done_fd, &one, sizeof(one)) < 0)
-		fprintf(stderr, PROG ": signalling colocd: %s\n", strerror(errno));
+	fprintf(stderr, PROG ": tenant %s: %s\n", opts.tenant, why);
+	shm_serve_fail(s->shm, s->done_fd, code, why);
 	return 1;
-}
-
-/* The memfd must be what colocd promises: our layout, and a size nobody can shrink. */
-static int map_shm(struct server *s, char *why, size_t len)
-{
-	const struct coloc_shm_header *h;
-	struct stat st;
-	int seals;
-
-	seals = fcntl(opts.shm_fd, F_GET_SEALS);
-	if (fstat(opts.shm_fd, &st) || seals < 0 || (size_t)st.st_size < sizeof(struct coloc_shm)) {
-		snprintf(why, len, "fd %d is not a coloc shared-memory memfd", opts.shm_fd);
-		return -EINVAL;
-	}
-	if (!(seals & F_SEAL_SHRINK)) {
-		snprintf(why, len, "the shared memory's size is not sealed against shrinking");
-		return -EINVAL;
-	}
-	s->shm = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, opts.shm_fd, 0);
-	if (s->shm == MAP_FAILED) {
-		snprintf(why, len, "mapping the shared memory: %s", strerror(errno));
-		return -errno;
-	}
-	h = &s->shm->hdr;
-	if (h->magic != COLOC_SHM_MAGIC || h->layout_version != COLOC_SHM_LAYOUT_VERSION ||
-	    h->nr_slots != COLOC_SHM_NR_SLOTS || h->total_bytes != (uint64_t)st.st_size ||
-	    h->data_offset < sizeof(struct coloc_shm) || h->data_offset > (uint64_t)st.st_size ||
-	    h->slot_in_capacity > (uint64_t)st.st_size ||
-	    h->slot_out_capacity > (uint64_t)st.st_size ||
-	    h->data_offset + COLOC_SHM_NR_SLOTS * (h->slot_in_capacity + h->slot_out_capacity) >
-		    (uint64_t)st.st_size) {
-		snprintf(why, len, "the shared memory has another layout (version %u, want %d)",
-			 h->layout_version, COLOC_SHM_LAYOUT_VERSION);
-		s->shm = NULL;
-		return -EPROTO;
-	}
-	return 0;
-}
-
-static char *slot_in(const struct server *s, unsigned int slot)
-{
-	const struct coloc_shm_header *h = &s->shm->hdr;
-
-	return (char *)s->shm + h->data_offset +
-	       slot * (h->slot_in_capacity + h->slot_out_capacity);
-}
-
-static char *slot_out(const struct server *s, unsigned int slot)
-{
-	return slot_in(s, slot) + s->shm->hdr.slot_in_capacity;
-}
-
-/* Whether a later layer reads layer li (if not, it is one of the model's outputs). */
-static bool is_read(const struct model *m, int li)
-{
-	for (int j = li + 1; j < m->nr_layers; j++)
-		for (int k = 0; k < m->layers[j].nr_inputs; k++)
-			if (m->layers[j].inputs[k] == li)
-				return true;
-	return false;
-}
-
-static size_t layer_bytes(const struct model *m, int li)
-{
-	return (size_t)model_shape_elems(&m->layers[li].out) * sizeof(float);
-}
-
-static int describe_model(struct server *s, char *why, size_t len)
-{
-	struct coloc_shm_header *h = &s->shm->hdr;
-	const struct model *m = s->m;
-
-	h->nr_layers = (__u32)m->nr_layers;
-	h->nr_inputs = h->nr_outputs = 0;
-	h->in_bytes = h->out_bytes = 0;
-	for (int li = 0; li < m->nr_layers; li++) {
-		if (m->layers[li].op == MODEL_OP_INPUT) {
-			h->nr_inputs++;
-			h->in_bytes += layer_bytes(m, li);
-		}
-		if (!is_read(m, li)) {
-			h->nr_outputs++;
-			h->out_bytes += layer_bytes(m, li);
-		}
-	}
-	if (h->in_bytes > h->slot_in_capacity || h->out_bytes > h->slot_out_capacity) {
-		snprintf(why, len,
-			 "one query of %s needs %llu bytes of input and %llu of output; the shared "
-			 "memory holds %llu and %llu per slot",
-			 m->name, (unsigned long long)h->in_bytes, (unsigned long long)h->out_bytes,
-			 (unsigned long long)h->slot_in_capacity,
-			 (unsigned long long)h->slot_out_capacity);
-		return -E2BIG;
-	}
-	return 0;
-}
-
-/* The CPUs blocks may use: --cores, or every online CPU this process may run on. */
-static int allowed_cpus(struct exec_cpuset *set, char *why, size_t len)
-{
-	cpu_set_t mask;
-
-	if (opts.cores) {
-		struct coloc_err cerr = { 0 };
-		int ret = exec_cpuset_parse(opts.cores, set, &cerr);
-
-		if (ret)
-			snprintf(why, len, "%s", coloc_err_str(&cerr));
-		return ret;
-	}
-	set->nr = 0;
-	if (sched_getaffinity(0, sizeof(mask), &mask)) {
-		snprintf(why, len, "sched_getaffinity: %s", strerror(errno));
-		return -errno;
-	}
-	for (int cpu = 0; cpu < EXEC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
-		if (CPU_ISSET(cpu, &mask) && exec_cpu_online(cpu))
-			set->cpus[set->nr++] = cpu;
-	return 0;
-}
-
-/* Refuses a command: nothing ran. */
-static __attribute__((format(printf, 3, 4))) void refuse(struct coloc_shm_done *d, int code,
-							 const char *fmt, ...)
-{
-	va_list ap;
-
-	d->status = COLOC_SHM_DONE_REFUSED;
-	d->error = code;
-	va_start(ap, fmt);
-	vsnprintf(d->reason, sizeof(d->reason), fmt, ap);
-	va_end(ap);
-}
-
-static bool cpu_allowed(const struct exec_cpuset *set, int cpu)
-{
-	for (int i = 0; i < set->nr; i++)
-		if (set->cpus[i] == cpu)
-			return true;
-	return false;
-}
-
-/* The command's core bitmap as a CPU list; false (and the refusal) if it is not ours. */
-static bool take_cores(const struct server *s, const struct coloc_shm_cmd *c,
-		       struct exec_cpuset *cores, struct coloc_shm_done *d)
-{
-	cores->nr = 0;
-	for (int cpu = 0; cpu < COLOC_MAX_CPUS && cpu < EXEC_MAX_CPUS; cpu++) {
-		if (!(c->cpus[cpu / 64] & (1ull << (cpu % 64))))
-			continue;
-		if (!cpu_allowed(&s->allowed, cpu)) {
-			refuse(d, -EINVAL,
-			       "cpu %d is not one of the cores this executor was started on", cpu);
-			return false;
-		}
-		cores->cpus[cores->nr++] = cpu;
-	}
-	if (!cores->nr)
-		refuse(d, -EINVAL, "the block has no cores");
-	return cores->nr > 0;
-}
-
-static void copy_inputs(struct server *s, unsigned int slot)
-{
-	const char *src = slot_in(s, slot);
-
-	for (int li = 0; li < s->m->nr_layers; li++) {
-		if (s->m->layers[li].op != MODEL_OP_INPUT)
-			continue;
-		memcpy(exec_query_input(s->q[slot], li), src, layer_bytes(s->m, li));
-		src += layer_bytes(s->m, li);
-	}
-}
-
-static int copy_outputs(struct server *s, unsigned int slot)
-{
-	char *dst = slot_out(s, slot);
-
-	for (int li = 0; li < s->m->nr_layers; li++) {
-		size_t n = layer_bytes(s->m, li);
-		int ret;
-
-		if (is_read(s->m, li))
-			continue;
-		ret = exec_query_read_output(s->q[slot], li, (float *)dst, n / sizeof(float));
-		if (ret)
-			return ret;
-		dst += n;
-	}
-	return 0;
-}
-
-/* One RUN command, read field by field once (colocd could rewrite them meanwhile). */
-static void run_command(struct server *s, const struct coloc_shm_cmd *c, struct coloc_shm_done *d)
-{
-	unsigned int slot = c->slot, first = c->first, last = c->last, flags = c->flags;
-	unsigned int nr = (unsigned int)s->m->nr_layers;
-	int versions[COLOC_SHM_MAX_BLOCK_LAYERS];
-	struct exec_block_stats st = { 0 };
-	struct exec_cpuset cores;
-	int ret;
-
-	d->slot = slot;
-	d->first = first;
-	d->last = last;
-	if (slot >= COLOC_SHM_NR_SLOTS)
-		return refuse(d, -EINVAL, "query slot %u out of range (0..%d)", slot,
-			      COLOC_SHM_NR_SLOTS - 1);
-	if (first >= last || last > nr || last - first > COLOC_SHM_MAX_BLOCK_LAYERS)
-		return refuse(d, -EINVAL,
-			      "layers [%u, %u) are not a block of this model's %u layers "
-			      "(at most %d per block)",
-			      first, last, nr, COLOC_SHM_MAX_BLOCK_LAYERS);
-	if (first && first > s->progress[slot])
-		return refuse(d, -EINVAL,
-			      "the query in slot %u has computed layers [0, %u) only: a block "
-			      "from layer %u would read activations never computed",
-			      slot, s->progress[slot], first);
-	if (flags & ~(unsigned int)COLOC_SHM_RUN_SHARED)
-		return refuse(d, -EINVAL, "unknown flags 0x%x in the command", flags);
-	for (unsigned int i = 0; i < last - first; i++) {
-		int li = (int)(first + i), n = exec_layer_nr_versions(s->em, li);
-
-		versions[i] = c->versions[i];
-		if (versions[i] >= n)
-			return refuse(d, -EINVAL,
-				      "layer %d (%s) has %d version%s; version %d asked", li,
-				      s->m->layers[li].name, n, n > 1 ? "s" : "", versions[i]);
-	}
-	if (!take_cores(s, c, &cores, d))
-		return;
-	if (!first)
-		copy_inputs(s, slot);
-	ret = exec_run_block_placed(
-		s->em, s->q[slot], (int)first, (int)last, versions, &cores,
-		flags & COLOC_SHM_RUN_SHARED ? EXEC_TEAM_SHARED : EXEC_TEAM_PINNED, &st);
-	if (!ret && last == nr)
-		ret = copy_outputs(s, slot);
-	d->block_ns = st.latency_ns;
-	d->switch_ns = st.switch_ns;
-	if (ret) {
-		s->progress[slot] = 0;
-		d->status = COLOC_SHM_DONE_FAILED;
-		d->error = ret;
-		snprintf(d->reason, sizeof(d->reason), "running layers [%u, %u) failed: %s", first,
-			 last,
-			 ret == -ERANGE ? "an input read as token ids holds a value that is not a "
-					  "whole number in [0, vocab) of its embedding" :
-					  strerror(-ret));
-		return;
-	}
-	s->progress[slot] = first ? (last > s->progress[slot] ? last : s->progress[slot]) : last;
-}
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
-
-static int serve(struct server *s)
-{
-	struct coloc_shm_cmd *c = &s->shm->cmd;
-	struct coloc_shm_done *d = &s->shm->done;
-	__u32 seen = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
-	uint64_t one = 1;
-
-	/* start-up is over: the header's state says READY */
-	if (write(s->done_fd, &one, sizeof(one)) < 0)
-		return -errno;
-	for (;;) {
-		__u32 seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
-		__u32 op;
-
-		if (seq == seen) {
-			/* the team sleeps with the caller, and wakes with it */
-			exec_team_wait(&c->seq, seen);
-			continue;
-		}
-		seen = seq;
-		d->started_ns = now_ns();
-		__atomic_store_n(&d->started_seq, seq, __ATOMIC_RELEASE);
-		op = c->op;
-		d->status = COLOC_SHM_DONE_OK;
-		d->error = 0;
-		d->reason[0] = '\0';
-		d->block_ns = d->switch_ns = 0;
-		d->slot = d->first = d->last = 0;
-		d->query_id = c->query_id;
-		if (op == COLOC_SHM_OP_RUN)
-			run_command(s, c, d);
-		else if (op != COLOC_SHM_OP_NOP && op != COLOC_SHM_OP_EXIT)
-			refuse(d, -EINVAL, "unknown command %u", op);
-		d->ended_ns = now_ns();
-		__atomic_store_n(&d->seq, seq, __ATOMIC_RELEASE);
-		if (write(s->done_fd, &one, sizeof(one)) < 0)
-			return -errno;
-		if (op == COLOC_SHM_OP_EXIT)
-			return 0;
-	}
-}
-
-/*
- * Before READY, every version of every layer runs once on all the cores,
- * and every slot's activations once: a model's first run pays the page
- * faults on its weights and activations, the OpenMP team's creation and
- * oneDNN's first-execution work. Left to the first queries, that cost
- * (up to ~2x the profiled latency) would also reach the scheduler as
- * interference and as a prediction error to correct.
- */
-static int warm_up(struct server *s, char *why, size_t len)
-{
-	int nr = s->m->nr_layers, max_v = 1, ret = 0;
-	int *versions = calloc((size_t)nr, sizeof(*versions));
-
-	if (!versions) {
-		snprintf(why, len, "out of memory for the warm-up run");
-		return -ENOMEM;
-	}
-	for (int l = 0; l < nr; l++)
-		if (exec_layer_nr_versions(s->em, l) > max_v)
-			max_v = exec_layer_nr_versions(s->em, l);
-	/* runs 0 .. max_v - 1: each version on slot 0; then slots 1.. in version 0 */
-	for (int run = 0; run < max_v + COLOC_SHM_NR_SLOTS - 1 && !ret; run++) {
-		int slot = run < max_v ? 0 : run - max_v + 1;
-
-		for (int l = 0; l < nr; l++) {
-			int n = exec_layer_nr_versions(s->em, l);
-
-			versions[l] = run < max_v ? (run < n ? run : n - 1) : 0;
-		}
-		exec_query_fill_inputs(s->q[slot], s->m, 1);
-		ret = exec_run_block(s->em, s->q[slot], 0, nr, versions, &s->allowed, NULL);
-		if (ret)
-			snprintf(why, len, "the warm-up run failed: %s", strerror(-ret));
-	}
-	for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++)
-		exec_query_reset(s->q[i]);
-	free(versions);
-	return ret;
 }
 
 /*
@@ -526,7 +161,7 @@ static int limit_resources(char *why, size_t len)
 	return 0;
 }
 
-static int setup(struct server *s, pid_t parent, char *why, size_t len)
+static int setup(struct shm_serve *s, pid_t parent, char *why, size_t len)
 {
 	struct exec_options eo = { 0 };
 	struct onnx_import_opts io = { .batch = 1,
@@ -538,7 +173,7 @@ static int setup(struct server *s, pid_t parent, char *why, size_t len)
 	struct model_source src;
 	int ret;
 
-	ret = allowed_cpus(&s->allowed, why, len);
+	ret = shm_serve_allowed_cpus(opts.cores, &s->allowed, why, len);
 	if (ret)
 		return ret;
 	eo.cpus = s->allowed;
@@ -588,17 +223,7 @@ static int setup(struct server *s, pid_t parent, char *why, size_t len)
 		snprintf(why, len, "lifting the import's CPU limit: %s", strerror(errno));
 		return -errno;
 	}
-	for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++) {
-		s->q[i] = exec_query_new(s->em);
-		if (!s->q[i]) {
-			snprintf(why, len, "out of memory for the activations of query slot %d", i);
-			return -ENOMEM;
-		}
-	}
-	ret = describe_model(s, why, len);
-	if (!ret)
-		ret = warm_up(s, why, len);
-	return ret;
+	return shm_serve_prepare(s, why, len);
 }
 
 /* "LOCATION=FD" (the last '=' splits: a location may hold one) into the table. */
@@ -716,7 +341,7 @@ static int parse_args(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct server s = { 0 };
+	struct shm_serve s = { 0 };
 	char why[COLOC_SHM_REASON_LEN];
 	pid_t parent;
 	int ret;
@@ -728,7 +353,7 @@ int main(int argc, char **argv)
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	parent = getppid();
 	s.done_fd = opts.done_fd;
-	ret = map_shm(&s, why, sizeof(why));
+	ret = shm_serve_map(&s, opts.shm_fd, why, sizeof(why));
 	if (ret) {
 		fprintf(stderr, PROG ": tenant %s: %s\n", opts.tenant, why);
 		return 1;
@@ -737,13 +362,11 @@ int main(int argc, char **argv)
 	ret = setup(&s, parent, why, sizeof(why));
 	if (ret)
 		return fail(&s, ret, "%s", why);
-	__atomic_store_n(&s.shm->hdr.state, COLOC_SHM_READY, __ATOMIC_RELEASE);
-	ret = serve(&s);
+	ret = shm_serve_loop(&s);
 	if (ret)
 		return fail(&s, ret, "signalling colocd: %s", strerror(-ret));
 	/* asked to exit: leave nothing behind (LeakSanitizer checks in SANITIZE builds) */
-	for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++)
-		exec_query_free(s.q[i]);
+	shm_serve_release(&s);
 	exec_model_free(s.em);
 	model_free(s.m);
 	return 0;

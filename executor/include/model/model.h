@@ -229,6 +229,34 @@ static inline bool model_op_is_binary(enum model_op op)
 	return op == MODEL_OP_ADD || op == MODEL_OP_MUL || op == MODEL_OP_SUB ||
 	       op == MODEL_OP_DIV || op == MODEL_OP_MAX || op == MODEL_OP_MIN;
 }
+/* One tensor of a query's input or output: a layer's output, dense fp32. */
+struct model_io_tensor {
+	int layer;
+	uint64_t offset; /* bytes from the start of the query's input (or output) */
+	uint64_t bytes;
+};
+
+/*
+ * How one query's input and output are laid out wherever they cross a
+ * boundary (the shared memory's slots, colocd's summary, coloc-run's
+ * --input and --output, a client's request): the input layers in layer
+ * order, and the outputs, the layers no later layer reads (the model's
+ * results, e.g. SSD's box and class heads), in layer order; each dense
+ * fp32, packed one after the other.
+ */
+struct model_io_layout {
+	int nr_inputs, nr_outputs;
+	struct model_io_tensor *inputs, *outputs; /* [nr_inputs], [nr_outputs] */
+	uint64_t in_bytes, out_bytes; /* one query's, all tensors */
+};
+
+/*
+ * m's layout into *io (freed with model_io_layout_free). 0, -ENOMEM, or
+ * -E2BIG when the bytes overflow 64 bits, with err saying which.
+ */
+int model_io_layout(const struct model *m, struct model_io_layout *io, struct coloc_err *err);
+void model_io_layout_free(struct model_io_layout *io);
+
 const char *model_op_name(enum model_op op);
 const char *model_act_name(enum model_act act);
 
