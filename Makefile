@@ -109,7 +109,8 @@ DAEMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out daemon/colocd.c,$(wildcard
 # ONNX import (protobuf-c); profiles and the level model (what colocd links: no
 # oneDNN, no parser); oneDNN execution and the tools' parts (the rest).
 MODEL_SRCS := $(wildcard executor/model_*.c executor/onnx_*.c executor/window.c)
-PROFILE_SRCS := executor/profile.c executor/profile_machine.c executor/profile_table.c \
+PROFILE_SRCS := executor/profile.c executor/profile_cache.c executor/profile_parse.c \
+	executor/profile_save.c executor/profile_machine.c executor/profile_table.c \
 	$(wildcard executor/level_model*.c)
 MODEL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(MODEL_SRCS)) $(OBJ)/$(GEN)/onnx.pb-c.o
 PROFILE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(PROFILE_SRCS))
@@ -144,7 +145,8 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 # starts a daemon core): only make check runs them, as root. Every other
 # test is a unit test: make check-unit runs it as any user, and it must pass
 # as nobody in a tree it cannot write.
-SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_conns colocd_serving \
+SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocctl_serving colocd colocd_conns \
+	colocd_faults colocd_serving \
 	colocd_tenant control \
 	execproc fuzz hostile_executor install level_source load onnx_ort owners pmu sandbox sensor \
 	serving tenants submit gateway gateway_grpc uncore)
@@ -280,8 +282,8 @@ GATEWAY_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard gateway/*.c)) $(OBJ)/$(GEN)
 LIB_GATEWAY := $(OBJ)/libcoloc_gateway.a
 GW_PKG_CFLAGS := $(shell pkg-config --cflags libmicrohttpd grpc libprotobuf-c 2>/dev/null)
 GW_PKG_LIBS := $(shell pkg-config --libs libmicrohttpd json-c grpc gpr libprotobuf-c 2>/dev/null)
-GW_USERS := $(GATEWAY_OBJS) $(OBJ)/tools/coloc-gateway.o $(OBJ)/tests/gateway_test.o \
-	$(OBJ)/tests/gateway_grpc_test.o
+GW_TESTS := $(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test $(OBJ)/tests/gateway_parse_test
+GW_USERS := $(GATEWAY_OBJS) $(OBJ)/tools/coloc-gateway.o $(addsuffix .o,$(GW_TESTS))
 $(GW_USERS): CFLAGS += -Igateway $(GW_PKG_CFLAGS)
 $(GW_USERS): | $(GEN)/grpc_service.pb-c.h
 $(LIB_GATEWAY): $(GATEWAY_OBJS)
@@ -299,8 +301,8 @@ $(BIN)/coloc-bench-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMO
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) $(LIGHT_LIBS) -lm -o $@
 # its tests drive the parsers directly too
-$(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test: $(LIB_GATEWAY)
-$(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test: LDLIBS := $(LIB_GATEWAY) \
+$(GW_TESTS): $(LIB_GATEWAY)
+$(GW_TESTS): LDLIBS := $(LIB_GATEWAY) \
 	$(LIB_CLIENT) $(LIB_COMMON) $(LDLIBS) $(GW_PKG_LIBS)
 # ---- end of coloc-gateway -------------------------------------------------------
 
