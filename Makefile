@@ -98,7 +98,8 @@ DAEMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out daemon/colocd.c,$(wildcard
 # ONNX import (protobuf-c); profiles and the level model (what colocd links: no
 # oneDNN, no parser); oneDNN execution and the tools' parts (the rest).
 MODEL_SRCS := $(wildcard executor/model_*.c executor/onnx_*.c executor/window.c)
-PROFILE_SRCS := executor/profile.c executor/profile_machine.c executor/profile_table.c \
+PROFILE_SRCS := executor/profile.c executor/profile_cache.c executor/profile_parse.c \
+	executor/profile_save.c executor/profile_machine.c executor/profile_table.c \
 	$(wildcard executor/level_model*.c)
 MODEL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(MODEL_SRCS)) $(OBJ)/$(GEN)/onnx.pb-c.o
 PROFILE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(PROFILE_SRCS))
@@ -133,7 +134,8 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 # starts a daemon core): only make check runs them, as root. Every other
 # test is a unit test: make check-unit runs it as any user, and it must pass
 # as nobody in a tree it cannot write.
-SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_conns colocd_serving \
+SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocctl_serving colocd colocd_conns \
+	colocd_faults colocd_serving \
 	colocd_tenant control \
 	execproc fuzz hostile_executor install level_source load onnx_ort owners pmu sandbox sensor \
 	serving serving_plan tenants submit gateway gateway_grpc uncore)
@@ -249,8 +251,8 @@ GATEWAY_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard gateway/*.c)) $(OBJ)/$(GEN)
 LIB_GATEWAY := $(OBJ)/libcoloc_gateway.a
 GW_PKG_CFLAGS := $(shell pkg-config --cflags libmicrohttpd grpc libprotobuf-c 2>/dev/null)
 GW_PKG_LIBS := $(shell pkg-config --libs libmicrohttpd json-c grpc gpr libprotobuf-c 2>/dev/null)
-GW_USERS := $(GATEWAY_OBJS) $(OBJ)/tools/coloc-gateway.o $(OBJ)/tests/gateway_test.o \
-	$(OBJ)/tests/gateway_grpc_test.o
+GW_TESTS := $(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test $(OBJ)/tests/gateway_parse_test
+GW_USERS := $(GATEWAY_OBJS) $(OBJ)/tools/coloc-gateway.o $(addsuffix .o,$(GW_TESTS))
 $(GW_USERS): CFLAGS += -Igateway $(GW_PKG_CFLAGS)
 $(GW_USERS): | $(GEN)/grpc_service.pb-c.h
 $(LIB_GATEWAY): $(GATEWAY_OBJS)
@@ -268,8 +270,8 @@ $(BIN)/coloc-bench-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMO
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) $(LIGHT_LIBS) -lm -o $@
 # its tests drive the parsers directly too
-$(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test: $(LIB_GATEWAY)
-$(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test: LDLIBS := $(LIB_GATEWAY) \
+$(GW_TESTS): $(LIB_GATEWAY)
+$(GW_TESTS): LDLIBS := $(LIB_GATEWAY) \
 	$(LIB_CLIENT) $(LIB_COMMON) $(LDLIBS) $(GW_PKG_LIBS)
 # ---- end of coloc-gateway -------------------------------------------------------
 
@@ -294,13 +296,17 @@ deps:
 	$(Q)tools/deps.sh
 	@echo "coloc: the required packages are installed"
 
+# build/fuzz/ is one sanitized build for both halves of CI, seeded alike: the
+# SANITIZE=1 half only replays the seeds (tests/fuzz_test.c)
+FUZZ_CHECK_ENV := $(if $(filter 1,$(SANITIZE)),COLOC_FUZZ_CHECK_SECONDS=1)
 check:
 	$(Q)tests/run.sh --root
 	$(Q)tools/deps.sh
 	$(Q)+$(MAKE) --no-print-directory run-check
 run-check: $(BINS) $(TEST_BINS) $(TEST_PROGS) ort-models
 	$(Q)tools/check-sizes.sh
-	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh --root $(TEST_BINS)
+	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) $(FUZZ_CHECK_ENV) \
+		tests/run.sh --root $(TEST_BINS)
 check-unit: $(BINS) $(UNIT_TESTS)
 	$(Q)tools/check-sizes.sh
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(UNIT_TESTS)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every kselftest-harness test binary given, then names each failed test
-# and prints one summary line, "N passed, N failed, N skipped", adding up the
-# harness's own totals. Exits non-zero if any test failed or any binary
-# crashed or timed out.
+# and prints the eight slowest binaries and one summary line, "N passed, N
+# failed, N skipped", adding up the harness's own totals. Exits non-zero if any
+# test failed or any binary crashed or timed out.
 #
 #   tests/run.sh [--root] TEST...
 #
@@ -22,13 +22,15 @@ if [ "${1:-}" = "--root" ]; then
 fi
 # Debian keeps bpftool in /usr/sbin, which 'su' without '-' leaves off PATH.
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
-pass=0 fail=0 skip=0 broken=() failed=()
+pass=0 fail=0 skip=0 broken=() failed=() times=()
 for t in "$@"; do
 	name=$(basename "$t")
 	echo "=== $name"
 	out=$(mktemp)
+	start=$(date +%s)
 	timeout --kill-after=10 "${COLOC_TEST_TIMEOUT:-900}" "$t" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
+	times+=("$(($(date +%s) - start)) s $name")
 	line=$(grep -E '^# Totals: ' "$out" | tail -n 1)
 	# "not ok 7 fixture.name" (the harness's own lines, not a test's output)
 	while read -r test; do
@@ -53,6 +55,7 @@ for t in "$@"; do
 	fi
 done
 echo
+echo "slowest: $(printf '%s\n' "${times[@]}" | sort -rn | head -n 8 | paste -sd, | sed 's/,/, /g')"
 for f in "${failed[@]}"; do echo "failed: $f"; done
 for b in "${broken[@]}"; do echo "broken: $b"; done
 echo "$pass passed, $fail failed, $skip skipped"
