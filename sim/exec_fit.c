@@ -12,10 +12,12 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
 #include "sim.h"
 
 #define FIT_MIN_BLOCKS 20
@@ -131,13 +133,11 @@ static int log_row(void *ctx, char **f, int n, const int *col, const char *path,
 	struct log_read *lr = ctx;
 	struct fit_block b;
 	double v[C_NR];
-	char *end;
 
 	for (int k = 0; k < C_NR; k++) {
 		if (k == C_TENANT)
 			continue;
-		v[k] = col[k] < n ? strtod(f[col[k]], &end) : NAN;
-		if (col[k] >= n || end == f[col[k]] || *end || !isfinite(v[k]))
+		if (col[k] >= n || cli_parse_double(f[col[k]], -DBL_MAX, DBL_MAX, &v[k]))
 			return coloc_err_set(err, -EINVAL, "%s:%d: column %s is not a number", path,
 					     lineno, col_name[k]);
 	}
