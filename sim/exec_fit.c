@@ -763,13 +763,13 @@ void sim_exec_fit_free(struct sim_exec_fit *fit)
 	*fit = (struct sim_exec_fit){ 0 };
 }
 
-int sim_exec_model_from_fit(const struct sim_exec_fit *fit, const char *model,
-			    struct sim_exec_model *m, struct coloc_err *err)
+int sim_exec_timing_from_fit(const struct sim_exec_fit *fit, const char *model,
+			     struct sim_exec_timing *m, struct coloc_err *err)
 {
 	bool any = false;
 
-	*m = (struct sim_exec_model){ .collapse_x = 1.0,
-				      .warm_ns = (uint64_t)llround(fit->warm_ms * 1e6) };
+	*m = (struct sim_exec_timing){ .collapse_x = 1.0,
+				       .warm_ns = (uint64_t)llround(fit->warm_ms * 1e6) };
 	for (int i = 0; i < fit->nr_rows; i++) {
 		const struct sim_exec_row *r = &fit->row[i];
 
