@@ -80,10 +80,21 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS))
 endif
 
 ARCH := x86
+# executor/'s three libraries each have a folder of public headers
+# (DEVELOPERS.md); the headers private to one stay beside its sources.
+INC_MODEL := -Iexecutor/include/model
+INC_EXEC := -Iexecutor/include/exec
+INC_PROFILE := -Iexecutor/include/profile
+# The headers an object may include: everything, unless its library says
+# less (below: colocd's objects see only what colocd links). Recursive, so
+# that those target-specific values reach CFLAGS.
+LIB_INCLUDES = -Idaemon -Iexecutor $(INC_MODEL) $(INC_EXEC) $(INC_PROFILE) -Ipolicy -Isim
+OPENMP = -fopenmp
+DEPFLAGS = -MMD -MP
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fopenmp -pthread $(SANFLAGS) \
-	  -Iinclude -Icommon -Idaemon -Iexecutor -Ipolicy -Isim -I$(GEN) -isystem $(GEN)/kselftest \
-	  $(PKG_CFLAGS) -MMD -MP
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror $(OPENMP) -pthread $(SANFLAGS) \
+	  -Iinclude -Icommon $(LIB_INCLUDES) -I$(GEN) -isystem $(GEN)/kselftest \
+	  $(PKG_CFLAGS) $(DEPFLAGS)
 LDFLAGS += -fopenmp -pthread $(SANFLAGS)
 LDLIBS := $(PKG_LIBS) -ldnnl -lprotobuf-c -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Iinclude -I$(GEN)
@@ -193,6 +204,26 @@ $(OBJ)/tests/%.o: tests/%.c $(KSFT_HDRS) | $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+# Each library's objects see their own headers and those of the libraries it
+# links, no more: the model library the profile library's hash (model_open.c);
+# the profile library the model's types (profile_table_build reads a model's
+# layers) and the policy's.
+$(MODEL_OBJS): LIB_INCLUDES = $(INC_MODEL) $(INC_PROFILE)
+$(PROFILE_OBJS): LIB_INCLUDES = $(INC_PROFILE) $(INC_MODEL) -Ipolicy
+# colocd's objects see include/, common/, daemon/, policy/ and the profile
+# library's headers, the libraries colocd links, and are built without
+# OpenMP; their dependency files list the system's headers too, which
+# tools/check-daemon-includes.sh then checks (no oneDNN, protobuf-c or
+# OpenMP header, no other library's header by a relative path).
+$(OBJ)/daemon/%.o: LIB_INCLUDES = -Idaemon -Ipolicy $(INC_PROFILE)
+$(OBJ)/daemon/%.o: OPENMP =
+$(OBJ)/daemon/%.o: DEPFLAGS = -MD -MP
+$(OBJ)/daemon/%.o: daemon/%.c | $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)tools/check-daemon-includes.sh $(@:.o=.d)
 
 $(LIB_COMMON): $(COMMON_OBJS)
 $(LIB_DAEMON): $(DAEMON_OBJS)
@@ -375,8 +406,8 @@ FUZZ_BINS := $(patsubst %,$(FUZZ)/bin/fuzz_%,$(FUZZ_TARGETS))
 FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer
 FUZZ_CFLAGS := -O1 -g -std=gnu11 -Wall -Wextra -Werror -pthread $(FUZZ_SANFLAGS) \
-	-fsanitize=fuzzer-no-link -Iinclude -Icommon -Idaemon -Iexecutor -Ipolicy -Isim \
-	-I$(GEN) -isystem $(GEN)/kselftest $(PKG_CFLAGS) -MMD -MP
+	-fsanitize=fuzzer-no-link -Iinclude -Icommon -Idaemon -Iexecutor $(INC_MODEL) $(INC_EXEC) \
+	$(INC_PROFILE) -Ipolicy -Isim -I$(GEN) -isystem $(GEN)/kselftest $(PKG_CFLAGS) -MMD -MP
 FUZZ_LIB_SRCS := $(shell grep -L 'pragma omp' common/*.c executor/*.c policy/*.c \
 	$(filter-out daemon/colocd.c,$(wildcard daemon/*.c)))
 FUZZ_LIB := $(FUZZ)/libcoloc_fuzz.a

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "model.h"
 #include "profile_table.h"
 
 /* A model name fit for a file name in the cache: [A-Za-z0-9_.-], not starting with '.'. */

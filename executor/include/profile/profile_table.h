@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * A model's latency profile (executor/profile.h) as the policy's table
+ * A model's latency profile (executor/include/profile/profile.h) as the policy's table
  * (struct policy_table, policy/table.h): core counts 1..N, one column per kernel version
  * (the most any layer has; a layer's missing versions are 0 cells, which
  * policies never choose), one level column per stress level with the
@@ -12,9 +12,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "model.h"
 #include "profile.h"
 #include "table.h"
+
+struct model; /* model.h, the model library's: profile_table_build's callers have it */
 
 /*
  * Fills t from p for model m (the same layers in the same order). The
