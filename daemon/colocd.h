@@ -37,6 +37,7 @@ struct colocd_config {
 	/* the serving core (serving.h); NULL: its defaults, the executor beside colocd */
 	const char *policy;
 	bool late_serve; /* --late serve: a query that cannot meet its deadline runs late */
+	bool no_plan_ahead; /* --no-plan-ahead: one block per command (serving_config) */
 	const char *executor;
 	const char *cache_dir;
 	const char *state_path; /* admitted tenants survive a restart in it; NULL: none */

@@ -369,6 +369,7 @@ static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 		.machine = &d->machine,
 		.policy = d->cfg.policy,
 		.late_serve = d->cfg.late_serve,
+		.no_plan_ahead = d->cfg.no_plan_ahead,
 		.watch = colocd_serving_watch,
 		.tenant_changed = colocd_serving_changed,
 		.core_changed = colocd_core_changed,

@@ -28,7 +28,9 @@
  * executor crashed, hung or was killed: reason kept, its queries failed,
  * its cores free) -> starting again by serving_restart().
  *
- * An executor runs one block at a time and holds COLOC_SHM_NR_SLOTS queries
+ * An executor runs one command at a time (a block, or a query alone's plan
+ * of blocks that an event stops at a boundary: serving_config.no_plan_ahead)
+ * and holds COLOC_SHM_NR_SLOTS queries
  * in flight: a queued query waits for a free slot before the policy sees it
  * (slots and executors assigned by policy/assign.h, which coloc-sim runs too).
  * A tenant admitted with E executors (serving_tenant_spec.executors) runs
@@ -142,6 +144,13 @@ struct serving_config {
 	 * or served late (true); policy_config.late.
 	 */
 	bool late_serve;
+	/*
+	 * Plan ahead off (true): one block per command, a round trip through
+	 * colocd between any two blocks (docs/design/serving-path.md); by
+	 * default a query alone runs its policy's following blocks in one
+	 * command, until an event (an arrival, a tenant's change) yields it.
+	 */
+	bool no_plan_ahead;
 	const char *cores; /* CPUs served, e.g. "0-3"; NULL: every CPU this process may use */
 	int max_queue; /* per tenant; 0: SERVING_DEFAULT_QUEUE */
 	int max_queue_total; /* 0: SERVING_DEFAULT_QUEUE_TOTAL */
