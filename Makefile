@@ -250,7 +250,7 @@ LIB_GATEWAY := $(OBJ)/libcoloc_gateway.a
 GW_PKG_CFLAGS := $(shell pkg-config --cflags libmicrohttpd grpc libprotobuf-c 2>/dev/null)
 GW_PKG_LIBS := $(shell pkg-config --libs libmicrohttpd json-c grpc gpr libprotobuf-c 2>/dev/null)
 GW_USERS := $(GATEWAY_OBJS) $(OBJ)/tools/coloc-gateway.o $(OBJ)/tests/gateway_test.o \
-	$(OBJ)/tests/gateway_grpc_test.o
+	$(OBJ)/tests/gateway_grpc_test.o $(OBJ)/tests/gateway_proto_test.o
 $(GW_USERS): CFLAGS += -Igateway $(GW_PKG_CFLAGS)
 $(GW_USERS): | $(GEN)/grpc_service.pb-c.h
 $(LIB_GATEWAY): $(GATEWAY_OBJS)
@@ -268,8 +268,9 @@ $(BIN)/coloc-bench-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMO
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) $(LIGHT_LIBS) -lm -o $@
 # its tests drive the parsers directly too
-$(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test: $(LIB_GATEWAY)
-$(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test: LDLIBS := $(LIB_GATEWAY) \
+GW_TESTS := $(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test $(OBJ)/tests/gateway_proto_test
+$(GW_TESTS): $(LIB_GATEWAY)
+$(GW_TESTS): LDLIBS := $(LIB_GATEWAY) \
 	$(LIB_CLIENT) $(LIB_COMMON) $(LDLIBS) $(GW_PKG_LIBS)
 # ---- end of coloc-gateway -------------------------------------------------------
 
