@@ -80,10 +80,21 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS))
 endif
 
 ARCH := x86
+# executor/'s three libraries each have a folder of public headers
+# (DEVELOPERS.md); the headers private to one stay beside its sources.
+INC_MODEL := -Iexecutor/include/model
+INC_EXEC := -Iexecutor/include/exec
+INC_PROFILE := -Iexecutor/include/profile
+# The headers an object may include: everything, unless its library says
+# less (below: colocd's objects see only what colocd links). Recursive, so
+# that those target-specific values reach CFLAGS.
+LIB_INCLUDES = -Idaemon -Iexecutor $(INC_MODEL) $(INC_EXEC) $(INC_PROFILE) -Ipolicy -Isim
+OPENMP = -fopenmp
+DEPFLAGS = -MMD -MP
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fopenmp -pthread $(SANFLAGS) \
-	  -Iinclude -Icommon -Idaemon -Iexecutor -Ipolicy -Isim -I$(GEN) -isystem $(GEN)/kselftest \
-	  $(PKG_CFLAGS) -MMD -MP
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror $(OPENMP) -pthread $(SANFLAGS) \
+	  -Iinclude -Icommon $(LIB_INCLUDES) -I$(GEN) -isystem $(GEN)/kselftest \
+	  $(PKG_CFLAGS) $(DEPFLAGS)
 LDFLAGS += -fopenmp -pthread $(SANFLAGS)
 LDLIBS := $(PKG_LIBS) -ldnnl -lprotobuf-c -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Iinclude -I$(GEN)
@@ -98,7 +109,8 @@ DAEMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out daemon/colocd.c,$(wildcard
 # ONNX import (protobuf-c); profiles and the level model (what colocd links: no
 # oneDNN, no parser); oneDNN execution and the tools' parts (the rest).
 MODEL_SRCS := $(wildcard executor/model_*.c executor/onnx_*.c executor/window.c)
-PROFILE_SRCS := executor/profile.c executor/profile_machine.c executor/profile_table.c \
+PROFILE_SRCS := executor/profile.c executor/profile_cache.c executor/profile_parse.c \
+	executor/profile_save.c executor/profile_machine.c executor/profile_table.c \
 	$(wildcard executor/level_model*.c)
 MODEL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(MODEL_SRCS)) $(OBJ)/$(GEN)/onnx.pb-c.o
 PROFILE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(PROFILE_SRCS))
@@ -133,7 +145,8 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 # starts a daemon core): only make check runs them, as root. Every other
 # test is a unit test: make check-unit runs it as any user, and it must pass
 # as nobody in a tree it cannot write.
-SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocd colocd_conns colocd_serving \
+SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocctl_serving colocd colocd_conns \
+	colocd_faults colocd_serving \
 	colocd_tenant control \
 	execproc fuzz hostile_executor install level_source load onnx_ort owners pmu sandbox sensor \
 	serving tenants submit gateway gateway_grpc uncore)
@@ -192,6 +205,26 @@ $(OBJ)/tests/%.o: tests/%.c $(KSFT_HDRS) | $(SKELS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
+# Each library's objects see their own headers and those of the libraries it
+# links, no more: the model library the profile library's hash (model_open.c);
+# the profile library the model's types (profile_table_build reads a model's
+# layers) and the policy's.
+$(MODEL_OBJS): LIB_INCLUDES = $(INC_MODEL) $(INC_PROFILE)
+$(PROFILE_OBJS): LIB_INCLUDES = $(INC_PROFILE) $(INC_MODEL) -Ipolicy
+# colocd's objects see include/, common/, daemon/, policy/ and the profile
+# library's headers, the libraries colocd links, and are built without
+# OpenMP; their dependency files list the system's headers too, which
+# tools/check-daemon-includes.sh then checks (no oneDNN, protobuf-c or
+# OpenMP header, no other library's header by a relative path).
+$(OBJ)/daemon/%.o: LIB_INCLUDES = -Idaemon -Ipolicy $(INC_PROFILE)
+$(OBJ)/daemon/%.o: OPENMP =
+$(OBJ)/daemon/%.o: DEPFLAGS = -MD -MP
+$(OBJ)/daemon/%.o: daemon/%.c | $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)tools/check-daemon-includes.sh $(@:.o=.d)
+
 $(LIB_COMMON): $(COMMON_OBJS)
 $(LIB_DAEMON): $(DAEMON_OBJS)
 $(LIB_EXEC): $(EXEC_OBJS)
@@ -249,8 +282,9 @@ GATEWAY_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard gateway/*.c)) $(OBJ)/$(GEN)
 LIB_GATEWAY := $(OBJ)/libcoloc_gateway.a
 GW_PKG_CFLAGS := $(shell pkg-config --cflags libmicrohttpd grpc libprotobuf-c 2>/dev/null)
 GW_PKG_LIBS := $(shell pkg-config --libs libmicrohttpd json-c grpc gpr libprotobuf-c 2>/dev/null)
-GW_USERS := $(GATEWAY_OBJS) $(OBJ)/tools/coloc-gateway.o $(OBJ)/tests/gateway_test.o \
-	$(OBJ)/tests/gateway_grpc_test.o $(OBJ)/tests/gateway_proto_test.o
+GW_TESTS := $(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test $(OBJ)/tests/gateway_parse_test \
+	$(OBJ)/tests/gateway_proto_test
+GW_USERS := $(GATEWAY_OBJS) $(OBJ)/tools/coloc-gateway.o $(addsuffix .o,$(GW_TESTS))
 $(GW_USERS): CFLAGS += -Igateway $(GW_PKG_CFLAGS)
 $(GW_USERS): | $(GEN)/grpc_service.pb-c.h
 $(LIB_GATEWAY): $(GATEWAY_OBJS)
@@ -268,7 +302,6 @@ $(BIN)/coloc-bench-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMO
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) $(LIGHT_LIBS) -lm -o $@
 # its tests drive the parsers directly too
-GW_TESTS := $(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test $(OBJ)/tests/gateway_proto_test
 $(GW_TESTS): $(LIB_GATEWAY)
 $(GW_TESTS): LDLIBS := $(LIB_GATEWAY) \
 	$(LIB_CLIENT) $(LIB_COMMON) $(LDLIBS) $(GW_PKG_LIBS)
@@ -374,8 +407,8 @@ FUZZ_BINS := $(patsubst %,$(FUZZ)/bin/fuzz_%,$(FUZZ_TARGETS))
 FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer
 FUZZ_CFLAGS := -O1 -g -std=gnu11 -Wall -Wextra -Werror -pthread $(FUZZ_SANFLAGS) \
-	-fsanitize=fuzzer-no-link -Iinclude -Icommon -Idaemon -Iexecutor -Ipolicy -Isim \
-	-I$(GEN) -isystem $(GEN)/kselftest $(PKG_CFLAGS) -MMD -MP
+	-fsanitize=fuzzer-no-link -Iinclude -Icommon -Idaemon -Iexecutor $(INC_MODEL) $(INC_EXEC) \
+	$(INC_PROFILE) -Ipolicy -Isim -I$(GEN) -isystem $(GEN)/kselftest $(PKG_CFLAGS) -MMD -MP
 FUZZ_LIB_SRCS := $(shell grep -L 'pragma omp' common/*.c executor/*.c policy/*.c \
 	$(filter-out daemon/colocd.c,$(wildcard daemon/*.c)))
 FUZZ_LIB := $(FUZZ)/libcoloc_fuzz.a

@@ -2,7 +2,7 @@
 /*
  * Where colocd's per-core interference level comes from (issue 8). With a
  * live PMU that counts LLC references and misses, and a level model
- * calibrated on this machine (executor/level_model.h, written by
+ * calibrated on this machine (executor/include/profile/level_model.h, written by
  * coloc-calibrate-level into the profile cache), each CPU window record of
  * the sensor gives the core's LLC and DRAM signals and, through the model,
  * its level. Otherwise the serving core keeps measuring the level from the

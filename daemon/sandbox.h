@@ -6,7 +6,7 @@
  * socket admits), kept while the tenant exists, and a cgroup of its own
  * (cgroup.h) whose cpuset follows the cores its blocks hold and whose
  * memory is bounded. It fills the sandbox fields of execproc_opts; the
- * executor enters the rest itself (executor/exec_sandbox.h).
+ * executor enters the rest itself (executor/include/exec/exec_sandbox.h).
  *
  * Tenants are named as serving names them; one entry per name, opened at
  * admission and closed when the tenant is gone (its executors reaped).

@@ -291,7 +291,7 @@ void sv_free_tenant(struct serving *s, struct sv_tenant *t)
 {
 	close_executors(s, t, false);
 	free(t->summary);
-	profile_table_free(&t->table);
+	policy_table_free(&t->table);
 	free(t->model_name);
 	if (t->model_fd > 0)
 		close(t->model_fd);
@@ -644,8 +644,7 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->dom_sig_now = calloc(POLICY_MAX_CPUS, sizeof(*s->dom_sig_now));
 	s->pqueries = calloc(s->max_queue_total, sizeof(*s->pqueries));
 	if ((cfg->executor && !s->executor) || (cfg->cache_dir && !s->cache_dir) || !s->core_sig ||
-	    !s->core_level || !s->core_sig_now || !s->dom_sig_now ||
-	    !s->pqueries) {
+	    !s->core_level || !s->core_sig_now || !s->dom_sig_now || !s->pqueries) {
 		ret = coloc_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <poll.h>
-#include "model_open.h"
+#include "coloc/model_format.h"
 #include "profile_table.h"
 #include "sandbox.h"
 #include "serving_internal.h"

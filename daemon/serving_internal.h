@@ -79,7 +79,7 @@ struct sv_tenant {
 	void (*admitted)(void *ctx, const char *name, int ret, const struct coloc_err *err);
 	void *admitted_ctx;
 	int nr_layers; /* the summary's */
-	struct profile_table table;
+	struct policy_table table;
 	size_t in_bytes, out_bytes;
 	int nr_exec; /* executors as admitted; each has a process while it serves */
 	struct sv_exec ex[SERVING_MAX_EXECUTORS];

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "batch_norm.h"
 #include "exec_build.h"
 
 /*
@@ -134,11 +135,11 @@ int layer_weights_make(const struct model *m, int li, struct exec_weights_file *
 			return -ENOMEM;
 		}
 		for (size_t o = 0; o < oc; o++) {
-			float s = p.bn_gamma[o] / sqrtf(p.bn_var[o] + p.bn_eps);
+			double s = batch_norm_scale(p.bn_gamma[o], p.bn_var[o], p.bn_eps);
 
 			for (size_t i = 0; i < per; i++)
-				lw->w[o * per + i] *= s;
-			lw->bias[o] = (lw->bias[o] - p.bn_mean[o]) * s + p.bn_beta[o];
+				lw->w[o * per + i] = (float)(lw->w[o * per + i] * s);
+			lw->bias[o] = batch_norm_bias(lw->bias[o], p.bn_mean[o], s, p.bn_beta[o]);
 		}
 	}
 	exec_layer_params_free(&p);

@@ -15,7 +15,7 @@
  * for an operator with several candidates.
  *
  * Adding an operator, after its MODEL_OP_ value and its entry in
- * model_infer.c's infer_ops[] (which parses it and infers its shape):
+ * model_shape.c's shape_ops[] (which parses it and infers its shape):
  *   1. one entry below: its versions (a single "onednn" for one oneDNN
  *      primitive), .weights if it takes learned weights (their shapes are
  *      then also a case in exec_weights.c, which generates them, and in

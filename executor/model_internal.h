@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * Shared between the two halves of the model parser: model_parse.c (text,
- * statements, repeat blocks) and model_infer.c (one layer: attributes,
+ * statements, repeat blocks) and model_shape.c (one layer: attributes,
  * shape inference, MACs and parameters). Not for use outside them.
  */
 #ifndef COLOC_MODEL_INTERNAL_H

@@ -6,7 +6,7 @@
  * with its closing brace, and requires the closing `end` line and the final
  * newline, so a file cut at any byte is caught before any layer is built.
  * The second executes the statements, expanding repeat blocks with their
- * {var} name templates, and hands each layer to model_infer.c, which checks
+ * {var} name templates, and hands each layer to model_shape.c, which checks
  * it and computes its output shape, MACs and parameters; their sums must
  * then match the header's declared figures within a tolerance. Every error
  * is reported once as "FILE:LINE: what is wrong";
@@ -42,7 +42,7 @@ struct parse_var {
 };
 
 struct parser {
-	struct model_ctx ctx; /* shared with model_infer.c: model, line, error */
+	struct model_ctx ctx; /* shared with model_shape.c: model, line, error */
 	char *text; /* mutable copy, tokens point into it */
 	char **toks;
 	int nr_toks, cap_toks;

@@ -29,7 +29,7 @@
  * ConstantOfShape in a few bytes cannot make gigabytes.
  */
 #define ONNX_MIN_FOLD_BUDGET (1ll << 20)
-/* a layer's dims and elements: the bounds coloc's parser puts on them (model_infer.c) */
+/* a layer's dims and elements: the bounds coloc's parser puts on them (model_shape.c) */
 #define ONNX_MAX_DIM (1ll << 24)
 #define ONNX_MAX_ELEMS (1ll << 32)
 #define ONNX_MAX_NODES 200000
@@ -96,7 +96,7 @@ static inline int64_t onnx_i64(double x)
 	return x > 4e18 ? (int64_t)4e18 : x < -4e18 ? (int64_t)-4e18 : x != x ? 0 : (int64_t)x;
 }
 
-/* Whether a layer of op takes a fused act= (model_infer.c's fused_act). */
+/* Whether a layer of op takes a fused act= (model_shape.c's fused_act). */
 static inline bool onnx_takes_act(enum model_op op)
 {
 	return op == MODEL_OP_CONV || op == MODEL_OP_DECONV || op == MODEL_OP_FC ||

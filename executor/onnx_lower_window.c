@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "onnx_lower.h"
+#include "batch_norm.h"
 #include "window.h"
 
 /*
@@ -91,6 +92,23 @@ static int window_attr(struct onnx_ctx *c, const Onnx__NodeProto *n, const char 
 	v[0] = nr < 0 ? def : nd == 1 ? 1 : (int)a[0];
 	v[1] = nr < 0 ? def : (int)a[nd - 1];
 	return 0;
+}
+
+/*
+ * The strides and dilations (1 when absent) of a window of kernel k over
+ * in_hw, and its padding as [t, l, b, r] (explicit or auto_pad): what Conv
+ * and the pools read alike.
+ */
+static int window_geometry(struct onnx_ctx *c, const Onnx__NodeProto *n, int nd,
+			   const int64_t *in_hw, const int *k, int *s, int *d, int *pads)
+{
+	int ret = window_attr(c, n, "strides", nd, 1, s);
+
+	if (!ret)
+		ret = window_attr(c, n, "dilations", nd, 1, d);
+	if (!ret)
+		ret = window_pads(c, n, nd, in_hw, k, s, d, pads);
+	return ret;
 }
 
 /*
@@ -261,11 +279,7 @@ int onnx_lower_conv(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	if (!ret && ks[0] && (ks[0] != k[0] || ks[1] != k[1]))
 		return onnx_refuse(c, -EINVAL, "kernel_shape differs from the weights' shape");
 	if (!ret)
-		ret = window_attr(c, n, "strides", nd, 1, s);
-	if (!ret)
-		ret = window_attr(c, n, "dilations", nd, 1, d);
-	if (!ret)
-		ret = window_pads(c, n, nd, &x->shape.dims[2], k, s, d, pads);
+		ret = window_geometry(c, n, nd, &x->shape.dims[2], k, s, d, pads);
 	if (ret)
 		return ret;
 	out.ndims = 4;
@@ -349,8 +363,8 @@ int onnx_lower_conv_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
 
 /*
  * A batch norm that follows no conv: y = x * scale + shift per channel
- * (dim 1), scale = gamma / sqrt(var + eps), shift = beta - mean * scale in
- * double, as a mul and an add of constants [C, 1, ...].
+ * (dim 1), scale and shift = beta - mean * scale as batch_norm.h computes
+ * them, as a mul and an add of constants [C, 1, ...].
  */
 static int standalone_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n, struct onnx_value *x,
 				 struct onnx_value **p, float eps)
@@ -380,7 +394,7 @@ static int standalone_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n, s
 	if (!l->t[0])
 		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
 	for (int64_t o = 0; o < ch; o++)
-		l->t[0][o] = (float)(p[0]->data[o] / sqrt(p[3]->data[o] + eps));
+		l->t[0][o] = (float)batch_norm_scale(p[0]->data[o], p[3]->data[o], eps);
 	{
 		struct onnx_value *in = &mid;
 
@@ -394,8 +408,9 @@ static int standalone_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n, s
 	if (!l->t[0])
 		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
 	for (int64_t o = 0; o < ch; o++)
-		l->t[0][o] = (float)(p[1]->data[o] -
-				     p[2]->data[o] * (p[0]->data[o] / sqrt(p[3]->data[o] + eps)));
+		l->t[0][o] = batch_norm_bias(0, p[2]->data[o],
+					     batch_norm_scale(p[0]->data[o], p[3]->data[o], eps),
+					     p[1]->data[o]);
 	return 0;
 }
 
@@ -461,13 +476,13 @@ int onnx_lower_batch_norm(struct onnx_ctx *c, const Onnx__NodeProto *n)
 
 			o = i / (ocg * kk) / icg * ocg + i / kk % ocg;
 		}
-		l->t[0][i] = (float)(l->t[0][i] * (p[0]->data[o] / sqrt(p[3]->data[o] + eps)));
+		l->t[0][i] =
+			(float)(l->t[0][i] * batch_norm_scale(p[0]->data[o], p[3]->data[o], eps));
 	}
-	for (int64_t o = 0; o < oc; o++) {
-		double sc = p[0]->data[o] / sqrt(p[3]->data[o] + eps);
-
-		l->t[1][o] = (float)((l->t[1][o] - p[2]->data[o]) * sc + p[1]->data[o]);
-	}
+	for (int64_t o = 0; o < oc; o++)
+		l->t[1][o] = batch_norm_bias(l->t[1][o], p[2]->data[o],
+					     batch_norm_scale(p[0]->data[o], p[3]->data[o], eps),
+					     p[1]->data[o]);
 	snprintf(l->origin + strlen(l->origin), sizeof(l->origin) - strlen(l->origin),
 		 " + BatchNormalization");
 	return onnx_alias(c, n, x);
@@ -492,11 +507,7 @@ int onnx_lower_pool(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	if (!ret && !k[0])
 		return onnx_refuse(c, -EINVAL, "kernel_shape is missing");
 	if (!ret)
-		ret = window_attr(c, n, "strides", nd, 1, s);
-	if (!ret)
-		ret = window_attr(c, n, "dilations", nd, 1, d);
-	if (!ret)
-		ret = window_pads(c, n, nd, &x->shape.dims[2], k, s, d, pads);
+		ret = window_geometry(c, n, nd, &x->shape.dims[2], k, s, d, pads);
 	if (!ret)
 		ret = onnx_attr_int(c, n, "ceil_mode", 0, &ceil_mode);
 	if (!ret)
@@ -515,12 +526,13 @@ int onnx_lower_pool(struct onnx_ctx *c, const Onnx__NodeProto *n)
 				   "excludes the padding)");
 	out = x->shape;
 	for (int i = 0; i < 2; i++) {
-		int64_t span = x->shape.dims[2 + i] + pads[i] + pads[i + 2] - k[i];
+		int64_t padded = x->shape.dims[2 + i] + pads[i] + pads[i + 2];
 
-		if (span < 0)
+		if (padded < k[i])
 			return onnx_refuse(c, -EINVAL,
 					   "the window is larger than the padded input");
-		out.dims[2 + i] = (ceil_mode ? (span + s[i] - 1) / s[i] : span / s[i]) + 1;
+		out.dims[2 + i] = ceil_mode ? window_out_len_ceil(padded, k[i], s[i]) :
+					      window_out_len(padded, k[i], s[i]);
 	}
 	ret = onnx_new_layer(c, n, MODEL_OP_POOL, &x, 1, &out, &l);
 	if (ret)

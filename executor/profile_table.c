@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "model.h"
 #include "profile_table.h"
 
 /* A model name fit for a file name in the cache: [A-Za-z0-9_.-], not starting with '.'. */
@@ -88,7 +89,7 @@ static uint64_t model_sum(const struct policy_model *pm, int ci, int k)
 	return sum;
 }
 
-int profile_table_build(const struct profile *p, const struct model *m, struct profile_table *t,
+int profile_table_build(const struct profile *p, const struct model *m, struct policy_table *t,
 			struct coloc_err *err)
 {
 	uint64_t *macs = calloc((size_t)(m->nr_layers > 0 ? m->nr_layers : 1), sizeof(*macs));
@@ -104,7 +105,7 @@ int profile_table_build(const struct profile *p, const struct model *m, struct p
 }
 
 int profile_table_build_layers(const struct profile *p, const char *name, int nr_layers,
-			       const uint64_t *layer_macs, struct profile_table *t,
+			       const uint64_t *layer_macs, struct policy_table *t,
 			       struct coloc_err *err)
 {
 	struct policy_model *pm = &t->model;
@@ -113,7 +114,8 @@ int profile_table_build_layers(const struct profile *p, const char *name, int nr
 	uint64_t alone;
 	size_t len;
 
-	memset(t, 0, sizeof(*t));
+	*t = (struct policy_table){ 0 };
+	snprintf(t->name, sizeof(t->name), "%s", name);
 	if (p->nr_layers != nr_layers)
 		return coloc_err_set(err, -EINVAL,
 				     "profile of %s has %d layers, the model %d; profile it again",
@@ -130,7 +132,7 @@ int profile_table_build_layers(const struct profile *p, const char *name, int nr
 	t->layer_ops = calloc(p->nr_layers, sizeof(*t->layer_ops));
 	if (!t->core_counts || !t->level_slowdown || !t->latency_ns || !t->latency_lo_ns ||
 	    !t->latency_hi_ns || !t->layer_ops) {
-		profile_table_free(t);
+		policy_table_free(t);
 		return coloc_err_set(err, -ENOMEM, "out of memory for the table of %s", name);
 	}
 	for (int c = 0; c < p->nr_cores; c++)
@@ -186,17 +188,6 @@ int profile_table_build_layers(const struct profile *p, const char *name, int nr
 	}
 	clamped = policy_model_check(pm, err);
 	if (clamped)
-		profile_table_free(t);
+		policy_table_free(t);
 	return clamped;
-}
-
-void profile_table_free(struct profile_table *t)
-{
-	free(t->core_counts);
-	free(t->level_slowdown);
-	free(t->latency_ns);
-	free(t->latency_lo_ns);
-	free(t->latency_hi_ns);
-	free(t->layer_ops);
-	memset(t, 0, sizeof(*t));
 }

@@ -256,8 +256,8 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	const struct policy_tenant *pt = &in->tenants[q->tenant];
 	const struct policy_model *m = pt->model;
 	struct coloc_tenant *ct = &st->t[q->tenant];
-	double level = st->flags.use_level ? r->level : 1.0;
-	double pos = policy_model_level_pos(m, level);
+	double slowdown = st->flags.use_level ? r->slowdown : 1.0;
+	double pos = policy_model_level_pos(m, slowdown);
 	double corr = st->flags.predict ? coloc_aged_corr(ct, in->now_ns) : 1.0;
 	double fixed = st->flags.predict ? coloc_aged_fixed(ct, in->now_ns) : 0;
 	double margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
@@ -377,7 +377,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		.versions = versions,
 		.nr_cores = m->core_counts[ci],
 		.decided_ns = in->now_ns,
-		.level = level,
+		.level = slowdown,
 		.predicted_ns = (uint64_t)coloc_predicted(bp, raw_ns),
 	};
 	d->alone_ns = coloc_span_alone_ns(st, ct, first, last, ci, pos, versions);
@@ -397,7 +397,7 @@ static double solo_slack(struct coloc_state *st, const struct policy_input *in,
 	const struct policy_tenant *pt = &in->tenants[t];
 	const struct policy_model *m = pt->model;
 	struct coloc_tenant *ct = coloc_tenant_state(st, in, t);
-	double pos = policy_model_level_pos(m, st->flags.use_level ? r->level : 1.0);
+	double pos = policy_model_level_pos(m, st->flags.use_level ? r->slowdown : 1.0);
 	int ci = policy_model_core_index(m, st->nr_online);
 	uint64_t raw = ci < 0 ? 0 : coloc_span_ns(st, ct, 0, m->nr_layers, ci, pos, NULL, 0);
 	double qos = (double)pt->qos_ns, solo = (double)raw;

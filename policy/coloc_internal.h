@@ -117,7 +117,7 @@ struct round {
 	int nr_free; /* cores in free */
 	int busy[POLICY_MAX_CPUS]; /* busy cores per LLC domain */
 	int agg[POLICY_MAX_CPUS]; /* cores per LLC domain the heaviest aggressor holds */
-	double level;
+	double slowdown; /* the free cores' interference level (1.0 = alone) */
 	double thres[POLICY_MAX_TENANTS];
 	double cap[POLICY_MAX_TENANTS]; /* the longest predicted time a block may have, ns */
 	const struct policy_query *head[POLICY_MAX_TENANTS];

@@ -26,8 +26,8 @@ static double core_slowdown(const struct policy_config *cfg, const struct policy
 }
 
 /* The mean slowdown of r's free cores, at least 1.0, in CPU order; counts them in r->nr_free. */
-static double free_level(const struct policy_config *cfg, const struct policy_input *in,
-			 struct round *r)
+static double free_slowdown(const struct policy_config *cfg, const struct policy_input *in,
+			    struct round *r)
 {
 	double sum = 0;
 	int n = 0;
@@ -101,7 +101,7 @@ void coloc_round_init(struct coloc_state *st, const struct policy_config *cfg,
 		for (uint64_t bits = cfg->online.bits[w] & ~r->free.bits[w]; bits; bits &= bits - 1)
 			r->busy[cfg->llc[w * 64 + __builtin_ctzll(bits)]]++;
 	find_aggressor(cfg, in, r);
-	r->level = free_level(cfg, in, r);
+	r->slowdown = free_slowdown(cfg, in, r);
 	for (int i = 0; i < in->nr_running; i++)
 		r->in_flight[in->running[i].tenant]++;
 	r->sorted = in->nr_queries <= COLOC_MAX_QUEUED;

@@ -156,11 +156,11 @@ void policy_cpuset_andnot(struct policy_cpuset *dst, const struct policy_cpuset 
 /*
  * A model's latency table, read-only to the policy and owned by the caller
  * for as long as the tenant exists. latency_ns is dense:
- * latency_ns[((layer * nr_versions + version) * nr_core_counts + ci) * nr_levels + level],
- * where ci indexes core_counts[] and level indexes the level columns. A cell
+ * latency_ns[((layer * nr_versions + version) * nr_core_counts + ci) * nr_levels + col],
+ * where ci indexes core_counts[] and col the level columns. A cell
  * of 0 means "this version does not exist for this layer, or was not
  * measured": policies never choose it. Every layer must have at least one
- * version measured alone (level 0) at every core count (policy_model_check).
+ * version measured alone (level column 0) at every core count (policy_model_check).
  */
 struct policy_model {
 	int nr_layers;
@@ -190,11 +190,11 @@ struct policy_model {
 int policy_model_check(const struct policy_model *m, struct coloc_err *err);
 
 static inline uint64_t policy_model_cell(const struct policy_model *m, int layer, int version,
-					 int ci, int level)
+					 int ci, int col)
 {
 	return m->latency_ns[(((size_t)layer * m->nr_versions + version) * m->nr_core_counts + ci) *
 				     m->nr_levels +
-			     level];
+			     col];
 }
 
 /* Index of the largest profiled core count <= nr_cores, or -1 when none fits. */

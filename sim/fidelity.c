@@ -10,11 +10,14 @@
  * so that the simulation serves the same tenants.
  */
 #include <errno.h>
+#include <float.h>
 #include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include "cli.h"
 #include "sim.h"
 
 #define TSV_LINE_MAX 1024
@@ -81,10 +84,11 @@ static int split_tabs(char *line, char **field, int max)
 /* A number >= 0; infinite only where allowed (bench-qos's 'inf' p99: queries unanswered). */
 static int parse_number(const char *s, bool may_be_inf, double *v)
 {
-	char *end;
-
-	*v = strtod(s, &end);
-	return end != s && !*end && (isfinite(*v) || may_be_inf) && *v >= 0 ? 0 : -EINVAL;
+	if (may_be_inf && !strcasecmp(s, "inf")) {
+		*v = INFINITY;
+		return 0;
+	}
+	return cli_parse_double(s, 0, DBL_MAX, v);
 }
 
 /*

@@ -6,10 +6,12 @@
  * all its searches pooled, and per search for the range.
  */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
 #include "sim.h"
 
 const struct sim_cell_loads *sim_loads_find(const struct sim_loads_table *t, const char *mix,
@@ -82,10 +84,7 @@ static struct sim_load_point *point_of(struct sim_cell_loads *c, int search, dou
 
 static bool number(const char *s, double *v)
 {
-	char *end;
-
-	*v = strtod(s, &end);
-	return end != s && !*end && isfinite(*v) && *v >= 0;
+	return !cli_parse_double(s, 0, DBL_MAX, v);
 }
 
 static int loads_row(void *ctx, char **f, int n, const int *col, const char *path, int lineno,

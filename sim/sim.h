@@ -26,6 +26,7 @@
 #include "error.h"
 #include "policy.h"
 #include "rng.h"
+#include "table.h"
 
 /* The most executors coloc-sim gives a tenant (--executors, POLICY@N). */
 #define SIM_MAX_EXECUTORS 64
@@ -77,17 +78,7 @@ int sim_machine_config(const struct sim_machine *m, enum policy_late late,
 
 /* ---- model tables ----------------------------------------------------------- */
 
-/* A struct policy_model and the arrays it points to, owned. */
-struct sim_table {
-	char name[64];
-	struct policy_model model;
-	int *core_counts;
-	double *level_slowdown; /* NULL for VELTAIR's tables (one level) */
-	uint64_t *latency_ns;
-	uint64_t *latency_lo_ns, *latency_hi_ns; /* a profile's 95 % CIs; NULL: none */
-	uint64_t *layer_ops;
-	char note[256]; /* empty, or what was adjusted to make the table valid */
-};
+/* A table is a struct policy_table (policy/table.h), freed with policy_table_free(). */
 
 /*
  * VELTAIR's tables: DIR/NAME.prof.csv (one line per layer, µs at 8, 16, ...
@@ -95,7 +86,7 @@ struct sim_table {
  * NAME is matched without regard to case ("resnet50" finds ResNet50.*).
  * One version, one level (alone), used as they are.
  */
-int sim_table_load_veltair(const char *dir, const char *name, struct sim_table *t,
+int sim_table_load_veltair(const char *dir, const char *name, struct policy_table *t,
 			   struct coloc_err *err);
 /*
  * coloc's own profile of the model file at model_path on this machine: the
@@ -103,7 +94,7 @@ int sim_table_load_veltair(const char *dir, const char *name, struct sim_table *
  * as colocd), turned into a table by profile_table_build(), as colocd
  * does. -ENOENT with the coloc-profile command that makes it.
  */
-int sim_table_load_profile(const char *model_path, const char *cache_dir, struct sim_table *t,
+int sim_table_load_profile(const char *model_path, const char *cache_dir, struct policy_table *t,
 			   struct coloc_err *err);
 
 /* Where tables come from. */
@@ -119,9 +110,8 @@ struct sim_table_dirs {
  * (dirs->models/NAME.model), both with the profile colocd would use, or
  * "scaled:NAME" (that profile scaled to VELTAIR's machine, below).
  */
-int sim_table_load(const char *spec, const struct sim_table_dirs *dirs, struct sim_table *t,
+int sim_table_load(const char *spec, const struct sim_table_dirs *dirs, struct policy_table *t,
 		   struct coloc_err *err);
-void sim_table_free(struct sim_table *t);
 
 /* ---- our tables on many cores (table_scaled.c; sim/README.md) ----------------- */
 
@@ -180,7 +170,7 @@ struct sim_scaling {
 int sim_scaling_fit(const struct sim_table_dirs *dirs, struct sim_scaling *s,
 		    struct coloc_err *err);
 /* The same from tables in hand: theirs[] VELTAIR's (8.. cores), ours[] with a 1-core column. */
-int sim_scaling_fit_tables(const struct sim_table theirs[2], const struct sim_table ours[2],
+int sim_scaling_fit_tables(const struct policy_table theirs[2], const struct policy_table ours[2],
 			   struct sim_scaling *s, struct coloc_err *err);
 /* g(k) of the class of a layer of work_us on one of VELTAIR's cores: its time on k over on one. */
 double sim_scaling_curve(const struct sim_scaling *s, double work_us, int k);
@@ -189,8 +179,8 @@ double sim_scaling_curve(const struct sim_scaling *s, double work_us, int k);
  * 8, 16, .. 64: each cell (every version and level) its 1-core cell x the
  * layer's class curve / time_ratio. 0 or -errno with err filled.
  */
-int sim_table_scale(const struct sim_table *ours, const struct sim_scaling *s,
-		    struct sim_table *out, struct coloc_err *err);
+int sim_table_scale(const struct policy_table *ours, const struct sim_scaling *s,
+		    struct policy_table *out, struct coloc_err *err);
 
 /* ---- the interference model (sim/README.md: what it rests on) -------------- */
 

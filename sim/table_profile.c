@@ -3,7 +3,7 @@
  * coloc's own latency profiles as a simulated tenant's table: the model
  * file is parsed, its profile looked up in the profile cache by the key
  * colocd computes (the model file's hash and this machine's identity) and
- * turned into a struct policy_model by profile_table_build(), the
+ * turned into a struct policy_table by profile_table_build(), the
  * conversion colocd itself uses (executor/profile_table.c). The simulator
  * so schedules on exactly the table colocd would on this machine.
  */
@@ -15,15 +15,14 @@
 #include "profile_table.h"
 #include "sim.h"
 
-int sim_table_load_profile(const char *model_path, const char *cache_dir, struct sim_table *t,
+int sim_table_load_profile(const char *model_path, const char *cache_dir, struct policy_table *t,
 			   struct coloc_err *err)
 {
 	struct model_source src;
-	struct profile_table pt;
 	struct profile *p;
 	int ret;
 
-	*t = (struct sim_table){ 0 };
+	*t = (struct policy_table){ 0 };
 	ret = model_open(model_path, NULL, &src, err);
 	if (ret)
 		return ret;
@@ -33,20 +32,8 @@ int sim_table_load_profile(const char *model_path, const char *cache_dir, struct
 		model_source_close(&src);
 		return err && err->code ? err->code : -ENOENT;
 	}
-	ret = profile_table_build(p, src.model, &pt, err);
+	ret = profile_table_build(p, src.model, t, err);
 	profile_free(p);
-	if (!ret) {
-		/* the table's arrays become the sim_table's: sim_table_free() releases them */
-		snprintf(t->name, sizeof(t->name), "%s", src.model->name);
-		snprintf(t->note, sizeof(t->note), "%s", pt.note);
-		t->model = pt.model;
-		t->core_counts = pt.core_counts;
-		t->level_slowdown = pt.level_slowdown;
-		t->latency_ns = pt.latency_ns;
-		t->latency_lo_ns = pt.latency_lo_ns;
-		t->latency_hi_ns = pt.latency_hi_ns;
-		t->layer_ops = pt.layer_ops;
-	}
 	model_source_close(&src);
 	return ret;
 }

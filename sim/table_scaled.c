@@ -77,7 +77,7 @@ static double basis(int j, int k)
  * error, with a, b, c >= 0: every subset of the three terms solved, the best
  * one with no negative term kept.
  */
-static void fit_layer(const struct sim_table *t, int l, double abc[3])
+static void fit_layer(const struct policy_table *t, int l, double abc[3])
 {
 	const struct policy_model *m = &t->model;
 	double best = INFINITY;
@@ -205,7 +205,7 @@ static double our_work_us(double time_ratio, uint64_t one_core_ns)
  * Mean |predicted / cell - 1| over VELTAIR's layers fits[] (those of table
  * tab) past the first column, each anchored at it.
  */
-static void anchored_error(const struct sim_table *tab, const struct layer_fit *fits,
+static void anchored_error(const struct policy_table *tab, const struct layer_fit *fits,
 			   const struct sim_scale_class *cls, double *sum, int *n)
 {
 	const struct policy_model *m = &tab->model;
@@ -226,13 +226,13 @@ static void anchored_error(const struct sim_table *tab, const struct layer_fit *
 }
 
 /* The index of ours' 1-core column, or -1. */
-static int one_core_column(const struct sim_table *ours)
+static int one_core_column(const struct policy_table *ours)
 {
 	return ours->model.nr_core_counts && ours->core_counts[0] == 1 ? 0 : -1;
 }
 
 /* Our whole model (version 0, alone) scaled to k of VELTAIR's cores by the curves cls, ns. */
-static double scaled_sum(const struct sim_table *ours, const struct sim_scale_class *cls,
+static double scaled_sum(const struct policy_table *ours, const struct sim_scale_class *cls,
 			 double time_ratio, int k)
 {
 	double sum = 0;
@@ -246,13 +246,13 @@ static double scaled_sum(const struct sim_table *ours, const struct sim_scale_cl
 }
 
 /* VELTAIR's whole model on core_counts[ci] (one version: its cells summed), ns. */
-static double theirs_ns(const struct sim_table *theirs, int ci)
+static double theirs_ns(const struct policy_table *theirs, int ci)
 {
 	return (double)policy_model_alone_ns(&theirs->model, 0, theirs->model.nr_layers, ci);
 }
 
 /* Our 2-core cells (version 0, alone) over g(2) x our 1-core cells, into r[*n]. */
-static void two_core_ratios(const struct sim_table *ours, const struct sim_scaling *s, double *r,
+static void two_core_ratios(const struct policy_table *ours, const struct sim_scaling *s, double *r,
 			    int *n)
 {
 	const struct policy_model *m = &ours->model;
@@ -270,7 +270,7 @@ static void two_core_ratios(const struct sim_table *ours, const struct sim_scali
 int sim_scaling_fit(const struct sim_table_dirs *dirs, struct sim_scaling *s, struct coloc_err *err)
 {
 	static const char *const names[2] = { "resnet50", "googlenet" };
-	struct sim_table theirs[2], ours[2];
+	struct policy_table theirs[2], ours[2];
 	int ret = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -287,13 +287,13 @@ int sim_scaling_fit(const struct sim_table_dirs *dirs, struct sim_scaling *s, st
 		coloc_err_prefix(err, "scaled tables (fitted on VELTAIR's and our ResNet-50 and "
 				      "GoogLeNet)");
 	for (int i = 0; i < 2; i++) {
-		sim_table_free(&theirs[i]);
-		sim_table_free(&ours[i]);
+		policy_table_free(&theirs[i]);
+		policy_table_free(&ours[i]);
 	}
 	return ret;
 }
 
-int sim_scaling_fit_tables(const struct sim_table theirs[2], const struct sim_table ours[2],
+int sim_scaling_fit_tables(const struct policy_table theirs[2], const struct policy_table ours[2],
 			   struct sim_scaling *s, struct coloc_err *err)
 {
 	struct layer_fit *fits = NULL;
@@ -394,15 +394,15 @@ static uint64_t scale_cell(uint64_t one_core, double g, double time_ratio)
 	return one_core ? (v < 1 ? 1 : (uint64_t)llround(v)) : 0;
 }
 
-int sim_table_scale(const struct sim_table *ours, const struct sim_scaling *s,
-		    struct sim_table *out, struct coloc_err *err)
+int sim_table_scale(const struct policy_table *ours, const struct sim_scaling *s,
+		    struct policy_table *out, struct coloc_err *err)
 {
 	const struct policy_model *m = &ours->model;
 	int nr_counts = SCALE_MAX_CORES / SCALE_CORE_STEP, ret;
 	size_t cells;
 	bool ci_too = ours->latency_lo_ns && ours->latency_hi_ns;
 
-	*out = (struct sim_table){ 0 };
+	*out = (struct policy_table){ 0 };
 	if (one_core_column(ours) < 0)
 		return coloc_err_set(err, -EINVAL, "%s: no 1-core column to scale from",
 				     ours->name);
@@ -421,7 +421,7 @@ int sim_table_scale(const struct sim_table *ours, const struct sim_scaling *s,
 	if (!out->core_counts || !out->level_slowdown || !out->latency_ns ||
 	    (ours->layer_ops && !out->layer_ops) ||
 	    (ci_too && (!out->latency_lo_ns || !out->latency_hi_ns))) {
-		sim_table_free(out);
+		policy_table_free(out);
 		return coloc_err_set(err, -ENOMEM, "%s: out of memory", ours->name);
 	}
 	for (int ci = 0; ci < nr_counts; ci++)
@@ -480,7 +480,7 @@ int sim_table_scale(const struct sim_table *ours, const struct sim_scaling *s,
 	ret = policy_model_check(&out->model, err);
 	if (ret) {
 		coloc_err_prefix(err, "%s", out->name);
-		sim_table_free(out);
+		policy_table_free(out);
 	}
 	return ret;
 }

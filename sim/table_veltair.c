@@ -20,17 +20,6 @@
 #define VELTAIR_MAX_LAYERS 4096
 #define VELTAIR_LINE_MAX 256
 
-void sim_table_free(struct sim_table *t)
-{
-	free(t->core_counts);
-	free(t->level_slowdown);
-	free(t->latency_ns);
-	free(t->latency_lo_ns);
-	free(t->latency_hi_ns);
-	free(t->layer_ops);
-	*t = (struct sim_table){ 0 };
-}
-
 /* The file prefix in dir matching name without regard to case (ResNet50 for "resnet50"). */
 static int find_prefix(const char *dir, const char *name, char *prefix, size_t len,
 		       struct coloc_err *err)
@@ -129,7 +118,7 @@ static int parse_layer_ops(const char *line, uint64_t *ops)
 	return 0;
 }
 
-int sim_table_load_veltair(const char *dir, const char *name, struct sim_table *t,
+int sim_table_load_veltair(const char *dir, const char *name, struct policy_table *t,
 			   struct coloc_err *err)
 {
 	char(*lines)[VELTAIR_LINE_MAX] = NULL;
@@ -137,7 +126,7 @@ int sim_table_load_veltair(const char *dir, const char *name, struct sim_table *
 	uint64_t us[POLICY_MAX_CORE_COUNTS];
 	int nr_layers, nr_counts = 0, ret;
 
-	*t = (struct sim_table){ 0 };
+	*t = (struct policy_table){ 0 };
 	ret = find_prefix(dir, name, prefix, sizeof(prefix), err);
 	if (ret)
 		return ret;
@@ -213,19 +202,19 @@ int sim_table_load_veltair(const char *dir, const char *name, struct sim_table *
 	return 0;
 fail:
 	free(lines);
-	sim_table_free(t);
+	policy_table_free(t);
 	return ret;
 }
 
 /* "scaled:NAME": our profile of NAME scaled to VELTAIR's machine (table_scaled.c). */
-static int load_scaled(const char *name, const struct sim_table_dirs *dirs, struct sim_table *t,
+static int load_scaled(const char *name, const struct sim_table_dirs *dirs, struct policy_table *t,
 		       struct coloc_err *err)
 {
 	struct sim_scaling s;
-	struct sim_table ours;
+	struct policy_table ours;
 	int ret;
 
-	*t = (struct sim_table){ 0 };
+	*t = (struct policy_table){ 0 };
 	if (!*name || strchr(name, ':') || strchr(name, '/'))
 		return coloc_err_set(err, -EINVAL,
 				     "scaled:%s: want scaled:NAME, a model NAME of %s", name,
@@ -237,11 +226,11 @@ static int load_scaled(const char *name, const struct sim_table_dirs *dirs, stru
 	if (ret)
 		return ret;
 	ret = sim_table_scale(&ours, &s, t, err);
-	sim_table_free(&ours);
+	policy_table_free(&ours);
 	return ret;
 }
 
-int sim_table_load(const char *spec, const struct sim_table_dirs *dirs, struct sim_table *t,
+int sim_table_load(const char *spec, const struct sim_table_dirs *dirs, struct policy_table *t,
 		   struct coloc_err *err)
 {
 	static const char veltair[] = "veltair:", scaled[] = "scaled:";

@@ -28,8 +28,8 @@
 #include <sys/wait.h>
 #include "kselftest_harness.h"
 #include "testutil.h"
+#include "gateway_fixture.h"
 
-#define READY_S 240
 #define TOL 1e-3f
 #define QOS_MS 60000
 #define PYTHON "/usr/bin/python3" /* Debian's, with python3-grpcio */
@@ -45,108 +45,30 @@ __attribute__((constructor)) static void make_dirs(void)
 
 FIXTURE(grpc)
 {
-	char dir[64], sock[128], pin[128], log[128], gwlog[128], repo[128], stubs[128];
-	char model[PATH_MAX];
-	int http_port, grpc_port, metrics_port;
-	pid_t colocd, gateway;
+	struct gw_env env;
+	char stubs[128];
 	bool ready;
 	float ref[OUT_BYTES / 4];
 };
 
-/* The gateway as the coloc user with --grpc and these extra flags; waits until ready. */
-static bool start_gateway(FIXTURE_DATA(grpc) * self, const char *const *extra)
-{
-	char bin[PATH_MAX], http_addr[64], grpc_addr[64], metrics_addr[64], cmd[256], out[64];
-	const char *argv[32] = { "/usr/bin/setpriv",
-				 "--reuid=coloc",
-				 "--regid=coloc",
-				 "--init-groups",
-				 "--",
-				 bin,
-				 "--socket",
-				 self->sock,
-				 "--model-repository",
-				 self->repo,
-				 "--http",
-				 http_addr,
-				 "--grpc",
-				 grpc_addr,
-				 "--metrics",
-				 metrics_addr };
-	int n = 16;
-
-	tu_bin("coloc-gateway", bin, sizeof(bin));
-	self->http_port = tu_free_port();
-	self->grpc_port = tu_free_port();
-	self->metrics_port = tu_free_port();
-	snprintf(http_addr, sizeof(http_addr), "127.0.0.1:%d", self->http_port);
-	snprintf(grpc_addr, sizeof(grpc_addr), "127.0.0.1:%d", self->grpc_port);
-	snprintf(metrics_addr, sizeof(metrics_addr), "127.0.0.1:%d", self->metrics_port);
-	for (int i = 0; extra && extra[i] && n < 31; i++)
-		argv[n++] = extra[i];
-	argv[n] = NULL;
-	self->gateway = tu_spawn_logged(argv, self->gwlog);
-	if (self->gateway <= 0)
-		return false;
-	snprintf(cmd, sizeof(cmd),
-		 "curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/v2/health/ready",
-		 self->http_port);
-	for (int i = 0; i < READY_S * 5; i++) {
-		if (tu_run(cmd, out, sizeof(out)) == 0 && atoi(out) == 200)
-			return true;
-		if (waitpid(self->gateway, NULL, WNOHANG) == self->gateway) {
-			self->gateway = 0;
-			return false;
-		}
-		usleep(200000);
-	}
-	return false;
-}
-
-static void log_gateway(FIXTURE_DATA(grpc) * self)
-{
-	size_t len = 0;
-	char *log = tu_read_file(self->gwlog, &len);
-
-	fprintf(stderr, "# gateway log: %.3000s\n", log ? log : "(none)");
-	free(log);
-}
-
 FIXTURE_SETUP(grpc)
 {
 	const char *root = getenv("COLOC_ROOT") ? getenv("COLOC_ROOT") : ".";
-	const char *extra[] = { "--cache-dir", cache_dir, NULL };
 	const char *gw_extra[] = { "--max-body-bytes", "1048576", NULL };
 	char out[4096], path[PATH_MAX + 64], cmd[PATH_MAX * 3], bin[PATH_MAX];
 	size_t len = 0;
 	float *input;
 	char *got;
 	FILE *f;
+	int ret;
 
-	self->colocd = self->gateway = 0;
 	self->ready = false;
-	if (geteuid() != 0)
-		SKIP(return, "needs root to run colocd");
-	snprintf(path, sizeof(path), "%s/models/mobilenet_v2.model", root);
-	if (!realpath(path, self->model))
-		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", path);
-	ASSERT_NE(0, cache_dir[0]);
-	ASSERT_EQ(0, tu_mount_bpffs());
-	ASSERT_EQ(0, tu_quick_profile(self->model, cache_dir, out, sizeof(out))) TH_LOG("%s", out);
-	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-gwgrpc-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir));
-	ASSERT_EQ(0, chmod(self->dir, 0755));
-	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
-	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
-	snprintf(self->gwlog, sizeof(self->gwlog), "%s/gateway.log", self->dir);
-	snprintf(self->repo, sizeof(self->repo), "%s/repo", self->dir);
-	snprintf(self->stubs, sizeof(self->stubs), "%s/stubs", self->dir);
-	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-gwgrpc-test-%d", getpid());
-	snprintf(cmd, sizeof(cmd),
-		 "mkdir -p '%s/mobilenet_v2/1' '%s' && cp '%s' '%s/mobilenet_v2/1/model.model' && "
-		 "echo '{\"qos_ms\": %d}' > '%s/mobilenet_v2/config.json' && chmod -R a+rX '%s'",
-		 self->repo, self->stubs, self->model, self->repo, QOS_MS, self->repo, self->repo);
-	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	ret = gw_env_start_colocd(&self->env, "gwgrpc", cache_dir, QOS_MS, out, sizeof(out));
+	if (ret > 0)
+		SKIP(return, "%.900s", out);
+	ASSERT_EQ(0, ret) TH_LOG("%s", out);
+	snprintf(self->stubs, sizeof(self->stubs), "%s/stubs", self->env.dir);
+	ASSERT_EQ(0, mkdir(self->stubs, 0755));
 	/* the Python stubs, from the protocol's .proto, by Debian's gRPC tools */
 	snprintf(cmd, sizeof(cmd),
 		 "protoc --proto_path='%s/gateway/proto' --python_out='%s' --grpc_python_out='%s' "
@@ -154,16 +76,15 @@ FIXTURE_SETUP(grpc)
 		 "'%s/gateway/proto/grpc_service.proto' 2>&1",
 		 root, self->stubs, self->stubs, root);
 	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
-	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
-	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start");
-	ASSERT_TRUE(start_gateway(self, gw_extra)) log_gateway(self);
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, gw_extra))
+	gw_env_log_gateway(&self->env);
 
 	/* the input, and the reference: colocctl infer on the same bytes */
 	input = malloc(IN_BYTES);
 	ASSERT_NE(NULL, input);
 	for (size_t i = 0; i < IN_BYTES / 4; i++)
 		input[i] = (float)((i * 2654435761u) % 2000) / 1000.0f - 1.0f;
-	snprintf(path, sizeof(path), "%s/input.bin", self->dir);
+	snprintf(path, sizeof(path), "%s/input.bin", self->env.dir);
 	f = fopen(path, "wb");
 	ASSERT_NE(NULL, f);
 	ASSERT_EQ(1, fwrite(input, IN_BYTES, 1, f));
@@ -173,9 +94,9 @@ FIXTURE_SETUP(grpc)
 	snprintf(cmd, sizeof(cmd),
 		 "'%s' --socket '%s' infer mobilenet_v2 --input '%s/input.bin' --output "
 		 "'%s/ref.bin' 2>&1",
-		 bin, self->sock, self->dir, self->dir);
+		 bin, self->env.sock, self->env.dir, self->env.dir);
 	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
-	snprintf(path, sizeof(path), "%s/ref.bin", self->dir);
+	snprintf(path, sizeof(path), "%s/ref.bin", self->env.dir);
 	got = tu_read_file(path, &len);
 	ASSERT_NE(NULL, got);
 	ASSERT_EQ(OUT_BYTES, len);
@@ -192,16 +113,8 @@ FIXTURE_SETUP(grpc)
 
 FIXTURE_TEARDOWN(grpc)
 {
-	char cmd[256];
-
-	tu_stop_child(&self->gateway);
-	if (self->colocd > 0)
-		tu_stop_colocd(self->colocd);
-	if (self->dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
-		if (system(cmd))
-			TH_LOG("could not remove %s", self->dir);
-	}
+	if (gw_env_stop(&self->env))
+		TH_LOG("could not remove %s", self->env.dir);
 }
 
 /* Floats of the file at path that differ from ref beyond the tolerance; -1 if it is not OUT_BYTES. */
@@ -236,7 +149,8 @@ static int python_client(FIXTURE_DATA(grpc) * self, const char *mode, const char
 	snprintf(cmd, sizeof(cmd),
 		 PYTHON " '%s/tests/gateway/kserve_grpc_client.py' '%s' 127.0.0.1:%d mobilenet_v2 "
 			"'%s/input.bin' '%s/py' %s %s 2>&1",
-		 root, self->stubs, self->grpc_port, self->dir, self->dir, mode, arg ? arg : "");
+		 root, self->stubs, self->env.grpc_port, self->env.dir, self->env.dir, mode,
+		 arg ? arg : "");
 	return tu_run(cmd, out, len);
 }
 
@@ -247,9 +161,9 @@ static double metric(FIXTURE_DATA(grpc) * self, const char *prefix)
 	size_t len = 0;
 	double v = -1;
 
-	snprintf(path, sizeof(path), "%s/metrics.txt", self->dir);
+	snprintf(path, sizeof(path), "%s/metrics.txt", self->env.dir);
 	snprintf(cmd, sizeof(cmd), "curl -s -o '%s' http://127.0.0.1:%d/metrics", path,
-		 self->metrics_port);
+		 self->env.metrics_port);
 	if (system(cmd))
 		return -1;
 	text = tu_read_file(path, &len);
@@ -274,9 +188,9 @@ TEST_F_TIMEOUT(grpc, python_client__infer_equals_colocctl_and_the_http_gateway, 
 	ASSERT_EQ(0, python_client(self, "check", NULL, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "input data [1, 3, 224, 224], output output [1000]"))
 	TH_LOG("%s", out);
-	snprintf(path, sizeof(path), "%s/py.raw.bin", self->dir);
+	snprintf(path, sizeof(path), "%s/py.raw.bin", self->env.dir);
 	EXPECT_EQ(0, differ_file(path, self->ref));
-	snprintf(path, sizeof(path), "%s/py.typed.bin", self->dir);
+	snprintf(path, sizeof(path), "%s/py.typed.bin", self->env.dir);
 	EXPECT_EQ(0, differ_file(path, self->ref));
 
 	/* the HTTP door on the same input (binary extension) agrees */
@@ -289,13 +203,13 @@ TEST_F_TIMEOUT(grpc, python_client__infer_equals_colocctl_and_the_http_gateway, 
 		 "{ printf '%%s' '%s'; cat '%s/input.bin'; } | curl -s -X POST --data-binary @- "
 		 "-H 'Inference-Header-Content-Length: %d' -o '%s/http.out' "
 		 "http://127.0.0.1:%d/v2/models/mobilenet_v2/infer",
-		 hdr, self->dir, hlen, self->dir, self->http_port);
+		 hdr, self->env.dir, hlen, self->env.dir, self->env.http_port);
 	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
-	snprintf(path, sizeof(path), "%s/http.out", self->dir);
+	snprintf(path, sizeof(path), "%s/http.out", self->env.dir);
 	body = tu_read_file(path, &len);
 	ASSERT_NE(NULL, body);
 	ASSERT_LT(OUT_BYTES, len);
-	snprintf(path, sizeof(path), "%s/http.bin", self->dir);
+	snprintf(path, sizeof(path), "%s/http.bin", self->env.dir);
 	{
 		FILE *f = fopen(path, "wb");
 
@@ -334,7 +248,7 @@ TEST_F_TIMEOUT(grpc, python_client__errors_carry_their_status_codes_and_are_coun
 	/* the infers that reached the model (not the unknown one, not the oversized one) */
 	EXPECT_LE(before + 4, metric(self, grpc_requests));
 	EXPECT_EQ(bad_before + 4, metric(self, bad));
-	EXPECT_EQ(0, waitpid(self->gateway, NULL, WNOHANG)); /* still running */
+	EXPECT_EQ(0, waitpid(self->env.gateway, NULL, WNOHANG)); /* still running */
 }
 
 TEST_F_TIMEOUT(grpc, python_client__a_flood_past_max_queue_gets_resource_exhausted, 600)
@@ -345,8 +259,9 @@ TEST_F_TIMEOUT(grpc, python_client__a_flood_past_max_queue_gets_resource_exhaust
 	const char *p;
 
 	NEED_SETUP(self);
-	tu_stop_child(&self->gateway);
-	ASSERT_TRUE(start_gateway(self, extra)) log_gateway(self);
+	tu_stop_child(&self->env.gateway);
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, extra))
+	gw_env_log_gateway(&self->env);
 	ASSERT_EQ(0, python_client(self, "flood", "48", out, sizeof(out))) TH_LOG("%s", out);
 	p = strstr(out, "ok=");
 	ASSERT_NE(NULL, p) TH_LOG("%s", out);
@@ -366,12 +281,12 @@ TEST_F_TIMEOUT(grpc, node_client__infer_equals_colocctl, 600)
 	snprintf(cmd, sizeof(cmd), "'%s/tools/grpc-node/install.sh' 2>&1", root);
 	if (tu_run(cmd, out, sizeof(out)))
 		SKIP(return, "the Node gRPC client could not be installed from npm: %.500s", out);
-	snprintf(path, sizeof(path), "%s/node.bin", self->dir);
+	snprintf(path, sizeof(path), "%s/node.bin", self->env.dir);
 	snprintf(cmd, sizeof(cmd),
 		 "node '%s/tests/gateway/kserve_grpc_client.cjs' '%s/build/grpc-node/node_modules' "
 		 "'%s/gateway/proto/grpc_service.proto' 127.0.0.1:%d mobilenet_v2 '%s/input.bin' "
 		 "'%s' 2>&1",
-		 root, root, root, self->grpc_port, self->dir, path);
+		 root, root, root, self->env.grpc_port, self->env.dir, path);
 	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "ok"));
 	EXPECT_EQ(0, differ_file(path, self->ref));
@@ -387,7 +302,7 @@ static int load_through(FIXTURE_DATA(grpc) * self, const char *route, long *comp
 	snprintf(cmd, sizeof(cmd),
 		 "'%s' --socket '%s' %s --tenant mobilenet_v2:4 --duration 3 -c 4 --drain 60 "
 		 "--gateway-pid %d --json 2>&1",
-		 bin, self->sock, route, self->gateway);
+		 bin, self->env.sock, route, self->env.gateway);
 	if (tu_run(cmd, out, sizeof(out)))
 		return -1;
 	p = strstr(out, "\"sent\":");
@@ -425,7 +340,7 @@ TEST_F_TIMEOUT(grpc, coloc_load__drives_the_gateway_over_grpc_and_http, 600)
 		int sent;
 
 		snprintf(route, sizeof(route), doors[i].route_fmt,
-			 i == 0 ? self->grpc_port : self->http_port);
+			 i == 0 ? self->env.grpc_port : self->env.http_port);
 		sent = load_through(self, route, &completed, &failed);
 		ASSERT_LT(0, sent) TH_LOG("%s: coloc-load failed", route);
 		EXPECT_LT(0, completed) TH_LOG("%s", route);
@@ -486,10 +401,10 @@ TEST_F_TIMEOUT(grpc, garbage__the_gateway_survives_garbage_on_the_grpc_port, 600
 			buf[26] = (char)0xff;
 			buf[27] = (char)(round == 3 ? 0x1 : 0x4); /* HEADERS, SETTINGS */
 		}
-		ASSERT_EQ(0, send_garbage(self->grpc_port, buf, n));
+		ASSERT_EQ(0, send_garbage(self->env.grpc_port, buf, n));
 	}
-	ASSERT_EQ(0, send_garbage(self->grpc_port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27));
-	EXPECT_EQ(0, waitpid(self->gateway, NULL, WNOHANG));
+	ASSERT_EQ(0, send_garbage(self->env.grpc_port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27));
+	EXPECT_EQ(0, waitpid(self->env.gateway, NULL, WNOHANG));
 	ASSERT_EQ(0, python_client(self, "check", NULL, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "ok"));
 }

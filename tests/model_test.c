@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * Tests of the model parser (executor/model_parse.c, model_infer.c): every
+ * Tests of the model parser (executor/model_parse.c, model_shape.c): every
  * committed models/NAME.model loads and its computed MACs and parameters are
  * within 2% of the published figures it declares; shapes and counts of
  * chosen layers match hand computations; malformed files are refused with

@@ -1249,7 +1249,7 @@ TEST(profile_table__build__clamps_a_slowdown_below_one_and_says_so)
 	char path[512];
 	struct model *m;
 	struct profile *dip, *rise;
-	struct profile_table t;
+	struct policy_table t;
 
 	model_path(path, sizeof(path), "mobilenet_v2");
 	m = model_load(path, &err);
@@ -1266,14 +1266,14 @@ TEST(profile_table__build__clamps_a_slowdown_below_one_and_says_so)
 	EXPECT_EQ(900, policy_model_cell(&t.model, 3, 0, 1, 1));
 	EXPECT_EQ(2, t.model.core_counts[1]);
 	EXPECT_EQ(m->layers[3].macs, t.model.layer_ops[3]);
-	profile_table_free(&t);
+	policy_table_free(&t);
 
 	ASSERT_EQ(0, profile_table_build(rise, m, &t, &err)) TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_EQ(1.2, t.model.level_slowdown[1]);
 	EXPECT_STREQ("", t.note);
 	/* solo on all (2) cores: every layer at 1000 ns */
 	EXPECT_EQ((uint64_t)m->nr_layers * 1000, policy_model_solo_ns(&t.model, 2));
-	profile_table_free(&t);
+	policy_table_free(&t);
 	profile_free(dip);
 	profile_free(rise);
 	model_free(m);
@@ -1291,7 +1291,7 @@ TEST(profile_table__build__level_columns_from_the_versions_the_policy_takes)
 	char path[512];
 	struct model *m;
 	struct profile *p;
-	struct profile_table t;
+	struct policy_table t;
 	int *versions, levels[2] = { 0, 50 };
 	/* [version][level]: latency, CI low, CI high */
 	static const uint64_t cell[2][2][3] = {
@@ -1322,7 +1322,7 @@ TEST(profile_table__build__level_columns_from_the_versions_the_policy_takes)
 	ASSERT_EQ(0, profile_table_build(p, m, &t, &err)) TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_EQ(1.1, t.model.level_slowdown[1]);
 	EXPECT_STREQ("", t.note);
-	profile_table_free(&t);
+	policy_table_free(&t);
 	profile_free(p);
 	model_free(m);
 }

@@ -39,7 +39,7 @@ static int cmp_start(const void *a, const void *b)
 TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 {
 	char dir[4096];
-	struct sim_table tab[2];
+	struct policy_table tab[2];
 	struct coloc_rng rng;
 	static uint64_t busy_until[POLICY_MAX_CPUS];
 	const struct policy_entry *pols[64];
@@ -105,15 +105,15 @@ TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 		}
 	}
 	TH_LOG("%d runs, no core oversubscribed", runs);
-	sim_table_free(&tab[0]);
-	sim_table_free(&tab[1]);
+	policy_table_free(&tab[0]);
+	policy_table_free(&tab[1]);
 }
 
 /* The search twice with one seed: the same answer, and a bracket that passes below, fails above. */
 TEST_F_TIMEOUT(sim, search_qos_qps__deterministic_per_seed, 600)
 {
 	char dir[4096];
-	struct sim_table rn;
+	struct policy_table rn;
 	struct sim_tenant t;
 	struct sim_search_result *a = calloc(2, sizeof(*a));
 	struct sim_params p;
@@ -141,7 +141,7 @@ TEST_F_TIMEOUT(sim, search_qos_qps__deterministic_per_seed, 600)
 	TH_LOG("temporal, ResNet-50 alone, 64 cores: QoS-QPS %.1f in %d runs", a[0].qos_qps,
 	       a[0].points);
 	free(a);
-	sim_table_free(&rn);
+	policy_table_free(&rn);
 }
 
 /*
@@ -152,7 +152,7 @@ TEST_F_TIMEOUT(sim, search_qos_qps__deterministic_per_seed, 600)
 TEST_F_TIMEOUT(sim, search_qos_qps__none_when_qos_is_below_the_solo_latency, 600)
 {
 	char dir[4096];
-	struct sim_table rn;
+	struct policy_table rn;
 	struct sim_tenant t;
 	struct sim_search_result *s = calloc(1, sizeof(*s));
 	struct sim_params p;
@@ -174,14 +174,14 @@ TEST_F_TIMEOUT(sim, search_qos_qps__none_when_qos_is_below_the_solo_latency, 600
 	ASSERT_EQ(s->at_fail.tenant[0].arrived, s->at_fail.tenant[0].dropped);
 	ASSERT_EQ(0, s->at_fail.tenant[0].completed);
 	free(s);
-	sim_table_free(&rn);
+	policy_table_free(&rn);
 }
 
 /* One minute of simulated load on 64 cores with 8 tenants, per policy: printed, not asserted. */
 TEST_F_TIMEOUT(sim, run__speed_one_minute_64_cores_8_tenants, 600)
 {
 	char dir[4096];
-	struct sim_table tab[2];
+	struct policy_table tab[2];
 	struct sim_tenant t[8];
 
 	veltair_dir(dir, sizeof(dir));
@@ -206,8 +206,8 @@ TEST_F_TIMEOUT(sim, run__speed_one_minute_64_cores_8_tenants, 600)
 		       policy_entry_at(i)->name, self->r.wall_s, (unsigned long long)self->r.events,
 		       self->r.decide_p50_us, self->r.decide_p99_us);
 	}
-	sim_table_free(&tab[0]);
-	sim_table_free(&tab[1]);
+	policy_table_free(&tab[0]);
+	policy_table_free(&tab[1]);
 }
 
 TEST_HARNESS_MAIN

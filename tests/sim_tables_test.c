@@ -156,7 +156,7 @@ static bool same_counts(const struct sim_result *a, const struct sim_result *b)
 TEST_F(sim, run__same_seed_same_result_other_seed_other_arrivals)
 {
 	char dir[4096];
-	struct sim_table rn, gn;
+	struct policy_table rn, gn;
 	struct sim_tenant t[2];
 	struct sim_result r2, r3;
 	struct sim_params p;
@@ -184,8 +184,8 @@ TEST_F(sim, run__same_seed_same_result_other_seed_other_arrivals)
 		TH_LOG("%s: %llu events, identical for seed 11 twice", policy_entry_at(i)->name,
 		       (unsigned long long)self->r.events);
 	}
-	sim_table_free(&rn);
-	sim_table_free(&gn);
+	policy_table_free(&rn);
+	policy_table_free(&gn);
 }
 
 /* ---- VELTAIR's tables --------------------------------------------------------------------- */
@@ -203,7 +203,7 @@ TEST_F(sim, run__same_seed_same_result_other_seed_other_arrivals)
 TEST_F(sim, table_load_veltair__reproduces_the_csv_cells)
 {
 	char dir[4096];
-	struct sim_table rn, gn;
+	struct policy_table rn, gn;
 
 	veltair_dir(dir, sizeof(dir));
 	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
@@ -235,8 +235,8 @@ TEST_F(sim, table_load_veltair__reproduces_the_csv_cells)
 	/* 64 cores fit only the 56-core column */
 	ASSERT_EQ(policy_model_solo_ns(&gn.model, 56), policy_model_solo_ns(&gn.model, 64));
 	ASSERT_LT(fabs((double)policy_model_solo_ns(&gn.model, 56) / 1e6 - 1.9), 0.05);
-	sim_table_free(&rn);
-	sim_table_free(&gn);
+	policy_table_free(&rn);
+	policy_table_free(&gn);
 
 	ASSERT_EQ(-ENOENT,
 		  sim_table_load("veltair:alexnet", &(struct sim_table_dirs){ .veltair = dir }, &rn,
@@ -295,7 +295,7 @@ TEST(sim_scaling__recovers_exact_curves_and_scales_ours_back_onto_them)
 {
 	static int theirs_counts[8], ours_counts[2] = { 1, 2 };
 	static uint64_t theirs_ns[2][8], ours_ns[4];
-	struct sim_table theirs[2], ours[2], scaled;
+	struct policy_table theirs[2], ours[2], scaled;
 	struct coloc_err err = { 0 };
 	struct sim_scaling s;
 
@@ -312,7 +312,7 @@ TEST(sim_scaling__recovers_exact_curves_and_scales_ours_back_onto_them)
 		ours_ns[2 * l + 1] = (uint64_t)llround(scale_exact(l, 2) * 3);
 	}
 	for (int i = 0; i < 2; i++) {
-		theirs[i] = (struct sim_table){
+		theirs[i] = (struct policy_table){
 			.name = "theirs",
 			.model = { .nr_layers = 2,
 				   .nr_versions = 1,
@@ -320,7 +320,7 @@ TEST(sim_scaling__recovers_exact_curves_and_scales_ours_back_onto_them)
 				   .nr_levels = 1,
 				   .core_counts = theirs_counts },
 		};
-		ours[i] = (struct sim_table){
+		ours[i] = (struct policy_table){
 			.name = "ours",
 			.model = { .nr_layers = 2,
 				   .nr_versions = 1,
@@ -372,7 +372,7 @@ TEST(sim_scaling__recovers_exact_curves_and_scales_ours_back_onto_them)
 			ASSERT_LE(labs((long)policy_model_cell(&scaled.model, l, 0, ci, 0) -
 				       (long)theirs_ns[l][ci]),
 				  2);
-	sim_table_free(&scaled);
+	policy_table_free(&scaled);
 
 	/* a table with no 1-core column cannot be scaled */
 	ASSERT_EQ(-EINVAL, sim_table_scale(&theirs[0], &s, &scaled, &err));
@@ -395,7 +395,7 @@ TEST(sim_table_scale__every_version_level_and_interval_cell_in_its_place)
 	static const uint64_t ns[] = { 8000, 12000, 4100, 6000, 6000, 0, 3100, 0 };
 	static const uint64_t lo[] = { 7000, 11000, 4000, 5900, 5000, 0, 3000, 0 };
 	static const uint64_t hi[] = { 9000, 13000, 4200, 6100, 7000, 0, 3200, 0 };
-	struct sim_table ours = {
+	struct policy_table ours = {
 		.name = "ours",
 		.model = { .nr_layers = 1,
 			   .nr_versions = 2,
@@ -414,7 +414,7 @@ TEST(sim_table_scale__every_version_level_and_interval_cell_in_its_place)
 	};
 	struct sim_scaling s = { .time_ratio = 2 };
 	struct coloc_err err = { 0 };
-	struct sim_table out;
+	struct policy_table out;
 	const struct policy_model *m = &out.model;
 
 	for (int c = 0; c < SIM_SCALE_CLASSES; c++)
@@ -431,7 +431,7 @@ TEST(sim_table_scale__every_version_level_and_interval_cell_in_its_place)
 	/* the intervals: version 0 alone on 8 cores 7000 / 16 and 9000 / 16 */
 	ASSERT_EQ(438, (long)m->latency_lo_ns[0]);
 	ASSERT_EQ(563, (long)m->latency_hi_ns[0]);
-	sim_table_free(&out);
+	policy_table_free(&out);
 }
 
 /* ---- coloc's own profiles ------------------------------------------------------------------ */
@@ -448,7 +448,7 @@ TEST_F_TIMEOUT(sim, table_load_profile__the_cells_colocd_would_use, 600)
 	const char *root = getenv("COLOC_ROOT");
 	char cache[64], models[4096], prof[4200], out[4096];
 	struct sim_table_dirs dirs;
-	struct sim_table t;
+	struct policy_table t;
 	struct profile *p;
 	uint64_t solo = 0;
 
@@ -487,7 +487,7 @@ TEST_F_TIMEOUT(sim, table_load_profile__the_cells_colocd_would_use, 600)
 	}
 	ASSERT_EQ(solo, policy_model_solo_ns(&t.model, p->nr_cores));
 	profile_free(p);
-	sim_table_free(&t);
+	policy_table_free(&t);
 	/* a model with no profile in that cache: the command that makes one */
 	ASSERT_EQ(-ENOENT, sim_table_load("resnet50", &dirs, &t, &self->err));
 	ASSERT_NE(NULL, strstr(self->err.msg, "coloc-profile"));

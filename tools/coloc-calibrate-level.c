@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * coloc-calibrate-level: fits this machine's PMU level model
- * (executor/level_model.h), which colocd uses for the per-core interference
+ * (executor/include/profile/level_model.h), which colocd uses for the per-core interference
  * level where a hardware PMU counts LLC references and misses.
  *
  * A reference workload, one model's whole forward pass (exec_run_block over

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * coloc-import: converts an ONNX model into coloc's own model text and a
- * weights file (executor/onnx_import.h), for inspection and diffing, and
+ * weights file (executor/include/model/onnx_import.h), for inspection and diffing, and
  * for coloc-run MODEL --weights FILE. See models/ONNX.md.
  */
 #include <errno.h>

@@ -574,7 +574,6 @@ static int resume_partial(struct profiler *pr)
 	return 0;
 }
 
-/* Checked up front: finding out after minutes of measuring would waste them. */
 /*
  * libgomp reads its environment once, before main(): unless this process
  * already runs in the OpenMP environment colocd gives its executors (their
@@ -595,6 +594,7 @@ static int run_as_served(char **argv)
 	return -errno;
 }
 
+/* Checked up front: finding out after minutes of measuring would waste them. */
 static int output_dir_writable(const char *path)
 {
 	char dir[PATH_MAX];
@@ -606,6 +606,178 @@ static int output_dir_writable(const char *path)
 		return access("/", W_OK);
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 	return access(dir, W_OK);
+}
+
+/*
+ * Finds coloc-stress, opens and loads the model on the CPUs this process
+ * may use, and makes the empty profile its cells go in, keyed by the model
+ * file's hash and this machine. 0, or -1 with the reason printed.
+ */
+static int profiler_open(struct profiler *pr, uint64_t *hash, struct profile_machine *machine)
+{
+	struct exec_options eopts = { 0 };
+	struct coloc_err model_err = { 0 };
+	struct coloc_err cerr = { 0 };
+	cpu_set_t allowed;
+	int ret;
+
+	pr->src = (struct model_source){ .weights_fd = -1 }; /* closed as nothing on failure */
+	ret = binpath_find("coloc-stress", pr->stress_bin, sizeof(pr->stress_bin));
+	if (ret) {
+		fprintf(stderr,
+			"coloc-profile: coloc-stress not found: %s (it is built next to coloc-profile; "
+			"or set COLOC_BIN to its directory)\n",
+			strerror(-ret));
+		return -1;
+	}
+	if (model_open(opt.model_path, &opt.import, &pr->src, &model_err)) {
+		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&model_err));
+		return -1;
+	}
+	pr->model = pr->src.model;
+	ret = model_open_hash(opt.model_path, &opt.import, hash);
+	if (!ret)
+		ret = profile_machine_detect(machine);
+	if (ret) {
+		fprintf(stderr, "coloc-profile: %s: %s\n", opt.model_path, strerror(-ret));
+		return -1;
+	}
+	if (sched_getaffinity(0, sizeof(allowed), &allowed)) {
+		perror("coloc-profile: sched_getaffinity");
+		return -1;
+	}
+	for (int cpu = 0; cpu < CPU_SETSIZE && pr->allowed.nr < EXEC_MAX_CPUS; cpu++)
+		if (CPU_ISSET(cpu, &allowed))
+			pr->allowed.cpus[pr->allowed.nr++] = cpu;
+
+	eopts.cpus = pr->allowed;
+	if (pr->src.onnx)
+		eopts.weights_path = pr->src.weights_path;
+	pr->em = exec_model_load(pr->model, &eopts, &cerr);
+	if (!pr->em) {
+		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&cerr));
+		return -1;
+	}
+	pr->p = empty_profile(pr, *hash, machine);
+	if (!pr->p)
+		return -1;
+	pr->cells_total = profile_nr_missing(pr->p);
+	return 0;
+}
+
+/*
+ * Measures every missing cell under stress (saving a partial profile as it
+ * goes, and on failure or a signal), then writes the profile to opt.output
+ * and, with the cache, to cache_path. 0, or -1 with the reason printed.
+ */
+static int measure_and_save(struct profiler *pr, const char *cache_dir, const char *cache_path)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct coloc_err cerr = { 0 };
+	int ret;
+
+	pr->q = exec_query_new(pr->em);
+	if (!pr->q) {
+		fprintf(stderr, "coloc-profile: out of memory for a query\n");
+		return -1;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	pr->tty = isatty(STDERR_FILENO);
+	pr->started_ns = pr->last_save_ns = now_ns();
+	printf("coloc-profile: %s: %d layers, %zu cells (versions x cores 1..%d x levels 0",
+	       pr->p->model_name, pr->p->nr_layers, pr->cells_total, pr->p->nr_cores);
+	for (int k = 0; k < opt.nr_levels; k++)
+		printf(",%d", opt.levels[k]);
+	printf("), %d iters, stress %s\n", opt.iters, profile_stress_kind_name(opt.kind));
+	fflush(stdout);
+
+	ret = measure_all(pr);
+	if (pr->tty)
+		fputc('\n', stderr);
+	if (ret || interrupted) {
+		save_partial(pr);
+		fprintf(stderr,
+			"coloc-profile: %s: %zu of %zu cells measured, saved in %s; run the same command again to continue\n",
+			interrupted ? "interrupted" : "failed",
+			pr->cells_total - profile_nr_missing(pr->p), pr->cells_total, pr->partial);
+		return -1;
+	}
+
+	profile_update_slowdown(pr->p);
+	ret = profile_save(pr->p, opt.output, &cerr);
+	if (ret) {
+		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&cerr));
+		return -1;
+	}
+	unlink(pr->partial);
+	printf("coloc-profile: wrote %s in %.1f s\n", opt.output,
+	       (double)(now_ns() - pr->started_ns) / 1e9);
+	print_check(pr->p);
+	if (opt.use_cache) {
+		ret = mkdir_p(cache_dir);
+		if (!ret)
+			ret = profile_save(pr->p, cache_path, &cerr);
+		else
+			coloc_err_set(&cerr, ret, "%s: %s", cache_dir, strerror(-ret));
+		if (ret)
+			fprintf(stderr,
+				"coloc-profile: not cached (%s); --cache-dir or COLOC_CACHE_DIR choose another place\n",
+				coloc_err_str(&cerr));
+		else
+			printf("coloc-profile: cached as %s\n", cache_path);
+	}
+	return 0;
+}
+
+/*
+ * The profile of opt.model_path into opt.output: the cached one when it
+ * matches, else measured (resuming a partial one): main's exit status.
+ */
+static int profile_model(struct profiler *pr)
+{
+	struct profile_machine machine;
+	struct profile *cached = NULL;
+	struct coloc_err cerr = { 0 };
+	char cache_path[PATH_MAX];
+	const char *cache_dir;
+	uint64_t model_hash;
+	int ret, rc = 1;
+
+	if (profiler_open(pr, &model_hash, &machine))
+		goto cleanup;
+	cache_dir = profile_cache_dir(opt.cache_dir);
+	if (profile_cache_path(cache_dir, pr->p->model_name, model_hash, &machine, cache_path,
+			       sizeof(cache_path))) {
+		fprintf(stderr, "coloc-profile: cache path under %s too long\n", cache_dir);
+		goto cleanup;
+	}
+	if (opt.use_cache && (cached = cached_profile(cache_path, pr->p))) {
+		ret = profile_save(cached, opt.output, &cerr);
+		if (ret) {
+			fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&cerr));
+			goto cleanup;
+		}
+		printf("coloc-profile: reused the cached profile %s (measured %s, %d iters) -> %s\n",
+		       cache_path, cached->date, cached->iters, opt.output);
+		print_check(cached);
+		rc = 0;
+		goto cleanup;
+	}
+	if (resume_partial(pr))
+		goto cleanup;
+	if (measure_and_save(pr, cache_dir, cache_path))
+		goto cleanup;
+	rc = 0;
+cleanup:
+	profile_free(cached);
+	profile_free(pr->p);
+	if (pr->q)
+		exec_query_free(pr->q);
+	if (pr->em)
+		exec_model_free(pr->em);
+	model_source_close(&pr->src);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -626,17 +798,8 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct profiler pr = { 0 };
-	struct profile_machine machine;
-	struct exec_options eopts = { 0 };
-	struct profile *cached = NULL;
-	struct sigaction sa = { .sa_handler = on_signal };
 	struct coloc_err cerr = { 0 };
-	char cache_path[PATH_MAX];
-	struct coloc_err model_err = { 0 };
-	const char *cache_dir;
-	uint64_t model_hash;
-	cpu_set_t allowed;
-	int c, ret, rc = 1;
+	int c, ret;
 	long v;
 
 	while ((c = getopt_long(argc, argv, "o:n:L:k:C:rvb:d:h", longopts, NULL)) != -1) {
@@ -734,127 +897,5 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
-	ret = binpath_find("coloc-stress", pr.stress_bin, sizeof(pr.stress_bin));
-	if (ret) {
-		fprintf(stderr,
-			"coloc-profile: coloc-stress not found: %s (it is built next to coloc-profile; "
-			"or set COLOC_BIN to its directory)\n",
-			strerror(-ret));
-		return 1;
-	}
-	if (model_open(opt.model_path, &opt.import, &pr.src, &model_err)) {
-		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&model_err));
-		return 1;
-	}
-	pr.model = pr.src.model;
-	ret = model_open_hash(opt.model_path, &opt.import, &model_hash);
-	if (!ret)
-		ret = profile_machine_detect(&machine);
-	if (ret) {
-		fprintf(stderr, "coloc-profile: %s: %s\n", opt.model_path, strerror(-ret));
-		goto cleanup;
-	}
-	if (sched_getaffinity(0, sizeof(allowed), &allowed)) {
-		perror("coloc-profile: sched_getaffinity");
-		goto cleanup;
-	}
-	for (int cpu = 0; cpu < CPU_SETSIZE && pr.allowed.nr < EXEC_MAX_CPUS; cpu++)
-		if (CPU_ISSET(cpu, &allowed))
-			pr.allowed.cpus[pr.allowed.nr++] = cpu;
-
-	eopts.cpus = pr.allowed;
-	if (pr.src.onnx)
-		eopts.weights_path = pr.src.weights_path;
-	pr.em = exec_model_load(pr.model, &eopts, &cerr);
-	if (!pr.em) {
-		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&cerr));
-		goto cleanup;
-	}
-	pr.p = empty_profile(&pr, model_hash, &machine);
-	if (!pr.p)
-		goto cleanup;
-	pr.cells_total = profile_nr_missing(pr.p);
-
-	cache_dir = profile_cache_dir(opt.cache_dir);
-	if (profile_cache_path(cache_dir, pr.p->model_name, model_hash, &machine, cache_path,
-			       sizeof(cache_path))) {
-		fprintf(stderr, "coloc-profile: cache path under %s too long\n", cache_dir);
-		goto cleanup;
-	}
-	if (opt.use_cache && (cached = cached_profile(cache_path, pr.p))) {
-		ret = profile_save(cached, opt.output, &cerr);
-		if (ret) {
-			fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&cerr));
-			goto cleanup;
-		}
-		printf("coloc-profile: reused the cached profile %s (measured %s, %d iters) -> %s\n",
-		       cache_path, cached->date, cached->iters, opt.output);
-		print_check(cached);
-		rc = 0;
-		goto cleanup;
-	}
-	if (resume_partial(&pr))
-		goto cleanup;
-
-	pr.q = exec_query_new(pr.em);
-	if (!pr.q) {
-		fprintf(stderr, "coloc-profile: out of memory for a query\n");
-		goto cleanup;
-	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	pr.tty = isatty(STDERR_FILENO);
-	pr.started_ns = pr.last_save_ns = now_ns();
-	printf("coloc-profile: %s: %d layers, %zu cells (versions x cores 1..%d x levels 0",
-	       pr.p->model_name, pr.p->nr_layers, pr.cells_total, pr.p->nr_cores);
-	for (int k = 0; k < opt.nr_levels; k++)
-		printf(",%d", opt.levels[k]);
-	printf("), %d iters, stress %s\n", opt.iters, profile_stress_kind_name(opt.kind));
-	fflush(stdout);
-
-	ret = measure_all(&pr);
-	if (pr.tty)
-		fputc('\n', stderr);
-	if (ret || interrupted) {
-		save_partial(&pr);
-		fprintf(stderr,
-			"coloc-profile: %s: %zu of %zu cells measured, saved in %s; run the same command again to continue\n",
-			interrupted ? "interrupted" : "failed",
-			pr.cells_total - profile_nr_missing(pr.p), pr.cells_total, pr.partial);
-		goto cleanup;
-	}
-
-	profile_update_slowdown(pr.p);
-	ret = profile_save(pr.p, opt.output, &cerr);
-	if (ret) {
-		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&cerr));
-		goto cleanup;
-	}
-	unlink(pr.partial);
-	printf("coloc-profile: wrote %s in %.1f s\n", opt.output,
-	       (double)(now_ns() - pr.started_ns) / 1e9);
-	print_check(pr.p);
-	if (opt.use_cache) {
-		ret = mkdir_p(cache_dir);
-		if (!ret)
-			ret = profile_save(pr.p, cache_path, &cerr);
-		else
-			coloc_err_set(&cerr, ret, "%s: %s", cache_dir, strerror(-ret));
-		if (ret)
-			fprintf(stderr,
-				"coloc-profile: not cached (%s); --cache-dir or COLOC_CACHE_DIR choose another place\n",
-				coloc_err_str(&cerr));
-		else
-			printf("coloc-profile: cached as %s\n", cache_path);
-	}
-	rc = 0;
-cleanup:
-	profile_free(cached);
-	profile_free(pr.p);
-	if (pr.q)
-		exec_query_free(pr.q);
-	if (pr.em)
-		exec_model_free(pr.em);
-	model_source_close(&pr.src);
-	return rc;
+	return profile_model(&pr);
 }

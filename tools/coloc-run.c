@@ -105,14 +105,11 @@ static void usage(FILE *f)
 /* Versions per layer from --kernel (not auto): a name or an index. */
 static int versions_from_option(const struct exec_model *em, const struct model *m, int *versions)
 {
-	char *end;
 	long idx;
 	bool any = false;
 
-	errno = 0;
-	idx = strtol(opts.kernel, &end, 10);
-	if (!errno && end != opts.kernel && !*end) {
-		if (idx < 0 || idx >= EXEC_MAX_VERSIONS) {
+	if (cli_all_digits(opts.kernel)) {
+		if (cli_parse_long(opts.kernel, 0, EXEC_MAX_VERSIONS - 1, &idx)) {
 			fprintf(stderr, "coloc-run: version index must be in 0..%d\n",
 				EXEC_MAX_VERSIONS - 1);
 			return -EINVAL;
@@ -459,6 +456,79 @@ out_quiet:
 	return ret;
 }
 
+/*
+ * Opens the model at opts.model_path, loads it on the cores and runs or
+ * lists it as opts say: main's exit status.
+ */
+static int load_and_run(void)
+{
+	struct exec_options eo = { 0 };
+	struct exec_cpuset cores;
+	struct exec_model *em;
+	struct model_source src;
+	struct model *m;
+	struct coloc_err model_err = { 0 };
+	struct coloc_err cerr = { 0 };
+	int ret;
+
+	if (opts.cores && exec_cpuset_parse(opts.cores, &eo.cpus, &cerr)) {
+		fprintf(stderr, "coloc-run: --cores: %s\n", coloc_err_str(&cerr));
+		return 2;
+	}
+	if (model_path_is_onnx(opts.model_path) && (opts.weights || opts.save_weights)) {
+		fprintf(stderr,
+			"coloc-run: %s: an ONNX model's weights are its initializers, in the file; "
+			"drop --%s (coloc-import writes them to a weights file)\n",
+			opts.model_path, opts.weights ? "weights" : "save-weights");
+		return 2;
+	}
+	if (!model_path_is_onnx(opts.model_path) && model_open_opts_given(&opts.import)) {
+		fprintf(stderr, "coloc-run: --batch and --dim apply to an .onnx MODEL only\n");
+		return 2;
+	}
+	if (model_open(opts.model_path, &opts.import, &src, &model_err)) {
+		fprintf(stderr, "coloc-run: %s\n", coloc_err_str(&model_err));
+		return 1;
+	}
+	m = src.model;
+	if (opts.save_weights) {
+		ret = exec_weights_save(m, opts.save_weights, m->seed, &cerr);
+		if (ret)
+			fprintf(stderr, "coloc-run: %s\n", coloc_err_str(&cerr));
+		model_source_close(&src);
+		return ret ? 1 : 0;
+	}
+	eo.weights_path = src.onnx ? src.weights_path : opts.weights;
+	em = exec_model_load(m, &eo, &cerr);
+	if (!em) {
+		fprintf(stderr, "coloc-run: %s: %s\n", opts.model_path, coloc_err_str(&cerr));
+		model_source_close(&src);
+		return 1;
+	}
+	/* The model's cpus (without --cores: the online ones this process may use). */
+	if (opts.cores) {
+		cores = eo.cpus;
+	} else {
+		cpu_set_t allowed;
+
+		cores.nr = 0;
+		if (sched_getaffinity(0, sizeof(allowed), &allowed))
+			CPU_ZERO(&allowed);
+		for (int cpu = 0; cpu < EXEC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
+			if (CPU_ISSET(cpu, &allowed) && exec_cpu_online(cpu))
+				cores.cpus[cores.nr++] = cpu;
+	}
+	if (opts.list_versions)
+		ret = list_versions(em, m, cores.nr);
+	else
+		ret = run(em, m, &cores);
+	exec_model_free(em);
+	model_source_close(&src);
+	if (ret == -EINVAL)
+		return 2;
+	return ret ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option long_opts[] = {
@@ -479,14 +549,8 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct exec_options eo = { 0 };
-	struct exec_cpuset cores;
-	struct exec_model *em;
-	struct model_source src;
-	struct model *m;
-	struct coloc_err model_err = { 0 };
 	struct coloc_err cerr = { 0 };
-	int c, ret;
+	int c;
 	long v;
 
 	while ((c = getopt_long(argc, argv, "c:k:n:g:W:jlw:S:i:o:b:d:h", long_opts, NULL)) != -1) {
@@ -569,60 +633,5 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	opts.model_path = argv[optind];
-	if (opts.cores && exec_cpuset_parse(opts.cores, &eo.cpus, &cerr)) {
-		fprintf(stderr, "coloc-run: --cores: %s\n", coloc_err_str(&cerr));
-		return 2;
-	}
-	if (model_path_is_onnx(opts.model_path) && (opts.weights || opts.save_weights)) {
-		fprintf(stderr,
-			"coloc-run: %s: an ONNX model's weights are its initializers, in the file; "
-			"drop --%s (coloc-import writes them to a weights file)\n",
-			opts.model_path, opts.weights ? "weights" : "save-weights");
-		return 2;
-	}
-	if (!model_path_is_onnx(opts.model_path) && model_open_opts_given(&opts.import)) {
-		fprintf(stderr, "coloc-run: --batch and --dim apply to an .onnx MODEL only\n");
-		return 2;
-	}
-	if (model_open(opts.model_path, &opts.import, &src, &model_err)) {
-		fprintf(stderr, "coloc-run: %s\n", coloc_err_str(&model_err));
-		return 1;
-	}
-	m = src.model;
-	if (opts.save_weights) {
-		ret = exec_weights_save(m, opts.save_weights, m->seed, &cerr);
-		if (ret)
-			fprintf(stderr, "coloc-run: %s\n", coloc_err_str(&cerr));
-		model_source_close(&src);
-		return ret ? 1 : 0;
-	}
-	eo.weights_path = src.onnx ? src.weights_path : opts.weights;
-	em = exec_model_load(m, &eo, &cerr);
-	if (!em) {
-		fprintf(stderr, "coloc-run: %s: %s\n", opts.model_path, coloc_err_str(&cerr));
-		model_source_close(&src);
-		return 1;
-	}
-	/* The model's cpus (without --cores: the online ones this process may use). */
-	if (opts.cores) {
-		cores = eo.cpus;
-	} else {
-		cpu_set_t allowed;
-
-		cores.nr = 0;
-		if (sched_getaffinity(0, sizeof(allowed), &allowed))
-			CPU_ZERO(&allowed);
-		for (int cpu = 0; cpu < EXEC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
-			if (CPU_ISSET(cpu, &allowed) && exec_cpu_online(cpu))
-				cores.cpus[cores.nr++] = cpu;
-	}
-	if (opts.list_versions)
-		ret = list_versions(em, m, cores.nr);
-	else
-		ret = run(em, m, &cores);
-	exec_model_free(em);
-	model_source_close(&src);
-	if (ret == -EINVAL)
-		return 2;
-	return ret ? 1 : 0;
+	return load_and_run();
 }

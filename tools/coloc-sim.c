@@ -231,7 +231,7 @@ static int run_sets(struct sim_params *p, const struct sim_mixes *mixes, bool al
 		} else if (simcli_opts.capacity) {
 			rc = simcli_print_capacity(ta, nr_tenants);
 			for (int t = 0; t < nr_tenants; t++)
-				sim_table_free(&ta[t].table);
+				policy_table_free(&ta[t].table);
 			return rc;
 		} else if (!simcli_opts.json) {
 			printf("== %s:", set_name);
@@ -257,7 +257,7 @@ static int run_sets(struct sim_params *p, const struct sim_mixes *mixes, bool al
 			rc |= simcli_run_policy(p, ta, set_name, simcli_cells[c].name, !nr_run++);
 		}
 		for (int t = 0; t < nr_tenants; t++)
-			sim_table_free(&ta[t].table);
+			policy_table_free(&ta[t].table);
 	}
 	if (simcli_opts.json)
 		printf("\n]}\n");

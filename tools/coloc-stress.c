@@ -415,6 +415,179 @@ static void announce_running(void)
 	fflush(stdout);
 }
 
+/* The line that says what runs: kind, level, cores, LLC, fill and buffer. */
+static void print_setup(const int *cpus, int nr_cpus, uint64_t llc, uint64_t buffer_bytes,
+			bool buffer_needed, bool threads_run)
+{
+	const char *buffer_how = "2 x LLC, shared, random lines";
+
+	printf("coloc-stress: kind=%s level=%d%% period=%llu us cores=",
+	       opt.kind == STRESS_LLC ? "llc" : "membw", opt.level, STRESS_PERIOD_NS / 1000);
+	for (int i = 0; i < nr_cpus; i++)
+		printf("%s%d", i ? "," : "", cpus[i]);
+	if (llc)
+		printf(" llc=%.1f MiB (hwloc)", (double)llc / (1 << 20));
+	else
+		printf(" llc=unknown (hwloc found none; assuming %.1f MiB)",
+		       (double)STRESS_LLC_FALLBACK / (1 << 20));
+	if (opt.buffer_mb)
+		buffer_how = "--buffer-mb";
+	else if (opt.kind == STRESS_MEMBW)
+		buffer_how = "4 x LLC, one slice per thread, streamed";
+	printf(" fill=%s%s", opt.fill == STRESS_FILL_SPIN ? "spin" : "sleep",
+	       opt.control ? " control=stdin" : "");
+	if (buffer_needed)
+		printf(" buffer=%.1f MiB (%s)\n", (double)buffer_bytes / (1 << 20), buffer_how);
+	else if (threads_run)
+		printf(" buffer=none (level 0 spins touching no memory)\n");
+	else
+		printf(" buffer=none (level 0 is idle)\n");
+	fflush(stdout);
+}
+
+/*
+ * Maps the buffer and faults it in, each thread its slice from its own CPU,
+ * then gives each thread its part: the whole buffer for llc, its slice for
+ * membw. 0, or -1 with the reason printed; *bufp is then MAP_FAILED or the
+ * mapping, which the caller unmaps.
+ */
+static int map_buffer(struct stress_thread *threads, int nr_cpus, uint64_t buffer_bytes,
+		      uint8_t **bufp)
+{
+	uint64_t slice = buffer_bytes / (uint64_t)nr_cpus / STRESS_LINE * STRESS_LINE;
+	uint8_t *buf;
+	int started, ret = 0;
+
+	buf = *bufp = mmap(NULL, buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			   -1, 0);
+	if (buf == MAP_FAILED) {
+		fprintf(stderr, "coloc-stress: cannot map a %.1f MiB buffer: %s\n",
+			(double)buffer_bytes / (1 << 20), strerror(errno));
+		return -1;
+	}
+	/* Huge pages: faster to fault in, and TLB misses would throttle the cache misses. */
+	madvise(buf, buffer_bytes, MADV_HUGEPAGE);
+	for (int i = 0; i < nr_cpus; i++) {
+		threads[i].base = buf + (uint64_t)i * slice;
+		threads[i].bytes = slice;
+	}
+	for (started = 0; started < nr_cpus; started++) {
+		int err = start_pinned(&threads[started], prefault_thread_main);
+
+		if (err) {
+			fprintf(stderr, "coloc-stress: cannot start a thread on CPU %d: %s\n",
+				threads[started].cpu, strerror(-err));
+			ret = -1;
+			break;
+		}
+	}
+	for (int i = 0; i < started; i++)
+		pthread_join(threads[i].tid, NULL);
+	if (!ret && opt.kind == STRESS_LLC) {
+		for (int i = 0; i < nr_cpus; i++) {
+			threads[i].base = buf;
+			threads[i].bytes = buffer_bytes / STRESS_LINE * STRESS_LINE;
+		}
+	}
+	return ret;
+}
+
+/* Runs the load on cpus until the duration, a signal or (--control) EOF: main's exit status. */
+static int stress_run(const int *cpus, int nr_cpus)
+{
+	static uint64_t level_ns[STRESS_NR_LEVELS];
+	struct topology *topo;
+	struct stress_thread *threads = NULL;
+	uint64_t llc = 0, buffer_bytes = 0, t0;
+	sigset_t sigs;
+	uint8_t *buf = MAP_FAILED;
+	int ret = 1, started = 0, sigfd = -1;
+	bool threads_run, buffer_needed;
+
+	/* Signals are taken synchronously by the main thread; workers inherit the mask. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	atomic_store(&stress_level, opt.level);
+	/* Idle level 0 (sleep fill, fixed level) needs neither threads nor a buffer. */
+	buffer_needed = opt.level > 0 || opt.control;
+	threads_run = buffer_needed || opt.fill == STRESS_FILL_SPIN;
+
+	if (!topology_open(NULL, &topo, NULL)) {
+		llc = topology_llc_bytes(topo);
+		topology_close(topo);
+	}
+	if (opt.buffer_mb)
+		buffer_bytes = (uint64_t)opt.buffer_mb << 20;
+	else
+		buffer_bytes = (llc ? llc : STRESS_LLC_FALLBACK) * (opt.kind == STRESS_LLC ? 2 : 4);
+
+	print_setup(cpus, nr_cpus, llc, buffer_bytes, buffer_needed, threads_run);
+
+	threads = calloc((size_t)nr_cpus, sizeof(*threads));
+	if (!threads) {
+		fprintf(stderr, "coloc-stress: out of memory\n");
+		goto cleanup;
+	}
+	if (opt.kind == STRESS_MEMBW && buffer_bytes / (uint64_t)nr_cpus < STRESS_LINE) {
+		fprintf(stderr, "coloc-stress: buffer too small for %d threads\n", nr_cpus);
+		goto cleanup;
+	}
+
+	if (buffer_needed && buffer_bytes > (uint64_t)sysconf(_SC_PHYS_PAGES) / 10 * 9 *
+						    (uint64_t)sysconf(_SC_PAGESIZE)) {
+		fprintf(stderr,
+			"coloc-stress: a %.1f MiB buffer is more than 90%% of this machine's memory; use --buffer-mb\n",
+			(double)buffer_bytes / (1 << 20));
+		goto cleanup;
+	}
+	for (int i = 0; i < nr_cpus; i++) {
+		threads[i].cpu = cpus[i];
+		threads[i].index = i;
+	}
+	if (buffer_needed && map_buffer(threads, nr_cpus, buffer_bytes, &buf))
+		goto cleanup;
+	t0 = now_ns();
+	for (started = 0; threads_run && started < nr_cpus; started++) {
+		int err = start_pinned(&threads[started], stress_thread_main);
+
+		if (err) {
+			fprintf(stderr, "coloc-stress: cannot start a thread on CPU %d: %s\n",
+				threads[started].cpu, strerror(-err));
+			goto join;
+		}
+	}
+	announce_running();
+	if (opt.control) {
+		sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+		if (sigfd < 0) {
+			fprintf(stderr, "coloc-stress: signalfd: %s\n", strerror(errno));
+			goto join;
+		}
+		if (control_levels(sigfd, level_ns))
+			goto join;
+	} else {
+		wait_for_end(&sigs);
+	}
+	ret = 0;
+join:
+	atomic_store(&stress_stop, true);
+	for (int i = 0; i < started; i++)
+		pthread_join(threads[i].tid, NULL);
+	if (!ret && opt.control)
+		print_level_report(threads, nr_cpus, level_ns);
+	if (!ret)
+		print_report(threads, nr_cpus, (double)(now_ns() - t0) / 1e9);
+	if (sigfd >= 0)
+		close(sigfd);
+cleanup:
+	if (buf != MAP_FAILED)
+		munmap(buf, buffer_bytes);
+	free(threads);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -430,17 +603,9 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	static int cpus[COLOC_MAX_CPUS];
-	static uint64_t level_ns[STRESS_NR_LEVELS];
 	struct coloc_err err = { 0 };
-	struct topology *topo;
-	struct stress_thread *threads = NULL;
-	uint64_t llc = 0, buffer_bytes = 0, t0;
 	cpu_set_t allowed;
-	sigset_t sigs;
-	uint8_t *buf = MAP_FAILED;
-	const char *buffer_how = "2 x LLC, shared, random lines";
-	int nr_cpus = 0, c, ret = 1, started = 0, sigfd = -1;
-	bool threads_run, buffer_needed;
+	int nr_cpus = 0, c;
 	long v;
 
 	if (sched_getaffinity(0, sizeof(allowed), &allowed)) {
@@ -527,146 +692,5 @@ int main(int argc, char **argv)
 				cpus[nr_cpus++] = cpu;
 	}
 
-	/* Signals are taken synchronously by the main thread; workers inherit the mask. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	atomic_store(&stress_level, opt.level);
-	/* Idle level 0 (sleep fill, fixed level) needs neither threads nor a buffer. */
-	buffer_needed = opt.level > 0 || opt.control;
-	threads_run = buffer_needed || opt.fill == STRESS_FILL_SPIN;
-
-	if (!topology_open(NULL, &topo, NULL)) {
-		llc = topology_llc_bytes(topo);
-		topology_close(topo);
-	}
-	if (opt.buffer_mb)
-		buffer_bytes = (uint64_t)opt.buffer_mb << 20;
-	else
-		buffer_bytes = (llc ? llc : STRESS_LLC_FALLBACK) * (opt.kind == STRESS_LLC ? 2 : 4);
-
-	printf("coloc-stress: kind=%s level=%d%% period=%llu us cores=",
-	       opt.kind == STRESS_LLC ? "llc" : "membw", opt.level, STRESS_PERIOD_NS / 1000);
-	for (int i = 0; i < nr_cpus; i++)
-		printf("%s%d", i ? "," : "", cpus[i]);
-	if (llc)
-		printf(" llc=%.1f MiB (hwloc)", (double)llc / (1 << 20));
-	else
-		printf(" llc=unknown (hwloc found none; assuming %.1f MiB)",
-		       (double)STRESS_LLC_FALLBACK / (1 << 20));
-	if (opt.buffer_mb)
-		buffer_how = "--buffer-mb";
-	else if (opt.kind == STRESS_MEMBW)
-		buffer_how = "4 x LLC, one slice per thread, streamed";
-	printf(" fill=%s%s", opt.fill == STRESS_FILL_SPIN ? "spin" : "sleep",
-	       opt.control ? " control=stdin" : "");
-	if (buffer_needed)
-		printf(" buffer=%.1f MiB (%s)\n", (double)buffer_bytes / (1 << 20), buffer_how);
-	else if (threads_run)
-		printf(" buffer=none (level 0 spins touching no memory)\n");
-	else
-		printf(" buffer=none (level 0 is idle)\n");
-	fflush(stdout);
-
-	threads = calloc((size_t)nr_cpus, sizeof(*threads));
-	if (!threads) {
-		fprintf(stderr, "coloc-stress: out of memory\n");
-		goto cleanup;
-	}
-	if (opt.kind == STRESS_MEMBW && buffer_bytes / (uint64_t)nr_cpus < STRESS_LINE) {
-		fprintf(stderr, "coloc-stress: buffer too small for %d threads\n", nr_cpus);
-		goto cleanup;
-	}
-
-	if (buffer_needed && buffer_bytes > (uint64_t)sysconf(_SC_PHYS_PAGES) / 10 * 9 *
-						    (uint64_t)sysconf(_SC_PAGESIZE)) {
-		fprintf(stderr,
-			"coloc-stress: a %.1f MiB buffer is more than 90%% of this machine's memory; use --buffer-mb\n",
-			(double)buffer_bytes / (1 << 20));
-		goto cleanup;
-	}
-	if (buffer_needed) {
-		buf = mmap(NULL, buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			   -1, 0);
-		if (buf == MAP_FAILED) {
-			fprintf(stderr, "coloc-stress: cannot map a %.1f MiB buffer: %s\n",
-				(double)buffer_bytes / (1 << 20), strerror(errno));
-			goto cleanup;
-		}
-		/* Huge pages: faster to fault in, and TLB misses would throttle the cache misses. */
-		madvise(buf, buffer_bytes, MADV_HUGEPAGE);
-		for (int i = 0; i < nr_cpus; i++) {
-			struct stress_thread *t = &threads[i];
-			uint64_t slice =
-				buffer_bytes / (uint64_t)nr_cpus / STRESS_LINE * STRESS_LINE;
-
-			t->cpu = cpus[i];
-			t->index = i;
-			t->base = buf + (uint64_t)i * slice;
-			t->bytes = slice;
-		}
-		for (started = 0; started < nr_cpus; started++) {
-			int err = start_pinned(&threads[started], prefault_thread_main);
-
-			if (err) {
-				fprintf(stderr,
-					"coloc-stress: cannot start a thread on CPU %d: %s\n",
-					threads[started].cpu, strerror(-err));
-				goto join;
-			}
-		}
-		for (int i = 0; i < started; i++)
-			pthread_join(threads[i].tid, NULL);
-		started = 0;
-		if (opt.kind == STRESS_LLC) {
-			for (int i = 0; i < nr_cpus; i++) {
-				threads[i].base = buf;
-				threads[i].bytes = buffer_bytes / STRESS_LINE * STRESS_LINE;
-			}
-		}
-	} else {
-		for (int i = 0; i < nr_cpus; i++) {
-			threads[i].cpu = cpus[i];
-			threads[i].index = i;
-		}
-	}
-	t0 = now_ns();
-	for (started = 0; threads_run && started < nr_cpus; started++) {
-		int err = start_pinned(&threads[started], stress_thread_main);
-
-		if (err) {
-			fprintf(stderr, "coloc-stress: cannot start a thread on CPU %d: %s\n",
-				threads[started].cpu, strerror(-err));
-			goto join;
-		}
-	}
-	announce_running();
-	if (opt.control) {
-		sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
-		if (sigfd < 0) {
-			fprintf(stderr, "coloc-stress: signalfd: %s\n", strerror(errno));
-			goto join;
-		}
-		if (control_levels(sigfd, level_ns))
-			goto join;
-	} else {
-		wait_for_end(&sigs);
-	}
-	ret = 0;
-join:
-	atomic_store(&stress_stop, true);
-	for (int i = 0; i < started; i++)
-		pthread_join(threads[i].tid, NULL);
-	if (!ret && opt.control)
-		print_level_report(threads, nr_cpus, level_ns);
-	if (!ret)
-		print_report(threads, nr_cpus, (double)(now_ns() - t0) / 1e9);
-	if (sigfd >= 0)
-		close(sigfd);
-cleanup:
-	if (buf != MAP_FAILED)
-		munmap(buf, buffer_bytes);
-	free(threads);
-	return ret;
+	return stress_run(cpus, nr_cpus);
 }

@@ -3,8 +3,9 @@
 # colocds (each its own socket, pin dir and log, in a temporary work
 # directory removed on exit; one or several at once), the colocctl wrapper,
 # waiting for tenants to be ready, the cached latency profiles, and the QoS
-# rule (2 x the profiled solo latency on all cores, Abacus's rule, rounded up
-# to a whole ms).
+# rule (2 x the model's p95 served alone, Abacus's rule on the tail the goal
+# counts, rounded up to a whole ms), kept beside the profile it was measured
+# with so that later runs keep the same targets.
 #
 #   colocd_lib_init NAME    as root: sets ROOT BIN BPFTOOL CACHE WORK SOCK PIN,
 #                           and the EXIT trap that stops every colocd started
@@ -35,6 +36,13 @@
 #                           latency (coloc-load's), SERVED_JSON to coloc-load's
 #                           report, and removes it
 #   qos_ms_of SOLO_MS       2 x solo, rounded up to a whole ms
+#   kept_qos MODEL          after make_profile: sets QOS_MS, QOS_P95_MS, QOS_P50_MS,
+#                           QOS_SET (a UTC date) and QOS_FILE from the target kept
+#                           for MODEL's profile in $CACHE, or returns 1 if none
+#   keep_qos MODEL          after probe_solo and served_solo: sets the same from
+#                           SERVED_P95_MS and SERVED_MS and keeps them in QOS_FILE
+#                           for later runs, unless the served p50 is over 2 x the
+#                           profile's (a busy machine): then returns 1, keeping nothing
 # Messages go to stderr prefixed with NAME.
 
 COLOCD=
@@ -182,4 +190,27 @@ served_solo() { # name model seconds [min_queries]
 
 qos_ms_of() { # solo_ms
 	awk -v s="$1" 'BEGIN { q = 2 * s; printf "%d", q == int(q) ? q : int(q) + 1 }'
+}
+
+qos_file_of() { # model
+	echo "$CACHE/$1-$(sha256sum <"$WORK/$1.profile" | cut -c1-16).qos"
+}
+
+kept_qos() { # model
+	local line
+
+	QOS_FILE=$(qos_file_of "$1")
+	[ -r "$QOS_FILE" ] || return 1
+	line=$(head -n 1 "$QOS_FILE")
+	[[ $line =~ ^([0-9]+)\ ([0-9.]+)\ ([0-9.]+)\ ([0-9T:Z-]+)$ ]] || return 1
+	QOS_MS=${BASH_REMATCH[1]} QOS_P95_MS=${BASH_REMATCH[2]} QOS_P50_MS=${BASH_REMATCH[3]}
+	QOS_SET=${BASH_REMATCH[4]}
+}
+
+keep_qos() { # model
+	QOS_FILE=$(qos_file_of "$1")
+	QOS_MS=$(qos_ms_of "$SERVED_P95_MS") QOS_P95_MS=$SERVED_P95_MS QOS_P50_MS=$SERVED_MS
+	QOS_SET=$(date -u +%Y-%m-%dT%H:%MZ)
+	awk -v s="$SERVED_MS" -v p="$SOLO_MS" 'BEGIN { exit !(s <= 2 * p) }' || { rm -f "$QOS_FILE"; return 1; }
+	echo "$QOS_MS $QOS_P95_MS $QOS_P50_MS $QOS_SET" >"$QOS_FILE.tmp" && mv "$QOS_FILE.tmp" "$QOS_FILE"
 }

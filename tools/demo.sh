@@ -3,9 +3,9 @@
 # on the path an operator uses. It makes the latency profiles it needs once
 # (cached), starts colocd, shows an impossible QoS refused with its numbers,
 # measures each model served alone, submits MobileNet-V2 and ResNet-50 with
-# colocctl (QoS = 2 x that solo latency's p95, Abacus's rule on the tail the
-# goal counts), shows colocctl status and the BPF attribution of the
-# tenants' executors and, halfway
+# colocctl (QoS = 2 x the p95 served alone, Abacus's rule on the tail the
+# goal counts, set on the first run and kept beside the profile), shows
+# colocctl status and the BPF attribution of the tenants' executors and, halfway
 # through the first load, which block holds each core (core_owner), drives
 # both with coloc-load (open-loop Poisson arrivals, MLPerf's server
 # scenario), and repeats the same load (same seed, same rates) under coloc's
@@ -20,12 +20,14 @@ set -euo pipefail
 colocd_lib_init demo
 MODELS=(mobilenet_v2 resnet50)
 POLICIES=(coloc os static)
-# Each tenant offers this share of the machine at its solo speed: together
+# Each tenant offers this share of the machine at its kept solo speed: together
 # half of it, enough for the policies to differ, with room to meet QoS.
 LOAD_SHARE=0.25
 SEED=1
 WARMUP_S=2
 DURATION_S=20
+# queries served alone that set each QoS target the first time
+QOS_QUERIES=200
 declare -A QOS RATE
 
 submit_all() { # quiet?
@@ -59,17 +61,33 @@ sed 's/^/  /' "$WORK/colocd-${POLICIES[0]}.log"
 echo
 echo "== an impossible QoS (10 us) is refused with its numbers; then each model alone,"
 echo "   served by colocd at a light load, gives its solo latency as served (a query"
-echo "   after an idle gap takes longer than the profile's back-to-back layers), and"
-echo "   each tenant's QoS is 2 x its 95th percentile (the tail the goal counts, as"
-echo "   make bench-qos sets it), rounded up to a whole ms"
+echo "   after an idle gap takes longer than the profile's back-to-back layers). Each"
+echo "   tenant's QoS is 2 x its 95th percentile served alone (the tail the goal counts,"
+echo "   as make bench-qos sets it), rounded up to a whole ms: measured on $QOS_QUERIES"
+echo "   queries the first time, then kept beside the profile, as an operator keeps a"
+echo "   service's target, so that runs compare under the same targets"
 for m in "${MODELS[@]}"; do
 	probe_solo "$m" "$m"
 	echo "  $REFUSAL"
-	served_solo "$m" "$m" 3 60 || exit 1
+	if kept_qos "$m"; then
+		served_solo "$m" "$m" 3 60 || exit 1
+	else
+		served_solo "$m" "$m" 10 "$QOS_QUERIES" || exit 1
+		if keep_qos "$m"; then
+			QOS_SET="$QOS_SET (now)"
+		else
+			echo "  $m: served alone at over 2 x its profile: is the machine busy? Its QoS"
+			echo "  is set for this run only, not kept"
+			QOS_SET="$QOS_SET (this run only)"
+		fi
+	fi
 	printf '  %s alone: profiled %.3f ms, served p50 %.3f ms, p95 %.3f ms\n' "$m" "$SOLO_MS" \
 		"$SERVED_MS" "$SERVED_P95_MS"
-	QOS[$m]=$(qos_ms_of "$SERVED_P95_MS")
-	RATE[$m]=$(awk -v s="$SERVED_MS" -v f="$LOAD_SHARE" 'BEGIN { r = f * 1000 / s; printf "%.1f", r < 0.5 ? 0.5 : r }')
+	printf '  %s QoS %s ms: 2 x p95 %.3f ms served alone on %s%s\n' "$m" "$QOS_MS" \
+		"$QOS_P95_MS" "$QOS_SET" "$([ -e "$QOS_FILE" ] && echo " (kept in $QOS_FILE)")"
+	QOS[$m]=$QOS_MS
+	# the offered load from the same kept measurement, so that it stays too
+	RATE[$m]=$(awk -v s="$QOS_P50_MS" -v f="$LOAD_SHARE" 'BEGIN { r = f * 1000 / s; printf "%.1f", r < 0.5 ? 0.5 : r }')
 done
 
 echo
@@ -120,7 +138,7 @@ printf '  %-9s %-13s %7s %7s %8s %8s %8s %7s %8s\n' policy tenant "QoS ms" "done
 	"p50 ms" "p99 ms" "max ms" "in QoS" "drop+rej"
 for p in "${POLICIES[@]}"; do
 	for m in "${MODELS[@]}"; do
-		awk -v p="$p" -v m="$m" -v q="${QOS[$m]}" '$1 == m {
+		awk -v p="$p" -v m="$m" -v q="${QOS[$m]}" '$1 == m && $2 ~ /^[0-9.]+$/ {
 			printf "  %-9s %-13s %7s %7s %8s %8s %8s %7s %8d\n",
 			       p, m, q, $3, $5, $7, $8, $11, $12 + $14 }' "$WORK/load-$p.txt"
 	done

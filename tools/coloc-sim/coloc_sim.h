@@ -47,7 +47,7 @@ struct tenant_arg {
 	double served_solo_ms; /* bench-qos's solo latency as served; 0: not known */
 	double query_cost_ms;
 	struct sim_exec_model exec; /* from --exec-from */
-	struct sim_table table;
+	struct policy_table table;
 };
 
 /* --tenant's, in order; a mix's replace them (simcli_mix_tenants) */

@@ -55,7 +55,7 @@ int simcli_load_tenants(struct tenant_arg *ta, int nr, const struct sim_table_di
 	struct coloc_err err = { 0 };
 
 	for (int t = 0; t < nr; t++) {
-		struct sim_table *tab = &ta[t].table;
+		struct policy_table *tab = &ta[t].table;
 
 		if (sim_table_load(ta[t].spec, dirs, tab, &err)) {
 			fprintf(stderr, PROG ": tenant %d: %s\n", t, coloc_err_str(&err));

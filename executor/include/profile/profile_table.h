@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * A model's latency profile (executor/profile.h) as the policy's table
- * (struct policy_model): core counts 1..N, one column per kernel version
+ * A model's latency profile (executor/include/profile/profile.h) as the policy's table
+ * (struct policy_table, policy/table.h): core counts 1..N, one column per kernel version
  * (the most any layer has; a layer's missing versions are 0 cells, which
  * policies never choose), one level column per stress level with the
  * model's slowdown there. The profile is looked up in the cache by the
@@ -12,32 +12,22 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "model.h"
-#include "policy.h"
 #include "profile.h"
+#include "table.h"
 
-struct profile_table {
-	struct policy_model model; /* points into the arrays below */
-	int *core_counts;
-	double *level_slowdown;
-	uint64_t *latency_ns;
-	uint64_t *latency_lo_ns, *latency_hi_ns; /* the cells' 95 % CIs */
-	uint64_t *layer_ops;
-	/* empty, or what was adjusted to make the table valid (for the operator) */
-	char note[256];
-};
+struct model; /* model.h, the model library's: profile_table_build's callers have it */
 
 /*
  * Fills t from p for model m (the same layers in the same order). The
  * level column k gets the whole model's slowdown at stress level k: the
  * sum over layers of the fastest version on all profiled cores at level k
- * over the same sum alone. Where that dips below the column before (below
+ * over the same sum alone; t->name is the model's. Where that dips below the column before (below
  * 1.0 at the first stressed column: a measurement artefact on a noisy
  * machine), it is clamped to the running maximum and t->note says so. The
  * latency cells and their confidence intervals stay as measured. 0, or
  * -errno with err filled.
  */
-int profile_table_build(const struct profile *p, const struct model *m, struct profile_table *t,
+int profile_table_build(const struct profile *p, const struct model *m, struct policy_table *t,
 			struct coloc_err *err);
 /*
  * The same from a model's name (for messages), layer count and each
@@ -45,9 +35,8 @@ int profile_table_build(const struct profile *p, const struct model *m, struct p
  * the model gives colocd, which parses no model.
  */
 int profile_table_build_layers(const struct profile *p, const char *name, int nr_layers,
-			       const uint64_t *layer_macs, struct profile_table *t,
+			       const uint64_t *layer_macs, struct policy_table *t,
 			       struct coloc_err *err);
-void profile_table_free(struct profile_table *t);
 
 /*
  * The cache file of the model at model_path (already parsed as m) on this

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_infer.h"
+#include "model_shape.h"
 #include "util.h"
 #include "window.h"
 
-int infer_fail(struct infer_layer *il, const char *fmt, ...)
+int shape_fail(struct shape_layer *il, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -27,7 +27,7 @@ int infer_fail(struct infer_layer *il, const char *fmt, ...)
 	return model_fail(il->c, "%s '%s': %s", model_op_name(il->l->op), il->l->name, msg);
 }
 
-static int infer_parse_float(const char *s, double *v)
+static int shape_parse_float(const char *s, double *v)
 {
 	char *end;
 
@@ -40,7 +40,7 @@ static int infer_parse_float(const char *s, double *v)
 	return *end ? -EINVAL : 0;
 }
 
-void infer_format_shape(const struct model_shape *s, char *buf, size_t len)
+void shape_format_shape(const struct model_shape *s, char *buf, size_t len)
 {
 	size_t n = 0;
 	int i, k;
@@ -56,7 +56,7 @@ void infer_format_shape(const struct model_shape *s, char *buf, size_t len)
 		snprintf(buf + n, len - n, "%s", s->ndims ? "]" : "[]");
 }
 
-struct infer_attr *infer_attr(struct infer_layer *il, const char *key)
+struct shape_attr *shape_attr(struct shape_layer *il, const char *key)
 {
 	int i;
 
@@ -71,80 +71,80 @@ struct infer_attr *infer_attr(struct infer_layer *il, const char *key)
 }
 
 /* A valued attribute, or NULL when absent (an error when required). */
-const char *infer_value(struct infer_layer *il, const char *key, bool required, int *err)
+const char *shape_value(struct shape_layer *il, const char *key, bool required, int *err)
 {
-	struct infer_attr *a = infer_attr(il, key);
+	struct shape_attr *a = shape_attr(il, key);
 
 	*err = 0;
 	if (!a) {
 		if (required)
-			*err = infer_fail(il, "missing attribute '%s='", key);
+			*err = shape_fail(il, "missing attribute '%s='", key);
 		return NULL;
 	}
 	if (!a->val || !*a->val) {
-		*err = infer_fail(il, "attribute '%s' needs a value ('%s=...')", key, key);
+		*err = shape_fail(il, "attribute '%s' needs a value ('%s=...')", key, key);
 		return NULL;
 	}
 	return a->val;
 }
 
-int infer_flag(struct infer_layer *il, const char *key, bool *on)
+int shape_flag(struct shape_layer *il, const char *key, bool *on)
 {
-	struct infer_attr *a = infer_attr(il, key);
+	struct shape_attr *a = shape_attr(il, key);
 
 	*on = a != NULL;
 	if (a && a->val)
-		return infer_fail(il, "'%s' is a flag and takes no value", key);
+		return shape_fail(il, "'%s' is a flag and takes no value", key);
 	return 0;
 }
 
-static int infer_check_int(struct infer_layer *il, const char *key, const char *s, int64_t min,
+static int shape_check_int(struct shape_layer *il, const char *key, const char *s, int64_t min,
 			   int64_t max, int64_t *v)
 {
 	int r = model_parse_int(s, v);
 
 	if (r == -ERANGE || (!r && (*v < min || *v > max)))
-		return infer_fail(il, "%s=%s is out of range [%lld, %lld]", key, s, (long long)min,
+		return shape_fail(il, "%s=%s is out of range [%lld, %lld]", key, s, (long long)min,
 				  (long long)max);
 	if (r)
-		return infer_fail(il, "%s=%s is not an integer", key, s);
+		return shape_fail(il, "%s=%s is not an integer", key, s);
 	return 0;
 }
 
-int infer_int(struct infer_layer *il, const char *key, bool required, int64_t min, int64_t max,
+int shape_int(struct shape_layer *il, const char *key, bool required, int64_t min, int64_t max,
 	      int64_t def, int64_t *v)
 {
 	int err;
-	const char *s = infer_value(il, key, required, &err);
+	const char *s = shape_value(il, key, required, &err);
 
 	*v = def;
 	if (!s)
 		return err;
-	return infer_check_int(il, key, s, min, max, v);
+	return shape_check_int(il, key, s, min, max, v);
 }
 
-int infer_float(struct infer_layer *il, const char *key, bool required, double min, double max,
+int shape_float(struct shape_layer *il, const char *key, bool required, double min, double max,
 		double def, float *v)
 {
 	int err;
-	const char *s = infer_value(il, key, required, &err);
+	const char *s = shape_value(il, key, required, &err);
 	double d;
 	int r;
 
 	*v = (float)def;
 	if (!s)
 		return err;
-	r = infer_parse_float(s, &d);
+	r = shape_parse_float(s, &d);
 	if (r == -ERANGE || (!r && (d < min || d > max)))
-		return infer_fail(il, "%s=%s is out of range [%g, %g]", key, s, min, max);
+		return shape_fail(il, "%s=%s is out of range [%g, %g]", key, s, min, max);
 	if (r)
-		return infer_fail(il, "%s=%s is not a number", key, s);
+		return shape_fail(il, "%s=%s is not a number", key, s);
 	*v = (float)d;
 	return 0;
 }
 
 /* "3" (both) or "1x7" (height x width). */
-int infer_pair(struct infer_layer *il, const char *key, bool required, int def, int *h, int *w)
+int shape_pair(struct shape_layer *il, const char *key, bool required, int def, int *h, int *w)
 {
 	char buf[32];
 	int64_t a, b;
@@ -153,17 +153,17 @@ int infer_pair(struct infer_layer *il, const char *key, bool required, int def, 
 	int err;
 
 	*h = *w = def;
-	s = infer_value(il, key, required, &err);
+	s = shape_value(il, key, required, &err);
 	if (!s)
 		return err;
 	if (strlen(s) >= sizeof(buf))
-		return infer_fail(il, "%s=%.20s... is too long", key, s);
+		return shape_fail(il, "%s=%.20s... is too long", key, s);
 	strcpy(buf, s);
 	x = strchr(buf, 'x');
 	if (x)
 		*x = '\0';
-	if (infer_check_int(il, key, buf, 1, MODEL_MAX_WINDOW, &a) ||
-	    infer_check_int(il, key, x ? x + 1 : buf, 1, MODEL_MAX_WINDOW, &b))
+	if (shape_check_int(il, key, buf, 1, MODEL_MAX_WINDOW, &a) ||
+	    shape_check_int(il, key, x ? x + 1 : buf, 1, MODEL_MAX_WINDOW, &b))
 		return -EINVAL;
 	*h = (int)a;
 	*w = (int)b;
@@ -171,7 +171,7 @@ int infer_pair(struct infer_layer *il, const char *key, bool required, int def, 
 }
 
 /* Comma-separated integers into v[]; returns the count or a negative errno. */
-int infer_int_list(struct infer_layer *il, const char *key, const char *s, char sep, int64_t min,
+int shape_int_list(struct shape_layer *il, const char *key, const char *s, char sep, int64_t min,
 		   int64_t max, int64_t *v, int max_nr)
 {
 	char buf[64];
@@ -179,15 +179,15 @@ int infer_int_list(struct infer_layer *il, const char *key, const char *s, char 
 	int n = 0;
 
 	if (strlen(s) >= sizeof(buf))
-		return infer_fail(il, "%s=%.20s... is too long", key, s);
+		return shape_fail(il, "%s=%.20s... is too long", key, s);
 	strcpy(buf, s);
 	for (tok = buf;; tok = next + 1) {
 		next = strchr(tok, sep);
 		if (next)
 			*next = '\0';
 		if (n == max_nr)
-			return infer_fail(il, "%s=%s has more than %d values", key, s, max_nr);
-		if (infer_check_int(il, key, tok, min, max, &v[n]))
+			return shape_fail(il, "%s=%s has more than %d values", key, s, max_nr);
+		if (shape_check_int(il, key, tok, min, max, &v[n]))
 			return -EINVAL;
 		n++;
 		if (!next)
@@ -196,7 +196,7 @@ int infer_int_list(struct infer_layer *il, const char *key, const char *s, char 
 }
 
 /* "P", "PHxPW", "T,L,B,R" or "same" (the flag tells the caller to work it out). */
-int infer_pad(struct infer_layer *il, int pad[4], bool *same)
+int shape_pad(struct shape_layer *il, int pad[4], bool *same)
 {
 	int64_t v[4];
 	const char *s;
@@ -204,7 +204,7 @@ int infer_pad(struct infer_layer *il, int pad[4], bool *same)
 
 	memset(pad, 0, 4 * sizeof(int));
 	*same = false;
-	s = infer_value(il, "pad", false, &err);
+	s = shape_value(il, "pad", false, &err);
 	if (!s)
 		return err;
 	if (!strcmp(s, "same")) {
@@ -212,18 +212,18 @@ int infer_pad(struct infer_layer *il, int pad[4], bool *same)
 		return 0;
 	}
 	if (strchr(s, ',')) {
-		n = infer_int_list(il, "pad", s, ',', 0, MODEL_MAX_WINDOW, v, 4);
+		n = shape_int_list(il, "pad", s, ',', 0, MODEL_MAX_WINDOW, v, 4);
 		if (n < 0)
 			return n;
 		if (n != 4)
-			return infer_fail(il, "pad=%s: give 1 value, HxW, or 4 values T,L,B,R", s);
+			return shape_fail(il, "pad=%s: give 1 value, HxW, or 4 values T,L,B,R", s);
 		pad[0] = (int)v[0];
 		pad[1] = (int)v[1];
 		pad[2] = (int)v[2];
 		pad[3] = (int)v[3];
 		return 0;
 	}
-	n = infer_int_list(il, "pad", s, 'x', 0, MODEL_MAX_WINDOW, v, 2);
+	n = shape_int_list(il, "pad", s, 'x', 0, MODEL_MAX_WINDOW, v, 2);
 	if (n < 0)
 		return n;
 	pad[0] = pad[2] = (int)v[0];
@@ -232,7 +232,7 @@ int infer_pad(struct infer_layer *il, int pad[4], bool *same)
 }
 
 /* TensorFlow's SAME: output = ceil(in / stride), the odd pixel of padding at the end. */
-void infer_same_pad(int64_t in, int k_eff, int stride, int *before, int *after)
+void shape_same_pad(int64_t in, int k_eff, int stride, int *before, int *after)
 {
 	int64_t total = window_same_pad_total(in, k_eff, stride);
 
@@ -240,7 +240,7 @@ void infer_same_pad(int64_t in, int k_eff, int stride, int *before, int *after)
 	*after = (int)(total - total / 2);
 }
 
-int infer_set_out(struct infer_layer *il, int ndims, const int64_t *dims)
+int shape_set_out(struct shape_layer *il, int ndims, const int64_t *dims)
 {
 	struct model_shape *s = &il->l->out;
 	int64_t elems = 1;
@@ -251,37 +251,37 @@ int infer_set_out(struct infer_layer *il, int ndims, const int64_t *dims)
 	for (i = 0; i < ndims; i++)
 		s->dims[i] = dims[i];
 	for (i = 0; i < ndims; i++) {
-		if (dims[i] < 1 || dims[i] > INFER_MAX_DIM) {
-			infer_format_shape(s, buf, sizeof(buf));
-			return infer_fail(il, "output shape %s has a dimension outside [1, %d]",
-					  buf, INFER_MAX_DIM);
+		if (dims[i] < 1 || dims[i] > SHAPE_MAX_DIM) {
+			shape_format_shape(s, buf, sizeof(buf));
+			return shape_fail(il, "output shape %s has a dimension outside [1, %d]",
+					  buf, SHAPE_MAX_DIM);
 		}
 		elems *= dims[i];
-		if (elems > INFER_MAX_ELEMS) {
-			infer_format_shape(s, buf, sizeof(buf));
-			return infer_fail(il, "output shape %s has more than %lld elements", buf,
-					  (long long)INFER_MAX_ELEMS);
+		if (elems > SHAPE_MAX_ELEMS) {
+			shape_format_shape(s, buf, sizeof(buf));
+			return shape_fail(il, "output shape %s has more than %lld elements", buf,
+					  (long long)SHAPE_MAX_ELEMS);
 		}
 	}
 	return 0;
 }
 
-int infer_need_ndims(struct infer_layer *il, int idx, int min, int max)
+int shape_need_ndims(struct shape_layer *il, int idx, int min, int max)
 {
 	char buf[128];
 
 	if (il->in[idx]->ndims >= min && il->in[idx]->ndims <= max)
 		return 0;
-	infer_format_shape(il->in[idx], buf, sizeof(buf));
+	shape_format_shape(il->in[idx], buf, sizeof(buf));
 	if (min == max)
-		return infer_fail(il, "input '%s' has shape %s; expected %d dimensions",
+		return shape_fail(il, "input '%s' has shape %s; expected %d dimensions",
 				  il->c->m->layers[il->l->inputs[idx]].name, buf, min);
-	return infer_fail(il, "input '%s' has shape %s; expected %d to %d dimensions",
+	return shape_fail(il, "input '%s' has shape %s; expected %d to %d dimensions",
 			  il->c->m->layers[il->l->inputs[idx]].name, buf, min, max);
 }
 
 /* macs/params as a product of factors, refusing overflow. */
-int infer_product(struct infer_layer *il, uint64_t *out, int nr, ...)
+int shape_product(struct shape_layer *il, uint64_t *out, int nr, ...)
 {
 	uint64_t acc = 1;
 	va_list ap;
@@ -293,7 +293,7 @@ int infer_product(struct infer_layer *il, uint64_t *out, int nr, ...)
 
 		if (__builtin_mul_overflow(acc, f, &acc)) {
 			va_end(ap);
-			return infer_fail(il,
+			return shape_fail(il,
 					  "layer is too large (MAC or parameter count overflows)");
 		}
 	}
@@ -302,10 +302,10 @@ int infer_product(struct infer_layer *il, uint64_t *out, int nr, ...)
 	return 0;
 }
 
-int infer_normalize_axis(struct infer_layer *il, const char *key, int64_t axis, int ndims, int *out)
+int shape_normalize_axis(struct shape_layer *il, const char *key, int64_t axis, int ndims, int *out)
 {
 	if (axis < -ndims || axis >= ndims)
-		return infer_fail(il, "%s=%lld is out of range for %d dimensions", key,
+		return shape_fail(il, "%s=%lld is out of range for %d dimensions", key,
 				  (long long)axis, ndims);
 	*out = (int)(axis < 0 ? axis + ndims : axis);
 	return 0;

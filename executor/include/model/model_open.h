@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * The one way every entry point (coloc-run, coloc-profile, colocd's serving
- * core, coloc-executor) opens a model file: a coloc .model as model_load()
- * reads it, or an ONNX file imported in memory (onnx_import.h). A file is
- * ONNX when its name ends in ".onnx": protobuf has no magic number to test.
+ * The one way every entry point (coloc-run, coloc-profile, coloc-sim,
+ * coloc-executor) opens a model file: a coloc .model as model_load() reads
+ * it, or an ONNX file imported in memory (onnx_import.h). A file is ONNX
+ * when its name ends in ".onnx" (coloc/model_format.h).
  *
  * An imported model's weights are the importer's COLOCWT1 buffer, put in a
  * sealed memfd so that the executor reads them through the same checked
@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "coloc/model_format.h"
 #include "error.h"
 #include "model.h"
 #include "onnx_import.h"
@@ -27,17 +28,6 @@ struct model_source {
 	int weights_fd; /* the memfd holding an imported model's weights; -1 if none */
 	char weights_path[32]; /* "/proc/self/fd/N" for exec_options.weights_path, or "" */
 };
-
-/*
- * Whether path names an ONNX file (ends in ".onnx"). Inline: colocd, which
- * links no model parser, tells a submitted file's format by its name too.
- */
-static inline bool model_path_is_onnx(const char *path)
-{
-	size_t n = strlen(path);
-
-	return n > 5 && !strcmp(path + n - 5, ".onnx");
-}
 
 /*
  * Opens the model at path into src (release with model_source_close()).

@@ -13,7 +13,7 @@
  * not parameters), as in torchvision's and Keras' trainable counts.
  *
  * This file looks up a layer's op and inputs and runs its rule; the rules
- * are in model_infer_ops.c, the reading of attributes in model_infer_attr.c.
+ * are in model_shape_ops.c, the reading of attributes in model_shape_attr.c.
  */
 #include <errno.h>
 #include <math.h>
@@ -22,11 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_infer.h"
+#include "model_shape.h"
 #include "util.h"
 #include "window.h"
 
-static const char *const infer_act_names[] = {
+static const char *const shape_act_names[] = {
 	[MODEL_ACT_NONE] = "none",
 	[MODEL_ACT_RELU] = "relu",
 	[MODEL_ACT_RELU6] = "relu6",
@@ -76,7 +76,7 @@ int model_check_name(struct model_ctx *c, const char *name)
 	return 0;
 }
 
-static uint32_t infer_hash(const char *s)
+static uint32_t shape_hash(const char *s)
 {
 	uint32_t h = 2166136261u;
 
@@ -86,20 +86,20 @@ static uint32_t infer_hash(const char *s)
 }
 
 /* Returns the layer index of name, or -1. */
-static int infer_lookup(const struct model_ctx *c, const char *name)
+static int shape_lookup(const struct model_ctx *c, const char *name)
 {
 	uint32_t mask, i;
 
 	if (!c->nr_slots)
 		return -1;
 	mask = (uint32_t)c->nr_slots - 1;
-	for (i = infer_hash(name) & mask; c->name_slots[i]; i = (i + 1) & mask)
+	for (i = shape_hash(name) & mask; c->name_slots[i]; i = (i + 1) & mask)
 		if (!strcmp(c->m->layers[c->name_slots[i] - 1].name, name))
 			return c->name_slots[i] - 1;
 	return -1;
 }
 
-static int infer_insert(struct model_ctx *c, int idx)
+static int shape_insert(struct model_ctx *c, int idx)
 {
 	uint32_t mask, i;
 	int k;
@@ -115,14 +115,14 @@ static int infer_insert(struct model_ctx *c, int idx)
 		c->nr_slots = nr;
 		for (k = 0; k < idx; k++) {
 			mask = (uint32_t)nr - 1;
-			for (i = infer_hash(c->m->layers[k].name) & mask; slots[i];
+			for (i = shape_hash(c->m->layers[k].name) & mask; slots[i];
 			     i = (i + 1) & mask)
 				;
 			slots[i] = k + 1;
 		}
 	}
 	mask = (uint32_t)c->nr_slots - 1;
-	for (i = infer_hash(c->m->layers[idx].name) & mask; c->name_slots[i]; i = (i + 1) & mask)
+	for (i = shape_hash(c->m->layers[idx].name) & mask; c->name_slots[i]; i = (i + 1) & mask)
 		;
 	c->name_slots[i] = idx + 1;
 	return 0;
@@ -132,14 +132,14 @@ const char *model_op_name(enum model_op op)
 {
 	if ((unsigned int)op >= MODEL_OP_COUNT)
 		return "?";
-	return infer_ops[op].name;
+	return shape_ops[op].name;
 }
 
 const char *model_act_name(enum model_act act)
 {
-	if ((unsigned int)act >= ARRAY_SIZE(infer_act_names))
+	if ((unsigned int)act >= ARRAY_SIZE(shape_act_names))
 		return "?";
-	return infer_act_names[act];
+	return shape_act_names[act];
 }
 
 int64_t model_shape_elems(const struct model_shape *s)
@@ -152,46 +152,46 @@ int64_t model_shape_elems(const struct model_shape *s)
 	return n;
 }
 
-static int infer_activation(struct infer_layer *il, bool allowed)
+static int shape_activation(struct shape_layer *il, bool allowed)
 {
 	struct model_layer *l = il->l;
 	const char *s;
 	size_t i;
 	int err;
 
-	s = infer_value(il, "act", false, &err);
+	s = shape_value(il, "act", false, &err);
 	if (!s)
 		return err;
 	if (!allowed)
-		return infer_fail(il, "takes no 'act=' (add a separate act layer)");
-	for (i = 1; i < ARRAY_SIZE(infer_act_names); i++)
-		if (!strcmp(s, infer_act_names[i]))
+		return shape_fail(il, "takes no 'act=' (add a separate act layer)");
+	for (i = 1; i < ARRAY_SIZE(shape_act_names); i++)
+		if (!strcmp(s, shape_act_names[i]))
 			break;
-	if (i == ARRAY_SIZE(infer_act_names))
-		return infer_fail(il,
+	if (i == ARRAY_SIZE(shape_act_names))
+		return shape_fail(il,
 				  "unknown activation '%s' (relu, relu6, leaky_relu, sigmoid, "
 				  "swish, gelu, tanh, hard_sigmoid, hard_swish, clip)",
 				  s);
 	l->act = (enum model_act)i;
 	if (l->act == MODEL_ACT_LEAKY_RELU)
-		return infer_float(il, "slope", true, 0, 1, 0, &l->act_alpha);
+		return shape_float(il, "slope", true, 0, 1, 0, &l->act_alpha);
 	if (l->act == MODEL_ACT_HARD_SIGMOID)
 		/* ONNX HardSigmoid's defaults */
-		return infer_float(il, "slope", false, -1e6, 1e6, 0.2, &l->act_alpha) ?:
-			       infer_float(il, "offset", false, -1e6, 1e6, 0.5, &l->act_beta);
+		return shape_float(il, "slope", false, -1e6, 1e6, 0.2, &l->act_alpha) ?:
+			       shape_float(il, "offset", false, -1e6, 1e6, 0.5, &l->act_beta);
 	if (l->act == MODEL_ACT_CLIP) {
-		if (infer_float(il, "min", true, -1e30, 1e30, 0, &l->act_alpha) ||
-		    infer_float(il, "max", true, -1e30, 1e30, 0, &l->act_beta))
+		if (shape_float(il, "min", true, -1e30, 1e30, 0, &l->act_alpha) ||
+		    shape_float(il, "max", true, -1e30, 1e30, 0, &l->act_beta))
 			return -EINVAL;
 		if (l->act_alpha > l->act_beta)
-			return infer_fail(il, "clip min=%g is above max=%g", l->act_alpha,
+			return shape_fail(il, "clip min=%g is above max=%g", l->act_alpha,
 					  l->act_beta);
 	}
 	return 0;
 }
 
 /* in=a,b,...: names of earlier layers; absent: the previous layer. */
-static int infer_inputs(struct infer_layer *il, const struct infer_op *op)
+static int shape_inputs(struct shape_layer *il, const struct shape_op *op)
 {
 	struct model_ctx *c = il->c;
 	struct model_layer *l = il->l;
@@ -200,61 +200,61 @@ static int infer_inputs(struct infer_layer *il, const struct infer_op *op)
 	const char *s;
 	int err, idx;
 
-	s = infer_value(il, "in", false, &err);
+	s = shape_value(il, "in", false, &err);
 	if (err)
 		return err;
 	if (!s) {
 		if (op->min_inputs == 0)
 			return 0;
 		if (op->min_inputs > 1)
-			return infer_fail(il, "needs in= with %d%s inputs", op->min_inputs,
+			return shape_fail(il, "needs in= with %d%s inputs", op->min_inputs,
 					  op->max_inputs > op->min_inputs ? " or more" : "");
 		if (c->m->nr_layers == 1)
-			return infer_fail(il, "has no input: no layer comes before it");
+			return shape_fail(il, "has no input: no layer comes before it");
 		l->inputs[l->nr_inputs++] = c->m->nr_layers - 2;
 		return 0;
 	}
 	if (op->max_inputs == 0)
-		return infer_fail(il, "an input layer takes no 'in='");
+		return shape_fail(il, "an input layer takes no 'in='");
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (name = buf;; name = next + 1) {
 		next = strchr(name, ',');
 		if (next)
 			*next = '\0';
 		if (l->nr_inputs == op->max_inputs)
-			return infer_fail(il, "takes at most %d input%s", op->max_inputs,
+			return shape_fail(il, "takes at most %d input%s", op->max_inputs,
 					  op->max_inputs > 1 ? "s" : "");
 		if (!*name)
-			return infer_fail(il, "empty name in in=%s", s);
-		idx = infer_lookup(c, name);
+			return shape_fail(il, "empty name in in=%s", s);
+		idx = shape_lookup(c, name);
 		if (idx < 0) {
 			int later = c->later_definition ? c->later_definition(c, name) : 0;
 
 			if (later)
-				return infer_fail(
+				return shape_fail(
 					il,
 					"input '%s' is defined later, at line %d (a layer "
 					"may only read layers defined before it)",
 					name, later);
-			return infer_fail(il, "unknown input '%s'", name);
+			return shape_fail(il, "unknown input '%s'", name);
 		}
 		l->inputs[l->nr_inputs++] = idx;
 		if (!next)
 			break;
 	}
 	if (l->nr_inputs < op->min_inputs)
-		return infer_fail(il, "needs %d%s inputs, got %d", op->min_inputs,
+		return shape_fail(il, "needs %d%s inputs, got %d", op->min_inputs,
 				  op->max_inputs > op->min_inputs ? " or more" : "", l->nr_inputs);
 	return 0;
 }
 
-static int infer_layer_run(struct infer_layer *il, const struct infer_op *op, char **tok, int n)
+static int shape_layer_run(struct shape_layer *il, const struct shape_op *op, char **tok, int n)
 {
 	struct model_layer *l = il->l;
 	int i, j, err;
 
 	for (i = 2; i < n; i++) {
-		struct infer_attr *a = &il->attrs[il->nr_attrs];
+		struct shape_attr *a = &il->attrs[il->nr_attrs];
 		const char *eq = strchr(tok[i], '=');
 
 		a->key = tok[i];
@@ -262,27 +262,27 @@ static int infer_layer_run(struct infer_layer *il, const struct infer_op *op, ch
 		a->val = eq ? eq + 1 : NULL;
 		a->used = false;
 		if (!a->key_len)
-			return infer_fail(il, "attribute '%s' has no name", tok[i]);
+			return shape_fail(il, "attribute '%s' has no name", tok[i]);
 		for (j = 0; j < il->nr_attrs; j++)
 			if (il->attrs[j].key_len == a->key_len &&
 			    !memcmp(il->attrs[j].key, a->key, a->key_len))
-				return infer_fail(il, "attribute '%.*s' given twice",
+				return shape_fail(il, "attribute '%.*s' given twice",
 						  (int)a->key_len, a->key);
 		il->nr_attrs++;
 	}
-	err = infer_inputs(il, op);
+	err = shape_inputs(il, op);
 	if (err)
 		return err;
 	for (i = 0; i < l->nr_inputs; i++)
 		il->in[i] = &il->c->m->layers[l->inputs[i]].out;
-	err = infer_activation(il, op->fused_act);
+	err = shape_activation(il, op->fused_act);
 	if (!err)
-		err = op->infer(il);
+		err = op->rule(il);
 	if (err)
 		return err;
 	for (i = 0; i < il->nr_attrs; i++) {
 		if (!il->attrs[i].used)
-			return infer_fail(il,
+			return shape_fail(il,
 					  "unknown attribute '%.*s' (see models/README.md for "
 					  "what %s accepts)",
 					  (int)il->attrs[i].key_len, il->attrs[i].key, op->name);
@@ -293,14 +293,14 @@ static int infer_layer_run(struct infer_layer *il, const struct infer_op *op, ch
 int model_add_layer(struct model_ctx *c, char **tok, int nr_toks)
 {
 	struct model *m = c->m;
-	const struct infer_op *op = NULL;
-	struct infer_layer il = { .c = c };
+	const struct shape_op *op = NULL;
+	struct shape_layer il = { .c = c };
 	struct model_layer *l;
 	int i, err, prev;
 
 	for (i = 0; i < MODEL_OP_COUNT; i++)
-		if (!strcmp(tok[0], infer_ops[i].name))
-			op = &infer_ops[i];
+		if (!strcmp(tok[0], shape_ops[i].name))
+			op = &shape_ops[i];
 	if (!op)
 		return model_fail(c,
 				  "unknown op '%.64s' (input, conv, fc, matmul, pool, act, add, "
@@ -312,7 +312,7 @@ int model_add_layer(struct model_ctx *c, char **tok, int nr_toks)
 				  tok[0]);
 	if (model_check_name(c, tok[1]))
 		return -EINVAL;
-	prev = infer_lookup(c, tok[1]);
+	prev = shape_lookup(c, tok[1]);
 	if (prev >= 0)
 		return model_fail(c, "duplicate layer name '%s' (first defined at line %d)", tok[1],
 				  m->layers[prev].line);
@@ -330,17 +330,17 @@ int model_add_layer(struct model_ctx *c, char **tok, int nr_toks)
 	l = &m->layers[m->nr_layers++];
 	memset(l, 0, sizeof(*l));
 	strcpy(l->name, tok[1]);
-	l->op = (enum model_op)(op - infer_ops);
+	l->op = (enum model_op)(op - shape_ops);
 	l->line = c->line;
 	il.l = l;
 	il.attrs = calloc((size_t)nr_toks, sizeof(*il.attrs));
 	if (!il.attrs)
 		return -ENOMEM;
-	err = infer_layer_run(&il, op, tok, nr_toks);
+	err = shape_layer_run(&il, op, tok, nr_toks);
 	free(il.attrs);
 	if (err)
 		return err;
-	return infer_insert(c, m->nr_layers - 1);
+	return shape_insert(c, m->nr_layers - 1);
 }
 
 int model_finish(struct model_ctx *c)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * The arithmetic of a sliding window (convolution, pooling) along one axis,
- * in one place for the model parser (model_infer.c) and the ONNX importer
+ * in one place for the model parser (model_shape.c) and the ONNX importer
  * (onnx_lower.c). k_eff is the window's span in input pixels: with
  * dilation d, d * (k - 1) + 1.
  */
@@ -16,6 +16,12 @@
  * has checked padded_in >= k_eff and stride >= 1.
  */
 int64_t window_out_len(int64_t padded_in, int64_t k_eff, int64_t stride);
+
+/*
+ * The same rounded up (ceil_mode in Caffe and ONNX): a last window that
+ * starts inside padded_in but runs past its end counts too.
+ */
+int64_t window_out_len_ceil(int64_t padded_in, int64_t k_eff, int64_t stride);
 
 /*
  * SAME padding along the axis (TensorFlow's, ONNX's SAME_*): the total that

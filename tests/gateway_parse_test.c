@@ -1,0 +1,473 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * coloc-gateway's parsers on their own, without a server (docs/gateway.md):
+ * KServe v2 infer bodies (JSON and the binary extension) and responses,
+ * the model repository, listening addresses, each fed good and hostile
+ * input. The gateway end to end is gateway_test.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <json-c/json.h>
+#include "kselftest_harness.h"
+#include "addr.h"
+#include "infer_request.h"
+#include "repository.h"
+#include "testutil.h"
+
+/* ---- the parsers, without a server ------------------------------------------------ */
+
+/* A model of one input [1,2,3] and two outputs [2] and [1,3]. */
+static void small_model(struct gw_model_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	strcpy(cfg->name, "small");
+	strcpy(cfg->version, "3");
+	cfg->nr_inputs = 1;
+	strcpy(cfg->inputs[0].name, "x");
+	cfg->inputs[0].nr_dims = 3;
+	cfg->inputs[0].dims[0] = 1;
+	cfg->inputs[0].dims[1] = 2;
+	cfg->inputs[0].dims[2] = 3;
+	cfg->inputs[0].elems = 6;
+	cfg->nr_outputs = 2;
+	strcpy(cfg->outputs[0].name, "a");
+	cfg->outputs[0].nr_dims = 1;
+	cfg->outputs[0].dims[0] = 2;
+	cfg->outputs[0].elems = 2;
+	strcpy(cfg->outputs[1].name, "b");
+	cfg->outputs[1].nr_dims = 2;
+	cfg->outputs[1].dims[0] = 1;
+	cfg->outputs[1].dims[1] = 3;
+	cfg->outputs[1].elems = 3;
+}
+
+TEST(infer_parse__nested_flat_and_binary_inputs_read_alike)
+{
+	static const float want[6] = { 1.5f, -2.0f, 0.25f, 3e-7f, 1e9f, -0.0f };
+	struct gw_model_config cfg;
+	struct gw_infer_request req;
+	char why[256], body[1024];
+	const char *nested =
+		"{\"id\":\"n\",\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],"
+		"\"datatype\":\"FP32\",\"data\":[[[1.5,-2,0.25],[3e-7,1e9,-0.0]]]}]}\n";
+	const char *flat = "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\","
+			   "\"data\":[1.5,-2,0.25,3e-7,1e9,-0.0]}]}";
+	int n;
+
+	small_model(&cfg);
+	ASSERT_EQ(0,
+		  gw_infer_parse(&cfg, nested, strlen(nested), (size_t)-1, &req, why, sizeof(why)))
+	TH_LOG("%s", why);
+	ASSERT_EQ(sizeof(want), req.input_bytes);
+	EXPECT_EQ(0, memcmp(want, req.input, sizeof(want)));
+	EXPECT_TRUE(req.has_id);
+	EXPECT_STREQ("n", req.id);
+	/* no "outputs": every output, as JSON */
+	ASSERT_EQ(2, req.nr_outputs);
+	EXPECT_EQ(0, req.outputs[0]);
+	EXPECT_EQ(1, req.outputs[1]);
+	EXPECT_FALSE(req.binary[0]);
+	gw_infer_request_free(&req);
+
+	ASSERT_EQ(0, gw_infer_parse(&cfg, flat, strlen(flat), (size_t)-1, &req, why, sizeof(why)));
+	EXPECT_EQ(0, memcmp(want, req.input, sizeof(want)));
+	EXPECT_FALSE(req.has_id);
+	gw_infer_request_free(&req);
+
+	n = snprintf(body, sizeof(body),
+		     "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\","
+		     "\"parameters\":{\"binary_data_size\":24}}],\"outputs\":[{\"name\":\"b\","
+		     "\"parameters\":{\"binary_data\":true}}]}");
+	memcpy(body + n, want, sizeof(want));
+	ASSERT_EQ(0, gw_infer_parse(&cfg, body, (size_t)n + sizeof(want), (size_t)n, &req, why,
+				    sizeof(why)))
+	TH_LOG("%s", why);
+	EXPECT_EQ(0, memcmp(want, req.input, sizeof(want)));
+	ASSERT_EQ(1, req.nr_outputs);
+	EXPECT_EQ(1, req.outputs[0]);
+	EXPECT_TRUE(req.binary[0]);
+	gw_infer_request_free(&req);
+}
+
+/* Each hostile body is refused with 400 and a reason naming the problem. */
+TEST(infer_parse__hostile_bodies_get_400_with_the_reason)
+{
+	static const struct {
+		const char *json;
+		size_t binary; /* bytes of binary data after the JSON (0xff each) */
+		long header; /* -1: no binary extension; -2: past the body */
+		const char *why;
+	} cases[] = {
+		{ "{\"inputs\":[]}", 0, -1, "input(s)" },
+		{ "[1,2]", 0, -1, "not one JSON object" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6]}]} x",
+		  0, -1, "not one JSON object" },
+		{ "{\"inputs\":[{\"name\":\"y\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6]}]}",
+		  0, -1, "no input named 'y'" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[6],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6]}]}",
+		  0, -1, "shape must be [1,2,3]" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"INT64\",\"data\":[1,2,3,4,5,6]}]}",
+		  0, -1, "datatype" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5]}]}",
+		  0, -1, "exactly 6 numbers" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6,7]}]}",
+		  0, -1, "exactly 6 numbers" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,\"6\"]}]}",
+		  0, -1, "exactly 6 numbers" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"data\":[[[[[[[[[[1]]]]]]]]]]}]}",
+		  0, -1, "exactly 6 numbers" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"parameters\":{\"binary_data_size\":24}}]}",
+		  23, 0, "past the body's end" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"parameters\":{\"binary_data_size\":24}}]}",
+		  25, 0, "1 bytes after" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"parameters\":{\"binary_data_size\":-24}}]}",
+		  0, 0, "binary_data_size must be 24" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"parameters\":{\"binary_data_size\":9223372036854775807}}]}",
+		  24, 0, "binary_data_size must be 24" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6]}]}",
+		  0, -2, "past the body" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6]},"
+		  "{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6]}]}",
+		  0, -1, "input(s)" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6]}],"
+		  "\"outputs\":[{\"name\":\"zz\"}]}",
+		  0, -1, "no output named 'zz'" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6]}],"
+		  "\"outputs\":[{\"name\":\"a\"},{\"name\":\"a\"}]}",
+		  0, -1, "asked twice" },
+		{ "{\"id\":7,\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6]}]}",
+		  0, -1, "\"id\" must be a string" },
+		{ "{\"id\":\"a\\u0000b\",\"inputs\":[]}", 0, -1, "\"id\" must be a string" },
+		{ "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,6],}]}",
+		  0, -1, "not one JSON object" },
+	};
+	struct gw_model_config cfg;
+
+	small_model(&cfg);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		size_t jlen = strlen(cases[i].json), len = jlen + cases[i].binary;
+		char *body = malloc(len + 1), why[256] = "";
+		struct gw_infer_request req;
+		size_t header = cases[i].header == -1 ? (size_t)-1 :
+				cases[i].header == -2 ? len + 1 :
+							jlen;
+
+		ASSERT_NE(NULL, body);
+		memcpy(body, cases[i].json, jlen);
+		memset(body + jlen, 0xff, cases[i].binary);
+		EXPECT_EQ(400, gw_infer_parse(&cfg, body, len, header, &req, why, sizeof(why)))
+		TH_LOG("case %zu: %s", i, cases[i].json);
+		EXPECT_NE(NULL, strstr(why, cases[i].why))
+		TH_LOG("case %zu: '%s' does not say '%s'", i, why, cases[i].why);
+		gw_infer_request_free(&req);
+		free(body);
+	}
+	/* a long id is refused, one byte shorter is echoed */
+	for (int extra = 0; extra < 2; extra++) {
+		char body[1024], why[256];
+		struct gw_infer_request req;
+		int n = snprintf(body, sizeof(body),
+				 "{\"id\":\"%0*d\",\"inputs\":[{\"name\":\"x\","
+				 "\"shape\":[1,2,3],\"datatype\":\"FP32\","
+				 "\"data\":[1,2,3,4,5,6]}]}",
+				 GW_ID_MAX - 1 + extra, 0);
+
+		EXPECT_EQ(extra ? 400 : 0, gw_infer_parse(&cfg, body, (size_t)n, (size_t)-1, &req,
+							  why, sizeof(why)));
+		gw_infer_request_free(&req);
+	}
+}
+
+/*
+ * Mutants of good bodies (JSON with nested data; the binary extension with
+ * its header length moved too), each in a buffer of its exact size so that
+ * ASan sees any read past it: every one is parsed or refused with 400 and
+ * a reason, never anything else.
+ */
+TEST(infer_parse__mutated_bodies_are_parsed_or_refused_with_400)
+{
+	const char *good_json =
+		"{\"id\":\"a\",\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],"
+		"\"datatype\":\"FP32\",\"data\":[[[1.5,-2,0.25],[3e-7,1e9,-0.0]]]}],"
+		"\"outputs\":[{\"name\":\"b\"}]}";
+	const char *good_bin = "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":"
+			       "\"FP32\",\"parameters\":{\"binary_data_size\":24}}],"
+			       "\"parameters\":{\"binary_data_output\":true}}";
+	struct gw_model_config cfg;
+	uint64_t rng = 0x9e3779b97f4a7c15ull;
+	size_t parsed = 0;
+
+	small_model(&cfg);
+	for (int iter = 0; iter < 6000; iter++) {
+		const char *good = iter % 2 ? good_bin : good_json;
+		size_t good_len = strlen(good), edits = 1 + (size_t)iter % 5, len, header;
+		char *text = malloc(good_len + edits + 24), *body, why[256] = "";
+		struct gw_infer_request req;
+		int r;
+
+		ASSERT_NE(NULL, text);
+		memcpy(text, good, good_len);
+		len = tu_mutate(text, good_len, (int)edits, "{}[]\",:0123456789.-e\"x", &rng);
+		header = len;
+		if (iter % 2) {
+			/* 24 bytes of tensor after the JSON; the header length off by a little */
+			memset(text + len, 0x3f, 24);
+			header = len + (size_t)(rng % 5) - 2;
+			len += 24;
+		} else {
+			header = (size_t)-1;
+		}
+		body = malloc(len ? len : 1);
+		ASSERT_NE(NULL, body);
+		memcpy(body, text, len);
+		r = gw_infer_parse(&cfg, body, len, header, &req, why, sizeof(why));
+		if (r == 0) {
+			parsed++;
+			ASSERT_EQ(24, req.input_bytes);
+			ASSERT_LE(1, req.nr_outputs);
+			ASSERT_GE(2, req.nr_outputs);
+		} else {
+			ASSERT_EQ(400, r);
+			ASSERT_NE(0, why[0]);
+		}
+		gw_infer_request_free(&req);
+		free(body);
+		free(text);
+	}
+	TH_LOG("%zu of 6000 mutants still parsed", parsed);
+}
+
+/* The response's JSON floats read back to the very floats; binary outputs follow it as bytes. */
+TEST(infer_response__json_floats_round_trip_and_binary_follows)
+{
+	static const float out[5] = { 0.1f, -3.4028235e38f, 1.17549435e-38f, 7.0f, -1e-45f };
+	const char *want_b = "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],\"datatype\":\"FP32\","
+			     "\"data\":[1,2,3,4,5,6]}],\"id\":\"q\",\"outputs\":[{\"name\":\"b\","
+			     "\"parameters\":{\"binary_data\":true}},{\"name\":\"a\"}]}";
+	struct gw_model_config cfg;
+	struct gw_infer_request req;
+	struct json_object *o, *outs, *a, *data, *v;
+	char why[256], *body, *json;
+	size_t len, hlen;
+
+	small_model(&cfg);
+	ASSERT_EQ(0,
+		  gw_infer_parse(&cfg, want_b, strlen(want_b), (size_t)-1, &req, why, sizeof(why)));
+	ASSERT_EQ(0, gw_infer_response(&cfg, &req, out, 5000000, 3999999, &body, &len, &hlen));
+	/* b (outputs 2..4) as 12 bytes after the JSON */
+	ASSERT_EQ(hlen + 12, len);
+	EXPECT_EQ(0, memcmp(body + hlen, out + 2, 12));
+	json = strndup(body, hlen);
+	ASSERT_NE(NULL, json);
+	o = json_tokener_parse(json);
+	free(json);
+	ASSERT_NE(NULL, o);
+	ASSERT_TRUE(json_object_object_get_ex(o, "id", &v));
+	EXPECT_STREQ("q", json_object_get_string(v));
+	ASSERT_TRUE(json_object_object_get_ex(o, "parameters", &v));
+	EXPECT_STREQ("{\"coloc_latency_us\":5000,\"coloc_exec_us\":3999}",
+		     json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	ASSERT_TRUE(json_object_object_get_ex(o, "model_version", &v));
+	EXPECT_STREQ("3", json_object_get_string(v));
+	ASSERT_TRUE(json_object_object_get_ex(o, "outputs", &outs));
+	ASSERT_EQ(2, json_object_array_length(outs));
+	ASSERT_TRUE(
+		json_object_object_get_ex(json_object_array_get_idx(outs, 0), "parameters", &v));
+	ASSERT_TRUE(json_object_object_get_ex(v, "binary_data_size", &v));
+	EXPECT_EQ(12, json_object_get_int(v));
+	a = json_object_array_get_idx(outs, 1);
+	ASSERT_TRUE(json_object_object_get_ex(a, "data", &data));
+	ASSERT_EQ(2, json_object_array_length(data));
+	for (int i = 0; i < 2; i++) {
+		float f = (float)json_object_get_double(json_object_array_get_idx(data, i));
+
+		EXPECT_EQ(0, memcmp(&f, &out[i], sizeof(f)))
+		TH_LOG("output a[%d]: %.9g read back as %.9g", i, (double)out[i], (double)f);
+	}
+	json_object_put(o);
+	free(body);
+	gw_infer_request_free(&req);
+}
+
+static char unit_dir[64];
+
+__attribute__((constructor)) static void make_unit_dir(void)
+{
+	tu_shared_tmpdir("gateway-parse-test", unit_dir, sizeof(unit_dir));
+}
+
+static int write_file(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX + 256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+/* A repository with model NAME: config text, and versions (model files) as listed. */
+static int make_model(const char *repo, const char *name, const char *config,
+		      const char *const *files)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", repo, name);
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -1;
+	if (write_file(path, "config.json", config))
+		return -1;
+	for (int i = 0; files[i]; i++) {
+		char file[PATH_MAX + 256], *slash;
+
+		snprintf(file, sizeof(file), "%s/%s", path, files[i]);
+		slash = strrchr(file, '/');
+		*slash = '\0';
+		if (mkdir(file, 0755) && errno != EEXIST)
+			return -1;
+		*slash = '/';
+		if (write_file(
+			    path, files[i],
+			    strstr(files[i], ".model") ?
+				    "model m\ninput image shape=1x3x8x8\ninput ids shape=1x16\n" :
+				    "x"))
+			return -1;
+	}
+	return 0;
+}
+
+TEST(repo_read_model__reads_config_highest_version_and_model_inputs)
+{
+	const char *files[] = { "1/model.onnx",
+				"12/model.model",
+				"3/model.model",
+				"12/w.bin",
+				"007/model.model",
+				"99/readme",
+				NULL };
+	struct gw_model_config cfg;
+	struct coloc_err err = { 0 };
+	char repo[128], names[4][GW_NAME_MAX];
+
+	ASSERT_NE(0, unit_dir[0]);
+	snprintf(repo, sizeof(repo), "%s/repo-good", unit_dir);
+	ASSERT_EQ(0, mkdir(repo, 0755));
+	ASSERT_EQ(0, make_model(repo, "m1",
+				"{\"qos_ms\": 12.5, \"executors\": 2, \"weights\": \"w.bin\"}",
+				files));
+	ASSERT_EQ(0, gw_repo_read_model(repo, "m1", &cfg, &err)) TH_LOG("%s", err.msg);
+	/* 12 is the highest whole version with a model file; 007 and 99 are not versions */
+	EXPECT_STREQ("12", cfg.version);
+	EXPECT_NE(NULL, strstr(cfg.path, "/m1/12/model.model"));
+	EXPECT_EQ('/', cfg.path[0]);
+	EXPECT_NE(NULL, strstr(cfg.weights, "/m1/12/w.bin"));
+	EXPECT_EQ(12.5, cfg.qos_ms);
+	EXPECT_EQ(2, cfg.executors);
+	/* the .model file's input lines */
+	ASSERT_EQ(2, cfg.nr_inputs);
+	EXPECT_STREQ("image", cfg.inputs[0].name);
+	EXPECT_EQ(192, cfg.inputs[0].elems);
+	EXPECT_EQ(4, cfg.inputs[0].nr_dims);
+	EXPECT_STREQ("ids", cfg.inputs[1].name);
+	EXPECT_EQ(16, cfg.inputs[1].elems);
+	/* the sizes colocd reports must add up; a missing output is one flat tensor */
+	EXPECT_EQ(-EINVAL, gw_repo_check_sizes(&cfg, 4 * 200, 40, &err));
+	coloc_err_clear(&err);
+	ASSERT_EQ(0, gw_repo_check_sizes(&cfg, 4 * 208, 40, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(1, cfg.nr_outputs);
+	EXPECT_EQ(10, cfg.outputs[0].dims[0]);
+
+	ASSERT_EQ(0, make_model(repo, "m0", "{\"qos_ms\": 5}",
+				(const char *[]){ "2/model.onnx", NULL }));
+	ASSERT_EQ(0, mkdir(strcat(strcpy((char[256]){ 0 }, repo), "/no-config"), 0755));
+	EXPECT_EQ(2, gw_repo_list(repo, names, 4, &err));
+	EXPECT_STREQ("m0", names[0]);
+	EXPECT_STREQ("m1", names[1]);
+	ASSERT_EQ(0, gw_repo_read_model(repo, "m0", &cfg, &err)) TH_LOG("%s", err.msg);
+	EXPECT_NE(NULL, strstr(cfg.path, "/m0/2/model.onnx"));
+	EXPECT_EQ(0, cfg.nr_inputs);
+	ASSERT_EQ(0, gw_repo_check_sizes(&cfg, 8, 4, &err));
+	EXPECT_STREQ("input", cfg.inputs[0].name);
+	EXPECT_EQ(2, cfg.inputs[0].dims[0]);
+}
+
+TEST(repo_read_model__refuses_bad_configs_and_names_with_the_reason)
+{
+	static const struct {
+		const char *config, *why;
+	} cases[] = {
+		{ "{}", "qos_ms" },
+		{ "{\"qos_ms\": 0}", "qos_ms" },
+		{ "{\"qos_ms\": \"5\"}", "qos_ms" },
+		{ "{\"qos_ms\": 5, \"qos\": 1}", "unknown key" },
+		{ "{\"qos_ms\": 5, \"executors\": 99}", "executors" },
+		{ "{\"qos_ms\": 5, \"weights\": \"../../etc/shadow\"}", "weights" },
+		{ "{\"qos_ms\": 5, \"weights\": \"absent.bin\"}", "not found" },
+		{ "{\"qos_ms\": 5, \"input\": [{\"name\": \"x\", \"dims\": [0]}]}", "dims" },
+		{ "{\"qos_ms\": 5, \"input\": [{\"name\": \"x\", \"dims\": [65536, 65536]}]}",
+		  "dims" },
+		{ "{\"qos_ms\": 5, \"input\": [{\"name\": \"x\", \"dims\": [1], \"data_type\": \"TYPE_INT64\"}]}",
+		  "TYPE_FP32" },
+		{ "{\"qos_ms\": 5, \"input\": [{\"name\": \"x/y\", \"dims\": [1]}]}",
+		  "tensor name" },
+		{ "{\"qos_ms\": 5, \"output\": [{\"name\": \"o\", \"dims\": [1]}, {\"name\": \"o\", \"dims\": [2]}]}",
+		  "named twice" },
+		{ "{\"qos_ms\": 5,}", "not a JSON object" },
+	};
+	const char *files[] = { "1/model.onnx", NULL };
+	struct gw_model_config cfg;
+	char repo[128];
+
+	ASSERT_NE(0, unit_dir[0]);
+	snprintf(repo, sizeof(repo), "%s/repo-bad", unit_dir);
+	ASSERT_EQ(0, mkdir(repo, 0755));
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct coloc_err err = { 0 };
+
+		ASSERT_EQ(0, make_model(repo, "m", cases[i].config, files));
+		EXPECT_GT(0, gw_repo_read_model(repo, "m", &cfg, &err))
+		TH_LOG("%s", cases[i].config);
+		EXPECT_NE(NULL, strstr(err.msg, cases[i].why))
+		TH_LOG("%s: '%s' does not say '%s'", cases[i].config, err.msg, cases[i].why);
+	}
+	for (int i = 0; i < 3; i++) {
+		struct coloc_err err = { 0 };
+		const char *bad[] = { "../m", ".hidden", "a b" };
+
+		EXPECT_EQ(-EINVAL, gw_repo_read_model(repo, bad[i], &cfg, &err));
+	}
+}
+
+TEST(parse_addr__ipv4_ipv6_and_bad_forms)
+{
+	static const char *const bad[] = { "8000",	   "127.0.0.1",
+					   "127.0.0.1:",   "127.0.0.1:65536",
+					   "127.0.0.1:-1", "localhost:80",
+					   "::1:80",	   "1.2.3.4:80x" };
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	ASSERT_EQ(0, gw_parse_addr("127.0.0.1:8000", &ss, &len, 0));
+	EXPECT_EQ(AF_INET, ss.ss_family);
+	EXPECT_EQ(8000, ntohs(((struct sockaddr_in *)&ss)->sin_port));
+	ASSERT_EQ(0, gw_parse_addr("[::1]:9", &ss, &len, 0));
+	EXPECT_EQ(AF_INET6, ss.ss_family);
+	EXPECT_EQ(-EINVAL, gw_parse_addr("0.0.0.0:0", &ss, &len, 0));
+	EXPECT_EQ(0, gw_parse_addr("0.0.0.0:0", &ss, &len, 1));
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		EXPECT_EQ(-EINVAL, gw_parse_addr(bad[i], &ss, &len, 1)) TH_LOG("%s", bad[i]);
+	}
+}
+
+TEST_HARNESS_MAIN
