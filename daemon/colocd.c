@@ -88,6 +88,9 @@ static void usage(FILE *out)
 	fprintf(out,
 		"  --late drop|serve a query that cannot meet its deadline is dropped and\n"
 		"                    counted (drop, the default) or served late (serve)\n"
+		"  --no-plan-ahead   one block per command to an executor, a round trip\n"
+		"                    through colocd between any two; by default a query\n"
+		"                    alone runs its policy's next blocks in one command\n"
 		"  --block-log FILE  write one line per finished block to FILE (tab-separated,\n"
 		"                    a header names the columns): the policy's prediction\n"
 		"                    next to the executor's measurement\n"
@@ -163,6 +166,7 @@ static int parse_args(int argc, char **argv)
 		{ "conn-timeout-ms", required_argument, NULL, 'T' },
 		{ "policy", required_argument, NULL, 'P' },
 		{ "late", required_argument, NULL, 'L' },
+		{ "no-plan-ahead", no_argument, NULL, 'A' },
 		{ "executor", required_argument, NULL, 'E' },
 		{ "cache-dir", required_argument, NULL, 'C' },
 		{ "state", required_argument, NULL, 'F' },
@@ -228,6 +232,9 @@ static int parse_args(int argc, char **argv)
 				return 2;
 			}
 			config.late_serve = !strcmp(optarg, "serve");
+			break;
+		case 'A':
+			config.no_plan_ahead = true;
 			break;
 		case 'E':
 			config.executor = optarg;

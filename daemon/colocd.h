@@ -37,6 +37,7 @@ struct colocd_config {
 	/* the serving core (serving.h); NULL: its defaults, the executor beside colocd */
 	const char *policy;
 	bool late_serve; /* --late serve: a query that cannot meet its deadline runs late */
+	bool no_plan_ahead; /* --no-plan-ahead: one block per command (serving_config) */
 	const char *executor;
 	const char *cache_dir;
 	const char *state_path; /* admitted tenants survive a restart in it; NULL: none */
@@ -122,6 +123,7 @@ struct colocd {
 	struct serving *serving;
 	struct loop_source *serving_timer;
 	struct colocd_exec_fd *exec_fds; /* as many as the executors have */
+	struct submit_copier *copier; /* submits' files copied off the loop; NULL before the first */
 	struct colocd_spec *specs; /* COLOC_MAX_TENANTS of them */
 	int nr_specs;
 	struct colocd_waiter waiters[COLOCD_MAX_WAITERS];

@@ -495,6 +495,8 @@ struct json_object *control_serving_tenant_json(struct colocd *d,
 	json_object_object_add(o, "rejected", json_object_new_int64((int64_t)st->rejected));
 	json_object_object_add(o, "failed", json_object_new_int64((int64_t)st->failed));
 	json_object_object_add(o, "blocks", json_object_new_int64((int64_t)st->blocks));
+	json_object_object_add(o, "commands", json_object_new_int64((int64_t)st->commands));
+	json_object_object_add(o, "yields", json_object_new_int64((int64_t)st->yields));
 	/* null until a block has run: no prediction has been checked yet */
 	json_object_object_add(o, "prediction_mape",
 			       st->blocks ? json_object_new_double(st->prediction_mape) : NULL);

@@ -138,6 +138,7 @@ static void ring(struct execproc *ep, __u32 op)
 	struct coloc_shm_cmd *c = &ep->shm->cmd;
 
 	ep->outstanding = true;
+	ep->yield_asked = false;
 	ep->op = op;
 	ep->submit_ns = now_ns();
 	ep->seq++;
@@ -163,6 +164,39 @@ static int can_submit(const struct execproc *ep, struct coloc_err *err)
 	return 0;
 }
 
+/* b's plan (or its one block) into ep->plan_last; -EINVAL if its blocks do not cut [first, last). */
+static int take_plan(struct execproc *ep, const struct execproc_block *b, struct coloc_err *err)
+{
+	unsigned int prev = b->first;
+
+	if (!b->nr_blocks || !b->block_last) {
+		ep->plan_last[0] = b->last;
+		ep->plan_cores[0] = (unsigned int)b->nr_cpus;
+		ep->plan_nr = 1;
+		return 0;
+	}
+	if (b->nr_blocks < 0 || b->nr_blocks > COLOC_SHM_MAX_PLAN_BLOCKS)
+		return coloc_err_set(err, -EINVAL, "a plan of %d blocks (1..%d)", b->nr_blocks,
+				     COLOC_SHM_MAX_PLAN_BLOCKS);
+	for (int i = 0; i < b->nr_blocks; i++) {
+		if (b->block_last[i] <= prev || b->block_last[i] > b->last ||
+		    (i == b->nr_blocks - 1 && b->block_last[i] != b->last))
+			return coloc_err_set(err, -EINVAL,
+					     "block %d of the plan ends at layer %u: its blocks "
+					     "must follow each other from %u to %u",
+					     i, b->block_last[i], b->first, b->last);
+		ep->plan_last[i] = prev = b->block_last[i];
+		ep->plan_cores[i] = b->block_cores ? (unsigned int)b->block_cores[i] :
+						     (unsigned int)b->nr_cpus;
+		if (ep->plan_cores[i] < 1 || ep->plan_cores[i] > (unsigned int)b->nr_cpus)
+			return coloc_err_set(err, -EINVAL,
+					     "block %d of the plan wants %u of its %d cores", i,
+					     ep->plan_cores[i], b->nr_cpus);
+	}
+	ep->plan_nr = (unsigned int)b->nr_blocks;
+	return 0;
+}
+
 int execproc_submit_block(struct execproc *ep, const struct execproc_block *b,
 			  struct coloc_err *err)
 {
@@ -180,6 +214,9 @@ int execproc_submit_block(struct execproc *ep, const struct execproc_block *b,
 				     b->last - b->first, COLOC_SHM_MAX_BLOCK_LAYERS);
 	if (b->nr_cpus < 0 || (b->nr_cpus && !b->cpus))
 		return coloc_err_set(err, -EINVAL, "bad core list");
+	ret = take_plan(ep, b, err);
+	if (ret)
+		return ret;
 	memset(c->cpus, 0, sizeof(c->cpus));
 	for (int i = 0; i < b->nr_cpus; i++) {
 		if (b->cpus[i] < 0 || b->cpus[i] >= COLOC_MAX_CPUS)
@@ -201,8 +238,11 @@ int execproc_submit_block(struct execproc *ep, const struct execproc_block *b,
 	c->last = b->last;
 	c->query_id = b->query_id;
 	c->flags = b->shared ? COLOC_SHM_RUN_SHARED : 0;
-	c->reserved = 0;
+	c->nr_blocks = ep->plan_nr;
+	memcpy(c->block_last, ep->plan_last, ep->plan_nr * sizeof(*c->block_last));
+	memcpy(c->block_cores, ep->plan_cores, ep->plan_nr * sizeof(*c->block_cores));
 	ep->last = *b;
+	ep->last.block_last = NULL; /* the caller's: ours is plan_last */
 	ring(ep, COLOC_SHM_OP_RUN);
 	return 0;
 }
@@ -212,6 +252,7 @@ static void ring_bare(struct execproc *ep, __u32 op)
 {
 	ep->shm->cmd.op = op;
 	ep->last = (struct execproc_block){ 0 };
+	ep->plan_nr = 0;
 	ring(ep, op);
 }
 
@@ -223,6 +264,16 @@ int execproc_submit_nop(struct execproc *ep, struct coloc_err *err)
 		return ret;
 	ring_bare(ep, COLOC_SHM_OP_NOP);
 	return 0;
+}
+
+bool execproc_yield(struct execproc *ep)
+{
+	if (!ep->outstanding || ep->op != COLOC_SHM_OP_RUN || ep->plan_nr < 2 || ep->yield_asked)
+		return false;
+	ep->yield_asked = true;
+	/* no wake: the executor is running, and reads it at its next boundary */
+	__atomic_store_n(&ep->shm->yield.seq, ep->seq, __ATOMIC_RELEASE);
+	return true;
 }
 
 int execproc_signal_kill(struct execproc *ep)
@@ -451,6 +502,20 @@ static bool drain_doorbell(struct execproc *ep)
 	return rang;
 }
 
+/*
+ * Where a completion of the RUN outstanding must say it stopped: the end
+ * of its nr_blocks-th block when OK (UINT_MAX, which no last equals, for
+ * a count the plan does not have), the command's last otherwise.
+ */
+static unsigned int run_last(const struct execproc *ep, const struct coloc_shm_done *d)
+{
+	if (d->status != COLOC_SHM_DONE_OK)
+		return d->nr_blocks ? UINT_MAX : ep->last.last;
+	if (d->nr_blocks < 1 || d->nr_blocks > ep->plan_nr)
+		return UINT_MAX;
+	return ep->plan_last[d->nr_blocks - 1];
+}
+
 /* A completion that fits the command it answers; false with why filled if not. */
 static bool completion_valid(const struct execproc *ep, const struct coloc_shm_done *d, char *why,
 			     size_t len)
@@ -469,12 +534,17 @@ static bool completion_valid(const struct execproc *ep, const struct coloc_shm_d
 			 "bytes)",
 			 d->seq, COLOC_SHM_REASON_LEN);
 	else if (ep->op == COLOC_SHM_OP_RUN && (d->slot != b->slot || d->first != b->first ||
-						d->last != b->last || d->query_id != b->query_id))
+						d->query_id != b->query_id))
 		snprintf(why, len,
-			 "completed slot %u, layers [%u, %u), query %u; the command was slot %u, "
+			 "completed slot %u, layers from %u, query %u; the command was slot %u, "
 			 "layers [%u, %u), query %u",
-			 d->slot, d->first, d->last, d->query_id, b->slot, b->first, b->last,
-			 b->query_id);
+			 d->slot, d->first, d->query_id, b->slot, b->first, b->last, b->query_id);
+	else if (ep->op == COLOC_SHM_OP_RUN && d->last != run_last(ep, d))
+		snprintf(why, len,
+			 "completed layers [%u, %u) in %u blocks (status %u), not where its plan "
+			 "of %u blocks [%u, %u) can end",
+			 d->first, d->last, d->nr_blocks, d->status, ep->plan_nr, b->first,
+			 b->last);
 	else
 		return true;
 	return false;
@@ -503,6 +573,32 @@ static void split_round_trip(struct execproc_result *res, unsigned long long sub
 	res->notice_ns = seen - ended;
 }
 
+/*
+ * Each block's time: the executor's where they are all non-zero and add up
+ * to block_ns as taken, else block_ns shared evenly (clamped).
+ */
+static void fill_blocks(const struct execproc *ep, const struct coloc_shm_done *d,
+			struct execproc_result *res)
+{
+	unsigned long long sum = 0;
+	bool honest = true;
+
+	res->nr_blocks = ep->op == COLOC_SHM_OP_RUN && d->status == COLOC_SHM_DONE_OK ?
+				 d->nr_blocks :
+				 0;
+	for (unsigned int i = 0; i < res->nr_blocks; i++) {
+		res->blocks_ns[i] = d->blocks_ns[i];
+		honest &= d->blocks_ns[i] > 0 && d->blocks_ns[i] <= res->block_ns - sum;
+		sum += honest ? d->blocks_ns[i] : 0;
+	}
+	if (honest && sum == res->block_ns)
+		return;
+	for (unsigned int i = 0; i < res->nr_blocks; i++)
+		res->blocks_ns[i] = res->block_ns / res->nr_blocks +
+				    (i < res->block_ns % res->nr_blocks);
+	res->clamped |= res->nr_blocks > 0;
+}
+
 static void fill_result(struct execproc *ep, const struct coloc_shm_done *d,
 			struct execproc_result *res)
 {
@@ -527,6 +623,7 @@ static void fill_result(struct execproc *ep, const struct coloc_shm_done *d,
 		res->switch_ns = res->block_ns;
 		res->clamped = true;
 	}
+	fill_blocks(ep, d, res);
 	snprintf(res->reason, sizeof(res->reason), "%s", d->reason);
 	printable(res->reason);
 }

@@ -83,10 +83,22 @@ struct execproc_opts {
 	bool allow_weak_isolation;
 };
 
-/* A block to run: layers [first, last) of the query in slot. */
+/*
+ * A block to run: layers [first, last) of the query in slot; or a plan of
+ * the policy's blocks that cut [first, last), run one after the other on
+ * the same cores, which execproc_yield() can stop at a boundary.
+ */
 struct execproc_block {
 	unsigned int slot;
 	unsigned int first, last;
+	/*
+	 * The blocks' ends, increasing, the last == last; nr_blocks 0 (or
+	 * block_last NULL): one block [first, last).
+	 */
+	const unsigned int *block_last;
+	/* [nr_blocks]: block i runs on the first block_cores[i] of cpus; NULL: all of them */
+	const int *block_cores;
+	int nr_blocks;
 	unsigned int query_id; /* echoed in the completion */
 	const int *versions; /* last - first entries; NULL: version 0 everywhere */
 	const int *cpus; /* OS CPU ids; team thread i on the i-th smallest */
@@ -102,7 +114,15 @@ struct execproc_block {
 struct execproc_result {
 	enum coloc_shm_status status;
 	int error; /* 0 or a negative errno */
+	/* last: where an OK plan stopped, always one of its block ends (checked) */
 	unsigned int slot, first, last, query_id;
+	/*
+	 * OK: the blocks run (1 .. the plan's) and each one's time inside the
+	 * executor, adding up to block_ns; where the executor's do not (or one
+	 * is 0), block_ns shared evenly and clamped set.
+	 */
+	unsigned int nr_blocks;
+	unsigned long long blocks_ns[COLOC_SHM_MAX_PLAN_BLOCKS];
 	/*
 	 * The executor's own times, clamped: block_ns to round_trip_ns (and
 	 * to it when a block that ran reports 0), switch_ns to block_ns.
@@ -185,12 +205,21 @@ const void *execproc_output(const struct execproc *ep, unsigned int slot);
  * Writes the command and rings the doorbell. -EBUSY while a block is
  * outstanding or before the executor is ready; -EINVAL for what the layout
  * cannot carry (slot, CPU id or block length out of range, a version above
- * 255). Whether the block fits the model is the executor's to say.
+ * 255, a plan whose blocks do not follow each other to last or are more
+ * than COLOC_SHM_MAX_PLAN_BLOCKS). Whether the block fits the model is the
+ * executor's to say.
  */
 int execproc_submit_block(struct execproc *ep, const struct execproc_block *b,
 			  struct coloc_err *err);
 /* A bare round trip with nothing to run (COLOC_SHM_OP_NOP). */
 int execproc_submit_nop(struct execproc *ep, struct coloc_err *err);
+/*
+ * Asks the plan in flight to stop at its next block boundary (the yield
+ * word, shm.h); its completion then says how far it went. true when asked
+ * now, false when there is no plan of several blocks outstanding or it was
+ * asked already.
+ */
+bool execproc_yield(struct execproc *ep);
 
 /*
  * Never blocks. Returns 1 with res filled when the outstanding command has

@@ -50,6 +50,10 @@ struct execproc {
 	int dead_err;
 	char dead_msg[COLOC_ERR_MSG_MAX];
 	struct execproc_block last; /* what was submitted last, for the death message */
+	unsigned int plan_last[COLOC_SHM_MAX_PLAN_BLOCKS]; /* its blocks' ends, [plan_nr] */
+	unsigned int plan_cores[COLOC_SHM_MAX_PLAN_BLOCKS]; /* each one's cores, [plan_nr] */
+	unsigned int plan_nr;
+	bool yield_asked; /* execproc_yield for the command outstanding */
 	__u32 op; /* the last command's op */
 	unsigned long long submit_ns;
 	char tenant[COLOC_SHM_NAME_LEN];

@@ -2,7 +2,8 @@
 /*
  * The serving core (serving.h): tenants with their executor processes and
  * their queries; admission is in serving_admit.c, the policy rounds in
- * serving_round.c, executor events (completions, deaths, deadlines) in
+ * serving_round.c, a query alone's blocks planned ahead into one command
+ * in serving_plan.c, executor events (completions, deaths, deadlines) in
  * serving_events.c, what status shows in serving_view.c.
  *
  * A policy round (sv_schedule) runs after anything that could allow a
@@ -301,8 +302,10 @@ void sv_free_tenant(struct serving *s, struct sv_tenant *t)
 		free((char *)t->external[i].location);
 		close(t->external[i].fd);
 	}
-	for (int i = 0; i < SERVING_MAX_EXECUTORS; i++)
+	for (int i = 0; i < SERVING_MAX_EXECUTORS; i++) {
 		free(t->ex[i].blk_versions);
+		free(t->ex[i].plan);
+	}
 	free(t->scratch);
 	if (t->sandboxed)
 		sandbox_tenant_close(s->sandbox, t->name);
@@ -636,6 +639,7 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	}
 	fill_topology(s);
 	s->pcfg.late = cfg->late_serve ? POLICY_LATE_SERVE : POLICY_LATE_DROP;
+	s->plan_ahead = !cfg->no_plan_ahead;
 	s->executor = cfg->executor ? strdup(cfg->executor) : NULL;
 	s->cache_dir = cfg->cache_dir ? strdup(cfg->cache_dir) : NULL;
 	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));
@@ -693,6 +697,7 @@ void serving_destroy(struct serving *s)
 	free(s->core_sig_now);
 	free(s->dom_sig_now);
 	free(s->versions);
+	free(s->plan_versions);
 	free(s->executor);
 	free(s->cache_dir);
 	free(s);

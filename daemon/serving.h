@@ -28,7 +28,9 @@
  * executor crashed, hung or was killed: reason kept, its queries failed,
  * its cores free) -> starting again by serving_restart().
  *
- * An executor runs one block at a time and holds COLOC_SHM_NR_SLOTS queries
+ * An executor runs one command at a time (a block, or a query alone's plan
+ * of blocks that an event stops at a boundary: serving_config.no_plan_ahead)
+ * and holds COLOC_SHM_NR_SLOTS queries
  * in flight: a queued query waits for a free slot before the policy sees it
  * (slots and executors assigned by policy/assign.h, which coloc-sim runs too).
  * A tenant admitted with E executors (serving_tenant_spec.executors) runs
@@ -142,6 +144,13 @@ struct serving_config {
 	 * or served late (true); policy_config.late.
 	 */
 	bool late_serve;
+	/*
+	 * Plan ahead off (true): one block per command, a round trip through
+	 * colocd between any two blocks (docs/design/serving-path.md); by
+	 * default a query alone runs its policy's following blocks in one
+	 * command, until an event (an arrival, a tenant's change) yields it.
+	 */
+	bool no_plan_ahead;
 	const char *cores; /* CPUs served, e.g. "0-3"; NULL: every CPU this process may use */
 	int max_queue; /* per tenant; 0: SERVING_DEFAULT_QUEUE */
 	int max_queue_total; /* 0: SERVING_DEFAULT_QUEUE_TOTAL */
@@ -215,6 +224,12 @@ struct serving_tenant_spec {
 	int weights_fd; /* a sealed memfd; -1: weights from the model's seed */
 	const struct serving_external *external; /* an ONNX model's external data files */
 	int nr_external; /* at most COLOC_MAX_REQUEST_FDS */
+	/*
+	 * model_fd's submit_file_hash() (the profile cache key), when colocd
+	 * computed it off the loop (submit_copy.h); else serving_admit hashes it.
+	 */
+	bool model_hashed;
+	uint64_t model_hash;
 	uint64_t qos_ns;
 	/*
 	 * Executor processes, each running one block of another query at once;
@@ -247,7 +262,8 @@ int serving_admit_check(const struct serving *s, const struct serving_tenant_spe
 /*
  * Admits a tenant without parsing its model (docs/security-submit.md).
  * At once: serving_admit_check, the sealed files taken and the model's
- * hashed (the profile cache key), the executors started; -errno with err
+ * hashed (the profile cache key; unless spec->model_hashed), the executors
+ * started; -errno with err
  * filled when any of that refuses (spec->admitted is then not called).
  * Otherwise 0, and admission goes on in the event loop: the first
  * executor imports the model in its sandbox and describes it (shm.h's

@@ -47,6 +47,14 @@ static int grow_versions(struct serving *s, int nr_layers)
 	int want = SV_MAX_TENANTS * SERVING_MAX_EXECUTORS * nr_layers;
 	uint8_t *v;
 
+	/* a plan's look-ahead round decides two blocks at most (serving_plan.c) */
+	if (2 * nr_layers > s->max_plan_versions) {
+		v = realloc(s->plan_versions, 2 * (size_t)nr_layers);
+		if (!v)
+			return -ENOMEM;
+		s->plan_versions = v;
+		s->max_plan_versions = 2 * nr_layers;
+	}
 	if (want <= s->max_versions)
 		return 0;
 	v = realloc(s->versions, (size_t)want);
@@ -216,7 +224,9 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 	t->admitted = spec->admitted;
 	t->admitted_ctx = spec->admitted_ctx;
 	ret = take_files(t, spec, err);
-	if (!ret && (ret = submit_file_hash(t->model_fd, &t->model_hash)))
+	if (!ret && spec->model_hashed)
+		t->model_hash = spec->model_hash;
+	else if (!ret && (ret = submit_file_hash(t->model_fd, &t->model_hash)))
 		coloc_err_set(err, ret, "hashing the model: %s", strerror(-ret));
 	if (ret)
 		goto fail;
@@ -282,7 +292,8 @@ static int admit_described(struct serving *s, struct sv_tenant *t,
 	ret = grow_versions(s, t->nr_layers);
 	for (int i = 0; i < t->nr_exec && !ret; i++) {
 		t->ex[i].blk_versions = calloc((size_t)t->nr_layers, 1);
-		if (!t->ex[i].blk_versions)
+		t->ex[i].plan = calloc(COLOC_SHM_MAX_PLAN_BLOCKS, sizeof(*t->ex[i].plan));
+		if (!t->ex[i].blk_versions || !t->ex[i].plan)
 			ret = -ENOMEM;
 	}
 	t->scratch = t->nr_exec > 1 ? malloc(t->in_bytes ? t->in_bytes : 1) : NULL;

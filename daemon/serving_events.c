@@ -70,50 +70,68 @@ static void add_block_parts(struct sv_query *q, bool first_block, const struct e
 	q->mark_ns = now;
 }
 
-static void block_finished(struct serving *s, struct sv_tenant *t, struct sv_exec *x,
-			   const struct execproc_result *r)
+/* Tells the block hook about block d of x's command, measured_ns 0 if it failed. */
+static void tell_block(struct serving *s, const struct sv_tenant *t, const struct sv_exec *x,
+		       const struct policy_decision *d, uint64_t measured_ns,
+		       const struct execproc_result *r)
 {
-	struct sv_query *q = x->blk_query;
-	uint64_t measured = r->block_ns ? r->block_ns : r->round_trip_ns;
-	char reason[SERVING_REASON_LEN + 64];
-
-	if (!x->busy || !q)
+	if (!s->block_done)
 		return;
-	if (s->block_done)
-		s->block_done(s->ctx,
-			      &(struct serving_block_record){
+	s->block_done(s->ctx, &(struct serving_block_record){
 				      .tenant = t->name,
-				      .query = q->id,
-				      .first = x->blk.first_layer,
-				      .last = x->blk.last_layer,
-				      .nr_cores = x->blk.nr_cores,
+				      .query = x->blk_query->id,
+				      .first = d->first_layer,
+				      .last = d->last_layer,
+				      .nr_cores = d->nr_cores,
 				      .corunners = x->blk_corunners,
-				      .level = x->blk.level,
-				      .versions = x->blk.versions,
-				      .alone_ns = x->blk.alone_ns,
-				      .predicted_ns = x->blk.predicted_ns,
-				      .measured_ns = r->status == COLOC_SHM_DONE_OK ? measured : 0,
+				      .level = d->level,
+				      .versions = d->versions,
+				      .alone_ns = d->alone_ns,
+				      .predicted_ns = d->predicted_ns,
+				      .measured_ns = measured_ns,
 				      .round_trip_ns = r->round_trip_ns,
 				      .switch_ns = r->switch_ns,
 				      .ok = r->status == COLOC_SHM_DONE_OK,
 				      .clamped = r->clamped,
 			      });
+}
+
+/*
+ * x's command completed: each block of its plan that ran is one the
+ * policy learns from (its own time, as the executor measured it), and the
+ * query moves on to where the command stopped.
+ */
+static void block_finished(struct serving *s, struct sv_tenant *t, struct sv_exec *x,
+			   const struct execproc_result *r)
+{
+	struct sv_query *q = x->blk_query;
+	char reason[SERVING_REASON_LEN + 64];
+
+	if (!x->busy || !q)
+		return;
 	t->clamped_times += r->clamped;
-	if (r->status == COLOC_SHM_DONE_OK) {
-		policy_block_done(s->policy, &x->blk, measured);
-		sv_update_slowdown(s, t, &x->blk, measured, x->blk_corunners == 0);
-		serving_stats_block(&t->stats, x->blk.predicted_ns, measured);
-	}
-	sv_release_block_cores(s, t, x);
 	if (r->status != COLOC_SHM_DONE_OK) {
+		tell_block(s, t, x, &x->blk, 0, r);
+		sv_release_block_cores(s, t, x);
 		snprintf(reason, sizeof(reason), "layers [%u, %u) %s: %s", r->first, r->last,
 			 r->status == COLOC_SHM_DONE_REFUSED ? "refused" : "failed", r->reason);
 		sv_complete_query(s, t, q, SERVING_QUERY_FAILED, reason);
 		return;
 	}
+	for (unsigned int i = 0; i < r->nr_blocks; i++) {
+		struct policy_decision d = sv_plan_decision(x, (int)i);
+
+		tell_block(s, t, x, &d, r->blocks_ns[i], r);
+		policy_block_done(s->policy, &d, r->blocks_ns[i]);
+		sv_update_slowdown(s, t, &d, r->blocks_ns[i], x->blk_corunners == 0);
+		serving_stats_block(&t->stats, d.predicted_ns, r->blocks_ns[i]);
+	}
+	t->stats.commands++;
+	t->stats.yields += (int)r->last < x->plan[x->plan_nr - 1].last;
+	sv_release_block_cores(s, t, x);
 	q->exec_ns = q->exec_ns + r->block_ns < q->exec_ns ? UINT64_MAX : q->exec_ns + r->block_ns;
 	add_block_parts(q, x->blk.first_layer == 0, r);
-	q->next_layer = x->blk.last_layer;
+	q->next_layer = (int)r->last;
 	if (q->next_layer >= t->nr_layers)
 		sv_complete_query(s, t, q, SERVING_QUERY_OK, NULL);
 }
@@ -243,10 +261,13 @@ void serving_handle_fd(struct serving *s, int fd)
  */
 static uint64_t hang_deadline(const struct serving *s, const struct sv_exec *x)
 {
-	uint64_t predicted =
-		x->blk.predicted_ns > x->blk.alone_ns ? x->blk.predicted_ns : x->blk.alone_ns;
+	uint64_t predicted = 0;
 	int sharing = s->entry->shares_cores ? sv_blocks_in_flight(s) : 0;
 
+	/* a plan's blocks run one after the other: their sum */
+	for (int i = 0; i < x->plan_nr; i++)
+		predicted += x->plan[i].predicted_ns > x->plan[i].alone_ns ? x->plan[i].predicted_ns :
+									     x->plan[i].alone_ns;
 	if (sharing > 1)
 		predicted *= (uint64_t)sharing;
 	return x->blk_submit_ns + SERVING_HANG_FACTOR * predicted + SERVING_HANG_SLACK_NS;
@@ -279,8 +300,9 @@ static void check_deadlines(struct serving *s, struct sv_tenant *t, uint64_t now
 		snprintf(why, sizeof(why),
 			 "hung: the block of layers [%d, %d) of query %llu ran %.1f ms, "
 			 "%.1f ms predicted (the limit is %dx + %.1f s): killed",
-			 x->blk.first_layer, x->blk.last_layer, (unsigned long long)x->blk.query_id,
-			 (now - x->blk_submit_ns) / 1e6, x->blk.predicted_ns / 1e6,
+			 x->blk.first_layer, x->plan[x->plan_nr - 1].last,
+			 (unsigned long long)x->blk.query_id, (now - x->blk_submit_ns) / 1e6,
+			 x->blk.predicted_ns / 1e6,
 			 SERVING_HANG_FACTOR, SERVING_HANG_SLACK_NS / 1e9);
 		sv_fail_tenant(s, t, why);
 		return;

@@ -3,7 +3,7 @@
  * The serving core's own state, shared by its files (serving.c: tenants,
  * queries, executors; serving_events.c: executor events and deadlines;
  * serving_admit.c: admission; serving_round.c: policy rounds;
- * serving_view.c: what status shows). Nothing outside daemon/serving*.c
+ * serving_plan.c: plan ahead; serving_view.c: what status shows). Nothing outside daemon/serving*.c
  * includes it.
  */
 #ifndef COLOC_DAEMON_SERVING_INTERNAL_H
@@ -35,14 +35,27 @@ struct sv_query {
 	struct sv_query *next;
 };
 
-/* One executor process of a tenant and the block it runs. */
+/* One of the policy's blocks in a command's plan: what differs from the plan's first. */
+struct sv_plan_block {
+	int first, last;
+	int nr_cores; /* the first nr_cores of the plan's cores (x->blk.cores) */
+	double level;
+	uint64_t alone_ns, predicted_ns;
+};
+
+/* One executor process of a tenant and the command it runs. */
 struct sv_exec {
 	struct execproc *ep;
 	struct sv_query *slots[COLOC_SHM_NR_SLOTS];
 	bool busy; /* a block in flight */
 	struct sv_query *blk_query;
+	/* the command's first block, but with the cores its whole plan holds */
 	struct policy_decision blk;
-	uint8_t *blk_versions; /* [nr_layers] */
+	uint8_t *blk_versions; /* [nr_layers]: layer blk.first_layer + i's at [i], all the plan's */
+	/* [COLOC_SHM_MAX_PLAN_BLOCKS]: the command's blocks, blk's first (serving_plan.c) */
+	struct sv_plan_block *plan;
+	int plan_nr;
+	bool plan_yielded; /* asked to stop at its next boundary */
 	uint64_t blk_submit_ns;
 	int blk_corunners; /* other tenants' blocks in flight when it started */
 };
@@ -138,6 +151,10 @@ struct serving {
 	struct policy_drop drops[SV_MAX_TENANTS * SERVING_MAX_EXECUTORS * COLOC_SHM_NR_SLOTS];
 	uint8_t *versions;
 	int max_versions;
+	bool plan_ahead; /* serving_config.no_plan_ahead unset */
+	uint8_t *plan_versions; /* [max_plan_versions]: a plan's look-ahead rounds' output */
+	int max_plan_versions;
+	int plan_tenants; /* tenants serving when the plan in flight was made */
 	bool scheduling, again;
 	uint64_t policy_errors;
 	char policy_error[COLOC_ERR_MSG_MAX];
@@ -196,6 +213,29 @@ void sv_schedule(struct serving *s);
 double sv_core_level(const struct serving *s, int c, uint64_t now);
 /* Blocks in flight over all tenants. */
 int sv_blocks_in_flight(const struct serving *s);
+/* Whether t takes queries: ready or draining, its executors started. */
+bool sv_tenant_serving(const struct sv_tenant *t);
+
+/*
+ * Plan ahead (serving_plan.c). x's command starts with decision d (x->blk,
+ * x->blk_versions filled from it), of a round that saw in and decided
+ * nr_decisions: while d's query is the only one colocd holds, the policy's
+ * following blocks for it under the same state (each asked with the query
+ * advanced past the one before) join the plan as long as they keep d's
+ * cores: each on the first of them (in CPU order), the plan holding the
+ * union. Fills x->plan and the versions (x->blk.cores then the union);
+ * returns the plan's blocks, >= 1.
+ */
+int sv_plan_make(struct serving *s, const struct policy_input *in, int nr_decisions,
+		 struct sv_exec *x);
+/* Block i of x's plan as the policy decided it (versions into x->blk_versions). */
+struct policy_decision sv_plan_decision(const struct sv_exec *x, int i);
+/*
+ * A round's check on the plans in flight: one whose premise no longer
+ * holds (another query, a tenant come or gone) is asked to yield at its
+ * next boundary.
+ */
+void sv_plan_yield(struct serving *s);
 /*
  * t's block d took ns: the evidence of t's level estimate
  * (policy_level_tenant_block) moves the estimate of each of d's cores the

@@ -16,7 +16,7 @@
 #include <string.h>
 #include "serving_internal.h"
 
-static bool tenant_serving(const struct sv_tenant *t)
+bool sv_tenant_serving(const struct sv_tenant *t)
 {
 	return t->used && t->nr_exec > 0 && t->ex[0].ep &&
 	       (t->state == SERVING_TENANT_READY || t->state == SERVING_TENANT_DRAINING);
@@ -54,7 +54,7 @@ static void fill_slots(struct sv_tenant *t)
 {
 	struct exec_views v;
 
-	if (!tenant_serving(t))
+	if (!sv_tenant_serving(t))
 		return;
 	view_executors(t, &v);
 	for (struct sv_query *q = t->head; q; q = q->next) {
@@ -105,7 +105,7 @@ static void build_input(struct serving *s, struct policy_input *in)
 		struct exec_views v;
 
 		memset(pt, 0, sizeof(*pt));
-		if (!tenant_serving(t))
+		if (!sv_tenant_serving(t))
 			continue;
 		pt->model = &t->table.model;
 		pt->uid = t->uid;
@@ -233,18 +233,48 @@ static void tell_tenant_cores(struct serving *s, const struct sv_tenant *t, cons
 	s->tenant_cores(s->ctx, t->name, held, n);
 }
 
+/* x's command as execproc takes it: its plan's blocks, versions and d's cores. */
+static void command_of(const struct serving *s, const struct sv_query *q, const struct sv_exec *x,
+		       unsigned int *ends, int *ncores, int *versions, int *cpus, int nr_cpus,
+		       struct execproc_block *b)
+{
+	int last = x->plan[x->plan_nr - 1].last;
+
+	for (int i = 0; i < x->plan_nr; i++) {
+		ends[i] = (unsigned int)x->plan[i].last;
+		ncores[i] = x->plan[i].nr_cores;
+	}
+	for (int i = 0; i < last - x->blk.first_layer; i++)
+		versions[i] = x->blk_versions[i];
+	*b = (struct execproc_block){ .slot = (unsigned int)q->slot,
+				      .first = (unsigned int)x->blk.first_layer,
+				      .last = (unsigned int)last,
+				      .block_last = ends,
+				      .block_cores = ncores,
+				      .nr_blocks = x->plan_nr,
+				      .query_id = (unsigned int)q->id,
+				      .versions = versions,
+				      .cpus = cpus,
+				      .nr_cpus = nr_cpus,
+				      .shared = s->entry->shares_cores };
+}
+
 /*
- * Starts d's block; false when it could not be: the query failed, or none
- * of its tenant's executors can take it now (*refused set: the policy counts
- * a tenant's idle executors, not which of them holds which query, so two
- * decisions of a round may want the same one).
+ * Starts d's block (and the plan ahead of it, serving_plan.c); false when
+ * it could not be: the query failed, or none of its tenant's executors can
+ * take it now (*refused set: the policy counts a tenant's idle executors,
+ * not which of them holds which query, so two decisions of a round may
+ * want the same one). in and nr_decisions: the round that decided it.
  */
-static bool apply_decision(struct serving *s, const struct policy_decision *d, bool *refused)
+static bool apply_decision(struct serving *s, const struct policy_input *in, int nr_decisions,
+			   const struct policy_decision *d, bool *refused)
 {
 	struct sv_tenant *t = &s->tenants[d->tenant];
 	struct sv_query *q = find_query(t, d->query_id);
 	int n = d->last_layer - d->first_layer, nr_cpus = 0, e;
 	int versions[COLOC_SHM_MAX_BLOCK_LAYERS], cpus[POLICY_MAX_CPUS];
+	unsigned int ends[COLOC_SHM_MAX_PLAN_BLOCKS];
+	int ncores[COLOC_SHM_MAX_PLAN_BLOCKS];
 	struct coloc_err err = { 0 };
 	struct execproc_block b;
 	struct sv_exec *x;
@@ -257,29 +287,21 @@ static bool apply_decision(struct serving *s, const struct policy_decision *d, b
 		return false;
 	}
 	x = &t->ex[e];
-	for (int i = 0; i < n; i++)
-		versions[i] = d->versions[i];
-	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
-	     c = policy_cpuset_next(&d->cores, c + 1))
+	x->blk = *d;
+	memcpy(x->blk_versions, d->versions, (size_t)n);
+	x->blk.versions = x->blk_versions;
+	sv_plan_make(s, in, nr_decisions, x);
+	for (int c = policy_cpuset_next(&x->blk.cores, 0); c >= 0;
+	     c = policy_cpuset_next(&x->blk.cores, c + 1))
 		cpus[nr_cpus++] = c;
 	tell_tenant_cores(s, t, cpus, nr_cpus);
-	b = (struct execproc_block){ .slot = (unsigned int)q->slot,
-				     .first = (unsigned int)d->first_layer,
-				     .last = (unsigned int)d->last_layer,
-				     .query_id = (unsigned int)q->id,
-				     .versions = versions,
-				     .cpus = cpus,
-				     .nr_cpus = nr_cpus,
-				     .shared = s->entry->shares_cores };
+	command_of(s, q, x, ends, ncores, versions, cpus, nr_cpus, &b);
 	if (execproc_submit_block(x->ep, &b, &err)) {
 		sv_complete_query(s, t, q, SERVING_QUERY_FAILED, coloc_err_str(&err));
 		return false;
 	}
 	x->busy = true;
 	x->blk_query = q;
-	x->blk = *d;
-	memcpy(x->blk_versions, d->versions, (size_t)n);
-	x->blk.versions = x->blk_versions;
 	x->blk_submit_ns = sv_now_ns();
 	x->blk_corunners = sv_blocks_in_flight(s) - sv_tenant_busy(t);
 	q->in_flight = true;
@@ -289,7 +311,7 @@ static bool apply_decision(struct serving *s, const struct policy_decision *d, b
 		policy_cpuset_clear(&s->free, cpus[i]);
 		if (s->core_changed)
 			s->core_changed(s->ctx, cpus[i], t->name, q->id, d->first_layer,
-					d->last_layer);
+					(int)b.last);
 	}
 	return true;
 }
@@ -304,6 +326,7 @@ void sv_schedule(struct serving *s)
 				     .max_drops = (int)(sizeof(s->drops) / sizeof(*s->drops)) };
 	int rounds = 0;
 
+	sv_plan_yield(s);
 	if (s->scheduling) {
 		s->again = true;
 		return;
@@ -333,7 +356,8 @@ void sv_schedule(struct serving *s)
 			break;
 		}
 		for (int i = 0; i < out.nr_decisions; i++)
-			progress |= apply_decision(s, &out.decisions[i], &refused);
+			progress |= apply_decision(s, &in, out.nr_decisions, &out.decisions[i],
+						   &refused);
 		for (int i = 0; i < out.nr_drops; i++)
 			apply_drop(s, &out.drops[i]);
 		progress |= out.nr_drops > 0;

@@ -100,6 +100,8 @@ void serving_stats_summarise(const struct serving_stats *s, uint64_t now_ns,
 	out->rejected = s->rejected;
 	out->failed = s->failed;
 	out->blocks = s->blocks;
+	out->commands = s->commands;
+	out->yields = s->yields;
 	if (s->blocks) {
 		out->prediction_mape = s->sum_abs_error / (double)s->blocks;
 		out->prediction_bias = s->sum_error / (double)s->blocks;

@@ -33,6 +33,8 @@ struct serving_stats {
 	uint64_t offered, served, within_qos, dropped, rejected, failed;
 	/* blocks measured, and the sums of |measured - predicted| / measured and of the signed ratio */
 	uint64_t blocks;
+	uint64_t commands; /* RUN commands that ran them: blocks / commands per plan, plan ahead */
+	uint64_t yields; /* of which stopped early, at a boundary, by an event (plan ahead) */
 	double sum_abs_error, sum_error;
 	char last_drop[SERVING_REASON_LEN];
 	char last_reject[SERVING_REASON_LEN];
@@ -48,6 +50,8 @@ struct serving_stats_summary {
 	double within_qos; /* fraction of all served within QoS; 0 when none served */
 	uint64_t offered, served, dropped, rejected, failed;
 	uint64_t blocks; /* blocks measured with a prediction */
+	uint64_t commands; /* RUN commands completed: fewer than blocks where plans ran ahead */
+	uint64_t yields; /* commands whose plan an event stopped at a block boundary */
 	/*
 	 * Over those blocks, each predicted before it ran: the mean of
 	 * |measured - predicted| / measured (MAPE, as a fraction) and of

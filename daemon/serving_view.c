@@ -130,7 +130,7 @@ int serving_cores(const struct serving *s, struct serving_core_info *cores, int 
 		cores[n].tenant = t->name;
 		cores[n].query_id = x->blk.query_id;
 		cores[n].first_layer = x->blk.first_layer;
-		cores[n].last_layer = x->blk.last_layer;
+		cores[n].last_layer = x->plan[x->plan_nr - 1].last; /* the plan's */
 		cores[n].versions = x->blk.versions;
 	}
 	return n;

@@ -249,14 +249,102 @@ static int copy_outputs(struct shm_serve *s, unsigned int slot)
 	return 0;
 }
 
+/*
+ * The command's plan into ends[]: its blocks' ends, each after the one
+ * before, the last at last. false (and the refusal) if it is not one.
+ */
+static bool take_plan(const struct coloc_shm_cmd *c, unsigned int first, unsigned int last,
+		      unsigned int *ends, unsigned int *ncores, unsigned int *nr,
+		      struct coloc_shm_done *d)
+{
+	unsigned int n = c->nr_blocks, prev = first;
+
+	if (n < 1 || n > COLOC_SHM_MAX_PLAN_BLOCKS) {
+		refuse(d, -EINVAL, "a plan of %u blocks (1..%d)", n, COLOC_SHM_MAX_PLAN_BLOCKS);
+		return false;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		ends[i] = c->block_last[i];
+		ncores[i] = c->block_cores[i];
+		if (ends[i] <= prev || ends[i] > last || (i == n - 1 && ends[i] != last)) {
+			refuse(d, -EINVAL,
+			       "block %u of the plan ends at layer %u: blocks must follow each other "
+			       "from layer %u to layer %u",
+			       i, ends[i], first, last);
+			return false;
+		}
+		prev = ends[i];
+	}
+	*nr = n;
+	return true;
+}
+
+/* The command's versions, each checked against its layer's count. */
+static bool take_versions(const struct shm_serve *s, const struct coloc_shm_cmd *c,
+			  unsigned int first, unsigned int last, int *versions,
+			  struct coloc_shm_done *d)
+{
+	for (unsigned int i = 0; i < last - first; i++) {
+		int li = (int)(first + i), n = exec_layer_nr_versions(s->em, li);
+
+		versions[i] = c->versions[i];
+		if (versions[i] >= n) {
+			refuse(d, -EINVAL, "layer %d (%s) has %d version%s; version %d asked", li,
+			       s->m->layers[li].name, n, n > 1 ? "s" : "", versions[i]);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Whether colocd asked the command seq to stop at its next boundary. */
+static bool yield_asked(const struct shm_serve *s, __u32 seq)
+{
+	return __atomic_load_n(&s->shm->yield.seq, __ATOMIC_ACQUIRE) == seq;
+}
+
+/*
+ * The plan's blocks in order on cores, until its end or a yield; done's
+ * last, nr_blocks and times say how far it went. 0 or the failing block's
+ * negative errno.
+ */
+static int run_plan(struct shm_serve *s, __u32 seq, unsigned int slot, unsigned int first,
+		    const unsigned int *ends, const unsigned int *ncores, unsigned int nr_blocks,
+		    const int *versions, const struct exec_cpuset *cores,
+		    enum exec_team_placement placement, struct coloc_shm_done *d)
+{
+	unsigned int from = first;
+
+	for (unsigned int i = 0; i < nr_blocks; i++) {
+		struct exec_block_stats st = { 0 };
+		struct exec_cpuset blk = *cores;
+		int ret;
+
+		if (i && yield_asked(s, seq))
+			break;
+		blk.nr = (int)ncores[i];
+		ret = exec_run_block_placed(s->em, s->q[slot], (int)from, (int)ends[i],
+					    versions + (from - first), &blk, placement, &st);
+		d->block_ns += st.latency_ns;
+		d->switch_ns += st.switch_ns;
+		if (ret)
+			return ret;
+		d->blocks_ns[i] = st.latency_ns;
+		d->nr_blocks = i + 1;
+		d->last = ends[i];
+		from = ends[i];
+	}
+	return 0;
+}
+
 /* One RUN command, read field by field once (colocd could rewrite them meanwhile). */
-static void run_command(struct shm_serve *s, const struct coloc_shm_cmd *c,
+static void run_command(struct shm_serve *s, __u32 seq, const struct coloc_shm_cmd *c,
 			struct coloc_shm_done *d)
 {
 	unsigned int slot = c->slot, first = c->first, last = c->last, flags = c->flags;
-	unsigned int nr = (unsigned int)s->m->nr_layers;
+	unsigned int nr = (unsigned int)s->m->nr_layers, nr_blocks;
+	unsigned int ends[COLOC_SHM_MAX_PLAN_BLOCKS], ncores[COLOC_SHM_MAX_PLAN_BLOCKS];
 	int versions[COLOC_SHM_MAX_BLOCK_LAYERS];
-	struct exec_block_stats st = { 0 };
 	struct exec_cpuset cores;
 	int ret;
 
@@ -278,30 +366,25 @@ static void run_command(struct shm_serve *s, const struct coloc_shm_cmd *c,
 			      slot, s->progress[slot], first);
 	if (flags & ~(unsigned int)COLOC_SHM_RUN_SHARED)
 		return refuse(d, -EINVAL, "unknown flags 0x%x in the command", flags);
-	for (unsigned int i = 0; i < last - first; i++) {
-		int li = (int)(first + i), n = exec_layer_nr_versions(s->em, li);
-
-		versions[i] = c->versions[i];
-		if (versions[i] >= n)
-			return refuse(d, -EINVAL,
-				      "layer %d (%s) has %d version%s; version %d asked", li,
-				      s->m->layers[li].name, n, n > 1 ? "s" : "", versions[i]);
-	}
-	if (!take_cores(s, c, &cores, d))
+	if (!take_plan(c, first, last, ends, ncores, &nr_blocks, d) ||
+	    !take_versions(s, c, first, last, versions, d) || !take_cores(s, c, &cores, d))
 		return;
+	for (unsigned int i = 0; i < nr_blocks; i++)
+		if (ncores[i] < 1 || ncores[i] > (unsigned int)cores.nr)
+			return refuse(d, -EINVAL, "block %u of the plan wants %u of its %d cores", i,
+				      ncores[i], cores.nr);
 	if (!first)
 		copy_inputs(s, slot);
-	ret = exec_run_block_placed(
-		s->em, s->q[slot], (int)first, (int)last, versions, &cores,
-		flags & COLOC_SHM_RUN_SHARED ? EXEC_TEAM_SHARED : EXEC_TEAM_PINNED, &st);
-	if (!ret && last == nr)
+	ret = run_plan(s, seq, slot, first, ends, ncores, nr_blocks, versions, &cores,
+		       flags & COLOC_SHM_RUN_SHARED ? EXEC_TEAM_SHARED : EXEC_TEAM_PINNED, d);
+	if (!ret && d->last == nr)
 		ret = copy_outputs(s, slot);
-	d->block_ns = st.latency_ns;
-	d->switch_ns = st.switch_ns;
 	if (ret) {
 		s->progress[slot] = 0;
 		d->status = COLOC_SHM_DONE_FAILED;
 		d->error = ret;
+		d->last = last;
+		d->nr_blocks = 0;
 		snprintf(d->reason, sizeof(d->reason), "running layers [%u, %u) failed: %s", first,
 			 last,
 			 ret == -ERANGE ? "an input read as token ids holds a value that is not a "
@@ -309,7 +392,8 @@ static void run_command(struct shm_serve *s, const struct coloc_shm_cmd *c,
 					  strerror(-ret));
 		return;
 	}
-	s->progress[slot] = first ? (last > s->progress[slot] ? last : s->progress[slot]) : last;
+	if (!first || d->last > s->progress[slot])
+		s->progress[slot] = d->last;
 }
 
 static __u64 now_ns(void)
@@ -333,10 +417,10 @@ __u32 shm_serve_command(struct shm_serve *s, __u32 seq)
 	d->error = 0;
 	d->reason[0] = '\0';
 	d->block_ns = d->switch_ns = 0;
-	d->slot = d->first = d->last = 0;
+	d->slot = d->first = d->last = d->nr_blocks = d->reserved = 0;
 	d->query_id = c->query_id;
 	if (op == COLOC_SHM_OP_RUN)
-		run_command(s, c, d);
+		run_command(s, seq, c, d);
 	else if (op != COLOC_SHM_OP_NOP && op != COLOC_SHM_OP_EXIT)
 		refuse(d, -EINVAL, "unknown command %u", op);
 	d->ended_ns = now_ns();

@@ -15,6 +15,8 @@
  *   hostile-status   completes with status 77
  *   hostile-reason   fails a block with a reason without its NUL
  *   hostile-echo     completes another slot and query than the command's
+ *   hostile-boundary completes every block OK, saying it stopped one layer
+ *                    before the command's last: at no boundary of its plan
  *   hostile-unsent   completes the command after the one colocd sent
  *   hostile-twice    refuses the first command, then rewrites that completion
  *   hostile-flood    rings the doorbell without end, completing nothing
@@ -181,6 +183,7 @@ static void complete(__u32 seq, __u32 status, __u64 block_ns, __u64 switch_ns)
 	d->slot = run ? shm->cmd.slot : 0;
 	d->first = run ? shm->cmd.first : 0;
 	d->last = run ? shm->cmd.last : 0;
+	d->nr_blocks = run && status == COLOC_SHM_DONE_OK ? shm->cmd.nr_blocks : 0;
 	d->query_id = shm->cmd.query_id;
 	d->block_ns = block_ns;
 	d->switch_ns = switch_ns;
@@ -193,6 +196,8 @@ static void complete(__u32 seq, __u32 status, __u64 block_ns, __u64 switch_ns)
 	} else if (is("echo")) {
 		d->slot ^= 1;
 		d->query_id += 1;
+	} else if (is("boundary")) {
+		d->last -= 1;
 	}
 	__atomic_store_n(&d->seq, seq, __ATOMIC_RELEASE);
 	ring();
@@ -224,6 +229,10 @@ static void misbehave(void)
 		}
 		if (is("times")) {
 			complete(seq, COLOC_SHM_DONE_OK, times[n % 3], times[(n + 1) % 3]);
+			continue;
+		}
+		if (is("boundary")) {
+			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
 			continue;
 		}
 		if (is("header")) {

@@ -250,6 +250,7 @@ TEST_F_TIMEOUT(hostile, breaches__each_fails_its_tenant_colocd_serves_the_others
 		{ "hostile-status", "failed", "with status 77", true },
 		{ "hostile-reason", "failed", "without its end", true },
 		{ "hostile-echo", "failed", "the command was slot", true },
+		{ "hostile-boundary", "failed", "where its plan", true },
 		{ "hostile-unsent", "failed", "never sent", true },
 		{ "hostile-twice", "failed", "rewrote its completion", true },
 		{ "hostile-flood", "failed", "rang its doorbell", false },

@@ -164,6 +164,9 @@ static __u32 ring(FIXTURE_DATA(shm_serve) *self, const struct coloc_shm_cmd *c)
 	cmd->last = c->last;
 	cmd->query_id = c->query_id;
 	cmd->flags = c->flags;
+	cmd->nr_blocks = c->nr_blocks;
+	memcpy(cmd->block_last, c->block_last, sizeof(cmd->block_last));
+	memcpy(cmd->block_cores, c->block_cores, sizeof(cmd->block_cores));
 	memcpy(cmd->cpus, c->cpus, sizeof(cmd->cpus));
 	memcpy(cmd->versions, c->versions, NR_LAYERS);
 	__atomic_store_n(&cmd->seq, ++self->seq, __ATOMIC_RELEASE);
@@ -180,6 +183,10 @@ static struct coloc_shm_cmd run_cmd(FIXTURE_DATA(shm_serve) *self, unsigned int 
 	};
 
 	c.query_id = 100 + slot;
+	c.nr_blocks = 1;
+	c.block_last[0] = last;
+	for (int i = 0; i < COLOC_SHM_MAX_PLAN_BLOCKS; i++)
+		c.block_cores[i] = (__u32)self->s.allowed.nr;
 	for (int i = 0; i < self->s.allowed.nr; i++)
 		c.cpus[self->s.allowed.cpus[i] / 64] |= 1ull << (self->s.allowed.cpus[i] % 64);
 	return c;
@@ -362,6 +369,8 @@ TEST_F(shm_serve, loop__runs_a_whole_query)
 	EXPECT_EQ(0, d->slot);
 	EXPECT_EQ(0, d->first);
 	EXPECT_EQ(NR_LAYERS, d->last);
+	EXPECT_EQ(1, d->nr_blocks);
+	EXPECT_EQ(d->block_ns, d->blocks_ns[0]);
 	EXPECT_GT(d->block_ns, 0);
 	EXPECT_LE(d->started_ns, d->ended_ns);
 	EXPECT_LE(d->block_ns, d->ended_ns - d->started_ns);
@@ -391,7 +400,7 @@ TEST_F(shm_serve, loop__runs_blocks_in_sequence)
 
 TEST_F(shm_serve, loop__refuses_malformed_commands_and_keeps_serving)
 {
-	struct coloc_shm_cmd bad[9];
+	struct coloc_shm_cmd bad[16];
 	const struct coloc_shm_done *d;
 	int n = 0;
 
@@ -410,6 +419,27 @@ TEST_F(shm_serve, loop__refuses_malformed_commands_and_keeps_serving)
 	bad[n++].versions[2] = 200; /* c1 has far fewer versions */
 	bad[n] = run_cmd(self, 0, 0, NR_LAYERS);
 	bad[n++].op = 99; /* no such command */
+	bad[n] = run_cmd(self, 0, 0, NR_LAYERS);
+	bad[n++].nr_blocks = 0; /* a plan of no block */
+	bad[n] = run_cmd(self, 0, 0, NR_LAYERS);
+	bad[n++].nr_blocks = COLOC_SHM_MAX_PLAN_BLOCKS + 1;
+	bad[n] = run_cmd(self, 0, 0, NR_LAYERS);
+	bad[n].nr_blocks = 2; /* a plan that ends before the command's last layer */
+	bad[n].block_last[0] = 2;
+	bad[n++].block_last[1] = 4;
+	bad[n] = run_cmd(self, 0, 0, NR_LAYERS);
+	bad[n].nr_blocks = 3; /* blocks that go back */
+	bad[n].block_last[0] = 4;
+	bad[n].block_last[1] = 2;
+	bad[n++].block_last[2] = NR_LAYERS;
+	bad[n] = run_cmd(self, 0, 0, NR_LAYERS);
+	bad[n].nr_blocks = 2; /* an empty block */
+	bad[n].block_last[0] = 0;
+	bad[n++].block_last[1] = NR_LAYERS;
+	bad[n] = run_cmd(self, 0, 0, NR_LAYERS);
+	bad[n++].block_cores[0] = 0; /* a block on none of the cores */
+	bad[n] = run_cmd(self, 0, 0, NR_LAYERS);
+	bad[n++].block_cores[0] = (__u32)self->s.allowed.nr + 1; /* more than it holds */
 	for (int i = 0; i < n; i++) {
 		d = SEND(bad[i]);
 		EXPECT_EQ(COLOC_SHM_DONE_REFUSED, d->status) TH_LOG("command %d", i);
@@ -423,6 +453,68 @@ TEST_F(shm_serve, loop__refuses_malformed_commands_and_keeps_serving)
 	d = SEND(bad[0]);
 	ASSERT_EQ(COLOC_SHM_DONE_OK, d->status) TH_LOG("%s", d->reason);
 	expect_outputs(_metadata, self, 1);
+}
+
+/* A plan cut as a policy would cut it: 0 | 2 | 3 | 5 | 7. */
+static struct coloc_shm_cmd plan_cmd(FIXTURE_DATA(shm_serve) *self, unsigned int slot)
+{
+	static const unsigned int ends[] = { 2, 3, 5, NR_LAYERS };
+	struct coloc_shm_cmd c = run_cmd(self, slot, 0, NR_LAYERS);
+
+	c.nr_blocks = 4;
+	memcpy(c.block_last, ends, sizeof(ends));
+	c.block_cores[1] = 1; /* the second on the plan's first core alone */
+	return c;
+}
+
+TEST_F(shm_serve, loop__runs_a_plan_of_blocks_in_one_command)
+{
+	struct coloc_shm_cmd c = plan_cmd(self, 1);
+	const struct coloc_shm_done *d;
+	__u64 sum = 0;
+
+	/* a yield word naming an earlier command is not this one's */
+	__atomic_store_n(&self->s.shm->yield.seq, self->seq, __ATOMIC_RELEASE);
+	memset(slot_out(self, 1), 0, OUT_ELEMS * sizeof(float));
+	d = SEND(c);
+	ASSERT_EQ(COLOC_SHM_DONE_OK, d->status) TH_LOG("%s", d->reason);
+	EXPECT_EQ(0, d->first);
+	EXPECT_EQ(NR_LAYERS, d->last);
+	ASSERT_EQ(4, d->nr_blocks);
+	for (int i = 0; i < 4; i++) {
+		EXPECT_GT(d->blocks_ns[i], 0) TH_LOG("block %d", i);
+		sum += d->blocks_ns[i];
+	}
+	EXPECT_EQ(d->block_ns, sum);
+	expect_outputs(_metadata, self, 1);
+}
+
+TEST_F(shm_serve, loop__yield_stops_a_plan_at_its_next_boundary)
+{
+	struct coloc_shm_cmd c = plan_cmd(self, 2);
+	const struct coloc_shm_done *d;
+
+	memset(slot_out(self, 2), 0, OUT_ELEMS * sizeof(float));
+	/* asked before it starts: the first block runs, then it stops */
+	__atomic_store_n(&self->s.shm->yield.seq, self->seq + 1, __ATOMIC_RELEASE);
+	d = SEND(c);
+	ASSERT_EQ(COLOC_SHM_DONE_OK, d->status) TH_LOG("%s", d->reason);
+	EXPECT_EQ(0, d->first);
+	EXPECT_EQ(2, d->last);
+	EXPECT_EQ(1, d->nr_blocks);
+	EXPECT_EQ(d->block_ns, d->blocks_ns[0]);
+	EXPECT_EQ(0.0f, slot_out(self, 2)[OUT_ELEMS - 1]);
+	/* the rest of the plan from where it stopped, as colocd sends it */
+	c = run_cmd(self, 2, 2, NR_LAYERS);
+	c.nr_blocks = 3;
+	c.block_last[0] = 3;
+	c.block_last[1] = 5;
+	c.block_last[2] = NR_LAYERS;
+	d = SEND(c);
+	ASSERT_EQ(COLOC_SHM_DONE_OK, d->status) TH_LOG("%s", d->reason);
+	EXPECT_EQ(NR_LAYERS, d->last);
+	EXPECT_EQ(3, d->nr_blocks);
+	expect_outputs(_metadata, self, 2);
 }
 
 TEST_F(shm_serve, loop__shared_cores_give_the_same_outputs)

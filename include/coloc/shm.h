@@ -10,13 +10,20 @@
  *   0                      struct coloc_shm_header   who, sizes, state
  *   64-aligned             struct coloc_shm_cmd      colocd -> executor
  *   64-aligned             struct coloc_shm_done     executor -> colocd
+ *   64-aligned             struct coloc_shm_yield    colocd -> executor, mid-command
  *   64-aligned             struct coloc_shm_summary  executor -> colocd, once
  *   data_offset (page)     COLOC_SHM_NR_SLOTS query slots, each
  *                            slot_in_capacity bytes of input, then
  *                            slot_out_capacity bytes of output
  *
  * One command is in flight at a time: an executor runs one block at a time
- * (its cores are the block's). Queries in flight are up to
+ * (its cores are the block's). A RUN command may carry a plan of several
+ * of the policy's blocks on the same cores (colocd's plan ahead,
+ * docs/design/serving-path.md): the executor runs them one after the
+ * other without a round trip, and at each boundary between two of them
+ * reads the yield word; colocd sets it when an event may change the plan
+ * (a query arrives, a tenant comes or goes), and the executor then
+ * completes at that boundary, done.last saying where. Queries in flight are up to
  * COLOC_SHM_NR_SLOTS: a query lives in a slot from its first block to its
  * last, its intermediate activations staying inside the executor between
  * blocks; only its input and its output cross this memory.
@@ -40,7 +47,8 @@
  * it keeps its own copy of the layout and of cmd.seq, takes a completion
  * only for the command outstanding, checks each field against the command,
  * bounds the reported times by its own round trip, and gives up an executor
- * that completes a command never sent, rewrites a completion or the header
+ * that completes a command never sent, stops a plan anywhere but at one of
+ * its block boundaries, rewrites a completion or the header
  * after ready, writes a status out of range or a reason without its NUL,
  * or describes its model with a summary that fails colocd's checks.
  */
@@ -51,11 +59,17 @@
 #include "coloc/limits.h"
 
 #define COLOC_SHM_MAGIC 0x314d48534f4c4f43ull /* "COLOSHM1" in memory */
-/* 2: cmd.flags; 3: done.started_ns, done.ended_ns; 4: header.described, the summary */
-#define COLOC_SHM_LAYOUT_VERSION 4
+/*
+ * 2: cmd.flags; 3: done.started_ns, done.ended_ns; 4: header.described, the
+ * summary; 5: plans of blocks (cmd.nr_blocks, cmd.block_last, done.nr_blocks,
+ * done.blocks_ns, the yield word)
+ */
+#define COLOC_SHM_LAYOUT_VERSION 5
 #define COLOC_SHM_NR_SLOTS 4
 /* Longest block one command can carry (a block of a longer model is split). */
 #define COLOC_SHM_MAX_BLOCK_LAYERS 4096
+/* Most of the policy's blocks one RUN command can carry (a longer plan takes several). */
+#define COLOC_SHM_MAX_PLAN_BLOCKS 256
 #define COLOC_SHM_CPU_WORDS (COLOC_MAX_CPUS / 64)
 #define COLOC_SHM_REASON_LEN 192
 #define COLOC_SHM_NAME_LEN 64
@@ -159,7 +173,17 @@ struct coloc_shm_cmd {
 	__u32 last;
 	__u32 query_id; /* colocd's id for the query, echoed in the completion */
 	__u32 flags; /* enum coloc_shm_run_flags; unknown bits are refused */
-	__u32 reserved; /* 0 */
+	/*
+	 * RUN: the blocks [first, last) is cut into, 1 .. COLOC_SHM_MAX_PLAN_BLOCKS:
+	 * block i is [i ? block_last[i - 1] : first, block_last[i]), each
+	 * non-empty, and block_last[nr_blocks - 1] == last (else refused).
+	 * Block i runs on the first block_cores[i] of cpus (1 .. all of them,
+	 * in increasing CPU order; the plan holds them all). The executor runs
+	 * the blocks in order; before each but the first it reads the yield word.
+	 */
+	__u32 nr_blocks;
+	__u32 block_last[COLOC_SHM_MAX_PLAN_BLOCKS];
+	__u32 block_cores[COLOC_SHM_MAX_PLAN_BLOCKS];
 	/*
 	 * The block's cores as a bitmap (bit c of word c / 64: OS CPU id c).
 	 * Team thread i runs on the i-th set bit, in increasing CPU order
@@ -178,8 +202,15 @@ struct coloc_shm_done {
 	__u32 seq;
 	__u32 status; /* enum coloc_shm_status */
 	__s32 error; /* 0, or the negative errno of a refusal or failure */
-	__u32 slot, first, last, query_id; /* echoed from the command */
-	__u64 block_ns; /* wall time of the block inside the executor (0 if nothing ran) */
+	/*
+	 * Echoed from the command; but for an OK RUN, last is where it
+	 * stopped: the end of its nr_blocks-th block (all of them, or fewer
+	 * when colocd set the yield word), so [first, last) is what ran.
+	 */
+	__u32 slot, first, last, query_id;
+	__u32 nr_blocks; /* OK RUN: the command's blocks run, 1 .. its nr_blocks; else 0 */
+	__u32 reserved; /* 0 */
+	__u64 block_ns; /* wall time of the blocks inside the executor (0 if nothing ran) */
 	__u64 switch_ns; /* of which re-pinning its threads to a new core set */
 	/*
 	 * CLOCK_MONOTONIC when the executor took the command (after reading
@@ -189,6 +220,19 @@ struct coloc_shm_done {
 	 */
 	__u64 started_ns, ended_ns;
 	char reason[COLOC_SHM_REASON_LEN]; /* why it was refused or failed, NUL-terminated */
+	/* [nr_blocks]: each block's wall time; they add up to block_ns */
+	__u64 blocks_ns[COLOC_SHM_MAX_PLAN_BLOCKS];
+} __attribute__((aligned(64)));
+
+/*
+ * colocd asks a RUN command in flight to stop at its next block boundary:
+ * it stores the command's seq here (release). The executor reads it
+ * (acquire) before each block of the command but the first and completes
+ * early when it equals the seq it is running; any other value (an older
+ * command's) is ignored, so colocd never clears it. Written by colocd only.
+ */
+struct coloc_shm_yield {
+	__u32 seq;
 } __attribute__((aligned(64)));
 
 /*
@@ -215,6 +259,7 @@ struct coloc_shm {
 	struct coloc_shm_header hdr;
 	struct coloc_shm_cmd cmd __attribute__((aligned(64)));
 	struct coloc_shm_done done __attribute__((aligned(64)));
+	struct coloc_shm_yield yield;
 	struct coloc_shm_summary summary;
 };
 

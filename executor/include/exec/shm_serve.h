@@ -4,7 +4,9 @@
  * mapping and checking colocd's memfd, describing the loaded model in the
  * header, and serving commands one at a time: sleep on the doorbell with
  * the OpenMP team parked (exec_team_wait), take a command, run its block
- * on its cores, write the completion, ring colocd's pipe. bin/coloc-executor
+ * (or its plan of blocks, block after block on the same cores until colocd's
+ * yield word stops it at a boundary) on its cores, write the completion,
+ * ring colocd's pipe. bin/coloc-executor
  * is this library behind argument parsing, the sandbox and the model's
  * import; tests drive it in-process.
  *

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Plan ahead (daemon/serving_plan.c) in colocd's serving core, with real
+ * executor processes running models/mobilenet_v2.model under the
+ * layer-wise policy (one layer a block, each in its fastest version alone,
+ * so that the blocks and their kernels do not depend on timing): a query
+ * alone runs its blocks in one command; with plan ahead off, one command a
+ * block; the outputs are the same bytes either way; and a second tenant's
+ * query makes the plan in flight stop at its next boundary. The profile is
+ * made once by bin/coloc-profile with one iteration, in a temporary cache.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "kselftest_harness.h"
+#include "executor.h"
+#include "profile.h"
+#include "profile_table.h"
+#include "reference.h"
+#include "serving.h"
+#include "testutil.h"
+
+#define READY_MS 180000
+#define DONE_MS 120000
+#define QOS_NS 60000000000ull /* 60 s: nothing is dropped on a loaded machine */
+#define NR_Q 3
+#define TOL 1e-3f
+
+static char cache_dir[64]; /* made once, shared by the forked tests */
+
+__attribute__((constructor)) static void make_cache_dir(void)
+{
+	tu_shared_tmpdir("serving-plan-test", cache_dir, sizeof(cache_dir));
+}
+
+struct qrec {
+	bool done;
+	enum serving_status status;
+	char reason[256];
+	float *out;
+	size_t out_bytes;
+};
+
+static void on_done(void *ctx, const struct serving_completion *c)
+{
+	struct qrec *r = ctx;
+
+	r->done = true;
+	r->status = c->status;
+	snprintf(r->reason, sizeof(r->reason), "%s", c->reason);
+	if (c->output) {
+		r->out = malloc(c->output_bytes);
+		if (r->out)
+			memcpy(r->out, c->output, c->output_bytes);
+		r->out_bytes = c->output_bytes;
+	}
+}
+
+FIXTURE(serving_plan)
+{
+	struct serving *s;
+	char model[512];
+	size_t in_bytes;
+	float *input;
+	struct qrec q[NR_Q + 1];
+	pid_t stop_pid; /* SIGSTOPped when a block of stop_tenant starts, then 0 */
+	const char *stop_tenant;
+};
+
+static void on_core(void *ctx, int cpu, const char *name, uint64_t query, int first, int last)
+{
+	FIXTURE_DATA(serving_plan) *self = ctx;
+
+	(void)cpu, (void)query, (void)first, (void)last;
+	if (self->stop_pid > 0 && name && !strcmp(name, self->stop_tenant)) {
+		kill(self->stop_pid, SIGSTOP);
+		self->stop_pid = 0;
+	}
+}
+
+static int make_serving(FIXTURE_DATA(serving_plan) * self, bool plan_ahead, struct coloc_err *err)
+{
+	char bin[512];
+	struct serving_config cfg = { .executor = tu_bin("coloc-executor", bin, sizeof(bin)),
+				      .cache_dir = cache_dir,
+				      .policy = "layer-wise",
+				      .no_plan_ahead = !plan_ahead,
+				      .core_changed = on_core,
+				      .ctx = self };
+
+	serving_destroy(self->s);
+	self->s = NULL;
+	return serving_create(&cfg, &self->s, err);
+}
+
+FIXTURE_SETUP(serving_plan)
+{
+	const char *root = getenv("COLOC_ROOT");
+	struct coloc_err err = { 0 };
+	char bin[512], cmd[2048], out[4096];
+	struct profile *p;
+	struct model *m;
+
+	snprintf(self->model, sizeof(self->model), "%s/models/mobilenet_v2.model",
+		 root ? root : ".");
+	if (access(self->model, R_OK))
+		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", self->model);
+	ASSERT_NE(0, cache_dir[0]);
+	m = model_load(self->model, &err);
+	ASSERT_NE(NULL, m) TH_LOG("%s", coloc_err_str(&err));
+	p = profile_table_find(self->model, m, cache_dir, &err);
+	if (!p) {
+		snprintf(cmd, sizeof(cmd), "%s '%s' -o '%s/mnv2.profile' --iters 1 --levels 50 "
+			 "--cache-dir '%s'",
+			 tu_bin("coloc-profile", bin, sizeof(bin)), self->model, cache_dir,
+			 cache_dir);
+		ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s: %s", cmd, out);
+		coloc_err_clear(&err);
+		p = profile_table_find(self->model, m, cache_dir, &err);
+		ASSERT_NE(NULL, p) TH_LOG("%s", coloc_err_str(&err));
+	}
+	profile_free(p);
+	model_free(m);
+}
+
+FIXTURE_TEARDOWN(serving_plan)
+{
+	serving_destroy(self->s);
+	for (int i = 0; i < NR_Q + 1; i++)
+		free(self->q[i].out);
+	free(self->input);
+}
+
+/* Polls the module's fds as an event loop would until records [from, to) are done. */
+static bool pump(FIXTURE_DATA(serving_plan) * self, int from, int to)
+{
+	uint64_t end = tu_now_ns() + (uint64_t)DONE_MS * 1000000ull;
+
+	for (;;) {
+		struct pollfd pfd[16];
+		int fds[16], n = serving_fds(self->s, fds, 16), wait;
+		bool done = true;
+
+		for (int i = from; i < to; i++)
+			done &= self->q[i].done;
+		if (done)
+			return true;
+		if (tu_now_ns() >= end)
+			return false;
+		for (int i = 0; i < n; i++)
+			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		wait = serving_next_timeout_ms(self->s);
+		if (wait < 0 || wait > 100)
+			wait = 100;
+		if (poll(pfd, n, wait) <= 0) {
+			serving_tick(self->s);
+			continue;
+		}
+		for (int i = 0; i < n; i++)
+			if (pfd[i].revents)
+				serving_handle_fd(self->s, pfd[i].fd);
+	}
+}
+
+/* Admits name, waits until it serves, and makes the test's input for it. */
+static int admit(FIXTURE_DATA(serving_plan) * self, const char *name, struct coloc_err *err)
+{
+	struct serving_tenant_spec spec = { .name = name,
+					    .model_name = self->model,
+					    .model_fd = tu_sealed_copy(self->model),
+					    .weights_fd = -1,
+					    .qos_ns = QOS_NS };
+	struct serving_tenant_info info;
+	int ret;
+
+	if (spec.model_fd < 0)
+		return coloc_err_set(err, spec.model_fd, "%s", self->model);
+	ret = serving_admit_wait(self->s, &spec, READY_MS, err);
+	close(spec.model_fd);
+	for (int i = 0; !ret && i < READY_MS / 10; i++) {
+		if (!serving_tenant_info(self->s, name, &info) &&
+		    info.state == SERVING_TENANT_READY)
+			break;
+		serving_tick(self->s);
+		for (int fds[16], n = serving_fds(self->s, fds, 16), k = 0; k < n; k++)
+			serving_handle_fd(self->s, fds[k]);
+		usleep(10000);
+	}
+	if (ret || serving_tenant_info(self->s, name, &info))
+		return ret ? ret : -ENOENT;
+	self->in_bytes = info.in_bytes;
+	free(self->input);
+	self->input = malloc(self->in_bytes);
+	for (size_t i = 0; self->input && i < self->in_bytes / sizeof(float); i++)
+		self->input[i] = (float)((i * 2654435761u) % 2000) / 1000.0f - 1.0f;
+	return info.state == SERVING_TENANT_READY ? 0 : -ETIMEDOUT;
+}
+
+static int submit(FIXTURE_DATA(serving_plan) * self, const char *name, int rec,
+		  struct coloc_err *err)
+{
+	return serving_submit(self->s, name, self->input, self->in_bytes, on_done, &self->q[rec],
+			      NULL, err);
+}
+
+/* NR_Q queries of mnv2, one after the other (each alone), into records 0.. */
+static void serve_alone(struct __test_metadata *_metadata, FIXTURE_DATA(serving_plan) * self,
+			struct serving_tenant_info *info)
+{
+	struct coloc_err err = { 0 };
+
+	ASSERT_EQ(0, admit(self, "mnv2", &err)) TH_LOG("%s", coloc_err_str(&err));
+	for (int i = 0; i < NR_Q; i++) {
+		ASSERT_EQ(0, submit(self, "mnv2", i, &err)) TH_LOG("%s", coloc_err_str(&err));
+		ASSERT_TRUE(pump(self, i, i + 1));
+		ASSERT_EQ(SERVING_QUERY_OK, self->q[i].status) TH_LOG("%s", self->q[i].reason);
+	}
+	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", info));
+}
+
+/* Records 0.. against the model run in this process. */
+static void expect_outputs(struct __test_metadata *_metadata, FIXTURE_DATA(serving_plan) * self,
+			   int from, int to)
+{
+	size_t out_elems = 0;
+	float *want = tu_model_outputs(self->model, self->input, &out_elems);
+
+	ASSERT_NE(NULL, want);
+	for (int i = from; i < to; i++) {
+		float max_err, max_ref;
+
+		ASSERT_NE(NULL, self->q[i].out);
+		ASSERT_EQ(out_elems * sizeof(float), self->q[i].out_bytes);
+		ref_compare(self->q[i].out, want, (int64_t)out_elems, &max_err, &max_ref);
+		EXPECT_LE(max_err, TOL * (1.0f + max_ref)) TH_LOG("query %d: max err %g", i, max_err);
+	}
+	free(want);
+}
+
+TEST_F_TIMEOUT(serving_plan, alone__a_query_runs_its_blocks_in_one_command, 600)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info info;
+
+	ASSERT_EQ(0, make_serving(self, true, &err)) TH_LOG("%s", coloc_err_str(&err));
+	serve_alone(_metadata, self, &info);
+	TH_LOG("%llu blocks in %llu commands, %llu yielded",
+	       (unsigned long long)info.stats.blocks, (unsigned long long)info.stats.commands,
+	       (unsigned long long)info.stats.yields);
+	/* layer-wise: a block a layer, every one of them measured */
+	EXPECT_EQ(0, info.stats.blocks % NR_Q);
+	EXPECT_GT(info.stats.blocks, 10 * NR_Q);
+	/* alone, on the same cores throughout: one command a query, nothing yielded */
+	EXPECT_EQ(NR_Q, info.stats.commands);
+	EXPECT_EQ(0, info.stats.yields);
+	expect_outputs(_metadata, self, 0, NR_Q);
+}
+
+TEST_F_TIMEOUT(serving_plan, off__one_command_a_block, 600)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info info;
+
+	ASSERT_EQ(0, make_serving(self, false, &err)) TH_LOG("%s", coloc_err_str(&err));
+	serve_alone(_metadata, self, &info);
+	EXPECT_GT(info.stats.blocks, 10 * NR_Q);
+	EXPECT_EQ(info.stats.blocks, info.stats.commands);
+	EXPECT_EQ(0, info.stats.yields);
+	expect_outputs(_metadata, self, 0, NR_Q);
+}
+
+TEST_F_TIMEOUT(serving_plan, outputs__the_same_bytes_with_and_without, 900)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info info;
+	float *with;
+	size_t bytes;
+
+	ASSERT_EQ(0, make_serving(self, true, &err)) TH_LOG("%s", coloc_err_str(&err));
+	serve_alone(_metadata, self, &info);
+	ASSERT_LT(info.stats.commands, info.stats.blocks);
+	bytes = self->q[0].out_bytes;
+	with = self->q[0].out;
+	self->q[0].out = NULL;
+	for (int i = 0; i < NR_Q; i++)
+		self->q[i].done = false;
+	ASSERT_EQ(0, make_serving(self, false, &err)) TH_LOG("%s", coloc_err_str(&err));
+	serve_alone(_metadata, self, &info);
+	ASSERT_EQ(info.stats.commands, info.stats.blocks);
+	ASSERT_EQ(bytes, self->q[0].out_bytes);
+	EXPECT_EQ(0, memcmp(with, self->q[0].out, bytes));
+	free(with);
+}
+
+TEST_F_TIMEOUT(serving_plan, yield__another_tenants_query_stops_the_plan_at_a_boundary, 900)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info a, b;
+
+	ASSERT_EQ(0, make_serving(self, true, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, admit(self, "b", &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, admit(self, "a", &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, serving_tenant_info(self->s, "a", &a));
+	ASSERT_GT(a.pid, 0);
+	/* a's executor stops as its plan starts: b's query arrives mid-plan, whatever the load */
+	self->stop_tenant = "a";
+	self->stop_pid = a.pid;
+	ASSERT_EQ(0, submit(self, "a", 0, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, self->stop_pid);
+	ASSERT_EQ(0, submit(self, "b", 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, kill(a.pid, SIGCONT));
+	ASSERT_TRUE(pump(self, 0, 2));
+	ASSERT_EQ(SERVING_QUERY_OK, self->q[0].status) TH_LOG("%s", self->q[0].reason);
+	ASSERT_EQ(SERVING_QUERY_OK, self->q[1].status) TH_LOG("%s", self->q[1].reason);
+	ASSERT_EQ(0, serving_tenant_info(self->s, "a", &a));
+	ASSERT_EQ(0, serving_tenant_info(self->s, "b", &b));
+	TH_LOG("a: %llu blocks in %llu commands, %llu yielded; b: %llu in %llu",
+	       (unsigned long long)a.stats.blocks, (unsigned long long)a.stats.commands,
+	       (unsigned long long)a.stats.yields, (unsigned long long)b.stats.blocks,
+	       (unsigned long long)b.stats.commands);
+	/* a's plan ran its first block (at least) and stopped there; the rest came as it was decided */
+	EXPECT_EQ(1, a.stats.yields);
+	EXPECT_GE(a.stats.commands, 2);
+	EXPECT_EQ(a.stats.blocks, b.stats.blocks);
+	expect_outputs(_metadata, self, 0, 2);
+}
+
+TEST_HARNESS_MAIN
