@@ -123,6 +123,7 @@ struct colocd {
 	struct serving *serving;
 	struct loop_source *serving_timer;
 	struct colocd_exec_fd *exec_fds; /* as many as the executors have */
+	struct submit_copier *copier; /* submits' files copied off the loop; NULL before the first */
 	struct colocd_spec *specs; /* COLOC_MAX_TENANTS of them */
 	int nr_specs;
 	struct colocd_waiter waiters[COLOCD_MAX_WAITERS];

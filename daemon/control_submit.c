@@ -2,10 +2,11 @@
 /*
  * The submit request (control_internal.h): the cheap checks first (no
  * byte of a file is copied for a submit they refuse), the client's
- * descriptors sealed (submit_files.h), then serving_admit; the answer is
- * deferred until the tenant's executor has described its model and colocd
- * has checked it (serving.h), and --state records the tenant then. See
- * docs/security-submit.md.
+ * descriptors sealed off the loop (submit_copy.h), the cheap checks again
+ * (the tenants may have changed meanwhile), then serving_admit; the answer
+ * is deferred until the tenant's executor has described its model and
+ * colocd has checked it (serving.h), and --state records the tenant then.
+ * See docs/security-submit.md.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "control_internal.h"
-#include "submit_files.h"
+#include "submit_copy.h"
 
 /* A submit being admitted, until serving answers it (control_submit_admitted). */
 struct control_admission {
@@ -92,9 +93,10 @@ static bool control_dup(int fd, int *out)
 	return fd < 0 || *out >= 0;
 }
 
-int control_submit_spec(struct colocd *d, const struct colocd_spec *spec,
-			const struct colocd_files *files, struct server_req *sreq, uid_t uid,
-			struct coloc_err *err)
+/* control_submit_spec, with the model's hash when it was computed off the loop (else NULL). */
+static int control_submit_hashed(struct colocd *d, const struct colocd_spec *spec,
+				 const struct colocd_files *files, struct server_req *sreq,
+				 uid_t uid, const uint64_t *model_hash, struct coloc_err *err)
 {
 	struct serving_external ext[COLOC_MAX_REQUEST_FDS];
 	struct control_admission *a = calloc(1, sizeof(*a));
@@ -110,6 +112,8 @@ int control_submit_spec(struct colocd *d, const struct colocd_spec *spec,
 		.owner = spec->owner,
 		.admitted = control_submit_admitted,
 		.admitted_ctx = a,
+		.model_hashed = model_hash != NULL,
+		.model_hash = model_hash ? *model_hash : 0,
 	};
 	bool dup_ok;
 	int ret;
@@ -149,6 +153,13 @@ int control_submit_spec(struct colocd *d, const struct colocd_spec *spec,
 	if (sreq)
 		server_req_defer(sreq);
 	return 0;
+}
+
+int control_submit_spec(struct colocd *d, const struct colocd_spec *spec,
+			const struct colocd_files *files, struct server_req *sreq, uid_t uid,
+			struct coloc_err *err)
+{
+	return control_submit_hashed(d, spec, files, sreq, uid, NULL, err);
 }
 
 /*
@@ -224,18 +235,70 @@ static char *control_submit_precheck(struct colocd *d, const struct colocd_spec 
 	return NULL;
 }
 
+/* A submit whose files are being copied (submit_copy.h), until they are in. */
+struct control_copying {
+	struct colocd *d;
+	struct server *server;
+	__u64 conn;
+	uid_t uid;
+	struct colocd_spec spec;
+};
+
 /*
- * The descriptors that came with the submit, each checked and copied into
- * a sealed memfd (submit_files.h): the model, the weights if named, the
- * external data files in order. NULL or the error answer.
+ * The files are in (or why not): the cheap checks again, then admission
+ * as for any submit; a refusal answers the client here.
  */
-static char *control_submit_files(struct server_req *sreq, const struct colocd_spec *spec,
-				  struct colocd_files *files)
+static void control_submit_copied(void *ctx, int ret, const int *sealed, int nr,
+				  uint64_t model_hash, const struct coloc_err *err)
+{
+	struct control_copying *p = ctx;
+	struct server_req sreq = { .server = p->server, .conn = p->conn, .uid = p->uid };
+	struct colocd_files files = { .model_fd = -1, .weights_fd = -1 };
+	struct coloc_err aerr = { 0 };
+	char *bad = NULL;
+	int at = 0;
+
+	for (int i = 0; i < COLOC_MAX_REQUEST_FDS; i++)
+		files.external_fd[i] = -1;
+	if (ret == -ECANCELED) { /* colocd is stopping: nobody is answered any more */
+		free(p);
+		return;
+	}
+	if (ret)
+		bad = control_error("%s", coloc_err_str(err));
+	if (!bad)
+		bad = control_submit_precheck(p->d, &p->spec);
+	if (!bad) {
+		files.model_fd = sealed[at++];
+		if (p->spec.weights[0])
+			files.weights_fd = sealed[at++];
+		for (int i = 0; i < p->spec.nr_external && at < nr; i++)
+			files.external_fd[i] = sealed[at++];
+		if (control_submit_hashed(p->d, &p->spec, &files, &sreq, p->uid, &model_hash,
+					  &aerr))
+			bad = control_error("%s", coloc_err_str(&aerr));
+	}
+	/* a client gone meanwhile: -ENOTCONN, nothing to do */
+	if (bad)
+		server_send(p->server, p->conn, bad, NULL, 0);
+	free(bad);
+	free(p);
+}
+
+/*
+ * The descriptors that came with the submit, queued to be checked and
+ * copied into sealed memfds off the loop (submit_copy.h): the model, the
+ * weights if named, the external data files in order. The answer is
+ * deferred: NULL, or the error answer now.
+ */
+static char *control_submit_files(struct colocd *d, struct server_req *sreq,
+				  const struct colocd_spec *spec, uid_t uid)
 {
 	int want = 1 + (spec->weights[0] != '\0') + spec->nr_external, at = 0;
-	uint64_t budget = COLOC_MAX_SUBMIT_BYTES;
+	char what[SUBMIT_COPY_MAX_FILES][SUBMIT_COPY_WHAT_LEN];
+	struct control_copying *p;
 	struct coloc_err err = { 0 };
-	char what[COLOCD_LOCATION_LEN + 64];
+	int ret;
 
 	if (!sreq || sreq->nr_fds != want)
 		return control_error("submit takes its files as descriptors sent with the request "
@@ -243,20 +306,25 @@ static char *control_submit_files(struct server_req *sreq, const struct colocd_s
 				     "\"external\" file): %d expected, %d came; colocd opens no "
 				     "path a client names (colocctl and libcoloc_client send them)",
 				     want, sreq ? sreq->nr_fds : 0);
-	if (submit_file_seal(sreq->fds[at++], "the model", &budget, &files->model_fd, &err))
-		goto fail;
-	if (spec->weights[0] &&
-	    submit_file_seal(sreq->fds[at++], "the weights", &budget, &files->weights_fd, &err))
-		goto fail;
-	for (int i = 0; i < spec->nr_external; i++) {
-		snprintf(what, sizeof(what), "external data file '%s'", spec->external[i]);
-		if (submit_file_seal(sreq->fds[at++], what, &budget, &files->external_fd[i], &err))
-			goto fail;
+	if (!d->copier && (ret = submit_copier_new(d->loop, &d->copier)))
+		return control_error("cannot copy the submit's files: %s", strerror(-ret));
+	snprintf(what[at++], sizeof(what[0]), "the model");
+	if (spec->weights[0])
+		snprintf(what[at++], sizeof(what[0]), "the weights");
+	for (int i = 0; i < spec->nr_external; i++)
+		snprintf(what[at++], sizeof(what[0]), "external data file '%s'", spec->external[i]);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return control_error("out of memory");
+	*p = (struct control_copying){
+		.d = d, .server = sreq->server, .conn = sreq->conn, .uid = uid, .spec = *spec
+	};
+	if (submit_copier_add(d->copier, sreq->fds, what, want, control_submit_copied, p, &err)) {
+		free(p);
+		return control_error("%s", coloc_err_str(&err));
 	}
+	server_req_defer(sreq);
 	return NULL;
-fail:
-	colocd_files_close(files, spec->nr_external);
-	return control_error("%s", coloc_err_str(&err));
 }
 
 char *control_cmd_submit(struct colocd *d, struct json_object *req, uid_t uid,
@@ -264,19 +332,13 @@ char *control_cmd_submit(struct colocd *d, struct json_object *req, uid_t uid,
 {
 	const char *name = control_str(req, "name"), *model = control_str(req, "model");
 	const char *weights = control_str(req, "weights");
-	struct coloc_err err = { 0 };
 	struct colocd_spec *spec = calloc(1, sizeof(*spec));
-	struct colocd_files files;
 	struct json_object *jq, *je;
 	char *bad = NULL;
 	double qos_ms;
-	int ret;
 
 	if (!spec)
 		return control_error("out of memory");
-	files.model_fd = files.weights_fd = -1;
-	for (int i = 0; i < COLOC_MAX_REQUEST_FDS; i++)
-		files.external_fd[i] = -1;
 	if (!name || !model || !json_object_object_get_ex(req, "qos_ms", &jq) ||
 	    !(json_object_is_type(jq, json_type_int) ||
 	      json_object_is_type(jq, json_type_double))) {
@@ -313,15 +375,9 @@ char *control_cmd_submit(struct colocd *d, struct json_object *req, uid_t uid,
 	bad = control_submit_precheck(d, spec);
 	if (!bad)
 		bad = control_submit_external(req, spec);
+	/* the answer comes once the files are in and the executor has described the model */
 	if (!bad)
-		bad = control_submit_files(sreq, spec, &files);
-	if (bad)
-		goto out;
-	/* the answer comes once the executor has described the model */
-	ret = control_submit_spec(d, spec, &files, sreq, uid, &err);
-	colocd_files_close(&files, spec->nr_external);
-	if (ret)
-		bad = control_error("%s", coloc_err_str(&err));
+		bad = control_submit_files(d, sreq, spec, uid);
 out:
 	free(spec);
 	return bad;

@@ -21,6 +21,7 @@
 #include "binpath.h"
 #include "colocd.h"
 #include "isa_probe.h"
+#include "submit_copy.h"
 
 /*
  * How often the ring buffer is drained. Each wakeup of colocd preempts a
@@ -479,6 +480,9 @@ int colocd_start(struct colocd *d, const struct colocd_config *cfg, struct loop 
 
 void colocd_stop(struct colocd *d)
 {
+	/* a submit still being copied is dropped (its client is not answered) */
+	submit_copier_free(d->copier);
+	d->copier = NULL;
 	/* first: its executors are tenants, and its callbacks reach the table */
 	serving_destroy(d->serving);
 	d->serving = NULL;

@@ -224,6 +224,12 @@ struct serving_tenant_spec {
 	int weights_fd; /* a sealed memfd; -1: weights from the model's seed */
 	const struct serving_external *external; /* an ONNX model's external data files */
 	int nr_external; /* at most COLOC_MAX_REQUEST_FDS */
+	/*
+	 * model_fd's submit_file_hash() (the profile cache key), when colocd
+	 * computed it off the loop (submit_copy.h); else serving_admit hashes it.
+	 */
+	bool model_hashed;
+	uint64_t model_hash;
 	uint64_t qos_ns;
 	/*
 	 * Executor processes, each running one block of another query at once;
@@ -256,7 +262,8 @@ int serving_admit_check(const struct serving *s, const struct serving_tenant_spe
 /*
  * Admits a tenant without parsing its model (docs/security-submit.md).
  * At once: serving_admit_check, the sealed files taken and the model's
- * hashed (the profile cache key), the executors started; -errno with err
+ * hashed (the profile cache key; unless spec->model_hashed), the executors
+ * started; -errno with err
  * filled when any of that refuses (spec->admitted is then not called).
  * Otherwise 0, and admission goes on in the event loop: the first
  * executor imports the model in its sandbox and describes it (shm.h's

@@ -224,7 +224,9 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 	t->admitted = spec->admitted;
 	t->admitted_ctx = spec->admitted_ctx;
 	ret = take_files(t, spec, err);
-	if (!ret && (ret = submit_file_hash(t->model_fd, &t->model_hash)))
+	if (!ret && spec->model_hashed)
+		t->model_hash = spec->model_hash;
+	else if (!ret && (ret = submit_file_hash(t->model_fd, &t->model_hash)))
 		coloc_err_set(err, ret, "hashing the model: %s", strerror(-ret));
 	if (ret)
 		goto fail;

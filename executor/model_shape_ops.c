@@ -131,8 +131,10 @@ static int shape_deconv(struct shape_layer *il)
 	cv->groups = groups;
 	dims[0] = in->dims[0];
 	dims[1] = out_ch;
-	dims[2] = (in->dims[2] - 1) * cv->stride_h - pad[0] - pad[2] + cv->dil_h * (cv->kh - 1) + 1;
-	dims[3] = (in->dims[3] - 1) * cv->stride_w - pad[1] - pad[3] + cv->dil_w * (cv->kw - 1) + 1;
+	dims[2] = window_transposed_len(in->dims[2], (int64_t)cv->dil_h * (cv->kh - 1) + 1,
+					cv->stride_h, pad[0] + pad[2]);
+	dims[3] = window_transposed_len(in->dims[3], (int64_t)cv->dil_w * (cv->kw - 1) + 1,
+					cv->stride_w, pad[1] + pad[3]);
 	if (shape_set_out(il, 4, dims) ||
 	    shape_product(il, &il->l->macs, 6, (uint64_t)model_shape_elems(in),
 			  (uint64_t)(out_ch / groups), (uint64_t)cv->kh, (uint64_t)cv->kw,

@@ -352,8 +352,9 @@ int onnx_lower_conv_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		return onnx_refuse(c, -EINVAL,
 				   "the bias does not have one value per output channel");
 	for (int i = 0; i < 2; i++) {
-		out.dims[2 + i] = (x->shape.dims[2 + i] - 1) * s[i] - pads[i] - pads[i + 2] +
-				  (int64_t)d[i] * (k[i] - 1) + 1;
+		out.dims[2 + i] =
+			window_transposed_len(x->shape.dims[2 + i], (int64_t)d[i] * (k[i] - 1) + 1,
+					      s[i], (int64_t)pads[i] + pads[i + 2]);
 		if (out.dims[2 + i] < 1)
 			return onnx_refuse(c, -EINVAL, "the padding is larger than the output");
 	}

@@ -12,10 +12,12 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
 #include "sim.h"
 
 #define FIT_MIN_BLOCKS 20
@@ -131,13 +133,11 @@ static int log_row(void *ctx, char **f, int n, const int *col, const char *path,
 	struct log_read *lr = ctx;
 	struct fit_block b;
 	double v[C_NR];
-	char *end;
 
 	for (int k = 0; k < C_NR; k++) {
 		if (k == C_TENANT)
 			continue;
-		v[k] = col[k] < n ? strtod(f[col[k]], &end) : NAN;
-		if (col[k] >= n || end == f[col[k]] || *end || !isfinite(v[k]))
+		if (col[k] >= n || cli_parse_double(f[col[k]], -DBL_MAX, DBL_MAX, &v[k]))
 			return coloc_err_set(err, -EINVAL, "%s:%d: column %s is not a number", path,
 					     lineno, col_name[k]);
 	}
@@ -763,13 +763,13 @@ void sim_exec_fit_free(struct sim_exec_fit *fit)
 	*fit = (struct sim_exec_fit){ 0 };
 }
 
-int sim_exec_model_from_fit(const struct sim_exec_fit *fit, const char *model,
-			    struct sim_exec_model *m, struct coloc_err *err)
+int sim_exec_timing_from_fit(const struct sim_exec_fit *fit, const char *model,
+			     struct sim_exec_timing *m, struct coloc_err *err)
 {
 	bool any = false;
 
-	*m = (struct sim_exec_model){ .collapse_x = 1.0,
-				      .warm_ns = (uint64_t)llround(fit->warm_ms * 1e6) };
+	*m = (struct sim_exec_timing){ .collapse_x = 1.0,
+				       .warm_ns = (uint64_t)llround(fit->warm_ms * 1e6) };
 	for (int i = 0; i < fit->nr_rows; i++) {
 		const struct sim_exec_row *r = &fit->row[i];
 

@@ -306,7 +306,7 @@ int sim_cell_parse(const char *name, const struct policy_entry **entry, int *exe
 		   struct coloc_err *err)
 {
 	int len = untagged_len(name);
-	char cell[64], *at, *end;
+	char cell[64], *at;
 	long n = 0;
 
 	if (len < 0)
@@ -320,9 +320,7 @@ int sim_cell_parse(const char *name, const struct policy_entry **entry, int *exe
 	at = strchr(cell, '@');
 	if (at) {
 		*at = '\0';
-		errno = 0;
-		n = strtol(at + 1, &end, 10);
-		if (end == at + 1 || *end || errno || n < 1 || n > SIM_MAX_EXECUTORS)
+		if (cli_parse_long(at + 1, 1, SIM_MAX_EXECUTORS, &n))
 			return coloc_err_set(err, -EINVAL,
 					     "'%s': want POLICY@N, N executors from 1 to %d", name,
 					     SIM_MAX_EXECUTORS);

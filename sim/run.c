@@ -31,7 +31,7 @@
  * block's alone-time grows by the block cost (the dispatch round trip, its
  * cores held meanwhile), and each finished query's latency by its tenant's
  * query cost (no core held, unseen by the policy). A tenant with an
- * executor model (sim_exec_model, fitted on colocd's block logs) has its
+ * executor model (sim_exec_timing, fitted on colocd's block logs) has its
  * blocks stretched by that instead: the measured factor, warm-up, spread and
  * dispatch, and on shared cores the measured collapse onto one core.
  */
@@ -298,7 +298,7 @@ static double cost_spread(struct sim_state *s, int tenant, double median)
 }
 
 /* The executor model's row for k cores: the largest fitted count <= k, else the smallest. */
-static int exec_cores(const struct sim_exec_model *em, int k)
+static int exec_cores(const struct sim_exec_timing *em, int k)
 {
 	int c = k < SIM_EXEC_MAX_CORES ? k : SIM_EXEC_MAX_CORES;
 
@@ -325,13 +325,13 @@ static double block_z(struct sim_state *s, int tenant)
 
 /*
  * With the executor model: the block's stretch over its table time
- * (table_ns) and its fixed costs (sim_exec_model); on shared cores it may
+ * (table_ns) and its fixed costs (sim_exec_timing); on shared cores it may
  * collapse.
  */
 static double exec_stretch(struct sim_state *s, struct sim_slot *sl, double table_ns,
 			   uint64_t *fixed_ns)
 {
-	const struct sim_exec_model *em = s->p->tenants[sl->d.tenant].exec;
+	const struct sim_exec_timing *em = s->p->tenants[sl->d.tenant].exec;
 	int k = exec_cores(em, sl->d.nr_cores);
 	bool small;
 	double f;
@@ -728,7 +728,7 @@ static int arrive(struct sim_state *s, int tenant, struct coloc_err *err)
 /* ---- setup, the loop, results -------------------------------------------------- */
 
 /* An executor model replaces the query cost spent in blocks; its numbers must make sense. */
-static int check_exec(const struct sim_exec_model *em, const struct sim_params *p,
+static int check_exec(const struct sim_exec_timing *em, const struct sim_params *p,
 		      struct coloc_err *err)
 {
 	bool any = false;

@@ -316,10 +316,10 @@ struct sim_tenant {
 	uint64_t query_cost_ns;
 	/*
 	 * How colocd's executors really run this tenant's blocks, fitted on
-	 * their block logs (struct sim_exec_model below); NULL: at the table's
+	 * their block logs (struct sim_exec_timing below); NULL: at the table's
 	 * latency (plus the serving costs of struct sim_params).
 	 */
-	const struct sim_exec_model *exec;
+	const struct sim_exec_timing *exec;
 };
 
 /* ---- the executor model: blocks as colocd's executors ran them ------------------- */
@@ -360,7 +360,7 @@ double sim_exec_small_mean(const double *q);
  * it takes collapse_x times that, at a pace set by its own hand-offs: the
  * other blocks on its cores do not slow it (they are slowed by it).
  */
-struct sim_exec_model {
+struct sim_exec_timing {
 	double factor[SIM_EXEC_MAX_CORES + 1];
 	double sigma[SIM_EXEC_MAX_CORES + 1];
 	uint64_t dispatch_ns[SIM_EXEC_MAX_CORES + 1];
@@ -495,8 +495,8 @@ int sim_exec_fit_log(const char *dir, const char *mix, const char *policy, struc
 		     struct coloc_err *err);
 void sim_exec_fit_free(struct sim_exec_fit *fit);
 /* The model named as in the logs' tenant column; -ENOENT when no pinned block of it was logged. */
-int sim_exec_model_from_fit(const struct sim_exec_fit *fit, const char *model,
-			    struct sim_exec_model *m, struct coloc_err *err);
+int sim_exec_timing_from_fit(const struct sim_exec_fit *fit, const char *model,
+			     struct sim_exec_timing *m, struct coloc_err *err);
 
 /* A recorded arrival sequence: one arrival per line, "TIME_US TENANT". */
 struct sim_trace {

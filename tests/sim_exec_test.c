@@ -45,7 +45,7 @@ TEST_F(sim, run__exec_model_factor_dispatch_and_core_count)
 {
 	static const double both[] = { 0, 0 }, one[] = { 0 };
 	static const int who[] = { 0, 0 };
-	struct sim_exec_model em = { .collapse_x = 1 };
+	struct sim_exec_timing em = { .collapse_x = 1 };
 	struct sim_tenant t = { .model = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &em };
 	struct mem_trace mt;
 	struct sim_params p;
@@ -72,7 +72,7 @@ TEST_F(sim, run__exec_model_factor_dispatch_and_core_count)
 	ASSERT_EQ(12100000, record_of(self->w, 0)->end_ns);
 
 	self->w->nr_q = self->w->nr_b = 0;
-	em = (struct sim_exec_model){ .collapse_x = 1 };
+	em = (struct sim_exec_timing){ .collapse_x = 1 };
 	em.factor[1] = 2.0;
 	em.dispatch_ns[1] = 5 * MS;
 	em.small_n[1] = 20;
@@ -132,7 +132,7 @@ TEST_F(sim, run__small_blocks_draw_their_extra)
 	enum { N = 4000 };
 	static uint64_t at[N];
 	static int who[N];
-	struct sim_exec_model em = { .collapse_x = 1 };
+	struct sim_exec_timing em = { .collapse_x = 1 };
 	struct sim_tenant t = {
 		.model = &short_layer, .qos_ns = 100 * MS, .share = 1, .exec = &em
 	};
@@ -175,7 +175,7 @@ TEST_F(sim, run__exec_model_warm_up_by_idle_time)
 {
 	static const double at[] = { 0, 20, 40 };
 	static const int who[] = { 0, 0, 0 };
-	struct sim_exec_model em = { .collapse_x = 1, .warm_ns = 10 * MS };
+	struct sim_exec_timing em = { .collapse_x = 1, .warm_ns = 10 * MS };
 	struct sim_tenant t = { .model = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &em };
 	struct mem_trace mt;
 	struct sim_params p;
@@ -203,7 +203,7 @@ TEST_F(sim, run__speed_spells_give_blocks_at_one_moment_one_factor)
 {
 	static const double both[] = { 0, 0 };
 	static const int who[] = { 0, 1 };
-	struct sim_exec_model em = { .collapse_x = 1 };
+	struct sim_exec_timing em = { .collapse_x = 1 };
 	struct sim_tenant t[2] = {
 		{ .model = &one_layer, .qos_ns = 1000 * MS, .share = 1, .exec = &em },
 		{ .model = &one_layer, .qos_ns = 1000 * MS, .share = 1, .exec = &em },
@@ -315,8 +315,8 @@ TEST_F(sim, run__exec_model_collapsed_block_is_not_slowed_by_sharing)
 {
 	static const double both[] = { 0, 0 }, one[] = { 0 };
 	static const int who[] = { 0, 1 }, second[] = { 1 };
-	struct sim_exec_model collapses = { .collapse_p = 1, .collapse_x = 3 },
-			      stays = { .collapse_x = 1 };
+	struct sim_exec_timing collapses = { .collapse_p = 1, .collapse_x = 3 },
+			       stays = { .collapse_x = 1 };
 	struct sim_tenant t[2] = {
 		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &collapses },
 		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &stays },
@@ -378,7 +378,7 @@ TEST_F(sim, exec_fit__factor_spread_dispatch_and_collapse_on_hand_made_logs)
 	char dir[] = "/tmp/coloc-sim-exec-XXXXXX", path[256];
 	static const double z[] = { 0.6745, 1.2816, 1.6449, 2.3263 };
 	struct sim_exec_fit fit;
-	struct sim_exec_model em;
+	struct sim_exec_timing em;
 	double sz = 0, szz = 0, t = 0;
 	FILE *f;
 
@@ -439,7 +439,7 @@ TEST_F(sim, exec_fit__factor_spread_dispatch_and_collapse_on_hand_made_logs)
 	ASSERT_EQ(0, fit.speed.pairs);
 	ASSERT_EQ(0, fit.speed.rho);
 
-	ASSERT_EQ(0, sim_exec_model_from_fit(&fit, "m", &em, &self->err));
+	ASSERT_EQ(0, sim_exec_timing_from_fit(&fit, "m", &em, &self->err));
 	ASSERT_EQ(1.5, em.factor[2]);
 	ASSERT_EQ(0, em.factor[1]);
 	ASSERT_EQ(100000, em.dispatch_ns[2]);
@@ -448,7 +448,7 @@ TEST_F(sim, exec_fit__factor_spread_dispatch_and_collapse_on_hand_made_logs)
 	ASSERT_GE(1e-9, fabs(em.small_floor[2] - 1.6));
 	ASSERT_EQ(30000, em.small_dispatch_ns[2]);
 	ASSERT_EQ(0.4, em.collapse_p);
-	ASSERT_EQ(-ENOENT, sim_exec_model_from_fit(&fit, "other", &em, &self->err));
+	ASSERT_EQ(-ENOENT, sim_exec_timing_from_fit(&fit, "other", &em, &self->err));
 	sim_exec_fit_free(&fit);
 
 	/* one run's log: the os run's collapse against the temporal run's rows; none for heavy */

@@ -46,7 +46,7 @@ struct tenant_arg {
 	double share; /* 0: inversely proportional to the QoS */
 	double served_solo_ms; /* bench-qos's solo latency as served; 0: not known */
 	double query_cost_ms;
-	struct sim_exec_model exec; /* from --exec-from */
+	struct sim_exec_timing exec; /* from --exec-from */
 	struct policy_table table;
 };
 

@@ -137,15 +137,15 @@ int simcli_exec_per_run(const char *mix, const char *policy, struct tenant_arg *
 		p->shared_penalty = !ret && run.penalty ? run.penalty : simcli_exec_fit.penalty;
 	simcli_set_speed(p, !ret && run.speed.rho > 0 ? &run.speed : &simcli_exec_fit.speed);
 	for (int t = 0; t < nr; t++) {
-		struct sim_exec_model own;
+		struct sim_exec_timing own;
 
-		if (sim_exec_model_from_fit(&simcli_exec_fit, ta[t].table.name, &ta[t].exec,
-					    &err)) {
+		if (sim_exec_timing_from_fit(&simcli_exec_fit, ta[t].table.name, &ta[t].exec,
+					     &err)) {
 			fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
 			sim_exec_fit_free(&run);
 			return 1;
 		}
-		if (ret || sim_exec_model_from_fit(&run, ta[t].table.name, &own, &err))
+		if (ret || sim_exec_timing_from_fit(&run, ta[t].table.name, &own, &err))
 			continue;
 		for (int k = 1; k <= SIM_EXEC_MAX_CORES; k++) {
 			if (!own.factor[k])

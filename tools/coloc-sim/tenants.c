@@ -102,8 +102,8 @@ int simcli_load_tenants(struct tenant_arg *ta, int nr, const struct sim_table_di
 			.query_cost_ns = (uint64_t)llround(ta[t].query_cost_ms * 1e6),
 		};
 		if (simcli_exec_fit.nr_rows) {
-			if (sim_exec_model_from_fit(&simcli_exec_fit, tab->name, &ta[t].exec,
-						    &err)) {
+			if (sim_exec_timing_from_fit(&simcli_exec_fit, tab->name, &ta[t].exec,
+						     &err)) {
 				fprintf(stderr, PROG ": tenant %d: %s\n", t, coloc_err_str(&err));
 				return 1;
 			}

@@ -18,10 +18,19 @@
 int64_t window_out_len(int64_t padded_in, int64_t k_eff, int64_t stride);
 
 /*
- * The same rounded up (ceil_mode in Caffe and ONNX): a last window that
- * starts inside padded_in but runs past its end counts too.
+ * The same rounded up (ceil_mode in Caffe and ONNX): the fewest windows,
+ * stride apart from 0, that cover all of padded_in; the last may run past
+ * its end (the .model parser then drops one starting in the padding).
  */
 int64_t window_out_len_ceil(int64_t padded_in, int64_t k_eff, int64_t stride);
+
+/*
+ * Output length of a transposed window (deconvolution) over in pixels: the
+ * input spread stride apart, each pixel a window of k_eff, less the
+ * padding on both sides (pad_total). Below 1 when the padding eats the
+ * output; the caller refuses that.
+ */
+int64_t window_transposed_len(int64_t in, int64_t k_eff, int64_t stride, int64_t pad_total);
 
 /*
  * SAME padding along the axis (TensorFlow's, ONNX's SAME_*): the total that

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * A model's latency profile (executor/include/profile/profile.h) as the policy's table
- * (struct policy_table, policy/table.h): core counts 1..N, one column per kernel version
- * (the most any layer has; a layer's missing versions are 0 cells, which
- * policies never choose), one level column per stress level with the
- * model's slowdown there. The profile is looked up in the cache by the
+ * A model's latency profile (profile.h) as the policy's table (struct
+ * policy_table, policy/table.h): core counts 1..N, one column per kernel
+ * version (the most any layer has; a layer's missing versions are 0
+ * cells, which policies never choose), one level column per stress level
+ * with the model's slowdown there. The profile is looked up in the cache by the
  * model file's hash and this machine's identity.
  */
 #ifndef COLOC_PROFILE_TABLE_H
@@ -21,9 +21,10 @@ struct model; /* model.h, the model library's: profile_table_build's callers hav
  * Fills t from p for model m (the same layers in the same order). The
  * level column k gets the whole model's slowdown at stress level k: the
  * sum over layers of the fastest version on all profiled cores at level k
- * over the same sum alone; t->name is the model's. Where that dips below the column before (below
- * 1.0 at the first stressed column: a measurement artefact on a noisy
- * machine), it is clamped to the running maximum and t->note says so. The
+ * over the same sum alone; t->name is the model's. Where that dips below
+ * the column before (below 1.0 at the first stressed column: a measurement
+ * artefact on a noisy machine), it is clamped to the running maximum and
+ * t->note says so. The
  * latency cells and their confidence intervals stay as measured. 0, or
  * -errno with err filled.
  */

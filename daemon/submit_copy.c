@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * A submit's files copied and sealed on a thread of their own
+ * (submit_copy.h). The thread touches nothing of colocd's but its own job:
+ * the duplicated descriptors in, the sealed copies, the hash and the error
+ * out; its last act is one byte into a pipe whose read end the loop polls.
+ * The loop then joins it, calls back and starts the next job in the queue.
+ * See docs/security-submit.md.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "submit_copy.h"
+#include "submit_files.h"
+
+struct submit_copy {
+	int nr;
+	int fds[SUBMIT_COPY_MAX_FILES]; /* duplicates of the client's */
+	char what[SUBMIT_COPY_MAX_FILES][SUBMIT_COPY_WHAT_LEN];
+	int sealed[SUBMIT_COPY_MAX_FILES];
+	uint64_t model_hash;
+	int ret;
+	struct coloc_err err;
+	submit_copy_done_fn done;
+	void *ctx;
+	struct submit_copy *next;
+};
+
+struct submit_copier {
+	struct loop *loop;
+	struct loop_source *src;
+	int wake[2]; /* the thread writes one byte into [1] when its job is done */
+	pthread_t thread;
+	struct submit_copy *running; /* its thread's job; NULL when none runs */
+	struct submit_copy *head, *tail; /* waiting, by arrival */
+	bool cancel; /* read and written with __atomic */
+};
+
+static void close_all(int *fds, int nr)
+{
+	for (int i = 0; i < nr; i++)
+		if (fds[i] >= 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+}
+
+/* done called (unless NULL), the job's descriptors closed, the job freed. */
+static void submit_copy_end(struct submit_copy *c)
+{
+	if (c->done)
+		c->done(c->ctx, c->ret, c->sealed, c->nr, c->model_hash, &c->err);
+	close_all(c->fds, c->nr);
+	close_all(c->sealed, c->nr);
+	free(c);
+}
+
+static void *submit_copy_thread(void *arg)
+{
+	struct submit_copier *q = arg;
+	struct submit_copy *c = q->running;
+	uint64_t budget = COLOC_MAX_SUBMIT_BYTES;
+	ssize_t n;
+
+	for (int i = 0; i < c->nr && !c->ret; i++) {
+		if (__atomic_load_n(&q->cancel, __ATOMIC_ACQUIRE))
+			c->ret = coloc_err_set(&c->err, -ECANCELED, "colocd is shutting down");
+		else
+			c->ret = submit_file_seal(c->fds[i], c->what[i], &budget, &c->sealed[i],
+						  &c->err);
+	}
+	if (!c->ret && (c->ret = submit_file_hash(c->sealed[0], &c->model_hash)))
+		coloc_err_set(&c->err, c->ret, "hashing the model: %s", strerror(-c->ret));
+	if (c->ret)
+		close_all(c->sealed, c->nr);
+	do
+		n = write(q->wake[1], "", 1);
+	while (n < 0 && errno == EINTR);
+	return NULL;
+}
+
+/* The next job waiting, on a thread of its own; one that cannot start ends with why. */
+static void submit_copier_next(struct submit_copier *q)
+{
+	while (!q->running && q->head) {
+		struct submit_copy *c = q->head;
+		int ret;
+
+		q->head = c->next;
+		if (!q->head)
+			q->tail = NULL;
+		q->running = c;
+		ret = pthread_create(&q->thread, NULL, submit_copy_thread, q);
+		if (!ret)
+			return;
+		q->running = NULL;
+		c->ret = coloc_err_set(&c->err, -ret,
+				       "cannot start the copy of the submit's files: %s",
+				       strerror(ret));
+		submit_copy_end(c);
+	}
+}
+
+static void submit_copier_woken(struct loop_source *src, int fd, unsigned int revents, void *ctx)
+{
+	struct submit_copier *q = ctx;
+	struct submit_copy *c = q->running;
+	char byte;
+
+	(void)src;
+	(void)revents;
+	if (read(fd, &byte, 1) != 1 || !c)
+		return;
+	pthread_join(q->thread, NULL);
+	q->running = NULL;
+	submit_copy_end(c);
+	submit_copier_next(q);
+}
+
+int submit_copier_new(struct loop *l, struct submit_copier **out)
+{
+	struct submit_copier *q = calloc(1, sizeof(*q));
+	int ret;
+
+	*out = NULL;
+	if (!q)
+		return -ENOMEM;
+	q->loop = l;
+	if (pipe2(q->wake, O_CLOEXEC | O_NONBLOCK)) {
+		ret = -errno;
+		free(q);
+		return ret;
+	}
+	ret = loop_add_poll(l, &q->src, q->wake[0], POLLIN, submit_copier_woken, q);
+	if (ret) {
+		close_all(q->wake, 2);
+		free(q);
+		return ret;
+	}
+	*out = q;
+	return 0;
+}
+
+void submit_copier_free(struct submit_copier *q)
+{
+	if (!q)
+		return;
+	__atomic_store_n(&q->cancel, true, __ATOMIC_RELEASE);
+	if (q->running) {
+		pthread_join(q->thread, NULL);
+		close_all(q->running->sealed, q->running->nr);
+		q->running->ret =
+			coloc_err_set(&q->running->err, -ECANCELED, "colocd is shutting down");
+		submit_copy_end(q->running);
+		q->running = NULL;
+	}
+	while (q->head) {
+		struct submit_copy *c = q->head;
+
+		q->head = c->next;
+		c->ret = coloc_err_set(&c->err, -ECANCELED, "colocd is shutting down");
+		submit_copy_end(c);
+	}
+	loop_source_remove(q->src);
+	close_all(q->wake, 2);
+	free(q);
+}
+
+int submit_copier_add(struct submit_copier *q, const int *fds,
+		      const char (*what)[SUBMIT_COPY_WHAT_LEN], int nr, submit_copy_done_fn done,
+		      void *ctx, struct coloc_err *err)
+{
+	struct submit_copy *c;
+
+	if (nr < 1 || nr > SUBMIT_COPY_MAX_FILES)
+		return coloc_err_set(err, -EINVAL, "a submit has 1 to %d files",
+				     SUBMIT_COPY_MAX_FILES);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	c->nr = nr;
+	for (int i = 0; i < SUBMIT_COPY_MAX_FILES; i++)
+		c->fds[i] = c->sealed[i] = -1;
+	for (int i = 0; i < nr; i++) {
+		c->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+		if (c->fds[i] < 0) {
+			int ret = coloc_err_set(err, -errno, "duplicating the submit's files: %s",
+						strerror(errno));
+
+			submit_copy_end(c);
+			return ret;
+		}
+		memcpy(c->what[i], what[i], sizeof(c->what[i]));
+		c->what[i][sizeof(c->what[i]) - 1] = '\0';
+	}
+	c->done = done;
+	c->ctx = ctx;
+	if (q->tail)
+		q->tail->next = c;
+	else
+		q->head = c;
+	q->tail = c;
+	submit_copier_next(q);
+	return 0;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * A submit's files copied off colocd's event loop: submit_file_seal()
+ * (submit_files.h) runs for each file, and submit_file_hash() for the
+ * model's copy (the profile cache key), on a thread that owns only its
+ * duplicates of the client's descriptors and the copies it makes; the loop
+ * is told through a pipe it polls, and calls back there. One submit is
+ * copied at a time, the others wait in order of arrival: the memory the
+ * copies hold at once stays one submit's (COLOC_MAX_SUBMIT_BYTES), as when
+ * the loop copied them itself, while the other tenants are served and ping
+ * is answered meanwhile.
+ */
+#ifndef COLOC_DAEMON_SUBMIT_COPY_H
+#define COLOC_DAEMON_SUBMIT_COPY_H
+
+#include <stdint.h>
+#include "coloc/protocol.h"
+#include "error.h"
+#include "loop.h"
+
+#define SUBMIT_COPY_MAX_FILES (2 + COLOC_MAX_REQUEST_FDS)
+#define SUBMIT_COPY_WHAT_LEN 320
+
+struct submit_copier;
+
+/*
+ * A finished copy, on the loop: ret 0 with sealed[i] the sealed copy of
+ * the i-th file (the callee duplicates what it keeps: every fd of sealed[]
+ * is closed after it returns) and model_hash file 0's hash; else -errno
+ * with err naming the file at fault (-ECANCELED: colocd is stopping, from
+ * submit_copier_free; the callee only frees ctx then).
+ */
+typedef void (*submit_copy_done_fn)(void *ctx, int ret, const int *sealed, int nr,
+				    uint64_t model_hash, const struct coloc_err *err);
+
+/* One per colocd, on loop l: 0 or -ENOMEM. */
+int submit_copier_new(struct loop *l, struct submit_copier **out);
+/*
+ * Every copy not finished is stopped (the running one before its next
+ * file, then joined) and its done called with -ECANCELED. NULL is fine.
+ */
+void submit_copier_free(struct submit_copier *q);
+/*
+ * Queues the copy of the nr files of fds (the client's descriptors,
+ * duplicated here: the caller keeps its own), what[i] naming each in
+ * errors ("the model", ...), file 0 the model. done is called once, on the
+ * loop. 0, or -errno with err filled (done is then never called).
+ */
+int submit_copier_add(struct submit_copier *q, const int *fds,
+		      const char (*what)[SUBMIT_COPY_WHAT_LEN], int nr, submit_copy_done_fn done,
+		      void *ctx, struct coloc_err *err);
+
+#endif /* COLOC_DAEMON_SUBMIT_COPY_H */
