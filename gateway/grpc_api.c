@@ -173,6 +173,7 @@ struct api_infer {
 	struct gw_grpc_call *c;
 	struct gw_model_config cfg; /* a copy: the model may be reloaded meanwhile */
 	struct gw_model_stats *stats;
+	Inference__ModelInferRequest *rq; /* kept: ir.input may point into it */
 	struct gw_infer_request ir;
 	struct gw_job job;
 	float *output;
@@ -183,6 +184,7 @@ static void api_infer_free(void *p)
 	struct api_infer *a = p;
 
 	gw_infer_request_free(&a->ir);
+	gw_infer_proto_free(a->rq);
 	free(a->output);
 	free(a);
 }
@@ -293,6 +295,8 @@ static void api_model_infer(struct gw_grpc_call *c, const uint8_t *msg, size_t l
 		goto out;
 	}
 	a->c = c;
+	a->rq = rq;
+	rq = NULL;
 	a->cfg = m->cfg;
 	a->stats = &m->stats;
 	a->job.input_bytes = m->input_bytes;
@@ -300,9 +304,9 @@ static void api_model_infer(struct gw_grpc_call *c, const uint8_t *msg, size_t l
 	gw_models_put(m);
 	c->ctx = a;
 	c->ctx_free = api_infer_free;
-	api_infer_forward(c, a, rq);
+	api_infer_forward(c, a, a->rq);
 out:
-	inference__model_infer_request__free_unpacked(rq, NULL);
+	gw_infer_proto_free(rq);
 }
 
 /* ---- the repository extension ----------------------------------------------------------- */

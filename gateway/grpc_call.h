@@ -4,10 +4,12 @@
  * queue, each call's reading and answering) and its methods (grpc_api.c:
  * messages in, a call into models.h or forward.h, a message out).
  *
- * A method gets the request message's bytes and answers the call exactly
- * once, then or later from any thread: gw_grpc_reply (OK and a message)
- * or gw_grpc_fail (a status and why). State it keeps until then goes in
- * ctx; ctx_free(ctx) runs when the call is over.
+ * A method gets the request message's bytes, which stay put until the
+ * call is over (a query's input is sent to colocd from where it lies), and
+ * answers the call exactly once, then or later from any thread:
+ * gw_grpc_reply (OK and a message) or gw_grpc_fail (a status and why).
+ * State it keeps until then goes in ctx; ctx_free(ctx) runs when the call
+ * is over, before the message's bytes are released.
  */
 #ifndef COLOC_GATEWAY_GRPC_CALL_H
 #define COLOC_GATEWAY_GRPC_CALL_H
@@ -31,6 +33,7 @@ struct gw_grpc_call {
 	grpc_call_details details;
 	grpc_metadata_array metadata;
 	grpc_byte_buffer *payload, *reply;
+	grpc_slice msg; /* the request message's bytes, in one piece */
 	grpc_slice status_details;
 	int cancelled;
 	bool counted;

@@ -68,6 +68,7 @@ static void grpc_call_free(struct gw_grpc_call *c)
 	if (c->reply)
 		grpc_byte_buffer_destroy(c->reply);
 	grpc_slice_unref(c->status_details);
+	grpc_slice_unref(c->msg);
 	if (c->counted)
 		atomic_fetch_sub(&c->g->calls, 1);
 	free(c);
@@ -85,6 +86,7 @@ static bool grpc_request_next(struct gw_grpc *g)
 	c->fw = g->fw;
 	c->phase = CALL_NEW;
 	c->status_details = grpc_empty_slice();
+	c->msg = grpc_empty_slice();
 	grpc_call_details_init(&c->details);
 	grpc_metadata_array_init(&c->metadata);
 	if (grpc_server_request_call(g->server, &c->call, &c->details, &c->metadata, g->cq, g->cq,
@@ -199,7 +201,6 @@ static void grpc_call_arrived(struct gw_grpc_call *c)
 static void grpc_message_read(struct gw_grpc_call *c)
 {
 	grpc_byte_buffer_reader reader;
-	grpc_slice msg;
 
 	if (!c->payload) {
 		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "the call carried no message");
@@ -209,19 +210,17 @@ static void grpc_message_read(struct gw_grpc_call *c)
 		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "the message cannot be read");
 		return;
 	}
-	msg = grpc_byte_buffer_reader_readall(&reader);
+	c->msg = grpc_byte_buffer_reader_readall(&reader);
 	grpc_byte_buffer_reader_destroy(&reader);
 	grpc_byte_buffer_destroy(c->payload);
 	c->payload = NULL;
 	for (size_t i = 0; i < gw_grpc_nr_methods; i++) {
 		if (!grpc_slice_str_cmp(c->details.method, gw_grpc_methods[i].path)) {
-			gw_grpc_methods[i].handle(c, GRPC_SLICE_START_PTR(msg),
-						  GRPC_SLICE_LENGTH(msg));
-			grpc_slice_unref(msg);
+			gw_grpc_methods[i].handle(c, GRPC_SLICE_START_PTR(c->msg),
+						  GRPC_SLICE_LENGTH(c->msg));
 			return;
 		}
 	}
-	grpc_slice_unref(msg);
 	gw_grpc_fail(c, GRPC_STATUS_UNIMPLEMENTED, "no such method");
 }
 

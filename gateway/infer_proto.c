@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The gRPC infer messages (infer_proto.h): protobuf-c unpacks the bytes
- * (bounded by the gRPC message limit before they get here), then each
- * field is checked with the HTTP side's rules (infer_request.h's lookups
- * and shape check) before a byte is copied into the model's flat input.
+ * (bounded by the gRPC message limit before they get here), all but the
+ * raw_input_contents, which a walk over the top-level fields finds and
+ * leaves where they lie (protobuf-c would copy each, ~600 KB for an image);
+ * then each field is checked with the HTTP side's rules (infer_request.h's
+ * lookups and shape check) before a byte is used; a model's only input is
+ * forwarded from where it lies, several are copied into the flat input.
  * The response is built on the stack, pointing into the outputs, and
  * packed once.
  */
@@ -15,6 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "infer_proto.h"
+
+/* ModelInferRequest's raw_input_contents: field 7, length-delimited (wire type 2) */
+#define PROTO_RAW_KEY ((7u << 3) | 2u)
+#define PROTO_MAX_RAW 1024 /* entries; a model has at most GW_REPO_MAX_TENSORS inputs */
 
 static int proto_fail(char *why, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -29,9 +36,124 @@ static int proto_fail(char *why, size_t len, const char *fmt, ...)
 	return 400;
 }
 
+/* A varint at *p (before end) into *v, *p past it; false if cut off or over 10 bytes. */
+static bool proto_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (unsigned int shift = 0; shift < 70 && *p < end; shift += 7) {
+		uint8_t b = *(*p)++;
+
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The end of the field whose key was read (p: after it), its value at *val; NULL if malformed. */
+static const uint8_t *proto_field_end(const uint8_t *p, const uint8_t *end, uint64_t key,
+				      const uint8_t **val)
+{
+	uint64_t n;
+
+	switch (key & 7) {
+	case 0:
+		return proto_varint(&p, end, &n) ? p : NULL;
+	case 1:
+		return end - p >= 8 ? p + 8 : NULL;
+	case 2:
+		if (!proto_varint(&p, end, &n) || n > (uint64_t)(end - p))
+			return NULL;
+		*val = p;
+		return p + n;
+	case 5:
+		return end - p >= 4 ? p + 4 : NULL;
+	default:
+		return NULL; /* groups (deprecated, not in this proto3 message) or no type */
+	}
+}
+
+/*
+ * Walks the message's top-level fields: its raw_input_contents located in
+ * raw (up to max; *nr_raw counts them all), every other field copied to
+ * rest (when not NULL) at *rest_len. False if the wire format is broken.
+ */
+static bool proto_split(const uint8_t *buf, size_t len, ProtobufCBinaryData *raw, size_t max,
+			size_t *nr_raw, uint8_t *rest, size_t *rest_len)
+{
+	const uint8_t *p = buf, *end = buf + len;
+
+	*nr_raw = 0;
+	*rest_len = 0;
+	while (p < end) {
+		const uint8_t *field = p, *val = NULL, *next;
+		uint64_t key;
+
+		if (!proto_varint(&p, end, &key))
+			return false;
+		next = proto_field_end(p, end, key, &val);
+		if (!next)
+			return false;
+		if (key == PROTO_RAW_KEY) {
+			if (*nr_raw < max)
+				raw[*nr_raw] = (ProtobufCBinaryData){ (size_t)(next - val),
+								      (uint8_t *)val };
+			(*nr_raw)++;
+		} else {
+			if (rest)
+				memcpy(rest + *rest_len, field, (size_t)(next - field));
+			*rest_len += (size_t)(next - field);
+		}
+		p = next;
+	}
+	return true;
+}
+
 Inference__ModelInferRequest *gw_infer_proto_unpack(const uint8_t *buf, size_t len)
 {
-	return inference__model_infer_request__unpack(NULL, len, buf);
+	ProtobufCBinaryData *raw;
+	Inference__ModelInferRequest *msg;
+	size_t nr_raw, rest_len;
+	uint8_t *rest;
+
+	if (!proto_split(buf, len, NULL, 0, &nr_raw, NULL, &rest_len))
+		return NULL;
+	if (!nr_raw)
+		return inference__model_infer_request__unpack(NULL, len, buf);
+	if (nr_raw > PROTO_MAX_RAW)
+		return NULL;
+	raw = calloc(nr_raw, sizeof(*raw));
+	rest = malloc(rest_len ? rest_len : 1);
+	if (!raw || !rest || !proto_split(buf, len, raw, nr_raw, &nr_raw, rest, &rest_len)) {
+		free(raw);
+		free(rest);
+		return NULL;
+	}
+	msg = inference__model_infer_request__unpack(NULL, rest_len, rest);
+	free(rest);
+	if (!msg || msg->n_raw_input_contents) {
+		/* a raw_input_contents of another wire type: not a ModelInferRequest */
+		if (msg)
+			inference__model_infer_request__free_unpacked(msg, NULL);
+		free(raw);
+		return NULL;
+	}
+	msg->n_raw_input_contents = nr_raw;
+	msg->raw_input_contents = raw;
+	return msg;
+}
+
+void gw_infer_proto_free(Inference__ModelInferRequest *msg)
+{
+	if (!msg)
+		return;
+	free(msg->raw_input_contents);
+	msg->raw_input_contents = NULL;
+	msg->n_raw_input_contents = 0;
+	inference__model_infer_request__free_unpacked(msg, NULL);
 }
 
 /* Whether c holds values of a type other than FP32. */
@@ -40,6 +162,20 @@ static bool proto_other_contents(const Inference__InferTensorContents *c)
 	return c && (c->n_bool_contents || c->n_int_contents || c->n_int64_contents ||
 		     c->n_uint_contents || c->n_uint64_contents || c->n_fp64_contents ||
 		     c->n_bytes_contents);
+}
+
+/* An input's bytes: a model's only input used where it lies, else copied to its place. */
+static int proto_take(const struct gw_model_config *cfg, struct gw_infer_request *req,
+		      uint64_t offset, const void *bytes, size_t len, char *why, size_t why_len)
+{
+	if (cfg->nr_inputs == 1) {
+		req->input = bytes;
+		return 0;
+	}
+	if (!gw_infer_input_buf(req))
+		return proto_fail(why, why_len, "out of memory");
+	memcpy(req->input_buf + offset, bytes, len);
+	return 0;
 }
 
 /* Input k of msg into req->input at its tensor's place. */
@@ -82,16 +218,14 @@ static int proto_one_input(const struct gw_model_config *cfg,
 				"input %s: its raw_input_contents must be %llu bytes (its "
 				"shape in FP32), not %zu",
 				t->name, (unsigned long long)t->elems * 4, raw->len);
-		memcpy(req->input + offset, raw->data, raw->len);
-		return 0;
+		return proto_take(cfg, req, offset, raw->data, raw->len, why, why_len);
 	}
 	if (!c || c->n_fp32_contents != t->elems)
 		return proto_fail(why, why_len,
 				  "input %s: contents.fp32_contents must hold exactly %llu values "
 				  "(or use raw_input_contents)",
 				  t->name, (unsigned long long)t->elems);
-	memcpy(req->input + offset, c->fp32_contents, t->elems * 4);
-	return 0;
+	return proto_take(cfg, req, offset, c->fp32_contents, t->elems * 4, why, why_len);
 }
 
 static int proto_outputs(const struct gw_model_config *cfg, const Inference__ModelInferRequest *msg,
@@ -147,9 +281,6 @@ int gw_infer_from_proto(const struct gw_model_config *cfg, const Inference__Mode
 	for (int i = 0; i < cfg->nr_inputs; i++)
 		elems += cfg->inputs[i].elems;
 	req->input_bytes = (size_t)elems * 4;
-	req->input = malloc(req->input_bytes ? req->input_bytes : 1);
-	if (!req->input)
-		return proto_fail(why, why_len, "out of memory");
 	for (size_t k = 0; k < msg->n_inputs; k++) {
 		r = proto_one_input(cfg, msg, k, req, seen, why, why_len);
 		if (r)

@@ -26,13 +26,18 @@
 #include "grpc_service.pb-c.h"
 #include "infer_request.h"
 
-/* The bytes as a ModelInferRequest (free with ..._free_unpacked), or NULL. */
+/*
+ * The bytes as a ModelInferRequest (free with gw_infer_proto_free), or
+ * NULL. Its raw_input_contents point into buf, which must outlive it.
+ */
 Inference__ModelInferRequest *gw_infer_proto_unpack(const uint8_t *buf, size_t len);
+void gw_infer_proto_free(Inference__ModelInferRequest *msg);
 
 /*
  * Checks msg against model cfg and fills req (req->binary[k]: output k
- * raw). 0, or 400 with the reason in why; req->input is freed by
- * gw_infer_request_free() in either case.
+ * raw). 0, or 400 with the reason in why; req->input may point into msg
+ * (and its buffer), which must outlive its use; gw_infer_request_free()
+ * frees what was allocated, in either case.
  */
 int gw_infer_from_proto(const struct gw_model_config *cfg, const Inference__ModelInferRequest *msg,
 			struct gw_infer_request *req, char *why, size_t why_len);

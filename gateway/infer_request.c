@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * KServe v2 infer bodies (infer_request.h): the request's JSON and binary
- * parts into the model's flat fp32 input, and the outputs back into JSON
- * and binary parts. JSON is read and written with json-c; floats are
+ * parts into the model's flat fp32 input (a model's one input sent as
+ * binary is used where it lies in the body, not copied), and the outputs
+ * back into JSON and binary parts. JSON is read and written with json-c; floats are
  * written with 9 significant digits, which round-trip an fp32 exactly.
  */
 #define _GNU_SOURCE
@@ -172,7 +173,12 @@ static int infer_one_input(const struct gw_model_config *cfg, struct json_object
 			return infer_fail(why, why_len,
 					  "input %s: binary_data_size %lld is past the body's end",
 					  t->name, (long long)bytes);
-		memcpy(req->input + offset, *bin, (size_t)bytes);
+		if (cfg->nr_inputs == 1)
+			req->input = *bin;
+		else if (gw_infer_input_buf(req))
+			memcpy(req->input_buf + offset, *bin, (size_t)bytes);
+		else
+			return infer_fail(why, why_len, "out of memory");
 		*bin += bytes;
 		*bin_left -= (size_t)bytes;
 		return 0;
@@ -183,7 +189,9 @@ static int infer_one_input(const struct gw_model_config *cfg, struct json_object
 				  "input %s needs \"data\" (an array) or "
 				  "parameters.binary_data_size",
 				  t->name);
-	if (infer_flatten(data, req->input + offset, &n, t->elems, 0) || n != t->elems)
+	if (!gw_infer_input_buf(req))
+		return infer_fail(why, why_len, "out of memory");
+	if (infer_flatten(data, req->input_buf + offset, &n, t->elems, 0) || n != t->elems)
 		return infer_fail(why, why_len, "input %s: \"data\" must hold exactly %llu numbers",
 				  t->name, (unsigned long long)t->elems);
 	return 0;
@@ -255,9 +263,6 @@ int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t l
 	for (int i = 0; i < cfg->nr_inputs; i++)
 		elems += cfg->inputs[i].elems;
 	req->input_bytes = (size_t)elems * 4;
-	req->input = malloc(req->input_bytes ? req->input_bytes : 1);
-	if (!req->input)
-		return infer_fail(why, why_len, "out of memory");
 	tok = json_tokener_new_ex(GW_JSON_MAX_DEPTH);
 	if (!tok)
 		return infer_fail(why, why_len, "out of memory");
@@ -316,8 +321,18 @@ out:
 
 void gw_infer_request_free(struct gw_infer_request *req)
 {
-	free(req->input);
+	free(req->input_buf);
+	req->input_buf = NULL;
 	req->input = NULL;
+}
+
+float *gw_infer_input_buf(struct gw_infer_request *req)
+{
+	if (!req->input_buf) {
+		req->input_buf = malloc(req->input_bytes ? req->input_bytes : 1);
+		req->input = req->input_buf;
+	}
+	return req->input_buf;
 }
 
 static struct json_object *infer_shape(const struct gw_tensor *t)

@@ -41,7 +41,13 @@
 struct gw_infer_request {
 	char id[GW_ID_MAX];
 	bool has_id;
-	float *input; /* malloc'd: the model's inputs one after another (shm.h's layout) */
+	/*
+	 * The model's inputs one after another (shm.h's layout): input_buf, or,
+	 * when the model has one input and the request gave it as raw bytes,
+	 * those bytes where they lie in the request (no copy).
+	 */
+	const void *input;
+	float *input_buf; /* malloc'd when needed */
 	size_t input_bytes;
 	int nr_outputs; /* requested, in the order asked */
 	int outputs[GW_REPO_MAX_TENSORS]; /* index into the model's outputs */
@@ -51,12 +57,16 @@ struct gw_infer_request {
 /*
  * Parses body (len bytes; the first header_len of them JSON, or all of it
  * when header_len is (size_t)-1: no binary extension) for model cfg. 0, or
- * an HTTP status (400) with the reason in why. req->input is freed by
- * gw_infer_request_free() in either case.
+ * an HTTP status (400) with the reason in why. req->input may point into
+ * body, which must outlive its use; gw_infer_request_free() frees what
+ * was allocated, in either case.
  */
 int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t len,
 		   size_t header_len, struct gw_infer_request *req, char *why, size_t why_len);
 void gw_infer_request_free(struct gw_infer_request *req);
+
+/* req->input_buf (req->input_bytes of it), allocated on first use; NULL on no memory. */
+float *gw_infer_input_buf(struct gw_infer_request *req);
 
 /*
  * What both front doors check alike (the gRPC side is infer_proto.h): the

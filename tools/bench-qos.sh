@@ -96,7 +96,7 @@ set -euo pipefail
 usage() {
 	cat <<EOF
 Usage: tools/bench-qos.sh [--quick] [--repeats N] [--policies LIST] [--mixes LIST]
-                          [--solo-from FILE] [--executors N]
+                          [--solo-from FILE] [--executors N] [--via grpc|http]
        make bench-qos [ARGS='--quick ...']          (as root)
 The highest total QPS at which >= 95 % of every tenant's queries meet QoS, for
 each of colocd's policies on each tenant mix of tools/qos-mixes.conf, and the
@@ -126,6 +126,12 @@ build/bench-qos/ (results.tsv, points.tsv, mape.tsv, one PNG per mix).
   --executors N    every tenant submitted with N executor processes (1-8,
                    default 1): up to N of its queries run at once; each
                    POLICY of --policies is measured as POLICY@N
+  --via grpc|http  drive the tenants through coloc-gateway (one per policy,
+                   as the coloc user, a model repository of the mix's
+                   models whose tenants it adopts) with coloc-load --grpc or
+                   --url instead of colocd's socket; route.tsv gets each
+                   point's p50 and the gateway's CPU per query (default:
+                   the socket; run both with one --solo-from to compare)
   -h, --help       this help
 
 Measure on a quiet machine: every policy runs on the same cores, the
@@ -139,6 +145,7 @@ BASELINES=" os static temporal model-wise layer-wise "
 POLICY_LIST=$DEFAULT_POLICIES
 MIX_LIST=
 SOLO_FROM=
+VIA=socket
 QUICK=0
 REPEATS=1
 while [ $# -gt 0 ]; do
@@ -175,6 +182,14 @@ while [ $# -gt 0 ]; do
 		EXECUTORS_ALL=$2
 		shift
 		;;
+	--via)
+		if [ $# -lt 2 ] || ! [[ $2 =~ ^(grpc|http|socket)$ ]]; then
+			echo "bench-qos: --via needs grpc, http or socket (see --help)" >&2
+			exit 2
+		fi
+		VIA=$2
+		shift
+		;;
 	-h | --help)
 		usage
 		exit 0
@@ -201,6 +216,8 @@ fi
 # shellcheck source=tools/colocd-lib.sh
 . "$(dirname "$0")/colocd-lib.sh"
 colocd_lib_init bench-qos
+. "$(dirname "$0")/bench-qos-via.sh"
+via_init
 OUT=$ROOT/build/bench-qos
 CONF=$ROOT/tools/qos-mixes.conf
 
@@ -371,6 +388,8 @@ printf 'mix\tpolicy\tphase\ttotal_qps\tduration_s\ttenant\tqps\tsent\tcompleted\
 	>"$OUT/points.tsv"
 printf 'mix\tpolicy\tqos_qps\tp99_over_solo\tsearches\n' >"$OUT/results.tsv"
 printf 'mix\tpolicy\ttenant\tblocks\tprediction_mape\tprediction_bias\n' >"$OUT/mape.tsv"
+printf 'mix\tpolicy\tphase\ttotal_qps\ttenant\tvia\tp50_ms\tp99_ms\tgateway_cpu_us_per_query\n' \
+	>"$OUT/route.tsv"
 
 # Runs one point; sets PASS (1/0) and WORST_P99 (worst p99/solo). Returns 1 if coloc-load failed.
 run_point() { # mix policy phase total search
@@ -381,12 +400,14 @@ run_point() { # mix policy phase total search
 			'BEGIN { r = t * w; printf "%.3f", r < 0.001 ? 0.001 : r }')"
 	done
 	d=$(point_duration "$mix" "$total")
-	if ! "$BIN/coloc-load" --socket "$SOCK" --tenant "$spec" --duration "$d" \
+	via_load_args "$policy"
+	if ! "$BIN/coloc-load" --socket "$SOCK" "${VIA_ARGS[@]}" --tenant "$spec" --duration "$d" \
 		--warmup "$WARMUP_S" --drain "$DRAIN_S" --seed "$search" --json >"$json" 2>"$WORK/load.err"; then
 		sed 's/^/  coloc-load: /' "$WORK/load.err" >&2
 		echo "bench-qos: coloc-load failed at $total QPS under --policy $policy ($mix)" >&2
 		return 1
 	fi
+	via_record "$mix" "$policy" "$phase" "$total" "$json"
 	rows=$(jq -r '.tenants[] | [.name, .qps, .sent, .completed, .within_qos, .p99_ms,
 		([.colocd_parts | to_entries[] | "\(.key)=\(.value.p50_ms)"] | join(",")),
 		([.colocd_parts | to_entries[] | "\(.key)=\(.value.p95_ms)"] | join(","))] | @tsv' "$json")
@@ -566,8 +587,10 @@ start_policy() { # mix policy
 		echo "  $policy: skipped (${UNAVAILABLE[$policy]})"
 		return 1
 	fi
+	via_repo "$mix"
 	for m in ${MIX_MODELS[$mix]}; do
-		submit_tenant "$m" "$m" "${QOS[$m]}" quiet "$executors" || ok=0
+		via_ctl submit "$m" "$(via_model_path "$mix" "$m")" --qos-ms "${QOS[$m]}" \
+			--executors "$executors" >/dev/null || ok=0
 	done
 	for m in ${MIX_MODELS[$mix]}; do
 		[ "$ok" = 1 ] && { wait_ready "$m" || ok=0; }
@@ -575,6 +598,7 @@ start_policy() { # mix policy
 	for m in ${MIX_MODELS[$mix]}; do
 		[ "$ok" = 1 ] && { warm_up "$m" || ok=0; }
 	done
+	[ "$ok" = 1 ] && { via_start "$mix" "$policy" || ok=0; }
 	[ "$ok" = 0 ] || return 0
 	echo "  $policy: skipped on $mix (a tenant did not get or stay ready; see above)"
 	RESULT[$mix.$policy]=skipped
@@ -614,6 +638,7 @@ for mix in "${MIXES[@]}"; do
 					"${P99X[$mix.$policy]}" "${RUNS[$mix.$policy]}" >>"$OUT/results.tsv"
 				record_mape "$mix" "$policy"
 			fi
+			via_stop "$policy"
 			stop_colocd
 		done
 		running=("${left[@]}")

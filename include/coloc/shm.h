@@ -185,8 +185,9 @@ struct coloc_shm_cmd {
 	__u32 block_last[COLOC_SHM_MAX_PLAN_BLOCKS];
 	__u32 block_cores[COLOC_SHM_MAX_PLAN_BLOCKS];
 	/*
-	 * The block's cores as a bitmap (bit c of word c / 64: OS CPU id c).
-	 * Team thread i runs on the i-th set bit, in increasing CPU order
+	 * The command's cores as a bitmap (bit c of word c / 64: OS CPU id c),
+	 * a plan's all its blocks'. Team thread i runs on the i-th set bit, in
+	 * increasing CPU order
 	 * (without COLOC_SHM_RUN_SHARED). Every core must be one the executor
 	 * was started with.
 	 */

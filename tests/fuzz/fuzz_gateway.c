@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			free(buf);
 		}
 		gw_infer_request_free(&req);
-		inference__model_infer_request__free_unpacked(msg, NULL);
+		gw_infer_proto_free(msg);
 	}
 	return 0;
 }
