@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * Finds a model's latency profile in the cache and turns it into the
- * policy's table (struct policy_model): the one conversion colocd and
+ * policy's table (struct policy_costs): the one conversion colocd and
  * coloc-sim both use, so the simulator schedules on exactly the table colocd
  * would. No oneDNN and no model parser here: the cache key's machine is
  * the caller's (its ISA from oneDNN in the tools, from coloc-executor
@@ -71,18 +71,18 @@ struct profile *profile_table_find_hashed(const char *model_name, uint64_t hash,
 
 /*
  * Sum over layers of the version the policy takes at core index ci and
- * level column k (policy_model_fastest_version: a later version only when
+ * level column k (policy_costs_fastest_version: a later version only when
  * its CI lies below the winner's, so one noisy cell does not pick it); 0 if
  * a layer has none.
  */
-static uint64_t model_sum(const struct policy_model *pm, int ci, int k)
+static uint64_t model_sum(const struct policy_costs *pm, int ci, int k)
 {
 	uint64_t sum = 0;
 
 	for (int l = 0; l < pm->nr_layers; l++) {
 		uint64_t ns = 0;
 
-		if (policy_model_fastest_version(pm, l, ci, k, &ns) < 0 || !ns)
+		if (policy_costs_fastest_version(pm, l, ci, k, &ns) < 0 || !ns)
 			return 0;
 		sum += ns;
 	}
@@ -108,7 +108,7 @@ int profile_table_build_layers(const struct profile *p, const char *name, int nr
 			       const uint64_t *layer_macs, struct policy_table *t,
 			       struct coloc_err *err)
 {
-	struct policy_model *pm = &t->model;
+	struct policy_costs *pm = &t->model;
 	int nr_versions = 1, clamped = 0;
 	double running = 1.0;
 	uint64_t alone;
@@ -153,7 +153,7 @@ int profile_table_build_layers(const struct profile *p, const char *name, int nr
 					t->latency_hi_ns[at] = p->ci_hi_ns[cell - p->latency_ns];
 				}
 	}
-	*pm = (struct policy_model){ .nr_layers = p->nr_layers,
+	*pm = (struct policy_costs){ .nr_layers = p->nr_layers,
 				     .nr_versions = nr_versions,
 				     .nr_core_counts = p->nr_cores,
 				     .nr_levels = p->nr_levels,
@@ -186,7 +186,7 @@ int profile_table_build_layers(const struct profile *p, const char *name, int nr
 
 		snprintf(t->note + n, sizeof(t->note) - n, " (%d level columns clamped)", clamped);
 	}
-	clamped = policy_model_check(pm, err);
+	clamped = policy_costs_check(pm, err);
 	if (clamped)
 		policy_table_free(t);
 	return clamped;

@@ -55,7 +55,7 @@ void policy_coloc_engine_destroy(void *state)
 }
 
 /* The first count index whose count is above limit (a need there makes a pivot); nc when none. */
-static int pivot_index(const struct policy_model *m, double limit)
+static int pivot_index(const struct policy_costs *m, double limit)
 {
 	int lo = 0, hi = m->nr_core_counts;
 
@@ -83,7 +83,7 @@ static int pivot_index(const struct policy_model *m, double limit)
  * Tiny-YOLOv2's queries in colocd paid one more round trip (2.4 ms on the
  * 2-vCPU VM) for a 1.5 us layer.
  */
-static int first_with_work(const struct policy_model *m, int first)
+static int first_with_work(const struct policy_costs *m, int first)
 {
 	while (m->layer_ops && first + 1 < m->nr_layers && !m->layer_ops[first])
 		first++;
@@ -91,7 +91,7 @@ static int first_with_work(const struct policy_model *m, int first)
 }
 
 static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
-		     const struct policy_model *m, int first, double scale, double thres,
+		     const struct policy_costs *m, int first, double scale, double thres,
 		     double pos, int *min_need, double *budget)
 {
 	double limit = ct->avg_need + thres;
@@ -188,7 +188,7 @@ static double budget_scale(const struct coloc_state *st, const struct policy_inp
 			   const struct round *r, const struct coloc_tenant *ct,
 			   const struct policy_query *q)
 {
-	const struct policy_model *m = in->tenants[q->tenant].model;
+	const struct policy_costs *m = in->tenants[q->tenant].model;
 	double rest, head = 0, e = policy_tenant_executors(&in->tenants[q->tenant]);
 	int i = 1;
 
@@ -227,11 +227,11 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_input 
 			struct coloc_tenant *ct, const struct policy_query *q, int max_ci,
 			double pos, struct policy_output *out, struct coloc_err *err)
 {
-	const struct policy_model *m = ct->model;
+	const struct policy_costs *m = ct->model;
 	double corr = st->flags.predict ? coloc_aged_corr(ct, in->now_ns) : 1.0;
 	double fixed = st->flags.predict ? coloc_aged_fixed(ct, in->now_ns) : 0;
 	double margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
-	int first = q->next_layer, all_ci = policy_model_core_index(m, st->nr_online);
+	int first = q->next_layer, all_ci = policy_costs_core_index(m, st->nr_online);
 	uint64_t rest_ns = rest_of_model(st, ct, first, all_ci, pos, corr, fixed, in->now_ns);
 
 	if (!rest_ns)
@@ -254,15 +254,15 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		 struct policy_output *out, struct coloc_err *err)
 {
 	const struct policy_tenant *pt = &in->tenants[q->tenant];
-	const struct policy_model *m = pt->model;
+	const struct policy_costs *m = pt->model;
 	struct coloc_tenant *ct = &st->t[q->tenant];
 	double slowdown = st->flags.use_level ? r->slowdown : 1.0;
-	double pos = policy_model_level_pos(m, slowdown);
+	double pos = policy_costs_level_pos(m, slowdown);
 	double corr = st->flags.predict ? coloc_aged_corr(ct, in->now_ns) : 1.0;
 	double fixed = st->flags.predict ? coloc_aged_fixed(ct, in->now_ns) : 0;
 	double margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
 	int max_count = r->nr_free;
-	int max_ci = policy_model_core_index(m, max_count);
+	int max_ci = policy_costs_core_index(m, max_count);
 	int first = q->next_layer, lead = first_with_work(m, first), last, ci;
 	double budget, scale;
 	struct block_pred bp;
@@ -328,7 +328,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	if (st->flags.use_spare) {
 		double limit = ct->avg_need + r->thres[q->tenant];
 		int ci_spare =
-			policy_model_core_index(m, limit < max_count ? (int)limit : max_count);
+			policy_costs_core_index(m, limit < max_count ? (int)limit : max_count);
 
 		if (ci_spare > ci) {
 			uint64_t ns = coloc_span_ns(st, ct, first, last, ci_spare, pos, NULL, 0);
@@ -395,10 +395,10 @@ static double solo_slack(struct coloc_state *st, const struct policy_input *in,
 			 const struct round *r, int t)
 {
 	const struct policy_tenant *pt = &in->tenants[t];
-	const struct policy_model *m = pt->model;
+	const struct policy_costs *m = pt->model;
 	struct coloc_tenant *ct = coloc_tenant_state(st, in, t);
-	double pos = policy_model_level_pos(m, st->flags.use_level ? r->slowdown : 1.0);
-	int ci = policy_model_core_index(m, st->nr_online);
+	double pos = policy_costs_level_pos(m, st->flags.use_level ? r->slowdown : 1.0);
+	int ci = policy_costs_core_index(m, st->nr_online);
 	uint64_t raw = ci < 0 ? 0 : coloc_span_ns(st, ct, 0, m->nr_layers, ci, pos, NULL, 0);
 	double qos = (double)pt->qos_ns, solo = (double)raw;
 

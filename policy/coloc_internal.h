@@ -83,7 +83,7 @@ struct coloc_cache {
 struct coloc_tenant {
 	bool known;
 	uint64_t uid;
-	const struct policy_model *model;
+	const struct policy_costs *model;
 	double avg_need; /* avg_C: mean core need alone */
 	/* a layer's share of the QoS is its alone latency at this count's index, -1: its ops */
 	int share_ci;
@@ -148,8 +148,8 @@ struct block_pred {
 /* coloc_table.c: a tenant's table, through its cache */
 struct coloc_tenant *coloc_tenant_state(struct coloc_state *st, const struct policy_input *in,
 					int t);
-double coloc_layer_share(const struct coloc_tenant *ct, const struct policy_model *m, int l);
-double coloc_rest_share(const struct coloc_tenant *ct, const struct policy_model *m, int first);
+double coloc_layer_share(const struct coloc_tenant *ct, const struct policy_costs *m, int l);
+double coloc_rest_share(const struct coloc_tenant *ct, const struct policy_costs *m, int first);
 int coloc_layer_need(const struct coloc_state *st, struct coloc_tenant *ct, int l, double budget,
 		     double pos);
 uint64_t coloc_span_ns(const struct coloc_state *st, struct coloc_tenant *ct, int first, int last,

@@ -122,7 +122,7 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 {
 	struct coloc_state *st = state;
 	struct coloc_tenant *ct;
-	const struct policy_model *m;
+	const struct policy_costs *m;
 	int ci;
 	uint64_t raw;
 
@@ -132,13 +132,13 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 	m = ct->model;
 	if (!ct->known || !m || d->last_layer > m->nr_layers || !measured_ns)
 		return;
-	ci = policy_model_core_index(m, d->nr_cores);
+	ci = policy_costs_core_index(m, d->nr_cores);
 	if (ci < 0)
 		return;
 	raw = 0;
 	for (int l = d->first_layer; l < d->last_layer; l++)
-		raw += policy_model_latency(m, l, d->versions[l - d->first_layer], ci,
-					    policy_model_level_pos(m, d->level));
+		raw += policy_costs_latency(m, l, d->versions[l - d->first_layer], ci,
+					    policy_costs_level_pos(m, d->level));
 	if (raw) {
 		uint64_t end_ns = d->decided_ns + measured_ns;
 		double m_ns = (double)measured_ns, w = raw / (raw + COLOC_SMALL_BLOCK_NS);

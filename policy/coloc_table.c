@@ -17,22 +17,22 @@
  * when none. Without versions it is the fastest alone at ci, whatever the
  * level: at level 1.0 (pos 0) both choices are then the same version.
  */
-static int layer_version(const struct coloc_state *st, const struct policy_model *m, int l, int ci,
+static int layer_version(const struct coloc_state *st, const struct policy_costs *m, int l, int ci,
 			 double pos, uint64_t *ns)
 {
 	int v;
 
 	if (st->flags.versions || pos <= 0)
-		return policy_model_fastest_version(m, l, ci, pos, ns);
-	v = policy_model_fastest_version(m, l, ci, 0, ns);
+		return policy_costs_fastest_version(m, l, ci, pos, ns);
+	v = policy_costs_fastest_version(m, l, ci, 0, ns);
 	if (v < 0)
 		return v;
-	*ns = policy_model_latency(m, l, v, ci, pos);
+	*ns = policy_costs_latency(m, l, v, ci, pos);
 	/* a table without that version's column at the level: the fastest that has one */
-	return *ns ? v : policy_model_fastest_version(m, l, ci, pos, ns);
+	return *ns ? v : policy_costs_fastest_version(m, l, ci, pos, ns);
 }
 
-double coloc_layer_share(const struct coloc_tenant *ct, const struct policy_model *m, int l)
+double coloc_layer_share(const struct coloc_tenant *ct, const struct policy_costs *m, int l)
 {
 	uint64_t ns;
 
@@ -42,7 +42,7 @@ double coloc_layer_share(const struct coloc_tenant *ct, const struct policy_mode
 		return 1.0 / m->nr_layers;
 	if (ct->share_ci < 0)
 		return (double)m->layer_ops[l] / ct->share_den;
-	if (policy_model_fastest_version(m, l, ct->share_ci, 0, &ns) < 0)
+	if (policy_costs_fastest_version(m, l, ct->share_ci, 0, &ns) < 0)
 		return 0;
 	return (double)ns / ct->share_den;
 }
@@ -111,7 +111,7 @@ static inline const struct coloc_cell *cache_row(const struct coloc_state *st,
 }
 
 /* The shares of layers first.. summed in order (kept per tenant: the same sum, bit for bit). */
-double coloc_rest_share(const struct coloc_tenant *ct, const struct policy_model *m, int first)
+double coloc_rest_share(const struct coloc_tenant *ct, const struct policy_costs *m, int first)
 {
 	double rest = 0;
 
@@ -126,7 +126,7 @@ double coloc_rest_share(const struct coloc_tenant *ct, const struct policy_model
 int coloc_layer_need(const struct coloc_state *st, struct coloc_tenant *ct, int l, double budget,
 		     double pos)
 {
-	const struct policy_model *m = ct->model;
+	const struct policy_costs *m = ct->model;
 	struct coloc_cache *c = coloc_cache_at(ct, pos);
 	uint64_t best_ns = 0;
 	int best = 0;
@@ -187,7 +187,7 @@ int coloc_layer_need(const struct coloc_state *st, struct coloc_tenant *ct, int 
  * more spare cores, and side by side it was neither clearly better nor
  * worse (sim/README.md).
  */
-static int share_index(const struct policy_model *m, uint64_t qos_ns)
+static int share_index(const struct policy_costs *m, uint64_t qos_ns)
 {
 	for (int ci = 0; qos_ns && ci < m->nr_core_counts; ci++) {
 		double sum = 0;
@@ -195,7 +195,7 @@ static int share_index(const struct policy_model *m, uint64_t qos_ns)
 		for (int l = 0; l < m->nr_layers && sum <= (double)qos_ns; l++) {
 			uint64_t ns;
 
-			if (policy_model_fastest_version(m, l, ci, 0, &ns) < 0 || !ns)
+			if (policy_costs_fastest_version(m, l, ci, 0, &ns) < 0 || !ns)
 				sum = INFINITY;
 			else
 				sum += (double)ns;
@@ -211,7 +211,7 @@ struct coloc_tenant *coloc_tenant_state(struct coloc_state *st, const struct pol
 {
 	struct coloc_tenant *ct = &st->t[t];
 	const struct policy_tenant *pt = &in->tenants[t];
-	const struct policy_model *m = pt->model;
+	const struct policy_costs *m = pt->model;
 	double sum = 0;
 
 	if (ct->known && ct->uid == pt->uid && ct->model == m)
@@ -225,7 +225,7 @@ struct coloc_tenant *coloc_tenant_state(struct coloc_state *st, const struct pol
 
 		if (ct->share_ci < 0)
 			ct->share_den += (double)m->layer_ops[l];
-		else if (policy_model_fastest_version(m, l, ct->share_ci, 0, &ns) >= 0)
+		else if (policy_costs_fastest_version(m, l, ct->share_ci, 0, &ns) >= 0)
 			ct->share_den += (double)ns;
 	}
 	if (m->nr_layers <= COLOC_CACHE_LAYERS &&
@@ -256,7 +256,7 @@ struct coloc_tenant *coloc_tenant_state(struct coloc_state *st, const struct pol
 static void cache_column(const struct coloc_state *st, struct coloc_tenant *ct,
 			 struct coloc_cache *c, int ci, double pos)
 {
-	const struct policy_model *m = ct->model;
+	const struct policy_costs *m = ct->model;
 	int nc = m->nr_core_counts, l;
 	uint64_t sum = 0, alone = 0;
 	uint32_t bad = 0;
@@ -275,7 +275,7 @@ static void cache_column(const struct coloc_state *st, struct coloc_tenant *ct,
 			bad++;
 		} else {
 			sum += ns;
-			alone += policy_model_cell(m, l, ver, ci, 0);
+			alone += policy_costs_cell(m, l, ver, ci, 0);
 		}
 	}
 	c->sum_before[l * nc + ci] = sum;
@@ -331,7 +331,7 @@ uint64_t coloc_span_ns(const struct coloc_state *st, struct coloc_tenant *ct, in
 uint64_t coloc_span_alone_ns(const struct coloc_state *st, struct coloc_tenant *ct, int first,
 			     int last, int ci, double pos, const uint8_t *v)
 {
-	const struct policy_model *m = ct->model;
+	const struct policy_costs *m = ct->model;
 	struct coloc_cache *c = coloc_cache_at(ct, pos);
 	uint64_t sum = 0;
 
@@ -344,7 +344,7 @@ uint64_t coloc_span_alone_ns(const struct coloc_state *st, struct coloc_tenant *
 			return c->alone_before[last * nc + ci] - c->alone_before[first * nc + ci];
 	}
 	for (int l = first; l < last; l++)
-		sum += policy_model_cell(m, l, v[l - first], ci, 0);
+		sum += policy_costs_cell(m, l, v[l - first], ci, 0);
 	return sum;
 }
 

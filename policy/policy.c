@@ -145,7 +145,7 @@ static int check_input(const struct policy_config *cfg, const struct policy_inpu
 				     policy_cpuset_next(in->free, 0));
 	for (int i = 0; i < in->nr_queries; i++) {
 		const struct policy_query *q = &in->queries[i];
-		const struct policy_model *m;
+		const struct policy_costs *m;
 
 		if (q->tenant < 0 || q->tenant >= in->nr_tenants || !in->tenants[q->tenant].model)
 			return coloc_err_set(err, -EINVAL,
@@ -204,7 +204,7 @@ static int check_decision(const struct policy_input *in, const struct policy_dec
 			  struct coloc_err *err)
 {
 	const struct policy_query *q = find_query(in, d->query_id);
-	const struct policy_model *m;
+	const struct policy_costs *m;
 	int ci;
 
 	if (!q)
@@ -223,7 +223,7 @@ static int check_decision(const struct policy_input *in, const struct policy_dec
 				     "its next layer %d or leave its %d layers",
 				     (unsigned long long)d->query_id, d->first_layer, d->last_layer,
 				     q->next_layer, m->nr_layers);
-	ci = policy_model_core_index(m, d->nr_cores);
+	ci = policy_costs_core_index(m, d->nr_cores);
 	if (d->nr_cores != policy_cpuset_count(&d->cores) || ci < 0 ||
 	    m->core_counts[ci] != d->nr_cores)
 		return coloc_err_set(err, -EPROTO,
@@ -234,7 +234,7 @@ static int check_decision(const struct policy_input *in, const struct policy_dec
 	for (int l = d->first_layer; l < d->last_layer; l++) {
 		int v = d->versions[l - d->first_layer];
 
-		if (v >= m->nr_versions || !policy_model_cell(m, l, v, ci, 0))
+		if (v >= m->nr_versions || !policy_costs_cell(m, l, v, ci, 0))
 			return coloc_err_set(err, -EPROTO,
 					     "decision for query %llu: layer %d has no version "
 					     "%d at %d cores",

@@ -36,14 +36,14 @@
  *  - an output array that is full ends the call early with what was decided
  *    so far; the caller calls again after applying it.
  *
- * The model table (struct policy_model) is VELTAIR's per-layer profile:
+ * The model table (struct policy_costs) is VELTAIR's per-layer profile:
  * latency by layer x version x core count x interference level. colocd fills
  * it from a profile (executor/profile.h: core counts 1..N, level columns are
  * coloc-stress levels with the model's mean slowdown at each); the simulator
  * fills it from VELTAIR's CSV tables (core counts 8, 16, ... 64, one version,
  * one level) plus its interference model. Versions are indices into the
  * executor's per-layer version list, the same order the profile stores.
- * Level columns must not decrease in slowdown (policy_model_check): a
+ * Level columns must not decrease in slowdown (policy_costs_check): a
  * profile whose mean slowdown dips below alone (a measurement artefact the
  * scheduler issue describes) must be fixed, or clamped by whoever fills the
  * table, before a policy can map a measured level onto it.
@@ -51,7 +51,7 @@
  * The interference level is VELTAIR's: the slowdown ratio (latency now /
  * latency alone, 1.0 = alone). The caller measures it per core and per LLC
  * domain from recent blocks (measured vs decision->alone_ns), or predicts it
- * from PMU signals where a PMU is live; policy_model_level_pos() maps it onto
+ * from PMU signals where a PMU is live; policy_costs_level_pos() maps it onto
  * the table's level columns.
  *
  * How the scheduler issue's policies fit, without changing this interface:
@@ -160,9 +160,9 @@ void policy_cpuset_andnot(struct policy_cpuset *dst, const struct policy_cpuset 
  * where ci indexes core_counts[] and col the level columns. A cell
  * of 0 means "this version does not exist for this layer, or was not
  * measured": policies never choose it. Every layer must have at least one
- * version measured alone (level column 0) at every core count (policy_model_check).
+ * version measured alone (level column 0) at every core count (policy_costs_check).
  */
-struct policy_model {
+struct policy_costs {
 	int nr_layers;
 	int nr_versions; /* columns per layer, <= POLICY_MAX_VERSIONS */
 	int nr_core_counts; /* <= POLICY_MAX_CORE_COUNTS */
@@ -187,9 +187,9 @@ struct policy_model {
 };
 
 /* Checks dimensions, ordering and that every layer runs alone at every core count. */
-int policy_model_check(const struct policy_model *m, struct coloc_err *err);
+int policy_costs_check(const struct policy_costs *m, struct coloc_err *err);
 
-static inline uint64_t policy_model_cell(const struct policy_model *m, int layer, int version,
+static inline uint64_t policy_costs_cell(const struct policy_costs *m, int layer, int version,
 					 int ci, int col)
 {
 	return m->latency_ns[(((size_t)layer * m->nr_versions + version) * m->nr_core_counts + ci) *
@@ -198,21 +198,21 @@ static inline uint64_t policy_model_cell(const struct policy_model *m, int layer
 }
 
 /* Index of the largest profiled core count <= nr_cores, or -1 when none fits. */
-int policy_model_core_index(const struct policy_model *m, int nr_cores);
+int policy_costs_core_index(const struct policy_costs *m, int nr_cores);
 
 /*
  * Position of a slowdown on the level columns, as a fractional column:
  * linear between the two columns whose level_slowdown surround it, 0 at or
  * below 1.0 (or when unknown, <= 0), the last column beyond the last.
  */
-double policy_model_level_pos(const struct policy_model *m, double slowdown);
+double policy_costs_level_pos(const struct policy_costs *m, double slowdown);
 
 /*
  * Latency of (layer, version, ci) at a fractional level position, linear
  * between the two columns around it. 0 when a needed cell is 0 (the version
  * does not exist there).
  */
-uint64_t policy_model_latency(const struct policy_model *m, int layer, int version, int ci,
+uint64_t policy_costs_latency(const struct policy_costs *m, int layer, int version, int ci,
 			      double level_pos);
 
 /*
@@ -220,21 +220,21 @@ uint64_t policy_model_latency(const struct policy_model *m, int layer, int versi
  * or -1 when none; where the table has confidence intervals, a later version
  * wins only when its interval is wholly below the winner's so far.
  */
-int policy_model_fastest_version(const struct policy_model *m, int layer, int ci, double level_pos,
+int policy_costs_fastest_version(const struct policy_costs *m, int layer, int ci, double level_pos,
 				 uint64_t *latency_ns);
 
 /*
  * Layers [first, last) alone on core_counts[ci], each in its fastest
  * version; 0 when a layer has no version there.
  */
-uint64_t policy_model_alone_ns(const struct policy_model *m, int first, int last, int ci);
+uint64_t policy_costs_alone_ns(const struct policy_costs *m, int first, int last, int ci);
 
 /*
  * The whole model alone on the largest profiled core count <= nr_cores, each
  * layer in its fastest version: the solo latency admission compares a QoS
  * with. 0 when no profiled count fits.
  */
-uint64_t policy_model_solo_ns(const struct policy_model *m, int nr_cores);
+uint64_t policy_costs_solo_ns(const struct policy_costs *m, int nr_cores);
 
 /* ---- what comes in -------------------------------------------------------- */
 
@@ -258,7 +258,7 @@ struct policy_signal {
 };
 
 struct policy_tenant {
-	const struct policy_model *model; /* NULL: no tenant in this slot */
+	const struct policy_costs *model; /* NULL: no tenant in this slot */
 	uint64_t
 		uid; /* never reused while the policy lives: a new tenant in a slot gets a new one */
 	uint64_t qos_ns;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * A latency table that owns its cells: the policy's view (struct
- * policy_model, in policy.h) and the arrays it points into, with the
+ * policy_costs, in policy.h) and the arrays it points into, with the
  * model's name and a note for the operator. One type for every table
  * coloc builds: a profile's (executor/profile_table.c, as colocd and
  * coloc-sim read it), VELTAIR's and the scaled ones (sim/table_*.c).
@@ -16,7 +16,7 @@
 
 struct policy_table {
 	char name[64]; /* the model's, for messages */
-	struct policy_model model; /* points into the arrays below */
+	struct policy_costs model; /* points into the arrays below */
 	int *core_counts;
 	double *level_slowdown; /* NULL for one level column (VELTAIR's tables) */
 	uint64_t *latency_ns;

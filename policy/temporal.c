@@ -41,13 +41,13 @@ static void temporal_destroy(void *state)
 }
 
 /* The core count, at most nr_online, that runs layers [first, end) fastest alone; ties to fewer. */
-static int fastest_count(const struct policy_model *m, int first, int nr_online)
+static int fastest_count(const struct policy_costs *m, int first, int nr_online)
 {
-	int last = policy_model_core_index(m, nr_online), best = last;
+	int last = policy_costs_core_index(m, nr_online), best = last;
 	uint64_t best_ns = 0;
 
 	for (int ci = 0; ci <= last; ci++) {
-		uint64_t ns = policy_model_alone_ns(m, first, m->nr_layers, ci);
+		uint64_t ns = policy_costs_alone_ns(m, first, m->nr_layers, ci);
 
 		if (ns && (!best_ns || ns < best_ns)) {
 			best = ci;
@@ -68,7 +68,7 @@ static int temporal_decide(void *state, const struct policy_config *cfg,
 	if (in->nr_running || !policy_cpuset_subset(&cfg->online, in->free))
 		return 0;
 	while ((q = policy_earliest_queued(in, -1, q))) {
-		const struct policy_model *m = in->tenants[q->tenant].model;
+		const struct policy_costs *m = in->tenants[q->tenant].model;
 		int nr_cores, r;
 
 		if (q->next_layer) {

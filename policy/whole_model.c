@@ -71,10 +71,10 @@ int policy_serve_whole_model(const struct policy_config *cfg, const struct polic
 			     const struct policy_query *q, int nr_cores, struct policy_cpuset *free,
 			     struct policy_output *out, struct coloc_err *err)
 {
-	const struct policy_model *m = in->tenants[q->tenant].model;
+	const struct policy_costs *m = in->tenants[q->tenant].model;
 	int nr_free = policy_cpuset_count(free);
 	int nr_layers = m->nr_layers - q->next_layer;
-	int ci = policy_model_core_index(m, nr_cores < nr_free ? nr_cores : nr_free);
+	int ci = policy_costs_core_index(m, nr_cores < nr_free ? nr_cores : nr_free);
 	struct policy_decision *d;
 	uint8_t *versions;
 	uint64_t alone_ns = 0;
@@ -92,7 +92,7 @@ int policy_serve_whole_model(const struct policy_config *cfg, const struct polic
 	versions = &out->versions[out->nr_versions];
 	for (int i = 0; i < nr_layers; i++) {
 		uint64_t ns;
-		int v = policy_model_fastest_version(m, q->next_layer + i, ci, 0, &ns);
+		int v = policy_costs_fastest_version(m, q->next_layer + i, ci, 0, &ns);
 
 		if (v < 0)
 			return coloc_err_set(err, -EINVAL,

@@ -10,7 +10,7 @@
  */
 #include "sim.h"
 
-double sim_interference_slowdown(const struct sim_interference *im, const struct policy_model *m,
+double sim_interference_slowdown(const struct sim_interference *im, const struct policy_costs *m,
 				 int first, int last_layer, const uint8_t *versions, int ci,
 				 double pressure)
 {
@@ -29,7 +29,7 @@ double sim_interference_slowdown(const struct sim_interference *im, const struct
 	 * own version cells at the column where the model's measured slowdown
 	 * under coloc-stress equals it, so versions differ as profiled.
 	 */
-	pos = policy_model_level_pos(m, level);
+	pos = policy_costs_level_pos(m, level);
 	/*
 	 * Beyond the last column (pairs slow a model more than coloc-stress
 	 * did when profiling) the cells there are scaled up to the level.
@@ -38,8 +38,8 @@ double sim_interference_slowdown(const struct sim_interference *im, const struct
 	if (pos >= last && level > m->level_slowdown[last])
 		beyond = level / m->level_slowdown[last];
 	for (int l = first; l < last_layer; l++) {
-		uint64_t a = policy_model_cell(m, l, versions[l - first], ci, 0);
-		uint64_t b = policy_model_latency(m, l, versions[l - first], ci, pos);
+		uint64_t a = policy_costs_cell(m, l, versions[l - first], ci, 0);
+		uint64_t b = policy_costs_latency(m, l, versions[l - first], ci, pos);
 
 		alone += (double)a;
 		/* a level not measured for this version: the model's slowdown there */

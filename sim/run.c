@@ -185,7 +185,7 @@ static void refresh_domain_signal(struct sim_state *s, int d)
 /* Brings the slot's progress up to now, applies its current slowdown, reschedules its end. */
 static int rerate(struct sim_state *s, struct sim_slot *sl, struct coloc_err *err)
 {
-	const struct policy_model *m = s->tenants[sl->d.tenant].model;
+	const struct policy_costs *m = s->tenants[sl->d.tenant].model;
 	double pressure = slot_pressure(s, sl);
 	double slow = sim_interference_slowdown(&s->p->interference, m, sl->d.first_layer,
 						sl->d.last_layer, sl->versions, sl->ci, pressure);
@@ -392,7 +392,7 @@ static uint64_t query_cost(struct sim_state *s, int tenant)
 static double block_stretch(struct sim_state *s, int tenant)
 {
 	const struct sim_tenant *t = &s->p->tenants[tenant];
-	uint64_t solo = policy_model_solo_ns(t->model, policy_cpuset_count(&s->cfg.online));
+	uint64_t solo = policy_costs_solo_ns(t->model, policy_cpuset_count(&s->cfg.online));
 	double cold = 1.0;
 
 	if (!s->p->query_cost_in_blocks || !t->query_cost_ns || !solo)
@@ -444,7 +444,7 @@ static int grow_slots(struct sim_state *s, struct coloc_err *err)
 static int start_block(struct sim_state *s, const struct policy_decision *d, struct coloc_err *err)
 {
 	struct policy_query *q = find_query(s, d->query_id);
-	const struct policy_model *m = s->tenants[d->tenant].model;
+	const struct policy_costs *m = s->tenants[d->tenant].model;
 	struct sim_slot *sl;
 	uint64_t fixed_ns = 0;
 	double stretch;
@@ -474,13 +474,13 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	memcpy(sl->versions, d->versions, (size_t)(d->last_layer - d->first_layer));
 	sl->d = *d;
 	sl->d.versions = sl->versions;
-	sl->ci = policy_model_core_index(m, d->nr_cores);
+	sl->ci = policy_costs_core_index(m, d->nr_cores);
 	sl->start_ns = sl->last_ns = s->now;
 	sl->collapsed = false;
 	sl->dispatch_ns = 0;
 	sl->left_ns = 0;
 	for (int l = d->first_layer; l < d->last_layer; l++)
-		sl->left_ns += (double)policy_model_cell(m, l, sl->versions[l - d->first_layer],
+		sl->left_ns += (double)policy_costs_cell(m, l, sl->versions[l - d->first_layer],
 							 sl->ci, 0);
 	if (s->p->tenants[d->tenant].exec)
 		stretch = exec_stretch(s, sl, sl->left_ns, &fixed_ns);
@@ -511,7 +511,7 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 {
 	struct sim_slot *sl = &s->slots[idx];
-	const struct policy_model *m = s->tenants[sl->d.tenant].model;
+	const struct policy_costs *m = s->tenants[sl->d.tenant].model;
 	struct sim_block_record rec = { .d = &sl->d, .start_ns = sl->start_ns, .end_ns = s->now };
 	struct policy_query *q = find_query(s, sl->d.query_id);
 	int c, last;
@@ -806,7 +806,7 @@ static int check_params(const struct sim_params *p, struct coloc_err *err)
 					     "simulator: tenant %d needs a model, a QoS and a rate "
 					     "share > 0",
 					     t);
-		ret = policy_model_check(st->model, err);
+		ret = policy_costs_check(st->model, err);
 		ret = ret ?: check_exec(st->exec, p, err);
 		if (ret)
 			return coloc_err_prefix(err, "tenant %d (%s)", t,

@@ -5,7 +5,7 @@
  * cores. One file per job: event.c (the event heap), common/rng.h (the PRNG),
  * machine.c (cores, sockets, LLC domains -> struct policy_config),
  * workload.c (Poisson and trace arrivals), table_veltair.c (VELTAIR's CSV
- * tables -> struct policy_model), table_profile.c (coloc's own profiles, as
+ * tables -> struct policy_costs), table_profile.c (coloc's own profiles, as
  * colocd converts them), interference.c (the slowdown
  * model), run.c (the event loop around policy_decide), metrics.c
  * (percentiles, fraction within QoS), search.c (the QoS-QPS bisection),
@@ -202,10 +202,10 @@ struct sim_interference {
  * 1 + (full_slowdown - 1) * pressure; a table without level columns
  * (VELTAIR's) takes it as is, one with them (coloc's profiles) reads the
  * block's own version cells at the column position where the model's
- * level_slowdown equals it (policy_model_level_pos), so each version slows
+ * level_slowdown equals it (policy_costs_level_pos), so each version slows
  * down as it was profiled to.
  */
-double sim_interference_slowdown(const struct sim_interference *im, const struct policy_model *m,
+double sim_interference_slowdown(const struct sim_interference *im, const struct policy_costs *m,
 				 int first, int last, const uint8_t *versions, int ci,
 				 double pressure);
 
@@ -303,7 +303,7 @@ const struct policy_query *sim_execs_waiting(const struct sim_execs *e, int tena
 /* ---- workloads --------------------------------------------------------------- */
 
 struct sim_tenant {
-	const struct policy_model *model;
+	const struct policy_costs *model;
 	const char *name;
 	uint64_t qos_ns;
 	double share; /* share of the total rate, > 0 */

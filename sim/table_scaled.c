@@ -79,11 +79,11 @@ static double basis(int j, int k)
  */
 static void fit_layer(const struct policy_table *t, int l, double abc[3])
 {
-	const struct policy_model *m = &t->model;
+	const struct policy_costs *m = &t->model;
 	double best = INFINITY;
 
 	abc[0] = abc[2] = 0;
-	abc[1] = (double)policy_model_cell(m, l, 0, 0, 0) * m->core_counts[0];
+	abc[1] = (double)policy_costs_cell(m, l, 0, 0, 0) * m->core_counts[0];
 	for (int mask = 1; mask < 8; mask++) {
 		double a[3][3] = { { 0 } }, v[3] = { 0 }, x[3], full[3] = { 0 }, sse = 0;
 		int idx[3], n = 0;
@@ -92,7 +92,7 @@ static void fit_layer(const struct policy_table *t, int l, double abc[3])
 			if (mask >> j & 1)
 				idx[n++] = j;
 		for (int ci = 0; ci < m->nr_core_counts; ci++) {
-			double y = (double)policy_model_cell(m, l, 0, ci, 0);
+			double y = (double)policy_costs_cell(m, l, 0, ci, 0);
 			int k = m->core_counts[ci];
 
 			for (int i = 0; i < n; i++) {
@@ -109,7 +109,7 @@ static void fit_layer(const struct policy_table *t, int l, double abc[3])
 			continue;
 		for (int ci = 0; ci < m->nr_core_counts; ci++) {
 			int k = m->core_counts[ci];
-			double y = (double)policy_model_cell(m, l, 0, ci, 0);
+			double y = (double)policy_costs_cell(m, l, 0, ci, 0);
 			double e = (full[0] + full[1] / k + full[2] * k) / y - 1;
 
 			sse += e * e;
@@ -208,17 +208,17 @@ static double our_work_us(double time_ratio, uint64_t one_core_ns)
 static void anchored_error(const struct policy_table *tab, const struct layer_fit *fits,
 			   const struct sim_scale_class *cls, double *sum, int *n)
 {
-	const struct policy_model *m = &tab->model;
+	const struct policy_costs *m = &tab->model;
 
 	for (int l = 0; l < m->nr_layers; l++) {
-		double t0 = (double)policy_model_cell(m, l, 0, 0, 0);
+		double t0 = (double)policy_costs_cell(m, l, 0, 0, 0);
 		double g0 = curve(cls, fits[l].work_us, m->core_counts[0]);
 
 		for (int ci = 1; ci < m->nr_core_counts; ci++) {
 			int k = m->core_counts[ci];
 
 			*sum += fabs(t0 * curve(cls, fits[l].work_us, k) / g0 /
-					     (double)policy_model_cell(m, l, 0, ci, 0) -
+					     (double)policy_costs_cell(m, l, 0, ci, 0) -
 				     1);
 			(*n)++;
 		}
@@ -238,7 +238,7 @@ static double scaled_sum(const struct policy_table *ours, const struct sim_scale
 	double sum = 0;
 
 	for (int l = 0; l < ours->model.nr_layers; l++) {
-		uint64_t t1 = policy_model_cell(&ours->model, l, 0, 0, 0);
+		uint64_t t1 = policy_costs_cell(&ours->model, l, 0, 0, 0);
 
 		sum += (double)t1 * curve(cls, our_work_us(time_ratio, t1), k) / time_ratio;
 	}
@@ -248,21 +248,21 @@ static double scaled_sum(const struct policy_table *ours, const struct sim_scale
 /* VELTAIR's whole model on core_counts[ci] (one version: its cells summed), ns. */
 static double theirs_ns(const struct policy_table *theirs, int ci)
 {
-	return (double)policy_model_alone_ns(&theirs->model, 0, theirs->model.nr_layers, ci);
+	return (double)policy_costs_alone_ns(&theirs->model, 0, theirs->model.nr_layers, ci);
 }
 
 /* Our 2-core cells (version 0, alone) over g(2) x our 1-core cells, into r[*n]. */
 static void two_core_ratios(const struct policy_table *ours, const struct sim_scaling *s, double *r,
 			    int *n)
 {
-	const struct policy_model *m = &ours->model;
+	const struct policy_costs *m = &ours->model;
 
 	if (m->nr_core_counts < 2 || ours->core_counts[1] != 2)
 		return;
 	for (int l = 0; l < m->nr_layers; l++) {
-		uint64_t t1 = policy_model_cell(m, l, 0, 0, 0);
+		uint64_t t1 = policy_costs_cell(m, l, 0, 0, 0);
 
-		r[(*n)++] = (double)policy_model_cell(m, l, 0, 1, 0) /
+		r[(*n)++] = (double)policy_costs_cell(m, l, 0, 1, 0) /
 			    ((double)t1 * curve(s->cls, our_work_us(s->time_ratio, t1), 2));
 	}
 }
@@ -336,7 +336,7 @@ int sim_scaling_fit_tables(const struct policy_table theirs[2], const struct pol
 	}
 	/* the time ratio: our ResNet-50 on one core (version 0, alone) over theirs (the fits' T1) */
 	for (int l = 0; l < ours[0].model.nr_layers; l++)
-		ours_t1 += (double)policy_model_cell(&ours[0].model, l, 0, 0, 0);
+		ours_t1 += (double)policy_costs_cell(&ours[0].model, l, 0, 0, 0);
 	s->time_ratio = ours_t1 / theirs_t1;
 	/* cross: each model's layers, and our same model, by the curves of the other's alone */
 	for (int i = 0; i < 2; i++) {
@@ -397,7 +397,7 @@ static uint64_t scale_cell(uint64_t one_core, double g, double time_ratio)
 int sim_table_scale(const struct policy_table *ours, const struct sim_scaling *s,
 		    struct policy_table *out, struct coloc_err *err)
 {
-	const struct policy_model *m = &ours->model;
+	const struct policy_costs *m = &ours->model;
 	int nr_counts = SCALE_MAX_CORES / SCALE_CORE_STEP, ret;
 	size_t cells;
 	bool ci_too = ours->latency_lo_ns && ours->latency_hi_ns;
@@ -437,7 +437,7 @@ int sim_table_scale(const struct policy_table *ours, const struct sim_scaling *s
 				/* the layer's class by its version 0's time alone */
 				double g = curve(s->cls,
 						 our_work_us(s->time_ratio,
-							     policy_model_cell(m, l, 0, 0, 0)),
+							     policy_costs_cell(m, l, 0, 0, 0)),
 						 out->core_counts[ci]);
 
 				for (int lv = 0; lv < m->nr_levels; lv++) {
@@ -465,7 +465,7 @@ int sim_table_scale(const struct policy_table *ours, const struct sim_scaling *s
 	}
 	snprintf(out->name, sizeof(out->name), "scaled:%.48s", ours->name);
 	snprintf(out->note, sizeof(out->note), "%s", ours->note);
-	out->model = (struct policy_model){
+	out->model = (struct policy_costs){
 		.nr_layers = m->nr_layers,
 		.nr_versions = m->nr_versions,
 		.nr_core_counts = nr_counts,
@@ -477,7 +477,7 @@ int sim_table_scale(const struct policy_table *ours, const struct sim_scaling *s
 		.latency_hi_ns = out->latency_hi_ns,
 		.layer_ops = out->layer_ops,
 	};
-	ret = policy_model_check(&out->model, err);
+	ret = policy_costs_check(&out->model, err);
 	if (ret) {
 		coloc_err_prefix(err, "%s", out->name);
 		policy_table_free(out);

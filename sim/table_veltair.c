@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * VELTAIR's published per-layer tables (data/veltair/, see its
- * README.md) as a struct policy_model, used as they are: NAME.prof.csv has
+ * README.md) as a struct policy_costs, used as they are: NAME.prof.csv has
  * one line per layer with the latency in µs at 8, 16, 24, ... cores (their
  * scheduler's unit of 8 cores), NAME.layers.csv the layer shapes
  * "CONV,H-W-IC-OC-KH-KW-PH-PW-SH-SW-G", from which each layer's MACs (its
@@ -184,7 +184,7 @@ int sim_table_load_veltair(const char *dir, const char *name, struct policy_tabl
 		}
 	}
 	snprintf(t->name, sizeof(t->name), "veltair:%.48s", prefix);
-	t->model = (struct policy_model){
+	t->model = (struct policy_costs){
 		.nr_layers = nr_layers,
 		.nr_versions = 1,
 		.nr_core_counts = nr_counts,
@@ -193,7 +193,7 @@ int sim_table_load_veltair(const char *dir, const char *name, struct policy_tabl
 		.latency_ns = t->latency_ns,
 		.layer_ops = t->layer_ops,
 	};
-	ret = policy_model_check(&t->model, err);
+	ret = policy_costs_check(&t->model, err);
 	if (ret) {
 		coloc_err_prefix(err, "%s", t->name);
 		goto fail;

@@ -368,7 +368,7 @@ TEST_F(pol, temporal_decide__uses_the_count_fastest_for_the_model)
 	 * as VELTAIR's ResNet-50 is faster on 56 cores than on 64.
 	 */
 	static const uint64_t hump_ns[] = { 100000, 60000, 70000, 100000, 50000, 80000 };
-	static const struct policy_model hump = {
+	static const struct policy_costs hump = {
 		.nr_layers = 2,
 		.nr_versions = 1,
 		.nr_core_counts = 3,
@@ -398,7 +398,7 @@ TEST(temporal_decide__a_new_tenant_in_a_slot_gets_its_own_plan)
 {
 	/* one policy across two rounds: slot 0 first holds tiny (best 4 cores), then hump (best 2) */
 	static const uint64_t hump_ns[] = { 100000, 60000, 70000, 100000, 50000, 80000 };
-	static const struct policy_model hump = {
+	static const struct policy_costs hump = {
 		.nr_layers = 2,
 		.nr_versions = 1,
 		.nr_core_counts = 3,

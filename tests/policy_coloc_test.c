@@ -33,7 +33,7 @@ static const uint64_t pivot_ns[4 * 4] = {
 	100000, 60000,	40000,	30000,	100000, 60000, 40000, 30000,
 	800000, 400000, 200000, 100000, 100000, 60000, 40000, 30000,
 };
-static const struct policy_model pivot = {
+static const struct policy_costs pivot = {
 	.nr_layers = 4,
 	.nr_versions = 1,
 	.nr_core_counts = 4,
@@ -500,7 +500,7 @@ TEST_F(pol, coloc_decide__caps_a_block_at_half_the_least_slack_of_the_other_tena
 TEST_F(pol, coloc_decide__the_cap_never_leaves_a_block_of_layers_without_work)
 {
 	static const uint64_t input_ops[] = { 0, 1, 1, 1 };
-	struct policy_model with_input = pivot;
+	struct policy_costs with_input = pivot;
 
 	with_input.layer_ops = input_ops;
 	self->tenants[0] = (struct policy_tenant){ .model = &with_input, .qos_ns = 400000 };

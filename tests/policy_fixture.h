@@ -45,7 +45,7 @@ static const uint64_t tiny_alone_us[3][3][3] = {
 static const uint64_t tiny_l0_4c_stressed_us[3] = { 390, 400, 500 };
 static uint64_t tiny_ns[3 * 3 * 3 * 2];
 
-static const struct policy_model tiny = {
+static const struct policy_costs tiny = {
 	.nr_layers = 3,
 	.nr_versions = 3,
 	.nr_core_counts = 3,

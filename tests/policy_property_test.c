@@ -33,7 +33,7 @@ static uint64_t rnd(uint64_t *s)
 struct sim_model {
 	int counts[8];
 	uint64_t ns[SIM_LAYERS * 3 * 8];
-	struct policy_model m;
+	struct policy_costs m;
 };
 
 /* A random table: core counts 1 and some larger ones, some versions missing at some counts. */
@@ -50,7 +50,7 @@ static void sim_model_init(struct sim_model *sm, uint64_t *seed)
 			for (int ci = 0; ci < nc; ci++)
 				sm->ns[(l * 3 + v) * nc + ci] =
 					(v && rnd(seed) % 4 == 0) ? 0 : 1000 + rnd(seed) % 100000;
-	sm->m = (struct policy_model){
+	sm->m = (struct policy_costs){
 		.nr_layers = 1 + (int)(rnd(seed) % SIM_LAYERS),
 		.nr_versions = 3,
 		.nr_core_counts = nc,
@@ -238,7 +238,7 @@ struct warm_model {
 	double levels[WARM_LEVELS];
 	uint64_t ns[WARM_LAYERS * 3 * WARM_CORES * WARM_LEVELS];
 	uint64_t ops[WARM_LAYERS];
-	struct policy_model m;
+	struct policy_costs m;
 };
 
 static void warm_model_init(struct warm_model *wm, uint64_t *seed)
@@ -271,7 +271,7 @@ static void warm_model_init(struct warm_model *wm, uint64_t *seed)
 									       (1 - 0.3 * v)));
 			}
 	}
-	wm->m = (struct policy_model){
+	wm->m = (struct policy_costs){
 		.nr_layers = nl,
 		.nr_versions = 3,
 		.nr_core_counts = nc,
@@ -315,12 +315,12 @@ static void warm_run(struct __test_metadata *_metadata, uint64_t seed)
 	}
 	in.nr_tenants = 1 + (int)(rnd(&seed) % 8);
 	for (int t = 0; t < in.nr_tenants; t++) {
-		const struct policy_model *m = &models[rnd(&seed) % 3].m;
+		const struct policy_costs *m = &models[rnd(&seed) % 3].m;
 
 		tenants[t] = (struct policy_tenant){
 			.model = m,
 			.uid = (uint64_t)t,
-			.qos_ns = policy_model_solo_ns(m, WARM_CORES) * (1 + rnd(&seed) % 6),
+			.qos_ns = policy_costs_solo_ns(m, WARM_CORES) * (1 + rnd(&seed) % 6),
 		};
 	}
 	for (int i = 0; i < 2; i++) {

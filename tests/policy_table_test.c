@@ -56,14 +56,14 @@ TEST(model__core_index_is_the_largest_profiled_count_not_above)
 {
 	/* VELTAIR's tables: 8, 16, ... 64 cores */
 	static const int counts[] = { 8, 16, 24, 32, 40, 48, 56, 64 };
-	struct policy_model m = { .nr_core_counts = 8, .core_counts = counts };
+	struct policy_costs m = { .nr_core_counts = 8, .core_counts = counts };
 
-	ASSERT_EQ(-1, policy_model_core_index(&m, 7));
-	ASSERT_EQ(0, policy_model_core_index(&m, 8));
-	ASSERT_EQ(0, policy_model_core_index(&m, 15));
-	ASSERT_EQ(6, policy_model_core_index(&m, 60));
-	ASSERT_EQ(7, policy_model_core_index(&m, 64));
-	ASSERT_EQ(7, policy_model_core_index(&m, 200));
+	ASSERT_EQ(-1, policy_costs_core_index(&m, 7));
+	ASSERT_EQ(0, policy_costs_core_index(&m, 8));
+	ASSERT_EQ(0, policy_costs_core_index(&m, 15));
+	ASSERT_EQ(6, policy_costs_core_index(&m, 60));
+	ASSERT_EQ(7, policy_costs_core_index(&m, 64));
+	ASSERT_EQ(7, policy_costs_core_index(&m, 200));
 }
 
 TEST(model__level_pos_and_latency_interpolate_between_columns)
@@ -71,7 +71,7 @@ TEST(model__level_pos_and_latency_interpolate_between_columns)
 	static const double levels[] = { 1.0, 1.5, 2.5 };
 	static const int counts[] = { 1 };
 	static const uint64_t ns[] = { 300, 390, 590 };
-	struct policy_model m = {
+	struct policy_costs m = {
 		.nr_layers = 1,
 		.nr_versions = 1,
 		.nr_core_counts = 1,
@@ -81,17 +81,17 @@ TEST(model__level_pos_and_latency_interpolate_between_columns)
 		.latency_ns = ns,
 	};
 
-	ASSERT_EQ(0, policy_model_check(&m, NULL));
+	ASSERT_EQ(0, policy_costs_check(&m, NULL));
 	/* (1.25 - 1.0) / (1.5 - 1.0) = 0.5; 1 + (2.0 - 1.5) / (2.5 - 1.5) = 1.5 */
-	ASSERT_EQ(0.5, policy_model_level_pos(&m, 1.25));
-	ASSERT_EQ(1.5, policy_model_level_pos(&m, 2.0));
-	ASSERT_EQ(2.0, policy_model_level_pos(&m, 3.0));
-	ASSERT_EQ(0.0, policy_model_level_pos(&m, 0.9)); /* faster than alone: alone */
-	ASSERT_EQ(0.0, policy_model_level_pos(&m, 0)); /* unknown: alone */
+	ASSERT_EQ(0.5, policy_costs_level_pos(&m, 1.25));
+	ASSERT_EQ(1.5, policy_costs_level_pos(&m, 2.0));
+	ASSERT_EQ(2.0, policy_costs_level_pos(&m, 3.0));
+	ASSERT_EQ(0.0, policy_costs_level_pos(&m, 0.9)); /* faster than alone: alone */
+	ASSERT_EQ(0.0, policy_costs_level_pos(&m, 0)); /* unknown: alone */
 	/* 300 + (390 - 300) * 0.5 = 345; 390 + (590 - 390) * 0.5 = 490 */
-	ASSERT_EQ(345, policy_model_latency(&m, 0, 0, 0, 0.5));
-	ASSERT_EQ(490, policy_model_latency(&m, 0, 0, 0, 1.5));
-	ASSERT_EQ(590, policy_model_latency(&m, 0, 0, 0, 2.0));
+	ASSERT_EQ(345, policy_costs_latency(&m, 0, 0, 0, 0.5));
+	ASSERT_EQ(490, policy_costs_latency(&m, 0, 0, 0, 1.5));
+	ASSERT_EQ(590, policy_costs_latency(&m, 0, 0, 0, 2.0));
 }
 
 TEST(model__fastest_version_flips_as_the_level_rises)
@@ -99,13 +99,13 @@ TEST(model__fastest_version_flips_as_the_level_rises)
 	uint64_t ns;
 
 	fill_tiny();
-	ASSERT_EQ(0, policy_model_check(&tiny, NULL));
-	ASSERT_EQ(2, policy_model_fastest_version(&tiny, 0, 2, 0, &ns));
+	ASSERT_EQ(0, policy_costs_check(&tiny, NULL));
+	ASSERT_EQ(2, policy_costs_fastest_version(&tiny, 0, 2, 0, &ns));
 	ASSERT_EQ(250000, ns);
-	ASSERT_EQ(0, policy_model_fastest_version(&tiny, 0, 2, 1, &ns));
+	ASSERT_EQ(0, policy_costs_fastest_version(&tiny, 0, 2, 1, &ns));
 	ASSERT_EQ(390000, ns);
 	/* layer 1 has no v2: never chosen, even where 0 would be "fastest" */
-	ASSERT_EQ(1, policy_model_fastest_version(&tiny, 1, 0, 0, &ns));
+	ASSERT_EQ(1, policy_costs_fastest_version(&tiny, 1, 0, 0, &ns));
 	ASSERT_EQ(380000, ns);
 }
 
@@ -127,7 +127,7 @@ TEST(model__with_intervals_a_version_wins_only_beyond_its_noise)
 	static const uint64_t ns[] = { 105, 210, 99, 155, 85, 200 };
 	static const uint64_t lo[] = { 100, 200, 95, 150, 80, 190 };
 	static const uint64_t hi[] = { 110, 220, 105, 160, 90, 230 };
-	struct policy_model m = {
+	struct policy_costs m = {
 		.nr_layers = 1,
 		.nr_versions = 3,
 		.nr_core_counts = 1,
@@ -140,12 +140,12 @@ TEST(model__with_intervals_a_version_wins_only_beyond_its_noise)
 	};
 	uint64_t got;
 
-	ASSERT_EQ(0, policy_model_check(&m, NULL));
-	ASSERT_EQ(2, policy_model_fastest_version(&m, 0, 0, 0, &got));
+	ASSERT_EQ(0, policy_costs_check(&m, NULL));
+	ASSERT_EQ(2, policy_costs_fastest_version(&m, 0, 0, 0, &got));
 	ASSERT_EQ(85, got);
-	ASSERT_EQ(1, policy_model_fastest_version(&m, 0, 0, 1, &got));
+	ASSERT_EQ(1, policy_costs_fastest_version(&m, 0, 0, 1, &got));
 	ASSERT_EQ(155, got);
-	ASSERT_EQ(1, policy_model_fastest_version(&m, 0, 0, 0.5, &got));
+	ASSERT_EQ(1, policy_costs_fastest_version(&m, 0, 0, 0.5, &got));
 	ASSERT_EQ(127, got);
 	/* v2 overlapping v0 alone: v0 */
 	{
@@ -154,23 +154,23 @@ TEST(model__with_intervals_a_version_wins_only_beyond_its_noise)
 
 		m.latency_lo_ns = lo2;
 		m.latency_hi_ns = hi2;
-		ASSERT_EQ(0, policy_model_fastest_version(&m, 0, 0, 0, &got));
+		ASSERT_EQ(0, policy_costs_fastest_version(&m, 0, 0, 0, &got));
 		ASSERT_EQ(105, got);
 	}
 	m.latency_lo_ns = NULL;
-	ASSERT_EQ(-EINVAL, policy_model_check(&m, NULL));
+	ASSERT_EQ(-EINVAL, policy_costs_check(&m, NULL));
 	m.latency_hi_ns = NULL;
-	ASSERT_EQ(2, policy_model_fastest_version(&m, 0, 0, 0, &got));
-	ASSERT_EQ(1, policy_model_fastest_version(&m, 0, 0, 1, &got));
+	ASSERT_EQ(2, policy_costs_fastest_version(&m, 0, 0, 0, &got));
+	ASSERT_EQ(1, policy_costs_fastest_version(&m, 0, 0, 1, &got));
 }
 
 TEST(model__solo_ns_is_the_fastest_whole_model_on_the_largest_fitting_count)
 {
 	fill_tiny();
-	ASSERT_EQ(540000, policy_model_solo_ns(&tiny, 8));
-	ASSERT_EQ(960000, policy_model_solo_ns(&tiny, 3));
-	ASSERT_EQ(1870000, policy_model_solo_ns(&tiny, 1));
-	ASSERT_EQ(0, policy_model_solo_ns(&tiny, 0));
+	ASSERT_EQ(540000, policy_costs_solo_ns(&tiny, 8));
+	ASSERT_EQ(960000, policy_costs_solo_ns(&tiny, 3));
+	ASSERT_EQ(1870000, policy_costs_solo_ns(&tiny, 1));
+	ASSERT_EQ(0, policy_costs_solo_ns(&tiny, 0));
 }
 
 TEST(model__check_rejects_tables_a_policy_cannot_use)
@@ -180,7 +180,7 @@ TEST(model__check_rejects_tables_a_policy_cannot_use)
 	static const uint64_t ns[] = {
 		0, 7, 5, 5, 5, 5
 	}; /* 2 core counts x 2 levels, from ns or ns + 2 */
-	struct policy_model m = {
+	struct policy_costs m = {
 		.nr_layers = 1,
 		.nr_versions = 1,
 		.nr_core_counts = 2,
@@ -192,15 +192,15 @@ TEST(model__check_rejects_tables_a_policy_cannot_use)
 	struct coloc_err err = { 0 };
 
 	/* cell (layer 0, v0, 1 core, alone) is 0: nothing runs alone on one core */
-	ASSERT_EQ(-EINVAL, policy_model_check(&m, &err));
+	ASSERT_EQ(-EINVAL, policy_costs_check(&m, &err));
 	ASSERT_NE(NULL, strstr(err.msg, "layer 0 has no version measured alone at 1 cores"));
 	m.latency_ns = ns + 2;
-	ASSERT_EQ(0, policy_model_check(&m, NULL));
+	ASSERT_EQ(0, policy_costs_check(&m, NULL));
 	m.core_counts = bad_counts;
-	ASSERT_EQ(-EINVAL, policy_model_check(&m, NULL));
+	ASSERT_EQ(-EINVAL, policy_costs_check(&m, NULL));
 	m.core_counts = tiny_counts;
 	m.level_slowdown = bad_levels;
-	ASSERT_EQ(-EINVAL, policy_model_check(&m, NULL));
+	ASSERT_EQ(-EINVAL, policy_costs_check(&m, NULL));
 }
 
 TEST(policy_table_free__releases_every_array_and_leaves_an_empty_table)

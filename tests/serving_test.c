@@ -1263,7 +1263,7 @@ TEST(profile_table__build__clamps_a_slowdown_below_one_and_says_so)
 	EXPECT_NE(NULL, strstr(t.note, "0.900")) TH_LOG("%s", t.note);
 	EXPECT_NE(NULL, strstr(t.note, "clamped")) TH_LOG("%s", t.note);
 	/* the cells stay as measured */
-	EXPECT_EQ(900, policy_model_cell(&t.model, 3, 0, 1, 1));
+	EXPECT_EQ(900, policy_costs_cell(&t.model, 3, 0, 1, 1));
 	EXPECT_EQ(2, t.model.core_counts[1]);
 	EXPECT_EQ(m->layers[3].macs, t.model.layer_ops[3]);
 	policy_table_free(&t);
@@ -1272,7 +1272,7 @@ TEST(profile_table__build__clamps_a_slowdown_below_one_and_says_so)
 	EXPECT_EQ(1.2, t.model.level_slowdown[1]);
 	EXPECT_STREQ("", t.note);
 	/* solo on all (2) cores: every layer at 1000 ns */
-	EXPECT_EQ((uint64_t)m->nr_layers * 1000, policy_model_solo_ns(&t.model, 2));
+	EXPECT_EQ((uint64_t)m->nr_layers * 1000, policy_costs_solo_ns(&t.model, 2));
 	policy_table_free(&t);
 	profile_free(dip);
 	profile_free(rise);

@@ -23,7 +23,7 @@
 
 /* One layer of 0.5 ms on 1 core: a block below SIM_EXEC_MIN_ALONE_US. */
 static const uint64_t short_layer_ns[] = { 500000 };
-static const struct policy_model short_layer = {
+static const struct policy_costs short_layer = {
 	.nr_layers = 1,
 	.nr_versions = 1,
 	.nr_core_counts = 1,

@@ -107,7 +107,7 @@ TEST_F(sim_execs, start__idle_executor_or_refused_started_stays)
 
 static const int one_core[] = { 1 };
 static const uint64_t one_layer_ns[] = { 10 * MS };
-static const struct policy_model one_layer = {
+static const struct policy_costs one_layer = {
 	.nr_layers = 1,
 	.nr_versions = 1,
 	.nr_core_counts = 1,

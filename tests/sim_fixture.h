@@ -22,7 +22,7 @@
 /* One layer of 10 ms on 1 core. */
 static const int one_core[] = { 1 };
 static const uint64_t one_layer_ns[] = { 10 * MS };
-static const struct policy_model one_layer = {
+static const struct policy_costs one_layer = {
 	.nr_layers = 1,
 	.nr_versions = 1,
 	.nr_core_counts = 1,
@@ -34,7 +34,7 @@ static const struct policy_model one_layer = {
 /* Two layers: 3 + 7 ms on 1 core, 2 + 4 ms on 2 cores ([layer][ci]). */
 static const int one_two_cores[] = { 1, 2 };
 static const uint64_t two_layer_ns[] = { 3 * MS, 2 * MS, 7 * MS, 4 * MS };
-static const struct policy_model two_layers = {
+static const struct policy_costs two_layers = {
 	.nr_layers = 2,
 	.nr_versions = 1,
 	.nr_core_counts = 2,
@@ -46,7 +46,7 @@ static const struct policy_model two_layers = {
 /* One layer, two versions, two levels (alone, slowdown 2.0): v0 10 -> 20 ms, v1 12 -> 15 ms. */
 static const double two_levels[] = { 1.0, 2.0 };
 static const uint64_t leveled_ns[] = { 10 * MS, 20 * MS, 12 * MS, 15 * MS };
-static const struct policy_model leveled = {
+static const struct policy_costs leveled = {
 	.nr_layers = 1,
 	.nr_versions = 2,
 	.nr_core_counts = 1,

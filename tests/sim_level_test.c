@@ -125,7 +125,7 @@ TEST_F(sim_level, block__out_of_range_tenant_and_cores_are_ignored)
 /* One layer of 10 ms on 1 core, no level columns (the model's slowdown is taken as is). */
 static const int one_core[] = { 1 };
 static const uint64_t one_layer_ns[] = { 10 * MS };
-static const struct policy_model one_layer = {
+static const struct policy_costs one_layer = {
 	.nr_layers = 1,
 	.nr_versions = 1,
 	.nr_core_counts = 1,

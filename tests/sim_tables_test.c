@@ -217,24 +217,24 @@ TEST_F(sim, table_load_veltair__reproduces_the_csv_cells)
 	ASSERT_EQ(1, rn.model.nr_levels);
 	for (int ci = 0; ci < 8; ci++)
 		ASSERT_EQ(8 * (ci + 1), rn.model.core_counts[ci]);
-	ASSERT_EQ(515000, policy_model_cell(&rn.model, 0, 0, 0, 0));
-	ASSERT_EQ(266000, policy_model_cell(&rn.model, 0, 0, 1, 0));
-	ASSERT_EQ(188000, policy_model_cell(&rn.model, 0, 0, 7, 0));
-	ASSERT_EQ(622000, policy_model_cell(&rn.model, 19, 0, 0, 0));
-	ASSERT_EQ(164000, policy_model_cell(&rn.model, 19, 0, 7, 0));
+	ASSERT_EQ(515000, policy_costs_cell(&rn.model, 0, 0, 0, 0));
+	ASSERT_EQ(266000, policy_costs_cell(&rn.model, 0, 0, 1, 0));
+	ASSERT_EQ(188000, policy_costs_cell(&rn.model, 0, 0, 7, 0));
+	ASSERT_EQ(622000, policy_costs_cell(&rn.model, 19, 0, 0, 0));
+	ASSERT_EQ(164000, policy_costs_cell(&rn.model, 19, 0, 7, 0));
 	ASSERT_EQ(118013952ULL, rn.model.layer_ops[0]);
-	ASSERT_LT(fabs((double)policy_model_solo_ns(&rn.model, 8) / 1e6 - 22.4), 0.05);
-	ASSERT_LT(fabs((double)policy_model_solo_ns(&rn.model, 56) / 1e6 - 4.3), 0.05);
+	ASSERT_LT(fabs((double)policy_costs_solo_ns(&rn.model, 8) / 1e6 - 22.4), 0.05);
+	ASSERT_LT(fabs((double)policy_costs_solo_ns(&rn.model, 56) / 1e6 - 4.3), 0.05);
 
 	ASSERT_EQ(57, gn.model.nr_layers);
 	ASSERT_EQ(7, gn.model.nr_core_counts);
 	ASSERT_EQ(56, gn.model.core_counts[6]);
-	ASSERT_EQ(186000, policy_model_cell(&gn.model, 4, 0, 0, 0));
-	ASSERT_EQ(37000, policy_model_cell(&gn.model, 4, 0, 6, 0));
+	ASSERT_EQ(186000, policy_costs_cell(&gn.model, 4, 0, 0, 0));
+	ASSERT_EQ(37000, policy_costs_cell(&gn.model, 4, 0, 6, 0));
 	ASSERT_EQ(5218304ULL, gn.model.layer_ops[0]);
 	/* 64 cores fit only the 56-core column */
-	ASSERT_EQ(policy_model_solo_ns(&gn.model, 56), policy_model_solo_ns(&gn.model, 64));
-	ASSERT_LT(fabs((double)policy_model_solo_ns(&gn.model, 56) / 1e6 - 1.9), 0.05);
+	ASSERT_EQ(policy_costs_solo_ns(&gn.model, 56), policy_costs_solo_ns(&gn.model, 64));
+	ASSERT_LT(fabs((double)policy_costs_solo_ns(&gn.model, 56) / 1e6 - 1.9), 0.05);
 	policy_table_free(&rn);
 	policy_table_free(&gn);
 
@@ -332,7 +332,7 @@ TEST(sim_scaling__recovers_exact_curves_and_scales_ours_back_onto_them)
 			.latency_ns = ours_ns,
 		};
 	}
-	/* [layer][ci] is the policy_model layout for one version and one level */
+	/* [layer][ci] is the policy_costs layout for one version and one level */
 	theirs[0].model.latency_ns = theirs_ns[0];
 	theirs[1].model.latency_ns = theirs_ns[0];
 	theirs[0].core_counts = theirs[1].core_counts = theirs_counts;
@@ -366,10 +366,10 @@ TEST(sim_scaling__recovers_exact_curves_and_scales_ours_back_onto_them)
 	ASSERT_EQ(0, sim_table_scale(&ours[0], &s, &scaled, &err)) TH_LOG("%s", err.msg);
 	ASSERT_EQ(8, scaled.model.nr_core_counts);
 	ASSERT_EQ(64, scaled.model.core_counts[7]);
-	ASSERT_LE(labs((long)policy_model_cell(&scaled.model, 1, 0, 0, 0) - 19100), 2);
+	ASSERT_LE(labs((long)policy_costs_cell(&scaled.model, 1, 0, 0, 0) - 19100), 2);
 	for (int l = 0; l < 2; l++)
 		for (int ci = 0; ci < 8; ci++)
-			ASSERT_LE(labs((long)policy_model_cell(&scaled.model, l, 0, ci, 0) -
+			ASSERT_LE(labs((long)policy_costs_cell(&scaled.model, l, 0, ci, 0) -
 				       (long)theirs_ns[l][ci]),
 				  2);
 	policy_table_free(&scaled);
@@ -415,7 +415,7 @@ TEST(sim_table_scale__every_version_level_and_interval_cell_in_its_place)
 	struct sim_scaling s = { .time_ratio = 2 };
 	struct coloc_err err = { 0 };
 	struct policy_table out;
-	const struct policy_model *m = &out.model;
+	const struct policy_costs *m = &out.model;
 
 	for (int c = 0; c < SIM_SCALE_CLASSES; c++)
 		s.cls[c].max_work_us = c == SIM_SCALE_CLASSES - 1 ? INFINITY : 64 << (2 * c);
@@ -424,10 +424,10 @@ TEST(sim_table_scale__every_version_level_and_interval_cell_in_its_place)
 	ASSERT_EQ(2, m->nr_levels);
 	ASSERT_EQ(8, m->nr_core_counts);
 	ASSERT_EQ(1.5, m->level_slowdown[1]);
-	ASSERT_EQ(500, (long)policy_model_cell(m, 0, 0, 0, 0));
-	ASSERT_EQ(375, (long)policy_model_cell(m, 0, 0, 1, 1));
-	ASSERT_EQ(47, (long)policy_model_cell(m, 0, 1, 7, 0));
-	ASSERT_EQ(0, (long)policy_model_cell(m, 0, 1, 3, 1));
+	ASSERT_EQ(500, (long)policy_costs_cell(m, 0, 0, 0, 0));
+	ASSERT_EQ(375, (long)policy_costs_cell(m, 0, 0, 1, 1));
+	ASSERT_EQ(47, (long)policy_costs_cell(m, 0, 1, 7, 0));
+	ASSERT_EQ(0, (long)policy_costs_cell(m, 0, 1, 3, 1));
 	/* the intervals: version 0 alone on 8 cores 7000 / 16 and 9000 / 16 */
 	ASSERT_EQ(438, (long)m->latency_lo_ns[0]);
 	ASSERT_EQ(563, (long)m->latency_hi_ns[0]);
@@ -479,13 +479,13 @@ TEST_F_TIMEOUT(sim, table_load_profile__the_cells_colocd_would_use, 600)
 			for (int c = 1; c <= p->nr_cores; c++)
 				for (int k = 0; k < p->nr_levels; k++)
 					ASSERT_EQ(*profile_latency_cell_const(p, l, v, c, k),
-						  policy_model_cell(&t.model, l, v, c - 1, k));
+						  policy_costs_cell(&t.model, l, v, c - 1, k));
 			if (!best || *profile_latency_cell_const(p, l, v, p->nr_cores, 0) < best)
 				best = *profile_latency_cell_const(p, l, v, p->nr_cores, 0);
 		}
 		solo += best;
 	}
-	ASSERT_EQ(solo, policy_model_solo_ns(&t.model, p->nr_cores));
+	ASSERT_EQ(solo, policy_costs_solo_ns(&t.model, p->nr_cores));
 	profile_free(p);
 	policy_table_free(&t);
 	/* a model with no profile in that cache: the command that makes one */

@@ -66,7 +66,7 @@ struct bench_model {
 	double levels[NR_LEVELS];
 	uint64_t *ns;
 	uint64_t *ops; /* each layer's work, as colocd's and the simulator's tables carry */
-	struct policy_model m;
+	struct policy_costs m;
 };
 
 /*
@@ -105,7 +105,7 @@ static int bench_model_init(struct bench_model *bm, int seed)
 					bm->ns[i] = (uint64_t)(alone * slow);
 				}
 	}
-	bm->m = (struct policy_model){
+	bm->m = (struct policy_costs){
 		.nr_layers = nl,
 		.nr_versions = NR_VERSIONS,
 		.nr_core_counts = nc,

@@ -24,12 +24,12 @@ void simcli_trace_block(void *ctx, const struct sim_block_record *b)
 {
 	const struct simcli_block_trace *bt = ctx;
 	const struct policy_decision *d = b->d;
-	const struct policy_model *m = bt->tenants[d->tenant].model;
-	int ci = policy_model_core_index(m, d->nr_cores);
+	const struct policy_costs *m = bt->tenants[d->tenant].model;
+	int ci = policy_costs_core_index(m, d->nr_cores);
 	uint64_t alone = 0;
 
 	for (int l = d->first_layer; l < d->last_layer; l++)
-		alone += policy_model_cell(m, l, d->versions[l - d->first_layer], ci, 0);
+		alone += policy_costs_cell(m, l, d->versions[l - d->first_layer], ci, 0);
 	fprintf(bt->f, "%.3f\t%s\t%llu\t%d\t%d\t%d\t%.1f\t%.1f\n", (double)b->end_ns * 1e-6,
 		bt->tenants[d->tenant].name, (unsigned long long)d->query_id, d->first_layer,
 		d->last_layer, d->nr_cores, (double)alone * 1e-3,

@@ -267,7 +267,7 @@ int simcli_print_capacity(const struct tenant_arg *ta, int nr)
 	printf("%-24s %8s %10s %6s %10s %12s %12s\n", "tenant", "QoS ms", "fastest k", "ms",
 	       "cheapest k", "ms", "core x ms");
 	for (int t = 0; t < nr; t++) {
-		const struct policy_model *m = &ta[t].table.model;
+		const struct policy_costs *m = &ta[t].table.model;
 		double fast = INFINITY, cheap = INFINITY, cheap_ms = 0;
 		int fast_k = 0, cheap_k = 0;
 
@@ -277,7 +277,7 @@ int simcli_print_capacity(const struct tenant_arg *ta, int nr)
 			int k = m->core_counts[ci];
 
 			for (int l = 0; l < m->nr_layers; l++)
-				ms += (double)policy_model_cell(m, l, 0, ci, 0) * 1e-6;
+				ms += (double)policy_costs_cell(m, l, 0, ci, 0) * 1e-6;
 			if (ms < fast) {
 				fast = ms;
 				fast_k = k;

@@ -64,7 +64,7 @@ int simcli_load_tenants(struct tenant_arg *ta, int nr, const struct sim_table_di
 		if (tab->note[0])
 			fprintf(stderr, PROG ": tenant %d (%s): %s\n", t, tab->name, tab->note);
 		if (!ta[t].qos_ms) {
-			uint64_t solo = policy_model_solo_ns(&tab->model, (int)simcli_opts.cores);
+			uint64_t solo = policy_costs_solo_ns(&tab->model, (int)simcli_opts.cores);
 
 			if (!solo) {
 				fprintf(stderr,
@@ -80,7 +80,7 @@ int simcli_load_tenants(struct tenant_arg *ta, int nr, const struct sim_table_di
 		ta[t].query_cost_ms = simcli_opts.query_cost_us * 1e-3;
 		if (simcli_opts.query_cost_us < 0) {
 			double solo =
-				(double)policy_model_solo_ns(&tab->model, (int)simcli_opts.cores);
+				(double)policy_costs_solo_ns(&tab->model, (int)simcli_opts.cores);
 
 			if (!ta[t].served_solo_ms) {
 				fprintf(stderr,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * Reading a model's latency table (struct policy_model): which profiled core
+ * Reading a model's latency table (struct policy_costs): which profiled core
  * count fits a grant, where a measured slowdown falls among the level
  * columns, the latency between two columns, the fastest version. Every
  * policy prices its blocks with these, so the daemon, the simulator and the
@@ -9,7 +9,7 @@
 #include <errno.h>
 #include "policy.h"
 
-int policy_model_check(const struct policy_model *m, struct coloc_err *err)
+int policy_costs_check(const struct policy_costs *m, struct coloc_err *err)
 {
 	if (!m || !m->latency_ns || !m->core_counts)
 		return coloc_err_set(err, -EINVAL, "model table: no latency table or core counts");
@@ -63,7 +63,7 @@ int policy_model_check(const struct policy_model *m, struct coloc_err *err)
 			bool any = false;
 
 			for (int v = 0; v < m->nr_versions && !any; v++)
-				any = policy_model_cell(m, l, v, ci, 0) != 0;
+				any = policy_costs_cell(m, l, v, ci, 0) != 0;
 			if (!any)
 				return coloc_err_set(
 					err, -EINVAL,
@@ -74,7 +74,7 @@ int policy_model_check(const struct policy_model *m, struct coloc_err *err)
 	return 0;
 }
 
-int policy_model_core_index(const struct policy_model *m, int nr_cores)
+int policy_costs_core_index(const struct policy_costs *m, int nr_cores)
 {
 	int lo = 0, hi = m->nr_core_counts - 1, found = -1;
 
@@ -91,7 +91,7 @@ int policy_model_core_index(const struct policy_model *m, int nr_cores)
 	return found;
 }
 
-double policy_model_level_pos(const struct policy_model *m, double slowdown)
+double policy_costs_level_pos(const struct policy_costs *m, double slowdown)
 {
 	const double *ls = m->level_slowdown;
 
@@ -107,7 +107,7 @@ double policy_model_level_pos(const struct policy_model *m, double slowdown)
 
 /*
  * The latency at level_pos of the cell whose level columns start at cell:
- * policy_model_latency() without the index arithmetic, for callers that walk
+ * policy_costs_latency() without the index arithmetic, for callers that walk
  * a layer's versions.
  */
 static inline uint64_t latency_at(const uint64_t *cell, int nr_levels, double level_pos)
@@ -128,7 +128,7 @@ static inline uint64_t latency_at(const uint64_t *cell, int nr_levels, double le
 	return (uint64_t)((double)a + ((double)b - (double)a) * frac + 0.5);
 }
 
-uint64_t policy_model_latency(const struct policy_model *m, int layer, int version, int ci,
+uint64_t policy_costs_latency(const struct policy_costs *m, int layer, int version, int ci,
 			      double level_pos)
 {
 	return latency_at(
@@ -138,7 +138,7 @@ uint64_t policy_model_latency(const struct policy_model *m, int layer, int versi
 		m->nr_levels, level_pos);
 }
 
-int policy_model_fastest_version(const struct policy_model *m, int layer, int ci, double level_pos,
+int policy_costs_fastest_version(const struct policy_costs *m, int layer, int ci, double level_pos,
 				 uint64_t *latency_ns)
 {
 	/* version v's columns are v strides past version 0's */
@@ -171,23 +171,23 @@ int policy_model_fastest_version(const struct policy_model *m, int layer, int ci
 	return best;
 }
 
-uint64_t policy_model_alone_ns(const struct policy_model *m, int first, int last, int ci)
+uint64_t policy_costs_alone_ns(const struct policy_costs *m, int first, int last, int ci)
 {
 	uint64_t total = 0;
 
 	for (int l = first; l < last; l++) {
 		uint64_t ns;
 
-		if (policy_model_fastest_version(m, l, ci, 0, &ns) < 0)
+		if (policy_costs_fastest_version(m, l, ci, 0, &ns) < 0)
 			return 0;
 		total += ns;
 	}
 	return total;
 }
 
-uint64_t policy_model_solo_ns(const struct policy_model *m, int nr_cores)
+uint64_t policy_costs_solo_ns(const struct policy_costs *m, int nr_cores)
 {
-	int ci = policy_model_core_index(m, nr_cores);
+	int ci = policy_costs_core_index(m, nr_cores);
 
-	return ci < 0 ? 0 : policy_model_alone_ns(m, 0, m->nr_layers, ci);
+	return ci < 0 ? 0 : policy_costs_alone_ns(m, 0, m->nr_layers, ci);
 }
