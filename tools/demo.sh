@@ -44,7 +44,7 @@ run_load() { # policy
 
 start=$SECONDS
 echo "coloc demo: a little over a minute on a 2-core machine once the latency profiles"
-echo "exist (the first run makes them first, about 20 s more)."
+echo "exist (the first run makes them first, a minute or two more)."
 
 echo
 echo "== latency profiles (made once, then reused from $CACHE)"
