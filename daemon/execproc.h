@@ -43,6 +43,12 @@ struct execproc_file {
 	int fd;
 };
 
+/*
+ * The default executor's path into buf: coloc-executor in the same folder
+ * as this program (/proc/self/exe). 0, or -errno with err set.
+ */
+int execproc_default_executor(char *buf, size_t len, struct coloc_err *err);
+
 struct execproc_opts {
 	const char *executor; /* path of coloc-executor; NULL: next to /proc/self/exe */
 	/*

@@ -49,8 +49,7 @@ static size_t page_round(size_t n)
 	return (n + page - 1) / page * page;
 }
 
-/* The default executor: coloc-executor in the same folder as this program. */
-static int default_executor(char *buf, size_t len, struct coloc_err *err)
+int execproc_default_executor(char *buf, size_t len, struct coloc_err *err)
 {
 	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
 	char *slash;
@@ -464,7 +463,7 @@ int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct 
 				     COLOC_MAX_REQUEST_FDS, COLOC_SHM_NAME_LEN - 1);
 	if (o->executor)
 		snprintf(path, sizeof(path), "%s", o->executor);
-	else if ((ret = default_executor(path, sizeof(path), err)))
+	else if ((ret = execproc_default_executor(path, sizeof(path), err)))
 		return ret;
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)

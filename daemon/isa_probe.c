@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include "execproc.h"
 #include "isa_probe.h"
 
 static long long now_ms(void)
@@ -23,23 +24,6 @@ static long long now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* coloc-executor beside this program. */
-static int beside_us(char *buf, size_t len, struct coloc_err *err)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-	char *slash;
-
-	if (n < 0)
-		return coloc_err_set(err, -errno, "cannot find this program's path: %s",
-				     strerror(errno));
-	buf[n] = '\0';
-	slash = strrchr(buf, '/');
-	if (!slash || (size_t)(slash - buf) + sizeof("/coloc-executor") > len)
-		return coloc_err_set(err, -ENAMETOOLONG, "path of coloc-executor too long");
-	strcpy(slash + 1, "coloc-executor");
-	return 0;
 }
 
 /* Reads the child's output into buf until it closes it or deadline (ms); bytes read or -errno. */
@@ -92,7 +76,7 @@ int isa_probe(const char *executor, char *isa, size_t len, struct coloc_err *err
 
 	if (executor)
 		snprintf(path, sizeof(path), "%s", executor);
-	else if ((ret = beside_us(path, sizeof(path), err)))
+	else if ((ret = execproc_default_executor(path, sizeof(path), err)))
 		return ret;
 	if (pipe2(pfd, O_CLOEXEC))
 		return coloc_err_set(err, -errno, "pipe: %s", strerror(errno));
