@@ -61,9 +61,8 @@ static void deconv_shape_of(const struct builder *b, struct deconv_shape *ds)
 bool deconv_is_shuffle(const struct deconv_shape *ds)
 {
 	return ds->g == 1 && ds->kh == ds->sh && ds->kw == ds->sw && ds->oh == ds->ih * ds->kh &&
-	       ds->ow == ds->iw * ds->kw &&
-	       (ds->kh == 1 || ds->dh == 1) && (ds->kw == 1 || ds->dw == 1) && !ds->pt &&
-	       !ds->pl && !ds->pb && !ds->pr;
+	       ds->ow == ds->iw * ds->kw && (ds->kh == 1 || ds->dh == 1) &&
+	       (ds->kw == 1 || ds->dw == 1) && !ds->pt && !ds->pl && !ds->pb && !ds->pr;
 }
 
 int deconv_input(struct builder *b, const struct deconv_shape *ds, struct exec_buf *at)

@@ -114,9 +114,9 @@ static int phase_step(struct builder *b, const struct deconv_shape *ds, const st
 	md_tag(&src, 4, sd, dnnl_nhwc);
 	md_plain(&bmd, 1, bd);
 	phase_weights(ds, y, x, &wlog, &wany, &first);
-	if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
-						       dnnl_convolution_direct, &src, &wany,
-						       bias ? &bmd : NULL, dst, one, no_dil, pl, pr))
+	if (dnnl_dilated_convolution_forward_desc_init(
+		    &cd, dnnl_forward_inference, dnnl_convolution_direct, &src, &wany,
+		    bias ? &bmd : NULL, dst, one, no_dil, pl, pr))
 		return -EINVAL;
 	if (exec_attr_new(&attr, b->l, 1.0f))
 		return -ENOMEM;

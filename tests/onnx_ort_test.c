@@ -213,8 +213,8 @@ static void model_io(struct __test_metadata *_metadata, const char *path,
 		outs->o[i].n = io.outputs[i].bytes / sizeof(float);
 		snprintf(outs->o[i].name, sizeof(outs->o[i].name), "%s",
 			 src.model->layers[io.outputs[i].layer].name);
-		EXPECT_EQ(g->o[i].n, outs->o[i].n) TH_LOG("%s: output %d (%s)", path, i,
-							  outs->o[i].name);
+		EXPECT_EQ(g->o[i].n, outs->o[i].n)
+		TH_LOG("%s: output %d (%s)", path, i, outs->o[i].name);
 	}
 	model_io_layout_free(&io);
 	model_source_close(&src);
@@ -252,11 +252,13 @@ static void check_run(struct __test_metadata *_metadata, const char *model, cons
 		float max_ref = 0.0f, max_err = 0.0f;
 
 		/* the ref holds values 0, step, 2 step, ... of each output in turn */
-		ASSERT_LE(from + cnt, nr_ref) TH_LOG("%s: output %d (%s)", model, i, outs->o[i].name);
+		ASSERT_LE(from + cnt, nr_ref)
+		TH_LOG("%s: output %d (%s)", model, i, outs->o[i].name);
 		ASSERT_LE(outs->o[i].at + outs->o[i].n, n);
 		for (size_t k = 0; k < cnt; k++) {
 			max_ref = fmaxf(max_ref, fabsf(ref[from + k]));
-			max_err = fmaxf(max_err, fabsf(got[outs->o[i].at + k * step] - ref[from + k]));
+			max_err = fmaxf(max_err,
+					fabsf(got[outs->o[i].at + k * step] - ref[from + k]));
 		}
 		from += cnt;
 		TH_LOG("%s%s: output %d (%s): %zu values, max |ort| %g, max |coloc - ort| %g "
