@@ -10,8 +10,10 @@
 #   tools/bench-gateway-ab.sh OLD_GATEWAY NEW_GATEWAY http|grpc [REPLICAS [QUERIES]]
 #
 # Prints coloc-bench-gateway's line per replica, prefixed with A or B; with
-# THREADS=1 also, per replica, each gateway thread's runs (times put on a
-# CPU) per query, by thread name, from /proc/PID/task/TID/schedstat.
+# THREADS=1 also, per replica, the runs (times put on a CPU) per query of
+# each gateway thread that ran, as name:tid, from
+# /proc/PID/task/TID/schedstat. A_ARGS and B_ARGS: more options for
+# gateway A or B (e.g. B_ARGS="--threads 2" with the same build twice).
 set -euo pipefail
 
 OLD=$(realpath "$1") NEW=$(realpath "$2") DOOR=$3 REPLICAS=${4:-6} QUERIES=${5:-30}
@@ -59,7 +61,7 @@ for t in A B; do
 	setpriv --reuid=coloc --regid=coloc --init-groups -- "$gw" --socket "$SOCK" \
 		--model-repository "$W/repo$t" --http 127.0.0.1:${PORT[$t]} \
 		--grpc 127.0.0.1:$((PORT[$t] + 1)) --metrics 127.0.0.1:$((PORT[$t] + 2)) \
-		>"$W/gw$t.log" 2>&1 &
+		$([ $t = A ] && echo "${A_ARGS:-}" || echo "${B_ARGS:-}") >"$W/gw$t.log" 2>&1 &
 	GW_PID[$t]=$!
 	PIDS+=($!)
 done
@@ -86,10 +88,8 @@ for r in $(seq "$REPLICAS"); do
 			thread_runs "${GW_PID[$t]}" >"$W/runs1"
 			# both ways' queries: the gateway saw QUERIES of them
 			awk -v t=$t -v q="$QUERIES" 'NR == FNR { r0[$1] = $3; next }
-				{ d[$2] += $3 - r0[$1]; n[$2]++ }
-				END { printf "%s threads:", t
-				      for (k in d) if (d[k] > 0) printf " %s(%d)=%.2f", k, n[k], d[k] / q
-				      print "" }' "$W/runs0" "$W/runs1"
+				{ d = ($3 - r0[$1]) / q; if (d >= 0.05) printf " %s:%s=%.2f", $2, $1, d }
+				BEGIN { printf "%s threads:", t } END { print "" }' "$W/runs0" "$W/runs1"
 		fi
 	done
 done
