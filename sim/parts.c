@@ -89,7 +89,7 @@ static int parts_row(void *ctx, char **f, int n, const int *col, const char *pat
 {
 	struct sim_parts_file *pf = ctx;
 	struct sim_parts_row *r;
-	double p50, p95;
+	double p50, p95, table = 0;
 	int part;
 
 	for (int k = 0; k < 4; k++)
@@ -103,9 +103,10 @@ static int parts_row(void *ctx, char **f, int n, const int *col, const char *pat
 				     "reply or hop)",
 				     path, lineno, f[col[1]]);
 	if (cli_parse_double(f[col[2]], 0, DBL_MAX, &p50) ||
-	    cli_parse_double(f[col[3]], 0, DBL_MAX, &p95) || p95 < p50)
-		return coloc_err_set(err, -EINVAL, "%s:%d: want 0 <= p50_ms <= p95_ms", path,
-				     lineno);
+	    cli_parse_double(f[col[3]], 0, DBL_MAX, &p95) || p95 < p50 ||
+	    (col[4] >= 0 && (n <= col[4] || cli_parse_double(f[col[4]], 0, DBL_MAX, &table))))
+		return coloc_err_set(err, -EINVAL, "%s:%d: want 0 <= p50_ms <= p95_ms, table_ms >= 0",
+				     path, lineno);
 	if (!*f[col[0]] || strlen(f[col[0]]) >= sizeof(r->model))
 		return coloc_err_set(err, -EINVAL, "%s:%d: a model name of 1 to %zu characters",
 				     path, lineno, sizeof(r->model) - 1);
@@ -127,16 +128,17 @@ static int parts_row(void *ctx, char **f, int n, const int *col, const char *pat
 	r->part = part;
 	r->p50_ms = p50;
 	r->p95_ms = p95;
+	r->table_ms = table;
 	return 0;
 }
 
 int sim_parts_file_load(const char *path, struct sim_parts_file *f, struct coloc_err *err)
 {
-	static const char *const want[] = { "model", "part", "p50_ms", "p95_ms" };
+	static const char *const want[] = { "model", "part", "p50_ms", "p95_ms", "?table_ms" };
 	int ret;
 
 	*f = (struct sim_parts_file){ 0 };
-	ret = sim_tsv_load(path, want, 4, parts_row, f, err);
+	ret = sim_tsv_load(path, want, 5, parts_row, f, err);
 	if (ret)
 		sim_parts_file_free(f);
 	return ret;
@@ -158,12 +160,15 @@ int sim_parts_for_model(const struct sim_parts_file *f, const char *model, doubl
 		if (r->part == SIM_PART_COPY)
 			scale = 1;
 		else if (r->part == SIM_PART_COMPUTE) {
-			if (!(solo_ms > 0))
+			/* ms to a factor over the table time the measurement ran */
+			double table = r->table_ms > 0 ? r->table_ms : solo_ms;
+
+			if (!(table > 0))
 				return coloc_err_set(err, -EINVAL,
 						     "%s: a compute part needs the table's solo "
 						     "latency",
 						     model);
-			scale = 1.0 / solo_ms; /* ms to a factor over the table */
+			scale = 1.0 / table;
 		}
 		ret = sim_part_fit(r->p50_ms * scale, r->p95_ms * scale, &p->part[r->part], err);
 		if (ret)

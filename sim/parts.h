@@ -61,13 +61,17 @@ uint64_t sim_parts_query_ns(const struct sim_parts *p, struct coloc_rng *rng);
  * A parts file: tab-separated, a header naming model, part, p50_ms and
  * p95_ms (any order, others ignored), then a row per model and part as
  * that model served alone measured it: per query, in ms; copy in ms per
- * MB (1e6 bytes) of its input and output. tools/bench-sim-latency.sh
- * writes one from colocctl status --json and coloc-load --json.
+ * MB (1e6 bytes) of its input and output. An optional table_ms column
+ * gives, for compute, the table time of the queries measured (the
+ * blocks the policy ran alone, as coloc-sim runs them; 0: the model's
+ * solo latency on all cores). tools/bench-sim-latency.sh writes one from
+ * colocctl status --json, coloc-load --json and coloc-sim alone.
  */
 struct sim_parts_row {
 	char model[64];
 	int part; /* enum sim_part_kind */
 	double p50_ms, p95_ms;
+	double table_ms; /* compute: the table time of what was measured; 0: not given */
 };
 
 struct sim_parts_file {
@@ -78,9 +82,9 @@ struct sim_parts_file {
 int sim_parts_file_load(const char *path, struct sim_parts_file *f, struct coloc_err *err);
 void sim_parts_file_free(struct sim_parts_file *f);
 /*
- * model's rows as its parts: compute divided by solo_ms (the table's solo
- * latency on the cores it was measured on) into a factor; -ENOENT when the
- * file has no row of model.
+ * model's rows as its parts: compute divided by its table_ms, else by
+ * solo_ms (the table's solo latency on all the cores), into a factor;
+ * -ENOENT when the file has no row of model.
  */
 int sim_parts_for_model(const struct sim_parts_file *f, const char *model, double solo_ms,
 			uint64_t in_bytes, uint64_t out_bytes, struct sim_parts *p,

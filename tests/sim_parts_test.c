@@ -129,6 +129,35 @@ TEST(sim_parts_file__rows_in_their_units_for_the_model_named)
 	EXPECT_EQ(0, f.nr);
 }
 
+/*
+ * compute over the table time the measurement ran, where the file gives
+ * it (table_ms): 6 / 9 ms of blocks whose table says 2 ms -> a factor of
+ * 3 at the median, the model's solo latency (5 ms) not used; a row with
+ * table_ms 0 falls back on the solo latency (4 / 5 -> 0.8).
+ */
+TEST(sim_parts_file__compute_over_the_table_time_it_ran)
+{
+	char path[64];
+	struct sim_parts_file f;
+	struct sim_parts p;
+	struct coloc_err err = { 0 };
+
+	ASSERT_EQ(0, write_parts(path, sizeof(path),
+				 "model\tpart\tp50_ms\tp95_ms\ttable_ms\n"
+				 "k\tcompute\t6\t9\t2\n"
+				 "k\thop\t1\t2\t0\n"
+				 "m\tcompute\t4\t5\t0\n"));
+	ASSERT_EQ(0, sim_parts_file_load(path, &f, &err)) TH_LOG("%s", err.msg);
+	unlink(path);
+	ASSERT_EQ(0, sim_parts_for_model(&f, "k", 5.0, 0, 0, &p, &err)) TH_LOG("%s", err.msg);
+	EXPECT_LT(fabs(p.part[SIM_PART_COMPUTE].median - 3.0), 1e-12);
+	EXPECT_LT(fabs(p.part[SIM_PART_COMPUTE].sigma - log(1.5) / Z95), 1e-12);
+	EXPECT_LT(fabs(p.part[SIM_PART_HOP].median - 1e6), 1e-6);
+	ASSERT_EQ(0, sim_parts_for_model(&f, "m", 5.0, 0, 0, &p, &err)) TH_LOG("%s", err.msg);
+	EXPECT_LT(fabs(p.part[SIM_PART_COMPUTE].median - 0.8), 1e-12);
+	sim_parts_file_free(&f);
+}
+
 /* Bad rows are refused, named by line: an unknown part, p95 below p50, a row given twice. */
 TEST(sim_parts_file__bad_rows_are_refused_by_line)
 {
@@ -141,6 +170,7 @@ TEST(sim_parts_file__bad_rows_are_refused_by_line)
 		{ "model\tpart\tp50_ms\tp95_ms\nm\thop\t1\t2\nm\tnotice\t2\t1\n", -EINVAL, ":3:" },
 		{ "model\tpart\tp50_ms\tp95_ms\nm\thop\t1\t2\nm\thop\t1\t2\n", -EEXIST, ":3:" },
 		{ "model\tpart\tp50_ms\nm\thop\t1\n", -EINVAL, "p95_ms" },
+		{ "model\tpart\tp50_ms\tp95_ms\ttable_ms\nm\tcompute\t1\t2\t-1\n", -EINVAL, ":2:" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

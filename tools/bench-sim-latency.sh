@@ -51,10 +51,11 @@ start_colocd "$POLICY"
 # Each model alone at 10 % of its profile: its parts (colocd's, p50 and
 # p95 a query), QoS 2 x its served p95 (bench-qos's rule) and its service
 # time as served: colocd's parts at their p50 less the waits (queued, decide).
-declare -A QOS PARTS_JSON HOP_JSON SERVICE
+declare -A QOS PARTS_JSON HOP_JSON SERVICE RATE
 for m in "${MODELS[@]}"; do
 	probe_solo "$m" "$m"
 	served_solo "solo_$m" "$m" "$SOLO_S" 200
+	RATE[$m]=$(awk -v s="$SOLO_MS" 'BEGIN { printf "%.2f", 100 / s }') # served_solo's
 	QOS[$m]=$(qos_ms_of "$SERVED_P95_MS")
 	PARTS_JSON[$m]=$(jq -c '.tenants[0].colocd_parts' <<<"$SERVED_JSON")
 	HOP_JSON[$m]=$(jq -c '.tenants[0] | {p50_ms: .hop_p50_ms, p95_ms: .hop_p95_ms}' <<<"$SERVED_JSON")
@@ -78,16 +79,31 @@ done
 SAT=$(awk -v x="$sat_inv" 'BEGIN { printf "%.3f", 1 / x }')
 echo "  saturation (as served alone, all tenants in their shares): $SAT QPS"
 
-# The parts file: copy per MB of the model's input and output.
+# The table time of a query as the policy runs the model alone, for the
+# compute factor: coloc-sim alone at the same rate, without parts, its
+# blocks' table times (--block-trace's alone_us) summed per query, median.
+declare -A TABLE
+for m in "${MODELS[@]}"; do
+	"$BIN/coloc-sim" --tenant "$m:${QOS[$m]}" --policy "$POLICY" --cores "$CORES" --llc "$CORES" \
+		--full-slowdown 1.0 --profile-dir "$CACHE" --qps "${RATE[$m]}" --duration 120 \
+		--block-trace "$WORK/alone-$m.tsv" >/dev/null
+	TABLE[$m]=$(awk -F'\t' '{ t[$3] += $7 } END { n = 0; for (q in t) v[++n] = t[q] / 1000
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { x = v[j]; v[j] = v[j - 1]; v[j - 1] = x }
+		printf "%.4f", n ? v[int((n + 1) / 2)] : 0 }' "$WORK/alone-$m.tsv")
+	echo "  $m alone, simulated without parts: a query's blocks take ${TABLE[$m]} ms in the table"
+done
+
+# The parts file: copy per MB of the model's input and output, compute over its table time.
 {
-	printf 'model\tpart\tp50_ms\tp95_ms\n'
+	printf 'model\tpart\tp50_ms\tp95_ms\ttable_ms\n'
 	for m in "${MODELS[@]}"; do
 		bytes=$(ctl status "$m" --json | jq '[.. | objects | select(.name? == "'"$m"'" and .input_bytes?) | .input_bytes + .output_bytes][0]')
-		for part in dispatch notice compute reply; do
-			jq -r --arg m "$m" --arg p "$part" '.[$p] | [$m, $p, .p50_ms, .p95_ms] | @tsv' <<<"${PARTS_JSON[$m]}"
+		for part in dispatch notice reply; do
+			jq -r --arg m "$m" --arg p "$part" '.[$p] | [$m, $p, .p50_ms, .p95_ms, 0] | @tsv' <<<"${PARTS_JSON[$m]}"
 		done
-		jq -r --arg m "$m" --argjson b "$bytes" '.copy | [$m, "copy", .p50_ms / ($b / 1e6), .p95_ms / ($b / 1e6)] | @tsv' <<<"${PARTS_JSON[$m]}"
-		jq -r --arg m "$m" '[$m, "hop", .p50_ms, .p95_ms] | @tsv' <<<"${HOP_JSON[$m]}"
+		jq -r --arg m "$m" --arg t "${TABLE[$m]}" '.compute | [$m, "compute", .p50_ms, .p95_ms, $t] | @tsv' <<<"${PARTS_JSON[$m]}"
+		jq -r --arg m "$m" --argjson b "$bytes" '.copy | [$m, "copy", .p50_ms / ($b / 1e6), .p95_ms / ($b / 1e6), 0] | @tsv' <<<"${PARTS_JSON[$m]}"
+		jq -r --arg m "$m" '[$m, "hop", .p50_ms, .p95_ms, 0] | @tsv' <<<"${HOP_JSON[$m]}"
 	done
 } >"$OUT/parts.tsv"
 
