@@ -5,7 +5,9 @@
  * colocd computes (the model file's hash and this machine's identity) and
  * turned into a struct policy_table by profile_table_build(), the
  * conversion colocd itself uses (executor/profile_table.c). The simulator
- * so schedules on exactly the table colocd would on this machine.
+ * so schedules on exactly the table colocd would on this machine. Also a
+ * model's input and output bytes a query (model_io_layout), for the copy
+ * part of the serving path (parts.h).
  */
 #include <errno.h>
 #include <stdio.h>
