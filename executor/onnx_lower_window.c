@@ -307,7 +307,6 @@ int onnx_lower_conv_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	struct onnx_value x4, w4;
 	struct model_shape out;
 	int64_t g, os[2];
-	bool op = false;
 	char buf[16];
 
 	if (!x || !w || (onnx_input(c, n, 2) && !b))
@@ -325,16 +324,29 @@ int onnx_lower_conv_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		ret = onnx_attr_ints(c, n, "output_padding", os, 2, &nr);
 	if (ret)
 		return ret;
-	for (int i = 0; i < nr; i++)
-		op = op || os[i];
-	if (op || onnx_attr(n, "output_shape") ||
+	if ((nr >= 0 && nr != nd) || onnx_attr(n, "output_shape") ||
 	    strcmp(onnx_attr_str(n, "auto_pad", buf, sizeof(buf), "NOTSET"), "NOTSET"))
 		return onnx_refuse(c, -EOPNOTSUPP,
-				   "output_padding, output_shape and auto_pad (coloc's deconv "
-				   "takes explicit pads)");
+				   "output_shape and auto_pad (coloc's deconv takes explicit pads; "
+				   "output_padding one value a spatial dim)");
 	ret = explicit_pads(c, n, nd, pads);
 	if (ret)
 		return ret;
+	/*
+	 * output_padding adds rows (columns) at the end, where no input reaches
+	 * but the bias: the same output as that much less end pad.
+	 */
+	for (int i = 0; i < nr; i++) {
+		int j = nd == 2 ? i : 1, *end = &pads[2 + j];
+
+		if (os[i] < 0 || os[i] >= s[j] || os[i] > *end)
+			return onnx_refuse(c, -EOPNOTSUPP,
+					   "output_padding %lld with stride %d and end pad %d "
+					   "(coloc's deconv folds output_padding into the end "
+					   "pad: 0 <= output_padding < stride, <= the end pad)",
+					   (long long)os[i], s[j], *end);
+		*end -= (int)os[i];
+	}
 	if (g < 1 || x->shape.dims[1] != w->shape.dims[0] || x->shape.dims[1] % g)
 		return onnx_refuse(c, -EINVAL,
 				   "weights [IC, OC/group, kh, kw] do not fit %lld input "

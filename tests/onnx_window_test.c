@@ -3,8 +3,9 @@
  * The ONNX importer's window ops against references: Resize (nearest,
  * linear), ConvTranspose and batch norms, 1-D convolutions, transposed
  * convolutions and pools (checked against direct 1-D loops, not
- * ref_conv), a log-mel chain; a kernel over the window limit and a 1-D
- * ConvTranspose with output padding are refused.
+ * ref_conv), a log-mel chain; output padding folded into the end pads;
+ * a kernel over the window limit and a 1-D ConvTranspose with output
+ * padding past its end pad are refused.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -472,7 +473,48 @@ TEST(onnx_import__kernel_over_the_window_limit_is_refused)
 	arena_free();
 }
 
-/* A 1-D ConvTranspose with output_padding is refused, not run without it. */
+/*
+ * output_padding within the end pads, as PyTorch's stride-2 "same"
+ * upsampling writes it (3x3 stride 2, pads 1, output_padding 1): imported
+ * as that much less end pad, grouped, 5x6 -> 10x12, and equal to the
+ * reference deconvolution of the wider output.
+ */
+TEST(onnx_import__conv_transpose_output_padding_folds_into_the_end_pad)
+{
+	static const int64_t xd[4] = { 1, 4, 5, 6 }, wd[4] = { 4, 3, 3, 3 }, bd[1] = { 6 };
+	static const int64_t od[4] = { 1, 6, 10, 12 };
+	const struct model_conv cv = { .out_channels = 6, .kh = 3, .kw = 3, .stride_h = 2,
+				       .stride_w = 2, .pad_t = 1, .pad_l = 1, .dil_h = 1,
+				       .dil_w = 1, .groups = 2, .bias = true };
+	float *w = rnd_fill(108, -1, 1), *b = rnd_fill(6, -1, 1), *x = rnd_fill(120, -1, 1);
+	float *want = mem(720 * 4);
+	struct gb g = { 0 };
+	struct onnx_import im;
+	struct coloc_err err = { 0 };
+	Onnx__NodeProto *n;
+
+	init_f(&g, "W", 4, wd, w);
+	init_f(&g, "B", 1, bd, b);
+	g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+	n = node(&g, "ConvTranspose", "up", NAMES("x", "W", "B"), NAMES("y"));
+	attr_ints(n, "strides", 2, (const int64_t[]){ 2, 2 });
+	attr_ints(n, "pads", 4, (const int64_t[]){ 1, 1, 1, 1 });
+	attr_ints(n, "output_padding", 2, (const int64_t[]){ 1, 1 });
+	attr_int(n, "group", 2);
+	g.outs[g.nr_outs++] = vinfo("y", 4, od, NULL);
+	ASSERT_EQ(0, import(&g, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(MODEL_OP_DECONV, im.model->layers[1].op);
+	EXPECT_EQ(0, im.model->layers[1].conv.pad_b);
+	EXPECT_EQ(0, im.model->layers[1].conv.pad_r);
+	EXPECT_EQ(10, im.model->layers[1].out.dims[2]);
+	EXPECT_EQ(12, im.model->layers[1].out.dims[3]);
+	ref_deconv(x, xd, w, b, &cv, od, want);
+	run_compare(_metadata, &im, x, want, 720);
+	onnx_import_free(&im);
+	arena_free();
+}
+
+/* A 1-D ConvTranspose with output_padding past its end pad is refused, not run without it. */
 TEST(onnx_import__1d_conv_transpose_output_padding_is_refused)
 {
 	static const int64_t xd[3] = { 1, 2, 5 }, wd[3] = { 2, 2, 3 }, od[3] = { 1, 2, 12 };
