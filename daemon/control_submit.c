@@ -210,6 +210,27 @@ static char *control_submit_external(struct json_object *req, struct colocd_spec
 	return NULL;
 }
 
+/* A submit whose files are being copied (submit_copy.h), until they are in. */
+struct control_copying {
+	struct colocd *d;
+	struct server *server;
+	__u64 conn;
+	uid_t uid;
+	struct colocd_spec spec;
+	struct control_copying *next; /* in d->copying */
+};
+
+/* p out of d->copying: it no longer counts in its owner's quotas. */
+static void control_copying_unlink(struct control_copying *p)
+{
+	struct control_copying **pp = &p->d->copying;
+
+	while (*pp && *pp != p)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = p->next;
+}
+
 /*
  * What can refuse the submit without its files (serving_admit_check: name,
  * executors, QoS, places, quotas), asked before a byte is copied: a refused
@@ -225,21 +246,18 @@ static char *control_submit_precheck(struct colocd *d, const struct colocd_spec 
 					  .owner = spec->owner };
 	struct coloc_err err = { 0 };
 
+	for (const struct control_copying *c = d->copying; c; c = c->next)
+		if (c->uid == spec->owner) {
+			ts.pending_tenants++;
+			ts.pending_executors += c->spec.executors > 0 ? c->spec.executors : 1;
+		}
+
 	if (d->draining)
 		return control_error("colocd is shutting down");
 	if (serving_admit_check(d->serving, &ts, &err))
 		return control_error("%s", coloc_err_str(&err));
 	return NULL;
 }
-
-/* A submit whose files are being copied (submit_copy.h), until they are in. */
-struct control_copying {
-	struct colocd *d;
-	struct server *server;
-	__u64 conn;
-	uid_t uid;
-	struct colocd_spec spec;
-};
 
 /*
  * The files are in (or why not): the cheap checks again, then admission
@@ -255,6 +273,7 @@ static void control_submit_copied(void *ctx, int ret, const int *sealed, int nr,
 	char *bad = NULL;
 	int at = 0;
 
+	control_copying_unlink(p);
 	for (int i = 0; i < COLOC_MAX_REQUEST_FDS; i++)
 		files.external_fd[i] = -1;
 	if (ret == -ECANCELED) { /* colocd is stopping: nobody is answered any more */
@@ -316,10 +335,13 @@ static char *control_submit_files(struct colocd *d, struct server_req *sreq,
 	*p = (struct control_copying){
 		.d = d, .server = sreq->server, .conn = sreq->conn, .uid = uid, .spec = *spec
 	};
-	if (submit_copier_add(d->copier, sreq->fds, what, want, control_submit_copied, p, &err)) {
+	if (submit_copier_add(d->copier, uid, sreq->fds, what, want, control_submit_copied, p,
+			      &err)) {
 		free(p);
 		return control_error("%s", coloc_err_str(&err));
 	}
+	p->next = d->copying;
+	d->copying = p;
 	server_req_defer(sreq);
 	return NULL;
 }

@@ -237,6 +237,8 @@ struct serving_tenant_spec {
 	 */
 	int executors;
 	uid_t owner; /* who submitted it: serving_authorize() and the quotas go by it */
+	/* the owner's other submits not admitted yet (their files still being copied): quota as held */
+	int pending_tenants, pending_executors;
 	/*
 	 * The answer to an admission serving_admit did not refuse at once,
 	 * called exactly once (from serving_handle_fd, _tick, _remove or

@@ -136,16 +136,19 @@ static int check_admit_quota(const struct serving *s, const struct serving_tenan
 	if (!spec->owner)
 		return 0;
 	sv_owner_usage(s, spec->owner, &tenants, &executors, &queued);
+	tenants += spec->pending_tenants;
+	executors += spec->pending_executors;
 	if (s->max_tenants_per_uid && tenants >= s->max_tenants_per_uid)
 		return coloc_err_set(err, -EDQUOT,
-				     "tenant %s: uid %u already has %d serving tenants, its quota "
-				     "(colocd --max-tenants-per-uid raises it)",
+				     "tenant %s: uid %u already has %d serving tenants (submits being "
+				     "copied included), its quota (colocd --max-tenants-per-uid "
+				     "raises it)",
 				     spec->name, (unsigned int)spec->owner, tenants);
 	if (s->max_executors_per_uid && executors + want > s->max_executors_per_uid)
 		return coloc_err_set(err, -EDQUOT,
 				     "tenant %s: %d more executors would take uid %u past its "
-				     "quota of %d (it has %d; colocd --max-executors-per-uid "
-				     "raises it)",
+				     "quota of %d (it has %d, submits being copied included; colocd "
+				     "--max-executors-per-uid raises it)",
 				     spec->name, want, (unsigned int)spec->owner,
 				     s->max_executors_per_uid, executors);
 	return 0;

@@ -4,7 +4,8 @@
  * (submit_copy.h). The thread touches nothing of colocd's but its own job:
  * the duplicated descriptors in, the sealed copies, the hash and the error
  * out; its last act is one byte into a pipe whose read end the loop polls.
- * The loop then joins it, calls back and starts the next job in the queue.
+ * The loop then joins it, calls back and starts the next job: the oldest of
+ * the user whose last job started longest ago (users never served first).
  * See docs/security-submit.md.
  */
 #define _GNU_SOURCE
@@ -19,7 +20,11 @@
 #include "submit_copy.h"
 #include "submit_files.h"
 
+/* users whose turn is remembered: one a connection colocd holds at most */
+#define SUBMIT_COPY_TURNS COLOC_MAX_CONNS
+
 struct submit_copy {
+	uid_t uid;
 	int nr;
 	int fds[SUBMIT_COPY_MAX_FILES]; /* duplicates of the client's */
 	char what[SUBMIT_COPY_MAX_FILES][SUBMIT_COPY_WHAT_LEN];
@@ -40,6 +45,12 @@ struct submit_copier {
 	struct submit_copy *running; /* its thread's job; NULL when none runs */
 	struct submit_copy *head, *tail; /* waiting, by arrival */
 	bool cancel; /* read and written with __atomic */
+	uint64_t starts; /* jobs started so far */
+	/* when each user's last job started (its `starts`); the oldest entry makes room */
+	struct {
+		uid_t uid;
+		uint64_t started;
+	} turns[SUBMIT_COPY_TURNS];
 };
 
 static void close_all(int *fds, int nr)
@@ -85,16 +96,67 @@ static void *submit_copy_thread(void *arg)
 	return NULL;
 }
 
+/* When uid's last job started (0: none remembered), and its entry in turns[] if any. */
+static uint64_t submit_copier_turn(const struct submit_copier *q, uid_t uid, int *at)
+{
+	*at = -1;
+	for (int i = 0; i < SUBMIT_COPY_TURNS; i++)
+		if (q->turns[i].started && q->turns[i].uid == uid) {
+			*at = i;
+			return q->turns[i].started;
+		}
+	return 0;
+}
+
+/* uid's job starts now: remembered, in its entry, a free one or the oldest. */
+static void submit_copier_took_turn(struct submit_copier *q, uid_t uid)
+{
+	int at, oldest = 0;
+
+	submit_copier_turn(q, uid, &at);
+	for (int i = 1; at < 0 && i < SUBMIT_COPY_TURNS; i++)
+		if (q->turns[i].started < q->turns[oldest].started)
+			oldest = i;
+	if (at < 0)
+		at = oldest;
+	q->turns[at].uid = uid;
+	q->turns[at].started = ++q->starts;
+}
+
+/* Takes out of the queue the oldest job of the user whose turn is next. */
+static struct submit_copy *submit_copier_take(struct submit_copier *q)
+{
+	struct submit_copy **best = NULL, *c;
+	uint64_t best_turn = 0;
+	int at;
+
+	for (struct submit_copy **pp = &q->head; *pp; pp = &(*pp)->next) {
+		uint64_t turn = submit_copier_turn(q, (*pp)->uid, &at);
+
+		if (!best || turn < best_turn) {
+			best = pp;
+			best_turn = turn;
+		}
+	}
+	c = *best;
+	*best = c->next;
+	if (q->tail == c) {
+		q->tail = NULL;
+		for (struct submit_copy *t = q->head; t; t = t->next)
+			q->tail = t;
+	}
+	c->next = NULL;
+	return c;
+}
+
 /* The next job waiting, on a thread of its own; one that cannot start ends with why. */
 static void submit_copier_next(struct submit_copier *q)
 {
 	while (!q->running && q->head) {
-		struct submit_copy *c = q->head;
+		struct submit_copy *c = submit_copier_take(q);
 		int ret;
 
-		q->head = c->next;
-		if (!q->head)
-			q->tail = NULL;
+		submit_copier_took_turn(q, c->uid);
 		q->running = c;
 		ret = pthread_create(&q->thread, NULL, submit_copy_thread, q);
 		if (!ret)
@@ -172,7 +234,7 @@ void submit_copier_free(struct submit_copier *q)
 	free(q);
 }
 
-int submit_copier_add(struct submit_copier *q, const int *fds,
+int submit_copier_add(struct submit_copier *q, uid_t uid, const int *fds,
 		      const char (*what)[SUBMIT_COPY_WHAT_LEN], int nr, submit_copy_done_fn done,
 		      void *ctx, struct coloc_err *err)
 {
@@ -184,6 +246,7 @@ int submit_copier_add(struct submit_copier *q, const int *fds,
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
+	c->uid = uid;
 	c->nr = nr;
 	for (int i = 0; i < SUBMIT_COPY_MAX_FILES; i++)
 		c->fds[i] = c->sealed[i] = -1;

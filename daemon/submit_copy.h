@@ -5,15 +5,18 @@
  * model's copy (the profile cache key), on a thread that owns only its
  * duplicates of the client's descriptors and the copies it makes; the loop
  * is told through a pipe it polls, and calls back there. One submit is
- * copied at a time, the others wait in order of arrival: the memory the
- * copies hold at once stays one submit's (COLOC_MAX_SUBMIT_BYTES), as when
- * the loop copied them itself, while the other tenants are served and ping
- * is answered meanwhile.
+ * copied at a time: the memory the copies hold at once stays one submit's
+ * (COLOC_MAX_SUBMIT_BYTES), as when the loop copied them itself, while the
+ * other tenants are served and ping is answered meanwhile. The others wait
+ * in turn by user: the next copy is the oldest of the user whose last copy
+ * started longest ago, so one user's queue of large submits delays another
+ * user's by one copy at most.
  */
 #ifndef COLOC_DAEMON_SUBMIT_COPY_H
 #define COLOC_DAEMON_SUBMIT_COPY_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include "coloc/protocol.h"
 #include "error.h"
 #include "loop.h"
@@ -43,10 +46,11 @@ void submit_copier_free(struct submit_copier *q);
 /*
  * Queues the copy of the nr files of fds (the client's descriptors,
  * duplicated here: the caller keeps its own), what[i] naming each in
- * errors ("the model", ...), file 0 the model. done is called once, on the
- * loop. 0, or -errno with err filled (done is then never called).
+ * errors ("the model", ...), file 0 the model, for the user uid (whose
+ * turn it waits for). done is called once, on the loop. 0, or -errno with
+ * err filled (done is then never called).
  */
-int submit_copier_add(struct submit_copier *q, const int *fds,
+int submit_copier_add(struct submit_copier *q, uid_t uid, const int *fds,
 		      const char (*what)[SUBMIT_COPY_WHAT_LEN], int nr, submit_copy_done_fn done,
 		      void *ctx, struct coloc_err *err);
 

@@ -736,4 +736,136 @@ TEST_F(submit, large_model__ping_answered_while_it_is_copied)
 	close(fd);
 }
 
+/* A sparse file of size bytes in the test's directory, open read-write; -1 on failure. */
+static int sparse_file(FIXTURE_DATA(submit) * self, const char *name, off_t size)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", self->dir, name);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0 && ftruncate(fd, size)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A child that submits fd as tenant name for uid id (0: root) and exits 0 once answered. */
+static pid_t submit_in_child(FIXTURE_DATA(submit) * self, uid_t id, gid_t coloc, const char *name,
+			     const char *model, int fd)
+{
+	char req[256];
+	pid_t child;
+
+	snprintf(req, sizeof(req),
+		 "{\"cmd\":\"submit\",\"name\":\"%s\",\"model\":\"%s\",\"qos_ms\":100}\n",
+		 name, model);
+	child = fork();
+	if (child == 0)
+		_exit(raw_submit_as(self, id, coloc, req, fd) ? 1 : 0);
+	return child;
+}
+
+/* Waits until colocd has begun copying a submit (its memfd is there): true if it did. */
+static bool copy_began(FIXTURE_DATA(submit) * self)
+{
+	for (int i = 0; i < 10000; i++) {
+		if (colocd_submit_memfd(self->colocd) >= 0)
+			return true;
+		usleep(500);
+	}
+	return false;
+}
+
+/*
+ * Root queues four 512 MiB submits, then a member submits a small model:
+ * the member's turn comes after the copy running, not after root's whole
+ * queue (submit_copy.h). colocd's rchar says how much of root's queue went
+ * first: each big submit reads its 512 MiB more than once (the copy, the
+ * hash), 1.5 GiB in all measured here; 1 GiB was read before the member's
+ * answer where arrival order read 4.5 GiB (root's other three first).
+ */
+TEST_F_TIMEOUT(submit, copies__a_member_waits_one_copy_not_another_users_queue, 180)
+{
+	struct group *grp = getgrnam(COLOC_GROUP);
+	uid_t id = unused_id();
+	int bigfd, smallfd, status, waiting = 0;
+	long long before, after;
+	pid_t big[4], small;
+
+	if (!grp)
+		SKIP(return, "no '%s' group here ('make deps' creates it)", COLOC_GROUP);
+	ASSERT_NE(0, id);
+	bigfd = sparse_file(self, "big.model", 512ll << 20);
+	ASSERT_LE(0, bigfd);
+	smallfd = sparse_file(self, "small.model", 4096);
+	ASSERT_LE(0, smallfd);
+	for (int i = 0; i < 4; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "big%d", i);
+		big[i] = submit_in_child(self, 0, 0, name, "big.model", bigfd);
+		ASSERT_LT(0, big[i]);
+		if (i == 0)
+			ASSERT_TRUE(copy_began(self)) TH_LOG("colocd never began the first copy");
+	}
+	usleep(100 * 1000); /* root's other three are read and queued behind the first */
+	before = colocd_rchar(self->colocd);
+	ASSERT_LE(0, before);
+	small = submit_in_child(self, id, grp->gr_gid, "small", "small.model", smallfd);
+	ASSERT_LT(0, small);
+	ASSERT_EQ(small, waitpid(small, &status, 0));
+	after = colocd_rchar(self->colocd);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	for (int i = 0; i < 4; i++)
+		waiting += waitpid(big[i], &status, WNOHANG) == 0;
+	EXPECT_LT(after - before, 5ll << 29) /* 2.5 GiB */
+	TH_LOG("colocd read %lld MiB of root's queue before the member's answer",
+	       (after - before) >> 20);
+	EXPECT_LE(1, waiting) TH_LOG("the member was answered after root's whole queue");
+	for (int i = 0; i < 4; i++)
+		if (waitpid(big[i], &status, 0) == big[i])
+			EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_TRUE(ping_ok(self));
+	close(bigfd);
+	close(smallfd);
+}
+
+/*
+ * A member allowed one executor submits a 1 GiB model, and while it is
+ * copied a second one: the second is refused by the quota at once (the
+ * copy in flight counts as held), not queued behind it for a copy of its own.
+ */
+TEST_F(submit, copies__a_submit_being_copied_counts_in_the_quota)
+{
+	struct group *grp = getgrnam(COLOC_GROUP);
+	uid_t id = unused_id();
+	int bigfd, smallfd, status;
+	pid_t first;
+
+	if (!grp)
+		SKIP(return, "no '%s' group here ('make deps' creates it)", COLOC_GROUP);
+	ASSERT_NE(0, id);
+	bigfd = sparse_file(self, "big1g.model", 1ll << 30);
+	ASSERT_LE(0, bigfd);
+	smallfd = sparse_file(self, "small.model", 4096);
+	ASSERT_LE(0, smallfd);
+	first = submit_in_child(self, id, grp->gr_gid, "first", "big1g.model", bigfd);
+	ASSERT_LT(0, first);
+	ASSERT_TRUE(copy_began(self)) TH_LOG("colocd never began the copy");
+	ASSERT_EQ(0, raw_submit_as(self, id, grp->gr_gid,
+				   "{\"cmd\":\"submit\",\"name\":\"second\",\"model\":"
+				   "\"small.model\",\"qos_ms\":100}\n",
+				   smallfd));
+	EXPECT_NE(NULL, strstr(self->out, "submits being copied included")) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "--max-executors-per-uid")) TH_LOG("%s", self->out);
+	EXPECT_LE(0, colocd_submit_memfd(self->colocd)) TH_LOG("the first copy was over already");
+	ASSERT_EQ(first, waitpid(first, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_TRUE(ping_ok(self));
+	close(bigfd);
+	close(smallfd);
+}
+
 TEST_HARNESS_MAIN
