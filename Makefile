@@ -207,10 +207,10 @@ $(OBJ)/tests/%.o: tests/%.c $(KSFT_HDRS) | $(SKELS)
 
 # Each library's objects see their own headers and those of the libraries it
 # links, no more: the model library the profile library's hash (model_open.c);
-# the profile library the model's types (profile_table_build reads a model's
-# layers) and the policy's.
+# the profile library the policy's table, and no model (the tools turn a
+# parsed model into a table in the exec library: profile_host.h).
 $(MODEL_OBJS): LIB_INCLUDES = $(INC_MODEL) $(INC_PROFILE)
-$(PROFILE_OBJS): LIB_INCLUDES = $(INC_PROFILE) $(INC_MODEL) -Ipolicy
+$(PROFILE_OBJS): LIB_INCLUDES = $(INC_PROFILE) -Ipolicy
 # colocd's objects see include/, common/, daemon/, policy/ and the profile
 # library's headers, the libraries colocd links, and are built without
 # OpenMP; their dependency files list the system's headers too, which

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
-#include "profile.h"
+#include "profile_host.h"
 
 void profile_isa_name(char *buf, size_t len)
 {

@@ -6,8 +6,8 @@
  * would. No oneDNN and no model parser here: the cache key's machine is
  * the caller's (its ISA from oneDNN in the tools, from coloc-executor
  * --print-isa in colocd), and colocd's layers come from the executor's
- * summary. Finding a profile by a model file's path is the tools' part
- * (profile_table_find.c).
+ * summary. Finding a profile by a model file's path, and the table from a
+ * parsed model, are the tools' part (profile_of_model.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "model.h"
 #include "profile_table.h"
 
 /* A model name fit for a file name in the cache: [A-Za-z0-9_.-], not starting with '.'. */
@@ -87,21 +86,6 @@ static uint64_t model_sum(const struct policy_costs *pm, int ci, int k)
 		sum += ns;
 	}
 	return sum;
-}
-
-int profile_table_build(const struct profile *p, const struct model *m, struct policy_table *t,
-			struct coloc_err *err)
-{
-	uint64_t *macs = calloc((size_t)(m->nr_layers > 0 ? m->nr_layers : 1), sizeof(*macs));
-	int ret;
-
-	if (!macs)
-		return coloc_err_set(err, -ENOMEM, "out of memory for the table of %s", m->name);
-	for (int l = 0; l < m->nr_layers; l++)
-		macs[l] = m->layers[l].macs;
-	ret = profile_table_build_layers(p, m->name, m->nr_layers, macs, t, err);
-	free(macs);
-	return ret;
 }
 
 int profile_table_build_layers(const struct profile *p, const char *name, int nr_layers,

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "model_open.h"
-#include "profile_table.h"
+#include "profile_host.h"
 #include "sim.h"
 
 int sim_table_load_profile(const char *model_path, const char *cache_dir, struct policy_table *t,

@@ -18,7 +18,7 @@
 #include "testutil.h"
 #include "level_model.h"
 #include "pmu.h"
-#include "profile.h"
+#include "profile_host.h"
 #include "stress_ctl.h"
 
 FIXTURE(calibrate)

@@ -10,7 +10,7 @@
 #include <string.h>
 #include "kselftest_harness.h"
 #include "isa_probe.h"
-#include "profile.h"
+#include "profile_host.h"
 #include "testutil.h"
 
 TEST(isa_probe__the_executors_isa_is_onednns)

@@ -20,7 +20,7 @@
 #include "testutil.h"
 #include "level_source.h"
 #include "pmu.h"
-#include "profile.h"
+#include "profile_host.h"
 #include "serving_internal.h"
 
 #define HW_LLC ((1u << COLOC_CTR_LLC_REFS) | (1u << COLOC_CTR_LLC_MISSES))

@@ -26,7 +26,7 @@
 #include "kselftest_harness.h"
 #include "testutil.h"
 #include "coloc/shm.h"
-#include "profile.h"
+#include "profile_host.h"
 #include "util.h"
 
 static const int test_levels[] = { 0, 30, 60, 100 };

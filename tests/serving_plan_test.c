@@ -19,8 +19,7 @@
 #include <unistd.h>
 #include "kselftest_harness.h"
 #include "executor.h"
-#include "profile.h"
-#include "profile_table.h"
+#include "profile_host.h"
 #include "reference.h"
 #include "serving.h"
 #include "testutil.h"

@@ -20,8 +20,7 @@
 #include <sys/stat.h>
 #include "kselftest_harness.h"
 #include "executor.h"
-#include "profile.h"
-#include "profile_table.h"
+#include "profile_host.h"
 #include "reference.h"
 #include "serving.h"
 #include "testutil.h"

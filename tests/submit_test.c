@@ -759,8 +759,8 @@ static pid_t submit_in_child(FIXTURE_DATA(submit) * self, uid_t id, gid_t coloc,
 	pid_t child;
 
 	snprintf(req, sizeof(req),
-		 "{\"cmd\":\"submit\",\"name\":\"%s\",\"model\":\"%s\",\"qos_ms\":100}\n",
-		 name, model);
+		 "{\"cmd\":\"submit\",\"name\":\"%s\",\"model\":\"%s\",\"qos_ms\":100}\n", name,
+		 model);
 	child = fork();
 	if (child == 0)
 		_exit(raw_submit_as(self, id, coloc, req, fd) ? 1 : 0);
@@ -782,9 +782,10 @@ static bool copy_began(FIXTURE_DATA(submit) * self)
  * Root queues four 512 MiB submits, then a member submits a small model:
  * the member's turn comes after the copy running, not after root's whole
  * queue (submit_copy.h). colocd's rchar says how much of root's queue went
- * first: each big submit reads its 512 MiB more than once (the copy, the
- * hash), 1.5 GiB in all measured here; 1 GiB was read before the member's
- * answer where arrival order read 4.5 GiB (root's other three first).
+ * first: each big submit adds three times its size to it (measured: the
+ * sendfile copy, the hash and more); 1 GiB was read before the member's
+ * answer, 4.5-5 GiB with the queue in arrival order (root's other three
+ * first; 2026-12-04, Zen 5, checked by hand).
  */
 TEST_F_TIMEOUT(submit, copies__a_member_waits_one_copy_not_another_users_queue, 180)
 {

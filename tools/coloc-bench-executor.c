@@ -26,7 +26,7 @@
 #include <unistd.h>
 #include <oneapi/dnnl/dnnl.h>
 #include "executor.h"
-#include "profile.h"
+#include "profile_host.h"
 #include "cli.h"
 
 static struct bench_opts {

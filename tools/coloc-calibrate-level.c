@@ -34,7 +34,7 @@
 #include "level_model.h"
 #include "model_open.h"
 #include "pmu.h"
-#include "profile.h"
+#include "profile_host.h"
 #include "stress_ctl.h"
 
 #define CAL_MAX_LEVELS 8

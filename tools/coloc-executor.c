@@ -30,7 +30,7 @@
 #include "executor.h"
 #include "model_open.h"
 #include "exec_sandbox.h"
-#include "profile.h"
+#include "profile_host.h"
 #include "shm_serve.h"
 #include "shm_summary.h"
 

@@ -43,7 +43,7 @@
 #include "executor.h"
 #include "model.h"
 #include "model_open.h"
-#include "profile.h"
+#include "profile_host.h"
 #include "cli.h"
 #include "stress_ctl.h"
 

@@ -164,14 +164,11 @@ int profile_hash_file(const char *path, uint64_t *hash);
 
 /*
  * Fills m from /proc/cpuinfo, sysconf and hwloc, with isa as the ISA
- * (profile_machine.c, no oneDNN: colocd asks coloc-executor --print-isa).
+ * (profile_machine.c, no oneDNN: colocd asks coloc-executor --print-isa;
+ * the tools take oneDNN's with profile_machine_detect, profile_host.h).
  * Returns 0 or -errno.
  */
 int profile_machine_detect_isa(struct profile_machine *m, const char *isa);
-/* The same with the ISA oneDNN gives this process (profile_isa.c: the tools, which link it). */
-int profile_machine_detect(struct profile_machine *m);
-/* The ISA oneDNN dispatches to in this process, e.g. "avx2", "avx512_core". */
-void profile_isa_name(char *buf, size_t len);
 bool profile_machine_equal(const struct profile_machine *a, const struct profile_machine *b);
 /* FNV-1a 64 of the machine's identity, for cache file names. */
 uint64_t profile_machine_hash(const struct profile_machine *m);

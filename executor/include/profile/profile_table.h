@@ -15,45 +15,34 @@
 #include "profile.h"
 #include "table.h"
 
-struct model; /* model.h, the model library's: profile_table_build's callers have it */
-
 /*
- * Fills t from p for model m (the same layers in the same order). The
- * level column k gets the whole model's slowdown at stress level k: the
- * sum over layers of the fastest version on all profiled cores at level k
- * over the same sum alone; t->name is the model's. Where that dips below
- * the column before (below 1.0 at the first stressed column: a measurement
- * artefact on a noisy machine), it is clamped to the running maximum and
- * t->note says so. The
+ * Fills t from p for a model named name (for messages) of nr_layers
+ * layers with each layer's MACs (the policy's layer_ops), the same layers
+ * in the same order: what an executor's summary of the model gives colocd,
+ * which parses no model (the tools pass a parsed model's with
+ * profile_table_build, profile_host.h). The level column k gets the whole
+ * model's slowdown at stress level k: the sum over layers of the fastest
+ * version on all profiled cores at level k over the same sum alone;
+ * t->name is the model's. Where that dips below the column before (below
+ * 1.0 at the first stressed column: a measurement artefact on a noisy
+ * machine), it is clamped to the running maximum and t->note says so. The
  * latency cells and their confidence intervals stay as measured. 0, or
  * -errno with err filled.
- */
-int profile_table_build(const struct profile *p, const struct model *m, struct policy_table *t,
-			struct coloc_err *err);
-/*
- * The same from a model's name (for messages), layer count and each
- * layer's MACs (the policy's layer_ops): what an executor's summary of
- * the model gives colocd, which parses no model.
  */
 int profile_table_build_layers(const struct profile *p, const char *name, int nr_layers,
 			       const uint64_t *layer_macs, struct policy_table *t,
 			       struct coloc_err *err);
 
 /*
- * The cache file of the model at model_path (already parsed as m) on this
- * machine (profile_machine_detect: oneDNN's ISA), in cache_dir (NULL:
- * profile_cache_dir(NULL)), loaded. NULL with
- * err filled; -ENOENT when there is none, with the exact coloc-profile
- * command that makes it.
- */
-struct profile *profile_table_find(const char *model_path, const struct model *m,
-				   const char *cache_dir, struct coloc_err *err);
-/*
- * The same by the model's name and file hash, computed by the caller
+ * The cache file (in cache_dir; NULL: profile_cache_dir(NULL)) of the
+ * model named model_name whose file hashes to hash, computed by the caller
  * (colocd hashes its sealed copy), on machine (colocd's from its
  * executor's ISA: profile_machine_detect_isa); shown names the model file
- * in the coloc-profile command a missing profile's message gives. No
- * oneDNN, no model parser: what colocd links.
+ * in the coloc-profile command a missing profile's message gives, loaded.
+ * NULL with err filled; -ENOENT when there is none, with the exact
+ * coloc-profile command that makes it. No oneDNN, no model parser: what
+ * colocd links (the tools find a profile by the model's path with
+ * profile_table_find, profile_host.h).
  */
 struct profile *profile_table_find_hashed(const char *model_name, uint64_t hash, const char *shown,
 					  const char *cache_dir,
