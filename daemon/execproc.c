@@ -318,6 +318,19 @@ static __attribute__((format(printf, 3, 4))) int give_up(struct execproc *ep, st
 	return coloc_err_set(err, ep->dead_err, "%s", ep->dead_msg);
 }
 
+/* A later lane whose process its first lane's handle has reaped already: dead, status unknown. */
+static bool reaped_by_first_lane(struct execproc *ep)
+{
+	ep->dead = true;
+	if (ep->given_up)
+		return true;
+	ep->dead_err = -EPIPE;
+	snprintf(ep->dead_msg, sizeof(ep->dead_msg),
+		 "tenant %s: executor (pid %d) ended, its first lane's handle reaped it", ep->tenant,
+		 ep->pid);
+	return true;
+}
+
 /* Reaps the executor if it has exited; returns true and records why if so. */
 static bool reap(struct execproc *ep)
 {
@@ -328,7 +341,14 @@ static bool reap(struct execproc *ep)
 
 	if (ep->dead)
 		return true;
-	if (waitid((idtype_t)P_PIDFD, (id_t)ep->pidfd, &si, WEXITED | WNOHANG) || !si.si_pid)
+	/* a later lane of the process only looks: its first lane's handle reaps */
+	if (waitid((idtype_t)P_PIDFD, (id_t)ep->pidfd, &si,
+		   WEXITED | WNOHANG | (ep->lane_sibling ? WNOWAIT : 0))) {
+		if (!ep->lane_sibling || errno != ECHILD)
+			return false;
+		return reaped_by_first_lane(ep);
+	}
+	if (!si.si_pid)
 		return false;
 	ep->dead = true;
 	ep->exited_cleanly = si.si_code == CLD_EXITED && !si.si_status;
@@ -774,8 +794,9 @@ int execproc_kill(struct execproc *ep)
 	ret = execproc_signal_kill(ep);
 	if (ret)
 		return ret;
-	/* blocks only until the kernel has torn the process down */
-	if (waitid((idtype_t)P_PIDFD, (id_t)ep->pidfd, &si, WEXITED | WNOWAIT))
+	/* blocks only until the kernel has torn the process down (or another lane reaped it) */
+	if (waitid((idtype_t)P_PIDFD, (id_t)ep->pidfd, &si, WEXITED | WNOWAIT) &&
+	    !(ep->lane_sibling && errno == ECHILD))
 		return -errno;
 	reap(ep);
 	return 0;

@@ -155,6 +155,17 @@ struct execproc_result {
  * is READY after loading.
  */
 int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct coloc_err *err);
+/*
+ * One executor process serving nr lanes (1 .. COLOC_MAX_EXECUTORS) over
+ * one copy of the model (docs/design/lanes.md): a shared memory and a
+ * doorbell per lane, lane i's handle into out[i], each used as an executor
+ * of its own (commands, completions, execproc_stop_begin). They share the
+ * process and its fate: when it dies every lane's pidfd turns readable and
+ * every lane is dead; an exit command on any lane ends them all. Lane 0's
+ * handle holds the log and reaps the process: free it last.
+ */
+int execproc_spawn_lanes(const struct execproc_opts *o, int nr, struct execproc **out,
+			 struct coloc_err *err);
 
 /*
  * The executor's tgid in colocd's pid namespace (the pid to attribute to

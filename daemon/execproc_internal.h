@@ -46,6 +46,12 @@ struct execproc {
 	bool dead; /* reaped; dead_err and dead_msg say why */
 	bool exited_cleanly; /* exit status 0 (after an exit command) */
 	bool own_pidns; /* pid 1 of a pid namespace of its own */
+	/*
+	 * A lane of a process whose first lane is another handle: it shares
+	 * the pid, holds a pidfd of its own, and never reaps the process
+	 * (the first lane's handle does).
+	 */
+	bool lane_sibling;
 	char isolation[COLOC_ERR_MSG_MAX]; /* how it was isolated, or why not */
 	int dead_err;
 	char dead_msg[COLOC_ERR_MSG_MAX];

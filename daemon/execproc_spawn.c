@@ -5,7 +5,9 @@
  * started by clone3 in pid, mount, ipc and network namespaces of its own
  * with only that memfd, the write end of the completion pipe, its log pipe
  * and the tenant's files open, under rlimits, in its tenant's cgroups, in a
- * session of its own. What follows its start is execproc.c's.
+ * session of its own. A process of several lanes (execproc_spawn_lanes)
+ * gets a memfd and a pipe per lane, each lane a handle of its own. What
+ * follows its start is execproc.c's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,12 +32,15 @@
 #include "execproc_internal.h"
 
 #define EXECPROC_DEFAULT_CAPACITY (16u << 20)
-#define EXECPROC_SHM_FD 3 /* where the executor finds them: its --shm-fd, --done-fd */
-#define EXECPROC_DONE_FD 4
-#define EXECPROC_FILE_FD 5 /* the model, then the weights, then the external data files */
+/*
+ * Where the executor finds them: lane i's --shm-fd and --done-fd at 3 + 2i
+ * and 4 + 2i, then the model, the weights and the external data files.
+ */
+#define EXECPROC_SHM_FD 3
 #define EXECPROC_MAX_FILES (2 + COLOC_MAX_REQUEST_FDS)
 /* RLIMIT_NOFILE: its fds, the model's, oneDNN's few */
-#define EXECPROC_NOFILE_LIMIT (EXECPROC_FILE_FD + EXECPROC_MAX_FILES + 32)
+#define EXECPROC_NOFILE_LIMIT \
+	(EXECPROC_SHM_FD + 2 * COLOC_MAX_EXECUTORS + EXECPROC_MAX_FILES + 32)
 #define EXECPROC_THREADS_SLACK 16 /* RLIMIT_NPROC: CPUs + this, per executor */
 #define EXECPROC_NR_LIMITS 4
 
@@ -117,11 +122,13 @@ struct child_args {
 	char *const *argv;
 	char *const *envp;
 	/* above every target fd (first_free), close-on-exec */
-	int shm_hi, done_hi;
+	int shm_hi[COLOC_MAX_EXECUTORS], done_hi[COLOC_MAX_EXECUTORS]; /* [nr_lanes] */
+	int nr_lanes;
 	int log_hi; /* to stdout and stderr */
-	int file_hi[EXECPROC_MAX_FILES]; /* to EXECPROC_FILE_FD + i */
+	int file_hi[EXECPROC_MAX_FILES]; /* to file_fd + i */
 	int nr_files;
-	int first_free; /* EXECPROC_FILE_FD + nr_files: where fds of its own may start */
+	int file_fd; /* EXECPROC_SHM_FD + 2 * nr_lanes */
+	int first_free; /* file_fd + nr_files: where fds of its own may start */
 	const int *cgroup_fds;
 	int nr_cgroup_fds;
 	struct rlimit limits[EXECPROC_NR_LIMITS];
@@ -171,11 +178,14 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *c, int
 		goto fail;
 	null = open("/dev/null", O_RDONLY);
 	sigemptyset(&none);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(c->log_hi, 1) < 0 || dup2(c->log_hi, 2) < 0 ||
-	    dup2(c->shm_hi, EXECPROC_SHM_FD) < 0 || dup2(c->done_hi, EXECPROC_DONE_FD) < 0)
+	if (null < 0 || dup2(null, 0) < 0 || dup2(c->log_hi, 1) < 0 || dup2(c->log_hi, 2) < 0)
 		goto fail;
+	for (int i = 0; i < c->nr_lanes; i++)
+		if (dup2(c->shm_hi[i], EXECPROC_SHM_FD + 2 * i) < 0 ||
+		    dup2(c->done_hi[i], EXECPROC_SHM_FD + 2 * i + 1) < 0)
+			goto fail;
 	for (int i = 0; i < c->nr_files; i++)
-		if (dup2(c->file_hi[i], EXECPROC_FILE_FD + i) < 0)
+		if (dup2(c->file_hi[i], c->file_fd + i) < 0)
 			goto fail;
 	if (syscall(SYS_close_range, (unsigned int)c->first_free, ~0u, CLOSE_RANGE_CLOEXEC) ||
 	    sigaction(SIGPIPE, &dfl, NULL) || sigaction(SIGCHLD, &dfl, NULL) ||
@@ -332,15 +342,17 @@ static int spawn_isolated(struct execproc *ep, const struct execproc_opts *o, st
 }
 
 /*
- * Starts the executor with the shared memory and the doorbell as fds 3 and
- * 4: in a pid namespace of its own, or where the kernel refuses that, in
- * colocd's. The sources are moved above 4 first so that one dup2 cannot
- * clobber the other's source.
+ * Starts the executor with lane i's shared memory and doorbell as fds 3 + 2i
+ * and 4 + 2i: in a pid namespace of its own, or where the kernel refuses
+ * that, in colocd's. The sources are moved above the targets first so that
+ * one dup2 cannot clobber another's source.
  */
 static int start_child(struct execproc *ep, const struct execproc_opts *o, const char *path,
-		       int memfd, int done_wr, int log_wr, struct coloc_err *err)
+		       int nr_lanes, const int *memfd, const int *done_wr, int log_wr,
+		       struct coloc_err *err)
 {
-	char fd_s[16], done_s[16], uid_s[16], gid_s[16], num[EXECPROC_MAX_FILES][16];
+	char fd_s[COLOC_MAX_EXECUTORS][16], done_s[COLOC_MAX_EXECUTORS][16];
+	char uid_s[16], gid_s[16], num[EXECPROC_MAX_FILES][16];
 	/*
 	 * A clean environment, with a short OpenMP spin. libgomp's default
 	 * (300,000 spins, about 10 ms) keeps idle team threads spinning after a
@@ -353,13 +365,15 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	 * between layers and end soon after a block.
 	 */
 	char *envp[] = { "GOMP_SPINCOUNT=" COLOC_EXECUTOR_GOMP_SPINCOUNT, NULL };
-	const char *argv[28 + 2 * EXECPROC_MAX_FILES];
+	const char *argv[28 + 2 * EXECPROC_MAX_FILES + 4 * COLOC_MAX_EXECUTORS];
 	char *ext_args[EXECPROC_MAX_FILES] = { 0 };
 	struct child_args c = { .path = path,
 				.argv = (char *const *)argv,
 				.envp = envp,
 				.cgroup_fds = o->cgroup_fds,
-				.nr_cgroup_fds = o->nr_cgroup_fds };
+				.nr_cgroup_fds = o->nr_cgroup_fds,
+				.nr_lanes = nr_lanes,
+				.file_fd = EXECPROC_SHM_FD + 2 * nr_lanes };
 	int src[EXECPROC_MAX_FILES];
 	int argc = 0, ret = 0;
 
@@ -368,16 +382,18 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 		src[c.nr_files++] = o->weights_fd;
 	for (int i = 0; i < o->nr_external; i++)
 		src[c.nr_files++] = o->external[i].fd;
-	c.first_free = EXECPROC_FILE_FD + c.nr_files;
+	c.first_free = c.file_fd + c.nr_files;
 	for (int i = 0; i < c.nr_files; i++)
-		snprintf(num[i], sizeof(num[i]), "%d", EXECPROC_FILE_FD + i);
-	snprintf(fd_s, sizeof(fd_s), "%d", EXECPROC_SHM_FD);
-	snprintf(done_s, sizeof(done_s), "%d", EXECPROC_DONE_FD);
+		snprintf(num[i], sizeof(num[i]), "%d", c.file_fd + i);
 	argv[argc++] = path;
-	argv[argc++] = "--shm-fd";
-	argv[argc++] = fd_s;
-	argv[argc++] = "--done-fd";
-	argv[argc++] = done_s;
+	for (int i = 0; i < nr_lanes; i++) {
+		snprintf(fd_s[i], sizeof(fd_s[i]), "%d", EXECPROC_SHM_FD + 2 * i);
+		snprintf(done_s[i], sizeof(done_s[i]), "%d", EXECPROC_SHM_FD + 2 * i + 1);
+		argv[argc++] = "--shm-fd";
+		argv[argc++] = fd_s[i];
+		argv[argc++] = "--done-fd";
+		argv[argc++] = done_s[i];
+	}
 	argv[argc++] = "--tenant";
 	argv[argc++] = o->tenant;
 	argv[argc++] = "--model-name";
@@ -414,16 +430,22 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 		argv[argc++] = "--allow-weak-isolation";
 	argv[argc] = NULL;
 
-	c.shm_hi = c.done_hi = c.log_hi = -1;
+	c.log_hi = -1;
+	for (int i = 0; i < nr_lanes; i++)
+		c.shm_hi[i] = c.done_hi[i] = -1;
 	for (int i = 0; i < c.nr_files; i++)
 		c.file_hi[i] = -1;
 	if (!ret) {
-		c.shm_hi = fcntl(memfd, F_DUPFD_CLOEXEC, c.first_free);
-		c.done_hi = fcntl(done_wr, F_DUPFD_CLOEXEC, c.first_free);
+		for (int i = 0; i < nr_lanes && !ret; i++) {
+			c.shm_hi[i] = fcntl(memfd[i], F_DUPFD_CLOEXEC, c.first_free);
+			c.done_hi[i] = fcntl(done_wr[i], F_DUPFD_CLOEXEC, c.first_free);
+			if (c.shm_hi[i] < 0 || c.done_hi[i] < 0)
+				ret = coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
+		}
 		c.log_hi = fcntl(log_wr, F_DUPFD_CLOEXEC, c.first_free);
 		for (int i = 0; i < c.nr_files; i++)
 			c.file_hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, c.first_free);
-		if (c.shm_hi < 0 || c.done_hi < 0 || c.log_hi < 0)
+		if (!ret && c.log_hi < 0)
 			ret = coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
 		for (int i = 0; i < c.nr_files && !ret; i++)
 			if (c.file_hi[i] < 0)
@@ -433,10 +455,12 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	}
 	if (!ret)
 		ret = spawn_isolated(ep, o, &c, err);
-	if (c.shm_hi >= 0)
-		close(c.shm_hi);
-	if (c.done_hi >= 0)
-		close(c.done_hi);
+	for (int i = 0; i < nr_lanes; i++) {
+		if (c.shm_hi[i] >= 0)
+			close(c.shm_hi[i]);
+		if (c.done_hi[i] >= 0)
+			close(c.done_hi[i]);
+	}
 	if (c.log_hi >= 0)
 		close(c.log_hi);
 	for (int i = 0; i < c.nr_files; i++)
@@ -447,25 +471,14 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	return ret;
 }
 
-int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct coloc_err *err)
+/* A handle with nothing open yet, and its doorbell pipe (the write end into *done_wr). */
+static int lane_new(const struct execproc_opts *o, struct execproc **out, int *done_wr,
+		    struct coloc_err *err)
 {
-	char path[PATH_MAX];
-	struct execproc *ep;
-	int memfd = -1, pipefd[2], logfd[2], ret;
+	struct execproc *ep = calloc(1, sizeof(*ep));
+	int pipefd[2];
 
-	*out = NULL;
-	if (!o || o->model_fd < 0 || !o->model_name || !o->tenant || !o->tenant[0] ||
-	    strlen(o->tenant) >= COLOC_SHM_NAME_LEN || o->nr_external < 0 ||
-	    o->nr_external > COLOC_MAX_REQUEST_FDS || (o->nr_external && !o->external))
-		return coloc_err_set(err, -EINVAL,
-				     "an executor needs a model descriptor, at most %d external "
-				     "data files and a tenant name of 1 to %d bytes",
-				     COLOC_MAX_REQUEST_FDS, COLOC_SHM_NAME_LEN - 1);
-	if (o->executor)
-		snprintf(path, sizeof(path), "%s", o->executor);
-	else if ((ret = execproc_default_executor(path, sizeof(path), err)))
-		return ret;
-	ep = calloc(1, sizeof(*ep));
+	*out = ep;
 	if (!ep)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
 	ep->pidfd = -1;
@@ -477,39 +490,96 @@ int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct 
 	 * write end only, never make colocd's read end blocking.
 	 */
 	ep->done_fd = -1;
-	if (pipe2(pipefd, O_CLOEXEC)) {
-		ret = coloc_err_set(err, -errno, "pipe2: %s", strerror(errno));
-		goto fail;
-	}
+	if (pipe2(pipefd, O_CLOEXEC))
+		return coloc_err_set(err, -errno, "pipe2: %s", strerror(errno));
 	ep->done_fd = pipefd[0];
-	if (fcntl(ep->done_fd, F_SETFL, O_NONBLOCK)) {
-		ret = coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
-		close(pipefd[1]);
-		goto fail;
-	}
-	if (pipe2(logfd, O_CLOEXEC)) {
-		ret = coloc_err_set(err, -errno, "pipe2: %s", strerror(errno));
-		close(pipefd[1]);
-		goto fail;
-	}
-	ret = exec_log_init(&ep->log, logfd[0], ep->tenant, -1, stdout);
-	if (ret)
-		ret = coloc_err_set(err, ret, "fcntl: %s", strerror(-ret));
-	if (!ret)
-		ret = create_shm(ep, o, &memfd, err);
-	if (!ret)
-		ret = start_child(ep, o, path, memfd, pipefd[1], logfd[1], err);
-	ep->log.pid = ep->pid;
-	close(pipefd[1]);
-	close(logfd[1]);
-	if (memfd >= 0)
-		close(memfd); /* the mapping keeps it alive */
-	if (ret)
-		goto fail;
-	*out = ep;
+	*done_wr = pipefd[1];
+	if (fcntl(ep->done_fd, F_SETFL, O_NONBLOCK))
+		return coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
 	return 0;
-fail:
+}
+
+/* Lanes 1.. share lane 0's process: its pid, a pidfd of their own, no log. */
+static int lanes_join(struct execproc **eps, int nr, struct coloc_err *err)
+{
+	for (int i = 1; i < nr; i++) {
+		eps[i]->pid = eps[0]->pid;
+		eps[i]->own_pidns = eps[0]->own_pidns;
+		eps[i]->lane_sibling = true;
+		memcpy(eps[i]->isolation, eps[0]->isolation, sizeof(eps[i]->isolation));
+		eps[i]->pidfd = fcntl(eps[0]->pidfd, F_DUPFD_CLOEXEC, 0);
+		if (eps[i]->pidfd < 0)
+			return coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
+	}
+	return 0;
+}
+
+int execproc_spawn_lanes(const struct execproc_opts *o, int nr, struct execproc **out,
+			 struct coloc_err *err)
+{
+	int memfd[COLOC_MAX_EXECUTORS], done_wr[COLOC_MAX_EXECUTORS], logfd[2] = { -1, -1 };
+	char path[PATH_MAX];
+	int ret = 0;
+
+	if (!o || o->model_fd < 0 || !o->model_name || !o->tenant || !o->tenant[0] ||
+	    strlen(o->tenant) >= COLOC_SHM_NAME_LEN || o->nr_external < 0 ||
+	    o->nr_external > COLOC_MAX_REQUEST_FDS || (o->nr_external && !o->external) ||
+	    nr < 1 || nr > COLOC_MAX_EXECUTORS)
+		return coloc_err_set(err, -EINVAL,
+				     "an executor needs a model descriptor, at most %d external "
+				     "data files, a tenant name of 1 to %d bytes and 1 to %d lanes",
+				     COLOC_MAX_REQUEST_FDS, COLOC_SHM_NAME_LEN - 1,
+				     COLOC_MAX_EXECUTORS);
+	if (o->executor)
+		snprintf(path, sizeof(path), "%s", o->executor);
+	else if ((ret = execproc_default_executor(path, sizeof(path), err)))
+		return ret;
+	for (int i = 0; i < nr; i++) {
+		out[i] = NULL;
+		memfd[i] = done_wr[i] = -1;
+	}
+	for (int i = 0; i < nr && !ret; i++) {
+		ret = lane_new(o, &out[i], &done_wr[i], err);
+		if (!ret)
+			ret = create_shm(out[i], o, &memfd[i], err);
+	}
+	if (!ret && pipe2(logfd, O_CLOEXEC))
+		ret = coloc_err_set(err, -errno, "pipe2: %s", strerror(errno));
+	if (!ret) {
+		/* the log's from here on, whatever it answers */
+		ret = exec_log_init(&out[0]->log, logfd[0], out[0]->tenant, -1, stdout);
+		logfd[0] = -1;
+		if (ret)
+			ret = coloc_err_set(err, ret, "fcntl: %s", strerror(-ret));
+	}
+	if (!ret)
+		ret = start_child(out[0], o, path, nr, memfd, done_wr, logfd[1], err);
+	if (!ret)
+		ret = lanes_join(out, nr, err);
+	if (out[0])
+		out[0]->log.pid = out[0]->pid;
+	for (int i = 0; i < nr; i++) {
+		if (done_wr[i] >= 0)
+			close(done_wr[i]);
+		if (memfd[i] >= 0)
+			close(memfd[i]); /* the mapping keeps it alive */
+	}
+	for (int i = 0; i < 2; i++)
+		if (logfd[i] >= 0)
+			close(logfd[i]);
+	if (!ret)
+		return 0;
 	coloc_err_prefix(err, "tenant %s: starting its executor", o->tenant);
-	execproc_free(ep);
+	/* lane 0 last: it reaps the process the others share */
+	for (int i = nr - 1; i >= 0; i--) {
+		execproc_free(out[i]);
+		out[i] = NULL;
+	}
 	return ret;
+}
+
+int execproc_spawn(const struct execproc_opts *o, struct execproc **out, struct coloc_err *err)
+{
+	*out = NULL;
+	return execproc_spawn_lanes(o, 1, out, err);
 }

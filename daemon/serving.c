@@ -91,14 +91,21 @@ bool sv_tenant_running(const struct sv_tenant *t)
 	return t->nr_exec > 0 && t->ex[0].ep;
 }
 
-/* Its executors' tgids into pids; returns how many (0 when none runs). */
+/* Its executors' tgids into pids, each once (lanes share one); how many (0 when none runs). */
 static int tenant_pids(const struct sv_tenant *t, pid_t *pids)
 {
 	int n = 0;
 
-	for (int x = 0; x < t->nr_exec; x++)
-		if (t->ex[x].ep)
+	for (int x = 0; x < t->nr_exec; x++) {
+		bool seen = false;
+
+		if (!t->ex[x].ep)
+			continue;
+		for (int i = 0; i < n && !seen; i++)
+			seen = pids[i] == execproc_pid(t->ex[x].ep);
+		if (!seen)
 			pids[n++] = execproc_pid(t->ex[x].ep);
+	}
 	return n;
 }
 
@@ -342,9 +349,15 @@ void sv_fail_tenant(struct serving *s, struct sv_tenant *t, const char *why)
 	sv_schedule(s);
 }
 
-/* All of t's executors, or none of them (the ones started are killed). */
+/*
+ * All of t's executors, or none of them (the ones started are killed): one
+ * process with a lane per executor, each lane watched as an executor was
+ * (or, serving_config.executor_processes, a process per executor).
+ */
 int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err *err)
 {
+	struct execproc *eps[SERVING_MAX_EXECUTORS] = { 0 };
+	int ret;
 	struct execproc_opts o = { .executor = s->executor,
 				   .model_fd = t->model_fd,
 				   .model_name = t->model_name,
@@ -357,24 +370,28 @@ int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err 
 				   .slot_out_capacity = t->out_bytes };
 
 	if (t->sandboxed) {
-		int ret = sandbox_tenant_spawn_opts(s->sandbox, t->name, &o, err);
-
+		ret = sandbox_tenant_spawn_opts(s->sandbox, t->name, &o, err);
 		if (ret)
 			return ret;
 	}
-	for (int i = 0; i < t->nr_exec; i++) {
-		int ret = execproc_spawn(&o, &t->ex[i].ep, err);
-
-		if (!ret && (ret = watch_executor(s, &t->ex[i]))) {
+	for (int i = 0; i < t->nr_exec && !ret; i += s->executor_processes ? 1 : t->nr_exec)
+		ret = execproc_spawn_lanes(&o, s->executor_processes ? 1 : t->nr_exec, &eps[i], err);
+	for (int i = 0; i < t->nr_exec; i++)
+		t->ex[i].ep = ret ? NULL : eps[i];
+	if (ret) {
+		for (int i = 0; i < t->nr_exec && s->executor_processes; i++)
+			execproc_free(eps[i]);
+		return ret;
+	}
+	for (int i = 0; i < t->nr_exec && !ret; i++) {
+		ret = watch_executor(s, &t->ex[i]);
+		if (ret)
 			coloc_err_set(err, ret, "tenant %s: cannot watch its executor: %s", t->name,
 				      strerror(-ret));
-			execproc_free(t->ex[i].ep);
-			t->ex[i].ep = NULL;
-		}
-		if (ret) {
-			close_executors(s, t, false);
-			return ret;
-		}
+	}
+	if (ret) {
+		close_executors(s, t, false);
+		return ret;
 	}
 	t->state = SERVING_TENANT_STARTING;
 	t->reason[0] = '\0';
@@ -651,6 +668,7 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	fill_topology(s);
 	s->pcfg.late = cfg->late_serve ? POLICY_LATE_SERVE : POLICY_LATE_DROP;
 	s->plan_ahead = !cfg->no_plan_ahead;
+	s->executor_processes = cfg->executor_processes;
 	s->executor = cfg->executor ? strdup(cfg->executor) : NULL;
 	s->cache_dir = cfg->cache_dir ? strdup(cfg->cache_dir) : NULL;
 	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));

@@ -36,7 +36,10 @@
  * A tenant admitted with E executors (serving_tenant_spec.executors) runs
  * up to E blocks at once, each of another query (policy_tenant.executors):
  * a query stays on the executor it started on, whose memory holds its
- * activations. A tenant fails as a whole when any of its executors does.
+ * activations. The E executors are the lanes of one process holding one
+ * copy of the model (execproc_spawn_lanes, docs/design/lanes.md), each
+ * watched and driven as an executor; a tenant fails as a whole when any
+ * of them does, and they die and start together.
  */
 #ifndef COLOC_DAEMON_SERVING_H
 #define COLOC_DAEMON_SERVING_H
@@ -151,6 +154,12 @@ struct serving_config {
 	 * command, until an event (an arrival, a tenant's change) yields it.
 	 */
 	bool no_plan_ahead;
+	/*
+	 * A tenant's executors as processes of their own, each loading the
+	 * model (true); by default they are the lanes of one process with one
+	 * copy of it (execproc_spawn_lanes, docs/design/lanes.md).
+	 */
+	bool executor_processes;
 	const char *cores; /* CPUs served, e.g. "0-3"; NULL: every CPU this process may use */
 	int max_queue; /* per tenant; 0: SERVING_DEFAULT_QUEUE */
 	int max_queue_total; /* 0: SERVING_DEFAULT_QUEUE_TOTAL */

@@ -280,6 +280,7 @@ int builder_step_arg(struct builder *b, struct exec_step *s, int arg, const dnnl
 		return -EINVAL;
 	o->mems[o->nr_mems++] = mem;
 	s->args[s->nr_args] = (dnnl_exec_arg_t){ .arg = arg, .memory = mem };
+	buf.mem = (int)o->nr_mems - 1;
 	s->bufs[s->nr_args] = buf;
 	s->nr_args++;
 	return 0;

@@ -45,6 +45,8 @@ struct exec_buf {
 	enum exec_buf_kind kind;
 	int index;
 	size_t offset;
+	/* a step's argument: its memory object's index in exec_owned.mems (exec_lane.c) */
+	int mem;
 };
 
 struct exec_col2im;
@@ -102,6 +104,22 @@ struct exec_owned {
 	size_t nr_col2ims, cap_col2ims;
 };
 
+/*
+ * What one thread needs to run blocks of a model while other threads run
+ * blocks of the same model (exec_lane.c): a stream and a scratchpad per team
+ * thread, and its own memory objects for every argument bound per run
+ * (mems[i] stands for exec_owned.mems[i]; NULL in the model's own lane,
+ * which binds the steps' memory objects themselves).
+ */
+struct exec_lane {
+	struct exec_model *em;
+	dnnl_stream_t *streams; /* one per team thread */
+	void **scratchpads; /* one per team thread */
+	dnnl_memory_t *mems;
+	size_t nr_mems;
+	atomic_bool running; /* a block runs on this lane */
+};
+
 struct exec_model {
 	const struct model *graph;
 	dnnl_engine_t engine;
@@ -119,12 +137,13 @@ struct exec_model {
 	size_t resident_bytes;
 	uint64_t nr_primitives; /* created so far; never grows after load */
 	bool default_only;
-	atomic_bool running; /* a block runs: primitives and memory objects are in use */
+	struct exec_lane own_lane; /* exec_query_new's: streams, scratchpads above */
 	struct exec_owned owned;
 };
 
 struct exec_query {
 	struct exec_model *em;
+	struct exec_lane *lane; /* where its blocks run */
 	void *outs; /* arena of all layer outputs */
 	void *tmp; /* arena for one layer's temporaries */
 };

@@ -194,6 +194,9 @@ static struct exec_model *load(const struct model *m, const struct exec_options 
 		if (!em->scratchpads[t])
 			goto oom;
 	}
+	em->own_lane = (struct exec_lane){ .em = em,
+					   .streams = em->streams,
+					   .scratchpads = em->scratchpads };
 	em->resident_bytes = sizeof(*em) + (size_t)em->max_threads * em->scratchpad_bytes;
 	for (int li = 0; li < m->nr_layers; li++) {
 		struct exec_layer *xl = &em->layers[li];

@@ -11,9 +11,10 @@
  * the core set differs from the previous block's, and costs a
  * sched_setaffinity per thread whose core changes, made by the caller
  * (stats->switch_ns). Where the team is pinned is a property of the calling OS thread (its OpenMP pool), so it is
- * remembered per thread, whichever model ran last. Only one thread may
- * drive a given model at a time: the memory objects bound per step belong
- * to the model.
+ * remembered per thread, whichever model ran last. A block runs on its
+ * query's lane (exec_lane.c): only one thread may drive a lane at a time,
+ * since the memory objects bound per step, the streams and the scratchpads
+ * are the lane's; several lanes of one model run blocks at the same time.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -54,7 +55,7 @@ void *exec_buf_ptr(const struct exec_query *q, int tid, const struct exec_buf *b
 	case EXEC_BUF_TMP:
 		return (char *)q->tmp + b->offset;
 	case EXEC_BUF_SCRATCHPAD:
-		return q->em->scratchpads[tid];
+		return q->lane->scratchpads[tid];
 	default:
 		return NULL;
 	}
@@ -111,11 +112,18 @@ int exec_model_core_counts(const struct exec_model *em, int *counts, int max)
 
 struct exec_query *exec_query_new(struct exec_model *em)
 {
+	return exec_lane_query_new(&em->own_lane);
+}
+
+struct exec_query *exec_lane_query_new(struct exec_lane *lane)
+{
+	struct exec_model *em = lane->em;
 	struct exec_query *q = calloc(1, sizeof(*q));
 
 	if (!q)
 		return NULL;
 	q->em = em;
+	q->lane = lane;
 	if (posix_memalign(&q->outs, 64, em->out_bytes ? em->out_bytes : 64) ||
 	    posix_memalign(&q->tmp, 64, em->tmp_bytes ? em->tmp_bytes : 64)) {
 		exec_query_free(q);
@@ -391,18 +399,22 @@ static int pin_team(struct exec_model *em, const struct exec_cpuset *cores, int 
 	return 0;
 }
 
+/* The step's primitive with its arguments bound to q, on the lane's memory objects. */
 static int run_one(struct exec_query *q, struct exec_step *s, int tid)
 {
-	struct exec_model *em = q->em;
+	const struct exec_lane *lane = q->lane;
+	dnnl_exec_arg_t args[EXEC_MAX_ARGS];
 
 	for (int a = 0; a < s->nr_args; a++) {
+		args[a] = s->args[a];
 		if (s->bufs[a].kind == EXEC_BUF_FIXED)
 			continue;
-		if (dnnl_memory_set_data_handle(s->args[a].memory,
-						exec_buf_ptr(q, tid, &s->bufs[a])))
+		if (lane->mems)
+			args[a].memory = lane->mems[s->bufs[a].mem];
+		if (dnnl_memory_set_data_handle(args[a].memory, exec_buf_ptr(q, tid, &s->bufs[a])))
 			return -EINVAL;
 	}
-	return dnnl_primitive_execute(s->prim, em->streams[tid], s->nr_args, s->args) ? -EIO : 0;
+	return dnnl_primitive_execute(s->prim, lane->streams[tid], s->nr_args, args) ? -EIO : 0;
 }
 
 static int run_embed(struct exec_query *q, const struct exec_step *s)
@@ -437,7 +449,7 @@ static int run_group(struct exec_query *q, struct exec_step *g, int n)
 				ret = r;
 		}
 		/* Each thread waits for its own stream before the team joins. */
-		if (dnnl_stream_wait(q->em->streams[t]) && ret == 0)
+		if (dnnl_stream_wait(q->lane->streams[t]) && ret == 0)
 			ret = -EIO;
 	}
 	return ret;
@@ -494,14 +506,14 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
 			if (versions[li - first] < 0 ||
 			    versions[li - first] >= em->layers[li].nr_versions)
 				return -EINVAL;
-	/* one block at a time per model: its memory objects hold one query's handles */
-	if (atomic_exchange(&em->running, true))
+	/* one block at a time per lane: its memory objects hold one query's handles */
+	if (atomic_exchange(&q->lane->running, true))
 		return -EBUSY;
 	slot = exec_slot_for_cores(em, cores->nr);
 	n = em->slot_cores[slot];
 	ret = pin_team(em, cores, n, placement == EXEC_TEAM_SHARED);
 	if (ret) {
-		atomic_store(&em->running, false);
+		atomic_store(&q->lane->running, false);
 		return ret;
 	}
 	t1 = now_ns();
@@ -512,12 +524,12 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
 
 		ret = run_plan(q, &em->layers[li].plans[v][slot], n);
 	}
-	if (!ret && dnnl_stream_wait(em->streams[0]))
+	if (!ret && dnnl_stream_wait(q->lane->streams[0]))
 		ret = -EIO;
 	if (stats) {
 		stats->switch_ns = t1 - t0;
 		stats->latency_ns = now_ns() - t0;
 	}
-	atomic_store(&em->running, false);
+	atomic_store(&q->lane->running, false);
 	return ret;
 }

@@ -185,6 +185,7 @@ int pad_build(struct builder *b)
 	int64_t one[1] = { 1 };
 	dnnl_dims_t zero = { 0 }, dims, offs;
 	dnnl_memory_desc_t fill, vmd, view;
+	dnnl_primitive_attr_t attr;
 	dnnl_primitive_desc_t pd;
 	void *value;
 	int nd = out->ndims, ret;
@@ -194,7 +195,13 @@ int pad_build(struct builder *b)
 	ret = builder_weights_in(b, &p->value, &vmd, &vmd, &value);
 	if (ret)
 		return ret;
-	if (dnnl_reorder_primitive_desc_create(&pd, &fill, b->em->engine, out, b->em->engine, NULL))
+	/* a user scratchpad, as every primitive's: lanes run it from several threads */
+	if (exec_attr_new(&attr, NULL, 1.0f))
+		return builder_fail(b, -ENOMEM, "out of memory");
+	ret = dnnl_reorder_primitive_desc_create(&pd, &fill, b->em->engine, out, b->em->engine,
+						 attr);
+	dnnl_primitive_attr_destroy(attr);
+	if (ret)
 		return builder_fail(b, -EINVAL, "oneDNN cannot fill the padded output");
 	{
 		int args[2] = { DNNL_ARG_FROM, DNNL_ARG_TO };

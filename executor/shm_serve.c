@@ -170,7 +170,7 @@ int shm_serve_prepare(struct shm_serve *s, char *why, size_t len)
 	int ret;
 
 	for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++) {
-		s->q[i] = exec_query_new(s->em);
+		s->q[i] = s->lane ? exec_lane_query_new(s->lane) : exec_query_new(s->em);
 		if (!s->q[i]) {
 			snprintf(why, len, "out of memory for the activations of query slot %d", i);
 			return -ENOMEM;

@@ -1,11 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The forwarding pool (forward.h). Each connection's thread sleeps in poll()
- * on its eventfd (new jobs) and colocd's socket (answers), sends what was
- * queued, reads every answer there is, and expires jobs past their
- * deadline; callbacks run on this thread with no lock held. Answers are
- * read into a scratch buffer of the connection (the tag is known only once
- * the answer is read) and copied into the job's output.
+ * on its eventfd (new jobs) and, while it has jobs in flight, colocd's
+ * socket (answers); it sends what was queued, reads every answer there is,
+ * and expires jobs past their deadline; callbacks run on this thread with
+ * no lock held. Answers are read into a scratch buffer of the connection
+ * (the tag is known only once the answer is read) and copied into the
+ * job's output.
+ *
+ * gw_fwd_run borrows a connection with nothing queued or in flight: its
+ * thread then takes no queue and does not poll the socket (it polls it only
+ * for jobs of its own in flight), so the borrower alone sends and reads.
+ * Answers to queries given up on before (a timeout) are told apart by tag
+ * and thrown away by whoever reads them. Idle sockets are not polled, so a
+ * connection colocd closed is found at the next send, which then tries once
+ * more on a fresh one.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,21 +31,24 @@
 #include "forward.h"
 
 #define FWD_MAX_CONNS 16
+#define FWD_BORROWED (1 << 20) /* a borrowed connection's weight when choosing one */
+#define FWD_STOP_CHECK_MS 100 /* a borrower's longest wait before it looks at stop */
 
 struct fwd_conn {
 	struct gw_fwd *fw;
 	pthread_t thread;
 	int efd;
-	pthread_mutex_t lock; /* guards queue and stopped */
+	pthread_mutex_t lock; /* guards queue, stopped and borrowed */
 	struct gw_job *queue, **queue_tail;
 	bool stopped; /* the thread took its last queue: no more jobs */
+	atomic_bool borrowed; /* gw_fwd_run has c: the thread keeps off it */
 	/* the thread's own */
 	struct coloc_client *c;
 	struct gw_job *inflight; /* list, newest first */
 	void *scratch;
 	size_t scratch_cap;
 	uint64_t next_tag;
-	atomic_int load; /* queued + in flight */
+	atomic_int load; /* queued + in flight (+ 1 while borrowed) */
 };
 
 struct gw_fwd {
@@ -115,6 +127,10 @@ static struct gw_job *fwd_take_queue(struct fwd_conn *k, bool last)
 	struct gw_job *q;
 
 	pthread_mutex_lock(&k->lock);
+	if (atomic_load(&k->borrowed) && !last) {
+		pthread_mutex_unlock(&k->lock);
+		return NULL;
+	}
 	k->stopped = last;
 	q = k->queue;
 	k->queue = NULL;
@@ -137,8 +153,44 @@ static int fwd_grow_scratch(struct fwd_conn *k, size_t need)
 	return 0;
 }
 
+/*
+ * Sends job on k's connection (made if there is none). A connection that
+ * fails at once, with nothing else in flight on it, may be one colocd closed
+ * while idle: one more try on a fresh one. 0, or -errno with why filled.
+ */
+static int fwd_send_query(struct fwd_conn *k, struct gw_job *job, char *why, size_t why_len)
+{
+	bool fresh = false;
+	int r;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (!k->c) {
+			r = coloc_client_connect(k->fw->socket_path, &k->c);
+			if (r) {
+				k->c = NULL;
+				snprintf(why, why_len, "cannot reach colocd at %.150s: %s",
+					 k->fw->socket_path, strerror(-r));
+				return -ECONNREFUSED;
+			}
+			fresh = true;
+		}
+		r = coloc_client_infer_send(k->c, job->tenant, job->tag, job->input,
+					    job->input_bytes);
+		if (!r)
+			return 0;
+		snprintf(why, why_len, "colocd connection lost (sending): %.200s",
+			 coloc_client_error(k->c));
+		coloc_client_close(k->c);
+		k->c = NULL;
+		if (fresh || k->inflight)
+			break;
+	}
+	return -EPIPE;
+}
+
 static void fwd_send(struct fwd_conn *k, struct gw_job *job)
 {
+	char why[256];
 	int r;
 
 	if (gw_now_ns() >= job->deadline_ns) {
@@ -149,26 +201,22 @@ static void fwd_send(struct fwd_conn *k, struct gw_job *job)
 		fwd_finish(k, job, -ENOMEM, "out of memory");
 		return;
 	}
-	if (!k->c && (r = coloc_client_connect(k->fw->socket_path, &k->c))) {
-		char why[256];
-
-		snprintf(why, sizeof(why), "cannot reach colocd at %.150s: %s", k->fw->socket_path,
-			 strerror(-r));
-		k->c = NULL;
-		fwd_finish(k, job, -ECONNREFUSED, why);
+	job->tag = k->next_tag++;
+	r = fwd_send_query(k, job, why, sizeof(why));
+	if (r && k->inflight)
+		fwd_fail_inflight(k, -EPIPE, why); /* the connection carried them */
+	if (r) {
+		fwd_finish(k, job, r, why);
 		return;
 	}
-	job->tag = k->next_tag++;
 	job->next = k->inflight;
 	k->inflight = job;
-	r = coloc_client_infer_send(k->c, job->tenant, job->tag, job->input, job->input_bytes);
-	if (r)
-		fwd_drop_connection(k, "sending");
 }
 
 static void fwd_receive(struct fwd_conn *k)
 {
-	for (;;) {
+	/* with none in flight the connection may be borrowed already: hands off */
+	while (k->inflight) {
 		struct coloc_infer_result res;
 		struct gw_job **pp, *job;
 		int r = coloc_client_infer_recv(k->c, &res, k->scratch, k->scratch_cap, 0);
@@ -225,8 +273,7 @@ static void *fwd_thread(void *arg)
 
 	while (!atomic_load(&k->fw->stop)) {
 		struct pollfd pfd[2] = { { .fd = k->efd, .events = POLLIN },
-					 { .fd = k->c ? coloc_client_fd(k->c) : -1,
-					   .events = POLLIN } };
+					 { .fd = -1, .events = POLLIN } };
 		struct gw_job *q = fwd_take_queue(k, false);
 		uint64_t v;
 		int timeout;
@@ -237,10 +284,9 @@ static void *fwd_thread(void *arg)
 			fwd_send(k, q);
 			q = next;
 		}
-		if (k->c)
-			fwd_receive(k);
+		fwd_receive(k);
 		timeout = fwd_expire(k);
-		pfd[1].fd = k->c ? coloc_client_fd(k->c) : -1;
+		pfd[1].fd = k->inflight ? coloc_client_fd(k->c) : -1;
 		if (poll(pfd, 2, timeout) < 0 && errno != EINTR)
 			break;
 		if (pfd[0].revents & POLLIN && read(k->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
@@ -308,13 +354,16 @@ int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job)
 		atomic_fetch_sub(&fw->jobs, 1);
 		return -EAGAIN;
 	}
-	/* the least loaded connection, ties broken round robin */
-	for (int i = 0; i < fw->nr_conns; i++) {
+	/* the least loaded connection, ties broken round robin; a borrowed one last */
+	for (int i = 0, best = 0; i < fw->nr_conns; i++) {
 		struct fwd_conn *c =
 			&fw->conns[(start + (unsigned int)i) % (unsigned int)fw->nr_conns];
+		int load = atomic_load(&c->load) + (atomic_load(&c->borrowed) ? FWD_BORROWED : 0);
 
-		if (!k || atomic_load(&c->load) < atomic_load(&k->load))
+		if (!k || load < best) {
 			k = c;
+			best = load;
+		}
 	}
 	job->next = NULL;
 	job->result = 0;
@@ -332,6 +381,117 @@ int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job)
 	/* only a full counter fails (EAGAIN), and that has woken the thread already */
 	if (write(k->efd, &one, sizeof(one)) < 0)
 		return 0;
+	return 0;
+}
+
+/* A connection with nothing queued or in flight, now borrowed; or NULL. */
+static struct fwd_conn *fwd_borrow(struct gw_fwd *fw)
+{
+	unsigned int start = atomic_fetch_add(&fw->next_conn, 1);
+
+	for (int i = 0; i < fw->nr_conns; i++) {
+		struct fwd_conn *k = &fw->conns[(start + (unsigned int)i) % (unsigned int)fw->nr_conns];
+		bool got = false;
+
+		if (atomic_load(&k->load))
+			continue;
+		pthread_mutex_lock(&k->lock);
+		if (!k->stopped && !atomic_load(&k->borrowed) && !atomic_load(&k->load)) {
+			atomic_store(&k->borrowed, true);
+			atomic_store(&k->load, 1);
+			got = true;
+		}
+		pthread_mutex_unlock(&k->lock);
+		if (got)
+			return k;
+	}
+	return NULL;
+}
+
+static void fwd_give_back(struct fwd_conn *k)
+{
+	uint64_t one = 1;
+	bool queued;
+
+	pthread_mutex_lock(&k->lock);
+	atomic_store(&k->borrowed, false);
+	atomic_fetch_sub(&k->load, 1);
+	queued = k->queue != NULL;
+	pthread_mutex_unlock(&k->lock);
+	/* jobs queued meanwhile wait for the thread; a full counter has woken it already */
+	if (queued && write(k->efd, &one, sizeof(one)) < 0)
+		return;
+}
+
+/* Reads answers on the borrowed k until job's own: its result and why. */
+static int fwd_await(struct fwd_conn *k, struct gw_job *job)
+{
+	for (;;) {
+		uint64_t now = gw_now_ns();
+		int r, wait;
+
+		if (now >= job->deadline_ns) {
+			snprintf(job->why, sizeof(job->why), "colocd did not answer in time");
+			return -ETIMEDOUT; /* its late answer is thrown away by tag */
+		}
+		if (atomic_load(&k->fw->stop)) {
+			snprintf(job->why, sizeof(job->why), "the gateway is stopping");
+			return -ECANCELED;
+		}
+		wait = (int)((job->deadline_ns - now) / 1000000 + 1);
+		if (wait > FWD_STOP_CHECK_MS)
+			wait = FWD_STOP_CHECK_MS;
+		r = coloc_client_infer_recv(k->c, &job->res, job->output, job->output_cap, wait);
+		if (r == 0)
+			continue;
+		if (r < 0 && r != -EMSGSIZE) {
+			snprintf(job->why, sizeof(job->why),
+				 "colocd connection lost (receiving): %.200s",
+				 coloc_client_error(k->c));
+			coloc_client_close(k->c);
+			k->c = NULL;
+			return -EPIPE;
+		}
+		if (job->res.tag != job->tag)
+			continue; /* an answer to a query given up on before */
+		if (r == -EMSGSIZE || job->res.output_bytes > job->output_cap) {
+			snprintf(job->why, sizeof(job->why),
+				 "colocd's output is larger than the model's");
+			return -EMSGSIZE;
+		}
+		return 0;
+	}
+}
+
+int gw_fwd_run(struct gw_fwd *fw, struct gw_job *job)
+{
+	struct fwd_conn *k;
+
+	if (atomic_load(&fw->stop))
+		return -ESHUTDOWN;
+	if (atomic_fetch_add(&fw->jobs, 1) >= fw->max_jobs) {
+		atomic_fetch_sub(&fw->jobs, 1);
+		return -EAGAIN;
+	}
+	k = fwd_borrow(fw);
+	if (!k) {
+		atomic_fetch_sub(&fw->jobs, 1);
+		return -EBUSY;
+	}
+	job->next = NULL;
+	job->why[0] = '\0';
+	memset(&job->res, 0, sizeof(job->res));
+	if (gw_now_ns() >= job->deadline_ns) {
+		snprintf(job->why, sizeof(job->why), "timed out in the gateway's queue");
+		job->result = -ETIMEDOUT;
+	} else {
+		job->tag = k->next_tag++;
+		job->result = fwd_send_query(k, job, job->why, sizeof(job->why));
+		if (!job->result)
+			job->result = fwd_await(k, job);
+	}
+	fwd_give_back(k);
+	atomic_fetch_sub(&fw->jobs, 1);
 	return 0;
 }
 

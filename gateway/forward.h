@@ -7,6 +7,11 @@
  * back once, from the pool's thread, when the job is done: answered by
  * colocd, timed out, or failed with the connection.
  *
+ * A caller that may block can run a job on its own thread instead
+ * (gw_fwd_run): it borrows an idle connection, sends, and reads colocd's
+ * answer itself, so a query costs no hand-off between threads; with no
+ * connection idle it is told so and submits as above.
+ *
  * Bounds: at most max_jobs jobs waiting or in flight in the whole pool; one
  * more is refused at once (-EAGAIN: the caller answers 503). A job not
  * answered by its deadline completes with -ETIMEDOUT; colocd's late answer
@@ -47,6 +52,13 @@ int gw_fwd_create(const char *socket_path, int nr_conns, int max_jobs, struct gw
 		  struct coloc_err *err);
 /* Hands job over: 0 (done() will be called), -EAGAIN (full), -ESHUTDOWN. */
 int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job);
+/*
+ * Runs job on the calling thread, blocking until colocd answers, the job's
+ * deadline, or gw_fwd_stop: 0 with job->result (and res) set as for done(),
+ * which is not called; -EBUSY when no connection is idle (submit it
+ * instead), -EAGAIN (full), -ESHUTDOWN.
+ */
+int gw_fwd_run(struct gw_fwd *fw, struct gw_job *job);
 /* Jobs waiting or in flight now. */
 int gw_fwd_pending(struct gw_fwd *fw);
 /*

@@ -255,7 +255,18 @@ static void api_infer_forward(struct gw_grpc_call *c, struct api_infer *a,
 	a->job.deadline_ns = c->deadline_ns;
 	a->job.done = api_infer_done;
 	a->job.arg = a;
-	r = gw_fwd_submit(c->fw, &a->job);
+	/* on this thread, no hand-off, when a connection is idle and a thread free */
+	r = -EBUSY;
+	if (gw_grpc_block_begin(c->g)) {
+		r = gw_fwd_run(c->fw, &a->job);
+		gw_grpc_block_end(c->g);
+		if (!r) {
+			api_infer_done(&a->job);
+			return;
+		}
+	}
+	if (r == -EBUSY)
+		r = gw_fwd_submit(c->fw, &a->job);
 	if (r == -EAGAIN) {
 		atomic_fetch_add(&a->stats->refused_full, 1);
 		gw_grpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED,

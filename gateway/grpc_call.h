@@ -52,5 +52,12 @@ void gw_grpc_reply(struct gw_grpc_call *c, const ProtobufCMessage *m);
 void gw_grpc_reply_packed(struct gw_grpc_call *c, uint8_t *buf, size_t len);
 void gw_grpc_fail(struct gw_grpc_call *c, grpc_status_code code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * Whether the calling thread may block in a query of its own (forward.h's
+ * gw_fwd_run): true while another of the completion queue's threads is left
+ * to poll; then gw_grpc_block_end when done.
+ */
+bool gw_grpc_block_begin(struct gw_grpc *g);
+void gw_grpc_block_end(struct gw_grpc *g);
 
 #endif /* COLOC_GATEWAY_GRPC_CALL_H */

@@ -9,7 +9,9 @@
  *         (RESOURCE_EXHAUSTED) when max_calls are under way, else read its
  *         one message
  *   READ  the message is here: the method named by its path runs
- *         (grpc_api.c) and answers now or from the forwarding pool's thread
+ *         (grpc_api.c) and answers now (an infer: after waiting for colocd
+ *         on this thread while another thread is left to poll) or from the
+ *         forwarding pool's thread
  *   SENT  initial metadata, the message and the status went out and the
  *         client side closed: the call is freed
  *
@@ -47,6 +49,7 @@ struct gw_grpc {
 	int nr_threads;
 	pthread_t threads[GRPC_MAX_THREADS];
 	atomic_int calls; /* read or being answered */
+	atomic_int blocked; /* threads waiting in a query of their own (gw_grpc_block_begin) */
 	atomic_bool stopping;
 	bool shut; /* shutdown_and_notify called */
 	pthread_mutex_t lock;
@@ -165,6 +168,19 @@ static uint64_t grpc_deadline_ns(gpr_timespec deadline)
 		return 0;
 	left_ms = gpr_time_to_millis(gpr_time_sub(deadline, now));
 	return gw_now_ns() + (uint64_t)(left_ms > 0 ? left_ms : 0) * 1000000ull;
+}
+
+bool gw_grpc_block_begin(struct gw_grpc *g)
+{
+	if (atomic_fetch_add(&g->blocked, 1) + 1 < g->opts.threads)
+		return true;
+	atomic_fetch_sub(&g->blocked, 1);
+	return false;
+}
+
+void gw_grpc_block_end(struct gw_grpc *g)
+{
+	atomic_fetch_sub(&g->blocked, 1);
 }
 
 static void grpc_call_arrived(struct gw_grpc_call *c)

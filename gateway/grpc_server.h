@@ -20,8 +20,11 @@
  * way; INTERNAL the executor failed; UNIMPLEMENTED another method.
  *
  * Threads: `threads` poll one completion queue; a repository load blocks
- * the thread that took it. Order at exit: gw_grpc_quiesce (no new calls),
- * gw_fwd_stop (every forwarded call answered), gw_grpc_stop.
+ * the thread that took it, and so does an infer while colocd answers it on
+ * a borrowed connection (gw_fwd_run), as long as one thread is left to
+ * poll; otherwise it goes through the pool's queue. Order at exit:
+ * gw_grpc_quiesce (no new calls), gw_fwd_stop (every forwarded call
+ * answered), gw_grpc_stop.
  */
 #ifndef COLOC_GATEWAY_GRPC_SERVER_H
 #define COLOC_GATEWAY_GRPC_SERVER_H

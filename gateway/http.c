@@ -2,10 +2,11 @@
 /*
  * KServe v2 over HTTP (http.h): libmicrohttpd's access handler gathers a
  * request's body (bounded by max_body), routes it by path, and answers;
- * an infer is forwarded to colocd asynchronously with its connection
- * suspended meanwhile. Handlers only translate: the models' state lives in
- * models.c, the bodies' format in infer_request.c, the queries in
- * forward.c.
+ * an infer is forwarded to colocd from the connection's own thread, which
+ * waits for the answer (on a borrowed colocd connection when one is idle,
+ * else through the forwarding pool's queue). Handlers only translate: the
+ * models' state lives in models.c, the bodies' format in infer_request.c,
+ * the queries in forward.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,16 +40,15 @@ struct gw_http {
 	atomic_bool stopping;
 };
 
-enum http_phase { HTTP_READING, HTTP_FORWARDED, HTTP_ANSWERED };
-
 struct http_req {
 	struct gw_http *h;
 	struct MHD_Connection *conn;
 	char *body;
 	size_t len, cap;
 	bool too_large;
-	pthread_mutex_t lock; /* orders suspend before the pool's resume */
-	enum http_phase phase;
+	pthread_mutex_t lock; /* guards answered */
+	pthread_cond_t cond; /* answered became true */
+	bool answered; /* the pool is done with job */
 	uint64_t t_start;
 	/* an infer's */
 	struct gw_model_config cfg; /* a copy: the model may be reloaded meanwhile */
@@ -194,9 +194,38 @@ static void http_job_done(struct gw_job *job)
 	struct http_req *rq = job->arg;
 
 	pthread_mutex_lock(&rq->lock);
-	rq->phase = HTTP_ANSWERED;
-	MHD_resume_connection(rq->conn);
+	rq->answered = true;
+	pthread_cond_signal(&rq->cond);
 	pthread_mutex_unlock(&rq->lock);
+}
+
+static enum MHD_Result http_infer_answer(struct http_req *rq);
+
+/*
+ * Forwards rq's job from this connection's thread and answers it: on a
+ * borrowed colocd connection, or queued to the pool and waited for.
+ */
+static enum MHD_Result http_infer_forward(struct http_req *rq)
+{
+	int r = gw_fwd_run(rq->h->fw, &rq->job);
+
+	if (r == -EBUSY) {
+		r = gw_fwd_submit(rq->h->fw, &rq->job);
+		pthread_mutex_lock(&rq->lock);
+		while (!r && !rq->answered)
+			pthread_cond_wait(&rq->cond, &rq->lock);
+		pthread_mutex_unlock(&rq->lock);
+	}
+	if (!r)
+		return http_infer_answer(rq);
+	if (r == -EAGAIN) {
+		atomic_fetch_add(&rq->stats->refused_full, 1);
+		return http_error(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "the gateway's queue is full (%d queries waiting or in flight); "
+				  "retry later",
+				  gw_fwd_pending(rq->h->fw));
+	}
+	return http_error(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE, "the gateway is stopping");
 }
 
 static enum MHD_Result http_infer_start(struct http_req *rq, struct gw_model *m)
@@ -247,20 +276,7 @@ static enum MHD_Result http_infer_start(struct http_req *rq, struct gw_model *m)
 	rq->job.arg = rq;
 	if (atomic_load(&rq->h->stopping))
 		return http_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "the gateway is stopping");
-	pthread_mutex_lock(&rq->lock);
-	r = gw_fwd_submit(rq->h->fw, &rq->job);
-	if (!r) {
-		MHD_suspend_connection(conn);
-		rq->phase = HTTP_FORWARDED;
-	}
-	pthread_mutex_unlock(&rq->lock);
-	if (!r)
-		return MHD_YES;
-	atomic_fetch_add(&rq->stats->refused_full, 1);
-	return http_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
-			  "the gateway's queue is full (%d queries waiting or in flight); retry "
-			  "later",
-			  gw_fwd_pending(rq->h->fw));
+	return http_infer_forward(rq);
 }
 
 /* The HTTP status for each way a job ends (forward.h). */
@@ -451,6 +467,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 		rq->conn = conn;
 		rq->t_start = gw_now_ns();
 		pthread_mutex_init(&rq->lock, NULL);
+		pthread_cond_init(&rq->cond, NULL);
 		*con_cls = rq;
 		if (cl && (cli_parse_long(cl, 0, (long)h->opts.max_body, &v))) {
 			rq->too_large = true;
@@ -498,8 +515,6 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 		rq->len += n;
 		return MHD_YES;
 	}
-	if (rq->phase == HTTP_ANSWERED)
-		return http_infer_answer(rq);
 	if (rq->too_large)
 		return http_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
 				  "the body is over the gateway's limit of %zu bytes",
@@ -521,6 +536,7 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
 	free(rq->output);
 	free(rq->body);
 	pthread_mutex_destroy(&rq->lock);
+	pthread_cond_destroy(&rq->cond);
 	free(rq);
 	*con_cls = NULL;
 }
@@ -536,8 +552,9 @@ int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct 
 		  struct gw_http **out, struct coloc_err *err)
 {
 	struct gw_http *h = calloc(1, sizeof(*h));
-	unsigned int flags =
-		MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	/* a thread per connection: an infer blocks it, not other connections */
+	unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+			     MHD_USE_POLL | MHD_USE_ERROR_LOG;
 
 	*out = NULL;
 	if (!h)
@@ -549,7 +566,6 @@ int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct 
 		flags |= MHD_USE_IPv6;
 	h->d = MHD_start_daemon(flags, 0, NULL, NULL, http_access, h, MHD_OPTION_EXTERNAL_LOGGER,
 				http_log, h, MHD_OPTION_SOCK_ADDR, &h->opts.addr,
-				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)opts->threads,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)opts->max_connections,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->idle_timeout_s,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,

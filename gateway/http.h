@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * The gateway's HTTP/REST front door: KServe v2 (the Open Inference
- * Protocol) on libmicrohttpd, in its epoll mode with a thread pool.
+ * Protocol) on libmicrohttpd, a thread per connection (at most
+ * max_connections).
  *
  *   GET  /v2                                  server metadata
  *   GET  /v2/health/live | /v2/health/ready   200, or 400 when not
@@ -11,9 +12,10 @@
  *   POST /v2/repository/index                 [{"name","version","state","reason"}]
  *   POST /v2/repository/models/NAME/load | /unload
  *
- * An infer is parsed on the MHD thread, handed to the forwarding pool
- * (forward.h) and its connection suspended; the pool's callback resumes it
- * and the answer is written from the MHD thread. Refusals, with
+ * An infer is parsed on its connection's thread, which sends it to colocd
+ * and reads the answer itself on a borrowed connection (gw_fwd_run), or,
+ * with none idle, queues it to the forwarding pool (forward.h) and waits;
+ * the answer is written from the same thread. Refusals, with
  * {"error":"..."}: 400 bad request, 404 no such model or version, 405
  * wrong method, 413 body over max_body, 503 model not ready or queue full
  * (Retry-After: 1) or colocd refused the query, 409 a repository load
@@ -33,7 +35,6 @@
 struct gw_http_opts {
 	struct sockaddr_storage addr;
 	socklen_t addr_len;
-	int threads; /* MHD's pool */
 	int max_connections;
 	size_t max_body; /* bytes of one request body */
 	int timeout_ms; /* of one infer, from arrival */

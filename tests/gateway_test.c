@@ -403,6 +403,61 @@ TEST_F_TIMEOUT(gw, http__a_full_queue_refuses_with_503, 600)
 	EXPECT_LE(1, refused);
 }
 
+/*
+ * One connection to colocd, six queries at once: one runs on its HTTP
+ * thread over the borrowed connection, the others queue to the pool (or
+ * borrow it after); every one is answered, each with its own output.
+ */
+TEST_F_TIMEOUT(gw, http__more_queries_at_once_than_colocd_connections_all_answered, 600)
+{
+	const char *extra[] = { "--connections", "1", NULL };
+	char cmd[2048], out[4096], url[128], hdr[64], req[256], resp[256];
+	size_t n = self->out_bytes / sizeof(float), hlen, len = 0;
+	float *got = malloc(self->out_bytes);
+	int ok = 0, st;
+	FILE *f;
+
+	NEED_SETUP(self);
+
+	ASSERT_NE(NULL, got);
+	st = tu_stop_child(&self->env.gateway);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("wait status %#x", st);
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, false, extra));
+	snprintf(req, sizeof(req), "%s/req.bin", self->env.dir);
+	f = fopen(req, "w");
+	ASSERT_NE(NULL, f);
+	hlen = (size_t)fprintf(
+		f,
+		"{\"inputs\":[{\"name\":\"data\",\"shape\":[1,3,224,224],\"datatype\""
+		":\"FP32\",\"parameters\":{\"binary_data_size\":%zu}}],\"parameters\":"
+		"{\"binary_data_output\":true}}",
+		self->in_bytes);
+	ASSERT_EQ(1, fwrite(self->input, self->in_bytes, 1, f));
+	ASSERT_EQ(0, fclose(f));
+	snprintf(hdr, sizeof(hdr), "Inference-Header-Content-Length: %zu", hlen);
+	url_of(self, url, sizeof(url), "/v2/models/mobilenet_v2/infer");
+	snprintf(cmd, sizeof(cmd),
+		 "for i in 1 2 3 4 5 6; do curl -s -X POST --data-binary '@%s' -H '%s' "
+		 "-o '%s/resp.'$i -w '%%{http_code}\\n' '%s' & done; wait",
+		 req, hdr, self->env.dir, url);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	for (char *s = out; s && *s; s = strchr(s, '\n'), s = s ? s + 1 : NULL)
+		ok += atoi(s) == 200;
+	EXPECT_EQ(6, ok) TH_LOG("%s", out);
+	for (int i = 1; i <= 6; i++) {
+		char *body;
+
+		snprintf(resp, sizeof(resp), "%s/resp.%d", self->env.dir, i);
+		body = tu_read_file(resp, &len);
+		ASSERT_NE(NULL, body);
+		ASSERT_LT(self->out_bytes, len);
+		memcpy(got, body + len - self->out_bytes, self->out_bytes);
+		EXPECT_EQ(0, differ(got, self->ref, n)) TH_LOG("answer %d", i);
+		free(body);
+	}
+	free(got);
+}
+
 TEST_F_TIMEOUT(gw, repository__unload_then_load_serves_again, 600)
 {
 	char url[256], resp[256], out[4096], code[128], cmd[2048];

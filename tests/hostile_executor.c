@@ -38,13 +38,16 @@
  *
  * Any other tenant gets the real executor: coloc-executor beside argv[0]
  * (a test puts a link to it there), so that one colocd --executor serves a
- * hostile tenant and an honest one side by side.
+ * hostile tenant and an honest one side by side. Started with several lanes
+ * (--shm-fd and --done-fd once each per lane), it describes each lane in
+ * turn, then misbehaves on each from a thread of its own.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,10 +61,11 @@
 #include "model_open.h"
 #include "shm_summary.h"
 
-#define SHM_FD 3
-#define DONE_FD 4
+#define MAX_LANES 8
 
-static struct coloc_shm *shm;
+/* the lane this thread serves */
+static __thread struct coloc_shm *shm;
+static __thread int done_fd_of_lane = 4;
 static const char *mode;
 
 static bool is(const char *m)
@@ -73,7 +77,7 @@ static void ring(void)
 {
 	uint64_t one = 1;
 
-	if (write(DONE_FD, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (write(done_fd_of_lane, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		_exit(3);
 }
 
@@ -125,7 +129,7 @@ static int describe(const char *name, int fd)
 		return -1;
 	}
 	falsify_summary(&shm->summary);
-	if (shm_summary_publish(shm, DONE_FD))
+	if (shm_summary_publish(shm, done_fd_of_lane))
 		return -1;
 	if (model_io_layout(m, &io, &err)) {
 		fprintf(stderr, "hostile_executor: %s\n", coloc_err_str(&err));
@@ -208,14 +212,14 @@ static void misbehave(void)
 	static const __u64 times[] = { ~0ull - 5, 0, 1ull << 63 };
 	__u32 seen = 0, seq;
 
-	if (is("flags") && fcntl(DONE_FD, F_SETFL, 0))
+	if (is("flags") && fcntl(done_fd_of_lane, F_SETFL, 0))
 		_exit(4);
 	if (is("chatter"))
 		chatter();
 	if (is("hangup"))
-		close(DONE_FD);
+		close(done_fd_of_lane);
 	if (is("flood")) {
-		fcntl(DONE_FD, F_SETFL, O_NONBLOCK);
+		fcntl(done_fd_of_lane, F_SETFL, O_NONBLOCK);
 		for (;;)
 			ring();
 	}
@@ -249,11 +253,43 @@ static void misbehave(void)
 	}
 }
 
+struct lane {
+	struct coloc_shm *shm;
+	int done_fd;
+};
+
+static void *lane_main(void *arg)
+{
+	const struct lane *l = arg;
+
+	shm = l->shm;
+	done_fd_of_lane = l->done_fd;
+	misbehave();
+	return NULL;
+}
+
+/* Lane i mapped, described and READY, as this thread's. */
+static int lane_start(int shm_fd, int done_fd, const char *name, int model_fd)
+{
+	struct stat st;
+
+	done_fd_of_lane = done_fd;
+	if (fstat(shm_fd, &st))
+		return -1;
+	shm = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, shm_fd, 0);
+	if (shm == MAP_FAILED || describe(name, model_fd))
+		return -1;
+	shm->hdr.executor_pid = getpid();
+	__atomic_store_n(&shm->hdr.state, COLOC_SHM_READY, __ATOMIC_RELEASE);
+	ring();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *tenant = "", *name = "";
-	struct stat st;
-	int model_fd = -1;
+	int model_fd = -1, shm_fds[MAX_LANES], done_fds[MAX_LANES], nr_shm = 0, nr_done = 0;
+	struct lane lanes[MAX_LANES];
 
 	for (int i = 1; i + 1 < argc; i++)
 		if (!strcmp(argv[i], "--tenant"))
@@ -262,6 +298,10 @@ int main(int argc, char **argv)
 			name = argv[i + 1];
 		else if (!strcmp(argv[i], "--model-fd"))
 			model_fd = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--shm-fd") && nr_shm < MAX_LANES)
+			shm_fds[nr_shm++] = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--done-fd") && nr_done < MAX_LANES)
+			done_fds[nr_done++] = atoi(argv[i + 1]);
 	if (strncmp(tenant, "hostile-", 8)) {
 		char real[PATH_MAX];
 		const char *slash = strrchr(argv[0], '/');
@@ -273,14 +313,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	mode = tenant + 8;
-	if (argc < 2 || fstat(SHM_FD, &st))
+	if (!nr_shm || nr_shm != nr_done)
 		return 1;
-	shm = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, SHM_FD, 0);
-	if (shm == MAP_FAILED || describe(name, model_fd))
-		return 1;
-	shm->hdr.executor_pid = getpid();
-	__atomic_store_n(&shm->hdr.state, COLOC_SHM_READY, __ATOMIC_RELEASE);
-	ring();
-	misbehave();
+	for (int i = nr_shm - 1; i >= 0; i--) {
+		if (lane_start(shm_fds[i], done_fds[i], name, model_fd))
+			return 1;
+		lanes[i] = (struct lane){ shm, done_fd_of_lane };
+	}
+	for (int i = 1; i < nr_shm; i++) {
+		pthread_t th;
+
+		if (pthread_create(&th, NULL, lane_main, &lanes[i]))
+			return 1;
+	}
+	misbehave(); /* lane 0's, the last one started */
 	return 0;
 }

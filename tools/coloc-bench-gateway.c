@@ -11,9 +11,10 @@
  * gateway returns in the answer's parameters) are taken; their difference
  * is the transport's share, free of the model's run-to-run spread. Printed
  * per replica: medians of both, and the gateway's added time (HTTP's
- * transport minus the socket's); then the median over replicas. With
- * --gateway-pid, the gateway's CPU time per query (all its threads'
- * /proc/PID/task/TID/schedstat). docs/measurements/gateway.md has a run.
+ * transport minus the socket's, at p50 and p95); then the median over
+ * replicas. With --gateway-pid, the gateway's CPU time per query and how
+ * often its threads were put on a CPU per query (wake-ups; all its threads'
+ * /proc/PID/task/TID/schedstat). docs/measurements/gateway.md has runs.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -70,34 +71,48 @@ static int64_t median(int64_t *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* CPU time of every thread of pid so far (ns), or 0. */
-static uint64_t process_cpu_ns(long pid)
+/*
+ * CPU time (ns) of every thread of pid so far, and how many times its
+ * threads were put on a CPU (schedstat's third field: each is a wake-up or
+ * a preemption's return); zeros when pid is gone.
+ */
+static void process_sched(long pid, uint64_t *cpu_ns, uint64_t *runs)
 {
 	char path[64];
 	struct dirent *de;
-	uint64_t sum = 0;
 	DIR *d;
 
+	*cpu_ns = *runs = 0;
 	snprintf(path, sizeof(path), "/proc/%ld/task", pid);
 	d = opendir(path);
 	if (!d)
-		return 0;
+		return;
 	while ((de = readdir(d))) {
 		char f[128];
-		unsigned long long run = 0;
+		unsigned long long run = 0, wait = 0, slices = 0;
 		FILE *fp;
 
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(f, sizeof(f), "/proc/%ld/task/%.20s/schedstat", pid, de->d_name);
 		fp = fopen(f, "r");
-		if (fp && fscanf(fp, "%llu", &run) == 1)
-			sum += run;
+		if (fp && fscanf(fp, "%llu %llu %llu", &run, &wait, &slices) == 3) {
+			*cpu_ns += run;
+			*runs += slices;
+		}
 		if (fp)
 			fclose(fp);
 	}
 	closedir(d);
-	return sum;
+}
+
+/* The q-quantile (0..1) of v (sorted in place). */
+static int64_t quantile(int64_t *v, size_t n, double q)
+{
+	size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+
+	qsort(v, n, sizeof(*v), cmp_i64);
+	return v[i < n ? i : n - 1];
 }
 
 struct http_conn {
@@ -358,7 +373,8 @@ int main(int argc, char **argv)
 	struct coloc_client *c = NULL;
 	struct kserve_grpc *g = NULL;
 	size_t in_bytes = 0, out_bytes = 0;
-	int64_t *sock_rtt, *http_rtt, *sock_x, *http_x, added[64], cpu_sum = 0;
+	int64_t *sock_rtt, *http_rtt, *sock_x, *http_x, added[64], added95[64], cpu_sum = 0;
+	int64_t runs_sum = 0;
 	float *in;
 	void *out;
 	int o, rc = 1;
@@ -423,11 +439,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	printf("replica  socket_p50_us  %s_p50_us  socket_transport_p50_us  "
-	       "%s_transport_p50_us  added_p50_us  gateway_cpu_us_per_query\n",
+	       "%s_transport_p50_us  added_p50_us  added_p95_us  gateway_cpu_us_per_query  "
+	       "gateway_runs_per_query\n",
 	       opts.grpc ? "grpc" : "http", opts.grpc ? "grpc" : "http");
 	for (long r = 0; r < opts.replicas; r++) {
-		uint64_t cpu0 = opts.gateway_pid ? process_cpu_ns(opts.gateway_pid) : 0, cpu;
+		uint64_t cpu0 = 0, runs0 = 0, cpu = 0, runs = 0;
 		int64_t colocd;
+
+		if (opts.gateway_pid)
+			process_sched(opts.gateway_pid, &cpu0, &runs0);
 
 		for (long i = 0; i < opts.queries; i++) {
 			bool http_first = i & 1;
@@ -448,26 +468,33 @@ int main(int argc, char **argv)
 					sock_x[i] = sock_rtt[i] - colocd;
 			}
 		}
-		cpu = opts.gateway_pid ? process_cpu_ns(opts.gateway_pid) - cpu0 : 0;
+		if (opts.gateway_pid) {
+			process_sched(opts.gateway_pid, &cpu, &runs);
+			cpu -= cpu0;
+			runs -= runs0;
+		}
 		cpu_sum += (int64_t)cpu;
+		runs_sum += (int64_t)runs;
 		{
-			int64_t sx = median(sock_x, (size_t)opts.queries);
-			int64_t hx = median(http_x, (size_t)opts.queries);
+			size_t n = (size_t)opts.queries;
+			int64_t sx = median(sock_x, n), hx = median(http_x, n);
 
 			added[r] = hx - sx;
-			printf("%7ld  %13.1f  %11.1f  %23.1f  %21.1f  %12.1f  %24.1f\n", r,
-			       median(sock_rtt, (size_t)opts.queries) / 1e3,
-			       median(http_rtt, (size_t)opts.queries) / 1e3, sx / 1e3, hx / 1e3,
-			       added[r] / 1e3,
-			       opts.gateway_pid ? cpu / 1e3 / (double)opts.queries : 0.0);
+			added95[r] = quantile(http_x, n, 0.95) - quantile(sock_x, n, 0.95);
+			printf("%7ld  %13.1f  %11.1f  %23.1f  %21.1f  %12.1f  %12.1f  %24.1f  %22.2f\n",
+			       r, median(sock_rtt, n) / 1e3, median(http_rtt, n) / 1e3, sx / 1e3,
+			       hx / 1e3, added[r] / 1e3, added95[r] / 1e3, cpu / 1e3 / (double)n,
+			       (double)runs / (double)n);
 		}
 	}
 	printf("median over %ld replicas of %ld queries each way: the gateway adds %.1f us per "
-	       "query (p50)",
-	       opts.replicas, opts.queries, median(added, (size_t)opts.replicas) / 1e3);
+	       "query (p50), %.1f us (p95)",
+	       opts.replicas, opts.queries, median(added, (size_t)opts.replicas) / 1e3,
+	       median(added95, (size_t)opts.replicas) / 1e3);
 	if (opts.gateway_pid)
-		printf(", its CPU %.1f us per query",
-		       cpu_sum / 1e3 / (double)(opts.queries * opts.replicas));
+		printf(", its CPU %.1f us and %.2f thread runs per query",
+		       cpu_sum / 1e3 / (double)(opts.queries * opts.replicas),
+		       (double)runs_sum / (double)(opts.queries * opts.replicas));
 	printf("\n");
 	rc = 0;
 out:

@@ -10,11 +10,15 @@
  * describe it to colocd (executor/shm_summary.h) and build every oneDNN
  * primitive. Then it serves colocd's commands with the library's loop
  * (executor/shm_serve.h): this file is the arguments, the sandbox, the
- * limits and the model's import around it.
+ * limits and the model's import around it. Given several shared memories
+ * (--shm-fd and --done-fd once per lane), it serves each on a thread of
+ * its own, a lane (executor/exec_lane.c), over the one loaded model; the
+ * lanes live and die together (docs/design/lanes.md).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -44,13 +48,18 @@
 #define EXECUTOR_PARSE_CPU_S 120
 
 static struct {
-	int shm_fd, done_fd, model_fd, weights_fd;
+	int shm_fd[COLOC_MAX_EXECUTORS], done_fd[COLOC_MAX_EXECUTORS];
+	int nr_shm, nr_done; /* one of each per lane */
+	int model_fd, weights_fd;
 	const char *tenant, *cores, *model_name;
 	struct onnx_external_fd external[COLOC_MAX_REQUEST_FDS];
 	int nr_external;
 	long uid, gid;
 	bool allow_weak;
-} opts = { .shm_fd = -1, .done_fd = -1, .model_fd = -1, .weights_fd = -1 };
+} opts = { .model_fd = -1, .weights_fd = -1 };
+
+/* The lanes: [0] served by the main thread, the others by threads of their own. */
+static struct shm_serve lanes[COLOC_MAX_EXECUTORS];
 
 static void usage(FILE *f)
 {
@@ -63,10 +72,12 @@ static void usage(FILE *f)
 		"then reads the model from fd N and builds every kernel, then runs the layer\n"
 		"blocks colocd writes into the shared memory on fd N (layout:\n"
 		"include/coloc/shm.h), signalling each completion on the pipe's write end\n"
-		"--done-fd.\n"
+		"--done-fd. Given --shm-fd and --done-fd several times (at most %d), it\n"
+		"serves each pair as a lane of its own, all over one copy of the model.\n"
 		"\n"
 		"  -s, --shm-fd N        the shared memory (a sealed memfd) colocd created\n"
 		"  -d, --done-fd N       the pipe (write end) to signal after each completion\n"
+		"                        (both once per lane, the i-th of each for lane i)\n"
 		"  -t, --tenant NAME     the tenant, for messages\n"
 		"  -m, --model-fd N      the model's bytes (a sealed memfd)\n"
 		"  -n, --model-name NAME its name as submitted: messages, and '.onnx' for ONNX\n"
@@ -82,13 +93,17 @@ static void usage(FILE *f)
 		"  -h, --help            this help\n"
 		"      --version         print the version\n"
 		"\n"
-		"Exit status: 0 after an exit command, 1 on failure (the reason is also in\n"
-		"the shared memory's header), 2 bad usage.\n");
+		"Exit status: 0 after an exit command (on any lane: the lanes end\n"
+		"together), 1 on failure (the reason is also in every lane's shared\n"
+		"memory header), 2 bad usage.\n",
+		COLOC_MAX_EXECUTORS);
 }
 
-/* Writes the reason into the header, marks it failed, wakes colocd and says why on stderr. */
-static __attribute__((format(printf, 3, 4))) int fail(struct shm_serve *s, int code,
-						      const char *fmt, ...)
+/*
+ * Writes the reason into every lane's header, marks it failed, wakes colocd
+ * and says why on stderr: a lane that fails is the process's failure.
+ */
+static __attribute__((format(printf, 2, 3))) int fail(int code, const char *fmt, ...)
 {
 	char why[COLOC_SHM_REASON_LEN];
 	va_list ap;
@@ -97,7 +112,9 @@ static __attribute__((format(printf, 3, 4))) int fail(struct shm_serve *s, int c
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, PROG ": tenant %s: %s\n", opts.tenant, why);
-	shm_serve_fail(s->shm, s->done_fd, code, why);
+	for (int i = 0; i < opts.nr_shm; i++)
+		if (lanes[i].shm)
+			shm_serve_fail(lanes[i].shm, lanes[i].done_fd, code, why);
 	return 1;
 }
 
@@ -124,7 +141,7 @@ static int enter_sandbox(pid_t parent, char *why, size_t len)
 	return ret;
 }
 
-/* The model's memfds are read: open files are the shared memory and the doorbell only. */
+/* The model's memfds are read: open files are the shared memories and the doorbells only. */
 static void close_model_files(void)
 {
 	close(opts.model_fd);
@@ -201,8 +218,11 @@ static int setup(struct shm_serve *s, pid_t parent, char *why, size_t len)
 	s->m = src.model;
 	/* colocd admits the tenant from this summary while the kernels are built */
 	ret = shm_summary_fill(s->m, &s->shm->summary, why, len);
-	if (!ret && (ret = shm_summary_publish(s->shm, s->done_fd)))
-		snprintf(why, len, "signalling colocd: %s", strerror(-ret));
+	for (int i = 1; i < opts.nr_shm && !ret; i++)
+		memcpy(&lanes[i].shm->summary, &s->shm->summary, sizeof(s->shm->summary));
+	for (int i = 0; i < opts.nr_shm && !ret; i++)
+		if ((ret = shm_summary_publish(lanes[i].shm, lanes[i].done_fd)))
+			snprintf(why, len, "signalling colocd: %s", strerror(-ret));
 	if (ret)
 		return ret;
 	if (src.onnx) {
@@ -279,14 +299,22 @@ static int parse_args(int argc, char **argv)
 		switch (c) {
 		case 's':
 		case 'd':
+			if ((c == 's' ? opts.nr_shm : opts.nr_done) >= COLOC_MAX_EXECUTORS) {
+				fprintf(stderr, PROG ": at most %d lanes\n", COLOC_MAX_EXECUTORS);
+				return 2;
+			}
+			if (cli_parse_flag(PROG, "a descriptor", optarg, 0, INT32_MAX, &v))
+				return 2;
+			if (c == 's')
+				opts.shm_fd[opts.nr_shm++] = (int)v;
+			else
+				opts.done_fd[opts.nr_done++] = (int)v;
+			break;
 		case 'm':
 		case 'w':
 			if (cli_parse_flag(PROG, "a descriptor", optarg, 0, INT32_MAX, &v))
 				return 2;
-			*(c == 's' ? &opts.shm_fd :
-			  c == 'd' ? &opts.done_fd :
-			  c == 'm' ? &opts.model_fd :
-				     &opts.weights_fd) = (int)v;
+			*(c == 'm' ? &opts.model_fd : &opts.weights_fd) = (int)v;
 			break;
 		case 't':
 			opts.tenant = optarg;
@@ -325,10 +353,10 @@ static int parse_args(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc || opts.shm_fd < 0 || opts.done_fd < 0 || !opts.tenant ||
+	if (optind != argc || !opts.nr_shm || opts.nr_shm != opts.nr_done || !opts.tenant ||
 	    opts.model_fd < 0 || !opts.model_name) {
-		fprintf(stderr, PROG ": --shm-fd, --done-fd, --tenant, --model-fd and --model-name "
-				     "are needed\n");
+		fprintf(stderr, PROG ": --shm-fd, --done-fd (as many of each), --tenant, --model-fd "
+				     "and --model-name are needed\n");
 		usage(stderr);
 		return 2;
 	}
@@ -339,9 +367,53 @@ static int parse_args(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * Lane i's thread: its own lane of the model, its queries, its warm-up (its
+ * OpenMP team is made here), then its commands. An exit command on it ends
+ * the process; a failure fails every lane.
+ */
+static void *lane_main(void *arg)
+{
+	struct shm_serve *s = arg;
+	char why[COLOC_SHM_REASON_LEN];
+	struct coloc_err err = { 0 };
+	int ret;
+
+	s->lane = exec_lane_new(s->em, &err);
+	if (!s->lane)
+		_exit(fail(err.code ? err.code : -ENOMEM, "%s", coloc_err_str(&err)));
+	ret = shm_serve_prepare(s, why, sizeof(why));
+	if (ret)
+		_exit(fail(ret, "%s", why));
+	ret = shm_serve_loop(s);
+	if (ret)
+		_exit(fail(ret, "signalling colocd: %s", strerror(-ret)));
+	_exit(0);
+}
+
+/* Lanes 1.. on threads of their own, over lane 0's model. */
+static int start_lanes(char *why, size_t len)
+{
+	for (int i = 1; i < opts.nr_shm; i++) {
+		pthread_t th;
+		int ret;
+
+		lanes[i].m = lanes[0].m;
+		lanes[i].em = lanes[0].em;
+		lanes[i].allowed = lanes[0].allowed;
+		ret = pthread_create(&th, NULL, lane_main, &lanes[i]);
+		if (ret) {
+			snprintf(why, len, "starting lane %d: %s", i, strerror(ret));
+			return -ret;
+		}
+		pthread_detach(th);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	struct shm_serve s = { 0 };
+	struct shm_serve *s = &lanes[0];
 	char why[COLOC_SHM_REASON_LEN];
 	pid_t parent;
 	int ret;
@@ -352,22 +424,29 @@ int main(int argc, char **argv)
 	/* die with colocd, from the start: a model can take seconds to load */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	parent = getppid();
-	s.done_fd = opts.done_fd;
-	ret = shm_serve_map(&s, opts.shm_fd, why, sizeof(why));
-	if (ret) {
-		fprintf(stderr, PROG ": tenant %s: %s\n", opts.tenant, why);
-		return 1;
+	for (int i = 0; i < opts.nr_shm; i++) {
+		lanes[i].done_fd = opts.done_fd[i];
+		ret = shm_serve_map(&lanes[i], opts.shm_fd[i], why, sizeof(why));
+		if (ret) {
+			fprintf(stderr, PROG ": tenant %s: lane %d: %s\n", opts.tenant, i, why);
+			return 1;
+		}
+		lanes[i].shm->hdr.executor_pid = getpid();
 	}
-	s.shm->hdr.executor_pid = getpid();
-	ret = setup(&s, parent, why, sizeof(why));
+	ret = setup(s, parent, why, sizeof(why));
+	if (!ret)
+		ret = start_lanes(why, sizeof(why));
 	if (ret)
-		return fail(&s, ret, "%s", why);
-	ret = shm_serve_loop(&s);
+		return fail(ret, "%s", why);
+	ret = shm_serve_loop(s);
 	if (ret)
-		return fail(&s, ret, "signalling colocd: %s", strerror(-ret));
+		return fail(ret, "signalling colocd: %s", strerror(-ret));
+	/* an exit command on lane 0 ends the others too, wherever they are */
+	if (opts.nr_shm > 1)
+		_exit(0);
 	/* asked to exit: leave nothing behind (LeakSanitizer checks in SANITIZE builds) */
-	shm_serve_release(&s);
-	exec_model_free(s.em);
-	model_free(s.m);
+	shm_serve_release(s);
+	exec_model_free(s->em);
+	model_free(s->m);
 	return 0;
 }

@@ -68,7 +68,7 @@ static void usage(FILE *f)
 		"  --metrics ADDR:PORT     Prometheus /metrics (default %s)\n"
 		"  --grpc ADDR:PORT        the KServe v2 gRPC API (inference.GRPCInferenceService);\n"
 		"                          off unless given (Triton's port is 8001)\n"
-		"  --threads N             HTTP worker threads, and gRPC's (default %ld)\n"
+		"  --threads N             gRPC's completion-queue threads (default %ld)\n"
 		"  --connections N         connections to colocd for queries, 1-16 (default %ld)\n"
 		"  --max-queue N           queries waiting or in flight before 503 or gRPC's\n"
 		"                          RESOURCE_EXHAUSTED; also gRPC calls at once (default %ld)\n"
@@ -259,7 +259,6 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-	hopts.threads = (int)opts.threads;
 	hopts.max_connections = (int)opts.max_connections;
 	hopts.max_body = (size_t)opts.max_body;
 	hopts.timeout_ms = (int)opts.timeout_ms;
@@ -306,7 +305,7 @@ out:
 	if (http)
 		gw_http_quiesce(http);
 	gw_grpc_quiesce(grpc);
-	/* answers every forwarded query (a suspended connection), then the listeners go */
+	/* answers every forwarded query (a connection thread waits for it), then the listeners go */
 	if (fw)
 		gw_fwd_stop(fw);
 	gw_http_stop(http);

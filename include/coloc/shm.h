@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * The shared memory between colocd and one tenant's executor process
- * (bin/coloc-executor). colocd creates it (a memfd whose size is sealed),
- * and the executor gets it as an inherited file descriptor; no other process
- * maps it, so one tenant's tensors are invisible to the others.
+ * The shared memory between colocd and one lane of a tenant's executor
+ * process (bin/coloc-executor). colocd creates it (a memfd whose size is
+ * sealed), and the executor gets it as an inherited file descriptor; no
+ * other process maps it, so one tenant's tensors are invisible to the
+ * others. A process serving several lanes (docs/design/lanes.md) gets one
+ * such memory and one doorbell pipe per lane, each served by a thread of
+ * its own over the process's one copy of the model exactly as below; the
+ * lanes share the process's fate (a failure is every lane's: each header
+ * says FAILED) and an EXIT command on any lane ends them all.
  *
  * Layout, all little-endian and naturally aligned (offsets from the start):
  *
@@ -16,8 +21,8 @@
  *                            slot_in_capacity bytes of input, then
  *                            slot_out_capacity bytes of output
  *
- * One command is in flight at a time: an executor runs one block at a time
- * (its cores are the block's). A RUN command may carry a plan of several
+ * One command is in flight at a time per lane: a lane runs one block at a
+ * time (its cores are the block's). A RUN command may carry a plan of several
  * of the policy's blocks on the same cores (colocd's plan ahead,
  * docs/design/serving-path.md): the executor runs them one after the
  * other without a round trip, and at each boundary between two of them
@@ -94,7 +99,7 @@ enum coloc_shm_state {
 enum coloc_shm_op {
 	COLOC_SHM_OP_RUN = 1, /* run layers [first, last) of the query in slot */
 	COLOC_SHM_OP_NOP = 2, /* complete at once: the bare round trip (benchmarks, probes) */
-	COLOC_SHM_OP_EXIT = 3, /* complete, then exit 0 */
+	COLOC_SHM_OP_EXIT = 3, /* complete, then exit 0 (the process: every lane ends) */
 };
 
 /* cmd.flags of a RUN command */

@@ -37,6 +37,7 @@ struct exec_options {
 };
 
 struct exec_model;
+struct exec_lane;
 struct exec_query;
 
 struct exec_block_stats {
@@ -62,8 +63,22 @@ const char *exec_layer_impl(const struct exec_model *em, int layer, int v, int n
  */
 size_t exec_model_resident_bytes(const struct exec_model *em);
 
-/* A query's activations; reusable for the next query after exec_query_reset(). */
+/*
+ * A lane: what a thread needs to run blocks of em while other threads run
+ * blocks of em on other lanes, sharing its weights and primitives (streams,
+ * scratchpads and the memory objects bound per run are the lane's). The
+ * model has a lane of its own, exec_query_new's. Free a lane's queries
+ * before it, and lanes before the model. NULL with the reason in err.
+ */
+struct exec_lane *exec_lane_new(struct exec_model *em, struct coloc_err *err);
+void exec_lane_free(struct exec_lane *lane);
+
+/*
+ * A query's activations; reusable for the next query after exec_query_reset().
+ * Its blocks run on the model's own lane, or on lane.
+ */
 struct exec_query *exec_query_new(struct exec_model *em);
+struct exec_query *exec_lane_query_new(struct exec_lane *lane);
 void exec_query_free(struct exec_query *q);
 void exec_query_reset(struct exec_query *q);
 /* Where to write the input of input layer `layer`: dense fp32 in logical order. */
@@ -78,7 +93,8 @@ int exec_query_read_output(const struct exec_query *q, int layer, float *dst, si
  * exec_model_core_counts() lists; on n cores the block runs on the first k
  * of them, k the largest such count <= n. Where the calling thread's team
  * is pinned is remembered per calling thread, so re-pinning happens only
- * when the core set changes.
+ * when the core set changes. The block runs on q's lane: -EBUSY while
+ * another thread runs a block on it; blocks on different lanes run at once.
  */
 int exec_run_block(struct exec_model *em, struct exec_query *q, int first, int last,
 		   const int *versions, const struct exec_cpuset *cores,

@@ -22,13 +22,18 @@
 #include "executor.h"
 #include "model.h"
 
-/* One executor's serving state: the model, one query per slot, where a slot's tensors go. */
+/*
+ * One lane's serving state: its shared memory, the model, one query per
+ * slot, where a slot's tensors go. Several lanes of one process share the
+ * model (m, em) and each has its own memory, doorbell and exec_lane.
+ */
 struct shm_serve {
 	struct coloc_shm *shm; /* mapped by shm_serve_map */
 	size_t shm_bytes;
 	int done_fd; /* the write end of colocd's doorbell pipe */
 	struct model *m; /* the caller's, as is em */
 	struct exec_model *em;
+	struct exec_lane *lane; /* the caller's; NULL: the model's own lane */
 	struct exec_cpuset allowed; /* the cores a command may name */
 	struct model_io_layout io;
 	struct exec_query *q[COLOC_SHM_NR_SLOTS];
@@ -49,10 +54,12 @@ int shm_serve_map(struct shm_serve *s, int fd, char *why, size_t len);
 int shm_serve_allowed_cpus(const char *text, struct exec_cpuset *set, char *why, size_t len);
 
 /*
- * With s->shm mapped and s->m, s->em, s->allowed and s->done_fd set:
- * writes the model's description into the header (refused with -E2BIG if
- * a query does not fit a slot), makes one query per slot and warms every
- * kernel version and every slot up once. 0 or a negative errno.
+ * With s->shm mapped and s->m, s->em, s->lane, s->allowed and s->done_fd
+ * set: writes the model's description into the header (refused with -E2BIG
+ * if a query does not fit a slot), makes one query per slot on the lane and
+ * warms every kernel version and every slot up once, from the calling
+ * thread (which then serves the lane: its OpenMP team is made here).
+ * 0 or a negative errno.
  */
 int shm_serve_prepare(struct shm_serve *s, char *why, size_t len);
 

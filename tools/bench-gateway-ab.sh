@@ -1,0 +1,96 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# Two coloc-gateway builds side by side in one run, as root: one private
+# colocd serving MobileNet-V2 twice (tenants mnA and mnB, qos 200 ms, one
+# executor each), gateway A (the old build) in front of mnA and gateway B
+# (the new one) in front of mnB, both as the coloc user; then replicas of
+# coloc-bench-gateway against each in turn (the order flipped every
+# replica), under chrt -f 5. docs/measurements/gateway.md has runs.
+#
+#   tools/bench-gateway-ab.sh OLD_GATEWAY NEW_GATEWAY http|grpc [REPLICAS [QUERIES]]
+#
+# Prints coloc-bench-gateway's line per replica, prefixed with A or B; with
+# THREADS=1 also, per replica, the runs (times put on a CPU) per query of
+# each gateway thread that ran, as name:tid, from
+# /proc/PID/task/TID/schedstat. A_ARGS and B_ARGS: more options for
+# gateway A or B (e.g. B_ARGS="--threads 2" with the same build twice).
+set -euo pipefail
+
+OLD=$(realpath "$1") NEW=$(realpath "$2") DOOR=$3 REPLICAS=${4:-6} QUERIES=${5:-30}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=${COLOC_BIN:-$ROOT/bin}
+W=$(mktemp -d /tmp/gwab.XXXXXX)
+PIN=/sys/fs/bpf/coloc-gwab-$$
+SOCK=$W/colocd.sock
+PIDS=()
+
+# tid name runs, one line per thread of $1
+thread_runs() {
+	local task n
+
+	for task in /proc/"$1"/task/*; do
+		read -r _ _ n <"$task/schedstat"
+		echo "${task##*/} $(tr ' ' _ <"$task/comm") $n"
+	done
+}
+
+cleanup() {
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$W"
+}
+trap cleanup EXIT
+
+case $DOOR in http | grpc) ;; *) echo "door: http or grpc" >&2; exit 2 ;; esac
+for t in A B; do
+	mkdir -p "$W/repo$t/mn$t/1"
+	cp "$ROOT/models/mobilenet_v2.model" "$W/repo$t/mn$t/1/model.model"
+	echo '{"qos_ms": 200}' >"$W/repo$t/mn$t/config.json"
+done
+chmod -R a+rX "$W"
+"$BIN/colocd" --socket "$SOCK" --pin-dir "$PIN" \
+	--cache-dir "${COLOC_CACHE_DIR:-/var/cache/coloc/profiles}" >"$W/colocd.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do "$BIN/colocctl" --socket "$SOCK" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+declare -A GW_PID PORT
+PORT[A]=18100 PORT[B]=18200
+for t in A B; do
+	gw=$OLD
+	[ $t = B ] && gw=$NEW
+	setpriv --reuid=coloc --regid=coloc --init-groups -- "$gw" --socket "$SOCK" \
+		--model-repository "$W/repo$t" --http 127.0.0.1:${PORT[$t]} \
+		--grpc 127.0.0.1:$((PORT[$t] + 1)) --metrics 127.0.0.1:$((PORT[$t] + 2)) \
+		$([ $t = A ] && echo "${A_ARGS:-}" || echo "${B_ARGS:-}") >"$W/gw$t.log" 2>&1 &
+	GW_PID[$t]=$!
+	PIDS+=($!)
+done
+for t in A B; do
+	for _ in $(seq 600); do
+		curl -sf "http://127.0.0.1:${PORT[$t]}/v2/health/ready" >/dev/null && break
+		sleep 0.5
+	done
+	curl -sf "http://127.0.0.1:${PORT[$t]}/v2/health/ready" >/dev/null ||
+		{ cat "$W/gw$t.log" >&2; exit 1; }
+done
+echo "# $(date -u +%FT%TZ) door $DOOR, $REPLICAS replicas x $QUERIES queries each way; load $(cut -d' ' -f1-3 /proc/loadavg)"
+for r in $(seq "$REPLICAS"); do
+	order="A B"
+	[ $((r % 2)) = 0 ] && order="B A"
+	for t in $order; do
+		addr=127.0.0.1:${PORT[$t]}
+		[ "$DOOR" = grpc ] && addr=127.0.0.1:$((PORT[$t] + 1))
+		[ "${THREADS:-0}" = 1 ] && thread_runs "${GW_PID[$t]}" >"$W/runs0"
+		chrt -f 5 "$BIN/coloc-bench-gateway" --socket "$SOCK" "--$DOOR" "$addr" \
+			--model "mn$t" --queries "$QUERIES" --replicas 1 \
+			--gateway-pid "${GW_PID[$t]}" | awk -v t=$t 'NR == 2 { print t, $0 }'
+		if [ "${THREADS:-0}" = 1 ]; then
+			thread_runs "${GW_PID[$t]}" >"$W/runs1"
+			# both ways' queries: the gateway saw QUERIES of them
+			awk -v t=$t -v q="$QUERIES" 'NR == FNR { r0[$1] = $3; next }
+				{ d = ($3 - r0[$1]) / q; if (d >= 0.05) printf " %s:%s=%.2f", $2, $1, d }
+				BEGIN { printf "%s threads:", t } END { print "" }' "$W/runs0" "$W/runs1"
+		fi
+	done
+done
+echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"
