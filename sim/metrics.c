@@ -75,3 +75,11 @@ double sim_median_double(double *v, int nr)
 	qsort(v, (size_t)nr, sizeof(*v), cmp_double);
 	return nr % 2 ? v[nr / 2] : (v[nr / 2 - 1] + v[nr / 2]) / 2;
 }
+
+void sim_tenant_result_finish(struct sim_tenant_result *tr, struct sim_latencies *l)
+{
+	tr->p50_ms = (double)sim_percentile_u64(l->ns, l->nr, 50) * 1e-6;
+	tr->p95_ms = (double)sim_percentile_u64(l->ns, l->nr, 95) * 1e-6;
+	tr->p99_ms = (double)sim_percentile_u64(l->ns, l->nr, 99) * 1e-6;
+	tr->fraction_within = tr->arrived ? (double)tr->within / (double)tr->arrived : 1.0;
+}

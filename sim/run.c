@@ -33,14 +33,15 @@
  * query cost (no core held, unseen by the policy). A tenant with an
  * executor model (sim_exec_timing, fitted on colocd's block logs) has its
  * blocks stretched by that instead: the measured factor, warm-up, spread and
- * dispatch, and on shared cores the measured collapse onto one core.
+ * dispatch, and on shared cores the measured collapse onto one core. With
+ * the serving path's parts (parts.c), blocks and queries take those too.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "sim.h"
+#include "parts.h"
 
 #define SIM_MAX_DROPS 1024
 #define SIM_MAX_ROUNDS 16 /* decide calls an event, as colocd's SV_MAX_ROUNDS */
@@ -72,6 +73,7 @@ struct sim_state {
 	struct policy_tenant tenants[POLICY_MAX_TENANTS];
 	struct sim_poisson poisson[POLICY_MAX_TENANTS];
 	struct coloc_rng cost_rng[POLICY_MAX_TENANTS]; /* query costs, apart from arrivals */
+	struct coloc_rng parts_rng[POLICY_MAX_TENANTS]; /* the serving path's parts (parts.c) */
 	struct sim_speed speed; /* the machine's slow spells (speed.c) */
 	/* when each tenant's last query ended, for the warmth of its next (0: none yet) */
 	uint64_t last_end_ns[POLICY_MAX_TENANTS];
@@ -486,6 +488,15 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 		stretch = exec_stretch(s, sl, sl->left_ns, &fixed_ns);
 	else
 		stretch = block_stretch(s, d->tenant);
+	if (s->p->tenants[d->tenant].parts) {
+		const struct sim_parts *pt = s->p->tenants[d->tenant].parts;
+		uint64_t ns = sim_parts_block_ns(pt, !d->first_layer, d->last_layer == m->nr_layers,
+						 &s->parts_rng[d->tenant]);
+
+		stretch *= sim_parts_compute_factor(pt, &s->parts_rng[d->tenant]);
+		sl->dispatch_ns += ns;
+		fixed_ns += ns;
+	}
 	sl->left_ns = sl->left_ns * stretch + (double)(s->p->block_cost_ns + fixed_ns);
 	sl->slowdown = 1.0;
 	sl->stretch = 1.0;
@@ -527,7 +538,9 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 	q->in_flight = false;
 	sim_execs_end(&s->execs, q, q->next_layer == m->nr_layers);
 	if (q->next_layer == m->nr_layers) {
-		uint64_t end = s->now + query_cost(s, q->tenant);
+		const struct sim_parts *pt = s->p->tenants[q->tenant].parts;
+		uint64_t end = s->now + query_cost(s, q->tenant) +
+			       (pt ? sim_parts_query_ns(pt, &s->parts_rng[q->tenant]) : 0);
 		uint64_t lat = end - q->arrival_ns;
 
 		if (counted(s, q->arrival_ns)) {
@@ -893,9 +906,11 @@ static int state_init(struct sim_state *s, const struct sim_params *p, struct si
 	if (ret)
 		return ret;
 	/* every tenant's own stream, a trace's too (unseeded, all drew the same) */
-	for (int t = 0; t < p->nr_tenants; t++)
+	for (int t = 0; t < p->nr_tenants; t++) {
 		coloc_rng_seed(&s->cost_rng[t],
 			       ~p->seed + (uint64_t)(t + 1) * 0x9e3779b97f4a7c15ULL);
+		coloc_rng_seed(&s->parts_rng[t], p->seed ^ (uint64_t)(t + 1) * 0xbf58476d1ce4e5b9ULL);
+	}
 	if (p->trace)
 		return push_next_arrival(s, 0, err);
 	for (int t = 0; t < p->nr_tenants; t++) {
@@ -948,15 +963,8 @@ static void finish_results(struct sim_state *s)
 		for (int i = 0; sim_execs_waiting(&s->execs, t, i); i++)
 			if (counted(s, sim_execs_waiting(&s->execs, t, i)->arrival_ns))
 				r->tenant[t].unserved++;
-	for (int t = 0; t < r->nr_tenants; t++) {
-		struct sim_tenant_result *tr = &r->tenant[t];
-		struct sim_latencies *l = &s->lat[t];
-
-		tr->p50_ms = (double)sim_percentile_u64(l->ns, l->nr, 50) * 1e-6;
-		tr->p95_ms = (double)sim_percentile_u64(l->ns, l->nr, 95) * 1e-6;
-		tr->p99_ms = (double)sim_percentile_u64(l->ns, l->nr, 99) * 1e-6;
-		tr->fraction_within = tr->arrived ? (double)tr->within / (double)tr->arrived : 1.0;
-	}
+	for (int t = 0; t < r->nr_tenants; t++)
+		sim_tenant_result_finish(&r->tenant[t], &s->lat[t]);
 	r->decide_p50_us = sim_percentile_double(s->decide_us, s->nr_decide, 50);
 	r->decide_p99_us = sim_percentile_double(s->decide_us, s->nr_decide, 99);
 	r->end_ns = s->now;

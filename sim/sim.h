@@ -9,8 +9,9 @@
  * colocd converts them), interference.c (the slowdown
  * model), run.c (the event loop around policy_decide), metrics.c
  * (percentiles, fraction within QoS), search.c (the QoS-QPS bisection),
- * exec_fit.c (the executor model fitted on colocd's block logs) and
- * fidelity.c (simulated against measured QoS-QPS).
+ * exec_fit.c (the executor model fitted on colocd's block logs), parts.c
+ * (the serving path's parts, parts.h) and fidelity.c (simulated against
+ * measured QoS-QPS).
  * sim/README.md states what the numbers rest on.
  *
  * Simulated time is in nanoseconds from 0. Everything is deterministic for a
@@ -300,6 +301,9 @@ void sim_execs_leave(struct sim_execs *e, const struct policy_query *q);
 /* Waiting query i (0: the earliest) of tenant. */
 const struct policy_query *sim_execs_waiting(const struct sim_execs *e, int tenant, int i);
 
+/* the serving path's parts (parts.h) */
+struct sim_parts;
+
 /* ---- workloads --------------------------------------------------------------- */
 
 struct sim_tenant {
@@ -320,6 +324,11 @@ struct sim_tenant {
 	 * latency (plus the serving costs of struct sim_params).
 	 */
 	const struct sim_exec_timing *exec;
+	/*
+	 * The serving path's parts (above), drawn from a stream of the
+	 * tenant's own; NULL: none (the costs above and the executor model's).
+	 */
+	const struct sim_parts *parts;
 };
 
 /* ---- the executor model: blocks as colocd's executors ran them ------------------- */
@@ -566,6 +575,9 @@ struct sim_tenant_result {
 	double p50_ms, p95_ms, p99_ms; /* of completed queries */
 	double fraction_within; /* within / arrived; 1 when nothing arrived */
 };
+
+/* tr's percentiles from its completed queries' latencies l (sorted in place), and its fraction within QoS. */
+void sim_tenant_result_finish(struct sim_tenant_result *tr, struct sim_latencies *l);
 
 struct sim_result {
 	int nr_tenants;

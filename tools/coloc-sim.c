@@ -86,6 +86,10 @@ static int load_measured(void)
 				     "beside)\n");
 		return 1;
 	}
+	if (simcli_opts.parts && sim_parts_file_load(simcli_opts.parts, &simcli_parts, &err)) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		return 1;
+	}
 	if (simcli_opts.exec_from) {
 		if (sim_exec_fit_dir(simcli_opts.exec_from, &simcli_exec_fit, &err)) {
 			fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
@@ -316,5 +320,6 @@ int main(int argc, char **argv)
 	sim_loads_free(&simcli_measured_loads);
 	sim_served_free(&simcli_served);
 	sim_exec_fit_free(&simcli_exec_fit);
+	sim_parts_file_free(&simcli_parts);
 	return rc;
 }

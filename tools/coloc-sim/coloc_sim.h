@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include "sim.h"
+#include "parts.h"
 
 #define PROG "coloc-sim"
 #define TABLES_FROM_REPO "data/veltair"
@@ -28,6 +28,7 @@ struct simcli_opts {
 	bool search, json, late_serve, duration_given, brief, query_cost_in_blocks;
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	const char *exec_from; /* block logs to fit the executor model on; NULL: none */
+	const char *parts; /* --parts: the serving path's parts file; NULL: none */
 	bool penalty_given, exec_per_run, print_scaling, capacity;
 	double speed_rho; /* --speed-rho; < 0: the fitted one (0 without --exec-from) */
 	enum sim_level_source level_source; /* --level */
@@ -47,6 +48,7 @@ struct tenant_arg {
 	double served_solo_ms; /* bench-qos's solo latency as served; 0: not known */
 	double query_cost_ms;
 	struct sim_exec_timing exec; /* from --exec-from */
+	struct sim_parts parts; /* from --parts */
 	struct policy_table table;
 };
 
@@ -81,6 +83,8 @@ extern struct sim_qps_table simcli_found_crossing;
 extern struct sim_served simcli_served;
 /* the executor model fitted on --exec-from's block logs; nr_rows 0: none */
 extern struct sim_exec_fit simcli_exec_fit;
+/* --parts's rows; nr 0: none */
+extern struct sim_parts_file simcli_parts;
 
 /* options.c */
 void simcli_usage(FILE *out);

@@ -49,7 +49,7 @@ void simcli_usage(FILE *out)
 		"                 [--seeds N] [--trace FILE] [--measured FILE] [--qos-from FILE]\n"
 		"                 [--block-cost-us US] [--query-cost-us US|auto]\n"
 		"                 [--query-cost-sigma S] [--query-cost-in-blocks] [--shared-penalty X]\n"
-		"                 [--exec-from DIR]\n"
+		"                 [--exec-from DIR | --parts FILE]\n"
 		"                 [--search-like quick|full] [--brief] [--json]\n"
 		"       " PROG " --scaling\n"
 		"Simulates the policy library (the code colocd runs) on a machine of N cores with\n"
@@ -146,6 +146,11 @@ void simcli_usage(FILE *out)
 		"                 model's measured factor at that core count, spread lognormally,\n"
 		"                 plus the measured dispatch; on shared cores the measured\n"
 		"                 collapse onto one core (sim/README.md). Not with\n"
+		"                 --query-cost-in-blocks\n"
+		"  --parts FILE   the serving path's parts of each model (sim/README.md; written\n"
+		"                 by tools/bench-sim-latency.sh): each block's compute, dispatch,\n"
+		"                 notice and copy, each query's reply and hop, drawn from their\n"
+		"                 measured p50 and p95. Not with --exec-from or\n"
 		"                 --query-cost-in-blocks\n"
 		"  --speed-rho R  with --exec-from: the share of a block's log spread that the\n"
 		"                 machine's slow spells give every block at once, 0..1 (default:\n"
@@ -370,6 +375,7 @@ static const struct simcli_option options[] = {
 	DOUBLE_GIVEN("shared-penalty", shared_penalty, 0.5, 100, penalty_given),
 	CALL("search-like", opt_search_like),
 	STRING("exec-from", exec_from),
+	STRING("parts", parts),
 	FLAG("exec-per-run", exec_per_run),
 	STRING("block-trace", block_trace),
 	DOUBLE("speed-rho", speed_rho, 0, 1),
@@ -486,6 +492,9 @@ int simcli_check(void)
 		  "and --mix" },
 		{ o->exec_from && o->query_cost_in_blocks,
 		  "--exec-from and --query-cost-in-blocks both stretch the blocks: give one" },
+		{ o->parts && (o->exec_from || o->query_cost_in_blocks),
+		  "--parts spends the serving path's parts in every block: not with --exec-from "
+		  "or --query-cost-in-blocks" },
 		{ o->json && (o->mix || o->measured || o->brief),
 		  "--json prints one tenant set's runs: not with --mix, --measured or --brief" },
 	};

@@ -32,6 +32,7 @@ struct sim_qps_table simcli_found_crossing;
 struct sim_served simcli_served;
 /* the executor model fitted on --exec-from's block logs; nr_rows 0: none */
 struct sim_exec_fit simcli_exec_fit;
+struct sim_parts_file simcli_parts;
 
 struct cell simcli_cells[MAX_CELLS];
 int simcli_nr_cells;

@@ -44,6 +44,25 @@ const char *simcli_repo_path(const char *rel, char *buf, size_t len)
 	return rel;
 }
 
+/* ta's parts from --parts, with its model's bytes; 0 or 1 (printed). */
+static int load_parts(struct tenant_arg *ta, const struct sim_table_dirs *dirs,
+		      struct sim_tenant *tenant, int t)
+{
+	double solo = (double)policy_costs_solo_ns(&ta->table.model, (int)simcli_opts.cores);
+	struct coloc_err err = { 0 };
+	uint64_t in, out;
+
+	if (sim_model_io_bytes(ta->spec, dirs, &in, &out, &err) ||
+	    sim_parts_for_model(&simcli_parts, ta->table.name, solo * 1e-6, in, out, &ta->parts,
+				&err)) {
+		fprintf(stderr, PROG ": tenant %d: --parts %s: %s\n", t, simcli_opts.parts,
+			coloc_err_str(&err));
+		return 1;
+	}
+	tenant->parts = &ta->parts;
+	return 0;
+}
+
 /*
  * Loads the tenants' tables and fixes each QoS (a factor of the solo
  * latency on the simulated cores, where given so) and rate share
@@ -109,6 +128,8 @@ int simcli_load_tenants(struct tenant_arg *ta, int nr, const struct sim_table_di
 			}
 			tenants[t].exec = &ta[t].exec;
 		}
+		if (simcli_parts.nr && load_parts(&ta[t], dirs, &tenants[t], t))
+			return 1;
 	}
 	return 0;
 }
