@@ -92,9 +92,9 @@ static void usage(FILE *out)
 		"  --no-plan-ahead   one block per command to an executor, a round trip\n"
 		"                    through colocd between any two; by default a query\n"
 		"                    alone runs its policy's next blocks in one command\n"
-		"  --executor-processes  a tenant's N executors as N processes, each with a\n"
-		"                    copy of the model; by default they are N lanes of one\n"
-		"                    process sharing one copy (docs/design/lanes.md)\n"
+		"  --executor-lanes  a tenant's N executors as N lanes of one process that\n"
+		"                    share one copy of the model, instead of N processes\n"
+		"                    each with its own (docs/design/lanes.md)\n"
 		"  --block-log FILE  write one line per finished block to FILE (tab-separated,\n"
 		"                    a header names the columns): the policy's prediction\n"
 		"                    next to the executor's measurement\n"
@@ -171,7 +171,7 @@ static int parse_args(int argc, char **argv)
 		{ "policy", required_argument, NULL, 'P' },
 		{ "late", required_argument, NULL, 'L' },
 		{ "no-plan-ahead", no_argument, NULL, 'A' },
-		{ "executor-processes", no_argument, NULL, 'J' },
+		{ "executor-lanes", no_argument, NULL, 'J' },
 		{ "executor", required_argument, NULL, 'E' },
 		{ "cache-dir", required_argument, NULL, 'C' },
 		{ "state", required_argument, NULL, 'F' },
@@ -242,7 +242,7 @@ static int parse_args(int argc, char **argv)
 			config.no_plan_ahead = true;
 			break;
 		case 'J':
-			config.executor_processes = true;
+			config.executor_lanes = true;
 			break;
 		case 'E':
 			config.executor = optarg;

@@ -41,7 +41,7 @@ struct colocd_config {
 	const char *policy;
 	bool late_serve; /* --late serve: a query that cannot meet its deadline runs late */
 	bool no_plan_ahead; /* --no-plan-ahead: one block per command (serving_config) */
-	bool executor_processes; /* --executor-processes (serving_config) */
+	bool executor_lanes; /* --executor-lanes (serving_config) */
 	const char *executor;
 	const char *cache_dir;
 	const char *state_path; /* admitted tenants survive a restart in it; NULL: none */

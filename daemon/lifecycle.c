@@ -391,7 +391,7 @@ static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 		.policy = d->cfg.policy,
 		.late_serve = d->cfg.late_serve,
 		.no_plan_ahead = d->cfg.no_plan_ahead,
-		.executor_processes = d->cfg.executor_processes,
+		.executor_lanes = d->cfg.executor_lanes,
 		.watch = colocd_serving_watch,
 		.tenant_changed = colocd_serving_changed,
 		.core_changed = colocd_core_changed,

@@ -350,9 +350,9 @@ void sv_fail_tenant(struct serving *s, struct sv_tenant *t, const char *why)
 }
 
 /*
- * All of t's executors, or none of them (the ones started are killed): one
- * process with a lane per executor, each lane watched as an executor was
- * (or, serving_config.executor_processes, a process per executor).
+ * All of t's executors, or none of them (the ones started are killed): a
+ * process per executor, or (serving_config.executor_lanes) one process with
+ * a lane per executor, each lane watched as an executor.
  */
 int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err *err)
 {
@@ -374,12 +374,12 @@ int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err 
 		if (ret)
 			return ret;
 	}
-	for (int i = 0; i < t->nr_exec && !ret; i += s->executor_processes ? 1 : t->nr_exec)
-		ret = execproc_spawn_lanes(&o, s->executor_processes ? 1 : t->nr_exec, &eps[i], err);
+	for (int i = 0; i < t->nr_exec && !ret; i += s->executor_lanes ? t->nr_exec : 1)
+		ret = execproc_spawn_lanes(&o, s->executor_lanes ? t->nr_exec : 1, &eps[i], err);
 	for (int i = 0; i < t->nr_exec; i++)
 		t->ex[i].ep = ret ? NULL : eps[i];
 	if (ret) {
-		for (int i = 0; i < t->nr_exec && s->executor_processes; i++)
+		for (int i = 0; i < t->nr_exec && !s->executor_lanes; i++)
 			execproc_free(eps[i]);
 		return ret;
 	}
@@ -657,7 +657,7 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	fill_topology(s);
 	s->pcfg.late = cfg->late_serve ? POLICY_LATE_SERVE : POLICY_LATE_DROP;
 	s->plan_ahead = !cfg->no_plan_ahead;
-	s->executor_processes = cfg->executor_processes;
+	s->executor_lanes = cfg->executor_lanes;
 	s->executor = cfg->executor ? strdup(cfg->executor) : NULL;
 	s->cache_dir = cfg->cache_dir ? strdup(cfg->cache_dir) : NULL;
 	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));

@@ -36,10 +36,10 @@
  * A tenant admitted with E executors (serving_tenant_spec.executors) runs
  * up to E blocks at once, each of another query (policy_tenant.executors):
  * a query stays on the executor it started on, whose memory holds its
- * activations. The E executors are the lanes of one process holding one
- * copy of the model (execproc_spawn_lanes, docs/design/lanes.md), each
- * watched and driven as an executor; a tenant fails as a whole when any
- * of them does, and they die and start together.
+ * activations. With serving_config.executor_lanes the E executors are the
+ * lanes of one process holding one copy of the model (execproc_spawn_lanes,
+ * docs/design/lanes.md), each watched and driven as an executor. A tenant
+ * fails as a whole when any of its executors does.
  */
 #ifndef COLOC_DAEMON_SERVING_H
 #define COLOC_DAEMON_SERVING_H
@@ -155,11 +155,11 @@ struct serving_config {
 	 */
 	bool no_plan_ahead;
 	/*
-	 * A tenant's executors as processes of their own, each loading the
-	 * model (true); by default they are the lanes of one process with one
-	 * copy of it (execproc_spawn_lanes, docs/design/lanes.md).
+	 * A tenant's executors as the lanes of one process with one copy of
+	 * the model (true: execproc_spawn_lanes, docs/design/lanes.md); by
+	 * default a process each, each loading the model.
 	 */
-	bool executor_processes;
+	bool executor_lanes;
 	const char *cores; /* CPUs served, e.g. "0-3"; NULL: every CPU this process may use */
 	int max_queue; /* per tenant; 0: SERVING_DEFAULT_QUEUE */
 	int max_queue_total; /* 0: SERVING_DEFAULT_QUEUE_TOTAL */

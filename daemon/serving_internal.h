@@ -152,7 +152,7 @@ struct serving {
 	uint8_t *versions;
 	int max_versions;
 	bool plan_ahead; /* serving_config.no_plan_ahead unset */
-	bool executor_processes; /* serving_config's */
+	bool executor_lanes; /* serving_config's */
 	uint8_t *plan_versions; /* [max_plan_versions]: a plan's look-ahead rounds' output */
 	int max_plan_versions;
 	int plan_tenants; /* tenants serving when the plan in flight was made */

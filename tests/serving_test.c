@@ -127,7 +127,7 @@ FIXTURE(serving)
 	size_t in_bytes;
 	float *input;
 	struct qrec q[MAX_Q];
-	bool executor_processes; /* serving_config's, for make_serving */
+	bool executor_lanes; /* serving_config's, for make_serving */
 };
 
 static int make_serving(FIXTURE_DATA(serving) * self, const char *policy, int max_queue,
@@ -139,7 +139,7 @@ static int make_serving(FIXTURE_DATA(serving) * self, const char *policy, int ma
 				      .policy = policy,
 				      .max_queue = max_queue,
 				      .max_queue_total = max_total,
-				      .executor_processes = self->executor_processes,
+				      .executor_lanes = self->executor_lanes,
 				      .watch = on_watch,
 				      .tenant_changed = on_tenant,
 				      .ctx = &self->w };
@@ -854,6 +854,8 @@ TEST_F(serving, executors__two_run_two_queries_of_a_tenant_at_once)
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "needs two CPUs to run two blocks at once");
+	/* the two executors as two lanes of one process (docs/design/lanes.md) */
+	self->executor_lanes = true;
 	ASSERT_EQ(0, make_serving(self, "model-wise", 0, 0, cache_dir, &err))
 	TH_LOG("%s", err.msg);
 	ASSERT_EQ(0, admit_executors(self, "two", QOS_NS, 2, &err))
@@ -959,8 +961,6 @@ TEST_F(serving, executors__queries_move_off_a_stopped_executor_with_their_inputs
 	int range[2] = { 0, 0 };
 	size_t out_elems = 0;
 
-	/* SIGSTOP stops a process: executors of their own, so that one stops alone */
-	self->executor_processes = true;
 	ASSERT_EQ(0, make_serving(self, "model-wise", 0, 0, cache_dir, &err))
 	TH_LOG("%s", err.msg);
 	ASSERT_EQ(0, admit_executors(self, "two", QOS_NS, 2, &err))
@@ -1052,6 +1052,8 @@ TEST_F(serving, executors__one_killed_fails_the_tenant_and_stops_the_other)
 	ASSERT_EQ(-EINVAL, admit_executors(self, "a", QOS_NS, SERVING_MAX_EXECUTORS + 1, &err));
 	EXPECT_NE(NULL, strstr(err.msg, "executors")) TH_LOG("%s", err.msg);
 	coloc_err_clear(&err);
+	/* lanes of one process: a kill reaches both, as a failing executor failed both */
+	self->executor_lanes = true;
 	ASSERT_EQ(0, make_serving(self, "model-wise", 0, 0, cache_dir, &err))
 	TH_LOG("%s", err.msg);
 	ASSERT_EQ(0, admit_executors(self, "a", QOS_NS, 2, &err))

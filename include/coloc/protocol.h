@@ -153,9 +153,10 @@
  *     model's profiled solo latency on all served cores (both numbers in
  *     the error), and starts the executor (state "starting", then
  *     "ready"). "executors" (1 to
- *     COLOC_MAX_EXECUTORS, default 1): lanes of the tenant's one executor
- *     process (one copy of the model), each running a block of another
- *     query of the tenant at once; all start and fail together. The executors' processes are attributed to the tenant of
+ *     COLOC_MAX_EXECUTORS, default 1): executor processes (with colocd
+ *     --executor-lanes, lanes of one process with one copy of the model),
+ *     each running a block of another query of the tenant at once; all
+ *     start and fail together. The executors' processes are attributed to the tenant of
  *     the same name in the BPF maps (the "tenants" and "signals" commands
  *     show them), each leaving it with its executor, unless another user
  *     owns an attributed tenant of that name. The tenant is the caller's;

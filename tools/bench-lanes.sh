@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# Lanes against processes, side by side in one run (docs/measurements/lanes.md):
+# for each layout (colocd --executor-lanes, a tenant's executors as lanes of
+# one process; and colocd's default, a process each), the resident memory of
+# a ResNet-50 tenant with 2 executors after 20 queries (VmRSS and RssAnon
+# summed over its distinct pids), then MobileNet-V2 with 2 executors driven
+# by coloc-load at RATE queries/s for SECONDS (p50, p95, within QoS). As root.
+#   tools/bench-lanes.sh [RATE [SECONDS [REPLICAS]]]
+set -euo pipefail
+RATE=${1:-150}
+SECONDS_RUN=${2:-15}
+REPLICAS=${3:-1}
+# shellcheck source=tools/colocd-lib.sh
+. "$(dirname "$0")/colocd-lib.sh"
+colocd_lib_init bench-lanes
+
+# KiB of a status field summed over the tenant's distinct pids
+tenant_kib() { # tenant field
+	local pids sum=0 p
+	pids=$(ctl status "$1" --json | grep -o '"pids":\[[0-9,]*\]' | grep -o '[0-9]\+' | sort -u)
+	for p in $pids; do
+		sum=$((sum + $(awk -v f="$2:" '$1 == f { print $2 }' "/proc/$p/status")))
+	done
+	echo "$sum"
+}
+
+run_layout() { # name [colocd options...]
+	local name=$1 json
+	shift
+	start_colocd "" "$@"
+	submit_tenant r50 resnet50 2000 quiet 2
+	wait_ready r50
+	"$BIN/coloc-load" --socket "$SOCK" --tenant r50:5 --duration 4 >/dev/null
+	echo "$name rn50x2 VmRSS_KiB $(tenant_kib r50 VmRSS) RssAnon_KiB $(tenant_kib r50 RssAnon)"
+	ctl remove r50 >/dev/null
+	submit_tenant mnv2 mobilenet_v2 20 quiet 2
+	wait_ready mnv2
+	json=$("$BIN/coloc-load" --socket "$SOCK" --tenant "mnv2:$RATE" --duration "$SECONDS_RUN" \
+		--warmup 2 --json)
+	echo "$name mnv2x2 rate $RATE $(echo "$json" | grep -o '"\(p50_ms\|p95_ms\|p99_ms\|within_qos\|achieved_rate\)":[0-9.e+-]*' | tr '\n' ' ')"
+	stop_colocd
+}
+
+uptime
+for r in $(seq "$REPLICAS"); do
+	echo "replica $r"
+	run_layout lanes --executor-lanes
+	run_layout processes
+done
