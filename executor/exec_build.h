@@ -31,6 +31,11 @@ struct layer_weights {
 	 * (permuted from the file's [IC][OC/g][kh][kw]); fc [K][N]; ln gamma; embed
 	 */
 	float *w;
+	/*
+	 * deconv: w turned by 180 degrees, each kernel axis then grouped by
+	 * tap % stride (deconv_phased_index()): phase-conv's sub-kernels view it
+	 */
+	float *w_phases;
 	float *bias; /* conv/fc bias (BN shift folded in), ln beta; NULL if none */
 	size_t nr_w, nr_bias;
 };

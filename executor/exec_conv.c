@@ -523,7 +523,10 @@ static int conv_version(struct builder *b, const struct conv_shape *cs)
 	md_tag(&any, cs->ndims_w, cs->wdims, dnnl_format_tag_any);
 	if (b->em->default_only)
 		return conv_whole(b, cs, lw, dnnl_format_tag_any, &any, NULL);
-	shared = b->xl->weight_mds[0];
+	if (b->xl->nr_weight_bufs)
+		shared = b->xl->weight_mds[0];
+	else
+		memset(&shared, 0, sizeof(shared));
 	switch (b->cand) {
 	case CONV_NHWC:
 		/*

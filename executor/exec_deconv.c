@@ -15,20 +15,18 @@
  * gathers each output pixel's taps and adds the bias; the activation runs
  * after it as oneDNN eltwise in place.
  *
+ * "phase-conv", for the overlapping shapes (kernel > stride: the 4x4
+ * stride-2 pad-1 upsampling of GANs and segmentation heads): stride x
+ * stride stride-1 convolutions, one per output phase (exec_deconv_phase.c).
+ *
  * "onednn": oneDNN's deconvolution. All read the weights as
  * layer_weights_make() laid them out, [g][IC/g][kh][kw][OC/g], so each
  * version's GEMM operand is a plain view of them.
  */
 #include <errno.h>
 #include <string.h>
-#include "exec_build.h"
+#include "exec_deconv.h"
 #include "exec_ops.h"
-
-struct deconv_shape {
-	int64_t n, ic, ih, iw, oc, oh, ow, g, icg, ocg;
-	int kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
-	bool bias;
-};
 
 static void deconv_shape_of(const struct builder *b, struct deconv_shape *ds)
 {
@@ -60,8 +58,14 @@ static void deconv_shape_of(const struct builder *b, struct deconv_shape *ds)
 	ds->ocg = ds->oc / ds->g;
 }
 
-/* Input 0 as NHWC, reordered into the arena when it is not already: *at. */
-static int deconv_input(struct builder *b, const struct deconv_shape *ds, struct exec_buf *at)
+bool deconv_is_shuffle(const struct deconv_shape *ds)
+{
+	return ds->g == 1 && ds->kh == ds->sh && ds->kw == ds->sw && ds->oh == ds->ih * ds->kh &&
+	       ds->ow == ds->iw * ds->kw && (ds->kh == 1 || ds->dh == 1) &&
+	       (ds->kw == 1 || ds->dw == 1) && !ds->pt && !ds->pl && !ds->pb && !ds->pr;
+}
+
+int deconv_input(struct builder *b, const struct deconv_shape *ds, struct exec_buf *at)
 {
 	int64_t d[4] = { ds->n, ds->ic, ds->ih, ds->iw };
 	dnnl_memory_desc_t src;
@@ -70,8 +74,7 @@ static int deconv_input(struct builder *b, const struct deconv_shape *ds, struct
 	return builder_adapt_input(b, 0, &src, at);
 }
 
-/* The bias [OC] in its one dense copy, or NULL without one. */
-static int deconv_bias(struct builder *b, const struct deconv_shape *ds, void **bias)
+int deconv_bias(struct builder *b, const struct deconv_shape *ds, void **bias)
 {
 	int64_t bd[1] = { ds->oc };
 	dnnl_memory_desc_t bmd;
@@ -159,8 +162,7 @@ static int deconv_shuffle(struct builder *b, const struct deconv_shape *ds)
 	void *bias;
 	int ret;
 
-	if (ds->g != 1 || ds->kh != ds->sh || ds->kw != ds->sw || (ds->kh > 1 && ds->dh != 1) ||
-	    (ds->kw > 1 && ds->dw != 1) || ds->pt || ds->pl || ds->pb || ds->pr)
+	if (!deconv_is_shuffle(ds))
 		return -ENOENT;
 	md_plain(&src, 5, sd);
 	md_strided(&wlog, 5, wd, ws);
@@ -354,8 +356,10 @@ static int deconv_onednn(struct builder *b, const struct deconv_shape *ds)
 }
 
 /*
- * A GEMM version first where the shape allows it; "onednn" is always
- * there, and is the one a model loaded for oneDNN's default runs.
+ * matmul-shuffle or phase-conv first where the shape allows it (never
+ * both: phase-conv leaves the shuffle's shapes to it), then gemm-col2im,
+ * which takes any shape; "onednn" is always there (so at most three, as a
+ * layer keeps), and is the one a model loaded for oneDNN's default runs.
  */
 int deconv_build(struct builder *b)
 {
@@ -368,6 +372,9 @@ int deconv_build(struct builder *b)
 	switch (b->cand) {
 	case DECONV_MATMUL_SHUFFLE:
 		ret = deconv_shuffle(b, &ds);
+		break;
+	case DECONV_PHASE_CONV:
+		ret = deconv_phase_conv(b, &ds);
 		break;
 	case DECONV_GEMM_COL2IM:
 		ret = deconv_gemm_col2im(b, &ds);

@@ -24,10 +24,9 @@
 #include "executor.h"
 
 #define EXEC_MAX_ARGS 10
-#define EXEC_MAX_STEPS 12
+#define EXEC_MAX_STEPS 20
 #define EXEC_MAX_SLOTS 24
 #define EXEC_IMPL_LEN 96
-#define EXEC_MAX_WEIGHT_BUFS 6
 /*
  * Versions kept per layer: the first candidates that run differently on
  * this CPU (so fewer where the rest resolve to a version already kept).
@@ -85,11 +84,12 @@ struct exec_layer {
 	char version_names[EXEC_MAX_VERSIONS][EXEC_VERSION_NAME_LEN];
 	struct exec_plan *plans[EXEC_MAX_VERSIONS]; /* [slot] */
 	/* Weight buffers in oneDNN layouts, shared by the versions that can. */
-	int nr_weight_bufs;
-	dnnl_memory_desc_t weight_mds[EXEC_MAX_WEIGHT_BUFS];
-	const void *weight_srcs[EXEC_MAX_WEIGHT_BUFS]; /* logical source, valid during load */
-	void *weight_bufs[EXEC_MAX_WEIGHT_BUFS];
-	size_t weight_bytes[EXEC_MAX_WEIGHT_BUFS];
+	int nr_weight_bufs, cap_weight_bufs;
+	void **weight_bufs;
+	size_t *weight_bytes;
+	/* While the layer is built (freed after): each buffer's layout and logical source. */
+	dnnl_memory_desc_t *weight_mds;
+	const void **weight_srcs;
 };
 
 /* Everything oneDNN allocated for the model, released by exec_model_free(). */

@@ -271,7 +271,10 @@ int exec_layer_build(struct exec_model *em, int li, struct exec_weights_file *wf
 		b.xl->nr_versions++;
 	}
 	layer_weights_free(&lw);
-	memset(b.xl->weight_srcs, 0, sizeof(b.xl->weight_srcs));
+	free(b.xl->weight_mds);
+	free(b.xl->weight_srcs);
+	b.xl->weight_mds = NULL;
+	b.xl->weight_srcs = NULL;
 	free(draft);
 	return ret;
 }

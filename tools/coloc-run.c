@@ -40,7 +40,7 @@ static struct run_opts {
 	const char *weights; /* NULL: generated from the model's seed */
 	const char *save_weights; /* write the generated weights there and exit */
 	const char *input; /* raw fp32 of every input layer, in order; NULL: from the seed */
-	const char *output; /* write the last layer's output there, raw fp32 */
+	const char *output; /* write every output there (model_io_layout order), raw fp32 */
 	struct onnx_import_opts import; /* --batch and --dim, for an .onnx MODEL */
 	int iters;
 	int gap_ms; /* idle before each whole-model run, as between served queries */
@@ -86,8 +86,10 @@ static void usage(FILE *f)
 		"  -i, --input FILE      read the inputs from FILE: raw little-endian fp32, every\n"
 		"                        input layer's values in layer order, row-major (token\n"
 		"                        ids as floats); default: generated from the seed\n"
-		"  -o, --output FILE     write the last layer's output of the final timed run\n"
-		"                        to FILE as raw little-endian fp32, row-major\n"
+		"  -o, --output FILE     write the outputs of the final timed run to FILE as\n"
+		"                        raw little-endian fp32, row-major: every layer no\n"
+		"                        other layer reads, in layer order, one after the\n"
+		"                        other (what colocd returns a client)\n"
 		"  -b, --batch N         an .onnx MODEL's batch, for inputs whose first dim is\n"
 		"                        symbolic (default: 1)\n"
 		"  -d, --dim NAME=VALUE  the value of an .onnx MODEL's symbolic dim NAME, e.g.\n"
@@ -211,27 +213,41 @@ static int read_inputs(struct exec_query *q, const struct model *m)
 	return ret;
 }
 
-/* Writes the last layer's output of q (already run) to opts.output. */
+/*
+ * Writes every output of q (already run) to opts.output, in
+ * model_io_layout() order (the layers no later layer reads, in layer
+ * order), each dense, one after the other: what colocd returns a client.
+ */
 static int write_output(const struct exec_query *q, const struct model *m)
 {
-	int last = m->nr_layers - 1;
-	size_t n = (size_t)model_shape_elems(&m->layers[last].out);
-	float *out = malloc(n * sizeof(float));
-	FILE *f;
-	int ret;
+	struct model_io_layout io;
+	struct coloc_err err = { 0 };
+	float *out = NULL;
+	FILE *f = NULL;
+	int ret = model_io_layout(m, &io, &err);
 
-	if (!out)
-		return -ENOMEM;
-	ret = exec_query_read_output(q, last, out, n);
 	if (ret) {
-		fprintf(stderr, "coloc-run: reading %s's output failed: %s\n", m->name,
-			strerror(-ret));
-		free(out);
+		fprintf(stderr, "coloc-run: %s\n", coloc_err_str(&err));
 		return ret;
 	}
+	if (io.out_bytes > SIZE_MAX || !(out = malloc(io.out_bytes ? io.out_bytes : 1))) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < io.nr_outputs && !ret; i++) {
+		const struct model_io_tensor *t = &io.outputs[i];
+
+		ret = exec_query_read_output(q, t->layer, out + t->offset / sizeof(float),
+					     t->bytes / sizeof(float));
+		if (ret)
+			fprintf(stderr, "coloc-run: reading %s's output %s failed: %s\n", m->name,
+				m->layers[t->layer].name, strerror(-ret));
+	}
+	if (ret)
+		goto out;
 	errno = 0;
 	f = fopen(opts.output, "wb");
-	if (!f || fwrite(out, sizeof(float), n, f) != n) {
+	if (!f || fwrite(out, 1, io.out_bytes, f) != io.out_bytes) {
 		ret = errno ? -errno : -EIO;
 		fprintf(stderr, "coloc-run: --output %s: %s\n", opts.output, strerror(-ret));
 	}
@@ -239,7 +255,9 @@ static int write_output(const struct exec_query *q, const struct model *m)
 		ret = -errno;
 		fprintf(stderr, "coloc-run: --output %s: %s\n", opts.output, strerror(-ret));
 	}
+out:
 	free(out);
+	model_io_layout_free(&io);
 	return ret;
 }
 

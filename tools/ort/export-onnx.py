@@ -15,7 +15,9 @@ LRN, Softmax; swish as Sigmoid and Mul; Gather for embed, LayerNormalization,
 Transpose, MatMul (+ Transpose for transpose_b, + Mul for alpha), Slice,
 the erf form of GELU; opset 17. Inputs read by an embedding are int64.
 Only the ops and attributes our models use are written; anything else
-stops the export with the model's line.
+stops the export with the model's line. The graph's outputs are the layers
+no later layer reads, in layer order, as coloc returns them (SSD's twelve
+heads).
 
 Uses Debian's python3-onnx (and numpy); run it with /usr/bin/python3.
 """
@@ -102,6 +104,7 @@ def main():
     weights = read_weights(weights_path)
     nodes, inits, inputs = [], [], []
     names, shapes = [], {}  # layer names by index; output shapes by name
+    read = set()  # layers a later layer reads
     ids = {}  # input layers read by an embedding: int64 token ids in ONNX
     name = "model"
 
@@ -154,6 +157,7 @@ def main():
         kw = dict(x.split("=", 1) if "=" in x else (x, True) for x in w[2:])
         idx = len(names)
         ins = kw["in"].split(",") if "in" in kw else ([names[-1]] if names else [])
+        read.update(ins)
         ins_t = [shapes[i][0] for i in ins]  # the tensor names of the inputs
         in_shapes = [shapes[i][1] for i in ins]
         if op == "input":
@@ -308,8 +312,9 @@ def main():
         shapes[lname] = out
     inputs = [helper.make_tensor_value_info(n, TensorProto.INT64 if n in ids else TensorProto.FLOAT,
                                             shp) for n, shp in inputs]
-    last_t, last_shape = shapes[names[-1]]
-    outputs = [helper.make_tensor_value_info(last_t, TensorProto.FLOAT, last_shape)]
+    # every layer no later layer reads, in layer order: coloc's outputs (model_io_layout)
+    outputs = [helper.make_tensor_value_info(shapes[n][0], TensorProto.FLOAT, shapes[n][1])
+               for n in names if n not in read]
     graph = helper.make_graph(nodes, name, inputs, outputs, inits)
     m = helper.make_model(graph, producer_name="coloc export-onnx.py",
                           opset_imports=[helper.make_opsetid("", 17)])

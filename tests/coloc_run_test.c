@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * coloc-run (tools/coloc-run.c) as a user runs it: --output writes every
+ * output of the model (the layers no later layer reads) in layer order, one
+ * after the other, each equal to what the executor library computes for
+ * that layer on the same input. The model's outputs have different sizes,
+ * so an output left out, or two swapped, fails.
+ */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "kselftest_harness.h"
+#include "executor.h"
+#include "testutil.h"
+
+/* a feeds b and c; x feeds d: b, c and d are read by no layer */
+static const char outs_model[] = "model outs\n"
+				 "seed 3\n"
+				 "macs 11952\n"
+				 "params 340\n"
+				 "input x shape=1x4x6x6\n"
+				 "conv a out=8 k=3 pad=1 act=relu\n"
+				 "conv b in=a out=3 k=1 bias\n"
+				 "pool c in=a kind=max k=2 stride=2\n"
+				 "conv d in=x out=5 k=1 bias\n"
+				 "end\n";
+
+/* The outputs in the order worked out by hand: layer order, sizes 1x3x6x6, 1x8x3x3, 1x5x6x6. */
+static const struct {
+	const char *layer;
+	size_t n;
+} outs_order[] = { { "b", 108 }, { "c", 72 }, { "d", 180 } };
+
+#define IN_ELEMS (4 * 6 * 6)
+
+static int layer_named(const struct model *m, const char *name)
+{
+	for (int li = 0; li < m->nr_layers; li++)
+		if (!strcmp(m->layers[li].name, name))
+			return li;
+	return -1;
+}
+
+FIXTURE(coloc_run) {};
+FIXTURE_SETUP(coloc_run) {}
+FIXTURE_TEARDOWN(coloc_run) {}
+
+TEST_F(coloc_run, output__writes_every_output_in_layer_order)
+{
+	char dir[] = "/tmp/coloc-run-out-XXXXXX", path[PATH_MAX], in[PATH_MAX], out[PATH_MAX];
+	char bin[PATH_MAX], cmd[4 * PATH_MAX], log[4096];
+	struct exec_options o = { .cpus = { .nr = 1, .cpus = { 0 } } };
+	struct coloc_err err = { 0 };
+	float x[IN_ELEMS], *got;
+	struct exec_model *em;
+	struct exec_query *q;
+	struct model *m;
+	size_t len, at = 0;
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/outs.model", dir);
+	snprintf(in, sizeof(in), "%s/in.f32", dir);
+	snprintf(out, sizeof(out), "%s/out.f32", dir);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(sizeof(outs_model) - 1, fwrite(outs_model, 1, sizeof(outs_model) - 1, f));
+	ASSERT_EQ(0, fclose(f));
+	for (int i = 0; i < IN_ELEMS; i++)
+		x[i] = sinf(0.37f * (float)i);
+	f = fopen(in, "wb");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ((size_t)IN_ELEMS, fwrite(x, sizeof(float), IN_ELEMS, f));
+	ASSERT_EQ(0, fclose(f));
+
+	snprintf(cmd, sizeof(cmd), "'%s' '%s' --cores 0 --input '%s' --output '%s' --iters 1",
+		 tu_bin("coloc-run", bin, sizeof(bin)), path, in, out);
+	ASSERT_EQ(0, tu_run(cmd, log, sizeof(log))) TH_LOG("%s", log);
+	got = (float *)tu_read_file(out, &len);
+	ASSERT_NE(NULL, got);
+	ASSERT_EQ((108 + 72 + 180) * sizeof(float), len);
+
+	/* each output, by its layer's name, as the library computes it */
+	m = model_load(path, &err);
+	ASSERT_NE(NULL, m) TH_LOG("%s", coloc_err_str(&err));
+	em = exec_model_load(m, &o, &err);
+	ASSERT_NE(NULL, em) TH_LOG("%s", coloc_err_str(&err));
+	q = exec_query_new(em);
+	ASSERT_NE(NULL, q);
+	memcpy(exec_query_input(q, 0), x, sizeof(x));
+	ASSERT_EQ(0, exec_run_block(em, q, 0, m->nr_layers, NULL, &o.cpus, NULL));
+	for (size_t i = 0; i < sizeof(outs_order) / sizeof(outs_order[0]); i++) {
+		int li = layer_named(m, outs_order[i].layer);
+		float want[180], max_err = 0.0f, max_ref = 0.0f;
+
+		ASSERT_LE(0, li);
+		ASSERT_EQ((int64_t)outs_order[i].n, model_shape_elems(&m->layers[li].out));
+		ASSERT_EQ(0, exec_query_read_output(q, li, want, outs_order[i].n));
+		for (size_t k = 0; k < outs_order[i].n; k++) {
+			max_ref = fmaxf(max_ref, fabsf(want[k]));
+			max_err = fmaxf(max_err, fabsf(got[at + k] - want[k]));
+		}
+		EXPECT_GT(max_ref, 0.0f);
+		EXPECT_LE(max_err, 1e-5f * (1.0f + max_ref))
+		TH_LOG("output %zu (layer %s): max |coloc-run - library| %g", i,
+		       outs_order[i].layer, max_err);
+		at += outs_order[i].n;
+	}
+	exec_query_free(q);
+	exec_model_free(em);
+	model_free(m);
+	free(got);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	tu_run(cmd, NULL, 0);
+}
+
+TEST_HARNESS_MAIN
