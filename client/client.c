@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include "coloc/client.h"
 #include "coloc/protocol.h"
@@ -107,7 +108,8 @@ static int client_fill(struct coloc_client *c, int timeout_ms)
 		c->buf = b;
 		c->cap = cap;
 	}
-	r = poll(&pfd, 1, timeout_ms);
+	/* not waiting: what recv finds is all there is, no poll needed */
+	r = timeout_ms ? poll(&pfd, 1, timeout_ms) : 1;
 	if (r < 0)
 		return errno == EINTR ? 0 : client_fail(c, -errno, "poll: %s", strerror(errno));
 	if (!r)
@@ -124,37 +126,48 @@ static int client_fill(struct coloc_client *c, int timeout_ms)
 }
 
 /*
- * Sends all of buf, reading answers meanwhile so that neither side waits on
- * the other; fds (nr_fds of them, may be 0) ride on the first bytes sent.
+ * Sends all of the nr_iov buffers in iov (advanced as they go), reading
+ * answers meanwhile so that neither side waits on the other; fds (nr_fds of
+ * them, may be 0) ride on the first bytes sent. Each round first tries the
+ * send and waits only when the socket is full: a line and its input
+ * usually go in one sendmsg, and colocd wakes once for both.
  */
-static int client_send_all_fds(struct coloc_client *c, const void *buf, size_t len, const int *fds,
-			       int nr_fds)
+static int client_send_iov_fds(struct coloc_client *c, struct iovec *iov, int nr_iov,
+			       const int *fds, int nr_fds)
 {
-	const char *p = buf;
+	bool wait = false;
 
-	while (len) {
+	for (;;) {
 		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT | POLLIN };
 		union {
 			char buf[CMSG_SPACE(sizeof(int) * COLOC_MAX_REQUEST_FDS)];
 			struct cmsghdr align;
 		} cbuf;
-		struct iovec iov = { (void *)p, len };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+		struct msghdr msg;
 		ssize_t n;
 
-		if (poll(&pfd, 1, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			return client_fail(c, -errno, "poll: %s", strerror(errno));
+		while (nr_iov && !iov->iov_len) {
+			iov++;
+			nr_iov--;
 		}
-		if (pfd.revents & POLLIN) {
-			int r = client_fill(c, 0);
+		if (!nr_iov)
+			return 0;
+		msg = (struct msghdr){ .msg_iov = iov, .msg_iovlen = (size_t)nr_iov };
+		if (wait) {
+			if (poll(&pfd, 1, -1) < 0) {
+				if (errno == EINTR)
+					continue;
+				return client_fail(c, -errno, "poll: %s", strerror(errno));
+			}
+			if (pfd.revents & POLLIN) {
+				int r = client_fill(c, 0);
 
-			if (r < 0)
-				return r;
+				if (r < 0)
+					return r;
+			}
+			if (!(pfd.revents & (POLLOUT | POLLERR | POLLHUP)))
+				continue;
 		}
-		if (!(pfd.revents & (POLLOUT | POLLERR | POLLHUP)))
-			continue;
 		if (nr_fds) {
 			struct cmsghdr *cm;
 
@@ -168,21 +181,33 @@ static int client_send_all_fds(struct coloc_client *c, const void *buf, size_t l
 			memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nr_fds);
 		}
 		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		wait = true; /* coming round again: the socket took less than all */
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				continue;
 			return client_fail(c, -errno, "sending to colocd: %s", strerror(errno));
 		}
 		nr_fds = 0;
-		p += n;
-		len -= (size_t)n;
+		for (size_t left = (size_t)n; left;) {
+			size_t k = left < iov->iov_len ? left : iov->iov_len;
+
+			iov->iov_base = (char *)iov->iov_base + k;
+			iov->iov_len -= k;
+			left -= k;
+			if (!iov->iov_len && left) {
+				iov++;
+				nr_iov--;
+			}
+		}
 	}
-	return 0;
 }
 
-static int client_send_all(struct coloc_client *c, const void *buf, size_t len)
+static int client_send_all_fds(struct coloc_client *c, const void *buf, size_t len, const int *fds,
+			       int nr_fds)
 {
-	return client_send_all_fds(c, buf, len, NULL, 0);
+	struct iovec iov = { (void *)buf, len };
+
+	return client_send_iov_fds(c, &iov, 1, fds, nr_fds);
 }
 
 /* The end of the first line in the buffer, or NULL. */
@@ -441,6 +466,7 @@ int coloc_client_infer_send(struct coloc_client *c, const char *tenant, uint64_t
 			    const void *input, size_t len)
 {
 	struct json_object *req = json_object_new_object();
+	struct iovec iov[2];
 	const char *text;
 	char *line;
 	int r;
@@ -456,10 +482,11 @@ int coloc_client_infer_send(struct coloc_client *c, const char *tenant, uint64_t
 	}
 	json_object_put(req);
 	client_size_sndbuf(c, len);
-	r = client_send_all(c, line, strlen(line));
+	iov[0] = (struct iovec){ line, strlen(line) };
+	iov[1] = (struct iovec){ (void *)input, len };
+	/* one sendmsg: colocd wakes once, for the line and its input */
+	r = client_send_iov_fds(c, iov, 2, NULL, 0);
 	free(line);
-	if (!r && len)
-		r = client_send_all(c, input, len);
 	return r;
 }
 
@@ -487,6 +514,17 @@ static void client_parts(struct json_object *o, struct coloc_infer_result *res)
 		if (json_object_object_get_ex(parts, names[p], &v) &&
 		    json_object_is_type(v, json_type_int) && json_object_get_int64(v) > 0)
 			res->parts_ns[p] = (uint64_t)json_object_get_int64(v);
+}
+
+/* A non-negative integer member of o; 0 when missing or not one. */
+static uint64_t client_count(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int64(v) < 0)
+		return 0;
+	return (uint64_t)json_object_get_int64(v);
 }
 
 /* The answer line at the buffer's start into res; its output's size in *out_bytes. */
@@ -522,6 +560,9 @@ static int client_parse_answer(struct coloc_client *c, const char *line, size_t 
 		res->latency_ns = (uint64_t)json_object_get_int64(v);
 	if (json_object_object_get_ex(o, "exec_ns", &v))
 		res->exec_ns = (uint64_t)json_object_get_int64(v);
+	res->receive_ns = client_count(o, "receive_ns");
+	res->first_byte_at_ns = client_count(o, "first_byte_at_ns");
+	res->answered_at_ns = client_count(o, "answered_at_ns");
 	client_parts(o, res);
 	if (res->status == COLOC_INFER_OK && json_object_object_get_ex(o, "output_bytes", &v))
 		*out_bytes = (size_t)json_object_get_int64(v);

@@ -667,6 +667,8 @@ struct control_infer {
 	__u64 conn;
 	uint64_t tag;
 	uid_t uid; /* who sent it */
+	/* CLOCK_MONOTONIC: the request's first byte read, its input complete */
+	uint64_t first_byte_ns, received_ns;
 };
 
 static char *control_infer_error(uint64_t tag, const char *status, const char *why)
@@ -705,6 +707,13 @@ static void control_infer_done(void *ctx, const struct serving_completion *c)
 	json_object_object_add(resp, "latency_ns", json_object_new_int64((int64_t)c->latency_ns));
 	json_object_object_add(resp, "exec_ns", json_object_new_int64((int64_t)c->exec_ns));
 	json_object_object_add(resp, "parts_ns", control_parts_ns_json(&c->parts));
+	json_object_object_add(
+		resp, "receive_ns",
+		json_object_new_int64((int64_t)(inf->received_ns - inf->first_byte_ns)));
+	json_object_object_add(resp, "first_byte_at_ns",
+			       json_object_new_int64((int64_t)inf->first_byte_ns));
+	json_object_object_add(resp, "answered_at_ns",
+			       json_object_new_int64((int64_t)loop_now_ns()));
 	if (ok)
 		json_object_object_add(resp, "output_bytes",
 				       json_object_new_int64((int64_t)c->output_bytes));
@@ -734,9 +743,14 @@ static char *control_infer_payload(void *ctx, struct server_req *sreq, const voi
 		free(inf);
 		return resp;
 	}
+	inf->received_ns = loop_now_ns();
 	/* asked once the bytes are in: the tenant may have changed hands since the line */
 	ret = serving_authorize(d->serving, tenant, inf->uid, &err);
-	if (!ret)
+	/* the server's buffer becomes the query's: no copy */
+	if (!ret && sreq->payload)
+		ret = serving_submit_take(d->serving, tenant, &sreq->payload, len,
+					  control_infer_done, inf, NULL, &err);
+	else if (!ret)
 		ret = serving_submit(d->serving, tenant, data, len, control_infer_done, inf, NULL,
 				     &err);
 	if (ret) {
@@ -780,6 +794,7 @@ static char *control_cmd_infer(struct colocd *d, struct json_object *req, uid_t 
 	inf->conn = sreq->conn;
 	inf->tag = tag;
 	inf->uid = uid;
+	inf->first_byte_ns = sreq->first_byte_ns;
 	strcpy((char *)(inf + 1), tenant);
 	server_req_read_payload(sreq, (size_t)bytes, control_infer_payload, inf);
 	return NULL;

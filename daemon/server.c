@@ -31,6 +31,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <json-c/json.h>
 #include "coloc/protocol.h"
@@ -38,6 +39,7 @@
 
 #define SERVER_IN_CAP (COLOC_MAX_REQUEST + 4096)
 #define SERVER_ACCEPTS_PER_WAKEUP 16
+#define SERVER_READS_PER_WAKEUP 4
 
 bool server_has_output(const struct server *s)
 {
@@ -169,7 +171,9 @@ static bool server_conn_take(struct server_conn *c, struct server_req *req, char
 
 static struct server_req server_conn_req(struct server_conn *c)
 {
-	return (struct server_req){ .server = c->s, .conn = c->id, .uid = c->uid };
+	return (struct server_req){
+		.server = c->s, .conn = c->id, .uid = c->uid, .first_byte_ns = c->in_first_ns
+	};
 }
 
 /* The payload is in: its handler answers. */
@@ -182,12 +186,14 @@ static bool server_conn_payload_done(struct server_conn *c)
 	bool ok;
 
 	req.payload_arg = c->preq.payload_arg;
+	req.first_byte_ns = c->preq.first_byte_ns;
+	req.payload = data;
 	c->payload = NULL;
 	c->in_payload = false;
 	resp = c->preq.payload_fn(s->handle_ctx, &req, data, c->preq.payload_bytes);
 	req.payload_fn = NULL; /* a payload's handler answers; it asks for no other */
 	ok = server_conn_take(c, &req, resp);
-	free(data);
+	free(req.payload); /* NULL when the handler kept it */
 	return ok;
 }
 
@@ -225,6 +231,7 @@ static bool server_conn_fill_payload(struct server_conn *c)
 	c->payload_got += n;
 	c->in_len -= n;
 	memmove(c->in, c->in + n, c->in_len);
+	c->in_first_ns = c->last_read_ns;
 	return c->payload_got == c->preq.payload_bytes;
 }
 
@@ -282,6 +289,7 @@ static bool server_conn_serve_one(struct server_conn *c, bool *ok)
 		req.nr_fds = 0;
 		c->in_len -= line_len + 1;
 		memmove(c->in, nl + 1, c->in_len);
+		c->in_first_ns = c->last_read_ns;
 		*ok = server_conn_take(c, &req, resp);
 	}
 	return true;
@@ -356,8 +364,11 @@ static void server_conn_add_fds(struct server_conn *c, struct msghdr *msg, bool 
 	c->in_len = 0;
 }
 
-/* Reads what is there; false when the connection is to be closed now. */
-static bool server_conn_read(struct server_conn *c)
+/*
+ * Reads what is there, *got the bytes (0 at EOF, -1 for none); false when
+ * the connection is to be closed now.
+ */
+static bool server_conn_read(struct server_conn *c, ssize_t *got)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * COLOC_MAX_REQUEST_FDS)];
@@ -380,9 +391,12 @@ static bool server_conn_read(struct server_conn *c)
 	msg.msg_control = cbuf.buf;
 	msg.msg_controllen = sizeof(cbuf.buf);
 	n = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	*got = n;
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
-	c->last_progress_ns = loop_now_ns();
+	c->last_progress_ns = c->last_read_ns = loop_now_ns();
+	if (!to_payload && !c->in_len)
+		c->in_first_ns = c->last_read_ns;
 	if (msg.msg_controllen || (msg.msg_flags & MSG_CTRUNC))
 		server_conn_add_fds(c, &msg, to_payload, c->in_len + (size_t)(n ? n - 1 : 0));
 	if (c->closing && !to_payload)
@@ -457,12 +471,24 @@ static void server_on_conn(struct loop_source *src, int fd, unsigned int revents
 		server_conn_close(c);
 		return;
 	}
-	if ((revents & POLLIN) && server_conn_may_read(c) && !server_conn_read(c)) {
-		server_conn_close(c);
-		return;
+	/*
+	 * A line asking for a payload mostly comes with its bytes right behind
+	 * it: they are read on here, not after another turn of the loop.
+	 */
+	for (int i = 0; i < SERVER_READS_PER_WAKEUP; i++) {
+		ssize_t got = -1;
+
+		if ((revents & POLLIN) && server_conn_may_read(c) && !server_conn_read(c, &got)) {
+			server_conn_close(c);
+			return;
+		}
+		if (!server_conn_serve(c)) {
+			server_conn_close(c);
+			return;
+		}
+		if (!c->in_payload || got <= 0)
+			break;
 	}
-	if (!server_conn_serve(c))
-		server_conn_close(c);
 }
 
 static struct server_conn *server_find_conn(struct server *s, __u64 id)
@@ -473,26 +499,58 @@ static struct server_conn *server_find_conn(struct server *s, __u64 id)
 	return NULL;
 }
 
+/*
+ * Sends what the socket takes now of line and payload, when nothing is
+ * queued before them: one sendmsg from the caller's buffers. The bytes
+ * sent; 0 on an error too: then all is queued and the loop's flush meets
+ * the error and closes the connection (never here: the caller may be
+ * inside a handler of this connection).
+ */
+static ssize_t server_conn_send_now(struct server_conn *c, const char *line, size_t line_len,
+				    const void *payload, size_t len)
+{
+	struct iovec iov[2] = { { (void *)line, line_len }, { (void *)payload, len } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	ssize_t n;
+
+	if (c->out_head || c->closing)
+		return 0;
+	n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	return n < 0 ? 0 : n;
+}
+
 int server_send(struct server *s, __u64 conn, const char *line, const void *payload, size_t len)
 {
 	struct server_conn *c = server_find_conn(s, conn);
+	size_t line_len;
+	ssize_t sent;
 
 	if (!c)
 		return -ENOTCONN;
 	if (c->pending > 0)
 		c->pending--;
-	if (!server_conn_queue(c, line, payload, len)) {
-		server_conn_close(c);
-		return -ENOMEM;
-	}
 	c->last_progress_ns = loop_now_ns();
+	line_len = strlen(line);
 	/*
-	 * Sent from the loop's POLLOUT, not here: the caller may be inside
-	 * another module's callback, and serving the requests this unblocks
-	 * would call back into it.
+	 * Sent here, not only from the loop's POLLOUT: the client waits for
+	 * it. Nothing is read or served here: the caller may be inside another
+	 * module's callback, and serving the requests this unblocks would call
+	 * back into it.
 	 */
+	sent = server_conn_send_now(c, line, line_len, payload, len);
+	if ((size_t)sent < line_len) {
+		if (!server_conn_queue(c, line + sent, payload, len))
+			goto nomem;
+	} else if ((size_t)sent < line_len + len) {
+		if (!server_conn_queue(c, "", (const char *)payload + ((size_t)sent - line_len),
+				       line_len + len - (size_t)sent))
+			goto nomem;
+	}
 	server_conn_update(c);
 	return 0;
+nomem:
+	server_conn_close(c);
+	return -ENOMEM;
 }
 
 /*

@@ -63,6 +63,17 @@ struct server_req {
 	 */
 	int *fds;
 	int nr_fds;
+	/*
+	 * CLOCK_MONOTONIC of the read that brought the request's first byte
+	 * (for a line that followed another in the same read, that read's).
+	 */
+	__u64 first_byte_ns;
+	/*
+	 * In a payload handler: the payload's buffer (malloc'd, len bytes).
+	 * The handler keeps it by setting this to NULL; else the server frees
+	 * it when the handler returns.
+	 */
+	void *payload;
 	/* set through the calls below */
 	size_t payload_bytes;
 	char *(*payload_fn)(void *ctx, struct server_req *req, const void *data, size_t len);
@@ -88,8 +99,11 @@ int server_req_read_payload(struct server_req *req, size_t bytes, server_payload
 void server_req_defer(struct server_req *req);
 /*
  * Sends a deferred answer: line (ending in '\n') then len bytes of payload
- * (NULL, 0 for none), queued in full on connection conn. -ENOTCONN when the
- * connection is gone, -ENOMEM.
+ * (NULL, 0 for none) on connection conn. What the socket takes at once
+ * goes straight from line and payload (one sendmsg, nothing copied); the
+ * rest is copied and queued, sent from the loop. Either way the caller's
+ * buffers are free when it returns. -ENOTCONN when the connection is gone,
+ * -ENOMEM.
  */
 int server_send(struct server *s, __u64 conn, const char *line, const void *payload, size_t len);
 /* Stops accepting new connections (shutting down); the open ones are served on. */

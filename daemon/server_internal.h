@@ -33,6 +33,8 @@ struct server_conn {
 	__u64 last_progress_ns; /* accepted, a request answered, or bytes moved */
 	char *in;
 	size_t in_len;
+	__u64 in_first_ns; /* the read that brought in[0] (server_req.first_byte_ns) */
+	__u64 last_read_ns;
 	/* answers queued, oldest first, and their bytes not yet sent */
 	struct server_out *out_head, *out_tail;
 	size_t out_bytes;

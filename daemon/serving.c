@@ -483,6 +483,20 @@ static int owner_queued(const struct serving *s, uid_t owner)
 int serving_submit(struct serving *s, const char *tenant, const void *input, size_t len,
 		   serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err)
 {
+	void *copy = malloc(len ? len : 1);
+	int ret;
+
+	if (!copy)
+		return coloc_err_set(err, -ENOMEM, "out of memory queueing a query of %s", tenant);
+	memcpy(copy, input, len);
+	ret = serving_submit_take(s, tenant, &copy, len, done, ctx, query_id, err);
+	free(copy);
+	return ret;
+}
+
+int serving_submit_take(struct serving *s, const char *tenant, void **input, size_t len,
+			serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err)
+{
 	struct sv_tenant *t = sv_find_tenant(s, tenant);
 	uint64_t now = sv_now_ns();
 	struct sv_query *q;
@@ -528,13 +542,10 @@ int serving_submit(struct serving *s, const char *tenant, const void *input, siz
 		return ret;
 	}
 	q = calloc(1, sizeof(*q));
-	if (q)
-		q->input = malloc(len);
-	if (!q || !q->input) {
-		free(q);
+	if (!q)
 		return coloc_err_set(err, -ENOMEM, "out of memory queueing a query of %s", tenant);
-	}
-	memcpy(q->input, input, len);
+	q->input = *input;
+	*input = NULL;
 	q->id = ++s->next_query_id;
 	q->arrival_ns = q->mark_ns = now;
 	q->deadline_ns = now + t->qos_ns;

@@ -323,6 +323,12 @@ int serving_authorize(const struct serving *s, const char *name, uid_t uid, stru
  */
 int serving_submit(struct serving *s, const char *tenant, const void *input, size_t len,
 		   serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err);
+/*
+ * The same, taking the caller's malloc'd input instead of copying it: on 0,
+ * *input is the query's (set to NULL), on an error still the caller's.
+ */
+int serving_submit_take(struct serving *s, const char *tenant, void **input, size_t len,
+			serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err);
 
 /* The fds to watch now (at most max stored); returns how many there are. */
 int serving_fds(const struct serving *s, int *fds, int max);

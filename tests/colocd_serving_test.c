@@ -109,6 +109,15 @@ TEST_F_TIMEOUT(wire, submit_infer_status__two_tenants_outputs_equal_in_process_r
 			parts += res.parts_ns[p];
 		EXPECT_EQ(res.latency_ns, parts);
 		EXPECT_EQ(res.exec_ns, res.parts_ns[COLOC_PART_COMPUTE]);
+		/*
+		 * colocd's stamps, on this process's clock: its first read of the
+		 * request after the send began, the answer before it was read
+		 * here, and between them the input's read and the query itself
+		 */
+		EXPECT_GE(res.first_byte_at_ns, t0);
+		EXPECT_LE(res.answered_at_ns, tu_now_ns());
+		EXPECT_GE(res.answered_at_ns - res.first_byte_at_ns,
+			  res.receive_ns + res.latency_ns);
 		if (i) { /* the first warms the executor */
 			rt[i - 1] = tu_now_ns() - t0;
 			ex[i - 1] = res.exec_ns;
@@ -482,6 +491,61 @@ TEST_F_TIMEOUT(wire, coloc__two_tenants_meet_a_generous_qos_an_impossible_one_is
 	ASSERT_TRUE(is_ok(r));
 	EXPECT_EQ(2, json_object_array_length(json_object_object_get(r, "tenants")));
 	json_object_put(r);
+	free(got);
+}
+
+/*
+ * A client that sends its request line and half its input, then stalls:
+ * colocd holds nothing of the tenant's for it (the other client's query is
+ * served meanwhile), and once the rest comes the query is answered, its
+ * receive_ns holding the stall and its output right.
+ */
+TEST_F_TIMEOUT(wire, infer__half_an_input_then_a_stall_blocks_no_one_and_receive_holds_it, 600)
+{
+	struct coloc_client *slow;
+	struct coloc_infer_result res;
+	size_t half = self->in_bytes / 2, out_elems = 0;
+	float *got, *want, max_err, max_ref;
+	char hdr[256];
+	__u64 rest_sent;
+	int fd;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	got = malloc(self->out_bytes); /* known once a tenant is ready */
+	ASSERT_NE(NULL, got);
+	want = tu_model_outputs(self->model, self->input, &out_elems);
+	ASSERT_NE(NULL, want);
+	ASSERT_EQ(0, coloc_client_connect(self->sock, &slow));
+	fd = coloc_client_fd(slow);
+	snprintf(hdr, sizeof(hdr),
+		 "{\"cmd\":\"infer\",\"tenant\":\"a\",\"tag\":5,\"input_bytes\":%zu}\n",
+		 self->in_bytes);
+	ASSERT_EQ((ssize_t)strlen(hdr), send(fd, hdr, strlen(hdr), MSG_NOSIGNAL));
+	ASSERT_EQ((ssize_t)half, send(fd, self->input, half, MSG_NOSIGNAL));
+	/* meanwhile another client's queries are answered, each one */
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(0, coloc_client_infer(self->c, "a", self->input, self->in_bytes, got,
+						self->out_bytes, &res))
+		TH_LOG("%s", coloc_client_error(self->c));
+		EXPECT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+	}
+	usleep(50000);
+	rest_sent = tu_now_ns();
+	ASSERT_EQ((ssize_t)(self->in_bytes - half),
+		  send(fd, (const char *)self->input + half, self->in_bytes - half, MSG_NOSIGNAL));
+	memset(got, 0, self->out_bytes);
+	ASSERT_EQ(1, coloc_client_infer_recv(slow, &res, got, self->out_bytes, -1))
+	TH_LOG("%s", coloc_client_error(slow));
+	ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+	EXPECT_EQ(5, res.tag);
+	/* read before the stall's end (colocd served others meanwhile), complete after it */
+	EXPECT_LT(res.first_byte_at_ns, rest_sent);
+	EXPECT_GE(res.first_byte_at_ns + res.receive_ns, rest_sent);
+	TH_LOG("half an input, then a stall: receive_ns %.1f ms", res.receive_ns / 1e6);
+	ref_compare(got, want, (int64_t)out_elems, &max_err, &max_ref);
+	EXPECT_LE(max_err, TOL * (1.0f + max_ref));
+	coloc_client_close(slow);
+	free(want);
 	free(got);
 }
 

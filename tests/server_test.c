@@ -3,7 +3,9 @@
  * colocd's control socket (daemon/server.c) served in this process on a real
  * event loop, its clients real Unix sockets: the line framing (split and
  * batched writes, CRLF, a last line cut by EOF), a line over the limit, a
- * binary payload after its line, deferred answers, many clients at once,
+ * binary payload after its line (kept by its handler without a copy, with
+ * when its request began), deferred answers (sent at once as far as the
+ * socket takes them, the rest in order), many clients at once,
  * descriptors riding on a line, and who the peer is (SO_PEERCRED): root, a
  * member of the coloc group, and a user who is neither. The handler echoes
  * each line with the uid the server says sent it.
@@ -34,6 +36,9 @@
 
 struct echo {
 	int lines; /* request lines the handler saw */
+	void *kept; /* a payload's buffer the handler kept ("keep N") */
+	size_t kept_len;
+	__u64 kept_first_byte_ns, kept_done_ns; /* its request's first byte, its payload in */
 	int oversize; /* times it was told of a line over the limit */
 	int nr_fds; /* descriptors that came with the last line */
 	struct server *srv;
@@ -60,6 +65,22 @@ static char *echo_payload(void *ctx, struct server_req *req, const void *data, s
 	return out;
 }
 
+/* Keeps the buffer (server_req.payload) instead of copying it. */
+static char *keep_payload(void *ctx, struct server_req *req, const void *data, size_t len)
+{
+	struct echo *e = ctx;
+
+	if (req->payload != data)
+		return strdup("not the buffer\n");
+	free(e->kept);
+	e->kept = req->payload;
+	e->kept_len = len;
+	e->kept_first_byte_ns = req->first_byte_ns;
+	e->kept_done_ns = loop_now_ns();
+	req->payload = NULL;
+	return strdup("kept\n");
+}
+
 static char *echo_handle(void *ctx, struct server_req *req, const char *line, size_t len)
 {
 	struct echo *e = ctx;
@@ -74,6 +95,10 @@ static char *echo_handle(void *ctx, struct server_req *req, const char *line, si
 	e->nr_fds = req->nr_fds;
 	if (sscanf(line, "payload %lu", &bytes) == 1) {
 		server_req_read_payload(req, bytes, echo_payload, NULL);
+		return NULL;
+	}
+	if (sscanf(line, "keep %lu", &bytes) == 1) {
+		server_req_read_payload(req, bytes, keep_payload, NULL);
 		return NULL;
 	}
 	if (!strcmp(line, "defer")) {
@@ -112,6 +137,7 @@ FIXTURE_SETUP(server)
 
 FIXTURE_TEARDOWN(server)
 {
+	free(self->echo.kept);
 	server_close(self->srv);
 	loop_free(self->loop);
 	if (self->dir[0])
@@ -327,6 +353,89 @@ TEST_F(server, send__a_deferred_answer_reaches_its_connection_and_a_gone_one_is_
 	     i++)
 		serve_for(self->loop, 5);
 	EXPECT_EQ(-ENOTCONN, server_send(self->srv, self->echo.deferred_conn, "x\n", NULL, 0));
+}
+
+TEST_F(server, req_read_payload__the_handler_keeps_the_buffer_and_sees_when_the_request_began)
+{
+	int fd = connect_to(self->sock);
+	__u64 t0, t_mid, t_rest;
+	char ans[16] = { 0 };
+
+	ASSERT_GE(fd, 0);
+	t0 = loop_now_ns();
+	ASSERT_EQ(10, send_str(fd, "keep 8\nABC"));
+	/* the line and the first bytes are read; the payload waits for the rest */
+	for (int i = 0; i < 1000 && !self->echo.lines; i++)
+		serve_for(self->loop, 5);
+	ASSERT_EQ(1, self->echo.lines);
+	ASSERT_EQ(NULL, self->echo.kept);
+	t_mid = loop_now_ns();
+	usleep(20000);
+	t_rest = loop_now_ns();
+	ASSERT_EQ(5, send_str(fd, "DEFGH"));
+	for (int i = 0; i < 1000 && !self->echo.kept; i++)
+		serve_for(self->loop, 5);
+	ASSERT_NE(NULL, self->echo.kept);
+	ASSERT_EQ(8, self->echo.kept_len);
+	EXPECT_EQ(0, memcmp(self->echo.kept, "ABCDEFGH", 8));
+	/* the first byte's read, by the loop's clock: after the send, before the rest */
+	EXPECT_GE(self->echo.kept_first_byte_ns, t0);
+	EXPECT_LE(self->echo.kept_first_byte_ns, t_mid);
+	EXPECT_GE(self->echo.kept_done_ns, t_rest);
+	ASSERT_EQ(5, recv(fd, ans, sizeof(ans) - 1, 0));
+	EXPECT_STREQ("kept\n", ans);
+	close(fd);
+}
+
+/* Reads what fd has into buf (cap bytes) while serving, until it holds want bytes or time is up. */
+static size_t read_while_serving(struct loop *loop, int fd, char *buf, size_t cap, size_t want)
+{
+	size_t len = 0;
+
+	for (int i = 0; i < 4000 && len < want; i++) {
+		ssize_t n = recv(fd, buf + len, cap - len, MSG_DONTWAIT);
+
+		if (n > 0)
+			len += (size_t)n;
+		else
+			serve_for(loop, 1);
+	}
+	return len;
+}
+
+TEST_F(server, send__an_answer_goes_out_at_once_and_what_the_socket_cannot_take_follows_in_order)
+{
+	size_t big = 4u << 20, want = 9 + big + 8, len;
+	char *pay = malloc(big), *got = malloc(want + 64);
+	int fd = connect_to(self->sock);
+
+	ASSERT_GE(fd, 0);
+	ASSERT_NE(NULL, pay);
+	ASSERT_NE(NULL, got);
+	for (size_t i = 0; i < big; i++)
+		pay[i] = (char)('a' + i % 26);
+	ASSERT_EQ(6, send_str(fd, "defer\n"));
+	for (int i = 0; i < 1000 && !self->echo.deferred_conn; i++)
+		serve_for(self->loop, 5);
+	ASSERT_NE(0, self->echo.deferred_conn);
+	/* more than a socket holds: part now, from the caller's buffer, the rest queued */
+	ASSERT_EQ(0, server_send(self->srv, self->echo.deferred_conn, "deferred\n", pay, big));
+	memset(pay, 'X', big); /* the caller's buffer is free once server_send returns */
+	/* without a turn of the loop, the answer's start is already on the socket */
+	ASSERT_EQ(9, recv(fd, got, 9, MSG_DONTWAIT));
+	EXPECT_EQ(0, memcmp(got, "deferred\n", 9));
+	/* a later request's answer comes after the whole payload */
+	ASSERT_EQ(6, send_str(fd, "after\n"));
+	len = 9 + read_while_serving(self->loop, fd, got + 9, want + 64 - 9, want - 9);
+	ASSERT_EQ(want, len);
+	for (size_t i = 0; i < big; i++)
+		if (got[9 + i] != (char)('a' + i % 26)) {
+			ASSERT_EQ(i, big) TH_LOG("payload byte %zu is '%c'", i, got[9 + i]);
+		}
+	EXPECT_EQ(0, memcmp(got + 9 + big, "0:after\n", 8));
+	free(pay);
+	free(got);
+	close(fd);
 }
 
 TEST_F(server, listen__serves_many_clients_at_once_each_its_own_answers)

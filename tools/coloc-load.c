@@ -12,7 +12,8 @@
  * where it went part by part (the answers' parts_ns), and what lies between
  * the two: the send (the request's bytes into the socket) and the hop (this
  * latency less colocd's, per query: the input's way in and the answer's way
- * back), and this latency less the query's wait behind others (colocd's
+ * back, and from colocd's stamps its parts: the way in, colocd's read of
+ * the input, the way out), and this latency less the query's wait behind others (colocd's
  * queued part): what a query costs apart from the load's queueing. With
  * --grpc or --url the queries go through coloc-gateway's KServe v2 gRPC or
  * HTTP API instead (coloc/infer_route.h: the same asynchronous shape); the
@@ -44,6 +45,7 @@
 #define LOAD_MAX_CONNS 64
 #define LOAD_MAX_QPS 100000.0
 #define LOAD_REASON_LEN 256
+#define LOAD_NR_HOP_PARTS 3
 #define NS_PER_S 1000000000ull
 
 static struct {
@@ -106,6 +108,7 @@ struct load_tenant {
 	uint64_t *send_ns, *hop_ns; /* their send, and their latency less colocd's */
 	uint64_t *unqueued_ns; /* their latency less the wait behind other queries */
 	uint64_t *parts_ns[COLOC_NR_PARTS]; /* their colocd latency part by part */
+	uint64_t *hop_parts_ns[LOAD_NR_HOP_PARTS]; /* their hop's parts (hop_part_names) */
 	size_t nr_lat, cap_lat;
 	uint64_t max_slip_ns; /* how late a send started after its arrival time */
 };
@@ -123,6 +126,19 @@ static struct load_tenant tenants[LOAD_MAX_TENANTS];
 static int nr_tenants;
 static struct load_query *queries;
 static size_t nr_queries, cap_queries;
+
+/*
+ * The hop's parts, from colocd's stamps on the same CLOCK_MONOTONIC: "in",
+ * the send's start until colocd's first read of the request; "receive",
+ * that read until the input was complete; "out", colocd's answer until it
+ * was read and parsed here.
+ */
+static const char *const hop_part_names[LOAD_NR_HOP_PARTS] = { "in", "receive", "out" };
+
+static uint64_t since(uint64_t from, uint64_t to)
+{
+	return from && to > from ? to - from : 0;
+}
 
 static void usage(FILE *out)
 {
@@ -452,6 +468,9 @@ static int lat_push(struct load_tenant *t, const struct load_query *q, uint64_t 
 		for (int p = 0; p < COLOC_NR_PARTS; p++)
 			if (grow_u64(&t->parts_ns[p], cap))
 				return -ENOMEM;
+		for (int p = 0; p < LOAD_NR_HOP_PARTS; p++)
+			if (grow_u64(&t->hop_parts_ns[p], cap))
+				return -ENOMEM;
 		t->cap_lat = cap;
 	}
 	t->lat_ns[t->nr_lat] = lat;
@@ -462,6 +481,9 @@ static int lat_push(struct load_tenant *t, const struct load_query *q, uint64_t 
 		lat > res->parts_ns[COLOC_PART_QUEUED] ? lat - res->parts_ns[COLOC_PART_QUEUED] : 0;
 	for (int p = 0; p < COLOC_NR_PARTS; p++)
 		t->parts_ns[p][t->nr_lat] = res->parts_ns[p];
+	t->hop_parts_ns[0][t->nr_lat] = since(q->send_ns, res->first_byte_at_ns);
+	t->hop_parts_ns[1][t->nr_lat] = res->receive_ns;
+	t->hop_parts_ns[2][t->nr_lat] = since(res->answered_at_ns, q->send_ns + lat);
 	t->nr_lat++;
 	return 0;
 }
@@ -661,6 +683,7 @@ struct load_summary {
 	double p50, p95, p99, max, c50, c95, c99, cmax;
 	double send50, send95, hop50, hop95, unq50, unq95;
 	double part50[COLOC_NR_PARTS], part95[COLOC_NR_PARTS]; /* each part's own */
+	double hpart50[LOAD_NR_HOP_PARTS], hpart95[LOAD_NR_HOP_PARTS];
 };
 
 static const char *const part_names[COLOC_NR_PARTS] = COLOC_PART_NAMES;
@@ -699,6 +722,11 @@ static void summarize(struct load_tenant *t, struct load_summary *s)
 		qsort(t->parts_ns[p], t->nr_lat, sizeof(uint64_t), cmp_u64);
 		s->part50[p] = pct_ms(t->parts_ns[p], t->nr_lat, 50);
 		s->part95[p] = pct_ms(t->parts_ns[p], t->nr_lat, 95);
+	}
+	for (int p = 0; p < LOAD_NR_HOP_PARTS; p++) {
+		qsort(t->hop_parts_ns[p], t->nr_lat, sizeof(uint64_t), cmp_u64);
+		s->hpart50[p] = pct_ms(t->hop_parts_ns[p], t->nr_lat, 50);
+		s->hpart95[p] = pct_ms(t->hop_parts_ns[p], t->nr_lat, 95);
 	}
 }
 
@@ -746,16 +774,18 @@ static void add_u64(struct json_object *o, const char *key, uint64_t v)
 }
 
 /* {"queued":{"p50_ms":F,"p95_ms":F},...}: colocd's latency part by part */
-static struct json_object *parts_json(const struct load_summary *s)
+/* {"NAME":{"p50_ms":F,"p95_ms":F},...} of n parts */
+static struct json_object *parts_json(const char *const *names, const double *p50,
+				      const double *p95, int n)
 {
 	struct json_object *o = json_object_new_object();
 
-	for (int p = 0; p < COLOC_NR_PARTS; p++) {
+	for (int p = 0; p < n; p++) {
 		struct json_object *part = json_object_new_object();
 
-		add_num(part, "p50_ms", s->part50[p]);
-		add_num(part, "p95_ms", s->part95[p]);
-		json_object_object_add(o, part_names[p], part);
+		add_num(part, "p50_ms", p50[p]);
+		add_num(part, "p95_ms", p95[p]);
+		json_object_object_add(o, names[p], part);
 	}
 	return o;
 }
@@ -801,7 +831,11 @@ static void print_json(const struct load_cpu *cpu)
 		add_num(jt, "unqueued_p50_ms", s.unq50);
 		add_num(jt, "unqueued_p95_ms", s.unq95);
 		add_num(jt, "max_send_slip_ms", (double)t->max_slip_ns / 1e6);
-		json_object_object_add(jt, "colocd_parts", parts_json(&s));
+		json_object_object_add(jt, "colocd_parts",
+				       parts_json(part_names, s.part50, s.part95, COLOC_NR_PARTS));
+		json_object_object_add(
+			jt, "hop_parts",
+			parts_json(hop_part_names, s.hpart50, s.hpart95, LOAD_NR_HOP_PARTS));
 		for (int k = LOAD_REJECTED; k < LOAD_NR_OUTCOMES; k++) {
 			char key[32];
 
@@ -861,6 +895,11 @@ static void print_text(const struct load_cpu *cpu)
 			printf("  %s in colocd, p50 / p95 ms:", t->name);
 			for (int p = 0; p < COLOC_NR_PARTS; p++)
 				printf(" %s %.3f / %.3f", part_names[p], s.part50[p], s.part95[p]);
+			printf("\n  %s's hop, p50 / p95 ms: send %.3f / %.3f", t->name, s.send50,
+			       s.send95);
+			for (int p = 0; p < LOAD_NR_HOP_PARTS; p++)
+				printf(" %s %.3f / %.3f", hop_part_names[p], s.hpart50[p],
+				       s.hpart95[p]);
 			printf("\n");
 		}
 		for (int k = LOAD_REJECTED; k < LOAD_NR_OUTCOMES; k++)
@@ -952,6 +991,8 @@ out:
 		free(tenants[i].unqueued_ns);
 		for (int p = 0; p < COLOC_NR_PARTS; p++)
 			free(tenants[i].parts_ns[p]);
+		for (int p = 0; p < LOAD_NR_HOP_PARTS; p++)
+			free(tenants[i].hop_parts_ns[p]);
 	}
 	free(queries);
 	return ret;

@@ -96,6 +96,10 @@ struct coloc_infer_result {
 	uint64_t parts_ns[COLOC_NR_PARTS];
 	size_t output_bytes; /* written to the caller's buffer */
 	char error[256]; /* why, when not OK */
+	/* colocd's first read of the request until its input was complete (not in latency_ns) */
+	uint64_t receive_ns;
+	/* colocd's CLOCK_MONOTONIC at that first read and as it answered; 0 if not given */
+	uint64_t first_byte_at_ns, answered_at_ns;
 };
 
 /*

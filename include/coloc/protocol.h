@@ -196,14 +196,21 @@
  *         "parts_ns":{"queued":N,"dispatch":N,"compute":N,"copy":N,
  *         "notice":N,"decide":N,"reply":N} (the latency part by part, adding
  *         up to it: enum coloc_latency_part below says what each is),
- *         "output_bytes":M} + M raw bytes (the outputs, fp32, shm.h's layout)
+ *         "receive_ns":N (before arrival, not in latency_ns: colocd's first
+ *         read of the request's bytes until its input was complete),
+ *         "first_byte_at_ns":N,"answered_at_ns":N (colocd's CLOCK_MONOTONIC
+ *         at that first read and as the answer went to the socket: a client
+ *         on the same clock sees its request's way in and the answer's way
+ *         out),"output_bytes":M} + M raw bytes (the outputs, fp32, shm.h's
+ *         layout)
  *     -> {"ok":false,"tag":N,"status":"rejected","error":S} at once: no such
  *        tenant, another user's, a size that is not the model's, a full
  *        queue (per tenant, per owner and in all), a draining or failed
  *        tenant, colocd shutting down
  *        (a starting tenant queues the query until it is ready);
  *     -> {"ok":false,"tag":N,"status":"dropped"|"failed","error":S,
- *         "latency_ns":N,"exec_ns":N,"parts_ns":{...}}: given up on past its deadline, or its
+ *         "latency_ns":N,"exec_ns":N,"parts_ns":{...},"receive_ns":N,
+ *         "first_byte_at_ns":N,"answered_at_ns":N}: given up on past its deadline, or its
  *        executor failed.
  *     No bytes follow an ok:false answer. A line without a string "tenant"
  *     and integer "tag" and "input_bytes" is answered with an error and the
