@@ -356,7 +356,8 @@ static void tenant_io_bytes(struct coloc_client *c, const char *name, size_t *in
 	json_object_put(resp);
 }
 
-int main(int argc, char **argv)
+/* Options into opts: -1 to go on, else the exit code (help, or a bad option). */
+static int parse_args(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -369,15 +370,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct http_conn h = { .fd = -1 };
-	struct coloc_client *c = NULL;
-	struct kserve_grpc *g = NULL;
-	size_t in_bytes = 0, out_bytes = 0;
-	int64_t *sock_rtt, *http_rtt, *sock_x, *http_x, added[64], added95[64], cpu_sum = 0;
-	int64_t runs_sum = 0;
-	float *in;
-	void *out;
-	int o, rc = 1;
+	int o;
 
 	while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (o) {
@@ -414,6 +407,24 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct http_conn h = { .fd = -1 };
+	struct coloc_client *c = NULL;
+	struct kserve_grpc *g = NULL;
+	size_t in_bytes = 0, out_bytes = 0;
+	int64_t *sock_rtt, *http_rtt, *sock_x, *http_x, added[64], added95[64], cpu_sum = 0;
+	int64_t runs_sum = 0;
+	float *in;
+	void *out;
+	int rc = parse_args(argc, argv);
+
+	if (rc >= 0)
+		return rc;
+	rc = 1;
 	if (coloc_client_connect(opts.socket_path, &c)) {
 		fprintf(stderr, "%s: cannot reach colocd at %s\n", prog, opts.socket_path);
 		return 1;
