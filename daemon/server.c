@@ -159,7 +159,11 @@ static bool server_conn_take(struct server_conn *c, struct server_req *req, char
 		c->in_payload = true;
 		ok = c->payload != NULL;
 	} else if (req->deferred) {
-		c->pending++;
+		/* answered already, from within the handler (server_send): nothing owed */
+		if (c->answered_early > 0)
+			c->answered_early--;
+		else
+			c->pending++;
 	} else {
 		ok = false; /* no answer: the client would wait for ever */
 	}
@@ -430,6 +434,19 @@ static void server_conn_update(struct server_conn *c)
 	loop_poll_set_events(c->src, ev);
 }
 
+/*
+ * After an answer sent outside the loop's turn for c: the loop comes back
+ * to c (POLLOUT fires at once on a socket with room) when there is more to
+ * do than wait for the client: requests already read, or a closing or
+ * half-closed connection to end once nothing is owed.
+ */
+static void server_conn_kick(struct server_conn *c)
+{
+	server_conn_update(c);
+	if (!c->out_head && (c->in_len || c->closing || c->eof))
+		loop_poll_set_events(c->src, (server_conn_may_read(c) ? POLLIN : 0) | POLLOUT);
+}
+
 /* Serves what the buffer holds, within the bounds; false when to close now. */
 static bool server_conn_serve(struct server_conn *c)
 {
@@ -529,6 +546,8 @@ int server_send(struct server *s, __u64 conn, const char *line, const void *payl
 		return -ENOTCONN;
 	if (c->pending > 0)
 		c->pending--;
+	else
+		c->answered_early++; /* its handler has not returned yet: see server_conn_take */
 	c->last_progress_ns = loop_now_ns();
 	line_len = strlen(line);
 	/*
@@ -546,10 +565,12 @@ int server_send(struct server *s, __u64 conn, const char *line, const void *payl
 				       line_len + len - (size_t)sent))
 			goto nomem;
 	}
-	server_conn_update(c);
+	server_conn_kick(c);
 	return 0;
 nomem:
-	server_conn_close(c);
+	/* closed from the loop, never here: the caller may be inside a handler of c */
+	c->closing = true;
+	server_conn_kick(c);
 	return -ENOMEM;
 }
 

@@ -39,6 +39,7 @@ struct server_conn {
 	struct server_out *out_head, *out_tail;
 	size_t out_bytes;
 	int pending; /* deferred answers owed */
+	int answered_early; /* deferred answers sent before their handler returned */
 	/* a binary payload being read after its request line */
 	struct server_req preq;
 	char *payload;

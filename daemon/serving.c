@@ -357,7 +357,7 @@ void sv_fail_tenant(struct serving *s, struct sv_tenant *t, const char *why)
 int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err *err)
 {
 	struct execproc *eps[SERVING_MAX_EXECUTORS] = { 0 };
-	int ret;
+	int ret = 0;
 	struct execproc_opts o = { .executor = s->executor,
 				   .model_fd = t->model_fd,
 				   .model_name = t->model_name,

@@ -239,6 +239,7 @@ int submit_copier_add(struct submit_copier *q, uid_t uid, const int *fds,
 		      void *ctx, struct coloc_err *err)
 {
 	struct submit_copy *c;
+	int ret;
 
 	if (nr < 1 || nr > SUBMIT_COPY_MAX_FILES)
 		return coloc_err_set(err, -EINVAL, "a submit has 1 to %d files",
@@ -253,9 +254,8 @@ int submit_copier_add(struct submit_copier *q, uid_t uid, const int *fds,
 	for (int i = 0; i < nr; i++) {
 		c->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
 		if (c->fds[i] < 0) {
-			int ret = coloc_err_set(err, -errno, "duplicating the submit's files: %s",
-						strerror(errno));
-
+			ret = coloc_err_set(err, -errno, "duplicating the submit's files: %s",
+					    strerror(errno));
 			submit_copy_end(c);
 			return ret;
 		}
@@ -264,11 +264,24 @@ int submit_copier_add(struct submit_copier *q, uid_t uid, const int *fds,
 	}
 	c->done = done;
 	c->ctx = ctx;
-	if (q->tail)
-		q->tail->next = c;
-	else
-		q->head = c;
-	q->tail = c;
-	submit_copier_next(q);
+	if (q->running) {
+		if (q->tail)
+			q->tail->next = c;
+		else
+			q->head = c;
+		q->tail = c;
+		return 0;
+	}
+	/* none running: none waits either (submit_copier_next); c starts now or fails here */
+	submit_copier_took_turn(q, uid);
+	q->running = c;
+	ret = pthread_create(&q->thread, NULL, submit_copy_thread, q);
+	if (ret) {
+		q->running = NULL;
+		c->done = NULL; /* the caller hears it from the return value, not from done */
+		submit_copy_end(c);
+		return coloc_err_set(err, -ret, "cannot start the copy of the submit's files: %s",
+				     strerror(ret));
+	}
 	return 0;
 }

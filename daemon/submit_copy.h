@@ -47,7 +47,8 @@ void submit_copier_free(struct submit_copier *q);
  * Queues the copy of the nr files of fds (the client's descriptors,
  * duplicated here: the caller keeps its own), what[i] naming each in
  * errors ("the model", ...), file 0 the model, for the user uid (whose
- * turn it waits for). done is called once, on the loop. 0, or -errno with
+ * turn it waits for). done is called once, on the loop, never from within
+ * this call. 0, or -errno with
  * err filled (done is then never called).
  */
 int submit_copier_add(struct submit_copier *q, uid_t uid, const int *fds,

@@ -118,8 +118,9 @@ static int phase_step(struct builder *b, const struct deconv_shape *ds, const st
 		    &cd, dnnl_forward_inference, dnnl_convolution_direct, &src, &wany,
 		    bias ? &bmd : NULL, dst, one, no_dil, pl, pr))
 		return -EINVAL;
-	if (exec_attr_new(&attr, b->l, 1.0f))
-		return -ENOMEM;
+	ret = exec_attr_new(&attr, b->l, 1.0f); /* -EINVAL: a post-op oneDNN refuses */
+	if (ret)
+		return ret;
 	ret = builder_pd_create(b, &cd, attr, NULL, &pd);
 	dnnl_primitive_attr_destroy(attr);
 	if (ret)

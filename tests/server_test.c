@@ -106,6 +106,11 @@ static char *echo_handle(void *ctx, struct server_req *req, const char *line, si
 		server_req_defer(req);
 		return NULL;
 	}
+	if (!strcmp(line, "early")) { /* answered from within the handler, as a query done at once */
+		server_send(e->srv, req->conn, "early\n", NULL, 0);
+		server_req_defer(req);
+		return NULL;
+	}
 	if (asprintf(&out, "%u:%.*s\n", (unsigned int)req->uid, (int)len, line) < 0)
 		return NULL;
 	return out;
@@ -353,6 +358,48 @@ TEST_F(server, send__a_deferred_answer_reaches_its_connection_and_a_gone_one_is_
 	     i++)
 		serve_for(self->loop, 5);
 	EXPECT_EQ(-ENOTCONN, server_send(self->srv, self->echo.deferred_conn, "x\n", NULL, 0));
+}
+
+/*
+ * A client that half-closed (shutdown(SHUT_WR)) while an answer was owed
+ * gets it, then the server's close at once: the answer went out outside
+ * the loop's turn for the connection, which must still come back to end it.
+ */
+TEST_F(server, send__a_half_closed_client_gets_its_deferred_answer_then_the_close)
+{
+	struct client c = { .fd = connect_to(self->sock) };
+
+	ASSERT_GE(c.fd, 0);
+	ASSERT_EQ(6, send_str(c.fd, "defer\n"));
+	ASSERT_EQ(0, shutdown(c.fd, SHUT_WR));
+	for (int i = 0; i < 1000 && !self->echo.deferred_conn; i++)
+		serve_for(self->loop, 5);
+	ASSERT_NE(0, self->echo.deferred_conn);
+	serve_for(self->loop, 50); /* the server reads the client's EOF before it answers */
+	ASSERT_EQ(0, loop_add_timer(self->loop, NULL, 20 * MS, 0, on_answer_deferred,
+				    &self->echo));
+	ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, true))
+	TH_LOG("no close after the last answer: got '%s'", c.buf);
+	EXPECT_STREQ("deferred\nPAY", c.buf);
+	close(c.fd);
+}
+
+/*
+ * An answer sent from within its own handler, before it defers (a query
+ * that completes at once): nothing stays owed, so a half-closed client is
+ * closed after it instead of holding its connection for ever.
+ */
+TEST_F(server, send__an_answer_sent_before_its_handler_returns_leaves_nothing_owed)
+{
+	struct client c = { .fd = connect_to(self->sock) };
+
+	ASSERT_GE(c.fd, 0);
+	ASSERT_EQ(6, send_str(c.fd, "early\n"));
+	ASSERT_EQ(0, shutdown(c.fd, SHUT_WR));
+	ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, true))
+	TH_LOG("no close after the answer: got '%s'", c.buf);
+	EXPECT_STREQ("early\n", c.buf);
+	close(c.fd);
 }
 
 TEST_F(server, req_read_payload__the_handler_keeps_the_buffer_and_sees_when_the_request_began)

@@ -436,9 +436,14 @@ int main(int argc, char **argv)
 	ret = setup(s, parent, why, sizeof(why));
 	if (!ret)
 		ret = start_lanes(why, sizeof(why));
+	/* with lanes running, exit()'s handlers would race their threads: _exit */
+	if (ret && opts.nr_shm > 1)
+		_exit(fail(ret, "%s", why));
 	if (ret)
 		return fail(ret, "%s", why);
 	ret = shm_serve_loop(s);
+	if (ret && opts.nr_shm > 1)
+		_exit(fail(ret, "signalling colocd: %s", strerror(-ret)));
 	if (ret)
 		return fail(ret, "signalling colocd: %s", strerror(-ret));
 	/* an exit command on lane 0 ends the others too, wherever they are */
