@@ -330,6 +330,32 @@ struct exec_step *builder_plan_step(struct builder *b)
 	return &b->plan->steps[b->plan->nr_steps++];
 }
 
+int builder_weighted_step(struct builder *b, const_dnnl_primitive_desc_t pd, const float *logical,
+			  const dnnl_memory_desc_t *wlog, const dnnl_memory_desc_t *src_md,
+			  struct exec_buf src, const dnnl_memory_desc_t *bias_md, void *bias,
+			  const dnnl_memory_desc_t *dst_md, struct exec_buf dst)
+{
+	const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+	struct exec_buf fixed = { .kind = EXEC_BUF_FIXED };
+	struct exec_step *s = NULL;
+	void *w;
+	int ret = builder_weights_in(b, logical, wlog, wmd, &w);
+
+	if (!ret && !(s = builder_plan_step(b)))
+		ret = -E2BIG;
+	if (!ret)
+		ret = builder_step_prim(b, s, pd);
+	if (!ret)
+		ret = builder_step_arg(b, s, DNNL_ARG_SRC, src_md, src, NULL);
+	if (!ret)
+		ret = builder_step_arg(b, s, DNNL_ARG_WEIGHTS, wmd, fixed, w);
+	if (!ret && bias)
+		ret = builder_step_arg(b, s, DNNL_ARG_BIAS, bias_md, fixed, bias);
+	if (!ret)
+		ret = builder_step_arg(b, s, DNNL_ARG_DST, dst_md, dst, NULL);
+	return ret;
+}
+
 struct exec_step *builder_group_new(struct builder *b, int nr_items)
 {
 	struct exec_owned *o = owned_of(b->em);

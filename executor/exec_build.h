@@ -126,6 +126,15 @@ int builder_step_use(struct builder *b, struct exec_step *s, dnnl_primitive_t pr
 		     const_dnnl_primitive_desc_t pd);
 int builder_step_prim(struct builder *b, struct exec_step *s, const_dnnl_primitive_desc_t pd);
 struct exec_step *builder_plan_step(struct builder *b);
+/*
+ * One plan step running a new primitive of pd: the weights (logical, laid
+ * out as wlog) reordered into pd's layout once, then src, the bias (when
+ * not NULL, of bias_md) and dst bound. 0, -E2BIG (no step left) or -errno.
+ */
+int builder_weighted_step(struct builder *b, const_dnnl_primitive_desc_t pd, const float *logical,
+			  const dnnl_memory_desc_t *wlog, const dnnl_memory_desc_t *src_md,
+			  struct exec_buf src, const dnnl_memory_desc_t *bias_md, void *bias,
+			  const dnnl_memory_desc_t *dst_md, struct exec_buf dst);
 struct exec_step *builder_group_new(struct builder *b, int nr_items);
 int builder_col2im_step(struct builder *b, const struct exec_col2im *c);
 int builder_reorder_step(struct builder *b, const dnnl_memory_desc_t *src_md, struct exec_buf src,

@@ -96,13 +96,10 @@ static int deconv_matmul(struct builder *b, const dnnl_memory_desc_t *src, struc
 			 void *bias, const dnnl_memory_desc_t *dst, struct exec_buf to,
 			 const struct model_layer *act_of, dnnl_primitive_desc_t *pd_out)
 {
-	struct exec_buf fixed = { .kind = EXEC_BUF_FIXED };
 	dnnl_memory_desc_t wany;
 	dnnl_primitive_attr_t attr;
 	dnnl_primitive_desc_t pd;
 	dnnl_matmul_desc_t d;
-	struct exec_step *s;
-	void *w;
 	int ret;
 
 	md_tag(&wany, wlog->ndims, wlog->dims, dnnl_format_tag_any);
@@ -114,23 +111,7 @@ static int deconv_matmul(struct builder *b, const dnnl_memory_desc_t *src, struc
 	dnnl_primitive_attr_destroy(attr);
 	if (ret)
 		return ret;
-	ret = builder_weights_in(b, b->lw->w, wlog,
-				 dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &w);
-	s = ret ? NULL : builder_plan_step(b);
-	if (!ret && !s)
-		ret = -E2BIG;
-	if (!ret)
-		ret = builder_step_prim(b, s, pd);
-	if (!ret)
-		ret = builder_step_arg(b, s, DNNL_ARG_SRC, src, at, NULL);
-	if (!ret)
-		ret = builder_step_arg(b, s, DNNL_ARG_WEIGHTS,
-				       dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
-				       fixed, w);
-	if (!ret && bias)
-		ret = builder_step_arg(b, s, DNNL_ARG_BIAS, bias_md, fixed, bias);
-	if (!ret)
-		ret = builder_step_arg(b, s, DNNL_ARG_DST, dst, to, NULL);
+	ret = builder_weighted_step(b, pd, b->lw->w, wlog, src, at, bias_md, bias, dst, to);
 	if (ret || !pd_out)
 		dnnl_primitive_desc_destroy(pd);
 	else
@@ -304,9 +285,8 @@ static int deconv_onednn(struct builder *b, const struct deconv_shape *ds)
 	dnnl_deconvolution_desc_t d;
 	dnnl_primitive_desc_t pd;
 	dnnl_primitive_attr_t attr;
-	struct exec_buf at, fixed = { .kind = EXEC_BUF_FIXED };
-	struct exec_step *s;
-	void *w, *bv;
+	struct exec_buf at;
+	void *bv;
 	int64_t sd[4] = { ds->n, ds->ic, ds->ih, ds->iw };
 	dnnl_memory_desc_t src;
 
@@ -334,23 +314,8 @@ static int deconv_onednn(struct builder *b, const struct deconv_shape *ds)
 	if (ret)
 		return builder_fail(b, ret, "oneDNN cannot run this deconvolution");
 	set_impl(b, exec_pd_impl(pd), NULL);
-	ret = builder_weights_in(b, b->lw->w, &wlog,
-				 dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &w);
-	s = ret ? NULL : builder_plan_step(b);
-	if (!ret && !s)
-		ret = -E2BIG;
-	if (!ret)
-		ret = builder_step_prim(b, s, pd);
-	if (!ret)
-		ret = builder_step_arg(b, s, DNNL_ARG_SRC, &src, at, NULL);
-	if (!ret)
-		ret = builder_step_arg(b, s, DNNL_ARG_WEIGHTS,
-				       dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
-				       fixed, w);
-	if (!ret && bv)
-		ret = builder_step_arg(b, s, DNNL_ARG_BIAS, &bias, fixed, bv);
-	if (!ret)
-		ret = builder_step_arg(b, s, DNNL_ARG_DST, &b->xl->out_md, out_buf(b), NULL);
+	ret = builder_weighted_step(b, pd, b->lw->w, &wlog, &src, at, &bias, bv, &b->xl->out_md,
+				    out_buf(b));
 	dnnl_primitive_desc_destroy(pd);
 	return ret;
 }

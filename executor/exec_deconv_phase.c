@@ -98,17 +98,13 @@ static int phase_step(struct builder *b, const struct deconv_shape *ds, const st
 		      const struct phase_dim *x, struct exec_buf at, void *bias,
 		      const dnnl_memory_desc_t *dst, struct exec_buf to)
 {
-	struct exec_buf fixed = { .kind = EXEC_BUF_FIXED };
 	int64_t sd[4] = { ds->n, ds->ic, ds->ih, ds->iw }, bd[1] = { ds->oc }, first;
 	dnnl_dims_t one = { 1, 1 }, no_dil = { 0, 0 };
 	dnnl_dims_t pl = { y->pad_l, x->pad_l }, pr = { y->pad_r, x->pad_r };
 	dnnl_memory_desc_t src, wlog, wany, bmd;
-	const dnnl_memory_desc_t *wmd;
 	dnnl_convolution_desc_t cd;
 	dnnl_primitive_attr_t attr;
 	dnnl_primitive_desc_t pd;
-	struct exec_step *s;
-	void *w;
 	int ret;
 
 	md_tag(&src, 4, sd, dnnl_nhwc);
@@ -126,21 +122,8 @@ static int phase_step(struct builder *b, const struct deconv_shape *ds, const st
 	if (ret)
 		return ret;
 	set_impl(b, exec_pd_impl(pd), NULL);
-	wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-	ret = builder_weights_in(b, b->lw->w_phases + first, &wlog, wmd, &w);
-	s = ret ? NULL : builder_plan_step(b);
-	if (!ret && !s)
-		ret = -E2BIG;
-	if (!ret)
-		ret = builder_step_prim(b, s, pd);
-	if (!ret)
-		ret = builder_step_arg(b, s, DNNL_ARG_SRC, &src, at, NULL);
-	if (!ret)
-		ret = builder_step_arg(b, s, DNNL_ARG_WEIGHTS, wmd, fixed, w);
-	if (!ret && bias)
-		ret = builder_step_arg(b, s, DNNL_ARG_BIAS, &bmd, fixed, bias);
-	if (!ret)
-		ret = builder_step_arg(b, s, DNNL_ARG_DST, dst, to, NULL);
+	ret = builder_weighted_step(b, pd, b->lw->w_phases + first, &wlog, &src, at, &bmd, bias,
+				    dst, to);
 	dnnl_primitive_desc_destroy(pd);
 	return ret;
 }
