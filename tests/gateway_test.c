@@ -162,6 +162,33 @@ static void url_of(FIXTURE_DATA(gw) * self, char *buf, size_t len, const char *p
 	snprintf(buf, len, "http://127.0.0.1:%d%s", self->env.http_port, path);
 }
 
+/*
+ * A binary infer request for the model's input into path: the JSON header
+ * (with "id" when id is not NULL, asking for a binary output when
+ * binary_out), then the raw input; hdr gets its
+ * Inference-Header-Content-Length header. 0, or -1.
+ */
+static int write_binary_request(FIXTURE_DATA(gw) * self, const char *path, const char *id,
+				bool binary_out, char *hdr, size_t hdr_len)
+{
+	FILE *f = fopen(path, "w");
+	int hlen;
+
+	if (!f)
+		return -1;
+	hlen = fprintf(f,
+		       "{%s%s%s\"inputs\":[{\"name\":\"data\",\"shape\":[1,3,224,224],"
+		       "\"datatype\":\"FP32\",\"parameters\":{\"binary_data_size\":%zu}}]%s}",
+		       id ? "\"id\":\"" : "", id ? id : "", id ? "\"," : "", self->in_bytes,
+		       binary_out ? ",\"parameters\":{\"binary_data_output\":true}" : "");
+	if (hlen < 0 || fwrite(self->input, self->in_bytes, 1, f) != 1) {
+		fclose(f);
+		return -1;
+	}
+	snprintf(hdr, hdr_len, "Inference-Header-Content-Length: %d", hlen);
+	return fclose(f) ? -1 : 0;
+}
+
 /* The outputs of the JSON part of a response in path ("data" of output 0), n floats. */
 static int json_outputs(const char *path, float *out, size_t n, const char *want_id)
 {
@@ -187,7 +214,7 @@ static int json_outputs(const char *path, float *out, size_t n, const char *want
 TEST_F_TIMEOUT(gw, http__curl_json_and_binary_answers_equal_the_client_library, 600)
 {
 	char url[256], req[256], resp[256], hdr[128], meta[256];
-	size_t n = self->out_bytes / sizeof(float), len = 0, hlen;
+	size_t n = self->out_bytes / sizeof(float), len = 0;
 	float *got = malloc(self->out_bytes);
 	char *body, *text;
 	FILE *f;
@@ -224,17 +251,7 @@ TEST_F_TIMEOUT(gw, http__curl_json_and_binary_answers_equal_the_client_library, 
 	EXPECT_EQ(0, differ(got, self->ref, n));
 
 	/* binary: header, then the raw input; the output asked for as binary too */
-	f = fopen(req, "w");
-	ASSERT_NE(NULL, f);
-	hlen = (size_t)fprintf(
-		f,
-		"{\"id\":\"curl-bin\",\"inputs\":[{\"name\":\"data\",\"shape\":[1,3,"
-		"224,224],\"datatype\":\"FP32\",\"parameters\":{\"binary_data_size\":"
-		"%zu}}],\"parameters\":{\"binary_data_output\":true}}",
-		self->in_bytes);
-	ASSERT_EQ(1, fwrite(self->input, self->in_bytes, 1, f));
-	ASSERT_EQ(0, fclose(f));
-	snprintf(hdr, sizeof(hdr), "Inference-Header-Content-Length: %zu", hlen);
+	ASSERT_EQ(0, write_binary_request(self, req, "curl-bin", true, hdr, sizeof(hdr)));
 	url_of(self, url, sizeof(url), "/v2/models/mobilenet_v2/infer");
 	ASSERT_EQ(200, http("POST", url, req, hdr, resp));
 	body = tu_read_file(resp, &len);
@@ -351,9 +368,8 @@ TEST_F_TIMEOUT(gw, http__a_full_queue_refuses_with_503, 600)
 	const char *extra[] = { "--max-queue", "1", NULL };
 	char cmd[2048], out[4096], url[128], hdr[64], req[256];
 	int ok = 0, refused = 0, other = 0, st;
-	size_t hlen, len = 0;
+	size_t len = 0;
 	char *log;
-	FILE *f;
 
 	NEED_SETUP(self);
 
@@ -367,16 +383,7 @@ TEST_F_TIMEOUT(gw, http__a_full_queue_refuses_with_503, 600)
 	free(log);
 	ASSERT_TRUE(gw_env_start_gateway(&self->env, false, extra));
 	snprintf(req, sizeof(req), "%s/req.bin", self->env.dir);
-	f = fopen(req, "w");
-	ASSERT_NE(NULL, f);
-	hlen = (size_t)fprintf(
-		f,
-		"{\"inputs\":[{\"name\":\"data\",\"shape\":[1,3,224,224],\"datatype\""
-		":\"FP32\",\"parameters\":{\"binary_data_size\":%zu}}]}",
-		self->in_bytes);
-	ASSERT_EQ(1, fwrite(self->input, self->in_bytes, 1, f));
-	ASSERT_EQ(0, fclose(f));
-	snprintf(hdr, sizeof(hdr), "Inference-Header-Content-Length: %zu", hlen);
+	ASSERT_EQ(0, write_binary_request(self, req, NULL, false, hdr, sizeof(hdr)));
 	url_of(self, url, sizeof(url), "/v2/models/mobilenet_v2/infer");
 	snprintf(cmd, sizeof(cmd),
 		 "for i in 1 2 3 4 5 6 7 8; do curl -s -X POST --data-binary '@%s' -H '%s' "
@@ -412,10 +419,9 @@ TEST_F_TIMEOUT(gw, http__more_queries_at_once_than_colocd_connections_all_answer
 {
 	const char *extra[] = { "--connections", "1", NULL };
 	char cmd[2048], out[4096], url[128], hdr[64], req[256], resp[256];
-	size_t n = self->out_bytes / sizeof(float), hlen, len = 0;
+	size_t n = self->out_bytes / sizeof(float), len = 0;
 	float *got = malloc(self->out_bytes);
 	int ok = 0, st;
-	FILE *f;
 
 	NEED_SETUP(self);
 
@@ -424,17 +430,7 @@ TEST_F_TIMEOUT(gw, http__more_queries_at_once_than_colocd_connections_all_answer
 	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("wait status %#x", st);
 	ASSERT_TRUE(gw_env_start_gateway(&self->env, false, extra));
 	snprintf(req, sizeof(req), "%s/req.bin", self->env.dir);
-	f = fopen(req, "w");
-	ASSERT_NE(NULL, f);
-	hlen = (size_t)fprintf(
-		f,
-		"{\"inputs\":[{\"name\":\"data\",\"shape\":[1,3,224,224],\"datatype\""
-		":\"FP32\",\"parameters\":{\"binary_data_size\":%zu}}],\"parameters\":"
-		"{\"binary_data_output\":true}}",
-		self->in_bytes);
-	ASSERT_EQ(1, fwrite(self->input, self->in_bytes, 1, f));
-	ASSERT_EQ(0, fclose(f));
-	snprintf(hdr, sizeof(hdr), "Inference-Header-Content-Length: %zu", hlen);
+	ASSERT_EQ(0, write_binary_request(self, req, NULL, true, hdr, sizeof(hdr)));
 	url_of(self, url, sizeof(url), "/v2/models/mobilenet_v2/infer");
 	snprintf(cmd, sizeof(cmd),
 		 "for i in 1 2 3 4 5 6; do curl -s -X POST --data-binary '@%s' -H '%s' "
