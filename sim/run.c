@@ -180,6 +180,10 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	s->running[s->nr_running] = sl->d;
 	s->running_slot[s->nr_running++] = idx;
 	q->in_flight = true;
+	if (!d->first_layer && counted(s, q->arrival_ns)) {
+		s->r->tenant[d->tenant].started++;
+		s->r->tenant[d->tenant].wait_ns += s->now - q->arrival_ns;
+	}
 	for (c = policy_cpuset_next(&d->cores, 0); c >= 0;
 	     c = policy_cpuset_next(&d->cores, c + 1)) {
 		s->core_slot[c] = idx;
@@ -207,6 +211,14 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 	sim_level_block(&s->level, &sl->d, s->now - sl->start_ns - sl->dispatch_ns, sl->alone,
 			s->now);
 	s->last_block_end_ns[sl->d.tenant] = s->now;
+	if (counted(s, sl->start_ns)) {
+		struct sim_tenant_result *tr = &s->r->tenant[sl->d.tenant];
+
+		tr->blocks++;
+		tr->block_cores += (uint64_t)sl->d.nr_cores;
+		tr->block_ns += s->now - sl->start_ns;
+		tr->core_ns += (double)sl->d.nr_cores * (double)(s->now - sl->start_ns);
+	}
 	if (s->p->on_block)
 		s->p->on_block(s->p->ctx, &rec);
 	q->next_layer = sl->d.last_layer;
@@ -430,6 +442,11 @@ static void finish_results(struct sim_state *s)
 	r->decide_p50_us = sim_percentile_double(s->decide_us, s->nr_decide, 50);
 	r->decide_p99_us = sim_percentile_double(s->decide_us, s->nr_decide, 99);
 	r->end_ns = s->now;
+	for (int t = 0; t < r->nr_tenants; t++)
+		r->busy_fraction += r->tenant[t].core_ns;
+	if (s->p->duration_ns > s->p->warmup_ns)
+		r->busy_fraction /= (double)s->p->machine.nr_cores *
+				    (double)(s->p->duration_ns - s->p->warmup_ns);
 }
 
 int sim_run(const struct sim_params *p, struct sim_result *r, struct coloc_err *err)
