@@ -41,6 +41,7 @@ enum coloc_route_kind load_route;
 const char *load_route_where;
 struct load_tenant load_tenants[LOAD_MAX_TENANTS];
 int load_nr_tenants;
+FILE *load_samples;
 
 static void usage(FILE *out)
 {
@@ -60,6 +61,13 @@ static void usage(FILE *out)
 		"                        (default 0)\n"
 		"  -r, --seed N          seed of the arrival times, 0-%ld (default 1); the same\n"
 		"                        seed and rates give the same arrivals\n"
+		"      --arrivals KIND   poisson (default): exponential gaps at each tenant's\n"
+		"                        rate; fixed: exactly 1/QPS apart (tenants shifted\n"
+		"                        by a share of it), so that a tenant served below\n"
+		"                        its capacity has no query waiting behind another\n"
+		"      --samples FILE    also write one tab-separated line per answered\n"
+		"                        query of the window (its arrival, send, latency,\n"
+		"                        colocd's latency, hop and their parts, in ms)\n"
 		"  -c, --connections-per-tenant N\n"
 		"                        sockets per tenant, 1-%d (default 1); queries go to\n"
 		"                        the one with the fewest outstanding\n"
@@ -148,7 +156,7 @@ static int parse_tenants(const char *spec)
 
 static int parse_args(int argc, char **argv)
 {
-	enum { OPT_DRAIN = 256, OPT_GRPC, OPT_URL, OPT_GATEWAY_PID };
+	enum { OPT_DRAIN = 256, OPT_GRPC, OPT_URL, OPT_GATEWAY_PID, OPT_ARRIVALS, OPT_SAMPLES };
 	static const struct option long_opts[] = {
 		{ "tenant", required_argument, NULL, 't' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -156,6 +164,8 @@ static int parse_args(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'r' },
 		{ "connections-per-tenant", required_argument, NULL, 'c' },
 		{ "drain", required_argument, NULL, OPT_DRAIN },
+		{ "arrivals", required_argument, NULL, OPT_ARRIVALS },
+		{ "samples", required_argument, NULL, OPT_SAMPLES },
 		{ "socket", required_argument, NULL, 's' },
 		{ "grpc", required_argument, NULL, OPT_GRPC },
 		{ "url", required_argument, NULL, OPT_URL },
@@ -194,6 +204,18 @@ static int parse_args(int argc, char **argv)
 		case OPT_DRAIN:
 			if (cli_parse_flag("coloc-load", "--drain", optarg, 0, 3600, &load_opts.drain_s))
 				return 2;
+			break;
+		case OPT_ARRIVALS:
+			if (strcmp(optarg, "poisson") && strcmp(optarg, "fixed")) {
+				fprintf(stderr,
+					"coloc-load: --arrivals is poisson or fixed, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			load_opts.fixed_arrivals = !strcmp(optarg, "fixed");
+			break;
+		case OPT_SAMPLES:
+			load_opts.samples_path = optarg;
 			break;
 		case 's':
 			load_opts.socket_path = optarg;
@@ -271,6 +293,16 @@ int main(int argc, char **argv)
 	coloc_client_close(ctl);
 	if (ret || (ret = load_prepare()))
 		goto out;
+	if (load_opts.samples_path) {
+		load_samples = fopen(load_opts.samples_path, "we");
+		if (!load_samples) {
+			fprintf(stderr, "coloc-load: --samples %s: %s\n", load_opts.samples_path,
+				strerror(errno));
+			ret = 1;
+			goto out;
+		}
+		load_samples_header(load_samples);
+	}
 	for (int i = 0; i < load_nr_tenants; i++)
 		if (load_tenants[i].out_bytes > out_cap)
 			out_cap = load_tenants[i].out_bytes;
@@ -305,6 +337,11 @@ int main(int argc, char **argv)
 		load_print_text(&cpu);
 out:
 	free(out);
+	if (load_samples && fclose(load_samples) && !ret) {
+		fprintf(stderr, "coloc-load: --samples %s: %s\n", load_opts.samples_path,
+			strerror(errno));
+		ret = 1;
+	}
 	for (int i = 0; i < load_nr_tenants; i++) {
 		for (int k = 0; k < load_opts.conns_per_tenant; k++)
 			coloc_route_close(load_tenants[i].conns[k].r);
@@ -314,6 +351,8 @@ out:
 		free(load_tenants[i].send_ns);
 		free(load_tenants[i].hop_ns);
 		free(load_tenants[i].unqueued_ns);
+		free(load_tenants[i].colocd_unqueued_ns);
+		free(load_tenants[i].overhead_ns);
 		for (int p = 0; p < COLOC_NR_PARTS; p++)
 			free(load_tenants[i].parts_ns[p]);
 		for (int p = 0; p < LOAD_NR_HOP_PARTS; p++)

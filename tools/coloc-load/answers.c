@@ -40,6 +40,11 @@ static uint64_t since(uint64_t from, uint64_t to)
 	return from && to > from ? to - from : 0;
 }
 
+static uint64_t less(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
 static int grow_u64(uint64_t **v, size_t cap)
 {
 	uint64_t *a = realloc(*v, cap * sizeof(*a));
@@ -58,7 +63,8 @@ static int lat_push(struct load_tenant *t, const struct load_query *q, uint64_t 
 
 		if (grow_u64(&t->lat_ns, cap) || grow_u64(&t->colocd_ns, cap) ||
 		    grow_u64(&t->send_ns, cap) || grow_u64(&t->hop_ns, cap) ||
-		    grow_u64(&t->unqueued_ns, cap))
+		    grow_u64(&t->unqueued_ns, cap) || grow_u64(&t->colocd_unqueued_ns, cap) ||
+		    grow_u64(&t->overhead_ns, cap))
 			return -ENOMEM;
 		for (int p = 0; p < COLOC_NR_PARTS; p++)
 			if (grow_u64(&t->parts_ns[p], cap))
@@ -72,8 +78,10 @@ static int lat_push(struct load_tenant *t, const struct load_query *q, uint64_t 
 	t->colocd_ns[t->nr_lat] = res->latency_ns;
 	t->send_ns[t->nr_lat] = q->sent_ns - q->send_ns;
 	t->hop_ns[t->nr_lat] = lat > res->latency_ns ? lat - res->latency_ns : 0;
-	t->unqueued_ns[t->nr_lat] =
-		lat > res->parts_ns[COLOC_PART_QUEUED] ? lat - res->parts_ns[COLOC_PART_QUEUED] : 0;
+	t->unqueued_ns[t->nr_lat] = less(lat, res->parts_ns[COLOC_PART_QUEUED]);
+	t->colocd_unqueued_ns[t->nr_lat] = less(res->latency_ns, res->parts_ns[COLOC_PART_QUEUED]);
+	t->overhead_ns[t->nr_lat] =
+		less(t->unqueued_ns[t->nr_lat], res->parts_ns[COLOC_PART_COMPUTE]);
 	for (int p = 0; p < COLOC_NR_PARTS; p++)
 		t->parts_ns[p][t->nr_lat] = res->parts_ns[p];
 	t->hop_parts_ns[0][t->nr_lat] = since(q->send_ns, res->first_byte_at_ns);
@@ -81,6 +89,38 @@ static int lat_push(struct load_tenant *t, const struct load_query *q, uint64_t 
 	t->hop_parts_ns[2][t->nr_lat] = since(res->answered_at_ns, q->send_ns + lat);
 	t->nr_lat++;
 	return 0;
+}
+
+static const char *const part_names[COLOC_NR_PARTS] = COLOC_PART_NAMES;
+
+void load_samples_header(FILE *f)
+{
+	fprintf(f, "tenant\tarrival_ms\tsend_ms\tlatency_ms\tcolocd_ms\thop_ms");
+	for (int p = 0; p < COLOC_NR_PARTS; p++)
+		fprintf(f, "\t%s_ms", part_names[p]);
+	for (int p = 0; p < LOAD_NR_HOP_PARTS; p++)
+		fprintf(f, "\thop_%s_ms", load_hop_part_names[p]);
+	fprintf(f, "\n");
+}
+
+static double ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+/* The sample just pushed as one line of --samples' file; times from the run's start. */
+static void samples_write(const struct load_tenant *t, const struct load_query *q)
+{
+	size_t i = t->nr_lat - 1;
+
+	fprintf(load_samples, "%s\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f", t->name,
+		ms(less(q->arrival_ns, load_start_ns)), ms(less(q->send_ns, load_start_ns)),
+		ms(t->lat_ns[i]), ms(t->colocd_ns[i]), ms(t->hop_ns[i]));
+	for (int p = 0; p < COLOC_NR_PARTS; p++)
+		fprintf(load_samples, "\t%.6f", ms(t->parts_ns[p][i]));
+	for (int p = 0; p < LOAD_NR_HOP_PARTS; p++)
+		fprintf(load_samples, "\t%.6f", ms(t->hop_parts_ns[p][i]));
+	fprintf(load_samples, "\n");
 }
 
 static void load_account(const struct coloc_infer_result *res, uint64_t recv_ns)
@@ -109,6 +149,8 @@ static void load_account(const struct coloc_infer_result *res, uint64_t recv_ns)
 		t->within_qos++;
 	if (lat_push(t, q, recv_ns - q->send_ns, res))
 		t->outcome[LOAD_OK]--;
+	else if (load_samples)
+		samples_write(t, q);
 }
 
 /* Takes every answer the connection holds; 0, or -errno when it is lost. */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * coloc-load's arrivals and its run loop: each tenant's next arrival is an
- * exponential gap after the last (a seeded generator of its own); a query is
+ * exponential gap after the last (a seeded generator of its own), or with
+ * --arrivals fixed exactly 1/QPS after it, which leaves no query waiting
+ * behind another of its tenant when QPS is below its service rate; a query is
  * sent when its time comes, on the tenant's connection with the fewest
  * outstanding, and between arrivals the loop sleeps in ppoll() until the
  * next one or an answer.
@@ -26,9 +28,26 @@ uint64_t load_now_ns(void)
 	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t rng_gap_ns(struct load_tenant *t)
+uint64_t load_start_ns;
+
+/* The gap to a tenant's next arrival: exponential (Poisson arrivals), or 1/QPS with --arrivals fixed. */
+static uint64_t gap_ns(struct load_tenant *t)
 {
+	if (load_opts.fixed_arrivals)
+		return (uint64_t)(1e9 / t->qps);
 	return (uint64_t)(coloc_rng_exp(&t->rng) / t->qps * 1e9);
+}
+
+/*
+ * A tenant's first arrival: one gap after the start, or with fixed arrivals
+ * the start itself, tenant i of n shifted by i/n of its interval so that
+ * tenants at one rate do not all arrive at once.
+ */
+static uint64_t first_arrival_ns(struct load_tenant *t, int i)
+{
+	if (load_opts.fixed_arrivals)
+		return load_start_ns + gap_ns(t) / (uint64_t)load_nr_tenants * (uint64_t)i;
+	return load_start_ns + gap_ns(t);
 }
 
 static int load_send(struct load_tenant *t, int ti, uint64_t arrival_ns, bool measured)
@@ -55,6 +74,7 @@ static int load_send(struct load_tenant *t, int ti, uint64_t arrival_ns, bool me
 	if (sent_ns > arrival_ns && sent_ns - arrival_ns > t->max_slip_ns)
 		t->max_slip_ns = sent_ns - arrival_ns;
 	load_queries[load_nr_queries] = (struct load_query){
+		.arrival_ns = arrival_ns,
 		.send_ns = sent_ns,
 		.tenant = (uint16_t)ti,
 		.conn = (uint16_t)ci,
@@ -96,8 +116,10 @@ int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, void *out,
 	uint64_t drain_end = end_ns + (uint64_t)load_opts.drain_s * NS_PER_S;
 	int nfds = load_nr_tenants * (int)load_opts.conns_per_tenant;
 
+	load_start_ns = start_ns;
+
 	for (int i = 0; i < load_nr_tenants; i++) {
-		load_tenants[i].next_ns = start_ns + rng_gap_ns(&load_tenants[i]);
+		load_tenants[i].next_ns = first_arrival_ns(&load_tenants[i], i);
 		for (int k = 0; k < load_opts.conns_per_tenant; k++)
 			pfds[i * load_opts.conns_per_tenant + k] =
 				(struct pollfd){ .fd = coloc_route_fd(load_tenants[i].conns[k].r),
@@ -123,7 +145,7 @@ int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, void *out,
 					if (err)
 						return err;
 				}
-				t->next_ns += rng_gap_ns(t);
+				t->next_ns += gap_ns(t);
 				now = load_now_ns();
 			}
 			if (t->next_ns < end_ns && t->next_ns < next)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "rng.h"
 #include "coloc/client.h"
 #include "coloc/infer_route.h"
@@ -36,6 +37,8 @@ struct load_opts {
 	long seed;
 	long conns_per_tenant;
 	long drain_s;
+	bool fixed_arrivals; /* --arrivals fixed: every 1/QPS exactly, no queueing of its own */
+	const char *samples_path; /* --samples: one line per answered query */
 	bool json;
 };
 /* defined in tools/coloc-load.c, set by its option parsing */
@@ -67,6 +70,8 @@ struct load_tenant {
 	uint64_t *lat_ns, *colocd_ns; /* of OK answers */
 	uint64_t *send_ns, *hop_ns; /* their send, and their latency less colocd's */
 	uint64_t *unqueued_ns; /* their latency less the wait behind other queries */
+	uint64_t *colocd_unqueued_ns; /* colocd's latency less that wait */
+	uint64_t *overhead_ns; /* their latency less that wait and less the compute */
 	uint64_t *parts_ns[COLOC_NR_PARTS]; /* their colocd latency part by part */
 	uint64_t *hop_parts_ns[LOAD_NR_HOP_PARTS]; /* their hop's parts (load_hop_part_names) */
 	size_t nr_lat, cap_lat;
@@ -75,6 +80,7 @@ struct load_tenant {
 
 /* One query sent: its tag indexes this table. */
 struct load_query {
+	uint64_t arrival_ns; /* its arrival time, planned */
 	uint64_t send_ns, sent_ns; /* the send began, and returned */
 	uint16_t tenant, conn;
 	bool measured, answered;
@@ -88,6 +94,9 @@ extern int load_nr_tenants;
 /* every query sent, indexed by its tag (arrivals.c) */
 extern struct load_query *load_queries;
 extern size_t load_nr_queries;
+/* the run's start (arrival times count from it), and --samples' file or NULL */
+extern uint64_t load_start_ns;
+extern FILE *load_samples;
 /* the hop's parts, in the order of struct load_tenant's hop_parts_ns */
 extern const char *const load_hop_part_names[LOAD_NR_HOP_PARTS];
 
@@ -109,6 +118,8 @@ uint64_t load_now_ns(void);
  */
 int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, void *out, size_t out_cap);
 
+/* answers.c: the header line of --samples' file */
+void load_samples_header(FILE *f);
 /* answers.c: takes every answer the connection holds; 0, or -errno when it is lost */
 int load_drain_conn(struct load_tenant *t, struct load_conn *lc, void *out, size_t out_cap);
 

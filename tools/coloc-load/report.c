@@ -35,6 +35,7 @@ struct load_summary {
 	double offered, achieved, within;
 	double p50, p95, p99, max, c50, c95, c99, cmax;
 	double send50, send95, hop50, hop95, unq50, unq95;
+	double cunq50, cunq95, over50, over95; /* colocd's less queued; less queued and compute */
 	double part50[COLOC_NR_PARTS], part95[COLOC_NR_PARTS]; /* each part's own */
 	double hpart50[LOAD_NR_HOP_PARTS], hpart95[LOAD_NR_HOP_PARTS];
 };
@@ -50,6 +51,8 @@ static void summarize(struct load_tenant *t, struct load_summary *s)
 	qsort(t->send_ns, t->nr_lat, sizeof(uint64_t), cmp_u64);
 	qsort(t->hop_ns, t->nr_lat, sizeof(uint64_t), cmp_u64);
 	qsort(t->unqueued_ns, t->nr_lat, sizeof(uint64_t), cmp_u64);
+	qsort(t->colocd_unqueued_ns, t->nr_lat, sizeof(uint64_t), cmp_u64);
+	qsort(t->overhead_ns, t->nr_lat, sizeof(uint64_t), cmp_u64);
 	t->outstanding = t->sent - t->outcome[LOAD_OK] - t->outcome[LOAD_REJECTED] -
 			 t->outcome[LOAD_DROPPED] - t->outcome[LOAD_FAILED];
 	*s = (struct load_summary){
@@ -70,6 +73,10 @@ static void summarize(struct load_tenant *t, struct load_summary *s)
 		.hop95 = pct_ms(t->hop_ns, t->nr_lat, 95),
 		.unq50 = pct_ms(t->unqueued_ns, t->nr_lat, 50),
 		.unq95 = pct_ms(t->unqueued_ns, t->nr_lat, 95),
+		.cunq50 = pct_ms(t->colocd_unqueued_ns, t->nr_lat, 50),
+		.cunq95 = pct_ms(t->colocd_unqueued_ns, t->nr_lat, 95),
+		.over50 = pct_ms(t->overhead_ns, t->nr_lat, 50),
+		.over95 = pct_ms(t->overhead_ns, t->nr_lat, 95),
 	};
 	for (int p = 0; p < COLOC_NR_PARTS; p++) {
 		qsort(t->parts_ns[p], t->nr_lat, sizeof(uint64_t), cmp_u64);
@@ -143,6 +150,8 @@ void load_print_json(const struct load_cpu *cpu)
 	add_u64(o, "warmup_s", (uint64_t)load_opts.warmup_s);
 	add_u64(o, "seed", (uint64_t)load_opts.seed);
 	add_u64(o, "connections_per_tenant", (uint64_t)load_opts.conns_per_tenant);
+	json_object_object_add(o, "arrivals",
+			       json_object_new_string(load_opts.fixed_arrivals ? "fixed" : "poisson"));
 	for (int i = 0; i < load_nr_tenants; i++) {
 		struct load_tenant *t = &load_tenants[i];
 		struct json_object *jt = json_object_new_object();
@@ -174,6 +183,10 @@ void load_print_json(const struct load_cpu *cpu)
 		add_num(jt, "hop_p95_ms", s.hop95);
 		add_num(jt, "unqueued_p50_ms", s.unq50);
 		add_num(jt, "unqueued_p95_ms", s.unq95);
+		add_num(jt, "colocd_unqueued_p50_ms", s.cunq50);
+		add_num(jt, "colocd_unqueued_p95_ms", s.cunq95);
+		add_num(jt, "overhead_p50_ms", s.over50);
+		add_num(jt, "overhead_p95_ms", s.over95);
 		add_num(jt, "max_send_slip_ms", (double)t->max_slip_ns / 1e6);
 		json_object_object_add(jt, "colocd_parts",
 				       parts_json(part_names, s.part50, s.part95, COLOC_NR_PARTS));
@@ -214,10 +227,11 @@ void load_print_json(const struct load_cpu *cpu)
 
 void load_print_text(const struct load_cpu *cpu)
 {
-	printf("coloc-load: %ld s measured (after %ld s warm-up), seed %ld, %ld connection%s per "
-	       "tenant\n",
-	       load_opts.duration_s, load_opts.warmup_s, load_opts.seed, load_opts.conns_per_tenant,
-	       load_opts.conns_per_tenant == 1 ? "" : "s");
+	printf("coloc-load: %ld s measured (after %ld s warm-up), %s arrivals, seed %ld, %ld "
+	       "connection%s per tenant\n",
+	       load_opts.duration_s, load_opts.warmup_s,
+	       load_opts.fixed_arrivals ? "fixed" : "Poisson", load_opts.seed,
+	       load_opts.conns_per_tenant, load_opts.conns_per_tenant == 1 ? "" : "s");
 	printf("%-16s %8s %8s %9s %8s %8s %8s %8s %8s %8s %7s %7s %7s %7s %7s\n", "tenant",
 	       "offer/s", "done/s", "completed", "p50 ms", "p95 ms", "p99 ms", "max ms", "cd p50",
 	       "cd p99", "in QoS", "dropped", "failed", "reject", "outst");
@@ -244,7 +258,11 @@ void load_print_text(const struct load_cpu *cpu)
 			for (int p = 0; p < LOAD_NR_HOP_PARTS; p++)
 				printf(" %s %.3f / %.3f", load_hop_part_names[p], s.hpart50[p],
 				       s.hpart95[p]);
-			printf("\n");
+			printf("\n  %s beyond queueing, p50 / p95 ms: served %.3f / %.3f, less queued "
+			       "%.3f / %.3f, colocd's less queued %.3f / %.3f, that less compute "
+			       "(dispatch, copy, notice, decide, reply and the hop) %.3f / %.3f\n",
+			       t->name, s.p50, s.p95, s.unq50, s.unq95, s.cunq50, s.cunq95,
+			       s.over50, s.over95);
 		}
 		for (int k = LOAD_REJECTED; k < LOAD_NR_OUTCOMES; k++)
 			if (t->first_reason[k][0])
