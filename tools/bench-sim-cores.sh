@@ -233,15 +233,17 @@ for cores in $CORES; do
 		"is 1), QoS-QPS, median of $seeds search(es):"
 	printf '%-8s' mix
 	for p in $BASELINES coloc; do printf ' %11s' "$p"; done
-	printf ' %18s %15s %16s\n' "coloc/best base" "coloc / at 1" "ceiling/best base"
+	printf ' %18s %15s %16s %14s\n' "coloc/best base" "coloc / at 1" "ceiling/best base" \
+		"coloc/ceiling"
 	for mix in "${MIXES[@]}"; do
 		search "$mix.$cores.x" "$OUT/search-$mix-$cores-x$EXECUTORS" "$mix" "$cores" "$copies" \
 			"$seeds" "$MAIN_POLICIES" --executors "$EXECUTORS"
 		CEILING[$mix.$cores.x]=$(ceiling "$mix" "$cores" "$copies" "$EXECUTORS")
 		row "$mix.$cores.x" "$mix"
-		printf ' %15s %16s\n' "$(awk -v a="${QPS[$mix.$cores.x.coloc]:-0}" -v c="${QPS[$mix.$cores.coloc]:-0}" \
+		printf ' %15s %16s %14s\n' "$(awk -v a="${QPS[$mix.$cores.x.coloc]:-0}" -v c="${QPS[$mix.$cores.coloc]:-0}" \
 			'BEGIN { if (c > 0) printf "%.2f", a / c; else print "n/a" }')" \
-			"$(over_best "$mix.$cores.x" "$mix.$cores.x")"
+			"$(over_best "$mix.$cores.x" "$mix.$cores.x")" \
+			"$(share_of_ceiling "$mix.$cores.x" "$mix.$cores.x")"
 	done
 done
 
