@@ -106,7 +106,6 @@ struct colocd {
 	__u64 serving_ticked_ns; /* CLOCK_MONOTONIC of the last serving_tick() */
 	struct colocd_exec_fd *exec_fds; /* as many as the executors have */
 	struct submit_copier *copier; /* submits' files copied off the loop; NULL before the first */
-	struct control_copying *copying; /* the submits being copied: they count in their quotas */
 	struct colocd_spec *specs; /* COLOC_MAX_TENANTS of them */
 	struct state_writer *state_writer; /* --state's I/O off the loop; NULL without --state */
 	int nr_specs;

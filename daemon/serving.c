@@ -719,6 +719,8 @@ void serving_destroy(struct serving *s)
 	/* shutting down: the one place that waits for the kernel to tear them down */
 	while (s->retired)
 		sv_free_retired(s, &s->retired);
+	while (s->holds)
+		serving_release(s, s->holds);
 	policy_destroy(s->policy);
 	free(s->pqueries);
 	free(s->core_sig);
