@@ -251,7 +251,7 @@ $(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_PROFILE) $(LIB_POLICY)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -pthread $(SANFLAGS) $^ $(PKG_LIBS) -lm -o $@
 
-LIGHT_TOOLS := $(BIN)/coloc-bench-sensing $(BIN)/coloc-load
+LIGHT_TOOLS := $(BIN)/coloc-bench-sensing
 $(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
@@ -260,6 +260,13 @@ $(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
 # (client/kserve_grpc.c, in the client library): gRPC's C core and the messages
 $(BIN)/coloc-load $(BIN)/coloc-bench-gateway: $(OBJ)/$(GEN)/grpc_service.pb-c.o
 $(BIN)/coloc-load $(BIN)/coloc-bench-gateway: LIGHT_LIBS = $(GW_PKG_LIBS)
+# coloc-load: tools/coloc-load.c (the command line) and its parts in tools/coloc-load/
+# (colocd's status, the arrivals, the answers, the report)
+LOADCLI_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/coloc-load/*.c))
+$(BIN)/coloc-load: $(OBJ)/tools/coloc-load.o $(LOADCLI_OBJS) $(LIB_CLIENT) $(LIB_COMMON)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) $(LIGHT_LIBS) -lm -o $@
 $(OBJ)/client/kserve_grpc.o: | $(GEN)/grpc_service.pb-c.h
 # colocctl: tools/colocctl.c (the command line) and its commands in tools/colocctl/
 COLOCCTL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/colocctl/*.c))

@@ -62,6 +62,7 @@ TEST(usage__bad_flags_exit_2_with_a_message)
 		{ "--tenant", "a:5", "--duration", "3", "--seed", "-4", NULL },
 		{ "--tenant", "a:5", "--duration", "3", "--connections-per-tenant", "0", NULL },
 		{ "--tenant", "a:5", "--duration", "3", "extra", NULL },
+		{ "--tenant", "a:5", "--duration", "3", "--arrivals", "uniform", NULL },
 		{ "--no-such-flag", NULL },
 	};
 	struct tu_child c;
@@ -261,6 +262,123 @@ TEST_F_TIMEOUT(load, run__same_seed_same_arrivals, 300)
 	st = tenant_status(self, "mnv2");
 	EXPECT_EQ(sent[0] + sent[1], num_of(st, "offered"));
 	json_object_put(st);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of n sorted values, as coloc-load's report takes it. */
+static double nearest_rank(const double *v, size_t n, double p)
+{
+	size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+
+	return v[rank ? rank - 1 : 0];
+}
+
+struct load_sample {
+	double arrival, latency, colocd, hop, parts_sum, queued, compute;
+};
+
+/* The lines of a --samples file after its header; how many, or -1 if one is malformed. */
+static int read_samples(const char *path, struct load_sample *v, int cap)
+{
+	char line[1024];
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "tenant\tarrival_ms", 17)) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	while (n < cap && fgets(line, sizeof(line), f)) {
+		double send, part[7], hp[3];
+		struct load_sample *s = &v[n];
+
+		if (sscanf(line,
+			   "mnv2\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t"
+			   "%lf\t%lf",
+			   &s->arrival, &send, &s->latency, &s->colocd, &s->hop, &part[0], &part[1],
+			   &part[2], &part[3], &part[4], &part[5], &part[6], &hp[0], &hp[1],
+			   &hp[2]) != 15) {
+			fclose(f);
+			return -1;
+		}
+		s->parts_sum = 0;
+		for (int p = 0; p < 7; p++)
+			s->parts_sum += part[p];
+		s->queued = part[0];
+		s->compute = part[2];
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * --arrivals fixed sends exactly rate x duration queries, their planned
+ * arrivals exactly 1/rate apart (the --samples file says so, in ns
+ * precision); the samples add up (latency = colocd's + hop, colocd's = its
+ * parts), and the report's "beyond queueing" percentiles are those of the
+ * samples, recomputed here.
+ */
+TEST_F_TIMEOUT(load, arrivals_fixed__exact_spacing_samples_match_report, 300)
+{
+	char samples[192];
+	const char *args[] = { "--socket",   self->sock, "--tenant", "mnv2:" LOAD_STR(RATE_QPS),
+			       "--duration", "3",	 "--arrivals", "fixed",
+			       "--samples",  samples,	 "--drain",  "120",
+			       "--json",     NULL };
+	static struct load_sample v[4 * RATE_QPS];
+	double unq[4 * RATE_QPS], cunq[4 * RATE_QPS], over[4 * RATE_QPS], arrivals[4 * RATE_QPS];
+	struct json_object *o, *arr, *t;
+	struct tu_child c;
+	int n;
+
+	snprintf(samples, sizeof(samples), "%s/samples.tsv", self->dir);
+	ASSERT_EQ(0, run_load(args, &c)) TH_LOG("%s", c.output);
+	o = json_tokener_parse(c.output);
+	ASSERT_NE(NULL, o) TH_LOG("not JSON: %s", c.output);
+	EXPECT_STREQ("fixed", str_of(o, "arrivals"));
+	ASSERT_TRUE(json_object_object_get_ex(o, "tenants", &arr));
+	t = json_object_array_get_idx(arr, 0);
+	EXPECT_EQ(3 * RATE_QPS, num_of(t, "sent"));
+	EXPECT_EQ(3 * RATE_QPS, num_of(t, "completed"));
+	n = read_samples(samples, v, 4 * RATE_QPS);
+	ASSERT_EQ(3 * RATE_QPS, n);
+	for (int i = 0; i < n; i++) {
+		arrivals[i] = v[i].arrival;
+		EXPECT_LE(fabs(v[i].latency - v[i].colocd - v[i].hop), 2e-6);
+		EXPECT_LE(fabs(v[i].colocd - v[i].parts_sum), 1e-5);
+		unq[i] = v[i].latency - v[i].queued;
+		cunq[i] = v[i].colocd - v[i].queued;
+		over[i] = unq[i] - v[i].compute;
+	}
+	qsort(arrivals, (size_t)n, sizeof(double), cmp_double);
+	EXPECT_EQ(0, arrivals[0]);
+	for (int i = 1; i < n; i++) {
+		double gap = arrivals[i] - arrivals[i - 1];
+
+		EXPECT_LE(fabs(gap - 1000.0 / RATE_QPS), 2e-6)
+		TH_LOG("arrivals %d and %d %.6f ms apart", i - 1, i, gap);
+	}
+	qsort(unq, (size_t)n, sizeof(double), cmp_double);
+	qsort(cunq, (size_t)n, sizeof(double), cmp_double);
+	qsort(over, (size_t)n, sizeof(double), cmp_double);
+	/* the report rounds to 1/1000 ms, the samples to 1e-6 ms */
+	EXPECT_LE(fabs(num_of(t, "unqueued_p95_ms") - nearest_rank(unq, (size_t)n, 95)), 6e-4);
+	EXPECT_LE(fabs(num_of(t, "colocd_unqueued_p95_ms") - nearest_rank(cunq, (size_t)n, 95)),
+		  6e-4);
+	EXPECT_LE(fabs(num_of(t, "overhead_p95_ms") - nearest_rank(over, (size_t)n, 95)), 6e-4);
+	EXPECT_LE(fabs(num_of(t, "overhead_p50_ms") - nearest_rank(over, (size_t)n, 50)), 6e-4);
+	TH_LOG("served p95 %.3f ms, less queued %.3f, colocd's less queued %.3f, overhead %.3f",
+	       num_of(t, "p95_ms"), num_of(t, "unqueued_p95_ms"),
+	       num_of(t, "colocd_unqueued_p95_ms"), num_of(t, "overhead_p95_ms"));
+	json_object_put(o);
 }
 
 TEST_F_TIMEOUT(load, unknown_tenant__named_exit_1, 300)
