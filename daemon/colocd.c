@@ -159,165 +159,139 @@ static int parse_uid_range(const char *s)
 	return 0;
 }
 
-static int parse_args(int argc, char **argv)
+/* --policy NAME: one of the policy library's. */
+static int parse_policy(const char *arg)
 {
-	static const struct option opts[] = {
-		{ "pin-dir", required_argument, NULL, 'p' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "sample-hz", required_argument, NULL, 'z' },
-		{ "window-ms", required_argument, NULL, 'w' },
-		{ "span-ms", required_argument, NULL, 'S' },
-		{ "conn-timeout-ms", required_argument, NULL, 'T' },
-		{ "policy", required_argument, NULL, 'P' },
-		{ "late", required_argument, NULL, 'L' },
-		{ "no-plan-ahead", no_argument, NULL, 'A' },
-		{ "executor-lanes", no_argument, NULL, 'J' },
-		{ "executor", required_argument, NULL, 'E' },
-		{ "cache-dir", required_argument, NULL, 'C' },
-		{ "state", required_argument, NULL, 'F' },
-		{ "block-log", required_argument, NULL, 'B' },
-		{ "max-tenants-per-uid", required_argument, NULL, 'U' },
-		{ "max-executors-per-uid", required_argument, NULL, 'X' },
-		{ "max-queued-per-uid", required_argument, NULL, 'Q' },
-		{ "uid-range", required_argument, NULL, 'R' },
-		{ "executor-memory", required_argument, NULL, 'M' },
-		{ "cgroup-root", required_argument, NULL, 'G' },
-		{ "allow-weak-isolation", no_argument, NULL, 'W' },
-		{ "no-namespaces", no_argument, NULL, 'N' },
-		{ "no-cgroups", no_argument, NULL, 'O' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{},
-	};
-	bool span_given = false;
-	int opt;
-	long v;
-
-	while ((opt = getopt_long(argc, argv, "vhV", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'p':
-			config.pin_dir = optarg;
-			break;
-		case 's':
-			config.socket_path = optarg;
-			break;
-		case 'z':
-			if (cli_parse_flag("colocd", "--sample-hz", optarg, 1, 100000, &v))
-				return 2;
-			config.sample_hz = (unsigned int)v;
-			break;
-		case 'w':
-			if (cli_parse_flag("colocd", "--window-ms", optarg, 1, 1000, &v))
-				return 2;
-			config.window_ms = (unsigned int)v;
-			break;
-		case 'S':
-			if (cli_parse_flag("colocd", "--span-ms", optarg, 1, 10000, &v))
-				return 2;
-			config.span_ms = (unsigned int)v;
-			span_given = true;
-			break;
-		case 'T':
-			if (cli_parse_flag("colocd", "--conn-timeout-ms", optarg, 100, 3600000, &v))
-				return 2;
-			config.conn_timeout_ms = (unsigned int)v;
-			break;
-		case 'P':
-			if (!policy_find(optarg)) {
-				fprintf(stderr, "colocd: no policy '%s'; see --help\n", optarg);
-				return 2;
-			}
-			config.policy = optarg;
-			break;
-		case 'L':
-			if (strcmp(optarg, "drop") && strcmp(optarg, "serve")) {
-				fprintf(stderr, "colocd: --late takes drop or serve, not '%s'\n",
-					optarg);
-				return 2;
-			}
-			config.late_serve = !strcmp(optarg, "serve");
-			break;
-		case 'A':
-			config.no_plan_ahead = true;
-			break;
-		case 'J':
-			config.executor_lanes = true;
-			break;
-		case 'E':
-			config.executor = optarg;
-			break;
-		case 'C':
-			config.cache_dir = optarg;
-			break;
-		case 'F':
-			if (optarg[0] != '/') {
-				fprintf(stderr, "colocd: --state needs an absolute path\n");
-				return 2;
-			}
-			config.state_path = optarg;
-			break;
-		case 'B':
-			config.block_log = optarg;
-			break;
-		case 'U':
-			if (cli_parse_flag("colocd", "--max-tenants-per-uid", optarg, 1,
-					   COLOC_MAX_TENANTS, &v))
-				return 2;
-			config.max_tenants_per_uid = (int)v;
-			break;
-		case 'X':
-			if (cli_parse_flag("colocd", "--max-executors-per-uid", optarg, 1,
-					   COLOC_MAX_TENANTS * SERVING_MAX_EXECUTORS, &v))
-				return 2;
-			config.max_executors_per_uid = (int)v;
-			break;
-		case 'Q':
-			if (cli_parse_flag("colocd", "--max-queued-per-uid", optarg, 1,
-					   SERVING_DEFAULT_QUEUE_TOTAL, &v))
-				return 2;
-			config.max_queued_per_uid = (int)v;
-			break;
-		case 'R':
-			if (parse_uid_range(optarg))
-				return 2;
-			break;
-		case 'M':
-			if (cli_parse_flag("colocd", "--executor-memory", optarg, 64, 1L << 30, &v))
-				return 2;
-			config.sandbox.memory_max = (unsigned long long)v << 20;
-			break;
-		case 'G':
-			config.sandbox.cgroup_base = optarg;
-			break;
-		case 'W':
-			config.sandbox.allow_weak = true;
-			break;
-		case 'N':
-			config.sandbox.no_namespaces = true;
-			break;
-		case 'O':
-			config.sandbox.no_cgroups = true;
-			break;
-		case 'v':
-			config.verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		case 'V':
-			cli_print_version("colocd");
-			return 1;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "colocd: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
+	if (!policy_find(arg)) {
+		fprintf(stderr, "colocd: no policy '%s'; see --help\n", arg);
 		return 2;
 	}
+	config.policy = arg;
+	return 0;
+}
+
+static int parse_late(const char *arg)
+{
+	if (strcmp(arg, "drop") && strcmp(arg, "serve")) {
+		fprintf(stderr, "colocd: --late takes drop or serve, not '%s'\n", arg);
+		return 2;
+	}
+	config.late_serve = !strcmp(arg, "serve");
+	return 0;
+}
+
+static int parse_state(const char *arg)
+{
+	if (arg[0] != '/') {
+		fprintf(stderr, "colocd: --state needs an absolute path\n");
+		return 2;
+	}
+	config.state_path = arg;
+	return 0;
+}
+
+static int parse_memory(const char *arg)
+{
+	long v;
+
+	if (cli_parse_flag("colocd", "--executor-memory", arg, 64, 1L << 30, &v))
+		return 2;
+	config.sandbox.memory_max = (unsigned long long)v << 20;
+	return 0;
+}
+
+static bool span_given;
+
+static int parse_span(const char *arg)
+{
+	long v;
+
+	if (cli_parse_flag("colocd", "--span-ms", arg, 1, 10000, &v))
+		return 2;
+	config.span_ms = (unsigned int)v;
+	span_given = true;
+	return 0;
+}
+
+/* What an option sets: a string, a flag, a number in [lo, hi], or its own parser's doing. */
+enum colocd_arg_kind { ARG_STRING, ARG_FLAG, ARG_UINT, ARG_INT, ARG_PARSER };
+
+struct colocd_option {
+	const char *name;
+	enum colocd_arg_kind kind;
+	void *target; /* const char **, bool *, unsigned int *, int * by kind */
+	long lo, hi;
+	int (*parse)(const char *arg); /* ARG_PARSER: 0, or 2 having said why */
+};
+
+#define OPT_STRING(n, t) { .name = n, .kind = ARG_STRING, .target = t }
+#define OPT_FLAG(n, t) { .name = n, .kind = ARG_FLAG, .target = t }
+#define OPT_NUMBER(n, k, t, l, h) { .name = n, .kind = k, .target = t, .lo = l, .hi = h }
+#define OPT_PARSER(n, f) { .name = n, .kind = ARG_PARSER, .parse = f }
+static const struct colocd_option options[] = {
+	OPT_STRING("pin-dir", &config.pin_dir),
+	OPT_STRING("socket", &config.socket_path),
+	OPT_NUMBER("sample-hz", ARG_UINT, &config.sample_hz, 1, 100000),
+	OPT_NUMBER("window-ms", ARG_UINT, &config.window_ms, 1, 1000),
+	OPT_PARSER("span-ms", parse_span),
+	OPT_NUMBER("conn-timeout-ms", ARG_UINT, &config.conn_timeout_ms, 100, 3600000),
+	OPT_PARSER("policy", parse_policy),
+	OPT_PARSER("late", parse_late),
+	OPT_FLAG("no-plan-ahead", &config.no_plan_ahead),
+	OPT_FLAG("executor-lanes", &config.executor_lanes),
+	OPT_STRING("executor", &config.executor),
+	OPT_STRING("cache-dir", &config.cache_dir),
+	OPT_PARSER("state", parse_state),
+	OPT_STRING("block-log", &config.block_log),
+	OPT_NUMBER("max-tenants-per-uid", ARG_INT, &config.max_tenants_per_uid, 1,
+		   COLOC_MAX_TENANTS),
+	OPT_NUMBER("max-executors-per-uid", ARG_INT, &config.max_executors_per_uid, 1,
+		   COLOC_MAX_TENANTS * SERVING_MAX_EXECUTORS),
+	OPT_NUMBER("max-queued-per-uid", ARG_INT, &config.max_queued_per_uid, 1,
+		   SERVING_DEFAULT_QUEUE_TOTAL),
+	OPT_PARSER("uid-range", parse_uid_range),
+	OPT_PARSER("executor-memory", parse_memory),
+	OPT_STRING("cgroup-root", &config.sandbox.cgroup_base),
+	OPT_FLAG("allow-weak-isolation", &config.sandbox.allow_weak),
+	OPT_FLAG("no-namespaces", &config.sandbox.no_namespaces),
+	OPT_FLAG("no-cgroups", &config.sandbox.no_cgroups),
+	OPT_FLAG("verbose", &config.verbose),
+};
+#define NR_OPTIONS (int)(sizeof(options) / sizeof(options[0]))
+#define OPTION_VAL 256 /* getopt's value for options[i] is OPTION_VAL + i */
+
+/* options[i] given arg; 0, or 2 having said why. */
+static int apply_option(const struct colocd_option *o, const char *arg)
+{
+	char flag[48];
+	long v;
+
+	switch (o->kind) {
+	case ARG_STRING:
+		*(const char **)o->target = arg;
+		return 0;
+	case ARG_FLAG:
+		*(bool *)o->target = true;
+		return 0;
+	case ARG_UINT:
+	case ARG_INT:
+		snprintf(flag, sizeof(flag), "--%s", o->name);
+		if (cli_parse_flag("colocd", flag, arg, o->lo, o->hi, &v))
+			return 2;
+		if (o->kind == ARG_UINT)
+			*(unsigned int *)o->target = (unsigned int)v;
+		else
+			*(int *)o->target = (int)v;
+		return 0;
+	case ARG_PARSER:
+		return o->parse(arg);
+	}
+	return 2;
+}
+
+/* The checks across options, once all are in; 0 or 2 having said why. */
+static int check_args(void)
+{
 	/* a window needs a couple of periodic samples, or idle-looking gaps appear */
 	if (config.sample_hz && (unsigned long)config.sample_hz * config.window_ms < 2000) {
 		fprintf(stderr,
@@ -350,6 +324,46 @@ static int parse_args(int argc, char **argv)
 		return 2;
 	}
 	return 0;
+}
+
+/* 0: run; 1: done (--help, --version); 2: a bad option, said. */
+static int parse_args(int argc, char **argv)
+{
+	struct option opts[NR_OPTIONS + 3];
+	int opt, ret;
+
+	for (int i = 0; i < NR_OPTIONS; i++)
+		opts[i] = (struct option){ options[i].name,
+					   options[i].kind == ARG_FLAG ? no_argument :
+									 required_argument,
+					   NULL, OPTION_VAL + i };
+	opts[NR_OPTIONS] = (struct option){ "help", no_argument, NULL, 'h' };
+	opts[NR_OPTIONS + 1] = (struct option){ "version", no_argument, NULL, 'V' };
+	opts[NR_OPTIONS + 2] = (struct option){ 0 };
+	while ((opt = getopt_long(argc, argv, "vhV", opts, NULL)) != -1) {
+		if (opt >= OPTION_VAL && opt < OPTION_VAL + NR_OPTIONS) {
+			ret = apply_option(&options[opt - OPTION_VAL], optarg);
+			if (ret)
+				return ret;
+		} else if (opt == 'v') {
+			config.verbose = true;
+		} else if (opt == 'h') {
+			usage(stdout);
+			return 1;
+		} else if (opt == 'V') {
+			cli_print_version("colocd");
+			return 1;
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "colocd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	return check_args();
 }
 
 static int stop_signal;

@@ -29,6 +29,8 @@
 #include "uncore.h"
 #include "view.h"
 
+struct state_writer;
+
 struct colocd_config {
 	const char *pin_dir;
 	const char *socket_path;
@@ -104,8 +106,8 @@ struct colocd {
 	__u64 serving_ticked_ns; /* CLOCK_MONOTONIC of the last serving_tick() */
 	struct colocd_exec_fd *exec_fds; /* as many as the executors have */
 	struct submit_copier *copier; /* submits' files copied off the loop; NULL before the first */
-	struct control_copying *copying; /* the submits being copied: they count in their quotas */
 	struct colocd_spec *specs; /* COLOC_MAX_TENANTS of them */
+	struct state_writer *state_writer; /* --state's I/O off the loop; NULL without --state */
 	int nr_specs;
 	struct colocd_waiter waiters[COLOCD_MAX_WAITERS];
 	bool draining; /* shutting down: no new tenants or queries */

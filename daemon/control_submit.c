@@ -210,33 +210,28 @@ static char *control_submit_external(struct json_object *req, struct colocd_spec
 	return NULL;
 }
 
-/* A submit whose files are being copied (submit_copy.h), until they are in. */
+/*
+ * A submit whose files are being copied (submit_copy.h), until they are
+ * in; its hold keeps its place in its owner's quotas meanwhile.
+ */
 struct control_copying {
 	struct colocd *d;
 	struct server *server;
 	__u64 conn;
 	uid_t uid;
 	struct colocd_spec spec;
-	struct control_copying *next; /* in d->copying */
+	struct serving_hold *hold;
 };
-
-/* p out of d->copying: it no longer counts in its owner's quotas. */
-static void control_copying_unlink(struct control_copying *p)
-{
-	struct control_copying **pp = &p->d->copying;
-
-	while (*pp && *pp != p)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = p->next;
-}
 
 /*
  * What can refuse the submit without its files (serving_admit_check: name,
  * executors, QoS, places, quotas), asked before a byte is copied: a refused
- * submit then costs colocd nothing. NULL or the error answer.
+ * submit then costs colocd nothing. With hold, the submit's place in its
+ * owner's quotas is held in *hold until serving_release. NULL or the error
+ * answer.
  */
-static char *control_submit_precheck(struct colocd *d, const struct colocd_spec *spec)
+static char *control_submit_precheck(struct colocd *d, const struct colocd_spec *spec,
+				     struct serving_hold **hold)
 {
 	struct serving_tenant_spec ts = { .name = spec->name,
 					  .model_fd = -1,
@@ -245,18 +240,13 @@ static char *control_submit_precheck(struct colocd *d, const struct colocd_spec 
 					  .executors = spec->executors,
 					  .owner = spec->owner };
 	struct coloc_err err = { 0 };
-
-	for (const struct control_copying *c = d->copying; c; c = c->next)
-		if (c->uid == spec->owner) {
-			ts.pending_tenants++;
-			ts.pending_executors += c->spec.executors > 0 ? c->spec.executors : 1;
-		}
+	int ret;
 
 	if (d->draining)
 		return control_error("colocd is shutting down");
-	if (serving_admit_check(d->serving, &ts, &err))
-		return control_error("%s", coloc_err_str(&err));
-	return NULL;
+	ret = hold ? serving_hold(d->serving, &ts, hold, &err) :
+		     serving_admit_check(d->serving, &ts, &err);
+	return ret ? control_error("%s", coloc_err_str(&err)) : NULL;
 }
 
 /*
@@ -273,7 +263,7 @@ static void control_submit_copied(void *ctx, int ret, const int *sealed, int nr,
 	char *bad = NULL;
 	int at = 0;
 
-	control_copying_unlink(p);
+	serving_release(p->d->serving, p->hold);
 	for (int i = 0; i < COLOC_MAX_REQUEST_FDS; i++)
 		files.external_fd[i] = -1;
 	if (ret == -ECANCELED) { /* colocd is stopping: nobody is answered any more */
@@ -283,7 +273,7 @@ static void control_submit_copied(void *ctx, int ret, const int *sealed, int nr,
 	if (ret)
 		bad = control_error("%s", coloc_err_str(err));
 	if (!bad)
-		bad = control_submit_precheck(p->d, &p->spec);
+		bad = control_submit_precheck(p->d, &p->spec, NULL);
 	if (!bad) {
 		files.model_fd = sealed[at++];
 		if (p->spec.weights[0])
@@ -314,6 +304,7 @@ static char *control_submit_files(struct colocd *d, struct server_req *sreq,
 	char what[SUBMIT_COPY_MAX_FILES][SUBMIT_COPY_WHAT_LEN];
 	struct control_copying *p;
 	struct coloc_err err = { 0 };
+	char *bad;
 	int ret;
 
 	if (!sreq || sreq->nr_fds != want)
@@ -335,13 +326,17 @@ static char *control_submit_files(struct colocd *d, struct server_req *sreq,
 	*p = (struct control_copying){
 		.d = d, .server = sreq->server, .conn = sreq->conn, .uid = uid, .spec = *spec
 	};
+	bad = control_submit_precheck(d, spec, &p->hold);
+	if (bad) {
+		free(p);
+		return bad;
+	}
 	if (submit_copier_add(d->copier, uid, sreq->fds, what, want, control_submit_copied, p,
 			      &err)) {
+		serving_release(d->serving, p->hold);
 		free(p);
 		return control_error("%s", coloc_err_str(&err));
 	}
-	p->next = d->copying;
-	d->copying = p;
 	server_req_defer(sreq);
 	return NULL;
 }
@@ -391,7 +386,7 @@ char *control_cmd_submit(struct colocd *d, struct json_object *req, uid_t uid,
 		snprintf(spec->weights, sizeof(spec->weights), "%s", weights);
 	spec->qos_ns = (__u64)(qos_ms * 1e6);
 	spec->owner = uid;
-	bad = control_submit_precheck(d, spec);
+	bad = control_submit_precheck(d, spec, NULL);
 	if (!bad)
 		bad = control_submit_external(req, spec);
 	/* the answer comes once the files are in and the executor has described the model */

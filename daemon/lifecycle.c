@@ -22,6 +22,7 @@
 #include "binpath.h"
 #include "colocd.h"
 #include "isa_probe.h"
+#include "state_writer.h"
 #include "submit_copy.h"
 
 /*
@@ -421,6 +422,9 @@ static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 	d->specs = calloc(COLOC_MAX_TENANTS, sizeof(*d->specs));
 	if (!d->specs)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
+	if (d->cfg.state_path && (ret = state_writer_new(d->cfg.state_path, &d->state_writer)))
+		return coloc_err_set(err, ret, "cannot start the --state writer: %s",
+				     strerror(-ret));
 	ret = serving_create(&sc, &d->serving, err);
 	if (ret)
 		return ret;
@@ -510,6 +514,9 @@ void colocd_stop(struct colocd *d)
 	/* first: its executors are tenants, and its callbacks reach the table */
 	serving_destroy(d->serving);
 	d->serving = NULL;
+	/* what --state still owes is written before colocd goes */
+	state_writer_free(d->state_writer);
+	d->state_writer = NULL;
 	sandbox_free(d->sandbox);
 	d->sandbox = NULL;
 	if (d->block_log)

@@ -118,19 +118,43 @@ static bool server_conn_queue(struct server_conn *c, const char *line, const voi
 	return true;
 }
 
-/* Sends what the kernel takes now; false when the connection is gone. */
+/*
+ * The one way bytes go to a client: what the socket takes now of iov, 0
+ * when it takes nothing (full), or -errno once the connection is broken
+ * (then c->broken, and nothing more is sent or queued on it).
+ */
+static ssize_t server_conn_write(struct server_conn *c, struct iovec *iov, int nr_iov)
+{
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)nr_iov };
+	ssize_t n;
+
+	if (c->broken)
+		return -EPIPE;
+	n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n > 0)
+		c->last_progress_ns = loop_now_ns();
+	if (n >= 0)
+		return n;
+	if (errno == EAGAIN || errno == EINTR)
+		return 0;
+	c->broken = true;
+	return -errno;
+}
+
+/* Sends what the kernel takes now of the queue; false when the connection is gone. */
 static bool server_conn_flush(struct server_conn *c)
 {
+	if (c->broken)
+		return false;
 	while (c->out_head) {
 		struct server_out *o = c->out_head;
-		ssize_t n =
-			send(c->fd, o->data + o->off, o->len - o->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		struct iovec iov = { o->data + o->off, o->len - o->off };
+		ssize_t n = server_conn_write(c, &iov, 1);
 
-		if (n < 0)
-			return errno == EAGAIN || errno == EINTR;
+		if (n <= 0)
+			return n == 0;
 		o->off += (size_t)n;
 		c->out_bytes -= (size_t)n;
-		c->last_progress_ns = loop_now_ns();
 		if (o->off < o->len)
 			continue;
 		c->out_head = o->next;
@@ -173,11 +197,50 @@ static bool server_conn_take(struct server_conn *c, struct server_req *req, char
 	return ok;
 }
 
+/* When the read that brought in[0] came (the last read's when `in` is empty). */
+static __u64 server_conn_in_first_ns(const struct server_conn *c)
+{
+	return c->nr_in_reads ? c->in_reads[0].ns : c->last_read_ns;
+}
+
+/* A read of n bytes appended to `in` at its end, stamped now_ns. */
+static void server_conn_stamp_read(struct server_conn *c, __u64 now_ns)
+{
+	if (c->nr_in_reads == SERVER_IN_READS) {
+		memmove(&c->in_reads[1], &c->in_reads[2],
+			(size_t)(SERVER_IN_READS - 2) * sizeof(c->in_reads[0]));
+		c->nr_in_reads--;
+	}
+	c->in_reads[c->nr_in_reads].at = c->in_len;
+	c->in_reads[c->nr_in_reads++].ns = now_ns;
+}
+
+/* The first n bytes of `in` leave it; in[0] is then stamped with the read that brought it. */
+static void server_conn_drop_in(struct server_conn *c, size_t n)
+{
+	int k = 0;
+
+	c->in_len -= n;
+	memmove(c->in, c->in + n, c->in_len);
+	if (!c->in_len) {
+		c->nr_in_reads = 0;
+		return;
+	}
+	while (k + 1 < c->nr_in_reads && c->in_reads[k + 1].at <= n)
+		k++;
+	c->nr_in_reads -= k;
+	memmove(&c->in_reads[0], &c->in_reads[k], (size_t)c->nr_in_reads * sizeof(c->in_reads[0]));
+	c->in_reads[0].at = 0;
+	for (int i = 1; i < c->nr_in_reads; i++)
+		c->in_reads[i].at -= n;
+}
+
 static struct server_req server_conn_req(struct server_conn *c)
 {
-	return (struct server_req){
-		.server = c->s, .conn = c->id, .uid = c->uid, .first_byte_ns = c->in_first_ns
-	};
+	return (struct server_req){ .server = c->s,
+				    .conn = c->id,
+				    .uid = c->uid,
+				    .first_byte_ns = server_conn_in_first_ns(c) };
 }
 
 /* The payload is in: its handler answers. */
@@ -233,9 +296,7 @@ static bool server_conn_fill_payload(struct server_conn *c)
 	memcpy(c->payload + c->payload_got, c->in, n);
 	server_conn_take_fds(c, n, NULL); /* a payload carries none */
 	c->payload_got += n;
-	c->in_len -= n;
-	memmove(c->in, c->in + n, c->in_len);
-	c->in_first_ns = c->last_read_ns;
+	server_conn_drop_in(c, n);
 	return c->payload_got == c->preq.payload_bytes;
 }
 
@@ -263,7 +324,7 @@ static bool server_conn_serve_one(struct server_conn *c, bool *ok)
 			return false;
 		c->closing = true;
 		server_conn_take_fds(c, c->in_len, NULL);
-		c->in_len = 0;
+		server_conn_drop_in(c, c->in_len);
 		*ok = server_conn_take(c, &req, s->handle(s->handle_ctx, &req, NULL, 0));
 		return true;
 	}
@@ -272,7 +333,7 @@ static bool server_conn_serve_one(struct server_conn *c, bool *ok)
 		c->closing = true;
 		server_conn_take_fds(c, c->in_len, NULL);
 		*ok = server_conn_take(c, &req, s->handle(s->handle_ctx, &req, NULL, 0));
-		c->in_len = 0;
+		server_conn_drop_in(c, c->in_len);
 		return true;
 	}
 	/* tolerate CRLF from nc/socat */
@@ -291,9 +352,7 @@ static bool server_conn_serve_one(struct server_conn *c, bool *ok)
 				close(fds[i]);
 		req.fds = NULL;
 		req.nr_fds = 0;
-		c->in_len -= line_len + 1;
-		memmove(c->in, nl + 1, c->in_len);
-		c->in_first_ns = c->last_read_ns;
+		server_conn_drop_in(c, line_len + 1);
 		*ok = server_conn_take(c, &req, resp);
 	}
 	return true;
@@ -365,7 +424,7 @@ static void server_conn_add_fds(struct server_conn *c, struct msghdr *msg, bool 
 		 COLOC_MAX_REQUEST_FDS);
 	server_conn_queue(c, line, NULL, 0);
 	c->closing = true;
-	c->in_len = 0;
+	server_conn_drop_in(c, c->in_len);
 }
 
 /*
@@ -399,8 +458,8 @@ static bool server_conn_read(struct server_conn *c, ssize_t *got)
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
 	c->last_progress_ns = c->last_read_ns = loop_now_ns();
-	if (!to_payload && !c->in_len)
-		c->in_first_ns = c->last_read_ns;
+	if (!to_payload && n > 0)
+		server_conn_stamp_read(c, c->last_read_ns);
 	if (msg.msg_controllen || (msg.msg_flags & MSG_CTRUNC))
 		server_conn_add_fds(c, &msg, to_payload, c->in_len + (size_t)(n ? n - 1 : 0));
 	if (c->closing && !to_payload)
@@ -443,7 +502,7 @@ static void server_conn_update(struct server_conn *c)
 static void server_conn_kick(struct server_conn *c)
 {
 	server_conn_update(c);
-	if (!c->out_head && (c->in_len || c->closing || c->eof))
+	if (!c->out_head && (c->in_len || c->closing || c->eof || c->broken))
 		loop_poll_set_events(c->src, (server_conn_may_read(c) ? POLLIN : 0) | POLLOUT);
 }
 
@@ -516,26 +575,6 @@ static struct server_conn *server_find_conn(struct server *s, __u64 id)
 	return NULL;
 }
 
-/*
- * Sends what the socket takes now of line and payload, when nothing is
- * queued before them: one sendmsg from the caller's buffers. The bytes
- * sent; 0 on an error too: then all is queued and the loop's flush meets
- * the error and closes the connection (never here: the caller may be
- * inside a handler of this connection).
- */
-static ssize_t server_conn_send_now(struct server_conn *c, const char *line, size_t line_len,
-				    const void *payload, size_t len)
-{
-	struct iovec iov[2] = { { (void *)line, line_len }, { (void *)payload, len } };
-	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
-	ssize_t n;
-
-	if (c->out_head || c->closing)
-		return 0;
-	n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-	return n < 0 ? 0 : n;
-}
-
 int server_send(struct server *s, __u64 conn, const char *line, const void *payload, size_t len)
 {
 	struct server_conn *c = server_find_conn(s, conn);
@@ -551,12 +590,25 @@ int server_send(struct server *s, __u64 conn, const char *line, const void *payl
 	c->last_progress_ns = loop_now_ns();
 	line_len = strlen(line);
 	/*
-	 * Sent here, not only from the loop's POLLOUT: the client waits for
-	 * it. Nothing is read or served here: the caller may be inside another
+	 * Sent here from the caller's buffers when nothing is queued before
+	 * it, not only from the loop's POLLOUT: the client waits for it.
+	 * Nothing is read or served here: the caller may be inside another
 	 * module's callback, and serving the requests this unblocks would call
-	 * back into it.
+	 * back into it. A broken connection is closed from the loop, never
+	 * here (the caller may be inside a handler of c), and nothing of the
+	 * answer is queued for it.
 	 */
-	sent = server_conn_send_now(c, line, line_len, payload, len);
+	if (!c->out_head && !c->closing) {
+		struct iovec iov[2] = { { (void *)line, line_len }, { (void *)payload, len } };
+
+		sent = server_conn_write(c, iov, len ? 2 : 1);
+	} else {
+		sent = c->broken ? -EPIPE : 0;
+	}
+	if (sent < 0) {
+		server_conn_kick(c);
+		return -ENOTCONN;
+	}
 	if ((size_t)sent < line_len) {
 		if (!server_conn_queue(c, line + sent, payload, len))
 			goto nomem;

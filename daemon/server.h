@@ -65,7 +65,8 @@ struct server_req {
 	int nr_fds;
 	/*
 	 * CLOCK_MONOTONIC of the read that brought the request's first byte
-	 * (for a line that followed another in the same read, that read's).
+	 * (for a line that followed another in the same read, that read's,
+	 * however much later the line is served).
 	 */
 	__u64 first_byte_ns;
 	/*
@@ -102,8 +103,9 @@ void server_req_defer(struct server_req *req);
  * (NULL, 0 for none) on connection conn. What the socket takes at once
  * goes straight from line and payload (one sendmsg, nothing copied); the
  * rest is copied and queued, sent from the loop. Either way the caller's
- * buffers are free when it returns. -ENOTCONN when the connection is gone,
- * -ENOMEM.
+ * buffers are free when it returns. -ENOTCONN when the connection is gone
+ * or the send fails (the client hung up: nothing is queued, the loop
+ * closes it), -ENOMEM.
  */
 int server_send(struct server *s, __u64 conn, const char *line, const void *payload, size_t len);
 /* Stops accepting new connections (shutting down); the open ones are served on. */

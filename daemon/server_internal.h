@@ -14,6 +14,13 @@
 #include "server.h"
 
 #define SERVER_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
+/*
+ * Reads whose stamps a connection keeps while their bytes wait in its
+ * buffer; past it the second oldest is merged into the oldest (its bytes
+ * keep the earlier stamp). Only a request held back while more is read
+ * needs more than two.
+ */
+#define SERVER_IN_READS 16
 
 /* One answer (a line, maybe followed by a payload) waiting to be sent. */
 struct server_out {
@@ -30,10 +37,20 @@ struct server_conn {
 	__u64 id;
 	bool closing; /* close once the pending answers are out */
 	bool eof; /* the client sent its last byte */
+	bool broken; /* a send failed: nothing more is queued, the loop closes it */
 	__u64 last_progress_ns; /* accepted, a request answered, or bytes moved */
 	char *in;
 	size_t in_len;
-	__u64 in_first_ns; /* the read that brought in[0] (server_req.first_byte_ns) */
+	/*
+	 * The reads whose bytes `in` holds, oldest first: where each one's
+	 * bytes begin in it and when it was read, so that a request is stamped
+	 * with the read of its own first byte (server_req.first_byte_ns).
+	 */
+	struct {
+		size_t at;
+		__u64 ns;
+	} in_reads[SERVER_IN_READS];
+	int nr_in_reads;
 	__u64 last_read_ns;
 	/* answers queued, oldest first, and their bytes not yet sent */
 	struct server_out *out_head, *out_tail;

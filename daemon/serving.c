@@ -377,10 +377,20 @@ int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err 
 	for (int i = 0; i < t->nr_exec && !ret; i += s->executor_lanes ? t->nr_exec : 1)
 		ret = execproc_spawn_lanes(&o, s->executor_lanes ? t->nr_exec : 1, &eps[i], err);
 	for (int i = 0; i < t->nr_exec; i++)
-		t->ex[i].ep = ret ? NULL : eps[i];
+		t->ex[i].ep = eps[i];
 	if (ret) {
-		for (int i = 0; i < t->nr_exec && !s->executor_lanes; i++)
-			execproc_free(eps[i]);
+		/*
+		 * Those started before the failure go as any exit does: killed,
+		 * then reaped through the loop (their pidfd watched), never
+		 * waited for here.
+		 */
+		for (int i = 0; i < t->nr_exec; i++) {
+			if (!t->ex[i].ep)
+				continue;
+			if (s->watch)
+				s->watch(s->ctx, execproc_pidfd(t->ex[i].ep), true);
+			retire_executor(s, &t->ex[i], false);
+		}
 		return ret;
 	}
 	for (int i = 0; i < t->nr_exec && !ret; i++) {
@@ -719,6 +729,8 @@ void serving_destroy(struct serving *s)
 	/* shutting down: the one place that waits for the kernel to tear them down */
 	while (s->retired)
 		sv_free_retired(s, &s->retired);
+	while (s->holds)
+		serving_release(s, s->holds);
 	policy_destroy(s->policy);
 	free(s->pqueries);
 	free(s->core_sig);

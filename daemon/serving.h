@@ -246,8 +246,6 @@ struct serving_tenant_spec {
 	 */
 	int executors;
 	uid_t owner; /* who submitted it: serving_authorize() and the quotas go by it */
-	/* the owner's other submits not admitted yet (their files still being copied): quota as held */
-	int pending_tenants, pending_executors;
 	/*
 	 * The answer to an admission serving_admit did not refuse at once,
 	 * called exactly once (from serving_handle_fd, _tick, _remove or
@@ -270,6 +268,17 @@ struct serving_tenant_spec {
  */
 int serving_admit_check(const struct serving *s, const struct serving_tenant_spec *spec,
 			struct coloc_err *err);
+/*
+ * A submit whose files are still being copied holds its place in its
+ * owner's quotas (a tenant and its executors) from here until
+ * serving_release: serving_admit_check, then the hold into *out; 0, or
+ * -errno with err filled and nothing held. Release it before the
+ * submit's serving_admit (which counts it otherwise).
+ */
+struct serving_hold;
+int serving_hold(struct serving *s, const struct serving_tenant_spec *spec,
+		 struct serving_hold **out, struct coloc_err *err);
+void serving_release(struct serving *s, struct serving_hold *h);
 /*
  * Admits a tenant without parsing its model (docs/security-submit.md).
  * At once: serving_admit_check, the sealed files taken and the model's

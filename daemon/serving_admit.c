@@ -112,7 +112,7 @@ static int take_files(struct sv_tenant *t, const struct serving_tenant_spec *spe
 	return ret;
 }
 
-/* What owner's tenants hold: how many, their executors and their queries. */
+/* What owner holds: tenants (submits being copied included), their executors, their queries. */
 void sv_owner_usage(const struct serving *s, uid_t owner, int *tenants, int *executors, int *queued)
 {
 	*tenants = *executors = *queued = 0;
@@ -125,6 +125,46 @@ void sv_owner_usage(const struct serving *s, uid_t owner, int *tenants, int *exe
 		*executors += t->nr_exec;
 		*queued += t->nr_queries;
 	}
+	for (const struct serving_hold *h = s->holds; h; h = h->next)
+		if (h->owner == owner) {
+			(*tenants)++;
+			*executors += h->executors;
+		}
+}
+
+int serving_hold(struct serving *s, const struct serving_tenant_spec *spec,
+		 struct serving_hold **out, struct coloc_err *err)
+{
+	struct serving_hold *h;
+	int ret = serving_admit_check(s, spec, err);
+
+	*out = NULL;
+	if (ret)
+		return ret;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return coloc_err_set(err, -ENOMEM, "out of memory admitting %s", spec->name);
+	h->owner = spec->owner;
+	h->executors = spec->executors > 0 ? spec->executors : 1;
+	h->next = s->holds;
+	if (s->holds)
+		s->holds->prev = h;
+	s->holds = h;
+	*out = h;
+	return 0;
+}
+
+void serving_release(struct serving *s, struct serving_hold *h)
+{
+	if (!h)
+		return;
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		s->holds = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	free(h);
 }
 
 /* A new tenant of spec within its owner's quotas; root is held to the global limits only. */
@@ -136,8 +176,6 @@ static int check_admit_quota(const struct serving *s, const struct serving_tenan
 	if (!spec->owner)
 		return 0;
 	sv_owner_usage(s, spec->owner, &tenants, &executors, &queued);
-	tenants += spec->pending_tenants;
-	executors += spec->pending_executors;
 	if (s->max_tenants_per_uid && tenants >= s->max_tenants_per_uid)
 		return coloc_err_set(err, -EDQUOT,
 				     "tenant %s: uid %u already has %d serving tenants (submits being "

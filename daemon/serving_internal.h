@@ -109,8 +109,16 @@ struct sv_tenant {
 	bool sandboxed; /* holds an entry in s->sandbox */
 };
 
+/* A submit's place in its owner's quotas while its files are copied (serving_hold). */
+struct serving_hold {
+	uid_t owner;
+	int executors;
+	struct serving_hold *prev, *next;
+};
+
 struct serving {
 	char *executor, *cache_dir;
+	struct serving_hold *holds; /* counted by sv_owner_usage */
 	struct profile_machine machine; /* this machine as the profile cache names it */
 	int max_queue, max_queue_total;
 	int max_tenants_per_uid, max_executors_per_uid, max_queued_per_uid; /* 0: none */

@@ -31,6 +31,7 @@
 #include <json-c/json.h>
 #include "colocd.h"
 #include "serving_state.h"
+#include "state_writer.h"
 #include "submit_files.h"
 
 /* STATE.files/, opened (made when missing) as a directory of root's; fd or -errno. */
@@ -104,27 +105,53 @@ static void state_unlink_files(int dirfd, const char *name, int nr_external)
 	}
 }
 
-static int state_save_files(const struct colocd *d, const struct colocd_spec *spec,
-			    const struct colocd_files *files, struct coloc_err *err)
+int colocd_state_keep_files(const char *path, const char *name, const struct colocd_files *files,
+			    int nr_external, struct coloc_err *err)
 {
-	int dirfd = state_dir_open(d->cfg.state_path, true), ret;
+	int dirfd = state_dir_open(path, true), ret;
 
 	if (dirfd < 0)
 		return coloc_err_set(err, dirfd, "cannot keep tenant %s's files in %s.files: %s",
-				     spec->name, d->cfg.state_path, strerror(-dirfd));
-	state_unlink_files(dirfd, spec->name, COLOC_MAX_REQUEST_FDS);
-	ret = state_copy_out(dirfd, spec->name, 0, files->model_fd);
+				     name, path, strerror(-dirfd));
+	state_unlink_files(dirfd, name, COLOC_MAX_REQUEST_FDS);
+	ret = state_copy_out(dirfd, name, 0, files->model_fd);
 	if (!ret && files->weights_fd >= 0)
-		ret = state_copy_out(dirfd, spec->name, 1, files->weights_fd);
-	for (int i = 0; i < spec->nr_external && !ret; i++)
-		ret = state_copy_out(dirfd, spec->name, 2 + i, files->external_fd[i]);
+		ret = state_copy_out(dirfd, name, 1, files->weights_fd);
+	for (int i = 0; i < nr_external && !ret; i++)
+		ret = state_copy_out(dirfd, name, 2 + i, files->external_fd[i]);
 	if (ret) {
-		state_unlink_files(dirfd, spec->name, spec->nr_external);
-		coloc_err_set(err, ret, "cannot keep tenant %s's files in %s.files: %s", spec->name,
-			      d->cfg.state_path, strerror(-ret));
+		state_unlink_files(dirfd, name, nr_external);
+		coloc_err_set(err, ret, "cannot keep tenant %s's files in %s.files: %s", name, path,
+			      strerror(-ret));
 	}
 	close(dirfd);
 	return ret;
+}
+
+void colocd_state_drop_files(const char *path, const char *name, int nr_external)
+{
+	int dirfd = state_dir_open(path, false);
+
+	if (dirfd >= 0) {
+		state_unlink_files(dirfd, name, nr_external);
+		close(dirfd);
+	}
+}
+
+/* The file's new text to d's writer (off the loop), or written here without one. */
+static int state_commit(struct colocd *d, struct coloc_err *err)
+{
+	char *text;
+
+	if (!d->cfg.state_path)
+		return 0;
+	if (!d->state_writer)
+		return colocd_state_write(d, err);
+	text = colocd_state_text(d);
+	if (!text)
+		return coloc_err_set(err, -ENOMEM, "out of memory writing the state file");
+	state_writer_post(d->state_writer, text);
+	return 0;
 }
 
 int colocd_spec_restore(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err)
@@ -143,9 +170,17 @@ int colocd_spec_add(struct colocd *d, const struct colocd_spec *spec,
 
 	if (ret)
 		return ret;
-	ret = d->cfg.state_path ? state_save_files(d, spec, files, err) : 0;
+	if (!d->cfg.state_path)
+		return 0;
+	if (!d->state_writer)
+		ret = colocd_state_keep_files(d->cfg.state_path, spec->name, files,
+					      spec->nr_external, err);
+	else if ((ret = state_writer_keep_files(d->state_writer, spec->name, files,
+						spec->nr_external)))
+		coloc_err_set(err, ret, "cannot keep tenant %s's files: %s", spec->name,
+			      strerror(-ret));
 	if (!ret)
-		ret = colocd_state_write(d, err);
+		ret = state_commit(d, err);
 	return ret;
 }
 
@@ -153,17 +188,18 @@ int colocd_spec_drop(struct colocd *d, const char *name, struct coloc_err *err)
 {
 	for (int i = 0; i < d->nr_specs; i++)
 		if (!strcmp(d->specs[i].name, name)) {
-			int dirfd =
-				d->cfg.state_path ? state_dir_open(d->cfg.state_path, false) : -1;
+			int nr_external = d->specs[i].nr_external;
 
-			if (dirfd >= 0) {
-				state_unlink_files(dirfd, name, d->specs[i].nr_external);
-				close(dirfd);
-			}
 			memmove(&d->specs[i], &d->specs[i + 1],
 				(size_t)(d->nr_specs - i - 1) * sizeof(d->specs[0]));
 			d->nr_specs--;
-			return colocd_state_write(d, err);
+			if (!d->cfg.state_path)
+				return 0;
+			if (!d->state_writer)
+				colocd_state_drop_files(d->cfg.state_path, name, nr_external);
+			else if (state_writer_drop_files(d->state_writer, name, nr_external))
+				return coloc_err_set(err, -ENOMEM, "out of memory");
+			return state_commit(d, err);
 		}
 	return 0;
 }
@@ -245,16 +281,11 @@ static int state_write_all(int fd, const char *text, size_t len)
 	return 0;
 }
 
-int colocd_state_write(const struct colocd *d, struct coloc_err *err)
+char *colocd_state_text(const struct colocd *d)
 {
-	const char *path = d->cfg.state_path;
 	struct json_object *root, *arr;
-	char tmp[PATH_MAX + 16];
-	const char *text;
-	int fd, ret;
+	char *text;
 
-	if (!path)
-		return 0;
 	root = json_object_new_object();
 	arr = json_object_new_array();
 	for (int i = 0; i < d->nr_specs; i++) {
@@ -279,22 +310,42 @@ int colocd_state_write(const struct colocd *d, struct coloc_err *err)
 		json_object_array_add(arr, o);
 	}
 	json_object_object_add(root, "tenants", arr);
-	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY);
+	text = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY));
+	json_object_put(root);
+	return text;
+}
+
+int colocd_state_write(const struct colocd *d, struct coloc_err *err)
+{
+	char *text;
+	int ret;
+
+	if (!d->cfg.state_path)
+		return 0;
+	text = colocd_state_text(d);
+	if (!text)
+		return coloc_err_set(err, -ENOMEM, "out of memory writing the state file");
+	ret = colocd_state_write_text(d->cfg.state_path, text, err);
+	free(text);
+	return ret;
+}
+
+int colocd_state_write_text(const char *path, const char *text, struct coloc_err *err)
+{
+	char tmp[PATH_MAX + 16];
+	int fd, ret;
+
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		ret = coloc_err_set(err, -errno, "cannot write the state file %s: %s", tmp,
-				    strerror(errno));
-		json_object_put(root);
-		return ret;
-	}
+	if (fd < 0)
+		return coloc_err_set(err, -errno, "cannot write the state file %s: %s", tmp,
+				     strerror(errno));
 	ret = state_write_all(fd, text, strlen(text));
 	if (!ret)
 		ret = state_write_all(fd, "\n", 1);
 	if (!ret && fsync(fd))
 		ret = -errno;
 	close(fd);
-	json_object_put(root);
 	if (!ret && rename(tmp, path))
 		ret = -errno;
 	if (ret) {

@@ -3,7 +3,8 @@
  * colocd's --state file (serving_state.c): the admitted tenants as
  * submitted, kept in struct colocd's specs and written to the file whole
  * (temp, fsync, rename) on every change, with colocd's own copies of their
- * files beside it; read back at start. All of --state's I/O is here.
+ * files beside it; read back at start. All of --state's I/O is here; in
+ * colocd it runs on the writer's thread (state_writer.h), never the loop.
  */
 #ifndef COLOC_DAEMON_SERVING_STATE_H
 #define COLOC_DAEMON_SERVING_STATE_H
@@ -45,15 +46,29 @@ struct colocd_files {
 /*
  * The admitted tenants as submitted: add on admit (with --state, a copy
  * of files' bytes goes into the state's directory, STATE.files/, root's
- * own), drop on remove; rewrites --state.
+ * own), drop on remove; rewrites --state. With d->state_writer the I/O is
+ * queued to it (errors then go to stderr); without, done here.
  */
 int colocd_spec_add(struct colocd *d, const struct colocd_spec *spec,
 		    const struct colocd_files *files, struct coloc_err *err);
 int colocd_spec_drop(struct colocd *d, const char *name, struct coloc_err *err);
 /* Records spec, brought back from --state, without rewriting the file. */
 int colocd_spec_restore(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err);
-/* Writes the specs to cfg.state_path atomically (temp + rename); 0 without one. */
+/*
+ * Writes the specs to cfg.state_path atomically (temp + rename); 0 without
+ * one. On the caller's thread: colocd itself hands the text to its writer
+ * (state_writer.h) from colocd_spec_add/_drop instead.
+ */
 int colocd_state_write(const struct colocd *d, struct coloc_err *err);
+/* The file's text for d's specs (malloc'd), or NULL when out of memory. */
+char *colocd_state_text(const struct colocd *d);
+/* Writes text as the state file path: temp, fsync, rename; 0 or -errno with err. */
+int colocd_state_write_text(const char *path, const char *text, struct coloc_err *err);
+/* A copy of each of the tenant's files into path.files/ (temp, fsync, rename each). */
+int colocd_state_keep_files(const char *path, const char *name, const struct colocd_files *files,
+			    int nr_external, struct coloc_err *err);
+/* Removes the tenant's copies from path.files/. */
+void colocd_state_drop_files(const char *path, const char *name, int nr_external);
 /*
  * Reads the specs in path (none when it does not exist) into specs (at most
  * COLOC_MAX_TENANTS); returns how many, or -errno with err filled.

@@ -41,78 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "parts.h"
-
-#define SIM_MAX_DROPS 1024
-#define SIM_MAX_ROUNDS 16 /* decide calls an event, as colocd's SV_MAX_ROUNDS */
-
-struct sim_slot {
-	struct policy_decision d; /* d.versions points at versions below */
-	uint8_t *versions;
-	int ci; /* index of d.nr_cores in the model's core counts */
-	int pos; /* index in the running array; -1 when the slot is free */
-	uint64_t start_ns;
-	uint64_t last_ns; /* when left_ns was last brought up to date */
-	double left_ns; /* alone-time still to run */
-	double slowdown; /* from the interference model */
-	double stretch; /* slowdown x the most blocks sharing one of its cores */
-	bool collapsed; /* shared cores: its threads on one core, not slowed by the others */
-	uint64_t dispatch_ns; /* executor model: the part of its time outside the executor's */
-	bool alone; /* no other tenant's block ran when it started (the level's evidence) */
-	uint64_t gen;
-	unsigned int stamp; /* for visiting each neighbour once */
-};
-
-struct sim_state {
-	const struct sim_params *p;
-	struct sim_result *r;
-	struct policy_config cfg;
-	struct policy *pol;
-	const struct policy_entry *entry;
-	struct sim_heap heap;
-	struct policy_tenant tenants[POLICY_MAX_TENANTS];
-	struct sim_poisson poisson[POLICY_MAX_TENANTS];
-	struct coloc_rng cost_rng[POLICY_MAX_TENANTS]; /* query costs, apart from arrivals */
-	struct coloc_rng parts_rng[POLICY_MAX_TENANTS]; /* the serving path's parts (parts.c) */
-	struct sim_speed speed; /* the machine's slow spells (speed.c) */
-	/* when each tenant's last query ended, for the warmth of its next (0: none yet) */
-	uint64_t last_end_ns[POLICY_MAX_TENANTS];
-	/* when each tenant's last block ended, for the executor model (0: none yet) */
-	uint64_t last_block_end_ns[POLICY_MAX_TENANTS];
-	struct sim_latencies lat[POLICY_MAX_TENANTS];
-	int trace_next;
-	uint64_t next_id;
-	uint64_t now;
-
-	/* the live queries in a slot (in flight or not); those waiting for one are in execs */
-	struct policy_query *queries;
-	int nr_queries, cap_queries;
-	struct sim_execs execs; /* each tenant's executors and slots (executors.c) */
-	struct policy_query *visible; /* [cap_queries]: a round's, those the policy sees */
-
-	/* [nr_slots]: nr_cores, as a block holds a core of its own, unless cores are shared */
-	struct sim_slot *slots;
-	int nr_slots, max_layers;
-	bool shared; /* the policy's blocks may share cores */
-	int *free_slots, nr_free_slots;
-	struct policy_decision *running;
-	int *running_slot, nr_running;
-	unsigned int stamp;
-	uint64_t gen_seq; /* completion generations, unique over the run */
-
-	struct policy_cpuset free;
-	int *core_slot; /* [nr_cores]: the slot running there, or -1 (not kept when shared) */
-	int *core_nr; /* [nr_cores]: blocks running there */
-	int *dom_busy; /* [nr_domains]: busy cores */
-	int *dom_own; /* [nr_domains]: scratch */
-	int nr_domains;
-	struct policy_signal *core_sig, *dom_sig; /* [POLICY_MAX_CPUS] */
-	struct sim_level level; /* what the policy is told of them (level.c) */
-
-	struct policy_output out;
-	double *decide_us;
-	int nr_decide, cap_decide;
-};
+#include "run_internal.h"
 
 static double seconds_now(void)
 {
@@ -149,260 +78,6 @@ static void remove_query(struct sim_state *s, struct policy_query *q, uint64_t e
 	if (s->p->on_query)
 		s->p->on_query(s->p->ctx, &rec);
 	*q = s->queries[--s->nr_queries];
-}
-
-/* ---- LLC domains: pressure, signals, re-rating ---------------------------- */
-
-/* Share of the block's domains that other blocks occupy, averaged over its cores. */
-static double slot_pressure(struct sim_state *s, const struct sim_slot *sl)
-{
-	const struct policy_cpuset *cs = &sl->d.cores;
-	double sum = 0;
-	int c;
-
-	for (c = policy_cpuset_next(cs, 0); c >= 0; c = policy_cpuset_next(cs, c + 1))
-		s->dom_own[s->cfg.llc[c]]++;
-	for (c = policy_cpuset_next(cs, 0); c >= 0; c = policy_cpuset_next(cs, c + 1)) {
-		int d = s->cfg.llc[c];
-
-		sum += (double)(s->dom_busy[d] - s->dom_own[d]) / s->p->machine.llc_size;
-	}
-	for (c = policy_cpuset_next(cs, 0); c >= 0; c = policy_cpuset_next(cs, c + 1))
-		s->dom_own[s->cfg.llc[c]] = 0;
-	return sum / sl->d.nr_cores;
-}
-
-static void refresh_domain_signal(struct sim_state *s, int d)
-{
-	int size = s->p->machine.llc_size, first = d * size;
-	double slow = 0;
-
-	for (int c = first; c < first + size; c++)
-		if (s->core_nr[c])
-			slow += s->core_sig[c].slowdown;
-	s->dom_sig[d].busy = (double)s->dom_busy[d] / size;
-	s->dom_sig[d].slowdown = s->dom_busy[d] ? slow / s->dom_busy[d] : 1.0;
-}
-
-/* Brings the slot's progress up to now, applies its current slowdown, reschedules its end. */
-static int rerate(struct sim_state *s, struct sim_slot *sl, struct coloc_err *err)
-{
-	const struct policy_costs *m = s->tenants[sl->d.tenant].model;
-	double pressure = slot_pressure(s, sl);
-	double slow = sim_interference_slowdown(&s->p->interference, m, sl->d.first_layer,
-						sl->d.last_layer, sl->versions, sl->ci, pressure);
-	double stretch;
-	int c, share = 1;
-
-	for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
-	     c = policy_cpuset_next(&sl->d.cores, c + 1))
-		if (s->core_nr[c] > share && !sl->collapsed)
-			share = s->core_nr[c];
-	stretch = slow * share;
-	if (share > 1 && s->p->shared_penalty)
-		stretch *= s->p->shared_penalty;
-	if (stretch == sl->stretch && sl->gen)
-		return 0;
-	sl->left_ns -= (double)(s->now - sl->last_ns) / sl->stretch;
-	if (sl->left_ns < 0)
-		sl->left_ns = 0;
-	sl->last_ns = s->now;
-	sl->slowdown = slow;
-	sl->stretch = stretch;
-	sl->gen = ++s->gen_seq;
-	if (!s->shared)
-		for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
-		     c = policy_cpuset_next(&sl->d.cores, c + 1))
-			s->core_sig[c].slowdown = slow;
-	return sim_heap_push(&s->heap, s->now + (uint64_t)llround(sl->left_ns * stretch),
-			     SIM_EV_DONE, (int)(sl - s->slots), sl->gen, err);
-}
-
-/* Re-rates every running block sharing an LLC domain with cores, and refreshes their signals. */
-static int rerate_neighbours(struct sim_state *s, const struct policy_cpuset *cores,
-			     struct coloc_err *err)
-{
-	int size = s->p->machine.llc_size, last_dom = -1, ret;
-	unsigned int stamp = ++s->stamp;
-
-	for (int c = policy_cpuset_next(cores, 0); c >= 0; c = policy_cpuset_next(cores, c + 1)) {
-		int d = s->cfg.llc[c];
-
-		if (d == last_dom)
-			continue;
-		last_dom = d;
-		for (int k = d * size; k < (d + 1) * size; k++) {
-			struct sim_slot *sl;
-
-			if (s->core_slot[k] < 0)
-				continue;
-			sl = &s->slots[s->core_slot[k]];
-			if (sl->stamp == stamp)
-				continue;
-			sl->stamp = stamp;
-			ret = rerate(s, sl, err);
-			if (ret)
-				return ret;
-		}
-	}
-	last_dom = -1;
-	for (int c = policy_cpuset_next(cores, 0); c >= 0; c = policy_cpuset_next(cores, c + 1)) {
-		if (s->cfg.llc[c] != last_dom)
-			refresh_domain_signal(s, s->cfg.llc[c]);
-		last_dom = s->cfg.llc[c];
-	}
-	return 0;
-}
-
-/*
- * Shared cores: every running block is re-rated (a start or an end changes
- * the sharing on its cores and the pressure in its domains), then each
- * busy core's signal is the largest stretch among its blocks, which is
- * what colocd would measure there (latency / alone), and every domain's
- * signal is refreshed.
- */
-static int rerate_all(struct sim_state *s, struct coloc_err *err)
-{
-	int n = s->p->machine.nr_cores, ret;
-
-	for (int i = 0; i < s->nr_running; i++) {
-		ret = rerate(s, &s->slots[s->running_slot[i]], err);
-		if (ret)
-			return ret;
-	}
-	for (int c = 0; c < n; c++)
-		s->core_sig[c].slowdown = 1.0;
-	for (int i = 0; i < s->nr_running; i++) {
-		const struct sim_slot *sl = &s->slots[s->running_slot[i]];
-
-		for (int c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
-		     c = policy_cpuset_next(&sl->d.cores, c + 1))
-			if (sl->stretch > s->core_sig[c].slowdown)
-				s->core_sig[c].slowdown = sl->stretch;
-	}
-	for (int d = 0; d < s->nr_domains; d++)
-		refresh_domain_signal(s, d);
-	return 0;
-}
-
-/* median x exp(sigma x Z), Z standard normal from the tenant's own stream. */
-static double lognormal(struct sim_state *s, int tenant, double median, double sigma)
-{
-	if (!sigma || !median)
-		return median;
-	return median * exp(sigma * sim_normal(&s->cost_rng[tenant]));
-}
-
-/* median spread lognormally by query_cost_sigma. */
-static double cost_spread(struct sim_state *s, int tenant, double median)
-{
-	return lognormal(s, tenant, median, s->p->query_cost_sigma);
-}
-
-/* The executor model's row for k cores: the largest fitted count <= k, else the smallest. */
-static int exec_cores(const struct sim_exec_timing *em, int k)
-{
-	int c = k < SIM_EXEC_MAX_CORES ? k : SIM_EXEC_MAX_CORES;
-
-	for (; c >= 1; c--)
-		if (em->factor[c] > 0)
-			return c;
-	for (c = k + 1; c <= SIM_EXEC_MAX_CORES; c++)
-		if (em->factor[c] > 0)
-			return c;
-	return 0;
-}
-
-/*
- * A block's standard normal draw: its tenant's own, with rho of its
- * variance the machine's slow spell now (speed.c).
- */
-static double block_z(struct sim_state *s, int tenant)
-{
-	if (s->speed.rho > 0)
-		return sqrt(s->speed.rho) * sim_speed_z(&s->speed, s->now) +
-		       sqrt(1 - s->speed.rho) * sim_normal(&s->cost_rng[tenant]);
-	return sim_normal(&s->cost_rng[tenant]);
-}
-
-/*
- * With the executor model: the block's stretch over its table time
- * (table_ns) and its fixed costs (sim_exec_timing); on shared cores it may
- * collapse.
- */
-static double exec_stretch(struct sim_state *s, struct sim_slot *sl, double table_ns,
-			   uint64_t *fixed_ns)
-{
-	const struct sim_exec_timing *em = s->p->tenants[sl->d.tenant].exec;
-	int k = exec_cores(em, sl->d.nr_cores);
-	bool small;
-	double f;
-
-	if (!k) {
-		*fixed_ns = 0;
-		return 1.0;
-	}
-	small = table_ns < SIM_EXEC_MIN_ALONE_US * 1e3;
-	if (small && em->small_n[k] > 0 && table_ns > 0) {
-		/*
-		 * the extra's quantile at the same (spell-correlated) Z as a long
-		 * block's; measured on such blocks, it holds their spread and
-		 * their coldness: no lognormal, no cold term
-		 */
-		double z = block_z(s, sl->d.tenant);
-		double e = sim_exec_small_extra(em->small_extra_ns[k], 0.5 * erfc(-z / sqrt(2.0)));
-
-		f = fmax(em->factor[k] + e / table_ns, em->small_floor[k]);
-	} else {
-		/* the same lognormal per block; rho of its log variance shared by the machine now */
-		f = em->sigma[k] ? em->factor[k] * exp(em->sigma[k] * block_z(s, sl->d.tenant)) :
-				   em->factor[k];
-		if (em->cold[k] > 0) {
-			const uint64_t last = s->last_block_end_ns[sl->d.tenant];
-			double cold = 1.0;
-
-			if (last && em->warm_ns)
-				cold = 1.0 - exp(-(double)(s->now - last) / (double)em->warm_ns);
-			f *= 1.0 + em->cold[k] * cold;
-		}
-	}
-	sl->dispatch_ns = small ? em->small_dispatch_ns[k] : em->dispatch_ns[k];
-	*fixed_ns = sl->dispatch_ns;
-	if (s->shared && em->collapse_p > 0 &&
-	    coloc_rng_uniform(&s->cost_rng[sl->d.tenant]) <= em->collapse_p) {
-		sl->collapsed = true;
-		f *= em->collapse_x;
-	}
-	return f;
-}
-
-/* The tenant's cost of one query after its last block (none when it is spent in the blocks). */
-static uint64_t query_cost(struct sim_state *s, int tenant)
-{
-	if (s->p->query_cost_in_blocks)
-		return 0;
-	return (uint64_t)llround(
-		cost_spread(s, tenant, (double)s->p->tenants[tenant].query_cost_ns));
-}
-
-/*
- * What a block's layers take per ns of table: 1, or with the cost in the
- * blocks 1 + its share, times how cold the tenant's weights are: with a
- * warm-up time, 1 - exp(-idle / warm) for the idle time since its last
- * query ended (its caches refill only after a gap), else always cold.
- */
-static double block_stretch(struct sim_state *s, int tenant)
-{
-	const struct sim_tenant *t = &s->p->tenants[tenant];
-	uint64_t solo = policy_costs_solo_ns(t->model, policy_cpuset_count(&s->cfg.online));
-	double cold = 1.0;
-
-	if (!s->p->query_cost_in_blocks || !t->query_cost_ns || !solo)
-		return 1.0;
-	if (s->p->query_cost_warm_ns && s->last_end_ns[tenant])
-		cold = 1.0 - exp(-(double)(s->now - s->last_end_ns[tenant]) /
-				 (double)s->p->query_cost_warm_ns);
-	return 1.0 + cold * cost_spread(s, tenant, (double)t->query_cost_ns / (double)solo);
 }
 
 /* ---- starting and ending blocks ---------------------------------------------- */
@@ -485,9 +160,9 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 		sl->left_ns += (double)policy_costs_cell(m, l, sl->versions[l - d->first_layer],
 							 sl->ci, 0);
 	if (s->p->tenants[d->tenant].exec)
-		stretch = exec_stretch(s, sl, sl->left_ns, &fixed_ns);
+		stretch = sim_run_exec_stretch(s, sl, sl->left_ns, &fixed_ns);
 	else
-		stretch = block_stretch(s, d->tenant);
+		stretch = sim_run_block_stretch(s, d->tenant);
 	if (s->p->tenants[d->tenant].parts) {
 		const struct sim_parts *pt = s->p->tenants[d->tenant].parts;
 		uint64_t ns = sim_parts_block_ns(pt, !d->first_layer, d->last_layer == m->nr_layers,
@@ -505,6 +180,10 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	s->running[s->nr_running] = sl->d;
 	s->running_slot[s->nr_running++] = idx;
 	q->in_flight = true;
+	if (!d->first_layer && counted(s, q->arrival_ns)) {
+		s->r->tenant[d->tenant].started++;
+		s->r->tenant[d->tenant].wait_ns += s->now - q->arrival_ns;
+	}
 	for (c = policy_cpuset_next(&d->cores, 0); c >= 0;
 	     c = policy_cpuset_next(&d->cores, c + 1)) {
 		s->core_slot[c] = idx;
@@ -513,10 +192,10 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 		s->core_sig[c].busy = 1;
 	}
 	if (s->shared)
-		return rerate_all(s, err);
+		return sim_run_rerate_all(s, err);
 	policy_cpuset_andnot(&s->free, &d->cores);
 	/* the block itself is among the neighbours: gen 0 makes it schedule its end */
-	return rerate_neighbours(s, &d->cores, err);
+	return sim_run_rerate_neighbours(s, &d->cores, err);
 }
 
 static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
@@ -532,6 +211,14 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 	sim_level_block(&s->level, &sl->d, s->now - sl->start_ns - sl->dispatch_ns, sl->alone,
 			s->now);
 	s->last_block_end_ns[sl->d.tenant] = s->now;
+	if (counted(s, sl->start_ns)) {
+		struct sim_tenant_result *tr = &s->r->tenant[sl->d.tenant];
+
+		tr->blocks++;
+		tr->block_cores += (uint64_t)sl->d.nr_cores;
+		tr->block_ns += s->now - sl->start_ns;
+		tr->core_ns += (double)sl->d.nr_cores * (double)(s->now - sl->start_ns);
+	}
 	if (s->p->on_block)
 		s->p->on_block(s->p->ctx, &rec);
 	q->next_layer = sl->d.last_layer;
@@ -539,7 +226,7 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 	sim_execs_end(&s->execs, q, q->next_layer == m->nr_layers);
 	if (q->next_layer == m->nr_layers) {
 		const struct sim_parts *pt = s->p->tenants[q->tenant].parts;
-		uint64_t end = s->now + query_cost(s, q->tenant) +
+		uint64_t end = s->now + sim_run_query_cost(s, q->tenant) +
 			       (pt ? sim_parts_query_ns(pt, &s->parts_rng[q->tenant]) : 0);
 		uint64_t lat = end - q->arrival_ns;
 
@@ -575,8 +262,8 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 	sl->pos = -1;
 	s->free_slots[s->nr_free_slots++] = idx;
 	if (s->shared)
-		return rerate_all(s, err);
-	return rerate_neighbours(s, &sl->d.cores, err);
+		return sim_run_rerate_all(s, err);
+	return sim_run_rerate_neighbours(s, &sl->d.cores, err);
 }
 
 /* ---- the policy's rounds --------------------------------------------------- */
@@ -698,7 +385,7 @@ static int decide(struct sim_state *s, struct coloc_err *err)
 
 /* ---- arrivals ---------------------------------------------------------------------- */
 
-static int push_next_arrival(struct sim_state *s, int tenant, struct coloc_err *err)
+int sim_run_push_next_arrival(struct sim_state *s, int tenant, struct coloc_err *err)
 {
 	uint64_t t;
 
@@ -717,7 +404,7 @@ static int push_next_arrival(struct sim_state *s, int tenant, struct coloc_err *
 
 static int arrive(struct sim_state *s, int tenant, struct coloc_err *err)
 {
-	int ret = push_next_arrival(s, tenant, err);
+	int ret = sim_run_push_next_arrival(s, tenant, err);
 
 	if (ret)
 		return ret;
@@ -739,219 +426,6 @@ static int arrive(struct sim_state *s, int tenant, struct coloc_err *err)
 }
 
 /* ---- setup, the loop, results -------------------------------------------------- */
-
-/* An executor model replaces the query cost spent in blocks; its numbers must make sense. */
-static int check_exec(const struct sim_exec_timing *em, const struct sim_params *p,
-		      struct coloc_err *err)
-{
-	bool any = false;
-
-	if (!em)
-		return 0;
-	if (p->query_cost_in_blocks)
-		return coloc_err_set(err, -EINVAL,
-				     "the executor model and a query cost spent in the blocks "
-				     "both stretch the blocks: give one");
-	for (int k = 1; k <= SIM_EXEC_MAX_CORES; k++) {
-		if (!(em->factor[k] >= 0) || !(em->sigma[k] >= 0 && em->sigma[k] <= 10) ||
-		    !(em->cold[k] >= 0))
-			return coloc_err_set(
-				err, -EINVAL,
-				"executor model: factor %g, cold extra %g, spread %g at "
-				"%d cores",
-				em->factor[k], em->cold[k], em->sigma[k], k);
-		any |= em->factor[k] > 0;
-		if (em->small_n[k] && !(em->small_floor[k] >= 0))
-			return coloc_err_set(
-				err, -EINVAL,
-				"executor model: the small blocks' floor at %d cores is %g", k,
-				em->small_floor[k]);
-		for (int q = 0; q < SIM_EXEC_SMALL_Q && em->small_n[k]; q++) {
-			const double *e = em->small_extra_ns[k];
-
-			if (!isfinite(e[q]) || (q && !(e[q] >= e[q - 1])))
-				return coloc_err_set(err, -EINVAL,
-						     "executor model: the small blocks' extra at "
-						     "%d cores is not a quantile function (%g at "
-						     "p %g)",
-						     k, e[q], sim_exec_small_p[q]);
-		}
-	}
-	if (!any || !(em->collapse_p >= 0 && em->collapse_p <= 1) || !(em->collapse_x >= 1))
-		return coloc_err_set(err, -EINVAL,
-				     "executor model: no factor, or a collapse of p %g, x %g (give "
-				     "0..1 and >= 1)",
-				     em->collapse_p, em->collapse_x);
-	return 0;
-}
-
-static int check_params(const struct sim_params *p, struct coloc_err *err)
-{
-	if (!p->policy)
-		return coloc_err_set(err, -EINVAL, "simulator: no policy");
-	if (p->nr_tenants < 1 || p->nr_tenants > POLICY_MAX_TENANTS)
-		return coloc_err_set(err, -EINVAL, "simulator: %d tenants; give 1 to %d",
-				     p->nr_tenants, POLICY_MAX_TENANTS);
-	if (!p->trace && !(p->qps > 0))
-		return coloc_err_set(err, -EINVAL,
-				     "simulator: a load (QPS > 0) or a trace is needed");
-	if (p->shared_penalty && !(p->shared_penalty >= 0.5 && p->shared_penalty <= 100))
-		return coloc_err_set(err, -EINVAL,
-				     "simulator: a time-sharing penalty of %g; give 0 (ideal "
-				     "processor sharing) or 0.5 to 100",
-				     p->shared_penalty);
-	if (!(p->query_cost_sigma >= 0 && p->query_cost_sigma <= 10))
-		return coloc_err_set(err, -EINVAL,
-				     "simulator: a query cost spread (sigma) of %g; give 0 to 10",
-				     p->query_cost_sigma);
-	if (p->max_queued < 1)
-		return coloc_err_set(err, -EINVAL, "simulator: max_queued must be at least 1");
-	if (!(p->interference.full_slowdown >= 1.0))
-		return coloc_err_set(err, -EINVAL,
-				     "simulator: a full-domain slowdown of %.3f; it is at least 1",
-				     p->interference.full_slowdown);
-	for (int t = 0; t < p->nr_tenants; t++) {
-		const struct sim_tenant *st = &p->tenants[t];
-		int ret;
-
-		if (!st->model || !st->qos_ns || !(st->share > 0))
-			return coloc_err_set(err, -EINVAL,
-					     "simulator: tenant %d needs a model, a QoS and a rate "
-					     "share > 0",
-					     t);
-		ret = policy_costs_check(st->model, err);
-		ret = ret ?: check_exec(st->exec, p, err);
-		if (ret)
-			return coloc_err_prefix(err, "tenant %d (%s)", t,
-						st->name ? st->name : "?");
-	}
-	return 0;
-}
-
-static int state_init(struct sim_state *s, const struct sim_params *p, struct sim_result *r,
-		      struct coloc_err *err)
-{
-	int n = p->machine.nr_cores, max_layers = 0, ret;
-	double total_share = 0;
-
-	s->p = p;
-	s->r = r;
-	ret = sim_machine_config(&p->machine, p->late, &s->cfg, err);
-	if (ret)
-		return ret;
-	s->entry = p->policy;
-	s->shared = p->policy->shares_cores;
-	s->pol = policy_create(p->policy, &s->cfg, err);
-	if (!s->pol)
-		return err ? err->code : -EINVAL;
-	for (int t = 0; t < p->nr_tenants; t++) {
-		s->tenants[t] = (struct policy_tenant){
-			.model = p->tenants[t].model,
-			.uid = (uint64_t)t + 1,
-			.qos_ns = p->tenants[t].qos_ns,
-			.executors = p->executors,
-		};
-		if (p->tenants[t].model->nr_layers > max_layers)
-			max_layers = p->tenants[t].model->nr_layers;
-		total_share += p->tenants[t].share;
-	}
-	s->nr_domains = n / p->machine.llc_size;
-	s->nr_slots = n;
-	s->max_layers = max_layers;
-	s->cap_queries = 1024;
-	s->queries = malloc((size_t)s->cap_queries * sizeof(*s->queries));
-	s->visible = malloc((size_t)s->cap_queries * sizeof(*s->visible));
-	s->slots = calloc((size_t)n, sizeof(*s->slots));
-	s->free_slots = calloc((size_t)n, sizeof(int));
-	s->running = calloc((size_t)n, sizeof(*s->running));
-	s->running_slot = calloc((size_t)n, sizeof(int));
-	s->core_slot = calloc((size_t)n, sizeof(int));
-	s->core_nr = calloc((size_t)n, sizeof(int));
-	s->dom_busy = calloc((size_t)s->nr_domains, sizeof(int));
-	s->dom_own = calloc((size_t)s->nr_domains, sizeof(int));
-	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));
-	s->dom_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->dom_sig));
-	s->out.max_decisions = n;
-	s->out.decisions = calloc((size_t)n, sizeof(*s->out.decisions));
-	s->out.max_versions = n * max_layers;
-	s->out.versions = calloc((size_t)n * max_layers, 1);
-	s->out.max_drops = SIM_MAX_DROPS;
-	s->out.drops = calloc(SIM_MAX_DROPS, sizeof(*s->out.drops));
-	if (!s->queries || !s->visible || !s->slots || !s->free_slots || !s->running ||
-	    !s->running_slot || !s->core_slot || !s->core_nr || !s->dom_busy || !s->dom_own ||
-	    !s->core_sig || !s->dom_sig || !s->out.decisions || !s->out.versions || !s->out.drops)
-		return coloc_err_set(err, -ENOMEM, "simulator: out of memory for %d cores", n);
-	for (int i = 0; i < n; i++) {
-		s->slots[i].versions = malloc((size_t)max_layers);
-		if (!s->slots[i].versions)
-			return coloc_err_set(err, -ENOMEM, "simulator: out of memory");
-		s->slots[i].pos = -1;
-		/* the lowest slot first, for a reproducible order */
-		s->free_slots[s->nr_free_slots++] = n - 1 - i;
-		s->core_slot[i] = -1;
-	}
-	for (int c = 0; c < POLICY_MAX_CPUS; c++) {
-		s->core_sig[c] =
-			(struct policy_signal){ .live = POLICY_SIG_BUSY | POLICY_SIG_SLOWDOWN,
-						.slowdown = 1.0 };
-		s->dom_sig[c] = s->core_sig[c];
-	}
-	s->free = s->cfg.online;
-	ret = sim_level_init(&s->level, p->level_source, n, err) ?:
-		      sim_execs_init(&s->execs, p->nr_tenants, p->executors, err);
-	if (ret)
-		return ret;
-	sim_speed_init(&s->speed, p->seed, p->speed_rho, p->speed_tau_ns);
-	ret = sim_heap_init(&s->heap, 4 * n + p->nr_tenants, err);
-	if (ret)
-		return ret;
-	/* every tenant's own stream, a trace's too (unseeded, all drew the same) */
-	for (int t = 0; t < p->nr_tenants; t++) {
-		coloc_rng_seed(&s->cost_rng[t],
-			       ~p->seed + (uint64_t)(t + 1) * 0x9e3779b97f4a7c15ULL);
-		coloc_rng_seed(&s->parts_rng[t], p->seed ^ (uint64_t)(t + 1) * 0xbf58476d1ce4e5b9ULL);
-	}
-	if (p->trace)
-		return push_next_arrival(s, 0, err);
-	for (int t = 0; t < p->nr_tenants; t++) {
-		sim_poisson_init(&s->poisson[t], p->seed, t,
-				 p->qps * p->tenants[t].share / total_share);
-		ret = push_next_arrival(s, t, err);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-static void state_free(struct sim_state *s)
-{
-	if (s->slots)
-		for (int i = 0; i < s->nr_slots; i++)
-			free(s->slots[i].versions);
-	for (int t = 0; t < POLICY_MAX_TENANTS; t++)
-		sim_latencies_free(&s->lat[t]);
-	policy_destroy(s->pol);
-	sim_heap_free(&s->heap);
-	free(s->queries);
-	free(s->visible);
-	sim_execs_free(&s->execs);
-	free(s->slots);
-	free(s->free_slots);
-	free(s->running);
-	free(s->running_slot);
-	free(s->core_slot);
-	free(s->core_nr);
-	free(s->dom_busy);
-	free(s->dom_own);
-	free(s->core_sig);
-	free(s->dom_sig);
-	free(s->out.decisions);
-	free(s->out.versions);
-	free(s->out.drops);
-	free(s->decide_us);
-	sim_level_free(&s->level);
-}
-
 static void finish_results(struct sim_state *s)
 {
 	struct sim_result *r = s->r;
@@ -968,6 +442,11 @@ static void finish_results(struct sim_state *s)
 	r->decide_p50_us = sim_percentile_double(s->decide_us, s->nr_decide, 50);
 	r->decide_p99_us = sim_percentile_double(s->decide_us, s->nr_decide, 99);
 	r->end_ns = s->now;
+	for (int t = 0; t < r->nr_tenants; t++)
+		r->busy_fraction += r->tenant[t].core_ns;
+	if (s->p->duration_ns > s->p->warmup_ns)
+		r->busy_fraction /= (double)s->p->machine.nr_cores *
+				    (double)(s->p->duration_ns - s->p->warmup_ns);
 }
 
 int sim_run(const struct sim_params *p, struct sim_result *r, struct coloc_err *err)
@@ -978,10 +457,10 @@ int sim_run(const struct sim_params *p, struct sim_result *r, struct coloc_err *
 	int ret;
 
 	*r = (struct sim_result){ .nr_tenants = p->nr_tenants };
-	ret = check_params(p, err);
+	ret = sim_run_check_params(p, err);
 	if (ret)
 		return ret;
-	ret = state_init(&s, p, r, err);
+	ret = sim_run_state_init(&s, p, r, err);
 	while (!ret && sim_heap_pop(&s.heap, &ev)) {
 		if (ev.kind == SIM_EV_DONE && ev.gen != s.slots[ev.arg].gen)
 			continue; /* rescheduled since: a later event stands for it */
@@ -993,7 +472,7 @@ int sim_run(const struct sim_params *p, struct sim_result *r, struct coloc_err *
 	}
 	if (!ret)
 		finish_results(&s);
-	state_free(&s);
+	sim_run_state_free(&s);
 	r->wall_s = seconds_now() - t0;
 	return ret;
 }

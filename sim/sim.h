@@ -529,6 +529,42 @@ void sim_poisson_init(struct sim_poisson *p, uint64_t seed, int tenant, double r
 /* The next arrival time in ns (strictly after the previous one's draw). */
 uint64_t sim_poisson_next(struct sim_poisson *p);
 
+/* ---- the ceiling the tables allow (capacity.c, coloc-sim --capacity) --------------- */
+
+struct sim_capacity_tenant {
+	const struct policy_costs *model;
+	double qos_ms;
+	double share; /* of the total rate, relative to the others' */
+};
+
+/* A tenant's use of cores at the ceiling: frac of its queries on k[0] cores, the rest on k[1]. */
+struct sim_capacity_pick {
+	int k[2];
+	double ms[2]; /* the whole model alone there */
+	double frac;
+};
+
+struct sim_capacity {
+	int nr;
+	double temporal_qps; /* one query at a time on the machine, each at its fastest */
+	double unbounded_qps; /* side by side, a tenant's queries as many at once as it has */
+	double ceiling_qps; /* side by side, at most its executors' queries at once */
+	int fast_k[POLICY_MAX_TENANTS];
+	double fast_ms[POLICY_MAX_TENANTS];
+	struct sim_capacity_pick pick[POLICY_MAX_TENANTS]; /* at ceiling_qps (0 QPS when none) */
+};
+
+/* Model m alone on its ci-th core count, as policy_costs_alone_ns() (ms; INFINITY: a cell missing). */
+double sim_capacity_model_ms(const struct policy_costs *m, int ci);
+
+/*
+ * The ceiling of nr tenants on cores (their counts above it unused), each
+ * with executors executors: unbounded_qps and ceiling_qps 0 when some
+ * tenant meets its QoS alone on no count. -EINVAL on a bad argument.
+ */
+int sim_capacity(const struct sim_capacity_tenant *t, int nr, int cores, int executors,
+		 struct sim_capacity *c, struct coloc_err *err);
+
 /* ---- tenant mixes ------------------------------------------------------------ */
 
 #define SIM_MAX_MIXES 32
@@ -574,6 +610,13 @@ struct sim_tenant_result {
 	uint64_t unserved; /* still queued when the simulation ended */
 	double p50_ms, p95_ms, p99_ms; /* of completed queries */
 	double fraction_within; /* within / arrived; 1 when nothing arrived */
+	/* where the time went: the blocks started in the counted window, and its queries' waits */
+	uint64_t blocks;
+	uint64_t block_cores; /* summed over the blocks: their mean core count is this / blocks */
+	uint64_t block_ns; /* the blocks' time: its executors busy */
+	double core_ns; /* cores x time held, summed over the blocks */
+	uint64_t started; /* counted queries whose first block started */
+	uint64_t wait_ns; /* summed over them: arrival to the first block's start */
 };
 
 /* tr's percentiles from its completed queries' latencies l (sorted in place), and its fraction within QoS. */
@@ -586,6 +629,7 @@ struct sim_result {
 	uint64_t decide_calls;
 	double decide_p50_us, decide_p99_us; /* wall time of policy_decide(), not deterministic */
 	uint64_t end_ns; /* simulated time of the last event */
+	double busy_fraction; /* of the cores x the counted window, held by its blocks */
 	double wall_s; /* how long the run took */
 };
 

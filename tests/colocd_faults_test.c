@@ -3,11 +3,13 @@
  * colocd serving tenants through faults, end to end (the fixture of
  * colocd_serving_fixture.h): malformed frames, a client gone mid-query, a
  * storm of queries, an executor killed mid-block, a tenant removed while
- * queries run, SIGTERM with queries in flight, and tenants restored from
- * the state file after a restart. The daemon keeps serving the others
- * throughout.
+ * queries run, SIGTERM with queries in flight, tenants restored from the
+ * state file after a restart, and a state file whose write stalls. The
+ * daemon keeps serving the others throughout.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
+#include <sys/time.h>
 #include "kselftest_harness.h"
 #include "colocd_serving_fixture.h"
 
@@ -433,6 +435,70 @@ TEST_F_TIMEOUT(wire, state__tenants_come_back_after_a_restart_and_a_bad_one_is_r
 					self->out_bytes, &res));
 	EXPECT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
 	free(got);
+}
+
+/* The whole of what the state file's FIFO gets, until its writer closes it. */
+static size_t read_fifo(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	while (len < cap - 1 && (n = read(fd, buf + len, cap - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	close(fd);
+	return len;
+}
+
+/*
+ * --state's write stalls (its temporary file is a FIFO nobody reads, as a
+ * disk that does not answer): colocd answers the remove that rewrote it
+ * and a ping meanwhile, and what it owed the file is on disk at exit.
+ */
+TEST_F_TIMEOUT(wire, state__a_stalled_write_stalls_no_one_and_the_last_state_is_written_at_exit,
+	       600)
+{
+	struct timeval tv = { .tv_sec = 3 };
+	char tmp[PATH_MAX], line[4096], text[8192];
+	FILE *f;
+	size_t n;
+	int fd;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", self->state);
+	ASSERT_EQ(0, mkfifo(tmp, 0600));
+	fd = tu_connect(self->sock);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	snprintf(line, sizeof(line), "{\"cmd\":\"remove\",\"name\":\"a\"}\n");
+	ASSERT_EQ(0, raw_send(fd, line, strlen(line)));
+	ASSERT_LT(0, tu_read_line(fd, line, sizeof(line)))
+	TH_LOG("no answer to the remove in 3 s: colocd waits for the state file");
+	EXPECT_NE(NULL, strstr(line, "\"ok\":true")) TH_LOG("%s", line);
+	snprintf(line, sizeof(line), "{\"cmd\":\"ping\"}\n");
+	ASSERT_EQ(0, raw_send(fd, line, strlen(line)));
+	ASSERT_LT(0, tu_read_line(fd, line, sizeof(line)))
+	TH_LOG("no answer to a ping in 3 s: colocd waits for the state file");
+	EXPECT_NE(NULL, strstr(line, "\"ok\":true")) TH_LOG("%s", line);
+	close(fd);
+
+	/* read, the write goes on: the text without a, which a FIFO cannot sync (it fails) */
+	ASSERT_LT(0, read_fifo(tmp, text, sizeof(text)));
+	EXPECT_NE(NULL, strstr(text, "\"tenants\"")) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(text, "\"a\"")) TH_LOG("%s", text);
+	ASSERT_EQ(0, tu_stop_colocd(self->colocd));
+	self->colocd = 0;
+	/* the write that failed was made again at exit: a is gone from the file */
+	f = fopen(self->state, "r");
+	ASSERT_NE(NULL, f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	EXPECT_NE(NULL, strstr(text, "\"tenants\"")) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strstr(text, "\"a\"")) TH_LOG("%s", text);
 }
 
 TEST_HARNESS_MAIN

@@ -6,9 +6,11 @@
  * binary payload after its line (kept by its handler without a copy, with
  * when its request began), deferred answers (sent at once as far as the
  * socket takes them, the rest in order), many clients at once,
- * descriptors riding on a line, and who the peer is (SO_PEERCRED): root, a
- * member of the coloc group, and a user who is neither. The handler echoes
- * each line with the uid the server says sent it.
+ * descriptors riding on a line, requests stamped with the read of their
+ * first byte, an answer for a client gone (nothing queued), and who the
+ * peer is (SO_PEERCRED): root, a member of the coloc group, and a user who
+ * is neither. The handler echoes each line with the uid the server says
+ * sent it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,6 +45,8 @@ struct echo {
 	int nr_fds; /* descriptors that came with the last line */
 	struct server *srv;
 	__u64 deferred_conn;
+	__u64 stamps[4]; /* first_byte_ns of the "stamp" lines, in order */
+	int nr_stamps;
 };
 
 FIXTURE(server)
@@ -105,6 +109,10 @@ static char *echo_handle(void *ctx, struct server_req *req, const char *line, si
 		e->deferred_conn = req->conn;
 		server_req_defer(req);
 		return NULL;
+	}
+	if (!strncmp(line, "stamp", 5) && e->nr_stamps < 4) {
+		e->stamps[e->nr_stamps++] = req->first_byte_ns;
+		return strdup("stamped\n");
 	}
 	if (!strcmp(line, "early")) { /* answered from within the handler, as a query done at once */
 		server_send(e->srv, req->conn, "early\n", NULL, 0);
@@ -448,6 +456,78 @@ static size_t read_while_serving(struct loop *loop, int fd, char *buf, size_t ca
 			serve_for(loop, 1);
 	}
 	return len;
+}
+
+/*
+ * A request whose first bytes came in one read but that was served after
+ * another read (the answers owed held the connection back, and the read
+ * that follows comes before the requests waiting are served) is stamped
+ * with the first read, not the later one.
+ */
+TEST_F(server, listen__a_request_held_back_is_stamped_with_the_read_of_its_first_byte)
+{
+	size_t len = 6 * SERVER_MAX_PENDING + 10, got_len;
+	char *first = malloc(len + 1), got[64] = { 0 };
+	int fd = connect_to(self->sock);
+	__u64 t0, t_mid;
+
+	ASSERT_GE(fd, 0);
+	ASSERT_NE(NULL, first);
+	/* as many deferred requests as a connection may be owed: "stamp1" and "sta" wait */
+	for (int i = 0; i < SERVER_MAX_PENDING; i++)
+		memcpy(first + 6 * i, "defer\n", 6);
+	memcpy(first + 6 * SERVER_MAX_PENDING, "stamp1\nsta", 11);
+	t0 = loop_now_ns();
+	ASSERT_EQ((ssize_t)len, send_str(fd, first));
+	for (int i = 0; i < 1000 && self->echo.lines < SERVER_MAX_PENDING; i++)
+		serve_for(self->loop, 5);
+	ASSERT_EQ(SERVER_MAX_PENDING, self->echo.lines);
+	t_mid = loop_now_ns();
+	usleep(20000);
+	ASSERT_EQ(4, send_str(fd, "mp2\n"));
+	serve_for(self->loop, 20);
+	ASSERT_EQ(0, self->echo.nr_stamps);
+	/* one answer: the server reads "mp2" and serves the two waiting */
+	ASSERT_EQ(0, server_send(self->srv, self->echo.deferred_conn, "deferred\n", NULL, 0));
+	got_len = read_while_serving(self->loop, fd, got, sizeof(got) - 1, 25);
+	EXPECT_EQ(25, got_len);
+	EXPECT_STREQ("deferred\nstamped\nstamped\n", got);
+	ASSERT_EQ(2, self->echo.nr_stamps);
+	for (int i = 0; i < 2; i++) {
+		EXPECT_GE(self->echo.stamps[i], t0);
+		EXPECT_LE(self->echo.stamps[i], t_mid)
+		TH_LOG("stamp%d: its first byte stamped %llu ms after it was read", i + 1,
+		       (unsigned long long)((self->echo.stamps[i] - t_mid) / MS));
+	}
+	free(first);
+	close(fd);
+}
+
+/*
+ * An answer for a client that hung up: the send fails, and the answer is
+ * not copied into the connection's queue on the way to its close.
+ */
+TEST_F(server, send__to_a_client_gone_fails_and_queues_nothing)
+{
+	size_t big = 1u << 20;
+	char *pay = calloc(1, big);
+	int fd = connect_to(self->sock);
+
+	ASSERT_GE(fd, 0);
+	ASSERT_NE(NULL, pay);
+	ASSERT_EQ(6, send_str(fd, "defer\n"));
+	for (int i = 0; i < 1000 && !self->echo.deferred_conn; i++)
+		serve_for(self->loop, 5);
+	ASSERT_NE(0, self->echo.deferred_conn);
+	close(fd);
+	EXPECT_EQ(-ENOTCONN, server_send(self->srv, self->echo.deferred_conn, "deferred\n", pay,
+					 big));
+	EXPECT_FALSE(server_has_output(self->srv));
+	/* the loop closes it: later answers find no connection */
+	serve_for(self->loop, 20);
+	EXPECT_EQ(-ENOTCONN, server_send(self->srv, self->echo.deferred_conn, "x\n", NULL, 0));
+	EXPECT_FALSE(server_has_output(self->srv));
+	free(pay);
 }
 
 TEST_F(server, send__an_answer_goes_out_at_once_and_what_the_socket_cannot_take_follows_in_order)

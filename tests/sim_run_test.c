@@ -91,6 +91,32 @@ TEST_F(sim, run__fcfs_one_core_two_queries_finish_at_10_and_20_ms)
 }
 
 /*
+ * Where the time went, in the same run: two blocks of 1 core x 10 ms
+ * (20 core-ms), q1 waiting 10 - 5 = 5 ms for its first block, the core
+ * held 20 ms of the 1000 ms window.
+ */
+TEST_F(sim, run__counts_blocks_cores_and_waits_per_tenant)
+{
+	static const double ms[] = { 0, 5 };
+	static const int who[] = { 0, 0 };
+	struct sim_tenant t = { .model = &one_layer, .qos_ns = 100 * MS, .share = 1 };
+	const struct sim_tenant_result *tr = &self->r.tenant[0];
+	struct mem_trace mt;
+	struct sim_params p;
+
+	mem_trace_init(&mt, 2, ms, who);
+	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err));
+	ASSERT_EQ(2, tr->started);
+	ASSERT_EQ(5 * MS, tr->wait_ns);
+	ASSERT_EQ(2, tr->blocks);
+	ASSERT_EQ(2, tr->block_cores);
+	ASSERT_EQ(20 * MS, tr->block_ns);
+	ASSERT_EQ(20.0 * MS, tr->core_ns);
+	ASSERT_LT(fabs(self->r.busy_fraction - 0.02), 1e-12);
+}
+
+/*
  * Two cores (an LLC each: no interference), one tenant of one 10 ms layer
  * on one core, arrivals at 0 and 5 ms. One executor a tenant (colocd's):
  * q1 waits for q0 though a core is free, 0..10 and 10..20 ms. Two: q1

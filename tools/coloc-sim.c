@@ -149,7 +149,7 @@ static int make_params(struct sim_params *p, struct sim_tenant *tenants,
 static void print_header(const struct sim_params *p)
 {
 	if (simcli_opts.capacity)
-		printf(PROG ": %ld cores, what the tables allow (version 0, alone)\n",
+		printf(PROG ": %ld cores, what the tables allow (each layer in its fastest version, alone)\n",
 		       simcli_opts.cores);
 	else if (simcli_opts.json)
 		printf("{\"cores\": %ld, \"sockets\": %ld, \"llc\": %ld, \"seed\": %ld, "

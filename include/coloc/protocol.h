@@ -164,7 +164,8 @@
  *     keeps its own copy of the files' bytes beside it (a restart reads
  *     those, never the client's paths).
  *     -> {"ok":true,"tenant":<serving tenant>,"warning":S (only when --state
- *         could not be written)}
+ *         could not take the tenant; the file is written after the answer,
+ *         off colocd's loop, and a write that fails then is said in its log)}
  *   {"cmd":"list"}
  *     -> {"ok":true,"tenants":[{"name":S,"state":S,"owner":N,"qos_ms":F,"pid":N
  *         (the first executor's),"executors":N}]} (another user's: name,

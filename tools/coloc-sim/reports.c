@@ -255,58 +255,49 @@ int simcli_print_scaling(const struct sim_table_dirs *dirs)
 }
 
 /*
- * --capacity: per tenant, the whole model alone (version 0) at each core
- * count; temporal's cost of a query is the whole machine for its fastest
- * time, a spatial policy's at best k x t(k) for the cheapest k within QoS;
- * capacity ratio = cores x sum(share x t_fast) / sum(share x k t(k)).
+ * --capacity: sim_capacity()'s ceiling over temporal, with the tenants'
+ * executors (--executors) and without that bound, and each tenant's counts
+ * at the ceiling.
  */
 int simcli_print_capacity(const struct tenant_arg *ta, int nr)
 {
-	double temporal = 0, spatial = 0;
+	struct sim_capacity_tenant t[POLICY_MAX_TENANTS] = { 0 };
+	struct coloc_err err = { 0 };
+	struct sim_capacity c;
 
-	printf("%-24s %8s %10s %6s %10s %12s %12s\n", "tenant", "QoS ms", "fastest k", "ms",
-	       "cheapest k", "ms", "core x ms");
-	for (int t = 0; t < nr; t++) {
-		const struct policy_costs *m = &ta[t].table.model;
-		double fast = INFINITY, cheap = INFINITY, cheap_ms = 0;
-		int fast_k = 0, cheap_k = 0;
-
-		for (int ci = 0; ci < m->nr_core_counts && m->core_counts[ci] <= simcli_opts.cores;
-		     ci++) {
-			double ms = 0;
-			int k = m->core_counts[ci];
-
-			for (int l = 0; l < m->nr_layers; l++)
-				ms += (double)policy_costs_cell(m, l, 0, ci, 0) * 1e-6;
-			if (ms < fast) {
-				fast = ms;
-				fast_k = k;
-			}
-			if (ms <= ta[t].qos_ms && k * ms < cheap) {
-				cheap = k * ms;
-				cheap_k = k;
-				cheap_ms = ms;
-			}
-		}
-		if (!fast_k) {
-			fprintf(stderr, PROG ": %s: no core count fits in %ld cores\n",
-				ta[t].table.name, simcli_opts.cores);
-			return 1;
-		}
-		if (!cheap_k) {
-			printf("%-24s %8.2f %10d %6.2f %10s %12s %12s\n", ta[t].table.name,
-			       ta[t].qos_ms, fast_k, fast, "none", "-", "-");
-			printf("capacity: %s cannot meet its QoS alone on any core count\n",
-			       ta[t].table.name);
-			return 0;
-		}
-		printf("%-24s %8.2f %10d %6.2f %10d %12.2f %12.1f\n", ta[t].table.name,
-		       ta[t].qos_ms, fast_k, fast, cheap_k, cheap_ms, cheap);
-		temporal += ta[t].share * fast;
-		spatial += ta[t].share * cheap;
+	for (int i = 0; i < nr; i++)
+		t[i] = (struct sim_capacity_tenant){ .model = &ta[i].table.model,
+						     .qos_ms = ta[i].qos_ms,
+						     .share = ta[i].share };
+	if (sim_capacity(t, nr, (int)simcli_opts.cores, (int)simcli_opts.executors, &c, &err)) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		return 1;
 	}
+	printf("%-24s %8s %9s %7s %22s %11s\n", "tenant", "QoS ms", "fastest k", "ms",
+	       "at the ceiling: k (ms)", "share at k1");
+	for (int i = 0; i < nr; i++) {
+		const struct sim_capacity_pick *p = &c.pick[i];
+		char at[64] = "none within QoS";
+
+		if (p->k[0])
+			snprintf(at, sizeof(at), "%d (%.2f) / %d (%.2f)", p->k[0], p->ms[0], p->k[1],
+				 p->ms[1]);
+		printf("%-24s %8.2f %9d %7.2f %22s %10.0f%%\n", ta[i].table.name, ta[i].qos_ms,
+		       c.fast_k[i], c.fast_ms[i], at, 100 * p->frac);
+	}
+	if (!c.unbounded_qps) {
+		printf("capacity: a tenant cannot meet its QoS alone on any core count\n");
+		return 0;
+	}
+	printf("temporal's most: %.1f QPS (one query at a time, each at its fastest)\n",
+	       c.temporal_qps);
+	printf("without the executors' bound (a tenant's queries side by side, as many as "
+	       "come): %.1f QPS, %.2fx\n",
+	       c.unbounded_qps, c.unbounded_qps / c.temporal_qps);
 	printf("capacity ceiling on %ld cores, queries side by side at their cheapest core count "
-	       "over one at a time at the fastest: %.2fx (no interference, no waiting)\n",
-	       simcli_opts.cores, (double)simcli_opts.cores * temporal / spatial);
+	       "within QoS, %ld executor%s a tenant, over one at a time at the fastest: %.2fx "
+	       "(%.1f QPS; no interference, no waiting)\n",
+	       simcli_opts.cores, simcli_opts.executors, simcli_opts.executors > 1 ? "s" : "",
+	       c.ceiling_qps / c.temporal_qps, c.ceiling_qps);
 	return 0;
 }

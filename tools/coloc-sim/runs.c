@@ -37,6 +37,30 @@ struct sim_parts_file simcli_parts;
 struct cell simcli_cells[MAX_CELLS];
 int simcli_nr_cells;
 
+/* Where the time went: each tenant's blocks, cores and waits, and the cores' busy share. */
+static void print_run_usage(const struct sim_params *p, const struct tenant_arg *ta,
+			    const struct sim_result *r)
+{
+	double window_s = (double)(p->duration_ns - p->warmup_ns) * 1e-9;
+
+	printf("  %-20s %9s %9s %10s %11s %12s\n", "tenant", "blocks/q", "cores/blk",
+	       "exec busy", "wait ms", "core-ms/q");
+	for (int t = 0; t < p->nr_tenants; t++) {
+		const struct sim_tenant_result *tr = &r->tenant[t];
+		double n = tr->started ? (double)tr->started : 1;
+
+		printf("  %-20s %9.2f %9.2f %9.1f%% %11.3f %12.2f\n", ta[t].table.name,
+		       (double)tr->blocks / n,
+		       tr->blocks ? (double)tr->block_cores / (double)tr->blocks : 0,
+		       window_s > 0 ? 100 * (double)tr->block_ns * 1e-9 / window_s /
+					      (p->executors > 1 ? p->executors : 1) :
+				      0,
+		       (double)tr->wait_ns * 1e-6 / n, tr->core_ns * 1e-6 / n);
+	}
+	printf("  cores held by blocks: %.1f %% of %d cores x the counted window\n",
+	       100 * r->busy_fraction, p->machine.nr_cores);
+}
+
 static void print_run_text(const struct sim_params *p, const struct tenant_arg *ta,
 			   const struct sim_result *r)
 {
@@ -51,6 +75,7 @@ static void print_run_text(const struct sim_params *p, const struct tenant_arg *
 		       (unsigned long long)tr->dropped, (unsigned long long)tr->unserved,
 		       tr->p50_ms, tr->p95_ms, tr->p99_ms);
 	}
+	print_run_usage(p, ta, r);
 	printf("  policy_decide: %llu calls, p50 %.2f us, p99 %.2f us (wall time here, noisy)\n",
 	       (unsigned long long)r->decide_calls, r->decide_p50_us, r->decide_p99_us);
 	printf("  simulated %.2f s in %.2f s of wall time (%llu events)\n",
