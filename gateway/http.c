@@ -26,10 +26,11 @@
 #define HTTP_PATH_MAX 512
 /*
  * A connection's buffer: MHD reads a body in pieces of up to half of it, so
- * a 600 KB tensor takes a few reads, not forty (docs/measurements/gateway.md).
- * Its pages are touched only as a connection uses them.
+ * a 600 KB tensor takes ten reads, not forty; but MHD clears all of it for
+ * each request, so a larger one costs CPU on every query
+ * (docs/measurements/gateway.md, 2026-12-05).
  */
-#define HTTP_CONN_MEMORY (512u << 10)
+#define HTTP_CONN_MEMORY (128u << 10)
 #define HTTP_CONN_INCREMENT (64u << 10)
 
 struct gw_http {
