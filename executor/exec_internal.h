@@ -134,6 +134,10 @@ struct exec_model {
 	size_t tmp_bytes; /* largest plan arena */
 	size_t out_bytes; /* all layer outputs of one query */
 	size_t *out_offsets; /* per layer, into the query's output arena */
+	/* A live query's arena (exec_arena.c): outputs share bytes by liveness. */
+	size_t live_bytes;
+	size_t *live_offsets; /* per layer */
+	bool *live_kept; /* per layer: its output is still there after the last layer */
 	size_t resident_bytes;
 	uint64_t nr_primitives; /* created so far; never grows after load */
 	bool default_only;
@@ -144,7 +148,10 @@ struct exec_model {
 struct exec_query {
 	struct exec_model *em;
 	struct exec_lane *lane; /* where its blocks run */
-	void *outs; /* arena of all layer outputs */
+	void *outs; /* arena of the layer outputs */
+	const size_t *offsets; /* per layer into outs: out_offsets, or live_offsets */
+	bool live; /* exec_query_new_live: blocks must follow each other */
+	int next_layer; /* a live query's: where its last block ended (0: not started) */
 	void *tmp; /* arena for one layer's temporaries */
 };
 
@@ -162,6 +169,8 @@ struct exec_col2im {
 	int kh, kw, sh, sw, dh, dw, pt, pl;
 };
 
+/* Plans a live query's arena (live_offsets, live_kept, live_bytes), at load. */
+int exec_arena_plan(struct exec_model *em, struct coloc_err *err);
 int exec_col2im_run(const struct exec_query *q, const struct exec_col2im *c, int nr_threads);
 int exec_slot_for_cores(const struct exec_model *em, int nr_cores);
 /* Threads in the team of the last block the calling thread ran; 0 before any. */

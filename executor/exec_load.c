@@ -189,6 +189,9 @@ static struct exec_model *load(const struct model *m, const struct exec_options 
 		       EXEC_ALIGN;
 	}
 	em->out_bytes = off;
+	ret = exec_arena_plan(em, err);
+	if (ret)
+		goto fail;
 	for (int t = 0; t < em->max_threads; t++) {
 		em->scratchpads[t] = exec_alloc_aligned(em->scratchpad_bytes);
 		if (!em->scratchpads[t])
@@ -289,5 +292,7 @@ void exec_model_free(struct exec_model *em)
 	free(em->streams);
 	free(em->layers);
 	free(em->out_offsets);
+	free(em->live_offsets);
+	free(em->live_kept);
 	free(em);
 }

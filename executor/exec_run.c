@@ -51,7 +51,7 @@ void *exec_buf_ptr(const struct exec_query *q, int tid, const struct exec_buf *b
 {
 	switch (b->kind) {
 	case EXEC_BUF_OUT:
-		return (char *)q->outs + q->em->out_offsets[b->index] + b->offset;
+		return (char *)q->outs + q->offsets[b->index] + b->offset;
 	case EXEC_BUF_TMP:
 		return (char *)q->tmp + b->offset;
 	case EXEC_BUF_SCRATCHPAD:
@@ -110,27 +110,42 @@ int exec_model_core_counts(const struct exec_model *em, int *counts, int max)
 
 /* ---- queries ------------------------------------------------------------------- */
 
-struct exec_query *exec_query_new(struct exec_model *em)
-{
-	return exec_lane_query_new(&em->own_lane);
-}
-
-struct exec_query *exec_lane_query_new(struct exec_lane *lane)
+static struct exec_query *query_new(struct exec_lane *lane, bool live)
 {
 	struct exec_model *em = lane->em;
 	struct exec_query *q = calloc(1, sizeof(*q));
+	size_t outs = live ? em->live_bytes : em->out_bytes;
 
 	if (!q)
 		return NULL;
 	q->em = em;
 	q->lane = lane;
-	if (posix_memalign(&q->outs, 64, em->out_bytes ? em->out_bytes : 64) ||
+	q->live = live;
+	q->offsets = live ? em->live_offsets : em->out_offsets;
+	if (posix_memalign(&q->outs, 64, outs ? outs : 64) ||
 	    posix_memalign(&q->tmp, 64, em->tmp_bytes ? em->tmp_bytes : 64)) {
 		exec_query_free(q);
 		return NULL;
 	}
 	exec_query_reset(q);
 	return q;
+}
+
+struct exec_query *exec_query_new(struct exec_model *em)
+{
+	return query_new(&em->own_lane, false);
+}
+
+struct exec_query *exec_lane_query_new(struct exec_lane *lane)
+{
+	return query_new(lane, false);
+}
+
+struct exec_query *exec_query_new_live(struct exec_model *em, struct exec_lane *lane)
+{
+	if (lane && lane->em != em)
+		return NULL;
+	return query_new(lane ? lane : &em->own_lane, true);
 }
 
 void exec_query_free(struct exec_query *q)
@@ -151,6 +166,7 @@ void exec_query_reset(struct exec_query *q)
 {
 	const struct model *m = q->em->graph;
 
+	q->next_layer = 0;
 	for (int li = 0; li < m->nr_layers; li++)
 		if (m->layers[li].op == MODEL_OP_INPUT)
 			memset(exec_query_input(q, li), 0,
@@ -175,6 +191,9 @@ int exec_query_read_output(const struct exec_query *q, int layer, float *dst, si
 
 	if (!q || !dst || layer < 0 || layer >= q->em->graph->nr_layers)
 		return -EINVAL;
+	/* a live query's other buffers hold later layers' outputs by now */
+	if (q->live && !q->em->live_kept[layer])
+		return -ENODATA;
 	md = &q->em->layers[layer].out_md;
 	if ((int64_t)nr_elems != model_shape_elems(&q->em->graph->layers[layer].out))
 		return -EINVAL;
@@ -234,6 +253,7 @@ int exec_query_read_output(const struct exec_query *q, int layer, float *dst, si
 static __thread struct {
 	int nr, pool;
 	int team; /* threads of the last block's team (exec_team_last_size) */
+	bool lean; /* since exec_team_release: a pool of the block's team only */
 	bool shared; /* the team may run anywhere on cpus (EXEC_TEAM_SHARED) */
 	int cpus[EXEC_MAX_CPUS];
 	pid_t tids[EXEC_MAX_CPUS]; /* pool thread t's id; 0: not known */
@@ -302,6 +322,22 @@ int exec_team_last_size(void)
 	return team_pinned.team;
 }
 
+/*
+ * The pool's threads exit (libgomp's omp_pause_resource_all joins them) and
+ * their ids are forgotten (a new thread may reuse one): the next block on
+ * more than one core makes its team anew, as large as the block's.
+ */
+int exec_team_release(void)
+{
+	int ret = team_pinned.pool > 1 || team_pinned.team > 1 ?
+			  omp_pause_resource_all(omp_pause_soft) :
+			  0;
+
+	memset(&team_pinned, 0, sizeof(team_pinned));
+	team_pinned.lean = true;
+	return ret ? -EBUSY : 0;
+}
+
 /* Pool threads 1.. by id, from the caller; -ESRCH when one is gone. */
 static int pin_by_tid(const struct team_plan *p, int total)
 {
@@ -353,7 +389,7 @@ static int pin_in_region(const struct team_plan *p, int total)
 static int pin_team(struct exec_model *em, const struct exec_cpuset *cores, int n, bool shared)
 {
 	struct team_plan p = { .cores = cores, .n = n, .shared = shared };
-	int total = em->max_threads, ret = 0;
+	int total = team_pinned.lean ? n : em->max_threads, ret = 0;
 
 	if (team_pinned.nr == cores->nr && team_pinned.pool == total &&
 	    team_pinned.shared == shared &&
@@ -506,6 +542,9 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
 			if (versions[li - first] < 0 ||
 			    versions[li - first] >= em->layers[li].nr_versions)
 				return -EINVAL;
+	/* a live query's earlier outputs are gone once read: blocks follow each other */
+	if (q->live && first && first != q->next_layer)
+		return -ENODATA;
 	/* one block at a time per lane: its memory objects hold one query's handles */
 	if (atomic_exchange(&q->lane->running, true))
 		return -EBUSY;
@@ -526,6 +565,7 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
 	}
 	if (!ret && dnnl_stream_wait(q->lane->streams[0]))
 		ret = -EIO;
+	q->next_layer = ret ? 0 : last;
 	if (stats) {
 		stats->switch_ns = t1 - t0;
 		stats->latency_ns = now_ns() - t0;

@@ -6,13 +6,15 @@
  * input copied from the slot when it starts a query, its block run on its
  * cores, its output copied into the slot when it ends one. Between
  * commands the OpenMP team sleeps on the doorbell (exec_team_wait;
- * docs/design/serving-path.md).
+ * docs/design/serving-path.md), or, in a process of several lanes, is
+ * ended (exec_team_release; docs/design/lanes.md).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,57 +128,72 @@ static int describe_model(struct shm_serve *s, char *why, size_t len)
 }
 
 /*
- * Every version of every layer runs once on all the cores, and every
- * slot's activations once: a model's first run pays the page faults on
- * its weights and activations, the OpenMP team's creation and oneDNN's
- * first-execution work. Left to the first queries, that cost (up to ~2x
- * the profiled latency) would also reach the scheduler as interference
- * and as a prediction error to correct.
+ * The query a slot's started query lives in: its own while it runs, else
+ * one of the lane's arenas no slot holds, made when all are held. A query
+ * holds an arena from its first block to its last (or its failure): so a
+ * lane holds as many as it has queries stopped between blocks at once, not
+ * one per slot. NULL when out of memory.
+ */
+static struct exec_query *slot_query(struct shm_serve *s, unsigned int slot)
+{
+	for (int i = 0; i < COLOC_SHM_NR_SLOTS && !s->q[slot]; i++) {
+		bool held = false;
+
+		if (!s->pool[i])
+			s->pool[i] = exec_query_new_live(s->em, s->lane);
+		if (!s->pool[i])
+			return NULL;
+		for (unsigned int k = 0; k < COLOC_SHM_NR_SLOTS && !held; k++)
+			held = s->q[k] == s->pool[i];
+		if (!held)
+			s->q[slot] = s->pool[i];
+	}
+	return s->q[slot];
+}
+
+/*
+ * Every version of every layer runs once on all the cores, in the lane's
+ * first arena: a model's first run pays the page faults on its weights and
+ * activations, the OpenMP team's creation and oneDNN's first-execution
+ * work. Left to the first queries, that cost (up to ~2x the profiled
+ * latency) would also reach the scheduler as interference and as a
+ * prediction error to correct.
  */
 static int warm_up(struct shm_serve *s, char *why, size_t len)
 {
 	int nr = s->m->nr_layers, max_v = 1, ret = 0;
 	int *versions = calloc((size_t)nr, sizeof(*versions));
+	struct exec_query *q = slot_query(s, 0);
 
-	if (!versions) {
+	if (!versions || !q) {
+		free(versions);
 		snprintf(why, len, "out of memory for the warm-up run");
 		return -ENOMEM;
 	}
 	for (int l = 0; l < nr; l++)
 		if (exec_layer_nr_versions(s->em, l) > max_v)
 			max_v = exec_layer_nr_versions(s->em, l);
-	/* runs 0 .. max_v - 1: each version on slot 0; then slots 1.. in version 0 */
-	for (int run = 0; run < max_v + COLOC_SHM_NR_SLOTS - 1 && !ret; run++) {
-		int slot = run < max_v ? 0 : run - max_v + 1;
-
+	for (int run = 0; run < max_v && !ret; run++) {
 		for (int l = 0; l < nr; l++) {
 			int n = exec_layer_nr_versions(s->em, l);
 
-			versions[l] = run < max_v ? (run < n ? run : n - 1) : 0;
+			versions[l] = run < n ? run : n - 1;
 		}
-		exec_query_fill_inputs(s->q[slot], s->m, 1);
-		ret = exec_run_block(s->em, s->q[slot], 0, nr, versions, &s->allowed, NULL);
+		exec_query_fill_inputs(q, s->m, 1);
+		ret = exec_run_block(s->em, q, 0, nr, versions, &s->allowed, NULL);
 		if (ret)
 			snprintf(why, len, "the warm-up run failed: %s", strerror(-ret));
 	}
-	for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++)
-		exec_query_reset(s->q[i]);
+	exec_query_reset(q);
+	s->q[0] = NULL;
 	free(versions);
 	return ret;
 }
 
 int shm_serve_prepare(struct shm_serve *s, char *why, size_t len)
 {
-	int ret;
+	int ret = describe_model(s, why, len);
 
-	for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++) {
-		s->q[i] = s->lane ? exec_lane_query_new(s->lane) : exec_query_new(s->em);
-		if (!s->q[i]) {
-			snprintf(why, len, "out of memory for the activations of query slot %d", i);
-			return -ENOMEM;
-		}
-	}
-	ret = describe_model(s, why, len);
 	if (!ret)
 		ret = warm_up(s, why, len);
 	return ret;
@@ -364,6 +381,11 @@ static void run_command(struct shm_serve *s, __u32 seq, const struct coloc_shm_c
 			      "the query in slot %u has computed layers [0, %u) only: a block "
 			      "from layer %u would read activations never computed",
 			      slot, s->progress[slot], first);
+	if (first && first < s->progress[slot])
+		return refuse(d, -EINVAL,
+			      "the query in slot %u has computed layers [0, %u): a block from "
+			      "layer %u would read activations no longer kept",
+			      slot, s->progress[slot], first);
 	if (flags & ~(unsigned int)COLOC_SHM_RUN_SHARED)
 		return refuse(d, -EINVAL, "unknown flags 0x%x in the command", flags);
 	if (!take_plan(c, first, last, ends, ncores, &nr_blocks, d) ||
@@ -373,12 +395,16 @@ static void run_command(struct shm_serve *s, __u32 seq, const struct coloc_shm_c
 		if (ncores[i] < 1 || ncores[i] > (unsigned int)cores.nr)
 			return refuse(d, -EINVAL, "block %u of the plan wants %u of its %d cores", i,
 				      ncores[i], cores.nr);
+	if (!first && !slot_query(s, slot))
+		return refuse(d, -ENOMEM, "out of memory for the activations of slot %u", slot);
 	if (!first)
 		copy_inputs(s, slot);
 	ret = run_plan(s, seq, slot, first, ends, ncores, nr_blocks, versions, &cores,
 		       flags & COLOC_SHM_RUN_SHARED ? EXEC_TEAM_SHARED : EXEC_TEAM_PINNED, d);
 	if (!ret && d->last == nr)
 		ret = copy_outputs(s, slot);
+	if (ret || d->last == nr)
+		s->q[slot] = NULL; /* its arena back to the lane */
 	if (ret) {
 		s->progress[slot] = 0;
 		d->status = COLOC_SHM_DONE_FAILED;
@@ -447,7 +473,9 @@ int shm_serve_loop(struct shm_serve *s)
 		__u32 seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
 
 		if (seq == seen) {
-			/* the team sleeps with the caller, and wakes with it */
+			if (s->release_team)
+				exec_team_release();
+			/* the team (if any is left) sleeps with the caller, and wakes with it */
 			exec_team_wait(&c->seq, seen);
 			continue;
 		}
@@ -473,7 +501,8 @@ void shm_serve_fail(struct coloc_shm *shm, int done_fd, int code, const char *re
 void shm_serve_release(struct shm_serve *s)
 {
 	for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++) {
-		exec_query_free(s->q[i]);
+		exec_query_free(s->pool[i]);
+		s->pool[i] = NULL;
 		s->q[i] = NULL;
 	}
 	model_io_layout_free(&s->io);

@@ -5,8 +5,9 @@
  * same model; a block on each lane, on cores of their own, runs at the same
  * time as the other's (the executor's own start and end stamps, in
  * colocd's clock, overlap) and both outputs equal the in-process
- * executor's; a SIGKILL through one lane ends both; an exit command on one
- * lane ends the process with status 0 and the other lane sees it gone.
+ * executor's; idle lanes hold no OpenMP thread; a SIGKILL through one lane
+ * ends both; an exit command on one lane ends the process with status 0
+ * and the other lane sees it gone.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -172,6 +173,53 @@ TEST_F(execproc_lanes, spawn_lanes__two_lanes_of_one_process_run_blocks_at_once)
 	}
 	TH_LOG("two lanes' blocks overlapped in round %d of %d", rounds, ROUNDS);
 	EXPECT_GT(overlaps, 0) TH_LOG("the two lanes never ran a block at the same time");
+}
+
+/* Threads of process pid, or -1. */
+static int nr_threads(pid_t pid)
+{
+	char dir[64];
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	return tu_nr_dir_entries(dir);
+}
+
+/*
+ * Between commands a lane of a process of several holds no OpenMP thread
+ * (exec_team_release): libgomp counts every pool thread of the process, and
+ * past the CPUs it throttles every team's spin between layers. So after a
+ * block on both cores on each lane, the process is its lanes' threads.
+ */
+TEST_F(execproc_lanes, spawn_lanes__idle_lanes_hold_no_team)
+{
+	const struct coloc_shm_header *h = execproc_header(self->ep[0]);
+	pid_t pid = execproc_pid(self->ep[0]);
+	struct execproc_result res;
+	struct coloc_err err = { 0 };
+	int n = -1;
+
+	for (int i = 0; i < 2; i++) {
+		struct execproc_block b = { .slot = 0,
+					    .first = 0,
+					    .last = h->nr_layers,
+					    .query_id = (unsigned int)i,
+					    .cpus = self->cpus,
+					    .nr_cpus = 2 };
+
+		memcpy(execproc_input(self->ep[i], 0), self->input, self->in_bytes);
+		ASSERT_EQ(0, execproc_submit_block(self->ep[i], &b, &err))
+		TH_LOG("lane %d: %s", i, coloc_err_str(&err));
+		ASSERT_EQ(1, execproc_wait_done(self->ep[i], &res, DONE_MS, &err))
+		TH_LOG("lane %d: %s", i, coloc_err_str(&err));
+		ASSERT_EQ(COLOC_SHM_DONE_OK, res.status) TH_LOG("%s", res.reason);
+	}
+	/* a lane ends its team after ringing colocd, on its way to the doorbell */
+	for (int i = 0; i < 500 && n != 2; i++) {
+		n = nr_threads(pid);
+		if (n != 2)
+			usleep(10000);
+	}
+	EXPECT_EQ(2, n) TH_LOG("the executor of two idle lanes has %d threads", n);
 }
 
 /* Waits for lane i's process to be gone as seen from that lane; its poll's answer. */

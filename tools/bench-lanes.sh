@@ -3,9 +3,11 @@
 # Lanes against processes, side by side in one run (docs/measurements/lanes.md):
 # for each layout (colocd --executor-lanes, a tenant's executors as lanes of
 # one process; and colocd's default, a process each), the resident memory of
-# a ResNet-50 tenant with 2 executors after 20 queries (VmRSS and RssAnon
-# summed over its distinct pids), then MobileNet-V2 with 2 executors driven
-# by coloc-load at RATE queries/s for SECONDS (p50, p95, within QoS). As root.
+# a ResNet-50 tenant with 1 and with 2 executors after 4 s of queries at 5/s
+# (VmRSS and RssAnon summed over its distinct pids), then MobileNet-V2 with 2
+# executors driven by coloc-load at RATE queries/s for SECONDS (p50, p95,
+# within QoS, colocd's compute part). As root; POLICY=NAME for colocd's
+# --policy (default: colocd's).
 #   tools/bench-lanes.sh [RATE [SECONDS [REPLICAS]]]
 set -euo pipefail
 RATE=${1:-150}
@@ -26,19 +28,23 @@ tenant_kib() { # tenant field
 }
 
 run_layout() { # name [colocd options...]
-	local name=$1 json
+	local name=$1 json n
 	shift
-	start_colocd "" "$@"
-	submit_tenant r50 resnet50 2000 quiet 2
-	wait_ready r50
-	"$BIN/coloc-load" --socket "$SOCK" --tenant r50:5 --duration 4 >/dev/null
-	echo "$name rn50x2 VmRSS_KiB $(tenant_kib r50 VmRSS) RssAnon_KiB $(tenant_kib r50 RssAnon)"
-	ctl remove r50 >/dev/null
+	start_colocd "${POLICY:-}" "$@"
+	for n in 1 2; do
+		submit_tenant "r50x$n" resnet50 2000 quiet "$n"
+		wait_ready "r50x$n"
+		"$BIN/coloc-load" --socket "$SOCK" --tenant "r50x$n:5" --duration 4 >/dev/null
+		echo "$name rn50x$n VmRSS_KiB $(tenant_kib "r50x$n" VmRSS)" \
+			"RssAnon_KiB $(tenant_kib "r50x$n" RssAnon)"
+		ctl remove "r50x$n" >/dev/null
+	done
 	submit_tenant mnv2 mobilenet_v2 20 quiet 2
 	wait_ready mnv2
 	json=$("$BIN/coloc-load" --socket "$SOCK" --tenant "mnv2:$RATE" --duration "$SECONDS_RUN" \
 		--warmup 2 --json)
-	echo "$name mnv2x2 rate $RATE $(echo "$json" | grep -o '"\(p50_ms\|p95_ms\|p99_ms\|within_qos\|achieved_rate\)":[0-9.e+-]*' | tr '\n' ' ')"
+	echo "$name mnv2x2 rate $RATE $(echo "$json" | grep -o '"\(p50_ms\|p95_ms\|p99_ms\|within_qos\|achieved_rate\)":[0-9.e+-]*' | head -n 5 | tr '\n' ' ')" \
+		"compute $(echo "$json" | grep -o '"compute":{[^}]*}')"
 	stop_colocd
 }
 

@@ -169,9 +169,10 @@ struct coloc_shm_cmd {
 	__u32 slot; /* query slot, < nr_slots */
 	/*
 	 * Layers [first, last). first == 0 starts the slot's query: the
-	 * executor reads its input from the slot. Otherwise layers [0, first)
-	 * must have been computed by earlier blocks of the same query (else the
-	 * command is refused). last == nr_layers ends it: the executor writes
+	 * executor reads its input from the slot. Otherwise first must be
+	 * where the same query's last block ended (else the command is
+	 * refused: the executor keeps a layer's output only while a later
+	 * layer reads it). last == nr_layers ends it: the executor writes
 	 * its output into the slot before completing.
 	 */
 	__u32 first;

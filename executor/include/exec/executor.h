@@ -79,6 +79,15 @@ void exec_lane_free(struct exec_lane *lane);
  */
 struct exec_query *exec_query_new(struct exec_model *em);
 struct exec_query *exec_lane_query_new(struct exec_lane *lane);
+/*
+ * A query that keeps a layer's output only while a later layer reads it
+ * (its arena planned by liveness: docs/design/lanes.md), on lane (NULL:
+ * the model's own). Its blocks must follow each other: one from layer
+ * first > 0 runs only where its last block ended (else -ENODATA), and
+ * exec_query_read_output reads the inputs and the model's outputs (the
+ * layers no layer reads) only (else -ENODATA).
+ */
+struct exec_query *exec_query_new_live(struct exec_model *em, struct exec_lane *lane);
 void exec_query_free(struct exec_query *q);
 void exec_query_reset(struct exec_query *q);
 /* Where to write the input of input layer `layer`: dense fp32 in logical order. */
@@ -128,6 +137,17 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
  * docs/design/serving-path.md says why.
  */
 uint32_t exec_team_wait(uint32_t *word, uint32_t seen);
+
+/*
+ * Ends the calling thread's OpenMP team (its pool threads exit) and, from
+ * then on, makes each block's team as large as the block's cores, no
+ * larger. For threads that share a process with other lanes: libgomp
+ * counts every pool thread of the process, and once that count exceeds
+ * the CPUs it was started on, every team waits between parallel regions
+ * with a spin of 100 instead of GOMP_SPINCOUNT, i.e. asleep at nearly
+ * every layer (docs/measurements/lanes.md). 0, or -EBUSY inside a parallel region.
+ */
+int exec_team_release(void);
 
 /*
  * Additions for tests, tools and benchmarks.

@@ -17,15 +17,19 @@
 #ifndef COLOC_SHM_SERVE_H
 #define COLOC_SHM_SERVE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "coloc/shm.h"
 #include "executor.h"
 #include "model.h"
 
 /*
- * One lane's serving state: its shared memory, the model, one query per
- * slot, where a slot's tensors go. Several lanes of one process share the
- * model (m, em) and each has its own memory, doorbell and exec_lane.
+ * One lane's serving state: its shared memory, the model, its queries'
+ * arenas, where a slot's tensors go. A slot's query holds one of the
+ * lane's arenas (live queries: exec_query_new_live) from its first block
+ * to its last; the lane makes one more only when every one is held. Several
+ * lanes of one process share the model (m, em) and each has its own
+ * memory, doorbell and exec_lane.
  */
 struct shm_serve {
 	struct coloc_shm *shm; /* mapped by shm_serve_map */
@@ -35,8 +39,14 @@ struct shm_serve {
 	struct exec_model *em;
 	struct exec_lane *lane; /* the caller's; NULL: the model's own lane */
 	struct exec_cpuset allowed; /* the cores a command may name */
+	/*
+	 * Between commands, end the lane's OpenMP team (exec_team_release)
+	 * instead of parking it: set for a process of several lanes.
+	 */
+	bool release_team;
 	struct model_io_layout io;
-	struct exec_query *q[COLOC_SHM_NR_SLOTS];
+	struct exec_query *pool[COLOC_SHM_NR_SLOTS]; /* the lane's arenas, made when needed */
+	struct exec_query *q[COLOC_SHM_NR_SLOTS]; /* a slot's started query, one of pool */
 	unsigned int progress[COLOC_SHM_NR_SLOTS]; /* layers [0, progress) computed */
 };
 
@@ -56,9 +66,10 @@ int shm_serve_allowed_cpus(const char *text, struct exec_cpuset *set, char *why,
 /*
  * With s->shm mapped and s->m, s->em, s->lane, s->allowed and s->done_fd
  * set: writes the model's description into the header (refused with -E2BIG
- * if a query does not fit a slot), makes one query per slot on the lane and
- * warms every kernel version and every slot up once, from the calling
- * thread (which then serves the lane: its OpenMP team is made here).
+ * if a query does not fit a slot), makes the lane's first arena and warms
+ * every kernel version up once in it, from the calling thread (which then
+ * serves the lane: its OpenMP team is made here). A block from layer
+ * first > 0 must start where the slot's query's last block ended.
  * 0 or a negative errno.
  */
 int shm_serve_prepare(struct shm_serve *s, char *why, size_t len);
