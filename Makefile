@@ -149,7 +149,7 @@ SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocctl_serving
 	colocd_faults colocd_serving \
 	colocd_tenant control \
 	execproc execproc_lanes fuzz hostile_executor install level_source load onnx_ort owners pmu sandbox sensor \
-	server serving serving_plan serving_spawn tenants submit gateway gateway_grpc uncore)
+	server serving serving_plan serving_spawn tenants submit gateway gateway_faults gateway_grpc uncore)
 UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h

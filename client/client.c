@@ -29,6 +29,8 @@
 struct coloc_client {
 	int fd;
 	size_t sndbuf_for; /* the largest infer input the socket's send buffer was sized for */
+	int io_timeout_ms; /* 0: sends and outputs wait for ever */
+	size_t sent; /* bytes of the last send that left */
 	char *buf; /* bytes received, not yet taken */
 	size_t len, cap;
 	char error[512];
@@ -92,6 +94,16 @@ const char *coloc_client_error(const struct coloc_client *c)
 	return c->error;
 }
 
+void coloc_client_set_io_timeout(struct coloc_client *c, int timeout_ms)
+{
+	c->io_timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
+}
+
+size_t coloc_client_sent_bytes(const struct coloc_client *c)
+{
+	return c->sent;
+}
+
 /* Reads what is there into the buffer, waiting up to timeout_ms; bytes read, 0, or -errno. */
 static int client_fill(struct coloc_client *c, int timeout_ms)
 {
@@ -125,6 +137,14 @@ static int client_fill(struct coloc_client *c, int timeout_ms)
 	return (int)n;
 }
 
+static uint64_t client_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /*
  * Sends all of the nr_iov buffers in iov (advanced as they go), reading
  * answers meanwhile so that neither side waits on the other; fds (nr_fds of
@@ -135,8 +155,10 @@ static int client_fill(struct coloc_client *c, int timeout_ms)
 static int client_send_iov_fds(struct coloc_client *c, struct iovec *iov, int nr_iov,
 			       const int *fds, int nr_fds)
 {
+	uint64_t end = c->io_timeout_ms ? client_now_ms() + (uint64_t)c->io_timeout_ms : 0;
 	bool wait = false;
 
+	c->sent = 0;
 	for (;;) {
 		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT | POLLIN };
 		union {
@@ -154,11 +176,21 @@ static int client_send_iov_fds(struct coloc_client *c, struct iovec *iov, int nr
 			return 0;
 		msg = (struct msghdr){ .msg_iov = iov, .msg_iovlen = (size_t)nr_iov };
 		if (wait) {
-			if (poll(&pfd, 1, -1) < 0) {
+			uint64_t now = end ? client_now_ms() : 0;
+			int r;
+
+			if (end && now >= end)
+				return client_fail(c, -ETIMEDOUT,
+						   "colocd took no more of the request for %d ms",
+						   c->io_timeout_ms);
+			r = poll(&pfd, 1, end ? (int)(end - now) : -1);
+			if (r < 0) {
 				if (errno == EINTR)
 					continue;
 				return client_fail(c, -errno, "poll: %s", strerror(errno));
 			}
+			if (!r)
+				continue;
 			if (pfd.revents & POLLIN) {
 				int r = client_fill(c, 0);
 
@@ -188,6 +220,7 @@ static int client_send_iov_fds(struct coloc_client *c, struct iovec *iov, int nr
 			return client_fail(c, -errno, "sending to colocd: %s", strerror(errno));
 		}
 		nr_fds = 0;
+		c->sent += (size_t)n;
 		for (size_t left = (size_t)n; left;) {
 			size_t k = left < iov->iov_len ? left : iov->iov_len;
 
@@ -220,14 +253,6 @@ static void client_consume(struct coloc_client *c, size_t n)
 {
 	c->len -= n;
 	memmove(c->buf, c->buf + n, c->len);
-}
-
-static uint64_t client_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Waits until the buffer holds a line and need more bytes after it: 1, 0 (time up), -errno. */
@@ -589,9 +614,13 @@ int coloc_client_infer_recv(struct coloc_client *c, struct coloc_infer_result *r
 	}
 	*nl = '\n';
 	/* the output follows its line: wait for all of it, also with timeout 0 */
-	r = client_wait_for(c, out_bytes, -1);
+	r = client_wait_for(c, out_bytes, c->io_timeout_ms ? c->io_timeout_ms : -1);
 	if (r < 0)
 		return r;
+	if (!r)
+		return client_fail(c, -ETIMEDOUT,
+				   "colocd sent %zu of an answer's %zu output bytes in %d ms",
+				   c->len - line_len - 1, out_bytes, c->io_timeout_ms);
 	client_consume(c, line_len + 1);
 	if (out_bytes > out_cap) {
 		client_consume(c, out_bytes);

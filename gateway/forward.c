@@ -11,10 +11,21 @@
  * gw_fwd_run borrows a connection with nothing queued or in flight: its
  * thread then takes no queue and does not poll the socket (it polls it only
  * for jobs of its own in flight), so the borrower alone sends and reads.
+ * A submitted job goes to the least loaded connection nobody borrowed; with
+ * every one borrowed it waits in the pool's queue, first come first served,
+ * and the first borrower to give a connection back hands the queue to that
+ * connection's thread: no job waits behind a borrower's slow query while
+ * another connection is free. The pool's lock orders the pick, the borrows
+ * and the give-backs against each other.
+ *
  * Answers to queries given up on before (a timeout) are told apart by tag
  * and thrown away by whoever reads them. Idle sockets are not polled, so a
- * connection colocd closed is found at the next send, which then tries once
- * more on a fresh one.
+ * connection colocd closed is found at the next send; when not one byte of
+ * the query left (colocd cannot have it) it tries once more on a fresh
+ * connection, never otherwise: a query runs at most once. Each connection
+ * bounds its sends and the reads of an answer's output by the pool's I/O
+ * timeout (coloc_client_set_io_timeout): past it the job ends with
+ * -ETIMEDOUT and the connection, mid-message, is closed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,17 +42,16 @@
 #include "forward.h"
 
 #define FWD_MAX_CONNS 16
-#define FWD_BORROWED (1 << 20) /* a borrowed connection's weight when choosing one */
 #define FWD_STOP_CHECK_MS 100 /* a borrower's longest wait before it looks at stop */
 
 struct fwd_conn {
 	struct gw_fwd *fw;
 	pthread_t thread;
 	int efd;
-	pthread_mutex_t lock; /* guards queue, stopped and borrowed */
+	pthread_mutex_t lock; /* guards queue and stopped; borrowed changes under it too */
 	struct gw_job *queue, **queue_tail;
 	bool stopped; /* the thread took its last queue: no more jobs */
-	atomic_bool borrowed; /* gw_fwd_run has c: the thread keeps off it */
+	atomic_bool borrowed; /* gw_fwd_run has c: the thread keeps off it (also fw->lock) */
 	/* the thread's own */
 	struct coloc_client *c;
 	struct gw_job *inflight; /* list, newest first */
@@ -53,8 +63,10 @@ struct fwd_conn {
 
 struct gw_fwd {
 	char socket_path[108];
-	int nr_conns, max_jobs;
+	int nr_conns, max_jobs, io_timeout_ms;
 	atomic_int jobs;
+	pthread_mutex_t lock; /* the pick: borrowed flags, waiting, stop; before a conn's lock */
+	struct gw_job *waiting, **waiting_tail; /* submitted while every connection was borrowed */
 	atomic_bool stop;
 	bool joined;
 	atomic_uint next_conn;
@@ -111,15 +123,17 @@ static void fwd_fail_inflight(struct fwd_conn *k, int result, const char *why)
 	}
 }
 
-static void fwd_drop_connection(struct fwd_conn *k, const char *what)
+/* Closes k's connection after r (a timeout, or a lost connection): its jobs fail alike. */
+static void fwd_drop_connection(struct fwd_conn *k, const char *what, int r)
 {
 	char why[256];
 
-	snprintf(why, sizeof(why), "colocd connection lost (%s): %.200s", what,
+	snprintf(why, sizeof(why), "colocd connection %s (%s): %.200s",
+		 r == -ETIMEDOUT ? "timed out and closed" : "lost", what,
 		 k->c ? coloc_client_error(k->c) : "");
 	coloc_client_close(k->c);
 	k->c = NULL;
-	fwd_fail_inflight(k, -EPIPE, why);
+	fwd_fail_inflight(k, r == -ETIMEDOUT ? -ETIMEDOUT : -EPIPE, why);
 }
 
 static struct gw_job *fwd_take_queue(struct fwd_conn *k, bool last)
@@ -155,12 +169,15 @@ static int fwd_grow_scratch(struct fwd_conn *k, size_t need)
 
 /*
  * Sends job on k's connection (made if there is none). A connection that
- * fails at once, with nothing else in flight on it, may be one colocd closed
- * while idle: one more try on a fresh one. 0, or -errno with why filled.
+ * fails before one byte of the query left, with nothing else in flight on
+ * it, may be one colocd closed while idle: one more try on a fresh one.
+ * Once a byte left, colocd may have the query: never sent twice. 0, or
+ * -errno (-ETIMEDOUT: colocd stopped reading) with why filled.
  */
 static int fwd_send_query(struct fwd_conn *k, struct gw_job *job, char *why, size_t why_len)
 {
 	bool fresh = false;
+	size_t sent;
 	int r;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
@@ -172,17 +189,22 @@ static int fwd_send_query(struct fwd_conn *k, struct gw_job *job, char *why, siz
 					 k->fw->socket_path, strerror(-r));
 				return -ECONNREFUSED;
 			}
+			coloc_client_set_io_timeout(k->c, k->fw->io_timeout_ms);
 			fresh = true;
 		}
 		r = coloc_client_infer_send(k->c, job->tenant, job->tag, job->input,
 					    job->input_bytes);
 		if (!r)
 			return 0;
-		snprintf(why, why_len, "colocd connection lost (sending): %.200s",
+		sent = coloc_client_sent_bytes(k->c);
+		snprintf(why, why_len, "colocd connection %s (sending): %.200s",
+			 r == -ETIMEDOUT ? "timed out and closed" : "lost",
 			 coloc_client_error(k->c));
 		coloc_client_close(k->c);
 		k->c = NULL;
-		if (fresh || k->inflight)
+		if (r == -ETIMEDOUT)
+			return r;
+		if (fresh || k->inflight || sent)
 			break;
 	}
 	return -EPIPE;
@@ -203,8 +225,8 @@ static void fwd_send(struct fwd_conn *k, struct gw_job *job)
 	}
 	job->tag = k->next_tag++;
 	r = fwd_send_query(k, job, why, sizeof(why));
-	if (r && k->inflight)
-		fwd_fail_inflight(k, -EPIPE, why); /* the connection carried them */
+	if (r && k->inflight) /* the connection carried them */
+		fwd_fail_inflight(k, r == -ETIMEDOUT ? -ETIMEDOUT : -EPIPE, why);
 	if (r) {
 		fwd_finish(k, job, r, why);
 		return;
@@ -224,7 +246,7 @@ static void fwd_receive(struct fwd_conn *k)
 		if (r == 0)
 			return;
 		if (r < 0 && r != -EMSGSIZE) {
-			fwd_drop_connection(k, "receiving");
+			fwd_drop_connection(k, "receiving", r);
 			return;
 		}
 		for (pp = &k->inflight; *pp && (*pp)->tag != res.tag; pp = &(*pp)->next)
@@ -302,14 +324,14 @@ static void *fwd_thread(void *arg)
 	return NULL;
 }
 
-int gw_fwd_create(const char *socket_path, int nr_conns, int max_jobs, struct gw_fwd **out,
-		  struct coloc_err *err)
+int gw_fwd_create(const char *socket_path, int nr_conns, int max_jobs, int io_timeout_ms,
+		  struct gw_fwd **out, struct coloc_err *err)
 {
 	struct gw_fwd *fw;
 	int i;
 
 	*out = NULL;
-	if (nr_conns < 1 || nr_conns > FWD_MAX_CONNS || max_jobs < 1)
+	if (nr_conns < 1 || nr_conns > FWD_MAX_CONNS || max_jobs < 1 || io_timeout_ms < 0)
 		return coloc_err_set(err, -EINVAL, "1 to %d connections to colocd", FWD_MAX_CONNS);
 	if (strlen(socket_path) >= sizeof(fw->socket_path))
 		return coloc_err_set(err, -ENAMETOOLONG, "socket path too long: %.200s",
@@ -320,6 +342,9 @@ int gw_fwd_create(const char *socket_path, int nr_conns, int max_jobs, struct gw
 	snprintf(fw->socket_path, sizeof(fw->socket_path), "%s", socket_path);
 	fw->nr_conns = nr_conns;
 	fw->max_jobs = max_jobs;
+	fw->io_timeout_ms = io_timeout_ms;
+	pthread_mutex_init(&fw->lock, NULL);
+	fw->waiting_tail = &fw->waiting;
 	for (i = 0; i < nr_conns; i++) {
 		struct fwd_conn *k = &fw->conns[i];
 
@@ -332,6 +357,7 @@ int gw_fwd_create(const char *socket_path, int nr_conns, int max_jobs, struct gw
 
 			if (k->efd >= 0)
 				close(k->efd);
+			pthread_mutex_destroy(&k->lock);
 			fw->nr_conns = i;
 			gw_fwd_destroy(fw);
 			return coloc_err_set(err, -e, "starting the forwarding threads: %s",
@@ -342,11 +368,49 @@ int gw_fwd_create(const char *socket_path, int nr_conns, int max_jobs, struct gw
 	return 0;
 }
 
+static void fwd_wake(struct fwd_conn *k)
+{
+	uint64_t one = 1;
+
+	/* only a full counter fails (EAGAIN), and that has woken the thread already */
+	if (write(k->efd, &one, sizeof(one)) < 0)
+		return;
+}
+
+/* Moves the jobs of list (count n) to the end of k's queue; under both locks. */
+static void fwd_enqueue(struct fwd_conn *k, struct gw_job *list, struct gw_job **tail, int n)
+{
+	atomic_fetch_add(&k->load, n);
+	*k->queue_tail = list;
+	k->queue_tail = tail;
+}
+
+/* The least loaded connection nobody borrowed, ties broken round robin; or NULL. Under fw->lock. */
+static struct fwd_conn *fwd_pick(struct gw_fwd *fw)
+{
+	unsigned int start = atomic_fetch_add(&fw->next_conn, 1);
+	struct fwd_conn *k = NULL;
+	int best = 0;
+
+	for (int i = 0; i < fw->nr_conns; i++) {
+		struct fwd_conn *c =
+			&fw->conns[(start + (unsigned int)i) % (unsigned int)fw->nr_conns];
+		int load = atomic_load(&c->load);
+
+		if (atomic_load(&c->borrowed))
+			continue;
+		if (!k || load < best) {
+			k = c;
+			best = load;
+		}
+	}
+	return k;
+}
+
 int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job)
 {
-	struct fwd_conn *k = NULL;
-	unsigned int start = atomic_fetch_add(&fw->next_conn, 1);
-	uint64_t one = 1;
+	struct fwd_conn *k;
+	bool stopped = false;
 
 	if (atomic_load(&fw->stop))
 		return -ESHUTDOWN;
@@ -354,33 +418,31 @@ int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job)
 		atomic_fetch_sub(&fw->jobs, 1);
 		return -EAGAIN;
 	}
-	/* the least loaded connection, ties broken round robin; a borrowed one last */
-	for (int i = 0, best = 0; i < fw->nr_conns; i++) {
-		struct fwd_conn *c =
-			&fw->conns[(start + (unsigned int)i) % (unsigned int)fw->nr_conns];
-		int load = atomic_load(&c->load) + (atomic_load(&c->borrowed) ? FWD_BORROWED : 0);
-
-		if (!k || load < best) {
-			k = c;
-			best = load;
-		}
-	}
 	job->next = NULL;
 	job->result = 0;
 	job->why[0] = '\0';
-	pthread_mutex_lock(&k->lock);
-	if (k->stopped) {
+	pthread_mutex_lock(&fw->lock);
+	k = atomic_load(&fw->stop) ? NULL : fwd_pick(fw);
+	if (k) {
+		pthread_mutex_lock(&k->lock);
+		stopped = k->stopped;
+		if (!stopped)
+			fwd_enqueue(k, job, &job->next, 1);
 		pthread_mutex_unlock(&k->lock);
+	} else if (!atomic_load(&fw->stop)) {
+		/* every connection borrowed: the first one given back takes it */
+		*fw->waiting_tail = job;
+		fw->waiting_tail = &job->next;
+	} else {
+		stopped = true;
+	}
+	pthread_mutex_unlock(&fw->lock);
+	if (stopped) {
 		atomic_fetch_sub(&fw->jobs, 1);
 		return -ESHUTDOWN;
 	}
-	atomic_fetch_add(&k->load, 1);
-	*k->queue_tail = job;
-	k->queue_tail = &job->next;
-	pthread_mutex_unlock(&k->lock);
-	/* only a full counter fails (EAGAIN), and that has woken the thread already */
-	if (write(k->efd, &one, sizeof(one)) < 0)
-		return 0;
+	if (k)
+		fwd_wake(k);
 	return 0;
 }
 
@@ -388,39 +450,51 @@ int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job)
 static struct fwd_conn *fwd_borrow(struct gw_fwd *fw)
 {
 	unsigned int start = atomic_fetch_add(&fw->next_conn, 1);
+	struct fwd_conn *got = NULL;
 
-	for (int i = 0; i < fw->nr_conns; i++) {
-		struct fwd_conn *k = &fw->conns[(start + (unsigned int)i) % (unsigned int)fw->nr_conns];
-		bool got = false;
+	pthread_mutex_lock(&fw->lock);
+	for (int i = 0; i < fw->nr_conns && !got; i++) {
+		struct fwd_conn *k =
+			&fw->conns[(start + (unsigned int)i) % (unsigned int)fw->nr_conns];
 
-		if (atomic_load(&k->load))
+		if (atomic_load(&k->load) || atomic_load(&k->borrowed))
 			continue;
 		pthread_mutex_lock(&k->lock);
-		if (!k->stopped && !atomic_load(&k->borrowed) && !atomic_load(&k->load)) {
+		if (!k->stopped && !atomic_load(&k->load)) {
 			atomic_store(&k->borrowed, true);
 			atomic_store(&k->load, 1);
-			got = true;
+			got = k;
 		}
 		pthread_mutex_unlock(&k->lock);
-		if (got)
-			return k;
 	}
-	return NULL;
+	pthread_mutex_unlock(&fw->lock);
+	return got;
 }
 
+/* Gives k back, with the jobs that waited for a connection meanwhile. */
 static void fwd_give_back(struct fwd_conn *k)
 {
-	uint64_t one = 1;
+	struct gw_fwd *fw = k->fw;
 	bool queued;
 
+	pthread_mutex_lock(&fw->lock);
 	pthread_mutex_lock(&k->lock);
 	atomic_store(&k->borrowed, false);
 	atomic_fetch_sub(&k->load, 1);
+	if (fw->waiting && !k->stopped) {
+		int n = 0;
+
+		for (struct gw_job *j = fw->waiting; j; j = j->next)
+			n++;
+		fwd_enqueue(k, fw->waiting, fw->waiting_tail, n);
+		fw->waiting = NULL;
+		fw->waiting_tail = &fw->waiting;
+	}
 	queued = k->queue != NULL;
 	pthread_mutex_unlock(&k->lock);
-	/* jobs queued meanwhile wait for the thread; a full counter has woken it already */
-	if (queued && write(k->efd, &one, sizeof(one)) < 0)
-		return;
+	pthread_mutex_unlock(&fw->lock);
+	if (queued)
+		fwd_wake(k);
 }
 
 /* Reads answers on the borrowed k until job's own: its result and why. */
@@ -446,11 +520,12 @@ static int fwd_await(struct fwd_conn *k, struct gw_job *job)
 			continue;
 		if (r < 0 && r != -EMSGSIZE) {
 			snprintf(job->why, sizeof(job->why),
-				 "colocd connection lost (receiving): %.200s",
+				 "colocd connection %s (receiving): %.200s",
+				 r == -ETIMEDOUT ? "timed out and closed" : "lost",
 				 coloc_client_error(k->c));
 			coloc_client_close(k->c);
 			k->c = NULL;
-			return -EPIPE;
+			return r == -ETIMEDOUT ? -ETIMEDOUT : -EPIPE;
 		}
 		if (job->res.tag != job->tag)
 			continue; /* an answer to a query given up on before */
@@ -502,23 +577,29 @@ int gw_fwd_pending(struct gw_fwd *fw)
 
 void gw_fwd_stop(struct gw_fwd *fw)
 {
-	uint64_t one = 1;
+	struct gw_job *waiting;
 
 	if (fw->joined)
 		return;
+	pthread_mutex_lock(&fw->lock);
 	atomic_store(&fw->stop, true);
-	for (int i = 0; i < fw->nr_conns; i++) {
-		struct fwd_conn *k = &fw->conns[i];
+	waiting = fw->waiting;
+	fw->waiting = NULL;
+	fw->waiting_tail = &fw->waiting;
+	pthread_mutex_unlock(&fw->lock);
+	while (waiting) {
+		struct gw_job *job = waiting;
 
-		/* only a full counter fails, and that has woken the thread already */
-		if (write(k->efd, &one, sizeof(one)) < 0)
-			continue;
+		waiting = job->next;
+		job->result = -ECANCELED;
+		snprintf(job->why, sizeof(job->why), "the gateway is stopping");
+		atomic_fetch_sub(&fw->jobs, 1);
+		job->done(job);
 	}
-	for (int i = 0; i < fw->nr_conns; i++) {
-		struct fwd_conn *k = &fw->conns[i];
-
-		pthread_join(k->thread, NULL);
-	}
+	for (int i = 0; i < fw->nr_conns; i++)
+		fwd_wake(&fw->conns[i]);
+	for (int i = 0; i < fw->nr_conns; i++)
+		pthread_join(fw->conns[i].thread, NULL);
 	fw->joined = true;
 }
 
@@ -535,5 +616,6 @@ void gw_fwd_destroy(struct gw_fwd *fw)
 		free(k->scratch);
 		pthread_mutex_destroy(&k->lock);
 	}
+	pthread_mutex_destroy(&fw->lock);
 	free(fw);
 }

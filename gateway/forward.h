@@ -12,11 +12,20 @@
  * answer itself, so a query costs no hand-off between threads; with no
  * connection idle it is told so and submits as above.
  *
+ * A submitted job goes to a connection nobody borrowed (the least loaded);
+ * with every connection borrowed it waits, first come first served, for
+ * the first one given back.
+ *
  * Bounds: at most max_jobs jobs waiting or in flight in the whole pool; one
  * more is refused at once (-EAGAIN: the caller answers 503). A job not
  * answered by its deadline completes with -ETIMEDOUT; colocd's late answer
- * is then read and thrown away. A lost connection fails its jobs with
- * -EPIPE and is made again for the next ones.
+ * is then read and thrown away. Sending a query, and reading an answer's
+ * output once its line came, may take io_timeout_ms at most: past it the
+ * job completes with -ETIMEDOUT and that connection is closed (its other
+ * jobs complete alike). A lost connection fails its jobs with -EPIPE and is
+ * made again for the next ones. A query is sent again (on a fresh
+ * connection) only when not one byte of it left: colocd runs it at most
+ * once.
  */
 #ifndef COLOC_GATEWAY_FORWARD_H
 #define COLOC_GATEWAY_FORWARD_H
@@ -47,9 +56,12 @@ struct gw_job {
 
 struct gw_fwd;
 
-/* nr_conns connections to colocd at socket_path (made lazily); 0 or -errno. */
-int gw_fwd_create(const char *socket_path, int nr_conns, int max_jobs, struct gw_fwd **out,
-		  struct coloc_err *err);
+/*
+ * nr_conns connections to colocd at socket_path (made lazily), each send
+ * and output read bounded by io_timeout_ms (0: none); 0 or -errno.
+ */
+int gw_fwd_create(const char *socket_path, int nr_conns, int max_jobs, int io_timeout_ms,
+		  struct gw_fwd **out, struct coloc_err *err);
 /* Hands job over: 0 (done() will be called), -EAGAIN (full), -ESHUTDOWN. */
 int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job);
 /*

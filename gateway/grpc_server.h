@@ -15,8 +15,8 @@
  * ready, colocd refused or unreachable, the gateway stopping;
  * RESOURCE_EXHAUSTED the queue full, more than max_calls calls at once, or
  * a message over max_message (gRPC's own check, before it is read);
- * DEADLINE_EXCEEDED past the client's deadline or timeout_ms, or dropped
- * by colocd; ABORTED a repository load or unload while another is under
+ * DEADLINE_EXCEEDED past the client's deadline or timeout_ms, colocd
+ * stalled mid-query (forward.h's I/O timeout), or dropped by colocd; ABORTED a repository load or unload while another is under
  * way; INTERNAL the executor failed; UNIMPLEMENTED another method.
  *
  * Threads: `threads` poll one completion queue; a repository load blocks

@@ -19,9 +19,9 @@
  * {"error":"..."}: 400 bad request, 404 no such model or version, 405
  * wrong method, 413 body over max_body, 503 model not ready or queue full
  * (Retry-After: 1) or colocd refused the query, 409 a repository load
- * or unload while another is under way, 504 past the timeout or
- * dropped by colocd past its deadline, 502 colocd unreachable, 500 the
- * executor failed.
+ * or unload while another is under way, 504 past the timeout, colocd
+ * stalled mid-query (forward.h's I/O timeout) or dropped by colocd past
+ * its deadline, 502 colocd unreachable, 500 the executor failed.
  */
 #ifndef COLOC_GATEWAY_HTTP_H
 #define COLOC_GATEWAY_HTTP_H

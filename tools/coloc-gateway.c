@@ -39,7 +39,8 @@ static struct {
 	const char *http;
 	const char *metrics;
 	const char *grpc;
-	long threads, conns, max_queue, timeout_ms, max_body, load_timeout_s, max_connections;
+	long threads, conns, max_queue, timeout_ms, colocd_timeout_ms, max_body, load_timeout_s;
+	long max_connections;
 	bool allow_root;
 } opts = {
 	.socket_path = COLOC_DEFAULT_SOCKET,
@@ -49,6 +50,7 @@ static struct {
 	.conns = 4,
 	.max_queue = 1024,
 	.timeout_ms = 30000,
+	.colocd_timeout_ms = 5000,
 	.max_body = 64L << 20,
 	.load_timeout_s = 300,
 	.max_connections = 1024,
@@ -74,6 +76,11 @@ static void usage(FILE *f)
 		"                          RESOURCE_EXHAUSTED; also gRPC calls at once (default %ld)\n"
 		"  --timeout-ms N          an infer's limit from arrival, then 504 or\n"
 		"                          DEADLINE_EXCEEDED (default %ld)\n"
+		"  --colocd-timeout-ms N   longest a query's input may take to go to colocd, or\n"
+		"                          an answer's output to come from it (a colocd that\n"
+		"                          stopped reading or writing): then 504 or\n"
+		"                          DEADLINE_EXCEEDED and that connection is closed\n"
+		"                          (default %ld)\n"
 		"  --max-body-bytes N      largest request body or gRPC message, then 413 or\n"
 		"                          RESOURCE_EXHAUSTED (default %ld)\n"
 		"  --max-connections N     HTTP connections at once (default %ld)\n"
@@ -84,8 +91,8 @@ static void usage(FILE *f)
 		"\n"
 		"Exit status: 0 after SIGINT/SIGTERM, 1 on failure, 2 on bad usage.\n",
 		prog, COLOC_DEFAULT_SOCKET, opts.http, opts.metrics, opts.threads, opts.conns,
-		opts.max_queue, opts.timeout_ms, opts.max_body, opts.max_connections,
-		opts.load_timeout_s, COLOC_GROUP);
+		opts.max_queue, opts.timeout_ms, opts.colocd_timeout_ms, opts.max_body,
+		opts.max_connections, opts.load_timeout_s, COLOC_GROUP);
 }
 
 enum {
@@ -98,6 +105,7 @@ enum {
 	OPT_CONNS,
 	OPT_QUEUE,
 	OPT_TIMEOUT,
+	OPT_COLOCD_TIMEOUT,
 	OPT_BODY,
 	OPT_MAXCONN,
 	OPT_LOAD,
@@ -115,6 +123,7 @@ static const struct option long_opts[] = {
 	{ "connections", required_argument, NULL, OPT_CONNS },
 	{ "max-queue", required_argument, NULL, OPT_QUEUE },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
+	{ "colocd-timeout-ms", required_argument, NULL, OPT_COLOCD_TIMEOUT },
 	{ "max-body-bytes", required_argument, NULL, OPT_BODY },
 	{ "max-connections", required_argument, NULL, OPT_MAXCONN },
 	{ "load-timeout-s", required_argument, NULL, OPT_LOAD },
@@ -134,6 +143,7 @@ static const struct {
 	{ OPT_CONNS, "--connections", &opts.conns, 1, 16 },
 	{ OPT_QUEUE, "--max-queue", &opts.max_queue, 1, 1000000 },
 	{ OPT_TIMEOUT, "--timeout-ms", &opts.timeout_ms, 1, 3600000 },
+	{ OPT_COLOCD_TIMEOUT, "--colocd-timeout-ms", &opts.colocd_timeout_ms, 1, 3600000 },
 	{ OPT_BODY, "--max-body-bytes", &opts.max_body, 1024, 1L << 30 },
 	{ OPT_MAXCONN, "--max-connections", &opts.max_connections, 1, 65536 },
 	{ OPT_LOAD, "--load-timeout-s", &opts.load_timeout_s, 1, 86400 },
@@ -265,7 +275,8 @@ int main(int argc, char **argv)
 	hopts.idle_timeout_s = 60;
 	if (gw_ctl_open(opts.socket_path, &ctl, &err) ||
 	    gw_ctl_open(opts.socket_path, &mctl, &err) ||
-	    gw_fwd_create(opts.socket_path, (int)opts.conns, (int)opts.max_queue, &fw, &err) ||
+	    gw_fwd_create(opts.socket_path, (int)opts.conns, (int)opts.max_queue,
+			  (int)opts.colocd_timeout_ms, &fw, &err) ||
 	    gw_models_create(opts.repo, ctl, fw, (int)opts.load_timeout_s, &ms, &err))
 		goto out;
 	if (gw_http_start(&hopts, ms, fw, &http, &err)) {

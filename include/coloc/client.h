@@ -38,6 +38,19 @@ void coloc_client_close(struct coloc_client *c);
 int coloc_client_fd(const struct coloc_client *c);
 /* What the last failure was, in words; "" when none. */
 const char *coloc_client_error(const struct coloc_client *c);
+/*
+ * Bounds each send of a request, and each wait for the rest of an infer
+ * answer's output once its line came, to timeout_ms (0, the default: no
+ * bound): past it the call fails with -ETIMEDOUT, and the connection, left
+ * mid-message, is of no further use (close it). For a caller that must not
+ * wait for ever on a colocd that stopped reading or writing.
+ */
+void coloc_client_set_io_timeout(struct coloc_client *c, int timeout_ms);
+/*
+ * Bytes of the last request that left this end before its send returned:
+ * all of it on success; after a failure, 0 means colocd cannot have it.
+ */
+size_t coloc_client_sent_bytes(const struct coloc_client *c);
 
 /*
  * One request line (JSON, without '\n') -> its response line, malloc'd in
