@@ -154,7 +154,7 @@ UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
-.PHONY: all check check-unit run-check deps demo run-demo bench-sensing bench-executor bench-sim bench-sim-2core bench-qos profiles format clean tests \
+.PHONY: all check check-build check-unit run-check deps demo run-demo bench-sensing bench-executor bench-sim bench-sim-2core bench-qos profiles format clean tests \
 	bench-onnx ort ort-models grpc-node \
 	install uninstall image check-image
 all: $(BINS)
@@ -338,11 +338,17 @@ deps:
 # build/fuzz/ is one sanitized build for both halves of CI, seeded alike: the
 # SANITIZE=1 half only replays the seeds (tests/fuzz_test.c)
 FUZZ_CHECK_ENV := $(if $(filter 1,$(SANITIZE)),COLOC_FUZZ_CHECK_SECONDS=1)
+# make check builds on every CPU unless given -jN itself (CI runs it plain);
+# the tests run one at a time all the same (tests/run.sh).
+CHECK_JOBS := $(shell nproc 2>/dev/null || echo 1)
 check:
 	$(Q)tests/run.sh --root
 	$(Q)tools/deps.sh
-	$(Q)+$(MAKE) --no-print-directory run-check
-run-check: $(BINS) $(TEST_BINS) $(TEST_PROGS) ort-models
+	$(Q)+$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(CHECK_JOBS)) \
+		run-check
+# what make check runs, built (.ci/run builds the SANITIZE=1 half's while the first half's run)
+check-build: $(BINS) $(TEST_BINS) $(TEST_PROGS) ort-models
+run-check: check-build
 	$(Q)tools/check-sizes.sh
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) $(FUZZ_CHECK_ENV) \
 		tests/run.sh --root $(TEST_BINS)
@@ -423,7 +429,7 @@ FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ)/obj/%.o,$(FUZZ_LIB_SRCS)) $(FUZZ)/obj/$(
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_BINS)
-tests run-check: $(FUZZ_BINS)
+tests check-build: $(FUZZ_BINS)
 
 $(FUZZ)/obj/%.o: %.c $(KSFT_HDRS) | $(SKELS) $(GEN)/onnx.pb-c.h
 	$(call msg,FUZZ-CC,$@)

@@ -4,7 +4,8 @@
  * prints per-layer and total latency (median of --iters runs) and GFLOP/s
  * (2 x MACs / time), or lists each layer's kernel versions and the oneDNN
  * implementation each runs. The quickest way to see what the executor does
- * with a model before the daemon schedules it.
+ * with a model before the daemon schedules it. The whole model runs as
+ * colocd's executors serve it (activations planned by liveness).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -357,15 +358,29 @@ static int measure_after_gaps(struct exec_model *em, struct exec_query *q, const
 	return ret;
 }
 
+/* The live query lq gets q's inputs. */
+static void copy_inputs(struct exec_query *lq, struct exec_query *q, const struct model *m)
+{
+	for (int li = 0; li < m->nr_layers; li++)
+		if (m->layers[li].op == MODEL_OP_INPUT)
+			memcpy(exec_query_input(lq, li), exec_query_input(q, li),
+			       (size_t)model_shape_elems(&m->layers[li].out) * sizeof(float));
+}
+
+/*
+ * Each layer alone runs on a query that keeps every output (q); the whole
+ * model on one whose activations are planned by liveness (lq), as colocd's
+ * executors serve, so the total is a served query's compute.
+ */
 static int run(struct exec_model *em, const struct model *m, const struct exec_cpuset *cores)
 {
-	struct exec_query *q = exec_query_new(em);
+	struct exec_query *q = exec_query_new(em), *lq = exec_query_new_live(em, NULL);
 	int *versions = calloc((size_t)m->nr_layers, sizeof(int));
 	uint64_t *layer_ns = calloc((size_t)m->nr_layers, sizeof(uint64_t)), total_ns = 0;
 	uint64_t p95_ns = 0;
 	int ret = -ENOMEM;
 
-	if (!q || !versions || !layer_ns)
+	if (!q || !lq || !versions || !layer_ns)
 		goto out;
 	if (opts.input) {
 		ret = read_inputs(q, m);
@@ -381,21 +396,22 @@ static int run(struct exec_model *em, const struct model *m, const struct exec_c
 		ret = versions_from_option(em, m, versions);
 	if (ret)
 		goto out;
+	copy_inputs(lq, q, m);
 	ret = exec_run_block(em, q, 0, m->nr_layers, versions, cores, NULL);
 	for (int li = 0; li < m->nr_layers && !ret; li++)
 		ret = exec_measure_block(em, q, li, li + 1, versions + li, cores, opts.iters,
 					 &layer_ns[li]);
 	if (!ret && opts.gap_ms)
-		ret = measure_after_gaps(em, q, versions, cores, &total_ns, &p95_ns);
+		ret = measure_after_gaps(em, lq, versions, cores, &total_ns, &p95_ns);
 	else if (!ret)
-		ret = exec_measure_block(em, q, 0, m->nr_layers, versions, cores, opts.iters,
+		ret = exec_measure_block(em, lq, 0, m->nr_layers, versions, cores, opts.iters,
 					 &total_ns);
 	if (ret) {
 		fprintf(stderr, "coloc-run: running %s failed: %s\n", m->name, strerror(-ret));
 		goto out;
 	}
 	if (opts.output) {
-		ret = write_output(q, m);
+		ret = write_output(lq, m);
 		if (ret)
 			goto out_quiet;
 	}
@@ -470,6 +486,7 @@ out:
 out_quiet:
 	free(layer_ns);
 	free(versions);
+	exec_query_free(lq);
 	exec_query_free(q);
 	return ret;
 }

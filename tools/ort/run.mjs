@@ -6,7 +6,7 @@
 //
 //   node tools/ort/run.mjs MODEL.onnx [--input FILE] [--output FILE]
 //        [--write-input FILE] [--ref FILE] [--threads N] [--iters N] [--batch N]
-//        [--dim NAME=VALUE]...
+//        [--dim NAME=VALUE]... [--profile PREFIX]
 //
 // --input: raw little-endian fp32, every graph input (initializers excluded)
 // in graph order, row-major; int64/int32 inputs (token ids) are given as
@@ -19,7 +19,8 @@
 // keeps it (tools/ort/make-refs.sh). --iters N: prints
 // {"median_ms": ...} of N timed runs after one warm-up run. --threads: ORT's
 // intra-op threads (default 1; inter-op 1, sequential execution, all graph
-// optimizations on).
+// optimizations on). --profile PREFIX: ONNX Runtime's own profile of the
+// runs (per-node kernel times, chrome-trace JSON) into PREFIX_DATE.json.
 import { createRequire } from 'node:module';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -33,7 +34,7 @@ function usage(code) {
 	(code ? process.stderr : process.stdout).write(
 		'usage: node tools/ort/run.mjs MODEL.onnx [--input FILE | --write-input FILE]\n' +
 			'       [--output FILE] [--ref FILE] [--threads N] [--iters N] [--batch N]\n' +
-			'       [--dim NAME=VALUE]...\n');
+			'       [--dim NAME=VALUE]... [--profile PREFIX]\n');
 	process.exit(code);
 }
 
@@ -62,6 +63,8 @@ function parseArgs(argv) {
 			o.output = next();
 		else if (a === '--ref')
 			o.ref = next();
+		else if (a === '--profile')
+			o.profile = next();
 		else if (a === '--threads')
 			o.threads = num(a, next(), 1, 1024);
 		else if (a === '--iters')
@@ -126,6 +129,7 @@ async function main() {
 		interOpNumThreads: 1,
 		executionMode: 'sequential',
 		graphOptimizationLevel: 'all',
+		...(o.profile ? { enableProfiling: true, profileFilePrefix: o.profile } : {}),
 	});
 	const metas = session.inputMetadata.filter((m) => m.isTensor);
 	const shapes = metas.map((m) => concreteShape(m, o));
@@ -172,6 +176,8 @@ async function main() {
 		process.stdout.write(JSON.stringify({ model: o.model, threads: o.threads, iters: o.iters,
 						      median_ms: median }) + '\n');
 	}
+	if (o.profile)
+		session.endProfiling();
 	const outs = session.outputNames.map((n) => Float32Array.from(res[n].data));
 	if (o.output)
 		writeFileSync(o.output, Buffer.concat(outs.map((v) => Buffer.from(v.buffer))));
