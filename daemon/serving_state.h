@@ -4,7 +4,8 @@
  * submitted, kept in struct colocd's specs and written to the file whole
  * (temp, fsync, rename) on every change, with colocd's own copies of their
  * files beside it; read back at start. All of --state's I/O is here; in
- * colocd it runs on the writer's thread (state_writer.h), never the loop.
+ * colocd its writes run on the writer's thread (state_writer.h), not the
+ * loop; the read at start is the loop's, before it serves anyone.
  */
 #ifndef COLOC_DAEMON_SERVING_STATE_H
 #define COLOC_DAEMON_SERVING_STATE_H

@@ -2,10 +2,13 @@
 /*
  * The --state writer's thread: a queue of file jobs (keep a tenant's
  * files, drop them) in the order the loop made them, and one slot for the
- * newest text of the state file. The thread takes all of it under the lock,
- * then does the I/O without it; the loop only ever holds the lock to link
- * a job or swap a pointer. A write that fails is said on stderr and tried
- * again at exit if no newer text came.
+ * newest text of the state file. The thread takes one job at a time under
+ * the lock, then does its I/O without it, and writes the text once no job
+ * waits; the loop only ever holds the lock to link, unlink or swap. A drop
+ * cancels its tenant's keeps not yet started, so a removed tenant's files
+ * are held no longer than the copy in progress. A write that fails is said
+ * on stderr and tried again at exit if no newer text came; exit waits for
+ * the disk a bounded time.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,8 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "state_writer.h"
+
+/* How long exit waits for the disk to take what is queued. */
+#define STATE_WRITER_EXIT_WAIT_S 10
 
 struct state_job {
 	struct state_job *next;
@@ -33,7 +40,7 @@ struct state_writer {
 	/* under lock */
 	struct state_job *head, *tail;
 	char *text;
-	bool stopping;
+	bool stopping, done;
 };
 
 static void state_job_free(struct state_job *j)
@@ -73,27 +80,30 @@ static void *state_writer_run(void *arg)
 	char *failed = NULL; /* the last text, when its write failed */
 
 	for (;;) {
-		struct state_job *jobs;
-		char *text;
-		bool stopping, had_work;
+		struct state_job *job;
+		char *text = NULL;
+		bool stopping;
 
 		pthread_mutex_lock(&w->lock);
 		while (!w->head && !w->text && !w->stopping)
 			pthread_cond_wait(&w->wake, &w->lock);
-		jobs = w->head;
-		w->head = w->tail = NULL;
-		text = w->text;
-		w->text = NULL;
+		/* the jobs first, one at a time (a drop may cancel those after), then the text */
+		job = w->head;
+		if (job) {
+			w->head = job->next;
+			if (!w->head)
+				w->tail = NULL;
+		} else {
+			text = w->text;
+			w->text = NULL;
+		}
 		stopping = w->stopping;
 		pthread_mutex_unlock(&w->lock);
-		had_work = jobs || text;
 
-		while (jobs) {
-			struct state_job *j = jobs;
-
-			jobs = j->next;
-			state_job_run(w->path, j);
-			state_job_free(j);
+		if (job) {
+			state_job_run(w->path, job);
+			state_job_free(job);
+			continue;
 		}
 		if (text) {
 			free(failed);
@@ -104,12 +114,16 @@ static void *state_writer_run(void *arg)
 				free(text);
 		}
 		/* the thread ends only once nothing more was handed over */
-		if (stopping && !had_work)
+		if (stopping && !text)
 			break;
 	}
 	if (failed)
 		state_text_write(w->path, failed);
 	free(failed);
+	pthread_mutex_lock(&w->lock);
+	w->done = true;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
 	return NULL;
 }
 
@@ -192,10 +206,40 @@ int state_writer_keep_files(struct state_writer *w, const char *name,
 	return 0;
 }
 
+/* Unlinks the keeps of name not started yet; the caller frees them. */
+static struct state_job *state_writer_cancel_keeps(struct state_writer *w, const char *name)
+{
+	struct state_job *cancelled = NULL, **link = &w->head, *prev = NULL;
+
+	while (*link) {
+		struct state_job *j = *link;
+
+		if (j->keep && !strcmp(j->name, name)) {
+			*link = j->next;
+			j->next = cancelled;
+			cancelled = j;
+			continue;
+		}
+		prev = j;
+		link = &j->next;
+	}
+	w->tail = prev;
+	return cancelled;
+}
+
 int state_writer_drop_files(struct state_writer *w, const char *name, int nr_external)
 {
-	struct state_job *j = state_job_new(name, false, nr_external);
+	struct state_job *j = state_job_new(name, false, nr_external), *cancelled;
 
+	pthread_mutex_lock(&w->lock);
+	cancelled = state_writer_cancel_keeps(w, name);
+	pthread_mutex_unlock(&w->lock);
+	while (cancelled) {
+		struct state_job *next = cancelled->next;
+
+		state_job_free(cancelled);
+		cancelled = next;
+	}
 	if (!j)
 		return -ENOMEM;
 	state_writer_queue(w, j);
@@ -218,10 +262,25 @@ void state_writer_free(struct state_writer *w)
 {
 	if (!w)
 		return;
+	struct timespec until;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += STATE_WRITER_EXIT_WAIT_S;
 	pthread_mutex_lock(&w->lock);
 	w->stopping = true;
-	pthread_cond_signal(&w->wake);
+	pthread_cond_broadcast(&w->wake);
+	while (!w->done && ret != ETIMEDOUT)
+		ret = pthread_cond_timedwait(&w->wake, &w->lock, &until);
 	pthread_mutex_unlock(&w->lock);
+	if (ret == ETIMEDOUT) {
+		/* the thread still uses w: left to the process's exit */
+		fprintf(stderr,
+			"colocd: the state file %s took more than %d s to write at exit (a disk "
+			"that does not answer?); what was queued for it is not on disk\n",
+			w->path, STATE_WRITER_EXIT_WAIT_S);
+		return;
+	}
 	pthread_join(w->thread, NULL);
 	pthread_cond_destroy(&w->wake);
 	pthread_mutex_destroy(&w->lock);

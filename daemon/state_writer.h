@@ -22,7 +22,10 @@ int state_writer_new(const char *path, struct state_writer **out);
  */
 int state_writer_keep_files(struct state_writer *w, const char *name,
 			    const struct colocd_files *files, int nr_external);
-/* Queues the removal of the tenant's copies; 0 or -ENOMEM. */
+/*
+ * Queues the removal of the tenant's copies, and cancels its keeps not
+ * started yet (their descriptors closed here); 0 or -ENOMEM.
+ */
 int state_writer_drop_files(struct state_writer *w, const char *name, int nr_external);
 /*
  * Hands over the file's new text (malloc'd: the writer frees it). It
@@ -32,7 +35,9 @@ int state_writer_drop_files(struct state_writer *w, const char *name, int nr_ext
 void state_writer_post(struct state_writer *w, char *text);
 /*
  * Writes what is still queued (the newest text last; once more if its last
- * write failed), stops the thread, frees w. NULL is a no-op.
+ * write failed), stops the thread, frees w. Waits for the disk 10 s at
+ * most: past that it says so and leaves the thread to the process's exit.
+ * NULL is a no-op.
  */
 void state_writer_free(struct state_writer *w);
 

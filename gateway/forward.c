@@ -331,8 +331,13 @@ int gw_fwd_create(const char *socket_path, int nr_conns, int max_jobs, int io_ti
 	int i;
 
 	*out = NULL;
-	if (nr_conns < 1 || nr_conns > FWD_MAX_CONNS || max_jobs < 1 || io_timeout_ms < 0)
+	if (nr_conns < 1 || nr_conns > FWD_MAX_CONNS)
 		return coloc_err_set(err, -EINVAL, "1 to %d connections to colocd", FWD_MAX_CONNS);
+	if (max_jobs < 1 || io_timeout_ms < 0)
+		return coloc_err_set(err, -EINVAL,
+				     "a queue of at least 1 job and a colocd I/O deadline of 0 ms "
+				     "or more (got %d jobs, %d ms)",
+				     max_jobs, io_timeout_ms);
 	if (strlen(socket_path) >= sizeof(fw->socket_path))
 		return coloc_err_set(err, -ENAMETOOLONG, "socket path too long: %.200s",
 				     socket_path);

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/time.h>
 #include "kselftest_harness.h"
 #include "colocd_serving_fixture.h"
@@ -437,20 +438,58 @@ TEST_F_TIMEOUT(wire, state__tenants_come_back_after_a_restart_and_a_bad_one_is_r
 	free(got);
 }
 
-/* The whole of what the state file's FIFO gets, until its writer closes it. */
+/*
+ * The whole of what the state file's FIFO gets, until its writer closes it
+ * after writing; 0 when nothing came within 30 s.
+ */
 static size_t read_fifo(const char *path, char *buf, size_t cap)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	size_t len = 0;
-	ssize_t n;
 
 	if (fd < 0)
 		return 0;
-	while (len < cap - 1 && (n = read(fd, buf + len, cap - 1 - len)) > 0)
-		len += (size_t)n;
+	for (int waited_ms = 0; len < cap - 1 && waited_ms < 30000;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n = read(fd, buf + len, cap - 1 - len);
+
+		if (n > 0) {
+			len += (size_t)n;
+			continue;
+		}
+		if (n == 0 && len)
+			break; /* written, then closed */
+		if (n < 0 && errno != EAGAIN)
+			break;
+		/* no writer yet (0) or nothing written yet (EAGAIN) */
+		poll(&p, 1, 100);
+		waited_ms += 100;
+	}
 	buf[len] = '\0';
 	close(fd);
 	return len;
+}
+
+/* Whether the state file names tenant name within 10 s (its writer is a thread). */
+static bool state_names(const char *state, const char *name)
+{
+	char text[8192], quoted[80];
+
+	snprintf(quoted, sizeof(quoted), "\"%s\"", name);
+	for (int i = 0; i < 200; i++) {
+		FILE *f = fopen(state, "r");
+		size_t n = 0;
+
+		if (f) {
+			n = fread(text, 1, sizeof(text) - 1, f);
+			fclose(f);
+		}
+		text[n] = '\0';
+		if (strstr(text, quoted))
+			return true;
+		usleep(50 * 1000);
+	}
+	return false;
 }
 
 /*
@@ -468,6 +507,8 @@ TEST_F_TIMEOUT(wire, state__a_stalled_write_stalls_no_one_and_the_last_state_is_
 	int fd;
 
 	ASSERT_TRUE(submit_ready(self, "a"));
+	/* the submit's own text written first (renamed: no temporary file left) */
+	ASSERT_TRUE(state_names(self->state, "a"));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", self->state);
 	ASSERT_EQ(0, mkfifo(tmp, 0600));
 	fd = tu_connect(self->sock);
