@@ -473,19 +473,16 @@ static size_t read_fifo(const char *path, char *buf, size_t cap)
 /* Whether the state file names tenant name within 10 s (its writer is a thread). */
 static bool state_names(const char *state, const char *name)
 {
-	char text[8192], quoted[80];
+	char quoted[80];
 
 	snprintf(quoted, sizeof(quoted), "\"%s\"", name);
 	for (int i = 0; i < 200; i++) {
-		FILE *f = fopen(state, "r");
-		size_t n = 0;
+		size_t len;
+		char *text = tu_read_file(state, &len);
+		bool named = text && strstr(text, quoted);
 
-		if (f) {
-			n = fread(text, 1, sizeof(text) - 1, f);
-			fclose(f);
-		}
-		text[n] = '\0';
-		if (strstr(text, quoted))
+		free(text);
+		if (named)
 			return true;
 		usleep(50 * 1000);
 	}
@@ -501,8 +498,7 @@ TEST_F_TIMEOUT(wire, state__a_stalled_write_stalls_no_one_and_the_last_state_is_
 	       600)
 {
 	struct timeval tv = { .tv_sec = 3 };
-	char tmp[PATH_MAX], line[4096], text[8192];
-	FILE *f;
+	char tmp[PATH_MAX], line[4096], text[8192], *written;
 	size_t n;
 	int fd;
 
@@ -533,13 +529,11 @@ TEST_F_TIMEOUT(wire, state__a_stalled_write_stalls_no_one_and_the_last_state_is_
 	ASSERT_EQ(0, tu_stop_colocd(self->colocd));
 	self->colocd = 0;
 	/* the write that failed was made again at exit: a is gone from the file */
-	f = fopen(self->state, "r");
-	ASSERT_NE(NULL, f);
-	n = fread(text, 1, sizeof(text) - 1, f);
-	text[n] = '\0';
-	fclose(f);
-	EXPECT_NE(NULL, strstr(text, "\"tenants\"")) TH_LOG("%s", text);
-	EXPECT_EQ(NULL, strstr(text, "\"a\"")) TH_LOG("%s", text);
+	written = tu_read_file(self->state, &n);
+	ASSERT_NE(NULL, written);
+	EXPECT_NE(NULL, strstr(written, "\"tenants\"")) TH_LOG("%s", written);
+	EXPECT_EQ(NULL, strstr(written, "\"a\"")) TH_LOG("%s", written);
+	free(written);
 }
 
 TEST_HARNESS_MAIN
