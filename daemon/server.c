@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The control socket (server.h). Everything runs on the event loop: the
- * listening socket and each connection are poll sources, non-blocking, and
+ * The control socket (server.h): connections read and answered. Everything
+ * runs on the event loop: the listening socket and each connection are poll
+ * sources, non-blocking, and
  * one timer closes connections that stalled. A connection reads until a
  * line is complete and hands it to the handler, which answers at once,
  * asks for a binary payload after the line (read straight into its own
@@ -12,6 +13,7 @@
  * without bound. A line over COLOC_MAX_REQUEST bytes is answered with an
  * error and the connection closed; every other line keeps it open.
  *
+ * Who may connect and how many each uid may hold: server_admit.c.
  * Start-up guards the path (server_path.c): the socket's directory must be
  * root's and writable by no other user (unless sticky), the lock file is
  * opened relative to that directory and never through a link, and the probe
@@ -37,8 +39,6 @@
 #include "coloc/protocol.h"
 #include "server_internal.h"
 
-#define SERVER_IN_CAP (COLOC_MAX_REQUEST + 4096)
-#define SERVER_ACCEPTS_PER_WAKEUP 16
 #define SERVER_READS_PER_WAKEUP 4
 
 bool server_has_output(const struct server *s)
@@ -49,7 +49,7 @@ bool server_has_output(const struct server *s)
 	return false;
 }
 
-static void server_conn_close(struct server_conn *c)
+void server_conn_close(struct server_conn *c)
 {
 	struct server *s = c->s;
 
@@ -74,7 +74,7 @@ static void server_conn_close(struct server_conn *c)
 	free(c);
 }
 
-static bool server_conn_idle(const struct server_conn *c)
+bool server_conn_idle(const struct server_conn *c)
 {
 	return !c->in_len && !c->out_head && !c->pending && !c->in_payload;
 }
@@ -525,7 +525,7 @@ static bool server_conn_serve(struct server_conn *c)
 	return true;
 }
 
-static void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void *ctx)
+void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void *ctx)
 {
 	struct server_conn *c = ctx;
 
@@ -626,242 +626,6 @@ nomem:
 	return -ENOMEM;
 }
 
-/*
- * How deep the pid namespace of a process sits below the one /proc was
- * mounted for: the number of pids on the NSpid line of /proc/PID/status,
- * less one; -1 if unknown. status is readable by anyone: unlike
- * /proc/PID/ns/pid it needs no ptrace access, so colocd under its unit
- * (no CAP_SYS_PTRACE) can place another user's process.
- */
-static int server_pidns_depth(pid_t pid)
-{
-	char path[64], line[256];
-	int depth = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "NSpid:", 6)) {
-			depth = -1;
-			for (char *p = line + 6, *end; ; p = end) {
-				(void)strtol(p, &end, 10);
-				if (end == p)
-					break;
-				depth++;
-			}
-			break;
-		}
-	fclose(f);
-	return depth;
-}
-
-static bool server_in_coloc_group(const struct server *s, int fd, const struct ucred *cred)
-{
-	gid_t groups[NGROUPS_MAX];
-	socklen_t len = sizeof(groups);
-
-	if (!s->have_coloc_gid)
-		return false;
-	if (cred->gid == s->coloc_gid)
-		return true;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len))
-		return false;
-	for (size_t i = 0; i < len / sizeof(groups[0]); i++)
-		if (groups[i] == s->coloc_gid)
-			return true;
-	return false;
-}
-
-/*
- * Who may connect, as the kernel recorded the peer at connect time
- * (SO_PEERCRED, SO_PEERGROUPS): root or a member of the coloc group, in
- * colocd's own pid namespace, because the pids a request names are taken
- * in that namespace. NULL if allowed, else the reason.
- */
-static const char *server_peer_refusal(const struct server *s, int fd, struct ucred *cred)
-{
-	socklen_t len = sizeof(*cred);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &len))
-		return "cannot read the peer's credentials";
-	if (cred->uid != 0 && !server_in_coloc_group(s, fd, cred))
-		return "permission denied: colocd serves root and the '" COLOC_GROUP "' group";
-	/*
-	 * pid 0: the peer's namespace is not ours nor below it; a pid > 0
-	 * names it in ours or below: ours if it sits as deep as colocd.
-	 */
-	if (cred->pid <= 0 || s->pidns_depth < 0 || server_pidns_depth(cred->pid) != s->pidns_depth)
-		return "permission denied: connect from colocd's pid namespace (the pids a "
-		       "request names are read in it)";
-	return NULL;
-}
-
-/* Sends one error line, written by json-c like every other, without waiting. */
-static void server_send_error(int fd, const char *why)
-{
-	struct json_object *o = json_object_new_object();
-	char line[512];
-	int n;
-
-	json_object_object_add(o, "ok", json_object_new_boolean(0));
-	json_object_object_add(o, "error", json_object_new_string(why));
-	n = snprintf(line, sizeof(line), "%s\n",
-		     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-	if (n > 0 && (size_t)n < sizeof(line))
-		send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
-	json_object_put(o);
-}
-
-static void server_refuse(int fd, const char *why)
-{
-	server_send_error(fd, why);
-	close(fd);
-}
-
-static int server_count_uid(const struct server *s, uid_t uid)
-{
-	int n = 0;
-
-	for (int i = 0; i < SERVER_MAX_CONNS; i++)
-		if (s->conns[i] && s->conns[i]->uid == uid)
-			n++;
-	return n;
-}
-
-/* The idle connection of uid (of anyone with any_uid) that made progress longest ago. */
-static struct server_conn *server_oldest_idle(const struct server *s, uid_t uid, bool any_uid)
-{
-	struct server_conn *oldest = NULL;
-
-	for (int i = 0; i < SERVER_MAX_CONNS; i++) {
-		struct server_conn *c = s->conns[i];
-
-		if (!c || !server_conn_idle(c) || (!any_uid && c->uid != uid))
-			continue;
-		if (!oldest || c->last_progress_ns < oldest->last_progress_ns)
-			oldest = c;
-	}
-	return oldest;
-}
-
-/* The non-root uid holding the most connections, and how many. */
-static uid_t server_busiest_uid(const struct server *s, int *count)
-{
-	uid_t best = 0;
-
-	*count = 0;
-	for (int i = 0; i < SERVER_MAX_CONNS; i++) {
-		struct server_conn *c = s->conns[i];
-		int n;
-
-		if (!c || c->uid == 0)
-			continue;
-		n = server_count_uid(s, c->uid);
-		if (n > *count) {
-			*count = n;
-			best = c->uid;
-		}
-	}
-	return best;
-}
-
-static void server_evict(struct server_conn *victim)
-{
-	server_send_error(victim->fd, "connection closed: colocd is at its connection limit and "
-				      "this one was idle longest");
-	server_conn_close(victim);
-}
-
-/*
- * Makes room for a connection of uid under the limits of server.h; NULL
- * when there is room, else why not.
- */
-static const char *server_make_room(struct server *s, uid_t uid)
-{
-	int total = 0, others = 0, busiest;
-	struct server_conn *victim;
-	uid_t busy_uid;
-
-	for (int i = 0; i < SERVER_MAX_CONNS; i++)
-		if (s->conns[i]) {
-			total++;
-			others += s->conns[i]->uid != 0;
-		}
-	if (uid == 0) {
-		if (total < SERVER_MAX_CONNS)
-			return NULL;
-		victim = server_oldest_idle(s, 0, true);
-		if (!victim)
-			return "too many connections, none of them idle";
-		server_evict(victim);
-		return NULL;
-	}
-	if (server_count_uid(s, uid) >= SERVER_UID_SHARE)
-		return "too many connections from this user; close some first";
-	if (others < SERVER_MAX_CONNS - SERVER_ROOT_RESERVED && total < SERVER_MAX_CONNS)
-		return NULL;
-	busy_uid = server_busiest_uid(s, &busiest);
-	victim = busiest >= server_count_uid(s, uid) + 2 ? server_oldest_idle(s, busy_uid, false) :
-							   NULL;
-	if (!victim)
-		return "too many connections; try again later";
-	server_evict(victim);
-	return NULL;
-}
-
-static void server_add_conn(struct server *s, int fd)
-{
-	struct server_conn *c;
-	struct ucred cred;
-	const char *why = server_peer_refusal(s, fd, &cred);
-	int slot = -1;
-
-	if (!why)
-		why = server_make_room(s, cred.uid);
-	if (why) {
-		server_refuse(fd, why);
-		return;
-	}
-	for (int i = 0; i < SERVER_MAX_CONNS && slot < 0; i++)
-		if (!s->conns[i])
-			slot = i;
-	c = calloc(1, sizeof(*c));
-	if (c)
-		c->in = malloc(SERVER_IN_CAP);
-	if (slot < 0 || !c || !c->in ||
-	    loop_add_poll(s->loop, &c->src, fd, POLLIN, server_on_conn, c)) {
-		if (c)
-			free(c->in);
-		free(c);
-		server_refuse(fd, "out of memory");
-		return;
-	}
-	c->s = s;
-	c->id = ++s->next_id;
-	c->fd = fd;
-	c->uid = cred.uid;
-	c->last_progress_ns = loop_now_ns();
-	s->conns[slot] = c;
-}
-
-static void server_on_listen(struct loop_source *src, int fd, unsigned int revents, void *ctx)
-{
-	struct server *s = ctx;
-
-	(void)src;
-	(void)revents;
-	/* a bounded batch: a flood of connects cannot starve the other sources */
-	for (int i = 0; i < SERVER_ACCEPTS_PER_WAKEUP; i++) {
-		int conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-
-		if (conn < 0)
-			return;
-		server_add_conn(s, conn);
-	}
-}
 
 static void server_on_sweep(struct loop_source *src, __u64 now_ns, void *ctx)
 {

@@ -22,6 +22,9 @@
  */
 #define SERVER_IN_READS 16
 
+/* a connection's read buffer: the longest line and some bytes behind it */
+#define SERVER_IN_CAP (COLOC_MAX_REQUEST + 4096)
+
 /* One answer (a line, maybe followed by a payload) waiting to be sent. */
 struct server_out {
 	struct server_out *next;
@@ -85,6 +88,18 @@ struct server {
 	void *handle_ctx;
 	struct server_conn *conns[SERVER_MAX_CONNS];
 };
+
+/* server.c: a connection's reading and answering */
+void server_conn_close(struct server_conn *c);
+/* Nothing read, owed or being sent: a connection that may be evicted. */
+bool server_conn_idle(const struct server_conn *c);
+void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void *ctx);
+
+/* server_admit.c: who may connect, how many each uid may hold */
+/* How deep pid's pid namespace sits below /proc's; -1 if unknown. */
+int server_pidns_depth(pid_t pid);
+/* The listening socket is readable: accepts a bounded batch. */
+void server_on_listen(struct loop_source *src, int fd, unsigned int revents, void *ctx);
 
 /* server_path.c */
 /* Splits the socket path into its directory and its name. */
