@@ -3,7 +3,8 @@
  * libcoloc_client (include/coloc/client.h): one connection to colocd, a
  * read buffer that holds whatever arrived (answer lines and the raw output
  * bytes that follow infer answers), the infer framing of protocol.h, and
- * submit, whose files go as descriptors opened here (SCM_RIGHTS).
+ * submit, whose files go as descriptors opened here (SCM_RIGHTS), as does
+ * an infer's input memfd.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,6 +31,10 @@ struct coloc_client {
 	int fd;
 	size_t sndbuf_for; /* the largest infer input the socket's send buffer was sized for */
 	int io_timeout_ms; /* 0: sends and outputs wait for ever */
+	bool use_memfd; /* coloc_client_infer's input through input_fd */
+	int input_fd; /* the connection's input memfd (-1 until needed), input_map its pages */
+	void *input_map;
+	size_t input_cap;
 	size_t sent; /* bytes of the last send that left */
 	char *buf; /* bytes received, not yet taken */
 	size_t len, cap;
@@ -62,6 +67,7 @@ int coloc_client_connect(const char *socket_path, struct coloc_client **out)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->input_fd = -1;
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof(addr))) {
 		int err = -errno;
@@ -80,6 +86,10 @@ void coloc_client_close(struct coloc_client *c)
 	if (!c)
 		return;
 	close(c->fd);
+	if (c->input_fd >= 0) {
+		munmap(c->input_map, c->input_cap ? c->input_cap : 1);
+		close(c->input_fd);
+	}
 	free(c->buf);
 	free(c);
 }
@@ -221,6 +231,9 @@ static int client_send_iov_fds(struct coloc_client *c, struct iovec *iov, int nr
 		}
 		nr_fds = 0;
 		c->sent += (size_t)n;
+		/* the timeout bounds a stall, not the whole send: progress restarts it */
+		if (end && n > 0)
+			end = client_now_ms() + (uint64_t)c->io_timeout_ms;
 		for (size_t left = (size_t)n; left;) {
 			size_t k = left < iov->iov_len ? left : iov->iov_len;
 
@@ -487,25 +500,37 @@ static void client_size_sndbuf(struct coloc_client *c, size_t len)
 	setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
 }
 
-int coloc_client_infer_send(struct coloc_client *c, const char *tenant, uint64_t tag,
-			    const void *input, size_t len)
+/* An infer's line, ending in '\n' (malloc'd; NULL out of memory). */
+static char *client_infer_line(struct coloc_client *c, const char *tenant, uint64_t tag, size_t len,
+			       bool memfd)
 {
 	struct json_object *req = json_object_new_object();
-	struct iovec iov[2];
-	const char *text;
 	char *line;
-	int r;
 
 	json_object_object_add(req, "cmd", json_object_new_string("infer"));
 	json_object_object_add(req, "tenant", json_object_new_string(tenant));
 	json_object_object_add(req, "tag", json_object_new_int64((int64_t)tag));
 	json_object_object_add(req, "input_bytes", json_object_new_int64((int64_t)len));
-	text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-	if (asprintf(&line, "%s\n", text) < 0) {
-		json_object_put(req);
-		return client_fail(c, -ENOMEM, "out of memory");
-	}
+	if (memfd)
+		json_object_object_add(req, "input", json_object_new_string("memfd"));
+	if (asprintf(&line, "%s\n", json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN)) <
+	    0)
+		line = NULL;
 	json_object_put(req);
+	if (!line)
+		client_fail(c, -ENOMEM, "out of memory");
+	return line;
+}
+
+int coloc_client_infer_send(struct coloc_client *c, const char *tenant, uint64_t tag,
+			    const void *input, size_t len)
+{
+	char *line = client_infer_line(c, tenant, tag, len, false);
+	struct iovec iov[2];
+	int r;
+
+	if (!line)
+		return -ENOMEM;
 	client_size_sndbuf(c, len);
 	iov[0] = (struct iovec){ line, strlen(line) };
 	iov[1] = (struct iovec){ (void *)input, len };
@@ -634,10 +659,87 @@ int coloc_client_infer_recv(struct coloc_client *c, struct coloc_infer_result *r
 	return 1;
 }
 
+int coloc_client_input_memfd(size_t len, void **map)
+{
+	int fd = memfd_create("coloc-input", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	void *m;
+
+	*map = NULL;
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)(len ? len : 1)) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		int ret = -errno;
+
+		close(fd);
+		return ret;
+	}
+	m = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		int ret = -errno;
+
+		close(fd);
+		return ret;
+	}
+	*map = m;
+	return fd;
+}
+
+int coloc_client_infer_send_memfd(struct coloc_client *c, const char *tenant, uint64_t tag,
+				  int memfd, size_t len)
+{
+	char *line = client_infer_line(c, tenant, tag, len, true);
+	struct iovec iov;
+	int r;
+
+	if (!line)
+		return -ENOMEM;
+	iov = (struct iovec){ line, strlen(line) };
+	/* the descriptor rides on the line's bytes: colocd reads no input after it */
+	r = client_send_iov_fds(c, &iov, 1, &memfd, 1);
+	free(line);
+	return r;
+}
+
+void coloc_client_use_memfd(struct coloc_client *c, int on)
+{
+	c->use_memfd = on;
+}
+
+/* The connection's input memfd, holding len bytes at least: made or remade as needed. */
+static int client_input_memfd(struct coloc_client *c, size_t len)
+{
+	int fd;
+
+	if (c->input_fd >= 0 && c->input_cap >= len)
+		return 0;
+	if (c->input_fd >= 0) {
+		munmap(c->input_map, c->input_cap ? c->input_cap : 1);
+		close(c->input_fd);
+		c->input_fd = -1;
+	}
+	fd = coloc_client_input_memfd(len, &c->input_map);
+	if (fd < 0)
+		return client_fail(c, fd, "cannot make the input's memfd: %s", strerror(-fd));
+	c->input_fd = fd;
+	c->input_cap = len;
+	return 0;
+}
+
 int coloc_client_infer(struct coloc_client *c, const char *tenant, const void *input, size_t len,
 		       void *output, size_t out_cap, struct coloc_infer_result *res)
 {
-	int r = coloc_client_infer_send(c, tenant, 0, input, len);
+	int r;
+
+	if (c->use_memfd) {
+		r = client_input_memfd(c, len);
+		if (!r) {
+			memcpy(c->input_map, input, len);
+			r = coloc_client_infer_send_memfd(c, tenant, 0, c->input_fd, len);
+		}
+	} else {
+		r = coloc_client_infer_send(c, tenant, 0, input, len);
+	}
 
 	if (r)
 		return r;

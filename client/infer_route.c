@@ -18,6 +18,8 @@ struct route_ops {
 	int (*send)(void *h, const char *tenant, uint64_t tag, const void *in, size_t len);
 	int (*recv)(void *h, struct coloc_infer_result *res, void *out, size_t cap, int timeout_ms);
 	const char *(*error)(void *h);
+	/* the input in a memfd (colocd's socket only; NULL elsewhere) */
+	int (*send_memfd)(void *h, const char *tenant, uint64_t tag, int memfd, size_t len);
 };
 
 struct coloc_route {
@@ -59,19 +61,26 @@ struct coloc_route {
 	}
 
 ROUTE_WRAPPERS(coloc_client, struct coloc_client)
+
+static int coloc_client_send_memfd_h(void *h, const char *tenant, uint64_t tag, int memfd,
+				     size_t len)
+{
+	return coloc_client_infer_send_memfd(h, tenant, tag, memfd, len);
+}
 ROUTE_WRAPPERS(kserve_grpc, struct kserve_grpc)
 ROUTE_WRAPPERS(kserve_http, struct kserve_http)
 
-#define ROUTE_ENTRY(name, prefix)                                                        \
+#define ROUTE_ENTRY(name, prefix, send_memfd)                                            \
 	{                                                                                \
 		name, prefix##_open_h, prefix##_close_h, prefix##_fd_h, prefix##_send_h, \
-			prefix##_recv_h, prefix##_error_h                                \
+			prefix##_recv_h, prefix##_error_h, send_memfd                    \
 	}
 
 static const struct route_ops route_table[] = {
-	[COLOC_ROUTE_SOCKET] = ROUTE_ENTRY("colocd's socket", coloc_client),
-	[COLOC_ROUTE_GRPC] = ROUTE_ENTRY("the gateway's gRPC API", kserve_grpc),
-	[COLOC_ROUTE_HTTP] = ROUTE_ENTRY("the gateway's HTTP API", kserve_http),
+	[COLOC_ROUTE_SOCKET] =
+		ROUTE_ENTRY("colocd's socket", coloc_client, coloc_client_send_memfd_h),
+	[COLOC_ROUTE_GRPC] = ROUTE_ENTRY("the gateway's gRPC API", kserve_grpc, NULL),
+	[COLOC_ROUTE_HTTP] = ROUTE_ENTRY("the gateway's HTTP API", kserve_http, NULL),
 };
 
 const char *coloc_route_name(enum coloc_route_kind kind)
@@ -114,6 +123,19 @@ int coloc_route_send(struct coloc_route *r, const char *tenant, uint64_t tag, co
 		     size_t len)
 {
 	return r->ops->send(r->h, tenant, tag, input, len);
+}
+
+bool coloc_route_takes_memfd(const struct coloc_route *r)
+{
+	return r->ops->send_memfd != NULL;
+}
+
+int coloc_route_send_memfd(struct coloc_route *r, const char *tenant, uint64_t tag, int memfd,
+			   size_t len)
+{
+	if (!r->ops->send_memfd)
+		return -EOPNOTSUPP;
+	return r->ops->send_memfd(r->h, tenant, tag, memfd, len);
 }
 
 int coloc_route_recv(struct coloc_route *r, struct coloc_infer_result *res, void *output,

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cpulist.h"
+#include "input_memfd.h"
 #include "isa_probe.h"
 #include "profile_table.h"
 #include "sandbox.h"
@@ -173,7 +174,7 @@ void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *
 	unlink_query(s, t, q);
 	if (q->done)
 		q->done(q->ctx, &c);
-	free(q->input);
+	sv_query_drop_input(s, q);
 	free(q);
 }
 
@@ -482,6 +483,17 @@ int serving_restart(struct serving *s, const char *name, struct coloc_err *err)
 	return sv_start_executors(s, t, err);
 }
 
+void sv_query_drop_input(struct serving *s, struct sv_query *q)
+{
+	free(q->input);
+	q->input = NULL;
+	if (q->input_fd >= 0) {
+		close(q->input_fd);
+		q->input_fd = -1;
+		s->nr_input_fds--;
+	}
+}
+
 static int owner_queued(const struct serving *s, uid_t owner)
 {
 	int tenants, executors, queued;
@@ -504,8 +516,10 @@ int serving_submit(struct serving *s, const char *tenant, const void *input, siz
 	return ret;
 }
 
-int serving_submit_take(struct serving *s, const char *tenant, void **input, size_t len,
-			serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err)
+/* One query, its input a malloc'd copy (*input) or a checked memfd (*input_fd) taken on 0. */
+static int submit_query(struct serving *s, const char *tenant, void **input, int *input_fd,
+			size_t len, serving_done_fn done, void *ctx, uint64_t *query_id,
+			struct coloc_err *err)
 {
 	struct sv_tenant *t = sv_find_tenant(s, tenant);
 	uint64_t now = sv_now_ns();
@@ -554,8 +568,15 @@ int serving_submit_take(struct serving *s, const char *tenant, void **input, siz
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return coloc_err_set(err, -ENOMEM, "out of memory queueing a query of %s", tenant);
-	q->input = *input;
-	*input = NULL;
+	q->input_fd = -1;
+	if (input) {
+		q->input = *input;
+		*input = NULL;
+	} else {
+		q->input_fd = *input_fd;
+		*input_fd = -1;
+		s->nr_input_fds++;
+	}
 	q->id = ++s->next_query_id;
 	q->arrival_ns = q->mark_ns = now;
 	q->deadline_ns = now + t->qos_ns;
@@ -574,6 +595,33 @@ int serving_submit_take(struct serving *s, const char *tenant, void **input, siz
 		*query_id = q->id;
 	sv_schedule(s);
 	return 0;
+}
+
+int serving_submit_take(struct serving *s, const char *tenant, void **input, size_t len,
+			serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err)
+{
+	return submit_query(s, tenant, input, NULL, len, done, ctx, query_id, err);
+}
+
+int serving_submit_fd(struct serving *s, const char *tenant, int *input_fd, size_t len,
+		      serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err)
+{
+	void *copy = NULL;
+	int ret;
+
+	if (s->nr_input_fds < SV_MAX_INPUT_FDS)
+		return submit_query(s, tenant, NULL, input_fd, len, done, ctx, query_id, err);
+	/* too many held: this one's bytes are read now, its descriptor left to the caller */
+	copy = malloc(len ? len : 1);
+	if (!copy)
+		return coloc_err_set(err, -ENOMEM, "out of memory queueing a query of %s", tenant);
+	ret = input_memfd_read(*input_fd, copy, len);
+	if (!ret || ret == -ENODATA)
+		ret = submit_query(s, tenant, &copy, NULL, len, done, ctx, query_id, err);
+	else
+		coloc_err_set(err, ret, "reading the input's memfd: %s", strerror(-ret));
+	free(copy);
+	return ret;
 }
 
 /* ---- life ------------------------------------------------------------------- */

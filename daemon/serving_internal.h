@@ -17,6 +17,8 @@
 
 #define SV_MAX_TENANTS POLICY_MAX_TENANTS
 #define SV_MAX_ROUNDS 16 /* decide calls per round before leaving the rest to the next event */
+/* memfds held by queued queries at most; past it a memfd is read at once */
+#define SV_MAX_INPUT_FDS 256
 #define SV_STOP_MS 100 /* an idle executor answers EXIT in microseconds; then SIGKILL */
 
 struct sv_query {
@@ -30,6 +32,7 @@ struct sv_query {
 	int slot; /* its slot there; -1 while it waits for one */
 	bool in_flight;
 	void *input; /* our copy until it is in a slot */
+	int input_fd; /* or the client's checked memfd (input_memfd.h), read into the slot; -1 */
 	serving_done_fn done;
 	void *ctx;
 	struct sv_query *next;
@@ -150,6 +153,7 @@ struct serving {
 	uint64_t next_uid, next_query_id;
 	unsigned int next_order;
 	int nr_live; /* queries accepted and not completed, all tenants */
+	int nr_input_fds; /* memfds queries hold until their inputs go to slots */
 
 	/* one round's scratch */
 	struct policy_tenant ptenants[SV_MAX_TENANTS];
@@ -172,6 +176,8 @@ struct serving {
 uint64_t sv_now_ns(void);
 /* t's executors with a block in flight. */
 int sv_tenant_busy(const struct sv_tenant *t);
+/* Frees a query's input where it still has one: its copy, or closes its memfd. */
+void sv_query_drop_input(struct serving *s, struct sv_query *q);
 struct sv_tenant *sv_find_tenant(const struct serving *s, const char *name);
 /* Takes q off every list, counts it, calls back, frees it. */
 void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *q,

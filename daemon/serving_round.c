@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "input_memfd.h"
 #include "serving_internal.h"
 
 bool sv_tenant_serving(const struct sv_tenant *t)
@@ -50,7 +51,7 @@ static void view_executors(const struct sv_tenant *t, struct exec_views *v)
 }
 
 /* Queued queries of a serving tenant take free slots (policy_assign_slot), in arrival order. */
-static void fill_slots(struct sv_tenant *t)
+static void fill_slots(struct serving *s, struct sv_tenant *t)
 {
 	struct exec_views v;
 
@@ -59,6 +60,7 @@ static void fill_slots(struct sv_tenant *t)
 	view_executors(t, &v);
 	for (struct sv_query *q = t->head; q; q = q->next) {
 		int best, slot;
+		void *dst;
 
 		if (q->slot >= 0)
 			continue;
@@ -66,9 +68,13 @@ static void fill_slots(struct sv_tenant *t)
 		if (best < 0)
 			return;
 		slot = policy_assign_free_slot(&v.ex[best]);
-		memcpy(execproc_input(t->ex[best].ep, (unsigned int)slot), q->input, t->in_bytes);
-		free(q->input);
-		q->input = NULL;
+		dst = execproc_input(t->ex[best].ep, (unsigned int)slot);
+		/* a memfd is read straight into the slot: the input's one copy in colocd */
+		if (q->input)
+			memcpy(dst, q->input, t->in_bytes);
+		else
+			input_memfd_read(q->input_fd, dst, t->in_bytes);
+		sv_query_drop_input(s, q);
 		q->exec = best;
 		q->slot = slot;
 		t->ex[best].slots[slot] = q;
@@ -339,7 +345,7 @@ void sv_schedule(struct serving *s)
 
 		s->again = false;
 		for (int i = 0; i < SV_MAX_TENANTS; i++)
-			fill_slots(&s->tenants[i]);
+			fill_slots(s, &s->tenants[i]);
 		build_input(s, &in);
 		if (!in.nr_queries)
 			break;

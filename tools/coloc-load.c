@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include "cli.h"
 #include "coloc-load/load.h"
@@ -75,6 +77,10 @@ static void usage(FILE *out)
 		"                        answers, 0-3600 (default 10); what is still\n"
 		"                        outstanding then counts as a miss\n"
 		"  -s, --socket PATH     colocd's control socket (default %s)\n"
+		"      --socket-copy     send each input's bytes on the socket; by default\n"
+		"                        colocd's socket gets a memfd holding the input\n"
+		"                        instead (made once per tenant, read by colocd\n"
+		"                        straight into the query's slot)\n"
 		"      --grpc HOST:PORT  send the queries through coloc-gateway's KServe v2 gRPC\n"
 		"                        API instead of colocd's socket (tenants are the\n"
 		"                        gateway's models; their QoS is still read from colocd)\n"
@@ -126,6 +132,7 @@ static int parse_tenants(const char *spec)
 			ret = 2;
 			break;
 		}
+		t->input_fd = -1;
 		if (!colon || colon == item || (size_t)(colon - item) >= sizeof(t->name) ||
 		    parse_qps(colon + 1, &t->qps)) {
 			fprintf(stderr,
@@ -156,7 +163,15 @@ static int parse_tenants(const char *spec)
 
 static int parse_args(int argc, char **argv)
 {
-	enum { OPT_DRAIN = 256, OPT_GRPC, OPT_URL, OPT_GATEWAY_PID, OPT_ARRIVALS, OPT_SAMPLES };
+	enum {
+		OPT_DRAIN = 256,
+		OPT_GRPC,
+		OPT_URL,
+		OPT_GATEWAY_PID,
+		OPT_ARRIVALS,
+		OPT_SAMPLES,
+		OPT_SOCKET_COPY
+	};
 	static const struct option long_opts[] = {
 		{ "tenant", required_argument, NULL, 't' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -167,6 +182,7 @@ static int parse_args(int argc, char **argv)
 		{ "arrivals", required_argument, NULL, OPT_ARRIVALS },
 		{ "samples", required_argument, NULL, OPT_SAMPLES },
 		{ "socket", required_argument, NULL, 's' },
+		{ "socket-copy", no_argument, NULL, OPT_SOCKET_COPY },
 		{ "grpc", required_argument, NULL, OPT_GRPC },
 		{ "url", required_argument, NULL, OPT_URL },
 		{ "gateway-pid", required_argument, NULL, OPT_GATEWAY_PID },
@@ -219,6 +235,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 's':
 			load_opts.socket_path = optarg;
+			break;
+		case OPT_SOCKET_COPY:
+			load_opts.socket_copy = true;
 			break;
 		case OPT_GRPC:
 			load_opts.grpc = optarg;
@@ -346,6 +365,10 @@ out:
 		for (int k = 0; k < load_opts.conns_per_tenant; k++)
 			coloc_route_close(load_tenants[i].conns[k].r);
 		free(load_tenants[i].input);
+		if (load_tenants[i].input_fd >= 0) {
+			munmap(load_tenants[i].input_map, load_tenants[i].in_bytes ?: 1);
+			close(load_tenants[i].input_fd);
+		}
 		free(load_tenants[i].lat_ns);
 		free(load_tenants[i].colocd_ns);
 		free(load_tenants[i].send_ns);

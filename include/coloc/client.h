@@ -39,10 +39,11 @@ int coloc_client_fd(const struct coloc_client *c);
 /* What the last failure was, in words; "" when none. */
 const char *coloc_client_error(const struct coloc_client *c);
 /*
- * Bounds each send of a request, and each wait for the rest of an infer
- * answer's output once its line came, to timeout_ms (0, the default: no
- * bound): past it the call fails with -ETIMEDOUT, and the connection, left
- * mid-message, is of no further use (close it). For a caller that must not
+ * Bounds each stall of a request's send (no byte taken for timeout_ms), and
+ * each wait for the rest of an infer answer's output once its line came, to
+ * timeout_ms (0, the default: no bound): past it the call fails with
+ * -ETIMEDOUT, and the connection, left mid-message, is of no further use
+ * (close it). For a caller that must not
  * wait for ever on a colocd that stopped reading or writing.
  */
 void coloc_client_set_io_timeout(struct coloc_client *c, int timeout_ms);
@@ -133,5 +134,32 @@ int coloc_client_infer_send(struct coloc_client *c, const char *tenant, uint64_t
  */
 int coloc_client_infer_recv(struct coloc_client *c, struct coloc_infer_result *res, void *output,
 			    size_t out_cap, int timeout_ms);
+
+/*
+ * Inputs in memory instead of on the socket (protocol.h, "input":"memfd"):
+ * the input lies in a memfd sealed against shrinking, which goes to colocd
+ * with the infer's line; colocd reads it straight into the query's slot.
+ * docs/design/infer-memfd.md.
+ *
+ * A memfd of len bytes, sealed against shrinking and growing, mapped
+ * writable at *map (len bytes; munmap it when done): write the input there.
+ * Its descriptor, or -errno.
+ */
+int coloc_client_input_memfd(size_t len, void **map);
+/*
+ * Sends one query whose input is the first len bytes of memfd (sealed with
+ * F_SEAL_SHRINK, at least len bytes; it stays open here). Its bytes must
+ * not change until the query's answer came: colocd may read them until
+ * then. One memfd may serve many queries in flight that share an input.
+ * 0 or -errno; a memfd colocd refuses is answered "rejected" with why.
+ */
+int coloc_client_infer_send_memfd(struct coloc_client *c, const char *tenant, uint64_t tag,
+				  int memfd, size_t len);
+/*
+ * on: coloc_client_infer() copies its input into a memfd of the
+ * connection's (made once, remade for a larger input) and sends that;
+ * off (the default): its bytes go on the socket.
+ */
+void coloc_client_use_memfd(struct coloc_client *c, int on);
 
 #endif /* COLOC_CLIENT_H */

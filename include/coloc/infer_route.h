@@ -10,6 +10,7 @@
 #ifndef COLOC_INFER_ROUTE_H
 #define COLOC_INFER_ROUTE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "coloc/client.h"
@@ -27,6 +28,14 @@ void coloc_route_close(struct coloc_route *r);
 int coloc_route_fd(struct coloc_route *r);
 int coloc_route_send(struct coloc_route *r, const char *tenant, uint64_t tag, const void *input,
 		     size_t len);
+/*
+ * Whether the route takes an input in a memfd (colocd's socket does,
+ * coloc_client_infer_send_memfd), and the send that does; -EOPNOTSUPP on a
+ * route that does not.
+ */
+bool coloc_route_takes_memfd(const struct coloc_route *r);
+int coloc_route_send_memfd(struct coloc_route *r, const char *tenant, uint64_t tag, int memfd,
+			   size_t len);
 /* Without waiting: 1 with res (and output), 0 none now, -errno (-EMSGSIZE: res still filled). */
 int coloc_route_recv(struct coloc_route *r, struct coloc_infer_result *res, void *output,
 		     size_t out_cap);

@@ -23,8 +23,8 @@
  * alike.
  *
  * Descriptors: a request line may carry up to COLOC_MAX_REQUEST_FDS
- * (SCM_RIGHTS, sent with the line's bytes); only submit takes any, every
- * other request's are closed. More waiting on one connection than that,
+ * (SCM_RIGHTS, sent with the line's bytes); only submit and an infer with
+ * "input":"memfd" take any, every other request's are closed. More waiting on one connection than that,
  * or a truncated control message, closes every one of them and the
  * connection, after an error line.
  *
@@ -216,8 +216,24 @@
  *     No bytes follow an ok:false answer. A line without a string "tenant"
  *     and integer "tag" and "input_bytes" is answered with an error and the
  *     connection closed (the bytes after it cannot be skipped); so is
- *     "input_bytes" over COLOC_MAX_PAYLOAD. A connection that ends inside
- *     the bytes gets "truncated payload" and is closed.
+ *     "input_bytes" over COLOC_MAX_PAYLOAD, and an "input" other than
+ *     "memfd". A connection that ends inside the bytes gets "truncated
+ *     payload" and is closed.
+ *   {"cmd":"infer","tenant":"NAME","tag":N,"input_bytes":B,"input":"memfd"}
+ *     + one descriptor on the line (SCM_RIGHTS), no bytes after it: the
+ *     same query, its input the first B bytes of a memfd (memfd_create)
+ *     sealed against shrinking (F_SEAL_SHRINK) and at least B bytes long.
+ *     colocd reads it with pread, straight into the query's shm slot, once
+ *     the query gets one (at once when the tenant has a free slot): the
+ *     client must leave those bytes as they are until the answer (one
+ *     memfd may serve many queries in flight that share an input). The
+ *     answer is the same as above, outputs after the line. Refused
+ *     ("rejected", the connection kept): no descriptor or more than one, a
+ *     descriptor that is not a regular file (a FIFO, a directory, a
+ *     socket, a device: said), a regular file that is not a memfd (no
+ *     seals), a memfd not sealed against shrinking, one smaller than B, one
+ *     not open for reading; then as above. A client that never opts in
+ *     sends its bytes on the socket as before (docs/design/infer-memfd.md).
  *
  * A serving tenant: {"name":S,"state":"starting"|"ready"|"draining"|"failed",
  *   "owner":N (its uid; all another user sees),

@@ -80,7 +80,11 @@ static int load_send(struct load_tenant *t, int ti, uint64_t arrival_ns, bool me
 		.conn = (uint16_t)ci,
 		.measured = measured,
 	};
-	err = coloc_route_send(best->r, t->name, load_nr_queries, t->input, t->in_bytes);
+	if (t->input_fd >= 0)
+		err = coloc_route_send_memfd(best->r, t->name, load_nr_queries, t->input_fd,
+					     t->in_bytes);
+	else
+		err = coloc_route_send(best->r, t->name, load_nr_queries, t->input, t->in_bytes);
 	load_queries[load_nr_queries].sent_ns = load_now_ns();
 	if (err) {
 		fprintf(stderr, "coloc-load: sending a query of %s: %s\n", t->name,

@@ -40,6 +40,7 @@ struct load_opts {
 	bool fixed_arrivals; /* --arrivals fixed: every 1/QPS exactly, no queueing of its own */
 	const char *samples_path; /* --samples: one line per answered query */
 	bool json;
+	bool socket_copy; /* --socket-copy: inputs on the socket, not in a memfd */
 };
 /* defined in tools/coloc-load.c, set by its option parsing */
 extern struct load_opts load_opts;
@@ -62,6 +63,8 @@ struct load_tenant {
 	struct coloc_rng rng;
 	uint64_t next_ns; /* the next arrival, absolute CLOCK_MONOTONIC */
 	float *input;
+	int input_fd; /* a memfd holding input for colocd's socket; -1 with --socket-copy */
+	void *input_map;
 	struct load_conn conns[LOAD_MAX_CONNS];
 	int next_conn;
 	/* what happened to the queries sent in the measured window */

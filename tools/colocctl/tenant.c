@@ -332,6 +332,8 @@ int ctl_infer(int argc, char **argv)
 	out = malloc(out_len ? out_len : 1);
 	if (!in || !out)
 		goto out;
+	/* the input goes in a memfd, not on the socket (protocol.h's "input":"memfd") */
+	coloc_client_use_memfd(c, 1);
 	ret = coloc_client_infer(c, a.pos[0], in, in_len, out, out_len, &res);
 	if (ret) {
 		fprintf(stderr, "colocctl: infer: %s\n", coloc_client_error(c));

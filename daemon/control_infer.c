@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The infer request (protocol.h): one query of a serving tenant, its input
+ * either the raw bytes after the line (read by server.c into a buffer the
+ * query then owns) or a memfd that rides on the line (SCM_RIGHTS), checked
+ * by input_memfd.c and read straight into the query's slot
+ * (docs/design/infer-memfd.md). The answer comes when the query completes,
+ * its outputs as raw bytes after its line.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <json-c/json.h>
+#include "control_internal.h"
+#include "input_memfd.h"
+
+/* An accepted infer, until its completion is sent. */
+struct control_infer {
+	struct server *server;
+	__u64 conn;
+	uint64_t tag;
+	uid_t uid; /* who sent it */
+	/* CLOCK_MONOTONIC: the request's first byte read, its input complete */
+	uint64_t first_byte_ns, received_ns;
+};
+
+static char *control_infer_error(uint64_t tag, const char *status, const char *why)
+{
+	struct json_object *resp = json_object_new_object();
+
+	json_object_object_add(resp, "ok", json_object_new_boolean(0));
+	json_object_object_add(resp, "tag", json_object_new_int64((int64_t)tag));
+	json_object_object_add(resp, "status", json_object_new_string(status));
+	json_object_object_add(resp, "error", control_reason(why));
+	return control_finish(resp);
+}
+
+/* {"queued":N,"dispatch":N,...}: where a query's latency went (serving_stats.h) */
+static struct json_object *control_parts_ns_json(const struct serving_breakdown *b)
+{
+	struct json_object *o = json_object_new_object();
+
+	for (int p = 0; p < SERVING_NR_PARTS; p++)
+		json_object_object_add(o, serving_part_names[p],
+				       json_object_new_int64((int64_t)b->ns[p]));
+	return o;
+}
+
+static void control_infer_done(void *ctx, const struct serving_completion *c)
+{
+	struct control_infer *inf = ctx;
+	struct json_object *resp = json_object_new_object();
+	bool ok = c->status == SERVING_QUERY_OK;
+	char *line;
+
+	json_object_object_add(resp, "ok", json_object_new_boolean(ok));
+	json_object_object_add(resp, "tag", json_object_new_int64((int64_t)inf->tag));
+	json_object_object_add(resp, "status",
+			       json_object_new_string(serving_status_name(c->status)));
+	json_object_object_add(resp, "latency_ns", json_object_new_int64((int64_t)c->latency_ns));
+	json_object_object_add(resp, "exec_ns", json_object_new_int64((int64_t)c->exec_ns));
+	json_object_object_add(resp, "parts_ns", control_parts_ns_json(&c->parts));
+	json_object_object_add(
+		resp, "receive_ns",
+		json_object_new_int64((int64_t)(inf->received_ns - inf->first_byte_ns)));
+	json_object_object_add(resp, "first_byte_at_ns",
+			       json_object_new_int64((int64_t)inf->first_byte_ns));
+	json_object_object_add(resp, "answered_at_ns",
+			       json_object_new_int64((int64_t)loop_now_ns()));
+	if (ok)
+		json_object_object_add(resp, "output_bytes",
+				       json_object_new_int64((int64_t)c->output_bytes));
+	else
+		json_object_object_add(resp, "error", control_reason(c->reason));
+	line = control_finish(resp);
+	/* a client gone meanwhile: -ENOTCONN, nothing to do */
+	if (line)
+		server_send(inf->server, inf->conn, line, ok ? c->output : NULL,
+			    ok ? c->output_bytes : 0);
+	free(line);
+	free(inf);
+}
+
+/* The payload of an infer is in: queue the query. */
+static char *control_infer_payload(void *ctx, struct server_req *sreq, const void *data, size_t len)
+{
+	struct control_infer *inf = sreq->payload_arg;
+	struct colocd *d = ctx;
+	struct coloc_err err = { 0 };
+	const char *tenant = (const char *)(inf + 1);
+	char *resp;
+	int ret;
+
+	if (d->draining) {
+		resp = control_infer_error(inf->tag, "rejected", "colocd is shutting down");
+		free(inf);
+		return resp;
+	}
+	inf->received_ns = loop_now_ns();
+	/* asked once the bytes are in: the tenant may have changed hands since the line */
+	ret = serving_authorize(d->serving, tenant, inf->uid, &err);
+	/* the server's buffer becomes the query's: no copy */
+	if (!ret && sreq->payload)
+		ret = serving_submit_take(d->serving, tenant, &sreq->payload, len,
+					  control_infer_done, inf, NULL, &err);
+	else if (!ret)
+		ret = serving_submit(d->serving, tenant, data, len, control_infer_done, inf, NULL,
+				     &err);
+	if (ret) {
+		resp = control_infer_error(inf->tag, "rejected", coloc_err_str(&err));
+		free(inf);
+		return resp;
+	}
+	server_req_defer(sreq);
+	return NULL;
+}
+
+/*
+ * An infer whose input is in the memfd on its line: nothing follows the
+ * line, so every refusal leaves the connection in step.
+ */
+static char *control_infer_memfd(struct colocd *d, struct server_req *sreq,
+				 struct control_infer *inf, size_t bytes)
+{
+	const char *tenant = (const char *)(inf + 1);
+	struct coloc_err err = { 0 };
+	int ret;
+
+	inf->received_ns = loop_now_ns();
+	if (sreq->nr_fds != 1)
+		ret = coloc_err_set(&err, -EINVAL,
+				    "\"input\":\"memfd\" takes exactly one descriptor with the "
+				    "line, %d came",
+				    sreq->nr_fds);
+	else if (d->draining)
+		ret = coloc_err_set(&err, -ESHUTDOWN, "colocd is shutting down");
+	else
+		ret = serving_authorize(d->serving, tenant, inf->uid, &err);
+	if (!ret)
+		ret = input_memfd_check(sreq->fds[0], bytes, &err);
+	if (!ret)
+		ret = serving_submit_fd(d->serving, tenant, &sreq->fds[0], bytes,
+					control_infer_done, inf, NULL, &err);
+	if (ret) {
+		char *resp = control_infer_error(inf->tag, "rejected", coloc_err_str(&err));
+
+		free(inf);
+		return resp;
+	}
+	server_req_defer(sreq);
+	return NULL;
+}
+
+char *control_cmd_infer(struct colocd *d, struct json_object *req, uid_t uid,
+			struct server_req *sreq)
+{
+	const char *tenant = control_str(req, "tenant");
+	const char *input = control_str(req, "input");
+	struct json_object *v;
+	uint64_t tag, bytes;
+	struct control_infer *inf;
+
+	if (!sreq)
+		return control_error("infer needs a connection to colocd's socket");
+	if (!control_uint(req, "tag", &tag) || !control_uint(req, "input_bytes", &bytes) ||
+	    !tenant) {
+		/* the payload cannot be skipped without its size: the stream is lost */
+		sreq->close_after = true;
+		return control_error("infer needs \"tenant\" (a string), \"tag\" and "
+				     "\"input_bytes\" (non-negative integers); closing the "
+				     "connection, the bytes after the line cannot be skipped");
+	}
+	/* bytes follow unless the input is in a memfd: an "input" not understood loses the stream */
+	if (json_object_object_get_ex(req, "input", &v) && (!input || strcmp(input, "memfd"))) {
+		sreq->close_after = true;
+		return control_infer_error(tag, "rejected",
+					   "\"input\" is \"memfd\" or absent (the bytes follow the "
+					   "line); closing the connection");
+	}
+	if (bytes > COLOC_MAX_PAYLOAD) {
+		sreq->close_after = true;
+		return control_infer_error(tag, "rejected",
+					   "input_bytes is over COLOC_MAX_PAYLOAD; closing the "
+					   "connection");
+	}
+	/* the tenant's name rides behind the record; the payload handler checks it all */
+	inf = malloc(sizeof(*inf) + strlen(tenant) + 1);
+	if (!inf)
+		return NULL;
+	inf->server = sreq->server;
+	inf->conn = sreq->conn;
+	inf->tag = tag;
+	inf->uid = uid;
+	inf->first_byte_ns = sreq->first_byte_ns;
+	strcpy((char *)(inf + 1), tenant);
+	if (input)
+		return control_infer_memfd(d, sreq, inf, (size_t)bytes);
+	server_req_read_payload(sreq, (size_t)bytes, control_infer_payload, inf);
+	return NULL;
+}

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * An infer's input in a client's memfd (input_memfd.h): the checks that
+ * make a hostile descriptor safe for root to read, and the read itself.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "input_memfd.h"
+
+static const char *input_memfd_kind(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFIFO:
+		return "a FIFO or pipe";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFLNK:
+		return "a symbolic link";
+	default:
+		return "not a regular file";
+	}
+}
+
+int input_memfd_check(int fd, size_t bytes, struct coloc_err *err)
+{
+	struct stat st;
+	int seals, flags;
+
+	if (fstat(fd, &st))
+		return coloc_err_set(err, -errno, "the input's descriptor: fstat: %s",
+				     strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return coloc_err_set(err, -EINVAL, "the input's descriptor is %s, not a memfd",
+				     input_memfd_kind(st.st_mode));
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || (flags & O_ACCMODE) == O_WRONLY || (flags & O_PATH))
+		return coloc_err_set(err, -EBADF, "the input's memfd is not open for reading");
+	/* only a memfd (shmem, hugetlbfs) answers F_GET_SEALS; read before the size */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0)
+		return coloc_err_set(err, -EINVAL,
+				     "the input's descriptor is a regular file but not a memfd "
+				     "(it has no seals)");
+	if (!(seals & F_SEAL_SHRINK))
+		return coloc_err_set(err, -EPERM,
+				     "the input's memfd is not sealed against shrinking: seal it "
+				     "with F_SEAL_SHRINK before sending it");
+	if (fstat(fd, &st))
+		return coloc_err_set(err, -errno, "the input's memfd: fstat: %s", strerror(errno));
+	if (st.st_size < 0 || (unsigned long long)st.st_size < bytes)
+		return coloc_err_set(err, -EINVAL,
+				     "the input's memfd holds %lld bytes, fewer than input_bytes "
+				     "(%zu)",
+				     (long long)st.st_size, bytes);
+	return 0;
+}
+
+int input_memfd_read(int fd, void *dst, size_t bytes)
+{
+	size_t got = 0;
+
+	while (got < bytes) {
+		ssize_t n = pread(fd, (char *)dst + got, bytes - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		/* neither can happen below a shrink seal; zeros rather than a stale tail */
+		if (n <= 0) {
+			int ret = n < 0 ? -errno : -ENODATA;
+
+			memset((char *)dst + got, 0, bytes - got);
+			return ret;
+		}
+		got += (size_t)n;
+	}
+	return 0;
+}

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Infers whose input travels in a memfd (protocol.h, "input":"memfd";
+ * daemon/input_memfd.c), end to end: a real colocd, a real executor running
+ * models/mobilenet_v2.model, libcoloc_client. The outputs equal the
+ * in-process run's and the socket path's; every hostile descriptor (not a
+ * memfd, unsealed, too small, a FIFO, a directory, none, two) is refused
+ * with words that say what it is, and colocd keeps serving root's ping and
+ * the next query; a sealed memfd cannot be shrunk under queries in flight.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <sys/mman.h>
+#include "kselftest_harness.h"
+#include "colocd_serving_fixture.h"
+
+/* An infer line naming a memfd input, sent with fds; the parsed answer (put it). */
+static struct json_object *infer_with_fds(FIXTURE_DATA(wire) * self, size_t bytes, const int *fds,
+					  int nr_fds)
+{
+	char line[256], *resp = NULL;
+	struct json_object *o;
+
+	snprintf(line, sizeof(line),
+		 "{\"cmd\":\"infer\",\"tenant\":\"a\",\"tag\":7,\"input_bytes\":%zu,"
+		 "\"input\":\"memfd\"}",
+		 bytes);
+	if (coloc_client_request_fds(self->c, line, fds, nr_fds, &resp))
+		return NULL;
+	o = json_tokener_parse(resp);
+	free(resp);
+	return o;
+}
+
+/* The query answered ok through the memfd path, its outputs equal to want. */
+static void expect_memfd_infer_ok(struct __test_metadata *_metadata, FIXTURE_DATA(wire) * self,
+				  const float *want, size_t out_elems)
+{
+	struct coloc_infer_result res;
+	float *got = calloc(1, self->out_bytes), max_err, max_ref;
+
+	ASSERT_NE(NULL, got);
+	coloc_client_use_memfd(self->c, 1);
+	ASSERT_EQ(0, coloc_client_infer(self->c, "a", self->input, self->in_bytes, got,
+					self->out_bytes, &res))
+	TH_LOG("%s", coloc_client_error(self->c));
+	ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+	ASSERT_EQ(self->out_bytes, res.output_bytes);
+	ref_compare(got, want, (int64_t)out_elems, &max_err, &max_ref);
+	EXPECT_LE(max_err, TOL * (1.0f + max_ref)) TH_LOG("max |error| %g", max_err);
+	free(got);
+}
+
+static bool ping_ok(FIXTURE_DATA(wire) * self)
+{
+	struct json_object *r = call(self, "{\"cmd\":\"ping\"}");
+	bool ok = is_ok(r);
+
+	json_object_put(r);
+	return ok;
+}
+
+TEST_F_TIMEOUT(wire, infer_memfd__outputs_equal_the_socket_paths_and_in_process_run, 600)
+{
+	struct coloc_infer_result res;
+	size_t out_elems = 0;
+	float *want, *by_socket, *by_memfd;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	want = tu_model_outputs(self->model, self->input, &out_elems);
+	ASSERT_NE(NULL, want);
+	ASSERT_EQ(out_elems * sizeof(float), self->out_bytes);
+	by_socket = calloc(1, self->out_bytes);
+	by_memfd = calloc(1, self->out_bytes);
+	ASSERT_NE(NULL, by_socket);
+	ASSERT_NE(NULL, by_memfd);
+	ASSERT_EQ(0, coloc_client_infer(self->c, "a", self->input, self->in_bytes, by_socket,
+					self->out_bytes, &res));
+	ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+	coloc_client_use_memfd(self->c, 1);
+	for (int i = 0; i < 5; i++) {
+		memset(by_memfd, 0, self->out_bytes);
+		ASSERT_EQ(0, coloc_client_infer(self->c, "a", self->input, self->in_bytes, by_memfd,
+						self->out_bytes, &res))
+		TH_LOG("%s", coloc_client_error(self->c));
+		ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+		/* the same executor, the same input: the same bits */
+		EXPECT_EQ(0, memcmp(by_socket, by_memfd, self->out_bytes));
+	}
+	expect_memfd_infer_ok(_metadata, self, want, out_elems);
+	free(by_socket);
+	free(by_memfd);
+	free(want);
+}
+
+/* Many queries in flight share one memfd: each is answered, in any order, with its tag. */
+TEST_F_TIMEOUT(wire, infer_send_memfd__one_memfd_serves_queries_in_flight, 600)
+{
+	struct coloc_infer_result res;
+	bool seen[16] = { false };
+	void *map;
+	float *got;
+	int fd;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	fd = coloc_client_input_memfd(self->in_bytes, &map);
+	ASSERT_LE(0, fd);
+	memcpy(map, self->input, self->in_bytes);
+	got = malloc(self->out_bytes);
+	ASSERT_NE(NULL, got);
+	for (uint64_t tag = 0; tag < 16; tag++)
+		ASSERT_EQ(0, coloc_client_infer_send_memfd(self->c, "a", tag, fd, self->in_bytes));
+	/* sealed: the bytes colocd may still read cannot go away */
+	EXPECT_EQ(-1, ftruncate(fd, 0));
+	EXPECT_EQ(EPERM, errno);
+	for (int i = 0; i < 16; i++) {
+		ASSERT_EQ(1, coloc_client_infer_recv(self->c, &res, got, self->out_bytes, 60000))
+		TH_LOG("%s", coloc_client_error(self->c));
+		ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+		ASSERT_LT(res.tag, 16);
+		EXPECT_FALSE(seen[res.tag]);
+		seen[res.tag] = true;
+	}
+	munmap(map, self->in_bytes);
+	close(fd);
+	free(got);
+}
+
+/*
+ * Queries of two tenants queued past the 256 memfds colocd holds at most
+ * (SV_MAX_INPUT_FDS): colocd's descriptors stay within that bound (the
+ * later ones are read at once and closed), it does hold the earlier ones,
+ * and every query is answered.
+ */
+TEST_F_TIMEOUT(wire, infer_memfd__held_memfds_are_bounded_every_query_answered, 900)
+{
+	struct coloc_infer_result res;
+	char fd_dir[64];
+	int fd, base, most = 0, answered = 0;
+	void *map;
+	float *got;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	ASSERT_TRUE(submit_ready(self, "b"));
+	fd = coloc_client_input_memfd(self->in_bytes, &map);
+	ASSERT_LE(0, fd);
+	memcpy(map, self->input, self->in_bytes);
+	got = malloc(self->out_bytes);
+	ASSERT_NE(NULL, got);
+	snprintf(fd_dir, sizeof(fd_dir), "/proc/%d/fd", (int)self->colocd);
+	base = tu_nr_dir_entries(fd_dir);
+	ASSERT_LT(0, base);
+	for (uint64_t tag = 0; tag < 400; tag++)
+		ASSERT_EQ(0, coloc_client_infer_send_memfd(self->c, tag % 2 ? "b" : "a", tag, fd,
+							   self->in_bytes))
+	TH_LOG("%s", coloc_client_error(self->c));
+	while (answered < 400) {
+		int now = tu_nr_dir_entries(fd_dir);
+
+		if (now > most)
+			most = now;
+		ASSERT_EQ(1, coloc_client_infer_recv(self->c, &res, got, self->out_bytes, 120000))
+		TH_LOG("%s", coloc_client_error(self->c));
+		ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+		answered++;
+	}
+	TH_LOG("colocd's descriptors: %d before, %d at most with 400 queries sent", base, most);
+	/* a few more for the executors' doorbells and pidfds are not memfds */
+	EXPECT_LE(most, base + 256 + 8);
+	EXPECT_GE(most, base + 64);
+	munmap(map, self->in_bytes);
+	close(fd);
+	free(got);
+}
+
+/* A hostile descriptor is refused with the words given; the connection stays in step. */
+static void expect_refused(struct __test_metadata *_metadata, FIXTURE_DATA(wire) * self,
+			   const char *what, const int *fds, int nr_fds, size_t bytes,
+			   const char *words)
+{
+	struct json_object *r = infer_with_fds(self, bytes, fds, nr_fds);
+
+	ASSERT_NE(NULL, r) TH_LOG("%s: no answer: %s", what, coloc_client_error(self->c));
+	EXPECT_FALSE(is_ok(r)) TH_LOG("%s was taken", what);
+	EXPECT_STREQ("rejected", str_of(r, "status"));
+	EXPECT_EQ(7, (int)num_of(r, "tag"));
+	EXPECT_NE(NULL, strstr(str_of(r, "error"), words))
+	TH_LOG("%s: %s (want \"%s\")", what, str_of(r, "error"), words);
+	json_object_put(r);
+	/* colocd serves on: root's ping on the same connection */
+	EXPECT_TRUE(ping_ok(self)) TH_LOG("after %s", what);
+}
+
+TEST_F_TIMEOUT(wire, infer_memfd__hostile_descriptors_refused_colocd_serves_on, 600)
+{
+	char path[128];
+	size_t out_elems = 0;
+	float *want;
+	int pipe_fds[2], file_fd, dir_fd, unsealed, small, wronly, two[2];
+	void *map;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	want = tu_model_outputs(self->model, self->input, &out_elems);
+	ASSERT_NE(NULL, want);
+	/* a regular file with the right size: not a memfd */
+	snprintf(path, sizeof(path), "%s/input.bin", self->dir);
+	file_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ASSERT_LE(0, file_fd);
+	ASSERT_EQ(0, ftruncate(file_fd, (off_t)self->in_bytes));
+	expect_refused(_metadata, self, "a regular file", &file_fd, 1, self->in_bytes,
+		       "not a memfd");
+	/* a FIFO (a pipe's read end): reading it could block colocd */
+	ASSERT_EQ(0, pipe2(pipe_fds, O_CLOEXEC));
+	expect_refused(_metadata, self, "a pipe", &pipe_fds[0], 1, self->in_bytes, "FIFO");
+	dir_fd = open(self->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_LE(0, dir_fd);
+	expect_refused(_metadata, self, "a directory", &dir_fd, 1, self->in_bytes, "directory");
+	/* a memfd without F_SEAL_SHRINK: it could be truncated under colocd's read */
+	unsealed = memfd_create("unsealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	ASSERT_LE(0, unsealed);
+	ASSERT_EQ(0, ftruncate(unsealed, (off_t)self->in_bytes));
+	expect_refused(_metadata, self, "an unsealed memfd", &unsealed, 1, self->in_bytes,
+		       "not sealed against shrinking");
+	/* sealed, but smaller than input_bytes */
+	small = memfd_create("small", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	ASSERT_LE(0, small);
+	ASSERT_EQ(0, ftruncate(small, (off_t)self->in_bytes - 4));
+	ASSERT_EQ(0, fcntl(small, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW));
+	expect_refused(_metadata, self, "a memfd too small", &small, 1, self->in_bytes,
+		       "fewer than input_bytes");
+	/* a size that is not the model's, in a memfd large enough for it */
+	expect_refused(_metadata, self, "the wrong input_bytes", &small, 1, self->in_bytes - 8,
+		       "model");
+	/* the right memfd, opened again write-only through /proc: colocd cannot read it */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", small);
+	wronly = open(path, O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, wronly);
+	expect_refused(_metadata, self, "a write-only memfd", &wronly, 1, self->in_bytes - 8,
+		       "not open for reading");
+	/* no descriptor, and two */
+	expect_refused(_metadata, self, "no descriptor", NULL, 0, self->in_bytes,
+		       "exactly one descriptor");
+	two[0] = coloc_client_input_memfd(self->in_bytes, &map);
+	ASSERT_LE(0, two[0]);
+	two[1] = two[0];
+	expect_refused(_metadata, self, "two descriptors", two, 2, self->in_bytes,
+		       "exactly one descriptor");
+	/* and the next good query on the same connection is served */
+	expect_memfd_infer_ok(_metadata, self, want, out_elems);
+	munmap(map, self->in_bytes);
+	close(two[0]);
+	close(wronly);
+	close(small);
+	close(unsealed);
+	close(dir_fd);
+	close(pipe_fds[0]);
+	close(pipe_fds[1]);
+	close(file_fd);
+	free(want);
+}
+
+/*
+ * An "input" colocd does not know leaves it unsure whether bytes follow:
+ * refused and the connection closed; colocd serves a new one.
+ */
+TEST_F_TIMEOUT(wire, infer__unknown_input_kind_closes_the_connection_only, 600)
+{
+	char *resp = NULL;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	ASSERT_EQ(0, coloc_client_request(self->c,
+					  "{\"cmd\":\"infer\",\"tenant\":\"a\",\"tag\":1,"
+					  "\"input_bytes\":4,\"input\":\"mmap\"}",
+					  &resp));
+	EXPECT_NE(NULL, strstr(resp, "closing the connection")) TH_LOG("%s", resp);
+	free(resp);
+	coloc_client_close(self->c);
+	ASSERT_EQ(0, coloc_client_connect(self->sock, &self->c));
+	EXPECT_TRUE(ping_ok(self));
+}
+
+TEST_HARNESS_MAIN
