@@ -502,7 +502,7 @@ static void client_size_sndbuf(struct coloc_client *c, size_t len)
 
 /* An infer's line, ending in '\n' (malloc'd; NULL out of memory). */
 static char *client_infer_line(struct coloc_client *c, const char *tenant, uint64_t tag, size_t len,
-			       bool memfd)
+			       bool memfd, size_t offset)
 {
 	struct json_object *req = json_object_new_object();
 	char *line;
@@ -513,6 +513,8 @@ static char *client_infer_line(struct coloc_client *c, const char *tenant, uint6
 	json_object_object_add(req, "input_bytes", json_object_new_int64((int64_t)len));
 	if (memfd)
 		json_object_object_add(req, "input", json_object_new_string("memfd"));
+	if (offset)
+		json_object_object_add(req, "input_offset", json_object_new_int64((int64_t)offset));
 	if (asprintf(&line, "%s\n", json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN)) <
 	    0)
 		line = NULL;
@@ -525,7 +527,7 @@ static char *client_infer_line(struct coloc_client *c, const char *tenant, uint6
 int coloc_client_infer_send(struct coloc_client *c, const char *tenant, uint64_t tag,
 			    const void *input, size_t len)
 {
-	char *line = client_infer_line(c, tenant, tag, len, false);
+	char *line = client_infer_line(c, tenant, tag, len, false, 0);
 	struct iovec iov[2];
 	int r;
 
@@ -686,9 +688,9 @@ int coloc_client_input_memfd(size_t len, void **map)
 }
 
 int coloc_client_infer_send_memfd(struct coloc_client *c, const char *tenant, uint64_t tag,
-				  int memfd, size_t len)
+				  int memfd, size_t offset, size_t len)
 {
-	char *line = client_infer_line(c, tenant, tag, len, true);
+	char *line = client_infer_line(c, tenant, tag, len, true, offset);
 	struct iovec iov;
 	int r;
 
@@ -735,7 +737,7 @@ int coloc_client_infer(struct coloc_client *c, const char *tenant, const void *i
 		r = client_input_memfd(c, len);
 		if (!r) {
 			memcpy(c->input_map, input, len);
-			r = coloc_client_infer_send_memfd(c, tenant, 0, c->input_fd, len);
+			r = coloc_client_infer_send_memfd(c, tenant, 0, c->input_fd, 0, len);
 		}
 	} else {
 		r = coloc_client_infer_send(c, tenant, 0, input, len);

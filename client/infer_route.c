@@ -65,7 +65,7 @@ ROUTE_WRAPPERS(coloc_client, struct coloc_client)
 static int coloc_client_send_memfd_h(void *h, const char *tenant, uint64_t tag, int memfd,
 				     size_t len)
 {
-	return coloc_client_infer_send_memfd(h, tenant, tag, memfd, len);
+	return coloc_client_infer_send_memfd(h, tenant, tag, memfd, 0, len);
 }
 ROUTE_WRAPPERS(kserve_grpc, struct kserve_grpc)
 ROUTE_WRAPPERS(kserve_http, struct kserve_http)

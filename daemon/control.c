@@ -75,7 +75,6 @@ struct json_object *control_ok(void)
 	return resp;
 }
 
-
 static void control_add_double(struct json_object *o, const char *key, double v)
 {
 	json_object_object_add(o, key, json_object_new_double(v));

@@ -123,7 +123,7 @@ static char *control_infer_payload(void *ctx, struct server_req *sreq, const voi
  * line, so every refusal leaves the connection in step.
  */
 static char *control_infer_memfd(struct colocd *d, struct server_req *sreq,
-				 struct control_infer *inf, size_t bytes)
+				 struct control_infer *inf, size_t offset, size_t bytes)
 {
 	const char *tenant = (const char *)(inf + 1);
 	struct coloc_err err = { 0 };
@@ -140,9 +140,9 @@ static char *control_infer_memfd(struct colocd *d, struct server_req *sreq,
 	else
 		ret = serving_authorize(d->serving, tenant, inf->uid, &err);
 	if (!ret)
-		ret = input_memfd_check(sreq->fds[0], bytes, &err);
+		ret = input_memfd_check(sreq->fds[0], offset, bytes, &err);
 	if (!ret)
-		ret = serving_submit_fd(d->serving, tenant, &sreq->fds[0], bytes,
+		ret = serving_submit_fd(d->serving, tenant, &sreq->fds[0], offset, bytes,
 					control_infer_done, inf, NULL, &err);
 	if (ret) {
 		char *resp = control_infer_error(inf->tag, "rejected", coloc_err_str(&err));
@@ -160,7 +160,7 @@ char *control_cmd_infer(struct colocd *d, struct json_object *req, uid_t uid,
 	const char *tenant = control_str(req, "tenant");
 	const char *input = control_str(req, "input");
 	struct json_object *v;
-	uint64_t tag, bytes;
+	uint64_t tag, bytes, offset = 0;
 	struct control_infer *inf;
 
 	if (!sreq)
@@ -180,6 +180,12 @@ char *control_cmd_infer(struct colocd *d, struct json_object *req, uid_t uid,
 					   "\"input\" is \"memfd\" or absent (the bytes follow the "
 					   "line); closing the connection");
 	}
+	/* no bytes follow a memfd's line: a bad offset leaves the stream in step */
+	if (input && json_object_object_get_ex(req, "input_offset", &v) &&
+	    (!control_uint(req, "input_offset", &offset) || offset > COLOC_MAX_PAYLOAD_OFFSET))
+		return control_infer_error(tag, "rejected",
+					   "\"input_offset\" must be a whole number of at most "
+					   "COLOC_MAX_PAYLOAD_OFFSET");
 	if (bytes > COLOC_MAX_PAYLOAD) {
 		sreq->close_after = true;
 		return control_infer_error(tag, "rejected",
@@ -197,7 +203,7 @@ char *control_cmd_infer(struct colocd *d, struct json_object *req, uid_t uid,
 	inf->first_byte_ns = sreq->first_byte_ns;
 	strcpy((char *)(inf + 1), tenant);
 	if (input)
-		return control_infer_memfd(d, sreq, inf, (size_t)bytes);
+		return control_infer_memfd(d, sreq, inf, (size_t)offset, (size_t)bytes);
 	server_req_read_payload(sreq, (size_t)bytes, control_infer_payload, inf);
 	return NULL;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "coloc/protocol.h"
 #include "input_memfd.h"
 
 static const char *input_memfd_kind(mode_t mode)
@@ -31,7 +32,7 @@ static const char *input_memfd_kind(mode_t mode)
 	}
 }
 
-int input_memfd_check(int fd, size_t bytes, struct coloc_err *err)
+int input_memfd_check(int fd, size_t offset, size_t bytes, struct coloc_err *err)
 {
 	struct stat st;
 	int seals, flags;
@@ -57,20 +58,22 @@ int input_memfd_check(int fd, size_t bytes, struct coloc_err *err)
 				     "with F_SEAL_SHRINK before sending it");
 	if (fstat(fd, &st))
 		return coloc_err_set(err, -errno, "the input's memfd: fstat: %s", strerror(errno));
-	if (st.st_size < 0 || (unsigned long long)st.st_size < bytes)
-		return coloc_err_set(err, -EINVAL,
-				     "the input's memfd holds %lld bytes, fewer than input_bytes "
-				     "(%zu)",
-				     (long long)st.st_size, bytes);
+	if (offset > COLOC_MAX_PAYLOAD_OFFSET || st.st_size < 0 ||
+	    (unsigned long long)st.st_size < offset + bytes)
+		return coloc_err_set(
+			err, -EINVAL,
+			"the input's memfd holds %lld bytes, fewer than input_offset + "
+			"input_bytes (%zu + %zu)",
+			(long long)st.st_size, offset, bytes);
 	return 0;
 }
 
-int input_memfd_read(int fd, void *dst, size_t bytes)
+int input_memfd_read(int fd, size_t offset, void *dst, size_t bytes)
 {
 	size_t got = 0;
 
 	while (got < bytes) {
-		ssize_t n = pread(fd, (char *)dst + got, bytes - got, (off_t)got);
+		ssize_t n = pread(fd, (char *)dst + got, bytes - got, (off_t)(offset + got));
 
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -16,17 +16,17 @@
 
 /*
  * 0 when fd is a memfd, open for reading, sealed against shrinking, with
- * at least bytes bytes; else -errno with err saying what it is instead (a
- * FIFO, a directory, a file that is not a memfd, an unsealed memfd, one
- * too small). The seals are read before the size, so the size checked is
- * one the file can no longer go below.
+ * at least offset + bytes bytes; else -errno with err saying what it is
+ * instead (a FIFO, a directory, a file that is not a memfd, an unsealed
+ * memfd, one too small). The seals are read before the size, so the size
+ * checked is one the file can no longer go below.
  */
-int input_memfd_check(int fd, size_t bytes, struct coloc_err *err);
+int input_memfd_check(int fd, size_t offset, size_t bytes, struct coloc_err *err);
 /*
- * Copies the first bytes bytes of a checked memfd into dst (one pread
+ * Copies bytes bytes of a checked memfd from offset on into dst (one pread
  * after another until all are in). 0, or -errno with the bytes not read
  * set to zero (never a previous query's); a hole reads as zeros.
  */
-int input_memfd_read(int fd, void *dst, size_t bytes);
+int input_memfd_read(int fd, size_t offset, void *dst, size_t bytes);
 
 #endif /* COLOC_DAEMON_INPUT_MEMFD_H */

@@ -626,7 +626,6 @@ nomem:
 	return -ENOMEM;
 }
 
-
 static void server_on_sweep(struct loop_source *src, __u64 now_ns, void *ctx)
 {
 	struct server *s = ctx;

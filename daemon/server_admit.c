@@ -43,7 +43,7 @@ int server_pidns_depth(pid_t pid)
 	while (fgets(line, sizeof(line), f))
 		if (!strncmp(line, "NSpid:", 6)) {
 			depth = -1;
-			for (char *p = line + 6, *end; ; p = end) {
+			for (char *p = line + 6, *end;; p = end) {
 				(void)strtol(p, &end, 10);
 				if (end == p)
 					break;

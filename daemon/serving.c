@@ -516,10 +516,13 @@ int serving_submit(struct serving *s, const char *tenant, const void *input, siz
 	return ret;
 }
 
-/* One query, its input a malloc'd copy (*input) or a checked memfd (*input_fd) taken on 0. */
+/*
+ * One query, its input a malloc'd copy (*input) or a checked memfd
+ * (*input_fd, from offset on), taken on 0.
+ */
 static int submit_query(struct serving *s, const char *tenant, void **input, int *input_fd,
-			size_t len, serving_done_fn done, void *ctx, uint64_t *query_id,
-			struct coloc_err *err)
+			size_t offset, size_t len, serving_done_fn done, void *ctx,
+			uint64_t *query_id, struct coloc_err *err)
 {
 	struct sv_tenant *t = sv_find_tenant(s, tenant);
 	uint64_t now = sv_now_ns();
@@ -574,6 +577,7 @@ static int submit_query(struct serving *s, const char *tenant, void **input, int
 		*input = NULL;
 	} else {
 		q->input_fd = *input_fd;
+		q->input_offset = offset;
 		*input_fd = -1;
 		s->nr_input_fds++;
 	}
@@ -600,24 +604,26 @@ static int submit_query(struct serving *s, const char *tenant, void **input, int
 int serving_submit_take(struct serving *s, const char *tenant, void **input, size_t len,
 			serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err)
 {
-	return submit_query(s, tenant, input, NULL, len, done, ctx, query_id, err);
+	return submit_query(s, tenant, input, NULL, 0, len, done, ctx, query_id, err);
 }
 
-int serving_submit_fd(struct serving *s, const char *tenant, int *input_fd, size_t len,
-		      serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err)
+int serving_submit_fd(struct serving *s, const char *tenant, int *input_fd, size_t offset,
+		      size_t len, serving_done_fn done, void *ctx, uint64_t *query_id,
+		      struct coloc_err *err)
 {
 	void *copy = NULL;
 	int ret;
 
 	if (s->nr_input_fds < SV_MAX_INPUT_FDS)
-		return submit_query(s, tenant, NULL, input_fd, len, done, ctx, query_id, err);
+		return submit_query(s, tenant, NULL, input_fd, offset, len, done, ctx, query_id,
+				    err);
 	/* too many held: this one's bytes are read now, its descriptor left to the caller */
 	copy = malloc(len ? len : 1);
 	if (!copy)
 		return coloc_err_set(err, -ENOMEM, "out of memory queueing a query of %s", tenant);
-	ret = input_memfd_read(*input_fd, copy, len);
+	ret = input_memfd_read(*input_fd, offset, copy, len);
 	if (!ret || ret == -ENODATA)
-		ret = submit_query(s, tenant, &copy, NULL, len, done, ctx, query_id, err);
+		ret = submit_query(s, tenant, &copy, NULL, 0, len, done, ctx, query_id, err);
 	else
 		coloc_err_set(err, ret, "reading the input's memfd: %s", strerror(-ret));
 	free(copy);

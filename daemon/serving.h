@@ -339,15 +339,17 @@ int serving_submit(struct serving *s, const char *tenant, const void *input, siz
 int serving_submit_take(struct serving *s, const char *tenant, void **input, size_t len,
 			serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err);
 /*
- * The same, the input in a memfd that input_memfd_check() passed: taken
+ * The same, the input the len bytes from offset on of a memfd that
+ * input_memfd_check() passed: taken
  * on 0 (*input_fd set to -1), its bytes read straight into the query's
  * slot when it gets one; on an error still the caller's. A query holds its
  * memfd until then, the client's pages unchanged (protocol.h); past
  * SV_MAX_INPUT_FDS held in all, the bytes are read at once instead and the
  * descriptor left to the caller.
  */
-int serving_submit_fd(struct serving *s, const char *tenant, int *input_fd, size_t len,
-		      serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err);
+int serving_submit_fd(struct serving *s, const char *tenant, int *input_fd, size_t offset,
+		      size_t len, serving_done_fn done, void *ctx, uint64_t *query_id,
+		      struct coloc_err *err);
 
 /* The fds to watch now (at most max stored); returns how many there are. */
 int serving_fds(const struct serving *s, int *fds, int max);

@@ -33,6 +33,7 @@ struct sv_query {
 	bool in_flight;
 	void *input; /* our copy until it is in a slot */
 	int input_fd; /* or the client's checked memfd (input_memfd.h), read into the slot; -1 */
+	size_t input_offset; /* where in it the input starts */
 	serving_done_fn done;
 	void *ctx;
 	struct sv_query *next;

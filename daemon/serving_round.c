@@ -73,7 +73,7 @@ static void fill_slots(struct serving *s, struct sv_tenant *t)
 		if (q->input)
 			memcpy(dst, q->input, t->in_bytes);
 		else
-			input_memfd_read(q->input_fd, dst, t->in_bytes);
+			input_memfd_read(q->input_fd, q->input_offset, dst, t->in_bytes);
 		sv_query_drop_input(s, q);
 		q->exec = best;
 		q->slot = slot;

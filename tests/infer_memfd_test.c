@@ -16,15 +16,15 @@
 
 /* An infer line naming a memfd input, sent with fds; the parsed answer (put it). */
 static struct json_object *infer_with_fds(FIXTURE_DATA(wire) * self, size_t bytes, const int *fds,
-					  int nr_fds)
+					  int nr_fds, const char *offset)
 {
 	char line[256], *resp = NULL;
 	struct json_object *o;
 
 	snprintf(line, sizeof(line),
 		 "{\"cmd\":\"infer\",\"tenant\":\"a\",\"tag\":7,\"input_bytes\":%zu,"
-		 "\"input\":\"memfd\"}",
-		 bytes);
+		 "\"input\":\"memfd\"%s%s}",
+		 bytes, offset ? ",\"input_offset\":" : "", offset ? offset : "");
 	if (coloc_client_request_fds(self->c, line, fds, nr_fds, &resp))
 		return NULL;
 	o = json_tokener_parse(resp);
@@ -93,6 +93,40 @@ TEST_F_TIMEOUT(wire, infer_memfd__outputs_equal_the_socket_paths_and_in_process_
 	free(want);
 }
 
+/*
+ * The input from an offset on (as a gateway passes the memfd it received a
+ * body into, the tensor after its JSON header): the same outputs.
+ */
+TEST_F_TIMEOUT(wire, infer_send_memfd__input_at_an_offset_gives_the_same_outputs, 600)
+{
+	struct coloc_infer_result res;
+	size_t out_elems = 0, off = 1000; /* not page-aligned on purpose */
+	float *want, *got, max_err, max_ref;
+	char *map;
+	int fd;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	want = tu_model_outputs(self->model, self->input, &out_elems);
+	ASSERT_NE(NULL, want);
+	fd = coloc_client_input_memfd(off + self->in_bytes, (void **)&map);
+	ASSERT_LE(0, fd);
+	memset(map, 0x7f, off); /* garbage before the input: NaNs if it were read */
+	memcpy(map + off, self->input, self->in_bytes);
+	got = calloc(1, self->out_bytes);
+	ASSERT_NE(NULL, got);
+	ASSERT_EQ(0, coloc_client_infer_send_memfd(self->c, "a", 3, fd, off, self->in_bytes));
+	ASSERT_EQ(1, coloc_client_infer_recv(self->c, &res, got, self->out_bytes, 120000))
+	TH_LOG("%s", coloc_client_error(self->c));
+	ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+	EXPECT_EQ(3, res.tag);
+	ref_compare(got, want, (int64_t)out_elems, &max_err, &max_ref);
+	EXPECT_LE(max_err, TOL * (1.0f + max_ref)) TH_LOG("max |error| %g", max_err);
+	munmap(map, off + self->in_bytes);
+	close(fd);
+	free(got);
+	free(want);
+}
+
 /* Many queries in flight share one memfd: each is answered, in any order, with its tag. */
 TEST_F_TIMEOUT(wire, infer_send_memfd__one_memfd_serves_queries_in_flight, 600)
 {
@@ -109,7 +143,8 @@ TEST_F_TIMEOUT(wire, infer_send_memfd__one_memfd_serves_queries_in_flight, 600)
 	got = malloc(self->out_bytes);
 	ASSERT_NE(NULL, got);
 	for (uint64_t tag = 0; tag < 16; tag++)
-		ASSERT_EQ(0, coloc_client_infer_send_memfd(self->c, "a", tag, fd, self->in_bytes));
+		ASSERT_EQ(0,
+			  coloc_client_infer_send_memfd(self->c, "a", tag, fd, 0, self->in_bytes));
 	/* sealed: the bytes colocd may still read cannot go away */
 	EXPECT_EQ(-1, ftruncate(fd, 0));
 	EXPECT_EQ(EPERM, errno);
@@ -151,7 +186,7 @@ TEST_F_TIMEOUT(wire, infer_memfd__held_memfds_are_bounded_every_query_answered, 
 	base = tu_nr_dir_entries(fd_dir);
 	ASSERT_LT(0, base);
 	for (uint64_t tag = 0; tag < 400; tag++)
-		ASSERT_EQ(0, coloc_client_infer_send_memfd(self->c, tag % 2 ? "b" : "a", tag, fd,
+		ASSERT_EQ(0, coloc_client_infer_send_memfd(self->c, tag % 2 ? "b" : "a", tag, fd, 0,
 							   self->in_bytes))
 	TH_LOG("%s", coloc_client_error(self->c));
 	while (answered < 400) {
@@ -176,9 +211,9 @@ TEST_F_TIMEOUT(wire, infer_memfd__held_memfds_are_bounded_every_query_answered, 
 /* A hostile descriptor is refused with the words given; the connection stays in step. */
 static void expect_refused(struct __test_metadata *_metadata, FIXTURE_DATA(wire) * self,
 			   const char *what, const int *fds, int nr_fds, size_t bytes,
-			   const char *words)
+			   const char *offset, const char *words)
 {
-	struct json_object *r = infer_with_fds(self, bytes, fds, nr_fds);
+	struct json_object *r = infer_with_fds(self, bytes, fds, nr_fds, offset);
 
 	ASSERT_NE(NULL, r) TH_LOG("%s: no answer: %s", what, coloc_client_error(self->c));
 	EXPECT_FALSE(is_ok(r)) TH_LOG("%s was taken", what);
@@ -207,43 +242,49 @@ TEST_F_TIMEOUT(wire, infer_memfd__hostile_descriptors_refused_colocd_serves_on, 
 	file_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	ASSERT_LE(0, file_fd);
 	ASSERT_EQ(0, ftruncate(file_fd, (off_t)self->in_bytes));
-	expect_refused(_metadata, self, "a regular file", &file_fd, 1, self->in_bytes,
+	expect_refused(_metadata, self, "a regular file", &file_fd, 1, self->in_bytes, NULL,
 		       "not a memfd");
 	/* a FIFO (a pipe's read end): reading it could block colocd */
 	ASSERT_EQ(0, pipe2(pipe_fds, O_CLOEXEC));
-	expect_refused(_metadata, self, "a pipe", &pipe_fds[0], 1, self->in_bytes, "FIFO");
+	expect_refused(_metadata, self, "a pipe", &pipe_fds[0], 1, self->in_bytes, NULL, "FIFO");
 	dir_fd = open(self->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ASSERT_LE(0, dir_fd);
-	expect_refused(_metadata, self, "a directory", &dir_fd, 1, self->in_bytes, "directory");
+	expect_refused(_metadata, self, "a directory", &dir_fd, 1, self->in_bytes, NULL,
+		       "directory");
 	/* a memfd without F_SEAL_SHRINK: it could be truncated under colocd's read */
 	unsealed = memfd_create("unsealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	ASSERT_LE(0, unsealed);
 	ASSERT_EQ(0, ftruncate(unsealed, (off_t)self->in_bytes));
-	expect_refused(_metadata, self, "an unsealed memfd", &unsealed, 1, self->in_bytes,
+	expect_refused(_metadata, self, "an unsealed memfd", &unsealed, 1, self->in_bytes, NULL,
 		       "not sealed against shrinking");
 	/* sealed, but smaller than input_bytes */
 	small = memfd_create("small", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	ASSERT_LE(0, small);
 	ASSERT_EQ(0, ftruncate(small, (off_t)self->in_bytes - 4));
 	ASSERT_EQ(0, fcntl(small, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW));
-	expect_refused(_metadata, self, "a memfd too small", &small, 1, self->in_bytes,
-		       "fewer than input_bytes");
+	expect_refused(_metadata, self, "a memfd too small", &small, 1, self->in_bytes, NULL,
+		       "fewer than input_offset + input_bytes (0 + ");
 	/* a size that is not the model's, in a memfd large enough for it */
 	expect_refused(_metadata, self, "the wrong input_bytes", &small, 1, self->in_bytes - 8,
-		       "model");
+		       NULL, "model");
 	/* the right memfd, opened again write-only through /proc: colocd cannot read it */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", small);
 	wronly = open(path, O_WRONLY | O_CLOEXEC);
 	ASSERT_LE(0, wronly);
-	expect_refused(_metadata, self, "a write-only memfd", &wronly, 1, self->in_bytes - 8,
+	expect_refused(_metadata, self, "a write-only memfd", &wronly, 1, self->in_bytes - 8, NULL,
 		       "not open for reading");
+	/* an offset that puts the input past the memfd's end, and one that is no number */
+	expect_refused(_metadata, self, "an offset past the end", &small, 1, self->in_bytes - 8,
+		       "8", "fewer than input_offset + input_bytes");
+	expect_refused(_metadata, self, "a negative offset", &small, 1, self->in_bytes - 8, "-1",
+		       "input_offset");
 	/* no descriptor, and two */
-	expect_refused(_metadata, self, "no descriptor", NULL, 0, self->in_bytes,
+	expect_refused(_metadata, self, "no descriptor", NULL, 0, self->in_bytes, NULL,
 		       "exactly one descriptor");
 	two[0] = coloc_client_input_memfd(self->in_bytes, &map);
 	ASSERT_LE(0, two[0]);
 	two[1] = two[0];
-	expect_refused(_metadata, self, "two descriptors", two, 2, self->in_bytes,
+	expect_refused(_metadata, self, "two descriptors", two, 2, self->in_bytes, NULL,
 		       "exactly one descriptor");
 	/* and the next good query on the same connection is served */
 	expect_memfd_infer_ok(_metadata, self, want, out_elems);

@@ -147,14 +147,15 @@ int coloc_client_infer_recv(struct coloc_client *c, struct coloc_infer_result *r
  */
 int coloc_client_input_memfd(size_t len, void **map);
 /*
- * Sends one query whose input is the first len bytes of memfd (sealed with
- * F_SEAL_SHRINK, at least len bytes; it stays open here). Its bytes must
- * not change until the query's answer came: colocd may read them until
- * then. One memfd may serve many queries in flight that share an input.
- * 0 or -errno; a memfd colocd refuses is answered "rejected" with why.
+ * Sends one query whose input is the len bytes of memfd from offset on
+ * (sealed with F_SEAL_SHRINK, at least offset + len bytes; it stays open
+ * here). Those bytes must not change until the query's answer came: colocd
+ * may read them until then. One memfd may serve many queries in flight
+ * that share an input. 0 or -errno; a memfd colocd refuses is answered
+ * "rejected" with why.
  */
 int coloc_client_infer_send_memfd(struct coloc_client *c, const char *tenant, uint64_t tag,
-				  int memfd, size_t len);
+				  int memfd, size_t offset, size_t len);
 /*
  * on: coloc_client_infer() copies its input into a memfd of the
  * connection's (made once, remade for a larger input) and sends that;

@@ -219,10 +219,12 @@
  *     "input_bytes" over COLOC_MAX_PAYLOAD, and an "input" other than
  *     "memfd". A connection that ends inside the bytes gets "truncated
  *     payload" and is closed.
- *   {"cmd":"infer","tenant":"NAME","tag":N,"input_bytes":B,"input":"memfd"}
+ *   {"cmd":"infer","tenant":"NAME","tag":N,"input_bytes":B,"input":"memfd",
+ *    "input_offset":O?}
  *     + one descriptor on the line (SCM_RIGHTS), no bytes after it: the
- *     same query, its input the first B bytes of a memfd (memfd_create)
- *     sealed against shrinking (F_SEAL_SHRINK) and at least B bytes long.
+ *     same query, its input the B bytes from O on (default 0, at most
+ *     COLOC_MAX_PAYLOAD_OFFSET) of a memfd (memfd_create) sealed against
+ *     shrinking (F_SEAL_SHRINK) and at least O + B bytes long.
  *     colocd reads it with pread, straight into the query's shm slot, once
  *     the query gets one (at once when the tenant has a free slot): the
  *     client must leave those bytes as they are until the answer (one
@@ -231,7 +233,7 @@
  *     ("rejected", the connection kept): no descriptor or more than one, a
  *     descriptor that is not a regular file (a FIFO, a directory, a
  *     socket, a device: said), a regular file that is not a memfd (no
- *     seals), a memfd not sealed against shrinking, one smaller than B, one
+ *     seals), a memfd not sealed against shrinking, one smaller than O + B, one
  *     not open for reading; then as above. A client that never opts in
  *     sends its bytes on the socket as before (docs/design/infer-memfd.md).
  *
@@ -279,6 +281,7 @@
 #define COLOC_CONNS_PER_UID 16
 #define COLOC_MAX_INFLIGHT 1024 /* infer answers one connection may be owed */
 #define COLOC_MAX_PAYLOAD (64u << 20) /* bytes of one infer input */
+#define COLOC_MAX_PAYLOAD_OFFSET (1ull << 40) /* where in its memfd an infer input may start */
 /* descriptors one request line may carry (SCM_RIGHTS): a submit's files */
 #define COLOC_MAX_REQUEST_FDS 32
 /* a file handed over with a submit, and all of one submit's files together */
