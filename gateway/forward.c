@@ -26,6 +26,10 @@
  * bounds its sends and the reads of an answer's output by the pool's I/O
  * timeout (coloc_client_set_io_timeout): past it the job ends with
  * -ETIMEDOUT and the connection, mid-message, is closed.
+ *
+ * Inputs go to colocd in memfds (fwd_send_input): the caller's, which an
+ * HTTP binary body was received into, or one of the pool's (memfd_pool.h)
+ * the input is copied into and which goes back when the job is done.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,6 +47,7 @@
 
 #define FWD_MAX_CONNS 16
 #define FWD_STOP_CHECK_MS 100 /* a borrower's longest wait before it looks at stop */
+#define FWD_MEMFDS_KEPT 256 /* input memfds kept mapped between queries */
 
 struct fwd_conn {
 	struct gw_fwd *fw;
@@ -70,6 +75,8 @@ struct gw_fwd {
 	atomic_bool stop;
 	bool joined;
 	atomic_uint next_conn;
+	bool socket_copy; /* inputs on the socket, not in memfds */
+	struct gw_memfd_pool *memfds;
 	struct fwd_conn conns[FWD_MAX_CONNS];
 };
 
@@ -103,8 +110,28 @@ enum gw_outcome gw_job_outcome(const struct gw_job *job)
 	}
 }
 
+/*
+ * Why a connection's jobs failed with r (-ETIMEDOUT: colocd stopped
+ * reading or writing, the connection closed; else it was lost) while
+ * doing what: the one wording of all three places that drop it.
+ */
+static void fwd_conn_why(char *why, size_t len, int r, const char *what, struct coloc_client *c)
+{
+	snprintf(why, len, "colocd connection %s (%s): %.200s",
+		 r == -ETIMEDOUT ? "timed out and closed" : "lost", what,
+		 c ? coloc_client_error(c) : "");
+}
+
+/* The pool's memfd of job back to the pool; the caller's is the caller's. */
+static void fwd_release_input(struct gw_fwd *fw, struct gw_job *job)
+{
+	gw_memfd_put(fw->memfds, job->own_memfd);
+	job->own_memfd = NULL;
+}
+
 static void fwd_finish(struct fwd_conn *k, struct gw_job *job, int result, const char *why)
 {
+	fwd_release_input(k->fw, job);
 	job->result = result;
 	if (why)
 		snprintf(job->why, sizeof(job->why), "%s", why);
@@ -128,9 +155,7 @@ static void fwd_drop_connection(struct fwd_conn *k, const char *what, int r)
 {
 	char why[256];
 
-	snprintf(why, sizeof(why), "colocd connection %s (%s): %.200s",
-		 r == -ETIMEDOUT ? "timed out and closed" : "lost", what,
-		 k->c ? coloc_client_error(k->c) : "");
+	fwd_conn_why(why, sizeof(why), r, what, k->c);
 	coloc_client_close(k->c);
 	k->c = NULL;
 	fwd_fail_inflight(k, r == -ETIMEDOUT ? -ETIMEDOUT : -EPIPE, why);
@@ -168,6 +193,31 @@ static int fwd_grow_scratch(struct fwd_conn *k, size_t need)
 }
 
 /*
+ * One send of job's line and input on k's connection: the caller's memfd,
+ * else a memfd of the pool's the input is copied into, else (socket_copy,
+ * or no memfd to be had) the input's bytes after the line.
+ */
+static int fwd_send_input(struct fwd_conn *k, struct gw_job *job)
+{
+	struct gw_memfd *m = job->input_memfd;
+	size_t off = job->input_offset;
+
+	if (!m && !k->fw->socket_copy) {
+		if (!job->own_memfd) {
+			job->own_memfd = gw_memfd_get(k->fw->memfds, job->input_bytes);
+			if (job->own_memfd)
+				memcpy(job->own_memfd->map, job->input, job->input_bytes);
+		}
+		m = job->own_memfd;
+		off = 0;
+	}
+	if (m)
+		return coloc_client_infer_send_memfd(k->c, job->tenant, job->tag, m->fd, off,
+						     job->input_bytes);
+	return coloc_client_infer_send(k->c, job->tenant, job->tag, job->input, job->input_bytes);
+}
+
+/*
  * Sends job on k's connection (made if there is none). A connection that
  * fails before one byte of the query left, with nothing else in flight on
  * it, may be one colocd closed while idle: one more try on a fresh one.
@@ -192,14 +242,11 @@ static int fwd_send_query(struct fwd_conn *k, struct gw_job *job, char *why, siz
 			coloc_client_set_io_timeout(k->c, k->fw->io_timeout_ms);
 			fresh = true;
 		}
-		r = coloc_client_infer_send(k->c, job->tenant, job->tag, job->input,
-					    job->input_bytes);
+		r = fwd_send_input(k, job);
 		if (!r)
 			return 0;
 		sent = coloc_client_sent_bytes(k->c);
-		snprintf(why, why_len, "colocd connection %s (sending): %.200s",
-			 r == -ETIMEDOUT ? "timed out and closed" : "lost",
-			 coloc_client_error(k->c));
+		fwd_conn_why(why, why_len, r, "sending", k->c);
 		coloc_client_close(k->c);
 		k->c = NULL;
 		if (r == -ETIMEDOUT)
@@ -348,6 +395,11 @@ int gw_fwd_create(const char *socket_path, int nr_conns, int max_jobs, int io_ti
 	fw->nr_conns = nr_conns;
 	fw->max_jobs = max_jobs;
 	fw->io_timeout_ms = io_timeout_ms;
+	fw->memfds = gw_memfd_pool_create(max_jobs < FWD_MEMFDS_KEPT ? max_jobs : FWD_MEMFDS_KEPT);
+	if (!fw->memfds) {
+		free(fw);
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	}
 	pthread_mutex_init(&fw->lock, NULL);
 	fw->waiting_tail = &fw->waiting;
 	for (i = 0; i < nr_conns; i++) {
@@ -424,6 +476,7 @@ int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job)
 		return -EAGAIN;
 	}
 	job->next = NULL;
+	job->own_memfd = NULL;
 	job->result = 0;
 	job->why[0] = '\0';
 	pthread_mutex_lock(&fw->lock);
@@ -524,10 +577,7 @@ static int fwd_await(struct fwd_conn *k, struct gw_job *job)
 		if (r == 0)
 			continue;
 		if (r < 0 && r != -EMSGSIZE) {
-			snprintf(job->why, sizeof(job->why),
-				 "colocd connection %s (receiving): %.200s",
-				 r == -ETIMEDOUT ? "timed out and closed" : "lost",
-				 coloc_client_error(k->c));
+			fwd_conn_why(job->why, sizeof(job->why), r, "receiving", k->c);
 			coloc_client_close(k->c);
 			k->c = NULL;
 			return r == -ETIMEDOUT ? -ETIMEDOUT : -EPIPE;
@@ -559,6 +609,7 @@ int gw_fwd_run(struct gw_fwd *fw, struct gw_job *job)
 		return -EBUSY;
 	}
 	job->next = NULL;
+	job->own_memfd = NULL;
 	job->why[0] = '\0';
 	memset(&job->res, 0, sizeof(job->res));
 	if (gw_now_ns() >= job->deadline_ns) {
@@ -570,6 +621,7 @@ int gw_fwd_run(struct gw_fwd *fw, struct gw_job *job)
 		if (!job->result)
 			job->result = fwd_await(k, job);
 	}
+	fwd_release_input(fw, job);
 	fwd_give_back(k);
 	atomic_fetch_sub(&fw->jobs, 1);
 	return 0;
@@ -622,5 +674,21 @@ void gw_fwd_destroy(struct gw_fwd *fw)
 		pthread_mutex_destroy(&k->lock);
 	}
 	pthread_mutex_destroy(&fw->lock);
+	gw_memfd_pool_destroy(fw->memfds);
 	free(fw);
+}
+
+void gw_fwd_set_socket_copy(struct gw_fwd *fw, bool socket_copy)
+{
+	fw->socket_copy = socket_copy;
+}
+
+struct gw_memfd *gw_fwd_memfd_get(struct gw_fwd *fw, size_t bytes)
+{
+	return fw->socket_copy ? NULL : gw_memfd_get(fw->memfds, bytes);
+}
+
+void gw_fwd_memfd_put(struct gw_fwd *fw, struct gw_memfd *m)
+{
+	gw_memfd_put(fw->memfds, m);
 }

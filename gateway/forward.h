@@ -30,16 +30,26 @@
 #ifndef COLOC_GATEWAY_FORWARD_H
 #define COLOC_GATEWAY_FORWARD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "coloc/client.h"
 #include "error.h"
+#include "memfd_pool.h"
 
 struct gw_job {
 	/* set by the caller, untouched by the pool until done() */
 	const char *tenant;
 	const void *input;
 	size_t input_bytes;
+	/*
+	 * Or, instead of input, a memfd of the caller's (gw_fwd_memfd_get)
+	 * holding the input from input_offset on: passed to colocd as is.
+	 * NULL: the pool copies input into a memfd of its own (or sends it on
+	 * the socket with gw_fwd_set_socket_copy).
+	 */
+	struct gw_memfd *input_memfd;
+	size_t input_offset;
 	void *output;
 	size_t output_cap;
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC */
@@ -51,6 +61,7 @@ struct gw_job {
 	char why[256]; /* when result < 0 */
 	/* the pool's */
 	uint64_t tag;
+	struct gw_memfd *own_memfd; /* the input copied for colocd, until done */
 	struct gw_job *next;
 };
 
@@ -79,6 +90,21 @@ int gw_fwd_pending(struct gw_fwd *fw);
  */
 void gw_fwd_stop(struct gw_fwd *fw);
 void gw_fwd_destroy(struct gw_fwd *fw);
+
+/*
+ * Inputs go to colocd in memfds (protocol.h, "input":"memfd") unless
+ * socket_copy is set (coloc-gateway --colocd-socket-copy): then their bytes
+ * go on the socket, as before memfds. Set before the first job.
+ */
+void gw_fwd_set_socket_copy(struct gw_fwd *fw, bool socket_copy);
+/*
+ * A memfd of the pool's (memfd_pool.h) of bytes bytes at least, for a
+ * caller to receive an input into and hand over as job->input_memfd;
+ * NULL when inputs go on the socket or none could be made (then use
+ * job->input). Give it back with gw_fwd_memfd_put once the job is done.
+ */
+struct gw_memfd *gw_fwd_memfd_get(struct gw_fwd *fw, size_t bytes);
+void gw_fwd_memfd_put(struct gw_fwd *fw, struct gw_memfd *m);
 
 /*
  * How a finished job ended, for each front door to put in its own terms

@@ -46,6 +46,7 @@ struct http_req {
 	struct MHD_Connection *conn;
 	char *body;
 	size_t len, cap;
+	struct gw_memfd *body_memfd; /* an infer's body: body is its map, passed to colocd */
 	bool too_large;
 	pthread_mutex_t lock; /* guards answered */
 	pthread_cond_t cond; /* answered became true */
@@ -271,6 +272,12 @@ static enum MHD_Result http_infer_start(struct http_req *rq, struct gw_model *m)
 		return http_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	rq->job.tenant = rq->cfg.name;
 	rq->job.input = rq->ir.input;
+	/* a binary tensor still in the body's memfd goes to colocd as it lies there */
+	if (rq->body_memfd && (const char *)rq->ir.input >= rq->body &&
+	    (const char *)rq->ir.input + rq->ir.input_bytes <= rq->body + rq->len) {
+		rq->job.input_memfd = rq->body_memfd;
+		rq->job.input_offset = (size_t)((const char *)rq->ir.input - rq->body);
+	}
 	rq->job.output = rq->output;
 	rq->job.deadline_ns = rq->t_start + (uint64_t)rq->h->opts.timeout_ms * 1000000ull;
 	rq->job.done = http_job_done;
@@ -448,6 +455,37 @@ static enum MHD_Result http_route(struct http_req *rq, const char *url, const ch
 
 /* ---- the access handler and the connection's lifetime -------------------------------- */
 
+/* The body's buffer back: its memfd to the pool, or freed. */
+static void http_free_body(struct http_req *rq)
+{
+	if (rq->body_memfd)
+		gw_fwd_memfd_put(rq->h->fw, rq->body_memfd);
+	else
+		free(rq->body);
+	rq->body_memfd = NULL;
+	rq->body = NULL;
+}
+
+/*
+ * Room for the body's v bytes: an infer's goes into a memfd it can be
+ * passed to colocd in (no copy on the way), any other into memory.
+ */
+static bool http_alloc_body(struct http_req *rq, const char *url, const char *method, size_t v)
+{
+	size_t n = strlen(url);
+
+	if (!strcmp(method, "POST") && n >= 6 && !strcmp(url + n - 6, "/infer"))
+		rq->body_memfd = gw_fwd_memfd_get(rq->h->fw, v);
+	if (rq->body_memfd) {
+		rq->body = rq->body_memfd->map;
+		rq->cap = rq->body_memfd->cap;
+		return true;
+	}
+	rq->body = malloc(v);
+	rq->cap = v;
+	return rq->body != NULL;
+}
+
 static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
 				   const char *method, const char *version, const char *upload,
 				   size_t *upload_size, void **con_cls)
@@ -477,12 +515,8 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 					  h->opts.max_body);
 		}
 		/* the body's whole size, once: no copies as it grows */
-		if (cl && v > 0) {
-			rq->body = malloc((size_t)v);
-			if (!rq->body)
-				return MHD_NO;
-			rq->cap = (size_t)v;
-		}
+		if (cl && v > 0 && !http_alloc_body(rq, url, method, (size_t)v))
+			return MHD_NO;
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -493,8 +527,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 			return MHD_YES;
 		if (n > h->opts.max_body - rq->len) {
 			rq->too_large = true;
-			free(rq->body);
-			rq->body = NULL;
+			http_free_body(rq);
 			rq->len = rq->cap = 0;
 			return MHD_YES;
 		}
@@ -506,9 +539,14 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 				cap *= 2;
 			if (cap > h->opts.max_body)
 				cap = h->opts.max_body;
-			b = realloc(rq->body, cap);
+			/* more than Content-Length said: out of the memfd, into memory */
+			b = realloc(rq->body_memfd ? NULL : rq->body, cap);
 			if (!b)
 				return MHD_NO;
+			if (rq->body_memfd) {
+				memcpy(b, rq->body, rq->len);
+				http_free_body(rq);
+			}
 			rq->body = b;
 			rq->cap = cap;
 		}
@@ -535,7 +573,7 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
 		return;
 	gw_infer_request_free(&rq->ir);
 	free(rq->output);
-	free(rq->body);
+	http_free_body(rq);
 	pthread_mutex_destroy(&rq->lock);
 	pthread_cond_destroy(&rq->cond);
 	free(rq);

@@ -53,6 +53,7 @@ struct fake_colocd {
 	_Atomic int mode;
 	atomic_bool hold_slow, quit;
 	atomic_int accepted, closed, queries, slow_seen;
+	atomic_int memfd_queries; /* of queries: those whose input came in a memfd */
 };
 
 /* Waits until fd is readable, polling f->quit and NO_READ; 1, or 0 to give up. */
@@ -152,6 +153,11 @@ static int fake_infer(struct fake_colocd *f, int fd, struct json_object *req)
 	if (bytes < 0)
 		return -1;
 	atomic_fetch_add(&f->queries, 1);
+	/* a memfd rode on the line (read() dropped it): no bytes follow */
+	if (!strcmp(fake_str(req, "input"), "memfd")) {
+		atomic_fetch_add(&f->memfd_queries, 1);
+		bytes = 0;
+	}
 	if (mode == FAKE_CUT_INPUT) {
 		fake_read(f, fd, NULL, bytes < 4096 ? (size_t)bytes : 4096);
 		return -1;
@@ -479,11 +485,34 @@ static int http_get(FIXTURE_DATA(fwd) * self, const char *path)
 	return atoi(out);
 }
 
+/* Inputs go in memfds by default, and on the socket with --colocd-socket-copy. */
+TEST_F_TIMEOUT(fwd, input__in_a_memfd_by_default_on_the_socket_when_asked, 120)
+{
+	const char *copy[] = { "--colocd-socket-copy", NULL };
+	int queries, memfds;
+
+	ASSERT_TRUE(start_gateway(self, NULL));
+	queries = atomic_load(&self->fake.queries);
+	memfds = atomic_load(&self->fake.memfd_queries);
+	EXPECT_EQ(200, infer(self, "fast", 1)); /* JSON: the pool's memfd */
+	EXPECT_EQ(200, infer(self, "big", 2)); /* binary: the body's own memfd */
+	EXPECT_EQ(queries + 2, atomic_load(&self->fake.queries));
+	EXPECT_EQ(memfds + 2, atomic_load(&self->fake.memfd_queries));
+	tu_stop_child(&self->env.gateway);
+	ASSERT_TRUE(start_gateway(self, copy));
+	queries = atomic_load(&self->fake.queries);
+	memfds = atomic_load(&self->fake.memfd_queries);
+	EXPECT_EQ(200, infer(self, "fast", 3));
+	EXPECT_EQ(200, infer(self, "big", 4));
+	EXPECT_EQ(queries + 2, atomic_load(&self->fake.queries));
+	EXPECT_EQ(memfds, atomic_load(&self->fake.memfd_queries));
+}
+
+/* (the input on the socket: a colocd that stops reading stalls the send) */
 TEST_F_TIMEOUT(fwd, send__colocd_not_reading_is_answered_504_and_its_connection_closed, 120)
 {
-	const char *flags[] = {
-		"--connections", "1", "--timeout-ms", "120000", "--colocd-timeout-ms", "1000", NULL
-	};
+	const char *flags[] = { "--connections",       "1",    "--timeout-ms",	       "120000",
+				"--colocd-timeout-ms", "1000", "--colocd-socket-copy", NULL };
 	int accepted, status;
 	pid_t stuck;
 
@@ -581,7 +610,7 @@ TEST_F_TIMEOUT(fwd, retry__a_query_colocd_cannot_have_goes_again_on_a_fresh_conn
 
 TEST_F_TIMEOUT(fwd, retry__a_query_partly_sent_is_answered_not_sent_again, 120)
 {
-	const char *flags[] = { "--connections", "1", NULL };
+	const char *flags[] = { "--connections", "1", "--colocd-socket-copy", NULL };
 	int queries;
 
 	ASSERT_TRUE(start_gateway(self, flags));

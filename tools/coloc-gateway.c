@@ -42,6 +42,7 @@ static struct {
 	long threads, conns, max_queue, timeout_ms, colocd_timeout_ms, max_body, load_timeout_s;
 	long max_connections;
 	bool allow_root;
+	bool socket_copy; /* --colocd-socket-copy */
 } opts = {
 	.socket_path = COLOC_DEFAULT_SOCKET,
 	.http = "127.0.0.1:8000",
@@ -81,6 +82,9 @@ static void usage(FILE *f)
 		"                          stopped reading or writing): then 504 or\n"
 		"                          DEADLINE_EXCEEDED and that connection is closed\n"
 		"                          (default %ld)\n"
+		"  --colocd-socket-copy    send each input's bytes on colocd's socket; by\n"
+		"                          default it gets a memfd holding the input (an HTTP\n"
+		"                          binary body is received straight into one)\n"
 		"  --max-body-bytes N      largest request body or gRPC message, then 413 or\n"
 		"                          RESOURCE_EXHAUSTED (default %ld)\n"
 		"  --max-connections N     HTTP connections at once (default %ld)\n"
@@ -110,6 +114,7 @@ enum {
 	OPT_MAXCONN,
 	OPT_LOAD,
 	OPT_ROOT,
+	OPT_SOCKET_COPY,
 	OPT_VERSION
 };
 
@@ -128,6 +133,7 @@ static const struct option long_opts[] = {
 	{ "max-connections", required_argument, NULL, OPT_MAXCONN },
 	{ "load-timeout-s", required_argument, NULL, OPT_LOAD },
 	{ "allow-root", no_argument, NULL, OPT_ROOT },
+	{ "colocd-socket-copy", no_argument, NULL, OPT_SOCKET_COPY },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -183,6 +189,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case OPT_ROOT:
 			opts.allow_root = true;
+			break;
+		case OPT_SOCKET_COPY:
+			opts.socket_copy = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -276,8 +285,10 @@ int main(int argc, char **argv)
 	if (gw_ctl_open(opts.socket_path, &ctl, &err) ||
 	    gw_ctl_open(opts.socket_path, &mctl, &err) ||
 	    gw_fwd_create(opts.socket_path, (int)opts.conns, (int)opts.max_queue,
-			  (int)opts.colocd_timeout_ms, &fw, &err) ||
-	    gw_models_create(opts.repo, ctl, fw, (int)opts.load_timeout_s, &ms, &err))
+			  (int)opts.colocd_timeout_ms, &fw, &err))
+		goto out;
+	gw_fwd_set_socket_copy(fw, opts.socket_copy);
+	if (gw_models_create(opts.repo, ctl, fw, (int)opts.load_timeout_s, &ms, &err))
 		goto out;
 	if (gw_http_start(&hopts, ms, fw, &http, &err)) {
 		coloc_err_prefix(&err, "--http %s", opts.http);
