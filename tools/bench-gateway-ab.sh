@@ -13,7 +13,9 @@
 # THREADS=1 also, per replica, the runs (times put on a CPU) per query of
 # each gateway thread that ran, as name:tid, from
 # /proc/PID/task/TID/schedstat. A_ARGS and B_ARGS: more options for
-# gateway A or B (e.g. B_ARGS="--threads 2" with the same build twice).
+# gateway A or B (e.g. B_ARGS="--threads 2" with the same build twice);
+# BENCH_ARGS: more options for coloc-bench-gateway (e.g. --direct-memfd:
+# the direct path it compares against sends its input in a memfd).
 set -euo pipefail
 
 OLD=$(realpath "$1") NEW=$(realpath "$2") DOOR=$3 REPLICAS=${4:-6} QUERIES=${5:-30}
@@ -83,7 +85,7 @@ for r in $(seq "$REPLICAS"); do
 		[ "${THREADS:-0}" = 1 ] && thread_runs "${GW_PID[$t]}" >"$W/runs0"
 		chrt -f 5 "$BIN/coloc-bench-gateway" --socket "$SOCK" "--$DOOR" "$addr" \
 			--model "mn$t" --queries "$QUERIES" --replicas 1 \
-			--gateway-pid "${GW_PID[$t]}" | awk -v t=$t 'NR == 2 { print t, $0 }'
+			--gateway-pid "${GW_PID[$t]}" ${BENCH_ARGS:-} | awk -v t=$t 'NR == 2 { print t, $0 }'
 		if [ "${THREADS:-0}" = 1 ]; then
 			thread_runs "${GW_PID[$t]}" >"$W/runs1"
 			# both ways' queries: the gateway saw QUERIES of them

@@ -42,6 +42,7 @@ static const char *prog = "coloc-bench-gateway";
 static struct {
 	const char *socket_path, *http, *grpc, *model;
 	long queries, replicas, gateway_pid;
+	bool direct_memfd; /* the socket path's input in a memfd (coloc_client_use_memfd) */
 } opts = {
 	.socket_path = COLOC_DEFAULT_SOCKET,
 	.http = "127.0.0.1:8000",
@@ -329,9 +330,10 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [--socket PATH] [--http ADDR:PORT | --grpc ADDR:PORT] [--model NAME]\n"
-		"          [--queries N] [--replicas N] [--gateway-pid PID]\n"
+		"          [--queries N] [--replicas N] [--gateway-pid PID] [--direct-memfd]\n"
 		"The latency coloc-gateway adds to a query of NAME (default %s), beside colocd's\n"
 		"socket: N queries each way per replica (default %ld, %ld replicas), interleaved.\n"
+		"--direct-memfd: the socket path's input goes in a memfd, not on the socket.\n"
 		"colocd and the gateway must be serving NAME already.\n",
 		prog, opts.model, opts.queries, opts.replicas);
 }
@@ -367,6 +369,7 @@ static int parse_args(int argc, char **argv)
 		{ "queries", required_argument, NULL, 'n' },
 		{ "replicas", required_argument, NULL, 'r' },
 		{ "gateway-pid", required_argument, NULL, 'p' },
+		{ "direct-memfd", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -399,6 +402,9 @@ static int parse_args(int argc, char **argv)
 					   &opts.gateway_pid))
 				return 2;
 			break;
+		case 'd':
+			opts.direct_memfd = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -429,6 +435,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: cannot reach colocd at %s\n", prog, opts.socket_path);
 		return 1;
 	}
+	coloc_client_use_memfd(c, opts.direct_memfd);
 	tenant_io_bytes(c, opts.model, &in_bytes, &out_bytes);
 	in = malloc(in_bytes ? in_bytes : 1);
 	out = malloc(out_bytes ? out_bytes : 1);
