@@ -313,6 +313,42 @@ static void fwd_receive(struct fwd_conn *k)
 	}
 }
 
+/*
+ * Fails the jobs waiting for a connection (every one borrowed) that are
+ * past their deadline, on time rather than when a connection is given
+ * back; *next becomes the earliest deadline left there if sooner.
+ */
+static void fwd_expire_waiting(struct gw_fwd *fw, uint64_t now, uint64_t *next)
+{
+	struct gw_job *expired = NULL, **pp;
+
+	pthread_mutex_lock(&fw->lock);
+	for (pp = &fw->waiting; *pp;) {
+		struct gw_job *job = *pp;
+
+		if (job->deadline_ns <= now) {
+			*pp = job->next;
+			job->next = expired;
+			expired = job;
+			continue;
+		}
+		if (job->deadline_ns < *next)
+			*next = job->deadline_ns;
+		pp = &job->next;
+	}
+	fw->waiting_tail = pp;
+	pthread_mutex_unlock(&fw->lock);
+	while (expired) {
+		struct gw_job *job = expired;
+
+		expired = job->next;
+		job->result = -ETIMEDOUT;
+		snprintf(job->why, sizeof(job->why), "timed out in the gateway's queue");
+		atomic_fetch_sub(&fw->jobs, 1);
+		job->done(job);
+	}
+}
+
 /* Fails jobs past their deadline; the poll timeout until the next one (ms). */
 static int fwd_expire(struct fwd_conn *k)
 {
@@ -331,6 +367,7 @@ static int fwd_expire(struct fwd_conn *k)
 			next = job->deadline_ns;
 		pp = &job->next;
 	}
+	fwd_expire_waiting(k->fw, now, &next);
 	if (next == UINT64_MAX)
 		return 1000;
 	return (int)((next - now) / 1000000 + 1);
@@ -467,7 +504,7 @@ static struct fwd_conn *fwd_pick(struct gw_fwd *fw)
 int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job)
 {
 	struct fwd_conn *k;
-	bool stopped = false;
+	bool stopped = false, waits = false;
 
 	if (atomic_load(&fw->stop))
 		return -ESHUTDOWN;
@@ -491,6 +528,7 @@ int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job)
 		/* every connection borrowed: the first one given back takes it */
 		*fw->waiting_tail = job;
 		fw->waiting_tail = &job->next;
+		waits = true;
 	} else {
 		stopped = true;
 	}
@@ -501,6 +539,8 @@ int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job)
 	}
 	if (k)
 		fwd_wake(k);
+	else if (waits) /* a thread times its deadline (fwd_expire_waiting) */
+		fwd_wake(&fw->conns[0]);
 	return 0;
 }
 

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -54,6 +55,7 @@ struct fake_colocd {
 	atomic_bool hold_slow, quit;
 	atomic_int accepted, closed, queries, slow_seen;
 	atomic_int memfd_queries; /* of queries: those whose input came in a memfd */
+	atomic_int unread; /* the most bytes seen waiting on a connection in FAKE_NO_READ */
 };
 
 /* Waits until fd is readable, polling f->quit and NO_READ; 1, or 0 to give up. */
@@ -63,6 +65,11 @@ static int fake_wait_readable(struct fake_colocd *f, int fd)
 
 	while (!atomic_load(&f->quit)) {
 		if (atomic_load(&f->mode) == FAKE_NO_READ) {
+			int n;
+
+			/* what waits unread: a test sees a send stall */
+			if (!ioctl(fd, FIONREAD, &n) && n > atomic_load(&f->unread))
+				atomic_store(&f->unread, n);
 			usleep(10000);
 			continue;
 		}
@@ -589,6 +596,33 @@ TEST_F_TIMEOUT(fwd, pick__no_query_waits_behind_a_borrowed_slow_one, 180)
 	atomic_store(&self->fake.hold_slow, false);
 	ASSERT_EQ(slow, waitpid(slow, &status, 0));
 	EXPECT_EQ(200, infer_bg_status(self, 0));
+}
+
+/*
+ * A query waiting for a connection (the only one borrowed by a send that
+ * colocd stalls) ends at its own deadline, while the borrower is still
+ * stuck, not when the connection is given back.
+ */
+TEST_F_TIMEOUT(fwd, wait__a_query_waiting_for_a_connection_expires_on_time, 120)
+{
+	const char *flags[] = { "--connections",       "1",	"--timeout-ms",		"1500",
+				"--colocd-timeout-ms", "60000", "--colocd-socket-copy", NULL };
+	pid_t stuck;
+	int status;
+
+	ASSERT_TRUE(start_gateway(self, flags));
+	atomic_store(&self->fake.mode, FAKE_NO_READ);
+	stuck = infer_bg(self, "big", 1);
+	ASSERT_LT(0, stuck);
+	/* the big send borrowed the one connection and stalls: the fake holds its bytes */
+	ASSERT_TRUE(wait_count(&self->fake.unread, (int)(self->fake.big_bytes / 4), CURL_MAX_S));
+	EXPECT_EQ(504, infer(self, "fast", 2));
+	EXPECT_TRUE(body_says(self, 2, "timed out in the gateway's queue"));
+	/* answered while the borrower's send is still stuck */
+	EXPECT_EQ(0, waitpid(stuck, &status, WNOHANG));
+	atomic_store(&self->fake.mode, FAKE_ANSWER);
+	ASSERT_EQ(stuck, waitpid(stuck, &status, 0));
+	EXPECT_EQ(200, infer(self, "fast", 3));
 }
 
 TEST_F_TIMEOUT(fwd, retry__a_query_colocd_cannot_have_goes_again_on_a_fresh_connection, 120)
