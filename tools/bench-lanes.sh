@@ -10,7 +10,10 @@
 # block's executor time and its team switch, p50 / p90 us). As root;
 # POLICY=NAME for colocd's --policy (default: colocd's); BASE_EXECUTOR=PATH
 # adds a third layout, lanes served by that coloc-executor (e.g. a copy of
-# an earlier build's), run side by side in each replica.
+# an earlier build's), run side by side in each replica; MEMORY= (empty)
+# skips the memory part; COLOCD_ARGS='...' more colocd options (e.g.
+# '--late serve', so that a loaded machine's late queries are served and
+# counted rather than dropped).
 #   tools/bench-lanes.sh [RATE [SECONDS [REPLICAS]]]
 set -euo pipefail
 RATE=${1:-150}
@@ -39,8 +42,9 @@ block_pct() { # log column
 run_layout() { # name [colocd options...]
 	local name=$1 json n log=$WORK/blocks-$1.tsv
 	shift
-	start_colocd "${POLICY:-}" --block-log "$log" "$@"
-	for n in 1 2; do
+	# shellcheck disable=SC2086 # COLOCD_ARGS: words for colocd
+	start_colocd "${POLICY:-}" --block-log "$log" ${COLOCD_ARGS:-} "$@"
+	for n in ${MEMORY-1 2}; do
 		submit_tenant "r50x$n" resnet50 2000 quiet "$n"
 		wait_ready "r50x$n"
 		"$BIN/coloc-load" --socket "$SOCK" --tenant "r50x$n:5" --duration 4 >/dev/null
