@@ -20,6 +20,7 @@
 /* memfds held by queued queries at most; past it a memfd is read at once */
 #define SV_MAX_INPUT_FDS 256
 #define SV_STOP_MS 100 /* an idle executor answers EXIT in microseconds; then SIGKILL */
+#define SV_REAP_POLL_MS 100 /* how often a retired executor whose pidfd is not watched is looked at */
 
 struct sv_query {
 	uint64_t id;
@@ -68,6 +69,7 @@ struct sv_exec {
 struct sv_retired {
 	struct execproc *ep;
 	uint64_t kill_at_ns; /* SIGKILL then, if still there; 0: sent already */
+	bool unwatched; /* its pidfd could not be watched: serving_tick looks for its end */
 	struct sv_retired *next;
 };
 
