@@ -6,20 +6,21 @@
  *
  * The layers run on a live query, as served blocks do: each layer's
  * inputs sit where serving's arena puts them, freshly written by the
- * layers before it. So every pass over a chunk of layers starts by running
- * the layers before the chunk, untimed (profiler_seek), and then runs the
- * chunk's layers in order, one version at a time (docs/design/
- * profile-freshness.md says why, docs/measurements/executor.md what it
- * changed). The stressor starts once per core count under --control: on
- * the cores the layer does not use, spinning without touching memory at
- * level 0 so that "alone" is measured with those cores as busy as under
- * stress, or on the same cores when the layer uses all of them. Levels
- * alternate in rounds over chunks of layers (measure_chunk()), so that
- * alone and stressed runs interleave in time; the version each layer runs
- * in a pass rotates from round to round (a layer's versions back to back
- * made every version after the first look faster: its memory was warm).
- * Measuring each level in its own stretch with the other core idle made
- * layers look faster under stress (issue 8).
+ * layers before it. A live query runs a block only where its last block
+ * ended, so a layer is timed in a pass through the whole model: every
+ * pass runs each layer once, in order, one version at a time (pass j of
+ * round r: version (j + r) mod the layer's count), and needs no untimed
+ * prefix (a pass over fewer layers would start with one, the layers
+ * before them: docs/design/profile-freshness.md). The stressor starts
+ * once per core count under --control: on the cores the layer does not
+ * use, spinning without touching memory at level 0 so that "alone" is
+ * measured with those cores as busy as under stress, or on the same cores
+ * when the layer uses all of them. Each round visits every level, in an
+ * order rotated from round to round, so that alone and stressed runs
+ * interleave in time; the version rotation keeps a layer's versions from
+ * running back to back (that made every version after the first look
+ * faster: its memory was warm). Measuring each level in its own stretch
+ * with the other core idle made layers look faster under stress (issue 8).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,11 +31,8 @@
 #include "profiler.h"
 #include "stress_ctl.h"
 
-#define PROFILE_PARTIAL_SAVE_NS 2000000000ULL
 /* Time given to the stressor after a level change: five of its 1 ms periods. */
 #define PROFILE_SETTLE_NS 5000000ULL
-/* A round over a chunk's layers takes about this long, so settling costs at most a fifth. */
-#define PROFILE_CHUNK_NS 25000000ULL
 
 uint64_t profiler_now_ns(void)
 {
@@ -164,13 +162,13 @@ int profiler_seek(struct profiler *pr, const struct exec_cpuset *set, int layer)
 }
 
 /*
- * One pass over layers [first, last) in order after the layers before
- * them: pass j of round r runs layer l in version (j + r) % nv and keeps
+ * One pass over layers [first, last) in order, after the layers before
+ * them (none but for a resumed profile): pass j of round r runs layer l in version (j + r) % nv and keeps
  * its time in times[] at the cell's (version, level k) run r, unless the
  * layer has no version j (then it runs untimed, so the next layer's inputs
  * are there).
  */
-static int pass_chunk(struct profiler *pr, const struct exec_cpuset *set, int first, int last,
+static int pass_layers(struct profiler *pr, const struct exec_cpuset *set, int first, int last,
 		      int r, int k, int j, uint64_t *times)
 {
 	const struct profile *p = pr->p;
@@ -193,7 +191,7 @@ static int pass_chunk(struct profiler *pr, const struct exec_cpuset *set, int fi
 }
 
 /* Each cell of layers [first, last) on set->nr cores: the median of its runs and its CI. */
-static void store_chunk(struct profiler *pr, const struct exec_cpuset *set, int first, int last,
+static void store_layers(struct profiler *pr, const struct exec_cpuset *set, int first, int last,
 			uint64_t *times)
 {
 	struct profile *p = pr->p;
@@ -220,13 +218,13 @@ static void store_chunk(struct profiler *pr, const struct exec_cpuset *set, int 
 /*
  * Measures layers [first, last) on the cores of set: iters rounds, each
  * visiting every level (in an order rotated from round to round) and at
- * each level making one pass per version through the chunk, after
+ * each level making one pass per version through the layers, after
  * PROFILE_SETTLE_NS for the stressor's new level to take hold. Alone and
  * stressed runs thus alternate through the whole measurement, so drift
  * (clock, power state, the other tenants of a shared machine) falls on
  * every level alike.
  */
-static int measure_chunk(struct profiler *pr, struct stress_ctl *s, const struct exec_cpuset *set,
+static int measure_layers(struct profiler *pr, struct stress_ctl *s, const struct exec_cpuset *set,
 			 int first, int last)
 {
 	struct profile *p = pr->p;
@@ -256,40 +254,32 @@ static int measure_chunk(struct profiler *pr, struct stress_ctl *s, const struct
 			}
 			spin_ns(PROFILE_SETTLE_NS);
 			for (int j = 0; j < max_versions && !ret; j++)
-				ret = pass_chunk(pr, set, first, last, r, k, j, times);
+				ret = pass_layers(pr, set, first, last, r, k, j, times);
 		}
 		progress(pr, set->nr, last - 1);
 	}
 	if (!ret && !profiler_interrupted)
-		store_chunk(pr, set, first, last, times);
+		store_layers(pr, set, first, last, times);
 	free(times);
 	return ret;
 }
 
 /*
- * The layers from first on that form one chunk, each version run once
- * (its warm-up, the first touch of its scratch memory): layers are added
- * until their version 0 times their version count takes PROFILE_CHUNK_NS,
- * so the settling time per level stays a small share. Stops at a layer
- * measured already (resumed). Returns the end.
+ * The layers from first on not measured yet (all of them, unless resumed
+ * from a partial profile), each version run once in a pass of its own (its
+ * warm-up, the first touch of its scratch memory). Returns their end.
  */
-static int warm_chunk(struct profiler *pr, const struct exec_cpuset *set, int first, int *ret)
+static int warm_layers(struct profiler *pr, const struct exec_cpuset *set, int first, int *ret)
 {
-	uint64_t sum = 0, ns;
 	int l = first, max_versions = 1;
+	uint64_t ns;
 
-	*ret = profiler_seek(pr, set, first);
-	for (; l < pr->p->nr_layers && sum < PROFILE_CHUNK_NS && !*ret; l++) {
-		int nv = pr->p->layers[l].nr_versions;
-
-		if (layer_done(pr->p, l, set->nr))
-			break;
-		*ret = run_layer(pr, set, l, 0, &ns);
-		sum += ns * (uint64_t)nv;
-		if (nv > max_versions)
-			max_versions = nv;
+	while (l < pr->p->nr_layers && !layer_done(pr->p, l, set->nr)) {
+		if (pr->p->layers[l].nr_versions > max_versions)
+			max_versions = pr->p->layers[l].nr_versions;
+		l++;
 	}
-	for (int v = 1; v < max_versions && !*ret; v++) {
+	for (int v = 0; v < max_versions && !*ret; v++) {
 		*ret = profiler_seek(pr, set, first);
 		for (int k = first; k < l && !*ret; k++)
 			*ret = run_layer(pr, set, k, v % pr->p->layers[k].nr_versions, &ns);
@@ -320,12 +310,10 @@ static int measure_cores(struct profiler *pr, int cores)
 			l++;
 			continue;
 		}
-		last = warm_chunk(pr, &set, l, &ret);
+		last = warm_layers(pr, &set, l, &ret);
 		if (!ret)
-			ret = measure_chunk(pr, &s, &set, l, last);
+			ret = measure_layers(pr, &s, &set, l, last);
 		l = last;
-		if (profiler_now_ns() - pr->last_save_ns > PROFILE_PARTIAL_SAVE_NS)
-			profiler_save_partial(pr);
 	}
 	if (stressor_stop(&s, p, gbps) && !ret && !profiler_interrupted) {
 		fprintf(stderr, "\ncoloc-profile: %s failed\n", pr->stress_bin);
