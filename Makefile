@@ -148,8 +148,10 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocctl_serving colocd colocd_conns \
 	colocd_faults colocd_serving \
 	colocd_tenant control \
-	execproc execproc_lanes fuzz hostile_executor install level_source load onnx_ort owners pmu sandbox sensor \
-	server serving serving_plan serving_spawn tenants submit gateway gateway_faults gateway_grpc uncore)
+	execproc execproc_hostile execproc_isolation execproc_lanes fuzz hostile_executor install level_source \
+	load onnx_ort owners pmu sandbox sensor \
+	server serving serving_executors serving_plan serving_spawn serving_tenants tenants submit gateway \
+	gateway_faults gateway_grpc uncore)
 UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h

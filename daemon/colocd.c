@@ -52,90 +52,43 @@ static void print_pin_notes(const struct bpffs_dir *pins)
 		       pins->stale_removed, pins->path);
 }
 
+/* --help's lines: lead (an option, its argument) then text from column, wrapped at 80. */
+#define HELP_WIDTH 80
+#define HELP_COLUMN 20
+
+static void print_wrapped(FILE *out, const char *lead, int column, const char *text)
+{
+	int at = fprintf(out, "%s", lead);
+
+	if (at + 2 > column)
+		at += fprintf(out, "  ");
+	for (const char *p = text; *p; p += strspn(p, " ")) {
+		int word = (int)strcspn(p, " ");
+
+		if (at > column && at + 1 + word > HELP_WIDTH) {
+			fprintf(out, "\n");
+			at = 0;
+		}
+		if (at < column)
+			at += fprintf(out, "%*s", column - at, "");
+		else if (at > column && p != text)
+			at += fprintf(out, " ");
+		at += fprintf(out, "%.*s", word, p);
+		p += word;
+	}
+	fprintf(out, "\n");
+}
+
 static void print_policies(FILE *out)
 {
 	const struct policy_entry *e;
 
-	for (int i = 0; (e = policy_entry_at(i)); i++)
-		fprintf(out, "                    %-10s %s\n", e->name, e->description);
-}
+	for (int i = 0; (e = policy_entry_at(i)); i++) {
+		char lead[64];
 
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"Usage: colocd [OPTION]...\n"
-		"The coloc daemon: samples per-core and per-tenant interference signals with eBPF\n"
-		"and serves them on a control socket (see colocctl). Runs as root.\n"
-		"\n"
-		"  --pin-dir DIR     where the BPF maps are pinned for bpftool (default %s)\n"
-		"  --socket PATH     control socket (default %s)\n"
-		"  --sample-hz N     sample on a cpu-clock timer at N Hz per CPU, 1-100000, instead\n"
-		"                    of the scheduler tick (default: the tick, which adds no\n"
-		"                    interrupt; a %d Hz timer where the tick cannot be traced)\n"
-		"  --window-ms N     length of a record window in ms, 1-1000 (default %u)\n"
-		"  --span-ms N       span of the rolling view in ms, at most 126 windows (default %u)\n"
-		"  --conn-timeout-ms N  close a connection idle or stalled this long, 100-3600000\n"
-		"                    (default %u)\n"
-		"  --executor PATH   the executor run per tenant (default: coloc-executor beside\n"
-		"                    colocd, or in $COLOC_BIN)\n"
-		"  --cache-dir DIR   latency profiles (default: $COLOC_CACHE_DIR, else %s)\n"
-		"  --state FILE      keep the submitted tenants in FILE and submit them again at\n"
-		"                    start (default: none; a restart starts empty)\n"
-		"  --policy NAME     which query runs where (default %s); one of:\n",
-		COLOC_DEFAULT_PIN_DIR, COLOC_DEFAULT_SOCKET, SENSOR_FALLBACK_HZ, config.window_ms,
-		config.span_ms, config.conn_timeout_ms, profile_cache_dir(NULL),
-		SERVING_DEFAULT_POLICY);
-	print_policies(out);
-	fprintf(out,
-		"  --late drop|serve a query that cannot meet its deadline is dropped and\n"
-		"                    counted (drop, the default) or served late (serve)\n"
-		"  --no-plan-ahead   one block per command to an executor, a round trip\n"
-		"                    through colocd between any two; by default a query\n"
-		"                    alone runs its policy's next blocks in one command\n"
-		"  --executor-lanes  a tenant's N executors as N lanes of one process that\n"
-		"                    share one copy of the model, instead of N processes\n"
-		"                    each with its own (docs/design/lanes.md)\n"
-		"  --block-log FILE  write one line per finished block to FILE (tab-separated,\n"
-		"                    a header names the columns): the policy's prediction\n"
-		"                    next to the executor's measurement\n"
-		"  --max-tenants-per-uid N  serving tenants one user other than root may\n"
-		"                    submit, and attributed tenants (tenant add) apart, 1-%d\n"
-		"                    (default %d)\n"
-		"  --max-executors-per-uid N  executor processes over one user's serving\n"
-		"                    tenants, 1-%d (default %d)\n"
-		"  --max-queued-per-uid N  queries queued or running over one user's tenants,\n"
-		"                    1-%d (default %d); root is held to the global limits only\n"
-		"  --uid-range A-B   uids (and gids) for the tenants' executors, one of its own\n"
-		"                    each, skipping any in /etc/passwd or /etc/group (default\n"
-		"                    %u-%u)\n"
-		"  --executor-memory MIB  memory of one tenant's cgroup (default %llu); each\n"
-		"                    executor's address space is bounded at 4x that\n"
-		"  --cgroup-root DIR the tenants' cgroups go under DIR (cgroup v2: a folder\n"
-		"                    under /sys/fs/cgroup, default its own cgroup's tenants/\n"
-		"                    when systemd delegated it, else /sys/fs/cgroup/coloc;\n"
-		"                    v1: a name under colocd's own cgroup, default coloc)\n"
-		"  --allow-weak-isolation  start executors even where a layer of their sandbox\n"
-		"                    cannot be had (namespaces, cgroups, Landlock); the\n"
-		"                    tenant's status then says what is missing\n"
-		"  --no-namespaces   start executors in colocd's namespaces (needs the above)\n"
-		"  --no-cgroups      no cgroup per tenant (needs --allow-weak-isolation)\n"
-		"  -v, --verbose     print libbpf's messages\n"
-		"  -h, --help        this help\n"
-		"  -V, --version     print the version and exit\n"
-		"\n"
-		"Tenants: colocctl submit NAME MODEL --qos-ms X; queries: colocctl infer NAME.\n"
-		"A tenant belongs to the user who made it: only that user and root may\n"
-		"remove, restart, query it or see more than its name and state.\n"
-		"On SIGTERM colocd stops accepting, lets queries in flight finish (%d s at\n"
-		"most), stops the executors and unpins.\n"
-		"\n"
-		"Inspect while it runs:  bpftool map dump pinned %s/cpu_live\n"
-		"                        colocctl signals; colocctl status\n",
-		COLOC_MAX_TENANTS, config.max_tenants_per_uid,
-		COLOC_MAX_TENANTS * SERVING_MAX_EXECUTORS, config.max_executors_per_uid,
-		SERVING_DEFAULT_QUEUE_TOTAL, config.max_queued_per_uid, SANDBOX_DEFAULT_UID_FIRST,
-		SANDBOX_DEFAULT_UID_LAST, SANDBOX_DEFAULT_MEMORY_MIB, COLOCD_DRAIN_MS / 1000,
-		COLOC_DEFAULT_PIN_DIR);
+		snprintf(lead, sizeof(lead), "      %s", e->name);
+		print_wrapped(out, lead, 26, e->description);
+	}
 }
 
 /* "FIRST-LAST", both within 1..2^31-1 (sandbox_create checks the rest). */
@@ -190,75 +143,165 @@ static int parse_state(const char *arg)
 	return 0;
 }
 
-static int parse_memory(const char *arg)
-{
-	long v;
-
-	if (cli_parse_flag("colocd", "--executor-memory", arg, 64, 1L << 30, &v))
-		return 2;
-	config.sandbox.memory_max = (unsigned long long)v << 20;
-	return 0;
-}
-
+static unsigned long long executor_memory_mib = SANDBOX_DEFAULT_MEMORY_MIB;
 static bool span_given;
 
-static int parse_span(const char *arg)
-{
-	long v;
-
-	if (cli_parse_flag("colocd", "--span-ms", arg, 1, 10000, &v))
-		return 2;
-	config.span_ms = (unsigned int)v;
-	span_given = true;
-	return 0;
-}
-
-/* What an option sets: a string, a flag, a number in [lo, hi], or its own parser's doing. */
-enum colocd_arg_kind { ARG_STRING, ARG_FLAG, ARG_UINT, ARG_INT, ARG_PARSER };
+/*
+ * What an option sets: a string, a flag, a number in [lo, hi], or its own
+ * parser's doing; and *given, where there is one, when it is given at all.
+ */
+enum colocd_arg_kind { ARG_STRING, ARG_FLAG, ARG_UINT, ARG_INT, ARG_ULL, ARG_PARSER };
 
 struct colocd_option {
 	const char *name;
+	char short_name; /* -v; 0: none */
 	enum colocd_arg_kind kind;
-	void *target; /* const char **, bool *, unsigned int *, int * by kind */
+	void *target; /* const char **, bool *, unsigned int *, int *, unsigned long long * */
 	long lo, hi;
 	int (*parse)(const char *arg); /* ARG_PARSER: 0, or 2 having said why */
+	bool *given;
+	/*
+	 * --help's line, made from this entry: "--NAME ARG  help, LO-HI
+	 * (default D)". D is dflt where given ("" for none), else the target's
+	 * value as colocd starts.
+	 */
+	const char *arg, *help, *dflt;
+	void (*more)(FILE *out); /* lines after the option's own (the policies) */
 };
 
-#define OPT_STRING(n, t) { .name = n, .kind = ARG_STRING, .target = t }
-#define OPT_FLAG(n, t) { .name = n, .kind = ARG_FLAG, .target = t }
-#define OPT_NUMBER(n, k, t, l, h) { .name = n, .kind = k, .target = t, .lo = l, .hi = h }
-#define OPT_PARSER(n, f) { .name = n, .kind = ARG_PARSER, .parse = f }
+#define STR_(x) #x
+#define STR(x) STR_(x)
+/* the numbers --help writes out where a macro's spelling is not one */
+_Static_assert(VIEW_RING - 2 == 126, "--span-ms's help: at most 126 windows");
+_Static_assert(SANDBOX_DEFAULT_UID_FIRST == 1879048192u && SANDBOX_DEFAULT_UID_LAST == 1879052287u,
+	       "--uid-range's help: its default");
 static const struct colocd_option options[] = {
-	OPT_STRING("pin-dir", &config.pin_dir),
-	OPT_STRING("socket", &config.socket_path),
-	OPT_NUMBER("sample-hz", ARG_UINT, &config.sample_hz, 1, 100000),
-	OPT_NUMBER("window-ms", ARG_UINT, &config.window_ms, 1, 1000),
-	OPT_PARSER("span-ms", parse_span),
-	OPT_NUMBER("conn-timeout-ms", ARG_UINT, &config.conn_timeout_ms, 100, 3600000),
-	OPT_PARSER("policy", parse_policy),
-	OPT_PARSER("late", parse_late),
-	OPT_FLAG("no-plan-ahead", &config.no_plan_ahead),
-	OPT_FLAG("executor-lanes", &config.executor_lanes),
-	OPT_STRING("executor", &config.executor),
-	OPT_STRING("cache-dir", &config.cache_dir),
-	OPT_PARSER("state", parse_state),
-	OPT_STRING("block-log", &config.block_log),
-	OPT_NUMBER("max-tenants-per-uid", ARG_INT, &config.max_tenants_per_uid, 1,
-		   COLOC_MAX_TENANTS),
-	OPT_NUMBER("max-executors-per-uid", ARG_INT, &config.max_executors_per_uid, 1,
-		   COLOC_MAX_TENANTS * SERVING_MAX_EXECUTORS),
-	OPT_NUMBER("max-queued-per-uid", ARG_INT, &config.max_queued_per_uid, 1,
-		   SERVING_DEFAULT_QUEUE_TOTAL),
-	OPT_PARSER("uid-range", parse_uid_range),
-	OPT_PARSER("executor-memory", parse_memory),
-	OPT_STRING("cgroup-root", &config.sandbox.cgroup_base),
-	OPT_FLAG("allow-weak-isolation", &config.sandbox.allow_weak),
-	OPT_FLAG("no-namespaces", &config.sandbox.no_namespaces),
-	OPT_FLAG("no-cgroups", &config.sandbox.no_cgroups),
-	OPT_FLAG("verbose", &config.verbose),
+	{ "pin-dir", 0, ARG_STRING, &config.pin_dir, .arg = "DIR",
+	  .help = "where the BPF maps are pinned for bpftool" },
+	{ "socket", 0, ARG_STRING, &config.socket_path, .arg = "PATH", .help = "control socket" },
+	{ "sample-hz", 0, ARG_UINT, &config.sample_hz, 1, 100000, .arg = "N",
+	  .help = "sample on a cpu-clock timer at N Hz per CPU instead of the scheduler tick",
+	  .dflt = "the tick, which adds no interrupt; a " STR(
+		  SENSOR_FALLBACK_HZ) " Hz timer where the tick cannot be traced" },
+	{ "window-ms", 0, ARG_UINT, &config.window_ms, 1, 1000, .arg = "N",
+	  .help = "length of a record window in ms" },
+	{ "span-ms", 0, ARG_UINT, &config.span_ms, 1, 10000, .given = &span_given, .arg = "N",
+	  .help = "span of the rolling view in ms, at most 126 windows" },
+	{ "conn-timeout-ms", 0, ARG_UINT, &config.conn_timeout_ms, 100, 3600000, .arg = "N",
+	  .help = "close a connection idle or stalled this long" },
+	{ "executor", 0, ARG_STRING, &config.executor, .arg = "PATH",
+	  .help = "the executor run per tenant",
+	  .dflt = "coloc-executor beside colocd, or in $COLOC_BIN" },
+	{ "cache-dir", 0, ARG_STRING, &config.cache_dir, .arg = "DIR", .help = "latency profiles",
+	  .dflt = "$COLOC_CACHE_DIR, else " PROFILE_DEFAULT_CACHE_DIR },
+	{ "state", 0, ARG_PARSER, .parse = parse_state, .arg = "FILE",
+	  .help = "keep the submitted tenants in FILE and submit them again at start",
+	  .dflt = "none; a restart starts empty" },
+	{ "policy", 0, ARG_PARSER, .parse = parse_policy, .arg = "NAME",
+	  .help = "which query runs where; one of the list below", .dflt = SERVING_DEFAULT_POLICY,
+	  .more = print_policies },
+	{ "late", 0, ARG_PARSER, .parse = parse_late, .arg = "drop|serve",
+	  .help = "a query that cannot meet its deadline is dropped and counted (drop) or "
+		  "served late (serve)",
+	  .dflt = "drop" },
+	{ "no-plan-ahead", 0, ARG_FLAG, &config.no_plan_ahead,
+	  .help = "one block per command to an executor, a round trip through colocd between "
+		  "any two; by default a query alone runs its policy's next blocks in one "
+		  "command" },
+	{ "executor-lanes", 0, ARG_FLAG, &config.executor_lanes,
+	  .help = "a tenant's N executors as N lanes of one process that share one copy of "
+		  "the model, instead of N processes each with its own (docs/design/lanes.md)" },
+	{ "block-log", 0, ARG_STRING, &config.block_log, .arg = "FILE",
+	  .help = "write one line per finished block to FILE (tab-separated, a header names "
+		  "the columns): the policy's prediction next to the executor's measurement" },
+	{ "max-tenants-per-uid", 0, ARG_INT, &config.max_tenants_per_uid, 1, COLOC_MAX_TENANTS,
+	  .arg = "N",
+	  .help = "serving tenants one user other than root may submit, and attributed "
+		  "tenants (tenant add) apart" },
+	{ "max-executors-per-uid", 0, ARG_INT, &config.max_executors_per_uid, 1,
+	  COLOC_MAX_TENANTS *SERVING_MAX_EXECUTORS, .arg = "N",
+	  .help = "executor processes over one user's serving tenants" },
+	{ "max-queued-per-uid", 0, ARG_INT, &config.max_queued_per_uid, 1,
+	  SERVING_DEFAULT_QUEUE_TOTAL, .arg = "N",
+	  .help = "queries queued or running over one user's tenants (root is held to the "
+		  "global limits only)" },
+	{ "uid-range", 0, ARG_PARSER, .parse = parse_uid_range, .arg = "A-B",
+	  .help = "uids (and gids) for the tenants' executors, one of its own each, skipping "
+		  "any in /etc/passwd or /etc/group",
+	  .dflt = "1879048192-1879052287" },
+	{ "executor-memory", 0, ARG_ULL, &executor_memory_mib, 64, 1L << 30, .arg = "MIB",
+	  .help = "memory of one tenant's cgroup; each executor's address space is bounded at "
+		  "4x that" },
+	{ "cgroup-root", 0, ARG_STRING, &config.sandbox.cgroup_base, .arg = "DIR",
+	  .help = "the tenants' cgroups go under DIR",
+	  .dflt = "cgroup v2: its own cgroup's tenants/ when systemd delegated it, else "
+		  "/sys/fs/cgroup/coloc; v1: coloc under colocd's own cgroup" },
+	{ "allow-weak-isolation", 0, ARG_FLAG, &config.sandbox.allow_weak,
+	  .help = "start executors even where a layer of their sandbox cannot be had "
+		  "(namespaces, cgroups, Landlock); the tenant's status then says what is "
+		  "missing" },
+	{ "no-namespaces", 0, ARG_FLAG, &config.sandbox.no_namespaces,
+	  .help = "start executors in colocd's namespaces (needs --allow-weak-isolation)" },
+	{ "no-cgroups", 0, ARG_FLAG, &config.sandbox.no_cgroups,
+	  .help = "no cgroup per tenant (needs --allow-weak-isolation)" },
+	{ "verbose", 'v', ARG_FLAG, &config.verbose, .help = "print libbpf's messages" },
 };
 #define NR_OPTIONS (int)(sizeof(options) / sizeof(options[0]))
 #define OPTION_VAL 256 /* getopt's value for options[i] is OPTION_VAL + i */
+
+/* o's line (or lines) of --help, made from its entry. */
+static void print_option(FILE *out, const struct colocd_option *o)
+{
+	char lead[64], text[512], range[48] = "", dflt[256] = "";
+
+	if (o->short_name)
+		snprintf(lead, sizeof(lead), "  -%c, --%s", o->short_name, o->name);
+	else
+		snprintf(lead, sizeof(lead), "  --%s", o->name);
+	if (o->arg)
+		snprintf(lead + strlen(lead), sizeof(lead) - strlen(lead), " %s", o->arg);
+	if (o->hi > o->lo)
+		snprintf(range, sizeof(range), ", %ld-%ld", o->lo, o->hi);
+	if (o->dflt)
+		snprintf(dflt, sizeof(dflt), "%s", o->dflt);
+	else if (o->kind == ARG_STRING && *(const char **)o->target)
+		snprintf(dflt, sizeof(dflt), "%s", *(const char **)o->target);
+	else if (o->kind == ARG_UINT)
+		snprintf(dflt, sizeof(dflt), "%u", *(unsigned int *)o->target);
+	else if (o->kind == ARG_INT)
+		snprintf(dflt, sizeof(dflt), "%d", *(int *)o->target);
+	else if (o->kind == ARG_ULL)
+		snprintf(dflt, sizeof(dflt), "%llu", *(unsigned long long *)o->target);
+	snprintf(text, sizeof(text), "%s%s%s%s%s", o->help, range, dflt[0] ? " (default " : "",
+		 dflt, dflt[0] ? ")" : "");
+	print_wrapped(out, lead, HELP_COLUMN, text);
+	if (o->more)
+		o->more(out);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: colocd [OPTION]...\n"
+		"The coloc daemon: samples per-core and per-tenant interference signals with eBPF\n"
+		"and serves them on a control socket (see colocctl). Runs as root.\n"
+		"\n");
+	for (int i = 0; i < NR_OPTIONS; i++)
+		print_option(out, &options[i]);
+	fprintf(out,
+		"  -h, --help        this help\n"
+		"  -V, --version     print the version and exit\n"
+		"\n"
+		"Tenants: colocctl submit NAME MODEL --qos-ms X; queries: colocctl infer NAME.\n"
+		"A tenant belongs to the user who made it: only that user and root may\n"
+		"remove, restart, query it or see more than its name and state.\n"
+		"On SIGTERM colocd stops accepting, lets queries in flight finish (%d s at\n"
+		"most), stops the executors and unpins.\n"
+		"\n"
+		"Inspect while it runs:  bpftool map dump pinned %s/cpu_live\n"
+		"                        colocctl signals; colocctl status\n",
+		COLOCD_DRAIN_MS / 1000, COLOC_DEFAULT_PIN_DIR);
+}
 
 /* options[i] given arg; 0, or 2 having said why. */
 static int apply_option(const struct colocd_option *o, const char *arg)
@@ -266,6 +309,8 @@ static int apply_option(const struct colocd_option *o, const char *arg)
 	char flag[48];
 	long v;
 
+	if (o->given)
+		*o->given = true;
 	switch (o->kind) {
 	case ARG_STRING:
 		*(const char **)o->target = arg;
@@ -275,13 +320,16 @@ static int apply_option(const struct colocd_option *o, const char *arg)
 		return 0;
 	case ARG_UINT:
 	case ARG_INT:
+	case ARG_ULL:
 		snprintf(flag, sizeof(flag), "--%s", o->name);
 		if (cli_parse_flag("colocd", flag, arg, o->lo, o->hi, &v))
 			return 2;
 		if (o->kind == ARG_UINT)
 			*(unsigned int *)o->target = (unsigned int)v;
-		else
+		else if (o->kind == ARG_INT)
 			*(int *)o->target = (int)v;
+		else
+			*(unsigned long long *)o->target = (unsigned long long)v;
 		return 0;
 	case ARG_PARSER:
 		return o->parse(arg);
@@ -292,6 +340,7 @@ static int apply_option(const struct colocd_option *o, const char *arg)
 /* The checks across options, once all are in; 0 or 2 having said why. */
 static int check_args(void)
 {
+	config.sandbox.memory_max = executor_memory_mib << 20;
 	/* a window needs a couple of periodic samples, or idle-looking gaps appear */
 	if (config.sample_hz && (unsigned long)config.sample_hz * config.window_ms < 2000) {
 		fprintf(stderr,
@@ -330,23 +379,32 @@ static int check_args(void)
 static int parse_args(int argc, char **argv)
 {
 	struct option opts[NR_OPTIONS + 3];
-	int opt, ret;
+	char shorts[2 * NR_OPTIONS + 3] = "hV";
+	int opt, ret, n = 2;
 
-	for (int i = 0; i < NR_OPTIONS; i++)
-		opts[i] = (struct option){ options[i].name,
-					   options[i].kind == ARG_FLAG ? no_argument :
-									 required_argument,
+	for (int i = 0; i < NR_OPTIONS; i++) {
+		bool flag = options[i].kind == ARG_FLAG;
+
+		opts[i] = (struct option){ options[i].name, flag ? no_argument : required_argument,
 					   NULL, OPTION_VAL + i };
+		if (options[i].short_name) {
+			shorts[n++] = options[i].short_name;
+			if (!flag)
+				shorts[n++] = ':';
+		}
+	}
+	shorts[n] = '\0';
 	opts[NR_OPTIONS] = (struct option){ "help", no_argument, NULL, 'h' };
 	opts[NR_OPTIONS + 1] = (struct option){ "version", no_argument, NULL, 'V' };
 	opts[NR_OPTIONS + 2] = (struct option){ 0 };
-	while ((opt = getopt_long(argc, argv, "vhV", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
+		for (int i = 0; i < NR_OPTIONS && opt < OPTION_VAL; i++)
+			if (opt == options[i].short_name)
+				opt = OPTION_VAL + i;
 		if (opt >= OPTION_VAL && opt < OPTION_VAL + NR_OPTIONS) {
 			ret = apply_option(&options[opt - OPTION_VAL], optarg);
 			if (ret)
 				return ret;
-		} else if (opt == 'v') {
-			config.verbose = true;
 		} else if (opt == 'h') {
 			usage(stdout);
 			return 1;

@@ -25,6 +25,12 @@
 #include "serving_internal.h"
 #include "submit_files.h"
 
+/* The executors spec asks for: 0 (unsaid) is one. */
+static int spec_executors(const struct serving_tenant_spec *spec)
+{
+	return spec->executors > 0 ? spec->executors : 1;
+}
+
 static bool name_valid(const char *name)
 {
 	size_t n = strlen(name);
@@ -145,7 +151,7 @@ int serving_hold(struct serving *s, const struct serving_tenant_spec *spec,
 	if (!h)
 		return coloc_err_set(err, -ENOMEM, "out of memory admitting %s", spec->name);
 	h->owner = spec->owner;
-	h->executors = spec->executors > 0 ? spec->executors : 1;
+	h->executors = spec_executors(spec);
 	h->next = s->holds;
 	if (s->holds)
 		s->holds->prev = h;
@@ -171,7 +177,7 @@ void serving_release(struct serving *s, struct serving_hold *h)
 static int check_admit_quota(const struct serving *s, const struct serving_tenant_spec *spec,
 			     struct coloc_err *err)
 {
-	int tenants, executors, queued, want = spec->executors > 0 ? spec->executors : 1;
+	int tenants, executors, queued, want = spec_executors(spec);
 
 	if (!spec->owner)
 		return 0;
@@ -261,7 +267,7 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 	snprintf(t->name, sizeof(t->name), "%s", spec->name);
 	t->owner = spec->owner;
 	t->qos_ns = spec->qos_ns;
-	t->nr_exec = spec->executors > 0 ? spec->executors : 1;
+	t->nr_exec = spec_executors(spec);
 	t->admitted = spec->admitted;
 	t->admitted_ctx = spec->admitted_ctx;
 	ret = take_files(t, spec, err);
