@@ -175,6 +175,18 @@ int exec_col2im_run(const struct exec_query *q, const struct exec_col2im *c, int
 int exec_slot_for_cores(const struct exec_model *em, int nr_cores);
 /* Threads in the team of the last block the calling thread ran; 0 before any. */
 int exec_team_last_size(void);
+/*
+ * Lanes taking turns (exec_team_turns.c), for the calling thread, each a
+ * no-op unless it joined: before a block of n team threads, reserve them
+ * (ending the thread's own team first where another lane asked and it holds
+ * more than n), and wait (at most EXEC_TEAM_TURN_WAIT_MS) until the
+ * process's pool threads fit its CPUs; between commands, end the team if
+ * another lane asked; the flag exec_team_wait's sleepers watch (NULL).
+ */
+#define EXEC_TEAM_TURN_WAIT_MS 50
+void exec_team_turns_claim(int n);
+void exec_team_turns_yield(void);
+const atomic_uint *exec_team_turns_asked(void);
 void *exec_buf_ptr(const struct exec_query *q, int tid, const struct exec_buf *b);
 
 #endif /* COLOC_EXEC_INTERNAL_H */

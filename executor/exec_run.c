@@ -14,7 +14,8 @@
  * remembered per thread, whichever model ran last. A block runs on its
  * query's lane (exec_lane.c): only one thread may drive a lane at a time,
  * since the memory objects bound per step, the streams and the scratchpads
- * are the lane's; several lanes of one model run blocks at the same time.
+ * are the lane's; several lanes of one model run blocks at the same time,
+ * taking turns at the process's OpenMP threads (exec_team_turns.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -550,6 +551,8 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
 		return -EBUSY;
 	slot = exec_slot_for_cores(em, cores->nr);
 	n = em->slot_cores[slot];
+	/* beside other lanes: their teams' threads and this one's fit the CPUs */
+	exec_team_turns_claim(n);
 	ret = pin_team(em, cores, n, placement == EXEC_TEAM_SHARED);
 	if (ret) {
 		atomic_store(&q->lane->running, false);

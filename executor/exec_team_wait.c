@@ -10,6 +10,8 @@
  * the doorbell's futex word: no libgomp spin runs, and the doorbell's one
  * FUTEX_WAKE wakes every thread at once, before the block's first layer
  * instead of one parallel region after the caller. docs/design/serving-path.md.
+ * In a process of lanes taking turns (exec_team_turns.c) the team also
+ * wakes when another lane asks for its threads, and ends before sleeping on.
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -20,28 +22,39 @@
 #include <unistd.h>
 #include "exec_internal.h"
 
-/* Sleeps until *word != seen (shared futex: the waker may be another process). */
-static void sleep_on(uint32_t *word, uint32_t seen)
+/*
+ * Sleeps until *word != seen or *asked (shared futex: the waker may be
+ * another process; a lane asking for the team wakes word too).
+ */
+static void sleep_on(uint32_t *word, uint32_t seen, const atomic_uint *asked)
 {
-	while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == seen)
+	while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == seen && !(asked && atomic_load(asked)))
 		syscall(SYS_futex, word, FUTEX_WAIT, seen, NULL, NULL, 0);
 }
 
 uint32_t exec_team_wait(uint32_t *word, uint32_t seen)
 {
-	int n = exec_team_last_size();
-	bool woken = false;
+	const atomic_uint *asked = exec_team_turns_asked();
 
-	if (n <= 1) {
-		sleep_on(word, seen);
-		return __atomic_load_n(word, __ATOMIC_ACQUIRE);
-	}
+	for (;;) {
+		int n;
+		bool woken = false;
+
+		/* another lane asked for this one's threads: they go before it sleeps */
+		exec_team_turns_yield();
+		n = exec_team_last_size();
+		if (n <= 1) {
+			sleep_on(word, seen, asked);
+		} else {
 #pragma omp parallel num_threads(n) shared(woken)
-	{
-		sleep_on(word, seen);
-		/* a waker that woke one waiter only: the first awake wakes the others */
-		if (!__atomic_exchange_n(&woken, true, __ATOMIC_ACQ_REL))
-			syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+			{
+				sleep_on(word, seen, asked);
+				/* a waker that woke one waiter only: the first awake wakes the others */
+				if (!__atomic_exchange_n(&woken, true, __ATOMIC_ACQ_REL))
+					syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+			}
+		}
+		if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen)
+			return __atomic_load_n(word, __ATOMIC_ACQUIRE);
 	}
-	return __atomic_load_n(word, __ATOMIC_ACQUIRE);
 }

@@ -6,8 +6,8 @@
  * input copied from the slot when it starts a query, its block run on its
  * cores, its output copied into the slot when it ends one. Between
  * commands the OpenMP team sleeps on the doorbell (exec_team_wait;
- * docs/design/serving-path.md), or, in a process of several lanes, is
- * ended (exec_team_release; docs/design/lanes.md).
+ * docs/design/serving-path.md); in a process of several lanes, until
+ * another lane needs its threads (exec_team_turns_join; docs/design/lanes.md).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -195,6 +195,12 @@ int shm_serve_prepare(struct shm_serve *s, char *why, size_t len)
 {
 	int ret = describe_model(s, why, len);
 
+	if (!ret && s->team_turns) {
+		ret = exec_team_turns_join(&s->shm->cmd.seq, s->allowed.nr);
+		if (ret)
+			snprintf(why, len, "joining the lanes' turns at OpenMP teams: %s",
+				 strerror(-ret));
+	}
 	if (!ret)
 		ret = warm_up(s, why, len);
 	return ret;
@@ -474,9 +480,7 @@ int shm_serve_loop(struct shm_serve *s)
 		__u32 seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
 
 		if (seq == seen) {
-			if (s->release_team)
-				exec_team_release();
-			/* the team (if any is left) sleeps with the caller, and wakes with it */
+			/* the team (if any) sleeps with the caller, and wakes with it */
 			exec_team_wait(&c->seq, seen);
 			continue;
 		}

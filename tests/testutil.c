@@ -526,7 +526,8 @@ int tu_topology_xml(char *buf, size_t len, const int *package_ids, int nr_packag
 	return 0;
 }
 
-float *tu_model_outputs(const char *path, const float *input, size_t *out_elems)
+int tu_model_outputs_n(const char *path, const float *const *inputs, int n, float **outs,
+		       size_t *out_elems)
 {
 	struct coloc_err err = { 0 };
 	struct model *m = model_load(path, &err);
@@ -534,11 +535,13 @@ float *tu_model_outputs(const char *path, const float *input, size_t *out_elems)
 	struct exec_options o = { 0 };
 	struct exec_model *em = NULL;
 	struct exec_query *q = NULL;
-	float *want = NULL;
 	cpu_set_t mask;
+	int ret = -1, k;
 
+	for (k = 0; k < n; k++)
+		outs[k] = NULL;
 	if (!m)
-		return NULL;
+		return -1;
 	sched_getaffinity(0, sizeof(mask), &mask);
 	for (int cpu = 0; cpu < EXEC_MAX_CPUS && cpu < CPU_SETSIZE; cpu++)
 		if (CPU_ISSET(cpu, &mask) && exec_cpu_online(cpu))
@@ -547,29 +550,39 @@ float *tu_model_outputs(const char *path, const float *input, size_t *out_elems)
 	q = em ? exec_query_new(em) : NULL;
 	if (!q || model_io_layout(m, &io, &err))
 		goto out;
-	for (int i = 0; i < io.nr_inputs; i++)
-		memcpy(exec_query_input(q, io.inputs[i].layer),
-		       (const char *)input + io.inputs[i].offset, io.inputs[i].bytes);
 	*out_elems = io.out_bytes / sizeof(float);
-	want = malloc(io.out_bytes);
-	if (!want || exec_run_block(em, q, 0, m->nr_layers, NULL, &o.cpus, NULL))
-		goto out;
-	for (int i = 0; i < io.nr_outputs; i++) {
-		if (exec_query_read_output(q, io.outputs[i].layer,
-					   want + io.outputs[i].offset / sizeof(float),
-					   io.outputs[i].bytes / sizeof(float))) {
-			free(want);
-			want = NULL;
+	for (k = 0; k < n; k++) {
+		for (int i = 0; i < io.nr_inputs; i++)
+			memcpy(exec_query_input(q, io.inputs[i].layer),
+			       (const char *)inputs[k] + io.inputs[i].offset, io.inputs[i].bytes);
+		outs[k] = malloc(io.out_bytes);
+		if (!outs[k] || exec_run_block(em, q, 0, m->nr_layers, NULL, &o.cpus, NULL))
 			goto out;
-		}
+		for (int i = 0; i < io.nr_outputs; i++)
+			if (exec_query_read_output(q, io.outputs[i].layer,
+						   outs[k] + io.outputs[i].offset / sizeof(float),
+						   io.outputs[i].bytes / sizeof(float)))
+				goto out;
 	}
+	ret = 0;
 out:
+	for (k = 0; ret && k < n; k++) {
+		free(outs[k]);
+		outs[k] = NULL;
+	}
 	model_io_layout_free(&io);
 	if (q)
 		exec_query_free(q);
 	exec_model_free(em);
 	model_free(m);
-	return want;
+	return ret;
+}
+
+float *tu_model_outputs(const char *path, const float *input, size_t *out_elems)
+{
+	float *out;
+
+	return tu_model_outputs_n(path, &input, 1, &out, out_elems) ? NULL : out;
 }
 
 static char tu_tmpdir[128];

@@ -109,6 +109,13 @@ int tu_topology_xml(char *buf, size_t len, const int *package_ids, int nr_packag
  * tenant's executor process must match); malloc'd, *out_elems floats, or NULL.
  */
 float *tu_model_outputs(const char *path, const float *input, size_t *out_elems);
+/*
+ * The same for each of n inputs with one load of the model (a load is most
+ * of a call's time): outs[k] malloc'd, *out_elems floats each. 0, or -1 with
+ * every outs[k] NULL.
+ */
+int tu_model_outputs_n(const char *path, const float *const *inputs, int n, float **outs,
+		       size_t *out_elems);
 
 /*
  * Makes /tmp/coloc-NAME-XXXXXX into buf ("" if it cannot), removed with

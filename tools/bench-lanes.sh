@@ -6,8 +6,14 @@
 # a ResNet-50 tenant with 1 and with 2 executors after 4 s of queries at 5/s
 # (VmRSS and RssAnon summed over its distinct pids), then MobileNet-V2 with 2
 # executors driven by coloc-load at RATE queries/s for SECONDS (p50, p95,
-# within QoS, colocd's compute part). As root; POLICY=NAME for colocd's
-# --policy (default: colocd's).
+# within QoS, colocd's compute part, and from colocd's block log each
+# block's executor time and its team switch, p50 / p90 us). As root;
+# POLICY=NAME for colocd's --policy (default: colocd's); BASE_EXECUTOR=PATH
+# adds a third layout, lanes served by that coloc-executor (e.g. a copy of
+# an earlier build's), run side by side in each replica; MEMORY= (empty)
+# skips the memory part; COLOCD_ARGS='...' more colocd options (e.g.
+# '--late serve', so that a loaded machine's late queries are served and
+# counted rather than dropped).
 #   tools/bench-lanes.sh [RATE [SECONDS [REPLICAS]]]
 set -euo pipefail
 RATE=${1:-150}
@@ -27,11 +33,18 @@ tenant_kib() { # tenant field
 	echo "$sum"
 }
 
+# p50 / p90 of a block log column over tenant mnv2's blocks
+block_pct() { # log column
+	awk -F'\t' -v c="$2" 'NR > 1 && $2 == "mnv2" { print $c }' "$1" | sort -n |
+		awk '{ v[NR] = $1 } END { if (NR) printf "%d / %d", v[int(NR * 0.5) + 1], v[int(NR * 0.9) + 1]; else printf "none" }'
+}
+
 run_layout() { # name [colocd options...]
-	local name=$1 json n
+	local name=$1 json n log=$WORK/blocks-$1.tsv
 	shift
-	start_colocd "${POLICY:-}" "$@"
-	for n in 1 2; do
+	# shellcheck disable=SC2086 # COLOCD_ARGS: words for colocd
+	start_colocd "${POLICY:-}" --block-log "$log" ${COLOCD_ARGS:-} "$@"
+	for n in ${MEMORY-1 2}; do
 		submit_tenant "r50x$n" resnet50 2000 quiet "$n"
 		wait_ready "r50x$n"
 		"$BIN/coloc-load" --socket "$SOCK" --tenant "r50x$n:5" --duration 4 >/dev/null
@@ -45,6 +58,8 @@ run_layout() { # name [colocd options...]
 		--warmup 2 --json)
 	echo "$name mnv2x2 rate $RATE $(echo "$json" | grep -o '"\(p50_ms\|p95_ms\|p99_ms\|within_qos\|achieved_rate\)":[0-9.e+-]*' | head -n 5 | tr '\n' ' ')" \
 		"compute $(echo "$json" | grep -o '"compute":{[^}]*}')"
+	echo "$name mnv2x2 blocks $(awk 'NR > 1 && $2 == "mnv2"' "$log" | wc -l)" \
+		"measured_us $(block_pct "$log" 11) switch_us $(block_pct "$log" 13)"
 	stop_colocd
 }
 
@@ -52,5 +67,6 @@ uptime
 for r in $(seq "$REPLICAS"); do
 	echo "replica $r"
 	run_layout lanes --executor-lanes
+	[ -z "${BASE_EXECUTOR:-}" ] || run_layout lanes-base --executor-lanes --executor "$BASE_EXECUTOR"
 	run_layout processes
 done

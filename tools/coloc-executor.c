@@ -426,7 +426,7 @@ int main(int argc, char **argv)
 	parent = getppid();
 	for (int i = 0; i < opts.nr_shm; i++) {
 		lanes[i].done_fd = opts.done_fd[i];
-		lanes[i].release_team = opts.nr_shm > 1;
+		lanes[i].team_turns = opts.nr_shm > 1;
 		ret = shm_serve_map(&lanes[i], opts.shm_fd[i], why, sizeof(why));
 		if (ret) {
 			fprintf(stderr, PROG ": tenant %s: lane %d: %s\n", opts.tenant, i, why);

@@ -134,10 +134,32 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
  * waiters), the first awake wakes the rest. So between blocks no team
  * thread spins (GOMP_SPINCOUNT applies only within a block, between its
  * parallel regions), and the team is awake when the next block's command
- * lands instead of being woken one parallel region later.
+ * lands instead of being woken one parallel region later. A lane taking
+ * turns (exec_team_turns_join) also wakes when another lane asks for its
+ * team, ends it and sleeps on.
  * docs/design/serving-path.md says why.
  */
 uint32_t exec_team_wait(uint32_t *word, uint32_t seen);
+
+/*
+ * Makes the calling thread a lane that takes turns at OpenMP teams with the
+ * other lanes of the process that joined (exec_team_turns.c): libgomp
+ * throttles every team's spin once the process's pool threads exceed the
+ * CPUs it started on (nr_cpus, the cores the lanes' blocks use, at most
+ * that). The lane keeps its team between blocks, parked in exec_team_wait
+ * on doorbell, until another lane's block needs its threads to stay within
+ * nr_cpus: then that block asks it (a flag and a wake on doorbell) and
+ * waits until its team has ended. Ends the thread's team so far; teams are
+ * as large as their block from then on. 0, -EINVAL, -EALREADY (joined),
+ * -ENOSPC (64 lanes).
+ */
+int exec_team_turns_join(uint32_t *doorbell, int nr_cpus);
+
+/* Ends the calling lane's team and its part in the turns (before its thread ends). */
+void exec_team_turns_leave(void);
+
+/* Blocks that stopped waiting for the others' teams to end (a lane slower than 50 ms). */
+unsigned long exec_team_turns_overruns(void);
 
 /*
  * Ends the calling thread's OpenMP team (its pool threads exit) and, from

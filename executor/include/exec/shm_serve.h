@@ -40,10 +40,11 @@ struct shm_serve {
 	struct exec_lane *lane; /* the caller's; NULL: the model's own lane */
 	struct exec_cpuset allowed; /* the cores a command may name */
 	/*
-	 * Between commands, end the lane's OpenMP team (exec_team_release)
-	 * instead of parking it: set for a process of several lanes.
+	 * Take turns at OpenMP teams with the process's other lanes
+	 * (exec_team_turns_join, on the doorbell cmd.seq, from
+	 * shm_serve_prepare): set for a process of several lanes.
 	 */
-	bool release_team;
+	bool team_turns;
 	struct model_io_layout io;
 	struct exec_query *pool[COLOC_SHM_NR_SLOTS]; /* the lane's arenas, made when needed */
 	struct exec_query *q[COLOC_SHM_NR_SLOTS]; /* a slot's started query, one of pool */
@@ -68,7 +69,8 @@ int shm_serve_allowed_cpus(const char *text, struct exec_cpuset *set, char *why,
  * set: writes the model's description into the header (refused with -E2BIG
  * if a query does not fit a slot), makes the lane's first arena and warms
  * every kernel version up once in it, from the calling thread (which then
- * serves the lane: its OpenMP team is made here). A block from layer
+ * serves the lane: its OpenMP team is made here; with team_turns it joins
+ * the process's lanes' turns first). A block from layer
  * first > 0 must start where the slot's query's last block ended.
  * 0 or a negative errno.
  */
