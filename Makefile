@@ -141,17 +141,18 @@ BINS := $(BIN)/colocd $(TOOL_BINS)
 TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 # The tests that load BPF, start colocd or executors, or act as other users,
 # and onnx_ort (it runs ONNX Runtime's downloads, make ort-models, and writes
-# exports into build/ort), and fuzz (the fuzzers write into build/fuzz, one
-# starts a daemon core): only make check runs them, as root. Every other
+# exports into build/ort), fuzz (the fuzzers write into build/fuzz, one
+# starts a daemon core) and state_writer (colocd keeps a tenant's files only
+# in a directory of root's): only make check runs them, as root. Every other
 # test is a unit test: make check-unit runs it as any user, and it must pass
 # as nobody in a tree it cannot write.
 SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs colocctl colocctl_serving colocd colocd_conns \
-	colocd_faults colocd_serving \
+	colocd_faults colocd_serving colocd_slow_state \
 	colocd_tenant control \
 	execproc execproc_hostile execproc_isolation execproc_lanes fuzz hostile_executor install level_source \
 	load onnx_ort owners pmu sandbox sensor \
-	server serving serving_executors serving_plan serving_spawn serving_tenants tenants submit gateway \
-	gateway_faults gateway_grpc uncore)
+	server serving serving_executors serving_plan serving_spawn serving_tenants state_writer tenants \
+	submit gateway gateway_faults gateway_grpc uncore)
 UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h

@@ -10,7 +10,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,13 +83,6 @@ static void control_submit_admitted(void *ctx, const char *name, int ret,
 	control_admission_free(a);
 }
 
-/* A duplicate of fd (close-on-exec), or -1 for -1; false when it fails. */
-static bool control_dup(int fd, int *out)
-{
-	*out = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	return fd < 0 || *out >= 0;
-}
-
 /* control_submit_spec, with the model's hash when it was computed off the loop (else NULL). */
 static int control_submit_hashed(struct colocd *d, const struct colocd_spec *spec,
 				 const struct colocd_files *files, struct server_req *sreq,
@@ -113,7 +105,6 @@ static int control_submit_hashed(struct colocd *d, const struct colocd_spec *spe
 		.model_hashed = model_hash != NULL,
 		.model_hash = model_hash ? *model_hash : 0,
 	};
-	bool dup_ok;
 	int ret;
 
 	if (!a)
@@ -123,16 +114,9 @@ static int control_submit_hashed(struct colocd *d, const struct colocd_spec *spe
 	a->conn = sreq ? sreq->conn : 0;
 	a->uid = uid;
 	a->spec = *spec;
-	a->files.model_fd = a->files.weights_fd = -1;
-	for (int i = 0; i < COLOC_MAX_REQUEST_FDS; i++)
-		a->files.external_fd[i] = -1;
-	dup_ok = control_dup(files->model_fd, &a->files.model_fd) &&
-		 control_dup(files->weights_fd, &a->files.weights_fd);
-	for (int i = 0; i < spec->nr_external && dup_ok; i++)
-		dup_ok = control_dup(files->external_fd[i], &a->files.external_fd[i]);
-	if (!dup_ok) {
-		ret = coloc_err_set(err, -errno, "duplicating the submit's files: %s",
-				    strerror(errno));
+	ret = colocd_files_dup(files, spec->nr_external, &a->files);
+	if (ret) {
+		coloc_err_set(err, ret, "duplicating the submit's files: %s", strerror(-ret));
 		control_admission_free(a);
 		return ret;
 	}

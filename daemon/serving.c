@@ -295,6 +295,26 @@ static void close_executors(struct serving *s, struct sv_tenant *t, bool gracefu
 	}
 }
 
+/*
+ * A start that failed: t's executors retired, each reaped through the loop
+ * by its pidfd, watched here when watch_pidfd, or, where that is not
+ * watched, by serving_tick (serving_next_timeout_ms asks for it).
+ */
+static void retire_after_failed_start(struct serving *s, struct sv_tenant *t, bool watch_pidfd)
+{
+	for (int i = 0; i < t->nr_exec; i++) {
+		struct execproc *ep = t->ex[i].ep;
+		bool watched;
+
+		if (!ep)
+			continue;
+		watched = !s->watch || (watch_pidfd && !s->watch(s->ctx, execproc_pidfd(ep), true));
+		retire_executor(s, &t->ex[i], false);
+		if (!watched && s->retired && s->retired->ep == ep)
+			s->retired->unwatched = true;
+	}
+}
+
 void sv_free_tenant(struct serving *s, struct sv_tenant *t)
 {
 	close_executors(s, t, false);
@@ -381,16 +401,9 @@ int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err 
 	if (ret) {
 		/*
 		 * Those started before the failure go as any exit does: killed,
-		 * then reaped through the loop (their pidfd watched), never
-		 * waited for here.
+		 * then reaped through the loop, never waited for here.
 		 */
-		for (int i = 0; i < t->nr_exec; i++) {
-			if (!t->ex[i].ep)
-				continue;
-			if (s->watch)
-				s->watch(s->ctx, execproc_pidfd(t->ex[i].ep), true);
-			retire_executor(s, &t->ex[i], false);
-		}
+		retire_after_failed_start(s, t, true);
 		return ret;
 	}
 	for (int i = 0; i < t->nr_exec && !ret; i++) {
@@ -400,7 +413,7 @@ int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err 
 				      strerror(-ret));
 	}
 	if (ret) {
-		close_executors(s, t, false);
+		retire_after_failed_start(s, t, false);
 		return ret;
 	}
 	t->state = SERVING_TENANT_STARTING;

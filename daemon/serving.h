@@ -17,7 +17,9 @@
  *    is never waited for: asked to exit or killed, its pidfd stays watched
  *    until it is reaped (SIGKILL SV_STOP_MS after an exit it ignores).
  *  - Call serving_tick() at least every serving_next_timeout_ms(): it finds
- *    hung blocks and executors that never got ready.
+ *    hung blocks and executors that never got ready, and reaps an executor
+ *    left whose pidfd the watch callback refused (the timeout is then a
+ *    tenth of a second at most, until it is gone).
  *  - serving_submit() queues a query; its callback runs exactly once, from
  *    serving_handle_fd/tick/submit/remove/destroy, with the output (ok), or
  *    dropped/failed with the reason. A submit refused at once returns an

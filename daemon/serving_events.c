@@ -344,9 +344,12 @@ int serving_next_timeout_ms(const struct serving *s)
 			if (t->ex[x].busy && hang_deadline(s, &t->ex[x]) < next)
 				next = hang_deadline(s, &t->ex[x]);
 	}
-	for (const struct sv_retired *r = s->retired; r; r = r->next)
+	for (const struct sv_retired *r = s->retired; r; r = r->next) {
 		if (r->kill_at_ns && r->kill_at_ns < next)
 			next = r->kill_at_ns;
+		if (r->unwatched && now + SV_REAP_POLL_MS * 1000000ull < next)
+			next = now + SV_REAP_POLL_MS * 1000000ull;
+	}
 	if (next == UINT64_MAX)
 		return -1;
 	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);

@@ -18,6 +18,7 @@
 #define SV_MAX_TENANTS POLICY_MAX_TENANTS
 #define SV_MAX_ROUNDS 16 /* decide calls per round before leaving the rest to the next event */
 #define SV_STOP_MS 100 /* an idle executor answers EXIT in microseconds; then SIGKILL */
+#define SV_REAP_POLL_MS 100 /* how often a retired executor whose pidfd is not watched is looked at */
 
 struct sv_query {
 	uint64_t id;
@@ -64,6 +65,7 @@ struct sv_exec {
 struct sv_retired {
 	struct execproc *ep;
 	uint64_t kill_at_ns; /* SIGKILL then, if still there; 0: sent already */
+	bool unwatched; /* its pidfd could not be watched: serving_tick looks for its end */
 	struct sv_retired *next;
 };
 

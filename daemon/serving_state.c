@@ -138,19 +138,21 @@ void colocd_state_drop_files(const char *path, const char *name, int nr_external
 	}
 }
 
-/* The file's new text to d's writer (off the loop), or written here without one. */
+/* A duplicate of fd (close-on-exec, above the standard three), -1 for -1; 0 or -errno. */
+static int state_dup(int fd, int *out)
+{
+	*out = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	return fd >= 0 && *out < 0 ? -errno : 0;
+}
+
+/* The specs to d's writer (off the loop, never failing), or the file written here without one. */
 static int state_commit(struct colocd *d, struct coloc_err *err)
 {
-	char *text;
-
 	if (!d->cfg.state_path)
 		return 0;
 	if (!d->state_writer)
 		return colocd_state_write(d, err);
-	text = colocd_state_text(d);
-	if (!text)
-		return coloc_err_set(err, -ENOMEM, "out of memory writing the state file");
-	state_writer_post(d->state_writer, text);
+	state_writer_post(d->state_writer, d->specs, d->nr_specs);
 	return 0;
 }
 
@@ -159,6 +161,9 @@ int colocd_spec_restore(struct colocd *d, const struct colocd_spec *spec, struct
 	if (d->nr_specs >= COLOC_MAX_TENANTS)
 		return coloc_err_set(err, -ENOSPC, "all %d tenant slots are taken",
 				     COLOC_MAX_TENANTS);
+	/* what its drop will need, taken now: a drop cannot fail */
+	if (d->state_writer && state_writer_reserve_drop(d->state_writer))
+		return coloc_err_set(err, -ENOMEM, "out of memory recording tenant %s", spec->name);
 	d->specs[d->nr_specs++] = *spec;
 	return 0;
 }
@@ -197,11 +202,28 @@ int colocd_spec_drop(struct colocd *d, const char *name, struct coloc_err *err)
 				return 0;
 			if (!d->state_writer)
 				colocd_state_drop_files(d->cfg.state_path, name, nr_external);
-			else if (state_writer_drop_files(d->state_writer, name, nr_external))
-				return coloc_err_set(err, -ENOMEM, "out of memory");
+			else
+				state_writer_drop_files(d->state_writer, name, nr_external);
 			return state_commit(d, err);
 		}
 	return 0;
+}
+
+int colocd_files_dup(const struct colocd_files *files, int nr_external, struct colocd_files *out)
+{
+	int ret = 0;
+
+	out->model_fd = out->weights_fd = -1;
+	for (int i = 0; i < COLOC_MAX_REQUEST_FDS; i++)
+		out->external_fd[i] = -1;
+	ret = state_dup(files->model_fd, &out->model_fd);
+	if (!ret)
+		ret = state_dup(files->weights_fd, &out->weights_fd);
+	for (int i = 0; i < nr_external && !ret; i++)
+		ret = state_dup(files->external_fd[i], &out->external_fd[i]);
+	if (ret)
+		colocd_files_close(out, nr_external);
+	return ret;
 }
 
 void colocd_files_close(struct colocd_files *files, int nr_external)
@@ -266,71 +288,15 @@ int colocd_state_files(const char *path, const struct colocd_spec *spec, struct 
 	return ret;
 }
 
-static int state_write_all(int fd, const char *text, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, text, len);
-
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		if (n > 0) {
-			text += n;
-			len -= (size_t)n;
-		}
-	}
-	return 0;
-}
-
-char *colocd_state_text(const struct colocd *d)
-{
-	struct json_object *root, *arr;
-	char *text;
-
-	root = json_object_new_object();
-	arr = json_object_new_array();
-	for (int i = 0; i < d->nr_specs; i++) {
-		const struct colocd_spec *sp = &d->specs[i];
-		struct json_object *o = json_object_new_object();
-
-		json_object_object_add(o, "name", json_object_new_string(sp->name));
-		json_object_object_add(o, "model", json_object_new_string(sp->model));
-		json_object_object_add(o, "weights",
-				       sp->weights[0] ? json_object_new_string(sp->weights) : NULL);
-		if (sp->nr_external) {
-			struct json_object *ext = json_object_new_array();
-
-			for (int k = 0; k < sp->nr_external; k++)
-				json_object_array_add(ext, json_object_new_string(sp->external[k]));
-			json_object_object_add(o, "external", ext);
-		}
-		json_object_object_add(o, "qos_ns", json_object_new_int64((int64_t)sp->qos_ns));
-		if (sp->executors > 1)
-			json_object_object_add(o, "executors", json_object_new_int(sp->executors));
-		json_object_object_add(o, "owner", json_object_new_int64((int64_t)sp->owner));
-		json_object_array_add(arr, o);
-	}
-	json_object_object_add(root, "tenants", arr);
-	text = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY));
-	json_object_put(root);
-	return text;
-}
-
 int colocd_state_write(const struct colocd *d, struct coloc_err *err)
 {
-	char *text;
-	int ret;
-
 	if (!d->cfg.state_path)
 		return 0;
-	text = colocd_state_text(d);
-	if (!text)
-		return coloc_err_set(err, -ENOMEM, "out of memory writing the state file");
-	ret = colocd_state_write_text(d->cfg.state_path, text, err);
-	free(text);
-	return ret;
+	return colocd_state_write_specs(d->cfg.state_path, d->specs, d->nr_specs, err);
 }
 
-int colocd_state_write_text(const char *path, const char *text, struct coloc_err *err)
+int colocd_state_write_specs(const char *path, const struct colocd_spec *specs, int nr,
+			     struct coloc_err *err)
 {
 	char tmp[PATH_MAX + 16];
 	int fd, ret;
@@ -340,9 +306,7 @@ int colocd_state_write_text(const char *path, const char *text, struct coloc_err
 	if (fd < 0)
 		return coloc_err_set(err, -errno, "cannot write the state file %s: %s", tmp,
 				     strerror(errno));
-	ret = state_write_all(fd, text, strlen(text));
-	if (!ret)
-		ret = state_write_all(fd, "\n", 1);
+	ret = colocd_state_render(fd, specs, nr);
 	if (!ret && fsync(fd))
 		ret = -errno;
 	close(fd);

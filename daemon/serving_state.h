@@ -48,7 +48,9 @@ struct colocd_files {
  * The admitted tenants as submitted: add on admit (with --state, a copy
  * of files' bytes goes into the state's directory, STATE.files/, root's
  * own), drop on remove; rewrites --state. With d->state_writer the I/O is
- * queued to it (errors then go to stderr); without, done here.
+ * queued to it (errors then go to stderr); without, done here. A drop
+ * never fails for want of memory: what it needs was reserved when the
+ * tenant was recorded (colocd_spec_restore, which add calls).
  */
 int colocd_spec_add(struct colocd *d, const struct colocd_spec *spec,
 		    const struct colocd_files *files, struct coloc_err *err);
@@ -57,14 +59,18 @@ int colocd_spec_drop(struct colocd *d, const char *name, struct coloc_err *err);
 int colocd_spec_restore(struct colocd *d, const struct colocd_spec *spec, struct coloc_err *err);
 /*
  * Writes the specs to cfg.state_path atomically (temp + rename); 0 without
- * one. On the caller's thread: colocd itself hands the text to its writer
+ * one. On the caller's thread: colocd itself hands the specs to its writer
  * (state_writer.h) from colocd_spec_add/_drop instead.
  */
 int colocd_state_write(const struct colocd *d, struct coloc_err *err);
-/* The file's text for d's specs (malloc'd), or NULL when out of memory. */
-char *colocd_state_text(const struct colocd *d);
-/* Writes text as the state file path: temp, fsync, rename; 0 or -errno with err. */
-int colocd_state_write_text(const char *path, const char *text, struct coloc_err *err);
+/* Writes specs as the state file path: temp, fsync, rename; 0 or -errno with err. */
+int colocd_state_write_specs(const char *path, const struct colocd_spec *specs, int nr,
+			     struct coloc_err *err);
+/*
+ * The file's text for specs, written into fd (state_text.c); allocates
+ * nothing, so it cannot fail for want of memory. 0 or -errno of a write.
+ */
+int colocd_state_render(int fd, const struct colocd_spec *specs, int nr);
 /* A copy of each of the tenant's files into path.files/ (temp, fsync, rename each). */
 int colocd_state_keep_files(const char *path, const char *name, const struct colocd_files *files,
 			    int nr_external, struct coloc_err *err);
@@ -83,5 +89,11 @@ int colocd_state_read(const char *path, struct colocd_spec *specs, struct coloc_
 int colocd_state_files(const char *path, const struct colocd_spec *spec,
 		       struct colocd_files *files, struct coloc_err *err);
 void colocd_files_close(struct colocd_files *files, int nr_external);
+/*
+ * Duplicates of files (close-on-exec) into out, -1 where files has none:
+ * 0, or -errno with none left open. The one copy of colocd's descriptor
+ * duplication (the admission's and the --state writer's).
+ */
+int colocd_files_dup(const struct colocd_files *files, int nr_external, struct colocd_files *out);
 
 #endif /* COLOC_DAEMON_SERVING_STATE_H */
