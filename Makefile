@@ -324,6 +324,14 @@ $(BIN)/coloc-sim: $(OBJ)/tools/coloc-sim.o $(SIMCLI_OBJS) $(LIBS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+# coloc-profile: tools/coloc-profile.c (the command line, the cache) and its
+# measuring in tools/coloc-profile/ (the cells, the whole-model runs)
+PROFILECLI_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/coloc-profile/*.c))
+$(BIN)/coloc-profile: $(OBJ)/tools/coloc-profile.o $(PROFILECLI_OBJS) $(LIBS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
 $(BIN)/%: $(OBJ)/tools/%.o $(LIBS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

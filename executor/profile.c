@@ -3,8 +3,8 @@
  * Latency profiles (profile.h) in memory: the table of cells by layer,
  * version, core count and stress level, with their confidence intervals;
  * the slowdown per level, medians, the sanity check, lookup with
- * interpolation between stress levels, and whether two profiles were
- * measured the same way. Its text format is written by profile_save.c and
+ * interpolation between stress levels, whether two profiles were
+ * measured the same way, and whether a profile is stale. Its text format is written by profile_save.c and
  * read by profile_parse.c; the cache key is computed in profile_cache.c.
  */
 #define _GNU_SOURCE
@@ -216,6 +216,32 @@ void profile_median_ci(uint64_t *v, int n, uint64_t *median, uint64_t *lo, uint6
 	}
 	*lo = v[j - 1];
 	*hi = v[n - j];
+}
+
+void profile_solo_summary(uint64_t *v, int n, uint64_t *median, double *spread)
+{
+	int p10 = n / 10, p90 = n - 1 - n / 10;
+
+	qsort(v, (size_t)n, sizeof(*v), cmp_u64);
+	*median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	*spread = *median ? (double)(v[p90] - v[p10]) / (double)*median : 0;
+}
+
+bool profile_is_stale(const struct profile *p, uint64_t now_ns, double now_spread)
+{
+	double allowed = p->conditions.spread, ratio;
+
+	if (!p->conditions.known || !p->conditions.solo_ns)
+		return false;
+	if (now_spread > allowed)
+		allowed = now_spread;
+	if (allowed < PROFILE_STALE_FLOOR)
+		allowed = PROFILE_STALE_FLOOR;
+	/* as a ratio, so that 3 x too slow and 3 x too fast weigh alike */
+	ratio = (double)now_ns / (double)p->conditions.solo_ns;
+	if (ratio < 1)
+		ratio = 1 / ratio;
+	return ratio > 1 + allowed;
 }
 
 void profile_check(const struct profile *p, struct profile_check *out)

@@ -387,6 +387,31 @@ static int parse_slowdown(struct parser *ps, struct profile *p, bool *seen)
 	return 0;
 }
 
+/* conditions SOLO_NS SPREAD LOADAVG STEAL: how busy the machine was (profile.h). */
+static int parse_conditions(struct parser *ps, struct profile *p)
+{
+	struct profile_conditions *c = &p->conditions;
+	int ret;
+
+	if (c->known)
+		return parse_error(ps, "duplicate 'conditions'");
+	if (ps->nr_fields != 5)
+		return parse_error(
+			ps, "'conditions' takes SOLO_NS SPREAD LOADAVG STEAL, found %d values",
+			ps->nr_fields - 1);
+	if ((ret = field_u64(ps, 1, "solo latency (ns)", 1, PROFILE_MAX_LATENCY_NS, &c->solo_ns)) ||
+	    (ret = field_ratio(ps, 2, "spread", -1, &c->spread)) ||
+	    (ret = field_ratio(ps, 3, "load average", -1, &c->loadavg)) ||
+	    (ret = field_ratio(ps, 4, "steal", -1, &c->steal)))
+		return ret;
+	if (c->spread < 0 || c->loadavg < 0 || c->steal < 0 || c->steal > 1)
+		return parse_error(
+			ps,
+			"conditions: spread, load average and steal must be numbers, steal at most 1");
+	c->known = true;
+	return 0;
+}
+
 /* A measured cell has its interval around it; an unmeasured one has none. */
 static int check_intervals(struct parser *ps, const struct profile *p)
 {
@@ -441,6 +466,8 @@ static int parse_body(struct parser *ps, struct profile *p)
 			ret = parse_stress_gbps(ps, p, gbps_seen);
 		} else if (!strcmp(ps->field[0], "slowdown")) {
 			ret = parse_slowdown(ps, p, slowdown_seen);
+		} else if (!strcmp(ps->field[0], "conditions")) {
+			ret = parse_conditions(ps, p);
 		} else if (!strcmp(ps->field[0], "end")) {
 			if (ps->nr_fields != 1) {
 				ret = parse_error(ps, "'end' takes no values");
@@ -455,7 +482,7 @@ static int parse_body(struct parser *ps, struct profile *p)
 		} else {
 			ret = parse_error(
 				ps,
-				"unknown record '%.40s' (expected lat, lat-lo, lat-hi, stress-gbps, slowdown or end)",
+				"unknown record '%.40s' (expected lat, lat-lo, lat-hi, stress-gbps, slowdown, conditions or end)",
 				ps->field[0]);
 		}
 		if (ret)

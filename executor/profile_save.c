@@ -151,6 +151,10 @@ static void write_profile(const struct profile *p, FILE *f)
 		}
 		fputc('\n', f);
 	}
+	if (p->conditions.known)
+		fprintf(f, "conditions %llu %.4f %.2f %.4f\n",
+			(unsigned long long)p->conditions.solo_ns, p->conditions.spread,
+			p->conditions.loadavg, p->conditions.steal);
 	for (int i = 0; i < p->nr_layers; i++)
 		for (int v = 0; v < p->layers[i].nr_versions; v++)
 			for (int c = 1; c <= p->nr_cores; c++)

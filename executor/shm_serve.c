@@ -157,7 +157,8 @@ static struct exec_query *slot_query(struct shm_serve *s, unsigned int slot)
  * activations, the OpenMP team's creation and oneDNN's first-execution
  * work. Left to the first queries, that cost (up to ~2x the profiled
  * latency) would also reach the scheduler as interference and as a
- * prediction error to correct.
+ * prediction error to correct. The lane's later arenas are not warmed
+ * (docs/design/arena-plan.md says why).
  */
 static int warm_up(struct shm_serve *s, char *why, size_t len)
 {

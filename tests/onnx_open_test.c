@@ -271,13 +271,15 @@ TEST(serving__admits_and_serves_an_onnx_tenant)
 	EXPECT_EQ(-ENOENT, serving_admit_wait(s, &spec, 180000, &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "coloc-profile")) TH_LOG("%s", err.msg);
 	coloc_err_clear(&err);
-	snprintf(cmd, sizeof(cmd), "%s %s -o %s/m.profile --iters 1 --levels 50 --cache-dir %s",
+	snprintf(cmd, sizeof(cmd),
+		 "%s %s -o %s/m.profile --iters 1 --levels 50 --force --cache-dir %s",
 		 tu_bin("coloc-profile", bin, sizeof(bin)), onnx, dir, dir);
 	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s: %s", cmd, out);
 	snprintf(cmd, sizeof(cmd), "test -s %s/m.profile", dir);
 	EXPECT_EQ(0, tu_run(cmd, NULL, 0));
-	snprintf(cmd, sizeof(cmd), "%s %s -o %s/erf.profile --iters 1 --levels 50 --cache-dir %s",
-		 bin, bad, dir, dir);
+	snprintf(cmd, sizeof(cmd),
+		 "%s %s -o %s/erf.profile --iters 1 --levels 50 --force --cache-dir %s", bin, bad,
+		 dir, dir);
 	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, UNSUPPORTED_WORDS)) TH_LOG("%s", out);
 

@@ -321,6 +321,7 @@ TEST_F(profile, load__rejects_malformed_with_file_line)
 		{ 2, "coloc-profile 1", 2, "format version 1" },
 		{ 2, "coloc-profile 2", 2, "older coloc whose kernels or cells differ" },
 		{ 2, "coloc-profile 3", 2, "measure the profile again" },
+		{ 2, "coloc-profile 5", 2, "measure the profile again" },
 		{ LINE_ISA, NULL, LINE_ISA, "expected 'isa'" },
 		{ LINE_MODEL_HASH, "model-hash 0123", LINE_MODEL_HASH, "16 lowercase hex" },
 		{ LINE_MODEL_HASH, "model-hash 0123456789ABCDEF", LINE_MODEL_HASH, "hex" },
@@ -715,8 +716,9 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 {
 	static const char *const names[] = { "data", "c1", "c2", "a" };
 	char bin[PATH_MAX], model[160], out[160], cache[160], cached[PATH_MAX];
-	const char *args[] = { model,	   "-o",     out,	    "--iters", "1",
-			       "--levels", "50,100", "--cache-dir", cache,     NULL };
+	/* --force: this test is about the cells and the cache, not about a quiet machine */
+	const char *args[] = { model,	 "-o",		out,   "--iters", "1", "--levels",
+			       "50,100", "--cache-dir", cache, "--force", NULL };
 	struct profile_machine machine;
 	struct tu_child run;
 	struct profile *p;
@@ -795,8 +797,8 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 TEST_F_TIMEOUT(profile, coloc_profile__measures_in_the_executors_openmp_environment, 120)
 {
 	char bin[PATH_MAX], model[160], out[160], want[160];
-	const char *args[] = { model,	   "-o", out, "--iters", "1", "--levels", "50", "--no-cache",
-			       "--verbose", NULL };
+	const char *args[] = { model, "-o",	    out,	 "--iters", "1", "--levels",
+			       "50",  "--no-cache", "--verbose", "--force", NULL };
 	struct tu_child run;
 
 	if (find_tool("coloc-profile", bin, sizeof(bin)))
@@ -830,7 +832,7 @@ TEST_F_TIMEOUT(profile, coloc_profile__resumes_where_sigint_stopped_it, 120)
 					  "add a in=c3,c2\n"
 					  "end\n";
 	char bin[PATH_MAX], model[160], out[160], partial[176];
-	const char *args[] = { model, "-o", out, "--iters", "20", "--no-cache", NULL };
+	const char *args[] = { model, "-o", out, "--iters", "20", "--no-cache", "--force", NULL };
 	const char *other[] = { model,	      "-o",	  out,	      "--iters", "20",
 				"--no-cache", "--resume", "--levels", "40",	 NULL };
 	struct profile *half, *full;

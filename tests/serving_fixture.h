@@ -179,7 +179,7 @@ FIXTURE_SETUP(serving)
 	if (!p) {
 		ASSERT_EQ(-ENOENT, err.code) TH_LOG("%s", coloc_err_str(&err));
 		snprintf(cmd, sizeof(cmd),
-			 "%s '%s' -o '%s/mnv2.profile' --iters 1 --levels 50 "
+			 "%s '%s' -o '%s/mnv2.profile' --iters 1 --levels 50 --force "
 			 "--cache-dir '%s'",
 			 tu_bin("coloc-profile", bin, sizeof(bin)), self->model, cache_dir,
 			 cache_dir);

@@ -114,7 +114,8 @@ FIXTURE_SETUP(serving_plan)
 	ASSERT_NE(NULL, m) TH_LOG("%s", coloc_err_str(&err));
 	p = profile_table_find(self->model, m, cache_dir, &err);
 	if (!p) {
-		snprintf(cmd, sizeof(cmd), "%s '%s' -o '%s/mnv2.profile' --iters 1 --levels 50 "
+		snprintf(cmd, sizeof(cmd),
+			 "%s '%s' -o '%s/mnv2.profile' --iters 1 --levels 50 --force "
 			 "--cache-dir '%s'",
 			 tu_bin("coloc-profile", bin, sizeof(bin)), self->model, cache_dir,
 			 cache_dir);

@@ -618,7 +618,7 @@ int tu_quick_profile(const char *model, const char *cache_dir, char *out, size_t
 	snprintf(prof, sizeof(prof), "%s/quick.profile", cache_dir);
 	if (!access(prof, R_OK))
 		return 0;
-	snprintf(cmd, sizeof(cmd), "%s '%s' -o '%s' --iters 1 --levels 50 --cache-dir '%s'",
+	snprintf(cmd, sizeof(cmd), "%s '%s' -o '%s' --iters 1 --levels 50 --force --cache-dir '%s'",
 		 tu_bin("coloc-profile", bin, sizeof(bin)), model, prof, cache_dir);
 	if (tu_run(cmd, out, len) == 0)
 		return 0;

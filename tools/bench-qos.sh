@@ -284,9 +284,14 @@ done
 
 # ---- profiles and solo latencies ----------------------------------------------
 start=$SECONDS
-echo "== latency profiles (made once, then reused from $CACHE)"
+echo "== latency profiles (made once, then reused from $CACHE while the model runs as fast)"
 for m in "${!MODEL_SET[@]}"; do
-	make_profile "$m" 2>&1 | sed "s/^/  $m: /" | tail -n 2
+	make_profile "$m" >"$WORK/$m.profile.log" 2>&1 || {
+		sed "s/^/  $m: /" "$WORK/$m.profile.log" | tail -n 3 >&2
+		echo "bench-qos: no profile of $m to trust (above); a benchmark on its targets would be void" >&2
+		exit 1
+	}
+	grep -E 'whole model|reused|wrote' "$WORK/$m.profile.log" | sed "s/^/  $m: /"
 done
 
 # Solo latency as served: each model alone under colocd (temporal: one query

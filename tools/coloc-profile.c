@@ -3,26 +3,17 @@
  * coloc-profile: measures a model's latency profile (executor/profile.h,
  * format in models/PROFILE.md), the per-layer tables VELTAIR schedules
  * from: every layer x kernel version x core count, alone and under
- * coloc-stress at a few levels.
- *
- * Each cell is the median of --iters runs of a one-layer block
- * (exec_run_block(i, i + 1)) on the first c cores this process may use,
- * after one run of the whole model so the layer's inputs exist, with a 95 %
- * confidence interval from order statistics. The stressor (bin/coloc-stress
- * next to this executable) starts once per core count under --control: on
- * the cores the layer does not use, spinning without touching memory at
- * level 0 so that "alone" is measured with those cores as busy as under
- * stress, or on the same cores when the layer uses all of them. Levels
- * alternate in rounds over chunks of layers (measure_chunk()), so that alone
- * and stressed runs interleave in time; at each level one version at a time
- * runs through the chunk's layers, as a query would run them, in an order
- * rotated from round to round (a layer's versions back to back made every
- * version after the first look faster: its memory was warm). Measuring each
- * level in its own stretch with the other core idle made layers look faster
- * under stress (issue 8). Progress goes to FILE.partial every few seconds and on
- * SIGINT/SIGTERM; a later run with the same setup continues from it. A complete profile is also stored in
- * the cache (keyed by model file hash, import options and machine) and reused from there.
- * It measures in the OpenMP environment of colocd's executors (run_as_served()).
+ * coloc-stress at a few levels, on the live query serving runs
+ * (tools/coloc-profile/measure.c), with the machine's conditions meanwhile
+ * (tools/coloc-profile/solo.c). This file: the command line, the cache,
+ * resuming FILE.partial, refusing a profile measured on a busy machine
+ * (--force keeps it), and checking a cached profile against a fresh
+ * whole-model run before reusing it (--verify-cache). Progress goes to
+ * FILE.partial every few seconds and on SIGINT/SIGTERM; a later run with
+ * the same setup continues from it. A complete profile is also stored in
+ * the cache (keyed by model file hash, import options and machine) and
+ * reused from there. It measures in the OpenMP environment of colocd's
+ * executors (run_as_served()).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,18 +31,9 @@
 
 #include "binpath.h"
 #include "coloc/shm.h"
-#include "executor.h"
 #include "model.h"
-#include "model_open.h"
-#include "profile_host.h"
 #include "cli.h"
-#include "stress_ctl.h"
-
-#define PROFILE_PARTIAL_SAVE_NS 2000000000ULL
-/* Time given to the stressor after a level change: five of its 1 ms periods. */
-#define PROFILE_SETTLE_NS 5000000ULL
-/* A round over a chunk's layers takes about this long, so settling costs at most a fifth. */
-#define PROFILE_CHUNK_NS 25000000ULL
+#include "coloc-profile/profiler.h"
 
 static struct {
 	const char *model_path;
@@ -64,6 +46,9 @@ static struct {
 	const char *cache_dir; /* NULL: $COLOC_CACHE_DIR or the default */
 	bool use_cache;
 	bool resume; /* insist on resuming from FILE.partial */
+	bool force; /* keep a profile measured on a busy machine */
+	double busy_spread; /* the spread above which the machine was busy */
+	bool verify_cache; /* time the model before reusing a cached profile */
 	bool verbose;
 } opt = {
 	.iters = 9,
@@ -72,23 +57,10 @@ static struct {
 	.levels = { 30, 60, 100 },
 	.kind = PROFILE_STRESS_LLC,
 	.use_cache = true,
+	.busy_spread = PROFILE_BUSY_SPREAD,
 };
 
-static volatile sig_atomic_t interrupted;
-
-struct profiler {
-	struct model_source src;
-	struct model *model; /* src's */
-	struct exec_model *em;
-	struct exec_query *q;
-	struct profile *p;
-	struct exec_cpuset allowed;
-	char stress_bin[PATH_MAX];
-	char partial[PATH_MAX];
-	size_t cells_total, cells_done;
-	uint64_t started_ns, last_save_ns;
-	bool tty;
-};
+volatile sig_atomic_t profiler_interrupted;
 
 static void usage(FILE *f, const char *prog)
 {
@@ -113,6 +85,18 @@ static void usage(FILE *f, const char *prog)
 		"  -r, --resume           continue from FILE.partial, failing if it does not\n"
 		"                         match; without it a matching FILE.partial is still\n"
 		"                         continued, and a mismatched one replaced\n"
+		"      --verify-cache     before reusing a cached profile, time the whole model\n"
+		"                         now and measure again if it differs from the\n"
+		"                         profile's whole-model time by more than the spread\n"
+		"                         of either (at least %d %%): a profile made on a busy\n"
+		"                         machine, or before the machine changed, is stale\n"
+		"  -f, --force            keep a profile even if the machine was busy while it\n"
+		"                         was measured (its whole-model runs spread over more\n"
+		"                         than --busy-spread of their median); without it such\n"
+		"                         a profile is refused and nothing is written\n"
+		"      --busy-spread PCT  the spread (p90 - p10 of the whole-model runs, in %%\n"
+		"                         of their median) above which the machine was busy\n"
+		"                         (0..1000, default %d)\n"
 		"  -b, --batch N          an .onnx MODEL's batch, for inputs whose first dim\n"
 		"                         is symbolic (default 1); part of the cache key\n"
 		"  -d, --dim NAME=VALUE   the value of an .onnx MODEL's symbolic dim NAME\n"
@@ -121,7 +105,8 @@ static void usage(FILE *f, const char *prog)
 		"  -h, --help             show this help\n"
 		"      --version          print coloc's release and exit\n"
 		"\n"
-		"Layers on fewer than all cores are measured with the stressor on the other\n"
+		"Each layer is timed on the query arena serving uses, after the layers before\n"
+		"it ran. Layers on fewer than all cores are measured with the stressor on the other\n"
 		"cores, kept busy without touching memory for the \"alone\" column; on all\n"
 		"cores the stressor shares the layer's cores. Levels alternate in rounds, so\n"
 		"alone and stressed runs interleave. At the end it prints how many rows pass\n"
@@ -130,7 +115,8 @@ static void usage(FILE *f, const char *prog)
 		"run the same command again to continue.\n"
 		"Exit status: 0 profile written, 1 failure or interrupted, 2 bad usage.\n"
 		"Example: %s models/mobilenet_v2.model -o mobilenet_v2.profile --iters 9\n",
-		prog, PROFILE_MAX_LEVELS - 1, PROFILE_DEFAULT_CACHE_DIR, prog);
+		prog, PROFILE_MAX_LEVELS - 1, PROFILE_DEFAULT_CACHE_DIR,
+		(int)(PROFILE_STALE_FLOOR * 100), (int)(PROFILE_BUSY_SPREAD * 100), prog);
 }
 
 static int parse_levels(const char *list)
@@ -157,288 +143,10 @@ static int parse_levels(const char *list)
 	return n ? 0 : -EINVAL;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static void on_signal(int sig)
 {
 	(void)sig;
-	interrupted = 1;
-}
-
-/* With --verbose, what the stressor says about itself: its setup, its rates. */
-static void echo_stress_line(void *ctx, const char *line)
-{
-	(void)ctx;
-	fprintf(stderr, "  %s", line);
-}
-
-/*
- * Starts coloc-stress at level 0 under --control, so levels change without
- * a restart: on the cores the layers do not use, filling the rest of each
- * period with a spin that touches no memory (level 0 keeps those cores busy
- * without interfering), or on the layers' own cores when they use all of
- * them, where level 0 must leave the cores to the layer and so sleeps.
- */
-static int stressor_start(struct profiler *pr, struct stress_ctl *s, int nr_cores)
-{
-	char cores[EXEC_MAX_CPUS * 5] = "";
-	bool shared = nr_cores >= pr->allowed.nr;
-	int first = shared ? 0 : nr_cores;
-	size_t off = 0;
-
-	for (int i = first; i < pr->allowed.nr; i++)
-		off += (size_t)snprintf(cores + off, sizeof(cores) - off, "%s%d",
-					i > first ? "," : "", pr->allowed.cpus[i]);
-	return stress_ctl_start(s, pr->stress_bin, cores, profile_stress_kind_name(opt.kind),
-				shared ? "sleep" : "spin", opt.verbose ? echo_stress_line : NULL,
-				NULL, NULL);
-}
-
-/*
- * Stops the stressor and takes the bandwidth it reported at each level of
- * the profile into gbps[] (left alone where it reported none). Returns 0 or
- * a negative errno when it failed.
- */
-static int stressor_stop(struct stress_ctl *s, const struct profile *p, double *gbps)
-{
-	int ret = stress_ctl_stop(s, NULL);
-
-	for (int k = 1; k < p->nr_levels; k++)
-		if (s->gbps[p->levels[k]] >= 0)
-			gbps[k] = s->gbps[p->levels[k]];
-	return ret;
-}
-
-static void progress(struct profiler *pr, int cores, int layer)
-{
-	double frac = pr->cells_total ? (double)pr->cells_done / (double)pr->cells_total : 1;
-	char bar[41];
-	int fill = (int)(frac * 40);
-
-	if (!pr->tty)
-		return;
-	memset(bar, '#', (size_t)fill);
-	memset(bar + fill, '.', (size_t)(40 - fill));
-	bar[40] = '\0';
-	fprintf(stderr, "\r[%s] %3.0f%%  cores %d  layer %d/%d ", bar, frac * 100, cores, layer + 1,
-		pr->p->nr_layers);
-	fflush(stderr);
-}
-
-static int save_partial(struct profiler *pr)
-{
-	struct coloc_err err = { 0 };
-	int ret;
-
-	profile_update_slowdown(pr->p);
-	ret = profile_save(pr->p, pr->partial, &err);
-	if (ret)
-		fprintf(stderr, "\ncoloc-profile: cannot save progress: %s\n", coloc_err_str(&err));
-	pr->last_save_ns = now_ns();
-	return ret;
-}
-
-static bool layer_done(const struct profile *p, int layer, int cores)
-{
-	for (int v = 0; v < p->layers[layer].nr_versions; v++)
-		for (int k = 0; k < p->nr_levels; k++)
-			if (!*profile_latency_cell_const(p, layer, v, cores, k))
-				return false;
-	return true;
-}
-
-/* Keeps this core busy: a sleep would let it idle, which is not how it runs a layer. */
-static void spin_ns(uint64_t ns)
-{
-	uint64_t until = now_ns() + ns;
-
-	while (now_ns() < until)
-		;
-}
-
-static int run_layer(struct profiler *pr, const struct exec_cpuset *set, int l, int v, uint64_t *ns)
-{
-	struct exec_block_stats st;
-	int ret = exec_run_block(pr->em, pr->q, l, l + 1, &v, set, &st);
-
-	if (ret)
-		fprintf(stderr, "\ncoloc-profile: layer %d (%s) version %d on %d cores: %s\n", l,
-			pr->p->layers[l].name, v, set->nr, strerror(-ret));
-	*ns = st.latency_ns;
-	return ret;
-}
-
-/*
- * Measures layers [first, last) on the cores of set: iters rounds, each
- * visiting every level (in an order rotated from round to round) and at
- * each level running every layer and version once, after PROFILE_SETTLE_NS
- * for the stressor's new level to take hold. Alone and stressed runs thus
- * alternate through the whole measurement, so drift (clock, power state,
- * the other tenants of a shared machine) falls on every level alike. Each
- * cell is then the median of its iters runs with its 95 % CI.
- */
-static int measure_chunk(struct profiler *pr, struct stress_ctl *s, const struct exec_cpuset *set,
-			 int first, int last)
-{
-	struct profile *p = pr->p;
-	int nr_levels = p->nr_levels, iters = p->iters, ret = 0, max_versions = 1;
-	size_t nr_cells = 0, cell;
-	uint64_t *samples;
-
-	for (int l = first; l < last; l++) {
-		nr_cells += (size_t)p->layers[l].nr_versions * (size_t)nr_levels;
-		if (p->layers[l].nr_versions > max_versions)
-			max_versions = p->layers[l].nr_versions;
-	}
-	samples = calloc(nr_cells * (size_t)iters, sizeof(*samples));
-	if (!samples)
-		return -ENOMEM;
-	for (int r = 0; r < iters && !ret && !interrupted; r++) {
-		for (int i = 0; i < nr_levels && !ret && !interrupted; i++) {
-			int k = (i + r) % nr_levels;
-
-			ret = stress_ctl_set_level(s, p->levels[k], NULL);
-			if (ret) {
-				/* SIGINT reaches the stressor too: then its silence is expected. */
-				if (!interrupted)
-					fprintf(stderr, "\ncoloc-profile: %s stopped answering\n",
-						pr->stress_bin);
-				break;
-			}
-			spin_ns(PROFILE_SETTLE_NS);
-			for (int j = 0; j < max_versions && !ret; j++) {
-				cell = 0; /* the layer's first cell, in (version, level) order */
-				for (int l = first; l < last && !ret; l++) {
-					int nv = p->layers[l].nr_versions, v = (j + r) % nv;
-					size_t at =
-						(cell + (size_t)v * (size_t)nr_levels + (size_t)k) *
-							(size_t)iters +
-						(size_t)r;
-
-					cell += (size_t)nv * (size_t)nr_levels;
-					if (j < nv)
-						ret = run_layer(pr, set, l, v, &samples[at]);
-				}
-			}
-		}
-		progress(pr, set->nr, last - 1);
-	}
-	cell = 0;
-	for (int l = first; l < last && !ret && !interrupted; l++) {
-		for (int v = 0; v < p->layers[l].nr_versions; v++) {
-			for (int k = 0; k < nr_levels; k++, cell++) {
-				uint64_t *med = profile_latency_cell(p, l, v, set->nr, k), *lo, *hi;
-
-				profile_ci_cells(p, l, v, set->nr, k, &lo, &hi);
-				profile_median_ci(&samples[cell * (size_t)iters], iters, med, lo,
-						  hi);
-				/* 0 means "not measured" in a profile; a faster-than-1-ns layer is 1 ns. */
-				*med += !*med;
-				*lo += !*lo;
-				*hi += !*hi;
-				pr->cells_done++;
-			}
-		}
-	}
-	free(samples);
-	return ret;
-}
-
-/*
- * The layers from first on that form one chunk: each version run once (its
- * warm-up, the first touch of its scratch memory) until a round over them
- * takes PROFILE_CHUNK_NS, so the settling time per level stays a small
- * share. Stops at a layer measured already (resumed). Returns the end.
- */
-static int warm_chunk(struct profiler *pr, const struct exec_cpuset *set, int first, int *ret)
-{
-	uint64_t sum = 0, ns;
-	int l = first;
-
-	for (; l < pr->p->nr_layers && sum < PROFILE_CHUNK_NS && !*ret; l++) {
-		if (layer_done(pr->p, l, set->nr))
-			break;
-		for (int v = 0; v < pr->p->layers[l].nr_versions && !*ret; v++) {
-			*ret = run_layer(pr, set, l, v, &ns);
-			sum += ns;
-		}
-	}
-	return l;
-}
-
-static int measure_cores(struct profiler *pr, int cores)
-{
-	struct profile *p = pr->p;
-	struct exec_cpuset set = { .nr = cores };
-	struct exec_block_stats st;
-	struct stress_ctl s;
-	double *gbps = &p->stress_gbps[(size_t)(cores - 1) * (size_t)p->nr_levels];
-	uint64_t t0 = now_ns();
-	int ret, l = 0;
-
-	memcpy(set.cpus, pr->allowed.cpus, (size_t)cores * sizeof(set.cpus[0]));
-	ret = stressor_start(pr, &s, cores);
-	if (ret) {
-		fprintf(stderr, "\ncoloc-profile: %s did not start: %s\n", pr->stress_bin,
-			strerror(-ret));
-		return ret;
-	}
-	exec_query_reset(pr->q);
-	exec_query_fill_inputs(pr->q, pr->model, pr->model->seed);
-	/* The whole model once, so every layer's inputs hold real activations. */
-	ret = exec_run_block(pr->em, pr->q, 0, p->nr_layers, NULL, &set, &st);
-	if (ret)
-		fprintf(stderr, "\ncoloc-profile: running the whole model on %d cores: %s\n", cores,
-			strerror(-ret));
-	while (!ret && !interrupted && l < p->nr_layers) {
-		int last;
-
-		if (layer_done(p, l, cores)) {
-			l++;
-			continue;
-		}
-		last = warm_chunk(pr, &set, l, &ret);
-		if (!ret)
-			ret = measure_chunk(pr, &s, &set, l, last);
-		l = last;
-		if (now_ns() - pr->last_save_ns > PROFILE_PARTIAL_SAVE_NS)
-			save_partial(pr);
-	}
-	if (stressor_stop(&s, p, gbps) && !ret && !interrupted) {
-		fprintf(stderr, "\ncoloc-profile: %s failed\n", pr->stress_bin);
-		ret = -ECHILD;
-	}
-	if (opt.verbose)
-		fprintf(stderr, "%scores %d: %.2f s\n", pr->tty ? "\n" : "", cores,
-			(double)(now_ns() - t0) / 1e9);
-	else if (!pr->tty && !interrupted && !ret)
-		fprintf(stderr, "coloc-profile: cores %d done (%zu/%zu cells)\n", cores,
-			pr->cells_done, pr->cells_total);
-	return ret;
-}
-
-static int measure_all(struct profiler *pr)
-{
-	for (int c = 1; c <= pr->p->nr_cores && !interrupted; c++) {
-		bool done = true;
-		int ret;
-
-		for (int l = 0; l < pr->p->nr_layers; l++)
-			done &= layer_done(pr->p, l, c);
-		if (done)
-			continue;
-		ret = measure_cores(pr, c);
-		if (ret)
-			return ret;
-		save_partial(pr);
-	}
-	return 0;
+	profiler_interrupted = 1;
 }
 
 /* What the profile shows about itself: the checks a trusted profile passes. */
@@ -658,11 +366,69 @@ static int profiler_open(struct profiler *pr, uint64_t *hash, struct profile_mac
 		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&cerr));
 		return -1;
 	}
+	pr->q = exec_query_new_live(pr->em, NULL);
+	if (!pr->q) {
+		fprintf(stderr, "coloc-profile: out of memory for a query\n");
+		return -1;
+	}
+	pr->verbose = opt.verbose;
 	pr->p = empty_profile(pr, *hash, machine);
 	if (!pr->p)
 		return -1;
 	pr->cells_total = profile_nr_missing(pr->p);
 	return 0;
+}
+
+/*
+ * Whether the machine was busy while pr->p was measured: its conditions
+ * (printed) from the whole-model runs; then, unless --force, nothing is
+ * written and the partial profile goes (its cells are as suspect).
+ */
+static bool measured_busy(struct profiler *pr)
+{
+	struct profile_conditions *c = &pr->p->conditions;
+
+	profiler_conditions(pr, c);
+	profiler_print_conditions("while measuring", c);
+	if (c->spread <= opt.busy_spread)
+		return false;
+	if (opt.force) {
+		printf("coloc-profile: kept although the machine was busy (--force)\n");
+		return false;
+	}
+	fprintf(stderr,
+		"coloc-profile: the machine was busy while measuring: the whole model's runs spread over %.0f %% of their median (more than %.0f %%; load average %.2f, steal %.1f %%), so its cells are not what this model costs alone; nothing written. Measure again on a quieter machine, or pass --force to keep such a profile\n",
+		c->spread * 100, opt.busy_spread * 100, c->loadavg, c->steal * 100);
+	unlink(pr->partial);
+	return true;
+}
+
+/*
+ * --verify-cache: the whole model timed now against the cached profile's
+ * conditions. True when they differ by more than the spread (stale).
+ */
+static bool cached_is_stale(struct profiler *pr, const struct profile *cached)
+{
+	struct profile_conditions now;
+	bool stale;
+
+	if (profile_cpu_ticks_read(&pr->ticks_start))
+		memset(&pr->ticks_start, 0, sizeof(pr->ticks_start));
+	exec_query_reset(pr->q);
+	exec_query_fill_inputs(pr->q, pr->model, pr->model->seed);
+	if (profiler_time_solo(pr))
+		return true;
+	profiler_conditions(pr, &now);
+	pr->nr_solo = 0; /* a new profile's conditions start afresh */
+	stale = profile_is_stale(cached, now.solo_ns, now.spread);
+	profiler_print_conditions("now", &now);
+	if (!cached->conditions.known)
+		printf("coloc-profile: the cached profile records no conditions: kept\n");
+	else
+		printf("coloc-profile: the cached profile's whole model %.3f ms (spread %.1f %%): %s\n",
+		       (double)cached->conditions.solo_ns / 1e6, cached->conditions.spread * 100,
+		       stale ? "stale, measuring again" : "fresh");
+	return stale;
 }
 
 /*
@@ -676,15 +442,10 @@ static int measure_and_save(struct profiler *pr, const char *cache_dir, const ch
 	struct coloc_err cerr = { 0 };
 	int ret;
 
-	pr->q = exec_query_new(pr->em);
-	if (!pr->q) {
-		fprintf(stderr, "coloc-profile: out of memory for a query\n");
-		return -1;
-	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	pr->tty = isatty(STDERR_FILENO);
-	pr->started_ns = pr->last_save_ns = now_ns();
+	pr->started_ns = pr->last_save_ns = profiler_now_ns();
 	printf("coloc-profile: %s: %d layers, %zu cells (versions x cores 1..%d x levels 0",
 	       pr->p->model_name, pr->p->nr_layers, pr->cells_total, pr->p->nr_cores);
 	for (int k = 0; k < opt.nr_levels; k++)
@@ -692,17 +453,19 @@ static int measure_and_save(struct profiler *pr, const char *cache_dir, const ch
 	printf("), %d iters, stress %s\n", opt.iters, profile_stress_kind_name(opt.kind));
 	fflush(stdout);
 
-	ret = measure_all(pr);
+	ret = profiler_measure_all(pr);
 	if (pr->tty)
 		fputc('\n', stderr);
-	if (ret || interrupted) {
-		save_partial(pr);
+	if (ret || profiler_interrupted) {
+		profiler_save_partial(pr);
 		fprintf(stderr,
 			"coloc-profile: %s: %zu of %zu cells measured, saved in %s; run the same command again to continue\n",
-			interrupted ? "interrupted" : "failed",
+			profiler_interrupted ? "interrupted" : "failed",
 			pr->cells_total - profile_nr_missing(pr->p), pr->cells_total, pr->partial);
 		return -1;
 	}
+	if (measured_busy(pr))
+		return -1;
 
 	profile_update_slowdown(pr->p);
 	ret = profile_save(pr->p, opt.output, &cerr);
@@ -712,7 +475,7 @@ static int measure_and_save(struct profiler *pr, const char *cache_dir, const ch
 	}
 	unlink(pr->partial);
 	printf("coloc-profile: wrote %s in %.1f s\n", opt.output,
-	       (double)(now_ns() - pr->started_ns) / 1e9);
+	       (double)(profiler_now_ns() - pr->started_ns) / 1e9);
 	print_check(pr->p);
 	if (opt.use_cache) {
 		ret = mkdir_p(cache_dir);
@@ -752,7 +515,12 @@ static int profile_model(struct profiler *pr)
 		fprintf(stderr, "coloc-profile: cache path under %s too long\n", cache_dir);
 		goto cleanup;
 	}
-	if (opt.use_cache && (cached = cached_profile(cache_path, pr->p))) {
+	if (opt.use_cache && (cached = cached_profile(cache_path, pr->p)) && opt.verify_cache &&
+	    cached_is_stale(pr, cached)) {
+		profile_free(cached);
+		cached = NULL;
+	}
+	if (cached) {
 		ret = profile_save(cached, opt.output, &cerr);
 		if (ret) {
 			fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&cerr));
@@ -790,6 +558,9 @@ int main(int argc, char **argv)
 		{ "cache-dir", required_argument, NULL, 'C' },
 		{ "no-cache", no_argument, NULL, 'N' },
 		{ "resume", no_argument, NULL, 'r' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "verify-cache", no_argument, NULL, 'V' },
+		{ "busy-spread", required_argument, NULL, 'B' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "dim", required_argument, NULL, 'd' },
@@ -802,7 +573,7 @@ int main(int argc, char **argv)
 	int c, ret;
 	long v;
 
-	while ((c = getopt_long(argc, argv, "o:n:L:k:C:rvb:d:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:n:L:k:C:rfvb:d:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			opt.output = optarg;
@@ -840,6 +611,17 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			opt.resume = true;
+			break;
+		case 'f':
+			opt.force = true;
+			break;
+		case 'V':
+			opt.verify_cache = true;
+			break;
+		case 'B':
+			if (cli_parse_flag("coloc-profile", "--busy-spread", optarg, 0, 1000, &v))
+				return 2;
+			opt.busy_spread = (double)v / 100;
 			break;
 		case 'v':
 			opt.verbose = true;

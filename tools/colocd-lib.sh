@@ -14,7 +14,11 @@
 #                           SOCK and PIN, and COLOCD its pid once started;
 #                           'default' is the one current after colocd_lib_init.
 #                           Every function below acts on the current colocd
-#   make_profile MODEL      its latency profile, made once into $CACHE
+#   make_profile MODEL      its latency profile, made once into $CACHE; a cached
+#                           one is reused only while the whole model still runs
+#                           as fast as when it was profiled (coloc-profile
+#                           --verify-cache), else measured again; fails on a
+#                           machine too busy to profile on
 #   start_colocd [POLICY [OPTION...]]
 #                           (colocd's default policy without one, or ''); returns 1,
 #                           its log on stderr, if colocd did not start, e.g.
@@ -91,7 +95,7 @@ ctl() { "$BIN/colocctl" --socket "$SOCK" "$@"; }
 
 make_profile() { # model
 	"$BIN/coloc-profile" "$ROOT/models/$1.model" -o "$WORK/$1.profile" --iters 5 \
-		--levels 50,100 --cache-dir "$CACHE"
+		--levels 50,100 --cache-dir "$CACHE" --verify-cache
 }
 
 start_colocd() { # [policy [colocd options...]]

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "coloc/limits.h"
 #include "error.h"
 #include "model.h"
@@ -250,6 +251,26 @@ uint64_t exec_median_u64(uint64_t *v, int n);
 bool exec_cpu_online(int cpu);
 /* Parses a cpulist such as "0-3,6"; every CPU must be online. 0 or -errno with a message. */
 int exec_cpuset_parse(const char *text, struct exec_cpuset *set, struct coloc_err *err);
+/*
+ * A live query's arena (exec_arena.c): each buffer lives from layer lo to
+ * layer hi (inclusive; nr_layers: to the end), and exec_arena_pack places
+ * them largest first (ties: lower index first), each at the lowest offset
+ * clear of every placed buffer alive at the same time, in O(n log n) plus
+ * the overlaps it finds; past 64 overlaps per buffer (a hostile model of
+ * many buffers alive at once) every buffer gets bytes of its own instead.
+ * offsets[] gets each buffer's; returns the arena's size, or -ENOMEM.
+ */
+struct exec_live_buf {
+	int lo, hi;
+	size_t bytes;
+};
+ssize_t exec_arena_pack(const struct exec_live_buf *bufs, int n, size_t *offsets);
+/*
+ * A loaded model's buffers as its arena was planned (one per buffer the
+ * layers' outputs share, in layer order) and their offsets; bufs and
+ * offsets hold nr_layers entries. Returns their count or -errno.
+ */
+int exec_arena_bufs(const struct exec_model *em, struct exec_live_buf *bufs, size_t *offsets);
 /* Core counts primitives were built for; a block on n cores uses the largest <= n. */
 int exec_model_core_counts(const struct exec_model *em, int *counts, int max);
 

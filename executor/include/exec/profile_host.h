@@ -11,6 +11,7 @@
 #define COLOC_EXEC_PROFILE_HOST_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "error.h"
 #include "model.h"
 #include "profile_table.h"
@@ -29,5 +30,19 @@ int profile_table_build(const struct profile *p, const struct model *m, struct p
  */
 struct profile *profile_table_find(const char *model_path, const struct model *m,
 				   const char *cache_dir, struct coloc_err *err);
+
+/*
+ * How busy this machine is (profile_busy.c), for a profile's conditions:
+ * the CPU time counters of /proc/stat's first line (all CPUs), the share
+ * of it the hypervisor stole between two readings, and the 1-minute load
+ * average. 0 or -errno.
+ */
+struct profile_cpu_ticks {
+	uint64_t steal, total;
+};
+int profile_cpu_ticks_read(struct profile_cpu_ticks *t);
+/* Stolen share of the CPU time from a to b, 0..1 (0 when no time passed). */
+double profile_steal_share(const struct profile_cpu_ticks *a, const struct profile_cpu_ticks *b);
+int profile_loadavg_read(double *load1);
 
 #endif /* COLOC_EXEC_PROFILE_HOST_H */

@@ -30,7 +30,7 @@
 #include "coloc/limits.h"
 #include "error.h"
 
-#define PROFILE_FORMAT_VERSION 5
+#define PROFILE_FORMAT_VERSION 6
 #define PROFILE_NAME_LEN 64 /* model and layer names, as MODEL_NAME_LEN */
 #define PROFILE_VERSION_NAME_LEN 48 /* as EXEC_VERSION_NAME_LEN */
 #define PROFILE_MAX_VERSIONS 6 /* as EXEC_MAX_VERSIONS */
@@ -58,6 +58,27 @@ struct profile_machine {
 	char isa[PROFILE_ISA_LEN];
 };
 
+/*
+ * How busy the machine was while a profile was measured: the whole model
+ * timed on all profiled cores (version 0 everywhere, the same live query
+ * as the cells) before each core count and at the end, those runs' median
+ * and spread ((p90 - p10) / median: wide when other work took the cores),
+ * the 1-minute load average at the end and the share of CPU time stolen
+ * by the hypervisor meanwhile. A later quick run of the whole model that
+ * differs from solo_ns by more than the spread says the profile is stale.
+ * docs/design/profile-freshness.md.
+ */
+struct profile_conditions {
+	bool known; /* false in a profile still being measured */
+	uint64_t solo_ns;
+	double spread;
+	double loadavg;
+	double steal; /* 0..1 */
+};
+
+/* Spread above which a profile was measured on a busy machine (coloc-profile refuses it). */
+#define PROFILE_BUSY_SPREAD 0.25
+
 struct profile_layer {
 	char name[PROFILE_NAME_LEN];
 	int nr_versions;
@@ -83,6 +104,7 @@ struct profile {
 	uint64_t *ci_lo_ns, *ci_hi_ns; /* the medians' 95 % CI, same shape as latency_ns */
 	size_t *layer_offset; /* index of each layer's first cell in latency_ns */
 	double *stress_gbps; /* [cores - 1][level]; negative: not measured (always at level 0) */
+	struct profile_conditions conditions;
 };
 
 /*
@@ -156,6 +178,21 @@ struct profile *profile_parse(const char *name, const char *text, size_t len,
  * and the measurements themselves may differ.
  */
 bool profile_same_setup(const struct profile *a, const struct profile *b);
+
+/*
+ * The median and spread ((p90 - p10) / median, nearest rank) of n >= 1
+ * whole-model latencies (sorts v), as struct profile_conditions keeps them.
+ */
+void profile_solo_summary(uint64_t *v, int n, uint64_t *median, double *spread);
+/*
+ * Whether a fresh whole-model latency now_ns (with its own spread) says
+ * profile p is stale: the larger of it and p's solo_ns is more than 1 +
+ * the larger of the two spreads times the smaller, and more than 1 +
+ * PROFILE_STALE_FLOOR (a drift that small is not worth minutes of
+ * profiling). False when p has no conditions.
+ */
+#define PROFILE_STALE_FLOOR 0.05
+bool profile_is_stale(const struct profile *p, uint64_t now_ns, double now_spread);
 
 uint64_t profile_fnv1a64(const void *data, size_t len, uint64_t hash);
 #define PROFILE_FNV1A64_INIT 0xcbf29ce484222325ULL

@@ -1,5 +1,5 @@
 # coloc latency profile: format in models/PROFILE.md
-coloc-profile 5
+coloc-profile 6
 model fuzz_small
 model-hash 3e7cb7ff03cc405f
 cpu AMD EPYC
