@@ -27,6 +27,7 @@
 #                        podman; as root): localhost/coloc:VERSION, build/image/coloc.oci.tar
 #   make check-image     run colocd and the gateway from that image, check them with curl
 #                        (slow, not part of make check; docs/operators.md)
+#   make check-systemd   colocd under a real systemd in a container, its unit as installed
 #   make format          clang-format every C file in place
 #   V=1                  show full commands
 #
@@ -159,7 +160,7 @@ KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
 
 .PHONY: all check check-build check-unit run-check deps demo run-demo bench-sensing bench-executor bench-sim bench-sim-2core bench-qos profiles format clean tests \
 	bench-onnx ort ort-models grpc-node \
-	install uninstall image check-image
+	install uninstall image check-image check-systemd
 all: $(BINS)
 tests: $(TEST_BINS) $(TEST_PROGS)
 
@@ -474,6 +475,10 @@ image: $(BINS)
 	$(Q)tools/build-image.sh
 check-image: image
 	$(Q)tools/check-image.sh
+# colocd under a real systemd in a container, its unit as installed; builds
+# its own image (WITH_SYSTEMD=1) when missing: minutes. tools/check-systemd.sh.
+check-systemd: $(BINS)
+	$(Q)tools/check-systemd.sh
 
 # ---- installing --------------------------------------------------------------
 PREFIX ?= /usr/local

@@ -7,7 +7,8 @@
 # (VmRSS and RssAnon summed over its distinct pids), then MobileNet-V2 with 2
 # executors driven by coloc-load at RATE queries/s for SECONDS (p50, p95,
 # within QoS, colocd's compute part, and from colocd's block log each
-# block's executor time and its team switch, p50 / p90 us). As root;
+# block's executor time and its team switch, p50 / p90 us, and how many
+# blocks' switches took over 100 us: with lanes, the turns). As root;
 # POLICY=NAME for colocd's --policy (default: colocd's); BASE_EXECUTOR=PATH
 # adds a third layout, lanes served by that coloc-executor (e.g. a copy of
 # an earlier build's), run side by side in each replica; MEMORY= (empty)
@@ -59,7 +60,8 @@ run_layout() { # name [colocd options...]
 	echo "$name mnv2x2 rate $RATE $(echo "$json" | grep -o '"\(p50_ms\|p95_ms\|p99_ms\|within_qos\|achieved_rate\)":[0-9.e+-]*' | head -n 5 | tr '\n' ' ')" \
 		"compute $(echo "$json" | grep -o '"compute":{[^}]*}')"
 	echo "$name mnv2x2 blocks $(awk 'NR > 1 && $2 == "mnv2"' "$log" | wc -l)" \
-		"measured_us $(block_pct "$log" 11) switch_us $(block_pct "$log" 13)"
+		"measured_us $(block_pct "$log" 11) switch_us $(block_pct "$log" 13)" \
+		"switches_over_100us $(awk -F'\t' 'NR > 1 && $2 == "mnv2" && $13 > 100' "$log" | wc -l)"
 	stop_colocd
 }
 

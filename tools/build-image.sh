@@ -9,12 +9,21 @@
 # imports it and saves it as an OCI archive. docs/operators.md says more.
 #
 #   tools/build-image.sh     (IMAGE=localhost/coloc:VERSION, OUT=build/image)
+#
+# WITH_SYSTEMD=1 (make check-systemd) adds systemd as PID 1 and keeps the
+# installed unit, colocd.service (its Group=coloc is the image's 970):
+# IMAGE=localhost/coloc-systemd:VERSION, booting /sbin/init.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${COLOC_BIN:-bin}
 OUT=${OUT:-build/image}
 VERSION=$("$BIN/colocd" --version | awk '{print $NF}')
-IMAGE=${IMAGE:-localhost/coloc:$VERSION}
+WITH_SYSTEMD=${WITH_SYSTEMD:-0}
+if [ "$WITH_SYSTEMD" = 1 ]; then
+	IMAGE=${IMAGE:-localhost/coloc-systemd:$VERSION}
+else
+	IMAGE=${IMAGE:-localhost/coloc:$VERSION}
+fi
 # the ids deploy/kubernetes/ names (runAsUser, runAsGroup, supplementalGroups)
 COLOC_GID=970
 COLOC_UID=970
@@ -34,7 +43,8 @@ rm -rf "$stage"
 mkdir -p "$OUT"
 make --no-print-directory install DESTDIR="$(realpath "$OUT")/stage" PREFIX=/usr >/dev/null
 # no man, no systemd in the image
-rm -rf "$stage/usr/share/man" "$stage/usr/lib/systemd"
+rm -rf "$stage/usr/share/man"
+[ "$WITH_SYSTEMD" = 1 ] || rm -rf "$stage/usr/lib/systemd"
 
 # The Debian package of every shared library the staged programs load.
 owner_of() {
@@ -52,6 +62,7 @@ for lib in "${libs[@]}"; do
 	pkg=$(owner_of "$lib") || die "no Debian package owns $lib"
 	packages+=("$pkg")
 done
+[ "$WITH_SYSTEMD" = 1 ] && packages+=(systemd systemd-sysv)
 mapfile -t packages < <(printf '%s\n' "${packages[@]}" | sort -u)
 echo "build-image: runtime packages: ${packages[*]}"
 
@@ -78,9 +89,11 @@ nice -n 19 mmdebstrap --quiet --variant=essential --format=tar \
 	--customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/* "$1"/var/log/*' \
 	bookworm "$rootfs" "$sources"
 
+cmd='CMD ["/usr/sbin/colocd"]'
+[ "$WITH_SYSTEMD" = 1 ] && cmd='CMD ["/sbin/init"]'
 podman rmi --force "$IMAGE" >/dev/null 2>&1 || true
 podman import --quiet \
-	--change 'CMD ["/usr/sbin/colocd"]' \
+	--change "$cmd" \
 	--change 'ENV COLOC_CACHE_DIR=/var/cache/coloc/profiles' \
 	--change "LABEL org.opencontainers.image.title=coloc org.opencontainers.image.version=$VERSION" \
 	--change 'EXPOSE 8000' --change 'EXPOSE 8001' --change 'EXPOSE 8002' \
