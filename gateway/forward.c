@@ -64,11 +64,18 @@ struct fwd_conn {
 	size_t scratch_cap;
 	uint64_t next_tag;
 	atomic_int load; /* queued + in flight (+ 1 while borrowed) */
+	/*
+	 * Answers colocd owes on c: sent, answer not yet read (a job given up
+	 * on still counts). Never more than fw->pipeline: colocd reads no more
+	 * of a connection owed COLOC_MAX_INFLIGHT, and a send to it would
+	 * stall into --colocd-timeout-ms. Not borrowed while above 0.
+	 */
+	atomic_int owed;
 };
 
 struct gw_fwd {
 	char socket_path[108];
-	int nr_conns, max_jobs, io_timeout_ms;
+	int nr_conns, max_jobs, io_timeout_ms, pipeline;
 	atomic_int jobs;
 	pthread_mutex_t lock; /* the pick: borrowed flags, waiting, stop; before a conn's lock */
 	struct gw_job *waiting, **waiting_tail; /* submitted while every connection was borrowed */
@@ -150,14 +157,21 @@ static void fwd_fail_inflight(struct fwd_conn *k, int result, const char *why)
 	}
 }
 
+/* Closes k's connection: nothing is owed on the next one. */
+static void fwd_close_conn(struct fwd_conn *k)
+{
+	coloc_client_close(k->c);
+	k->c = NULL;
+	atomic_store(&k->owed, 0);
+}
+
 /* Closes k's connection after r (a timeout, or a lost connection): its jobs fail alike. */
 static void fwd_drop_connection(struct fwd_conn *k, const char *what, int r)
 {
 	char why[256];
 
 	fwd_conn_why(why, sizeof(why), r, what, k->c);
-	coloc_client_close(k->c);
-	k->c = NULL;
+	fwd_close_conn(k);
 	fwd_fail_inflight(k, r == -ETIMEDOUT ? -ETIMEDOUT : -EPIPE, why);
 }
 
@@ -243,12 +257,13 @@ static int fwd_send_query(struct fwd_conn *k, struct gw_job *job, char *why, siz
 			fresh = true;
 		}
 		r = fwd_send_input(k, job);
-		if (!r)
+		if (!r) {
+			atomic_fetch_add(&k->owed, 1);
 			return 0;
+		}
 		sent = coloc_client_sent_bytes(k->c);
 		fwd_conn_why(why, why_len, r, "sending", k->c);
-		coloc_client_close(k->c);
-		k->c = NULL;
+		fwd_close_conn(k);
 		if (r == -ETIMEDOUT)
 			return r;
 		if (fresh || k->inflight || sent)
@@ -282,10 +297,24 @@ static void fwd_send(struct fwd_conn *k, struct gw_job *job)
 	k->inflight = job;
 }
 
+/* One of the answers colocd owed on k was read. */
+static void fwd_answer_read(struct fwd_conn *k)
+{
+	if (atomic_load(&k->owed) > 0)
+		atomic_fetch_sub(&k->owed, 1);
+}
+
+/* Whether the thread reads k's socket: its jobs in flight, or answers owed while not borrowed. */
+static bool fwd_reads(struct fwd_conn *k)
+{
+	/* k->c last: a connection with nothing in flight or owed may be a borrower's */
+	return (k->inflight || (atomic_load(&k->owed) && !atomic_load(&k->borrowed))) && k->c;
+}
+
 static void fwd_receive(struct fwd_conn *k)
 {
 	/* with none in flight the connection may be borrowed already: hands off */
-	while (k->inflight) {
+	while (fwd_reads(k)) {
 		struct coloc_infer_result res;
 		struct gw_job **pp, *job;
 		int r = coloc_client_infer_recv(k->c, &res, k->scratch, k->scratch_cap, 0);
@@ -296,6 +325,7 @@ static void fwd_receive(struct fwd_conn *k)
 			fwd_drop_connection(k, "receiving", r);
 			return;
 		}
+		fwd_answer_read(k);
 		for (pp = &k->inflight; *pp && (*pp)->tag != res.tag; pp = &(*pp)->next)
 			;
 		job = *pp;
@@ -373,6 +403,50 @@ static int fwd_expire(struct fwd_conn *k)
 	return (int)((next - now) / 1000000 + 1);
 }
 
+/* The poll timeout (ms) that also wakes at deadline_ns. */
+static int fwd_min_timeout(int timeout, uint64_t deadline_ns)
+{
+	uint64_t now = gw_now_ns();
+	int ms = deadline_ns <= now ? 0 : (int)((deadline_ns - now) / 1000000 + 1);
+
+	return ms < timeout ? ms : timeout;
+}
+
+/*
+ * Puts list back at the head of k's queue, to be sent once colocd owes
+ * fewer answers; a job past its deadline ends now instead. The earliest
+ * deadline held, UINT64_MAX for none.
+ */
+static uint64_t fwd_hold_back(struct fwd_conn *k, struct gw_job *list)
+{
+	uint64_t now = gw_now_ns(), next = UINT64_MAX;
+	struct gw_job *kept = NULL, **tail = &kept;
+
+	while (list) {
+		struct gw_job *job = list;
+
+		list = job->next;
+		if (job->deadline_ns <= now) {
+			fwd_finish(k, job, -ETIMEDOUT, "timed out in the gateway's queue");
+			continue;
+		}
+		if (job->deadline_ns < next)
+			next = job->deadline_ns;
+		*tail = job;
+		tail = &job->next;
+	}
+	*tail = NULL;
+	if (!kept)
+		return next;
+	pthread_mutex_lock(&k->lock);
+	*tail = k->queue;
+	if (!k->queue)
+		k->queue_tail = tail;
+	k->queue = kept;
+	pthread_mutex_unlock(&k->lock);
+	return next;
+}
+
 static void *fwd_thread(void *arg)
 {
 	struct fwd_conn *k = arg;
@@ -381,18 +455,27 @@ static void *fwd_thread(void *arg)
 		struct pollfd pfd[2] = { { .fd = k->efd, .events = POLLIN },
 					 { .fd = -1, .events = POLLIN } };
 		struct gw_job *q = fwd_take_queue(k, false);
-		uint64_t v;
+		uint64_t v, held = 0; /* the earliest deadline held back */
 		int timeout;
 
 		while (q) {
 			struct gw_job *next = q->next;
 
+			if (atomic_load(&k->owed) >= k->fw->pipeline) {
+				held = fwd_hold_back(k, q);
+				break;
+			}
 			fwd_send(k, q);
 			q = next;
 		}
 		fwd_receive(k);
 		timeout = fwd_expire(k);
-		pfd[1].fd = k->inflight ? coloc_client_fd(k->c) : -1;
+		/* answers read made room for the jobs held back: send them now */
+		if (held && held != UINT64_MAX && atomic_load(&k->owed) < k->fw->pipeline)
+			timeout = 0;
+		else if (held && held != UINT64_MAX)
+			timeout = fwd_min_timeout(timeout, held);
+		pfd[1].fd = fwd_reads(k) ? coloc_client_fd(k->c) : -1;
 		if (poll(pfd, 2, timeout) < 0 && errno != EINTR)
 			break;
 		if (pfd[0].revents & POLLIN && read(k->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
@@ -432,6 +515,7 @@ int gw_fwd_create(const char *socket_path, int nr_conns, int max_jobs, int io_ti
 	fw->nr_conns = nr_conns;
 	fw->max_jobs = max_jobs;
 	fw->io_timeout_ms = io_timeout_ms;
+	fw->pipeline = COLOC_MAX_INFLIGHT;
 	fw->memfds = gw_memfd_pool_create(max_jobs < FWD_MEMFDS_KEPT ? max_jobs : FWD_MEMFDS_KEPT);
 	if (!fw->memfds) {
 		free(fw);
@@ -555,10 +639,10 @@ static struct fwd_conn *fwd_borrow(struct gw_fwd *fw)
 		struct fwd_conn *k =
 			&fw->conns[(start + (unsigned int)i) % (unsigned int)fw->nr_conns];
 
-		if (atomic_load(&k->load) || atomic_load(&k->borrowed))
+		if (atomic_load(&k->load) || atomic_load(&k->borrowed) || atomic_load(&k->owed))
 			continue;
 		pthread_mutex_lock(&k->lock);
-		if (!k->stopped && !atomic_load(&k->load)) {
+		if (!k->stopped && !atomic_load(&k->load) && !atomic_load(&k->owed)) {
 			atomic_store(&k->borrowed, true);
 			atomic_store(&k->load, 1);
 			got = k;
@@ -588,7 +672,8 @@ static void fwd_give_back(struct fwd_conn *k)
 		fw->waiting = NULL;
 		fw->waiting_tail = &fw->waiting;
 	}
-	queued = k->queue != NULL;
+	/* an answer owed (the borrower gave up on it): the thread reads it */
+	queued = k->queue != NULL || atomic_load(&k->owed);
 	pthread_mutex_unlock(&k->lock);
 	pthread_mutex_unlock(&fw->lock);
 	if (queued)
@@ -616,10 +701,11 @@ static int fwd_await(struct fwd_conn *k, struct gw_job *job)
 		r = coloc_client_infer_recv(k->c, &job->res, job->output, job->output_cap, wait);
 		if (r == 0)
 			continue;
+		if (r == 1 || r == -EMSGSIZE)
+			fwd_answer_read(k);
 		if (r < 0 && r != -EMSGSIZE) {
 			fwd_conn_why(job->why, sizeof(job->why), r, "receiving", k->c);
-			coloc_client_close(k->c);
-			k->c = NULL;
+			fwd_close_conn(k);
 			return r == -ETIMEDOUT ? -ETIMEDOUT : -EPIPE;
 		}
 		if (job->res.tag != job->tag)
@@ -716,6 +802,14 @@ void gw_fwd_destroy(struct gw_fwd *fw)
 	pthread_mutex_destroy(&fw->lock);
 	gw_memfd_pool_destroy(fw->memfds);
 	free(fw);
+}
+
+int gw_fwd_set_pipeline(struct gw_fwd *fw, int pipeline)
+{
+	if (pipeline < 1 || pipeline > COLOC_MAX_INFLIGHT)
+		return -EINVAL;
+	fw->pipeline = pipeline;
+	return 0;
 }
 
 void gw_fwd_set_socket_copy(struct gw_fwd *fw, bool socket_copy)

@@ -98,6 +98,15 @@ void gw_fwd_destroy(struct gw_fwd *fw);
  */
 void gw_fwd_set_socket_copy(struct gw_fwd *fw, bool socket_copy);
 /*
+ * At most pipeline (1 to COLOC_MAX_INFLIGHT, the default) queries whose
+ * answers colocd owes on one connection: more wait in that connection's
+ * queue until answers come. colocd reads no more requests of a connection
+ * owed COLOC_MAX_INFLIGHT answers, so beyond it a healthy colocd would
+ * stall the send into --colocd-timeout-ms. 0, or -EINVAL. Set before the
+ * first job.
+ */
+int gw_fwd_set_pipeline(struct gw_fwd *fw, int pipeline);
+/*
  * A memfd of the pool's (memfd_pool.h) of bytes bytes at least, for a
  * caller to receive an input into and hand over as job->input_memfd;
  * NULL when inputs go on the socket or none could be made (then use

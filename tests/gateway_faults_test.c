@@ -45,7 +45,12 @@ enum fake_mode {
 	FAKE_NO_OUTPUT, /* read the query, answer its line but not its output */
 	FAKE_CUT_INPUT, /* read the line and a little of the input, then close */
 	FAKE_CLOSE_AFTER, /* answer, close that connection, go back to FAKE_ANSWER */
+	FAKE_BATCH, /* read queries, answer them all once none came for BATCH_IDLE_MS (not
+		     * while hold_slow) */
 };
+
+#define BATCH_IDLE_MS 200
+#define BATCH_MAX 64
 
 struct fake_colocd {
 	int lfd;
@@ -56,6 +61,7 @@ struct fake_colocd {
 	atomic_int accepted, closed, queries, slow_seen;
 	atomic_int memfd_queries; /* of queries: those whose input came in a memfd */
 	atomic_int unread; /* the most bytes seen waiting on a connection in FAKE_NO_READ */
+	atomic_int most_owed; /* the most queries one connection had unanswered in FAKE_BATCH */
 };
 
 /* Waits until fd is readable, polling f->quit and NO_READ; 1, or 0 to give up. */
@@ -148,6 +154,35 @@ static int fake_control(struct fake_colocd *f, int fd, struct json_object *req)
 	return fake_send(fd, ans, strlen(ans));
 }
 
+/* The answer to query tag: its line and OUT_FLOATS outputs. 0, or -1. */
+static int fake_answer(int fd, long long tag)
+{
+	float out[OUT_FLOATS];
+	char ans[256];
+
+	snprintf(ans, sizeof(ans),
+		 "{\"tag\":%lld,\"status\":\"ok\",\"output_bytes\":%zu,\"latency_ns\":1000,"
+		 "\"exec_ns\":500}\n",
+		 tag, sizeof(out));
+	for (int i = 0; i < OUT_FLOATS; i++)
+		out[i] = 0.5f * (float)i;
+	return fake_send(fd, ans, strlen(ans)) || fake_send(fd, out, sizeof(out)) ? -1 : 0;
+}
+
+/* FAKE_BATCH: answers every query in tags[] once nothing came for BATCH_IDLE_MS; 0, or -1. */
+static int fake_flush_batch(struct fake_colocd *f, int fd, long long *tags, int *nr)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	if (!*nr || atomic_load(&f->hold_slow) || poll(&pfd, 1, BATCH_IDLE_MS) != 0)
+		return 0;
+	for (int i = 0; i < *nr; i++)
+		if (fake_answer(fd, tags[i]))
+			return -1;
+	*nr = 0;
+	return 0;
+}
+
 /* One query whose line is req: 0 to go on with the connection, -1 to close it. */
 static int fake_infer(struct fake_colocd *f, int fd, struct json_object *req)
 {
@@ -210,11 +245,35 @@ static void *fake_serve(void *arg)
 	struct fake_colocd *f = fc->f;
 	char line[4096];
 
-	while (!fake_read_line(f, fc->fd, line, sizeof(line))) {
-		struct json_object *req = json_tokener_parse(line);
+	long long batch[BATCH_MAX];
+	int nr_batch = 0;
+
+	for (;;) {
+		struct json_object *req;
 		int r = -1;
 
-		if (req && !strcmp(fake_str(req, "cmd"), "infer"))
+		if (atomic_load(&f->mode) == FAKE_BATCH) {
+			if (fake_flush_batch(f, fc->fd, batch, &nr_batch))
+				break;
+			if (nr_batch) {
+				struct pollfd pfd = { .fd = fc->fd, .events = POLLIN };
+
+				if (poll(&pfd, 1, 10) == 0)
+					continue; /* held, or not idle long enough yet */
+			}
+		}
+		if (fake_read_line(f, fc->fd, line, sizeof(line)))
+			break;
+		req = json_tokener_parse(line);
+		if (req && !strcmp(fake_str(req, "cmd"), "infer") &&
+		    atomic_load(&f->mode) == FAKE_BATCH && nr_batch < BATCH_MAX &&
+		    !strcmp(fake_str(req, "input"), "memfd")) {
+			atomic_fetch_add(&f->queries, 1);
+			batch[nr_batch++] = (long long)fake_int(req, "tag");
+			if (nr_batch > atomic_load(&f->most_owed))
+				atomic_store(&f->most_owed, nr_batch);
+			r = 0;
+		} else if (req && !strcmp(fake_str(req, "cmd"), "infer"))
 			r = fake_infer(f, fc->fd, req);
 		else if (req)
 			r = fake_control(f, fc->fd, req);
@@ -623,6 +682,40 @@ TEST_F_TIMEOUT(fwd, wait__a_query_waiting_for_a_connection_expires_on_time, 120)
 	atomic_store(&self->fake.mode, FAKE_ANSWER);
 	ASSERT_EQ(stuck, waitpid(stuck, &status, 0));
 	EXPECT_EQ(200, infer(self, "fast", 3));
+}
+
+/*
+ * --colocd-pipeline: a connection carries at most that many queries colocd
+ * has not answered (colocd reads no more of a connection owed
+ * COLOC_MAX_INFLIGHT); the rest wait in the gateway and all are answered.
+ */
+TEST_F_TIMEOUT(fwd, pipeline__a_connection_carries_at_most_its_pipeline_of_queries, 120)
+{
+	const char *flags[] = { "--connections", "1", "--colocd-pipeline", "3", NULL };
+	pid_t q[NR_FAST + 1];
+	int status, answered = 0;
+
+	ASSERT_TRUE(start_gateway(self, flags));
+	atomic_store(&self->fake.hold_slow, true);
+	atomic_store(&self->fake.mode, FAKE_BATCH);
+	/* the first borrows the one connection and is held there */
+	q[0] = infer_bg(self, "fast", 0);
+	ASSERT_LT(0, q[0]);
+	ASSERT_TRUE(wait_count(&self->fake.most_owed, 1, CURL_MAX_S));
+	/* the others wait for it in the gateway, then go pipelined */
+	for (int i = 1; i <= NR_FAST; i++) {
+		q[i] = infer_bg(self, "fast", i);
+		ASSERT_LT(0, q[i]);
+	}
+	sleep(2);
+	atomic_store(&self->fake.hold_slow, false);
+	for (int i = 0; i <= NR_FAST; i++)
+		if (waitpid(q[i], &status, 0) == q[i] && infer_bg_status(self, i) == 200)
+			answered++;
+	EXPECT_EQ(NR_FAST + 1, answered);
+	EXPECT_LE(atomic_load(&self->fake.most_owed), 3);
+	/* it did pipeline: more than one owed at once */
+	EXPECT_GE(atomic_load(&self->fake.most_owed), 2);
 }
 
 TEST_F_TIMEOUT(fwd, retry__a_query_colocd_cannot_have_goes_again_on_a_fresh_connection, 120)

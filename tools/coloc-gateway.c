@@ -40,7 +40,7 @@ static struct {
 	const char *metrics;
 	const char *grpc;
 	long threads, conns, max_queue, timeout_ms, colocd_timeout_ms, max_body, load_timeout_s;
-	long max_connections;
+	long max_connections, pipeline;
 	bool allow_root;
 	bool socket_copy; /* --colocd-socket-copy */
 } opts = {
@@ -55,6 +55,7 @@ static struct {
 	.max_body = 64L << 20,
 	.load_timeout_s = 300,
 	.max_connections = 1024,
+	.pipeline = COLOC_MAX_INFLIGHT,
 };
 
 static void usage(FILE *f)
@@ -82,6 +83,8 @@ static void usage(FILE *f)
 		"                          stopped reading or writing): then 504 or\n"
 		"                          DEADLINE_EXCEEDED and that connection is closed\n"
 		"                          (default %ld)\n"
+		"  --colocd-pipeline N     queries in flight on one colocd connection at most,\n"
+		"                          1-%d (default %d); more wait for answers\n"
 		"  --colocd-socket-copy    send each input's bytes on colocd's socket; by\n"
 		"                          default it gets a memfd holding the input (an HTTP\n"
 		"                          binary body is received straight into one)\n"
@@ -95,8 +98,9 @@ static void usage(FILE *f)
 		"\n"
 		"Exit status: 0 after SIGINT/SIGTERM, 1 on failure, 2 on bad usage.\n",
 		prog, COLOC_DEFAULT_SOCKET, opts.http, opts.metrics, opts.threads, opts.conns,
-		opts.max_queue, opts.timeout_ms, opts.colocd_timeout_ms, opts.max_body,
-		opts.max_connections, opts.load_timeout_s, COLOC_GROUP);
+		opts.max_queue, opts.timeout_ms, opts.colocd_timeout_ms, COLOC_MAX_INFLIGHT,
+		COLOC_MAX_INFLIGHT, opts.max_body, opts.max_connections, opts.load_timeout_s,
+		COLOC_GROUP);
 }
 
 enum {
@@ -115,6 +119,7 @@ enum {
 	OPT_LOAD,
 	OPT_ROOT,
 	OPT_SOCKET_COPY,
+	OPT_PIPELINE,
 	OPT_VERSION
 };
 
@@ -134,6 +139,7 @@ static const struct option long_opts[] = {
 	{ "load-timeout-s", required_argument, NULL, OPT_LOAD },
 	{ "allow-root", no_argument, NULL, OPT_ROOT },
 	{ "colocd-socket-copy", no_argument, NULL, OPT_SOCKET_COPY },
+	{ "colocd-pipeline", required_argument, NULL, OPT_PIPELINE },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -153,6 +159,7 @@ static const struct {
 	{ OPT_BODY, "--max-body-bytes", &opts.max_body, 1024, 1L << 30 },
 	{ OPT_MAXCONN, "--max-connections", &opts.max_connections, 1, 65536 },
 	{ OPT_LOAD, "--load-timeout-s", &opts.load_timeout_s, 1, 86400 },
+	{ OPT_PIPELINE, "--colocd-pipeline", &opts.pipeline, 1, COLOC_MAX_INFLIGHT },
 };
 
 static int parse_args(int argc, char **argv)
@@ -288,6 +295,7 @@ int main(int argc, char **argv)
 			  (int)opts.colocd_timeout_ms, &fw, &err))
 		goto out;
 	gw_fwd_set_socket_copy(fw, opts.socket_copy);
+	gw_fwd_set_pipeline(fw, (int)opts.pipeline);
 	if (gw_models_create(opts.repo, ctl, fw, (int)opts.load_timeout_s, &ms, &err))
 		goto out;
 	if (gw_http_start(&hopts, ms, fw, &http, &err)) {

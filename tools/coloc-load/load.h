@@ -108,6 +108,8 @@ struct load_cpu {
 	double gateway_s, gateway_us_per_query; /* with --gateway-pid */
 };
 
+/* report.c: how the inputs travel ("memfd", "socket", "http", "grpc"), as the reports say */
+const char *load_input_path(void);
 /* status.c: each tenant's QoS and sizes from colocd; 0, or prints why and returns 1 */
 int load_read_status(struct coloc_client *c);
 /* status.c: seeds, inputs and connections of every tenant; 0, or prints why and returns 1 */

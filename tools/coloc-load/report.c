@@ -152,6 +152,7 @@ void load_print_json(const struct load_cpu *cpu)
 	add_u64(o, "connections_per_tenant", (uint64_t)load_opts.conns_per_tenant);
 	json_object_object_add(o, "arrivals",
 			       json_object_new_string(load_opts.fixed_arrivals ? "fixed" : "poisson"));
+	json_object_object_add(o, "input", json_object_new_string(load_input_path()));
 	for (int i = 0; i < load_nr_tenants; i++) {
 		struct load_tenant *t = &load_tenants[i];
 		struct json_object *jt = json_object_new_object();
@@ -225,13 +226,24 @@ void load_print_json(const struct load_cpu *cpu)
 	json_object_put(o);
 }
 
+/* How the inputs travel: "memfd" (colocd's socket by default), "socket" (--socket-copy), "http"/"grpc". */
+const char *load_input_path(void)
+{
+	if (load_route == COLOC_ROUTE_GRPC)
+		return "grpc";
+	if (load_route == COLOC_ROUTE_HTTP)
+		return "http";
+	return load_opts.socket_copy ? "socket" : "memfd";
+}
+
 void load_print_text(const struct load_cpu *cpu)
 {
 	printf("coloc-load: %ld s measured (after %ld s warm-up), %s arrivals, seed %ld, %ld "
-	       "connection%s per tenant\n",
+	       "connection%s per tenant, inputs %s\n",
 	       load_opts.duration_s, load_opts.warmup_s,
 	       load_opts.fixed_arrivals ? "fixed" : "Poisson", load_opts.seed,
-	       load_opts.conns_per_tenant, load_opts.conns_per_tenant == 1 ? "" : "s");
+	       load_opts.conns_per_tenant, load_opts.conns_per_tenant == 1 ? "" : "s",
+	       load_input_path());
 	printf("%-16s %8s %8s %9s %8s %8s %8s %8s %8s %8s %7s %7s %7s %7s %7s\n", "tenant",
 	       "offer/s", "done/s", "completed", "p50 ms", "p95 ms", "p99 ms", "max ms", "cd p50",
 	       "cd p99", "in QoS", "dropped", "failed", "reject", "outst");
