@@ -409,10 +409,12 @@ TEST(exec_sandbox_enter__denies_what_a_compromised_executor_would_try)
 }
 
 /*
- * The shipped unit, which must let colocd build all of the above, stays as
- * hardened as before by systemd's own measure: an exposure of 2.5 or less.
+ * The shipped unit, which must let colocd build all of the above, stays
+ * hardened by systemd's own measure: an exposure of 2.6 or less (2.5 was
+ * reached only with ProtectKernelTunables=, under which colocd cannot pin
+ * its maps; docs/security-sandbox.md, "The unit").
  */
-TEST(unit__systemd_analyze_security_at_most_2_5)
+TEST(unit__systemd_analyze_security_at_most_2_6)
 {
 	const char *root = getenv("COLOC_ROOT");
 	char dir[] = "/tmp/coloc-unit-XXXXXX", cmd[2048], out[16384];
@@ -431,7 +433,7 @@ TEST(unit__systemd_analyze_security_at_most_2_5)
 	ASSERT_NE(NULL, at) TH_LOG("%s", out);
 	exposure = strtod(at + strlen("Overall exposure level for colocd.service: "), NULL);
 	TH_LOG("exposure %.1f", exposure);
-	EXPECT_LE(exposure, 2.5);
+	EXPECT_LE(exposure, 2.6);
 }
 
 TEST_HARNESS_MAIN
