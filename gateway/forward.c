@@ -129,10 +129,17 @@ static void fwd_conn_why(char *why, size_t len, int r, const char *what, struct 
 		 c ? coloc_client_error(c) : "");
 }
 
-/* The pool's memfd of job back to the pool; the caller's is the caller's. */
+/*
+ * The pool's memfd of job back to the pool, or freed while colocd may
+ * still read it (sent, not answered: a late read must never see another
+ * query's input); the caller's is the caller's (gw_fwd_memfd_put).
+ */
 static void fwd_release_input(struct gw_fwd *fw, struct gw_job *job)
 {
-	gw_memfd_put(fw->memfds, job->own_memfd);
+	if (job->input_lent)
+		gw_memfd_free(job->own_memfd);
+	else
+		gw_memfd_put(fw->memfds, job->own_memfd);
 	job->own_memfd = NULL;
 }
 
@@ -225,9 +232,11 @@ static int fwd_send_input(struct fwd_conn *k, struct gw_job *job)
 		m = job->own_memfd;
 		off = 0;
 	}
-	if (m)
+	if (m) {
+		job->input_lent = true;
 		return coloc_client_infer_send_memfd(k->c, job->tenant, job->tag, m->fd, off,
 						     job->input_bytes);
+	}
 	return coloc_client_infer_send(k->c, job->tenant, job->tag, job->input, job->input_bytes);
 }
 
@@ -333,6 +342,7 @@ static void fwd_receive(struct fwd_conn *k)
 			continue; /* its job timed out before */
 		*pp = job->next;
 		job->res = res;
+		job->input_lent = false; /* answered: colocd has read its input */
 		if (r == -EMSGSIZE || res.output_bytes > job->output_cap) {
 			fwd_finish(k, job, -EMSGSIZE, "colocd's output is larger than the model's");
 			continue;
@@ -598,6 +608,7 @@ int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job)
 	}
 	job->next = NULL;
 	job->own_memfd = NULL;
+	job->input_lent = false;
 	job->result = 0;
 	job->why[0] = '\0';
 	pthread_mutex_lock(&fw->lock);
@@ -710,6 +721,7 @@ static int fwd_await(struct fwd_conn *k, struct gw_job *job)
 		}
 		if (job->res.tag != job->tag)
 			continue; /* an answer to a query given up on before */
+		job->input_lent = false; /* answered: colocd has read its input */
 		if (r == -EMSGSIZE || job->res.output_bytes > job->output_cap) {
 			snprintf(job->why, sizeof(job->why),
 				 "colocd's output is larger than the model's");
@@ -736,6 +748,7 @@ int gw_fwd_run(struct gw_fwd *fw, struct gw_job *job)
 	}
 	job->next = NULL;
 	job->own_memfd = NULL;
+	job->input_lent = false;
 	job->why[0] = '\0';
 	memset(&job->res, 0, sizeof(job->res));
 	if (gw_now_ns() >= job->deadline_ns) {
@@ -822,7 +835,10 @@ struct gw_memfd *gw_fwd_memfd_get(struct gw_fwd *fw, size_t bytes)
 	return fw->socket_copy ? NULL : gw_memfd_get(fw->memfds, bytes);
 }
 
-void gw_fwd_memfd_put(struct gw_fwd *fw, struct gw_memfd *m)
+void gw_fwd_memfd_put(struct gw_fwd *fw, struct gw_memfd *m, const struct gw_job *job)
 {
-	gw_memfd_put(fw->memfds, m);
+	if (job && job->input_memfd == m && job->input_lent)
+		gw_memfd_free(m);
+	else
+		gw_memfd_put(fw->memfds, m);
 }

@@ -62,6 +62,7 @@ struct gw_job {
 	/* the pool's */
 	uint64_t tag;
 	struct gw_memfd *own_memfd; /* the input copied for colocd, until done */
+	bool input_lent; /* its input's memfd was sent and colocd has not answered */
 	struct gw_job *next;
 };
 
@@ -110,10 +111,12 @@ int gw_fwd_set_pipeline(struct gw_fwd *fw, int pipeline);
  * A memfd of the pool's (memfd_pool.h) of bytes bytes at least, for a
  * caller to receive an input into and hand over as job->input_memfd;
  * NULL when inputs go on the socket or none could be made (then use
- * job->input). Give it back with gw_fwd_memfd_put once the job is done.
+ * job->input). Give it back with gw_fwd_memfd_put once the job it went
+ * with (or NULL, if none) is done: it is freed, not reused, when colocd was
+ * sent it and did not answer.
  */
 struct gw_memfd *gw_fwd_memfd_get(struct gw_fwd *fw, size_t bytes);
-void gw_fwd_memfd_put(struct gw_fwd *fw, struct gw_memfd *m);
+void gw_fwd_memfd_put(struct gw_fwd *fw, struct gw_memfd *m, const struct gw_job *job);
 
 /*
  * How a finished job ended, for each front door to put in its own terms

@@ -459,7 +459,7 @@ static enum MHD_Result http_route(struct http_req *rq, const char *url, const ch
 static void http_free_body(struct http_req *rq)
 {
 	if (rq->body_memfd)
-		gw_fwd_memfd_put(rq->h->fw, rq->body_memfd);
+		gw_fwd_memfd_put(rq->h->fw, rq->body_memfd, &rq->job);
 	else
 		free(rq->body);
 	rq->body_memfd = NULL;

@@ -33,8 +33,10 @@ struct gw_memfd_pool *gw_memfd_pool_create(int max_kept)
 	return p;
 }
 
-static void memfd_free(struct gw_memfd *m)
+void gw_memfd_free(struct gw_memfd *m)
 {
+	if (!m)
+		return;
 	munmap(m->map, m->cap);
 	close(m->fd);
 	free(m);
@@ -48,7 +50,7 @@ void gw_memfd_pool_destroy(struct gw_memfd_pool *p)
 		struct gw_memfd *m = p->free;
 
 		p->free = m->next;
-		memfd_free(m);
+		gw_memfd_free(m);
 	}
 	pthread_mutex_destroy(&p->lock);
 	free(p);
@@ -119,5 +121,5 @@ void gw_memfd_put(struct gw_memfd_pool *p, struct gw_memfd *m)
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (m)
-		memfd_free(m);
+		gw_memfd_free(m);
 }

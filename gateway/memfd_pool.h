@@ -4,8 +4,9 @@
  * "input":"memfd"), kept mapped and reused: a memfd's pages are faulted in
  * once, not once per query. Each is sealed against shrinking and growing
  * at its size, so colocd may read it; a query's memfd goes back to the
- * pool when its job is done (a late read by colocd of a timed-out query
- * sees the next query's bytes, and its answer is thrown away).
+ * pool once colocd has answered its query, and is freed instead when it
+ * was sent and not answered (timed out, connection lost): colocd may still
+ * read it, and must never find another query's input there.
  * Thread-safe. docs/design/gateway-forwarding.md.
  */
 #ifndef COLOC_GATEWAY_MEMFD_POOL_H
@@ -29,5 +30,7 @@ void gw_memfd_pool_destroy(struct gw_memfd_pool *p);
 struct gw_memfd *gw_memfd_get(struct gw_memfd_pool *p, size_t bytes);
 /* Gives m back (NULL is fine); past max_kept, or larger than the pool keeps, it is freed. */
 void gw_memfd_put(struct gw_memfd_pool *p, struct gw_memfd *m);
+/* Unmaps and closes m (NULL is fine), never to be reused: colocd's copy, if any, lives on. */
+void gw_memfd_free(struct gw_memfd *m);
 
 #endif /* COLOC_GATEWAY_MEMFD_POOL_H */

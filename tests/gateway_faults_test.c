@@ -62,6 +62,8 @@ struct fake_colocd {
 	atomic_int memfd_queries; /* of queries: those whose input came in a memfd */
 	atomic_int unread; /* the most bytes seen waiting on a connection in FAKE_NO_READ */
 	atomic_int most_owed; /* the most queries one connection had unanswered in FAKE_BATCH */
+	atomic_bool keep_memfd; /* keep the next input memfd in kept_fd, as colocd would */
+	atomic_int kept_fd;
 };
 
 /* Waits until fd is readable, polling f->quit and NO_READ; 1, or 0 to give up. */
@@ -85,6 +87,33 @@ static int fake_wait_readable(struct fake_colocd *f, int fd)
 	return 0;
 }
 
+/* read() that keeps a descriptor riding on the bytes when asked to (closes it otherwise). */
+static ssize_t fake_recv(struct fake_colocd *f, int fd, char *buf, size_t len)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl,
+			      .msg_controllen = sizeof(ctl) };
+	struct cmsghdr *c;
+	ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+
+	for (c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
+		int got;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		memcpy(&got, CMSG_DATA(c), sizeof(got));
+		if (atomic_exchange(&f->keep_memfd, false))
+			atomic_store(&f->kept_fd, got);
+		else
+			close(got);
+	}
+	return n;
+}
+
 /* Reads exactly len bytes (into buf, or thrown away when NULL): 0, or -1 (closed, quit). */
 static int fake_read(struct fake_colocd *f, int fd, char *buf, size_t len)
 {
@@ -96,7 +125,7 @@ static int fake_read(struct fake_colocd *f, int fd, char *buf, size_t len)
 
 		if (!fake_wait_readable(f, fd))
 			return -1;
-		n = read(fd, buf ? buf : sink, want);
+		n = fake_recv(f, fd, buf ? buf : sink, want);
 		if (n <= 0)
 			return -1;
 		if (buf)
@@ -411,7 +440,7 @@ FIXTURE_SETUP(fwd)
 	FILE *f;
 
 	memset(&self->env, 0, sizeof(self->env));
-	self->fake = (struct fake_colocd){ .lfd = -1 };
+	self->fake = (struct fake_colocd){ .lfd = -1, .kept_fd = -1 };
 	if (geteuid() != 0)
 		SKIP(return, "needs root to run the gateway as the coloc user");
 	f = fopen("/proc/sys/net/core/wmem_max", "r");
@@ -459,6 +488,8 @@ FIXTURE_TEARDOWN(fwd)
 		gw_env_log_gateway(&self->env);
 	tu_stop_child(&self->env.gateway);
 	fake_stop(&self->fake);
+	if (atomic_load(&self->fake.kept_fd) >= 0)
+		close(atomic_load(&self->fake.kept_fd));
 	gw_env_stop(&self->env);
 }
 
@@ -627,6 +658,42 @@ TEST_F_TIMEOUT(fwd, answer__colocd_silent_is_answered_504_at_the_timeout, 120)
 	EXPECT_TRUE(body_says(self, 1, "did not answer in time"));
 	atomic_store(&self->fake.mode, FAKE_ANSWER);
 	EXPECT_EQ(200, infer(self, "fast", 2));
+}
+
+/*
+ * colocd keeps the input memfd of a query the gateway gave up on (it reads
+ * it when the query gets a slot): the gateway must never put another
+ * query's input in it. Fails where the gateway pools that memfd again.
+ */
+TEST_F_TIMEOUT(fwd, input__a_memfd_colocd_may_still_read_never_carries_another_input, 120)
+{
+	const char *flags[] = { "--connections", "1", "--timeout-ms", "2000", NULL };
+	float before[4], after[4];
+	char other[sizeof(self->small)];
+	FILE *f;
+	int fd;
+
+	ASSERT_GT((int)sizeof(other), snprintf(other, sizeof(other), "%s/other.json", self->env.dir));
+	f = fopen(other, "w");
+	ASSERT_NE(NULL, f);
+	fprintf(f, "{\"id\":\"q\",\"inputs\":[{\"name\":\"x\",\"shape\":[1,4],"
+		   "\"datatype\":\"FP32\",\"data\":[5,6,7,8]}]}");
+	ASSERT_EQ(0, fclose(f));
+	ASSERT_TRUE(start_gateway(self, flags));
+	atomic_store(&self->fake.keep_memfd, true);
+	atomic_store(&self->fake.mode, FAKE_NO_ANSWER);
+	EXPECT_EQ(504, infer(self, "fast", 1));
+	fd = atomic_load(&self->fake.kept_fd);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)sizeof(before), pread(fd, before, sizeof(before), 0));
+	EXPECT_EQ(1.0f, before[0]);
+	atomic_store(&self->fake.mode, FAKE_ANSWER);
+	snprintf(self->small, sizeof(self->small), "%s", other);
+	for (int i = 0; i < 3; i++)
+		EXPECT_EQ(200, infer(self, "fast", 2 + i));
+	ASSERT_EQ((ssize_t)sizeof(after), pread(fd, after, sizeof(after), 0));
+	EXPECT_EQ(0, memcmp(before, after, sizeof(before)))
+	TH_LOG("the kept memfd now holds %g %g %g %g", after[0], after[1], after[2], after[3]);
 }
 
 TEST_F_TIMEOUT(fwd, pick__no_query_waits_behind_a_borrowed_slow_one, 180)
