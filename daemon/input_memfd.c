@@ -52,6 +52,11 @@ int input_memfd_check(int fd, size_t offset, size_t bytes, struct coloc_err *err
 		return coloc_err_set(err, -EINVAL,
 				     "the input's descriptor is a regular file but not a memfd "
 				     "(it has no seals)");
+	/* a tmpfs file answers too, with F_SEAL_SEAL: it can never be sealed */
+	if ((seals & F_SEAL_SEAL) && !(seals & F_SEAL_SHRINK))
+		return coloc_err_set(err, -EINVAL,
+				     "the input's descriptor is not a sealable memfd (a tmpfs "
+				     "file, or a memfd made without MFD_ALLOW_SEALING)");
 	if (!(seals & F_SEAL_SHRINK))
 		return coloc_err_set(err, -EPERM,
 				     "the input's memfd is not sealed against shrinking: seal it "

@@ -624,10 +624,13 @@ int serving_submit_fd(struct serving *s, const char *tenant, int *input_fd, size
 		      size_t len, serving_done_fn done, void *ctx, uint64_t *query_id,
 		      struct coloc_err *err)
 {
+	struct sv_tenant *t = sv_find_tenant(s, tenant);
 	void *copy = NULL;
 	int ret;
 
-	if (s->nr_input_fds < SV_MAX_INPUT_FDS)
+	/* held, or refused at once: nothing read for a query that is not taken */
+	if (s->nr_input_fds < SV_MAX_INPUT_FDS || !t || !t->described || len != t->in_bytes ||
+	    t->nr_queries >= s->max_queue || s->nr_live >= s->max_queue_total)
 		return submit_query(s, tenant, NULL, input_fd, offset, len, done, ctx, query_id,
 				    err);
 	/* too many held: this one's bytes are read now, its descriptor left to the caller */
@@ -635,7 +638,7 @@ int serving_submit_fd(struct serving *s, const char *tenant, int *input_fd, size
 	if (!copy)
 		return coloc_err_set(err, -ENOMEM, "out of memory queueing a query of %s", tenant);
 	ret = input_memfd_read(*input_fd, offset, copy, len);
-	if (!ret || ret == -ENODATA)
+	if (!ret)
 		ret = submit_query(s, tenant, &copy, NULL, 0, len, done, ctx, query_id, err);
 	else
 		coloc_err_set(err, ret, "reading the input's memfd: %s", strerror(-ret));

@@ -58,10 +58,11 @@ static void fill_slots(struct serving *s, struct sv_tenant *t)
 	if (!sv_tenant_serving(t))
 		return;
 	view_executors(t, &v);
-	for (struct sv_query *q = t->head; q; q = q->next) {
-		int best, slot;
+	for (struct sv_query *q = t->head, *next; q; q = next) {
+		int best, slot, r = 0;
 		void *dst;
 
+		next = q->next;
 		if (q->slot >= 0)
 			continue;
 		best = policy_assign_slot(v.ex, t->nr_exec);
@@ -73,7 +74,15 @@ static void fill_slots(struct serving *s, struct sv_tenant *t)
 		if (q->input)
 			memcpy(dst, q->input, t->in_bytes);
 		else
-			input_memfd_read(q->input_fd, q->input_offset, dst, t->in_bytes);
+			r = input_memfd_read(q->input_fd, q->input_offset, dst, t->in_bytes);
+		if (r) { /* never run on what it did not send: the slot stays free */
+			char reason[SERVING_REASON_LEN];
+
+			snprintf(reason, sizeof(reason), "reading the input's memfd: %s",
+				 strerror(-r));
+			sv_complete_query(s, t, q, SERVING_QUERY_FAILED, reason);
+			continue;
+		}
 		sv_query_drop_input(s, q);
 		q->exec = best;
 		q->slot = slot;

@@ -11,6 +11,8 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include "kselftest_harness.h"
 #include "colocd_serving_fixture.h"
 
@@ -242,8 +244,21 @@ TEST_F_TIMEOUT(wire, infer_memfd__hostile_descriptors_refused_colocd_serves_on, 
 	file_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	ASSERT_LE(0, file_fd);
 	ASSERT_EQ(0, ftruncate(file_fd, (off_t)self->in_bytes));
-	expect_refused(_metadata, self, "a regular file", &file_fd, 1, self->in_bytes, NULL,
-		       "not a memfd");
+	{ /* a tmpfs file answers F_GET_SEALS too (F_SEAL_SEAL): told apart */
+		struct statfs fs;
+
+		ASSERT_EQ(0, fstatfs(file_fd, &fs));
+		expect_refused(_metadata, self, "a regular file", &file_fd, 1, self->in_bytes,
+			       NULL,
+			       fs.f_type == TMPFS_MAGIC ? "not a sealable memfd" : "not a memfd");
+	}
+	/* a memfd that can never be sealed */
+	close(file_fd);
+	file_fd = memfd_create("unsealable", MFD_CLOEXEC);
+	ASSERT_LE(0, file_fd);
+	ASSERT_EQ(0, ftruncate(file_fd, (off_t)self->in_bytes));
+	expect_refused(_metadata, self, "a memfd made without MFD_ALLOW_SEALING", &file_fd, 1,
+		       self->in_bytes, NULL, "not a sealable memfd");
 	/* a FIFO (a pipe's read end): reading it could block colocd */
 	ASSERT_EQ(0, pipe2(pipe_fds, O_CLOEXEC));
 	expect_refused(_metadata, self, "a pipe", &pipe_fds[0], 1, self->in_bytes, NULL, "FIFO");
