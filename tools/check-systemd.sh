@@ -63,6 +63,16 @@ done
 echo "check-systemd: systemd in the container: $state"
 # podman leaves /sys/fs/bpf unmounted; a host's systemd mounts it at boot
 inside sh -c 'mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf'
+# the binaries and the unit of this tree, not those the image was built with
+for b in colocd colocctl coloc-executor; do
+	path=$(inside sh -c "command -v $b") && podman cp "$BIN/$b" "$NAME:$path" ||
+		fail "installing $BIN/$b in the container"
+done
+unit=$(inside systemctl show -p FragmentPath --value colocd)
+sed "s|@SBINDIR@|$(dirname "$(inside sh -c 'command -v colocd')")|g" dist/colocd.service.in \
+	>"$work/colocd.service"
+podman cp "$work/colocd.service" "$NAME:$unit" && inside systemctl daemon-reload ||
+	fail "installing dist/colocd.service.in as $unit"
 inside systemctl start colocd || fail "systemctl start colocd"
 for _ in $(seq 30); do inside colocctl ping >/dev/null 2>&1 && break; sleep 1; done
 inside colocctl ping >/dev/null || {
@@ -109,6 +119,17 @@ done
 if [ "${#uids[@]}" != 2 ] || [ "${uids[0]}" = "${uids[1]}" ]; then
 	fail "the executors share a uid"
 fi
+# what ProtectKernelTunables= would have covered, by name (the unit's ReadOnlyPaths=)
+mounts=$(inside cat "/proc/$colocd_pid/mountinfo")
+for ro in /sys /proc/sys; do
+	opts=$(echo "$mounts" | awk -v m="$ro" '$5 == m {o = $6} END {print o}')
+	case ",$opts," in *,ro,*) ;; *) fail "$ro is not read-only for colocd ($opts)" ;; esac
+done
+for f in kallsyms kcore; do
+	inside test -e "/proc/$f" || continue
+	echo "$mounts" | awk -v m="/proc/$f" '$5 == m {f = 1} END {exit !f}' ||
+		fail "/proc/$f is not hidden from colocd"
+done
 echo "check-systemd: colocd: $(inside grep -E '^(CapEff|NoNewPrivs|Seccomp):' "/proc/$colocd_pid/status" | tr '\n\t' '  ')"
 inside systemd-analyze security --offline=yes /lib/systemd/system/colocd.service 2>/dev/null |
 	tail -1 | sed 's/^/check-systemd: /' || true
