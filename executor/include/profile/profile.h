@@ -77,7 +77,7 @@ struct profile_conditions {
 };
 
 /* Spread above which a profile was measured on a busy machine (coloc-profile refuses it). */
-#define PROFILE_BUSY_SPREAD 0.25
+#define PROFILE_BUSY_SPREAD 0.5
 
 struct profile_layer {
 	char name[PROFILE_NAME_LEN];
