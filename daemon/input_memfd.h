@@ -4,9 +4,9 @@
  * "memfd"), treated as hostile: only a memfd sealed against shrinking
  * (F_SEAL_SHRINK: the bytes colocd reads cannot vanish under it, so no
  * SIGBUS and no short read) and at least as large as the input is taken,
- * and its bytes are only ever read with pread, which never blocks on a
- * memfd and never maps the client's pages into colocd. docs/design/
- * infer-memfd.md says why.
+ * and its bytes are only ever read with pread, which waits on no other
+ * process (swapped-out pages excepted) and never maps the client's pages
+ * into colocd. docs/design/infer-memfd.md says why.
  */
 #ifndef COLOC_DAEMON_INPUT_MEMFD_H
 #define COLOC_DAEMON_INPUT_MEMFD_H

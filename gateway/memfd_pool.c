@@ -20,6 +20,7 @@ struct gw_memfd_pool {
 	pthread_mutex_t lock;
 	struct gw_memfd *free;
 	int nr_free, max_kept;
+	size_t kept_bytes; /* the free ones' */
 };
 
 struct gw_memfd_pool *gw_memfd_pool_create(int max_kept)
@@ -100,6 +101,7 @@ struct gw_memfd *gw_memfd_get(struct gw_memfd_pool *p, size_t bytes)
 
 		*best = m->next;
 		p->nr_free--;
+		p->kept_bytes -= m->cap;
 		pthread_mutex_unlock(&p->lock);
 		m->next = NULL;
 		return m;
@@ -113,10 +115,12 @@ void gw_memfd_put(struct gw_memfd_pool *p, struct gw_memfd *m)
 	if (!m)
 		return;
 	pthread_mutex_lock(&p->lock);
-	if (p->nr_free < p->max_kept && m->cap <= COLOC_MAX_PAYLOAD + MEMFD_ROUND) {
+	if (p->nr_free < p->max_kept && m->cap <= COLOC_MAX_PAYLOAD + MEMFD_ROUND &&
+	    p->kept_bytes + m->cap <= GW_MEMFD_KEPT_BYTES) {
 		m->next = p->free;
 		p->free = m;
 		p->nr_free++;
+		p->kept_bytes += m->cap;
 		m = NULL;
 	}
 	pthread_mutex_unlock(&p->lock);

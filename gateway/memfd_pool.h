@@ -23,12 +23,18 @@ struct gw_memfd {
 
 struct gw_memfd_pool;
 
+/* The most bytes of memfds a pool keeps between uses (the rest are freed). */
+#define GW_MEMFD_KEPT_BYTES (256ul << 20)
+
 /* A pool keeping at most max_kept memfds between uses; NULL out of memory. */
 struct gw_memfd_pool *gw_memfd_pool_create(int max_kept);
 void gw_memfd_pool_destroy(struct gw_memfd_pool *p);
 /* A memfd of bytes bytes at least, from the pool or made; NULL on failure (errno). */
 struct gw_memfd *gw_memfd_get(struct gw_memfd_pool *p, size_t bytes);
-/* Gives m back (NULL is fine); past max_kept, or larger than the pool keeps, it is freed. */
+/*
+ * Gives m back (NULL is fine); past max_kept or GW_MEMFD_KEPT_BYTES, or
+ * larger than the pool keeps, it is freed.
+ */
 void gw_memfd_put(struct gw_memfd_pool *p, struct gw_memfd *m);
 /* Unmaps and closes m (NULL is fine), never to be reused: colocd's copy, if any, lives on. */
 void gw_memfd_free(struct gw_memfd *m);
