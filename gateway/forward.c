@@ -130,16 +130,21 @@ static void fwd_conn_why(char *why, size_t len, int r, const char *what, struct 
 }
 
 /*
- * The pool's memfd of job back to the pool, or freed while colocd may
- * still read it (sent, not answered: a late read must never see another
- * query's input); the caller's is the caller's (gw_fwd_memfd_put).
+ * m back to the pool, or freed while colocd may still read it (sent, not
+ * answered: a late read must never see another query's input).
  */
+static void fwd_memfd_back(struct gw_fwd *fw, struct gw_memfd *m, bool lent)
+{
+	if (lent)
+		gw_memfd_free(m);
+	else
+		gw_memfd_put(fw->memfds, m);
+}
+
+/* The pool's memfd of job given back; the caller's is the caller's (gw_fwd_memfd_put). */
 static void fwd_release_input(struct gw_fwd *fw, struct gw_job *job)
 {
-	if (job->input_lent)
-		gw_memfd_free(job->own_memfd);
-	else
-		gw_memfd_put(fw->memfds, job->own_memfd);
+	fwd_memfd_back(fw, job->own_memfd, job->input_lent);
 	job->own_memfd = NULL;
 }
 
@@ -837,8 +842,5 @@ struct gw_memfd *gw_fwd_memfd_get(struct gw_fwd *fw, size_t bytes)
 
 void gw_fwd_memfd_put(struct gw_fwd *fw, struct gw_memfd *m, const struct gw_job *job)
 {
-	if (job && job->input_memfd == m && job->input_lent)
-		gw_memfd_free(m);
-	else
-		gw_memfd_put(fw->memfds, m);
+	fwd_memfd_back(fw, m, job && job->input_memfd == m && job->input_lent);
 }
