@@ -227,6 +227,22 @@ void profile_solo_summary(uint64_t *v, int n, uint64_t *median, double *spread)
 	*spread = *median ? (double)(v[p90] - v[p10]) / (double)*median : 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void profile_ratio_summary(double *v, int n, double *median, double *spread)
+{
+	int p10 = n / 10, p90 = n - 1 - n / 10;
+
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	*median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	*spread = *median > 0 ? (v[p90] - v[p10]) / *median : 0;
+}
+
 bool profile_is_stale(const struct profile *p, uint64_t now_ns, double now_spread)
 {
 	double allowed = p->conditions.spread, ratio;

@@ -38,6 +38,7 @@ struct parser {
 	char *field[PROFILE_MAX_FIELDS];
 	int nr_fields;
 	const char *rest; /* the text after the first field, for "cpu" */
+	int format; /* the file's format version */
 	struct coloc_err *err;
 };
 
@@ -213,14 +214,15 @@ static int parse_header(struct parser *ps, struct profile_header *hd)
 	if ((ret = expect_record(ps, "coloc-profile", 2)) ||
 	    (ret = field_int(ps, 1, "format version", 1, 1000, &format)))
 		return ret;
-	if (format < PROFILE_FORMAT_VERSION)
+	if (format < PROFILE_OLDEST_FORMAT)
 		return parse_error(
 			ps,
-			"format version %d is from an older coloc whose kernels or cells differ from this one's (this reader knows %d); measure the profile again with coloc-profile",
-			format, PROFILE_FORMAT_VERSION);
-	if (format != PROFILE_FORMAT_VERSION)
-		return parse_error(ps, "format version %d, this reader knows %d", format,
-				   PROFILE_FORMAT_VERSION);
+			"format version %d is from an older coloc whose kernels or cells differ from this one's (this reader knows %d to %d); measure the profile again with coloc-profile",
+			format, PROFILE_OLDEST_FORMAT, PROFILE_FORMAT_VERSION);
+	if (format > PROFILE_FORMAT_VERSION)
+		return parse_error(ps, "format version %d, this reader knows %d to %d", format,
+				   PROFILE_OLDEST_FORMAT, PROFILE_FORMAT_VERSION);
+	ps->format = format;
 	if ((ret = expect_record(ps, "model", 2)) ||
 	    (ret = field_string(ps, 1, "model name", h->model_name, sizeof(h->model_name))))
 		return ret;
@@ -412,6 +414,33 @@ static int parse_conditions(struct parser *ps, struct profile *p)
 	return 0;
 }
 
+/* cold RATIO SPREAD GAP_NS PAIRS: the cold start, after 'conditions' (format 7, profile.h). */
+static int parse_cold(struct parser *ps, struct profile *p)
+{
+	struct profile_conditions *c = &p->conditions;
+	int ret;
+
+	if (ps->format < 7)
+		return parse_error(ps, "'cold' is a record of format 7, this file is format %d",
+				   ps->format);
+	if (!c->known)
+		return parse_error(ps, "'cold' before 'conditions'");
+	if (c->cold_ratio > 0)
+		return parse_error(ps, "duplicate 'cold'");
+	if (ps->nr_fields != 5)
+		return parse_error(ps, "'cold' takes RATIO SPREAD GAP_NS PAIRS, found %d values",
+				   ps->nr_fields - 1);
+	if ((ret = field_ratio(ps, 1, "cold ratio", -1, &c->cold_ratio)) ||
+	    (ret = field_ratio(ps, 2, "cold spread", -1, &c->cold_spread)) ||
+	    (ret = field_u64(ps, 3, "cold gap (ns)", 1, PROFILE_MAX_LATENCY_NS, &c->cold_gap_ns)) ||
+	    (ret = field_int(ps, 4, "cold pairs", 1, 100000, &c->cold_pairs)))
+		return ret;
+	if (!(c->cold_ratio > 0) || c->cold_spread < 0)
+		return parse_error(ps,
+				   "cold: the ratio must be a number above 0, the spread a number");
+	return 0;
+}
+
 /* A measured cell has its interval around it; an unmeasured one has none. */
 static int check_intervals(struct parser *ps, const struct profile *p)
 {
@@ -468,6 +497,8 @@ static int parse_body(struct parser *ps, struct profile *p)
 			ret = parse_slowdown(ps, p, slowdown_seen);
 		} else if (!strcmp(ps->field[0], "conditions")) {
 			ret = parse_conditions(ps, p);
+		} else if (!strcmp(ps->field[0], "cold")) {
+			ret = parse_cold(ps, p);
 		} else if (!strcmp(ps->field[0], "end")) {
 			if (ps->nr_fields != 1) {
 				ret = parse_error(ps, "'end' takes no values");
@@ -482,7 +513,7 @@ static int parse_body(struct parser *ps, struct profile *p)
 		} else {
 			ret = parse_error(
 				ps,
-				"unknown record '%.40s' (expected lat, lat-lo, lat-hi, stress-gbps, slowdown, conditions or end)",
+				"unknown record '%.40s' (expected lat, lat-lo, lat-hi, stress-gbps, slowdown, conditions, cold or end)",
 				ps->field[0]);
 		}
 		if (ret)

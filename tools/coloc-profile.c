@@ -49,6 +49,7 @@ static struct {
 	bool force; /* keep a profile measured on a busy machine */
 	double busy_spread; /* the spread above which the machine was busy */
 	bool verify_cache; /* time the model before reusing a cached profile */
+	uint64_t cold_gap_ns; /* idle before each cold run; 0: from the model's latency */
 	bool verbose;
 } opt = {
 	.iters = 9,
@@ -97,6 +98,10 @@ static void usage(FILE *f, const char *prog)
 		"      --busy-spread PCT  the spread (p90 - p10 of the whole-model runs, in %%\n"
 		"                         of their median) above which the machine was busy\n"
 		"                         (0..1000, default %d)\n"
+		"      --cold-gap-ms N    the idle gap before each cold whole-model run, the\n"
+		"                         start of a query served alone at low load (1..1000,\n"
+		"                         default 9 x the model's latency, what 10 %% load\n"
+		"                         leaves between queries, within %llu..%llu)\n"
 		"  -b, --batch N          an .onnx MODEL's batch, for inputs whose first dim\n"
 		"                         is symbolic (default 1); part of the cache key\n"
 		"  -d, --dim NAME=VALUE   the value of an .onnx MODEL's symbolic dim NAME\n"
@@ -109,14 +114,18 @@ static void usage(FILE *f, const char *prog)
 		"it ran. Layers on fewer than all cores are measured with the stressor on the other\n"
 		"cores, kept busy without touching memory for the \"alone\" column; on all\n"
 		"cores the stressor shares the layer's cores. Levels alternate in rounds, so\n"
-		"alone and stressed runs interleave. At the end it prints how many rows pass\n"
+		"alone and stressed runs interleave. Before each core count and at the end the\n"
+		"whole model runs in pairs, back to back (hot) and after the idle gap (cold):\n"
+		"the median cold / hot ratio scales the model's solo latency (its served start).\n"
+		"At the end it prints how many rows pass\n"
 		"the checks (slowdown >= 1, not falling as the level rises, within the CIs)\n"
 		"and the mean slowdown per level. SIGINT saves the progress in FILE.partial;\n"
 		"run the same command again to continue.\n"
 		"Exit status: 0 profile written, 1 failure or interrupted, 2 bad usage.\n"
 		"Example: %s models/mobilenet_v2.model -o mobilenet_v2.profile --iters 9\n",
 		prog, PROFILE_MAX_LEVELS - 1, PROFILE_DEFAULT_CACHE_DIR,
-		(int)(PROFILE_STALE_FLOOR * 100), (int)(PROFILE_BUSY_SPREAD * 100), prog);
+		(int)(PROFILE_STALE_FLOOR * 100), (int)(PROFILE_BUSY_SPREAD * 100),
+		PROFILE_COLD_GAP_MIN_NS / 1000000, PROFILE_COLD_GAP_MAX_NS / 1000000, prog);
 }
 
 static int parse_levels(const char *list)
@@ -244,8 +253,12 @@ static struct profile *cached_profile(const char *path, const struct profile *wa
 			coloc_err_str(&err));
 		return NULL;
 	}
-	if (profile_same_setup(c, want) && !profile_nr_missing(c) && c->iters >= want->iters)
-		return c;
+	if (profile_same_setup(c, want) && !profile_nr_missing(c) && c->iters >= want->iters) {
+		if (c->conditions.cold_ratio > 0)
+			return c;
+		printf("coloc-profile: the cached profile %s records no cold start (format 6): stale, measuring again\n",
+		       path);
+	}
 	profile_free(c);
 	return NULL;
 }
@@ -372,6 +385,7 @@ static int profiler_open(struct profiler *pr, uint64_t *hash, struct profile_mac
 		return -1;
 	}
 	pr->verbose = opt.verbose;
+	pr->cold_gap_ns = opt.cold_gap_ns;
 	pr->p = empty_profile(pr, *hash, machine);
 	if (!pr->p)
 		return -1;
@@ -419,7 +433,7 @@ static bool cached_is_stale(struct profiler *pr, const struct profile *cached)
 	if (profiler_time_solo(pr))
 		return true;
 	profiler_conditions(pr, &now);
-	pr->nr_solo = 0; /* a new profile's conditions start afresh */
+	pr->nr_solo = pr->nr_cold = 0; /* a new profile's conditions start afresh */
 	stale = profile_is_stale(cached, now.solo_ns, now.spread);
 	profiler_print_conditions("now", &now);
 	if (!cached->conditions.known)
@@ -561,6 +575,7 @@ int main(int argc, char **argv)
 		{ "force", no_argument, NULL, 'f' },
 		{ "verify-cache", no_argument, NULL, 'V' },
 		{ "busy-spread", required_argument, NULL, 'B' },
+		{ "cold-gap-ms", required_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "dim", required_argument, NULL, 'd' },
@@ -622,6 +637,11 @@ int main(int argc, char **argv)
 			if (cli_parse_flag("coloc-profile", "--busy-spread", optarg, 0, 1000, &v))
 				return 2;
 			opt.busy_spread = (double)v / 100;
+			break;
+		case 'G':
+			if (cli_parse_flag("coloc-profile", "--cold-gap-ms", optarg, 1, 1000, &v))
+				return 2;
+			opt.cold_gap_ns = (uint64_t)v * 1000000;
 			break;
 		case 'v':
 			opt.verbose = true;

@@ -40,6 +40,10 @@ struct profiler {
 	/* whole-model latencies on every allowed core, pooled over the profile (solo.c) */
 	uint64_t solo_ns[PROFILE_SOLO_RUNS * (PROFILE_MAX_CORES + 1)];
 	int nr_solo;
+	/* per run above, the next run's latency after an idle gap over its own (solo.c) */
+	double cold_ratio[PROFILE_SOLO_RUNS * (PROFILE_MAX_CORES + 1)];
+	int nr_cold;
+	uint64_t cold_gap_ns; /* the idle gap before each cold run; 0: from the first run */
 	struct profile_cpu_ticks ticks_start;
 };
 
@@ -57,7 +61,19 @@ int profiler_save_partial(struct profiler *pr);
  */
 int profiler_seek(struct profiler *pr, const struct exec_cpuset *set, int layer);
 
-/* PROFILE_SOLO_RUNS whole-model runs on every allowed core, kept in pr (solo.c). 0 or -errno. */
+/*
+ * The idle gap before a cold run when --cold-gap-ms is not given: what 10 %
+ * load leaves a model between queries on average (9 x its latency), within
+ * these bounds (docs/design/profile-cold-start.md).
+ */
+#define PROFILE_COLD_GAP_MIN_NS 20000000ULL
+#define PROFILE_COLD_GAP_MAX_NS 50000000ULL
+
+/*
+ * PROFILE_SOLO_RUNS pairs of whole-model runs on every allowed core, kept
+ * in pr (solo.c): one back to back after the run before (hot), then one
+ * after pr->cold_gap_ns idle (cold). 0 or -errno.
+ */
 int profiler_time_solo(struct profiler *pr);
 /* The conditions of pr->p from the runs kept so far and the machine's counters now. */
 void profiler_conditions(struct profiler *pr, struct profile_conditions *c);

@@ -30,7 +30,9 @@
 #include "coloc/limits.h"
 #include "error.h"
 
-#define PROFILE_FORMAT_VERSION 6
+#define PROFILE_FORMAT_VERSION 7
+/* the oldest format still read: 6 has no cold start (profile_conditions.cold_ratio 0) */
+#define PROFILE_OLDEST_FORMAT 6
 #define PROFILE_NAME_LEN 64 /* model and layer names, as MODEL_NAME_LEN */
 #define PROFILE_VERSION_NAME_LEN 48 /* as EXEC_VERSION_NAME_LEN */
 #define PROFILE_MAX_VERSIONS 6 /* as EXEC_MAX_VERSIONS */
@@ -67,6 +69,14 @@ struct profile_machine {
  * by the hypervisor meanwhile. A later quick run of the whole model that
  * differs from solo_ns by more than the spread says the profile is stale.
  * docs/design/profile-freshness.md.
+ *
+ * The cold start (format 7): interleaved pairs of whole-model runs, one
+ * back to back after the run before (hot, as the cells are timed), one
+ * after cold_gap_ns idle (cold, as a query served alone at low load
+ * starts); cold_ratio is the median of the pairs' cold / hot ratios and
+ * cold_spread their (p90 - p10) / median. A ratio of each pair survives
+ * the machine's drift, which a single figure does not. cold_ratio 0: not
+ * measured (a format-6 profile). docs/design/profile-cold-start.md.
  */
 struct profile_conditions {
 	bool known; /* false in a profile still being measured */
@@ -74,6 +84,10 @@ struct profile_conditions {
 	double spread;
 	double loadavg;
 	double steal; /* 0..1 */
+	double cold_ratio; /* 0: unknown */
+	double cold_spread;
+	uint64_t cold_gap_ns;
+	int cold_pairs;
 };
 
 /* Spread above which a profile was measured on a busy machine (coloc-profile refuses it). */
@@ -184,6 +198,8 @@ bool profile_same_setup(const struct profile *a, const struct profile *b);
  * whole-model latencies (sorts v), as struct profile_conditions keeps them.
  */
 void profile_solo_summary(uint64_t *v, int n, uint64_t *median, double *spread);
+/* The same for n >= 1 ratios (cold / hot pairs), sorting v. */
+void profile_ratio_summary(double *v, int n, double *median, double *spread);
 /*
  * Whether a fresh whole-model latency now_ns (with its own spread) says
  * profile p is stale: the larger of it and p's solo_ns is more than 1 +

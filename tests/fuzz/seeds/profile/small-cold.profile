@@ -1,0 +1,56 @@
+# coloc latency profile: format in models/PROFILE.md
+coloc-profile 7
+model fuzz_small
+model-hash 3e7cb7ff03cc405f
+cpu AMD EPYC
+isa avx512_core_bf16
+cores 2
+llc-bytes 532676608
+onednn 2.6.3
+date 2026-12-04T14:09:52Z
+stress llc
+iters 3
+profiled-cores 2
+levels 0 50 100
+layers 3
+layer 0 image 1 input
+layer 1 c1 3 onednn-nhwc row-split row-tiles
+layer 2 gp 1 onednn
+stress-gbps 1 0.178 0.391
+stress-gbps 2 0.724 0.818
+conditions 3310000 0.0420 0.35 0.0012
+cold 1.2210 0.0930 29790000 27
+lat 0 0 1 4998 4829 4940
+lat-lo 0 0 1 3456 4199 4258
+lat-hi 0 0 1 5200 5019 5120
+lat 0 0 2 942 2754 3987
+lat-lo 0 0 2 842 2335 3086
+lat-hi 0 0 2 3787 2776 5350
+lat 1 0 1 6522 6893 7214
+lat-lo 1 0 1 6061 6432 7153
+lat-hi 1 0 1 24406 44374 38322
+lat 1 0 2 3936647 14137 25849
+lat-lo 1 0 2 10379 9678 11853
+lat-hi 1 0 2 5435482 2686602 28012403
+lat 1 1 1 15280 20710 20107
+lat-lo 1 1 1 12664 13265 12965
+lat-hi 1 1 1 49093 50616 44835
+lat 1 1 2 5605643 489082 11932
+lat-lo 1 1 2 25258 8236 8817
+lat-hi 1 1 2 7962854 5717153 23543372
+lat 1 2 1 17974 41428 45857
+lat-lo 1 2 1 15419 17412 20418
+lat-hi 1 2 1 58038 57549 55024
+lat 1 2 2 34295 24095 60293
+lat-lo 1 2 2 13875 14087 12484
+lat-hi 1 2 2 14881050 1783381 31928712
+lat 2 0 1 8216 8667 9357
+lat-lo 2 0 1 4649 8425 8557
+lat-hi 2 0 1 9278 9187 24111162
+lat 2 0 2 61516 9188 8536
+lat-lo 2 0 2 3586 6853 4889
+lat-hi 2 0 2 62418 10670 25798
+slowdown 0 0.966186 0.988395
+slowdown 1 1.48906 1.54856
+slowdown 2 1.05489 1.13888
+end
