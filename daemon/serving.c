@@ -269,17 +269,20 @@ static void retire_executor(struct serving *s, struct sv_exec *x, bool graceful)
 void sv_release_block_cores(struct serving *s, struct sv_tenant *t, struct sv_exec *x)
 {
 	int idx = tenant_index(s, t);
+	uint64_t now = sv_now_ns();
 
 	if (!x->busy)
 		return;
 	for (int c = policy_cpuset_next(&x->blk.cores, 0); c >= 0;
-	     c = policy_cpuset_next(&x->blk.cores, c + 1))
+	     c = policy_cpuset_next(&x->blk.cores, c + 1)) {
+		s->core_idle_since[c] = now;
 		if (s->owner[c] == idx) {
 			s->owner[c] = -1;
 			policy_cpuset_set(&s->free, c);
 			if (s->core_changed)
 				s->core_changed(s->ctx, c, NULL, 0, 0, 0);
 		}
+	}
 	x->busy = false;
 	if (x->blk_query)
 		x->blk_query->in_flight = false;

@@ -378,7 +378,8 @@ struct serving_tenant_info {
 	/* how its executors are kept apart (execproc_isolation, then its uid and cgroup); "" if none */
 	char isolation[384];
 	uint64_t qos_ns;
-	uint64_t solo_ns; /* profiled latency alone on all served cores */
+	/* profiled latency alone on all served cores, started cold (policy_costs_served_solo_ns) */
+	uint64_t solo_ns;
 	size_t in_bytes, out_bytes;
 	int queued, in_flight;
 	struct serving_stats_summary stats;

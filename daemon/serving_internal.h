@@ -46,6 +46,7 @@ struct sv_plan_block {
 	int nr_cores; /* the first nr_cores of the plan's cores (x->blk.cores) */
 	double level;
 	uint64_t alone_ns, predicted_ns;
+	bool cold; /* priced as starting cold (policy_decision's) */
 };
 
 /* One executor process of a tenant and the command it runs. */
@@ -145,6 +146,8 @@ struct serving {
 	int cpus[POLICY_MAX_CPUS], nr_cpus;
 	char cores[8192]; /* cpus as a CPU list, for the executors */
 	int owner[POLICY_MAX_CPUS]; /* tenant whose block holds the CPU, or -1 */
+	/* when the last block on the CPU ended (0: none yet): whether the next starts cold */
+	uint64_t core_idle_since[POLICY_MAX_CPUS];
 	struct policy_signal *core_sig; /* [POLICY_MAX_CPUS], as last measured */
 	/* [POLICY_MAX_CPUS]: each core's level estimated from blocks, or set by the PMU model */
 	struct policy_level_core *core_level;

@@ -92,6 +92,7 @@ static bool next_block(struct serving *s, const struct policy_input *in, struct 
 	q.in_flight = false;
 	ahead.queries = &q;
 	ahead.now_ns = in->now_ns + ahead_ns;
+	ahead.core_idle_since_ns = NULL; /* its cores run the block before: it starts hot */
 	if (policy_decide(s->policy, &ahead, &out, &err) ||
 	    policy_check_output(s->entry, &ahead, &out, &err))
 		return false;
@@ -118,7 +119,8 @@ int sv_plan_make(struct serving *s, const struct policy_input *in, int nr_decisi
 					     .nr_cores = d->nr_cores,
 					     .level = d->level,
 					     .alone_ns = d->alone_ns,
-					     .predicted_ns = d->predicted_ns };
+					     .predicted_ns = d->predicted_ns,
+					     .cold = d->cold };
 	x->plan_nr = 1;
 	x->plan_yielded = false;
 	if (!may_plan(s, in, nr_decisions))
@@ -134,7 +136,8 @@ int sv_plan_make(struct serving *s, const struct policy_input *in, int nr_decisi
 								.nr_cores = next.nr_cores,
 								.level = next.level,
 								.alone_ns = next.alone_ns,
-								.predicted_ns = next.predicted_ns };
+								.predicted_ns = next.predicted_ns,
+								.cold = next.cold };
 		ahead += next.predicted_ns;
 	}
 	x->blk.nr_cores = policy_cpuset_count(&x->blk.cores);
@@ -153,6 +156,7 @@ struct policy_decision sv_plan_decision(const struct sv_exec *x, int i)
 	d.level = p->level;
 	d.alone_ns = p->alone_ns;
 	d.predicted_ns = p->predicted_ns;
+	d.cold = p->cold;
 	d.versions = x->blk_versions + (p->first - x->blk.first_layer);
 	return d;
 }

@@ -155,7 +155,8 @@ static void build_input(struct serving *s, struct policy_input *in)
 				     .nr_running = nr,
 				     .free = &s->free,
 				     .cores = s->core_sig_now,
-				     .domains = s->dom_sig_now };
+				     .domains = s->dom_sig_now,
+				     .core_idle_since_ns = s->core_idle_since };
 }
 
 static struct sv_query *find_query(struct sv_tenant *t, uint64_t id)

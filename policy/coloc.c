@@ -382,6 +382,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	};
 	d->alone_ns = coloc_span_alone_ns(st, ct, first, last, ci, pos, versions);
 	coloc_grant_cores(cfg, in, r, d->nr_cores, &d->cores);
+	policy_costs_start_cold(m, in, d);
 	return POLICY_SERVED;
 }
 

@@ -191,3 +191,42 @@ uint64_t policy_costs_solo_ns(const struct policy_costs *m, int nr_cores)
 
 	return ci < 0 ? 0 : policy_costs_alone_ns(m, 0, m->nr_layers, ci);
 }
+
+double policy_costs_cold_scale(const struct policy_costs *m)
+{
+	return m->cold_ratio > 1 ? m->cold_ratio : 1.0;
+}
+
+uint64_t policy_costs_served_solo_ns(const struct policy_costs *m, int nr_cores)
+{
+	return (uint64_t)((double)policy_costs_solo_ns(m, nr_cores) * policy_costs_cold_scale(m));
+}
+
+/* Whether cpu runs a block of in->running (the shared cores of `os`). */
+static bool core_running(const struct policy_input *in, int cpu)
+{
+	for (int i = 0; i < in->nr_running; i++)
+		if (policy_cpuset_test(&in->running[i].cores, cpu))
+			return true;
+	return false;
+}
+
+void policy_costs_start_cold(const struct policy_costs *m, const struct policy_input *in,
+			     struct policy_decision *d)
+{
+	double scale = policy_costs_cold_scale(m);
+
+	if (scale <= 1.0 || !in->core_idle_since_ns)
+		return;
+	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
+	     c = policy_cpuset_next(&d->cores, c + 1)) {
+		uint64_t since = in->core_idle_since_ns[c];
+
+		if (core_running(in, c) ||
+		    (since && (in->now_ns < since || in->now_ns - since < m->cold_after_ns)))
+			return;
+	}
+	d->cold = true;
+	d->alone_ns = (uint64_t)((double)d->alone_ns * scale);
+	d->predicted_ns = (uint64_t)((double)d->predicted_ns * scale);
+}

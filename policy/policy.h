@@ -184,6 +184,16 @@ struct policy_costs {
 	const uint64_t *latency_lo_ns, *latency_hi_ns;
 	/* [nr_layers]: work per layer (MACs), each layer's share of the QoS budget; NULL: unknown */
 	const uint64_t *layer_ops;
+	/*
+	 * The cold start: the whole model's latency after an idle gap over
+	 * its latency back to back, as the cells are timed (a profile's
+	 * conditions). A block whose cores have all been idle cold_after_ns
+	 * or longer starts cold and is priced at its cells times this; one
+	 * that follows a block on its cores starts hot. 0 (or below 1):
+	 * every block hot. policy_costs_start_cold().
+	 */
+	double cold_ratio;
+	uint64_t cold_after_ns;
 };
 
 /* Checks dimensions, ordering and that every layer runs alone at every core count. */
@@ -235,6 +245,13 @@ uint64_t policy_costs_alone_ns(const struct policy_costs *m, int first, int last
  * with. 0 when no profiled count fits.
  */
 uint64_t policy_costs_solo_ns(const struct policy_costs *m, int nr_cores);
+
+/*
+ * The same started cold (times the cold ratio): what the model costs served
+ * alone at low load, each query after an idle gap. What admission and
+ * colocd's reports call the profiled solo latency.
+ */
+uint64_t policy_costs_served_solo_ns(const struct policy_costs *m, int nr_cores);
 
 /* ---- what comes in -------------------------------------------------------- */
 
@@ -298,6 +315,8 @@ struct policy_decision {
 	double level; /* the slowdown the policy assumed (1.0 = alone) */
 	uint64_t alone_ns; /* table latency of the block alone with these versions and cores */
 	uint64_t predicted_ns; /* what the policy expects it to take */
+	/* its cores were idle: alone_ns and predicted_ns include the model's cold_ratio */
+	bool cold;
 };
 
 struct policy_input {
@@ -312,7 +331,24 @@ struct policy_input {
 	/* [POLICY_MAX_CPUS] by CPU id, and [POLICY_MAX_CPUS] by LLC domain id; NULL: none */
 	const struct policy_signal *cores;
 	const struct policy_signal *domains;
+	/*
+	 * [POLICY_MAX_CPUS] by CPU id: when the last block on the core ended
+	 * (0: none yet). NULL: not known, every block starts hot.
+	 */
+	const uint64_t *core_idle_since_ns;
 };
+
+/*
+ * Whether a block of model m on cores starts cold: m has a cold ratio
+ * above 1, the caller says when its cores last ran a block, and every one
+ * of them has been idle at least m->cold_after_ns at in->now_ns (running
+ * none of in->running). Then d's cold is set and its alone_ns and
+ * predicted_ns are scaled by the ratio; otherwise d is left as it is.
+ */
+void policy_costs_start_cold(const struct policy_costs *m, const struct policy_input *in,
+			     struct policy_decision *d);
+/* m's cold ratio where it prices blocks: at least 1, 1 when unknown. */
+double policy_costs_cold_scale(const struct policy_costs *m);
 
 /* ---- what goes out ------------------------------------------------------- */
 

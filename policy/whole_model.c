@@ -122,6 +122,7 @@ int policy_serve_whole_model(const struct policy_config *cfg, const struct polic
 	cpu = policy_cpuset_next(free, 0);
 	for (int i = 0; i < d->nr_cores; i++, cpu = policy_cpuset_next(free, cpu + 1))
 		policy_cpuset_set(&d->cores, cpu);
+	policy_costs_start_cold(m, in, d);
 	policy_cpuset_andnot(free, &d->cores);
 	return POLICY_SERVED;
 }
