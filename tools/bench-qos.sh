@@ -297,10 +297,11 @@ done
 # Solo latency as served: each model alone under colocd (temporal: one query
 # at a time on all cores), at a light load (10 % of the machine at its
 # profiled speed), median of coloc-load's latencies. The profile's solo time
-# sums layers timed back to back with their weights in cache; a query served
-# after an idle gap also pays the trip through colocd and a cold start (on
-# the 2-vCPU VM: MobileNet-V2 2.6 ms profiled, ~5.5 ms served alone), so a
-# QoS of 2 x the profile would be out of reach for any policy.
+# sums layers timed back to back, times the profile's cold start (a whole
+# model after an idle gap over one back to back: docs/design/profile-cold-start.md);
+# a query served also pays the trip through colocd (~0.7 ms on the 2-vCPU
+# VM), and its p95 the Poisson queueing, so the QoS is set from the served
+# latency, not the profile.
 declare -A SOLO PROFILED QOS
 # what earlier writes left dirty (a build, a copied tree) goes to disk now, not during a measurement
 sync
