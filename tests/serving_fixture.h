@@ -349,13 +349,18 @@ static inline bool tenant_idle(FIXTURE_DATA(serving) * self, void *arg)
 	return !tenant_busy(self, arg);
 }
 
-/* The solo latency as the profile says, computed here from the file's cells. */
+/*
+ * The solo latency as the profile says, computed here from the file's
+ * cells: their sum, times the profile's cold start where it is above 1
+ * (models/PROFILE.md: what a query served alone at low load costs).
+ */
 static inline uint64_t profiled_solo_ns(const char *model_path, int nr_cpus)
 {
 	struct coloc_err err = { 0 };
 	struct model *m = model_load(model_path, &err);
 	struct profile *p = m ? profile_table_find(model_path, m, cache_dir, &err) : NULL;
 	int cores = p ? (nr_cpus < p->nr_cores ? nr_cpus : p->nr_cores) : 0;
+	double cold = p && p->conditions.cold_ratio > 1 ? p->conditions.cold_ratio : 1.0;
 	uint64_t sum = 0;
 
 	for (int l = 0; p && l < p->nr_layers; l++) {
@@ -371,7 +376,7 @@ static inline uint64_t profiled_solo_ns(const char *model_path, int nr_cpus)
 	}
 	profile_free(p);
 	model_free(m);
-	return sum;
+	return (uint64_t)((double)sum * cold);
 }
 
 #endif
