@@ -203,15 +203,21 @@ static pid_t submit_ready(FIXTURE_DATA(nokill) * self, const char *name, char *l
 	return pid;
 }
 
-/* `colocctl infer name` in the background; the block it asks for is running once it returns. */
+/*
+ * `colocctl infer name` in the background; 0 once colocd says its query
+ * is in flight (its block sent to the executor), -ETIMEDOUT if never.
+ */
 static int infer_in_background(FIXTURE_DATA(nokill) * self, const char *name, struct tu_child *c)
 {
 	const char *args[] = { "--socket", self->sock, "infer", name, NULL };
-	char bin[512];
+	char bin[512], status[128], out[16384];
 	int ret = tu_child_start(tu_bin("colocctl", bin, sizeof(bin)), args, c);
 
-	usleep(500000);
-	return ret;
+	snprintf(status, sizeof(status), "status %s --json", name);
+	for (int i = 0; !ret && i < GONE_S * 20; i++, usleep(50000))
+		if (!colocctl(self, status, out, sizeof(out)) && strstr(out, "\"in_flight\":1"))
+			return 0;
+	return ret ?: -ETIMEDOUT;
 }
 
 /*
@@ -259,6 +265,7 @@ TEST_F_TIMEOUT(nokill, remove__tenant_mid_block_goes, 600)
 	ASSERT_EQ(0, tu_child_finish(&infer));
 	EXPECT_TRUE(WIFEXITED(infer.status) && WEXITSTATUS(infer.status))
 	TH_LOG("the query of the removed tenant was answered: %s", infer.output);
+	EXPECT_NE(NULL, strstr(infer.output, "hung")) TH_LOG("%s", infer.output);
 	EXPECT_NE(0, colocctl(self, "status hostile-hang", out, sizeof(out)));
 	EXPECT_FALSE(log_has(self, "cannot kill"));
 }
