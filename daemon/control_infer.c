@@ -186,6 +186,8 @@ char *control_cmd_infer(struct colocd *d, struct json_object *req, uid_t uid,
 		return control_infer_error(tag, "rejected",
 					   "\"input_offset\" must be a whole number of at most "
 					   "COLOC_MAX_PAYLOAD_OFFSET");
+	if (bytes > COLOC_MAX_PAYLOAD && input)
+		return control_infer_error(tag, "rejected", "input_bytes is over COLOC_MAX_PAYLOAD");
 	if (bytes > COLOC_MAX_PAYLOAD) {
 		sreq->close_after = true;
 		return control_infer_error(tag, "rejected",

@@ -34,11 +34,12 @@
 struct team_turn {
 	atomic_int held; /* pool threads its team holds or is about to make */
 	atomic_uint asked; /* another lane wants them ended */
+	atomic_bool taken; /* a lane holds this slot; one that leaves frees it */
 	uint32_t *doorbell; /* the futex word the lane sleeps on between commands */
 };
 
 static struct team_turn turns[TURNS_MAX_LANES];
-static atomic_int nr_turns;
+static atomic_int nr_turns; /* slots ever taken: those below it are looked at */
 static atomic_int turn_cpus = INT_MAX; /* libgomp's CPUs, as the lanes know them */
 static atomic_uint released; /* futex word: bumped whenever a lane ends its team */
 static atomic_ulong overruns; /* claims that stopped waiting before the count fitted */
@@ -66,11 +67,17 @@ int exec_team_turns_join(uint32_t *doorbell, int nr_cpus)
 		return -EINVAL;
 	if (mine)
 		return -EALREADY;
-	i = atomic_fetch_add(&nr_turns, 1);
-	if (i >= TURNS_MAX_LANES) {
-		atomic_fetch_sub(&nr_turns, 1);
-		return -ENOSPC;
+	for (i = 0; i < TURNS_MAX_LANES; i++) {
+		bool free_slot = false;
+
+		if (atomic_compare_exchange_strong(&turns[i].taken, &free_slot, true))
+			break;
 	}
+	if (i == TURNS_MAX_LANES)
+		return -ENOSPC;
+	for (int n = atomic_load(&nr_turns); n < i + 1;)
+		if (atomic_compare_exchange_weak(&nr_turns, &n, i + 1))
+			break;
 	cpus = atomic_load(&turn_cpus);
 	while (nr_cpus < cpus && !atomic_compare_exchange_weak(&turn_cpus, &cpus, nr_cpus))
 		;
@@ -168,6 +175,7 @@ void exec_team_turns_leave(void)
 	end_team(me);
 	atomic_store(&me->asked, 0);
 	mine = NULL;
+	atomic_store(&me->taken, false);
 }
 
 unsigned long exec_team_turns_overruns(void)

@@ -8,6 +8,7 @@
  * daemon keeps serving the others throughout.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/time.h>
@@ -216,6 +217,44 @@ static bool cores_held_by(FIXTURE_DATA(wire) * self, const char *name)
 	return held;
 }
 
+/* SIGSTOP to pid, then waits (10 s at most) until every thread of it has stopped. */
+static bool stop_whole_process(pid_t pid)
+{
+	char path[64];
+	uint64_t t0 = tu_now_ns();
+
+	if (kill(pid, SIGSTOP))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	while (tu_now_ns() - t0 < 10000000000ull) {
+		DIR *d = opendir(path);
+		struct dirent *e;
+		bool all = d != NULL;
+
+		while (d && (e = readdir(d))) {
+			char stat[96], buf[256], *paren;
+			FILE *f;
+
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(stat, sizeof(stat), "/proc/%d/task/%.32s/stat", (int)pid, e->d_name);
+			f = fopen(stat, "r");
+			if (!f)
+				continue;
+			if (fgets(buf, sizeof(buf), f) && (paren = strrchr(buf, ')')) &&
+			    paren[1] == ' ' && paren[2] != 'T' && paren[2] != 't')
+				all = false;
+			fclose(f);
+		}
+		if (d)
+			closedir(d);
+		if (all)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
 TEST_F_TIMEOUT(wire, sigkill__executor_mid_block_fails_tenant_others_serve_restart_returns, 600)
 {
 	struct coloc_client *bc;
@@ -231,14 +270,34 @@ TEST_F_TIMEOUT(wire, sigkill__executor_mid_block_fails_tenant_others_serve_resta
 	got = malloc(self->out_bytes);
 	ASSERT_NE(NULL, got);
 	ASSERT_EQ(0, coloc_client_connect(self->sock, &bc));
-	for (int i = 0; i < 8; i++)
-		ASSERT_EQ(0, coloc_client_infer_send(bc, "b", (uint64_t)i, self->input,
-						     self->in_bytes));
-	/* a block of b's holds cores: kill its executor then */
-	for (int waited = 0; waited < READY_MS && !cores_held_by(self, "b"); waited++)
-		usleep(1000);
-	pb = executor_pid(self, "b");
-	ASSERT_GT(pb, 0);
+	/*
+	 * A block of b's holds cores: stop its executor (every thread), and
+	 * kill it once colocd still owes b queries the stopped process cannot
+	 * answer; if b's queries were all served first, again.
+	 */
+	for (int attempt = 0;; attempt++) {
+		int pending;
+
+		ASSERT_LT(attempt, 20) TH_LOG("b's queries were always served before the stop");
+		for (int i = 0; i < 8; i++)
+			ASSERT_EQ(0, coloc_client_infer_send(bc, "b", (uint64_t)i, self->input,
+							     self->in_bytes));
+		for (int waited = 0; waited < 2000 && !cores_held_by(self, "b"); waited++)
+			usleep(1000);
+		pb = executor_pid(self, "b");
+		ASSERT_GT(pb, 0);
+		ASSERT_TRUE(stop_whole_process(pb));
+		usleep(50000); /* a completion written before the stop is taken meanwhile */
+		t = tenant_status(self, "b");
+		pending = (int)num_of(t, "queued") + (int)num_of(t, "in_flight");
+		json_object_put(t);
+		if (pending >= 2)
+			break;
+		ASSERT_EQ(0, kill(pb, SIGCONT));
+		for (int i = 0; i < 8; i++)
+			ASSERT_EQ(1, coloc_client_infer_recv(bc, &res, got, self->out_bytes, 60000));
+		TH_LOG("attempt %d: %d of b's queries pending at the stop; again", attempt, pending);
+	}
 	t0 = tu_now_ns();
 	ASSERT_EQ(0, kill(pb, SIGKILL));
 	while (cores_held_by(self, "b") && tu_now_ns() - t0 < 10000000000ull)

@@ -42,6 +42,25 @@ struct held {
 	long long memfd_bytes;
 };
 
+/* Waits up to ms until pid has no child process (its executors reaped). */
+static bool no_children(pid_t pid, int ms)
+{
+	char path[64], buf[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	for (int waited = 0; waited < ms; waited += 10) {
+		FILE *f = fopen(path, "r");
+		bool none = f && !fgets(buf, sizeof(buf), f);
+
+		if (f)
+			fclose(f);
+		if (none)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 static int held_of(pid_t pid, struct held *h)
 {
 	char dir[64], path[384], link[256], line[256];
@@ -204,8 +223,9 @@ TEST_F_TIMEOUT(slow, submit_remove__a_stalled_state_disk_holds_nothing_more_per_
 		ASSERT_EQ(0, colocctl_as(self, MEMBER, "remove big", out, sizeof(out)))
 		TH_LOG("round %d: remove: %s", round, out);
 		ASSERT_TRUE(root_pinged(self)) TH_LOG("round %d: no answer to root's ping", round);
-		/* the removed tenant's executor leaves through the loop: give it a moment */
-		usleep(500 * 1000);
+		/* the removed tenant's executor leaves through the loop: until it is reaped */
+		ASSERT_TRUE(no_children(self->colocd, 60000))
+		TH_LOG("round %d: the removed tenant's executor is still colocd's child", round);
 		ASSERT_EQ(0, held_of(self->colocd, &h));
 		TH_LOG("round %d: %d descriptors, VmRSS %ld kB, %lld bytes of memfds", round, h.fds,
 		       h.rss_kb, h.memfd_bytes);

@@ -233,4 +233,66 @@ TEST_F(exec_lane_turns, join__twice_is_refused)
 	EXPECT_EQ(-EALREADY, exec_team_turns_join(&doorbell, 2));
 }
 
+/* Threads that join and stay until told, so that every slot is held at once. */
+struct joiner {
+	uint32_t doorbell;
+	pthread_barrier_t *joined;
+	atomic_int *go_leave;
+	int ret;
+};
+
+static void *join_and_hold(void *arg)
+{
+	struct joiner *j = arg;
+
+	j->ret = exec_team_turns_join(&j->doorbell, 2);
+	pthread_barrier_wait(j->joined);
+	while (!atomic_load(j->go_leave))
+		usleep(1000);
+	if (!j->ret)
+		exec_team_turns_leave();
+	return NULL;
+}
+
+/* The lanes a process holds at once are bounded, and a lane that left gives its slot back. */
+TEST_F(exec_lane_turns, join__slots_are_bounded_and_given_back_on_leave)
+{
+	enum { HOLDERS = 70 };
+	struct joiner *j = calloc(HOLDERS, sizeof(*j));
+	pthread_t th[HOLDERS];
+	pthread_barrier_t joined;
+	atomic_int go_leave = 0;
+	uint32_t doorbell = 0;
+	int ok = 0, full = 0;
+
+	ASSERT_NE(NULL, j);
+	/* one thread joining and leaving many times more than there are slots */
+	for (int i = 0; i < 200; i++) {
+		ASSERT_EQ(0, exec_team_turns_join(&doorbell, 2)) TH_LOG("join %d", i);
+		exec_team_turns_leave();
+	}
+	/* 70 lanes at once: 64 slots taken, the rest refused */
+	ASSERT_EQ(0, pthread_barrier_init(&joined, NULL, HOLDERS + 1));
+	for (int i = 0; i < HOLDERS; i++) {
+		j[i] = (struct joiner){ .joined = &joined, .go_leave = &go_leave };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, join_and_hold, &j[i]));
+	}
+	pthread_barrier_wait(&joined);
+	for (int i = 0; i < HOLDERS; i++) {
+		ok += j[i].ret == 0;
+		full += j[i].ret == -ENOSPC;
+	}
+	EXPECT_EQ(64, ok);
+	EXPECT_EQ(HOLDERS - 64, full);
+	EXPECT_EQ(-ENOSPC, exec_team_turns_join(&doorbell, 2));
+	atomic_store(&go_leave, 1);
+	for (int i = 0; i < HOLDERS; i++)
+		pthread_join(th[i], NULL);
+	/* all gone: this thread joins again */
+	EXPECT_EQ(0, exec_team_turns_join(&doorbell, 2));
+	exec_team_turns_leave();
+	pthread_barrier_destroy(&joined);
+	free(j);
+}
+
 TEST_HARNESS_MAIN

@@ -293,6 +293,9 @@ TEST_F_TIMEOUT(wire, infer_memfd__hostile_descriptors_refused_colocd_serves_on, 
 		       "8", "fewer than input_offset + input_bytes");
 	expect_refused(_metadata, self, "a negative offset", &small, 1, self->in_bytes - 8, "-1",
 		       "input_offset");
+	/* a size over colocd's limit: no bytes follow a memfd's line, the connection stays */
+	expect_refused(_metadata, self, "input_bytes over the limit", &small, 1,
+		       (size_t)COLOC_MAX_PAYLOAD + 1, NULL, "over COLOC_MAX_PAYLOAD");
 	/* no descriptor, and two */
 	expect_refused(_metadata, self, "no descriptor", NULL, 0, self->in_bytes, NULL,
 		       "exactly one descriptor");

@@ -418,7 +418,8 @@ pid_t tu_start_colocd_with(const char *socket_path, const char *pin_dir, const c
 		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
-	for (int i = 0; i < 200; i++) {
+	/* a minute: BPF verification and the sensor's start on a loaded or ASan machine */
+	for (int i = 0; i < 1200; i++) {
 		int fd = tu_connect(socket_path), st;
 
 		if (fd >= 0) {
@@ -448,7 +449,8 @@ int tu_stop_colocd(pid_t pid)
 
 	if (kill(pid, SIGTERM))
 		return -1;
-	for (int i = 0; i < 100; i++) {
+	/* a minute: draining, stopping executors and LeakSanitizer's pass at exit */
+	for (int i = 0; i < 1200; i++) {
 		if (waitpid(pid, &st, WNOHANG) == pid)
 			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 		usleep(50000);

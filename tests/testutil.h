@@ -73,12 +73,12 @@ void tu_child_read_output(struct tu_child *c);
 /* Reads its output and reaps it. */
 int tu_child_finish(struct tu_child *c);
 
-/* Starts colocd with its output in log; waits until it answers a ping. */
+/* Starts colocd with its output in log; waits (up to a minute) until it answers a ping. */
 pid_t tu_start_colocd(const char *socket_path, const char *pin_dir, const char *log);
 /* The same with more flags (NULL-terminated, at most 10). */
 pid_t tu_start_colocd_with(const char *socket_path, const char *pin_dir, const char *log,
 			   const char *const *extra);
-/* SIGTERM, then the exit status (or -1). */
+/* SIGTERM, then the exit status; -1 (and SIGKILL) if it has not exited within a minute. */
 int tu_stop_colocd(pid_t pid);
 /* One request line (with '\n') -> one response line. Returns bytes or -errno. */
 int tu_request(const char *socket_path, const char *req, char *resp, size_t len);

@@ -216,8 +216,8 @@
  *     No bytes follow an ok:false answer. A line without a string "tenant"
  *     and integer "tag" and "input_bytes" is answered with an error and the
  *     connection closed (the bytes after it cannot be skipped); so is
- *     "input_bytes" over COLOC_MAX_PAYLOAD, and an "input" other than
- *     "memfd". A connection that ends inside the bytes gets "truncated
+ *     "input_bytes" over COLOC_MAX_PAYLOAD (a memfd's line is only refused:
+ *     no bytes follow it), and an "input" other than "memfd". A connection that ends inside the bytes gets "truncated
  *     payload" and is closed.
  *   {"cmd":"infer","tenant":"NAME","tag":N,"input_bytes":B,"input":"memfd",
  *    "input_offset":O?}
