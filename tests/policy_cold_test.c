@@ -52,7 +52,7 @@ TEST(costs__served_solo_is_the_solo_times_the_cold_ratio)
 static int whole_model_block(FIXTURE_DATA(pol) * self, const char *policy,
 			     const struct policy_costs *m, const uint64_t *idle_since)
 {
-	self->tenants[0] = (struct policy_tenant){ .model = m, .qos_ns = 100000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = m, .qos_ns = 100000000 };
 	self->free = self->cfg.online;
 	self->in.now_ns = NOW_NS;
 	self->in.nr_queries = 0;
@@ -117,7 +117,7 @@ TEST_F(pol, start_cold__a_core_running_another_block_is_not_idle)
 	self->running[0] = (struct policy_decision){ .tenant = 1, .nr_cores = 1 };
 	policy_cpuset_set(&self->running[0].cores, 1);
 	self->in.nr_running = 1;
-	self->tenants[1] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[1] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	/* os: every tenant on all cores at once, the kernel sharing them */
 	ASSERT_EQ(0, whole_model_block(self, "os", &m, idle));
 	ASSERT_EQ(1, self->out.nr_decisions);
@@ -147,7 +147,7 @@ TEST_F(pol, start_cold__coloc_learns_a_cold_block_relative_to_its_cold_price)
 	uint8_t versions[3];
 
 	ASSERT_NE(NULL, p);
-	self->tenants[0] = (struct policy_tenant){ .model = &m, .qos_ns = 300000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &m, .qos_ns = 300000 };
 	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
 	self->in.now_ns = NOW_NS;
 	self->in.core_idle_since_ns = idle;
