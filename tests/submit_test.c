@@ -710,28 +710,42 @@ TEST_F_TIMEOUT(submit, large_model__ping_answered_while_it_is_copied, 120)
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, ftruncate(fd, size));
-	child = fork();
-	ASSERT_LE(0, child);
-	if (child == 0)
-		_exit(raw_submit_as(self, 0, 0,
-				    "{\"cmd\":\"submit\",\"name\":\"large\",\"model\":"
-				    "\"large.model\",\"qos_ms\":100}\n",
-				    fd) ?
-			      1 :
-			      0);
-	for (int i = 0; i < 10000 && memfd < 0; i++) {
-		memfd = colocd_submit_memfd(self->colocd);
-		if (memfd < 0)
-			usleep(500);
+	/*
+	 * A copy that ended before the answer (this process scheduled late, a
+	 * fast disk) proves nothing either way: again; a loop that copies
+	 * answers only after the whole copy every time.
+	 */
+	for (int attempt = 0;; attempt++) {
+		ASSERT_LT(attempt, 5) TH_LOG("ping answered only once the copy was whole, 5 times");
+		memfd = -1;
+		child = fork();
+		ASSERT_LE(0, child);
+		if (child == 0)
+			_exit(raw_submit_as(self, 0, 0,
+					    "{\"cmd\":\"submit\",\"name\":\"large\",\"model\":"
+					    "\"large.model\",\"qos_ms\":100}\n",
+					    fd) ?
+				      1 :
+				      0);
+		for (int i = 0; i < 10000 && memfd < 0; i++) {
+			memfd = colocd_submit_memfd(self->colocd);
+			if (memfd < 0)
+				usleep(500);
+		}
+		ASSERT_LE(0, memfd) TH_LOG("colocd never began the copy");
+		snprintf(fdpath, sizeof(fdpath), "/proc/%d/fd/%d", self->colocd, memfd);
+		answered = ping_ok(self);
+		ASSERT_TRUE(answered);
+		/* a copy gone (whole, and the submit refused) counts as whole */
+		if (stat(fdpath, &st))
+			st.st_size = size;
+		ASSERT_EQ(child, waitpid(child, &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		if (st.st_size < size)
+			break;
+		TH_LOG("attempt %d: the copy was whole when ping was answered; again", attempt);
 	}
-	ASSERT_LE(0, memfd) TH_LOG("colocd never began the copy");
-	answered = ping_ok(self);
-	snprintf(fdpath, sizeof(fdpath), "/proc/%d/fd/%d", self->colocd, memfd);
-	EXPECT_EQ(0, stat(fdpath, &st)) TH_LOG("the copy was gone when ping was answered");
-	EXPECT_TRUE(answered);
 	EXPECT_LT(st.st_size, size) TH_LOG("ping answered only once the copy was whole");
-	ASSERT_EQ(child, waitpid(child, &status, 0));
-	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	EXPECT_TRUE(ping_ok(self));
 	close(fd);
 }
