@@ -24,6 +24,7 @@
 #include "cgroup.h"
 
 #define CGROUP_FS "/sys/fs/cgroup"
+#define CGROUP_UNIFIED CGROUP_FS "/unified" /* the hybrid layout's v2 */
 
 const char *cgroup_mode_name(enum cgroup_mode m)
 {
@@ -145,8 +146,11 @@ static int inherit_cpuset(const char *parent, const char *dir, struct coloc_err 
 	return 0;
 }
 
-/* Removes tenant folders then the folder itself; only empty cgroups go. */
-static void remove_tree(const char *dir)
+/*
+ * Removes the tenant folders and executor leaves below dir, deepest first,
+ * then dir itself when self; only empty cgroups go.
+ */
+static void remove_tree(const char *dir, bool self)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -154,13 +158,15 @@ static void remove_tree(const char *dir)
 
 	if (d) {
 		while ((e = readdir(d)))
-			if (e->d_type == DT_DIR && !strncmp(e->d_name, "tenant-", 7)) {
+			if (e->d_type == DT_DIR && (!strncmp(e->d_name, "tenant-", 7) ||
+						    !strncmp(e->d_name, "exec-", 5))) {
 				snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
-				rmdir(sub);
+				remove_tree(sub, true);
 			}
 		closedir(d);
 	}
-	rmdir(dir);
+	if (self)
+		rmdir(dir);
 }
 
 /* colocd-PID folders of a colocd that is no more (its executors died with it). */
@@ -182,7 +188,7 @@ static void remove_stale(const char *base)
 		if (*end || pid <= 0 || !kill((pid_t)pid, 0) || errno != ESRCH)
 			continue;
 		snprintf(sub, sizeof(sub), "%s/%s", base, e->d_name);
-		remove_tree(sub);
+		remove_tree(sub, true);
 	}
 	closedir(d);
 }
@@ -263,7 +269,47 @@ static int open_v2(struct cgroup_root *r, const char *base, struct coloc_err *er
 		return ret;
 	r->nr = 1;
 	r->mode = CGROUP_V2;
+	snprintf(r->kill_dir, sizeof(r->kill_dir), "%s", r->dir[0]);
 	return 0;
+}
+
+/*
+ * The hybrid layout's cgroup v2 hierarchy, for the executors' leaves
+ * only: BASE under colocd's own cgroup there (its delegated subtree under
+ * systemd, as open_v2), colocd-PID in it. Not having one is no error: the
+ * executors are then killed by signal (CAP_KILL), as r->kill_missing says.
+ */
+static void open_v1_kill(struct cgroup_root *r, const char *base)
+{
+	char rel[PATH_MAX / 2], own[PATH_MAX], dir[PATH_MAX + 512];
+	struct coloc_err err = { 0 };
+	int ret;
+
+	if (!fs_is(CGROUP_UNIFIED, CGROUP2_SUPER_MAGIC)) {
+		snprintf(r->kill_missing, sizeof(r->kill_missing),
+			 "no cgroup v2 hierarchy at " CGROUP_UNIFIED);
+		return;
+	}
+	ret = own_cgroup("", rel, sizeof(rel));
+	if (ret) {
+		snprintf(r->kill_missing, sizeof(r->kill_missing), "colocd's cgroup v2: %s",
+			 strerror(-ret));
+		return;
+	}
+	snprintf(own, sizeof(own), CGROUP_UNIFIED "%s", rel);
+	snprintf(dir, sizeof(dir), "%s/%.255s", own,
+		 base ?: (rel[0] && delegated(own) ? "tenants" : "coloc"));
+	ret = make_dir(dir, &err);
+	if (!ret) {
+		remove_stale(dir);
+		snprintf(r->kill_dir, sizeof(r->kill_dir), "%.*s/colocd-%d", PATH_MAX - 32, dir,
+			 getpid());
+		ret = make_dir(r->kill_dir, &err);
+	}
+	if (ret) {
+		r->kill_dir[0] = '\0';
+		snprintf(r->kill_missing, sizeof(r->kill_missing), "%s", coloc_err_str(&err));
+	}
 }
 
 static int open_v1(struct cgroup_root *r, const char *base, struct coloc_err *err)
@@ -300,6 +346,7 @@ static int open_v1(struct cgroup_root *r, const char *base, struct coloc_err *er
 		r->nr = i + 1;
 	}
 	r->mode = CGROUP_V1;
+	open_v1_kill(r, base);
 	return 0;
 }
 
@@ -322,9 +369,33 @@ int cgroup_root_open(struct cgroup_root *r, const char *base, struct coloc_err *
 void cgroup_root_close(struct cgroup_root *r)
 {
 	for (int i = 0; i < r->nr; i++)
-		remove_tree(r->dir[i]);
+		remove_tree(r->dir[i], true);
+	if (r->mode == CGROUP_V1 && r->kill_dir[0])
+		remove_tree(r->kill_dir, true);
+	r->kill_dir[0] = '\0';
 	r->nr = 0;
 	r->mode = CGROUP_NONE;
+}
+
+/* v2: the tenant's folder holds its leaves; v1: a folder of its own in the v2 hierarchy. */
+static int tenant_kill_dir(const struct cgroup_root *r, const char *name, struct cgroup_tenant *t,
+			   struct coloc_err *err)
+{
+	if (r->mode == CGROUP_V2) {
+		snprintf(t->kill_dir, sizeof(t->kill_dir), "%s", t->dir[0]);
+		return 0;
+	}
+	if (!r->kill_dir[0])
+		return 0;
+	snprintf(t->kill_dir, sizeof(t->kill_dir), "%.*s/tenant-%s", PATH_MAX - 80, r->kill_dir,
+		 name);
+	if (mkdir(t->kill_dir, 0755) && errno != EEXIST) {
+		int ret = coloc_err_set(err, -errno, "mkdir %s: %s", t->kill_dir, strerror(errno));
+
+		t->kill_dir[0] = '\0';
+		return ret;
+	}
+	return 0;
 }
 
 int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const char *cpus,
@@ -373,6 +444,8 @@ int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const ch
 		if (!ret && (t->procs_fd[i] = open(path, O_WRONLY | O_CLOEXEC)) < 0)
 			ret = coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
 	}
+	if (!ret)
+		ret = tenant_kill_dir(r, name, t, err);
 	if (ret)
 		cgroup_tenant_remove(t);
 	return ret;
@@ -393,19 +466,28 @@ int cgroup_tenant_set_cpus(struct cgroup_tenant *t, const char *cpus, struct col
 
 int cgroup_tenant_remove(struct cgroup_tenant *t)
 {
-	int left = 0;
+	bool own_kill = t->kill_dir[0] && (!t->nr || strcmp(t->kill_dir, t->dir[0]));
+	int kept = 0;
 
+	if (own_kill) {
+		remove_tree(t->kill_dir, false);
+		if (!rmdir(t->kill_dir) || errno != EBUSY)
+			t->kill_dir[0] = '\0';
+	}
 	for (int i = 0; i < t->nr; i++) {
 		if (t->procs_fd[i] >= 0)
 			close(t->procs_fd[i]);
 		t->procs_fd[i] = -1;
+		remove_tree(t->dir[i], false);
 		/* a process still in it (a killed executor not yet gone): tried again later */
 		if (rmdir(t->dir[i]) && errno == EBUSY) {
-			if (left != i)
-				memcpy(t->dir[left], t->dir[i], sizeof(t->dir[i]));
-			left++;
+			if (kept != i)
+				memcpy(t->dir[kept], t->dir[i], sizeof(t->dir[i]));
+			kept++;
+		} else if (!own_kill && i == 0) {
+			t->kill_dir[0] = '\0';
 		}
 	}
-	t->nr = left;
-	return left;
+	t->nr = kept;
+	return kept + (own_kill && t->kill_dir[0]);
 }

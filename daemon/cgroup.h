@@ -13,6 +13,13 @@
  * more are removed at start), and in it tenant-NAME per tenant. Every
  * write is checked; the cost of a cpuset write is in
  * docs/security-sandbox.md.
+ *
+ * Each executor runs in a cgroup v2 leaf of its own under its tenant's
+ * (cgroup_leaf.h), killed through its cgroup.kill. The leaves' parent is
+ * the tenant's kill folder: on v2 the tenant's folder itself; on v1 a
+ * tenant-NAME under BASE/colocd-PID in the hybrid layout's cgroup v2
+ * hierarchy at /sys/fs/cgroup/unified (no controllers: only for killing),
+ * where there is one; none on a host of v1 only.
  */
 #ifndef COLOC_DAEMON_CGROUP_H
 #define COLOC_DAEMON_CGROUP_H
@@ -30,6 +37,9 @@ struct cgroup_root {
 	enum cgroup_mode mode;
 	int nr; /* hierarchies */
 	char dir[CGROUP_MAX_HIER][PATH_MAX]; /* .../colocd-PID; v1: cpuset's first */
+	/* the cgroup v2 colocd-PID that holds the tenants' kill folders; "": none */
+	char kill_dir[PATH_MAX];
+	char kill_missing[256]; /* why there is no kill_dir, "" if there is */
 };
 
 struct cgroup_tenant {
@@ -38,6 +48,8 @@ struct cgroup_tenant {
 	int procs_fd[CGROUP_MAX_HIER]; /* cgroup.procs, for a child to join with "0" */
 	char cpus[CGROUP_CPUS_LEN]; /* cpuset.cpus as last written */
 	char initial[CGROUP_CPUS_LEN]; /* as created: where a new executor starts */
+	/* the parent of its executors' leaves (v2: dir[0]); "": none */
+	char kill_dir[PATH_MAX];
 };
 
 /*
@@ -60,8 +72,9 @@ int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const ch
 /* Writes cpuset.cpus only when cpus differs from what it holds. 1 if written. */
 int cgroup_tenant_set_cpus(struct cgroup_tenant *t, const char *cpus, struct coloc_err *err);
 /*
- * Closes the fds and removes the folders. A folder a process is still in
- * stays in t (EBUSY) for a later call. Returns how many folders are left.
+ * Closes the fds and removes the folders, the executors' leaves left in
+ * them first. A folder a process is still in stays in t (EBUSY) for a
+ * later call. Returns how many folders are left.
  */
 int cgroup_tenant_remove(struct cgroup_tenant *t);
 

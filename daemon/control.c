@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The control protocol's request handler (include/coloc/protocol.h): parses
- * one JSON request with json-c in strict mode, calls the module that owns
+ * The control protocol's request handler (include/coloc/protocol.h): takes
+ * one JSON request (parsed in strict mode by server_request.c as the server
+ * framed its line, an infer's input bytes read with it), calls the module that owns
  * the state (tenants.c for attributed processes, serving.c for submitted
  * tenants and their queries, the sensor and view for signals), and returns
  * one JSON response line, always valid UTF-8. It does no I/O of its own:
@@ -677,122 +678,20 @@ static const struct control_cmd control_cmds[] = {
 	"one of ping, signals, tenants, tenant-add, tenant-remove, submit, list, status, " \
 	"remove, restart, infer"
 
-/* True when some string in o, at any depth, holds a NUL (json-c keeps "\u0000"). */
-static bool control_has_nul(struct json_object *o)
-{
-	switch (json_object_get_type(o)) {
-	case json_type_string:
-		return strlen(json_object_get_string(o)) != (size_t)json_object_get_string_len(o);
-	case json_type_array:
-		for (size_t i = 0; i < json_object_array_length(o); i++)
-			if (control_has_nul(json_object_array_get_idx(o, i)))
-				return true;
-		return false;
-	case json_type_object: {
-		json_object_object_foreach(o, key, val)
-		{
-			if (control_has_nul(val))
-				return true;
-			(void)key;
-		}
-		return false;
-	}
-	default:
-		return false;
-	}
-}
-
-/*
- * What json-c 0.16's strict mode still lets through, found on the raw line:
- * a 'name' in single quotes, NaN and Infinity, a number ending in '.', a
- * raw control character inside a string. NULL if none, else what it is,
- * with its offset in *at.
- */
-static const char *control_loose_json(const char *line, size_t len, size_t *at)
-{
-	bool in_string = false;
-
-	for (*at = 0; *at < len; (*at)++) {
-		unsigned char c = (unsigned char)line[*at];
-
-		if (in_string) {
-			if (c == '\\')
-				(*at)++;
-			else if (c == '"')
-				in_string = false;
-			else if (c < 0x20)
-				return "a raw control character in a string (write it as an escape)";
-		} else if (c == '"') {
-			in_string = true;
-		} else if (c == '\'') {
-			return "a single quote (strict JSON quotes with \")";
-		} else if (c == 'N' || c == 'I') {
-			return "NaN or Infinity (not JSON numbers)";
-		} else if (c == '.' &&
-			   (*at + 1 >= len || line[*at + 1] < '0' || line[*at + 1] > '9')) {
-			return "a number ending in '.'";
-		}
-	}
-	return NULL;
-}
-
-/*
- * Strict JSON (no comments, single quotes or trailing commas), valid UTF-8,
- * one value filling the whole line. NULL with *resp set on failure.
- */
-static struct json_object *control_parse(const char *line, size_t len, char **resp)
-{
-	struct json_tokener *tok = json_tokener_new();
-	struct json_object *req;
-	enum json_tokener_error jerr;
-	const char *loose;
-	size_t at;
-
-	if (!tok) {
-		*resp = control_error("out of memory");
-		return NULL;
-	}
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	req = json_tokener_parse_ex(tok, line, (int)len);
-	jerr = json_tokener_get_error(tok);
-	loose = req && jerr == json_tokener_success ? control_loose_json(line, len, &at) : NULL;
-	if (loose) {
-		json_object_put(req);
-		json_tokener_free(tok);
-		*resp = control_error("malformed request: %s at byte %zu", loose, at);
-		return NULL;
-	}
-	if (!req || jerr != json_tokener_success || json_tokener_get_parse_end(tok) != len) {
-		if (req)
-			json_object_put(req);
-		req = NULL;
-		*resp = jerr == json_tokener_continue || jerr == json_tokener_success ?
-				control_error("malformed request: incomplete or trailing JSON") :
-				control_error("malformed request: %s at byte %d (strict JSON: no "
-					      "comments, single quotes or trailing commas; UTF-8)",
-					      json_tokener_error_desc(jerr),
-					      (int)json_tokener_get_parse_end(tok));
-	}
-	json_tokener_free(tok);
-	return req;
-}
-
 char *control_handle(struct colocd *d, struct server_req *sreq, uid_t uid, const char *line,
 		     size_t len, __u64 now_ns)
 {
 	struct json_object *req, *jcmd;
 	const char *cmd;
-	char *resp = NULL;
+	char *resp = NULL, why[COLOC_ERR_MSG_MAX];
 
-	req = control_parse(line, len, &resp);
+	/* the server parsed the line as it framed it; a line from elsewhere is parsed here */
+	req = sreq && sreq->request ? json_object_get(sreq->request) :
+				      server_parse_request(line, len, why, sizeof(why));
 	if (!req)
-		return resp;
-	if (!json_object_is_type(req, json_type_object))
-		resp = control_error("a request must be a JSON object with a \"cmd\"");
-	else if (control_has_nul(req))
-		resp = control_error("a string in the request holds a NUL character (\\u0000)");
-	else if (!json_object_object_get_ex(req, "cmd", &jcmd) ||
-		 !json_object_is_type(jcmd, json_type_string))
+		return control_error("%s", why);
+	if (!json_object_object_get_ex(req, "cmd", &jcmd) ||
+	    !json_object_is_type(jcmd, json_type_string))
 		resp = control_error("missing \"cmd\": " CONTROL_CMD_LIST);
 	if (resp) {
 		json_object_put(req);
@@ -805,8 +704,8 @@ char *control_handle(struct colocd *d, struct server_req *sreq, uid_t uid, const
 				resp = control_cmds[i].handle_conn(d, req, uid, sreq);
 			else
 				resp = control_cmds[i].handle(d, req, uid, now_ns);
-			/* an answer owed or a payload to read: the server knows from sreq */
-			if (!resp && sreq && (sreq->deferred || sreq->payload_fn)) {
+			/* an answer owed: the server knows from sreq */
+			if (!resp && sreq && sreq->deferred) {
 				json_object_put(req);
 				return NULL;
 			}

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The infer request (protocol.h): one query of a serving tenant, its input
- * either the raw bytes after the line (read by server.c into a buffer the
- * query then owns) or a memfd that rides on the line (SCM_RIGHTS), checked
+ * either the raw bytes after the line (read by server.c, before it hands
+ * the request over, into a buffer the query then owns) or a memfd that
+ * rides on the line (SCM_RIGHTS), checked
  * by input_memfd.c and read straight into the query's slot
  * (docs/design/infer-memfd.md). The answer comes when the query completes,
  * its outputs as raw bytes after its line.
@@ -84,11 +85,10 @@ static void control_infer_done(void *ctx, const struct serving_completion *c)
 	free(inf);
 }
 
-/* The payload of an infer is in: queue the query. */
-static char *control_infer_payload(void *ctx, struct server_req *sreq, const void *data, size_t len)
+/* An infer whose input came after its line, read by the server with it: queue the query. */
+static char *control_infer_payload(struct colocd *d, struct server_req *sreq,
+				   struct control_infer *inf)
 {
-	struct control_infer *inf = sreq->payload_arg;
-	struct colocd *d = ctx;
 	struct coloc_err err = { 0 };
 	const char *tenant = (const char *)(inf + 1);
 	char *resp;
@@ -100,15 +100,12 @@ static char *control_infer_payload(void *ctx, struct server_req *sreq, const voi
 		return resp;
 	}
 	inf->received_ns = loop_now_ns();
-	/* asked once the bytes are in: the tenant may have changed hands since the line */
+	/* asked once the bytes are in: the tenant may have changed hands since the line came */
 	ret = serving_authorize(d->serving, tenant, inf->uid, &err);
 	/* the server's buffer becomes the query's: no copy */
-	if (!ret && sreq->payload)
-		ret = serving_submit_take(d->serving, tenant, &sreq->payload, len,
+	if (!ret)
+		ret = serving_submit_take(d->serving, tenant, &sreq->payload, sreq->payload_bytes,
 					  control_infer_done, inf, NULL, &err);
-	else if (!ret)
-		ret = serving_submit(d->serving, tenant, data, len, control_infer_done, inf, NULL,
-				     &err);
 	if (ret) {
 		resp = control_infer_error(inf->tag, "rejected", coloc_err_str(&err));
 		free(inf);
@@ -194,7 +191,17 @@ char *control_cmd_infer(struct colocd *d, struct json_object *req, uid_t uid,
 					   "input_bytes is over COLOC_MAX_PAYLOAD; closing the "
 					   "connection");
 	}
-	/* the tenant's name rides behind the record; the payload handler checks it all */
+	/*
+	 * Every line with bytes after it that got this far was framed by the
+	 * server (server_request_payload_bytes), which read them with it.
+	 */
+	if (!input && (!sreq->payload || sreq->payload_bytes != bytes)) {
+		sreq->close_after = true;
+		return control_infer_error(tag, "rejected",
+					   "the input bytes did not come with the line; closing "
+					   "the connection");
+	}
+	/* the tenant's name rides behind the record */
 	inf = malloc(sizeof(*inf) + strlen(tenant) + 1);
 	if (!inf)
 		return NULL;
@@ -206,6 +213,5 @@ char *control_cmd_infer(struct colocd *d, struct json_object *req, uid_t uid,
 	strcpy((char *)(inf + 1), tenant);
 	if (input)
 		return control_infer_memfd(d, sreq, inf, (size_t)offset, (size_t)bytes);
-	server_req_read_payload(sreq, (size_t)bytes, control_infer_payload, inf);
-	return NULL;
+	return control_infer_payload(d, sreq, inf);
 }

@@ -276,12 +276,51 @@ bool execproc_yield(struct execproc *ep)
 	return true;
 }
 
+const char *execproc_cgroup_leaf(const struct execproc *ep)
+{
+	return ep->leaf.dir;
+}
+
+/* Why a kill failed, naming what is missing, into colocd's log once. */
+static void log_kill_failure(struct execproc *ep, int ret)
+{
+	if (ep->kill_failed)
+		return;
+	ep->kill_failed = true;
+	if (ep->leaf.kill_fd >= 0)
+		fprintf(stderr,
+			"colocd: tenant %s: cannot kill its executor (pid %d) through its cgroup "
+			"v2 leaf's cgroup.kill: %s\n",
+			ep->tenant, ep->pid, strerror(-ret));
+	else
+		fprintf(stderr,
+			"colocd: tenant %s: cannot kill its executor (pid %d): %s%s\n", ep->tenant,
+			ep->pid, strerror(-ret),
+			ret == -EPERM ? " (it runs under another uid, colocd has no CAP_KILL and "
+					"the executor no cgroup v2 leaf to kill it through "
+					"cgroup.kill: docs/security-sandbox.md)" :
+					"");
+}
+
 int execproc_signal_kill(struct execproc *ep)
 {
-	if (ep->dead || ep->pidfd < 0 || ep->kill_sent)
+	int ret = 0;
+
+	if (ep->dead || ep->kill_sent)
 		return 0;
-	if (syscall(SYS_pidfd_send_signal, ep->pidfd, SIGKILL, NULL, 0) && errno != ESRCH)
-		return -errno;
+	if (ep->leaf.kill_fd >= 0) {
+		ret = cgroup_leaf_kill(&ep->leaf);
+		if (ret == -ENODEV) /* the leaf went with the process, reaped by its first lane */
+			ret = 0;
+	} else if (ep->pidfd < 0) {
+		return 0;
+	} else if (syscall(SYS_pidfd_send_signal, ep->pidfd, SIGKILL, NULL, 0) && errno != ESRCH) {
+		ret = -errno;
+	}
+	if (ret) {
+		log_kill_failure(ep, ret);
+		return ret;
+	}
 	ep->kill_sent = true;
 	return 0;
 }
@@ -352,6 +391,8 @@ static bool reap(struct execproc *ep)
 		return false;
 	ep->dead = true;
 	ep->exited_cleanly = si.si_code == CLD_EXITED && !si.si_status;
+	/* reaped: the leaf is empty (a process left in it keeps it for its tenant's sweep) */
+	cgroup_leaf_remove(&ep->leaf);
 	/* the breach it was given up for says more than the SIGKILL that followed */
 	if (ep->given_up)
 		return true;
@@ -840,6 +881,7 @@ void execproc_free(struct execproc *ep)
 		return;
 	if (ep->pid > 0 && !ep->dead)
 		execproc_kill(ep);
+	cgroup_leaf_remove(&ep->leaf);
 	if (ep->shm)
 		munmap(ep->shm, ep->shm_bytes);
 	if (ep->pidfd >= 0)

@@ -77,6 +77,15 @@ struct execproc_opts {
 	gid_t gid;
 	const int *cgroup_fds;
 	int nr_cgroup_fds;
+	/*
+	 * A cgroup v2 folder (the tenant's kill folder, cgroup.h): the
+	 * executor gets a leaf of its own under it (cgroup_leaf.h), joined
+	 * before exec, through whose cgroup.kill every kill of it goes, and
+	 * which is removed when it is reaped. NULL: it is killed by
+	 * pidfd_send_signal, which needs CAP_KILL where it runs under
+	 * another uid than colocd's.
+	 */
+	const char *cgroup_leaf_parent;
 	unsigned long long max_address_space;
 	/* start it in colocd's namespaces on purpose (as where the kernel refuses them) */
 	bool no_namespaces;
@@ -268,8 +277,17 @@ int execproc_wait_done(struct execproc *ep, struct execproc_result *res, int tim
  * A caller with a deadline calls execproc_signal_kill when it passes.
  */
 void execproc_stop_begin(struct execproc *ep);
-/* SIGKILL through the pidfd, not waited for; 0 or a negative errno. */
+/*
+ * SIGKILL, not waited for; 0 or a negative errno. Every kill of an
+ * executor goes through here (give-ups, _kill, _stop, _stop_begin, a
+ * failed start, and colocd's deadlines and shutdown): through its leaf's
+ * cgroup.kill where it has one, else through its pidfd. A kill that fails
+ * is logged on stderr once, naming what is missing (a process of another
+ * uid, no cgroup v2 leaf, no CAP_KILL: -EPERM).
+ */
 int execproc_signal_kill(struct execproc *ep);
+/* Its cgroup v2 leaf's folder ("" without one; gone once it is reaped). */
+const char *execproc_cgroup_leaf(const struct execproc *ep);
 /* Whether the process has been reaped (by execproc_poll, _kill or _stop). */
 bool execproc_reaped(const struct execproc *ep);
 /*

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <sys/types.h>
+#include "cgroup_leaf.h"
 #include "exec_log.h"
 #include "execproc.h"
 
@@ -43,6 +44,13 @@ struct execproc {
 	bool hung_up; /* its end of the doorbell is closed */
 	bool closed_alive; /* closed by a process not exiting: killed for it */
 	bool kill_sent; /* SIGKILL sent, not waited for */
+	bool kill_failed; /* a kill failed: logged once */
+	/*
+	 * Its cgroup v2 leaf: the first lane's handle made it and removes it
+	 * when it reaps the process; a later lane holds a copy of its
+	 * cgroup.kill only (its dir "").
+	 */
+	struct cgroup_leaf leaf;
 	bool dead; /* reaped; dead_err and dead_msg say why */
 	bool exited_cleanly; /* exit status 0 (after an exit command) */
 	bool own_pidns; /* pid 1 of a pid namespace of its own */

@@ -4,8 +4,8 @@
  * sealed memfd with the layout of include/coloc/shm.h, then coloc-executor
  * started by clone3 in pid, mount, ipc and network namespaces of its own
  * with only that memfd, the write end of the completion pipe, its log pipe
- * and the tenant's files open, under rlimits, in its tenant's cgroups, in a
- * session of its own. A process of several lanes (execproc_spawn_lanes)
+ * and the tenant's files open, under rlimits, in its tenant's cgroups (and
+ * a cgroup v2 leaf of its own, cgroup_leaf.h), in a session of its own. A process of several lanes (execproc_spawn_lanes)
  * gets a memfd and a pipe per lane, each lane a handle of its own. What
  * follows its start is execproc.c's.
  */
@@ -43,6 +43,7 @@
 	(EXECPROC_SHM_FD + 2 * COLOC_MAX_EXECUTORS + EXECPROC_MAX_FILES + 32)
 #define EXECPROC_THREADS_SLACK 16 /* RLIMIT_NPROC: CPUs + this, per executor */
 #define EXECPROC_NR_LIMITS 4
+#define EXECPROC_MAX_CGROUP_FDS 4 /* cgroup.procs joined: the caller's (v1: two), its leaf's */
 
 static const int child_limit_ids[EXECPROC_NR_LIMITS] = { RLIMIT_CORE, RLIMIT_NOFILE, RLIMIT_NPROC,
 							 RLIMIT_AS };
@@ -129,7 +130,7 @@ struct child_args {
 	int nr_files;
 	int file_fd; /* EXECPROC_SHM_FD + 2 * nr_lanes */
 	int first_free; /* file_fd + nr_files: where fds of its own may start */
-	const int *cgroup_fds;
+	int cgroup_fds[EXECPROC_MAX_CGROUP_FDS]; /* the caller's, then its leaf's */
 	int nr_cgroup_fds;
 	struct rlimit limits[EXECPROC_NR_LIMITS];
 	bool remount_proc; /* it has a pid and mount namespace of its own */
@@ -370,13 +371,15 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	struct child_args c = { .path = path,
 				.argv = (char *const *)argv,
 				.envp = envp,
-				.cgroup_fds = o->cgroup_fds,
-				.nr_cgroup_fds = o->nr_cgroup_fds,
 				.nr_lanes = nr_lanes,
 				.file_fd = EXECPROC_SHM_FD + 2 * nr_lanes };
 	int src[EXECPROC_MAX_FILES];
 	int argc = 0, ret = 0;
 
+	for (int i = 0; i < o->nr_cgroup_fds; i++)
+		c.cgroup_fds[c.nr_cgroup_fds++] = o->cgroup_fds[i];
+	if (ep->leaf.procs_fd >= 0)
+		c.cgroup_fds[c.nr_cgroup_fds++] = ep->leaf.procs_fd;
 	src[c.nr_files++] = o->model_fd;
 	if (o->weights_fd >= 0)
 		src[c.nr_files++] = o->weights_fd;
@@ -484,6 +487,7 @@ static int lane_new(const struct execproc_opts *o, struct execproc **out, int *d
 	ep->pidfd = -1;
 	ep->pid = -1;
 	ep->log.fd = -1;
+	cgroup_leaf_init(&ep->leaf);
 	snprintf(ep->tenant, sizeof(ep->tenant), "%s", o->tenant);
 	/*
 	 * One open file per end: the executor can change the flags of its
@@ -499,10 +503,16 @@ static int lane_new(const struct execproc_opts *o, struct execproc **out, int *d
 	return 0;
 }
 
-/* Lanes 1.. share lane 0's process: its pid, a pidfd of their own, no log. */
+/*
+ * Lanes 1.. share lane 0's process: its pid, a pidfd of their own, a copy
+ * of its leaf's cgroup.kill, no log.
+ */
 static int lanes_join(struct execproc **eps, int nr, struct coloc_err *err)
 {
 	for (int i = 1; i < nr; i++) {
+		if (eps[0]->leaf.kill_fd >= 0 &&
+		    (eps[i]->leaf.kill_fd = fcntl(eps[0]->leaf.kill_fd, F_DUPFD_CLOEXEC, 0)) < 0)
+			return coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
 		eps[i]->pid = eps[0]->pid;
 		eps[i]->own_pidns = eps[0]->own_pidns;
 		eps[i]->lane_sibling = true;
@@ -524,7 +534,8 @@ int execproc_spawn_lanes(const struct execproc_opts *o, int nr, struct execproc 
 	if (!o || o->model_fd < 0 || !o->model_name || !o->tenant || !o->tenant[0] ||
 	    strlen(o->tenant) >= COLOC_SHM_NAME_LEN || o->nr_external < 0 ||
 	    o->nr_external > COLOC_MAX_REQUEST_FDS || (o->nr_external && !o->external) ||
-	    nr < 1 || nr > COLOC_MAX_EXECUTORS)
+	    nr < 1 || nr > COLOC_MAX_EXECUTORS || o->nr_cgroup_fds < 0 ||
+	    o->nr_cgroup_fds >= EXECPROC_MAX_CGROUP_FDS)
 		return coloc_err_set(err, -EINVAL,
 				     "an executor needs a model descriptor, at most %d external "
 				     "data files, a tenant name of 1 to %d bytes and 1 to %d lanes",
@@ -552,6 +563,8 @@ int execproc_spawn_lanes(const struct execproc_opts *o, int nr, struct execproc 
 		if (ret)
 			ret = coloc_err_set(err, ret, "fcntl: %s", strerror(-ret));
 	}
+	if (!ret && o->cgroup_leaf_parent)
+		ret = cgroup_leaf_create(o->cgroup_leaf_parent, &out[0]->leaf, err);
 	if (!ret)
 		ret = start_child(out[0], o, path, nr, memfd, done_wr, logfd[1], err);
 	if (!ret)

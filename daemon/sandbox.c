@@ -11,14 +11,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <linux/capability.h>
 #include <linux/types.h>
+#include <sys/syscall.h>
 #include "cgroup.h"
 #include "coloc/limits.h"
 #include "coloc/sensor.h"
 #include "sandbox.h"
 
 #define SANDBOX_MAX_TENANTS COLOC_MAX_TENANTS
-#define SANDBOX_DESCRIBE_LEN 512
+#define SANDBOX_DESCRIBE_LEN (PATH_MAX + 1024)
 
 struct sandbox_tenant {
 	bool used;
@@ -34,9 +37,46 @@ struct sandbox {
 	struct cgroup_root cg;
 	uid_t next_uid;
 	char cg_missing[256]; /* why there are no cgroups, "" if there are */
+	char kill_how[PATH_MAX + 128]; /* how executors are killed, for the start-up line */
 	char describe[SANDBOX_DESCRIBE_LEN];
 	struct sandbox_tenant tenants[SANDBOX_MAX_TENANTS];
 };
+
+static bool have_cap_kill(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
+
+	return !syscall(SYS_capget, &hdr, data) && (data[0].effective & (1u << CAP_KILL));
+}
+
+/*
+ * The executors run under uids of their own: colocd kills each through its
+ * cgroup v2 leaf's cgroup.kill, or where there is no cgroup v2 (a host of
+ * cgroup v1 only, cgroups turned off) by signal, which needs CAP_KILL.
+ * Without either it could not stop a hung executor: it does not start.
+ */
+static int check_kill(struct sandbox *sb, struct coloc_err *err)
+{
+	const char *why = sb->cg_missing[0] ? sb->cg_missing : sb->cg.kill_missing;
+
+	if (sb->cg.kill_dir[0]) {
+		snprintf(sb->kill_how, sizeof(sb->kill_how),
+			 "each killed through its cgroup v2 leaf's cgroup.kill (under %s)",
+			 sb->cg.kill_dir);
+		return 0;
+	}
+	snprintf(sb->kill_how, sizeof(sb->kill_how),
+		 "killed by signal (CAP_KILL): no cgroup v2 leaf to kill them through (%s)", why);
+	if (have_cap_kill())
+		return 0;
+	return coloc_err_set(err, -EPERM,
+			     "colocd could not kill its executors, which run under uids of "
+			     "their own: no cgroup v2 hierarchy to kill them through "
+			     "(cgroup.kill: %s) and no CAP_KILL to signal them; give colocd "
+			     "either (docs/security-sandbox.md)",
+			     why);
+}
 
 int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struct coloc_err *err)
 {
@@ -74,6 +114,9 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 				    sb->cg_missing);
 		goto fail;
 	}
+	ret = check_kill(sb, err);
+	if (ret)
+		goto fail;
 	n = snprintf(sb->describe, sizeof(sb->describe), "executors: a uid of their own in %u-%u; ",
 		     sb->cfg.uid_first, sb->cfg.uid_last);
 	if (sb->cg_missing[0])
@@ -83,6 +126,7 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 		n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n,
 			      "%s, under %s, %llu MiB a tenant", cgroup_mode_name(sb->cg.mode),
 			      sb->cg.dir[0], (unsigned long long)(sb->cfg.memory_max >> 20));
+	n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n, "; %s", sb->kill_how);
 	if (cfg->no_namespaces)
 		n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n,
 			      "; no namespaces (turned off)");
@@ -248,8 +292,10 @@ int sandbox_tenant_spawn_opts(struct sandbox *sb, const char *name, struct execp
 		return ret;
 	o->uid = t->uid;
 	o->gid = (gid_t)t->uid;
+	/* v2: the executor joins its leaf only, the tenant's folder holds leaves */
 	o->cgroup_fds = t->cg.procs_fd;
-	o->nr_cgroup_fds = t->cg.nr;
+	o->nr_cgroup_fds = sb->cg.mode == CGROUP_V1 ? t->cg.nr : 0;
+	o->cgroup_leaf_parent = t->cg.kill_dir[0] ? t->cg.kill_dir : NULL;
 	o->max_address_space = 4 * sb->cfg.memory_max;
 	o->no_namespaces = sb->cfg.no_namespaces;
 	o->allow_weak_isolation = sb->cfg.allow_weak;

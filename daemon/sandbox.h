@@ -5,7 +5,8 @@
  * DynamicUser: no entry in /etc/passwd or /etc/group, no group the control
  * socket admits), kept while the tenant exists, and a cgroup of its own
  * (cgroup.h) whose cpuset follows the cores its blocks hold and whose
- * memory is bounded. It fills the sandbox fields of execproc_opts; the
+ * memory is bounded, with a cgroup v2 leaf per executor process to kill
+ * it through (cgroup_leaf.h). It fills the sandbox fields of execproc_opts; the
  * executor enters the rest itself (executor/include/exec/exec_sandbox.h).
  *
  * Tenants are named as serving names them; one entry per name, opened at
@@ -45,11 +46,18 @@ struct sandbox;
 /*
  * Checks the uid range (inside 1..2^31-1, not root's, and at least one
  * uid free) and finds the cgroup layout. Without cgroups (none live, or
- * turned off) it fails unless allow_weak. 0 or -errno with err.
+ * turned off) it fails unless allow_weak. With no cgroup v2 hierarchy to
+ * kill executors through (cgroup_leaf.h) and no CAP_KILL it fails
+ * (-EPERM), allow_weak or not: colocd could not stop a hung executor.
+ * 0 or -errno with err.
  */
 int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struct coloc_err *err);
 void sandbox_free(struct sandbox *sb);
-/* One line for colocd's start-up log: the uid range, the cgroup layout, what is off. */
+/*
+ * One line for colocd's start-up log: the uid range, the cgroup layout,
+ * how executors are killed (cgroup.kill or, without cgroup v2, CAP_KILL),
+ * what is off.
+ */
 const char *sandbox_describe(const struct sandbox *sb);
 
 /*

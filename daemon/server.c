@@ -4,9 +4,10 @@
  * runs on the event loop: the listening socket and each connection are poll
  * sources, non-blocking, and
  * one timer closes connections that stalled. A connection reads until a
- * line is complete and hands it to the handler, which answers at once,
- * asks for a binary payload after the line (read straight into its own
- * buffer), or answers later through server_send() by the connection's id.
+ * line is complete, parses it (server_request.c), reads the bytes that
+ * follow an infer's line when there are any (straight into a buffer of
+ * their own), and hands the whole request to the handler, which answers at
+ * once or later through server_send() by the connection's id.
  * Answers queue in order of sending. Reading stops while the connection is
  * owed SERVER_MAX_PENDING answers or holds SERVER_OUT_HIGH bytes its client
  * has not taken, so a client that does not read cannot make colocd buffer
@@ -66,9 +67,9 @@ void server_conn_close(struct server_conn *c)
 		c->out_head = o->next;
 		free(o);
 	}
-	/* a payload that never came: its handler's argument is ours to free */
-	if (c->in_payload)
-		free(c->preq.payload_arg);
+	/* a payload that never came: its request is ours to free */
+	free(c->pline);
+	json_object_put(c->preq.request);
 	free(c->payload);
 	free(c->in);
 	free(c);
@@ -77,16 +78,6 @@ void server_conn_close(struct server_conn *c)
 bool server_conn_idle(const struct server_conn *c)
 {
 	return !c->in_len && !c->out_head && !c->pending && !c->in_payload;
-}
-
-int server_req_read_payload(struct server_req *req, size_t bytes, server_payload_fn fn, void *arg)
-{
-	if (bytes > COLOC_MAX_PAYLOAD)
-		return -EMSGSIZE;
-	req->payload_bytes = bytes;
-	req->payload_fn = fn;
-	req->payload_arg = arg;
-	return 0;
 }
 
 void server_req_defer(struct server_req *req)
@@ -166,8 +157,8 @@ static bool server_conn_flush(struct server_conn *c)
 }
 
 /*
- * What the handler made of a request: an answer queued, a payload to read,
- * or an answer owed. False when the connection is to be closed now.
+ * What the handler made of a request: an answer queued or an answer owed.
+ * False when the connection is to be closed now.
  */
 static bool server_conn_take(struct server_conn *c, struct server_req *req, char *resp)
 {
@@ -176,12 +167,6 @@ static bool server_conn_take(struct server_conn *c, struct server_req *req, char
 	if (resp) {
 		ok = server_conn_queue(c, resp, NULL, 0);
 		free(resp);
-	} else if (req->payload_fn) {
-		c->preq = *req;
-		c->payload = malloc(req->payload_bytes ? req->payload_bytes : 1);
-		c->payload_got = 0;
-		c->in_payload = true;
-		ok = c->payload != NULL;
 	} else if (req->deferred) {
 		/* answered already, from within the handler (server_send): nothing owed */
 		if (c->answered_early > 0)
@@ -243,24 +228,52 @@ static struct server_req server_conn_req(struct server_conn *c)
 				    .first_byte_ns = server_conn_in_first_ns(c) };
 }
 
-/* The payload is in: its handler answers. */
+/*
+ * The line of req (n bytes at line) is followed by bytes raw bytes: holds
+ * the request until they are in. False when out of memory.
+ */
+static bool server_conn_await_payload(struct server_conn *c, struct server_req *req,
+				      const char *line, size_t n, size_t bytes)
+{
+	c->pline = malloc(n + 1);
+	c->payload = malloc(bytes ? bytes : 1);
+	if (!c->pline || !c->payload) {
+		free(c->pline);
+		free(c->payload);
+		c->pline = NULL;
+		c->payload = NULL;
+		return false;
+	}
+	memcpy(c->pline, line, n);
+	c->pline[n] = '\0';
+	c->pline_len = n;
+	c->preq = *req;
+	c->preq.payload_bytes = bytes;
+	req->request = NULL; /* held in c->preq until the bytes are in */
+	c->payload_got = 0;
+	c->in_payload = true;
+	c->last_progress_ns = loop_now_ns();
+	return true;
+}
+
+/* The bytes after the line are in: the handler gets the whole request. */
 static bool server_conn_payload_done(struct server_conn *c)
 {
 	struct server *s = c->s;
-	struct server_req req = server_conn_req(c);
-	char *data = c->payload;
-	char *resp;
+	struct server_req req = c->preq;
+	char *line = c->pline, *resp;
 	bool ok;
 
-	req.payload_arg = c->preq.payload_arg;
-	req.first_byte_ns = c->preq.first_byte_ns;
-	req.payload = data;
+	req.payload = c->payload;
 	c->payload = NULL;
+	c->pline = NULL;
+	c->preq.request = NULL;
 	c->in_payload = false;
-	resp = c->preq.payload_fn(s->handle_ctx, &req, data, c->preq.payload_bytes);
-	req.payload_fn = NULL; /* a payload's handler answers; it asks for no other */
+	resp = s->handle(s->handle_ctx, &req, line, c->pline_len);
 	ok = server_conn_take(c, &req, resp);
 	free(req.payload); /* NULL when the handler kept it */
+	json_object_put(req.request);
+	free(line);
 	return ok;
 }
 
@@ -310,6 +323,7 @@ static bool server_conn_serve_one(struct server_conn *c, bool *ok)
 	struct server_req req = server_conn_req(c);
 	char *nl;
 	size_t line_len, n;
+	long long bytes;
 
 	*ok = true;
 	if (c->in_payload) {
@@ -339,6 +353,16 @@ static bool server_conn_serve_one(struct server_conn *c, bool *ok)
 	/* tolerate CRLF from nc/socat */
 	n = line_len && c->in[line_len - 1] == '\r' ? line_len - 1 : line_len;
 	*nl = '\0';
+	req.request = server_parse_request(c->in, n, NULL, 0);
+	bytes = req.request ? server_request_payload_bytes(req.request) : -1;
+	if (bytes >= 0) {
+		/* the descriptors of a line whose bytes follow it go unused */
+		server_conn_take_fds(c, line_len + 1, NULL);
+		*ok = server_conn_await_payload(c, &req, c->in, n, (size_t)bytes);
+		json_object_put(req.request); /* NULL once held */
+		server_conn_drop_in(c, line_len + 1);
+		return true;
+	}
 	{
 		int fds[COLOC_MAX_REQUEST_FDS];
 		char *resp;
@@ -354,6 +378,7 @@ static bool server_conn_serve_one(struct server_conn *c, bool *ok)
 		req.nr_fds = 0;
 		server_conn_drop_in(c, line_len + 1);
 		*ok = server_conn_take(c, &req, resp);
+		json_object_put(req.request);
 	}
 	return true;
 }
@@ -375,9 +400,12 @@ static void server_conn_truncated(struct server_conn *c)
 		 "%zu bytes\"}\n",
 		 c->payload_got, c->preq.payload_bytes);
 	server_conn_queue(c, line, NULL, 0);
-	free(c->preq.payload_arg);
+	free(c->pline);
 	free(c->payload);
+	json_object_put(c->preq.request);
+	c->pline = NULL;
 	c->payload = NULL;
+	c->preq.request = NULL;
 	c->in_payload = false;
 	c->closing = true;
 }

@@ -3,7 +3,9 @@
  * colocd's control socket and its connections, served on the event loop:
  * who may connect (root, the coloc group, colocd's pid namespace), how many
  * each uid may hold, when an idle or slow connection is closed, and the
- * line framing. What a request means is the handler's business.
+ * framing: a request is a JSON line, and an infer's input bytes after its
+ * line are read before the handler sees the request (server_request.c).
+ * What a request means is the handler's business.
  */
 #ifndef COLOC_DAEMON_SERVER_H
 #define COLOC_DAEMON_SERVER_H
@@ -15,6 +17,8 @@
 #include "coloc/protocol.h"
 #include "error.h"
 #include "loop.h"
+
+struct json_object;
 
 /*
  * SERVER_MAX_CONNS connections in all; SERVER_ROOT_RESERVED of them only
@@ -39,16 +43,14 @@
 struct server;
 
 /*
- * One request as the handler sees it. The handler answers at once (returns
- * a malloc'd line ending in '\n'), or returns NULL after one of:
- *  - server_req_read_payload(): the next bytes on the connection are a
- *    binary payload; once they are in, payload_fn is called with them and
- *    answers the same way;
- *  - server_req_defer(): the answer comes later, once, through server_send()
- *    with this connection's id (a connection that closed meanwhile is
- *    simply not found).
- * NULL with neither means the handler could not answer (out of memory):
- * the connection is closed.
+ * One request as the handler sees it: its line and, for an infer whose
+ * input follows the line (protocol.h, "Binary frames"), those bytes, read
+ * whole before the handler is called. The handler answers at once (returns
+ * a malloc'd line ending in '\n'), or returns NULL after
+ * server_req_defer(): the answer comes later, once, through server_send()
+ * with this connection's id (a connection that closed meanwhile is simply
+ * not found). NULL without it means the handler could not answer (out of
+ * memory): the connection is closed.
  */
 struct server_req {
 	struct server *server;
@@ -70,15 +72,19 @@ struct server_req {
 	 */
 	__u64 first_byte_ns;
 	/*
-	 * In a payload handler: the payload's buffer (malloc'd, len bytes).
-	 * The handler keeps it by setting this to NULL; else the server frees
-	 * it when the handler returns.
+	 * The line as a JSON object (server_parse_request), NULL when it is
+	 * not one; the server's, put when the handler returns.
+	 */
+	struct json_object *request;
+	/*
+	 * The bytes that followed the line (malloc'd, payload_bytes of them),
+	 * NULL when none did (server_request_payload_bytes). The handler keeps
+	 * them by setting this to NULL; else the server frees them when the
+	 * handler returns.
 	 */
 	void *payload;
-	/* set through the calls below */
 	size_t payload_bytes;
-	char *(*payload_fn)(void *ctx, struct server_req *req, const void *data, size_t len);
-	void *payload_arg;
+	/* set through the call below */
 	bool deferred;
 	bool close_after; /* close once this answer is out */
 };
@@ -88,14 +94,24 @@ struct server_req {
  * last thing the connection gets.
  */
 typedef char *(*server_request_fn)(void *ctx, struct server_req *req, const char *line, size_t len);
-typedef char *(*server_payload_fn)(void *ctx, struct server_req *req, const void *data, size_t len);
 
 /*
- * Asks for bytes (at most COLOC_MAX_PAYLOAD) after the line; -EMSGSIZE if
- * more. arg, when not NULL, is malloc'd: fn owns it, and the server frees it
- * when the connection ends before the payload is in.
+ * A request line as the protocol's framing takes it (protocol.h): strict
+ * JSON (no comments, single quotes or trailing commas), valid UTF-8, one
+ * object filling the line, no NUL in any string. The object (the caller's
+ * reference), or NULL with what is wrong in why (why_len bytes; NULL, 0 for
+ * no message).
  */
-int server_req_read_payload(struct server_req *req, size_t bytes, server_payload_fn fn, void *arg);
+struct json_object *server_parse_request(const char *line, size_t len, char *why, size_t why_len);
+/*
+ * How many raw bytes follow the line of request: an infer's "input_bytes"
+ * when its input is not in a memfd and its line is one the infer handler
+ * takes (a string "tenant", non-negative integers "tag" and "input_bytes",
+ * the latter at most COLOC_MAX_PAYLOAD). -1 for every other line: no bytes
+ * are read, and its handler answers the line as it stands (an infer it
+ * cannot take closes the connection, the bytes after it unskippable).
+ */
+long long server_request_payload_bytes(struct json_object *request);
 /* The answer will come through server_send(). */
 void server_req_defer(struct server_req *req);
 /*

@@ -60,8 +60,10 @@ struct server_conn {
 	size_t out_bytes;
 	int pending; /* deferred answers owed */
 	int answered_early; /* deferred answers sent before their handler returned */
-	/* a binary payload being read after its request line */
+	/* a binary payload being read after its request line, which waits with it */
 	struct server_req preq;
+	char *pline;
+	size_t pline_len;
 	char *payload;
 	size_t payload_got;
 	bool in_payload;

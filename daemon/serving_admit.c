@@ -329,7 +329,7 @@ static int admit_described(struct serving *s, struct sv_tenant *t,
 	free(macs);
 	if (ret)
 		return ret;
-	t->solo_ns = policy_costs_solo_ns(&t->table.model, s->nr_cpus);
+	t->solo_ns = policy_costs_solo_ns(&t->table.costs, s->nr_cpus);
 	if (!t->solo_ns || t->qos_ns < t->solo_ns)
 		return coloc_err_set(err, -ERANGE,
 				     "tenant %s: QoS %.3f ms is below model %s's profiled solo "

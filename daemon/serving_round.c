@@ -122,7 +122,7 @@ static void build_input(struct serving *s, struct policy_input *in)
 		memset(pt, 0, sizeof(*pt));
 		if (!sv_tenant_serving(t))
 			continue;
-		pt->model = &t->table.model;
+		pt->costs = &t->table.costs;
 		pt->uid = t->uid;
 		pt->qos_ns = t->qos_ns;
 		pt->sig = t->sig;

@@ -15,7 +15,9 @@
  * for an operator with several candidates.
  *
  * Adding an operator, after its MODEL_OP_ value and its entry in
- * model_shape.c's shape_ops[] (which parses it and infers its shape):
+ * model_shape_ops.c's shape_ops[] (its name in the model format, how many
+ * inputs it takes, and the rule that checks its attributes and computes its
+ * output shape):
  *   1. one entry below: its versions (a single "onednn" for one oneDNN
  *      primitive), .weights if it takes learned weights (their shapes are
  *      then also a case in exec_weights.c, which generates them, and in

@@ -92,7 +92,7 @@ int profile_table_build_layers(const struct profile *p, const char *name, int nr
 			       const uint64_t *layer_macs, struct policy_table *t,
 			       struct coloc_err *err)
 {
-	struct policy_costs *pm = &t->model;
+	struct policy_costs *pm = &t->costs;
 	int nr_versions = 1, clamped = 0;
 	double running = 1.0;
 	uint64_t alone;

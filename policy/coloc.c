@@ -166,9 +166,9 @@ static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
 static uint64_t rest_of_model(const struct coloc_state *st, struct coloc_tenant *ct, int first,
 			      int ci, double pos, double corr, double fixed, uint64_t now)
 {
-	uint64_t raw = coloc_span_ns(st, ct, first, ct->model->nr_layers, ci, pos, NULL, 0);
+	uint64_t raw = coloc_span_ns(st, ct, first, ct->costs->nr_layers, ci, pos, NULL, 0);
 
-	return raw ? (uint64_t)coloc_predicted(coloc_class_pred(st, ct, first, ct->model->nr_layers,
+	return raw ? (uint64_t)coloc_predicted(coloc_class_pred(st, ct, first, ct->costs->nr_layers,
 								ci, corr, fixed, now),
 					       raw) :
 		     0;
@@ -188,7 +188,7 @@ static double budget_scale(const struct coloc_state *st, const struct policy_inp
 			   const struct round *r, const struct coloc_tenant *ct,
 			   const struct policy_query *q)
 {
-	const struct policy_costs *m = in->tenants[q->tenant].model;
+	const struct policy_costs *m = in->tenants[q->tenant].costs;
 	double rest, head = 0, e = policy_tenant_executors(&in->tenants[q->tenant]);
 	int i = 1;
 
@@ -227,7 +227,7 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_input 
 			struct coloc_tenant *ct, const struct policy_query *q, int max_ci,
 			double pos, struct policy_output *out, struct coloc_err *err)
 {
-	const struct policy_costs *m = ct->model;
+	const struct policy_costs *m = ct->costs;
 	double corr = st->flags.predict ? coloc_aged_corr(ct, in->now_ns) : 1.0;
 	double fixed = st->flags.predict ? coloc_aged_fixed(ct, in->now_ns) : 0;
 	double margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
@@ -254,7 +254,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		 struct policy_output *out, struct coloc_err *err)
 {
 	const struct policy_tenant *pt = &in->tenants[q->tenant];
-	const struct policy_costs *m = pt->model;
+	const struct policy_costs *m = pt->costs;
 	struct coloc_tenant *ct = &st->t[q->tenant];
 	double slowdown = st->flags.use_level ? r->slowdown : 1.0;
 	double pos = policy_costs_level_pos(m, slowdown);
@@ -395,7 +395,7 @@ static double solo_slack(struct coloc_state *st, const struct policy_input *in,
 			 const struct round *r, int t)
 {
 	const struct policy_tenant *pt = &in->tenants[t];
-	const struct policy_costs *m = pt->model;
+	const struct policy_costs *m = pt->costs;
 	struct coloc_tenant *ct = coloc_tenant_state(st, in, t);
 	double pos = policy_costs_level_pos(m, st->flags.use_level ? r->slowdown : 1.0);
 	int ci = policy_costs_core_index(m, st->nr_online);
@@ -424,7 +424,7 @@ static void block_caps(struct coloc_state *st, const struct policy_input *in, st
 	for (int t = 0; t < in->nr_tenants && st->flags.block_cap > 0; t++) {
 		double slack;
 
-		if (!in->tenants[t].model)
+		if (!in->tenants[t].costs)
 			continue;
 		slack = solo_slack(st, in, r, t);
 		if (slack < min1) {
@@ -452,7 +452,7 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 	coloc_round_init(st, cfg, in, &r);
 	for (int t = 0; t < in->nr_tenants; t++) {
 		r.done[t] = true;
-		if (!in->tenants[t].model)
+		if (!in->tenants[t].costs)
 			continue;
 		if (r.in_flight[t] < policy_tenant_executors(&in->tenants[t])) {
 			r.head[t] = coloc_next_query(st, in, &r, t, NULL);

@@ -83,7 +83,7 @@ struct coloc_cache {
 struct coloc_tenant {
 	bool known;
 	uint64_t uid;
-	const struct policy_costs *model;
+	const struct policy_costs *costs;
 	double avg_need; /* avg_C: mean core need alone */
 	/* a layer's share of the QoS is its alone latency at this count's index, -1: its ops */
 	int share_ci;
@@ -200,7 +200,7 @@ static inline bool coloc_need_below(const struct coloc_state *st, struct coloc_t
 				    struct coloc_cache *c, int l, double pos, double b, int n)
 {
 	const struct coloc_row *row = &c->row[l];
-	const struct coloc_cell *e = &c->cell[l * ct->model->nr_core_counts];
+	const struct coloc_cell *e = &c->cell[l * ct->costs->nr_core_counts];
 
 	if (n <= 0)
 		return false;

@@ -129,7 +129,7 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 	if (d->tenant < 0 || d->tenant >= POLICY_MAX_TENANTS)
 		return;
 	ct = &st->t[d->tenant];
-	m = ct->model;
+	m = ct->costs;
 	if (!ct->known || !m || d->last_layer > m->nr_layers || !measured_ns)
 		return;
 	ci = policy_costs_core_index(m, d->nr_cores);

@@ -51,7 +51,7 @@ double coloc_layer_share(const struct coloc_tenant *ct, const struct policy_cost
 static void cache_fill(const struct coloc_state *st, const struct coloc_tenant *ct,
 		       struct coloc_cache *c, struct coloc_cell *e, int l, int ci, double pos)
 {
-	e->ver = layer_version(st, ct->model, l, ci, pos, &e->ns);
+	e->ver = layer_version(st, ct->costs, l, ci, pos, &e->ns);
 	e->gen = c->gen;
 }
 
@@ -63,8 +63,8 @@ static inline int layer_cell(const struct coloc_state *st, struct coloc_tenant *
 	struct coloc_cell *e;
 
 	if (!c)
-		return layer_version(st, ct->model, l, ci, pos, ns);
-	e = &c->cell[l * ct->model->nr_core_counts + ci];
+		return layer_version(st, ct->costs, l, ci, pos, ns);
+	e = &c->cell[l * ct->costs->nr_core_counts + ci];
 	if (e->gen != c->gen)
 		cache_fill(st, ct, c, e, l, ci, pos);
 	*ns = e->ns;
@@ -75,7 +75,7 @@ static inline int layer_cell(const struct coloc_state *st, struct coloc_tenant *
 static void cache_row_fill(const struct coloc_state *st, struct coloc_tenant *ct,
 			   struct coloc_cache *c, int l, double pos, int n)
 {
-	struct coloc_cell *e = &c->cell[l * ct->model->nr_core_counts];
+	struct coloc_cell *e = &c->cell[l * ct->costs->nr_core_counts];
 	struct coloc_row *row = &c->row[l];
 
 	if (row->gen != c->gen)
@@ -107,7 +107,7 @@ static inline const struct coloc_cell *cache_row(const struct coloc_state *st,
 {
 	if (c->row[l].gen != c->gen || c->row[l].filled < n)
 		cache_row_fill(st, ct, c, l, pos, n);
-	return &c->cell[l * ct->model->nr_core_counts];
+	return &c->cell[l * ct->costs->nr_core_counts];
 }
 
 /* The shares of layers first.. summed in order (kept per tenant: the same sum, bit for bit). */
@@ -126,7 +126,7 @@ double coloc_rest_share(const struct coloc_tenant *ct, const struct policy_costs
 int coloc_layer_need(const struct coloc_state *st, struct coloc_tenant *ct, int l, double budget,
 		     double pos)
 {
-	const struct policy_costs *m = ct->model;
+	const struct policy_costs *m = ct->costs;
 	struct coloc_cache *c = coloc_cache_at(ct, pos);
 	uint64_t best_ns = 0;
 	int best = 0;
@@ -211,12 +211,12 @@ struct coloc_tenant *coloc_tenant_state(struct coloc_state *st, const struct pol
 {
 	struct coloc_tenant *ct = &st->t[t];
 	const struct policy_tenant *pt = &in->tenants[t];
-	const struct policy_costs *m = pt->model;
+	const struct policy_costs *m = pt->costs;
 	double sum = 0;
 
-	if (ct->known && ct->uid == pt->uid && ct->model == m)
+	if (ct->known && ct->uid == pt->uid && ct->costs == m)
 		return ct;
-	*ct = (struct coloc_tenant){ .known = true, .uid = pt->uid, .model = m, .corr = 1.0 };
+	*ct = (struct coloc_tenant){ .known = true, .uid = pt->uid, .costs = m, .corr = 1.0 };
 	ct->share_ci = st->flags.time_shares || !m->layer_ops ?
 			       share_index(m, st->flags.time_shares ? pt->qos_ns : 0) :
 			       -1;
@@ -256,7 +256,7 @@ struct coloc_tenant *coloc_tenant_state(struct coloc_state *st, const struct pol
 static void cache_column(const struct coloc_state *st, struct coloc_tenant *ct,
 			 struct coloc_cache *c, int ci, double pos)
 {
-	const struct policy_costs *m = ct->model;
+	const struct policy_costs *m = ct->costs;
 	int nc = m->nr_core_counts, l;
 	uint64_t sum = 0, alone = 0;
 	uint32_t bad = 0;
@@ -298,7 +298,7 @@ uint64_t coloc_span_ns(const struct coloc_state *st, struct coloc_tenant *ct, in
 
 	if (c && ci >= 0) {
 		/* integer sums: the difference of two running sums is the span's sum exactly */
-		int nc = ct->model->nr_core_counts;
+		int nc = ct->costs->nr_core_counts;
 
 		cache_column(st, ct, c, ci, pos);
 		if (c->bad_before[last * nc + ci] != c->bad_before[first * nc + ci])
@@ -307,7 +307,7 @@ uint64_t coloc_span_ns(const struct coloc_state *st, struct coloc_tenant *ct, in
 		if (stop > 0 && (double)sum > stop)
 			return sum;
 		if (v)
-			memcpy(v, &c->ver_col[ci * ct->model->nr_layers + first],
+			memcpy(v, &c->ver_col[ci * ct->costs->nr_layers + first],
 			       (size_t)(last - first));
 		return sum;
 	}
@@ -331,7 +331,7 @@ uint64_t coloc_span_ns(const struct coloc_state *st, struct coloc_tenant *ct, in
 uint64_t coloc_span_alone_ns(const struct coloc_state *st, struct coloc_tenant *ct, int first,
 			     int last, int ci, double pos, const uint8_t *v)
 {
-	const struct policy_costs *m = ct->model;
+	const struct policy_costs *m = ct->costs;
 	struct coloc_cache *c = coloc_cache_at(ct, pos);
 	uint64_t sum = 0;
 
@@ -358,7 +358,7 @@ uint64_t coloc_span_alone_ns(const struct coloc_state *st, struct coloc_tenant *
 bool coloc_need_below_read(const struct coloc_state *st, struct coloc_tenant *ct,
 			   struct coloc_cache *c, int l, double pos, double b, int n)
 {
-	int nc = ct->model->nr_core_counts;
+	int nc = ct->costs->nr_core_counts;
 	const struct coloc_cell *e = cache_row(st, ct, c, l, pos, n);
 
 	if (e[n - 1].min_ns <= b)

@@ -21,7 +21,7 @@ static int os_decide(void *state, const struct policy_config *cfg, const struct 
 	(void)state;
 	for (int t = 0; t < in->nr_tenants; t++) {
 		const struct policy_query *after = NULL;
-		int idle = in->tenants[t].model ? policy_tenant_executors(&in->tenants[t]) -
+		int idle = in->tenants[t].costs ? policy_tenant_executors(&in->tenants[t]) -
 							  policy_tenant_running(in, t) :
 						  0;
 

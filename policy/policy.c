@@ -147,12 +147,12 @@ static int check_input(const struct policy_config *cfg, const struct policy_inpu
 		const struct policy_query *q = &in->queries[i];
 		const struct policy_costs *m;
 
-		if (q->tenant < 0 || q->tenant >= in->nr_tenants || !in->tenants[q->tenant].model)
+		if (q->tenant < 0 || q->tenant >= in->nr_tenants || !in->tenants[q->tenant].costs)
 			return coloc_err_set(err, -EINVAL,
 					     "policy input: query %llu names tenant %d, which is "
 					     "not there",
 					     (unsigned long long)q->id, q->tenant);
-		m = in->tenants[q->tenant].model;
+		m = in->tenants[q->tenant].costs;
 		if (q->next_layer < 0 || q->next_layer >= m->nr_layers)
 			return coloc_err_set(err, -EINVAL,
 					     "policy input: query %llu is at layer %d of a "
@@ -163,7 +163,7 @@ static int check_input(const struct policy_config *cfg, const struct policy_inpu
 	for (int i = 0; i < in->nr_running; i++) {
 		int t = in->running[i].tenant;
 
-		if (t < 0 || t >= in->nr_tenants || !in->tenants[t].model)
+		if (t < 0 || t >= in->nr_tenants || !in->tenants[t].costs)
 			return coloc_err_set(err, -EINVAL,
 					     "policy input: a running block names tenant %d, which "
 					     "is not there",
@@ -210,7 +210,7 @@ static int check_decision(const struct policy_input *in, const struct policy_dec
 	if (!q)
 		return coloc_err_set(err, -EPROTO, "decision for query %llu, which is not queued",
 				     (unsigned long long)d->query_id);
-	m = in->tenants[q->tenant].model;
+	m = in->tenants[q->tenant].costs;
 	if (d->tenant != q->tenant || q->in_flight)
 		return coloc_err_set(err, -EPROTO,
 				     "decision for query %llu: tenant %d (the query's is %d) "

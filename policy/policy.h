@@ -258,7 +258,7 @@ struct policy_signal {
 };
 
 struct policy_tenant {
-	const struct policy_costs *model; /* NULL: no tenant in this slot */
+	const struct policy_costs *costs; /* NULL: no tenant in this slot */
 	uint64_t
 		uid; /* never reused while the policy lives: a new tenant in a slot gets a new one */
 	uint64_t qos_ns;

@@ -57,13 +57,13 @@ static int static_decide(void *state, const struct policy_config *cfg,
 	int nr_active = 0, k = 0;
 
 	for (int t = 0; t < in->nr_tenants; t++)
-		nr_active += in->tenants[t].model != NULL;
+		nr_active += in->tenants[t].costs != NULL;
 	for (int t = 0; t < in->nr_tenants; t++) {
 		const struct policy_query *after = NULL;
 		struct policy_cpuset free;
 		int idle;
 
-		if (!in->tenants[t].model)
+		if (!in->tenants[t].costs)
 			continue;
 		static_share(state, k++, nr_active, &free);
 		policy_cpuset_and(&free, in->free);

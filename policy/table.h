@@ -16,7 +16,7 @@
 
 struct policy_table {
 	char name[64]; /* the model's, for messages */
-	struct policy_costs model; /* points into the arrays below */
+	struct policy_costs costs; /* points into the arrays below */
 	int *core_counts;
 	double *level_slowdown; /* NULL for one level column (VELTAIR's tables) */
 	uint64_t *latency_ns;

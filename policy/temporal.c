@@ -68,7 +68,7 @@ static int temporal_decide(void *state, const struct policy_config *cfg,
 	if (in->nr_running || !policy_cpuset_subset(&cfg->online, in->free))
 		return 0;
 	while ((q = policy_earliest_queued(in, -1, q))) {
-		const struct policy_costs *m = in->tenants[q->tenant].model;
+		const struct policy_costs *m = in->tenants[q->tenant].costs;
 		int nr_cores, r;
 
 		if (q->next_layer) {

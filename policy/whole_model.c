@@ -71,7 +71,7 @@ int policy_serve_whole_model(const struct policy_config *cfg, const struct polic
 			     const struct policy_query *q, int nr_cores, struct policy_cpuset *free,
 			     struct policy_output *out, struct coloc_err *err)
 {
-	const struct policy_costs *m = in->tenants[q->tenant].model;
+	const struct policy_costs *m = in->tenants[q->tenant].costs;
 	int nr_free = policy_cpuset_count(free);
 	int nr_layers = m->nr_layers - q->next_layer;
 	int ci = policy_costs_core_index(m, nr_cores < nr_free ? nr_cores : nr_free);

@@ -33,7 +33,7 @@ double sim_capacity_model_ms(const struct policy_costs *m, int ci)
 static double cheapest(const struct sim_capacity_tenant *t, int nc, const double *ms,
 		       double qps, int executors, struct sim_capacity_pick *pick)
 {
-	const struct policy_costs *m = t->model;
+	const struct policy_costs *m = t->costs;
 	double room_ms = qps > 0 ? 1e3 * executors / qps : INFINITY, best = INFINITY;
 
 	for (int i = 0; i < nc; i++)
@@ -70,8 +70,8 @@ static double demand(const struct sim_capacity_tenant *t, int nr, int cores, int
 		int nc = 0;
 		double ms[POLICY_MAX_CORE_COUNTS];
 
-		while (nc < t[i].model->nr_core_counts && t[i].model->core_counts[nc] <= cores) {
-			ms[nc] = sim_capacity_model_ms(t[i].model, nc);
+		while (nc < t[i].costs->nr_core_counts && t[i].costs->core_counts[nc] <= cores) {
+			ms[nc] = sim_capacity_model_ms(t[i].costs, nc);
 			nc++;
 		}
 		sum += cheapest(&t[i], nc, ms, qps * t[i].share / total_share, executors,
@@ -91,7 +91,7 @@ int sim_capacity(const struct sim_capacity_tenant *t, int nr, int cores, int exe
 				     "capacity: %d tenants, %d cores, %d executors a tenant", nr,
 				     cores, executors);
 	for (int i = 0; i < nr; i++) {
-		const struct policy_costs *m = t[i].model;
+		const struct policy_costs *m = t[i].costs;
 
 		if (!(t[i].share > 0) || !(t[i].qos_ms > 0) || m->nr_core_counts < 1 ||
 		    m->nr_core_counts > POLICY_MAX_CORE_COUNTS)

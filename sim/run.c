@@ -121,7 +121,7 @@ static int grow_slots(struct sim_state *s, struct coloc_err *err)
 static int start_block(struct sim_state *s, const struct policy_decision *d, struct coloc_err *err)
 {
 	struct policy_query *q = find_query(s, d->query_id);
-	const struct policy_costs *m = s->tenants[d->tenant].model;
+	const struct policy_costs *m = s->tenants[d->tenant].costs;
 	struct sim_slot *sl;
 	uint64_t fixed_ns = 0;
 	double stretch;
@@ -201,7 +201,7 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 {
 	struct sim_slot *sl = &s->slots[idx];
-	const struct policy_costs *m = s->tenants[sl->d.tenant].model;
+	const struct policy_costs *m = s->tenants[sl->d.tenant].costs;
 	struct sim_block_record rec = { .d = &sl->d, .start_ns = sl->start_ns, .end_ns = s->now };
 	struct policy_query *q = find_query(s, sl->d.query_id);
 	int c, last;

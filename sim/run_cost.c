@@ -117,7 +117,7 @@ uint64_t sim_run_query_cost(struct sim_state *s, int tenant)
 double sim_run_block_stretch(struct sim_state *s, int tenant)
 {
 	const struct sim_tenant *t = &s->p->tenants[tenant];
-	uint64_t solo = policy_costs_solo_ns(t->model, policy_cpuset_count(&s->cfg.online));
+	uint64_t solo = policy_costs_solo_ns(t->costs, policy_cpuset_count(&s->cfg.online));
 	double cold = 1.0;
 
 	if (!s->p->query_cost_in_blocks || !t->query_cost_ns || !solo)

@@ -42,7 +42,7 @@ static void refresh_domain_signal(struct sim_state *s, int d)
 /* Brings the slot's progress up to now, applies its current slowdown, reschedules its end. */
 static int rerate(struct sim_state *s, struct sim_slot *sl, struct coloc_err *err)
 {
-	const struct policy_costs *m = s->tenants[sl->d.tenant].model;
+	const struct policy_costs *m = s->tenants[sl->d.tenant].costs;
 	double pressure = slot_pressure(s, sl);
 	double slow = sim_interference_slowdown(&s->p->interference, m, sl->d.first_layer,
 						sl->d.last_layer, sl->versions, sl->ci, pressure);

@@ -83,12 +83,12 @@ int sim_run_check_params(const struct sim_params *p, struct coloc_err *err)
 		const struct sim_tenant *st = &p->tenants[t];
 		int ret;
 
-		if (!st->model || !st->qos_ns || !(st->share > 0))
+		if (!st->costs || !st->qos_ns || !(st->share > 0))
 			return coloc_err_set(err, -EINVAL,
 					     "simulator: tenant %d needs a model, a QoS and a rate "
 					     "share > 0",
 					     t);
-		ret = policy_costs_check(st->model, err);
+		ret = policy_costs_check(st->costs, err);
 		ret = ret ?: check_exec(st->exec, p, err);
 		if (ret)
 			return coloc_err_prefix(err, "tenant %d (%s)", t,
@@ -115,13 +115,13 @@ int sim_run_state_init(struct sim_state *s, const struct sim_params *p, struct s
 		return err ? err->code : -EINVAL;
 	for (int t = 0; t < p->nr_tenants; t++) {
 		s->tenants[t] = (struct policy_tenant){
-			.model = p->tenants[t].model,
+			.costs = p->tenants[t].costs,
 			.uid = (uint64_t)t + 1,
 			.qos_ns = p->tenants[t].qos_ns,
 			.executors = p->executors,
 		};
-		if (p->tenants[t].model->nr_layers > max_layers)
-			max_layers = p->tenants[t].model->nr_layers;
+		if (p->tenants[t].costs->nr_layers > max_layers)
+			max_layers = p->tenants[t].costs->nr_layers;
 		total_share += p->tenants[t].share;
 	}
 	s->nr_domains = n / p->machine.llc_size;

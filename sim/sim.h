@@ -307,7 +307,7 @@ struct sim_parts;
 /* ---- workloads --------------------------------------------------------------- */
 
 struct sim_tenant {
-	const struct policy_costs *model;
+	const struct policy_costs *costs;
 	const char *name;
 	uint64_t qos_ns;
 	double share; /* share of the total rate, > 0 */
@@ -532,7 +532,7 @@ uint64_t sim_poisson_next(struct sim_poisson *p);
 /* ---- the ceiling the tables allow (capacity.c, coloc-sim --capacity) --------------- */
 
 struct sim_capacity_tenant {
-	const struct policy_costs *model;
+	const struct policy_costs *costs;
 	double qos_ms;
 	double share; /* of the total rate, relative to the others' */
 };

@@ -79,7 +79,7 @@ static double basis(int j, int k)
  */
 static void fit_layer(const struct policy_table *t, int l, double abc[3])
 {
-	const struct policy_costs *m = &t->model;
+	const struct policy_costs *m = &t->costs;
 	double best = INFINITY;
 
 	abc[0] = abc[2] = 0;
@@ -208,7 +208,7 @@ static double our_work_us(double time_ratio, uint64_t one_core_ns)
 static void anchored_error(const struct policy_table *tab, const struct layer_fit *fits,
 			   const struct sim_scale_class *cls, double *sum, int *n)
 {
-	const struct policy_costs *m = &tab->model;
+	const struct policy_costs *m = &tab->costs;
 
 	for (int l = 0; l < m->nr_layers; l++) {
 		double t0 = (double)policy_costs_cell(m, l, 0, 0, 0);
@@ -228,7 +228,7 @@ static void anchored_error(const struct policy_table *tab, const struct layer_fi
 /* The index of ours' 1-core column, or -1. */
 static int one_core_column(const struct policy_table *ours)
 {
-	return ours->model.nr_core_counts && ours->core_counts[0] == 1 ? 0 : -1;
+	return ours->costs.nr_core_counts && ours->core_counts[0] == 1 ? 0 : -1;
 }
 
 /* Our whole model (version 0, alone) scaled to k of VELTAIR's cores by the curves cls, ns. */
@@ -237,8 +237,8 @@ static double scaled_sum(const struct policy_table *ours, const struct sim_scale
 {
 	double sum = 0;
 
-	for (int l = 0; l < ours->model.nr_layers; l++) {
-		uint64_t t1 = policy_costs_cell(&ours->model, l, 0, 0, 0);
+	for (int l = 0; l < ours->costs.nr_layers; l++) {
+		uint64_t t1 = policy_costs_cell(&ours->costs, l, 0, 0, 0);
 
 		sum += (double)t1 * curve(cls, our_work_us(time_ratio, t1), k) / time_ratio;
 	}
@@ -248,14 +248,14 @@ static double scaled_sum(const struct policy_table *ours, const struct sim_scale
 /* VELTAIR's whole model on core_counts[ci] (one version: its cells summed), ns. */
 static double theirs_ns(const struct policy_table *theirs, int ci)
 {
-	return (double)policy_costs_alone_ns(&theirs->model, 0, theirs->model.nr_layers, ci);
+	return (double)policy_costs_alone_ns(&theirs->costs, 0, theirs->costs.nr_layers, ci);
 }
 
 /* Our 2-core cells (version 0, alone) over g(2) x our 1-core cells, into r[*n]. */
 static void two_core_ratios(const struct policy_table *ours, const struct sim_scaling *s, double *r,
 			    int *n)
 {
-	const struct policy_costs *m = &ours->model;
+	const struct policy_costs *m = &ours->costs;
 
 	if (m->nr_core_counts < 2 || ours->core_counts[1] != 2)
 		return;
@@ -305,23 +305,23 @@ int sim_scaling_fit_tables(const struct policy_table theirs[2], const struct pol
 		if (one_core_column(&ours[i]) < 0)
 			return coloc_err_set(err, -EINVAL, "our %s has no 1-core column",
 					     ours[i].name);
-		if (theirs[i].model.nr_layers < 1 || theirs[i].model.nr_core_counts < 2)
+		if (theirs[i].costs.nr_layers < 1 || theirs[i].costs.nr_core_counts < 2)
 			return coloc_err_set(err, -EINVAL,
 					     "%s: want layers timed at two core counts or more",
 					     theirs[i].name);
 	}
-	fits = calloc((size_t)(theirs[0].model.nr_layers + theirs[1].model.nr_layers),
+	fits = calloc((size_t)(theirs[0].costs.nr_layers + theirs[1].costs.nr_layers),
 		      sizeof(*fits));
-	model = calloc((size_t)(theirs[0].model.nr_layers + theirs[1].model.nr_layers),
+	model = calloc((size_t)(theirs[0].costs.nr_layers + theirs[1].costs.nr_layers),
 		       sizeof(*model));
-	ratios = calloc((size_t)(ours[0].model.nr_layers + ours[1].model.nr_layers) + 1,
+	ratios = calloc((size_t)(ours[0].costs.nr_layers + ours[1].costs.nr_layers) + 1,
 			sizeof(*ratios));
 	if (!fits || !model || !ratios) {
 		ret = coloc_err_set(err, -ENOMEM, "scaled tables: out of memory");
 		goto out;
 	}
 	for (int i = 0; i < 2; i++) {
-		for (int l = 0; l < theirs[i].model.nr_layers; l++) {
+		for (int l = 0; l < theirs[i].costs.nr_layers; l++) {
 			double abc[3], t1;
 
 			fit_layer(&theirs[i], l, abc);
@@ -335,8 +335,8 @@ int sim_scaling_fit_tables(const struct policy_table theirs[2], const struct pol
 		}
 	}
 	/* the time ratio: our ResNet-50 on one core (version 0, alone) over theirs (the fits' T1) */
-	for (int l = 0; l < ours[0].model.nr_layers; l++)
-		ours_t1 += (double)policy_costs_cell(&ours[0].model, l, 0, 0, 0);
+	for (int l = 0; l < ours[0].costs.nr_layers; l++)
+		ours_t1 += (double)policy_costs_cell(&ours[0].costs, l, 0, 0, 0);
 	s->time_ratio = ours_t1 / theirs_t1;
 	/* cross: each model's layers, and our same model, by the curves of the other's alone */
 	for (int i = 0; i < 2; i++) {
@@ -346,9 +346,9 @@ int sim_scaling_fit_tables(const struct policy_table theirs[2], const struct pol
 			ret = coloc_err_set(err, -ENOMEM, "scaled tables: out of memory");
 			goto out;
 		}
-		anchored_error(&theirs[i], fits + (i ? theirs[0].model.nr_layers : 0), other,
+		anchored_error(&theirs[i], fits + (i ? theirs[0].costs.nr_layers : 0), other,
 			       &sum_err, &n_err);
-		for (int ci = 0; ci < theirs[i].model.nr_core_counts; ci++)
+		for (int ci = 0; ci < theirs[i].costs.nr_core_counts; ci++)
 			s->model_err_cross[i][ci] = scaled_sum(&ours[i], other, s->time_ratio,
 							       theirs[i].core_counts[ci]) /
 							    theirs_ns(&theirs[i], ci) -
@@ -362,11 +362,11 @@ int sim_scaling_fit_tables(const struct policy_table theirs[2], const struct pol
 	sum_err = 0;
 	n_err = 0;
 	for (int i = 0; i < 2; i++)
-		anchored_error(&theirs[i], fits + (i ? theirs[0].model.nr_layers : 0), s->cls,
+		anchored_error(&theirs[i], fits + (i ? theirs[0].costs.nr_layers : 0), s->cls,
 			       &sum_err, &n_err);
 	s->fit_mape = n_err ? sum_err / n_err : 0;
 	for (int i = 0; i < 2; i++) {
-		s->nr_counts[i] = theirs[i].model.nr_core_counts;
+		s->nr_counts[i] = theirs[i].costs.nr_core_counts;
 		for (int ci = 0; ci < s->nr_counts[i]; ci++) {
 			int k = theirs[i].core_counts[ci];
 
@@ -397,7 +397,7 @@ static uint64_t scale_cell(uint64_t one_core, double g, double time_ratio)
 int sim_table_scale(const struct policy_table *ours, const struct sim_scaling *s,
 		    struct policy_table *out, struct coloc_err *err)
 {
-	const struct policy_costs *m = &ours->model;
+	const struct policy_costs *m = &ours->costs;
 	int nr_counts = SCALE_MAX_CORES / SCALE_CORE_STEP, ret;
 	size_t cells;
 	bool ci_too = ours->latency_lo_ns && ours->latency_hi_ns;
@@ -465,7 +465,7 @@ int sim_table_scale(const struct policy_table *ours, const struct sim_scaling *s
 	}
 	snprintf(out->name, sizeof(out->name), "scaled:%.48s", ours->name);
 	snprintf(out->note, sizeof(out->note), "%s", ours->note);
-	out->model = (struct policy_costs){
+	out->costs = (struct policy_costs){
 		.nr_layers = m->nr_layers,
 		.nr_versions = m->nr_versions,
 		.nr_core_counts = nr_counts,
@@ -477,7 +477,7 @@ int sim_table_scale(const struct policy_table *ours, const struct sim_scaling *s
 		.latency_hi_ns = out->latency_hi_ns,
 		.layer_ops = out->layer_ops,
 	};
-	ret = policy_costs_check(&out->model, err);
+	ret = policy_costs_check(&out->costs, err);
 	if (ret) {
 		coloc_err_prefix(err, "%s", out->name);
 		policy_table_free(out);

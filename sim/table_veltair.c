@@ -184,7 +184,7 @@ int sim_table_load_veltair(const char *dir, const char *name, struct policy_tabl
 		}
 	}
 	snprintf(t->name, sizeof(t->name), "veltair:%.48s", prefix);
-	t->model = (struct policy_costs){
+	t->costs = (struct policy_costs){
 		.nr_layers = nr_layers,
 		.nr_versions = 1,
 		.nr_core_counts = nr_counts,
@@ -193,7 +193,7 @@ int sim_table_load_veltair(const char *dir, const char *name, struct policy_tabl
 		.latency_ns = t->latency_ns,
 		.layer_ops = t->layer_ops,
 	};
-	ret = policy_costs_check(&t->model, err);
+	ret = policy_costs_check(&t->costs, err);
 	if (ret) {
 		coloc_err_prefix(err, "%s", t->name);
 		goto fail;

@@ -38,10 +38,7 @@ FIXTURE_SETUP(calibrate)
 
 FIXTURE_TEARDOWN(calibrate)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", self->dir);
-	tu_run(cmd, NULL, 0);
+	tu_remove_tree(self->dir);
 }
 
 /* How many of the stressor's lines of each kind stress_ctl passed on. */

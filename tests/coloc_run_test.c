@@ -114,8 +114,7 @@ TEST_F(coloc_run, output__writes_every_output_in_layer_order)
 	exec_model_free(em);
 	model_free(m);
 	free(got);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	tu_run(cmd, NULL, 0);
+	tu_remove_tree(dir);
 }
 
 TEST_HARNESS_MAIN

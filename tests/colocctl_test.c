@@ -50,12 +50,9 @@ FIXTURE_SETUP(colocctl)
 
 FIXTURE_TEARDOWN(colocctl)
 {
-	char cmd[256];
-
 	if (self->pid > 0)
 		tu_stop_colocd(self->pid);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", self->dir);
-	tu_run(cmd, NULL, 0);
+	tu_remove_tree(self->dir);
 }
 
 /*

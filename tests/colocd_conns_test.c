@@ -191,8 +191,7 @@ TEST(colocd_conns__idle_and_stalled_connections_are_closed)
 	EXPECT_EQ(1, ping_on(fresh, NULL, 0));
 	close(fresh);
 	EXPECT_EQ(0, tu_stop_colocd(pid));
-	snprintf(line, sizeof(line), "rm -rf %s", dir);
-	tu_run(line, NULL, 0);
+	tu_remove_tree(dir);
 }
 
 /* A client in another pid namespace would name other processes: refused. */

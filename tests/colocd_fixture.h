@@ -53,8 +53,6 @@ FIXTURE_SETUP(colocd)
 
 FIXTURE_TEARDOWN(colocd)
 {
-	char cmd[256];
-
 	tu_kill(&self->spin);
 	for (int level = self->cgroup_levels; level > 0; level--) {
 		char path[1024];
@@ -68,8 +66,7 @@ FIXTURE_TEARDOWN(colocd)
 		rmdir(self->cgroup);
 	if (self->pid > 0)
 		tu_stop_colocd(self->pid);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", self->dir);
-	tu_run(cmd, NULL, 0);
+	tu_remove_tree(self->dir);
 }
 
 static inline struct json_object *request_json(const char *sock, const char *req)

@@ -96,15 +96,12 @@ FIXTURE_SETUP(wire)
 
 FIXTURE_TEARDOWN(wire)
 {
-	char cmd[256];
-
 	coloc_client_close(self->c);
 	if (self->colocd > 0)
 		tu_stop_colocd(self->colocd);
 	free(self->input);
 	if (self->dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
-		if (system(cmd))
+		if (tu_remove_tree(self->dir))
 			TH_LOG("could not remove %s", self->dir);
 	}
 }

@@ -175,15 +175,12 @@ static void drain_fifo(const char *fifo, bool wait)
 
 FIXTURE_TEARDOWN(slow)
 {
-	char cmd[128];
-
 	if (self->dir[0])
 		drain_fifo(self->fifo, false);
 	if (self->colocd > 0)
 		tu_stop_colocd(self->colocd);
 	if (self->dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
-		if (system(cmd))
+		if (tu_remove_tree(self->dir))
 			TH_LOG("could not remove %s", self->dir);
 	}
 }

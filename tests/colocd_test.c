@@ -463,8 +463,7 @@ TEST(colocd_start__socket_dir_others_can_write_is_refused_and_links_are_not_foll
 	ASSERT_EQ(0, chown(dir, 65534, 65534));
 	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "not root"));
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	tu_run(cmd, NULL, 0);
+	tu_remove_tree(dir);
 }
 
 /* A client that goes away mid-request, or ends on a cut request, costs nothing. */

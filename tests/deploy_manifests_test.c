@@ -257,10 +257,7 @@ FIXTURE_SETUP(deploy_manifests)
 
 FIXTURE_TEARDOWN(deploy_manifests)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
-	if (system(cmd))
+	if (tu_remove_tree(self->dir))
 		TH_LOG("cannot remove %s", self->dir);
 }
 

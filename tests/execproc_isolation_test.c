@@ -23,9 +23,7 @@
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/pidfd.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include "kselftest_harness.h"
@@ -417,21 +415,13 @@ TEST(execproc_spawn__refused_namespace_falls_back_when_weak_allowed)
 	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
 	seen = mmap(NULL, sizeof(*seen), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, seen);
-	driver = fork();
+	driver = tu_fork_without_cap(CAP_SYS_ADMIN);
 	ASSERT_GE(driver, 0);
 	if (!driver) {
-		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-		struct __user_cap_data_struct d[2];
 		struct coloc_err err = { 0 };
 		struct execproc *ep = NULL;
 		long ids[4];
 
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (syscall(SYS_capget, &h, d))
-			_exit(2);
-		d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
-		if (syscall(SYS_capset, &h, d))
-			_exit(3);
 		seen->spawn = spawn_path(&o, path, &ep, &err);
 		if (seen->spawn)
 			_exit(4);
@@ -488,20 +478,12 @@ TEST(execproc_spawn__refused_namespace_is_an_error_unless_weak_allowed)
 	o.executor = tu_bin("coloc-executor", bin, sizeof(bin));
 	seen = mmap(NULL, sizeof(*seen), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, seen);
-	driver = fork();
+	driver = tu_fork_without_cap(CAP_SYS_ADMIN);
 	ASSERT_GE(driver, 0);
 	if (!driver) {
-		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-		struct __user_cap_data_struct d[2];
 		struct coloc_err cerr = { 0 };
 		struct execproc *cep = NULL;
 
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (syscall(SYS_capget, &h, d))
-			_exit(2);
-		d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
-		if (syscall(SYS_capset, &h, d))
-			_exit(3);
 		seen->spawn = spawn_path(&o, path, &cep, &cerr);
 		snprintf(seen->msg, sizeof(seen->msg), "%s", coloc_err_str(&cerr));
 		seen->got_handle = cep != NULL;

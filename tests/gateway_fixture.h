@@ -146,16 +146,13 @@ static inline void gw_env_log_gateway(const struct gw_env *e)
 /* Stops the gateway and colocd and removes the directory; 0, or -1 if it stays. */
 static inline int gw_env_stop(struct gw_env *e)
 {
-	char cmd[256];
-
 	tu_stop_child(&e->gateway);
 	if (e->colocd > 0)
 		tu_stop_colocd(e->colocd);
 	e->colocd = 0;
 	if (!e->dir[0])
 		return 0;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
-	return system(cmd) ? -1 : 0;
+	return tu_remove_tree(e->dir) ? -1 : 0;
 }
 
 #endif /* COLOC_TESTS_GATEWAY_FIXTURE_H */

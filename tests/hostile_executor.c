@@ -9,6 +9,8 @@
  *   hostile-flags    makes the doorbell blocking (F_SETFL 0 on its fd), then
  *                    refuses every command, correctly: colocd must not hang
  *   hostile-silent   never takes a command
+ *   hostile-hang     takes its first block (started) and never ends it,
+ *                    SIGTERM ignored: hung mid-block
  *   hostile-times    completes every block OK with times out of bounds:
  *                    ~2^64, 0, 2^63 in turn (the outputs stay zero)
  *   hostile-header   rewrites the header (sizes, layers) at the first command
@@ -38,7 +40,10 @@
  *
  * Any other tenant gets the real executor: coloc-executor beside argv[0]
  * (a test puts a link to it there), so that one colocd --executor serves a
- * hostile tenant and an honest one side by side. Started with several lanes
+ * hostile tenant and an honest one side by side. Given --uid and --gid (a
+ * sandboxed tenant's), a hostile one runs under them, as the real executor
+ * does, so that only a kill colocd may make of another uid's process
+ * reaches it. Started with several lanes
  * (--shm-fd and --done-fd once each per lane), it describes each lane in
  * turn, then misbehaves on each from a thread of its own.
  */
@@ -48,11 +53,13 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -227,6 +234,12 @@ static void misbehave(void)
 		if (is("silent") || is("hangup"))
 			pause();
 		seq = seen = next_command(seen);
+		if (is("hang") && shm->cmd.op == COLOC_SHM_OP_RUN) {
+			__atomic_store_n(&shm->done.started_seq, seq, __ATOMIC_RELEASE);
+			signal(SIGTERM, SIG_IGN);
+			for (;;)
+				pause();
+		}
 		if (shm->cmd.op == COLOC_SHM_OP_EXIT) {
 			complete(seq, COLOC_SHM_DONE_OK, 1, 0);
 			_exit(0);
@@ -290,6 +303,8 @@ int main(int argc, char **argv)
 	const char *tenant = "", *name = "";
 	int model_fd = -1, shm_fds[MAX_LANES], done_fds[MAX_LANES], nr_shm = 0, nr_done = 0;
 	struct lane lanes[MAX_LANES];
+	uid_t uid = 0;
+	gid_t gid = 0;
 
 	for (int i = 1; i + 1 < argc; i++)
 		if (!strcmp(argv[i], "--tenant"))
@@ -302,6 +317,10 @@ int main(int argc, char **argv)
 			shm_fds[nr_shm++] = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--done-fd") && nr_done < MAX_LANES)
 			done_fds[nr_done++] = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--uid"))
+			uid = (uid_t)strtoul(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--gid"))
+			gid = (gid_t)strtoul(argv[i + 1], NULL, 10);
 	if (strncmp(tenant, "hostile-", 8)) {
 		char real[PATH_MAX];
 		const char *slash = strrchr(argv[0], '/');
@@ -314,6 +333,9 @@ int main(int argc, char **argv)
 	}
 	mode = tenant + 8;
 	if (!nr_shm || nr_shm != nr_done)
+		return 1;
+	/* its tenant's uid, as the real executor's: colocd needs a kill of another uid's process */
+	if (uid && (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)))
 		return 1;
 	for (int i = nr_shm - 1; i >= 0; i--) {
 		if (lane_start(shm_fds[i], done_fds[i], name, model_fd))

@@ -84,8 +84,6 @@ FIXTURE_SETUP(hostile)
 
 FIXTURE_TEARDOWN(hostile)
 {
-	char cmd[256];
-
 	coloc_client_close(self->c);
 	coloc_client_close(self->ping);
 	if (self->colocd > 0)
@@ -93,8 +91,7 @@ FIXTURE_TEARDOWN(hostile)
 	free(self->input);
 	free(self->want);
 	if (self->dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
-		if (system(cmd))
+		if (tu_remove_tree(self->dir))
 			TH_LOG("could not remove %s", self->dir);
 	}
 }

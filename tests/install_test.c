@@ -59,10 +59,7 @@ FIXTURE_SETUP(install)
 
 FIXTURE_TEARDOWN(install)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dest);
-	tu_run(cmd, NULL, 0);
+	tu_remove_tree(self->dest);
 }
 
 TEST_F(install, make_install__puts_each_part_under_destdir_and_prefix)

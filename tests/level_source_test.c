@@ -54,10 +54,7 @@ FIXTURE_SETUP(level_source)
 
 FIXTURE_TEARDOWN(level_source)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", self->dir);
-	tu_run(cmd, NULL, 0);
+	tu_remove_tree(self->dir);
 }
 
 static void describe(const struct level_source *ls, char *buf, size_t len)

@@ -170,13 +170,10 @@ FIXTURE_SETUP(load)
 
 FIXTURE_TEARDOWN(load)
 {
-	char cmd[256];
-
 	if (self->colocd > 0)
 		tu_stop_colocd(self->colocd);
 	if (self->dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
-		if (system(cmd))
+		if (tu_remove_tree(self->dir))
 			TH_LOG("could not remove %s", self->dir);
 	}
 }

@@ -498,8 +498,7 @@ TEST(coloc_import__writes_model_and_weights)
 	snprintf(cmd, sizeof(cmd), "%s --help", bin);
 	EXPECT_EQ(0, tu_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "--dim NAME=VALUE"));
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	tu_run(cmd, NULL, 0);
+	tu_remove_tree(dir);
 	arena_free();
 }
 
@@ -567,7 +566,7 @@ TEST(onnx_import__external_data_is_read_beside_the_model)
 		{ "w.bin", 436, "external data length 436, but its shape and type take 432" },
 		{ "short.bin", 432, "has no 432 bytes at offset 16" },
 	};
-	char dir[] = "/tmp/coloc-onnx-ext-XXXXXX", path[512], cmd[600];
+	char dir[] = "/tmp/coloc-onnx-ext-XXXXXX", path[512];
 	int64_t od[4] = { 1, 4, 8, 8 };
 	float *w, *b, *bn, *x = rnd_fill(192, -1, 1), *want = mem(256 * sizeof(float));
 	struct coloc_err err = { 0 };
@@ -606,8 +605,7 @@ TEST(onnx_import__external_data_is_read_beside_the_model)
 		EXPECT_NE(NULL, strstr(coloc_err_str(&err), bad[i].words))
 		TH_LOG("case %zu: %s", i, coloc_err_str(&err));
 	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	EXPECT_EQ(0, system(cmd));
+	EXPECT_EQ(0, tu_remove_tree(dir));
 	arena_free();
 }
 

@@ -142,8 +142,7 @@ TEST(model_open__onnx_runs_like_its_imported_files_in_coloc_run)
 	coloc_err_clear(&err);
 	EXPECT_EQ(-EOPNOTSUPP, model_open(bad, NULL, &files, &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), UNSUPPORTED_WORDS)) TH_LOG("%s", err.msg);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	tu_run(cmd, NULL, 0);
+	tu_remove_tree(dir);
 	arena_free();
 }
 
@@ -324,8 +323,7 @@ TEST(serving__admits_and_serves_an_onnx_tenant)
 	free(want);
 	model_source_close(&src);
 	serving_destroy(s);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	tu_run(cmd, NULL, 0);
+	tu_remove_tree(dir);
 	arena_free();
 }
 

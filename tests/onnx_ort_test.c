@@ -365,8 +365,7 @@ static void check_model_with(struct __test_metadata *_metadata, const char *name
 		check_run(_metadata, model, wt, extra, input, ref, nr_ref, tmp, &mouts);
 	}
 	free(ref);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	tu_run(cmd, NULL, 0);
+	tu_remove_tree(tmp);
 }
 
 static void check_model(struct __test_metadata *_metadata, const char *name)
@@ -421,8 +420,7 @@ static void check_external_data(struct __test_metadata *_metadata, const char *n
 	import_io(_metadata, ext, dims, input, &outs);
 	check_run(_metadata, ext, NULL, dims, input, ref, nr_ref, tmp, &outs);
 	free(ref);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	tu_run(cmd, NULL, 0);
+	tu_remove_tree(tmp);
 }
 
 /* Real models from npm packages (openWakeWord's wake-word classifiers). */

@@ -399,7 +399,7 @@ TEST_F(owners, control_tenant_remove__refused_for_another_user)
 
 TEST(state__round_trips_owners_and_reads_a_file_without_them_as_roots)
 {
-	char dir[] = "/tmp/coloc-owners-state-XXXXXX", path[128], cmd[160];
+	char dir[] = "/tmp/coloc-owners-state-XXXXXX", path[128];
 	struct colocd *d = calloc(1, sizeof(*d));
 	struct colocd_spec *back = calloc(COLOC_MAX_TENANTS, sizeof(*back));
 	struct coloc_err err = { 0 };
@@ -446,8 +446,7 @@ TEST(state__round_trips_owners_and_reads_a_file_without_them_as_roots)
 	EXPECT_EQ(-EINVAL, colocd_state_read(path, back, &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "owner")) TH_LOG("%s", coloc_err_str(&err));
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	EXPECT_EQ(0, system(cmd));
+	EXPECT_EQ(0, tu_remove_tree(dir));
 	free(d->specs);
 	free(d);
 	free(back);
@@ -663,15 +662,12 @@ FIXTURE_SETUP(wire)
 
 FIXTURE_TEARDOWN(wire)
 {
-	char cmd[128];
-
 	for (int i = 0; i < 2; i++)
 		reap(self->kids[i]);
 	if (self->colocd > 0)
 		tu_stop_colocd(self->colocd);
 	if (self->dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
-		if (system(cmd))
+		if (tu_remove_tree(self->dir))
 			TH_LOG("could not remove %s", self->dir);
 	}
 }

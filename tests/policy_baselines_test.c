@@ -18,7 +18,7 @@
 TEST_F(pol, fcfs_decide__picks_the_earliest_arrival)
 {
 	for (int t = 0; t < 3; t++)
-		self->tenants[t] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+		self->tenants[t] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	add_query(&self->in, self->queries, 10, 0, 3000, 100000000);
 	add_query(&self->in, self->queries, 11, 1, 1000, 100000000);
 	add_query(&self->in, self->queries, 12, 2, 2000, 100000000);
@@ -43,7 +43,7 @@ TEST_F(pol, fcfs_decide__gives_all_free_cores)
 	static const int four[] = { 1, 2, 5, 6 }, three[] = { 0, 3, 6 };
 	struct policy_cpuset want;
 
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
 
 	self->free = cpus_of(four, 4);
@@ -78,7 +78,7 @@ TEST_F(pol, fcfs_decide__each_layer_in_its_fastest_version_alone_at_that_count)
 		{ 1, { 0, 1, 2 }, 1870000 },
 	};
 
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct policy_decision *d = &self->decisions[0];
@@ -100,7 +100,7 @@ TEST_F(pol, fcfs_decide__each_layer_in_its_fastest_version_alone_at_that_count)
 
 TEST_F(pol, fcfs_decide__resumes_at_the_next_layer)
 {
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
 	self->queries[0].next_layer = 1;
 	policy_cpuset_zero(&self->free);
@@ -117,7 +117,7 @@ TEST_F(pol, fcfs_decide__resumes_at_the_next_layer)
 
 TEST_F(pol, fcfs_decide__waits_while_a_query_runs)
 {
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	self->tenants[1] = self->tenants[0];
 	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
 	add_query(&self->in, self->queries, 2, 1, 10, 100000000);
@@ -140,7 +140,7 @@ TEST_F(pol, fcfs_decide__carries_deadlines_and_drops_what_cannot_meet_them)
 {
 	const uint64_t now = 10000000;
 
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 5000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 5000000 };
 	policy_cpuset_zero(&self->free);
 	for (int c = 0; c < 4; c++)
 		policy_cpuset_set(&self->free, c);
@@ -183,7 +183,7 @@ TEST_F(pol, os_decide__every_idle_tenant_gets_its_earliest_query_on_the_same_cor
 	struct policy_cpuset want = cpus_of(low4, 4);
 
 	for (int t = 0; t < 3; t++)
-		self->tenants[t] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+		self->tenants[t] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	add_query(&self->in, self->queries, 5, 0, 30, 100000000);
 	add_query(&self->in, self->queries, 6, 0, 10, 100000000); /* tenant 0's earliest */
 	add_query(&self->in, self->queries, 7, 1, 20, 100000000);
@@ -246,7 +246,7 @@ TEST_F(pol, os_decide__drops_per_tenant_what_cannot_meet_its_deadline_or_serves_
 {
 	const uint64_t now = 10000000;
 
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 5000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 5000000 };
 	self->tenants[1] = self->tenants[0];
 	self->in.now_ns = now;
 	/* 4 cores: the whole model takes 540 µs alone */
@@ -286,7 +286,7 @@ TEST_F(pol, static_decide__equal_shares_by_cpu_id)
 	static const int lo[] = { 0, 1, 2, 3 }, hi[] = { 4, 5, 6, 7 };
 	struct policy_cpuset want_lo = cpus_of(lo, 4), want_hi = cpus_of(hi, 4);
 
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	self->tenants[2] = self->tenants[0];
 	add_query(&self->in, self->queries, 1, 2, 0, 100000000);
 	add_query(&self->in, self->queries, 2, 0, 5, 100000000);
@@ -306,7 +306,7 @@ TEST_F(pol, static_decide__three_tenants_on_eight_cores_get_3_3_2_and_use_2_each
 	static const int want[3][2] = { { 0, 1 }, { 3, 4 }, { 6, 7 } };
 
 	for (int t = 0; t < 3; t++) {
-		self->tenants[t] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+		self->tenants[t] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 		add_query(&self->in, self->queries, 100 + t, t, 0, 100000000);
 	}
 	ASSERT_EQ(0, run_round(self, "static"));
@@ -321,7 +321,7 @@ TEST_F(pol, static_decide__three_tenants_on_eight_cores_get_3_3_2_and_use_2_each
 
 TEST_F(pol, static_decide__a_tenant_waits_for_its_own_block_only)
 {
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	self->tenants[1] = self->tenants[0];
 	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
 	add_query(&self->in, self->queries, 2, 0, 1, 100000000);
@@ -340,7 +340,7 @@ TEST_F(pol, static_decide__a_tenant_waits_for_its_own_block_only)
 
 TEST_F(pol, temporal_decide__waits_for_the_whole_machine_where_fcfs_does_not)
 {
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
 	add_query(&self->in, self->queries, 2, 0, 1, 100000000);
 	/* core 0 is not free (say, its executor is being restarted); nothing runs */
@@ -377,7 +377,7 @@ TEST_F(pol, temporal_decide__uses_the_count_fastest_for_the_model)
 		.latency_ns = hump_ns,
 	};
 
-	self->tenants[0] = (struct policy_tenant){ .model = &hump, .qos_ns = 100000000, .uid = 1 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &hump, .qos_ns = 100000000, .uid = 1 };
 	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
 	ASSERT_EQ(0, run_round(self, "temporal"));
 	ASSERT_EQ(1, self->out.nr_decisions);
@@ -407,7 +407,7 @@ TEST(temporal_decide__a_new_tenant_in_a_slot_gets_its_own_plan)
 		.latency_ns = hump_ns,
 	};
 	struct policy_config cfg = { .late = POLICY_LATE_SERVE };
-	struct policy_tenant tenant = { .model = &tiny, .qos_ns = 100000000, .uid = 7 };
+	struct policy_tenant tenant = { .costs = &tiny, .qos_ns = 100000000, .uid = 7 };
 	struct policy_query q = { .id = 1, .deadline_ns = 100000000 };
 	struct policy_decision dec[1];
 	uint8_t versions[8];
@@ -430,7 +430,7 @@ TEST(temporal_decide__a_new_tenant_in_a_slot_gets_its_own_plan)
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, policy_decide(p, &in, &out, NULL));
 	ASSERT_EQ(4, dec[0].nr_cores);
-	tenant = (struct policy_tenant){ .model = &hump, .qos_ns = 100000000, .uid = 8 };
+	tenant = (struct policy_tenant){ .costs = &hump, .qos_ns = 100000000, .uid = 8 };
 	policy_output_reset(&out);
 	ASSERT_EQ(0, policy_decide(p, &in, &out, NULL));
 	ASSERT_EQ(2, dec[0].nr_cores);
@@ -440,7 +440,7 @@ TEST(temporal_decide__a_new_tenant_in_a_slot_gets_its_own_plan)
 TEST_F(pol, model_wise_decide__takes_the_fewest_cores_whose_alone_latency_meets_qos)
 {
 	/* QoS 1000 µs: the whole model alone is 1870 µs on 1 core, 960 µs on 2 */
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 1000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 1000000 };
 	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
 	ASSERT_EQ(0, run_round(self, "model-wise"));
 	ASSERT_EQ(1, self->out.nr_decisions);

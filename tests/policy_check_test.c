@@ -15,7 +15,7 @@
 
 TEST_F(pol, decide__rejects_inconsistent_input)
 {
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	add_query(&self->in, self->queries, 1, 1, 0, 100000000); /* slot 1 is empty */
 	ASSERT_EQ(-EINVAL, run_round(self, "fcfs"));
 	ASSERT_NE(NULL, strstr(self->err.msg, "tenant 1, which is not there"));
@@ -40,7 +40,7 @@ TEST_F(pol, check_output__catches_a_core_granted_twice_or_while_busy)
 
 	/* two executors: both of its queries may run at once (the executors' own test below) */
 	self->tenants[0] =
-		(struct policy_tenant){ .model = &tiny, .qos_ns = 100000000, .executors = 2 };
+		(struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000, .executors = 2 };
 	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
 	add_query(&self->in, self->queries, 2, 0, 0, 100000000);
 	self->out.nr_decisions = 2;
@@ -105,7 +105,7 @@ TEST_F(pol, check_output__a_tenant_runs_no_more_blocks_than_its_executors)
 {
 	static const uint8_t v[3] = { 0, 0, 0 };
 
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
 	add_query(&self->in, self->queries, 2, 0, 0, 100000000);
 	add_query(&self->in, self->queries, 3, 0, 0, 100000000);
@@ -133,7 +133,7 @@ TEST_F(pol, check_output__a_tenant_runs_no_more_blocks_than_its_executors)
 
 TEST_F(pol, coloc_decide__a_tenant_runs_a_query_on_each_idle_executor)
 {
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	self->in.nr_tenants = 1;
 	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
 	add_query(&self->in, self->queries, 2, 0, 10, 100000010);

@@ -54,7 +54,7 @@ static const struct policy_costs pivot = {
  */
 TEST_F(pol, coloc_decide__a_block_started_at_a_pivot_keeps_the_layers_needing_no_more)
 {
-	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &pivot, .qos_ns = 400000 };
 	self->in.nr_tenants = 1;
 	add_query(&self->in, self->queries, 1, 0, 0, 200000);
 	ASSERT_EQ(0, run_round(self, "coloc-fixedthres"));
@@ -80,7 +80,7 @@ TEST_F(pol, coloc_decide__time_shares_keep_a_model_that_fits_whole_in_one_block)
 	for (int c = 0; c < 4; c++)
 		policy_cpuset_set(&self->cfg.online, c);
 	self->free = self->cfg.online;
-	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &pivot, .qos_ns = 400000 };
 	self->in.nr_tenants = 1;
 	add_query(&self->in, self->queries, 1, 0, 0, 400000);
 	ASSERT_EQ(0, run_round(self, "coloc-timeshares"));
@@ -107,7 +107,7 @@ TEST(coloc_threshold__veltairs_example_64_cores_needs_12_12_24_gives_4_4_8)
 
 TEST_F(pol, coloc_decide__splits_a_block_at_the_pivot_when_the_load_leaves_no_slack)
 {
-	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &pivot, .qos_ns = 400000 };
 	self->in.nr_tenants = 2;
 	add_query(&self->in, self->queries, 1, 0, 0, 400000);
 
@@ -137,7 +137,7 @@ TEST_F(pol, coloc_decide__splits_a_block_at_the_pivot_when_the_load_leaves_no_sl
 	 * (Each block's cap, half the other's slack, (400 - 190) / 2 = 105
 	 * µs, does not bind.)
 	 */
-	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000, .uid = 1 };
+	self->tenants[1] = (struct policy_tenant){ .costs = &pivot, .qos_ns = 400000, .uid = 1 };
 	add_query(&self->in, self->queries, 2, 1, 0, 400000);
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(2, self->out.nr_decisions);
@@ -199,7 +199,7 @@ TEST_F(pol, coloc_decide__the_version_choice_flips_as_the_level_rises)
 	 * QoS 300 µs cannot be met at any count: each layer needs the fastest,
 	 * 4 cores, and the block takes the 4 free cores.
 	 */
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 300000 };
 	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
 	self->cfg.late = POLICY_LATE_SERVE;
 	add_query(&self->in, self->queries, 1, 0, 0, 300000);
@@ -254,7 +254,7 @@ TEST_F(pol, coloc_decide__at_level_one_runs_exactly_as_coloc_noversions)
 	for (int k = 0; k < 3; k++)
 		for (int q = 0; q < 5; q++) {
 			self->tenants[0] =
-				(struct policy_tenant){ .model = &tiny, .qos_ns = qos_us[q] * 1000 };
+				(struct policy_tenant){ .costs = &tiny, .qos_ns = qos_us[q] * 1000 };
 			self->free = cpus_of(sets[k], set_len[k]);
 			self->cfg.late = POLICY_LATE_SERVE;
 			self->in.nr_queries = 0;
@@ -295,7 +295,7 @@ TEST_F(pol, coloc_decide__one_instance_reprices_every_layer_when_the_level_moves
 	struct policy *p;
 
 	/* the case above, decided by one instance (which keeps what it read) in turn */
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 300000 };
 	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
 	self->cfg.late = POLICY_LATE_SERVE;
 	add_query(&self->in, self->queries, 1, 0, 0, 300000);
@@ -321,8 +321,8 @@ TEST_F(pol, coloc_decide__one_instance_reprices_every_layer_when_the_level_moves
 
 TEST_F(pol, coloc_decide__serves_the_most_urgent_first_even_if_it_arrived_later)
 {
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
-	self->tenants[1] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000, .uid = 1 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 300000 };
+	self->tenants[1] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 300000, .uid = 1 };
 	self->in.nr_tenants = 2;
 	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
 	self->in.now_ns = 1000000;
@@ -350,7 +350,7 @@ TEST_F(pol, coloc_decide__drops_what_cannot_finish_in_time_holds_what_needs_more
 {
 	const uint64_t now = 10000000;
 
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 5000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 5000000 };
 	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
 	self->in.now_ns = now;
 	/* 4 free cores: the rest of the model takes 540 µs alone at best */
@@ -390,7 +390,7 @@ TEST_F(pol, coloc_decide__drops_what_cannot_finish_in_time_holds_what_needs_more
 TEST_F(pol, coloc_decide__grants_cores_in_the_least_busy_llc_domain)
 {
 	/* cores 0 and 1 (domain 0) are busy: the 4-core block goes to domain 1 */
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 300000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 300000 };
 	self->free = cpus_of((const int[]){ 2, 3, 4, 5, 6, 7 }, 6);
 	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
 	ASSERT_EQ(0, run_round(self, "coloc"));
@@ -413,7 +413,7 @@ static void run_beside(struct __test_metadata *_metadata, FIXTURE_DATA(pol) * se
 {
 	self->in.nr_queries = 0;
 	for (int t = 0; t < 3; t++)
-		self->tenants[t] = (struct policy_tenant){ .model = &tiny, .qos_ns = 100000000 };
+		self->tenants[t] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	self->tenants[1].sig = *sig1;
 	self->tenants[2].sig = *sig2;
 	for (int i = 0; i < 2; i++) {
@@ -471,8 +471,8 @@ TEST_F(pol, coloc_decide__grants_cores_away_from_the_heaviest_aggressor)
  */
 TEST_F(pol, coloc_decide__caps_a_block_at_half_the_least_slack_of_the_other_tenants)
 {
-	self->tenants[0] = (struct policy_tenant){ .model = &pivot, .qos_ns = 400000 };
-	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 300000, .uid = 1 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &pivot, .qos_ns = 400000 };
+	self->tenants[1] = (struct policy_tenant){ .costs = &pivot, .qos_ns = 300000, .uid = 1 };
 	self->in.nr_tenants = 2;
 	add_query(&self->in, self->queries, 1, 0, 0, 400000);
 	ASSERT_EQ(0, run_round(self, "coloc"));
@@ -482,7 +482,7 @@ TEST_F(pol, coloc_decide__caps_a_block_at_half_the_least_slack_of_the_other_tena
 	ASSERT_EQ(8, self->decisions[0].nr_cores);
 	ASSERT_EQ(30000, self->decisions[0].predicted_ns);
 
-	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 10000000, .uid = 2 };
+	self->tenants[1] = (struct policy_tenant){ .costs = &pivot, .qos_ns = 10000000, .uid = 2 };
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(4, self->decisions[0].last_layer);
@@ -503,8 +503,8 @@ TEST_F(pol, coloc_decide__the_cap_never_leaves_a_block_of_layers_without_work)
 	struct policy_costs with_input = pivot;
 
 	with_input.layer_ops = input_ops;
-	self->tenants[0] = (struct policy_tenant){ .model = &with_input, .qos_ns = 400000 };
-	self->tenants[1] = (struct policy_tenant){ .model = &pivot, .qos_ns = 300000, .uid = 1 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &with_input, .qos_ns = 400000 };
+	self->tenants[1] = (struct policy_tenant){ .costs = &pivot, .qos_ns = 300000, .uid = 1 };
 	self->in.nr_tenants = 2;
 	add_query(&self->in, self->queries, 1, 0, 0, 400000);
 	ASSERT_EQ(0, run_round(self, "coloc"));

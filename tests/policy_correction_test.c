@@ -32,7 +32,7 @@ static void keep_decision(const struct policy_decision *d, struct policy_decisio
 static bool tiny_first_block(FIXTURE_DATA(pol) * self, struct policy *p, uint64_t qos_ns,
 			     struct policy_decision *first, uint8_t *versions)
 {
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = qos_ns };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = qos_ns };
 	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
 	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
 	policy_output_reset(&self->out);
@@ -210,7 +210,7 @@ TEST_F(pol, coloc_decide__an_uneven_tenant_is_held_for_more_cores_when_only_the_
 	uint8_t versions[3];
 
 	ASSERT_NE(NULL, p);
-	self->tenants[0] = (struct policy_tenant){ .model = &tiny, .qos_ns = 1000000 };
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 1000000 };
 	self->in.nr_tenants = 1;
 	self->free = cpus_of((const int[]){ 0, 1 }, 2);
 	add_query(&self->in, self->queries, 1, 0, 0, 1000000);

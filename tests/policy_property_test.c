@@ -107,7 +107,7 @@ static void sim_run(struct __test_metadata *_metadata, const struct policy_entry
 	}
 	in.nr_tenants = 1 + (int)(rnd(&seed) % (nr_online < SIM_TENANTS ? nr_online : SIM_TENANTS));
 	for (int t = 0; t < in.nr_tenants; t++)
-		tenants[t] = (struct policy_tenant){ .model = &models[rnd(&seed) % SIM_MODELS].m,
+		tenants[t] = (struct policy_tenant){ .costs = &models[rnd(&seed) % SIM_MODELS].m,
 						     .qos_ns = 1000000,
 						     .uid = (uint64_t)t };
 	p = policy_create(e, &cfg, &err);
@@ -143,7 +143,7 @@ static void sim_run(struct __test_metadata *_metadata, const struct policy_entry
 					continue;
 				queries[i].in_flight = false;
 				queries[i].next_layer = d->last_layer;
-				if (d->last_layer == tenants[d->tenant].model->nr_layers) {
+				if (d->last_layer == tenants[d->tenant].costs->nr_layers) {
 					queries[i] = queries[--in.nr_queries];
 					finished++;
 				}
@@ -318,7 +318,7 @@ static void warm_run(struct __test_metadata *_metadata, uint64_t seed)
 		const struct policy_costs *m = &models[rnd(&seed) % 3].m;
 
 		tenants[t] = (struct policy_tenant){
-			.model = m,
+			.costs = m,
 			.uid = (uint64_t)t,
 			.qos_ns = policy_costs_solo_ns(m, WARM_CORES) * (1 + rnd(&seed) % 6),
 		};
@@ -354,7 +354,7 @@ static void warm_run(struct __test_metadata *_metadata, uint64_t seed)
 				.arrival_ns = arrival,
 				.deadline_ns = arrival + tenants[t].qos_ns,
 				.next_layer =
-					(int)(rnd(&seed) % (uint64_t)tenants[t].model->nr_layers),
+					(int)(rnd(&seed) % (uint64_t)tenants[t].costs->nr_layers),
 			};
 		}
 		in_renewed = in;

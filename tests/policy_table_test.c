@@ -213,15 +213,15 @@ TEST(policy_table_free__releases_every_array_and_leaves_an_empty_table)
 	t.latency_lo_ns = malloc(8 * sizeof(*t.latency_lo_ns));
 	t.latency_hi_ns = malloc(8 * sizeof(*t.latency_hi_ns));
 	t.layer_ops = malloc(2 * sizeof(*t.layer_ops));
-	t.model.latency_ns = t.latency_ns;
-	t.model.nr_layers = 2;
+	t.costs.latency_ns = t.latency_ns;
+	t.costs.nr_layers = 2;
 	policy_table_free(&t); /* ASan reports any array left behind */
 	ASSERT_EQ(NULL, t.core_counts);
 	ASSERT_EQ(NULL, t.latency_ns);
 	ASSERT_EQ(NULL, t.latency_lo_ns);
 	ASSERT_EQ(NULL, t.layer_ops);
-	ASSERT_EQ(NULL, t.model.latency_ns);
-	ASSERT_EQ(0, t.model.nr_layers);
+	ASSERT_EQ(NULL, t.costs.latency_ns);
+	ASSERT_EQ(0, t.costs.nr_layers);
 	ASSERT_EQ('\0', t.name[0]);
 	ASSERT_EQ('\0', t.note[0]);
 	policy_table_free(&t); /* an empty table frees as nothing */

@@ -32,17 +32,13 @@ FIXTURE(profile_fresh)
 
 FIXTURE_SETUP(profile_fresh)
 {
-	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-profile-fresh.XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir));
+	ASSERT_EQ(0, tu_make_tmpdir("profile-fresh", self->dir, sizeof(self->dir)));
 	snprintf(self->path, sizeof(self->path), "%s/p.profile", self->dir);
 }
 
 FIXTURE_TEARDOWN(profile_fresh)
 {
-	char cmd[160];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
-	if (system(cmd))
+	if (tu_remove_tree(self->dir))
 		TH_LOG("could not remove %s", self->dir);
 }
 

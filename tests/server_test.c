@@ -2,9 +2,10 @@
 /*
  * colocd's control socket (daemon/server.c) served in this process on a real
  * event loop, its clients real Unix sockets: the line framing (split and
- * batched writes, CRLF, a last line cut by EOF), a line over the limit, a
- * binary payload after its line (kept by its handler without a copy, with
- * when its request began), deferred answers (sent at once as far as the
+ * batched writes, CRLF, a last line cut by EOF), a line over the limit, an
+ * infer's binary input after its line (read whole before the handler sees
+ * the request, kept by the handler without a copy, with when its request
+ * began; a line the infer handler cannot take comes without), deferred answers (sent at once as far as the
  * socket takes them, the rest in order), many clients at once,
  * descriptors riding on a line, requests stamped with the read of their
  * first byte, an answer for a client gone (nothing queued), and who the
@@ -38,7 +39,7 @@
 
 struct echo {
 	int lines; /* request lines the handler saw */
-	void *kept; /* a payload's buffer the handler kept ("keep N") */
+	void *kept; /* a payload's buffer the handler kept (tenant "keep") */
 	size_t kept_len;
 	__u64 kept_first_byte_ns, kept_done_ns; /* its request's first byte, its payload in */
 	int oversize; /* times it was told of a line over the limit */
@@ -58,27 +59,20 @@ FIXTURE(server)
 	char sock[128];
 };
 
-static char *echo_payload(void *ctx, struct server_req *req, const void *data, size_t len)
+/* An infer line with its bytes: echoed, or kept (tenant "keep") instead of copied. */
+static char *echo_payload(struct echo *e, struct server_req *req, const char *line)
 {
 	char *out;
 
-	(void)ctx;
-	(void)req;
-	if (asprintf(&out, "payload:%.*s\n", (int)len, (const char *)data) < 0)
-		return NULL;
-	return out;
-}
-
-/* Keeps the buffer (server_req.payload) instead of copying it. */
-static char *keep_payload(void *ctx, struct server_req *req, const void *data, size_t len)
-{
-	struct echo *e = ctx;
-
-	if (req->payload != data)
-		return strdup("not the buffer\n");
+	if (!strstr(line, "\"tenant\":\"keep\"")) {
+		if (asprintf(&out, "payload:%.*s\n", (int)req->payload_bytes,
+			     (const char *)req->payload) < 0)
+			return NULL;
+		return out;
+	}
 	free(e->kept);
 	e->kept = req->payload;
-	e->kept_len = len;
+	e->kept_len = req->payload_bytes;
 	e->kept_first_byte_ns = req->first_byte_ns;
 	e->kept_done_ns = loop_now_ns();
 	req->payload = NULL;
@@ -88,7 +82,6 @@ static char *keep_payload(void *ctx, struct server_req *req, const void *data, s
 static char *echo_handle(void *ctx, struct server_req *req, const char *line, size_t len)
 {
 	struct echo *e = ctx;
-	unsigned long bytes;
 	char *out;
 
 	if (!line) {
@@ -97,14 +90,8 @@ static char *echo_handle(void *ctx, struct server_req *req, const char *line, si
 	}
 	e->lines++;
 	e->nr_fds = req->nr_fds;
-	if (sscanf(line, "payload %lu", &bytes) == 1) {
-		server_req_read_payload(req, bytes, echo_payload, NULL);
-		return NULL;
-	}
-	if (sscanf(line, "keep %lu", &bytes) == 1) {
-		server_req_read_payload(req, bytes, keep_payload, NULL);
-		return NULL;
-	}
+	if (req->payload)
+		return echo_payload(e, req, line);
 	if (!strcmp(line, "defer")) {
 		e->deferred_conn = req->conn;
 		server_req_defer(req);
@@ -319,17 +306,51 @@ TEST_F(server, listen__a_line_over_the_limit_gets_the_handlers_answer_then_the_c
 	close(c.fd);
 }
 
-TEST_F(server, req_read_payload__hands_the_bytes_after_the_line_over_whole_newlines_and_all)
+#define INFER_LINE(tenant, bytes) \
+	"{\"cmd\":\"infer\",\"tenant\":\"" tenant "\",\"tag\":1,\"input_bytes\":" #bytes "}\n"
+
+TEST_F(server, listen__an_infers_bytes_come_with_its_line_whole_newlines_and_all)
 {
+	const char *req = INFER_LINE("echo", 5) "HE\nLOnext\n";
 	struct client c = { .fd = connect_to(self->sock), .want_lines = 2 };
 
 	ASSERT_GE(c.fd, 0);
 	/* the payload holds a newline: it must not be read as the end of a line */
-	ASSERT_EQ(20, send_str(c.fd, "payload 5\nHE\nLOnext\n"));
+	ASSERT_EQ((ssize_t)strlen(req), send_str(c.fd, req));
 	ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, false));
 	EXPECT_STREQ("payload:HE\nLO\n0:next\n", c.buf);
 	EXPECT_EQ(2, self->echo.lines);
 	close(c.fd);
+}
+
+/*
+ * A line the infer handler cannot take (no "tag", input in a memfd, more
+ * than COLOC_MAX_PAYLOAD) and a line that is not JSON come without bytes:
+ * what follows each is the next line.
+ */
+TEST_F(server, listen__a_line_the_infer_handler_cannot_take_comes_without_bytes)
+{
+	const char *lines[] = {
+		"{\"cmd\":\"infer\",\"tenant\":\"echo\",\"input_bytes\":5}",
+		"{\"cmd\":\"infer\",\"tenant\":\"echo\",\"tag\":1,\"input_bytes\":5,"
+		"\"input\":\"memfd\"}",
+		"{\"cmd\":\"infer\",\"tenant\":\"echo\",\"tag\":1,\"input_bytes\":1099511627776}",
+		"infer 5",
+	};
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		struct client c = { .fd = connect_to(self->sock), .want_lines = 2 };
+		char want[512];
+
+		ASSERT_GE(c.fd, 0);
+		ASSERT_GT(send_str(c.fd, lines[i]), 0);
+		ASSERT_EQ(6, send_str(c.fd, "\nnext\n"));
+		ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, false));
+		snprintf(want, sizeof(want), "0:%s\n0:next\n", lines[i]);
+		EXPECT_STREQ(want, c.buf) TH_LOG("line %zu", i);
+		close(c.fd);
+	}
+	EXPECT_EQ(8, self->echo.lines);
 }
 
 static void on_answer_deferred(struct loop_source *src, __u64 now, void *ctx)
@@ -410,19 +431,20 @@ TEST_F(server, send__an_answer_sent_before_its_handler_returns_leaves_nothing_ow
 	close(c.fd);
 }
 
-TEST_F(server, req_read_payload__the_handler_keeps_the_buffer_and_sees_when_the_request_began)
+TEST_F(server, listen__the_handler_sees_an_infer_whole_keeps_its_bytes_and_when_it_began)
 {
+	const char *line = INFER_LINE("keep", 8) "ABC";
 	int fd = connect_to(self->sock);
 	__u64 t0, t_mid, t_rest;
 	char ans[16] = { 0 };
 
 	ASSERT_GE(fd, 0);
 	t0 = loop_now_ns();
-	ASSERT_EQ(10, send_str(fd, "keep 8\nABC"));
-	/* the line and the first bytes are read; the payload waits for the rest */
-	for (int i = 0; i < 1000 && !self->echo.lines; i++)
+	ASSERT_EQ((ssize_t)strlen(line), send_str(fd, line));
+	/* the line and the first bytes are read; the handler waits for the rest */
+	for (int i = 0; i < 20; i++)
 		serve_for(self->loop, 5);
-	ASSERT_EQ(1, self->echo.lines);
+	ASSERT_EQ(0, self->echo.lines);
 	ASSERT_EQ(NULL, self->echo.kept);
 	t_mid = loop_now_ns();
 	usleep(20000);
@@ -431,6 +453,7 @@ TEST_F(server, req_read_payload__the_handler_keeps_the_buffer_and_sees_when_the_
 	for (int i = 0; i < 1000 && !self->echo.kept; i++)
 		serve_for(self->loop, 5);
 	ASSERT_NE(NULL, self->echo.kept);
+	EXPECT_EQ(1, self->echo.lines);
 	ASSERT_EQ(8, self->echo.kept_len);
 	EXPECT_EQ(0, memcmp(self->echo.kept, "ABCDEFGH", 8));
 	/* the first byte's read, by the loop's clock: after the send, before the rest */

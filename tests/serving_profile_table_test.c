@@ -54,20 +54,20 @@ TEST(profile_table__build__clamps_a_slowdown_below_one_and_says_so)
 	ASSERT_TRUE(dip && rise);
 
 	ASSERT_EQ(0, profile_table_build(dip, m, &t, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(1.0, t.model.level_slowdown[1]);
+	EXPECT_EQ(1.0, t.costs.level_slowdown[1]);
 	EXPECT_NE(NULL, strstr(t.note, "0.900")) TH_LOG("%s", t.note);
 	EXPECT_NE(NULL, strstr(t.note, "clamped")) TH_LOG("%s", t.note);
 	/* the cells stay as measured */
-	EXPECT_EQ(900, policy_costs_cell(&t.model, 3, 0, 1, 1));
-	EXPECT_EQ(2, t.model.core_counts[1]);
-	EXPECT_EQ(m->layers[3].macs, t.model.layer_ops[3]);
+	EXPECT_EQ(900, policy_costs_cell(&t.costs, 3, 0, 1, 1));
+	EXPECT_EQ(2, t.costs.core_counts[1]);
+	EXPECT_EQ(m->layers[3].macs, t.costs.layer_ops[3]);
 	policy_table_free(&t);
 
 	ASSERT_EQ(0, profile_table_build(rise, m, &t, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(1.2, t.model.level_slowdown[1]);
+	EXPECT_EQ(1.2, t.costs.level_slowdown[1]);
 	EXPECT_STREQ("", t.note);
 	/* solo on all (2) cores: every layer at 1000 ns */
-	EXPECT_EQ((uint64_t)m->nr_layers * 1000, policy_costs_solo_ns(&t.model, 2));
+	EXPECT_EQ((uint64_t)m->nr_layers * 1000, policy_costs_solo_ns(&t.costs, 2));
 	policy_table_free(&t);
 	profile_free(dip);
 	profile_free(rise);
@@ -115,7 +115,7 @@ TEST(profile_table__build__level_columns_from_the_versions_the_policy_takes)
 					p->ci_hi_ns[at - p->latency_ns] = cell[v][k][2];
 				}
 	ASSERT_EQ(0, profile_table_build(p, m, &t, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(1.1, t.model.level_slowdown[1]);
+	EXPECT_EQ(1.1, t.costs.level_slowdown[1]);
 	EXPECT_STREQ("", t.note);
 	policy_table_free(&t);
 	profile_free(p);

@@ -435,7 +435,7 @@ TEST_F(sim, served_load__qos_and_solo_per_mix_tenant_once)
  */
 TEST_F(sim, search_bench_qos__the_scripts_points_and_verdict)
 {
-	struct sim_tenant t = { .model = &one_layer, .qos_ns = 100000 * MS, .share = 1 };
+	struct sim_tenant t = { .costs = &one_layer, .qos_ns = 100000 * MS, .share = 1 };
 	struct sim_params p = small_params(policy_find("fcfs"), 1, 1, &t, 1, NULL, self->w);
 	struct sim_search_result *s = calloc(1, sizeof(*s));
 	static const double solo_ms[] = { 10 };

@@ -33,7 +33,7 @@ static const struct policy_costs steps = {
  */
 TEST(sim_capacity__one_executor_bounds_a_tenant_by_its_own_time)
 {
-	struct sim_capacity_tenant t = { .model = &steps, .qos_ms = 10, .share = 1 };
+	struct sim_capacity_tenant t = { .costs = &steps, .qos_ms = 10, .share = 1 };
 	struct coloc_err err = { 0 };
 	struct sim_capacity c;
 
@@ -57,8 +57,8 @@ TEST(sim_capacity__one_executor_bounds_a_tenant_by_its_own_time)
 TEST(sim_capacity__two_executors_run_two_queries_side_by_side)
 {
 	struct sim_capacity_tenant two[2] = {
-		{ .model = &steps, .qos_ms = 10, .share = 1 },
-		{ .model = &steps, .qos_ms = 10, .share = 1 },
+		{ .costs = &steps, .qos_ms = 10, .share = 1 },
+		{ .costs = &steps, .qos_ms = 10, .share = 1 },
 	};
 	struct coloc_err err = { 0 };
 	struct sim_capacity c;
@@ -82,7 +82,7 @@ TEST(sim_capacity__two_executors_run_two_queries_side_by_side)
 /* Counts above the machine are not used; a QoS nothing meets gives no ceiling. */
 TEST(sim_capacity__counts_past_the_machine_and_an_unmeetable_qos)
 {
-	struct sim_capacity_tenant t = { .model = &steps, .qos_ms = 10, .share = 1 };
+	struct sim_capacity_tenant t = { .costs = &steps, .qos_ms = 10, .share = 1 };
 	struct coloc_err err = { 0 };
 	struct sim_capacity c;
 

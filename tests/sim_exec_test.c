@@ -46,7 +46,7 @@ TEST_F(sim, run__exec_model_factor_dispatch_and_core_count)
 	static const double both[] = { 0, 0 }, one[] = { 0 };
 	static const int who[] = { 0, 0 };
 	struct sim_exec_timing em = { .collapse_x = 1 };
-	struct sim_tenant t = { .model = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &em };
+	struct sim_tenant t = { .costs = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &em };
 	struct mem_trace mt;
 	struct sim_params p;
 
@@ -59,7 +59,7 @@ TEST_F(sim, run__exec_model_factor_dispatch_and_core_count)
 	ASSERT_EQ(30400000, record_of(self->w, 1)->end_ns);
 
 	self->w->nr_q = self->w->nr_b = 0;
-	t.model = &two_layers;
+	t.costs = &two_layers;
 	mem_trace_init(&mt, 1, one, who);
 	p = small_params(policy_find("fcfs"), 2, 2, &t, 1, &mt.trace, self->w);
 	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
@@ -79,7 +79,7 @@ TEST_F(sim, run__exec_model_factor_dispatch_and_core_count)
 	for (int q = 0; q < SIM_EXEC_SMALL_Q; q++)
 		em.small_extra_ns[1][q] = 100000;
 	em.small_dispatch_ns[1] = 50000;
-	t.model = &short_layer;
+	t.costs = &short_layer;
 	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
 	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(1150000, record_of(self->w, 0)->end_ns);
@@ -134,7 +134,7 @@ TEST_F(sim, run__small_blocks_draw_their_extra)
 	static int who[N];
 	struct sim_exec_timing em = { .collapse_x = 1 };
 	struct sim_tenant t = {
-		.model = &short_layer, .qos_ns = 100 * MS, .share = 1, .exec = &em
+		.costs = &short_layer, .qos_ns = 100 * MS, .share = 1, .exec = &em
 	};
 	struct sim_trace trace = { .time_ns = at, .tenant = who, .nr = N };
 	struct sim_params p;
@@ -176,7 +176,7 @@ TEST_F(sim, run__exec_model_warm_up_by_idle_time)
 	static const double at[] = { 0, 20, 40 };
 	static const int who[] = { 0, 0, 0 };
 	struct sim_exec_timing em = { .collapse_x = 1, .warm_ns = 10 * MS };
-	struct sim_tenant t = { .model = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &em };
+	struct sim_tenant t = { .costs = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &em };
 	struct mem_trace mt;
 	struct sim_params p;
 	double q2;
@@ -205,8 +205,8 @@ TEST_F(sim, run__speed_spells_give_blocks_at_one_moment_one_factor)
 	static const int who[] = { 0, 1 };
 	struct sim_exec_timing em = { .collapse_x = 1 };
 	struct sim_tenant t[2] = {
-		{ .model = &one_layer, .qos_ns = 1000 * MS, .share = 1, .exec = &em },
-		{ .model = &one_layer, .qos_ns = 1000 * MS, .share = 1, .exec = &em },
+		{ .costs = &one_layer, .qos_ns = 1000 * MS, .share = 1, .exec = &em },
+		{ .costs = &one_layer, .qos_ns = 1000 * MS, .share = 1, .exec = &em },
 	};
 	struct mem_trace mt;
 	struct sim_params p;
@@ -318,8 +318,8 @@ TEST_F(sim, run__exec_model_collapsed_block_is_not_slowed_by_sharing)
 	struct sim_exec_timing collapses = { .collapse_p = 1, .collapse_x = 3 },
 			       stays = { .collapse_x = 1 };
 	struct sim_tenant t[2] = {
-		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &collapses },
-		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &stays },
+		{ .costs = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &collapses },
+		{ .costs = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &stays },
 	};
 	struct mem_trace mt;
 	struct sim_params p;

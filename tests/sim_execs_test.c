@@ -140,7 +140,7 @@ TEST_F(sim_execs, run__queries_beyond_the_slots_wait_and_are_served_in_order)
 {
 	static uint64_t at[7];
 	static int who[7];
-	struct sim_tenant t = { .model = &one_layer, .qos_ns = 1000 * MS, .share = 1 };
+	struct sim_tenant t = { .costs = &one_layer, .qos_ns = 1000 * MS, .share = 1 };
 	struct sim_trace trace = { .time_ns = at, .tenant = who, .nr = 7 };
 	struct ends ends = { 0 };
 	struct sim_params p = {

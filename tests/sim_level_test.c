@@ -156,8 +156,8 @@ static int run_levels(enum sim_level_source source, double full_slowdown, struct
 		      struct coloc_err *err)
 {
 	static const struct sim_tenant t[2] = {
-		{ .model = &one_layer, .qos_ns = 200 * MS, .share = 1 },
-		{ .model = &one_layer, .qos_ns = 200 * MS, .share = 1 },
+		{ .costs = &one_layer, .qos_ns = 200 * MS, .share = 1 },
+		{ .costs = &one_layer, .qos_ns = 200 * MS, .share = 1 },
 	};
 	struct sim_params p = {
 		.policy = policy_find("coloc"),

@@ -62,7 +62,7 @@ TEST_F_TIMEOUT(sim, run__random_runs_never_oversubscribe_a_core, 600)
 
 		for (int i = 0; i < nr_t; i++)
 			t[i] = (struct sim_tenant){
-				.model = &tab[coloc_rng_next(&rng) % 2].model,
+				.costs = &tab[coloc_rng_next(&rng) % 2].costs,
 				.qos_ns = (5 + coloc_rng_next(&rng) % 30) * MS,
 				.share = 1 + (double)(coloc_rng_next(&rng) % 4),
 			};
@@ -122,7 +122,7 @@ TEST_F_TIMEOUT(sim, search_qos_qps__deterministic_per_seed, 600)
 	veltair_dir(dir, sizeof(dir));
 	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
 				    &rn, &self->err));
-	t = (struct sim_tenant){ .model = &rn.model, .qos_ns = 15 * MS, .share = 1 };
+	t = (struct sim_tenant){ .costs = &rn.costs, .qos_ns = 15 * MS, .share = 1 };
 	p = small_params(policy_find("temporal"), 64, 4, &t, 1, NULL, self->w);
 	p.on_query = NULL;
 	p.on_block = NULL;
@@ -161,7 +161,7 @@ TEST_F_TIMEOUT(sim, search_qos_qps__none_when_qos_is_below_the_solo_latency, 600
 	veltair_dir(dir, sizeof(dir));
 	ASSERT_EQ(0, sim_table_load("veltair:resnet50", &(struct sim_table_dirs){ .veltair = dir },
 				    &rn, &self->err));
-	t = (struct sim_tenant){ .model = &rn.model, .qos_ns = 3 * MS, .share = 1 };
+	t = (struct sim_tenant){ .costs = &rn.costs, .qos_ns = 3 * MS, .share = 1 };
 	p = small_params(policy_find("temporal"), 64, 4, &t, 1, NULL, self->w);
 	p.on_query = NULL;
 	p.on_block = NULL;
@@ -190,7 +190,7 @@ TEST_F_TIMEOUT(sim, run__speed_one_minute_64_cores_8_tenants, 600)
 	ASSERT_EQ(0, sim_table_load("veltair:googlenet", &(struct sim_table_dirs){ .veltair = dir },
 				    &tab[1], &self->err));
 	for (int i = 0; i < 8; i++)
-		t[i] = (struct sim_tenant){ .model = &tab[i % 2].model,
+		t[i] = (struct sim_tenant){ .costs = &tab[i % 2].costs,
 					    .qos_ns = 15 * MS,
 					    .share = 1 };
 	for (int i = 0; policy_entry_at(i); i++) {

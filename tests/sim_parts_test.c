@@ -241,7 +241,7 @@ TEST_F(sim, run__parts_hold_the_cores_per_block_and_add_per_query)
 	struct sim_parts parts =
 		fixed_parts(0.5 * MS, 0.25 * MS, 1.0, 0.5, 0.1 * MS, 0.4 * MS, 1000000, 200000);
 	struct sim_tenant t = {
-		.model = &two_layers, .qos_ns = 100 * MS, .share = 1, .parts = &parts
+		.costs = &two_layers, .qos_ns = 100 * MS, .share = 1, .parts = &parts
 	};
 	struct mem_trace mt;
 	struct sim_params p;
@@ -260,7 +260,7 @@ TEST_F(sim, run__parts_hold_the_cores_per_block_and_add_per_query)
 	self->w->nr_q = 0;
 	self->w->nr_b = 0;
 	parts.part[SIM_PART_COMPUTE].median = 1.0;
-	t.model = &one_layer;
+	t.costs = &one_layer;
 	mem_trace_init(&mt, 2, two, who);
 	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
 	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
@@ -286,7 +286,7 @@ TEST_F(sim, run__parts_spread_is_deterministic_and_nothing_changes_nothing)
 {
 	struct sim_parts parts = fixed_parts(0, 0, 0, 1.0, 0, 5 * MS, 0, 0);
 	struct sim_tenant t = {
-		.model = &one_layer, .qos_ns = 1000 * MS, .share = 1, .parts = &parts
+		.costs = &one_layer, .qos_ns = 1000 * MS, .share = 1, .parts = &parts
 	};
 	struct sim_params p = small_params(policy_find("fcfs"), 1, 1, &t, 1, NULL, self->w);
 	struct sim_result again, bare;

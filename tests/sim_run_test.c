@@ -63,7 +63,7 @@ TEST_F(sim, run__fcfs_one_core_two_queries_finish_at_10_and_20_ms)
 {
 	static const double ms[] = { 0, 5 };
 	static const int who[] = { 0, 0 };
-	struct sim_tenant t = { .model = &one_layer, .qos_ns = 100 * MS, .share = 1 };
+	struct sim_tenant t = { .costs = &one_layer, .qos_ns = 100 * MS, .share = 1 };
 	struct mem_trace mt;
 	struct sim_params p;
 	const struct sim_query_record *q0, *q1;
@@ -99,7 +99,7 @@ TEST_F(sim, run__counts_blocks_cores_and_waits_per_tenant)
 {
 	static const double ms[] = { 0, 5 };
 	static const int who[] = { 0, 0 };
-	struct sim_tenant t = { .model = &one_layer, .qos_ns = 100 * MS, .share = 1 };
+	struct sim_tenant t = { .costs = &one_layer, .qos_ns = 100 * MS, .share = 1 };
 	const struct sim_tenant_result *tr = &self->r.tenant[0];
 	struct mem_trace mt;
 	struct sim_params p;
@@ -127,7 +127,7 @@ TEST_F(sim, run__a_tenant_runs_as_many_queries_at_once_as_it_has_executors)
 	static const double ms[] = { 0, 5 };
 	static const int who[] = { 0, 0 };
 	static const char *const names[] = { "model-wise", "coloc" };
-	struct sim_tenant t = { .model = &one_layer, .qos_ns = 100 * MS, .share = 1 };
+	struct sim_tenant t = { .costs = &one_layer, .qos_ns = 100 * MS, .share = 1 };
 	struct mem_trace mt;
 
 	mem_trace_init(&mt, 2, ms, who);
@@ -157,7 +157,7 @@ TEST_F(sim, run__fcfs_drops_the_query_that_cannot_meet_qos)
 {
 	static const double ms[] = { 0, 5 };
 	static const int who[] = { 0, 0 };
-	struct sim_tenant t = { .model = &one_layer, .qos_ns = 12 * MS, .share = 1 };
+	struct sim_tenant t = { .costs = &one_layer, .qos_ns = 12 * MS, .share = 1 };
 	struct mem_trace mt;
 	struct sim_params p;
 	const struct sim_query_record *q1;
@@ -190,7 +190,7 @@ TEST_F(sim, run__block_cost_holds_the_cores_query_cost_adds_latency_only)
 	static const double one[] = { 0 }, two[] = { 0, 5 };
 	static const int who[] = { 0, 0 };
 	struct sim_tenant t = {
-		.model = &two_layers, .qos_ns = 100 * MS, .share = 1, .query_cost_ns = 2 * MS
+		.costs = &two_layers, .qos_ns = 100 * MS, .share = 1, .query_cost_ns = 2 * MS
 	};
 	struct mem_trace mt;
 	struct sim_params p;
@@ -212,7 +212,7 @@ TEST_F(sim, run__block_cost_holds_the_cores_query_cost_adds_latency_only)
 
 	self->w->nr_q = 0;
 	self->w->nr_b = 0;
-	t.model = &one_layer;
+	t.costs = &one_layer;
 	mem_trace_init(&mt, 2, two, who);
 	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
 	p.block_cost_ns = MS / 2;
@@ -250,7 +250,7 @@ TEST_F(sim, run__query_cost_in_blocks_holds_the_core_and_scales_with_idle_time)
 	static const double arrivals[] = { 0, 5, 100 };
 	static const int who[] = { 0, 0, 0 };
 	struct sim_tenant t = {
-		.model = &one_layer, .qos_ns = 1000 * MS, .share = 1, .query_cost_ns = 10 * MS
+		.costs = &one_layer, .qos_ns = 1000 * MS, .share = 1, .query_cost_ns = 10 * MS
 	};
 	struct mem_trace mt;
 	struct sim_params p;
@@ -294,7 +294,7 @@ TEST_F(sim, run__query_cost_in_blocks_holds_the_core_and_scales_with_idle_time)
 TEST_F(sim, run__query_cost_spread_is_lognormal_around_its_median)
 {
 	struct sim_tenant t = {
-		.model = &one_layer, .qos_ns = 1000 * MS, .share = 1, .query_cost_ns = 10 * MS
+		.costs = &one_layer, .qos_ns = 1000 * MS, .share = 1, .query_cost_ns = 10 * MS
 	};
 	struct sim_params p = small_params(policy_find("fcfs"), 1, 1, &t, 1, NULL, self->w);
 	struct sim_result again;
@@ -331,8 +331,8 @@ TEST_F(sim, run__shared_penalty_slows_only_time_shared_blocks)
 	static const double both[] = { 0, 0 };
 	static const int who[] = { 0, 1 };
 	struct sim_tenant t[2] = {
-		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1 },
-		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+		{ .costs = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+		{ .costs = &one_layer, .qos_ns = 100 * MS, .share = 1 },
 	};
 	struct mem_trace mt;
 	struct sim_params p;
@@ -362,7 +362,7 @@ TEST_F(sim, run__fcfs_two_layer_model_is_one_block_on_both_cores)
 {
 	static const double ms[] = { 0, 1 };
 	static const int who[] = { 0, 0 };
-	struct sim_tenant t = { .model = &two_layers, .qos_ns = 100 * MS, .share = 1 };
+	struct sim_tenant t = { .costs = &two_layers, .qos_ns = 100 * MS, .share = 1 };
 	struct mem_trace mt;
 	struct sim_params p;
 
@@ -396,8 +396,8 @@ TEST_F(sim, run__static_co_runners_on_one_llc_domain_slow_each_other)
 	static const double both[] = { 0, 0 }, staggered[] = { 0, 5 };
 	static const int who[] = { 0, 1 };
 	struct sim_tenant t[2] = {
-		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1 },
-		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+		{ .costs = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+		{ .costs = &one_layer, .qos_ns = 100 * MS, .share = 1 },
 	};
 	struct mem_trace mt;
 	struct sim_params p;
@@ -437,8 +437,8 @@ TEST_F(sim, run__shared_core_two_queries_each_take_twice_the_solo_time)
 	static const double both[] = { 0, 0 }, staggered[] = { 0, 5 };
 	static const int who[] = { 0, 1 };
 	struct sim_tenant t[2] = {
-		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1 },
-		{ .model = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+		{ .costs = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+		{ .costs = &one_layer, .qos_ns = 100 * MS, .share = 1 },
 	};
 	struct mem_trace mt;
 	struct sim_params p;
@@ -477,7 +477,7 @@ TEST_F(sim, run__shared_cores_hold_more_blocks_than_cores)
 	struct sim_params p;
 
 	for (int i = 0; i < 8; i++)
-		t[i] = (struct sim_tenant){ .model = &two_layers, .qos_ns = 1000 * MS, .share = 1 };
+		t[i] = (struct sim_tenant){ .costs = &two_layers, .qos_ns = 1000 * MS, .share = 1 };
 	mem_trace_init(&mt, 8, at, who);
 	p = small_params(policy_find("os"), 2, 2, t, 8, &mt.trace, self->w);
 	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);

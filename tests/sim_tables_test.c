@@ -166,8 +166,8 @@ TEST_F(sim, run__same_seed_same_result_other_seed_other_arrivals)
 				    &rn, &self->err));
 	ASSERT_EQ(0, sim_table_load("veltair:googlenet", &(struct sim_table_dirs){ .veltair = dir },
 				    &gn, &self->err));
-	t[0] = (struct sim_tenant){ .model = &rn.model, .qos_ns = 15 * MS, .share = 1 };
-	t[1] = (struct sim_tenant){ .model = &gn.model, .qos_ns = 15 * MS, .share = 2 };
+	t[0] = (struct sim_tenant){ .costs = &rn.costs, .qos_ns = 15 * MS, .share = 1 };
+	t[1] = (struct sim_tenant){ .costs = &gn.costs, .qos_ns = 15 * MS, .share = 2 };
 	for (int i = 0; policy_entry_at(i); i++) {
 		p = small_params(policy_entry_at(i), 64, 4, t, 2, NULL, self->w);
 		p.qps = 300;
@@ -211,30 +211,30 @@ TEST_F(sim, table_load_veltair__reproduces_the_csv_cells)
 	ASSERT_EQ(0, sim_table_load("veltair:GOOGLENET", &(struct sim_table_dirs){ .veltair = dir },
 				    &gn, &self->err));
 	ASSERT_STREQ("veltair:ResNet50", rn.name);
-	ASSERT_EQ(53, rn.model.nr_layers);
-	ASSERT_EQ(8, rn.model.nr_core_counts);
-	ASSERT_EQ(1, rn.model.nr_versions);
-	ASSERT_EQ(1, rn.model.nr_levels);
+	ASSERT_EQ(53, rn.costs.nr_layers);
+	ASSERT_EQ(8, rn.costs.nr_core_counts);
+	ASSERT_EQ(1, rn.costs.nr_versions);
+	ASSERT_EQ(1, rn.costs.nr_levels);
 	for (int ci = 0; ci < 8; ci++)
-		ASSERT_EQ(8 * (ci + 1), rn.model.core_counts[ci]);
-	ASSERT_EQ(515000, policy_costs_cell(&rn.model, 0, 0, 0, 0));
-	ASSERT_EQ(266000, policy_costs_cell(&rn.model, 0, 0, 1, 0));
-	ASSERT_EQ(188000, policy_costs_cell(&rn.model, 0, 0, 7, 0));
-	ASSERT_EQ(622000, policy_costs_cell(&rn.model, 19, 0, 0, 0));
-	ASSERT_EQ(164000, policy_costs_cell(&rn.model, 19, 0, 7, 0));
-	ASSERT_EQ(118013952ULL, rn.model.layer_ops[0]);
-	ASSERT_LT(fabs((double)policy_costs_solo_ns(&rn.model, 8) / 1e6 - 22.4), 0.05);
-	ASSERT_LT(fabs((double)policy_costs_solo_ns(&rn.model, 56) / 1e6 - 4.3), 0.05);
+		ASSERT_EQ(8 * (ci + 1), rn.costs.core_counts[ci]);
+	ASSERT_EQ(515000, policy_costs_cell(&rn.costs, 0, 0, 0, 0));
+	ASSERT_EQ(266000, policy_costs_cell(&rn.costs, 0, 0, 1, 0));
+	ASSERT_EQ(188000, policy_costs_cell(&rn.costs, 0, 0, 7, 0));
+	ASSERT_EQ(622000, policy_costs_cell(&rn.costs, 19, 0, 0, 0));
+	ASSERT_EQ(164000, policy_costs_cell(&rn.costs, 19, 0, 7, 0));
+	ASSERT_EQ(118013952ULL, rn.costs.layer_ops[0]);
+	ASSERT_LT(fabs((double)policy_costs_solo_ns(&rn.costs, 8) / 1e6 - 22.4), 0.05);
+	ASSERT_LT(fabs((double)policy_costs_solo_ns(&rn.costs, 56) / 1e6 - 4.3), 0.05);
 
-	ASSERT_EQ(57, gn.model.nr_layers);
-	ASSERT_EQ(7, gn.model.nr_core_counts);
-	ASSERT_EQ(56, gn.model.core_counts[6]);
-	ASSERT_EQ(186000, policy_costs_cell(&gn.model, 4, 0, 0, 0));
-	ASSERT_EQ(37000, policy_costs_cell(&gn.model, 4, 0, 6, 0));
-	ASSERT_EQ(5218304ULL, gn.model.layer_ops[0]);
+	ASSERT_EQ(57, gn.costs.nr_layers);
+	ASSERT_EQ(7, gn.costs.nr_core_counts);
+	ASSERT_EQ(56, gn.costs.core_counts[6]);
+	ASSERT_EQ(186000, policy_costs_cell(&gn.costs, 4, 0, 0, 0));
+	ASSERT_EQ(37000, policy_costs_cell(&gn.costs, 4, 0, 6, 0));
+	ASSERT_EQ(5218304ULL, gn.costs.layer_ops[0]);
 	/* 64 cores fit only the 56-core column */
-	ASSERT_EQ(policy_costs_solo_ns(&gn.model, 56), policy_costs_solo_ns(&gn.model, 64));
-	ASSERT_LT(fabs((double)policy_costs_solo_ns(&gn.model, 56) / 1e6 - 1.9), 0.05);
+	ASSERT_EQ(policy_costs_solo_ns(&gn.costs, 56), policy_costs_solo_ns(&gn.costs, 64));
+	ASSERT_LT(fabs((double)policy_costs_solo_ns(&gn.costs, 56) / 1e6 - 1.9), 0.05);
 	policy_table_free(&rn);
 	policy_table_free(&gn);
 
@@ -314,7 +314,7 @@ TEST(sim_scaling__recovers_exact_curves_and_scales_ours_back_onto_them)
 	for (int i = 0; i < 2; i++) {
 		theirs[i] = (struct policy_table){
 			.name = "theirs",
-			.model = { .nr_layers = 2,
+			.costs = { .nr_layers = 2,
 				   .nr_versions = 1,
 				   .nr_core_counts = 8,
 				   .nr_levels = 1,
@@ -322,7 +322,7 @@ TEST(sim_scaling__recovers_exact_curves_and_scales_ours_back_onto_them)
 		};
 		ours[i] = (struct policy_table){
 			.name = "ours",
-			.model = { .nr_layers = 2,
+			.costs = { .nr_layers = 2,
 				   .nr_versions = 1,
 				   .nr_core_counts = 2,
 				   .nr_levels = 1,
@@ -333,8 +333,8 @@ TEST(sim_scaling__recovers_exact_curves_and_scales_ours_back_onto_them)
 		};
 	}
 	/* [layer][ci] is the policy_costs layout for one version and one level */
-	theirs[0].model.latency_ns = theirs_ns[0];
-	theirs[1].model.latency_ns = theirs_ns[0];
+	theirs[0].costs.latency_ns = theirs_ns[0];
+	theirs[1].costs.latency_ns = theirs_ns[0];
 	theirs[0].core_counts = theirs[1].core_counts = theirs_counts;
 	ASSERT_EQ(0, sim_scaling_fit_tables(theirs, ours, &s, &err)) TH_LOG("%s", err.msg);
 
@@ -364,12 +364,12 @@ TEST(sim_scaling__recovers_exact_curves_and_scales_ours_back_onto_them)
 	ASSERT_LT(fabs(s.two_core_ratio - 1.0), 1e-4);
 
 	ASSERT_EQ(0, sim_table_scale(&ours[0], &s, &scaled, &err)) TH_LOG("%s", err.msg);
-	ASSERT_EQ(8, scaled.model.nr_core_counts);
-	ASSERT_EQ(64, scaled.model.core_counts[7]);
-	ASSERT_LE(labs((long)policy_costs_cell(&scaled.model, 1, 0, 0, 0) - 19100), 2);
+	ASSERT_EQ(8, scaled.costs.nr_core_counts);
+	ASSERT_EQ(64, scaled.costs.core_counts[7]);
+	ASSERT_LE(labs((long)policy_costs_cell(&scaled.costs, 1, 0, 0, 0) - 19100), 2);
 	for (int l = 0; l < 2; l++)
 		for (int ci = 0; ci < 8; ci++)
-			ASSERT_LE(labs((long)policy_costs_cell(&scaled.model, l, 0, ci, 0) -
+			ASSERT_LE(labs((long)policy_costs_cell(&scaled.costs, l, 0, ci, 0) -
 				       (long)theirs_ns[l][ci]),
 				  2);
 	policy_table_free(&scaled);
@@ -397,7 +397,7 @@ TEST(sim_table_scale__every_version_level_and_interval_cell_in_its_place)
 	static const uint64_t hi[] = { 9000, 13000, 4200, 6100, 7000, 0, 3200, 0 };
 	struct policy_table ours = {
 		.name = "ours",
-		.model = { .nr_layers = 1,
+		.costs = { .nr_layers = 1,
 			   .nr_versions = 2,
 			   .nr_core_counts = 2,
 			   .nr_levels = 2,
@@ -415,7 +415,7 @@ TEST(sim_table_scale__every_version_level_and_interval_cell_in_its_place)
 	struct sim_scaling s = { .time_ratio = 2 };
 	struct coloc_err err = { 0 };
 	struct policy_table out;
-	const struct policy_costs *m = &out.model;
+	const struct policy_costs *m = &out.costs;
 
 	for (int c = 0; c < SIM_SCALE_CLASSES; c++)
 		s.cls[c].max_work_us = c == SIM_SCALE_CLASSES - 1 ? INFINITY : 64 << (2 * c);
@@ -466,12 +466,12 @@ TEST_F_TIMEOUT(sim, table_load_profile__the_cells_colocd_would_use, 600)
 	p = profile_load(prof, &self->err);
 	ASSERT_NE(NULL, p) TH_LOG("%s", self->err.msg);
 	ASSERT_STREQ("mobilenet_v2", t.name);
-	ASSERT_EQ(p->nr_layers, t.model.nr_layers);
-	ASSERT_EQ(p->nr_cores, t.model.nr_core_counts);
-	ASSERT_EQ(p->nr_levels, t.model.nr_levels);
-	ASSERT_EQ(1.0, t.model.level_slowdown[0]);
+	ASSERT_EQ(p->nr_layers, t.costs.nr_layers);
+	ASSERT_EQ(p->nr_cores, t.costs.nr_core_counts);
+	ASSERT_EQ(p->nr_levels, t.costs.nr_levels);
+	ASSERT_EQ(1.0, t.costs.level_slowdown[0]);
 	for (int c = 0; c < p->nr_cores; c++)
-		ASSERT_EQ(c + 1, t.model.core_counts[c]);
+		ASSERT_EQ(c + 1, t.costs.core_counts[c]);
 	for (int l = 0; l < p->nr_layers; l++) {
 		uint64_t best = 0;
 
@@ -479,13 +479,13 @@ TEST_F_TIMEOUT(sim, table_load_profile__the_cells_colocd_would_use, 600)
 			for (int c = 1; c <= p->nr_cores; c++)
 				for (int k = 0; k < p->nr_levels; k++)
 					ASSERT_EQ(*profile_latency_cell_const(p, l, v, c, k),
-						  policy_costs_cell(&t.model, l, v, c - 1, k));
+						  policy_costs_cell(&t.costs, l, v, c - 1, k));
 			if (!best || *profile_latency_cell_const(p, l, v, p->nr_cores, 0) < best)
 				best = *profile_latency_cell_const(p, l, v, p->nr_cores, 0);
 		}
 		solo += best;
 	}
-	ASSERT_EQ(solo, policy_costs_solo_ns(&t.model, p->nr_cores));
+	ASSERT_EQ(solo, policy_costs_solo_ns(&t.costs, p->nr_cores));
 	profile_free(p);
 	policy_table_free(&t);
 	/* a model with no profile in that cache: the command that makes one */

@@ -22,6 +22,7 @@
 #include "kselftest_harness.h"
 #include "colocd.h"
 #include "state_writer.h"
+#include "testutil.h"
 
 /* While set, this thread's allocations fail, as when the machine is out of memory. */
 static __thread bool allocs_fail;
@@ -145,14 +146,11 @@ FIXTURE_SETUP(stalled)
 
 FIXTURE_TEARDOWN(stalled)
 {
-	char cmd[128];
-
 	if (self->blocker >= 0)
 		close(self->blocker);
 	if (self->x >= 0)
 		close(self->x);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", self->dir);
-	if (system(cmd))
+	if (tu_remove_tree(self->dir))
 		TH_LOG("could not remove %s", self->dir);
 }
 
@@ -205,7 +203,7 @@ static void spec_of(struct colocd_spec *spec, const char *name)
 
 TEST(spec_drop__reaches_the_disk_when_memory_runs_out)
 {
-	char dir[] = "/tmp/coloc-state-drop-XXXXXX", path[64], copy[96], cmd[96];
+	char dir[] = "/tmp/coloc-state-drop-XXXXXX", path[64], copy[96];
 	struct colocd_spec *back = calloc(COLOC_MAX_TENANTS, sizeof(*back));
 	struct colocd *d = calloc(1, sizeof(*d));
 	int a = memfd_with("a"), b = memfd_with("b");
@@ -245,14 +243,13 @@ TEST(spec_drop__reaches_the_disk_when_memory_runs_out)
 	EXPECT_EQ(-1, stat(copy, &st)) TH_LOG("the removed tenant's copy stayed");
 	snprintf(copy, sizeof(copy), "%s.files/b.model", path);
 	EXPECT_EQ(0, stat(copy, &st)) TH_LOG("the other tenant's copy is gone");
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd))
+	if (tu_remove_tree(dir))
 		TH_LOG("could not remove %s", dir);
 }
 
 TEST(render__escapes_what_json_c_reads_back)
 {
-	char dir[] = "/tmp/coloc-state-text-XXXXXX", path[64], cmd[96];
+	char dir[] = "/tmp/coloc-state-text-XXXXXX", path[64];
 	struct colocd_spec *specs = calloc(2, sizeof(*specs));
 	struct colocd_spec *back = calloc(COLOC_MAX_TENANTS, sizeof(*back));
 	struct coloc_err err = { 0 };
@@ -284,8 +281,7 @@ TEST(render__escapes_what_json_c_reads_back)
 	EXPECT_STREQ("r", back[1].name);
 	EXPECT_EQ(0, back[1].weights[0]);
 	EXPECT_EQ(0, back[1].executors);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd))
+	if (tu_remove_tree(dir))
 		TH_LOG("could not remove %s", dir);
 }
 

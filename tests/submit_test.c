@@ -239,13 +239,10 @@ FIXTURE_SETUP(submit)
 
 FIXTURE_TEARDOWN(submit)
 {
-	char cmd[256];
-
 	if (self->colocd > 0)
 		tu_stop_colocd(self->colocd);
 	if (self->dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
-		tu_run(cmd, NULL, 0);
+		tu_remove_tree(self->dir);
 	}
 }
 

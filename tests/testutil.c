@@ -15,10 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <ftw.h>
 #include <unistd.h>
+#include <linux/capability.h>
 #include <linux/magic.h>
 #include <linux/perf_event.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -592,12 +595,9 @@ static pid_t tu_tmpdir_owner;
 
 static void tu_remove_tmpdir(void)
 {
-	char cmd[160];
-
 	if (getpid() != tu_tmpdir_owner || !tu_tmpdir[0])
 		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tu_tmpdir);
-	if (system(cmd))
+	if (tu_remove_tree(tu_tmpdir))
 		fprintf(stderr, "tests: could not remove %s\n", tu_tmpdir);
 }
 
@@ -732,4 +732,61 @@ char *tu_read_file(const char *path, size_t *len)
 	}
 	fclose(f);
 	return buf;
+}
+
+int tu_make_tmpdir(const char *name, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "/tmp/coloc-%s-XXXXXX", name);
+
+	if (n < 0 || (size_t)n >= len) {
+		if (len)
+			buf[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	if (!mkdtemp(buf)) {
+		buf[0] = '\0';
+		return -errno;
+	}
+	return 0;
+}
+
+static int tu_remove_tree_err;
+
+static int tu_remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	if (remove(path) && !tu_remove_tree_err)
+		tu_remove_tree_err = -errno;
+	return 0;
+}
+
+int tu_remove_tree(const char *path)
+{
+	if (!path || !path[0])
+		return 0;
+	tu_remove_tree_err = 0;
+	if (nftw(path, tu_remove_entry, 16, FTW_DEPTH | FTW_PHYS) && errno != ENOENT)
+		return -errno;
+	return tu_remove_tree_err;
+}
+
+pid_t tu_fork_without_cap(int cap)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (syscall(SYS_capget, &h, d))
+		_exit(2);
+	d[cap / 32].effective &= ~(1u << (cap % 32));
+	if (syscall(SYS_capset, &h, d))
+		_exit(2);
+	return 0;
 }

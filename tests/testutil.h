@@ -153,4 +153,21 @@ int tu_stop_child(pid_t *pid);
 /* The whole file, malloc'd and NUL-terminated (*len without the NUL), or NULL. */
 char *tu_read_file(const char *path, size_t *len);
 
+/* Makes /tmp/coloc-NAME-XXXXXX into buf: 0, or -errno with buf "". */
+int tu_make_tmpdir(const char *name, char *buf, size_t len);
+/*
+ * Removes path and everything below it, following no link and running no
+ * shell; "" or a path not there is nothing to do. 0, or the -errno of the
+ * first entry that could not be removed (the others are removed still).
+ */
+int tu_remove_tree(const char *path);
+
+/*
+ * Forks a driver that dies with its parent and has dropped capability cap
+ * from its effective set (as a process in a nested container lacks it): 0
+ * in the driver, its pid in the parent, -errno when fork fails. A driver
+ * that cannot drop it exits with status 2.
+ */
+pid_t tu_fork_without_cap(int cap);
+
 #endif /* COLOC_TESTUTIL_H */

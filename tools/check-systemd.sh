@@ -8,8 +8,13 @@
 # 'systemctl start colocd', two tenants submitted, and each serving
 # executor's /proc/PID/status and cgroup read: Seccomp 2, NoNewPrivs 1,
 # CapEff 0, a uid of its own (not root, not the other's), a pid namespace
-# other than colocd's, and a cpuset cgroup of its tenant's whose
-# cpuset.cpus is set. systemd-analyze security rates the installed unit.
+# other than colocd's, a cpuset cgroup of its tenant's whose cpuset.cpus is
+# set, and a cgroup v2 leaf of its own (tenant-NAME/exec-N). colocd has no
+# CAP_KILL, and kills all the same: tenant a's executor is stopped
+# (SIGSTOP) so that its next block hangs; colocd kills it at the block's
+# deadline through its leaf's cgroup.kill and removes the leaf, and after
+# 'systemctl stop colocd' no executor and no cgroup of colocd's is left.
+# systemd-analyze security rates the installed unit.
 # Prints SKIP and exits 0 where podman, or the image and the means to build
 # it, are missing. docs/measurements/container.md has a run.
 #
@@ -45,7 +50,8 @@ cleanup() {
 trap cleanup EXIT
 # the profile, made here (the container's /var/cache is read-only to colocd)
 mkdir -p "$work/profiles"
-"$BIN/coloc-profile" "models/$MODEL.model" -o "$work/quick.profile" --iters 1 --levels 50 \
+# --force: a functional check; a busy machine (the CI beside it) must not refuse the profile
+"$BIN/coloc-profile" "models/$MODEL.model" -o "$work/quick.profile" --iters 1 --levels 50 --force \
 	--cache-dir "$work/profiles" >/dev/null
 
 runtime=()
@@ -87,6 +93,7 @@ done
 colocd_pid=$(inside systemctl show -p MainPID --value colocd)
 colocd_pidns=$(inside readlink "/proc/$colocd_pid/ns/pid")
 uids=()
+declare -A leaves pids
 for t in a b; do
 	pid=$(inside colocctl list | awk -v t="$t" '$1 == t {print $4}')
 	[ -n "$pid" ] || {
@@ -97,20 +104,29 @@ for t in a b; do
 	field() { echo "$status" | awk -v f="$1:" '$1 == f {print $2}'; }
 	# cgroup v1's cpuset hierarchy, else the unified one
 	cpuset=$(inside grep -E '^[0-9]+:cpuset:' "/proc/$pid/cgroup" | cut -d: -f3 || true)
+	leaf=$(inside grep -E '^0::' "/proc/$pid/cgroup" | cut -d: -f3 || true)
 	if [ -n "$cpuset" ]; then
 		cpus=$(inside cat "/sys/fs/cgroup/cpuset$cpuset/cpuset.cpus" 2>/dev/null || true)
+		leaf_dir=/sys/fs/cgroup/unified$leaf
 	else
-		cpuset=$(inside grep -E '^0::' "/proc/$pid/cgroup" | cut -d: -f3 || true)
+		# v2: the leaf's parent is the tenant's folder, which holds the cpuset
+		cpuset=${leaf%/exec-*}
 		cpus=$(inside cat "/sys/fs/cgroup$cpuset/cpuset.cpus" 2>/dev/null || true)
+		leaf_dir=/sys/fs/cgroup$leaf
 	fi
+	leaves[$t]=$leaf_dir
+	pids[$t]=$pid
 	echo "check-systemd: tenant $t: executor $pid: Seccomp $(field Seccomp)," \
 		"NoNewPrivs $(field NoNewPrivs), CapEff $(field CapEff), uid $(field Uid)," \
-		"cpuset $cpuset ($cpus), pid ns $(inside readlink "/proc/$pid/ns/pid") (colocd's $colocd_pidns)"
+		"cpuset $cpuset ($cpus), leaf $leaf, pid ns $(inside readlink "/proc/$pid/ns/pid") (colocd's $colocd_pidns)"
 	[ "$(field Seccomp)" = 2 ] || fail "tenant $t: Seccomp $(field Seccomp)"
 	[ "$(field NoNewPrivs)" = 1 ] || fail "tenant $t: NoNewPrivs $(field NoNewPrivs)"
 	[ "$(field CapEff)" = 0000000000000000 ] || fail "tenant $t: CapEff $(field CapEff)"
 	[ "$(field Uid)" != 0 ] || fail "tenant $t: its executor runs as root"
 	case "$cpuset" in */tenant-"$t") ;; *) fail "tenant $t: cpuset cgroup $cpuset" ;; esac
+	case "$leaf" in */tenant-"$t"/exec-*) ;; *) fail "tenant $t: not in a leaf of its own ($leaf)" ;; esac
+	[ "$(inside cat "$leaf_dir/cgroup.procs" 2>/dev/null)" = "$pid" ] ||
+		fail "tenant $t: its leaf $leaf_dir holds more than its executor"
 	[ -n "$cpus" ] || fail "tenant $t: no cpuset.cpus"
 	[ "$(inside readlink "/proc/$pid/ns/pid")" != "$colocd_pidns" ] ||
 		fail "tenant $t: in colocd's pid namespace"
@@ -131,6 +147,33 @@ for f in kallsyms kcore; do
 		fail "/proc/$f is not hidden from colocd"
 done
 echo "check-systemd: colocd: $(inside grep -E '^(CapEff|NoNewPrivs|Seccomp):' "/proc/$colocd_pid/status" | tr '\n\t' '  ')"
+capeff=$(inside awk '$1 == "CapEff:" {print $2}' "/proc/$colocd_pid/status")
+(((0x$capeff >> 5) & 1)) && fail "colocd has CAP_KILL (CapEff $capeff)"
+# a hung block (its executor stopped): killed at its deadline, through its leaf
+if [ -n "${pids[a]:-}" ]; then
+	inside sh -c "kill -STOP ${pids[a]}"
+	out=$(inside colocctl infer a 2>&1) && fail "a query of a stopped executor was answered"
+	echo "check-systemd: tenant a, its executor stopped: $out"
+	for _ in $(seq 60); do
+		inside test -e "/proc/${pids[a]}" || inside test -d "${leaves[a]}" || break
+		sleep 0.5
+	done
+	if inside test -e "/proc/${pids[a]}"; then
+		fail "colocd did not kill tenant a's hung executor ${pids[a]}"
+		inside sh -c "kill -KILL ${pids[a]}" || true
+	fi
+	inside test -d "${leaves[a]}" && fail "tenant a's leaf ${leaves[a]} left"
+	echo "check-systemd: tenant a's hung executor ${pids[a]} killed, its leaf removed"
+fi
+inside colocctl infer b >/dev/null || fail "tenant b does not serve after a's executor was killed"
+inside systemctl stop colocd || fail "systemctl stop colocd"
+for t in a b; do
+	[ -n "${pids[$t]:-}" ] && inside test -e "/proc/${pids[$t]}" && fail "executor ${pids[$t]} left"
+done
+left=$(inside find /sys/fs/cgroup -type d \( -name 'exec-*' -o -name 'tenant-*' -o -name 'colocd-*' \) 2>/dev/null || true)
+[ -z "$left" ] || fail "cgroups left after colocd stopped: $left"
+inside journalctl -u colocd --no-pager -o cat | grep -F 'cannot kill' >&2 && fail "colocd could not kill an executor"
+echo "check-systemd: colocd stopped: no executor and no cgroup of its left"
 inside systemd-analyze security --offline=yes /lib/systemd/system/colocd.service 2>/dev/null |
 	tail -1 | sed 's/^/check-systemd: /' || true
 [ "$failed" = 0 ] || exit 1

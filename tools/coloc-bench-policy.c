@@ -253,7 +253,7 @@ static int bench_machine(const struct policy_entry *only)
 		b->cores[c] =
 			(struct policy_signal){ .live = POLICY_SIG_SLOWDOWN, .slowdown = LEVEL };
 	for (int t = 0; t < opts.tenants; t++)
-		b->tenants[t] = (struct policy_tenant){ .model = &models[t % NR_MODELS].m,
+		b->tenants[t] = (struct policy_tenant){ .costs = &models[t % NR_MODELS].m,
 							.qos_ns = 15000000,
 							.uid = (uint64_t)t };
 	/* arrivals interleaved across tenants, so FCFS order is not tenant order */

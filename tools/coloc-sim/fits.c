@@ -24,7 +24,7 @@ void simcli_trace_block(void *ctx, const struct sim_block_record *b)
 {
 	const struct simcli_block_trace *bt = ctx;
 	const struct policy_decision *d = b->d;
-	const struct policy_costs *m = bt->tenants[d->tenant].model;
+	const struct policy_costs *m = bt->tenants[d->tenant].costs;
 	int ci = policy_costs_core_index(m, d->nr_cores);
 	uint64_t alone = 0;
 

@@ -266,7 +266,7 @@ int simcli_print_capacity(const struct tenant_arg *ta, int nr)
 	struct sim_capacity c;
 
 	for (int i = 0; i < nr; i++)
-		t[i] = (struct sim_capacity_tenant){ .model = &ta[i].table.model,
+		t[i] = (struct sim_capacity_tenant){ .costs = &ta[i].table.costs,
 						     .qos_ms = ta[i].qos_ms,
 						     .share = ta[i].share };
 	if (sim_capacity(t, nr, (int)simcli_opts.cores, (int)simcli_opts.executors, &c, &err)) {

@@ -177,7 +177,7 @@ int simcli_run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 	/* bench-qos's saturation: from the latency served alone where known */
 	for (int t = 0; t < p->nr_tenants; t++)
 		solo_ms[t] = ta[t].served_solo_ms ?:
-						    (double)policy_costs_solo_ns(p->tenants[t].model,
+						    (double)policy_costs_solo_ns(p->tenants[t].costs,
 										 p->machine.nr_cores) *
 					     1e-6;
 

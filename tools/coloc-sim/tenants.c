@@ -48,7 +48,7 @@ const char *simcli_repo_path(const char *rel, char *buf, size_t len)
 static int load_parts(struct tenant_arg *ta, const struct sim_table_dirs *dirs,
 		      struct sim_tenant *tenant, int t)
 {
-	double solo = (double)policy_costs_solo_ns(&ta->table.model, (int)simcli_opts.cores);
+	double solo = (double)policy_costs_solo_ns(&ta->table.costs, (int)simcli_opts.cores);
 	struct coloc_err err = { 0 };
 	uint64_t in, out;
 
@@ -83,7 +83,7 @@ int simcli_load_tenants(struct tenant_arg *ta, int nr, const struct sim_table_di
 		if (tab->note[0])
 			fprintf(stderr, PROG ": tenant %d (%s): %s\n", t, tab->name, tab->note);
 		if (!ta[t].qos_ms) {
-			uint64_t solo = policy_costs_solo_ns(&tab->model, (int)simcli_opts.cores);
+			uint64_t solo = policy_costs_solo_ns(&tab->costs, (int)simcli_opts.cores);
 
 			if (!solo) {
 				fprintf(stderr,
@@ -99,7 +99,7 @@ int simcli_load_tenants(struct tenant_arg *ta, int nr, const struct sim_table_di
 		ta[t].query_cost_ms = simcli_opts.query_cost_us * 1e-3;
 		if (simcli_opts.query_cost_us < 0) {
 			double solo =
-				(double)policy_costs_solo_ns(&tab->model, (int)simcli_opts.cores);
+				(double)policy_costs_solo_ns(&tab->costs, (int)simcli_opts.cores);
 
 			if (!ta[t].served_solo_ms) {
 				fprintf(stderr,
@@ -114,7 +114,7 @@ int simcli_load_tenants(struct tenant_arg *ta, int nr, const struct sim_table_di
 							      simcli_opts.block_cost_us * 1e-3);
 		}
 		tenants[t] = (struct sim_tenant){
-			.model = &tab->model,
+			.costs = &tab->costs,
 			.name = tab->name,
 			.qos_ns = (uint64_t)llround(ta[t].qos_ms * 1e6),
 			.share = ta[t].share,
