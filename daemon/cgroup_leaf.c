@@ -39,7 +39,9 @@ static int open_in(const struct cgroup_leaf *l, const char *file, struct coloc_e
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return coloc_err_set(err, -errno, "%s: %s%s", path, strerror(errno),
-				     errno == ENOENT ? " (cgroup.kill needs Linux 5.14)" : "");
+				     errno == ENOENT && !strcmp(file, "cgroup.kill") ?
+					     " (cgroup.kill needs Linux 5.14)" :
+					     "");
 	return fd;
 }
 
@@ -50,7 +52,7 @@ int cgroup_leaf_create(const char *parent, struct cgroup_leaf *l, struct coloc_e
 	cgroup_leaf_init(l);
 	for (int i = 0; i < CGROUP_LEAF_TRIES && ret == -EEXIST; i++) {
 		snprintf(l->dir, sizeof(l->dir), "%.*s/exec-%u", PATH_MAX - 32, parent,
-			 next_leaf++);
+			 __atomic_fetch_add(&next_leaf, 1, __ATOMIC_RELAXED));
 		ret = mkdir(l->dir, 0755) ? -errno : 0;
 	}
 	if (ret) {
@@ -79,6 +81,9 @@ int cgroup_leaf_kill(const struct cgroup_leaf *l)
 
 int cgroup_leaf_remove(struct cgroup_leaf *l)
 {
+	/* the executor is reaped: whatever is left is a descendant that outlived it */
+	if (l->kill_fd >= 0)
+		(void)cgroup_leaf_kill(l);
 	if (l->procs_fd >= 0)
 		close(l->procs_fd);
 	if (l->kill_fd >= 0)

@@ -36,9 +36,11 @@ int cgroup_leaf_create(const char *parent, struct cgroup_leaf *l, struct coloc_e
  */
 int cgroup_leaf_kill(const struct cgroup_leaf *l);
 /*
- * Closes its files and removes the folder. 0 once it is gone (or there
- * was none); -EBUSY while a process is still in it, the leaf kept for a
- * later call (or for its tenant's removal, which sweeps leaves left).
+ * Once its executor is reaped: kills what is left in it (a descendant that
+ * outlived the executor: only without a pid namespace), closes its files
+ * and removes the folder. 0 once it is gone (or there was none); -EBUSY
+ * while a process is still in it, the leaf kept for a later call (or for
+ * its tenant's removal, which sweeps leaves left).
  */
 int cgroup_leaf_remove(struct cgroup_leaf *l);
 bool cgroup_leaf_present(const struct cgroup_leaf *l);

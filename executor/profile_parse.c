@@ -438,6 +438,11 @@ static int parse_cold(struct parser *ps, struct profile *p)
 	if (!(c->cold_ratio > 0) || c->cold_spread < 0)
 		return parse_error(ps,
 				   "cold: the ratio must be a number above 0, the spread a number");
+	if (c->cold_ratio > PROFILE_MAX_COLD_RATIO)
+		return parse_error(ps,
+				   "cold: a ratio of %g is over %g, a disturbed measurement: "
+				   "measure the profile again",
+				   c->cold_ratio, PROFILE_MAX_COLD_RATIO);
 	return 0;
 }
 

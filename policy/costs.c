@@ -192,14 +192,24 @@ uint64_t policy_costs_solo_ns(const struct policy_costs *m, int nr_cores)
 	return ci < 0 ? 0 : policy_costs_alone_ns(m, 0, m->nr_layers, ci);
 }
 
+/* At most 4: a table not from a profile (the simulator's, a test's) is held to the parser's bound. */
 double policy_costs_cold_scale(const struct policy_costs *m)
 {
-	return m->cold_ratio > 1 ? m->cold_ratio : 1.0;
+	if (!(m->cold_ratio > 1))
+		return 1.0;
+	return m->cold_ratio < 4.0 ? m->cold_ratio : 4.0;
+}
+
+uint64_t policy_scale_ns(uint64_t ns, double scale)
+{
+	double x = (double)ns * scale;
+
+	return x >= 0x1p64 ? UINT64_MAX : (uint64_t)x;
 }
 
 uint64_t policy_costs_served_solo_ns(const struct policy_costs *m, int nr_cores)
 {
-	return (uint64_t)((double)policy_costs_solo_ns(m, nr_cores) * policy_costs_cold_scale(m));
+	return policy_scale_ns(policy_costs_solo_ns(m, nr_cores), policy_costs_cold_scale(m));
 }
 
 /* Whether cpu runs a block of in->running (the shared cores of `os`). */
@@ -227,6 +237,6 @@ void policy_costs_start_cold(const struct policy_costs *m, const struct policy_i
 			return;
 	}
 	d->cold = true;
-	d->alone_ns = (uint64_t)((double)d->alone_ns * scale);
-	d->predicted_ns = (uint64_t)((double)d->predicted_ns * scale);
+	d->alone_ns = policy_scale_ns(d->alone_ns, scale);
+	d->predicted_ns = policy_scale_ns(d->predicted_ns, scale);
 }

@@ -347,8 +347,10 @@ struct policy_input {
  */
 void policy_costs_start_cold(const struct policy_costs *m, const struct policy_input *in,
 			     struct policy_decision *d);
-/* m's cold ratio where it prices blocks: at least 1, 1 when unknown. */
+/* m's cold ratio where it prices blocks: 1 to 4 (PROFILE_MAX_COLD_RATIO), 1 when unknown. */
 double policy_costs_cold_scale(const struct policy_costs *m);
+/* ns times scale, saturated at UINT64_MAX. */
+uint64_t policy_scale_ns(uint64_t ns, double scale);
 
 /* ---- what goes out ------------------------------------------------------- */
 

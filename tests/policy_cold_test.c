@@ -43,6 +43,17 @@ TEST(costs__served_solo_is_the_solo_times_the_cold_ratio)
 	m.cold_ratio = 0.9;
 	ASSERT_EQ(540000, policy_costs_served_solo_ns(&m, 8));
 	ASSERT_EQ(0, policy_costs_served_solo_ns(&m, 0));
+	/* a ratio past any measurement (a table not from a parsed profile) prices at most 4x */
+	m.cold_ratio = 1e6;
+	ASSERT_EQ(4 * 540000, policy_costs_served_solo_ns(&m, 8));
+}
+
+TEST(scale_ns__saturates_instead_of_overflowing)
+{
+	ASSERT_EQ(1500, policy_scale_ns(1000, 1.5));
+	ASSERT_EQ(UINT64_MAX, policy_scale_ns(UINT64_MAX / 2, 4.0));
+	ASSERT_EQ(UINT64_MAX, policy_scale_ns(1000000000000000ull, 1e6));
+	ASSERT_EQ(0, policy_scale_ns(0, 4.0));
 }
 
 /*

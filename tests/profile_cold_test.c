@@ -171,6 +171,7 @@ TEST_F(profile_cold, parse__rejects_bad_cold_records_with_file_line)
 		{ "cold 1.2 0.1 30000000", "takes RATIO SPREAD GAP_NS PAIRS" },
 		{ "cold 0 0.1 30000000 9", "ratio must be a number above 0" },
 		{ "cold - 0.1 30000000 9", "ratio must be a number above 0" },
+		{ "cold 4.5 0.1 30000000 9", "a disturbed measurement" },
 		{ "cold 1.2 -0.1 30000000 9", "cold spread '-0.1'" },
 		{ "cold 1.2 0.1 0 9", "cold gap (ns) '0'" },
 		{ "cold 1.2 0.1 30000000 0", "cold pairs '0'" },

@@ -81,6 +81,9 @@ void profiler_conditions(struct profiler *pr, struct profile_conditions *c)
 	if (pr->nr_cold) {
 		memcpy(ratios, pr->cold_ratio, (size_t)pr->nr_cold * sizeof(ratios[0]));
 		profile_ratio_summary(ratios, pr->nr_cold, &c->cold_ratio, &c->cold_spread);
+		/* what the parser takes: a disturbed run still makes a readable profile */
+		if (c->cold_ratio > PROFILE_MAX_COLD_RATIO)
+			c->cold_ratio = PROFILE_MAX_COLD_RATIO;
 		c->cold_gap_ns = pr->cold_gap_ns;
 		c->cold_pairs = pr->nr_cold;
 	}

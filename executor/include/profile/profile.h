@@ -39,6 +39,8 @@
 #define PROFILE_MAX_CORES COLOC_MAX_CPUS
 #define PROFILE_MAX_LEVELS 9 /* level 0 (alone) and up to 8 stress levels */
 #define PROFILE_MAX_LAYERS 100000
+/* a cold start above this is a disturbed measurement, not the model (1.0-1.3 measured) */
+#define PROFILE_MAX_COLD_RATIO 4.0
 #define PROFILE_CPU_MODEL_LEN 128
 #define PROFILE_ISA_LEN 32
 #define PROFILE_DEFAULT_CACHE_DIR "/var/cache/coloc/profiles"
