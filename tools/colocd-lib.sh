@@ -18,7 +18,8 @@
 #                           one is reused only while the whole model still runs
 #                           as fast as when it was profiled (coloc-profile
 #                           --verify-cache), else measured again; fails on a
-#                           machine too busy to profile on
+#                           machine too busy to profile on; more options are
+#                           coloc-profile's (--force keeps a busy one)
 #   start_colocd [POLICY [OPTION...]]
 #                           (colocd's default policy without one, or ''); returns 1,
 #                           its log on stderr, if colocd did not start, e.g.
@@ -93,9 +94,12 @@ use_colocd() { # id
 
 ctl() { "$BIN/colocctl" --socket "$SOCK" "$@"; }
 
-make_profile() { # model
-	"$BIN/coloc-profile" "$ROOT/models/$1.model" -o "$WORK/$1.profile" --iters 5 \
-		--levels 50,100 --cache-dir "$CACHE" --verify-cache
+make_profile() { # model [coloc-profile options...]
+	local model=$1
+
+	shift
+	"$BIN/coloc-profile" "$ROOT/models/$model.model" -o "$WORK/$model.profile" --iters 5 \
+		--levels 50,100 --cache-dir "$CACHE" --verify-cache "$@"
 }
 
 start_colocd() { # [policy [colocd options...]]
