@@ -136,10 +136,9 @@ static bool log_has(FIXTURE_DATA(nokill) * self, const char *what)
 FIXTURE_SETUP(nokill)
 {
 	const char *root = getenv("COLOC_ROOT");
-	char out[4096], path[PATH_MAX + 64], self_exe[PATH_MAX], real[512], *slash;
+	char out[4096], path[PATH_MAX + 64];
 	const char *extra[] = { "--cache-dir", cache_dir, "--executor", self->executor, NULL };
 	struct statfs sf;
-	ssize_t n;
 
 	self->colocd = 0;
 	if (geteuid() != 0)
@@ -159,15 +158,7 @@ FIXTURE_SETUP(nokill)
 	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
 	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-nokill-test-%d", getpid());
 	/* the hostile executor, with the real one beside it for the honest tenants */
-	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
-	ASSERT_GT(n, 0);
-	self_exe[n] = '\0';
-	slash = strrchr(self_exe, '/');
-	snprintf(slash + 1, sizeof(self_exe) - (size_t)(slash + 1 - self_exe), "hostile_executor");
-	snprintf(self->executor, sizeof(self->executor), "%s/executor", self->dir);
-	ASSERT_EQ(0, symlink(self_exe, self->executor));
-	snprintf(path, sizeof(path), "%s/coloc-executor", self->dir);
-	ASSERT_EQ(0, symlink(tu_bin("coloc-executor", real, sizeof(real)), path));
+	ASSERT_EQ(0, tu_hostile_executor_dir(self->dir, self->executor, sizeof(self->executor)));
 	/* colocd, started from here, gets no CAP_KILL in any set: root's are its bounding set */
 	ASSERT_EQ(0, prctl(PR_CAPBSET_DROP, CAP_KILL, 0, 0, 0));
 	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);

@@ -67,20 +67,6 @@ TEST(execproc_spawn__lying_executor_is_killed)
 	unlink(script);
 }
 
-/* tests/hostile_executor.c, built beside this test. */
-static const char *hostile_bin(char *buf, size_t len)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-	char *slash;
-
-	if (n < 0)
-		return NULL;
-	buf[n] = '\0';
-	slash = strrchr(buf, '/');
-	snprintf(slash + 1, len - (size_t)(slash + 1 - buf), "hostile_executor");
-	return buf;
-}
-
 /* A hostile executor (tenant hostile-MODE) on mobilenet_v2, waited for until ready. */
 static int spawn_hostile(const char *mode, struct execproc **ep, struct coloc_err *err)
 {
@@ -90,7 +76,7 @@ static int spawn_hostile(const char *mode, struct execproc **ep, struct coloc_er
 
 	model_path(path, sizeof(path), "mobilenet_v2");
 	snprintf(tenant, sizeof(tenant), "hostile-%s", mode);
-	o.executor = hostile_bin(bin, sizeof(bin));
+	o.executor = tu_hostile_executor_bin(bin, sizeof(bin));
 	ret = spawn_path(&o, path, ep, err);
 	return ret ? ret : execproc_wait_ready(*ep, READY_MS, err);
 }

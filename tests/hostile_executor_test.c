@@ -47,10 +47,9 @@ FIXTURE(hostile)
 FIXTURE_SETUP(hostile)
 {
 	const char *root = getenv("COLOC_ROOT");
-	char out[4096], path[PATH_MAX + 64], self_exe[PATH_MAX], real[512], *slash;
+	char out[4096], path[PATH_MAX + 64];
 	const char *extra[] = { "--cache-dir", cache_dir,    "--executor", self->executor,
 				"--block-log", self->blocks, NULL };
-	ssize_t n;
 
 	self->colocd = 0;
 	if (geteuid() != 0)
@@ -67,15 +66,7 @@ FIXTURE_SETUP(hostile)
 	snprintf(self->blocks, sizeof(self->blocks), "%s/blocks.tsv", self->dir);
 	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-hostile-test-%d", getpid());
 	/* the hostile executor, with the real one beside it for the honest tenants */
-	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
-	ASSERT_GT(n, 0);
-	self_exe[n] = '\0';
-	slash = strrchr(self_exe, '/');
-	snprintf(slash + 1, sizeof(self_exe) - (size_t)(slash + 1 - self_exe), "hostile_executor");
-	snprintf(self->executor, sizeof(self->executor), "%s/executor", self->dir);
-	ASSERT_EQ(0, symlink(self_exe, self->executor));
-	snprintf(path, sizeof(path), "%s/coloc-executor", self->dir);
-	ASSERT_EQ(0, symlink(tu_bin("coloc-executor", real, sizeof(real)), path));
+	ASSERT_EQ(0, tu_hostile_executor_dir(self->dir, self->executor, sizeof(self->executor)));
 	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
 	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start");
 	ASSERT_EQ(0, coloc_client_connect(self->sock, &self->c));

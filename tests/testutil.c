@@ -206,6 +206,35 @@ const char *tu_bin(const char *name, char *buf, size_t len)
 	return buf;
 }
 
+const char *tu_hostile_executor_bin(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	char *slash;
+
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return NULL;
+	snprintf(slash + 1, len - (size_t)(slash + 1 - buf), "hostile_executor");
+	return buf;
+}
+
+int tu_hostile_executor_dir(const char *dir, char *executor, size_t len)
+{
+	char hostile[PATH_MAX], real[512], path[PATH_MAX + 64];
+
+	if (!tu_hostile_executor_bin(hostile, sizeof(hostile)))
+		return -1;
+	snprintf(executor, len, "%s/executor", dir);
+	snprintf(path, sizeof(path), "%s/coloc-executor", dir);
+	if (symlink(hostile, executor) ||
+	    symlink(tu_bin("coloc-executor", real, sizeof(real)), path))
+		return -1;
+	return 0;
+}
+
 int tu_run(const char *cmd, char *out, size_t len)
 {
 	char full[4096];

@@ -56,6 +56,14 @@ int tu_nr_dir_entries(const char *dir);
 int tu_mount_bpffs(void);
 /* Path of a coloc binary, found as binpath_find() does (common/binpath.h). */
 const char *tu_bin(const char *name, char *buf, size_t len);
+/* tests/hostile_executor.c's binary, built beside the running test; NULL if unknown. */
+const char *tu_hostile_executor_bin(char *buf, size_t len);
+/*
+ * Makes dir/executor, a link to the hostile executor, with dir/coloc-executor
+ * beside it, a link to the real one (for the honest tenants); the first's
+ * path in executor. 0 or -1.
+ */
+int tu_hostile_executor_dir(const char *dir, char *executor, size_t len);
 /* Runs a shell command; its stdout+stderr go to out. Returns the exit status or -1. */
 int tu_run(const char *cmd, char *out, size_t len);
 
