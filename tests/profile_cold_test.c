@@ -20,6 +20,7 @@
 #include "kselftest_harness.h"
 #include "testutil.h"
 #include "profile_host.h"
+#include "profile_tool.h"
 
 FIXTURE(profile_cold)
 {
@@ -216,29 +217,6 @@ TEST_F(profile_cold, parse__rejects_bad_cold_records_with_file_line)
 	profile_free(p);
 }
 
-static const char tiny_model[] = "model tiny\n"
-				 "seed 1\n"
-				 "macs 163840\n"
-				 "params 640\n"
-				 "input data shape=1x8x16x16\n"
-				 "conv c1 out=8 k=3 pad=1 act=relu\n"
-				 "conv c2 out=8 k=1\n"
-				 "add a in=c2,c1\n"
-				 "end\n";
-
-static int run_profile(const char *const *args, struct tu_child *run)
-{
-	char bin[PATH_MAX];
-	int ret = tu_child_start(tu_bin("coloc-profile", bin, sizeof(bin)), args, run);
-
-	return ret ? ret : tu_child_finish(run);
-}
-
-static bool exited_with(const struct tu_child *run, int code)
-{
-	return WIFEXITED(run->status) && WEXITSTATUS(run->status) == code;
-}
-
 /* The cached profile at path made a format-6 one: its cold start gone, its header 6. */
 static void make_format_6(struct __test_metadata *_metadata, const char *path)
 {
@@ -275,18 +253,14 @@ TEST_F_TIMEOUT(profile_cold, coloc_profile__records_the_pairs_and_measures_a_for
 	struct tu_child run;
 	struct profile *p;
 	uint64_t hash;
-	FILE *f;
 
 	snprintf(model, sizeof(model), "%s/tiny.model", self->dir);
 	snprintf(out, sizeof(out), "%s/tiny.profile", self->dir);
 	snprintf(cache, sizeof(cache), "%s/cache", self->dir);
-	f = fopen(model, "w");
-	ASSERT_NE(NULL, f);
-	ASSERT_EQ(strlen(tiny_model), fwrite(tiny_model, 1, strlen(tiny_model), f));
-	ASSERT_EQ(0, fclose(f));
+	ASSERT_EQ(0, profile_tool_write_tiny(model));
 
-	ASSERT_EQ(0, run_profile(args, &run));
-	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, profile_tool_run(args, &run));
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "cold start")) TH_LOG("%s", run.output);
 	p = profile_load(out, &self->err);
 	ASSERT_NE(NULL, p) TH_LOG("%s", self->err.msg);
@@ -302,8 +276,8 @@ TEST_F_TIMEOUT(profile_cold, coloc_profile__records_the_pairs_and_measures_a_for
 	ASSERT_EQ(0, profile_machine_detect(&machine));
 	ASSERT_EQ(0, profile_cache_path(cache, "tiny", hash, &machine, cached, sizeof(cached)));
 	make_format_6(_metadata, cached);
-	ASSERT_EQ(0, run_profile(args, &run));
-	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, profile_tool_run(args, &run));
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "records no cold start (format 6): stale"))
 	TH_LOG("%s", run.output);
 	ASSERT_EQ(NULL, strstr(run.output, "reused")) TH_LOG("%s", run.output);
@@ -313,8 +287,8 @@ TEST_F_TIMEOUT(profile_cold, coloc_profile__records_the_pairs_and_measures_a_for
 	profile_free(p);
 
 	/* the fresh format-7 profile in the cache is reused */
-	ASSERT_EQ(0, run_profile(args, &run));
-	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, profile_tool_run(args, &run));
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "reused the cached profile")) TH_LOG("%s", run.output);
 }
 

@@ -22,6 +22,7 @@
 #include "kselftest_harness.h"
 #include "testutil.h"
 #include "profile_host.h"
+#include "profile_tool.h"
 
 FIXTURE(profile_fresh)
 {
@@ -192,38 +193,6 @@ TEST_F(profile_fresh, parse__rejects_bad_conditions_with_file_line)
 	profile_free(p);
 }
 
-static const char tiny_model[] = "model tiny\n"
-				 "seed 1\n"
-				 "macs 163840\n"
-				 "params 640\n"
-				 "input data shape=1x8x16x16\n"
-				 "conv c1 out=8 k=3 pad=1 act=relu\n"
-				 "conv c2 out=8 k=1\n"
-				 "add a in=c2,c1\n"
-				 "end\n";
-
-static int run_profile(const char *const *args, struct tu_child *run)
-{
-	char bin[PATH_MAX];
-	int ret = tu_child_start(tu_bin("coloc-profile", bin, sizeof(bin)), args, run);
-
-	return ret ? ret : tu_child_finish(run);
-}
-
-static bool exited_with(const struct tu_child *run, int code)
-{
-	return WIFEXITED(run->status) && WEXITSTATUS(run->status) == code;
-}
-
-static void write_tiny(struct __test_metadata *_metadata, const char *path)
-{
-	FILE *f = fopen(path, "w");
-
-	ASSERT_NE(NULL, f);
-	ASSERT_EQ(strlen(tiny_model), fwrite(tiny_model, 1, strlen(tiny_model), f));
-	ASSERT_EQ(0, fclose(f));
-}
-
 TEST_F_TIMEOUT(profile_fresh, coloc_profile__refuses_a_busy_machine_unless_forced, 120)
 {
 	char model[160], out[160], cache[160];
@@ -238,10 +207,10 @@ TEST_F_TIMEOUT(profile_fresh, coloc_profile__refuses_a_busy_machine_unless_force
 	snprintf(model, sizeof(model), "%s/tiny.model", self->dir);
 	snprintf(out, sizeof(out), "%s/tiny.profile", self->dir);
 	snprintf(cache, sizeof(cache), "%s/cache", self->dir);
-	write_tiny(_metadata, model);
+	ASSERT_EQ(0, profile_tool_write_tiny(model));
 
-	ASSERT_EQ(0, run_profile(args, &run));
-	ASSERT_TRUE(exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, profile_tool_run(args, &run));
+	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "the machine was busy while measuring"))
 	TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "--force")) TH_LOG("%s", run.output);
@@ -250,8 +219,8 @@ TEST_F_TIMEOUT(profile_fresh, coloc_profile__refuses_a_busy_machine_unless_force
 	TH_LOG("nothing but the model may be left in %s", self->dir);
 
 	args[11] = "--force";
-	ASSERT_EQ(0, run_profile(args, &run));
-	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, profile_tool_run(args, &run));
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "kept although the machine was busy"));
 	p = profile_load(out, &self->err);
 	ASSERT_NE(NULL, p) TH_LOG("%s", self->err.msg);
@@ -293,9 +262,9 @@ TEST_F_TIMEOUT(profile_fresh, coloc_profile__verify_cache_measures_a_stale_profi
 	snprintf(model, sizeof(model), "%s/tiny.model", self->dir);
 	snprintf(out, sizeof(out), "%s/tiny.profile", self->dir);
 	snprintf(cache, sizeof(cache), "%s/cache", self->dir);
-	write_tiny(_metadata, model);
-	ASSERT_EQ(0, run_profile(args, &run));
-	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, profile_tool_write_tiny(model));
+	ASSERT_EQ(0, profile_tool_run(args, &run));
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_EQ(0, profile_hash_file(model, &hash));
 	ASSERT_EQ(0, profile_machine_detect(&machine));
 	ASSERT_EQ(0, profile_cache_path(cache, "tiny", hash, &machine, cached, sizeof(cached)));
@@ -303,8 +272,8 @@ TEST_F_TIMEOUT(profile_fresh, coloc_profile__verify_cache_measures_a_stale_profi
 	/* recorded as 1000 x slower than it runs, within 1 %: stale */
 	set_cached_conditions(_metadata, cached, 1000000000000ULL, 0.01);
 	args[10] = "--verify-cache";
-	ASSERT_EQ(0, run_profile(args, &run));
-	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, profile_tool_run(args, &run));
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "stale, measuring again")) TH_LOG("%s", run.output);
 	ASSERT_EQ(NULL, strstr(run.output, "reused")) TH_LOG("%s", run.output);
 	p = profile_load(cached, &self->err);
@@ -315,16 +284,16 @@ TEST_F_TIMEOUT(profile_fresh, coloc_profile__verify_cache_measures_a_stale_profi
 
 	/* recorded as it was just measured but with a spread of 100 x: fresh */
 	set_cached_conditions(_metadata, cached, solo_ns, 100);
-	ASSERT_EQ(0, run_profile(args, &run));
-	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, profile_tool_run(args, &run));
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, ": fresh")) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "reused the cached profile")) TH_LOG("%s", run.output);
 
 	/* without --verify-cache a cached profile is reused as it is */
 	set_cached_conditions(_metadata, cached, 1000000000000ULL, 0.01);
 	args[10] = NULL;
-	ASSERT_EQ(0, run_profile(args, &run));
-	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, profile_tool_run(args, &run));
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "reused the cached profile")) TH_LOG("%s", run.output);
 }
 

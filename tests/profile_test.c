@@ -154,11 +154,6 @@ static int tool_run(const char *bin, const char *const *args, struct tu_child *r
 	return ret ? ret : tu_child_finish(run);
 }
 
-static bool exited_with(const struct tu_child *run, int code)
-{
-	return WIFEXITED(run->status) && WEXITSTATUS(run->status) == code;
-}
-
 FIXTURE(profile)
 {
 	char dir[64];
@@ -728,7 +723,7 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 	ASSERT_EQ(0, write_file(model, tiny_model, strlen(tiny_model)));
 
 	ASSERT_EQ(0, tool_run(bin, args, &run));
-	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	p = profile_load(out, &self->err);
 	ASSERT_NE(NULL, p) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(0, profile_nr_missing(p));
@@ -776,7 +771,7 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 	ASSERT_TRUE(same_bytes(out, cached));
 	ASSERT_EQ(0, unlink(out));
 	ASSERT_EQ(0, tool_run(bin, args, &run));
-	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "reused the cached profile")) TH_LOG("%s", run.output);
 	ASSERT_TRUE(same_bytes(out, cached));
 
@@ -784,7 +779,7 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 	ASSERT_EQ(0, write_file(model, strchr(tiny_model, '\n') + 1,
 				strlen(strchr(tiny_model, '\n') + 1)));
 	ASSERT_EQ(0, tool_run(bin, args, &run));
-	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_EQ(NULL, strstr(run.output, "reused")) TH_LOG("%s", run.output);
 	profile_free(p);
 }
@@ -807,7 +802,7 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_in_the_executors_openmp_environm
 	ASSERT_EQ(0, setenv("OMP_WAIT_POLICY", "passive", 1));
 
 	ASSERT_EQ(0, tool_run(bin, args, &run));
-	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	snprintf(want, sizeof(want),
 		 "OpenMP as in colocd's executors: GOMP_SPINCOUNT=%s, OMP_WAIT_POLICY unset",
 		 COLOC_EXECUTOR_GOMP_SPINCOUNT);
@@ -849,7 +844,7 @@ TEST_F_TIMEOUT(profile, coloc_profile__resumes_where_sigint_stopped_it, 120)
 	ASSERT_EQ(0, access(partial, F_OK));
 	ASSERT_EQ(0, kill(run.pid, SIGINT));
 	ASSERT_EQ(0, tu_child_finish(&run));
-	ASSERT_TRUE(exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "interrupted")) TH_LOG("%s", run.output);
 	ASSERT_NE(0, access(out, F_OK));
 	half = profile_load(partial, &self->err);
@@ -861,13 +856,13 @@ TEST_F_TIMEOUT(profile, coloc_profile__resumes_where_sigint_stopped_it, 120)
 
 	/* --resume with other options refuses the partial and leaves it alone. */
 	ASSERT_EQ(0, tool_run(bin, other, &run));
-	ASSERT_TRUE(exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "different")) TH_LOG("%s", run.output);
 	ASSERT_EQ(0, access(partial, F_OK));
 
 	/* The same command again continues and keeps every cell measured before. */
 	ASSERT_EQ(0, tool_run(bin, args, &run));
-	ASSERT_TRUE(exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "resuming from")) TH_LOG("%s", run.output);
 	ASSERT_NE(0, access(partial, F_OK));
 	full = profile_load(out, &self->err);
@@ -911,14 +906,14 @@ TEST_F(profile, coloc_profile__bad_input_exits_with_a_message)
 		SKIP(return, "bin/coloc-profile is not built (run make, or set COLOC_BIN)");
 	for (size_t i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++) {
 		ASSERT_EQ(0, tool_run(bin, bad_args[i], &run));
-		ASSERT_TRUE(exited_with(&run, 2)) TH_LOG("case %zu: %s", i, run.output);
+		ASSERT_TRUE(tu_child_exited_with(&run, 2)) TH_LOG("case %zu: %s", i, run.output);
 		ASSERT_NE(NULL, strstr(run.output, "coloc-profile: ")) TH_LOG("case %zu", i);
 	}
 	snprintf(model, sizeof(model), "%s/broken.model", self->dir);
 	snprintf(out, sizeof(out), "%s/broken.profile", self->dir);
 	ASSERT_EQ(0, write_file(model, bad_model, strlen(bad_model)));
 	ASSERT_EQ(0, tool_run(bin, args, &run));
-	ASSERT_TRUE(exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
 	/* The parser's FILE:LINE message, naming the unknown operation's line. */
 	ASSERT_NE(NULL, strstr(run.output, "broken.model:6:")) TH_LOG("%s", run.output);
 	ASSERT_NE(0, access(out, F_OK));

@@ -206,6 +206,11 @@ const char *tu_bin(const char *name, char *buf, size_t len)
 	return buf;
 }
 
+bool tu_child_exited_with(const struct tu_child *c, int code)
+{
+	return WIFEXITED(c->status) && WEXITSTATUS(c->status) == code;
+}
+
 const char *tu_hostile_executor_bin(char *buf, size_t len)
 {
 	ssize_t n = readlink("/proc/self/exe", buf, len - 1);

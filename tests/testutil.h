@@ -76,6 +76,8 @@ struct tu_child {
 };
 /* Runs bin with args (NULL-terminated, at most 22). */
 int tu_child_start(const char *bin, const char *const *args, struct tu_child *c);
+/* Whether the reaped child exited with code (not by a signal). */
+bool tu_child_exited_with(const struct tu_child *c, int code);
 /* Reads the child's output until it closes it; does not reap the child. */
 void tu_child_read_output(struct tu_child *c);
 /* Reads its output and reaps it. */
