@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "huge_alloc.h"
 #include "onnx_internal.h"
 
 #define LAYER_HASH_CAP (2 * MODEL_MAX_LAYERS)
@@ -485,7 +486,7 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 				   "offset %lld",
 				   name, path, want, off);
 	}
-	buf = malloc(want ? want : 1);
+	buf = huge_alloc(want);
 	if (!buf) {
 		if (own)
 			close(fd);
@@ -573,7 +574,7 @@ int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct mo
 				   "its %lld elements",
 				   name, (long long)n);
 	}
-	d = malloc((size_t)(n ? n : 1) * sizeof(double));
+	d = huge_alloc((size_t)n * sizeof(double));
 	if (!d) {
 		free(ext);
 		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
@@ -869,6 +870,21 @@ static int check_declared_sizes(struct onnx_ctx *c)
 	return 0;
 }
 
+/* protobuf-c's allocations: a large tensor's raw bytes on huge pages */
+static void *pb_alloc(void *data, size_t size)
+{
+	(void)data;
+	return huge_alloc(size);
+}
+
+static void pb_free(void *data, void *p)
+{
+	(void)data;
+	free(p);
+}
+
+static ProtobufCAllocator pb_allocator = { .alloc = pb_alloc, .free = pb_free };
+
 int onnx_graph_open(struct onnx_ctx *c, const void *buf, size_t len)
 {
 	int ret;
@@ -885,7 +901,7 @@ int onnx_graph_open(struct onnx_ctx *c, const void *buf, size_t len)
 				     "attributes inside nodes, or types inside types); "
 				     "refused before decoding",
 				     c->file, ONNX_MAX_NESTING);
-	c->mp = ret ? NULL : onnx__model_proto__unpack(NULL, len, buf);
+	c->mp = ret ? NULL : onnx__model_proto__unpack(&pb_allocator, len, buf);
 	if (!c->mp)
 		return coloc_err_set(c->err, -EINVAL,
 				     "%s: not an ONNX model (the protobuf does not decode: "
@@ -935,5 +951,5 @@ void onnx_graph_close(struct onnx_ctx *c)
 	free(c->layers);
 	free(c->layer_hash);
 	if (c->mp)
-		onnx__model_proto__free_unpacked(c->mp, NULL);
+		onnx__model_proto__free_unpacked(c->mp, &pb_allocator);
 }

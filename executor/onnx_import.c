@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "huge_alloc.h"
 #include "onnx_internal.h"
 
 int onnx_dim_parse(struct onnx_import_opts *opts, const char *arg, struct coloc_err *err)
@@ -208,7 +209,7 @@ int onnx_import_file(const char *path, const struct onnx_import_opts *opts, stru
 				     "tensors in external data files",
 				     path, (long long)st.st_size);
 	}
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	buf = huge_alloc((size_t)st.st_size);
 	if (!buf) {
 		close(fd);
 		return coloc_err_set(err, -ENOMEM, "%s: out of memory", path);
