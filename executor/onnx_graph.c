@@ -21,6 +21,21 @@
 #include "huge_alloc.h"
 #include "onnx_internal.h"
 
+/* protobuf-c's allocations: a large tensor's raw bytes on huge pages */
+static void *pb_alloc(void *data, size_t size)
+{
+	(void)data;
+	return huge_alloc(size);
+}
+
+static void pb_free(void *data, void *p)
+{
+	(void)data;
+	free(p);
+}
+
+static ProtobufCAllocator pb_allocator = { .alloc = pb_alloc, .free = pb_free };
+
 #define LAYER_HASH_CAP (2 * MODEL_MAX_LAYERS)
 
 static uint32_t name_hash(const char *s)
@@ -788,7 +803,7 @@ static int register_values(struct onnx_ctx *c)
 		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
 	memset(c->hash, 0xff, (size_t)c->hash_cap * sizeof(int));
 	for (size_t i = 0; i < g->n_initializer; i++) {
-		const Onnx__TensorProto *t = g->initializer[i];
+		Onnx__TensorProto *t = g->initializer[i];
 
 		if (!t->name || !t->name[0])
 			return coloc_err_set(c->err, -EINVAL, "%s: initializer %zu has no name",
@@ -799,6 +814,13 @@ static int register_values(struct onnx_ctx *c)
 		if (ret)
 			return ret;
 		v->defined = true;
+		/* decoded: its bytes (the protobuf's copy of the weights) are not read again */
+		if (t->has_raw_data) {
+			pb_free(NULL, t->raw_data.data);
+			t->raw_data.data = NULL;
+			t->raw_data.len = 0;
+			t->has_raw_data = 0;
+		}
 	}
 	for (size_t i = 0; i < g->n_input; i++) {
 		const char *name = g->input[i]->name;
@@ -870,21 +892,6 @@ static int check_declared_sizes(struct onnx_ctx *c)
 	return 0;
 }
 
-/* protobuf-c's allocations: a large tensor's raw bytes on huge pages */
-static void *pb_alloc(void *data, size_t size)
-{
-	(void)data;
-	return huge_alloc(size);
-}
-
-static void pb_free(void *data, void *p)
-{
-	(void)data;
-	free(p);
-}
-
-static ProtobufCAllocator pb_allocator = { .alloc = pb_alloc, .free = pb_free };
-
 int onnx_graph_open(struct onnx_ctx *c, const void *buf, size_t len)
 {
 	int ret;
@@ -935,6 +942,14 @@ int onnx_graph_open(struct onnx_ctx *c, const void *buf, size_t len)
 		}
 	}
 	return 0;
+}
+
+void onnx_graph_drop_constants(struct onnx_ctx *c)
+{
+	for (int i = 0; i < c->nr_vals; i++) {
+		free(c->vals[i].data);
+		c->vals[i].data = NULL;
+	}
 }
 
 void onnx_graph_close(struct onnx_ctx *c)

@@ -168,6 +168,8 @@ int onnx_import_buffer(const char *name, const void *buf, size_t len,
 	if (!ret)
 		ret = collect_outputs(&c, out);
 	if (!ret)
+		onnx_graph_drop_constants(&c);
+	if (!ret)
 		ret = onnx_emit_text(&c, &out->text, &out->text_len);
 	if (!ret)
 		ret = onnx_emit_weights(&c, &out->weights, &out->weights_len);
