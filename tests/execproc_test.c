@@ -6,7 +6,8 @@
  * noticed through the pidfd with the reason (the delay is printed, never
  * asserted); malformed commands are refused with a reason and the executor
  * keeps serving; a shared block (the os policy's) runs its team unpinned on
- * all its cores; idle, its threads sleep; asked to stop, it exits.
+ * all its cores; idle, its threads sleep; asked to stop, it exits; once
+ * ready, its slots' input and output pages are mapped on both sides.
  * Its isolation: execproc_isolation_test.c; hostile executors:
  * execproc_hostile_test.c.
  */
