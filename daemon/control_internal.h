@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * What the control protocol's files share (control.c: the requests and
- * their dispatch; control_submit.c: submit, whose answer waits for the
- * admission; control_infer.c: infer): answers as JSON lines, and a serving tenant as JSON. Nothing
- * outside daemon/control*.c includes it.
+ * What the control protocol's files share (control.c: the dispatch and
+ * infer; control_tenants.c: attributed processes, signals, ping;
+ * control_serving.c: list, status, restart, remove; control_submit.c:
+ * submit, whose answer waits for the admission): answers as JSON lines,
+ * a serving tenant as JSON, the commands control_cmds[] dispatches to.
+ * Nothing outside daemon/control*.c includes it.
  */
 #ifndef COLOC_DAEMON_CONTROL_INTERNAL_H
 #define COLOC_DAEMON_CONTROL_INTERNAL_H
@@ -26,9 +28,26 @@ const char *control_str(struct json_object *req, const char *key);
 bool control_uint(struct json_object *req, const char *key, uint64_t *out);
 /* r as a JSON string made valid UTF-8 (at most 500 bytes), NULL for "". */
 struct json_object *control_reason(const char *r);
+/* o[key] = v as a JSON number. */
+void control_add_double(struct json_object *o, const char *key, double v);
 /* A serving tenant as list and status show it to uid (another's without its details). */
 struct json_object *control_serving_tenant_json(struct colocd *d,
 						const struct serving_tenant_info *in, uid_t uid);
+/*
+ * The commands answered at once (control_tenants.c, control_serving.c):
+ * req parsed, uid the caller's, now_ns the loop's clock.
+ */
+char *control_cmd_ping(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns);
+char *control_cmd_signals(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns);
+char *control_cmd_tenants(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns);
+char *control_tenant_add(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns);
+char *control_cmd_tenant_remove(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns);
+char *control_cmd_list(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns);
+char *control_cmd_status(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns);
+char *control_cmd_restart(struct colocd *d, struct json_object *req, uid_t uid, __u64 now_ns);
+/* The remove request: answered once the tenant has drained (colocd_await_removal). */
+char *control_cmd_remove(struct colocd *d, struct json_object *req, uid_t uid,
+			 struct server_req *sreq);
 /* The submit request: its files as descriptors on sreq; answered once admitted. */
 char *control_cmd_submit(struct colocd *d, struct json_object *req, uid_t uid,
 			 struct server_req *sreq);

@@ -1,24 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The control socket (server.h): connections read and answered. Everything
- * runs on the event loop: the listening socket and each connection are poll
- * sources, non-blocking, and
- * one timer closes connections that stalled. A connection reads until a
- * line is complete, parses it (server_request.c), reads the bytes that
- * follow an infer's line when there are any (straight into a buffer of
- * their own), and hands the whole request to the handler, which answers at
- * once or later through server_send() by the connection's id.
+ * The control socket's connections (server.h): requests read, framed and
+ * answered. Everything runs on the event loop: each connection is a poll
+ * source, non-blocking. A connection reads until a line is complete,
+ * frames it (server_parse_request, server_request_payload_bytes: below),
+ * reads the bytes that follow an infer's line when there are any (straight
+ * into a buffer of their own), and hands the whole request to the handler,
+ * which answers at once or later through server_send() by the
+ * connection's id.
  * Answers queue in order of sending. Reading stops while the connection is
  * owed SERVER_MAX_PENDING answers or holds SERVER_OUT_HIGH bytes its client
  * has not taken, so a client that does not read cannot make colocd buffer
  * without bound. A line over COLOC_MAX_REQUEST bytes is answered with an
  * error and the connection closed; every other line keeps it open.
  *
- * Who may connect and how many each uid may hold: server_admit.c.
- * Start-up guards the path (server_path.c): the socket's directory must be
- * root's and writable by no other user (unless sticky), the lock file is
- * opened relative to that directory and never through a link, and the probe
- * for a stale socket never blocks.
+ * Who may connect and how many each uid may hold: server_admit.c. The
+ * socket itself (opened at its guarded path, listened on, closed) and the
+ * timer that closes connections that stalled: server_path.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -311,6 +309,145 @@ static bool server_conn_fill_payload(struct server_conn *c)
 	c->payload_got += n;
 	server_conn_drop_in(c, n);
 	return c->payload_got == c->preq.payload_bytes;
+}
+
+/* ---- a request line framed ------------------------------------------------- */
+
+/*
+ * As include/coloc/protocol.h's "Framing" and "Binary frames" say: strict
+ * JSON, one object filling the line, and the number of raw bytes that
+ * follow it. control.c parses a line that comes without the server
+ * (colocd's --state specs, tests) with the same server_parse_request.
+ */
+
+/* True when some string in o, at any depth, holds a NUL (json-c keeps "\u0000"). */
+static bool server_has_nul(struct json_object *o)
+{
+	switch (json_object_get_type(o)) {
+	case json_type_string:
+		return strlen(json_object_get_string(o)) != (size_t)json_object_get_string_len(o);
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			if (server_has_nul(json_object_array_get_idx(o, i)))
+				return true;
+		return false;
+	case json_type_object: {
+		json_object_object_foreach(o, key, val)
+		{
+			if (server_has_nul(val))
+				return true;
+			(void)key;
+		}
+		return false;
+	}
+	default:
+		return false;
+	}
+}
+
+/*
+ * What json-c 0.16's strict mode still lets through, found on the raw line:
+ * a 'name' in single quotes, NaN and Infinity, a number ending in '.', a
+ * raw control character inside a string. NULL if none, else what it is,
+ * with its offset in *at.
+ */
+static const char *server_loose_json(const char *line, size_t len, size_t *at)
+{
+	bool in_string = false;
+
+	for (*at = 0; *at < len; (*at)++) {
+		unsigned char c = (unsigned char)line[*at];
+
+		if (in_string) {
+			if (c == '\\')
+				(*at)++;
+			else if (c == '"')
+				in_string = false;
+			else if (c < 0x20)
+				return "a raw control character in a string (write it as an escape)";
+		} else if (c == '"') {
+			in_string = true;
+		} else if (c == '\'') {
+			return "a single quote (strict JSON quotes with \")";
+		} else if (c == 'N' || c == 'I') {
+			return "NaN or Infinity (not JSON numbers)";
+		} else if (c == '.' &&
+			   (*at + 1 >= len || line[*at + 1] < '0' || line[*at + 1] > '9')) {
+			return "a number ending in '.'";
+		}
+	}
+	return NULL;
+}
+
+struct json_object *server_parse_request(const char *line, size_t len, char *why, size_t why_len)
+{
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *req;
+	enum json_tokener_error jerr;
+	const char *loose;
+	size_t at;
+	char none[1];
+
+	if (!why) {
+		why = none;
+		why_len = sizeof(none);
+	}
+	if (!tok) {
+		snprintf(why, why_len, "out of memory");
+		return NULL;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	req = json_tokener_parse_ex(tok, line, (int)len);
+	jerr = json_tokener_get_error(tok);
+	loose = req && jerr == json_tokener_success ? server_loose_json(line, len, &at) : NULL;
+	if (loose) {
+		snprintf(why, why_len, "malformed request: %s at byte %zu", loose, at);
+	} else if (!req || jerr != json_tokener_success || json_tokener_get_parse_end(tok) != len) {
+		if (jerr == json_tokener_continue || jerr == json_tokener_success)
+			snprintf(why, why_len, "malformed request: incomplete or trailing JSON");
+		else
+			snprintf(why, why_len,
+				 "malformed request: %s at byte %d (strict JSON: no comments, "
+				 "single quotes or trailing commas; UTF-8)",
+				 json_tokener_error_desc(jerr), (int)json_tokener_get_parse_end(tok));
+		loose = why;
+	} else if (!json_object_is_type(req, json_type_object)) {
+		snprintf(why, why_len, "a request must be a JSON object with a \"cmd\"");
+		loose = why;
+	} else if (server_has_nul(req)) {
+		snprintf(why, why_len, "a string in the request holds a NUL character (\\u0000)");
+		loose = why;
+	}
+	json_tokener_free(tok);
+	if (loose) {
+		json_object_put(req);
+		return NULL;
+	}
+	return req;
+}
+
+/* A member of o of type type, or NULL. */
+static struct json_object *server_member(struct json_object *o, const char *key,
+					 enum json_type type)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, type) ? v : NULL;
+}
+
+long long server_request_payload_bytes(struct json_object *request)
+{
+	struct json_object *cmd = server_member(request, "cmd", json_type_string);
+	struct json_object *tag = server_member(request, "tag", json_type_int);
+	struct json_object *bytes = server_member(request, "input_bytes", json_type_int);
+
+	if (!cmd || strcmp(json_object_get_string(cmd), "infer") ||
+	    !server_member(request, "tenant", json_type_string) || !tag ||
+	    json_object_get_int64(tag) < 0 || !bytes || json_object_get_int64(bytes) < 0 ||
+	    (uint64_t)json_object_get_int64(bytes) > COLOC_MAX_PAYLOAD ||
+	    json_object_object_get_ex(request, "input", NULL))
+		return -1;
+	return json_object_get_int64(bytes);
 }
 
 /*
@@ -652,134 +789,4 @@ nomem:
 	c->closing = true;
 	server_conn_kick(c);
 	return -ENOMEM;
-}
-
-static void server_on_sweep(struct loop_source *src, __u64 now_ns, void *ctx)
-{
-	struct server *s = ctx;
-	__u64 limit = (__u64)s->cfg.timeout_ms * 1000000ull;
-
-	(void)src;
-	for (int i = 0; i < SERVER_MAX_CONNS; i++) {
-		struct server_conn *c = s->conns[i];
-
-		/* a connection owed answers waits on colocd, not on its client */
-		if (c && !c->pending && c->last_progress_ns + limit < now_ns)
-			server_conn_close(c);
-	}
-}
-
-int server_open(struct server **out, struct loop *loop, const struct server_config *cfg,
-		struct coloc_err *err)
-{
-	struct group *grp;
-	struct server *s;
-	int ret;
-
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return coloc_err_set(err, -ENOMEM, "out of memory");
-	s->loop = loop;
-	s->cfg = *cfg;
-	s->listen_fd = s->lock_fd = s->dir_fd = -1;
-	ret = server_split_path(s, cfg->socket_path, err);
-	if (!ret)
-		ret = server_mkdir_parent(s->dir, err);
-	if (!ret)
-		ret = server_check_dir(s, err);
-	if (!ret)
-		ret = server_take_lock(s, err);
-	if (!ret)
-		ret = server_remove_stale_socket(s, err);
-	if (ret)
-		goto fail;
-	/* once, here: a slow NSS lookup must never stall the loop */
-	grp = getgrnam(COLOC_GROUP);
-	if (grp) {
-		s->coloc_gid = grp->gr_gid;
-		s->have_coloc_gid = true;
-	}
-	s->pidns_depth = server_pidns_depth(getpid());
-	*out = s;
-	return 0;
-fail:
-	server_close(s);
-	return ret;
-}
-
-int server_listen(struct server *s, server_request_fn handle, void *ctx, struct coloc_err *err)
-{
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	__u64 sweep_ns;
-	mode_t old_mask;
-	int ret;
-
-	s->handle = handle;
-	s->handle_ctx = ctx;
-	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s->listen_fd < 0)
-		return coloc_err_set(err, -errno, "cannot create a socket: %s", strerror(errno));
-	memcpy(addr.sun_path, s->socket_path, strlen(s->socket_path));
-	/* born 0660: never a moment when others could connect */
-	old_mask = umask(0117);
-	ret = bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) ? -errno : 0;
-	umask(old_mask);
-	if (ret || listen(s->listen_fd, SERVER_MAX_CONNS)) {
-		ret = ret ? ret : -errno;
-		close(s->listen_fd);
-		s->listen_fd = -1;
-		return coloc_err_set(err, ret, "cannot listen on %s: %s", s->socket_path,
-				     strerror(-ret));
-	}
-	/* the group exists so that its members can connect: a socket they cannot use is an error */
-	if (s->have_coloc_gid &&
-	    fchownat(s->dir_fd, s->sock_name, 0, s->coloc_gid, AT_SYMLINK_NOFOLLOW))
-		return coloc_err_set(err, -errno, "cannot give %s to group %s: %s", s->socket_path,
-				     COLOC_GROUP, strerror(errno));
-	/* a quarter of the timeout late at most, and at least once a second */
-	sweep_ns = (__u64)s->cfg.timeout_ms * 250000ull;
-	if (sweep_ns > 1000000000ull)
-		sweep_ns = 1000000000ull;
-	ret = loop_add_poll(s->loop, &s->listen_src, s->listen_fd, POLLIN, server_on_listen, s);
-	if (!ret)
-		ret = loop_add_timer(s->loop, &s->sweep_src, sweep_ns, sweep_ns, server_on_sweep,
-				     s);
-	if (ret)
-		return coloc_err_set(err, ret, "cannot serve %s: %s", s->socket_path,
-				     strerror(-ret));
-	return 0;
-}
-
-void server_stop_listening(struct server *s)
-{
-	if (!s || s->listen_fd < 0)
-		return;
-	loop_source_remove(s->listen_src);
-	s->listen_src = NULL;
-	close(s->listen_fd);
-	s->listen_fd = -1;
-	unlinkat(s->dir_fd, s->sock_name, 0);
-}
-
-void server_close(struct server *s)
-{
-	if (!s)
-		return;
-	for (int i = 0; i < SERVER_MAX_CONNS; i++)
-		if (s->conns[i])
-			server_conn_close(s->conns[i]);
-	loop_source_remove(s->listen_src);
-	loop_source_remove(s->sweep_src);
-	if (s->listen_fd >= 0) {
-		close(s->listen_fd);
-		unlinkat(s->dir_fd, s->sock_name, 0);
-	}
-	/* unlinked while held: a daemon that locks the old file sees it is gone */
-	if (s->lock_fd >= 0) {
-		unlinkat(s->dir_fd, s->lock_name, 0);
-		close(s->lock_fd);
-	}
-	if (s->dir_fd >= 0)
-		close(s->dir_fd);
-	free(s);
 }

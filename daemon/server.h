@@ -4,7 +4,7 @@
  * who may connect (root, the coloc group, colocd's pid namespace), how many
  * each uid may hold, when an idle or slow connection is closed, and the
  * framing: a request is a JSON line, and an infer's input bytes after its
- * line are read before the handler sees the request (server_request.c).
+ * line are read before the handler sees the request (server.c).
  * What a request means is the handler's business.
  */
 #ifndef COLOC_DAEMON_SERVER_H

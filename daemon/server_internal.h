@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * The control socket's state, shared by server.c (connections, requests,
- * answers, admission) and server_path.c (the start-up guards of the
- * socket's path: its directory, the lock file, a stale socket).
+ * The control socket's state, shared by server.c (connections: requests
+ * read, framed and answered), server_admit.c (who may connect, how many)
+ * and server_path.c (the socket opened at its guarded path, listened on,
+ * closed; the sweep of stalled connections).
  */
 #ifndef COLOC_DAEMON_SERVER_INTERNAL_H
 #define COLOC_DAEMON_SERVER_INTERNAL_H

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The control socket's start-up guards of its path: the socket's directory
- * must be root's and writable by no other user (unless sticky), the lock
- * file is opened relative to that directory and never through a link, and
- * a stale socket is removed only after a probe that never blocks shows
- * nobody (or a colocd being torn down) listens on it.
+ * The control socket itself (server.h): opened at its path (server_open),
+ * listened on (server_listen, born 0660, given to the coloc group), its
+ * connections swept of those that stalled, closed (server_close). Start-up
+ * guards the path: the socket's directory must be root's and writable by
+ * no other user (unless sticky), the lock file is opened relative to that
+ * directory and never through a link, and a stale socket is removed only
+ * after a probe that never blocks shows nobody (or a colocd being torn
+ * down) listens on it. The connections are server.c's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -207,4 +211,134 @@ int server_split_path(struct server *s, const char *path, struct coloc_err *err)
 		return coloc_err_set(err, -EINVAL, "socket path %s names a directory", path);
 	snprintf(s->lock_name, sizeof(s->lock_name), "%s.lock", s->sock_name);
 	return 0;
+}
+
+static void server_on_sweep(struct loop_source *src, __u64 now_ns, void *ctx)
+{
+	struct server *s = ctx;
+	__u64 limit = (__u64)s->cfg.timeout_ms * 1000000ull;
+
+	(void)src;
+	for (int i = 0; i < SERVER_MAX_CONNS; i++) {
+		struct server_conn *c = s->conns[i];
+
+		/* a connection owed answers waits on colocd, not on its client */
+		if (c && !c->pending && c->last_progress_ns + limit < now_ns)
+			server_conn_close(c);
+	}
+}
+
+int server_open(struct server **out, struct loop *loop, const struct server_config *cfg,
+		struct coloc_err *err)
+{
+	struct group *grp;
+	struct server *s;
+	int ret;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	s->loop = loop;
+	s->cfg = *cfg;
+	s->listen_fd = s->lock_fd = s->dir_fd = -1;
+	ret = server_split_path(s, cfg->socket_path, err);
+	if (!ret)
+		ret = server_mkdir_parent(s->dir, err);
+	if (!ret)
+		ret = server_check_dir(s, err);
+	if (!ret)
+		ret = server_take_lock(s, err);
+	if (!ret)
+		ret = server_remove_stale_socket(s, err);
+	if (ret)
+		goto fail;
+	/* once, here: a slow NSS lookup must never stall the loop */
+	grp = getgrnam(COLOC_GROUP);
+	if (grp) {
+		s->coloc_gid = grp->gr_gid;
+		s->have_coloc_gid = true;
+	}
+	s->pidns_depth = server_pidns_depth(getpid());
+	*out = s;
+	return 0;
+fail:
+	server_close(s);
+	return ret;
+}
+
+int server_listen(struct server *s, server_request_fn handle, void *ctx, struct coloc_err *err)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	__u64 sweep_ns;
+	mode_t old_mask;
+	int ret;
+
+	s->handle = handle;
+	s->handle_ctx = ctx;
+	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->listen_fd < 0)
+		return coloc_err_set(err, -errno, "cannot create a socket: %s", strerror(errno));
+	memcpy(addr.sun_path, s->socket_path, strlen(s->socket_path));
+	/* born 0660: never a moment when others could connect */
+	old_mask = umask(0117);
+	ret = bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) ? -errno : 0;
+	umask(old_mask);
+	if (ret || listen(s->listen_fd, SERVER_MAX_CONNS)) {
+		ret = ret ? ret : -errno;
+		close(s->listen_fd);
+		s->listen_fd = -1;
+		return coloc_err_set(err, ret, "cannot listen on %s: %s", s->socket_path,
+				     strerror(-ret));
+	}
+	/* the group exists so that its members can connect: a socket they cannot use is an error */
+	if (s->have_coloc_gid &&
+	    fchownat(s->dir_fd, s->sock_name, 0, s->coloc_gid, AT_SYMLINK_NOFOLLOW))
+		return coloc_err_set(err, -errno, "cannot give %s to group %s: %s", s->socket_path,
+				     COLOC_GROUP, strerror(errno));
+	/* a quarter of the timeout late at most, and at least once a second */
+	sweep_ns = (__u64)s->cfg.timeout_ms * 250000ull;
+	if (sweep_ns > 1000000000ull)
+		sweep_ns = 1000000000ull;
+	ret = loop_add_poll(s->loop, &s->listen_src, s->listen_fd, POLLIN, server_on_listen, s);
+	if (!ret)
+		ret = loop_add_timer(s->loop, &s->sweep_src, sweep_ns, sweep_ns, server_on_sweep,
+				     s);
+	if (ret)
+		return coloc_err_set(err, ret, "cannot serve %s: %s", s->socket_path,
+				     strerror(-ret));
+	return 0;
+}
+
+void server_stop_listening(struct server *s)
+{
+	if (!s || s->listen_fd < 0)
+		return;
+	loop_source_remove(s->listen_src);
+	s->listen_src = NULL;
+	close(s->listen_fd);
+	s->listen_fd = -1;
+	unlinkat(s->dir_fd, s->sock_name, 0);
+}
+
+void server_close(struct server *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < SERVER_MAX_CONNS; i++)
+		if (s->conns[i])
+			server_conn_close(s->conns[i]);
+	loop_source_remove(s->listen_src);
+	loop_source_remove(s->sweep_src);
+	if (s->listen_fd >= 0) {
+		close(s->listen_fd);
+		unlinkat(s->dir_fd, s->sock_name, 0);
+	}
+	/* unlinked while held: a daemon that locks the old file sees it is gone */
+	if (s->lock_fd >= 0) {
+		unlinkat(s->dir_fd, s->lock_name, 0);
+		close(s->lock_fd);
+	}
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
+	free(s);
 }

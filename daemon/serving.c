@@ -1,21 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The serving core (serving.h): tenants with their executor processes and
- * their queries; admission is in serving_admit.c, the policy rounds in
- * serving_round.c, a query alone's blocks planned ahead into one command
- * in serving_plan.c, executor events (completions, deaths, deadlines) in
- * serving_events.c, what status shows in serving_view.c.
+ * The serving core (serving.h) on a query's way in: serving_submit* queues
+ * it on its tenant, and a policy round (sv_schedule) gives queued queries
+ * free executor slots (policy/assign.h, as coloc-sim assigns them), hands
+ * the policy every query that could run now, checks what it decided,
+ * starts each block on its executor (execproc_submit_block) and completes
+ * the drops. Also here: each core's level estimated from finished blocks
+ * (policy/level_estimate.h, as coloc-sim estimates it), serving_create and
+ * serving_destroy. A tenant's executor processes are in serving_tenant.c,
+ * admission in serving_admit.c, plan ahead in serving_plan.c, executor
+ * events in serving_events.c, what status shows in serving_view.c.
  *
- * A policy round (sv_schedule) runs after anything that could allow a
- * decision: an arrival, a completion, a tenant coming, failing or going.
- * Executor events come through serving_handle_fd (a completion or a death)
- * and serving_tick (hung blocks, executors that never got ready); a death
- * returns the tenant's cores before its queries are failed.
- *
- * Executors: a tenant has nr_exec of them, all started, ready and failed
- * together; a queued query takes a slot on the one with the fewest queries
- * (serving_round.c), and one that has not started may move to another that
- * is idle when the policy decides its first block.
+ * A round runs after anything that could allow a decision: an arrival, a
+ * completion (serving_handle_fd), a tenant coming, failing or going.
+ * A tenant's nr_exec executors are started, ready and failed together; a
+ * queued query takes a slot on the one with the fewest queries, and one
+ * that has not started may move to another that is idle when the policy
+ * decides its first block.
  *
  * Cores: a block's cores leave the free set and are owned by its tenant
  * (owner[], core_changed) until it finishes; the executor pins one team
@@ -42,7 +43,6 @@
 #include "input_memfd.h"
 #include "isa_probe.h"
 #include "profile_table.h"
-#include "sandbox.h"
 #include "serving_internal.h"
 #include "topology.h"
 
@@ -84,45 +84,6 @@ int sv_blocks_in_flight(const struct serving *s)
 		if (s->tenants[i].used)
 			n += sv_tenant_busy(&s->tenants[i]);
 	return n;
-}
-
-/* Whether t has its executor processes (starting, serving or draining). */
-bool sv_tenant_running(const struct sv_tenant *t)
-{
-	return t->nr_exec > 0 && t->ex[0].ep;
-}
-
-/* Its executors' tgids into pids, each once (lanes share one); how many (0 when none runs). */
-static int tenant_pids(const struct sv_tenant *t, pid_t *pids)
-{
-	int n = 0;
-
-	for (int x = 0; x < t->nr_exec; x++) {
-		bool seen = false;
-
-		if (!t->ex[x].ep)
-			continue;
-		for (int i = 0; i < n && !seen; i++)
-			seen = pids[i] == execproc_pid(t->ex[x].ep);
-		if (!seen)
-			pids[n++] = execproc_pid(t->ex[x].ep);
-	}
-	return n;
-}
-
-static void notify_state(struct serving *s, struct sv_tenant *t, enum serving_tenant_state state,
-			 const pid_t *pids, int nr_pids)
-{
-	if (s->tenant_changed)
-		s->tenant_changed(s->ctx, t->name, state, pids, nr_pids);
-}
-
-/* As notify_state, with the pids of the executors t runs now. */
-void sv_notify_running(struct serving *s, struct sv_tenant *t, enum serving_tenant_state state)
-{
-	pid_t pids[SERVING_MAX_EXECUTORS];
-
-	notify_state(s, t, state, pids, tenant_pids(t, pids));
 }
 
 /* ---- queries ---------------------------------------------------------------- */
@@ -178,7 +139,7 @@ void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *
 	free(q);
 }
 
-static void fail_all_queries(struct serving *s, struct sv_tenant *t, const char *why)
+void sv_fail_all_queries(struct serving *s, struct sv_tenant *t, const char *why)
 {
 	char reason[SERVING_REASON_LEN], prefix[SERVING_NAME_LEN + 16];
 
@@ -188,315 +149,6 @@ static void fail_all_queries(struct serving *s, struct sv_tenant *t, const char 
 		 why);
 	while (t->head)
 		sv_complete_query(s, t, t->head, SERVING_QUERY_FAILED, reason);
-}
-
-/* ---- executors -------------------------------------------------------------- */
-
-/* x's fds watched: 0, or the watch's negative errno with none. */
-static int watch_executor(struct serving *s, struct sv_exec *x)
-{
-	int ret;
-
-	if (!s->watch)
-		return 0;
-	ret = s->watch(s->ctx, execproc_done_fd(x->ep), true);
-	if (ret)
-		return ret;
-	ret = s->watch(s->ctx, execproc_pidfd(x->ep), true);
-	if (ret) {
-		s->watch(s->ctx, execproc_done_fd(x->ep), false);
-		return ret;
-	}
-	if (execproc_log_fd(x->ep) >= 0 && (ret = s->watch(s->ctx, execproc_log_fd(x->ep), true))) {
-		s->watch(s->ctx, execproc_pidfd(x->ep), false);
-		s->watch(s->ctx, execproc_done_fd(x->ep), false);
-	}
-	return ret;
-}
-
-static void unwatch_log(struct serving *s, struct execproc *ep)
-{
-	if (s->watch && execproc_log_fd(ep) >= 0)
-		s->watch(s->ctx, execproc_log_fd(ep), false);
-}
-
-/* Reaped: its last fd unwatched, its handle freed. */
-void sv_free_retired(struct serving *s, struct sv_retired **pp)
-{
-	struct sv_retired *r = *pp;
-
-	if (s->watch)
-		s->watch(s->ctx, execproc_pidfd(r->ep), false);
-	unwatch_log(s, r->ep);
-	execproc_free(r->ep);
-	*pp = r->next;
-	free(r);
-}
-
-/*
- * x's process leaves the tenant without colocd waiting for it: one already
- * reaped is freed; another is asked to exit (graceful, idle) or killed, and
- * kept, its pidfd watched, until it is gone (SV_STOP_MS, then SIGKILL).
- */
-static void retire_executor(struct serving *s, struct sv_exec *x, bool graceful)
-{
-	struct sv_retired *r = calloc(1, sizeof(*r));
-
-	if (s->watch)
-		s->watch(s->ctx, execproc_done_fd(x->ep), false);
-	if (!r || execproc_reaped(x->ep)) {
-		/* out of memory: the one blocking wait left, for the kernel's teardown */
-		if (s->watch)
-			s->watch(s->ctx, execproc_pidfd(x->ep), false);
-		unwatch_log(s, x->ep);
-		execproc_free(x->ep);
-		free(r);
-		x->ep = NULL;
-		return;
-	}
-	if (graceful) {
-		execproc_stop_begin(x->ep);
-		r->kill_at_ns = sv_now_ns() + SV_STOP_MS * 1000000ull;
-	} else {
-		execproc_signal_kill(x->ep);
-	}
-	r->ep = x->ep;
-	r->next = s->retired;
-	s->retired = r;
-	x->ep = NULL;
-}
-
-void sv_release_block_cores(struct serving *s, struct sv_tenant *t, struct sv_exec *x)
-{
-	int idx = tenant_index(s, t);
-	uint64_t now = sv_now_ns();
-
-	if (!x->busy)
-		return;
-	for (int c = policy_cpuset_next(&x->blk.cores, 0); c >= 0;
-	     c = policy_cpuset_next(&x->blk.cores, c + 1)) {
-		s->core_idle_since[c] = now;
-		if (s->owner[c] == idx) {
-			s->owner[c] = -1;
-			policy_cpuset_set(&s->free, c);
-			if (s->core_changed)
-				s->core_changed(s->ctx, c, NULL, 0, 0, 0);
-		}
-	}
-	x->busy = false;
-	if (x->blk_query)
-		x->blk_query->in_flight = false;
-	x->blk_query = NULL;
-}
-
-static void close_executors(struct serving *s, struct sv_tenant *t, bool graceful)
-{
-	for (int i = 0; i < t->nr_exec; i++) {
-		struct sv_exec *x = &t->ex[i];
-
-		if (x->ep)
-			retire_executor(s, x, graceful);
-	}
-}
-
-/*
- * A start that failed: t's executors retired, each reaped through the loop
- * by its pidfd, watched here when watch_pidfd, or, where that is not
- * watched, by serving_tick (serving_next_timeout_ms asks for it).
- */
-static void retire_after_failed_start(struct serving *s, struct sv_tenant *t, bool watch_pidfd)
-{
-	for (int i = 0; i < t->nr_exec; i++) {
-		struct execproc *ep = t->ex[i].ep;
-		bool watched;
-
-		if (!ep)
-			continue;
-		watched = !s->watch || (watch_pidfd && !s->watch(s->ctx, execproc_pidfd(ep), true));
-		retire_executor(s, &t->ex[i], false);
-		if (!watched && s->retired && s->retired->ep == ep)
-			s->retired->unwatched = true;
-	}
-}
-
-void sv_free_tenant(struct serving *s, struct sv_tenant *t)
-{
-	close_executors(s, t, false);
-	free(t->summary);
-	policy_table_free(&t->table);
-	free(t->model_name);
-	if (t->model_fd > 0)
-		close(t->model_fd);
-	if (t->weights_fd > 0)
-		close(t->weights_fd);
-	for (int i = 0; i < t->nr_external; i++) {
-		free((char *)t->external[i].location);
-		close(t->external[i].fd);
-	}
-	for (int i = 0; i < SERVING_MAX_EXECUTORS; i++) {
-		free(t->ex[i].blk_versions);
-		free(t->ex[i].plan);
-	}
-	free(t->scratch);
-	if (t->sandboxed)
-		sandbox_tenant_close(s->sandbox, t->name);
-	memset(t, 0, sizeof(*t));
-}
-
-/*
- * An executor is gone or given up on: the tenant's cores back at once, its
- * other executors killed, then every query of the tenant fails with the
- * reason. A tenant being removed goes.
- */
-void sv_fail_tenant(struct serving *s, struct sv_tenant *t, const char *why)
-{
-	pid_t pids[SERVING_MAX_EXECUTORS];
-	int nr_pids = tenant_pids(t, pids);
-
-	if (!t->described) {
-		sv_admit_refuse(s, t, -EINVAL, why);
-		return;
-	}
-
-	for (int i = 0; i < t->nr_exec; i++)
-		sv_release_block_cores(s, t, &t->ex[i]);
-	close_executors(s, t, false);
-	t->state = SERVING_TENANT_FAILED;
-	snprintf(t->reason, sizeof(t->reason), "%s", why);
-	fail_all_queries(s, t, why);
-	if (t->removing) {
-		notify_state(s, t, SERVING_TENANT_REMOVED, pids, nr_pids);
-		sv_free_tenant(s, t);
-	} else {
-		notify_state(s, t, SERVING_TENANT_FAILED, pids, nr_pids);
-	}
-	sv_schedule(s);
-}
-
-/*
- * All of t's executors, or none of them (the ones started are killed): a
- * process per executor, or (serving_config.executor_lanes) one process with
- * a lane per executor, each lane watched as an executor.
- */
-int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err *err)
-{
-	struct execproc *eps[SERVING_MAX_EXECUTORS] = { 0 };
-	int ret = 0;
-	struct execproc_opts o = { .executor = s->executor,
-				   .model_fd = t->model_fd,
-				   .model_name = t->model_name,
-				   .weights_fd = t->weights_fd,
-				   .external = t->external,
-				   .nr_external = t->nr_external,
-				   .tenant = t->name,
-				   .cores = s->cores,
-				   .slot_in_capacity = t->in_bytes,
-				   .slot_out_capacity = t->out_bytes };
-
-	if (t->sandboxed) {
-		ret = sandbox_tenant_spawn_opts(s->sandbox, t->name, &o, err);
-		if (ret)
-			return ret;
-	}
-	for (int i = 0; i < t->nr_exec && !ret; i += s->executor_lanes ? t->nr_exec : 1)
-		ret = execproc_spawn_lanes(&o, s->executor_lanes ? t->nr_exec : 1, &eps[i], err);
-	for (int i = 0; i < t->nr_exec; i++)
-		t->ex[i].ep = eps[i];
-	if (ret) {
-		/*
-		 * Those started before the failure go as any exit does: killed,
-		 * then reaped through the loop, never waited for here.
-		 */
-		retire_after_failed_start(s, t, true);
-		return ret;
-	}
-	for (int i = 0; i < t->nr_exec && !ret; i++) {
-		ret = watch_executor(s, &t->ex[i]);
-		if (ret)
-			coloc_err_set(err, ret, "tenant %s: cannot watch its executor: %s", t->name,
-				      strerror(-ret));
-	}
-	if (ret) {
-		retire_after_failed_start(s, t, false);
-		return ret;
-	}
-	t->state = SERVING_TENANT_STARTING;
-	t->reason[0] = '\0';
-	t->uid = s->next_uid++;
-	t->started_ns = sv_now_ns();
-	sv_notify_running(s, t, t->state);
-	return 0;
-}
-
-/* Drained: the executors stop, the tenant goes. */
-void sv_finish_removal(struct serving *s, struct sv_tenant *t)
-{
-	pid_t pids[SERVING_MAX_EXECUTORS];
-	int nr_pids = tenant_pids(t, pids);
-
-	close_executors(s, t, true);
-	notify_state(s, t, SERVING_TENANT_REMOVED, pids, nr_pids);
-	sv_free_tenant(s, t);
-}
-
-void sv_drop_tenant(struct serving *s, struct sv_tenant *t)
-{
-	pid_t pids[SERVING_MAX_EXECUTORS];
-	int nr_pids = tenant_pids(t, pids);
-
-	for (int i = 0; i < t->nr_exec; i++)
-		sv_release_block_cores(s, t, &t->ex[i]);
-	close_executors(s, t, false);
-	fail_all_queries(s, t, "removed before it served");
-	notify_state(s, t, SERVING_TENANT_REMOVED, pids, nr_pids);
-	sv_free_tenant(s, t);
-}
-
-/* ---- tenants ---------------------------------------------------------------- */
-
-int serving_remove(struct serving *s, const char *name, struct coloc_err *err)
-{
-	struct sv_tenant *t = sv_find_tenant(s, name);
-	struct coloc_err gone = { 0 };
-
-	if (!t)
-		return coloc_err_set(err, -ENOENT, "no tenant %s", name);
-	t->removing = true;
-	if (!t->described) {
-		coloc_err_set(&gone, -ECANCELED, "tenant %s was removed before it was admitted",
-			      name);
-		sv_admit_refuse(s, t, gone.code, gone.msg);
-		sv_schedule(s);
-		return 0;
-	}
-	if (t->state == SERVING_TENANT_FAILED || t->state == SERVING_TENANT_STARTING) {
-		pid_t pids[SERVING_MAX_EXECUTORS];
-		int nr_pids = tenant_pids(t, pids);
-
-		close_executors(s, t, false);
-		fail_all_queries(s, t, "removed before it served");
-		notify_state(s, t, SERVING_TENANT_REMOVED, pids, nr_pids);
-		sv_free_tenant(s, t);
-		sv_schedule(s);
-		return 0;
-	}
-	t->state = SERVING_TENANT_DRAINING;
-	sv_notify_running(s, t, t->state);
-	if (!t->nr_queries && !sv_tenant_busy(t))
-		sv_finish_removal(s, t);
-	return 0;
-}
-
-int serving_restart(struct serving *s, const char *name, struct coloc_err *err)
-{
-	struct sv_tenant *t = sv_find_tenant(s, name);
-
-	if (!t)
-		return coloc_err_set(err, -ENOENT, "no tenant %s", name);
-	if (t->state != SERVING_TENANT_FAILED)
-		return coloc_err_set(err, -EINVAL, "tenant %s is %s; only a failed one restarts",
-				     name, serving_state_name(t->state));
-	return sv_start_executors(s, t, err);
 }
 
 void sv_query_drop_input(struct serving *s, struct sv_query *q)
@@ -649,6 +301,424 @@ int serving_submit_fd(struct serving *s, const char *tenant, int *input_fd, size
 	return ret;
 }
 
+/* ---- the round -------------------------------------------------------------- */
+
+bool sv_tenant_serving(const struct sv_tenant *t)
+{
+	return t->used && t->nr_exec > 0 && t->ex[0].ep &&
+	       (t->state == SERVING_TENANT_READY || t->state == SERVING_TENANT_DRAINING);
+}
+
+/* t's executors as the assignment sees them (policy/assign.h). */
+struct exec_views {
+	struct policy_slot_view slot[SERVING_MAX_EXECUTORS][COLOC_SHM_NR_SLOTS];
+	struct policy_exec_view ex[SERVING_MAX_EXECUTORS];
+};
+
+static struct policy_slot_view slot_view(const struct sv_query *q)
+{
+	if (!q)
+		return (struct policy_slot_view){ 0 };
+	return (struct policy_slot_view){ .used = true,
+					  .started = q->next_layer > 0,
+					  .in_flight = q->in_flight,
+					  .arrival_ns = q->arrival_ns };
+}
+
+static void view_executors(const struct sv_tenant *t, struct exec_views *v)
+{
+	for (int x = 0; x < t->nr_exec; x++) {
+		for (int k = 0; k < COLOC_SHM_NR_SLOTS; k++)
+			v->slot[x][k] = slot_view(t->ex[x].slots[k]);
+		v->ex[x] = (struct policy_exec_view){ .busy = t->ex[x].busy,
+						      .nr_slots = COLOC_SHM_NR_SLOTS,
+						      .slot = v->slot[x] };
+	}
+}
+
+/* Queued queries of a serving tenant take free slots (policy_assign_slot), in arrival order. */
+static void fill_slots(struct serving *s, struct sv_tenant *t)
+{
+	struct exec_views v;
+
+	if (!sv_tenant_serving(t))
+		return;
+	view_executors(t, &v);
+	for (struct sv_query *q = t->head, *next; q; q = next) {
+		int best, slot, r = 0;
+		void *dst;
+
+		next = q->next;
+		if (q->slot >= 0)
+			continue;
+		best = policy_assign_slot(v.ex, t->nr_exec);
+		if (best < 0)
+			return;
+		slot = policy_assign_free_slot(&v.ex[best]);
+		dst = execproc_input(t->ex[best].ep, (unsigned int)slot);
+		/* a memfd is read straight into the slot: the input's one copy in colocd */
+		if (q->input)
+			memcpy(dst, q->input, t->in_bytes);
+		else
+			r = input_memfd_read(q->input_fd, q->input_offset, dst, t->in_bytes);
+		if (r) { /* never run on what it did not send: the slot stays free */
+			char reason[SERVING_REASON_LEN];
+
+			snprintf(reason, sizeof(reason), "reading the input's memfd: %s",
+				 strerror(-r));
+			sv_complete_query(s, t, q, SERVING_QUERY_FAILED, reason);
+			continue;
+		}
+		sv_query_drop_input(s, q);
+		q->exec = best;
+		q->slot = slot;
+		t->ex[best].slots[slot] = q;
+		v.slot[best][slot] = slot_view(q);
+	}
+}
+
+double sv_core_level(const struct serving *s, int c, uint64_t now)
+{
+	if (s->core_sig[c].live & POLICY_SIG_LEVEL_PMU)
+		return policy_level_core_aged(&s->core_level[c], now);
+	return policy_level_core_level(&s->core_level[c], now);
+}
+
+static void age_signals(struct serving *s, uint64_t now)
+{
+	for (int i = 0; i < s->nr_cpus; i++) {
+		int c = s->cpus[i];
+
+		s->core_sig_now[c] = s->core_sig[c];
+		s->core_sig_now[c].slowdown = sv_core_level(s, c, now);
+	}
+	policy_domain_signals(&s->pcfg, s->core_sig_now, s->dom_sig_now);
+}
+
+static void build_input(struct serving *s, struct policy_input *in)
+{
+	uint64_t now = sv_now_ns();
+	int nq = 0, nr = 0;
+
+	for (int i = 0; i < SV_MAX_TENANTS; i++) {
+		struct sv_tenant *t = &s->tenants[i];
+		struct policy_tenant *pt = &s->ptenants[i];
+		struct exec_views v;
+
+		memset(pt, 0, sizeof(*pt));
+		if (!sv_tenant_serving(t))
+			continue;
+		pt->costs = &t->table.costs;
+		pt->uid = t->uid;
+		pt->qos_ns = t->qos_ns;
+		pt->sig = t->sig;
+		pt->executors = t->nr_exec; /* its processes, one block at a time each */
+		for (int x = 0; x < t->nr_exec; x++)
+			if (t->ex[x].busy)
+				s->running[nr++] = t->ex[x].blk;
+		view_executors(t, &v);
+		for (struct sv_query *q = t->head; q; q = q->next) {
+			/* what the policy sees: the queries in flight and those that could start */
+			if (!q->in_flight &&
+			    (q->slot < 0 ||
+			     !policy_assign_runnable(v.ex, t->nr_exec, q->exec, q->slot)))
+				continue;
+			s->pqueries[nq++] = (struct policy_query){ .id = q->id,
+								   .tenant = i,
+								   .arrival_ns = q->arrival_ns,
+								   .deadline_ns = q->deadline_ns,
+								   .next_layer = q->next_layer,
+								   .in_flight = q->in_flight };
+		}
+	}
+	age_signals(s, now);
+	*in = (struct policy_input){ .now_ns = now,
+				     .tenants = s->ptenants,
+				     .nr_tenants = SV_MAX_TENANTS,
+				     .queries = s->pqueries,
+				     .nr_queries = nq,
+				     .running = s->running,
+				     .nr_running = nr,
+				     .free = &s->free,
+				     .cores = s->core_sig_now,
+				     .domains = s->dom_sig_now,
+				     .core_idle_since_ns = s->core_idle_since };
+}
+
+static struct sv_query *find_query(struct sv_tenant *t, uint64_t id)
+{
+	for (struct sv_query *q = t->head; q; q = q->next)
+		if (q->id == id)
+			return q;
+	return NULL;
+}
+
+static void apply_drop(struct serving *s, const struct policy_drop *d)
+{
+	struct sv_tenant *t = &s->tenants[d->tenant];
+	struct sv_query *q = find_query(t, d->query_id);
+	char reason[SERVING_REASON_LEN];
+	uint64_t now = sv_now_ns();
+
+	if (!q)
+		return;
+	if (d->reason == POLICY_DROP_CANNOT_MEET)
+		snprintf(reason, sizeof(reason),
+			 "%s: %.3f ms predicted for the rest, %.3f ms left to its deadline",
+			 policy_drop_reason_name(d->reason), d->predicted_ns / 1e6,
+			 q->deadline_ns > now ? (q->deadline_ns - now) / 1e6 : 0.0);
+	else
+		snprintf(reason, sizeof(reason), "%s: %.3f ms after arrival, QoS %.3f ms",
+			 policy_drop_reason_name(d->reason), (now - q->arrival_ns) / 1e6,
+			 t->qos_ns / 1e6);
+	sv_complete_query(s, t, q, SERVING_QUERY_DROPPED, reason);
+}
+
+/*
+ * Moves q (not started) into slot `slot` of executor to (policy_assign_move_slot's):
+ * a free one, or one whose query has not started either, which takes q's
+ * old slot (the inputs swapped through t->scratch).
+ */
+static void move_query(struct sv_tenant *t, struct sv_query *q, int to, int slot)
+{
+	struct sv_exec *from = &t->ex[q->exec], *x = &t->ex[to];
+	struct sv_query *other = x->slots[slot];
+
+	if (other)
+		memcpy(t->scratch, execproc_input(x->ep, (unsigned int)slot), t->in_bytes);
+	memcpy(execproc_input(x->ep, (unsigned int)slot),
+	       execproc_input(from->ep, (unsigned int)q->slot), t->in_bytes);
+	from->slots[q->slot] = other;
+	if (other) {
+		memcpy(execproc_input(from->ep, (unsigned int)q->slot), t->scratch, t->in_bytes);
+		other->exec = q->exec;
+		other->slot = q->slot;
+	}
+	x->slots[slot] = q;
+	q->exec = to;
+	q->slot = slot;
+	t->moved++;
+}
+
+/* The executor q's next block runs on (policy_assign_executor), q moved there if need be; -1: none. */
+static int executor_for(struct sv_tenant *t, struct sv_query *q)
+{
+	struct exec_views v;
+	int e;
+
+	view_executors(t, &v);
+	e = policy_assign_executor(v.ex, t->nr_exec, q->exec, q->slot);
+	if (e >= 0 && e != q->exec)
+		move_query(t, q, e, policy_assign_move_slot(&v.ex[e]));
+	return e;
+}
+
+/*
+ * The hook where a tenant's held cores change: the block's cores with those
+ * of its other blocks in flight, before the block starts on them.
+ */
+static void tell_tenant_cores(struct serving *s, const struct sv_tenant *t, const int *cpus, int nr)
+{
+	int held[POLICY_MAX_CPUS], n = 0;
+	struct policy_cpuset set = { 0 };
+
+	if (!s->tenant_cores)
+		return;
+	for (int i = 0; i < nr; i++)
+		policy_cpuset_set(&set, cpus[i]);
+	for (int x = 0; x < t->nr_exec; x++)
+		for (int c = t->ex[x].busy ? policy_cpuset_next(&t->ex[x].blk.cores, 0) : -1;
+		     c >= 0; c = policy_cpuset_next(&t->ex[x].blk.cores, c + 1))
+			policy_cpuset_set(&set, c);
+	for (int c = policy_cpuset_next(&set, 0); c >= 0; c = policy_cpuset_next(&set, c + 1))
+		held[n++] = c;
+	s->tenant_cores(s->ctx, t->name, held, n);
+}
+
+/* x's command as execproc takes it: its plan's blocks, versions and d's cores. */
+static void command_of(const struct serving *s, const struct sv_query *q, const struct sv_exec *x,
+		       unsigned int *ends, int *ncores, int *versions, int *cpus, int nr_cpus,
+		       struct execproc_block *b)
+{
+	int last = x->plan[x->plan_nr - 1].last;
+
+	for (int i = 0; i < x->plan_nr; i++) {
+		ends[i] = (unsigned int)x->plan[i].last;
+		ncores[i] = x->plan[i].nr_cores;
+	}
+	for (int i = 0; i < last - x->blk.first_layer; i++)
+		versions[i] = x->blk_versions[i];
+	*b = (struct execproc_block){ .slot = (unsigned int)q->slot,
+				      .first = (unsigned int)x->blk.first_layer,
+				      .last = (unsigned int)last,
+				      .block_last = ends,
+				      .block_cores = ncores,
+				      .nr_blocks = x->plan_nr,
+				      .query_id = (unsigned int)q->id,
+				      .versions = versions,
+				      .cpus = cpus,
+				      .nr_cpus = nr_cpus,
+				      .shared = s->entry->shares_cores };
+}
+
+/*
+ * Starts d's block (and the plan ahead of it, serving_plan.c); false when
+ * it could not be: the query failed, or none of its tenant's executors can
+ * take it now (*refused set: the policy counts a tenant's idle executors,
+ * not which of them holds which query, so two decisions of a round may
+ * want the same one). in and nr_decisions: the round that decided it.
+ */
+static bool apply_decision(struct serving *s, const struct policy_input *in, int nr_decisions,
+			   const struct policy_decision *d, bool *refused)
+{
+	struct sv_tenant *t = &s->tenants[d->tenant];
+	struct sv_query *q = find_query(t, d->query_id);
+	int n = d->last_layer - d->first_layer, nr_cpus = 0, e;
+	int versions[COLOC_SHM_MAX_BLOCK_LAYERS], cpus[POLICY_MAX_CPUS];
+	unsigned int ends[COLOC_SHM_MAX_PLAN_BLOCKS];
+	int ncores[COLOC_SHM_MAX_PLAN_BLOCKS];
+	struct coloc_err err = { 0 };
+	struct execproc_block b;
+	struct sv_exec *x;
+
+	if (!q || q->slot < 0 || n > COLOC_SHM_MAX_BLOCK_LAYERS)
+		return false;
+	e = executor_for(t, q);
+	if (e < 0) {
+		*refused = true;
+		return false;
+	}
+	x = &t->ex[e];
+	x->blk = *d;
+	memcpy(x->blk_versions, d->versions, (size_t)n);
+	x->blk.versions = x->blk_versions;
+	sv_plan_make(s, in, nr_decisions, x);
+	for (int c = policy_cpuset_next(&x->blk.cores, 0); c >= 0;
+	     c = policy_cpuset_next(&x->blk.cores, c + 1))
+		cpus[nr_cpus++] = c;
+	tell_tenant_cores(s, t, cpus, nr_cpus);
+	command_of(s, q, x, ends, ncores, versions, cpus, nr_cpus, &b);
+	if (execproc_submit_block(x->ep, &b, &err)) {
+		sv_complete_query(s, t, q, SERVING_QUERY_FAILED, coloc_err_str(&err));
+		return false;
+	}
+	x->busy = true;
+	x->blk_query = q;
+	x->blk_submit_ns = sv_now_ns();
+	x->blk_corunners = sv_blocks_in_flight(s) - sv_tenant_busy(t);
+	q->in_flight = true;
+	/* shared cores (os) stay free for the other tenants and have no one owner */
+	for (int i = 0; i < nr_cpus && !s->entry->shares_cores; i++) {
+		s->owner[cpus[i]] = d->tenant;
+		policy_cpuset_clear(&s->free, cpus[i]);
+		if (s->core_changed)
+			s->core_changed(s->ctx, cpus[i], t->name, q->id, d->first_layer,
+					(int)b.last);
+	}
+	return true;
+}
+
+void sv_schedule(struct serving *s)
+{
+	struct policy_output out = { .decisions = s->decisions,
+				     .max_decisions = SV_MAX_TENANTS * SERVING_MAX_EXECUTORS,
+				     .versions = s->versions,
+				     .max_versions = s->max_versions,
+				     .drops = s->drops,
+				     .max_drops = (int)(sizeof(s->drops) / sizeof(*s->drops)) };
+	int rounds = 0;
+
+	sv_plan_yield(s);
+	if (s->scheduling) {
+		s->again = true;
+		return;
+	}
+	s->scheduling = true;
+	do {
+		struct policy_input in;
+		struct coloc_err err = { 0 };
+		bool progress = false, refused = false;
+
+		s->again = false;
+		for (int i = 0; i < SV_MAX_TENANTS; i++)
+			fill_slots(s, &s->tenants[i]);
+		build_input(s, &in);
+		if (!in.nr_queries)
+			break;
+		policy_output_reset(&out);
+		/*
+		 * A policy that errs or breaks its contract decides nothing this
+		 * round: queries wait (their deadlines still apply at the next).
+		 */
+		if (policy_decide(s->policy, &in, &out, &err) ||
+		    policy_check_output(s->entry, &in, &out, &err)) {
+			s->policy_errors++;
+			snprintf(s->policy_error, sizeof(s->policy_error), "%s",
+				 coloc_err_str(&err));
+			break;
+		}
+		for (int i = 0; i < out.nr_decisions; i++)
+			progress |= apply_decision(s, &in, out.nr_decisions, &out.decisions[i],
+						   &refused);
+		for (int i = 0; i < out.nr_drops; i++)
+			apply_drop(s, &out.drops[i]);
+		progress |= out.nr_drops > 0;
+		/* a refused decision: the next round sees which executors the others took */
+		if (progress && (refused || out.nr_drops || out.nr_decisions == out.max_decisions))
+			s->again = true;
+	} while (s->again && ++rounds < SV_MAX_ROUNDS);
+	s->scheduling = false;
+	/* a drop may have taken a draining tenant's last query: no event of its own follows */
+	for (int i = 0; i < SV_MAX_TENANTS; i++) {
+		struct sv_tenant *t = &s->tenants[i];
+
+		if (t->used && t->removing && t->state == SERVING_TENANT_DRAINING &&
+		    !t->nr_queries && !sv_tenant_busy(t))
+			sv_finish_removal(s, t);
+	}
+}
+
+void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct policy_decision *d,
+			uint64_t ns, bool alone)
+{
+	uint64_t now = sv_now_ns();
+	struct policy_level_evidence ev;
+
+	if (!policy_level_tenant_block(&t->level, d->alone_ns, ns, alone, &ev))
+		return;
+	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
+	     c = policy_cpuset_next(&d->cores, c + 1)) {
+		/* the PMU level model measures this core's level (serving_signal.c) */
+		if (s->core_sig[c].live & POLICY_SIG_LEVEL_PMU)
+			continue;
+		policy_level_core_block(&s->core_level[c], &ev, now);
+		s->core_sig[c].live |= POLICY_SIG_SLOWDOWN;
+	}
+}
+
+void sv_release_block_cores(struct serving *s, struct sv_tenant *t, struct sv_exec *x)
+{
+	int idx = tenant_index(s, t);
+	uint64_t now = sv_now_ns();
+
+	if (!x->busy)
+		return;
+	for (int c = policy_cpuset_next(&x->blk.cores, 0); c >= 0;
+	     c = policy_cpuset_next(&x->blk.cores, c + 1)) {
+		s->core_idle_since[c] = now;
+		if (s->owner[c] == idx) {
+			s->owner[c] = -1;
+			policy_cpuset_set(&s->free, c);
+			if (s->core_changed)
+				s->core_changed(s->ctx, c, NULL, 0, 0, 0);
+		}
+	}
+	x->busy = false;
+	if (x->blk_query)
+		x->blk_query->in_flight = false;
+	x->blk_query = NULL;
+}
+
 /* ---- life ------------------------------------------------------------------- */
 
 static int served_cpus(struct serving *s, const char *list, struct coloc_err *err)
@@ -795,8 +865,8 @@ void serving_destroy(struct serving *s)
 		}
 		for (int x = 0; x < t->nr_exec; x++)
 			sv_release_block_cores(s, t, &t->ex[x]);
-		close_executors(s, t, false);
-		fail_all_queries(s, t, "colocd stopped serving");
+		sv_close_executors(s, t, false);
+		sv_fail_all_queries(s, t, "colocd stopped serving");
 		sv_free_tenant(s, t);
 	}
 	/* shutting down: the one place that waits for the kernel to tear them down */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * The serving core's own state, shared by its files (serving.c: tenants,
- * queries, executors; serving_events.c: executor events and deadlines;
- * serving_admit.c: admission; serving_round.c: policy rounds;
- * serving_plan.c: plan ahead; serving_view.c: what status shows). Nothing outside daemon/serving*.c
- * includes it.
+ * The serving core's own state, shared by its files (serving.c: queries
+ * queued and the policy rounds; serving_tenant.c: a tenant's executor
+ * processes; serving_events.c: executor events and deadlines;
+ * serving_admit.c: admission; serving_plan.c: plan ahead; serving_view.c:
+ * what status shows). Nothing outside daemon/serving*.c includes it.
  */
 #ifndef COLOC_DAEMON_SERVING_INTERNAL_H
 #define COLOC_DAEMON_SERVING_INTERNAL_H
@@ -188,11 +188,15 @@ struct sv_tenant *sv_find_tenant(const struct serving *s, const char *name);
 /* Takes q off every list, counts it, calls back, frees it. */
 void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *q,
 		       enum serving_status status, const char *reason);
+/* Every query of t fails with why (prefixed with the tenant's name unless it has it). */
+void sv_fail_all_queries(struct serving *s, struct sv_tenant *t, const char *why);
 /* What owner's tenants hold: how many, their executors and their queries. */
 void sv_owner_usage(const struct serving *s, uid_t owner, int *tenants, int *executors,
 		    int *queued);
 /* All of t's executors started (t starting), or none of them (the ones started are killed). */
 int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err *err);
+/* t's executors retired: asked to exit (graceful) or killed, reaped through the loop. */
+void sv_close_executors(struct serving *s, struct sv_tenant *t, bool graceful);
 /* t's executors killed, its files closed, its place freed. */
 void sv_free_tenant(struct serving *s, struct sv_tenant *t);
 /* Whether t has its executor processes (starting, serving or draining). */

@@ -5,7 +5,7 @@
  * attributed, a tenant's) LLC and DRAM signals and,
  * with the PMU level model, its level (daemon/level_source.h). A core whose
  * level came from the model is marked POLICY_SIG_LEVEL_PMU; the
- * estimate from blocks (serving_round.c) then leaves its level alone, and it
+ * estimate from blocks (serving.c) then leaves its level alone, and it
  * ages towards 1.0 like any other when no window reports it.
  */
 #include <errno.h>

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "huge_alloc.h"
 #include "onnx_internal.h"
 
 struct sbuf {
@@ -359,7 +360,7 @@ int onnx_emit_weights(struct onnx_ctx *c, unsigned char **buf, size_t *len)
 		nr++;
 		size += 8 + 8 + (size_t)l->nt[0] * 4 + (l->t[1] ? 8 + (size_t)l->nt[1] * 4 : 0);
 	}
-	p = malloc(size);
+	p = huge_alloc(size);
 	if (!p)
 		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
 	memcpy(p, "COLOCWT1", 8);

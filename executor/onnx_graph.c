@@ -18,7 +18,23 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "huge_alloc.h"
 #include "onnx_internal.h"
+
+/* protobuf-c's allocations: a large tensor's raw bytes on huge pages */
+static void *pb_alloc(void *data, size_t size)
+{
+	(void)data;
+	return huge_alloc(size);
+}
+
+static void pb_free(void *data, void *p)
+{
+	(void)data;
+	free(p);
+}
+
+static ProtobufCAllocator pb_allocator = { .alloc = pb_alloc, .free = pb_free };
 
 #define LAYER_HASH_CAP (2 * MODEL_MAX_LAYERS)
 
@@ -485,7 +501,7 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 				   "offset %lld",
 				   name, path, want, off);
 	}
-	buf = malloc(want ? want : 1);
+	buf = huge_alloc(want);
 	if (!buf) {
 		if (own)
 			close(fd);
@@ -573,7 +589,7 @@ int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct mo
 				   "its %lld elements",
 				   name, (long long)n);
 	}
-	d = malloc((size_t)(n ? n : 1) * sizeof(double));
+	d = huge_alloc((size_t)n * sizeof(double));
 	if (!d) {
 		free(ext);
 		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
@@ -787,7 +803,7 @@ static int register_values(struct onnx_ctx *c)
 		return coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);
 	memset(c->hash, 0xff, (size_t)c->hash_cap * sizeof(int));
 	for (size_t i = 0; i < g->n_initializer; i++) {
-		const Onnx__TensorProto *t = g->initializer[i];
+		Onnx__TensorProto *t = g->initializer[i];
 
 		if (!t->name || !t->name[0])
 			return coloc_err_set(c->err, -EINVAL, "%s: initializer %zu has no name",
@@ -798,6 +814,13 @@ static int register_values(struct onnx_ctx *c)
 		if (ret)
 			return ret;
 		v->defined = true;
+		/* decoded: its bytes (the protobuf's copy of the weights) are not read again */
+		if (t->has_raw_data) {
+			pb_free(NULL, t->raw_data.data);
+			t->raw_data.data = NULL;
+			t->raw_data.len = 0;
+			t->has_raw_data = 0;
+		}
 	}
 	for (size_t i = 0; i < g->n_input; i++) {
 		const char *name = g->input[i]->name;
@@ -885,7 +908,7 @@ int onnx_graph_open(struct onnx_ctx *c, const void *buf, size_t len)
 				     "attributes inside nodes, or types inside types); "
 				     "refused before decoding",
 				     c->file, ONNX_MAX_NESTING);
-	c->mp = ret ? NULL : onnx__model_proto__unpack(NULL, len, buf);
+	c->mp = ret ? NULL : onnx__model_proto__unpack(&pb_allocator, len, buf);
 	if (!c->mp)
 		return coloc_err_set(c->err, -EINVAL,
 				     "%s: not an ONNX model (the protobuf does not decode: "
@@ -921,6 +944,14 @@ int onnx_graph_open(struct onnx_ctx *c, const void *buf, size_t len)
 	return 0;
 }
 
+void onnx_graph_drop_constants(struct onnx_ctx *c)
+{
+	for (int i = 0; i < c->nr_vals; i++) {
+		free(c->vals[i].data);
+		c->vals[i].data = NULL;
+	}
+}
+
 void onnx_graph_close(struct onnx_ctx *c)
 {
 	for (int i = 0; i < c->nr_vals; i++)
@@ -935,5 +966,5 @@ void onnx_graph_close(struct onnx_ctx *c)
 	free(c->layers);
 	free(c->layer_hash);
 	if (c->mp)
-		onnx__model_proto__free_unpacked(c->mp, NULL);
+		onnx__model_proto__free_unpacked(c->mp, &pb_allocator);
 }

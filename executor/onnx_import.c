@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "huge_alloc.h"
 #include "onnx_internal.h"
 
 int onnx_dim_parse(struct onnx_import_opts *opts, const char *arg, struct coloc_err *err)
@@ -167,6 +168,8 @@ int onnx_import_buffer(const char *name, const void *buf, size_t len,
 	if (!ret)
 		ret = collect_outputs(&c, out);
 	if (!ret)
+		onnx_graph_drop_constants(&c);
+	if (!ret)
 		ret = onnx_emit_text(&c, &out->text, &out->text_len);
 	if (!ret)
 		ret = onnx_emit_weights(&c, &out->weights, &out->weights_len);
@@ -208,7 +211,7 @@ int onnx_import_file(const char *path, const struct onnx_import_opts *opts, stru
 				     "tensors in external data files",
 				     path, (long long)st.st_size);
 	}
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	buf = huge_alloc((size_t)st.st_size);
 	if (!buf) {
 		close(fd);
 		return coloc_err_set(err, -ENOMEM, "%s: out of memory", path);

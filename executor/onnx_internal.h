@@ -110,6 +110,8 @@ int onnx_value_add(struct onnx_ctx *c, const char *name, struct onnx_value **out
 /* Input i of the current node, or NULL if absent (an empty name or i out of range). */
 struct onnx_value *onnx_input(struct onnx_ctx *c, const Onnx__NodeProto *n, size_t i);
 int onnx_graph_open(struct onnx_ctx *c, const void *buf, size_t len);
+/* Frees the decoded constants once every node is lowered (the layers hold their own floats). */
+void onnx_graph_drop_constants(struct onnx_ctx *c);
 void onnx_graph_close(struct onnx_ctx *c);
 /* A new layer; its name is made from the node's (unique, format-safe). */
 int onnx_layer_add(struct onnx_ctx *c, enum model_op op, const char *name, struct onnx_layer **out);

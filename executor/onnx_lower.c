@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "huge_alloc.h"
 #include "onnx_lower.h"
 
 struct onnx_value *onnx_data_input(struct onnx_ctx *c, const Onnx__NodeProto *n, size_t i)
@@ -126,7 +127,7 @@ int onnx_only_first_output(struct onnx_ctx *c, const Onnx__NodeProto *n)
 
 float *onnx_to_floats(struct onnx_ctx *c, const double *d, int64_t n, double scale)
 {
-	float *f = malloc((size_t)(n ? n : 1) * sizeof(float));
+	float *f = huge_alloc((size_t)n * sizeof(float));
 
 	if (!f) {
 		coloc_err_set(c->err, -ENOMEM, "%s: out of memory", c->file);

@@ -34,12 +34,26 @@ static long next_reader(struct onnx_ctx *c, const char *name, size_t from)
 	return -1;
 }
 
+/* Whether the tensor t declares at most max_elems values (by its dims alone). */
+static bool dims_at_most(const Onnx__TensorProto *t, int64_t max_elems)
+{
+	int64_t n = 1;
+
+	for (size_t i = 0; i < t->n_dims; i++) {
+		if (t->dims[i] < 0 || (t->dims[i] && n > max_elems / t->dims[i]))
+			return false;
+		n *= t->dims[i];
+	}
+	return n <= max_elems;
+}
+
 /*
- * A float constant (a copy the caller frees), from a value already folded
- * or, for the constants a pattern reads further on, straight from the
- * Constant node that makes it.
+ * A float constant of at most max_elems values (a copy the caller frees),
+ * from a value already folded or, for the constants a pattern reads
+ * further on, straight from the Constant node that makes it.
  */
-static bool const_tensor(struct onnx_ctx *c, const char *name, struct model_shape *s, double **data)
+static bool const_tensor_at_most(struct onnx_ctx *c, const char *name, int64_t max_elems,
+				 struct model_shape *s, double **data)
 {
 	struct onnx_value *val = onnx_value_find(c, name);
 
@@ -48,7 +62,7 @@ static bool const_tensor(struct onnx_ctx *c, const char *name, struct model_shap
 	if (val->defined) {
 		int64_t n = onnx_elems(&val->shape);
 
-		if (!val->data)
+		if (!val->data || n > max_elems)
 			return false;
 		*data = malloc((size_t)(n ? n : 1) * sizeof(double));
 		if (!*data)
@@ -67,7 +81,8 @@ static bool const_tensor(struct onnx_ctx *c, const char *name, struct model_shap
 		a = n->op_type && !strcmp(n->op_type, "Constant") ? onnx_attr(n, "value") : NULL;
 		if (!a || !a->t ||
 		    (a->t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
-		     a->t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64))
+		     a->t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64) ||
+		    !dims_at_most(a->t, max_elems))
 			return false;
 		/* decoding only to look: errors here mean "no match", the node reports them later */
 		if (onnx_tensor_decode(c, a->t, s, data, &is_int)) {
@@ -79,13 +94,19 @@ static bool const_tensor(struct onnx_ctx *c, const char *name, struct model_shap
 	return false;
 }
 
+static bool const_tensor(struct onnx_ctx *c, const char *name, struct model_shape *s, double **data)
+{
+	return const_tensor_at_most(c, name, INT64_MAX, s, data);
+}
+
+/* A constant of one value: a larger one is refused before it is copied or decoded. */
 static bool const_scalar(struct onnx_ctx *c, const char *name, double *v)
 {
 	struct model_shape s;
 	double *d;
 	bool ok;
 
-	if (!const_tensor(c, name, &s, &d))
+	if (!const_tensor_at_most(c, name, 1, &s, &d))
 		return false;
 	ok = onnx_elems(&s) == 1;
 	if (ok)

@@ -8,7 +8,7 @@
  * executor holding the fewest; only queries in a slot are the policy's to
  * decide. A query that started stays on its executor; one that did not may
  * move to an idle one when the policy decides its first block. The caller
- * (daemon/serving_round.c, sim/executors.c) describes each executor as a
+ * (daemon/serving.c, sim/executors.c) describes each executor as a
  * struct policy_exec_view and moves the inputs itself.
  */
 #ifndef COLOC_POLICY_ASSIGN_H

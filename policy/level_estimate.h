@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * The interference level estimated from finished blocks, without a PMU:
- * pure, the clock passed in. colocd (daemon/serving_round.c) and coloc-sim
+ * pure, the clock passed in. colocd (daemon/serving.c) and coloc-sim
  * (sim/run.c) feed it the same evidence, each block's measured time against
  * its table time alone, and read each core's level from it.
  *

@@ -3,7 +3,7 @@
  * A simulated tenant's executors as colocd holds them: COLOC_SHM_NR_SLOTS
  * query slots each, one block at a time each, queries taking slots in
  * arrival order and blocks taking executors by colocd's own rules
- * (policy/assign.h, the functions daemon/serving_round.c calls). Queries
+ * (policy/assign.h, the functions daemon/serving.c calls). Queries
  * wait in a ring per tenant until a slot frees; only those in a slot are
  * the policy's to see, as in colocd.
  */

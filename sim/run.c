@@ -313,7 +313,7 @@ static int take_free_slots(struct sim_state *s, struct coloc_err *err)
 }
 
 /*
- * Policy rounds as colocd runs them (daemon/serving_round.c, sv_schedule):
+ * Policy rounds as colocd runs them (daemon/serving.c, sv_schedule):
  * slots filled, the policy shown the queries in flight or runnable, its
  * decisions started (one no executor can take is refused) and its drops
  * removed; again after progress, at most SIM_MAX_ROUNDS times an event.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The control protocol's handler (daemon/control.c) fed request lines
+ * The control protocol's handler (daemon/control*.c) fed request lines
  * directly, against a real started daemon core (the sensor loaded, maps
  * pinned): strict JSON, no NUL in strings, responses that are always valid
  * UTF-8 and valid strict JSON, and tenant requests translated to the tenant

@@ -19,8 +19,8 @@
 #include "kselftest_harness.h"
 #include "testutil.h"
 
-#define FUZZ_CHECK_SECONDS "10"
-#define FUZZ_CHECK_SECONDS_SHORT "5" /* targets whose inputs are small and quick */
+#define FUZZ_CHECK_SECONDS "6"
+#define FUZZ_CHECK_SECONDS_SHORT "3" /* targets whose inputs are small and quick */
 
 /* run.sh --check's exit status for target run for seconds, or -1 if it did not exit. */
 static int fuzz_run_for(const char *target, const char *seconds)

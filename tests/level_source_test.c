@@ -286,7 +286,7 @@ TEST_F(level_source, serving_level__a_tenants_alone_noise_is_no_level_on_its_cor
 
 /*
  * Core 0 gets its level from the model, core 1 does not: a block of 3x its
- * alone time on both moves only core 1, by the weight serving_round.c
+ * alone time on both moves only core 1, by the weight serving.c
  * gives a first block (POLICY_LEVEL_CORE_WEIGHT * w from the prior 1.0).
  */
 TEST_F(level_source, serving_hook__block_slowdown_leaves_a_pmu_core_alone)

@@ -25,9 +25,9 @@ export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 pass=0 fail=0 skip=0 broken=() failed=() times=()
 for t in "$@"; do
 	name=$(basename "$t")
-	echo "=== $name"
-	out=$(mktemp)
 	start=$(date +%s)
+	echo "=== $name ($(date -u -d "@$start" +%T))"
+	out=$(mktemp)
 	timeout --kill-after=10 "${COLOC_TEST_TIMEOUT:-900}" "$t" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
 	times+=("$(($(date +%s) - start)) s $name")
@@ -55,7 +55,10 @@ for t in "$@"; do
 	fi
 done
 echo
-echo "slowest: $(printf '%s\n' "${times[@]}" | sort -rn | head -n 8 | paste -sd, | sed 's/,/, /g')"
+total=0
+for t in "${times[@]}"; do total=$((total + ${t%% *})); done
+echo "slowest: $(printf '%s\n' "${times[@]}" | sort -rn | head -n 12 | paste -sd, | sed 's/,/, /g')"
+echo "time: ${total} s in ${#times[@]} test binaries"
 for f in "${failed[@]}"; do echo "failed: $f"; done
 for b in "${broken[@]}"; do echo "broken: $b"; done
 echo "$pass passed, $fail failed, $skip skipped"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The serving core (daemon/serving.c) when starting a tenant's executors
+ * The serving core (daemon/serving_tenant.c) when starting a tenant's executors
  * fails part-way, in process mode: the executors already started are
  * killed and left to the event loop to reap (their pidfds watched), never
  * waited for inside the call. The failure is real: the descriptor limit

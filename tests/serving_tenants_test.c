@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * A tenant's life in colocd's serving core (daemon/serving.c), with real
- * executor processes (tests/serving_fixture.h): admission refused with a
+ * A tenant's life in colocd's serving core (daemon/serving_tenant.c and
+ * serving_admit.c), with real executor processes (tests/serving_fixture.h):
+ * admission refused with a
  * reason (a QoS below the solo latency, no profile, a malformed model),
  * removal that drains the accepted queries, and failure (a SIGKILLed or a
  * hung executor) that frees the tenant's cores while the other keeps
