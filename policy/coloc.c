@@ -220,12 +220,14 @@ static int no_version(struct coloc_err *err, const struct policy_query *q, int f
  * queries are served): late even on the whole machine, dropped; late on the
  * cores free now (up to count index max_ci) but not on the whole machine,
  * it waits for cores, and less urgent queries may use the free ones
- * meanwhile. POLICY_SERVED when neither (serve() goes on), else the enum
- * policy_served to return, or -EINVAL when a layer has no version.
+ * meanwhile. The rest is priced cold (times cold, 1 when hot) when the
+ * block would start on cores gone cold. POLICY_SERVED when neither (serve()
+ * goes on), else the enum policy_served to return, or -EINVAL when a layer
+ * has no version.
  */
 static int drop_or_hold(const struct coloc_state *st, const struct policy_input *in,
 			struct coloc_tenant *ct, const struct policy_query *q, int max_ci,
-			double pos, struct policy_output *out, struct coloc_err *err)
+			double pos, double cold, struct policy_output *out, struct coloc_err *err)
 {
 	const struct policy_costs *m = ct->costs;
 	double corr = st->flags.predict ? coloc_aged_corr(ct, in->now_ns) : 1.0;
@@ -236,12 +238,14 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_input 
 
 	if (!rest_ns)
 		return no_version(err, q, first, m->core_counts[all_ci]);
+	rest_ns = policy_scale_ns(rest_ns, cold);
 	if ((double)in->now_ns + (double)rest_ns / margin > (double)q->deadline_ns)
 		return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
 	if (max_ci < all_ci) {
 		rest_ns = rest_of_model(st, ct, first, max_ci, pos, corr, fixed, in->now_ns);
 		if (!rest_ns)
 			return no_version(err, q, first, m->core_counts[max_ci]);
+		rest_ns = policy_scale_ns(rest_ns, cold);
 		if ((double)in->now_ns + (double)rest_ns * margin > (double)q->deadline_ns)
 			return POLICY_WAIT;
 	}
@@ -336,7 +340,9 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	int max_count = r->nr_free;
 	int max_ci = policy_costs_core_index(m, max_count);
 	int first = q->next_layer, lead = first_with_work(m, first), last, ci;
-	double budget, scale;
+	/* every free core cold: the block will start cold, so it is sized and judged at that price */
+	double cold = policy_costs_cold_scale_on(m, in, &r->free);
+	double budget, fit, scale;
 	struct block_pred bp;
 	int min_need;
 	uint64_t raw_ns = 0;
@@ -348,7 +354,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	if (max_ci < 0)
 		return POLICY_WAIT;
 	if (cfg->late == POLICY_LATE_DROP) {
-		int ret = drop_or_hold(st, in, ct, q, max_ci, pos, out, err);
+		int ret = drop_or_hold(st, in, ct, q, max_ci, pos, cold, out, err);
 
 		if (ret != POLICY_SERVED)
 			return ret;
@@ -368,13 +374,14 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	 */
 	versions = &out->versions[out->nr_versions];
 	ci = -1;
-	for (int c = min_need; c <= max_ci && budget > fixed * margin; c++) {
+	fit = budget / cold; /* policy_costs_start_cold() scales the block's prediction by cold */
+	for (int c = min_need; c <= max_ci && fit > fixed * margin; c++) {
 		bp = coloc_class_pred(st, ct, first, last, c, corr, fixed, in->now_ns);
-		if (budget / margin <= bp.fixed)
+		if (fit / margin <= bp.fixed)
 			continue;
 		raw_ns = coloc_span_ns(st, ct, first, last, c, pos, versions,
-				       (budget / margin - bp.fixed) / bp.scale);
-		if (raw_ns && coloc_predicted(bp, raw_ns) * margin <= budget) {
+				       (fit / margin - bp.fixed) / bp.scale);
+		if (raw_ns && coloc_predicted(bp, raw_ns) * margin <= fit) {
 			ci = c;
 			break;
 		}
@@ -415,7 +422,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	 * The longest prefix within the cap stays, at least one layer with work.
 	 */
 	bp = coloc_class_pred(st, ct, first, last, ci, corr, fixed, in->now_ns);
-	if (last - lead > 1 && coloc_predicted(bp, raw_ns) > r->cap[q->tenant]) {
+	if (last - lead > 1 && coloc_predicted(bp, raw_ns) * cold > r->cap[q->tenant]) {
 		int lo = lead + 1, hi = last - 1;
 
 		while (lo < hi) {
@@ -423,7 +430,8 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 
 			if (coloc_predicted(coloc_class_pred(st, ct, first, mid, ci, corr, fixed,
 							     in->now_ns),
-					    coloc_span_ns(st, ct, first, mid, ci, pos, NULL, 0)) <=
+					    coloc_span_ns(st, ct, first, mid, ci, pos, NULL, 0)) *
+				    cold <=
 			    r->cap[q->tenant])
 				lo = mid;
 			else

@@ -221,21 +221,31 @@ static bool core_running(const struct policy_input *in, int cpu)
 	return false;
 }
 
-void policy_costs_start_cold(const struct policy_costs *m, const struct policy_input *in,
-			     struct policy_decision *d)
+double policy_costs_cold_scale_on(const struct policy_costs *m, const struct policy_input *in,
+				  const struct policy_cpuset *cores)
 {
 	double scale = policy_costs_cold_scale(m);
+	int c = policy_cpuset_next(cores, 0);
 
-	if (scale <= 1.0 || !in->core_idle_since_ns)
-		return;
-	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
-	     c = policy_cpuset_next(&d->cores, c + 1)) {
+	if (scale <= 1.0 || !in->core_idle_since_ns || c < 0)
+		return 1.0;
+	for (; c >= 0; c = policy_cpuset_next(cores, c + 1)) {
 		uint64_t since = in->core_idle_since_ns[c];
 
 		if (core_running(in, c) ||
 		    (since && (in->now_ns < since || in->now_ns - since < m->cold_after_ns)))
-			return;
+			return 1.0;
 	}
+	return scale;
+}
+
+void policy_costs_start_cold(const struct policy_costs *m, const struct policy_input *in,
+			     struct policy_decision *d)
+{
+	double scale = policy_costs_cold_scale_on(m, in, &d->cores);
+
+	if (scale <= 1.0)
+		return;
 	d->cold = true;
 	d->alone_ns = policy_scale_ns(d->alone_ns, scale);
 	d->predicted_ns = policy_scale_ns(d->predicted_ns, scale);

@@ -347,6 +347,14 @@ struct policy_input {
  */
 void policy_costs_start_cold(const struct policy_costs *m, const struct policy_input *in,
 			     struct policy_decision *d);
+/*
+ * m's cold ratio when a block on cores (not empty) would start cold, as
+ * policy_costs_start_cold() decides it; 1 otherwise. A policy that will
+ * give a block some of cores, every one of them cold, sizes the block and
+ * decides its query's fate at the price the block will be given.
+ */
+double policy_costs_cold_scale_on(const struct policy_costs *m, const struct policy_input *in,
+				  const struct policy_cpuset *cores);
 /* m's cold ratio where it prices blocks: 1 to 4 (PROFILE_MAX_COLD_RATIO), 1 when unknown. */
 double policy_costs_cold_scale(const struct policy_costs *m);
 /* ns times scale, saturated at UINT64_MAX. */

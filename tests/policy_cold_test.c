@@ -188,4 +188,63 @@ TEST_F(pol, start_cold__coloc_learns_a_cold_block_relative_to_its_cold_price)
 	policy_destroy(p);
 }
 
+/*
+ * coloc judges a query at the price its block will be given: tiny cold at
+ * 2 x on cores all idle, 540 us hot and 1080 us cold on 4 cores. With 800 us
+ * to its deadline the hot price fits and the cold one does not, so it is
+ * dropped as one it cannot meet (before, it was kept on the hot price and
+ * then predicted late); on cores just used, the same query is served.
+ */
+TEST_F(pol, start_cold__coloc_drops_a_query_only_its_hot_price_would_meet)
+{
+	struct policy_costs m = cold_tiny(2.0);
+	uint64_t idle[POLICY_MAX_CPUS] = { 0 };
+
+	self->cfg.late = POLICY_LATE_DROP;
+	self->tenants[0] = (struct policy_tenant){ .costs = &m, .qos_ns = 800000 };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	self->in.now_ns = NOW_NS;
+	self->in.core_idle_since_ns = idle;
+	add_query(&self->in, self->queries, 1, 0, NOW_NS, NOW_NS + 800000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(0, self->out.nr_decisions);
+	ASSERT_EQ(1, self->out.nr_drops);
+	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
+
+	for (int c = 0; c < 4; c++)
+		idle[c] = NOW_NS - 100000; /* a block ended 0.1 ms ago: hot */
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(0, self->out.nr_drops);
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_FALSE(self->decisions[0].cold);
+	ASSERT_GE(800000, self->decisions[0].predicted_ns);
+}
+
+/*
+ * coloc sizes a cold block so that its cold price fits its budget: with a
+ * deadline that the whole model fits hot on 2 cores (960 us) but cold only
+ * on 4 (1080 us cold there, 1920 on 2), the block takes 4 cores and is
+ * predicted within the deadline. coloc-nospare, so that spare cores do not
+ * hide the count the budget chose.
+ */
+TEST_F(pol, start_cold__coloc_sizes_a_cold_block_at_its_cold_price)
+{
+	struct policy_costs m = cold_tiny(2.0);
+	uint64_t idle[POLICY_MAX_CPUS] = { 0 };
+
+	self->tenants[0] = (struct policy_tenant){ .costs = &m, .qos_ns = 1500000 };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	self->in.now_ns = NOW_NS;
+	self->in.core_idle_since_ns = idle;
+	add_query(&self->in, self->queries, 1, 0, NOW_NS, NOW_NS + 1500000);
+	ASSERT_EQ(0, run_round(self, "coloc-nospare"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_TRUE(self->decisions[0].cold);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_GE(1500000, self->decisions[0].predicted_ns)
+	TH_LOG("%d cores, layers [%d, %d), predicted %llu ns", self->decisions[0].nr_cores,
+	       self->decisions[0].first_layer, self->decisions[0].last_layer,
+	       (unsigned long long)self->decisions[0].predicted_ns);
+}
+
 TEST_HARNESS_MAIN
