@@ -12,16 +12,15 @@
 void *huge_alloc(size_t bytes)
 {
 	const size_t huge = HUGE_ALLOC_MIN_BYTES;
-	size_t len;
 	void *p;
 
 	if (bytes < huge)
 		return malloc(bytes ? bytes : 1);
-	if (bytes > SIZE_MAX - huge)
+	if (bytes > PTRDIFF_MAX) /* as malloc refuses it, without ASan's abort on the way */
 		return NULL;
-	len = (bytes + huge - 1) / huge * huge;
-	p = aligned_alloc(huge, len);
-	if (p)
-		(void)madvise(p, len, MADV_HUGEPAGE);
+	/* the exact size, so that ASan still sees a byte past the end */
+	if (posix_memalign(&p, huge, bytes))
+		return NULL;
+	(void)madvise(p, bytes / huge * huge, MADV_HUGEPAGE);
 	return p;
 }

@@ -16,9 +16,10 @@
 
 /*
  * bytes (at least 1) of uninitialised memory, or NULL: at or above
- * HUGE_ALLOC_MIN_BYTES aligned to 2 MiB, its length rounded up to a
- * multiple of that, and advised MADV_HUGEPAGE before anything touches it
- * (where the kernel refuses the advice it is ordinary memory).
+ * HUGE_ALLOC_MIN_BYTES aligned to 2 MiB, and its whole 2 MiB pages advised
+ * MADV_HUGEPAGE before anything touches them (the tail past the last whole
+ * one, and all of it where the kernel refuses the advice, is ordinary
+ * memory). Exactly bytes long: ASan reports an access past the end.
  */
 void *huge_alloc(size_t bytes);
 

@@ -5,7 +5,9 @@
  * --check: a crash, a sanitizer report, a leak, an input over 25 s or an
  * out-of-memory makes the fuzzer exit non-zero and the test fail, with the
  * end of its log and the crashing input's path (build/fuzz/crashes/). The
- * long runs are 'make fuzz'. COLOC_FUZZ_CHECK_SECONDS, when set, replaces
+ * long runs are 'make fuzz': in a few seconds this replays the seeds and
+ * tries a few thousand inputs, so new findings come from there.
+ * COLOC_FUZZ_CHECK_SECONDS, when set, replaces
  * both times ('SANITIZE=1 make check' sets 1: its fuzz targets are the same
  * builds, run with the same seed, as the first 'make check' ran).
  */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every kselftest-harness test binary given, then names each failed test
-# and prints the eight slowest binaries and one summary line, "N passed, N
-# failed, N skipped", adding up the harness's own totals. Exits non-zero if any
+# and prints the twelve slowest binaries, their time summed and one summary
+# line, "N passed, N failed, N skipped", adding up the harness's own totals. Exits non-zero if any
 # test failed or any binary crashed or timed out.
 #
 #   tests/run.sh [--root] TEST...
