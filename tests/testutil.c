@@ -261,6 +261,15 @@ int tu_run(const char *cmd, char *out, size_t len)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+int tu_colocctl(const char *sock, const char *args, char *out, size_t len)
+{
+	char bin[512], cmd[4096];
+
+	snprintf(cmd, sizeof(cmd), "'%s' --socket '%s' %s", tu_bin("colocctl", bin, sizeof(bin)),
+		 sock, args);
+	return tu_run(cmd, out, len);
+}
+
 int tu_connect(const char *socket_path)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };

@@ -66,6 +66,8 @@ const char *tu_hostile_executor_bin(char *buf, size_t len);
 int tu_hostile_executor_dir(const char *dir, char *executor, size_t len);
 /* Runs a shell command; its stdout+stderr go to out. Returns the exit status or -1. */
 int tu_run(const char *cmd, char *out, size_t len);
+/* Runs colocctl --socket SOCK ARGS (ARGS as a shell reads them), as tu_run does. */
+int tu_colocctl(const char *sock, const char *args, char *out, size_t len);
 
 /* A coloc binary run as a child, its stdout and stderr going to a pipe. */
 struct tu_child {
