@@ -52,6 +52,15 @@ int tu_steal_ns(__u64 *ns);
 /* Entries of directory dir but those whose name starts with '.'; -1 when it cannot be read. */
 int tu_nr_dir_entries(const char *dir);
 
+/*
+ * The threads of pid (/proc/PID/task) for which pred holds (every one when
+ * pred is NULL): how many, -1 when the folder cannot be read; *nr (unless
+ * NULL) how many threads there were, 0 when it cannot be read.
+ */
+int tu_count_threads(pid_t pid, bool (*pred)(pid_t pid, pid_t tid, void *ctx), void *ctx,
+		     int *nr);
+/* Thread tid of pid's state letter, from /proc/PID/task/TID/stat; '?' when it cannot be read. */
+char tu_thread_state(pid_t pid, pid_t tid);
 /* Mounts bpffs at /sys/fs/bpf unless one is there (a fresh machine has none). */
 int tu_mount_bpffs(void);
 /* Path of a coloc binary, found as binpath_find() does (common/binpath.h). */
