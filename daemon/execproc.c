@@ -458,9 +458,20 @@ static int check_ready_summary(struct execproc *ep, struct coloc_err *err)
 	return 0;
 }
 
+/* The first bytes bytes of a page-aligned area: allocated and mapped now (best effort). */
+static void populate(void *at, unsigned long long bytes)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (bytes)
+		madvise(at, (bytes + (unsigned long long)page - 1) / page * page,
+			MADV_POPULATE_WRITE);
+}
+
 /*
  * Takes the executor's description of its model, once, if it fits the
- * layout; the layout colocd wrote must still be there.
+ * layout; the layout colocd wrote must still be there. Then the slots'
+ * input and output pages are allocated, so that no query's copy faults.
  */
 static int take_ready(struct execproc *ep, struct coloc_err *err)
 {
@@ -488,6 +499,10 @@ static int take_ready(struct execproc *ep, struct coloc_err *err)
 	ep->shm_hdr = sh;
 	if (check_ready_summary(ep, err))
 		return -EPROTO;
+	for (unsigned int k = 0; k < COLOC_SHM_NR_SLOTS; k++) {
+		populate(slot_base(ep, k), h->in_bytes);
+		populate(slot_base(ep, k) + h->slot_in_capacity, h->out_bytes);
+	}
 	ep->ready = true;
 	return 0;
 }

@@ -223,7 +223,10 @@ const struct coloc_shm_header *execproc_header(const struct execproc *ep);
  * summary's.
  */
 const struct coloc_shm_summary *execproc_summary(const struct execproc *ep);
-/* Where a slot's input goes and its output comes (hdr.in_bytes / out_bytes). */
+/*
+ * Where a slot's input goes and its output comes (hdr.in_bytes / out_bytes);
+ * once ready, those pages are allocated and mapped on both sides.
+ */
 void *execproc_input(struct execproc *ep, unsigned int slot);
 const void *execproc_output(const struct execproc *ep, unsigned int slot);
 

@@ -191,9 +191,26 @@ static int warm_up(struct shm_serve *s, char *why, size_t len)
 	return ret;
 }
 
+/* The slots' input and output pages mapped now (colocd allocates them): no fault on a query. */
+static void populate_slots(const struct shm_serve *s)
+{
+	const struct coloc_shm_header *h = &s->shm->hdr;
+	unsigned long long page = (unsigned long long)sysconf(_SC_PAGESIZE);
+
+	for (unsigned int k = 0; k < COLOC_SHM_NR_SLOTS; k++) {
+		madvise(slot_in(s, k), (h->in_bytes + page - 1) / page * page,
+			MADV_POPULATE_WRITE);
+		madvise(slot_out(s, k), (h->out_bytes + page - 1) / page * page,
+			MADV_POPULATE_WRITE);
+	}
+}
+
 int shm_serve_prepare(struct shm_serve *s, char *why, size_t len)
 {
 	int ret = describe_model(s, why, len);
+
+	if (!ret)
+		populate_slots(s);
 
 	if (!ret && s->team_turns) {
 		ret = exec_team_turns_join(&s->shm->cmd.seq, s->allowed.nr);

@@ -248,6 +248,78 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_input 
 	return POLICY_SERVED;
 }
 
+/*
+ * The knee of the span [first, last)'s scaling curve: of the counts up to its
+ * fastest, the one whose throughput (1 / latency) lies furthest above the
+ * chord from the fewest cores to the fastest (Kneedle's rule, no constant):
+ * past it each core added buys less than the average core did. The fastest
+ * count when no count lies above the chord (the curve scales linearly).
+ */
+static int knee_index(const struct coloc_state *st, struct coloc_tenant *ct, int first, int last,
+		      double pos)
+{
+	const struct policy_costs *m = ct->costs;
+	double f[POLICY_MAX_CORE_COUNTS], best_d = 0;
+	int fast = -1, knee;
+
+	for (int c = 0; c < m->nr_core_counts && m->core_counts[c] <= st->nr_online; c++) {
+		uint64_t ns = coloc_span_ns(st, ct, first, last, c, pos, NULL, 0);
+
+		f[c] = ns ? 1.0 / (double)ns : 0;
+		if (fast < 0 || f[c] > f[fast])
+			fast = c;
+	}
+	knee = fast;
+	for (int c = 0; fast > 0 && c < fast; c++) {
+		double chord = f[0] + (f[fast] - f[0]) * (m->core_counts[c] - m->core_counts[0]) /
+					      (m->core_counts[fast] - m->core_counts[0]);
+
+		if (f[c] > 0 && f[c] - chord > best_d) {
+			best_d = f[c] - chord;
+			knee = c;
+		}
+	}
+	return knee;
+}
+
+/*
+ * The count index the block [first, last) of q may grow to on spare cores,
+ * from ci (the fewest that fit its budget): cores nobody needs are not left
+ * idle, up to avg_C + thres (the model's fair share under the current load)
+ * and what is free. With spare_to_knee and another tenant to keep cores for,
+ * no further than the block's knee while q, ending there, leaves its
+ * tenant's next query its solo time before q's deadline (a query of the tenant that arrives now waits for q's end, as
+ * the tenant's executor runs one block at a time, then needs its model on
+ * every core): past the knee each core buys less time than the average
+ * one, and the cores it holds are the ones a query arriving behind it waits
+ * for (docs/design/coloc-policy.md, "Spare cores up to the knee").
+ */
+static int spare_index(const struct coloc_state *st, const struct policy_input *in,
+		       const struct round *r, struct coloc_tenant *ct, const struct policy_query *q,
+		       int first, int last, int ci, double pos)
+{
+	const struct policy_costs *m = ct->costs;
+	double limit = ct->avg_need + r->thres[q->tenant], corr, fixed, margin;
+	int ci_spare = policy_costs_core_index(m, limit < r->nr_free ? (int)limit : r->nr_free);
+	int knee;
+	uint64_t rest;
+
+	if (!st->flags.spare_to_knee || ci_spare <= ci || r->nr_tables < 2)
+		return ci_spare;
+	knee = knee_index(st, ct, first, last, pos);
+	if (knee >= ci_spare)
+		return ci_spare;
+	corr = st->flags.predict ? coloc_aged_corr(ct, in->now_ns) : 1.0;
+	fixed = st->flags.predict ? coloc_aged_fixed(ct, in->now_ns) : 0;
+	margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
+	rest = rest_of_model(st, ct, first, knee, pos, corr, fixed, in->now_ns);
+	if (!rest || (double)in->now_ns + (double)rest * margin +
+				     ((double)in->tenants[q->tenant].qos_ns - r->slack[q->tenant]) >
+			     (double)q->deadline_ns)
+		return ci_spare;
+	return knee > ci ? knee : ci;
+}
+
 /* Decides q's next block, or drops it, or waits; an enum policy_served. */
 static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		 const struct policy_input *in, struct round *r, const struct policy_query *q,
@@ -320,15 +392,9 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		}
 		raw_ns = coloc_span_ns(st, ct, first, last, ci, pos, versions, 0);
 	}
-	/*
-	 * Cores nobody needs are not left idle: up to avg_C + thres (the
-	 * model's fair share under the current load), the block takes the
-	 * largest count there is when that runs it faster.
-	 */
+	/* spare cores (spare_index()), when they run the block faster */
 	if (st->flags.use_spare) {
-		double limit = ct->avg_need + r->thres[q->tenant];
-		int ci_spare =
-			policy_costs_core_index(m, limit < max_count ? (int)limit : max_count);
+		int ci_spare = spare_index(st, in, r, ct, q, first, last, ci, pos);
 
 		if (ci_spare > ci) {
 			uint64_t ns = coloc_span_ns(st, ct, first, last, ci_spare, pos, NULL, 0);
@@ -422,12 +488,14 @@ static void block_caps(struct coloc_state *st, const struct policy_input *in, st
 	double min1 = INFINITY, min2 = INFINITY;
 	int t1 = -1;
 
-	for (int t = 0; t < in->nr_tenants && st->flags.block_cap > 0; t++) {
+	for (int t = 0; t < in->nr_tenants && (st->flags.block_cap > 0 || st->flags.spare_to_knee);
+	     t++) {
 		double slack;
 
 		if (!in->tenants[t].costs)
 			continue;
-		slack = solo_slack(st, in, r, t);
+		r->nr_tables++;
+		slack = r->slack[t] = solo_slack(st, in, r, t);
 		if (slack < min1) {
 			min2 = min1;
 			min1 = slack;
@@ -498,36 +566,40 @@ COLOC_ENTRY(policy_coloc, "coloc",
 	    "VELTAIR's layer blocks and versions by interference level, Abacus's prediction "
 	    "and headroom order",
 	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
-	    .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true,
-	    .headroom = true);
+	    .spare_to_knee = true, .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK,
+	    .dynamic_thres = true, .predict = true, .headroom = true);
 COLOC_ENTRY(policy_coloc_noversions, "coloc-noversions",
 	    "coloc with one fixed version per layer (its fastest alone)", .use_level = true,
-	    .headroom_budget = true, .use_spare = true, .unit = COLOC_UNIT_BLOCK,
-	    .dynamic_thres = true, .predict = true, .headroom = true, .block_cap = 0.5);
+	    .headroom_budget = true, .use_spare = true, .spare_to_knee = true,
+	    .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true, .headroom = true,
+	    .block_cap = 0.5);
 COLOC_ENTRY(policy_coloc_noblocks, "coloc-noblocks",
 	    "coloc with the whole remaining model as one block (model-wise inside coloc)",
 	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
-	    .unit = COLOC_UNIT_MODEL, .predict = true, .headroom = true);
+	    .spare_to_knee = true, .unit = COLOC_UNIT_MODEL, .predict = true, .headroom = true);
 COLOC_ENTRY(policy_coloc_fixedthres, "coloc-fixedthres",
 	    "coloc with a fixed pivot threshold of 0 instead of the dynamic one", .use_level = true,
-	    .versions = true, .headroom_budget = true, .use_spare = true, .unit = COLOC_UNIT_BLOCK,
-	    .fixed_thres = 0, .predict = true, .headroom = true, .block_cap = 0.5);
+	    .versions = true, .headroom_budget = true, .use_spare = true, .spare_to_knee = true,
+	    .unit = COLOC_UNIT_BLOCK, .fixed_thres = 0, .predict = true, .headroom = true,
+	    .block_cap = 0.5);
 COLOC_ENTRY(policy_coloc_noprediction, "coloc-noprediction",
 	    "coloc without the online correction of predicted latencies", .use_level = true,
-	    .versions = true, .headroom_budget = true, .use_spare = true, .unit = COLOC_UNIT_BLOCK,
-	    .dynamic_thres = true, .headroom = true, .block_cap = 0.5);
+	    .versions = true, .headroom_budget = true, .use_spare = true, .spare_to_knee = true,
+	    .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .headroom = true, .block_cap = 0.5);
 COLOC_ENTRY(policy_coloc_nocap, "coloc-nocap",
 	    "coloc without the cap on a block's length (half the other tenants' least slack)",
 	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
-	    .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true, .headroom = true);
+	    .spare_to_knee = true, .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true,
+	    .headroom = true);
 COLOC_ENTRY(policy_coloc_fcfs, "coloc-fcfs", "coloc in arrival order instead of headroom order",
 	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
-	    .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true, .block_cap = 0.5);
+	    .spare_to_knee = true, .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true,
+	    .block_cap = 0.5);
 COLOC_ENTRY(policy_coloc_ewma, "coloc-ewma",
 	    "coloc predicting every block from the EWMAs alone, never from its own median",
 	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
-	    .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true,
-	    .headroom = true, .ewma_only = true);
+	    .spare_to_knee = true, .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK,
+	    .dynamic_thres = true, .predict = true, .headroom = true, .ewma_only = true);
 COLOC_ENTRY(policy_coloc_nospare, "coloc-nospare",
 	    "coloc without spare cores: each block on the fewest cores that fit its budget",
 	    .use_level = true, .versions = true, .headroom_budget = true, .block_cap = 0.5,
@@ -536,5 +608,11 @@ COLOC_ENTRY(policy_coloc_timeshares, "coloc-timeshares",
 	    "coloc sharing each query's QoS over its layers by their alone latency on the "
 	    "fewest cores where the model fits, instead of by their ops (VELTAIR's rule)",
 	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
+	    .spare_to_knee = true, .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK,
+	    .dynamic_thres = true, .predict = true, .headroom = true, .time_shares = true);
+COLOC_ENTRY(policy_coloc_noknee, "coloc-noknee",
+	    "coloc with spare cores up to avg_C + thres, past the knee of the block's scaling "
+	    "curve (coloc before 2026-12-05)",
+	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
 	    .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true,
-	    .headroom = true, .time_shares = true);
+	    .headroom = true);

@@ -120,6 +120,8 @@ struct round {
 	double slowdown; /* the free cores' interference level (1.0 = alone) */
 	double thres[POLICY_MAX_TENANTS];
 	double cap[POLICY_MAX_TENANTS]; /* the longest predicted time a block may have, ns */
+	double slack[POLICY_MAX_TENANTS]; /* QoS - the whole model on every core, ns (solo_slack) */
+	int nr_tables; /* tenants with a table: who else a block's cores may keep waiting */
 	const struct policy_query *head[POLICY_MAX_TENANTS];
 	bool done[POLICY_MAX_TENANTS];
 	int in_flight[POLICY_MAX_TENANTS]; /* blocks of the tenant running, or decided this round */

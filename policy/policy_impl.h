@@ -83,6 +83,7 @@ struct coloc_flags {
 	bool headroom; /* most urgent (earliest deadline) first (else arrival order) */
 	bool headroom_budget; /* budgets from the queue's headroom (else from the tenant's QoS) */
 	bool use_spare; /* a block may take up to avg_C + thres cores when faster (else its need) */
+	bool spare_to_knee; /* with use_spare: no further than the knee of the block's scaling curve */
 	/* layers share the QoS by alone latency where the model fits (else by ops, VELTAIR's) */
 	bool time_shares;
 	/*
@@ -132,6 +133,7 @@ extern const struct policy_entry policy_coloc_noblocks;
 extern const struct policy_entry policy_coloc_fixedthres;
 extern const struct policy_entry policy_coloc_noprediction;
 extern const struct policy_entry policy_coloc_nocap;
+extern const struct policy_entry policy_coloc_noknee;
 extern const struct policy_entry policy_coloc_fcfs;
 extern const struct policy_entry policy_coloc_ewma;
 extern const struct policy_entry policy_coloc_nospare;

@@ -6,7 +6,8 @@
  * noticed through the pidfd with the reason (the delay is printed, never
  * asserted); malformed commands are refused with a reason and the executor
  * keeps serving; a shared block (the os policy's) runs its team unpinned on
- * all its cores; idle, its threads sleep; asked to stop, it exits.
+ * all its cores; idle, its threads sleep; asked to stop, it exits; once
+ * ready, its slots' input and output pages are mapped on both sides.
  * Its isolation: execproc_isolation_test.c; hostile executors:
  * execproc_hostile_test.c.
  */
@@ -318,6 +319,50 @@ TEST_F(execproc, executor__idle_threads_sleep_in_futex)
 	EXPECT_TRUE(asleep) TH_LOG("some of the %d threads still run 5 s after the block", n);
 	TH_LOG("all %d threads asleep in futex %.3f ms after the completion was seen", n,
 	       (tu_now_ns() - t0) / 1e6);
+}
+
+/* Size and Rss (kB) of pid's mapping of the tenant's shared memory, from /proc/PID/smaps. */
+static bool shm_mapping_kb(pid_t pid, long *size_kb, long *rss_kb)
+{
+	char path[64], line[512];
+	bool in = false, found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+			in = !found && strstr(line, "coloc-shm:mnv2");
+		else if (in && sscanf(line, "Size: %ld kB", size_kb) == 1)
+			continue;
+		else if (in && sscanf(line, "Rss: %ld kB", rss_kb) == 1)
+			found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * Once ready, before any query, every slot's input and output pages are
+ * allocated and mapped on both sides (the rest of the slots' capacity is
+ * not): no query pays their page faults.
+ */
+TEST_F(execproc, ready__slots_mapped_before_the_first_query)
+{
+	long want = COLOC_SHM_NR_SLOTS * (long)((self->in_elems + self->out_elems) *
+						sizeof(float) / 1024);
+	long size = 0, rss = 0;
+
+	ASSERT_TRUE(shm_mapping_kb(getpid(), &size, &rss));
+	EXPECT_GE(rss, want) TH_LOG("colocd's side: %ld of %ld kB mapped", rss, size);
+	EXPECT_LT(rss, size / 2); /* not the whole default capacity */
+	size = rss = 0;
+	ASSERT_TRUE(shm_mapping_kb(execproc_pid(self->ep), &size, &rss));
+	EXPECT_GE(rss, want) TH_LOG("the executor's side: %ld of %ld kB mapped", rss, size);
 }
 
 /*

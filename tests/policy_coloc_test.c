@@ -3,8 +3,8 @@
  * Tests of the coloc policy's decisions on the hand-worked table
  * (tests/policy_fixture.h): blocks cut at pivots, VELTAIR's threshold,
  * versions chosen by level, headroom order, drops and holds, the LLC
- * domain and the aggressor's cores avoided, and a block capped at half
- * the least slack of the other tenants.
+ * domain and the aggressor's cores avoided, a block capped at half the
+ * least slack of the other tenants, and spare cores up to the knee.
  */
 #include <errno.h>
 #include <math.h>
@@ -513,6 +513,48 @@ TEST_F(pol, coloc_decide__the_cap_never_leaves_a_block_of_layers_without_work)
 	ASSERT_EQ(2, self->decisions[0].last_layer);
 	ASSERT_EQ(8, self->decisions[0].nr_cores);
 	ASSERT_EQ(60000, self->decisions[0].predicted_ns);
+}
+
+/*
+ * Spare cores up to the knee. Tiny's whole model takes 1870, 960 and 540 us
+ * on 1, 2 and 4 cores: throughput 1 / T lies above the chord from 1 core to
+ * 4 only at 2 cores (1 / 960 against 1 / 1870 + (1 / 540 - 1 / 1870) / 3),
+ * so 2 cores is its knee. Tenant 0 (QoS 2 ms) has one query, 4 cores free,
+ * tenant 1 (QoS 10 ms) a table and nothing queued: the limit is min(8, 4
+ * free) = 4, the budget (2 ms) fits on 1 core, the cap (half tenant 1's
+ * slack, 4730 us) does not bind. Tiny's slack is 2000 - 540 = 1460 us, so
+ * ending at the knee 960 us from now leaves the tenant's next query its
+ * solo time (540 us) before the deadline when 960 + 540 <= what is left.
+ */
+TEST_F(pol, coloc_decide__spare_cores_stop_at_the_knee_while_the_next_query_keeps_its_time)
+{
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 2000000 };
+	self->tenants[1] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 10000000, .uid = 1 };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	add_query(&self->in, self->queries, 1, 0, 0, 2000000);
+	/* 2 ms left: 960 + 540 <= 2000, the knee, 2 cores */
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(3, self->decisions[0].last_layer);
+	ASSERT_EQ(2, self->decisions[0].nr_cores);
+	ASSERT_EQ(960000, self->decisions[0].predicted_ns);
+	/* coloc-noknee (coloc before) takes all 4 */
+	ASSERT_EQ(0, run_round(self, "coloc-noknee"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
+	/* 1.4 ms left (arrived 0.6 ms ago): 960 + 540 > 1400, past the knee to 4 cores */
+	self->in.now_ns = 600000;
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
+	/* alone (tenant 1 without a table), nobody waits for the cores: all 4 */
+	self->in.now_ns = 0;
+	self->tenants[1].costs = NULL;
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
 }
 
 TEST_HARNESS_MAIN

@@ -50,7 +50,7 @@ EXECUTORS=${EXECUTORS:-2}
 CORES=${CORES:-64 128 256}
 BASELINES="os static temporal model-wise layer-wise"
 MAIN_POLICIES=$(tr ' ' , <<<"$BASELINES coloc")
-ABLATIONS="coloc-noversions coloc-noblocks coloc-fixedthres coloc-noprediction coloc-fcfs coloc-nocap
+ABLATIONS="coloc-noversions coloc-noblocks coloc-fixedthres coloc-noprediction coloc-fcfs coloc-nocap coloc-noknee
 	coloc-timeshares"
 declare -A QOS=([resnet50]=15 [googlenet]=15 [efficientnet_b0]=10 [mobilenet_v2]=10
 	[tiny_yolov2]=10 [ssd_mobilenet]=100 [bert_large]=130)
