@@ -14,13 +14,11 @@
 
 FIXTURE(colocctl_args)
 {
-	char bin[512];
 	char out[4096];
 };
 
 FIXTURE_SETUP(colocctl_args)
 {
-	tu_bin("colocctl", self->bin, sizeof(self->bin));
 }
 
 FIXTURE_TEARDOWN(colocctl_args)
@@ -30,11 +28,10 @@ FIXTURE_TEARDOWN(colocctl_args)
 /* Runs "colocctl --socket /nonexistent/... submit t m ARGS"; output in self->out. */
 static int submit(FIXTURE_DATA(colocctl_args) * self, const char *args)
 {
-	char cmd[1024];
+	char line[1024];
 
-	snprintf(cmd, sizeof(cmd), "'%s' --socket /nonexistent/coloc-args.sock submit t m %s",
-		 self->bin, args);
-	return tu_run(cmd, self->out, sizeof(self->out));
+	snprintf(line, sizeof(line), "submit t m %s", args);
+	return tu_colocctl("/nonexistent/coloc-args.sock", line, self->out, sizeof(self->out));
 }
 
 TEST_F(colocctl_args, submit__qos_ms_not_a_number_in_range_is_bad_usage)

@@ -8,16 +8,6 @@
 #include "kselftest_harness.h"
 #include "colocd_serving_fixture.h"
 
-/* Runs colocctl --socket SOCK ARGS; its output in out. Returns its exit status. */
-static int colocctl(FIXTURE_DATA(wire) * self, const char *args, char *out, size_t len)
-{
-	char bin[512], cmd[3 * PATH_MAX + 1024];
-
-	snprintf(cmd, sizeof(cmd), "%s --socket '%s' %s", tu_bin("colocctl", bin, sizeof(bin)),
-		 self->sock, args);
-	return tu_run(cmd, out, len);
-}
-
 TEST_F_TIMEOUT(wire, colocctl__submit_infer_files_status_remove, 600)
 {
 	char args[3 * PATH_MAX], out[8192], in_path[128], out_path[128];
@@ -26,21 +16,21 @@ TEST_F_TIMEOUT(wire, colocctl__submit_infer_files_status_remove, 600)
 	float max_err, max_ref;
 	FILE *f;
 
-	ASSERT_EQ(0, colocctl(self, "--help", out, sizeof(out)));
+	ASSERT_EQ(0, tu_colocctl(self->sock, "--help", out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "submit NAME MODEL --qos-ms X"));
 	EXPECT_NE(NULL, strstr(out, "infer NAME [--input FILE] [--output FILE]"));
 
 	snprintf(args, sizeof(args), "submit c '%s' --qos-ms %d --executors 0", self->model,
 		 QOS_MS);
-	EXPECT_EQ(2, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(2, tu_colocctl(self->sock, args, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "--executors wants a whole number from 1 to 8, not '0'"))
 	TH_LOG("%s", out);
 	snprintf(args, sizeof(args), "submit c '%s' --qos-ms %d --executors 2", self->model,
 		 QOS_MS);
-	ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(0, tu_colocctl(self->sock, args, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "tenant c admitted")) TH_LOG("%s", out);
 	ASSERT_TRUE(wait_state(self, "c", "ready"));
-	ASSERT_EQ(0, colocctl(self, "list", out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(0, tu_colocctl(self->sock, "list", out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "EXEC")) TH_LOG("%s", out);
 	{
 		const char *c = strstr(out, "\nc ");
@@ -61,7 +51,7 @@ TEST_F_TIMEOUT(wire, colocctl__submit_infer_files_status_remove, 600)
 	ASSERT_EQ(self->in_bytes, fwrite(self->input, 1, self->in_bytes, f));
 	fclose(f);
 	snprintf(args, sizeof(args), "infer c --input '%s' --output '%s'", in_path, out_path);
-	ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(0, tu_colocctl(self->sock, args, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "ok: latency")) TH_LOG("%s", out);
 	want = tu_model_outputs(self->model, self->input, &out_elems);
 	ASSERT_NE(NULL, want);
@@ -81,21 +71,21 @@ TEST_F_TIMEOUT(wire, colocctl__submit_infer_files_status_remove, 600)
 	ASSERT_EQ(12, fwrite(self->input, 1, 12, f));
 	fclose(f);
 	snprintf(args, sizeof(args), "infer c --input '%s'", in_path);
-	EXPECT_EQ(1, colocctl(self, args, out, sizeof(out)));
+	EXPECT_EQ(1, tu_colocctl(self->sock, args, out, sizeof(out)));
 	snprintf(args, sizeof(args), "exactly %zu bytes", self->in_bytes);
 	EXPECT_NE(NULL, strstr(out, args)) TH_LOG("%s", out);
 	/* random input, printed output */
-	ASSERT_EQ(0, colocctl(self, "infer c", out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(0, tu_colocctl(self->sock, "infer c", out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "output[0..8):")) TH_LOG("%s", out);
 
-	ASSERT_EQ(0, colocctl(self, "status c", out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(0, tu_colocctl(self->sock, "status c", out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "P99(ms)")) TH_LOG("%s", out);
-	ASSERT_EQ(0, colocctl(self, "list --json", out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(0, tu_colocctl(self->sock, "list --json", out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "\"name\":\"c\"")) TH_LOG("%s", out);
-	EXPECT_EQ(2, colocctl(self, "submit c", out, sizeof(out)));
-	EXPECT_EQ(1, colocctl(self, "infer nobody", out, sizeof(out)));
-	ASSERT_EQ(0, colocctl(self, "remove c", out, sizeof(out))) TH_LOG("%s", out);
-	EXPECT_EQ(1, colocctl(self, "status c", out, sizeof(out)));
+	EXPECT_EQ(2, tu_colocctl(self->sock, "submit c", out, sizeof(out)));
+	EXPECT_EQ(1, tu_colocctl(self->sock, "infer nobody", out, sizeof(out)));
+	ASSERT_EQ(0, tu_colocctl(self->sock, "remove c", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(1, tu_colocctl(self->sock, "status c", out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "no tenant named 'c'")) TH_LOG("%s", out);
 	free(want);
 	free(got);
@@ -137,12 +127,12 @@ TEST_F_TIMEOUT(wire, colocctl__top_frames_show_tenant_and_cores, 600)
 	int nr = 0;
 	size_t nr_cores;
 
-	ASSERT_EQ(0, colocctl(self, "--help", out, sizeof(out)));
+	ASSERT_EQ(0, tu_colocctl(self->sock, "--help", out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "top [--interval MS] [--frames N]"));
-	EXPECT_EQ(2, colocctl(self, "top --frames 0", out, sizeof(out)));
-	EXPECT_EQ(2, colocctl(self, "status --frames 2", out, sizeof(out)));
+	EXPECT_EQ(2, tu_colocctl(self->sock, "top --frames 0", out, sizeof(out)));
+	EXPECT_EQ(2, tu_colocctl(self->sock, "status --frames 2", out, sizeof(out)));
 	ASSERT_TRUE(submit_ready(self, "t"));
-	ASSERT_EQ(0, colocctl(self, "infer t", out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(0, tu_colocctl(self->sock, "infer t", out, sizeof(out))) TH_LOG("%s", out);
 	t = tenant_status(self, "t");
 	served = num_of(t, "served");
 	json_object_put(t);
@@ -153,7 +143,7 @@ TEST_F_TIMEOUT(wire, colocctl__top_frames_show_tenant_and_cores, 600)
 	nr_cores = json_object_array_length(cores);
 	ASSERT_GT(nr_cores, 0);
 
-	ASSERT_EQ(0, colocctl(self, "top --frames 2 --interval 100", out, sizeof(out)))
+	ASSERT_EQ(0, tu_colocctl(self->sock, "top --frames 2 --interval 100", out, sizeof(out)))
 	TH_LOG("%s", out);
 	EXPECT_EQ(NULL, strchr(out, '\033')); /* not a terminal: no clearing */
 	for (p = out; (p = strstr(p, "colocctl top ")) && nr < 3; p++)

@@ -100,8 +100,7 @@ TEST_F(colocctl, connect__missing_socket_says_colocd_is_not_running)
 {
 	char cmd[1024];
 
-	snprintf(cmd, sizeof(cmd), "%s --socket %s ping", self->bin, self->sock);
-	EXPECT_EQ(1, tu_run(cmd, self->out, sizeof(self->out)));
+	EXPECT_EQ(1, tu_colocctl(self->sock, "ping", self->out, sizeof(self->out)));
 	EXPECT_NE(NULL, strstr(self->out, "colocd is not running (no socket at"));
 	/* how to start it, on this very socket */
 	snprintf(cmd, sizeof(cmd), "'colocd --socket %s &'", self->sock);
@@ -111,7 +110,6 @@ TEST_F(colocctl, connect__missing_socket_says_colocd_is_not_running)
 TEST_F(colocctl, connect__socket_nobody_listens_on_says_colocd_is_not_running)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	char cmd[1024];
 	int fd;
 
 	/* what a crashed colocd leaves: a bound socket with no listener */
@@ -119,8 +117,7 @@ TEST_F(colocctl, connect__socket_nobody_listens_on_says_colocd_is_not_running)
 	ASSERT_GE(fd, 0);
 	strcpy(addr.sun_path, self->sock);
 	ASSERT_EQ(0, bind(fd, (struct sockaddr *)&addr, sizeof(addr)));
-	snprintf(cmd, sizeof(cmd), "%s --socket %s ping", self->bin, self->sock);
-	EXPECT_EQ(1, tu_run(cmd, self->out, sizeof(self->out)));
+	EXPECT_EQ(1, tu_colocctl(self->sock, "ping", self->out, sizeof(self->out)));
 	close(fd);
 	EXPECT_NE(NULL, strstr(self->out, "colocd is not running (nothing listens on"));
 }

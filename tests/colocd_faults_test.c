@@ -217,38 +217,26 @@ static bool cores_held_by(FIXTURE_DATA(wire) * self, const char *name)
 	return held;
 }
 
+/* Whether thread tid of pid is stopped, or gone (nothing left to stop). */
+static bool thread_stopped(pid_t pid, pid_t tid, void *ctx)
+{
+	char state = tu_thread_state(pid, tid);
+
+	(void)ctx;
+	return state == '?' || state == 'T' || state == 't';
+}
+
 /* SIGSTOP to pid, then waits (10 s at most) until every thread of it has stopped. */
 static bool stop_whole_process(pid_t pid)
 {
-	char path[64];
 	uint64_t t0 = tu_now_ns();
 
 	if (kill(pid, SIGSTOP))
 		return false;
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	while (tu_now_ns() - t0 < 10000000000ull) {
-		DIR *d = opendir(path);
-		struct dirent *e;
-		bool all = d != NULL;
+		int nr, stopped = tu_count_threads(pid, thread_stopped, NULL, &nr);
 
-		while (d && (e = readdir(d))) {
-			char stat[96], buf[256], *paren;
-			FILE *f;
-
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(stat, sizeof(stat), "/proc/%d/task/%.32s/stat", (int)pid, e->d_name);
-			f = fopen(stat, "r");
-			if (!f)
-				continue;
-			if (fgets(buf, sizeof(buf), f) && (paren = strrchr(buf, ')')) &&
-			    paren[1] == ' ' && paren[2] != 'T' && paren[2] != 't')
-				all = false;
-			fclose(f);
-		}
-		if (d)
-			closedir(d);
-		if (all)
+		if (stopped >= 0 && stopped == nr)
 			return true;
 		usleep(1000);
 	}

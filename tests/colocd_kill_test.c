@@ -46,15 +46,6 @@ FIXTURE(nokill)
 	pid_t colocd;
 };
 
-static int colocctl(FIXTURE_DATA(nokill) * self, const char *args, char *out, size_t len)
-{
-	char bin[512], cmd[8192];
-
-	snprintf(cmd, sizeof(cmd), "%s --socket %s %s 2>&1", tu_bin("colocctl", bin, sizeof(bin)),
-		 self->sock, args);
-	return tu_run(cmd, out, len);
-}
-
 /* The executor pid of tenant name once it is ready, from status --json; 0 if never. */
 static pid_t ready_pid(FIXTURE_DATA(nokill) * self, const char *name)
 {
@@ -62,8 +53,8 @@ static pid_t ready_pid(FIXTURE_DATA(nokill) * self, const char *name)
 
 	snprintf(args, sizeof(args), "status %s --json", name);
 	for (int i = 0; i < READY_S * 10; i++, usleep(100000))
-		if (!colocctl(self, args, out, sizeof(out)) && strstr(out, "\"state\":\"ready\"") &&
-		    (p = strstr(out, "\"pid\":")))
+		if (!tu_colocctl(self->sock, args, out, sizeof(out)) &&
+		    strstr(out, "\"state\":\"ready\"") && (p = strstr(out, "\"pid\":")))
 			return (pid_t)atoi(p + strlen("\"pid\":"));
 	return 0;
 }
@@ -186,7 +177,7 @@ static pid_t submit_ready(FIXTURE_DATA(nokill) * self, const char *name, char *l
 	pid_t pid;
 
 	snprintf(args, sizeof(args), "submit %s %s --qos-ms 60000", name, self->model);
-	if (colocctl(self, args, out, sizeof(out)))
+	if (tu_colocctl(self->sock, args, out, sizeof(out)))
 		return -1;
 	pid = ready_pid(self, name);
 	if (pid > 0)
@@ -206,7 +197,8 @@ static int infer_in_background(FIXTURE_DATA(nokill) * self, const char *name, st
 
 	snprintf(status, sizeof(status), "status %s --json", name);
 	for (int i = 0; !ret && i < GONE_S * 20; i++, usleep(50000))
-		if (!colocctl(self, status, out, sizeof(out)) && strstr(out, "\"in_flight\":1"))
+		if (!tu_colocctl(self->sock, status, out, sizeof(out)) &&
+		    strstr(out, "\"in_flight\":1"))
 			return 0;
 	return ret ?: -ETIMEDOUT;
 }
@@ -230,11 +222,12 @@ TEST_F_TIMEOUT(nokill, deadline__hung_executor_killed_the_other_tenant_serves, 6
 	EXPECT_NE(NULL, strstr(leaf[0], "/tenant-honest/exec-"));
 	EXPECT_NE(NULL, strstr(leaf[1], "/tenant-hostile-hang/exec-"));
 
-	EXPECT_NE(0, colocctl(self, "infer hostile-hang", out, sizeof(out)));
+	EXPECT_NE(0, tu_colocctl(self->sock, "infer hostile-hang", out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "hung")) TH_LOG("%s", out);
 	EXPECT_TRUE(gone(hung, leaf[1])) TH_LOG("executor %d or %s still there", hung, leaf[1]);
 	for (int i = 0; i < 3; i++) {
-		EXPECT_EQ(0, colocctl(self, "infer honest", out, sizeof(out))) TH_LOG("%s", out);
+		EXPECT_EQ(0, tu_colocctl(self->sock, "infer honest", out, sizeof(out)))
+		TH_LOG("%s", out);
 	}
 	EXPECT_EQ(0, kill(honest, 0));
 	EXPECT_TRUE(dir_exists(leaf[0]));
@@ -251,13 +244,14 @@ TEST_F_TIMEOUT(nokill, remove__tenant_mid_block_goes, 600)
 	hung = submit_ready(self, "hostile-hang", leaf, sizeof(leaf));
 	ASSERT_LT(0, hung);
 	ASSERT_EQ(0, infer_in_background(self, "hostile-hang", &infer));
-	EXPECT_EQ(0, colocctl(self, "remove hostile-hang", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(0, tu_colocctl(self->sock, "remove hostile-hang", out, sizeof(out)))
+	TH_LOG("%s", out);
 	EXPECT_TRUE(gone(hung, leaf)) TH_LOG("executor %d or %s still there", hung, leaf);
 	ASSERT_EQ(0, tu_child_finish(&infer));
 	EXPECT_TRUE(WIFEXITED(infer.status) && WEXITSTATUS(infer.status))
 	TH_LOG("the query of the removed tenant was answered: %s", infer.output);
 	EXPECT_NE(NULL, strstr(infer.output, "hung")) TH_LOG("%s", infer.output);
-	EXPECT_NE(0, colocctl(self, "status hostile-hang", out, sizeof(out)));
+	EXPECT_NE(0, tu_colocctl(self->sock, "status hostile-hang", out, sizeof(out)));
 	EXPECT_FALSE(log_has(self, "cannot kill"));
 }
 
@@ -291,7 +285,8 @@ TEST_F_TIMEOUT(nokill, shutdown__no_executor_nor_cgroup_left, 600)
 		tu_stop_colocd(self->colocd);
 	self->colocd = 0;
 	for (int i = 0; i < 2; i++) {
-		EXPECT_TRUE(gone(pids[i], leaf[i])) TH_LOG("executor %d or %s left", pids[i], leaf[i]);
+		EXPECT_TRUE(gone(pids[i], leaf[i]))
+		TH_LOG("executor %d or %s left", pids[i], leaf[i]);
 	}
 	EXPECT_FALSE(dir_exists(top)) TH_LOG("%s left", top);
 	tu_child_finish(&infer);

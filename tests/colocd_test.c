@@ -316,31 +316,25 @@ TEST_F(colocd, start__right_after_a_crash_cleans_up_and_serves)
 
 TEST_F(colocd, colocctl__prints_tables_and_json)
 {
-	char bin[256], cmd[512], out[1 << 16];
+	char out[1 << 16], none[128];
 	struct json_object *resp;
 
-	tu_bin("colocctl", bin, sizeof(bin));
-	snprintf(cmd, sizeof(cmd), "%s --socket %s signals", bin, self->sock);
-	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	ASSERT_EQ(0, tu_colocctl(self->sock, "signals", out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "BUSY%"));
 	EXPECT_NE(NULL, strstr(out, "live:"));
-	snprintf(cmd, sizeof(cmd), "%s --socket %s signals --json", bin, self->sock);
-	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	ASSERT_EQ(0, tu_colocctl(self->sock, "signals --json", out, sizeof(out)));
 	resp = json_tokener_parse(out);
 	EXPECT_TRUE(resp_ok(resp));
 	json_object_put(resp);
-	snprintf(cmd, sizeof(cmd), "%s --socket %s signals --watch --interval 100 --count 3 --json",
-		 bin, self->sock);
-	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	ASSERT_EQ(0, tu_colocctl(self->sock, "signals --watch --interval 100 --count 3 --json", out,
+				 sizeof(out)));
 	EXPECT_NE(NULL, strstr(strstr(strstr(out, "\"ok\"") + 1, "\"ok\"") + 1, "\"ok\""));
-	snprintf(cmd, sizeof(cmd), "%s --socket %s tenant rm ghost", bin, self->sock);
-	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
+	EXPECT_EQ(1, tu_colocctl(self->sock, "tenant rm ghost", out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "no tenant named 'ghost'"));
-	snprintf(cmd, sizeof(cmd), "%s --socket %s/none ping", bin, self->dir);
-	EXPECT_EQ(1, tu_run(cmd, out, sizeof(out)));
+	snprintf(none, sizeof(none), "%s/none", self->dir);
+	EXPECT_EQ(1, tu_colocctl(none, "ping", out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "colocd is not running (no socket at"));
-	snprintf(cmd, sizeof(cmd), "%s --socket %s frobnicate", bin, self->sock);
-	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out)));
+	EXPECT_EQ(2, tu_colocctl(self->sock, "frobnicate", out, sizeof(out)));
 }
 
 TEST(colocd_args__bad_flags_and_unusable_pin_dir_are_clear_errors)

@@ -77,32 +77,36 @@ TEST_F(execproc, submit_block__blocks_with_versions_and_cores_equal_one_block)
 	free(versions);
 }
 
+/* What thread_masks counts. */
+struct masks {
+	int nr_all, single, all;
+};
+
+/* Counts tid by the size of its CPU mask; false when it cannot be read. */
+static bool count_mask(pid_t pid, pid_t tid, void *ctx)
+{
+	struct masks *m = ctx;
+	cpu_set_t set;
+
+	(void)pid;
+	if (sched_getaffinity(tid, sizeof(set), &set))
+		return false;
+	m->single += CPU_COUNT(&set) == 1;
+	m->all += CPU_COUNT(&set) == m->nr_all;
+	return true;
+}
+
 /*
  * The executor's threads by the size of their CPU mask: how many may run on
  * exactly one CPU, and how many on all nr_all; the total is returned.
  */
 static int thread_masks(pid_t pid, int nr_all, int *single, int *all)
 {
-	char path[64];
-	struct dirent *de;
-	DIR *dir;
-	int n = 0;
+	struct masks m = { .nr_all = nr_all };
+	int n = tu_count_threads(pid, count_mask, &m, NULL);
 
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	dir = opendir(path);
-	*single = *all = 0;
-	if (!dir)
-		return -1;
-	while ((de = readdir(dir))) {
-		cpu_set_t set;
-
-		if (de->d_name[0] == '.' || sched_getaffinity(atoi(de->d_name), sizeof(set), &set))
-			continue;
-		n++;
-		*single += CPU_COUNT(&set) == 1;
-		*all += CPU_COUNT(&set) == nr_all;
-	}
-	closedir(dir);
+	*single = m.single;
+	*all = m.all;
 	return n;
 }
 
@@ -269,45 +273,30 @@ TEST_F(execproc, submit_block__malformed_refused_and_executor_keeps_serving)
 	free(bad_version);
 }
 
+/* Whether thread tid of pid sleeps in futex(2). */
+static bool in_futex(pid_t pid, pid_t tid, void *ctx)
+{
+	char path[96];
+	long nr = -1;
+	FILE *f;
+
+	(void)ctx;
+	/* the syscall the thread is blocked in, by number */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
+	if (f)
+		fclose(f);
+	return tu_thread_state(pid, tid) == 'S' && nr == SYS_futex;
+}
+
 /* Whether every thread of pid sleeps in futex(2); the count of threads in n. */
 static bool all_threads_in_futex(pid_t pid, int *n)
 {
-	char path[300], buf[512];
-	struct dirent *de;
-	bool all = true;
-	DIR *dir;
+	int asleep = tu_count_threads(pid, in_futex, NULL, n);
 
-	*n = 0;
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	dir = opendir(path);
-	if (!dir)
-		return false;
-	while ((de = readdir(dir))) {
-		char state = '?';
-		long nr = -1;
-		char *paren;
-		FILE *f;
-
-		if (de->d_name[0] == '.')
-			continue;
-		(*n)++;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", pid, de->d_name);
-		f = fopen(path, "r");
-		if (f && fgets(buf, sizeof(buf), f) && (paren = strrchr(buf, ')')))
-			state = paren[2];
-		if (f)
-			fclose(f);
-		/* the syscall the thread is blocked in, by number */
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall", pid, de->d_name);
-		f = fopen(path, "r");
-		if (!f || fscanf(f, "%ld", &nr) != 1)
-			nr = -1;
-		if (f)
-			fclose(f);
-		all &= state == 'S' && nr == SYS_futex;
-	}
-	closedir(dir);
-	return all && *n > 0;
+	return asleep >= 0 && asleep == *n && *n > 0;
 }
 
 /* After a block on every core, the executor's threads all sleep in futex: none spins. */

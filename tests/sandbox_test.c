@@ -115,15 +115,6 @@ FIXTURE(daemon)
 	pid_t colocd;
 };
 
-static int colocctl(FIXTURE_DATA(daemon) * self, const char *args, char *out, size_t len)
-{
-	char bin[512], cmd[8192];
-
-	snprintf(cmd, sizeof(cmd), "%s --socket %s %s 2>&1", tu_bin("colocctl", bin, sizeof(bin)),
-		 self->sock, args);
-	return tu_run(cmd, out, len);
-}
-
 /* The executor pid of tenant name once it is ready, from status --json; 0 if never. */
 static pid_t ready_pid(FIXTURE_DATA(daemon) * self, const char *name, char *isolation, size_t len)
 {
@@ -133,8 +124,8 @@ static pid_t ready_pid(FIXTURE_DATA(daemon) * self, const char *name, char *isol
 	for (int i = 0; i < READY_S * 10; i++, usleep(100000)) {
 		char *p, *q;
 
-		if (colocctl(self, args, out, sizeof(out)) || !strstr(out, "\"state\":\"ready\"") ||
-		    !(p = strstr(out, "\"pid\":")))
+		if (tu_colocctl(self->sock, args, out, sizeof(out)) ||
+		    !strstr(out, "\"state\":\"ready\"") || !(p = strstr(out, "\"pid\":")))
 			continue;
 		q = strstr(out, "\"isolation\":\"");
 		if (q) {
@@ -212,7 +203,7 @@ TEST_F_TIMEOUT(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_foll
 	ASSERT_LT(0, start(self, policy)) TH_LOG("colocd did not start");
 	for (int t = 0; t < 2; t++) {
 		snprintf(args, sizeof(args), "submit %s %s --qos-ms 60000", names[t], self->model);
-		ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+		ASSERT_EQ(0, tu_colocctl(self->sock, args, out, sizeof(out))) TH_LOG("%s", out);
 	}
 	for (int t = 0; t < 2; t++) {
 		struct passwd *pw;
@@ -245,7 +236,8 @@ TEST_F_TIMEOUT(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_foll
 	for (int i = 0; i < 6; i++)
 		for (int t = 0; t < 2; t++) {
 			snprintf(args, sizeof(args), "infer %s", names[t]);
-			ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+			ASSERT_EQ(0, tu_colocctl(self->sock, args, out, sizeof(out)))
+			TH_LOG("%s", out);
 		}
 	for (int t = 0; t < 2; t++) {
 		char cg[PATH_MAX], path[PATH_MAX + 64], want[64];
@@ -276,7 +268,7 @@ TEST_F_TIMEOUT(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_foll
 	/* removed: its cgroup goes too, once its executor has exited */
 	for (int t = 0; t < 2; t++) {
 		snprintf(args, sizeof(args), "remove %s", names[t]);
-		ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+		ASSERT_EQ(0, tu_colocctl(self->sock, args, out, sizeof(out))) TH_LOG("%s", out);
 	}
 	for (int t = 0; t < 2; t++) {
 		for (int i = 0; i < 50 && !access(dirs[t], F_OK); i++)
@@ -299,18 +291,18 @@ TEST_F_TIMEOUT(daemon, submit__weak_isolation_refused_unless_allowed, 600)
 
 	ASSERT_LT(0, start(self, strict)) TH_LOG("colocd did not start");
 	snprintf(args, sizeof(args), "submit sbw %s --qos-ms 60000", self->model);
-	EXPECT_NE(0, colocctl(self, args, out, sizeof(out)));
+	EXPECT_NE(0, tu_colocctl(self->sock, args, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "--allow-weak-isolation")) TH_LOG("%s", out);
-	EXPECT_NE(0, colocctl(self, "status sbw", out, sizeof(out)));
+	EXPECT_NE(0, tu_colocctl(self->sock, "status sbw", out, sizeof(out)));
 	tu_stop_colocd(self->colocd);
 	self->colocd = 0;
 
 	ASSERT_LT(0, start(self, weak)) TH_LOG("colocd did not start");
-	ASSERT_EQ(0, colocctl(self, args, out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(0, tu_colocctl(self->sock, args, out, sizeof(out))) TH_LOG("%s", out);
 	ASSERT_LT(0, ready_pid(self, "sbw", iso, sizeof(iso)));
 	EXPECT_NE(NULL, strstr(iso, "no pid, mount, ipc or network namespace")) TH_LOG("%s", iso);
 	EXPECT_NE(NULL, strstr(iso, "turned off")) TH_LOG("%s", iso);
-	EXPECT_EQ(0, colocctl(self, "infer sbw", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(0, tu_colocctl(self->sock, "infer sbw", out, sizeof(out))) TH_LOG("%s", out);
 }
 
 /* What a process that entered the sandbox could still do, tried from inside it. */

@@ -257,11 +257,10 @@ static bool ping_ok(FIXTURE_DATA(submit) * self)
 /* colocctl submit NAME MODEL as root; its exit status, its output in self->out. */
 static int submit_as_root(FIXTURE_DATA(submit) * self, const char *name, const char *model)
 {
-	char cmd[1024];
+	char args[1024];
 
-	snprintf(cmd, sizeof(cmd), "%s --socket %s submit %s %s --qos-ms 100 2>&1", self->bin,
-		 self->sock, name, model);
-	return tu_run(cmd, self->out, sizeof(self->out));
+	snprintf(args, sizeof(args), "submit %s %s --qos-ms 100", name, model);
+	return tu_colocctl(self->sock, args, self->out, sizeof(self->out));
 }
 
 /* A uid and gid no account has: a user who is nothing but a member of group coloc. */

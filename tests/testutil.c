@@ -90,6 +90,47 @@ int tu_nr_dir_entries(const char *dir)
 	return n;
 }
 
+int tu_count_threads(pid_t pid, bool (*pred)(pid_t pid, pid_t tid, void *ctx), void *ctx,
+		     int *nr)
+{
+	char path[64];
+	struct dirent *e;
+	int n = 0, all = 0;
+	DIR *d;
+
+	if (nr)
+		*nr = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		all++;
+		n += !pred || pred(pid, (pid_t)atoi(e->d_name), ctx);
+	}
+	closedir(d);
+	if (nr)
+		*nr = all;
+	return n;
+}
+
+char tu_thread_state(pid_t pid, pid_t tid)
+{
+	char path[96], buf[512], *paren, state = '?';
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return '?';
+	if (fgets(buf, sizeof(buf), f) && (paren = strrchr(buf, ')')) && paren[1] == ' ')
+		state = paren[2];
+	fclose(f);
+	return state;
+}
+
 int tu_mount_bpffs(void)
 {
 	struct statfs st;
@@ -259,6 +300,15 @@ int tu_run(const char *cmd, char *out, size_t len)
 		;
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int tu_colocctl(const char *sock, const char *args, char *out, size_t len)
+{
+	char bin[512], cmd[4096];
+
+	snprintf(cmd, sizeof(cmd), "'%s' --socket '%s' %s", tu_bin("colocctl", bin, sizeof(bin)),
+		 sock, args);
+	return tu_run(cmd, out, len);
 }
 
 int tu_connect(const char *socket_path)

@@ -52,6 +52,15 @@ int tu_steal_ns(__u64 *ns);
 /* Entries of directory dir but those whose name starts with '.'; -1 when it cannot be read. */
 int tu_nr_dir_entries(const char *dir);
 
+/*
+ * The threads of pid (/proc/PID/task) for which pred holds (every one when
+ * pred is NULL): how many, -1 when the folder cannot be read; *nr (unless
+ * NULL) how many threads there were, 0 when it cannot be read.
+ */
+int tu_count_threads(pid_t pid, bool (*pred)(pid_t pid, pid_t tid, void *ctx), void *ctx,
+		     int *nr);
+/* Thread tid of pid's state letter, from /proc/PID/task/TID/stat; '?' when it cannot be read. */
+char tu_thread_state(pid_t pid, pid_t tid);
 /* Mounts bpffs at /sys/fs/bpf unless one is there (a fresh machine has none). */
 int tu_mount_bpffs(void);
 /* Path of a coloc binary, found as binpath_find() does (common/binpath.h). */
@@ -66,6 +75,8 @@ const char *tu_hostile_executor_bin(char *buf, size_t len);
 int tu_hostile_executor_dir(const char *dir, char *executor, size_t len);
 /* Runs a shell command; its stdout+stderr go to out. Returns the exit status or -1. */
 int tu_run(const char *cmd, char *out, size_t len);
+/* Runs colocctl --socket SOCK ARGS (ARGS as a shell reads them), as tu_run does. */
+int tu_colocctl(const char *sock, const char *args, char *out, size_t len);
 
 /* A coloc binary run as a child, its stdout and stderr going to a pipe. */
 struct tu_child {
