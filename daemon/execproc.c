@@ -458,14 +458,29 @@ static int check_ready_summary(struct execproc *ep, struct coloc_err *err)
 	return 0;
 }
 
-/* The first bytes bytes of a page-aligned area: allocated and mapped now (best effort). */
+/*
+ * The first bytes bytes of a page-aligned area of the shared memory, mapped
+ * now (best effort) when the executor has allocated every one of their
+ * pages (it does before it gets ready): colocd maps, it allocates nothing
+ * here, so an executor that declares large slots and allocates none cannot
+ * make colocd hold their pages (mincore() reports a shared memfd's pages
+ * whoever allocated them).
+ */
 static void populate(void *at, unsigned long long bytes)
 {
 	long page = sysconf(_SC_PAGESIZE);
+	size_t len = (size_t)((bytes + (unsigned long long)page - 1) / page * page);
+	size_t nr = len / (size_t)page, i = 0;
+	unsigned char *in_core;
 
-	if (bytes)
-		madvise(at, (bytes + (unsigned long long)page - 1) / page * page,
-			MADV_POPULATE_WRITE);
+	if (!bytes || !(in_core = malloc(nr)))
+		return;
+	if (!mincore(at, len, in_core))
+		while (i < nr && (in_core[i] & 1))
+			i++;
+	if (i == nr)
+		madvise(at, len, MADV_POPULATE_WRITE);
+	free(in_core);
 }
 
 /*

@@ -225,7 +225,10 @@ const struct coloc_shm_header *execproc_header(const struct execproc *ep);
 const struct coloc_shm_summary *execproc_summary(const struct execproc *ep);
 /*
  * Where a slot's input goes and its output comes (hdr.in_bytes / out_bytes);
- * once ready, those pages are allocated and mapped on both sides.
+ * once ready, those pages are allocated by the executor and mapped on both
+ * sides (colocd maps them only if the executor allocated all of them: it
+ * never allocates them for the executor). That is 4 slots x (in + out) of
+ * memory per executor from its start, about 2.4 MiB for ResNet-50.
  */
 void *execproc_input(struct execproc *ep, unsigned int slot);
 const void *execproc_output(const struct execproc *ep, unsigned int slot);

@@ -221,13 +221,15 @@ static int no_version(struct coloc_err *err, const struct policy_query *q, int f
  * cores free now (up to count index max_ci) but not on the whole machine,
  * it waits for cores, and less urgent queries may use the free ones
  * meanwhile. The rest is priced cold (times cold, 1 when hot) when the
- * block would start on cores gone cold. POLICY_SERVED when neither (serve()
+ * block would start on the free cores gone cold, and, to drop, only when
+ * every core is cold. POLICY_SERVED when neither (serve()
  * goes on), else the enum policy_served to return, or -EINVAL when a layer
  * has no version.
  */
-static int drop_or_hold(const struct coloc_state *st, const struct policy_input *in,
-			struct coloc_tenant *ct, const struct policy_query *q, int max_ci,
-			double pos, double cold, struct policy_output *out, struct coloc_err *err)
+static int drop_or_hold(const struct coloc_state *st, const struct policy_config *cfg,
+			const struct policy_input *in, struct coloc_tenant *ct,
+			const struct policy_query *q, int max_ci, double pos, double cold,
+			struct policy_output *out, struct coloc_err *err)
 {
 	const struct policy_costs *m = ct->costs;
 	double corr = st->flags.predict ? coloc_aged_corr(ct, in->now_ns) : 1.0;
@@ -238,7 +240,8 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_input 
 
 	if (!rest_ns)
 		return no_version(err, q, first, m->core_counts[all_ci]);
-	rest_ns = policy_scale_ns(rest_ns, cold);
+	/* dropped for good only if late even where every core is cold: a busy one ends hot */
+	rest_ns = policy_scale_ns(rest_ns, policy_costs_cold_scale_on(m, in, &cfg->online));
 	if ((double)in->now_ns + (double)rest_ns / margin > (double)q->deadline_ns)
 		return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
 	if (max_ci < all_ci) {
@@ -291,16 +294,18 @@ static int knee_index(const struct coloc_state *st, struct coloc_tenant *ct, int
  * from ci (the fewest that fit its budget): cores nobody needs are not left
  * idle, up to avg_C + thres (the model's fair share under the current load)
  * and what is free. With spare_to_knee and another tenant to keep cores for,
- * no further than the block's knee while q, ending there, leaves its
- * tenant's next query its solo time before q's deadline (a query of the tenant that arrives now waits for q's end, as
- * the tenant's executor runs one block at a time, then needs its model on
- * every core): past the knee each core buys less time than the average
+ * no further than the block's knee while q, ending there (its rest priced
+ * cold, times cold, when the block starts cold), leaves its tenant's next
+ * query QoS - slack (its solo time, at most 0.9 QoS) before q's deadline (a
+ * query of the tenant that arrives now waits for q's end, as the tenant's
+ * executor runs one block at a time, then needs its model on every core):
+ * past the knee each core buys less time than the average
  * one, and the cores it holds are the ones a query arriving behind it waits
  * for (docs/design/coloc-policy.md, "Spare cores up to the knee").
  */
 static int spare_index(const struct coloc_state *st, const struct policy_input *in,
 		       const struct round *r, struct coloc_tenant *ct, const struct policy_query *q,
-		       int first, int last, int ci, double pos)
+		       int first, int last, int ci, double pos, double cold)
 {
 	const struct policy_costs *m = ct->costs;
 	double limit = ct->avg_need + r->thres[q->tenant], corr, fixed, margin;
@@ -316,7 +321,8 @@ static int spare_index(const struct coloc_state *st, const struct policy_input *
 	corr = st->flags.predict ? coloc_aged_corr(ct, in->now_ns) : 1.0;
 	fixed = st->flags.predict ? coloc_aged_fixed(ct, in->now_ns) : 0;
 	margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
-	rest = rest_of_model(st, ct, first, knee, pos, corr, fixed, in->now_ns);
+	rest = policy_scale_ns(rest_of_model(st, ct, first, knee, pos, corr, fixed, in->now_ns),
+			       cold);
 	if (!rest || (double)in->now_ns + (double)rest * margin +
 				     ((double)in->tenants[q->tenant].qos_ns - r->slack[q->tenant]) >
 			     (double)q->deadline_ns)
@@ -354,7 +360,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	if (max_ci < 0)
 		return POLICY_WAIT;
 	if (cfg->late == POLICY_LATE_DROP) {
-		int ret = drop_or_hold(st, in, ct, q, max_ci, pos, cold, out, err);
+		int ret = drop_or_hold(st, cfg, in, ct, q, max_ci, pos, cold, out, err);
 
 		if (ret != POLICY_SERVED)
 			return ret;
@@ -401,7 +407,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	}
 	/* spare cores (spare_index()), when they run the block faster */
 	if (st->flags.use_spare) {
-		int ci_spare = spare_index(st, in, r, ct, q, first, last, ci, pos);
+		int ci_spare = spare_index(st, in, r, ct, q, first, last, ci, pos, cold);
 
 		if (ci_spare > ci) {
 			uint64_t ns = coloc_span_ns(st, ct, first, last, ci_spare, pos, NULL, 0);

@@ -247,4 +247,31 @@ TEST_F(pol, start_cold__coloc_sizes_a_cold_block_at_its_cold_price)
 	       (unsigned long long)self->decisions[0].predicted_ns);
 }
 
+/*
+ * The same query while another tenant's block runs on cores 4-7: those end
+ * hot, so the query is not dropped (its hot price meets the deadline on
+ * them). tiny runs on 4 cores at most, which are free: it is served there,
+ * cold (waiting gains no cores; a model that could use more would wait).
+ */
+TEST_F(pol, start_cold__coloc_does_not_drop_while_busy_cores_will_end_hot)
+{
+	struct policy_costs m = cold_tiny(2.0);
+	uint64_t idle[POLICY_MAX_CPUS] = { 0 };
+
+	self->cfg.late = POLICY_LATE_DROP;
+	self->tenants[0] = (struct policy_tenant){ .costs = &m, .qos_ns = 800000 };
+	self->tenants[1] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
+	self->running[0] = (struct policy_decision){ .tenant = 1, .nr_cores = 4 };
+	self->running[0].cores = cpus_of((const int[]){ 4, 5, 6, 7 }, 4);
+	self->in.nr_running = 1;
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	self->in.now_ns = NOW_NS;
+	self->in.core_idle_since_ns = idle;
+	add_query(&self->in, self->queries, 1, 0, NOW_NS, NOW_NS + 800000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(0, self->out.nr_drops);
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_TRUE(self->decisions[0].cold);
+}
+
 TEST_HARNESS_MAIN
