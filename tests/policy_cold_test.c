@@ -72,6 +72,20 @@ static int whole_model_block(FIXTURE_DATA(pol) * self, const char *policy,
 	return run_round(self, policy);
 }
 
+/*
+ * A query of tenant 0 (model m), its QoS and its deadline qos_ns from now,
+ * with cores 0-3 free and their last blocks' ends in idle.
+ */
+static void query_on_four_cores(FIXTURE_DATA(pol) * self, const struct policy_costs *m,
+				uint64_t qos_ns, const uint64_t *idle)
+{
+	self->tenants[0] = (struct policy_tenant){ .costs = m, .qos_ns = qos_ns };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	self->in.now_ns = NOW_NS;
+	self->in.core_idle_since_ns = idle;
+	add_query(&self->in, self->queries, 1, 0, NOW_NS, NOW_NS + qos_ns);
+}
+
 TEST_F(pol, start_cold__a_block_on_cores_idle_past_the_threshold_is_priced_cold)
 {
 	struct policy_costs m = cold_tiny(1.25);
@@ -201,11 +215,7 @@ TEST_F(pol, start_cold__coloc_drops_a_query_only_its_hot_price_would_meet)
 	uint64_t idle[POLICY_MAX_CPUS] = { 0 };
 
 	self->cfg.late = POLICY_LATE_DROP;
-	self->tenants[0] = (struct policy_tenant){ .costs = &m, .qos_ns = 800000 };
-	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
-	self->in.now_ns = NOW_NS;
-	self->in.core_idle_since_ns = idle;
-	add_query(&self->in, self->queries, 1, 0, NOW_NS, NOW_NS + 800000);
+	query_on_four_cores(self, &m, 800000, idle);
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(0, self->out.nr_decisions);
 	ASSERT_EQ(1, self->out.nr_drops);
@@ -232,11 +242,7 @@ TEST_F(pol, start_cold__coloc_sizes_a_cold_block_at_its_cold_price)
 	struct policy_costs m = cold_tiny(2.0);
 	uint64_t idle[POLICY_MAX_CPUS] = { 0 };
 
-	self->tenants[0] = (struct policy_tenant){ .costs = &m, .qos_ns = 1500000 };
-	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
-	self->in.now_ns = NOW_NS;
-	self->in.core_idle_since_ns = idle;
-	add_query(&self->in, self->queries, 1, 0, NOW_NS, NOW_NS + 1500000);
+	query_on_four_cores(self, &m, 1500000, idle);
 	ASSERT_EQ(0, run_round(self, "coloc-nospare"));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_TRUE(self->decisions[0].cold);
@@ -259,15 +265,11 @@ TEST_F(pol, start_cold__coloc_does_not_drop_while_busy_cores_will_end_hot)
 	uint64_t idle[POLICY_MAX_CPUS] = { 0 };
 
 	self->cfg.late = POLICY_LATE_DROP;
-	self->tenants[0] = (struct policy_tenant){ .costs = &m, .qos_ns = 800000 };
 	self->tenants[1] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
 	self->running[0] = (struct policy_decision){ .tenant = 1, .nr_cores = 4 };
 	self->running[0].cores = cpus_of((const int[]){ 4, 5, 6, 7 }, 4);
 	self->in.nr_running = 1;
-	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
-	self->in.now_ns = NOW_NS;
-	self->in.core_idle_since_ns = idle;
-	add_query(&self->in, self->queries, 1, 0, NOW_NS, NOW_NS + 800000);
+	query_on_four_cores(self, &m, 800000, idle);
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(0, self->out.nr_drops);
 	ASSERT_EQ(1, self->out.nr_decisions);

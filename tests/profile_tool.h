@@ -11,15 +11,19 @@
 #include <string.h>
 #include "testutil.h"
 
-static const char profile_tiny_model[] = "model tiny\n"
-					 "seed 1\n"
-					 "macs 163840\n"
-					 "params 640\n"
-					 "input data shape=1x8x16x16\n"
-					 "conv c1 out=8 k=3 pad=1 act=relu\n"
-					 "conv c2 out=8 k=1\n"
-					 "add a in=c2,c1\n"
-					 "end\n";
+/* four layers: two convolutions and a residual add */
+#define PROFILE_TINY_MODEL_TEXT                                                             \
+	"model tiny\n"                                                                      \
+	"seed 1\n"                                                                          \
+	"macs 163840\n"                                                                     \
+	"params 640\n"                                                                      \
+	"input data shape=1x8x16x16\n"                                                      \
+	"conv c1 out=8 k=3 pad=1 act=relu\n"                                                \
+	"conv c2 out=8 k=1\n"                                                               \
+	"add a in=c2,c1\n"                                                                  \
+	"end\n"
+
+static const char profile_tiny_model[] = PROFILE_TINY_MODEL_TEXT;
 
 /* profile_tiny_model into path; 0 or -1. */
 static inline int profile_tool_write_tiny(const char *path)
