@@ -44,8 +44,13 @@ static int write_file(const char *dir, const char *file, const char *val, struct
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
-	n = write(fd, val, len);
-	e = errno;
+	/* a pending signal makes a memory limit's write fail with EINTR: write again */
+	for (int tries = 0; tries < 1000; tries++) {
+		n = write(fd, val, len);
+		e = errno;
+		if (n >= 0 || e != EINTR)
+			break;
+	}
 	close(fd);
 	if (n != (ssize_t)len)
 		return coloc_err_set(err, n < 0 ? -e : -EIO, "writing '%s' to %s: %s", val, path,
