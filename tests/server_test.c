@@ -368,6 +368,10 @@ TEST_F(server, send__a_deferred_answer_reaches_its_connection_and_a_gone_one_is_
 
 	ASSERT_GE(c.fd, 0);
 	ASSERT_EQ(12, send_str(c.fd, "defer\nafter\n"));
+	/* the answer is owed once the server has read "defer": only then may it come */
+	for (int i = 0; i < 1000 && !self->echo.deferred_conn; i++)
+		serve_for(self->loop, 5);
+	ASSERT_NE(0, self->echo.deferred_conn);
 	ASSERT_EQ(0, loop_add_timer(self->loop, NULL, 20 * MS, 0, on_answer_deferred,
 				    &self->echo));
 	/* the later line is answered at once; the deferred answer, with its payload, after */
