@@ -543,6 +543,21 @@ static bool count_matches(const Onnx__TensorProto *t, int64_t n, int es)
 	}
 }
 
+int64_t onnx_tensor_elems(const Onnx__TensorProto *t, int64_t cap)
+{
+	int64_t n = 1;
+
+	for (size_t i = 0; i < t->n_dims; i++) {
+		if (t->dims[i] < 0)
+			return -1;
+		if (!t->dims[i])
+			n = 0;
+	}
+	for (size_t i = 0; i < t->n_dims && n; i++)
+		n = n > cap / t->dims[i] ? cap : n * t->dims[i];
+	return n < cap ? n : cap;
+}
+
 /* A TensorProto (initializer or Constant's value) into doubles. */
 int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct model_shape *s,
 		       double **data, bool *is_int)
@@ -550,7 +565,7 @@ int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct mo
 	const char *name = t->name ? t->name : "(unnamed)";
 	int es = elem_size(t->data_type, is_int);
 	uint8_t *ext = NULL;
-	int64_t n = 1;
+	int64_t n;
 	double *d;
 
 	if (!es)
@@ -567,11 +582,11 @@ int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct mo
 			return onnx_refuse(c, -EINVAL, "tensor '%.64s' has dim %lld", name,
 					   (long long)t->dims[i]);
 		s->dims[i] = t->dims[i];
-		n *= t->dims[i];
-		if (n > ONNX_MAX_CONST_ELEMS)
-			return onnx_refuse(c, -E2BIG, "tensor '%.64s' has more than %lld elements",
-					   name, ONNX_MAX_CONST_ELEMS);
 	}
+	n = onnx_tensor_elems(t, ONNX_MAX_CONST_ELEMS + 1);
+	if (n > ONNX_MAX_CONST_ELEMS)
+		return onnx_refuse(c, -E2BIG, "tensor '%.64s' has more than %lld elements", name,
+				   ONNX_MAX_CONST_ELEMS);
 	if (c->decoded_bytes + (uint64_t)(n ? n : 1) * sizeof(double) > ONNX_MAX_DECODED_BYTES)
 		return onnx_refuse(c, -E2BIG,
 				   "tensor '%.64s': the model's constants decode to more than %llu "
@@ -870,18 +885,11 @@ static int check_declared_sizes(struct onnx_ctx *c)
 	uint64_t total = 0;
 
 	for (size_t i = 0; i < c->g->n_initializer; i++) {
-		const Onnx__TensorProto *t = c->g->initializer[i];
-		uint64_t n = 1;
+		int64_t n = onnx_tensor_elems(c->g->initializer[i], ONNX_MAX_DECODED_BYTES);
 
-		for (size_t d = 0; d < t->n_dims && n; d++) {
-			if (t->dims[d] < 0 || (uint64_t)t->dims[d] > ONNX_MAX_DECODED_BYTES)
-				n = ONNX_MAX_DECODED_BYTES;
-			else
-				n *= (uint64_t)t->dims[d];
-			if (n > ONNX_MAX_DECODED_BYTES)
-				n = ONNX_MAX_DECODED_BYTES;
-		}
-		total += n * sizeof(double);
+		if (n < 0)
+			n = ONNX_MAX_DECODED_BYTES;
+		total += (uint64_t)n * sizeof(double);
 		if (total > ONNX_MAX_DECODED_BYTES)
 			return coloc_err_set(c->err, -E2BIG,
 					     "%s: its initializers decode to more than %llu MiB (at "

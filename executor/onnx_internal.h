@@ -121,6 +121,11 @@ int onnx_output_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, size_t i, in
 int onnx_output_const(struct onnx_ctx *c, const Onnx__NodeProto *n, size_t i,
 		      const struct model_shape *s, double *data, bool is_int);
 
+/*
+ * How many values t declares by its dims, the product capped at cap (0 if
+ * a dim is 0); -1 if a dim is negative. Reads no data.
+ */
+int64_t onnx_tensor_elems(const Onnx__TensorProto *t, int64_t cap);
 /* A TensorProto into doubles (shape, is_int); every size checked. 0 or -errno. */
 int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct model_shape *s,
 		       double **data, bool *is_int);

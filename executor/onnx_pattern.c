@@ -37,14 +37,9 @@ static long next_reader(struct onnx_ctx *c, const char *name, size_t from)
 /* Whether the tensor t declares at most max_elems values (by its dims alone). */
 static bool dims_at_most(const Onnx__TensorProto *t, int64_t max_elems)
 {
-	int64_t n = 1;
+	int64_t n = onnx_tensor_elems(t, max_elems < INT64_MAX ? max_elems + 1 : max_elems);
 
-	for (size_t i = 0; i < t->n_dims; i++) {
-		if (t->dims[i] < 0 || (t->dims[i] && n > max_elems / t->dims[i]))
-			return false;
-		n *= t->dims[i];
-	}
-	return n <= max_elems;
+	return n >= 0 && n <= max_elems;
 }
 
 /*

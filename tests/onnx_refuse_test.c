@@ -5,7 +5,8 @@
  * symbolic dims without values, names that would inject statements,
  * duplicate names, overflowing folds, a file that is not ONNX, and the
  * inputs the libFuzzer targets found (huge Resize sizes, deep nesting,
- * unbounded folding, a Gather index, empty ints, a huge Reshape).
+ * unbounded folding, a Gather index, empty ints, a huge Reshape), and
+ * initializers whose dims declare too many values.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -352,6 +353,41 @@ TEST(onnx_import__empty_ints_and_huge_reshape_are_refused)
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "the target shape is too large"))
 	TH_LOG("%s", coloc_err_str(&err));
 	arena_free();
+}
+
+/*
+ * Initializers whose dims declare more than the importer takes, refused
+ * by their dims before any value is read: a product past int64 (it must
+ * not wrap to a small count), and one within the decoded bytes but over
+ * the elements a tensor may hold.
+ */
+TEST(onnx_import__initializers_declaring_too_many_values_are_refused_by_their_dims)
+{
+	static const int64_t xd[4] = { 1, 1, 4, 4 }, one[1] = { 7 };
+	static const int64_t wrap[3] = { 1ll << 31, 1ll << 31, 4 };
+	static const int64_t many[2] = { 1ll << 20, 1ll << 9 };
+	const struct {
+		const int64_t *dims;
+		const char *says;
+	} cases[] = {
+		{ wrap, "its initializers decode to more than 4096 MiB" },
+		{ many, "has more than 268435456 elements" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct gb g = { 0 };
+		struct onnx_import im;
+		struct coloc_err err = { 0 };
+
+		g.ins[g.nr_ins++] = vinfo("x", 4, xd, NULL);
+		init_i64(&g, "big", cases[i].dims == wrap ? 3 : 2, cases[i].dims, 1, one);
+		node(&g, "Reshape", "flat", NAMES("x", "big"), NAMES("y"));
+		g.outs[g.nr_outs++] = vinfo("y", 4, xd, NULL);
+		EXPECT_GT(0, import(&g, &im, &err));
+		EXPECT_NE(NULL, strstr(coloc_err_str(&err), cases[i].says))
+		TH_LOG("case %zu: %s", i, coloc_err_str(&err));
+		arena_free();
+	}
 }
 
 TEST_HARNESS_MAIN
