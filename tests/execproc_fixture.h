@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,35 @@ static inline int spawn_path(struct execproc_opts *o, const char *path, struct e
 	ret = execproc_spawn(o, ep, err);
 	close(fd);
 	return ret;
+}
+
+/*
+ * Size and Rss (kB) of pid's mapping of tenant's shared memory (named
+ * coloc-shm:TENANT), from /proc/PID/smaps.
+ */
+static inline bool shm_mapping_kb(pid_t pid, const char *tenant, long *size_kb, long *rss_kb)
+{
+	char path[64], line[512], name[128];
+	bool in = false, found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+	snprintf(name, sizeof(name), "coloc-shm:%s ", tenant);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+			in = !found && strstr(line, name);
+		else if (in && sscanf(line, "Size: %ld kB", size_kb) == 1)
+			continue;
+		else if (in && sscanf(line, "Rss: %ld kB", rss_kb) == 1)
+			found = true;
+	}
+	fclose(f);
+	return found;
 }
 
 /* Every online CPU this test may run on, as the executor takes them by default. */

@@ -293,4 +293,26 @@ TEST(execproc_spawn__missing_executor_is_an_error_at_once)
 	EXPECT_NE(NULL, strstr(err.msg, "/nonexistent/coloc-executor"));
 }
 
+/*
+ * An executor that gets ready without allocating its slots' pages (any
+ * hostile one: it maps the shared memory and writes only the header)
+ * cannot make colocd allocate them: colocd maps a slot's pages at ready
+ * only where the executor has allocated every one, so its side of the
+ * mapping stays as small as what the executor touched.
+ */
+TEST(execproc_ready__slots_the_executor_left_unallocated_are_not_allocated_by_colocd)
+{
+	struct coloc_err err = { 0 };
+	struct execproc *ep = NULL;
+	long size = 0, rss = 0, slot_kb;
+
+	ASSERT_EQ(0, spawn_hostile("silent", &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
+	slot_kb = (long)(execproc_header(ep)->in_bytes / 1024);
+	ASSERT_GT(slot_kb, 64);
+	ASSERT_TRUE(shm_mapping_kb(getpid(), "hostile-silent", &size, &rss));
+	TH_LOG("colocd's side: %ld of %ld kB mapped; a slot's input is %ld kB", rss, size, slot_kb);
+	EXPECT_LT(rss, slot_kb);
+	execproc_free(ep);
+}
+
 TEST_HARNESS_MAIN

@@ -322,31 +322,6 @@ TEST_F(execproc, executor__idle_threads_sleep_in_futex)
 	       (tu_now_ns() - t0) / 1e6);
 }
 
-/* Size and Rss (kB) of pid's mapping of the tenant's shared memory, from /proc/PID/smaps. */
-static bool shm_mapping_kb(pid_t pid, long *size_kb, long *rss_kb)
-{
-	char path[64], line[512];
-	bool in = false, found = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
-			in = !found && strstr(line, "coloc-shm:mnv2");
-		else if (in && sscanf(line, "Size: %ld kB", size_kb) == 1)
-			continue;
-		else if (in && sscanf(line, "Rss: %ld kB", rss_kb) == 1)
-			found = true;
-	}
-	fclose(f);
-	return found;
-}
-
 /*
  * Once ready, before any query, every slot's input and output pages are
  * allocated and mapped on both sides (the rest of the slots' capacity is
@@ -364,11 +339,11 @@ TEST_F(execproc, ready__slots_mapped_before_the_first_query)
 		munmap(probe, 4096);
 	if (!can)
 		SKIP(return, "no MADV_POPULATE_WRITE here (Linux 5.14): pages map at first use");
-	ASSERT_TRUE(shm_mapping_kb(getpid(), &size, &rss));
+	ASSERT_TRUE(shm_mapping_kb(getpid(), "mnv2", &size, &rss));
 	EXPECT_GE(rss, want) TH_LOG("colocd's side: %ld of %ld kB mapped", rss, size);
 	EXPECT_LT(rss, size / 2); /* not the whole default capacity */
 	size = rss = 0;
-	ASSERT_TRUE(shm_mapping_kb(execproc_pid(self->ep), &size, &rss));
+	ASSERT_TRUE(shm_mapping_kb(execproc_pid(self->ep), "mnv2", &size, &rss));
 	EXPECT_GE(rss, want) TH_LOG("the executor's side: %ld of %ld kB mapped", rss, size);
 }
 
