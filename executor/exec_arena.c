@@ -54,6 +54,8 @@ static void touch_step(const struct exec_model *em, struct live_buf *b, const st
 {
 	for (int a = 0; a < s->nr_args; a++)
 		touch_buf(em, b, &s->bufs[a], at);
+	if (s->swish_elems)
+		touch_buf(em, b, &s->dst, at);
 	if (s->embed) {
 		touch_buf(em, b, &s->ids, at);
 		touch_buf(em, b, &s->dst, at);

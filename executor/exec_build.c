@@ -395,6 +395,19 @@ int builder_col2im_step(struct builder *b, const struct exec_col2im *c)
 	return 0;
 }
 
+/* Swish in place over the layer's output, its first nr_elems floats (exec_swish.c). */
+int builder_swish_step(struct builder *b, int64_t nr_elems)
+{
+	struct exec_step *s = builder_plan_step(b);
+
+	if (!s)
+		return -E2BIG;
+	memset(s, 0, sizeof(*s));
+	s->dst = out_buf(b);
+	s->swish_elems = nr_elems;
+	return 0;
+}
+
 int builder_reorder_step(struct builder *b, const dnnl_memory_desc_t *src_md, struct exec_buf src,
 			 const dnnl_memory_desc_t *dst_md, struct exec_buf dst)
 {

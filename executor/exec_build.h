@@ -137,6 +137,7 @@ int builder_weighted_step(struct builder *b, const_dnnl_primitive_desc_t pd, con
 			  const dnnl_memory_desc_t *dst_md, struct exec_buf dst);
 struct exec_step *builder_group_new(struct builder *b, int nr_items);
 int builder_col2im_step(struct builder *b, const struct exec_col2im *c);
+int builder_swish_step(struct builder *b, int64_t nr_elems);
 int builder_reorder_step(struct builder *b, const dnnl_memory_desc_t *src_md, struct exec_buf src,
 			 const dnnl_memory_desc_t *dst_md, struct exec_buf dst);
 int builder_adapt_input(struct builder *b, int j, const dnnl_memory_desc_t *want,

@@ -61,6 +61,19 @@ static void conv_shape_of(struct builder *b, struct conv_shape *cs)
 	cs->pad_r[1] = l->conv.pad_r;
 }
 
+/*
+ * Whether the layer's swish runs as a step of its own after the conv
+ * (exec_swish.c) rather than as oneDNN 2.6's post-op, which is the slower
+ * of the two (docs/measurements/executor.md). Not with a fused residual
+ * add (the swish comes before the sum), nor for oneDNN's own default, nor
+ * on an output that is not dense.
+ */
+static bool swish_after(const struct builder *b)
+{
+	return b->l->act == MODEL_ACT_SWISH && !b->xl->sum_then && !b->em->default_only &&
+	       md_bytes(&b->xl->out_md) == (size_t)model_shape_elems(&b->l->out) * sizeof(float);
+}
+
 static int conv_pd(struct builder *b, const struct conv_shape *cs, int64_t n, int64_t oc,
 		   dnnl_format_tag_t src_tag, dnnl_format_tag_t dst_tag,
 		   const dnnl_memory_desc_t *wmd, const char *want, dnnl_primitive_desc_t *pd)
@@ -80,7 +93,7 @@ static int conv_pd(struct builder *b, const struct conv_shape *cs, int64_t n, in
 		    &cd, dnnl_forward_inference, dnnl_convolution_direct, &src, wmd,
 		    has_bias ? &bias : NULL, &dst, cs->strides, cs->dil, cs->pad_l, cs->pad_r))
 		return -EINVAL;
-	if (exec_attr_new_sum(&attr, b->l, b->xl->sum_then))
+	if (exec_attr_new_sum(&attr, swish_after(b) ? NULL : b->l, b->xl->sum_then))
 		return -ENOMEM;
 	ret = builder_pd_create(b, &cd, attr, want, pd);
 	dnnl_primitive_attr_destroy(attr);
@@ -585,5 +598,10 @@ int conv_build(struct builder *b)
 	ret = conv_version(b, &cs);
 	if (!ret && b->xl->sum_then)
 		strncat(b->plan->impl, " +add", sizeof(b->plan->impl) - strlen(b->plan->impl) - 1);
+	if (!ret && swish_after(b)) {
+		ret = builder_swish_step(b, model_shape_elems(&b->l->out));
+		strncat(b->plan->impl, " +swish",
+			sizeof(b->plan->impl) - strlen(b->plan->impl) - 1);
+	}
 	return ret;
 }

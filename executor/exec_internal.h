@@ -65,6 +65,8 @@ struct exec_step {
 	int64_t nr_ids, vocab, dim;
 	/* A deconv's col2im (plain C, exec_col2im.c), parallel over output rows. */
 	const struct exec_col2im *col2im;
+	/* Swish in place over dst's first swish_elems floats (plain C, exec_swish.c). */
+	int64_t swish_elems;
 };
 
 struct exec_plan {
@@ -172,6 +174,9 @@ struct exec_col2im {
 /* Plans a live query's arena (live_offsets, live_kept, live_bytes), at load. */
 int exec_arena_plan(struct exec_model *em, struct coloc_err *err);
 int exec_col2im_run(const struct exec_query *q, const struct exec_col2im *c, int nr_threads);
+/* x * sigmoid(x) over x[0, n) in place, on a team of nr_threads (exec_swish.c) */
+void exec_swish(float *x, int64_t n, int nr_threads);
+int exec_swish_run(const struct exec_query *q, const struct exec_step *s, int nr_threads);
 int exec_slot_for_cores(const struct exec_model *em, int nr_cores);
 /* Threads in the team of the last block the calling thread ran; 0 before any. */
 int exec_team_last_size(void);

@@ -154,7 +154,7 @@ static const char *prim_impl(const_dnnl_primitive_t prim)
 static bool steps_same(const struct exec_step *a, const struct exec_step *b)
 {
 	if (!a->prim != !b->prim || a->embed != b->embed || !a->col2im != !b->col2im ||
-	    a->nr_args != b->nr_args ||
+	    a->swish_elems != b->swish_elems || a->nr_args != b->nr_args ||
 	    a->nr_items != b->nr_items)
 		return false;
 	if (a->prim && strcmp(prim_impl(a->prim), prim_impl(b->prim)))

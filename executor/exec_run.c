@@ -502,6 +502,8 @@ static int run_plan(struct exec_query *q, struct exec_plan *p, int n)
 			ret = run_embed(q, s);
 		else if (s->col2im)
 			ret = exec_col2im_run(q, s->col2im, n);
+		else if (s->swish_elems)
+			ret = exec_swish_run(q, s, n);
 		else if (s->items)
 			ret = run_group(q, s, n);
 		else
