@@ -5,7 +5,8 @@
  * measurements are in docs/measurements/executor.md). exp(-|x|) as 2^n
  * times a polynomial of the fraction, one division, no table: a loop the
  * compiler vectorizes, built for AVX-512, AVX2 and the baseline and picked
- * at load by the CPU. The team splits the elements in equal runs.
+ * at load by the CPU. The team splits the elements in equal runs, where
+ * there are enough of them.
  */
 #include <math.h>
 #include <omp.h>
@@ -15,11 +16,18 @@
 
 /* Floats a thread's run is a multiple of: whole cache lines. */
 #define SWISH_GRAIN 16
+/*
+ * Below this many floats (a few microseconds of one thread's work) the
+ * caller does it all: no parallel region, whose fork and join can cost
+ * more (squeeze-excite's 1x1 outputs have tens of elements).
+ */
+#define SWISH_TEAM_MIN 16384
 
 /*
  * sigmoid(|x|) = 1 / (1 + e) with e = exp(-|x|) (in (0, 1], no overflow),
- * and sigmoid(-|x|) = e / (1 + e), relative errors under 1e-6 (e from the
- * sixth-degree Taylor polynomial of 2^f on [-1/2, 1/2]). Past |x| = 87, where
+ * and sigmoid(-|x|) = e / (1 + e): relative errors of 1e-6 and up to 3e-6
+ * at |x| = 87 (the sixth-degree Taylor polynomial of 2^f on [-1/2, 1/2],
+ * and the rounding of |x| log2(e), which grows with |x|). Past 87, where
  * e would leave the normal floats, e is 0: x for x > 0, -0 below (NaN for
  * -inf, as x * sigmoid(x) is in IEEE arithmetic); NaN stays NaN.
  */
@@ -58,7 +66,7 @@ void exec_swish(float *x, int64_t n, int nr_threads)
 {
 	int64_t grains = (n + SWISH_GRAIN - 1) / SWISH_GRAIN;
 
-	if (nr_threads <= 1 || grains < 2) {
+	if (nr_threads <= 1 || n < SWISH_TEAM_MIN) {
 		swish_run(x, n);
 		return;
 	}
