@@ -18,6 +18,8 @@
 #include "coloc_internal.h"
 
 #define COLOC_LOOKAHEAD 4
+/* serve()'s answer beside enum policy_served: q's block cannot end before another's latest start */
+#define COLOC_GIVE_WAY (POLICY_OUT_FULL + 1)
 
 double policy_coloc_threshold(int total_cores, double sum_avg, double avg)
 {
@@ -348,7 +350,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	int first = q->next_layer, lead = first_with_work(m, first), last, ci;
 	/* every free core cold: the block will start cold, so it is sized and judged at that price */
 	double cold = policy_costs_cold_scale_on(m, in, &r->free);
-	double budget, fit, scale;
+	double budget, fit, scale, cap;
 	struct block_pred bp;
 	int min_need;
 	uint64_t raw_ns = 0;
@@ -427,8 +429,9 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	 * blocks of one layer (SSD-MobileNet: 2.5 layers a block in colocd).
 	 * The longest prefix within the cap stays, at least one layer with work.
 	 */
+	cap = fmin(r->cap[q->tenant], r->bound);
 	bp = coloc_class_pred(st, ct, first, last, ci, corr, fixed, in->now_ns);
-	if (last - lead > 1 && coloc_predicted(bp, raw_ns) * cold > r->cap[q->tenant]) {
+	if (last - lead > 1 && coloc_predicted(bp, raw_ns) * cold > cap) {
 		int lo = lead + 1, hi = last - 1;
 
 		while (lo < hi) {
@@ -438,7 +441,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 							     in->now_ns),
 					    coloc_span_ns(st, ct, first, mid, ci, pos, NULL, 0)) *
 				    cold <=
-			    r->cap[q->tenant])
+			    cap)
 				lo = mid;
 			else
 				hi = mid - 1;
@@ -447,6 +450,9 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		raw_ns = coloc_span_ns(st, ct, first, last, ci, pos, versions, 0);
 		bp = coloc_class_pred(st, ct, first, last, ci, corr, fixed, in->now_ns);
 	}
+	/* even its first layer with work would end past another's latest start: that one first */
+	if (coloc_predicted(bp, raw_ns) * cold > r->bound)
+		return COLOC_GIVE_WAY;
 	out->nr_versions += last - first;
 	d = &out->decisions[out->nr_decisions++];
 	*d = (struct policy_decision){
@@ -524,6 +530,57 @@ static void block_caps(struct coloc_state *st, const struct policy_input *in, st
 				    INFINITY;
 }
 
+/*
+ * q's latest start: its deadline less its rest on every online core,
+ * predicted at the round's level, times its tenant's margin (a plan's
+ * pessimistic end). A block of another tenant on the cores q waits for
+ * that ends later makes q late.
+ */
+static double latest_start(struct coloc_state *st, const struct policy_input *in,
+			   const struct round *r, const struct policy_query *q)
+{
+	const struct policy_costs *m = in->tenants[q->tenant].costs;
+	struct coloc_tenant *ct = coloc_tenant_state(st, in, q->tenant);
+	double pos = policy_costs_level_pos(m, st->flags.use_level ? r->slowdown : 1.0);
+	double corr = st->flags.predict ? coloc_aged_corr(ct, in->now_ns) : 1.0;
+	double fixed = st->flags.predict ? coloc_aged_fixed(ct, in->now_ns) : 0;
+	double margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
+	int ci = policy_costs_core_index(m, st->nr_online);
+	uint64_t rest =
+		ci < 0 ? 0 : rest_of_model(st, ct, q->next_layer, ci, pos, corr, fixed, in->now_ns);
+
+	return (double)q->deadline_ns - (double)rest * margin;
+}
+
+/* Tenant t's head query is q (NULL: none left this round). */
+static void set_head(struct coloc_state *st, const struct policy_input *in, struct round *r, int t,
+		     const struct policy_query *q)
+{
+	r->head[t] = q;
+	r->done[t] = !q;
+	r->waiting[t] = q && st->flags.block_cap > 0;
+	if (r->waiting[t])
+		r->latest[t] = latest_start(st, in, r, q);
+}
+
+/*
+ * How long from now a block of tenant t may run: until the least latest
+ * start among the other tenants' heads still waiting for cores (not
+ * served, or held), of those that can still start in time and have not
+ * given way themselves this round (two that would each make the other late
+ * must not both wait); INFINITY when none waits.
+ */
+static double wait_bound(const struct policy_input *in, const struct round *r, int t)
+{
+	double bound = INFINITY;
+
+	for (int u = 0; u < in->nr_tenants; u++)
+		if (u != t && r->waiting[u] && !r->deferred[u] &&
+		    r->latest[u] >= (double)in->now_ns)
+			bound = fmin(bound, r->latest[u] - (double)in->now_ns);
+	return bound;
+}
+
 int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 			       const struct policy_input *in, struct policy_output *out,
 			       struct coloc_err *err)
@@ -537,10 +594,8 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 		r.done[t] = true;
 		if (!in->tenants[t].costs)
 			continue;
-		if (r.in_flight[t] < policy_tenant_executors(&in->tenants[t])) {
-			r.head[t] = coloc_next_query(st, in, &r, t, NULL);
-			r.done[t] = !r.head[t];
-		}
+		if (r.in_flight[t] < policy_tenant_executors(&in->tenants[t]))
+			set_head(st, in, &r, t, coloc_next_query(st, in, &r, t, NULL));
 		if (!r.done[t] || r.in_flight[t])
 			sum_avg += coloc_tenant_state(st, in, t)->avg_need;
 	}
@@ -559,19 +614,31 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 				t = i;
 		if (t < 0)
 			return 0;
+		r.bound = wait_bound(in, &r, t);
 		ret = serve(st, cfg, in, &r, r.head[t], out, err);
 		if (ret < 0)
 			return ret;
 		if (ret == POLICY_OUT_FULL)
 			return 0;
+		if (ret == COLOC_GIVE_WAY) {
+			/* the others go first; t is tried again once one of them is decided */
+			r.done[t] = r.deferred[t] = true;
+			continue;
+		}
+		if (ret == POLICY_WAIT) {
+			r.done[t] = true; /* held for cores: still waiting for them */
+			continue;
+		}
+		for (int i = 0; i < in->nr_tenants; i++)
+			if (r.deferred[i])
+				r.done[i] = r.deferred[i] = false;
 		/* a tenant with an executor left serves its next query in turn */
 		if (ret == POLICY_DROPPED ||
-		    (ret == POLICY_SERVED &&
-		     ++r.in_flight[t] < policy_tenant_executors(&in->tenants[t]))) {
-			r.head[t] = coloc_next_query(st, in, &r, t, r.head[t]);
-			r.done[t] = !r.head[t];
+		    ++r.in_flight[t] < policy_tenant_executors(&in->tenants[t])) {
+			set_head(st, in, &r, t, coloc_next_query(st, in, &r, t, r.head[t]));
 		} else {
 			r.done[t] = true;
+			r.waiting[t] = false;
 		}
 	}
 }

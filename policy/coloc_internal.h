@@ -121,6 +121,17 @@ struct round {
 	double thres[POLICY_MAX_TENANTS];
 	double cap[POLICY_MAX_TENANTS]; /* the longest predicted time a block may have, ns */
 	double slack[POLICY_MAX_TENANTS]; /* QoS - the whole model on every core, ns (solo_slack) */
+	/*
+	 * The latest start of each tenant's head query, ns (its deadline less
+	 * its rest on every core, predicted, times its margin), and the time
+	 * from now to the least of them among the other tenants' waiting
+	 * heads when a block is decided: the block must end by then
+	 * (docs/design/coloc-policy.md, "No wait past the slack").
+	 */
+	double latest[POLICY_MAX_TENANTS];
+	double bound;
+	bool waiting[POLICY_MAX_TENANTS]; /* its head waits for cores: not served, or held */
+	bool deferred[POLICY_MAX_TENANTS]; /* gave way to another's waiting head this round */
 	int nr_tables; /* tenants with a table: who else a block's cores may keep waiting */
 	const struct policy_query *head[POLICY_MAX_TENANTS];
 	bool done[POLICY_MAX_TENANTS];
