@@ -27,6 +27,13 @@
 #include "coloc/protocol.h"
 #include "onnx_scan.h"
 
+/*
+ * The longest answer line taken from colocd (its answers to 64 tenants'
+ * status are far shorter): past it, with no newline, the connection is
+ * broken, not a buffer grown without end. colocd holds 4 MiB of answers.
+ */
+#define CLIENT_MAX_ANSWER_LINE (4u << 20)
+
 struct coloc_client {
 	int fd;
 	size_t sndbuf_for; /* the largest infer input the socket's send buffer was sized for */
@@ -279,6 +286,12 @@ static int client_wait_for(struct coloc_client *c, size_t need_after_line, int t
 
 		if (nl && (size_t)(nl + 1 - c->buf) + need_after_line <= c->len)
 			return 1;
+		if (!nl && c->len > CLIENT_MAX_ANSWER_LINE)
+			return client_fail(
+				c, -EPROTO,
+				"colocd sent %zu bytes of an answer line without its end "
+				"(at most %u)",
+				c->len, CLIENT_MAX_ANSWER_LINE);
 		if (timeout_ms > 0) {
 			uint64_t now = client_now_ms();
 
@@ -371,6 +384,31 @@ static int client_open_file(struct coloc_client *c, int dirfd, const char *path,
 	return fd;
 }
 
+/*
+ * An ONNX model's external data file loc, relative to the model's
+ * directory dirfd, checked by colocd's rule before it is opened (relative,
+ * no '..' component: colocd refuses the rest, but only after the files
+ * were opened and handed over). fd or -errno with the reason.
+ */
+static int client_open_location(struct coloc_client *c, int dirfd, const char *loc)
+{
+	bool ok = loc[0] && loc[0] != '/';
+
+	for (const char *p = loc; ok && *p;) {
+		size_t k = strcspn(p, "/");
+
+		ok = !(k == 2 && p[0] == '.' && p[1] == '.');
+		p += k;
+		p += *p == '/';
+	}
+	if (!ok)
+		return client_fail(c, -EINVAL,
+				   "external data file '%.200s' is not a relative path below the "
+				   "model's directory (no '..')",
+				   loc);
+	return client_open_file(c, dirfd, loc, "external data file");
+}
+
 /* An ONNX model's external data locations (a regular file only: colocd refuses the rest). */
 static int client_locations(struct coloc_client *c, int fd, const char *path,
 			    char (*locs)[ONNX_SCAN_LOCATION_LEN], int max)
@@ -436,7 +474,7 @@ struct json_object *coloc_client_submit(struct coloc_client *c, const struct col
 		}
 	}
 	for (int i = 0; i < n; i++) {
-		r = client_open_file(c, dirfd, locs[i], "external data file");
+		r = client_open_location(c, dirfd, locs[i]);
 		if (r < 0)
 			goto out;
 		fds[nr++] = r;
@@ -616,8 +654,20 @@ static int client_parse_answer(struct coloc_client *c, const char *line, size_t 
 	res->first_byte_at_ns = client_count(o, "first_byte_at_ns");
 	res->answered_at_ns = client_count(o, "answered_at_ns");
 	client_parts(o, res);
-	if (res->status == COLOC_INFER_OK && json_object_object_get_ex(o, "output_bytes", &v))
-		*out_bytes = (size_t)json_object_get_int64(v);
+	if (res->status == COLOC_INFER_OK && json_object_object_get_ex(o, "output_bytes", &v)) {
+		int64_t n = json_object_get_int64(v);
+
+		/* past this, the bytes after the line cannot be framed: the connection is lost */
+		if (!json_object_is_type(v, json_type_int) || n < 0 ||
+		    (uint64_t)n > COLOC_MAX_PAYLOAD) {
+			client_fail(c, -EPROTO,
+				    "colocd's answer has output_bytes %.32s, not 0 to %u",
+				    json_object_get_string(v), COLOC_MAX_PAYLOAD);
+			json_object_put(o);
+			return -EPROTO;
+		}
+		*out_bytes = (size_t)n;
+	}
 	json_object_put(o);
 	return 0;
 }

@@ -20,9 +20,13 @@
 static void *api_unpack(struct gw_grpc_call *c, const ProtobufCMessageDescriptor *d,
 			const uint8_t *msg, size_t len)
 {
-	ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, msg);
+	ProtobufCMessage *m = gw_pb_unpack(d, msg, len);
 
-	if (!m)
+	if (!m && errno == E2BIG)
+		gw_grpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED,
+			     "the %s would take more than %zu bytes unpacked", d->name,
+			     GW_PB_BUDGET(len));
+	else if (!m)
 		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "the message is not a %s", d->name);
 	return m;
 }
@@ -68,7 +72,7 @@ static void api_server_live(struct gw_grpc_call *c, const uint8_t *msg, size_t l
 
 	if (!rq)
 		return;
-	protobuf_c_message_free_unpacked(rq, NULL);
+	gw_pb_free(rq);
 	resp.live = true;
 	gw_grpc_reply(c, &resp.base);
 }
@@ -81,7 +85,7 @@ static void api_server_ready(struct gw_grpc_call *c, const uint8_t *msg, size_t 
 
 	if (!rq)
 		return;
-	protobuf_c_message_free_unpacked(rq, NULL);
+	gw_pb_free(rq);
 	resp.ready = gw_models_server_ready(c->ms);
 	gw_grpc_reply(c, &resp.base);
 }
@@ -96,7 +100,7 @@ static void api_model_ready(struct gw_grpc_call *c, const uint8_t *msg, size_t l
 	if (!rq)
 		return;
 	m = api_model(c, rq->name, rq->version);
-	protobuf_c_message_free_unpacked(&rq->base, NULL);
+	gw_pb_free(&rq->base);
 	if (!m)
 		return;
 	resp.ready = atomic_load(&m->state) == GW_MODEL_READY;
@@ -113,7 +117,7 @@ static void api_server_metadata(struct gw_grpc_call *c, const uint8_t *msg, size
 
 	if (!rq)
 		return;
-	protobuf_c_message_free_unpacked(rq, NULL);
+	gw_pb_free(rq);
 	resp.name = (char *)"coloc-gateway";
 	resp.version = (char *)COLOC_VERSION;
 	resp.n_extensions = 1;
@@ -149,7 +153,7 @@ static void api_model_metadata(struct gw_grpc_call *c, const uint8_t *msg, size_
 	if (!rq)
 		return;
 	m = api_model(c, rq->name, rq->version);
-	protobuf_c_message_free_unpacked(&rq->base, NULL);
+	gw_pb_free(&rq->base);
 	if (!m || api_not_ready(c, m))
 		return;
 	resp.name = m->cfg.name;
@@ -284,6 +288,12 @@ static void api_model_infer(struct gw_grpc_call *c, const uint8_t *msg, size_t l
 	struct api_infer *a;
 	struct gw_model *m;
 
+	if (!rq && errno == E2BIG) {
+		gw_grpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED,
+			     "the ModelInferRequest would take more than %zu bytes unpacked",
+			     GW_PB_BUDGET(len));
+		return;
+	}
 	if (!rq) {
 		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
 			     "the message is not a "
@@ -357,7 +367,7 @@ static void api_repository_index(struct gw_grpc_call *c, const uint8_t *msg, siz
 		ptrs[resp.n_models++] = it;
 	}
 	resp.models = ptrs;
-	protobuf_c_message_free_unpacked(&rq->base, NULL);
+	gw_pb_free(&rq->base);
 	gw_grpc_reply(c, &resp.base);
 	json_object_put(index);
 }
@@ -368,6 +378,10 @@ static void api_repository_change(struct gw_grpc_call *c, const char *name, bool
 	struct coloc_err err = { 0 };
 	int r;
 
+	if (!gw_grpc_model_control(c->g)) {
+		gw_grpc_fail(c, GRPC_STATUS_PERMISSION_DENIED, "%s", GW_MODEL_CONTROL_OFF);
+		return;
+	}
 	if (!gw_repo_name_ok(name)) {
 		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
 			     "model names are 1..63 of "
@@ -397,7 +411,7 @@ static void api_repository_load(struct gw_grpc_call *c, const uint8_t *msg, size
 	if (!rq)
 		return;
 	api_repository_change(c, rq->model_name, true);
-	protobuf_c_message_free_unpacked(&rq->base, NULL);
+	gw_pb_free(&rq->base);
 }
 
 static void api_repository_unload(struct gw_grpc_call *c, const uint8_t *msg, size_t len)
@@ -408,7 +422,7 @@ static void api_repository_unload(struct gw_grpc_call *c, const uint8_t *msg, si
 	if (!rq)
 		return;
 	api_repository_change(c, rq->model_name, false);
-	protobuf_c_message_free_unpacked(&rq->base, NULL);
+	gw_pb_free(&rq->base);
 }
 
 #define API_METHOD(name, fn)                                \

@@ -37,6 +37,9 @@ struct gw_grpc_call {
 	grpc_slice status_details;
 	int cancelled;
 	bool counted;
+	uint64_t read_by_ns; /* gw_now_ns() when its message must have come */
+	struct gw_grpc_call *read_prev, *read_next; /* on the server's list while reading */
+	bool reading;
 };
 
 struct gw_grpc_method {
@@ -58,6 +61,8 @@ void gw_grpc_fail(struct gw_grpc_call *c, grpc_status_code code, const char *fmt
  * to poll; then gw_grpc_block_end when done.
  */
 bool gw_grpc_block_begin(struct gw_grpc *g);
+/* Whether the repository's load and unload are allowed (--model-control). */
+bool gw_grpc_model_control(const struct gw_grpc *g);
 void gw_grpc_block_end(struct gw_grpc *g);
 
 #endif /* COLOC_GATEWAY_GRPC_CALL_H */

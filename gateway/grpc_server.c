@@ -6,8 +6,13 @@
  * call itself:
  *
  *   NEW   gRPC handed us a call: request the next one; refuse it at once
- *         (RESOURCE_EXHAUSTED) when max_calls are under way, else read its
- *         one message
+ *         (RESOURCE_EXHAUSTED) when max_calls are under way (the health
+ *         methods are not counted: a flood of calls cannot make the
+ *         gateway look dead), else read its one message, which must come
+ *         within read_timeout_ms: a reaper thread cancels the calls still
+ *         waiting for theirs (DEADLINE_EXCEEDED), so streams opened and
+ *         never sent on do not hold max_calls; one connection has at most
+ *         max_streams calls at once
  *   READ  the message is here: the method named by its path runs
  *         (grpc_api.c) and answers now (an infer: after waiting for colocd
  *         on this thread while another thread is left to poll) or from the
@@ -28,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
@@ -52,14 +58,102 @@ struct gw_grpc {
 	atomic_int blocked; /* threads waiting in a query of their own (gw_grpc_block_begin) */
 	atomic_bool stopping;
 	bool shut; /* shutdown_and_notify called */
+	pthread_t reaper;
+	bool reaper_started, reaper_quit; /* reaper_quit under read_lock */
+	pthread_mutex_t read_lock;
+	pthread_cond_t read_cond; /* CLOCK_MONOTONIC */
+	struct gw_grpc_call *read_head,
+		*read_tail; /* calls waiting for their message, oldest first */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool shutdown_done; /* its tag came back */
 	char shutdown_tag;
 };
 
+/* Off the list of calls waiting for their message (if on it). */
+static void grpc_reading_end(struct gw_grpc_call *c)
+{
+	struct gw_grpc *g = c->g;
+
+	pthread_mutex_lock(&g->read_lock);
+	if (c->reading) {
+		*(c->read_prev ? &c->read_prev->read_next : &g->read_head) = c->read_next;
+		*(c->read_next ? &c->read_next->read_prev : &g->read_tail) = c->read_prev;
+		c->reading = false;
+	}
+	pthread_mutex_unlock(&g->read_lock);
+}
+
+/* On the list, due by now + read_timeout_ms: the latest, so the list stays in order. */
+static void grpc_reading_begin(struct gw_grpc_call *c)
+{
+	struct gw_grpc *g = c->g;
+
+	pthread_mutex_lock(&g->read_lock);
+	c->read_by_ns = gw_now_ns() + (uint64_t)g->opts.read_timeout_ms * 1000000ull;
+	c->read_prev = g->read_tail;
+	c->read_next = NULL;
+	*(g->read_tail ? &g->read_tail->read_next : &g->read_head) = c;
+	g->read_tail = c;
+	c->reading = true;
+	if (c->read_prev == NULL)
+		pthread_cond_signal(&g->read_cond);
+	pthread_mutex_unlock(&g->read_lock);
+}
+
+/* Cancels each call whose message did not come in time; sleeps until the next is due. */
+static void *grpc_reaper(void *arg)
+{
+	struct gw_grpc *g = arg;
+
+	pthread_mutex_lock(&g->read_lock);
+	while (!g->reaper_quit) {
+		struct gw_grpc_call *c = g->read_head;
+		uint64_t now = gw_now_ns();
+		struct timespec ts;
+
+		if (c && c->read_by_ns <= now) {
+			/* its RECV_MESSAGE completes, and the call ends, on a queue thread */
+			*(c->read_next ? &c->read_next->read_prev : &g->read_tail) = NULL;
+			g->read_head = c->read_next;
+			c->reading = false;
+			grpc_call_cancel_with_status(c->call, GRPC_STATUS_DEADLINE_EXCEEDED,
+						     "no request message within the gateway's "
+						     "read timeout",
+						     NULL);
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if (c) {
+			uint64_t at = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+				      (c->read_by_ns - now);
+
+			ts.tv_sec = (time_t)(at / 1000000000ull);
+			ts.tv_nsec = (long)(at % 1000000000ull);
+			pthread_cond_timedwait(&g->read_cond, &g->read_lock, &ts);
+		} else {
+			pthread_cond_wait(&g->read_cond, &g->read_lock);
+		}
+	}
+	pthread_mutex_unlock(&g->read_lock);
+	return NULL;
+}
+
+static void grpc_reaper_stop(struct gw_grpc *g)
+{
+	if (!g->reaper_started)
+		return;
+	pthread_mutex_lock(&g->read_lock);
+	g->reaper_quit = true;
+	pthread_cond_signal(&g->read_cond);
+	pthread_mutex_unlock(&g->read_lock);
+	pthread_join(g->reaper, NULL);
+	g->reaper_started = false;
+}
+
 static void grpc_call_free(struct gw_grpc_call *c)
 {
+	grpc_reading_end(c);
 	if (c->ctx_free)
 		c->ctx_free(c->ctx);
 	if (c->call)
@@ -178,9 +272,27 @@ bool gw_grpc_block_begin(struct gw_grpc *g)
 	return false;
 }
 
+bool gw_grpc_model_control(const struct gw_grpc *g)
+{
+	return g->opts.model_control;
+}
+
 void gw_grpc_block_end(struct gw_grpc *g)
 {
 	atomic_fetch_sub(&g->blocked, 1);
+}
+
+/* Whether c is one of the health methods, which max_calls does not count. */
+static bool grpc_is_health(const struct gw_grpc_call *c)
+{
+	static const char *const health[] = { "/inference.GRPCInferenceService/ServerLive",
+					      "/inference.GRPCInferenceService/ServerReady",
+					      "/inference.GRPCInferenceService/ModelReady" };
+
+	for (size_t i = 0; i < sizeof(health) / sizeof(*health); i++)
+		if (!grpc_slice_str_cmp(c->details.method, health[i]))
+			return true;
+	return false;
 }
 
 static void grpc_call_arrived(struct gw_grpc_call *c)
@@ -195,8 +307,8 @@ static void grpc_call_arrived(struct gw_grpc_call *c)
 		c->deadline_ns = client;
 	if (!atomic_load(&g->stopping))
 		grpc_request_next(g);
-	c->counted = true;
-	if (atomic_fetch_add(&g->calls, 1) >= g->opts.max_calls) {
+	c->counted = !grpc_is_health(c);
+	if (c->counted && atomic_fetch_add(&g->calls, 1) >= g->opts.max_calls) {
 		gw_grpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED,
 			     "the gateway is answering %d calls already; retry later",
 			     g->opts.max_calls);
@@ -210,6 +322,7 @@ static void grpc_call_arrived(struct gw_grpc_call *c)
 	op.op = GRPC_OP_RECV_MESSAGE;
 	op.data.recv_message.recv_message = &c->payload;
 	c->phase = CALL_READ;
+	grpc_reading_begin(c);
 	if (grpc_call_start_batch(c->call, &op, 1, c, NULL) != GRPC_CALL_OK)
 		grpc_call_free(c);
 }
@@ -260,6 +373,8 @@ static void *grpc_thread(void *arg)
 			pthread_mutex_unlock(&g->lock);
 			continue;
 		}
+		if (c->phase == CALL_READ)
+			grpc_reading_end(c);
 		if (c->phase == CALL_SENT || !ev.success) {
 			/* answered, or gRPC gave up on the call (the server is stopping) */
 			if (c->phase == CALL_READ && c->call)
@@ -289,6 +404,8 @@ static int grpc_fail_start(struct gw_grpc *g, struct coloc_err *err, int code, c
 	}
 	pthread_mutex_destroy(&g->lock);
 	pthread_cond_destroy(&g->cond);
+	pthread_mutex_destroy(&g->read_lock);
+	pthread_cond_destroy(&g->read_cond);
 	free(g);
 	grpc_shutdown();
 	return coloc_err_set(err, code, "%s", why);
@@ -310,6 +427,10 @@ int gw_grpc_start(const struct gw_grpc_opts *opts, struct gw_models *ms, struct 
 		{ .type = GRPC_ARG_INTEGER,
 		  .key = (char *)GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
 		  .value.integer = GRPC_STREAM_WINDOW },
+		/* streams held open on one connection cannot take every call */
+		{ .type = GRPC_ARG_INTEGER,
+		  .key = (char *)GRPC_ARG_MAX_CONCURRENT_STREAMS,
+		  .value.integer = opts->max_streams },
 		/* a port already taken is an error, not a port shared with another server */
 		{ .type = GRPC_ARG_INTEGER,
 		  .key = (char *)GRPC_ARG_ALLOW_REUSEPORT,
@@ -327,6 +448,15 @@ int gw_grpc_start(const struct gw_grpc_opts *opts, struct gw_models *ms, struct 
 	g->fw = fw;
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
+	pthread_mutex_init(&g->read_lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&g->read_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	g->cq = grpc_completion_queue_create_for_next(NULL);
 	g->server = grpc_server_create(&cargs, NULL);
 	if (!g->cq || !g->server)
@@ -340,6 +470,11 @@ int gw_grpc_start(const struct gw_grpc_opts *opts, struct gw_models *ms, struct 
 				       "cannot listen for gRPC (address in use or not this "
 				       "machine's?)");
 	grpc_server_start(g->server);
+	g->reaper_started = !pthread_create(&g->reaper, NULL, grpc_reaper, g);
+	if (!g->reaper_started) {
+		gw_grpc_stop(g);
+		return coloc_err_set(err, -EAGAIN, "cannot start the gRPC read-timeout thread");
+	}
 	for (int i = 0; i < GRPC_CALLS_AHEAD + opts->threads; i++)
 		grpc_request_next(g);
 	for (int i = 0; i < opts->threads && i < GRPC_MAX_THREADS; i++) {
@@ -392,10 +527,13 @@ void gw_grpc_stop(struct gw_grpc *g)
 	grpc_completion_queue_shutdown(g->cq);
 	for (int i = 0; i < g->nr_threads; i++)
 		pthread_join(g->threads[i], NULL);
+	grpc_reaper_stop(g);
 	grpc_server_destroy(g->server);
 	grpc_completion_queue_destroy(g->cq);
 	pthread_mutex_destroy(&g->lock);
 	pthread_cond_destroy(&g->cond);
+	pthread_mutex_destroy(&g->read_lock);
+	pthread_cond_destroy(&g->read_cond);
 	free(g);
 	grpc_shutdown();
 }

@@ -37,10 +37,13 @@
 struct gw_grpc_opts {
 	const char *addr; /* ADDR:PORT as gRPC takes it (checked by gw_parse_addr first) */
 	int threads;
-	int max_calls; /* calls at once, of any method */
+	int max_calls; /* calls at once, of any method but the health ones */
+	int read_timeout_ms; /* from a call's arrival to its message, then it is cancelled */
+	int max_streams; /* calls at once on one connection (HTTP/2 concurrent streams) */
 	size_t max_message; /* bytes of one request message */
 	int timeout_ms; /* of one infer, from arrival, when the client's deadline is later */
 	int idle_timeout_s; /* of a connection */
+	bool model_control; /* the repository's load and unload allowed (else PERMISSION_DENIED) */
 };
 
 struct gw_grpc;

@@ -409,6 +409,8 @@ static enum MHD_Result http_repository(struct http_req *rq, const struct http_pa
 	if (p->n != 5 || !http_is(p, 2, "models") ||
 	    !(http_is(p, 4, "load") || http_is(p, 4, "unload")))
 		return http_error(rq->conn, MHD_HTTP_NOT_FOUND, "no such path");
+	if (!rq->h->opts.model_control)
+		return http_error(rq->conn, MHD_HTTP_FORBIDDEN, "%s", GW_MODEL_CONTROL_OFF);
 	if (!gw_repo_name_ok(p->seg[3]))
 		return http_error(rq->conn, MHD_HTTP_BAD_REQUEST,
 				  "model names are 1..63 of [A-Za-z0-9_.-]");

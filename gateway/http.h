@@ -39,6 +39,7 @@ struct gw_http_opts {
 	size_t max_body; /* bytes of one request body */
 	int timeout_ms; /* of one infer, from arrival */
 	int idle_timeout_s; /* of a connection */
+	bool model_control; /* the repository's load and unload allowed (else 403) */
 };
 
 struct gw_http;

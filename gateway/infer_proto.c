@@ -2,7 +2,8 @@
 /*
  * The gRPC infer messages (infer_proto.h): protobuf-c unpacks the bytes
  * (bounded by the gRPC message limit before they get here), all but the
- * raw_input_contents, which a walk over the top-level fields finds and
+ * raw_input_contents, within a byte budget (a message's length in
+ * allocations, a few times over), which a walk over the top-level fields finds and
  * leaves where they lie (protobuf-c would copy each, ~600 KB for an image);
  * then each field is checked with the HTTP side's rules (infer_request.h's
  * lookups and shape check) before a byte is used; a model's only input is
@@ -112,6 +113,64 @@ static bool proto_split(const uint8_t *buf, size_t len, ProtobufCBinaryData *raw
 	return true;
 }
 
+/* Each allocation of a budgeted unpack, after a header with its size. */
+union pb_header {
+	size_t size;
+	max_align_t align;
+};
+
+struct pb_budget {
+	ProtobufCAllocator a;
+	size_t left;
+	bool over;
+};
+
+static void *pb_alloc(void *data, size_t size)
+{
+	struct pb_budget *b = data;
+	union pb_header *h;
+
+	if (size > b->left || b->left - size < sizeof(*h)) {
+		b->over = true;
+		return NULL;
+	}
+	h = malloc(sizeof(*h) + size);
+	if (!h)
+		return NULL;
+	b->left -= sizeof(*h) + size;
+	h->size = size;
+	return h + 1;
+}
+
+static void pb_release(void *data, void *p)
+{
+	(void)data;
+	if (p)
+		free((union pb_header *)p - 1);
+}
+
+/* What frees a budgeted message (its alloc is never called). */
+static ProtobufCAllocator pb_freer = { .free = pb_release };
+
+ProtobufCMessage *gw_pb_unpack(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len)
+{
+	struct pb_budget b = { .a = { .alloc = pb_alloc, .free = pb_release },
+			       .left = GW_PB_BUDGET(len) };
+	ProtobufCMessage *m;
+
+	b.a.allocator_data = &b;
+	m = protobuf_c_message_unpack(d, &b.a, len, buf);
+	if (!m)
+		errno = b.over ? E2BIG : EINVAL;
+	return m;
+}
+
+void gw_pb_free(ProtobufCMessage *m)
+{
+	if (m)
+		protobuf_c_message_free_unpacked(m, &pb_freer);
+}
+
 Inference__ModelInferRequest *gw_infer_proto_unpack(const uint8_t *buf, size_t len)
 {
 	ProtobufCBinaryData *raw;
@@ -119,10 +178,12 @@ Inference__ModelInferRequest *gw_infer_proto_unpack(const uint8_t *buf, size_t l
 	size_t nr_raw, rest_len;
 	uint8_t *rest;
 
+	errno = EINVAL;
 	if (!proto_split(buf, len, NULL, 0, &nr_raw, NULL, &rest_len))
 		return NULL;
 	if (!nr_raw)
-		return inference__model_infer_request__unpack(NULL, len, buf);
+		return (Inference__ModelInferRequest *)gw_pb_unpack(
+			&inference__model_infer_request__descriptor, buf, len);
 	if (nr_raw > PROTO_MAX_RAW)
 		return NULL;
 	raw = calloc(nr_raw, sizeof(*raw));
@@ -130,15 +191,19 @@ Inference__ModelInferRequest *gw_infer_proto_unpack(const uint8_t *buf, size_t l
 	if (!raw || !rest || !proto_split(buf, len, raw, nr_raw, &nr_raw, rest, &rest_len)) {
 		free(raw);
 		free(rest);
+		errno = raw && rest ? EINVAL : ENOMEM;
 		return NULL;
 	}
-	msg = inference__model_infer_request__unpack(NULL, rest_len, rest);
+	msg = (Inference__ModelInferRequest *)gw_pb_unpack(
+		&inference__model_infer_request__descriptor, rest, rest_len);
 	free(rest);
 	if (!msg || msg->n_raw_input_contents) {
+		int e = msg ? EINVAL : errno;
+
 		/* a raw_input_contents of another wire type: not a ModelInferRequest */
-		if (msg)
-			inference__model_infer_request__free_unpacked(msg, NULL);
+		gw_pb_free(msg ? &msg->base : NULL);
 		free(raw);
+		errno = e;
 		return NULL;
 	}
 	msg->n_raw_input_contents = nr_raw;
@@ -153,7 +218,7 @@ void gw_infer_proto_free(Inference__ModelInferRequest *msg)
 	free(msg->raw_input_contents);
 	msg->raw_input_contents = NULL;
 	msg->n_raw_input_contents = 0;
-	inference__model_infer_request__free_unpacked(msg, NULL);
+	gw_pb_free(&msg->base);
 }
 
 /* Whether c holds values of a type other than FP32. */

@@ -27,8 +27,21 @@
 #include "infer_request.h"
 
 /*
+ * Any request message of the service unpacked within a byte budget
+ * (GW_PB_BUDGET of the message's length): protobuf-c allocates what its
+ * fields declare, ~75 bytes for a 2-byte empty repeated message, so a
+ * message of GBs' worth is refused here, not allocated. NULL with errno
+ * EINVAL (not such a message) or E2BIG (over the budget). Free it with
+ * gw_pb_free only.
+ */
+#define GW_PB_BUDGET(len) (4 * (size_t)(len) + ((size_t)1 << 20))
+ProtobufCMessage *gw_pb_unpack(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len);
+void gw_pb_free(ProtobufCMessage *m);
+
+/*
  * The bytes as a ModelInferRequest (free with gw_infer_proto_free), or
- * NULL. Its raw_input_contents point into buf, which must outlive it.
+ * NULL with errno as gw_pb_unpack's. Its raw_input_contents point into
+ * buf, which must outlive it.
  */
 Inference__ModelInferRequest *gw_infer_proto_unpack(const uint8_t *buf, size_t len);
 void gw_infer_proto_free(Inference__ModelInferRequest *msg);

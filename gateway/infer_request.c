@@ -239,6 +239,40 @@ static int infer_outputs(const struct gw_model_config *cfg, struct json_object *
 	return 0;
 }
 
+/*
+ * The JSON part's size against what elems input values can need, before
+ * json-c allocates an object for each value: 0, or 413 with the reason.
+ * Every value but a container's first follows a ',', and each container
+ * opens with '[' or '{', so their count bounds the values (one in a
+ * string counts too: over-counting only refuses sooner).
+ */
+static int infer_check_json_size(const struct gw_model_config *cfg, uint64_t elems,
+				 const char *json, size_t len, char *why, size_t why_len)
+{
+	uint64_t max_values = elems + GW_JSON_MARGIN_VALUES, values = 0;
+	uint64_t max_bytes = elems * GW_JSON_BYTES_PER_VALUE + GW_JSON_MARGIN_BYTES;
+
+	if (len > max_bytes) {
+		infer_fail(why, why_len,
+			   "the JSON part (%zu bytes) is longer than model %s's %llu input "
+			   "values can need (%llu bytes); send large inputs as binary data",
+			   len, cfg->name, (unsigned long long)elems,
+			   (unsigned long long)max_bytes);
+		return 413;
+	}
+	for (size_t i = 0; i < len; i++)
+		values += json[i] == ',' || json[i] == '[' || json[i] == '{';
+	if (values > max_values) {
+		infer_fail(why, why_len,
+			   "the JSON part holds more values (%llu) than model %s's %llu input "
+			   "values and %d more",
+			   (unsigned long long)values, cfg->name, (unsigned long long)elems,
+			   GW_JSON_MARGIN_VALUES);
+		return 413;
+	}
+	return 0;
+}
+
 int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t len,
 		   size_t header_len, struct gw_infer_request *req, char *why, size_t why_len)
 {
@@ -263,6 +297,10 @@ int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t l
 	for (int i = 0; i < cfg->nr_inputs; i++)
 		elems += cfg->inputs[i].elems;
 	req->input_bytes = (size_t)elems * 4;
+	r = infer_check_json_size(cfg, elems, body, header_len, why, why_len);
+	if (r)
+		return r;
+	r = 400;
 	tok = json_tokener_new_ex(GW_JSON_MAX_DEPTH);
 	if (!tok)
 		return infer_fail(why, why_len, "out of memory");

@@ -37,6 +37,14 @@
 
 #define GW_ID_MAX 256 /* bytes of a request id, with its NUL */
 #define GW_JSON_MAX_DEPTH 32
+/*
+ * What a JSON part may hold beyond the model's input values (docs/gateway.md):
+ * containers and commas counted as values before json-c sees a byte (each
+ * costs it ~100 B to ~1 KB), and bytes of text per value, besides the margin.
+ */
+#define GW_JSON_MARGIN_VALUES 1024
+#define GW_JSON_BYTES_PER_VALUE 64
+#define GW_JSON_MARGIN_BYTES (64u << 10)
 
 struct gw_infer_request {
 	char id[GW_ID_MAX];
@@ -57,7 +65,9 @@ struct gw_infer_request {
 /*
  * Parses body (len bytes; the first header_len of them JSON, or all of it
  * when header_len is (size_t)-1: no binary extension) for model cfg. 0, or
- * an HTTP status (400) with the reason in why. req->input may point into
+ * an HTTP status (400; 413 for a JSON part longer, or holding more values,
+ * than the model's inputs can need, refused before it is parsed) with the
+ * reason in why. req->input may point into
  * body, which must outlive its use; gw_infer_request_free() frees what
  * was allocated, in either case.
  */

@@ -69,6 +69,11 @@ void gw_models_destroy(struct gw_models *ms);
 struct gw_model *gw_models_get(struct gw_models *ms, const char *name);
 void gw_models_put(struct gw_model *m);
 
+/* Why the front doors refuse load and unload without --model-control. */
+#define GW_MODEL_CONTROL_OFF                                                                \
+	"loading and unloading models is off; start coloc-gateway with --model-control to " \
+	"allow it (anyone who reaches the inference port could then change what is served)"
+
 /*
  * Loads name from the repository (a READY model is left as it is): 0, or
  * -errno with err. One load or unload at a time: with wait false (the HTTP

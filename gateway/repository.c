@@ -59,7 +59,8 @@ static int repo_is_file(const char *path)
 /* The whole of a small file, NUL-terminated (malloc'd), or NULL with err filled. */
 static char *repo_read_small(const char *path, size_t max, struct coloc_err *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* a FIFO or a device would block the open or the read: refused by its fstat */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
 	char *buf = NULL;
 	size_t len = 0;
@@ -253,12 +254,24 @@ out:
 /* `input NAME shape=AxBx...` lines of a coloc .model file, when config.json named none. */
 static int repo_model_file_inputs(struct gw_model_config *cfg, struct coloc_err *err)
 {
-	FILE *f = fopen(cfg->path, "re");
+	int fd = open(cfg->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
 	char line[512];
+	FILE *f;
 	int r = 0;
 
-	if (!f)
+	if (fd < 0)
 		return coloc_err_set(err, -errno, "%s: %s", cfg->path, strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return coloc_err_set(err, -EINVAL, "%s: not a regular file", cfg->path);
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		r = -errno;
+		close(fd);
+		return coloc_err_set(err, r, "%s: %s", cfg->path, strerror(-r));
+	}
 	while (!r && fgets(line, sizeof(line), f)) {
 		char name[GW_NAME_MAX], shape[256], *p, *save = NULL;
 		struct gw_tensor *t;

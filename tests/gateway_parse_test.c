@@ -192,6 +192,76 @@ TEST(infer_parse__hostile_bodies_get_400_with_the_reason)
  * ASan sees any read past it: every one is parsed or refused with 400 and
  * a reason, never anything else.
  */
+/* The peak RSS of this process in kB (reset to the current one by clear_refs 5), or -1. */
+static long peak_rss_kb(bool reset)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	f = reset ? fopen("/proc/self/clear_refs", "w") : NULL;
+	if (f) {
+		fputs("5", f);
+		fclose(f);
+	}
+	return kb;
+}
+
+/*
+ * JSON parts of empty objects (json-c: ~100 B to ~1 KB each) are refused
+ * with 413 by their length or their count of values before json-c parses
+ * them: this process's peak RSS grows by far less than json-c would take.
+ */
+TEST(infer_parse__values_past_the_models_inputs_are_refused_413_unparsed)
+{
+	static const char head[] = "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],"
+				   "\"datatype\":\"FP32\",\"data\":[";
+	size_t sizes[] = { 3000, 8u << 20 }; /* by the count; by the length */
+	struct gw_model_config cfg;
+	struct gw_infer_request req;
+	char why[256];
+
+	small_model(&cfg);
+	for (size_t k = 0; k < ARRAY_SIZE(sizes); k++) {
+		size_t len = strlen(head), nr = sizes[k] / 3;
+		char *body = malloc(sizes[k] + 256);
+		long before, after;
+
+		ASSERT_NE(NULL, body);
+		memcpy(body, head, len);
+		for (size_t i = 0; i < nr; i++) {
+			memcpy(body + len, i ? ",{}" : "{}", i ? 3 : 2);
+			len += i ? 3 : 2;
+		}
+		memcpy(body + len, "]}]}", 4);
+		len += 4;
+		before = peak_rss_kb(true);
+		EXPECT_EQ(413, gw_infer_parse(&cfg, body, len, (size_t)-1, &req, why, sizeof(why)));
+		after = peak_rss_kb(false);
+		EXPECT_NE(NULL, strstr(why, k ? "longer than" : "more values")) TH_LOG("%s", why);
+		/* json-c would take ~800 B for each of 2.8M objects: GBs */
+		if (before > 0)
+			EXPECT_LT(after, before + (64 << 10))
+			TH_LOG("%ld kB, %ld before", after, before);
+		gw_infer_request_free(&req);
+		free(body);
+	}
+	/* within the margin: parsed, and refused for what it holds */
+	{
+		const char *ok = "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,2,3],"
+				 "\"datatype\":\"FP32\",\"data\":[1,2,3,4,5,{}]}]}";
+
+		EXPECT_EQ(400,
+			  gw_infer_parse(&cfg, ok, strlen(ok), (size_t)-1, &req, why, sizeof(why)));
+		gw_infer_request_free(&req);
+	}
+}
+
 TEST(infer_parse__mutated_bodies_are_parsed_or_refused_with_400)
 {
 	const char *good_json =
@@ -447,6 +517,26 @@ TEST(repo_read_model__refuses_bad_configs_and_names_with_the_reason)
 
 		EXPECT_EQ(-EINVAL, gw_repo_read_model(repo, bad[i], &cfg, &err));
 	}
+}
+
+/* A FIFO (or anything but a regular file) as config.json is refused, never waited on. */
+TEST(repo_read_model__a_fifo_as_config_is_refused_not_opened_blocking)
+{
+	const char *files[] = { "1/model.model", NULL };
+	struct gw_model_config cfg;
+	struct coloc_err err = { 0 };
+	char repo[128], path[192];
+
+	ASSERT_NE(0, unit_dir[0]);
+	snprintf(repo, sizeof(repo), "%s/repo-fifo", unit_dir);
+	ASSERT_EQ(0, mkdir(repo, 0755));
+	ASSERT_EQ(0, make_model(repo, "m", "{\"qos_ms\": 5}", files));
+	snprintf(path, sizeof(path), "%s/m/config.json", repo);
+	ASSERT_EQ(0, unlink(path));
+	ASSERT_EQ(0, mkfifo(path, 0644));
+	/* before: open() waited for a writer that never comes (the harness's timeout) */
+	EXPECT_EQ(-EINVAL, gw_repo_read_model(repo, "m", &cfg, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "not a regular file")) TH_LOG("%s", err.msg);
 }
 
 TEST(parse_addr__ipv4_ipv6_and_bad_forms)

@@ -7,6 +7,7 @@
  * reference is protobuf-c's own unpacking of the same bytes.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kselftest_harness.h"
@@ -131,6 +132,59 @@ TEST(infer_proto_unpack__broken_wire_format_is_refused)
 	EXPECT_EQ(NULL, gw_infer_proto_unpack(bad, 1));
 }
 
+/*
+ * Messages of 2-byte fields that protobuf-c would unpack into ~40x their
+ * size (empty repeated inputs, unknown fields; with and without a raw
+ * input beside them) are refused with E2BIG within GW_PB_BUDGET.
+ */
+TEST(infer_proto_unpack__amplifying_messages_are_refused_within_the_budget)
+{
+	static const uint8_t patterns[][3] = { { 0x2a, 0x00 }, { 0xf8, 0x07, 0x00 } };
+	static const size_t pattern_len[] = { 2, 3 };
+	const size_t bytes = 4u << 20;
+
+	for (size_t k = 0; k < 2; k++) {
+		uint8_t *buf = malloc(bytes + 8);
+		size_t len = 0;
+
+		ASSERT_NE(NULL, buf);
+		while (len + pattern_len[k] <= bytes) {
+			memcpy(buf + len, patterns[k], pattern_len[k]);
+			len += pattern_len[k];
+		}
+		errno = 0;
+		EXPECT_EQ(NULL, gw_infer_proto_unpack(buf, len));
+		EXPECT_EQ(E2BIG, errno);
+		/* a raw input first: the rest is unpacked within the same budget */
+		buf[len] = 0x3a;
+		buf[len + 1] = 4;
+		memset(buf + len + 2, 0, 4);
+		errno = 0;
+		EXPECT_EQ(NULL, gw_infer_proto_unpack(buf, len + 6));
+		EXPECT_EQ(E2BIG, errno);
+		/* any message of the service alike */
+		errno = 0;
+		EXPECT_EQ(NULL,
+			  gw_pb_unpack(&inference__server_live_request__descriptor, buf, len));
+		EXPECT_EQ(E2BIG, errno);
+		free(buf);
+	}
+	/* a short one of the same fields is within the budget: unpacked, freed */
+	{
+		uint8_t few[64];
+		Inference__ModelInferRequest *m;
+
+		for (size_t i = 0; i < sizeof(few); i += 2) {
+			few[i] = 0x2a;
+			few[i + 1] = 0;
+		}
+		m = gw_infer_proto_unpack(few, sizeof(few));
+		ASSERT_NE(NULL, m);
+		EXPECT_EQ(32, m->n_inputs);
+		gw_infer_proto_free(m);
+	}
+}
+
 TEST(infer_from_proto__one_input_is_used_in_place_several_are_copied_flat)
 {
 	static const float vals[6] = { 1, 2, 3, 4, 5, 6 };
@@ -149,7 +203,8 @@ TEST(infer_from_proto__one_input_is_used_in_place_several_are_copied_flat)
 	ASSERT_EQ(0, gw_infer_from_proto(&cfg, msg, &req, why, sizeof(why))) TH_LOG("%s", why);
 	EXPECT_EQ(12, req.input_bytes);
 	EXPECT_EQ(NULL, req.input_buf);
-	EXPECT_TRUE((const uint8_t *)req.input >= buf && (const uint8_t *)req.input + 12 <= buf + len);
+	EXPECT_TRUE((const uint8_t *)req.input >= buf &&
+		    (const uint8_t *)req.input + 12 <= buf + len);
 	EXPECT_EQ(0, memcmp(vals, req.input, 12));
 	EXPECT_STREQ("req-7", req.id);
 	gw_infer_request_free(&req);

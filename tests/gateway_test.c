@@ -103,7 +103,9 @@ FIXTURE_SETUP(gw)
 		SKIP(return, "%.900s", why);
 	ASSERT_EQ(0, ret) TH_LOG("%s", why);
 	ASSERT_EQ(0, coloc_client_connect(self->env.sock, &self->c));
-	ASSERT_TRUE(gw_env_start_gateway(&self->env, false, NULL))
+	/* the repository tests load and unload */
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, false,
+					 (const char *[]){ "--model-control", NULL }))
 	gw_env_log_gateway(&self->env);
 	/* the reference: the same input through libcoloc_client */
 	self->in_bytes = 3 * 224 * 224 * sizeof(float);

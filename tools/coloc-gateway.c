@@ -40,8 +40,9 @@ static struct {
 	const char *metrics;
 	const char *grpc;
 	long threads, conns, max_queue, timeout_ms, colocd_timeout_ms, max_body, load_timeout_s;
-	long max_connections, pipeline;
+	long max_connections, pipeline, grpc_read_timeout_ms, grpc_max_streams;
 	bool allow_root;
+	bool model_control; /* --model-control */
 	bool socket_copy; /* --colocd-socket-copy */
 } opts = {
 	.socket_path = COLOC_DEFAULT_SOCKET,
@@ -56,7 +57,10 @@ static struct {
 	.load_timeout_s = 300,
 	.max_connections = 1024,
 	.pipeline = COLOC_MAX_INFLIGHT,
+	.grpc_max_streams = 100,
 };
+
+#define GW_GRPC_READ_TIMEOUT_MS 10000 /* --grpc-read-timeout-ms's default, at most */
 
 static void usage(FILE *f)
 {
@@ -91,6 +95,16 @@ static void usage(FILE *f)
 		"  --max-body-bytes N      largest request body or gRPC message, then 413 or\n"
 		"                          RESOURCE_EXHAUSTED (default %ld)\n"
 		"  --max-connections N     HTTP connections at once (default %ld)\n"
+		"  --grpc-read-timeout-ms N  longest a gRPC call may take to send its request\n"
+		"                          message after opening, then it is cancelled with\n"
+		"                          DEADLINE_EXCEEDED (default: --timeout-ms, at most %d)\n"
+		"  --grpc-max-streams N    gRPC calls at once on one connection (default %ld);\n"
+		"                          --max-queue bounds them over all connections, but\n"
+		"                          never the health methods\n"
+		"  --model-control         allow the repository API's load and unload (HTTP\n"
+		"                          /v2/repository/models/NAME/load|unload, gRPC\n"
+		"                          RepositoryModelLoad|Unload): off by default, as\n"
+		"                          anyone who reaches the HTTP or gRPC port could use it\n"
 		"  --load-timeout-s N      how long a model may take to become ready (default %ld)\n"
 		"  --allow-root            run as root anyway (not recommended: run it as its own\n"
 		"                          user in the '%s' group)\n"
@@ -99,8 +113,8 @@ static void usage(FILE *f)
 		"Exit status: 0 after SIGINT/SIGTERM, 1 on failure, 2 on bad usage.\n",
 		prog, COLOC_DEFAULT_SOCKET, opts.http, opts.metrics, opts.threads, opts.conns,
 		opts.max_queue, opts.timeout_ms, opts.colocd_timeout_ms, COLOC_MAX_INFLIGHT,
-		COLOC_MAX_INFLIGHT, opts.max_body, opts.max_connections, opts.load_timeout_s,
-		COLOC_GROUP);
+		COLOC_MAX_INFLIGHT, opts.max_body, opts.max_connections, GW_GRPC_READ_TIMEOUT_MS,
+		opts.grpc_max_streams, opts.load_timeout_s, COLOC_GROUP);
 }
 
 enum {
@@ -120,6 +134,9 @@ enum {
 	OPT_ROOT,
 	OPT_SOCKET_COPY,
 	OPT_PIPELINE,
+	OPT_GRPC_READ_TIMEOUT,
+	OPT_GRPC_STREAMS,
+	OPT_MODEL_CONTROL,
 	OPT_VERSION
 };
 
@@ -140,6 +157,9 @@ static const struct option long_opts[] = {
 	{ "allow-root", no_argument, NULL, OPT_ROOT },
 	{ "colocd-socket-copy", no_argument, NULL, OPT_SOCKET_COPY },
 	{ "colocd-pipeline", required_argument, NULL, OPT_PIPELINE },
+	{ "grpc-read-timeout-ms", required_argument, NULL, OPT_GRPC_READ_TIMEOUT },
+	{ "grpc-max-streams", required_argument, NULL, OPT_GRPC_STREAMS },
+	{ "model-control", no_argument, NULL, OPT_MODEL_CONTROL },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -160,6 +180,8 @@ static const struct {
 	{ OPT_MAXCONN, "--max-connections", &opts.max_connections, 1, 65536 },
 	{ OPT_LOAD, "--load-timeout-s", &opts.load_timeout_s, 1, 86400 },
 	{ OPT_PIPELINE, "--colocd-pipeline", &opts.pipeline, 1, COLOC_MAX_INFLIGHT },
+	{ OPT_GRPC_READ_TIMEOUT, "--grpc-read-timeout-ms", &opts.grpc_read_timeout_ms, 1, 3600000 },
+	{ OPT_GRPC_STREAMS, "--grpc-max-streams", &opts.grpc_max_streams, 1, 65536 },
 };
 
 static int parse_args(int argc, char **argv)
@@ -199,6 +221,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case OPT_SOCKET_COPY:
 			opts.socket_copy = true;
+			break;
+		case OPT_MODEL_CONTROL:
+			opts.model_control = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -289,6 +314,7 @@ int main(int argc, char **argv)
 	hopts.max_body = (size_t)opts.max_body;
 	hopts.timeout_ms = (int)opts.timeout_ms;
 	hopts.idle_timeout_s = 60;
+	hopts.model_control = opts.model_control;
 	if (gw_ctl_open(opts.socket_path, &ctl, &err) ||
 	    gw_ctl_open(opts.socket_path, &mctl, &err) ||
 	    gw_fwd_create(opts.socket_path, (int)opts.conns, (int)opts.max_queue,
@@ -308,6 +334,13 @@ int main(int argc, char **argv)
 	gopts.max_message = (size_t)opts.max_body;
 	gopts.timeout_ms = (int)opts.timeout_ms;
 	gopts.idle_timeout_s = hopts.idle_timeout_s;
+	gopts.model_control = opts.model_control;
+	gopts.max_streams = (int)opts.grpc_max_streams;
+	gopts.read_timeout_ms = (int)opts.grpc_read_timeout_ms;
+	if (!gopts.read_timeout_ms)
+		gopts.read_timeout_ms = opts.timeout_ms < GW_GRPC_READ_TIMEOUT_MS ?
+						(int)opts.timeout_ms :
+						GW_GRPC_READ_TIMEOUT_MS;
 	if (opts.grpc && gw_grpc_start(&gopts, ms, fw, &grpc, &err)) {
 		coloc_err_prefix(&err, "--grpc %s", opts.grpc);
 		goto out;

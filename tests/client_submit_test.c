@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * libcoloc_client's submit on its own (client/client.c), before a byte
+ * reaches colocd: an ONNX model's external data locations get colocd's
+ * rule (relative, no '..' component) before the client opens them, so a
+ * model cannot have its client open a path outside its directory (a FIFO,
+ * a device) and hand it over. A listening socket no one serves stands in
+ * for colocd: a refused submit never writes to it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include "kselftest_harness.h"
+#include "coloc/client.h"
+#include "testutil.h"
+
+/* A length-delimited field: key, length (< 128), bytes. */
+static size_t put_field(uint8_t *out, unsigned int field, const void *bytes, size_t len)
+{
+	out[0] = (uint8_t)(field << 3 | 2);
+	out[1] = (uint8_t)len;
+	memcpy(out + 2, bytes, len);
+	return len + 2;
+}
+
+/* ModelProto.graph.initializer[0].external_data[0] = {"location": loc}, at path. */
+static int write_onnx_with_location(const char *path, const char *loc)
+{
+	uint8_t entry[96], tensor[100], graph[104], model[108];
+	size_t n;
+	FILE *f;
+
+	n = put_field(entry, 1, "location", 8);
+	n += put_field(entry + n, 2, loc, strlen(loc));
+	n = put_field(tensor, 13, entry, n);
+	n = put_field(graph, 5, tensor, n);
+	n = put_field(model, 7, graph, n);
+	f = fopen(path, "wb");
+	if (!f || fwrite(model, n, 1, f) != 1) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	return fclose(f);
+}
+
+TEST(submit__external_data_outside_the_models_directory_is_refused_unopened)
+{
+	static const char *const bad[] = { "../secret", "/nonexistent/secret", "a/../../secret" };
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	char dir[] = "/tmp/coloc-client-submit-XXXXXX", model[128];
+	struct coloc_client *c = NULL;
+	int lfd;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/s.sock", dir);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, bind(lfd, (struct sockaddr *)&addr, sizeof(addr)));
+	ASSERT_EQ(0, listen(lfd, 4));
+	ASSERT_EQ(0, coloc_client_connect(addr.sun_path, &c));
+	snprintf(model, sizeof(model), "%s/m.onnx", dir);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		struct coloc_submit sub = { .name = "m", .model = model, .qos_ms = 10 };
+
+		ASSERT_EQ(0, write_onnx_with_location(model, bad[i]));
+		/* before: opened (here: not found), and handed over had it been there */
+		EXPECT_EQ(NULL, coloc_client_submit(c, &sub));
+		EXPECT_NE(NULL, strstr(coloc_client_error(c), "not a relative path below"))
+		TH_LOG("%s: %s", bad[i], coloc_client_error(c));
+	}
+	coloc_client_close(c);
+	close(lfd);
+	EXPECT_EQ(0, tu_remove_tree(dir));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+"""A hostile gRPC client of the gateway, with Python's grpcio and no stubs
+(raw bytes through generic calls), for tests/gateway_hostile_test.c:
+
+  grpc_hostile.py HOST:PORT bomb METHOD HEX COUNT
+  grpc_hostile.py HOST:PORT held N
+  grpc_hostile.py HOST:PORT call METHOD
+
+bomb: one METHOD call whose message is the bytes HEX repeated COUNT times;
+prints its status code's name.
+held: opens N ModelInfer calls that send their headers and never a message,
+then, once a counted call (RepositoryIndex) is refused RESOURCE_EXHAUSTED,
+prints "counted" (an attempt where a held call was refused instead is
+made again: "again"), then ServerLive's code, then each held call's code
+as it ends ("held CODE"), then RepositoryIndex's code again once it is OK
+(or after 30 s).
+call: one METHOD call with an empty message; prints its code's name.
+"""
+import sys
+import threading
+
+import grpc
+
+SERVICE = "/inference.GRPCInferenceService/"
+
+
+def unary(channel, method, payload, timeout=60):
+    call = channel.unary_unary(SERVICE + method)
+    try:
+        call(payload, timeout=timeout)
+        return "OK"
+    except grpc.RpcError as e:
+        return e.code().name
+
+
+def held(channel, n):
+    stop = threading.Event()
+
+    def never():
+        stop.wait()
+        return
+        yield  # a generator that sends nothing
+
+    stream = channel.stream_unary(SERVICE + "ModelInfer")
+    # a poll that reaches the server before the last held call takes its
+    # place, and that call is refused: the attempt proved nothing, again
+    for _ in range(5):
+        calls = [stream.future(never(), timeout=120) for _ in range(n)]
+        threading.Event().wait(1)
+        exhausted = False
+        for _ in range(600):
+            if any(c.done() for c in calls):
+                break
+            if unary(channel, "RepositoryIndex", b"") == "RESOURCE_EXHAUSTED":
+                exhausted = True
+                break
+            threading.Event().wait(0.1)
+        if exhausted and not any(c.done() for c in calls):
+            break
+        for c in calls:
+            c.cancel()
+        print("again", flush=True)
+    print("counted" if exhausted else "never counted", flush=True)
+    print("live " + unary(channel, "ServerLive", b""), flush=True)
+    for c in calls:
+        try:
+            c.result()
+            print("held OK", flush=True)
+        except grpc.RpcError as e:
+            print("held " + e.code().name, flush=True)
+    stop.set()
+    # the server frees a cancelled call just after its status went out
+    for _ in range(300):
+        code = unary(channel, "RepositoryIndex", b"")
+        if code == "OK":
+            break
+        threading.Event().wait(0.1)
+    print("index " + code, flush=True)
+
+
+def main():
+    target, mode = sys.argv[1], sys.argv[2]
+    opts = [("grpc.max_send_message_length", -1)]
+    with grpc.insecure_channel(target, options=opts) as channel:
+        if mode == "bomb":
+            payload = bytes.fromhex(sys.argv[4]) * int(sys.argv[5])
+            print(unary(channel, sys.argv[3], payload))
+        elif mode == "held":
+            held(channel, int(sys.argv[3]))
+        elif mode == "call":
+            print(unary(channel, sys.argv[3], b""))
+        else:
+            print("grpc_hostile: unknown mode " + mode)
+            sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * coloc-gateway against hostile clients and a hostile colocd: the real
+ * gateway as the `coloc` user in front of the fake colocd
+ * (gateway_fake_colocd.h), driven with curl and a gRPC client of raw bytes
+ * (tests/gateway/grpc_hostile.py, Python grpcio): bodies that would
+ * unpack into GBs (a JSON part of empty objects, a gRPC message of empty
+ * repeated fields or unknown ones) are refused with the gateway's peak RSS
+ * (VmHWM, reset before each) far below that; gRPC calls that never send
+ * their message are cancelled and never lock the health methods out; load
+ * and unload need --model-control; an answer line with an impossible
+ * output_bytes, or without an end, costs colocd's connection, not the
+ * gateway's memory.
+ */
+#define _GNU_SOURCE
+#include "kselftest_harness.h"
+#include "gateway_fake_colocd.h"
+
+#define PYTHON "/usr/bin/python3" /* Debian's, with python3-grpcio */
+#define BOMB_BYTES (16 << 20)
+#define MAX_GROWTH_KB (200 << 10) /* what a refused bomb may add to the peak RSS */
+
+/* The gateway's peak RSS in kB since the last reset (clear_refs 5), or -1. */
+static long vmhwm_kb(pid_t pid, bool reset)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (reset) {
+		snprintf(path, sizeof(path), "/proc/%d/clear_refs", pid);
+		f = fopen(path, "w");
+		if (f) {
+			fputs("5", f);
+			fclose(f);
+		}
+	}
+	return kb;
+}
+
+/* Runs grpc_hostile.py against the gateway with args; its exit status, its output in out. */
+static int grpc_hostile(FIXTURE_DATA(fwd) * self, const char *args, char *out, size_t len)
+{
+	const char *root = getenv("COLOC_ROOT") ? getenv("COLOC_ROOT") : ".";
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 300 " PYTHON " '%s/tests/gateway/grpc_hostile.py' 127.0.0.1:%d %s 2>&1",
+		 root, self->env.grpc_port, args);
+	return tu_run(cmd, out, len);
+}
+
+/* curl's POST of the file at body to path; the HTTP status, the answer in out<n>. */
+static int post_file(FIXTURE_DATA(fwd) * self, const char *path, const char *body, int n)
+{
+	char cmd[1024], out[64];
+
+	snprintf(cmd, sizeof(cmd),
+		 "curl -s --max-time %d -X POST --data-binary '@%s' -o '%s/out%d' -w "
+		 "'%%{http_code}' http://127.0.0.1:%d%s",
+		 CURL_MAX_S * 4, body, self->env.dir, n, self->env.http_port, path);
+	tu_run(cmd, out, sizeof(out));
+	return atoi(out);
+}
+
+/* An infer body for "fast" whose data is nr empty objects, in a file of the directory. */
+static int write_objects_body(FIXTURE_DATA(fwd) * self, const char *name, size_t nr, char *path,
+			      size_t len)
+{
+	FILE *f;
+
+	snprintf(path, len, "%s/%s", self->env.dir, name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fputs("{\"inputs\":[{\"name\":\"x\",\"shape\":[1,4],\"datatype\":\"FP32\",\"data\":[", f);
+	for (size_t i = 0; i < nr; i++)
+		fputs(i ? ",{}" : "{}", f);
+	fputs("]}]}", f);
+	return fclose(f) ? -1 : 0;
+}
+
+/* A JSON part of empty objects (~800 B each in json-c) is refused before json-c sees it. */
+TEST_F_TIMEOUT(fwd, http_json__empty_objects_are_refused_413_before_parsing, 300)
+{
+	const char *flags[] = { "--max-body-bytes", "33554432", NULL };
+	char body[256];
+	long before, after;
+
+	ASSERT_TRUE(start_gateway(self, flags));
+	EXPECT_EQ(200, infer(self, "fast", 1));
+	/* a body near the limit: refused by its length */
+	ASSERT_EQ(0, write_objects_body(self, "bomb.json", BOMB_BYTES / 3, body, sizeof(body)));
+	before = vmhwm_kb(self->env.gateway, true);
+	EXPECT_EQ(413, post_file(self, "/v2/models/fast/infer", body, 2));
+	after = vmhwm_kb(self->env.gateway, false);
+	EXPECT_TRUE(body_says(self, 2, "JSON part"));
+	EXPECT_LT(after, before + MAX_GROWTH_KB);
+	TH_LOG("JSON bomb: VmHWM %ld kB, %ld kB before", after, before);
+	/* a short one of more values than the model's inputs and the margin: by its count */
+	ASSERT_EQ(0, write_objects_body(self, "short.json", 16384, body, sizeof(body)));
+	EXPECT_EQ(413, post_file(self, "/v2/models/fast/infer", body, 3));
+	EXPECT_TRUE(body_says(self, 3, "more values"));
+	EXPECT_EQ(200, infer(self, "fast", 4));
+}
+
+/* gRPC messages of 2-byte fields protobuf-c would unpack into GBs are refused within a budget. */
+TEST_F_TIMEOUT(fwd, grpc_unpack__amplifying_messages_are_refused_within_a_budget, 300)
+{
+	const char *flags[] = { "--max-body-bytes", "33554432", NULL };
+	static const char *const bombs[][2] = {
+		{ "ModelInfer", "2a00" }, /* empty repeated inputs */
+		{ "ModelInfer", "f80700" }, /* unknown varint fields (field 127) */
+		{ "ServerLive", "0800" }, /* unknown fields of an empty message */
+	};
+	char out[4096], args[128];
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	for (size_t i = 0; i < sizeof(bombs) / sizeof(*bombs); i++) {
+		long before = vmhwm_kb(self->env.gateway, true), after;
+
+		snprintf(args, sizeof(args), "bomb %s %s %d", bombs[i][0], bombs[i][1],
+			 (int)(BOMB_BYTES / (strlen(bombs[i][1]) / 2)));
+		EXPECT_EQ(0, grpc_hostile(self, args, out, sizeof(out)));
+		EXPECT_NE(NULL, strstr(out, "RESOURCE_EXHAUSTED")) TH_LOG("%s: %s", args, out);
+		after = vmhwm_kb(self->env.gateway, false);
+		EXPECT_LT(after, before + MAX_GROWTH_KB);
+		TH_LOG("%s: VmHWM %ld kB, %ld kB before", args, after, before);
+	}
+	EXPECT_EQ(0, grpc_hostile(self, "call ServerLive", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "OK")) TH_LOG("%s", out);
+}
+
+/*
+ * Calls that open and never send are cancelled at the read timeout; health
+ * is never refused. The timeout is long enough for the client to see the
+ * held calls counted on a loaded machine (it polls every 100 ms).
+ */
+TEST_F_TIMEOUT(fwd, grpc_calls__held_calls_are_cancelled_and_health_still_answers, 300)
+{
+	const char *flags[] = { "--max-queue", "4", "--grpc-read-timeout-ms", "15000", NULL };
+	char out[4096], *p = out;
+	int held = 0;
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	EXPECT_EQ(0, grpc_hostile(self, "held 4", out, sizeof(out)));
+	TH_LOG("%s", out);
+	/* the held calls took every counted call: the server saw them */
+	EXPECT_TRUE(!strncmp(out, "counted\n", 8) || strstr(out, "\ncounted\n"));
+	EXPECT_NE(NULL, strstr(out, "live OK\n"));
+	while ((p = strstr(p, "held DEADLINE_EXCEEDED\n"))) {
+		held++;
+		p++;
+	}
+	EXPECT_EQ(4, held);
+	EXPECT_NE(NULL, strstr(out, "index OK\n"));
+}
+
+/* Load and unload answer 403 / PERMISSION_DENIED without --model-control; index still lists. */
+TEST_F_TIMEOUT(fwd, model_control__load_and_unload_need_the_flag, 300)
+{
+	const char *control[] = { "--model-control", NULL };
+	char out[4096], empty[192];
+	FILE *f;
+
+	snprintf(empty, sizeof(empty), "%s/empty.json", self->env.dir);
+	f = fopen(empty, "w");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, fclose(f));
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, NULL));
+	EXPECT_EQ(403, post_file(self, "/v2/repository/models/fast/unload", empty, 1));
+	EXPECT_TRUE(body_says(self, 1, "--model-control"));
+	EXPECT_EQ(403, post_file(self, "/v2/repository/models/fast/load", empty, 2));
+	EXPECT_EQ(200, post_file(self, "/v2/repository/index", empty, 3));
+	EXPECT_TRUE(body_says(self, 3, "\"fast\""));
+	EXPECT_EQ(0, grpc_hostile(self, "call RepositoryModelUnload", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "PERMISSION_DENIED")) TH_LOG("%s", out);
+	EXPECT_EQ(200, infer(self, "fast", 4));
+	tu_stop_child(&self->env.gateway);
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, control));
+	EXPECT_EQ(200, post_file(self, "/v2/repository/models/fast/unload", empty, 5));
+	EXPECT_EQ(200, post_file(self, "/v2/repository/models/fast/load", empty, 6));
+	EXPECT_EQ(200, infer(self, "fast", 7));
+}
+
+/* output_bytes out of 0..COLOC_MAX_PAYLOAD: the answer refused, colocd's connection closed. */
+TEST_F_TIMEOUT(fwd, colocd_answer__impossible_output_bytes_close_the_connection, 120)
+{
+	static const char *const lines[] = {
+		"{\"tag\":%lld,\"status\":\"ok\",\"output_bytes\":-8,\"latency_ns\":1}\n",
+		"{\"tag\":%lld,\"status\":\"ok\",\"output_bytes\":1000000000000,\"latency_ns\":1}\n",
+	};
+
+	ASSERT_TRUE(start_gateway(self, NULL));
+	for (size_t i = 0; i < sizeof(lines) / sizeof(*lines); i++) {
+		int closed = atomic_load(&self->fake.closed), code;
+
+		self->fake.bad_line = lines[i];
+		atomic_store(&self->fake.mode, FAKE_BAD_ANSWER);
+		code = infer(self, "fast", (int)i);
+		EXPECT_TRUE(code >= 500 && code < 600) TH_LOG("HTTP %d", code);
+		EXPECT_TRUE(body_says(self, (int)i, "output_bytes"));
+		EXPECT_TRUE(wait_count(&self->fake.closed, closed + 1, CURL_MAX_S));
+		atomic_store(&self->fake.mode, FAKE_ANSWER);
+		EXPECT_EQ(200, infer(self, "fast", 10 + (int)i));
+	}
+}
+
+/* An answer line that never ends: read up to the line limit, then the connection is closed. */
+TEST_F_TIMEOUT(fwd, colocd_answer__a_line_without_end_is_cut_at_the_limit, 120)
+{
+	const char *flags[] = { "--colocd-timeout-ms", "3000", NULL };
+	int closed, code;
+
+	ASSERT_TRUE(start_gateway(self, flags));
+	closed = atomic_load(&self->fake.closed);
+	self->fake.bad_line = "{\"tag\":%lld,\"status\":\"ok\",\"pad\":\"";
+	atomic_store(&self->fake.endless, true);
+	atomic_store(&self->fake.mode, FAKE_BAD_ANSWER);
+	code = infer(self, "fast", 1);
+	EXPECT_TRUE(code >= 500 && code < 600) TH_LOG("HTTP %d", code);
+	EXPECT_TRUE(wait_count(&self->fake.closed, closed + 1, CURL_MAX_S));
+	/* the 4 MiB line limit and the socket's buffers, not seconds of a local socket */
+	EXPECT_LT(atomic_load(&self->fake.endless_sent), 64L << 20);
+	TH_LOG("the gateway took %ld bytes", (long)atomic_load(&self->fake.endless_sent));
+	atomic_store(&self->fake.endless, false);
+	atomic_store(&self->fake.mode, FAKE_ANSWER);
+	EXPECT_EQ(200, infer(self, "fast", 2));
+}
+
+TEST_HARNESS_MAIN
