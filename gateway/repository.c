@@ -49,11 +49,25 @@ static long repo_version_of(const char *s)
 	return v;
 }
 
+/*
+ * Whether path is a regular file, itself not a symbolic link: a link in
+ * the repository could name a file outside it, which the gateway would
+ * then open and hand to colocd with its own permissions. Checked here,
+ * before the client opens the path (docs/gateway.md).
+ */
 static int repo_is_file(const char *path)
 {
 	struct stat st;
 
-	return !stat(path, &st) && S_ISREG(st.st_mode);
+	return !lstat(path, &st) && S_ISREG(st.st_mode);
+}
+
+/* Whether path is a directory, itself not a symbolic link. */
+static int repo_is_dir(const char *path)
+{
+	struct stat st;
+
+	return !lstat(path, &st) && S_ISDIR(st.st_mode);
 }
 
 /* The whole of a small file, NUL-terminated (malloc'd), or NULL with err filled. */
@@ -238,8 +252,10 @@ static int repo_parse_config(const char *path, const char *vdir, struct gw_model
 		if ((size_t)snprintf(cfg->weights, sizeof(cfg->weights), "%s/%s", vdir, w) >=
 			    sizeof(cfg->weights) ||
 		    !repo_is_file(cfg->weights)) {
-			coloc_err_set(err, -ENOENT, "%s: weights %.200s not found in %.200s", path,
-				      w, vdir);
+			coloc_err_set(err, -ENOENT,
+				      "%s: weights %.200s not found in %.200s (a regular file, not "
+				      "a symbolic link)",
+				      path, w, vdir);
 			goto out;
 		}
 	}
@@ -333,6 +349,9 @@ int gw_repo_read_model(const char *repo, const char *name, struct gw_model_confi
 		return coloc_err_set(err, -errno, "%s: %s", repo, strerror(errno));
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
 		return coloc_err_set(err, -ENAMETOOLONG, "%s: path too long", repo);
+	if (!access(path, F_OK) && !repo_is_dir(path))
+		return coloc_err_set(err, -EINVAL,
+				     "%s: not a directory (a symbolic link is not followed)", path);
 	d = opendir(path);
 	if (!d)
 		return coloc_err_set(err, errno == ENOENT ? -ENOENT : -errno,
@@ -344,6 +363,9 @@ int gw_repo_read_model(const char *repo, const char *name, struct gw_model_confi
 
 		if (v <= best)
 			continue;
+		if ((size_t)snprintf(m, sizeof(m), "%s/%s", path, de->d_name) >= sizeof(m) ||
+		    !repo_is_dir(m))
+			continue; /* a version folder that is a link is not one */
 		if ((size_t)snprintf(m, sizeof(m), "%s/%s/model.model", path, de->d_name) <
 			    sizeof(m) &&
 		    repo_is_file(m))
@@ -357,7 +379,7 @@ int gw_repo_read_model(const char *repo, const char *name, struct gw_model_confi
 	if (best < 0)
 		return coloc_err_set(err, -ENOENT,
 				     "%s: no version folder (1, 2, ...) holding model.model or "
-				     "model.onnx",
+				     "model.onnx (folders and files, not symbolic links)",
 				     path);
 	snprintf(cfg->version, sizeof(cfg->version), "%ld", best);
 	if ((size_t)snprintf(vdir, sizeof(vdir), "%s/%ld", path, best) >= sizeof(vdir))

@@ -245,9 +245,10 @@ TEST(infer_parse__values_past_the_models_inputs_are_refused_413_unparsed)
 		after = peak_rss_kb(false);
 		EXPECT_NE(NULL, strstr(why, k ? "longer than" : "more values")) TH_LOG("%s", why);
 		/* json-c would take ~800 B for each of 2.8M objects: GBs */
-		if (before > 0)
-			EXPECT_LT(after, before + (64 << 10))
+		if (before > 0) {
+			EXPECT_LT(after, before + (64 << 10));
 			TH_LOG("%ld kB, %ld before", after, before);
+		}
 		gw_infer_request_free(&req);
 		free(body);
 	}
@@ -537,6 +538,54 @@ TEST(repo_read_model__a_fifo_as_config_is_refused_not_opened_blocking)
 	/* before: open() waited for a writer that never comes (the harness's timeout) */
 	EXPECT_EQ(-EINVAL, gw_repo_read_model(repo, "m", &cfg, &err));
 	EXPECT_NE(NULL, strstr(err.msg, "not a regular file")) TH_LOG("%s", err.msg);
+}
+
+/*
+ * Symbolic links in the repository are not followed: a model file, a
+ * version folder, the weights or the model's folder that is a link (here to
+ * files outside the repository) is refused or skipped, with the reason.
+ */
+TEST(repo_read_model__symbolic_links_are_not_followed)
+{
+	const char *files[] = { "1/model.model", "1/w.bin", NULL };
+	struct gw_model_config cfg;
+	char repo[128], out[128], a[256], b[256];
+	struct coloc_err err = { 0 };
+
+	ASSERT_NE(0, unit_dir[0]);
+	snprintf(repo, sizeof(repo), "%s/repo-links", unit_dir);
+	snprintf(out, sizeof(out), "%s/outside", unit_dir);
+	ASSERT_EQ(0, mkdir(repo, 0755));
+	ASSERT_EQ(0, make_model(unit_dir, "outside", "{\"qos_ms\": 5}", files));
+	/* the served version's model file is a link: that version is no version */
+	ASSERT_EQ(0, make_model(repo, "m", "{\"qos_ms\": 5}", files));
+	snprintf(a, sizeof(a), "%s/m/2", repo);
+	ASSERT_EQ(0, mkdir(a, 0755));
+	snprintf(a, sizeof(a), "%s/m/2/model.model", repo);
+	snprintf(b, sizeof(b), "%s/1/model.model", out);
+	ASSERT_EQ(0, symlink(b, a));
+	ASSERT_EQ(0, gw_repo_read_model(repo, "m", &cfg, &err)) TH_LOG("%s", err.msg);
+	EXPECT_STREQ("1", cfg.version);
+	/* a version folder that is a link */
+	snprintf(a, sizeof(a), "%s/m/3", repo);
+	snprintf(b, sizeof(b), "%s/1", out);
+	ASSERT_EQ(0, symlink(b, a));
+	ASSERT_EQ(0, gw_repo_read_model(repo, "m", &cfg, &err)) TH_LOG("%s", err.msg);
+	EXPECT_STREQ("1", cfg.version);
+	/* weights that are a link */
+	ASSERT_EQ(0, make_model(repo, "w", "{\"qos_ms\": 5, \"weights\": \"l.bin\"}", files));
+	snprintf(a, sizeof(a), "%s/w/1/l.bin", repo);
+	snprintf(b, sizeof(b), "%s/1/w.bin", out);
+	ASSERT_EQ(0, symlink(b, a));
+	coloc_err_clear(&err);
+	EXPECT_GT(0, gw_repo_read_model(repo, "w", &cfg, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "not a symbolic link")) TH_LOG("%s", err.msg);
+	/* the model's folder itself a link */
+	snprintf(a, sizeof(a), "%s/l", repo);
+	ASSERT_EQ(0, symlink(out, a));
+	coloc_err_clear(&err);
+	EXPECT_EQ(-EINVAL, gw_repo_read_model(repo, "l", &cfg, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "symbolic link")) TH_LOG("%s", err.msg);
 }
 
 TEST(parse_addr__ipv4_ipv6_and_bad_forms)
