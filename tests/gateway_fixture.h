@@ -81,7 +81,8 @@ static inline int gw_env_start_colocd(struct gw_env *e, const char *tag, const c
  * with these extra flags (NULL-terminated, or NULL); waits until
  * /v2/health/ready answers 200, or the gateway exits.
  */
-static inline bool gw_env_start_gateway(struct gw_env *e, bool grpc, const char *const *extra)
+static inline bool gw_env_start_gateway_once(struct gw_env *e, bool grpc,
+					     const char *const *extra)
 {
 	char bin[PATH_MAX], http_addr[64], grpc_addr[64], metrics_addr[64], cmd[256], out[64];
 	const char *argv[32] = { "/usr/bin/setpriv",
@@ -129,6 +130,22 @@ static inline bool gw_env_start_gateway(struct gw_env *e, bool grpc, const char 
 			return false;
 		}
 		usleep(200000);
+	}
+	return false;
+}
+
+/*
+ * gw_env_start_gateway_once, again on other ports if the gateway exited
+ * before it was ready: a port free when drawn can be taken by another
+ * process before the gateway binds it.
+ */
+static inline bool gw_env_start_gateway(struct gw_env *e, bool grpc, const char *const *extra)
+{
+	for (int attempt = 0; attempt < 3; attempt++) {
+		if (gw_env_start_gateway_once(e, grpc, extra))
+			return true;
+		if (e->gateway > 0)
+			return false; /* running, not ready in time: another port would not help */
 	}
 	return false;
 }

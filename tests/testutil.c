@@ -745,18 +745,48 @@ size_t tu_mutate(char *text, size_t len, int edits, const char *alphabet, uint64
 	return len;
 }
 
-int tu_free_port(void)
+/* Whether port is free on loopback now (a bind without SO_REUSEADDR succeeds). */
+static bool port_free(int port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				 .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok = fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a));
 
-	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(fd, (struct sockaddr *)&a, &len))
-		port = ntohs(a.sin_port);
 	if (fd >= 0)
 		close(fd);
-	return port;
+	return ok;
+}
+
+int tu_free_port(void)
+{
+	static uint64_t r;
+	int lo = 32768, hi = 60999;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+
+	if (f) {
+		if (fscanf(f, "%d %d", &lo, &hi) != 2 || lo < 11024)
+			lo = 32768;
+		fclose(f);
+	}
+	/*
+	 * From 10000 up to the kernel's ephemeral range, which every outgoing
+	 * connection (a client's, curl's) draws from: a port that bind(0)
+	 * lent and this test released could be some connection's before the
+	 * server binds it.
+	 */
+	if (!r)
+		r = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ tu_now_ns();
+	for (int i = 0; i < 1000; i++) {
+		int port;
+
+		r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+		port = 10000 + (int)((r >> 33) % (uint64_t)(lo - 10000));
+		if (port_free(port))
+			return port;
+	}
+	return -1;
 }
 
 pid_t tu_spawn_logged(const char *const *argv, const char *log)

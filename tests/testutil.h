@@ -162,7 +162,7 @@ int tu_quick_profile(const char *model, const char *cache_dir, char *out, size_t
  */
 size_t tu_mutate(char *text, size_t len, int edits, const char *alphabet, uint64_t *rng);
 
-/* A TCP port free now on 127.0.0.1 (the kernel's choice), or -1. */
+/* A TCP port free now on 127.0.0.1, below the ephemeral range, drawn at random; or -1. */
 int tu_free_port(void);
 
 /* Starts argv (argv[0] a path) with stdout and stderr appended to log: its pid, or -1. */
