@@ -121,6 +121,12 @@ size_t coloc_client_sent_bytes(const struct coloc_client *c)
 	return c->sent;
 }
 
+/* The end of the first line in the buffer, or NULL. */
+static char *client_line_end(struct coloc_client *c)
+{
+	return c->len ? memchr(c->buf, '\n', c->len) : NULL;
+}
+
 /* Reads what is there into the buffer, waiting up to timeout_ms; bytes read, 0, or -errno. */
 static int client_fill(struct coloc_client *c, int timeout_ms)
 {
@@ -130,7 +136,15 @@ static int client_fill(struct coloc_client *c, int timeout_ms)
 
 	if (c->cap - c->len < 65536) {
 		size_t cap = c->cap ? c->cap * 2 : 262144;
-		char *b = realloc(c->buf, cap);
+		char *b;
+
+		/* as client_wait_for says, also while a send reads what comes meanwhile */
+		if (c->len > CLIENT_MAX_ANSWER_LINE && !client_line_end(c))
+			return client_fail(c, -EPROTO,
+					   "colocd sent %zu bytes of an answer line without its end "
+					   "(at most %u)",
+					   c->len, CLIENT_MAX_ANSWER_LINE);
+		b = realloc(c->buf, cap);
 
 		if (!b)
 			return client_fail(c, -ENOMEM, "out of memory");
@@ -261,12 +275,6 @@ static int client_send_all_fds(struct coloc_client *c, const void *buf, size_t l
 	struct iovec iov = { (void *)buf, len };
 
 	return client_send_iov_fds(c, &iov, 1, fds, nr_fds);
-}
-
-/* The end of the first line in the buffer, or NULL. */
-static char *client_line_end(struct coloc_client *c)
-{
-	return c->len ? memchr(c->buf, '\n', c->len) : NULL;
 }
 
 static void client_consume(struct coloc_client *c, size_t n)

@@ -240,17 +240,37 @@ static int infer_outputs(const struct gw_model_config *cfg, struct json_object *
 }
 
 /*
- * The JSON part's size against what elems input values can need, before
- * json-c allocates an object for each value: 0, or 413 with the reason.
- * Every value but a container's first follows a ',', and each container
- * opens with '[' or '{', so their count bounds the values (one in a
- * string counts too: over-counting only refuses sooner).
+ * The lists a row-major nested form of tensor t holds: the outer one, then
+ * one per index of each dimension but the last (d0 + d0 d1 + ...).
+ */
+static uint64_t infer_nested_lists(const struct gw_tensor *t)
+{
+	uint64_t lists = 1, prefix = 1;
+
+	for (int d = 0; d + 1 < t->nr_dims; d++) {
+		prefix *= (uint64_t)t->dims[d];
+		lists += prefix;
+	}
+	return lists;
+}
+
+/*
+ * The JSON part's size against what the inputs' values can need, flat or
+ * nested, before json-c allocates an object for each value: 0, or 413
+ * with the reason. Every value but a container's first follows a ',', and
+ * each container opens with '[' or '{', so their count bounds the values
+ * and lists (one in a string counts too: over-counting only refuses
+ * sooner).
  */
 static int infer_check_json_size(const struct gw_model_config *cfg, uint64_t elems,
 				 const char *json, size_t len, char *why, size_t why_len)
 {
-	uint64_t max_values = elems + GW_JSON_MARGIN_VALUES, values = 0;
-	uint64_t max_bytes = elems * GW_JSON_BYTES_PER_VALUE + GW_JSON_MARGIN_BYTES;
+	uint64_t items = elems, values = 0, max_values, max_bytes;
+
+	for (int i = 0; i < cfg->nr_inputs; i++)
+		items += infer_nested_lists(&cfg->inputs[i]);
+	max_values = items + GW_JSON_MARGIN_VALUES;
+	max_bytes = items * GW_JSON_BYTES_PER_VALUE + GW_JSON_MARGIN_BYTES;
 
 	if (len > max_bytes) {
 		infer_fail(why, why_len,
@@ -265,9 +285,9 @@ static int infer_check_json_size(const struct gw_model_config *cfg, uint64_t ele
 	if (values > max_values) {
 		infer_fail(why, why_len,
 			   "the JSON part holds more values (%llu) than model %s's %llu input "
-			   "values and %d more",
+			   "values, their nested lists (%llu) and %d more",
 			   (unsigned long long)values, cfg->name, (unsigned long long)elems,
-			   GW_JSON_MARGIN_VALUES);
+			   (unsigned long long)(items - elems), GW_JSON_MARGIN_VALUES);
 		return 413;
 	}
 	return 0;

@@ -49,32 +49,47 @@ static long repo_version_of(const char *s)
 	return v;
 }
 
+/* --repository-links: symbolic links in the repository are followed */
+static bool follow_links;
+
+void gw_repo_follow_links(bool on)
+{
+	follow_links = on;
+}
+
+/* O_NOFOLLOW unless links are followed. */
+static int repo_nofollow(void)
+{
+	return follow_links ? 0 : O_NOFOLLOW;
+}
+
 /*
- * Whether path is a regular file, itself not a symbolic link: a link in
- * the repository could name a file outside it, which the gateway would
- * then open and hand to colocd with its own permissions. Checked here,
- * before the client opens the path (docs/gateway.md).
+ * Whether path is a regular file, itself not a symbolic link unless
+ * links are followed: a link in the repository could name a file outside
+ * it, which the gateway would then open and hand to colocd with its own
+ * permissions. Checked here, before the client opens the path
+ * (docs/gateway.md).
  */
 static int repo_is_file(const char *path)
 {
 	struct stat st;
 
-	return !lstat(path, &st) && S_ISREG(st.st_mode);
+	return !(follow_links ? stat : lstat)(path, &st) && S_ISREG(st.st_mode);
 }
 
-/* Whether path is a directory, itself not a symbolic link. */
+/* Whether path is a directory, itself not a symbolic link unless links are followed. */
 static int repo_is_dir(const char *path)
 {
 	struct stat st;
 
-	return !lstat(path, &st) && S_ISDIR(st.st_mode);
+	return !(follow_links ? stat : lstat)(path, &st) && S_ISDIR(st.st_mode);
 }
 
 /* The whole of a small file, NUL-terminated (malloc'd), or NULL with err filled. */
 static char *repo_read_small(const char *path, size_t max, struct coloc_err *err)
 {
 	/* a FIFO or a device would block the open or the read: refused by its fstat */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | repo_nofollow() | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
 	char *buf = NULL;
 	size_t len = 0;
@@ -254,7 +269,7 @@ static int repo_parse_config(const char *path, const char *vdir, struct gw_model
 		    !repo_is_file(cfg->weights)) {
 			coloc_err_set(err, -ENOENT,
 				      "%s: weights %.200s not found in %.200s (a regular file, not "
-				      "a symbolic link)",
+				      "a symbolic link without --repository-links)",
 				      path, w, vdir);
 			goto out;
 		}
@@ -270,7 +285,7 @@ out:
 /* `input NAME shape=AxBx...` lines of a coloc .model file, when config.json named none. */
 static int repo_model_file_inputs(struct gw_model_config *cfg, struct coloc_err *err)
 {
-	int fd = open(cfg->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	int fd = open(cfg->path, O_RDONLY | O_CLOEXEC | repo_nofollow() | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
 	char line[512];
 	FILE *f;
@@ -351,7 +366,9 @@ int gw_repo_read_model(const char *repo, const char *name, struct gw_model_confi
 		return coloc_err_set(err, -ENAMETOOLONG, "%s: path too long", repo);
 	if (!access(path, F_OK) && !repo_is_dir(path))
 		return coloc_err_set(err, -EINVAL,
-				     "%s: not a directory (a symbolic link is not followed)", path);
+				     "%s: not a directory (a symbolic link is followed only with "
+				     "--repository-links)",
+				     path);
 	d = opendir(path);
 	if (!d)
 		return coloc_err_set(err, errno == ENOENT ? -ENOENT : -errno,
@@ -379,7 +396,8 @@ int gw_repo_read_model(const char *repo, const char *name, struct gw_model_confi
 	if (best < 0)
 		return coloc_err_set(err, -ENOENT,
 				     "%s: no version folder (1, 2, ...) holding model.model or "
-				     "model.onnx (folders and files, not symbolic links)",
+				     "model.onnx (folders and files; symbolic links only with "
+				     "--repository-links)",
 				     path);
 	snprintf(cfg->version, sizeof(cfg->version), "%ld", best);
 	if ((size_t)snprintf(vdir, sizeof(vdir), "%s/%ld", path, best) >= sizeof(vdir))

@@ -33,6 +33,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include "error.h"
 
@@ -60,6 +61,12 @@ struct gw_model_config {
 	struct gw_tensor inputs[GW_REPO_MAX_TENSORS];
 	struct gw_tensor outputs[GW_REPO_MAX_TENSORS];
 };
+
+/*
+ * Whether symbolic links in the repository are followed (coloc-gateway
+ * --repository-links; off: a link is refused or skipped, docs/gateway.md).
+ */
+void gw_repo_follow_links(bool on);
 
 /* Whether s is a valid model (tenant) name. */
 int gw_repo_name_ok(const char *s);

@@ -155,7 +155,7 @@ TEST_F_TIMEOUT(fwd, grpc_calls__held_calls_are_cancelled_and_health_still_answer
 	/* the held calls took every counted call: the server saw them */
 	EXPECT_TRUE(!strncmp(out, "counted\n", 8) || strstr(out, "\ncounted\n"));
 	EXPECT_NE(NULL, strstr(out, "live OK\n"));
-	while ((p = strstr(p, "held DEADLINE_EXCEEDED\n"))) {
+	while ((p = strstr(p, "held DEADLINE_EXCEEDED by the gateway\n"))) {
 		held++;
 		p++;
 	}

@@ -263,6 +263,79 @@ TEST(infer_parse__values_past_the_models_inputs_are_refused_413_unparsed)
 	}
 }
 
+/*
+ * Nested bodies as clients write them are within the limits however many
+ * inner lists their shape makes: [4096,1] as [[v],[v],...] and [1,64,64,3]
+ * (a channels-last image's tolist()), each also pretty-printed as Python's
+ * json.dumps(indent=2) writes it (a line per value, indented by depth).
+ */
+TEST(infer_parse__nested_bodies_with_many_inner_lists_are_within_the_limits)
+{
+	static const int64_t shapes[2][4] = { { 4096, 1 }, { 1, 64, 64, 3 } };
+	static const int ranks[2] = { 2, 4 };
+	struct gw_model_config cfg;
+	struct gw_infer_request req;
+	char why[256];
+
+	small_model(&cfg);
+	for (int k = 0; k < 2; k++) {
+		for (int indent = 0; indent <= 2; indent += 2) {
+			struct gw_tensor *t = &cfg.inputs[0];
+			size_t cap = 16u << 20, len = 0;
+			char *body = malloc(cap);
+			int64_t idx[4] = { 0 }, v = 0;
+			int depth;
+
+			ASSERT_NE(NULL, body);
+			t->nr_dims = ranks[k];
+			t->elems = 1;
+			for (int d = 0; d < ranks[k]; d++) {
+				t->dims[d] = shapes[k][d];
+				t->elems *= (uint64_t)shapes[k][d];
+			}
+			len += (size_t)snprintf(body, cap, "{\"inputs\":[{\"name\":\"x\",\"shape\":[");
+			for (int d = 0; d < ranks[k]; d++)
+				len += (size_t)snprintf(body + len, cap - len, "%s%lld", d ? "," : "",
+							(long long)shapes[k][d]);
+			len += (size_t)snprintf(body + len, cap - len,
+						"],\"datatype\":\"FP32\",\"data\":");
+			/* row-major, one list per index of every dimension but the last */
+			depth = 0;
+			for (;;) {
+				while (depth < ranks[k]) {
+					len += (size_t)snprintf(body + len, cap - len, "[");
+					depth++;
+				}
+				for (int64_t i = 0; i < shapes[k][ranks[k] - 1]; i++)
+					len += (size_t)snprintf(body + len, cap - len, "%s\n%*s%.6g",
+								i ? "," : "", indent * depth,
+								"", -1.2345678e-5 * (double)++v);
+				for (;;) {
+					len += (size_t)snprintf(body + len, cap - len, "\n%*s]",
+								indent * (depth - 1), "");
+					if (--depth == 0)
+						break;
+					if (++idx[depth - 1] < shapes[k][depth - 1]) {
+						len += (size_t)snprintf(body + len, cap - len, ",");
+						break;
+					}
+					idx[depth - 1] = 0;
+				}
+				if (depth == 0)
+					break;
+			}
+			len += (size_t)snprintf(body + len, cap - len, "}]}");
+			ASSERT_LT(len, cap);
+			EXPECT_EQ(0, gw_infer_parse(&cfg, body, len, (size_t)-1, &req, why,
+						    sizeof(why)))
+			TH_LOG("shape %d, indent %d, %zu bytes: %s", k, indent, len, why);
+			EXPECT_EQ(t->elems * 4, req.input_bytes);
+			gw_infer_request_free(&req);
+			free(body);
+		}
+	}
+}
+
 TEST(infer_parse__mutated_bodies_are_parsed_or_refused_with_400)
 {
 	const char *good_json =
@@ -545,7 +618,7 @@ TEST(repo_read_model__a_fifo_as_config_is_refused_not_opened_blocking)
  * version folder, the weights or the model's folder that is a link (here to
  * files outside the repository) is refused or skipped, with the reason.
  */
-TEST(repo_read_model__symbolic_links_are_not_followed)
+TEST(repo_read_model__symbolic_links_are_followed_only_when_asked)
 {
 	const char *files[] = { "1/model.model", "1/w.bin", NULL };
 	struct gw_model_config cfg;
@@ -586,6 +659,14 @@ TEST(repo_read_model__symbolic_links_are_not_followed)
 	coloc_err_clear(&err);
 	EXPECT_EQ(-EINVAL, gw_repo_read_model(repo, "l", &cfg, &err));
 	EXPECT_NE(NULL, strstr(err.msg, "symbolic link")) TH_LOG("%s", err.msg);
+	/* --repository-links: each is followed (KServe links a pvc:// model's folders) */
+	gw_repo_follow_links(true);
+	coloc_err_clear(&err);
+	EXPECT_EQ(0, gw_repo_read_model(repo, "m", &cfg, &err)) TH_LOG("%s", err.msg);
+	EXPECT_STREQ("3", cfg.version);
+	EXPECT_EQ(0, gw_repo_read_model(repo, "w", &cfg, &err)) TH_LOG("%s", err.msg);
+	EXPECT_EQ(0, gw_repo_read_model(repo, "l", &cfg, &err)) TH_LOG("%s", err.msg);
+	gw_repo_follow_links(false);
 }
 
 TEST(parse_addr__ipv4_ipv6_and_bad_forms)

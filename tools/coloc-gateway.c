@@ -43,6 +43,7 @@ static struct {
 	long max_connections, pipeline, grpc_read_timeout_ms, grpc_max_streams;
 	bool allow_root;
 	bool model_control; /* --model-control */
+	bool repository_links; /* --repository-links */
 	bool socket_copy; /* --colocd-socket-copy */
 } opts = {
 	.socket_path = COLOC_DEFAULT_SOCKET,
@@ -105,6 +106,10 @@ static void usage(FILE *f)
 		"                          /v2/repository/models/NAME/load|unload, gRPC\n"
 		"                          RepositoryModelLoad|Unload): off by default, as\n"
 		"                          anyone who reaches the HTTP or gRPC port could use it\n"
+		"  --repository-links      follow symbolic links in the model repository (off: a\n"
+		"                          linked model folder, version, model file or weights\n"
+		"                          is skipped or refused, as a link could name a file\n"
+		"                          outside it; KServe links a pvc:// model's folders)\n"
 		"  --load-timeout-s N      how long a model may take to become ready (default %ld)\n"
 		"  --allow-root            run as root anyway (not recommended: run it as its own\n"
 		"                          user in the '%s' group)\n"
@@ -137,6 +142,7 @@ enum {
 	OPT_GRPC_READ_TIMEOUT,
 	OPT_GRPC_STREAMS,
 	OPT_MODEL_CONTROL,
+	OPT_REPOSITORY_LINKS,
 	OPT_VERSION
 };
 
@@ -160,6 +166,7 @@ static const struct option long_opts[] = {
 	{ "grpc-read-timeout-ms", required_argument, NULL, OPT_GRPC_READ_TIMEOUT },
 	{ "grpc-max-streams", required_argument, NULL, OPT_GRPC_STREAMS },
 	{ "model-control", no_argument, NULL, OPT_MODEL_CONTROL },
+	{ "repository-links", no_argument, NULL, OPT_REPOSITORY_LINKS },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -224,6 +231,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case OPT_MODEL_CONTROL:
 			opts.model_control = true;
+			break;
+		case OPT_REPOSITORY_LINKS:
+			opts.repository_links = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -315,6 +325,7 @@ int main(int argc, char **argv)
 	hopts.timeout_ms = (int)opts.timeout_ms;
 	hopts.idle_timeout_s = 60;
 	hopts.model_control = opts.model_control;
+	gw_repo_follow_links(opts.repository_links);
 	if (gw_ctl_open(opts.socket_path, &ctl, &err) ||
 	    gw_ctl_open(opts.socket_path, &mctl, &err) ||
 	    gw_fwd_create(opts.socket_path, (int)opts.conns, (int)opts.max_queue,

@@ -68,7 +68,9 @@ def held(channel, n):
             c.result()
             print("held OK", flush=True)
         except grpc.RpcError as e:
-            print("held " + e.code().name, flush=True)
+            # the gateway's own cancel says why; the client's 120 s deadline would not
+            by = " by the gateway" if "read timeout" in (e.details() or "") else ""
+            print("held " + e.code().name + by, flush=True)
     stop.set()
     # the server frees a cancelled call just after its status went out
     for _ in range(300):
