@@ -47,6 +47,7 @@ struct sv_plan_block {
 	double level;
 	uint64_t alone_ns, predicted_ns;
 	bool cold; /* priced as starting cold (policy_decision's) */
+	double cold_scale; /* and at what scale */
 };
 
 /* One executor process of a tenant and the command it runs. */

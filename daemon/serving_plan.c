@@ -120,7 +120,8 @@ int sv_plan_make(struct serving *s, const struct policy_input *in, int nr_decisi
 					     .level = d->level,
 					     .alone_ns = d->alone_ns,
 					     .predicted_ns = d->predicted_ns,
-					     .cold = d->cold };
+					     .cold = d->cold,
+					     .cold_scale = d->cold_scale };
 	x->plan_nr = 1;
 	x->plan_yielded = false;
 	if (!may_plan(s, in, nr_decisions))
@@ -137,7 +138,8 @@ int sv_plan_make(struct serving *s, const struct policy_input *in, int nr_decisi
 								.level = next.level,
 								.alone_ns = next.alone_ns,
 								.predicted_ns = next.predicted_ns,
-								.cold = next.cold };
+								.cold = next.cold,
+								.cold_scale = next.cold_scale };
 		ahead += next.predicted_ns;
 	}
 	x->blk.nr_cores = policy_cpuset_count(&x->blk.cores);
@@ -157,6 +159,7 @@ struct policy_decision sv_plan_decision(const struct sv_exec *x, int i)
 	d.alone_ns = p->alone_ns;
 	d.predicted_ns = p->predicted_ns;
 	d.cold = p->cold;
+	d.cold_scale = p->cold_scale;
 	d.versions = x->blk_versions + (p->first - x->blk.first_layer);
 	return d;
 }

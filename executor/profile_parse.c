@@ -414,10 +414,16 @@ static int parse_conditions(struct parser *ps, struct profile *p)
 	return 0;
 }
 
-/* cold RATIO SPREAD GAP_NS PAIRS: the cold start, after 'conditions' (format 7, profile.h). */
+/*
+ * cold RATIO SPREAD GAP_NS PAIRS: a point of the cold ramp, after
+ * 'conditions' (profile.h): one in format 7, up to PROFILE_MAX_COLD_POINTS
+ * in format 8, each gap longer than the one before.
+ */
 static int parse_cold(struct parser *ps, struct profile *p)
 {
 	struct profile_conditions *c = &p->conditions;
+	int max = ps->format < 8 ? 1 : PROFILE_MAX_COLD_POINTS;
+	struct profile_cold_point pt;
 	int ret;
 
 	if (ps->format < 7)
@@ -425,24 +431,32 @@ static int parse_cold(struct parser *ps, struct profile *p)
 				   ps->format);
 	if (!c->known)
 		return parse_error(ps, "'cold' before 'conditions'");
-	if (c->cold_ratio > 0)
-		return parse_error(ps, "duplicate 'cold'");
+	if (c->nr_cold >= max)
+		return parse_error(ps, "more than %d 'cold' record%s in a format-%d profile", max,
+				   max == 1 ? "" : "s", ps->format);
 	if (ps->nr_fields != 5)
 		return parse_error(ps, "'cold' takes RATIO SPREAD GAP_NS PAIRS, found %d values",
 				   ps->nr_fields - 1);
-	if ((ret = field_ratio(ps, 1, "cold ratio", -1, &c->cold_ratio)) ||
-	    (ret = field_ratio(ps, 2, "cold spread", -1, &c->cold_spread)) ||
-	    (ret = field_u64(ps, 3, "cold gap (ns)", 1, PROFILE_MAX_LATENCY_NS, &c->cold_gap_ns)) ||
-	    (ret = field_int(ps, 4, "cold pairs", 1, 100000, &c->cold_pairs)))
+	if ((ret = field_ratio(ps, 1, "cold ratio", -1, &pt.ratio)) ||
+	    (ret = field_ratio(ps, 2, "cold spread", -1, &pt.spread)) ||
+	    (ret = field_u64(ps, 3, "cold gap (ns)", 1, PROFILE_MAX_COLD_GAP_NS, &pt.gap_ns)) ||
+	    (ret = field_int(ps, 4, "cold pairs", 1, 100000, &pt.pairs)))
 		return ret;
-	if (!(c->cold_ratio > 0) || c->cold_spread < 0)
+	if (!(pt.ratio > 0) || pt.spread < 0)
 		return parse_error(ps,
 				   "cold: the ratio must be a number above 0, the spread a number");
-	if (c->cold_ratio > PROFILE_MAX_COLD_RATIO)
+	if (pt.ratio > PROFILE_MAX_COLD_RATIO)
 		return parse_error(ps,
 				   "cold: a ratio of %g is over %g, a disturbed measurement: "
 				   "measure the profile again",
-				   c->cold_ratio, PROFILE_MAX_COLD_RATIO);
+				   pt.ratio, PROFILE_MAX_COLD_RATIO);
+	if (c->nr_cold && pt.gap_ns <= c->cold[c->nr_cold - 1].gap_ns)
+		return parse_error(ps,
+				   "cold: a gap of %llu ns after one of %llu; the records go "
+				   "from the shortest gap to the longest",
+				   (unsigned long long)pt.gap_ns,
+				   (unsigned long long)c->cold[c->nr_cold - 1].gap_ns);
+	c->cold[c->nr_cold++] = pt;
 	return 0;
 }
 

@@ -155,10 +155,11 @@ static void write_profile(const struct profile *p, FILE *f)
 		fprintf(f, "conditions %llu %.4f %.2f %.4f\n",
 			(unsigned long long)p->conditions.solo_ns, p->conditions.spread,
 			p->conditions.loadavg, p->conditions.steal);
-	if (p->conditions.known && p->conditions.cold_ratio > 0)
-		fprintf(f, "cold %.4f %.4f %llu %d\n", p->conditions.cold_ratio,
-			p->conditions.cold_spread, (unsigned long long)p->conditions.cold_gap_ns,
-			p->conditions.cold_pairs);
+	for (int i = 0; p->conditions.known && i < p->conditions.nr_cold; i++)
+		fprintf(f, "cold %.4f %.4f %llu %d\n", p->conditions.cold[i].ratio,
+			p->conditions.cold[i].spread,
+			(unsigned long long)p->conditions.cold[i].gap_ns,
+			p->conditions.cold[i].pairs);
 	for (int i = 0; i < p->nr_layers; i++)
 		for (int v = 0; v < p->layers[i].nr_versions; v++)
 			for (int c = 1; c <= p->nr_cores; c++)

@@ -18,13 +18,8 @@
 #include <unistd.h>
 #include "profile_table.h"
 
-/*
- * Idle this long, a core's next block starts cold: the executor's team
- * sleeps as soon as a block ends, and after this the vCPUs have halted
- * and the caches cooled as after the profile's gap
- * (docs/design/profile-cold-start.md).
- */
-#define PROFILE_TABLE_COLD_AFTER_NS 2000000ULL
+_Static_assert(PROFILE_MAX_COLD_POINTS <= POLICY_MAX_COLD_POINTS,
+	       "a profile's cold ramp fits the policy's");
 
 /* A model name fit for a file name in the cache: [A-Za-z0-9_.-], not starting with '.'. */
 static bool cache_name_ok(const char *n)
@@ -155,8 +150,10 @@ int profile_table_build_layers(const struct profile *p, const char *name, int nr
 				     .latency_lo_ns = t->latency_lo_ns,
 				     .latency_hi_ns = t->latency_hi_ns,
 				     .layer_ops = t->layer_ops,
-				     .cold_ratio = p->conditions.cold_ratio,
-				     .cold_after_ns = PROFILE_TABLE_COLD_AFTER_NS };
+				     .nr_cold = p->conditions.nr_cold };
+	for (int i = 0; i < p->conditions.nr_cold; i++)
+		pm->cold[i] = (struct policy_cold_point){ .idle_ns = p->conditions.cold[i].gap_ns,
+							  .ratio = p->conditions.cold[i].ratio };
 	alone = model_sum(pm, p->nr_cores - 1, 0);
 	t->level_slowdown[0] = 1.0;
 	for (int k = 1; k < p->nr_levels; k++) {

@@ -140,7 +140,7 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 		raw += policy_costs_latency(m, l, d->versions[l - d->first_layer], ci,
 					    policy_costs_level_pos(m, d->level));
 	if (d->cold) /* priced cold: what the block's time teaches is relative to that */
-		raw = policy_scale_ns(raw, policy_costs_cold_scale(m));
+		raw = policy_scale_ns(raw, d->cold_scale > 1 ? d->cold_scale : 1.0);
 	if (raw) {
 		uint64_t end_ns = d->decided_ns + measured_ns;
 		double m_ns = (double)measured_ns, w = raw / (raw + COLOC_SMALL_BLOCK_NS);

@@ -2,7 +2,8 @@
 /*
  * Reading a model's latency table (struct policy_costs): which profiled core
  * count fits a grant, where a measured slowdown falls among the level
- * columns, the latency between two columns, the fastest version. Every
+ * columns, the latency between two columns, the fastest version, the cold
+ * ramp (docs/design/profile-cold-start.md). Every
  * policy prices its blocks with these, so the daemon, the simulator and the
  * tests read the table the same way.
  */
@@ -58,6 +59,19 @@ int policy_costs_check(const struct policy_costs *m, struct coloc_err *err)
 					"columns must not decrease",
 					m->level_slowdown[k], k, m->level_slowdown[k - 1]);
 	}
+	if (m->nr_cold < 0 || m->nr_cold > POLICY_MAX_COLD_POINTS)
+		return coloc_err_set(err, -EINVAL,
+				     "model table: %d cold points; the policy takes 0 to %d",
+				     m->nr_cold, POLICY_MAX_COLD_POINTS);
+	for (int i = 0; i < m->nr_cold; i++)
+		if (!m->cold[i].idle_ns || (i && m->cold[i].idle_ns <= m->cold[i - 1].idle_ns) ||
+		    !(m->cold[i].ratio > 0 && m->cold[i].ratio <= 4.0))
+			return coloc_err_set(
+				err, -EINVAL,
+				"model table: cold point %d (%.3f x after %llu ns) needs "
+				"a ratio in (0, 4] and an idle time above 0 and above "
+				"the point before",
+				i, m->cold[i].ratio, (unsigned long long)m->cold[i].idle_ns);
 	for (int l = 0; l < m->nr_layers; l++)
 		for (int ci = 0; ci < m->nr_core_counts; ci++) {
 			bool any = false;
@@ -192,12 +206,48 @@ uint64_t policy_costs_solo_ns(const struct policy_costs *m, int nr_cores)
 	return ci < 0 ? 0 : policy_costs_alone_ns(m, 0, m->nr_layers, ci);
 }
 
-/* At most 4: a table not from a profile (the simulator's, a test's) is held to the parser's bound. */
+/* A point's ratio as priced: 1 to 4 (a table not from a profile is held to the parser's bound). */
+static double cold_point_ratio(const struct policy_cold_point *pt)
+{
+	if (!(pt->ratio > 1))
+		return 1.0;
+	return pt->ratio < 4.0 ? pt->ratio : 4.0;
+}
+
+static int cold_points(const struct policy_costs *m)
+{
+	if (m->nr_cold <= 0)
+		return 0;
+	return m->nr_cold < POLICY_MAX_COLD_POINTS ? m->nr_cold : POLICY_MAX_COLD_POINTS;
+}
+
 double policy_costs_cold_scale(const struct policy_costs *m)
 {
-	if (!(m->cold_ratio > 1))
-		return 1.0;
-	return m->cold_ratio < 4.0 ? m->cold_ratio : 4.0;
+	int n = cold_points(m);
+
+	return n ? cold_point_ratio(&m->cold[n - 1]) : 1.0;
+}
+
+double policy_costs_cold_scale_at(const struct policy_costs *m, uint64_t idle_ns)
+{
+	uint64_t x0 = 0;
+	double y0 = 1.0;
+	int n = cold_points(m);
+
+	for (int i = 0; i < n; i++) {
+		uint64_t x1 = m->cold[i].idle_ns;
+		double y1 = cold_point_ratio(&m->cold[i]);
+
+		if (idle_ns <= x1) {
+			if (x1 <= x0) /* not increasing (a table not from a profile): a step */
+				return y1;
+			return y0 + (y1 - y0) * (double)(idle_ns - x0) / (double)(x1 - x0);
+		}
+		if (x1 > x0)
+			x0 = x1;
+		y0 = y1;
+	}
+	return y0;
 }
 
 uint64_t policy_scale_ns(uint64_t ns, double scale)
@@ -224,19 +274,20 @@ static bool core_running(const struct policy_input *in, int cpu)
 double policy_costs_cold_scale_on(const struct policy_costs *m, const struct policy_input *in,
 				  const struct policy_cpuset *cores)
 {
-	double scale = policy_costs_cold_scale(m);
+	uint64_t idle = UINT64_MAX;
 	int c = policy_cpuset_next(cores, 0);
 
-	if (scale <= 1.0 || !in->core_idle_since_ns || c < 0)
+	if (!cold_points(m) || !in->core_idle_since_ns || c < 0)
 		return 1.0;
 	for (; c >= 0; c = policy_cpuset_next(cores, c + 1)) {
 		uint64_t since = in->core_idle_since_ns[c];
 
-		if (core_running(in, c) ||
-		    (since && (in->now_ns < since || in->now_ns - since < m->cold_after_ns)))
+		if (core_running(in, c) || (since && in->now_ns < since))
 			return 1.0;
+		if (since && in->now_ns - since < idle)
+			idle = in->now_ns - since;
 	}
-	return scale;
+	return policy_costs_cold_scale_at(m, idle);
 }
 
 void policy_costs_start_cold(const struct policy_costs *m, const struct policy_input *in,
@@ -244,9 +295,11 @@ void policy_costs_start_cold(const struct policy_costs *m, const struct policy_i
 {
 	double scale = policy_costs_cold_scale_on(m, in, &d->cores);
 
-	if (scale <= 1.0)
+	d->cold_scale = 1.0;
+	if (!(scale > 1.0))
 		return;
 	d->cold = true;
+	d->cold_scale = scale;
 	d->alone_ns = policy_scale_ns(d->alone_ns, scale);
 	d->predicted_ns = policy_scale_ns(d->predicted_ns, scale);
 }

@@ -113,6 +113,7 @@
 #define POLICY_MAX_VERSIONS 8 /* kernel versions per layer; the profile has up to 6 */
 #define POLICY_MAX_CORE_COUNTS POLICY_MAX_CPUS
 #define POLICY_MAX_LEVELS 16
+#define POLICY_MAX_COLD_POINTS 8 /* points of a cold ramp; the profile has up to 4 */
 
 /* ---- core sets ------------------------------------------------------------ */
 
@@ -162,6 +163,12 @@ void policy_cpuset_andnot(struct policy_cpuset *dst, const struct policy_cpuset 
  * measured": policies never choose it. Every layer must have at least one
  * version measured alone (level column 0) at every core count (policy_costs_check).
  */
+/* One point of a model's cold ramp (policy_costs.cold). */
+struct policy_cold_point {
+	uint64_t idle_ns;
+	double ratio;
+};
+
 struct policy_costs {
 	int nr_layers;
 	int nr_versions; /* columns per layer, <= POLICY_MAX_VERSIONS */
@@ -185,15 +192,17 @@ struct policy_costs {
 	/* [nr_layers]: work per layer (MACs), each layer's share of the QoS budget; NULL: unknown */
 	const uint64_t *layer_ops;
 	/*
-	 * The cold start: the whole model's latency after an idle gap over
-	 * its latency back to back, as the cells are timed (a profile's
-	 * conditions). A block whose cores have all been idle cold_after_ns
-	 * or longer starts cold and is priced at its cells times this; one
-	 * that follows a block on its cores starts hot. 0 (or below 1):
-	 * every block hot. policy_costs_start_cold().
+	 * The cold start as a ramp over idle time: cold[i].ratio is the whole
+	 * model's latency after cold[i].idle_ns idle over its latency back to
+	 * back, as the cells are timed (a profile's cold records), idle_ns
+	 * strictly increasing. A block is priced at its cells times the ramp
+	 * at its cores' idle time: 1.0 at 0, linear between the points, flat
+	 * beyond the last (the long gap, what a query served alone at low
+	 * load starts from). nr_cold 0: every block hot.
+	 * policy_costs_cold_scale_at().
 	 */
-	double cold_ratio;
-	uint64_t cold_after_ns;
+	int nr_cold; /* <= POLICY_MAX_COLD_POINTS */
+	struct policy_cold_point cold[POLICY_MAX_COLD_POINTS];
 };
 
 /* Checks dimensions, ordering and that every layer runs alone at every core count. */
@@ -247,9 +256,10 @@ uint64_t policy_costs_alone_ns(const struct policy_costs *m, int first, int last
 uint64_t policy_costs_solo_ns(const struct policy_costs *m, int nr_cores);
 
 /*
- * The same started cold (times the cold ratio): what the model costs served
- * alone at low load, each query after an idle gap. What admission and
- * colocd's reports call the profiled solo latency.
+ * The same started cold (times the ramp's long-gap ratio,
+ * policy_costs_cold_scale()): what the model costs served alone at low
+ * load, each query after a long idle gap. What admission and colocd's
+ * reports call the profiled solo latency.
  */
 uint64_t policy_costs_served_solo_ns(const struct policy_costs *m, int nr_cores);
 
@@ -315,8 +325,13 @@ struct policy_decision {
 	double level; /* the slowdown the policy assumed (1.0 = alone) */
 	uint64_t alone_ns; /* table latency of the block alone with these versions and cores */
 	uint64_t predicted_ns; /* what the policy expects it to take */
-	/* its cores were idle: alone_ns and predicted_ns include the model's cold_ratio */
+	/*
+	 * its cores were idle: alone_ns and predicted_ns include cold_scale,
+	 * the model's cold ramp at their idle time (above 1); else cold_scale
+	 * is 1 or 0 (not priced by policy_costs_start_cold())
+	 */
 	bool cold;
+	double cold_scale;
 };
 
 struct policy_input {
@@ -339,23 +354,30 @@ struct policy_input {
 };
 
 /*
- * Whether a block of model m on cores starts cold: m has a cold ratio
- * above 1, the caller says when its cores last ran a block, and every one
- * of them has been idle at least m->cold_after_ns at in->now_ns (running
- * none of in->running). Then d's cold is set and its alone_ns and
- * predicted_ns are scaled by the ratio; otherwise d is left as it is.
+ * The price of a block of model m on cores started cold: m's cold ramp at
+ * the shortest idle time among its cores at in->now_ns (a core running a
+ * block of in->running, or whose last block ended after now, is idle 0; one
+ * that never ran a block, 0 in core_idle_since_ns, is idle since ever).
+ * Above 1 only when m has a ramp and the caller says when its cores last
+ * ran a block; then d's cold is set, cold_scale is the price and alone_ns
+ * and predicted_ns are scaled by it; otherwise d's cold_scale is set to 1.
  */
 void policy_costs_start_cold(const struct policy_costs *m, const struct policy_input *in,
 			     struct policy_decision *d);
 /*
- * m's cold ratio when a block on cores (not empty) would start cold, as
- * policy_costs_start_cold() decides it; 1 otherwise. A policy that will
- * give a block some of cores, every one of them cold, sizes the block and
- * decides its query's fate at the price the block will be given.
+ * The scale policy_costs_start_cold() gives a block on cores (not empty):
+ * 1 when hot. A policy that will give a block some of cores sizes the
+ * block and decides its query's fate at the price the block will be given.
  */
 double policy_costs_cold_scale_on(const struct policy_costs *m, const struct policy_input *in,
 				  const struct policy_cpuset *cores);
-/* m's cold ratio where it prices blocks: 1 to 4 (PROFILE_MAX_COLD_RATIO), 1 when unknown. */
+/*
+ * m's cold ramp after idle_ns idle: 1.0 at 0, linear between its points,
+ * the last point's ratio beyond it; each point's ratio held to 1 to 4
+ * (PROFILE_MAX_COLD_RATIO), 1 when m has no ramp.
+ */
+double policy_costs_cold_scale_at(const struct policy_costs *m, uint64_t idle_ns);
+/* m's long-gap ratio (its ramp's last point, as held above): 1 when unknown. */
 double policy_costs_cold_scale(const struct policy_costs *m);
 /* ns times scale, saturated at UINT64_MAX. */
 uint64_t policy_scale_ns(uint64_t ns, double scale);

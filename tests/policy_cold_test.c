@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * Tests of the cold start in the policy's prices (policy_costs.cold_ratio,
- * policy_input.core_idle_since_ns): the served solo latency is the hot one
- * times the ratio; a block whose cores have all been idle past the
- * threshold is priced cold and one that follows a block is priced hot; and
- * coloc learns from a cold block relative to its cold price, so a cold
- * start does not read as the tenant running slow. Numbers worked out from
- * tiny's table (policy_fixture.h): its whole model on 4 cores is 540 us.
+ * Tests of the cold start in the policy's prices (policy_costs.cold, a ramp
+ * over idle time; policy_input.core_idle_since_ns): the ramp is 1.0 at 0,
+ * linear between its points and flat beyond the last, its points held to
+ * 1..4 and a hostile one refused by policy_costs_check(); the served solo
+ * latency is the hot one times the long gap's ratio; a block is priced at
+ * the ramp at its most recently busy core's idle time, one on a busy core
+ * hot; and coloc learns from a cold block relative to the price it was
+ * given, so a cold start does not read as the tenant running slow. Numbers
+ * worked out from tiny's table (policy_fixture.h): its whole model on 4
+ * cores is 540 us.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -16,20 +19,103 @@
 #include "policy_impl.h"
 #include "policy_fixture.h"
 
-#define COLD_AFTER_NS 2000000ULL
+#define LONG_GAP_NS 20000000ULL
 #define NOW_NS 50000000ULL
 
-/* tiny with a cold start of 1.25 x after 2 ms idle: 540 us hot, 675 us cold on 4 cores */
+/*
+ * tiny with a one-point ramp (a format-7 profile's): ratio after 20 ms idle,
+ * so 1 + (ratio - 1) x idle / 20 ms below that. At 1.25: 540 us hot, 675 us
+ * after 20 ms or more on 4 cores.
+ */
 static struct policy_costs cold_tiny(double ratio)
 {
 	struct policy_costs m = tiny;
 
-	m.cold_ratio = ratio;
-	m.cold_after_ns = COLD_AFTER_NS;
+	m.nr_cold = 1;
+	m.cold[0] = (struct policy_cold_point){ .idle_ns = LONG_GAP_NS, .ratio = ratio };
 	return m;
 }
 
-TEST(costs__served_solo_is_the_solo_times_the_cold_ratio)
+/* tiny with a format-8 ramp: 1.1 after 1 ms, 1.2 after 4 ms, 1.3 after 20 ms */
+static struct policy_costs ramp_tiny(void)
+{
+	struct policy_costs m = tiny;
+
+	m.nr_cold = 3;
+	m.cold[0] = (struct policy_cold_point){ .idle_ns = 1000000, .ratio = 1.1 };
+	m.cold[1] = (struct policy_cold_point){ .idle_ns = 4000000, .ratio = 1.2 };
+	m.cold[2] = (struct policy_cold_point){ .idle_ns = LONG_GAP_NS, .ratio = 1.3 };
+	return m;
+}
+
+#define ASSERT_NEAR(want, got) ASSERT_GT(1e-12, fabs((double)(want) - (double)(got)))
+
+TEST(costs__the_ramp_is_linear_between_its_points_and_flat_beyond)
+{
+	struct policy_costs m = ramp_tiny();
+
+	ASSERT_NEAR(1.0, policy_costs_cold_scale_at(&m, 0));
+	ASSERT_NEAR(1.05, policy_costs_cold_scale_at(&m, 500000));
+	ASSERT_NEAR(1.1, policy_costs_cold_scale_at(&m, 1000000));
+	ASSERT_NEAR(1.15, policy_costs_cold_scale_at(&m, 2500000));
+	ASSERT_NEAR(1.2, policy_costs_cold_scale_at(&m, 4000000));
+	ASSERT_NEAR(1.25, policy_costs_cold_scale_at(&m, 12000000));
+	ASSERT_NEAR(1.3, policy_costs_cold_scale_at(&m, LONG_GAP_NS));
+	ASSERT_NEAR(1.3, policy_costs_cold_scale_at(&m, 1000000000));
+	ASSERT_NEAR(1.3, policy_costs_cold_scale_at(&m, UINT64_MAX));
+	ASSERT_NEAR(1.3, policy_costs_cold_scale(&m));
+	/* a point below 1 (noise at a short gap) is priced hot, one past 4 at 4 */
+	m.cold[0].ratio = 0.95;
+	ASSERT_NEAR(1.0, policy_costs_cold_scale_at(&m, 1000000));
+	ASSERT_NEAR(1.1, policy_costs_cold_scale_at(&m, 2500000));
+	m.cold[2].ratio = 1e6;
+	ASSERT_NEAR(4.0, policy_costs_cold_scale_at(&m, 30000000));
+	ASSERT_NEAR(4.0, policy_costs_cold_scale(&m));
+	/* no ramp: hot at any idle time */
+	m.nr_cold = 0;
+	ASSERT_NEAR(1.0, policy_costs_cold_scale_at(&m, UINT64_MAX));
+	ASSERT_NEAR(1.0, policy_costs_cold_scale(&m));
+	/* one point (format 7): a line from 1.0 at 0 to it */
+	m = cold_tiny(1.25);
+	ASSERT_NEAR(1.0625, policy_costs_cold_scale_at(&m, 5000000));
+	ASSERT_NEAR(1.25, policy_costs_cold_scale_at(&m, 25000000));
+}
+
+TEST(costs__check_refuses_a_hostile_ramp)
+{
+	static const struct {
+		int at;
+		uint64_t idle_ns;
+		double ratio;
+	} cases[] = {
+		{ 1, 1000000, 1.2 }, /* as long as the point before */
+		{ 1, 500000, 1.2 }, /* shorter */
+		{ 0, 0, 1.1 }, /* no idle time */
+		{ 2, 30000000, 0 }, /* ratio 0 */
+		{ 2, 30000000, -1 },  { 2, 30000000, 4.5 }, /* past the parser's bound */
+		{ 2, 30000000, NAN },
+	};
+	struct policy_costs m = ramp_tiny();
+	struct coloc_err err = { 0 };
+
+	fill_tiny();
+	ASSERT_EQ(0, policy_costs_check(&m, &err)) TH_LOG("%s", err.msg);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		m = ramp_tiny();
+		m.cold[cases[i].at] = (struct policy_cold_point){ .idle_ns = cases[i].idle_ns,
+								  .ratio = cases[i].ratio };
+		coloc_err_clear(&err);
+		EXPECT_EQ(-EINVAL, policy_costs_check(&m, &err)) TH_LOG("case %zu accepted", i);
+		EXPECT_NE(NULL, strstr(err.msg, "cold point")) TH_LOG("case %zu: %s", i, err.msg);
+	}
+	m = ramp_tiny();
+	m.nr_cold = POLICY_MAX_COLD_POINTS + 1;
+	ASSERT_EQ(-EINVAL, policy_costs_check(&m, &err));
+	m.nr_cold = -1;
+	ASSERT_EQ(-EINVAL, policy_costs_check(&m, &err));
+}
+
+TEST(costs__served_solo_is_the_solo_times_the_long_gaps_ratio)
 {
 	struct policy_costs m = cold_tiny(1.25);
 
@@ -37,14 +123,18 @@ TEST(costs__served_solo_is_the_solo_times_the_cold_ratio)
 	ASSERT_EQ(540000, policy_costs_solo_ns(&m, 8));
 	ASSERT_EQ(675000, policy_costs_served_solo_ns(&m, 8));
 	ASSERT_EQ(1200000, policy_costs_served_solo_ns(&m, 2)); /* 960 us x 1.25 */
+	/* a ramp: its last point, not its first */
+	m = ramp_tiny();
+	ASSERT_EQ(702000, policy_costs_served_solo_ns(&m, 8)); /* 540 us x 1.3 */
 	/* unknown (a format-6 profile) or below 1 (noise): the hot figure */
-	m.cold_ratio = 0;
+	m = cold_tiny(1.25);
+	m.nr_cold = 0;
 	ASSERT_EQ(540000, policy_costs_served_solo_ns(&m, 8));
-	m.cold_ratio = 0.9;
+	m = cold_tiny(0.9);
 	ASSERT_EQ(540000, policy_costs_served_solo_ns(&m, 8));
 	ASSERT_EQ(0, policy_costs_served_solo_ns(&m, 0));
 	/* a ratio past any measurement (a table not from a parsed profile) prices at most 4x */
-	m.cold_ratio = 1e6;
+	m = cold_tiny(1e6);
 	ASSERT_EQ(4 * 540000, policy_costs_served_solo_ns(&m, 8));
 }
 
@@ -86,7 +176,7 @@ static void query_on_four_cores(FIXTURE_DATA(pol) * self, const struct policy_co
 	add_query(&self->in, self->queries, 1, 0, NOW_NS, NOW_NS + qos_ns);
 }
 
-TEST_F(pol, start_cold__a_block_on_cores_idle_past_the_threshold_is_priced_cold)
+TEST_F(pol, start_cold__a_block_on_cores_idle_past_the_long_gap_is_priced_at_its_ratio)
 {
 	struct policy_costs m = cold_tiny(1.25);
 	uint64_t idle[POLICY_MAX_CPUS] = { 0 }; /* never ran a block: idle since ever */
@@ -95,40 +185,73 @@ TEST_F(pol, start_cold__a_block_on_cores_idle_past_the_threshold_is_priced_cold)
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(4, self->decisions[0].nr_cores);
 	ASSERT_TRUE(self->decisions[0].cold);
+	ASSERT_NEAR(1.25, self->decisions[0].cold_scale);
 	ASSERT_EQ(675000, self->decisions[0].alone_ns);
 	ASSERT_EQ(675000, self->decisions[0].predicted_ns);
 
-	/* every core's last block ended 3 ms ago: past 2 ms, still cold */
+	/* every core's last block ended 25 ms ago: past the long gap, flat */
 	for (int c = 0; c < 4; c++)
-		idle[c] = NOW_NS - 3000000;
+		idle[c] = NOW_NS - 25000000;
 	ASSERT_EQ(0, whole_model_block(self, "temporal", &m, idle));
 	ASSERT_TRUE(self->decisions[0].cold);
 	ASSERT_EQ(675000, self->decisions[0].predicted_ns);
 }
 
-TEST_F(pol, start_cold__a_block_after_a_recent_one_or_without_the_ratio_is_priced_hot)
+/*
+ * On the ramp: cores idle 10, 10, 2.5 and 10 ms are priced at the most
+ * recently busy one's 2.5 ms, 1.15 x (621 us): below the long gap's 1.3
+ * (the step before this priced every gap past 2 ms at the long gap's ratio).
+ */
+TEST_F(pol, start_cold__a_block_is_priced_by_the_ramp_at_its_cores_shortest_idle)
 {
-	struct policy_costs m = cold_tiny(1.25);
+	struct policy_costs m = ramp_tiny();
 	uint64_t idle[POLICY_MAX_CPUS] = { 0 };
 
-	/* one of its cores ended a block 1 ms ago: it starts hot */
 	for (int c = 0; c < 4; c++)
 		idle[c] = NOW_NS - 10000000;
-	idle[2] = NOW_NS - 1000000;
+	idle[2] = NOW_NS - 2500000;
+	ASSERT_EQ(0, whole_model_block(self, "temporal", &m, idle));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_TRUE(self->decisions[0].cold);
+	ASSERT_NEAR(1.15, self->decisions[0].cold_scale);
+	ASSERT_EQ(621000, self->decisions[0].alone_ns);
+	ASSERT_EQ(621000, self->decisions[0].predicted_ns);
+
+	/* the same from a format-7 profile (one point, 1.25 at 20 ms): 1.03125 x */
+	m = cold_tiny(1.25);
+	ASSERT_EQ(0, whole_model_block(self, "temporal", &m, idle));
+	ASSERT_NEAR(1.03125, self->decisions[0].cold_scale);
+	ASSERT_EQ(556875, self->decisions[0].predicted_ns);
+}
+
+TEST_F(pol, start_cold__a_block_right_after_one_or_without_the_ramp_is_priced_hot)
+{
+	struct policy_costs m = ramp_tiny();
+	uint64_t idle[POLICY_MAX_CPUS] = { 0 };
+
+	/* one of its cores ends a block now: hot */
+	for (int c = 0; c < 4; c++)
+		idle[c] = NOW_NS - 10000000;
+	idle[2] = NOW_NS;
 	ASSERT_EQ(0, whole_model_block(self, "temporal", &m, idle));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_FALSE(self->decisions[0].cold);
+	ASSERT_NEAR(1.0, self->decisions[0].cold_scale);
 	ASSERT_EQ(540000, self->decisions[0].alone_ns);
 	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
+	/* or ended it after now (a clock the caller read late): hot */
+	idle[2] = NOW_NS + 1000;
+	ASSERT_EQ(0, whole_model_block(self, "temporal", &m, idle));
+	ASSERT_FALSE(self->decisions[0].cold);
 
 	/* no idle times from the caller (the simulator): hot */
 	ASSERT_EQ(0, whole_model_block(self, "temporal", &m, NULL));
 	ASSERT_FALSE(self->decisions[0].cold);
 	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
 
-	/* a model without a cold ratio: hot however long the cores were idle */
+	/* a model without a cold ramp: hot however long the cores were idle */
 	memset(idle, 0, sizeof(idle));
-	m.cold_ratio = 0;
+	m.nr_cold = 0;
 	ASSERT_EQ(0, whole_model_block(self, "temporal", &m, idle));
 	ASSERT_FALSE(self->decisions[0].cold);
 	ASSERT_EQ(540000, self->decisions[0].predicted_ns);
@@ -158,10 +281,11 @@ TEST_F(pol, start_cold__a_core_running_another_block_is_not_idle)
 
 /*
  * coloc prices a query's first block cold (675 us); measured at exactly
- * that, it has learnt nothing: the next block, on cores just used, is
- * predicted at the hot table, 540 us (within rounding). Learning from the
- * hot price instead would have taken 675 / 540 = 1.25 as the tenant's
- * correction and predicted it near 578 us.
+ * that, it has learnt nothing: the next block, on cores used 25 us before,
+ * is predicted at the hot table on the ramp's foot, 540 us x 1.0003125 =
+ * 540.17 us (within rounding). Learning from the hot price instead would
+ * have taken 675 / 540 = 1.25 as the tenant's correction and predicted it
+ * near 578 us.
  */
 TEST_F(pol, start_cold__coloc_learns_a_cold_block_relative_to_its_cold_price)
 {
@@ -196,8 +320,56 @@ TEST_F(pol, start_cold__coloc_learns_a_cold_block_relative_to_its_cold_price)
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
 	ASSERT_EQ(1, self->out.nr_decisions);
-	ASSERT_FALSE(self->decisions[0].cold);
-	ASSERT_GE(1, llabs((long long)self->decisions[0].predicted_ns - 540000))
+	ASSERT_NEAR(1.0003125, self->decisions[0].cold_scale);
+	ASSERT_GE(2, llabs((long long)self->decisions[0].predicted_ns - 540168))
+	TH_LOG("predicted %llu ns", (unsigned long long)self->decisions[0].predicted_ns);
+	policy_destroy(p);
+}
+
+/*
+ * The same on the ramp: cores idle 2.5 ms price the first block at 1.15 x
+ * (621 us); measured at exactly that, the next block (cores used 25 us
+ * before: 1.0025 x) is predicted near 541.35 us. Learning relative to the
+ * long gap's 1.3 instead (the block's cold flag alone) would have read the
+ * block as 621 / 702 = 0.885 of its price and predicted it at 513 us.
+ */
+TEST_F(pol, start_cold__coloc_learns_a_block_relative_to_its_price_on_the_ramp)
+{
+	struct policy *p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
+	struct policy_costs m = ramp_tiny();
+	uint64_t idle[POLICY_MAX_CPUS] = { 0 };
+	struct policy_decision first;
+	uint8_t versions[3];
+
+	ASSERT_NE(NULL, p);
+	for (int c = 0; c < 8; c++)
+		idle[c] = NOW_NS - 2500000;
+	self->tenants[0] = (struct policy_tenant){ .costs = &m, .qos_ns = 300000 };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	self->in.now_ns = NOW_NS;
+	self->in.core_idle_since_ns = idle;
+	add_query(&self->in, self->queries, 1, 0, NOW_NS, NOW_NS + 100000000);
+	policy_output_reset(&self->out);
+	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(3, self->decisions[0].last_layer);
+	ASSERT_NEAR(1.15, self->decisions[0].cold_scale);
+	ASSERT_EQ(621000, self->decisions[0].predicted_ns);
+	first = self->decisions[0];
+	memcpy(versions, first.versions, 3);
+	first.versions = versions;
+
+	policy_block_done(p, &first, 621000);
+	for (int c = 0; c < 4; c++)
+		idle[c] = NOW_NS + 621000;
+	self->in.now_ns = NOW_NS + 646000;
+	self->queries[0].id = 2;
+	policy_output_reset(&self->out);
+	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_NEAR(1.0025, self->decisions[0].cold_scale);
+	ASSERT_GE(2, llabs((long long)self->decisions[0].predicted_ns - 541350))
 	TH_LOG("predicted %llu ns", (unsigned long long)self->decisions[0].predicted_ns);
 	policy_destroy(p);
 }
@@ -222,11 +394,11 @@ TEST_F(pol, start_cold__coloc_drops_a_query_only_its_hot_price_would_meet)
 	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
 
 	for (int c = 0; c < 4; c++)
-		idle[c] = NOW_NS - 100000; /* a block ended 0.1 ms ago: hot */
+		idle[c] = NOW_NS - 100000; /* a block ended 0.1 ms ago: the ramp's foot, 1.005 x */
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(0, self->out.nr_drops);
 	ASSERT_EQ(1, self->out.nr_decisions);
-	ASSERT_FALSE(self->decisions[0].cold);
+	ASSERT_NEAR(1.005, self->decisions[0].cold_scale);
 	ASSERT_GE(800000, self->decisions[0].predicted_ns);
 }
 

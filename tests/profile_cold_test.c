@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * A profile's cold start (profile.h: the median cold / hot ratio of
- * interleaved whole-model pairs, format 7): the ratios' median and spread
- * by hand, the `cold` record saved and read back and refused when
- * malformed, a format-6 profile still read (with no cold start), and
- * bin/coloc-profile on a tiny model records the pairs with the gap asked
- * for and measures a cached format-6 profile again.
+ * A profile's cold ramp (profile.h: per gap, the median cold / hot ratio
+ * of interleaved whole-model rounds, format 8): the ratios' median and
+ * spread by hand, the `cold` records saved and read back and refused when
+ * malformed or out of order, a format-7 profile read as a ramp of one
+ * point and a format-6 one as hot, the ramp carried into the policy's
+ * table, and bin/coloc-profile on a tiny model records the gaps below the
+ * one asked for and measures a cached format-6 or format-7 profile again.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,6 +22,8 @@
 #include "testutil.h"
 #include "profile_host.h"
 #include "profile_tool.h"
+#include "profile_table.h"
+#include "table.h"
 
 FIXTURE(profile_cold)
 {
@@ -71,12 +74,17 @@ static struct profile *one_cell(void)
 						     .spread = 0.05,
 						     .loadavg = 0.5,
 						     .steal = 0,
-						     .cold_ratio = 1.25,
-						     .cold_spread = 0.08,
-						     .cold_gap_ns = 30000000,
-						     .cold_pairs = 27 };
+						     .nr_cold = 3,
+						     .cold = { { 1000000, 1.08, 0.05, 27 },
+							       { 4000000, 1.15, 0.06, 27 },
+							       { 30000000, 1.25, 0.08, 27 } } };
 	return p;
 }
+
+/* one_cell's three cold records, as profile_save() writes them */
+#define COLD_1MS "cold 1.0800 0.0500 1000000 27\n"
+#define COLD_4MS "cold 1.1500 0.0600 4000000 27\n"
+#define COLD_30MS "cold 1.2500 0.0800 30000000 27\n"
 
 /* text with the first occurrence of from replaced by to; NULL when from does not occur. */
 static char *replaced(const char *text, const char *from, const char *to)
@@ -99,7 +107,7 @@ TEST(ratio_summary__median_and_p90_p10_spread_by_hand)
 	ASSERT_LT(fabs(spread - 0.35 / 1.225), 1e-12);
 }
 
-TEST_F(profile_cold, save_load__the_cold_start_round_trips_in_format_7)
+TEST_F(profile_cold, save_load__the_cold_ramp_round_trips_in_format_8)
 {
 	struct profile *p = one_cell(), *q;
 	size_t len;
@@ -109,41 +117,95 @@ TEST_F(profile_cold, save_load__the_cold_start_round_trips_in_format_7)
 	ASSERT_EQ(0, profile_save(p, self->path, &self->err)) TH_LOG("%s", self->err.msg);
 	text = tu_read_file(self->path, &len);
 	ASSERT_NE(NULL, text);
-	ASSERT_NE(NULL, strstr(text, "\ncoloc-profile 7\n")) TH_LOG("%s", text);
-	ASSERT_NE(NULL, strstr(text, "\ncold 1.2500 0.0800 30000000 27\n")) TH_LOG("%s", text);
+	ASSERT_NE(NULL, strstr(text, "\ncoloc-profile 8\n")) TH_LOG("%s", text);
+	ASSERT_NE(NULL, strstr(text, "\n" COLD_1MS COLD_4MS COLD_30MS)) TH_LOG("%s", text);
 	free(text);
 	q = profile_load(self->path, &self->err);
 	ASSERT_NE(NULL, q) TH_LOG("%s", self->err.msg);
-	ASSERT_LT(fabs(q->conditions.cold_ratio - 1.25), 1e-9);
-	ASSERT_LT(fabs(q->conditions.cold_spread - 0.08), 1e-9);
-	ASSERT_EQ(30000000, q->conditions.cold_gap_ns);
-	ASSERT_EQ(27, q->conditions.cold_pairs);
+	ASSERT_EQ(3, q->conditions.nr_cold);
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(p->conditions.cold[i].gap_ns, q->conditions.cold[i].gap_ns);
+		ASSERT_LT(fabs(q->conditions.cold[i].ratio - p->conditions.cold[i].ratio), 1e-9);
+		ASSERT_LT(fabs(q->conditions.cold[i].spread - p->conditions.cold[i].spread), 1e-9);
+		ASSERT_EQ(27, q->conditions.cold[i].pairs);
+	}
+	ASSERT_LT(fabs(profile_cold_ratio(&q->conditions) - 1.25), 1e-9);
 	profile_free(q);
 	profile_free(p);
 }
 
-TEST_F(profile_cold, parse__reads_format_6_with_no_cold_start_and_refuses_5)
+/*
+ * The ramp reaches the policy's table: profile_table_build_layers() gives
+ * one_cell's three points to policy_costs.cold, which prices 2.5 ms idle
+ * half way between 1.08 and 1.15 and serves the solo at the long gap's 1.25.
+ */
+TEST_F(profile_cold, table__the_ramp_prices_the_policys_blocks)
+{
+	static const uint64_t macs[] = { 1000 };
+	struct profile *p = one_cell();
+	struct policy_table t;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, profile_table_build_layers(p, "one", 1, macs, &t, &self->err))
+	TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(3, t.costs.nr_cold);
+	ASSERT_EQ(0, policy_costs_check(&t.costs, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_LT(fabs(policy_costs_cold_scale_at(&t.costs, 2500000) - 1.115), 1e-9);
+	ASSERT_EQ(1250, policy_costs_served_solo_ns(&t.costs, 1));
+	policy_table_free(&t);
+	/* format 6 (no ramp): hot */
+	p->conditions.nr_cold = 0;
+	ASSERT_EQ(0, profile_table_build_layers(p, "one", 1, macs, &t, &self->err));
+	ASSERT_EQ(0, t.costs.nr_cold);
+	ASSERT_EQ(1000, policy_costs_served_solo_ns(&t.costs, 1));
+	policy_table_free(&t);
+	profile_free(p);
+}
+
+TEST_F(profile_cold, parse__reads_format_7_as_one_point_and_6_as_hot_and_refuses_5)
 {
 	struct profile *p = one_cell(), *q;
-	char *good, *six, *six_cold, *five;
+	char *good, *seven_ramp, *seven_1, *seven, *six, *six_cold, *five;
 	size_t len;
 
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, profile_save(p, self->path, &self->err));
 	good = tu_read_file(self->path, &len);
 	ASSERT_NE(NULL, good);
-	six_cold = replaced(good, "coloc-profile 7\n", "coloc-profile 6\n");
+	seven_ramp = replaced(good, "coloc-profile 8\n", "coloc-profile 7\n");
+	ASSERT_NE(NULL, seven_ramp);
+	seven_1 = replaced(seven_ramp, COLD_1MS, "");
+	ASSERT_NE(NULL, seven_1);
+	seven = replaced(seven_1, COLD_4MS, "");
+	ASSERT_NE(NULL, seven);
+	six_cold = replaced(seven, "coloc-profile 7\n", "coloc-profile 6\n");
 	ASSERT_NE(NULL, six_cold);
-	six = replaced(six_cold, "cold 1.2500 0.0800 30000000 27\n", "");
+	six = replaced(six_cold, COLD_30MS, "");
 	ASSERT_NE(NULL, six);
 	five = replaced(six, "coloc-profile 6\n", "coloc-profile 5\n");
 	ASSERT_NE(NULL, five);
+
+	/* format 7: its one record, the ramp's only point */
+	q = profile_parse("t", seven, strlen(seven), &self->err);
+	ASSERT_NE(NULL, q) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(1, q->conditions.nr_cold);
+	ASSERT_EQ(30000000, q->conditions.cold[0].gap_ns);
+	ASSERT_LT(fabs(q->conditions.cold[0].ratio - 1.25), 1e-9);
+	ASSERT_LT(fabs(q->conditions.cold[0].spread - 0.08), 1e-9);
+	ASSERT_EQ(27, q->conditions.cold[0].pairs);
+	profile_free(q);
+	/* ... and only one */
+	coloc_err_clear(&self->err);
+	ASSERT_EQ(NULL, profile_parse("t", seven_ramp, strlen(seven_ramp), &self->err));
+	ASSERT_NE(NULL, strstr(self->err.msg, "more than 1 'cold' record in a format-7 profile"))
+	TH_LOG("%s", self->err.msg);
 
 	q = profile_parse("t", six, strlen(six), &self->err);
 	ASSERT_NE(NULL, q) TH_LOG("%s", self->err.msg);
 	ASSERT_TRUE(q->conditions.known);
 	ASSERT_EQ(3000000, q->conditions.solo_ns);
-	ASSERT_EQ(0, q->conditions.cold_ratio);
+	ASSERT_EQ(0, q->conditions.nr_cold);
+	ASSERT_EQ(0, profile_cold_ratio(&q->conditions));
 	profile_free(q);
 
 	coloc_err_clear(&self->err);
@@ -157,6 +219,9 @@ TEST_F(profile_cold, parse__reads_format_6_with_no_cold_start_and_refuses_5)
 	ASSERT_NE(NULL, strstr(self->err.msg, "measure the profile again"))
 	TH_LOG("%s", self->err.msg);
 	free(good);
+	free(seven_ramp);
+	free(seven_1);
+	free(seven);
 	free(six);
 	free(six_cold);
 	free(five);
@@ -176,7 +241,12 @@ TEST_F(profile_cold, parse__rejects_bad_cold_records_with_file_line)
 		{ "cold 1.2 -0.1 30000000 9", "cold spread '-0.1'" },
 		{ "cold 1.2 0.1 0 9", "cold gap (ns) '0'" },
 		{ "cold 1.2 0.1 30000000 0", "cold pairs '0'" },
-		{ "cold 1.2 0.1 30000000 9\ncold 1.2 0.1 30000000 9", "duplicate 'cold'" },
+		{ "cold 1.2 0.1 10000000001 9", "cold gap (ns) '10000000001'" },
+		{ "cold 1.2 0.1 30000000 9\ncold 1.2 0.1 30000000 9", "from the shortest gap" },
+		{ "cold 1.2 0.1 30000000 9\ncold 1.1 0.1 4000000 9", "from the shortest gap" },
+		{ "cold 1.1 0.1 1000000 9\ncold 1.2 0.1 2000000 9\ncold 1.2 0.1 3000000 9\n"
+		  "cold 1.2 0.1 4000000 9\ncold 1.3 0.1 5000000 9",
+		  "more than 4 'cold' records in a format-8 profile" },
 	};
 	struct profile *p = one_cell();
 	char *good, *bare, *early;
@@ -186,10 +256,10 @@ TEST_F(profile_cold, parse__rejects_bad_cold_records_with_file_line)
 	ASSERT_EQ(0, profile_save(p, self->path, &self->err));
 	good = tu_read_file(self->path, &len);
 	ASSERT_NE(NULL, good);
-	bare = replaced(good, "cold 1.2500 0.0800 30000000 27\n", "");
+	bare = replaced(good, COLD_1MS COLD_4MS COLD_30MS, "");
 	ASSERT_NE(NULL, bare);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char line[128], *bad;
+		char line[256], *bad;
 		struct profile *q;
 
 		snprintf(line, sizeof(line), "%s\nlat ", cases[i].line);
@@ -217,38 +287,43 @@ TEST_F(profile_cold, parse__rejects_bad_cold_records_with_file_line)
 	profile_free(p);
 }
 
-/* The cached profile at path made a format-6 one: its cold start gone, its header 6. */
-static void make_format_6(struct __test_metadata *_metadata, const char *path)
+/*
+ * The cached profile at path made one of an older format: format 7 keeps
+ * its ramp's last point, format 6 none.
+ */
+static void make_format(struct __test_metadata *_metadata, const char *path, int format)
 {
 	struct coloc_err err = { 0 };
 	struct profile *p = profile_load(path, &err);
-	char *text, *six;
+	char *text, *old, want[32];
 	size_t len;
 	FILE *f;
 
 	ASSERT_NE(NULL, p) TH_LOG("%s", err.msg);
-	p->conditions.cold_ratio = 0;
+	ASSERT_LT(1, p->conditions.nr_cold);
+	p->conditions.cold[0] = p->conditions.cold[p->conditions.nr_cold - 1];
+	p->conditions.nr_cold = format == 7 ? 1 : 0;
 	ASSERT_EQ(0, profile_save(p, path, &err)) TH_LOG("%s", err.msg);
 	profile_free(p);
 	text = tu_read_file(path, &len);
 	ASSERT_NE(NULL, text);
-	six = replaced(text, "coloc-profile 7\n", "coloc-profile 6\n");
-	ASSERT_NE(NULL, six);
+	snprintf(want, sizeof(want), "coloc-profile %d\n", format);
+	old = replaced(text, "coloc-profile 8\n", want);
+	ASSERT_NE(NULL, old);
 	f = fopen(path, "w");
 	ASSERT_NE(NULL, f);
-	ASSERT_EQ(strlen(six), fwrite(six, 1, strlen(six), f));
+	ASSERT_EQ(strlen(old), fwrite(old, 1, strlen(old), f));
 	ASSERT_EQ(0, fclose(f));
 	free(text);
-	free(six);
+	free(old);
 }
 
-TEST_F_TIMEOUT(profile_cold, coloc_profile__records_the_pairs_and_measures_a_format_6_cache_again,
-	       180)
+TEST_F_TIMEOUT(profile_cold, coloc_profile__records_the_ramp_and_measures_an_older_cache_again, 300)
 {
 	char model[160], out[160], cache[160], cached[PATH_MAX];
 	const char *args[] = { model,	   "-o",      out,	     "--iters", "1",
 			       "--levels", "50",      "--cache-dir", cache,	"--cold-gap-ms",
-			       "3",	   "--force", NULL };
+			       "5",	   "--force", NULL };
 	struct profile_machine machine;
 	struct tu_child run;
 	struct profile *p;
@@ -264,29 +339,39 @@ TEST_F_TIMEOUT(profile_cold, coloc_profile__records_the_pairs_and_measures_a_for
 	ASSERT_NE(NULL, strstr(run.output, "cold start")) TH_LOG("%s", run.output);
 	p = profile_load(out, &self->err);
 	ASSERT_NE(NULL, p) TH_LOG("%s", self->err.msg);
-	/* 9 pairs before each core count and 9 at the end */
-	ASSERT_EQ(9 * (p->nr_cores + 1), p->conditions.cold_pairs);
-	ASSERT_EQ(3000000, p->conditions.cold_gap_ns);
-	ASSERT_LT(0, p->conditions.cold_ratio);
-	ASSERT_GT(1000, p->conditions.cold_ratio);
-	ASSERT_TRUE(p->conditions.cold_spread >= 0);
+	/* the short gaps below the 5 ms asked for (1 and 4 ms), then it */
+	ASSERT_EQ(3, p->conditions.nr_cold);
+	ASSERT_EQ(1000000, p->conditions.cold[0].gap_ns);
+	ASSERT_EQ(4000000, p->conditions.cold[1].gap_ns);
+	ASSERT_EQ(5000000, p->conditions.cold[2].gap_ns);
+	for (int i = 0; i < 3; i++) {
+		/* 9 rounds before each core count and 9 at the end */
+		ASSERT_EQ(9 * (p->nr_cores + 1), p->conditions.cold[i].pairs);
+		ASSERT_LT(0, p->conditions.cold[i].ratio);
+		ASSERT_GE(PROFILE_MAX_COLD_RATIO, p->conditions.cold[i].ratio);
+		ASSERT_TRUE(p->conditions.cold[i].spread >= 0);
+	}
 	profile_free(p);
 
 	ASSERT_EQ(0, profile_hash_file(model, &hash));
 	ASSERT_EQ(0, profile_machine_detect(&machine));
 	ASSERT_EQ(0, profile_cache_path(cache, "tiny", hash, &machine, cached, sizeof(cached)));
-	make_format_6(_metadata, cached);
-	ASSERT_EQ(0, profile_tool_run(args, &run));
-	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
-	ASSERT_NE(NULL, strstr(run.output, "records no cold start (format 6): stale"))
-	TH_LOG("%s", run.output);
-	ASSERT_EQ(NULL, strstr(run.output, "reused")) TH_LOG("%s", run.output);
-	p = profile_load(cached, &self->err);
-	ASSERT_NE(NULL, p) TH_LOG("%s", self->err.msg);
-	ASSERT_LT(0, p->conditions.cold_ratio) TH_LOG("the cache was not replaced");
-	profile_free(p);
+	for (int format = 6; format <= 7; format++) {
+		char msg[64];
 
-	/* the fresh format-7 profile in the cache is reused */
+		make_format(_metadata, cached, format);
+		ASSERT_EQ(0, profile_tool_run(args, &run));
+		ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
+		snprintf(msg, sizeof(msg), "records no cold ramp (format %d): stale", format);
+		ASSERT_NE(NULL, strstr(run.output, msg)) TH_LOG("%s", run.output);
+		ASSERT_EQ(NULL, strstr(run.output, "reused")) TH_LOG("%s", run.output);
+		p = profile_load(cached, &self->err);
+		ASSERT_NE(NULL, p) TH_LOG("%s", self->err.msg);
+		ASSERT_EQ(3, p->conditions.nr_cold) TH_LOG("the cache was not replaced");
+		profile_free(p);
+	}
+
+	/* the fresh format-8 profile in the cache is reused */
 	ASSERT_EQ(0, profile_tool_run(args, &run));
 	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "reused the cached profile")) TH_LOG("%s", run.output);

@@ -360,7 +360,9 @@ static inline uint64_t profiled_solo_ns(const char *model_path, int nr_cpus)
 	struct model *m = model_load(model_path, &err);
 	struct profile *p = m ? profile_table_find(model_path, m, cache_dir, &err) : NULL;
 	int cores = p ? (nr_cpus < p->nr_cores ? nr_cpus : p->nr_cores) : 0;
-	double cold = p && p->conditions.cold_ratio > 1 ? p->conditions.cold_ratio : 1.0;
+	double cold = p && profile_cold_ratio(&p->conditions) > 1 ?
+			      profile_cold_ratio(&p->conditions) :
+			      1.0;
 	uint64_t sum = 0;
 
 	for (int l = 0; p && l < p->nr_layers; l++) {

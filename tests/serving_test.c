@@ -328,7 +328,8 @@ TEST_F(serving, block__prediction_error_matches_the_completions)
 
 		ASSERT_EQ(0, submit(self, "a", i, &err)) TH_LOG("%s", coloc_err_str(&err));
 		ASSERT_TRUE(pump(self, queries_done, one, DONE_MS, NULL));
-		usleep(10000);
+		/* past the profile's longest cold gap (50 ms): each block priced at the solo */
+		usleep(60000);
 	}
 	ASSERT_EQ(0, serving_tenant_info(self->s, "a", &info));
 	ASSERT_NE(0, info.solo_ns);

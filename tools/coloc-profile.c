@@ -98,10 +98,11 @@ static void usage(FILE *f, const char *prog)
 		"      --busy-spread PCT  the spread (p90 - p10 of the whole-model runs, in %%\n"
 		"                         of their median) above which the machine was busy\n"
 		"                         (0..1000, default %d)\n"
-		"      --cold-gap-ms N    the idle gap before each cold whole-model run, the\n"
-		"                         start of a query served alone at low load (1..1000,\n"
-		"                         default 9 x the model's latency, what 10 %% load\n"
-		"                         leaves between queries, within %llu..%llu)\n"
+		"      --cold-gap-ms N    the long idle gap of the cold ramp, the start of a\n"
+		"                         query served alone at low load (1..1000, default\n"
+		"                         9 x the model's latency, what 10 %% load leaves\n"
+		"                         between queries, within %llu..%llu); the ramp's\n"
+		"                         shorter gaps (1, 4, 12 ms) are measured below it\n"
 		"  -b, --batch N          an .onnx MODEL's batch, for inputs whose first dim\n"
 		"                         is symbolic (default 1); part of the cache key\n"
 		"  -d, --dim NAME=VALUE   the value of an .onnx MODEL's symbolic dim NAME\n"
@@ -115,8 +116,9 @@ static void usage(FILE *f, const char *prog)
 		"cores, kept busy without touching memory for the \"alone\" column; on all\n"
 		"cores the stressor shares the layer's cores. Levels alternate in rounds, so\n"
 		"alone and stressed runs interleave. Before each core count and at the end the\n"
-		"whole model runs in pairs, back to back (hot) and after the idle gap (cold):\n"
-		"the median cold / hot ratio scales the model's solo latency (its served start).\n"
+		"whole model runs in rounds, back to back (hot), then after each gap (cold):\n"
+		"each gap's median cold / hot ratio is a point of the cold ramp that prices a\n"
+		"block by its cores' idle time; the long gap's scales the model's solo latency.\n"
 		"At the end it prints how many rows pass\n"
 		"the checks (slowdown >= 1, not falling as the level rises, within the CIs)\n"
 		"and the mean slowdown per level. SIGINT saves the progress in FILE.partial;\n"
@@ -254,10 +256,10 @@ static struct profile *cached_profile(const char *path, const struct profile *wa
 		return NULL;
 	}
 	if (profile_same_setup(c, want) && !profile_nr_missing(c) && c->iters >= want->iters) {
-		if (c->conditions.cold_ratio > 0)
+		if (c->conditions.nr_cold > 1)
 			return c;
-		printf("coloc-profile: the cached profile %s records no cold start (format 6): stale, measuring again\n",
-		       path);
+		printf("coloc-profile: the cached profile %s records no cold ramp (format %s): stale, measuring again\n",
+		       path, c->conditions.nr_cold ? "7" : "6");
 	}
 	profile_free(c);
 	return NULL;

@@ -40,10 +40,15 @@ struct profiler {
 	/* whole-model latencies on every allowed core, pooled over the profile (solo.c) */
 	uint64_t solo_ns[PROFILE_SOLO_RUNS * (PROFILE_MAX_CORES + 1)];
 	int nr_solo;
-	/* per run above, the next run's latency after an idle gap over its own (solo.c) */
-	double cold_ratio[PROFILE_SOLO_RUNS * (PROFILE_MAX_CORES + 1)];
-	int nr_cold;
-	uint64_t cold_gap_ns; /* the idle gap before each cold run; 0: from the first run */
+	/*
+	 * per run above (a round), the latency of the run after each gap of
+	 * the cold ramp over its own: cold_ratio[gap][round] (solo.c)
+	 */
+	double cold_ratio[PROFILE_MAX_COLD_POINTS][PROFILE_SOLO_RUNS * (PROFILE_MAX_CORES + 1)];
+	int nr_cold; /* rounds */
+	uint64_t cold_gap_ns; /* the long gap, the ramp's last; 0: from the first run */
+	uint64_t gaps_ns[PROFILE_MAX_COLD_POINTS]; /* the ramp's gaps, set with the long one */
+	int nr_gaps;
 	struct profile_cpu_ticks ticks_start;
 };
 
@@ -68,11 +73,21 @@ int profiler_seek(struct profiler *pr, const struct exec_cpuset *set, int layer)
  */
 #define PROFILE_COLD_GAP_MIN_NS 20000000ULL
 #define PROFILE_COLD_GAP_MAX_NS 50000000ULL
+/*
+ * The ramp's shorter gaps, each measured where it is below the long one:
+ * where the cold price rises fastest (1-5 ms) and between there and the
+ * long gap (docs/design/profile-cold-start.md).
+ */
+#define PROFILE_COLD_SHORT_GAPS_NS                  \
+	{                                           \
+		1000000ULL, 4000000ULL, 12000000ULL \
+	}
 
 /*
- * PROFILE_SOLO_RUNS pairs of whole-model runs on every allowed core, kept
+ * PROFILE_SOLO_RUNS rounds of whole-model runs on every allowed core, kept
  * in pr (solo.c): one back to back after the run before (hot), then one
- * after pr->cold_gap_ns idle (cold). 0 or -errno.
+ * after each of pr->gaps_ns idle, the shortest first, the long gap
+ * pr->cold_gap_ns last (cold). 0 or -errno.
  */
 int profiler_time_solo(struct profiler *pr);
 /* The conditions of pr->p from the runs kept so far and the machine's counters now. */

@@ -2,15 +2,15 @@
 /*
  * coloc-profile's whole-model runs (profiler.h): the model on every core
  * this process may use, version 0 everywhere, on the live query the cells
- * are timed on, PROFILE_SOLO_RUNS pairs at a time (after one untimed run)
- * before each core count and at the end. Each pair is a run back to back
- * after the one before (hot, as the cells are timed) and a run after an
- * idle gap (cold, as a query served alone at low load starts). The hot
+ * are timed on, PROFILE_SOLO_RUNS rounds at a time (after one untimed run) before each core count and at
+ * the end. Each round is a run back to back after the one before (hot, as
+ * the cells are timed), then a run after each gap of the cold ramp, the
+ * shortest first (cold, as a query served at some load starts). The hot
  * runs' median and spread, the load average and the stolen CPU time make
  * the profile's conditions: a wide spread says other work shared the
- * cores while the cells were timed. The pairs' cold / hot ratios make its
- * cold start: interleaved, each ratio is taken within a few milliseconds,
- * so the machine's slow drift cancels in it.
+ * cores while the cells were timed. Each gap's cold / hot ratios make a
+ * point of its cold ramp: interleaved, each ratio is taken within a
+ * round, so the machine's slow drift cancels in it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,6 +38,39 @@ static uint64_t default_gap_ns(uint64_t hot_ns)
 	return gap > PROFILE_COLD_GAP_MAX_NS ? PROFILE_COLD_GAP_MAX_NS : gap;
 }
 
+/* The ramp's gaps: the short ones below the long gap, then the long one. */
+static void set_gaps(struct profiler *pr, uint64_t hot_ns)
+{
+	static const uint64_t short_gaps[] = PROFILE_COLD_SHORT_GAPS_NS;
+
+	_Static_assert(sizeof(short_gaps) / sizeof(short_gaps[0]) < PROFILE_MAX_COLD_POINTS,
+		       "the short gaps and the long one fit a profile");
+	if (!pr->cold_gap_ns)
+		pr->cold_gap_ns = default_gap_ns(hot_ns);
+	pr->nr_gaps = 0;
+	for (size_t i = 0; i < sizeof(short_gaps) / sizeof(short_gaps[0]); i++)
+		if (short_gaps[i] < pr->cold_gap_ns)
+			pr->gaps_ns[pr->nr_gaps++] = short_gaps[i];
+	pr->gaps_ns[pr->nr_gaps++] = pr->cold_gap_ns;
+}
+
+/* One round's cold runs after hot_ns, each gap's ratio kept. 0 or -errno. */
+static int cold_round(struct profiler *pr, int n, uint64_t hot_ns)
+{
+	for (int g = 0; g < pr->nr_gaps; g++) {
+		struct exec_block_stats cold;
+		int ret;
+
+		idle_for(pr->gaps_ns[g]);
+		ret = exec_run_block(pr->em, pr->q, 0, n, NULL, &pr->allowed, &cold);
+		if (ret)
+			return ret;
+		pr->cold_ratio[g][pr->nr_cold] = (double)cold.latency_ns / (double)hot_ns;
+	}
+	pr->nr_cold++;
+	return 0;
+}
+
 int profiler_time_solo(struct profiler *pr)
 {
 	int n = pr->model->nr_layers, ret;
@@ -46,19 +79,16 @@ int profiler_time_solo(struct profiler *pr)
 		return -ENOSPC;
 	ret = exec_run_block(pr->em, pr->q, 0, n, NULL, &pr->allowed, NULL);
 	for (int r = 0; r < PROFILE_SOLO_RUNS && !ret; r++) {
-		struct exec_block_stats hot, cold;
+		struct exec_block_stats hot;
 
 		ret = exec_run_block(pr->em, pr->q, 0, n, NULL, &pr->allowed, &hot);
 		if (ret)
 			break;
 		pr->solo_ns[pr->nr_solo++] = hot.latency_ns;
-		if (!pr->cold_gap_ns)
-			pr->cold_gap_ns = default_gap_ns(hot.latency_ns);
-		idle_for(pr->cold_gap_ns);
-		ret = exec_run_block(pr->em, pr->q, 0, n, NULL, &pr->allowed, &cold);
-		if (!ret && hot.latency_ns)
-			pr->cold_ratio[pr->nr_cold++] =
-				(double)cold.latency_ns / (double)hot.latency_ns;
+		if (!pr->nr_gaps)
+			set_gaps(pr, hot.latency_ns);
+		if (hot.latency_ns)
+			ret = cold_round(pr, n, hot.latency_ns);
 	}
 	pr->at = ret ? 0 : n;
 	if (ret)
@@ -70,7 +100,7 @@ int profiler_time_solo(struct profiler *pr)
 void profiler_conditions(struct profiler *pr, struct profile_conditions *c)
 {
 	uint64_t runs[sizeof(pr->solo_ns) / sizeof(pr->solo_ns[0])];
-	double ratios[sizeof(pr->cold_ratio) / sizeof(pr->cold_ratio[0])];
+	double ratios[sizeof(pr->cold_ratio[0]) / sizeof(pr->cold_ratio[0][0])];
 	struct profile_cpu_ticks now;
 
 	memset(c, 0, sizeof(*c));
@@ -78,14 +108,16 @@ void profiler_conditions(struct profiler *pr, struct profile_conditions *c)
 		return;
 	memcpy(runs, pr->solo_ns, (size_t)pr->nr_solo * sizeof(runs[0]));
 	profile_solo_summary(runs, pr->nr_solo, &c->solo_ns, &c->spread);
-	if (pr->nr_cold) {
-		memcpy(ratios, pr->cold_ratio, (size_t)pr->nr_cold * sizeof(ratios[0]));
-		profile_ratio_summary(ratios, pr->nr_cold, &c->cold_ratio, &c->cold_spread);
+	for (int g = 0; pr->nr_cold && g < pr->nr_gaps; g++) {
+		struct profile_cold_point *pt = &c->cold[c->nr_cold++];
+
+		memcpy(ratios, pr->cold_ratio[g], (size_t)pr->nr_cold * sizeof(ratios[0]));
+		profile_ratio_summary(ratios, pr->nr_cold, &pt->ratio, &pt->spread);
 		/* what the parser takes: a disturbed run still makes a readable profile */
-		if (c->cold_ratio > PROFILE_MAX_COLD_RATIO)
-			c->cold_ratio = PROFILE_MAX_COLD_RATIO;
-		c->cold_gap_ns = pr->cold_gap_ns;
-		c->cold_pairs = pr->nr_cold;
+		if (pt->ratio > PROFILE_MAX_COLD_RATIO)
+			pt->ratio = PROFILE_MAX_COLD_RATIO;
+		pt->gap_ns = pr->gaps_ns[g];
+		pt->pairs = pr->nr_cold;
 	}
 	if (profile_loadavg_read(&c->loadavg))
 		c->loadavg = 0;
@@ -98,8 +130,8 @@ void profiler_print_conditions(const char *what, const struct profile_conditions
 {
 	printf("coloc-profile: %s: whole model %.3f ms (spread %.1f %%), load average %.2f, steal %.1f %%\n",
 	       what, (double)c->solo_ns / 1e6, c->spread * 100, c->loadavg, c->steal * 100);
-	if (c->cold_ratio > 0)
+	for (int g = 0; g < c->nr_cold; g++)
 		printf("coloc-profile: %s: cold start %.3f x hot (median of %d pairs, spread %.1f %%) after %.1f ms idle\n",
-		       what, c->cold_ratio, c->cold_pairs, c->cold_spread * 100,
-		       (double)c->cold_gap_ns / 1e6);
+		       what, c->cold[g].ratio, c->cold[g].pairs, c->cold[g].spread * 100,
+		       (double)c->cold[g].gap_ns / 1e6);
 }

@@ -30,8 +30,11 @@
 #include "coloc/limits.h"
 #include "error.h"
 
-#define PROFILE_FORMAT_VERSION 7
-/* the oldest format still read: 6 has no cold start (profile_conditions.cold_ratio 0) */
+#define PROFILE_FORMAT_VERSION 8
+/*
+ * the oldest format still read: 6 has no cold start (profile_conditions.nr_cold 0),
+ * 7 one 'cold' record (a ramp of one point)
+ */
 #define PROFILE_OLDEST_FORMAT 6
 #define PROFILE_NAME_LEN 64 /* model and layer names, as MODEL_NAME_LEN */
 #define PROFILE_VERSION_NAME_LEN 48 /* as EXEC_VERSION_NAME_LEN */
@@ -41,6 +44,10 @@
 #define PROFILE_MAX_LAYERS 100000
 /* a cold start above this is a disturbed measurement, not the model (1.0-1.3 measured) */
 #define PROFILE_MAX_COLD_RATIO 4.0
+/* 'cold' records of a profile: the gaps of its cold ramp */
+#define PROFILE_MAX_COLD_POINTS 4
+/* a cold gap longer than this is no gap between queries (coloc-profile's longest is 1 s) */
+#define PROFILE_MAX_COLD_GAP_NS 10000000000ULL
 #define PROFILE_CPU_MODEL_LEN 128
 #define PROFILE_ISA_LEN 32
 #define PROFILE_DEFAULT_CACHE_DIR "/var/cache/coloc/profiles"
@@ -62,6 +69,14 @@ struct profile_machine {
 	char isa[PROFILE_ISA_LEN];
 };
 
+/* One point of the cold ramp: after gap_ns idle, ratio x hot (median of pairs, spread). */
+struct profile_cold_point {
+	uint64_t gap_ns;
+	double ratio; /* (0, PROFILE_MAX_COLD_RATIO] */
+	double spread;
+	int pairs;
+};
+
 /*
  * How busy the machine was while a profile was measured: the whole model
  * timed on all profiled cores (version 0 everywhere, the same live query
@@ -72,13 +87,16 @@ struct profile_machine {
  * differs from solo_ns by more than the spread says the profile is stale.
  * docs/design/profile-freshness.md.
  *
- * The cold start (format 7): interleaved pairs of whole-model runs, one
- * back to back after the run before (hot, as the cells are timed), one
- * after cold_gap_ns idle (cold, as a query served alone at low load
- * starts); cold_ratio is the median of the pairs' cold / hot ratios and
- * cold_spread their (p90 - p10) / median. A ratio of each pair survives
- * the machine's drift, which a single figure does not. cold_ratio 0: not
- * measured (a format-6 profile). docs/design/profile-cold-start.md.
+ * The cold start as a ramp over idle time (format 8; format 7 has one
+ * point): rounds of whole-model runs, one back to back after the run
+ * before (hot, as the cells are timed), then one after each gap_ns of
+ * cold[] idle, shortest first (cold, as a query served at some load
+ * starts). A point's ratio is the median of its runs' cold / hot ratios
+ * over the rounds and its spread their (p90 - p10) / median: a ratio
+ * within a round survives the machine's drift, which a single figure does
+ * not. The last point is the long gap, what a query served alone at low
+ * load starts from. nr_cold 0: not measured (a format-6 profile).
+ * docs/design/profile-cold-start.md.
  */
 struct profile_conditions {
 	bool known; /* false in a profile still being measured */
@@ -86,11 +104,15 @@ struct profile_conditions {
 	double spread;
 	double loadavg;
 	double steal; /* 0..1 */
-	double cold_ratio; /* 0: unknown */
-	double cold_spread;
-	uint64_t cold_gap_ns;
-	int cold_pairs;
+	int nr_cold; /* 0: unknown */
+	struct profile_cold_point cold[PROFILE_MAX_COLD_POINTS]; /* gap_ns strictly increasing */
 };
+
+/* The long-gap ratio of c's ramp (its last point's), 0 when unknown. */
+static inline double profile_cold_ratio(const struct profile_conditions *c)
+{
+	return c->nr_cold > 0 ? c->cold[c->nr_cold - 1].ratio : 0;
+}
 
 /* Spread above which a profile was measured on a busy machine (coloc-profile refuses it). */
 #define PROFILE_BUSY_SPREAD 0.5

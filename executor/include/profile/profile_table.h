@@ -27,8 +27,8 @@
  * 1.0 at the first stressed column: a measurement artefact on a noisy
  * machine), it is clamped to the running maximum and t->note says so. The
  * latency cells and their confidence intervals stay as measured; the
- * profile's cold ratio (0 in a format-6 profile: every block hot) prices
- * blocks whose cores were idle (policy_costs.cold_ratio). 0, or
+ * profile's cold ramp (none in a format-6 profile: every block hot) prices
+ * blocks by their cores' idle time (policy_costs.cold). 0, or
  * -errno with err filled.
  */
 int profile_table_build_layers(const struct profile *p, const char *name, int nr_layers,
