@@ -332,6 +332,25 @@ static int spare_index(const struct coloc_state *st, const struct policy_input *
 	return knee > ci ? knee : ci;
 }
 
+/*
+ * How long from now a block of tenant t that leaves `left` cores free may
+ * run: until the least latest start among the other tenants' heads still
+ * waiting for cores (not served, or held) that `left` cores are too few
+ * for, of those that can still start in time and have not given way
+ * themselves this round (two that would each make the other late must not
+ * both wait); INFINITY when none waits.
+ */
+static double wait_bound(const struct policy_input *in, const struct round *r, int t, int left)
+{
+	double bound = INFINITY;
+
+	for (int u = 0; u < in->nr_tenants; u++)
+		if (u != t && r->waiting[u] && !r->deferred[u] && r->need[u] > left &&
+		    r->latest[u] >= (double)in->now_ns)
+			bound = fmin(bound, r->latest[u] - (double)in->now_ns);
+	return bound;
+}
+
 /* Decides q's next block, or drops it, or waits; an enum policy_served. */
 static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		 const struct policy_input *in, struct round *r, const struct policy_query *q,
@@ -350,7 +369,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	int first = q->next_layer, lead = first_with_work(m, first), last, ci;
 	/* every free core cold: the block will start cold, so it is sized and judged at that price */
 	double cold = policy_costs_cold_scale_on(m, in, &r->free);
-	double budget, fit, scale, cap;
+	double budget, fit, scale, cap, bound;
 	struct block_pred bp;
 	int min_need;
 	uint64_t raw_ns = 0;
@@ -429,7 +448,8 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	 * blocks of one layer (SSD-MobileNet: 2.5 layers a block in colocd).
 	 * The longest prefix within the cap stays, at least one layer with work.
 	 */
-	cap = fmin(r->cap[q->tenant], r->bound);
+	bound = wait_bound(in, r, q->tenant, r->nr_free - m->core_counts[ci]);
+	cap = fmin(r->cap[q->tenant], bound);
 	bp = coloc_class_pred(st, ct, first, last, ci, corr, fixed, in->now_ns);
 	if (last - lead > 1 && coloc_predicted(bp, raw_ns) * cold > cap) {
 		int lo = lead + 1, hi = last - 1;
@@ -451,7 +471,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		bp = coloc_class_pred(st, ct, first, last, ci, corr, fixed, in->now_ns);
 	}
 	/* even its first layer with work would end past another's latest start: that one first */
-	if (coloc_predicted(bp, raw_ns) * cold > r->bound)
+	if (coloc_predicted(bp, raw_ns) * cold > bound)
 		return COLOC_GIVE_WAY;
 	out->nr_versions += last - first;
 	d = &out->decisions[out->nr_decisions++];
@@ -534,10 +554,12 @@ static void block_caps(struct coloc_state *st, const struct policy_input *in, st
  * q's latest start: its deadline less its rest on every online core,
  * predicted at the round's level, times its tenant's margin (a plan's
  * pessimistic end). A block of another tenant on the cores q waits for
- * that ends later makes q late.
+ * that ends later makes q late. Also the fewest cores on which q's rest,
+ * started now, ends by its deadline (all it can have when none does, or
+ * when its latest start has passed: then it binds no one).
  */
 static double latest_start(struct coloc_state *st, const struct policy_input *in,
-			   const struct round *r, const struct policy_query *q)
+			   const struct round *r, const struct policy_query *q, int *need)
 {
 	const struct policy_costs *m = in->tenants[q->tenant].costs;
 	struct coloc_tenant *ct = coloc_tenant_state(st, in, q->tenant);
@@ -548,8 +570,18 @@ static double latest_start(struct coloc_state *st, const struct policy_input *in
 	int ci = policy_costs_core_index(m, st->nr_online);
 	uint64_t rest =
 		ci < 0 ? 0 : rest_of_model(st, ct, q->next_layer, ci, pos, corr, fixed, in->now_ns);
+	double latest = (double)q->deadline_ns - (double)rest * margin;
 
-	return (double)q->deadline_ns - (double)rest * margin;
+	*need = ci < 0 ? st->nr_online : m->core_counts[ci];
+	for (int c = 0; c < ci && latest >= (double)in->now_ns; c++) {
+		uint64_t ns = rest_of_model(st, ct, q->next_layer, c, pos, corr, fixed, in->now_ns);
+
+		if (ns && (double)in->now_ns + (double)ns * margin <= (double)q->deadline_ns) {
+			*need = m->core_counts[c];
+			break;
+		}
+	}
+	return latest;
 }
 
 /* Tenant t's head query is q (NULL: none left this round). */
@@ -560,25 +592,37 @@ static void set_head(struct coloc_state *st, const struct policy_input *in, stru
 	r->done[t] = !q;
 	r->waiting[t] = q && st->flags.block_cap > 0;
 	if (r->waiting[t])
-		r->latest[t] = latest_start(st, in, r, q);
+		r->latest[t] = latest_start(st, in, r, q, &r->need[t]);
 }
 
 /*
- * How long from now a block of tenant t may run: until the least latest
- * start among the other tenants' heads still waiting for cores (not
- * served, or held), of those that can still start in time and have not
- * given way themselves this round (two that would each make the other late
- * must not both wait); INFINITY when none waits.
+ * Whether tenant t's held head can have the cores it needs by its latest
+ * start: the free ones and those of the blocks running or decided this
+ * round that are predicted to end by then. When not, it is late anyway,
+ * and waiting for it would only leave the free cores idle.
  */
-static double wait_bound(const struct policy_input *in, const struct round *r, int t)
+static bool cores_in_time(const struct policy_input *in, const struct round *r,
+			  const struct policy_output *out, int t)
 {
-	double bound = INFINITY;
+	int cores = r->nr_free;
 
-	for (int u = 0; u < in->nr_tenants; u++)
-		if (u != t && r->waiting[u] && !r->deferred[u] &&
-		    r->latest[u] >= (double)in->now_ns)
-			bound = fmin(bound, r->latest[u] - (double)in->now_ns);
-	return bound;
+	for (int i = 0; i < in->nr_running; i++)
+		if ((double)(in->running[i].decided_ns + in->running[i].predicted_ns) <=
+		    r->latest[t])
+			cores += in->running[i].nr_cores;
+	for (int i = 0; i < out->nr_decisions; i++)
+		if ((double)(out->decisions[i].decided_ns + out->decisions[i].predicted_ns) <=
+		    r->latest[t])
+			cores += out->decisions[i].nr_cores;
+	return cores >= r->need[t];
+}
+
+/* The tenants that gave way are tried again: whom they waited for was decided, or waits no more. */
+static void undefer(const struct policy_input *in, struct round *r)
+{
+	for (int i = 0; i < in->nr_tenants; i++)
+		if (r->deferred[i])
+			r->done[i] = r->deferred[i] = false;
 }
 
 int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
@@ -614,7 +658,6 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 				t = i;
 		if (t < 0)
 			return 0;
-		r.bound = wait_bound(in, &r, t);
 		ret = serve(st, cfg, in, &r, r.head[t], out, err);
 		if (ret < 0)
 			return ret;
@@ -626,12 +669,15 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 			continue;
 		}
 		if (ret == POLICY_WAIT) {
-			r.done[t] = true; /* held for cores: still waiting for them */
+			/* held for cores: still waiting for them, unless they come too late */
+			r.done[t] = true;
+			if (r.waiting[t] && !cores_in_time(in, &r, out, t)) {
+				r.waiting[t] = false;
+				undefer(in, &r);
+			}
 			continue;
 		}
-		for (int i = 0; i < in->nr_tenants; i++)
-			if (r.deferred[i])
-				r.done[i] = r.deferred[i] = false;
+		undefer(in, &r);
 		/* a tenant with an executor left serves its next query in turn */
 		if (ret == POLICY_DROPPED ||
 		    ++r.in_flight[t] < policy_tenant_executors(&in->tenants[t])) {

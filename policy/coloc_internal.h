@@ -123,13 +123,17 @@ struct round {
 	double slack[POLICY_MAX_TENANTS]; /* QoS - the whole model on every core, ns (solo_slack) */
 	/*
 	 * The latest start of each tenant's head query, ns (its deadline less
-	 * its rest on every core, predicted, times its margin), and the time
-	 * from now to the least of them among the other tenants' waiting
-	 * heads when a block is decided: the block must end by then
+	 * its rest on every core, predicted, times its margin): a block of
+	 * another tenant that leaves it too few cores must end by then
 	 * (docs/design/coloc-policy.md, "No wait past the slack").
 	 */
 	double latest[POLICY_MAX_TENANTS];
-	double bound;
+	/*
+	 * The fewest cores on which the rest of each tenant's head query,
+	 * started now, is predicted to end by its deadline: a block that
+	 * leaves that many free does not keep it waiting.
+	 */
+	int need[POLICY_MAX_TENANTS];
 	bool waiting[POLICY_MAX_TENANTS]; /* its head waits for cores: not served, or held */
 	bool deferred[POLICY_MAX_TENANTS]; /* gave way to another's waiting head this round */
 	int nr_tables; /* tenants with a table: who else a block's cores may keep waiting */

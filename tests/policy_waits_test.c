@@ -5,7 +5,9 @@
  * less its model alone on every core): coloc cuts each block to end by the
  * waiting query's latest start, and gives way when not even one layer fits
  * (docs/design/coloc-policy.md, "No wait past the slack"). The rounds are
- * played on 2 cores, each block running exactly its predicted time.
+ * played on 2 cores, each block running exactly its predicted time. A
+ * waiting query binds no block that leaves it enough cores, and a held one
+ * whose cores come after its latest start binds no one.
  */
 #include <math.h>
 #include <string.h>
@@ -163,6 +165,124 @@ TEST_F(pol, coloc_waits__a_short_query_behind_a_long_tenant_waits_no_longer_than
 	self->queries[0].next_layer = 2;
 	add_query(&self->in, self->queries, 2, 1, 99 * MS + MS / 2, 105 * MS + MS / 2);
 	EXPECT_EQ(0, first_decided(self, "coloc-nocap", 100 * MS, 2));
+}
+
+/* Two cores, only: a model that no single core runs (3 layers of 1 ms). */
+static const int pair_counts[] = { 2 };
+static const uint64_t pair_ops[] = { 1, 1, 1 };
+static const uint64_t pair_ns[3] = { MS, MS, MS };
+static const struct policy_costs pair_model = {
+	.nr_layers = 3,
+	.nr_versions = 1,
+	.nr_core_counts = 1,
+	.nr_levels = 1,
+	.core_counts = pair_counts,
+	.latency_ns = pair_ns,
+	.layer_ops = pair_ops,
+};
+
+static void online_cores(FIXTURE_DATA(pol) * self, int n)
+{
+	policy_cpuset_zero(&self->cfg.online);
+	for (int c = 0; c < n; c++)
+		policy_cpuset_set(&self->cfg.online, c);
+	self->free = self->cfg.online;
+	self->in.nr_queries = 0;
+	self->in.nr_running = 0;
+}
+
+static const struct policy_decision *decision_of(FIXTURE_DATA(pol) * self, uint64_t id)
+{
+	for (int d = 0; d < self->out.nr_decisions; d++)
+		if (self->decisions[d].query_id == id)
+			return &self->decisions[d];
+	return NULL;
+}
+
+/*
+ * On 4 cores the long tenant's query (2 layers left, 2 ms on its 2 cores,
+ * deadline 2.5 ms from now) goes first; the short tenant's (deadline 3 ms
+ * from now, latest start 1 ms from now: 2 ms on 2 cores) waits. The long
+ * block leaves 2 cores free, on which the short one's rest ends in time
+ * (1 core already does: 3 ms), so it is not cut to 1 ms: both are decided
+ * at once, the long one whole. Before, the long block was cut to its
+ * first layer, [4, 5).
+ */
+TEST_F(pol, coloc_waits__a_block_that_leaves_enough_cores_is_not_cut_for_the_waiting)
+{
+	const struct policy_decision *d;
+
+	online_cores(self, 4);
+	self->tenants[0] = (struct policy_tenant){ .costs = &long_model, .qos_ns = 20 * MS };
+	self->tenants[1] =
+		(struct policy_tenant){ .costs = &short_model, .qos_ns = 6 * MS, .uid = 1 };
+	self->in.nr_tenants = 2;
+	self->in.now_ns = 100 * MS;
+	add_query(&self->in, self->queries, 1, 0, 85 * MS, 102 * MS + MS / 2);
+	self->queries[0].next_layer = 4;
+	add_query(&self->in, self->queries, 2, 1, 97 * MS, 103 * MS);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	d = decision_of(self, 1);
+	ASSERT_NE(NULL, d);
+	EXPECT_EQ(2, d->nr_cores);
+	EXPECT_EQ(6, d->last_layer) TH_LOG("the long block was cut to [4, %d)", d->last_layer);
+	EXPECT_NE(NULL, decision_of(self, 2));
+}
+
+/*
+ * Three tenants on 2 cores. A's block runs on core 0 until 3 ms from now;
+ * B's query needs both cores (2 ms), deadline 3 ms (or 3.3 ms) from now:
+ * held, and its latest start, 1 ms (1.3 ms) from now, comes before A's
+ * core does, so B is late whatever runs on core 1. C's first layer on
+ * core 1 takes 1.5 ms, past B's latest start: before, C gave way to B and
+ * core 1 idled; now C runs there, whether it comes before B in the order
+ * (deadline 3.2 ms from now) or after it (10 ms).
+ */
+static void held_behind_a_late_core(FIXTURE_DATA(pol) * self, uint64_t b_deadline,
+				    uint64_t c_deadline)
+{
+	static const int core0[] = { 0 };
+	static const int core1[] = { 1 };
+	uint64_t now = 100 * MS;
+
+	online_cores(self, 2);
+	self->tenants[0] = (struct policy_tenant){ .costs = &short_model, .qos_ns = 20 * MS };
+	self->tenants[1] = (struct policy_tenant){ .costs = &pair_model, .qos_ns = 5 * MS };
+	self->tenants[2] = (struct policy_tenant){ .costs = &short_model, .qos_ns = 20 * MS };
+	self->in.nr_tenants = 3;
+	self->in.now_ns = now;
+	add_query(&self->in, self->queries, 1, 0, 95 * MS, 115 * MS);
+	self->queries[0].in_flight = true;
+	self->running[self->in.nr_running++] = (struct policy_decision){
+		.query_id = 1,
+		.tenant = 0,
+		.first_layer = 0,
+		.last_layer = 1,
+		.cores = cpus_of(core0, 1),
+		.nr_cores = 1,
+		.decided_ns = now - MS,
+		.predicted_ns = 4 * MS,
+	};
+	self->free = cpus_of(core1, 1);
+	add_query(&self->in, self->queries, 2, 1, now - MS, now + b_deadline);
+	add_query(&self->in, self->queries, 3, 2, now - MS, now + c_deadline);
+}
+
+TEST_F(pol, coloc_waits__a_query_held_past_its_latest_start_leaves_no_core_idle)
+{
+	const struct policy_decision *d;
+
+	held_behind_a_late_core(self, 3 * MS, 10 * MS);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	EXPECT_EQ(NULL, decision_of(self, 2));
+	d = decision_of(self, 3);
+	ASSERT_NE(NULL, d) TH_LOG("C gave way to B, held until after its latest start");
+	EXPECT_EQ(1, d->nr_cores);
+
+	held_behind_a_late_core(self, 3 * MS + 3 * MS / 10, 3 * MS + MS / 5);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	EXPECT_EQ(NULL, decision_of(self, 2));
+	ASSERT_NE(NULL, decision_of(self, 3)) TH_LOG("C, first, gave way to B for good");
 }
 
 TEST_HARNESS_MAIN
