@@ -280,6 +280,47 @@ TEST_F(pol, start_cold__a_core_running_another_block_is_not_idle)
 }
 
 /*
+ * coloc decides tenant 0's first block of a query on four free cores idle
+ * since idle[] (m, QoS 300 us): one decision, all four cores, layers 0-3.
+ */
+static void learn_first_block(struct __test_metadata *_metadata, FIXTURE_DATA(pol) * self,
+			      struct policy *p, struct policy_costs *m, uint64_t *idle)
+{
+	self->tenants[0] = (struct policy_tenant){ .costs = m, .qos_ns = 300000 };
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+	self->in.now_ns = NOW_NS;
+	self->in.core_idle_since_ns = idle;
+	add_query(&self->in, self->queries, 1, 0, NOW_NS, NOW_NS + 100000000);
+	policy_output_reset(&self->out);
+	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	ASSERT_EQ(3, self->decisions[0].last_layer);
+}
+
+/*
+ * That block measured at measured_ns, its cores idle from its end, and the
+ * next query's block decided at NOW_NS + at_ns: one decision.
+ */
+static void learn_next_block(struct __test_metadata *_metadata, FIXTURE_DATA(pol) * self,
+			     struct policy *p, uint64_t *idle, uint64_t measured_ns, uint64_t at_ns)
+{
+	struct policy_decision first = self->decisions[0];
+	uint8_t versions[3];
+
+	memcpy(versions, first.versions, 3);
+	first.versions = versions;
+	policy_block_done(p, &first, measured_ns);
+	for (int c = 0; c < 4; c++)
+		idle[c] = NOW_NS + measured_ns;
+	self->in.now_ns = NOW_NS + at_ns;
+	self->queries[0].id = 2;
+	policy_output_reset(&self->out);
+	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
+	ASSERT_EQ(1, self->out.nr_decisions);
+}
+
+/*
  * coloc prices a query's first block cold (675 us); measured at exactly
  * that, it has learnt nothing: the next block, on cores used 25 us before,
  * is predicted at the hot table on the ramp's foot, 540 us x 1.0003125 =
@@ -292,34 +333,12 @@ TEST_F(pol, start_cold__coloc_learns_a_cold_block_relative_to_its_cold_price)
 	struct policy *p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
 	struct policy_costs m = cold_tiny(1.25);
 	uint64_t idle[POLICY_MAX_CPUS] = { 0 };
-	struct policy_decision first;
-	uint8_t versions[3];
 
 	ASSERT_NE(NULL, p);
-	self->tenants[0] = (struct policy_tenant){ .costs = &m, .qos_ns = 300000 };
-	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
-	self->in.now_ns = NOW_NS;
-	self->in.core_idle_since_ns = idle;
-	add_query(&self->in, self->queries, 1, 0, NOW_NS, NOW_NS + 100000000);
-	policy_output_reset(&self->out);
-	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
-	ASSERT_EQ(1, self->out.nr_decisions);
-	ASSERT_EQ(4, self->decisions[0].nr_cores);
-	ASSERT_EQ(3, self->decisions[0].last_layer);
+	learn_first_block(_metadata, self, p, &m, idle);
 	ASSERT_TRUE(self->decisions[0].cold);
 	ASSERT_EQ(675000, self->decisions[0].predicted_ns);
-	first = self->decisions[0];
-	memcpy(versions, first.versions, 3);
-	first.versions = versions;
-
-	policy_block_done(p, &first, 675000);
-	for (int c = 0; c < 4; c++)
-		idle[c] = NOW_NS + 675000;
-	self->in.now_ns = NOW_NS + 700000;
-	self->queries[0].id = 2;
-	policy_output_reset(&self->out);
-	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
-	ASSERT_EQ(1, self->out.nr_decisions);
+	learn_next_block(_metadata, self, p, idle, 675000, 700000);
 	ASSERT_NEAR(1.0003125, self->decisions[0].cold_scale);
 	ASSERT_GE(2, llabs((long long)self->decisions[0].predicted_ns - 540168))
 	TH_LOG("predicted %llu ns", (unsigned long long)self->decisions[0].predicted_ns);
@@ -338,36 +357,14 @@ TEST_F(pol, start_cold__coloc_learns_a_block_relative_to_its_price_on_the_ramp)
 	struct policy *p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
 	struct policy_costs m = ramp_tiny();
 	uint64_t idle[POLICY_MAX_CPUS] = { 0 };
-	struct policy_decision first;
-	uint8_t versions[3];
 
 	ASSERT_NE(NULL, p);
 	for (int c = 0; c < 8; c++)
 		idle[c] = NOW_NS - 2500000;
-	self->tenants[0] = (struct policy_tenant){ .costs = &m, .qos_ns = 300000 };
-	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
-	self->in.now_ns = NOW_NS;
-	self->in.core_idle_since_ns = idle;
-	add_query(&self->in, self->queries, 1, 0, NOW_NS, NOW_NS + 100000000);
-	policy_output_reset(&self->out);
-	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
-	ASSERT_EQ(1, self->out.nr_decisions);
-	ASSERT_EQ(4, self->decisions[0].nr_cores);
-	ASSERT_EQ(3, self->decisions[0].last_layer);
+	learn_first_block(_metadata, self, p, &m, idle);
 	ASSERT_NEAR(1.15, self->decisions[0].cold_scale);
 	ASSERT_EQ(621000, self->decisions[0].predicted_ns);
-	first = self->decisions[0];
-	memcpy(versions, first.versions, 3);
-	first.versions = versions;
-
-	policy_block_done(p, &first, 621000);
-	for (int c = 0; c < 4; c++)
-		idle[c] = NOW_NS + 621000;
-	self->in.now_ns = NOW_NS + 646000;
-	self->queries[0].id = 2;
-	policy_output_reset(&self->out);
-	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
-	ASSERT_EQ(1, self->out.nr_decisions);
+	learn_next_block(_metadata, self, p, idle, 621000, 646000);
 	ASSERT_NEAR(1.0025, self->decisions[0].cold_scale);
 	ASSERT_GE(2, llabs((long long)self->decisions[0].predicted_ns - 541350))
 	TH_LOG("predicted %llu ns", (unsigned long long)self->decisions[0].predicted_ns);
