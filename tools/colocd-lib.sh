@@ -4,8 +4,8 @@
 # directory removed on exit; one or several at once), the colocctl wrapper,
 # waiting for tenants to be ready, the cached latency profiles, and the QoS
 # rule (2 x the model's p95 served alone, Abacus's rule on the tail the goal
-# counts, rounded up to a whole ms), kept beside the profile it was measured
-# with so that later runs keep the same targets.
+# counts, rounded up to a whole ms), kept in the profile cache per model file
+# and machine so that later runs keep the same targets.
 #
 #   colocd_lib_init NAME    as root: sets ROOT BIN BPFTOOL CACHE WORK SOCK PIN,
 #                           and the EXIT trap that stops every colocd started
@@ -200,8 +200,14 @@ qos_ms_of() { # solo_ms
 	awk -v s="$1" 'BEGIN { q = 2 * s; printf "%d", q == int(q) ? q : int(q) + 1 }'
 }
 
+# One target per model file and machine: a profile measured again (stale, or
+# another build's) keeps the target, as an operator's service keeps its own.
 qos_file_of() { # model
-	echo "$CACHE/$1-$(sha256sum <"$WORK/$1.profile" | cut -c1-16).qos"
+	local key
+
+	key=$({ sha256sum <"$ROOT/models/$1.model"; grep -m1 '^model name' /proc/cpuinfo; nproc; } |
+		sha256sum | cut -c1-16)
+	echo "$CACHE/$1-$key.qos"
 }
 
 kept_qos() { # model
@@ -219,6 +225,8 @@ keep_qos() { # model
 	QOS_FILE=$(qos_file_of "$1")
 	QOS_MS=$(qos_ms_of "$SERVED_P95_MS") QOS_P95_MS=$SERVED_P95_MS QOS_P50_MS=$SERVED_MS
 	QOS_SET=$(date -u +%Y-%m-%dT%H:%MZ)
-	awk -v s="$SERVED_MS" -v p="$SOLO_MS" 'BEGIN { exit !(s <= 2 * p) }' || { rm -f "$QOS_FILE"; return 1; }
+	# kept only from a sound measurement: p50 within 2 x and p95 within 3 x the profile
+	awk -v s="$SERVED_MS" -v t="$SERVED_P95_MS" -v p="$SOLO_MS" \
+		'BEGIN { exit !(s <= 2 * p && t <= 3 * p) }' || { rm -f "$QOS_FILE"; return 1; }
 	echo "$QOS_MS $QOS_P95_MS $QOS_P50_MS $QOS_SET" >"$QOS_FILE.tmp" && mv "$QOS_FILE.tmp" "$QOS_FILE"
 }
