@@ -178,6 +178,7 @@ struct api_infer {
 	struct gw_model_config cfg; /* a copy: the model may be reloaded meanwhile */
 	struct gw_model_stats *stats;
 	Inference__ModelInferRequest *rq; /* kept: ir.input may point into it */
+	struct gw_memfd *msg_memfd; /* the message's, taken over from the call */
 	struct gw_infer_request ir;
 	struct gw_job job;
 	float *output;
@@ -189,6 +190,7 @@ static void api_infer_free(void *p)
 
 	gw_infer_request_free(&a->ir);
 	gw_infer_proto_free(a->rq);
+	gw_fwd_memfd_put(a->c->fw, a->msg_memfd, &a->job);
 	free(a->output);
 	free(a);
 }
@@ -255,6 +257,14 @@ static void api_infer_forward(struct gw_grpc_call *c, struct api_infer *a,
 	}
 	a->job.tenant = a->cfg.name;
 	a->job.input = a->ir.input;
+	/* an input that lies in the message's memfd goes to colocd as it lies there */
+	if (a->msg_memfd && (const char *)a->ir.input >= (const char *)a->msg_memfd->map &&
+	    (const char *)a->ir.input + a->ir.input_bytes <=
+		    (const char *)a->msg_memfd->map + a->msg_memfd->cap) {
+		a->job.input_memfd = a->msg_memfd;
+		a->job.input_offset =
+			(size_t)((const char *)a->ir.input - (const char *)a->msg_memfd->map);
+	}
 	a->job.output = a->output;
 	a->job.deadline_ns = c->deadline_ns;
 	a->job.done = api_infer_done;
@@ -323,6 +333,8 @@ static void api_model_infer(struct gw_grpc_call *c, const uint8_t *msg, size_t l
 	a->job.input_bytes = m->input_bytes;
 	a->job.output_cap = m->output_bytes;
 	gw_models_put(m);
+	a->msg_memfd = c->msg_memfd;
+	c->msg_memfd = NULL;
 	c->ctx = a;
 	c->ctx_free = api_infer_free;
 	api_infer_forward(c, a, a->rq);
@@ -425,9 +437,9 @@ static void api_repository_unload(struct gw_grpc_call *c, const uint8_t *msg, si
 	gw_pb_free(&rq->base);
 }
 
-#define API_METHOD(name, fn)                                \
-	{                                                   \
-		"/inference.GRPCInferenceService/" name, fn \
+#define API_METHOD(name, fn)                                       \
+	{                                                          \
+		"/inference.GRPCInferenceService/" name, fn, false \
 	}
 
 const struct gw_grpc_method gw_grpc_methods[] = {
@@ -436,7 +448,8 @@ const struct gw_grpc_method gw_grpc_methods[] = {
 	API_METHOD("ModelReady", api_model_ready),
 	API_METHOD("ServerMetadata", api_server_metadata),
 	API_METHOD("ModelMetadata", api_model_metadata),
-	API_METHOD("ModelInfer", api_model_infer),
+	/* a query's input goes to colocd in the memfd it was read into */
+	{ "/inference.GRPCInferenceService/ModelInfer", api_model_infer, true },
 	API_METHOD("RepositoryIndex", api_repository_index),
 	API_METHOD("RepositoryModelLoad", api_repository_load),
 	API_METHOD("RepositoryModelUnload", api_repository_unload),

@@ -9,7 +9,11 @@
  * answers the call exactly once, then or later from any thread:
  * gw_grpc_reply (OK and a message) or gw_grpc_fail (a status and why).
  * State it keeps until then goes in ctx; ctx_free(ctx) runs when the call
- * is over, before the message's bytes are released.
+ * is over, before the message's bytes are released. A method marked
+ * into_memfd gets its message in msg_memfd's map (one of the forwarding
+ * pool's, gw_fwd_memfd_get) when one could be had, so that a query's input
+ * goes to colocd in it without another copy; it may take msg_memfd over
+ * (and set it NULL) to give it back itself with the job it went with.
  */
 #ifndef COLOC_GATEWAY_GRPC_CALL_H
 #define COLOC_GATEWAY_GRPC_CALL_H
@@ -33,7 +37,8 @@ struct gw_grpc_call {
 	grpc_call_details details;
 	grpc_metadata_array metadata;
 	grpc_byte_buffer *payload, *reply;
-	grpc_slice msg; /* the request message's bytes, in one piece */
+	grpc_slice msg; /* the request message's bytes, in one piece; or */
+	struct gw_memfd *msg_memfd; /* they are in its map (into_memfd) */
 	grpc_slice status_details;
 	int cancelled;
 	bool counted;
@@ -45,6 +50,7 @@ struct gw_grpc_call {
 struct gw_grpc_method {
 	const char *path; /* "/inference.GRPCInferenceService/NAME" */
 	void (*handle)(struct gw_grpc_call *c, const uint8_t *msg, size_t len);
+	bool into_memfd; /* its message read into a memfd (msg_memfd) */
 };
 
 extern const struct gw_grpc_method gw_grpc_methods[];

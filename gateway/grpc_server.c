@@ -166,6 +166,7 @@ static void grpc_call_free(struct gw_grpc_call *c)
 		grpc_byte_buffer_destroy(c->reply);
 	grpc_slice_unref(c->status_details);
 	grpc_slice_unref(c->msg);
+	gw_fwd_memfd_put(c->fw, c->msg_memfd, NULL);
 	if (c->counted)
 		atomic_fetch_sub(&c->g->calls, 1);
 	free(c);
@@ -327,9 +328,41 @@ static void grpc_call_arrived(struct gw_grpc_call *c)
 		grpc_call_free(c);
 }
 
+/*
+ * The message's slices copied into one of the forwarding pool's memfds
+ * (c->msg_memfd); false, with none kept, when none could be had.
+ */
+static bool grpc_message_into_memfd(struct gw_grpc_call *c, grpc_byte_buffer_reader *reader,
+				    size_t len)
+{
+	struct gw_memfd *m = len ? gw_fwd_memfd_get(c->fw, len) : NULL;
+	size_t at = 0;
+	grpc_slice s;
+
+	if (!m)
+		return false;
+	while (grpc_byte_buffer_reader_next(reader, &s)) {
+		size_t n = GRPC_SLICE_LENGTH(s);
+
+		if (n <= len - at)
+			memcpy((char *)m->map + at, GRPC_SLICE_START_PTR(s), n);
+		at += n;
+		grpc_slice_unref(s);
+	}
+	if (at != len) {
+		gw_fwd_memfd_put(c->fw, m, NULL);
+		return false;
+	}
+	c->msg_memfd = m;
+	return true;
+}
+
 static void grpc_message_read(struct gw_grpc_call *c)
 {
+	const struct gw_grpc_method *method = NULL;
 	grpc_byte_buffer_reader reader;
+	const uint8_t *msg;
+	size_t len;
 
 	if (!c->payload) {
 		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "the call carried no message");
@@ -339,18 +372,30 @@ static void grpc_message_read(struct gw_grpc_call *c)
 		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "the message cannot be read");
 		return;
 	}
-	c->msg = grpc_byte_buffer_reader_readall(&reader);
+	for (size_t i = 0; i < gw_grpc_nr_methods && !method; i++)
+		if (!grpc_slice_str_cmp(c->details.method, gw_grpc_methods[i].path))
+			method = &gw_grpc_methods[i];
+	/* the reader's buffer_out: the message decompressed, as the reader reads it */
+	len = grpc_byte_buffer_length(reader.buffer_out);
+	if (method && method->into_memfd && grpc_message_into_memfd(c, &reader, len)) {
+		msg = (const uint8_t *)c->msg_memfd->map;
+	} else {
+		grpc_byte_buffer_reader_destroy(&reader);
+		if (!grpc_byte_buffer_reader_init(&reader, c->payload)) {
+			gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "the message cannot be read");
+			return;
+		}
+		c->msg = grpc_byte_buffer_reader_readall(&reader);
+		msg = GRPC_SLICE_START_PTR(c->msg);
+		len = GRPC_SLICE_LENGTH(c->msg);
+	}
 	grpc_byte_buffer_reader_destroy(&reader);
 	grpc_byte_buffer_destroy(c->payload);
 	c->payload = NULL;
-	for (size_t i = 0; i < gw_grpc_nr_methods; i++) {
-		if (!grpc_slice_str_cmp(c->details.method, gw_grpc_methods[i].path)) {
-			gw_grpc_methods[i].handle(c, GRPC_SLICE_START_PTR(c->msg),
-						  GRPC_SLICE_LENGTH(c->msg));
-			return;
-		}
-	}
-	gw_grpc_fail(c, GRPC_STATUS_UNIMPLEMENTED, "no such method");
+	if (method)
+		method->handle(c, msg, len);
+	else
+		gw_grpc_fail(c, GRPC_STATUS_UNIMPLEMENTED, "no such method");
 }
 
 static void *grpc_thread(void *arg)

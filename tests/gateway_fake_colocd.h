@@ -64,6 +64,7 @@ struct fake_colocd {
 	atomic_bool hold_after_batch; /* FAKE_BATCH: the next batch answered sets hold_slow */
 	atomic_int accepted, closed, queries, slow_seen;
 	atomic_int memfd_queries; /* of queries: those whose input came in a memfd */
+	atomic_long memfd_offset; /* the last such query's input_offset */
 	atomic_int unread; /* the most bytes seen waiting on a connection in FAKE_NO_READ */
 	atomic_int most_owed; /* the most queries one connection had unanswered in FAKE_BATCH */
 	const char *bad_line; /* FAKE_BAD_ANSWER's line, a format with one %lld: the tag */
@@ -274,6 +275,7 @@ static inline int fake_infer(struct fake_colocd *f, int fd, struct json_object *
 	/* a memfd rode on the line (read() dropped it): no bytes follow */
 	if (!strcmp(fake_str(req, "input"), "memfd")) {
 		atomic_fetch_add(&f->memfd_queries, 1);
+		atomic_store(&f->memfd_offset, (long)fake_int(req, "input_offset"));
 		bytes = 0;
 	}
 	if (mode == FAKE_CUT_INPUT) {

@@ -8,7 +8,9 @@
  * repeated fields or unknown ones) are refused with the gateway's peak RSS
  * (VmHWM, reset before each) far below that; gRPC calls that never send
  * their message are cancelled and never lock the health methods out; load
- * and unload need --model-control; an answer line with an impossible
+ * and unload need --model-control; a gRPC input goes to colocd in the
+ * memfd its message was read into, which a colocd that keeps it after a
+ * timeout never sees reused; an answer line with an impossible
  * output_bytes, or without an end, costs colocd's connection, not the
  * gateway's memory.
  */
@@ -161,6 +163,44 @@ TEST_F_TIMEOUT(fwd, grpc_calls__held_calls_are_cancelled_and_health_still_answer
 	}
 	EXPECT_EQ(4, held);
 	EXPECT_NE(NULL, strstr(out, "index OK\n"));
+}
+
+/*
+ * A gRPC query's input goes to colocd in the memfd its message was read
+ * into, at the input's place in the message (not copied to the start of
+ * another memfd: fails so without the message read into one); and that
+ * memfd, which colocd keeps when it did not answer in time, never carries
+ * a later message.
+ */
+TEST_F_TIMEOUT(fwd, grpc_input__in_its_message_s_memfd_never_reused_while_colocd_may_read, 300)
+{
+	const char *flags[] = { "--connections", "1", "--timeout-ms", "2000", NULL };
+	float before[4], after[4];
+	char out[4096];
+	long off;
+	int fd;
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	atomic_store(&self->fake.keep_memfd, true);
+	atomic_store(&self->fake.mode, FAKE_NO_ANSWER);
+	EXPECT_EQ(0, grpc_hostile(self, "infer fast 1 2 3 4", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "DEADLINE_EXCEEDED")) TH_LOG("%s", out);
+	fd = atomic_load(&self->fake.kept_fd);
+	ASSERT_LE(0, fd);
+	/* raw_input_contents comes after the model's name and the input tensor's fields */
+	off = atomic_load(&self->fake.memfd_offset);
+	EXPECT_LT(0, off);
+	ASSERT_EQ((ssize_t)sizeof(before), pread(fd, before, sizeof(before), off));
+	EXPECT_EQ(1.0f, before[0]);
+	EXPECT_EQ(4.0f, before[3]);
+	atomic_store(&self->fake.mode, FAKE_ANSWER);
+	for (int i = 0; i < 3; i++) {
+		EXPECT_EQ(0, grpc_hostile(self, "infer fast 5 6 7 8", out, sizeof(out)));
+		EXPECT_NE(NULL, strstr(out, "OK")) TH_LOG("%s", out);
+	}
+	ASSERT_EQ((ssize_t)sizeof(after), pread(fd, after, sizeof(after), off));
+	EXPECT_EQ(0, memcmp(before, after, sizeof(before)))
+	TH_LOG("the kept memfd now holds %g %g %g %g", after[0], after[1], after[2], after[3]);
 }
 
 /* Load and unload answer 403 / PERMISSION_DENIED without --model-control; index still lists. */

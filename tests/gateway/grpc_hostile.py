@@ -6,6 +6,7 @@
   grpc_hostile.py HOST:PORT bomb METHOD HEX COUNT
   grpc_hostile.py HOST:PORT held N
   grpc_hostile.py HOST:PORT call METHOD
+  grpc_hostile.py HOST:PORT infer MODEL FLOATS...
 
 bomb: one METHOD call whose message is the bytes HEX repeated COUNT times;
 prints its status code's name.
@@ -16,7 +17,11 @@ made again: "again"), then ServerLive's code, then each held call's code
 as it ends ("held CODE"), then RepositoryIndex's code again once it is OK
 (or after 30 s).
 call: one METHOD call with an empty message; prints its code's name.
+infer: one ModelInfer of MODEL's input "x", shape [1, N], FP32, the N
+FLOATS in raw_input_contents (the message packed here by hand); prints
+its code's name.
 """
+import struct
 import sys
 import threading
 
@@ -32,6 +37,29 @@ def unary(channel, method, payload, timeout=60):
         return "OK"
     except grpc.RpcError as e:
         return e.code().name
+
+
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def field(number, payload):
+    """A length-delimited field (wire type 2)."""
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def model_infer(model, floats):
+    """ModelInferRequest: model_name 1, inputs 5 (name 1, datatype 2,
+    shape 3 packed), raw_input_contents 7."""
+    shape = varint(1) + varint(len(floats))
+    tensor = field(1, b"x") + field(2, b"FP32") + field(3, shape)
+    raw = struct.pack("<%df" % len(floats), *floats)
+    return field(1, model.encode()) + field(5, tensor) + field(7, raw)
 
 
 def held(channel, n):
@@ -92,6 +120,9 @@ def main():
             held(channel, int(sys.argv[3]))
         elif mode == "call":
             print(unary(channel, sys.argv[3], b""))
+        elif mode == "infer":
+            floats = [float(v) for v in sys.argv[4:]]
+            print(unary(channel, "ModelInfer", model_infer(sys.argv[3], floats)))
         else:
             print("grpc_hostile: unknown mode " + mode)
             sys.exit(2)
