@@ -260,7 +260,7 @@ $(BIN)/colocd: $(OBJ)/daemon/colocd.o $(LIB_DAEMON) $(LIB_PROFILE) $(LIB_POLICY)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -pthread $(SANFLAGS) $^ $(PKG_LIBS) -lm -o $@
 
-LIGHT_TOOLS := $(BIN)/coloc-bench-sensing
+LIGHT_TOOLS := $(BIN)/coloc-bench-sensing $(BIN)/coloc-bench-transfer
 $(LIGHT_TOOLS): $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
