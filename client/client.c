@@ -393,12 +393,11 @@ static int client_open_file(struct coloc_client *c, int dirfd, const char *path,
 }
 
 /*
- * An ONNX model's external data file loc, relative to the model's
- * directory dirfd, checked by colocd's rule before it is opened (relative,
- * no '..' component: colocd refuses the rest, but only after the files
- * were opened and handed over). fd or -errno with the reason.
+ * An ONNX model's external data file loc checked by colocd's rule before
+ * it is opened (relative, no '..' component: colocd refuses the rest, but
+ * only after the files were opened and handed over). 0 or -EINVAL.
  */
-static int client_open_location(struct coloc_client *c, int dirfd, const char *loc)
+static int client_check_location(struct coloc_client *c, const char *loc)
 {
 	bool ok = loc[0] && loc[0] != '/';
 
@@ -414,75 +413,152 @@ static int client_open_location(struct coloc_client *c, int dirfd, const char *l
 				   "external data file '%.200s' is not a relative path below the "
 				   "model's directory (no '..')",
 				   loc);
-	return client_open_file(c, dirfd, loc, "external data file");
+	return 0;
 }
 
-/* An ONNX model's external data locations (a regular file only: colocd refuses the rest). */
+/*
+ * An ONNX model's external data locations (a regular file only: colocd
+ * refuses the rest), read with pread, never mapped: a file truncated
+ * while it is read is this model's error, not a SIGBUS.
+ */
 static int client_locations(struct coloc_client *c, int fd, const char *path,
 			    char (*locs)[ONNX_SCAN_LOCATION_LEN], int max)
 {
 	struct stat st;
-	void *p;
 	int n;
 
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !st.st_size)
 		return 0;
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (p == MAP_FAILED)
-		return client_fail(c, -errno, "cannot read %s: %s", path, strerror(errno));
-	n = onnx_scan_locations(p, (size_t)st.st_size, locs, max);
-	munmap(p, (size_t)st.st_size);
+	n = onnx_scan_locations_fd(fd, (uint64_t)st.st_size, locs, max);
 	if (n == -E2BIG)
 		return client_fail(c, n,
 				   "%s keeps its tensors in more than %d external data files, the "
 				   "most a submit carries; save it with all tensors in one file",
 				   path, max);
+	if (n == -ENODATA)
+		return client_fail(c, -EIO,
+				   "%s became shorter while it was read (%lld bytes before): "
+				   "written or truncated during the submit; submit it again",
+				   path, (long long)st.st_size);
+	if (n == -ENOMEM)
+		return client_fail(c, n, "out of memory");
+	if (n < 0 && n != -EINVAL)
+		return client_fail(c, n, "cannot read %s: %s", path, strerror(-n));
 	if (n < 0)
 		return client_fail(c, n, "%s is not an ONNX model (its protobuf does not parse)",
 				   path);
 	return n;
 }
 
-struct json_object *coloc_client_submit(struct coloc_client *c, const struct coloc_submit *sub)
+/* Why coloc_open_beneath() refused path, in words (err < 0). */
+static int client_beneath_fail(struct coloc_client *c, int err, const char *what, const char *path)
+{
+	const char *why = err == -ELOOP  ? "a symbolic link, not followed here" :
+			  err == -EXDEV  ? "it leads outside its folder" :
+			  err == -ENOSYS ? "openat2 is missing: Linux 5.6 or later is needed" :
+					   strerror(-err);
+
+	return client_fail(c, err, "cannot open %s %s: %s", what, path, why);
+}
+
+/*
+ * One of a submit's files for colocd: by path (at NULL; relative to dirfd
+ * when that is not AT_FDCWD), or by at's rules (below dirfd without
+ * links; with links, wherever they lead unless beneath) and then a regular
+ * file. fd, or -errno with the reason.
+ */
+static int client_open_sub(struct coloc_client *c, const struct coloc_submit_files *at, int dirfd,
+			   const char *path, const char *what, bool beneath)
+{
+	struct stat st;
+	int fd;
+
+	if (!at)
+		return client_open_file(c, dirfd, path, what);
+	if (at->links && !beneath) {
+		fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0)
+			fd = -errno;
+	} else {
+		fd = coloc_open_beneath(dirfd, path, O_RDONLY | O_NONBLOCK, at->links);
+	}
+	if (fd < 0)
+		return client_beneath_fail(c, fd, what, path);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return client_fail(c, -EINVAL, "cannot open %s %s: not a regular file", what,
+				   path);
+	}
+	return fd;
+}
+
+/* The folder an ONNX model's external data are below (O_PATH), or -errno with the reason. */
+static int client_model_dir(struct coloc_client *c, const struct coloc_submit_files *at,
+			    const char *model)
+{
+	char *dir = strdup(model), *slash;
+	int fd;
+
+	if (!dir)
+		return client_fail(c, -ENOMEM, "out of memory");
+	slash = strrchr(dir, '/');
+	if (slash)
+		slash[1] = '\0';
+	if (at && !at->links)
+		fd = coloc_open_beneath(at->dirfd, slash ? dir : ".", O_PATH | O_DIRECTORY, false);
+	else if ((fd = openat(at ? at->dirfd : AT_FDCWD, slash ? dir : ".",
+			      O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		fd = -errno;
+	free(dir);
+	if (fd < 0)
+		return client_fail(c, fd, "cannot open the directory of %s: %s", model,
+				   strerror(-fd));
+	return fd;
+}
+
+/* coloc_client_submit (at NULL: by path) and coloc_client_submit_at. */
+static struct json_object *client_submit(struct coloc_client *c, const struct coloc_submit *sub,
+					 const struct coloc_submit_files *at)
 {
 	char(*locs)[ONNX_SCAN_LOCATION_LEN] = NULL;
 	struct json_object *req = NULL, *resp = NULL, *ext;
 	int fds[COLOC_MAX_REQUEST_FDS], nr = 0, n = 0, dirfd = -1, r;
-	size_t plen = strlen(sub->model);
-	char *dir = NULL, *slash;
+	const char *model = at ? at->model : sub->model;
+	const char *weights = at ? at->weights : sub->weights;
+	int top = at ? at->dirfd : AT_FDCWD;
+	size_t plen = strlen(model);
 
-	r = client_open_file(c, AT_FDCWD, sub->model, "model");
+	if (!weights != !sub->weights) {
+		client_fail(c, -EINVAL, "weights named for colocd but not where to open them");
+		return NULL;
+	}
+	r = client_open_sub(c, at, top, model, "model", false);
 	if (r < 0)
 		return NULL;
 	fds[nr++] = r;
-	if (sub->weights) {
-		r = client_open_file(c, AT_FDCWD, sub->weights, "weights file");
+	if (weights) {
+		r = client_open_sub(c, at, top, weights, "weights file", false);
 		if (r < 0)
 			goto out;
 		fds[nr++] = r;
 	}
-	if (plen > 5 && !strcmp(sub->model + plen - 5, ".onnx")) {
+	if (plen > 5 && !strcmp(model + plen - 5, ".onnx")) {
 		locs = calloc(COLOC_MAX_REQUEST_FDS, sizeof(*locs));
-		dir = strdup(sub->model);
-		if (!locs || !dir) {
+		if (!locs) {
 			client_fail(c, -ENOMEM, "out of memory");
 			goto out;
 		}
-		n = client_locations(c, fds[0], sub->model, locs, COLOC_MAX_REQUEST_FDS - nr);
+		n = client_locations(c, fds[0], model, locs, COLOC_MAX_REQUEST_FDS - nr);
 		if (n < 0)
 			goto out;
-		slash = strrchr(dir, '/');
-		if (slash)
-			slash[1] = '\0';
-		dirfd = n ? open(slash ? dir : ".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-		if (n && dirfd < 0) {
-			client_fail(c, -errno, "cannot open the directory of %s: %s", sub->model,
-				    strerror(errno));
+		dirfd = n ? client_model_dir(c, at, model) : -1;
+		if (n && dirfd < 0)
 			goto out;
-		}
 	}
 	for (int i = 0; i < n; i++) {
-		r = client_open_location(c, dirfd, locs[i]);
+		r = client_check_location(c, locs[i]);
+		if (!r)
+			r = client_open_sub(c, at, dirfd, locs[i], "external data file", true);
 		if (r < 0)
 			goto out;
 		fds[nr++] = r;
@@ -510,8 +586,18 @@ out:
 	if (dirfd >= 0)
 		close(dirfd);
 	free(locs);
-	free(dir);
 	return resp;
+}
+
+struct json_object *coloc_client_submit(struct coloc_client *c, const struct coloc_submit *sub)
+{
+	return client_submit(c, sub, NULL);
+}
+
+struct json_object *coloc_client_submit_at(struct coloc_client *c, const struct coloc_submit *sub,
+					   const struct coloc_submit_files *files)
+{
+	return client_submit(c, sub, files);
 }
 
 int coloc_client_ok(struct coloc_client *c, struct json_object *resp)

@@ -8,6 +8,7 @@
 #define COLOC_CLIENT_ONNX_SCAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define ONNX_SCAN_LOCATION_LEN 256
 
@@ -20,5 +21,13 @@
  * or longer).
  */
 int onnx_scan_locations(const void *buf, size_t len, char (*locs)[ONNX_SCAN_LOCATION_LEN], int max);
+
+/*
+ * The same over the first size bytes of the file fd, read with pread
+ * through a bounded window (the file is never mapped): also -ENODATA when
+ * the file ends before size (truncated while read), -ENOMEM, or pread's
+ * -errno.
+ */
+int onnx_scan_locations_fd(int fd, uint64_t size, char (*locs)[ONNX_SCAN_LOCATION_LEN], int max);
 
 #endif /* COLOC_CLIENT_ONNX_SCAN_H */

@@ -88,10 +88,16 @@ struct json_object *gw_ctl_call(struct gw_ctl *ctl, struct json_object *req, str
 /*
  * As colocctl submit does: the gateway opens the model, its weights and an
  * ONNX model's external data with its own permissions and hands them to
- * colocd as descriptors (coloc_client_submit); colocd opens no path.
+ * colocd as descriptors (coloc_client_submit_at: below the repository's
+ * folder repo_fd, no symbolic links unless links); colocd opens no path.
  */
-int gw_ctl_submit(struct gw_ctl *ctl, const struct gw_model_config *cfg, struct coloc_err *err)
+int gw_ctl_submit(struct gw_ctl *ctl, int repo_fd, bool links, const struct gw_model_config *cfg,
+		  struct coloc_err *err)
 {
+	struct coloc_submit_files at = { .dirfd = repo_fd,
+					 .model = cfg->model_rel,
+					 .weights = cfg->weights[0] ? cfg->weights_rel : NULL,
+					 .links = links };
 	struct coloc_submit sub = { .name = cfg->name,
 				    .model = cfg->path,
 				    .weights = cfg->weights[0] ? cfg->weights : NULL,
@@ -106,7 +112,7 @@ int gw_ctl_submit(struct gw_ctl *ctl, const struct gw_model_config *cfg, struct 
 		coloc_err_set(err, r, "cannot reach colocd at %s: %s", ctl->socket_path,
 			      strerror(-r));
 	} else {
-		resp = coloc_client_submit(ctl->c, &sub);
+		resp = coloc_client_submit_at(ctl->c, &sub, &at);
 		if (!resp) {
 			r = coloc_err_set(err, -EPIPE, "colocd: %s", coloc_client_error(ctl->c));
 			coloc_client_close(ctl->c);

@@ -23,7 +23,8 @@ void gw_ctl_close(struct gw_ctl *ctl);
 struct json_object *gw_ctl_call(struct gw_ctl *ctl, struct json_object *req, struct coloc_err *err);
 
 /* Submits the model as colocd tenant cfg->name (protocol.h's "submit"). */
-int gw_ctl_submit(struct gw_ctl *ctl, const struct gw_model_config *cfg, struct coloc_err *err);
+int gw_ctl_submit(struct gw_ctl *ctl, int repo_fd, bool links, const struct gw_model_config *cfg,
+		  struct coloc_err *err);
 
 /* The serving tenant's status object (put it), or NULL with err (-ENOENT: no such tenant). */
 struct json_object *gw_ctl_tenant(struct gw_ctl *ctl, const char *name, struct coloc_err *err);

@@ -16,7 +16,7 @@
 #define MODELS_POLL_US 50000
 
 struct gw_models {
-	char repo[PATH_MAX];
+	struct gw_repo repo;
 	struct gw_ctl *ctl;
 	struct gw_fwd *fw;
 	int load_timeout_s;
@@ -39,19 +39,19 @@ const char *gw_model_state_name(enum gw_model_state s)
 	return (unsigned int)s < sizeof(state_names) / sizeof(*state_names) ? state_names[s] : "?";
 }
 
-int gw_models_create(const char *repo, struct gw_ctl *ctl, struct gw_fwd *fw, int load_timeout_s,
-		     struct gw_models **out, struct coloc_err *err)
+int gw_models_create(const char *repo, bool repo_links, struct gw_ctl *ctl, struct gw_fwd *fw,
+		     int load_timeout_s, struct gw_models **out, struct coloc_err *err)
 {
 	struct gw_models *ms = calloc(1, sizeof(*ms));
+	int r;
 
 	*out = NULL;
 	if (!ms)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
-	if (!realpath(repo, ms->repo)) {
-		int e = errno;
-
+	r = gw_repo_init(&ms->repo, repo, repo_links, err);
+	if (r) {
 		free(ms);
-		return coloc_err_set(err, -e, "model repository %s: %s", repo, strerror(e));
+		return r;
 	}
 	ms->ctl = ctl;
 	ms->fw = fw;
@@ -152,9 +152,12 @@ static int models_submit(struct gw_models *ms, const struct gw_model_config *cfg
 {
 	struct coloc_err e2 = { 0 };
 	struct json_object *t;
-	int r = gw_ctl_submit(ms->ctl, cfg, err);
+	int rfd = gw_repo_open(&ms->repo, err);
+	int r = rfd < 0 ? rfd : gw_ctl_submit(ms->ctl, rfd, ms->repo.follow_links, cfg, err);
 	bool same;
 
+	if (rfd >= 0)
+		close(rfd);
 	if (r != -EINVAL || !strstr(err->msg, "exists"))
 		return r;
 	t = gw_ctl_tenant(ms->ctl, cfg->name, &e2);
@@ -256,6 +259,28 @@ out:
 	return r;
 }
 
+/*
+ * A failed load logged with the repository's path, and err's message then
+ * without it, for a client: the repository's files by their names in it
+ * (NAME/1/model.onnx), also where the client library or colocd quoted the
+ * path colocd is told.
+ */
+static void models_failed(struct gw_models *ms, const char *name, struct coloc_err *err)
+{
+	size_t n = strlen(ms->repo.path);
+	char *p;
+
+	if (!err)
+		return;
+	fprintf(stderr, "coloc-gateway: model %s not loaded (repository %s): %s\n", name,
+		ms->repo.path, coloc_err_str(err));
+	while ((p = strstr(err->msg, ms->repo.path))) {
+		size_t cut = n + (p[n] == '/');
+
+		memmove(p, p + cut, strlen(p + cut) + 1);
+	}
+}
+
 static int models_load_locked(struct gw_models *ms, const char *name, struct coloc_err *err)
 {
 	struct gw_model_config *cfg = malloc(sizeof(*cfg));
@@ -265,7 +290,7 @@ static int models_load_locked(struct gw_models *ms, const char *name, struct col
 
 	if (!cfg)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
-	r = gw_repo_read_model(ms->repo, name, cfg, err);
+	r = gw_repo_read_model(&ms->repo, name, cfg, err);
 	if (r)
 		goto out;
 	m = models_slot(ms, name, true);
@@ -284,8 +309,9 @@ static int models_load_locked(struct gw_models *ms, const char *name, struct col
 	if (!r)
 		r = models_warmup(ms, cfg, (size_t)in, (size_t)out, err);
 	if (r) {
+		models_failed(ms, name, err);
 		models_set_state(m, GW_MODEL_FAILED, coloc_err_str(err));
-		goto out;
+		goto out_logged;
 	}
 	pthread_rwlock_wrlock(&m->lock);
 	m->cfg = *cfg;
@@ -295,6 +321,9 @@ static int models_load_locked(struct gw_models *ms, const char *name, struct col
 	atomic_store(&m->state, GW_MODEL_READY);
 	pthread_rwlock_unlock(&m->lock);
 out:
+	if (r)
+		models_failed(ms, name, err);
+out_logged:
 	free(cfg);
 	return r;
 }
@@ -345,16 +374,14 @@ void gw_models_load_all(struct gw_models *ms)
 {
 	char(*names)[GW_NAME_MAX] = calloc(GW_REPO_MAX_MODELS, GW_NAME_MAX);
 	struct coloc_err err = { 0 };
-	int n = names ? gw_repo_list(ms->repo, names, GW_REPO_MAX_MODELS, &err) : -ENOMEM;
+	int n = names ? gw_repo_list(&ms->repo, names, GW_REPO_MAX_MODELS, &err) : -ENOMEM;
 
 	if (n < 0)
 		fprintf(stderr, "coloc-gateway: %s\n", coloc_err_str(&err));
 	for (int i = 0; i < n; i++) {
 		coloc_err_clear(&err);
-		if (gw_models_load(ms, names[i], true, &err))
-			fprintf(stderr, "coloc-gateway: model %s not loaded: %s\n", names[i],
-				coloc_err_str(&err));
-		else
+		/* a failure is logged by the load */
+		if (!gw_models_load(ms, names[i], true, &err))
 			fprintf(stderr, "coloc-gateway: model %s ready\n", names[i]);
 	}
 	free(names);
@@ -385,7 +412,7 @@ struct json_object *gw_models_index(struct gw_models *ms)
 {
 	char(*names)[GW_NAME_MAX] = calloc(GW_REPO_MAX_MODELS, GW_NAME_MAX);
 	struct json_object *arr = json_object_new_array();
-	int n = names ? gw_repo_list(ms->repo, names, GW_REPO_MAX_MODELS, NULL) : 0;
+	int n = names ? gw_repo_list(&ms->repo, names, GW_REPO_MAX_MODELS, NULL) : 0;
 
 	for (int i = 0; i < n; i++) {
 		struct json_object *o = json_object_new_object();

@@ -59,8 +59,8 @@ struct gw_model {
 
 struct gw_models;
 
-int gw_models_create(const char *repo, struct gw_ctl *ctl, struct gw_fwd *fw, int load_timeout_s,
-		     struct gw_models **out, struct coloc_err *err);
+int gw_models_create(const char *repo, bool repo_links, struct gw_ctl *ctl, struct gw_fwd *fw,
+		     int load_timeout_s, struct gw_models **out, struct coloc_err *err);
 /* Loads every model of the repository, one after another (the start-up load). */
 void gw_models_load_all(struct gw_models *ms);
 void gw_models_destroy(struct gw_models *ms);

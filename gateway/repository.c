@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <json-c/json.h>
+#include "coloc/client.h"
 #include "coloc/protocol.h"
 #include "repository.h"
 
@@ -49,53 +50,77 @@ static long repo_version_of(const char *s)
 	return v;
 }
 
-/* --repository-links: symbolic links in the repository are followed */
-static bool follow_links;
-
-void gw_repo_follow_links(bool on)
+int gw_repo_init(struct gw_repo *repo, const char *path, bool follow_links, struct coloc_err *err)
 {
-	follow_links = on;
+	memset(repo, 0, sizeof(*repo));
+	repo->follow_links = follow_links;
+	if (!realpath(path, repo->path))
+		return coloc_err_set(err, -errno, "model repository %s: %s", path, strerror(errno));
+	return 0;
 }
 
-/* O_NOFOLLOW unless links are followed. */
-static int repo_nofollow(void)
+int gw_repo_open(const struct gw_repo *repo, struct coloc_err *err)
 {
-	return follow_links ? 0 : O_NOFOLLOW;
+	int fd = open(repo->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return coloc_err_set(err, -errno, "model repository %s: %s", repo->path,
+				     strerror(errno));
+	return fd;
 }
 
 /*
- * Whether path is a regular file, itself not a symbolic link unless
- * links are followed: a link in the repository could name a file outside
- * it, which the gateway would then open and hand to colocd with its own
- * permissions. Checked here, before the client opens the path
- * (docs/gateway.md).
+ * path below dirfd opened with flags by the repository's rules: by openat2
+ * below dirfd and without symbolic links (a link could name a file outside
+ * the repository, which the gateway would open and hand to colocd), or,
+ * with --repository-links, following links wherever they lead. What is
+ * checked is the descriptor opened, never the path before. fd or -errno.
  */
-static int repo_is_file(const char *path)
+static int repo_openat(const struct gw_repo *repo, int dirfd, const char *path, int flags)
 {
-	struct stat st;
+	int fd;
 
-	return !(follow_links ? stat : lstat)(path, &st) && S_ISREG(st.st_mode);
+	if (!repo->follow_links)
+		return coloc_open_beneath(dirfd, path, flags, false);
+	fd = openat(dirfd, path, flags | O_CLOEXEC | (flags & O_PATH ? 0 : O_NOCTTY));
+	return fd < 0 ? -errno : fd;
 }
 
-/* Whether path is a directory, itself not a symbolic link unless links are followed. */
-static int repo_is_dir(const char *path)
+/* Why repo_openat failed, in words. */
+static const char *repo_why(int err)
 {
-	struct stat st;
-
-	return !(follow_links ? stat : lstat)(path, &st) && S_ISDIR(st.st_mode);
+	return err == -ELOOP  ? "a symbolic link (followed only with --repository-links)" :
+	       err == -EXDEV  ? "it leads outside the repository" :
+	       err == -ENOSYS ? "openat2 is missing (Linux 5.6 or later; or --repository-links)" :
+				strerror(-err);
 }
 
-/* The whole of a small file, NUL-terminated (malloc'd), or NULL with err filled. */
-static char *repo_read_small(const char *path, size_t max, struct coloc_err *err)
+/* Whether path below dirfd is of type (S_IFREG, S_IFDIR) by the repository's rules. */
+static bool repo_is(const struct gw_repo *repo, int dirfd, const char *path, mode_t type)
+{
+	int fd = repo_openat(repo, dirfd, path, O_PATH);
+	struct stat st;
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = !fstat(fd, &st) && (st.st_mode & S_IFMT) == type;
+	close(fd);
+	return ok;
+}
+
+/* The whole of a small file below dirfd, NUL-terminated (malloc'd), or NULL with err filled. */
+static char *repo_read_small(const struct gw_repo *repo, int dirfd, const char *path, size_t max,
+			     struct coloc_err *err)
 {
 	/* a FIFO or a device would block the open or the read: refused by its fstat */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | repo_nofollow() | O_NONBLOCK | O_NOCTTY);
+	int fd = repo_openat(repo, dirfd, path, O_RDONLY | O_NONBLOCK);
 	struct stat st;
 	char *buf = NULL;
 	size_t len = 0;
 
 	if (fd < 0) {
-		coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
+		coloc_err_set(err, fd, "%s: %s", path, repo_why(fd));
 		return NULL;
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
@@ -203,10 +228,10 @@ static int repo_parse_tensors(struct json_object *cfg, const char *key, struct g
 static const char *const repo_known_keys[] = { "qos_ms", "executors", "weights", "input",
 					       "output" };
 
-static int repo_parse_config(const char *path, const char *vdir, struct gw_model_config *cfg,
-			     struct coloc_err *err)
+static int repo_parse_config(const struct gw_repo *repo, int dirfd, const char *path,
+			     const char *vdir, struct gw_model_config *cfg, struct coloc_err *err)
 {
-	char *text = repo_read_small(path, GW_REPO_MAX_CONFIG, err);
+	char *text = repo_read_small(repo, dirfd, path, GW_REPO_MAX_CONFIG, err);
 	struct json_tokener *tok;
 	struct json_object *o = NULL, *v;
 	int r = -EINVAL;
@@ -264,9 +289,11 @@ static int repo_parse_config(const char *path, const char *vdir, struct gw_model
 				      path);
 			goto out;
 		}
-		if ((size_t)snprintf(cfg->weights, sizeof(cfg->weights), "%s/%s", vdir, w) >=
-			    sizeof(cfg->weights) ||
-		    !repo_is_file(cfg->weights)) {
+		if ((size_t)snprintf(cfg->weights_rel, sizeof(cfg->weights_rel), "%s/%s", vdir,
+				     w) >= sizeof(cfg->weights_rel) ||
+		    (size_t)snprintf(cfg->weights, sizeof(cfg->weights), "%s/%s", repo->path,
+				     cfg->weights_rel) >= sizeof(cfg->weights) ||
+		    !repo_is(repo, dirfd, cfg->weights_rel, S_IFREG)) {
 			coloc_err_set(err, -ENOENT,
 				      "%s: weights %.200s not found in %.200s (a regular file, not "
 				      "a symbolic link without --repository-links)",
@@ -283,25 +310,27 @@ out:
 }
 
 /* `input NAME shape=AxBx...` lines of a coloc .model file, when config.json named none. */
-static int repo_model_file_inputs(struct gw_model_config *cfg, struct coloc_err *err)
+static int repo_model_file_inputs(const struct gw_repo *repo, int dirfd,
+				  struct gw_model_config *cfg, struct coloc_err *err)
 {
-	int fd = open(cfg->path, O_RDONLY | O_CLOEXEC | repo_nofollow() | O_NONBLOCK | O_NOCTTY);
+	const char *rel = cfg->model_rel;
+	int fd = repo_openat(repo, dirfd, rel, O_RDONLY | O_NONBLOCK);
 	struct stat st;
 	char line[512];
 	FILE *f;
 	int r = 0;
 
 	if (fd < 0)
-		return coloc_err_set(err, -errno, "%s: %s", cfg->path, strerror(errno));
+		return coloc_err_set(err, fd, "%s: %s", rel, repo_why(fd));
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return coloc_err_set(err, -EINVAL, "%s: not a regular file", cfg->path);
+		return coloc_err_set(err, -EINVAL, "%s: not a regular file", rel);
 	}
 	f = fdopen(fd, "r");
 	if (!f) {
 		r = -errno;
 		close(fd);
-		return coloc_err_set(err, r, "%s: %s", cfg->path, strerror(-r));
+		return coloc_err_set(err, r, "%s: %s", rel, strerror(-r));
 	}
 	while (!r && fgets(line, sizeof(line), f)) {
 		char name[GW_NAME_MAX], shape[256], *p, *save = NULL;
@@ -314,7 +343,7 @@ static int repo_model_file_inputs(struct gw_model_config *cfg, struct coloc_err 
 			r = coloc_err_set(err, -EINVAL,
 					  "%s: an input line the gateway cannot read (give the "
 					  "inputs in config.json)",
-					  cfg->path);
+					  rel);
 			break;
 		}
 		t = &cfg->inputs[cfg->nr_inputs];
@@ -327,16 +356,14 @@ static int repo_model_file_inputs(struct gw_model_config *cfg, struct coloc_err 
 			if (d < 1 || d > (long)GW_MAX_ELEMS || t->nr_dims == GW_REPO_MAX_DIMS ||
 			    t->elems * (uint64_t)d > GW_MAX_ELEMS) {
 				r = coloc_err_set(err, -EINVAL,
-						  "%s: input %s: a shape out of range", cfg->path,
-						  name);
+						  "%s: input %s: a shape out of range", rel, name);
 				break;
 			}
 			t->dims[t->nr_dims++] = d;
 			t->elems *= (uint64_t)d;
 		}
 		if (!r && !t->nr_dims)
-			r = coloc_err_set(err, -EINVAL, "%s: input %s has no shape", cfg->path,
-					  name);
+			r = coloc_err_set(err, -EINVAL, "%s: input %s has no shape", rel, name);
 		if (!r)
 			cfg->nr_inputs++;
 	}
@@ -344,14 +371,82 @@ static int repo_model_file_inputs(struct gw_model_config *cfg, struct coloc_err 
 	return r;
 }
 
-int gw_repo_read_model(const char *repo, const char *name, struct gw_model_config *cfg,
+/* The highest version folder of the model folder mfd holding a model file, or -1. */
+static long repo_best_version(const struct gw_repo *repo, int mfd)
+{
+	int fd = dup(mfd);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *de;
+	long best = -1;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while ((de = readdir(d))) {
+		long v = repo_version_of(de->d_name);
+		char m[sizeof(de->d_name) + 16];
+
+		/* a version folder or model file that is a link is not one (unless followed) */
+		if (v <= best || !repo_is(repo, mfd, de->d_name, S_IFDIR))
+			continue;
+		snprintf(m, sizeof(m), "%s/model.model", de->d_name);
+		if (repo_is(repo, mfd, m, S_IFREG))
+			best = v;
+		snprintf(m, sizeof(m), "%s/model.onnx", de->d_name);
+		if (repo_is(repo, mfd, m, S_IFREG))
+			best = v;
+	}
+	closedir(d);
+	return best;
+}
+
+/* REPO/NAME into cfg, every file opened below the repository's folder rfd. */
+static int repo_read_model_at(const struct gw_repo *repo, int rfd, const char *name,
+			      struct gw_model_config *cfg, struct coloc_err *err)
+{
+	char path[PATH_MAX], vdir[GW_NAME_MAX + 16];
+	int mfd = repo_openat(repo, rfd, name, O_RDONLY | O_DIRECTORY);
+	long best;
+	int r;
+
+	if (mfd == -ENOENT)
+		return coloc_err_set(err, -ENOENT, "no model %s in the repository", name);
+	if (mfd == -ENOTDIR || mfd == -ELOOP)
+		return coloc_err_set(err, -EINVAL, "%s: not a directory: %s", name, repo_why(mfd));
+	if (mfd < 0)
+		return coloc_err_set(err, mfd, "%s: %s", name, repo_why(mfd));
+	best = repo_best_version(repo, mfd);
+	if (best < 0) {
+		close(mfd);
+		return coloc_err_set(err, -ENOENT,
+				     "%s: no version folder (1, 2, ...) holding model.model or "
+				     "model.onnx (folders and files; symbolic links only with "
+				     "--repository-links)",
+				     name);
+	}
+	snprintf(cfg->version, sizeof(cfg->version), "%ld", best);
+	snprintf(vdir, sizeof(vdir), "%s/%ld", name, best);
+	snprintf(cfg->model_rel, sizeof(cfg->model_rel), "%s/model.model", vdir);
+	if (!repo_is(repo, rfd, cfg->model_rel, S_IFREG))
+		snprintf(cfg->model_rel, sizeof(cfg->model_rel), "%s/model.onnx", vdir);
+	close(mfd);
+	if ((size_t)snprintf(cfg->path, sizeof(cfg->path), "%s/%s", repo->path, cfg->model_rel) >=
+	    sizeof(cfg->path))
+		return coloc_err_set(err, -ENAMETOOLONG, "%s: the repository's path is too long",
+				     name);
+	snprintf(path, sizeof(path), "%s/config.json", name);
+	r = repo_parse_config(repo, rfd, path, vdir, cfg, err);
+	if (!r && !cfg->nr_inputs && strstr(cfg->model_rel, "/model.model"))
+		r = repo_model_file_inputs(repo, rfd, cfg, err);
+	return r;
+}
+
+int gw_repo_read_model(const struct gw_repo *repo, const char *name, struct gw_model_config *cfg,
 		       struct coloc_err *err)
 {
-	char dir[PATH_MAX], path[PATH_MAX], vdir[PATH_MAX];
-	long best = -1;
-	struct dirent *de;
-	DIR *d;
-	int r;
+	int rfd, r;
 
 	memset(cfg, 0, sizeof(*cfg));
 	if (!gw_repo_name_ok(name))
@@ -360,59 +455,11 @@ int gw_repo_read_model(const char *repo, const char *name, struct gw_model_confi
 				     "starting with '.')",
 				     name);
 	snprintf(cfg->name, sizeof(cfg->name), "%s", name);
-	if (!realpath(repo, dir))
-		return coloc_err_set(err, -errno, "%s: %s", repo, strerror(errno));
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
-		return coloc_err_set(err, -ENAMETOOLONG, "%s: path too long", repo);
-	if (!access(path, F_OK) && !repo_is_dir(path))
-		return coloc_err_set(err, -EINVAL,
-				     "%s: not a directory (a symbolic link is followed only with "
-				     "--repository-links)",
-				     path);
-	d = opendir(path);
-	if (!d)
-		return coloc_err_set(err, errno == ENOENT ? -ENOENT : -errno,
-				     "no model %s in the repository (%s: %s)", name, path,
-				     strerror(errno));
-	while ((de = readdir(d))) {
-		long v = repo_version_of(de->d_name);
-		char m[PATH_MAX];
-
-		if (v <= best)
-			continue;
-		if ((size_t)snprintf(m, sizeof(m), "%s/%s", path, de->d_name) >= sizeof(m) ||
-		    !repo_is_dir(m))
-			continue; /* a version folder that is a link is not one */
-		if ((size_t)snprintf(m, sizeof(m), "%s/%s/model.model", path, de->d_name) <
-			    sizeof(m) &&
-		    repo_is_file(m))
-			best = v;
-		else if ((size_t)snprintf(m, sizeof(m), "%s/%s/model.onnx", path, de->d_name) <
-				 sizeof(m) &&
-			 repo_is_file(m))
-			best = v;
-	}
-	closedir(d);
-	if (best < 0)
-		return coloc_err_set(err, -ENOENT,
-				     "%s: no version folder (1, 2, ...) holding model.model or "
-				     "model.onnx (folders and files; symbolic links only with "
-				     "--repository-links)",
-				     path);
-	snprintf(cfg->version, sizeof(cfg->version), "%ld", best);
-	if ((size_t)snprintf(vdir, sizeof(vdir), "%s/%ld", path, best) >= sizeof(vdir))
-		return coloc_err_set(err, -ENAMETOOLONG, "%s: path too long", path);
-	if ((size_t)snprintf(cfg->path, sizeof(cfg->path), "%s/model.model", vdir) >=
-		    sizeof(cfg->path) ||
-	    (!repo_is_file(cfg->path) &&
-	     (size_t)snprintf(cfg->path, sizeof(cfg->path), "%s/model.onnx", vdir) >=
-		     sizeof(cfg->path)))
-		return coloc_err_set(err, -ENAMETOOLONG, "%s: path too long", vdir);
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s/config.json", dir, name) >= sizeof(path))
-		return coloc_err_set(err, -ENAMETOOLONG, "%s: path too long", repo);
-	r = repo_parse_config(path, vdir, cfg, err);
-	if (!r && !cfg->nr_inputs && strstr(cfg->path, "/model.model"))
-		r = repo_model_file_inputs(cfg, err);
+	rfd = gw_repo_open(repo, err);
+	if (rfd < 0)
+		return rfd;
+	r = repo_read_model_at(repo, rfd, name, cfg, err);
+	close(rfd);
 	return r;
 }
 
@@ -421,27 +468,34 @@ static int repo_cmp_names(const void *a, const void *b)
 	return strcmp(a, b);
 }
 
-int gw_repo_list(const char *repo, char (*names)[GW_NAME_MAX], int max, struct coloc_err *err)
+int gw_repo_list(const struct gw_repo *repo, char (*names)[GW_NAME_MAX], int max,
+		 struct coloc_err *err)
 {
-	DIR *d = opendir(repo);
+	int rfd = gw_repo_open(repo, err);
+	DIR *d = rfd < 0 ? NULL : fdopendir(rfd);
 	struct dirent *de;
 	int n = 0;
 
-	if (!d)
-		return coloc_err_set(err, -errno, "model repository %s: %s", repo, strerror(errno));
+	if (rfd < 0)
+		return rfd;
+	if (!d) {
+		close(rfd);
+		return coloc_err_set(err, -errno, "model repository %s: %s", repo->path,
+				     strerror(errno));
+	}
 	while ((de = readdir(d))) {
-		char cfg[PATH_MAX];
+		char cfg[sizeof(de->d_name) + 16];
 
 		if (!gw_repo_name_ok(de->d_name))
 			continue;
-		if ((size_t)snprintf(cfg, sizeof(cfg), "%s/%s/config.json", repo, de->d_name) >=
-			    sizeof(cfg) ||
-		    !repo_is_file(cfg))
+		snprintf(cfg, sizeof(cfg), "%s/config.json", de->d_name);
+		if (!repo_is(repo, dirfd(d), cfg, S_IFREG))
 			continue;
 		if (n == max) {
 			closedir(d);
 			return coloc_err_set(err, -E2BIG,
-					     "model repository %s: more than %d models", repo, max);
+					     "model repository %s: more than %d models", repo->path,
+					     max);
 		}
 		/* gw_repo_name_ok bounded it below GW_NAME_MAX */
 		memcpy(names[n++], de->d_name, strlen(de->d_name) + 1);

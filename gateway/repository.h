@@ -26,7 +26,9 @@
  * tenant is submitted (gw_repo_check_sizes).
  *
  * This module reads files only (no colocd, no I/O beyond the repository);
- * errors name the file and what is wrong.
+ * errors name the file, relative to the repository, and what is wrong.
+ * Every file is opened below the repository's folder (openat2, no
+ * symbolic links) unless the repository follows links.
  */
 #ifndef COLOC_GATEWAY_REPOSITORY_H
 #define COLOC_GATEWAY_REPOSITORY_H
@@ -53,8 +55,10 @@ struct gw_tensor {
 struct gw_model_config {
 	char name[GW_NAME_MAX];
 	char version[24];
-	char path[PATH_MAX]; /* absolute: the model file */
+	char path[PATH_MAX]; /* absolute: the model file, as colocd is told */
 	char weights[PATH_MAX]; /* absolute, or "" */
+	char model_rel[GW_NAME_MAX + 32]; /* NAME/VERSION/model.*: where it is opened */
+	char weights_rel[GW_NAME_MAX + 32 + 256]; /* NAME/VERSION/FILE, or "" */
 	double qos_ms;
 	int executors; /* 0: colocd's default */
 	int nr_inputs, nr_outputs; /* 0: derived from colocd's sizes */
@@ -62,11 +66,21 @@ struct gw_model_config {
 	struct gw_tensor outputs[GW_REPO_MAX_TENSORS];
 };
 
-/*
- * Whether symbolic links in the repository are followed (coloc-gateway
- * --repository-links; off: a link is refused or skipped, docs/gateway.md).
- */
-void gw_repo_follow_links(bool on);
+struct gw_repo {
+	char path[PATH_MAX]; /* absolute: in the logs, never in an answer */
+	/*
+	 * coloc-gateway --repository-links: symbolic links are followed
+	 * wherever they lead; off, every file is opened below the repository
+	 * without links, and a link is refused or skipped (docs/gateway.md)
+	 */
+	bool follow_links;
+};
+
+/* repo for the folder at path (made absolute). 0, or -errno with err filled. */
+int gw_repo_init(struct gw_repo *repo, const char *path, bool follow_links, struct coloc_err *err);
+
+/* The repository's folder, opened (O_DIRECTORY): the fd, or -errno with err filled. */
+int gw_repo_open(const struct gw_repo *repo, struct coloc_err *err);
 
 /* Whether s is a valid model (tenant) name. */
 int gw_repo_name_ok(const char *s);
@@ -75,14 +89,15 @@ int gw_repo_name_ok(const char *s);
  * Reads REPO/NAME (its config.json and highest version) into cfg. 0, or a
  * negative errno with the reason in err.
  */
-int gw_repo_read_model(const char *repo, const char *name, struct gw_model_config *cfg,
+int gw_repo_read_model(const struct gw_repo *repo, const char *name, struct gw_model_config *cfg,
 		       struct coloc_err *err);
 
 /*
  * The names of REPO's model folders (those holding a config.json), sorted,
  * at most max of them. The count, or a negative errno with err filled.
  */
-int gw_repo_list(const char *repo, char (*names)[GW_NAME_MAX], int max, struct coloc_err *err);
+int gw_repo_list(const struct gw_repo *repo, char (*names)[GW_NAME_MAX], int max,
+		 struct coloc_err *err);
 
 /*
  * Fills the tensors config.json left out (see above) and checks that the

@@ -4,11 +4,14 @@
  * reaches colocd: an ONNX model's external data locations get colocd's
  * rule (relative, no '..' component) before the client opens them, so a
  * model cannot have its client open a path outside its directory (a FIFO,
- * a device) and hand it over. A listening socket no one serves stands in
- * for colocd: a refused submit never writes to it.
+ * a device) and hand it over; coloc_client_submit_at (the gateway's)
+ * opens every file below a folder without symbolic links. A listening
+ * socket no one serves stands in for colocd: a refused submit never
+ * writes to it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +78,64 @@ TEST(submit__external_data_outside_the_models_directory_is_refused_unopened)
 		EXPECT_NE(NULL, strstr(coloc_client_error(c), "not a relative path below"))
 		TH_LOG("%s: %s", bad[i], coloc_client_error(c));
 	}
+	coloc_client_close(c);
+	close(lfd);
+	EXPECT_EQ(0, tu_remove_tree(dir));
+}
+
+/*
+ * coloc_client_submit_at (the gateway's submit): the model and its external
+ * data are opened below the given folder by openat2, so a model file or
+ * an external data file that is a symbolic link is refused, not followed
+ * (coloc_client_submit, colocctl's, follows the user's own links).
+ */
+TEST(submit_at__symbolic_links_are_refused_unopened)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	char dir[] = "/tmp/coloc-client-submit-XXXXXX", path[160], target[160];
+	struct coloc_client *c = NULL;
+	int lfd, dfd;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/s.sock", dir);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, bind(lfd, (struct sockaddr *)&addr, sizeof(addr)));
+	ASSERT_EQ(0, listen(lfd, 4));
+	ASSERT_EQ(0, coloc_client_connect(addr.sun_path, &c));
+	snprintf(path, sizeof(path), "%s/m", dir);
+	ASSERT_EQ(0, mkdir(path, 0755));
+	snprintf(target, sizeof(target), "%s/secret", dir);
+	ASSERT_EQ(0, write_onnx_with_location(target, "w.bin"));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_LE(0, dfd);
+	{ /* the model a link (to a readable ONNX file beside it) */
+		struct coloc_submit sub = { .name = "m", .model = "/x/m/l.onnx", .qos_ms = 10 };
+		struct coloc_submit_files at = { .dirfd = dfd, .model = "m/l.onnx" };
+
+		snprintf(path, sizeof(path), "%s/m/l.onnx", dir);
+		ASSERT_EQ(0, symlink(target, path));
+		EXPECT_EQ(NULL, coloc_client_submit_at(c, &sub, &at));
+		EXPECT_NE(NULL, strstr(coloc_client_error(c), "m/l.onnx: a symbolic link"))
+		TH_LOG("%s", coloc_client_error(c));
+	}
+	{ /* external data a link, even with links followed: it leads out of m/ */
+		struct coloc_submit sub = { .name = "m", .model = "/x/m/m.onnx", .qos_ms = 10 };
+		struct coloc_submit_files at = { .dirfd = dfd, .model = "m/m.onnx" };
+
+		snprintf(path, sizeof(path), "%s/m/m.onnx", dir);
+		ASSERT_EQ(0, write_onnx_with_location(path, "w.bin"));
+		snprintf(path, sizeof(path), "%s/m/w.bin", dir);
+		ASSERT_EQ(0, symlink(target, path));
+		EXPECT_EQ(NULL, coloc_client_submit_at(c, &sub, &at));
+		EXPECT_NE(NULL, strstr(coloc_client_error(c), "w.bin: a symbolic link"))
+		TH_LOG("%s", coloc_client_error(c));
+		at.links = true;
+		EXPECT_EQ(NULL, coloc_client_submit_at(c, &sub, &at));
+		EXPECT_NE(NULL, strstr(coloc_client_error(c), "leads outside its folder"))
+		TH_LOG("%s", coloc_client_error(c));
+	}
+	close(dfd);
 	coloc_client_close(c);
 	close(lfd);
 	EXPECT_EQ(0, tu_remove_tree(dir));

@@ -491,6 +491,19 @@ static int make_model(const char *repo, const char *name, const char *config,
 	return 0;
 }
 
+/* --repository-links for at_repo */
+static bool repo_links;
+
+/* The repository at path, as coloc-gateway makes it (static: one at a time). */
+static const struct gw_repo *at_repo(const char *path)
+{
+	static struct gw_repo r;
+
+	if (gw_repo_init(&r, path, repo_links, NULL))
+		r.path[0] = '\0';
+	return &r;
+}
+
 TEST(repo_read_model__reads_config_highest_version_and_model_inputs)
 {
 	const char *files[] = { "1/model.onnx",
@@ -510,7 +523,7 @@ TEST(repo_read_model__reads_config_highest_version_and_model_inputs)
 	ASSERT_EQ(0, make_model(repo, "m1",
 				"{\"qos_ms\": 12.5, \"executors\": 2, \"weights\": \"w.bin\"}",
 				files));
-	ASSERT_EQ(0, gw_repo_read_model(repo, "m1", &cfg, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, gw_repo_read_model(at_repo(repo), "m1", &cfg, &err)) TH_LOG("%s", err.msg);
 	/* 12 is the highest whole version with a model file; 007 and 99 are not versions */
 	EXPECT_STREQ("12", cfg.version);
 	EXPECT_NE(NULL, strstr(cfg.path, "/m1/12/model.model"));
@@ -535,10 +548,10 @@ TEST(repo_read_model__reads_config_highest_version_and_model_inputs)
 	ASSERT_EQ(0, make_model(repo, "m0", "{\"qos_ms\": 5}",
 				(const char *[]){ "2/model.onnx", NULL }));
 	ASSERT_EQ(0, mkdir(strcat(strcpy((char[256]){ 0 }, repo), "/no-config"), 0755));
-	EXPECT_EQ(2, gw_repo_list(repo, names, 4, &err));
+	EXPECT_EQ(2, gw_repo_list(at_repo(repo), names, 4, &err));
 	EXPECT_STREQ("m0", names[0]);
 	EXPECT_STREQ("m1", names[1]);
-	ASSERT_EQ(0, gw_repo_read_model(repo, "m0", &cfg, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, gw_repo_read_model(at_repo(repo), "m0", &cfg, &err)) TH_LOG("%s", err.msg);
 	EXPECT_NE(NULL, strstr(cfg.path, "/m0/2/model.onnx"));
 	EXPECT_EQ(0, cfg.nr_inputs);
 	ASSERT_EQ(0, gw_repo_check_sizes(&cfg, 8, 4, &err));
@@ -580,7 +593,7 @@ TEST(repo_read_model__refuses_bad_configs_and_names_with_the_reason)
 		struct coloc_err err = { 0 };
 
 		ASSERT_EQ(0, make_model(repo, "m", cases[i].config, files));
-		EXPECT_GT(0, gw_repo_read_model(repo, "m", &cfg, &err))
+		EXPECT_GT(0, gw_repo_read_model(at_repo(repo), "m", &cfg, &err))
 		TH_LOG("%s", cases[i].config);
 		EXPECT_NE(NULL, strstr(err.msg, cases[i].why))
 		TH_LOG("%s: '%s' does not say '%s'", cases[i].config, err.msg, cases[i].why);
@@ -589,7 +602,7 @@ TEST(repo_read_model__refuses_bad_configs_and_names_with_the_reason)
 		struct coloc_err err = { 0 };
 		const char *bad[] = { "../m", ".hidden", "a b" };
 
-		EXPECT_EQ(-EINVAL, gw_repo_read_model(repo, bad[i], &cfg, &err));
+		EXPECT_EQ(-EINVAL, gw_repo_read_model(at_repo(repo), bad[i], &cfg, &err));
 	}
 }
 
@@ -609,7 +622,7 @@ TEST(repo_read_model__a_fifo_as_config_is_refused_not_opened_blocking)
 	ASSERT_EQ(0, unlink(path));
 	ASSERT_EQ(0, mkfifo(path, 0644));
 	/* before: open() waited for a writer that never comes (the harness's timeout) */
-	EXPECT_EQ(-EINVAL, gw_repo_read_model(repo, "m", &cfg, &err));
+	EXPECT_EQ(-EINVAL, gw_repo_read_model(at_repo(repo), "m", &cfg, &err));
 	EXPECT_NE(NULL, strstr(err.msg, "not a regular file")) TH_LOG("%s", err.msg);
 }
 
@@ -637,13 +650,13 @@ TEST(repo_read_model__symbolic_links_are_followed_only_when_asked)
 	snprintf(a, sizeof(a), "%s/m/2/model.model", repo);
 	snprintf(b, sizeof(b), "%s/1/model.model", out);
 	ASSERT_EQ(0, symlink(b, a));
-	ASSERT_EQ(0, gw_repo_read_model(repo, "m", &cfg, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, gw_repo_read_model(at_repo(repo), "m", &cfg, &err)) TH_LOG("%s", err.msg);
 	EXPECT_STREQ("1", cfg.version);
 	/* a version folder that is a link */
 	snprintf(a, sizeof(a), "%s/m/3", repo);
 	snprintf(b, sizeof(b), "%s/1", out);
 	ASSERT_EQ(0, symlink(b, a));
-	ASSERT_EQ(0, gw_repo_read_model(repo, "m", &cfg, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, gw_repo_read_model(at_repo(repo), "m", &cfg, &err)) TH_LOG("%s", err.msg);
 	EXPECT_STREQ("1", cfg.version);
 	/* weights that are a link */
 	ASSERT_EQ(0, make_model(repo, "w", "{\"qos_ms\": 5, \"weights\": \"l.bin\"}", files));
@@ -651,22 +664,22 @@ TEST(repo_read_model__symbolic_links_are_followed_only_when_asked)
 	snprintf(b, sizeof(b), "%s/1/w.bin", out);
 	ASSERT_EQ(0, symlink(b, a));
 	coloc_err_clear(&err);
-	EXPECT_GT(0, gw_repo_read_model(repo, "w", &cfg, &err));
+	EXPECT_GT(0, gw_repo_read_model(at_repo(repo), "w", &cfg, &err));
 	EXPECT_NE(NULL, strstr(err.msg, "not a symbolic link")) TH_LOG("%s", err.msg);
 	/* the model's folder itself a link */
 	snprintf(a, sizeof(a), "%s/l", repo);
 	ASSERT_EQ(0, symlink(out, a));
 	coloc_err_clear(&err);
-	EXPECT_EQ(-EINVAL, gw_repo_read_model(repo, "l", &cfg, &err));
+	EXPECT_EQ(-EINVAL, gw_repo_read_model(at_repo(repo), "l", &cfg, &err));
 	EXPECT_NE(NULL, strstr(err.msg, "symbolic link")) TH_LOG("%s", err.msg);
 	/* --repository-links: each is followed (KServe links a pvc:// model's folders) */
-	gw_repo_follow_links(true);
+	repo_links = true;
 	coloc_err_clear(&err);
-	EXPECT_EQ(0, gw_repo_read_model(repo, "m", &cfg, &err)) TH_LOG("%s", err.msg);
+	EXPECT_EQ(0, gw_repo_read_model(at_repo(repo), "m", &cfg, &err)) TH_LOG("%s", err.msg);
 	EXPECT_STREQ("3", cfg.version);
-	EXPECT_EQ(0, gw_repo_read_model(repo, "w", &cfg, &err)) TH_LOG("%s", err.msg);
-	EXPECT_EQ(0, gw_repo_read_model(repo, "l", &cfg, &err)) TH_LOG("%s", err.msg);
-	gw_repo_follow_links(false);
+	EXPECT_EQ(0, gw_repo_read_model(at_repo(repo), "w", &cfg, &err)) TH_LOG("%s", err.msg);
+	EXPECT_EQ(0, gw_repo_read_model(at_repo(repo), "l", &cfg, &err)) TH_LOG("%s", err.msg);
+	repo_links = false;
 }
 
 TEST(parse_addr__ipv4_ipv6_and_bad_forms)

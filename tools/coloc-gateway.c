@@ -325,7 +325,6 @@ int main(int argc, char **argv)
 	hopts.timeout_ms = (int)opts.timeout_ms;
 	hopts.idle_timeout_s = 60;
 	hopts.model_control = opts.model_control;
-	gw_repo_follow_links(opts.repository_links);
 	if (gw_ctl_open(opts.socket_path, &ctl, &err) ||
 	    gw_ctl_open(opts.socket_path, &mctl, &err) ||
 	    gw_fwd_create(opts.socket_path, (int)opts.conns, (int)opts.max_queue,
@@ -333,7 +332,8 @@ int main(int argc, char **argv)
 		goto out;
 	gw_fwd_set_socket_copy(fw, opts.socket_copy);
 	gw_fwd_set_pipeline(fw, (int)opts.pipeline);
-	if (gw_models_create(opts.repo, ctl, fw, (int)opts.load_timeout_s, &ms, &err))
+	if (gw_models_create(opts.repo, opts.repository_links, ctl, fw, (int)opts.load_timeout_s,
+			     &ms, &err))
 		goto out;
 	if (gw_http_start(&hopts, ms, fw, &http, &err)) {
 		coloc_err_prefix(&err, "--http %s", opts.http);

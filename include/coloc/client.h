@@ -25,6 +25,7 @@
 #ifndef COLOC_CLIENT_H
 #define COLOC_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
@@ -90,6 +91,34 @@ struct coloc_submit {
  * transport failure.
  */
 struct json_object *coloc_client_submit(struct coloc_client *c, const struct coloc_submit *sub);
+
+/*
+ * Where coloc_client_submit_at() opens a submit's files: paths relative to
+ * the directory dirfd, each resolved below it (openat2's RESOLVE_BENEATH)
+ * without symbolic links, then fstat'ed a regular file; with links,
+ * symbolic links are followed wherever they lead. An ONNX model's
+ * external data files are always resolved below the model's own folder,
+ * without links (with them: links that stay below it). sub's model and
+ * weights are only the names colocd is told.
+ */
+struct coloc_submit_files {
+	int dirfd;
+	const char *model; /* relative to dirfd */
+	const char *weights; /* relative to dirfd; NULL exactly when sub->weights is */
+	bool links; /* symbolic links are followed (see above) */
+};
+
+struct json_object *coloc_client_submit_at(struct coloc_client *c, const struct coloc_submit *sub,
+					   const struct coloc_submit_files *files);
+
+/*
+ * path, relative to dirfd, opened with flags (O_CLOEXEC and O_NOCTTY
+ * added) by openat2: resolved below dirfd (no '..' out of it, no absolute
+ * path), without symbolic links unless links. The descriptor, or -errno:
+ * -EXDEV (leads outside dirfd), -ELOOP (a symbolic link), -ENOSYS (no
+ * openat2: Linux 5.6 or later is needed).
+ */
+int coloc_open_beneath(int dirfd, const char *path, int flags, bool links);
 
 /* Whether a response says "ok":true; if not, its "error" becomes coloc_client_error(). */
 int coloc_client_ok(struct coloc_client *c, struct json_object *resp);
