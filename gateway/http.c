@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "version.h"
 #include "http.h"
+#include "http_deadline.h"
 #include "infer_request.h"
 
 #define HTTP_PATH_MAX 512
@@ -38,6 +39,7 @@ struct gw_http {
 	struct gw_http_opts opts;
 	struct gw_models *ms;
 	struct gw_fwd *fw;
+	struct gw_http_deadline *dl; /* NULL: no whole-request deadline */
 	atomic_bool stopping;
 };
 
@@ -556,6 +558,8 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 		rq->len += n;
 		return MHD_YES;
 	}
+	if (h->dl)
+		gw_http_deadline_received(conn);
 	if (rq->too_large)
 		return http_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
 				  "the body is over the gateway's limit of %zu bytes",
@@ -567,10 +571,11 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
 			   enum MHD_RequestTerminationCode toe)
 {
 	struct http_req *rq = *con_cls;
+	struct gw_http *h = cls;
 
-	(void)cls;
-	(void)conn;
 	(void)toe;
+	if (h->dl)
+		gw_http_deadline_answered(conn);
 	if (!rq)
 		return;
 	gw_infer_request_free(&rq->ir);
@@ -605,14 +610,23 @@ int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct 
 	h->fw = fw;
 	if (opts->addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	h->d = MHD_start_daemon(flags, 0, NULL, NULL, http_access, h, MHD_OPTION_EXTERNAL_LOGGER,
-				http_log, h, MHD_OPTION_SOCK_ADDR, &h->opts.addr,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)opts->max_connections,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->idle_timeout_s,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
-				MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)HTTP_CONN_INCREMENT,
-				MHD_OPTION_NOTIFY_COMPLETED, http_completed, h, MHD_OPTION_END);
+	if (opts->request_timeout_ms > 0 &&
+	    gw_http_deadline_start(opts->request_timeout_ms, &h->dl, err)) {
+		free(h);
+		return err ? err->code : -ENOMEM;
+	}
+	h->d = MHD_start_daemon(
+		flags, 0, NULL, NULL, http_access, h, MHD_OPTION_EXTERNAL_LOGGER, http_log, h,
+		MHD_OPTION_SOCK_ADDR, &h->opts.addr, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned int)opts->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned int)opts->max_conns_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned int)opts->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)HTTP_CONN_MEMORY, MHD_OPTION_CONNECTION_MEMORY_INCREMENT,
+		(size_t)HTTP_CONN_INCREMENT, MHD_OPTION_NOTIFY_COMPLETED, http_completed, h,
+		MHD_OPTION_NOTIFY_CONNECTION, h->dl ? gw_http_deadline_notify : NULL, h->dl,
+		MHD_OPTION_END);
 	if (!h->d) {
+		gw_http_deadline_stop(h->dl);
 		free(h);
 		return coloc_err_set(err, -EADDRINUSE,
 				     "cannot listen for HTTP (address in use or not this "
@@ -639,5 +653,6 @@ void gw_http_stop(struct gw_http *h)
 	if (!h)
 		return;
 	MHD_stop_daemon(h->d);
+	gw_http_deadline_stop(h->dl);
 	free(h);
 }

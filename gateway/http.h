@@ -36,6 +36,8 @@ struct gw_http_opts {
 	struct sockaddr_storage addr;
 	socklen_t addr_len;
 	int max_connections;
+	int max_conns_per_ip; /* from one client address; 0: no limit */
+	int request_timeout_ms; /* a request's arrival, whole (http_deadline.h); 0: none */
 	size_t max_body; /* bytes of one request body */
 	int timeout_ms; /* of one infer, from arrival */
 	int idle_timeout_s; /* of a connection */

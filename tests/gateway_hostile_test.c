@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
 #include "gateway_fake_colocd.h"
+#include <netinet/in.h>
 
 #define PYTHON "/usr/bin/python3" /* Debian's, with python3-grpcio */
 #define BOMB_BYTES (16 << 20)
@@ -273,6 +274,119 @@ TEST_F_TIMEOUT(fwd, colocd_answer__a_line_without_end_is_cut_at_the_limit, 120)
 	atomic_store(&self->fake.endless, false);
 	atomic_store(&self->fake.mode, FAKE_ANSWER);
 	EXPECT_EQ(200, infer(self, "fast", 2));
+}
+
+/* A TCP connection to the gateway's HTTP port, or -1. */
+static int http_connect(FIXTURE_DATA(fwd) * self)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(self->env.http_port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Whether the gateway closed fd (EOF or reset) within ms; what it sent before in buf. */
+static bool closed_within(int fd, int ms, char *buf, size_t len)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	size_t got = 0;
+
+	buf[0] = '\0';
+	while (poll(&p, 1, ms) > 0) {
+		ssize_t n = recv(fd, buf + got, len - 1 - got, MSG_DONTWAIT);
+
+		if (n <= 0)
+			return n == 0 || errno == ECONNRESET;
+		got += (size_t)n;
+		buf[got] = '\0';
+		if (got == len - 1)
+			got = 0;
+	}
+	return false;
+}
+
+/*
+ * A client sending its request's headers one byte every 100 ms never
+ * meets an idle timeout: it is cut at --http-request-timeout-ms (here 1 s)
+ * while another client is served. Before: it kept its connection (and its
+ * thread) for as long as it kept sending, 30 s here.
+ */
+TEST_F_TIMEOUT(fwd, http_deadline__a_slow_loris_is_cut_while_others_are_served, 120)
+{
+	const char *flags[] = { "--http-request-timeout-ms", "1000", NULL };
+	const char *head = "POST /v2/models/fast/infer HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+	char buf[256];
+	bool cut = false;
+	int fd, sent = 0;
+
+	ASSERT_TRUE(start_gateway(self, flags));
+	fd = http_connect(self);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)strlen(head), send(fd, head, strlen(head), MSG_NOSIGNAL));
+	/* 300 bytes, one every 100 ms: 30 s, far past the deadline */
+	for (; sent < 300 && !cut; sent++) {
+		if (send(fd, "a", 1, MSG_NOSIGNAL) != 1) {
+			cut = true;
+			break;
+		}
+		cut = closed_within(fd, 100, buf, sizeof(buf));
+		if (sent == 5)
+			EXPECT_EQ(200, infer(self, "fast", 1));
+	}
+	TH_LOG("cut after %d bytes of the slow header", sent);
+	EXPECT_TRUE(cut);
+	close(fd);
+	EXPECT_EQ(200, infer(self, "fast", 2));
+}
+
+/*
+ * --http-max-conns-per-ip 4: four connections from 127.0.0.1 are served,
+ * a fifth is closed unanswered; once one of the four closes, a new one is
+ * served again.
+ */
+TEST_F_TIMEOUT(fwd, http_conns_per_ip__past_the_limit_are_closed, 120)
+{
+	const char *flags[] = { "--http-max-conns-per-ip", "4", NULL };
+	const char *req = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n";
+	int fds[4], extra;
+	char buf[512];
+	bool served = false;
+
+	ASSERT_TRUE(start_gateway(self, flags));
+	for (int i = 0; i < 4; i++) {
+		fds[i] = http_connect(self);
+		ASSERT_LE(0, fds[i]);
+		ASSERT_EQ((ssize_t)strlen(req), send(fds[i], req, strlen(req), MSG_NOSIGNAL));
+		/* the answer, and the connection kept (HTTP/1.1) */
+		EXPECT_FALSE(closed_within(fds[i], 2000, buf, sizeof(buf)));
+		EXPECT_NE(NULL, strstr(buf, "200 OK")) TH_LOG("%d: %s", i, buf);
+	}
+	extra = http_connect(self);
+	ASSERT_LE(0, extra);
+	send(extra, req, strlen(req), MSG_NOSIGNAL);
+	EXPECT_TRUE(closed_within(extra, CURL_MAX_S * 1000, buf, sizeof(buf)));
+	EXPECT_EQ(NULL, strstr(buf, "200 OK")) TH_LOG("%s", buf);
+	close(extra);
+	close(fds[0]);
+	/* the gateway sees the close on its own time: a few tries */
+	for (int i = 0; i < 50 && !served; i++) {
+		extra = http_connect(self);
+		ASSERT_LE(0, extra);
+		send(extra, req, strlen(req), MSG_NOSIGNAL);
+		closed_within(extra, 2000, buf, sizeof(buf));
+		served = strstr(buf, "200 OK");
+		close(extra);
+		if (!served)
+			usleep(100000);
+	}
+	EXPECT_TRUE(served);
+	for (int i = 1; i < 4; i++)
+		close(fds[i]);
 }
 
 TEST_HARNESS_MAIN

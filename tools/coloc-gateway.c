@@ -41,6 +41,7 @@ static struct {
 	const char *grpc;
 	long threads, conns, max_queue, timeout_ms, colocd_timeout_ms, max_body, load_timeout_s;
 	long max_connections, pipeline, grpc_read_timeout_ms, grpc_max_streams;
+	long max_conns_per_ip, request_timeout_ms;
 	bool allow_root;
 	bool model_control; /* --model-control */
 	bool repository_links; /* --repository-links */
@@ -57,6 +58,8 @@ static struct {
 	.max_body = 64L << 20,
 	.load_timeout_s = 300,
 	.max_connections = 1024,
+	.max_conns_per_ip = 64,
+	.request_timeout_ms = 30000,
 	.pipeline = COLOC_MAX_INFLIGHT,
 	.grpc_max_streams = 100,
 };
@@ -96,6 +99,12 @@ static void usage(FILE *f)
 		"  --max-body-bytes N      largest request body or gRPC message, then 413 or\n"
 		"                          RESOURCE_EXHAUSTED (default %ld)\n"
 		"  --max-connections N     HTTP connections at once (default %ld)\n"
+		"  --http-max-conns-per-ip N  HTTP connections at once from one client address,\n"
+		"                          more are closed at once (default %ld; 0: no limit)\n"
+		"  --http-request-timeout-ms N  longest an HTTP request may take to arrive whole,\n"
+		"                          from its connection's opening or the previous answer\n"
+		"                          on it, then the connection is closed (default %ld;\n"
+		"                          0: only the 60 s idle timeout)\n"
 		"  --grpc-read-timeout-ms N  longest a gRPC call may take to send its request\n"
 		"                          message after opening, then it is cancelled with\n"
 		"                          DEADLINE_EXCEEDED (default: --timeout-ms, at most %d)\n"
@@ -118,8 +127,9 @@ static void usage(FILE *f)
 		"Exit status: 0 after SIGINT/SIGTERM, 1 on failure, 2 on bad usage.\n",
 		prog, COLOC_DEFAULT_SOCKET, opts.http, opts.metrics, opts.threads, opts.conns,
 		opts.max_queue, opts.timeout_ms, opts.colocd_timeout_ms, COLOC_MAX_INFLIGHT,
-		COLOC_MAX_INFLIGHT, opts.max_body, opts.max_connections, GW_GRPC_READ_TIMEOUT_MS,
-		opts.grpc_max_streams, opts.load_timeout_s, COLOC_GROUP);
+		COLOC_MAX_INFLIGHT, opts.max_body, opts.max_connections, opts.max_conns_per_ip,
+		opts.request_timeout_ms, GW_GRPC_READ_TIMEOUT_MS, opts.grpc_max_streams,
+		opts.load_timeout_s, COLOC_GROUP);
 }
 
 enum {
@@ -143,6 +153,8 @@ enum {
 	OPT_GRPC_STREAMS,
 	OPT_MODEL_CONTROL,
 	OPT_REPOSITORY_LINKS,
+	OPT_CONNS_PER_IP,
+	OPT_REQUEST_TIMEOUT,
 	OPT_VERSION
 };
 
@@ -167,6 +179,8 @@ static const struct option long_opts[] = {
 	{ "grpc-max-streams", required_argument, NULL, OPT_GRPC_STREAMS },
 	{ "model-control", no_argument, NULL, OPT_MODEL_CONTROL },
 	{ "repository-links", no_argument, NULL, OPT_REPOSITORY_LINKS },
+	{ "http-max-conns-per-ip", required_argument, NULL, OPT_CONNS_PER_IP },
+	{ "http-request-timeout-ms", required_argument, NULL, OPT_REQUEST_TIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -189,6 +203,8 @@ static const struct {
 	{ OPT_PIPELINE, "--colocd-pipeline", &opts.pipeline, 1, COLOC_MAX_INFLIGHT },
 	{ OPT_GRPC_READ_TIMEOUT, "--grpc-read-timeout-ms", &opts.grpc_read_timeout_ms, 1, 3600000 },
 	{ OPT_GRPC_STREAMS, "--grpc-max-streams", &opts.grpc_max_streams, 1, 65536 },
+	{ OPT_CONNS_PER_IP, "--http-max-conns-per-ip", &opts.max_conns_per_ip, 0, 65536 },
+	{ OPT_REQUEST_TIMEOUT, "--http-request-timeout-ms", &opts.request_timeout_ms, 0, 3600000 },
 };
 
 static int parse_args(int argc, char **argv)
@@ -321,6 +337,8 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	hopts.max_connections = (int)opts.max_connections;
+	hopts.max_conns_per_ip = (int)opts.max_conns_per_ip;
+	hopts.request_timeout_ms = (int)opts.request_timeout_ms;
 	hopts.max_body = (size_t)opts.max_body;
 	hopts.timeout_ms = (int)opts.timeout_ms;
 	hopts.idle_timeout_s = 60;

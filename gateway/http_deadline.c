@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The whole-request deadline of HTTP connections (http_deadline.h): each
+ * connection's deadline in a list, a reaper thread that sleeps until the
+ * earliest one and shuts a late connection's socket down. The list's
+ * lock is also what libmicrohttpd's close waits on (its CLOSED
+ * notification comes before it closes the socket), so the reaper never
+ * shuts down a descriptor number that another connection has taken since.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/socket.h>
+#include "http_deadline.h"
+
+struct dl_conn {
+	struct dl_conn *prev, *next;
+	int fd;
+	bool cut;
+	uint64_t timeout_ns;
+	_Atomic uint64_t by_ns; /* CLOCK_MONOTONIC; 0 while a request is answered */
+};
+
+struct gw_http_deadline {
+	uint64_t timeout_ns;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t reaper;
+	bool stop;
+	struct dl_conn *head;
+	atomic_ulong cut;
+};
+
+static uint64_t dl_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *dl_reaper(void *arg)
+{
+	struct gw_http_deadline *dl = arg;
+
+	pthread_mutex_lock(&dl->lock);
+	while (!dl->stop) {
+		uint64_t now = dl_now_ns(), next = now + dl->timeout_ns;
+		struct timespec ts;
+
+		for (struct dl_conn *c = dl->head; c; c = c->next) {
+			uint64_t by = atomic_load(&c->by_ns);
+
+			if (!by || c->cut)
+				continue;
+			if (by <= now) {
+				/* libmicrohttpd's thread sees the end and closes it */
+				shutdown(c->fd, SHUT_RDWR);
+				c->cut = true;
+				atomic_fetch_add(&dl->cut, 1);
+			} else if (by < next) {
+				next = by;
+			}
+		}
+		/* a deadline set meanwhile is now + timeout: not before next */
+		ts.tv_sec = (time_t)(next / 1000000000ull);
+		ts.tv_nsec = (long)(next % 1000000000ull);
+		pthread_cond_timedwait(&dl->wake, &dl->lock, &ts);
+	}
+	pthread_mutex_unlock(&dl->lock);
+	return NULL;
+}
+
+int gw_http_deadline_start(int timeout_ms, struct gw_http_deadline **out, struct coloc_err *err)
+{
+	struct gw_http_deadline *dl = calloc(1, sizeof(*dl));
+	pthread_condattr_t ca;
+	int r;
+
+	*out = NULL;
+	if (!dl)
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	dl->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
+	pthread_mutex_init(&dl->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&dl->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	r = pthread_create(&dl->reaper, NULL, dl_reaper, dl);
+	if (r) {
+		pthread_cond_destroy(&dl->wake);
+		pthread_mutex_destroy(&dl->lock);
+		free(dl);
+		return coloc_err_set(err, -r, "cannot start the HTTP deadline thread: %s",
+				     strerror(r));
+	}
+	*out = dl;
+	return 0;
+}
+
+void gw_http_deadline_stop(struct gw_http_deadline *dl)
+{
+	if (!dl)
+		return;
+	pthread_mutex_lock(&dl->lock);
+	dl->stop = true;
+	pthread_cond_signal(&dl->wake);
+	pthread_mutex_unlock(&dl->lock);
+	pthread_join(dl->reaper, NULL);
+	while (dl->head) {
+		struct dl_conn *c = dl->head;
+
+		dl->head = c->next;
+		free(c);
+	}
+	pthread_cond_destroy(&dl->wake);
+	pthread_mutex_destroy(&dl->lock);
+	free(dl);
+}
+
+void gw_http_deadline_notify(void *arg, struct MHD_Connection *conn, void **socket_context,
+			     enum MHD_ConnectionNotificationCode code)
+{
+	struct gw_http_deadline *dl = arg;
+	struct dl_conn *c = *socket_context;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *fd =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		c = fd ? calloc(1, sizeof(*c)) : NULL;
+		if (!c)
+			return; /* untracked: only its idle timeout holds */
+		c->fd = fd->connect_fd;
+		c->timeout_ns = dl->timeout_ns;
+		atomic_store(&c->by_ns, dl_now_ns() + dl->timeout_ns);
+		pthread_mutex_lock(&dl->lock);
+		c->next = dl->head;
+		if (dl->head)
+			dl->head->prev = c;
+		dl->head = c;
+		pthread_mutex_unlock(&dl->lock);
+		*socket_context = c;
+		return;
+	}
+	if (code != MHD_CONNECTION_NOTIFY_CLOSED || !c)
+		return;
+	pthread_mutex_lock(&dl->lock);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		dl->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	pthread_mutex_unlock(&dl->lock);
+	free(c);
+	*socket_context = NULL;
+}
+
+/* conn's entry, or NULL when it is not tracked (no deadline). */
+static struct dl_conn *dl_conn_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *i =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return i ? i->socket_context : NULL;
+}
+
+void gw_http_deadline_received(struct MHD_Connection *conn)
+{
+	struct dl_conn *c = dl_conn_of(conn);
+
+	if (c)
+		atomic_store(&c->by_ns, 0);
+}
+
+void gw_http_deadline_answered(struct MHD_Connection *conn)
+{
+	struct dl_conn *c = dl_conn_of(conn);
+
+	if (c)
+		atomic_store(&c->by_ns, dl_now_ns() + c->timeout_ns);
+}
+
+unsigned long gw_http_deadline_cut(struct gw_http_deadline *dl)
+{
+	return dl ? atomic_load(&dl->cut) : 0;
+}

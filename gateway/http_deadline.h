@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The whole-request deadline of the gateway's HTTP connections: a request
+ * must arrive whole (headers and body) within timeout_ms of its
+ * connection's opening, or of the end of the previous answer on it. A
+ * reaper thread, asleep until the earliest deadline, shuts a late
+ * connection's socket down, and libmicrohttpd closes it. libmicrohttpd's
+ * own timeout is of idleness, which a client sending a byte a second never
+ * meets (docs/gateway.md, "Limits").
+ */
+#ifndef COLOC_GATEWAY_HTTP_DEADLINE_H
+#define COLOC_GATEWAY_HTTP_DEADLINE_H
+
+#include <stdatomic.h>
+#include <microhttpd.h>
+#include "error.h"
+
+struct gw_http_deadline;
+
+/* The reaper, started. 0, or -errno with err filled. */
+int gw_http_deadline_start(int timeout_ms, struct gw_http_deadline **out, struct coloc_err *err);
+/* Stops the reaper (after libmicrohttpd stopped: no connection is left). */
+void gw_http_deadline_stop(struct gw_http_deadline *dl);
+
+/* MHD_OPTION_NOTIFY_CONNECTION's callback, dl as its argument: a connection tracked. */
+void gw_http_deadline_notify(void *dl, struct MHD_Connection *conn, void **socket_context,
+			     enum MHD_ConnectionNotificationCode code);
+/* conn's request arrived whole: its deadline is off until the answer is sent. */
+void gw_http_deadline_received(struct MHD_Connection *conn);
+/* conn's answer was sent: the deadline of its next request starts now. */
+void gw_http_deadline_answered(struct MHD_Connection *conn);
+/* Connections cut at their deadline so far. */
+unsigned long gw_http_deadline_cut(struct gw_http_deadline *dl);
+
+#endif /* COLOC_GATEWAY_HTTP_DEADLINE_H */
