@@ -19,6 +19,7 @@
 #define TRUNC_BYTES ((64u << 20) - 1) /* a model whose scan takes long enough to be cut */
 #define TRUNC_SHORT 4096
 #define TRUNC_LOADS 12
+#define SWAP_LOADS 200
 
 /* curl's POST of an empty body to path; the HTTP status, the answer in out<n>. */
 static int post_empty(FIXTURE_DATA(fwd) * self, const char *path, int n)
@@ -267,6 +268,69 @@ TEST_F_TIMEOUT(fwd, load__external_data_links_and_dotdot_are_refused, 300)
 	EXPECT_NE(200, post_empty(self, "/v2/repository/models/ext/load", 5));
 	EXPECT_TRUE(body_has(self, 5, "leads outside its folder", false));
 	EXPECT_EQ(200, infer(self, "fast", 6));
+}
+
+struct swapper {
+	char dir[600];
+	atomic_bool stop;
+	atomic_int rounds;
+};
+
+/* Swaps model.onnx and the link "swap" in dir, atomically, until told to stop. */
+static void *swap_loop(void *arg)
+{
+	struct swapper *w = arg;
+	char a[700], b[700];
+
+	snprintf(a, sizeof(a), "%s/model.onnx", w->dir);
+	snprintf(b, sizeof(b), "%s/swap", w->dir);
+	while (!atomic_load(&w->stop)) {
+		if (renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE))
+			break;
+		atomic_fetch_add(&w->rounds, 1);
+	}
+	return NULL;
+}
+
+/*
+ * The model file swapped with a link to a file outside the repository
+ * (renameat2's exchange, over and over) while the model is loaded 200 times:
+ * each load opens the real file or refuses the link, never the file it
+ * names (here not an ONNX model, so opening it says so). Before: the
+ * repository checked the path with lstat and the client opened it again,
+ * following a link swapped in meanwhile.
+ */
+TEST_F_TIMEOUT(fwd, load__a_link_swapped_in_is_never_followed, 300)
+{
+	const char *control[] = { "--model-control", NULL };
+	struct swapper w = { 0 };
+	char path[700], target[640];
+	int followed = 0, loaded = 0;
+	pthread_t th;
+
+	ASSERT_TRUE(start_gateway(self, control));
+	snprintf(target, sizeof(target), "%s/outside.onnx", self->env.dir);
+	ASSERT_EQ(0, write_text(target, "\xff\xff not an ONNX model"));
+	ASSERT_EQ(0, write_onnx_with_location(self->env.repo, "sw", "w.bin"));
+	snprintf(path, sizeof(path), "%s/sw/1/w.bin", self->env.repo);
+	ASSERT_EQ(0, write_text(path, "weights"));
+	snprintf(w.dir, sizeof(w.dir), "%s/sw/1", self->env.repo);
+	snprintf(path, sizeof(path), "%s/swap", w.dir);
+	ASSERT_EQ(0, symlink(target, path));
+	ASSERT_EQ(0, open_repo(self));
+	ASSERT_EQ(0, pthread_create(&th, NULL, swap_loop, &w));
+	for (int i = 0; i < SWAP_LOADS; i++) {
+		post_empty(self, "/v2/repository/models/sw/unload", 1000 + i);
+		loaded += post_empty(self, "/v2/repository/models/sw/load", i) == 200;
+		followed += body_has(self, i, "not an ONNX model", true) ? 0 : 1;
+	}
+	atomic_store(&w.stop, true);
+	pthread_join(th, NULL);
+	TH_LOG("%d loads: %d loaded, %d opened the file the link names; %d swaps", SWAP_LOADS,
+	       loaded, followed, atomic_load(&w.rounds));
+	EXPECT_EQ(0, followed);
+	EXPECT_GT(loaded, 0);
+	EXPECT_EQ(200, infer(self, "fast", 1));
 }
 
 /*
