@@ -455,7 +455,6 @@ static int client_beneath_fail(struct coloc_client *c, int err, const char *what
 {
 	const char *why = err == -ELOOP  ? "a symbolic link, not followed here" :
 			  err == -EXDEV  ? "it leads outside its folder" :
-			  err == -ENOSYS ? "openat2 is missing: Linux 5.6 or later is needed" :
 					   strerror(-err);
 
 	return client_fail(c, err, "cannot open %s %s: %s", what, path, why);

@@ -89,10 +89,9 @@ static int repo_openat(const struct gw_repo *repo, int dirfd, const char *path, 
 /* Why repo_openat failed, in words. */
 static const char *repo_why(int err)
 {
-	return err == -ELOOP  ? "a symbolic link (followed only with --repository-links)" :
-	       err == -EXDEV  ? "it leads outside the repository" :
-	       err == -ENOSYS ? "openat2 is missing (Linux 5.6 or later; or --repository-links)" :
-				strerror(-err);
+	return err == -ELOOP ? "a symbolic link (followed only with --repository-links)" :
+	       err == -EXDEV ? "it leads outside the repository" :
+			       strerror(-err);
 }
 
 /* Whether path below dirfd is of type (S_IFREG, S_IFDIR) by the repository's rules. */

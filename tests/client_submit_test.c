@@ -141,4 +141,60 @@ TEST(submit_at__symbolic_links_are_refused_unopened)
 	EXPECT_EQ(0, tu_remove_tree(dir));
 }
 
+/*
+ * coloc_open_beneath's way where openat2 is missing (a kernel before 5.6,
+ * a seccomp profile without it): a component walk with O_NOFOLLOW refuses
+ * what openat2 refuses, link by link, and opens the rest.
+ */
+TEST(open_beneath_walk__refuses_what_openat2_refuses)
+{
+	static const struct {
+		const char *path;
+		int want, want2; /* the walk's, openat2's; 0: opens */
+	} cases[] = {
+		{ "d/f", 0, 0 },
+		{ "./d//f", 0, 0 },
+		{ "d/f/", -ENOTDIR, -ENOTDIR },
+		{ "d/lf", -ELOOP, -ELOOP },
+		{ "ld/f", -ELOOP, -ELOOP },
+		{ "d/../d/f", -EXDEV, 0 }, /* the walk refuses every '..' */
+		{ "d/../../x", -EXDEV, -EXDEV },
+		{ "/etc/passwd", -EXDEV, -EXDEV },
+		{ "d/none", -ENOENT, -ENOENT },
+		{ "f2/f", -ENOTDIR, -ENOTDIR },
+	};
+	char dir[] = "/tmp/coloc-client-walk-XXXXXX", path[160];
+	int dfd;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/d", dir);
+	ASSERT_EQ(0, mkdir(path, 0755));
+	snprintf(path, sizeof(path), "%s/d/f", dir);
+	ASSERT_EQ(0, write_onnx_with_location(path, "w.bin"));
+	snprintf(path, sizeof(path), "%s/f2", dir);
+	ASSERT_EQ(0, write_onnx_with_location(path, "w.bin"));
+	snprintf(path, sizeof(path), "%s/d/lf", dir);
+	ASSERT_EQ(0, symlink("f", path));
+	snprintf(path, sizeof(path), "%s/ld", dir);
+	ASSERT_EQ(0, symlink("d", path));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_LE(0, dfd);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		int fd = coloc_open_beneath_walk(dfd, cases[i].path, O_RDONLY | O_NONBLOCK);
+		int via2 = coloc_open_beneath(dfd, cases[i].path, O_RDONLY | O_NONBLOCK, false);
+
+		EXPECT_EQ(cases[i].want, fd < 0 ? fd : 0) TH_LOG("walk %s", cases[i].path);
+		/* openat2 itself, where there is one, says the same */
+		if (via2 != -ENOSYS)
+			EXPECT_EQ(cases[i].want2, via2 < 0 ? via2 : 0)
+		TH_LOG("openat2 %s", cases[i].path);
+		if (fd >= 0)
+			close(fd);
+		if (via2 >= 0)
+			close(via2);
+	}
+	close(dfd);
+	EXPECT_EQ(0, tu_remove_tree(dir));
+}
+
 TEST_HARNESS_MAIN

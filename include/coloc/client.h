@@ -114,11 +114,19 @@ struct json_object *coloc_client_submit_at(struct coloc_client *c, const struct 
 /*
  * path, relative to dirfd, opened with flags (O_CLOEXEC and O_NOCTTY
  * added) by openat2: resolved below dirfd (no '..' out of it, no absolute
- * path), without symbolic links unless links. The descriptor, or -errno:
- * -EXDEV (leads outside dirfd), -ELOOP (a symbolic link), -ENOSYS (no
- * openat2: Linux 5.6 or later is needed).
+ * path), without symbolic links unless links; where openat2 is missing,
+ * by coloc_open_beneath_walk() (no links at all). The descriptor, or
+ * -errno: -EXDEV (leads outside dirfd), -ELOOP (a symbolic link).
  */
 int coloc_open_beneath(int dirfd, const char *path, int flags, bool links);
+
+/*
+ * What coloc_open_beneath() does without links where openat2 is missing
+ * (ENOSYS): path walked a component at a time with O_NOFOLLOW, '..' and
+ * an absolute path refused (-EXDEV), a link at any component -ELOOP (the
+ * last one opened O_PATH is the link itself, for the caller's fstat).
+ */
+int coloc_open_beneath_walk(int dirfd, const char *path, int flags);
 
 /* Whether a response says "ok":true; if not, its "error" becomes coloc_client_error(). */
 int coloc_client_ok(struct coloc_client *c, struct json_object *resp);
