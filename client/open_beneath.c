@@ -4,8 +4,10 @@
  * directory by openat2, so that what is checked is what is opened (no
  * check by path first, then an open a writer could race with a link).
  * Where openat2 is missing (ENOSYS: before Linux 5.6, or a seccomp
- * profile that does not know it), the path is walked one component at a
- * time with O_NOFOLLOW instead (links then refused even when asked for),
+ * profile that does not know it, systemd's RestrictSUIDSGID= among them;
+ * EPERM: older container runtimes' default profiles), the path is walked
+ * one component at a time with O_NOFOLLOW instead (links then refused even
+ * when asked for, a link as the last component too),
  * which is as
  * strict: no absolute path, no link at any component, and no '..' at all
  * (openat2 allows one that stays below).
@@ -63,7 +65,7 @@ int coloc_open_beneath_walk(int dirfd, const char *path, int flags)
 
 			fd = -errno;
 			/* O_PATH | O_NOFOLLOW opens a link itself: O_DIRECTORY then says ENOTDIR */
-			if (fd == -ENOTDIR && !last &&
+			if (fd == -ENOTDIR &&
 			    !fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode))
 				fd = -ELOOP;
 		}
@@ -75,6 +77,19 @@ int coloc_open_beneath_walk(int dirfd, const char *path, int flags)
 	}
 	if (cur != dirfd)
 		close(cur);
+	return fd;
+}
+
+/* The walk, refusing a link as the last component as openat2 does (O_PATH opens one). */
+static int beneath_walk_no_link(int dirfd, const char *path, int flags)
+{
+	int fd = coloc_open_beneath_walk(dirfd, path, flags);
+	struct stat st;
+
+	if (fd >= 0 && (flags & O_PATH) && (fstat(fd, &st) || S_ISLNK(st.st_mode))) {
+		close(fd);
+		return -ELOOP;
+	}
 	return fd;
 }
 
@@ -90,7 +105,7 @@ int coloc_open_beneath(int dirfd, const char *path, int flags, bool links)
 	do
 		fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 	while (fd < 0 && errno == EINTR);
-	if (fd < 0 && errno == ENOSYS) /* stricter with links: none followed */
-		return coloc_open_beneath_walk(dirfd, path, flags);
+	if (fd < 0 && (errno == ENOSYS || errno == EPERM)) /* stricter with links: none followed */
+		return beneath_walk_no_link(dirfd, path, flags);
 	return fd < 0 ? -errno : (int)fd;
 }

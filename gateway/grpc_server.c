@@ -344,7 +344,7 @@ static bool grpc_message_into_memfd(struct gw_grpc_call *c, grpc_byte_buffer_rea
 	while (grpc_byte_buffer_reader_next(reader, &s)) {
 		size_t n = GRPC_SLICE_LENGTH(s);
 
-		if (n <= len - at)
+		if (at <= len && n <= len - at)
 			memcpy((char *)m->map + at, GRPC_SLICE_START_PTR(s), n);
 		at += n;
 		grpc_slice_unref(s);

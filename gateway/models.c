@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,17 +268,30 @@ out:
  */
 static void models_failed(struct gw_models *ms, const char *name, struct coloc_err *err)
 {
+	char prefix[PATH_MAX + 1];
 	size_t n = strlen(ms->repo.path);
-	char *p;
+	char *p, *from;
 
 	if (!err)
 		return;
 	fprintf(stderr, "coloc-gateway: model %s not loaded (repository %s): %s\n", name,
 		ms->repo.path, coloc_err_str(err));
-	while ((p = strstr(err->msg, ms->repo.path))) {
-		size_t cut = n + (p[n] == '/');
-
-		memmove(p, p + cut, strlen(p + cut) + 1);
+	while (n > 1 && ms->repo.path[n - 1] == '/')
+		n--;
+	if (!n || n >= PATH_MAX)
+		return;
+	/* the repository's path as a folder, where a path starts: "/models" leaves "/modelsX" */
+	memcpy(prefix, ms->repo.path, n);
+	n += prefix[n - 1] != '/';
+	prefix[n - 1] = '/';
+	prefix[n] = '\0';
+	for (from = err->msg; (p = strstr(from, prefix));) {
+		if (p != err->msg && !strchr(" '\"(=:", p[-1])) {
+			from = p + 1;
+			continue;
+		}
+		memmove(p, p + n, strlen(p + n) + 1);
+		from = p;
 	}
 }
 

@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <seccomp.h>
 #include "kselftest_harness.h"
 #include "coloc/client.h"
 #include "testutil.h"
@@ -194,6 +196,57 @@ TEST(open_beneath_walk__refuses_what_openat2_refuses)
 			close(via2);
 	}
 	close(dfd);
+	EXPECT_EQ(0, tu_remove_tree(dir));
+}
+
+/*
+ * Where a seccomp profile answers openat2 with ENOSYS (systemd's
+ * RestrictSUIDSGID=) or EPERM (older container runtimes' defaults),
+ * coloc_open_beneath walks instead: the model opens, a link does not,
+ * a link as the last component with O_PATH neither. In a child, which
+ * loads the filter.
+ */
+static int beneath_under_filter(const char *dir, int err)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd, bad = 0;
+
+	if (!ctx || dfd < 0 || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), SCMP_SYS(openat2), 0) ||
+	    seccomp_load(ctx))
+		return 100;
+	fd = coloc_open_beneath(dfd, "d/f", O_RDONLY | O_NONBLOCK, false);
+	bad |= (fd < 0) << 0;
+	bad |= (coloc_open_beneath(dfd, "d/lf", O_RDONLY | O_NONBLOCK, true) != -ELOOP) << 1;
+	bad |= (coloc_open_beneath(dfd, "d/lf", O_PATH, false) != -ELOOP) << 2;
+	bad |= (coloc_open_beneath(dfd, "ld", O_PATH | O_DIRECTORY, false) != -ELOOP) << 3;
+	return bad;
+}
+
+TEST(open_beneath__walks_where_a_filter_refuses_openat2)
+{
+	char dir[] = "/tmp/coloc-client-filter-XXXXXX", path[160];
+	static const int errs[] = { ENOSYS, EPERM };
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/d", dir);
+	ASSERT_EQ(0, mkdir(path, 0755));
+	snprintf(path, sizeof(path), "%s/d/f", dir);
+	ASSERT_EQ(0, write_onnx_with_location(path, "w.bin"));
+	snprintf(path, sizeof(path), "%s/d/lf", dir);
+	ASSERT_EQ(0, symlink("f", path));
+	snprintf(path, sizeof(path), "%s/ld", dir);
+	ASSERT_EQ(0, symlink("d", path));
+	for (size_t i = 0; i < sizeof(errs) / sizeof(*errs); i++) {
+		int status;
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (!pid)
+			_exit(beneath_under_filter(dir, errs[i]));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("openat2 answering %s", strerror(errs[i]));
+	}
 	EXPECT_EQ(0, tu_remove_tree(dir));
 }
 
