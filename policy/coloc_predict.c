@@ -5,6 +5,8 @@
  * per-block cost and the usual relative error (EWMAs that fade towards 1.0
  * and 0 without measurements), and per block class (first layer, last
  * layer, core count) its own correction and the median of its last ratios.
+ * The EWMAs learn a block's time clipped at its prediction times 1 + a few
+ * usual errors, so that one stalled block does not wreck them.
  * Why each part is there: docs/design/coloc-policy.md.
  */
 #include <math.h>
@@ -25,6 +27,15 @@
 #define COLOC_CLASS_HALF_LIFE_NS 5000000000.0
 /* a class predicts from its median once it holds this many samples (COLOC_CLASS_SAMPLES) */
 #define COLOC_CLASS_MIN_SAMPLES 3
+/*
+ * What a block teaches the EWMAs is at most its prediction times 1 + this
+ * many of the tenant's usual errors, and never less than 1 + COLOC_CLIP_MIN:
+ * one block stalled 20x moves them as one 1.5x late would, and a real
+ * shift, clipped, widens the usual error and so its own clip within a few
+ * blocks (docs/design/coloc-policy.md, "One stalled block").
+ */
+#define COLOC_CLIP_DEVS 2.0
+#define COLOC_CLIP_MIN 0.5
 
 /* How much of what was learnt at since is left at now: half every half-life. */
 static double kept_since(uint64_t now, uint64_t since, double half_life_ns)
@@ -117,6 +128,17 @@ double coloc_aged_margin(const struct coloc_tenant *ct, uint64_t now)
 	return 1.0 + ct->dev * corr_kept(ct, now);
 }
 
+/*
+ * m as the EWMAs learn it from a block predicted at p, dev the tenant's
+ * usual error as of the block's end: clipped above only (a block cannot
+ * take less than nothing, and a tenant predicted late must unlearn it at
+ * once, or its queries are dropped and never measured).
+ */
+static double clipped(double m, double p, double dev)
+{
+	return fmin(m, p * (1 + fmax(COLOC_CLIP_DEVS * dev, COLOC_CLIP_MIN)));
+}
+
 void policy_coloc_engine_block_done(void *state, const struct policy_decision *d,
 				    uint64_t measured_ns)
 {
@@ -143,7 +165,7 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 		raw = policy_scale_ns(raw, d->cold_scale > 1 ? d->cold_scale : 1.0);
 	if (raw) {
 		uint64_t end_ns = d->decided_ns + measured_ns;
-		double m_ns = (double)measured_ns, w = raw / (raw + COLOC_SMALL_BLOCK_NS);
+		double w = raw / (raw + COLOC_SMALL_BLOCK_NS);
 		double corr = coloc_aged_corr(ct, end_ns), fixed = coloc_aged_fixed(ct, end_ns);
 		uint64_t key;
 		int i = class_index(d->first_layer, d->last_layer, ci, &key);
@@ -151,11 +173,12 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 		double p = coloc_predicted(coloc_class_pred(st, ct, d->first_layer, d->last_layer,
 							    ci, corr, fixed, end_ns),
 					   raw);
+		double dev = ct->dev * corr_kept(ct, end_ns);
+		double m_ns = clipped((double)measured_ns, p, dev);
 		/* the ratio of what is not the block's cost; never below a tenth of the whole */
 		double x = fmax(m_ns - fixed, m_ns / 10) / (double)raw;
 
-		ct->dev = (1 - COLOC_ALPHA * w) * ct->dev * corr_kept(ct, end_ns) +
-			  COLOC_ALPHA * w * fabs(m_ns - p) / p;
+		ct->dev = (1 - COLOC_ALPHA * w) * dev + COLOC_ALPHA * w * fabs(m_ns - p) / p;
 
 		/* the tenant's correction learns what the block's own leaves, and back */
 		corr = (1 - COLOC_ALPHA * w) * corr + COLOC_ALPHA * w * x / rel;
@@ -175,7 +198,8 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 		ct->cls[i].key = key;
 		ct->cls[i].rel = (1 - COLOC_ALPHA * w) * rel + COLOC_ALPHA * w * x / corr;
 		ct->cls[i].ns = end_ns;
-		ct->cls[i].ratio[ct->cls[i].next] = (float)(m_ns / (double)raw);
+		/* the median needs no clip: one stall in nine does not move it */
+		ct->cls[i].ratio[ct->cls[i].next] = (float)((double)measured_ns / (double)raw);
 		ct->cls[i].next = (ct->cls[i].next + 1) % COLOC_CLASS_SAMPLES;
 		if (ct->cls[i].nr < COLOC_CLASS_SAMPLES)
 			ct->cls[i].nr++;

@@ -51,26 +51,6 @@ struct block_learnt {
 };
 
 /*
- * What coloc learns from a block of table latency raw measured at m, as its
- * header says: the ratio teaches the tenant's correction in proportion to
- * raw / (raw + 100 us), over what the block's own (rel) already says, then
- * the block's own what the tenant's leaves; the rest (signed: it may be
- * below 0) teaches the per-block cost, floored at 0; alpha 0.3; m / raw
- * joins the block's last 9.
- */
-static void coloc_learn(double *corr, double *fixed, struct block_learnt *b, double raw, double m)
-{
-	double w = raw / (raw + 100000), x = fmax(m - *fixed, m / 10) / raw;
-
-	*corr = (1 - 0.3 * w) * *corr + 0.3 * w * x / b->rel;
-	*fixed = fmax(0, (1 - 0.3 * (1 - w)) * *fixed + 0.3 * (1 - w) * (m - *corr * b->rel * raw));
-	b->rel = (1 - 0.3 * w) * b->rel + 0.3 * w * x / *corr;
-	b->ratio[b->next] = (float)(m / raw);
-	b->next = (b->next + 1) % 9;
-	b->nr += b->nr < 9;
-}
-
-/*
  * Its prediction of the block (corr, fixed, rel: as of now): raw x corr x
  * rel + fixed; measured 3 times or more, raw x the median of its last 9,
  * a median above corr x rel faded towards the former by kept (the share
@@ -98,6 +78,33 @@ static double coloc_predict(double corr, double fixed, double rel, const struct 
 	return raw * (corr * rel + (med - corr * rel) * kept) + fixed * (1 - kept);
 }
 
+/*
+ * What coloc learns from a block of table latency raw measured at m, as its
+ * header says: m is first taken at most as the block's prediction (nothing
+ * faded) times 1 + max(2 x the tenant's usual error, 0.5); the relative
+ * error of that to the prediction teaches the usual error, in proportion
+ * to raw / (raw + 100 us); so does the ratio the tenant's correction, over
+ * what the block's own (rel) already says, then the block's own what the
+ * tenant's leaves; the rest (signed: it may be below 0) teaches the
+ * per-block cost, floored at 0; alpha 0.3; m itself joins the block's last
+ * 9.
+ */
+static void coloc_learn(double *corr, double *fixed, double *dev, struct block_learnt *b,
+			double raw, double m)
+{
+	double p = coloc_predict(*corr, *fixed, b->rel, b, raw, 1);
+	double c = fmin(m, p * (1 + fmax(2 * *dev, 0.5)));
+	double w = raw / (raw + 100000), x = fmax(c - *fixed, c / 10) / raw;
+
+	*dev = (1 - 0.3 * w) * *dev + 0.3 * w * fabs(c - p) / p;
+	*corr = (1 - 0.3 * w) * *corr + 0.3 * w * x / b->rel;
+	*fixed = fmax(0, (1 - 0.3 * (1 - w)) * *fixed + 0.3 * (1 - w) * (c - *corr * b->rel * raw));
+	b->rel = (1 - 0.3 * w) * b->rel + 0.3 * w * x / *corr;
+	b->ratio[b->next] = (float)(m / raw);
+	b->next = (b->next + 1) % 9;
+	b->nr += b->nr < 9;
+}
+
 TEST_F(pol, coloc_block_done__the_correction_converges_on_the_measured_ratio)
 {
 	struct policy *p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
@@ -106,7 +113,7 @@ TEST_F(pol, coloc_block_done__the_correction_converges_on_the_measured_ratio)
 	struct policy_decision first;
 	uint8_t versions[3];
 	struct block_learnt b = { .rel = 1.0 };
-	double corr = 1.0, fixed = 0;
+	double corr = 1.0, fixed = 0, dev = 0;
 
 	ASSERT_NE(NULL, p);
 	ASSERT_NE(NULL, q);
@@ -118,7 +125,7 @@ TEST_F(pol, coloc_block_done__the_correction_converges_on_the_measured_ratio)
 	for (int i = 0; i < 2; i++) {
 		policy_block_done(p, &first, 810000);
 		policy_block_done(q, &first, 810000);
-		coloc_learn(&corr, &fixed, &b, 540000, 810000);
+		coloc_learn(&corr, &fixed, &dev, &b, 540000, 810000);
 	}
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
@@ -132,7 +139,7 @@ TEST_F(pol, coloc_block_done__the_correction_converges_on_the_measured_ratio)
 		policy_block_done(p, &first, 810000);
 		policy_block_done(q, &first, 810000);
 		policy_block_done(e, &first, 810000);
-		coloc_learn(&corr, &fixed, &b, 540000, 810000);
+		coloc_learn(&corr, &fixed, &dev, &b, 540000, 810000);
 	}
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
@@ -167,7 +174,7 @@ TEST_F(pol, coloc_block_done__each_block_learns_its_own_ratio_beside_the_tenants
 	struct policy_decision four, two;
 	uint8_t versions[3], two_versions[3] = { 1, 0, 0 };
 	struct block_learnt b4 = { .rel = 1.0 }, b2 = { .rel = 1.0 };
-	double corr = 1.0, fixed = 0;
+	double corr = 1.0, fixed = 0, dev = 0;
 
 	ASSERT_NE(NULL, p);
 	ASSERT_TRUE(tiny_first_block(self, p, 100000000, &four, versions));
@@ -177,9 +184,9 @@ TEST_F(pol, coloc_block_done__each_block_learns_its_own_ratio_beside_the_tenants
 	two.decided_ns = four.decided_ns + 1080000 - 960000; /* both end at once */
 	for (int i = 0; i < 20; i++) {
 		policy_block_done(p, &four, 1080000);
-		coloc_learn(&corr, &fixed, &b4, 540000, 1080000);
+		coloc_learn(&corr, &fixed, &dev, &b4, 540000, 1080000);
 		policy_block_done(p, &two, 960000);
-		coloc_learn(&corr, &fixed, &b2, 960000, 960000);
+		coloc_learn(&corr, &fixed, &dev, &b2, 960000, 960000);
 	}
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
@@ -248,11 +255,9 @@ TEST_F(pol, coloc_decide__drops_only_what_is_late_even_at_the_fast_end_of_its_us
 	ASSERT_NE(NULL, p);
 	ASSERT_TRUE(tiny_first_block(self, p, 100000000, &first, versions));
 	for (int i = 0; i < 10; i++) {
-		double m = i % 2 ? 378000 : 702000, w = 540000.0 / 640000.0;
-		double pred = coloc_predict(corr, fixed, b.rel, &b, 540000, 1);
+		double m = i % 2 ? 378000 : 702000;
 
-		dev = (1 - 0.3 * w) * dev + 0.3 * w * fabs(m - pred) / pred;
-		coloc_learn(&corr, &fixed, &b, 540000, m);
+		coloc_learn(&corr, &fixed, &dev, &b, 540000, m);
 		first.decided_ns = end - (uint64_t)m;
 		policy_block_done(p, &first, (uint64_t)m);
 	}
@@ -306,14 +311,14 @@ TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_ten
 	struct policy_decision first;
 	uint8_t versions[3];
 	struct block_learnt b = { .rel = 1.0 };
-	double corr = 1.0, fixed = 0, rel;
+	double corr = 1.0, fixed = 0, dev = 0, rel;
 
 	ASSERT_NE(NULL, p);
 	ASSERT_TRUE(tiny_first_block(self, p, 100000000, &first, versions));
 	/* decided at 0, each measured 1.08 ms: every block ends at 1.08 ms */
 	for (int i = 0; i < 10; i++) {
 		policy_block_done(p, &first, end);
-		coloc_learn(&corr, &fixed, &b, 540000, 1080000);
+		coloc_learn(&corr, &fixed, &dev, &b, 540000, 1080000);
 	}
 	rel = b.rel;
 
