@@ -12,7 +12,9 @@
 # policy and the two baselines operators have without it: os (every tenant
 # on all cores, the kernel sharing them) and static (a fixed equal share of
 # the cores each). colocd is stopped with SIGTERM each time and must exit 0
-# and leave no pin or socket behind.
+# and leave no pin or socket behind. With COLOC_DEMO_BLOCK_LOGS=DIR, each
+# policy's colocd writes its --block-log to DIR/blocks-POLICY.tsv (for
+# tools/replay-blocks.py).
 set -euo pipefail
 
 # shellcheck source=tools/colocd-lib.sh
@@ -29,6 +31,13 @@ DURATION_S=20
 # queries served alone that set each QoS target the first time
 QOS_QUERIES=200
 declare -A QOS RATE
+
+start_policy() { # policy: its colocd, with its block log if asked for
+	local log=()
+
+	[ -z "${COLOC_DEMO_BLOCK_LOGS:-}" ] || log=(--block-log "$COLOC_DEMO_BLOCK_LOGS/blocks-$1.tsv")
+	start_colocd "$1" "${log[@]}"
+}
 
 submit_all() { # quiet?
 	for m in "${MODELS[@]}"; do submit_tenant "$m" "$m" "${QOS[$m]}" "${1:-}"; done
@@ -66,7 +75,7 @@ done
 
 echo
 echo "== starting colocd --policy ${POLICIES[0]}"
-start_colocd "${POLICIES[0]}" || exit 1
+start_policy "${POLICIES[0]}" || exit 1
 sed 's/^/  /' "$WORK/colocd-${POLICIES[0]}.log"
 
 echo
@@ -125,7 +134,7 @@ ctl list | sed 's/^/  /'
 
 for p in "${POLICIES[@]}"; do
 	if [ "$p" != "${POLICIES[0]}" ]; then
-		start_colocd "$p" || exit 1
+		start_policy "$p" || exit 1
 		submit_all quiet
 	fi
 	echo
