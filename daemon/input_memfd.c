@@ -12,46 +12,22 @@
 #include "coloc/protocol.h"
 #include "input_memfd.h"
 
-static const char *input_memfd_kind(mode_t mode)
-{
-	switch (mode & S_IFMT) {
-	case S_IFIFO:
-		return "a FIFO or pipe";
-	case S_IFDIR:
-		return "a directory";
-	case S_IFSOCK:
-		return "a socket";
-	case S_IFCHR:
-		return "a character device";
-	case S_IFBLK:
-		return "a block device";
-	case S_IFLNK:
-		return "a symbolic link";
-	default:
-		return "not a regular file";
-	}
-}
-
 int input_memfd_check(int fd, size_t offset, size_t bytes, struct coloc_err *err)
 {
 	struct stat st;
 	int seals, flags;
 
-	if (fstat(fd, &st))
-		return coloc_err_set(err, -errno, "the input's descriptor: fstat: %s",
-				     strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return coloc_err_set(err, -EINVAL, "the input's descriptor is %s, not a memfd",
-				     input_memfd_kind(st.st_mode));
-	flags = fcntl(fd, F_GETFL);
-	if (flags < 0 || (flags & O_ACCMODE) == O_WRONLY || (flags & O_PATH))
-		return coloc_err_set(err, -EBADF, "the input's memfd is not open for reading");
-	/* only a memfd (shmem, hugetlbfs) answers F_GET_SEALS; read before the size */
+	/*
+	 * F_GET_SEALS first: only shmem and hugetlbfs answer it, from the
+	 * inode without asking any filesystem, so nothing before it can wait
+	 * on a client's file (an fstat of a FUSE or overlayfs file can block
+	 * for as long as its server likes).
+	 */
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0)
 		return coloc_err_set(err, -EINVAL,
-				     "the input's descriptor is a regular file but not a memfd "
-				     "(it has no seals)");
+				     "the input's descriptor is not a memfd (it has no seals: "
+				     "a pipe, socket, directory or another filesystem's file)");
 	/* a tmpfs file answers too, with F_SEAL_SEAL: it can never be sealed */
 	if ((seals & F_SEAL_SEAL) && !(seals & F_SEAL_SHRINK))
 		return coloc_err_set(err, -EINVAL,
@@ -61,8 +37,13 @@ int input_memfd_check(int fd, size_t offset, size_t bytes, struct coloc_err *err
 		return coloc_err_set(err, -EPERM,
 				     "the input's memfd is not sealed against shrinking: seal it "
 				     "with F_SEAL_SHRINK before sending it");
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || (flags & O_ACCMODE) == O_WRONLY || (flags & O_PATH))
+		return coloc_err_set(err, -EBADF, "the input's memfd is not open for reading");
 	if (fstat(fd, &st))
 		return coloc_err_set(err, -errno, "the input's memfd: fstat: %s", strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return coloc_err_set(err, -EINVAL, "the input's descriptor is not a memfd");
 	if (offset > COLOC_MAX_PAYLOAD_OFFSET || st.st_size < 0 ||
 	    (unsigned long long)st.st_size < offset + bytes)
 		return coloc_err_set(

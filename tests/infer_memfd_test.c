@@ -261,7 +261,8 @@ TEST_F_TIMEOUT(wire, infer_memfd__hostile_descriptors_refused_colocd_serves_on, 
 		       self->in_bytes, NULL, "not a sealable memfd");
 	/* a FIFO (a pipe's read end): reading it could block colocd */
 	ASSERT_EQ(0, pipe2(pipe_fds, O_CLOEXEC));
-	expect_refused(_metadata, self, "a pipe", &pipe_fds[0], 1, self->in_bytes, NULL, "FIFO");
+	expect_refused(_metadata, self, "a pipe", &pipe_fds[0], 1, self->in_bytes, NULL,
+		       "not a memfd");
 	dir_fd = open(self->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ASSERT_LE(0, dir_fd);
 	expect_refused(_metadata, self, "a directory", &dir_fd, 1, self->in_bytes, NULL,
