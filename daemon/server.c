@@ -36,9 +36,16 @@
 #include <sys/un.h>
 #include <json-c/json.h>
 #include "coloc/protocol.h"
+#include "fd_closer.h"
 #include "server_internal.h"
 
 #define SERVER_READS_PER_WAKEUP 4
+/*
+ * Room for every descriptor one message can carry (the kernel's
+ * SCM_MAX_FD): those that did not fit would be released by the kernel in
+ * recvmsg, on the loop, where their last close could block.
+ */
+#define SERVER_RECV_FDS 253
 
 bool server_has_output(const struct server *s)
 {
@@ -56,9 +63,10 @@ void server_conn_close(struct server_conn *c)
 		if (s->conns[i] == c)
 			s->conns[i] = NULL;
 	loop_source_remove(c->src);
-	close(c->fd);
+	/* a socket whose queue holds descriptors can block its last close too */
+	fd_closer_close(c->fd, c->uid);
 	for (int i = 0; i < c->nr_fds; i++)
-		close(c->fds[i]);
+		fd_closer_close(c->fds[i], c->uid);
 	while (c->out_head) {
 		struct server_out *o = c->out_head;
 
@@ -288,7 +296,7 @@ static int server_conn_take_fds(struct server_conn *c, size_t n, int *fds)
 			if (fds)
 				fds[taken++] = c->fds[i];
 			else
-				close(c->fds[i]);
+				fd_closer_close(c->fds[i], c->uid);
 			continue;
 		}
 		c->fds[kept] = c->fds[i];
@@ -509,8 +517,7 @@ static bool server_conn_serve_one(struct server_conn *c, bool *ok)
 		resp = s->handle(s->handle_ctx, &req, c->in, n);
 		/* what the handler did not take, a refused request's above all */
 		for (int i = 0; i < req.nr_fds; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
+			fd_closer_close(fds[i], c->uid);
 		req.fds = NULL;
 		req.nr_fds = 0;
 		server_conn_drop_in(c, line_len + 1);
@@ -571,7 +578,7 @@ static void server_conn_add_fds(struct server_conn *c, struct msghdr *msg, bool 
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 			if (to_payload || overflow || c->nr_fds >= COLOC_MAX_REQUEST_FDS) {
 				overflow = overflow || !to_payload;
-				close(fd);
+				fd_closer_close(fd, c->uid);
 				continue;
 			}
 			c->fds[c->nr_fds] = fd;
@@ -581,7 +588,7 @@ static void server_conn_add_fds(struct server_conn *c, struct msghdr *msg, bool 
 	if (!overflow)
 		return;
 	for (int i = 0; i < c->nr_fds; i++)
-		close(c->fds[i]);
+		fd_closer_close(c->fds[i], c->uid);
 	c->nr_fds = 0;
 	snprintf(line, sizeof(line),
 		 "{\"ok\":false,\"error\":\"too many descriptors: at most %d with one "
@@ -599,7 +606,7 @@ static void server_conn_add_fds(struct server_conn *c, struct msghdr *msg, bool 
 static bool server_conn_read(struct server_conn *c, ssize_t *got)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * COLOC_MAX_REQUEST_FDS)];
+		char buf[CMSG_SPACE(sizeof(int) * SERVER_RECV_FDS)];
 		struct cmsghdr align;
 	} cbuf;
 	struct iovec iov;
@@ -696,7 +703,8 @@ void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void 
 
 	(void)src;
 	(void)fd;
-	if (revents & POLLNVAL) {
+	/* a uid whose closes hang is dropped before it can send more descriptors */
+	if ((revents & POLLNVAL) || fd_closer_stuck(c->uid)) {
 		server_conn_close(c);
 		return;
 	}

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <json-c/json.h>
 #include "coloc/protocol.h"
+#include "fd_closer.h"
 #include "server_internal.h"
 
 #define SERVER_ACCEPTS_PER_WAKEUP 16
@@ -112,10 +113,10 @@ static void server_send_error(int fd, const char *why)
 	json_object_put(o);
 }
 
-static void server_refuse(int fd, const char *why)
+static void server_refuse(int fd, uid_t uid, const char *why)
 {
 	server_send_error(fd, why);
-	close(fd);
+	fd_closer_close(fd, uid);
 }
 
 static int server_count_uid(const struct server *s, uid_t uid)
@@ -212,14 +213,17 @@ static const char *server_make_room(struct server *s, uid_t uid)
 static void server_add_conn(struct server *s, int fd)
 {
 	struct server_conn *c;
-	struct ucred cred;
+	struct ucred cred = { .uid = (uid_t)-1 };
 	const char *why = server_peer_refusal(s, fd, &cred);
 	int slot = -1;
 
+	if (!why && cred.uid && fd_closer_stuck(cred.uid))
+		why = "this user's descriptors are still being closed (a socket lingering, a "
+		      "file system not answering): try again once they are";
 	if (!why)
 		why = server_make_room(s, cred.uid);
 	if (why) {
-		server_refuse(fd, why);
+		server_refuse(fd, cred.uid, why);
 		return;
 	}
 	for (int i = 0; i < SERVER_MAX_CONNS && slot < 0; i++)
@@ -233,7 +237,7 @@ static void server_add_conn(struct server *s, int fd)
 		if (c)
 			free(c->in);
 		free(c);
-		server_refuse(fd, "out of memory");
+		server_refuse(fd, cred.uid, "out of memory");
 		return;
 	}
 	c->s = s;

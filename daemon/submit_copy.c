@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "fd_closer.h"
 #include "submit_copy.h"
 #include "submit_files.h"
 
@@ -67,7 +68,9 @@ static void submit_copy_end(struct submit_copy *c)
 {
 	if (c->done)
 		c->done(c->ctx, c->ret, c->sealed, c->nr, c->model_hash, &c->err);
-	close_all(c->fds, c->nr);
+	/* the client's: never closed here on the loop (fd_closer.h) */
+	for (int i = 0; i < c->nr; i++)
+		fd_closer_close(c->fds[i], c->uid);
 	close_all(c->sealed, c->nr);
 	free(c);
 }

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The closer threads of fd_closer.h: a table of uids with closes waiting,
+ * each served by a detached thread of its own that closes them in order
+ * and ends when none is left. A thread stuck in a close holds only its
+ * uid's descriptors; colocd's exit kills it wherever it waits.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include "fd_closer.h"
+
+struct fd_closer_uid {
+	bool used, running;
+	uid_t uid;
+	int *fds; /* waiting, oldest first from head */
+	int head, len, cap;
+	uint64_t busy_since_ns; /* when the close now running began; 0 when none runs */
+};
+
+static pthread_mutex_t fd_closer_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fd_closer_uid fd_closer_uids[FD_CLOSER_UIDS];
+
+static uint64_t fd_closer_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *fd_closer_thread(void *arg)
+{
+	struct fd_closer_uid *u = arg;
+
+	pthread_mutex_lock(&fd_closer_lock);
+	while (u->len) {
+		int fd = u->fds[u->head];
+
+		u->head++;
+		u->len--;
+		u->busy_since_ns = fd_closer_now_ns();
+		pthread_mutex_unlock(&fd_closer_lock);
+		close(fd);
+		pthread_mutex_lock(&fd_closer_lock);
+		u->busy_since_ns = 0;
+	}
+	u->running = false;
+	u->head = 0;
+	pthread_mutex_unlock(&fd_closer_lock);
+	return NULL;
+}
+
+/* uid's entry, a free one taken for it, or the last (shared) one. */
+static struct fd_closer_uid *fd_closer_find(uid_t uid, bool take)
+{
+	struct fd_closer_uid *free_one = NULL;
+
+	for (int i = 0; i < FD_CLOSER_UIDS - 1; i++) {
+		struct fd_closer_uid *u = &fd_closer_uids[i];
+
+		if (u->used && u->uid == uid)
+			return u;
+		if (!free_one && (!u->used || (!u->running && !u->len)))
+			free_one = u;
+	}
+	if (!take)
+		return NULL;
+	if (!free_one)
+		return &fd_closer_uids[FD_CLOSER_UIDS - 1];
+	free_one->used = true;
+	free_one->uid = uid;
+	return free_one;
+}
+
+static bool fd_closer_push(struct fd_closer_uid *u, int fd)
+{
+	if (u->head + u->len == u->cap) {
+		if (u->head) {
+			for (int i = 0; i < u->len; i++)
+				u->fds[i] = u->fds[u->head + i];
+			u->head = 0;
+		} else {
+			int cap = u->cap ? u->cap * 2 : 16;
+			int *fds = realloc(u->fds, (size_t)cap * sizeof(*fds));
+
+			if (!fds)
+				return false;
+			u->fds = fds;
+			u->cap = cap;
+		}
+	}
+	u->fds[u->head + u->len++] = fd;
+	return true;
+}
+
+void fd_closer_close(int fd, uid_t uid)
+{
+	struct fd_closer_uid *u;
+
+	if (fd < 0)
+		return;
+	/* shmem's release cannot wait on anyone */
+	if (fcntl(fd, F_GET_SEALS) >= 0) {
+		close(fd);
+		return;
+	}
+	pthread_mutex_lock(&fd_closer_lock);
+	u = fd_closer_find(uid, true);
+	if (fd_closer_push(u, fd) && !u->running) {
+		pthread_attr_t attr;
+		pthread_t t;
+
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, 64 << 10);
+		u->running = !pthread_create(&t, &attr, fd_closer_thread, u);
+		pthread_attr_destroy(&attr);
+		/* no thread: the descriptor waits for the next close of this uid */
+	}
+	pthread_mutex_unlock(&fd_closer_lock);
+}
+
+bool fd_closer_stuck(uid_t uid)
+{
+	struct fd_closer_uid *u;
+	bool stuck = false;
+
+	pthread_mutex_lock(&fd_closer_lock);
+	u = fd_closer_find(uid, false);
+	if (u)
+		stuck = u->len >= FD_CLOSER_STUCK_QUEUE ||
+			(u->busy_since_ns &&
+			 fd_closer_now_ns() - u->busy_since_ns > FD_CLOSER_STUCK_MS * 1000000ull);
+	pthread_mutex_unlock(&fd_closer_lock);
+	return stuck;
+}
+
+int fd_closer_pending(uid_t uid)
+{
+	struct fd_closer_uid *u;
+	int n = 0;
+
+	pthread_mutex_lock(&fd_closer_lock);
+	u = fd_closer_find(uid, false);
+	if (u)
+		n = u->len + (u->busy_since_ns != 0);
+	pthread_mutex_unlock(&fd_closer_lock);
+	return n;
+}
