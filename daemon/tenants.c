@@ -19,12 +19,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -308,44 +310,105 @@ static bool tenants_bad_component(const char *path)
 }
 
 /*
+ * The cgroup v2 directory `rel` (components joined by '/', none of them
+ * ".", ".." or "-") below the directory root_fd, opened O_PATH without
+ * leaving it: no symbolic or magic link, no other mount. -errno.
+ */
+static int tenants_open_beneath(int root_fd, const char *rel)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV |
+			   RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/*
  * Resolves a cgroup v2 directory below TENANTS_CGROUP_ROOT and returns its
- * id (the inode number). Anything else gets one and the same answer, so the
- * socket cannot be used to probe which files exist; the root is refused on
- * its own, as attributing every process on the machine to one tenant.
+ * id (the inode number). The path is checked as text first (below
+ * TENANTS_CGROUP_ROOT/, no ".", ".." or "-"), then opened beneath the
+ * cgroup root with openat2, so root never resolves a client's path
+ * elsewhere (a FUSE mount's lookup could block the loop). Anything else
+ * gets one and the same answer, so the socket cannot be used to probe
+ * which files exist; the root is refused on its own, as attributing every
+ * process on the machine to one tenant.
  */
 static int tenants_cgroup_id(const char *path, char *resolved, __u64 *id, uid_t *owner,
 			     struct coloc_err *err)
 {
-	char parent[PATH_MAX + 4];
+	static const char prefix[] = TENANTS_CGROUP_ROOT "/";
+	char copy[PATH_MAX], rel[PATH_MAX] = "", shown[PATH_MAX + 4], *save = NULL;
+	const char *below;
 	struct statfs sfs;
 	struct stat st;
+	size_t n = 0;
+	int root_fd = -1, fd = -1, ret = -ENOTDIR;
+	bool unified = false;
 
-	if (strlen(path) >= PATH_MAX || tenants_bad_component(path) || !realpath(path, resolved) ||
-	    strncmp(resolved, TENANTS_CGROUP_ROOT "/", strlen(TENANTS_CGROUP_ROOT "/")) ||
-	    statfs(resolved, &sfs) || stat(resolved, &st) || sfs.f_type != CGROUP2_SUPER_MAGIC ||
+	if (strlen(path) >= PATH_MAX || strncmp(path, prefix, strlen(prefix)) ||
+	    tenants_bad_component(path))
+		goto bad;
+	snprintf(copy, sizeof(copy), "%s", path + strlen(prefix));
+	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save))
+		n += (size_t)snprintf(rel + n, sizeof(rel) - n, "%s%s", n ? "/" : "", c);
+	root_fd = open(TENANTS_CGROUP_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd < 0 || fstatfs(root_fd, &sfs))
+		goto bad;
+	below = rel;
+	/* hybrid systems: v2 mounted at TENANTS_CGROUP_ROOT/unified */
+	if (sfs.f_type != CGROUP2_SUPER_MAGIC &&
+	    (!strcmp(rel, "unified") || !strncmp(rel, "unified/", 8))) {
+		int v2 = openat(root_fd, "unified", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		close(root_fd);
+		root_fd = v2;
+		unified = true;
+		below = rel[7] ? rel + 8 : "";
+		if (root_fd < 0 || fstatfs(root_fd, &sfs))
+			goto bad;
+	}
+	if (sfs.f_type != CGROUP2_SUPER_MAGIC)
+		goto bad;
+	if (!*below) {
+		ret = coloc_err_set(err, -EINVAL,
+				    "cgroup %s%s is the cgroup v2 root: it holds every process; "
+				    "name a cgroup below it",
+				    TENANTS_CGROUP_ROOT, unified ? "/unified" : "");
+		goto out;
+	}
+	fd = tenants_open_beneath(root_fd, below);
+	if (fd < 0 || fstatfs(fd, &sfs) || fstat(fd, &st) || sfs.f_type != CGROUP2_SUPER_MAGIC ||
 	    !S_ISDIR(st.st_mode))
-		return coloc_err_set(err, -ENOTDIR,
-				     "cgroup '%s' is not an existing cgroup v2 directory below %s/ "
-				     "named without '.', '..' or '-' (on hybrid systems v2 is "
-				     "mounted at %s/unified)",
-				     path, TENANTS_CGROUP_ROOT, TENANTS_CGROUP_ROOT);
+		goto bad;
+	snprintf(resolved, PATH_MAX, "%s%s", prefix, rel);
 	/* the path goes back to clients in JSON, which carries UTF-8 only */
-	snprintf(parent, sizeof(parent), "%s", resolved);
-	if (utf8_sanitize(parent))
-		return coloc_err_set(err, -EINVAL,
-				     "cgroup path %s is not valid UTF-8 ('?' marks the bytes); "
-				     "rename the cgroup",
-				     parent);
-	/* a mount root's parent is on another filesystem: the v2 root, wherever mounted */
-	snprintf(parent, sizeof(parent), "%s/..", resolved);
-	if (statfs(parent, &sfs) || sfs.f_type != CGROUP2_SUPER_MAGIC)
-		return coloc_err_set(err, -EINVAL,
-				     "cgroup %s is the cgroup v2 root: it holds every process; "
-				     "name a cgroup below it",
-				     resolved);
+	snprintf(shown, sizeof(shown), "%s", resolved);
+	if (utf8_sanitize(shown)) {
+		ret = coloc_err_set(err, -EINVAL,
+				    "cgroup path %s is not valid UTF-8 ('?' marks the bytes); "
+				    "rename the cgroup",
+				    shown);
+		goto out;
+	}
 	*id = st.st_ino;
 	*owner = st.st_uid;
-	return 0;
+	ret = 0;
+	goto out;
+bad:
+	ret = coloc_err_set(err, -ENOTDIR,
+			    "cgroup '%s' is not an existing cgroup v2 directory below %s/ "
+			    "named without '.', '..' or '-' (on hybrid systems v2 is "
+			    "mounted at %s/unified)",
+			    path, TENANTS_CGROUP_ROOT, TENANTS_CGROUP_ROOT);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (root_fd >= 0)
+		close(root_fd);
+	return ret;
 }
 
 /* Everything a request brings, checked, before anything changes. */

@@ -225,6 +225,40 @@ TEST_F(tenants, add__refuses_the_cgroup_root_dot_dash_components_and_non_utf8)
 	EXPECT_EQ(0, tenants_add(&self->d.tenants, &req, &out, &err));
 }
 
+/*
+ * A client's path is checked as text and opened beneath the cgroup root,
+ * never resolved by root elsewhere: a symbolic link outside it that leads
+ * to a real cgroup is refused (realpath() followed it), and so is one
+ * through /proc's magic links; the cgroup named with a doubled '/' is fine.
+ */
+TEST_F(tenants, add__a_path_through_a_link_is_refused_never_resolved)
+{
+	char mnt[200], link[128], path[400];
+	struct coloc_err err = { 0 };
+	struct tenants_add_req req = { .name = "a", .cgroup = path };
+	struct tenant *out;
+
+	if (cgroup2_mount(mnt, sizeof(mnt)))
+		SKIP(return, "no cgroup v2 hierarchy mounted");
+	snprintf(self->cgroup, sizeof(self->cgroup), "%s/coloc-tenants-test", mnt);
+	if (mkdir(self->cgroup, 0755) && errno != EEXIST)
+		SKIP(return, "cannot create a cgroup v2 directory: %s", strerror(errno));
+	snprintf(link, sizeof(link), "/tmp/coloc-tenants-link-%d", getpid());
+	unlink(link);
+	ASSERT_EQ(0, symlink(self->cgroup, link));
+	snprintf(path, sizeof(path), "%s", link);
+	EXPECT_EQ(-ENOTDIR, tenants_add(&self->d.tenants, &req, &out, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "not an existing cgroup v2 directory")) TH_LOG("%s", err.msg);
+	unlink(link);
+	snprintf(path, sizeof(path), "/proc/self/root%s", self->cgroup);
+	coloc_err_clear(&err);
+	EXPECT_EQ(-ENOTDIR, tenants_add(&self->d.tenants, &req, &out, &err));
+	EXPECT_EQ(NULL, tenants_find(&self->d.tenants, "a"));
+	snprintf(path, sizeof(path), "%s//coloc-tenants-test/", mnt);
+	coloc_err_clear(&err);
+	EXPECT_EQ(0, tenants_add(&self->d.tenants, &req, &out, &err)) TH_LOG("%s", err.msg);
+}
+
 /* Runs the loop until the tenant no longer holds pid (or 10 s pass). */
 struct wait_gone {
 	struct loop *loop;
