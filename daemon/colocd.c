@@ -560,6 +560,7 @@ int main(int argc, char **argv)
 	}
 	if (config.state_path)
 		load_state(d);
+	server_set_payload_check(server, control_payload_check);
 	err = server_listen(server, control_serve, d, &cerr);
 	if (err) {
 		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));

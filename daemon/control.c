@@ -329,6 +329,33 @@ static char *control_infer_memfd(struct colocd *d, struct server_req *sreq,
 	return NULL;
 }
 
+char *control_payload_check(void *ctx, const struct server_req *sreq, size_t bytes)
+{
+	struct colocd *d = ctx;
+	const char *tenant = control_str(sreq->request, "tenant");
+	struct coloc_err err = { 0 };
+	uint64_t tag = 0;
+	int ret;
+
+	/* the server frames only lines with a string tenant and a whole tag */
+	control_uint(sreq->request, "tag", &tag);
+	if (d->draining)
+		ret = coloc_err_set(&err, -ESHUTDOWN, "colocd is shutting down");
+	else
+		ret = serving_authorize(d->serving, tenant, sreq->uid, &err);
+	if (!ret) {
+		size_t want = serving_tenant_in_bytes(d->serving, tenant);
+
+		if (want && want != bytes)
+			ret = coloc_err_set(&err, -EINVAL,
+					    "tenant %s: the input is %zu bytes, its model takes %zu",
+					    tenant, bytes, want);
+	}
+	if (!ret)
+		return NULL;
+	return control_infer_error(tag, "rejected", coloc_err_str(&err));
+}
+
 char *control_cmd_infer(struct colocd *d, struct json_object *req, uid_t uid,
 			struct server_req *sreq)
 {

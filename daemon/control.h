@@ -45,5 +45,12 @@ int control_submit_spec(struct colocd *d, const struct colocd_spec *spec,
  * bytes (line NULL) the error that ends the connection.
  */
 char *control_serve(void *ctx, struct server_req *req, const char *line, size_t len);
+/*
+ * server_payload_fn for control_serve: an infer whose bytes follow its
+ * line is refused on the line (the bytes dropped, never held) when colocd
+ * is draining, the tenant is not there or not the uid's, or input_bytes is
+ * not its model's input size.
+ */
+char *control_payload_check(void *ctx, const struct server_req *sreq, size_t bytes);
 
 #endif /* COLOC_DAEMON_CONTROL_H */

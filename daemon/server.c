@@ -74,6 +74,8 @@ void server_conn_close(struct server_conn *c)
 		free(o);
 	}
 	/* a payload that never came: its request is ours to free */
+	s->payload_held -= c->payload_counted;
+	free(c->drop_answer);
 	free(c->pline);
 	json_object_put(c->preq.request);
 	free(c->payload);
@@ -84,6 +86,11 @@ void server_conn_close(struct server_conn *c)
 bool server_conn_idle(const struct server_conn *c)
 {
 	return !c->in_len && !c->out_head && !c->pending && !c->in_payload;
+}
+
+void server_set_payload_check(struct server *s, server_payload_fn check)
+{
+	s->payload_check = check;
 }
 
 void server_req_defer(struct server_req *req)
@@ -241,15 +248,37 @@ static struct server_req server_conn_req(struct server_conn *c)
 static bool server_conn_await_payload(struct server_conn *c, struct server_req *req,
 				      const char *line, size_t n, size_t bytes)
 {
+	struct server *s = c->s;
+	char *refusal = s->payload_check ? s->payload_check(s->handle_ctx, req, bytes) : NULL;
+	size_t room = bytes ? bytes : 1;
+
+	if (!refusal && s->payload_held + bytes > SERVER_PAYLOAD_BUDGET) {
+		char why[256];
+
+		snprintf(why, sizeof(why),
+			 "{\"ok\":false,\"status\":\"rejected\",\"error\":\"colocd is receiving "
+			 "%llu MiB of inputs already, its limit: send it in a memfd, or again "
+			 "later\"}\n",
+			 (unsigned long long)(SERVER_PAYLOAD_BUDGET >> 20));
+		refusal = strdup(why);
+		if (!refusal)
+			return false;
+	}
+	if (refusal)
+		room = bytes < SERVER_DROP_CHUNK ? room : SERVER_DROP_CHUNK;
 	c->pline = malloc(n + 1);
-	c->payload = malloc(bytes ? bytes : 1);
+	c->payload = malloc(room);
 	if (!c->pline || !c->payload) {
 		free(c->pline);
 		free(c->payload);
+		free(refusal);
 		c->pline = NULL;
 		c->payload = NULL;
 		return false;
 	}
+	c->drop_answer = refusal;
+	c->payload_counted = refusal ? 0 : bytes;
+	s->payload_held += c->payload_counted;
 	memcpy(c->pline, line, n);
 	c->pline[n] = '\0';
 	c->pline_len = n;
@@ -260,6 +289,20 @@ static bool server_conn_await_payload(struct server_conn *c, struct server_req *
 	c->in_payload = true;
 	c->last_progress_ns = loop_now_ns();
 	return true;
+}
+
+/* Where the next payload bytes go, and how many fit there. */
+static size_t server_conn_payload_room(const struct server_conn *c, char **at)
+{
+	size_t want = c->preq.payload_bytes - c->payload_got, off;
+
+	if (!c->drop_answer) {
+		*at = c->payload + c->payload_got;
+		return want;
+	}
+	off = c->payload_got % SERVER_DROP_CHUNK;
+	*at = c->payload + off;
+	return want < SERVER_DROP_CHUNK - off ? want : SERVER_DROP_CHUNK - off;
 }
 
 /* The bytes after the line are in: the handler gets the whole request. */
@@ -275,7 +318,17 @@ static bool server_conn_payload_done(struct server_conn *c)
 	c->pline = NULL;
 	c->preq.request = NULL;
 	c->in_payload = false;
-	resp = s->handle(s->handle_ctx, &req, line, c->pline_len);
+	s->payload_held -= c->payload_counted;
+	c->payload_counted = 0;
+	if (c->drop_answer) {
+		/* refused on its line: the bytes were dropped, the answer is ready */
+		resp = c->drop_answer;
+		c->drop_answer = NULL;
+		free(req.payload);
+		req.payload = NULL;
+	} else {
+		resp = s->handle(s->handle_ctx, &req, line, c->pline_len);
+	}
 	ok = server_conn_take(c, &req, resp);
 	free(req.payload); /* NULL when the handler kept it */
 	json_object_put(req.request);
@@ -309,13 +362,16 @@ static int server_conn_take_fds(struct server_conn *c, size_t n, int *fds)
 /* Moves buffered bytes into the payload; true when it is complete. */
 static bool server_conn_fill_payload(struct server_conn *c)
 {
-	size_t want = c->preq.payload_bytes - c->payload_got;
-	size_t n = c->in_len < want ? c->in_len : want;
+	while (c->in_len && c->payload_got < c->preq.payload_bytes) {
+		char *at;
+		size_t room = server_conn_payload_room(c, &at);
+		size_t n = c->in_len < room ? c->in_len : room;
 
-	memcpy(c->payload + c->payload_got, c->in, n);
-	server_conn_take_fds(c, n, NULL); /* a payload carries none */
-	c->payload_got += n;
-	server_conn_drop_in(c, n);
+		memcpy(at, c->in, n);
+		server_conn_take_fds(c, n, NULL); /* a payload carries none */
+		c->payload_got += n;
+		server_conn_drop_in(c, n);
+	}
 	return c->payload_got == c->preq.payload_bytes;
 }
 
@@ -544,6 +600,10 @@ static void server_conn_truncated(struct server_conn *c)
 		 "%zu bytes\"}\n",
 		 c->payload_got, c->preq.payload_bytes);
 	server_conn_queue(c, line, NULL, 0);
+	c->s->payload_held -= c->payload_counted;
+	c->payload_counted = 0;
+	free(c->drop_answer);
+	c->drop_answer = NULL;
 	free(c->pline);
 	free(c->payload);
 	json_object_put(c->preq.request);
@@ -618,10 +678,12 @@ static bool server_conn_read(struct server_conn *c, ssize_t *got)
 	if (!to_payload && c->in_len >= SERVER_IN_CAP)
 		return true;
 	/* a large payload goes straight to its buffer */
-	if (to_payload)
-		iov = (struct iovec){ c->payload + c->payload_got,
-				      c->preq.payload_bytes - c->payload_got };
-	else
+	if (to_payload) {
+		char *at;
+		size_t room = server_conn_payload_room(c, &at);
+
+		iov = (struct iovec){ at, room };
+	} else
 		iov = (struct iovec){ c->in + c->in_len, SERVER_IN_CAP - c->in_len };
 	msg.msg_control = cbuf.buf;
 	msg.msg_controllen = sizeof(cbuf.buf);

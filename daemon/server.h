@@ -112,6 +112,19 @@ struct json_object *server_parse_request(const char *line, size_t len, char *why
  * cannot take closes the connection, the bytes after it unskippable).
  */
 long long server_request_payload_bytes(struct json_object *request);
+/*
+ * Asked when an infer's line says `bytes` raw bytes follow it, before
+ * colocd takes any room for them (req as the handler would see it, without
+ * descriptors or payload): NULL to receive them, or a malloc'd answer line
+ * ending in '\n': then the bytes are read and dropped, never held, and the
+ * line is the answer (the connection stays in step). Besides, no more than
+ * SERVER_PAYLOAD_BUDGET bytes are held for payloads being received at
+ * once; an infer over it is answered so too.
+ */
+typedef char *(*server_payload_fn)(void *ctx, const struct server_req *req, size_t bytes);
+#define SERVER_PAYLOAD_BUDGET (256ull << 20)
+/* The check above, with the handler's ctx; none by default. */
+void server_set_payload_check(struct server *s, server_payload_fn check);
 /* The answer will come through server_send(). */
 void server_req_defer(struct server_req *req);
 /*

@@ -23,6 +23,9 @@
  */
 #define SERVER_IN_READS 16
 
+/* the buffer a refused infer's bytes are read into and dropped */
+#define SERVER_DROP_CHUNK (64u << 10)
+
 /* a connection's read buffer: the longest line and some bytes behind it */
 #define SERVER_IN_CAP (COLOC_MAX_REQUEST + 4096)
 
@@ -68,6 +71,13 @@ struct server_conn {
 	char *payload;
 	size_t payload_got;
 	bool in_payload;
+	/*
+	 * The answer to an infer refused on its line (server_payload_fn): its
+	 * bytes are read into a SERVER_DROP_CHUNK buffer, over and over, and
+	 * dropped; then this line is the answer. NULL while bytes are kept.
+	 */
+	char *drop_answer;
+	size_t payload_counted; /* this payload's share of server.payload_held */
 	/* descriptors received, each with the offset in `in` of the last byte that came with it */
 	int fds[COLOC_MAX_REQUEST_FDS];
 	size_t fd_at[COLOC_MAX_REQUEST_FDS];
@@ -88,7 +98,9 @@ struct server {
 	int pidns_depth; /* colocd's pid namespace below /proc's (server_pidns_depth) */
 	__u64 next_id;
 	server_request_fn handle;
+	server_payload_fn payload_check;
 	void *handle_ctx;
+	size_t payload_held; /* room taken for payloads being received (SERVER_PAYLOAD_BUDGET) */
 	struct server_conn *conns[SERVER_MAX_CONNS];
 };
 

@@ -389,6 +389,8 @@ struct serving_tenant_info {
 
 int serving_tenant_info(const struct serving *s, const char *name,
 			struct serving_tenant_info *info);
+/* A tenant's model input size in bytes; 0 when there is no such tenant or it is not known yet. */
+size_t serving_tenant_in_bytes(const struct serving *s, const char *name);
 /* Names of the tenants, in admission order; returns the count (at most max stored). */
 int serving_tenant_names(const struct serving *s, const char **names, int max);
 

@@ -74,6 +74,13 @@ int serving_tenant_info(const struct serving *s, const char *name, struct servin
 	return 0;
 }
 
+size_t serving_tenant_in_bytes(const struct serving *s, const char *name)
+{
+	const struct sv_tenant *t = sv_find_tenant(s, name);
+
+	return t ? t->in_bytes : 0;
+}
+
 int serving_tenant_names(const struct serving *s, const char **names, int max)
 {
 	int n = 0;
