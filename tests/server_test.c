@@ -30,6 +30,7 @@
 #include "kselftest_harness.h"
 #include "coloc/protocol.h"
 #include "loop.h"
+#include "fd_closer.h"
 #include "server.h"
 
 #define MS 1000000ull
@@ -660,7 +661,11 @@ TEST_F(server, listen__descriptors_ride_with_their_line_and_those_not_taken_are_
 	ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, false));
 	EXPECT_STREQ("0:fds\n0:plain\n", c.buf);
 	EXPECT_EQ(0, self->echo.nr_fds);
-	/* the handler took neither: once ours are closed too, no reader is left */
+	/* the handler took neither: colocd's closer thread closes them (fd_closer.h) */
+	for (int i = 0; i < 5000 && fd_closer_pending(getuid()); i++)
+		usleep(1000);
+	EXPECT_EQ(0, fd_closer_pending(getuid()));
+	/* once ours are closed too, no reader is left */
 	close(p[0]);
 	close(q[0]);
 	EXPECT_EQ(-1, write(p[1], "x", 1));
