@@ -765,8 +765,8 @@ void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void 
 
 	(void)src;
 	(void)fd;
-	/* a uid whose closes hang is dropped before it can send more descriptors */
-	if ((revents & POLLNVAL) || fd_closer_stuck(c->uid)) {
+	/* a member whose closes hang is dropped before it can send more descriptors */
+	if ((revents & POLLNVAL) || (c->uid && fd_closer_stuck(c->uid))) {
 		server_conn_close(c);
 		return;
 	}
