@@ -310,6 +310,39 @@ static bool tenants_bad_component(const char *path)
 }
 
 /*
+ * tenants_open_beneath where openat2 is missing or refused (systemd's
+ * RestrictSUIDSGID=, which colocd's unit sets, answers it ENOSYS): rel's
+ * components (checked as text: no ".", ".." or "-") opened one at a time
+ * without following a link, each on root_fd's file system.
+ */
+static int tenants_walk_beneath(int root_fd, const char *rel)
+{
+	char copy[PATH_MAX], *save = NULL;
+	struct stat root_st, st;
+	int cur = root_fd;
+
+	if (strlen(rel) >= sizeof(copy) || fstat(root_fd, &root_st))
+		return -ENOTDIR;
+	strcpy(copy, rel);
+	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		int fd = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int ret = fd < 0 ? -errno : 0;
+
+		if (!ret && (fstat(fd, &st) || st.st_dev != root_st.st_dev))
+			ret = -EXDEV;
+		if (cur != root_fd)
+			close(cur);
+		if (ret) {
+			if (fd >= 0)
+				close(fd);
+			return ret;
+		}
+		cur = fd;
+	}
+	return cur == root_fd ? -ENOTDIR : cur;
+}
+
+/*
  * The cgroup v2 directory `rel` (components joined by '/', none of them
  * ".", ".." or "-") below the directory root_fd, opened O_PATH without
  * leaving it: no symbolic or magic link, no other mount. -errno.
@@ -323,6 +356,8 @@ static int tenants_open_beneath(int root_fd, const char *rel)
 	};
 	long fd = syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
 
+	if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+		return tenants_walk_beneath(root_fd, rel);
 	return fd < 0 ? -errno : (int)fd;
 }
 
