@@ -346,7 +346,12 @@ char *control_payload_check(void *ctx, const struct server_req *sreq, size_t byt
 	if (!ret) {
 		size_t want = serving_tenant_in_bytes(d->serving, tenant);
 
-		if (want && want != bytes)
+		if (!want) /* not described yet: no size to hold its bytes to */
+			ret = coloc_err_set(&err, -EAGAIN,
+					    "tenant %s is being admitted: its executor has not "
+					    "described its model yet",
+					    tenant);
+		else if (want != bytes)
 			ret = coloc_err_set(&err, -EINVAL,
 					    "tenant %s: the input is %zu bytes, its model takes %zu",
 					    tenant, bytes, want);

@@ -3,10 +3,16 @@
  * The closer threads of fd_closer.h: a table of uids with closes waiting,
  * each served by a detached thread of its own that closes them in order
  * and ends when none is left. A thread stuck in a close holds only its
- * uid's descriptors; colocd's exit kills it wherever it waits.
+ * uid's descriptors. What cannot wait is closed at once: shmem, a socket
+ * other than AF_UNIX made to close abortively (no linger), and an AF_UNIX
+ * stream socket shut down with nothing queued (no descriptor in flight
+ * in it whose release could wait).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -98,14 +104,40 @@ static bool fd_closer_push(struct fd_closer_uid *u, int fd)
 	return true;
 }
 
+/*
+ * Whether closing fd cannot wait on anyone: shmem; a socket (none of these
+ * calls reaches a file system) other than AF_UNIX once told to reset rather
+ * than linger; an AF_UNIX stream socket once shut down (its peer can send no
+ * more) with nothing left in its queue.
+ */
+static bool fd_closer_close_now_is_safe(int fd)
+{
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof(sa);
+	int type, queued = -1;
+	socklen_t tlen = sizeof(type);
+	struct linger no_linger = { .l_onoff = 1, .l_linger = 0 };
+
+	if (fcntl(fd, F_GET_SEALS) >= 0)
+		return true;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len))
+		return false;
+	if (sa.ss_family != AF_UNIX)
+		return !setsockopt(fd, SOL_SOCKET, SO_LINGER, &no_linger, sizeof(no_linger));
+	if (type != SOCK_STREAM)
+		return false; /* a datagram of no bytes may still carry descriptors */
+	shutdown(fd, SHUT_RDWR);
+	return !ioctl(fd, SIOCINQ, &queued) && queued == 0;
+}
+
 void fd_closer_close(int fd, uid_t uid)
 {
 	struct fd_closer_uid *u;
 
 	if (fd < 0)
 		return;
-	/* shmem's release cannot wait on anyone */
-	if (fcntl(fd, F_GET_SEALS) >= 0) {
+	if (fd_closer_close_now_is_safe(fd)) {
 		close(fd);
 		return;
 	}

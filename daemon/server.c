@@ -241,6 +241,31 @@ static struct server_req server_conn_req(struct server_conn *c)
 				    .first_byte_ns = server_conn_in_first_ns(c) };
 }
 
+/* The payload bytes uid's connections hold while they are received. */
+static size_t server_uid_payload_held(const struct server *s, uid_t uid)
+{
+	size_t held = 0;
+
+	for (int i = 0; i < SERVER_MAX_CONNS; i++)
+		if (s->conns[i] && s->conns[i]->uid == uid)
+			held += s->conns[i]->payload_counted;
+	return held;
+}
+
+/*
+ * Whether bytes more fit in the payload budget for uid: root within the
+ * whole, another uid within its share and the part root does not keep.
+ */
+static bool server_payload_fits(const struct server *s, uid_t uid, size_t bytes)
+{
+	if (s->payload_held + bytes > SERVER_PAYLOAD_BUDGET)
+		return false;
+	if (uid == 0)
+		return true;
+	return server_uid_payload_held(s, uid) + bytes <= SERVER_PAYLOAD_UID_SHARE &&
+	       s->payload_held + bytes <= SERVER_PAYLOAD_BUDGET - SERVER_PAYLOAD_ROOT_KEEP;
+}
+
 /*
  * The line of req (n bytes at line) is followed by bytes raw bytes: holds
  * the request until they are in. False when out of memory.
@@ -252,14 +277,15 @@ static bool server_conn_await_payload(struct server_conn *c, struct server_req *
 	char *refusal = s->payload_check ? s->payload_check(s->handle_ctx, req, bytes) : NULL;
 	size_t room = bytes ? bytes : 1;
 
-	if (!refusal && s->payload_held + bytes > SERVER_PAYLOAD_BUDGET) {
+	if (!refusal && !server_payload_fits(s, c->uid, bytes)) {
 		char why[256];
 
 		snprintf(why, sizeof(why),
 			 "{\"ok\":false,\"status\":\"rejected\",\"error\":\"colocd is receiving "
-			 "%llu MiB of inputs already, its limit: send it in a memfd, or again "
-			 "later\"}\n",
-			 (unsigned long long)(SERVER_PAYLOAD_BUDGET >> 20));
+			 "inputs up to its limit (%llu MiB in all, %llu MiB a user): send it in a "
+			 "memfd, or again later\"}\n",
+			 (unsigned long long)(SERVER_PAYLOAD_BUDGET >> 20),
+			 (unsigned long long)(SERVER_PAYLOAD_UID_SHARE >> 20));
 		refusal = strdup(why);
 		if (!refusal)
 			return false;

@@ -119,10 +119,14 @@ long long server_request_payload_bytes(struct json_object *request);
  * ending in '\n': then the bytes are read and dropped, never held, and the
  * line is the answer (the connection stays in step). Besides, no more than
  * SERVER_PAYLOAD_BUDGET bytes are held for payloads being received at
- * once; an infer over it is answered so too.
+ * once, at most SERVER_PAYLOAD_UID_SHARE by one uid other than root and
+ * SERVER_PAYLOAD_ROOT_KEEP kept for root; an infer over it is answered so too.
  */
 typedef char *(*server_payload_fn)(void *ctx, const struct server_req *req, size_t bytes);
 #define SERVER_PAYLOAD_BUDGET (256ull << 20)
+/* of it, a uid other than root may hold this much, and all of them the budget less ROOT_KEEP */
+#define SERVER_PAYLOAD_UID_SHARE (64ull << 20)
+#define SERVER_PAYLOAD_ROOT_KEEP (64ull << 20)
 /* The check above, with the handler's ctx; none by default. */
 void server_set_payload_check(struct server *s, server_payload_fn check);
 /* The answer will come through server_send(). */

@@ -2,11 +2,11 @@
 /*
  * A member of the coloc group cannot freeze colocd with a descriptor whose
  * close blocks (daemon/fd_closer.c): a TCP socket with SO_LINGER and unsent
- * data, sent with a ping and closed by its owner, lingers on its uid's
- * closer thread: the ping is answered well inside the linger (colocd's loop
- * closed it itself before: no answer for the linger's 10 s), root and
- * another member are served, and that uid is refused until its closes are
- * done. The real binary, as a process.
+ * data, in flight inside an AF_UNIX socket sent with a ping and closed by
+ * its owner, lingers on its uid's closer thread: the ping is answered well
+ * inside the linger (colocd's loop closed it itself before: no answer for
+ * the linger's 10 s), root and another member are served, and that uid is
+ * refused until its closes are done. The real binary, as a process.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -61,6 +61,39 @@ static int lingering_socket(int *listener)
 	if (ioctl(t, SIOCOUTQ, &queued) || !queued)
 		return -1;
 	return t;
+}
+
+/*
+ * t in flight inside an AF_UNIX stream socket: sent with a byte over a
+ * pair's other end (kept open, in *keep), t closed. The socket returned
+ * holds t's last reference in its queue, so whoever closes it last
+ * releases t: lingering. (A TCP socket sent as such is reset at once by
+ * colocd, never lingered on.)
+ */
+static int in_flight_inside_unix_socket(int t, int *keep)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	char byte = 'x';
+	struct iovec iov = { &byte, 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+			      .msg_controllen = sizeof(cbuf.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	int sp[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
+		return -1;
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &t, sizeof(int));
+	if (sendmsg(sp[1], &msg, MSG_NOSIGNAL) != 1)
+		return -1;
+	close(t);
+	*keep = sp[1];
+	return sp[0];
 }
 
 /* Sends a ping line with fd attached, fd closed by us before the newline goes. */
@@ -132,13 +165,15 @@ TEST_F_TIMEOUT(colocd, closer__a_lingering_socket_stalls_only_its_own_uid, 120)
 	a = fork();
 	ASSERT_GE(a, 0);
 	if (a == 0) {
-		int listener, t, conn, again;
+		int listener, t, conn, again, keep = -1;
 		char line[1024] = { 0 }, out[2048];
 
 		close(pipe_fds[0]);
 		if (setgroups(0, NULL) || setgid(grp->gr_gid) || setuid(MEMBER_UID))
 			_exit(99);
 		t = lingering_socket(&listener);
+		if (t >= 0)
+			t = in_flight_inside_unix_socket(t, &keep);
 		conn = tu_connect(self->sock);
 		if (t < 0 || conn < 0 || ping_carrying(conn, t))
 			_exit(98);

@@ -629,7 +629,7 @@ TEST_F(submit, refused_request__its_descriptors_are_closed)
 	EXPECT_NE(NULL, strstr(resp, "\"ok\":true")) TH_LOG("%s", resp);
 	/* the two connections close on colocd's side once its loop sees them hang up */
 	after = colocd_nr_fds(self);
-	for (int i = 0; i < 50 && after > before; i++) {
+	for (int i = 0; i < 250 && after > before; i++) {
 		usleep(20000);
 		after = colocd_nr_fds(self);
 	}
@@ -654,7 +654,7 @@ TEST_F(submit, request__too_many_descriptors_closes_the_connection)
 	EXPECT_NE(NULL, strstr(resp, "too many descriptors")) TH_LOG("%s", resp);
 	/* closed by colocd's closer thread (fd_closer.h), off its loop: a moment later */
 	after = colocd_nr_fds(self);
-	for (int i = 0; i < 50 && after > before; i++) {
+	for (int i = 0; i < 250 && after > before; i++) {
 		usleep(20000);
 		after = colocd_nr_fds(self);
 	}
