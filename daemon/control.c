@@ -356,6 +356,9 @@ char *control_payload_check(void *ctx, const struct server_req *sreq, size_t byt
 					    "tenant %s: the input is %zu bytes, its model takes %zu",
 					    tenant, bytes, want);
 	}
+	/* the owner's queued inputs are bounded before colocd takes room for more */
+	if (!ret)
+		ret = serving_input_room(d->serving, tenant, bytes, &err);
 	if (!ret)
 		return NULL;
 	return control_infer_error(tag, "rejected", coloc_err_str(&err));

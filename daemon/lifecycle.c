@@ -400,6 +400,7 @@ static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 		.max_tenants_per_uid = d->cfg.max_tenants_per_uid,
 		.max_executors_per_uid = d->cfg.max_executors_per_uid,
 		.max_queued_per_uid = d->cfg.max_queued_per_uid,
+		.max_input_bytes_per_uid = (size_t)d->cfg.max_input_mib_per_uid << 20,
 		.ctx = d,
 	};
 	int ret;

@@ -10,8 +10,9 @@
  * connection's id.
  * Answers queue in order of sending. Reading stops while the connection is
  * owed SERVER_MAX_PENDING answers or holds SERVER_OUT_HIGH bytes its client
- * has not taken, so a client that does not read cannot make colocd buffer
- * without bound. A line over COLOC_MAX_REQUEST bytes is answered with an
+ * has not taken, and a connection whose answers owed take its queue past
+ * SERVER_OUT_MAX is cut (server_conn_cut), so a client that does not read
+ * cannot make colocd buffer without bound. A line over COLOC_MAX_REQUEST bytes is answered with an
  * error and the connection closed; every other line keeps it open.
  *
  * Who may connect and how many each uid may hold: server_admit.c. The
@@ -167,6 +168,34 @@ static bool server_conn_flush(struct server_conn *c)
 		free(o);
 	}
 	return true;
+}
+
+/*
+ * A client that takes in none of its answers: what is queued for it is
+ * dropped, and the connection shut down both ways, so the loop sees it hang
+ * up and closes it (the socket's close itself is fd_closer's, as ever).
+ * Nothing more is sent or queued on it. Never closes here: the caller may be
+ * inside a handler of c.
+ */
+static void server_conn_cut(struct server_conn *c)
+{
+	size_t held = c->out_bytes;
+
+	fprintf(stderr,
+		"colocd: uid %u's connection %llu does not read its answers: %zu MiB queued, "
+		"over %u MiB; closed\n",
+		(unsigned int)c->uid, (unsigned long long)c->id, held >> 20, SERVER_OUT_MAX >> 20);
+	while (c->out_head) {
+		struct server_out *o = c->out_head;
+
+		c->out_head = o->next;
+		free(o);
+	}
+	c->out_tail = NULL;
+	c->out_bytes = 0;
+	c->broken = true;
+	c->closing = true;
+	shutdown(c->fd, SHUT_RDWR);
 }
 
 /*
@@ -877,6 +906,11 @@ int server_send(struct server *s, __u64 conn, const char *line, const void *payl
 		if (!server_conn_queue(c, "", (const char *)payload + ((size_t)sent - line_len),
 				       line_len + len - (size_t)sent))
 			goto nomem;
+	}
+	if (c->out_bytes > SERVER_OUT_MAX) {
+		server_conn_cut(c);
+		server_conn_kick(c);
+		return -ENOTCONN;
 	}
 	server_conn_kick(c);
 	return 0;

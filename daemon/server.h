@@ -39,6 +39,15 @@ struct json_object;
  */
 #define SERVER_MAX_PENDING COLOC_MAX_INFLIGHT
 #define SERVER_OUT_HIGH (4u << 20)
+/*
+ * Answers still owed go on being sent after reading stops, so a client
+ * that never reads could make colocd hold SERVER_MAX_PENDING of them. Past
+ * SERVER_OUT_MAX unsent bytes (four of the largest output a slot holds)
+ * colocd holds them no longer: the queue is dropped, the connection shut
+ * down and closed from the loop, a line naming the uid logged; the answers
+ * still owed on it find it gone.
+ */
+#define SERVER_OUT_MAX (64u << 20)
 
 struct server;
 
@@ -138,7 +147,8 @@ void server_req_defer(struct server_req *req);
  * rest is copied and queued, sent from the loop. Either way the caller's
  * buffers are free when it returns. -ENOTCONN when the connection is gone
  * or the send fails (the client hung up: nothing is queued, the loop
- * closes it), -ENOMEM.
+ * closes it), or the answer would take its queue past SERVER_OUT_MAX (the
+ * connection is cut), -ENOMEM.
  */
 int server_send(struct server *s, __u64 conn, const char *line, const void *payload, size_t len);
 /* Stops accepting new connections (shutting down); the open ones are served on. */

@@ -135,7 +135,7 @@ void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *
 	unlink_query(s, t, q);
 	if (q->done)
 		q->done(q->ctx, &c);
-	sv_query_drop_input(s, q);
+	sv_query_drop_input(s, t, q);
 	free(q);
 }
 
@@ -151,10 +151,12 @@ void sv_fail_all_queries(struct serving *s, struct sv_tenant *t, const char *why
 		sv_complete_query(s, t, t->head, SERVING_QUERY_FAILED, reason);
 }
 
-void sv_query_drop_input(struct serving *s, struct sv_query *q)
+void sv_query_drop_input(struct serving *s, struct sv_tenant *t, struct sv_query *q)
 {
 	free(q->input);
 	q->input = NULL;
+	t->inputs_held -= q->input_held;
+	q->input_held = 0;
 	if (q->input_fd >= 0) {
 		close(q->input_fd);
 		q->input_fd = -1;
@@ -168,6 +170,43 @@ static int owner_queued(const struct serving *s, uid_t owner)
 
 	sv_owner_usage(s, owner, &tenants, &executors, &queued);
 	return queued;
+}
+
+/* Bytes of queued inputs colocd holds for owner's tenants. */
+static size_t owner_inputs_held(const struct serving *s, uid_t owner)
+{
+	size_t held = 0;
+
+	for (int i = 0; i < SV_MAX_TENANTS; i++)
+		if (s->tenants[i].used && s->tenants[i].owner == owner)
+			held += s->tenants[i].inputs_held;
+	return held;
+}
+
+static int input_room(const struct serving *s, const struct sv_tenant *t, size_t bytes,
+		      struct coloc_err *err)
+{
+	size_t held;
+
+	if (!t->owner || !s->max_input_bytes_per_uid)
+		return 0;
+	held = owner_inputs_held(s, t->owner);
+	if (held + bytes <= s->max_input_bytes_per_uid)
+		return 0;
+	return coloc_err_set(err, -EAGAIN,
+			     "owner uid %u holds %.1f MiB of queued inputs, limit %.1f MiB (colocd "
+			     "--max-input-mib-per-uid raises it; an input sent in a memfd is not "
+			     "counted)",
+			     (unsigned int)t->owner, (double)held / (1 << 20),
+			     (double)s->max_input_bytes_per_uid / (1 << 20));
+}
+
+int serving_input_room(const struct serving *s, const char *tenant, size_t bytes,
+		       struct coloc_err *err)
+{
+	const struct sv_tenant *t = sv_find_tenant(s, tenant);
+
+	return t ? input_room(s, t, bytes, err) : 0;
 }
 
 int serving_submit(struct serving *s, const char *tenant, const void *input, size_t len,
@@ -228,6 +267,8 @@ static int submit_query(struct serving *s, const char *tenant, void **input, int
 				    "uid %u's tenants have %d queries queued or running, its quota "
 				    "(colocd --max-queued-per-uid raises it)",
 				    (unsigned int)t->owner, s->max_queued_per_uid);
+	else if (input)
+		ret = input_room(s, t, len, err);
 	if (ret) {
 		if (ret == -EAGAIN) {
 			t->stats.rejected++;
@@ -243,6 +284,8 @@ static int submit_query(struct serving *s, const char *tenant, void **input, int
 	if (input) {
 		q->input = *input;
 		*input = NULL;
+		q->input_held = len;
+		t->inputs_held += len;
 	} else {
 		q->input_fd = *input_fd;
 		q->input_offset = offset;
@@ -369,7 +412,7 @@ static void fill_slots(struct serving *s, struct sv_tenant *t)
 			sv_complete_query(s, t, q, SERVING_QUERY_FAILED, reason);
 			continue;
 		}
-		sv_query_drop_input(s, q);
+		sv_query_drop_input(s, t, q);
 		q->exec = best;
 		q->slot = slot;
 		t->ex[best].slots[slot] = q;
@@ -802,6 +845,7 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->max_tenants_per_uid = cfg->max_tenants_per_uid > 0 ? cfg->max_tenants_per_uid : 0;
 	s->max_executors_per_uid = cfg->max_executors_per_uid > 0 ? cfg->max_executors_per_uid : 0;
 	s->max_queued_per_uid = cfg->max_queued_per_uid > 0 ? cfg->max_queued_per_uid : 0;
+	s->max_input_bytes_per_uid = cfg->max_input_bytes_per_uid;
 	s->watch = cfg->watch;
 	s->tenant_changed = cfg->tenant_changed;
 	s->core_changed = cfg->core_changed;

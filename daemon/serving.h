@@ -174,6 +174,12 @@ struct serving_config {
 	int max_executors_per_uid; /* executors over its tenants, as admitted */
 	int max_queued_per_uid; /* queries queued or running over its tenants */
 	/*
+	 * Bytes of queued inputs colocd holds for them (copies of the bytes
+	 * that followed an infer's line, not yet in a slot); a query's input
+	 * in a memfd is the client's memory and is not counted.
+	 */
+	size_t max_input_bytes_per_uid;
+	/*
 	 * An executor fd appears (add) or is about to be closed; may be NULL.
 	 * A negative errno on add fails the tenant's start with it.
 	 */
@@ -352,6 +358,16 @@ int serving_submit_take(struct serving *s, const char *tenant, void **input, siz
 int serving_submit_fd(struct serving *s, const char *tenant, int *input_fd, size_t offset,
 		      size_t len, serving_done_fn done, void *ctx, uint64_t *query_id,
 		      struct coloc_err *err);
+
+/*
+ * Whether tenant's owner may have colocd hold `bytes` more of queued
+ * inputs (serving_config.max_input_bytes_per_uid): 0, or -EAGAIN with
+ * "owner uid U holds N MiB of queued inputs, limit M MiB" in err. Asked
+ * before an infer's bytes are received, and again as its query is queued.
+ * 0 for root's tenants and a tenant that does not exist (the submit says so).
+ */
+int serving_input_room(const struct serving *s, const char *tenant, size_t bytes,
+		       struct coloc_err *err);
 
 /* The fds to watch now (at most max stored); returns how many there are. */
 int serving_fds(const struct serving *s, int *fds, int max);

@@ -33,6 +33,7 @@ struct sv_query {
 	int slot; /* its slot there; -1 while it waits for one */
 	bool in_flight;
 	void *input; /* our copy until it is in a slot */
+	size_t input_held; /* its bytes while we hold it (sv_tenant.inputs_held) */
 	int input_fd; /* or the client's checked memfd (input_memfd.h), read into the slot; -1 */
 	size_t input_offset; /* where in it the input starts */
 	serving_done_fn done;
@@ -109,6 +110,7 @@ struct sv_tenant {
 	uint64_t clamped_times; /* completions whose reported times were out of bounds */
 	struct sv_query *head, *tail; /* queued and in flight, by arrival */
 	int nr_queries;
+	size_t inputs_held; /* bytes of its queries' inputs copied into colocd, not yet in a slot */
 	struct serving_stats stats;
 	struct policy_level_tenant level; /* its blocks' norm and noise (level_estimate.h) */
 	struct policy_signal
@@ -130,6 +132,7 @@ struct serving {
 	struct profile_machine machine; /* this machine as the profile cache names it */
 	int max_queue, max_queue_total;
 	int max_tenants_per_uid, max_executors_per_uid, max_queued_per_uid; /* 0: none */
+	size_t max_input_bytes_per_uid; /* 0: none */
 	int (*watch)(void *ctx, int fd, bool add);
 	void (*core_changed)(void *ctx, int cpu, const char *name, uint64_t query, int first,
 			     int last);
@@ -184,7 +187,7 @@ uint64_t sv_now_ns(void);
 /* t's executors with a block in flight. */
 int sv_tenant_busy(const struct sv_tenant *t);
 /* Frees a query's input where it still has one: its copy, or closes its memfd. */
-void sv_query_drop_input(struct serving *s, struct sv_query *q);
+void sv_query_drop_input(struct serving *s, struct sv_tenant *t, struct sv_query *q);
 struct sv_tenant *sv_find_tenant(const struct serving *s, const char *name);
 /* Takes q off every list, counts it, calls back, frees it. */
 void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *q,

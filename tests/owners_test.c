@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <json-c/json.h>
 #include "kselftest_harness.h"
+#include "coloc/shm.h"
 #include "colocd.h"
 #include "control.h"
 #include "serving.h"
@@ -608,6 +609,52 @@ TEST_F_TIMEOUT(quota, serving_submit__queued_quota_over_the_owners_tenants, 600)
 	EXPECT_EQ(1, (int)info.stats.rejected);
 	for (int i = 0; i < 3; i++)
 		EXPECT_EQ(0, submit(self, "r", &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(0, self->done);
+}
+
+/*
+ * Queued inputs copied into colocd count against the owner in bytes: those
+ * an executor's slots take are no longer colocd's, one more is held, and
+ * the next would hold two inputs' bytes, over a limit of one and a half:
+ * refused with the bytes held and the limit. Root's tenant is not held to
+ * it. Main took every query.
+ */
+TEST_F_TIMEOUT(quota, serving_submit__queued_input_bytes_over_the_owners_limit_refused, 600)
+{
+	char bin[512], want[160];
+	int accepted = 0, ret = 0;
+	struct serving_config cfg = { .executor = tu_bin("coloc-executor", bin, sizeof(bin)),
+				      .cache_dir = cache_dir };
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info info;
+
+	ASSERT_EQ(0, admit(self, "probe", 0, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, serving_tenant_info(self->s, "probe", &info));
+	serving_destroy(self->s);
+	self->s = NULL;
+	cfg.max_input_bytes_per_uid = info.in_bytes + info.in_bytes / 2;
+	ASSERT_EQ(0, serving_create(&cfg, &self->s, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, admit(self, "a", MEMBER, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, admit(self, "r", 0, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	while (accepted < COLOC_SHM_NR_SLOTS + 2 && !(ret = submit(self, "a", &err)))
+		accepted++;
+	TH_LOG("%d accepted, then %d: %s", accepted, ret, coloc_err_str(&err));
+	/* the slots' and one held: a second held input would pass the limit */
+	EXPECT_EQ(-EAGAIN, ret);
+	EXPECT_GE(accepted, 1);
+	EXPECT_LE(accepted, COLOC_SHM_NR_SLOTS + 1);
+	snprintf(want, sizeof(want), "owner uid %u holds %.1f MiB of queued inputs, limit %.1f MiB",
+		 MEMBER, (double)info.in_bytes / (1 << 20),
+		 (double)cfg.max_input_bytes_per_uid / (1 << 20));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), want)) TH_LOG("want '%s'", want);
+	EXPECT_EQ(0, serving_input_room(self->s, "a", 0, &err));
+	EXPECT_EQ(-EAGAIN, serving_input_room(self->s, "a", info.in_bytes, &err));
+	ASSERT_EQ(0, serving_tenant_info(self->s, "a", &info));
+	EXPECT_EQ(accepted, info.queued + info.in_flight);
+	EXPECT_EQ(1, (int)info.stats.rejected);
+	for (int i = 0; i < COLOC_SHM_NR_SLOTS + 2; i++)
+		EXPECT_EQ(0, submit(self, "r", &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(0, serving_input_room(self->s, "r", 1ull << 40, &err));
 	EXPECT_EQ(0, self->done);
 }
 

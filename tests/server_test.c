@@ -8,7 +8,8 @@
  * began; a line the infer handler cannot take comes without), deferred answers (sent at once as far as the
  * socket takes them, the rest in order), many clients at once,
  * descriptors riding on a line, requests stamped with the read of their
- * first byte, an answer for a client gone (nothing queued), and who the
+ * first byte, an answer for a client gone (nothing queued), a client that
+ * never reads its answers cut past SERVER_OUT_MAX, and who the
  * peer is (SO_PEERCRED): root, a member of the coloc group, and a user who
  * is neither. The handler echoes each line with the uid the server says
  * sent it.
@@ -591,6 +592,67 @@ TEST_F(server, send__an_answer_goes_out_at_once_and_what_the_socket_cannot_take_
 	free(pay);
 	free(got);
 	close(fd);
+}
+
+/*
+ * A client owed many large answers that reads none of them: once its queue
+ * would pass SERVER_OUT_MAX, the answer is refused (-ENOTCONN), what was
+ * queued for it dropped and the connection closed (the client reads what
+ * its socket held, then EOF), while another client is answered. Main
+ * queued all eight: 128 MiB held for a client that never reads.
+ */
+TEST_F(server, send__a_client_that_never_reads_its_answers_is_cut_past_the_limit)
+{
+	size_t big = 16u << 20, nr = 8, queued = 0;
+	struct client other = { .want_lines = 1 };
+	char *pay = calloc(1, big), buf[1 << 16];
+	int fd = connect_to(self->sock), cut_at = -1, i;
+	bool eof = false;
+	__u64 conn;
+
+	ASSERT_GE(fd, 0);
+	ASSERT_NE(NULL, pay);
+	for (size_t k = 0; k < nr; k++)
+		ASSERT_EQ(6, send_str(fd, "defer\n"));
+	for (i = 0; i < 1000 && self->echo.lines < (int)nr; i++)
+		serve_for(self->loop, 5);
+	ASSERT_EQ((int)nr, self->echo.lines);
+	conn = self->echo.deferred_conn;
+	for (size_t k = 0; k < nr && cut_at < 0; k++) {
+		int ret = server_send(self->srv, conn, "deferred\n", pay, big);
+
+		if (ret == -ENOTCONN)
+			cut_at = (int)k;
+		else
+			ASSERT_EQ(0, ret);
+		queued = k + 1;
+	}
+	TH_LOG("cut at answer %d of %zu (16 MiB each)", cut_at, nr);
+	/* over 64 MiB: the fifth 16 MiB answer at the latest */
+	ASSERT_GE(cut_at, 0);
+	EXPECT_LE(queued * big, (size_t)SERVER_OUT_MAX + big);
+	/* nothing held for it, and the answers still owed find it gone */
+	EXPECT_FALSE(server_has_output(self->srv));
+	EXPECT_EQ(-ENOTCONN, server_send(self->srv, conn, "x\n", NULL, 0));
+	/* another client is served meanwhile */
+	other.fd = connect_to(self->sock);
+	ASSERT_GE(other.fd, 0);
+	ASSERT_EQ(5, send_str(other.fd, "ping\n"));
+	ASSERT_EQ(0, serve_until_done(self->loop, &other, 1, false));
+	EXPECT_STREQ("0:ping\n", other.buf);
+	/* the cut client reads what its socket held, then the end */
+	for (i = 0; i < 4000 && !eof; i++) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			eof = true;
+		else if (n < 0)
+			serve_for(self->loop, 1);
+	}
+	EXPECT_TRUE(eof);
+	free(pay);
+	close(fd);
+	close(other.fd);
 }
 
 TEST_F(server, listen__serves_many_clients_at_once_each_its_own_answers)

@@ -45,8 +45,9 @@
  * COLOC_MAX_INFLIGHT infer answers, and holds at most 4 MiB of answers the
  * client has not taken: beyond either it reads no more of that
  * connection's requests until it catches up (a client must read answers
- * while it sends; libcoloc_client does). A connection owed answers is not
- * timed out. A client that closes its connection with queries in flight
+ * while it sends; libcoloc_client does). Answers already owed still come:
+ * past 64 MiB of them unsent, colocd closes the connection (their answers
+ * are lost, as below). A connection owed answers is not timed out. A client that closes its connection with queries in flight
  * loses their answers; the queries still run, nothing else is affected.
  *
  * Requests are strict JSON (RFC 8259: no comments, no single quotes, no
