@@ -144,6 +144,27 @@ TEST(submit_at__symbolic_links_are_refused_unopened)
 }
 
 /*
+ * Below dir: d/f (an ONNX model), d/lf a link to f, ld a link to d. 0, or
+ * -1.
+ */
+static int make_link_tree(const char *dir)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), "%s/d", dir);
+	if (mkdir(path, 0755))
+		return -1;
+	snprintf(path, sizeof(path), "%s/d/f", dir);
+	if (write_onnx_with_location(path, "w.bin"))
+		return -1;
+	snprintf(path, sizeof(path), "%s/d/lf", dir);
+	if (symlink("f", path))
+		return -1;
+	snprintf(path, sizeof(path), "%s/ld", dir);
+	return symlink("d", path) ? -1 : 0;
+}
+
+/*
  * coloc_open_beneath's way where openat2 is missing (a kernel before 5.6,
  * a seccomp profile without it): a component walk with O_NOFOLLOW refuses
  * what openat2 refuses, link by link, and opens the rest.
@@ -169,16 +190,9 @@ TEST(open_beneath_walk__refuses_what_openat2_refuses)
 	int dfd;
 
 	ASSERT_NE(NULL, mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/d", dir);
-	ASSERT_EQ(0, mkdir(path, 0755));
-	snprintf(path, sizeof(path), "%s/d/f", dir);
-	ASSERT_EQ(0, write_onnx_with_location(path, "w.bin"));
+	ASSERT_EQ(0, make_link_tree(dir));
 	snprintf(path, sizeof(path), "%s/f2", dir);
 	ASSERT_EQ(0, write_onnx_with_location(path, "w.bin"));
-	snprintf(path, sizeof(path), "%s/d/lf", dir);
-	ASSERT_EQ(0, symlink("f", path));
-	snprintf(path, sizeof(path), "%s/ld", dir);
-	ASSERT_EQ(0, symlink("d", path));
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ASSERT_LE(0, dfd);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
@@ -224,18 +238,11 @@ static int beneath_under_filter(const char *dir, int err)
 
 TEST(open_beneath__walks_where_a_filter_refuses_openat2)
 {
-	char dir[] = "/tmp/coloc-client-filter-XXXXXX", path[160];
+	char dir[] = "/tmp/coloc-client-filter-XXXXXX";
 	static const int errs[] = { ENOSYS, EPERM };
 
 	ASSERT_NE(NULL, mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/d", dir);
-	ASSERT_EQ(0, mkdir(path, 0755));
-	snprintf(path, sizeof(path), "%s/d/f", dir);
-	ASSERT_EQ(0, write_onnx_with_location(path, "w.bin"));
-	snprintf(path, sizeof(path), "%s/d/lf", dir);
-	ASSERT_EQ(0, symlink("f", path));
-	snprintf(path, sizeof(path), "%s/ld", dir);
-	ASSERT_EQ(0, symlink("d", path));
+	ASSERT_EQ(0, make_link_tree(dir));
 	for (size_t i = 0; i < sizeof(errs) / sizeof(*errs); i++) {
 		int status;
 		pid_t pid = fork();

@@ -26,23 +26,6 @@
 #define CONNS 4
 #define SENT_FIRST (16u << 20)
 
-/* colocd's VmRSS in KiB, -1 if unknown. */
-static long rss_kb(pid_t pid)
-{
-	char path[64], line[256];
-	long kb = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kb;
-}
-
 static bool send_zeros(int fd, size_t n)
 {
 	static char zeros[1 << 16];
@@ -72,7 +55,7 @@ TEST_F_TIMEOUT(colocd, payload__refused_on_its_line_holds_no_room, 120)
 	ASSERT_EQ(0, chmod(self->dir, 0755));
 	ASSERT_EQ(0, pipe(report));
 	ASSERT_EQ(0, pipe(go));
-	before = rss_kb(self->pid);
+	before = tu_proc_status_kb(self->pid, "VmRSS");
 	ASSERT_GT(before, 0);
 	pid = fork();
 	ASSERT_GE(pid, 0);
@@ -114,7 +97,7 @@ TEST_F_TIMEOUT(colocd, payload__refused_on_its_line_holds_no_room, 120)
 	close(report[1]);
 	close(go[0]);
 	ASSERT_EQ(1, read(report[0], &byte, 1));
-	after = rss_kb(self->pid);
+	after = tu_proc_status_kb(self->pid, "VmRSS");
 	TH_LOG("colocd VmRSS %ld kB before, %ld kB with %d x %u MiB of refused inputs received",
 	       before, after, CONNS, SENT_FIRST >> 20);
 	/* main held every byte: +64 MiB */

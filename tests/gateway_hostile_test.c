@@ -26,25 +26,10 @@
 /* The gateway's peak RSS in kB since the last reset (clear_refs 5), or -1. */
 static long vmhwm_kb(pid_t pid, bool reset)
 {
-	char path[64], line[256];
-	long kb = -1;
-	FILE *f;
+	long kb = tu_proc_status_kb(pid, "VmHWM");
 
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	if (reset) {
-		snprintf(path, sizeof(path), "/proc/%d/clear_refs", pid);
-		f = fopen(path, "w");
-		if (f) {
-			fputs("5", f);
-			fclose(f);
-		}
-	}
+	if (reset)
+		tu_reset_peak_rss(pid);
 	return kb;
 }
 

@@ -195,20 +195,10 @@ TEST(infer_parse__hostile_bodies_get_400_with_the_reason)
 /* The peak RSS of this process in kB (reset to the current one by clear_refs 5), or -1. */
 static long peak_rss_kb(bool reset)
 {
-	char line[256];
-	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "r");
+	long kb = tu_proc_status_kb(0, "VmHWM");
 
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	f = reset ? fopen("/proc/self/clear_refs", "w") : NULL;
-	if (f) {
-		fputs("5", f);
-		fclose(f);
-	}
+	if (reset)
+		tu_reset_peak_rss(0);
 	return kb;
 }
 

@@ -308,24 +308,6 @@ static int submit_as_member(FIXTURE_DATA(submit) * self, uid_t id, gid_t coloc, 
 	return WEXITSTATUS(st);
 }
 
-/* colocd's VmRSS in KiB, from /proc. */
-static long colocd_rss_kib(pid_t pid)
-{
-	char path[64], line[256];
-	long kib = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
-
 /*
  * colocd's open files, counted while a connection of ours is open and its
  * ping answered: every earlier request has been handled by then, and the
@@ -565,9 +547,9 @@ TEST_F(submit, external_data__sparse_terabyte_refused_by_size)
 		SKIP(return, "no sparse file of 1 TiB on this filesystem: %s", strerror(errno));
 	close(fd);
 	ASSERT_EQ(0, write_huge_model(self->dir, "blob", 1, 1 << 24, model, sizeof(model)));
-	before = colocd_rss_kib(self->colocd);
+	before = tu_proc_status_kb(self->colocd, "VmRSS");
 	EXPECT_EQ(1, submit_as_root(self, "big", model)) TH_LOG("%s", self->out);
-	after = colocd_rss_kib(self->colocd);
+	after = tu_proc_status_kb(self->colocd, "VmRSS");
 	EXPECT_NE(NULL, strstr(self->out, "external data file 'blob' is 1099511627776 bytes, over "
 					  "colocd's limit"))
 	TH_LOG("%s", self->out);
@@ -593,9 +575,9 @@ TEST_F(submit, external_data__huge_initializers_refused_by_the_decoded_cap)
 	ASSERT_EQ(0, ftruncate(fd, 1 << 24));
 	close(fd);
 	ASSERT_EQ(0, write_huge_model(self->dir, "blob", 300, 1 << 24, model, sizeof(model)));
-	before = colocd_rss_kib(self->colocd);
+	before = tu_proc_status_kb(self->colocd, "VmRSS");
 	EXPECT_EQ(1, submit_as_root(self, "big", model)) TH_LOG("%s", self->out);
-	after = colocd_rss_kib(self->colocd);
+	after = tu_proc_status_kb(self->colocd, "VmRSS");
 	EXPECT_NE(NULL, strstr(self->out, "its initializers decode to more than 4096 MiB"))
 	TH_LOG("%s", self->out);
 	ASSERT_LT(0, before);

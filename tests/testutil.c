@@ -826,6 +826,43 @@ int tu_stop_child(pid_t *pid)
 	return -1;
 }
 
+long tu_proc_status_kb(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	size_t n = strlen(field);
+	long kb = -1;
+	FILE *f;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, n) && line[n] == ':' &&
+		    sscanf(line + n + 1, "%ld", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+void tu_reset_peak_rss(pid_t pid)
+{
+	char path[64];
+	FILE *f;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/clear_refs", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/clear_refs");
+	f = fopen(path, "w");
+	if (f) {
+		fputs("5", f);
+		fclose(f);
+	}
+}
+
 char *tu_read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");

@@ -174,6 +174,11 @@ int tu_stop_child(pid_t *pid);
 /* The whole file, malloc'd and NUL-terminated (*len without the NUL), or NULL. */
 char *tu_read_file(const char *path, size_t *len);
 
+/* A kB field of /proc/PID/status (pid 0: this process), e.g. "VmRSS"; -1 if unknown. */
+long tu_proc_status_kb(pid_t pid, const char *field);
+/* Resets pid's VmHWM to its current VmRSS (clear_refs 5; pid 0: this process). */
+void tu_reset_peak_rss(pid_t pid);
+
 /* Makes /tmp/coloc-NAME-XXXXXX into buf: 0, or -errno with buf "". */
 int tu_make_tmpdir(const char *name, char *buf, size_t len);
 /*
