@@ -16,9 +16,9 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 #include "fd_closer.h"
+#include "loop.h"
 
 struct fd_closer_uid {
 	bool used, running;
@@ -31,14 +31,6 @@ struct fd_closer_uid {
 static pthread_mutex_t fd_closer_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fd_closer_uid fd_closer_uids[FD_CLOSER_UIDS];
 
-static uint64_t fd_closer_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void *fd_closer_thread(void *arg)
 {
 	struct fd_closer_uid *u = arg;
@@ -49,7 +41,7 @@ static void *fd_closer_thread(void *arg)
 
 		u->head++;
 		u->len--;
-		u->busy_since_ns = fd_closer_now_ns();
+		u->busy_since_ns = loop_now_ns();
 		pthread_mutex_unlock(&fd_closer_lock);
 		close(fd);
 		pthread_mutex_lock(&fd_closer_lock);
@@ -167,7 +159,7 @@ bool fd_closer_stuck(uid_t uid)
 	if (u)
 		stuck = u->len >= FD_CLOSER_STUCK_QUEUE ||
 			(u->busy_since_ns &&
-			 fd_closer_now_ns() - u->busy_since_ns > FD_CLOSER_STUCK_MS * 1000000ull);
+			 loop_now_ns() - u->busy_since_ns > FD_CLOSER_STUCK_MS * 1000000ull);
 	pthread_mutex_unlock(&fd_closer_lock);
 	return stuck;
 }

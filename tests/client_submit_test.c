@@ -34,6 +34,29 @@ static size_t put_field(uint8_t *out, unsigned int field, const void *bytes, siz
 	return len + 2;
 }
 
+/* A listening socket at DIR/s.sock that never answers (the client only connects), or -1. */
+static int listening_socket_in(const char *dir)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/s.sock", dir);
+	if (lfd >= 0 && (bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) || listen(lfd, 4))) {
+		close(lfd);
+		return -1;
+	}
+	return lfd;
+}
+
+/* A client connected to DIR/s.sock: 0, or -errno. */
+static int connect_to_socket_in(const char *dir, struct coloc_client **c)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+	snprintf(path, sizeof(path), "%s/s.sock", dir);
+	return coloc_client_connect(path, c);
+}
+
 /* ModelProto.graph.initializer[0].external_data[0] = {"location": loc}, at path. */
 static int write_onnx_with_location(const char *path, const char *loc)
 {
@@ -58,18 +81,14 @@ static int write_onnx_with_location(const char *path, const char *loc)
 TEST(submit__external_data_outside_the_models_directory_is_refused_unopened)
 {
 	static const char *const bad[] = { "../secret", "/nonexistent/secret", "a/../../secret" };
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	char dir[] = "/tmp/coloc-client-submit-XXXXXX", model[128];
 	struct coloc_client *c = NULL;
 	int lfd;
 
 	ASSERT_NE(NULL, mkdtemp(dir));
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/s.sock", dir);
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	lfd = listening_socket_in(dir);
 	ASSERT_LE(0, lfd);
-	ASSERT_EQ(0, bind(lfd, (struct sockaddr *)&addr, sizeof(addr)));
-	ASSERT_EQ(0, listen(lfd, 4));
-	ASSERT_EQ(0, coloc_client_connect(addr.sun_path, &c));
+	ASSERT_EQ(0, connect_to_socket_in(dir, &c));
 	snprintf(model, sizeof(model), "%s/m.onnx", dir);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		struct coloc_submit sub = { .name = "m", .model = model, .qos_ms = 10 };
@@ -93,18 +112,14 @@ TEST(submit__external_data_outside_the_models_directory_is_refused_unopened)
  */
 TEST(submit_at__symbolic_links_are_refused_unopened)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	char dir[] = "/tmp/coloc-client-submit-XXXXXX", path[160], target[160];
 	struct coloc_client *c = NULL;
 	int lfd, dfd;
 
 	ASSERT_NE(NULL, mkdtemp(dir));
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/s.sock", dir);
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	lfd = listening_socket_in(dir);
 	ASSERT_LE(0, lfd);
-	ASSERT_EQ(0, bind(lfd, (struct sockaddr *)&addr, sizeof(addr)));
-	ASSERT_EQ(0, listen(lfd, 4));
-	ASSERT_EQ(0, coloc_client_connect(addr.sun_path, &c));
+	ASSERT_EQ(0, connect_to_socket_in(dir, &c));
 	snprintf(path, sizeof(path), "%s/m", dir);
 	ASSERT_EQ(0, mkdir(path, 0755));
 	snprintf(target, sizeof(target), "%s/secret", dir);

@@ -182,6 +182,25 @@ static int cgroup2_mount(char *buf, size_t len)
 	return err;
 }
 
+/*
+ * The cgroup v2 mount into mnt and its coloc-tenants-test folder, made if
+ * need be, into cg: NULL, or why the test cannot run here.
+ */
+static const char *test_cgroup(char *mnt, size_t mnt_len, char *cg, size_t cg_len)
+{
+	static char why[160];
+
+	if (cgroup2_mount(mnt, mnt_len))
+		return "no cgroup v2 hierarchy mounted";
+	snprintf(cg, cg_len, "%s/coloc-tenants-test", mnt);
+	if (mkdir(cg, 0755) && errno != EEXIST) {
+		snprintf(why, sizeof(why), "cannot create a cgroup v2 directory: %s",
+			 strerror(errno));
+		return why;
+	}
+	return NULL;
+}
+
 TEST_F(tenants, add__refuses_the_cgroup_root_dot_dash_components_and_non_utf8)
 {
 	const char *const suffix[] = { "",
@@ -191,16 +210,15 @@ TEST_F(tenants, add__refuses_the_cgroup_root_dot_dash_components_and_non_utf8)
 				       "/coloc-tenants-test/.",
 				       "/coloc-tenants-test/-" };
 	char mnt[200], dash[300], path[400];
+	const char *why;
 	struct coloc_err err = { 0 };
 	struct tenants_add_req req = { .name = "a", .cgroup = path };
 	struct tenant *out;
 
-	if (cgroup2_mount(mnt, sizeof(mnt)))
-		SKIP(return, "no cgroup v2 hierarchy mounted");
-	snprintf(self->cgroup, sizeof(self->cgroup), "%s/coloc-tenants-test", mnt);
+	why = test_cgroup(mnt, sizeof(mnt), self->cgroup, sizeof(self->cgroup));
+	if (why)
+		SKIP(return, "%s", why);
 	snprintf(dash, sizeof(dash), "%s/-", self->cgroup);
-	if (mkdir(self->cgroup, 0755) && errno != EEXIST)
-		SKIP(return, "cannot create a cgroup v2 directory: %s", strerror(errno));
 	/* a real cgroup named "-": refused by its name, not for being absent */
 	ASSERT_EQ(0, mkdir(dash, 0755));
 	for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
@@ -234,15 +252,14 @@ TEST_F(tenants, add__refuses_the_cgroup_root_dot_dash_components_and_non_utf8)
 TEST_F(tenants, add__a_path_through_a_link_is_refused_never_resolved)
 {
 	char mnt[200], link[128], path[400];
+	const char *why;
 	struct coloc_err err = { 0 };
 	struct tenants_add_req req = { .name = "a", .cgroup = path };
 	struct tenant *out;
 
-	if (cgroup2_mount(mnt, sizeof(mnt)))
-		SKIP(return, "no cgroup v2 hierarchy mounted");
-	snprintf(self->cgroup, sizeof(self->cgroup), "%s/coloc-tenants-test", mnt);
-	if (mkdir(self->cgroup, 0755) && errno != EEXIST)
-		SKIP(return, "cannot create a cgroup v2 directory: %s", strerror(errno));
+	why = test_cgroup(mnt, sizeof(mnt), self->cgroup, sizeof(self->cgroup));
+	if (why)
+		SKIP(return, "%s", why);
 	snprintf(link, sizeof(link), "/tmp/coloc-tenants-link-%d", getpid());
 	unlink(link);
 	ASSERT_EQ(0, symlink(self->cgroup, link));
