@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "policy.h"
 #include "profile.h"
+#include "mono_clock.h"
 
 #define COLOCD_DRAIN_MS 5000
 #define COLOCD_DRAIN_POLL_NS 10000000ull
@@ -469,7 +470,7 @@ static void on_stop_signal(struct loop_source *src, const struct signalfd_siginf
 	}
 	stop_signal = (int)si->ssi_signo;
 	d->draining = true;
-	drain_end_ns = loop_now_ns() + COLOCD_DRAIN_MS * 1000000ull;
+	drain_end_ns = coloc_now_ns() + COLOCD_DRAIN_MS * 1000000ull;
 	server_stop_listening(server);
 	fprintf(stderr, "colocd: %s, finishing %d quer%s in flight\n", strsignal(stop_signal), busy,
 		busy == 1 ? "y" : "ies");

@@ -40,6 +40,7 @@
 #include "utf8.h"
 #include "util.h"
 #include "version.h"
+#include "mono_clock.h"
 
 char *control_finish(struct json_object *resp)
 {
@@ -191,7 +192,7 @@ char *control_serve(void *ctx, struct server_req *req, const char *line, size_t 
 	if (!line)
 		return control_error("request larger than %d bytes; closing the connection",
 				     COLOC_MAX_REQUEST);
-	return control_handle(ctx, req, req->uid, line, len, loop_now_ns());
+	return control_handle(ctx, req, req->uid, line, len, coloc_now_ns());
 }
 
 /* ---- infer ------------------------------------------------------------------ */
@@ -248,7 +249,7 @@ static void control_infer_done(void *ctx, const struct serving_completion *c)
 	json_object_object_add(resp, "first_byte_at_ns",
 			       json_object_new_int64((int64_t)inf->first_byte_ns));
 	json_object_object_add(resp, "answered_at_ns",
-			       json_object_new_int64((int64_t)loop_now_ns()));
+			       json_object_new_int64((int64_t)coloc_now_ns()));
 	if (ok)
 		json_object_object_add(resp, "output_bytes",
 				       json_object_new_int64((int64_t)c->output_bytes));
@@ -277,7 +278,7 @@ static char *control_infer_payload(struct colocd *d, struct server_req *sreq,
 		free(inf);
 		return resp;
 	}
-	inf->received_ns = loop_now_ns();
+	inf->received_ns = coloc_now_ns();
 	/* asked once the bytes are in: the tenant may have changed hands since the line came */
 	ret = serving_authorize(d->serving, tenant, inf->uid, &err);
 	/* the server's buffer becomes the query's: no copy */
@@ -304,7 +305,7 @@ static char *control_infer_memfd(struct colocd *d, struct server_req *sreq,
 	struct coloc_err err = { 0 };
 	int ret;
 
-	inf->received_ns = loop_now_ns();
+	inf->received_ns = coloc_now_ns();
 	if (sreq->nr_fds != 1)
 		ret = coloc_err_set(&err, -EINVAL,
 				    "\"input\":\"memfd\" takes exactly one descriptor with the "

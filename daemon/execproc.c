@@ -30,19 +30,12 @@
 #include "coloc/protocol.h"
 #include "execproc_internal.h"
 #include "shm_summary_check.h"
+#include "mono_clock.h"
 
 /* Doorbell bytes one poll drains at most: a flood is left for the next call. */
 #define EXECPROC_DRAIN_BYTES 4096
 /* Rings in a row with nothing new to take before the executor is given up on. */
 #define EXECPROC_MAX_IDLE_RINGS 64
-
-static unsigned long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
-}
 
 pid_t execproc_pid(const struct execproc *ep)
 {
@@ -76,7 +69,7 @@ int execproc_log_fd(const struct execproc *ep)
 
 bool execproc_drain_log(struct execproc *ep)
 {
-	return exec_log_drain(&ep->log, now_ns());
+	return exec_log_drain(&ep->log, coloc_now_ns());
 }
 
 void execproc_close_log(struct execproc *ep)
@@ -140,7 +133,7 @@ static void ring(struct execproc *ep, __u32 op)
 	ep->outstanding = true;
 	ep->yield_asked = false;
 	ep->op = op;
-	ep->submit_ns = now_ns();
+	ep->submit_ns = coloc_now_ns();
 	ep->seq++;
 	__atomic_store_n(&c->seq, ep->seq, __ATOMIC_RELEASE);
 	/*
@@ -693,7 +686,7 @@ static void fill_blocks(const struct execproc *ep, const struct coloc_shm_done *
 static void fill_result(struct execproc *ep, const struct coloc_shm_done *d,
 			struct execproc_result *res)
 {
-	unsigned long long seen = now_ns(), rtt = seen - ep->submit_ns;
+	unsigned long long seen = coloc_now_ns(), rtt = seen - ep->submit_ns;
 
 	res->round_trip_ns = rtt;
 	split_round_trip(res, ep->submit_ns, seen, d->started_ns, d->ended_ns);
@@ -817,7 +810,7 @@ int execproc_poll(struct execproc *ep, struct execproc_result *res, struct coloc
 static int wait_for(struct execproc *ep, struct execproc_result *res, int timeout_ms,
 		    bool for_ready, struct coloc_err *err)
 {
-	unsigned long long deadline = now_ns() + (unsigned long long)timeout_ms * 1000000ull;
+	unsigned long long deadline = coloc_now_ns() + (unsigned long long)timeout_ms * 1000000ull;
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = ep->hung_up ? -1 : ep->done_fd, .events = POLLIN },
@@ -830,7 +823,7 @@ static int wait_for(struct execproc *ep, struct execproc_result *res, int timeou
 			execproc_kill(ep);
 		if (ret || (for_ready && ep->ready))
 			return ret;
-		now = now_ns();
+		now = coloc_now_ns();
 		if (now >= deadline)
 			return coloc_err_set(
 				err, -ETIMEDOUT, "tenant %s: its executor did not %s within %d ms",
@@ -919,7 +912,7 @@ void execproc_free(struct execproc *ep)
 	if (ep->done_fd >= 0)
 		close(ep->done_fd);
 	if (ep->log.fd >= 0)
-		exec_log_drain(&ep->log, now_ns());
+		exec_log_drain(&ep->log, coloc_now_ns());
 	exec_log_close(&ep->log);
 	free(ep->summary);
 	free(ep);

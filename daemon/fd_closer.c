@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "fd_closer.h"
 #include "loop.h"
+#include "mono_clock.h"
 
 struct fd_closer_uid {
 	bool used, running;
@@ -41,7 +42,7 @@ static void *fd_closer_thread(void *arg)
 
 		u->head++;
 		u->len--;
-		u->busy_since_ns = loop_now_ns();
+		u->busy_since_ns = coloc_now_ns();
 		pthread_mutex_unlock(&fd_closer_lock);
 		close(fd);
 		pthread_mutex_lock(&fd_closer_lock);
@@ -159,7 +160,7 @@ bool fd_closer_stuck(uid_t uid)
 	if (u)
 		stuck = u->len >= FD_CLOSER_STUCK_QUEUE ||
 			(u->busy_since_ns &&
-			 loop_now_ns() - u->busy_since_ns > FD_CLOSER_STUCK_MS * 1000000ull);
+			 coloc_now_ns() - u->busy_since_ns > FD_CLOSER_STUCK_MS * 1000000ull);
 	pthread_mutex_unlock(&fd_closer_lock);
 	return stuck;
 }

@@ -24,6 +24,7 @@
 #include "isa_probe.h"
 #include "state_writer.h"
 #include "submit_copy.h"
+#include "mono_clock.h"
 
 /*
  * How often the ring buffer is drained. Each wakeup of colocd preempts a
@@ -155,7 +156,7 @@ static void colocd_serving_prepare(struct loop_source *src, void *ctx)
 {
 	struct colocd *d = ctx;
 	int ms = serving_next_timeout_ms(d->serving);
-	__u64 now = loop_now_ns(), due = d->serving_ticked_ns + COLOCD_SERVING_IDLE_NS;
+	__u64 now = coloc_now_ns(), due = d->serving_ticked_ns + COLOCD_SERVING_IDLE_NS;
 
 	(void)src;
 	if (ms >= 0 && now + (__u64)(ms ? ms : 1) * 1000000ull < due)
@@ -319,7 +320,7 @@ static void colocd_block_done(void *ctx, const struct serving_block_record *r)
 
 	fprintf(d->block_log,
 		"%.3f\t%s\t%llu\t%d\t%d\t%d\t%d\t%.3f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t",
-		(loop_now_ns() - d->block_log_t0) / 1e6, r->tenant, (unsigned long long)r->query,
+		(coloc_now_ns() - d->block_log_t0) / 1e6, r->tenant, (unsigned long long)r->query,
 		r->first, r->last, r->nr_cores, r->corunners, r->level, r->alone_ns / 1e3,
 		r->predicted_ns / 1e3, r->measured_ns / 1e3, r->round_trip_ns / 1e3,
 		r->switch_ns / 1e3, r->ok);
@@ -337,7 +338,7 @@ static int open_block_log(struct colocd *d, struct coloc_err *err)
 				     d->cfg.block_log, strerror(errno));
 	/* a line as each block ends, for tail -f: one write per block, next to its round trip */
 	setvbuf(d->block_log, NULL, _IOLBF, 0);
-	d->block_log_t0 = loop_now_ns();
+	d->block_log_t0 = coloc_now_ns();
 	fputs("end_ms\ttenant\tquery\tfirst\tlast\tcores\tcorunners\tlevel\talone_us\t"
 	      "predicted_us\tmeasured_us\tround_trip_us\tswitch_us\tok\tversions\tclamped\n",
 	      d->block_log);
@@ -429,7 +430,7 @@ static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 	ret = serving_create(&sc, &d->serving, err);
 	if (ret)
 		return ret;
-	d->serving_ticked_ns = loop_now_ns();
+	d->serving_ticked_ns = coloc_now_ns();
 	ret = loop_add_timer(d->loop, &d->serving_timer, COLOCD_SERVING_IDLE_NS, 0,
 			     colocd_on_serving_timer, d);
 	if (!ret)

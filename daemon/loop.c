@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <liburing.h>
 #include "loop.h"
+#include "mono_clock.h"
 
 #define LOOP_QUEUE_DEPTH 256
 /* user_data of the POLL_REMOVE requests themselves: their completions carry nothing */
@@ -79,14 +80,6 @@ struct loop {
 	struct loop_source *sig_poll; /* the signalfd's own poll source */
 	struct loop_source *by_signal[_NSIG];
 };
-
-__u64 loop_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
 
 int loop_new(struct loop **out, struct coloc_err *err)
 {
@@ -208,7 +201,7 @@ void loop_poll_set_events(struct loop_source *s, unsigned int events)
 void loop_timer_set(struct loop_source *s, __u64 first_ns, __u64 interval_ns)
 {
 	s->timer.active = true;
-	s->timer.deadline_ns = loop_now_ns() + first_ns;
+	s->timer.deadline_ns = coloc_now_ns() + first_ns;
 	s->timer.interval_ns = interval_ns;
 	s->since_iter = s->loop->iter;
 }
@@ -394,7 +387,7 @@ static void loop_dispatch_cqe(struct loop *l, struct io_uring_cqe *cqe)
 /* Fires due timers earliest first, each at most once per iteration. */
 static void loop_fire_timers(struct loop *l)
 {
-	__u64 now = loop_now_ns();
+	__u64 now = coloc_now_ns();
 
 	while (!l->exiting) {
 		struct loop_source *due = NULL;
@@ -470,7 +463,7 @@ int loop_run(struct loop *l, struct coloc_err *err)
 		loop_arm_polls(l);
 		next = loop_next_deadline(l);
 		if (next != UINT64_MAX) {
-			now = loop_now_ns();
+			now = coloc_now_ns();
 			next = next > now ? next - now : 0;
 			ts.tv_sec = (long long)(next / 1000000000ull);
 			ts.tv_nsec = (long long)(next % 1000000000ull);

@@ -84,7 +84,5 @@ void loop_source_remove(struct loop_source *src);
 int loop_run(struct loop *l, struct coloc_err *err);
 /* Makes loop_run() return code once the current callback returns. */
 void loop_exit(struct loop *l, int code);
-/* CLOCK_MONOTONIC in ns. */
-__u64 loop_now_ns(void);
 
 #endif /* COLOC_DAEMON_LOOP_H */

@@ -39,6 +39,7 @@
 #include "coloc/protocol.h"
 #include "fd_closer.h"
 #include "server_internal.h"
+#include "mono_clock.h"
 
 #define SERVER_READS_PER_WAKEUP 4
 /*
@@ -137,7 +138,7 @@ static ssize_t server_conn_write(struct server_conn *c, struct iovec *iov, int n
 		return -EPIPE;
 	n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n > 0)
-		c->last_progress_ns = loop_now_ns();
+		c->last_progress_ns = coloc_now_ns();
 	if (n >= 0)
 		return n;
 	if (errno == EAGAIN || errno == EINTR)
@@ -220,7 +221,7 @@ static bool server_conn_take(struct server_conn *c, struct server_req *req, char
 	}
 	if (req->close_after)
 		c->closing = true;
-	c->last_progress_ns = loop_now_ns();
+	c->last_progress_ns = coloc_now_ns();
 	return ok;
 }
 
@@ -342,7 +343,7 @@ static bool server_conn_await_payload(struct server_conn *c, struct server_req *
 	req->request = NULL; /* held in c->preq until the bytes are in */
 	c->payload_got = 0;
 	c->in_payload = true;
-	c->last_progress_ns = loop_now_ns();
+	c->last_progress_ns = coloc_now_ns();
 	return true;
 }
 
@@ -746,7 +747,7 @@ static bool server_conn_read(struct server_conn *c, ssize_t *got)
 	*got = n;
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
-	c->last_progress_ns = c->last_read_ns = loop_now_ns();
+	c->last_progress_ns = c->last_read_ns = coloc_now_ns();
 	if (!to_payload && n > 0)
 		server_conn_stamp_read(c, c->last_read_ns);
 	if (msg.msg_controllen || (msg.msg_flags & MSG_CTRUNC))
@@ -877,7 +878,7 @@ int server_send(struct server *s, __u64 conn, const char *line, const void *payl
 		c->pending--;
 	else
 		c->answered_early++; /* its handler has not returned yet: see server_conn_take */
-	c->last_progress_ns = loop_now_ns();
+	c->last_progress_ns = coloc_now_ns();
 	line_len = strlen(line);
 	/*
 	 * Sent here from the caller's buffers when nothing is queued before

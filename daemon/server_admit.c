@@ -21,6 +21,7 @@
 #include "coloc/protocol.h"
 #include "fd_closer.h"
 #include "server_internal.h"
+#include "mono_clock.h"
 
 #define SERVER_ACCEPTS_PER_WAKEUP 16
 
@@ -244,7 +245,7 @@ static void server_add_conn(struct server *s, int fd)
 	c->id = ++s->next_id;
 	c->fd = fd;
 	c->uid = cred.uid;
-	c->last_progress_ns = loop_now_ns();
+	c->last_progress_ns = coloc_now_ns();
 	s->conns[slot] = c;
 }
 

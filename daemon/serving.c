@@ -45,14 +45,7 @@
 #include "profile_table.h"
 #include "serving_internal.h"
 #include "topology.h"
-
-uint64_t sv_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "mono_clock.h"
 
 struct sv_tenant *sv_find_tenant(const struct serving *s, const char *name)
 {
@@ -111,7 +104,7 @@ static void unlink_query(struct serving *s, struct sv_tenant *t, struct sv_query
 void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *q,
 		       enum serving_status status, const char *reason)
 {
-	uint64_t now = sv_now_ns();
+	uint64_t now = coloc_now_ns();
 	struct serving_completion c = { .query_id = q->id,
 					.tenant = t->name,
 					.status = status,
@@ -232,7 +225,7 @@ static int submit_query(struct serving *s, const char *tenant, void **input, int
 			uint64_t *query_id, struct coloc_err *err)
 {
 	struct sv_tenant *t = sv_find_tenant(s, tenant);
-	uint64_t now = sv_now_ns();
+	uint64_t now = coloc_now_ns();
 	struct sv_query *q;
 	int ret = 0;
 
@@ -440,7 +433,7 @@ static void age_signals(struct serving *s, uint64_t now)
 
 static void build_input(struct serving *s, struct policy_input *in)
 {
-	uint64_t now = sv_now_ns();
+	uint64_t now = coloc_now_ns();
 	int nq = 0, nr = 0;
 
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
@@ -501,7 +494,7 @@ static void apply_drop(struct serving *s, const struct policy_drop *d)
 	struct sv_tenant *t = &s->tenants[d->tenant];
 	struct sv_query *q = find_query(t, d->query_id);
 	char reason[SERVING_REASON_LEN];
-	uint64_t now = sv_now_ns();
+	uint64_t now = coloc_now_ns();
 
 	if (!q)
 		return;
@@ -647,7 +640,7 @@ static bool apply_decision(struct serving *s, const struct policy_input *in, int
 	}
 	x->busy = true;
 	x->blk_query = q;
-	x->blk_submit_ns = sv_now_ns();
+	x->blk_submit_ns = coloc_now_ns();
 	x->blk_corunners = sv_blocks_in_flight(s) - sv_tenant_busy(t);
 	q->in_flight = true;
 	/* shared cores (os) stay free for the other tenants and have no one owner */
@@ -724,7 +717,7 @@ void sv_schedule(struct serving *s)
 void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct policy_decision *d,
 			uint64_t ns, bool alone)
 {
-	uint64_t now = sv_now_ns();
+	uint64_t now = coloc_now_ns();
 	struct policy_level_evidence ev;
 
 	if (!policy_level_tenant_block(&t->level, d->alone_ns, ns, alone, &ev))
@@ -742,7 +735,7 @@ void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct pol
 void sv_release_block_cores(struct serving *s, struct sv_tenant *t, struct sv_exec *x)
 {
 	int idx = tenant_index(s, t);
-	uint64_t now = sv_now_ns();
+	uint64_t now = coloc_now_ns();
 
 	if (!x->busy)
 		return;

@@ -24,6 +24,7 @@
 #include "sandbox.h"
 #include "serving_internal.h"
 #include "submit_files.h"
+#include "mono_clock.h"
 
 /* The executors spec asks for: 0 (unsaid) is one. */
 static int spec_executors(const struct serving_tenant_spec *spec)
@@ -417,7 +418,7 @@ int serving_admit_wait(struct serving *s, const struct serving_tenant_spec *spec
 {
 	struct serving_tenant_spec sp = *spec;
 	struct coloc_err res = { 0 };
-	uint64_t end = sv_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t end = coloc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	int ret;
 
 	sp.admitted = admit_wait_done;
@@ -428,7 +429,7 @@ int serving_admit_wait(struct serving *s, const struct serving_tenant_spec *spec
 	while (!res.code) {
 		struct pollfd pfd[SV_WAIT_FDS];
 		int fds[SV_WAIT_FDS], n, wait = serving_next_timeout_ms(s);
-		uint64_t now = sv_now_ns();
+		uint64_t now = coloc_now_ns();
 
 		if (now >= end) {
 			serving_remove(s, spec->name, NULL);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include "shm_summary_check.h"
 #include "serving_internal.h"
+#include "mono_clock.h"
 
 /* Its output logged; at its end of file, no longer watched. Whether fd was its log's. */
 static bool drain_log(struct serving *s, struct execproc *ep, int fd)
@@ -58,7 +59,7 @@ static bool poll_retired(struct serving *s, struct sv_retired **pp, uint64_t now
  */
 static void add_block_parts(struct sv_query *q, bool first_block, const struct execproc_result *r)
 {
-	uint64_t now = sv_now_ns(), submit = now - r->round_trip_ns;
+	uint64_t now = coloc_now_ns(), submit = now - r->round_trip_ns;
 	uint64_t compute = r->block_ns < r->run_ns ? r->block_ns : r->run_ns;
 
 	q->parts.ns[first_block ? COLOC_PART_QUEUED : COLOC_PART_DECIDE] +=
@@ -247,7 +248,7 @@ void serving_handle_fd(struct serving *s, int fd)
 	}
 	for (struct sv_retired **pp = &s->retired; *pp; pp = &(*pp)->next)
 		if (execproc_pidfd((*pp)->ep) == fd) {
-			poll_retired(s, pp, sv_now_ns());
+			poll_retired(s, pp, coloc_now_ns());
 			return;
 		}
 }
@@ -311,7 +312,7 @@ static void check_deadlines(struct serving *s, struct sv_tenant *t, uint64_t now
 
 void serving_tick(struct serving *s)
 {
-	uint64_t now = sv_now_ns();
+	uint64_t now = coloc_now_ns();
 
 	for (struct sv_retired **pp = &s->retired; *pp;)
 		if (poll_retired(s, pp, now))
@@ -328,7 +329,7 @@ void serving_tick(struct serving *s)
 
 int serving_next_timeout_ms(const struct serving *s)
 {
-	uint64_t now = sv_now_ns(), next = UINT64_MAX;
+	uint64_t now = coloc_now_ns(), next = UINT64_MAX;
 
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
 		const struct sv_tenant *t = &s->tenants[i];

@@ -183,7 +183,6 @@ struct serving {
 	char policy_error[COLOC_ERR_MSG_MAX];
 };
 
-uint64_t sv_now_ns(void);
 /* t's executors with a block in flight. */
 int sv_tenant_busy(const struct sv_tenant *t);
 /* Frees a query's input where it still has one: its copy, or closes its memfd. */

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include "serving_internal.h"
+#include "mono_clock.h"
 
 #define SV_EXTERNAL_SIGS (POLICY_SIG_LLC | POLICY_SIG_DRAM)
 
@@ -38,7 +39,7 @@ int serving_set_core_signal(struct serving *s, int cpu, const struct policy_sign
 	cs->llc_misses_per_s = sig->llc_misses_per_s;
 	cs->dram_gbps = sig->dram_gbps;
 	if (sig->live & POLICY_SIG_LEVEL_PMU) {
-		policy_level_core_set(&s->core_level[cpu], sig->slowdown, sv_now_ns());
+		policy_level_core_set(&s->core_level[cpu], sig->slowdown, coloc_now_ns());
 		cs->live |= POLICY_SIG_SLOWDOWN | POLICY_SIG_LEVEL_PMU;
 	}
 	return 0;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "sandbox.h"
 #include "serving_internal.h"
+#include "mono_clock.h"
 
 /* Whether t has its executor processes (starting, serving or draining). */
 bool sv_tenant_running(const struct sv_tenant *t)
@@ -122,7 +123,7 @@ static void retire_executor(struct serving *s, struct sv_exec *x, bool graceful)
 	}
 	if (graceful) {
 		execproc_stop_begin(x->ep);
-		r->kill_at_ns = sv_now_ns() + SV_STOP_MS * 1000000ull;
+		r->kill_at_ns = coloc_now_ns() + SV_STOP_MS * 1000000ull;
 	} else {
 		execproc_signal_kill(x->ep);
 	}
@@ -266,7 +267,7 @@ int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err 
 	t->state = SERVING_TENANT_STARTING;
 	t->reason[0] = '\0';
 	t->uid = s->next_uid++;
-	t->started_ns = sv_now_ns();
+	t->started_ns = coloc_now_ns();
 	sv_notify_running(s, t, t->state);
 	return 0;
 }

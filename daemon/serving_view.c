@@ -10,6 +10,7 @@
 #include <string.h>
 #include "sandbox.h"
 #include "serving_internal.h"
+#include "mono_clock.h"
 
 static const char *const state_names[] = {
 	[SERVING_TENANT_STARTING] = "starting", [SERVING_TENANT_READY] = "ready",
@@ -67,7 +68,7 @@ int serving_tenant_info(const struct serving *s, const char *name, struct servin
 		else
 			info->queued++;
 	}
-	serving_stats_summarise(&t->stats, sv_now_ns(), &info->stats);
+	serving_stats_summarise(&t->stats, coloc_now_ns(), &info->stats);
 	snprintf(info->last_drop, sizeof(info->last_drop), "%s", t->stats.last_drop);
 	snprintf(info->last_reject, sizeof(info->last_reject), "%s", t->stats.last_reject);
 	snprintf(info->last_failure, sizeof(info->last_failure), "%s", t->stats.last_failure);
@@ -117,7 +118,7 @@ int serving_cores(const struct serving *s, struct serving_core_info *cores, int 
 			continue;
 		cores[n] = (struct serving_core_info){ .cpu = cpu };
 		if (s->core_sig[cpu].live & POLICY_SIG_SLOWDOWN)
-			cores[n].slowdown = sv_core_level(s, cpu, sv_now_ns());
+			cores[n].slowdown = sv_core_level(s, cpu, coloc_now_ns());
 		if (s->entry->shares_cores) {
 			cores[n].shared = true;
 			for (int i = 0; i < SV_MAX_TENANTS; i++)

@@ -29,14 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "exec_internal.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "mono_clock.h"
 
 int exec_slot_for_cores(const struct exec_model *em, int nr_cores)
 {
@@ -525,7 +518,7 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
 			  const int *versions, const struct exec_cpuset *cores,
 			  enum exec_team_placement placement, struct exec_block_stats *stats)
 {
-	uint64_t t0 = now_ns(), t1;
+	uint64_t t0 = coloc_now_ns(), t1;
 	int slot, n, ret;
 
 	if (!em || !q || q->em != em || !cores || first < 0 || last > em->graph->nr_layers ||
@@ -560,7 +553,7 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
 		atomic_store(&q->lane->running, false);
 		return ret;
 	}
-	t1 = now_ns();
+	t1 = coloc_now_ns();
 	team_pinned.team = n;
 	omp_set_num_threads(n);
 	for (int li = first; li < last && !ret; li++) {
@@ -573,7 +566,7 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
 	q->next_layer = ret ? 0 : last;
 	if (stats) {
 		stats->switch_ns = t1 - t0;
-		stats->latency_ns = now_ns() - t0;
+		stats->latency_ns = coloc_now_ns() - t0;
 	}
 	atomic_store(&q->lane->running, false);
 	return ret;

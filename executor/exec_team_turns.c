@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "exec_internal.h"
+#include "mono_clock.h"
 
 #define TURNS_MAX_LANES 64
 
@@ -44,14 +45,6 @@ static atomic_int turn_cpus = INT_MAX; /* libgomp's CPUs, as the lanes know them
 static atomic_uint released; /* futex word: bumped whenever a lane ends its team */
 static atomic_ulong overruns; /* claims that stopped waiting before the count fitted */
 static __thread struct team_turn *mine;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* A doorbell may be shared memory (another process rings it too): a shared futex. */
 static void wake_doorbell(uint32_t *word)
@@ -149,14 +142,14 @@ void exec_team_turns_claim(int n)
 	if (n <= 1)
 		return;
 	atomic_store(&me->held, n - 1);
-	deadline = now_ns() + EXEC_TEAM_TURN_WAIT_MS * 1000000ull;
+	deadline = coloc_now_ns() + EXEC_TEAM_TURN_WAIT_MS * 1000000ull;
 	for (;;) {
 		unsigned int gen = atomic_load(&released);
 		struct timespec tick = { .tv_nsec = 200000 };
 
 		if (process_threads() <= atomic_load(&turn_cpus))
 			return;
-		if (now_ns() > deadline) {
+		if (coloc_now_ns() > deadline) {
 			atomic_fetch_add(&overruns, 1);
 			return;
 		}

@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include "shm_serve.h"
+#include "mono_clock.h"
 
 int shm_serve_map(struct shm_serve *s, int fd, char *why, size_t len)
 {
@@ -446,21 +447,13 @@ static void run_command(struct shm_serve *s, __u32 seq, const struct coloc_shm_c
 		s->progress[slot] = d->last;
 }
 
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
-
 __u32 shm_serve_command(struct shm_serve *s, __u32 seq)
 {
 	struct coloc_shm_cmd *c = &s->shm->cmd;
 	struct coloc_shm_done *d = &s->shm->done;
 	__u32 op;
 
-	d->started_ns = now_ns();
+	d->started_ns = coloc_now_ns();
 	__atomic_store_n(&d->started_seq, seq, __ATOMIC_RELEASE);
 	op = c->op;
 	d->status = COLOC_SHM_DONE_OK;
@@ -473,7 +466,7 @@ __u32 shm_serve_command(struct shm_serve *s, __u32 seq)
 		run_command(s, seq, c, d);
 	else if (op != COLOC_SHM_OP_NOP && op != COLOC_SHM_OP_EXIT)
 		refuse(d, -EINVAL, "unknown command %u", op);
-	d->ended_ns = now_ns();
+	d->ended_ns = coloc_now_ns();
 	__atomic_store_n(&d->seq, seq, __ATOMIC_RELEASE);
 	return op;
 }

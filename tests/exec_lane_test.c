@@ -24,6 +24,7 @@
 #include "kselftest_harness.h"
 #include "executor.h"
 #include "model.h"
+#include "mono_clock.h"
 
 #define ITERS 6
 /*
@@ -45,14 +46,6 @@ FIXTURE_SETUP(exec_lane)
 
 FIXTURE_TEARDOWN(exec_lane)
 {
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* A field of /proc/self/status in KiB, or -1. */
@@ -102,11 +95,11 @@ static void *lane_main(void *arg)
 	for (int i = 0; i < ITERS && !r->ret; i++) {
 		exec_query_reset(r->q);
 		exec_query_fill_inputs(r->q, exec_model_graph(r->em), 7);
-		r->start[i] = now_ns();
+		r->start[i] = coloc_now_ns();
 		r->ret = exec_run_block(r->em, r->q, 0, r->split, NULL, &r->core, NULL);
 		if (!r->ret)
 			r->ret = exec_run_block(r->em, r->q, r->split, nr, NULL, &r->core, NULL);
-		r->end[i] = now_ns();
+		r->end[i] = coloc_now_ns();
 	}
 	return NULL;
 }

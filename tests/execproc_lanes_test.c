@@ -26,19 +26,12 @@
 #include "executor.h"
 #include "reference.h"
 #include "testutil.h"
+#include "mono_clock.h"
 
 #define TOL 1e-3f /* relative to the output's magnitude, as tests/execproc_test.c */
 #define READY_MS 120000
 #define DONE_MS 60000
 #define ROUNDS 20
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 FIXTURE(execproc_lanes)
 {
@@ -152,7 +145,7 @@ TEST_F(execproc_lanes, spawn_lanes__two_lanes_of_one_process_run_blocks_at_once)
 
 			memcpy(execproc_input(self->ep[i], (unsigned int)i), self->input,
 			       self->in_bytes);
-			submit[i] = now_ns();
+			submit[i] = coloc_now_ns();
 			ASSERT_EQ(0, execproc_submit_block(self->ep[i], &b, &err))
 			TH_LOG("lane %d: %s", i, coloc_err_str(&err));
 		}

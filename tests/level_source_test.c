@@ -22,6 +22,7 @@
 #include "pmu.h"
 #include "profile_host.h"
 #include "serving_internal.h"
+#include "mono_clock.h"
 
 #define HW_LLC ((1u << COLOC_CTR_LLC_REFS) | (1u << COLOC_CTR_LLC_MISSES))
 
@@ -252,7 +253,7 @@ static double level_after_slow_blocks(struct serving *s, double lo, double hi, d
 		sv_update_slowdown(s, &t, &d, (uint64_t)((i % 2 ? hi : lo) * 1e9), true);
 	for (int i = 0; i < 5; i++)
 		sv_update_slowdown(s, &t, &d, 3000000000ull, false);
-	now = sv_now_ns();
+	now = coloc_now_ns();
 	*unfloored = policy_level_beyond_noise(policy_level_core_aged(&s->core_level[0], now),
 					       s->core_level[0].var, 0, POLICY_LEVEL_CORE_WEIGHT);
 	return sv_core_level(s, 0, now);

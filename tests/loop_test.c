@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "kselftest_harness.h"
 #include "loop.h"
+#include "mono_clock.h"
 
 #define MS 1000000ull
 
@@ -134,7 +135,7 @@ TEST_F(loop, add_timer__periodic_timer_keeps_its_schedule)
 {
 	struct coloc_err err = { 0 };
 
-	periodic_start_ns = loop_now_ns();
+	periodic_start_ns = coloc_now_ns();
 	ASSERT_EQ(0, loop_add_timer(self->loop, NULL, 2 * MS, 2 * MS, on_periodic_count, &self->t));
 	ASSERT_EQ(0, loop_run(self->loop, &err));
 	ASSERT_EQ(3, self->t.n);

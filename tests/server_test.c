@@ -33,6 +33,7 @@
 #include "loop.h"
 #include "fd_closer.h"
 #include "server.h"
+#include "mono_clock.h"
 
 #define MS 1000000ull
 #define WATCHDOG_NS (20000 * MS)
@@ -76,7 +77,7 @@ static char *echo_payload(struct echo *e, struct server_req *req, const char *li
 	e->kept = req->payload;
 	e->kept_len = req->payload_bytes;
 	e->kept_first_byte_ns = req->first_byte_ns;
-	e->kept_done_ns = loop_now_ns();
+	e->kept_done_ns = coloc_now_ns();
 	req->payload = NULL;
 	return strdup("kept\n");
 }
@@ -445,16 +446,16 @@ TEST_F(server, listen__the_handler_sees_an_infer_whole_keeps_its_bytes_and_when_
 	char ans[16] = { 0 };
 
 	ASSERT_GE(fd, 0);
-	t0 = loop_now_ns();
+	t0 = coloc_now_ns();
 	ASSERT_EQ((ssize_t)strlen(line), send_str(fd, line));
 	/* the line and the first bytes are read; the handler waits for the rest */
 	for (int i = 0; i < 20; i++)
 		serve_for(self->loop, 5);
 	ASSERT_EQ(0, self->echo.lines);
 	ASSERT_EQ(NULL, self->echo.kept);
-	t_mid = loop_now_ns();
+	t_mid = coloc_now_ns();
 	usleep(20000);
-	t_rest = loop_now_ns();
+	t_rest = coloc_now_ns();
 	ASSERT_EQ(5, send_str(fd, "DEFGH"));
 	for (int i = 0; i < 1000 && !self->echo.kept; i++)
 		serve_for(self->loop, 5);
@@ -506,12 +507,12 @@ TEST_F(server, listen__a_request_held_back_is_stamped_with_the_read_of_its_first
 	for (int i = 0; i < SERVER_MAX_PENDING; i++)
 		memcpy(first + 6 * i, "defer\n", 6);
 	memcpy(first + 6 * SERVER_MAX_PENDING, "stamp1\nsta", 11);
-	t0 = loop_now_ns();
+	t0 = coloc_now_ns();
 	ASSERT_EQ((ssize_t)len, send_str(fd, first));
 	for (int i = 0; i < 1000 && self->echo.lines < SERVER_MAX_PENDING; i++)
 		serve_for(self->loop, 5);
 	ASSERT_EQ(SERVER_MAX_PENDING, self->echo.lines);
-	t_mid = loop_now_ns();
+	t_mid = coloc_now_ns();
 	usleep(20000);
 	ASSERT_EQ(4, send_str(fd, "mp2\n"));
 	serve_for(self->loop, 20);

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include "cli.h"
 #include "execproc.h"
+#include "mono_clock.h"
 
 #define PROG "coloc-bench-shm"
 
@@ -67,14 +68,6 @@ static void usage(FILE *f)
 		"Exit status: 0 ok, 1 failure, 2 bad usage.\n");
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -98,7 +91,7 @@ static int shm_round(struct execproc *ep, enum kind k, uint64_t *out, struct col
 	struct execproc_result res;
 
 	for (int i = 0; i < opts.iters; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = coloc_now_ns();
 		int ret = k == KIND_NOP ? execproc_submit_nop(ep, err) :
 					  execproc_submit_block(ep, &b, err);
 
@@ -108,7 +101,7 @@ static int shm_round(struct execproc *ep, enum kind k, uint64_t *out, struct col
 			return ret < 0 ? ret : -EIO;
 		if (res.status != COLOC_SHM_DONE_OK)
 			return coloc_err_set(err, res.error ?: -EIO, "%s", res.reason);
-		out[i] = now_ns() - t0;
+		out[i] = coloc_now_ns() - t0;
 	}
 	return 0;
 }
@@ -129,11 +122,11 @@ static int pipe_round(int to, int from, uint64_t *out)
 	char c = 'x';
 
 	for (int i = 0; i < opts.iters; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = coloc_now_ns();
 
 		if (write(to, &c, 1) != 1 || read(from, &c, 1) != 1)
 			return -EIO;
-		out[i] = now_ns() - t0;
+		out[i] = coloc_now_ns() - t0;
 	}
 	return 0;
 }

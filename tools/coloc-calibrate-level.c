@@ -36,6 +36,7 @@
 #include "pmu.h"
 #include "profile_host.h"
 #include "stress_ctl.h"
+#include "mono_clock.h"
 
 #define CAL_MAX_LEVELS 8
 #define CAL_MAX_ROUNDS 20
@@ -207,14 +208,6 @@ static int parse_args(int argc, char **argv)
 	return 0;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* A counter's count so far, scaled up for the time it was multiplexed out; -1 when never on. */
 static double cal_read_fd(int fd)
 {
@@ -283,7 +276,7 @@ static int cal_point(struct cal_run *r, int kind, int level)
 	int ret;
 
 	cal_read(r, before, &live);
-	t0 = now_ns();
+	t0 = coloc_now_ns();
 	for (int i = 0; i < opt.runs; i++) {
 		struct exec_block_stats st;
 
@@ -292,7 +285,7 @@ static int cal_point(struct cal_run *r, int kind, int level)
 			return ret;
 		lat[i] = st.latency_ns;
 	}
-	t1 = now_ns();
+	t1 = coloc_now_ns();
 	cal_read(r, after, &live);
 	for (size_t k = 0; k < CAL_NR_COUNTERS; k++)
 		*coloc_counter_at(&delta, cal_counters[k]) =

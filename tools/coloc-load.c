@@ -32,6 +32,7 @@
 #include <sys/resource.h>
 #include "cli.h"
 #include "coloc-load/load.h"
+#include "mono_clock.h"
 
 struct load_opts load_opts = {
 	.socket_path = COLOC_DEFAULT_SOCKET,
@@ -333,11 +334,11 @@ int main(int argc, char **argv)
 	}
 	gw0 = load_opts.gateway_pid ? load_process_cpu_s(load_opts.gateway_pid) : 0;
 	getrusage(RUSAGE_SELF, &ru0);
-	start = load_now_ns();
+	start = coloc_now_ns();
 	err = load_run(start, start + (uint64_t)load_opts.warmup_s * NS_PER_S,
 		       start + (uint64_t)(load_opts.warmup_s + load_opts.duration_s) * NS_PER_S, out,
 		       out_cap);
-	end = load_now_ns();
+	end = coloc_now_ns();
 	getrusage(RUSAGE_SELF, &ru1);
 	cpu.gateway_s = load_opts.gateway_pid ? load_process_cpu_s(load_opts.gateway_pid) - gw0 : 0;
 	cpu.gateway_us_per_query = load_nr_queries ? cpu.gateway_s * 1e6 / (double)load_nr_queries : 0;

@@ -34,6 +34,7 @@
 #include "model.h"
 #include "cli.h"
 #include "coloc-profile/profiler.h"
+#include "mono_clock.h"
 
 static struct {
 	const char *model_path;
@@ -461,7 +462,7 @@ static int measure_and_save(struct profiler *pr, const char *cache_dir, const ch
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	pr->tty = isatty(STDERR_FILENO);
-	pr->started_ns = pr->last_save_ns = profiler_now_ns();
+	pr->started_ns = pr->last_save_ns = coloc_now_ns();
 	printf("coloc-profile: %s: %d layers, %zu cells (versions x cores 1..%d x levels 0",
 	       pr->p->model_name, pr->p->nr_layers, pr->cells_total, pr->p->nr_cores);
 	for (int k = 0; k < opt.nr_levels; k++)
@@ -491,7 +492,7 @@ static int measure_and_save(struct profiler *pr, const char *cache_dir, const ch
 	}
 	unlink(pr->partial);
 	printf("coloc-profile: wrote %s in %.1f s\n", opt.output,
-	       (double)(profiler_now_ns() - pr->started_ns) / 1e9);
+	       (double)(coloc_now_ns() - pr->started_ns) / 1e9);
 	print_check(pr->p);
 	if (opt.use_cache) {
 		ret = mkdir_p(cache_dir);

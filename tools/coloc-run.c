@@ -24,6 +24,7 @@
 #include "executor.h"
 #include "cli.h"
 #include "model_open.h"
+#include "mono_clock.h"
 
 /* How a run after --gap-ms starts (--wait). */
 enum gap_wait {
@@ -267,14 +268,6 @@ static double gflops(uint64_t macs, uint64_t ns)
 	return ns ? 2.0 * (double)macs / (double)ns : 0.0;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The doorbell of --wait caller/team: rung after each gap, as colocd rings an executor's. */
 struct doorbell {
 	uint32_t seq; /* the futex word the runner waits on */
@@ -295,7 +288,7 @@ static void *ring_after_gaps(void *arg)
 		while ((done = __atomic_load_n(&b->done, __ATOMIC_ACQUIRE)) < r)
 			syscall(SYS_futex, &b->done, FUTEX_WAIT, done, NULL, NULL, 0);
 		nanosleep(&gap, NULL);
-		__atomic_store_n(&b->rung_ns, now_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&b->rung_ns, coloc_now_ns(), __ATOMIC_RELAXED);
 		__atomic_store_n(&b->seq, r + 1, __ATOMIC_RELEASE);
 		syscall(SYS_futex, &b->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 	}
@@ -335,12 +328,12 @@ static int measure_after_gaps(struct exec_model *em, struct exec_query *q, const
 		} else {
 			exec_team_wait(&bell.seq, (uint32_t)r);
 		}
-		start = opts.wait == GAP_SLEEP ? now_ns() :
+		start = opts.wait == GAP_SLEEP ? coloc_now_ns() :
 						 __atomic_load_n(&bell.rung_ns, __ATOMIC_RELAXED);
 		if (!ret)
 			ret = exec_run_block(em, q, 0, exec_model_graph(em)->nr_layers, versions,
 					     cores, &st);
-		lat[r] = now_ns() - start;
+		lat[r] = coloc_now_ns() - start;
 		/* the ringer waits for every run, failed or not */
 		__atomic_store_n(&bell.done, (uint32_t)r + 1, __ATOMIC_RELEASE);
 		syscall(SYS_futex, &bell.done, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);

@@ -45,6 +45,7 @@
 #include "coloc/limits.h"
 #include "cpulist.h"
 #include "topology.h"
+#include "mono_clock.h"
 
 #define STRESS_PERIOD_NS 1000000ULL
 #define STRESS_LINE 64
@@ -140,14 +141,6 @@ static int parse_cores(const char *list, const cpu_set_t *allowed, int *cpus, st
 	return nr;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static void sleep_until_ns(uint64_t t)
 {
 	struct timespec ts = { .tv_sec = (time_t)(t / 1000000000ULL),
@@ -210,7 +203,7 @@ static void spin_until_ns(uint64_t t)
 {
 	uint64_t x = t | 1;
 
-	while (now_ns() < t && !stopping())
+	while (coloc_now_ns() < t && !stopping())
 		for (int i = 0; i < 256; i++)
 			__asm__ volatile("" : "+r"(x) : "r"(xorshift64(&x)));
 }
@@ -219,7 +212,7 @@ static void *stress_thread_main(void *arg)
 {
 	struct stress_thread *t = arg;
 	uint64_t rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(t->index + 1);
-	uint64_t period_start = now_ns();
+	uint64_t period_start = coloc_now_ns();
 	size_t pos = 0;
 
 	while (!stopping()) {
@@ -228,7 +221,7 @@ static void *stress_thread_main(void *arg)
 		uint64_t moved = t->bytes_moved;
 
 		/* Level 100 runs a period at a time too, so a new level is seen within 1 ms. */
-		while (level && now_ns() < busy_until && !stopping()) {
+		while (level && coloc_now_ns() < busy_until && !stopping()) {
 			if (opt.kind == STRESS_LLC)
 				llc_burst(t, &rng, 256);
 			else
@@ -237,8 +230,8 @@ static void *stress_thread_main(void *arg)
 		t->level_bytes[level] += t->bytes_moved - moved;
 		period_start += STRESS_PERIOD_NS;
 		/* Fell behind (preempted): restart the schedule rather than burst to catch up. */
-		if (period_start < now_ns())
-			period_start = now_ns();
+		if (period_start < coloc_now_ns())
+			period_start = coloc_now_ns();
 		if (level == 100)
 			continue;
 		if (opt.fill == STRESS_FILL_SPIN)
@@ -279,7 +272,7 @@ static int start_pinned(struct stress_thread *t, void *(*fn)(void *))
 /* Waits for the duration or a termination signal (blocked in every thread, taken here). */
 static void wait_for_end(const sigset_t *sigs)
 {
-	uint64_t deadline = now_ns() + (uint64_t)(opt.duration_s * 1e9);
+	uint64_t deadline = coloc_now_ns() + (uint64_t)(opt.duration_s * 1e9);
 
 	for (;;) {
 		struct timespec ts;
@@ -291,7 +284,7 @@ static void wait_for_end(const sigset_t *sigs)
 				return;
 			continue;
 		}
-		left = deadline > now_ns() ? deadline - now_ns() : 0;
+		left = deadline > coloc_now_ns() ? deadline - coloc_now_ns() : 0;
 		if (!left)
 			return;
 		ts.tv_sec = (time_t)(left / 1000000000ULL);
@@ -309,7 +302,7 @@ static void wait_for_end(const sigset_t *sigs)
  */
 static int control_levels(int sigfd, uint64_t *level_ns)
 {
-	uint64_t deadline = now_ns() + (uint64_t)(opt.duration_s * 1e9), since = now_ns();
+	uint64_t deadline = coloc_now_ns() + (uint64_t)(opt.duration_s * 1e9), since = coloc_now_ns();
 	char buf[256];
 	size_t len = 0;
 	int ret = 0;
@@ -322,9 +315,9 @@ static int control_levels(int sigfd, uint64_t *level_ns)
 		ssize_t n;
 
 		if (opt.duration_s > 0) {
-			if (now_ns() >= deadline)
+			if (coloc_now_ns() >= deadline)
 				break;
-			timeout = (int)((deadline - now_ns()) / 1000000 + 1);
+			timeout = (int)((deadline - coloc_now_ns()) / 1000000 + 1);
 		}
 		if (poll(fds, 2, timeout) < 0 && errno != EINTR) {
 			ret = -errno;
@@ -350,8 +343,8 @@ static int control_levels(int sigfd, uint64_t *level_ns)
 				ret = -EINVAL;
 				goto out;
 			}
-			level_ns[atomic_load(&stress_level)] += now_ns() - since;
-			since = now_ns();
+			level_ns[atomic_load(&stress_level)] += coloc_now_ns() - since;
+			since = coloc_now_ns();
 			atomic_store(&stress_level, (int)v);
 			printf("level %ld\n", v);
 			fflush(stdout);
@@ -365,7 +358,7 @@ static int control_levels(int sigfd, uint64_t *level_ns)
 		}
 	}
 out:
-	level_ns[atomic_load(&stress_level)] += now_ns() - since;
+	level_ns[atomic_load(&stress_level)] += coloc_now_ns() - since;
 	return ret;
 }
 
@@ -548,7 +541,7 @@ static int stress_run(const int *cpus, int nr_cpus)
 	}
 	if (buffer_needed && map_buffer(threads, nr_cpus, buffer_bytes, &buf))
 		goto cleanup;
-	t0 = now_ns();
+	t0 = coloc_now_ns();
 	for (started = 0; threads_run && started < nr_cpus; started++) {
 		int err = start_pinned(&threads[started], stress_thread_main);
 
@@ -578,7 +571,7 @@ join:
 	if (!ret && opt.control)
 		print_level_report(threads, nr_cpus, level_ns);
 	if (!ret)
-		print_report(threads, nr_cpus, (double)(now_ns() - t0) / 1e9);
+		print_report(threads, nr_cpus, (double)(coloc_now_ns() - t0) / 1e9);
 	if (sigfd >= 0)
 		close(sigfd);
 cleanup:

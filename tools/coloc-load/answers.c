@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "load.h"
+#include "mono_clock.h"
 
 /* Indexed by enum coloc_infer_status: what each answer counts as. */
 static const enum load_outcome outcome_of_status[] = {
@@ -25,7 +26,6 @@ const char *const load_outcome_name[LOAD_NR_OUTCOMES] = {
 	[LOAD_DROPPED] = "dropped",
 	[LOAD_FAILED] = "failed",
 };
-
 
 /*
  * The hop's parts, from colocd's stamps on the same CLOCK_MONOTONIC: "in",
@@ -168,6 +168,6 @@ int load_drain_conn(struct load_tenant *t, struct load_conn *lc, void *out, size
 				coloc_route_error(lc->r));
 			return r;
 		}
-		load_account(&res, load_now_ns());
+		load_account(&res, coloc_now_ns());
 	}
 }

@@ -15,18 +15,11 @@
 #include <stdlib.h>
 #include <time.h>
 #include "load.h"
+#include "mono_clock.h"
 
 struct load_query *load_queries;
 size_t load_nr_queries;
 static size_t load_cap_queries;
-
-uint64_t load_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
 
 uint64_t load_start_ns;
 
@@ -70,7 +63,7 @@ static int load_send(struct load_tenant *t, int ti, uint64_t arrival_ns, bool me
 		load_queries = q;
 		load_cap_queries = cap;
 	}
-	sent_ns = load_now_ns();
+	sent_ns = coloc_now_ns();
 	if (sent_ns > arrival_ns && sent_ns - arrival_ns > t->max_slip_ns)
 		t->max_slip_ns = sent_ns - arrival_ns;
 	load_queries[load_nr_queries] = (struct load_query){
@@ -85,7 +78,7 @@ static int load_send(struct load_tenant *t, int ti, uint64_t arrival_ns, bool me
 					     t->in_bytes);
 	else
 		err = coloc_route_send(best->r, t->name, load_nr_queries, t->input, t->in_bytes);
-	load_queries[load_nr_queries].sent_ns = load_now_ns();
+	load_queries[load_nr_queries].sent_ns = coloc_now_ns();
 	if (err) {
 		fprintf(stderr, "coloc-load: sending a query of %s: %s\n", t->name,
 			coloc_route_error(best->r));
@@ -130,7 +123,7 @@ int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, void *out,
 						 .events = POLLIN };
 	}
 	for (;;) {
-		uint64_t now = load_now_ns(), next = UINT64_MAX, wait;
+		uint64_t now = coloc_now_ns(), next = UINT64_MAX, wait;
 		struct timespec ts;
 		int r;
 
@@ -150,7 +143,7 @@ int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, void *out,
 						return err;
 				}
 				t->next_ns += gap_ns(t);
-				now = load_now_ns();
+				now = coloc_now_ns();
 			}
 			if (t->next_ns < end_ns && t->next_ns < next)
 				next = t->next_ns;
@@ -161,7 +154,7 @@ int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, void *out,
 			next = drain_end;
 		}
 		/* sending for a later tenant may have taken now past an earlier one's next */
-		now = load_now_ns();
+		now = coloc_now_ns();
 		wait = next > now ? next - now : 0;
 		ts.tv_sec = (time_t)(wait / NS_PER_S);
 		ts.tv_nsec = (long)(wait % NS_PER_S);

@@ -115,7 +115,6 @@ int load_read_status(struct coloc_client *c);
 /* status.c: seeds, inputs and connections of every tenant; 0, or prints why and returns 1 */
 int load_prepare(void);
 
-uint64_t load_now_ns(void);
 /*
  * arrivals.c: the run: arrivals until end_ns (those before measure_ns are
  * warm-up), then answers until none is outstanding or the drain ends; out

@@ -30,17 +30,10 @@
 #include <time.h>
 #include "profiler.h"
 #include "stress_ctl.h"
+#include "mono_clock.h"
 
 /* Time given to the stressor after a level change: five of its 1 ms periods. */
 #define PROFILE_SETTLE_NS 5000000ULL
-
-uint64_t profiler_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* With --verbose, what the stressor says about itself: its setup, its rates. */
 static void echo_stress_line(void *ctx, const char *line)
@@ -111,7 +104,7 @@ int profiler_save_partial(struct profiler *pr)
 	ret = profile_save(pr->p, pr->partial, &err);
 	if (ret)
 		fprintf(stderr, "\ncoloc-profile: cannot save progress: %s\n", coloc_err_str(&err));
-	pr->last_save_ns = profiler_now_ns();
+	pr->last_save_ns = coloc_now_ns();
 	return ret;
 }
 
@@ -127,9 +120,9 @@ static bool layer_done(const struct profile *p, int layer, int cores)
 /* Keeps this core busy: a sleep would let it idle, which is not how it runs a layer. */
 static void spin_ns(uint64_t ns)
 {
-	uint64_t until = profiler_now_ns() + ns;
+	uint64_t until = coloc_now_ns() + ns;
 
-	while (profiler_now_ns() < until)
+	while (coloc_now_ns() < until)
 		;
 }
 
@@ -293,7 +286,7 @@ static int measure_cores(struct profiler *pr, int cores)
 	struct exec_cpuset set = { .nr = cores };
 	struct stress_ctl s;
 	double *gbps = &p->stress_gbps[(size_t)(cores - 1) * (size_t)p->nr_levels];
-	uint64_t t0 = profiler_now_ns();
+	uint64_t t0 = coloc_now_ns();
 	int ret, l = 0;
 
 	memcpy(set.cpus, pr->allowed.cpus, (size_t)cores * sizeof(set.cpus[0]));
@@ -321,7 +314,7 @@ static int measure_cores(struct profiler *pr, int cores)
 	}
 	if (pr->verbose)
 		fprintf(stderr, "%scores %d: %.2f s\n", pr->tty ? "\n" : "", cores,
-			(double)(profiler_now_ns() - t0) / 1e9);
+			(double)(coloc_now_ns() - t0) / 1e9);
 	else if (!pr->tty && !profiler_interrupted && !ret)
 		fprintf(stderr, "coloc-profile: cores %d done (%zu/%zu cells)\n", cores,
 			pr->cells_done, pr->cells_total);

@@ -55,7 +55,6 @@ struct profiler {
 /* Set by coloc-profile's SIGINT and SIGTERM handler. */
 extern volatile sig_atomic_t profiler_interrupted;
 
-uint64_t profiler_now_ns(void);
 /* Every missing cell of pr->p, one core count after the other (measure.c). 0 or -errno. */
 int profiler_measure_all(struct profiler *pr);
 /* Saves pr->p in pr->partial; 0 or -errno, the reason printed. */
