@@ -36,6 +36,16 @@
  */
 #define COLOC_CLASS_SAMPLES 9
 /*
+ * A block whose class holds fewer than COLOC_CLASS_MIN_SAMPLES is predicted
+ * as one of its core count's blocks (the correction and median of all the
+ * tenant's blocks on that count, any layers): a plan cuts a model at new
+ * layers often (a third of ResNet-50's blocks in the demo are of a class
+ * seen under five times), and the tenant's correction, learnt on all its
+ * core counts, misses the one at hand. Core indices share an entry modulo
+ * this. docs/design/coloc-policy.md, "A block never seen".
+ */
+#define COLOC_CORE_GROUPS 16
+/*
  * A tenant's cache covers tables up to these sizes; larger ones are read
  * directly. 16384 cells hold ResNet-50's 53 layers at 256 core counts (the
  * simulator issue's largest machine); the state is then about 60 MB of
@@ -80,6 +90,19 @@ struct coloc_cache {
 	uint8_t ver_col[COLOC_CACHE_CELLS];
 };
 
+/*
+ * A block class's learnt prediction (COLOC_BLOCK_CLASSES), or a core
+ * count's (COLOC_CORE_GROUPS): the blocks it holds measured.
+ */
+struct coloc_class {
+	uint64_t key; /* class_index()'s key (a group's: its core index + 1), 0: empty */
+	double rel; /* measured / (table x corr), EWMA */
+	uint64_t ns; /* when it was last measured (the block's end) */
+	float ratio[COLOC_CLASS_SAMPLES]; /* its last measured / table, a ring */
+	int nr, next; /* samples in the ring, where the next one goes */
+	double median; /* of the ring, once it holds COLOC_CLASS_MIN_SAMPLES */
+};
+
 struct coloc_tenant {
 	bool known;
 	uint64_t uid;
@@ -93,14 +116,9 @@ struct coloc_tenant {
 	double dev; /* relative error of its blocks' predictions, |measured - predicted| / predicted, EWMA */
 	uint64_t corr_ns; /* when corr and fixed_ns were last measured (a block's end) */
 	struct coloc_cache *cache; /* NULL: the table is too large to cache */
-	struct {
-		uint64_t key; /* class_index()'s key of the block, 0: empty */
-		double rel; /* measured / (table x corr), EWMA */
-		uint64_t ns; /* when it was last measured (the block's end) */
-		float ratio[COLOC_CLASS_SAMPLES]; /* its last measured / table, a ring */
-		int nr, next; /* samples in the ring, where the next one goes */
-		double median; /* of the ring, once it holds COLOC_CLASS_MIN_SAMPLES */
-	} cls[COLOC_BLOCK_CLASSES];
+	struct coloc_class cls[COLOC_BLOCK_CLASSES];
+	/* per core count: every block on it, what a class not yet known predicts from */
+	struct coloc_class grp[COLOC_CORE_GROUPS];
 };
 
 struct coloc_state {

@@ -4,7 +4,8 @@
  * measured: per tenant a correction of the table (measured / table), a
  * per-block cost and the usual relative error (EWMAs that fade towards 1.0
  * and 0 without measurements), and per block class (first layer, last
- * layer, core count) its own correction and the median of its last ratios.
+ * layer, core count) its own correction and the median of its last ratios;
+ * a block of a class not yet known is predicted as its core count's blocks.
  * The EWMAs learn a block's time clipped at its prediction times 1 + a few
  * usual errors, so that one stalled block does not wreck them.
  * Why each part is there: docs/design/coloc-policy.md.
@@ -56,17 +57,23 @@ static int class_index(int first, int last, int ci, uint64_t *key)
 	return (int)((*key * 0x9e3779b97f4a7c15ULL) >> 56) % COLOC_BLOCK_CLASSES;
 }
 
-/*
- * Entry i's correction for key as of now, faded towards 1.0; 1.0 when it
- * holds another block or coloc does not predict.
- */
-static double class_faded(const struct coloc_state *st, const struct coloc_tenant *ct, int i,
-			  uint64_t key, uint64_t now)
+/* Core index ci's group in a tenant's grp[], and its key there (never 0). */
+static int group_index(int ci, uint64_t *key)
 {
-	if (!st->flags.predict || ct->cls[i].key != key)
+	*key = (uint64_t)ci + 1;
+	return ci % COLOC_CORE_GROUPS;
+}
+
+/*
+ * c's correction for key as of now, faded towards 1.0; 1.0 when it holds
+ * another block or coloc does not predict.
+ */
+static double class_faded(const struct coloc_state *st, const struct coloc_class *c, uint64_t key,
+			  uint64_t now)
+{
+	if (!st->flags.predict || c->key != key)
 		return 1.0;
-	return 1.0 +
-	       (ct->cls[i].rel - 1.0) * kept_since(now, ct->cls[i].ns, COLOC_CLASS_HALF_LIFE_NS);
+	return 1.0 + (c->rel - 1.0) * kept_since(now, c->ns, COLOC_CLASS_HALF_LIFE_NS);
 }
 
 struct block_pred coloc_class_pred(const struct coloc_state *st, const struct coloc_tenant *ct,
@@ -74,18 +81,21 @@ struct block_pred coloc_class_pred(const struct coloc_state *st, const struct co
 				   uint64_t now)
 {
 	uint64_t key;
-	int i = class_index(first, last, ci, &key);
-	struct block_pred p = { corr * class_faded(st, ct, i, key, now), fixed };
+	const struct coloc_class *c = &ct->cls[class_index(first, last, ci, &key)];
+	struct block_pred p;
 	double k;
 
-	if (!st->flags.predict || st->flags.ewma_only || ct->cls[i].key != key ||
-	    ct->cls[i].nr < COLOC_CLASS_MIN_SAMPLES)
+	/* a class not yet known (coloc-ewma: still its own correction) */
+	if (!st->flags.ewma_only && (c->key != key || c->nr < COLOC_CLASS_MIN_SAMPLES))
+		c = &ct->grp[group_index(ci, &key)];
+	p = (struct block_pred){ corr * class_faded(st, c, key, now), fixed };
+	if (!st->flags.predict || st->flags.ewma_only || c->key != key ||
+	    c->nr < COLOC_CLASS_MIN_SAMPLES)
 		return p;
-	if (ct->cls[i].median <= p.scale)
-		return (struct block_pred){ ct->cls[i].median, 0 };
-	k = kept_since(now, ct->cls[i].ns, COLOC_CORR_HALF_LIFE_NS);
-	return (struct block_pred){ p.scale + (ct->cls[i].median - p.scale) * k,
-				    p.fixed * (1 - k) };
+	if (c->median <= p.scale)
+		return (struct block_pred){ c->median, 0 };
+	k = kept_since(now, c->ns, COLOC_CORR_HALF_LIFE_NS);
+	return (struct block_pred){ p.scale + (c->median - p.scale) * k, p.fixed * (1 - k) };
 }
 
 /* The median of a class's ring (nr <= COLOC_CLASS_SAMPLES). */
@@ -101,6 +111,30 @@ static double ring_median(const float *ratio, int nr)
 		v[j] = ratio[i];
 	}
 	return nr % 2 ? v[nr / 2] : ((double)v[nr / 2 - 1] + v[nr / 2]) / 2;
+}
+
+/*
+ * c (of key) learns a block of weight w whose leftover ratio is x, its
+ * correction rel as of end_ns, the tenant's corr: the correction towards
+ * x / corr, the ring and its median the block's measured / table.
+ */
+static void class_learn(struct coloc_class *c, uint64_t key, double rel, double w, double x,
+			double corr, double ratio, uint64_t end_ns)
+{
+	/* from its value as of now: a new entry at 1.0, an old one faded */
+	if (c->key != key) {
+		c->nr = 0;
+		c->next = 0;
+	}
+	c->key = key;
+	c->rel = (1 - COLOC_ALPHA * w) * rel + COLOC_ALPHA * w * x / corr;
+	c->ns = end_ns;
+	/* the median needs no clip: one stall in nine does not move it */
+	c->ratio[c->next] = (float)ratio;
+	c->next = (c->next + 1) % COLOC_CLASS_SAMPLES;
+	if (c->nr < COLOC_CLASS_SAMPLES)
+		c->nr++;
+	c->median = ring_median(c->ratio, c->nr);
 }
 
 /* t's correction as of now, faded towards 1.0. */
@@ -167,9 +201,11 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 		uint64_t end_ns = d->decided_ns + measured_ns;
 		double w = raw / (raw + COLOC_SMALL_BLOCK_NS);
 		double corr = coloc_aged_corr(ct, end_ns), fixed = coloc_aged_fixed(ct, end_ns);
-		uint64_t key;
-		int i = class_index(d->first_layer, d->last_layer, ci, &key);
-		double rel = class_faded(st, ct, i, key, end_ns);
+		uint64_t key, gkey;
+		struct coloc_class *c =
+			&ct->cls[class_index(d->first_layer, d->last_layer, ci, &key)];
+		struct coloc_class *g = &ct->grp[group_index(ci, &gkey)];
+		double rel = class_faded(st, c, key, end_ns);
 		double p = coloc_predicted(coloc_class_pred(st, ct, d->first_layer, d->last_layer,
 							    ci, corr, fixed, end_ns),
 					   raw);
@@ -190,20 +226,9 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 		 */
 		fixed = fmax(0, (1 - COLOC_ALPHA * (1 - w)) * fixed +
 					COLOC_ALPHA * (1 - w) * (m_ns - corr * rel * (double)raw));
-		/* from its value as of now: a new entry at 1.0, an old one faded */
-		if (ct->cls[i].key != key) {
-			ct->cls[i].nr = 0;
-			ct->cls[i].next = 0;
-		}
-		ct->cls[i].key = key;
-		ct->cls[i].rel = (1 - COLOC_ALPHA * w) * rel + COLOC_ALPHA * w * x / corr;
-		ct->cls[i].ns = end_ns;
-		/* the median needs no clip: one stall in nine does not move it */
-		ct->cls[i].ratio[ct->cls[i].next] = (float)((double)measured_ns / (double)raw);
-		ct->cls[i].next = (ct->cls[i].next + 1) % COLOC_CLASS_SAMPLES;
-		if (ct->cls[i].nr < COLOC_CLASS_SAMPLES)
-			ct->cls[i].nr++;
-		ct->cls[i].median = ring_median(ct->cls[i].ratio, ct->cls[i].nr);
+		class_learn(c, key, rel, w, x, corr, (double)measured_ns / (double)raw, end_ns);
+		class_learn(g, gkey, class_faded(st, g, gkey, end_ns), w, x, corr,
+			    (double)measured_ns / (double)raw, end_ns);
 		ct->corr = corr;
 		ct->fixed_ns = fixed;
 		ct->corr_ns = end_ns;
