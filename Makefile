@@ -356,7 +356,8 @@ deps:
 # SANITIZE=1 half only replays the seeds (tests/fuzz_test.c)
 FUZZ_CHECK_ENV := $(if $(filter 1,$(SANITIZE)),COLOC_FUZZ_CHECK_SECONDS=1)
 # make check builds on every CPU unless given -jN itself (CI runs it plain);
-# the tests run one at a time all the same (tests/run.sh).
+# tests/run.sh runs two test binaries at a time whatever -j says, those that
+# must run alone after the rest (COLOC_TEST_JOBS=1: one at a time).
 CHECK_JOBS := $(shell nproc 2>/dev/null || echo 1)
 check:
 	$(Q)tests/run.sh --root
