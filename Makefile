@@ -321,6 +321,10 @@ $(BIN)/coloc-bench-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMO
 $(GW_TESTS): $(LIB_GATEWAY)
 $(GW_TESTS): LDLIBS := $(LIB_GATEWAY) \
 	$(LIB_CLIENT) $(LIB_COMMON) $(LDLIBS) $(GW_PKG_LIBS)
+# HPACK and HTTP/2 frames on their own (unit tests): only those objects
+HPACK_OBJS := $(OBJ)/gateway/hpack.o $(OBJ)/gateway/hpack_huffman.o $(OBJ)/gateway/h2_frame.o
+$(OBJ)/tests/hpack_test.o $(OBJ)/tests/h2_frame_test.o: CFLAGS += -Igateway
+$(OBJ)/tests/hpack_test $(OBJ)/tests/h2_frame_test: $(HPACK_OBJS)
 # ---- end of coloc-gateway -------------------------------------------------------
 
 # coloc-sim's parts (tools/coloc-sim/: its option table, runs, reports)

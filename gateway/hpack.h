@@ -7,7 +7,7 @@
  * The decoder reads bytes any client sends: its memory is max_table (the
  * dynamic table) plus one scratch buffer of at most max_table + 2 x the
  * block's length (decoded strings: Huffman expands 5 bits to 8 at most),
- * and its work is linear in the block's length. docs/design/http2.md.
+ * and its work is linear in the block's length. docs/design/hpack.md.
  */
 #ifndef COLOC_GATEWAY_HPACK_H
 #define COLOC_GATEWAY_HPACK_H
@@ -16,9 +16,11 @@
 #include <stdint.h>
 
 #define HPACK_ERR_COMPRESSION (-1) /* malformed block: the connection's COMPRESSION_ERROR */
-#define HPACK_ERR_LIST_TOO_LARGE (-2) /* decoded whole (table in sync), but the fields' size
+#define HPACK_ERR_LIST_TOO_LARGE \
+	(-2) /* decoded whole (table in sync), but the fields' size
                                         (RFC 9113 6.5.2: name + value + 32 each) passed max_list */
-#define HPACK_ERR_NO_MEMORY (-3) /* the table or scratch could not be allocated: the
+#define HPACK_ERR_NO_MEMORY \
+	(-3) /* the table or scratch could not be allocated: the
                                    connection's INTERNAL_ERROR (the table is out of sync) */
 
 /* One dynamic table entry: its name and value lie at off in the table's bytes. */
