@@ -312,7 +312,13 @@ $(BIN)/coloc-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_GATEWAY) $(LIB_CLIENT) $(
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(GW_PKG_LIBS) -o $@
-# what the gateway adds to a query, beside colocd's socket (not installed: a benchmark)
+HPACK_OBJS := $(OBJ)/gateway/hpack.o $(OBJ)/gateway/hpack_huffman.o $(OBJ)/gateway/h2_frame.o
+# what the gateway adds to a query, beside colocd's socket (not installed: a benchmark);
+# its raw HTTP/2 gRPC client in tools/coloc-bench-gateway/ on the gateway's HPACK and frames
+BENCHGW_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/coloc-bench-gateway/*.c))
+$(BENCHGW_OBJS): CFLAGS += -Igateway
+$(BENCHGW_OBJS): | $(GEN)/grpc_service.pb-c.h
+$(BIN)/coloc-bench-gateway: $(BENCHGW_OBJS) $(HPACK_OBJS)
 $(BIN)/coloc-bench-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
@@ -322,7 +328,6 @@ $(GW_TESTS): $(LIB_GATEWAY)
 $(GW_TESTS): LDLIBS := $(LIB_GATEWAY) \
 	$(LIB_CLIENT) $(LIB_COMMON) $(LDLIBS) $(GW_PKG_LIBS)
 # HPACK and HTTP/2 frames on their own (unit tests): only those objects
-HPACK_OBJS := $(OBJ)/gateway/hpack.o $(OBJ)/gateway/hpack_huffman.o $(OBJ)/gateway/h2_frame.o
 $(OBJ)/tests/hpack_test.o $(OBJ)/tests/h2_frame_test.o: CFLAGS += -Igateway
 $(OBJ)/tests/hpack_test $(OBJ)/tests/h2_frame_test: $(HPACK_OBJS)
 # ---- end of coloc-gateway -------------------------------------------------------
@@ -464,6 +469,12 @@ FUZZ_GW_OBJS := $(FUZZ)/obj/gateway/infer_request.o $(FUZZ)/obj/gateway/infer_pr
 $(FUZZ_GW_OBJS) $(FUZZ)/obj/tests/fuzz/fuzz_gateway.o: FUZZ_CFLAGS += -Igateway
 $(FUZZ_GW_OBJS) $(FUZZ)/obj/tests/fuzz/fuzz_gateway.o: | $(GEN)/grpc_service.pb-c.h
 $(FUZZ)/bin/fuzz_gateway: $(FUZZ_GW_OBJS)
+
+# HPACK and HTTP/2 frames (fuzz_hpack): what the gateway's own gRPC server reads
+FUZZ_HPACK_OBJS := $(FUZZ)/obj/gateway/hpack.o $(FUZZ)/obj/gateway/hpack_huffman.o \
+	$(FUZZ)/obj/gateway/h2_frame.o
+$(FUZZ_HPACK_OBJS) $(FUZZ)/obj/tests/fuzz/fuzz_hpack.o: FUZZ_CFLAGS += -Igateway
+$(FUZZ)/bin/fuzz_hpack: $(FUZZ_HPACK_OBJS)
 
 $(FUZZ_LIB): $(FUZZ_LIB_OBJS)
 	$(call msg,AR,$@)

@@ -7,7 +7,11 @@
 # coloc-bench-gateway against each in turn (the order flipped every
 # replica), under chrt -f 5. docs/measurements/gateway.md has runs.
 #
-#   tools/bench-gateway-ab.sh OLD_GATEWAY NEW_GATEWAY http|grpc [REPLICAS [QUERIES]]
+#   tools/bench-gateway-ab.sh OLD_GATEWAY NEW_GATEWAY DOOR [REPLICAS [QUERIES]]
+#
+# DOOR: http, grpc or grpc-raw (coloc-bench-gateway's --http, --grpc or
+# --grpc-raw), or A's and B's apart, as DOOR_A:DOOR_B (grpc:grpc-raw with
+# the same gateway twice: what gRPC's C core as a client adds).
 #
 # Prints coloc-bench-gateway's line per replica, prefixed with A or B; with
 # THREADS=1 also, per replica, the runs (times put on a CPU) per query of
@@ -43,7 +47,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-case $DOOR in http | grpc) ;; *) echo "door: http or grpc" >&2; exit 2 ;; esac
+declare -A DOORS
+DOORS[A]=${DOOR%%:*} DOORS[B]=${DOOR##*:}
+for d in "${DOORS[@]}"; do
+	case $d in http | grpc | grpc-raw) ;; *) echo "door: http, grpc or grpc-raw" >&2; exit 2 ;; esac
+done
 for t in A B; do
 	mkdir -p "$W/repo$t/mn$t/1"
 	cp "$ROOT/models/mobilenet_v2.model" "$W/repo$t/mn$t/1/model.model"
@@ -81,9 +89,9 @@ for r in $(seq "$REPLICAS"); do
 	[ $((r % 2)) = 0 ] && order="B A"
 	for t in $order; do
 		addr=127.0.0.1:${PORT[$t]}
-		[ "$DOOR" = grpc ] && addr=127.0.0.1:$((PORT[$t] + 1))
+		[ "${DOORS[$t]}" != http ] && addr=127.0.0.1:$((PORT[$t] + 1))
 		[ "${THREADS:-0}" = 1 ] && thread_runs "${GW_PID[$t]}" >"$W/runs0"
-		chrt -f 5 "$BIN/coloc-bench-gateway" --socket "$SOCK" "--$DOOR" "$addr" \
+		chrt -f 5 "$BIN/coloc-bench-gateway" --socket "$SOCK" "--${DOORS[$t]}" "$addr" \
 			--model "mn$t" --queries "$QUERIES" --replicas 1 \
 			--gateway-pid "${GW_PID[$t]}" ${BENCH_ARGS:-} | awk -v t=$t 'NR == 2 { print t, $0 }'
 		if [ "${THREADS:-0}" = 1 ]; then

@@ -5,8 +5,10 @@
  * order flipped every pair) through libcoloc_client and through the
  * gateway's KServe v2 HTTP API with the binary extension (a plain HTTP/1.1
  * keep-alive connection, TCP_NODELAY), or with --grpc through its KServe
- * v2 gRPC API (ModelInfer with raw_input_contents, coloc/kserve.h), same
- * input. For every query the
+ * v2 gRPC API (ModelInfer with raw_input_contents, coloc/kserve.h), or
+ * with --grpc-raw through the same API on an HTTP/2 client of its own
+ * (coloc-bench-gateway/grpc_raw.c: no gRPC library, so the client's cost
+ * is not counted in the gateway's), same input. For every query the
  * round trip seen here and colocd's own latency (latency_ns, which the
  * gateway returns in the answer's parameters) are taken; their difference
  * is the transport's share, free of the model's run-to-run spread. Printed
@@ -36,11 +38,12 @@
 #include "coloc/client.h"
 #include "coloc/kserve.h"
 #include "coloc/protocol.h"
+#include "coloc-bench-gateway/grpc_raw.h"
 
 static const char *prog = "coloc-bench-gateway";
 
 static struct {
-	const char *socket_path, *http, *grpc, *model;
+	const char *socket_path, *http, *grpc, *grpc_raw, *model;
 	long queries, replicas, gateway_pid;
 	bool direct_memfd; /* the socket path's input in a memfd (coloc_client_use_memfd) */
 } opts = {
@@ -309,6 +312,24 @@ static int grpc_query(struct kserve_grpc *g, const void *in, size_t in_bytes, vo
 	return 0;
 }
 
+/* One query on the raw HTTP/2 client: as grpc_query. */
+static int grpc_raw_query(struct grpc_raw *g, const void *in, size_t in_bytes, void *out,
+			  size_t out_bytes, int64_t *rtt, int64_t *colocd_ns)
+{
+	struct coloc_infer_result res;
+	uint64_t t0 = now_ns();
+	int r = grpc_raw_infer(g, opts.model, in, in_bytes, out, out_bytes, &res);
+
+	*rtt = (int64_t)(now_ns() - t0);
+	if (r != 1 || res.status != COLOC_INFER_OK) {
+		fprintf(stderr, "%s: raw gRPC query: %s\n", prog,
+			r == 1 ? res.error : grpc_raw_error(g));
+		return -1;
+	}
+	*colocd_ns = (int64_t)res.latency_ns;
+	return 0;
+}
+
 static int socket_query(struct coloc_client *c, const void *in, size_t in_bytes, void *out,
 			size_t out_bytes, int64_t *rtt, int64_t *colocd_ns)
 {
@@ -329,11 +350,15 @@ static int socket_query(struct coloc_client *c, const void *in, size_t in_bytes,
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s [--socket PATH] [--http ADDR:PORT | --grpc ADDR:PORT] [--model NAME]\n"
+		"Usage: %s [--socket PATH] [--http ADDR:PORT | --grpc ADDR:PORT |\n"
+		"          --grpc-raw ADDR:PORT] [--model NAME]\n"
 		"          [--queries N] [--replicas N] [--gateway-pid PID] [--direct-memfd]\n"
 		"The latency coloc-gateway adds to a query of NAME (default %s), beside colocd's\n"
 		"socket: N queries each way per replica (default %ld, %ld replicas), interleaved.\n"
 		"--direct-memfd: the socket path's input goes in a memfd, not on the socket.\n"
+		"--grpc-raw: the gRPC API through an HTTP/2 client of this tool's own, not gRPC's\n"
+		"C core, so that a gRPC library's own cost is not counted as the gateway's.\n"
+		"The first answer of each replica is compared with the socket's (printed).\n"
 		"colocd and the gateway must be serving NAME already.\n",
 		prog, opts.model, opts.queries, opts.replicas);
 }
@@ -365,6 +390,7 @@ static int parse_args(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "http", required_argument, NULL, 'u' },
 		{ "grpc", required_argument, NULL, 'g' },
+		{ "grpc-raw", required_argument, NULL, 'G' },
 		{ "model", required_argument, NULL, 'm' },
 		{ "queries", required_argument, NULL, 'n' },
 		{ "replicas", required_argument, NULL, 'r' },
@@ -385,6 +411,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'g':
 			opts.grpc = optarg;
+			break;
+		case 'G':
+			opts.grpc_raw = optarg;
 			break;
 		case 'm':
 			opts.model = optarg;
@@ -416,16 +445,74 @@ static int parse_args(int argc, char **argv)
 	return -1;
 }
 
+/* The gateways' clients: one of them is open. */
+struct gateway_door {
+	struct http_conn h;
+	struct kserve_grpc *g;
+	struct grpc_raw *raw;
+	const char *name;
+};
+
+static int door_open(struct gateway_door *d, const float *in, size_t in_bytes)
+{
+	d->h.fd = -1;
+	d->name = opts.grpc_raw ? "grpc_raw" : opts.grpc ? "grpc" : "http";
+	if (opts.grpc_raw)
+		return grpc_raw_connect(opts.grpc_raw, &d->raw);
+	if (opts.grpc)
+		return kserve_grpc_connect(opts.grpc, &d->g);
+	return http_connect(&d->h) || http_prepare(&d->h, in, in_bytes);
+}
+
+static int door_query(struct gateway_door *d, const void *in, size_t in_bytes, void *out,
+		      size_t out_bytes, int64_t *rtt, int64_t *colocd_ns)
+{
+	if (d->raw)
+		return grpc_raw_query(d->raw, in, in_bytes, out, out_bytes, rtt, colocd_ns);
+	if (d->g)
+		return grpc_query(d->g, in, in_bytes, out, out_bytes, rtt, colocd_ns);
+	return http_query(&d->h, rtt, colocd_ns);
+}
+
+static void door_close(struct gateway_door *d)
+{
+	if (d->h.fd >= 0)
+		close(d->h.fd);
+	free(d->h.req);
+	free(d->h.buf);
+	kserve_grpc_close(d->g);
+	grpc_raw_close(d->raw);
+}
+
+/* The gateway's answer against the socket's (gRPC doors: HTTP's body is not
+ * kept): 0 when every output is within 1e-3 of the largest, else -1. */
+static int answers_agree(const float *gw, const float *sock, size_t out_bytes, long replica)
+{
+	float diff = 0, big = 0;
+
+	if (!opts.grpc && !opts.grpc_raw)
+		return 0;
+	for (size_t i = 0; i < out_bytes / 4; i++) {
+		float d = gw[i] > sock[i] ? gw[i] - sock[i] : sock[i] - gw[i];
+		float a = sock[i] < 0 ? -sock[i] : sock[i];
+
+		diff = d > diff ? d : diff;
+		big = a > big ? a : big;
+	}
+	fprintf(stderr, "%s: replica %ld: the gateway's first answer is the socket's within %g "
+			"(largest output %g)\n",
+		prog, replica, (double)diff, (double)big);
+	return diff <= 1e-3f * (big > 1 ? big : 1) ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
-	struct http_conn h = { .fd = -1 };
+	struct gateway_door door = { .h.fd = -1 };
 	struct coloc_client *c = NULL;
-	struct kserve_grpc *g = NULL;
 	size_t in_bytes = 0, out_bytes = 0;
 	int64_t *sock_rtt, *http_rtt, *sock_x, *http_x, added[64], added95[64], cpu_sum = 0;
 	int64_t runs_sum = 0;
-	float *in;
-	void *out;
+	float *in, *out, *out_gw;
 	int rc = parse_args(argc, argv);
 
 	if (rc >= 0)
@@ -438,28 +525,29 @@ int main(int argc, char **argv)
 	coloc_client_use_memfd(c, opts.direct_memfd);
 	tenant_io_bytes(c, opts.model, &in_bytes, &out_bytes);
 	in = malloc(in_bytes ? in_bytes : 1);
-	out = malloc(out_bytes ? out_bytes : 1);
+	out = calloc(1, out_bytes ? out_bytes : 1);
+	out_gw = calloc(1, out_bytes ? out_bytes : 1);
 	sock_rtt = calloc((size_t)opts.queries, sizeof(int64_t));
 	http_rtt = calloc((size_t)opts.queries, sizeof(int64_t));
 	sock_x = calloc((size_t)opts.queries, sizeof(int64_t));
 	http_x = calloc((size_t)opts.queries, sizeof(int64_t));
-	if (!in_bytes || !in || !out || !sock_rtt || !http_rtt || !sock_x || !http_x) {
+	if (!in_bytes || !in || !out || !out_gw || !sock_rtt || !http_rtt || !sock_x || !http_x) {
 		fprintf(stderr, "%s: colocd serves no tenant %s (or out of memory)\n", prog,
 			opts.model);
 		goto out;
 	}
 	for (size_t i = 0; i < in_bytes / 4; i++)
 		in[i] = (float)((i * 2654435761u) % 2000) / 1000.0f - 1.0f;
-	if (opts.grpc ? kserve_grpc_connect(opts.grpc, &g) :
-			(http_connect(&h) || http_prepare(&h, in, in_bytes))) {
-		fprintf(stderr, "%s: cannot use the gateway at %s for %s\n", prog,
-			opts.grpc ? opts.grpc : opts.http, opts.model);
+	if (door_open(&door, in, in_bytes)) {
+		fprintf(stderr, "%s: cannot use the gateway at %s for %s%s%s\n", prog,
+			opts.grpc_raw ? opts.grpc_raw : opts.grpc ? opts.grpc : opts.http,
+			opts.model, door.raw ? ": " : "", door.raw ? grpc_raw_error(door.raw) : "");
 		goto out;
 	}
 	printf("replica  socket_p50_us  %s_p50_us  socket_transport_p50_us  "
 	       "%s_transport_p50_us  added_p50_us  added_p95_us  gateway_cpu_us_per_query  "
 	       "gateway_runs_per_query\n",
-	       opts.grpc ? "grpc" : "http", opts.grpc ? "grpc" : "http");
+	       door.name, door.name);
 	for (long r = 0; r < opts.replicas; r++) {
 		uint64_t cpu0 = 0, runs0 = 0, cpu = 0, runs = 0;
 		int64_t colocd;
@@ -474,9 +562,8 @@ int main(int argc, char **argv)
 				int err = (k == 0) != http_first ?
 						  socket_query(c, in, in_bytes, out, out_bytes,
 							       &sock_rtt[i], &colocd) :
-					  g ? grpc_query(g, in, in_bytes, out, out_bytes,
-							 &http_rtt[i], &colocd) :
-					      http_query(&h, &http_rtt[i], &colocd);
+						  door_query(&door, in, in_bytes, out_gw,
+							     out_bytes, &http_rtt[i], &colocd);
 
 				if (err)
 					goto out;
@@ -485,6 +572,8 @@ int main(int argc, char **argv)
 				else
 					sock_x[i] = sock_rtt[i] - colocd;
 			}
+			if (i == 0 && answers_agree(out_gw, out, out_bytes, r))
+				goto out;
 		}
 		if (opts.gateway_pid) {
 			process_sched(opts.gateway_pid, &cpu, &runs);
@@ -516,17 +605,14 @@ int main(int argc, char **argv)
 	printf("\n");
 	rc = 0;
 out:
-	if (h.fd >= 0)
-		close(h.fd);
-	free(h.req);
-	free(h.buf);
+	door_close(&door);
 	free(in);
 	free(out);
+	free(out_gw);
 	free(sock_rtt);
 	free(http_rtt);
 	free(sock_x);
 	free(http_x);
 	coloc_client_close(c);
-	kserve_grpc_close(g);
 	return rc;
 }
