@@ -474,6 +474,93 @@ TEST(hpack_decode__the_table_turns_over_without_losing_an_entry)
 	hpack_decoder_free(&d);
 }
 
+/* A reference table, newest first, kept by the RFC's rules in a few lines. */
+struct ref_table {
+	char name[64][64], value[64][256];
+	size_t count, size, limit;
+};
+
+static void ref_add(struct ref_table *t, const char *name, const char *value)
+{
+	size_t need = strlen(name) + strlen(value) + 32;
+
+	while (t->count && t->size + need > t->limit) {
+		t->count--;
+		t->size -= strlen(t->name[t->count]) + strlen(t->value[t->count]) + 32;
+	}
+	if (need > t->limit)
+		return;
+	memmove(t->name[1], t->name[0], sizeof(t->name[0]) * t->count);
+	memmove(t->value[1], t->value[0], sizeof(t->value[0]) * t->count);
+	strcpy(t->name[0], name);
+	strcpy(t->value[0], value);
+	t->count++;
+	t->size += need;
+}
+
+/* Thousands of blocks of one field each, with indexing: a new name or one of
+ * the dynamic table's (which the insertion may evict or move), values of
+ * many sizes, size updates now and then; each field and the whole table
+ * compared with the reference after every block. */
+TEST(hpack_decode__random_insertions_match_a_reference_table)
+{
+	static struct ref_table ref;
+	struct hpack_decoder d;
+	uint32_t rng = 12345;
+	char table[65536], want[65536], name[64], value[256], field[400];
+
+	hpack_decoder_init(&d, 512);
+	ref.limit = 512;
+	for (int i = 0; i < 3000; i++) {
+		uint8_t b[600];
+		size_t n = 0, vl, wl = 0;
+		struct seen s;
+
+		rng = rng * 1103515245 + 12345;
+		if (rng % 17 == 0) {
+			ref.limit = 64 + (rng >> 8) % 449;
+			integer(b, &n, 0x20, 5, ref.limit);
+			while (ref.count && ref.size > ref.limit) {
+				ref.count--;
+				ref.size -= strlen(ref.name[ref.count]) +
+					    strlen(ref.value[ref.count]) + 32;
+			}
+		}
+		vl = (rng >> 12) % 200;
+		for (size_t k = 0; k < vl; k++)
+			value[k] = (char)('a' + (k * 7 + (size_t)i) % 26);
+		value[vl] = 0;
+		if (ref.count && (rng >> 20) % 2) {
+			size_t idx = (rng >> 21) % ref.count;
+
+			strcpy(name, ref.name[idx]);
+			integer(b, &n, 0x40, 6, 62 + idx);
+		} else {
+			snprintf(name, sizeof(name), "name-%d", i);
+			b[n++] = 0x40;
+			integer(b, &n, 0, 7, strlen(name));
+			memcpy(b + n, name, strlen(name));
+			n += strlen(name);
+		}
+		integer(b, &n, 0, 7, vl);
+		memcpy(b + n, value, vl);
+		n += vl;
+		memset(&s, 0, sizeof(s));
+		ASSERT_EQ(0, hpack_decode(&d, b, n, SIZE_MAX, collect, &s));
+		snprintf(field, sizeof(field), "%s: %s\n", name, value);
+		ASSERT_STREQ(field, s.text);
+		ref_add(&ref, name, value);
+		for (size_t k = 0; k < ref.count; k++)
+			wl += (size_t)snprintf(want + wl, sizeof(want) - wl, "[%zu] %s: %s\n",
+					       k + 1, ref.name[k], ref.value[k]);
+		want[wl] = 0;
+		ASSERT_EQ((int)ref.count, table_text(&d, table, sizeof(table)));
+		ASSERT_STREQ(want, table);
+		ASSERT_EQ(ref.size, d.size);
+	}
+	hpack_decoder_free(&d);
+}
+
 /* ---- encoding ---- */
 
 TEST(hpack_encode__statuses_and_fields_decode_back_and_add_nothing)
