@@ -312,6 +312,7 @@ $(BIN)/coloc-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_GATEWAY) $(LIB_CLIENT) $(
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(GW_PKG_LIBS) -o $@
+# the gateway's HPACK and HTTP/2 frames alone, for what links them without the gateway
 HPACK_OBJS := $(OBJ)/gateway/hpack.o $(OBJ)/gateway/hpack_huffman.o $(OBJ)/gateway/h2_frame.o
 # what the gateway adds to a query, beside colocd's socket (not installed: a benchmark);
 # its raw HTTP/2 gRPC client in tools/coloc-bench-gateway/ on the gateway's HPACK and frames
