@@ -153,7 +153,7 @@ SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs cgroup cgroup_kill colocc
 	execproc execproc_hostile execproc_isolation execproc_lanes fuzz hostile_executor infer_memfd \
 	install level_source load onnx_ort owners pmu sandbox sensor \
 	server serving serving_executors serving_plan serving_spawn serving_tenants state_writer tenants \
-	submit gateway gateway_faults gateway_grpc gateway_hostile gateway_repo uncore)
+	submit gateway gateway_faults gateway_grpc gateway_h2 gateway_hostile gateway_repo uncore)
 UNIT_TESTS := $(filter-out $(SYSTEM_TESTS),$(TEST_BINS))
 
 KSFT_HDRS := $(GEN)/kselftest/kselftest.h $(GEN)/kselftest/kselftest_harness.h
@@ -299,6 +299,7 @@ LIB_GATEWAY := $(OBJ)/libcoloc_gateway.a
 GW_PKG_CFLAGS := $(shell pkg-config --cflags libmicrohttpd grpc libprotobuf-c 2>/dev/null)
 GW_PKG_LIBS := $(shell pkg-config --libs libmicrohttpd json-c grpc gpr libprotobuf-c 2>/dev/null)
 GW_TESTS := $(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test $(OBJ)/tests/gateway_parse_test \
+	$(OBJ)/tests/h2_conn_test \
 	$(OBJ)/tests/gateway_proto_test
 GW_USERS := $(GATEWAY_OBJS) $(OBJ)/tools/coloc-gateway.o $(addsuffix .o,$(GW_TESTS))
 $(GW_USERS): CFLAGS += -Igateway $(GW_PKG_CFLAGS)
@@ -470,6 +471,11 @@ FUZZ_GW_OBJS := $(FUZZ)/obj/gateway/infer_request.o $(FUZZ)/obj/gateway/infer_pr
 $(FUZZ_GW_OBJS) $(FUZZ)/obj/tests/fuzz/fuzz_gateway.o: FUZZ_CFLAGS += -Igateway
 $(FUZZ_GW_OBJS) $(FUZZ)/obj/tests/fuzz/fuzz_gateway.o: | $(GEN)/grpc_service.pb-c.h
 $(FUZZ)/bin/fuzz_gateway: $(FUZZ_GW_OBJS)
+# one HTTP/2 connection of the gateway's own gRPC server (fuzz_h2_conn)
+FUZZ_H2_OBJS := $(FUZZ)/obj/gateway/h2_conn.o $(FUZZ)/obj/gateway/h2_frame.o \
+	$(FUZZ)/obj/gateway/hpack.o $(FUZZ)/obj/gateway/hpack_huffman.o
+$(FUZZ_H2_OBJS) $(FUZZ)/obj/tests/fuzz/fuzz_h2_conn.o: FUZZ_CFLAGS += -Igateway
+$(FUZZ)/bin/fuzz_h2_conn: $(FUZZ_H2_OBJS)
 
 # HPACK and HTTP/2 frames (fuzz_hpack): what the gateway's own gRPC server reads
 FUZZ_HPACK_OBJS := $(FUZZ)/obj/gateway/hpack.o $(FUZZ)/obj/gateway/hpack_huffman.o \

@@ -23,11 +23,11 @@ static void *api_unpack(struct gw_grpc_call *c, const ProtobufCMessageDescriptor
 	ProtobufCMessage *m = gw_pb_unpack(d, msg, len);
 
 	if (!m && errno == E2BIG)
-		gw_grpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED,
+		gw_grpc_fail(c, GW_GRPC_RESOURCE_EXHAUSTED,
 			     "the %s would take more than %zu bytes unpacked", d->name,
 			     GW_PB_BUDGET(len));
 	else if (!m)
-		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "the message is not a %s", d->name);
+		gw_grpc_fail(c, GW_GRPC_INVALID_ARGUMENT, "the message is not a %s", d->name);
 	return m;
 }
 
@@ -37,13 +37,12 @@ static struct gw_model *api_model(struct gw_grpc_call *c, const char *name, cons
 	struct gw_model *m = gw_models_get(c->ms, name);
 
 	if (!m) {
-		gw_grpc_fail(c, GRPC_STATUS_NOT_FOUND, "unknown model '%.64s'", name);
+		gw_grpc_fail(c, GW_GRPC_NOT_FOUND, "unknown model '%.64s'", name);
 		return NULL;
 	}
 	if (version[0] && m->cfg.version[0] && strcmp(version, m->cfg.version)) {
-		gw_grpc_fail(c, GRPC_STATUS_NOT_FOUND,
-			     "model %s has no version '%.32s' (it serves %s)", m->cfg.name, version,
-			     m->cfg.version);
+		gw_grpc_fail(c, GW_GRPC_NOT_FOUND, "model %s has no version '%.32s' (it serves %s)",
+			     m->cfg.name, version, m->cfg.version);
 		gw_models_put(m);
 		return NULL;
 	}
@@ -57,7 +56,7 @@ static bool api_not_ready(struct gw_grpc_call *c, struct gw_model *m)
 
 	if (s == GW_MODEL_READY)
 		return false;
-	gw_grpc_fail(c, GRPC_STATUS_UNAVAILABLE, "model %s is not ready (%s%s%s)", m->cfg.name,
+	gw_grpc_fail(c, GW_GRPC_UNAVAILABLE, "model %s is not ready (%s%s%s)", m->cfg.name,
 		     gw_model_state_name(s), m->reason[0] ? ": " : "", m->reason);
 	gw_models_put(m);
 	return true;
@@ -196,13 +195,13 @@ static void api_infer_free(void *p)
 }
 
 /* The gRPC status for each way a job ends (forward.h). */
-static const grpc_status_code api_outcome_code[] = {
-	[GW_OK] = GRPC_STATUS_OK,
-	[GW_TIMEOUT] = GRPC_STATUS_DEADLINE_EXCEEDED,
-	[GW_UNREACHABLE] = GRPC_STATUS_UNAVAILABLE,
-	[GW_STOPPING] = GRPC_STATUS_UNAVAILABLE,
-	[GW_REJECTED] = GRPC_STATUS_UNAVAILABLE,
-	[GW_FAILED] = GRPC_STATUS_INTERNAL,
+static const enum gw_grpc_status api_outcome_code[] = {
+	[GW_OK] = GW_GRPC_OK,
+	[GW_TIMEOUT] = GW_GRPC_DEADLINE_EXCEEDED,
+	[GW_UNREACHABLE] = GW_GRPC_UNAVAILABLE,
+	[GW_STOPPING] = GW_GRPC_UNAVAILABLE,
+	[GW_REJECTED] = GW_GRPC_UNAVAILABLE,
+	[GW_FAILED] = GW_GRPC_INTERNAL,
 };
 
 /* From the forwarding pool's thread. */
@@ -220,14 +219,14 @@ static void api_infer_done(struct gw_job *job)
 		return;
 	}
 	if (job->res.output_bytes != job->output_cap) {
-		gw_grpc_fail(a->c, GRPC_STATUS_INTERNAL,
+		gw_grpc_fail(a->c, GW_GRPC_INTERNAL,
 			     "colocd returned %zu output bytes, the model has %zu",
 			     job->res.output_bytes, job->output_cap);
 		return;
 	}
 	if (gw_infer_proto_response(&a->cfg, &a->ir, a->output, job->res.latency_ns,
 				    job->res.exec_ns, &buf, &len)) {
-		gw_grpc_fail(a->c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		gw_grpc_fail(a->c, GW_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
 	gw_grpc_reply_packed(a->c, buf, len);
@@ -242,17 +241,17 @@ static void api_infer_forward(struct gw_grpc_call *c, struct api_infer *a,
 
 	if (r) {
 		atomic_fetch_add(&a->stats->refused_bad_request, 1);
-		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "%s", why);
+		gw_grpc_fail(c, GW_GRPC_INVALID_ARGUMENT, "%s", why);
 		return;
 	}
 	if (a->ir.input_bytes != a->job.input_bytes) {
-		gw_grpc_fail(c, GRPC_STATUS_INTERNAL,
+		gw_grpc_fail(c, GW_GRPC_INTERNAL,
 			     "model %s: its inputs and colocd's sizes disagree", a->cfg.name);
 		return;
 	}
 	a->output = malloc(a->job.output_cap ? a->job.output_cap : 1);
 	if (!a->output) {
-		gw_grpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		gw_grpc_fail(c, GW_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
 	a->job.tenant = a->cfg.name;
@@ -283,12 +282,12 @@ static void api_infer_forward(struct gw_grpc_call *c, struct api_infer *a,
 		r = gw_fwd_submit(c->fw, &a->job);
 	if (r == -EAGAIN) {
 		atomic_fetch_add(&a->stats->refused_full, 1);
-		gw_grpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED,
+		gw_grpc_fail(c, GW_GRPC_RESOURCE_EXHAUSTED,
 			     "the gateway's queue is full (%d queries waiting or in flight); retry "
 			     "later",
 			     gw_fwd_pending(c->fw));
 	} else if (r) {
-		gw_grpc_fail(c, GRPC_STATUS_UNAVAILABLE, "the gateway is stopping");
+		gw_grpc_fail(c, GW_GRPC_UNAVAILABLE, "the gateway is stopping");
 	}
 }
 
@@ -299,13 +298,13 @@ static void api_model_infer(struct gw_grpc_call *c, const uint8_t *msg, size_t l
 	struct gw_model *m;
 
 	if (!rq && errno == E2BIG) {
-		gw_grpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED,
+		gw_grpc_fail(c, GW_GRPC_RESOURCE_EXHAUSTED,
 			     "the ModelInferRequest would take more than %zu bytes unpacked",
 			     GW_PB_BUDGET(len));
 		return;
 	}
 	if (!rq) {
-		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
+		gw_grpc_fail(c, GW_GRPC_INVALID_ARGUMENT,
 			     "the message is not a "
 			     "ModelInferRequest");
 		return;
@@ -322,7 +321,7 @@ static void api_model_infer(struct gw_grpc_call *c, const uint8_t *msg, size_t l
 	a = calloc(1, sizeof(*a));
 	if (!a) {
 		gw_models_put(m);
-		gw_grpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		gw_grpc_fail(c, GW_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 		goto out;
 	}
 	a->c = c;
@@ -391,11 +390,11 @@ static void api_repository_change(struct gw_grpc_call *c, const char *name, bool
 	int r;
 
 	if (!gw_grpc_model_control(c->g)) {
-		gw_grpc_fail(c, GRPC_STATUS_PERMISSION_DENIED, "%s", GW_MODEL_CONTROL_OFF);
+		gw_grpc_fail(c, GW_GRPC_PERMISSION_DENIED, "%s", GW_MODEL_CONTROL_OFF);
 		return;
 	}
 	if (!gw_repo_name_ok(name)) {
-		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
+		gw_grpc_fail(c, GW_GRPC_INVALID_ARGUMENT,
 			     "model names are 1..63 of "
 			     "[A-Za-z0-9_.-]");
 		return;
@@ -403,9 +402,9 @@ static void api_repository_change(struct gw_grpc_call *c, const char *name, bool
 	r = load ? gw_models_load(c->ms, name, false, &err) : gw_models_unload(c->ms, name, &err);
 	if (r)
 		gw_grpc_fail(c,
-			     r == -ENOENT ? GRPC_STATUS_NOT_FOUND :
-			     r == -EBUSY  ? GRPC_STATUS_ABORTED :
-					    GRPC_STATUS_INVALID_ARGUMENT,
+			     r == -ENOENT ? GW_GRPC_NOT_FOUND :
+			     r == -EBUSY  ? GW_GRPC_ABORTED :
+					    GW_GRPC_INVALID_ARGUMENT,
 			     "%s", coloc_err_str(&err));
 	else if (load)
 		gw_grpc_reply(c, &(Inference__RepositoryModelLoadResponse)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * Between the gRPC server's machinery (grpc_server.c: the completion
- * queue, each call's reading and answering) and its methods (grpc_api.c:
- * messages in, a call into models.h or forward.h, a message out).
+ * Between a gRPC server's machinery (grpc_h2.c, our own HTTP/2 server, or
+ * grpc_core.c, gRPC's C core: each call's reading and answering) and the
+ * methods (grpc_api.c: messages in, a call into models.h or forward.h, a
+ * message out).
  *
  * A method gets the request message's bytes, which stay put until the
  * call is over (a query's input is sent to colocd from where it lies), and
@@ -19,10 +20,31 @@
 #define COLOC_GATEWAY_GRPC_CALL_H
 
 #include <stdint.h>
-#include <grpc/grpc.h>
 #include <protobuf-c/protobuf-c.h>
 #include "grpc_server.h"
 
+/* gRPC's status codes, by their numbers (grpc/doc/statuscodes.md) */
+enum gw_grpc_status {
+	GW_GRPC_OK = 0,
+	GW_GRPC_CANCELLED = 1,
+	GW_GRPC_UNKNOWN = 2,
+	GW_GRPC_INVALID_ARGUMENT = 3,
+	GW_GRPC_DEADLINE_EXCEEDED = 4,
+	GW_GRPC_NOT_FOUND = 5,
+	GW_GRPC_ALREADY_EXISTS = 6,
+	GW_GRPC_PERMISSION_DENIED = 7,
+	GW_GRPC_RESOURCE_EXHAUSTED = 8,
+	GW_GRPC_FAILED_PRECONDITION = 9,
+	GW_GRPC_ABORTED = 10,
+	GW_GRPC_OUT_OF_RANGE = 11,
+	GW_GRPC_UNIMPLEMENTED = 12,
+	GW_GRPC_INTERNAL = 13,
+	GW_GRPC_UNAVAILABLE = 14,
+	GW_GRPC_DATA_LOSS = 15,
+	GW_GRPC_UNAUTHENTICATED = 16,
+};
+
+/* A call as the methods see it; each server's own state follows it (grpc_server_impl.h). */
 struct gw_grpc_call {
 	struct gw_grpc *g;
 	struct gw_models *ms;
@@ -31,20 +53,7 @@ struct gw_grpc_call {
 	uint64_t deadline_ns; /* the client's deadline or the gateway's timeout, the earlier */
 	void *ctx;
 	void (*ctx_free)(void *ctx);
-	/* the server's */
-	int phase;
-	grpc_call *call;
-	grpc_call_details details;
-	grpc_metadata_array metadata;
-	grpc_byte_buffer *payload, *reply;
-	grpc_slice msg; /* the request message's bytes, in one piece; or */
-	struct gw_memfd *msg_memfd; /* they are in its map (into_memfd) */
-	grpc_slice status_details;
-	int cancelled;
-	bool counted;
-	uint64_t read_by_ns; /* gw_now_ns() when its message must have come */
-	struct gw_grpc_call *read_prev, *read_next; /* on the server's list while reading */
-	bool reading;
+	struct gw_memfd *msg_memfd; /* into_memfd: the message is in its map */
 };
 
 struct gw_grpc_method {
@@ -59,16 +68,20 @@ extern const size_t gw_grpc_nr_methods;
 /* Answers OK with m packed (buf: with its bytes, malloc'd, taken over). */
 void gw_grpc_reply(struct gw_grpc_call *c, const ProtobufCMessage *m);
 void gw_grpc_reply_packed(struct gw_grpc_call *c, uint8_t *buf, size_t len);
-void gw_grpc_fail(struct gw_grpc_call *c, grpc_status_code code, const char *fmt, ...)
+void gw_grpc_fail(struct gw_grpc_call *c, enum gw_grpc_status code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /*
  * Whether the calling thread may block in a query of its own (forward.h's
- * gw_fwd_run): true while another of the completion queue's threads is left
- * to poll; then gw_grpc_block_end when done.
+ * gw_fwd_run): true while another of the server's threads is left to
+ * poll; then gw_grpc_block_end when done.
  */
 bool gw_grpc_block_begin(struct gw_grpc *g);
 /* Whether the repository's load and unload are allowed (--model-control). */
 bool gw_grpc_model_control(const struct gw_grpc *g);
 void gw_grpc_block_end(struct gw_grpc *g);
+/* The method whose path is the n bytes at path, or NULL. */
+const struct gw_grpc_method *gw_grpc_method_find(const char *path, size_t n);
+/* Whether path (n bytes) is a health method, which max_calls does not count. */
+bool gw_grpc_is_health(const char *path, size_t n);
 
 #endif /* COLOC_GATEWAY_GRPC_CALL_H */

@@ -1,229 +1,44 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The gRPC server's machinery (grpc_server.h): gRPC's C core with one
- * completion queue polled by a few threads, a number of calls requested
- * ahead of clients, and each call a small state machine whose tag is the
- * call itself:
- *
- *   NEW   gRPC handed us a call: request the next one; refuse it at once
- *         (RESOURCE_EXHAUSTED) when max_calls are under way (the health
- *         methods are not counted: a flood of calls cannot make the
- *         gateway look dead), else read its one message, which must come
- *         within read_timeout_ms: a reaper thread cancels the calls still
- *         waiting for theirs (DEADLINE_EXCEEDED), so streams opened and
- *         never sent on do not hold max_calls; one connection has at most
- *         max_streams calls at once
- *   READ  the message is here: the method named by its path runs
- *         (grpc_api.c) and answers now (an infer: after waiting for colocd
- *         on this thread while another thread is left to poll) or from the
- *         forwarding pool's thread
- *   SENT  initial metadata, the message and the status went out and the
- *         client side closed: the call is freed
- *
- * gRPC enforces the message size limit (a channel argument) before a
- * byte reaches us, and cancels a call past its deadline on its own; we
- * pass the deadline on to the forwarded query so that it is not waited
- * for longer.
+ * The gRPC front door's entry points (grpc_server.h): the server chosen by
+ * gw_grpc_opts.server started, and the methods' answers (grpc_call.h)
+ * packed and handed to it.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <grpc/byte_buffer_reader.h>
-#include <grpc/grpc_security.h>
-#include <grpc/support/time.h>
-#include "grpc_call.h"
+#include "grpc_server_impl.h"
 
-#define GRPC_MAX_THREADS 64
-#define GRPC_CALLS_AHEAD 16 /* calls requested from gRPC before clients make them */
-#define GRPC_STREAM_WINDOW (8 << 20)
-
-enum { CALL_NEW, CALL_READ, CALL_SENT };
-
-struct gw_grpc {
-	grpc_server *server;
-	grpc_completion_queue *cq;
-	struct gw_grpc_opts opts;
-	struct gw_models *ms;
-	struct gw_fwd *fw;
-	int port;
-	int nr_threads;
-	pthread_t threads[GRPC_MAX_THREADS];
-	atomic_int calls; /* read or being answered */
-	atomic_int blocked; /* threads waiting in a query of their own (gw_grpc_block_begin) */
-	atomic_bool stopping;
-	bool shut; /* shutdown_and_notify called */
-	pthread_t reaper;
-	bool reaper_started, reaper_quit; /* reaper_quit under read_lock */
-	pthread_mutex_t read_lock;
-	pthread_cond_t read_cond; /* CLOCK_MONOTONIC */
-	struct gw_grpc_call *read_head,
-		*read_tail; /* calls waiting for their message, oldest first */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool shutdown_done; /* its tag came back */
-	char shutdown_tag;
-};
-
-/* Off the list of calls waiting for their message (if on it). */
-static void grpc_reading_end(struct gw_grpc_call *c)
+int gw_grpc_start(const struct gw_grpc_opts *opts, struct gw_models *ms, struct gw_fwd *fw,
+		  struct gw_grpc **out, struct coloc_err *err)
 {
-	struct gw_grpc *g = c->g;
-
-	pthread_mutex_lock(&g->read_lock);
-	if (c->reading) {
-		*(c->read_prev ? &c->read_prev->read_next : &g->read_head) = c->read_next;
-		*(c->read_next ? &c->read_next->read_prev : &g->read_tail) = c->read_prev;
-		c->reading = false;
-	}
-	pthread_mutex_unlock(&g->read_lock);
+	if (opts->server == GW_GRPC_SERVER_CORE)
+		return gw_grpc_core_start(opts, ms, fw, out, err);
+	return gw_grpc_h2_start(opts, ms, fw, out, err);
 }
 
-/* On the list, due by now + read_timeout_ms: the latest, so the list stays in order. */
-static void grpc_reading_begin(struct gw_grpc_call *c)
+int gw_grpc_port(struct gw_grpc *g)
 {
-	struct gw_grpc *g = c->g;
-
-	pthread_mutex_lock(&g->read_lock);
-	c->read_by_ns = gw_now_ns() + (uint64_t)g->opts.read_timeout_ms * 1000000ull;
-	c->read_prev = g->read_tail;
-	c->read_next = NULL;
-	*(g->read_tail ? &g->read_tail->read_next : &g->read_head) = c;
-	g->read_tail = c;
-	c->reading = true;
-	if (c->read_prev == NULL)
-		pthread_cond_signal(&g->read_cond);
-	pthread_mutex_unlock(&g->read_lock);
+	return g->ops->port(g);
 }
 
-/* Cancels each call whose message did not come in time; sleeps until the next is due. */
-static void *grpc_reaper(void *arg)
+void gw_grpc_quiesce(struct gw_grpc *g)
 {
-	struct gw_grpc *g = arg;
-
-	pthread_mutex_lock(&g->read_lock);
-	while (!g->reaper_quit) {
-		struct gw_grpc_call *c = g->read_head;
-		uint64_t now = gw_now_ns();
-		struct timespec ts;
-
-		if (c && c->read_by_ns <= now) {
-			/* its RECV_MESSAGE completes, and the call ends, on a queue thread */
-			*(c->read_next ? &c->read_next->read_prev : &g->read_tail) = NULL;
-			g->read_head = c->read_next;
-			c->reading = false;
-			grpc_call_cancel_with_status(c->call, GRPC_STATUS_DEADLINE_EXCEEDED,
-						     "no request message within the gateway's "
-						     "read timeout",
-						     NULL);
-			continue;
-		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		if (c) {
-			uint64_t at = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
-				      (c->read_by_ns - now);
-
-			ts.tv_sec = (time_t)(at / 1000000000ull);
-			ts.tv_nsec = (long)(at % 1000000000ull);
-			pthread_cond_timedwait(&g->read_cond, &g->read_lock, &ts);
-		} else {
-			pthread_cond_wait(&g->read_cond, &g->read_lock);
-		}
-	}
-	pthread_mutex_unlock(&g->read_lock);
-	return NULL;
+	if (g)
+		g->ops->quiesce(g);
 }
 
-static void grpc_reaper_stop(struct gw_grpc *g)
+void gw_grpc_stop(struct gw_grpc *g)
 {
-	if (!g->reaper_started)
-		return;
-	pthread_mutex_lock(&g->read_lock);
-	g->reaper_quit = true;
-	pthread_cond_signal(&g->read_cond);
-	pthread_mutex_unlock(&g->read_lock);
-	pthread_join(g->reaper, NULL);
-	g->reaper_started = false;
-}
-
-static void grpc_call_free(struct gw_grpc_call *c)
-{
-	grpc_reading_end(c);
-	if (c->ctx_free)
-		c->ctx_free(c->ctx);
-	if (c->call)
-		grpc_call_unref(c->call);
-	grpc_call_details_destroy(&c->details);
-	grpc_metadata_array_destroy(&c->metadata);
-	if (c->payload)
-		grpc_byte_buffer_destroy(c->payload);
-	if (c->reply)
-		grpc_byte_buffer_destroy(c->reply);
-	grpc_slice_unref(c->status_details);
-	grpc_slice_unref(c->msg);
-	gw_fwd_memfd_put(c->fw, c->msg_memfd, NULL);
-	if (c->counted)
-		atomic_fetch_sub(&c->g->calls, 1);
-	free(c);
-}
-
-/* Asks gRPC for the next call; false when the server is going. */
-static bool grpc_request_next(struct gw_grpc *g)
-{
-	struct gw_grpc_call *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return false;
-	c->g = g;
-	c->ms = g->ms;
-	c->fw = g->fw;
-	c->phase = CALL_NEW;
-	c->status_details = grpc_empty_slice();
-	c->msg = grpc_empty_slice();
-	grpc_call_details_init(&c->details);
-	grpc_metadata_array_init(&c->metadata);
-	if (grpc_server_request_call(g->server, &c->call, &c->details, &c->metadata, g->cq, g->cq,
-				     c) != GRPC_CALL_OK) {
-		grpc_call_free(c);
-		return false;
-	}
-	return true;
-}
-
-/* The last batch: metadata, the reply if any, the status; then wait for the close. */
-static void grpc_send(struct gw_grpc_call *c, grpc_status_code code)
-{
-	grpc_op ops[4];
-	size_t n = 0;
-
-	memset(ops, 0, sizeof(ops));
-	ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
-	if (c->reply) {
-		ops[n].op = GRPC_OP_SEND_MESSAGE;
-		ops[n++].data.send_message.send_message = c->reply;
-	}
-	ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-	ops[n].data.send_status_from_server.status = code;
-	ops[n++].data.send_status_from_server.status_details = &c->status_details;
-	ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-	ops[n++].data.recv_close_on_server.cancelled = &c->cancelled;
-	c->phase = CALL_SENT;
-	if (grpc_call_start_batch(c->call, ops, n, c, NULL) != GRPC_CALL_OK)
-		grpc_call_free(c);
+	if (g)
+		g->ops->stop(g);
 }
 
 void gw_grpc_reply_packed(struct gw_grpc_call *c, uint8_t *buf, size_t len)
 {
-	grpc_slice s = grpc_slice_new(buf, len, free);
-
-	c->reply = grpc_raw_byte_buffer_create(&s, 1);
-	grpc_slice_unref(s);
-	grpc_send(c, GRPC_STATUS_OK);
+	c->g->ops->answer(c, GW_GRPC_OK, "", buf, len);
 }
 
 void gw_grpc_reply(struct gw_grpc_call *c, const ProtobufCMessage *m)
@@ -232,14 +47,14 @@ void gw_grpc_reply(struct gw_grpc_call *c, const ProtobufCMessage *m)
 	uint8_t *buf = malloc(len ? len : 1);
 
 	if (!buf) {
-		gw_grpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		gw_grpc_fail(c, GW_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
 	protobuf_c_message_pack(m, buf);
 	gw_grpc_reply_packed(c, buf, len);
 }
 
-void gw_grpc_fail(struct gw_grpc_call *c, grpc_status_code code, const char *fmt, ...)
+void gw_grpc_fail(struct gw_grpc_call *c, enum gw_grpc_status code, const char *fmt, ...)
 {
 	char why[768];
 	va_list ap;
@@ -247,22 +62,7 @@ void gw_grpc_fail(struct gw_grpc_call *c, grpc_status_code code, const char *fmt
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	grpc_slice_unref(c->status_details);
-	c->status_details = grpc_slice_from_copied_string(why);
-	grpc_send(c, code);
-}
-
-/* The client's deadline in CLOCK_MONOTONIC ns (gw_now_ns), or 0 for none. */
-static uint64_t grpc_deadline_ns(gpr_timespec deadline)
-{
-	gpr_timespec now = gpr_now(deadline.clock_type);
-	int64_t left_ms;
-
-	if (!gpr_time_cmp(deadline, gpr_inf_future(deadline.clock_type)) ||
-	    deadline.tv_sec > INT64_MAX / 2000)
-		return 0;
-	left_ms = gpr_time_to_millis(gpr_time_sub(deadline, now));
-	return gw_now_ns() + (uint64_t)(left_ms > 0 ? left_ms : 0) * 1000000ull;
+	c->g->ops->answer(c, code, why, NULL, 0);
 }
 
 bool gw_grpc_block_begin(struct gw_grpc *g)
@@ -273,312 +73,33 @@ bool gw_grpc_block_begin(struct gw_grpc *g)
 	return false;
 }
 
-bool gw_grpc_model_control(const struct gw_grpc *g)
-{
-	return g->opts.model_control;
-}
-
 void gw_grpc_block_end(struct gw_grpc *g)
 {
 	atomic_fetch_sub(&g->blocked, 1);
 }
 
-/* Whether c is one of the health methods, which max_calls does not count. */
-static bool grpc_is_health(const struct gw_grpc_call *c)
+bool gw_grpc_model_control(const struct gw_grpc *g)
+{
+	return g->opts.model_control;
+}
+
+const struct gw_grpc_method *gw_grpc_method_find(const char *path, size_t n)
+{
+	for (size_t i = 0; i < gw_grpc_nr_methods; i++)
+		if (strlen(gw_grpc_methods[i].path) == n &&
+		    !memcmp(gw_grpc_methods[i].path, path, n))
+			return &gw_grpc_methods[i];
+	return NULL;
+}
+
+bool gw_grpc_is_health(const char *path, size_t n)
 {
 	static const char *const health[] = { "/inference.GRPCInferenceService/ServerLive",
 					      "/inference.GRPCInferenceService/ServerReady",
 					      "/inference.GRPCInferenceService/ModelReady" };
 
 	for (size_t i = 0; i < sizeof(health) / sizeof(*health); i++)
-		if (!grpc_slice_str_cmp(c->details.method, health[i]))
+		if (strlen(health[i]) == n && !memcmp(health[i], path, n))
 			return true;
 	return false;
-}
-
-static void grpc_call_arrived(struct gw_grpc_call *c)
-{
-	struct gw_grpc *g = c->g;
-	uint64_t client = grpc_deadline_ns(c->details.deadline);
-	grpc_op op;
-
-	c->t_start = gw_now_ns();
-	c->deadline_ns = c->t_start + (uint64_t)g->opts.timeout_ms * 1000000ull;
-	if (client && client < c->deadline_ns)
-		c->deadline_ns = client;
-	if (!atomic_load(&g->stopping))
-		grpc_request_next(g);
-	c->counted = !grpc_is_health(c);
-	if (c->counted && atomic_fetch_add(&g->calls, 1) >= g->opts.max_calls) {
-		gw_grpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED,
-			     "the gateway is answering %d calls already; retry later",
-			     g->opts.max_calls);
-		return;
-	}
-	if (atomic_load(&g->stopping)) {
-		gw_grpc_fail(c, GRPC_STATUS_UNAVAILABLE, "the gateway is stopping");
-		return;
-	}
-	memset(&op, 0, sizeof(op));
-	op.op = GRPC_OP_RECV_MESSAGE;
-	op.data.recv_message.recv_message = &c->payload;
-	c->phase = CALL_READ;
-	grpc_reading_begin(c);
-	if (grpc_call_start_batch(c->call, &op, 1, c, NULL) != GRPC_CALL_OK)
-		grpc_call_free(c);
-}
-
-/*
- * The message's slices copied into one of the forwarding pool's memfds
- * (c->msg_memfd); false, with none kept, when none could be had.
- */
-static bool grpc_message_into_memfd(struct gw_grpc_call *c, grpc_byte_buffer_reader *reader,
-				    size_t len)
-{
-	struct gw_memfd *m = len ? gw_fwd_memfd_get(c->fw, len) : NULL;
-	size_t at = 0;
-	grpc_slice s;
-
-	if (!m)
-		return false;
-	while (grpc_byte_buffer_reader_next(reader, &s)) {
-		size_t n = GRPC_SLICE_LENGTH(s);
-
-		if (at <= len && n <= len - at)
-			memcpy((char *)m->map + at, GRPC_SLICE_START_PTR(s), n);
-		at += n;
-		grpc_slice_unref(s);
-	}
-	if (at != len) {
-		gw_fwd_memfd_put(c->fw, m, NULL);
-		return false;
-	}
-	c->msg_memfd = m;
-	return true;
-}
-
-static void grpc_message_read(struct gw_grpc_call *c)
-{
-	const struct gw_grpc_method *method = NULL;
-	grpc_byte_buffer_reader reader;
-	const uint8_t *msg;
-	size_t len;
-
-	if (!c->payload) {
-		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "the call carried no message");
-		return;
-	}
-	if (!grpc_byte_buffer_reader_init(&reader, c->payload)) {
-		gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "the message cannot be read");
-		return;
-	}
-	for (size_t i = 0; i < gw_grpc_nr_methods && !method; i++)
-		if (!grpc_slice_str_cmp(c->details.method, gw_grpc_methods[i].path))
-			method = &gw_grpc_methods[i];
-	/* the reader's buffer_out: the message decompressed, as the reader reads it */
-	len = grpc_byte_buffer_length(reader.buffer_out);
-	if (method && method->into_memfd && grpc_message_into_memfd(c, &reader, len)) {
-		msg = (const uint8_t *)c->msg_memfd->map;
-	} else {
-		grpc_byte_buffer_reader_destroy(&reader);
-		if (!grpc_byte_buffer_reader_init(&reader, c->payload)) {
-			gw_grpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "the message cannot be read");
-			return;
-		}
-		c->msg = grpc_byte_buffer_reader_readall(&reader);
-		msg = GRPC_SLICE_START_PTR(c->msg);
-		len = GRPC_SLICE_LENGTH(c->msg);
-	}
-	grpc_byte_buffer_reader_destroy(&reader);
-	grpc_byte_buffer_destroy(c->payload);
-	c->payload = NULL;
-	if (method)
-		method->handle(c, msg, len);
-	else
-		gw_grpc_fail(c, GRPC_STATUS_UNIMPLEMENTED, "no such method");
-}
-
-static void *grpc_thread(void *arg)
-{
-	struct gw_grpc *g = arg;
-
-	for (;;) {
-		grpc_event ev =
-			grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-		struct gw_grpc_call *c = ev.tag;
-
-		if (ev.type == GRPC_QUEUE_SHUTDOWN)
-			break;
-		if (ev.type != GRPC_OP_COMPLETE)
-			continue;
-		if (ev.tag == &g->shutdown_tag) {
-			pthread_mutex_lock(&g->lock);
-			g->shutdown_done = true;
-			pthread_cond_broadcast(&g->cond);
-			pthread_mutex_unlock(&g->lock);
-			continue;
-		}
-		if (c->phase == CALL_READ)
-			grpc_reading_end(c);
-		if (c->phase == CALL_SENT || !ev.success) {
-			/* answered, or gRPC gave up on the call (the server is stopping) */
-			if (c->phase == CALL_READ && c->call)
-				gw_grpc_fail(c, GRPC_STATUS_CANCELLED, "the call was cancelled");
-			else
-				grpc_call_free(c);
-			continue;
-		}
-		if (c->phase == CALL_NEW)
-			grpc_call_arrived(c);
-		else
-			grpc_message_read(c);
-	}
-	return NULL;
-}
-
-static int grpc_fail_start(struct gw_grpc *g, struct coloc_err *err, int code, const char *why)
-{
-	if (g->server)
-		grpc_server_destroy(g->server);
-	if (g->cq) {
-		grpc_completion_queue_shutdown(g->cq);
-		while (grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
-			       .type != GRPC_QUEUE_SHUTDOWN)
-			;
-		grpc_completion_queue_destroy(g->cq);
-	}
-	pthread_mutex_destroy(&g->lock);
-	pthread_cond_destroy(&g->cond);
-	pthread_mutex_destroy(&g->read_lock);
-	pthread_cond_destroy(&g->read_cond);
-	free(g);
-	grpc_shutdown();
-	return coloc_err_set(err, code, "%s", why);
-}
-
-int gw_grpc_start(const struct gw_grpc_opts *opts, struct gw_models *ms, struct gw_fwd *fw,
-		  struct gw_grpc **out, struct coloc_err *err)
-{
-	struct gw_grpc *g = calloc(1, sizeof(*g));
-	grpc_arg args[] = {
-		{ .type = GRPC_ARG_INTEGER,
-		  .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
-		  .value.integer =
-			  opts->max_message > INT32_MAX ? INT32_MAX : (int)opts->max_message },
-		{ .type = GRPC_ARG_INTEGER,
-		  .key = (char *)GRPC_ARG_MAX_CONNECTION_IDLE_MS,
-		  .value.integer = opts->idle_timeout_s * 1000 },
-		/* a stream's window: a whole tensor in one flight, not 64 KB at a time */
-		{ .type = GRPC_ARG_INTEGER,
-		  .key = (char *)GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
-		  .value.integer = GRPC_STREAM_WINDOW },
-		/* streams held open on one connection cannot take every call */
-		{ .type = GRPC_ARG_INTEGER,
-		  .key = (char *)GRPC_ARG_MAX_CONCURRENT_STREAMS,
-		  .value.integer = opts->max_streams },
-		/* a port already taken is an error, not a port shared with another server */
-		{ .type = GRPC_ARG_INTEGER,
-		  .key = (char *)GRPC_ARG_ALLOW_REUSEPORT,
-		  .value.integer = 0 },
-	};
-	grpc_channel_args cargs = { sizeof(args) / sizeof(*args), args };
-	grpc_server_credentials *creds;
-
-	*out = NULL;
-	if (!g)
-		return coloc_err_set(err, -ENOMEM, "out of memory");
-	grpc_init();
-	g->opts = *opts;
-	g->ms = ms;
-	g->fw = fw;
-	pthread_mutex_init(&g->lock, NULL);
-	pthread_cond_init(&g->cond, NULL);
-	pthread_mutex_init(&g->read_lock, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&g->read_cond, &ca);
-		pthread_condattr_destroy(&ca);
-	}
-	g->cq = grpc_completion_queue_create_for_next(NULL);
-	g->server = grpc_server_create(&cargs, NULL);
-	if (!g->cq || !g->server)
-		return grpc_fail_start(g, err, -ENOMEM, "cannot create the gRPC server");
-	grpc_server_register_completion_queue(g->server, g->cq, NULL);
-	creds = grpc_insecure_server_credentials_create();
-	g->port = grpc_server_add_http2_port(g->server, opts->addr, creds);
-	grpc_server_credentials_release(creds);
-	if (g->port <= 0)
-		return grpc_fail_start(g, err, -EADDRINUSE,
-				       "cannot listen for gRPC (address in use or not this "
-				       "machine's?)");
-	grpc_server_start(g->server);
-	g->reaper_started = !pthread_create(&g->reaper, NULL, grpc_reaper, g);
-	if (!g->reaper_started) {
-		gw_grpc_stop(g);
-		return coloc_err_set(err, -EAGAIN, "cannot start the gRPC read-timeout thread");
-	}
-	for (int i = 0; i < GRPC_CALLS_AHEAD + opts->threads; i++)
-		grpc_request_next(g);
-	for (int i = 0; i < opts->threads && i < GRPC_MAX_THREADS; i++) {
-		if (pthread_create(&g->threads[i], NULL, grpc_thread, g))
-			break;
-		g->nr_threads++;
-	}
-	if (!g->nr_threads) {
-		gw_grpc_stop(g);
-		return coloc_err_set(err, -EAGAIN, "cannot start the gRPC threads");
-	}
-	*out = g;
-	return 0;
-}
-
-int gw_grpc_port(struct gw_grpc *g)
-{
-	return g->port;
-}
-
-void gw_grpc_quiesce(struct gw_grpc *g)
-{
-	if (!g || g->shut)
-		return;
-	atomic_store(&g->stopping, true);
-	g->shut = true;
-	grpc_server_shutdown_and_notify(g->server, g->cq, &g->shutdown_tag);
-}
-
-void gw_grpc_stop(struct gw_grpc *g)
-{
-	if (!g)
-		return;
-	gw_grpc_quiesce(g);
-	grpc_server_cancel_all_calls(g->server);
-	/* without a thread (none could start) the only calls are the requested ones */
-	while (!g->nr_threads && !g->shutdown_done) {
-		grpc_event ev =
-			grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-
-		if (ev.tag == &g->shutdown_tag)
-			g->shutdown_done = true;
-		else if (ev.type == GRPC_OP_COMPLETE)
-			grpc_call_free(ev.tag);
-	}
-	pthread_mutex_lock(&g->lock);
-	while (!g->shutdown_done)
-		pthread_cond_wait(&g->cond, &g->lock);
-	pthread_mutex_unlock(&g->lock);
-	grpc_completion_queue_shutdown(g->cq);
-	for (int i = 0; i < g->nr_threads; i++)
-		pthread_join(g->threads[i], NULL);
-	grpc_reaper_stop(g);
-	grpc_server_destroy(g->server);
-	grpc_completion_queue_destroy(g->cq);
-	pthread_mutex_destroy(&g->lock);
-	pthread_cond_destroy(&g->cond);
-	pthread_mutex_destroy(&g->read_lock);
-	pthread_cond_destroy(&g->read_cond);
-	free(g);
-	grpc_shutdown();
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * The gateway's gRPC front door: the KServe v2 / Open Inference Protocol's
- * inference.GRPCInferenceService (gateway/proto/grpc_service.proto) on
- * Debian's gRPC C core, messages by protobuf-c.
+ * inference.GRPCInferenceService (gateway/proto/grpc_service.proto) on a
+ * server of our own over HTTP/2 (grpc_h2.c, h2_conn.h; cleartext with prior
+ * knowledge, as gRPC's insecure channels speak) or, by choice, on Debian's
+ * gRPC C core (grpc_core.c); messages by protobuf-c.
  *
  *   ServerLive, ServerReady, ServerMetadata, ModelReady, ModelMetadata,
  *   ModelInfer (infer_proto.h's messages), RepositoryIndex,
@@ -14,12 +16,18 @@
  * a bad request, NOT_FOUND no such model or version, UNAVAILABLE model not
  * ready, colocd refused or unreachable, the gateway stopping;
  * RESOURCE_EXHAUSTED the queue full, more than max_calls calls at once, or
- * a message over max_message (gRPC's own check, before it is read);
+ * a message over max_message (checked from its prefix, before it is read);
  * DEADLINE_EXCEEDED past the client's deadline or timeout_ms, colocd
  * stalled mid-query (forward.h's I/O timeout), or dropped by colocd; ABORTED a repository load or unload while another is under
  * way; INTERNAL the executor failed; UNIMPLEMENTED another method.
  *
- * Threads: `threads` poll one completion queue; a repository load blocks
+ * Own server: a connection over max_conns, or over max_conns_per_ip from one
+ * address, is closed at once; each connection is held to the HTTP/2 bounds
+ * of h2_conn.h (rapid reset, CONTINUATION and control-frame floods, flow
+ * control), and one that does not read its answers is not read from.
+ *
+ * Threads: `threads` poll one completion queue (own server: one epoll set,
+ * each connection served by one thread at a time); a repository load blocks
  * the thread that took it, and so does an infer while colocd answers it on
  * a borrowed connection (gw_fwd_run), as long as one thread is left to
  * poll; otherwise it goes through the pool's queue. Order at exit:
@@ -34,7 +42,10 @@
 #include "forward.h"
 #include "models.h"
 
+enum gw_grpc_server { GW_GRPC_SERVER_OWN, GW_GRPC_SERVER_CORE };
+
 struct gw_grpc_opts {
+	enum gw_grpc_server server;
 	const char *addr; /* ADDR:PORT as gRPC takes it (checked by gw_parse_addr first) */
 	int threads;
 	int max_calls; /* calls at once, of any method but the health ones */
@@ -44,6 +55,8 @@ struct gw_grpc_opts {
 	int timeout_ms; /* of one infer, from arrival, when the client's deadline is later */
 	int idle_timeout_s; /* of a connection */
 	bool model_control; /* the repository's load and unload allowed (else PERMISSION_DENIED) */
+	int max_conns; /* own server: connections at once */
+	int max_conns_per_ip; /* own server: from one client address (0: no limit) */
 };
 
 struct gw_grpc;

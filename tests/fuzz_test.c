@@ -96,4 +96,9 @@ TEST_F_TIMEOUT(fuzz, hpack_decode_and_h2_frames__survive_a_short_run_from_seeds,
 	ASSERT_EQ(0, fuzz_run_for("hpack", FUZZ_CHECK_SECONDS_SHORT));
 }
 
+TEST_F_TIMEOUT(fuzz, h2_conn__survives_a_short_run_from_seeds, 120)
+{
+	ASSERT_EQ(0, fuzz_run_for("h2_conn", FUZZ_CHECK_SECONDS_SHORT));
+}
+
 TEST_HARNESS_MAIN

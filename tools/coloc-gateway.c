@@ -41,7 +41,8 @@ static struct {
 	const char *grpc;
 	long threads, conns, max_queue, timeout_ms, colocd_timeout_ms, max_body, load_timeout_s;
 	long max_connections, pipeline, grpc_read_timeout_ms, grpc_max_streams;
-	long max_conns_per_ip, request_timeout_ms;
+	long max_conns_per_ip, request_timeout_ms, grpc_max_conns, grpc_max_conns_per_ip;
+	bool grpc_core; /* --grpc-server core */
 	bool allow_root;
 	bool model_control; /* --model-control */
 	bool repository_links; /* --repository-links */
@@ -62,6 +63,8 @@ static struct {
 	.request_timeout_ms = 30000,
 	.pipeline = COLOC_MAX_INFLIGHT,
 	.grpc_max_streams = 100,
+	.grpc_max_conns = 1024,
+	.grpc_max_conns_per_ip = 64,
 };
 
 #define GW_GRPC_READ_TIMEOUT_MS 10000 /* --grpc-read-timeout-ms's default, at most */
@@ -80,7 +83,9 @@ static void usage(FILE *f)
 		"  --metrics ADDR:PORT     Prometheus /metrics (default %s)\n"
 		"  --grpc ADDR:PORT        the KServe v2 gRPC API (inference.GRPCInferenceService);\n"
 		"                          off unless given (Triton's port is 8001)\n"
-		"  --threads N             gRPC's completion-queue threads (default %ld)\n"
+		"  --grpc-server own|core  the gRPC server: our own over HTTP/2 (default), or\n"
+		"                          gRPC's C core (as before 2026-12-05)\n"
+		"  --threads N             the gRPC server's threads (default %ld)\n"
 		"  --connections N         connections to colocd for queries, 1-16 (default %ld)\n"
 		"  --max-queue N           queries waiting or in flight before 503 or gRPC's\n"
 		"                          RESOURCE_EXHAUSTED; also gRPC calls at once (default %ld)\n"
@@ -111,6 +116,10 @@ static void usage(FILE *f)
 		"  --grpc-max-streams N    gRPC calls at once on one connection (default %ld);\n"
 		"                          --max-queue bounds them over all connections, but\n"
 		"                          never the health methods\n"
+		"  --grpc-max-conns N      gRPC connections at once (own server; default %ld)\n"
+		"  --grpc-max-conns-per-ip N  gRPC connections at once from one client address,\n"
+		"                          more are closed at once (own server; default %ld;\n"
+		"                          0: no limit)\n"
 		"  --model-control         allow the repository API's load and unload (HTTP\n"
 		"                          /v2/repository/models/NAME/load|unload, gRPC\n"
 		"                          RepositoryModelLoad|Unload): off by default, as\n"
@@ -129,7 +138,7 @@ static void usage(FILE *f)
 		opts.max_queue, opts.timeout_ms, opts.colocd_timeout_ms, COLOC_MAX_INFLIGHT,
 		COLOC_MAX_INFLIGHT, opts.max_body, opts.max_connections, opts.max_conns_per_ip,
 		opts.request_timeout_ms, GW_GRPC_READ_TIMEOUT_MS, opts.grpc_max_streams,
-		opts.load_timeout_s, COLOC_GROUP);
+		opts.grpc_max_conns, opts.grpc_max_conns_per_ip, opts.load_timeout_s, COLOC_GROUP);
 }
 
 enum {
@@ -155,6 +164,9 @@ enum {
 	OPT_REPOSITORY_LINKS,
 	OPT_CONNS_PER_IP,
 	OPT_REQUEST_TIMEOUT,
+	OPT_GRPC_SERVER,
+	OPT_GRPC_MAXCONN,
+	OPT_GRPC_CONNS_PER_IP,
 	OPT_VERSION
 };
 
@@ -181,6 +193,9 @@ static const struct option long_opts[] = {
 	{ "repository-links", no_argument, NULL, OPT_REPOSITORY_LINKS },
 	{ "http-max-conns-per-ip", required_argument, NULL, OPT_CONNS_PER_IP },
 	{ "http-request-timeout-ms", required_argument, NULL, OPT_REQUEST_TIMEOUT },
+	{ "grpc-server", required_argument, NULL, OPT_GRPC_SERVER },
+	{ "grpc-max-conns", required_argument, NULL, OPT_GRPC_MAXCONN },
+	{ "grpc-max-conns-per-ip", required_argument, NULL, OPT_GRPC_CONNS_PER_IP },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -205,6 +220,8 @@ static const struct {
 	{ OPT_GRPC_STREAMS, "--grpc-max-streams", &opts.grpc_max_streams, 1, 65536 },
 	{ OPT_CONNS_PER_IP, "--http-max-conns-per-ip", &opts.max_conns_per_ip, 0, 65536 },
 	{ OPT_REQUEST_TIMEOUT, "--http-request-timeout-ms", &opts.request_timeout_ms, 0, 3600000 },
+	{ OPT_GRPC_MAXCONN, "--grpc-max-conns", &opts.grpc_max_conns, 1, 65536 },
+	{ OPT_GRPC_CONNS_PER_IP, "--grpc-max-conns-per-ip", &opts.grpc_max_conns_per_ip, 0, 65536 },
 };
 
 static int parse_args(int argc, char **argv)
@@ -238,6 +255,14 @@ static int parse_args(int argc, char **argv)
 			break;
 		case OPT_GRPC:
 			opts.grpc = optarg;
+			break;
+		case OPT_GRPC_SERVER:
+			if (strcmp(optarg, "own") && strcmp(optarg, "core")) {
+				fprintf(stderr, "%s: --grpc-server wants own or core, not '%s'\n",
+					prog, optarg);
+				return 2;
+			}
+			opts.grpc_core = !strcmp(optarg, "core");
 			break;
 		case OPT_ROOT:
 			opts.allow_root = true;
@@ -357,6 +382,9 @@ int main(int argc, char **argv)
 		coloc_err_prefix(&err, "--http %s", opts.http);
 		goto out;
 	}
+	gopts.server = opts.grpc_core ? GW_GRPC_SERVER_CORE : GW_GRPC_SERVER_OWN;
+	gopts.max_conns = (int)opts.grpc_max_conns;
+	gopts.max_conns_per_ip = (int)opts.grpc_max_conns_per_ip;
 	gopts.addr = opts.grpc;
 	gopts.threads = (int)opts.threads;
 	gopts.max_calls = (int)opts.max_queue;

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The own gRPC server's parts, between its connections (grpc_h2.c: the
+ * listening socket, the threads and their epoll set, each connection's
+ * reads and writes, the timeouts) and its calls (grpc_h2_call.c: a
+ * stream's headers, message and answer in gRPC's terms). A connection's
+ * lock covers its h2_conn, its calls' reading state and its socket's
+ * writes; a call's method runs without it. docs/design/gateway-grpc.md.
+ */
+#ifndef COLOC_GATEWAY_GRPC_H2_H
+#define COLOC_GATEWAY_GRPC_H2_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include "grpc_server_impl.h"
+#include "h2_conn.h"
+
+#define H2S_MAX_THREADS 64
+#define H2S_HEALTH_MAX_MESSAGE 65536 /* a call max_calls does not count: its message at most */
+
+struct h2_server {
+	struct gw_grpc base;
+	int lfd, epfd, wakefd;
+	int port;
+	int nr_threads;
+	pthread_t threads[H2S_MAX_THREADS];
+	pthread_t reaper;
+	bool reaper_started;
+	atomic_bool stopping, exiting;
+	atomic_int calls; /* counted calls (not the health ones) open now */
+	struct h2_conn_limits lim;
+	uint8_t hdr_ok[64]; /* :status 200, content-type application/grpc */
+	size_t hdr_ok_len;
+	pthread_mutex_t lock; /* the list of connections, the reaper's sleep */
+	pthread_cond_t cond; /* CLOCK_MONOTONIC */
+	struct h2s_conn *conns;
+	int nr_conns;
+	struct h2s_conn **slots; /* max_conns: each open connection at its slot */
+	uint32_t slot_hint, gen; /* where to look for a free slot; the last generation given */
+};
+
+enum { H2S_READING, H2S_HANDLING, H2S_ANSWERED };
+
+struct h2s_call {
+	struct gw_grpc_call pub;
+	struct h2s_conn *conn;
+	uint32_t id;
+	int state;
+	bool stream_gone; /* handling: its stream reset or its connection gone */
+	bool counted, health, post, grpc_type, path_known;
+	const struct gw_grpc_method *method;
+	uint64_t client_timeout_ns; /* grpc-timeout, 0 if none */
+	uint8_t prefix[5];
+	size_t prefix_got;
+	uint8_t *msg; /* msg_len bytes: malloc'd, or pub.msg_memfd's map */
+	size_t msg_len, msg_got;
+	bool msg_malloced;
+	uint64_t read_by_ns;
+	struct h2s_call *prev, *next; /* the connection's reading list, or its ready list (next) */
+};
+
+struct h2s_conn {
+	struct h2_server *srv;
+	int fd;
+	uint32_t slot, gen; /* its place in srv->slots, and which connection there (conn_key) */
+	pthread_mutex_t lock;
+	struct h2_conn h2;
+	atomic_int refs; /* 1 until closed, plus one a call being handled */
+	bool polled; /* a thread has its event: it re-arms it */
+	bool closed, eof, broken;
+	uint64_t active_ns; /* its last read or answer */
+	int lowat; /* the socket's SO_RCVLOWAT now */
+	struct sockaddr_storage peer;
+	struct h2s_call *reading; /* calls waiting for their message, oldest first */
+	struct h2s_call *ready, **ready_tail; /* calls whose message came, to be handled */
+	struct h2s_conn *prev, *next; /* the server's list */
+};
+
+extern const struct h2_conn_cb h2s_call_cb;
+
+/* Under c->lock: its output written as far as the socket takes it, the rest armed for. */
+void h2s_conn_flush(struct h2s_conn *c);
+/* A call's reference on its connection dropped (not under its lock). */
+void h2s_conn_put(struct h2s_conn *c);
+/* Under the connection's lock: a call still reading refused with code and why. */
+void h2s_call_refuse(struct h2s_call *call, enum gw_grpc_status code, const char *why);
+/* Its method run (no lock held); it answers through h2s_answer. */
+void h2s_call_handle(struct h2s_call *call);
+void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *why, uint8_t *msg,
+		size_t len);
+
+#endif /* COLOC_GATEWAY_GRPC_H2_H */

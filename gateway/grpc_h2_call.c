@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * A gRPC call on the own server (grpc_h2.h): h2_conn's callbacks for one
+ * stream in gRPC's terms. Its request headers (:method POST, content-type
+ * application/grpc*, :path one of gw_grpc_methods, grpc-timeout the
+ * deadline), then its one message: the 5-byte prefix read first (the
+ * compressed flag refused, the length held to max_message before a byte
+ * of it is taken), its bytes into a buffer of that length (an into_memfd
+ * method's: one of the forwarding pool's memfds, read straight into by
+ * grpc_h2.c). At the client's END_STREAM the call is ready for its method.
+ * The answer: HEADERS (:status 200), DATA (the message), HEADERS (trailers
+ * grpc-status, grpc-message percent-encoded); a refusal before a message
+ * is one trailers-only HEADERS.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "grpc_h2.h"
+
+static bool str_is(const char *s, size_t n, const char *lit)
+{
+	return strlen(lit) == n && !memcmp(s, lit, n);
+}
+
+/* grpc-timeout: 1 to 8 digits and a unit (H M S m u n); 0 when malformed. */
+static uint64_t grpc_timeout_ns(const char *v, size_t n)
+{
+	static const struct {
+		char unit;
+		uint64_t ns;
+	} units[] = { { 'H', 3600000000000ull }, { 'M', 60000000000ull }, { 'S', 1000000000ull },
+		      { 'm', 1000000ull },	 { 'u', 1000ull },	  { 'n', 1ull } };
+	uint64_t x = 0;
+
+	if (n < 2 || n > 9)
+		return 0;
+	for (size_t i = 0; i + 1 < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return 0;
+		x = x * 10 + (uint64_t)(v[i] - '0');
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(*units); i++)
+		if (v[n - 1] == units[i].unit)
+			return x * units[i].ns > x ? x * units[i].ns : x ? UINT64_MAX : 1;
+	return 0;
+}
+
+/* ---- h2_conn's callbacks (under the connection's lock) ---------------------------------- */
+
+static void *call_open(void *arg, uint32_t id)
+{
+	struct h2s_conn *conn = arg;
+	struct h2_server *srv = conn->srv;
+	struct h2s_call *call = calloc(1, sizeof(*call));
+	uint64_t now = gw_now_ns();
+
+	if (!call)
+		return NULL;
+	call->pub.g = &srv->base;
+	call->pub.ms = srv->base.ms;
+	call->pub.fw = srv->base.fw;
+	call->pub.t_start = now;
+	call->conn = conn;
+	call->id = id;
+	call->state = H2S_READING;
+	call->read_by_ns = now + (uint64_t)srv->base.opts.read_timeout_ms * 1000000ull;
+	/* on the reading list, latest last */
+	if (conn->reading) {
+		struct h2s_call *last = conn->reading->prev;
+
+		call->prev = last;
+		last->next = call;
+		conn->reading->prev = call;
+	} else {
+		call->prev = call;
+		conn->reading = call;
+	}
+	return call;
+}
+
+static void call_unlink_reading(struct h2s_call *call)
+{
+	struct h2s_conn *conn = call->conn;
+
+	if (call->state != H2S_READING || !call->prev)
+		return;
+	if (conn->reading == call) {
+		conn->reading = call->next;
+		if (call->next)
+			call->next->prev = call->prev;
+	} else {
+		call->prev->next = call->next;
+		if (call->next)
+			call->next->prev = call->prev;
+		else
+			conn->reading->prev = call->prev;
+	}
+	call->prev = call->next = NULL;
+}
+
+static void call_free(struct h2s_call *call)
+{
+	if (call->pub.ctx_free)
+		call->pub.ctx_free(call->pub.ctx);
+	if (call->msg_malloced)
+		free(call->msg);
+	gw_fwd_memfd_put(call->pub.fw, call->pub.msg_memfd, NULL);
+	if (call->counted)
+		atomic_fetch_sub(&call->conn->srv->calls, 1);
+	free(call);
+}
+
+static int call_field(void *arg, void *st, const char *name, size_t name_len, const char *value,
+		      size_t value_len)
+{
+	struct h2s_call *call = st;
+
+	(void)arg;
+	if (str_is(name, name_len, ":method")) {
+		call->post = str_is(value, value_len, "POST");
+	} else if (str_is(name, name_len, ":path")) {
+		call->method = gw_grpc_method_find(value, value_len);
+		call->health = gw_grpc_is_health(value, value_len);
+		call->path_known = true;
+	} else if (str_is(name, name_len, "content-type")) {
+		call->grpc_type = value_len >= 16 && !memcmp(value, "application/grpc", 16) &&
+				  (value_len == 16 || value[16] == '+' || value[16] == ';');
+	} else if (str_is(name, name_len, "grpc-timeout")) {
+		call->client_timeout_ns = grpc_timeout_ns(value, value_len);
+	}
+	return 0;
+}
+
+static void call_headers(void *arg, void *st, int result)
+{
+	struct h2s_conn *conn = arg;
+	struct h2_server *srv = conn->srv;
+	struct h2s_call *call = st;
+	uint64_t limit = call->pub.t_start + (uint64_t)srv->base.opts.timeout_ms * 1000000ull;
+	char why[128];
+
+	call->pub.deadline_ns = limit;
+	if (call->client_timeout_ns && call->client_timeout_ns < limit - call->pub.t_start)
+		call->pub.deadline_ns = call->pub.t_start + call->client_timeout_ns;
+	if (call->pub.deadline_ns < call->read_by_ns)
+		call->read_by_ns = call->pub.deadline_ns;
+	if (result == HPACK_ERR_LIST_TOO_LARGE) {
+		h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
+				"the request's headers are over 16 KiB");
+		return;
+	}
+	if (!call->post || !call->grpc_type || !call->path_known) {
+		h2s_call_refuse(call, GW_GRPC_INVALID_ARGUMENT,
+				"not a gRPC request (POST, content-type application/grpc, :path)");
+		return;
+	}
+	if (!call->method) {
+		h2s_call_refuse(call, GW_GRPC_UNIMPLEMENTED, "no such method");
+		return;
+	}
+	call->counted = !call->health;
+	if (call->counted && atomic_fetch_add(&srv->calls, 1) >= srv->base.opts.max_calls) {
+		snprintf(why, sizeof(why), "the gateway is answering %d calls already; retry later",
+			 srv->base.opts.max_calls);
+		h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED, why);
+		return;
+	}
+	if (atomic_load(&srv->stopping))
+		h2s_call_refuse(call, GW_GRPC_UNAVAILABLE, "the gateway is stopping");
+}
+
+/* The prefix is whole: the message's buffer, or the call refused. */
+static bool call_message_begin(struct h2s_call *call)
+{
+	struct h2_server *srv = call->conn->srv;
+	size_t max = !call->health ? srv->base.opts.max_message : H2S_HEALTH_MAX_MESSAGE;
+	size_t len = (size_t)call->prefix[1] << 24 | (size_t)call->prefix[2] << 16 |
+		     (size_t)call->prefix[3] << 8 | call->prefix[4];
+	char why[160];
+
+	if (call->prefix[0]) {
+		h2s_call_refuse(call, GW_GRPC_UNIMPLEMENTED,
+				"a compressed message: the gateway takes none (grpc-encoding "
+				"identity)");
+		return false;
+	}
+	if (len > max) {
+		snprintf(why, sizeof(why),
+			 "Received message larger than max (%zu vs. %zu): the gateway's "
+			 "--max-body-bytes",
+			 len, max);
+		h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED, why);
+		return false;
+	}
+	call->msg_len = len;
+	if (len && call->method->into_memfd)
+		call->pub.msg_memfd = gw_fwd_memfd_get(call->pub.fw, len);
+	if (call->pub.msg_memfd) {
+		call->msg = (uint8_t *)call->pub.msg_memfd->map;
+	} else {
+		call->msg = malloc(len ? len : 1);
+		call->msg_malloced = true;
+		if (!call->msg) {
+			h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+			return false;
+		}
+	}
+	return true;
+}
+
+static void call_data(void *arg, void *st, const uint8_t *p, size_t n)
+{
+	struct h2s_call *call = st;
+
+	(void)arg;
+	while (n) {
+		size_t k;
+
+		if (call->prefix_got < 5) {
+			k = n < 5 - call->prefix_got ? n : 5 - call->prefix_got;
+			memcpy(call->prefix + call->prefix_got, p, k);
+			call->prefix_got += k;
+			if (call->prefix_got == 5 && !call_message_begin(call))
+				return;
+		} else if (call->msg_got < call->msg_len) {
+			k = n < call->msg_len - call->msg_got ? n : call->msg_len - call->msg_got;
+			memcpy(call->msg + call->msg_got, p, k);
+			call->msg_got += k;
+		} else {
+			h2s_call_refuse(call, GW_GRPC_INVALID_ARGUMENT,
+					"more than one request message in a unary call");
+			return;
+		}
+		p += k;
+		n -= k;
+	}
+}
+
+static void call_end(void *arg, void *st)
+{
+	struct h2s_conn *conn = arg;
+	struct h2s_call *call = st;
+
+	if (!call->prefix_got) {
+		h2s_call_refuse(call, GW_GRPC_INVALID_ARGUMENT, "the call carried no message");
+		return;
+	}
+	if (call->prefix_got < 5 || call->msg_got < call->msg_len) {
+		h2s_call_refuse(call, GW_GRPC_INVALID_ARGUMENT, "the message was cut short");
+		return;
+	}
+	call_unlink_reading(call);
+	call->state = H2S_HANDLING;
+	call->next = NULL;
+	*conn->ready_tail = call;
+	conn->ready_tail = &call->next;
+	atomic_fetch_add(&conn->refs, 1);
+}
+
+static void call_close(void *arg, void *st, uint32_t error)
+{
+	struct h2s_call *call = st;
+
+	(void)arg, (void)error;
+	if (call->state == H2S_HANDLING) {
+		call->stream_gone = true; /* freed when its method answers */
+		return;
+	}
+	call_unlink_reading(call);
+	call_free(call);
+}
+
+const struct h2_conn_cb h2s_call_cb = {
+	.open = call_open,
+	.field = call_field,
+	.headers = call_headers,
+	.data = call_data,
+	.end = call_end,
+	.close = call_close,
+};
+
+/* ---- answers -------------------------------------------------------------------------- */
+
+/* grpc-status and grpc-message (percent-encoded, gRPC's HTTP/2 spec) at out. */
+static size_t trailers_encode(uint8_t *out, size_t cap, enum gw_grpc_status code, const char *why)
+{
+	char status[12], msg[768 * 3 + 1];
+	size_t n, m = 0;
+
+	snprintf(status, sizeof(status), "%d", (int)code);
+	n = hpack_encode_field(out, cap, "grpc-status", 11, status, strlen(status));
+	for (const unsigned char *p = (const unsigned char *)why; *p && m + 4 < sizeof(msg); p++) {
+		if (*p >= 0x20 && *p <= 0x7e && *p != '%')
+			msg[m++] = (char)*p;
+		else
+			m += (size_t)snprintf(msg + m, 4, "%%%02X", *p);
+	}
+	if (m)
+		n += hpack_encode_field(out + n, cap - n, "grpc-message", 12, msg, m);
+	return n;
+}
+
+void h2s_call_refuse(struct h2s_call *call, enum gw_grpc_status code, const char *why)
+{
+	struct h2_server *srv = call->conn->srv;
+	uint8_t block[64 + 768 * 3 + 64];
+	size_t n = srv->hdr_ok_len;
+
+	memcpy(block, srv->hdr_ok, n);
+	n += trailers_encode(block + n, sizeof(block) - n, code, why);
+	/* trailers-only: the stream is over, call_close frees the call */
+	h2_conn_respond(&call->conn->h2, call->id, block, n, NULL, 0, NULL, 0);
+}
+
+void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *why, uint8_t *msg,
+		size_t len)
+{
+	struct h2s_call *call = (struct h2s_call *)pub;
+	struct h2s_conn *conn = call->conn;
+	struct h2_server *srv = conn->srv;
+	uint8_t trl[768 * 3 + 64];
+	uint8_t *body = NULL;
+
+	if (msg) {
+		body = malloc(len + 5);
+		if (body) {
+			body[0] = 0;
+			body[1] = (uint8_t)(len >> 24);
+			body[2] = (uint8_t)(len >> 16);
+			body[3] = (uint8_t)(len >> 8);
+			body[4] = (uint8_t)len;
+			memcpy(body + 5, msg, len);
+		} else {
+			code = GW_GRPC_RESOURCE_EXHAUSTED;
+			why = "out of memory";
+		}
+		free(msg);
+	}
+	pthread_mutex_lock(&conn->lock);
+	call->state = H2S_ANSWERED;
+	conn->active_ns = gw_now_ns();
+	if (call->stream_gone) {
+		free(body);
+		call_free(call);
+	} else if (body) {
+		size_t n = trailers_encode(trl, sizeof(trl), code, why);
+
+		/* call_close frees the call once the answer is out */
+		h2_conn_respond(&conn->h2, call->id, srv->hdr_ok, srv->hdr_ok_len, body, len + 5,
+				trl, n);
+		h2s_conn_flush(conn);
+	} else {
+		h2s_call_refuse(call, code, why);
+		h2s_conn_flush(conn);
+	}
+	pthread_mutex_unlock(&conn->lock);
+	h2s_conn_put(conn);
+}
+
+void h2s_call_handle(struct h2s_call *call)
+{
+	call->method->handle(&call->pub, call->msg, call->msg_len);
+}

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+"""A hostile HTTP/2 client of the gateway's own gRPC server, frames written
+by hand (RFC 9113; header blocks as HPACK literals without Huffman), for
+tests/gateway_h2_test.c:
+
+  h2_hostile.py PORT rapid-reset N     open and reset N streams at once
+  h2_hostile.py PORT continuation N    one header block of N bytes in CONTINUATIONs
+  h2_hostile.py PORT slow              a ModelInfer whose message never ends
+  h2_hostile.py PORT noread N S        N calls, none of the answers read, held S s
+
+Prints what the server did: "goaway CODE", "status CODE" (a call's
+grpc-status), "closed", "stalled after K calls" (the server stopped
+reading), "sent K calls".
+"""
+import socket
+import struct
+import sys
+import time
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, RST_STREAM, SETTINGS, GOAWAY, CONTINUATION = 0, 1, 3, 4, 7, 9
+SERVICE = "/inference.GRPCInferenceService/"
+
+# RFC 7541 Appendix A, the names our server's encoder indexes, enough to read its answers
+STATIC = {8: (":status", "200"), 31: ("content-type", "")}
+
+
+def frame(ftype, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + \
+        struct.pack(">I", stream) + payload
+
+
+def literal(name, value):
+    name, value = name.encode(), value.encode()
+    return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+
+
+def request_block(method):
+    return b"".join(literal(n, v) for n, v in (
+        (":method", "POST"), (":scheme", "http"), (":path", SERVICE + method),
+        (":authority", "gateway"), ("content-type", "application/grpc"),
+        ("te", "trailers")))
+
+
+def connect(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(PREFACE + frame(SETTINGS, 0, 0))
+    return s
+
+
+def read_int(b, i, prefix):
+    mask = (1 << prefix) - 1
+    v = b[i] & mask
+    i += 1
+    if v < mask:
+        return v, i
+    m = 0
+    while True:
+        v += (b[i] & 0x7F) << m
+        m += 7
+        i += 1
+        if not b[i - 1] & 0x80:
+            return v, i
+
+
+def fields(block):
+    """Our server's blocks: indexed static fields, literals without indexing, no Huffman."""
+    out, i = [], 0
+    while i < len(block):
+        if block[i] & 0x80:
+            idx, i = read_int(block, i, 7)
+            out.append(STATIC.get(idx, ("?", "?")))
+            continue
+        idx, i = read_int(block, i, 4)
+        if idx:
+            name = STATIC.get(idx, ("?", ""))[0]
+        else:
+            n, i = read_int(block, i, 7)
+            name = block[i:i + n].decode()
+            i += n
+        n, i = read_int(block, i, 7)
+        out.append((name, block[i:i + n].decode()))
+        i += n
+    return out
+
+
+def frames(s, until):
+    """Frames read from s (type, flags, stream, payload) until until(frame) or the end."""
+    buf = b""
+    while True:
+        while len(buf) >= 9:
+            n = struct.unpack(">I", b"\x00" + buf[:3])[0]
+            if len(buf) < 9 + n:
+                break
+            f = (buf[3], buf[4], struct.unpack(">I", buf[5:9])[0] & 0x7FFFFFFF, buf[9:9 + n])
+            buf = buf[9 + n:]
+            if until(f):
+                return f
+        try:
+            got = s.recv(65536)
+        except (ConnectionResetError, socket.timeout):
+            got = b""
+        if not got:
+            return None
+        buf += got
+
+
+def report_goaway(s):
+    f = frames(s, lambda f: f[0] == GOAWAY)
+    if f:
+        print("goaway %d" % struct.unpack(">I", f[3][4:8])[0])
+    if frames(s, lambda f: False) is None:
+        print("closed")
+
+
+def rapid_reset(port, n):
+    s = connect(port)
+    burst = b""
+    for i in range(n):
+        sid = 1 + 2 * i
+        burst += frame(HEADERS, 0x4, sid, request_block("ServerLive"))
+        burst += frame(RST_STREAM, 0, sid, struct.pack(">I", 8))
+    try:
+        s.sendall(burst)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    report_goaway(s)
+
+
+def continuation(port, n):
+    s = connect(port)
+    block = request_block("ServerLive")
+    try:
+        s.sendall(frame(HEADERS, 0, 1, block))
+        chunk = b"\x40" * 1000
+        for _ in range(n // len(chunk)):
+            s.sendall(frame(CONTINUATION, 0, 1, chunk))
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    report_goaway(s)
+
+
+def slow(port):
+    s = connect(port)
+    s.sendall(frame(HEADERS, 0x4, 1, request_block("ModelInfer")) +
+              frame(DATA, 0, 1, b"\x00" + struct.pack(">I", 1000) + b"\x0a\x04fast"))
+    f = frames(s, lambda f: f[0] == HEADERS and f[2] == 1 and f[1] & 0x1)
+    if f:
+        for name, value in fields(f[3]):
+            if name == "grpc-status":
+                print("status " + value)
+
+
+def noread(port, n, hold_s):
+    """Calls in batches of 90, 5 ms apart (the server answers each batch and so never has
+    more than its 100 streams open), with a small receive buffer never read, and windows
+    opened wide at the start so that flow control does not hold the answers back."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.sendall(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 0x7FFFFFFF)) +
+              frame(8, 0, 0, struct.pack(">I", 0x7FFFFFFF - 65535)))
+    s.setblocking(False)
+    one = None
+    sent = 0
+    stalled_since = None
+    for i in range(n):
+        sid = 1 + 2 * i
+        one = frame(HEADERS, 0x4, sid, request_block("ServerMetadata")) + \
+            frame(DATA, 0x1, sid, b"\x00\x00\x00\x00\x00")
+        if i % 90 == 89:
+            time.sleep(0.005)
+        while one:
+            try:
+                one = one[s.send(one):]
+                stalled_since = None
+            except (ConnectionResetError, BrokenPipeError):
+                print("reset after %d calls" % sent, flush=True)
+                return
+            except BlockingIOError:
+                stalled_since = stalled_since or time.monotonic()
+                if time.monotonic() - stalled_since > 2:
+                    break
+                time.sleep(0.01)
+        if one:
+            print("stalled after %d calls" % sent, flush=True)
+            break
+        sent += 1
+    else:
+        print("sent %d calls" % sent, flush=True)
+    time.sleep(hold_s)
+    s.close()
+
+
+def main():
+    port, mode = int(sys.argv[1]), sys.argv[2]
+    if mode == "rapid-reset":
+        rapid_reset(port, int(sys.argv[3]))
+    elif mode == "continuation":
+        continuation(port, int(sys.argv[3]))
+    elif mode == "slow":
+        slow(port)
+    elif mode == "noread":
+        noread(port, int(sys.argv[3]), float(sys.argv[4]))
+    else:
+        print("h2_hostile: unknown mode " + mode)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The gateway's own gRPC server (gateway/grpc_h2.c, h2_conn.c) against
+ * hostile HTTP/2 clients (tests/gateway/h2_hostile.py, frames by hand):
+ * the real gateway as the `coloc` user in front of the fake colocd
+ * (gateway_fake_colocd.h). Rapid reset (CVE-2023-44487) and a
+ * CONTINUATION flood end in GOAWAY ENHANCE_YOUR_CALM with the gateway's
+ * peak RSS barely moved; a call whose message never ends is refused
+ * DEADLINE_EXCEEDED at the read timeout; a client that sends calls and
+ * never reads their answers is no longer read from, the gateway's memory
+ * stays bounded and another client is answered meanwhile. After each, a
+ * health call on a fresh connection (grpcio) is answered.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <sys/wait.h>
+#include "kselftest_harness.h"
+#include "gateway_fake_colocd.h"
+
+#define PYTHON "/usr/bin/python3"
+#define MAX_GROWTH_KB (64 << 10)
+
+/* h2_hostile.py (or grpc_hostile.py when grpcio) against the gateway; its exit status. */
+static int hostile(FIXTURE_DATA(fwd) * self, bool grpcio, const char *args, char *out, size_t len)
+{
+	const char *root = getenv("COLOC_ROOT") ? getenv("COLOC_ROOT") : ".";
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "timeout 120 " PYTHON " '%s/tests/gateway/%s' %s%d %s 2>&1",
+		 root, grpcio ? "grpc_hostile.py" : "h2_hostile.py", grpcio ? "127.0.0.1:" : "",
+		 self->env.grpc_port, args);
+	return tu_run(cmd, out, len);
+}
+
+static bool live(FIXTURE_DATA(fwd) * self)
+{
+	char out[4096];
+
+	return !hostile(self, true, "call ServerLive", out, sizeof(out)) && strstr(out, "OK");
+}
+
+TEST_F_TIMEOUT(fwd, rapid_reset__goaway_enhance_your_calm_and_others_served, 300)
+{
+	char out[4096];
+	long before, after;
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, NULL));
+	ASSERT_TRUE(live(self));
+	before = tu_proc_status_kb(self->env.gateway, "VmHWM");
+	tu_reset_peak_rss(self->env.gateway);
+	EXPECT_EQ(0, hostile(self, false, "rapid-reset 5000", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "goaway 11\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "closed\n")) TH_LOG("%s", out);
+	after = tu_proc_status_kb(self->env.gateway, "VmHWM");
+	EXPECT_LT(after, before + MAX_GROWTH_KB);
+	TH_LOG("rapid reset: VmHWM %ld kB, %ld kB before", after, before);
+	EXPECT_TRUE(live(self));
+}
+
+TEST_F_TIMEOUT(fwd, continuation_flood__goaway_before_the_block_grows, 300)
+{
+	char out[4096];
+	long before, after;
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, NULL));
+	ASSERT_TRUE(live(self));
+	before = tu_proc_status_kb(self->env.gateway, "VmHWM");
+	tu_reset_peak_rss(self->env.gateway);
+	EXPECT_EQ(0, hostile(self, false, "continuation 16777216", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "goaway 11\n")) TH_LOG("%s", out);
+	after = tu_proc_status_kb(self->env.gateway, "VmHWM");
+	EXPECT_LT(after, before + MAX_GROWTH_KB);
+	TH_LOG("CONTINUATION flood: VmHWM %ld kB, %ld kB before", after, before);
+	EXPECT_TRUE(live(self));
+}
+
+TEST_F_TIMEOUT(fwd, slow_client__a_message_that_never_ends_is_refused_at_the_read_timeout, 300)
+{
+	const char *flags[] = { "--grpc-read-timeout-ms", "1000", NULL };
+	char out[4096];
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	EXPECT_EQ(0, hostile(self, false, "slow", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "status 4\n")) TH_LOG("%s", out); /* DEADLINE_EXCEEDED */
+	EXPECT_TRUE(live(self));
+}
+
+/* The script's output file says it stalled or sent everything: true, within 120 s. */
+static bool wait_flooded(const char *path)
+{
+	for (int i = 0; i < 1200; i++) {
+		size_t len;
+		char *text = tu_read_file(path, &len);
+		bool done = text && (strstr(text, "stalled after") || strstr(text, "sent ") ||
+				     strstr(text, "reset after"));
+
+		free(text);
+		if (done)
+			return true;
+		usleep(100000);
+	}
+	return false;
+}
+
+TEST_F_TIMEOUT(fwd, no_reader__not_read_from_memory_bounded_others_served, 300)
+{
+	const char *root = getenv("COLOC_ROOT") ? getenv("COLOC_ROOT") : ".";
+	char script[PATH_MAX], port[16], log[256], *text;
+	const char *argv[] = { PYTHON, script, port, "noread", "200000", "60", NULL };
+	long before, after;
+	pid_t pid;
+	size_t len;
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, NULL));
+	ASSERT_TRUE(live(self));
+	snprintf(script, sizeof(script), "%s/tests/gateway/h2_hostile.py", root);
+	snprintf(port, sizeof(port), "%d", self->env.grpc_port);
+	snprintf(log, sizeof(log), "%s/noread.log", self->env.dir);
+	before = tu_proc_status_kb(self->env.gateway, "VmRSS");
+	pid = tu_spawn_logged(argv, log);
+	ASSERT_LT(0, pid);
+	EXPECT_TRUE(wait_flooded(log));
+	text = tu_read_file(log, &len);
+	/*
+	 * 200,000 calls of ~150 bytes: long before, the gateway stops reading (its
+	 * output past 1 MiB), or cuts the client off once it opened streams past
+	 * max_streams, answers pending, faster than H2_CALM_RESETS a second
+	 */
+	EXPECT_NE(NULL, text && (strstr(text, "stalled after") || strstr(text, "reset after")))
+	TH_LOG("%s", text ? text : "");
+	free(text);
+	EXPECT_TRUE(live(self));
+	after = tu_proc_status_kb(self->env.gateway, "VmRSS");
+	EXPECT_LT(after, before + MAX_GROWTH_KB);
+	TH_LOG("a client that never reads: VmRSS %ld kB, %ld kB before", after, before);
+	tu_stop_child(&pid);
+	EXPECT_TRUE(live(self));
+}
+
+TEST_HARNESS_MAIN

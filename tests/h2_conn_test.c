@@ -1,0 +1,686 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * One HTTP/2 connection's state (gateway/h2_conn.h) fed bytes, without a
+ * socket: the preface and the settings exchange, a request in a HEADERS
+ * with CONTINUATIONs and several DATA frames (padded too, and byte by
+ * byte), flow control both ways, and each refusal: rapid reset, a
+ * CONTINUATION flood, PING and empty-DATA floods, a window overflow, DATA
+ * past the window, too many streams, PUSH_PROMISE, a bad preface. Frames
+ * are written here by hand (RFC 9113), header blocks as HPACK literals
+ * without Huffman (RFC 7541 6.2.2), independently of h2_frame.c and hpack.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kselftest_harness.h"
+#include "h2_conn.h"
+
+/* ---- what the connection told us ------------------------------------------------------ */
+
+struct seen {
+	int opened, closed, ended, headers, headers_result;
+	uint32_t close_error, last_id;
+	char path[128];
+	uint8_t data[1 << 20];
+	size_t data_len;
+	bool refuse_open;
+};
+
+static int ids[64]; /* a stream's pointer is &ids[id % 64] */
+
+static void *cb_open(void *arg, uint32_t id)
+{
+	struct seen *s = arg;
+
+	if (s->refuse_open)
+		return NULL;
+	s->opened++;
+	s->last_id = id;
+	return &ids[id % 64];
+}
+
+static int cb_field(void *arg, void *st, const char *name, size_t name_len, const char *value,
+		    size_t value_len)
+{
+	struct seen *s = arg;
+
+	(void)st;
+	if (name_len == 5 && !memcmp(name, ":path", 5) && value_len < sizeof(s->path)) {
+		memcpy(s->path, value, value_len);
+		s->path[value_len] = 0;
+	}
+	return 0;
+}
+
+static void cb_headers(void *arg, void *st, int result)
+{
+	struct seen *s = arg;
+
+	(void)st;
+	s->headers++;
+	s->headers_result = result;
+}
+
+static void cb_data(void *arg, void *st, const uint8_t *p, size_t n)
+{
+	struct seen *s = arg;
+
+	(void)st;
+	if (s->data_len + n <= sizeof(s->data))
+		memcpy(s->data + s->data_len, p, n);
+	s->data_len += n;
+}
+
+static void cb_end(void *arg, void *st)
+{
+	(void)st;
+	((struct seen *)arg)->ended++;
+}
+
+static void cb_close(void *arg, void *st, uint32_t error)
+{
+	struct seen *s = arg;
+
+	(void)st;
+	s->closed++;
+	s->close_error = error;
+}
+
+static const struct h2_conn_cb cbs = { cb_open, cb_field, cb_headers, cb_data, cb_end, cb_close };
+
+static const struct h2_conn_limits lim = {
+	.max_streams = 4,
+	.stream_window = 1 << 20,
+	.conn_window = 4 << 20,
+	.max_frame = 1 << 20,
+	.max_header_list = 16384,
+	.max_out = 1 << 20,
+};
+
+/* ---- frames written by hand ----------------------------------------------------------- */
+
+struct wire {
+	uint8_t b[1 << 21];
+	size_t n;
+};
+
+static void put_frame(struct wire *w, uint8_t type, uint8_t flags, uint32_t stream,
+		      const void *payload, size_t len)
+{
+	uint8_t *p = w->b + w->n;
+
+	p[0] = (uint8_t)(len >> 16);
+	p[1] = (uint8_t)(len >> 8);
+	p[2] = (uint8_t)len;
+	p[3] = type;
+	p[4] = flags;
+	p[5] = (uint8_t)(stream >> 24);
+	p[6] = (uint8_t)(stream >> 16);
+	p[7] = (uint8_t)(stream >> 8);
+	p[8] = (uint8_t)stream;
+	if (len)
+		memcpy(p + 9, payload, len);
+	w->n += 9 + len;
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* A literal field without indexing, new name, no Huffman (names and values under 127). */
+static size_t hpack_literal(uint8_t *p, const char *name, const char *value)
+{
+	size_t n = 0, nl = strlen(name), vl = strlen(value);
+
+	p[n++] = 0x00;
+	p[n++] = (uint8_t)nl;
+	memcpy(p + n, name, nl);
+	n += nl;
+	p[n++] = (uint8_t)vl;
+	memcpy(p + n, value, vl);
+	return n + vl;
+}
+
+static size_t request_block(uint8_t *p, const char *path)
+{
+	size_t n = 0;
+
+	n += hpack_literal(p + n, ":method", "POST");
+	n += hpack_literal(p + n, ":scheme", "http");
+	n += hpack_literal(p + n, ":path", path);
+	n += hpack_literal(p + n, ":authority", "localhost");
+	n += hpack_literal(p + n, "content-type", "application/grpc");
+	n += hpack_literal(p + n, "te", "trailers");
+	return n;
+}
+
+static void put_preface(struct wire *w, uint32_t initial_window)
+{
+	uint8_t set[6] = { 0, 4 };
+
+	memcpy(w->b + w->n, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
+	w->n += 24;
+	put_u32(set + 2, initial_window);
+	put_frame(w, 4, 0, 0, set, 6);
+}
+
+static void put_request_headers(struct wire *w, uint32_t id, bool end_stream)
+{
+	uint8_t block[512];
+	size_t n = request_block(block, "/inference.GRPCInferenceService/ServerLive");
+
+	put_frame(w, 1, 0x4 | (end_stream ? 0x1 : 0), id, block, n);
+}
+
+/* ---- frames read back ----------------------------------------------------------------- */
+
+struct frame {
+	uint32_t len, stream;
+	uint8_t type, flags;
+	const uint8_t *payload;
+};
+
+/* The i-th frame of type type in the output (-1 type: any), or false. */
+static bool out_find(struct h2_conn *c, int type, int i, struct frame *f)
+{
+	const uint8_t *p;
+	size_t n = h2_conn_out(c, &p), at = 0;
+
+	while (at + 9 <= n) {
+		f->len = (uint32_t)p[at] << 16 | (uint32_t)p[at + 1] << 8 | p[at + 2];
+		f->type = p[at + 3];
+		f->flags = p[at + 4];
+		f->stream = ((uint32_t)p[at + 5] << 24 | (uint32_t)p[at + 6] << 16 |
+			     (uint32_t)p[at + 7] << 8 | p[at + 8]) &
+			    0x7fffffff;
+		f->payload = p + at + 9;
+		if (at + 9 + f->len > n)
+			return false;
+		at += 9 + f->len;
+		if ((type < 0 || f->type == type) && i-- == 0)
+			return true;
+	}
+	return false;
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The GOAWAY's error code in the output, or -1 when there is none. */
+static int64_t goaway_error(struct h2_conn *c)
+{
+	struct frame f;
+
+	return out_find(c, 7, 0, &f) ? (int64_t)get_u32(f.payload + 4) : -1;
+}
+
+static void drain(struct h2_conn *c)
+{
+	const uint8_t *p;
+
+	h2_conn_out_done(c, h2_conn_out(c, &p));
+}
+
+FIXTURE(conn)
+{
+	struct h2_conn c;
+	struct seen seen;
+	struct wire w;
+};
+
+FIXTURE_SETUP(conn)
+{
+	memset(&self->seen, 0, sizeof(self->seen));
+	self->w.n = 0;
+	ASSERT_EQ(0, h2_conn_init(&self->c, &lim, &cbs, &self->seen));
+}
+
+FIXTURE_TEARDOWN(conn)
+{
+	h2_conn_free(&self->c);
+}
+
+static int feed(FIXTURE_DATA(conn) * self)
+{
+	int r = h2_conn_feed(&self->c, self->w.b, self->w.n, 1000000000ull);
+
+	self->w.n = 0;
+	return r;
+}
+
+/* ---- the tests ------------------------------------------------------------------------ */
+
+TEST_F(conn, settings__ours_first_the_clients_acknowledged)
+{
+	struct frame f;
+	bool saw_streams = false, saw_window = false;
+
+	ASSERT_TRUE(out_find(&self->c, -1, 0, &f));
+	EXPECT_EQ(4, f.type); /* SETTINGS first */
+	EXPECT_EQ(0, f.flags);
+	for (uint32_t i = 0; i + 6 <= f.len; i += 6) {
+		uint16_t id = (uint16_t)(f.payload[i] << 8 | f.payload[i + 1]);
+		uint32_t v = get_u32(f.payload + i + 2);
+
+		saw_streams |= id == 3 && v == lim.max_streams;
+		saw_window |= id == 4 && v == lim.stream_window;
+	}
+	EXPECT_TRUE(saw_streams);
+	EXPECT_TRUE(saw_window);
+	/* the connection's window raised to conn_window */
+	ASSERT_TRUE(out_find(&self->c, 8, 0, &f));
+	EXPECT_EQ(0, f.stream);
+	EXPECT_EQ(lim.conn_window - 65535, get_u32(f.payload));
+	drain(&self->c);
+	put_preface(&self->w, 1 << 20);
+	ASSERT_EQ(0, feed(self));
+	ASSERT_TRUE(out_find(&self->c, 4, 0, &f));
+	EXPECT_EQ(1, f.flags); /* ACK */
+	EXPECT_EQ(0, f.len);
+	EXPECT_EQ(-1, goaway_error(&self->c));
+}
+
+TEST_F(conn, preface__anything_else_is_a_protocol_error)
+{
+	memcpy(self->w.b, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27);
+	self->w.n = 27;
+	EXPECT_EQ(-EPROTO, feed(self));
+	EXPECT_EQ(1, goaway_error(&self->c));
+	EXPECT_FALSE(h2_conn_want_read(&self->c));
+}
+
+/* A request: HEADERS + 2 CONTINUATIONs, DATA in three frames (one padded), END_STREAM. */
+static void put_split_request(struct wire *w, const uint8_t *body, size_t len)
+{
+	uint8_t block[512], padded[4096];
+	size_t n = request_block(block, "/inference.GRPCInferenceService/ModelInfer");
+	size_t a = n / 3, b = 2 * n / 3, third = len / 3;
+
+	put_frame(w, 1, 0, 1, block, a);
+	put_frame(w, 9, 0, 1, block + a, b - a);
+	put_frame(w, 9, 0x4, 1, block + b, n - b);
+	put_frame(w, 0, 0, 1, body, third);
+	padded[0] = 7; /* 7 bytes of padding */
+	memcpy(padded + 1, body + third, third);
+	memset(padded + 1 + third, 0, 7);
+	put_frame(w, 0, 0x8, 1, padded, 1 + third + 7);
+	put_frame(w, 0, 0x1, 1, body + 2 * third, len - 2 * third);
+}
+
+TEST_F(conn, request__headers_continuations_and_data_frames_read_whole)
+{
+	uint8_t body[3000];
+
+	for (size_t i = 0; i < sizeof(body); i++)
+		body[i] = (uint8_t)(i * 7 + 3);
+	put_preface(&self->w, 65535);
+	put_split_request(&self->w, body, sizeof(body));
+	ASSERT_EQ(0, feed(self));
+	EXPECT_EQ(1, self->seen.opened);
+	EXPECT_EQ(1, self->seen.headers);
+	EXPECT_EQ(0, self->seen.headers_result);
+	EXPECT_STREQ("/inference.GRPCInferenceService/ModelInfer", self->seen.path);
+	ASSERT_EQ(sizeof(body), self->seen.data_len);
+	EXPECT_EQ(0, memcmp(body, self->seen.data, sizeof(body)));
+	EXPECT_EQ(1, self->seen.ended);
+	EXPECT_EQ(0, self->seen.closed);
+	EXPECT_EQ(-1, goaway_error(&self->c));
+}
+
+TEST_F(conn, request__fed_one_byte_at_a_time_reads_the_same)
+{
+	uint8_t body[3000];
+
+	for (size_t i = 0; i < sizeof(body); i++)
+		body[i] = (uint8_t)(i * 13 + 1);
+	put_preface(&self->w, 65535);
+	put_split_request(&self->w, body, sizeof(body));
+	for (size_t i = 0; i < self->w.n; i++)
+		ASSERT_EQ(0, h2_conn_feed(&self->c, self->w.b + i, 1, 1));
+	ASSERT_EQ(sizeof(body), self->seen.data_len);
+	EXPECT_EQ(0, memcmp(body, self->seen.data, sizeof(body)));
+	EXPECT_EQ(1, self->seen.ended);
+	EXPECT_STREQ("/inference.GRPCInferenceService/ModelInfer", self->seen.path);
+}
+
+TEST_F(conn, request__data_read_by_the_caller_counts_as_fed)
+{
+	static uint8_t body[5000];
+	void *st = NULL;
+	size_t n;
+
+	put_preface(&self->w, 65535);
+	put_request_headers(&self->w, 1, false);
+	put_frame(&self->w, 0, 0x1, 1, body, sizeof(body));
+	/* everything up to the DATA frame's content */
+	ASSERT_EQ(0, h2_conn_feed(&self->c, self->w.b, self->w.n - sizeof(body), 1));
+	n = h2_conn_data_next(&self->c, &st, SIZE_MAX);
+	EXPECT_EQ(sizeof(body), n);
+	EXPECT_EQ(&ids[1], st);
+	ASSERT_EQ(0, h2_conn_data_placed(&self->c, 3000, 1));
+	EXPECT_EQ(2000, h2_conn_data_next(&self->c, &st, SIZE_MAX));
+	ASSERT_EQ(0, h2_conn_data_placed(&self->c, 2000, 1));
+	EXPECT_EQ(0, self->seen.data_len); /* placed, not handed over */
+	EXPECT_EQ(1, self->seen.ended);
+	EXPECT_EQ(0, h2_conn_data_next(&self->c, &st, SIZE_MAX));
+}
+
+TEST_F(conn, flow__our_window_updates_follow_what_was_taken)
+{
+	static uint8_t body[600000];
+	struct frame f;
+	uint64_t stream_inc = 0, conn_inc = 0;
+
+	put_preface(&self->w, 65535);
+	put_request_headers(&self->w, 1, false);
+	for (size_t at = 0; at < sizeof(body); at += 100000)
+		put_frame(&self->w, 0, 0, 1, body + at, 100000);
+	drain(&self->c);
+	ASSERT_EQ(0, feed(self));
+	for (int i = 0; out_find(&self->c, 8, i, &f); i++)
+		*(f.stream ? &stream_inc : &conn_inc) += get_u32(f.payload);
+	/* over half the stream's 1 MiB taken: given back; not yet half the connection's 4 MiB */
+	EXPECT_EQ(sizeof(body), stream_inc);
+	EXPECT_EQ(0, conn_inc);
+	drain(&self->c);
+	for (size_t at = 0; at < sizeof(body); at += 100000)
+		put_frame(&self->w, 0, 0, 1, body + at, 100000);
+	ASSERT_EQ(0, feed(self));
+	for (int i = 0; out_find(&self->c, 8, i, &f); i++)
+		*(f.stream ? &stream_inc : &conn_inc) += get_u32(f.payload);
+	EXPECT_EQ(2 * sizeof(body), stream_inc);
+	EXPECT_EQ(0, conn_inc);
+	EXPECT_EQ(-1, goaway_error(&self->c));
+}
+
+TEST_F(conn, flow__data_past_the_streams_window_resets_it)
+{
+	static uint8_t body[600000];
+
+	put_preface(&self->w, 65535);
+	put_request_headers(&self->w, 1, false);
+	ASSERT_EQ(0, feed(self));
+	/* 1.2 MB in one flight, past the stream's 1 MiB window (our WINDOW_UPDATE held back) */
+	self->c.lim.stream_window = 4u << 20;
+	put_frame(&self->w, 0, 0, 1, body, sizeof(body));
+	put_frame(&self->w, 0, 0, 1, body, sizeof(body));
+	ASSERT_EQ(0, feed(self));
+	EXPECT_EQ(1, self->seen.closed);
+	EXPECT_EQ(3, self->seen.close_error); /* FLOW_CONTROL_ERROR */
+	EXPECT_EQ(sizeof(body), self->seen.data_len);
+}
+
+TEST_F(conn, flow__our_answer_waits_for_the_clients_window)
+{
+	uint8_t *body = malloc(100), hdr[1] = { 0x88 }, trl[3] = { 0x40, 0, 0 };
+	uint8_t wu[4];
+	struct frame f;
+
+	memset(body, 0xab, 100);
+	put_preface(&self->w, 10); /* the client's streams: 10 bytes */
+	put_request_headers(&self->w, 1, true);
+	ASSERT_EQ(0, feed(self));
+	drain(&self->c);
+	ASSERT_EQ(0, h2_conn_respond(&self->c, 1, hdr, 1, body, 100, trl, 3));
+	ASSERT_TRUE(out_find(&self->c, 0, 0, &f));
+	EXPECT_EQ(10, f.len);
+	EXPECT_FALSE(out_find(&self->c, 0, 1, &f));
+	EXPECT_FALSE(out_find(&self->c, 1, 1, &f)); /* no trailers yet */
+	EXPECT_EQ(0, self->seen.closed);
+	drain(&self->c);
+	put_u32(wu, 90);
+	put_frame(&self->w, 8, 0, 1, wu, 4);
+	ASSERT_EQ(0, feed(self));
+	ASSERT_TRUE(out_find(&self->c, 0, 0, &f));
+	EXPECT_EQ(90, f.len);
+	ASSERT_TRUE(out_find(&self->c, 1, 0, &f));
+	EXPECT_EQ(0x5, f.flags); /* END_HEADERS | END_STREAM */
+	EXPECT_EQ(1, self->seen.closed);
+	EXPECT_EQ(0, self->seen.close_error);
+}
+
+TEST_F(conn, flow__a_window_pushed_past_2_31_is_an_error)
+{
+	uint8_t wu[4];
+
+	put_preface(&self->w, 65535);
+	put_u32(wu, 0x7fffffff);
+	put_frame(&self->w, 8, 0, 0, wu, 4);
+	EXPECT_EQ(-EPROTO, feed(self));
+	EXPECT_EQ(3, goaway_error(&self->c));
+}
+
+TEST(flow__data_past_the_connections_window_is_an_error)
+{
+	static struct wire w;
+	static uint8_t body[70000];
+	struct h2_conn_limits small = lim;
+	struct seen *seen = calloc(1, sizeof(*seen));
+	struct h2_conn c;
+	struct frame f;
+
+	small.conn_window = 65535; /* never raised */
+	ASSERT_EQ(0, h2_conn_init(&c, &small, &cbs, seen));
+	put_preface(&w, 65535);
+	put_request_headers(&w, 1, false);
+	put_frame(&w, 0, 0, 1, body, sizeof(body));
+	EXPECT_EQ(-EPROTO, h2_conn_feed(&c, w.b, w.n, 1));
+	ASSERT_TRUE(out_find(&c, 7, 0, &f));
+	EXPECT_EQ(3, get_u32(f.payload + 4));
+	EXPECT_EQ(0, seen->data_len);
+	h2_conn_free(&c);
+	EXPECT_EQ(1, seen->closed);
+	free(seen);
+}
+
+TEST_F(conn, refuse__streams_past_max_streams_are_refused)
+{
+	struct frame f;
+
+	put_preface(&self->w, 65535);
+	for (uint32_t id = 1; id <= 9; id += 2)
+		put_request_headers(&self->w, id, false);
+	drain(&self->c);
+	ASSERT_EQ(0, feed(self));
+	EXPECT_EQ(4, self->seen.opened);
+	ASSERT_TRUE(out_find(&self->c, 3, 0, &f));
+	EXPECT_EQ(9, f.stream);
+	EXPECT_EQ(7, get_u32(f.payload)); /* REFUSED_STREAM */
+}
+
+TEST_F(conn, refuse__rapid_reset_gets_goaway_enhance_your_calm)
+{
+	uint8_t cancel[4] = { 0, 0, 0, 8 };
+	int r = 0;
+	uint32_t id = 1;
+
+	put_preface(&self->w, 65535);
+	ASSERT_EQ(0, feed(self));
+	/* opened and reset at once, in one second */
+	for (int i = 0; i < H2_CALM_RESETS + 10 && !r; i++, id += 2) {
+		put_request_headers(&self->w, id, false);
+		put_frame(&self->w, 3, 0, id, cancel, 4);
+		r = feed(self);
+	}
+	EXPECT_EQ(-EPROTO, r);
+	EXPECT_EQ(11, goaway_error(&self->c));
+	EXPECT_LE(self->seen.opened, H2_CALM_RESETS + (int)lim.max_streams + 1);
+	EXPECT_EQ(self->seen.opened, self->seen.closed);
+}
+
+TEST_F(conn, refuse__resets_spread_over_seconds_are_fine)
+{
+	uint8_t cancel[4] = { 0, 0, 0, 8 };
+	uint32_t id = 1;
+
+	put_preface(&self->w, 65535);
+	ASSERT_EQ(0, feed(self));
+	for (int i = 0; i < 3 * H2_CALM_RESETS; i++, id += 2) {
+		put_request_headers(&self->w, id, false);
+		put_frame(&self->w, 3, 0, id, cancel, 4);
+		ASSERT_EQ(0, h2_conn_feed(&self->c, self->w.b, self->w.n,
+					  (uint64_t)(i / 100) * 1000000000ull));
+		self->w.n = 0;
+		drain(&self->c);
+	}
+	EXPECT_EQ(-1, goaway_error(&self->c));
+}
+
+/* However slowly they come: past 4 x (answered + the bound), GOAWAY. */
+TEST_F(conn, refuse__resets_without_answers_get_goaway_at_any_pace)
+{
+	uint8_t cancel[4] = { 0, 0, 0, 8 };
+	uint32_t id = 1;
+	int i, r = 0;
+
+	put_preface(&self->w, 65535);
+	ASSERT_EQ(0, feed(self));
+	for (i = 0; i < 2000 && !r; i++, id += 2) {
+		put_request_headers(&self->w, id, false);
+		put_frame(&self->w, 3, 0, id, cancel, 4);
+		r = h2_conn_feed(&self->c, self->w.b, self->w.n, (uint64_t)i * 1000000000ull);
+		self->w.n = 0;
+	}
+	EXPECT_EQ(-EPROTO, r);
+	EXPECT_EQ(4 * (H2_CALM_RESETS + (int)lim.max_streams) + 1, i);
+	EXPECT_EQ(11, goaway_error(&self->c));
+}
+
+TEST_F(conn, refuse__a_continuation_flood_gets_goaway)
+{
+	uint8_t junk[1000];
+	int r = 0;
+
+	memset(junk, 0x40, sizeof(junk));
+	put_preface(&self->w, 65535);
+	put_frame(&self->w, 1, 0, 1, junk, 100);
+	ASSERT_EQ(0, feed(self));
+	for (int i = 0; i < 100 && !r; i++) {
+		put_frame(&self->w, 9, 0, 1, junk, sizeof(junk));
+		r = feed(self);
+	}
+	EXPECT_EQ(-EPROTO, r);
+	EXPECT_EQ(11, goaway_error(&self->c));
+	EXPECT_EQ(0, self->seen.opened);
+}
+
+TEST_F(conn, refuse__a_ping_flood_gets_goaway_pings_answered_before)
+{
+	uint8_t opaque[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct frame f;
+	int r = 0, i;
+
+	put_preface(&self->w, 65535);
+	put_frame(&self->w, 6, 0, 0, opaque, 8);
+	ASSERT_EQ(0, feed(self));
+	ASSERT_TRUE(out_find(&self->c, 6, 0, &f));
+	EXPECT_EQ(1, f.flags);
+	EXPECT_EQ(0, memcmp(opaque, f.payload, 8));
+	for (i = 0; i < 2 * H2_CALM_FRAMES && !r; i++) {
+		put_frame(&self->w, 6, 0, 0, opaque, 8);
+		r = feed(self);
+		drain(&self->c);
+	}
+	EXPECT_EQ(-EPROTO, r);
+	EXPECT_GE(i, H2_CALM_FRAMES - 2);
+}
+
+TEST_F(conn, refuse__an_empty_data_flood_gets_goaway)
+{
+	int r = 0;
+
+	put_preface(&self->w, 65535);
+	put_request_headers(&self->w, 1, false);
+	ASSERT_EQ(0, feed(self));
+	for (int i = 0; i < 2 * H2_CALM_FRAMES && !r; i++) {
+		put_frame(&self->w, 0, 0, 1, NULL, 0);
+		r = feed(self);
+	}
+	EXPECT_EQ(-EPROTO, r);
+	EXPECT_EQ(11, goaway_error(&self->c));
+}
+
+TEST_F(conn, refuse__push_promise_and_data_on_stream_0_are_protocol_errors)
+{
+	uint8_t p[4] = { 0, 0, 0, 2 };
+
+	put_preface(&self->w, 65535);
+	put_frame(&self->w, 5, 0x4, 1, p, 4);
+	EXPECT_EQ(-EPROTO, feed(self));
+	EXPECT_EQ(1, goaway_error(&self->c));
+	h2_conn_free(&self->c);
+	ASSERT_EQ(0, h2_conn_init(&self->c, &lim, &cbs, &self->seen));
+	put_preface(&self->w, 65535);
+	put_frame(&self->w, 0, 0, 0, p, 4);
+	EXPECT_EQ(-EPROTO, feed(self));
+	EXPECT_EQ(1, goaway_error(&self->c));
+}
+
+TEST_F(conn, refuse__interleaved_header_blocks_are_a_protocol_error)
+{
+	uint8_t block[512];
+	size_t n = request_block(block, "/x");
+
+	put_preface(&self->w, 65535);
+	put_frame(&self->w, 1, 0, 1, block, n / 2);
+	put_request_headers(&self->w, 3, false);
+	EXPECT_EQ(-EPROTO, feed(self));
+	EXPECT_EQ(1, goaway_error(&self->c));
+}
+
+/* Answers not taken from the output: past max_out, no more is read. */
+TEST_F(conn, output__not_read_from_while_its_answers_wait)
+{
+	uint8_t hdr[1] = { 0x88 };
+	uint32_t id = 1;
+	int answered = 0;
+	uint8_t wu[4];
+
+	/* windows wide open: the answers go to the output, not wait for WINDOW_UPDATE */
+	put_preface(&self->w, 0x7fffffff);
+	put_u32(wu, 0x7fffffff - 65535);
+	put_frame(&self->w, 8, 0, 0, wu, 4);
+	ASSERT_EQ(0, feed(self));
+	while (h2_conn_want_read(&self->c) && answered < 1000) {
+		put_request_headers(&self->w, id, true);
+		ASSERT_EQ(0, feed(self));
+		ASSERT_EQ(0,
+			  h2_conn_respond(&self->c, id, hdr, 1, calloc(1, 16384), 16384, NULL, 0));
+		id += 2;
+		answered++;
+	}
+	EXPECT_FALSE(h2_conn_want_read(&self->c));
+	EXPECT_LE(answered, (int)(lim.max_out / 16384) + 2);
+	drain(&self->c);
+	EXPECT_TRUE(h2_conn_want_read(&self->c));
+}
+
+TEST_F(conn, goaway__streams_after_ours_are_refused_earlier_ones_answered)
+{
+	uint8_t hdr[1] = { 0x88 };
+	struct frame f;
+
+	put_preface(&self->w, 65535);
+	put_request_headers(&self->w, 1, true);
+	ASSERT_EQ(0, feed(self));
+	h2_conn_goaway(&self->c, 0);
+	put_request_headers(&self->w, 3, true);
+	drain(&self->c);
+	ASSERT_EQ(0, feed(self));
+	EXPECT_EQ(1, self->seen.opened);
+	ASSERT_TRUE(out_find(&self->c, 3, 0, &f));
+	EXPECT_EQ(3, f.stream);
+	EXPECT_EQ(0, h2_conn_respond(&self->c, 1, hdr, 1, NULL, 0, NULL, 0));
+	EXPECT_EQ(1, self->seen.closed);
+	EXPECT_TRUE(h2_conn_want_read(&self->c));
+}
+
+TEST_HARNESS_MAIN
