@@ -42,7 +42,7 @@
 #include "forward.h"
 #include "models.h"
 
-enum gw_grpc_server { GW_GRPC_SERVER_OWN, GW_GRPC_SERVER_CORE };
+enum gw_grpc_server { GW_GRPC_SERVER_CORE, GW_GRPC_SERVER_OWN };
 
 struct gw_grpc_opts {
 	enum gw_grpc_server server;

@@ -327,8 +327,13 @@ static int decoder_prepare(struct hpack_decoder *d, size_t len)
 	if (!d->entries) {
 		d->entries = calloc(d->slots, sizeof(*d->entries));
 		d->bytes = malloc(d->max_table ? d->max_table : 1);
-		if (!d->entries || !d->bytes)
+		if (!d->entries || !d->bytes) {
+			free(d->entries);
+			free(d->bytes);
+			d->entries = NULL;
+			d->bytes = NULL;
 			return HPACK_ERR_NO_MEMORY;
+		}
 	}
 	if (len > (SIZE_MAX - d->max_table - 16) / 2)
 		return HPACK_ERR_NO_MEMORY;

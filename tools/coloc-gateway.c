@@ -42,7 +42,7 @@ static struct {
 	long threads, conns, max_queue, timeout_ms, colocd_timeout_ms, max_body, load_timeout_s;
 	long max_connections, pipeline, grpc_read_timeout_ms, grpc_max_streams;
 	long max_conns_per_ip, request_timeout_ms, grpc_max_conns, grpc_max_conns_per_ip;
-	bool grpc_core; /* --grpc-server core */
+	bool grpc_own; /* --grpc-server own */
 	bool allow_root;
 	bool model_control; /* --model-control */
 	bool repository_links; /* --repository-links */
@@ -83,8 +83,8 @@ static void usage(FILE *f)
 		"  --metrics ADDR:PORT     Prometheus /metrics (default %s)\n"
 		"  --grpc ADDR:PORT        the KServe v2 gRPC API (inference.GRPCInferenceService);\n"
 		"                          off unless given (Triton's port is 8001)\n"
-		"  --grpc-server own|core  the gRPC server: our own over HTTP/2 (default), or\n"
-		"                          gRPC's C core (as before 2026-12-05)\n"
+		"  --grpc-server core|own  the gRPC server: gRPC's C core (default), or our own\n"
+		"                          over HTTP/2, experimental (docs/design/gateway-grpc.md)\n"
 		"  --threads N             the gRPC server's threads (default %ld)\n"
 		"  --connections N         connections to colocd for queries, 1-16 (default %ld)\n"
 		"  --max-queue N           queries waiting or in flight before 503 or gRPC's\n"
@@ -262,7 +262,7 @@ static int parse_args(int argc, char **argv)
 					prog, optarg);
 				return 2;
 			}
-			opts.grpc_core = !strcmp(optarg, "core");
+			opts.grpc_own = !strcmp(optarg, "own");
 			break;
 		case OPT_ROOT:
 			opts.allow_root = true;
@@ -382,7 +382,7 @@ int main(int argc, char **argv)
 		coloc_err_prefix(&err, "--http %s", opts.http);
 		goto out;
 	}
-	gopts.server = opts.grpc_core ? GW_GRPC_SERVER_CORE : GW_GRPC_SERVER_OWN;
+	gopts.server = opts.grpc_own ? GW_GRPC_SERVER_OWN : GW_GRPC_SERVER_CORE;
 	gopts.max_conns = (int)opts.grpc_max_conns;
 	gopts.max_conns_per_ip = (int)opts.grpc_max_conns_per_ip;
 	gopts.addr = opts.grpc;
