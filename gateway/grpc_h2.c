@@ -35,6 +35,7 @@
 #define H2S_REAP_NS 100000000ull
 #define H2S_LOWAT_MIN 16384 /* a message's rest smaller than this: woken at once */
 #define H2S_LOWAT_MAX (1u << 20)
+#define H2S_ACCEPT_PAUSE_NS 100000000ull /* out of files: the listener rests this long */
 
 /* epoll's data: a connection's slot and generation (conn_key), or one of these */
 #define H2S_LISTEN_KEY UINT64_MAX
@@ -132,11 +133,42 @@ static void conn_close_locked(struct h2s_conn *c)
 	c->fd = -1;
 }
 
+/* Under srv->lock: the listener back in epoll after a pause for want of files. */
+static void listen_resume(struct h2_server *srv)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = H2S_LISTEN_KEY };
+
+	if (!srv->listen_paused)
+		return;
+	srv->listen_paused = false;
+	if (!atomic_load(&srv->stopping))
+		epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->lfd, &ev);
+}
+
+/*
+ * accept4 out of files (EMFILE, ENFILE) or memory: the level-triggered
+ * listener would wake every thread at once, again and again, so it leaves
+ * epoll until a connection closes or H2S_ACCEPT_PAUSE_NS pass (the reaper).
+ */
+static void listen_pause(struct h2_server *srv)
+{
+	struct epoll_event ev = { .events = 0, .data.u64 = H2S_LISTEN_KEY };
+
+	pthread_mutex_lock(&srv->lock);
+	if (!srv->listen_paused && !atomic_load(&srv->stopping)) {
+		srv->listen_paused = true;
+		srv->listen_resume_ns = gw_now_ns() + H2S_ACCEPT_PAUSE_NS;
+		epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->lfd, &ev);
+	}
+	pthread_mutex_unlock(&srv->lock);
+}
+
 static void conn_unlink(struct h2s_conn *c)
 {
 	struct h2_server *srv = c->srv;
 
 	pthread_mutex_lock(&srv->lock);
+	listen_resume(srv);
 	*(c->prev ? &c->prev->next : &srv->conns) = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
@@ -344,8 +376,12 @@ static void accept_all(struct h2_server *srv)
 		int fd = accept4(srv->lfd, (struct sockaddr *)&peer, &len,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				listen_pause(srv);
 			return;
+		}
 		conn_accept(srv, fd, &peer);
 	}
 }
@@ -411,6 +447,8 @@ static void *h2s_reaper(void *arg)
 
 		for (struct h2s_conn *c = srv->conns; c; c = c->next)
 			reap_conn(srv, c, now);
+		if (srv->listen_paused && now >= srv->listen_resume_ns)
+			listen_resume(srv);
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_nsec += (long)H2S_REAP_NS;
 		if (ts.tv_nsec >= 1000000000L) {

@@ -38,6 +38,8 @@ struct h2_server {
 	int nr_conns;
 	struct h2s_conn **slots; /* max_conns: each open connection at its slot */
 	uint32_t slot_hint, gen; /* where to look for a free slot; the last generation given */
+	bool listen_paused; /* out of files: the listener out of epoll until a close or resume_ns */
+	uint64_t listen_resume_ns;
 };
 
 enum { H2S_READING, H2S_HANDLING, H2S_ANSWERED };

@@ -27,6 +27,7 @@ struct gw_env {
 	char model[PATH_MAX]; /* models/mobilenet_v2.model, absolute */
 	int http_port, grpc_port, metrics_port; /* grpc_port 0: no gRPC */
 	pid_t colocd, gateway;
+	int nofile; /* not 0: the gateway started under `ulimit -n nofile` (soft and hard) */
 };
 
 /*
@@ -116,7 +117,17 @@ static inline bool gw_env_start_gateway_once(struct gw_env *e, bool grpc,
 	for (int i = 0; extra && extra[i] && n < 31; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
-	e->gateway = tu_spawn_logged(argv, e->gwlog);
+	if (e->nofile) {
+		static char ulimit[64];
+		const char *sh[36] = { "/bin/sh", "-c", ulimit, "sh" };
+
+		snprintf(ulimit, sizeof(ulimit), "ulimit -n %d && exec \"$@\"", e->nofile);
+		for (int i = 0; i <= n; i++)
+			sh[4 + i] = argv[i];
+		e->gateway = tu_spawn_logged(sh, e->gwlog);
+	} else {
+		e->gateway = tu_spawn_logged(argv, e->gwlog);
+	}
 	if (e->gateway <= 0)
 		return false;
 	snprintf(cmd, sizeof(cmd),

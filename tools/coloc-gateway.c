@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include "cli.h"
 #include "coloc/protocol.h"
 #include "addr.h"
@@ -224,6 +225,17 @@ static const struct {
 	{ OPT_GRPC_CONNS_PER_IP, "--grpc-max-conns-per-ip", &opts.grpc_max_conns_per_ip, 0, 65536 },
 };
 
+/* A socket a connection: as many files as the hard limit allows (a unit's default soft is 1024). */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static int parse_args(int argc, char **argv)
 {
 	int c;
@@ -325,6 +337,7 @@ int main(int argc, char **argv)
 	r = parse_args(argc, argv);
 	if (r)
 		return r;
+	raise_nofile();
 	if (gw_parse_addr(opts.http, &hopts.addr, &hopts.addr_len, 1)) {
 		fprintf(stderr, "%s: --http wants ADDR:PORT (e.g. 127.0.0.1:8000), not '%s'\n",
 			prog, opts.http);

@@ -8,18 +8,23 @@ tests/gateway_h2_test.c:
   h2_hostile.py PORT continuation N    one header block of N bytes in CONTINUATIONs
   h2_hostile.py PORT slow              a ModelInfer whose message never ends
   h2_hostile.py PORT noread N S        N calls, none of the answers read, held S s
+  h2_hostile.py PORT emfile PID N S     N connections held S s (past the server's
+                                       RLIMIT_NOFILE): its CPU seconds meanwhile
+  h2_hostile.py PORT race R N          R rounds: an infer of "slow" and N connections
+                                       pinging at once, the N closed while it is held
 
 Prints what the server did: "goaway CODE", "status CODE" (a call's
 grpc-status), "closed", "stalled after K calls" (the server stopped
 reading), "sent K calls".
 """
+import os
 import socket
 import struct
 import sys
 import time
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, RST_STREAM, SETTINGS, GOAWAY, CONTINUATION = 0, 1, 3, 4, 7, 9
+DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, CONTINUATION = 0, 1, 3, 4, 6, 7, 9
 SERVICE = "/inference.GRPCInferenceService/"
 
 # RFC 7541 Appendix A, the names our server's encoder indexes, enough to read its answers
@@ -193,6 +198,67 @@ def noread(port, n, hold_s):
     s.close()
 
 
+def pb_varint(v):
+    out = b""
+    while v >= 128:
+        out += bytes([(v & 127) | 128])
+        v >>= 7
+    return out + bytes([v])
+
+
+def pb_bytes(field, b):
+    return pb_varint(field << 3 | 2) + pb_varint(len(b)) + b
+
+
+def infer_message(model, n=4):
+    """A ModelInfer of n FP32 zeros for model, with its 5-byte gRPC prefix."""
+    tensor = pb_bytes(1, b"x") + pb_bytes(2, b"FP32") + pb_bytes(3, pb_varint(1) + pb_varint(n))
+    body = pb_bytes(1, model.encode()) + pb_bytes(5, tensor) + pb_bytes(7, b"\0" * (4 * n))
+    return b"\x00" + struct.pack(">I", len(body)) + body
+
+
+def race(port, rounds, n):
+    """Each round: one connection's infer of "slow" (held by colocd: its thread is
+    blocked) and a PING on n others, all ready at once, so that a thread holds the
+    others' events in its batch while the rest are re-armed, closed and freed; then
+    the n closed. Prints the infer's grpc-status each round, "closed" if it ended."""
+    for _ in range(rounds):
+        inf = connect(port)
+        others = [connect(port) for _ in range(n)]
+        time.sleep(0.3)
+        inf.sendall(frame(HEADERS, 0x4, 1, request_block("ModelInfer")) +
+                    frame(DATA, 0x1, 1, infer_message("slow")))
+        for o in others:
+            o.sendall(frame(PING, 0, 0, b"12345678"))
+        time.sleep(0.4)
+        for o in others:
+            o.close()
+        f = frames(inf, lambda f: f[0] == HEADERS and f[2] == 1 and f[1] & 0x1)
+        status = [v for name, v in fields(f[3]) if name == "grpc-status"] if f else []
+        print("status " + status[0] if status else "closed", flush=True)
+        inf.close()
+
+
+def cpu_s(pid):
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def emfile(port, pid, n, hold_s):
+    """n connections made and held hold_s seconds (those past the server's files limit
+    wait in its backlog): prints "cpu SECONDS" the server (pid) used meanwhile and its
+    open files, then closes them."""
+    conns = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(n)]
+    time.sleep(1)
+    before = cpu_s(pid)
+    time.sleep(hold_s)
+    print("cpu %.2f over %.1f s, %d files open" % (cpu_s(pid) - before, hold_s,
+                                                   len(os.listdir("/proc/%d/fd" % pid))), flush=True)
+    for s in conns:
+        s.close()
+    time.sleep(1)
+
+
 def main():
     port, mode = int(sys.argv[1]), sys.argv[2]
     if mode == "rapid-reset":
@@ -203,6 +269,10 @@ def main():
         slow(port)
     elif mode == "noread":
         noread(port, int(sys.argv[3]), float(sys.argv[4]))
+    elif mode == "emfile":
+        emfile(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
+    elif mode == "race":
+        race(port, int(sys.argv[3]), int(sys.argv[4]))
     else:
         print("h2_hostile: unknown mode " + mode)
         return 2
