@@ -411,12 +411,39 @@ static void *h2s_thread(void *arg)
 
 /* ---- timeouts ------------------------------------------------------------------------- */
 
-/* Under srv->lock: c's late calls refused, c sent away when idle. */
+/*
+ * Under c->lock: the answers the client's windows held past their send
+ * deadline reset (RST_STREAM CANCEL, each call freed and its slot with it);
+ * true if there was one: the connection is stalled and is sent away.
+ */
+static bool reap_sending(struct h2s_conn *c, uint64_t now)
+{
+	bool late = false;
+
+	for (struct h2s_call *call = c->sending, *next; !c->closed && call; call = next) {
+		next = call->snext;
+		if (call->send_by_ns > now)
+			continue;
+		late = true;
+		if (h2_conn_cancel(&c->h2, call->id)) /* stream gone already: not ours to keep */
+			break;
+	}
+	return late;
+}
+
+/* Under srv->lock: c's late calls refused, c sent away when idle or stalled. */
 static void reap_conn(struct h2_server *srv, struct h2s_conn *c, uint64_t now)
 {
 	uint64_t idle_ns = (uint64_t)srv->base.opts.idle_timeout_s * 1000000000ull;
 
 	pthread_mutex_lock(&c->lock);
+	if (!c->closed && reap_sending(c, now)) {
+		h2_conn_goaway(&c->h2, H2_NO_ERROR);
+		h2s_conn_flush(c);
+		shutdown(c->fd, SHUT_RDWR); /* its thread sees the end and closes it */
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
 	while (!c->closed && c->reading && c->reading->read_by_ns <= now) {
 		struct h2s_call *call = c->reading;
 

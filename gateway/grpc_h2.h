@@ -59,6 +59,8 @@ struct h2s_call {
 	size_t msg_len, msg_got;
 	bool msg_malloced;
 	uint64_t read_by_ns;
+	uint64_t send_by_ns; /* answered, its answer not all sent: reset past this */
+	struct h2s_call *sprev, *snext; /* the connection's sending list */
 	struct h2s_call *prev, *next; /* the connection's reading list, or its ready list (next) */
 };
 
@@ -76,6 +78,7 @@ struct h2s_conn {
 	struct sockaddr_storage peer;
 	struct h2s_call *reading; /* calls waiting for their message, oldest first */
 	struct h2s_call *ready, **ready_tail; /* calls whose message came, to be handled */
+	struct h2s_call *sending; /* answered calls whose answer waits for the client's windows */
 	struct h2s_conn *prev, *next; /* the server's list */
 };
 

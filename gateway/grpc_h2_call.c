@@ -100,8 +100,23 @@ static void call_unlink_reading(struct h2s_call *call)
 	call->prev = call->next = NULL;
 }
 
+/* Under the connection's lock: off the sending list, if on it. */
+static void call_unlink_sending(struct h2s_call *call)
+{
+	struct h2s_conn *conn = call->conn;
+
+	if (!call->send_by_ns)
+		return;
+	*(call->sprev ? &call->sprev->snext : &conn->sending) = call->snext;
+	if (call->snext)
+		call->snext->sprev = call->sprev;
+	call->sprev = call->snext = NULL;
+	call->send_by_ns = 0;
+}
+
 static void call_free(struct h2s_call *call)
 {
+	call_unlink_sending(call);
 	if (call->pub.ctx_free)
 		call->pub.ctx_free(call->pub.ctx);
 	if (call->msg_malloced)
@@ -346,8 +361,20 @@ void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *
 		call_free(call);
 	} else if (body) {
 		size_t n = trailers_encode(trl, sizeof(trl), code, why);
+		uint64_t grace = gw_now_ns() + (uint64_t)srv->base.opts.read_timeout_ms * 1000000ull;
 
-		/* call_close frees the call once the answer is out */
+		/*
+		 * call_close frees the call once the answer is out; until then it is
+		 * on the sending list, reset by the reaper past its deadline (or the
+		 * read timeout from now, the later): a client that opens no window
+		 * holds no call slot for ever
+		 */
+		call->send_by_ns = call->pub.deadline_ns > grace ? call->pub.deadline_ns : grace;
+		call->sprev = NULL;
+		call->snext = conn->sending;
+		if (conn->sending)
+			conn->sending->sprev = call;
+		conn->sending = call;
 		h2_conn_respond(&conn->h2, call->id, srv->hdr_ok, srv->hdr_ok_len, body, len + 5,
 				trl, n);
 		h2s_conn_flush(conn);

@@ -299,6 +299,16 @@ int h2_conn_respond(struct h2_conn *c, uint32_t id, const uint8_t *hdr, size_t h
 	return 0;
 }
 
+int h2_conn_cancel(struct h2_conn *c, uint32_t id)
+{
+	struct h2_stream *s = c->dead ? NULL : stream_find(c, id);
+
+	if (!s)
+		return -ENOENT;
+	stream_reset(c, s, H2_CANCEL);
+	return 0;
+}
+
 /* ---- input: flow control -------------------------------------------------------------- */
 
 /* WINDOW_UPDATEs for what the streams' users took, once half a window was. */

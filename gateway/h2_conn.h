@@ -127,6 +127,8 @@ int h2_conn_data_placed(struct h2_conn *c, size_t n, uint64_t now_ns);
  */
 int h2_conn_respond(struct h2_conn *c, uint32_t id, const uint8_t *hdr, size_t hdr_len,
 		    uint8_t *body, size_t body_len, const uint8_t *trailers, size_t trailers_len);
+/* Stream id reset (RST_STREAM CANCEL) and over, its answer dropped; -ENOENT when gone. */
+int h2_conn_cancel(struct h2_conn *c, uint32_t id);
 /* GOAWAY (error, the last stream opened): streams after it are refused; 0 or -ENOMEM. */
 void h2_conn_goaway(struct h2_conn *c, uint32_t error);
 /* Bytes to send, and how many were sent. */

@@ -10,6 +10,8 @@ tests/gateway_h2_test.c:
   h2_hostile.py PORT noread N S        N calls, none of the answers read, held S s
   h2_hostile.py PORT emfile PID N S     N connections held S s (past the server's
                                        RLIMIT_NOFILE): its CPU seconds meanwhile
+  h2_hostile.py PORT zerowin N S        SETTINGS_INITIAL_WINDOW_SIZE 0, then N counted
+                                       calls whose answers cannot be sent; S s at most
   h2_hostile.py PORT race R N          R rounds: an infer of "slow" and N connections
                                        pinging at once, the N closed while it is held
 
@@ -25,6 +27,7 @@ import time
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, CONTINUATION = 0, 1, 3, 4, 6, 7, 9
+CANCEL = 8
 SERVICE = "/inference.GRPCInferenceService/"
 
 # RFC 7541 Appendix A, the names our server's encoder indexes, enough to read its answers
@@ -217,6 +220,34 @@ def infer_message(model, n=4):
     return b"\x00" + struct.pack(">I", len(body)) + body
 
 
+def zerowin(port, n, hold_s):
+    """A client that opens no window: its answers' DATA can never be sent, so each
+    call would hold a call slot for ever. Prints "reset K" (the RST_STREAM CANCELs
+    the server sent), "goaway CODE" and "closed" as they come, within hold_s."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=hold_s)
+    s.sendall(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 0)))
+    burst = b""
+    for i in range(n):
+        sid = 1 + 2 * i
+        burst += frame(HEADERS, 0x4, sid, request_block("ServerMetadata"))
+        burst += frame(DATA, 0x1, sid, b"\x00\x00\x00\x00\x00")
+    s.sendall(burst)
+    print("sent %d calls" % n, flush=True)
+    resets = 0
+
+    def until(f):
+        nonlocal resets
+        if f[0] == RST_STREAM and struct.unpack(">I", f[3])[0] == CANCEL:
+            resets += 1
+        if f[0] == GOAWAY:
+            print("goaway %d" % struct.unpack(">I", f[3][4:8])[0], flush=True)
+        return False
+
+    frames(s, until)
+    print("reset %d" % resets)
+    print("closed")
+
+
 def race(port, rounds, n):
     """Each round: one connection's infer of "slow" (held by colocd: its thread is
     blocked) and a PING on n others, all ready at once, so that a thread holds the
@@ -271,6 +302,8 @@ def main():
         noread(port, int(sys.argv[3]), float(sys.argv[4]))
     elif mode == "emfile":
         emfile(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
+    elif mode == "zerowin":
+        zerowin(port, int(sys.argv[3]), float(sys.argv[4]))
     elif mode == "race":
         race(port, int(sys.argv[3]), int(sys.argv[4]))
     else:
