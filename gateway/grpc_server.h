@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * The gateway's gRPC front door: the KServe v2 / Open Inference Protocol's
- * inference.GRPCInferenceService (gateway/proto/grpc_service.proto) on a
+ * inference.GRPCInferenceService (gateway/proto/grpc_service.proto) on
+ * Debian's gRPC C core (grpc_core.c, the default) or, experimental, on a
  * server of our own over HTTP/2 (grpc_h2.c, h2_conn.h; cleartext with prior
- * knowledge, as gRPC's insecure channels speak) or, by choice, on Debian's
- * gRPC C core (grpc_core.c); messages by protobuf-c.
+ * knowledge, as gRPC's insecure channels speak); messages by protobuf-c.
  *
  *   ServerLive, ServerReady, ServerMetadata, ModelReady, ModelMetadata,
  *   ModelInfer (infer_proto.h's messages), RepositoryIndex,
