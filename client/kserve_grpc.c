@@ -441,7 +441,7 @@ int kserve_grpc_infer_send(struct kserve_grpc *k, const char *model, uint64_t ta
 }
 
 static const struct {
-	grpc_status_code code;
+	int code;
 	enum coloc_infer_status status;
 } kg_statuses[] = {
 	{ GRPC_STATUS_DEADLINE_EXCEEDED, COLOC_INFER_DROPPED },
@@ -449,31 +449,22 @@ static const struct {
 	{ GRPC_STATUS_RESOURCE_EXHAUSTED, COLOC_INFER_REJECTED },
 };
 
-/* The answer of call c into res and output. */
-static int kg_answer(struct kg_call *c, struct coloc_infer_result *res, void *output,
-		     size_t out_cap)
+int kserve_grpc_answer(int grpc_status, const char *grpc_message, const uint8_t *msg, size_t len,
+		       struct coloc_infer_result *res, void *output, size_t out_cap)
 {
 	Inference__ModelInferResponse *resp;
-	grpc_slice bytes;
 	int r = 1;
 
-	memset(res, 0, sizeof(*res));
-	res->tag = c->tag;
-	if (c->status != GRPC_STATUS_OK) {
-		char *why = grpc_slice_to_c_string(c->details);
-
+	if (grpc_status != GRPC_STATUS_OK) {
 		res->status = COLOC_INFER_FAILED;
 		for (size_t i = 0; i < sizeof(kg_statuses) / sizeof(*kg_statuses); i++)
-			if (kg_statuses[i].code == c->status)
+			if (kg_statuses[i].code == grpc_status)
 				res->status = kg_statuses[i].status;
-		snprintf(res->error, sizeof(res->error), "gRPC status %d: %s", c->status, why);
-		gpr_free(why);
+		snprintf(res->error, sizeof(res->error), "gRPC status %d: %s", grpc_status,
+			 grpc_message);
 		return 1;
 	}
-	bytes = kg_bytes(c->response);
-	resp = inference__model_infer_response__unpack(NULL, GRPC_SLICE_LENGTH(bytes),
-						       GRPC_SLICE_START_PTR(bytes));
-	grpc_slice_unref(bytes);
+	resp = inference__model_infer_response__unpack(NULL, len, msg);
 	if (!resp) {
 		res->status = COLOC_INFER_FAILED;
 		snprintf(res->error, sizeof(res->error), "the answer is not a ModelInferResponse");
@@ -502,6 +493,29 @@ static int kg_answer(struct kg_call *c, struct coloc_infer_result *res, void *ou
 	}
 	res->status = COLOC_INFER_OK;
 	inference__model_infer_response__free_unpacked(resp, NULL);
+	return r;
+}
+
+/* The answer of call c into res and output. */
+static int kg_answer(struct kg_call *c, struct coloc_infer_result *res, void *output,
+		     size_t out_cap)
+{
+	char *why;
+	grpc_slice bytes;
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	res->tag = c->tag;
+	if (c->status != GRPC_STATUS_OK) {
+		why = grpc_slice_to_c_string(c->details);
+		r = kserve_grpc_answer(c->status, why, NULL, 0, res, output, out_cap);
+		gpr_free(why);
+		return r;
+	}
+	bytes = kg_bytes(c->response);
+	r = kserve_grpc_answer(GRPC_STATUS_OK, NULL, GRPC_SLICE_START_PTR(bytes),
+			       GRPC_SLICE_LENGTH(bytes), res, output, out_cap);
+	grpc_slice_unref(bytes);
 	return r;
 }
 

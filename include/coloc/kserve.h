@@ -49,6 +49,15 @@ int kserve_grpc_infer_send(struct kserve_grpc *k, const char *model, uint64_t ta
 /* As coloc_client_infer_recv: 1 with res (and output), 0 none in time, -errno. */
 int kserve_grpc_infer_recv(struct kserve_grpc *k, struct coloc_infer_result *res, void *output,
 			   size_t out_cap, int timeout_ms);
+/*
+ * One ModelInfer call's end into res and output, whatever client carried it:
+ * its gRPC status (0 OK) and message, and when OK the packed
+ * ModelInferResponse (colocd's latency from its parameters, the raw outputs
+ * one after another). 1 with res->status saying how it went, or -EMSGSIZE
+ * when the outputs pass out_cap.
+ */
+int kserve_grpc_answer(int grpc_status, const char *grpc_message, const uint8_t *msg, size_t len,
+		       struct coloc_infer_result *res, void *output, size_t out_cap);
 
 struct kserve_http;
 

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include "cli.h"
+#include "coloc/kserve.h"
 #include "grpc_raw.h"
 #include "grpc_service.pb-c.h"
 #include "h2_frame.h"
@@ -514,63 +515,25 @@ static int gr_model(struct grpc_raw *g, const char *model, const void *input, si
 	return 0;
 }
 
-static const struct {
-	int code;
-	enum coloc_infer_status status;
-} gr_statuses[] = {
-	{ 4, COLOC_INFER_DROPPED }, /* DEADLINE_EXCEEDED */
-	{ 14, COLOC_INFER_REJECTED }, /* UNAVAILABLE */
-	{ 8, COLOC_INFER_REJECTED }, /* RESOURCE_EXHAUSTED */
-};
-
 static int gr_answer(struct grpc_raw *g, struct coloc_infer_result *res, void *output,
 		     size_t out_cap)
 {
-	Inference__ModelInferResponse *resp;
-	const uint8_t *m;
-	size_t ml;
-	int r = 1;
+	const uint8_t *m = NULL;
+	size_t ml = 0;
+	int r;
 
-	if (g->st.grpc_status > 0) {
-		res->status = COLOC_INFER_FAILED;
-		for (size_t i = 0; i < sizeof(gr_statuses) / sizeof(*gr_statuses); i++)
-			if (gr_statuses[i].code == g->st.grpc_status)
-				res->status = gr_statuses[i].status;
-		snprintf(res->error, sizeof(res->error), "gRPC status %d: %.200s",
-			 g->st.grpc_status, g->st.grpc_message);
-		return 1;
-	}
-	m = gr_message(g, "ModelInfer", &ml);
-	resp = m ? inference__model_infer_response__unpack(NULL, ml, m) : NULL;
-	if (!resp) {
-		res->status = COLOC_INFER_FAILED;
-		snprintf(res->error, sizeof(res->error), "%.200s",
-			 m ? "the answer is not a ModelInferResponse" : g->err);
-		return 1;
-	}
-	for (size_t i = 0; i < resp->n_parameters; i++) {
-		const Inference__ModelInferResponse__ParametersEntry *p = resp->parameters[i];
-
-		if (!p->value || p->value->parameter_choice_case !=
-					 INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM)
-			continue;
-		if (!strcmp(p->key, "coloc_latency_us"))
-			res->latency_ns = (uint64_t)p->value->int64_param * 1000;
-		else if (!strcmp(p->key, "coloc_exec_us"))
-			res->exec_ns = (uint64_t)p->value->int64_param * 1000;
-	}
-	for (size_t i = 0; i < resp->n_raw_output_contents; i++) {
-		const ProtobufCBinaryData *o = &resp->raw_output_contents[i];
-
-		if (res->output_bytes + o->len > out_cap) {
-			r = gr_fail(g, -EMSGSIZE, "an answer was over %zu bytes", out_cap);
-			break;
+	if (g->st.grpc_status <= 0) {
+		m = gr_message(g, "ModelInfer", &ml);
+		if (!m) {
+			res->status = COLOC_INFER_FAILED;
+			snprintf(res->error, sizeof(res->error), "%.200s", g->err);
+			return 1;
 		}
-		memcpy((char *)output + res->output_bytes, o->data, o->len);
-		res->output_bytes += o->len;
 	}
-	res->status = COLOC_INFER_OK;
-	inference__model_infer_response__free_unpacked(resp, NULL);
+	r = kserve_grpc_answer(g->st.grpc_status > 0 ? g->st.grpc_status : 0, g->st.grpc_message,
+			       m, ml, res, output, out_cap);
+	if (r == -EMSGSIZE)
+		gr_fail(g, r, "an answer was over %zu bytes", out_cap);
 	return r;
 }
 
