@@ -44,6 +44,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include "forward.h"
+#include "mono_clock.h"
 
 #define FWD_MAX_CONNS 16
 #define FWD_STOP_CHECK_MS 100 /* a borrower's longest wait before it looks at stop */
@@ -86,14 +87,6 @@ struct gw_fwd {
 	struct gw_memfd_pool *memfds;
 	struct fwd_conn conns[FWD_MAX_CONNS];
 };
-
-uint64_t gw_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 enum gw_outcome gw_job_outcome(const struct gw_job *job)
 {
@@ -291,7 +284,7 @@ static void fwd_send(struct fwd_conn *k, struct gw_job *job)
 	char why[256];
 	int r;
 
-	if (gw_now_ns() >= job->deadline_ns) {
+	if (coloc_now_ns() >= job->deadline_ns) {
 		fwd_finish(k, job, -ETIMEDOUT, "timed out in the gateway's queue");
 		return;
 	}
@@ -397,7 +390,7 @@ static void fwd_expire_waiting(struct gw_fwd *fw, uint64_t now, uint64_t *next)
 /* Fails jobs past their deadline; the poll timeout until the next one (ms). */
 static int fwd_expire(struct fwd_conn *k)
 {
-	uint64_t now = gw_now_ns(), next = UINT64_MAX;
+	uint64_t now = coloc_now_ns(), next = UINT64_MAX;
 	struct gw_job **pp = &k->inflight;
 
 	while (*pp) {
@@ -421,7 +414,7 @@ static int fwd_expire(struct fwd_conn *k)
 /* The poll timeout (ms) that also wakes at deadline_ns. */
 static int fwd_min_timeout(int timeout, uint64_t deadline_ns)
 {
-	uint64_t now = gw_now_ns();
+	uint64_t now = coloc_now_ns();
 	int ms = deadline_ns <= now ? 0 : (int)((deadline_ns - now) / 1000000 + 1);
 
 	return ms < timeout ? ms : timeout;
@@ -434,7 +427,7 @@ static int fwd_min_timeout(int timeout, uint64_t deadline_ns)
  */
 static uint64_t fwd_hold_back(struct fwd_conn *k, struct gw_job *list)
 {
-	uint64_t now = gw_now_ns(), next = UINT64_MAX;
+	uint64_t now = coloc_now_ns(), next = UINT64_MAX;
 	struct gw_job *kept = NULL, **tail = &kept;
 
 	while (list) {
@@ -700,7 +693,7 @@ static void fwd_give_back(struct fwd_conn *k)
 static int fwd_await(struct fwd_conn *k, struct gw_job *job)
 {
 	for (;;) {
-		uint64_t now = gw_now_ns();
+		uint64_t now = coloc_now_ns();
 		int r, wait;
 
 		if (now >= job->deadline_ns) {
@@ -756,7 +749,7 @@ int gw_fwd_run(struct gw_fwd *fw, struct gw_job *job)
 	job->input_lent = false;
 	job->why[0] = '\0';
 	memset(&job->res, 0, sizeof(job->res));
-	if (gw_now_ns() >= job->deadline_ns) {
+	if (coloc_now_ns() >= job->deadline_ns) {
 		snprintf(job->why, sizeof(job->why), "timed out in the gateway's queue");
 		job->result = -ETIMEDOUT;
 	} else {

@@ -128,6 +128,4 @@ void gw_fwd_memfd_put(struct gw_fwd *fw, struct gw_memfd *m, const struct gw_job
 enum gw_outcome { GW_OK, GW_TIMEOUT, GW_UNREACHABLE, GW_STOPPING, GW_REJECTED, GW_FAILED };
 enum gw_outcome gw_job_outcome(const struct gw_job *job);
 
-uint64_t gw_now_ns(void);
-
 #endif /* COLOC_GATEWAY_FORWARD_H */

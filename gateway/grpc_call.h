@@ -49,7 +49,7 @@ struct gw_grpc_call {
 	struct gw_grpc *g;
 	struct gw_models *ms;
 	struct gw_fwd *fw;
-	uint64_t t_start; /* gw_now_ns() at arrival */
+	uint64_t t_start; /* coloc_now_ns() at arrival */
 	uint64_t deadline_ns; /* the client's deadline or the gateway's timeout, the earlier */
 	void *ctx;
 	void (*ctx_free)(void *ctx);

@@ -39,6 +39,7 @@
 #include <grpc/support/time.h>
 #include <grpc/grpc.h>
 #include "grpc_server_impl.h"
+#include "mono_clock.h"
 
 #define GRPC_MAX_THREADS 64
 #define GRPC_CALLS_AHEAD 16 /* calls requested from gRPC before clients make them */
@@ -59,7 +60,7 @@ struct core_call {
 	grpc_slice status_details;
 	int cancelled;
 	bool counted;
-	uint64_t read_by_ns; /* gw_now_ns() when its message must have come */
+	uint64_t read_by_ns; /* coloc_now_ns() when its message must have come */
 	struct core_call *read_prev, *read_next; /* on the server's list while reading */
 	bool reading;
 };
@@ -105,7 +106,7 @@ static void grpc_reading_begin(struct core_call *c)
 	struct core *g = c->g;
 
 	pthread_mutex_lock(&g->read_lock);
-	c->read_by_ns = gw_now_ns() + (uint64_t)g->base.opts.read_timeout_ms * 1000000ull;
+	c->read_by_ns = coloc_now_ns() + (uint64_t)g->base.opts.read_timeout_ms * 1000000ull;
 	c->read_prev = g->read_tail;
 	c->read_next = NULL;
 	*(g->read_tail ? &g->read_tail->read_next : &g->read_head) = c;
@@ -124,7 +125,7 @@ static void *grpc_reaper(void *arg)
 	pthread_mutex_lock(&g->read_lock);
 	while (!g->reaper_quit) {
 		struct core_call *c = g->read_head;
-		uint64_t now = gw_now_ns();
+		uint64_t now = coloc_now_ns();
 		struct timespec ts;
 
 		if (c && c->read_by_ns <= now) {
@@ -256,7 +257,7 @@ static void core_fail(struct core_call *c, grpc_status_code code, const char *wh
 	core_answer(&c->pub, (enum gw_grpc_status)code, why, NULL, 0);
 }
 
-/* The client's deadline in CLOCK_MONOTONIC ns (gw_now_ns), or 0 for none. */
+/* The client's deadline in CLOCK_MONOTONIC ns (coloc_now_ns), or 0 for none. */
 static uint64_t grpc_deadline_ns(gpr_timespec deadline)
 {
 	gpr_timespec now = gpr_now(deadline.clock_type);
@@ -266,7 +267,7 @@ static uint64_t grpc_deadline_ns(gpr_timespec deadline)
 	    deadline.tv_sec > INT64_MAX / 2000)
 		return 0;
 	left_ms = gpr_time_to_millis(gpr_time_sub(deadline, now));
-	return gw_now_ns() + (uint64_t)(left_ms > 0 ? left_ms : 0) * 1000000ull;
+	return coloc_now_ns() + (uint64_t)(left_ms > 0 ? left_ms : 0) * 1000000ull;
 }
 
 /* Whether c is one of the health methods, which max_calls does not count. */
@@ -288,7 +289,7 @@ static void grpc_call_arrived(struct core_call *c)
 	uint64_t client = grpc_deadline_ns(c->details.deadline);
 	grpc_op op;
 
-	c->pub.t_start = gw_now_ns();
+	c->pub.t_start = coloc_now_ns();
 	c->pub.deadline_ns = c->pub.t_start + (uint64_t)g->base.opts.timeout_ms * 1000000ull;
 	if (client && client < c->pub.deadline_ns)
 		c->pub.deadline_ns = client;

@@ -29,6 +29,7 @@
 #include <sys/uio.h>
 #include "addr.h"
 #include "grpc_h2.h"
+#include "mono_clock.h"
 
 #define H2S_READ_BUF (64 << 10)
 #define H2S_READS_A_TURN 32 /* reads of one connection before others get a turn */
@@ -157,7 +158,7 @@ static void listen_pause(struct h2_server *srv)
 	pthread_mutex_lock(&srv->lock);
 	if (!srv->listen_paused && !atomic_load(&srv->stopping)) {
 		srv->listen_paused = true;
-		srv->listen_resume_ns = gw_now_ns() + H2S_ACCEPT_PAUSE_NS;
+		srv->listen_resume_ns = coloc_now_ns() + H2S_ACCEPT_PAUSE_NS;
 		epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->lfd, &ev);
 	}
 	pthread_mutex_unlock(&srv->lock);
@@ -196,7 +197,7 @@ static ssize_t conn_read(struct h2s_conn *c, uint8_t *buf)
 		r = readv(c->fd, iov, iov[0].iov_len == n ? 2 : 1);
 		if (r <= 0)
 			return r;
-		now = gw_now_ns();
+		now = coloc_now_ns();
 		c->active_ns = now;
 		if ((size_t)r <= iov[0].iov_len) {
 			call->msg_got += (size_t)r;
@@ -210,7 +211,7 @@ static ssize_t conn_read(struct h2s_conn *c, uint8_t *buf)
 	r = read(c->fd, buf, H2S_READ_BUF);
 	if (r <= 0)
 		return r;
-	now = gw_now_ns();
+	now = coloc_now_ns();
 	c->active_ns = now;
 	return h2_conn_feed(&c->h2, buf, (size_t)r, now) ? 0 : r;
 }
@@ -332,7 +333,7 @@ static void conn_accept(struct h2_server *srv, int fd, const struct sockaddr_sto
 	c->lowat = 1;
 	c->ready_tail = &c->ready;
 	atomic_init(&c->refs, 1);
-	c->active_ns = gw_now_ns();
+	c->active_ns = coloc_now_ns();
 	pthread_mutex_init(&c->lock, NULL);
 	if (h2_conn_init(&c->h2, &srv->lim, &h2s_call_cb, c)) {
 		close(fd);
@@ -470,7 +471,7 @@ static void *h2s_reaper(void *arg)
 	pthread_mutex_lock(&srv->lock);
 	while (!atomic_load(&srv->exiting)) {
 		struct timespec ts;
-		uint64_t now = gw_now_ns();
+		uint64_t now = coloc_now_ns();
 
 		for (struct h2s_conn *c = srv->conns; c; c = c->next)
 			reap_conn(srv, c, now);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grpc_h2.h"
+#include "mono_clock.h"
 
 static bool str_is(const char *s, size_t n, const char *lit)
 {
@@ -54,7 +55,7 @@ static void *call_open(void *arg, uint32_t id)
 	struct h2s_conn *conn = arg;
 	struct h2_server *srv = conn->srv;
 	struct h2s_call *call = calloc(1, sizeof(*call));
-	uint64_t now = gw_now_ns();
+	uint64_t now = coloc_now_ns();
 
 	if (!call)
 		return NULL;
@@ -355,13 +356,13 @@ void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *
 	}
 	pthread_mutex_lock(&conn->lock);
 	call->state = H2S_ANSWERED;
-	conn->active_ns = gw_now_ns();
+	conn->active_ns = coloc_now_ns();
 	if (call->stream_gone) {
 		free(body);
 		call_free(call);
 	} else if (body) {
 		size_t n = trailers_encode(trl, sizeof(trl), code, why);
-		uint64_t grace = gw_now_ns() + (uint64_t)srv->base.opts.read_timeout_ms * 1000000ull;
+		uint64_t grace = coloc_now_ns() + (uint64_t)srv->base.opts.read_timeout_ms * 1000000ull;
 
 		/*
 		 * call_close frees the call once the answer is out; until then it is

@@ -23,6 +23,7 @@
 #include "http.h"
 #include "http_deadline.h"
 #include "infer_request.h"
+#include "mono_clock.h"
 
 #define HTTP_PATH_MAX 512
 /*
@@ -508,7 +509,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 			return MHD_NO;
 		rq->h = h;
 		rq->conn = conn;
-		rq->t_start = gw_now_ns();
+		rq->t_start = coloc_now_ns();
 		pthread_mutex_init(&rq->lock, NULL);
 		pthread_cond_init(&rq->cond, NULL);
 		*con_cls = rq;

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <sys/socket.h>
 #include "http_deadline.h"
+#include "mono_clock.h"
 
 struct dl_conn {
 	struct dl_conn *prev, *next;
@@ -36,21 +37,13 @@ struct gw_http_deadline {
 	atomic_ulong cut;
 };
 
-static uint64_t dl_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void *dl_reaper(void *arg)
 {
 	struct gw_http_deadline *dl = arg;
 
 	pthread_mutex_lock(&dl->lock);
 	while (!dl->stop) {
-		uint64_t now = dl_now_ns(), next = now + dl->timeout_ns;
+		uint64_t now = coloc_now_ns(), next = now + dl->timeout_ns;
 		struct timespec ts;
 
 		for (struct dl_conn *c = dl->head; c; c = c->next) {
@@ -138,7 +131,7 @@ void gw_http_deadline_notify(void *arg, struct MHD_Connection *conn, void **sock
 			return; /* untracked: only its idle timeout holds */
 		c->fd = fd->connect_fd;
 		c->timeout_ns = dl->timeout_ns;
-		atomic_store(&c->by_ns, dl_now_ns() + dl->timeout_ns);
+		atomic_store(&c->by_ns, coloc_now_ns() + dl->timeout_ns);
 		pthread_mutex_lock(&dl->lock);
 		c->next = dl->head;
 		if (dl->head)
@@ -184,7 +177,7 @@ void gw_http_deadline_answered(struct MHD_Connection *conn)
 	struct dl_conn *c = dl_conn_of(conn);
 
 	if (c)
-		atomic_store(&c->by_ns, dl_now_ns() + c->timeout_ns);
+		atomic_store(&c->by_ns, coloc_now_ns() + c->timeout_ns);
 }
 
 unsigned long gw_http_deadline_cut(struct gw_http_deadline *dl)

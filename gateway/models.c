@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 #include "models.h"
+#include "mono_clock.h"
 
 #define MODELS_POLL_US 50000
 
@@ -174,7 +175,7 @@ static int models_submit(struct gw_models *ms, const struct gw_model_config *cfg
 static int models_wait_ready(struct gw_models *ms, const char *name, uint64_t *in, uint64_t *out,
 			     struct coloc_err *err)
 {
-	uint64_t end = gw_now_ns() + (uint64_t)ms->load_timeout_s * 1000000000ull;
+	uint64_t end = coloc_now_ns() + (uint64_t)ms->load_timeout_s * 1000000000ull;
 
 	for (;;) {
 		struct json_object *t = gw_ctl_tenant(ms->ctl, name, err);
@@ -196,7 +197,7 @@ static int models_wait_ready(struct gw_models *ms, const char *name, uint64_t *i
 			return -EIO;
 		}
 		json_object_put(t);
-		if (gw_now_ns() > end)
+		if (coloc_now_ns() > end)
 			return coloc_err_set(err, -ETIMEDOUT, "tenant %s not ready after %d s",
 					     name, ms->load_timeout_s);
 		usleep(MODELS_POLL_US);
@@ -237,7 +238,7 @@ static int models_warmup(struct gw_models *ms, const struct gw_model_config *cfg
 	job.input_bytes = in;
 	job.output = output;
 	job.output_cap = out;
-	job.deadline_ns = gw_now_ns() + (uint64_t)ms->load_timeout_s * 1000000000ull;
+	job.deadline_ns = coloc_now_ns() + (uint64_t)ms->load_timeout_s * 1000000000ull;
 	job.done = models_warmup_done;
 	job.arg = &w;
 	r = gw_fwd_submit(ms->fw, &job);
@@ -453,7 +454,7 @@ struct json_object *gw_models_index(struct gw_models *ms)
 
 void gw_model_stats_count(struct gw_model_stats *st, const struct gw_job *job, uint64_t t_start)
 {
-	atomic_fetch_add(&st->request_us, (gw_now_ns() - t_start) / 1000);
+	atomic_fetch_add(&st->request_us, (coloc_now_ns() - t_start) / 1000);
 	if (gw_job_outcome(job) != GW_OK) {
 		atomic_fetch_add(&st->failure, 1);
 		if (job->result == -ETIMEDOUT)

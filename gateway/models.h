@@ -42,7 +42,7 @@ struct gw_model_stats {
 };
 
 /*
- * Counts a forwarded job's answer in st (t_start: its arrival, gw_now_ns):
+ * Counts a forwarded job's answer in st (t_start: its arrival, coloc_now_ns):
  * success or failure, the durations, a timeout. Both front doors call it.
  */
 void gw_model_stats_count(struct gw_model_stats *st, const struct gw_job *job, uint64_t t_start);

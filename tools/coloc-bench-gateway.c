@@ -39,6 +39,7 @@
 #include "coloc/kserve.h"
 #include "coloc/protocol.h"
 #include "coloc-bench-gateway/grpc_raw.h"
+#include "mono_clock.h"
 
 static const char *prog = "coloc-bench-gateway";
 
@@ -53,14 +54,6 @@ static struct {
 	.queries = 100,
 	.replicas = 5,
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -266,14 +259,14 @@ static int http_prepare(struct http_conn *h, const void *input, size_t in_bytes)
 /* One query through the gateway: 0 with its round trip and colocd's latency (ns). */
 static int http_query(struct http_conn *h, int64_t *rtt, int64_t *colocd_ns)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = coloc_now_ns();
 	size_t at, len;
 	long hl;
 	int st = http_roundtrip(h, h->req, h->req_len, &at, &len, &hl);
 	struct json_object *o, *p, *v;
 	char save;
 
-	*rtt = (int64_t)(now_ns() - t0);
+	*rtt = (int64_t)(coloc_now_ns() - t0);
 	if (st != 200 || hl < 0 || (size_t)hl > len) {
 		fprintf(stderr, "%s: HTTP %d: %.300s\n", prog, st, h->buf + at);
 		return -1;
@@ -297,12 +290,12 @@ static int grpc_query(struct kserve_grpc *g, const void *in, size_t in_bytes, vo
 		      size_t out_bytes, int64_t *rtt, int64_t *colocd_ns)
 {
 	struct coloc_infer_result res;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = coloc_now_ns();
 	int r = kserve_grpc_infer_send(g, opts.model, 0, in, in_bytes);
 
 	if (!r)
 		r = kserve_grpc_infer_recv(g, &res, out, out_bytes, -1);
-	*rtt = (int64_t)(now_ns() - t0);
+	*rtt = (int64_t)(coloc_now_ns() - t0);
 	if (r != 1 || res.status != COLOC_INFER_OK) {
 		fprintf(stderr, "%s: gRPC query: %s\n", prog,
 			r == 1 ? res.error : kserve_grpc_error(g));
@@ -317,10 +310,10 @@ static int grpc_raw_query(struct grpc_raw *g, const void *in, size_t in_bytes, v
 			  size_t out_bytes, int64_t *rtt, int64_t *colocd_ns)
 {
 	struct coloc_infer_result res;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = coloc_now_ns();
 	int r = grpc_raw_infer(g, opts.model, in, in_bytes, out, out_bytes, &res);
 
-	*rtt = (int64_t)(now_ns() - t0);
+	*rtt = (int64_t)(coloc_now_ns() - t0);
 	if (r != 1 || res.status != COLOC_INFER_OK) {
 		fprintf(stderr, "%s: raw gRPC query: %s\n", prog,
 			r == 1 ? res.error : grpc_raw_error(g));
@@ -334,10 +327,10 @@ static int socket_query(struct coloc_client *c, const void *in, size_t in_bytes,
 			size_t out_bytes, int64_t *rtt, int64_t *colocd_ns)
 {
 	struct coloc_infer_result res;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = coloc_now_ns();
 	int r = coloc_client_infer(c, opts.model, in, in_bytes, out, out_bytes, &res);
 
-	*rtt = (int64_t)(now_ns() - t0);
+	*rtt = (int64_t)(coloc_now_ns() - t0);
 	if (r || res.status != COLOC_INFER_OK) {
 		fprintf(stderr, "%s: socket query: %s\n", prog, coloc_client_error(c));
 		return -1;
