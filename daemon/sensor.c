@@ -30,6 +30,7 @@
 #include "sensor.h"
 #include "topology.h"
 #include "bpffs.h"
+#include "mono_clock.h"
 
 struct sensor {
 	struct sensor_bpf *skel;
@@ -623,15 +624,6 @@ static int sensor_core_owner_write(struct sensor *s, int cpu, const struct coloc
 				    BPF_ANY);
 }
 
-/* Same clock as bpf_ktime_get_ns(), so the BPF side and bpftool readers can compare. */
-static __u64 sensor_monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
-
 int sensor_core_owner_set(struct sensor *s, int cpu, __u32 tenant_id, __u64 query, int first_layer,
 			  int last_layer)
 {
@@ -641,7 +633,7 @@ int sensor_core_owner_set(struct sensor *s, int cpu, __u32 tenant_id, __u64 quer
 		.query = query,
 		.first_layer = (__u32)first_layer,
 		.last_layer = (__u32)last_layer,
-		.since_ns = sensor_monotonic_ns(),
+		.since_ns = coloc_now_ns(),
 	};
 
 	if (tenant_id >= COLOC_MAX_TENANTS || first_layer < 0 || last_layer < first_layer)
@@ -654,7 +646,7 @@ int sensor_core_owner_clear(struct sensor *s, int cpu)
 	struct coloc_core_owner o = {
 		.tenant_id = COLOC_NO_TENANT,
 		.state = COLOC_CORE_FREE,
-		.since_ns = sensor_monotonic_ns(),
+		.since_ns = coloc_now_ns(),
 	};
 
 	return sensor_core_owner_write(s, cpu, &o);

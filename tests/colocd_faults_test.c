@@ -229,11 +229,11 @@ static bool thread_stopped(pid_t pid, pid_t tid, void *ctx)
 /* SIGSTOP to pid, then waits (10 s at most) until every thread of it has stopped. */
 static bool stop_whole_process(pid_t pid)
 {
-	uint64_t t0 = tu_now_ns();
+	uint64_t t0 = coloc_now_ns();
 
 	if (kill(pid, SIGSTOP))
 		return false;
-	while (tu_now_ns() - t0 < 10000000000ull) {
+	while (coloc_now_ns() - t0 < 10000000000ull) {
 		int nr, stopped = tu_count_threads(pid, thread_stopped, NULL, &nr);
 
 		if (stopped >= 0 && stopped == nr)
@@ -286,11 +286,11 @@ TEST_F_TIMEOUT(wire, sigkill__executor_mid_block_fails_tenant_others_serve_resta
 			ASSERT_EQ(1, coloc_client_infer_recv(bc, &res, got, self->out_bytes, 60000));
 		TH_LOG("attempt %d: %d of b's queries pending at the stop; again", attempt, pending);
 	}
-	t0 = tu_now_ns();
+	t0 = coloc_now_ns();
 	ASSERT_EQ(0, kill(pb, SIGKILL));
-	while (cores_held_by(self, "b") && tu_now_ns() - t0 < 10000000000ull)
+	while (cores_held_by(self, "b") && coloc_now_ns() - t0 < 10000000000ull)
 		;
-	t1 = tu_now_ns();
+	t1 = coloc_now_ns();
 	TH_LOG("SIGKILL of b's executor -> its cores free in status: %.1f ms, as a status "
 	       "poller sees it (loaded machine)",
 	       (t1 - t0) / 1e6);

@@ -90,7 +90,7 @@ TEST_F_TIMEOUT(wire, submit_infer_status__two_tenants_outputs_equal_in_process_r
 	ASSERT_NE(NULL, got);
 	for (int i = 0; i < 31; i++) {
 		const char *name = i % 2 ? "b" : "a";
-		uint64_t t0 = tu_now_ns();
+		uint64_t t0 = coloc_now_ns();
 
 		memset(got, 0, self->out_bytes);
 		ASSERT_EQ(0, coloc_client_infer(self->c, name, self->input, self->in_bytes, got,
@@ -115,11 +115,11 @@ TEST_F_TIMEOUT(wire, submit_infer_status__two_tenants_outputs_equal_in_process_r
 		 * here, and between them the input's read and the query itself
 		 */
 		EXPECT_GE(res.first_byte_at_ns, t0);
-		EXPECT_LE(res.answered_at_ns, tu_now_ns());
+		EXPECT_LE(res.answered_at_ns, coloc_now_ns());
 		EXPECT_GE(res.answered_at_ns - res.first_byte_at_ns,
 			  res.receive_ns + res.latency_ns);
 		if (i) { /* the first warms the executor */
-			rt[i - 1] = tu_now_ns() - t0;
+			rt[i - 1] = coloc_now_ns() - t0;
 			ex[i - 1] = res.exec_ns;
 			over[i - 1] = rt[i - 1] - res.exec_ns;
 		}
@@ -530,7 +530,7 @@ TEST_F_TIMEOUT(wire, infer__half_an_input_then_a_stall_blocks_no_one_and_receive
 		EXPECT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
 	}
 	usleep(50000);
-	rest_sent = tu_now_ns();
+	rest_sent = coloc_now_ns();
 	ASSERT_EQ((ssize_t)(self->in_bytes - half),
 		  send(fd, (const char *)self->input + half, self->in_bytes - half, MSG_NOSIGNAL));
 	memset(got, 0, self->out_bytes);

@@ -62,7 +62,7 @@ FIXTURE_TEARDOWN(control)
 static struct json_object *handle(struct colocd *d, const char *line, size_t len)
 {
 	struct json_tokener *tok = json_tokener_new();
-	char *resp = control_handle(d, NULL, 0, line, len, tu_now_ns());
+	char *resp = control_handle(d, NULL, 0, line, len, coloc_now_ns());
 	struct json_object *o = NULL;
 	size_t n = resp ? strlen(resp) : 0;
 

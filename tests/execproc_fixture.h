@@ -190,10 +190,10 @@ static inline void expect_output(struct __test_metadata *_metadata, FIXTURE_DATA
 static inline int poll_until(struct execproc *ep, struct execproc_result *res, int timeout_ms,
 			     struct coloc_err *err)
 {
-	__u64 end = tu_now_ns() + (__u64)timeout_ms * 1000000ull;
+	__u64 end = coloc_now_ns() + (__u64)timeout_ms * 1000000ull;
 	int ret;
 
-	while (!(ret = execproc_poll(ep, res, err)) && tu_now_ns() < end) {
+	while (!(ret = execproc_poll(ep, res, err)) && coloc_now_ns() < end) {
 		struct pollfd p[2] = { { .fd = execproc_done_fd(ep), .events = POLLIN },
 				       { .fd = execproc_pidfd(ep), .events = POLLIN } };
 

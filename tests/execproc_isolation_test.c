@@ -372,12 +372,12 @@ TEST(execproc_spawn__executor_dies_with_its_driver)
 	ASSERT_GT(executor, 0);
 	p.fd = pidfd_open(executor, 0);
 	ASSERT_GE(p.fd, 0);
-	t0 = tu_now_ns();
+	t0 = coloc_now_ns();
 	ASSERT_EQ(0, kill(driver, SIGKILL));
 	ASSERT_EQ(driver, waitpid(driver, NULL, 0));
 	ret = poll(&p, 1, 10000);
 	EXPECT_EQ(1, ret) TH_LOG("the executor outlived its driver by 10 s");
-	TH_LOG("executor gone %.3f ms after its driver was killed", (tu_now_ns() - t0) / 1e6);
+	TH_LOG("executor gone %.3f ms after its driver was killed", (coloc_now_ns() - t0) / 1e6);
 	close(p.fd);
 	if (ret != 1)
 		kill(executor, SIGKILL);

@@ -177,8 +177,8 @@ TEST_F(execproc, kill__mid_block_noticed_through_pidfd_with_reason)
 
 		ASSERT_LT(attempt, 50) TH_LOG("every block finished before the stop");
 		ASSERT_EQ(0, execproc_submit_block(self->ep, &b, &err)) TH_LOG("%s", coloc_err_str(&err));
-		t0 = tu_now_ns();
-		while (!execproc_started(self->ep) && tu_now_ns() - t0 < 10000000000ull)
+		t0 = coloc_now_ns();
+		while (!execproc_started(self->ep) && coloc_now_ns() - t0 < 10000000000ull)
 			usleep(50);
 		ASSERT_TRUE(execproc_started(self->ep));
 		ASSERT_EQ(0, kill(execproc_pid(self->ep), SIGSTOP));
@@ -190,10 +190,10 @@ TEST_F(execproc, kill__mid_block_noticed_through_pidfd_with_reason)
 		ASSERT_EQ(0, kill(execproc_pid(self->ep), SIGCONT));
 		TH_LOG("attempt %d: the block finished before the stop; again", attempt);
 	}
-	t0 = tu_now_ns();
+	t0 = coloc_now_ns();
 	ASSERT_EQ(0, kill(execproc_pid(self->ep), SIGKILL));
 	ret = execproc_wait_done(self->ep, &res, DONE_MS, &err);
-	t1 = tu_now_ns();
+	t1 = coloc_now_ns();
 	ASSERT_EQ(-EPIPE, ret) TH_LOG("the block completed before the kill (%d)", ret);
 	TH_LOG("SIGKILL to detection: %.3f ms; reason: %s", (t1 - t0) / 1e6, coloc_err_str(&err));
 	EXPECT_NE(NULL, strstr(err.msg, "signal 9"));
@@ -314,12 +314,12 @@ TEST_F(execproc, executor__idle_threads_sleep_in_futex)
 	ASSERT_EQ(1, run_block(self->ep, 0, 0, self->m->nr_layers, NULL, self->cpus.cpus,
 			       self->cpus.nr, &res, &err))
 	TH_LOG("%s", coloc_err_str(&err));
-	t0 = tu_now_ns();
-	while (!(asleep = all_threads_in_futex(pid, &n)) && tu_now_ns() - t0 < 5000000000ull)
+	t0 = coloc_now_ns();
+	while (!(asleep = all_threads_in_futex(pid, &n)) && coloc_now_ns() - t0 < 5000000000ull)
 		usleep(200);
 	EXPECT_TRUE(asleep) TH_LOG("some of the %d threads still run 5 s after the block", n);
 	TH_LOG("all %d threads asleep in futex %.3f ms after the completion was seen", n,
-	       (tu_now_ns() - t0) / 1e6);
+	       (coloc_now_ns() - t0) / 1e6);
 }
 
 /*

@@ -207,7 +207,7 @@ static void served_done(void *ctx, const struct serving_completion *c)
 static bool pump_until(struct serving *s, const bool *flag, const char *ready_tenant,
 		       int timeout_ms)
 {
-	uint64_t end = tu_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t end = coloc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 
 	for (;;) {
 		struct serving_tenant_info info;
@@ -219,7 +219,7 @@ static bool pump_until(struct serving *s, const bool *flag, const char *ready_te
 		if (ready_tenant && !serving_tenant_info(s, ready_tenant, &info) &&
 		    !strcmp(serving_state_name(info.state), "ready"))
 			return true;
-		if (tu_now_ns() >= end)
+		if (coloc_now_ns() >= end)
 			return false;
 		n = serving_fds(s, fds, 16);
 		for (int i = 0; i < n; i++)

@@ -219,7 +219,7 @@ static int add(FIXTURE_DATA(owners) * self, const char *name, uid_t uid, pid_t p
 
 static struct json_object *handle_as(FIXTURE_DATA(owners) * self, uid_t uid, const char *line)
 {
-	return parse(control_handle(&self->d, NULL, uid, line, strlen(line), tu_now_ns()));
+	return parse(control_handle(&self->d, NULL, uid, line, strlen(line), coloc_now_ns()));
 }
 
 TEST_F(owners, tenants_add__refuses_another_users_process)

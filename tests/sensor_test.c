@@ -47,10 +47,10 @@ static void collect(void *ctx, const void *rec, size_t size)
 /* Consumes records for ms milliseconds. */
 static void pump(struct sensor *s, unsigned int ms)
 {
-	__u64 until = tu_now_ns() + ms * 1000000ull;
+	__u64 until = coloc_now_ns() + ms * 1000000ull;
 	struct pollfd pfd = { .fd = sensor_epoll_fd(s), .events = POLLIN };
 
-	while (tu_now_ns() < until) {
+	while (coloc_now_ns() < until) {
 		poll(&pfd, 1, 20);
 		sensor_consume(s);
 	}
@@ -140,11 +140,11 @@ TEST_F(sensor, open__attaches_on_every_online_cpu)
 		ASSERT_EQ(0, tu_spawn_spinner(&sp, cpu, 5, 0));
 		tu_release(&sp);
 		pump(self->s, 50); /* settle */
-		t0 = tu_now_ns();
+		t0 = coloc_now_ns();
 		ASSERT_EQ(0, proc_stat_cpu(cpu, &busy0, &total0));
 		pump(self->s, 300);
 		ASSERT_EQ(0, proc_stat_cpu(cpu, &busy1, &total1));
-		t1 = tu_now_ns();
+		t1 = coloc_now_ns();
 		pump(self->s, 30); /* the last windows close */
 		tu_kill(&sp);
 		first_id = t0 / 10000000ull + 1;
@@ -182,13 +182,13 @@ TEST_F(sensor, records__arrive_while_busy)
 
 	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, cpu, 10, 0));
 	tu_release(&self->spin);
-	t0 = tu_now_ns();
-	while (!first && tu_now_ns() - t0 < 20000000000ull) {
+	t0 = coloc_now_ns();
+	while (!first && coloc_now_ns() - t0 < 20000000000ull) {
 		poll(&pfd, 1, 10);
 		sensor_consume(self->s);
 		for (int r = 0; r < self->c.nr_cpu && !first; r++)
 			if ((int)self->c.cpu[r].cpu == cpu)
-				first = tu_now_ns();
+				first = coloc_now_ns();
 	}
 	ASSERT_NE(0, first);
 	TH_LOG("first record from busy CPU %d after %.1f ms", cpu, (first - t0) / 1e6);
@@ -217,12 +217,12 @@ TEST_F_TIMEOUT(sensor, task_clock__share_matches_busy_loop_cpu_time, 60)
 	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, cpu, 6, 4));
 	ASSERT_EQ(0, tu_proc_cpu_ns(self->spin.pid, &cpu0));
 	tu_release(&self->spin);
-	t0 = tu_now_ns();
+	t0 = coloc_now_ns();
 	ASSERT_EQ(0, proc_stat_cpu(cpu, &busy0, &total0));
 	pump(self->s, 2000);
 	ASSERT_EQ(0, proc_stat_cpu(cpu, &busy1, &total1));
 	ASSERT_EQ(0, tu_proc_cpu_ns(self->spin.pid, &cpu1));
-	t1 = tu_now_ns();
+	t1 = coloc_now_ns();
 	pump(self->s, 100); /* let the last windows close */
 
 	share_loop = (double)(cpu1 - cpu0) / (double)(t1 - t0);
@@ -257,9 +257,9 @@ TEST_F_TIMEOUT(sensor, task_clock__share_matches_busy_loop_cpu_time, 60)
  */
 static int pump_until_cpu_time(struct sensor *s, pid_t pid)
 {
-	__u64 cpu_ns = 0, t0 = tu_now_ns();
+	__u64 cpu_ns = 0, t0 = coloc_now_ns();
 
-	while (cpu_ns < 300000000ull && tu_now_ns() - t0 < 40000000000ull) {
+	while (cpu_ns < 300000000ull && coloc_now_ns() - t0 < 40000000000ull) {
 		pump(s, 200);
 		if (tu_proc_cpu_ns(pid, &cpu_ns))
 			return -1;
@@ -445,9 +445,9 @@ TEST_F(sensor, core_owner__set_and_clear_are_seen_through_the_pin)
 		EXPECT_EQ(COLOC_CORE_FREE, o.state);
 		EXPECT_EQ(COLOC_NO_TENANT, o.tenant_id);
 	}
-	before = tu_now_ns();
+	before = coloc_now_ns();
 	ASSERT_EQ(0, sensor_core_owner_set(self->s, cpu, 7, 123456789012ull, 3, 17));
-	after = tu_now_ns();
+	after = coloc_now_ns();
 	ASSERT_EQ(0, read_core_owner(self->pin_dir, cpu, &o));
 	EXPECT_EQ(COLOC_CORE_OWNED, o.state);
 	EXPECT_EQ(7, o.tenant_id);

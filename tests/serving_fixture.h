@@ -208,18 +208,18 @@ typedef bool (*cond_fn)(FIXTURE_DATA(serving) * self, void *arg);
 static inline bool pump(FIXTURE_DATA(serving) * self, cond_fn cond, void *arg, int timeout_ms,
 			void (*each)(FIXTURE_DATA(serving) * self, void *arg))
 {
-	uint64_t end = tu_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t end = coloc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 
 	while (!cond(self, arg)) {
 		struct pollfd pfd[16];
 		int fds[16], n = serving_fds(self->s, fds, 16), wait, left;
 
-		if (tu_now_ns() >= end)
+		if (coloc_now_ns() >= end)
 			return false;
 		for (int i = 0; i < n; i++)
 			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
 		wait = serving_next_timeout_ms(self->s);
-		left = (int)((end - tu_now_ns()) / 1000000) + 1;
+		left = (int)((end - coloc_now_ns()) / 1000000) + 1;
 		if (wait < 0 || wait > left)
 			wait = left;
 		if (poll(pfd, n, wait) <= 0) {

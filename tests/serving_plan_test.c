@@ -139,7 +139,7 @@ FIXTURE_TEARDOWN(serving_plan)
 /* Polls the module's fds as an event loop would until records [from, to) are done. */
 static bool pump(FIXTURE_DATA(serving_plan) * self, int from, int to)
 {
-	uint64_t end = tu_now_ns() + (uint64_t)DONE_MS * 1000000ull;
+	uint64_t end = coloc_now_ns() + (uint64_t)DONE_MS * 1000000ull;
 
 	for (;;) {
 		struct pollfd pfd[16];
@@ -150,7 +150,7 @@ static bool pump(FIXTURE_DATA(serving_plan) * self, int from, int to)
 			done &= self->q[i].done;
 		if (done)
 			return true;
-		if (tu_now_ns() >= end)
+		if (coloc_now_ns() >= end)
 			return false;
 		for (int i = 0; i < n; i++)
 			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };

@@ -102,11 +102,11 @@ FIXTURE_TEARDOWN(spawn)
  */
 static bool pump_until_reaped(FIXTURE_DATA(spawn) * self, int timeout_ms)
 {
-	uint64_t end = tu_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t end = coloc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 
 	while (child_left()) {
 		int n = self->w.nr, next = serving_next_timeout_ms(self->s), wait;
-		uint64_t now = tu_now_ns();
+		uint64_t now = coloc_now_ns();
 		struct pollfd pfd[16];
 
 		if (now >= end)

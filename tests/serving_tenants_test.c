@@ -110,10 +110,10 @@ TEST_F(serving, sigkill__tenant_fails_cores_freed_other_keeps_serving)
 	ASSERT_EQ(0, serving_tenant_info(self->s, "a", &a));
 	pid = a.pid;
 	ASSERT_GT(pid, 0);
-	t0 = tu_now_ns();
+	t0 = coloc_now_ns();
 	ASSERT_EQ(0, kill(pid, SIGKILL));
 	ASSERT_TRUE(pump(self, tenant_in_state, failed, DONE_MS, NULL));
-	t1 = tu_now_ns();
+	t1 = coloc_now_ns();
 	EXPECT_TRUE(tenant_idle(self, "a"));
 	TH_LOG("SIGKILL of a's executor -> its cores free: %.3f ms (loaded machine)",
 	       (t1 - t0) / 1e6);
@@ -224,13 +224,13 @@ TEST_F(serving, hang__stopped_executor_killed_past_its_block_deadline)
 	pid = info.pid;
 	/* stopped before the submit: the block is handed over but never runs */
 	ASSERT_EQ(0, kill(pid, SIGSTOP));
-	t0 = tu_now_ns();
+	t0 = coloc_now_ns();
 	ASSERT_EQ(0, submit(self, "mnv2", 0, &err)) TH_LOG("%s", coloc_err_str(&err));
 	ASSERT_TRUE(tenant_busy(self, "mnv2"));
 	ASSERT_TRUE(pump(self, tenant_in_state, failed, DONE_MS, NULL));
-	TH_LOG("stopped executor declared hung after %.3f ms", (tu_now_ns() - t0) / 1e6);
+	TH_LOG("stopped executor declared hung after %.3f ms", (coloc_now_ns() - t0) / 1e6);
 	/* the limit is 50x the prediction + 2 s: never sooner than the slack */
-	EXPECT_GE(tu_now_ns() - t0, SERVING_HANG_SLACK_NS / 2);
+	EXPECT_GE(coloc_now_ns() - t0, SERVING_HANG_SLACK_NS / 2);
 	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", &info));
 	EXPECT_NE(NULL, strstr(info.reason, "hung")) TH_LOG("%s", info.reason);
 	EXPECT_EQ(SERVING_QUERY_FAILED, self->q[0].status);

@@ -138,10 +138,10 @@ TEST_F(serving, drop__query_past_its_deadline_dropped_with_reason)
 	/* the tightest QoS admitted; queries sent while the executor loads wait past it */
 	ASSERT_EQ(0, admit(self, "late", solo_ns, &err)) TH_LOG("%s", coloc_err_str(&err));
 	make_input(self, "late");
-	t0 = tu_now_ns();
+	t0 = coloc_now_ns();
 	ASSERT_EQ(0, submit(self, "late", 0, &err)) TH_LOG("%s", coloc_err_str(&err));
 	ASSERT_TRUE(wait_ready(self, "late"));
-	waited = tu_now_ns() - t0;
+	waited = coloc_now_ns() - t0;
 	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
 	if (waited <= solo_ns)
 		SKIP(return, "the executor was ready in %.3f ms, within the QoS %.3f ms",

@@ -185,14 +185,14 @@ static int stress_measure_demand(pid_t pid, struct stress_demand *d)
 			return d->workers ? d->workers : -ESRCH;
 		if (tu_steal_ns(&steal0))
 			return -EIO;
-		t0 = tu_now_ns();
+		t0 = coloc_now_ns();
 		for (int w = 0; w < d->workers; w++)
 			if (read_thread_sample(pid, tids[w], &a[w]))
 				return -EIO;
 		nanosleep(&second, NULL);
 		for (int w = 0; w < d->workers && !gone; w++)
 			gone = read_thread_sample(pid, tids[w], &b[w]) != 0;
-		t1 = tu_now_ns();
+		t1 = coloc_now_ns();
 		if (gone)
 			continue;
 		if (tu_steal_ns(&steal1))

@@ -36,14 +36,6 @@
 #include "model.h"
 #include "testutil.h"
 
-__u64 tu_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 int tu_pin_self(int cpu)
 {
 	cpu_set_t set;
@@ -145,9 +137,9 @@ static void tu_spin_forever(unsigned int busy_ms, unsigned int idle_ms)
 	volatile __u64 sink = 0;
 
 	for (;;) {
-		__u64 until = tu_now_ns() + busy_ms * 1000000ull;
+		__u64 until = coloc_now_ns() + busy_ms * 1000000ull;
 
-		while (tu_now_ns() < until)
+		while (coloc_now_ns() < until)
 			for (int i = 0; i < 1000; i++)
 				sink += (__u64)i * i;
 		if (idle_ms) {
@@ -777,7 +769,7 @@ int tu_free_port(void)
 	 * server binds it.
 	 */
 	if (!r)
-		r = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ tu_now_ns();
+		r = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ coloc_now_ns();
 	for (int i = 0; i < 1000; i++) {
 		int port;
 

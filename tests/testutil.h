@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <linux/types.h>
+#include "mono_clock.h"
 
-__u64 tu_now_ns(void);
 int tu_pin_self(int cpu);
 int tu_nr_online_cpus(void);
 /* A CPU-wide perf event of type/config on cpu (all tasks): its fd, or -errno. */
