@@ -425,6 +425,17 @@ static void *grpc_thread(void *arg)
 	return NULL;
 }
 
+/* The server's own state, once its threads are gone; gRPC's last user shuts it down. */
+static void core_free(struct core *g)
+{
+	pthread_mutex_destroy(&g->lock);
+	pthread_cond_destroy(&g->cond);
+	pthread_mutex_destroy(&g->read_lock);
+	pthread_cond_destroy(&g->read_cond);
+	free(g);
+	grpc_shutdown();
+}
+
 static int grpc_fail_start(struct core *g, struct coloc_err *err, int code, const char *why)
 {
 	if (g->server)
@@ -436,12 +447,7 @@ static int grpc_fail_start(struct core *g, struct coloc_err *err, int code, cons
 			;
 		grpc_completion_queue_destroy(g->cq);
 	}
-	pthread_mutex_destroy(&g->lock);
-	pthread_cond_destroy(&g->cond);
-	pthread_mutex_destroy(&g->read_lock);
-	pthread_cond_destroy(&g->read_cond);
-	free(g);
-	grpc_shutdown();
+	core_free(g);
 	return coloc_err_set(err, code, "%s", why);
 }
 
@@ -580,10 +586,5 @@ static void core_stop(struct gw_grpc *base)
 	grpc_reaper_stop(g);
 	grpc_server_destroy(g->server);
 	grpc_completion_queue_destroy(g->cq);
-	pthread_mutex_destroy(&g->lock);
-	pthread_cond_destroy(&g->cond);
-	pthread_mutex_destroy(&g->read_lock);
-	pthread_cond_destroy(&g->read_cond);
-	free(g);
-	grpc_shutdown();
+	core_free(g);
 }
