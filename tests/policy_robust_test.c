@@ -13,8 +13,7 @@
 #include "kselftest_harness.h"
 #include "policy.h"
 #include "policy_impl.h"
-#include "policy_fixture.h"
-#include "coloc_internal.h"
+#include "policy_engine_fixture.h"
 
 /* tiny's whole model on 4 cores (540 us in the table) and on 2 (960 us) */
 #define FOUR_RAW_NS 540000.0
@@ -24,49 +23,15 @@
 #define STEADY_BLOCKS 30
 #define GAP_NS 1000000ULL
 
-/* One coloc engine (policy entry name) with tiny as tenant 0 and its first block decided. */
-struct engine {
-	const struct policy_entry *e;
-	void *state;
-	struct policy_decision four; /* the whole model on 4 cores */
-	uint8_t versions[3];
-	uint64_t now; /* the end of the last block measured */
-	int n; /* blocks measured */
-};
-
-static bool engine_start(FIXTURE_DATA(pol) * self, struct engine *g, const char *name)
-{
-	memset(g, 0, sizeof(*g));
-	g->e = policy_find(name);
-	if (!g->e || g->e->create(&self->cfg, &g->state, &self->err))
-		return false;
-	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
-	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
-	self->in.nr_queries = 0;
-	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
-	policy_output_reset(&self->out);
-	if (g->e->decide(g->state, &self->cfg, &self->in, &self->out, &self->err) ||
-	    self->out.nr_decisions != 1 || self->decisions[0].predicted_ns != 540000)
-		return false;
-	g->four = self->decisions[0];
-	memcpy(g->versions, g->four.versions, 3);
-	g->four.versions = g->versions;
-	return true;
-}
-
 static struct coloc_tenant *engine_tenant(struct engine *g)
 {
 	return &((struct coloc_state *)g->state)->t[0];
 }
 
-/* The engine's prediction as of its last block's end of tiny's whole model on 2^ci cores. */
-static double engine_predict(struct engine *g, int ci, double raw)
+/* The engine's prediction of tiny's whole model on 2^ci cores. */
+static double engine_predict_whole(struct engine *g, int ci, double raw)
 {
-	struct coloc_tenant *ct = engine_tenant(g);
-	struct block_pred p = coloc_class_pred(g->state, ct, 0, 3, ci, coloc_aged_corr(ct, g->now),
-					       coloc_aged_fixed(ct, g->now), g->now);
-
-	return coloc_predicted(p, (uint64_t)raw);
+	return engine_predict(g, 0, 3, ci, raw);
 }
 
 static double engine_margin(struct engine *g)
@@ -79,9 +44,9 @@ static void engine_measure(struct engine *g, double ratio)
 {
 	uint64_t m = (uint64_t)(ratio * FOUR_RAW_NS);
 
-	g->four.decided_ns = g->now + GAP_NS;
-	g->now = g->four.decided_ns + m;
-	g->e->block_done(g->state, &g->four, m);
+	g->d.decided_ns = g->now + GAP_NS;
+	g->now = g->d.decided_ns + m;
+	g->e->block_done(g->state, &g->d, m);
 	g->n++;
 }
 
@@ -98,14 +63,8 @@ struct seen {
 
 static struct seen engine_seen(struct engine *g)
 {
-	return (struct seen){ engine_predict(g, 1, TWO_RAW_NS), engine_predict(g, 2, FOUR_RAW_NS),
-			      engine_margin(g) };
-}
-
-/* a within a factor f of b */
-static bool within(double a, double b, double f)
-{
-	return a <= b * f && b <= a * f;
+	return (struct seen){ engine_predict_whole(g, 1, TWO_RAW_NS),
+			      engine_predict_whole(g, 2, FOUR_RAW_NS), engine_margin(g) };
 }
 
 /*
@@ -123,6 +82,7 @@ static void one_stall(struct __test_metadata *_metadata, FIXTURE_DATA(pol) * sel
 	struct seen steady, s;
 
 	ASSERT_TRUE(engine_start(self, &g, name));
+	ASSERT_EQ(540000ULL, g.d.predicted_ns);
 	engine_steady(&g, STEADY_RATIO, STEADY_BLOCKS);
 	steady = engine_seen(&g);
 	ASSERT_TRUE(within(steady.four, STEADY_RATIO * FOUR_RAW_NS, 1.1));
@@ -166,6 +126,7 @@ static void real_shift(struct __test_metadata *_metadata, FIXTURE_DATA(pol) * se
 	struct seen steady, s;
 
 	ASSERT_TRUE(engine_start(self, &g, name));
+	ASSERT_EQ(540000ULL, g.d.predicted_ns);
 	engine_steady(&g, STEADY_RATIO, STEADY_BLOCKS);
 	steady = engine_seen(&g);
 	for (int i = 0; i < 6; i++) {

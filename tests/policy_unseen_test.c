@@ -14,8 +14,7 @@
 #include "kselftest_harness.h"
 #include "policy.h"
 #include "policy_impl.h"
-#include "policy_fixture.h"
-#include "coloc_internal.h"
+#include "policy_engine_fixture.h"
 
 /* tiny's layers at version 0 (policy_fixture.h), µs: 1 core 900 400 600, 4 cores 300 130 200 */
 #define ONE_WHOLE_NS 1900000.0
@@ -26,34 +25,12 @@
 #define FOUR_RATIO 0.8
 #define GAP_NS 1000000ULL
 
-struct engine {
-	const struct policy_entry *e;
-	void *state;
-	struct policy_decision
-		d; /* the engine's first decision, its layers and cores set per block */
-	uint8_t versions[3]; /* all version 0 */
-	uint64_t now; /* the end of the last block measured */
-	int n;
-};
-
-/* coloc engine name with tiny as tenant 0, known to it through one round. */
-static bool engine_start(FIXTURE_DATA(pol) * self, struct engine *g, const char *name)
+/* engine_start with every layer at version 0, the prices the tests work from. */
+static bool engine_start_v0(FIXTURE_DATA(pol) * self, struct engine *g, const char *name)
 {
-	memset(g, 0, sizeof(*g));
-	g->e = policy_find(name);
-	if (!g->e || g->e->create(&self->cfg, &g->state, &self->err))
+	if (!engine_start(self, g, name))
 		return false;
-	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 100000000 };
-	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
-	self->in.nr_queries = 0;
-	add_query(&self->in, self->queries, 1, 0, 0, 100000000);
-	policy_output_reset(&self->out);
-	if (g->e->decide(g->state, &self->cfg, &self->in, &self->out, &self->err) ||
-	    self->out.nr_decisions != 1)
-		return false;
-	g->d = self->decisions[0];
-	g->d.versions = g->versions;
-	g->d.cold = false;
+	memset(g->versions, 0, sizeof(g->versions));
 	return true;
 }
 
@@ -81,28 +58,12 @@ static void engine_two_speeds(struct engine *g)
 	}
 }
 
-/* The engine's prediction as of its last block's end of layers [first, last) at core index ci. */
-static double engine_predict(struct engine *g, int first, int last, int ci, double raw)
-{
-	struct coloc_tenant *ct = &((struct coloc_state *)g->state)->t[0];
-	struct block_pred p =
-		coloc_class_pred(g->state, ct, first, last, ci, coloc_aged_corr(ct, g->now),
-				 coloc_aged_fixed(ct, g->now), g->now);
-
-	return coloc_predicted(p, (uint64_t)raw);
-}
-
-static bool within(double a, double b, double f)
-{
-	return a <= b * f && b <= a * f;
-}
-
 TEST_F(pol, coloc_predict__a_block_never_measured_is_predicted_from_its_core_counts_blocks)
 {
 	struct engine g;
 	double four, one;
 
-	ASSERT_TRUE(engine_start(self, &g, "coloc"));
+	ASSERT_TRUE(engine_start_v0(self, &g, "coloc"));
 	engine_two_speeds(&g);
 	/* the classes measured: their own medians */
 	ASSERT_TRUE(
@@ -123,7 +84,7 @@ TEST_F(pol, coloc_predict__a_class_measured_three_times_predicts_from_its_own_me
 	struct engine g;
 	double four;
 
-	ASSERT_TRUE(engine_start(self, &g, "coloc"));
+	ASSERT_TRUE(engine_start_v0(self, &g, "coloc"));
 	engine_two_speeds(&g);
 	/* layers 0-1 on 4 cores run at 1.5x, unlike the core count's other blocks */
 	for (int i = 0; i < 3; i++)
@@ -140,7 +101,7 @@ TEST_F(pol, coloc_predict__coloc_ewma_predicts_a_new_block_from_the_tenants_corr
 	struct engine g;
 	struct coloc_tenant *ct;
 
-	ASSERT_TRUE(engine_start(self, &g, "coloc-ewma"));
+	ASSERT_TRUE(engine_start_v0(self, &g, "coloc-ewma"));
 	engine_two_speeds(&g);
 	ct = &((struct coloc_state *)g.state)->t[0];
 	/* its class never measured: the tenant's correction and per-block cost, nothing else */
