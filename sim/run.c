@@ -125,13 +125,14 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	struct sim_slot *sl;
 	uint64_t fixed_ns = 0;
 	double stretch;
-	int idx, c;
+	int idx, c, x;
 
 	if (!q)
 		return coloc_err_set(err, -EPROTO, "simulator: a block of query %llu, not live",
 				     (unsigned long long)d->query_id);
 	/* as colocd: no executor of the tenant can take it now, the decision is refused */
-	if (sim_execs_start(&s->execs, q) < 0)
+	x = sim_execs_start(&s->execs, q);
+	if (x < 0)
 		return 1;
 	if (!s->nr_free_slots) {
 		int ret = s->shared ? grow_slots(s, err) :
@@ -145,6 +146,7 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	}
 	idx = s->free_slots[--s->nr_free_slots];
 	sl = &s->slots[idx];
+	sl->copy = s->p->lanes ? 0 : x;
 	sl->alone = true;
 	for (int i = 0; i < s->nr_running; i++)
 		sl->alone &= s->running[i].tenant == d->tenant;
@@ -162,7 +164,7 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	if (s->p->tenants[d->tenant].exec)
 		stretch = sim_run_exec_stretch(s, sl, sl->left_ns, &fixed_ns);
 	else
-		stretch = sim_run_block_stretch(s, d->tenant);
+		stretch = sim_run_block_stretch(s, sl);
 	if (s->p->tenants[d->tenant].parts) {
 		const struct sim_parts *pt = s->p->tenants[d->tenant].parts;
 		uint64_t ns = sim_parts_block_ns(pt, !d->first_layer, d->last_layer == m->nr_layers,
@@ -210,7 +212,7 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 	policy_block_done(s->pol, &sl->d, s->now - sl->start_ns - sl->dispatch_ns);
 	sim_level_block(&s->level, &sl->d, s->now - sl->start_ns - sl->dispatch_ns, sl->alone,
 			s->now);
-	s->last_block_end_ns[sl->d.tenant] = s->now;
+	s->last_block_end_ns[sl->d.tenant][sl->copy] = s->now;
 	if (counted(s, sl->start_ns)) {
 		struct sim_tenant_result *tr = &s->r->tenant[sl->d.tenant];
 
@@ -239,7 +241,7 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 			tr->completed++;
 			tr->within += lat <= s->tenants[q->tenant].qos_ns;
 		}
-		s->last_end_ns[q->tenant] = end;
+		s->last_end_ns[q->tenant][sl->copy] = end;
 		remove_query(s, q, end, false);
 	}
 	for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;

@@ -81,7 +81,7 @@ double sim_run_exec_stretch(struct sim_state *s, struct sim_slot *sl, double tab
 		f = em->sigma[k] ? em->factor[k] * exp(em->sigma[k] * block_z(s, sl->d.tenant)) :
 				   em->factor[k];
 		if (em->cold[k] > 0) {
-			const uint64_t last = s->last_block_end_ns[sl->d.tenant];
+			const uint64_t last = s->last_block_end_ns[sl->d.tenant][sl->copy];
 			double cold = 1.0;
 
 			if (last && em->warm_ns)
@@ -110,20 +110,22 @@ uint64_t sim_run_query_cost(struct sim_state *s, int tenant)
 
 /*
  * What a block's layers take per ns of table: 1, or with the cost in the
- * blocks 1 + its share, times how cold the tenant's weights are: with a
- * warm-up time, 1 - exp(-idle / warm) for the idle time since its last
- * query ended (its caches refill only after a gap), else always cold.
+ * blocks 1 + its share, times how cold the block's copy of the tenant's
+ * weights is: with a warm-up time, 1 - exp(-idle / warm) for the idle time
+ * since the last query on that copy ended (its caches refill only after a
+ * gap), else always cold.
  */
-double sim_run_block_stretch(struct sim_state *s, int tenant)
+double sim_run_block_stretch(struct sim_state *s, const struct sim_slot *sl)
 {
+	int tenant = sl->d.tenant;
+	const uint64_t last = s->last_end_ns[tenant][sl->copy];
 	const struct sim_tenant *t = &s->p->tenants[tenant];
 	uint64_t solo = policy_costs_solo_ns(t->costs, policy_cpuset_count(&s->cfg.online));
 	double cold = 1.0;
 
 	if (!s->p->query_cost_in_blocks || !t->query_cost_ns || !solo)
 		return 1.0;
-	if (s->p->query_cost_warm_ns && s->last_end_ns[tenant])
-		cold = 1.0 - exp(-(double)(s->now - s->last_end_ns[tenant]) /
-				 (double)s->p->query_cost_warm_ns);
+	if (s->p->query_cost_warm_ns && last)
+		cold = 1.0 - exp(-(double)(s->now - last) / (double)s->p->query_cost_warm_ns);
 	return 1.0 + cold * cost_spread(s, tenant, (double)t->query_cost_ns / (double)solo);
 }

@@ -28,6 +28,8 @@ struct sim_slot {
 	bool collapsed; /* shared cores: its threads on one core, not slowed by the others */
 	uint64_t dispatch_ns; /* executor model: the part of its time outside the executor's */
 	bool alone; /* no other tenant's block ran when it started (the level's evidence) */
+	/* the copy of the tenant's weights it runs on: its executor's, or 0 for lanes */
+	int copy;
 	uint64_t gen;
 	unsigned int stamp; /* for visiting each neighbour once */
 };
@@ -44,10 +46,13 @@ struct sim_state {
 	struct coloc_rng cost_rng[POLICY_MAX_TENANTS]; /* query costs, apart from arrivals */
 	struct coloc_rng parts_rng[POLICY_MAX_TENANTS]; /* the serving path's parts (parts.c) */
 	struct sim_speed speed; /* the machine's slow spells (speed.c) */
-	/* when each tenant's last query ended, for the warmth of its next (0: none yet) */
-	uint64_t last_end_ns[POLICY_MAX_TENANTS];
-	/* when each tenant's last block ended, for the executor model (0: none yet) */
-	uint64_t last_block_end_ns[POLICY_MAX_TENANTS];
+	/*
+	 * Per copy of a tenant's weights (sim_slot.copy): when its last query
+	 * ended, for the warmth of its next, and when its last block ended, for
+	 * the executor model (0: none yet)
+	 */
+	uint64_t last_end_ns[POLICY_MAX_TENANTS][SIM_MAX_EXECUTORS];
+	uint64_t last_block_end_ns[POLICY_MAX_TENANTS][SIM_MAX_EXECUTORS];
 	struct sim_latencies lat[POLICY_MAX_TENANTS];
 	int trace_next;
 	uint64_t next_id;
@@ -92,7 +97,7 @@ int sim_run_rerate_all(struct sim_state *s, struct coloc_err *err);
 double sim_run_exec_stretch(struct sim_state *s, struct sim_slot *sl, double table_ns,
 			    uint64_t *fixed_ns);
 uint64_t sim_run_query_cost(struct sim_state *s, int tenant);
-double sim_run_block_stretch(struct sim_state *s, int tenant);
+double sim_run_block_stretch(struct sim_state *s, const struct sim_slot *sl);
 
 /* run_setup.c: the parameters checked, the state built (first arrivals pushed) and freed. */
 int sim_run_check_params(const struct sim_params *p, struct coloc_err *err);

@@ -710,6 +710,14 @@ struct sim_params {
 	uint64_t speed_tau_ns;
 	/* each tenant's executors (struct policy_tenant): 0 or 1, one as colocd starts */
 	int executors;
+	/*
+	 * The executors are lanes of one process (colocd --executor-lanes,
+	 * docs/design/lanes.md): the policy sees and drives them as executors,
+	 * but they share one copy of the weights, warm or cold for all of them
+	 * (the executor model's warm-up, the query cost's warmth); false: a
+	 * process each, each with its own copy, warmed only by its own blocks.
+	 */
+	bool lanes;
 	/* where the level each round sees comes from (level.c); 0: the blocks, as colocd */
 	enum sim_level_source level_source;
 	int max_queued; /* live queries beyond this are rejected at arrival (counted as drops) */

@@ -2,7 +2,8 @@
 /*
  * Tests of the simulator's executor model: its factor, dispatch and core
  * count, the small blocks' extra time (quantile function and mean), warm-up
- * by idle time, the machine's slow spells (one factor at one moment; the
+ * by idle time (one copy of the weights for lanes, one per executor process),
+ * the machine's slow spells (one factor at one moment; the
  * process's correlation and its fit), a collapsed block not slowed by
  * sharing, and the fit on hand-made block logs.
  */
@@ -190,6 +191,46 @@ TEST_F(sim, run__exec_model_warm_up_by_idle_time)
 	ASSERT_EQ(30 * MS, record_of(self->w, 1)->end_ns);
 	q2 = 40e6 + 10e6 * (2.0 - exp(-1.0));
 	ASSERT_GE(1.0, fabs((double)record_of(self->w, 2)->end_ns - q2));
+}
+
+/*
+ * Lanes share one copy of the weights, executor processes each have their
+ * own (docs/design/lanes.md). The warm-up test's model (factor 1, cold 1.0,
+ * warm-up 10 ms), static on 2 cores with LLC domains of one (no
+ * interference), one tenant on 2 executors: q0 at 0 on executor 0, cold,
+ * ends at 20 ms; q1 at 21 takes executor 0 again (colocd's first with the
+ * fewest slots), 1 ms idle: 10 x (2 - exp(-0.1)) ms; q2 at 22 finds
+ * executor 0 busy and goes to executor 1, which never ran. As lanes its
+ * weights are the ones q0 warmed 2 ms before: 10 x (2 - exp(-0.2)) ms, ends
+ * at 33.813 ms; as a process of its own they are cold: 20 ms, ends at 42.
+ */
+TEST_F(sim, run__lanes_share_the_weights_warmth_executors_do_not)
+{
+	static const double at[] = { 0, 21, 22 };
+	static const int who[] = { 0, 0, 0 };
+	struct sim_exec_timing em = { .collapse_x = 1, .warm_ns = 10 * MS };
+	struct sim_tenant t = { .costs = &one_layer, .qos_ns = 100 * MS, .share = 1, .exec = &em };
+	struct mem_trace mt;
+	struct sim_params p;
+	double q1 = 21e6 + 10e6 * (2.0 - exp(-0.1));
+
+	em.factor[1] = 1.0;
+	em.cold[1] = 1.0;
+	mem_trace_init(&mt, 3, at, who);
+	for (int lanes = 0; lanes < 2; lanes++) {
+		self->w->nr_q = self->w->nr_b = 0;
+		p = small_params(policy_find("static"), 2, 1, &t, 1, &mt.trace, self->w);
+		p.executors = 2;
+		p.lanes = lanes;
+		ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+		ASSERT_EQ(3, self->w->nr_q);
+		ASSERT_EQ(20 * MS, record_of(self->w, 0)->end_ns);
+		ASSERT_GE(1.0, fabs((double)record_of(self->w, 1)->end_ns - q1));
+		ASSERT_GE(1.0, fabs((double)record_of(self->w, 2)->end_ns -
+				    (lanes ? 22e6 + 10e6 * (2.0 - exp(-0.2)) : 42e6)))
+		TH_LOG("%s: q2 ends at %llu ns", lanes ? "lanes" : "processes",
+		       (unsigned long long)record_of(self->w, 2)->end_ns);
+	}
 }
 
 /*

@@ -16,26 +16,29 @@
 #     ratio to the best baseline next to VELTAIR's published gain and to the
 #     ceiling the tables allow over temporal (coloc-sim --capacity: the
 #     queries side by side at their cheapest core counts within QoS, a
-#     tenant's at most as many at once as it has executors, against one at
+#     tenant's at most as many at once as it has lanes, against one at
 #     a time at the fastest; no interference, no waiting), that ceiling
 #     over the best baseline (the most coloc / best baseline one core count
 #     a model allows; per-layer counts can pass it), and coloc / temporal
 #     as a share of the ceiling;
 #   - the ablations (64 cores): coloc with one mechanism switched off at a
 #     time, as a ratio to coloc;
-#   - the same (64 cores) with EXECUTORS executors a tenant (coloc-sim
-#     --executors, colocctl submit --executors), so that a tenant runs that
-#     many of its queries at once; with colocd's default of one a tenant's
-#     queries wait for each other (sim/README.md: where coloc's 64-core QPS
-#     goes);
+#   - the same (64 cores) with LANES lanes a tenant (coloc-sim --lanes:
+#     colocd --executor-lanes with colocctl submit --executors LANES, one
+#     process and one copy of the weights a tenant), so that a tenant runs
+#     that many of its queries at once; the tables above run one, colocd's
+#     default for a tenant submitted without --executors, whatever the
+#     cores, and then a tenant's queries wait for each other (sim/README.md:
+#     where coloc's 64-core QPS goes);
 # then policy_decide()'s cost at 64 and 256 cores with 16 and 64 tenants,
 # and (64 cores) a plot per mix: the worst tenant's fraction within QoS
 # against the offered load, one line per policy (build/bench-sim/*.png).
 # Every number rests on sim/README.md's assumptions (interference: VELTAIR's
 # 1.6 full-domain slowdown). Environment: COLOC_BIN (bin/), SEEDS (3),
 # DURATION (simulated seconds per load point, 10), COPIES (2), CORES ("64 128
-# 256"; the plots, the executors table and the decision cost need 64 among
-# them), EXECUTORS (executors a tenant in that table, 2; 1 leaves it out).
+# 256"; the plots, the lanes table and the decision cost need 64 among
+# them), LANES (lanes a tenant in that table, 2; 1 leaves it out; EXECUTORS,
+# its name before, is read when LANES is not set).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,7 +49,7 @@ OUT=$ROOT/build/bench-sim
 SEEDS=${SEEDS:-3}
 DURATION=${DURATION:-10}
 COPIES=${COPIES:-2}
-EXECUTORS=${EXECUTORS:-2}
+LANES=${LANES:-${EXECUTORS:-2}}
 CORES=${CORES:-64 128 256}
 BASELINES="os static temporal model-wise layer-wise"
 MAIN_POLICIES=$(tr ' ' , <<<"$BASELINES coloc")
@@ -152,10 +155,10 @@ row() {
 		'BEGIN { if (b > 0) printf "%.2fx %s", c / b, n; else print "n/a" }')"
 }
 
-# ceiling MIX CORES COPIES EXECUTORS: coloc-sim --capacity's ratio over temporal
+# ceiling MIX CORES COPIES LANES: coloc-sim --capacity's ratio over temporal
 ceiling() {
 	# shellcheck disable=SC2046
-	"$SIM" --capacity --cores "$2" --executors "$4" $(tenants "$1" "$3" "$2") 2>/dev/null |
+	"$SIM" --capacity --cores "$2" --lanes "$4" $(tenants "$1" "$3" "$2") 2>/dev/null |
 		sed -n 's/^capacity ceiling.*: \([0-9.]*x\).*/\1/p'
 }
 
@@ -197,7 +200,8 @@ for cores in $CORES; do
 		seeds=1 policies=$MAIN_POLICIES
 	fi
 	echo
-	echo "== $cores cores (LLC domains of 4), $copies tenants of each model, median of $seeds" \
+	echo "== $cores cores (LLC domains of 4), $copies tenants of each model, 1 lane a tenant" \
+		"(colocd's default: colocctl submit without --executors), median of $seeds" \
 		"search(es), $DURATION s per point"
 	for mix in "${MIXES[@]}"; do
 		search "$mix.$cores" "$OUT/search-$mix-$cores" "$mix" "$cores" "$copies" "$seeds" \
@@ -228,17 +232,18 @@ for cores in $CORES; do
 		done
 		echo
 	done
-	[ "$EXECUTORS" -gt 1 ] || continue
-	echo "$EXECUTORS executors a tenant (colocctl submit --executors $EXECUTORS; colocd's default" \
-		"is 1), QoS-QPS, median of $seeds search(es):"
+	[ "$LANES" -gt 1 ] || continue
+	echo "$LANES lanes a tenant (coloc-sim --lanes $LANES: colocd --executor-lanes, colocctl" \
+		"submit --executors $LANES; colocd's default is 1), QoS-QPS, median of $seeds" \
+		"search(es):"
 	printf '%-8s' mix
 	for p in $BASELINES coloc; do printf ' %11s' "$p"; done
 	printf ' %18s %15s %16s %14s\n' "coloc/best base" "coloc / at 1" "ceiling/best base" \
 		"coloc/ceiling"
 	for mix in "${MIXES[@]}"; do
-		search "$mix.$cores.x" "$OUT/search-$mix-$cores-x$EXECUTORS" "$mix" "$cores" "$copies" \
-			"$seeds" "$MAIN_POLICIES" --executors "$EXECUTORS"
-		CEILING[$mix.$cores.x]=$(ceiling "$mix" "$cores" "$copies" "$EXECUTORS")
+		search "$mix.$cores.x" "$OUT/search-$mix-$cores-x$LANES" "$mix" "$cores" "$copies" \
+			"$seeds" "$MAIN_POLICIES" --lanes "$LANES"
+		CEILING[$mix.$cores.x]=$(ceiling "$mix" "$cores" "$copies" "$LANES")
 		row "$mix.$cores.x" "$mix"
 		printf ' %15s %16s %14s\n' "$(awk -v a="${QPS[$mix.$cores.x.coloc]:-0}" -v c="${QPS[$mix.$cores.coloc]:-0}" \
 			'BEGIN { if (c > 0) printf "%.2f", a / c; else print "n/a" }')" \

@@ -127,6 +127,7 @@ static int make_params(struct sim_params *p, struct sim_tenant *tenants,
 		.query_cost_warm_ns = (uint64_t)llround(simcli_opts.query_cost_warm_ms * 1e6),
 		.shared_penalty = simcli_opts.shared_penalty,
 		.executors = (int)simcli_opts.executors,
+		.lanes = simcli_opts.lanes > 0,
 		.level_source = simcli_opts.level_source,
 		.max_queued = SIM_DEFAULT_MAX_QUEUED,
 	};
@@ -170,7 +171,13 @@ static void print_header(const struct sim_params *p)
 		       (double)p->duration_ns * 1e-9, (double)p->warmup_ns * 1e-9, simcli_opts.seed,
 		       simcli_opts.full_slowdown, simcli_opts.block_cost_us,
 		       simcli_opts.query_cost_sigma, simcli_opts.shared_penalty);
-	if (simcli_opts.executors > 1 && !simcli_opts.json)
+	if (simcli_opts.lanes && !simcli_opts.json)
+		printf("%ld lane%s a tenant: one executor process, one copy of the weights, blocks "
+		       "of up to %ld of its queries at once (colocd --executor-lanes, colocctl "
+		       "submit --executors %ld)\n",
+		       simcli_opts.lanes, simcli_opts.lanes > 1 ? "s" : "", simcli_opts.lanes,
+		       simcli_opts.lanes);
+	else if (simcli_opts.executors > 1 && !simcli_opts.json)
 		printf("%ld executors a tenant: blocks of up to %ld of its queries at once (colocctl "
 		       "submit --executors %ld)\n",
 		       simcli_opts.executors, simcli_opts.executors, simcli_opts.executors);

@@ -25,6 +25,7 @@ struct simcli_opts {
 	double qps, duration_s, warmup_s, full_slowdown;
 	long seed, seeds;
 	long executors; /* --executors: each tenant's (policy_tenant.executors) */
+	long lanes; /* --lanes: the executors as lanes of one process (0: processes) */
 	bool search, json, late_serve, duration_given, brief, query_cost_in_blocks;
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	const char *exec_from; /* block logs to fit the executor model on; NULL: none */

@@ -83,6 +83,11 @@ void simcli_usage(FILE *out)
 		"  --executors N  blocks a tenant may run at once, each of another query, 1..64\n"
 		"                 (default 1: colocd starts one executor a tenant unless\n"
 		"                 submitted with colocctl submit --executors N)\n"
+		"  --lanes N      N lanes of one executor process a tenant (colocd --executor-lanes\n"
+		"                 with colocctl submit --executors N, 1..8 there): N queries at\n"
+		"                 once, as --executors N, but one copy of the weights, warm for\n"
+		"                 all lanes (with --exec-from or a query cost's warm-up); not with\n"
+		"                 --executors\n"
 		"  --qps X        total queries per second over all tenants, in their shares\n"
 		"  --search       find the highest QPS at which >= 95%% of every tenant's queries\n"
 		"                 meet QoS (doubling from %.0f, then bisection to 1%%)\n"
@@ -350,6 +355,7 @@ static const struct simcli_option options[] = {
 	LONG("sockets", sockets, 1, POLICY_MAX_CPUS),
 	LONG("llc", llc, 1, POLICY_MAX_CPUS),
 	LONG("executors", executors, 1, SIM_MAX_EXECUTORS),
+	LONG("lanes", lanes, 1, SIM_MAX_EXECUTORS),
 	CALL("tenant", opt_tenant),
 	STRING("mix", mix),
 	STRING("mixes", mixes),
@@ -459,6 +465,14 @@ int simcli_parse(int argc, char **argv)
 		fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	/* before the cells take their executors (simcli_build_cells) */
+	if (simcli_opts.lanes && simcli_opts.executors > 1) {
+		fprintf(stderr, PROG ": --lanes N is N executors as lanes of one process: not with "
+				     "--executors\n");
+		return 2;
+	}
+	if (simcli_opts.lanes)
+		simcli_opts.executors = simcli_opts.lanes;
 	return -1;
 }
 

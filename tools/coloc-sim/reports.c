@@ -256,7 +256,8 @@ int simcli_print_scaling(const struct sim_table_dirs *dirs)
 
 /*
  * --capacity: sim_capacity()'s ceiling over temporal, with the tenants'
- * executors (--executors) and without that bound, and each tenant's counts
+ * executors (--executors, or the lanes of --lanes: a lane runs one block
+ * at a time as an executor does) and without that bound, and each tenant's counts
  * at the ceiling.
  */
 int simcli_print_capacity(const struct tenant_arg *ta, int nr)
@@ -295,9 +296,9 @@ int simcli_print_capacity(const struct tenant_arg *ta, int nr)
 	       "come): %.1f QPS, %.2fx\n",
 	       c.unbounded_qps, c.unbounded_qps / c.temporal_qps);
 	printf("capacity ceiling on %ld cores, queries side by side at their cheapest core count "
-	       "within QoS, %ld executor%s a tenant, over one at a time at the fastest: %.2fx "
+	       "within QoS, %ld %s%s a tenant, over one at a time at the fastest: %.2fx "
 	       "(%.1f QPS; no interference, no waiting)\n",
-	       simcli_opts.cores, simcli_opts.executors, simcli_opts.executors > 1 ? "s" : "",
-	       c.ceiling_qps / c.temporal_qps, c.ceiling_qps);
+	       simcli_opts.cores, simcli_opts.executors, simcli_opts.lanes ? "lane" : "executor",
+	       simcli_opts.executors > 1 ? "s" : "", c.ceiling_qps / c.temporal_qps, c.ceiling_qps);
 	return 0;
 }
