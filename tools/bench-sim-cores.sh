@@ -20,7 +20,8 @@
 #     a time at the fastest; no interference, no waiting), that ceiling
 #     over the best baseline (the most coloc / best baseline one core count
 #     a model allows; per-layer counts can pass it), and coloc / temporal
-#     as a share of the ceiling;
+#     as a share of the ceiling, and coloc over the ceiling's own QPS (no
+#     queue: the share credits coloc with temporal's waiting);
 #   - the ablations (64 cores): coloc with one mechanism switched off at a
 #     time, as a ratio to coloc;
 #   - the same (64 cores) with LANES lanes a tenant (coloc-sim --lanes:
@@ -155,11 +156,19 @@ row() {
 		'BEGIN { if (b > 0) printf "%.2fx %s", c / b, n; else print "n/a" }')"
 }
 
-# ceiling MIX CORES COPIES LANES: coloc-sim --capacity's ratio over temporal
+# ceiling MIX CORES COPIES LANES: coloc-sim --capacity's ratio over temporal and
+# its QPS, on one line
 ceiling() {
 	# shellcheck disable=SC2046
 	"$SIM" --capacity --cores "$2" --lanes "$4" $(tenants "$1" "$3" "$2") 2>/dev/null |
-		sed -n 's/^capacity ceiling.*: \([0-9.]*x\).*/\1/p'
+		sed -n 's/^capacity ceiling.*: \([0-9.]*x\) (\([0-9.]*\) QPS.*/\1 \2/p'
+}
+
+# of_ceiling_qps KEY CEILING_KEY: coloc over the ceiling's own QPS, which has
+# no queue (the share above credits coloc with temporal's waiting)
+of_ceiling_qps() {
+	awk -v c="${CEILING_QPS[$2]:-}" -v q="${QPS[$1.coloc]:-0}" \
+		'BEGIN { if (c > 0) printf "%.0f %%", 100 * q / c; else print "n/a" }'
 }
 
 # share_of_ceiling KEY CEILING_KEY: coloc / temporal over the ceiling (a ratio over temporal)
@@ -190,7 +199,7 @@ for cores in $CORES; do
 done
 echo "== how our models' profiles become 64-core tables"
 "$SIM" --scaling
-declare -A QPS CEILING
+declare -A QPS CEILING CEILING_QPS
 for cores in $CORES; do
 	copies=$((COPIES * cores / 64 > 0 ? COPIES * cores / 64 : 1))
 	# past 64 cores one search each and no ablations: a 256-core search of every
@@ -207,17 +216,19 @@ for cores in $CORES; do
 		search "$mix.$cores" "$OUT/search-$mix-$cores" "$mix" "$cores" "$copies" "$seeds" \
 			"$policies"
 		# shellcheck disable=SC2046
-		CEILING[$mix.$cores]=$(ceiling "$mix" "$cores" "$copies" 1)
+		read -r "CEILING[$mix.$cores]" "CEILING_QPS[$mix.$cores]" < <(ceiling "$mix" "$cores" \
+			"$copies" 1)
 	done
 	printf '%-8s' mix
 	for p in $BASELINES coloc; do printf ' %11s' "$p"; done
-	printf ' %18s %9s %9s %16s %14s\n' "coloc/best base" VELTAIR ceiling "ceiling/best base" \
-		"coloc/ceiling"
+	printf ' %18s %9s %9s %16s %14s %14s\n' "coloc/best base" VELTAIR ceiling \
+		"ceiling/best base" "coloc/ceiling" "of its QPS"
 	for mix in "${MIXES[@]}"; do
 		row "$mix.$cores" "$mix"
-		printf ' %9s %9s %16s %14s\n' "${PUBLISHED[$mix]:+${PUBLISHED[$mix]}x}" \
+		printf ' %9s %9s %16s %14s %14s\n' "${PUBLISHED[$mix]:+${PUBLISHED[$mix]}x}" \
 			"${CEILING[$mix.$cores]:-n/a}" "$(over_best "$mix.$cores" "$mix.$cores")" \
-			"$(share_of_ceiling "$mix.$cores" "$mix.$cores")"
+			"$(share_of_ceiling "$mix.$cores" "$mix.$cores")" \
+			"$(of_ceiling_qps "$mix.$cores" "$mix.$cores")"
 	done
 	[ "$policies" = all ] || continue
 	echo "ablations (coloc-timeshares: a variant, not an ablation), QoS-QPS / coloc's:"
@@ -238,17 +249,19 @@ for cores in $CORES; do
 		"search(es):"
 	printf '%-8s' mix
 	for p in $BASELINES coloc; do printf ' %11s' "$p"; done
-	printf ' %18s %15s %16s %14s\n' "coloc/best base" "coloc / at 1" "ceiling/best base" \
-		"coloc/ceiling"
+	printf ' %18s %15s %16s %14s %14s\n' "coloc/best base" "coloc / at 1" \
+		"ceiling/best base" "coloc/ceiling" "of its QPS"
 	for mix in "${MIXES[@]}"; do
 		search "$mix.$cores.x" "$OUT/search-$mix-$cores-x$LANES" "$mix" "$cores" "$copies" \
 			"$seeds" "$MAIN_POLICIES" --lanes "$LANES"
-		CEILING[$mix.$cores.x]=$(ceiling "$mix" "$cores" "$copies" "$LANES")
+		read -r "CEILING[$mix.$cores.x]" "CEILING_QPS[$mix.$cores.x]" < <(ceiling "$mix" \
+			"$cores" "$copies" "$LANES")
 		row "$mix.$cores.x" "$mix"
-		printf ' %15s %16s %14s\n' "$(awk -v a="${QPS[$mix.$cores.x.coloc]:-0}" -v c="${QPS[$mix.$cores.coloc]:-0}" \
+		printf ' %15s %16s %14s %14s\n' "$(awk -v a="${QPS[$mix.$cores.x.coloc]:-0}" -v c="${QPS[$mix.$cores.coloc]:-0}" \
 			'BEGIN { if (c > 0) printf "%.2f", a / c; else print "n/a" }')" \
 			"$(over_best "$mix.$cores.x" "$mix.$cores.x")" \
-			"$(share_of_ceiling "$mix.$cores.x" "$mix.$cores.x")"
+			"$(share_of_ceiling "$mix.$cores.x" "$mix.$cores.x")" \
+			"$(of_ceiling_qps "$mix.$cores.x" "$mix.$cores.x")"
 	done
 done
 
