@@ -2,7 +2,8 @@
 /*
  * Tests of the simulator's tables and inputs: the interference model at
  * exactly 1.0 alone and on level columns, seeded arrival streams, the
- * block trace at table times, determinism per seed, VELTAIR's tables
+ * block trace at table times, determinism per seed, --lanes as --executors
+ * to the policy, VELTAIR's tables
  * against cells read off the CSV by hand, traces, the scaling of curves
  * and tables, and coloc's own profile loaded as colocd converts it.
  */
@@ -491,6 +492,65 @@ TEST_F_TIMEOUT(sim, table_load_profile__the_cells_colocd_would_use, 600)
 	/* a model with no profile in that cache: the command that makes one */
 	ASSERT_EQ(-ENOENT, sim_table_load("resnet50", &dirs, &t, &self->err));
 	ASSERT_NE(NULL, strstr(self->err.msg, "coloc-profile"));
+}
+
+/* The lines of out that name tenant, in order, into rows (what a run table says of it). */
+static void tenant_rows(const char *out, const char *tenant, char *rows, size_t len)
+{
+	size_t n = 0;
+
+	rows[0] = 0;
+	for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		size_t ll = strchr(l, '\n') ? (size_t)(strchr(l, '\n') - l) + 1 : strlen(l);
+		const char *t = strstr(l, tenant);
+
+		if (t && t < l + ll && n + ll < len) {
+			memcpy(rows + n, l, ll);
+			n += ll;
+			rows[n] = 0;
+		}
+	}
+}
+
+/*
+ * coloc-sim --lanes N: to the policy the same as --executors N, wherever it
+ * stands on the line (the cells of --policy, parsed before it, take it):
+ * two ResNet-50 tenants at 15 ms on 64 cores, 150 QPS for 2 s, give the
+ * same rows with --lanes 2 as with --executors 2, and other rows with one
+ * lane (a tenant's queries wait for each other); --capacity says lanes and
+ * bounds by them as by executors; both options together are bad usage.
+ */
+TEST(sim_cli__lanes_run_as_executors_for_the_policy)
+{
+	static const char *const opt[] = { "--lanes 2", "--executors 2", "--lanes 1" };
+	char dir[512], bin[512], cmd[2048], out[16384], rows[3][4096], cap[2][16384];
+
+	veltair_dir(dir, sizeof(dir));
+	tu_bin("coloc-sim", bin, sizeof(bin));
+	for (int i = 0; i < 3; i++) {
+		snprintf(cmd, sizeof(cmd),
+			 "%s --tables %s --policy coloc --tenant veltair:resnet50:15 "
+			 "--tenant veltair:resnet50:15 --qps 150 --duration 2 --cores 64 %s",
+			 bin, dir, opt[i]);
+		ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+		tenant_rows(out, "veltair:ResNet50", rows[i], sizeof(rows[i]));
+		ASSERT_NE(NULL, strstr(rows[i], "%")) TH_LOG("%s", out);
+	}
+	ASSERT_STREQ(rows[0], rows[1]);
+	ASSERT_STRNE(rows[0], rows[2]);
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd),
+			 "%s --tables %s --capacity --tenant veltair:resnet50:15 "
+			 "--tenant veltair:resnet50:15 --cores 64 %s",
+			 bin, dir, opt[i]);
+		ASSERT_EQ(0, tu_run(cmd, cap[i], sizeof(cap[i]))) TH_LOG("%s", cap[i]);
+	}
+	ASSERT_NE(NULL, strstr(cap[0], "2 lanes a tenant, over")) TH_LOG("%s", cap[0]);
+	ASSERT_STREQ(strstr(cap[0], "over one at a time"), strstr(cap[1], "over one at a time"));
+	snprintf(cmd, sizeof(cmd),
+		 "%s --tables %s --tenant veltair:resnet50:15 --qps 10 --lanes 2 --executors 2",
+		 bin, dir);
+	ASSERT_EQ(2, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 }
 
 TEST_HARNESS_MAIN
