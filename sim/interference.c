@@ -1,27 +1,38 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The interference model: how much slower a block runs than alone, given
- * the share of its LLC domains that other blocks occupy (its pressure).
- * The whole-model slowdown at a full domain, full_slowdown, is the one
- * parameter; sim/README.md says where each value comes from (fitted from
- * model pairs measured on our 2-core machine, or VELTAIR's figure, an
- * assumption, for many cores). Alone (pressure 0) it is exactly 1.0, so a
- * machine running one block at a time reproduces the table.
+ * the share of its LLC domains that other blocks occupy (its LLC pressure)
+ * and the share of the other cores of its socket they occupy (its socket
+ * pressure: the memory bandwidth every core of a socket shares). The
+ * whole-model slowdowns at a full domain (full_slowdown) and at a full
+ * socket (socket_slowdown) are the two parameters; sim/README.md says where
+ * each value comes from (fitted from model pairs measured on our 2-core
+ * machine, or VELTAIR's figure, an assumption, for many cores). Alone (both
+ * pressures 0) it is exactly 1.0, so a machine running one block at a time
+ * reproduces the table.
  */
 #include "sim.h"
 
 double sim_interference_slowdown(const struct sim_interference *im, const struct policy_costs *m,
 				 int first, int last_layer, const uint8_t *versions, int ci,
-				 double pressure)
+				 double llc_pressure, double socket_pressure)
 {
 	double alone = 0, loaded = 0, beyond = 1.0, level, pos;
+	double socket_full = im->socket_slowdown > 1.0 ? im->socket_slowdown : 1.0;
 	int last;
 
-	if (!(pressure > 0))
+	if (!(llc_pressure > 0))
+		llc_pressure = 0;
+	if (!(socket_pressure > 0) || socket_full == 1.0)
+		socket_pressure = 0;
+	if (!llc_pressure && !socket_pressure)
 		return 1.0;
-	if (pressure > 1)
-		pressure = 1;
-	level = 1.0 + (im->full_slowdown - 1.0) * pressure;
+	if (llc_pressure > 1)
+		llc_pressure = 1;
+	if (socket_pressure > 1)
+		socket_pressure = 1;
+	level = 1.0 + (im->full_slowdown - 1.0) * llc_pressure +
+		(socket_full - 1.0) * socket_pressure;
 	if (m->nr_levels < 2 || !m->level_slowdown)
 		return level;
 	/*

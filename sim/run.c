@@ -189,8 +189,10 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	for (c = policy_cpuset_next(&d->cores, 0); c >= 0;
 	     c = policy_cpuset_next(&d->cores, c + 1)) {
 		s->core_slot[c] = idx;
-		if (!s->core_nr[c]++)
+		if (!s->core_nr[c]++) {
 			s->dom_busy[s->cfg.llc[c]]++;
+			s->sock_busy[s->cfg.socket[c]]++;
+		}
 		s->core_sig[c].busy = 1;
 	}
 	if (s->shared)
@@ -250,6 +252,7 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 			continue;
 		s->core_slot[c] = -1;
 		s->dom_busy[s->cfg.llc[c]]--;
+		s->sock_busy[s->cfg.socket[c]]--;
 		s->core_sig[c].busy = 0;
 		s->core_sig[c].slowdown = 1.0;
 	}

@@ -80,6 +80,10 @@ struct sim_state {
 	int *dom_busy; /* [nr_domains]: busy cores */
 	int *dom_own; /* [nr_domains]: scratch */
 	int nr_domains;
+	int *sock_busy; /* [nr_sockets]: busy cores */
+	int *sock_own; /* [nr_sockets]: scratch */
+	unsigned int *sock_stamp; /* [nr_sockets]: touched by the start or end re-rated now */
+	int nr_sockets, per_socket;
 	struct policy_signal *core_sig, *dom_sig; /* [POLICY_MAX_CPUS] */
 	struct sim_level level; /* what the policy is told of them (level.c) */
 
@@ -88,7 +92,11 @@ struct sim_state {
 	int nr_decide, cap_decide;
 };
 
-/* run_rate.c: re-rates the running blocks sharing an LLC domain with cores (all of them when cores are shared). */
+/*
+ * run_rate.c: re-rates the running blocks sharing an LLC domain with cores,
+ * or a socket when the interference model has a socket-wide part (all of
+ * them when cores are shared).
+ */
 int sim_run_rerate_neighbours(struct sim_state *s, const struct policy_cpuset *cores,
 			      struct coloc_err *err);
 int sim_run_rerate_all(struct sim_state *s, struct coloc_err *err);

@@ -1,30 +1,48 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * A running block's pace: the share of its LLC domains that other blocks
- * occupy, the interference model's slowdown for it, the time-sharing of
+ * A running block's pace: the share of its LLC domains and of the other
+ * cores of its socket that other blocks occupy, the interference model's
+ * slowdown for it, the time-sharing of
  * its cores when a policy shares them; each re-rate brings its progress up
  * to now and reschedules its end (sim/run.c says how a run uses them).
  */
 #include <math.h>
 #include "run_internal.h"
 
-/* Share of the block's domains that other blocks occupy, averaged over its cores. */
-static double slot_pressure(struct sim_state *s, const struct sim_slot *sl)
+static bool socket_wide(const struct sim_state *s)
+{
+	return s->p->interference.socket_slowdown > 1.0;
+}
+
+/*
+ * Share of the block's domains that other blocks occupy (*llc), and of the
+ * other cores of its socket (*socket), each averaged over its cores.
+ */
+static void slot_pressure(struct sim_state *s, const struct sim_slot *sl, double *llc,
+			  double *socket)
 {
 	const struct policy_cpuset *cs = &sl->d.cores;
-	double sum = 0;
+	double sum = 0, sock_sum = 0;
 	int c;
 
-	for (c = policy_cpuset_next(cs, 0); c >= 0; c = policy_cpuset_next(cs, c + 1))
-		s->dom_own[s->cfg.llc[c]]++;
 	for (c = policy_cpuset_next(cs, 0); c >= 0; c = policy_cpuset_next(cs, c + 1)) {
-		int d = s->cfg.llc[c];
+		s->dom_own[s->cfg.llc[c]]++;
+		s->sock_own[s->cfg.socket[c]]++;
+	}
+	for (c = policy_cpuset_next(cs, 0); c >= 0; c = policy_cpuset_next(cs, c + 1)) {
+		int d = s->cfg.llc[c], k = s->cfg.socket[c],
+		    others = s->per_socket - s->sock_own[k];
 
 		sum += (double)(s->dom_busy[d] - s->dom_own[d]) / s->p->machine.llc_size;
+		if (others > 0)
+			sock_sum += (double)(s->sock_busy[k] - s->sock_own[k]) / others;
 	}
-	for (c = policy_cpuset_next(cs, 0); c >= 0; c = policy_cpuset_next(cs, c + 1))
+	for (c = policy_cpuset_next(cs, 0); c >= 0; c = policy_cpuset_next(cs, c + 1)) {
 		s->dom_own[s->cfg.llc[c]] = 0;
-	return sum / sl->d.nr_cores;
+		s->sock_own[s->cfg.socket[c]] = 0;
+	}
+	*llc = sum / sl->d.nr_cores;
+	*socket = sock_sum / sl->d.nr_cores;
 }
 
 static void refresh_domain_signal(struct sim_state *s, int d)
@@ -43,11 +61,12 @@ static void refresh_domain_signal(struct sim_state *s, int d)
 static int rerate(struct sim_state *s, struct sim_slot *sl, struct coloc_err *err)
 {
 	const struct policy_costs *m = s->tenants[sl->d.tenant].costs;
-	double pressure = slot_pressure(s, sl);
-	double slow = sim_interference_slowdown(&s->p->interference, m, sl->d.first_layer,
-						sl->d.last_layer, sl->versions, sl->ci, pressure);
-	double stretch;
+	double llc, socket, slow, stretch;
 	int c, share = 1;
+
+	slot_pressure(s, sl, &llc, &socket);
+	slow = sim_interference_slowdown(&s->p->interference, m, sl->d.first_layer,
+					 sl->d.last_layer, sl->versions, sl->ci, llc, socket);
 
 	for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
 	     c = policy_cpuset_next(&sl->d.cores, c + 1))
@@ -73,12 +92,52 @@ static int rerate(struct sim_state *s, struct sim_slot *sl, struct coloc_err *er
 			     SIM_EV_DONE, (int)(sl - s->slots), sl->gen, err);
 }
 
-/* Re-rates every running block sharing an LLC domain with cores, and refreshes their signals. */
+/*
+ * With a socket-wide part: re-rates every running block on a socket of
+ * cores, and refreshes the signals of every domain there.
+ */
+static int rerate_sockets(struct sim_state *s, const struct policy_cpuset *cores,
+			  struct coloc_err *err)
+{
+	int doms = s->per_socket / s->p->machine.llc_size, c, ret;
+	unsigned int stamp = ++s->stamp;
+
+	for (c = policy_cpuset_next(cores, 0); c >= 0; c = policy_cpuset_next(cores, c + 1))
+		s->sock_stamp[s->cfg.socket[c]] = stamp;
+	for (int i = 0; i < s->nr_running; i++) {
+		struct sim_slot *sl = &s->slots[s->running_slot[i]];
+
+		for (c = policy_cpuset_next(&sl->d.cores, 0); c >= 0;
+		     c = policy_cpuset_next(&sl->d.cores, c + 1))
+			if (s->sock_stamp[s->cfg.socket[c]] == stamp)
+				break;
+		if (c < 0)
+			continue;
+		ret = rerate(s, sl, err);
+		if (ret)
+			return ret;
+	}
+	for (int k = 0; k < s->nr_sockets; k++)
+		if (s->sock_stamp[k] == stamp)
+			for (int d = k * doms; d < (k + 1) * doms; d++)
+				refresh_domain_signal(s, d);
+	return 0;
+}
+
+/*
+ * Re-rates every running block sharing an LLC domain with cores (a socket,
+ * when the interference model has a socket-wide part), and refreshes their
+ * signals.
+ */
 int sim_run_rerate_neighbours(struct sim_state *s, const struct policy_cpuset *cores,
 			      struct coloc_err *err)
 {
 	int size = s->p->machine.llc_size, last_dom = -1, ret;
-	unsigned int stamp = ++s->stamp;
+	unsigned int stamp;
+
+	if (socket_wide(s))
+		return rerate_sockets(s, cores, err);
+	stamp = ++s->stamp;
 
 	for (int c = policy_cpuset_next(cores, 0); c >= 0; c = policy_cpuset_next(cores, c + 1)) {
 		int d = s->cfg.llc[c];

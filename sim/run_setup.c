@@ -79,6 +79,11 @@ int sim_run_check_params(const struct sim_params *p, struct coloc_err *err)
 		return coloc_err_set(err, -EINVAL,
 				     "simulator: a full-domain slowdown of %.3f; it is at least 1",
 				     p->interference.full_slowdown);
+	if (p->interference.socket_slowdown && !(p->interference.socket_slowdown >= 1.0))
+		return coloc_err_set(err, -EINVAL,
+				     "simulator: a full-socket slowdown of %.3f; it is at least 1 "
+				     "(or 0: none)",
+				     p->interference.socket_slowdown);
 	for (int t = 0; t < p->nr_tenants; t++) {
 		const struct sim_tenant *st = &p->tenants[t];
 		int ret;
@@ -138,6 +143,11 @@ int sim_run_state_init(struct sim_state *s, const struct sim_params *p, struct s
 	s->core_nr = calloc((size_t)n, sizeof(int));
 	s->dom_busy = calloc((size_t)s->nr_domains, sizeof(int));
 	s->dom_own = calloc((size_t)s->nr_domains, sizeof(int));
+	s->nr_sockets = p->machine.nr_sockets;
+	s->per_socket = n / p->machine.nr_sockets;
+	s->sock_busy = calloc((size_t)s->nr_sockets, sizeof(int));
+	s->sock_own = calloc((size_t)s->nr_sockets, sizeof(int));
+	s->sock_stamp = calloc((size_t)s->nr_sockets, sizeof(unsigned int));
 	s->core_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->core_sig));
 	s->dom_sig = calloc(POLICY_MAX_CPUS, sizeof(*s->dom_sig));
 	s->out.max_decisions = n;
@@ -148,7 +158,8 @@ int sim_run_state_init(struct sim_state *s, const struct sim_params *p, struct s
 	s->out.drops = calloc(SIM_MAX_DROPS, sizeof(*s->out.drops));
 	if (!s->queries || !s->visible || !s->slots || !s->free_slots || !s->running ||
 	    !s->running_slot || !s->core_slot || !s->core_nr || !s->dom_busy || !s->dom_own ||
-	    !s->core_sig || !s->dom_sig || !s->out.decisions || !s->out.versions || !s->out.drops)
+	    !s->sock_busy || !s->sock_own || !s->sock_stamp || !s->core_sig || !s->dom_sig ||
+	    !s->out.decisions || !s->out.versions || !s->out.drops)
 		return coloc_err_set(err, -ENOMEM, "simulator: out of memory for %d cores", n);
 	for (int i = 0; i < n; i++) {
 		s->slots[i].versions = malloc((size_t)max_layers);
@@ -212,6 +223,9 @@ void sim_run_state_free(struct sim_state *s)
 	free(s->core_slot);
 	free(s->core_nr);
 	free(s->dom_busy);
+	free(s->sock_busy);
+	free(s->sock_own);
+	free(s->sock_stamp);
 	free(s->dom_own);
 	free(s->core_sig);
 	free(s->dom_sig);

@@ -192,15 +192,24 @@ struct sim_interference {
 	 * 1.6 (an assumption) for many cores.
 	 */
 	double full_slowdown;
+	/*
+	 * The whole model's slowdown when other blocks run on every other core
+	 * of its socket, past its LLC domains (the socket's memory bandwidth):
+	 * coloc-sim's default is full_slowdown's value (sim/README.md says
+	 * why); 0 or 1: none.
+	 */
+	double socket_slowdown;
 };
 
 #define SIM_DEFAULT_FULL_SLOWDOWN 1.6
 
 /*
  * The factor by which layers [first, last) at versions and core index ci
- * run slower than alone, when co-runners occupy `pressure` (0..1) of the
- * LLC domains the block runs in. Exactly 1.0 at pressure 0. The level is
- * 1 + (full_slowdown - 1) * pressure; a table without level columns
+ * run slower than alone, when other blocks occupy `llc_pressure` (0..1) of
+ * the LLC domains the block runs in and `socket_pressure` (0..1) of the
+ * other cores of its socket. Exactly 1.0 when both are 0. The level is
+ * 1 + (full_slowdown - 1) * llc_pressure + (socket_slowdown - 1) *
+ * socket_pressure; a table without level columns
  * (VELTAIR's) takes it as is, one with them (coloc's profiles) reads the
  * block's own version cells at the column position where the model's
  * level_slowdown equals it (policy_costs_level_pos), so each version slows
@@ -208,7 +217,7 @@ struct sim_interference {
  */
 double sim_interference_slowdown(const struct sim_interference *im, const struct policy_costs *m,
 				 int first, int last, const uint8_t *versions, int ci,
-				 double pressure);
+				 double llc_pressure, double socket_pressure);
 
 /* ---- the level the policy sees (level.c) ---------------------------------------- */
 

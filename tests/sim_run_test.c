@@ -422,6 +422,55 @@ TEST_F(sim, run__static_co_runners_on_one_llc_domain_slow_each_other)
 }
 
 /*
+ * static, two tenants of the one-layer model, two cores in LLC domains of
+ * one core each: no domain is shared, so before the socket's part only one
+ * socket gave 10 and 15 ms, as two do now. With a full-socket slowdown of
+ * 1.6 each block sees the socket's other core busy: socket pressure 1,
+ * slowdown 1.6.
+ *  - both at 0: both run 0..16 ms;
+ *  - q1 at 5 ms: q0 alone 0..5, then its 5 ms left at 1.6x: ends at 13 ms;
+ *    q1 runs 5..13 at 1.6x (5 ms of work), then alone: ends at 18 ms.
+ * On two sockets of one core each nothing is shared: 10 and 15 ms.
+ */
+TEST_F(sim, run__blocks_in_other_llc_domains_of_one_socket_slow_each_other)
+{
+	static const double both[] = { 0, 0 }, staggered[] = { 0, 5 };
+	static const int who[] = { 0, 1 };
+	struct sim_tenant t[2] = {
+		{ .costs = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+		{ .costs = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+	};
+	struct mem_trace mt;
+	struct sim_params p;
+
+	mem_trace_init(&mt, 2, both, who);
+	p = small_params(policy_find("static"), 2, 1, t, 2, &mt.trace, self->w);
+	p.interference.socket_slowdown = 1.6;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(16 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(16 * MS, record_of(self->w, 1)->end_ns);
+
+	self->w->nr_q = 0;
+	mem_trace_init(&mt, 2, staggered, who);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err));
+	ASSERT_EQ(13 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(18 * MS, record_of(self->w, 1)->end_ns);
+
+	self->w->nr_q = 0;
+	p.machine.nr_sockets = 2;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err));
+	ASSERT_EQ(10 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(15 * MS, record_of(self->w, 1)->end_ns);
+
+	self->w->nr_q = 0;
+	p.machine.nr_sockets = 1;
+	p.interference.socket_slowdown = 1.0;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err));
+	ASSERT_EQ(10 * MS, record_of(self->w, 0)->end_ns);
+	ASSERT_EQ(15 * MS, record_of(self->w, 1)->end_ns);
+}
+
+/*
  * Time-shared cores: one core, the one-layer model (10 ms alone), two
  * tenants, each core processor-shared among its blocks.
  *  - both arrive at 0: both run at half speed from 0, both end at 20 ms

@@ -27,36 +27,53 @@ TEST(sim_interference__exactly_one_alone_and_table_cells_under_pressure)
 	struct sim_interference im = { .full_slowdown = 1.6 };
 	static const uint8_t v0[] = { 0 }, v1[] = { 1 };
 
-	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 0));
-	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &two_layers, 0, 2, v0, 1, 0));
-	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 0));
-	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 0));
+	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 0, 0));
+	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &two_layers, 0, 2, v0, 1, 0, 0));
+	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 0, 0));
+	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 0, 0));
 	/* without levels: linear to full_slowdown; beyond a full domain it stays there */
-	ASSERT_LT(fabs(sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 0.25) - 1.15),
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 0.25, 0) - 1.15),
 		  1e-12);
-	ASSERT_LT(fabs(sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 3) - 1.6), 1e-12);
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 3, 0) - 1.6), 1e-12);
 	/*
 	 * with levels (the model's slowdown 1.0 and 2.0): a full domain is
 	 * level 1.6, column position 0.6, where v0 reads 10 + 0.6 x 10 = 16 ms
 	 * (1.6x) and v1 12 + 0.6 x 3 = 13.8 ms (1.15x); half a domain is level
 	 * 1.3, position 0.3: 13 ms (1.3x) and 12.9 ms (1.075x)
 	 */
-	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 1) - 1.6), 1e-12);
-	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 1) - 1.15), 1e-12);
-	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 0.5) - 1.3), 1e-12);
-	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 0.5) - 1.075), 1e-12);
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 1, 0) - 1.6), 1e-12);
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 1, 0) - 1.15), 1e-12);
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 0.5, 0) - 1.3), 1e-12);
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 0.5, 0) - 1.075),
+		  1e-12);
 	/*
 	 * beyond the last column: F = 3 is level 3, past the model's 2.0, so
 	 * the last cells scaled by 3 / 2: v0 20 x 1.5 = 30 ms (3x), v1 15 x
 	 * 1.5 = 22.5 ms (1.875x)
 	 */
 	im.full_slowdown = 3.0;
-	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 1) - 3.0), 1e-12);
-	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 1) - 1.875), 1e-12);
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 1, 0) - 3.0), 1e-12);
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 1, 0) - 1.875), 1e-12);
+	/*
+	 * the socket's part adds to the domain's: a full socket at 1.3 is
+	 * +0.3, half of it +0.15, on top of half a domain at 1.6 (+0.3); past
+	 * a full socket it stays there; alone it is still exactly 1.0
+	 */
+	im.full_slowdown = 1.6;
+	im.socket_slowdown = 1.3;
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 0, 1) - 1.3), 1e-12);
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 0.5, 0.5) - 1.45),
+		  1e-12);
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 0, 2) - 1.3), 1e-12);
+	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 0, 0));
+	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 0, 0));
+	/* with level columns the socket's level 1.3 is position 0.3: v1 1.075x as above */
+	ASSERT_LT(fabs(sim_interference_slowdown(&im, &leveled, 0, 1, v1, 0, 0, 1) - 1.075), 1e-12);
+	im.socket_slowdown = 0;
 	/* no interference (full_slowdown 1): 1.0 everywhere */
 	im.full_slowdown = 1.0;
-	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 1));
-	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 1));
+	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &leveled, 0, 1, v0, 0, 1, 0));
+	ASSERT_EQ(1.0, sim_interference_slowdown(&im, &one_layer, 0, 1, v0, 0, 1, 0));
 }
 
 /* ---- arrivals and determinism ----------------------------------------------------------- */

@@ -120,7 +120,10 @@ static int make_params(struct sim_params *p, struct sim_tenant *tenants,
 		.trace = simcli_opts.trace ? trace : NULL,
 		.duration_ns = (uint64_t)llround(simcli_opts.duration_s * 1e9),
 		.seed = (uint64_t)simcli_opts.seed,
-		.interference = { .full_slowdown = simcli_opts.full_slowdown },
+		.interference = { .full_slowdown = simcli_opts.full_slowdown,
+				  .socket_slowdown = simcli_opts.socket_given ?
+							     simcli_opts.socket_slowdown :
+							     simcli_opts.full_slowdown },
 		.block_cost_ns = (uint64_t)llround(simcli_opts.block_cost_us * 1e3),
 		.query_cost_sigma = simcli_opts.query_cost_sigma,
 		.query_cost_in_blocks = simcli_opts.query_cost_in_blocks,
@@ -150,27 +153,30 @@ static int make_params(struct sim_params *p, struct sim_tenant *tenants,
 static void print_header(const struct sim_params *p)
 {
 	if (simcli_opts.capacity)
-		printf(PROG ": %ld cores, what the tables allow (each layer in its fastest version, alone)\n",
+		printf(PROG
+		       ": %ld cores, what the tables allow (each layer in its fastest version, alone)\n",
 		       simcli_opts.cores);
 	else if (simcli_opts.json)
 		printf("{\"cores\": %ld, \"sockets\": %ld, \"llc\": %ld, \"seed\": %ld, "
 		       "\"duration_s\": %g, \"warmup_s\": %g, \"full_slowdown\": %g, "
-		       "\"results\": [\n",
+		       "\"socket_slowdown\": %g, \"results\": [\n",
 		       simcli_opts.cores, simcli_opts.sockets, simcli_opts.llc, simcli_opts.seed,
 		       (double)p->duration_ns * 1e-9, (double)p->warmup_ns * 1e-9,
-		       simcli_opts.full_slowdown);
+		       simcli_opts.full_slowdown, p->interference.socket_slowdown);
 	else
-		printf(PROG ": %ld cores (%ld socket%s, LLC domains of %ld), %s, %.1f s per run "
-			    "(warm-up %.1f s), seed %ld; full-domain slowdown %.2f; block cost "
-			    "%.0f us, query cost spread %.2f, time-sharing penalty %.2f\n",
+		printf(PROG
+		       ": %ld cores (%ld socket%s, LLC domains of %ld), %s, %.1f s per run "
+		       "(warm-up %.1f s), seed %ld; full-domain slowdown %.2f, full-socket %.2f; "
+		       "block cost %.0f us, query cost spread %.2f, time-sharing penalty %.2f\n",
 		       simcli_opts.cores, simcli_opts.sockets, simcli_opts.sockets > 1 ? "s" : "",
 		       simcli_opts.llc,
 		       simcli_opts.trace  ? "traced arrivals" :
 		       simcli_opts.search ? "QoS-QPS search" :
 					    "Poisson arrivals",
 		       (double)p->duration_ns * 1e-9, (double)p->warmup_ns * 1e-9, simcli_opts.seed,
-		       simcli_opts.full_slowdown, simcli_opts.block_cost_us,
-		       simcli_opts.query_cost_sigma, simcli_opts.shared_penalty);
+		       simcli_opts.full_slowdown, p->interference.socket_slowdown,
+		       simcli_opts.block_cost_us, simcli_opts.query_cost_sigma,
+		       simcli_opts.shared_penalty);
 	if (simcli_opts.lanes && !simcli_opts.json)
 		printf("%ld lane%s a tenant: one executor process, one copy of the weights, blocks "
 		       "of up to %ld of its queries at once (colocd --executor-lanes, colocctl "

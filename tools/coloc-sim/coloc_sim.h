@@ -23,6 +23,8 @@ struct simcli_opts {
 	const char *policy;
 	long cores, sockets, llc;
 	double qps, duration_s, warmup_s, full_slowdown;
+	double socket_slowdown; /* --socket-slowdown; full_slowdown's when not given */
+	bool socket_given;
 	long seed, seeds;
 	long executors; /* --executors: each tenant's (policy_tenant.executors) */
 	long lanes; /* --lanes: the executors as lanes of one process (0: processes) */

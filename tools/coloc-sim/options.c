@@ -111,6 +111,9 @@ void simcli_usage(FILE *out)
 		"  --full-slowdown X  slowdown of a block whose LLC domains are full of other\n"
 		"                 blocks (default %.1f: VELTAIR's, an assumption; the pairs\n"
 		"                 measured on our 2-core machine give ~1.0, sim/README.md)\n"
+		"  --socket-slowdown X  slowdown of a block whose socket's other cores all run\n"
+		"                 other blocks, past its LLC domains (memory bandwidth; default\n"
+		"                 --full-slowdown's value, sim/README.md; 1: none)\n"
 		"  --tables DIR   VELTAIR's tables (default: %s in the repository)\n"
 		"  --measured FILE  after a --search, compare with make bench-qos's results\n"
 		"                 (build/bench-qos/results.tsv): simulated and measured QoS-QPS,\n"
@@ -372,6 +375,7 @@ static const struct simcli_option options[] = {
 	CALL("late", opt_late),
 	CALL("level", opt_level),
 	DOUBLE("full-slowdown", full_slowdown, 1, 100),
+	DOUBLE_GIVEN("socket-slowdown", socket_slowdown, 1, 100, socket_given),
 	STRING("measured", measured),
 	STRING("qos-from", qos_from),
 	DOUBLE("block-cost-us", block_cost_us, 0, 1e9),
