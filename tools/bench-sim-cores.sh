@@ -35,7 +35,7 @@
 # and (64 cores) a plot per mix: the worst tenant's fraction within QoS
 # against the offered load, one line per policy (build/bench-sim/*.png).
 # Every number rests on sim/README.md's assumptions (interference: VELTAIR's
-# 1.6 full-domain slowdown). Environment: COLOC_BIN (bin/), SEEDS (3),
+# 1.6 full-domain and full-socket slowdowns). Environment: COLOC_BIN (bin/), SEEDS (3),
 # DURATION (simulated seconds per load point, 10), COPIES (2), CORES ("64 128
 # 256"; the plots, the lanes table and the decision cost need 64 among
 # them), LANES (lanes a tenant in that table, 2; 1 leaves it out; EXECUTORS,
