@@ -570,4 +570,38 @@ TEST(sim_cli__lanes_run_as_executors_for_the_policy)
 	ASSERT_EQ(2, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 }
 
+/*
+ * coloc-sim's full-socket slowdown is --full-slowdown's unless given: the
+ * 2-core check's --full-slowdown 1.0 runs without the socket's part (its
+ * header says full-socket 1.00, its rows are those of --socket-slowdown 1),
+ * the default runs as --socket-slowdown 1.6, and at 64 cores the socket's
+ * part moves two ResNet-50 tenants' rows (their blocks share the socket).
+ */
+TEST(sim_cli__socket_slowdown_is_the_full_slowdown_unless_given)
+{
+	static const char *const opt[] = { "", "--socket-slowdown 1.6", "--socket-slowdown 1",
+					   "--full-slowdown 1.0",
+					   "--full-slowdown 1.0 --socket-slowdown 1" };
+	char dir[512], bin[512], cmd[2048], out[5][16384], rows[5][4096];
+
+	veltair_dir(dir, sizeof(dir));
+	tu_bin("coloc-sim", bin, sizeof(bin));
+	for (int i = 0; i < 5; i++) {
+		snprintf(cmd, sizeof(cmd),
+			 "%s --tables %s --policy coloc --tenant veltair:resnet50:15 "
+			 "--tenant veltair:resnet50:15 --qps 150 --duration 2 --cores 64 %s",
+			 bin, dir, opt[i]);
+		ASSERT_EQ(0, tu_run(cmd, out[i], sizeof(out[i]))) TH_LOG("%s", out[i]);
+		tenant_rows(out[i], "veltair:ResNet50", rows[i], sizeof(rows[i]));
+		ASSERT_NE(NULL, strstr(rows[i], "%")) TH_LOG("%s", out[i]);
+	}
+	ASSERT_NE(NULL, strstr(out[0], "full-domain slowdown 1.60, full-socket 1.60"))
+	TH_LOG("%s", out[0]);
+	ASSERT_NE(NULL, strstr(out[3], "full-domain slowdown 1.00, full-socket 1.00"))
+	TH_LOG("%s", out[3]);
+	ASSERT_STREQ(rows[0], rows[1]);
+	ASSERT_STRNE(rows[0], rows[2]);
+	ASSERT_STREQ(rows[3], rows[4]);
+}
+
 TEST_HARNESS_MAIN
