@@ -150,13 +150,6 @@ static void stream_done(struct h2_conn *c, struct h2_stream *s, uint32_t error)
 	c->cb->close(c->arg, st, error);
 }
 
-/* A stream error: RST_STREAM, the stream over. */
-static void stream_reset(struct h2_conn *c, struct h2_stream *s, uint32_t error)
-{
-	out_small(c, h2_rst_stream_write, s->id, error);
-	stream_done(c, s, error);
-}
-
 /* Counts a stream reset by the client or refused; false past the bound (GOAWAY sent). */
 static bool calm_count(struct h2_conn *c, bool reset)
 {
@@ -181,10 +174,23 @@ static bool calm_count(struct h2_conn *c, bool reset)
 	return true;
 }
 
+/*
+ * A stream error: RST_STREAM, the stream over. It counts as a reset as the
+ * client's do: a client can make the server reset streams as fast as it
+ * could reset them itself (a WINDOW_UPDATE of 0, DATA after END_STREAM, a
+ * malformed request: MadeYouReset, CVE-2025-8671).
+ */
+static void stream_reset(struct h2_conn *c, struct h2_stream *s, uint32_t error)
+{
+	out_small(c, h2_rst_stream_write, s->id, error);
+	stream_done(c, s, error);
+	calm_count(c, true);
+}
+
 /* A free slot for stream id (a client's new stream), or NULL when max_streams are open. */
 static struct h2_stream *stream_new(struct h2_conn *c, uint32_t id)
 {
-	if (c->nr_streams >= c->lim.max_streams)
+	if (c->nr_streams + c->held >= c->lim.max_streams)
 		return NULL;
 	for (uint32_t i = 0; i < c->lim.max_streams; i++) {
 		struct h2_stream *s = &c->streams[i];
@@ -411,6 +417,11 @@ static int data_frame_begin(struct h2_conn *c)
 
 /* ---- input: header blocks ------------------------------------------------------------- */
 
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
 struct block_ctx {
 	struct h2_conn *c;
 	struct h2_stream *s;
@@ -423,14 +434,18 @@ static int block_ignore(void *arg, const char *name, size_t name_len, const char
 	return 0;
 }
 
+/* A field checked (RFC 9113 8.2, 8.3), then given to the stream's user while all are well. */
 static int block_field(void *arg, const char *name, size_t name_len, const char *value,
 		       size_t value_len)
 {
 	struct block_ctx *b = arg;
 
-	if (!b->s || b->s->gone)
-		return 0;
-	return b->c->cb->field(b->c->arg, b->s->st, name, name_len, value, value_len);
+	if (!b->s || b->s->gone ||
+	    !h2_fields_check(&b->c->hb_fields, name, name_len, value, value_len))
+		return 0; /* decoded on: the HPACK table stays in sync */
+	if (b->c->hb_new)
+		return b->c->cb->field(b->c->arg, b->s->st, name, name_len, value, value_len);
+	return 0;
 }
 
 /* A whole header block (c->hb) for stream hb_stream: a request's, or trailers. */
@@ -460,8 +475,9 @@ static int block_done(struct h2_conn *c)
 		b.s = stream_find(c, id);
 	}
 	/* decoded whatever becomes of the stream: the table stays in sync */
+	h2_fields_begin(&c->hb_fields, !c->hb_new);
 	r = hpack_decode(&c->hpack, c->hb, c->hb_len, c->lim.max_header_list,
-			 c->hb_new && b.s ? block_field : block_ignore, &b);
+			 b.s ? block_field : block_ignore, &b);
 	c->hb_len = 0;
 	if (r == HPACK_ERR_COMPRESSION)
 		return conn_error(c, H2_COMPRESSION_ERROR);
@@ -473,6 +489,11 @@ static int block_done(struct h2_conn *c)
 	}
 	if (!b.s)
 		return 0;
+	if (r != HPACK_ERR_LIST_TOO_LARGE && !b.s->gone &&
+	    (!h2_fields_end(&c->hb_fields) || (c->hb_new && c->hb_self_dep))) {
+		stream_reset(c, b.s, H2_PROTOCOL_ERROR); /* malformed (RFC 9113 8.1.1, 5.3.1) */
+		return c->dead ? -EPROTO : 0;
+	}
 	if (!c->hb_new) { /* trailers: only to end the request */
 		if (!c->hb_end_stream || b.s->remote_closed)
 			stream_reset(c, b.s, H2_PROTOCOL_ERROR);
@@ -507,6 +528,10 @@ static int block_fragment(struct h2_conn *c)
 		c->hb_new = !s;
 		if (c->hb_new)
 			c->last_peer_id = c->f.stream;
+		/* RFC 9113 5.3.1: a stream cannot depend on itself */
+		c->hb_self_dep = c->f.flags & H2_FLAG_PRIORITY &&
+				 (be32(c->frame + (c->f.flags & H2_FLAG_PADDED ? 1 : 0)) &
+				  0x7fffffffu) == c->f.stream;
 		c->hb_stream = c->f.stream;
 		c->hb_end_stream = c->f.flags & H2_FLAG_END_STREAM;
 		c->hb_len = 0;
@@ -520,11 +545,6 @@ static int block_fragment(struct h2_conn *c)
 
 /* ---- input: the other frames ---------------------------------------------------------- */
 
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static int frame_settings(struct h2_conn *c)
 {
 	uint32_t old = c->peer.initial_window_size;
@@ -535,6 +555,7 @@ static int frame_settings(struct h2_conn *c)
 		return c->f.length ? conn_error(c, H2_FRAME_SIZE_ERROR) : 0;
 	if (!calm_count(c, false))
 		return -EPROTO;
+	c->settings_got = true;
 	r = h2_settings_apply(&c->peer, c->frame, c->f.length);
 	if (r)
 		return conn_error(c, (uint32_t)(r < 0 ? -r : r));
@@ -578,8 +599,8 @@ static int frame_window_update(struct h2_conn *c)
 	if (c->f.stream > c->last_peer_id)
 		return conn_error(c, H2_PROTOCOL_ERROR);
 	s = stream_find(c, c->f.stream);
-	if (!s)
-		return 0; /* answered already: the client's window for it no longer matters */
+	if (!s) /* answered already: the client's window for it no longer matters */
+		return calm_count(c, false) ? 0 : -EPROTO;
 	if (!inc || s->send_window + inc > H2_MAX_WINDOW) {
 		stream_reset(c, s, inc ? H2_FLOW_CONTROL_ERROR : H2_PROTOCOL_ERROR);
 		return 0;
@@ -596,10 +617,26 @@ static int frame_rst_stream(struct h2_conn *c)
 	if (!c->f.stream || c->f.stream > c->last_peer_id)
 		return conn_error(c, H2_PROTOCOL_ERROR);
 	s = stream_find(c, c->f.stream);
-	if (!s)
-		return 0;
+	if (!s) /* over already: a frame that does no work */
+		return calm_count(c, false) ? 0 : -EPROTO;
 	stream_done(c, s, be32(c->frame) ? be32(c->frame) : H2_CANCEL);
 	return calm_count(c, true) ? 0 : -EPROTO;
+}
+
+/* PRIORITY is ignored, but for a stream made to depend on itself (RFC 9113 5.3.1). */
+static int frame_priority(struct h2_conn *c)
+{
+	struct h2_stream *s;
+
+	if (!calm_count(c, false))
+		return -EPROTO;
+	if ((be32(c->frame) & 0x7fffffffu) != c->f.stream)
+		return 0;
+	s = stream_find(c, c->f.stream);
+	if (!s) /* idle or closed: no RST_STREAM for an idle stream */
+		return conn_error(c, H2_PROTOCOL_ERROR);
+	stream_reset(c, s, H2_PROTOCOL_ERROR);
+	return c->dead ? -EPROTO : 0;
 }
 
 /* A frame other than DATA, whole in c->frame. */
@@ -614,10 +651,10 @@ static int frame_act(struct h2_conn *c)
 	case H2_SETTINGS:
 		return frame_settings(c);
 	case H2_PING:
+		if (!calm_count(c, false)) /* an ACK too: we send no PING */
+			return -EPROTO;
 		if (c->f.flags & H2_FLAG_ACK)
 			return 0;
-		if (!calm_count(c, false))
-			return -EPROTO;
 		{
 			uint8_t *o = out_room(c, H2_FRAME_HEADER + 8);
 
@@ -631,7 +668,7 @@ static int frame_act(struct h2_conn *c)
 	case H2_RST_STREAM:
 		return frame_rst_stream(c);
 	case H2_PRIORITY:
-		return calm_count(c, false) ? 0 : -EPROTO;
+		return frame_priority(c);
 	default: /* GOAWAY: the client's streams run to their end */
 		return 0;
 	}
@@ -685,6 +722,9 @@ static int frame_begin(struct h2_conn *c)
 	int r;
 
 	h2_frame_header_read(c->fh, &c->f);
+	/* RFC 9113 3.4: the client's preface ends with a SETTINGS frame */
+	if (!c->settings_got && (c->f.type != H2_SETTINGS || c->f.flags & H2_FLAG_ACK))
+		return conn_error(c, H2_PROTOCOL_ERROR);
 	r = frame_check(c);
 	if (r)
 		return r;

@@ -7,18 +7,24 @@
  * feed it bytes alone. Frames by h2_frame.h, header blocks by hpack.h.
  *
  * What it refuses, each with a GOAWAY and -EPROTO from h2_conn_feed unless
- * said: a bad preface; frames out of order or malformed (PROTOCOL_ERROR,
+ * said: a bad preface, or a first frame other than SETTINGS; a malformed
+ * request (h2_fields.h: RFC 9113 8.2, 8.3) or a stream depending on itself
+ * (that stream RST_STREAM PROTOCOL_ERROR; a PRIORITY frame of an idle one:
+ * the connection's); frames out of order or malformed (PROTOCOL_ERROR,
  * FRAME_SIZE_ERROR, COMPRESSION_ERROR); a header block (HEADERS and its
  * CONTINUATIONs) over max_header_list compressed bytes (ENHANCE_YOUR_CALM:
  * a CONTINUATION flood); a window pushed past 2^31-1 (FLOW_CONTROL_ERROR;
  * a stream's own: RST_STREAM); DATA past the window we gave; more streams
- * than max_streams at once (that stream RST_STREAM REFUSED_STREAM); more
- * than H2_CALM_RESETS + max_streams streams a second reset by the client or
- * refused, or more than 4 x (those answered + H2_CALM_RESETS + max_streams)
- * over the connection's life (rapid reset, CVE-2023-44487), or more than H2_CALM_FRAMES frames a
- * second that do no work (PING, SETTINGS, PRIORITY, empty DATA, WINDOW_UPDATE
- * on an idle stream): ENHANCE_YOUR_CALM. Memory: max_streams streams, one
- * frame of max 16 KiB besides DATA, a header block of max_header_list, the
+ * than max_streams at once, counting the calls its user still holds after
+ * their stream ended (h2_conn_hold; that stream RST_STREAM REFUSED_STREAM);
+ * more than H2_CALM_RESETS + max_streams streams a second reset by the
+ * client, refused, or reset by us for a stream error the client caused, or
+ * more than 4 x (those answered + H2_CALM_RESETS + max_streams) over the
+ * connection's life (rapid reset, CVE-2023-44487; MadeYouReset,
+ * CVE-2025-8671), or more than H2_CALM_FRAMES frames a second that do no
+ * work (PING and its ACK, SETTINGS, PRIORITY, empty DATA, WINDOW_UPDATE or
+ * RST_STREAM on a stream that is over): ENHANCE_YOUR_CALM. Memory:
+ * max_streams streams, one frame of max 16 KiB besides DATA, a header block of max_header_list, the
  * HPACK table; DATA goes straight to the stream's callback; the output
  * grows only with what the caller queues plus control answers, which stop
  * being read for (h2_conn_want_read) while it is over max_out.
@@ -30,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "hpack.h"
+#include "h2_fields.h"
 #include "h2_frame.h"
 
 #define H2_CALM_RESETS 200 /* streams reset or refused a second, past max_streams */
@@ -85,9 +92,13 @@ struct h2_conn {
 	size_t hb_len;
 	uint32_t hb_stream; /* its stream, 0 when none is */
 	bool hb_end_stream, hb_new;
+	bool hb_self_dep; /* its HEADERS made the stream depend on itself */
+	struct h2_fields hb_fields; /* its fields as RFC 9113 8.2, 8.3 ask */
+	bool settings_got; /* the client's first SETTINGS (its preface's end) */
 	/* streams */
 	struct h2_stream *streams; /* max_streams, the first nr_streams in use */
 	uint32_t nr_streams;
+	uint32_t held; /* calls whose stream is over but whose work goes on (h2_conn_hold) */
 	uint32_t last_peer_id; /* the highest stream the client opened */
 	int64_t recv_window, recv_used; /* the connection's, ours */
 	int64_t send_window; /* the connection's, the client's */
@@ -129,6 +140,15 @@ int h2_conn_respond(struct h2_conn *c, uint32_t id, const uint8_t *hdr, size_t h
 		    uint8_t *body, size_t body_len, const uint8_t *trailers, size_t trailers_len);
 /* Stream id reset (RST_STREAM CANCEL) and over, its answer dropped; -ENOENT when gone. */
 int h2_conn_cancel(struct h2_conn *c, uint32_t id);
+/*
+ * A call whose stream is over (closed with an error while its user still
+ * works on it) held (true) or let go: held ones count against max_streams
+ * as open streams do, so resets do not free slots for more work.
+ */
+static inline void h2_conn_hold(struct h2_conn *c, bool hold)
+{
+	c->held += hold ? 1 : -1u;
+}
 /* GOAWAY (error, the last stream opened): streams after it are refused; 0 or -ENOMEM. */
 void h2_conn_goaway(struct h2_conn *c, uint32_t error);
 /* Bytes to send, and how many were sent. */
