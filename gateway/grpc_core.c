@@ -473,7 +473,7 @@ int gw_grpc_core_start(const struct gw_grpc_opts *opts, struct gw_models *ms, st
 			  opts->max_message > INT32_MAX ? INT32_MAX : (int)opts->max_message },
 		{ .type = GRPC_ARG_INTEGER,
 		  .key = (char *)GRPC_ARG_MAX_CONNECTION_IDLE_MS,
-		  .value.integer = opts->idle_timeout_s * 1000 },
+		  .value.integer = opts->idle_timeout_ms ? opts->idle_timeout_ms : INT_MAX },
 		/* a stream's window: a whole tensor in one flight, not 64 KB at a time */
 		{ .type = GRPC_ARG_INTEGER,
 		  .key = (char *)GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,

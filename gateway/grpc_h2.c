@@ -198,7 +198,6 @@ static ssize_t conn_read(struct h2s_conn *c, uint8_t *buf)
 		if (r <= 0)
 			return r;
 		now = coloc_now_ns();
-		c->active_ns = now;
 		if ((size_t)r <= iov[0].iov_len) {
 			call->msg_got += (size_t)r;
 			return h2_conn_data_placed(&c->h2, (size_t)r, now) ? 0 : r;
@@ -212,7 +211,6 @@ static ssize_t conn_read(struct h2s_conn *c, uint8_t *buf)
 	if (r <= 0)
 		return r;
 	now = coloc_now_ns();
-	c->active_ns = now;
 	return h2_conn_feed(&c->h2, buf, (size_t)r, now) ? 0 : r;
 }
 
@@ -333,7 +331,7 @@ static void conn_accept(struct h2_server *srv, int fd, const struct sockaddr_sto
 	c->lowat = 1;
 	c->ready_tail = &c->ready;
 	atomic_init(&c->refs, 1);
-	c->active_ns = coloc_now_ns();
+	c->idle_since_ns = coloc_now_ns();
 	pthread_mutex_init(&c->lock, NULL);
 	if (h2_conn_init(&c->h2, &srv->lim, &h2s_call_cb, c)) {
 		close(fd);
@@ -432,10 +430,14 @@ static bool reap_sending(struct h2s_conn *c, uint64_t now)
 	return late;
 }
 
-/* Under srv->lock: c's late calls refused, c sent away when idle or stalled. */
+/*
+ * Under srv->lock: c's late calls refused, c sent away when stalled, or idle:
+ * no call open (a stream, or a call handled after its stream ended) for
+ * idle_timeout_ms, whatever else it sends (PINGs do not keep it).
+ */
 static void reap_conn(struct h2_server *srv, struct h2s_conn *c, uint64_t now)
 {
-	uint64_t idle_ns = (uint64_t)srv->base.opts.idle_timeout_s * 1000000000ull;
+	uint64_t idle_ns = (uint64_t)srv->base.opts.idle_timeout_ms * 1000000ull;
 
 	pthread_mutex_lock(&c->lock);
 	if (!c->closed && reap_sending(c, now)) {
@@ -453,8 +455,8 @@ static void reap_conn(struct h2_server *srv, struct h2s_conn *c, uint64_t now)
 		if (c->reading == call) /* not answered: the connection is failing */
 			break;
 	}
-	if (!c->closed && idle_ns && !c->h2.nr_streams && atomic_load(&c->refs) == 1 &&
-	    now > c->active_ns + idle_ns) {
+	if (!c->closed && idle_ns && !c->h2.nr_streams && !c->h2.held &&
+	    atomic_load(&c->refs) == 1 && now > c->idle_since_ns + idle_ns) {
 		h2_conn_goaway(&c->h2, H2_NO_ERROR);
 		h2s_conn_flush(c);
 		shutdown(c->fd, SHUT_RDWR); /* its thread sees the end and closes it */
@@ -602,6 +604,9 @@ static void h2s_limits(struct h2_server *srv)
 	srv->lim.max_frame = H2_CTL_MAX * 64u;
 	srv->lim.max_header_list = H2_CTL_MAX;
 	srv->lim.max_out = 1u << 20;
+	/* one connection takes at most an eighth of the budget, or one message if larger */
+	srv->conn_buf_max = o->max_buffer_bytes / 8 > o->max_message ? o->max_buffer_bytes / 8 :
+								       o->max_message;
 	srv->hdr_ok_len = hpack_encode_status(srv->hdr_ok, sizeof(srv->hdr_ok), 200);
 	srv->hdr_ok_len += hpack_encode_field(srv->hdr_ok + srv->hdr_ok_len,
 					      sizeof(srv->hdr_ok) - srv->hdr_ok_len, "content-type",

@@ -18,6 +18,7 @@
 
 #define H2S_MAX_THREADS 64
 #define H2S_HEALTH_MAX_MESSAGE 65536 /* a call max_calls does not count: its message at most */
+#define H2S_HEALTH_CALLS 256 /* health calls at once, over all connections */
 
 struct h2_server {
 	struct gw_grpc base;
@@ -29,6 +30,9 @@ struct h2_server {
 	bool reaper_started;
 	atomic_bool stopping, exiting;
 	atomic_int calls; /* counted calls (not the health ones) open now */
+	atomic_int health_calls; /* health calls open now, at most H2S_HEALTH_CALLS */
+	atomic_size_t buf_bytes; /* request messages' buffers now, at most opts.max_buffer_bytes */
+	size_t conn_buf_max; /* one connection's at most */
 	struct h2_conn_limits lim;
 	uint8_t hdr_ok[64]; /* :status 200, content-type application/grpc */
 	size_t hdr_ok_len;
@@ -51,6 +55,8 @@ struct h2s_call {
 	int state;
 	bool stream_gone; /* handling: its stream reset or its connection gone */
 	bool counted, health, post, grpc_type, path_known;
+	bool health_counted; /* one of H2S_HEALTH_CALLS */
+	size_t buf_reserved; /* its message's bytes in the server's and connection's budgets */
 	const struct gw_grpc_method *method;
 	uint64_t client_timeout_ns; /* grpc-timeout, 0 if none */
 	uint8_t prefix[5];
@@ -73,7 +79,8 @@ struct h2s_conn {
 	atomic_int refs; /* 1 until closed, plus one a call being handled */
 	bool polled; /* a thread has its event: it re-arms it */
 	bool closed, eof, broken;
-	uint64_t active_ns; /* its last read or answer */
+	uint64_t idle_since_ns; /* when a call last opened or ended on it */
+	size_t buf_bytes; /* its calls' message buffers, at most srv->conn_buf_max */
 	int lowat; /* the socket's SO_RCVLOWAT now */
 	struct sockaddr_storage peer;
 	struct h2s_call *reading; /* calls waiting for their message, oldest first */

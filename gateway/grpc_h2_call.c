@@ -67,6 +67,7 @@ static void *call_open(void *arg, uint32_t id)
 	call->id = id;
 	call->state = H2S_READING;
 	call->read_by_ns = now + (uint64_t)srv->base.opts.read_timeout_ms * 1000000ull;
+	conn->idle_since_ns = now;
 	/* on the reading list, latest last */
 	if (conn->reading) {
 		struct h2s_call *last = conn->reading->prev;
@@ -125,6 +126,13 @@ static void call_free(struct h2s_call *call)
 	gw_fwd_memfd_put(call->pub.fw, call->pub.msg_memfd, NULL);
 	if (call->counted)
 		atomic_fetch_sub(&call->conn->srv->calls, 1);
+	if (call->health_counted)
+		atomic_fetch_sub(&call->conn->srv->health_calls, 1);
+	if (call->buf_reserved) {
+		atomic_fetch_sub(&call->conn->srv->buf_bytes, call->buf_reserved);
+		call->conn->buf_bytes -= call->buf_reserved;
+	}
+	call->conn->idle_since_ns = coloc_now_ns();
 	free(call);
 }
 
@@ -176,6 +184,16 @@ static void call_headers(void *arg, void *st, int result)
 		h2s_call_refuse(call, GW_GRPC_UNIMPLEMENTED, "no such method");
 		return;
 	}
+	if (call->health) {
+		/* a pool of their own: max_calls does not count them, but they are bounded */
+		call->health_counted = true;
+		if (atomic_fetch_add(&srv->health_calls, 1) >= H2S_HEALTH_CALLS) {
+			h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
+					"the gateway is answering too many health calls; retry "
+					"later");
+			return;
+		}
+	}
 	call->counted = !call->health;
 	if (call->counted && atomic_fetch_add(&srv->calls, 1) >= srv->base.opts.max_calls) {
 		snprintf(why, sizeof(why), "the gateway is answering %d calls already; retry later",
@@ -185,6 +203,36 @@ static void call_headers(void *arg, void *st, int result)
 	}
 	if (atomic_load(&srv->stopping))
 		h2s_call_refuse(call, GW_GRPC_UNAVAILABLE, "the gateway is stopping");
+}
+
+/*
+ * Under the connection's lock: len bytes of message buffer taken from the
+ * connection's budget and the server's, before the buffer is made; or the
+ * call refused (RESOURCE_EXHAUSTED) when either is spent.
+ */
+static bool call_budget(struct h2s_call *call, size_t len)
+{
+	struct h2s_conn *conn = call->conn;
+	struct h2_server *srv = conn->srv;
+	size_t need = len ? len : 1;
+
+	if (conn->buf_bytes + need > srv->conn_buf_max) {
+		h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
+				"this connection's request messages are over the gateway's "
+				"budget for one connection (--grpc-max-buffer-bytes / 8); retry "
+				"later");
+		return false;
+	}
+	if (atomic_fetch_add(&srv->buf_bytes, need) + need > srv->base.opts.max_buffer_bytes) {
+		atomic_fetch_sub(&srv->buf_bytes, need);
+		h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
+				"the gateway's request messages are over its budget "
+				"(--grpc-max-buffer-bytes); retry later");
+		return false;
+	}
+	conn->buf_bytes += need;
+	call->buf_reserved = need;
+	return true;
 }
 
 /* The prefix is whole: the message's buffer, or the call refused. */
@@ -210,6 +258,8 @@ static bool call_message_begin(struct h2s_call *call)
 		h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED, why);
 		return false;
 	}
+	if (!call_budget(call, len))
+		return false;
 	call->msg_len = len;
 	if (len && call->method->into_memfd)
 		call->pub.msg_memfd = gw_fwd_memfd_get(call->pub.fw, len);
@@ -281,7 +331,9 @@ static void call_close(void *arg, void *st, uint32_t error)
 
 	(void)arg, (void)error;
 	if (call->state == H2S_HANDLING) {
-		call->stream_gone = true; /* freed when its method answers */
+		/* freed when its method answers; until then it counts as an open stream */
+		call->stream_gone = true;
+		h2_conn_hold(&call->conn->h2, true);
 		return;
 	}
 	call_unlink_reading(call);
@@ -356,8 +408,8 @@ void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *
 	}
 	pthread_mutex_lock(&conn->lock);
 	call->state = H2S_ANSWERED;
-	conn->active_ns = coloc_now_ns();
 	if (call->stream_gone) {
+		h2_conn_hold(&conn->h2, false);
 		free(body);
 		call_free(call);
 	} else if (body) {

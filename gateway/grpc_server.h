@@ -53,10 +53,11 @@ struct gw_grpc_opts {
 	int max_streams; /* calls at once on one connection (HTTP/2 concurrent streams) */
 	size_t max_message; /* bytes of one request message */
 	int timeout_ms; /* of one infer, from arrival, when the client's deadline is later */
-	int idle_timeout_s; /* of a connection */
+	int idle_timeout_ms; /* a connection with no call open this long is sent away (0: never) */
 	bool model_control; /* the repository's load and unload allowed (else PERMISSION_DENIED) */
 	int max_conns; /* own server: connections at once */
 	int max_conns_per_ip; /* own server: from one client address (0: no limit) */
+	size_t max_buffer_bytes; /* own server: request messages' buffers, in all */
 };
 
 struct gw_grpc;

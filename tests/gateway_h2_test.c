@@ -199,4 +199,114 @@ TEST_F_TIMEOUT(fwd, held_event__closed_connections_are_not_used_after_free, 300)
 	EXPECT_TRUE(live(self));
 }
 
+/*
+ * MadeYouReset (CVE-2025-8671): streams the client makes the server reset
+ * (a WINDOW_UPDATE of 0 on each, or DATA after its END_STREAM) count
+ * against the connection's reset budget as the client's own resets do:
+ * past it, GOAWAY ENHANCE_YOUR_CALM and the connection closed (main's
+ * gateway reset 2,000 streams and kept the connection).
+ */
+TEST_F_TIMEOUT(fwd, made_you_reset__server_resets_counted_goaway_enhance_your_calm, 300)
+{
+	char out[4096];
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, own_server));
+	EXPECT_EQ(0, hostile(self, false, "made-you-reset 2000 wu", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "goaway 11\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "closed\n")) TH_LOG("%s", out);
+	EXPECT_EQ(0, hostile(self, false, "made-you-reset 2000 data", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "goaway 11\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "closed\n")) TH_LOG("%s", out);
+	EXPECT_TRUE(live(self));
+}
+
+/*
+ * Calls still being handled after the client reset their stream hold their
+ * place in the connection's --grpc-max-streams: 4 infers of "slow" held by
+ * colocd and reset, then 4 health calls on the same connection are refused
+ * (RST_STREAM REFUSED_STREAM; main's gateway answered them, so a client
+ * could keep any number of calls at work on one connection).
+ */
+TEST_F_TIMEOUT(fwd, held_reset__calls_at_work_after_their_stream_ended_hold_its_place, 300)
+{
+	const char *flags[] = { "--grpc-server", "own", "--grpc-max-streams", "4", "--threads",
+				"4", NULL };
+	char out[4096];
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	atomic_store(&self->fake.hold_slow, true);
+	EXPECT_EQ(0, hostile(self, false, "held-reset 4", out, sizeof(out)));
+	atomic_store(&self->fake.hold_slow, false);
+	EXPECT_NE(NULL, strstr(out, "reset 7 4\n")) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(out, "status 0")) TH_LOG("%s", out);
+	EXPECT_TRUE(live(self));
+}
+
+/* The script's log says "held": true, within 120 s. */
+static bool wait_held(const char *path)
+{
+	for (int i = 0; i < 1200; i++) {
+		size_t len;
+		char *text = tu_read_file(path, &len);
+		bool done = text && strstr(text, "held ");
+
+		free(text);
+		if (done)
+			return true;
+		usleep(100000);
+	}
+	return false;
+}
+
+/*
+ * The reviewer's healthmem: 32 connections of 100 health calls each, every
+ * message announced at 64 KiB and left one byte short. Health calls have a
+ * pool of their own (256) and every message buffer comes out of one byte
+ * budget, so the gateway's RSS grows by about 16 MiB, not the 200 MB that
+ * main's gateway took; once the client goes, a health call is answered.
+ */
+TEST_F_TIMEOUT(fwd, health_mem__health_calls_buffers_bounded, 300)
+{
+	const char *flags[] = { "--grpc-server", "own", "--grpc-read-timeout-ms", "30000", NULL };
+	const char *root = getenv("COLOC_ROOT") ? getenv("COLOC_ROOT") : ".";
+	char script[PATH_MAX], port[16], log[256];
+	const char *argv[] = { PYTHON, script, port, "health-mem", "32", "100", "60", NULL };
+	long before, after;
+	pid_t pid;
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	ASSERT_TRUE(live(self));
+	snprintf(script, sizeof(script), "%s/tests/gateway/h2_hostile.py", root);
+	snprintf(port, sizeof(port), "%d", self->env.grpc_port);
+	snprintf(log, sizeof(log), "%s/healthmem.log", self->env.dir);
+	before = tu_proc_status_kb(self->env.gateway, "VmRSS");
+	pid = tu_spawn_logged(argv, log);
+	ASSERT_LT(0, pid);
+	EXPECT_TRUE(wait_held(log));
+	usleep(500000);
+	after = tu_proc_status_kb(self->env.gateway, "VmRSS");
+	TH_LOG("32 x 100 health calls of 64 KiB held: VmRSS %ld kB, %ld kB before", after,
+	       before);
+	EXPECT_LT(after, before + (48 << 10));
+	tu_stop_child(&pid);
+	EXPECT_TRUE(live(self));
+}
+
+/*
+ * A connection that makes no call and only pings is sent away after
+ * --grpc-idle-timeout-ms (GOAWAY NO_ERROR, then closed): PINGs do not
+ * refresh its idle time (main's gateway kept it, any byte counting).
+ */
+TEST_F_TIMEOUT(fwd, idle__a_connection_that_only_pings_is_sent_away, 300)
+{
+	const char *flags[] = { "--grpc-server", "own", "--grpc-idle-timeout-ms", "1000", NULL };
+	char out[4096];
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	EXPECT_EQ(0, hostile(self, false, "idle-ping 200 10", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "goaway 0 after")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "closed")) TH_LOG("%s", out);
+	EXPECT_TRUE(live(self));
+}
+
 TEST_HARNESS_MAIN

@@ -43,6 +43,7 @@ static struct {
 	long threads, conns, max_queue, timeout_ms, colocd_timeout_ms, max_body, load_timeout_s;
 	long max_connections, pipeline, grpc_read_timeout_ms, grpc_max_streams;
 	long max_conns_per_ip, request_timeout_ms, grpc_max_conns, grpc_max_conns_per_ip;
+	long grpc_idle_timeout_ms, grpc_max_buffer;
 	bool grpc_own; /* --grpc-server own */
 	bool allow_root;
 	bool model_control; /* --model-control */
@@ -66,6 +67,8 @@ static struct {
 	.grpc_max_streams = 100,
 	.grpc_max_conns = 1024,
 	.grpc_max_conns_per_ip = 64,
+	.grpc_idle_timeout_ms = 60000,
+	.grpc_max_buffer = 1L << 30,
 };
 
 #define GW_GRPC_READ_TIMEOUT_MS 10000 /* --grpc-read-timeout-ms's default, at most */
@@ -121,6 +124,12 @@ static void usage(FILE *f)
 		"  --grpc-max-conns-per-ip N  gRPC connections at once from one client address,\n"
 		"                          more are closed at once (own server; default %ld;\n"
 		"                          0: no limit)\n"
+		"  --grpc-idle-timeout-ms N  a gRPC connection with no call open this long is\n"
+		"                          sent away (GOAWAY), whatever PINGs it sends (own\n"
+		"                          server; default %ld; 0: never)\n"
+		"  --grpc-max-buffer-bytes N  request messages held at once, in all (own server;\n"
+		"                          default %ld): a call past it, or past an eighth of it\n"
+		"                          on one connection, gets RESOURCE_EXHAUSTED\n"
 		"  --model-control         allow the repository API's load and unload (HTTP\n"
 		"                          /v2/repository/models/NAME/load|unload, gRPC\n"
 		"                          RepositoryModelLoad|Unload): off by default, as\n"
@@ -139,7 +148,8 @@ static void usage(FILE *f)
 		opts.max_queue, opts.timeout_ms, opts.colocd_timeout_ms, COLOC_MAX_INFLIGHT,
 		COLOC_MAX_INFLIGHT, opts.max_body, opts.max_connections, opts.max_conns_per_ip,
 		opts.request_timeout_ms, GW_GRPC_READ_TIMEOUT_MS, opts.grpc_max_streams,
-		opts.grpc_max_conns, opts.grpc_max_conns_per_ip, opts.load_timeout_s, COLOC_GROUP);
+		opts.grpc_max_conns, opts.grpc_max_conns_per_ip, opts.grpc_idle_timeout_ms,
+		opts.grpc_max_buffer, opts.load_timeout_s, COLOC_GROUP);
 }
 
 enum {
@@ -168,6 +178,8 @@ enum {
 	OPT_GRPC_SERVER,
 	OPT_GRPC_MAXCONN,
 	OPT_GRPC_CONNS_PER_IP,
+	OPT_GRPC_IDLE,
+	OPT_GRPC_BUFFER,
 	OPT_VERSION
 };
 
@@ -197,6 +209,8 @@ static const struct option long_opts[] = {
 	{ "grpc-server", required_argument, NULL, OPT_GRPC_SERVER },
 	{ "grpc-max-conns", required_argument, NULL, OPT_GRPC_MAXCONN },
 	{ "grpc-max-conns-per-ip", required_argument, NULL, OPT_GRPC_CONNS_PER_IP },
+	{ "grpc-idle-timeout-ms", required_argument, NULL, OPT_GRPC_IDLE },
+	{ "grpc-max-buffer-bytes", required_argument, NULL, OPT_GRPC_BUFFER },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -223,6 +237,8 @@ static const struct {
 	{ OPT_REQUEST_TIMEOUT, "--http-request-timeout-ms", &opts.request_timeout_ms, 0, 3600000 },
 	{ OPT_GRPC_MAXCONN, "--grpc-max-conns", &opts.grpc_max_conns, 1, 65536 },
 	{ OPT_GRPC_CONNS_PER_IP, "--grpc-max-conns-per-ip", &opts.grpc_max_conns_per_ip, 0, 65536 },
+	{ OPT_GRPC_IDLE, "--grpc-idle-timeout-ms", &opts.grpc_idle_timeout_ms, 0, 86400000 },
+	{ OPT_GRPC_BUFFER, "--grpc-max-buffer-bytes", &opts.grpc_max_buffer, 1L << 20, 1L << 40 },
 };
 
 /* A socket a connection: as many files as the hard limit allows (a unit's default soft is 1024). */
@@ -403,7 +419,8 @@ int main(int argc, char **argv)
 	gopts.max_calls = (int)opts.max_queue;
 	gopts.max_message = (size_t)opts.max_body;
 	gopts.timeout_ms = (int)opts.timeout_ms;
-	gopts.idle_timeout_s = hopts.idle_timeout_s;
+	gopts.idle_timeout_ms = (int)opts.grpc_idle_timeout_ms;
+	gopts.max_buffer_bytes = (size_t)opts.grpc_max_buffer;
 	gopts.model_control = opts.model_control;
 	gopts.max_streams = (int)opts.grpc_max_streams;
 	gopts.read_timeout_ms = (int)opts.grpc_read_timeout_ms;

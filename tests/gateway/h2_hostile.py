@@ -14,10 +14,18 @@ tests/gateway_h2_test.c:
                                        calls whose answers cannot be sent; S s at most
   h2_hostile.py PORT race R N          R rounds: an infer of "slow" and N connections
                                        pinging at once, the N closed while it is held
+  h2_hostile.py PORT made-you-reset N wu|data  N streams the server is made to reset
+                                       (a WINDOW_UPDATE of 0, or DATA after END_STREAM)
+  h2_hostile.py PORT held-reset K      K infers of "slow" reset by the client while
+                                       colocd holds them, then K health calls
+  h2_hostile.py PORT health-mem C S H  C connections of S health calls each, every
+                                       message 64 KiB but one byte short, held H s
+  h2_hostile.py PORT idle-ping MS S    a connection that only pings, every MS ms, S s
+                                       at most: when the server sends it away
 
 Prints what the server did: "goaway CODE", "status CODE" (a call's
 grpc-status), "closed", "stalled after K calls" (the server stopped
-reading), "sent K calls".
+reading), "sent K calls", "reset CODE K" (K RST_STREAMs with CODE).
 """
 import os
 import socket
@@ -27,6 +35,7 @@ import time
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, CONTINUATION = 0, 1, 3, 4, 6, 7, 9
+WINDOW_UPDATE = 8
 CANCEL = 8
 SERVICE = "/inference.GRPCInferenceService/"
 
@@ -270,6 +279,139 @@ def race(port, rounds, n):
         inf.close()
 
 
+def count_frames(s, wait_s):
+    """Frames read for wait_s (or until the end): GOAWAYs, RST_STREAM codes and
+    grpc-status of the answers, printed as "goaway CODE", "reset CODE K",
+    "status CODE K", then "closed" if the server closed."""
+    s.settimeout(wait_s)
+    resets, statuses, end = {}, {}, time.monotonic() + wait_s
+
+    def until(f):
+        if f[0] == GOAWAY:
+            print("goaway %d" % struct.unpack(">I", f[3][4:8])[0], flush=True)
+        elif f[0] == RST_STREAM:
+            code = struct.unpack(">I", f[3])[0]
+            resets[code] = resets.get(code, 0) + 1
+        elif f[0] == HEADERS and f[1] & 0x1:
+            for name, value in fields(f[3]):
+                if name == "grpc-status":
+                    statuses[value] = statuses.get(value, 0) + 1
+        return time.monotonic() > end
+
+    closed = frames(s, until) is None
+    for code, k in sorted(resets.items()):
+        print("reset %d %d" % (code, k))
+    for code, k in sorted(statuses.items()):
+        print("status %s %d" % (code, k))
+    if closed:
+        print("closed")
+
+
+def made_you_reset(port, n, how):
+    """MadeYouReset (CVE-2025-8671): n streams, each made to be reset by the server,
+    100 at a time: a health call's HEADERS, then a WINDOW_UPDATE of 0 on it ("wu") or
+    its message with END_STREAM and one more DATA frame ("data")."""
+    s = connect(port)
+    sid = 1
+    try:
+        for _ in range(0, n, 100):
+            burst = b""
+            for _ in range(100):
+                burst += frame(HEADERS, 0x4, sid, request_block("ServerMetadata"))
+                if how == "wu":
+                    burst += frame(WINDOW_UPDATE, 0, sid, struct.pack(">I", 0))
+                else:
+                    burst += frame(DATA, 0x1, sid, b"\x00\x00\x00\x00\x00") + \
+                        frame(DATA, 0x1, sid, b"x")
+                sid += 2
+            s.sendall(burst)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    count_frames(s, 3)
+
+
+def held_reset(port, k):
+    """k infers of "slow" (colocd holds them) reset by the client once sent, then k
+    health calls on the same connection: with the held infers counted as open
+    streams (--grpc-max-streams k), each is refused (RST_STREAM REFUSED_STREAM)."""
+    s = connect(port)
+    burst = b""
+    for i in range(k):
+        sid = 1 + 2 * i
+        burst += frame(HEADERS, 0x4, sid, request_block("ModelInfer")) + \
+            frame(DATA, 0x1, sid, infer_message("slow"))
+    s.sendall(burst)
+    time.sleep(1)
+    s.sendall(b"".join(frame(RST_STREAM, 0, 1 + 2 * i, struct.pack(">I", CANCEL))
+                       for i in range(k)))
+    time.sleep(0.5)
+    burst = b""
+    for i in range(k, 2 * k):
+        sid = 1 + 2 * i
+        burst += frame(HEADERS, 0x4, sid, request_block("ServerLive")) + \
+            frame(DATA, 0x1, sid, b"\x00\x00\x00\x00\x00")
+    s.sendall(burst)
+    count_frames(s, 2)
+
+
+def health_mem(port, conns, streams, hold_s):
+    """conns connections, each with streams health calls whose message says 65536
+    bytes and brings 65535: buffers the server must not hold without bound. Prints
+    "held" once all is sent, then holds them hold_s s."""
+    held = []
+    payload = b"\x00" + struct.pack(">I", 65536) + b"\x00" * 65535
+    for _ in range(conns):
+        s = connect(port)
+        held.append(s)
+        for i in range(streams):
+            sid = 1 + 2 * i
+            try:
+                s.sendall(frame(HEADERS, 0x4, sid, request_block("ServerLive")) +
+                          frame(DATA, 0, sid, payload))
+            except (BrokenPipeError, ConnectionResetError):
+                break
+    print("held %d connections" % len(held), flush=True)
+    time.sleep(hold_s)
+    for s in held:
+        s.close()
+
+
+def idle_ping(port, every_ms, most_s):
+    """A connection that makes no call and pings every every_ms: prints "goaway CODE
+    after T s" and "closed" when the server sends it away, or "kept" after most_s."""
+    s = connect(port)
+    s.setblocking(False)
+    t0 = time.monotonic()
+    buf = b""
+    while time.monotonic() - t0 < most_s:
+        try:
+            s.sendall(frame(PING, 0, 0, b"12345678"))
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        time.sleep(every_ms / 1000)
+        try:
+            got = s.recv(65536)
+        except BlockingIOError:
+            continue
+        except ConnectionResetError:
+            got = b""
+        buf += got
+        i = 0
+        while i + 9 <= len(buf):
+            n = struct.unpack(">I", b"\x00" + buf[i:i + 3])[0]
+            if i + 9 + n > len(buf):
+                break
+            if buf[i + 3] == GOAWAY:
+                code = struct.unpack(">I", buf[i + 13:i + 17])[0]
+                print("goaway %d after %.1f s" % (code, time.monotonic() - t0), flush=True)
+            i += 9 + n
+        buf = buf[i:]
+        if not got:
+            print("closed")
+            return
+    print("kept")
+
+
 def cpu_s(pid):
     f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
@@ -306,6 +448,14 @@ def main():
         zerowin(port, int(sys.argv[3]), float(sys.argv[4]))
     elif mode == "race":
         race(port, int(sys.argv[3]), int(sys.argv[4]))
+    elif mode == "made-you-reset":
+        made_you_reset(port, int(sys.argv[3]), sys.argv[4])
+    elif mode == "held-reset":
+        held_reset(port, int(sys.argv[3]))
+    elif mode == "health-mem":
+        health_mem(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
+    elif mode == "idle-ping":
+        idle_ping(port, int(sys.argv[3]), float(sys.argv[4]))
     else:
         print("h2_hostile: unknown mode " + mode)
         return 2
