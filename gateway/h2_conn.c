@@ -18,6 +18,8 @@
 enum { P_PREFACE, P_HEAD, P_FRAME, P_DATA_PAD, P_DATA, P_SKIP };
 
 struct h2_stream {
+	struct h2_stream *all_next; /* every stream made, for h2_conn_free */
+	struct h2_stream *free_next; /* over and free for the next */
 	uint32_t id;
 	void *st;
 	bool gone, remote_closed, local_closed, answering;
@@ -115,15 +117,90 @@ static int conn_error(struct h2_conn *c, uint32_t error)
 
 /* ---- streams -------------------------------------------------------------------------- */
 
+/*
+ * The open streams by id: a table of 2^table_bits, open addressing, at most
+ * half full, salted (a client picks its stream ids); a stream's struct is
+ * made when more streams are open than ever before and kept on the free
+ * list when it is over, so nothing is allocated per max_streams up front and
+ * a pointer to a stream over stays valid (gone) until h2_conn_free.
+ */
+static uint32_t table_slot(const struct h2_conn *c, uint32_t id)
+{
+	return ((id ^ c->table_salt) * 0x9e3779b1u) >> (32 - c->table_bits);
+}
+
 static struct h2_stream *stream_find(struct h2_conn *c, uint32_t id)
 {
-	for (uint32_t i = 0; i < c->lim.max_streams; i++) {
-		struct h2_stream *s = &c->streams[i];
+	uint32_t mask = (1u << c->table_bits) - 1;
 
-		if (s->id == id && !s->gone)
-			return s;
-	}
+	if (!c->table)
+		return NULL;
+	for (uint32_t i = table_slot(c, id); c->table[i]; i = (i + 1) & mask)
+		if (c->table[i]->id == id)
+			return c->table[i];
 	return NULL;
+}
+
+static void table_put(struct h2_conn *c, struct h2_stream *s)
+{
+	uint32_t mask = (1u << c->table_bits) - 1, i;
+
+	for (i = table_slot(c, s->id); c->table[i]; i = (i + 1) & mask)
+		;
+	c->table[i] = s;
+}
+
+/* Room for one more open stream in the table, grown (and rehashed) past half full. */
+static bool table_room(struct h2_conn *c)
+{
+	uint32_t bits = c->table ? c->table_bits : 3, old = c->table ? 1u << c->table_bits : 0;
+	struct h2_stream **t, **was = c->table;
+
+	if (c->table && (c->nr_streams + 1) * 2 <= 1u << c->table_bits)
+		return true;
+	while ((c->nr_streams + 1) * 2 > 1u << bits)
+		bits++;
+	t = calloc((size_t)1 << bits, sizeof(*t));
+	if (!t)
+		return false;
+	c->table = t;
+	c->table_bits = bits;
+	for (uint32_t i = 0; i < old; i++)
+		if (was[i])
+			table_put(c, was[i]);
+	free(was);
+	return true;
+}
+
+/* s out of the table, the entries after it moved back (linear probing's deletion). */
+static void table_remove(struct h2_conn *c, struct h2_stream *s)
+{
+	uint32_t mask = (1u << c->table_bits) - 1, i = table_slot(c, s->id), j;
+
+	while (c->table[i] != s)
+		i = (i + 1) & mask;
+	c->table[i] = NULL;
+	for (j = (i + 1) & mask; c->table[j]; j = (j + 1) & mask) {
+		uint32_t k = table_slot(c, c->table[j]->id);
+
+		/* moved back to i when its home is not cyclically within (i, j] */
+		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
+			c->table[i] = c->table[j];
+			c->table[j] = NULL;
+			i = j;
+		}
+	}
+}
+
+/* s no longer open: out of the table, gone, its struct free for the next. */
+static void stream_release(struct h2_conn *c, struct h2_stream *s)
+{
+	table_remove(c, s);
+	s->gone = true;
+	s->id = 0;
+	s->free_next = c->free_streams;
+	c->free_streams = s;
+	c->nr_streams--;
 }
 
 static void stream_free_answer(struct h2_stream *s)
@@ -143,10 +220,8 @@ static void stream_done(struct h2_conn *c, struct h2_stream *s, uint32_t error)
 
 	if (s->gone)
 		return;
-	s->gone = true;
-	s->id = 0;
+	stream_release(c, s);
 	stream_free_answer(s);
-	c->nr_streams--;
 	c->cb->close(c->arg, st, error);
 }
 
@@ -190,21 +265,28 @@ static void stream_reset(struct h2_conn *c, struct h2_stream *s, uint32_t error)
 /* A free slot for stream id (a client's new stream), or NULL when max_streams are open. */
 static struct h2_stream *stream_new(struct h2_conn *c, uint32_t id)
 {
-	if (c->nr_streams + c->held >= c->lim.max_streams)
-		return NULL;
-	for (uint32_t i = 0; i < c->lim.max_streams; i++) {
-		struct h2_stream *s = &c->streams[i];
+	struct h2_stream *s = c->free_streams, *all;
 
-		if (!s->id) {
-			memset(s, 0, sizeof(*s));
-			s->id = id;
-			s->recv_window = c->lim.stream_window;
-			s->send_window = c->peer.initial_window_size;
-			c->nr_streams++;
-			return s;
-		}
+	if (c->nr_streams + c->held >= c->lim.max_streams || !table_room(c))
+		return NULL;
+	if (s) {
+		c->free_streams = s->free_next;
+	} else {
+		s = malloc(sizeof(*s));
+		if (!s)
+			return NULL;
+		s->all_next = c->all_streams;
+		c->all_streams = s;
 	}
-	return NULL;
+	all = s->all_next;
+	memset(s, 0, sizeof(*s));
+	s->all_next = all;
+	s->id = id;
+	s->recv_window = c->lim.stream_window;
+	s->send_window = c->peer.initial_window_size;
+	c->nr_streams++;
+	table_put(c, s);
+	return s;
 }
 
 /* As much of s's answer as the client's windows take; the stream over once it is all out. */
@@ -255,9 +337,9 @@ static void stream_flush(struct h2_conn *c, struct h2_stream *s)
 
 static void flush_all(struct h2_conn *c)
 {
-	for (uint32_t i = 0; i < c->lim.max_streams && c->send_window > 0; i++)
-		if (c->streams[i].id && !c->streams[i].gone && c->streams[i].answering)
-			stream_flush(c, &c->streams[i]);
+	for (struct h2_stream *s = c->all_streams; s && c->send_window > 0; s = s->all_next)
+		if (s->id && !s->gone && s->answering)
+			stream_flush(c, s);
 }
 
 static uint8_t *dup_bytes(const uint8_t *p, size_t n)
@@ -464,9 +546,7 @@ static int block_done(struct h2_conn *c)
 		if (b.s) {
 			b.s->st = c->cb->open(c->arg, id);
 			if (!b.s->st) {
-				b.s->gone = true;
-				b.s->id = 0;
-				c->nr_streams--;
+				stream_release(c, b.s);
 				b.s = NULL;
 			}
 		}
@@ -560,9 +640,7 @@ static int frame_settings(struct h2_conn *c)
 	if (r)
 		return conn_error(c, (uint32_t)(r < 0 ? -r : r));
 	delta = (int64_t)c->peer.initial_window_size - old;
-	for (uint32_t i = 0; i < c->lim.max_streams; i++) {
-		struct h2_stream *s = &c->streams[i];
-
+	for (struct h2_stream *s = c->all_streams; s; s = s->all_next) {
 		if (!s->id || s->gone)
 			continue;
 		s->send_window += delta;
@@ -850,9 +928,11 @@ int h2_conn_init(struct h2_conn *c, const struct h2_conn_limits *lim, const stru
 	c->send_window = H2_DEFAULT_WINDOW;
 	c->frame = malloc(H2_CTL_MAX);
 	c->hb = malloc(lim->max_header_list + 1);
-	c->streams = calloc(lim->max_streams, sizeof(*c->streams));
+	/* the stream table's salt: the client picks stream ids, it cannot know this */
+	c->table_salt = (uint32_t)((uintptr_t)c >> 4) * 0x85ebca6bu ^
+			(uint32_t)((uintptr_t)c->frame >> 4) * 0xc2b2ae35u;
 	o = out_room(c, 128);
-	if (!c->frame || !c->hb || !c->streams || !o) {
+	if (!c->frame || !c->hb || !o) {
 		h2_conn_free(c);
 		return -ENOMEM;
 	}
@@ -866,14 +946,21 @@ int h2_conn_init(struct h2_conn *c, const struct h2_conn_limits *lim, const stru
 
 void h2_conn_free(struct h2_conn *c)
 {
-	for (uint32_t i = 0; c->streams && i < c->lim.max_streams; i++)
-		if (c->streams[i].id && !c->streams[i].gone)
-			stream_done(c, &c->streams[i], H2_CANCEL);
+	for (struct h2_stream *s = c->all_streams; s; s = s->all_next)
+		if (s->id && !s->gone)
+			stream_done(c, s, H2_CANCEL);
+	while (c->all_streams) {
+		struct h2_stream *s = c->all_streams;
+
+		c->all_streams = s->all_next;
+		free(s);
+	}
 	hpack_decoder_free(&c->hpack);
-	free(c->streams);
+	free(c->table);
 	free(c->frame);
 	free(c->hb);
 	free(c->out);
-	c->streams = NULL;
+	c->table = NULL;
+	c->free_streams = NULL;
 	c->frame = c->hb = c->out = NULL;
 }

@@ -23,8 +23,9 @@
  * connection's life (rapid reset, CVE-2023-44487; MadeYouReset,
  * CVE-2025-8671), or more than H2_CALM_FRAMES frames a second that do no
  * work (PING and its ACK, SETTINGS, PRIORITY, empty DATA, WINDOW_UPDATE or
- * RST_STREAM on a stream that is over): ENHANCE_YOUR_CALM. Memory:
- * max_streams streams, one frame of max 16 KiB besides DATA, a header block of max_header_list, the
+ * RST_STREAM on a stream that is over): ENHANCE_YOUR_CALM. Memory: the
+ * most streams open at once so far (at most max_streams, made as needed,
+ * found by id in a hash table), one frame of max 16 KiB besides DATA, a header block of max_header_list, the
  * HPACK table; DATA goes straight to the stream's callback; the output
  * grows only with what the caller queues plus control answers, which stop
  * being read for (h2_conn_want_read) while it is over max_out.
@@ -96,7 +97,9 @@ struct h2_conn {
 	struct h2_fields hb_fields; /* its fields as RFC 9113 8.2, 8.3 ask */
 	bool settings_got; /* the client's first SETTINGS (its preface's end) */
 	/* streams */
-	struct h2_stream *streams; /* max_streams, the first nr_streams in use */
+	struct h2_stream **table; /* the open streams by id (h2_conn.c) */
+	uint32_t table_bits, table_salt;
+	struct h2_stream *all_streams, *free_streams; /* every one made; those over */
 	uint32_t nr_streams;
 	uint32_t held; /* calls whose stream is over but whose work goes on (h2_conn_hold) */
 	uint32_t last_peer_id; /* the highest stream the client opened */

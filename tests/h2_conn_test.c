@@ -11,6 +11,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -921,6 +923,111 @@ TEST_F(conn, malformed__frames_before_the_clients_settings_are_a_protocol_error)
 	EXPECT_EQ(-EPROTO, feed(self));
 	EXPECT_EQ(1, goaway_error(&self->c));
 	EXPECT_EQ(0, self->seen.opened);
+}
+
+/* ---- streams by id -------------------------------------------------------------------- */
+
+struct by_id {
+	int data_to_wrong, data_calls, closed;
+};
+
+static void *id_open(void *arg, uint32_t id)
+{
+	(void)arg;
+	return (void *)(uintptr_t)id;
+}
+
+static int id_field(void *arg, void *st, const char *n, size_t nl, const char *v, size_t vl)
+{
+	(void)arg, (void)st, (void)n, (void)nl, (void)v, (void)vl;
+	return 0;
+}
+
+static void id_headers(void *arg, void *st, int result)
+{
+	(void)arg, (void)st, (void)result;
+}
+
+/* each DATA frame's one byte is its stream id's low byte */
+static void id_data(void *arg, void *st, const uint8_t *p, size_t n)
+{
+	struct by_id *b = arg;
+
+	b->data_calls++;
+	b->data_to_wrong += n != 1 || p[0] != (uint8_t)(uintptr_t)st;
+}
+
+static void id_end(void *arg, void *st)
+{
+	(void)arg, (void)st;
+}
+
+static void id_close(void *arg, void *st, uint32_t error)
+{
+	(void)st, (void)error;
+	((struct by_id *)arg)->closed++;
+}
+
+static const struct h2_conn_cb id_cbs = { id_open, id_field, id_headers, id_data, id_end, id_close };
+
+/*
+ * 3,000 streams open at once (max_streams 65,536), a pseudo-random half reset,
+ * then a DATA frame on each: every open one's reaches its own stream, the
+ * reset ones' are dropped. And nothing is made per max_streams up front: a
+ * connection allowed 65,536 streams costs what one allowed 4 does.
+ */
+TEST(streams__found_by_id_among_thousands_none_made_up_front)
+{
+	static struct wire w;
+	struct h2_conn_limits big = lim;
+	struct by_id b = { 0 };
+	uint8_t cancel[4] = { 0, 0, 0, 8 };
+	struct h2_conn c;
+	struct mallinfo2 m0, m1;
+	const int n = 3000;
+	uint32_t x = 12345;
+	int open = n;
+
+	big.max_streams = 65536;
+	m0 = mallinfo2();
+	ASSERT_EQ(0, h2_conn_init(&c, &big, &id_cbs, &b));
+	m1 = mallinfo2();
+	/* what malloc hands out, from its arenas and mmap alike */
+	EXPECT_LT(m1.uordblks + m1.hblkhd - m0.uordblks - m0.hblkhd, 256u << 10)
+	TH_LOG("%zu bytes at init", m1.uordblks + m1.hblkhd - m0.uordblks - m0.hblkhd);
+	w.n = 0;
+	put_preface(&w, 65535);
+	for (int i = 0; i < n; i++)
+		put_request_headers(&w, 1 + 2 * (uint32_t)i, false);
+	ASSERT_EQ(0, h2_conn_feed(&c, w.b, w.n, 1));
+	EXPECT_EQ(n, (int)c.nr_streams);
+	w.n = 0;
+	for (int i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		if ((x >> 16) & 1) {
+			open--;
+			put_frame(&w, 3, 0, 1 + 2 * (uint32_t)i, cancel, 4);
+		}
+	}
+	/* in one second: fewer resets than the budget (H2_CALM_RESETS + max_streams) */
+	ASSERT_EQ(0, h2_conn_feed(&c, w.b, w.n, 2000000000ull));
+	EXPECT_EQ(n - open, b.closed);
+	EXPECT_EQ(open, (int)c.nr_streams);
+	w.n = 0;
+	for (int i = 0; i < n; i++) {
+		uint8_t one = (uint8_t)(1 + 2 * i);
+
+		put_frame(&w, 0, 0, 1 + 2 * (uint32_t)i, &one, 1);
+		if (w.n > sizeof(w.b) - 64) {
+			ASSERT_EQ(0, h2_conn_feed(&c, w.b, w.n, 3000000000ull));
+			w.n = 0;
+		}
+	}
+	ASSERT_EQ(0, h2_conn_feed(&c, w.b, w.n, 3000000000ull));
+	EXPECT_EQ(open, b.data_calls);
+	EXPECT_EQ(0, b.data_to_wrong);
+	h2_conn_free(&c);
+	EXPECT_EQ(n, b.closed);
 }
 
 TEST_HARNESS_MAIN
