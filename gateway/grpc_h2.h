@@ -97,6 +97,11 @@ void h2s_conn_flush(struct h2s_conn *c);
 void h2s_conn_put(struct h2s_conn *c);
 /* Under the connection's lock: a call still reading refused with code and why. */
 void h2s_call_refuse(struct h2s_call *call, enum gw_grpc_status code, const char *why);
+/*
+ * grpc-timeout's value: 1 to 8 digits and a unit (H M S m u n) in ns, at
+ * least 1 (0 is already past), UINT64_MAX past 2^64 ns; 0 when malformed.
+ */
+uint64_t h2s_grpc_timeout_ns(const char *v, size_t n);
 /* Its method run (no lock held); it answers through h2s_answer. */
 void h2s_call_handle(struct h2s_call *call);
 void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *why, uint8_t *msg,

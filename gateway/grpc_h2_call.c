@@ -25,8 +25,7 @@ static bool str_is(const char *s, size_t n, const char *lit)
 	return strlen(lit) == n && !memcmp(s, lit, n);
 }
 
-/* grpc-timeout: 1 to 8 digits and a unit (H M S m u n); 0 when malformed. */
-static uint64_t grpc_timeout_ns(const char *v, size_t n)
+uint64_t h2s_grpc_timeout_ns(const char *v, size_t n)
 {
 	static const struct {
 		char unit;
@@ -42,9 +41,14 @@ static uint64_t grpc_timeout_ns(const char *v, size_t n)
 			return 0;
 		x = x * 10 + (uint64_t)(v[i] - '0');
 	}
-	for (size_t i = 0; i < sizeof(units) / sizeof(*units); i++)
-		if (v[n - 1] == units[i].unit)
-			return x * units[i].ns > x ? x * units[i].ns : x ? UINT64_MAX : 1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(*units); i++) {
+		if (v[n - 1] != units[i].unit)
+			continue;
+		if (!x)
+			return 1; /* already past */
+		/* 99999999H is 3.6e20 ns: past 2^64, so no deadline at all */
+		return x > UINT64_MAX / units[i].ns ? UINT64_MAX : x * units[i].ns;
+	}
 	return 0;
 }
 
@@ -152,7 +156,7 @@ static int call_field(void *arg, void *st, const char *name, size_t name_len, co
 		call->grpc_type = value_len >= 16 && !memcmp(value, "application/grpc", 16) &&
 				  (value_len == 16 || value[16] == '+' || value[16] == ';');
 	} else if (str_is(name, name_len, "grpc-timeout")) {
-		call->client_timeout_ns = grpc_timeout_ns(value, value_len);
+		call->client_timeout_ns = h2s_grpc_timeout_ns(value, value_len);
 	}
 	return 0;
 }

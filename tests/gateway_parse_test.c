@@ -18,6 +18,7 @@
 #include <json-c/json.h>
 #include "kselftest_harness.h"
 #include "addr.h"
+#include "grpc_h2.h"
 #include "infer_request.h"
 #include "repository.h"
 #include "testutil.h"
@@ -691,6 +692,30 @@ TEST(parse_addr__ipv4_ipv6_and_bad_forms)
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		EXPECT_EQ(-EINVAL, gw_parse_addr(bad[i], &ss, &len, 1)) TH_LOG("%s", bad[i]);
 	}
+}
+
+/*
+ * grpc-timeout on the own gRPC server: 1 to 8 digits and a unit. The
+ * largest values are past 2^64 ns and mean no deadline (UINT64_MAX), never
+ * a wrapped product: main's check (product > x) let 97357816H through as
+ * 199.5 s.
+ */
+TEST(grpc_timeout__largest_values_saturate_malformed_ones_are_0)
+{
+	EXPECT_EQ(UINT64_MAX, h2s_grpc_timeout_ns("99999999H", 9));
+	EXPECT_EQ(UINT64_MAX, h2s_grpc_timeout_ns("97357816H", 9));
+	EXPECT_EQ(5999999940000000000ull, h2s_grpc_timeout_ns("99999999M", 9));
+	EXPECT_EQ(99999999000000000ull, h2s_grpc_timeout_ns("99999999S", 9));
+	EXPECT_EQ(99999999000000ull, h2s_grpc_timeout_ns("99999999m", 9));
+	EXPECT_EQ(5124095ull * 3600000000000ull, h2s_grpc_timeout_ns("5124095H", 8));
+	EXPECT_EQ(UINT64_MAX, h2s_grpc_timeout_ns("5124096H", 8));
+	EXPECT_EQ(1500000000ull, h2s_grpc_timeout_ns("1500m", 5));
+	EXPECT_EQ(1, h2s_grpc_timeout_ns("0n", 2));
+	EXPECT_EQ(1, h2s_grpc_timeout_ns("0H", 2));
+	EXPECT_EQ(0, h2s_grpc_timeout_ns("123456789S", 10)); /* 9 digits */
+	EXPECT_EQ(0, h2s_grpc_timeout_ns("1x", 2));
+	EXPECT_EQ(0, h2s_grpc_timeout_ns("S", 1));
+	EXPECT_EQ(0, h2s_grpc_timeout_ns("-1S", 3));
 }
 
 TEST_HARNESS_MAIN

@@ -252,6 +252,32 @@ static void raise_nofile(void)
 	}
 }
 
+#define GW_FILES_BESIDES 16 /* files the gateway holds besides its connections, about */
+
+/*
+ * --grpc-max-conns within RLIMIT_NOFILE (after raise_nofile): past it, the
+ * own server would refuse connections with EMFILE instead of its limit, so
+ * it is clamped, with a warning (LimitNOFILE= in the unit sets the limit).
+ */
+static void clamp_grpc_conns(void)
+{
+	struct rlimit rl;
+	long room;
+
+	if (!opts.grpc || !opts.grpc_own || getrlimit(RLIMIT_NOFILE, &rl) ||
+	    rl.rlim_cur == RLIM_INFINITY)
+		return;
+	room = rl.rlim_cur > 2 * GW_FILES_BESIDES ? (long)rl.rlim_cur - GW_FILES_BESIDES :
+						    (long)rl.rlim_cur / 2;
+	if (opts.grpc_max_conns <= room)
+		return;
+	fprintf(stderr,
+		"%s: warning: --grpc-max-conns %ld is over the open files limit (%ld) less "
+		"what the gateway needs besides: %ld (raise LimitNOFILE=)\n",
+		prog, opts.grpc_max_conns, (long)rl.rlim_cur, room > 1 ? room : 1);
+	opts.grpc_max_conns = room > 1 ? room : 1;
+}
+
 static int parse_args(int argc, char **argv)
 {
 	int c;
@@ -354,6 +380,7 @@ int main(int argc, char **argv)
 	if (r)
 		return r;
 	raise_nofile();
+	clamp_grpc_conns();
 	if (gw_parse_addr(opts.http, &hopts.addr, &hopts.addr_len, 1)) {
 		fprintf(stderr, "%s: --http wants ADDR:PORT (e.g. 127.0.0.1:8000), not '%s'\n",
 			prog, opts.http);
