@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * The gateway's gRPC front door: the KServe v2 / Open Inference Protocol's
- * inference.GRPCInferenceService (gateway/proto/grpc_service.proto) on
- * Debian's gRPC C core (grpc_core.c, the default) or, experimental, on a
+ * inference.GRPCInferenceService (gateway/proto/grpc_service.proto) on a
  * server of our own over HTTP/2 (grpc_h2.c, h2_conn.h; cleartext with prior
- * knowledge, as gRPC's insecure channels speak); messages by protobuf-c.
+ * knowledge, as gRPC's insecure channels speak; the default) or on Debian's
+ * gRPC C core (grpc_core.c, --grpc-server core); messages by protobuf-c.
  *
  *   ServerLive, ServerReady, ServerMetadata, ModelReady, ModelMetadata,
  *   ModelInfer (infer_proto.h's messages), RepositoryIndex,
@@ -23,8 +23,11 @@
  *
  * Own server: a connection over max_conns, or over max_conns_per_ip from one
  * address, is closed at once; each connection is held to the HTTP/2 bounds
- * of h2_conn.h (rapid reset, CONTINUATION and control-frame floods, flow
- * control), and one that does not read its answers is not read from.
+ * of h2_conn.h (rapid reset and resets it is made to make, CONTINUATION and
+ * control-frame floods, flow control, malformed requests), one that does
+ * not read its answers is not read from, one with no call open for
+ * idle_timeout_ms is sent away; request messages' buffers come out of
+ * max_buffer_bytes (an eighth of it at most on one connection).
  *
  * Threads: `threads` poll one completion queue (own server: one epoll set,
  * each connection served by one thread at a time); a repository load blocks

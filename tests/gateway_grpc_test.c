@@ -9,7 +9,8 @@
  * (tests/gateway/kserve_grpc_client.cjs). Their outputs are compared with
  * `colocctl infer`'s and the HTTP gateway's for the same input; errors with
  * the protocol's status codes; a flood with RESOURCE_EXHAUSTED; garbage on
- * the port. The gRPC message parser alone is the fuzz target
+ * the port. The server is the default, our own over HTTP/2; one case runs
+ * the Python client against gRPC's C core (--grpc-server core). The gRPC message parser alone is the fuzz target
  * tests/fuzz/fuzz_gateway.c.
  */
 #define _GNU_SOURCE
@@ -270,6 +271,23 @@ TEST_F_TIMEOUT(grpc, python_client__a_flood_past_max_queue_gets_resource_exhaust
 	EXPECT_LT(0, ok) TH_LOG("%s", out);
 	EXPECT_LT(0, exhausted) TH_LOG("%s", out);
 	EXPECT_EQ(0, other) TH_LOG("%s", out);
+}
+
+/* gRPC's C core (--grpc-server core), no longer the default, still serves the same answers. */
+TEST_F_TIMEOUT(grpc, core_server__python_client_infer_equals_colocctl, 600)
+{
+	const char *extra[] = { "--grpc-server", "core", NULL };
+	char out[8192], path[192];
+
+	NEED_SETUP(self);
+	tu_stop_child(&self->env.gateway);
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, extra))
+	gw_env_log_gateway(&self->env);
+	ASSERT_EQ(0, python_client(self, "check", NULL, out, sizeof(out))) TH_LOG("%s", out);
+	snprintf(path, sizeof(path), "%s/py.raw.bin", self->env.dir);
+	EXPECT_EQ(0, differ_file(path, self->ref));
+	snprintf(path, sizeof(path), "%s/py.typed.bin", self->env.dir);
+	EXPECT_EQ(0, differ_file(path, self->ref));
 }
 
 TEST_F_TIMEOUT(grpc, node_client__infer_equals_colocctl, 600)

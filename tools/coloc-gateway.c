@@ -44,7 +44,7 @@ static struct {
 	long max_connections, pipeline, grpc_read_timeout_ms, grpc_max_streams;
 	long max_conns_per_ip, request_timeout_ms, grpc_max_conns, grpc_max_conns_per_ip;
 	long grpc_idle_timeout_ms, grpc_max_buffer;
-	bool grpc_own; /* --grpc-server own */
+	bool grpc_own; /* --grpc-server own, the default */
 	bool allow_root;
 	bool model_control; /* --model-control */
 	bool repository_links; /* --repository-links */
@@ -68,6 +68,7 @@ static struct {
 	.grpc_max_conns = 1024,
 	.grpc_max_conns_per_ip = 64,
 	.grpc_idle_timeout_ms = 60000,
+	.grpc_own = true,
 	.grpc_max_buffer = 1L << 30,
 };
 
@@ -87,8 +88,8 @@ static void usage(FILE *f)
 		"  --metrics ADDR:PORT     Prometheus /metrics (default %s)\n"
 		"  --grpc ADDR:PORT        the KServe v2 gRPC API (inference.GRPCInferenceService);\n"
 		"                          off unless given (Triton's port is 8001)\n"
-		"  --grpc-server core|own  the gRPC server: gRPC's C core (default), or our own\n"
-		"                          over HTTP/2, experimental (docs/design/gateway-grpc.md)\n"
+		"  --grpc-server own|core  the gRPC server: our own over HTTP/2 (default;\n"
+		"                          docs/design/gateway-grpc.md), or gRPC's C core\n"
 		"  --threads N             the gRPC server's threads (default %ld)\n"
 		"  --connections N         connections to colocd for queries, 1-16 (default %ld)\n"
 		"  --max-queue N           queries waiting or in flight before 503 or gRPC's\n"
