@@ -128,18 +128,26 @@ TEST_F_TIMEOUT(fwd, no_reader__not_read_from_memory_bounded_others_served, 300)
  * ready. The listener rests out of epoll, so over 3 s the gateway uses a
  * hundredth of a CPU second (a spin of its 2 threads used 1.3-3.3 on this
  * loaded 2-vCPU machine: 0.3 is generous), and once they close another
- * client is answered.
+ * client is answered. --grpc-max-conns is clamped to the limit less 16
+ * (48, still past what the files left allow), saying so.
  */
 TEST_F_TIMEOUT(fwd, out_of_files__no_spin_and_served_after, 300)
 {
 	const char *flags[] = { "--grpc-server", "own", "--threads", "2", NULL };
-	char out[4096], args[64];
+	char out[4096], args[64], *log;
 	double cpu = -1;
 	const char *p;
+	size_t len;
 
 	self->env.nofile = 64;
 	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
 	ASSERT_TRUE(live(self));
+	/* --grpc-max-conns (1024) is over the limit: clamped to 64 - 16, with a warning */
+	log = tu_read_file(self->env.gwlog, &len);
+	EXPECT_NE(NULL, log && strstr(log, "--grpc-max-conns 1024 is over the open files limit "
+					   "(64) less what the gateway needs besides: 48"))
+	TH_LOG("%s", log ? log : "(no log)");
+	free(log);
 	snprintf(args, sizeof(args), "emfile %d 200 3", (int)self->env.gateway);
 	EXPECT_EQ(0, hostile(self, false, args, out, sizeof(out)));
 	p = strstr(out, "cpu ");
