@@ -605,8 +605,8 @@ static void h2s_limits(struct h2_server *srv)
 	srv->lim.max_header_list = H2_CTL_MAX;
 	srv->lim.max_out = 1u << 20;
 	/* one connection takes at most an eighth of the budget, or one message if larger */
-	srv->conn_buf_max = o->max_buffer_bytes / 8 > o->max_message ? o->max_buffer_bytes / 8 :
-								       o->max_message;
+	srv->conn_buf_max =
+		o->max_buffer_bytes / 8 > o->max_message ? o->max_buffer_bytes / 8 : o->max_message;
 	srv->hdr_ok_len = hpack_encode_status(srv->hdr_ok, sizeof(srv->hdr_ok), 200);
 	srv->hdr_ok_len += hpack_encode_field(srv->hdr_ok + srv->hdr_ok_len,
 					      sizeof(srv->hdr_ok) - srv->hdr_ok_len, "content-type",

@@ -769,8 +769,7 @@ TEST_F(conn, refuse__calls_held_after_their_stream_ended_count_as_open)
 /* ---- RFC 9113 8.2, 8.3: malformed requests -------------------------------------------- */
 
 /* A literal field without indexing, new name, names and values of any bytes (under 127). */
-static size_t hpack_literal_n(uint8_t *p, const char *name, size_t nl, const char *value,
-			      size_t vl)
+static size_t hpack_literal_n(uint8_t *p, const char *name, size_t nl, const char *value, size_t vl)
 {
 	size_t n = 0;
 
@@ -788,7 +787,9 @@ struct field {
 	size_t nl, vl; /* 0: strlen */
 };
 
+/* clang-format off */
 #define F(n, v) { n, v, 0, 0 }
+/* clang-format on */
 #define REQ F(":method", "POST"), F(":scheme", "http"), F(":path", "/p"), F(":authority", "a")
 
 static const struct {
@@ -854,8 +855,11 @@ TEST_F(conn, malformed__each_request_is_reset_protocol_error_its_user_told_nothi
 
 TEST_F(conn, malformed__a_well_formed_request_with_te_trailers_is_taken)
 {
-	const struct field ok[] = { REQ, F("content-type", "application/grpc"),
-				    F("te", "trailers"), F("x-b", "a b"), { 0 } };
+	const struct field ok[] = { REQ,
+				    F("content-type", "application/grpc"),
+				    F("te", "trailers"),
+				    F("x-b", "a b"),
+				    { 0 } };
 	struct frame f;
 
 	put_preface(&self->w, 65535);
@@ -968,7 +972,9 @@ static void id_close(void *arg, void *st, uint32_t error)
 	((struct by_id *)arg)->closed++;
 }
 
-static const struct h2_conn_cb id_cbs = { id_open, id_field, id_headers, id_data, id_end, id_close };
+static const struct h2_conn_cb id_cbs = {
+	id_open, id_field, id_headers, id_data, id_end, id_close
+};
 
 /*
  * 3,000 streams open at once (max_streams 65,536), a pseudo-random half reset,
