@@ -317,4 +317,30 @@ TEST_F_TIMEOUT(fwd, idle__a_connection_that_only_pings_is_sent_away, 300)
 	EXPECT_TRUE(live(self));
 }
 
+/*
+ * One byte budget for every request message's buffer, taken when the
+ * 5-byte prefix names its length, before a byte comes: at the defaults
+ * (--grpc-max-buffer-bytes 1 GiB, an eighth on one connection,
+ * --max-body-bytes 64 MiB) two 64 MiB messages fill a connection's share
+ * and a third call is refused RESOURCE_EXHAUSTED at once; 9 connections
+ * of 2 fill the gateway's and 2 calls are refused. (Main's gateway refused
+ * none: each waited for its message.)
+ */
+TEST_F_TIMEOUT(fwd, budget__message_buffers_past_it_are_refused_resource_exhausted, 300)
+{
+	char out[4096];
+	const char *p;
+	int refused;
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, own_server));
+	EXPECT_EQ(0, hostile(self, false, "budget 1 3 67108864", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "status 8 1\n")) TH_LOG("%s", out);
+	EXPECT_EQ(0, hostile(self, false, "budget 9 2 67108864", out, sizeof(out)));
+	/* 4 if the first client's 2 calls were not yet let go when these came */
+	p = strstr(out, "status 8 ");
+	refused = p ? atoi(p + 9) : 0;
+	EXPECT_TRUE(refused == 2 || refused == 4) TH_LOG("%s", out);
+	EXPECT_TRUE(live(self));
+}
+
 TEST_HARNESS_MAIN

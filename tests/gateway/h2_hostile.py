@@ -22,6 +22,8 @@ tests/gateway_h2_test.c:
                                        message 64 KiB but one byte short, held H s
   h2_hostile.py PORT idle-ping MS S    a connection that only pings, every MS ms, S s
                                        at most: when the server sends it away
+  h2_hostile.py PORT budget C N LEN    C connections of N ServerMetadata calls whose
+                                       prefix says LEN bytes, none sent: the statuses
 
 Prints what the server did: "goaway CODE", "status CODE" (a call's
 grpc-status), "closed", "stalled after K calls" (the server stopped
@@ -412,6 +414,37 @@ def idle_ping(port, every_ms, most_s):
     print("kept")
 
 
+def budget(port, conns, n, length):
+    """conns connections, each with n counted calls whose 5-byte prefix announces length
+    bytes that never come: each message's buffer is taken from the server's budget when
+    its prefix is read. Prints the grpc-status of the answers within 2 s, over all."""
+    held = []
+    for _ in range(conns):
+        s = connect(port)
+        held.append(s)
+        s.sendall(b"".join(frame(HEADERS, 0x4, 1 + 2 * i, request_block("ServerMetadata")) +
+                           frame(DATA, 0, 1 + 2 * i, b"\x00" + struct.pack(">I", length))
+                           for i in range(n)))
+    statuses = {}
+
+    def until(f):
+        if f[0] == HEADERS and f[1] & 0x1:
+            for name, value in fields(f[3]):
+                if name == "grpc-status":
+                    statuses[value] = statuses.get(value, 0) + 1
+        return False
+
+    time.sleep(2)
+    for s in held:  # what each has had 2 s to get: read until it is quiet
+        s.settimeout(0.2)
+        frames(s, until)
+    for code, k in sorted(statuses.items()):
+        print("status %s %d" % (code, k))
+    print("done")
+    for s in held:
+        s.close()
+
+
 def cpu_s(pid):
     f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
@@ -454,6 +487,8 @@ def main():
         held_reset(port, int(sys.argv[3]))
     elif mode == "health-mem":
         health_mem(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
+    elif mode == "budget":
+        budget(port, int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
     elif mode == "idle-ping":
         idle_ping(port, int(sys.argv[3]), float(sys.argv[4]))
     else:
