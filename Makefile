@@ -332,6 +332,8 @@ $(GW_TESTS): LDLIBS := $(LIB_GATEWAY) \
 # HPACK and HTTP/2 frames on their own (unit tests): only those objects
 $(OBJ)/tests/hpack_test.o $(OBJ)/tests/h2_frame_test.o: CFLAGS += -Igateway
 $(OBJ)/tests/hpack_test $(OBJ)/tests/h2_frame_test: $(HPACK_OBJS)
+# the client library's infer lines without json-c, held to json-c's readings
+$(OBJ)/tests/infer_line_test.o: CFLAGS += -Iclient
 # ---- end of coloc-gateway -------------------------------------------------------
 
 # coloc-sim's parts (tools/coloc-sim/: its option table, runs, reports)

@@ -25,6 +25,7 @@
 #include <sys/un.h>
 #include "coloc/client.h"
 #include "coloc/protocol.h"
+#include "infer_line.h"
 #include "onnx_scan.h"
 
 /*
@@ -655,21 +656,39 @@ static char *client_infer_line(struct coloc_client *c, const char *tenant, uint6
 	return line;
 }
 
+/*
+ * The infer's line into fast (cap bytes) when it can be written without
+ * json-c (infer_line.h), else malloc'd into *slow (freed by the caller);
+ * its bytes, or NULL out of memory.
+ */
+static const char *client_infer_line_in(struct coloc_client *c, char *fast, size_t cap, char **slow,
+					const char *tenant, uint64_t tag, size_t len, bool memfd,
+					size_t offset)
+{
+	*slow = NULL;
+	if (coloc_infer_line_write(fast, cap, tenant, tag, len, memfd, offset))
+		return fast;
+	*slow = client_infer_line(c, tenant, tag, len, memfd, offset);
+	return *slow;
+}
+
 int coloc_client_infer_send(struct coloc_client *c, const char *tenant, uint64_t tag,
 			    const void *input, size_t len)
 {
-	char *line = client_infer_line(c, tenant, tag, len, false, 0);
+	char fast[256], *slow;
+	const char *line =
+		client_infer_line_in(c, fast, sizeof(fast), &slow, tenant, tag, len, false, 0);
 	struct iovec iov[2];
 	int r;
 
 	if (!line)
 		return -ENOMEM;
 	client_size_sndbuf(c, len);
-	iov[0] = (struct iovec){ line, strlen(line) };
+	iov[0] = (struct iovec){ (void *)line, strlen(line) };
 	iov[1] = (struct iovec){ (void *)input, len };
 	/* one sendmsg: colocd wakes once, for the line and its input */
 	r = client_send_iov_fds(c, iov, 2, NULL, 0);
-	free(line);
+	free(slow);
 	return r;
 }
 
@@ -714,11 +733,15 @@ static uint64_t client_count(struct json_object *o, const char *key)
 static int client_parse_answer(struct coloc_client *c, const char *line, size_t len,
 			       struct coloc_infer_result *res, size_t *out_bytes)
 {
-	struct json_tokener *tok = json_tokener_new();
-	struct json_object *o = tok ? json_tokener_parse_ex(tok, line, (int)len) : NULL;
-	struct json_object *v;
+	struct json_tokener *tok;
+	struct json_object *o, *v;
 	const char *status = NULL;
 
+	/* colocd's own plain form without json-c; anything else read by json-c below */
+	if (coloc_answer_line_read(line, len, res, out_bytes))
+		return 0;
+	tok = json_tokener_new();
+	o = tok ? json_tokener_parse_ex(tok, line, (int)len) : NULL;
 	json_tokener_free(tok);
 	memset(res, 0, sizeof(*res));
 	*out_bytes = 0;
@@ -833,16 +856,18 @@ int coloc_client_input_memfd(size_t len, void **map)
 int coloc_client_infer_send_memfd(struct coloc_client *c, const char *tenant, uint64_t tag,
 				  int memfd, size_t offset, size_t len)
 {
-	char *line = client_infer_line(c, tenant, tag, len, true, offset);
+	char fast[256], *slow;
+	const char *line =
+		client_infer_line_in(c, fast, sizeof(fast), &slow, tenant, tag, len, true, offset);
 	struct iovec iov;
 	int r;
 
 	if (!line)
 		return -ENOMEM;
-	iov = (struct iovec){ line, strlen(line) };
+	iov = (struct iovec){ (void *)line, strlen(line) };
 	/* the descriptor rides on the line's bytes: colocd reads no input after it */
 	r = client_send_iov_fds(c, &iov, 1, &memfd, 1);
-	free(line);
+	free(slow);
 	return r;
 }
 
