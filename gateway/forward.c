@@ -689,6 +689,15 @@ static void fwd_give_back(struct fwd_conn *k)
 		fwd_wake(k);
 }
 
+/* The timeline's: when colocd's answer can be read (a poll of its own first). */
+static void fwd_tl_readable(struct fwd_conn *k, struct gw_job *job, int wait)
+{
+	struct pollfd pfd = { .fd = coloc_client_fd(k->c), .events = POLLIN };
+
+	if (poll(&pfd, 1, wait) > 0)
+		gw_tl_stamp(job->tl, GW_TL_READABLE);
+}
+
 /* Reads answers on the borrowed k until job's own: its result and why. */
 static int fwd_await(struct fwd_conn *k, struct gw_job *job)
 {
@@ -707,7 +716,10 @@ static int fwd_await(struct fwd_conn *k, struct gw_job *job)
 		wait = (int)((job->deadline_ns - now) / 1000000 + 1);
 		if (wait > FWD_STOP_CHECK_MS)
 			wait = FWD_STOP_CHECK_MS;
+		if (gw_tl_on)
+			fwd_tl_readable(k, job, wait);
 		r = coloc_client_infer_recv(k->c, &job->res, job->output, job->output_cap, wait);
+		gw_tl_stamp(job->tl, GW_TL_RECEIVED);
 		if (r == 0)
 			continue;
 		if (r == 1 || r == -EMSGSIZE)
@@ -755,6 +767,7 @@ int gw_fwd_run(struct gw_fwd *fw, struct gw_job *job)
 	} else {
 		job->tag = k->next_tag++;
 		job->result = fwd_send_query(k, job, job->why, sizeof(job->why));
+		gw_tl_stamp(job->tl, GW_TL_SENT);
 		if (!job->result)
 			job->result = fwd_await(k, job);
 	}

@@ -36,6 +36,7 @@
 #include "coloc/client.h"
 #include "error.h"
 #include "memfd_pool.h"
+#include "timeline.h"
 
 struct gw_job {
 	/* set by the caller, untouched by the pool until done() */
@@ -55,6 +56,7 @@ struct gw_job {
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC */
 	void (*done)(struct gw_job *job); /* from a pool thread; the job is the caller's again */
 	void *arg;
+	struct gw_tl *tl; /* its timeline's stamps (timeline.h), or NULL */
 	/* set by the pool before done() */
 	int result; /* 0: colocd answered (res.status says how), or -errno */
 	struct coloc_infer_result res;

@@ -15,6 +15,7 @@
 #include "grpc_call.h"
 #include "grpc_service.pb-c.h"
 #include "infer_proto.h"
+#include "timeline.h"
 
 /* The request as msg's type, or NULL with the call failed. */
 static void *api_unpack(struct gw_grpc_call *c, const ProtobufCMessageDescriptor *d,
@@ -181,6 +182,7 @@ struct api_infer {
 	struct gw_infer_request ir;
 	struct gw_job job;
 	float *output;
+	struct gw_tl tl; /* COLOC_GW_TIMELINE's stamps */
 };
 
 static void api_infer_free(void *p)
@@ -209,6 +211,7 @@ static void api_infer_done(struct gw_job *job)
 {
 	struct api_infer *a = job->arg;
 	enum gw_outcome outcome = gw_job_outcome(job);
+	struct gw_tl tl;
 	uint8_t *buf;
 	size_t len;
 
@@ -229,7 +232,18 @@ static void api_infer_done(struct gw_job *job)
 		gw_grpc_fail(a->c, GW_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
+	gw_tl_stamp(&a->tl, GW_TL_PACKED);
+	if (!gw_tl_on) {
+		gw_grpc_reply_packed(a->c, buf, len);
+		return;
+	}
+	/* a (the call's) may be freed by the answer: the stamps are kept aside */
+	tl = a->tl;
+	tl.t[GW_TL_COLOCD_IN] = job->res.first_byte_at_ns;
+	tl.t[GW_TL_COLOCD_OUT] = job->res.answered_at_ns;
 	gw_grpc_reply_packed(a->c, buf, len);
+	gw_tl_stamp(&tl, GW_TL_WRITTEN);
+	gw_tl_commit(&tl);
 }
 
 /* Checks rq against the model and forwards it; the call is answered either way. */
@@ -249,6 +263,7 @@ static void api_infer_forward(struct gw_grpc_call *c, struct api_infer *a,
 			     "model %s: its inputs and colocd's sizes disagree", a->cfg.name);
 		return;
 	}
+	gw_tl_stamp(&a->tl, GW_TL_CHECKED);
 	a->output = malloc(a->job.output_cap ? a->job.output_cap : 1);
 	if (!a->output) {
 		gw_grpc_fail(c, GW_GRPC_RESOURCE_EXHAUSTED, "out of memory");
@@ -268,6 +283,7 @@ static void api_infer_forward(struct gw_grpc_call *c, struct api_infer *a,
 	a->job.deadline_ns = c->deadline_ns;
 	a->job.done = api_infer_done;
 	a->job.arg = a;
+	a->job.tl = gw_tl_on ? &a->tl : NULL;
 	/* on this thread, no hand-off, when a connection is idle and a thread free */
 	r = -EBUSY;
 	if (gw_grpc_block_begin(c->g)) {
@@ -293,10 +309,13 @@ static void api_infer_forward(struct gw_grpc_call *c, struct api_infer *a,
 
 static void api_model_infer(struct gw_grpc_call *c, const uint8_t *msg, size_t len)
 {
-	Inference__ModelInferRequest *rq = gw_infer_proto_unpack(msg, len);
+	struct gw_tl tl = { 0 };
+	Inference__ModelInferRequest *rq;
 	struct api_infer *a;
 	struct gw_model *m;
 
+	gw_tl_begin(&tl);
+	rq = gw_infer_proto_unpack(msg, len);
 	if (!rq && errno == E2BIG) {
 		gw_grpc_fail(c, GW_GRPC_RESOURCE_EXHAUSTED,
 			     "the ModelInferRequest would take more than %zu bytes unpacked",
@@ -326,6 +345,7 @@ static void api_model_infer(struct gw_grpc_call *c, const uint8_t *msg, size_t l
 	}
 	a->c = c;
 	a->rq = rq;
+	a->tl = tl;
 	rq = NULL;
 	a->cfg = m->cfg;
 	a->stats = &m->stats;

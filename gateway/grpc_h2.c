@@ -30,6 +30,7 @@
 #include "addr.h"
 #include "grpc_h2.h"
 #include "mono_clock.h"
+#include "timeline.h"
 
 #define H2S_READ_BUF (64 << 10)
 #define H2S_READS_A_TURN 32 /* reads of one connection before others get a turn */
@@ -198,6 +199,7 @@ static ssize_t conn_read(struct h2s_conn *c, uint8_t *buf)
 		if (r <= 0)
 			return r;
 		now = coloc_now_ns();
+		gw_tl_read(r, now);
 		if ((size_t)r <= iov[0].iov_len) {
 			call->msg_got += (size_t)r;
 			return h2_conn_data_placed(&c->h2, (size_t)r, now) ? 0 : r;
@@ -211,6 +213,7 @@ static ssize_t conn_read(struct h2s_conn *c, uint8_t *buf)
 	if (r <= 0)
 		return r;
 	now = coloc_now_ns();
+	gw_tl_read(r, now);
 	return h2_conn_feed(&c->h2, buf, (size_t)r, now) ? 0 : r;
 }
 
@@ -248,6 +251,7 @@ static void conn_event(struct h2s_conn *c, uint32_t events, uint8_t *buf)
 		h2s_conn_put(c);
 		return;
 	}
+	gw_tl_wake(c->fd);
 	c->polled = true;
 	if (events & EPOLLOUT)
 		h2s_conn_flush(c);
