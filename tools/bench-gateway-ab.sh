@@ -15,10 +15,14 @@
 #
 # Prints coloc-bench-gateway's line per replica, prefixed with A or B; with
 # THREADS=1 also, per replica, the runs (times put on a CPU) per query of
-# each gateway thread that ran, as name:tid, from
-# /proc/PID/task/TID/schedstat. A_ARGS and B_ARGS: more options for
+# each gateway thread that ran, as name:tid=runs(of which preempted), from
+# /proc/PID/task/TID/schedstat and status. A_ARGS and B_ARGS: more options for
 # gateway A or B (e.g. B_ARGS="--threads 2" with the same build twice);
-# BENCH_ARGS: more options for coloc-bench-gateway (e.g. --direct-memfd:
+# A_CHRT and B_CHRT: gateway A or B run under chrt with these (e.g. B_CHRT="-f 4":
+# its threads real-time, woken ahead of the load); A_BENCH and B_BENCH: the
+# coloc-bench-gateway that drives A or B (two builds of the client side by
+# side, with the same gateway twice); BENCH_ARGS: more options
+# for coloc-bench-gateway (e.g. --direct-memfd:
 # the direct path it compares against sends its input in a memfd).
 set -euo pipefail
 
@@ -30,13 +34,13 @@ PIN=/sys/fs/bpf/coloc-gwab-$$
 SOCK=$W/colocd.sock
 PIDS=()
 
-# tid name runs, one line per thread of $1
+# tid name runs involuntary-switches, one line per thread of $1
 thread_runs() {
 	local task n
 
 	for task in /proc/"$1"/task/*; do
 		read -r _ _ n <"$task/schedstat"
-		echo "${task##*/} $(tr ' ' _ <"$task/comm") $n"
+		echo "${task##*/} $(tr ' ' _ <"$task/comm") $n $(awk '/^nonvoluntary_ctxt_switches/ { print $2 }' "$task/status")"
 	done
 }
 
@@ -68,7 +72,10 @@ PORT[A]=18100 PORT[B]=18200
 for t in A B; do
 	gw=$OLD
 	[ $t = B ] && gw=$NEW
-	setpriv --reuid=coloc --regid=coloc --init-groups -- "$gw" --socket "$SOCK" \
+	prio=${A_CHRT:-}
+	[ $t = B ] && prio=${B_CHRT:-}
+	# shellcheck disable=SC2086 # A_CHRT/B_CHRT: chrt's policy and priority, split
+	${prio:+chrt $prio} setpriv --reuid=coloc --regid=coloc --init-groups -- "$gw" --socket "$SOCK" \
 		--model-repository "$W/repo$t" --http 127.0.0.1:${PORT[$t]} \
 		--grpc 127.0.0.1:$((PORT[$t] + 1)) --metrics 127.0.0.1:$((PORT[$t] + 2)) \
 		$([ $t = A ] && echo "${A_ARGS:-}" || echo "${B_ARGS:-}") >"$W/gw$t.log" 2>&1 &
@@ -91,14 +98,16 @@ for r in $(seq "$REPLICAS"); do
 		addr=127.0.0.1:${PORT[$t]}
 		[ "${DOORS[$t]}" != http ] && addr=127.0.0.1:$((PORT[$t] + 1))
 		[ "${THREADS:-0}" = 1 ] && thread_runs "${GW_PID[$t]}" >"$W/runs0"
-		chrt -f 5 "$BIN/coloc-bench-gateway" --socket "$SOCK" "--${DOORS[$t]}" "$addr" \
+		bench=${A_BENCH:-$BIN/coloc-bench-gateway}
+		[ $t = B ] && bench=${B_BENCH:-$BIN/coloc-bench-gateway}
+		chrt -f 5 "$bench" --socket "$SOCK" "--${DOORS[$t]}" "$addr" \
 			--model "mn$t" --queries "$QUERIES" --replicas 1 \
 			--gateway-pid "${GW_PID[$t]}" ${BENCH_ARGS:-} | awk -v t=$t 'NR == 2 { print t, $0 }'
 		if [ "${THREADS:-0}" = 1 ]; then
 			thread_runs "${GW_PID[$t]}" >"$W/runs1"
 			# both ways' queries: the gateway saw QUERIES of them
-			awk -v t=$t -v q="$QUERIES" 'NR == FNR { r0[$1] = $3; next }
-				{ d = ($3 - r0[$1]) / q; if (d >= 0.05) printf " %s:%s=%.2f", $2, $1, d }
+			awk -v t=$t -v q="$QUERIES" 'NR == FNR { r0[$1] = $3; i0[$1] = $4; next }
+				{ d = ($3 - r0[$1]) / q; if (d >= 0.05) printf " %s:%s=%.2f(%.2f)", $2, $1, d, ($4 - i0[$1]) / q }
 				BEGIN { printf "%s threads:", t } END { print "" }' "$W/runs0" "$W/runs1"
 		fi
 	done
