@@ -99,7 +99,7 @@ for r in $(seq "$REPLICAS"); do
 		[ "${DOORS[$t]}" != http ] && addr=127.0.0.1:$((PORT[$t] + 1))
 		[ "${THREADS:-0}" = 1 ] && thread_runs "${GW_PID[$t]}" >"$W/runs0"
 		bench=${A_BENCH:-$BIN/coloc-bench-gateway}
-		[ $t = B ] && bench=${B_BENCH:-$BIN/coloc-bench-gateway}
+		[ "$t" = B ] && bench=${B_BENCH:-$BIN/coloc-bench-gateway}
 		chrt -f 5 "$bench" --socket "$SOCK" "--${DOORS[$t]}" "$addr" \
 			--model "mn$t" --queries "$QUERIES" --replicas 1 \
 			--gateway-pid "${GW_PID[$t]}" ${BENCH_ARGS:-} | awk -v t=$t 'NR == 2 { print t, $0 }'
