@@ -277,6 +277,9 @@ $(BIN)/coloc-load: $(OBJ)/tools/coloc-load.o $(LOADCLI_OBJS) $(LIB_CLIENT) $(LIB
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(PKG_LIBS) $(LIGHT_LIBS) -lm -o $@
 $(OBJ)/client/kserve_grpc.o: | $(GEN)/grpc_service.pb-c.h
+# the raw gRPC client (client/kserve_h2.c) speaks HTTP/2 with the gateway's HPACK and frames
+$(OBJ)/client/kserve_h2.o: CFLAGS += -Igateway
+$(OBJ)/client/kserve_h2.o: | $(GEN)/grpc_service.pb-c.h
 # colocctl: tools/colocctl.c (the command line) and its commands in tools/colocctl/
 COLOCCTL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/colocctl/*.c))
 $(BIN)/colocctl: $(OBJ)/tools/colocctl.o $(COLOCCTL_OBJS) $(LIB_CLIENT) $(LIB_COMMON)
@@ -315,12 +318,12 @@ $(BIN)/coloc-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_GATEWAY) $(LIB_CLIENT) $(
 	$(Q)$(CC) $(LDFLAGS) $^ $(GW_PKG_LIBS) -o $@
 # the gateway's HPACK and HTTP/2 frames alone, for what links them without the gateway
 HPACK_OBJS := $(OBJ)/gateway/hpack.o $(OBJ)/gateway/hpack_huffman.o $(OBJ)/gateway/h2_frame.o
+# coloc-load's --grpc goes through the raw client (client/kserve_h2.c), on them
+$(BIN)/coloc-load: $(HPACK_OBJS)
 # what the gateway adds to a query, beside colocd's socket (not installed: a benchmark);
-# its raw HTTP/2 gRPC client in tools/coloc-bench-gateway/ on the gateway's HPACK and frames
-BENCHGW_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/coloc-bench-gateway/*.c))
-$(BENCHGW_OBJS): CFLAGS += -Igateway
-$(BENCHGW_OBJS): | $(GEN)/grpc_service.pb-c.h
-$(BIN)/coloc-bench-gateway: $(BENCHGW_OBJS) $(HPACK_OBJS)
+# its raw HTTP/2 gRPC client is the client library's (client/kserve_h2.c), on the gateway's
+# HPACK and frames
+$(BIN)/coloc-bench-gateway: $(HPACK_OBJS)
 $(BIN)/coloc-bench-gateway: $(BIN)/%: $(OBJ)/tools/%.o $(LIB_CLIENT) $(LIB_COMMON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

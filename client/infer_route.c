@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The three routes of coloc/infer_route.h, one table entry each: colocd's
+ * The routes of coloc/infer_route.h, one table entry each: colocd's
  * socket through libcoloc_client, the gateway through the KServe v2 gRPC
- * and HTTP clients of client/kserve_*.c.
+ * (raw HTTP/2, or gRPC's C core) and HTTP clients of client/kserve_*.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -68,6 +68,7 @@ static int coloc_client_send_memfd_h(void *h, const char *tenant, uint64_t tag, 
 	return coloc_client_infer_send_memfd(h, tenant, tag, memfd, 0, len);
 }
 ROUTE_WRAPPERS(kserve_grpc, struct kserve_grpc)
+ROUTE_WRAPPERS(kserve_h2, struct kserve_h2)
 ROUTE_WRAPPERS(kserve_http, struct kserve_http)
 
 #define ROUTE_ENTRY(name, prefix, send_memfd)                                            \
@@ -79,8 +80,10 @@ ROUTE_WRAPPERS(kserve_http, struct kserve_http)
 static const struct route_ops route_table[] = {
 	[COLOC_ROUTE_SOCKET] =
 		ROUTE_ENTRY("colocd's socket", coloc_client, coloc_client_send_memfd_h),
-	[COLOC_ROUTE_GRPC] = ROUTE_ENTRY("the gateway's gRPC API", kserve_grpc, NULL),
+	[COLOC_ROUTE_GRPC] = ROUTE_ENTRY("the gateway's gRPC API", kserve_h2, NULL),
 	[COLOC_ROUTE_HTTP] = ROUTE_ENTRY("the gateway's HTTP API", kserve_http, NULL),
+	[COLOC_ROUTE_GRPC_CORE] =
+		ROUTE_ENTRY("the gateway's gRPC API (gRPC's C core)", kserve_grpc, NULL),
 };
 
 const char *coloc_route_name(enum coloc_route_kind kind)

@@ -345,6 +345,9 @@ TEST_F_TIMEOUT(grpc, coloc_load__drives_the_gateway_over_grpc_and_http, 600)
 	} doors[] = {
 		{ "--grpc 127.0.0.1:%d", "coloc_gateway_requests_total{model=\"mobilenet_v2\","
 					 "version=\"1\",protocol=\"grpc\"}" },
+		{ "--grpc 127.0.0.1:%d --grpc-client core",
+		  "coloc_gateway_requests_total{model=\"mobilenet_v2\","
+		  "version=\"1\",protocol=\"grpc\"}" },
 		{ "--url http://127.0.0.1:%d",
 		  "coloc_gateway_requests_total{model=\"mobilenet_v2\","
 		  "version=\"1\",protocol=\"http\"}" },
@@ -358,7 +361,7 @@ TEST_F_TIMEOUT(grpc, coloc_load__drives_the_gateway_over_grpc_and_http, 600)
 		int sent;
 
 		snprintf(route, sizeof(route), doors[i].route_fmt,
-			 i == 0 ? self->env.grpc_port : self->env.http_port);
+			 i < 2 ? self->env.grpc_port : self->env.http_port);
 		sent = load_through(self, route, &completed, &failed);
 		ASSERT_LT(0, sent) TH_LOG("%s: coloc-load failed", route);
 		EXPECT_LT(0, completed) TH_LOG("%s", route);

@@ -14,8 +14,9 @@
 # Prints per run: the door, p50 latency, colocd's p50, the hop's p50 (the
 # latency less colocd's own, per query: what the door adds to colocd) and,
 # for gRPC, the gateway's CPU per query; then per pair the gRPC hop's p50
-# less the socket's, and the median of those. coloc-load's gRPC client is
-# gRPC's C core, whose own cost is in its hop (docs/measurements/gateway.md).
+# less the socket's, and the median of those. The gRPC runs use coloc-load's
+# raw HTTP/2 client; GRPC_ARGS="--grpc-client core" puts gRPC's C core there
+# instead, whose own cost is then in the hop (docs/measurements/gateway.md).
 set -euo pipefail
 
 RUNS=${1:-4} RATE=${2:-50} DURATION=${3:-10}
@@ -57,7 +58,8 @@ curl -sf "http://127.0.0.1:$PORT/v2/health/ready" >/dev/null || { cat "$W/gw.log
 run() { # door
 	local args=(--socket "$SOCK")
 
-	[ "$1" = grpc ] && args+=(--grpc "127.0.0.1:$((PORT + 1))" --gateway-pid "$GW")
+	# shellcheck disable=SC2206 # GRPC_ARGS: more options, split
+	[ "$1" = grpc ] && args+=(--grpc "127.0.0.1:$((PORT + 1))" --gateway-pid "$GW" ${GRPC_ARGS:-})
 	chrt -f 5 "$BIN/coloc-load" -t "mn:$RATE" -d "$DURATION" -w 2 --arrivals fixed -j \
 		"${args[@]}" >"$W/$1.json"
 	jq -r --arg door "$1" '.tenants[0] as $t |

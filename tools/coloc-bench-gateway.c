@@ -6,8 +6,8 @@
  * gateway's KServe v2 HTTP API with the binary extension (a plain HTTP/1.1
  * keep-alive connection, TCP_NODELAY), or with --grpc through its KServe
  * v2 gRPC API (ModelInfer with raw_input_contents, coloc/kserve.h), or
- * with --grpc-raw through the same API on an HTTP/2 client of its own
- * (coloc-bench-gateway/grpc_raw.c: no gRPC library, so the client's cost
+ * with --grpc-raw through the same API on an HTTP/2 client of coloc's own
+ * (client/kserve_h2.c: no gRPC library, so the client's cost
  * is not counted in the gateway's), same input. For every query the
  * round trip seen here and colocd's own latency (latency_ns, which the
  * gateway returns in the answer's parameters) are taken; their difference
@@ -38,7 +38,6 @@
 #include "coloc/client.h"
 #include "coloc/kserve.h"
 #include "coloc/protocol.h"
-#include "coloc-bench-gateway/grpc_raw.h"
 #include "mono_clock.h"
 
 static const char *prog = "coloc-bench-gateway";
@@ -306,17 +305,17 @@ static int grpc_query(struct kserve_grpc *g, const void *in, size_t in_bytes, vo
 }
 
 /* One query on the raw HTTP/2 client: as grpc_query. */
-static int grpc_raw_query(struct grpc_raw *g, const void *in, size_t in_bytes, void *out,
+static int grpc_raw_query(struct kserve_h2 *g, const void *in, size_t in_bytes, void *out,
 			  size_t out_bytes, int64_t *rtt, int64_t *colocd_ns)
 {
 	struct coloc_infer_result res;
 	uint64_t t0 = coloc_now_ns();
-	int r = grpc_raw_infer(g, opts.model, in, in_bytes, out, out_bytes, &res);
+	int r = kserve_h2_infer(g, opts.model, in, in_bytes, out, out_bytes, &res);
 
 	*rtt = (int64_t)(coloc_now_ns() - t0);
 	if (r != 1 || res.status != COLOC_INFER_OK) {
 		fprintf(stderr, "%s: raw gRPC query: %s\n", prog,
-			r == 1 ? res.error : grpc_raw_error(g));
+			r == 1 ? res.error : kserve_h2_error(g));
 		return -1;
 	}
 	*colocd_ns = (int64_t)res.latency_ns;
@@ -442,7 +441,7 @@ static int parse_args(int argc, char **argv)
 struct gateway_door {
 	struct http_conn h;
 	struct kserve_grpc *g;
-	struct grpc_raw *raw;
+	struct kserve_h2 *raw;
 	const char *name;
 };
 
@@ -451,7 +450,7 @@ static int door_open(struct gateway_door *d, const float *in, size_t in_bytes)
 	d->h.fd = -1;
 	d->name = opts.grpc_raw ? "grpc_raw" : opts.grpc ? "grpc" : "http";
 	if (opts.grpc_raw)
-		return grpc_raw_connect(opts.grpc_raw, &d->raw);
+		return kserve_h2_connect(opts.grpc_raw, &d->raw);
 	if (opts.grpc)
 		return kserve_grpc_connect(opts.grpc, &d->g);
 	return http_connect(&d->h) || http_prepare(&d->h, in, in_bytes);
@@ -474,7 +473,7 @@ static void door_close(struct gateway_door *d)
 	free(d->h.req);
 	free(d->h.buf);
 	kserve_grpc_close(d->g);
-	grpc_raw_close(d->raw);
+	kserve_h2_close(d->raw);
 }
 
 /* The gateway's answer against the socket's (gRPC doors: HTTP's body is not
@@ -534,7 +533,7 @@ int main(int argc, char **argv)
 	if (door_open(&door, in, in_bytes)) {
 		fprintf(stderr, "%s: cannot use the gateway at %s for %s%s%s\n", prog,
 			opts.grpc_raw ? opts.grpc_raw : opts.grpc ? opts.grpc : opts.http,
-			opts.model, door.raw ? ": " : "", door.raw ? grpc_raw_error(door.raw) : "");
+			opts.model, door.raw ? ": " : "", door.raw ? kserve_h2_error(door.raw) : "");
 		goto out;
 	}
 	printf("replica  socket_p50_us  %s_p50_us  socket_transport_p50_us  "

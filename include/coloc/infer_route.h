@@ -15,7 +15,13 @@
 #include <stdint.h>
 #include "coloc/client.h"
 
-enum coloc_route_kind { COLOC_ROUTE_SOCKET, COLOC_ROUTE_GRPC, COLOC_ROUTE_HTTP };
+/* COLOC_ROUTE_GRPC: the raw HTTP/2 client (kserve_h2); _GRPC_CORE: gRPC's C core (kserve_grpc) */
+enum coloc_route_kind {
+	COLOC_ROUTE_SOCKET,
+	COLOC_ROUTE_GRPC,
+	COLOC_ROUTE_HTTP,
+	COLOC_ROUTE_GRPC_CORE
+};
 
 struct coloc_route;
 

@@ -10,6 +10,12 @@
  * C core, many calls in flight on one channel; the model's input name and
  * shape come from ModelMetadata, asked once per model.
  *
+ * gRPC raw (kserve_h2_*): the same calls on an HTTP/2 client of our own
+ * (client/kserve_h2.c, on the gateway's HPACK and frames), no gRPC library:
+ * one TCP connection, one stream a call, many in flight; what a tool
+ * measures through it is the gateway's, not a client library's (gRPC's
+ * C core as a client cost ~300-600 µs a query, docs/measurements/gateway.md).
+ *
  * HTTP (kserve_http_*): POST /v2/models/NAME/infer with the binary tensor
  * data extension (binary outputs too) on one HTTP/1.1 keep-alive
  * connection, requests pipelined (sent without waiting, answered in
@@ -58,6 +64,24 @@ int kserve_grpc_infer_recv(struct kserve_grpc *k, struct coloc_infer_result *res
  */
 int kserve_grpc_answer(int grpc_status, const char *grpc_message, const uint8_t *msg, size_t len,
 		       struct coloc_infer_result *res, void *output, size_t out_cap);
+
+struct kserve_h2;
+
+/* A connection to target (IPv4 HOST:PORT), preface and SETTINGS sent: 0 or -errno. */
+int kserve_h2_connect(const char *target, struct kserve_h2 **out);
+void kserve_h2_close(struct kserve_h2 *k);
+const char *kserve_h2_error(struct kserve_h2 *k);
+/* The TCP socket: readable when answer bytes have arrived. */
+int kserve_h2_fd(struct kserve_h2 *k);
+/* Sends one ModelInfer of model (its metadata asked first, waited for, if not yet). 0 or -errno. */
+int kserve_h2_infer_send(struct kserve_h2 *k, const char *model, uint64_t tag, const void *input,
+			 size_t len);
+/* As coloc_client_infer_recv: 1 with res (and output), 0 none in time, -errno. */
+int kserve_h2_infer_recv(struct kserve_h2 *k, struct coloc_infer_result *res, void *output,
+			 size_t out_cap, int timeout_ms);
+/* One query, waited for: 1 with res filled (its status says how it went), or -errno. */
+int kserve_h2_infer(struct kserve_h2 *k, const char *model, const void *input, size_t len,
+		    void *output, size_t out_cap, struct coloc_infer_result *res);
 
 struct kserve_http;
 

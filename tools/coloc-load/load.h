@@ -29,6 +29,7 @@
 struct load_opts {
 	const char *socket_path;
 	const char *grpc; /* HOST:PORT of coloc-gateway's gRPC API, or */
+	bool grpc_core; /* --grpc-client core: gRPC's C core, not the raw HTTP/2 client */
 	const char *url; /* http://HOST:PORT of its HTTP API, or neither: colocd's socket */
 	long gateway_pid;
 	const char *tenant_spec;

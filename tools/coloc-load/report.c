@@ -229,7 +229,7 @@ void load_print_json(const struct load_cpu *cpu)
 /* How the inputs travel: "memfd" (colocd's socket by default), "socket" (--socket-copy), "http"/"grpc". */
 const char *load_input_path(void)
 {
-	if (load_route == COLOC_ROUTE_GRPC)
+	if (load_route == COLOC_ROUTE_GRPC || load_route == COLOC_ROUTE_GRPC_CORE)
 		return "grpc";
 	if (load_route == COLOC_ROUTE_HTTP)
 		return "http";
