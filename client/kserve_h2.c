@@ -7,8 +7,9 @@
  * the largest stream window, the connection's window opened as far); each
  * call one stream: HEADERS of fields encoded once, the message in DATA
  * frames of the peer's largest size as its windows allow; many calls in
- * flight, each answer kept by its stream until its trailers' END_STREAM
- * and taken in the order they ended. Frames through gateway/h2_frame.c,
+ * flight (no more than the server's SETTINGS_MAX_CONCURRENT_STREAMS: a send
+ * past it waits, reading, for one to end), each answer kept by its stream
+ * until its trailers' END_STREAM and taken in the order they ended. Frames through gateway/h2_frame.c,
  * header blocks through the gateway's own HPACK decoder (gateway/hpack.c).
  * The model's input name and shape from ModelMetadata on the same
  * connection, asked once per model; the request is packed once and sent
@@ -374,16 +375,33 @@ static int kh_read(struct kserve_h2 *g, int timeout_ms)
 	return r ? r : 1;
 }
 
+/* Streams the server has not ended yet. */
+static uint32_t kh_open_streams(const struct kserve_h2 *g)
+{
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < g->nr_streams; i++)
+		n += g->streams[i].id && !g->streams[i].ended;
+	return n;
+}
+
 /* One call's stream opened and its message sent, as the windows allow; its id in *out. */
 static int kh_call(struct kserve_h2 *g, const char *path, const uint8_t *msg, size_t msg_len,
 		   uint64_t tag, bool internal, uint32_t *out)
 {
 	uint8_t block[1024], hdr[H2_FRAME_HEADER];
-	struct kh_stream *st = kh_stream_new(g);
+	struct kh_stream *st;
 	uint32_t id;
 	size_t n = 0, off = 0;
 	int r;
 
+	/* no more streams open than the server's SETTINGS_MAX_CONCURRENT_STREAMS */
+	while (kh_open_streams(g) >= g->peer.max_concurrent_streams) {
+		r = kh_read(g, -1);
+		if (r < 0)
+			return r;
+	}
+	st = kh_stream_new(g);
 	if (!st)
 		return kh_fail(g, -ENOMEM, "out of memory");
 #define KH_FIELD(name, value) \
