@@ -433,7 +433,7 @@ static int kh_call(struct kserve_h2 *g, const char *path, const uint8_t *msg, si
 		size_t chunk = msg_len - off;
 
 		if (!s)
-			return kh_fail(g, -ECONNRESET, "the server ended the call mid-message");
+			break; /* answered (refused) before its message was all sent: no more of it */
 		room = g->conn_send_window < s->send_window ? g->conn_send_window : s->send_window;
 		if (room <= 0) {
 			r = kh_read(g, -1);
