@@ -689,7 +689,12 @@ static void fwd_give_back(struct fwd_conn *k)
 		fwd_wake(k);
 }
 
-/* The timeline's: when colocd's answer can be read (a poll of its own first). */
+/*
+ * The timeline's: when colocd's answer can be read (a poll of its own
+ * first; with COLOC_GW_TIMELINE only: an answer already in the client's
+ * buffer would wait out the poll, which a borrowed connection, one query
+ * at a time, never has).
+ */
 static void fwd_tl_readable(struct fwd_conn *k, struct gw_job *job, int wait)
 {
 	struct pollfd pfd = { .fd = coloc_client_fd(k->c), .events = POLLIN };
