@@ -38,6 +38,7 @@
 #define H2S_LOWAT_MIN 16384 /* a message's rest smaller than this: woken at once */
 #define H2S_LOWAT_MAX (1u << 20)
 #define H2S_ACCEPT_PAUSE_NS 100000000ull /* out of files: the listener rests this long */
+#define H2S_DEAD_GRACE_NS 1000000000ull /* a dead connection's last frames: this long to go */
 
 /* epoll's data: a connection's slot and generation (conn_key), or one of these */
 #define H2S_LISTEN_KEY UINT64_MAX
@@ -102,6 +103,7 @@ void h2s_conn_flush(struct h2s_conn *c)
 
 		if (w > 0) {
 			h2_conn_out_done(&c->h2, (size_t)w);
+			c->out_moved_ns = coloc_now_ns();
 		} else if (w < 0 && errno == EINTR) {
 			continue;
 		} else {
@@ -335,7 +337,7 @@ static void conn_accept(struct h2_server *srv, int fd, const struct sockaddr_sto
 	c->lowat = 1;
 	c->ready_tail = &c->ready;
 	atomic_init(&c->refs, 1);
-	c->idle_since_ns = coloc_now_ns();
+	c->idle_since_ns = c->out_moved_ns = coloc_now_ns();
 	pthread_mutex_init(&c->lock, NULL);
 	if (h2_conn_init(&c->h2, &srv->lim, &h2s_call_cb, c)) {
 		close(fd);
@@ -435,6 +437,23 @@ static bool reap_sending(struct h2s_conn *c, uint64_t now)
 }
 
 /*
+ * Under c->lock: whether c is to be shut down because its output cannot
+ * go: dead (a connection error) with its last frames unsent for
+ * H2S_DEAD_GRACE_NS, or alive with output that has not moved for the read
+ * timeout. Closing it ends every stream and frees their calls.
+ */
+static bool reap_stuck(struct h2s_conn *c, uint64_t now, uint64_t read_ns)
+{
+	const uint8_t *p;
+
+	if (!h2_conn_out(&c->h2, &p)) {
+		c->out_moved_ns = now; /* dead and empty: its EPOLLOUT closes it */
+		return false;
+	}
+	return now > c->out_moved_ns + (c->h2.dead ? H2S_DEAD_GRACE_NS : read_ns);
+}
+
+/*
  * Under srv->lock: c's late calls refused, c sent away when stalled, or idle:
  * no call open (a stream, or a call handled after its stream ended) for
  * idle_timeout_ms, whatever else it sends (PINGs do not keep it).
@@ -442,8 +461,14 @@ static bool reap_sending(struct h2s_conn *c, uint64_t now)
 static void reap_conn(struct h2_server *srv, struct h2s_conn *c, uint64_t now)
 {
 	uint64_t idle_ns = (uint64_t)srv->base.opts.idle_timeout_ms * 1000000ull;
+	uint64_t read_ns = (uint64_t)srv->base.opts.read_timeout_ms * 1000000ull;
 
 	pthread_mutex_lock(&c->lock);
+	if (!c->closed && reap_stuck(c, now, read_ns)) {
+		shutdown(c->fd, SHUT_RDWR); /* its thread sees the end and closes it */
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
 	if (!c->closed && reap_sending(c, now)) {
 		h2_conn_goaway(&c->h2, H2_NO_ERROR);
 		h2s_conn_flush(c);

@@ -80,6 +80,7 @@ struct h2s_conn {
 	bool polled; /* a thread has its event: it re-arms it */
 	bool closed, eof, broken;
 	uint64_t idle_since_ns; /* when a call last opened or ended on it */
+	uint64_t out_moved_ns; /* when its output was last empty or last sent on */
 	size_t buf_bytes; /* its calls' message buffers, at most srv->conn_buf_max */
 	int lowat; /* the socket's SO_RCVLOWAT now */
 	struct sockaddr_storage peer;

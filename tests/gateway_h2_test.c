@@ -343,4 +343,26 @@ TEST_F_TIMEOUT(fwd, budget__message_buffers_past_it_are_refused_resource_exhaust
 	EXPECT_TRUE(live(self));
 }
 
+/*
+ * The reviewer's deadhold: a connection made dead (a client's PUSH_PROMISE)
+ * while its output cannot go (a client that never reads, its receive
+ * buffer 2 KiB) with 8 ModelInfer calls open and no message. The reaper
+ * shuts it down once its last frames have not moved for a second, which
+ * ends its streams and frees their --max-queue slots: another client's
+ * ModelInfer is answered while the first still holds on. (Main's gateway
+ * kept the calls until the client closed: RESOURCE_EXHAUSTED.)
+ */
+TEST_F_TIMEOUT(fwd, dead_hold__a_dead_connection_whose_output_cannot_go_lets_its_calls_go, 300)
+{
+	const char *flags[] = { "--grpc-server", "own", "--max-queue", "8",
+				"--grpc-read-timeout-ms", "1000", NULL };
+	char out[8192];
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	EXPECT_EQ(0, hostile(self, false, "deadhold 8 5", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "other 0\n")) TH_LOG("%s", out);
+	TH_LOG("dead hold: %s", out);
+	EXPECT_TRUE(live(self));
+}
+
 TEST_HARNESS_MAIN

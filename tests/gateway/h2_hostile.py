@@ -32,6 +32,7 @@ reading), "sent K calls", "reset CODE K" (K RST_STREAMs with CODE).
 import os
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -445,6 +446,78 @@ def budget(port, conns, n, length):
         s.close()
 
 
+def server_sendq(port):
+    """The largest Send-Q of the server's sockets on port (ss), 0 if none."""
+    out = subprocess.run(["ss", "-tnH", "sport = :%d" % port], capture_output=True,
+                         text=True).stdout
+    q = [int(line.split()[2]) for line in out.splitlines() if line.split()]
+    return max(q) if q else 0
+
+
+def one_call(port, method, message):
+    """A well-behaved client's one call on a fresh connection: its grpc-status or "none"."""
+    s = connect(port)
+    s.settimeout(5)
+    s.sendall(frame(HEADERS, 0x4, 1, request_block(method)) + frame(DATA, 0x1, 1, message))
+    status = []
+
+    def until(f):
+        if f[0] == SETTINGS and not f[1] & 0x1:
+            s.sendall(frame(SETTINGS, 0x1, 0))
+        if f[0] == HEADERS and f[1] & 0x1 and f[2] == 1:
+            status.extend(v for n, v in fields(f[3]) if n == "grpc-status")
+            return True
+        return f[0] == GOAWAY
+
+    frames(s, until)
+    s.close()
+    return status[0] if status else "none"
+
+
+def deadhold(port, k, wait_s):
+    """The reviewer's deadhold: a client with a tiny receive buffer fills the server's
+    socket with health answers it never reads (until its Send-Q stops growing) and a
+    little of the server's own output, opens k ModelInfer calls with no message, then
+    sends a PUSH_PROMISE (a connection error: the connection is dead with output that
+    cannot go). For wait_s, while it holds on, another client's ModelInfer every 0.5 s:
+    "other N" with the last one's grpc-status (0 once the dead connection let go)."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    s.connect(("127.0.0.1", port))
+    s.sendall(PREFACE + frame(SETTINGS, 0, 0) +
+              frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 2**31 - 1 - 65535)))
+    sid, last, same, t0 = 1, -1, 0, time.monotonic()
+
+    def health(n):
+        nonlocal sid
+        s.sendall(b"".join(frame(HEADERS, 0x4, sid + 2 * i, request_block("ServerLive")) +
+                           frame(DATA, 0x1, sid + 2 * i, b"\x00" * 5) for i in range(n)))
+        sid += 2 * n
+
+    while time.monotonic() - t0 < 60 and same < 10:
+        health(100)
+        time.sleep(0.02)
+        q = server_sendq(port)
+        same, last = (same + 1 if q == last else 0), q
+    print("filled: server Send-Q %d after %.1f s" % (last, time.monotonic() - t0), flush=True)
+    for _ in range(5):  # now some stays in the server's own output, under what stops reads
+        health(40)
+        time.sleep(0.02)
+    for _ in range(k):
+        s.sendall(frame(HEADERS, 0x4, sid, request_block("ModelInfer")))
+        sid += 2
+    time.sleep(0.3)
+    s.sendall(frame(5, 0x4, 2, struct.pack(">I", 2)))  # PUSH_PROMISE
+    t0, status = time.monotonic(), "none"
+    while time.monotonic() - t0 < wait_s:
+        status = one_call(port, "ModelInfer", infer_message("fast"))
+        print("%.1f s: other client's ModelInfer status %s" % (time.monotonic() - t0, status),
+              flush=True)
+        time.sleep(0.5)
+    print("other %s" % status)
+    s.close()
+
+
 def cpu_s(pid):
     f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
@@ -487,6 +560,8 @@ def main():
         held_reset(port, int(sys.argv[3]))
     elif mode == "health-mem":
         health_mem(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
+    elif mode == "deadhold":
+        deadhold(port, int(sys.argv[3]), float(sys.argv[4]))
     elif mode == "budget":
         budget(port, int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
     elif mode == "idle-ping":
