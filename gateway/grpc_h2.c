@@ -476,13 +476,13 @@ static void reap_conn(struct h2_server *srv, struct h2s_conn *c, uint64_t now)
 		pthread_mutex_unlock(&c->lock);
 		return;
 	}
-	while (!c->closed && c->reading && c->reading->read_by_ns <= now) {
-		struct h2s_call *call = c->reading;
-
-		h2s_call_refuse(call, GW_GRPC_DEADLINE_EXCEEDED,
-				"no request message within the gateway's read timeout");
-		if (c->reading == call) /* not answered: the connection is failing */
-			break;
+	/* each call, not only the oldest: a grpc-timeout may end a later one first */
+	for (struct h2s_call *call = c->reading, *next; !c->closed && call; call = next) {
+		next = call->next;
+		if (call->read_by_ns <= now) /* answered: call_close frees it */
+			h2s_call_refuse(call, GW_GRPC_DEADLINE_EXCEEDED,
+					"no request message within the gateway's read timeout "
+					"or the call's deadline");
 	}
 	if (!c->closed && idle_ns && !c->h2.nr_streams && !c->h2.held &&
 	    atomic_load(&c->refs) == 1 && now > c->idle_since_ns + idle_ns) {

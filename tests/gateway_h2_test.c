@@ -365,4 +365,22 @@ TEST_F_TIMEOUT(fwd, dead_hold__a_dead_connection_whose_output_cannot_go_lets_its
 	EXPECT_TRUE(live(self));
 }
 
+/*
+ * A call whose grpc-timeout (500 ms) ends before the read timeout of an
+ * older call still waiting for its message (--grpc-read-timeout-ms 10000)
+ * is refused DEADLINE_EXCEEDED at its own deadline: the reaper looks at
+ * every waiting call, not only the oldest (main's gateway answered it only
+ * after the older one, 10 s on).
+ */
+TEST_F_TIMEOUT(fwd, short_deadline__a_later_call_refused_at_its_own_deadline, 300)
+{
+	const char *flags[] = { "--grpc-server", "own", "--grpc-read-timeout-ms", "10000", NULL };
+	char out[4096];
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	EXPECT_EQ(0, hostile(self, false, "short-deadline 500m", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "status 4 1\n")) TH_LOG("%s", out);
+	EXPECT_TRUE(live(self));
+}
+
 TEST_HARNESS_MAIN

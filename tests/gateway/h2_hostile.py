@@ -518,6 +518,19 @@ def deadhold(port, k, wait_s):
     s.close()
 
 
+def short_deadline(port, timeout):
+    """A call with no grpc-timeout and no message, then one whose grpc-timeout is timeout
+    and sends no message either: "status CODE K" of the answers within 3 s (the second
+    is refused DEADLINE_EXCEEDED at its deadline, though the first is still waiting)."""
+    s = connect(port)
+    s.sendall(frame(HEADERS, 0x4, 1, request_block("ModelInfer")))
+    time.sleep(0.2)
+    s.sendall(frame(HEADERS, 0x4, 3, request_block("ModelInfer") +
+                    literal("grpc-timeout", timeout)))
+    count_frames(s, 3)
+    s.close()
+
+
 def cpu_s(pid):
     f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
@@ -560,6 +573,8 @@ def main():
         held_reset(port, int(sys.argv[3]))
     elif mode == "health-mem":
         health_mem(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
+    elif mode == "short-deadline":
+        short_deadline(port, sys.argv[3])
     elif mode == "deadhold":
         deadhold(port, int(sys.argv[3]), float(sys.argv[4]))
     elif mode == "budget":
