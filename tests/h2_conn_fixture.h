@@ -133,10 +133,11 @@ static inline void put_u32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-/* A literal field without indexing, new name, no Huffman (names and values under 127). */
-static inline size_t hpack_literal(uint8_t *p, const char *name, const char *value)
+/* A literal field without indexing, new name, names and values of any bytes (under 127). */
+static inline size_t hpack_literal_n(uint8_t *p, const char *name, size_t nl, const char *value,
+				     size_t vl)
 {
-	size_t n = 0, nl = strlen(name), vl = strlen(value);
+	size_t n = 0;
 
 	p[n++] = 0x00;
 	p[n++] = (uint8_t)nl;
@@ -145,6 +146,12 @@ static inline size_t hpack_literal(uint8_t *p, const char *name, const char *val
 	p[n++] = (uint8_t)vl;
 	memcpy(p + n, value, vl);
 	return n + vl;
+}
+
+/* The same, names and values as strings. */
+static inline size_t hpack_literal(uint8_t *p, const char *name, const char *value)
+{
+	return hpack_literal_n(p, name, strlen(name), value, strlen(value));
 }
 
 static inline size_t request_block(uint8_t *p, const char *path)

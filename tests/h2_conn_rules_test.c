@@ -93,20 +93,6 @@ TEST_F(conn, refuse__calls_held_after_their_stream_ended_count_as_open)
 
 /* ---- RFC 9113 8.2, 8.3: malformed requests -------------------------------------------- */
 
-/* A literal field without indexing, new name, names and values of any bytes (under 127). */
-static size_t hpack_literal_n(uint8_t *p, const char *name, size_t nl, const char *value, size_t vl)
-{
-	size_t n = 0;
-
-	p[n++] = 0x00;
-	p[n++] = (uint8_t)nl;
-	memcpy(p + n, name, nl);
-	n += nl;
-	p[n++] = (uint8_t)vl;
-	memcpy(p + n, value, vl);
-	return n + vl;
-}
-
 struct field {
 	const char *name, *value;
 	size_t nl, vl; /* 0: strlen */
