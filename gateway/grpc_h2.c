@@ -117,6 +117,11 @@ void h2s_conn_flush(struct h2s_conn *c)
 
 static void conn_free(struct h2s_conn *c)
 {
+	if (c->peer) { /* its calls are all gone: nothing of its address's is used after */
+		pthread_mutex_lock(&c->srv->lock);
+		h2s_peer_put(c->srv, c->peer);
+		pthread_mutex_unlock(&c->srv->lock);
+	}
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -178,6 +183,7 @@ static void conn_unlink(struct h2s_conn *c)
 		c->next->prev = c->prev;
 	srv->slots[c->slot] = NULL;
 	srv->nr_conns--;
+	c->peer->conns--;
 	pthread_cond_broadcast(&srv->cond);
 	pthread_mutex_unlock(&srv->lock);
 }
@@ -294,37 +300,20 @@ static void conn_event(struct h2s_conn *c, uint32_t events, uint8_t *buf)
 
 /* ---- accepting ------------------------------------------------------------------------ */
 
-static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-	if (a->ss_family != b->ss_family)
-		return false;
-	if (a->ss_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	if (a->ss_family == AF_INET6)
-		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-			       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
-	return false;
-}
-
 /* Under srv->lock: whether one more connection from peer is allowed. */
-static bool conn_allowed(struct h2_server *srv, const struct sockaddr_storage *peer)
+static bool conn_allowed(struct h2_server *srv, const struct h2s_peer *peer)
 {
-	int same = 0;
-
 	if (srv->nr_conns >= srv->base.opts.max_conns)
 		return false;
-	if (srv->base.opts.max_conns_per_ip <= 0)
-		return true;
-	for (struct h2s_conn *c = srv->conns; c; c = c->next)
-		same += same_addr(&c->peer, peer);
-	return same < srv->base.opts.max_conns_per_ip;
+	return srv->base.opts.max_conns_per_ip <= 0 ||
+	       peer->conns < srv->base.opts.max_conns_per_ip;
 }
 
 static void conn_accept(struct h2_server *srv, int fd, const struct sockaddr_storage *peer)
 {
 	struct h2s_conn *c = calloc(1, sizeof(*c));
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT | EPOLLRDHUP };
+	struct h2s_peer *p;
 	int one = 1;
 
 	if (!c) {
@@ -333,7 +322,6 @@ static void conn_accept(struct h2_server *srv, int fd, const struct sockaddr_sto
 	}
 	c->srv = srv;
 	c->fd = fd;
-	c->peer = *peer;
 	c->lowat = 1;
 	c->ready_tail = &c->ready;
 	atomic_init(&c->refs, 1);
@@ -346,13 +334,17 @@ static void conn_accept(struct h2_server *srv, int fd, const struct sockaddr_sto
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	pthread_mutex_lock(&srv->lock);
-	if (atomic_load(&srv->stopping) || !conn_allowed(srv, peer)) {
+	p = h2s_peer_get(srv, peer);
+	if (atomic_load(&srv->stopping) || !p || !conn_allowed(srv, p)) {
+		h2s_peer_put(srv, p);
 		pthread_mutex_unlock(&srv->lock);
 		h2_conn_free(&c->h2);
 		close(fd);
 		conn_free(c);
 		return;
 	}
+	c->peer = p;
+	p->conns++;
 	while (srv->slots[srv->slot_hint])
 		srv->slot_hint = (srv->slot_hint + 1) % (uint32_t)srv->base.opts.max_conns;
 	c->slot = srv->slot_hint;
@@ -585,6 +577,7 @@ static void h2s_stop(struct gw_grpc *base)
 		close(srv->lfd);
 	close(srv->epfd);
 	close(srv->wakefd);
+	h2s_peers_free(srv);
 	pthread_mutex_destroy(&srv->lock);
 	pthread_cond_destroy(&srv->cond);
 	free(srv->slots);
@@ -633,9 +626,16 @@ static void h2s_limits(struct h2_server *srv)
 	srv->lim.max_frame = H2_CTL_MAX * 64u;
 	srv->lim.max_header_list = H2_CTL_MAX;
 	srv->lim.max_out = 1u << 20;
-	/* one connection takes at most an eighth of the budget, or one message if larger */
-	srv->conn_buf_max =
-		o->max_buffer_bytes / 8 > o->max_message ? o->max_buffer_bytes / 8 : o->max_message;
+	/*
+	 * the health calls' bytes kept out of the budget (all of them at their
+	 * largest, or half a small budget), so a ServerLive is always answered;
+	 * one address takes at most an eighth of the rest, or one message if larger
+	 */
+	srv->health_max = (size_t)H2S_HEALTH_CALLS * H2S_HEALTH_MAX_MESSAGE;
+	if (srv->health_max > o->max_buffer_bytes / 2)
+		srv->health_max = o->max_buffer_bytes / 2;
+	srv->buf_max = o->max_buffer_bytes - srv->health_max;
+	srv->peer_buf_max = srv->buf_max / 8 > o->max_message ? srv->buf_max / 8 : o->max_message;
 	srv->hdr_ok_len = hpack_encode_status(srv->hdr_ok, sizeof(srv->hdr_ok), 200);
 	srv->hdr_ok_len += hpack_encode_field(srv->hdr_ok + srv->hdr_ok_len,
 					      sizeof(srv->hdr_ok) - srv->hdr_ok_len, "content-type",
@@ -667,7 +667,7 @@ int gw_grpc_h2_start(const struct gw_grpc_opts *opts, struct gw_models *ms, stru
 	srv->slots = calloc((size_t)opts->max_conns, sizeof(*srv->slots));
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	srv->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!srv->slots || srv->epfd < 0 || srv->wakefd < 0 ||
+	if (!srv->slots || h2s_peers_init(srv) || srv->epfd < 0 || srv->wakefd < 0 ||
 	    epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->wakefd, &ev)) {
 		h2s_stop(&srv->base);
 		return coloc_err_set(err, -EMFILE, "cannot make the gRPC server's epoll set");

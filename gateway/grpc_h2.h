@@ -19,6 +19,22 @@
 #define H2S_MAX_THREADS 64
 #define H2S_HEALTH_MAX_MESSAGE 65536 /* a call max_calls does not count: its message at most */
 #define H2S_HEALTH_CALLS 256 /* health calls at once, over all connections */
+#define H2S_HEALTH_PER_PEER (H2S_HEALTH_CALLS / 8) /* of them, from one client address */
+
+/*
+ * One client address (grpc_h2_peer.c): what its connections take of the
+ * server's bounds. The counts are atomic, as its connections are read by
+ * different threads; refs and conns are under the server's lock.
+ */
+struct h2s_peer {
+	struct sockaddr_storage addr;
+	int refs; /* connections' structs pointing at it */
+	int conns; /* its connections open (--grpc-max-conns-per-ip) */
+	atomic_int waiting; /* calls waiting for their message (--grpc-max-waiting-per-ip) */
+	atomic_int health; /* health calls open, at most H2S_HEALTH_PER_PEER */
+	atomic_size_t buf_bytes; /* waiting calls' message buffers, at most srv->peer_buf_max */
+	struct h2s_peer *next; /* its bucket's */
+};
 
 struct h2_server {
 	struct gw_grpc base;
@@ -29,10 +45,15 @@ struct h2_server {
 	pthread_t reaper;
 	bool reaper_started;
 	atomic_bool stopping, exiting;
-	atomic_int calls; /* counted calls (not the health ones) open now */
+	atomic_int calls; /* counted calls (not the health ones) whose message came, open now */
 	atomic_int health_calls; /* health calls open now, at most H2S_HEALTH_CALLS */
-	atomic_size_t buf_bytes; /* request messages' buffers now, at most opts.max_buffer_bytes */
-	size_t conn_buf_max; /* one connection's at most */
+	atomic_int memfds; /* calls waiting for their message in a memfd, at most max_calls */
+	atomic_size_t buf_bytes; /* counted calls' message buffers now, at most buf_max */
+	atomic_size_t health_bytes; /* health calls' message buffers now, at most health_max */
+	size_t buf_max, health_max; /* opts.max_buffer_bytes split: health_max kept for health */
+	size_t peer_buf_max; /* of buf_max, one client address's waiting calls' at most */
+	struct h2s_peer **peers; /* by address, salted (grpc_h2_peer.c) */
+	uint32_t peer_salt;
 	struct h2_conn_limits lim;
 	uint8_t hdr_ok[64]; /* :status 200, content-type application/grpc */
 	size_t hdr_ok_len;
@@ -55,8 +76,11 @@ struct h2s_call {
 	int state;
 	bool stream_gone; /* handling: its stream reset or its connection gone */
 	bool counted, health, post, grpc_type, path_known;
-	bool health_counted; /* one of H2S_HEALTH_CALLS */
-	size_t buf_reserved; /* its message's bytes in the server's and connection's budgets */
+	bool health_counted; /* one of H2S_HEALTH_CALLS and of its address's */
+	bool waiting; /* counted in its address's waiting calls */
+	bool memfd_counted; /* one of srv->memfds */
+	size_t buf_reserved; /* its message's bytes in the server's budget */
+	size_t peer_reserved; /* and in its address's, while it waits for the message */
 	const struct gw_grpc_method *method;
 	uint64_t client_timeout_ns; /* grpc-timeout, 0 if none */
 	uint8_t prefix[5];
@@ -81,9 +105,8 @@ struct h2s_conn {
 	bool closed, eof, broken;
 	uint64_t idle_since_ns; /* when a call last opened or ended on it */
 	uint64_t out_moved_ns; /* when its output was last empty or last sent on */
-	size_t buf_bytes; /* its calls' message buffers, at most srv->conn_buf_max */
 	int lowat; /* the socket's SO_RCVLOWAT now */
-	struct sockaddr_storage peer;
+	struct h2s_peer *peer; /* its client address's record, until it is freed */
 	struct h2s_call *reading; /* calls waiting for their message, oldest first */
 	struct h2s_call *ready, **ready_tail; /* calls whose message came, to be handled */
 	struct h2s_call *sending; /* answered calls whose answer waits for the client's windows */
@@ -91,6 +114,16 @@ struct h2s_conn {
 };
 
 extern const struct h2_conn_cb h2s_call_cb;
+
+/* The address table (grpc_h2_peer.c): made at start (-1 out of memory), freed at stop. */
+int h2s_peers_init(struct h2_server *srv);
+void h2s_peers_free(struct h2_server *srv);
+/* Under srv->lock: addr's record with a reference (made if new), NULL out of memory. */
+struct h2s_peer *h2s_peer_get(struct h2_server *srv, const struct sockaddr_storage *addr);
+/* Under srv->lock: a reference dropped (p may be NULL); the record freed with its last. */
+void h2s_peer_put(struct h2_server *srv, struct h2s_peer *p);
+/* One of max taken from *n (true), or none left (false, *n as it was). */
+bool h2s_take(atomic_int *n, int max);
 
 /* Under c->lock: its output written as far as the socket takes it, the rest armed for. */
 void h2s_conn_flush(struct h2s_conn *c);

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,22 +121,40 @@ static void call_unlink_sending(struct h2s_call *call)
 	call->send_by_ns = 0;
 }
 
+/* Its message whole, or the call over: no longer one of its address's waiting calls. */
+static void call_unwait(struct h2s_call *call)
+{
+	if (call->waiting)
+		atomic_fetch_sub(&call->conn->peer->waiting, 1);
+	if (call->memfd_counted)
+		atomic_fetch_sub(&call->conn->srv->memfds, 1);
+	if (call->peer_reserved) /* the server's budget keeps it until the call ends */
+		atomic_fetch_sub(&call->conn->peer->buf_bytes, call->peer_reserved);
+	call->waiting = call->memfd_counted = false;
+	call->peer_reserved = 0;
+}
+
 static void call_free(struct h2s_call *call)
 {
+	struct h2_server *srv = call->conn->srv;
+	struct h2s_peer *peer = call->conn->peer;
+
 	call_unlink_sending(call);
 	if (call->pub.ctx_free)
 		call->pub.ctx_free(call->pub.ctx);
 	if (call->msg_malloced)
 		free(call->msg);
 	gw_fwd_memfd_put(call->pub.fw, call->pub.msg_memfd, NULL);
+	call_unwait(call);
 	if (call->counted)
-		atomic_fetch_sub(&call->conn->srv->calls, 1);
-	if (call->health_counted)
-		atomic_fetch_sub(&call->conn->srv->health_calls, 1);
-	if (call->buf_reserved) {
-		atomic_fetch_sub(&call->conn->srv->buf_bytes, call->buf_reserved);
-		call->conn->buf_bytes -= call->buf_reserved;
+		atomic_fetch_sub(&srv->calls, 1);
+	if (call->health_counted) {
+		atomic_fetch_sub(&srv->health_calls, 1);
+		atomic_fetch_sub(&peer->health, 1);
 	}
+	if (call->buf_reserved)
+		atomic_fetch_sub(call->health ? &srv->health_bytes : &srv->buf_bytes,
+				 call->buf_reserved);
 	call->conn->idle_since_ns = coloc_now_ns();
 	free(call);
 }
@@ -167,7 +186,9 @@ static void call_headers(void *arg, void *st, int result)
 	struct h2_server *srv = conn->srv;
 	struct h2s_call *call = st;
 	uint64_t limit = call->pub.t_start + (uint64_t)srv->base.opts.timeout_ms * 1000000ull;
-	char why[128];
+	int max_waiting =
+		srv->base.opts.max_waiting_per_ip > 0 ? srv->base.opts.max_waiting_per_ip : INT_MAX;
+	char why[160];
 
 	call->pub.deadline_ns = limit;
 	if (call->client_timeout_ns && call->client_timeout_ns < limit - call->pub.t_start)
@@ -189,53 +210,72 @@ static void call_headers(void *arg, void *st, int result)
 		return;
 	}
 	if (call->health) {
-		/* a pool of their own: max_calls does not count them, but they are bounded */
-		call->health_counted = true;
-		if (atomic_fetch_add(&srv->health_calls, 1) >= H2S_HEALTH_CALLS) {
+		/* a pool of their own, an eighth of it from one address: max_calls does not count them */
+		if (!h2s_take(&conn->peer->health, H2S_HEALTH_PER_PEER)) {
+			h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
+					"this client address has too many health calls open; "
+					"retry later");
+			return;
+		}
+		if (!h2s_take(&srv->health_calls, H2S_HEALTH_CALLS)) {
+			atomic_fetch_sub(&conn->peer->health, 1);
 			h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
 					"the gateway is answering too many health calls; retry "
 					"later");
 			return;
 		}
-	}
-	call->counted = !call->health;
-	if (call->counted && atomic_fetch_add(&srv->calls, 1) >= srv->base.opts.max_calls) {
-		snprintf(why, sizeof(why), "the gateway is answering %d calls already; retry later",
-			 srv->base.opts.max_calls);
+		call->health_counted = true;
+	} else if (!h2s_take(&conn->peer->waiting, max_waiting)) {
+		/* max_calls counts it once its message is whole: until then, its address's */
+		snprintf(why, sizeof(why),
+			 "this client address has %d calls waiting for their request message "
+			 "(--grpc-max-waiting-per-ip); retry later",
+			 max_waiting);
 		h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED, why);
 		return;
+	} else {
+		call->waiting = true;
 	}
 	if (atomic_load(&srv->stopping))
 		h2s_call_refuse(call, GW_GRPC_UNAVAILABLE, "the gateway is stopping");
 }
 
 /*
- * Under the connection's lock: len bytes of message buffer taken from the
- * connection's budget and the server's, before the buffer is made; or the
- * call refused (RESOURCE_EXHAUSTED) when either is spent.
+ * Under the connection's lock: len bytes of message buffer taken, before
+ * the buffer is made, from the health calls' own bytes, or from the
+ * server's budget and its client address's share of it; or the call
+ * refused (RESOURCE_EXHAUSTED) when they are spent.
  */
 static bool call_budget(struct h2s_call *call, size_t len)
 {
-	struct h2s_conn *conn = call->conn;
-	struct h2_server *srv = conn->srv;
+	struct h2s_peer *peer = call->conn->peer;
+	struct h2_server *srv = call->conn->srv;
 	size_t need = len ? len : 1;
 
-	if (conn->buf_bytes + need > srv->conn_buf_max) {
+	if (call->health) {
+		if (atomic_fetch_add(&srv->health_bytes, need) + need > srv->health_max) {
+			atomic_fetch_sub(&srv->health_bytes, need);
+			h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
+					"the gateway's health calls' messages are over their "
+					"budget; retry later");
+			return false;
+		}
+	} else if (atomic_fetch_add(&peer->buf_bytes, need) + need > srv->peer_buf_max) {
+		atomic_fetch_sub(&peer->buf_bytes, need);
 		h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
-				"this connection's request messages are over the gateway's "
-				"budget for one connection (--grpc-max-buffer-bytes / 8); retry "
-				"later");
+				"this client address's request messages are over its share of "
+				"the gateway's budget (--grpc-max-buffer-bytes / 8); retry later");
 		return false;
-	}
-	if (atomic_fetch_add(&srv->buf_bytes, need) + need > srv->base.opts.max_buffer_bytes) {
+	} else if (atomic_fetch_add(&srv->buf_bytes, need) + need > srv->buf_max) {
 		atomic_fetch_sub(&srv->buf_bytes, need);
+		atomic_fetch_sub(&peer->buf_bytes, need);
 		h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
 				"the gateway's request messages are over its budget "
 				"(--grpc-max-buffer-bytes); retry later");
 		return false;
 	}
-	conn->buf_bytes += need;
 	call->buf_reserved = need;
+	call->peer_reserved = call->health ? 0 : need;
 	return true;
 }
 
@@ -265,8 +305,11 @@ static bool call_message_begin(struct h2s_call *call)
 	if (!call_budget(call, len))
 		return false;
 	call->msg_len = len;
-	if (len && call->method->into_memfd)
+	/* memfds (files) held by waiting calls: max_calls at most, the rest in the heap */
+	if (len && call->method->into_memfd && h2s_take(&srv->memfds, srv->base.opts.max_calls)) {
+		call->memfd_counted = true;
 		call->pub.msg_memfd = gw_fwd_memfd_get(call->pub.fw, len);
+	}
 	if (call->pub.msg_memfd) {
 		call->msg = (uint8_t *)call->pub.msg_memfd->map;
 	} else {
@@ -311,7 +354,9 @@ static void call_data(void *arg, void *st, const uint8_t *p, size_t n)
 static void call_end(void *arg, void *st)
 {
 	struct h2s_conn *conn = arg;
+	struct h2_server *srv = conn->srv;
 	struct h2s_call *call = st;
+	char why[96];
 
 	if (!call->prefix_got) {
 		h2s_call_refuse(call, GW_GRPC_INVALID_ARGUMENT, "the call carried no message");
@@ -320,6 +365,17 @@ static void call_end(void *arg, void *st)
 	if (call->prefix_got < 5 || call->msg_got < call->msg_len) {
 		h2s_call_refuse(call, GW_GRPC_INVALID_ARGUMENT, "the message was cut short");
 		return;
+	}
+	call_unwait(call);
+	if (!call->health) { /* one of max_calls now, and until it is answered */
+		if (!h2s_take(&srv->calls, srv->base.opts.max_calls)) {
+			snprintf(why, sizeof(why),
+				 "the gateway is answering %d calls already; retry later",
+				 srv->base.opts.max_calls);
+			h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED, why);
+			return;
+		}
+		call->counted = true;
 	}
 	call_unlink_reading(call);
 	call->state = H2S_HANDLING;

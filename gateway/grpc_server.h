@@ -26,8 +26,11 @@
  * of h2_conn.h (rapid reset and resets it is made to make, CONTINUATION and
  * control-frame floods, flow control, malformed requests), one that does
  * not read its answers is not read from, one with no call open for
- * idle_timeout_ms is sent away; request messages' buffers come out of
- * max_buffer_bytes (an eighth of it at most on one connection).
+ * idle_timeout_ms is sent away. A call counts against max_calls once its
+ * message is whole; until then it waits, at most max_waiting_per_ip from
+ * one address. Request messages' buffers come out of max_buffer_bytes, of
+ * which 256 x 64 KiB are kept for the health calls and one address takes
+ * at most an eighth of the rest (or one max_message, if larger).
  *
  * Threads: `threads` poll one completion queue (own server: one epoll set,
  * each connection served by one thread at a time); a repository load blocks
@@ -60,6 +63,7 @@ struct gw_grpc_opts {
 	bool model_control; /* the repository's load and unload allowed (else PERMISSION_DENIED) */
 	int max_conns; /* own server: connections at once */
 	int max_conns_per_ip; /* own server: from one client address (0: no limit) */
+	int max_waiting_per_ip; /* own server: calls waiting for their message from one (0: any) */
 	size_t max_buffer_bytes; /* own server: request messages' buffers, in all */
 };
 

@@ -43,7 +43,7 @@ static struct {
 	long threads, conns, max_queue, timeout_ms, colocd_timeout_ms, max_body, load_timeout_s;
 	long max_connections, pipeline, grpc_read_timeout_ms, grpc_max_streams;
 	long max_conns_per_ip, request_timeout_ms, grpc_max_conns, grpc_max_conns_per_ip;
-	long grpc_idle_timeout_ms, grpc_max_buffer;
+	long grpc_idle_timeout_ms, grpc_max_buffer, grpc_max_waiting_per_ip;
 	bool grpc_own; /* --grpc-server own, the default */
 	bool allow_root;
 	bool model_control; /* --model-control */
@@ -67,6 +67,7 @@ static struct {
 	.grpc_max_streams = 100,
 	.grpc_max_conns = 1024,
 	.grpc_max_conns_per_ip = 64,
+	.grpc_max_waiting_per_ip = 256,
 	.grpc_idle_timeout_ms = 60000,
 	.grpc_own = true,
 	.grpc_max_buffer = 1L << 30,
@@ -125,12 +126,19 @@ static void usage(FILE *f)
 		"  --grpc-max-conns-per-ip N  gRPC connections at once from one client address,\n"
 		"                          more are closed at once (own server; default %ld;\n"
 		"                          0: no limit)\n"
+		"  --grpc-max-waiting-per-ip N  gRPC calls from one client address waiting for\n"
+		"                          their request message at once, more get\n"
+		"                          RESOURCE_EXHAUSTED; --max-queue counts a call only\n"
+		"                          once its message is whole (own server; default %ld;\n"
+		"                          0: no limit)\n"
 		"  --grpc-idle-timeout-ms N  a gRPC connection with no call open this long is\n"
 		"                          sent away (GOAWAY), whatever PINGs it sends (own\n"
 		"                          server; default %ld; 0: never)\n"
 		"  --grpc-max-buffer-bytes N  request messages held at once, in all (own server;\n"
-		"                          default %ld): a call past it, or past an eighth of it\n"
-		"                          on one connection, gets RESOURCE_EXHAUSTED\n"
+		"                          default %ld; 16 MiB of it kept for the health\n"
+		"                          calls): a call past it, or past an eighth of it in\n"
+		"                          messages still coming from one client address, gets\n"
+		"                          RESOURCE_EXHAUSTED\n"
 		"  --model-control         allow the repository API's load and unload (HTTP\n"
 		"                          /v2/repository/models/NAME/load|unload, gRPC\n"
 		"                          RepositoryModelLoad|Unload): off by default, as\n"
@@ -149,8 +157,8 @@ static void usage(FILE *f)
 		opts.max_queue, opts.timeout_ms, opts.colocd_timeout_ms, COLOC_MAX_INFLIGHT,
 		COLOC_MAX_INFLIGHT, opts.max_body, opts.max_connections, opts.max_conns_per_ip,
 		opts.request_timeout_ms, GW_GRPC_READ_TIMEOUT_MS, opts.grpc_max_streams,
-		opts.grpc_max_conns, opts.grpc_max_conns_per_ip, opts.grpc_idle_timeout_ms,
-		opts.grpc_max_buffer, opts.load_timeout_s, COLOC_GROUP);
+		opts.grpc_max_conns, opts.grpc_max_conns_per_ip, opts.grpc_max_waiting_per_ip,
+		opts.grpc_idle_timeout_ms, opts.grpc_max_buffer, opts.load_timeout_s, COLOC_GROUP);
 }
 
 enum {
@@ -181,6 +189,7 @@ enum {
 	OPT_GRPC_CONNS_PER_IP,
 	OPT_GRPC_IDLE,
 	OPT_GRPC_BUFFER,
+	OPT_GRPC_WAITING_PER_IP,
 	OPT_VERSION
 };
 
@@ -212,6 +221,7 @@ static const struct option long_opts[] = {
 	{ "grpc-max-conns-per-ip", required_argument, NULL, OPT_GRPC_CONNS_PER_IP },
 	{ "grpc-idle-timeout-ms", required_argument, NULL, OPT_GRPC_IDLE },
 	{ "grpc-max-buffer-bytes", required_argument, NULL, OPT_GRPC_BUFFER },
+	{ "grpc-max-waiting-per-ip", required_argument, NULL, OPT_GRPC_WAITING_PER_IP },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -240,6 +250,8 @@ static const struct {
 	{ OPT_GRPC_CONNS_PER_IP, "--grpc-max-conns-per-ip", &opts.grpc_max_conns_per_ip, 0, 65536 },
 	{ OPT_GRPC_IDLE, "--grpc-idle-timeout-ms", &opts.grpc_idle_timeout_ms, 0, 86400000 },
 	{ OPT_GRPC_BUFFER, "--grpc-max-buffer-bytes", &opts.grpc_max_buffer, 1L << 20, 1L << 40 },
+	{ OPT_GRPC_WAITING_PER_IP, "--grpc-max-waiting-per-ip", &opts.grpc_max_waiting_per_ip, 0,
+	  1000000 },
 };
 
 /* A socket a connection: as many files as the hard limit allows (a unit's default soft is 1024). */
@@ -442,6 +454,7 @@ int main(int argc, char **argv)
 	gopts.server = opts.grpc_own ? GW_GRPC_SERVER_OWN : GW_GRPC_SERVER_CORE;
 	gopts.max_conns = (int)opts.grpc_max_conns;
 	gopts.max_conns_per_ip = (int)opts.grpc_max_conns_per_ip;
+	gopts.max_waiting_per_ip = (int)opts.grpc_max_waiting_per_ip;
 	gopts.addr = opts.grpc;
 	gopts.threads = (int)opts.threads;
 	gopts.max_calls = (int)opts.max_queue;

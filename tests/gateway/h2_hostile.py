@@ -22,14 +22,20 @@ tests/gateway_h2_test.c:
                                        message 64 KiB but one byte short, held H s
   h2_hostile.py PORT idle-ping MS S    a connection that only pings, every MS ms, S s
                                        at most: when the server sends it away
-  h2_hostile.py PORT budget C N LEN    C connections of N ServerMetadata calls whose
-                                       prefix says LEN bytes, none sent: the statuses
+  h2_hostile.py PORT budget C N LEN [A]  C connections (from A loopback addresses) of N
+                                       ServerMetadata calls whose prefix says LEN bytes,
+                                       none sent: the statuses
+  h2_hostile.py PORT holdall C N B LEN S  C connections of B ModelInfer calls whose prefix
+                                       says LEN bytes and N with no message, renewed when
+                                       refused, S s: whether a ServerLive and another
+                                       address's ModelInfer are answered meanwhile
 
 Prints what the server did: "goaway CODE", "status CODE" (a call's
 grpc-status), "closed", "stalled after K calls" (the server stopped
 reading), "sent K calls", "reset CODE K" (K RST_STREAMs with CODE).
 """
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -63,8 +69,10 @@ def request_block(method):
         ("te", "trailers")))
 
 
-def connect(port):
-    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+def connect(port, source=None):
+    """A connection to 127.0.0.1:port, from source (another loopback address) if given."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30,
+                                 source_address=(source, 0) if source else None)
     s.sendall(PREFACE + frame(SETTINGS, 0, 0))
     return s
 
@@ -415,13 +423,14 @@ def idle_ping(port, every_ms, most_s):
     print("kept")
 
 
-def budget(port, conns, n, length):
+def budget(port, conns, n, length, addrs=1):
     """conns connections, each with n counted calls whose 5-byte prefix announces length
     bytes that never come: each message's buffer is taken from the server's budget when
-    its prefix is read. Prints the grpc-status of the answers within 2 s, over all."""
+    its prefix is read. Connection i comes from 127.0.0.(1 + i % addrs). Prints the
+    grpc-status of the answers within 2 s, over all."""
     held = []
-    for _ in range(conns):
-        s = connect(port)
+    for i in range(conns):
+        s = connect(port, "127.0.0.%d" % (1 + i % addrs))
         held.append(s)
         s.sendall(b"".join(frame(HEADERS, 0x4, 1 + 2 * i, request_block("ServerMetadata")) +
                            frame(DATA, 0, 1 + 2 * i, b"\x00" + struct.pack(">I", length))
@@ -454,9 +463,9 @@ def server_sendq(port):
     return max(q) if q else 0
 
 
-def one_call(port, method, message):
+def one_call(port, method, message, source=None):
     """A well-behaved client's one call on a fresh connection: its grpc-status or "none"."""
-    s = connect(port)
+    s = connect(port, source)
     s.settimeout(5)
     s.sendall(frame(HEADERS, 0x4, 1, request_block(method)) + frame(DATA, 0x1, 1, message))
     status = []
@@ -531,6 +540,80 @@ def short_deadline(port, timeout):
     s.close()
 
 
+def holdall(port, conns, n, big, length, wait_s):
+    """The reviewer's holdall, smaller: conns connections from 127.0.0.1, each with big
+    ModelInfer calls whose prefix names length bytes (on every connection first), then n
+    with no message, none ever sent on; each one the server refuses is opened again. For wait_s, every 0.5 s, a
+    ServerLive from 127.0.0.1 and a ModelInfer of "fast" from 127.0.0.2, each on a fresh
+    connection: "live K of M" and "other K of M" answered with status 0."""
+    held = []
+
+    def open_call(c, sid, is_big):
+        c["s"].sendall(frame(HEADERS, 0x4, sid, request_block("ModelInfer")) +
+                       (frame(DATA, 0, sid, b"\x00" + struct.pack(">I", length))
+                        if is_big else b""))
+        c["calls"][sid] = is_big
+
+    for _ in range(conns):
+        held.append({"s": connect(port), "calls": {}, "next": 1, "buf": b"", "again": []})
+    for is_big, k in ((True, big), (False, n)):  # the large ones first, on every connection
+        for c in held:
+            for _ in range(k):
+                open_call(c, c["next"], is_big)
+                c["next"] += 2
+        time.sleep(0.2)
+    renewed, probes, t0 = 0, {"live": [], "other": []}, time.monotonic()
+    next_probe = t0 + 0.5
+    while time.monotonic() - t0 < wait_s:
+        ready, _, _ = select.select([c["s"] for c in held], [], [], 0.05)
+        for c in held:
+            if c["s"] not in ready:
+                continue
+            try:
+                got = c["s"].recv(1 << 20)
+            except OSError:
+                got = b""
+            if not got:
+                print("closed", flush=True)
+                return
+            c["buf"] += got
+            while len(c["buf"]) >= 9:
+                k = struct.unpack(">I", b"\x00" + c["buf"][:3])[0]
+                if len(c["buf"]) < 9 + k:
+                    break
+                ftype, flags = c["buf"][3], c["buf"][4]
+                sid = struct.unpack(">I", c["buf"][5:9])[0] & 0x7FFFFFFF
+                c["buf"] = c["buf"][9 + k:]
+                if ftype == SETTINGS and not flags & 0x1:
+                    c["s"].sendall(frame(SETTINGS, 0x1, 0))
+                elif sid in c["calls"] and (ftype == RST_STREAM or
+                                            (ftype == HEADERS and flags & 0x1)):
+                    c["again"].append(c["calls"].pop(sid))
+        time.sleep(0.05)  # then what was refused is opened again, 20 times a second at most
+        for c in held:
+            for is_big in c["again"]:
+                open_call(c, c["next"], is_big)
+                c["next"] += 2
+                renewed += 1
+            c["again"] = []
+        if time.monotonic() >= next_probe:
+            next_probe += 0.5
+            for name, method, message, source in (
+                    ("live", "ServerLive", b"\x00" * 5, None),
+                    ("other", "ModelInfer", infer_message("fast"), "127.0.0.2")):
+                try:
+                    probes[name].append(one_call(port, method, message, source))
+                except OSError as e:
+                    probes[name].append("error " + str(e))
+            print("%.1f s: live %s, other %s, %d renewed" % (
+                time.monotonic() - t0, probes["live"][-1], probes["other"][-1], renewed),
+                flush=True)
+    for name, got in probes.items():
+        print("%s %d of %d" % (name, got.count("0"), len(got)))
+    for c in held:
+        c["s"].close()
+
+
 def cpu_s(pid):
     f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
@@ -578,7 +661,9 @@ def main():
     elif mode == "deadhold":
         deadhold(port, int(sys.argv[3]), float(sys.argv[4]))
     elif mode == "budget":
-        budget(port, int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
+        budget(port, *[int(a) for a in sys.argv[3:7]])
+    elif mode == "holdall":
+        holdall(port, *[int(a) for a in sys.argv[3:7]], float(sys.argv[7]))
     elif mode == "idle-ping":
         idle_ping(port, int(sys.argv[3]), float(sys.argv[4]))
     else:
