@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include "h2_conn.h"
 
 enum { P_PREFACE, P_HEAD, P_FRAME, P_DATA_PAD, P_DATA, P_SKIP };
@@ -928,9 +929,14 @@ int h2_conn_init(struct h2_conn *c, const struct h2_conn_limits *lim, const stru
 	c->send_window = H2_DEFAULT_WINDOW;
 	c->frame = malloc(H2_CTL_MAX);
 	c->hb = malloc(lim->max_header_list + 1);
-	/* the stream table's salt: the client picks stream ids, it cannot know this */
-	c->table_salt = (uint32_t)((uintptr_t)c >> 4) * 0x85ebca6bu ^
-			(uint32_t)((uintptr_t)c->frame >> 4) * 0xc2b2ae35u;
+	/*
+	 * the stream table's salt: the client picks stream ids, it cannot know
+	 * this (heap addresses only when the kernel has no randomness yet)
+	 */
+	if (getrandom(&c->table_salt, sizeof(c->table_salt), GRND_NONBLOCK) !=
+	    sizeof(c->table_salt))
+		c->table_salt = (uint32_t)((uintptr_t)c >> 4) * 0x85ebca6bu ^
+				(uint32_t)((uintptr_t)c->frame >> 4) * 0xc2b2ae35u;
 	o = out_room(c, 128);
 	if (!c->frame || !c->hb || !o) {
 		h2_conn_free(c);

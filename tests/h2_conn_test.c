@@ -546,4 +546,27 @@ TEST(streams__found_by_id_among_thousands_none_made_up_front)
 	EXPECT_EQ(n, b.closed);
 }
 
+/*
+ * The stream table's salt is the kernel's randomness, not the heap's
+ * addresses: a connection made again in the same struct (its buffers most
+ * likely at the same addresses too) gets another salt each time, so a
+ * client cannot learn it from one connection for the next (with the salt
+ * of heap addresses, all 8 were the same).
+ */
+TEST(streams__each_connection_salts_its_table_afresh)
+{
+	struct h2_conn c;
+	uint32_t salts[8];
+	int same = 0;
+
+	for (int i = 0; i < 8; i++) {
+		ASSERT_EQ(0, h2_conn_init(&c, &lim, &id_cbs, NULL));
+		salts[i] = c.table_salt;
+		h2_conn_free(&c);
+	}
+	for (int i = 1; i < 8; i++)
+		same += salts[i] == salts[0];
+	EXPECT_GT(7, same);
+}
+
 TEST_HARNESS_MAIN
