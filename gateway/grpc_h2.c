@@ -410,11 +410,15 @@ static void *h2s_thread(void *arg)
 
 /*
  * Under c->lock: the answers the client's windows held past their send
- * deadline reset (RST_STREAM CANCEL, each call freed and its slot with it);
- * true if there was one: the connection is stalled and is sent away.
+ * deadline reset (RST_STREAM CANCEL, each call freed and its slot with it).
+ * True if one was late while the connection itself holds them (its window
+ * spent, or its output past max_out): then the connection is stalled and
+ * is sent away; a stream's own window holds up that stream alone.
  */
 static bool reap_sending(struct h2s_conn *c, uint64_t now)
 {
+	const uint8_t *p;
+	bool conn_held = c->h2.send_window <= 0 || h2_conn_out(&c->h2, &p) >= c->h2.lim.max_out;
 	bool late = false;
 
 	for (struct h2s_call *call = c->sending, *next; !c->closed && call; call = next) {
@@ -425,7 +429,7 @@ static bool reap_sending(struct h2s_conn *c, uint64_t now)
 		if (h2_conn_cancel(&c->h2, call->id)) /* stream gone already: not ours to keep */
 			break;
 	}
-	return late;
+	return late && conn_held;
 }
 
 /*

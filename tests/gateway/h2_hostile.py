@@ -11,7 +11,8 @@ tests/gateway_h2_test.c:
   h2_hostile.py PORT emfile PID N S     N connections held S s (past the server's
                                        RLIMIT_NOFILE): its CPU seconds meanwhile
   h2_hostile.py PORT zerowin N S        SETTINGS_INITIAL_WINDOW_SIZE 0, then N counted
-                                       calls whose answers cannot be sent; S s at most
+                                       calls whose answers cannot be sent and one that
+                                       can; S s at most: whether the connection lives
   h2_hostile.py PORT race R N          R rounds: an infer of "slow" and N connections
                                        pinging at once, the N closed while it is held
   h2_hostile.py PORT made-you-reset N wu|data  N streams the server is made to reset
@@ -241,9 +242,12 @@ def infer_message(model, n=4):
 
 
 def zerowin(port, n, hold_s):
-    """A client that opens no window: its answers' DATA can never be sent, so each
-    call would hold a call slot for ever. Prints "reset K" (the RST_STREAM CANCELs
-    the server sent), "goaway CODE" and "closed" as they come, within hold_s."""
+    """A client that opens no stream window (SETTINGS_INITIAL_WINDOW_SIZE 0): the answers'
+    DATA of its n counted calls can never be sent, so each would hold a call slot for ever;
+    one more call, a ServerLive, has its own window opened and is answered. Prints
+    "other CODE" (that answer's grpc-status), "goaway CODE" as they come, "reset K" (the
+    RST_STREAM CANCELs the server sent), then "alive" if the connection answers a PING
+    once all n were reset, or "closed", within hold_s."""
     s = socket.create_connection(("127.0.0.1", port), timeout=hold_s)
     s.sendall(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 0)))
     burst = b""
@@ -251,21 +255,37 @@ def zerowin(port, n, hold_s):
         sid = 1 + 2 * i
         burst += frame(HEADERS, 0x4, sid, request_block("ServerMetadata"))
         burst += frame(DATA, 0x1, sid, b"\x00\x00\x00\x00\x00")
+    other = 1 + 2 * n
+    burst += frame(HEADERS, 0x4, other, request_block("ServerLive"))
+    burst += frame(DATA, 0x1, other, b"\x00\x00\x00\x00\x00")
+    burst += frame(WINDOW_UPDATE, 0, other, struct.pack(">I", 65535))
     s.sendall(burst)
     print("sent %d calls" % n, flush=True)
-    resets = 0
+    resets, pinged = 0, False
 
     def until(f):
-        nonlocal resets
+        nonlocal resets, pinged
         if f[0] == RST_STREAM and struct.unpack(">I", f[3])[0] == CANCEL:
             resets += 1
         if f[0] == GOAWAY:
             print("goaway %d" % struct.unpack(">I", f[3][4:8])[0], flush=True)
+        if f[0] == HEADERS and f[1] & 0x1 and f[2] == other:
+            for name, value in fields(f[3]):
+                if name == "grpc-status":
+                    print("other " + value, flush=True)
+        if f[0] == PING and f[1] & 0x1:
+            return True
+        if resets == n and not pinged:
+            pinged = True
+            try:
+                s.sendall(frame(PING, 0, 0, b"12345678"))
+            except OSError:
+                pass
         return False
 
-    frames(s, until)
+    alive = frames(s, until) is not None
     print("reset %d" % resets)
-    print("closed")
+    print("alive" if alive else "closed")
 
 
 def race(port, rounds, n):
