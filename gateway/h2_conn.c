@@ -89,13 +89,6 @@ static void out_small(struct h2_conn *c, size_t (*write)(uint8_t *, uint32_t, ui
 	c->out_len += write(o, a, b);
 }
 
-void h2_conn_out_done(struct h2_conn *c, size_t n)
-{
-	c->out_off += n;
-	if (c->out_off >= c->out_len)
-		c->out_off = c->out_len = 0;
-}
-
 void h2_conn_goaway(struct h2_conn *c, uint32_t error)
 {
 	if (!c->goaway_sent) {
@@ -312,6 +305,8 @@ static void stream_flush(struct h2_conn *c, struct h2_stream *s)
 		n = n < (int64_t)c->peer.max_frame_size ? n : (int64_t)c->peer.max_frame_size;
 		if (n <= 0)
 			return; /* resumed by the client's WINDOW_UPDATE */
+		if (c->out_len - c->out_off >= c->lim.max_out)
+			return; /* resumed as the output drains (h2_conn_out_done) */
 		end = s->body_off + (size_t)n == s->body_len && !s->trl_len;
 		if (!out_frame(c, H2_DATA, end ? H2_FLAG_END_STREAM : 0, s->id,
 			       s->body + s->body_off, (size_t)n))
@@ -343,6 +338,17 @@ static void flush_all(struct h2_conn *c)
 			stream_flush(c, s);
 }
 
+void h2_conn_out_done(struct h2_conn *c, size_t n)
+{
+	bool was_full = c->out_len - c->out_off >= c->lim.max_out;
+
+	c->out_off += n;
+	if (c->out_off >= c->out_len)
+		c->out_off = c->out_len = 0;
+	if (was_full && c->out_len - c->out_off < c->lim.max_out && !c->dead)
+		flush_all(c);
+}
+
 static uint8_t *dup_bytes(const uint8_t *p, size_t n)
 {
 	uint8_t *d = malloc(n ? n : 1);
@@ -364,8 +370,11 @@ int h2_conn_respond(struct h2_conn *c, uint32_t id, const uint8_t *hdr, size_t h
 	s->answering = true;
 	s->body = body;
 	s->body_len = body_len;
-	/* whole now when the windows take it: nothing copied */
-	if ((int64_t)body_len <= c->send_window && (int64_t)body_len <= s->send_window) {
+	/* whole now when the windows and max_out take it: nothing copied */
+	if ((int64_t)body_len <= c->send_window && (int64_t)body_len <= s->send_window &&
+	    c->out_len - c->out_off + hdr_len + body_len + trailers_len +
+			    H2_FRAME_HEADER * (3 + body_len / c->peer.max_frame_size) <
+		    c->lim.max_out) {
 		s->borrowed = true;
 		s->hdr = (uint8_t *)hdr;
 		s->hdr_len = hdr_len;

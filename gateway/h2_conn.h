@@ -27,8 +27,9 @@
  * most streams open at once so far (at most max_streams, made as needed,
  * found by id in a hash table), one frame of max 16 KiB besides DATA, a header block of max_header_list, the
  * HPACK table; DATA goes straight to the stream's callback; the output
- * grows only with what the caller queues plus control answers, which stop
- * being read for (h2_conn_want_read) while it is over max_out.
+ * grows with control answers, which stop being read for
+ * (h2_conn_want_read) while it is over max_out, and with answers' headers
+ * and trailers; their DATA waits while it is over max_out.
  */
 #ifndef COLOC_GATEWAY_H2_CONN_H
 #define COLOC_GATEWAY_H2_CONN_H
@@ -154,7 +155,10 @@ static inline void h2_conn_hold(struct h2_conn *c, bool hold)
 }
 /* GOAWAY (error, the last stream opened): streams after it are refused; 0 or -ENOMEM. */
 void h2_conn_goaway(struct h2_conn *c, uint32_t error);
-/* Bytes to send, and how many were sent. */
+/*
+ * Bytes to send, and how many were sent: once the output is under max_out
+ * again, the answers' DATA that waited for it is appended (streams may close).
+ */
 static inline size_t h2_conn_out(const struct h2_conn *c, const uint8_t **p)
 {
 	*p = c->out + c->out_off;

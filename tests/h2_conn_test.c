@@ -419,6 +419,45 @@ TEST_F(conn, output__not_read_from_while_its_answers_wait)
 	EXPECT_TRUE(h2_conn_want_read(&self->c));
 }
 
+/*
+ * Past max_out the output does not grow with answers either: with the
+ * client's windows wide open, a second answer's DATA waits while the first
+ * is unsent (main appended it), and goes out once the output drains.
+ */
+TEST(output__answers_wait_while_it_is_over_max_out)
+{
+	static struct wire w;
+	struct h2_conn_limits small = lim;
+	struct seen *seen = calloc(1, sizeof(*seen));
+	uint8_t hdr[1] = { 0x88 }, wu[4];
+	struct h2_conn c;
+	struct frame f;
+
+	small.max_out = 4096;
+	ASSERT_EQ(0, h2_conn_init(&c, &small, &cbs, seen));
+	put_preface(&w, 0x7fffffff);
+	put_u32(wu, 0x7fffffff - 65535);
+	put_frame(&w, 8, 0, 0, wu, 4);
+	put_request_headers(&w, 1, true);
+	put_request_headers(&w, 3, true);
+	ASSERT_EQ(0, h2_conn_feed(&c, w.b, w.n, 1));
+	drain(&c);
+	ASSERT_EQ(0, h2_conn_respond(&c, 1, hdr, 1, calloc(1, 8192), 8192, NULL, 0));
+	EXPECT_EQ(1, seen->closed);
+	ASSERT_EQ(0, h2_conn_respond(&c, 3, hdr, 1, calloc(1, 8192), 8192, NULL, 0));
+	EXPECT_EQ(1, seen->closed);
+	ASSERT_TRUE(out_find(&c, 0, 0, &f));
+	EXPECT_EQ(1, f.stream);
+	EXPECT_FALSE(out_find(&c, 0, 1, &f));
+	drain(&c);
+	ASSERT_TRUE(out_find(&c, 0, 0, &f));
+	EXPECT_EQ(3, f.stream);
+	EXPECT_EQ(8192, f.len);
+	EXPECT_EQ(2, seen->closed);
+	h2_conn_free(&c);
+	free(seen);
+}
+
 TEST_F(conn, goaway__streams_after_ours_are_refused_earlier_ones_answered)
 {
 	uint8_t hdr[1] = { 0x88 };
