@@ -34,7 +34,7 @@ ALONE=(colocd_serving_test colocd_tenant_test exec_lane_test exec_lane_turns_tes
 	execproc_lanes_test profile_cold_test profile_fresh_test sensor_test stress_test)
 # The slowest binaries of the last runs (plain or SANITIZE=1), started first
 # so that the run does not end on one long binary with the other slot idle.
-FIRST=(onnx_ort_test colocd_faults_test gateway_hostile_test fuzz_test gateway_repo_test
+FIRST=(onnx_ort_test gateway_h2_test colocd_faults_test gateway_hostile_test fuzz_test gateway_repo_test
 	submit_test gateway_test gateway_grpc_test install_test load_test gateway_faults_test
 	profile_test infer_memfd_test)
 
