@@ -42,6 +42,7 @@ static struct colocd_config config = {
 	.max_executors_per_uid = COLOCD_DEFAULT_EXECUTORS_PER_UID,
 	.max_queued_per_uid = COLOCD_DEFAULT_QUEUED_PER_UID,
 	.max_input_mib_per_uid = COLOCD_DEFAULT_INPUT_MIB_PER_UID,
+	.max_submit_mib_per_uid = COLOCD_DEFAULT_SUBMIT_MIB_PER_UID,
 };
 
 /* What preparing the pin dir did: an operator wants to know of a mount or a crash's leftovers. */
@@ -231,6 +232,10 @@ static const struct colocd_option options[] = {
 	  .arg = "MIB",
 	  .help = "queued inputs colocd holds for one user's tenants (the bytes after an "
 		  "infer's line; an input in a memfd is the client's memory)" },
+	{ "max-submit-mib-per-uid", 0, ARG_INT, &config.max_submit_mib_per_uid, 1, 1 << 20,
+	  .arg = "MIB",
+	  .help = "submitted files (model, weights, external data) one user's tenants hold, "
+		  "in colocd's memory and in --state's directory, for the tenants' life" },
 	{ "uid-range", 0, ARG_PARSER, .parse = parse_uid_range, .arg = "A-B",
 	  .help = "uids (and gids) for the tenants' executors, one of its own each, skipping "
 		  "any in /etc/passwd or /etc/group",

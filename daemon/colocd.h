@@ -57,6 +57,7 @@ struct colocd_config {
 	int max_executors_per_uid; /* over its serving tenants */
 	int max_queued_per_uid; /* queries queued or running over its tenants */
 	int max_input_mib_per_uid; /* queued inputs colocd holds for its tenants, MiB */
+	int max_submit_mib_per_uid; /* its tenants' submitted files, MiB */
 };
 
 /* colocd's defaults: a quarter of each global limit, so no one user takes everything. */
@@ -64,6 +65,7 @@ struct colocd_config {
 #define COLOCD_DEFAULT_EXECUTORS_PER_UID 16
 #define COLOCD_DEFAULT_QUEUED_PER_UID (SERVING_DEFAULT_QUEUE_TOTAL / 4)
 #define COLOCD_DEFAULT_INPUT_MIB_PER_UID 1024
+#define COLOCD_DEFAULT_SUBMIT_MIB_PER_UID 4096
 
 /* A remove request waiting for its tenant to drain. */
 struct colocd_waiter {

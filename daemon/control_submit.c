@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "coloc/model_format.h"
 #include "control_internal.h"
 #include "submit_copy.h"
 
@@ -315,8 +316,8 @@ static char *control_submit_files(struct colocd *d, struct server_req *sreq,
 		free(p);
 		return bad;
 	}
-	if (submit_copier_add(d->copier, uid, sreq->fds, what, want, control_submit_copied, p,
-			      &err)) {
+	if (submit_copier_add(d->copier, uid, serving_submit_bytes_left(d->serving, uid), sreq->fds,
+			      what, want, control_submit_copied, p, &err)) {
 		serving_release(d->serving, p->hold);
 		free(p);
 		return control_error("%s", coloc_err_str(&err));
@@ -373,6 +374,10 @@ char *control_cmd_submit(struct colocd *d, struct json_object *req, uid_t uid,
 	bad = control_submit_precheck(d, spec, NULL);
 	if (!bad)
 		bad = control_submit_external(req, spec);
+	if (!bad && spec->nr_external && !model_path_is_onnx(spec->model))
+		bad = control_error("\"external\" names an ONNX model's external data files; %s is "
+				    "a coloc .model file, which has none: drop \"external\"",
+				    spec->model);
 	/* the answer comes once the files are in and the executor has described the model */
 	if (!bad)
 		bad = control_submit_files(d, sreq, spec, uid);

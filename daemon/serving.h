@@ -180,6 +180,13 @@ struct serving_config {
 	 */
 	size_t max_input_bytes_per_uid;
 	/*
+	 * Bytes of submitted files (model, weights, external data: each
+	 * sealed copy's size) its tenants hold for their life, in memory and
+	 * in --state's directory; submits being copied are checked against it
+	 * before their copy and again at admission.
+	 */
+	uint64_t max_submit_bytes_per_uid;
+	/*
 	 * An executor fd appears (add) or is about to be closed; may be NULL.
 	 * A negative errno on add fails the tenant's start with it.
 	 */
@@ -284,6 +291,13 @@ int serving_admit_check(const struct serving *s, const struct serving_tenant_spe
  * submit's serving_admit (which counts it otherwise).
  */
 struct serving_hold;
+/*
+ * The bytes of submitted files owner may still bring
+ * (serving_config.max_submit_bytes_per_uid less what its tenants hold);
+ * UINT64_MAX for root or without the quota. serving_admit refuses a tenant
+ * whose files go past it (-EDQUOT).
+ */
+uint64_t serving_submit_bytes_left(const struct serving *s, uid_t owner);
 int serving_hold(struct serving *s, const struct serving_tenant_spec *spec,
 		 struct serving_hold **out, struct coloc_err *err);
 void serving_release(struct serving *s, struct serving_hold *h);

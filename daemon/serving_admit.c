@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include "coloc/model_format.h"
 #include "profile_table.h"
 #include "sandbox.h"
@@ -72,17 +73,63 @@ static int grow_versions(struct serving *s, int nr_layers)
 	return 0;
 }
 
-/* A duplicate of a sealed memfd of the submit (submit_files.h) into *out; 0 or -errno. */
-static int take_sealed(int fd, const char *what, int *out, struct coloc_err *err)
+/*
+ * A duplicate of a sealed memfd of the submit (submit_files.h) into *out,
+ * its size added to *bytes; 0 or -errno.
+ */
+static int take_sealed(int fd, const char *what, int *out, uint64_t *bytes, struct coloc_err *err)
 {
+	struct stat st;
+
 	*out = -1;
 	if (fd < 0 || submit_file_check_sealed(fd))
 		return coloc_err_set(err, -EBADF, "%s is not a sealed copy of a submitted file",
 				     what);
+	if (fstat(fd, &st))
+		return coloc_err_set(err, -errno, "%s: fstat: %s", what, strerror(errno));
+	*bytes += (uint64_t)st.st_size;
 	*out = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (*out < 0)
 		return coloc_err_set(err, -errno, "%s: fcntl: %s", what, strerror(errno));
 	return 0;
+}
+
+/* The bytes of submitted files owner's tenants hold (sv_tenant.submit_bytes). */
+static uint64_t owner_submit_bytes(const struct serving *s, uid_t owner)
+{
+	uint64_t held = 0;
+
+	for (int i = 0; i < SV_MAX_TENANTS; i++)
+		if (s->tenants[i].used && s->tenants[i].owner == owner)
+			held += s->tenants[i].submit_bytes;
+	return held;
+}
+
+uint64_t serving_submit_bytes_left(const struct serving *s, uid_t owner)
+{
+	uint64_t held;
+
+	if (!owner || !s->max_submit_bytes_per_uid)
+		return UINT64_MAX;
+	held = owner_submit_bytes(s, owner);
+	return held < s->max_submit_bytes_per_uid ? s->max_submit_bytes_per_uid - held : 0;
+}
+
+/* t's files (t->submit_bytes, not yet counted) within its owner's quota of submitted bytes. */
+static int check_submit_quota(const struct serving *s, const struct sv_tenant *t,
+			      struct coloc_err *err)
+{
+	uint64_t left = serving_submit_bytes_left(s, t->owner);
+
+	if (t->submit_bytes <= left)
+		return 0;
+	return coloc_err_set(err, -EDQUOT,
+			     "tenant %s: its files (%.1f MiB) would take uid %u past its quota of "
+			     "%llu MiB of submitted files (its tenants hold %.1f MiB; remove one, "
+			     "or colocd --max-submit-mib-per-uid raises it)",
+			     t->name, (double)t->submit_bytes / (1 << 20), (unsigned int)t->owner,
+			     (unsigned long long)(s->max_submit_bytes_per_uid >> 20),
+			     (double)owner_submit_bytes(s, t->owner) / (1 << 20));
 }
 
 /* The submitted files into t: duplicates of the sealed memfds; 0 or -errno. */
@@ -99,13 +146,15 @@ static int take_files(struct sv_tenant *t, const struct serving_tenant_spec *spe
 	t->model_name = strdup(spec->model_name);
 	if (!t->model_name)
 		return coloc_err_set(err, -ENOMEM, "out of memory admitting %s", spec->name);
-	ret = take_sealed(spec->model_fd, "the model", &t->model_fd, err);
+	ret = take_sealed(spec->model_fd, "the model", &t->model_fd, &t->submit_bytes, err);
 	if (!ret && spec->weights_fd >= 0)
-		ret = take_sealed(spec->weights_fd, "the weights", &t->weights_fd, err);
+		ret = take_sealed(spec->weights_fd, "the weights", &t->weights_fd, &t->submit_bytes,
+				  err);
 	for (int i = 0; i < spec->nr_external && !ret; i++) {
 		struct execproc_file *f = &t->external[t->nr_external];
 
-		ret = take_sealed(spec->external[i].fd, "an external data file", &f->fd, err);
+		ret = take_sealed(spec->external[i].fd, "an external data file", &f->fd,
+				  &t->submit_bytes, err);
 		if (ret)
 			break;
 		f->location = strdup(spec->external[i].location);
@@ -184,18 +233,20 @@ static int check_admit_quota(const struct serving *s, const struct serving_tenan
 		return 0;
 	sv_owner_usage(s, spec->owner, &tenants, &executors, &queued);
 	if (s->max_tenants_per_uid && tenants >= s->max_tenants_per_uid)
-		return coloc_err_set(err, -EDQUOT,
-				     "tenant %s: uid %u already has %d serving tenants (submits being "
-				     "copied included), its quota (colocd --max-tenants-per-uid "
-				     "raises it)",
-				     spec->name, (unsigned int)spec->owner, tenants);
+		return coloc_err_set(
+			err, -EDQUOT,
+			"tenant %s: uid %u already has %d serving tenants (submits being "
+			"copied included), its quota (colocd --max-tenants-per-uid "
+			"raises it)",
+			spec->name, (unsigned int)spec->owner, tenants);
 	if (s->max_executors_per_uid && executors + want > s->max_executors_per_uid)
-		return coloc_err_set(err, -EDQUOT,
-				     "tenant %s: %d more executors would take uid %u past its "
-				     "quota of %d (it has %d, submits being copied included; colocd "
-				     "--max-executors-per-uid raises it)",
-				     spec->name, want, (unsigned int)spec->owner,
-				     s->max_executors_per_uid, executors);
+		return coloc_err_set(
+			err, -EDQUOT,
+			"tenant %s: %d more executors would take uid %u past its "
+			"quota of %d (it has %d, submits being copied included; colocd "
+			"--max-executors-per-uid raises it)",
+			spec->name, want, (unsigned int)spec->owner, s->max_executors_per_uid,
+			executors);
 	return 0;
 }
 
@@ -272,6 +323,8 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 	t->admitted = spec->admitted;
 	t->admitted_ctx = spec->admitted_ctx;
 	ret = take_files(t, spec, err);
+	if (!ret)
+		ret = check_submit_quota(s, t, err);
 	if (!ret && spec->model_hashed)
 		t->model_hash = spec->model_hash;
 	else if (!ret && (ret = submit_file_hash(t->model_fd, &t->model_hash)))

@@ -111,6 +111,7 @@ struct sv_tenant {
 	struct sv_query *head, *tail; /* queued and in flight, by arrival */
 	int nr_queries;
 	size_t inputs_held; /* bytes of its queries' inputs copied into colocd, not yet in a slot */
+	uint64_t submit_bytes; /* its sealed files' sizes (max_submit_bytes_per_uid) */
 	struct serving_stats stats;
 	struct policy_level_tenant level; /* its blocks' norm and noise (level_estimate.h) */
 	struct policy_signal
@@ -133,6 +134,7 @@ struct serving {
 	int max_queue, max_queue_total;
 	int max_tenants_per_uid, max_executors_per_uid, max_queued_per_uid; /* 0: none */
 	size_t max_input_bytes_per_uid; /* 0: none */
+	uint64_t max_submit_bytes_per_uid; /* 0: none */
 	int (*watch)(void *ctx, int fd, bool add);
 	void (*core_changed)(void *ctx, int cpu, const char *name, uint64_t query, int first,
 			     int last);

@@ -26,6 +26,7 @@
 
 struct submit_copy {
 	uid_t uid;
+	uint64_t budget; /* bytes its files may have in all */
 	int nr;
 	int fds[SUBMIT_COPY_MAX_FILES]; /* duplicates of the client's */
 	char what[SUBMIT_COPY_MAX_FILES][SUBMIT_COPY_WHAT_LEN];
@@ -79,7 +80,7 @@ static void *submit_copy_thread(void *arg)
 {
 	struct submit_copier *q = arg;
 	struct submit_copy *c = q->running;
-	uint64_t budget = COLOC_MAX_SUBMIT_BYTES;
+	uint64_t budget = c->budget < COLOC_MAX_SUBMIT_BYTES ? c->budget : COLOC_MAX_SUBMIT_BYTES;
 	ssize_t n;
 
 	for (int i = 0; i < c->nr && !c->ret; i++) {
@@ -237,7 +238,7 @@ void submit_copier_free(struct submit_copier *q)
 	free(q);
 }
 
-int submit_copier_add(struct submit_copier *q, uid_t uid, const int *fds,
+int submit_copier_add(struct submit_copier *q, uid_t uid, uint64_t budget, const int *fds,
 		      const char (*what)[SUBMIT_COPY_WHAT_LEN], int nr, submit_copy_done_fn done,
 		      void *ctx, struct coloc_err *err)
 {
@@ -251,6 +252,7 @@ int submit_copier_add(struct submit_copier *q, uid_t uid, const int *fds,
 	if (!c)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
 	c->uid = uid;
+	c->budget = budget;
 	c->nr = nr;
 	for (int i = 0; i < SUBMIT_COPY_MAX_FILES; i++)
 		c->fds[i] = c->sealed[i] = -1;

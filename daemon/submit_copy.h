@@ -47,11 +47,13 @@ void submit_copier_free(struct submit_copier *q);
  * Queues the copy of the nr files of fds (the client's descriptors,
  * duplicated here: the caller keeps its own), what[i] naming each in
  * errors ("the model", ...), file 0 the model, for the user uid (whose
- * turn it waits for). done is called once, on the loop, never from within
+ * turn it waits for), their sizes in all at most budget (and
+ * COLOC_MAX_SUBMIT_BYTES): a file past it is refused before its copy.
+ * done is called once, on the loop, never from within
  * this call. 0, or -errno with
  * err filled (done is then never called).
  */
-int submit_copier_add(struct submit_copier *q, uid_t uid, const int *fds,
+int submit_copier_add(struct submit_copier *q, uid_t uid, uint64_t budget, const int *fds,
 		      const char (*what)[SUBMIT_COPY_WHAT_LEN], int nr, submit_copy_done_fn done,
 		      void *ctx, struct coloc_err *err);
 

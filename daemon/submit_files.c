@@ -112,10 +112,13 @@ static int submit_file_check(int fd, const char *what, const struct stat *st, ui
 				     "%s is %lld bytes, over colocd's limit of %llu MiB", what,
 				     (long long)st->st_size, COLOC_MAX_SUBMIT_FILE_BYTES >> 20);
 	if ((uint64_t)st->st_size > budget)
-		return coloc_err_set(err, -EFBIG,
-				     "%s brings the submit's files over colocd's limit of %llu "
-				     "MiB in all",
-				     what, COLOC_MAX_SUBMIT_BYTES >> 20);
+		return coloc_err_set(err, -EDQUOT,
+				     "%s is %lld bytes, past the %.1f MiB the submit may still "
+				     "bring: colocd takes %llu MiB a submit at most, and no more "
+				     "than its owner's quota of submitted files leaves (colocd "
+				     "--max-submit-mib-per-uid; remove a tenant to free it)",
+				     what, (long long)st->st_size, (double)budget / (1 << 20),
+				     COLOC_MAX_SUBMIT_BYTES >> 20);
 	return 0;
 }
 

@@ -20,7 +20,8 @@
 /*
  * A sealed copy of fd's file into *out (close-on-exec). what names it in
  * errors ("the model", "external data file 'w.bin'"); *budget is the bytes
- * the submit may still copy, lowered by the file's size. 0, or -errno with
+ * the submit may still copy, lowered by the file's size; a file past it is
+ * refused by its st_size before a byte is read (-EDQUOT). 0, or -errno with
  * err saying what is wrong with the file. fd is left open.
  */
 int submit_file_seal(int fd, const char *what, uint64_t *budget, int *out, struct coloc_err *err);

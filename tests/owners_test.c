@@ -658,6 +658,41 @@ TEST_F_TIMEOUT(quota, serving_submit__queued_input_bytes_over_the_owners_limit_r
 	EXPECT_EQ(0, self->done);
 }
 
+/*
+ * The bytes of submitted files a member's tenants hold count against it
+ * for their life (review of 2026-12-06, HIGH 1): at a quota of one and a
+ * half models, the member's second tenant is refused with the quota and
+ * its option, root's is not, and once the first is removed the second
+ * fits. Main admitted every one.
+ */
+TEST_F_TIMEOUT(quota, serving_admit__submitted_bytes_over_the_owners_quota_refused, 600)
+{
+	char bin[512];
+	struct serving_config cfg = { .executor = tu_bin("coloc-executor", bin, sizeof(bin)),
+				      .cache_dir = cache_dir };
+	struct coloc_err err = { 0 };
+	struct stat st;
+
+	ASSERT_EQ(0, stat(self->model, &st));
+	serving_destroy(self->s);
+	self->s = NULL;
+	cfg.max_submit_bytes_per_uid = (uint64_t)st.st_size + (uint64_t)st.st_size / 2;
+	ASSERT_EQ(0, serving_create(&cfg, &self->s, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(cfg.max_submit_bytes_per_uid, serving_submit_bytes_left(self->s, MEMBER));
+	ASSERT_EQ(0, admit(self, "a", MEMBER, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ((uint64_t)st.st_size / 2, serving_submit_bytes_left(self->s, MEMBER));
+	EXPECT_EQ(UINT64_MAX, serving_submit_bytes_left(self->s, 0));
+	EXPECT_EQ(-EDQUOT, admit(self, "b", MEMBER, 1, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "--max-submit-mib-per-uid"))
+	TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(0, admit(self, "m2", MEMBER2, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(0, admit(self, "r1", 0, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(0, admit(self, "r2", 0, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	/* a removed tenant frees its bytes */
+	ASSERT_EQ(0, serving_remove(self->s, "a", &err));
+	EXPECT_EQ(0, admit(self, "b", MEMBER, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+}
+
 /* ---- through colocd's socket, as a member of group coloc ---------------------------- */
 
 FIXTURE(wire)

@@ -231,9 +231,10 @@ FIXTURE_SETUP(submit)
 	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-submit-%d", getpid());
 	tu_bin("colocctl", self->bin, sizeof(self->bin));
 	/* one executor per member: a member's submit of two is refused by its quota */
-	self->colocd =
-		tu_start_colocd_with(self->sock, self->pin, self->log,
-				     (const char *const[]){ "--max-executors-per-uid", "1", NULL });
+	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log,
+					    (const char *const[]){ "--max-executors-per-uid", "1",
+								   "--max-submit-mib-per-uid",
+								   "1536", NULL });
 	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start");
 }
 
@@ -419,6 +420,31 @@ TEST_F(submit, refused_name__answered_before_a_byte_is_copied)
 				   fd));
 	after = colocd_rchar(self->colocd);
 	EXPECT_NE(NULL, strstr(self->out, "tenant name 'bad name!' is not"))
+	TH_LOG("%s", self->out);
+	EXPECT_LT(after - before, 1 << 20) TH_LOG("rchar %lld -> %lld", before, after);
+	EXPECT_TRUE(ping_ok(self));
+	close(fd);
+}
+
+/*
+ * "external" with a coloc .model (which has no external data) is refused
+ * before a byte is copied (review of 2026-12-06, HIGH 1: main copied and
+ * held every named file for the tenant's life).
+ */
+TEST_F(submit, external_data__refused_for_a_coloc_model)
+{
+	long long before, after;
+	int fd = big_file(self);
+
+	ASSERT_LE(0, fd);
+	before = colocd_rchar(self->colocd);
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, raw_submit_as(self, 0, 0,
+				   "{\"cmd\":\"submit\",\"name\":\"ext\",\"model\":"
+				   "\"big.model\",\"qos_ms\":100,\"external\":[\"w.bin\"]}\n",
+				   fd));
+	after = colocd_rchar(self->colocd);
+	EXPECT_NE(NULL, strstr(self->out, "big.model is a coloc .model file, which has none"))
 	TH_LOG("%s", self->out);
 	EXPECT_LT(after - before, 1 << 20) TH_LOG("rchar %lld -> %lld", before, after);
 	EXPECT_TRUE(ping_ok(self));
@@ -864,6 +890,38 @@ TEST_F_TIMEOUT(submit, copies__a_submit_being_copied_counts_in_the_quota, 120)
 	EXPECT_TRUE(ping_ok(self));
 	close(bigfd);
 	close(smallfd);
+}
+
+/*
+ * A member's submit over its submitted-bytes quota (the fixture's colocd
+ * allows 1536 MiB) is refused by its file's size before a byte of it is read, and
+ * names the option.
+ */
+TEST_F(submit, refused_by_submit_bytes_quota__before_a_byte_is_copied)
+{
+	struct group *grp = getgrnam(COLOC_GROUP);
+	long long before, after;
+	uid_t id = unused_id();
+	int fd;
+
+	if (!grp)
+		SKIP(return, "no '%s' group here ('make deps' creates it)", COLOC_GROUP);
+	ASSERT_NE(0, id);
+	fd = sparse_file(self, "huge.model", 1792ll << 20);
+	ASSERT_LE(0, fd);
+	before = colocd_rchar(self->colocd);
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, raw_submit_as(self, id, grp->gr_gid,
+				   "{\"cmd\":\"submit\",\"name\":\"q\",\"model\":"
+				   "\"huge.model\",\"qos_ms\":100}\n",
+				   fd));
+	after = colocd_rchar(self->colocd);
+	EXPECT_NE(NULL, strstr(self->out, "the model is 1879048192 bytes, past the 1536.0 MiB"))
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "--max-submit-mib-per-uid")) TH_LOG("%s", self->out);
+	EXPECT_LT(after - before, 1 << 20) TH_LOG("rchar %lld -> %lld", before, after);
+	EXPECT_TRUE(ping_ok(self));
+	close(fd);
 }
 
 TEST_HARNESS_MAIN
