@@ -43,6 +43,12 @@
 
 #define SERVER_READS_PER_WAKEUP 4
 /*
+ * Request lines one connection has served per turn of the loop; the rest
+ * wait for its next turn, after every other ready source's (the executors'
+ * doorbells, the other connections).
+ */
+#define SERVER_LINES_PER_TURN 4
+/*
  * Room for every descriptor one message can carry (the kernel's
  * SCM_MAX_FD): those that did not fit would be released by the kernel in
  * recvmsg, on the loop, where their last close could block.
@@ -796,14 +802,33 @@ static void server_conn_kick(struct server_conn *c)
 		loop_poll_set_events(c->src, (server_conn_may_read(c) ? POLLIN : 0) | POLLOUT);
 }
 
-/* Serves what the buffer holds, within the bounds; false when to close now. */
-static bool server_conn_serve(struct server_conn *c)
+/* Whether c's buffer holds a request line to serve (or one past the limit to refuse). */
+static bool server_conn_has_line(const struct server_conn *c)
+{
+	return !c->in_payload && c->in_len &&
+	       (c->in_len > COLOC_MAX_REQUEST || memchr(c->in, '\n', c->in_len));
+}
+
+/*
+ * Serves what the buffer holds, within the bounds and *lines (the lines c
+ * may still serve this turn, lowered by those served); false when to close
+ * now. Lines left over for want of *lines are served on c's next turn: it
+ * comes at once (POLLOUT), whether or not the client sends more.
+ */
+static bool server_conn_serve(struct server_conn *c, int *lines)
 {
 	bool ok = true;
 
 	while (ok && !c->closing && c->pending < SERVER_MAX_PENDING &&
-	       c->out_bytes <= SERVER_OUT_HIGH && server_conn_serve_one(c, &ok))
-		;
+	       c->out_bytes <= SERVER_OUT_HIGH) {
+		bool line = server_conn_has_line(c);
+
+		if (line && *lines <= 0)
+			break;
+		if (!server_conn_serve_one(c, &ok))
+			break;
+		*lines -= line;
+	}
 	if (!ok)
 		return false;
 	if (!server_conn_flush(c))
@@ -812,6 +837,9 @@ static bool server_conn_serve(struct server_conn *c)
 	if ((c->closing || c->eof) && !c->out_head && !c->pending && !c->in_payload)
 		return false;
 	server_conn_update(c);
+	if (*lines <= 0 && !c->closing && c->pending < SERVER_MAX_PENDING &&
+	    c->out_bytes <= SERVER_OUT_HIGH && server_conn_has_line(c))
+		loop_poll_set_events(c->src, (server_conn_may_read(c) ? POLLIN : 0) | POLLOUT);
 	return true;
 }
 
@@ -842,14 +870,14 @@ void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void 
 	 * A line asking for a payload mostly comes with its bytes right behind
 	 * it: they are read on here, not after another turn of the loop.
 	 */
-	for (int i = 0; i < SERVER_READS_PER_WAKEUP; i++) {
+	for (int i = 0, lines = SERVER_LINES_PER_TURN; i < SERVER_READS_PER_WAKEUP; i++) {
 		ssize_t got = -1;
 
 		if ((revents & POLLIN) && server_conn_may_read(c) && !server_conn_read(c, &got)) {
 			server_conn_close(c);
 			return;
 		}
-		if (!server_conn_serve(c)) {
+		if (!server_conn_serve(c, &lines)) {
 			server_conn_close(c);
 			return;
 		}

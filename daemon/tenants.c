@@ -464,9 +464,50 @@ static void tenants_plan_free(struct tenants_plan *plan)
 	free(plan);
 }
 
+struct tenants_pid_at {
+	__s64 pid;
+	size_t i; /* its place in the request */
+};
+
+static int tenants_pid_at_cmp(const void *a, const void *b)
+{
+	const struct tenants_pid_at *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * first[i] set where req's pids[i] is the first of its value, by sorting a
+ * copy (no syscall); the number of distinct pids neither seen before nor
+ * held by existing already, to weigh against the tenant's limit.
+ */
+static size_t tenants_first_pids(struct tenant_table *t, const struct tenants_add_req *req,
+				 const struct tenant *existing, bool *first)
+{
+	struct tenants_pid_at at[COLOC_MAX_PIDS_PER_REQUEST];
+	size_t fresh = 0;
+
+	for (size_t i = 0; i < req->nr_pids; i++)
+		at[i] = (struct tenants_pid_at){ req->pids[i], i };
+	qsort(at, req->nr_pids, sizeof(at[0]), tenants_pid_at_cmp);
+	for (size_t k = 0; k < req->nr_pids; k++) {
+		bool is_first = !k || at[k].pid != at[k - 1].pid;
+
+		first[at[k].i] = is_first;
+		if (is_first && at[k].pid > 0 && at[k].pid <= 0x3fffffff &&
+		    (!existing || tenants_owner_of_pid(t, (__u32)at[k].pid) != existing))
+			fresh++;
+	}
+	return fresh;
+}
+
 static int tenants_plan(struct tenant_table *t, const struct tenants_add_req *req,
 			struct tenant *existing, struct tenants_plan *plan, struct coloc_err *err)
 {
+	bool first[COLOC_MAX_PIDS_PER_REQUEST];
+	size_t fresh;
 	struct tenant *owner;
 	int held = existing ? existing->nr_procs : 0, ret;
 	uid_t cg_uid;
@@ -499,20 +540,26 @@ static int tenants_plan(struct tenant_table *t, const struct tenants_add_req *re
 					     "to change it",
 					     req->name, existing->cgroup);
 	}
+	/* a pid named again is checked once; past the limit, none is (a check costs the loop) */
+	fresh = tenants_first_pids(t, req, existing, first);
+	if (held + fresh > TENANT_MAX_PIDS)
+		return coloc_err_set(err, -ENOSPC,
+				     "tenant '%s' holds %d processes; the %zu pids asked for "
+				     "would pass the %d a tenant can hold",
+				     req->name, held, fresh, TENANT_MAX_PIDS);
 	for (size_t i = 0; i < req->nr_pids; i++) {
-		bool dup = false;
 		int fd;
 
+		if (!first[i])
+			continue;
 		ret = tenants_check_pid(t, req->name, req->uid, i, req->pids[i], &fd, err);
 		if (ret) {
 			if (fd >= 0)
 				close(fd);
 			return ret;
 		}
-		for (int k = 0; k < plan->nr && !dup; k++)
-			dup = plan->pids[k] == (__u32)req->pids[i];
 		/* tenants_check_pid refused another tenant's: an owner now is this tenant */
-		if (dup || tenants_owner_of_pid(t, (__u32)req->pids[i])) {
+		if (tenants_owner_of_pid(t, (__u32)req->pids[i])) {
 			close(fd);
 			continue;
 		}

@@ -237,4 +237,97 @@ TEST_F(colocd, conns__a_peer_in_another_pid_namespace_is_refused)
 	EXPECT_NE(NULL, strstr(line, "pid namespace"));
 }
 
+/* Reads what fd has (waiting for some first when wait), counting lines into *lines; -1 on error. */
+static int count_lines(int fd, bool wait, int *lines)
+{
+	char buf[65536];
+	ssize_t n;
+
+	for (;;) {
+		n = recv(fd, buf, sizeof(buf), wait ? 0 : MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !wait)
+			return 0;
+		if (n <= 0)
+			return -1;
+		for (ssize_t i = 0; i < n; i++)
+			*lines += buf[i] == '\n';
+		if (wait)
+			return 0;
+	}
+}
+
+/* Whether thread tid of pid is stopped, or gone. */
+static bool thread_stopped(pid_t pid, pid_t tid, void *ctx)
+{
+	char state = tu_thread_state(pid, tid);
+
+	(void)ctx;
+	return state == '?' || state == 'T' || state == 't';
+}
+
+/* SIGSTOP to pid, then waits until every thread of it has stopped: true when they did. */
+static bool stop_whole_process(pid_t pid)
+{
+	if (kill(pid, SIGSTOP))
+		return false;
+	for (int i = 0; i < 10000; i++) {
+		int nr, stopped = tu_count_threads(pid, thread_stopped, NULL, &nr);
+
+		if (stopped >= 0 && stopped == nr)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
+ * One connection pipelines 300 pings in one write (colocd stopped
+ * meanwhile, so that it finds them all at once); once its first
+ * answer is in, another connection's ping is answered before the flood's
+ * last (review of 2026-12-06, HIGH 2): colocd serves a few lines of a
+ * connection per turn of its loop. Counted: the flood's answers read up to
+ * right after the other's answer. Main served the whole buffer in one turn
+ * and flushed it at its end, so the flood's first answer came with all
+ * 300 served (their answers fit in the socket: one skb each); a test process descheduled while colocd serves on proves
+ * nothing, so it tries again, and fails only when every try does.
+ */
+TEST_F(colocd, conns__a_pipelining_connection_does_not_hold_another_ones_ping)
+{
+	enum { FLOOD = 300 };
+	const char ping[] = "{\"cmd\":\"ping\"}\n";
+	static char flood[FLOOD * (sizeof(ping) - 1)];
+	int best = FLOOD;
+
+	for (int i = 0; i < FLOOD; i++)
+		memcpy(flood + i * (sizeof(ping) - 1), ping, sizeof(ping) - 1);
+	for (int attempt = 0; attempt < 5 && best >= FLOOD / 2; attempt++) {
+		int a = tu_connect(self->sock), b = tu_connect(self->sock), got = 0;
+		size_t sent = 0;
+
+		ASSERT_LE(0, a);
+		ASSERT_LE(0, b);
+		set_recv_timeout(a, 30);
+		set_recv_timeout(b, 30);
+		ASSERT_EQ(1, ping_on(b, NULL, 0)); /* b is in, and served */
+		ASSERT_TRUE(stop_whole_process(self->pid));
+		while (sent < sizeof(flood)) {
+			ssize_t n = send(a, flood + sent, sizeof(flood) - sent, MSG_NOSIGNAL);
+
+			ASSERT_LT(0, n);
+			sent += (size_t)n;
+		}
+		ASSERT_EQ(0, kill(self->pid, SIGCONT));
+		ASSERT_EQ(0, count_lines(a, true, &got));
+		ASSERT_EQ(1, ping_on(b, NULL, 0));
+		ASSERT_EQ(0, count_lines(a, false, &got));
+		TH_LOG("attempt %d: %d of the flood's %d answers were out by the other's", attempt,
+		       got, FLOOD);
+		if (got < best)
+			best = got;
+		close(a);
+		close(b);
+	}
+	EXPECT_LT(best, FLOOD / 2) TH_LOG("the flood was served whole before another's ping");
+}
+
 TEST_HARNESS_MAIN

@@ -150,6 +150,77 @@ TEST_F(tenants, add__a_bad_pid_after_good_ones_adds_none_of_them)
 	EXPECT_EQ(NULL, tenants_find(&self->d.tenants, "b"));
 }
 
+/* read(2) calls this process has made (syscr of /proc/self/io), or -1. */
+static long long self_syscr(void)
+{
+	char line[128];
+	long long n = -1;
+	FILE *f = fopen("/proc/self/io", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "syscr: %lld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/*
+ * A member's tenant-add naming its one process 1,000 times checks it once
+ * (review of 2026-12-06, HIGH 2: main ran the whole check, pidfd_open and
+ * /proc/PID/status read, for each of the 1,000 before skipping the
+ * duplicate). Counted by the read(2) calls the add made: a check reads the
+ * process's status; main made over a thousand.
+ */
+TEST_F(tenants, add__a_pid_repeated_is_checked_once)
+{
+	const uid_t member = 61234;
+	struct tenants_add_req req = { .name = "m", .uid = member };
+	__s64 p[1000];
+	struct coloc_err err = { 0 };
+	long long before, after;
+	char path[64], line[128];
+	bool switched = false;
+	pid_t kid = fork();
+
+	ASSERT_LE(0, kid);
+	if (kid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (setgid(member) || setuid(member))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	self->kids[self->nr_kids++] = kid;
+	/* wait for the state: the child runs as the member */
+	snprintf(path, sizeof(path), "/proc/%d/status", kid);
+	while (!switched) {
+		FILE *f = fopen(path, "r");
+		unsigned int r, e;
+
+		ASSERT_NE(NULL, f);
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "Uid: %u %u", &r, &e) == 2)
+				switched = r == member && e == member;
+		fclose(f);
+		ASSERT_EQ(0, waitpid(kid, NULL, WNOHANG)) TH_LOG("the child could not switch");
+		if (!switched)
+			usleep(1000);
+	}
+	for (size_t i = 0; i < 1000; i++)
+		p[i] = kid;
+	req.pids = p;
+	req.nr_pids = 1000;
+	before = self_syscr();
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, tenants_add(&self->d.tenants, &req, &(struct tenant *){ NULL }, &err))
+	TH_LOG("%s", coloc_err_str(&err));
+	after = self_syscr();
+	EXPECT_EQ(1, tenants_find(&self->d.tenants, "m")->nr_procs);
+	EXPECT_LT(after - before, 20) TH_LOG("%lld reads for one process", after - before);
+}
+
 TEST_F(tenants, add__refuses_init_and_colocd_itself)
 {
 	struct coloc_err err = { 0 };
