@@ -198,7 +198,8 @@ static const struct colocd_option options[] = {
 	{ "cache-dir", 0, ARG_STRING, &config.cache_dir, .arg = "DIR", .help = "latency profiles",
 	  .dflt = "$COLOC_CACHE_DIR, else " PROFILE_DEFAULT_CACHE_DIR },
 	{ "state", 0, ARG_PARSER, .parse = parse_state, .arg = "FILE",
-	  .help = "keep the submitted tenants in FILE and submit them again at start",
+	  .help = "keep the submitted tenants in FILE and submit them again at start (FILE in a "
+		  "directory only root may write)",
 	  .dflt = "none; a restart starts empty" },
 	{ "policy", 0, ARG_PARSER, .parse = parse_policy, .arg = "NAME",
 	  .help = "which query runs where; one of the list below", .dflt = SERVING_DEFAULT_POLICY,
@@ -540,6 +541,10 @@ int main(int argc, char **argv)
 		return err == 1 ? 0 : err;
 	if (geteuid() != 0) {
 		fprintf(stderr, "colocd: must run as root (it loads BPF programs and pins maps)\n");
+		return 1;
+	}
+	if (config.state_path && colocd_state_check_dir(config.state_path, &cerr)) {
+		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
 		return 1;
 	}
 	/* line-buffered so a supervisor or a pipe sees each message as it happens */

@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,28 +296,116 @@ int colocd_state_write(const struct colocd *d, struct coloc_err *err)
 	return colocd_state_write_specs(d->cfg.state_path, d->specs, d->nr_specs, err);
 }
 
+/* path's directory (opened into *dirfd) and its last component (into base); 0 or -errno. */
+static int state_split(const char *path, int *dirfd, char *base, size_t len)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	*dirfd = -1;
+	if (!slash || !slash[1] || (size_t)(slash - path) >= sizeof(dir) ||
+	    (size_t)snprintf(base, len, "%s", slash + 1) >= len)
+		return -EINVAL;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	*dirfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return *dirfd < 0 ? -errno : 0;
+}
+
+int colocd_state_check_dir(const char *path, struct coloc_err *err)
+{
+	char base[NAME_MAX + 1];
+	struct stat st;
+	int dirfd, ret = state_split(path, &dirfd, base, sizeof(base));
+
+	if (ret)
+		return coloc_err_set(err, ret, "cannot open the directory of the state file %s: %s",
+				     path, strerror(-ret));
+	ret = fstat(dirfd, &st) ? -errno : 0;
+	close(dirfd);
+	if (ret)
+		return coloc_err_set(err, ret, "cannot stat the directory of %s: %s", path,
+				     strerror(-ret));
+	if (st.st_uid != 0)
+		return coloc_err_set(err, -EPERM,
+				     "the state file's directory (of %s) belongs to uid %u, not "
+				     "root: its owner could plant a state naming root's tenants "
+				     "theirs; use a directory of root's, e.g. /var/lib/coloc",
+				     path, (unsigned int)st.st_uid);
+	if (!(st.st_mode & S_ISVTX) &&
+	    ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0)))
+		return coloc_err_set(err, -EPERM,
+				     "the state file's directory (of %s) is writable by other "
+				     "users (mode %04o): they could plant or swap the state; use a "
+				     "directory only root can write, e.g. /var/lib/coloc",
+				     path, (unsigned int)(st.st_mode & 07777));
+	return 0;
+}
+
+/*
+ * The temporary file tmp in dirfd, opened for writing without following a
+ * link: made new (O_EXCL), or, where one is there, reused only when it is
+ * root's with no other name (a leftover of an earlier write: no other
+ * user can make a file of root's); any other file of that name is refused,
+ * never written or removed. An fd, or -errno with err.
+ */
+static int state_tmp_open(int dirfd, const char *tmp, const char *path, struct coloc_err *err)
+{
+	struct stat named, held;
+	int fd;
+
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 || errno != EEXIST)
+		goto out;
+	if (fstatat(dirfd, tmp, &named, AT_SYMLINK_NOFOLLOW) || named.st_uid != 0 ||
+	    named.st_nlink != 1 || !(S_ISREG(named.st_mode) || S_ISFIFO(named.st_mode))) {
+		errno = EEXIST;
+		goto out;
+	}
+	fd = openat(dirfd, tmp,
+		    O_WRONLY | O_NOFOLLOW | O_CLOEXEC | (S_ISREG(named.st_mode) ? O_TRUNC : 0));
+	if (fd >= 0 && (fstat(fd, &held) || held.st_ino != named.st_ino ||
+			held.st_dev != named.st_dev || held.st_uid != 0 || held.st_nlink != 1)) {
+		close(fd);
+		fd = -1;
+		errno = EEXIST;
+	}
+out:
+	if (fd < 0)
+		return coloc_err_set(err, -errno,
+				     "cannot write the state file %s: its temporary file %s: %s%s",
+				     path, tmp, strerror(errno),
+				     errno == EEXIST ? " (not root's: remove it)" : "");
+	return fd;
+}
+
 int colocd_state_write_specs(const char *path, const struct colocd_spec *specs, int nr,
 			     struct coloc_err *err)
 {
-	char tmp[PATH_MAX + 16];
-	int fd, ret;
+	char base[NAME_MAX + 1], tmp[NAME_MAX + 8];
+	int dirfd, fd, ret = state_split(path, &dirfd, base, sizeof(base));
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return coloc_err_set(err, -errno, "cannot write the state file %s: %s", tmp,
-				     strerror(errno));
+	if (ret)
+		return coloc_err_set(err, ret, "cannot write the state file %s: %s", path,
+				     strerror(-ret));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", base);
+	fd = state_tmp_open(dirfd, tmp, path, err);
+	if (fd < 0) {
+		close(dirfd);
+		return fd;
+	}
 	ret = colocd_state_render(fd, specs, nr);
 	if (!ret && fsync(fd))
 		ret = -errno;
 	close(fd);
-	if (!ret && rename(tmp, path))
+	if (!ret && renameat(dirfd, tmp, dirfd, base))
 		ret = -errno;
-	if (ret) {
-		unlink(tmp);
+	if (ret)
+		unlinkat(dirfd, tmp, 0);
+	close(dirfd);
+	if (ret)
 		return coloc_err_set(err, ret, "cannot write the state file %s: %s", path,
 				     strerror(-ret));
-	}
 	return 0;
 }
 
@@ -395,9 +484,28 @@ int colocd_state_read(const char *path, struct colocd_spec *specs, struct coloc_
 	size_t n;
 	int ret = 0;
 
-	if (access(path, F_OK) && errno == ENOENT)
+	struct stat st = { 0 };
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0 && errno == ENOENT)
 		return 0;
-	root = json_object_from_file(path);
+	if (fd < 0)
+		return coloc_err_set(
+			err, -errno, "cannot read the state file %s: %s%s", path, strerror(errno),
+			errno == ELOOP ? " (a symbolic link: colocd follows none)" : "");
+	/* what root resubmits, with owners, must be a file only root wrote */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
+		ret = coloc_err_set(
+			err, -EPERM,
+			"the state file %s is not a regular file of root's with mode "
+			"0600 (owner uid %u, mode %04o): colocd takes tenants and their "
+			"owners only from a file only root wrote; remove it",
+			path, (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777));
+		close(fd);
+		return ret;
+	}
+	root = json_object_from_fd(fd);
+	close(fd);
 	if (!root)
 		return coloc_err_set(err, -EINVAL, "cannot read the state file %s: %s", path,
 				     json_util_get_last_err());

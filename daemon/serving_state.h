@@ -63,7 +63,11 @@ int colocd_spec_restore(struct colocd *d, const struct colocd_spec *spec, struct
  * (state_writer.h) from colocd_spec_add/_drop instead.
  */
 int colocd_state_write(const struct colocd *d, struct coloc_err *err);
-/* Writes specs as the state file path: temp, fsync, rename; 0 or -errno with err. */
+/*
+ * Writes specs as the state file path: a temporary file made new beside it
+ * (O_EXCL, relative to the directory opened once), fsync, rename; 0 or
+ * -errno with err.
+ */
 int colocd_state_write_specs(const char *path, const struct colocd_spec *specs, int nr,
 			     struct coloc_err *err);
 /*
@@ -78,9 +82,17 @@ int colocd_state_keep_files(const char *path, const char *name, const struct col
 void colocd_state_drop_files(const char *path, const char *name, int nr_external);
 /*
  * Reads the specs in path (none when it does not exist) into specs (at most
- * COLOC_MAX_TENANTS); returns how many, or -errno with err filled.
+ * COLOC_MAX_TENANTS); returns how many, or -errno with err filled: -EPERM
+ * when the file is not a regular file of root's with no access for others
+ * (a link is not followed).
  */
 int colocd_state_read(const char *path, struct colocd_spec *specs, struct coloc_err *err);
+/*
+ * The state file's directory by the socket directory's rule: root's, and
+ * writable by group or others only where the group is root's or it is
+ * sticky. 0, or -EPERM with err saying why; colocd does not start then.
+ */
+int colocd_state_check_dir(const char *path, struct coloc_err *err);
 /*
  * The files of spec as --state kept them (colocd's own copies, never the
  * client's paths), sealed into files; 0 or -errno with err. Close them

@@ -3,8 +3,8 @@
  * Tenants have owners (docs/security-owners.md). Without a socket: the
  * tenant table (daemon/tenants.c) of a real started daemon core, fed real
  * processes running as root and as a second uid, and cgroup v2 directories
- * owned by each; the control handler's views as each uid; the --state file's
- * owners; and the serving core's ownership and per-uid quotas with real
+ * owned by each; the control handler's views as each uid; and the serving
+ * core's ownership and per-uid quotas with real
  * executors. Through a real colocd's socket: a member of group coloc (a
  * forked child that drops to an unused uid) is refused another user's
  * tenant and sees no file names, and the tenant quota is colocd's option.
@@ -394,63 +394,6 @@ TEST_F(owners, control_tenant_remove__refused_for_another_user)
 	o = handle_as(self, 0, "{\"cmd\":\"tenant-remove\",\"name\":\"rootsvc\"}");
 	EXPECT_TRUE(is_ok(o)) TH_LOG("%s", error_of(o));
 	json_object_put(o);
-}
-
-/* ---- the --state file ------------------------------------------------------------- */
-
-TEST(state__round_trips_owners_and_reads_a_file_without_them_as_roots)
-{
-	char dir[] = "/tmp/coloc-owners-state-XXXXXX", path[128];
-	struct colocd *d = calloc(1, sizeof(*d));
-	struct colocd_spec *back = calloc(COLOC_MAX_TENANTS, sizeof(*back));
-	struct coloc_err err = { 0 };
-	FILE *f;
-
-	ASSERT_NE(NULL, d);
-	ASSERT_NE(NULL, back);
-	ASSERT_NE(NULL, mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/state.json", dir);
-	d->specs = calloc(COLOC_MAX_TENANTS, sizeof(*d->specs));
-	ASSERT_NE(NULL, d->specs);
-	d->cfg.state_path = path;
-	snprintf(d->specs[0].name, sizeof(d->specs[0].name), "rootsvc");
-	snprintf(d->specs[0].model, sizeof(d->specs[0].model), "/m/a.model");
-	d->specs[0].qos_ns = 5000000;
-	d->specs[0].owner = 0;
-	snprintf(d->specs[1].name, sizeof(d->specs[1].name), "mine");
-	snprintf(d->specs[1].model, sizeof(d->specs[1].model), "/m/b.model");
-	d->specs[1].qos_ns = 7000000;
-	d->specs[1].owner = MEMBER;
-	d->nr_specs = 2;
-	ASSERT_EQ(0, colocd_state_write(d, &err)) TH_LOG("%s", coloc_err_str(&err));
-	ASSERT_EQ(2, colocd_state_read(path, back, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_STREQ("rootsvc", back[0].name);
-	EXPECT_EQ(0, back[0].owner);
-	EXPECT_STREQ("mine", back[1].name);
-	EXPECT_EQ(MEMBER, back[1].owner);
-
-	/* written before tenants had owners: root's */
-	f = fopen(path, "w");
-	ASSERT_NE(NULL, f);
-	fprintf(f, "{\"tenants\":[{\"name\":\"old\",\"model\":\"/m/a.model\",\"qos_ns\":5}]}\n");
-	fclose(f);
-	back[0].owner = 12345;
-	ASSERT_EQ(1, colocd_state_read(path, back, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(0, back[0].owner);
-
-	/* (uid_t)-1 is no one's */
-	f = fopen(path, "w");
-	ASSERT_NE(NULL, f);
-	fprintf(f, "{\"tenants\":[{\"name\":\"x\",\"model\":\"/m/a.model\",\"qos_ns\":5,"
-		   "\"owner\":4294967295}]}\n");
-	fclose(f);
-	EXPECT_EQ(-EINVAL, colocd_state_read(path, back, &err));
-	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "owner")) TH_LOG("%s", coloc_err_str(&err));
-
-	EXPECT_EQ(0, tu_remove_tree(dir));
-	free(d->specs);
-	free(d);
-	free(back);
 }
 
 /* ---- the serving core's owners and quotas, real executors, no socket ---------------- */
