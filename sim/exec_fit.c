@@ -41,7 +41,13 @@ struct fit_block {
 	double start_ms, end_ms; /* the executor's own run: end - measured .. end */
 	double alone_us, measured_us; /* the table's time and the executor's */
 	double ratio; /* measured / table */
-	double dispatch_us; /* round trip - measured */
+	/*
+	 * round trip - measured; a command's blocks (plan ahead) share its
+	 * round trip, and each gets an equal part of what the command's
+	 * blocks leave of it
+	 */
+	double dispatch_us;
+	double query, first, last, round_trip_us; /* which command it was part of */
 	double gap_ms; /* since the tenant's previous block in the log ended; < 0: none */
 };
 
@@ -114,9 +120,22 @@ static int model_index(struct fit_state *st, const char *name, struct coloc_err 
 	return st->nr_models++;
 }
 
-enum { C_END, C_TENANT, C_CORES, C_ALONE, C_MEASURED, C_ROUND_TRIP, C_OK, C_NR };
+enum {
+	C_END,
+	C_TENANT,
+	C_CORES,
+	C_ALONE,
+	C_MEASURED,
+	C_ROUND_TRIP,
+	C_OK,
+	C_QUERY,
+	C_FIRST,
+	C_LAST,
+	C_NR
+};
 static const char *const col_name[C_NR] = { "end_ms",	   "tenant",	    "cores", "alone_us",
-					    "measured_us", "round_trip_us", "ok" };
+					    "measured_us", "round_trip_us", "ok",    "query",
+					    "first",	   "last" };
 
 /* A block log being read: its blocks so far, and when each model's last one ended. */
 struct log_read {
@@ -124,7 +143,19 @@ struct log_read {
 	struct fit_block *blk;
 	int nr, cap;
 	double last_end[FIT_MAX_MODELS];
+	int cmd; /* the first kept block of the last command */
 };
+
+/*
+ * Whether b continues the command of a, the block kept before it: colocd
+ * logs a plan-ahead command's blocks together, each with the command's
+ * round trip, the query's layers in order.
+ */
+static bool same_command(const struct fit_block *a, const struct fit_block *b)
+{
+	return a->model == b->model && a->query == b->query && a->last == b->first &&
+	       a->round_trip_us == b->round_trip_us;
+}
 
 /* One row of a block log: kept when ok, with a table time and a measured time. */
 static int log_row(void *ctx, char **f, int n, const int *col, const char *path, int lineno,
@@ -155,6 +186,10 @@ static int log_row(void *ctx, char **f, int n, const int *col, const char *path,
 	b.measured_us = v[C_MEASURED];
 	b.ratio = v[C_MEASURED] / v[C_ALONE];
 	b.dispatch_us = v[C_ROUND_TRIP] - v[C_MEASURED];
+	b.query = v[C_QUERY];
+	b.first = v[C_FIRST];
+	b.last = v[C_LAST];
+	b.round_trip_us = v[C_ROUND_TRIP];
 	/* a log is in the order blocks ended; the tenant's previous one ended last */
 	b.gap_ms = lr->last_end[b.model] < 0 ? -1 : fmax(0, b.start_ms - lr->last_end[b.model]);
 	lr->last_end[b.model] = b.end_ms;
@@ -169,7 +204,18 @@ static int log_row(void *ctx, char **f, int n, const int *col, const char *path,
 		lr->blk = nb;
 		lr->cap = cap;
 	}
-	lr->blk[lr->nr++] = b;
+	lr->blk[lr->nr] = b;
+	if (lr->nr > 0 && same_command(&lr->blk[lr->nr - 1], &b)) {
+		double left = b.round_trip_us;
+
+		for (int i = lr->cmd; i <= lr->nr; i++)
+			left -= lr->blk[i].measured_us;
+		for (int i = lr->cmd; i <= lr->nr; i++)
+			lr->blk[i].dispatch_us = left / (lr->nr - lr->cmd + 1);
+	} else {
+		lr->cmd = lr->nr;
+	}
+	lr->nr++;
 	return 0;
 }
 

@@ -830,7 +830,7 @@ int sim_search_bench_qos(const struct sim_params *base, const struct sim_bq_sear
 /* One data row of a TSV: its fields f[n], and col[] the wanted columns' indexes in them. */
 typedef int (*sim_tsv_row_fn)(void *ctx, char **f, int n, const int *col, const char *path,
 			      int lineno, struct coloc_err *err);
-#define SIM_TSV_MAX_COLS 8
+#define SIM_TSV_MAX_COLS 12
 /*
  * Reads a tab-separated file: a header that must name every column of
  * want[nr_want] (any order, others ignored; a name starting with '?' is

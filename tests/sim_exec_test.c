@@ -514,4 +514,48 @@ TEST_F(sim, exec_fit__factor_spread_dispatch_and_collapse_on_hand_made_logs)
 	rmdir(dir);
 }
 
+/*
+ * A plan-ahead command's blocks (colocd runs a query's following blocks in
+ * one command while it holds no other query) are logged together, each
+ * with the command's round trip. Hand-made: 10 queries of 3 blocks in one
+ * command each (layers [0, 1), [1, 2), [2, 3) on 2 cores, 2 ms in the
+ * table, measured 3 ms, the command's round trip 9.3 ms), then 10 queries
+ * of one block each (3 ms, 3.1 ms): every block's dispatch is 100 us, the
+ * command's 300 us left shared by its three. Counted per block as
+ * round trip - measured, the commands' blocks were 6.3 ms each and the
+ * fitted dispatch 4.75 ms.
+ */
+TEST_F(sim, exec_fit__a_commands_round_trip_is_shared_by_its_blocks)
+{
+	char dir[] = "/tmp/coloc-sim-exec-XXXXXX", path[256];
+	struct sim_exec_fit fit;
+	double t = 0;
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/blocks-light-coloc.tsv", dir);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	fputs("end_ms\ttenant\tquery\tfirst\tlast\tcores\tcorunners\tlevel\talone_us\t"
+	      "predicted_us\tmeasured_us\tround_trip_us\tswitch_us\tok\n",
+	      f);
+	for (int q = 1; q <= 20; q++) {
+		t += 1000;
+		for (int l = 0; l < (q <= 10 ? 3 : 1); l++)
+			fprintf(f,
+				"%.3f\tm\t%d\t%d\t%d\t2\t0\t1.000\t2000.0\t2000.0\t3000.0\t%.1f\t1.0\t1\n",
+				t + 0.001 * l, q, l, l + 1, q <= 10 ? 9300.0 : 3100.0);
+	}
+	fclose(f);
+	ASSERT_EQ(0, sim_exec_fit_dir(dir, &fit, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_EQ(40, fit.nr_blocks);
+	ASSERT_EQ(1, fit.nr_rows);
+	ASSERT_GE(1e-9, fabs(fit.row[0].factor - 1.5));
+	ASSERT_GE(1e-6, fabs(fit.row[0].dispatch_us - 100))
+	TH_LOG("dispatch %.1f us", fit.row[0].dispatch_us);
+	sim_exec_fit_free(&fit);
+	unlink(path);
+	rmdir(dir);
+}
+
 TEST_HARNESS_MAIN

@@ -49,12 +49,12 @@ if [ -r "$pts" ] && ls "$QOS_DIR"/blocks-*-*.tsv >/dev/null 2>&1; then
 	echo "== the executor model fitted on all the block logs of $QOS_DIR, one for every"
 	echo "   run; searched as bench-qos $like did (its loads and point lengths), median of 25 seeds"
 	serving=(--exec-from "$QOS_DIR" --search-like "$like" --seeds 25)
-	"$BIN/coloc-sim" --mix all --policy all --search --cores "$CORES" --llc "$CORES" \
+	"$BIN/coloc-sim" --mixes "$MIXES" --mix all --policy all --search --cores "$CORES" --llc "$CORES" \
 		--full-slowdown "$SLOWDOWN" --brief --measured "$QOS_DIR/results.tsv" \
 		"${serving[@]}" "${EXTRA[@]}"
 	echo "== the check: each policy on each mix by the executor model of its own run's log"
 	serving+=(--exec-per-run)
 fi
-"$BIN/coloc-sim" --mix all --policy all --search --seeds 5 --cores "$CORES" --llc "$CORES" \
+"$BIN/coloc-sim" --mixes "$MIXES" --mix all --policy all --search --seeds 5 --cores "$CORES" --llc "$CORES" \
 	--duration 120 --full-slowdown "$SLOWDOWN" --brief --measured "$QOS_DIR/results.tsv" \
 	"${serving[@]}" "${EXTRA[@]}"
