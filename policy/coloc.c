@@ -13,6 +13,7 @@
  * docs/design/coloc-policy.md.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <sys/mman.h>
 #include "coloc_internal.h"
@@ -209,6 +210,27 @@ static double budget_scale(const struct coloc_state *st, const struct policy_inp
 	return rest > 0 ? head / rest : 0;
 }
 
+/*
+ * The rest of the model from first on count index ci, or (with the whole
+ * rest as a candidate, which may run it on fewer cores) on the count up to
+ * ci whose prediction is the least: on a VM whose blocks on both vCPUs
+ * learn a worse ratio than on one, more cores can be predicted slower.
+ * 0 when a layer has no version at ci.
+ */
+static uint64_t rest_at_best(const struct coloc_state *st, struct coloc_tenant *ct, int first,
+			     int ci, double pos, double corr, double fixed, uint64_t now)
+{
+	uint64_t best = rest_of_model(st, ct, first, ci, pos, corr, fixed, now);
+
+	for (int c = 0; st->flags.whole_candidate && best && c < ci; c++) {
+		uint64_t ns = rest_of_model(st, ct, first, c, pos, corr, fixed, now);
+
+		if (ns && ns < best)
+			best = ns;
+	}
+	return best;
+}
+
 /* The error for a rest of model that a layer from first on cannot run on cores. */
 static int no_version(struct coloc_err *err, const struct policy_query *q, int first, int cores)
 {
@@ -238,7 +260,7 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 	double fixed = st->flags.predict ? coloc_aged_fixed(ct, in->now_ns) : 0;
 	double margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
 	int first = q->next_layer, all_ci = policy_costs_core_index(m, st->nr_online);
-	uint64_t rest_ns = rest_of_model(st, ct, first, all_ci, pos, corr, fixed, in->now_ns);
+	uint64_t rest_ns = rest_at_best(st, ct, first, all_ci, pos, corr, fixed, in->now_ns);
 
 	if (!rest_ns)
 		return no_version(err, q, first, m->core_counts[all_ci]);
@@ -247,7 +269,7 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 	if ((double)in->now_ns + (double)rest_ns / margin > (double)q->deadline_ns)
 		return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
 	if (max_ci < all_ci) {
-		rest_ns = rest_of_model(st, ct, first, max_ci, pos, corr, fixed, in->now_ns);
+		rest_ns = rest_at_best(st, ct, first, max_ci, pos, corr, fixed, in->now_ns);
 		if (!rest_ns)
 			return no_version(err, q, first, m->core_counts[max_ci]);
 		rest_ns = policy_scale_ns(rest_ns, cold);
@@ -351,6 +373,81 @@ static double wait_bound(const struct policy_input *in, const struct round *r, i
 	return bound;
 }
 
+/* The cores tenant u holds: its blocks running, and those decided for it this round. */
+static int cores_held(const struct policy_input *in, const struct policy_output *out, int u)
+{
+	int n = 0;
+
+	for (int i = 0; i < in->nr_running; i++)
+		if (in->running[i].tenant == u)
+			n += in->running[i].nr_cores;
+	for (int i = 0; i < out->nr_decisions; i++)
+		if (out->decisions[i].tenant == u)
+			n += out->decisions[i].nr_cores;
+	return n;
+}
+
+/*
+ * Whether a block of tenant t that leaves `left` cores free keeps no other
+ * tenant's next query waiting: each can start at once on the cores left
+ * and those it holds (a tenant runs one block per executor, so its next
+ * query waits for its own block anyway, then has its cores).
+ */
+static bool leaves_enough(const struct policy_input *in, const struct round *r,
+			  const struct policy_output *out, int t, int left)
+{
+	for (int u = 0; u < in->nr_tenants; u++)
+		if (u != t && in->tenants[u].costs &&
+		    (r->fresh[u] == INT_MAX || r->fresh[u] > left + cores_held(in, out, u)))
+			return false;
+	return true;
+}
+
+/*
+ * Model-wise's choice, one of coloc's candidates: the rest of q whole, from
+ * first, on the fewest cores up to count index ci (the block's) whose
+ * prediction, times margin and cold, fits budget (q's whole rest's) and, as
+ * a block cut to the knee, leaves its tenant's next query its solo time.
+ * Taken when it keeps no one waiting: it ends before every waiting head's
+ * latest start that its cores would delay (wait_bound()), and within the
+ * block cap unless every other tenant's next query can start at once
+ * beside it. Fewer cores than the block's run the same layers in less core
+ * time where a model scales less than linearly, and one block saves the
+ * round trips between blocks (docs/design/coloc-policy.md, "The whole rest
+ * as a candidate"). Its count index, or -1.
+ */
+static int whole_rest_index(const struct coloc_state *st, const struct policy_input *in,
+			    const struct round *r, const struct policy_output *out,
+			    struct coloc_tenant *ct, const struct policy_query *q, int ci,
+			    double pos, double cold, double budget, double corr, double fixed,
+			    double margin)
+{
+	const struct policy_costs *m = ct->costs;
+	int first = q->next_layer;
+
+	if (!st->flags.whole_candidate || r->nr_tables < 2 ||
+	    out->nr_versions + (m->nr_layers - first) > out->max_versions)
+		return -1;
+	for (int c = 0; c <= ci; c++) {
+		double ns = (double)policy_scale_ns(
+			rest_of_model(st, ct, first, c, pos, corr, fixed, in->now_ns), cold);
+
+		if (!ns || ns * margin > budget)
+			continue;
+		if ((double)in->now_ns + ns * margin +
+			    ((double)in->tenants[q->tenant].qos_ns - r->slack[q->tenant]) >
+		    (double)q->deadline_ns)
+			continue;
+		if (ns > wait_bound(in, r, q->tenant, r->nr_free - m->core_counts[c]))
+			return -1;
+		if (ns > r->cap[q->tenant] &&
+		    !leaves_enough(in, r, out, q->tenant, r->nr_free - m->core_counts[c]))
+			return -1;
+		return c;
+	}
+	return -1;
+}
+
 /* Decides q's next block, or drops it, or waits; an enum policy_served. */
 static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		 const struct policy_input *in, struct round *r, const struct policy_query *q,
@@ -371,7 +468,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	double cold = policy_costs_cold_scale_on(m, in, &r->free);
 	double budget, fit, scale, cap, bound;
 	struct block_pred bp;
-	int min_need;
+	int min_need, whole;
 	uint64_t raw_ns = 0;
 	struct policy_decision *d;
 	uint8_t *versions;
@@ -439,6 +536,16 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 			}
 		}
 	}
+	/* model-wise's choice, when it costs no more cores and keeps no one waiting */
+	whole = whole_rest_index(st, in, r, out, ct, q, ci, pos, cold,
+				 scale * coloc_rest_share(ct, m, first), corr, fixed, margin);
+	if (whole >= 0) {
+		last = m->nr_layers;
+		ci = whole;
+		raw_ns = coloc_span_ns(st, ct, first, last, ci, pos, versions, 0);
+		bp = coloc_class_pred(st, ct, first, last, ci, corr, fixed, in->now_ns);
+		goto decided;
+	}
 	/*
 	 * The cap bounds how long the block holds its cores (a block is not
 	 * preempted, and another tenant's query may arrive behind it). It is
@@ -473,6 +580,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	/* even its first layer with work would end past another's latest start: that one first */
 	if (coloc_predicted(bp, raw_ns) * cold > bound)
 		return COLOC_GIVE_WAY;
+decided:
 	out->nr_versions += last - first;
 	d = &out->decisions[out->nr_decisions++];
 	*d = (struct policy_decision){
@@ -509,13 +617,40 @@ static double solo_slack(struct coloc_state *st, const struct policy_input *in,
 	uint64_t raw = ci < 0 ? 0 : coloc_span_ns(st, ct, 0, m->nr_layers, ci, pos, NULL, 0);
 	double qos = (double)pt->qos_ns, solo = (double)raw;
 
-	if (st->flags.predict)
+	if (st->flags.predict && st->flags.whole_candidate && raw)
+		solo = (double)rest_at_best(st, ct, 0, ci, pos, coloc_aged_corr(ct, in->now_ns),
+					    coloc_aged_fixed(ct, in->now_ns), in->now_ns);
+	else if (st->flags.predict)
 		solo = coloc_predicted(coloc_class_pred(st, ct, 0, m->nr_layers, ci,
 							coloc_aged_corr(ct, in->now_ns),
 							coloc_aged_fixed(ct, in->now_ns),
 							in->now_ns),
 				       raw);
 	return fmax(qos - solo, qos / 10);
+}
+
+/*
+ * The fewest cores on which a query of tenant t arriving now meets its QoS:
+ * its whole model predicted at the round's level, times its margin;
+ * INT_MAX when no count does.
+ */
+static int fresh_need(struct coloc_state *st, const struct policy_input *in, const struct round *r,
+		      int t)
+{
+	const struct policy_costs *m = in->tenants[t].costs;
+	struct coloc_tenant *ct = coloc_tenant_state(st, in, t);
+	double pos = policy_costs_level_pos(m, st->flags.use_level ? r->slowdown : 1.0);
+	double corr = st->flags.predict ? coloc_aged_corr(ct, in->now_ns) : 1.0;
+	double fixed = st->flags.predict ? coloc_aged_fixed(ct, in->now_ns) : 0;
+	double margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
+
+	for (int c = 0; c < m->nr_core_counts && m->core_counts[c] <= st->nr_online; c++) {
+		uint64_t ns = rest_of_model(st, ct, 0, c, pos, corr, fixed, in->now_ns);
+
+		if (ns && (double)ns * margin <= (double)in->tenants[t].qos_ns)
+			return m->core_counts[c];
+	}
+	return INT_MAX;
 }
 
 /*
@@ -536,6 +671,8 @@ static void block_caps(struct coloc_state *st, const struct policy_input *in, st
 			continue;
 		r->nr_tables++;
 		slack = r->slack[t] = solo_slack(st, in, r, t);
+		if (st->flags.whole_candidate)
+			r->fresh[t] = fresh_need(st, in, r, t);
 		if (slack < min1) {
 			min2 = min1;
 			min1 = slack;
@@ -569,7 +706,7 @@ static double latest_start(struct coloc_state *st, const struct policy_input *in
 	double margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
 	int ci = policy_costs_core_index(m, st->nr_online);
 	uint64_t rest =
-		ci < 0 ? 0 : rest_of_model(st, ct, q->next_layer, ci, pos, corr, fixed, in->now_ns);
+		ci < 0 ? 0 : rest_at_best(st, ct, q->next_layer, ci, pos, corr, fixed, in->now_ns);
 	double latest = (double)q->deadline_ns - (double)rest * margin;
 
 	*need = ci < 0 ? st->nr_online : m->core_counts[ci];
@@ -695,6 +832,12 @@ COLOC_ENTRY(policy_coloc, "coloc",
 	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
 	    .spare_to_knee = true, .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK,
 	    .dynamic_thres = true, .predict = true, .headroom = true);
+COLOC_ENTRY(policy_coloc_whole, "coloc-whole",
+	    "coloc with model-wise's choice as a candidate: the rest of a query whole on the "
+	    "fewest cores that fit its budget, when no more cores than the block and no one waits",
+	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
+	    .spare_to_knee = true, .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK,
+	    .dynamic_thres = true, .predict = true, .headroom = true, .whole_candidate = true);
 COLOC_ENTRY(policy_coloc_noversions, "coloc-noversions",
 	    "coloc with one fixed version per layer (its fastest alone)", .use_level = true,
 	    .headroom_budget = true, .use_spare = true, .spare_to_knee = true,

@@ -152,6 +152,12 @@ struct round {
 	 * leaves that many free does not keep it waiting.
 	 */
 	int need[POLICY_MAX_TENANTS];
+	/*
+	 * The fewest cores on which each tenant's whole model, predicted times
+	 * its margin, meets its QoS (INT_MAX: none): what a query of it arriving
+	 * now needs to start at once.
+	 */
+	int fresh[POLICY_MAX_TENANTS];
 	bool waiting[POLICY_MAX_TENANTS]; /* its head waits for cores: not served, or held */
 	bool deferred[POLICY_MAX_TENANTS]; /* gave way to another's waiting head this round */
 	int nr_tables; /* tenants with a table: who else a block's cores may keep waiting */

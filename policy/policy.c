@@ -35,6 +35,7 @@ static const struct policy_entry *const policy_table[] = {
 	&policy_coloc_nospare,
 	&policy_coloc_timeshares,
 	&policy_coloc_noknee,
+	&policy_coloc_whole,
 };
 
 #define NR_POLICIES ((int)(sizeof(policy_table) / sizeof(policy_table[0])))

@@ -92,6 +92,12 @@ struct coloc_flags {
 	 * query arriving behind it waits for it.
 	 */
 	double block_cap;
+	/*
+	 * Model-wise's choice is one of the candidates: the rest of the query
+	 * whole on the fewest cores that fit its budget, taken when that is no
+	 * more cores than the block and keeps no other tenant waiting.
+	 */
+	bool whole_candidate;
 };
 
 /*
@@ -129,6 +135,7 @@ void policy_coloc_engine_destroy(void *state);
 
 extern const struct policy_entry policy_coloc;
 extern const struct policy_entry policy_coloc_noversions;
+extern const struct policy_entry policy_coloc_whole;
 extern const struct policy_entry policy_coloc_noblocks;
 extern const struct policy_entry policy_coloc_fixedthres;
 extern const struct policy_entry policy_coloc_noprediction;

@@ -40,6 +40,7 @@ TEST(policy_find__knows_each_entry_by_name)
 	ASSERT_STREQ("coloc-nospare", policy_find("coloc-nospare")->name);
 	ASSERT_STREQ("coloc-timeshares", policy_find("coloc-timeshares")->name);
 	ASSERT_STREQ("coloc-noknee", policy_find("coloc-noknee")->name);
+	ASSERT_STREQ("coloc-whole", policy_find("coloc-whole")->name);
 	ASSERT_EQ(NULL, policy_find("no-such-policy"));
 	ASSERT_EQ(NULL, policy_find(NULL));
 	for (const struct policy_entry *e; (e = policy_entry_at(n)); n++) {
@@ -49,7 +50,7 @@ TEST(policy_find__knows_each_entry_by_name)
 		ASSERT_NE(NULL, e->decide);
 		ASSERT_NE(NULL, e->destroy);
 	}
-	ASSERT_EQ(17, n);
+	ASSERT_EQ(18, n);
 	ASSERT_EQ(NULL, policy_entry_at(-1));
 }
 
