@@ -640,6 +640,7 @@ static void h2s_limits(struct h2_server *srv)
 		srv->health_max = o->max_buffer_bytes / 2;
 	srv->buf_max = o->max_buffer_bytes - srv->health_max;
 	srv->peer_buf_max = srv->buf_max / 8 > o->max_message ? srv->buf_max / 8 : o->max_message;
+	srv->peer_unsent_max = o->max_calls / 8 > 1 ? o->max_calls / 8 : 1;
 	srv->hdr_ok_len = hpack_encode_status(srv->hdr_ok, sizeof(srv->hdr_ok), 200);
 	srv->hdr_ok_len += hpack_encode_field(srv->hdr_ok + srv->hdr_ok_len,
 					      sizeof(srv->hdr_ok) - srv->hdr_ok_len, "content-type",

@@ -33,6 +33,8 @@ struct h2s_peer {
 	atomic_int waiting; /* calls waiting for their message (--grpc-max-waiting-per-ip) */
 	atomic_int health; /* health calls open, at most H2S_HEALTH_PER_PEER */
 	atomic_size_t buf_bytes; /* waiting calls' message buffers, at most srv->peer_buf_max */
+	atomic_int unsent; /* answers waiting for the client's windows (srv->peer_unsent_max) */
+	atomic_size_t unsent_bytes; /* their bodies' bytes, at most srv->peer_buf_max */
 	struct h2s_peer *next; /* its bucket's */
 };
 
@@ -50,6 +52,9 @@ struct h2_server {
 	atomic_int memfds; /* calls waiting for their message in a memfd, at most max_calls */
 	atomic_size_t buf_bytes; /* counted calls' message buffers now, at most buf_max */
 	atomic_size_t health_bytes; /* health calls' message buffers now, at most health_max */
+	atomic_int unsent; /* answers handed to h2_conn and not yet sent, max_calls at most */
+	atomic_size_t unsent_bytes; /* their bodies' bytes, at most buf_max */
+	int peer_unsent_max; /* of the unsent answers, one client address's at most */
 	size_t buf_max, health_max; /* opts.max_buffer_bytes split: health_max kept for health */
 	size_t peer_buf_max; /* of buf_max, one client address's waiting calls' at most */
 	struct h2s_peer **peers; /* by address, salted (grpc_h2_peer.c) */
@@ -81,6 +86,8 @@ struct h2s_call {
 	bool memfd_counted; /* one of srv->memfds */
 	size_t buf_reserved; /* its message's bytes in the server's budget */
 	size_t peer_reserved; /* and in its address's, while it waits for the message */
+	size_t unsent_bytes; /* its answer handed to h2_conn: its body's bytes, counted as unsent */
+	bool unsent; /* one of the unsent answers of the server and of its address */
 	const struct gw_grpc_method *method;
 	uint64_t client_timeout_ns; /* grpc-timeout, 0 if none */
 	uint8_t prefix[5];

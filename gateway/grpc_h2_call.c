@@ -134,6 +134,30 @@ static void call_unwait(struct h2s_call *call)
 	call->peer_reserved = 0;
 }
 
+/*
+ * Its request done with (its method answered, or the call over): the
+ * message, its memfd and budget, and its max_calls slot given back.
+ */
+static void call_release(struct h2s_call *call)
+{
+	struct h2_server *srv = call->conn->srv;
+
+	if (call->msg_malloced)
+		free(call->msg);
+	gw_fwd_memfd_put(call->pub.fw, call->pub.msg_memfd, NULL);
+	call->pub.msg_memfd = NULL;
+	call->msg = NULL;
+	call->msg_malloced = false;
+	call_unwait(call);
+	if (call->counted)
+		atomic_fetch_sub(&srv->calls, 1);
+	if (call->buf_reserved)
+		atomic_fetch_sub(call->health ? &srv->health_bytes : &srv->buf_bytes,
+				 call->buf_reserved);
+	call->counted = false;
+	call->buf_reserved = 0;
+}
+
 static void call_free(struct h2s_call *call)
 {
 	struct h2_server *srv = call->conn->srv;
@@ -142,19 +166,17 @@ static void call_free(struct h2s_call *call)
 	call_unlink_sending(call);
 	if (call->pub.ctx_free)
 		call->pub.ctx_free(call->pub.ctx);
-	if (call->msg_malloced)
-		free(call->msg);
-	gw_fwd_memfd_put(call->pub.fw, call->pub.msg_memfd, NULL);
-	call_unwait(call);
-	if (call->counted)
-		atomic_fetch_sub(&srv->calls, 1);
+	call_release(call);
 	if (call->health_counted) {
 		atomic_fetch_sub(&srv->health_calls, 1);
 		atomic_fetch_sub(&peer->health, 1);
 	}
-	if (call->buf_reserved)
-		atomic_fetch_sub(call->health ? &srv->health_bytes : &srv->buf_bytes,
-				 call->buf_reserved);
+	if (call->unsent) {
+		atomic_fetch_sub(&srv->unsent, 1);
+		atomic_fetch_sub(&peer->unsent, 1);
+		atomic_fetch_sub(&srv->unsent_bytes, call->unsent_bytes);
+		atomic_fetch_sub(&peer->unsent_bytes, call->unsent_bytes);
+	}
 	call->conn->idle_since_ns = coloc_now_ns();
 	free(call);
 }
@@ -368,6 +390,17 @@ static void call_end(void *arg, void *st)
 	}
 	call_unwait(call);
 	if (!call->health) { /* one of max_calls now, and until it is answered */
+		struct h2s_peer *peer = conn->peer;
+
+		if (atomic_load(&peer->unsent) >= srv->peer_unsent_max ||
+		    atomic_load(&peer->unsent_bytes) >= srv->peer_buf_max ||
+		    atomic_load(&srv->unsent) >= srv->base.opts.max_calls ||
+		    atomic_load(&srv->unsent_bytes) >= srv->buf_max) {
+			h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
+					"too many answers wait for this client address's (or all "
+					"clients') flow-control windows; retry later");
+			return;
+		}
 		if (!h2s_take(&srv->calls, srv->base.opts.max_calls)) {
 			snprintf(why, sizeof(why),
 				 "the gateway is answering %d calls already; retry later",
@@ -442,6 +475,28 @@ void h2s_call_refuse(struct h2s_call *call, enum gw_grpc_status code, const char
 	h2_conn_respond(&call->conn->h2, call->id, block, n, NULL, 0, NULL, 0);
 }
 
+/* An answer body of len bytes counted as unsent (true), or over its address's share or all. */
+static bool answer_fits(struct h2s_call *call, size_t len)
+{
+	struct h2s_peer *peer = call->conn->peer;
+	struct h2_server *srv = call->conn->srv;
+
+	if (atomic_fetch_add(&peer->unsent_bytes, len) + len > srv->peer_buf_max) {
+		atomic_fetch_sub(&peer->unsent_bytes, len);
+		return false;
+	}
+	if (atomic_fetch_add(&srv->unsent_bytes, len) + len > srv->buf_max) {
+		atomic_fetch_sub(&srv->unsent_bytes, len);
+		atomic_fetch_sub(&peer->unsent_bytes, len);
+		return false;
+	}
+	atomic_fetch_add(&srv->unsent, 1);
+	atomic_fetch_add(&peer->unsent, 1);
+	call->unsent = true;
+	call->unsent_bytes = len;
+	return true;
+}
+
 void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *why, uint8_t *msg,
 		size_t len)
 {
@@ -472,17 +527,26 @@ void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *
 		h2_conn_hold(&conn->h2, false);
 		free(body);
 		call_free(call);
+	} else if (body && !answer_fits(call, len + 5)) {
+		free(body);
+		call_release(call);
+		h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
+				"the answers waiting for the client's flow-control windows are over "
+				"this client address's share of --grpc-max-buffer-bytes; retry later");
+		h2s_conn_flush(conn);
 	} else if (body) {
 		size_t n = trailers_encode(trl, sizeof(trl), code, why);
-		uint64_t grace = coloc_now_ns() + (uint64_t)srv->base.opts.read_timeout_ms * 1000000ull;
 
 		/*
-		 * call_close frees the call once the answer is out; until then it is
-		 * on the sending list, reset by the reaper past its deadline (or the
-		 * read timeout from now, the later): a client that opens no window
-		 * holds no call slot for ever
+		 * the request is done with: its message, budget and max_calls slot
+		 * go back now. call_close frees the call once the answer is out;
+		 * until then it is one of the unsent answers (bounded by address and
+		 * in all) on the sending list, reset by the reaper past the read
+		 * timeout from now: a client that opens no window holds little, briefly
 		 */
-		call->send_by_ns = call->pub.deadline_ns > grace ? call->pub.deadline_ns : grace;
+		call_release(call);
+		call->send_by_ns =
+			coloc_now_ns() + (uint64_t)srv->base.opts.read_timeout_ms * 1000000ull;
 		call->sprev = NULL;
 		call->snext = conn->sending;
 		if (conn->sending)
@@ -492,6 +556,7 @@ void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *
 				trl, n);
 		h2s_conn_flush(conn);
 	} else {
+		call_release(call);
 		h2s_call_refuse(call, code, why);
 		h2s_conn_flush(conn);
 	}

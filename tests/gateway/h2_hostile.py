@@ -30,6 +30,9 @@ tests/gateway_h2_test.c:
                                        says LEN bytes and N with no message, renewed when
                                        refused, S s: whether a ServerLive and another
                                        address's ModelInfer are answered meanwhile
+  h2_hostile.py PORT holdwhole C N S   C connections (windows 0) of N whole ServerMetadata
+                                       calls, renewed when refused or reset, S s: whether
+                                       another address's ServerMetadata is answered
 
 Prints what the server did: "goaway CODE", "status CODE" (a call's
 grpc-status), "closed", "stalled after K calls" (the server stopped
@@ -634,6 +637,76 @@ def holdall(port, conns, n, big, length, wait_s):
         c["s"].close()
 
 
+def holdwhole(port, conns, n, wait_s):
+    """The reviewer's holdwhole, smaller: conns connections from 127.0.0.1 with
+    SETTINGS_INITIAL_WINDOW_SIZE 0, each with n ServerMetadata calls whose message is whole,
+    so no answer's DATA can go; each one refused or reset is opened again. For wait_s, every
+    0.5 s, a ServerMetadata from 127.0.0.2 on a fresh connection: "other K of M" answered
+    with status 0, and "renewed K"."""
+    held, renewed, got = [], 0, []
+    call = b"\x00\x00\x00\x00\x00"
+
+    def open_call(c):
+        sid = c["next"]
+        c["next"] += 2
+        c["s"].sendall(frame(HEADERS, 0x4, sid, request_block("ServerMetadata")) +
+                       frame(DATA, 0x1, sid, call))
+        c["calls"].add(sid)
+
+    for _ in range(conns):
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 0)))
+        held.append({"s": s, "calls": set(), "next": 1, "buf": b"", "again": 0})
+        for _ in range(n):
+            open_call(held[-1])
+    t0 = time.monotonic()
+    next_probe = t0 + 0.5
+    while time.monotonic() - t0 < wait_s:
+        ready, _, _ = select.select([c["s"] for c in held], [], [], 0.05)
+        for c in held:
+            if c["s"] not in ready:
+                continue
+            try:
+                data = c["s"].recv(1 << 20)
+            except OSError:
+                data = b""
+            if not data:
+                print("closed", flush=True)
+                return
+            c["buf"] += data
+            while len(c["buf"]) >= 9:
+                k = struct.unpack(">I", b"\x00" + c["buf"][:3])[0]
+                if len(c["buf"]) < 9 + k:
+                    break
+                ftype, flags = c["buf"][3], c["buf"][4]
+                sid = struct.unpack(">I", c["buf"][5:9])[0] & 0x7FFFFFFF
+                c["buf"] = c["buf"][9 + k:]
+                if ftype == SETTINGS and not flags & 0x1:
+                    c["s"].sendall(frame(SETTINGS, 0x1, 0))
+                elif sid in c["calls"] and (ftype == RST_STREAM or
+                                            (ftype == HEADERS and flags & 0x1)):
+                    c["calls"].discard(sid)
+                    c["again"] += 1
+        time.sleep(0.05)
+        for c in held:
+            for _ in range(c["again"]):
+                open_call(c)
+                renewed += 1
+            c["again"] = 0
+        if time.monotonic() >= next_probe:
+            next_probe += 0.5
+            try:
+                got.append(one_call(port, "ServerMetadata", call, "127.0.0.2"))
+            except OSError as e:
+                got.append("error " + str(e))
+            print("%.1f s: other %s, %d renewed" % (time.monotonic() - t0, got[-1], renewed),
+                  flush=True)
+    print("renewed %d" % renewed)
+    print("other %d of %d" % (got.count("0"), len(got)))
+    for c in held:
+        c["s"].close()
+
+
 def cpu_s(pid):
     f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
@@ -684,6 +757,8 @@ def main():
         budget(port, *[int(a) for a in sys.argv[3:7]])
     elif mode == "holdall":
         holdall(port, *[int(a) for a in sys.argv[3:7]], float(sys.argv[7]))
+    elif mode == "holdwhole":
+        holdwhole(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
     elif mode == "idle-ping":
         idle_ping(port, int(sys.argv[3]), float(sys.argv[4]))
     else:
