@@ -403,7 +403,9 @@ int h2_conn_cancel(struct h2_conn *c, uint32_t id)
 
 	if (!s)
 		return -ENOENT;
-	stream_reset(c, s, H2_CANCEL);
+	/* the server's own choice, at most max_streams a read timeout: not the client's resets */
+	out_small(c, h2_rst_stream_write, s->id, H2_CANCEL);
+	stream_done(c, s, H2_CANCEL);
 	return 0;
 }
 

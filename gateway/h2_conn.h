@@ -142,7 +142,10 @@ int h2_conn_data_placed(struct h2_conn *c, size_t n, uint64_t now_ns);
  */
 int h2_conn_respond(struct h2_conn *c, uint32_t id, const uint8_t *hdr, size_t hdr_len,
 		    uint8_t *body, size_t body_len, const uint8_t *trailers, size_t trailers_len);
-/* Stream id reset (RST_STREAM CANCEL) and over, its answer dropped; -ENOENT when gone. */
+/*
+ * Stream id reset (RST_STREAM CANCEL) and over, its answer dropped; -ENOENT
+ * when gone. It does not count against the client's resets (H2_CALM_RESETS).
+ */
 int h2_conn_cancel(struct h2_conn *c, uint32_t id);
 /*
  * A call whose stream is over (closed with an error while its user still

@@ -310,6 +310,26 @@ TEST_F(conn, refuse__resets_without_answers_get_goaway_at_any_pace)
 	EXPECT_EQ(11, goaway_error(&self->c));
 }
 
+/* The server's own cancels (the reaper's, h2_conn_cancel) are not the client's resets. */
+TEST_F(conn, refuse__the_servers_own_cancels_do_not_count)
+{
+	uint32_t id = 1;
+	int i;
+
+	put_preface(&self->w, 65535);
+	ASSERT_EQ(0, feed(self));
+	for (i = 0; i < 2000; i++, id += 2) {
+		put_request_headers(&self->w, id, false);
+		ASSERT_EQ(0, h2_conn_feed(&self->c, self->w.b, self->w.n,
+					  (uint64_t)i * 1000000000ull));
+		self->w.n = 0;
+		ASSERT_EQ(0, h2_conn_cancel(&self->c, id));
+		drain(&self->c);
+	}
+	EXPECT_EQ(-1, goaway_error(&self->c));
+	EXPECT_EQ(2000, self->seen.closed);
+}
+
 TEST_F(conn, refuse__a_continuation_flood_gets_goaway)
 {
 	uint8_t junk[1000];
