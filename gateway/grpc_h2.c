@@ -622,6 +622,7 @@ static int h2s_listen(struct h2_server *srv, const char *addr)
 static void h2s_limits(struct h2_server *srv)
 {
 	const struct gw_grpc_opts *o = &srv->base.opts;
+	size_t above;
 
 	srv->lim.max_streams = (uint32_t)o->max_streams;
 	/* a message of a few MB in one flight: the 600 KB of an image is never held up */
@@ -632,13 +633,20 @@ static void h2s_limits(struct h2_server *srv)
 	srv->lim.max_out = 1u << 20;
 	/*
 	 * the health calls' bytes kept out of the budget (all of them at their
-	 * largest, or half a small budget), so a ServerLive is always answered;
-	 * one address takes at most an eighth of the rest, or one message if larger
+	 * largest, or half a small budget), so a ServerLive is always answered,
+	 * but only from the part above one largest message, which the rest always
+	 * takes (a small budget lends the health calls one of theirs); one
+	 * address takes at most an eighth of the rest, or one message if larger
 	 */
+	above = o->max_buffer_bytes > o->max_message ? o->max_buffer_bytes - o->max_message : 0;
 	srv->health_max = (size_t)H2S_HEALTH_CALLS * H2S_HEALTH_MAX_MESSAGE;
 	if (srv->health_max > o->max_buffer_bytes / 2)
 		srv->health_max = o->max_buffer_bytes / 2;
+	if (srv->health_max > above)
+		srv->health_max = above;
 	srv->buf_max = o->max_buffer_bytes - srv->health_max;
+	if (srv->health_max < H2S_HEALTH_MAX_MESSAGE)
+		srv->health_max = H2S_HEALTH_MAX_MESSAGE;
 	srv->peer_buf_max = srv->buf_max / 8 > o->max_message ? srv->buf_max / 8 : o->max_message;
 	srv->peer_unsent_max = o->max_calls / 8 > 1 ? o->max_calls / 8 : 1;
 	srv->hdr_ok_len = hpack_encode_status(srv->hdr_ok, sizeof(srv->hdr_ok), 200);

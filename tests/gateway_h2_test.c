@@ -475,4 +475,24 @@ TEST_F_TIMEOUT(fwd, hold_whole__unsent_answers_hold_no_queue_slot, 300)
 	EXPECT_TRUE(live(self));
 }
 
+/*
+ * The largest message on an idle gateway (review of 2026-12-06 04:05, LOW
+ * 2): at --grpc-max-buffer-bytes 12 MiB and --max-body-bytes 8 MiB, one
+ * ServerMetadata of 8388000 bytes is answered OK. The health calls'
+ * share comes only from what is above one message. (Main's gateway kept
+ * half the budget, 6 MiB, for them and refused it RESOURCE_EXHAUSTED.)
+ */
+TEST_F_TIMEOUT(fwd, big_one__the_largest_message_fits_the_budget, 300)
+{
+	const char *flags[] = { "--grpc-server",	  "own",      "--grpc-max-buffer-bytes",
+				"12582912",		  "--max-body-bytes", "8388608",
+				NULL };
+	char out[4096];
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	EXPECT_EQ(0, hostile(self, false, "bigone 8388000", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "8388000 bytes: status 0\n")) TH_LOG("%s", out);
+	EXPECT_TRUE(live(self));
+}
+
 TEST_HARNESS_MAIN

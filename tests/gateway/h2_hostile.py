@@ -30,6 +30,8 @@ tests/gateway_h2_test.c:
                                        says LEN bytes and N with no message, renewed when
                                        refused, S s: whether a ServerLive and another
                                        address's ModelInfer are answered meanwhile
+  h2_hostile.py PORT bigone N          one ServerMetadata of N bytes on an idle gateway
+                                       (16 KiB frames, in the server's windows): its status
   h2_hostile.py PORT holdwhole C N S   C connections (windows 0) of N whole ServerMetadata
                                        calls, renewed when refused or reset, S s: whether
                                        another address's ServerMetadata is answered
@@ -637,6 +639,41 @@ def holdall(port, conns, n, big, length, wait_s):
         c["s"].close()
 
 
+def bigone(port, n):
+    """One ServerMetadata call whose message (an unknown field) is n bytes, alone, sent in
+    16 KiB frames once the server's SETTINGS and connection WINDOW_UPDATE came (n + 5 within
+    its 8 MiB stream window): prints "status CODE" or "status none"."""
+    s = connect(port)
+    s.settimeout(10)
+    body = pb_bytes(15, b"\x00" * (n - 4))
+    body = pb_bytes(15, b"\x00" * (n - 4 - (len(body) - n)))
+    m = b"\x00" + struct.pack(">I", len(body)) + body
+    seen = {"settings": False, "wu": False}
+
+    def ready(f):
+        if f[0] == SETTINGS and not f[1] & 0x1:
+            s.sendall(frame(SETTINGS, 0x1, 0))
+            seen["settings"] = True
+        if f[0] == WINDOW_UPDATE and f[2] == 0:
+            seen["wu"] = True
+        return seen["settings"] and seen["wu"]
+
+    frames(s, ready)
+    s.sendall(frame(HEADERS, 0x4, 1, request_block("ServerMetadata")))
+    for i in range(0, len(m), 16384):
+        s.sendall(frame(DATA, 0x1 if i + 16384 >= len(m) else 0, 1, m[i:i + 16384]))
+    status = []
+
+    def until(f):
+        if f[0] == HEADERS and f[1] & 0x1 and f[2] == 1:
+            status.extend(v for name, v in fields(f[3]) if name == "grpc-status")
+            return True
+        return f[0] == GOAWAY
+
+    frames(s, until)
+    print("%d bytes: status %s" % (len(body), status[0] if status else "none"))
+
+
 def holdwhole(port, conns, n, wait_s):
     """The reviewer's holdwhole, smaller: conns connections from 127.0.0.1 with
     SETTINGS_INITIAL_WINDOW_SIZE 0, each with n ServerMetadata calls whose message is whole,
@@ -757,6 +794,8 @@ def main():
         budget(port, *[int(a) for a in sys.argv[3:7]])
     elif mode == "holdall":
         holdall(port, *[int(a) for a in sys.argv[3:7]], float(sys.argv[7]))
+    elif mode == "bigone":
+        bigone(port, int(sys.argv[3]))
     elif mode == "holdwhole":
         holdwhole(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
     elif mode == "idle-ping":
