@@ -639,7 +639,7 @@ static void h2s_limits(struct h2_server *srv)
 	 * address takes at most an eighth of the rest, or one message if larger
 	 */
 	above = o->max_buffer_bytes > o->max_message ? o->max_buffer_bytes - o->max_message : 0;
-	srv->health_max = (size_t)H2S_HEALTH_CALLS * H2S_HEALTH_MAX_MESSAGE;
+	srv->health_max = H2S_HEALTH_BYTES;
 	if (srv->health_max > o->max_buffer_bytes / 2)
 		srv->health_max = o->max_buffer_bytes / 2;
 	if (srv->health_max > above)

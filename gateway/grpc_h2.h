@@ -17,9 +17,11 @@
 #include "h2_conn.h"
 
 #define H2S_MAX_THREADS 64
-#define H2S_HEALTH_MAX_MESSAGE 65536 /* a call max_calls does not count: its message at most */
-#define H2S_HEALTH_CALLS 256 /* health calls at once, over all connections */
-#define H2S_HEALTH_PER_PEER (H2S_HEALTH_CALLS / 8) /* of them, from one client address */
+#define H2S_HEALTH_MAX_MESSAGE 4096 /* a call max_calls does not count: its message at most */
+#define H2S_HEALTH_BYTES (16u << 20) /* their messages' bytes, kept out of the budget */
+#define H2S_HEALTH_READ_NS 1000000000ull /* their message within this (theirs are empty) */
+#define H2S_HEALTH_CALLS 256 /* health calls at once whose message came, over all connections */
+#define H2S_HEALTH_PER_PEER 32 /* health calls open from one client address */
 
 /*
  * One client address (grpc_h2_peer.c): what its connections take of the
@@ -48,7 +50,7 @@ struct h2_server {
 	bool reaper_started;
 	atomic_bool stopping, exiting;
 	atomic_int calls; /* counted calls (not the health ones) whose message came, open now */
-	atomic_int health_calls; /* health calls open now, at most H2S_HEALTH_CALLS */
+	atomic_int health_calls; /* health calls whose message came, at most H2S_HEALTH_CALLS */
 	atomic_int memfds; /* calls waiting for their message in a memfd, at most max_calls */
 	atomic_size_t buf_bytes; /* counted calls' message buffers now, at most buf_max */
 	atomic_size_t health_bytes; /* health calls' message buffers now, at most health_max */
@@ -81,7 +83,8 @@ struct h2s_call {
 	int state;
 	bool stream_gone; /* handling: its stream reset or its connection gone */
 	bool counted, health, post, grpc_type, path_known;
-	bool health_counted; /* one of H2S_HEALTH_CALLS and of its address's */
+	bool health_counted; /* one of its address's H2S_HEALTH_PER_PEER */
+	bool health_pooled; /* its message whole: one of H2S_HEALTH_CALLS */
 	bool waiting; /* counted in its address's waiting calls */
 	bool memfd_counted; /* one of srv->memfds */
 	size_t buf_reserved; /* its message's bytes in the server's budget */

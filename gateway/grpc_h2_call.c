@@ -167,10 +167,10 @@ static void call_free(struct h2s_call *call)
 	if (call->pub.ctx_free)
 		call->pub.ctx_free(call->pub.ctx);
 	call_release(call);
-	if (call->health_counted) {
+	if (call->health_pooled)
 		atomic_fetch_sub(&srv->health_calls, 1);
+	if (call->health_counted)
 		atomic_fetch_sub(&peer->health, 1);
-	}
 	if (call->unsent) {
 		atomic_fetch_sub(&srv->unsent, 1);
 		atomic_fetch_sub(&peer->unsent, 1);
@@ -232,21 +232,20 @@ static void call_headers(void *arg, void *st, int result)
 		return;
 	}
 	if (call->health) {
-		/* a pool of their own, an eighth of it from one address: max_calls does not count them */
+		/*
+		 * max_calls does not count them: H2S_HEALTH_PER_PEER open from one
+		 * address, their small message within H2S_HEALTH_READ_NS; a pool of
+		 * their own once it is whole (call_end)
+		 */
 		if (!h2s_take(&conn->peer->health, H2S_HEALTH_PER_PEER)) {
 			h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
 					"this client address has too many health calls open; "
 					"retry later");
 			return;
 		}
-		if (!h2s_take(&srv->health_calls, H2S_HEALTH_CALLS)) {
-			atomic_fetch_sub(&conn->peer->health, 1);
-			h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
-					"the gateway is answering too many health calls; retry "
-					"later");
-			return;
-		}
 		call->health_counted = true;
+		if (call->read_by_ns > call->pub.t_start + H2S_HEALTH_READ_NS)
+			call->read_by_ns = call->pub.t_start + H2S_HEALTH_READ_NS;
 	} else if (!h2s_take(&conn->peer->waiting, max_waiting)) {
 		/* max_calls counts it once its message is whole: until then, its address's */
 		snprintf(why, sizeof(why),
@@ -389,7 +388,15 @@ static void call_end(void *arg, void *st)
 		return;
 	}
 	call_unwait(call);
-	if (!call->health) { /* one of max_calls now, and until it is answered */
+	if (call->health) {
+		if (!h2s_take(&srv->health_calls, H2S_HEALTH_CALLS)) {
+			h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
+					"the gateway is answering too many health calls; retry "
+					"later");
+			return;
+		}
+		call->health_pooled = true;
+	} else { /* one of max_calls now, and until it is answered */
 		struct h2s_peer *peer = conn->peer;
 
 		if (atomic_load(&peer->unsent) >= srv->peer_unsent_max ||

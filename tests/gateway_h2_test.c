@@ -495,4 +495,23 @@ TEST_F_TIMEOUT(fwd, big_one__the_largest_message_fits_the_budget, 300)
 	EXPECT_TRUE(live(self));
 }
 
+/*
+ * The reviewer's healthfill (review of 2026-12-06 04:05, MEDIUM 3): 8
+ * addresses (127.0.0.2-9) of 32 ServerLive calls that never send their
+ * message, renewed when refused, 4 s. A health call is one of the pool of
+ * 256 only once its message is whole, and waits at most 1 s for it: every
+ * ServerLive from 127.0.0.1 meanwhile is answered. (Main's gateway refused
+ * them all "too many health calls".)
+ */
+TEST_F_TIMEOUT(fwd, health_fill__calls_without_a_message_leave_the_pool_free, 300)
+{
+	char out[8192];
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, own_server));
+	EXPECT_EQ(0, hostile(self, false, "healthfill 8 32 4", out, sizeof(out)));
+	EXPECT_TRUE(all_answered(out, "live")) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(out, "closed")) TH_LOG("%s", out);
+	TH_LOG("health fill: %s", out);
+}
+
 TEST_HARNESS_MAIN

@@ -30,6 +30,9 @@ tests/gateway_h2_test.c:
                                        says LEN bytes and N with no message, renewed when
                                        refused, S s: whether a ServerLive and another
                                        address's ModelInfer are answered meanwhile
+  h2_hostile.py PORT healthfill A P S  A addresses (127.0.0.2 on) of P ServerLive calls
+                                       that send no message, renewed when refused, S s:
+                                       whether a ServerLive from 127.0.0.1 is answered
   h2_hostile.py PORT bigone N          one ServerMetadata of N bytes on an idle gateway
                                        (16 KiB frames, in the server's windows): its status
   h2_hostile.py PORT holdwhole C N S   C connections (windows 0) of N whole ServerMetadata
@@ -639,6 +642,66 @@ def holdall(port, conns, n, big, length, wait_s):
         c["s"].close()
 
 
+def healthfill(port, addrs, per, wait_s):
+    """The reviewer's healthfill: a connection from each of addrs loopback addresses
+    (127.0.0.2 on) with per ServerLive calls that send no message, each one refused or
+    reset opened again. For wait_s, every 0.5 s, a ServerLive from 127.0.0.1 on a fresh
+    connection: "live K of M" answered with status 0."""
+    held, got = [], []
+
+    def open_call(c):
+        c["s"].sendall(frame(HEADERS, 0x4, c["next"], request_block("ServerLive")))
+        c["calls"].add(c["next"])
+        c["next"] += 2
+
+    for a in range(addrs):
+        c = {"s": connect(port, "127.0.0.%d" % (a + 2)), "calls": set(), "next": 1, "buf": b""}
+        held.append(c)
+        for _ in range(per):
+            open_call(c)
+    t0 = time.monotonic()
+    next_probe = t0 + 0.5
+    while time.monotonic() - t0 < wait_s:
+        ready, _, _ = select.select([c["s"] for c in held], [], [], 0.05)
+        for c in held:
+            if c["s"] not in ready:
+                continue
+            try:
+                data = c["s"].recv(1 << 20)
+            except OSError:
+                data = b""
+            if not data:
+                print("closed", flush=True)
+                return
+            c["buf"] += data
+            again = 0
+            while len(c["buf"]) >= 9:
+                k = struct.unpack(">I", b"\x00" + c["buf"][:3])[0]
+                if len(c["buf"]) < 9 + k:
+                    break
+                ftype, flags = c["buf"][3], c["buf"][4]
+                sid = struct.unpack(">I", c["buf"][5:9])[0] & 0x7FFFFFFF
+                c["buf"] = c["buf"][9 + k:]
+                if ftype == SETTINGS and not flags & 0x1:
+                    c["s"].sendall(frame(SETTINGS, 0x1, 0))
+                elif sid in c["calls"] and (ftype == RST_STREAM or
+                                            (ftype == HEADERS and flags & 0x1)):
+                    c["calls"].discard(sid)
+                    again += 1
+            for _ in range(again):
+                open_call(c)
+        if time.monotonic() >= next_probe:
+            next_probe += 0.5
+            try:
+                got.append(one_call(port, "ServerLive", b"\x00" * 5))
+            except OSError as e:
+                got.append("error " + str(e))
+            print("%.1f s: live %s" % (time.monotonic() - t0, got[-1]), flush=True)
+    print("live %d of %d" % (got.count("0"), len(got)))
+    for c in held:
+        c["s"].close()
+
+
 def bigone(port, n):
     """One ServerMetadata call whose message (an unknown field) is n bytes, alone, sent in
     16 KiB frames once the server's SETTINGS and connection WINDOW_UPDATE came (n + 5 within
@@ -794,6 +857,8 @@ def main():
         budget(port, *[int(a) for a in sys.argv[3:7]])
     elif mode == "holdall":
         holdall(port, *[int(a) for a in sys.argv[3:7]], float(sys.argv[7]))
+    elif mode == "healthfill":
+        healthfill(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
     elif mode == "bigone":
         bigone(port, int(sys.argv[3]))
     elif mode == "holdwhole":
