@@ -740,8 +740,8 @@ def bigone(port, n):
 def holdwhole(port, conns, n, wait_s):
     """The reviewer's holdwhole, smaller: conns connections from 127.0.0.1 with
     SETTINGS_INITIAL_WINDOW_SIZE 0, each with n ServerMetadata calls whose message is whole,
-    so no answer's DATA can go; each one refused or reset is opened again. For wait_s, every
-    0.5 s, a ServerMetadata from 127.0.0.2 on a fresh connection: "other K of M" answered
+    so no answer's DATA can go; each one refused or reset is opened again. Until wait_s, from
+    1.5 s on, every 0.5 s, a ServerMetadata from 127.0.0.2 on a fresh connection: "other K of M" answered
     with status 0, and "renewed K"."""
     held, renewed, got = [], 0, []
     call = b"\x00\x00\x00\x00\x00"
@@ -760,7 +760,7 @@ def holdwhole(port, conns, n, wait_s):
         for _ in range(n):
             open_call(held[-1])
     t0 = time.monotonic()
-    next_probe = t0 + 0.5
+    next_probe = t0 + 1.5  # once the opening burst is answered or refused
     while time.monotonic() - t0 < wait_s:
         ready, _, _ = select.select([c["s"] for c in held], [], [], 0.05)
         for c in held:
