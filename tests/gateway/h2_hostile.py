@@ -491,6 +491,38 @@ def server_sendq(port):
     return max(q) if q else 0
 
 
+def held_calls_ended(held):
+    """One pass (50 ms at most) over the holders' connections, each a dict with "s" (its socket),
+    "buf" (bytes not yet a whole frame) and "calls" (its open stream ids): SETTINGS acked, and
+    (connection, stream id) for each of its calls that ended (RST_STREAM, or HEADERS with
+    END_STREAM), each once; None when a connection was closed."""
+    ended = []
+    ready, _, _ = select.select([c["s"] for c in held], [], [], 0.05)
+    for c in held:
+        if c["s"] not in ready:
+            continue
+        try:
+            data = c["s"].recv(1 << 20)
+        except OSError:
+            data = b""
+        if not data:
+            return None
+        c["buf"] += data
+        while len(c["buf"]) >= 9:
+            k = struct.unpack(">I", b"\x00" + c["buf"][:3])[0]
+            if len(c["buf"]) < 9 + k:
+                break
+            ftype, flags = c["buf"][3], c["buf"][4]
+            sid = struct.unpack(">I", c["buf"][5:9])[0] & 0x7FFFFFFF
+            c["buf"] = c["buf"][9 + k:]
+            if ftype == SETTINGS and not flags & 0x1:
+                c["s"].sendall(frame(SETTINGS, 0x1, 0))
+            elif (sid in c["calls"] and (c, sid) not in ended and
+                  (ftype == RST_STREAM or (ftype == HEADERS and flags & 0x1))):
+                ended.append((c, sid))
+    return ended
+
+
 def one_call(port, method, message, source=None):
     """A well-behaved client's one call on a fresh connection: its grpc-status or "none"."""
     s = connect(port, source)
@@ -593,30 +625,12 @@ def holdall(port, conns, n, big, length, wait_s):
     renewed, probes, t0 = 0, {"live": [], "other": []}, time.monotonic()
     next_probe = t0 + 0.5
     while time.monotonic() - t0 < wait_s:
-        ready, _, _ = select.select([c["s"] for c in held], [], [], 0.05)
-        for c in held:
-            if c["s"] not in ready:
-                continue
-            try:
-                got = c["s"].recv(1 << 20)
-            except OSError:
-                got = b""
-            if not got:
-                print("closed", flush=True)
-                return
-            c["buf"] += got
-            while len(c["buf"]) >= 9:
-                k = struct.unpack(">I", b"\x00" + c["buf"][:3])[0]
-                if len(c["buf"]) < 9 + k:
-                    break
-                ftype, flags = c["buf"][3], c["buf"][4]
-                sid = struct.unpack(">I", c["buf"][5:9])[0] & 0x7FFFFFFF
-                c["buf"] = c["buf"][9 + k:]
-                if ftype == SETTINGS and not flags & 0x1:
-                    c["s"].sendall(frame(SETTINGS, 0x1, 0))
-                elif sid in c["calls"] and (ftype == RST_STREAM or
-                                            (ftype == HEADERS and flags & 0x1)):
-                    c["again"].append(c["calls"].pop(sid))
+        ended = held_calls_ended(held)
+        if ended is None:
+            print("closed", flush=True)
+            return
+        for c, sid in ended:
+            c["again"].append(c["calls"].pop(sid))
         time.sleep(0.05)  # then what was refused is opened again, 20 times a second at most
         for c in held:
             for is_big in c["again"]:
@@ -662,34 +676,13 @@ def healthfill(port, addrs, per, wait_s):
     t0 = time.monotonic()
     next_probe = t0 + 0.5
     while time.monotonic() - t0 < wait_s:
-        ready, _, _ = select.select([c["s"] for c in held], [], [], 0.05)
-        for c in held:
-            if c["s"] not in ready:
-                continue
-            try:
-                data = c["s"].recv(1 << 20)
-            except OSError:
-                data = b""
-            if not data:
-                print("closed", flush=True)
-                return
-            c["buf"] += data
-            again = 0
-            while len(c["buf"]) >= 9:
-                k = struct.unpack(">I", b"\x00" + c["buf"][:3])[0]
-                if len(c["buf"]) < 9 + k:
-                    break
-                ftype, flags = c["buf"][3], c["buf"][4]
-                sid = struct.unpack(">I", c["buf"][5:9])[0] & 0x7FFFFFFF
-                c["buf"] = c["buf"][9 + k:]
-                if ftype == SETTINGS and not flags & 0x1:
-                    c["s"].sendall(frame(SETTINGS, 0x1, 0))
-                elif sid in c["calls"] and (ftype == RST_STREAM or
-                                            (ftype == HEADERS and flags & 0x1)):
-                    c["calls"].discard(sid)
-                    again += 1
-            for _ in range(again):
-                open_call(c)
+        ended = held_calls_ended(held)
+        if ended is None:
+            print("closed", flush=True)
+            return
+        for c, sid in ended:
+            c["calls"].discard(sid)
+            open_call(c)
         if time.monotonic() >= next_probe:
             next_probe += 0.5
             try:
@@ -762,31 +755,13 @@ def holdwhole(port, conns, n, wait_s):
     t0 = time.monotonic()
     next_probe = t0 + 1.5  # once the opening burst is answered or refused
     while time.monotonic() - t0 < wait_s:
-        ready, _, _ = select.select([c["s"] for c in held], [], [], 0.05)
-        for c in held:
-            if c["s"] not in ready:
-                continue
-            try:
-                data = c["s"].recv(1 << 20)
-            except OSError:
-                data = b""
-            if not data:
-                print("closed", flush=True)
-                return
-            c["buf"] += data
-            while len(c["buf"]) >= 9:
-                k = struct.unpack(">I", b"\x00" + c["buf"][:3])[0]
-                if len(c["buf"]) < 9 + k:
-                    break
-                ftype, flags = c["buf"][3], c["buf"][4]
-                sid = struct.unpack(">I", c["buf"][5:9])[0] & 0x7FFFFFFF
-                c["buf"] = c["buf"][9 + k:]
-                if ftype == SETTINGS and not flags & 0x1:
-                    c["s"].sendall(frame(SETTINGS, 0x1, 0))
-                elif sid in c["calls"] and (ftype == RST_STREAM or
-                                            (ftype == HEADERS and flags & 0x1)):
-                    c["calls"].discard(sid)
-                    c["again"] += 1
+        ended = held_calls_ended(held)
+        if ended is None:
+            print("closed", flush=True)
+            return
+        for c, sid in ended:
+            c["calls"].discard(sid)
+            c["again"] += 1
         time.sleep(0.05)
         for c in held:
             for _ in range(c["again"]):
