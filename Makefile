@@ -93,7 +93,7 @@ LIB_INCLUDES = -Idaemon -Iexecutor $(INC_MODEL) $(INC_EXEC) $(INC_PROFILE) -Ipol
 OPENMP = -fopenmp
 DEPFLAGS = -MMD -MP
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Werror $(OPENMP) -pthread $(SANFLAGS) \
+CFLAGS += -std=gnu11 -Wall -Wextra -Wformat=2 -Werror $(OPENMP) -pthread $(SANFLAGS) \
 	  -Iinclude -Icommon $(LIB_INCLUDES) -I$(GEN) -isystem $(GEN)/kselftest \
 	  $(PKG_CFLAGS) $(DEPFLAGS)
 LDFLAGS += -fopenmp -pthread $(SANFLAGS)

@@ -29,10 +29,11 @@
 #define KH_MAX_MODELS 16
 #define KH_HEADER_MAX 1024
 #define KH_ANSWER_MAX (64u << 20)
+#define KH_MAX_DIMS 8
 
 struct kh_model {
 	char name[64];
-	char header_fmt[KH_HEADER_MAX]; /* the request's JSON with a %llu for the id */
+	char header_mid[KH_HEADER_MAX]; /* the request's JSON between its id and its byte size */
 	size_t in_bytes, out_bytes;
 };
 
@@ -210,6 +211,32 @@ static void kh_consume(struct kserve_http *k, size_t n)
 	k->len -= n;
 }
 
+/*
+ * The elements of a metadata shape: 1 to KH_MAX_DIMS dimensions, each a
+ * positive integer, their product at most KH_ANSWER_MAX / 4; 0 when the
+ * endpoint's shape is anything else (its text is never trusted further).
+ */
+static size_t kh_shape_elems(struct json_object *shape)
+{
+	size_t n, elems = 1;
+
+	if (!json_object_is_type(shape, json_type_array))
+		return 0;
+	n = json_object_array_length(shape);
+	if (n < 1 || n > KH_MAX_DIMS)
+		return 0;
+	for (size_t d = 0; d < n; d++) {
+		struct json_object *dim = json_object_array_get_idx(shape, d);
+		int64_t v = json_object_get_int64(dim);
+
+		if (!json_object_is_type(dim, json_type_int) || v < 1 ||
+		    (uint64_t)v > KH_ANSWER_MAX / 4 / elems)
+			return 0;
+		elems *= (size_t)v;
+	}
+	return elems;
+}
+
 /* GET /v2/models/NAME: the JSON header this model's requests start with. */
 static struct kh_model *kh_model(struct kserve_http *k, const char *model)
 {
@@ -217,7 +244,7 @@ static struct kh_model *kh_model(struct kserve_http *k, const char *model)
 	struct json_object *o = NULL, *ins, *in, *shape, *outs, *v;
 	struct iovec iov;
 	struct kh_model *m = NULL;
-	size_t body, blen, elems = 1, off;
+	size_t body, blen, elems, off;
 	long hl;
 	int status, n;
 
@@ -239,34 +266,44 @@ static struct kh_model *kh_model(struct kserve_http *k, const char *model)
 	o = text ? json_tokener_parse(text) : NULL;
 	free(text);
 	if (status != 200 || !json_object_object_get_ex(o, "inputs", &ins) ||
-	    json_object_array_length(ins) != 1 ||
+	    !json_object_is_type(ins, json_type_array) || json_object_array_length(ins) != 1 ||
 	    !json_object_object_get_ex(json_object_array_get_idx(ins, 0), "shape", &shape) ||
-	    !json_object_object_get_ex(o, "outputs", &outs)) {
+	    !json_object_object_get_ex(o, "outputs", &outs) ||
+	    !json_object_is_type(outs, json_type_array)) {
 		kh_fail(k, -EIO, "GET /v2/models/%s: HTTP %d, not one input coloc-load can send",
 			model, status);
 		goto out;
 	}
 	m = &k->models[k->nr_models];
 	in = json_object_array_get_idx(ins, 0);
-	json_object_object_get_ex(in, "name", &v);
-	off = (size_t)snprintf(
-		m->header_fmt, sizeof(m->header_fmt),
-		"{\"id\":\"%%llu\",\"inputs\":[{\"name\":%s,\"shape\":%s,\"datatype\":"
-		"\"FP32\",\"parameters\":{\"binary_data_size\":%%zu}}],"
-		"\"parameters\":{\"binary_data_output\":true}}",
-		json_object_to_json_string(v), json_object_to_json_string(shape));
-	for (size_t d = 0; d < json_object_array_length(shape); d++)
-		elems *= (size_t)json_object_get_int64(json_object_array_get_idx(shape, d));
+	elems = kh_shape_elems(shape);
+	if (!json_object_object_get_ex(in, "name", &v) || !json_object_is_type(v, json_type_string) ||
+	    !elems) {
+		kh_fail(k, -EPROTO, "GET /v2/models/%s: the input needs a name and a shape of 1 to %d "
+			"positive dimensions", model, KH_MAX_DIMS);
+		m = NULL;
+		goto out;
+	}
+	off = (size_t)snprintf(m->header_mid, sizeof(m->header_mid),
+			       "\",\"inputs\":[{\"name\":%s,\"shape\":%s,\"datatype\":"
+			       "\"FP32\",\"parameters\":{\"binary_data_size\":",
+			       json_object_to_json_string(v), json_object_to_json_string(shape));
 	m->in_bytes = elems * 4;
+	m->out_bytes = 0;
 	for (size_t i = 0; i < json_object_array_length(outs); i++) {
-		size_t e = 1;
+		size_t e = 0;
 
-		json_object_object_get_ex(json_object_array_get_idx(outs, i), "shape", &shape);
-		for (size_t d = 0; d < json_object_array_length(shape); d++)
-			e *= (size_t)json_object_get_int64(json_object_array_get_idx(shape, d));
+		if (json_object_object_get_ex(json_object_array_get_idx(outs, i), "shape", &shape))
+			e = kh_shape_elems(shape);
+		if (!e) {
+			kh_fail(k, -EPROTO, "GET /v2/models/%s: output %zu has no shape of 1 to %d "
+				"positive dimensions", model, i, KH_MAX_DIMS);
+			m = NULL;
+			goto out;
+		}
 		m->out_bytes += e * 4;
 	}
-	if (off >= sizeof(m->header_fmt)) {
+	if (off >= sizeof(m->header_mid)) {
 		kh_fail(k, -E2BIG, "model %s: its input's name and shape are too long", model);
 		m = NULL;
 		goto out;
@@ -304,7 +341,9 @@ int kserve_http_infer_send(struct kserve_http *k, const char *model, uint64_t ta
 		k->tags_cap = cap;
 		k->head = 0;
 	}
-	jl = snprintf(json, sizeof(json), m->header_fmt, (unsigned long long)tag, len);
+	jl = snprintf(json, sizeof(json),
+		      "{\"id\":\"%llu%s%zu}}],\"parameters\":{\"binary_data_output\":true}}",
+		      (unsigned long long)tag, m->header_mid, len);
 	hl = snprintf(head, sizeof(head),
 		      "POST /v2/models/%s/infer HTTP/1.1\r\nHost: %s\r\n"
 		      "Content-Type: application/octet-stream\r\n"

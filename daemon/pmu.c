@@ -227,13 +227,13 @@ struct pmu_line {
 	size_t len, used;
 };
 
-static void pmu_line_add(struct pmu_line *l, const char *fmt, const char *s)
+static void pmu_line_add(struct pmu_line *l, const char *sep, const char *s)
 {
 	int n;
 
 	if (l->used >= l->len)
 		return;
-	n = snprintf(l->buf + l->used, l->len - l->used, fmt, s);
+	n = snprintf(l->buf + l->used, l->len - l->used, "%s%s", sep, s);
 	if (n > 0)
 		l->used += (size_t)n;
 }
@@ -266,23 +266,24 @@ void pmu_describe(const struct pmu_info *info, char *buf, size_t len)
 	else
 		snprintf(what, sizeof(what), "no hardware PMU (perf cycles: %s)",
 			 pmu_errno_name(info->open_errno));
-	pmu_line_add(&l, "signals: %s \u2014 live: task_clock", what);
+	pmu_line_add(&l, "signals: ", what);
+	pmu_line_add(&l, " \u2014 live: task_clock", "");
 	for (int c = 0; c < COLOC_NR_COUNTERS; c++)
 		if (info->available_mask & (1u << c))
-			pmu_line_add(&l, " %s", pmu_counter_name(c));
+			pmu_line_add(&l, " ", pmu_counter_name(c));
 	if (info->membw_sockets > 0)
-		pmu_line_add(&l, " %s", "membw");
+		pmu_line_add(&l, " ", "membw");
 
-	pmu_line_add(&l, "%s", "; absent:");
+	pmu_line_add(&l, "; absent:", "");
 	for (int c = 0; c < COLOC_NR_COUNTERS; c++)
 		if (!(info->available_mask & (1u << c))) {
-			pmu_line_add(&l, " %s", pmu_counter_name(c));
+			pmu_line_add(&l, " ", pmu_counter_name(c));
 			absent++;
 		}
 	if (info->membw_sockets <= 0) {
-		pmu_line_add(&l, " %s", "membw");
+		pmu_line_add(&l, " ", "membw");
 		absent++;
 	}
 	if (!absent)
-		pmu_line_add(&l, " %s", "none");
+		pmu_line_add(&l, " ", "none");
 }

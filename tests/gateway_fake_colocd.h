@@ -233,7 +233,10 @@ static inline int fake_bad_answer(struct fake_colocd *f, int fd, long long tag)
 	static const char junk[1 << 16] = { [0 ...(1 << 16) - 1] = 'x' };
 	char ans[512];
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral" /* the tests' own literals */
 	snprintf(ans, sizeof(ans), f->bad_line, tag);
+#pragma GCC diagnostic pop
 	if (fake_send(fd, ans, strlen(ans)))
 		return -1;
 	while (!atomic_load(&f->endless) && !atomic_load(&f->quit)) {

@@ -368,8 +368,11 @@ TEST_F_TIMEOUT(grpc, coloc_load__drives_the_gateway_over_grpc_and_http, 600)
 		long completed = -1, failed = -1, outstanding = -1;
 		int sent;
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral" /* the doors' literals above */
 		snprintf(route, sizeof(route), doors[i].route_fmt,
 			 i < 2 ? self->env.grpc_port : self->env.http_port);
+#pragma GCC diagnostic pop
 		sent = load_through(self, route, &completed, &failed, &outstanding);
 		ASSERT_LT(0, sent) TH_LOG("%s: coloc-load failed", route);
 		EXPECT_LT(0, completed) TH_LOG("%s", route);

@@ -35,13 +35,13 @@ double ctl_json_num(struct json_object *o, const char *key)
 }
 
 /* A column that prints "-" where the signal is not live on this machine. */
-static void ctl_cell(struct json_object *o, const char *key, const char *fmt, double scale,
+static void ctl_cell(struct json_object *o, const char *key, int decimals, double scale,
 		     int width)
 {
 	double v;
 
 	if (ctl_get_double(o, key, &v))
-		printf(fmt, width, v * scale);
+		printf(" %*.*f", width, decimals, v * scale);
 	else
 		printf(" %*s", width, "-");
 }
@@ -66,14 +66,14 @@ void ctl_print_signals(struct json_object *resp)
 		json_object_object_get_ex(c, "cpu", &cpu);
 		json_object_object_get_ex(c, "socket", &skt);
 		printf("%4d %4d", json_object_get_int(cpu), json_object_get_int(skt));
-		ctl_cell(c, "busy", " %*.1f", 100, 6);
-		ctl_cell(c, "ctx_switches_per_s", " %*.0f", 1, 9);
-		ctl_cell(c, "migrations_per_s", " %*.0f", 1, 8);
-		ctl_cell(c, "page_faults_per_s", " %*.0f", 1, 9);
-		ctl_cell(c, "ipc", " %*.2f", 1, 5);
-		ctl_cell(c, "llc_mpki", " %*.2f", 1, 8);
-		ctl_cell(c, "llc_miss_ratio", " %*.1f", 100, 6);
-		ctl_cell(c, "dram_gbps", " %*.2f", 1, 9);
+		ctl_cell(c, "busy", 1, 100, 6);
+		ctl_cell(c, "ctx_switches_per_s", 0, 1, 9);
+		ctl_cell(c, "migrations_per_s", 0, 1, 8);
+		ctl_cell(c, "page_faults_per_s", 0, 1, 9);
+		ctl_cell(c, "ipc", 2, 1, 5);
+		ctl_cell(c, "llc_mpki", 2, 1, 8);
+		ctl_cell(c, "llc_miss_ratio", 1, 100, 6);
+		ctl_cell(c, "dram_gbps", 2, 1, 9);
 		printf("\n");
 	}
 
@@ -87,10 +87,10 @@ void ctl_print_signals(struct json_object *resp)
 		json_object_object_get_ex(s, "socket", &id);
 		json_object_object_get_ex(s, "cpus", &cpus);
 		printf("%6d %5d", json_object_get_int(id), json_object_get_int(cpus));
-		ctl_cell(s, "busy", " %*.2f", 1, 10);
-		ctl_cell(s, "dram_gbps", " %*.2f", 1, 10);
-		ctl_cell(s, "uncore_read_gbps", " %*.2f", 1, 12);
-		ctl_cell(s, "uncore_write_gbps", " %*.2f", 1, 12);
+		ctl_cell(s, "busy", 2, 1, 10);
+		ctl_cell(s, "dram_gbps", 2, 1, 10);
+		ctl_cell(s, "uncore_read_gbps", 2, 1, 12);
+		ctl_cell(s, "uncore_write_gbps", 2, 1, 12);
 		printf("\n");
 	}
 }
@@ -122,11 +122,11 @@ void ctl_print_tenants(struct json_object *resp)
 		}
 		json_object_object_get_ex(t, "pids", &pids);
 		printf("%-16s %3d", json_object_get_string(name), json_object_get_int(id));
-		ctl_cell(t, "busy", " %*.2f", 1, 10);
+		ctl_cell(t, "busy", 2, 1, 10);
 		ctl_get_double(t, "on_cpu_ns", &on_cpu);
 		printf(" %10.2f", on_cpu / 1e9);
-		ctl_cell(t, "llc_misses_per_s", " %*.0f", 1, 12);
-		ctl_cell(t, "dram_gbps", " %*.2f", 1, 10);
+		ctl_cell(t, "llc_misses_per_s", 0, 1, 12);
+		ctl_cell(t, "dram_gbps", 2, 1, 10);
 		printf("  %s\n", json_object_to_json_string_ext(pids, JSON_C_TO_STRING_PLAIN));
 	}
 }
