@@ -229,6 +229,14 @@ int exec_query_read_output(const struct exec_query *q, int layer, float *dst, si
  * again whenever a known thread has gone, see below), where each thread
  * pins itself.
  *
+ * Whether a thread already sits on its core is read back from the kernel
+ * (sched_getaffinity), not remembered: colocd narrows a tenant's cpuset to
+ * the cores its blocks hold, so a spare core outside it is refused (the
+ * thread then goes to the block's cores instead), and the kernel rewrites
+ * the masks as the cpuset shrinks and grows. A remembered core went stale
+ * there, and a 2-core block ran its team of 2 on one core for as long as
+ * the stale entry lasted (docs/measurements/executor.md, 2026-12-06).
+ *
  * Afterwards, above 2 cores, the caller's own mask is widened to the whole set: libgomp ends
  * pool threads left out of a smaller team (oneDNN opens smaller teams for
  * small shapes) and creates new ones when a team grows again, and a new
@@ -251,10 +259,9 @@ static __thread struct {
 	bool shared; /* the team may run anywhere on cpus (EXEC_TEAM_SHARED) */
 	int cpus[EXEC_MAX_CPUS];
 	pid_t tids[EXEC_MAX_CPUS]; /* pool thread t's id; 0: not known */
-	int tid_cpu[EXEC_MAX_CPUS]; /* the one CPU thread t is pinned to, or TEAM_ANY_CPU */
 } team_pinned;
 
-/* tid_cpu of a thread allowed on every core of a shared block's set */
+/* team_cpu of a thread allowed on every core of a shared block's set */
 #define TEAM_ANY_CPU -1
 
 /* Where a block's team goes: its cores, the team size, the model's other cores. */
@@ -288,10 +295,17 @@ static int team_cpu(const struct team_plan *p, int t)
 	return p->nr_spare ? p->spare[(t - p->n) % p->nr_spare] : p->cores->cpus[t % p->n];
 }
 
-/* Whether thread t already sits where cpu says (a shared set may have changed: never). */
-static bool team_placed(int t, int cpu)
+/*
+ * Whether thread tid (0: the caller) may run on cpu and nowhere else, as the
+ * kernel has it now (a shared set may have changed: never).
+ */
+static bool team_placed(pid_t tid, int cpu)
 {
-	return cpu != TEAM_ANY_CPU && team_pinned.tid_cpu[t] == cpu;
+	cpu_set_t set;
+
+	if (cpu == TEAM_ANY_CPU || sched_getaffinity(tid, sizeof(set), &set))
+		return false;
+	return CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set);
 }
 
 /*
@@ -340,16 +354,14 @@ static int pin_by_tid(const struct team_plan *p, int total)
 	for (int t = 1; t < total; t++) {
 		int cpu = team_cpu(p, t), ret;
 
-		if (!team_pinned.tids[t])
+		/* a known id that names no thread of this process (any more): not ours to ask */
+		if (!team_pinned.tids[t] || syscall(SYS_tgkill, pid, team_pinned.tids[t], 0))
 			return -ESRCH;
-		if (team_placed(t, cpu))
+		if (team_placed(team_pinned.tids[t], cpu))
 			continue;
-		if (syscall(SYS_tgkill, pid, team_pinned.tids[t], 0))
-			return -ESRCH;
 		ret = place(team_pinned.tids[t], p, cpu);
 		if (ret)
 			return ret;
-		team_pinned.tid_cpu[t] = cpu;
 	}
 	return 0;
 }
@@ -359,7 +371,7 @@ static int pin_in_region(const struct team_plan *p, int total)
 {
 	/* team_pinned is thread-local: the pool threads write the caller's */
 	pid_t *tids = team_pinned.tids;
-	int *tid_cpu = team_pinned.tid_cpu, ret = 0;
+	int ret = 0;
 
 #pragma omp parallel num_threads(total) reduction(min : ret)
 	{
@@ -368,14 +380,12 @@ static int pin_in_region(const struct team_plan *p, int total)
 
 		if (omp_get_num_threads() != total)
 			ret = -EAGAIN;
-		else if (t == 0 || (tids[t] == tid && cpu != TEAM_ANY_CPU && tid_cpu[t] == cpu))
+		else if (t == 0 || team_placed(0, cpu))
 			ret = 0; /* the caller pins itself after the pool */
 		else
 			ret = place(0, p, cpu);
-		if (t > 0) {
+		if (t > 0)
 			tids[t] = ret ? 0 : tid;
-			tid_cpu[t] = cpu;
-		}
 	}
 	return ret;
 }
