@@ -9,8 +9,8 @@
  * the caller being thread 0 (or, on cores shared with other processes,
  * anywhere on them: exec_run_block_placed). Pinning is redone only when
  * the core set differs from the previous block's, and costs a
- * sched_setaffinity per thread whose core changes, made by the caller
- * (stats->switch_ns). Where the team is pinned is a property of the calling OS thread (its OpenMP pool), so it is
+ * sched_getaffinity per pool thread and a sched_setaffinity per thread
+ * whose core changes, made by the caller (stats->switch_ns). Where the team is pinned is a property of the calling OS thread (its OpenMP pool), so it is
  * remembered per thread, whichever model ran last. A block runs on its
  * query's lane (exec_lane.c): only one thread may drive a lane at a time,
  * since the memory objects bound per step, the streams and the scratchpads

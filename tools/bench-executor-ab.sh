@@ -32,10 +32,10 @@ colocd_lib_init bench-executor-ab
 mkdir -p "$OUT"
 printf 'side\treplica\tfirst_line\tlast_line\n' >"$OUT/replicas.tsv"
 
-declare -A EXE=([A]=$OLD [B]=$NEW) SOCKS PINS PIDS SW0 SW1
+declare -A EXE=([A]=$OLD [B]=$NEW) SOCKS PIDS SW0 SW1
 for side in A B; do
 	use_colocd "$side"
-	SOCKS[$side]=$SOCK PINS[$side]=$PIN
+	SOCKS[$side]=$SOCK
 	start_colocd "$POLICY" --executor "${EXE[$side]}" --block-log "$OUT/blocks-$side.tsv" || exit 1
 	PIDS[$side]=$COLOCD
 	for spec in ${TENANTS//,/ }; do
