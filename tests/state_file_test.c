@@ -23,59 +23,85 @@
 /* a uid no account on a test machine has */
 #define MEMBER 64990
 
-TEST(state__round_trips_owners_and_reads_a_file_without_them_as_roots)
+/* A colocd of no tenant whose --state is dir/colocd.state, and room to read a state back. */
+FIXTURE(state)
 {
-	char dir[] = "/tmp/coloc-owners-state-XXXXXX", path[128];
-	struct colocd *d = calloc(1, sizeof(*d));
-	struct colocd_spec *back = calloc(COLOC_MAX_TENANTS, sizeof(*back));
-	struct coloc_err err = { 0 };
+	char dir[64], path[128];
+	struct colocd *d;
+	struct colocd_spec *back;
+	struct coloc_err err;
+};
+
+FIXTURE_SETUP(state)
+{
+	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-owners-state-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	snprintf(self->path, sizeof(self->path), "%s/colocd.state", self->dir);
+	self->d = calloc(1, sizeof(*self->d));
+	self->back = calloc(COLOC_MAX_TENANTS, sizeof(*self->back));
+	ASSERT_NE(NULL, self->d);
+	ASSERT_NE(NULL, self->back);
+	self->d->specs = calloc(COLOC_MAX_TENANTS, sizeof(*self->d->specs));
+	ASSERT_NE(NULL, self->d->specs);
+	self->d->cfg.state_path = self->path;
+}
+
+FIXTURE_TEARDOWN(state)
+{
+	if (self->dir[0])
+		EXPECT_EQ(0, tu_remove_tree(self->dir));
+	if (self->d)
+		free(self->d->specs);
+	free(self->d);
+	free(self->back);
+}
+
+/* Adds tenant name (model, qos_ns, owner) to d's specs. */
+static void add_spec(struct colocd *d, const char *name, const char *model, uint64_t qos_ns,
+		     uid_t owner)
+{
+	struct colocd_spec *s = &d->specs[d->nr_specs++];
+
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	snprintf(s->model, sizeof(s->model), "%s", model);
+	s->qos_ns = qos_ns;
+	s->owner = owner;
+}
+
+TEST_F(state, round_trips_owners_and_reads_a_file_without_them_as_roots)
+{
 	FILE *f;
 
-	ASSERT_NE(NULL, d);
-	ASSERT_NE(NULL, back);
-	ASSERT_NE(NULL, mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/state.json", dir);
-	d->specs = calloc(COLOC_MAX_TENANTS, sizeof(*d->specs));
-	ASSERT_NE(NULL, d->specs);
-	d->cfg.state_path = path;
-	snprintf(d->specs[0].name, sizeof(d->specs[0].name), "rootsvc");
-	snprintf(d->specs[0].model, sizeof(d->specs[0].model), "/m/a.model");
-	d->specs[0].qos_ns = 5000000;
-	d->specs[0].owner = 0;
-	snprintf(d->specs[1].name, sizeof(d->specs[1].name), "mine");
-	snprintf(d->specs[1].model, sizeof(d->specs[1].model), "/m/b.model");
-	d->specs[1].qos_ns = 7000000;
-	d->specs[1].owner = MEMBER;
-	d->nr_specs = 2;
-	ASSERT_EQ(0, colocd_state_write(d, &err)) TH_LOG("%s", coloc_err_str(&err));
-	ASSERT_EQ(2, colocd_state_read(path, back, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_STREQ("rootsvc", back[0].name);
-	EXPECT_EQ(0, back[0].owner);
-	EXPECT_STREQ("mine", back[1].name);
-	EXPECT_EQ(MEMBER, back[1].owner);
+	add_spec(self->d, "rootsvc", "/m/a.model", 5000000, 0);
+	add_spec(self->d, "mine", "/m/b.model", 7000000, MEMBER);
+	ASSERT_EQ(0, colocd_state_write(self->d, &self->err))
+	TH_LOG("%s", coloc_err_str(&self->err));
+	ASSERT_EQ(2, colocd_state_read(self->path, self->back, &self->err))
+	TH_LOG("%s", coloc_err_str(&self->err));
+	EXPECT_STREQ("rootsvc", self->back[0].name);
+	EXPECT_EQ(0, self->back[0].owner);
+	EXPECT_STREQ("mine", self->back[1].name);
+	EXPECT_EQ(MEMBER, self->back[1].owner);
 
 	/* written before tenants had owners: root's */
-	f = fopen(path, "w");
+	f = fopen(self->path, "w");
 	ASSERT_NE(NULL, f);
 	fprintf(f, "{\"tenants\":[{\"name\":\"old\",\"model\":\"/m/a.model\",\"qos_ns\":5}]}\n");
 	fclose(f);
-	back[0].owner = 12345;
-	ASSERT_EQ(1, colocd_state_read(path, back, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(0, back[0].owner);
+	self->back[0].owner = 12345;
+	ASSERT_EQ(1, colocd_state_read(self->path, self->back, &self->err))
+	TH_LOG("%s", coloc_err_str(&self->err));
+	EXPECT_EQ(0, self->back[0].owner);
 
 	/* (uid_t)-1 is no one's */
-	f = fopen(path, "w");
+	f = fopen(self->path, "w");
 	ASSERT_NE(NULL, f);
 	fprintf(f, "{\"tenants\":[{\"name\":\"x\",\"model\":\"/m/a.model\",\"qos_ns\":5,"
 		   "\"owner\":4294967295}]}\n");
 	fclose(f);
-	EXPECT_EQ(-EINVAL, colocd_state_read(path, back, &err));
-	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "owner")) TH_LOG("%s", coloc_err_str(&err));
-
-	EXPECT_EQ(0, tu_remove_tree(dir));
-	free(d->specs);
-	free(d);
-	free(back);
+	EXPECT_EQ(-EINVAL, colocd_state_read(self->path, self->back, &self->err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&self->err), "owner"))
+	TH_LOG("%s", coloc_err_str(&self->err));
 }
 
 /*
@@ -87,76 +113,61 @@ TEST(state__round_trips_owners_and_reads_a_file_without_them_as_roots)
  * or write, or a link, is refused when read. Main wrote into the planted
  * file and read every one of them.
  */
-TEST(state__a_planted_temporary_file_and_a_state_not_roots_are_refused)
+TEST_F(state, a_planted_temporary_file_and_a_state_not_roots_are_refused)
 {
-	char dir[] = "/tmp/coloc-owners-state-XXXXXX", path[128], tmp[144], link[144];
-	struct colocd *d = calloc(1, sizeof(*d));
-	struct colocd_spec *back = calloc(COLOC_MAX_TENANTS, sizeof(*back));
-	struct coloc_err err = { 0 };
+	char tmp[144], link[144];
 	struct stat st;
 	int fd;
 
 	if (geteuid() != 0)
 		SKIP(return, "needs root to give files to another user");
-	ASSERT_NE(NULL, d);
-	ASSERT_NE(NULL, back);
-	ASSERT_NE(NULL, mkdtemp(dir));
-	ASSERT_EQ(0, chmod(dir, 01777)); /* as /tmp: sticky, anyone may create */
-	snprintf(path, sizeof(path), "%s/colocd.state", dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	d->specs = calloc(COLOC_MAX_TENANTS, sizeof(*d->specs));
-	ASSERT_NE(NULL, d->specs);
-	d->cfg.state_path = path;
-	snprintf(d->specs[0].name, sizeof(d->specs[0].name), "rootsvc");
-	snprintf(d->specs[0].model, sizeof(d->specs[0].model), "/m/a.model");
-	d->specs[0].qos_ns = 5000000;
-	d->nr_specs = 1;
+	ASSERT_EQ(0, chmod(self->dir, 01777)); /* as /tmp: sticky, anyone may create */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", self->path);
+	add_spec(self->d, "rootsvc", "/m/a.model", 5000000, 0);
 
 	/* the member's planted temporary file: refused, not written, not renamed */
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, fchown(fd, MEMBER, MEMBER));
 	close(fd);
-	EXPECT_EQ(-EEXIST, colocd_state_write(d, &err));
-	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "not root's"))
-	TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(-EEXIST, colocd_state_write(self->d, &self->err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&self->err), "not root's"))
+	TH_LOG("%s", coloc_err_str(&self->err));
 	ASSERT_EQ(0, stat(tmp, &st));
 	EXPECT_EQ(MEMBER, st.st_uid);
 	EXPECT_EQ(0, st.st_size);
-	EXPECT_NE(0, access(path, F_OK)) TH_LOG("the planted file became the state");
+	EXPECT_NE(0, access(self->path, F_OK)) TH_LOG("the planted file became the state");
 	ASSERT_EQ(0, unlink(tmp));
 
 	/* a leftover of colocd's own is replaced */
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	ASSERT_LE(0, fd);
 	close(fd);
-	coloc_err_clear(&err);
-	ASSERT_EQ(0, colocd_state_write(d, &err)) TH_LOG("%s", coloc_err_str(&err));
-	ASSERT_EQ(1, colocd_state_read(path, back, &err)) TH_LOG("%s", coloc_err_str(&err));
+	coloc_err_clear(&self->err);
+	ASSERT_EQ(0, colocd_state_write(self->d, &self->err))
+	TH_LOG("%s", coloc_err_str(&self->err));
+	ASSERT_EQ(1, colocd_state_read(self->path, self->back, &self->err))
+	TH_LOG("%s", coloc_err_str(&self->err));
 
 	/* the state given to the member (as the planted file made it): refused */
-	ASSERT_EQ(0, chown(path, MEMBER, MEMBER));
-	EXPECT_EQ(-EPERM, colocd_state_read(path, back, &err));
-	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "owner uid 64990"))
-	TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, chown(self->path, MEMBER, MEMBER));
+	EXPECT_EQ(-EPERM, colocd_state_read(self->path, self->back, &self->err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&self->err), "owner uid 64990"))
+	TH_LOG("%s", coloc_err_str(&self->err));
 	/* root's but writable by others: refused */
-	ASSERT_EQ(0, chown(path, 0, 0));
-	ASSERT_EQ(0, chmod(path, 0666));
-	coloc_err_clear(&err);
-	EXPECT_EQ(-EPERM, colocd_state_read(path, back, &err));
-	ASSERT_EQ(0, chmod(path, 0600));
+	ASSERT_EQ(0, chown(self->path, 0, 0));
+	ASSERT_EQ(0, chmod(self->path, 0666));
+	coloc_err_clear(&self->err);
+	EXPECT_EQ(-EPERM, colocd_state_read(self->path, self->back, &self->err));
+	ASSERT_EQ(0, chmod(self->path, 0600));
 	/* a link to root's own file: not followed */
-	snprintf(link, sizeof(link), "%s/link.state", dir);
-	ASSERT_EQ(0, symlink(path, link));
-	coloc_err_clear(&err);
-	EXPECT_EQ(-ELOOP, colocd_state_read(link, back, &err));
-	coloc_err_clear(&err);
-	EXPECT_EQ(1, colocd_state_read(path, back, &err)) TH_LOG("%s", coloc_err_str(&err));
-
-	EXPECT_EQ(0, tu_remove_tree(dir));
-	free(d->specs);
-	free(d);
-	free(back);
+	snprintf(link, sizeof(link), "%s/link.state", self->dir);
+	ASSERT_EQ(0, symlink(self->path, link));
+	coloc_err_clear(&self->err);
+	EXPECT_EQ(-ELOOP, colocd_state_read(link, self->back, &self->err));
+	coloc_err_clear(&self->err);
+	EXPECT_EQ(1, colocd_state_read(self->path, self->back, &self->err))
+	TH_LOG("%s", coloc_err_str(&self->err));
 }
 
 /*
