@@ -25,16 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include "cli.h"
 #include "coloc/kserve.h"
 #include "grpc_service.pb-c.h"
 #include "h2_frame.h"
 #include "hpack.h"
+#include "kserve_tcp.h"
 
 #define KH_METHOD(name) "/inference.GRPCInferenceService/" name
 #define KH_MAX_DIMS 8
@@ -625,13 +622,9 @@ int kserve_h2_connect(const char *target, struct kserve_h2 **out)
 	static const uint16_t ids[3] = { H2_SET_ENABLE_PUSH, H2_SET_INITIAL_WINDOW_SIZE,
 					 H2_SET_MAX_CONCURRENT_STREAMS };
 	static const uint32_t values[3] = { 0, H2_MAX_WINDOW, 100 };
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	const char *colon = strrchr(target, ':');
 	struct kserve_h2 *g = calloc(1, sizeof(*g));
 	uint8_t hello[128];
-	long port;
 	size_t n;
-	int one = 1, r;
 
 	*out = g;
 	if (!g)
@@ -641,24 +634,14 @@ int kserve_h2_connect(const char *target, struct kserve_h2 **out)
 	h2_settings_default(&g->peer);
 	g->conn_send_window = H2_DEFAULT_WINDOW;
 	hpack_decoder_init(&g->dec, 4096);
-	if (!colon || (size_t)(colon - target) >= 64 || cli_parse_long(colon + 1, 1, 65535, &port))
-		return kh_fail(g, -EINVAL, "%s is not HOST:PORT", target);
-	snprintf(g->authority, sizeof(g->authority), "%s", target);
-	{
-		char host[64];
+	g->fd = kserve_tcp_connect(target, g->err, sizeof(g->err));
+	if (g->fd < 0) {
+		int r = g->fd;
 
-		memcpy(host, target, (size_t)(colon - target));
-		host[colon - target] = 0;
-		if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
-			return kh_fail(g, -EINVAL, "%s is not an IPv4 address", host);
+		g->fd = -1;
+		return r;
 	}
-	a.sin_port = htons((uint16_t)port);
-	g->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (g->fd < 0 || connect(g->fd, (struct sockaddr *)&a, sizeof(a))) {
-		r = -errno;
-		return kh_fail(g, r, "connect to %s: %s", target, strerror(-r));
-	}
-	setsockopt(g->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	snprintf(g->authority, sizeof(g->authority), "%s", target);
 	memcpy(hello, H2_PREFACE, 24);
 	n = 24 + h2_settings_write(hello + 24, ids, values, 3);
 	n += h2_window_update_write(hello + n, 0, H2_MAX_WINDOW - H2_DEFAULT_WINDOW);

@@ -18,13 +18,11 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <json-c/json.h>
 #include "coloc/kserve.h"
+#include "kserve_tcp.h"
 
 #define KH_MAX_MODELS 16
 #define KH_HEADER_MAX 1024
@@ -74,36 +72,28 @@ int kserve_http_fd(struct kserve_http *k)
 
 int kserve_http_connect(const char *url, struct kserve_http **out)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
 	struct kserve_http *k;
 	const char *colon;
-	char host[64];
-	int one = 1, port;
+	char why[256];
+	int fd;
 
 	*out = NULL;
 	if (strncmp(url, "http://", 7))
 		return -EINVAL;
 	url += 7;
 	colon = strrchr(url, ':');
-	if (!colon || (size_t)(colon - url) >= sizeof(host) ||
-	    sscanf(colon + 1, "%d", &port) != 1 || port < 1 || port > 65535)
+	if (!colon || (size_t)(colon - url) >= sizeof(k->host))
 		return -EINVAL;
-	snprintf(host, sizeof(host), "%.*s", (int)(colon - url), url);
-	if (inet_pton(AF_INET, strcmp(host, "localhost") ? host : "127.0.0.1", &a.sin_addr) != 1)
-		return -EINVAL;
-	a.sin_port = htons((uint16_t)port);
+	fd = kserve_tcp_connect(url, why, sizeof(why));
+	if (fd < 0)
+		return fd;
 	k = calloc(1, sizeof(*k));
-	if (!k)
+	if (!k) {
+		close(fd);
 		return -ENOMEM;
-	snprintf(k->host, sizeof(k->host), "%s", host);
-	k->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (k->fd < 0 || connect(k->fd, (struct sockaddr *)&a, sizeof(a))) {
-		int e = errno;
-
-		kserve_http_close(k);
-		return -e;
 	}
-	setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	k->fd = fd;
+	snprintf(k->host, sizeof(k->host), "%.*s", (int)(colon - url), url);
 	*out = k;
 	return 0;
 }
