@@ -133,14 +133,14 @@ static inline bool gw_env_start_gateway_once(struct gw_env *e, bool grpc,
 	snprintf(cmd, sizeof(cmd),
 		 "curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/v2/health/ready",
 		 e->http_port);
-	for (int i = 0; i < GW_READY_S * 5; i++) {
+	for (int i = 0; i < GW_READY_S * 20; i++) {
 		if (tu_run(cmd, out, sizeof(out)) == 0 && atoi(out) == 200)
 			return true;
 		if (waitpid(e->gateway, NULL, WNOHANG) == e->gateway) {
 			e->gateway = 0;
 			return false;
 		}
-		usleep(200000);
+		usleep(50000);
 	}
 	return false;
 }

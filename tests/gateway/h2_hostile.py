@@ -143,6 +143,35 @@ def frames(s, until):
         buf += got
 
 
+def read_until_quiet(socks, until, quiet_s):
+    """The frames of every socket of socks, each passed to until(frame) (its return value
+    unused), until none has sent a byte for quiet_s or each has ended."""
+    bufs = {s: b"" for s in socks}
+    while bufs:
+        ready, _, _ = select.select(list(bufs), [], [], quiet_s)
+        if not ready:
+            return
+        for s in ready:
+            try:
+                got = s.recv(65536)
+            except (BlockingIOError, socket.timeout):
+                continue
+            except ConnectionResetError:
+                got = b""
+            if not got:
+                del bufs[s]
+                continue
+            buf = bufs[s] + got
+            while len(buf) >= 9:
+                n = struct.unpack(">I", b"\x00" + buf[:3])[0]
+                if len(buf) < 9 + n:
+                    break
+                until((buf[3], buf[4], struct.unpack(">I", buf[5:9])[0] & 0x7FFFFFFF,
+                       buf[9:9 + n]))
+                buf = buf[9 + n:]
+            bufs[s] = buf
+
+
 def report_goaway(s):
     f = frames(s, lambda f: f[0] == GOAWAY)
     if f:
@@ -473,9 +502,7 @@ def budget(port, conns, n, length, addrs=1):
         return False
 
     time.sleep(2)
-    for s in held:  # what each has had 2 s to get: read until it is quiet
-        s.settimeout(0.2)
-        frames(s, until)
+    read_until_quiet(held, until, 0.2)  # what each has had 2 s to get
     for code, k in sorted(statuses.items()):
         print("status %s %d" % (code, k))
     print("done")
