@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every kselftest-harness test binary given, two at a time, then names
-# each failed test and prints the twelve slowest binaries, their time summed,
-# the wall time and one summary line, "N passed, N failed, N skipped", adding
-# up the harness's own totals. Exits non-zero if any test failed or any
-# binary crashed or timed out.
+# each failed test and prints the twelve slowest binaries, their time summed
+# (and the CPU time of each and of all: what a binary started and waited for
+# counts), the wall time and one summary line, "N passed, N failed, N
+# skipped", adding up the harness's own totals. Exits non-zero if any test
+# failed or any binary crashed or timed out.
 #
 #   tests/run.sh [--root] TEST...
 #
@@ -45,7 +46,7 @@ jobs=${COLOC_TEST_JOBS:-2}
 }
 outdir=$(mktemp -d "${TMPDIR:-/tmp}/coloc-run-XXXXXX") || exit 1
 declare -A job_name=() job_start=()
-pass=0 fail=0 skip=0 broken=() failed=() times=()
+pass=0 fail=0 skip=0 broken=() failed=() times=() cpus=()
 
 stop_all() {
 	# each job's timeout (its own process group), then the subshell around it
@@ -64,14 +65,27 @@ start() {
 	(
 		timeout --kill-after=10 "${COLOC_TEST_TIMEOUT:-900}" "$t"
 		echo $? >"$outdir/$name.rc"
+		# the CPU time of what it started and waited for (its daemons, executors, scripts)
+		times >"$outdir/$name.cpu"
 	) >"$outdir/$name" 2>&1 &
 	job_name[$!]=$name
 	job_start[$!]=$(date +%s)
 }
 
+# The children's user + system seconds in bash's "times" output in file (its second line,
+# "0m1.250s 0m0.310s"), rounded.
+cpu_s() {
+	local u s
+	{ u=$(sed -n 2p "$1"); } 2>/dev/null
+	read -r u s <<<"$u"
+	[ -n "$s" ] || { echo "?"; return; }
+	awk -v u="$u" -v s="$s" 'function sec(t, m) { m = t; sub(/m.*/, "", m); sub(/^[0-9]+m/, "", t);
+		sub(/s$/, "", t); return m * 60 + t } BEGIN { printf "%.0f\n", sec(u) + sec(s) }'
+}
+
 # Waits for one running binary to end, prints its output and counts it.
 reap() {
-	local pid='' rc name start out line test p f s e
+	local pid='' rc name start out line test p f s e cpu
 	wait -n -p pid
 	if [ -z "$pid" ] || [ -z "${job_name[$pid]:-}" ]; then
 		pid=''
@@ -81,15 +95,17 @@ reap() {
 	name=${job_name[$pid]} start=${job_start[$pid]} out="$outdir/${job_name[$pid]}"
 	unset "job_name[$pid]" "job_start[$pid]"
 	rc=$(cat "$out.rc" 2>/dev/null) || rc=255
-	echo "=== $name ($(date -u -d "@$start" +%T), $(($(date +%s) - start)) s)"
+	cpu=$(cpu_s "$out.cpu")
+	echo "=== $name ($(date -u -d "@$start" +%T), $(($(date +%s) - start)) s, $cpu s CPU)"
 	cat "$out"
 	times+=("$(($(date +%s) - start)) s $name")
+	cpus+=("$cpu")
 	line=$(grep -E '^# Totals: ' "$out" | tail -n 1)
 	# "not ok 7 fixture.name" (the harness's own lines, not a test's output)
 	while read -r test; do
 		[ -n "$test" ] && failed+=("$name: $test")
 	done <<<"$(sed -nE 's/^not ok [0-9]+ (.*)$/\1/p' "$out")"
-	rm -f "$out" "$out.rc"
+	rm -f "$out" "$out.rc" "$out.cpu"
 	if [ -z "$line" ]; then
 		broken+=("$name (exit $rc, no totals)")
 		fail=$((fail + 1))
@@ -131,11 +147,12 @@ for t in "${alone[@]}"; do
 done
 rmdir "$outdir"
 echo
-total=0
+total=0 cpu_total=0
 for t in "${times[@]}"; do total=$((total + ${t%% *})); done
+for c in "${cpus[@]}"; do [[ "$c" =~ ^[0-9]+$ ]] && cpu_total=$((cpu_total + c)); done
 echo "slowest: $(printf '%s\n' "${times[@]}" | sort -rn | head -n 12 | paste -sd, | sed 's/,/, /g')"
-echo "time: ${total} s in ${#times[@]} test binaries, $(($(date +%s) - began)) s wall," \
-	"$jobs at a time (${#alone[@]} alone)"
+echo "time: ${total} s in ${#times[@]} test binaries (${cpu_total} s CPU)," \
+	"$(($(date +%s) - began)) s wall, $jobs at a time (${#alone[@]} alone)"
 if [ "${#times[@]}" -ne $# ]; then
 	broken+=("$(($# - ${#times[@]})) of the $# binaries given did not run")
 	fail=$((fail + 1))
