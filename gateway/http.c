@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "version.h"
 #include "http.h"
+#include "http_budget.h"
 #include "http_deadline.h"
 #include "infer_request.h"
 #include "mono_clock.h"
@@ -34,6 +35,8 @@
  */
 #define HTTP_CONN_MEMORY (128u << 10)
 #define HTTP_CONN_INCREMENT (64u << 10)
+/* a repository request's body (KServe's {"ready":...}, a load's parameters) */
+#define HTTP_SMALL_BODY (64u << 10)
 
 struct gw_http {
 	struct MHD_Daemon *d;
@@ -41,6 +44,7 @@ struct gw_http {
 	struct gw_models *ms;
 	struct gw_fwd *fw;
 	struct gw_http_deadline *dl; /* NULL: no whole-request deadline */
+	struct gw_http_budget *budget; /* the bodies' bytes held (http_budget.h) */
 	atomic_bool stopping;
 };
 
@@ -51,6 +55,9 @@ struct http_req {
 	size_t len, cap;
 	struct gw_memfd *body_memfd; /* an infer's body: body is its map, passed to colocd */
 	bool too_large;
+	size_t limit; /* the most bytes of body this path takes */
+	size_t taken; /* of the budget, for the body's buffer */
+	struct sockaddr_storage addr; /* the client's, the budget's key */
 	pthread_mutex_t lock; /* guards answered */
 	pthread_cond_t cond; /* answered became true */
 	bool answered; /* the pool is done with job */
@@ -469,26 +476,77 @@ static void http_free_body(struct http_req *rq)
 		free(rq->body);
 	rq->body_memfd = NULL;
 	rq->body = NULL;
+	gw_http_budget_give(rq->h->budget, (struct sockaddr *)&rq->addr, rq->taken);
+	rq->taken = 0;
 }
 
-/*
- * Room for the body's v bytes: an infer's goes into a memfd it can be
- * passed to colocd in (no copy on the way), any other into memory.
- */
-static bool http_alloc_body(struct http_req *rq, const char *url, const char *method, size_t v)
+/* The most bytes of body url takes: an infer's, a repository request's few, else none. */
+static size_t http_body_limit(const struct gw_http *h, const char *url, const char *method)
 {
 	size_t n = strlen(url);
 
+	if (strcmp(method, MHD_HTTP_METHOD_POST))
+		return 0;
+	if (n >= 6 && !strcmp(url + n - 6, "/infer"))
+		return h->opts.max_body;
+	if (!strncmp(url, "/v2/repository/", 15))
+		return HTTP_SMALL_BODY < h->opts.max_body ? HTTP_SMALL_BODY : h->opts.max_body;
+	return 0;
+}
+
+/* Takes want - taken more bytes of the budget for rq's body: 0, -E2BIG or -ENOSPC. */
+static int http_take(struct http_req *rq, size_t want)
+{
+	int r;
+
+	if (want <= rq->taken)
+		return 0;
+	r = gw_http_budget_take(rq->h->budget, (struct sockaddr *)&rq->addr, want - rq->taken);
+	if (!r)
+		rq->taken = want;
+	return r;
+}
+
+/*
+ * Room for the body's v bytes, taken from the budget first: an infer's
+ * goes into a memfd it can be passed to colocd in (no copy on the way),
+ * any other into memory. 0, -E2BIG, -ENOSPC or -ENOMEM.
+ */
+static int http_alloc_body(struct http_req *rq, const char *url, const char *method, size_t v)
+{
+	size_t n = strlen(url);
+	int r = http_take(rq, v);
+
+	if (r)
+		return r;
 	if (!strcmp(method, "POST") && n >= 6 && !strcmp(url + n - 6, "/infer"))
 		rq->body_memfd = gw_fwd_memfd_get(rq->h->fw, v);
 	if (rq->body_memfd) {
 		rq->body = rq->body_memfd->map;
 		rq->cap = rq->body_memfd->cap;
-		return true;
+		return 0;
 	}
 	rq->body = malloc(v);
 	rq->cap = v;
-	return rq->body != NULL;
+	return rq->body ? 0 : -ENOMEM;
+}
+
+/* The answer to a body refused by the budget (r from http_take), the connection closed after. */
+static enum MHD_Result http_refuse_body(struct http_req *rq, int r)
+{
+	rq->too_large = true;
+	http_free_body(rq);
+	if (r == -E2BIG)
+		return http_error(rq->conn, MHD_HTTP_CONTENT_TOO_LARGE,
+				  "the body is over what one client address may send at once "
+				  "(%zu bytes of the gateway's --http-max-buffer-bytes %zu)",
+				  rq->h->opts.max_buffer_per_addr, rq->h->opts.max_buffer);
+	if (r == -ENOSPC)
+		return http_error(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "the gateway holds as many request bodies as it may "
+				  "(--http-max-buffer-bytes, or this address's share of it); "
+				  "retry later");
+	return MHD_NO;
 }
 
 static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
@@ -502,7 +560,12 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 	if (!rq) {
 		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
-		long v;
+		const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_TRANSFER_ENCODING);
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		long v = 0;
+		int r;
 
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
@@ -510,18 +573,33 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 		rq->h = h;
 		rq->conn = conn;
 		rq->t_start = coloc_now_ns();
+		if (ci && ci->client_addr)
+			memcpy(&rq->addr, ci->client_addr,
+			       ci->client_addr->sa_family == AF_INET6 ?
+				       sizeof(struct sockaddr_in6) :
+				       sizeof(struct sockaddr_in));
 		pthread_mutex_init(&rq->lock, NULL);
 		pthread_cond_init(&rq->cond, NULL);
 		*con_cls = rq;
-		if (cl && (cli_parse_long(cl, 0, (long)h->opts.max_body, &v))) {
+		rq->limit = http_body_limit(h, url, method);
+		if ((cl && cli_parse_long(cl, 0, (long)h->opts.max_body, &v)) ||
+		    (rq->limit && (size_t)v > rq->limit)) {
 			rq->too_large = true;
 			return http_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
-					  "the body is over the gateway's limit of %zu bytes",
-					  h->opts.max_body);
+					  "the body is over the limit of %zu bytes",
+					  rq->limit ? rq->limit : h->opts.max_body);
+		}
+		if (!rq->limit && (v > 0 || (!cl && te))) {
+			rq->too_large = true;
+			return http_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+					  "%s %.64s takes no body", method, url);
 		}
 		/* the body's whole size, once: no copies as it grows */
-		if (cl && v > 0 && !http_alloc_body(rq, url, method, (size_t)v))
-			return MHD_NO;
+		if (v > 0) {
+			r = http_alloc_body(rq, url, method, (size_t)v);
+			if (r)
+				return http_refuse_body(rq, r);
+		}
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -530,7 +608,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 		*upload_size = 0;
 		if (rq->too_large)
 			return MHD_YES;
-		if (n > h->opts.max_body - rq->len) {
+		if (n > rq->limit - rq->len) {
 			rq->too_large = true;
 			http_free_body(rq);
 			rq->len = rq->cap = 0;
@@ -542,15 +620,26 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 
 			while (cap < rq->len + n)
 				cap *= 2;
-			if (cap > h->opts.max_body)
-				cap = h->opts.max_body;
+			if (cap > rq->limit)
+				cap = rq->limit;
+			/* a chunked body, or more than Content-Length said: taken as it grows */
+			if (http_take(rq, cap)) {
+				/* no answer can be queued mid-body: the connection is closed */
+				rq->too_large = true;
+				http_free_body(rq);
+				rq->len = rq->cap = 0;
+				return MHD_NO;
+			}
 			/* more than Content-Length said: out of the memfd, into memory */
 			b = realloc(rq->body_memfd ? NULL : rq->body, cap);
 			if (!b)
 				return MHD_NO;
 			if (rq->body_memfd) {
+				struct gw_memfd *m = rq->body_memfd;
+
 				memcpy(b, rq->body, rq->len);
-				http_free_body(rq);
+				rq->body_memfd = NULL;
+				gw_fwd_memfd_put(rq->h->fw, m, &rq->job);
 			}
 			rq->body = b;
 			rq->cap = cap;
@@ -563,8 +652,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 		gw_http_deadline_received(conn);
 	if (rq->too_large)
 		return http_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
-				  "the body is over the gateway's limit of %zu bytes",
-				  h->opts.max_body);
+				  "the body is over the limit of %zu bytes", rq->limit);
 	return http_route(rq, url, method);
 }
 
@@ -609,10 +697,16 @@ int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct 
 	h->opts = *opts;
 	h->ms = ms;
 	h->fw = fw;
+	h->budget = gw_http_budget_create(opts->max_buffer, opts->max_buffer_per_addr);
+	if (!h->budget) {
+		free(h);
+		return coloc_err_set(err, -ENOMEM, "out of memory");
+	}
 	if (opts->addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	if (opts->request_timeout_ms > 0 &&
 	    gw_http_deadline_start(opts->request_timeout_ms, &h->dl, err)) {
+		gw_http_budget_destroy(h->budget);
 		free(h);
 		return err ? err->code : -ENOMEM;
 	}
@@ -628,6 +722,7 @@ int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct 
 		MHD_OPTION_END);
 	if (!h->d) {
 		gw_http_deadline_stop(h->dl);
+		gw_http_budget_destroy(h->budget);
 		free(h);
 		return coloc_err_set(err, -EADDRINUSE,
 				     "cannot listen for HTTP (address in use or not this "
@@ -655,5 +750,6 @@ void gw_http_stop(struct gw_http *h)
 		return;
 	MHD_stop_daemon(h->d);
 	gw_http_deadline_stop(h->dl);
+	gw_http_budget_destroy(h->budget);
 	free(h);
 }

@@ -17,7 +17,9 @@
  * with none idle, queues it to the forwarding pool (forward.h) and waits;
  * the answer is written from the same thread. Refusals, with
  * {"error":"..."}: 400 bad request, 404 no such model or version, 405
- * wrong method, 413 body over max_body, 503 model not ready or queue full
+ * wrong method, 413 body over max_body (or over an address's share of
+ * max_buffer, or a body on a path that takes none: any but an infer's and
+ * the repository's), 503 model not ready or queue full or max_buffer held
  * (Retry-After: 1) or colocd refused the query, 409 a repository load
  * or unload while another is under way, 504 past the timeout, colocd
  * stalled mid-query (forward.h's I/O timeout) or dropped by colocd past
@@ -39,6 +41,8 @@ struct gw_http_opts {
 	int max_conns_per_ip; /* from one client address; 0: no limit */
 	int request_timeout_ms; /* a request's arrival, whole (http_deadline.h); 0: none */
 	size_t max_body; /* bytes of one request body */
+	size_t max_buffer; /* bytes of request bodies held at once, in all (http_budget.h) */
+	size_t max_buffer_per_addr; /* of them, from one client address */
 	int timeout_ms; /* of one infer, from arrival */
 	int idle_timeout_s; /* of a connection */
 	bool model_control; /* the repository's load and unload allowed (else 403) */

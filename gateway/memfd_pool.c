@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/mman.h>
-#include "coloc/protocol.h"
 #include "memfd_pool.h"
 
 #define MEMFD_ROUND (64u << 10)
@@ -115,7 +114,7 @@ void gw_memfd_put(struct gw_memfd_pool *p, struct gw_memfd *m)
 	if (!m)
 		return;
 	pthread_mutex_lock(&p->lock);
-	if (p->nr_free < p->max_kept && m->cap <= COLOC_MAX_PAYLOAD + MEMFD_ROUND &&
+	if (p->nr_free < p->max_kept && m->cap <= GW_MEMFD_KEPT_ONE &&
 	    p->kept_bytes + m->cap <= GW_MEMFD_KEPT_BYTES) {
 		m->next = p->free;
 		p->free = m;

@@ -23,8 +23,13 @@ struct gw_memfd {
 
 struct gw_memfd_pool;
 
-/* The most bytes of memfds a pool keeps between uses (the rest are freed). */
-#define GW_MEMFD_KEPT_BYTES (256ul << 20)
+/*
+ * The most bytes of memfds a pool keeps between uses, and the largest one
+ * kept (the rest are freed, their memory given back when the connections
+ * that held them close): a tensor is hundreds of KB.
+ */
+#define GW_MEMFD_KEPT_BYTES (64ul << 20)
+#define GW_MEMFD_KEPT_ONE (8ul << 20)
 
 /* A pool keeping at most max_kept memfds between uses; NULL out of memory. */
 struct gw_memfd_pool *gw_memfd_pool_create(int max_kept);
@@ -33,7 +38,7 @@ void gw_memfd_pool_destroy(struct gw_memfd_pool *p);
 struct gw_memfd *gw_memfd_get(struct gw_memfd_pool *p, size_t bytes);
 /*
  * Gives m back (NULL is fine); past max_kept or GW_MEMFD_KEPT_BYTES, or
- * larger than the pool keeps, it is freed.
+ * larger than GW_MEMFD_KEPT_ONE, it is freed.
  */
 void gw_memfd_put(struct gw_memfd_pool *p, struct gw_memfd *m);
 /* Unmaps and closes m (NULL is fine), never to be reused: colocd's copy, if any, lives on. */

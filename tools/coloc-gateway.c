@@ -43,7 +43,7 @@ static struct {
 	long threads, conns, max_queue, timeout_ms, colocd_timeout_ms, max_body, load_timeout_s;
 	long max_connections, pipeline, grpc_read_timeout_ms, grpc_max_streams;
 	long max_conns_per_ip, request_timeout_ms, grpc_max_conns, grpc_max_conns_per_ip;
-	long grpc_idle_timeout_ms, grpc_max_buffer, grpc_max_waiting_per_ip;
+	long grpc_idle_timeout_ms, grpc_max_buffer, grpc_max_waiting_per_ip, http_max_buffer;
 	bool grpc_own; /* --grpc-server own, the default */
 	bool allow_root;
 	bool model_control; /* --model-control */
@@ -71,6 +71,7 @@ static struct {
 	.grpc_idle_timeout_ms = 60000,
 	.grpc_own = true,
 	.grpc_max_buffer = 1L << 30,
+	.http_max_buffer = 256L << 20,
 };
 
 #define GW_GRPC_READ_TIMEOUT_MS 10000 /* --grpc-read-timeout-ms's default, at most */
@@ -116,6 +117,12 @@ static void usage(FILE *f)
 		"                          from its connection's opening or the previous answer\n"
 		"                          on it, then the connection is closed (default %ld;\n"
 		"                          0: only the 60 s idle timeout)\n"
+		"  --http-max-buffer-bytes N  HTTP request bodies held at once, in all (default\n"
+		"                          %ld): taken from Content-Length before the body is\n"
+		"                          read (a chunked one as it grows); past it, or past\n"
+		"                          an eighth of it (or one --max-body-bytes body, if\n"
+		"                          larger) from one client address, 503 and the\n"
+		"                          connection closed; a body no share can hold, 413\n"
 		"  --grpc-read-timeout-ms N  longest a gRPC call may take to send its request\n"
 		"                          message after opening, then it is cancelled with\n"
 		"                          DEADLINE_EXCEEDED (default: --timeout-ms, at most %d)\n"
@@ -157,7 +164,7 @@ static void usage(FILE *f)
 		prog, COLOC_DEFAULT_SOCKET, opts.http, opts.metrics, opts.threads, opts.conns,
 		opts.max_queue, opts.timeout_ms, opts.colocd_timeout_ms, COLOC_MAX_INFLIGHT,
 		COLOC_MAX_INFLIGHT, opts.max_body, opts.max_connections, opts.max_conns_per_ip,
-		opts.request_timeout_ms, GW_GRPC_READ_TIMEOUT_MS, opts.grpc_max_streams,
+		opts.request_timeout_ms, opts.http_max_buffer, GW_GRPC_READ_TIMEOUT_MS, opts.grpc_max_streams,
 		opts.grpc_max_conns, opts.grpc_max_conns_per_ip, opts.grpc_max_waiting_per_ip,
 		opts.grpc_idle_timeout_ms, opts.grpc_max_buffer, opts.load_timeout_s, COLOC_GROUP);
 }
@@ -190,6 +197,7 @@ enum {
 	OPT_GRPC_CONNS_PER_IP,
 	OPT_GRPC_IDLE,
 	OPT_GRPC_BUFFER,
+	OPT_HTTP_BUFFER,
 	OPT_GRPC_WAITING_PER_IP,
 	OPT_VERSION
 };
@@ -222,6 +230,7 @@ static const struct option long_opts[] = {
 	{ "grpc-max-conns-per-ip", required_argument, NULL, OPT_GRPC_CONNS_PER_IP },
 	{ "grpc-idle-timeout-ms", required_argument, NULL, OPT_GRPC_IDLE },
 	{ "grpc-max-buffer-bytes", required_argument, NULL, OPT_GRPC_BUFFER },
+	{ "http-max-buffer-bytes", required_argument, NULL, OPT_HTTP_BUFFER },
 	{ "grpc-max-waiting-per-ip", required_argument, NULL, OPT_GRPC_WAITING_PER_IP },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -251,6 +260,7 @@ static const struct {
 	{ OPT_GRPC_CONNS_PER_IP, "--grpc-max-conns-per-ip", &opts.grpc_max_conns_per_ip, 0, 65536 },
 	{ OPT_GRPC_IDLE, "--grpc-idle-timeout-ms", &opts.grpc_idle_timeout_ms, 0, 86400000 },
 	{ OPT_GRPC_BUFFER, "--grpc-max-buffer-bytes", &opts.grpc_max_buffer, 1L << 20, 1L << 40 },
+	{ OPT_HTTP_BUFFER, "--http-max-buffer-bytes", &opts.http_max_buffer, 1L << 20, 1L << 40 },
 	{ OPT_GRPC_WAITING_PER_IP, "--grpc-max-waiting-per-ip", &opts.grpc_max_waiting_per_ip, 0,
 	  1000000 },
 };
@@ -435,6 +445,9 @@ int main(int argc, char **argv)
 	hopts.max_conns_per_ip = (int)opts.max_conns_per_ip;
 	hopts.request_timeout_ms = (int)opts.request_timeout_ms;
 	hopts.max_body = (size_t)opts.max_body;
+	hopts.max_buffer = (size_t)opts.http_max_buffer;
+	hopts.max_buffer_per_addr = hopts.max_buffer / 8 > hopts.max_body ? hopts.max_buffer / 8 :
+									      hopts.max_body;
 	hopts.timeout_ms = (int)opts.timeout_ms;
 	hopts.idle_timeout_s = 60;
 	hopts.model_control = opts.model_control;

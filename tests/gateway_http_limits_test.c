@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * coloc-gateway's HTTP side against clients that hold memory or a
+ * connection: request bodies held open, from many addresses, are bounded
+ * by --http-max-buffer-bytes and an address's share of it (503, the
+ * connection closed) while a health request from another address is
+ * answered and the gateway's VmRSS stays under a bound derived from the
+ * budget; a body sent to a path that takes none is refused before it is
+ * read. The real gateway as the `coloc` user before the fake colocd
+ * (gateway_fake_colocd.h), raw sockets from 127.0.0.x addresses.
+ */
+#define _GNU_SOURCE
+#include "kselftest_harness.h"
+#include "gateway_fake_colocd.h"
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#define BODY_MIB 4
+#define BUDGET_MIB 64 /* --http-max-buffer-bytes */
+#define ADDRS 8 /* 127.0.0.2..9: a share is an eighth, 8 MiB, two bodies */
+#define PER_ADDR 4 /* connections from each: two held, two refused */
+
+/* A TCP connection to the gateway's HTTP port from 127.0.0.<last>, or -1. */
+static int connect_from(FIXTURE_DATA(fwd) * self, int last)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(self->env.http_port) };
+	struct sockaddr_in me = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	me.sin_addr.s_addr = htonl((127u << 24) | (unsigned int)last);
+	if (fd >= 0 && (bind(fd, (struct sockaddr *)&me, sizeof(me)) ||
+			connect(fd, (struct sockaddr *)&a, sizeof(a)))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* What fd received within ms into buf (NUL-terminated); whether it was then closed. */
+static bool answer_within(int fd, int ms, char *buf, size_t len)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	size_t got = 0;
+
+	buf[0] = '\0';
+	while (poll(&p, 1, ms) > 0) {
+		ssize_t n = recv(fd, buf + got, len - 1 - got, MSG_DONTWAIT);
+
+		if (n <= 0)
+			return n == 0 || errno == ECONNRESET;
+		got += (size_t)n;
+		buf[got] = '\0';
+		if (got == len - 1)
+			got = 0;
+	}
+	return false;
+}
+
+/*
+ * Sends path's headers with Content-Length bytes; when no answer comes
+ * within 500 ms, all of the body but its last byte. The HTTP status
+ * answered (0: none, the body held), whether the connection was closed.
+ */
+static int send_held_body(int fd, const char *method, const char *path, size_t bytes,
+			  bool *closed)
+{
+	static char chunk[1 << 20];
+	char head[256], buf[1024];
+	size_t left = bytes - 1;
+	int n = snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n",
+			 method, path, bytes);
+
+	*closed = false;
+	if (send(fd, head, (size_t)n, MSG_NOSIGNAL) != n)
+		return -1;
+	*closed = answer_within(fd, 500, buf, sizeof(buf));
+	if (buf[0])
+		return !strncmp(buf, "HTTP/1.1 ", 9) ? atoi(buf + 9) : -1;
+	while (left) {
+		size_t k = left < sizeof(chunk) ? left : sizeof(chunk);
+		ssize_t s = send(fd, chunk, k, MSG_NOSIGNAL);
+
+		if (s <= 0)
+			break;
+		left -= (size_t)s;
+	}
+	*closed = answer_within(fd, 200, buf, sizeof(buf));
+	if (buf[0])
+		return !strncmp(buf, "HTTP/1.1 ", 9) ? atoi(buf + 9) : -1;
+	return *closed ? -1 : 0;
+}
+
+/*
+ * 8 addresses each open 4 connections and send a 4 MiB infer body less its
+ * last byte, holding it: with --http-max-buffer-bytes 64 MiB (a share of
+ * 8 MiB) two of each address's are held and two refused with 503 and
+ * closed; a ninth address is refused (the budget is full); a health
+ * request from 127.0.0.1 is answered; VmRSS stays under the budget plus
+ * the gateway's own. Before: every body was held (33 x 4 MiB).
+ */
+TEST_F_TIMEOUT(fwd, http_budget__held_bodies_are_bounded_and_health_answers, 180)
+{
+	const char *flags[] = { "--http-max-buffer-bytes", "67108864", "--max-body-bytes",
+				"8388608", "--http-request-timeout-ms", "120000", NULL };
+	int fds[ADDRS * PER_ADDR + 1], held = 0, refused = 0, refused_closed = 0, status, extra;
+	long rss0, rss, bound;
+	bool closed;
+
+	ASSERT_TRUE(start_gateway(self, flags));
+	ASSERT_EQ(200, http_get(self, "/v2/health/live"));
+	rss0 = tu_proc_status_kb(self->env.gateway, "VmRSS");
+	ASSERT_LT(0, rss0);
+	for (int i = 0; i < ADDRS * PER_ADDR; i++) {
+		fds[i] = connect_from(self, 2 + i / PER_ADDR);
+		ASSERT_LE(0, fds[i]);
+		status = send_held_body(fds[i], "POST", "/v2/models/fast/infer",
+					(size_t)BODY_MIB << 20, &closed);
+		if (status == 0) {
+			held++;
+		} else {
+			EXPECT_EQ(503, status) TH_LOG("connection %d", i);
+			refused++;
+			refused_closed += closed || answer_within(fds[i], 2000, (char[64]){ 0 }, 64);
+		}
+	}
+	TH_LOG("%d bodies held, %d refused (%d closed)", held, refused, refused_closed);
+	EXPECT_EQ(ADDRS * 2, held);
+	EXPECT_EQ(ADDRS * 2, refused);
+	EXPECT_EQ(refused, refused_closed);
+	/* the budget is full: a new address is refused too */
+	fds[ADDRS * PER_ADDR] = connect_from(self, 2 + ADDRS);
+	ASSERT_LE(0, fds[ADDRS * PER_ADDR]);
+	EXPECT_EQ(503, send_held_body(fds[ADDRS * PER_ADDR], "POST", "/v2/models/fast/infer",
+				      (size_t)BODY_MIB << 20, &closed));
+	EXPECT_EQ(200, http_get(self, "/v2/health/live"));
+	rss = tu_proc_status_kb(self->env.gateway, "VmRSS");
+	/* the budget, 256 KiB of libmicrohttpd's per connection, 16 MiB of slack */
+	bound = rss0 + (BUDGET_MIB << 10) + (ADDRS * PER_ADDR + 1) * 256 + (16 << 10);
+	TH_LOG("VmRSS %ld kB at start, %ld kB holding; bound %ld kB", rss0, rss, bound);
+	EXPECT_LT(rss, bound);
+	for (int i = 0; i <= ADDRS * PER_ADDR; i++)
+		close(fds[i]);
+	/* the budget given back: a body is held again once the gateway saw the closes */
+	for (int i = 0; i < 50; i++) {
+		extra = connect_from(self, 2);
+		ASSERT_LE(0, extra);
+		status = send_held_body(extra, "POST", "/v2/models/fast/infer",
+					(size_t)BODY_MIB << 20, &closed);
+		close(extra);
+		if (status == 0)
+			break;
+		usleep(100000);
+	}
+	EXPECT_EQ(0, status);
+}
+
+/*
+ * A body sent to a path that takes none (a health check, metadata) is
+ * refused with 413 from its headers and the connection closed, none of it
+ * held. Before: it was buffered whole (the review's 8 x 64 MiB).
+ */
+TEST_F_TIMEOUT(fwd, http_budget__a_body_on_a_path_without_one_is_refused, 120)
+{
+	const char *paths[][2] = { { "GET", "/v2/health/live" }, { "GET", "/v2/models/fast" },
+				   { "POST", "/v2/health/ready" }, { "GET", "/v2" } };
+	bool closed;
+	int fd;
+
+	ASSERT_TRUE(start_gateway(self, NULL));
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		fd = connect_from(self, 2);
+		ASSERT_LE(0, fd);
+		EXPECT_EQ(413, send_held_body(fd, paths[i][0], paths[i][1], 1 << 20, &closed))
+		TH_LOG("%s %s", paths[i][0], paths[i][1]);
+		EXPECT_TRUE(closed || answer_within(fd, 2000, (char[64]){ 0 }, 64));
+		close(fd);
+	}
+	EXPECT_EQ(200, http_get(self, "/v2/health/live"));
+	EXPECT_EQ(200, infer(self, "fast", 1));
+}
+
+TEST_HARNESS_MAIN
