@@ -35,6 +35,8 @@
  */
 #define HTTP_CONN_MEMORY (128u << 10)
 #define HTTP_CONN_INCREMENT (64u << 10)
+/* requests on one connection: the last one's answer closes it (nginx's keepalive_requests) */
+#define HTTP_MAX_REQUESTS_PER_CONN 1000u
 /* a repository request's body (KServe's {"ready":...}, a load's parameters) */
 #define HTTP_SMALL_BODY (64u << 10)
 
@@ -70,6 +72,12 @@ struct http_req {
 	float *output;
 };
 
+/*
+ * This connection's request is its last (HTTP_MAX_REQUESTS_PER_CONN): its
+ * answer says Connection: close. A thread per connection: the thread's.
+ */
+static __thread bool http_last_request;
+
 static enum MHD_Result http_send(struct MHD_Connection *conn, unsigned int status, char *body,
 				 size_t len, const char *type)
 {
@@ -84,6 +92,8 @@ static enum MHD_Result http_send(struct MHD_Connection *conn, unsigned int statu
 	}
 	if (type)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (http_last_request)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 	r = MHD_queue_response(conn, status, resp);
@@ -341,6 +351,8 @@ static enum MHD_Result http_infer_answer(struct http_req *rq)
 	} else {
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	}
+	if (http_last_request)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	r = MHD_queue_response(rq->conn, MHD_HTTP_OK, resp);
 	MHD_destroy_response(resp);
 	return r;
@@ -648,8 +660,10 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 		rq->len += n;
 		return MHD_YES;
 	}
-	if (h->dl)
-		gw_http_deadline_received(conn);
+	/* its answer made within --timeout-ms and sent within the deadline after */
+	http_last_request = h->dl && gw_http_deadline_received(
+					     conn, (uint64_t)h->opts.timeout_ms * 1000000ull) >=
+					     HTTP_MAX_REQUESTS_PER_CONN;
 	if (rq->too_large)
 		return http_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
 				  "the body is over the limit of %zu bytes", rq->limit);

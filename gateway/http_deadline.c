@@ -24,7 +24,8 @@ struct dl_conn {
 	int fd;
 	bool cut;
 	uint64_t timeout_ns;
-	_Atomic uint64_t by_ns; /* CLOCK_MONOTONIC; 0 while a request is answered */
+	_Atomic uint64_t by_ns; /* CLOCK_MONOTONIC */
+	unsigned long requests; /* arrived whole on it; its own thread's */
 };
 
 struct gw_http_deadline {
@@ -52,7 +53,14 @@ static void *dl_reaper(void *arg)
 			if (!by || c->cut)
 				continue;
 			if (by <= now) {
-				/* libmicrohttpd's thread sees the end and closes it */
+				/*
+				 * libmicrohttpd's thread sees the end and closes it;
+				 * with a reset, not a FIN behind an answer its client
+				 * does not read (which would keep it open)
+				 */
+				struct linger abort = { .l_onoff = 1, .l_linger = 0 };
+
+				setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
 				shutdown(c->fd, SHUT_RDWR);
 				c->cut = true;
 				atomic_fetch_add(&dl->cut, 1);
@@ -164,12 +172,14 @@ static struct dl_conn *dl_conn_of(struct MHD_Connection *conn)
 	return i ? i->socket_context : NULL;
 }
 
-void gw_http_deadline_received(struct MHD_Connection *conn)
+unsigned long gw_http_deadline_received(struct MHD_Connection *conn, uint64_t answer_ns)
 {
 	struct dl_conn *c = dl_conn_of(conn);
 
-	if (c)
-		atomic_store(&c->by_ns, 0);
+	if (!c)
+		return 0;
+	atomic_store(&c->by_ns, coloc_now_ns() + answer_ns + c->timeout_ns);
+	return ++c->requests;
 }
 
 void gw_http_deadline_answered(struct MHD_Connection *conn)

@@ -2,7 +2,9 @@
 /*
  * The whole-request deadline of the gateway's HTTP connections: a request
  * must arrive whole (headers and body) within timeout_ms of its
- * connection's opening, or of the end of the previous answer on it. A
+ * connection's opening, or of the end of the previous answer on it, and
+ * its answer be made and sent within the time it may take to make
+ * (the infer's --timeout-ms) plus timeout_ms of its arrival. A
  * reaper thread, asleep until the earliest deadline, shuts a late
  * connection's socket down, and libmicrohttpd closes it. libmicrohttpd's
  * own timeout is of idleness, which a client sending a byte a second never
@@ -12,6 +14,7 @@
 #define COLOC_GATEWAY_HTTP_DEADLINE_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <microhttpd.h>
 #include "error.h"
 
@@ -25,8 +28,12 @@ void gw_http_deadline_stop(struct gw_http_deadline *dl);
 /* MHD_OPTION_NOTIFY_CONNECTION's callback, dl as its argument: a connection tracked. */
 void gw_http_deadline_notify(void *dl, struct MHD_Connection *conn, void **socket_context,
 			     enum MHD_ConnectionNotificationCode code);
-/* conn's request arrived whole: its deadline is off until the answer is sent. */
-void gw_http_deadline_received(struct MHD_Connection *conn);
+/*
+ * conn's request arrived whole: its answer must be sent within answer_ns
+ * plus the timeout (a client that does not read it is cut). The requests
+ * that arrived on conn so far, this one counted (0: conn is not tracked).
+ */
+unsigned long gw_http_deadline_received(struct MHD_Connection *conn, uint64_t answer_ns);
 /* conn's answer was sent: the deadline of its next request starts now. */
 void gw_http_deadline_answered(struct MHD_Connection *conn);
 /* Connections cut at their deadline so far. */

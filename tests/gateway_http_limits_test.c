@@ -6,7 +6,8 @@
  * connection closed) while a health request from another address is
  * answered and the gateway's VmRSS stays under a bound derived from the
  * budget; a body sent to a path that takes none is refused before it is
- * read. The real gateway as the `coloc` user before the fake colocd
+ * read; a client that pipelines requests and reads their answers slowly
+ * is cut at the deadline. The real gateway as the `coloc` user before the fake colocd
  * (gateway_fake_colocd.h), raw sockets from 127.0.0.x addresses.
  */
 #define _GNU_SOURCE
@@ -14,6 +15,7 @@
 #include "gateway_fake_colocd.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #define BODY_MIB 4
 #define BUDGET_MIB 64 /* --http-max-buffer-bytes */
@@ -178,6 +180,90 @@ TEST_F_TIMEOUT(fwd, http_budget__a_body_on_a_path_without_one_is_refused, 120)
 	}
 	EXPECT_EQ(200, http_get(self, "/v2/health/live"));
 	EXPECT_EQ(200, infer(self, "fast", 1));
+}
+
+/* Whether fd's connection is gone (reset, or closed by the gateway), reading up to 512 bytes. */
+static bool conn_gone(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	char buf[512];
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+		return true;
+	return !getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) &&
+	       ti.tcpi_state != TCP_ESTABLISHED;
+}
+
+/*
+ * The review's slow reader: 900 index requests pipelined on a connection
+ * with a 4 KiB receive buffer, reading 512 bytes a second (which renews
+ * libmicrohttpd's idle timeout): its answers stick in the socket, and it
+ * is cut once --timeout-ms plus --http-request-timeout-ms (1 s each) pass
+ * after the stuck request arrived. Before: the deadline was off while an
+ * answer was sent, and the connection stayed for as long as it read.
+ */
+TEST_F_TIMEOUT(fwd, http_deadline__a_slow_reader_is_cut, 240)
+{
+	const char *flags[] = { "--http-request-timeout-ms", "1000", "--timeout-ms", "1000", NULL };
+	const char *req = "POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
+	int fd, rcvbuf = 4096, waited = 0;
+	size_t len = strlen(req), at = 0, total;
+	char *all;
+	bool gone = false;
+
+	/* 64 models with long names: each index answer ~9 KB, 900 of them far past the socket's */
+	for (int i = 0; i < 64; i++) {
+		char name[96];
+
+		snprintf(name, sizeof(name), "a_model_with_a_rather_long_name_to_fill_the_index_%02d",
+			 i);
+		ASSERT_EQ(0, write_repo_model(self->env.repo, name, 4));
+	}
+	{ /* the gateway runs as coloc */
+		char cmd[256];
+
+		snprintf(cmd, sizeof(cmd), "chmod -R a+rX '%s'", self->env.repo);
+		ASSERT_EQ(0, system(cmd));
+	}
+	ASSERT_TRUE(start_gateway(self, flags));
+	{
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_port = htons(self->env.http_port) };
+
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)));
+		ASSERT_EQ(0, connect(fd, (struct sockaddr *)&a, sizeof(a)));
+	}
+	total = len * 900;
+	all = malloc(total);
+	ASSERT_NE(NULL, all);
+	for (int i = 0; i < 900; i++)
+		memcpy(all + (size_t)i * len, req, len);
+	/* as much as the gateway reads; it stops once its answers are stuck */
+	for (int tries = 0; at < total && tries < 50; tries++) {
+		ssize_t n = send(fd, all + at, total - at, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0)
+			at += (size_t)n;
+		else
+			usleep(100000);
+	}
+	free(all);
+	TH_LOG("%zu of %zu bytes of requests sent", at, total);
+	/* a read of 512 bytes a second: 90 s, far past the 2 s the stuck answer has */
+	for (; waited < 90 && !gone; waited++) {
+		sleep(1);
+		gone = conn_gone(fd);
+	}
+	TH_LOG("the slow reader's connection %s after %d s", gone ? "gone" : "still open",
+	       waited);
+	EXPECT_TRUE(gone);
+	close(fd);
+	EXPECT_EQ(200, http_get(self, "/v2/health/live"));
 }
 
 TEST_HARNESS_MAIN
