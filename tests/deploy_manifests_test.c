@@ -142,8 +142,8 @@ FIXTURE_VARIANT_ADD(deploy_manifests, service_port_unknown){
 };
 FIXTURE_VARIANT_ADD(deploy_manifests, colocd_extra_capability){
 	"colocd-daemonset.yaml",
-	"- SYS_PTRACE",
-	"- SYS_PTRACE\n                - NET_ADMIN",
+	"- SETPCAP",
+	"- SETPCAP\n                - NET_ADMIN",
 	"colocd: capability NET_ADMIN is not one colocd uses",
 };
 FIXTURE_VARIANT_ADD(deploy_manifests, colocd_capability_spelled_cap){
@@ -241,6 +241,36 @@ FIXTURE_VARIANT_ADD(deploy_manifests, selector_mismatch){
 	"matchLabels:\n      app.kubernetes.io/name: coloc-gateway",
 	"matchLabels:\n      app.kubernetes.io/name: gateway",
 	"spec.selector does not match the pod template's labels",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, colocd_gets_ptrace){
+	"colocd-daemonset.yaml",
+	"                - SETPCAP\n",
+	"                - SETPCAP\n                - SYS_PTRACE\n",
+	"colocd: capability SYS_PTRACE is not one colocd uses",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, seccomp_allows_process_vm_writev){
+	"seccomp/colocd.json",
+	"\"pwrite64\",",
+	"\"pwrite64\", \"process_vm_writev\",",
+	"allows process_vm_writev, which colocd never makes",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, runtime_no_conns_per_ip_bound){
+	"kserve-servingruntime.yaml",
+	"--http-max-conns-per-ip=1024",
+	"--http-max-conns-per-ip=0",
+	"gateway: --http-max-conns-per-ip=0 (no bound per address)",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, gateway_budgets_over_its_memory){
+	"gateway-deployment.yaml",
+	"--grpc-max-buffer-bytes=268435456",
+	"--grpc-max-buffer-bytes=1073741824",
+	"are over its memory limit (1024 MiB)",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, inferenceservice_mounts_a_token){
+	"kserve-inferenceservice.yaml",
+	"automountServiceAccountToken: false",
+	"automountServiceAccountToken: true",
+	"automountServiceAccountToken is not false",
 };
 
 FIXTURE_SETUP(deploy_manifests)

@@ -39,8 +39,19 @@ CONTAINER_KEYS = {"name", "image", "imagePullPolicy", "command", "args", "env", 
                   "livenessProbe", "startupProbe"}
 # What colocd uses, each justified in docs/operators.md; nothing else
 # (SYS_RESOURCE: only on kernels before 5.11, not in the shipped DaemonSet).
-COLOCD_CAPS = {"BPF", "PERFMON", "SYS_ADMIN", "SYS_RESOURCE", "SETUID", "SETGID", "SETPCAP", "KILL",
-              "SYS_PTRACE"}
+# KILL: only on nodes without cgroup v2 (colocd kills executors through
+# cgroup.kill), not in the shipped DaemonSet; SYS_PTRACE no more (NSpid).
+COLOCD_CAPS = {"BPF", "PERFMON", "SYS_ADMIN", "SYS_RESOURCE", "SETUID", "SETGID", "SETPCAP", "KILL"}
+# syscalls colocd never makes, which its seccomp profile must not allow
+COLOCD_SECCOMP_DENIED = {"process_vm_readv", "process_vm_writev", "userfaultfd", "keyctl",
+                         "add_key", "request_key"}
+# what the gateway holds beside its buffer budgets (docs/gateway.md, "Memory"):
+# the kept memfds (64 MiB), libmicrohttpd's 128 KiB per HTTP connection, its own ~64 MiB
+GW_KEPT_BYTES = 64 << 20
+GW_CONN_BYTES = 128 << 10
+GW_OWN_BYTES = 64 << 20
+GW_DEFAULTS = {"--http-max-buffer-bytes": 256 << 20, "--grpc-max-buffer-bytes": 1 << 30,
+               "--max-connections": 1024}
 # Triton's ports, which the gateway keeps
 GATEWAY_PORTS = {"--http": 8000, "--grpc": 8001, "--metrics": 8002}
 SECCOMP_DIR = "seccomp"
@@ -170,6 +181,14 @@ def check_colocd(where, doc, c, pod, seen):
         name = os.path.basename(get(prof, "localhostProfile") or "")
         if not os.path.isfile(os.path.join(seen["folder"], SECCOMP_DIR, name)):
             fail(where, f"colocd: seccomp profile {name} is not in {SECCOMP_DIR}/")
+        path = os.path.join(seen["folder"], SECCOMP_DIR, name)
+        if os.path.isfile(path):
+            import json
+            with open(path) as f:
+                allowed = {n for r in json.load(f).get("syscalls") or []
+                           if r.get("action") == "SCMP_ACT_ALLOW" for n in r.get("names") or []}
+            for n in sorted(allowed & COLOCD_SECCOMP_DENIED):
+                fail(where, f"colocd: seccomp profile {name} allows {n}, which colocd never makes")
     elif get(prof, "type") != "RuntimeDefault":
         fail(where, "colocd: no seccomp profile")
     seen["colocd"].append({"socket": flag(c.get("args"), "--socket"), "gid": sc.get("runAsGroup"),
@@ -205,10 +224,40 @@ def check_gateway(where, doc, c, pod, seen):
         for name in ("--http", "--grpc"):
             if port_of(flag(args, name)) not in declared:
                 fail(where, f"gateway: the runtime's {name} port is not a declared containerPort")
+    if flag(args, "--http-max-conns-per-ip") == "0":
+        fail(where, "gateway: --http-max-conns-per-ip=0 (no bound per address)")
+    check_gateway_memory(where, c, args)
     groups = {sc.get("runAsGroup", psc.get("runAsGroup"))} | set(psc.get("supplementalGroups") or [])
     seen["gateway"].append({"where": where, "socket": flag(args, "--socket"), "groups": groups,
                             "dir": socket_dir(where, c, pod), "image": c.get("image"),
                             "pod": pod, "kind": doc["kind"], "name": doc["metadata"]["name"]})
+
+
+def quantity(q):
+    """Bytes of a Kubernetes memory quantity (1Gi, 512Mi, 1073741824), or None."""
+    m = re.fullmatch(r"([0-9]+)(Ki|Mi|Gi|Ti)?", str(q or ""))
+    if not m:
+        return None
+    return int(m.group(1)) << {None: 0, "Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40}[m.group(2)]
+
+
+def check_gateway_memory(where, c, args):
+    """The budgets the gateway's flags give it, and what it holds beside, within its limit."""
+    limit = quantity(get(c, "resources.limits.memory"))
+    if limit is None:
+        fail(where, "gateway: no memory limit in bytes, Ki, Mi or Gi")
+        return
+    v = {}
+    for name, default in GW_DEFAULTS.items():
+        value = flag(args, name)
+        v[name] = int(value) if value and value.isdigit() else default
+    grpc = v["--grpc-max-buffer-bytes"] if flag(args, "--grpc") else 0
+    need = (v["--http-max-buffer-bytes"] + grpc + GW_KEPT_BYTES +
+            v["--max-connections"] * GW_CONN_BYTES + GW_OWN_BYTES)
+    if need > limit:
+        fail(where, f"gateway: its budgets and buffers ({need >> 20} MiB: --http-max-buffer-bytes, "
+             f"--grpc-max-buffer-bytes, 64 MiB kept memfds, 128 KiB per connection, 64 MiB "
+             f"its own) are over its memory limit ({limit >> 20} MiB)")
 
 
 def check_cross(seen, docs):
@@ -250,6 +299,9 @@ def check_cross(seen, docs):
                 fail(where, f"its gateway is not in colocd's group {d['gid']} (the socket's)")
             if pred.get("hostPID") is not True:
                 fail(where, "hostPID is not true (colocd serves peers of its pid namespace only)")
+            if pred.get("automountServiceAccountToken") is not False:
+                fail(where, "automountServiceAccountToken is not false (the gateway needs no "
+                     "API token)")
     namespaces = {doc["metadata"]["name"] for _, doc in docs if doc["kind"] == "Namespace"}
     claims = {doc["metadata"]["name"] for _, doc in docs if doc["kind"] == "PersistentVolumeClaim"}
     workloads = [doc for _, doc in docs if doc["kind"] in ("DaemonSet", "Deployment")]
@@ -257,6 +309,9 @@ def check_cross(seen, docs):
         ns = get(doc, "metadata.namespace")
         if ns is not None and ns not in namespaces:
             fail(where, f"namespace {ns} is not defined here")
+        if (doc["kind"] == "Deployment" and
+                get(doc, "spec.template.spec.automountServiceAccountToken") is not False):
+            fail(where, "automountServiceAccountToken is not false (the gateway needs no API token)")
         if doc["kind"] in ("DaemonSet", "Deployment"):
             sel = get(doc, "spec.selector.matchLabels") or {}
             labels = get(doc, "spec.template.metadata.labels") or {}
