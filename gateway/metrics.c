@@ -7,11 +7,13 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
 #include "metrics.h"
+#include "mono_clock.h"
 
 struct gw_metrics {
 	struct MHD_Daemon *d;
@@ -289,6 +291,66 @@ static struct json_object *mx_call(struct gw_ctl *ctl, const char *cmd)
 	return resp;
 }
 
+/*
+ * colocd's status and signals as of at most MX_CACHE_NS ago (each a
+ * reference for the caller to put): a flood of scrapes costs colocd two
+ * commands a second, not two a scrape.
+ */
+#define MX_CACHE_NS 1000000000ull
+static struct {
+	pthread_mutex_t lock;
+	uint64_t at_ns;
+	struct json_object *status, *signals;
+} mx_cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void mx_colocd(struct gw_ctl *ctl, struct json_object **status,
+		      struct json_object **signals)
+{
+	uint64_t now = coloc_now_ns();
+
+	pthread_mutex_lock(&mx_cache.lock);
+	if (!mx_cache.at_ns || now - mx_cache.at_ns >= MX_CACHE_NS || !mx_cache.status ||
+	    !mx_cache.signals) {
+		json_object_put(mx_cache.status);
+		json_object_put(mx_cache.signals);
+		mx_cache.status = mx_call(ctl, "status");
+		mx_cache.signals = mx_call(ctl, "signals");
+		mx_cache.at_ns = now;
+	}
+	*status = json_object_get(mx_cache.status);
+	*signals = json_object_get(mx_cache.signals);
+	pthread_mutex_unlock(&mx_cache.lock);
+}
+
+/*
+ * Of colocd's tenants (an array of objects with "name"), those this gateway
+ * serves: the metrics port answers anyone who reaches it, and colocd's other
+ * tenants (other users', other gateways') are not theirs to list. A new
+ * array (put it), or NULL.
+ */
+static struct json_object *mx_own_tenants(struct json_object *tenants, struct gw_models *ms)
+{
+	struct json_object *own;
+
+	if (!tenants)
+		return NULL;
+	own = json_object_new_array();
+	for (size_t i = 0; own && i < json_object_array_length(tenants); i++) {
+		struct json_object *t = json_object_array_get_idx(tenants, i), *name;
+		struct gw_model *m;
+
+		if (!json_object_object_get_ex(t, "name", &name) ||
+		    !json_object_is_type(name, json_type_string))
+			continue;
+		m = gw_models_get(ms, json_object_get_string(name));
+		if (!m)
+			continue;
+		gw_models_put(m);
+		json_object_array_add(own, json_object_get(t));
+	}
+	return own;
+}
+
 static void mx_write_number(FILE *f, struct json_object *o, const char *key, const char *name,
 			    const char *type, const char *help)
 {
@@ -302,14 +364,15 @@ static void mx_write_number(FILE *f, struct json_object *o, const char *key, con
 
 void gw_metrics_write(FILE *f, struct gw_models *ms, struct gw_ctl *ctl)
 {
-	struct json_object *status = mx_call(ctl, "status"), *signals = mx_call(ctl, "signals");
-	struct json_object *sensor = NULL;
+	struct json_object *status, *signals, *sensor = NULL;
+
+	mx_colocd(ctl, &status, &signals);
 
 	mx_write_models(f, ms);
 	mx_header(f, "coloc_colocd_up", "gauge", "1 when colocd answered this scrape");
 	fprintf(f, "coloc_colocd_up %d\n", status && signals);
 	if (status) {
-		struct json_object *tenants = mx_array(status, "tenants");
+		struct json_object *tenants = mx_own_tenants(mx_array(status, "tenants"), ms);
 
 		if (tenants) {
 			mx_write_table(f, tenants, mx_tenant_fields,
@@ -317,12 +380,13 @@ void gw_metrics_write(FILE *f, struct gw_models *ms, struct gw_ctl *ctl)
 				       "tenant", "name");
 			mx_write_cores_held(f, tenants, mx_array(status, "cores"));
 		}
+		json_object_put(tenants);
 		mx_write_number(f, status, "policy_errors", "coloc_policy_errors_total", "counter",
 				"Decisions of the policy that colocd refused");
 	}
 	if (signals) {
 		struct json_object *cpus = mx_array(signals, "cpus");
-		struct json_object *tenants = mx_array(signals, "tenants");
+		struct json_object *tenants = mx_own_tenants(mx_array(signals, "tenants"), ms);
 
 		if (cpus)
 			mx_write_table(f, cpus, mx_cpu_fields,
@@ -333,6 +397,7 @@ void gw_metrics_write(FILE *f, struct gw_models *ms, struct gw_ctl *ctl)
 				       sizeof(mx_signal_tenant_fields) /
 					       sizeof(*mx_signal_tenant_fields),
 				       "tenant", "name");
+		json_object_put(tenants);
 		json_object_object_get_ex(signals, "sensor", &sensor);
 		mx_write_number(f, sensor, "samples", "coloc_sensor_samples_total", "counter",
 				"Sampling windows the BPF sensor closed");
@@ -433,5 +498,11 @@ void gw_metrics_stop(struct gw_metrics *mx)
 	if (!mx)
 		return;
 	MHD_stop_daemon(mx->d);
+	pthread_mutex_lock(&mx_cache.lock);
+	json_object_put(mx_cache.status);
+	json_object_put(mx_cache.signals);
+	mx_cache.status = mx_cache.signals = NULL;
+	mx_cache.at_ns = 0;
+	pthread_mutex_unlock(&mx_cache.lock);
 	free(mx);
 }

@@ -636,4 +636,31 @@ TEST_F_TIMEOUT(gw, metrics__prometheus_scrapes_triton_and_coloc_series, 600)
 	TH_LOG("read back from Prometheus: %s", text);
 }
 
+/*
+ * The metrics port answers whoever reaches it: it lists the tenants this
+ * gateway serves, not colocd's others (another user's tenant, submitted to
+ * colocd directly), while colocd's cores and signals stay.
+ */
+TEST_F_TIMEOUT(gw, metrics__only_this_gateways_tenants, 300)
+{
+	struct coloc_submit sub = { .name = "not_this_gateways", .model = self->env.model,
+				    .qos_ms = QOS_MS };
+	struct json_object *r;
+	char cmd[256];
+	static char out[1 << 18];
+
+	NEED_SETUP(self);
+	r = coloc_client_submit(self->c, &sub);
+	ASSERT_TRUE(coloc_client_ok(self->c, r)) TH_LOG("%s", r ? json_object_to_json_string(r) : "-");
+	json_object_put(r);
+	snprintf(cmd, sizeof(cmd), "curl -s 'http://127.0.0.1:%d/metrics'",
+		 self->env.metrics_port);
+	/* colocd's answers are kept a second: ask once they are newer than the submit */
+	usleep(1100000);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "coloc_tenant_cores_held{tenant=\"mobilenet_v2\"}"));
+	EXPECT_NE(NULL, strstr(out, "coloc_core_held{cpu=\"0\"}"));
+	EXPECT_EQ(NULL, strstr(out, "not_this_gateways")) TH_LOG("%.2000s", out);
+}
+
 TEST_HARNESS_MAIN
