@@ -605,16 +605,25 @@ fail:
 
 struct profile *profile_load(const char *path, struct coloc_err *err)
 {
-	struct profile *p = NULL;
-	struct stat st;
-	char *text = NULL;
-	size_t done = 0;
+	struct profile *p;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
 		coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
 		return NULL;
 	}
+	p = profile_load_fd(fd, path, err);
+	close(fd);
+	return p;
+}
+
+struct profile *profile_load_fd(int fd, const char *path, struct coloc_err *err)
+{
+	struct profile *p = NULL;
+	struct stat st;
+	char *text = NULL;
+	size_t done = 0;
+
 	if (fstat(fd, &st)) {
 		coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
 		goto out;
@@ -643,6 +652,5 @@ struct profile *profile_load(const char *path, struct coloc_err *err)
 	p = profile_parse(path, text, done, err);
 out:
 	free(text);
-	close(fd);
 	return p;
 }

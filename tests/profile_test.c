@@ -818,6 +818,8 @@ TEST_F_TIMEOUT(profile, coloc_profile__resumes_where_sigint_stopped_it, 120)
 					  "end\n";
 	char bin[PATH_MAX], model[160], out[160], partial[176];
 	const char *args[] = { model, "-o", out, "--iters", "20", "--no-cache", "--force", NULL };
+	const char *again[] = { model,	      "-o",	 out,	     "--iters", "20",
+				"--no-cache", "--force", "--resume", NULL };
 	const char *other[] = { model,	      "-o",	  out,	      "--iters", "20",
 				"--no-cache", "--resume", "--levels", "40",	 NULL };
 	struct profile *half, *full;
@@ -854,8 +856,8 @@ TEST_F_TIMEOUT(profile, coloc_profile__resumes_where_sigint_stopped_it, 120)
 	ASSERT_NE(NULL, strstr(run.output, "different")) TH_LOG("%s", run.output);
 	ASSERT_EQ(0, access(partial, F_OK));
 
-	/* The same command again continues and keeps every cell measured before. */
-	ASSERT_EQ(0, tool_run(bin, args, &run));
+	/* The same command again with --resume continues and keeps every cell measured before. */
+	ASSERT_EQ(0, tool_run(bin, again, &run));
 	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "resuming from")) TH_LOG("%s", run.output);
 	ASSERT_NE(0, access(partial, F_OK));

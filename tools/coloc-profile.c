@@ -6,17 +6,18 @@
  * coloc-stress at a few levels, on the live query serving runs
  * (tools/coloc-profile/measure.c), with the machine's conditions meanwhile
  * (tools/coloc-profile/solo.c). This file: the command line, the cache,
- * resuming FILE.partial, refusing a profile measured on a busy machine
+ * resuming FILE.partial (with --resume, and only the caller's own), refusing a profile measured on a busy machine
  * (--force keeps it), and checking a cached profile against a fresh
  * whole-model run before reusing it (--verify-cache). Progress goes to
  * FILE.partial every few seconds and on SIGINT/SIGTERM; a later run with
- * the same setup continues from it. A complete profile is also stored in
+ * the same setup and --resume continues from it. A complete profile is also stored in
  * the cache (keyed by model file hash, import options and machine) and
  * reused from there. It measures in the OpenMP environment of colocd's
  * executors (run_as_served()).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -33,6 +34,7 @@
 #include "coloc/shm.h"
 #include "model.h"
 #include "cli.h"
+#include "file_own.h"
 #include "coloc-profile/profiler.h"
 #include "mono_clock.h"
 
@@ -85,8 +87,10 @@ static void usage(FILE *f, const char *prog)
 		"      --no-cache         measure even if the cache holds this profile, and\n"
 		"                         do not store it there\n"
 		"  -r, --resume           continue from FILE.partial, failing if it does not\n"
-		"                         match; without it a matching FILE.partial is still\n"
-		"                         continued, and a mismatched one replaced\n"
+		"                         match or is not this user's own (a regular file, no\n"
+		"                         link, owned by the effective uid, writable by no\n"
+		"                         group or other); without it FILE.partial is not\n"
+		"                         read: measuring starts over and replaces it\n"
 		"      --verify-cache     before reusing a cached profile, time the whole model\n"
 		"                         now and measure again if it differs from the\n"
 		"                         profile's whole-model time by more than the spread\n"
@@ -123,7 +127,7 @@ static void usage(FILE *f, const char *prog)
 		"At the end it prints how many rows pass\n"
 		"the checks (slowdown >= 1, not falling as the level rises, within the CIs)\n"
 		"and the mean slowdown per level. SIGINT saves the progress in FILE.partial;\n"
-		"run the same command again to continue.\n"
+		"run the same command again with --resume to continue.\n"
 		"Exit status: 0 profile written, 1 failure or interrupted, 2 bad usage.\n"
 		"Example: %s models/mobilenet_v2.model -o mobilenet_v2.profile --iters 9\n",
 		prog, PROFILE_MAX_LEVELS - 1, PROFILE_DEFAULT_CACHE_DIR,
@@ -266,28 +270,45 @@ static struct profile *cached_profile(const char *path, const struct profile *wa
 	return NULL;
 }
 
-/* Takes over FILE.partial's cells when it measured the same thing the same way. */
+/*
+ * --resume: takes over FILE.partial's cells when it is this user's own file
+ * (file_own.h: anyone else's could forge the cells) and measured the same
+ * thing the same way. Without --resume the partial is not read.
+ */
 static int resume_partial(struct profiler *pr)
 {
 	struct coloc_err err = { 0 };
 	struct profile *old;
+	struct stat st;
+	char why[96];
+	int fd;
 
-	if (access(pr->partial, F_OK)) {
-		if (opt.resume) {
-			fprintf(stderr, "coloc-profile: --resume: %s does not exist\n",
+	if (!opt.resume) {
+		if (!lstat(pr->partial, &st))
+			fprintf(stderr,
+				"coloc-profile: %s exists but is not resumed without --resume: measuring from the start\n",
 				pr->partial);
-			return -ENOENT;
-		}
 		return 0;
 	}
-	old = profile_load(pr->partial, &err);
+	fd = file_open_own(pr->partial, O_RDONLY, 0, why, sizeof(why));
+	if (fd < 0) {
+		fprintf(stderr, "coloc-profile: --resume: %s %s%s\n", pr->partial,
+			fd == -ENOENT ? "does not exist" : why,
+			fd == -ENOENT ?
+				"" :
+				"; only a partial profile that is this user's own regular file, writable by no group or other, is resumed");
+		return fd;
+	}
+	old = profile_load_fd(fd, pr->partial, &err);
+	close(fd);
 	if (!old || !profile_same_setup(old, pr->p) || old->iters != pr->p->iters) {
-		fprintf(stderr, "coloc-profile: %s %s: %s\n", pr->partial,
+		fprintf(stderr, "coloc-profile: --resume: %s %s: %s\n", pr->partial,
 			old ? "was measured with a different model, machine or options" :
 			      "is unreadable",
-			old ? "starting over" : coloc_err_str(&err));
+			old ? "not resumed (measure without --resume to start over)" :
+			      coloc_err_str(&err));
 		profile_free(old);
-		return opt.resume ? -EINVAL : 0;
+		return -EINVAL;
 	}
 	/* old replaces the fresh profile whole, keeping the date measuring began. */
 	profile_free(pr->p);
@@ -476,7 +497,7 @@ static int measure_and_save(struct profiler *pr, const char *cache_dir, const ch
 	if (ret || profiler_interrupted) {
 		profiler_save_partial(pr);
 		fprintf(stderr,
-			"coloc-profile: %s: %zu of %zu cells measured, saved in %s; run the same command again to continue\n",
+			"coloc-profile: %s: %zu of %zu cells measured, saved in %s; run the same command again with --resume to continue\n",
 			profiler_interrupted ? "interrupted" : "failed",
 			pr->cells_total - profile_nr_missing(pr->p), pr->cells_total, pr->partial);
 		return -1;

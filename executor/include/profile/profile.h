@@ -206,6 +206,8 @@ int profile_lookup(const struct profile *p, int layer, int version, int cores, d
 int profile_save(const struct profile *p, const char *path, struct coloc_err *err);
 /* Returns NULL with "FILE:LINE: what is wrong" in err. */
 struct profile *profile_load(const char *path, struct coloc_err *err);
+/* The same from an open descriptor (read from its offset, left open); path names it in messages. */
+struct profile *profile_load_fd(int fd, const char *path, struct coloc_err *err);
 /* The same from memory; name is used in messages. */
 struct profile *profile_parse(const char *name, const char *text, size_t len,
 			      struct coloc_err *err);
