@@ -13,6 +13,7 @@
  * and each executor's process attributed to its tenant in the BPF maps.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 #include "binpath.h"
 #include "colocd.h"
+#include "file_own.h"
 #include "isa_probe.h"
 #include "state_writer.h"
 #include "submit_copy.h"
@@ -332,10 +334,18 @@ static void colocd_block_done(void *ctx, const struct serving_block_record *r)
 
 static int open_block_log(struct colocd *d, struct coloc_err *err)
 {
-	d->block_log = fopen(d->cfg.block_log, "we");
-	if (!d->block_log)
+	char why[96];
+	int fd = file_open_own(d->cfg.block_log, O_WRONLY | O_CREAT, 0644, why, sizeof(why));
+
+	if (fd < 0)
+		return coloc_err_set(err, fd, "cannot write the block log %s: it %s",
+				     d->cfg.block_log, why);
+	d->block_log = ftruncate(fd, 0) ? NULL : fdopen(fd, "we");
+	if (!d->block_log) {
+		close(fd);
 		return coloc_err_set(err, -errno, "cannot write the block log %s: %s",
 				     d->cfg.block_log, strerror(errno));
+	}
 	/* a line as each block ends, for tail -f: one write per block, next to its round trip */
 	setvbuf(d->block_log, NULL, _IOLBF, 0);
 	d->block_log_t0 = coloc_now_ns();

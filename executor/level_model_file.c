@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "file_temp.h"
 #include "level_model.h"
 
 #define LEVEL_FILE_MAGIC "coloc-level-model"
@@ -74,13 +75,19 @@ int level_model_save(const struct level_model *m, const char *path, struct coloc
 {
 	char tmp[4096];
 	FILE *f;
-	int ret;
+	int fd, ret;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		return coloc_err_set(err, -ENAMETOOLONG, "%s: path too long", path);
-	f = fopen(tmp, "we");
-	if (!f)
-		return coloc_err_set(err, -errno, "%s: cannot create: %s", tmp, strerror(errno));
+	fd = file_temp_beside(path, tmp, sizeof(tmp));
+	if (fd < 0)
+		return coloc_err_set(err, fd, "%s: cannot create a temporary file beside it: %s",
+				     path, strerror(-fd));
+	f = fdopen(fd, "we");
+	if (!f) {
+		ret = -errno;
+		close(fd);
+		unlink(tmp);
+		return coloc_err_set(err, ret, "%s: %s", tmp, strerror(-ret));
+	}
 	ret = level_write(m, f);
 	if (fclose(f) && !ret)
 		ret = -errno;

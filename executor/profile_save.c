@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * Writing a latency profile (profile.h) in its text format, atomically
- * (a temporary file, fsync, rename): header records, layer records, one
+ * (a new temporary file of an unpredictable name, fsync, rename): header records, layer records, one
  * record per measured row, "end". The reader (profile_parse.c) takes the
  * same records, so save -> load -> save is byte-identical.
  */
@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "file_temp.h"
 #include "util.h"
 
 static bool is_token(const char *s)
@@ -183,19 +184,23 @@ int profile_save(const struct profile *p, const char *path, struct coloc_err *er
 {
 	char tmp[4096];
 	FILE *f;
-	int ret;
+	int fd, ret;
 
 	ret = check_writable(p, err);
 	if (ret)
 		return ret;
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp)) {
-		coloc_err_set(err, -ENAMETOOLONG, "%s: path too long", path);
-		return -ENAMETOOLONG;
+	fd = file_temp_beside(path, tmp, sizeof(tmp));
+	if (fd < 0) {
+		coloc_err_set(err, fd, "%s: cannot create a temporary file beside it: %s", path,
+			      strerror(-fd));
+		return fd;
 	}
-	f = fopen(tmp, "we");
+	f = fdopen(fd, "we");
 	if (!f) {
 		ret = -errno;
-		coloc_err_set(err, ret, "%s: cannot create: %s", tmp, strerror(errno));
+		coloc_err_set(err, ret, "%s: %s", tmp, strerror(errno));
+		close(fd);
+		unlink(tmp);
 		return ret;
 	}
 	write_profile(p, f);

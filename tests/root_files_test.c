@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * What root reads where someone else could have put a file first (review
- * of 2026-12-06, MEDIUM 2): coloc-profile resumes FILE.partial only with
- * --resume and only when it is the caller's own.
+ * What root writes and reads where someone else could have put a file
+ * first (review of 2026-12-06, MEDIUM 2 and LOW 4): profile_save's
+ * temporary file is a new one (a link planted at the old predictable name
+ * PATH.tmp.PID is not followed), colocd's --block-log is not opened
+ * through a link nor as another user's file, and coloc-profile resumes
+ * FILE.partial only with --resume and only when it is the caller's own.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -53,6 +56,106 @@ static bool victim_intact(const char *victim)
 
 	free(text);
 	return same;
+}
+
+/* One layer, one version, one core, measured alone. */
+static struct profile *one_cell(void)
+{
+	static const int levels[] = { 0 }, versions[] = { 1 };
+	struct profile *p = profile_new(1, versions, 1, 1, levels, NULL);
+	uint64_t *lo, *hi;
+
+	if (!p)
+		return NULL;
+	snprintf(p->model_name, sizeof(p->model_name), "one");
+	snprintf(p->machine.cpu_model, sizeof(p->machine.cpu_model), "Test CPU");
+	snprintf(p->machine.isa, sizeof(p->machine.isa), "avx2");
+	snprintf(p->onednn_version, sizeof(p->onednn_version), "2.6.3");
+	snprintf(p->date, sizeof(p->date), "2026-12-06T06:00:00Z");
+	snprintf(p->layers[0].name, sizeof(p->layers[0].name), "l0");
+	snprintf(p->layers[0].version_names[0], PROFILE_VERSION_NAME_LEN, "v0");
+	p->machine.nr_cores = 1;
+	*profile_latency_cell(p, 0, 0, 1, 0) = 1000;
+	profile_ci_cells(p, 0, 0, 1, 0, &lo, &hi);
+	*lo = 900;
+	*hi = 1100;
+	return p;
+}
+
+TEST_F(root_files, profile_save__a_link_at_the_old_temporary_name_is_not_followed)
+{
+	char path[160], link[192];
+	struct profile *p = one_cell(), *back;
+
+	ASSERT_NE(NULL, p);
+	snprintf(path, sizeof(path), "%s/p.profile", self->dir);
+	/* what main's profile_save opened with fopen("we"): PATH.tmp.PID */
+	snprintf(link, sizeof(link), "%s.tmp.%d", path, (int)getpid());
+	ASSERT_EQ(0, symlink(self->victim, link));
+	ASSERT_EQ(0, profile_save(p, path, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_TRUE(victim_intact(self->victim));
+	back = profile_load(path, &self->err);
+	ASSERT_NE(NULL, back) TH_LOG("%s", self->err.msg);
+	/* the profile, the victim, the planted link: no temporary file left */
+	ASSERT_EQ(3, tu_nr_dir_entries(self->dir));
+	profile_free(back);
+	profile_free(p);
+}
+
+/* colocd with --block-log path: its exit status (0 if it came up), its log in out. */
+static int colocd_with_block_log(const char *dir, const char *path, char *out, size_t len)
+{
+	const char *extra[] = { "--block-log", path, NULL };
+	char sock[128], pin[96], log[128];
+	char *text;
+	size_t n;
+	pid_t pid;
+	int ret = 0;
+
+	snprintf(sock, sizeof(sock), "%s/colocd.sock", dir);
+	snprintf(pin, sizeof(pin), "/sys/fs/bpf/coloc-rootfiles-%d", (int)getpid());
+	snprintf(log, sizeof(log), "%s/colocd.log", dir);
+	pid = tu_start_colocd_with(sock, pin, log, extra);
+	if (pid > 0)
+		tu_stop_colocd(pid);
+	else
+		ret = 1;
+	text = tu_read_file(log, &n);
+	snprintf(out, len, "%s", text ? text : "");
+	free(text);
+	return ret;
+}
+
+TEST_F_TIMEOUT(root_files, colocd_block_log__a_link_or_anothers_file_is_refused, 240)
+{
+	char link[160], other[160], out[8192];
+	struct stat st;
+	FILE *f;
+
+	if (geteuid())
+		SKIP(return, "colocd runs as root");
+	snprintf(link, sizeof(link), "%s/blocks-link.tsv", self->dir);
+	ASSERT_EQ(0, symlink(self->victim, link));
+	ASSERT_EQ(1, colocd_with_block_log(self->dir, link, out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "is a symbolic link")) TH_LOG("%s", out);
+	ASSERT_TRUE(victim_intact(self->victim));
+
+	/* a file someone else made at the name first (a member's, in /tmp) */
+	snprintf(other, sizeof(other), "%s/blocks-other.tsv", self->dir);
+	f = fopen(other, "w");
+	ASSERT_NE(NULL, f);
+	fputs(ORIGINAL, f);
+	ASSERT_EQ(0, fclose(f));
+	ASSERT_EQ(0, chown(other, 65534, 65534));
+	ASSERT_EQ(1, colocd_with_block_log(self->dir, other, out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "is owned by uid 65534")) TH_LOG("%s", out);
+	ASSERT_TRUE(victim_intact(other));
+
+	/* root's own new file is written as before */
+	snprintf(other, sizeof(other), "%s/blocks.tsv", self->dir);
+	ASSERT_EQ(0, colocd_with_block_log(self->dir, other, out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(0, stat(other, &st));
+	ASSERT_GT(st.st_size, 0);
 }
 
 /* coloc-profile on the tiny model with out and a made FILE.partial, --resume. */

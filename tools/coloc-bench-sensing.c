@@ -168,7 +168,7 @@ static pid_t start_colocd(const char *sock, const char *pin)
 	fflush(stdout); /* or the child's copy of the buffer is printed again */
 	pid = fork();
 	if (pid == 0) {
-		int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int fd = open(log_path, O_WRONLY | O_TRUNC | O_NOFOLLOW);
 
 		if (fd >= 0) {
 			dup2(fd, 1);
@@ -267,7 +267,7 @@ int main(int argc, char **argv)
 		{},
 	};
 	char self[4096], colocd[4200], sock[64], pin[64], hz[32];
-	int opt;
+	int opt, log_fd;
 	double *off, *on, *ratio;
 	long v;
 	ssize_t len;
@@ -327,7 +327,14 @@ int main(int argc, char **argv)
 		opts.colocd = colocd;
 	}
 	find_cpus();
-	snprintf(log_path, sizeof(log_path), "/tmp/coloc-bench-%d.log", getpid());
+	/* colocd's log: a new file of a name no one else can guess, reopened for each run */
+	snprintf(log_path, sizeof(log_path), "/tmp/coloc-bench-XXXXXX.log");
+	log_fd = mkostemps(log_path, 4, O_CLOEXEC);
+	if (log_fd < 0) {
+		perror("coloc-bench-sensing: a log file in /tmp");
+		return 1;
+	}
+	close(log_fd);
 	snprintf(sock, sizeof(sock), "/tmp/coloc-bench-%d.sock", getpid());
 	snprintf(pin, sizeof(pin), "/sys/fs/bpf/coloc-bench-%d", getpid());
 
