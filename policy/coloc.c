@@ -19,8 +19,10 @@
 #include "coloc_internal.h"
 
 #define COLOC_LOOKAHEAD 4
-/* serve()'s answer beside enum policy_served: q's block cannot end before another's latest start */
+/* serve()'s answers beside enum policy_served: q's block cannot end before another's latest start */
 #define COLOC_GIVE_WAY (POLICY_OUT_FULL + 1)
+/* ... q is late, not hopeless: it is served after the queries that are not (drop_or_hold()) */
+#define COLOC_DEMOTE (POLICY_OUT_FULL + 2)
 
 double policy_coloc_threshold(int total_cores, double sum_avg, double avg)
 {
@@ -231,6 +233,34 @@ static uint64_t rest_at_best(const struct coloc_state *st, struct coloc_tenant *
 	return best;
 }
 
+/*
+ * The rest of the model from first at the level, the table alone (no
+ * correction learnt): its least over the counts up to ci; 0 when none.
+ */
+static uint64_t table_rest(const struct coloc_state *st, struct coloc_tenant *ct, int first, int ci,
+			   double pos)
+{
+	uint64_t best = 0;
+
+	for (int c = 0; c <= ci; c++) {
+		uint64_t ns = coloc_span_ns(st, ct, first, ct->costs->nr_layers, c, pos, NULL, 0);
+
+		if (ns && (!best || ns < best))
+			best = ns;
+	}
+	return best;
+}
+
+/*
+ * Whether q, its rest taking rest_ns from now, would be answered past its
+ * deadline plus its tenant's QoS: given up (dropped) then, demoted before.
+ */
+static bool given_up(const struct policy_input *in, const struct policy_query *q, double rest_ns)
+{
+	return (double)in->now_ns + rest_ns >=
+	       (double)q->deadline_ns + (double)in->tenants[q->tenant].qos_ns;
+}
+
 /* The error for a rest of model that a layer from first on cannot run on cores. */
 static int no_version(struct coloc_err *err, const struct policy_query *q, int first, int cores)
 {
@@ -240,15 +270,21 @@ static int no_version(struct coloc_err *err, const struct policy_query *q, int f
 }
 
 /*
- * The rest of q's model, priced only to drop or hold q (not when late
- * queries are served): late even on the whole machine, dropped; late on the
- * cores free now (up to count index max_ci) but not on the whole machine,
- * it waits for cores, and less urgent queries may use the free ones
- * meanwhile. The rest is priced cold (times cold, 1 when hot) when the
- * block would start on the free cores gone cold, and, to drop, only when
- * every core is cold. POLICY_SERVED when neither (serve()
- * goes on), else the enum policy_served to return, or -EINVAL when a layer
- * has no version.
+ * The rest of q's model, priced only to drop, demote or hold q (not when
+ * late queries are served). Dropped only when its answer cannot come by its
+ * deadline plus its QoS even on the fastest evidence: the least of its
+ * learnt prediction's optimistic end (/ margin) and the table at the level,
+ * on the whole machine, cold only when every core is. Late
+ * on the optimistic end (or past its deadline) but not that late, it is
+ * demoted (COLOC_DEMOTE): served after every query that can still meet its
+ * deadline, on what they leave. Late on the cores free now (up to count
+ * index max_ci), pessimistically, but not on the whole machine, it waits
+ * for cores, and less urgent queries may use the free ones meanwhile. The
+ * rest is priced cold (times cold, 1 when hot) when the block would start
+ * on the free cores gone cold. POLICY_SERVED when none of these (serve()
+ * goes on), else the enum policy_served or COLOC_DEMOTE to return, or
+ * -EINVAL when a layer has no version. docs/design/coloc-policy.md, "Late
+ * queries are demoted, not dropped".
  */
 static int drop_or_hold(const struct coloc_state *st, const struct policy_config *cfg,
 			const struct policy_input *in, struct coloc_tenant *ct,
@@ -261,13 +297,19 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 	double margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
 	int first = q->next_layer, all_ci = policy_costs_core_index(m, st->nr_online);
 	uint64_t rest_ns = rest_at_best(st, ct, first, all_ci, pos, corr, fixed, in->now_ns);
+	double all_cold = policy_costs_cold_scale_on(m, in, &cfg->online), sure;
+	double now = (double)in->now_ns, deadline = (double)q->deadline_ns;
 
 	if (!rest_ns)
 		return no_version(err, q, first, m->core_counts[all_ci]);
 	/* dropped for good only if late even where every core is cold: a busy one ends hot */
-	rest_ns = policy_scale_ns(rest_ns, policy_costs_cold_scale_on(m, in, &cfg->online));
-	if ((double)in->now_ns + (double)rest_ns / margin > (double)q->deadline_ns)
+	rest_ns = policy_scale_ns(rest_ns, all_cold);
+	sure = fmin((double)rest_ns / margin,
+		    (double)policy_scale_ns(table_rest(st, ct, first, all_ci, pos), all_cold));
+	if (given_up(in, q, sure))
 		return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
+	if (now >= deadline || now + (double)rest_ns / margin > deadline)
+		return COLOC_DEMOTE;
 	if (max_ci < all_ci) {
 		rest_ns = rest_at_best(st, ct, first, max_ci, pos, corr, fixed, in->now_ns);
 		if (!rest_ns)
@@ -410,8 +452,8 @@ static bool leaves_enough(const struct policy_input *in, const struct round *r,
  * a block cut to the knee, leaves its tenant's next query its solo time.
  * Taken when it keeps no one waiting: it ends before every waiting head's
  * latest start that its cores would delay (wait_bound()), and within the
- * block cap unless every other tenant's next query can start at once
- * beside it. Fewer cores than the block's run the same layers in less core
+ * block cap (tcap) unless every other tenant's next query can start at
+ * once beside it. Fewer cores than the block's run the same layers in less core
  * time where a model scales less than linearly, and one block saves the
  * round trips between blocks (docs/design/coloc-policy.md, "The whole rest
  * as a candidate"). Its count index, or -1.
@@ -419,8 +461,8 @@ static bool leaves_enough(const struct policy_input *in, const struct round *r,
 static int whole_rest_index(const struct coloc_state *st, const struct policy_input *in,
 			    const struct round *r, const struct policy_output *out,
 			    struct coloc_tenant *ct, const struct policy_query *q, int ci,
-			    double pos, double cold, double budget, double corr, double fixed,
-			    double margin)
+			    double pos, double cold, double budget, double tcap, double corr,
+			    double fixed, double margin)
 {
 	const struct policy_costs *m = ct->costs;
 	int first = q->next_layer;
@@ -440,7 +482,7 @@ static int whole_rest_index(const struct coloc_state *st, const struct policy_in
 			continue;
 		if (ns > wait_bound(in, r, q->tenant, r->nr_free - m->core_counts[c]))
 			return -1;
-		if (ns > r->cap[q->tenant] &&
+		if (ns > tcap &&
 		    !leaves_enough(in, r, out, q->tenant, r->nr_free - m->core_counts[c]))
 			return -1;
 		return c;
@@ -448,10 +490,15 @@ static int whole_rest_index(const struct coloc_state *st, const struct policy_in
 	return -1;
 }
 
-/* Decides q's next block, or drops it, or waits; an enum policy_served. */
+/*
+ * Decides q's next block, or drops it, or waits, or demotes it; an enum
+ * policy_served, COLOC_GIVE_WAY or COLOC_DEMOTE. A demoted q (late) is
+ * neither dropped nor held here, and its block is capped by every tenant's
+ * slack, its own included: a query of its own tenant arriving waits for it.
+ */
 static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		 const struct policy_input *in, struct round *r, const struct policy_query *q,
-		 struct policy_output *out, struct coloc_err *err)
+		 bool demoted, struct policy_output *out, struct coloc_err *err)
 {
 	const struct policy_tenant *pt = &in->tenants[q->tenant];
 	const struct policy_costs *m = pt->costs;
@@ -466,18 +513,18 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	int first = q->next_layer, lead = first_with_work(m, first), last, ci;
 	/* every free core cold: the block will start cold, so it is sized and judged at that price */
 	double cold = policy_costs_cold_scale_on(m, in, &r->free);
-	double budget, fit, scale, cap, bound;
+	double budget, fit, scale, cap, bound, tcap = demoted ? r->cap_late : r->cap[q->tenant];
 	struct block_pred bp;
 	int min_need, whole;
 	uint64_t raw_ns = 0;
 	struct policy_decision *d;
 	uint8_t *versions;
 
-	if (cfg->late == POLICY_LATE_DROP && in->now_ns >= q->deadline_ns)
+	if (cfg->late == POLICY_LATE_DROP && given_up(in, q, 0))
 		return policy_append_drop(out, q, POLICY_DROP_DEADLINE_PASSED, 0);
 	if (max_ci < 0)
 		return POLICY_WAIT;
-	if (cfg->late == POLICY_LATE_DROP) {
+	if (cfg->late == POLICY_LATE_DROP && !demoted) {
 		int ret = drop_or_hold(st, cfg, in, ct, q, max_ci, pos, cold, out, err);
 
 		if (ret != POLICY_SERVED)
@@ -538,7 +585,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	}
 	/* model-wise's choice, when it costs no more cores and keeps no one waiting */
 	whole = whole_rest_index(st, in, r, out, ct, q, ci, pos, cold,
-				 scale * coloc_rest_share(ct, m, first), corr, fixed, margin);
+				 scale * coloc_rest_share(ct, m, first), tcap, corr, fixed, margin);
 	if (whole >= 0) {
 		last = m->nr_layers;
 		ci = whole;
@@ -556,7 +603,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	 * The longest prefix within the cap stays, at least one layer with work.
 	 */
 	bound = wait_bound(in, r, q->tenant, r->nr_free - m->core_counts[ci]);
-	cap = fmin(r->cap[q->tenant], bound);
+	cap = fmin(tcap, bound);
 	bp = coloc_class_pred(st, ct, first, last, ci, corr, fixed, in->now_ns);
 	if (last - lead > 1 && coloc_predicted(bp, raw_ns) * cold > cap) {
 		int lo = lead + 1, hi = last - 1;
@@ -656,7 +703,8 @@ static int fresh_need(struct coloc_state *st, const struct policy_input *in, con
 /*
  * Each tenant's block cap: block_cap x the least slack among the other
  * tenants, queued or not (a query may arrive behind the block any time);
- * none when it is the only tenant or the flag is off.
+ * none when it is the only tenant or the flag is off. A demoted query's
+ * block: block_cap x the least slack of all, its own tenant's included.
  */
 static void block_caps(struct coloc_state *st, const struct policy_input *in, struct round *r)
 {
@@ -685,6 +733,7 @@ static void block_caps(struct coloc_state *st, const struct policy_input *in, st
 		r->cap[t] = st->flags.block_cap > 0 ?
 				    st->flags.block_cap * (t == t1 ? min2 : min1) :
 				    INFINITY;
+	r->cap_late = st->flags.block_cap > 0 ? st->flags.block_cap * min1 : INFINITY;
 }
 
 /*
@@ -762,6 +811,37 @@ static void undefer(const struct policy_input *in, struct round *r)
 			r->done[i] = r->deferred[i] = false;
 }
 
+/*
+ * The demoted queries (COLOC_DEMOTE), once every query that is not late
+ * was decided, held or gave way: each tenant's earliest, by deadline, on
+ * the cores left, where its tenant has an executor that no query of its
+ * own still wants (its head decided, none left).
+ */
+static int serve_late(struct coloc_state *st, const struct policy_config *cfg,
+		      const struct policy_input *in, struct round *r, struct policy_output *out,
+		      struct coloc_err *err)
+{
+	for (;;) {
+		int t = -1, ret;
+
+		for (int i = 0; i < in->nr_tenants; i++)
+			if (r->late[i] && !r->head[i] &&
+			    r->in_flight[i] < policy_tenant_executors(&in->tenants[i]) &&
+			    (t < 0 || coloc_before(st, r->late[i], r->late[t])))
+				t = i;
+		if (t < 0)
+			return 0;
+		ret = serve(st, cfg, in, r, r->late[t], true, out, err);
+		if (ret < 0)
+			return ret;
+		if (ret == POLICY_OUT_FULL)
+			return 0;
+		if (ret == POLICY_SERVED)
+			r->in_flight[t]++;
+		r->late[t] = NULL;
+	}
+}
+
 int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 			       const struct policy_input *in, struct policy_output *out,
 			       struct coloc_err *err)
@@ -794,8 +874,8 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 			if (!r.done[i] && (t < 0 || coloc_before(st, r.head[i], r.head[t])))
 				t = i;
 		if (t < 0)
-			return 0;
-		ret = serve(st, cfg, in, &r, r.head[t], out, err);
+			return serve_late(st, cfg, in, &r, out, err);
+		ret = serve(st, cfg, in, &r, r.head[t], false, out, err);
 		if (ret < 0)
 			return ret;
 		if (ret == POLICY_OUT_FULL)
@@ -815,6 +895,13 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 			continue;
 		}
 		undefer(in, &r);
+		if (ret == COLOC_DEMOTE) {
+			/* late: its tenant's next query goes first, it after every one on time */
+			if (!r.late[t])
+				r.late[t] = r.head[t];
+			set_head(st, in, &r, t, coloc_next_query(st, in, &r, t, r.head[t]));
+			continue;
+		}
 		/* a tenant with an executor left serves its next query in turn */
 		if (ret == POLICY_DROPPED ||
 		    ++r.in_flight[t] < policy_tenant_executors(&in->tenants[t])) {

@@ -138,6 +138,7 @@ struct round {
 	double slowdown; /* the free cores' interference level (1.0 = alone) */
 	double thres[POLICY_MAX_TENANTS];
 	double cap[POLICY_MAX_TENANTS]; /* the longest predicted time a block may have, ns */
+	double cap_late; /* ... a demoted (late) query's block, of any tenant */
 	double slack[POLICY_MAX_TENANTS]; /* QoS - the whole model on every core, ns (solo_slack) */
 	/*
 	 * The latest start of each tenant's head query, ns (its deadline less
@@ -162,6 +163,8 @@ struct round {
 	bool deferred[POLICY_MAX_TENANTS]; /* gave way to another's waiting head this round */
 	int nr_tables; /* tenants with a table: who else a block's cores may keep waiting */
 	const struct policy_query *head[POLICY_MAX_TENANTS];
+	/* each tenant's earliest query demoted this round (late), served after the others */
+	const struct policy_query *late[POLICY_MAX_TENANTS];
 	bool done[POLICY_MAX_TENANTS];
 	int in_flight[POLICY_MAX_TENANTS]; /* blocks of the tenant running, or decided this round */
 	/*

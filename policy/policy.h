@@ -68,7 +68,8 @@
  *    per block of the same layers and core count), held in the policy's
  *    state; headroom order is deadline_ns - now_ns; drops carry
  *    POLICY_DROP_CANNOT_MEET with the prediction; config->late says whether
- *    to drop or serve late.
+ *    to drop or serve late (the coloc engine: late queries after the others,
+ *    dropped only when their answer would be later than twice their QoS).
  *  - Cores: the topology (config->llc, config->socket) and the per-domain
  *    signals and per-tenant pressure (tenant->sig) choose which free cores.
  *  - Baselines: static, temporal (here), model-wise and layer-wise are
@@ -419,7 +420,13 @@ void policy_output_reset(struct policy_output *out);
 /* ---- the policies --------------------------------------------------------- */
 
 enum policy_late {
-	POLICY_LATE_DROP, /* a query that cannot meet its deadline is dropped (the default) */
+	/*
+	 * a query that cannot meet its deadline is dropped (the default); the
+	 * coloc engine drops it only when its answer cannot come by its
+	 * deadline plus its QoS, and serves it late, after the queries on
+	 * time, before that (docs/design/coloc-policy.md)
+	 */
+	POLICY_LATE_DROP,
 	POLICY_LATE_SERVE, /* ... is served anyway, late */
 };
 

@@ -373,10 +373,11 @@ TEST_F(pol, start_cold__coloc_learns_a_block_relative_to_its_price_on_the_ramp)
 
 /*
  * coloc judges a query at the price its block will be given: tiny cold at
- * 2 x on cores all idle, 540 us hot and 1080 us cold on 4 cores. With 800 us
- * to its deadline the hot price fits and the cold one does not, so it is
- * dropped as one it cannot meet (before, it was kept on the hot price and
- * then predicted late); on cores just used, the same query is served.
+ * 2 x on cores all idle, 540 us hot and 1080 us cold on 4 cores. With 540 us
+ * to its deadline (its QoS) the hot price fits and the cold one would end
+ * at its deadline plus its QoS, so it is dropped as one it cannot meet
+ * (before, it was kept on the hot price and then predicted late); on cores
+ * just used, the same query is served.
  */
 TEST_F(pol, start_cold__coloc_drops_a_query_only_its_hot_price_would_meet)
 {
@@ -384,7 +385,7 @@ TEST_F(pol, start_cold__coloc_drops_a_query_only_its_hot_price_would_meet)
 	uint64_t idle[POLICY_MAX_CPUS] = { 0 };
 
 	self->cfg.late = POLICY_LATE_DROP;
-	query_on_four_cores(self, &m, 800000, idle);
+	query_on_four_cores(self, &m, 540000, idle);
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(0, self->out.nr_decisions);
 	ASSERT_EQ(1, self->out.nr_drops);
@@ -396,7 +397,7 @@ TEST_F(pol, start_cold__coloc_drops_a_query_only_its_hot_price_would_meet)
 	ASSERT_EQ(0, self->out.nr_drops);
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_NEAR(1.005, self->decisions[0].cold_scale);
-	ASSERT_GE(800000, self->decisions[0].predicted_ns);
+	ASSERT_GE(1080000, self->decisions[0].predicted_ns);
 }
 
 /*

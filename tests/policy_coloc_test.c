@@ -346,6 +346,12 @@ TEST_F(pol, coloc_decide__serves_the_most_urgent_first_even_if_it_arrived_later)
 	ASSERT_EQ(1, self->decisions[0].query_id);
 }
 
+/*
+ * A query is dropped only when its answer would come after its deadline
+ * plus its QoS (5 ms here); one late by less is demoted: served after the
+ * queries on time (policy_late_test), here none, as the tenant's one
+ * executor takes query 3.
+ */
 TEST_F(pol, coloc_decide__drops_what_cannot_finish_in_time_holds_what_needs_more_cores_serves_late)
 {
 	const uint64_t now = 10000000;
@@ -354,9 +360,11 @@ TEST_F(pol, coloc_decide__drops_what_cannot_finish_in_time_holds_what_needs_more
 	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
 	self->in.now_ns = now;
 	/* 4 free cores: the rest of the model takes 540 µs alone at best */
-	add_query(&self->in, self->queries, 1, 0, 4000000, 9000000); /* already late */
-	add_query(&self->in, self->queries, 2, 0, 5000000, now + 539999); /* 1 ns short */
+	add_query(&self->in, self->queries, 1, 0, 0, 5000000); /* late by its QoS */
+	/* its rest would end exactly at its deadline plus its QoS */
+	add_query(&self->in, self->queries, 2, 0, 540000, 5540000);
 	add_query(&self->in, self->queries, 3, 0, 5500000, now + 540000); /* just in time */
+	add_query(&self->in, self->queries, 4, 0, 5400000, now + 539999); /* late: demoted */
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(2, self->out.nr_drops);
 	ASSERT_EQ(1, self->drops[0].query_id);

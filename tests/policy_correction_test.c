@@ -240,13 +240,14 @@ TEST_F(pol, coloc_decide__an_uneven_tenant_is_held_for_more_cores_when_only_the_
  * A drop takes the fast end of the tenant's usual error: the mean
  * prediction over 1 + the error. After blocks measured at 1.3x and 0.7x the
  * table in turn (each ending at the same instant, so nothing fades), a query
- * with 1 % less time than that left is dropped, naming the mean; one with 1
- * % more is served, though the mean says it is late.
+ * with 1 % less time than that left to its deadline plus its QoS (100 ms;
+ * it is past its deadline) is dropped, naming the mean; one with 1 % more
+ * is served, late, though the mean says it is later still.
  */
 TEST_F(pol, coloc_decide__drops_only_what_is_late_even_at_the_fast_end_of_its_usual_error)
 {
 	struct policy *p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
-	const uint64_t end = 50000000;
+	const uint64_t end = 500000000, qos = 100000000;
 	struct policy_decision first;
 	uint8_t versions[3];
 	struct block_learnt b = { .rel = 1.0 };
@@ -269,7 +270,7 @@ TEST_F(pol, coloc_decide__drops_only_what_is_late_even_at_the_fast_end_of_its_us
 
 	self->in.now_ns = end;
 	self->in.nr_queries = 0;
-	add_query(&self->in, self->queries, 2, 0, end, end + (uint64_t)(0.99 * fast));
+	add_query(&self->in, self->queries, 2, 0, end - qos, end - qos + (uint64_t)(0.99 * fast));
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
 	ASSERT_EQ(0, self->out.nr_decisions);
@@ -278,7 +279,7 @@ TEST_F(pol, coloc_decide__drops_only_what_is_late_even_at_the_fast_end_of_its_us
 	ASSERT_EQ((uint64_t)mean, self->drops[0].predicted_ns);
 
 	self->in.nr_queries = 0;
-	add_query(&self->in, self->queries, 3, 0, end, end + (uint64_t)(1.01 * fast));
+	add_query(&self->in, self->queries, 3, 0, end - qos, end - qos + (uint64_t)(1.01 * fast));
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
 	ASSERT_EQ(0, self->out.nr_drops);
@@ -298,13 +299,17 @@ TEST_F(pol, coloc_decide__drops_only_what_is_late_even_at_the_fast_end_of_its_us
 }
 
 /*
- * A tenant whose blocks all ran 2x the table is predicted late and dropped
- * (the block's median: 2x); with no block for 3 s its correction has lost
- * 7/8 of its excess (a half-life of 1 s), the block's own correction
- * 1 - 2^(-3/5) of its (5 s), the block's median 7/8 of its excess over
- * those (1 s), and the same query is served again.
+ * A tenant whose blocks all ran 2x the table is predicted late (the block's
+ * median: 2x): served, demoted, not dropped (the table says it can still be
+ * answered within its deadline plus its QoS); with no block for 3 s its
+ * correction has lost 7/8 of its excess (a half-life of 1 s), the block's
+ * own correction 1 - 2^(-3/5) of its (5 s), the block's median 7/8 of its
+ * excess over those (1 s), and the same query is predicted in time again.
+ * Before queries predicted late were demoted, this fading was all that
+ * kept such a tenant from being starved: its queries were dropped, never
+ * measured.
  */
-TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_tenant_is_served)
+TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks)
 {
 	struct policy *p = policy_create(policy_find("coloc"), &self->cfg, &self->err);
 	const uint64_t end = 1080000, later = end + 3000000000ull;
@@ -322,18 +327,18 @@ TEST_F(pol, coloc_block_done__a_correction_fades_without_blocks_so_a_starved_ten
 	}
 	rel = b.rel;
 
-	/* 800 us left: ~1.05 ms predicted on the whole machine: dropped */
+	/* 800 us left: ~1.08 ms predicted on the whole machine: late, served whole */
 	self->in.nr_queries = 0;
 	self->in.now_ns = end;
 	add_query(&self->in, self->queries, 2, 0, end, end + 800000);
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
-	ASSERT_EQ(0, self->out.nr_decisions);
-	ASSERT_EQ(1, self->out.nr_drops);
-	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
+	ASSERT_EQ(0, self->out.nr_drops);
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(3, self->decisions[0].last_layer);
 	ASSERT_EQ((uint64_t)coloc_predict(corr, fixed, rel, &b, 540000, 1),
-		  self->drops[0].predicted_ns);
-	ASSERT_EQ(1080000, self->drops[0].predicted_ns); /* its median: 2.0 */
+		  self->decisions[0].predicted_ns);
+	ASSERT_EQ(1080000, self->decisions[0].predicted_ns); /* its median: 2.0 */
 
 	/*
 	 * 3 s later, no block since: 1/8 of the tenant's excess is left, and of
