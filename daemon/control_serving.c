@@ -89,6 +89,7 @@ struct json_object *control_serving_tenant_json(struct colocd *d,
 	json_object_object_add(o, "moved", json_object_new_int64((int64_t)in->moved));
 	json_object_object_add(o, "clamped_times",
 			       json_object_new_int64((int64_t)in->clamped_times));
+	json_object_object_add(o, "overruns", json_object_new_int64((int64_t)in->overruns));
 	control_add_double(o, "qos_ms", control_ms(in->qos_ns));
 	control_add_double(o, "solo_ms", control_ms(in->solo_ns));
 	json_object_object_add(o, "input_bytes", json_object_new_int64((int64_t)in->in_bytes));

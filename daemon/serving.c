@@ -448,15 +448,16 @@ static void build_input(struct serving *s, struct policy_input *in)
 		pt->uid = t->uid;
 		pt->qos_ns = t->qos_ns;
 		pt->sig = t->sig;
-		pt->executors = t->nr_exec; /* its processes, one block at a time each */
+		/* its processes, one block at a time each, but those late (serving_overrun.c) */
+		pt->executors = t->strikes ? 1 : t->nr_exec - sv_tenant_late(t);
 		for (int x = 0; x < t->nr_exec; x++)
-			if (t->ex[x].busy)
+			if (t->ex[x].busy && !t->ex[x].late)
 				s->running[nr++] = t->ex[x].blk;
 		view_executors(t, &v);
 		for (struct sv_query *q = t->head; q; q = q->next) {
 			/* what the policy sees: the queries in flight and those that could start */
 			if (!q->in_flight &&
-			    (q->slot < 0 ||
+			    (q->slot < 0 || !sv_overrun_may_start(t) ||
 			     !policy_assign_runnable(v.ex, t->nr_exec, q->exec, q->slot)))
 				continue;
 			s->pqueries[nq++] = (struct policy_query){ .id = q->id,
@@ -739,7 +740,8 @@ void sv_release_block_cores(struct serving *s, struct sv_tenant *t, struct sv_ex
 
 	if (!x->busy)
 		return;
-	for (int c = policy_cpuset_next(&x->blk.cores, 0); c >= 0;
+	/* a late command's cores went back when it overran (serving_overrun.c) */
+	for (int c = x->late ? -1 : policy_cpuset_next(&x->blk.cores, 0); c >= 0;
 	     c = policy_cpuset_next(&x->blk.cores, c + 1)) {
 		s->core_idle_since[c] = now;
 		if (s->owner[c] == idx) {
@@ -750,6 +752,7 @@ void sv_release_block_cores(struct serving *s, struct sv_tenant *t, struct sv_ex
 		}
 	}
 	x->busy = false;
+	x->late = false;
 	if (x->blk_query)
 		x->blk_query->in_flight = false;
 	x->blk_query = NULL;

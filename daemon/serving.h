@@ -405,6 +405,8 @@ struct serving_tenant_info {
 	uint64_t moved;
 	/* completions whose reported times colocd clamped to its own round trip */
 	uint64_t clamped_times;
+	/* commands that overran their bound and gave their cores back (serving_overrun.c) */
+	uint64_t overruns;
 	/* how its executors are kept apart (execproc_isolation, then its uid and cgroup); "" if none */
 	char isolation[384];
 	uint64_t qos_ns;

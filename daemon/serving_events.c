@@ -3,7 +3,8 @@
  * Executor events of the serving core (see serving.c's top comment):
  * serving_handle_fd takes what an executor's fd says (a block's completion,
  * a death, a line of its log), serving_tick the deadlines (an executor that
- * never described its model or got ready, a hung block) and the retired
+ * never described its model or got ready, a command overrun, serving_overrun.c,
+ * or hung) and the retired
  * executors still being stopped; serving_next_timeout_ms and serving_fds
  * tell the loop when and what to wait for. A completion moves the query on
  * (or completes it); a death or a breach fails the tenant (sv_fail_tenant),
@@ -123,10 +124,14 @@ static void block_finished(struct serving *s, struct sv_tenant *t, struct sv_exe
 		struct policy_decision d = sv_plan_decision(x, (int)i);
 
 		tell_block(s, t, x, &d, r->blocks_ns[i], r);
+		/* a late command's time is its stall's, not the machine's: nothing learnt */
+		if (x->late)
+			continue;
 		policy_block_done(s->policy, &d, r->blocks_ns[i]);
 		sv_update_slowdown(s, t, &d, r->blocks_ns[i], x->blk_corunners == 0);
 		serving_stats_block(&t->stats, d.predicted_ns, r->blocks_ns[i]);
 	}
+	sv_overrun_ended(t, x);
 	t->stats.commands++;
 	t->stats.yields += (int)r->last < x->plan[x->plan_nr - 1].last;
 	sv_release_block_cores(s, t, x);
@@ -293,6 +298,7 @@ static void check_deadlines(struct serving *s, struct sv_tenant *t, uint64_t now
 		sv_fail_tenant(s, t, why);
 		return;
 	}
+	sv_overrun_check(s, t, now);
 	for (int i = 0; i < t->nr_exec; i++) {
 		struct sv_exec *x = &t->ex[i];
 
@@ -341,9 +347,15 @@ int serving_next_timeout_ms(const struct serving *s)
 			next = t->started_ns + SERVING_START_TIMEOUT_NS;
 		if (!t->described && t->started_ns + SERVING_DESCRIBE_TIMEOUT_NS < next)
 			next = t->started_ns + SERVING_DESCRIBE_TIMEOUT_NS;
-		for (int x = 0; x < t->nr_exec; x++)
-			if (t->ex[x].busy && hang_deadline(s, &t->ex[x]) < next)
-				next = hang_deadline(s, &t->ex[x]);
+		for (int x = 0; x < t->nr_exec; x++) {
+			const struct sv_exec *e = &t->ex[x];
+
+			if (e->busy && hang_deadline(s, e) < next)
+				next = hang_deadline(s, e);
+			if (e->busy && !e->late && !s->entry->shares_cores &&
+			    sv_overrun_deadline(t, e) < next)
+				next = sv_overrun_deadline(t, e);
+		}
 	}
 	for (const struct sv_retired *r = s->retired; r; r = r->next) {
 		if (r->kill_at_ns && r->kill_at_ns < next)

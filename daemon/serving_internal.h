@@ -66,6 +66,11 @@ struct sv_exec {
 	bool plan_yielded; /* asked to stop at its next boundary */
 	uint64_t blk_submit_ns;
 	int blk_corunners; /* other tenants' blocks in flight when it started */
+	/*
+	 * Overran (serving_overrun.c): its cores were taken back and may run
+	 * another's blocks; it is no block of the policy's, and its end frees nothing.
+	 */
+	bool late;
 };
 
 /* An executor process that left its tenant and is not reaped yet. */
@@ -108,6 +113,9 @@ struct sv_tenant {
 	void *scratch; /* in_bytes, for swapping two queued inputs between executors */
 	uint64_t moved; /* queries moved to another executor before their first block */
 	uint64_t clamped_times; /* completions whose reported times were out of bounds */
+	uint64_t overruns; /* commands whose cores were taken back (serving_overrun.c) */
+	int strikes; /* recent overruns (at most SV_OVERRUN_MAX_STRIKES), each halving its bound */
+	int good_commands; /* commands within the bound since the last strike was forgiven */
 	struct sv_query *head, *tail; /* queued and in flight, by arrival */
 	int nr_queries;
 	size_t inputs_held; /* bytes of its queries' inputs copied into colocd, not yet in a slot */
@@ -266,6 +274,32 @@ struct policy_decision sv_plan_decision(const struct sv_exec *x, int i);
  * next boundary.
  */
 void sv_plan_yield(struct serving *s);
+/*
+ * Overruns (serving_overrun.c): a command far past its table latency
+ * (SV_OVERRUN_FACTOR x + SV_OVERRUN_SLACK_NS, the factor halved by each of
+ * its tenant's strikes) gives its cores back at once while it goes on in
+ * the background; the tenant pays for it (strikes: a tighter bound, one
+ * block at a time) until it has run SV_OVERRUN_FORGIVE commands within it.
+ */
+#define SV_OVERRUN_FACTOR 8
+#define SV_OVERRUN_MIN_FACTOR 2
+#define SV_OVERRUN_MAX_STRIKES 2
+#define SV_OVERRUN_SLACK_NS 10000000ull
+#define SV_OVERRUN_FORGIVE 16
+/* When x's command (busy, not late) overruns. */
+uint64_t sv_overrun_deadline(const struct sv_tenant *t, const struct sv_exec *x);
+/* Takes the cores back from each of t's commands past its overrun deadline. */
+void sv_overrun_check(struct serving *s, struct sv_tenant *t, uint64_t now);
+/* x's command ended (before its cores are released): strikes forgiven or kept. */
+void sv_overrun_ended(struct sv_tenant *t, const struct sv_exec *x);
+/* t's executors with a late command. */
+int sv_tenant_late(const struct sv_tenant *t);
+/*
+ * Whether the policy may start t's blocks now: not while a tenant with
+ * strikes has a late command out (one block at a time, the late counted).
+ */
+bool sv_overrun_may_start(const struct sv_tenant *t);
+
 /*
  * t's block d took ns: the evidence of t's level estimate
  * (policy_level_tenant_block) moves the estimate of each of d's cores the

@@ -53,6 +53,7 @@ int serving_tenant_info(const struct serving *s, const char *name, struct servin
 	info->pid = info->pids[0];
 	info->moved = t->moved;
 	info->clamped_times = t->clamped_times;
+	info->overruns = t->overruns;
 	/* the same for all of them: one spawn code, one kernel */
 	if (t->ex[0].ep)
 		snprintf(info->isolation, sizeof(info->isolation), "%s%s%s",

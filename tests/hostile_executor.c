@@ -11,6 +11,10 @@
  *   hostile-silent   never takes a command
  *   hostile-hang     takes its first block (started) and never ends it,
  *                    SIGTERM ignored: hung mid-block
+ *   hostile-stall    takes its first block (started) and stalls in it until
+ *                    SIGUSR1 (below the hang limit, if the test sends it in
+ *                    time), then completes it and every later one OK at
+ *                    once, as an honest executor would (the outputs zero)
  *   hostile-times    completes every block OK with times out of bounds:
  *                    ~2^64, 0, 2^63 in turn (the outputs stay zero)
  *   hostile-header   rewrites the header (sizes, layers) at the first command
@@ -214,6 +218,21 @@ static void complete(__u32 seq, __u32 status, __u64 block_ns, __u64 switch_ns)
 	ring();
 }
 
+static void woken(int sig)
+{
+	(void)sig;
+}
+
+/* Started command seq, then nothing until SIGUSR1 (blocked since main, so never missed). */
+static void stall(__u32 seq)
+{
+	sigset_t none;
+
+	__atomic_store_n(&shm->done.started_seq, seq, __ATOMIC_RELEASE);
+	sigemptyset(&none);
+	sigsuspend(&none);
+}
+
 static void misbehave(void)
 {
 	static const __u64 times[] = { ~0ull - 5, 0, 1ull << 63 };
@@ -243,6 +262,15 @@ static void misbehave(void)
 		if (shm->cmd.op == COLOC_SHM_OP_EXIT) {
 			complete(seq, COLOC_SHM_DONE_OK, 1, 0);
 			_exit(0);
+		}
+		if (is("stall")) {
+			static bool stalled;
+
+			if (!stalled && shm->cmd.op == COLOC_SHM_OP_RUN)
+				stall(seq);
+			stalled = true;
+			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
+			continue;
 		}
 		if (is("times")) {
 			complete(seq, COLOC_SHM_DONE_OK, times[n % 3], times[(n + 1) % 3]);
@@ -334,6 +362,14 @@ int main(int argc, char **argv)
 	mode = tenant + 8;
 	if (!nr_shm || nr_shm != nr_done)
 		return 1;
+	if (is("stall")) { /* pid 1 of its namespace: a signal with no handler would be dropped */
+		sigset_t usr1;
+
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		signal(SIGUSR1, woken);
+		sigprocmask(SIG_BLOCK, &usr1, NULL);
+	}
 	/* its tenant's uid, as the real executor's: colocd needs a kill of another uid's process */
 	if (uid && (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)))
 		return 1;

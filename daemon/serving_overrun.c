@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Overruns: a command that runs far past its table latency gives its cores
+ * back. An executor is its tenant's code; one that stalls mid-block below
+ * the hang limit (serving_events.c: 50x + 2 s) would otherwise hold its
+ * block's cores, and every other tenant wait, for seconds on end.
+ *
+ * Past SV_OVERRUN_FACTOR x the sum of its blocks' table latencies (alone,
+ * on their cores and versions: what the profile says, which no stall
+ * teaches) + SV_OVERRUN_SLACK_NS, the command is late: its cores go back to
+ * the free set at once (core_changed says so) for the policy to give to
+ * others. Its tenant's cpuset keeps them: the executor re-pins its threads
+ * at each block of its plan, which a narrower cpuset fails (EINVAL), so
+ * the late block goes on beside whoever got its cores, at equal weight.
+ * The policy no longer sees it running; its executor stays busy, and its
+ * end (or the hang limit's kill) frees nothing and teaches nothing (its
+ * time is the stall's, not the machine's).
+ *
+ * Its tenant is charged a strike (at most SV_OVERRUN_MAX_STRIKES): each
+ * halves the factor (8x, 4x, 2x at least) and, while it has any, the
+ * policy sees one executor of it and starts none of its blocks while a late
+ * one is out. SV_OVERRUN_FORGIVE commands within the bound take one strike
+ * away. An honest tenant's rare slow command (EfficientNet-B0's 2-core
+ * spells run 5-7x their table here) costs it a tighter bound for a few
+ * dozen commands; docs/security-executor.md has the numbers.
+ */
+#include "serving_internal.h"
+
+static int overrun_factor(const struct sv_tenant *t)
+{
+	int f = SV_OVERRUN_FACTOR >> t->strikes;
+
+	return f > SV_OVERRUN_MIN_FACTOR ? f : SV_OVERRUN_MIN_FACTOR;
+}
+
+uint64_t sv_overrun_deadline(const struct sv_tenant *t, const struct sv_exec *x)
+{
+	uint64_t alone = 0;
+
+	for (int i = 0; i < x->plan_nr; i++)
+		alone += x->plan[i].alone_ns;
+	return x->blk_submit_ns + (uint64_t)overrun_factor(t) * alone + SV_OVERRUN_SLACK_NS;
+}
+
+int sv_tenant_late(const struct sv_tenant *t)
+{
+	int n = 0;
+
+	for (int x = 0; x < t->nr_exec; x++)
+		n += t->ex[x].busy && t->ex[x].late;
+	return n;
+}
+
+bool sv_overrun_may_start(const struct sv_tenant *t)
+{
+	return !t->strikes || !sv_tenant_late(t);
+}
+
+/* x's cores back to the free set now; x stays busy until its command ends. */
+static void take_back(struct serving *s, struct sv_tenant *t, struct sv_exec *x, uint64_t now)
+{
+	int idx = (int)(t - s->tenants);
+
+	for (int c = policy_cpuset_next(&x->blk.cores, 0); c >= 0;
+	     c = policy_cpuset_next(&x->blk.cores, c + 1)) {
+		s->core_idle_since[c] = now;
+		if (s->owner[c] != idx)
+			continue;
+		s->owner[c] = -1;
+		policy_cpuset_set(&s->free, c);
+		if (s->core_changed)
+			s->core_changed(s->ctx, c, NULL, 0, 0, 0);
+	}
+	x->late = true;
+	t->overruns++;
+	if (t->strikes < SV_OVERRUN_MAX_STRIKES)
+		t->strikes++;
+	t->good_commands = 0;
+}
+
+void sv_overrun_check(struct serving *s, struct sv_tenant *t, uint64_t now)
+{
+	/* under a policy that shares cores no block holds any */
+	if (s->entry->shares_cores)
+		return;
+	for (int i = 0; i < t->nr_exec; i++) {
+		struct sv_exec *x = &t->ex[i];
+
+		if (x->busy && !x->late && now > sv_overrun_deadline(t, x))
+			take_back(s, t, x, now);
+	}
+}
+
+void sv_overrun_ended(struct sv_tenant *t, const struct sv_exec *x)
+{
+	if (x->late || !t->strikes || ++t->good_commands < SV_OVERRUN_FORGIVE)
+		return;
+	t->strikes--;
+	t->good_commands = 0;
+}
