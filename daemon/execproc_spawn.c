@@ -365,9 +365,10 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	 * GoogLeNet 16.0 vs 11.1 ms. 3,000 spins (~0.1 ms) cover the gap
 	 * between layers and end soon after a block.
 	 */
-	char *envp[] = { "GOMP_SPINCOUNT=" COLOC_EXECUTOR_GOMP_SPINCOUNT, NULL };
+	char *envp[4 + EXECPROC_MAX_FILES] = { "GOMP_SPINCOUNT=" COLOC_EXECUTOR_GOMP_SPINCOUNT };
 	const char *argv[28 + 2 * EXECPROC_MAX_FILES + 4 * COLOC_MAX_EXECUTORS];
-	char *ext_args[EXECPROC_MAX_FILES] = { 0 };
+	char *ext_args[EXECPROC_MAX_FILES] = { 0 }, *tenant_env = NULL, *model_env = NULL;
+	int envc = 1;
 	struct child_args c = { .path = path,
 				.argv = (char *const *)argv,
 				.envp = envp,
@@ -397,10 +398,20 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 		argv[argc++] = "--done-fd";
 		argv[argc++] = done_s[i];
 	}
-	argv[argc++] = "--tenant";
-	argv[argc++] = o->tenant;
-	argv[argc++] = "--model-name";
-	argv[argc++] = o->model_name;
+	/*
+	 * The tenant, the model's name and its external files' in the
+	 * environment, not on the command line: any local user reads
+	 * /proc/PID/cmdline, /proc/PID/environ only root and the same uid
+	 * (the executor's own, none once it is not dumpable).
+	 */
+	if (asprintf(&tenant_env, "COLOC_TENANT=%s", o->tenant) < 0)
+		tenant_env = NULL;
+	if (asprintf(&model_env, "COLOC_MODEL_NAME=%s", o->model_name) < 0)
+		model_env = NULL;
+	if (!tenant_env || !model_env)
+		ret = coloc_err_set(err, -ENOMEM, "out of memory");
+	envp[envc++] = tenant_env;
+	envp[envc++] = model_env;
 	argv[argc++] = "--model-fd";
 	argv[argc++] = num[0];
 	if (o->weights_fd >= 0) {
@@ -408,15 +419,15 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 		argv[argc++] = num[1];
 	}
 	for (int i = 0; i < o->nr_external && !ret; i++) {
-		if (asprintf(&ext_args[i], "%s=%s", o->external[i].location,
+		if (asprintf(&ext_args[i], "COLOC_EXTERNAL_%d=%s=%s", i, o->external[i].location,
 			     num[c.nr_files - o->nr_external + i]) < 0) {
 			ext_args[i] = NULL;
 			ret = coloc_err_set(err, -ENOMEM, "out of memory");
 			break;
 		}
-		argv[argc++] = "--external";
-		argv[argc++] = ext_args[i];
+		envp[envc++] = ext_args[i];
 	}
+	envp[envc] = NULL;
 	if (o->cores) {
 		argv[argc++] = "--cores";
 		argv[argc++] = o->cores;
@@ -471,6 +482,8 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 			close(c.file_hi[i]);
 	for (int i = 0; i < EXECPROC_MAX_FILES; i++)
 		free(ext_args[i]);
+	free(tenant_env);
+	free(model_env);
 	return ret;
 }
 

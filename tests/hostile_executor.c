@@ -2,7 +2,7 @@
 /*
  * A compromised executor, for the tests of colocd's distrust of what an
  * executor writes (docs/security-executor.md). Started the way colocd starts
- * bin/coloc-executor (--shm-fd 3 --done-fd 4 --tenant NAME --model-fd N ...), it
+ * bin/coloc-executor (--shm-fd 3 --done-fd 4 --model-fd N ..., $COLOC_TENANT), it
  * maps the shared memory, describes MODEL truthfully and sets READY, then
  * misbehaves as its tenant's name says:
  *
@@ -328,7 +328,7 @@ static int lane_start(int shm_fd, int done_fd, const char *name, int model_fd)
 
 int main(int argc, char **argv)
 {
-	const char *tenant = "", *name = "";
+	const char *tenant = getenv("COLOC_TENANT") ?: "", *name = getenv("COLOC_MODEL_NAME") ?: "";
 	int model_fd = -1, shm_fds[MAX_LANES], done_fds[MAX_LANES], nr_shm = 0, nr_done = 0;
 	struct lane lanes[MAX_LANES];
 	uid_t uid = 0;

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * colocd against a member's executor that stalls mid-block below the hang
- * limit (daemon/serving_overrun.c). A real colocd serving one CPU, whose
+ * colocd against a member's executor: one that stalls mid-block below the
+ * hang limit (daemon/serving_overrun.c), and what other local users see of
+ * one (docs/security-executor.md). A real colocd serving one CPU, whose
  * --executor is tests/hostile_executor.c; the tenant hostile-stall takes
  * its first block and stalls in it until the test sends SIGUSR1, the
  * honest tenant runs the real executor. The stalled block overruns its
  * bound and gives its core back, so the honest tenant's queries are
  * answered while the stalled one is still out and its tenant still ready
  * (without the bound they waited until the hang limit killed it); once
- * woken, the late block completes OK and both tenants go on serving.
+ * woken, the late block completes OK and both tenants go on serving. An
+ * executor's command line, which every user reads, names neither its
+ * tenant nor its model; its environment, which does, only root reads.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <unistd.h>
 #include <sys/wait.h>
 #include "kselftest_harness.h"
@@ -178,6 +183,70 @@ TEST_F_TIMEOUT(member, stall__the_core_goes_to_the_honest_tenant_while_it_lasts,
 	EXPECT_NE(NULL, strstr(out, "\"state\":\"ready\"")) TH_LOG("%s", out);
 	EXPECT_EQ(0, json_num(out, "in_flight")) TH_LOG("%s", out);
 	EXPECT_EQ(1, json_num(out, "overruns")) TH_LOG("%s", out);
+}
+
+/* /proc/pid/file read by nobody (uid and gid 65534) in a child: 0 if it could, else the errno. */
+static int read_as_nobody(pid_t pid, const char *file)
+{
+	char path[64], buf[64];
+	pid_t child;
+	int st = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, file);
+	child = fork();
+	if (child == 0) {
+		int fd;
+
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(255);
+		fd = open(path, O_RDONLY);
+		_exit(fd < 0 || read(fd, buf, sizeof(buf)) < 0 ? errno : 0);
+	}
+	if (child < 0 || waitpid(child, &st, 0) != child || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+/* /proc/pid/cmdline as root, its NULs made spaces; 0 or -errno. */
+static int cmdline_of(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	for (ssize_t i = 0; i < n; i++)
+		buf[i] = buf[i] ? buf[i] : ' ';
+	buf[n] = '\0';
+	return 0;
+}
+
+/*
+ * A serving executor's command line (any user's to read) holds neither
+ * its tenant's name nor the model's path as submitted; they are in its
+ * environment, which another user cannot read.
+ */
+TEST_F_TIMEOUT(member, cmdline__names_neither_tenant_nor_model, 600)
+{
+	char cmdline[4096];
+	pid_t pid = submit_ready(self, "secretive");
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, cmdline_of(pid, cmdline, sizeof(cmdline)));
+	TH_LOG("%s", cmdline);
+	EXPECT_EQ(NULL, strstr(cmdline, "secretive"));
+	EXPECT_EQ(NULL, strstr(cmdline, self->model));
+	EXPECT_EQ(NULL, strstr(cmdline, "mobilenet"));
+	EXPECT_EQ(0, read_as_nobody(pid, "cmdline"));
+	EXPECT_EQ(EACCES, read_as_nobody(pid, "environ"));
 }
 
 TEST_HARNESS_MAIN

@@ -78,7 +78,10 @@ static void usage(FILE *f)
 		"  -s, --shm-fd N        the shared memory (a sealed memfd) colocd created\n"
 		"  -d, --done-fd N       the pipe (write end) to signal after each completion\n"
 		"                        (both once per lane, the i-th of each for lane i)\n"
-		"  -t, --tenant NAME     the tenant, for messages\n"
+		"  -t, --tenant NAME     the tenant, for messages (or $COLOC_TENANT, as colocd\n"
+		"                        passes it, with $COLOC_MODEL_NAME and\n"
+		"                        $COLOC_EXTERNAL_0, _1, ...: not on the command line,\n"
+		"                        which every local user can read)\n"
 		"  -m, --model-fd N      the model's bytes (a sealed memfd)\n"
 		"  -n, --model-name NAME its name as submitted: messages, and '.onnx' for ONNX\n"
 		"  -w, --weights-fd N    a weights file (models/WEIGHTS.md); default: the seed's\n"
@@ -292,9 +295,19 @@ static int parse_args(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
+	char key[32], *ext;
 	int c;
 	long v;
 
+	/* colocd's way: in the environment, which other users cannot read (execproc_spawn.c) */
+	opts.tenant = getenv("COLOC_TENANT");
+	opts.model_name = getenv("COLOC_MODEL_NAME");
+	for (int i = 0; i < COLOC_MAX_REQUEST_FDS; i++) {
+		snprintf(key, sizeof(key), "COLOC_EXTERNAL_%d", i);
+		ext = getenv(key);
+		if (ext && parse_external(ext))
+			return 2;
+	}
 	while ((c = getopt_long(argc, argv, "s:d:t:m:n:w:x:c:u:g:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -356,7 +369,7 @@ static int parse_args(int argc, char **argv)
 	if (optind != argc || !opts.nr_shm || opts.nr_shm != opts.nr_done || !opts.tenant ||
 	    opts.model_fd < 0 || !opts.model_name) {
 		fprintf(stderr, PROG ": --shm-fd, --done-fd (as many of each), --tenant, --model-fd "
-				     "and --model-name are needed\n");
+				     "and --model-name (or their variables) are needed\n");
 		usage(stderr);
 		return 2;
 	}
