@@ -276,7 +276,13 @@ static uint64_t hang_deadline(const struct serving *s, const struct sv_exec *x)
 									     x->plan[i].alone_ns;
 	if (sharing > 1)
 		predicted *= (uint64_t)sharing;
-	return x->blk_submit_ns + SERVING_HANG_FACTOR * predicted + SERVING_HANG_SLACK_NS;
+	/*
+	 * A late command holds no core and runs beside the blocks given its
+	 * cores (serving_overrun.c), its team's barriers waiting on theirs:
+	 * twice the time before it is called hung.
+	 */
+	return x->blk_submit_ns +
+	       (x->late ? 2 : 1) * (SERVING_HANG_FACTOR * predicted + SERVING_HANG_SLACK_NS);
 }
 
 /* Fails t when it never got ready or one of its blocks hangs (that executor killed). */
@@ -306,11 +312,11 @@ static void check_deadlines(struct serving *s, struct sv_tenant *t, uint64_t now
 			continue;
 		snprintf(why, sizeof(why),
 			 "hung: the block of layers [%d, %d) of query %llu ran %.1f ms, "
-			 "%.1f ms predicted (the limit is %dx + %.1f s): killed",
+			 "%.1f ms predicted (the limit is %dx + %.1f s%s): killed",
 			 x->blk.first_layer, x->plan[x->plan_nr - 1].last,
 			 (unsigned long long)x->blk.query_id, (now - x->blk_submit_ns) / 1e6,
-			 x->blk.predicted_ns / 1e6,
-			 SERVING_HANG_FACTOR, SERVING_HANG_SLACK_NS / 1e9);
+			 x->blk.predicted_ns / 1e6, SERVING_HANG_FACTOR,
+			 SERVING_HANG_SLACK_NS / 1e9, x->late ? ", twice that once it overran" : "");
 		sv_fail_tenant(s, t, why);
 		return;
 	}
