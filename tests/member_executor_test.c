@@ -6,7 +6,7 @@
  * --executor is tests/hostile_executor.c; the tenant hostile-stall takes
  * its first block and stalls in it until the test sends SIGUSR1, the
  * honest tenant runs the real executor. The stalled block overruns its
- * bound and gives its core back, so the honest tenant's queries are
+ * bound and gives its core back, so the honest tenant's query is
  * answered while the stalled one is still out and its tenant still ready
  * (without the bound they waited until the hang limit killed it); once
  * woken, the late block completes OK and both tenants go on serving. An
@@ -158,10 +158,8 @@ TEST_F_TIMEOUT(member, stall__the_core_goes_to_the_honest_tenant_while_it_lasts,
 			break;
 	ASSERT_EQ(1, json_num(out, "in_flight")) TH_LOG("%s", out);
 
-	for (i = 0; i < 3; i++) {
-		EXPECT_EQ(0, tu_colocctl(self->sock, "infer honest", out, sizeof(out)))
-		TH_LOG("%s", out);
-	}
+	/* one query: under ASan at load three could outlast the late block's hang limit */
+	EXPECT_EQ(0, tu_colocctl(self->sock, "infer honest", out, sizeof(out))) TH_LOG("%s", out);
 	/* answered while the stalled block is still out: not killed as hung, not completed */
 	EXPECT_TRUE(still_running(&stalled));
 	ASSERT_EQ(0, status_of(self, "hostile-stall", out, sizeof(out)));
