@@ -17,52 +17,12 @@
 #include "policy_impl.h"
 #include "policy_fixture.h"
 
-#define MS 1000000ull
+#include "policy_two_models.h"
 
-/*
- * Two models of one version at 1 and 2 cores, every layer the same work,
- * as MobileNet-V2 and EfficientNet-B0 on the 2-vCPU VM (policy_whole_test's):
- * small: 4 layers of 1.25 ms on 1 core, 0.9 ms on 2 (5 ms and 3.6 ms);
- * large: 4 layers of 2 ms on 1 core, 1.6 ms on 2 (8 ms and 6.4 ms).
- */
-static const int two_counts[] = { 1, 2 };
-static const uint64_t four_ops[] = { 1, 1, 1, 1 };
-static const uint64_t small_ns[4 * 2] = { 1250000, 900000, 1250000, 900000,
-					  1250000, 900000, 1250000, 900000 };
-static const uint64_t large_ns[4 * 2] = { 2 * MS, 1600000, 2 * MS, 1600000,
-					  2 * MS, 1600000, 2 * MS, 1600000 };
-static const struct policy_costs small_model = {
-	.nr_layers = 4,
-	.nr_versions = 1,
-	.nr_core_counts = 2,
-	.nr_levels = 1,
-	.core_counts = two_counts,
-	.latency_ns = small_ns,
-	.layer_ops = four_ops,
-};
-static const struct policy_costs large_model = {
-	.nr_layers = 4,
-	.nr_versions = 1,
-	.nr_core_counts = 2,
-	.nr_levels = 1,
-	.core_counts = two_counts,
-	.latency_ns = large_ns,
-	.layer_ops = four_ops,
-};
-
-/* small (QoS 11 ms) as tenant 0 and large (QoS 22 ms) as tenant 1 on 2 idle cores, at 108 ms */
-static void two_cores(FIXTURE_DATA(pol) * self)
+/* the two models' tenants (the large one's QoS 22 ms) on 2 idle cores, at 108 ms */
+static void two_tenants_at_108(FIXTURE_DATA(pol) * self)
 {
-	policy_cpuset_zero(&self->cfg.online);
-	policy_cpuset_set(&self->cfg.online, 0);
-	policy_cpuset_set(&self->cfg.online, 1);
-	self->free = self->cfg.online;
-	self->tenants[0] = (struct policy_tenant){ .costs = &small_model, .qos_ns = 11 * MS };
-	self->tenants[1] =
-		(struct policy_tenant){ .costs = &large_model, .qos_ns = 22 * MS, .uid = 1 };
-	self->in.nr_tenants = 2;
-	self->in.nr_queries = 0;
-	self->in.nr_running = 0;
+	two_cores(self, &large_model, 22 * MS);
 	self->in.now_ns = 108 * MS;
 }
 
@@ -94,7 +54,7 @@ TEST_F(pol, late__a_late_query_is_served_on_the_core_an_on_time_one_leaves)
 		const struct policy_decision *late, *fresh;
 		bool whole = !strcmp(names[i], "model-wise");
 
-		two_cores(self);
+		two_tenants_at_108(self);
 		add_query(&self->in, self->queries, 1, 0, 100 * MS, 111 * MS);
 		add_query(&self->in, self->queries, 2, 1, 108 * MS, 130 * MS);
 		ASSERT_EQ(0, run_round(self, names[i]));
@@ -124,7 +84,7 @@ TEST_F(pol, late__a_late_query_is_served_on_the_core_an_on_time_one_leaves)
  */
 TEST_F(pol, late__an_on_time_query_of_the_same_tenant_goes_first)
 {
-	two_cores(self);
+	two_tenants_at_108(self);
 	add_query(&self->in, self->queries, 1, 0, 100 * MS, 111 * MS);
 	add_query(&self->in, self->queries, 2, 0, 107 * MS, 118 * MS);
 	ASSERT_EQ(0, run_round(self, "coloc"));
@@ -154,7 +114,7 @@ TEST_F(pol, late__an_on_time_query_of_the_same_tenant_goes_first)
  */
 TEST_F(pol, late__a_query_is_dropped_only_when_its_answer_would_come_after_its_deadline_plus_its_qos)
 {
-	two_cores(self);
+	two_tenants_at_108(self);
 	add_query(&self->in, self->queries, 1, 0, 100 * MS, 111 * MS);
 	self->in.now_ns = 118 * MS + 400000;
 	ASSERT_EQ(0, run_round(self, "coloc"));
@@ -191,7 +151,7 @@ TEST_F(pol, late__a_prediction_lifted_by_a_slow_spell_does_not_drop_a_query)
 	const struct policy_decision *d = &self->decisions[0];
 	uint8_t versions[4];
 
-	two_cores(self);
+	two_tenants_at_108(self);
 	self->in.nr_tenants = 1;
 	self->in.now_ns = 100 * MS;
 	add_query(&self->in, self->queries, 1, 0, 100 * MS, 111 * MS);
