@@ -224,6 +224,26 @@ static inline int fake_flush_batch(struct fake_colocd *f, int fd, long long *tag
 	return 0;
 }
 
+/* What fd received within ms into buf (NUL-terminated); whether it was then closed (EOF or reset). */
+static inline bool gw_closed_within(int fd, int ms, char *buf, size_t len)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	size_t got = 0;
+
+	buf[0] = '\0';
+	while (poll(&p, 1, ms) > 0) {
+		ssize_t n = recv(fd, buf + got, len - 1 - got, MSG_DONTWAIT);
+
+		if (n <= 0)
+			return n == 0 || errno == ECONNRESET;
+		got += (size_t)n;
+		buf[got] = '\0';
+		if (got == len - 1)
+			got = 0;
+	}
+	return false;
+}
+
 /*
  * FAKE_BAD_ANSWER: bad_line for query tag, then the endless line if asked,
  * or else nothing more until the gateway closes the connection; -1.

@@ -280,26 +280,6 @@ static int http_connect(FIXTURE_DATA(fwd) * self)
 	return fd;
 }
 
-/* Whether the gateway closed fd (EOF or reset) within ms; what it sent before in buf. */
-static bool closed_within(int fd, int ms, char *buf, size_t len)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	size_t got = 0;
-
-	buf[0] = '\0';
-	while (poll(&p, 1, ms) > 0) {
-		ssize_t n = recv(fd, buf + got, len - 1 - got, MSG_DONTWAIT);
-
-		if (n <= 0)
-			return n == 0 || errno == ECONNRESET;
-		got += (size_t)n;
-		buf[got] = '\0';
-		if (got == len - 1)
-			got = 0;
-	}
-	return false;
-}
-
 /*
  * Reads fd until what it sent holds needle (true), or it closes or ms pass
  * (false); what it sent in buf.
@@ -375,7 +355,7 @@ TEST_F_TIMEOUT(fwd, http_deadline__a_slow_loris_is_cut_while_others_are_served, 
 			cut = true;
 			break;
 		}
-		cut = closed_within(fd, 100, buf, sizeof(buf));
+		cut = gw_closed_within(fd, 100, buf, sizeof(buf));
 		if (sent == 5)
 			EXPECT_EQ(200, infer(self, "fast", 1));
 	}
@@ -411,7 +391,7 @@ TEST_F_TIMEOUT(fwd, http_conns_per_ip__past_the_limit_are_closed, 120)
 	extra = http_connect(self);
 	ASSERT_LE(0, extra);
 	send(extra, req, strlen(req), MSG_NOSIGNAL);
-	EXPECT_TRUE(closed_within(extra, CURL_MAX_S * 1000, buf, sizeof(buf)));
+	EXPECT_TRUE(gw_closed_within(extra, CURL_MAX_S * 1000, buf, sizeof(buf)));
 	EXPECT_EQ(NULL, strstr(buf, "200 OK")) TH_LOG("%s", buf);
 	close(extra);
 	close(fds[0]);

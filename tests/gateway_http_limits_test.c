@@ -39,26 +39,6 @@ static int connect_from(FIXTURE_DATA(fwd) * self, int last)
 	return fd;
 }
 
-/* What fd received within ms into buf (NUL-terminated); whether it was then closed. */
-static bool answer_within(int fd, int ms, char *buf, size_t len)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	size_t got = 0;
-
-	buf[0] = '\0';
-	while (poll(&p, 1, ms) > 0) {
-		ssize_t n = recv(fd, buf + got, len - 1 - got, MSG_DONTWAIT);
-
-		if (n <= 0)
-			return n == 0 || errno == ECONNRESET;
-		got += (size_t)n;
-		buf[got] = '\0';
-		if (got == len - 1)
-			got = 0;
-	}
-	return false;
-}
-
 /*
  * Sends path's headers with Content-Length bytes; when no answer comes
  * within 500 ms, all of the body but its last byte. The HTTP status
@@ -76,7 +56,7 @@ static int send_held_body(int fd, const char *method, const char *path, size_t b
 	*closed = false;
 	if (send(fd, head, (size_t)n, MSG_NOSIGNAL) != n)
 		return -1;
-	*closed = answer_within(fd, 500, buf, sizeof(buf));
+	*closed = gw_closed_within(fd, 500, buf, sizeof(buf));
 	if (buf[0])
 		return !strncmp(buf, "HTTP/1.1 ", 9) ? atoi(buf + 9) : -1;
 	while (left) {
@@ -87,7 +67,7 @@ static int send_held_body(int fd, const char *method, const char *path, size_t b
 			break;
 		left -= (size_t)s;
 	}
-	*closed = answer_within(fd, 200, buf, sizeof(buf));
+	*closed = gw_closed_within(fd, 200, buf, sizeof(buf));
 	if (buf[0])
 		return !strncmp(buf, "HTTP/1.1 ", 9) ? atoi(buf + 9) : -1;
 	return *closed ? -1 : 0;
@@ -123,7 +103,7 @@ TEST_F_TIMEOUT(fwd, http_budget__held_bodies_are_bounded_and_health_answers, 180
 		} else {
 			EXPECT_EQ(503, status) TH_LOG("connection %d", i);
 			refused++;
-			refused_closed += closed || answer_within(fds[i], 2000, (char[64]){ 0 }, 64);
+			refused_closed += closed || gw_closed_within(fds[i], 2000, (char[64]){ 0 }, 64);
 		}
 	}
 	TH_LOG("%d bodies held, %d refused (%d closed)", held, refused, refused_closed);
@@ -175,7 +155,7 @@ TEST_F_TIMEOUT(fwd, http_budget__a_body_on_a_path_without_one_is_refused, 120)
 		ASSERT_LE(0, fd);
 		EXPECT_EQ(413, send_held_body(fd, paths[i][0], paths[i][1], 1 << 20, &closed))
 		TH_LOG("%s %s", paths[i][0], paths[i][1]);
-		EXPECT_TRUE(closed || answer_within(fd, 2000, (char[64]){ 0 }, 64));
+		EXPECT_TRUE(closed || gw_closed_within(fd, 2000, (char[64]){ 0 }, 64));
 		close(fd);
 	}
 	EXPECT_EQ(200, http_get(self, "/v2/health/live"));
