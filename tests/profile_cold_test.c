@@ -22,6 +22,7 @@
 #include "testutil.h"
 #include "profile_host.h"
 #include "profile_tool.h"
+#include "profile_one_cell.h"
 #include "profile_table.h"
 #include "table.h"
 
@@ -51,24 +52,10 @@ FIXTURE_TEARDOWN(profile_cold)
 /* One layer, one version, one core, measured alone, with conditions and a cold start. */
 static struct profile *one_cell(void)
 {
-	static const int levels[] = { 0 }, versions[] = { 1 };
-	struct profile *p = profile_new(1, versions, 1, 1, levels, NULL);
-	uint64_t *lo, *hi;
+	struct profile *p = profile_one_cell();
 
 	if (!p)
 		return NULL;
-	snprintf(p->model_name, sizeof(p->model_name), "one");
-	snprintf(p->machine.cpu_model, sizeof(p->machine.cpu_model), "Test CPU");
-	snprintf(p->machine.isa, sizeof(p->machine.isa), "avx2");
-	snprintf(p->onednn_version, sizeof(p->onednn_version), "2.6.3");
-	snprintf(p->date, sizeof(p->date), "2026-12-05T06:00:00Z");
-	snprintf(p->layers[0].name, sizeof(p->layers[0].name), "l0");
-	snprintf(p->layers[0].version_names[0], PROFILE_VERSION_NAME_LEN, "v0");
-	p->machine.nr_cores = 1;
-	*profile_latency_cell(p, 0, 0, 1, 0) = 1000;
-	profile_ci_cells(p, 0, 0, 1, 0, &lo, &hi);
-	*lo = 900;
-	*hi = 1100;
 	p->conditions = (struct profile_conditions){ .known = true,
 						     .solo_ns = 3000000,
 						     .spread = 0.05,
