@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "kselftest_harness.h"
 #include "cgroup.h"
+#include "cgroup_parents.h"
 
 static volatile sig_atomic_t alarms;
 
@@ -23,22 +24,6 @@ static void on_alarm(int sig)
 {
 	(void)sig;
 	alarms++;
-}
-
-/* The folders named base that hold r's colocd-PID folders. */
-static int parents_of(const struct cgroup_root *r, char parents[][PATH_MAX])
-{
-	const char *dirs[CGROUP_MAX_HIER + 1];
-	int n = 0;
-
-	for (int i = 0; i < r->nr; i++)
-		dirs[n++] = r->dir[i];
-	if (r->kill_dir[0])
-		dirs[n++] = r->kill_dir;
-	for (int i = 0; i < n; i++)
-		snprintf(parents[i], PATH_MAX, "%.*s", (int)(strrchr(dirs[i], '/') - dirs[i]),
-			 dirs[i]);
-	return n;
 }
 
 TEST(tenant_create__a_signal_storm_refuses_no_memory_limit)
@@ -71,7 +56,7 @@ TEST(tenant_create__a_signal_storm_refuses_no_memory_limit)
 		}
 	}
 	setitimer(ITIMER_REAL, &off, NULL);
-	nr = parents_of(&r, bases);
+	nr = cgroup_root_parents(&r, bases);
 	cgroup_root_close(&r);
 	for (int i = 0; i < nr; i++)
 		rmdir(bases[i]);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "kselftest_harness.h"
 #include "cgroup.h"
+#include "cgroup_parents.h"
 #include "cgroup_leaf.h"
 #include "executor.h"
 #include "model.h"
@@ -44,22 +45,6 @@ static int cpus_of(const char *list, struct exec_cpuset *set)
 	struct coloc_err err = { 0 };
 
 	return exec_cpuset_parse(list, set, &err);
-}
-
-/* The folders named base that hold r's colocd-PID folders (as cgroup_test's). */
-static int parents_of(const struct cgroup_root *r, char parents[][PATH_MAX])
-{
-	const char *dirs[CGROUP_MAX_HIER + 1];
-	int n = 0;
-
-	for (int i = 0; i < r->nr; i++)
-		dirs[n++] = r->dir[i];
-	if (r->kill_dir[0])
-		dirs[n++] = r->kill_dir;
-	for (int i = 0; i < n; i++)
-		snprintf(parents[i], PATH_MAX, "%.*s", (int)(strrchr(dirs[i], '/') - dirs[i]),
-			 dirs[i]);
-	return n;
 }
 
 /* Joins tenant t as an executor does: v1 its hierarchies, v2 its leaf l only. */
@@ -163,7 +148,7 @@ TEST(exec_team__threads_keep_their_cores_as_the_cpuset_follows_the_blocks)
 	/* the child's leaf (v2), then the tenant and this test's folders */
 	cgroup_leaf_remove(&leaf);
 	cgroup_tenant_remove(&t);
-	nr_bases = parents_of(&r, bases);
+	nr_bases = cgroup_root_parents(&r, bases);
 	cgroup_root_close(&r);
 	for (int i = 0; i < nr_bases; i++)
 		rmdir(bases[i]);
