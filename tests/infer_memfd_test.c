@@ -66,7 +66,7 @@ TEST_F_TIMEOUT(wire, infer_memfd__outputs_equal_the_socket_paths_and_in_process_
 {
 	struct coloc_infer_result res;
 	size_t out_elems = 0;
-	float *want, *by_socket, *by_memfd;
+	float *want, *by_socket, *by_memfd, max_err, max_ref;
 
 	ASSERT_TRUE(submit_ready(self, "a"));
 	want = tu_model_outputs(self->model, self->input, &out_elems);
@@ -86,8 +86,12 @@ TEST_F_TIMEOUT(wire, infer_memfd__outputs_equal_the_socket_paths_and_in_process_
 						self->out_bytes, &res))
 		TH_LOG("%s", coloc_client_error(self->c));
 		ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
-		/* the same executor, the same input: the same bits */
-		EXPECT_EQ(0, memcmp(by_socket, by_memfd, self->out_bytes));
+		/*
+		 * The same numbers, not the same bits: the policy may give a
+		 * block another core count or kernel version on this query.
+		 */
+		ref_compare(by_memfd, by_socket, (int64_t)out_elems, &max_err, &max_ref);
+		EXPECT_LE(max_err, TOL * (1.0f + max_ref)) TH_LOG("query %d: max |error| %g", i, max_err);
 	}
 	expect_memfd_infer_ok(_metadata, self, want, out_elems);
 	free(by_socket);
