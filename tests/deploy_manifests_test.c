@@ -5,7 +5,7 @@
  * rule it holds is broken once, in a copy, by one edit an operator could
  * make (the gateway as root, a socket path or port that no longer agrees,
  * a capability colocd does not use, requests below limits, a typo in a
- * key, ...): the check must fail and name that rule. Each edit must find
+ * key, the gateway's metrics port open to every pod, ...): the check must fail and name that rule. Each edit must find
  * its text, so a manifest changed under the test fails it rather than
  * passing it by accident.
  */
@@ -273,6 +273,31 @@ FIXTURE_VARIANT_ADD(deploy_manifests, inferenceservice_mounts_a_token){
 	"automountServiceAccountToken is not false",
 };
 
+FIXTURE_VARIANT_ADD(deploy_manifests, metrics_open_to_every_pod){
+	"gateway-networkpolicy.yaml",
+	"        - port: 8001\n",
+	"        - port: 8001\n        - port: 8002\n",
+	"NetworkPolicy lets any pod reach the gateway's metrics port 8002",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, gateway_pods_under_no_policy){
+	"gateway-networkpolicy.yaml",
+	"app.kubernetes.io/name: coloc-gateway",
+	"app.kubernetes.io/name: another-gateway",
+	"no NetworkPolicy selects the gateway's pods",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, predictor_pods_under_no_policy){
+	"gateway-networkpolicy.yaml",
+	"serving.kserve.io/inferenceservice: mobilenet-v2",
+	"serving.kserve.io/inferenceservice: resnet-50",
+	"no NetworkPolicy selects the gateway's pods",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, policy_shuts_inference){
+	"gateway-networkpolicy.yaml",
+	"- port: 8000",
+	"- port: 9000",
+	"shut the gateway's http port 8000",
+};
+
 FIXTURE_SETUP(deploy_manifests)
 {
 	strcpy(self->dir, "/tmp/coloc-deploy.XXXXXX");
@@ -299,7 +324,7 @@ TEST(deploy_manifests__check__shipped_manifests_pass)
 		SKIP(return, "Debian's python3-yaml is not installed (make deps)");
 	snprintf(cmd, sizeof(cmd), "cd '%s' && " CHECKER, deploy_root(), ".", "deploy/kubernetes");
 	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
-	ASSERT_NE(NULL, strstr(out, "7 objects in deploy/kubernetes: every rule holds"))
+	ASSERT_NE(NULL, strstr(out, "9 objects in deploy/kubernetes: every rule holds"))
 	TH_LOG("%s", out);
 }
 

@@ -6,7 +6,8 @@
 # dropped); the names, paths, ports and images objects share agree (colocd's
 # --socket is the gateways', the socket's hostPath is one folder, each
 # gateway flag's port is a declared container port, the gateway's groups
-# hold colocd's group); the security rules (gateway non-root, no capability,
+# hold colocd's group); every gateway pod is selected by a NetworkPolicy that
+# admits its inference ports and its metrics port only from named sources; the security rules (gateway non-root, no capability,
 # no privilege escalation, read-only root; colocd only the capabilities
 # docs/operators.md justifies); Guaranteed QoS with whole CPUs. Prints each
 # broken rule, exit 1 if any. What it cannot check: docs/operators.md.
@@ -27,6 +28,8 @@ KINDS = {
                                "spec.template.metadata.labels", "spec.template.spec.containers"],
     ("apps/v1", "Deployment"): ["metadata.name", "metadata.namespace", "spec.selector.matchLabels",
                                 "spec.template.metadata.labels", "spec.template.spec.containers"],
+    ("networking.k8s.io/v1", "NetworkPolicy"): ["metadata.name", "metadata.namespace",
+                                             "spec.podSelector.matchLabels"],
     ("serving.kserve.io/v1alpha1", "ServingRuntime"): [
         "metadata.name", "metadata.namespace", "spec.supportedModelFormats",
         "spec.protocolVersions", "spec.containers"],
@@ -336,6 +339,47 @@ def check_cross(seen, docs):
                     fail(where, f"targetPort {p['targetPort']} is no container port of its workload")
 
 
+def rule_admits(rule, port, name):
+    """Whether one ingress rule's ports include port (by number or name)."""
+    ports = rule.get("ports")
+    if not ports:
+        return True
+    return any(p.get("port") in (port, name) or "port" not in p for p in ports)
+
+
+def check_network_policies(docs):
+    """Every gateway pod: its inference ports open, its metrics port only from named sources."""
+    pods = []
+    for where, doc in docs:
+        ns = get(doc, "metadata.namespace")
+        if doc["kind"] == "Deployment" and any(
+                " ".join(c.get("command") or []).endswith("/coloc-gateway")
+                for c in get(doc, "spec.template.spec.containers") or []):
+            pods.append((where, ns, get(doc, "spec.template.metadata.labels") or {}))
+        elif doc["kind"] == "InferenceService":
+            pods.append((where, ns, {"serving.kserve.io/inferenceservice": doc["metadata"]["name"]}))
+    policies = [(w, d) for w, d in docs if d["kind"] == "NetworkPolicy"]
+    for where, ns, labels in pods:
+        mine = [(w, d) for w, d in policies if get(d, "metadata.namespace") == ns and
+                all(labels.get(k) == v
+                    for k, v in (get(d, "spec.podSelector.matchLabels") or {}).items())]
+        if not mine:
+            fail(where, "no NetworkPolicy selects the gateway's pods: its /metrics (8002) "
+                 "is open to every pod")
+            continue
+        rules = []
+        for w, d in mine:
+            if "Ingress" not in (get(d, "spec.policyTypes") or ["Ingress"]):
+                fail(w, "NetworkPolicy does not restrict Ingress")
+            rules += [(w, r) for r in get(d, "spec.ingress") or []]
+        for w, r in rules:
+            if not r.get("from") and rule_admits(r, 8002, "metrics"):
+                fail(w, "NetworkPolicy lets any pod reach the gateway's metrics port 8002")
+        for port, name in ((8000, "http"), (8001, "grpc")):
+            if not any(rule_admits(r, port, name) for _, r in rules):
+                fail(where, f"its NetworkPolicies shut the gateway's {name} port {port}")
+
+
 def main():
     folder = sys.argv[1] if len(sys.argv) > 1 else "deploy/kubernetes"
     docs = [(w, d) for w, d in load(folder) if check_kind(w, d)]
@@ -350,6 +394,7 @@ def main():
             elif cmd.endswith("/coloc-gateway"):
                 check_gateway(where, doc, c, pod, seen)
     check_cross(seen, docs)
+    check_network_policies(docs)
     for e in errors:
         print(f"check-manifests: {e}", file=sys.stderr)
     if errors:
