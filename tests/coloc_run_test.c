@@ -4,7 +4,8 @@
  * output of the model (the layers no later layer reads) in layer order, one
  * after the other, each equal to what the executor library computes for
  * that layer on the same input. The model's outputs have different sizes,
- * so an output left out, or two swapped, fails.
+ * so an output left out, or two swapped, fails. --times lists each run after
+ * a gap, in the order they ran.
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -45,6 +46,20 @@ static int layer_named(const struct model *m, const char *name)
 	return -1;
 }
 
+/* The model above into DIR/outs.model, its path into path. */
+static int write_outs_model(const char *dir, char *path, size_t len)
+{
+	FILE *f;
+	int ok;
+
+	snprintf(path, len, "%s/outs.model", dir);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	ok = fwrite(outs_model, 1, sizeof(outs_model) - 1, f) == sizeof(outs_model) - 1;
+	return fclose(f) || !ok ? -1 : 0;
+}
+
 FIXTURE(coloc_run) {};
 FIXTURE_SETUP(coloc_run) {}
 FIXTURE_TEARDOWN(coloc_run) {}
@@ -63,13 +78,9 @@ TEST_F(coloc_run, output__writes_every_output_in_layer_order)
 	FILE *f;
 
 	ASSERT_NE(NULL, mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/outs.model", dir);
+	ASSERT_EQ(0, write_outs_model(dir, path, sizeof(path)));
 	snprintf(in, sizeof(in), "%s/in.f32", dir);
 	snprintf(out, sizeof(out), "%s/out.f32", dir);
-	f = fopen(path, "w");
-	ASSERT_NE(NULL, f);
-	ASSERT_EQ(sizeof(outs_model) - 1, fwrite(outs_model, 1, sizeof(outs_model) - 1, f));
-	ASSERT_EQ(0, fclose(f));
 	for (int i = 0; i < IN_ELEMS; i++)
 		x[i] = sinf(0.37f * (float)i);
 	f = fopen(in, "wb");
@@ -114,6 +125,54 @@ TEST_F(coloc_run, output__writes_every_output_in_layer_order)
 	exec_model_free(em);
 	model_free(m);
 	free(got);
+	tu_remove_tree(dir);
+}
+
+/*
+ * Each run after a gap is one line, in the order they ran: the next run is
+ * rung only after the previous one ended and the gap was slept, so each
+ * start is at least the previous start plus its latency plus the gap.
+ */
+TEST_F(coloc_run, times__one_line_a_run_after_each_gap)
+{
+	char dir[] = "/tmp/coloc-run-times-XXXXXX", path[PATH_MAX], times[PATH_MAX];
+	char bin[PATH_MAX], cmd[4 * PATH_MAX], log[4096], line[256];
+	unsigned long long start, prev_start = 0;
+	double ms, prev_ms = 0;
+	int runs = 0;
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, write_outs_model(dir, path, sizeof(path)));
+	snprintf(times, sizeof(times), "%s/times.tsv", dir);
+	tu_bin("coloc-run", bin, sizeof(bin));
+
+	/* without --gap-ms there are no such runs: bad usage */
+	snprintf(cmd, sizeof(cmd), "'%s' '%s' --cores 0 --iters 2 --times '%s'", bin, path, times);
+	ASSERT_EQ(2, tu_run(cmd, log, sizeof(log))) TH_LOG("%s", log);
+	ASSERT_NE(NULL, strstr(log, "--gap-ms")) TH_LOG("%s", log);
+
+	snprintf(cmd, sizeof(cmd), "'%s' '%s' --iters 5 --gap-ms 3 --wait team --times '%s' --json",
+		 bin, path, times);
+	ASSERT_EQ(0, tu_run(cmd, log, sizeof(log))) TH_LOG("%s", log);
+	f = fopen(times, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(line, sizeof(line), f));
+	ASSERT_STREQ("start_ns\tlatency_ms\n", line);
+	while (fgets(line, sizeof(line), f)) {
+		ASSERT_EQ(2, sscanf(line, "%llu\t%lf", &start, &ms)) TH_LOG("%s", line);
+		EXPECT_GT(ms, 0.0);
+		if (runs) {
+			EXPECT_GE((double)(start - prev_start) / 1e6, prev_ms + 3.0)
+			TH_LOG("run %d started %.3f ms after run %d, which took %.3f ms", runs,
+			       (double)(start - prev_start) / 1e6, runs - 1, prev_ms);
+		}
+		prev_start = start;
+		prev_ms = ms;
+		runs++;
+	}
+	EXPECT_EQ(5, runs);
+	fclose(f);
 	tu_remove_tree(dir);
 }
 

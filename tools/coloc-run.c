@@ -47,6 +47,7 @@ static struct run_opts {
 	int iters;
 	int gap_ms; /* idle before each whole-model run, as between served queries */
 	enum gap_wait wait; /* how the run after a gap is started */
+	const char *times; /* each run after a gap: its start and latency, one a line */
 	bool json;
 	bool list_versions;
 } opts = {
@@ -78,6 +79,9 @@ static void usage(FILE *f)
 		"                        only the caller sleeps on it; timed from the ring), team\n"
 		"                        (the same, the whole OpenMP team parked on the doorbell,\n"
 		"                        as coloc-executor waits). Default: sleep\n"
+		"  -t, --times FILE      with --gap-ms, write each run's start (CLOCK_MONOTONIC ns,\n"
+		"                        the clock of colocd's stamps and of tracefs' mono clock)\n"
+		"                        and its latency in ms to FILE, one run a line\n"
 		"  -j, --json            print JSON instead of a table\n"
 		"  -l, --list-versions   list each layer's versions and oneDNN implementations\n"
 		"  -w, --weights FILE    load the weights from FILE (see models/WEIGHTS.md)\n"
@@ -295,6 +299,27 @@ static void *ring_after_gaps(void *arg)
 	return NULL;
 }
 
+/* --times: each run's start and latency, in run order (before lat is sorted). */
+static int write_times(const uint64_t *starts, const uint64_t *lat)
+{
+	FILE *f = fopen(opts.times, "we");
+	int ret = 0;
+
+	if (!f) {
+		ret = -errno;
+		fprintf(stderr, "coloc-run: cannot write %s: %s\n", opts.times, strerror(errno));
+		return ret;
+	}
+	fprintf(f, "start_ns\tlatency_ms\n");
+	for (int r = 0; r < opts.iters; r++)
+		fprintf(f, "%llu\t%.3f\n", (unsigned long long)starts[r], lat[r] / 1e6);
+	if (fclose(f)) {
+		ret = -errno;
+		fprintf(stderr, "coloc-run: cannot write %s: %s\n", opts.times, strerror(errno));
+	}
+	return ret;
+}
+
 /*
  * The whole model's median and p95 over --iters runs, each after --gap-ms
  * of idle, started as --wait says.
@@ -306,16 +331,24 @@ static int measure_after_gaps(struct exec_model *em, struct exec_query *q, const
 	const struct timespec gap = { .tv_sec = opts.gap_ms / 1000,
 				      .tv_nsec = (long)(opts.gap_ms % 1000) * 1000000 };
 	uint64_t *lat = calloc((size_t)opts.iters, sizeof(*lat));
+	uint64_t *starts = calloc((size_t)opts.iters, sizeof(*starts));
 	struct doorbell bell = { .runs = opts.iters };
 	pthread_t ringer;
 	int ret = 0;
 
-	if (!lat)
+	if (!lat || !starts) {
+		free(lat);
+		free(starts);
 		return -ENOMEM;
+	}
 	if (opts.wait != GAP_SLEEP && pthread_create(&ringer, NULL, ring_after_gaps, &bell)) {
 		free(lat);
+		free(starts);
 		return -EAGAIN;
 	}
+	/* a name a sched trace can tell from the team's (tools/trace-blocks.py) */
+	if (opts.wait != GAP_SLEEP)
+		pthread_setname_np(ringer, "coloc-run-ring");
 	for (int r = 0; r < opts.iters; r++) {
 		struct exec_block_stats st;
 		uint64_t start;
@@ -334,12 +367,16 @@ static int measure_after_gaps(struct exec_model *em, struct exec_query *q, const
 			ret = exec_run_block(em, q, 0, exec_model_graph(em)->nr_layers, versions,
 					     cores, &st);
 		lat[r] = coloc_now_ns() - start;
+		starts[r] = start;
 		/* the ringer waits for every run, failed or not */
 		__atomic_store_n(&bell.done, (uint32_t)r + 1, __ATOMIC_RELEASE);
 		syscall(SYS_futex, &bell.done, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 	}
 	if (opts.wait != GAP_SLEEP)
 		pthread_join(ringer, NULL);
+	if (!ret && opts.times)
+		ret = write_times(starts, lat);
+	free(starts);
 	if (!ret) {
 		int rank =
 			(opts.iters * 95 + 99) / 100; /* nearest rank, lat sorted by the median */
@@ -566,6 +603,7 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "gap-ms", required_argument, NULL, 'g' },
 		{ "wait", required_argument, NULL, 'W' },
+		{ "times", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "list-versions", no_argument, NULL, 'l' },
 		{ "weights", required_argument, NULL, 'w' },
@@ -581,7 +619,8 @@ int main(int argc, char **argv)
 	int c;
 	long v;
 
-	while ((c = getopt_long(argc, argv, "c:k:n:g:W:jlw:S:i:o:b:d:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:k:n:g:W:t:jlw:S:i:o:b:d:h", long_opts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'c':
 			opts.cores = optarg;
@@ -618,6 +657,9 @@ int main(int argc, char **argv)
 			opts.wait = (enum gap_wait)w;
 			break;
 		}
+		case 't':
+			opts.times = optarg;
+			break;
 		case 'j':
 			opts.json = true;
 			break;
@@ -658,6 +700,11 @@ int main(int argc, char **argv)
 	if (optind != argc - 1) {
 		fprintf(stderr, "coloc-run: expected exactly one MODEL file\n");
 		usage(stderr);
+		return 2;
+	}
+	if (opts.times && !opts.gap_ms) {
+		fprintf(stderr,
+			"coloc-run: --times needs --gap-ms: it lists the runs after gaps\n");
 		return 2;
 	}
 	opts.model_path = argv[optind];
