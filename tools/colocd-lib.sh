@@ -23,7 +23,10 @@
 #   start_colocd [POLICY [OPTION...]]
 #                           (colocd's default policy without one, or ''); returns 1,
 #                           its log on stderr, if colocd did not start, e.g.
-#                           for a policy it does not know
+#                           for a policy it does not know; with COLOCD_NICE=N
+#                           colocd runs at nice N, and so its executors (a served
+#                           model beside other processes, docs/measurements/
+#                           serving-latency.md, 2026-12-06 08:47)
 #   stop_colocd             SIGTERM; exits 1 unless colocd exits 0 and leaves
 #                           no pin or socket behind
 #   ctl ARGS...             colocctl on the current colocd's socket
@@ -107,8 +110,8 @@ start_colocd() { # [policy [colocd options...]]
 
 	[ "$COLOCD_ID" = default ] || log=$WORK/colocd-$COLOCD_ID.log
 	if [ $# -gt 0 ]; then shift; fi
-	"$BIN/colocd" --socket "$SOCK" --pin-dir "$PIN" --cache-dir "$CACHE" \
-		${policy:+--policy "$policy"} "$@" >"$log" 2>&1 &
+	${COLOCD_NICE:+nice -n "$COLOCD_NICE"} "$BIN/colocd" --socket "$SOCK" --pin-dir "$PIN" \
+		--cache-dir "$CACHE" ${policy:+--policy "$policy"} "$@" >"$log" 2>&1 &
 	COLOCD=$!
 	COLOCD_PIDS[$COLOCD_ID]=$COLOCD
 	for _ in $(seq 100); do
