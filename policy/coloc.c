@@ -431,15 +431,16 @@ static int cores_held(const struct policy_input *in, const struct policy_output 
 
 /*
  * Whether a block of tenant t that leaves `left` cores free keeps no other
- * tenant's next query waiting: each can start at once on the cores left
- * and those it holds (a tenant runs one block per executor, so its next
- * query waits for its own block anyway, then has its cores).
+ * active tenant's next query waiting (an idle one weighs in no cap, as in
+ * block_caps()): each can start at once on the cores left and those it
+ * holds (a tenant runs one block per executor, so its next query waits for
+ * its own block anyway, then has its cores).
  */
 static bool leaves_enough(const struct policy_input *in, const struct round *r,
 			  const struct policy_output *out, int t, int left)
 {
 	for (int u = 0; u < in->nr_tenants; u++)
-		if (u != t && in->tenants[u].costs &&
+		if (u != t && in->tenants[u].costs && r->active[u] &&
 		    (r->fresh[u] == INT_MAX || r->fresh[u] > left + cores_held(in, out, u)))
 			return false;
 	return true;
@@ -701,16 +702,38 @@ static int fresh_need(struct coloc_state *st, const struct policy_input *in, con
 }
 
 /*
+ * Which tenants may have a query behind a block decided now: those with a
+ * query queued or in flight, and those whose last block ended within
+ * COLOC_ACTIVE_QOS x their QoS.
+ */
+static void active_tenants(struct coloc_state *st, const struct policy_input *in, struct round *r)
+{
+	for (int i = 0; i < in->nr_queries; i++)
+		r->active[in->queries[i].tenant] = true;
+	for (int t = 0; t < in->nr_tenants; t++) {
+		const struct coloc_tenant *ct;
+
+		if (!in->tenants[t].costs || r->active[t])
+			continue;
+		ct = coloc_tenant_state(st, in, t);
+		r->active[t] = ct->ran && (double)in->now_ns - (double)ct->last_end_ns <=
+						  COLOC_ACTIVE_QOS * (double)in->tenants[t].qos_ns;
+	}
+}
+
+/*
  * Each tenant's block cap: block_cap x the least slack among the other
- * tenants, queued or not (a query may arrive behind the block any time);
- * none when it is the only tenant or the flag is off. A demoted query's
- * block: block_cap x the least slack of all, its own tenant's included.
+ * active tenants (active_tenants(): a query of theirs may arrive behind
+ * the block soon); none when no other is active or the flag is off. A
+ * demoted query's block: block_cap x the least slack of all the active
+ * ones, its own tenant's included.
  */
 static void block_caps(struct coloc_state *st, const struct policy_input *in, struct round *r)
 {
 	double min1 = INFINITY, min2 = INFINITY;
 	int t1 = -1;
 
+	active_tenants(st, in, r);
 	for (int t = 0; t < in->nr_tenants && (st->flags.block_cap > 0 || st->flags.spare_to_knee);
 	     t++) {
 		double slack;
@@ -721,6 +744,8 @@ static void block_caps(struct coloc_state *st, const struct policy_input *in, st
 		slack = r->slack[t] = solo_slack(st, in, r, t);
 		if (st->flags.whole_candidate)
 			r->fresh[t] = fresh_need(st, in, r, t);
+		if (!r->active[t])
+			continue;
 		if (slack < min1) {
 			min2 = min1;
 			min1 = slack;

@@ -55,6 +55,14 @@
 #define COLOC_CACHE_CELLS 16384
 /* A round sorts up to this many queries by tenant; with more, each look-up reads them all. */
 #define COLOC_MAX_QUEUED 4096
+/*
+ * A tenant with no query queued or in flight still weighs in the others'
+ * block caps for this many times its QoS after its last block ended: a
+ * tenant that sends no query cuts no one's blocks, and one that keeps the
+ * cut runs a block at least every COLOC_ACTIVE_QOS x its QoS.
+ * docs/design/coloc-policy.md, "Whose slack caps a block".
+ */
+#define COLOC_ACTIVE_QOS 10
 #define CPU_WORDS (POLICY_MAX_CPUS / 64)
 
 struct coloc_cell {
@@ -115,6 +123,8 @@ struct coloc_tenant {
 	double fixed_ns; /* a block's cost beyond its table latency, EWMA */
 	double dev; /* relative error of its blocks' predictions, |measured - predicted| / predicted, EWMA */
 	uint64_t corr_ns; /* when corr and fixed_ns were last measured (a block's end) */
+	bool ran; /* a block of it was measured: last_end_ns is the latest one's end */
+	uint64_t last_end_ns;
 	struct coloc_cache *cache; /* NULL: the table is too large to cache */
 	struct coloc_class cls[COLOC_BLOCK_CLASSES];
 	/* per core count: every block on it, what a class not yet known predicts from */
@@ -140,6 +150,8 @@ struct round {
 	double cap[POLICY_MAX_TENANTS]; /* the longest predicted time a block may have, ns */
 	double cap_late; /* ... a demoted (late) query's block, of any tenant */
 	double slack[POLICY_MAX_TENANTS]; /* QoS - the whole model on every core, ns (solo_slack) */
+	/* a query queued or in flight, or a block ended within COLOC_ACTIVE_QOS x its QoS */
+	bool active[POLICY_MAX_TENANTS];
 	/*
 	 * The latest start of each tenant's head query, ns (its deadline less
 	 * its rest on every core, predicted, times its margin): a block of

@@ -188,6 +188,9 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 	m = ct->costs;
 	if (!ct->known || !m || d->last_layer > m->nr_layers || !measured_ns)
 		return;
+	if (!ct->ran || d->decided_ns + measured_ns > ct->last_end_ns)
+		ct->last_end_ns = d->decided_ns + measured_ns;
+	ct->ran = true;
 	ci = policy_costs_core_index(m, d->nr_cores);
 	if (ci < 0)
 		return;

@@ -152,13 +152,14 @@ TEST_F(pol, coloc_decide__splits_a_block_at_the_pivot_when_the_load_leaves_no_sl
 	/*
 	 * The next block starts at the pivot, 200 µs later: 200 µs of headroom
 	 * for half the work, so again 100 µs a layer. [2, 4), budget 200 µs:
-	 * only 8 cores fit, 100 + 30 µs. That is over the cap (105 µs), which
-	 * keeps [2, 3), 100 µs; without the cap the block is [2, 4).
+	 * only 8 cores fit, 100 + 30 µs. That is over the cap (105 µs: tenant
+	 * 1's block has just ended, so a query of it may come), which keeps
+	 * [2, 3), 100 µs; without the cap the block is [2, 4).
 	 */
 	self->queries[0].next_layer = 2;
 	self->in.nr_queries = 1;
 	self->in.now_ns = 200000;
-	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(0, run_round_after_block_of(self, "coloc", 1));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(2, self->decisions[0].first_layer);
 	ASSERT_EQ(3, self->decisions[0].last_layer);
@@ -468,9 +469,11 @@ TEST_F(pol, coloc_decide__grants_cores_away_from_the_heaviest_aggressor)
 
 /*
  * A block is not preempted, so it is capped at half the least slack of the
- * other tenants (QoS minus the whole model predicted alone on every core),
- * whether or not they have a query now: one arriving behind it waits for
- * it. The cap bounds the block's predicted time, not its budget. The pivot
+ * other active tenants (QoS minus the whole model predicted alone on every
+ * core), whether or not they have a query now: one arriving behind it
+ * waits for it. Tenant 1 here holds no query, but a block of it has just
+ * ended (policy_idle_cap_test: a tenant that never ran caps no one). The
+ * cap bounds the block's predicted time, not its budget. The pivot
  * model alone on 8 cores is one block [0, 4) of 30 + 30 + 100 + 30 = 190
  * µs (its budget: 400 µs); with a second tenant of the same model and QoS
  * 300 µs, its slack is 110 µs and the cap 55 µs: [0, 1) (30 µs; with layer
@@ -483,7 +486,7 @@ TEST_F(pol, coloc_decide__caps_a_block_at_half_the_least_slack_of_the_other_tena
 	self->tenants[1] = (struct policy_tenant){ .costs = &pivot, .qos_ns = 300000, .uid = 1 };
 	self->in.nr_tenants = 2;
 	add_query(&self->in, self->queries, 1, 0, 0, 400000);
-	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(0, run_round_after_block_of(self, "coloc", 1));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(0, self->decisions[0].first_layer);
 	ASSERT_EQ(1, self->decisions[0].last_layer);
@@ -491,7 +494,7 @@ TEST_F(pol, coloc_decide__caps_a_block_at_half_the_least_slack_of_the_other_tena
 	ASSERT_EQ(30000, self->decisions[0].predicted_ns);
 
 	self->tenants[1] = (struct policy_tenant){ .costs = &pivot, .qos_ns = 10000000, .uid = 2 };
-	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(0, run_round_after_block_of(self, "coloc", 1));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(4, self->decisions[0].last_layer);
 	ASSERT_EQ(190000, self->decisions[0].predicted_ns);
@@ -500,7 +503,8 @@ TEST_F(pol, coloc_decide__caps_a_block_at_half_the_least_slack_of_the_other_tena
 /*
  * The cap keeps at least one layer with work: a model's input (no MACs)
  * alone is no block. The pivot model with layer 0 as an input (layer_ops 0),
- * next to the pivot model of QoS 300 µs (cap 55 µs, as above): the only
+ * next to the pivot model of QoS 300 µs (cap 55 µs, as above: a block of
+ * it has just ended): the only
  * active tenant, so no pivot, and the block [0, 4) on 8 cores (190 µs) is
  * cut by the cap to the longest prefix within 55 µs that has a layer with
  * work: [0, 2), 60 µs, not [0, 1) (the input alone, 30 µs).
@@ -515,7 +519,7 @@ TEST_F(pol, coloc_decide__the_cap_never_leaves_a_block_of_layers_without_work)
 	self->tenants[1] = (struct policy_tenant){ .costs = &pivot, .qos_ns = 300000, .uid = 1 };
 	self->in.nr_tenants = 2;
 	add_query(&self->in, self->queries, 1, 0, 0, 400000);
-	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(0, run_round_after_block_of(self, "coloc", 1));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(0, self->decisions[0].first_layer);
 	ASSERT_EQ(2, self->decisions[0].last_layer);

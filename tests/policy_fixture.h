@@ -145,6 +145,48 @@ static inline int run_round(FIXTURE_DATA(pol) * self, const char *name)
 	return ret;
 }
 
+/*
+ * One round of the named policy on the fixture's input by a policy that saw
+ * a block of tenant u end as the round starts: u's one query, arrived now,
+ * decided on every online core and measured at its table time. u then
+ * weighs in the others' block caps as a tenant served a moment ago does
+ * (coloc_internal.h, COLOC_ACTIVE_QOS), with no query of its own.
+ */
+static inline int run_round_after_block_of(FIXTURE_DATA(pol) * self, const char *name, int u)
+{
+	struct policy *p = policy_create(policy_find(name), &self->cfg, &self->err);
+	struct policy_query q = {
+		.id = UINT64_MAX,
+		.tenant = u,
+		.arrival_ns = self->in.now_ns,
+		.deadline_ns = self->in.now_ns + self->tenants[u].qos_ns,
+	};
+	struct policy_cpuset all = self->cfg.online;
+	struct policy_input before = self->in;
+	int ret;
+
+	if (!p)
+		return -999;
+	before.queries = &q;
+	before.nr_queries = 1;
+	before.nr_running = 0;
+	before.free = &all;
+	policy_output_reset(&self->out);
+	ret = policy_decide(p, &before, &self->out, &self->err);
+	if (!ret && self->out.nr_decisions != 1)
+		ret = -998;
+	if (!ret) {
+		struct policy_decision d = self->decisions[0];
+
+		d.decided_ns = d.decided_ns >= d.alone_ns ? d.decided_ns - d.alone_ns : 0;
+		policy_block_done(p, &d, d.alone_ns ? d.alone_ns : 1);
+		policy_output_reset(&self->out);
+		ret = policy_decide(p, &self->in, &self->out, &self->err);
+	}
+	policy_destroy(p);
+	return ret;
+}
+
 static inline struct policy_cpuset cpus_of(const int *cpus, int n)
 {
 	struct policy_cpuset s;

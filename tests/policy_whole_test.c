@@ -70,8 +70,9 @@ TEST_F(pol, coloc_whole__a_query_that_fits_on_one_core_leaves_the_other_to_the_n
 /*
  * The other tenant's model meets its QoS (6 ms) only on both cores (5 ms;
  * 8 ms on one), so its slack is 1 ms and the small tenant's block cap 0.5
- * ms. The small query's whole model on 1 core (5 ms) would leave a query of
- * the other tenant arriving now a single core, on which it is late: the
+ * ms (a block of it has just ended: it is active). The small query's whole
+ * model on 1 core (5 ms) would leave a query of the other tenant arriving
+ * now a single core, on which it is late: the
  * candidate is not taken, and coloc's block, cut at the cap, stands: one
  * layer.
  */
@@ -92,7 +93,7 @@ TEST_F(pol, coloc_whole__not_taken_when_it_leaves_another_tenant_too_few_cores)
 	two_cores(self, &tight_model, 6 * MS);
 	self->in.now_ns = 100 * MS;
 	add_query(&self->in, self->queries, 1, 0, 100 * MS, 111 * MS);
-	ASSERT_EQ(0, run_round(self, "coloc-whole"));
+	ASSERT_EQ(0, run_round_after_block_of(self, "coloc-whole", 1));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	EXPECT_EQ(1, self->decisions[0].last_layer);
 }
