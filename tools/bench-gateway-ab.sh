@@ -13,7 +13,11 @@
 # --grpc-raw), or A's and B's apart, as DOOR_A:DOOR_B (grpc:grpc-raw with
 # the same gateway twice: what gRPC's C core as a client adds).
 #
-# Prints coloc-bench-gateway's line per replica, prefixed with A or B; with
+# Prints coloc-bench-gateway's line per replica, prefixed with A or B and
+# numbered from 0; at the end, per column, A's and B's medians and B / A of
+# each replica's two runs (median, range), and any line a gateway printed
+# at exit about how its waits for colocd went (branch gwspin's
+# --colocd-spin-us); with
 # THREADS=1 also, per replica, the runs (times put on a CPU) per query of
 # each gateway thread that ran, as name:tid=runs(of which preempted), from
 # /proc/PID/task/TID/schedstat and status. A_ARGS and B_ARGS: more options for
@@ -47,6 +51,12 @@ thread_runs() {
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	# how a gateway's waits for colocd went, if it says so at exit
+	for t in A B; do
+		if [ -f "$W/gw$t.log" ]; then
+			sed -n "s/^coloc-gateway: answer waits/# $t: answer waits/p" "$W/gw$t.log"
+		fi
+	done
 	rm -rf "$W"
 }
 trap cleanup EXIT
@@ -102,7 +112,9 @@ for r in $(seq "$REPLICAS"); do
 		[ "$t" = B ] && bench=${B_BENCH:-$BIN/coloc-bench-gateway}
 		chrt -f 5 "$bench" --socket "$SOCK" "--${DOORS[$t]}" "$addr" \
 			--model "mn$t" --queries "$QUERIES" --replicas 1 \
-			--gateway-pid "${GW_PID[$t]}" ${BENCH_ARGS:-} | awk -v t=$t 'NR == 2 { print t, $0 }'
+			--gateway-pid "${GW_PID[$t]}" ${BENCH_ARGS:-} |
+			awk -v t=$t -v r=$((r - 1)) 'NR == 2 { sub(/^ *[0-9]+/, sprintf("%7d", r)); print t, $0 }' |
+			tee -a "$W/lines"
 		if [ "${THREADS:-0}" = 1 ]; then
 			thread_runs "${GW_PID[$t]}" >"$W/runs1"
 			# both ways' queries: the gateway saw QUERIES of them
@@ -113,3 +125,27 @@ for r in $(seq "$REPLICAS"); do
 	done
 done
 echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"
+# per column: A's and B's medians (ranges), and B / A of each replica's two runs (median, range)
+awk 'function med(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	function show(name, col,   r, k, n, x, y, q, mx, my, mq) {
+		n = 0
+		for (r in v)
+			if (split(r, k, SUBSEP) && k[1] == "A" && k[2] == col && (("B", col, k[3]) in v)) {
+				n++; x[n] = v[r]; y[n] = v["B", col, k[3]]
+				q[n] = x[n] != 0 ? y[n] / x[n] : 0
+			}
+		if (!n)
+			return
+		mx = med(x, n); my = med(y, n); mq = med(q, n)
+		printf "# %-22s A %8.1f (%.1f-%.1f)  B %8.1f (%.1f-%.1f)  B/A %.2f (%.2f-%.2f), %d pairs\n",
+			name, mx, x[1], x[n], my, y[1], y[n], mq, q[1], q[n], n
+	}
+	{ for (c = 3; c <= NF; c++) v[$1, c, $2] = $c }
+	END {
+		show("added p50 us", 7); show("added p95 us", 8); show("door p50 us", 4)
+		show("socket p50 us", 3); show("gateway CPU us/query", 9); show("thread runs/query", 10)
+	}' "$W/lines"
