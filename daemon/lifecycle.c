@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "binpath.h"
 #include "colocd.h"
@@ -335,12 +336,13 @@ static void colocd_block_done(void *ctx, const struct serving_block_record *r)
 static int open_block_log(struct colocd *d, struct coloc_err *err)
 {
 	char why[96];
-	int fd = file_open_own(d->cfg.block_log, O_WRONLY | O_CREAT, 0644, why, sizeof(why));
+	int fd = file_open_own(d->cfg.block_log, O_WRONLY | O_CREAT, 0600, why, sizeof(why));
 
 	if (fd < 0)
 		return coloc_err_set(err, fd, "cannot write the block log %s: it %s",
 				     d->cfg.block_log, why);
-	d->block_log = ftruncate(fd, 0) ? NULL : fdopen(fd, "we");
+	/* every tenant's blocks: root's eyes only, an older file's mode included */
+	d->block_log = fchmod(fd, 0600) || ftruncate(fd, 0) ? NULL : fdopen(fd, "we");
 	if (!d->block_log) {
 		close(fd);
 		return coloc_err_set(err, -errno, "cannot write the block log %s: %s",

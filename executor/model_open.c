@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * Opens a model file for any entry point: a coloc .model through
- * model_load(), or an .onnx through the in-memory importer, whose weights
+ * model_parse(), or an .onnx through the in-memory importer, whose weights
  * buffer is handed to the executor as a sealed memfd (model_open.h).
  */
 #define _GNU_SOURCE
@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "model_file.h"
 #include "model_open.h"
 #include "profile.h"
 
@@ -57,44 +58,10 @@ static int sealed_memfd(const char *name, const unsigned char *data, size_t len)
 	return fd;
 }
 
-static int open_onnx(const char *path, const struct onnx_import_opts *opts,
-		     struct model_source *src, struct coloc_err *err)
-{
-	struct onnx_import_opts defaults = { .batch = 1 };
-	struct onnx_import im;
-	int ret, fd;
-
-	ret = onnx_import_file(path, opts ? opts : &defaults, &im, err);
-	if (ret)
-		return ret;
-	fd = sealed_memfd("coloc-onnx-weights", im.weights, im.weights_len);
-	if (fd < 0) {
-		onnx_import_free(&im);
-		return coloc_err_set(err, fd, "%s: cannot hold the imported weights in memory: %s",
-				     path, strerror(-fd));
-	}
-	src->model = im.model;
-	im.model = NULL; /* kept: onnx_import_free() frees the rest */
-	onnx_import_free(&im);
-	src->onnx = true;
-	src->weights_fd = fd;
-	snprintf(src->weights_path, sizeof(src->weights_path), "/proc/self/fd/%d", fd);
-	return 0;
-}
-
 int model_open(const char *path, const struct onnx_import_opts *opts, struct model_source *src,
 	       struct coloc_err *err)
 {
-	*src = (struct model_source){ .weights_fd = -1 };
-	if (model_path_is_onnx(path))
-		return open_onnx(path, opts, src, err);
-	if (model_open_opts_given(opts))
-		return coloc_err_set(err, -EINVAL,
-				     "%s: --batch and --dim apply to ONNX files (*.onnx) only; a "
-				     "coloc model states its own shapes",
-				     path);
-	src->model = model_load(path, err);
-	return src->model ? 0 : (err && err->code ? err->code : -EINVAL);
+	return model_open_hashed(path, opts, src, NULL, NULL, err);
 }
 
 /* The whole file behind fd, read once into a new buffer (NUL-terminated); 0 or -errno. */
@@ -131,36 +98,18 @@ static int read_fd(const char *name, int fd, char **out, size_t *len, struct col
 	return 0;
 }
 
-int model_open_fd(const char *name, int fd, const struct onnx_import_opts *opts,
-		  struct model_source *src, struct coloc_err *err)
+/* Parses the bytes buf of the model called name with the import options o into src. */
+static int open_bytes(const char *name, char *buf, size_t len, const struct onnx_import_opts *o,
+		      struct model_source *src, struct coloc_err *err)
 {
-	static const struct onnx_external_fd none[1];
-	struct onnx_import_opts o = opts ? *opts : (struct onnx_import_opts){ .batch = 1 };
 	struct onnx_import im;
-	size_t len = 0;
-	char *buf = NULL;
 	int ret, wfd;
 
-	*src = (struct model_source){ .weights_fd = -1 };
-	if (!model_path_is_onnx(name) && model_open_opts_given(opts))
-		return coloc_err_set(err, -EINVAL,
-				     "%s: --batch and --dim apply to ONNX files (*.onnx) only",
-				     name);
-	ret = read_fd(name, fd, &buf, &len, err);
-	if (ret)
-		return ret;
 	if (!model_path_is_onnx(name)) {
 		src->model = model_parse(name, buf, len, err);
-		free(buf);
 		return src->model ? 0 : (err && err->code ? err->code : -EINVAL);
 	}
-	/* never by path: an empty table refuses every external location */
-	if (!o.external) {
-		o.external = none;
-		o.nr_external = 0;
-	}
-	ret = onnx_import_buffer(name, buf, len, &o, &im, err);
-	free(buf);
+	ret = onnx_import_buffer(name, buf, len, o, &im, err);
 	if (ret)
 		return ret;
 	wfd = sealed_memfd("coloc-onnx-weights", im.weights, im.weights_len);
@@ -176,6 +125,33 @@ int model_open_fd(const char *name, int fd, const struct onnx_import_opts *opts,
 	src->weights_fd = wfd;
 	snprintf(src->weights_path, sizeof(src->weights_path), "/proc/self/fd/%d", wfd);
 	return 0;
+}
+
+int model_open_fd(const char *name, int fd, const struct onnx_import_opts *opts,
+		  struct model_source *src, struct coloc_err *err)
+{
+	static const struct onnx_external_fd none[1];
+	struct onnx_import_opts o = opts ? *opts : (struct onnx_import_opts){ .batch = 1 };
+	size_t len = 0;
+	char *buf = NULL;
+	int ret;
+
+	*src = (struct model_source){ .weights_fd = -1 };
+	if (!model_path_is_onnx(name) && model_open_opts_given(opts))
+		return coloc_err_set(err, -EINVAL,
+				     "%s: --batch and --dim apply to ONNX files (*.onnx) only",
+				     name);
+	ret = read_fd(name, fd, &buf, &len, err);
+	if (ret)
+		return ret;
+	/* never by path: an empty table refuses every external location */
+	if (!o.external) {
+		o.external = none;
+		o.nr_external = 0;
+	}
+	ret = open_bytes(name, buf, len, &o, src, err);
+	free(buf);
+	return ret;
 }
 
 void model_source_close(struct model_source *src)
@@ -200,23 +176,70 @@ static int dim_cmp(const void *a, const void *b)
 		      ((const struct onnx_dim_value *)b)->name);
 }
 
-int model_open_hash(const char *path, const struct onnx_import_opts *opts, uint64_t *hash)
+/* hash, the file's bytes' hash, with an ONNX model's import options added. */
+static uint64_t hash_with_opts(const char *path, const struct onnx_import_opts *opts, uint64_t hash)
 {
 	struct onnx_dim_value dims[ONNX_MAX_DIM_VALUES];
 	char kv[ONNX_DIM_NAME_LEN + 32];
-	int ret = profile_hash_file(path, hash), n;
+	int n;
 
 	/* Default options keep the file's own hash, the key coloc-profile always used. */
-	if (ret || !model_path_is_onnx(path) || !model_open_opts_given(opts))
-		return ret;
+	if (!model_path_is_onnx(path) || !model_open_opts_given(opts))
+		return hash;
 	n = snprintf(kv, sizeof(kv), "batch=%lld;", (long long)(opts->batch ? opts->batch : 1));
-	*hash = profile_fnv1a64(kv, (size_t)n, *hash);
+	hash = profile_fnv1a64(kv, (size_t)n, hash);
 	/* Sorted, so that the order of the --dim options does not matter. */
 	memcpy(dims, opts->dims, sizeof(dims[0]) * opts->nr_dims);
 	qsort(dims, opts->nr_dims, sizeof(dims[0]), dim_cmp);
 	for (int i = 0; i < opts->nr_dims; i++) {
 		n = snprintf(kv, sizeof(kv), "%s=%lld;", dims[i].name, (long long)dims[i].value);
-		*hash = profile_fnv1a64(kv, (size_t)n, *hash);
+		hash = profile_fnv1a64(kv, (size_t)n, hash);
 	}
-	return 0;
+	return hash;
+}
+
+int model_open_hash(const char *path, const struct onnx_import_opts *opts, uint64_t *hash)
+{
+	int ret = profile_hash_file(path, hash);
+
+	if (!ret)
+		*hash = hash_with_opts(path, opts, *hash);
+	return ret;
+}
+
+int model_open_hashed(const char *path, const struct onnx_import_opts *opts,
+		      struct model_source *src, uint64_t *hash, struct model_owners *owners,
+		      struct coloc_err *err)
+{
+	struct onnx_import_opts o = opts ? *opts : (struct onnx_import_opts){ .batch = 1 };
+	struct model_file mf;
+	size_t len = 0;
+	char *buf = NULL;
+	int ret;
+
+	*src = (struct model_source){ .weights_fd = -1 };
+	if (!model_path_is_onnx(path) && model_open_opts_given(opts))
+		return coloc_err_set(err, -EINVAL,
+				     "%s: --batch and --dim apply to ONNX files (*.onnx) only; a "
+				     "coloc model states its own shapes",
+				     path);
+	ret = model_file_open(path, &mf, err);
+	if (ret)
+		return ret;
+	if (owners)
+		*owners = (struct model_owners){ .file = mf.st.st_uid, .dir = mf.dir_st.st_uid };
+	ret = read_fd(path, mf.fd, &buf, &len, err);
+	if (!ret) {
+		if (hash)
+			*hash = hash_with_opts(path, opts,
+					       profile_fnv1a64(buf, len, PROFILE_FNV1A64_INIT));
+		if (!o.external) {
+			o.has_dir_fd = true;
+			o.dir_fd = mf.dir_fd;
+		}
+		ret = open_bytes(path, buf, len, &o, src, err);
+	}
+	free(buf);
+	model_file_close(&mf);
+	return ret;
 }

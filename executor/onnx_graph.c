@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "huge_alloc.h"
+#include "model_file.h"
 #include "onnx_internal.h"
 
 /* protobuf-c's allocations: a large tensor's raw bytes on huge pages */
@@ -418,6 +419,17 @@ static bool path_stays_below(const char *p)
 }
 
 /*
+ * The external data file at loc below the model's directory: the one the
+ * caller opened (opts->dir_fd) or the name's, opened for this file only.
+ */
+static int external_open(const struct onnx_ctx *c, const char *loc, const char **what)
+{
+	if (c->opts && c->opts->has_dir_fd)
+		return model_external_open(c->opts->dir_fd, loc, what);
+	return model_external_open_beside(c->file, loc, what);
+}
+
+/*
  * The bytes of a tensor kept in an external data file (ONNX's
  * data_location EXTERNAL: "location", a path relative to the model file's
  * directory, "offset" and "length" in bytes), want bytes of them, into a
@@ -428,6 +440,7 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 {
 	const char *loc = NULL, *slash = strrchr(c->file, '/');
 	long long off = 0, len = -1;
+	const char *what = NULL;
 	char path[PATH_MAX];
 	struct stat st;
 	size_t got = 0;
@@ -487,10 +500,10 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 				     loc) >= sizeof(path))
 			return onnx_refuse(c, -ENAMETOOLONG,
 					   "tensor '%.64s': external data path too long", name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = external_open(c, loc, &what);
 		if (fd < 0)
-			return onnx_refuse(c, -errno, "tensor '%.64s': external data file %.256s: %s",
-					   name, path, strerror(errno));
+			return onnx_refuse(c, fd, "tensor '%.64s': external data file %.256s %s",
+					   name, path, what ? what : strerror(-fd));
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
 	    (unsigned long long)off + want > (unsigned long long)st.st_size) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "huge_alloc.h"
+#include "model_file.h"
 #include "onnx_internal.h"
 
 int onnx_dim_parse(struct onnx_import_opts *opts, const char *arg, struct coloc_err *err)
@@ -191,44 +192,45 @@ int onnx_import_buffer(const char *name, const void *buf, size_t len,
 int onnx_import_file(const char *path, const struct onnx_import_opts *opts, struct onnx_import *out,
 		     struct coloc_err *err)
 {
-	struct stat st;
+	struct onnx_import_opts o = opts ? *opts : (struct onnx_import_opts){ 0 };
+	struct model_file mf;
 	void *buf;
 	size_t got = 0;
-	int fd, ret;
+	int ret;
 
 	memset(out, 0, sizeof(*out));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return coloc_err_set(err, -EINVAL, "%s: not a regular file", path);
-	}
-	if ((unsigned long long)st.st_size > ONNX_MAX_FILE_BYTES) {
-		close(fd);
+	ret = model_file_open(path, &mf, err);
+	if (ret)
+		return ret;
+	if ((unsigned long long)mf.st.st_size > ONNX_MAX_FILE_BYTES) {
+		model_file_close(&mf);
 		return coloc_err_set(err, -E2BIG,
 				     "%s: %lld bytes; a model over 2 GiB must keep its "
 				     "tensors in external data files",
-				     path, (long long)st.st_size);
+				     path, (long long)mf.st.st_size);
 	}
-	buf = huge_alloc((size_t)st.st_size);
+	buf = huge_alloc((size_t)mf.st.st_size);
 	if (!buf) {
-		close(fd);
+		model_file_close(&mf);
 		return coloc_err_set(err, -ENOMEM, "%s: out of memory", path);
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, (char *)buf + got, (size_t)st.st_size - got);
+	while (got < (size_t)mf.st.st_size) {
+		ssize_t n = read(mf.fd, (char *)buf + got, (size_t)mf.st.st_size - got);
 
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n <= 0) {
 			ret = coloc_err_set(err, n < 0 ? -errno : -EIO, "%s: read failed", path);
-			close(fd);
+			model_file_close(&mf);
 			free(buf);
 			return ret;
 		}
 		got += (size_t)n;
 	}
-	close(fd);
-	ret = onnx_import_buffer(path, buf, got, opts, out, err);
+	o.has_dir_fd = true;
+	o.dir_fd = mf.dir_fd;
+	ret = onnx_import_buffer(path, buf, got, &o, out, err);
+	model_file_close(&mf);
 	free(buf);
 	return ret;
 }

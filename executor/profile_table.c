@@ -58,12 +58,14 @@ struct profile *profile_table_find_hashed(const char *model_name, uint64_t hash,
 	if (access(path, R_OK)) {
 		ret = -errno;
 		if (ret == -ENOENT)
-			coloc_err_set(err, -ENOENT,
-				      "no latency profile of model %s (%s) for this machine (%s, "
-				      "ISA %s) in %s; make it with: coloc-profile %s -o %s.profile "
-				      "--cache-dir %s",
-				      model_name, shown, machine->cpu_model, machine->isa, dir,
-				      shown, model_name, dir);
+			coloc_err_set(
+				err, -ENOENT,
+				"no latency profile of model %s (%s) for this machine (%s, "
+				"ISA %s) in %s; make it with: coloc-profile %s -o %s.profile "
+				"--cache-dir %s, MODEL a copy in a directory of root's (root's "
+				"coloc-profile refuses another user's file)",
+				model_name, shown, machine->cpu_model, machine->isa, dir, shown,
+				model_name, dir);
 		else
 			coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
 		return NULL;

@@ -13,14 +13,18 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "kselftest_harness.h"
 #include "executor.h"
+#include "model_file.h"
 #include "model_open.h"
 #include "onnx.pb-c.h"
 #include "onnx_import.h"
@@ -605,6 +609,110 @@ TEST(onnx_import__external_data_is_read_beside_the_model)
 		EXPECT_NE(NULL, strstr(coloc_err_str(&err), bad[i].words))
 		TH_LOG("case %zu: %s", i, coloc_err_str(&err));
 	}
+	EXPECT_EQ(0, tu_remove_tree(dir));
+	arena_free();
+}
+
+/*
+ * onnx_import_file(path), or with by_name onnx_import_buffer() of its bytes
+ * (external data found by the name's directory), in a child that SIGALRM
+ * ends after 20 s: 0 if it refused with words.
+ */
+static int import_refused_in_child(const char *path, const char *words, bool by_name)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct coloc_err err = { 0 };
+		struct onnx_import im;
+		size_t n = 0;
+		char *buf = by_name ? tu_read_file(path, &n) : NULL;
+		int ret;
+
+		alarm(20); /* a bound on a hang, not a timing: refusing takes no wait */
+		ret = by_name ? (buf ? onnx_import_buffer(path, buf, n, NULL, &im, &err) : 0) :
+				onnx_import_file(path, NULL, &im, &err);
+		_exit(ret < 0 && strstr(coloc_err_str(&err), words) ? 0 : 1);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/*
+ * External data is opened below the model's directory through no link and
+ * never blocking (review of 2026-12-06, MEDIUM 4: root's coloc-profile read
+ * a root-only file through a member's link as weights, and hung on a FIFO):
+ * a link at the location or on its way, a FIFO and a directory are refused
+ * with words that say what they are, by openat2 and by the per-component
+ * fallback alike; the same file without the link is read.
+ */
+TEST(onnx_import__external_data_through_a_link_or_fifo_is_refused)
+{
+	static const struct {
+		const char *loc;
+		const char *words;
+	} bad[] = {
+		{ "w.bin", "is a symbolic link or lies under one" },
+		{ "here/real.bin", "is a symbolic link or lies under one" },
+		{ "fifo.bin", "is a FIFO" },
+		{ "sub", "is a directory" },
+	};
+	char dir[] = "/tmp/coloc-onnx-link-XXXXXX", path[512];
+	struct coloc_err err = { 0 };
+	struct onnx_import im;
+	struct gb g = { 0 };
+	float *w, *b, *bn;
+	Onnx__TensorProto *t;
+	int dir_fd;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	conv_bn_relu(&g, &w, &b, &bn);
+	externalize(&g, "W", dir, "real.bin", "real.bin", 432);
+	t = g.inits[0];
+	ASSERT_STREQ("W", t->name);
+	snprintf(path, sizeof(path), "%s/w.bin", dir);
+	ASSERT_EQ(0, symlink("real.bin", path));
+	snprintf(path, sizeof(path), "%s/here", dir);
+	ASSERT_EQ(0, symlink(".", path));
+	snprintf(path, sizeof(path), "%s/fifo.bin", dir);
+	ASSERT_EQ(0, mkfifo(path, 0600));
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	ASSERT_EQ(0, mkdir(path, 0700));
+
+	ASSERT_EQ(0, write_onnx(&g, dir, "m.onnx", path, sizeof(path)));
+	ASSERT_EQ(0, onnx_import_file(path, NULL, &im, &err)) TH_LOG("%s", coloc_err_str(&err));
+	onnx_import_free(&im);
+	dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_LE(0, dir_fd);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *what = NULL;
+		int fd;
+
+		t->external_data[0]->value = (char *)bad[i].loc;
+		ASSERT_EQ(0, write_onnx(&g, dir, "m.onnx", path, sizeof(path)));
+		EXPECT_EQ(0, import_refused_in_child(path, bad[i].words, false))
+		TH_LOG("case %zu: %s", i, bad[i].loc);
+		/* the importer given no directory, and the fallback, alike */
+		EXPECT_EQ(0, import_refused_in_child(path, bad[i].words, true))
+		TH_LOG("case %zu: %s", i, bad[i].loc);
+		fd = model_external_open_nofollow(dir_fd, bad[i].loc, &what);
+		EXPECT_GT(0, fd) TH_LOG("case %zu", i);
+		if (fd >= 0)
+			close(fd);
+		EXPECT_TRUE(what && !strcmp(what, bad[i].words))
+		TH_LOG("case %zu: %s", i, what ? what : "(none)");
+	}
+	{
+		const char *what = NULL;
+		int fd = model_external_open_nofollow(dir_fd, "./real.bin", &what);
+
+		EXPECT_LE(0, fd) TH_LOG("%s", what ? what : strerror(-fd));
+		if (fd >= 0)
+			close(fd);
+	}
+	close(dir_fd);
 	EXPECT_EQ(0, tu_remove_tree(dir));
 	arena_free();
 }

@@ -5,7 +5,9 @@
  * temporary file is a new one (a link planted at the old predictable name
  * PATH.tmp.PID is not followed), colocd's --block-log is not opened
  * through a link nor as another user's file, and coloc-profile resumes
- * FILE.partial only with --resume and only when it is the caller's own.
+ * FILE.partial only with --resume and only when it is the caller's own;
+ * and (MEDIUM 4, LOW 9) coloc-profile reads the model once and refuses, as
+ * root, another user's, and the block log is root's eyes only.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -128,11 +131,13 @@ TEST_F_TIMEOUT(root_files, colocd_block_log__a_link_or_anothers_file_is_refused,
 	ASSERT_NE(NULL, strstr(out, "is owned by uid 65534")) TH_LOG("%s", out);
 	ASSERT_TRUE(victim_intact(other));
 
-	/* root's own new file is written as before */
+	/* root's own new file is written as before, for root's eyes only (LOW 9) */
 	snprintf(other, sizeof(other), "%s/blocks.tsv", self->dir);
+	umask(022); /* root's usual one: main's 0644 then made it world-readable */
 	ASSERT_EQ(0, colocd_with_block_log(self->dir, other, out, sizeof(out))) TH_LOG("%s", out);
 	ASSERT_EQ(0, stat(other, &st));
 	ASSERT_GT(st.st_size, 0);
+	ASSERT_EQ(0600, st.st_mode & 07777);
 }
 
 /* coloc-profile on the tiny model with out and a made FILE.partial, --resume. */
@@ -213,6 +218,94 @@ TEST_F_TIMEOUT(root_files, coloc_profile__without_resume_a_partial_is_not_read, 
 	ASSERT_EQ(0, profile_nr_missing(p));
 	ASSERT_NE(0, access(partial, F_OK));
 	profile_free(p);
+}
+
+/* coloc-profile on model with out, one level, and extra (NULL-ended, up to 2). */
+static void profile_run(const char *model, const char *out, const char *const *extra,
+			struct tu_child *run)
+{
+	const char *args[16] = { model,	     "-o", out,		 "--iters", "1",
+				 "--levels", "50", "--no-cache", "--force" };
+	int n = 9;
+
+	for (int i = 0; extra && extra[i] && n < 15; i++)
+		args[n++] = extra[i];
+	args[n] = NULL;
+	memset(run, 0, sizeof(*run));
+	if (profile_tool_run(args, run))
+		run->status = -1;
+}
+
+/*
+ * MEDIUM 4 of the review of 2026-12-06: coloc-profile opened the model
+ * twice, to parse it and again to hash it for the cache key, so a file
+ * renamed over it in between got the cells of the first under the key of
+ * the second. The key and the cells now come from one descriptor: the
+ * model is opened once (inotify counts the opens of the file).
+ */
+TEST_F_TIMEOUT(root_files, coloc_profile__opens_the_model_once, 240)
+{
+	char model[128], out[128], ev[4096] __attribute__((aligned(8)));
+	struct tu_child run;
+	int in, opens = 0;
+	ssize_t n;
+
+	snprintf(model, sizeof(model), "%s/tiny.model", self->dir);
+	snprintf(out, sizeof(out), "%s/tiny.profile", self->dir);
+	ASSERT_EQ(0, profile_tool_write_tiny(model));
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	ASSERT_LE(0, in);
+	/* closes watched too: inotify merges an event identical to the last one queued */
+	ASSERT_LE(0, inotify_add_watch(in, model, IN_OPEN | IN_CLOSE));
+	profile_run(model, out, NULL, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
+	while ((n = read(in, ev, sizeof(ev))) > 0)
+		for (char *p = ev; p < ev + n;
+		     p += sizeof(struct inotify_event) + ((struct inotify_event *)p)->len)
+			opens += !!(((struct inotify_event *)p)->mask & IN_OPEN);
+	close(in);
+	ASSERT_EQ(1, opens);
+}
+
+/*
+ * As root, coloc-profile refuses a model that another user owns or keeps
+ * in a directory of theirs (MEDIUM 4: it would measure and cache what they
+ * put there), saying how to do it safely; --allow-foreign-owner goes on.
+ */
+TEST_F_TIMEOUT(root_files, coloc_profile__as_root_refuses_a_members_model, 240)
+{
+	static const char *const allow[] = { "--allow-foreign-owner", NULL };
+	char model[128], out[128], member[96];
+	struct tu_child run;
+
+	if (geteuid())
+		SKIP(return, "root's coloc-profile; the model is chowned to another user");
+	snprintf(model, sizeof(model), "%s/tiny.model", self->dir);
+	snprintf(out, sizeof(out), "%s/tiny.profile", self->dir);
+	ASSERT_EQ(0, profile_tool_write_tiny(model));
+	ASSERT_EQ(0, chown(model, 65534, 65534));
+	profile_run(model, out, NULL, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "the file is owned by uid 65534, not root"))
+	TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "profile the copy")) TH_LOG("%s", run.output);
+	ASSERT_NE(0, access(out, F_OK));
+	profile_run(model, out, allow, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "going on (--allow-foreign-owner)"))
+	TH_LOG("%s", run.output);
+	ASSERT_EQ(0, access(out, F_OK));
+
+	/* root's own file in a member's directory: renamed over at will */
+	snprintf(member, sizeof(member), "%s/member", self->dir);
+	ASSERT_EQ(0, mkdir(member, 0755));
+	snprintf(model, sizeof(model), "%s/tiny.model", member);
+	ASSERT_EQ(0, profile_tool_write_tiny(model));
+	ASSERT_EQ(0, chown(member, 65534, 65534));
+	profile_run(model, out, NULL, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "its directory is owned by uid 65534"))
+	TH_LOG("%s", run.output);
 }
 
 TEST_HARNESS_MAIN

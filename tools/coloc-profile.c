@@ -54,6 +54,7 @@ static struct {
 	bool verify_cache; /* time the model before reusing a cached profile */
 	uint64_t cold_gap_ns; /* idle before each cold run; 0: from the model's latency */
 	bool verbose;
+	bool allow_foreign_owner; /* as root, on a model someone else owns */
 } opt = {
 	.iters = 9,
 	.import = { .batch = 1 },
@@ -113,6 +114,10 @@ static void usage(FILE *f, const char *prog)
 		"  -d, --dim NAME=VALUE   the value of an .onnx MODEL's symbolic dim NAME\n"
 		"                         (repeat for each); part of the cache key\n"
 		"  -v, --verbose          print each group's timing\n"
+		"      --allow-foreign-owner  as root, measure a MODEL that another user\n"
+		"                         owns or keeps in a directory of theirs (refused\n"
+		"                         without it: copy it to a directory of root's and\n"
+		"                         profile the copy)\n"
 		"  -h, --help             show this help\n"
 		"      --version          print coloc's release and exit\n"
 		"\n"
@@ -354,6 +359,30 @@ static int output_dir_writable(const char *path)
 }
 
 /*
+ * Root measuring a model another user owns (or keeps in a directory of
+ * theirs) runs the importer on their bytes and caches the cells under the
+ * key of whatever they show it: refused unless --allow-foreign-owner
+ * (docs/security-submit.md). -1 with the reason printed when refused.
+ */
+static int foreign_owner_refused(const struct model_owners *o)
+{
+	bool dir = o->file == 0;
+	uid_t uid = dir ? o->dir : o->file;
+
+	if (geteuid() != 0 || (o->file == 0 && o->dir == 0))
+		return 0;
+	fprintf(stderr,
+		"coloc-profile: %s: %s is owned by uid %u, not root: as root, coloc-profile would "
+		"read and measure whatever that user puts there and cache it for colocd. Copy the "
+		"model and its external data into a directory of root's and profile the copy "
+		"(the cache key is the bytes: colocd finds it for the user's file)%s\n",
+		opt.model_path, dir ? "its directory" : "the file", (unsigned)uid,
+		opt.allow_foreign_owner ? "; going on (--allow-foreign-owner)" :
+					  "; --allow-foreign-owner goes on anyway");
+	return opt.allow_foreign_owner ? 0 : -1;
+}
+
+/*
  * Finds coloc-stress, opens and loads the model on the CPUs this process
  * may use, and makes the empty profile its cells go in, keyed by the model
  * file's hash and this machine. 0, or -1 with the reason printed.
@@ -363,6 +392,7 @@ static int profiler_open(struct profiler *pr, uint64_t *hash, struct profile_mac
 	struct exec_options eopts = { 0 };
 	struct coloc_err model_err = { 0 };
 	struct coloc_err cerr = { 0 };
+	struct model_owners owners;
 	cpu_set_t allowed;
 	int ret;
 
@@ -375,14 +405,15 @@ static int profiler_open(struct profiler *pr, uint64_t *hash, struct profile_mac
 			strerror(-ret));
 		return -1;
 	}
-	if (model_open(opt.model_path, &opt.import, &pr->src, &model_err)) {
+	/* one descriptor: the key and the cells describe the same bytes */
+	if (model_open_hashed(opt.model_path, &opt.import, &pr->src, hash, &owners, &model_err)) {
 		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&model_err));
 		return -1;
 	}
 	pr->model = pr->src.model;
-	ret = model_open_hash(opt.model_path, &opt.import, hash);
-	if (!ret)
-		ret = profile_machine_detect(machine);
+	if (foreign_owner_refused(&owners))
+		return -1;
+	ret = profile_machine_detect(machine);
 	if (ret) {
 		fprintf(stderr, "coloc-profile: %s: %s\n", opt.model_path, strerror(-ret));
 		return -1;
@@ -603,6 +634,7 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "dim", required_argument, NULL, 'd' },
+		{ "allow-foreign-owner", no_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'R' },
 		{ 0 },
@@ -669,6 +701,9 @@ int main(int argc, char **argv)
 			break;
 		case 'v':
 			opt.verbose = true;
+			break;
+		case 'O':
+			opt.allow_foreign_owner = true;
 			break;
 		case 'b':
 			if (cli_parse_flag("coloc-profile", "--batch", optarg, 1, 1 << 24, &v))

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "coloc/model_format.h"
 #include "error.h"
@@ -33,7 +34,8 @@ struct model_source {
  * Opens the model at path into src (release with model_source_close()).
  * opts (NULL: batch 1, no dims) are the ONNX import options; a .model file
  * takes none, and is refused if any is given. 0 or a negative errno with
- * the loader's or the importer's message in err.
+ * the loader's or the importer's message in err. The file is opened once
+ * and only as a regular file, external data as model_file.h says.
  */
 int model_open(const char *path, const struct onnx_import_opts *opts, struct model_source *src,
 	       struct coloc_err *err);
@@ -59,6 +61,25 @@ void model_source_drop_weights(struct model_source *src);
  * since the batch and dims change every layer's shape. 0 or -errno.
  */
 int model_open_hash(const char *path, const struct onnx_import_opts *opts, uint64_t *hash);
+
+/* Who owns the model file and the directory it was found in. */
+struct model_owners {
+	uid_t file, dir;
+};
+
+/*
+ * model_open() and model_open_hash() from one descriptor, for the tools
+ * that cache what they measure under the key (coloc-profile): the file is
+ * opened once (model_file_open()), its bytes read once, hashed into *hash
+ * and parsed, and an ONNX model's external data opened below the directory
+ * the file was found in, through no link (model_file.h). So the key and
+ * the model describe the same bytes whatever is renamed over the path
+ * meanwhile. hash may be NULL (model_open() is this without one); owners
+ * (may be NULL) gets the file's and its directory's owners.
+ */
+int model_open_hashed(const char *path, const struct onnx_import_opts *opts,
+		      struct model_source *src, uint64_t *hash, struct model_owners *owners,
+		      struct coloc_err *err);
 
 /* Whether opts asks for anything (a batch other than 1, or a dim). */
 bool model_open_opts_given(const struct onnx_import_opts *opts);

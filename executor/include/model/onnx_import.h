@@ -14,6 +14,7 @@
 #ifndef COLOC_ONNX_IMPORT_H
 #define COLOC_ONNX_IMPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,14 @@ struct onnx_import_opts {
 	 */
 	const struct onnx_external_fd *external;
 	int nr_external;
+	/*
+	 * With external NULL: the model's directory as model_file_open()
+	 * opened it, below which each external data file is opened
+	 * (model_external_open(): no link followed, no FIFO waited on);
+	 * has_dir_fd false: the directory of the name, opened then.
+	 */
+	bool has_dir_fd;
+	int dir_fd;
 };
 
 struct onnx_import {

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Opens a model file and its ONNX external data by path for the
+ * command-line tools: each name resolved once, external data below the
+ * model's directory through no link and never blocking (model_file.h).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "model_file.h"
+
+#define READ_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+
+/* What a file that is not a regular one is, for a message. */
+static const char *kind_of(mode_t mode)
+{
+	if (S_ISFIFO(mode))
+		return "is a FIFO";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "is a device";
+	if (S_ISDIR(mode))
+		return "is a directory";
+	if (S_ISSOCK(mode))
+		return "is a socket";
+	return "is not a regular file";
+}
+
+/* fd when it is a regular file; otherwise closed, -EINVAL and *what says what it is. */
+static int regular_only(int fd, const char **what)
+{
+	struct stat st;
+
+	if (fstat(fd, &st)) {
+		int ret = -errno;
+
+		close(fd);
+		*what = "cannot be examined";
+		return ret;
+	}
+	if (S_ISREG(st.st_mode))
+		return fd;
+	close(fd);
+	*what = kind_of(st.st_mode);
+	return -EINVAL;
+}
+
+int model_external_open_nofollow(int dir_fd, const char *loc, const char **what)
+{
+	char comp[NAME_MAX + 1];
+	int cur = dir_fd, fd;
+
+	*what = NULL;
+	for (const char *s = loc;;) {
+		size_t n = strcspn(s, "/");
+		bool last = !s[n] || !s[n + strspn(s + n, "/")];
+
+		if (n > NAME_MAX) {
+			fd = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(comp, s, n);
+		comp[n] = '\0';
+		s += n + strspn(s + n, "/");
+		if (!n || !strcmp(comp, ".")) {
+			if (!last)
+				continue;
+			snprintf(comp, sizeof(comp), ".");
+		}
+		if (!strcmp(comp, "..")) {
+			fd = -EPERM;
+			break;
+		}
+		fd = openat(cur, comp,
+			    last ? READ_FLAGS | O_NOFOLLOW :
+				   O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			struct stat st;
+
+			fd = -errno;
+			/* a link where a directory is wanted: ENOTDIR from O_DIRECTORY */
+			if (fd == -ENOTDIR && !fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) &&
+			    S_ISLNK(st.st_mode))
+				fd = -ELOOP;
+		}
+		if (cur != dir_fd)
+			close(cur);
+		if (fd < 0 || last)
+			break;
+		cur = fd;
+	}
+	if (fd == -ELOOP)
+		*what = "is a symbolic link or lies under one";
+	return fd < 0 ? fd : regular_only(fd, what);
+}
+
+int model_external_open(int dir_fd, const char *loc, const char **what)
+{
+	struct open_how how = {
+		.flags = READ_FLAGS,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, dir_fd, loc, &how, sizeof(how));
+
+	*what = NULL;
+	if (fd < 0 && (errno == ENOSYS || errno == E2BIG))
+		return model_external_open_nofollow(dir_fd, loc, what);
+	if (fd < 0) {
+		int ret = -errno;
+
+		if (ret == -ELOOP)
+			*what = "is a symbolic link or lies under one";
+		else if (ret == -EXDEV)
+			*what = "is not below the model's directory";
+		return ret;
+	}
+	return regular_only((int)fd, what);
+}
+
+int model_external_open_beside(const char *name, const char *loc, const char **what)
+{
+	const char *slash = strrchr(name, '/');
+	char dir[PATH_MAX];
+	int dir_fd, fd;
+
+	*what = NULL;
+	if ((size_t)snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - name + 1) : 1,
+			     slash ? name : ".") >= sizeof(dir))
+		return -ENAMETOOLONG;
+	dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir_fd < 0)
+		return -errno;
+	fd = model_external_open(dir_fd, loc, what);
+	close(dir_fd);
+	return fd;
+}
+
+int model_file_open(const char *path, struct model_file *mf, struct coloc_err *err)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path, *what;
+	char dir[PATH_MAX];
+	int ret;
+
+	*mf = (struct model_file){ .dir_fd = -1, .fd = -1 };
+	if (!slash || slash == path)
+		snprintf(dir, sizeof(dir), "%s", slash ? "/" : ".");
+	else if ((size_t)(slash - path) >= sizeof(dir))
+		return coloc_err_set(err, -ENAMETOOLONG, "%s: path too long", path);
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	mf->dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (mf->dir_fd < 0 || fstat(mf->dir_fd, &mf->dir_st)) {
+		ret = -errno;
+		model_file_close(mf);
+		return coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
+	}
+	if (!*base) {
+		model_file_close(mf);
+		return coloc_err_set(err, -EISDIR, "%s: names a directory, not a model file", path);
+	}
+	mf->fd = openat(mf->dir_fd, base, READ_FLAGS);
+	if (mf->fd < 0) {
+		ret = -errno;
+		model_file_close(mf);
+		return coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
+	}
+	ret = regular_only(mf->fd, &what);
+	if (ret < 0) {
+		mf->fd = -1;
+		model_file_close(mf);
+		return coloc_err_set(err, ret, "%s: %s; a model is a regular file", path, what);
+	}
+	if (fstat(mf->fd, &mf->st)) {
+		ret = -errno;
+		model_file_close(mf);
+		return coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
+	}
+	return 0;
+}
+
+void model_file_close(struct model_file *mf)
+{
+	if (mf->fd >= 0)
+		close(mf->fd);
+	if (mf->dir_fd >= 0)
+		close(mf->dir_fd);
+	mf->fd = mf->dir_fd = -1;
+}
