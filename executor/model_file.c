@@ -146,6 +146,7 @@ int model_file_open(const char *path, struct model_file *mf, struct coloc_err *e
 {
 	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path, *what;
 	char dir[PATH_MAX];
+	struct stat lst;
 	int ret;
 
 	*mf = (struct model_file){ .dir_fd = -1, .fd = -1 };
@@ -182,6 +183,11 @@ int model_file_open(const char *path, struct model_file *mf, struct coloc_err *e
 		model_file_close(mf);
 		return coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
 	}
+	/* a link another user made to root's file is theirs to point elsewhere */
+	mf->name_uid = mf->st.st_uid;
+	if (!mf->name_uid && !fstatat(mf->dir_fd, base, &lst, AT_SYMLINK_NOFOLLOW) &&
+	    S_ISLNK(lst.st_mode))
+		mf->name_uid = lst.st_uid;
 	return 0;
 }
 

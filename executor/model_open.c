@@ -227,7 +227,7 @@ int model_open_hashed(const char *path, const struct onnx_import_opts *opts,
 	if (ret)
 		return ret;
 	if (owners)
-		*owners = (struct model_owners){ .file = mf.st.st_uid, .dir = mf.dir_st.st_uid };
+		*owners = (struct model_owners){ .file = mf.name_uid, .dir = mf.dir_st.st_uid };
 	ret = read_fd(path, mf.fd, &buf, &len, err);
 	if (!ret) {
 		if (hash)

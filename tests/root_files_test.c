@@ -296,6 +296,16 @@ TEST_F_TIMEOUT(root_files, coloc_profile__as_root_refuses_a_members_model, 240)
 	TH_LOG("%s", run.output);
 	ASSERT_EQ(0, access(out, F_OK));
 
+	/* root's own file through a member's link in root's directory (a sticky /tmp) */
+	snprintf(member, sizeof(member), "%s/link.model", self->dir);
+	ASSERT_EQ(0, chown(model, 0, 0));
+	ASSERT_EQ(0, symlink(model, member));
+	ASSERT_EQ(0, lchown(member, 65534, 65534));
+	profile_run(member, out, NULL, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "the file is owned by uid 65534"))
+	TH_LOG("%s", run.output);
+
 	/* root's own file in a member's directory: renamed over at will */
 	snprintf(member, sizeof(member), "%s/member", self->dir);
 	ASSERT_EQ(0, mkdir(member, 0755));

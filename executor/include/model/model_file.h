@@ -19,6 +19,7 @@ struct model_file {
 	int dir_fd; /* the directory the path names the model in (O_PATH) */
 	int fd; /* the model file, opened once, read-only */
 	struct stat dir_st, st;
+	uid_t name_uid; /* the owner of the name: st's, or the link's when st is root's */
 };
 
 /*

@@ -62,7 +62,7 @@ void model_source_drop_weights(struct model_source *src);
  */
 int model_open_hash(const char *path, const struct onnx_import_opts *opts, uint64_t *hash);
 
-/* Who owns the model file and the directory it was found in. */
+/* Who owns the model file (or the link to it, when the file is root's) and its directory. */
 struct model_owners {
 	uid_t file, dir;
 };
