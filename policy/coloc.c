@@ -19,10 +19,8 @@
 #include "coloc_internal.h"
 
 #define COLOC_LOOKAHEAD 4
-/* serve()'s answers beside enum policy_served: q's block cannot end before another's latest start */
+/* serve()'s answer beside enum policy_served: q's block cannot end before another's latest start */
 #define COLOC_GIVE_WAY (POLICY_OUT_FULL + 1)
-/* ... q is late, not hopeless: it is served after the queries that are not (drop_or_hold()) */
-#define COLOC_DEMOTE (POLICY_OUT_FULL + 2)
 
 double policy_coloc_threshold(int total_cores, double sum_avg, double avg)
 {
@@ -251,16 +249,6 @@ static uint64_t table_rest(const struct coloc_state *st, struct coloc_tenant *ct
 	return best;
 }
 
-/*
- * Whether q, its rest taking rest_ns from now, would be answered past its
- * deadline plus its tenant's QoS: given up (dropped) then, demoted before.
- */
-static bool given_up(const struct policy_input *in, const struct policy_query *q, double rest_ns)
-{
-	return (double)in->now_ns + rest_ns >=
-	       (double)q->deadline_ns + (double)in->tenants[q->tenant].qos_ns;
-}
-
 /* The error for a rest of model that a layer from first on cannot run on cores. */
 static int no_version(struct coloc_err *err, const struct policy_query *q, int first, int cores)
 {
@@ -276,15 +264,15 @@ static int no_version(struct coloc_err *err, const struct policy_query *q, int f
  * learnt prediction's optimistic end (/ margin) and the table at the level,
  * on the whole machine, cold only when every core is. Late
  * on the optimistic end (or past its deadline) but not that late, it is
- * demoted (COLOC_DEMOTE): served after every query that can still meet its
+ * demoted (POLICY_DEMOTED): served after every query that can still meet its
  * deadline, on what they leave. Late on the cores free now (up to count
  * index max_ci), pessimistically, but not on the whole machine, it waits
  * for cores, and less urgent queries may use the free ones meanwhile. The
  * rest is priced cold (times cold, 1 when hot) when the block would start
  * on the free cores gone cold. POLICY_SERVED when none of these (serve()
- * goes on), else the enum policy_served or COLOC_DEMOTE to return, or
- * -EINVAL when a layer has no version. docs/design/coloc-policy.md, "Late
- * queries are demoted, not dropped".
+ * goes on), else the enum policy_served to return, or -EINVAL when a layer
+ * has no version. The rule is every policy's (policy_lateness(), late.c);
+ * docs/design/coloc-policy.md, "Late queries are demoted, not dropped".
  */
 static int drop_or_hold(const struct coloc_state *st, const struct policy_config *cfg,
 			const struct policy_input *in, struct coloc_tenant *ct,
@@ -298,7 +286,6 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 	int first = q->next_layer, all_ci = policy_costs_core_index(m, st->nr_online);
 	uint64_t rest_ns = rest_at_best(st, ct, first, all_ci, pos, corr, fixed, in->now_ns);
 	double all_cold = policy_costs_cold_scale_on(m, in, &cfg->online), sure;
-	double now = (double)in->now_ns, deadline = (double)q->deadline_ns;
 
 	if (!rest_ns)
 		return no_version(err, q, first, m->core_counts[all_ci]);
@@ -306,10 +293,14 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 	rest_ns = policy_scale_ns(rest_ns, all_cold);
 	sure = fmin((double)rest_ns / margin,
 		    (double)policy_scale_ns(table_rest(st, ct, first, all_ci, pos), all_cold));
-	if (given_up(in, q, sure))
+	switch (policy_lateness(cfg, in, q, (double)rest_ns / margin, sure)) {
+	case POLICY_GIVE_UP:
 		return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
-	if (now >= deadline || now + (double)rest_ns / margin > deadline)
-		return COLOC_DEMOTE;
+	case POLICY_DEMOTE:
+		return POLICY_DEMOTED;
+	case POLICY_ON_TIME:
+		break;
+	}
 	if (max_ci < all_ci) {
 		rest_ns = rest_at_best(st, ct, first, max_ci, pos, corr, fixed, in->now_ns);
 		if (!rest_ns)
@@ -493,9 +484,10 @@ static int whole_rest_index(const struct coloc_state *st, const struct policy_in
 
 /*
  * Decides q's next block, or drops it, or waits, or demotes it; an enum
- * policy_served, COLOC_GIVE_WAY or COLOC_DEMOTE. A demoted q (late) is
- * neither dropped nor held here, and its block is capped by every tenant's
- * slack, its own included: a query of its own tenant arriving waits for it.
+ * policy_served (POLICY_DEMOTED among them) or COLOC_GIVE_WAY. A demoted q
+ * (late) is neither dropped nor held here, and its block is capped by every
+ * tenant's slack, its own included: a query of its own tenant arriving
+ * waits for it.
  */
 static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		 const struct policy_input *in, struct round *r, const struct policy_query *q,
@@ -521,7 +513,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	struct policy_decision *d;
 	uint8_t *versions;
 
-	if (cfg->late == POLICY_LATE_DROP && given_up(in, q, 0))
+	if (policy_lateness(cfg, in, q, 0, 0) == POLICY_GIVE_UP)
 		return policy_append_drop(out, q, POLICY_DROP_DEADLINE_PASSED, 0);
 	if (max_ci < 0)
 		return POLICY_WAIT;
@@ -837,7 +829,7 @@ static void undefer(const struct policy_input *in, struct round *r)
 }
 
 /*
- * The demoted queries (COLOC_DEMOTE), once every query that is not late
+ * The demoted queries (POLICY_DEMOTED), once every query that is not late
  * was decided, held or gave way: each tenant's earliest, by deadline, on
  * the cores left, where its tenant has an executor that no query of its
  * own still wants (its head decided, none left).
@@ -920,7 +912,7 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 			continue;
 		}
 		undefer(in, &r);
-		if (ret == COLOC_DEMOTE) {
+		if (ret == POLICY_DEMOTED) {
 			/* late: its tenant's next query goes first, it after every one on time */
 			if (!r.late[t])
 				r.late[t] = r.head[t];

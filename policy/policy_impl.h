@@ -31,10 +31,33 @@ int policy_tenant_running(const struct policy_input *in, int tenant);
 int policy_append_drop(struct policy_output *out, const struct policy_query *q,
 		       enum policy_drop_reason reason, uint64_t predicted_ns);
 
+/*
+ * What the rule for late queries (late.c) makes of a query, for every
+ * policy: served in the policy's order; demoted, served after every query
+ * on time; or given up, dropped.
+ */
+enum policy_lateness {
+	POLICY_ON_TIME,
+	POLICY_DEMOTE, /* past its deadline, or its rest ends past it */
+	POLICY_GIVE_UP, /* its answer would come after its deadline plus its QoS */
+};
+
+/*
+ * q's lateness, its rest predicted to take rest_ns from now and at least
+ * least_ns (the least of the policy's prediction and the table): given up
+ * when now + least_ns is at or past its deadline plus its tenant's QoS,
+ * demoted when now is at or past its deadline or now + rest_ns past it,
+ * else on time; always on time when cfg->late says serve. rest_ns =
+ * least_ns = 0 asks whether q's time has run out whatever it costs.
+ */
+enum policy_lateness policy_lateness(const struct policy_config *cfg, const struct policy_input *in,
+				     const struct policy_query *q, double rest_ns, double least_ns);
+
 enum policy_served {
 	POLICY_SERVED, /* a decision was appended, its cores taken from free */
 	POLICY_DROPPED, /* a drop was appended */
 	POLICY_WAIT, /* too few free cores for the model's smallest core count */
+	POLICY_DEMOTED, /* late (POLICY_DEMOTE): its turn comes after every query on time */
 	POLICY_OUT_FULL, /* an output array is full */
 };
 
