@@ -205,8 +205,9 @@ static const struct colocd_option options[] = {
 	  .help = "which query runs where; one of the list below", .dflt = SERVING_DEFAULT_POLICY,
 	  .more = print_policies },
 	{ "late", 0, ARG_PARSER, .parse = parse_late, .arg = "drop|serve",
-	  .help = "a query that cannot meet its deadline is dropped and counted (drop) or "
-		  "served late (serve)",
+	  .help = "a query that cannot meet its deadline is served after those on time, dropped "
+		  "and counted only when its answer would come past its deadline plus its QoS "
+		  "(drop), or served late in order (serve)",
 	  .dflt = "drop" },
 	{ "no-plan-ahead", 0, ARG_FLAG, &config.no_plan_ahead,
 	  .help = "one block per command to an executor, a round trip through colocd between "

@@ -3,10 +3,11 @@
  * fcfs: first come, first served, one query at a time. While nothing runs,
  * the earliest-arriving query gets its whole remaining model as one block on
  * all free cores (the largest profiled core count that fits), each layer in
- * the version fastest alone at that count. Queries that are late, or would
- * end late even so, are dropped on the way (with --late drop). The simple
- * policy of the tenants-end-to-end issue; the scheduler issue replaces it as
- * the default.
+ * the version fastest alone at that count. A query that is late, or would
+ * end late even so, waits until no query on time is queued, and is dropped
+ * only when even then its answer would come after its deadline plus its
+ * QoS (with --late drop, late.c). The simple policy of the
+ * tenants-end-to-end issue; the scheduler issue replaces it as the default.
  */
 #include "policy_impl.h"
 
@@ -14,14 +15,13 @@ static int fcfs_decide(void *state, const struct policy_config *cfg, const struc
 		       struct policy_output *out, struct coloc_err *err)
 {
 	struct policy_cpuset free = *in->free;
-	const struct policy_query *after = NULL;
 	int r;
 
 	(void)state;
 	if (in->nr_running)
 		return 0;
 	/* one query at a time, of any tenant: after the first served, the rest wait for it */
-	r = policy_serve_earliest_whole(cfg, in, -1, &free, out, err, &after);
+	r = policy_serve_earliest_whole(cfg, in, -1, NULL, NULL, &free, out, err);
 	return r < 0 ? r : 0;
 }
 

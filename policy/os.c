@@ -9,9 +9,10 @@
  * decision at once, on the same cores as the others (the largest profiled
  * core count not above the free cores, the lowest-numbered of them; the
  * caller passes every core as free and does not pin exclusively), each
- * layer in its fastest version alone at that count. Drops follow
- * config->late as in fcfs: a query already late, or whose alone latency
- * ends past its deadline, is dropped on the way to the next one.
+ * layer in its fastest version alone at that count. Late queries as in
+ * fcfs, within each tenant: a query already late, or whose alone latency
+ * ends past its deadline, waits until its tenant has no query on time
+ * queued, and is dropped only past its deadline plus its QoS (late.c).
  */
 #include "policy_impl.h"
 
@@ -20,7 +21,6 @@ static int os_decide(void *state, const struct policy_config *cfg, const struct 
 {
 	(void)state;
 	for (int t = 0; t < in->nr_tenants; t++) {
-		const struct policy_query *after = NULL;
 		int idle = in->tenants[t].costs ? policy_tenant_executors(&in->tenants[t]) -
 							  policy_tenant_running(in, t) :
 						  0;
@@ -29,7 +29,7 @@ static int os_decide(void *state, const struct policy_config *cfg, const struct 
 			/* every tenant sees all the cores: a fresh copy each, not what others took */
 			struct policy_cpuset free = *in->free;
 
-			r = policy_serve_earliest_whole(cfg, in, t, &free, out, err, &after);
+			r = policy_serve_earliest_whole(cfg, in, t, NULL, NULL, &free, out, err);
 			if (r < 0)
 				return r;
 			if (r == POLICY_OUT_FULL)

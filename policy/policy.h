@@ -68,8 +68,9 @@
  *    per block of the same layers and core count), held in the policy's
  *    state; headroom order is deadline_ns - now_ns; drops carry
  *    POLICY_DROP_CANNOT_MEET with the prediction; config->late says whether
- *    to drop or serve late (the coloc engine: late queries after the others,
- *    dropped only when their answer would be later than twice their QoS).
+ *    to drop or serve late (every policy: late queries after the others,
+ *    dropped only when their answer would be later than twice their QoS,
+ *    the one rule of late.c).
  *  - Cores: the topology (config->llc, config->socket) and the per-domain
  *    signals and per-tenant pressure (tenant->sig) choose which free cores.
  *  - Baselines: static, temporal (here), model-wise and layer-wise are
@@ -421,10 +422,10 @@ void policy_output_reset(struct policy_output *out);
 
 enum policy_late {
 	/*
-	 * a query that cannot meet its deadline is dropped (the default); the
-	 * coloc engine drops it only when its answer cannot come by its
-	 * deadline plus its QoS, and serves it late, after the queries on
-	 * time, before that (docs/design/coloc-policy.md)
+	 * a query that cannot meet its deadline is dropped (the default), but
+	 * only when its answer cannot come by its deadline plus its QoS; before
+	 * that every policy serves it late, after the queries on time
+	 * (docs/design/coloc-policy.md, "Late queries are demoted, not dropped")
 	 */
 	POLICY_LATE_DROP,
 	POLICY_LATE_SERVE, /* ... is served anyway, late */

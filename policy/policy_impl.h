@@ -64,26 +64,40 @@ enum policy_served {
 /*
  * Serves q's whole remaining model as one block on the largest profiled
  * core count <= nr_cores that fits in free (the lowest-numbered cores of
- * free), each layer in its fastest version alone at that count; or drops q
- * per cfg->late when its deadline has passed or its alone latency there
- * ends past it. Returns an enum policy_served, or -EINVAL with err filled
- * when a layer has no version measured at that core count.
+ * free), each layer in its fastest version alone at that count, unless
+ * policy_lateness() on that alone latency (prediction and table alike)
+ * gives it up (dropped: DEADLINE_PASSED when its time has run out whatever
+ * it costs, else CANNOT_MEET) or, when not demoted already, demotes it
+ * (POLICY_DEMOTED, nothing appended). Returns an enum policy_served, or
+ * -EINVAL with err filled when a layer has no version measured at that
+ * core count.
  */
 int policy_serve_whole_model(const struct policy_config *cfg, const struct policy_input *in,
-			     const struct policy_query *q, int nr_cores, struct policy_cpuset *free,
-			     struct policy_output *out, struct coloc_err *err);
+			     const struct policy_query *q, int nr_cores, bool demoted,
+			     struct policy_cpuset *free, struct policy_output *out,
+			     struct coloc_err *err);
 
 /*
- * First come first served within tenant (-1: any tenant): its queued
- * queries after *after (NULL: from the first), earliest first, each served
- * whole on up to all of free, until one is not dropped; *after is then the
- * last one tried. Returns that one's enum policy_served (POLICY_DROPPED
- * when every queued query was dropped or none was queued), or -EINVAL as
- * policy_serve_whole_model.
+ * The core count a policy gives q's whole rest, at most (NULL: every free
+ * core), with the policy's state.
+ */
+typedef int (*policy_whole_cores_fn)(void *state, const struct policy_input *in,
+				     const struct policy_query *q);
+
+/*
+ * First come first served within tenant (-1: any tenant), late queries
+ * after the rest: the queued queries not yet decided or dropped in out, by
+ * arrival, each served whole on up to cores_of()'s count of free (given
+ * up ones dropped, late ones passed over) until one is served or must
+ * wait; when none on time is left, the earliest late one, demoted. Returns
+ * that one's enum policy_served (POLICY_DROPPED when nothing was left to
+ * serve), or -EINVAL as policy_serve_whole_model. Called again in the same
+ * round (another executor of the tenant), it serves the next.
  */
 int policy_serve_earliest_whole(const struct policy_config *cfg, const struct policy_input *in,
-				int tenant, struct policy_cpuset *free, struct policy_output *out,
-				struct coloc_err *err, const struct policy_query **after);
+				int tenant, policy_whole_cores_fn cores_of, void *state,
+				struct policy_cpuset *free, struct policy_output *out,
+				struct coloc_err *err);
 
 /*
  * The coloc engine (coloc.c), shared by coloc, its ablations and the

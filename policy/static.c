@@ -6,7 +6,8 @@
  * the k-th tenant (by id) taking the k-th; within its share a tenant runs
  * FCFS, one query at a time on each of its executors (colocd starts one),
  * each query's whole remaining model on the free cores of its share (the
- * first query takes them all, so a second executor waits for it). Shares
+ * first query takes them all, so a second executor waits for it); late
+ * queries as in fcfs, after the tenant's queries on time (late.c). Shares
  * are recomputed from the tenant set at every call, so they change only
  * when a tenant comes or goes.
  */
@@ -59,7 +60,6 @@ static int static_decide(void *state, const struct policy_config *cfg,
 	for (int t = 0; t < in->nr_tenants; t++)
 		nr_active += in->tenants[t].costs != NULL;
 	for (int t = 0; t < in->nr_tenants; t++) {
-		const struct policy_query *after = NULL;
 		struct policy_cpuset free;
 		int idle;
 
@@ -70,7 +70,7 @@ static int static_decide(void *state, const struct policy_config *cfg,
 		idle = policy_tenant_executors(&in->tenants[t]) - policy_tenant_running(in, t);
 		/* what one query takes of its share is gone from free for the next */
 		for (int r = POLICY_SERVED; idle > 0 && r == POLICY_SERVED; idle--) {
-			r = policy_serve_earliest_whole(cfg, in, t, &free, out, err, &after);
+			r = policy_serve_earliest_whole(cfg, in, t, NULL, NULL, &free, out, err);
 			if (r < 0)
 				return r;
 			if (r == POLICY_OUT_FULL)

@@ -9,9 +9,10 @@
  * every free core, and runs on what is free when cores are withheld (an
  * executor being restarted), where temporal waits.
  *
- * The best count of a whole model is worked out once per tenant (every
- * count, every layer and version) and kept, keyed by the tenant's uid, in
- * the policy's state.
+ * Late queries as in fcfs: one waits until no query on time is queued
+ * (late.c). The best count of a whole model is worked out once per tenant
+ * (every count, every layer and version) and kept, keyed by the tenant's
+ * uid, in the policy's state.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -57,39 +58,35 @@ static int fastest_count(const struct policy_costs *m, int first, int nr_online)
 	return best < 0 ? 0 : m->core_counts[best];
 }
 
+/* q's core count: the count fastest for its rest, its tenant's kept for a fresh query */
+static int temporal_cores(void *state, const struct policy_input *in, const struct policy_query *q)
+{
+	struct temporal_state *st = state;
+	const struct policy_costs *m = in->tenants[q->tenant].costs;
+	uint64_t uid = in->tenants[q->tenant].uid;
+
+	if (q->next_layer)
+		return fastest_count(m, q->next_layer, st->nr_online);
+	if (!st->cached[q->tenant] || st->uid[q->tenant] != uid) {
+		st->cached[q->tenant] = true;
+		st->uid[q->tenant] = uid;
+		st->best_cores[q->tenant] = fastest_count(m, 0, st->nr_online);
+	}
+	return st->best_cores[q->tenant];
+}
+
 static int temporal_decide(void *state, const struct policy_config *cfg,
 			   const struct policy_input *in, struct policy_output *out,
 			   struct coloc_err *err)
 {
-	struct temporal_state *st = state;
 	struct policy_cpuset free = *in->free;
-	const struct policy_query *q = NULL;
+	int r;
 
 	if (in->nr_running || !policy_cpuset_subset(&cfg->online, in->free))
 		return 0;
-	while ((q = policy_earliest_queued(in, -1, q))) {
-		const struct policy_costs *m = in->tenants[q->tenant].costs;
-		int nr_cores, r;
-
-		if (q->next_layer) {
-			nr_cores = fastest_count(m, q->next_layer, st->nr_online);
-		} else {
-			uint64_t uid = in->tenants[q->tenant].uid;
-
-			if (!st->cached[q->tenant] || st->uid[q->tenant] != uid) {
-				st->cached[q->tenant] = true;
-				st->uid[q->tenant] = uid;
-				st->best_cores[q->tenant] = fastest_count(m, 0, st->nr_online);
-			}
-			nr_cores = st->best_cores[q->tenant];
-		}
-		r = policy_serve_whole_model(cfg, in, q, nr_cores, &free, out, err);
-		if (r < 0)
-			return r;
-		if (r != POLICY_DROPPED)
-			break;
-	}
-	return 0;
+	/* one query at a time: the earliest on time, else the earliest late (late.c) */
+	r = policy_serve_earliest_whole(cfg, in, -1, temporal_cores, state, &free, out, err);
+	return r < 0 ? r : 0;
 }
 
 const struct policy_entry policy_temporal = {

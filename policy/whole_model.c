@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * What the simple policies (fcfs, static) share: the earliest queued query
- * by arrival, and serving a query's whole remaining model as one block on a
- * set of free cores, with the drop rule for a query that is already late or
- * would finish late even alone.
+ * What the simple policies (fcfs, os, static, temporal) share: the earliest
+ * queued query by arrival, and serving a query's whole remaining model as
+ * one block on a set of free cores, with the rule for late queries every
+ * policy applies (late.c): a query late even alone is served after those on
+ * time, and dropped only when even alone its answer would come after its
+ * deadline plus its QoS.
  */
 #include <errno.h>
 #include "policy_impl.h"
@@ -68,19 +70,21 @@ int policy_append_drop(struct policy_output *out, const struct policy_query *q,
 }
 
 int policy_serve_whole_model(const struct policy_config *cfg, const struct policy_input *in,
-			     const struct policy_query *q, int nr_cores, struct policy_cpuset *free,
-			     struct policy_output *out, struct coloc_err *err)
+			     const struct policy_query *q, int nr_cores, bool demoted,
+			     struct policy_cpuset *free, struct policy_output *out,
+			     struct coloc_err *err)
 {
 	const struct policy_costs *m = in->tenants[q->tenant].costs;
 	int nr_free = policy_cpuset_count(free);
 	int nr_layers = m->nr_layers - q->next_layer;
 	int ci = policy_costs_core_index(m, nr_cores < nr_free ? nr_cores : nr_free);
 	struct policy_decision *d;
+	enum policy_lateness late;
 	uint8_t *versions;
 	uint64_t alone_ns = 0;
 	int cpu;
 
-	if (cfg->late == POLICY_LATE_DROP && in->now_ns >= q->deadline_ns)
+	if (policy_lateness(cfg, in, q, 0, 0) == POLICY_GIVE_UP)
 		return policy_append_drop(out, q, POLICY_DROP_DEADLINE_PASSED, 0);
 	if (ci < 0)
 		return POLICY_WAIT;
@@ -102,8 +106,12 @@ int policy_serve_whole_model(const struct policy_config *cfg, const struct polic
 		versions[i] = (uint8_t)v;
 		alone_ns += ns;
 	}
-	if (cfg->late == POLICY_LATE_DROP && in->now_ns + alone_ns > q->deadline_ns)
+	/* the alone latency is both the prediction and the table: the least evidence too */
+	late = policy_lateness(cfg, in, q, (double)alone_ns, (double)alone_ns);
+	if (late == POLICY_GIVE_UP)
 		return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, alone_ns);
+	if (late == POLICY_DEMOTE && !demoted)
+		return POLICY_DEMOTED;
 
 	d = &out->decisions[out->nr_decisions++];
 	out->nr_versions += nr_layers;
@@ -127,16 +135,45 @@ int policy_serve_whole_model(const struct policy_config *cfg, const struct polic
 	return POLICY_SERVED;
 }
 
-int policy_serve_earliest_whole(const struct policy_config *cfg, const struct policy_input *in,
-				int tenant, struct policy_cpuset *free, struct policy_output *out,
-				struct coloc_err *err, const struct policy_query **after)
+/* Whether q was decided or dropped earlier in this round (out). */
+static bool in_output(const struct policy_output *out, const struct policy_query *q)
 {
-	const struct policy_query *q = *after;
-	int r = POLICY_DROPPED;
+	for (int i = 0; i < out->nr_decisions; i++)
+		if (out->decisions[i].query_id == q->id)
+			return true;
+	for (int i = 0; i < out->nr_drops; i++)
+		if (out->drops[i].query_id == q->id)
+			return true;
+	return false;
+}
 
-	while (r == POLICY_DROPPED && (q = policy_earliest_queued(in, tenant, q))) {
-		r = policy_serve_whole_model(cfg, in, q, POLICY_MAX_CPUS, free, out, err);
-		*after = q;
+int policy_serve_earliest_whole(const struct policy_config *cfg, const struct policy_input *in,
+				int tenant, policy_whole_cores_fn cores_of, void *state,
+				struct policy_cpuset *free, struct policy_output *out,
+				struct coloc_err *err)
+{
+	const struct policy_query *q = NULL, *late = NULL;
+
+	while ((q = policy_earliest_queued(in, tenant, q))) {
+		int r;
+
+		if (in_output(out, q))
+			continue;
+		r = policy_serve_whole_model(cfg, in, q,
+					     cores_of ? cores_of(state, in, q) : POLICY_MAX_CPUS,
+					     false, free, out, err);
+		if (r == POLICY_DEMOTED) {
+			if (!late)
+				late = q;
+			continue;
+		}
+		if (r != POLICY_DROPPED)
+			return r;
 	}
-	return r;
+	/* nothing on time left: the earliest late one takes its turn */
+	if (!late)
+		return POLICY_DROPPED;
+	return policy_serve_whole_model(cfg, in, late,
+					cores_of ? cores_of(state, in, late) : POLICY_MAX_CPUS,
+					true, free, out, err);
 }

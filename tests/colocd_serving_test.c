@@ -377,8 +377,10 @@ TEST_F_TIMEOUT(wire, os__two_tenants_run_at_once_on_the_same_cores_unpinned, 600
  * at once, doubled from 4 until the burst outlasts the QoS (the profile may
  * have been taken under another load than the run). --late serve answers
  * every one, ok, the last ones past the QoS; --late drop, given the same
- * burst, drops those whose wait leaves too little time, with the reason (at
- * the latest the first whose wait alone passes 5% of solo).
+ * burst, serves the late ones after those on time and drops, with the
+ * reason, those whose answer would come after their deadline plus their
+ * QoS (the first whose wait passes 1.1 x solo: of 4 or more queries at
+ * once, the fourth at the latest where each takes 0.37 x solo or more).
  */
 TEST_F_TIMEOUT(wire, late__serve_runs_late_what_drop_drops, 600)
 {

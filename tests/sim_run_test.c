@@ -151,27 +151,47 @@ TEST_F(sim, run__a_tenant_runs_as_many_queries_at_once_as_it_has_executors)
 
 /*
  * The same with QoS 12 ms: at 10 ms q1 would end at 20 ms, past its
- * deadline 5 + 12 = 17 ms, so fcfs drops it then.
+ * deadline 5 + 12 = 17 ms, but before its deadline plus its QoS (29 ms):
+ * fcfs serves it late (before, it dropped it at 10 ms). With QoS 7 ms q0
+ * itself ends late (10 ms past its deadline 7, before 14), served; q1
+ * would end at 20 ms, past 5 + 2 x 7 = 19 ms: dropped at 10 ms.
  */
-TEST_F(sim, run__fcfs_drops_the_query_that_cannot_meet_qos)
+TEST_F(sim, run__fcfs_serves_a_late_query_and_drops_it_only_past_its_deadline_plus_its_qos)
 {
 	static const double ms[] = { 0, 5 };
 	static const int who[] = { 0, 0 };
 	struct sim_tenant t = { .costs = &one_layer, .qos_ns = 12 * MS, .share = 1 };
 	struct mem_trace mt;
 	struct sim_params p;
-	const struct sim_query_record *q1;
+	const struct sim_query_record *q0, *q1;
 
 	mem_trace_init(&mt, 2, ms, who);
 	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
 	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err));
 	q1 = record_of(self->w, 1);
 	ASSERT_NE(NULL, q1);
+	ASSERT_FALSE(q1->dropped);
+	ASSERT_EQ(20 * MS, q1->end_ns);
+	ASSERT_EQ(2, self->r.tenant[0].completed);
+	ASSERT_EQ(0, self->r.tenant[0].dropped);
+	ASSERT_EQ(0.5, self->r.tenant[0].fraction_within);
+
+	t.qos_ns = 7 * MS;
+	mem_trace_init(&mt, 2, ms, who);
+	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
+	self->w->nr_q = 0;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err));
+	q0 = record_of(self->w, 0);
+	q1 = record_of(self->w, 1);
+	ASSERT_NE(NULL, q0);
+	ASSERT_NE(NULL, q1);
+	ASSERT_FALSE(q0->dropped);
+	ASSERT_EQ(10 * MS, q0->end_ns);
 	ASSERT_TRUE(q1->dropped);
 	ASSERT_EQ(10 * MS, q1->end_ns);
 	ASSERT_EQ(1, self->r.tenant[0].completed);
 	ASSERT_EQ(1, self->r.tenant[0].dropped);
-	ASSERT_EQ(0.5, self->r.tenant[0].fraction_within);
+	ASSERT_EQ(0.0, self->r.tenant[0].fraction_within);
 }
 
 /*
