@@ -217,6 +217,25 @@ static int move_to_leaf(const char *own, struct coloc_err *err)
 	return make_dir(leaf, err) ?: write_file(leaf, "cgroup.procs", "0", err);
 }
 
+/*
+ * v2's cpu controller handed on from dir, unless an earlier folder
+ * refused it (r->cpu_missing says why: e.g. a realtime process in a
+ * cgroup below the root, which the kernel refuses cpu for).
+ */
+static void try_cpu_v2(struct cgroup_root *r, const char *dir)
+{
+	struct coloc_err err = { 0 };
+	char ctl[256];
+
+	if (r->cpu_missing[0])
+		return;
+	if (read_file(CGROUP_FS, "cgroup.controllers", ctl, sizeof(ctl)) || !has_word(ctl, "cpu"))
+		snprintf(r->cpu_missing, sizeof(r->cpu_missing),
+			 "no cpu controller in " CGROUP_FS "/cgroup.controllers");
+	else if (write_file(dir, "cgroup.subtree_control", "+cpu", &err))
+		snprintf(r->cpu_missing, sizeof(r->cpu_missing), "%s", coloc_err_str(&err));
+}
+
 static int open_v2(struct cgroup_root *r, const char *base, struct coloc_err *err)
 {
 	char ctl[256], dir[PATH_MAX], own[PATH_MAX], rel[PATH_MAX / 2], def[PATH_MAX + 16];
@@ -249,7 +268,7 @@ static int open_v2(struct cgroup_root *r, const char *base, struct coloc_err *er
 		if (ret)
 			return ret;
 	}
-	/* every folder from the root down to base hands cpuset and memory on */
+	/* every folder from the root down to base hands cpuset and memory on, and cpu if it can */
 	snprintf(dir, sizeof(dir), "%s", CGROUP_FS);
 	for (p = base + sizeof(CGROUP_FS);; p = strchr(p, '/') + 1) {
 		const char *slash = strchr(p, '/');
@@ -257,6 +276,7 @@ static int open_v2(struct cgroup_root *r, const char *base, struct coloc_err *er
 		ret = write_file(dir, "cgroup.subtree_control", "+cpuset +memory", err);
 		if (ret)
 			return coloc_err_prefix(err, "enabling cgroup controllers"), ret;
+		try_cpu_v2(r, dir);
 		snprintf(dir, sizeof(dir), "%.*s", (int)((slash ? slash : p + strlen(p)) - base),
 			 base);
 		ret = make_dir(dir, err);
@@ -272,6 +292,9 @@ static int open_v2(struct cgroup_root *r, const char *base, struct coloc_err *er
 		      write_file(r->dir[0], "cgroup.subtree_control", "+cpuset +memory", err);
 	if (ret)
 		return ret;
+	try_cpu_v2(r, base);
+	try_cpu_v2(r, r->dir[0]);
+	r->cpu_hier = r->cpu_missing[0] ? -1 : 0;
 	r->nr = 1;
 	r->mode = CGROUP_V2;
 	snprintf(r->kill_dir, sizeof(r->kill_dir), "%s", r->dir[0]);
@@ -319,36 +342,58 @@ static void open_v1_kill(struct cgroup_root *r, const char *base)
 
 static int open_v1(struct cgroup_root *r, const char *base, struct coloc_err *err)
 {
-	static const char *const ctls[CGROUP_MAX_HIER] = { "cpuset", "memory" };
+	static const char *const ctls[CGROUP_MAX_HIER] = { "cpuset", "memory", "cpu" };
 	int ret;
 
 	for (int i = 0; i < CGROUP_MAX_HIER; i++) {
 		char own[PATH_MAX / 2], hier[64], dir[PATH_MAX + 512];
+		/* the cpu hierarchy (the third) is not needed to serve: its absence is noted */
+		struct coloc_err cpu_err = { 0 }, *e = i == 2 ? &cpu_err : err;
 
 		snprintf(hier, sizeof(hier), CGROUP_FS "/%s", ctls[i]);
-		if (!fs_is(hier, CGROUP_SUPER_MAGIC))
-			return coloc_err_set(err, -ENODEV, "no cgroup v1 %s hierarchy at %s",
-					     ctls[i], hier);
-		ret = own_cgroup(ctls[i], own, sizeof(own));
-		if (ret)
-			return coloc_err_set(err, ret, "colocd's %s cgroup: %s", ctls[i],
-					     strerror(-ret));
-		/* under colocd's own cgroup: limits set above it still hold */
-		snprintf(dir, sizeof(dir), "%s%s/%.255s", hier, own, base ?: "coloc");
-		ret = make_dir(dir, err);
-		if (!ret && i == 0)
-			ret = inherit_cpuset(hier, dir, err);
+		ret = fs_is(hier, CGROUP_SUPER_MAGIC) ? 0 :
+							coloc_err_set(e, -ENODEV,
+								      "no cgroup v1 %s hierarchy at %s",
+								      ctls[i], hier);
+		if (!ret && (ret = own_cgroup(ctls[i], own, sizeof(own))))
+			coloc_err_set(e, ret, "colocd's %s cgroup: %s", ctls[i], strerror(-ret));
+		if (ret && i == 2) {
+			snprintf(r->cpu_missing, sizeof(r->cpu_missing), "%s",
+				 coloc_err_str(&cpu_err));
+			break;
+		}
 		if (ret)
 			return ret;
-		remove_stale(dir);
+		/*
+		 * under colocd's own cgroup: limits set above it still hold; the
+		 * cpu hierarchy's colocd-PID right in it, with a weight of its
+		 * own (cgroup_cpu.c), not in a BASE other colocds share
+		 */
+		if (i == 2)
+			snprintf(dir, sizeof(dir), "%s%s", hier, own);
+		else
+			snprintf(dir, sizeof(dir), "%s%s/%.255s", hier, own, base ?: "coloc");
+		ret = i == 2 ? 0 : make_dir(dir, e);
+		if (!ret && i == 0)
+			ret = inherit_cpuset(hier, dir, err);
+		if (!ret)
+			remove_stale(dir);
 		snprintf(r->dir[i], sizeof(r->dir[i]), "%.*s/colocd-%d", PATH_MAX - 32, dir,
 			 getpid());
-		ret = make_dir(r->dir[i], err);
+		if (!ret)
+			ret = make_dir(r->dir[i], e);
 		if (!ret && i == 0)
 			ret = inherit_cpuset(dir, r->dir[i], err);
+		if (ret && i == 2) {
+			snprintf(r->cpu_missing, sizeof(r->cpu_missing), "%s",
+				 coloc_err_str(&cpu_err));
+			break;
+		}
 		if (ret)
 			return ret;
 		r->nr = i + 1;
+		if (i == 2)
+			r->cpu_hier = 2;
 	}
 	r->mode = CGROUP_V1;
 	open_v1_kill(r, base);
@@ -360,10 +405,13 @@ int cgroup_root_open(struct cgroup_root *r, const char *base, struct coloc_err *
 	int ret;
 
 	memset(r, 0, sizeof(*r));
+	r->cpu_hier = -1;
 	if (fs_is(CGROUP_FS, CGROUP2_SUPER_MAGIC))
 		ret = open_v2(r, base, err);
 	else
 		ret = open_v1(r, base, err);
+	if (!ret)
+		cgroup_cpu_root_open(r);
 	if (ret) {
 		cgroup_root_close(r);
 		coloc_err_prefix(err, "tenant cgroups");
@@ -379,6 +427,7 @@ void cgroup_root_close(struct cgroup_root *r)
 		remove_tree(r->kill_dir, true);
 	r->kill_dir[0] = '\0';
 	r->nr = 0;
+	r->cpu_hier = -1;
 	r->mode = CGROUP_NONE;
 }
 
@@ -412,6 +461,8 @@ int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const ch
 	memset(t, 0, sizeof(*t));
 	for (int i = 0; i < CGROUP_MAX_HIER; i++)
 		t->procs_fd[i] = -1;
+	t->idle_fd = t->pressure_fd = -1;
+	t->idle = -1;
 	for (int i = 0; i < r->nr && !ret; i++) {
 		bool cpuset = i == 0, memory = r->mode == CGROUP_V2 || i == 1;
 		char path[PATH_MAX + 32];
@@ -451,6 +502,8 @@ int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const ch
 	}
 	if (!ret)
 		ret = tenant_kill_dir(r, name, t, err);
+	if (!ret)
+		ret = cgroup_cpu_tenant_open(r, t, err);
 	if (ret)
 		cgroup_tenant_remove(t);
 	return ret;
@@ -474,6 +527,7 @@ int cgroup_tenant_remove(struct cgroup_tenant *t)
 	bool own_kill = t->kill_dir[0] && (!t->nr || strcmp(t->kill_dir, t->dir[0]));
 	int kept = 0;
 
+	cgroup_cpu_tenant_close(t);
 	if (own_kill) {
 		remove_tree(t->kill_dir, false);
 		if (!rmdir(t->kill_dir) || errno != EBUSY)

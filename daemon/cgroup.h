@@ -9,6 +9,11 @@
  *   v1: the hybrid layout, cpuset and memory mounted as v1 hierarchies
  *       under /sys/fs/cgroup/cpuset and /sys/fs/cgroup/memory, BASE named
  *       inside each (default coloc).
+ * Where it can, each also gets the cpu controller (v2: +cpu; v1: the cpu
+ * hierarchy at /sys/fs/cgroup/cpu, a third folder per tenant), so that a
+ * tenant holding no core runs only on time no other tenant wants
+ * (cgroup_cpu.c); without it colocd still serves, and its start-up log
+ * says so.
  * Below BASE: colocd-PID (this colocd; the folders of a colocd that is no
  * more are removed at start), and in it tenant-NAME per tenant. Every
  * write is checked; the cost of a cpuset write is in
@@ -25,12 +30,15 @@
 #define COLOC_DAEMON_CGROUP_H
 
 #include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "error.h"
 
 enum cgroup_mode { CGROUP_NONE, CGROUP_V2, CGROUP_V1 };
 
-#define CGROUP_MAX_HIER 2 /* v1: cpuset and memory; v2: one */
+#define CGROUP_MAX_HIER 3 /* v1: cpuset, memory and cpu; v2: one */
+#define CGROUP_CPU_FILE_LEN 16
 #define CGROUP_CPUS_LEN 1024
 
 struct cgroup_root {
@@ -40,6 +48,11 @@ struct cgroup_root {
 	/* the cgroup v2 colocd-PID that holds the tenants' kill folders; "": none */
 	char kill_dir[PATH_MAX];
 	char kill_missing[256]; /* why there is no kill_dir, "" if there is */
+	/* the cpu controller: dir[cpu_hier] holds it (-1: none, cpu_missing says why) */
+	int cpu_hier;
+	char cpu_missing[256];
+	/* what marks a tenant idle: cpu.idle 1/0, else cpu.shares or cpu.weight low/default */
+	char idle_file[CGROUP_CPU_FILE_LEN], idle_on[8], idle_off[8];
 };
 
 struct cgroup_tenant {
@@ -50,6 +63,9 @@ struct cgroup_tenant {
 	char initial[CGROUP_CPUS_LEN]; /* as created: where a new executor starts */
 	/* the parent of its executors' leaves (v2: dir[0]); "": none */
 	char kill_dir[PATH_MAX];
+	int idle_fd; /* the root's idle_file in its cpu folder; -1: none */
+	int idle; /* as last written: 1 idle, 0 not, -1 never written */
+	int pressure_fd; /* cpu.pressure of its kill folder (PSI); -1: none */
 };
 
 /*
@@ -71,6 +87,26 @@ int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const ch
 			 uint64_t memory_max, struct cgroup_tenant *t, struct coloc_err *err);
 /* Writes cpuset.cpus only when cpus differs from what it holds. 1 if written. */
 int cgroup_tenant_set_cpus(struct cgroup_tenant *t, const char *cpus, struct coloc_err *err);
+/*
+ * The cpu controller (cgroup_cpu.c). Whether t runs only on idle time:
+ * idle while it holds no core. Written only when it changes; 1 if
+ * written, 0 if not (unchanged, or no cpu controller), -errno.
+ */
+int cgroup_tenant_set_idle(struct cgroup_tenant *t, const struct cgroup_root *r, bool idle,
+			   struct coloc_err *err);
+/*
+ * How long t's threads have waited, runnable, for a CPU (cpu.pressure's
+ * "some" total, in ns, since the folder was made). -ENOENT without PSI.
+ */
+int cgroup_tenant_cpu_wait(const struct cgroup_tenant *t, uint64_t *ns);
+/* Opens t's cpu files (from cgroup_tenant_create): idle at once. */
+int cgroup_cpu_tenant_open(const struct cgroup_root *r, struct cgroup_tenant *t,
+			   struct coloc_err *err);
+void cgroup_cpu_tenant_close(struct cgroup_tenant *t);
+/* Chooses r's idle_file in dir[cpu_hier]: cpu.idle, else the weight's file. */
+void cgroup_cpu_root_open(struct cgroup_root *r);
+/* One clause for the start-up log: how an idle tenant is held back, or why not. */
+const char *cgroup_cpu_describe(const struct cgroup_root *r, char *buf, size_t len);
 /*
  * Closes the fds and removes the folders, the executors' leaves left in
  * them first. A folder a process is still in stays in t (EBUSY) for a

@@ -43,7 +43,7 @@
 	(EXECPROC_SHM_FD + 2 * COLOC_MAX_EXECUTORS + EXECPROC_MAX_FILES + 32)
 #define EXECPROC_THREADS_SLACK 16 /* RLIMIT_NPROC: CPUs + this, per executor */
 #define EXECPROC_NR_LIMITS 4
-#define EXECPROC_MAX_CGROUP_FDS 4 /* cgroup.procs joined: the caller's (v1: two), its leaf's */
+#define EXECPROC_MAX_CGROUP_FDS 5 /* cgroup.procs joined: the caller's (v1: three), its leaf's */
 
 static const int child_limit_ids[EXECPROC_NR_LIMITS] = { RLIMIT_CORE, RLIMIT_NOFILE, RLIMIT_NPROC,
 							 RLIMIT_AS };

@@ -82,6 +82,7 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 {
 	struct coloc_err cerr = { 0 };
 	struct sandbox *sb;
+	char cpu[512];
 	int ret = 0, n;
 
 	*out = NULL;
@@ -124,8 +125,9 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 			      sb->cg_missing);
 	else
 		n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n,
-			      "%s, under %s, %llu MiB a tenant", cgroup_mode_name(sb->cg.mode),
-			      sb->cg.dir[0], (unsigned long long)(sb->cfg.memory_max >> 20));
+			      "%s, under %s, %llu MiB a tenant, %s", cgroup_mode_name(sb->cg.mode),
+			      sb->cg.dir[0], (unsigned long long)(sb->cfg.memory_max >> 20),
+			      cgroup_cpu_describe(&sb->cg, cpu, sizeof(cpu)));
 	n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n, "; %s", sb->kill_how);
 	if (cfg->no_namespaces)
 		n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n,
@@ -312,6 +314,25 @@ int sandbox_tenant_set_cpus(struct sandbox *sb, const char *name, const int *cpu
 		return 0;
 	format_cpus(cpus, nr, list, sizeof(list));
 	return cgroup_tenant_set_cpus(&t->cg, list, err);
+}
+
+int sandbox_tenant_set_idle(struct sandbox *sb, const char *name, bool idle,
+			    struct coloc_err *err)
+{
+	struct sandbox_tenant *t = find(sb, name);
+
+	if (!t || !t->cg.nr)
+		return 0;
+	return cgroup_tenant_set_idle(&t->cg, &sb->cg, idle, err);
+}
+
+int sandbox_tenant_cpu_wait(const struct sandbox *sb, const char *name, uint64_t *ns)
+{
+	const struct sandbox_tenant *t = find(sb, name);
+
+	if (!t || !t->cg.nr)
+		return -ENOENT;
+	return cgroup_tenant_cpu_wait(&t->cg, ns);
 }
 
 const char *sandbox_tenant_describe(const struct sandbox *sb, const char *name)

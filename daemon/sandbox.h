@@ -88,6 +88,15 @@ int sandbox_tenant_spawn_opts(struct sandbox *sb, const char *name, struct execp
  */
 int sandbox_tenant_set_cpus(struct sandbox *sb, const char *name, const int *cpus, int nr,
 			    struct coloc_err *err);
+/*
+ * Whether name runs only on the time other tenants leave (cgroup_cpu.c):
+ * idle while it holds no core. Written only when it changes: 1 if
+ * written, 0 if not (or no cpu controller), -errno.
+ */
+int sandbox_tenant_set_idle(struct sandbox *sb, const char *name, bool idle,
+			    struct coloc_err *err);
+/* How long name's threads waited for a CPU, ns (its PSI); -ENOENT without. */
+int sandbox_tenant_cpu_wait(const struct sandbox *sb, const char *name, uint64_t *ns);
 /* "uid N, cgroup v1 (cpuset, memory) at DIR" or what is missing; "" if not open. */
 const char *sandbox_tenant_describe(const struct sandbox *sb, const char *name);
 uid_t sandbox_tenant_uid(const struct sandbox *sb, const char *name);

@@ -634,14 +634,17 @@ static bool apply_decision(struct serving *s, const struct policy_input *in, int
 	     c = policy_cpuset_next(&x->blk.cores, c + 1))
 		cpus[nr_cpus++] = c;
 	tell_tenant_cores(s, t, cpus, nr_cpus);
+	sv_tenant_hold(s, t, true);
 	command_of(s, q, x, ends, ncores, versions, cpus, nr_cpus, &b);
 	if (execproc_submit_block(x->ep, &b, &err)) {
 		sv_complete_query(s, t, q, SERVING_QUERY_FAILED, coloc_err_str(&err));
+		sv_tenant_hold(s, t, false);
 		return false;
 	}
 	x->busy = true;
 	x->blk_query = q;
 	x->blk_submit_ns = coloc_now_ns();
+	x->over_since_ns = 0;
 	x->blk_corunners = sv_blocks_in_flight(s) - sv_tenant_busy(t);
 	q->in_flight = true;
 	/* shared cores (os) stay free for the other tenants and have no one owner */
@@ -705,6 +708,7 @@ void sv_schedule(struct serving *s)
 			s->again = true;
 	} while (s->again && ++rounds < SV_MAX_ROUNDS);
 	s->scheduling = false;
+	sv_tenant_idle_flush(s);
 	/* a drop may have taken a draining tenant's last query: no event of its own follows */
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
 		struct sv_tenant *t = &s->tenants[i];
@@ -756,6 +760,7 @@ void sv_release_block_cores(struct serving *s, struct sv_tenant *t, struct sv_ex
 	if (x->blk_query)
 		x->blk_query->in_flight = false;
 	x->blk_query = NULL;
+	sv_tenant_hold(s, t, false);
 }
 
 /* ---- life ------------------------------------------------------------------- */

@@ -71,6 +71,12 @@ struct sv_exec {
 	 * another's blocks; it is no block of the policy's, and its end frees nothing.
 	 */
 	bool late;
+	/*
+	 * Past its bound while its tenant's threads waited for a CPU
+	 * (serving_overrun.c): since when, their wait total (PSI) then, and
+	 * when it is judged again; over_since 0: not past it yet.
+	 */
+	uint64_t over_since_ns, over_wait0_ns, over_next_ns;
 };
 
 /* An executor process that left its tenant and is not reaped yet. */
@@ -126,6 +132,8 @@ struct sv_tenant {
 		sig; /* its attributed LLC / DRAM pressure (serving_set_tenant_signal) */
 	unsigned int order; /* admission order, for listing */
 	bool sandboxed; /* holds an entry in s->sandbox */
+	bool holds_cores; /* a block in flight not late (serving_idle.c) */
+	bool told_busy; /* its cgroup's cpu.idle as last told: 0 (busy) or 1 */
 };
 
 /* A submit's place in its owner's quotas while its files are copied (serving_hold). */
@@ -191,6 +199,7 @@ struct serving {
 	bool scheduling, again;
 	uint64_t policy_errors;
 	char policy_error[COLOC_ERR_MSG_MAX];
+	bool idle_warned; /* a tenant's cpu.idle write failed (said once) */
 };
 
 /* t's executors with a block in flight. */
@@ -286,6 +295,22 @@ void sv_plan_yield(struct serving *s);
 #define SV_OVERRUN_MAX_STRIKES 2
 #define SV_OVERRUN_SLACK_NS 10000000ull
 #define SV_OVERRUN_FORGIVE 16
+/*
+ * Past its bound, a command whose tenant's threads wait for a CPU is
+ * judged on the time they do not wait: late once they have run (not
+ * waited) SV_OVERRUN_RUN_FACTOR x its table + SV_OVERRUN_SLACK_NS since,
+ * and at SV_OVERRUN_WAIT_CAP x its bound whatever they waited.
+ */
+#define SV_OVERRUN_RUN_FACTOR 2
+#define SV_OVERRUN_WAIT_CAP 4
+/*
+ * Whether t holds a core (submitting: a block of it is being sent, or a
+ * block in flight that is not late): its cgroup turns busy at once if it
+ * was idle; idle is left to sv_tenant_idle_flush (serving_idle.c).
+ */
+void sv_tenant_hold(struct serving *s, struct sv_tenant *t, bool submitting);
+/* End of a round: the tenants told busy that hold no core now turn idle. */
+void sv_tenant_idle_flush(struct serving *s);
 /* When x's command (busy, not late) overruns. */
 uint64_t sv_overrun_deadline(const struct sv_tenant *t, const struct sv_exec *x);
 /* Takes the cores back from each of t's commands past its overrun deadline. */

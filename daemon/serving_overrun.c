@@ -11,10 +11,21 @@
  * the free set at once (core_changed says so) for the policy to give to
  * others. Its tenant's cpuset keeps them: the executor re-pins its threads
  * at each block of its plan, which a narrower cpuset fails (EINVAL), so
- * the late block goes on beside whoever got its cores, at equal weight.
+ * the late block goes on beside whoever got its cores, but its tenant's
+ * cgroup turns idle (serving_idle.c): it runs on the time they leave.
  * The policy no longer sees it running; its executor stays busy, and its
  * end (or the hang limit's kill) frees nothing and teaches nothing (its
  * time is the stall's, not the machine's).
+ *
+ * A command that is slow because its threads wait for a CPU (others'
+ * processes on its cores, a busy host) is not late for it: where the
+ * tenant's cgroup has a CPU pressure (PSI) total, a command past its bound
+ * is judged on the time since then that its tenant's threads did not wait,
+ * and is late once that reaches SV_OVERRUN_RUN_FACTOR x its table +
+ * SV_OVERRUN_SLACK_NS; at SV_OVERRUN_WAIT_CAP x its bound it is late
+ * whatever it waited, so that an executor that keeps its own threads
+ * waiting (more threads than cores) holds its cores no longer than that.
+ * The pressure is read only for a command past its bound, never per block.
  *
  * Its tenant is charged a strike (at most SV_OVERRUN_MAX_STRIKES): each
  * halves the factor (8x, 4x, 2x at least) and, while it has any, the
@@ -24,6 +35,7 @@
  * spells run 5-7x their table here) costs it a tighter bound for a few
  * dozen commands; docs/security-executor.md has the numbers.
  */
+#include "sandbox.h"
 #include "serving_internal.h"
 
 static int overrun_factor(const struct sv_tenant *t)
@@ -33,13 +45,48 @@ static int overrun_factor(const struct sv_tenant *t)
 	return f > SV_OVERRUN_MIN_FACTOR ? f : SV_OVERRUN_MIN_FACTOR;
 }
 
-uint64_t sv_overrun_deadline(const struct sv_tenant *t, const struct sv_exec *x)
+static uint64_t plan_alone(const struct sv_exec *x)
 {
 	uint64_t alone = 0;
 
 	for (int i = 0; i < x->plan_nr; i++)
 		alone += x->plan[i].alone_ns;
-	return x->blk_submit_ns + (uint64_t)overrun_factor(t) * alone + SV_OVERRUN_SLACK_NS;
+	return alone;
+}
+
+static uint64_t bound(const struct sv_tenant *t, const struct sv_exec *x)
+{
+	return x->blk_submit_ns + (uint64_t)overrun_factor(t) * plan_alone(x) + SV_OVERRUN_SLACK_NS;
+}
+
+uint64_t sv_overrun_deadline(const struct sv_tenant *t, const struct sv_exec *x)
+{
+	return x->over_since_ns ? x->over_next_ns : bound(t, x);
+}
+
+/*
+ * x is past its bound at now: whether its tenant's threads' wait for a
+ * CPU excuses it for now (x->over_next_ns then set to when it is judged
+ * again). false without a pressure total to read.
+ */
+static bool waiting_excuses(struct serving *s, struct sv_tenant *t, struct sv_exec *x,
+			    uint64_t now)
+{
+	uint64_t b = bound(t, x), cap, wait, next;
+
+	cap = x->blk_submit_ns + SV_OVERRUN_WAIT_CAP * (b - x->blk_submit_ns);
+	if (now >= cap || !s->sandbox || !t->sandboxed ||
+	    sandbox_tenant_cpu_wait(s->sandbox, t->name, &wait))
+		return false;
+	if (!x->over_since_ns) {
+		x->over_since_ns = now;
+		x->over_wait0_ns = wait;
+	}
+	/* late once its threads have run, not waited, this long since it passed its bound */
+	next = x->over_since_ns + SV_OVERRUN_RUN_FACTOR * plan_alone(x) + SV_OVERRUN_SLACK_NS +
+	       (wait > x->over_wait0_ns ? wait - x->over_wait0_ns : 0);
+	x->over_next_ns = next < cap ? next : cap;
+	return now < x->over_next_ns;
 }
 
 int sv_tenant_late(const struct sv_tenant *t)
@@ -76,6 +123,7 @@ static void take_back(struct serving *s, struct sv_tenant *t, struct sv_exec *x,
 	if (t->strikes < SV_OVERRUN_MAX_STRIKES)
 		t->strikes++;
 	t->good_commands = 0;
+	sv_tenant_hold(s, t, false);
 }
 
 void sv_overrun_check(struct serving *s, struct sv_tenant *t, uint64_t now)
@@ -86,7 +134,8 @@ void sv_overrun_check(struct serving *s, struct sv_tenant *t, uint64_t now)
 	for (int i = 0; i < t->nr_exec; i++) {
 		struct sv_exec *x = &t->ex[i];
 
-		if (x->busy && !x->late && now > sv_overrun_deadline(t, x))
+		if (x->busy && !x->late && now > sv_overrun_deadline(t, x) &&
+		    !waiting_excuses(s, t, x, now))
 			take_back(s, t, x, now);
 	}
 }

@@ -30,6 +30,11 @@
  *   hostile-chatter  writes 1000 lines to stderr and stdout (escape bytes, a
  *                    forged "colocd:" line, one line of 1000 bytes), then
  *                    refuses every command, correctly
+ *   hostile-spin     once READY (under its tenant's uid), starts
+ *                    HOSTILE_SPINNERS threads that spin for ever, on no
+ *                    block, as a crafted model could make the real
+ *                    executor do; answers every command OK at once, as
+ *                    an honest executor would (the outputs zero)
  *
  * and these lie in the summary of the model (shm.h) they describe before
  * READY, which colocd admits the tenant from:
@@ -73,6 +78,7 @@
 #include "shm_summary.h"
 
 #define MAX_LANES 8
+#define HOSTILE_SPINNERS 32 /* RLIMIT_NPROC allows (CPUs + 16) x 8 a tenant uid */
 
 /* the lane this thread serves */
 static __thread struct coloc_shm *shm;
@@ -272,6 +278,10 @@ static void misbehave(void)
 			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
 			continue;
 		}
+		if (is("spin")) {
+			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
+			continue;
+		}
 		if (is("times")) {
 			complete(seq, COLOC_SHM_DONE_OK, times[n % 3], times[(n + 1) % 3]);
 			continue;
@@ -291,6 +301,27 @@ static void misbehave(void)
 			shm->done.query_id += 1000;
 			ring();
 		}
+	}
+}
+
+static void *spin(void *arg)
+{
+	volatile unsigned long n = 0;
+
+	(void)arg;
+	for (;;)
+		n++;
+	return NULL;
+}
+
+/* The threads of hostile-spin, which outlive every block (none of them runs one). */
+static void start_spinners(void)
+{
+	for (int i = 0; i < HOSTILE_SPINNERS; i++) {
+		pthread_t th;
+
+		if (pthread_create(&th, NULL, spin, NULL))
+			_exit(5);
 	}
 }
 
@@ -384,6 +415,8 @@ int main(int argc, char **argv)
 		if (pthread_create(&th, NULL, lane_main, &lanes[i]))
 			return 1;
 	}
+	if (is("spin"))
+		start_spinners();
 	misbehave(); /* lane 0's, the last one started */
 	return 0;
 }
