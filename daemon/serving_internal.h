@@ -132,7 +132,7 @@ struct sv_tenant {
 		sig; /* its attributed LLC / DRAM pressure (serving_set_tenant_signal) */
 	unsigned int order; /* admission order, for listing */
 	bool sandboxed; /* holds an entry in s->sandbox */
-	bool holds_cores; /* a block in flight not late (serving_idle.c) */
+	bool holds_cores; /* a block in flight, late or not (serving_idle.c) */
 	bool told_busy; /* its cgroup's cpu.idle as last told: 0 (busy) or 1 */
 };
 
@@ -304,9 +304,9 @@ void sv_plan_yield(struct serving *s);
 #define SV_OVERRUN_RUN_FACTOR 2
 #define SV_OVERRUN_WAIT_CAP 4
 /*
- * Whether t holds a core (submitting: a block of it is being sent, or a
- * block in flight that is not late): its cgroup turns busy at once if it
- * was idle; idle is left to sv_tenant_idle_flush (serving_idle.c).
+ * Whether t has a block in flight (submitting: one is being sent): its
+ * cgroup turns busy at once if it was idle; idle is left to
+ * sv_tenant_idle_flush (serving_idle.c).
  */
 void sv_tenant_hold(struct serving *s, struct sv_tenant *t, bool submitting);
 /* End of a round: the tenants told busy that hold no core now turn idle. */

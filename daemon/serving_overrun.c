@@ -11,8 +11,8 @@
  * the free set at once (core_changed says so) for the policy to give to
  * others. Its tenant's cpuset keeps them: the executor re-pins its threads
  * at each block of its plan, which a narrower cpuset fails (EINVAL), so
- * the late block goes on beside whoever got its cores, but its tenant's
- * cgroup turns idle (serving_idle.c): it runs on the time they leave.
+ * the late block goes on beside whoever got its cores, its tenant's
+ * cgroup at its weight (not idle, serving_idle.c says why).
  * The policy no longer sees it running; its executor stays busy, and its
  * end (or the hang limit's kill) frees nothing and teaches nothing (its
  * time is the stall's, not the machine's).
@@ -123,7 +123,6 @@ static void take_back(struct serving *s, struct sv_tenant *t, struct sv_exec *x,
 	if (t->strikes < SV_OVERRUN_MAX_STRIKES)
 		t->strikes++;
 	t->good_commands = 0;
-	sv_tenant_hold(s, t, false);
 }
 
 void sv_overrun_check(struct serving *s, struct sv_tenant *t, uint64_t now)
