@@ -142,6 +142,15 @@ static bool own_outputs(FIXTURE_DATA(serving) * self, int n, float **want, size_
 	return true;
 }
 
+/* Queries range[0]..range[1]-1 done, or a block of tenant "two" past its overrun bound. */
+static bool done_or_overrun(FIXTURE_DATA(serving) * self, void *arg)
+{
+	struct serving_tenant_info info;
+
+	return queries_done(self, arg) ||
+	       (!serving_tenant_info(self->s, "two", &info) && info.overruns > 0);
+}
+
 /*
  * Queries take slots on both executors in turn. With the first executor
  * stopped (SIGSTOP) inside its first block, the queries it holds and that
@@ -158,6 +167,7 @@ TEST_F(serving, executors__queries_move_off_a_stopped_executor_with_their_inputs
 	char why[160];
 	int range[2] = { 0, 0 };
 	size_t out_elems = 0;
+	bool overran;
 
 	ASSERT_EQ(0, make_serving(self, "model-wise", 0, 0, cache_dir, &err))
 	TH_LOG("%s", err.msg);
@@ -177,10 +187,16 @@ TEST_F(serving, executors__queries_move_off_a_stopped_executor_with_their_inputs
 	/*
 	 * The second executor serves query 1, then query 2 (on the stopped one,
 	 * not started) and 3; resumed well inside the hang limit (2 s at least).
+	 * Unless the stopped block overran first (8x its table + 10 ms: under
+	 * ASan at load, queries 1-3 can take longer): its tenant then starts no
+	 * block while the late one is out (serving_overrun.c), so it is resumed
+	 * at once, and whether a query moved is the machine's speed's to say.
 	 */
 	range[0] = 1;
 	range[1] = 4;
-	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
+	ASSERT_TRUE(pump(self, done_or_overrun, range, DONE_MS, NULL));
+	ASSERT_EQ(0, serving_tenant_info(self->s, "two", &info));
+	overran = info.overruns > 0;
 	EXPECT_FALSE(self->q[0].done);
 	ASSERT_EQ(0, kill(info.pids[0], SIGCONT));
 	range[0] = 0;
@@ -188,8 +204,10 @@ TEST_F(serving, executors__queries_move_off_a_stopped_executor_with_their_inputs
 	ASSERT_TRUE(pump(self, queries_done, range, DONE_MS, NULL));
 	ASSERT_TRUE(own_outputs(self, N, want, out_elems, why, sizeof(why))) TH_LOG("%s", why);
 	ASSERT_EQ(0, serving_tenant_info(self->s, "two", &info));
-	EXPECT_GE(info.moved, 1);
-	TH_LOG("queries moved to the running executor: %llu", (unsigned long long)info.moved);
+	if (!overran)
+		EXPECT_GE(info.moved, 1);
+	TH_LOG("queries moved to the running executor: %llu%s", (unsigned long long)info.moved,
+	       overran ? " (the stopped block overran before queries 1-3 were served)" : "");
 	EXPECT_EQ(0, serving_policy_errors(self->s, NULL));
 	for (int k = 0; k < N; k++) {
 		free(in[k]);
