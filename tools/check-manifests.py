@@ -344,7 +344,9 @@ def rule_admits(rule, port, name):
     ports = rule.get("ports")
     if not ports:
         return True
-    return any(p.get("port") in (port, name) or "port" not in p for p in ports)
+    return any("port" not in p or p["port"] in (port, name) or
+               (isinstance(p["port"], int) and p["port"] <= port <= p.get("endPort", p["port"]))
+               for p in ports)
 
 
 def check_network_policies(docs):
