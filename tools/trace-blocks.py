@@ -24,20 +24,11 @@ spells of consecutive slow blocks; --blocks FILE writes every block.
 import argparse
 import bisect
 import collections
-import math
 import re
 
-LINE = re.compile(r'^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+): (\w+): (.*)$')
-FIELD = re.compile(r'(\w+)=(\S+)')
+from sched_trace import events, pct
+
 RING_GAP_S = 500e-6  # the wakes of one ring come within microseconds
-
-
-def pct(values, p):
-    """Nearest-rank percentile, as coloc-load takes it; nan when empty."""
-    v = sorted(values)
-    if not v:
-        return float('nan')
-    return v[max(1, math.ceil(p / 100.0 * len(v))) - 1]
 
 
 def read(path, ours, ringers):
@@ -49,16 +40,11 @@ def read(path, ours, ringers):
     ready = {}  # our tid -> since when it could run and did not (woken or preempted)
     waits = []  # (t0, t1): one of our threads runnable, not running
     first = last = None
-    for line in open(path):
-        m = LINE.match(line)
-        if not m:
-            continue
-        tid, cpu, t, event, rest = m.group(2), int(m.group(3)), float(m.group(4)), \
-            m.group(5), m.group(6)
+    for tid, cpu, t, event, fields in events(path):
         first = t if first is None else first
         last = t
         if event == 'sched_switch':
-            prev, nxt = (dict(FIELD.findall(x)) for x in rest.split(' ==> '))
+            prev, nxt = fields
             since = cur.get(cpu)
             if since:
                 segs[cpu].append((since[0], t, since[1], since[2]))
@@ -74,7 +60,7 @@ def read(path, ours, ringers):
             if r is not None:
                 waits.append((r, t))
         elif event == 'sched_waking':
-            f = dict(FIELD.findall(rest))
+            f = fields
             if tid in ours and f.get('pid') in ringers:
                 ends.append(t)
             if f.get('pid') not in ours:

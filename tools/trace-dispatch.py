@@ -19,20 +19,11 @@ N slowest dispatches event by event.
 import argparse
 import bisect
 import collections
-import math
 import re
 
-LINE = re.compile(r'^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+): (\w+): (.*)$')
-FIELD = re.compile(r'(\w+)=(\S+)')
+from sched_trace import LINE, events, pct
+
 GROUP_GAP_S = 500e-6  # wakes of one doorbell come within microseconds
-
-
-def pct(values, p):
-    """Nearest-rank percentile, as coloc-load takes it; nan when empty."""
-    v = sorted(values)
-    if not v:
-        return float('nan')
-    return v[max(1, math.ceil(p / 100.0 * len(v))) - 1]
 
 
 def read_wakes(path, colocd, executor):
@@ -40,14 +31,9 @@ def read_wakes(path, colocd, executor):
     running = {}  # cpu -> comm
     pending = {}  # tid -> its wake, until it runs
     wakes, dispatches, last = [], [], -1.0
-    for line in open(path):
-        m = LINE.match(line)
-        if not m:
-            continue
-        tid, cpu, t, event, rest = m.group(2), int(m.group(3)), float(m.group(4)), \
-            m.group(5), m.group(6)
+    for tid, cpu, t, event, fields in events(path):
         if event == 'sched_switch':
-            prev, nxt = (dict(FIELD.findall(x)) for x in rest.split(' ==> '))
+            prev, nxt = fields
             w = pending.pop(nxt['next_pid'], None)
             if w:
                 w['run'], w['held_by'] = t, prev['prev_comm']
@@ -56,7 +42,7 @@ def read_wakes(path, colocd, executor):
                     w['between'].add(nxt['next_comm'])
             running[cpu] = nxt['next_comm']
         elif event == 'sched_waking':
-            f = dict(FIELD.findall(rest))
+            f = fields
             if tid not in colocd or f['pid'] not in executor:
                 continue
             if t - last > GROUP_GAP_S:
@@ -69,7 +55,7 @@ def read_wakes(path, colocd, executor):
             pending[f['pid']] = w
             wakes.append(w)
         elif event == 'sched_migrate_task':
-            f = dict(FIELD.findall(rest))
+            f = fields
             if f['pid'] in pending:
                 pending[f['pid']]['cpu'] = int(f['dest_cpu'])
     return [w for w in wakes if 'run' in w], dispatches
