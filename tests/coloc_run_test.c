@@ -5,7 +5,7 @@
  * after the other, each equal to what the executor library computes for
  * that layer on the same input. The model's outputs have different sizes,
  * so an output left out, or two swapped, fails. --times lists each run after
- * a gap, in the order they ran.
+ * a gap, in the order they ran, and only into a regular file of its own.
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "kselftest_harness.h"
 #include "executor.h"
@@ -172,6 +173,47 @@ TEST_F(coloc_run, times__one_line_a_run_after_each_gap)
 		runs++;
 	}
 	EXPECT_EQ(5, runs);
+	fclose(f);
+	tu_remove_tree(dir);
+}
+
+/*
+ * --times writes only a regular file of its own (root runs coloc-run in the
+ * benches, often into /tmp): a FIFO planted at the name is refused at once
+ * (a plain open blocked for good), a file with a second name is not written
+ * through, and both say why.
+ */
+TEST_F(coloc_run, times__refuses_a_fifo_and_a_hard_link)
+{
+	char dir[] = "/tmp/coloc-run-times-XXXXXX", path[PATH_MAX], fifo[PATH_MAX];
+	char file[PATH_MAX], other[PATH_MAX], bin[PATH_MAX], cmd[4 * PATH_MAX], log[4096];
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, write_outs_model(dir, path, sizeof(path)));
+	snprintf(fifo, sizeof(fifo), "%s/times.fifo", dir);
+	snprintf(file, sizeof(file), "%s/times.tsv", dir);
+	snprintf(other, sizeof(other), "%s/other-name", dir);
+	tu_bin("coloc-run", bin, sizeof(bin));
+
+	ASSERT_EQ(0, mkfifo(fifo, 0644));
+	snprintf(cmd, sizeof(cmd), "timeout 60 '%s' '%s' --iters 2 --gap-ms 1 --times '%s'", bin,
+		 path, fifo);
+	ASSERT_EQ(1, tu_run(cmd, log, sizeof(log))) TH_LOG("%s", log);
+	EXPECT_NE(NULL, strstr(log, "will not write")) TH_LOG("%s", log);
+
+	f = fopen(file, "w");
+	ASSERT_NE(NULL, f);
+	fputs("kept\n", f);
+	fclose(f);
+	ASSERT_EQ(0, link(file, other));
+	snprintf(cmd, sizeof(cmd), "'%s' '%s' --iters 2 --gap-ms 1 --times '%s'", bin, path, file);
+	ASSERT_EQ(1, tu_run(cmd, log, sizeof(log))) TH_LOG("%s", log);
+	EXPECT_NE(NULL, strstr(log, "hard links")) TH_LOG("%s", log);
+	f = fopen(other, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(log, sizeof(log), f));
+	EXPECT_STREQ("kept\n", log);
 	fclose(f);
 	tu_remove_tree(dir);
 }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include "executor.h"
 #include "cli.h"
+#include "file_own.h"
 #include "model_open.h"
 #include "mono_clock.h"
 
@@ -303,16 +304,21 @@ static void *ring_after_gaps(void *arg)
 /* --times: each run's start and latency, in run order (before lat is sorted). */
 static int write_times(const uint64_t *starts, const uint64_t *lat)
 {
-	/* not through a link another user planted where root writes (docs/security-submit.md) */
-	int fd = open(opts.times, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	/* only a file of our own: no link, FIFO or other user's file where root writes
+	 * (docs/security-submit.md) */
+	char why[128];
+	int fd = file_open_own(opts.times, O_WRONLY | O_CREAT, 0644, why, sizeof(why));
+	FILE *f;
 	int ret = 0;
 
-	if (!f) {
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0) {
+		fprintf(stderr, "coloc-run: will not write %s: it %s\n", opts.times, why);
+		return fd;
+	}
+	if (ftruncate(fd, 0) || !(f = fdopen(fd, "w"))) {
 		ret = -errno;
 		fprintf(stderr, "coloc-run: cannot write %s: %s\n", opts.times, strerror(errno));
+		close(fd);
 		return ret;
 	}
 	fprintf(f, "start_ns\tlatency_ms\n");
