@@ -5,7 +5,8 @@
  * rule it holds is broken once, in a copy, by one edit an operator could
  * make (the gateway as root, a socket path or port that no longer agrees,
  * a capability colocd does not use, requests below limits, a typo in a
- * key, the gateway's metrics port open to every pod, ...): the check must fail and name that rule. Each edit must find
+ * key, the gateway's metrics port open to every pod, namespace or address, ...): the check
+ * must fail and name that rule. Each edit must find
  * its text, so a manifest changed under the test fails it rather than
  * passing it by accident.
  */
@@ -278,6 +279,24 @@ FIXTURE_VARIANT_ADD(deploy_manifests, metrics_open_to_every_pod){
 	"        - port: 8001\n",
 	"        - port: 8001\n        - port: 8002\n",
 	"NetworkPolicy lets any pod reach the gateway's metrics port 8002",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, metrics_open_to_every_namespace){
+	"gateway-networkpolicy.yaml",
+	"        - namespaceSelector:\n            matchLabels:\n              coloc.dev/metrics-scraper: \"true\"\n",
+	"        - namespaceSelector: {}\n",
+	"metrics port 8002 to an empty namespaceSelector",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, metrics_open_to_an_ip_block){
+	"gateway-networkpolicy.yaml",
+	"        - namespaceSelector:\n            matchLabels:\n              coloc.dev/metrics-scraper: \"true\"\n",
+	"        - ipBlock:\n            cidr: 0.0.0.0/0\n",
+	"metrics port 8002 to an ipBlock",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, policy_selects_pods_by_expressions){
+	"gateway-networkpolicy.yaml",
+	"  podSelector:\n    matchLabels:\n      app.kubernetes.io/name: coloc-gateway\n",
+	"  podSelector:\n    matchExpressions:\n      - {key: app.kubernetes.io/name, operator: Exists}\n",
+	"podSelector uses matchExpressions",
 };
 FIXTURE_VARIANT_ADD(deploy_manifests, gateway_pods_under_no_policy){
 	"gateway-networkpolicy.yaml",

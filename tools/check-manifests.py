@@ -349,6 +349,23 @@ def rule_admits(rule, port, name):
                for p in ports)
 
 
+def wide_peer(peer):
+    """Why a `from` peer admits more than named scrapers, or None: an ipBlock (addresses, not
+    pods), a selector of every namespace or every pod, or matchExpressions (not evaluated)."""
+    if "ipBlock" in peer:
+        return "an ipBlock (addresses, whatever pod or host holds them)"
+    for key in ("namespaceSelector", "podSelector"):
+        sel = peer.get(key)
+        if sel is not None and sel.get("matchExpressions"):
+            return f"a {key} with matchExpressions (the check does not evaluate them)"
+    ns, pods = peer.get("namespaceSelector"), peer.get("podSelector")
+    if ns is not None and not ns.get("matchLabels"):
+        return "an empty namespaceSelector (every namespace)"
+    if ns is None and (pods is None or not pods.get("matchLabels")):
+        return "an empty podSelector (every pod of the gateway's namespace)"
+    return None
+
+
 def check_network_policies(docs):
     """Every gateway pod: its inference ports open, its metrics port only from named sources."""
     pods = []
@@ -362,6 +379,10 @@ def check_network_policies(docs):
             pods.append((where, ns, {"serving.kserve.io/inferenceservice": doc["metadata"]["name"]}))
     policies = [(w, d) for w, d in docs if d["kind"] == "NetworkPolicy"]
     for where, ns, labels in pods:
+        for w, d in policies:
+            if get(d, "spec.podSelector.matchExpressions"):
+                fail(w, "NetworkPolicy's podSelector uses matchExpressions: the check cannot "
+                     "tell which pods it selects (use matchLabels)")
         mine = [(w, d) for w, d in policies if get(d, "metadata.namespace") == ns and
                 all(labels.get(k) == v
                     for k, v in (get(d, "spec.podSelector.matchLabels") or {}).items())]
@@ -375,8 +396,14 @@ def check_network_policies(docs):
                 fail(w, "NetworkPolicy does not restrict Ingress")
             rules += [(w, r) for r in get(d, "spec.ingress") or []]
         for w, r in rules:
-            if not r.get("from") and rule_admits(r, 8002, "metrics"):
+            if not rule_admits(r, 8002, "metrics"):
+                continue
+            if not r.get("from"):
                 fail(w, "NetworkPolicy lets any pod reach the gateway's metrics port 8002")
+            for peer in r.get("from") or []:
+                why = wide_peer(peer)
+                if why:
+                    fail(w, f"NetworkPolicy opens the gateway's metrics port 8002 to {why}")
         for port, name in ((8000, "http"), (8001, "grpc")):
             if not any(rule_admits(r, port, name) for _, r in rules):
                 fail(where, f"its NetworkPolicies shut the gateway's {name} port {port}")
