@@ -196,7 +196,7 @@ int sim_run_state_init(struct sim_state *s, const struct sim_params *p, struct s
 		return sim_run_push_next_arrival(s, 0, err);
 	for (int t = 0; t < p->nr_tenants; t++) {
 		sim_poisson_init(&s->poisson[t], p->seed, t,
-				 p->qps * p->tenants[t].share / total_share);
+				 p->qps * p->tenants[t].share / total_share, p->even_arrivals);
 		ret = sim_run_push_next_arrival(s, t, err);
 		if (ret)
 			return ret;

@@ -527,14 +527,21 @@ struct sim_trace {
 int sim_trace_load(const char *path, int nr_tenants, struct sim_trace *t, struct coloc_err *err);
 void sim_trace_free(struct sim_trace *t);
 
-/* Poisson arrivals of one tenant: its own PRNG stream, so tenants do not perturb each other. */
+/*
+ * Poisson arrivals of one tenant: its own PRNG stream, so tenants do not
+ * perturb each other. Or, even, exactly 1 / rate apart from a first arrival
+ * the stream draws uniformly within one gap (no two of a tenant's queries
+ * closer than its mean gap: what --capacity's ceiling, with no queue, takes).
+ */
 struct sim_poisson {
 	struct coloc_rng rng;
 	double rate_per_s;
 	double next_s;
+	bool even;
 };
 
-void sim_poisson_init(struct sim_poisson *p, uint64_t seed, int tenant, double rate_per_s);
+void sim_poisson_init(struct sim_poisson *p, uint64_t seed, int tenant, double rate_per_s,
+		      bool even);
 /* The next arrival time in ns (strictly after the previous one's draw). */
 uint64_t sim_poisson_next(struct sim_poisson *p);
 
@@ -666,7 +673,8 @@ struct sim_params {
 	const struct sim_tenant *tenants;
 	int nr_tenants;
 	double qps; /* total rate over all tenants, in their shares; unused with a trace */
-	const struct sim_trace *trace; /* NULL: Poisson arrivals */
+	const struct sim_trace *trace; /* NULL: Poisson arrivals (or even ones) */
+	bool even_arrivals; /* each tenant's arrivals 1 / rate apart, not Poisson */
 	uint64_t duration_ns; /* arrivals stop here; what is in flight then runs to its end */
 	uint64_t warmup_ns; /* arrivals before this are served but not counted */
 	uint64_t seed;

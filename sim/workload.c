@@ -2,8 +2,8 @@
 /*
  * Arrivals: Poisson streams, one per tenant with its own PRNG stream (so a
  * tenant's arrivals do not depend on the others', and the same seed at a
- * higher rate gives the same arrivals compressed in time), or a trace file
- * read into memory.
+ * higher rate gives the same arrivals compressed in time), evenly spaced
+ * ones at a phase that stream draws, or a trace file read into memory.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,17 +13,20 @@
 #include <string.h>
 #include "sim.h"
 
-void sim_poisson_init(struct sim_poisson *p, uint64_t seed, int tenant, double rate_per_s)
+void sim_poisson_init(struct sim_poisson *p, uint64_t seed, int tenant, double rate_per_s,
+		      bool even)
 {
 	/* a distinct, well-mixed stream per tenant: the golden-ratio step apart */
 	coloc_rng_seed(&p->rng, seed + (uint64_t)(tenant + 1) * 0x9e3779b97f4a7c15ULL);
 	p->rate_per_s = rate_per_s;
-	p->next_s = 0;
+	p->even = even;
+	/* even: the first arrival one gap earlier than a phase in [0, 1) gaps */
+	p->next_s = even ? (coloc_rng_uniform(&p->rng) - 1) / rate_per_s : 0;
 }
 
 uint64_t sim_poisson_next(struct sim_poisson *p)
 {
-	p->next_s += coloc_rng_exp(&p->rng) / p->rate_per_s;
+	p->next_s += (p->even ? 1.0 : coloc_rng_exp(&p->rng)) / p->rate_per_s;
 	return (uint64_t)llround(p->next_s * 1e9);
 }
 

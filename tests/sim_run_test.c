@@ -117,6 +117,31 @@ TEST_F(sim, run__counts_blocks_cores_and_waits_per_tenant)
 }
 
 /*
+ * One core, one tenant of one 10 ms layer, QoS 15 ms, 90 QPS (the core 90 %
+ * busy): evenly spaced (--arrivals even) every query finds the core free
+ * and ends in 10 ms; Poisson arrivals of the same rate queue, and more than
+ * 5 % wait past 5 ms (an M/D/1 queue at 0.9: about a third).
+ */
+TEST_F(sim, run__even_arrivals_never_queue_where_poisson_ones_do)
+{
+	struct sim_tenant t = { .costs = &one_layer, .qos_ns = 15 * MS, .share = 1 };
+	const struct sim_tenant_result *tr = &self->r.tenant[0];
+	struct sim_params p = small_params(policy_find("fcfs"), 1, 1, &t, 1, NULL, self->w);
+
+	p.qps = 90;
+	p.duration_ns = 20000 * MS;
+	p.even_arrivals = true;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err));
+	ASSERT_GT(tr->arrived, 1700);
+	ASSERT_EQ(tr->arrived, tr->within);
+	ASSERT_EQ(0, tr->wait_ns);
+	p.even_arrivals = false;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err));
+	ASSERT_GT(tr->arrived, 1700);
+	ASSERT_LT(tr->fraction_within, 0.95);
+}
+
+/*
  * Two cores (an LLC each: no interference), one tenant of one 10 ms layer
  * on one core, arrivals at 0 and 5 ms. One executor a tenant (colocd's):
  * q1 waits for q0 though a core is free, 0..10 and 10..20 ms. Two: q1

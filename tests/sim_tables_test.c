@@ -84,9 +84,9 @@ TEST(sim_poisson__seeded_streams_repeat_and_differ_with_the_seed)
 	int same_ab = 0, same_ac = 0, n = 20000;
 	uint64_t last = 0;
 
-	sim_poisson_init(&a, 42, 0, 1000);
-	sim_poisson_init(&b, 42, 0, 1000);
-	sim_poisson_init(&c, 43, 0, 1000);
+	sim_poisson_init(&a, 42, 0, 1000, false);
+	sim_poisson_init(&b, 42, 0, 1000, false);
+	sim_poisson_init(&c, 43, 0, 1000, false);
 	for (int i = 0; i < n; i++) {
 		uint64_t ta = sim_poisson_next(&a), tb = sim_poisson_next(&b),
 			 tc = sim_poisson_next(&c);
@@ -100,6 +100,29 @@ TEST(sim_poisson__seeded_streams_repeat_and_differ_with_the_seed)
 	ASSERT_EQ(0, same_ac);
 	/* n arrivals at 1000/s take about n ms: within 3 % (the sd is 1/sqrt(n) = 0.7 %) */
 	ASSERT_LT(fabs((double)last * 1e-6 / n - 1.0), 0.03);
+}
+
+/* --arrivals even: exactly 1 / rate apart, the first within one gap at a phase the seed draws. */
+TEST(sim_poisson__even_arrivals_are_one_gap_apart_from_a_seeded_phase)
+{
+	struct sim_poisson a, b;
+	uint64_t first_a, first_b, prev, t;
+
+	sim_poisson_init(&a, 42, 0, 1000, true);
+	sim_poisson_init(&b, 43, 0, 1000, true);
+	first_a = sim_poisson_next(&a);
+	first_b = sim_poisson_next(&b);
+	ASSERT_LE(first_a, 1000000ULL);
+	ASSERT_LE(first_b, 1000000ULL);
+	ASSERT_NE(first_a, first_b);
+	prev = first_a;
+	for (int i = 1; i < 10000; i++) {
+		t = sim_poisson_next(&a);
+		/* 1 ms apart, to the rounding of each time to a ns */
+		ASSERT_LE(t - prev, 1000001ULL);
+		ASSERT_GE(t - prev, 999999ULL);
+		prev = t;
+	}
 }
 
 /*

@@ -103,6 +103,17 @@ static int load_measured(void)
 	return 0;
 }
 
+/* How the header line names the arrivals (and a search). */
+static const char *arrivals_said(void)
+{
+	if (simcli_opts.trace)
+		return "traced arrivals";
+	if (simcli_opts.search)
+		return simcli_opts.even_arrivals ? "QoS-QPS search, even arrivals" :
+						   "QoS-QPS search";
+	return simcli_opts.even_arrivals ? "even arrivals" : "Poisson arrivals";
+}
+
 /* The run's parameters from the options (tenants, trace: where they will be). 0, or 2 (printed). */
 static int make_params(struct sim_params *p, struct sim_tenant *tenants,
 		       const struct sim_trace *trace)
@@ -118,6 +129,7 @@ static int make_params(struct sim_params *p, struct sim_tenant *tenants,
 		.tenants = tenants,
 		.qps = simcli_opts.qps,
 		.trace = simcli_opts.trace ? trace : NULL,
+		.even_arrivals = simcli_opts.even_arrivals,
 		.duration_ns = (uint64_t)llround(simcli_opts.duration_s * 1e9),
 		.seed = (uint64_t)simcli_opts.seed,
 		.interference = { .full_slowdown = simcli_opts.full_slowdown,
@@ -169,14 +181,10 @@ static void print_header(const struct sim_params *p)
 		       "(warm-up %.1f s), seed %ld; full-domain slowdown %.2f, full-socket %.2f; "
 		       "block cost %.0f us, query cost spread %.2f, time-sharing penalty %.2f\n",
 		       simcli_opts.cores, simcli_opts.sockets, simcli_opts.sockets > 1 ? "s" : "",
-		       simcli_opts.llc,
-		       simcli_opts.trace  ? "traced arrivals" :
-		       simcli_opts.search ? "QoS-QPS search" :
-					    "Poisson arrivals",
-		       (double)p->duration_ns * 1e-9, (double)p->warmup_ns * 1e-9, simcli_opts.seed,
-		       simcli_opts.full_slowdown, p->interference.socket_slowdown,
-		       simcli_opts.block_cost_us, simcli_opts.query_cost_sigma,
-		       simcli_opts.shared_penalty);
+		       simcli_opts.llc, arrivals_said(), (double)p->duration_ns * 1e-9,
+		       (double)p->warmup_ns * 1e-9, simcli_opts.seed, simcli_opts.full_slowdown,
+		       p->interference.socket_slowdown, simcli_opts.block_cost_us,
+		       simcli_opts.query_cost_sigma, simcli_opts.shared_penalty);
 	if (simcli_opts.lanes && !simcli_opts.json)
 		printf("%ld lane%s a tenant: one executor process, one copy of the weights, blocks "
 		       "of up to %ld of its queries at once (colocd --executor-lanes, colocctl "

@@ -29,6 +29,7 @@ struct simcli_opts {
 	long executors; /* --executors: each tenant's (policy_tenant.executors) */
 	long lanes; /* --lanes: the executors as lanes of one process (0: processes) */
 	bool search, json, late_serve, duration_given, brief, query_cost_in_blocks;
+	bool even_arrivals; /* --arrivals even */
 	const char *trace, *tables, *models, *profiles, *mixes, *mix, *measured, *qos_from;
 	const char *exec_from; /* block logs to fit the executor model on; NULL: none */
 	const char *parts; /* --parts: the serving path's parts file; NULL: none */

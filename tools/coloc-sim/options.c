@@ -103,6 +103,8 @@ void simcli_usage(FILE *out)
 		"  --seeds N      with --search: search once per seed (seed, seed + 1, ...) and\n"
 		"                 print the median, its range and the median seed's run\n"
 		"  --trace FILE   arrivals from FILE, one per line: TIME_US TENANT_INDEX\n"
+		"  --arrivals poisson|even  Poisson (default), or each tenant's evenly spaced at\n"
+		"                 its rate from a seeded phase: no bursts, as --capacity takes\n"
 		"  --late drop|serve  what the policy does with a query it cannot serve in time\n"
 		"                 (default drop)\n"
 		"  --level blocks|model  the level each round sees: colocd's estimate from the\n"
@@ -275,6 +277,15 @@ static int opt_late(const char *arg)
 	return i < 0;
 }
 
+static int opt_arrivals(const char *arg)
+{
+	static const char *const words[] = { "poisson", "even", NULL };
+	int i = one_of("--arrivals", arg, words);
+
+	simcli_opts.even_arrivals = i == 1;
+	return i < 0;
+}
+
 static int opt_search_like(const char *arg)
 {
 	static const char *const words[] = { "quick", "full", NULL };
@@ -372,6 +383,7 @@ static const struct simcli_option options[] = {
 	LONG("seed", seed, 0, (double)LONG_MAX),
 	LONG("seeds", seeds, 1, 64),
 	STRING("trace", trace),
+	CALL("arrivals", opt_arrivals),
 	CALL("late", opt_late),
 	CALL("level", opt_level),
 	DOUBLE("full-slowdown", full_slowdown, 1, 100),
