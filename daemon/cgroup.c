@@ -33,7 +33,7 @@ const char *cgroup_mode_name(enum cgroup_mode m)
 				"none";
 }
 
-static int write_file(const char *dir, const char *file, const char *val, struct coloc_err *err)
+int cgroup_write_file(const char *dir, const char *file, const char *val, struct coloc_err *err)
 {
 	char path[PATH_MAX + 64];
 	size_t len = strlen(val);
@@ -58,7 +58,7 @@ static int write_file(const char *dir, const char *file, const char *val, struct
 	return 0;
 }
 
-static int read_file(const char *dir, const char *file, char *buf, size_t len)
+int cgroup_read_file(const char *dir, const char *file, char *buf, size_t len)
 {
 	char path[PATH_MAX + 64];
 	ssize_t n;
@@ -141,10 +141,10 @@ static int inherit_cpuset(const char *parent, const char *dir, struct coloc_err 
 	for (int i = 0; i < 2; i++) {
 		const char *file = i ? "cpuset.mems" : "cpuset.cpus";
 
-		ret = read_file(parent, file, val, sizeof(val));
+		ret = cgroup_read_file(parent, file, val, sizeof(val));
 		if (ret)
 			return coloc_err_set(err, ret, "%s/%s: %s", parent, file, strerror(-ret));
-		ret = write_file(dir, file, val, err);
+		ret = cgroup_write_file(dir, file, val, err);
 		if (ret)
 			return ret;
 	}
@@ -152,8 +152,8 @@ static int inherit_cpuset(const char *parent, const char *dir, struct coloc_err 
 }
 
 /*
- * Removes the tenant folders and executor leaves below dir, deepest first,
- * then dir itself when self; only empty cgroups go.
+ * Removes the owners' and tenants' folders and executor leaves below dir,
+ * deepest first, then dir itself when self; only empty cgroups go.
  */
 static void remove_tree(const char *dir, bool self)
 {
@@ -163,8 +163,9 @@ static void remove_tree(const char *dir, bool self)
 
 	if (d) {
 		while ((e = readdir(d)))
-			if (e->d_type == DT_DIR && (!strncmp(e->d_name, "tenant-", 7) ||
-						    !strncmp(e->d_name, "exec-", 5))) {
+			if (e->d_type == DT_DIR &&
+			    (!strncmp(e->d_name, "tenant-", 7) || !strncmp(e->d_name, "uid-", 4) ||
+			     !strncmp(e->d_name, "exec-", 5))) {
 				snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
 				remove_tree(sub, true);
 			}
@@ -214,7 +215,7 @@ static int move_to_leaf(const char *own, struct coloc_err *err)
 	char leaf[PATH_MAX + 16];
 
 	snprintf(leaf, sizeof(leaf), "%s/colocd", own);
-	return make_dir(leaf, err) ?: write_file(leaf, "cgroup.procs", "0", err);
+	return make_dir(leaf, err) ?: cgroup_write_file(leaf, "cgroup.procs", "0", err);
 }
 
 /*
@@ -229,10 +230,11 @@ static void try_cpu_v2(struct cgroup_root *r, const char *dir)
 
 	if (r->cpu_missing[0])
 		return;
-	if (read_file(CGROUP_FS, "cgroup.controllers", ctl, sizeof(ctl)) || !has_word(ctl, "cpu"))
+	if (cgroup_read_file(CGROUP_FS, "cgroup.controllers", ctl, sizeof(ctl)) ||
+	    !has_word(ctl, "cpu"))
 		snprintf(r->cpu_missing, sizeof(r->cpu_missing),
 			 "no cpu controller in " CGROUP_FS "/cgroup.controllers");
-	else if (write_file(dir, "cgroup.subtree_control", "+cpu", &err))
+	else if (cgroup_write_file(dir, "cgroup.subtree_control", "+cpu", &err))
 		snprintf(r->cpu_missing, sizeof(r->cpu_missing), "%s", coloc_err_str(&err));
 }
 
@@ -242,7 +244,7 @@ static int open_v2(struct cgroup_root *r, const char *base, struct coloc_err *er
 	const char *p;
 	int ret;
 
-	if (read_file(CGROUP_FS, "cgroup.controllers", ctl, sizeof(ctl)) ||
+	if (cgroup_read_file(CGROUP_FS, "cgroup.controllers", ctl, sizeof(ctl)) ||
 	    !has_word(ctl, "cpuset") || !has_word(ctl, "memory"))
 		return coloc_err_set(err, -ENODEV,
 				     "cgroup v2 at " CGROUP_FS " has no cpuset and memory "
@@ -273,7 +275,7 @@ static int open_v2(struct cgroup_root *r, const char *base, struct coloc_err *er
 	for (p = base + sizeof(CGROUP_FS);; p = strchr(p, '/') + 1) {
 		const char *slash = strchr(p, '/');
 
-		ret = write_file(dir, "cgroup.subtree_control", "+cpuset +memory", err);
+		ret = cgroup_write_file(dir, "cgroup.subtree_control", "+cpuset +memory", err);
 		if (ret)
 			return coloc_err_prefix(err, "enabling cgroup controllers"), ret;
 		try_cpu_v2(r, dir);
@@ -287,9 +289,10 @@ static int open_v2(struct cgroup_root *r, const char *base, struct coloc_err *er
 	}
 	remove_stale(base);
 	snprintf(r->dir[0], sizeof(r->dir[0]), "%s/colocd-%d", base, getpid());
-	ret = make_dir(r->dir[0], err)							 ?:
-		      write_file(base, "cgroup.subtree_control", "+cpuset +memory", err) ?:
-		      write_file(r->dir[0], "cgroup.subtree_control", "+cpuset +memory", err);
+	ret = make_dir(r->dir[0], err)								?:
+		      cgroup_write_file(base, "cgroup.subtree_control", "+cpuset +memory", err) ?:
+		      cgroup_write_file(r->dir[0], "cgroup.subtree_control", "+cpuset +memory",
+					err);
 	if (ret)
 		return ret;
 	try_cpu_v2(r, base);
@@ -453,9 +456,9 @@ static int tenant_kill_dir(const struct cgroup_root *r, const char *name, struct
 }
 
 int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const char *cpus,
-			 uint64_t memory_max, struct cgroup_tenant *t, struct coloc_err *err)
+			 const struct cgroup_memory *mem, struct cgroup_tenant *t,
+			 struct coloc_err *err)
 {
-	char limit[32];
 	int ret = 0;
 
 	memset(t, 0, sizeof(*t));
@@ -463,11 +466,21 @@ int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const ch
 		t->procs_fd[i] = -1;
 	t->idle_fd = t->pressure_fd = -1;
 	t->idle = -1;
+	t->mem_hier = -1;
 	for (int i = 0; i < r->nr && !ret; i++) {
 		bool cpuset = i == 0, memory = r->mode == CGROUP_V2 || i == 1;
+		const char *parent = r->dir[i];
 		char path[PATH_MAX + 32];
 
-		snprintf(t->dir[i], sizeof(t->dir[i]), "%.*s/tenant-%s", PATH_MAX - 80, r->dir[i],
+		/* the memory hierarchy's tenant folder in its owner's, which bounds them all */
+		if (memory) {
+			ret = cgroup_memory_owner_open(r, r->dir[i], mem, t, err);
+			if (ret)
+				break;
+			parent = t->owner_dir;
+			t->mem_hier = i;
+		}
+		snprintf(t->dir[i], sizeof(t->dir[i]), "%.*s/tenant-%s", PATH_MAX - 80, parent,
 			 name);
 		t->nr = i + 1;
 		/*
@@ -486,16 +499,11 @@ int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const ch
 		if (!ret && cpuset && cpus && cpus[0] && cgroup_tenant_set_cpus(t, cpus, err) < 0)
 			ret = err && err->code ? err->code : -EIO;
 		else if (!ret && cpuset)
-			read_file(t->dir[i], "cpuset.cpus", t->cpus, sizeof(t->cpus));
+			cgroup_read_file(t->dir[i], "cpuset.cpus", t->cpus, sizeof(t->cpus));
 		if (cpuset)
 			snprintf(t->initial, sizeof(t->initial), "%s", t->cpus);
-		if (!ret && memory && memory_max) {
-			snprintf(limit, sizeof(limit), "%llu", (unsigned long long)memory_max);
-			ret = write_file(t->dir[i],
-					 r->mode == CGROUP_V2 ? "memory.max" :
-								"memory.limit_in_bytes",
-					 limit, err);
-		}
+		if (!ret && memory)
+			ret = cgroup_memory_limit(r, t->dir[i], mem->tenant_max, err);
 		snprintf(path, sizeof(path), "%s/cgroup.procs", t->dir[i]);
 		if (!ret && (t->procs_fd[i] = open(path, O_WRONLY | O_CLOEXEC)) < 0)
 			ret = coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
@@ -515,7 +523,7 @@ int cgroup_tenant_set_cpus(struct cgroup_tenant *t, const char *cpus, struct col
 
 	if (!t->nr || !strcmp(t->cpus, cpus))
 		return 0;
-	ret = write_file(t->dir[0], "cpuset.cpus", cpus, err);
+	ret = cgroup_write_file(t->dir[0], "cpuset.cpus", cpus, err);
 	if (ret)
 		return ret;
 	snprintf(t->cpus, sizeof(t->cpus), "%s", cpus);
@@ -548,5 +556,8 @@ int cgroup_tenant_remove(struct cgroup_tenant *t)
 		}
 	}
 	t->nr = kept;
+	t->mem_hier = -1;
+	if (!kept)
+		cgroup_memory_owner_close(t);
 	return kept + (own_kill && t->kill_dir[0]);
 }

@@ -15,9 +15,12 @@
  * (cgroup_cpu.c); without it colocd still serves, and its start-up log
  * says so.
  * Below BASE: colocd-PID (this colocd; the folders of a colocd that is no
- * more are removed at start), and in it tenant-NAME per tenant. Every
- * write is checked; the cost of a cpuset write is in
- * docs/security-sandbox.md.
+ * more are removed at start), and in it tenant-NAME per tenant. In the
+ * hierarchy of the memory controller (v2: the one) a tenant's folder is in
+ * uid-U, one per user U who owns tenants, whose memory limit bounds all
+ * their executors together (docs/security-owners.md); v1's cpuset and cpu
+ * folders stay flat. Every write is checked; the cost of a cpuset write is
+ * in docs/security-sandbox.md.
  *
  * Each executor runs in a cgroup v2 leaf of its own under its tenant's
  * (cgroup_leaf.h), killed through its cgroup.kill. The leaves' parent is
@@ -66,6 +69,15 @@ struct cgroup_tenant {
 	int idle_fd; /* the root's idle_file in its cpu folder; -1: none */
 	int idle; /* as last written: 1 idle, 0 not, -1 never written */
 	int pressure_fd; /* cpu.pressure of its kill folder (PSI); -1: none */
+	int mem_hier; /* which dir[] has the memory controller; -1: none */
+	char owner_dir[PATH_MAX]; /* its owner's uid-U folder above dir[mem_hier]; "": none */
+};
+
+/* A tenant's memory events so far (cgroup_tenant_memory_events). */
+struct cgroup_memory_events {
+	uint64_t oom_kills; /* its processes the kernel's OOM killer killed */
+	uint64_t tenant_max; /* times its own memory limit was hit */
+	uint64_t owner_max; /* times its owner's uid-U limit was hit (all its tenants') */
 };
 
 /*
@@ -78,13 +90,24 @@ int cgroup_root_open(struct cgroup_root *r, const char *base, struct coloc_err *
 void cgroup_root_close(struct cgroup_root *r);
 const char *cgroup_mode_name(enum cgroup_mode m);
 
+/* What a tenant's memory is bounded by: its own limit and its owner's. */
+struct cgroup_memory {
+	uint64_t tenant_max; /* bytes, its executors together; 0: no limit */
+	unsigned int owner; /* the uid that owns it: its uid-U folder */
+	uint64_t owner_max; /* bytes, all of owner's tenants' executors together; 0: none */
+};
+
 /*
  * tenant-NAME with cpuset.cpus = cpus (a CPU list; NULL or "": its
- * parent's), the memory nodes of its parent, and memory_max bytes of
- * memory (0: no limit).
+ * parent's), the memory nodes of its parent, and mem's limits: its memory
+ * folder in uid-OWNER (made, or its limit written again, as each tenant
+ * of the owner comes).
  */
 int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const char *cpus,
-			 uint64_t memory_max, struct cgroup_tenant *t, struct coloc_err *err);
+			 const struct cgroup_memory *mem, struct cgroup_tenant *t,
+			 struct coloc_err *err);
+/* Its memory folder's counters (v2 memory.events, v1 oom_control and failcnt). 0 or -errno. */
+int cgroup_tenant_memory_events(const struct cgroup_tenant *t, struct cgroup_memory_events *ev);
 /* Writes cpuset.cpus only when cpus differs from what it holds. 1 if written. */
 int cgroup_tenant_set_cpus(struct cgroup_tenant *t, const char *cpus, struct coloc_err *err);
 /*
@@ -99,6 +122,21 @@ int cgroup_tenant_set_idle(struct cgroup_tenant *t, const struct cgroup_root *r,
  * "some" total, in ns, since the folder was made). -ENOENT without PSI.
  */
 int cgroup_tenant_cpu_wait(const struct cgroup_tenant *t, uint64_t *ns);
+/* dir/file written (a pending signal's EINTR retried) or read, trailing blanks cut: 0 or -errno. */
+int cgroup_write_file(const char *dir, const char *file, const char *val, struct coloc_err *err);
+int cgroup_read_file(const char *dir, const char *file, char *buf, size_t len);
+/*
+ * The memory controller (cgroup_memory.c): t's owner folder uid-OWNER under
+ * parent made (v2: the controllers handed on to it), its limit written,
+ * t->owner_dir set; bytes of memory.max (v1 memory.limit_in_bytes) on dir
+ * (0: none written); the owner folder removed when empty.
+ */
+int cgroup_memory_owner_open(const struct cgroup_root *r, const char *parent,
+			     const struct cgroup_memory *mem, struct cgroup_tenant *t,
+			     struct coloc_err *err);
+int cgroup_memory_limit(const struct cgroup_root *r, const char *dir, uint64_t max,
+			struct coloc_err *err);
+void cgroup_memory_owner_close(struct cgroup_tenant *t);
 /* Opens t's cpu files (from cgroup_tenant_create): idle at once. */
 int cgroup_cpu_tenant_open(const struct cgroup_root *r, struct cgroup_tenant *t,
 			   struct coloc_err *err);

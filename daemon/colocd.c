@@ -10,6 +10,7 @@
  * on the loop; main only registers the signals that end it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -147,7 +148,8 @@ static int parse_state(const char *arg)
 }
 
 static unsigned long long executor_memory_mib = SANDBOX_DEFAULT_MEMORY_MIB;
-static bool span_given;
+static unsigned long long executor_mib_per_uid;
+static bool span_given, executor_memory_given, executor_mib_per_uid_given;
 
 /*
  * What an option sets: a string, a flag, a number in [lo, hi], or its own
@@ -242,9 +244,16 @@ static const struct colocd_option options[] = {
 	  .help = "uids (and gids) for the tenants' executors, one of its own each, skipping "
 		  "any in /etc/passwd or /etc/group",
 	  .dflt = "1879048192-1879052287" },
-	{ "executor-memory", 0, ARG_ULL, &executor_memory_mib, 64, 1L << 30, .arg = "MIB",
+	{ "executor-memory", 0, ARG_ULL, &executor_memory_mib, 64, 1L << 30,
+	  .given = &executor_memory_given, .arg = "MIB",
 	  .help = "memory of one tenant's cgroup; each executor's address space is bounded at "
-		  "4x that" },
+		  "4x that",
+	  .dflt = "16384, or --max-executor-mib-per-uid where that is less" },
+	{ "max-executor-mib-per-uid", 0, ARG_ULL, &executor_mib_per_uid, 0, 1L << 30,
+	  .given = &executor_mib_per_uid_given, .arg = "MIB",
+	  .help = "memory of the executors of one user's tenants together (root's are bounded "
+		  "by tenant only); 0: no bound",
+	  .dflt = "a quarter of the machine's memory" },
 	{ "cgroup-root", 0, ARG_STRING, &config.sandbox.cgroup_base, .arg = "DIR",
 	  .help = "the tenants' cgroups go under DIR",
 	  .dflt = "cgroup v2: its own cgroup's tenants/ when systemd delegated it, else "
@@ -353,7 +362,25 @@ static int apply_option(const struct colocd_option *o, const char *arg)
 /* The checks across options, once all are in; 0 or 2 having said why. */
 static int check_args(void)
 {
+	unsigned long long pages = (unsigned long long)sysconf(_SC_PHYS_PAGES);
+
+	if (!executor_mib_per_uid_given)
+		executor_mib_per_uid = pages * (unsigned long long)sysconf(_SC_PAGESIZE) / 4 >> 20;
+	if (executor_mib_per_uid && executor_memory_mib > executor_mib_per_uid) {
+		if (executor_memory_given || executor_mib_per_uid < 64) {
+			fprintf(stderr,
+				"colocd: --executor-memory %llu MiB is above %llu MiB, what the "
+				"executors of one user's tenants may hold together "
+				"(--max-executor-mib-per-uid%s): lower the first or raise the "
+				"second\n",
+				executor_memory_mib, executor_mib_per_uid,
+				executor_mib_per_uid_given ? "" : ", a quarter of the memory");
+			return 2;
+		}
+		executor_memory_mib = executor_mib_per_uid;
+	}
 	config.sandbox.memory_max = executor_memory_mib << 20;
+	config.sandbox.memory_per_uid_max = executor_mib_per_uid << 20;
 	/* a window needs a couple of periodic samples, or idle-looking gaps appear */
 	if (config.sample_hz && (unsigned long)config.sample_hz * config.window_ms < 2000) {
 		fprintf(stderr,
@@ -529,6 +556,36 @@ static void raise_nofile(void)
 	}
 }
 
+/*
+ * The kernel's OOM killer takes colocd, which holds every tenant's
+ * submitted files, last: its executors first (oom_score_adj 1000,
+ * execproc_spawn.c). dist/colocd.service.in says the same.
+ */
+#define COLOCD_OOM_SCORE_ADJ "-900"
+
+static void lower_oom_score(void)
+{
+	char now[16] = "";
+	FILE *f = fopen("/proc/self/oom_score_adj", "re");
+	int fd;
+
+	if (f && !fgets(now, sizeof(now), f))
+		now[0] = '\0';
+	if (f)
+		fclose(f);
+	if (now[0] && atoi(now) <= atoi(COLOCD_OOM_SCORE_ADJ))
+		return;
+	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, COLOCD_OOM_SCORE_ADJ, strlen(COLOCD_OOM_SCORE_ADJ)) < 0)
+		fprintf(stderr,
+			"colocd: cannot lower its oom_score_adj to " COLOCD_OOM_SCORE_ADJ " (%s; "
+			"it needs CAP_SYS_RESOURCE, or OOMScoreAdjust= in its unit): the OOM "
+			"killer may take colocd before an executor\n",
+			strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	struct server_config scfg = { 0 };
@@ -552,6 +609,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
+	lower_oom_score();
 
 	d = calloc(1, sizeof(*d));
 	if (!d)

@@ -5,7 +5,9 @@
  * started by clone3 in pid, mount, ipc and network namespaces of its own
  * with only that memfd, the write end of the completion pipe, its log pipe
  * and the tenant's files open, under rlimits, in its tenant's cgroups (and
- * a cgroup v2 leaf of its own, cgroup_leaf.h), in a session of its own. A process of several lanes (execproc_spawn_lanes)
+ * a cgroup v2 leaf of its own, cgroup_leaf.h), in a session of its own,
+ * the OOM killer's first choice (oom_score_adj 1000, which the executor,
+ * without CAP_SYS_RESOURCE, cannot lower). A process of several lanes (execproc_spawn_lanes)
  * gets a memfd and a pipe per lane, each lane a handle of its own. What
  * follows its start is execproc.c's.
  */
@@ -159,13 +161,14 @@ static void child_report(int fd, int fatal, int e)
  * terminal or journal stream), the shared memory and the doorbell as fds 3 and 4, every
  * other fd the daemon holds (sockets, BPF maps, other tenants' memory)
  * closed at exec, default SIGPIPE and SIGCHLD, nothing blocked, killed
- * with its parent. Reports go through report_fd, which exec closes.
+ * with its parent, oom_score_adj 1000 (colocd's own, inherited, is low).
+ * Reports go through report_fd, which exec closes.
  */
 static __attribute__((noreturn)) void child_exec(const struct child_args *c, int report_fd)
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	sigset_t none;
-	int null;
+	int null, oom;
 
 	if (c->remount_proc &&
 	    (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) ||
@@ -177,6 +180,10 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *c, int
 			goto fail;
 	if (setsid() < 0)
 		goto fail;
+	oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (oom < 0 || write(oom, "1000", 4) != 4)
+		goto fail;
+	close(oom);
 	null = open("/dev/null", O_RDONLY);
 	sigemptyset(&none);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(c->log_hi, 1) < 0 || dup2(c->log_hi, 2) < 0)

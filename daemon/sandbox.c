@@ -28,7 +28,9 @@ struct sandbox_tenant {
 	bool lingering; /* gone, its cgroup folders still held by an exiting executor */
 	char name[64];
 	uid_t uid;
+	uid_t owner;
 	struct cgroup_tenant cg;
+	struct cgroup_memory_events mem0; /* as at its opening: a taken-over folder's past */
 	char describe[SANDBOX_DESCRIBE_LEN];
 };
 
@@ -82,7 +84,7 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 {
 	struct coloc_err cerr = { 0 };
 	struct sandbox *sb;
-	char cpu[512];
+	char cpu[512], per_uid[96] = "no bound on a user's tenants together";
 	int ret = 0, n;
 
 	*out = NULL;
@@ -103,6 +105,20 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 				    sb->cfg.uid_first, sb->cfg.uid_last);
 		goto fail;
 	}
+	if (sb->cfg.memory_per_uid_max && sb->cfg.memory_max > sb->cfg.memory_per_uid_max) {
+		ret = coloc_err_set(
+			err, -EINVAL,
+			"a tenant's memory (%llu MiB, --executor-memory) is above what "
+			"all of one user's tenants may hold together (%llu MiB, "
+			"--max-executor-mib-per-uid): lower the first or raise the second",
+			(unsigned long long)(sb->cfg.memory_max >> 20),
+			(unsigned long long)(sb->cfg.memory_per_uid_max >> 20));
+		goto fail;
+	}
+	if (sb->cfg.memory_per_uid_max)
+		snprintf(per_uid, sizeof(per_uid),
+			 "%llu MiB a user's (not root's) tenants together",
+			 (unsigned long long)(sb->cfg.memory_per_uid_max >> 20));
 	sb->next_uid = sb->cfg.uid_first;
 	if (cfg->no_cgroups)
 		snprintf(sb->cg_missing, sizeof(sb->cg_missing), "no cgroup (turned off)");
@@ -125,8 +141,9 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 			      sb->cg_missing);
 	else
 		n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n,
-			      "%s, under %s, %llu MiB a tenant, %s", cgroup_mode_name(sb->cg.mode),
-			      sb->cg.dir[0], (unsigned long long)(sb->cfg.memory_max >> 20),
+			      "%s, under %s, %llu MiB a tenant, %s, %s",
+			      cgroup_mode_name(sb->cg.mode), sb->cg.dir[0],
+			      (unsigned long long)(sb->cfg.memory_max >> 20), per_uid,
 			      cgroup_cpu_describe(&sb->cg, cpu, sizeof(cpu)));
 	n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n, "; %s", sb->kill_how);
 	if (cfg->no_namespaces)
@@ -215,8 +232,9 @@ static void format_cpus(const int *cpus, int nr, char *buf, size_t len)
 	}
 }
 
-int sandbox_tenant_open(struct sandbox *sb, const char *name, struct coloc_err *err)
+int sandbox_tenant_open(struct sandbox *sb, const char *name, uid_t owner, struct coloc_err *err)
 {
+	struct cgroup_memory mem = { .tenant_max = sb->cfg.memory_max, .owner = owner };
 	struct sandbox_tenant *t = NULL;
 	int ret, n;
 
@@ -241,11 +259,14 @@ int sandbox_tenant_open(struct sandbox *sb, const char *name, struct coloc_err *
 		return coloc_err_set(err, ret,
 				     "tenant %s: every uid of %u-%u is taken (colocd --uid-range)",
 				     name, sb->cfg.uid_first, sb->cfg.uid_last);
+	t->owner = owner;
 	if (sb->cg.nr) {
-		ret = cgroup_tenant_create(&sb->cg, name, sb->cfg.cores ?: "", sb->cfg.memory_max,
-					   &t->cg, err);
+		/* root is held to the global limits only, as in every per-uid quota */
+		mem.owner_max = owner ? sb->cfg.memory_per_uid_max : 0;
+		ret = cgroup_tenant_create(&sb->cg, name, sb->cfg.cores ?: "", &mem, &t->cg, err);
 		if (ret)
 			return coloc_err_prefix(err, "tenant %s", name);
+		cgroup_tenant_memory_events(&t->cg, &t->mem0);
 	}
 	n = snprintf(t->describe, sizeof(t->describe), "uid %u", t->uid);
 	if (sb->cg.nr)
@@ -333,6 +354,29 @@ int sandbox_tenant_cpu_wait(const struct sandbox *sb, const char *name, uint64_t
 	if (!t || !t->cg.nr)
 		return -ENOENT;
 	return cgroup_tenant_cpu_wait(&t->cg, ns);
+}
+
+int sandbox_tenant_oom_killed(const struct sandbox *sb, const char *name, char *buf, size_t len)
+{
+	const struct sandbox_tenant *t = find(sb, name);
+	struct cgroup_memory_events ev;
+
+	if (!t || !t->cg.nr || cgroup_tenant_memory_events(&t->cg, &ev) ||
+	    ev.oom_kills <= t->mem0.oom_kills)
+		return 0;
+	if (ev.tenant_max > t->mem0.tenant_max)
+		snprintf(buf, len,
+			 "out of memory at its tenant's limit (%llu MiB, --executor-memory)",
+			 (unsigned long long)(sb->cfg.memory_max >> 20));
+	else if (ev.owner_max > t->mem0.owner_max && t->owner)
+		snprintf(buf, len,
+			 "out of memory at uid %u's tenants' limit (%llu MiB together, "
+			 "--max-executor-mib-per-uid)",
+			 (unsigned int)t->owner,
+			 (unsigned long long)(sb->cfg.memory_per_uid_max >> 20));
+	else
+		snprintf(buf, len, "out of memory: the machine's (the kernel's OOM killer)");
+	return 1;
 }
 
 const char *sandbox_tenant_describe(const struct sandbox *sb, const char *name)

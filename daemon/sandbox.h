@@ -33,6 +33,8 @@
 struct sandbox_config {
 	uid_t uid_first, uid_last; /* 0, 0: the defaults */
 	uint64_t memory_max; /* bytes per tenant's cgroup; 0: SANDBOX_DEFAULT_MEMORY_MIB */
+	/* bytes of the executors of one user's (not root's) tenants together; 0: no bound */
+	uint64_t memory_per_uid_max;
 	const char *cgroup_base; /* NULL: cgroup.h's default for the live layout */
 	const char *cores; /* the CPUs served: a tenant's cpuset before its first block */
 	bool no_cgroups; /* turned off (needs allow_weak) */
@@ -62,10 +64,18 @@ const char *sandbox_describe(const struct sandbox *sb);
 
 /*
  * A uid/gid pair not in /etc/passwd nor /etc/group (nor held by another
- * tenant) and tenant-NAME's cgroup. -EEXIST if name has one, -EUSERS when
- * the range is used up.
+ * tenant) and tenant-NAME's cgroup, in the folder of its owner's tenants
+ * (memory_per_uid_max unless owner is root). -EEXIST if name has one,
+ * -EUSERS when the range is used up.
  */
-int sandbox_tenant_open(struct sandbox *sb, const char *name, struct coloc_err *err);
+int sandbox_tenant_open(struct sandbox *sb, const char *name, uid_t owner, struct coloc_err *err);
+/*
+ * Whether the kernel's OOM killer killed a process of name's since its
+ * sandbox opened: 1 with why in buf ("out of memory at ..." which limit:
+ * its own, its owner's tenants' together, or the machine's), 0 if not (or
+ * no cgroup).
+ */
+int sandbox_tenant_oom_killed(const struct sandbox *sb, const char *name, char *buf, size_t len);
 /*
  * Frees the ids and removes the cgroup; where an executor of it has not
  * exited yet, the cgroup lingers until sandbox_tick finds it empty (or a

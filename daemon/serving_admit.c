@@ -332,7 +332,7 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 	if (ret)
 		goto fail;
 	if (s->sandbox) {
-		ret = sandbox_tenant_open(s->sandbox, t->name, err);
+		ret = sandbox_tenant_open(s->sandbox, t->name, t->owner, err);
 		if (ret)
 			goto fail;
 		t->sandboxed = true;

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include "sandbox.h"
 #include "shm_summary_check.h"
 #include "serving_internal.h"
 #include "mono_clock.h"
@@ -173,6 +174,18 @@ static void refuse_from_executor(struct serving *s, struct sv_tenant *t, const s
 		sv_admit_refuse(s, t, ret, coloc_err_str(err));
 }
 
+/*
+ * The memory limit t's executor met, before err's words, where the
+ * kernel's OOM killer killed it (first: a tenant's reason is short).
+ */
+static void name_oom_kill(const struct serving *s, const struct sv_tenant *t, struct coloc_err *err)
+{
+	char why[256];
+
+	if (t->sandboxed && sandbox_tenant_oom_killed(s->sandbox, t->name, why, sizeof(why)) > 0)
+		coloc_err_prefix(err, "%s", why);
+}
+
 /* Takes what each of t's executors has to say; false when t failed or went. */
 static bool poll_tenant(struct serving *s, struct sv_tenant *t)
 {
@@ -188,6 +201,8 @@ static bool poll_tenant(struct serving *s, struct sv_tenant *t)
 		if (!x->ep)
 			return true;
 		ret = execproc_poll(x->ep, &res, &err);
+		if (ret < 0)
+			name_oom_kill(s, t, &err);
 		if (ret < 0 && !t->described) {
 			refuse_from_executor(s, t, x, ret, &err);
 			return false;

@@ -104,7 +104,8 @@ FIXTURE_SETUP(kill)
 		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", path);
 	tu_bin("coloc-executor", self->bin, sizeof(self->bin));
 	ASSERT_EQ(0, sandbox_create(&cfg, &self->sb, &err)) TH_LOG("%s", coloc_err_str(&err));
-	ASSERT_EQ(0, sandbox_tenant_open(self->sb, "ck", &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, sandbox_tenant_open(self->sb, "ck", 0, &err))
+	TH_LOG("%s", coloc_err_str(&err));
 	ASSERT_EQ(0, sandbox_tenant_spawn_opts(self->sb, "ck", &o, &err))
 	TH_LOG("%s", coloc_err_str(&err));
 	if (!o.cgroup_leaf_parent)

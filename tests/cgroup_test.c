@@ -3,7 +3,8 @@
  * Tenant cgroups (daemon/cgroup.h) made while signals keep arriving, as
  * they do in colocd (executors exit, timers fire): the kernel refuses a
  * memory limit's write with EINTR whenever a signal is pending, and a
- * tenant must not be refused for that. Real cgroups under a folder of
+ * tenant must not be refused for that. A member's tenants in the folder
+ * that bounds their memory together. Real cgroups under a folder of
  * this test's own; skips without root or a layout with cpuset and memory.
  */
 #define _GNU_SOURCE
@@ -46,9 +47,12 @@ TEST(tenant_create__a_signal_storm_refuses_no_memory_limit)
 	for (int i = 0; i < 300; i++) {
 		struct cgroup_tenant t;
 		char name[32];
+		struct cgroup_memory mem = { .tenant_max = (64ull + i) << 20,
+					     .owner = 64990,
+					     .owner_max = (128ull + i) << 20 };
 
 		snprintf(name, sizeof(name), "t%d", i);
-		if (cgroup_tenant_create(&r, name, NULL, (64ull + i) << 20, &t, &err)) {
+		if (cgroup_tenant_create(&r, name, NULL, &mem, &t, &err)) {
 			if (!failed++)
 				TH_LOG("tenant %s: %s", name, coloc_err_str(&err));
 		} else {
@@ -125,7 +129,8 @@ TEST(tenant_idle__starts_idle_and_writes_only_on_a_change)
 	file = r.idle_file;
 	on = atoi(r.idle_on);
 	off = atoi(r.idle_off);
-	ASSERT_EQ(0, cgroup_tenant_create(&r, "idle", NULL, 0, &t, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, cgroup_tenant_create(&r, "idle", NULL, &(struct cgroup_memory){ 0 }, &t, &err))
+	TH_LOG("%s", err.msg);
 	EXPECT_EQ(on, read_cpu_file(&r, &t, file));
 	EXPECT_EQ(0, cgroup_tenant_set_idle(&t, &r, true, &err));
 	EXPECT_EQ(1, cgroup_tenant_set_idle(&t, &r, false, &err)) TH_LOG("%s", err.msg);
@@ -140,6 +145,75 @@ TEST(tenant_idle__starts_idle_and_writes_only_on_a_change)
 	EXPECT_EQ(1, cgroup_tenant_set_idle(&t, &r, true, &err));
 	EXPECT_EQ(on, read_cpu_file(&r, &t, file));
 	EXPECT_EQ(0, cgroup_tenant_remove(&t));
+	nr = cgroup_root_parents(&r, bases);
+	cgroup_root_close(&r);
+	for (int i = 0; i < nr; i++)
+		rmdir(bases[i]);
+}
+
+/* memory.max (v2) or memory.limit_in_bytes (v1) of dir, in bytes; 0 if unread. */
+static unsigned long long memory_limit(const struct cgroup_root *r, const char *dir)
+{
+	char path[PATH_MAX + 64];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir,
+		 r->mode == CGROUP_V2 ? "memory.max" : "memory.limit_in_bytes");
+	f = fopen(path, "re");
+	if (f && fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/*
+ * Two tenants of one owner share its uid-U folder, whose limit bounds
+ * them together, a third owner's tenant has a folder of its own; each
+ * tenant keeps its own limit below; the owner's folder goes with its last
+ * tenant.
+ */
+TEST(tenant_create__one_owners_tenants_in_a_folder_whose_limit_bounds_them)
+{
+	struct cgroup_memory a = { 128ull << 20, 64990, 256ull << 20 },
+			     b = { 64ull << 20, 64991, 192ull << 20 };
+	struct coloc_err err = { 0 };
+	struct cgroup_root r;
+	struct cgroup_tenant t[3];
+	char base[64], bases[CGROUP_MAX_HIER + 1][PATH_MAX], owner[PATH_MAX];
+	int nr;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root to make cgroups");
+	snprintf(base, sizeof(base), "coloc-cgroup-owner-test-%d", getpid());
+	if (cgroup_root_open(&r, base, &err))
+		SKIP(return, "no tenant cgroups here: %s", coloc_err_str(&err));
+	ASSERT_EQ(0, cgroup_tenant_create(&r, "a1", NULL, &a, &t[0], &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, cgroup_tenant_create(&r, "a2", NULL, &a, &t[1], &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, cgroup_tenant_create(&r, "b1", NULL, &b, &t[2], &err)) TH_LOG("%s", err.msg);
+	for (int i = 0; i < 3; i++) {
+		const struct cgroup_memory *m = i < 2 ? &a : &b;
+		char want[64];
+
+		ASSERT_LE(0, t[i].mem_hier);
+		snprintf(want, sizeof(want), "/uid-%u", m->owner);
+		EXPECT_EQ(0, strcmp(t[i].owner_dir + strlen(t[i].owner_dir) - strlen(want), want))
+		TH_LOG("owner folder %s", t[i].owner_dir);
+		EXPECT_EQ(0,
+			  strncmp(t[i].dir[t[i].mem_hier], t[i].owner_dir, strlen(t[i].owner_dir)))
+		TH_LOG("%s is not in %s", t[i].dir[t[i].mem_hier], t[i].owner_dir);
+		EXPECT_EQ(m->owner_max, memory_limit(&r, t[i].owner_dir));
+		EXPECT_EQ(m->tenant_max, memory_limit(&r, t[i].dir[t[i].mem_hier]));
+	}
+	EXPECT_STREQ(t[0].owner_dir, t[1].owner_dir);
+	EXPECT_STRNE(t[0].owner_dir, t[2].owner_dir);
+	snprintf(owner, sizeof(owner), "%s", t[0].owner_dir);
+	EXPECT_EQ(0, cgroup_tenant_remove(&t[0]));
+	EXPECT_EQ(0, access(owner, F_OK)) TH_LOG("%s went before its last tenant", owner);
+	EXPECT_EQ(0, cgroup_tenant_remove(&t[1]));
+	EXPECT_EQ(-1, access(owner, F_OK)) TH_LOG("%s stayed after its last tenant", owner);
+	EXPECT_EQ(0, cgroup_tenant_remove(&t[2]));
 	nr = cgroup_root_parents(&r, bases);
 	cgroup_root_close(&r);
 	for (int i = 0; i < nr; i++)

@@ -123,7 +123,8 @@ TEST(exec_team__threads_keep_their_cores_as_the_cpuset_follows_the_blocks)
 	if (cgroup_root_open(&r, base, &err))
 		SKIP(return, "no tenant cgroups here: %s", coloc_err_str(&err));
 	cgroup_leaf_init(&leaf);
-	ASSERT_EQ(0, cgroup_tenant_create(&r, "walk", "0-1", 0, &t, &err))
+	ASSERT_EQ(0,
+		  cgroup_tenant_create(&r, "walk", "0-1", &(struct cgroup_memory){ 0 }, &t, &err))
 	TH_LOG("%s", coloc_err_str(&err));
 	if (r.mode == CGROUP_V2) {
 		ASSERT_EQ(0, cgroup_leaf_create(t.kill_dir, &leaf, &err))

@@ -35,6 +35,10 @@
  *                    block, as a crafted model could make the real
  *                    executor do; answers every command OK at once, as
  *                    an honest executor would (the outputs zero)
+ *   hostile-hogN     (any N) completes every block OK at once (the outputs
+ *                    zero), and once it answered its first, touches
+ *                    HOSTILE_HOG_MIB of memory that it keeps, as a crafted
+ *                    model's buffers would: two of one user bound together
  *
  * and these lie in the summary of the model (shm.h) they describe before
  * READY, which colocd admits the tenant from:
@@ -79,6 +83,7 @@
 
 #define MAX_LANES 8
 #define HOSTILE_SPINNERS 32 /* RLIMIT_NPROC allows (CPUs + 16) x 8 a tenant uid */
+#define HOSTILE_HOG_MIB 160 /* tests/executor_memory_test.c's limits are set around it */
 
 /* the lane this thread serves */
 static __thread struct coloc_shm *shm;
@@ -276,6 +281,20 @@ static void misbehave(void)
 				stall(seq);
 			stalled = true;
 			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
+			continue;
+		}
+		if (!strncmp(mode, "hog", 3)) {
+			static char *hog;
+			bool first = !hog && shm->cmd.op == COLOC_SHM_OP_RUN;
+
+			/* answered first: the touch is slow where a guest's first faults are */
+			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
+			if (first) {
+				hog = malloc((size_t)HOSTILE_HOG_MIB << 20);
+				if (!hog)
+					_exit(6);
+				memset(hog, 1, (size_t)HOSTILE_HOG_MIB << 20);
+			}
 			continue;
 		}
 		if (is("spin")) {

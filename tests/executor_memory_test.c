@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The executors' memory in aggregate and the OOM killer's choice
+ * (docs/security-owners.md, "Executors' memory"). A real colocd with small
+ * limits (--executor-memory 192, --max-executor-mib-per-uid 256) whose
+ * --executor is tests/hostile_executor.c: a member's two tenants
+ * hostile-hog1 and hostile-hog2 each touch 160 MiB at their first block,
+ * within each one's own limit but not within their uid's together; a
+ * second member's honest tenant runs the real executor. Each executor's
+ * oom_score_adj is 1000 and colocd's below 0; the member's tenants sit in
+ * its uid-U folder with the limit; the kernel kills one hog, whose tenant
+ * fails naming memory and the option, and the other member's tenant goes
+ * on answering. From inside: a process that enters the executor's sandbox
+ * with oom_score_adj 1000 over a floor of -900 (colocd without
+ * CAP_SYS_RESOURCE, as under its unit) cannot lower it. And colocd refuses
+ * a tenant's limit above the per-uid one.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include "kselftest_harness.h"
+#include "coloc/protocol.h"
+#include "exec_sandbox.h"
+#include "sandbox.h"
+#include "testutil.h"
+
+#define MEMBER 64992 /* uids no account on a test machine has */
+#define MEMBER2 64993
+#define TENANT_MIB 192
+#define PER_UID_MIB 256 /* below two hogs' 160 MiB each, above one */
+#define READY_S 180
+#define FAIL_S 60
+
+static char cache_dir[64];
+
+__attribute__((constructor)) static void make_cache_dir(void)
+{
+	tu_shared_tmpdir("executor-memory-test", cache_dir, sizeof(cache_dir));
+}
+
+FIXTURE(mem)
+{
+	char dir[64], sock[128], pin[128], log[128], executor[128], colocctl[512];
+	char model[PATH_MAX + 64];
+	char out[16384];
+	pid_t colocd;
+};
+
+FIXTURE_SETUP(mem)
+{
+	const char *root = getenv("COLOC_ROOT");
+	const char *extra[] = { "--cache-dir",
+				cache_dir,
+				"--executor",
+				self->executor,
+				"--executor-memory",
+				"192",
+				"--max-executor-mib-per-uid",
+				"256",
+				NULL };
+	char out[4096], src[PATH_MAX + 64], real[PATH_MAX], cmd[4 * PATH_MAX + 256];
+
+	self->colocd = 0;
+	self->dir[0] = '\0';
+	if (geteuid() != 0)
+		SKIP(return, "needs root to run colocd and change uid");
+	if (!getgrnam(COLOC_GROUP))
+		SKIP(return, "no group " COLOC_GROUP " (tools/deps.sh makes it)");
+	snprintf(src, sizeof(src), "%s/models/mobilenet_v2.model", root ? root : ".");
+	if (!realpath(src, real))
+		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", src);
+	ASSERT_EQ(0, tu_mount_bpffs());
+	ASSERT_EQ(0, tu_quick_profile(real, cache_dir, out, sizeof(out))) TH_LOG("%s", out);
+	tu_bin("colocctl", self->colocctl, sizeof(self->colocctl));
+	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-memguard-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	/* the members reach the socket and read the model they submit */
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	snprintf(self->model, sizeof(self->model), "%s/mobilenet_v2.model", self->dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0644 '%s'", real, self->model,
+		 self->model);
+	ASSERT_EQ(0, system(cmd));
+	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
+	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
+	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-memguard-test-%d", getpid());
+	ASSERT_EQ(0, tu_hostile_executor_dir(self->dir, self->executor, sizeof(self->executor)));
+	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
+	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start");
+}
+
+FIXTURE_TEARDOWN(mem)
+{
+	if (self->colocd > 0)
+		tu_stop_colocd(self->colocd);
+	if (self->dir[0] && tu_remove_tree(self->dir))
+		TH_LOG("could not remove %s", self->dir);
+}
+
+/* colocctl ARGS... as uid (0: root) with the coloc group, opened as root and fexecve'd. */
+static int colocctl_as(FIXTURE_DATA(mem) * self, uid_t uid, const char *const *args)
+{
+	char *argv[16] = { self->colocctl, "--socket", self->sock };
+	int fds[2], st, argc = 3;
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
+
+	for (int i = 0; args[i] && argc < 15; i++)
+		argv[argc++] = (char *)args[i];
+	argv[argc] = NULL;
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct group *g = getgrnam(COLOC_GROUP);
+		gid_t groups[1] = { g ? g->gr_gid : (gid_t)uid };
+		int exe = open(self->colocctl, O_RDONLY | O_CLOEXEC);
+
+		close(fds[0]);
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
+		if (exe < 0 || (uid && (setgroups(1, groups) || setgid((gid_t)uid) || setuid(uid))))
+			_exit(99);
+		fexecve(exe, argv, environ);
+		_exit(127);
+	}
+	close(fds[1]);
+	while (pid > 0 && got + 1 < sizeof(self->out) &&
+	       (n = read(fds[0], self->out + got, sizeof(self->out) - 1 - got)) > 0)
+		got += (size_t)n;
+	self->out[got] = '\0';
+	close(fds[0]);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+/* The value of "key": in out as text (a string's, or a number's), or "". */
+static void json_value(const char *out, const char *key, char *val, size_t len)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(out, pat);
+	val[0] = '\0';
+	if (!p)
+		return;
+	p += strlen(pat);
+	if (*p == '"')
+		snprintf(val, len, "%.*s", (int)strcspn(p + 1, "\""), p + 1);
+	else
+		snprintf(val, len, "%.*s", (int)strcspn(p, ",}"), p);
+}
+
+/* Root's status of tenant name: its state and reason; 0 or colocctl's status. */
+static int state_of(FIXTURE_DATA(mem) * self, const char *name, char *state, char *reason,
+		    size_t len)
+{
+	char args[128];
+	int ret;
+
+	snprintf(args, sizeof(args), "status %s --json", name);
+	ret = tu_colocctl(self->sock, args, self->out, sizeof(self->out));
+	json_value(self->out, "state", state, len);
+	json_value(self->out, "reason", reason, len);
+	return ret;
+}
+
+/* Submits name as uid and waits until it is ready: its executor's pid, 0 if never. */
+static pid_t submit_ready(FIXTURE_DATA(mem) * self, uid_t uid, const char *name)
+{
+	const char *args[] = { "submit", name, self->model, "--qos-ms", "60000", NULL };
+	char state[64], reason[512], pid[32];
+
+	if (colocctl_as(self, uid, args))
+		return 0;
+	for (int i = 0; i < READY_S * 10; i++, usleep(100000))
+		if (!state_of(self, name, state, reason, sizeof(state)) &&
+		    !strcmp(state, "ready")) {
+			json_value(self->out, "pid", pid, sizeof(pid));
+			return (pid_t)atoi(pid);
+		}
+	return 0;
+}
+
+static int infer_as(FIXTURE_DATA(mem) * self, uid_t uid, const char *name)
+{
+	const char *args[] = { "infer", name, NULL };
+
+	return colocctl_as(self, uid, args);
+}
+
+/* /proc/pid/oom_score_adj, or -2000 if unread. */
+static int oom_score_adj(pid_t pid)
+{
+	char path[64];
+	int v = -2000;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", pid);
+	f = fopen(path, "re");
+	if (f && fscanf(f, "%d", &v) != 1)
+		v = -2000;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/*
+ * The memory limit, in bytes, of the folder above pid's tenant folder
+ * (its owner's uid-U), with that folder's path; 0 if none is found.
+ */
+static unsigned long long owner_limit(pid_t pid, char *owner, size_t len)
+{
+	char path[64], line[PATH_MAX], file[PATH_MAX + 128];
+	unsigned long long v = 0;
+	bool v1 = false;
+	FILE *f;
+	char *tenant;
+
+	owner[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+
+		if (b && (!strncmp(a + 1, "memory:", 7) || (!v1 && !strncmp(a + 1, ":", 1)))) {
+			v1 = !strncmp(a + 1, "memory:", 7);
+			b[1 + strcspn(b + 1, "\n")] = '\0';
+			snprintf(owner, len, "%s", b + 1);
+		}
+	}
+	fclose(f);
+	tenant = strstr(owner, "/tenant-");
+	if (!tenant)
+		return 0;
+	*tenant = '\0';
+	snprintf(file, sizeof(file), "/sys/fs/cgroup%s%s/%s", v1 ? "/memory" : "", owner,
+		 v1 ? "memory.limit_in_bytes" : "memory.max");
+	f = fopen(file, "re");
+	if (f && fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static bool has_cap(int cap)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+
+	return !syscall(SYS_capget, &hdr, data) && (data[cap / 32].effective & (1u << (cap % 32)));
+}
+
+static bool log_has(FIXTURE_DATA(mem) * self, const char *text)
+{
+	size_t len;
+	char *log = tu_read_file(self->log, &len);
+	bool has = log && strstr(log, text);
+
+	free(log);
+	return has;
+}
+
+/*
+ * Two tenants of one member that each fit their own limit but not their
+ * uid's together: their executors are the OOM killer's first choice and
+ * colocd its last; they sit in the member's folder with the per-uid limit;
+ * once both touched their memory the kernel kills one, its tenant fails
+ * naming memory and the option, the other hog and the other member's
+ * tenant go on answering.
+ */
+TEST_F_TIMEOUT(mem, two_hogs_of_one_uid__one_killed_naming_memory_other_uid_serves, 600)
+{
+	const char *hogs[2] = { "hostile-hog1", "hostile-hog2" };
+	char owner[PATH_MAX], state[64], reason[512];
+	pid_t pids[3];
+	int failed = -1;
+
+	pids[0] = submit_ready(self, MEMBER, hogs[0]);
+	ASSERT_LT(0, pids[0]) TH_LOG("%s", self->out);
+	pids[1] = submit_ready(self, MEMBER, hogs[1]);
+	ASSERT_LT(0, pids[1]) TH_LOG("%s", self->out);
+	pids[2] = submit_ready(self, MEMBER2, "honest");
+	ASSERT_LT(0, pids[2]) TH_LOG("%s", self->out);
+	for (int i = 0; i < 3; i++) {
+		EXPECT_EQ(1000, oom_score_adj(pids[i])) TH_LOG("executor %d", pids[i]);
+	}
+	if (has_cap(CAP_SYS_RESOURCE)) {
+		EXPECT_GT(0, oom_score_adj(self->colocd));
+	} else {
+		TH_LOG("no CAP_SYS_RESOURCE here: colocd's oom_score_adj stays %d",
+		       oom_score_adj(self->colocd));
+		EXPECT_TRUE(log_has(self, "cannot lower its oom_score_adj"));
+	}
+	for (int i = 0; i < 2; i++) {
+		char want[32];
+
+		EXPECT_EQ((unsigned long long)PER_UID_MIB << 20,
+			  owner_limit(pids[i], owner, sizeof(owner)));
+		snprintf(want, sizeof(want), "/uid-%d", MEMBER);
+		EXPECT_NE(NULL, strstr(owner, want))
+		TH_LOG("%s's memory cgroup: %s", hogs[i], owner);
+	}
+	EXPECT_EQ((unsigned long long)PER_UID_MIB << 20,
+		  owner_limit(pids[2], owner, sizeof(owner)));
+	/* the first hog's memory, then the second's: 320 MiB over the uid's 256 */
+	EXPECT_EQ(0, infer_as(self, MEMBER, hogs[0])) TH_LOG("%s", self->out);
+	infer_as(self, MEMBER, hogs[1]);
+	for (int s = 0; s < FAIL_S * 10 && failed < 0; s++, usleep(100000))
+		for (int i = 0; i < 2 && failed < 0; i++)
+			if (!state_of(self, hogs[i], state, reason, sizeof(reason)) &&
+			    !strcmp(state, "failed"))
+				failed = i;
+	ASSERT_LE(0, failed) TH_LOG("neither hog was killed: %s", self->out);
+	TH_LOG("%s failed: %s", hogs[failed], reason);
+	EXPECT_NE(NULL, strstr(reason, "out of memory"));
+	EXPECT_NE(NULL, strstr(reason, "--max-executor-mib-per-uid"));
+	/* the other hog, now within the bound, and the other member's tenant answer */
+	EXPECT_EQ(0, state_of(self, hogs[!failed], state, reason, sizeof(reason)));
+	EXPECT_STREQ("ready", state) TH_LOG("%s: %s", hogs[!failed], reason);
+	EXPECT_EQ(0, infer_as(self, MEMBER, hogs[!failed])) TH_LOG("%s", self->out);
+	for (int i = 0; i < 3; i++) {
+		EXPECT_EQ(0, infer_as(self, MEMBER2, "honest")) TH_LOG("%s", self->out);
+	}
+	EXPECT_EQ(0, state_of(self, "honest", state, reason, sizeof(reason)));
+	EXPECT_STREQ("ready", state);
+}
+
+/* What the process in the sandbox saw (shared with the test). */
+struct inside {
+	int entered;
+	char why[256], missing[256];
+	char floor[16]; /* the score colocd had: the floor without CAP_SYS_RESOURCE */
+	int lowered_before; /* 0: it could lower its score to the floor before entering */
+	int open_err, write_err; /* after entering: errno of each, 0 if it could */
+};
+
+/* A capability off this process's effective, permitted and inheritable sets. */
+static int drop_cap(int cap)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -1;
+	data[cap / 32].effective &= ~(1u << (cap % 32));
+	data[cap / 32].permitted &= ~(1u << (cap % 32));
+	data[cap / 32].inheritable &= ~(1u << (cap % 32));
+	return (int)syscall(SYS_capset, &hdr, data);
+}
+
+static int write_score(const char *val)
+{
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return errno;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : errno;
+}
+
+/*
+ * colocd under its unit: oom_score_adj -900 with no CAP_SYS_RESOURCE,
+ * which leaves -900 the floor its executors inherit; the executor starts
+ * at 1000. Before the sandbox a process so started can go back down to
+ * the floor (the premise: the score alone does not hold); once in it, it
+ * cannot open its oom_score_adj for writing (not dumpable: its /proc
+ * files are root's; Landlock) and stays at 1000.
+ */
+TEST(exec_sandbox_enter__an_executor_cannot_lower_its_oom_score)
+{
+	struct inside *in =
+		mmap(NULL, sizeof(*in), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	siginfo_t info = { 0 };
+	pid_t child;
+	int fd;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root to switch uids");
+	ASSERT_NE(MAP_FAILED, in);
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		struct exec_sandbox sb = { .uid = SANDBOX_DEFAULT_UID_FIRST + 2,
+					   .gid = SANDBOX_DEFAULT_UID_FIRST + 2,
+					   .readable = { "/sys/devices/system/cpu", NULL },
+					   .parent = getppid() };
+
+		/* colocd's floor: -900 where it may set it, else what it has */
+		write_score("-900");
+		snprintf(in->floor, sizeof(in->floor), "%d", oom_score_adj(getpid()));
+		if (drop_cap(CAP_SYS_RESOURCE) || write_score("1000"))
+			_exit(2);
+		in->lowered_before = write_score(in->floor);
+		if (write_score("1000"))
+			_exit(3);
+		in->entered = exec_sandbox_enter(&sb, in->missing, sizeof(in->missing), in->why,
+						 sizeof(in->why));
+		if (in->entered)
+			_exit(1);
+		fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+		in->open_err = fd < 0 ? errno : 0;
+		in->write_err = fd < 0 || write(fd, in->floor, strlen(in->floor)) > 0 ? 0 : errno;
+		_exit(0);
+	}
+	/* exited, not reaped: its score is still there to read */
+	ASSERT_EQ(0, waitid(P_PID, (id_t)child, &info, WEXITED | WNOWAIT));
+	TH_LOG("floor %s; entered: %d %s; missing: %s; open: %s; write: %s", in->floor, in->entered,
+	       in->why, in->missing, strerror(in->open_err), strerror(in->write_err));
+	EXPECT_EQ(1000, oom_score_adj(child));
+	ASSERT_EQ(child, waitpid(child, NULL, 0));
+	ASSERT_EQ(CLD_EXITED, info.si_code);
+	ASSERT_EQ(0, info.si_status);
+	EXPECT_EQ(0, in->lowered_before);
+	EXPECT_EQ(0, in->entered);
+	EXPECT_TRUE(in->open_err || in->write_err);
+}
+
+/* An --executor-memory above --max-executor-mib-per-uid: colocd does not start, and says why. */
+TEST(colocd__executor_memory_above_the_per_uid_bound_refused)
+{
+	char bin[PATH_MAX], cmd[PATH_MAX + 128], out[4096];
+
+	tu_bin("colocd", bin, sizeof(bin));
+	snprintf(cmd, sizeof(cmd), "'%s' --executor-memory 512 --max-executor-mib-per-uid 256",
+		 bin);
+	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "--executor-memory 512 MiB is above 256 MiB"))
+	TH_LOG("%s", out);
+}
+
+TEST_HARNESS_MAIN
