@@ -15,13 +15,15 @@ static int fcfs_decide(void *state, const struct policy_config *cfg, const struc
 		       struct policy_output *out, struct coloc_err *err)
 {
 	struct policy_cpuset free = *in->free;
+	struct policy_whole_prices prices;
 	int r;
 
 	(void)state;
 	if (in->nr_running)
 		return 0;
+	policy_whole_prices_init(&prices);
 	/* one query at a time, of any tenant: after the first served, the rest wait for it */
-	r = policy_serve_earliest_whole(cfg, in, -1, NULL, NULL, &free, out, err);
+	r = policy_serve_earliest_whole(cfg, in, -1, NULL, NULL, &prices, &free, out, err);
 	return r < 0 ? r : 0;
 }
 

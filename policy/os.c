@@ -19,7 +19,10 @@
 static int os_decide(void *state, const struct policy_config *cfg, const struct policy_input *in,
 		     struct policy_output *out, struct coloc_err *err)
 {
+	struct policy_whole_prices prices;
+
 	(void)state;
+	policy_whole_prices_init(&prices);
 	for (int t = 0; t < in->nr_tenants; t++) {
 		int idle = in->tenants[t].costs ? policy_tenant_executors(&in->tenants[t]) -
 							  policy_tenant_running(in, t) :
@@ -29,7 +32,8 @@ static int os_decide(void *state, const struct policy_config *cfg, const struct 
 			/* every tenant sees all the cores: a fresh copy each, not what others took */
 			struct policy_cpuset free = *in->free;
 
-			r = policy_serve_earliest_whole(cfg, in, t, NULL, NULL, &free, out, err);
+			r = policy_serve_earliest_whole(cfg, in, t, NULL, NULL, &prices, &free, out,
+							err);
 			if (r < 0)
 				return r;
 			if (r == POLICY_OUT_FULL)

@@ -72,10 +72,27 @@ enum policy_served {
  * -EINVAL with err filled when a layer has no version measured at that
  * core count.
  */
+/*
+ * One round's alone prices of whole rests, one a tenant, keyed by (next
+ * layer, core index): every queued query of a tenant at the same layer has
+ * the same rest, so a walk over a queue of N queries of L layers prices L
+ * layers, not N x L. layers_priced counts the layers looked up (tests).
+ */
+struct policy_whole_prices {
+	struct policy_whole_price {
+		bool known;
+		int next_layer, ci;
+		uint64_t ns;
+	} at[POLICY_MAX_TENANTS];
+	long layers_priced;
+};
+
+void policy_whole_prices_init(struct policy_whole_prices *prices);
+
 int policy_serve_whole_model(const struct policy_config *cfg, const struct policy_input *in,
 			     const struct policy_query *q, int nr_cores, bool demoted,
-			     struct policy_cpuset *free, struct policy_output *out,
-			     struct coloc_err *err);
+			     struct policy_whole_prices *prices, struct policy_cpuset *free,
+			     struct policy_output *out, struct coloc_err *err);
 
 /*
  * The core count a policy gives q's whole rest, at most (NULL: every free
@@ -92,12 +109,13 @@ typedef int (*policy_whole_cores_fn)(void *state, const struct policy_input *in,
  * wait; when none on time is left, the earliest late one, demoted. Returns
  * that one's enum policy_served (POLICY_DROPPED when nothing was left to
  * serve), or -EINVAL as policy_serve_whole_model. Called again in the same
- * round (another executor of the tenant), it serves the next.
+ * round (another executor of the tenant), it serves the next. One pass
+ * over the queue a call, each rest priced once a round (prices).
  */
 int policy_serve_earliest_whole(const struct policy_config *cfg, const struct policy_input *in,
 				int tenant, policy_whole_cores_fn cores_of, void *state,
-				struct policy_cpuset *free, struct policy_output *out,
-				struct coloc_err *err);
+				struct policy_whole_prices *prices, struct policy_cpuset *free,
+				struct policy_output *out, struct coloc_err *err);
 
 /*
  * The coloc engine (coloc.c), shared by coloc, its ablations and the

@@ -55,8 +55,10 @@ static int static_decide(void *state, const struct policy_config *cfg,
 			 const struct policy_input *in, struct policy_output *out,
 			 struct coloc_err *err)
 {
+	struct policy_whole_prices prices;
 	int nr_active = 0, k = 0;
 
+	policy_whole_prices_init(&prices);
 	for (int t = 0; t < in->nr_tenants; t++)
 		nr_active += in->tenants[t].costs != NULL;
 	for (int t = 0; t < in->nr_tenants; t++) {
@@ -70,7 +72,8 @@ static int static_decide(void *state, const struct policy_config *cfg,
 		idle = policy_tenant_executors(&in->tenants[t]) - policy_tenant_running(in, t);
 		/* what one query takes of its share is gone from free for the next */
 		for (int r = POLICY_SERVED; idle > 0 && r == POLICY_SERVED; idle--) {
-			r = policy_serve_earliest_whole(cfg, in, t, NULL, NULL, &free, out, err);
+			r = policy_serve_earliest_whole(cfg, in, t, NULL, NULL, &prices, &free, out,
+							err);
 			if (r < 0)
 				return r;
 			if (r == POLICY_OUT_FULL)

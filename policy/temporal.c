@@ -80,12 +80,15 @@ static int temporal_decide(void *state, const struct policy_config *cfg,
 			   struct coloc_err *err)
 {
 	struct policy_cpuset free = *in->free;
+	struct policy_whole_prices prices;
 	int r;
 
 	if (in->nr_running || !policy_cpuset_subset(&cfg->online, in->free))
 		return 0;
+	policy_whole_prices_init(&prices);
 	/* one query at a time: the earliest on time, else the earliest late (late.c) */
-	r = policy_serve_earliest_whole(cfg, in, -1, temporal_cores, state, &free, out, err);
+	r = policy_serve_earliest_whole(cfg, in, -1, temporal_cores, state, &prices, &free, out,
+					err);
 	return r < 0 ? r : 0;
 }
 

@@ -69,52 +69,126 @@ int policy_append_drop(struct policy_output *out, const struct policy_query *q,
 	return POLICY_DROPPED;
 }
 
-int policy_serve_whole_model(const struct policy_config *cfg, const struct policy_input *in,
-			     const struct policy_query *q, int nr_cores, bool demoted,
-			     struct policy_cpuset *free, struct policy_output *out,
-			     struct coloc_err *err)
+void policy_whole_prices_init(struct policy_whole_prices *prices)
 {
-	const struct policy_costs *m = in->tenants[q->tenant].costs;
-	int nr_free = policy_cpuset_count(free);
-	int nr_layers = m->nr_layers - q->next_layer;
-	int ci = policy_costs_core_index(m, nr_cores < nr_free ? nr_cores : nr_free);
-	struct policy_decision *d;
-	enum policy_lateness late;
-	uint8_t *versions;
-	uint64_t alone_ns = 0;
-	int cpu;
+	for (int t = 0; t < POLICY_MAX_TENANTS; t++)
+		prices->at[t].known = false;
+	prices->layers_priced = 0;
+}
 
-	if (policy_lateness(cfg, in, q, 0, 0) == POLICY_GIVE_UP)
-		return policy_append_drop(out, q, POLICY_DROP_DEADLINE_PASSED, 0);
-	if (ci < 0)
-		return POLICY_WAIT;
-	if (out->nr_decisions >= out->max_decisions ||
-	    out->nr_versions + nr_layers > out->max_versions)
-		return POLICY_OUT_FULL;
-
-	/* Versions go straight into the pool; a drop below simply does not keep them. */
-	versions = &out->versions[out->nr_versions];
-	for (int i = 0; i < nr_layers; i++) {
+/*
+ * The alone latency of layers [first, nr_layers) of m at core index ci,
+ * each layer in its fastest version (written to versions unless NULL).
+ */
+static int price_rest(const struct policy_costs *m, int tenant, int first, int ci,
+		      uint8_t *versions, struct policy_whole_prices *prices, uint64_t *alone_ns,
+		      struct coloc_err *err)
+{
+	*alone_ns = 0;
+	for (int l = first; l < m->nr_layers; l++) {
 		uint64_t ns;
-		int v = policy_costs_fastest_version(m, q->next_layer + i, ci, 0, &ns);
+		int v = policy_costs_fastest_version(m, l, ci, 0, &ns);
 
+		prices->layers_priced++;
 		if (v < 0)
 			return coloc_err_set(err, -EINVAL,
 					     "tenant %d: layer %d has no version measured alone at "
 					     "%d cores",
-					     q->tenant, q->next_layer + i, m->core_counts[ci]);
-		versions[i] = (uint8_t)v;
-		alone_ns += ns;
+					     tenant, l, m->core_counts[ci]);
+		if (versions)
+			versions[l - first] = (uint8_t)v;
+		*alone_ns += ns;
 	}
-	/* the alone latency is both the prediction and the table: the least evidence too */
-	late = policy_lateness(cfg, in, q, (double)alone_ns, (double)alone_ns);
-	if (late == POLICY_GIVE_UP)
-		return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, alone_ns);
-	if (late == POLICY_DEMOTE && !demoted)
-		return POLICY_DEMOTED;
+	return 0;
+}
 
+/* q's rest alone at core index ci, priced once per (tenant, next layer, ci) in prices. */
+static int cached_rest(const struct policy_input *in, const struct policy_query *q, int ci,
+		       struct policy_whole_prices *prices, uint64_t *alone_ns,
+		       struct coloc_err *err)
+{
+	struct policy_whole_price *p = &prices->at[q->tenant];
+	int ret;
+
+	if (p->known && p->next_layer == q->next_layer && p->ci == ci) {
+		*alone_ns = p->ns;
+		return 0;
+	}
+	ret = price_rest(in->tenants[q->tenant].costs, q->tenant, q->next_layer, ci, NULL, prices,
+			 alone_ns, err);
+	if (ret)
+		return ret;
+	*p = (struct policy_whole_price){
+		.known = true, .next_layer = q->next_layer, .ci = ci, .ns = *alone_ns
+	};
+	return 0;
+}
+
+/*
+ * What serving q whole would do, without doing it: POLICY_DROPPED (*reason
+ * and *alone_ns say how), POLICY_DEMOTED, or POLICY_SERVED for every other
+ * outcome (served, wait, output full, an error), which the walk stops at.
+ */
+static int whole_outcome(const struct policy_config *cfg, const struct policy_input *in,
+			 const struct policy_query *q, int nr_cores, bool demoted,
+			 const struct policy_cpuset *free, const struct policy_output *out,
+			 struct policy_whole_prices *prices, enum policy_drop_reason *reason,
+			 uint64_t *alone_ns, int *ci)
+{
+	const struct policy_costs *m = in->tenants[q->tenant].costs;
+	int nr_free = policy_cpuset_count(free);
+	struct coloc_err ignored = { 0 };
+	enum policy_lateness late;
+
+	*alone_ns = 0;
+	*ci = policy_costs_core_index(m, nr_cores < nr_free ? nr_cores : nr_free);
+	if (policy_lateness(cfg, in, q, 0, 0) == POLICY_GIVE_UP) {
+		*reason = POLICY_DROP_DEADLINE_PASSED;
+		return POLICY_DROPPED;
+	}
+	if (*ci < 0 || out->nr_decisions >= out->max_decisions ||
+	    out->nr_versions + m->nr_layers - q->next_layer > out->max_versions ||
+	    cached_rest(in, q, *ci, prices, alone_ns, &ignored))
+		return POLICY_SERVED;
+	/* the alone latency is both the prediction and the table: the least evidence too */
+	late = policy_lateness(cfg, in, q, (double)*alone_ns, (double)*alone_ns);
+	if (late == POLICY_GIVE_UP) {
+		*reason = POLICY_DROP_CANNOT_MEET;
+		return POLICY_DROPPED;
+	}
+	return late == POLICY_DEMOTE && !demoted ? POLICY_DEMOTED : POLICY_SERVED;
+}
+
+int policy_serve_whole_model(const struct policy_config *cfg, const struct policy_input *in,
+			     const struct policy_query *q, int nr_cores, bool demoted,
+			     struct policy_whole_prices *prices, struct policy_cpuset *free,
+			     struct policy_output *out, struct coloc_err *err)
+{
+	const struct policy_costs *m = in->tenants[q->tenant].costs;
+	enum policy_drop_reason reason;
+	struct policy_decision *d;
+	uint8_t *versions;
+	uint64_t alone_ns;
+	int ci, cpu, ret;
+
+	ret = whole_outcome(cfg, in, q, nr_cores, demoted, free, out, prices, &reason, &alone_ns,
+			    &ci);
+	if (ret == POLICY_DROPPED)
+		return policy_append_drop(out, q, reason, alone_ns);
+	if (ret == POLICY_DEMOTED)
+		return POLICY_DEMOTED;
+	if (ci < 0)
+		return POLICY_WAIT;
+	if (out->nr_decisions >= out->max_decisions ||
+	    out->nr_versions + m->nr_layers - q->next_layer > out->max_versions)
+		return POLICY_OUT_FULL;
+	/* served: its versions go into the pool (the layers priced a second time, once a query) */
+	versions = &out->versions[out->nr_versions];
+	ret = price_rest(m, q->tenant, q->next_layer, ci, versions, prices, &alone_ns, err);
+	if (ret)
+		return ret;
 	d = &out->decisions[out->nr_decisions++];
-	out->nr_versions += nr_layers;
+	out->nr_versions += m->nr_layers - q->next_layer;
 	*d = (struct policy_decision){
 		.query_id = q->id,
 		.tenant = q->tenant,
@@ -147,33 +221,63 @@ static bool in_output(const struct policy_output *out, const struct policy_query
 	return false;
 }
 
+/* Whether q is tenant's (-1: any) and queued. */
+static bool walks(const struct policy_query *q, int tenant)
+{
+	return !q->in_flight && (tenant < 0 || q->tenant == tenant);
+}
+
+/*
+ * One pass over the queue finds where the walk in arrival order stops (the
+ * earliest query neither given up nor demoted) and the earliest demoted
+ * one; a second drops the given-up ones before the stop. out is looked in
+ * only for a query that would become the stop or the late one, and for a
+ * query given up.
+ */
 int policy_serve_earliest_whole(const struct policy_config *cfg, const struct policy_input *in,
 				int tenant, policy_whole_cores_fn cores_of, void *state,
-				struct policy_cpuset *free, struct policy_output *out,
-				struct coloc_err *err)
+				struct policy_whole_prices *prices, struct policy_cpuset *free,
+				struct policy_output *out, struct coloc_err *err)
 {
-	const struct policy_query *q = NULL, *late = NULL;
+	const struct policy_query *stop = NULL, *late = NULL;
+	enum policy_drop_reason reason;
+	uint64_t alone_ns;
+	int ci;
 
-	while ((q = policy_earliest_queued(in, tenant, q))) {
+	for (int i = 0; i < in->nr_queries; i++) {
+		const struct policy_query *q = &in->queries[i];
 		int r;
 
-		if (in_output(out, q))
+		if (!walks(q, tenant) || (stop && !query_before(q, stop)))
 			continue;
-		r = policy_serve_whole_model(cfg, in, q,
-					     cores_of ? cores_of(state, in, q) : POLICY_MAX_CPUS,
-					     false, free, out, err);
-		if (r == POLICY_DEMOTED) {
-			if (!late)
-				late = q;
-			continue;
-		}
-		if (r != POLICY_DROPPED)
-			return r;
+		r = whole_outcome(cfg, in, q, cores_of ? cores_of(state, in, q) : POLICY_MAX_CPUS,
+				  false, free, out, prices, &reason, &alone_ns, &ci);
+		if (r == POLICY_SERVED && !in_output(out, q))
+			stop = q;
+		else if (r == POLICY_DEMOTED && (!late || query_before(q, late)) &&
+			 !in_output(out, q))
+			late = q;
 	}
+	for (int i = 0; i < in->nr_queries; i++) {
+		const struct policy_query *q = &in->queries[i];
+
+		if (!walks(q, tenant) || (stop && !query_before(q, stop)))
+			continue;
+		if (whole_outcome(cfg, in, q, cores_of ? cores_of(state, in, q) : POLICY_MAX_CPUS,
+				  false, free, out, prices, &reason, &alone_ns,
+				  &ci) == POLICY_DROPPED &&
+		    !in_output(out, q) &&
+		    policy_append_drop(out, q, reason, alone_ns) != POLICY_DROPPED)
+			return POLICY_OUT_FULL;
+	}
+	if (stop)
+		return policy_serve_whole_model(
+			cfg, in, stop, cores_of ? cores_of(state, in, stop) : POLICY_MAX_CPUS,
+			false, prices, free, out, err);
 	/* nothing on time left: the earliest late one takes its turn */
 	if (!late)
 		return POLICY_DROPPED;
 	return policy_serve_whole_model(cfg, in, late,
 					cores_of ? cores_of(state, in, late) : POLICY_MAX_CPUS,
-					true, free, out, err);
+					true, prices, free, out, err);
 }
