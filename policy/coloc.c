@@ -506,7 +506,8 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	int first = q->next_layer, lead = first_with_work(m, first), last, ci;
 	/* every free core cold: the block will start cold, so it is sized and judged at that price */
 	double cold = policy_costs_cold_scale_on(m, in, &r->free);
-	double budget, fit, scale, cap, bound, tcap = demoted ? r->cap_late : r->cap[q->tenant];
+	double tcap = demoted ? fmax(r->cap_late, r->cap_floor[q->tenant]) : r->cap[q->tenant];
+	double budget, fit, scale, cap, bound;
 	struct block_pred bp;
 	int min_need, whole;
 	uint64_t raw_ns = 0;
@@ -642,12 +643,13 @@ decided:
 
 /*
  * Tenant t's slack: its QoS minus its whole model predicted alone on every
- * core at the round's level, at least a tenth of its QoS. A query of t that
- * arrives behind another tenant's block waits for it, and meets its QoS only
- * if the wait fits in this.
+ * core at the round's level (*solo_ns; *table_ns: the same in its table),
+ * at least a tenth of its QoS. A query of t that arrives behind another
+ * tenant's block waits for it, and meets its QoS only if the wait fits in
+ * this.
  */
 static double solo_slack(struct coloc_state *st, const struct policy_input *in,
-			 const struct round *r, int t)
+			 const struct round *r, int t, double *solo_ns, double *table_ns)
 {
 	const struct policy_tenant *pt = &in->tenants[t];
 	const struct policy_costs *m = pt->costs;
@@ -666,6 +668,8 @@ static double solo_slack(struct coloc_state *st, const struct policy_input *in,
 							coloc_aged_fixed(ct, in->now_ns),
 							in->now_ns),
 				       raw);
+	*solo_ns = solo;
+	*table_ns = (double)raw;
 	return fmax(qos - solo, qos / 10);
 }
 
@@ -716,9 +720,13 @@ static void active_tenants(struct coloc_state *st, const struct policy_input *in
 /*
  * Each tenant's block cap: block_cap x the least slack among the other
  * active tenants (active_tenants(): a query of theirs may arrive behind
- * the block soon); none when no other is active or the flag is off. A
- * demoted query's block: block_cap x the least slack of all the active
- * ones, its own tenant's included.
+ * the block soon) able to meet their QoS (a slack of at least
+ * COLOC_CAP_MIN_SLACK of it over their solo time in their table), never
+ * below a COLOC_CAP_FLOOR_DIV-th of its own solo time (cap_floor), so that
+ * no tenant, however tight its QoS, cuts another's query into more than a
+ * bounded number of blocks; none when no other weighs or the flag is off.
+ * A demoted query's block: block_cap x the least slack of all the active
+ * ones, its own tenant's included, and the same floor (serve()).
  */
 static void block_caps(struct coloc_state *st, const struct policy_input *in, struct round *r)
 {
@@ -728,15 +736,17 @@ static void block_caps(struct coloc_state *st, const struct policy_input *in, st
 	active_tenants(st, in, r);
 	for (int t = 0; t < in->nr_tenants && (st->flags.block_cap > 0 || st->flags.spare_to_knee);
 	     t++) {
-		double slack;
+		double slack, solo = 0, table = 0;
 
 		if (!in->tenants[t].costs)
 			continue;
 		r->nr_tables++;
-		slack = r->slack[t] = solo_slack(st, in, r, t);
+		slack = r->slack[t] = solo_slack(st, in, r, t, &solo, &table);
+		r->cap_floor[t] = solo / COLOC_CAP_FLOOR_DIV;
 		if (st->flags.whole_candidate)
 			r->fresh[t] = fresh_need(st, in, r, t);
-		if (!r->active[t])
+		if (!r->active[t] || (double)in->tenants[t].qos_ns - table <
+					     COLOC_CAP_MIN_SLACK * in->tenants[t].qos_ns)
 			continue;
 		if (slack < min1) {
 			min2 = min1;
@@ -748,7 +758,8 @@ static void block_caps(struct coloc_state *st, const struct policy_input *in, st
 	}
 	for (int t = 0; t < in->nr_tenants; t++)
 		r->cap[t] = st->flags.block_cap > 0 ?
-				    st->flags.block_cap * (t == t1 ? min2 : min1) :
+				    fmax(st->flags.block_cap * (t == t1 ? min2 : min1),
+					 r->cap_floor[t]) :
 				    INFINITY;
 	r->cap_late = st->flags.block_cap > 0 ? st->flags.block_cap * min1 : INFINITY;
 }

@@ -63,6 +63,18 @@
  * docs/design/coloc-policy.md, "Whose slack caps a block".
  */
 #define COLOC_ACTIVE_QOS 10
+/*
+ * A tenant weighs in the others' block caps only when its solo time in its
+ * table (the whole model alone on every core) leaves it at least this
+ * share of its QoS as slack (QoS >= 1.11x solo): a tighter one cannot
+ * meet its QoS beside anyone, and its cap would only cut the others'
+ * queries. And no tenant's cap is below its own solo time over
+ * COLOC_CAP_FLOOR_DIV: whatever the others' QoS, a query runs as a bounded
+ * number of blocks. docs/design/coloc-policy.md, "Whose slack caps a
+ * block".
+ */
+#define COLOC_CAP_MIN_SLACK 0.1
+#define COLOC_CAP_FLOOR_DIV 8
 #define CPU_WORDS (POLICY_MAX_CPUS / 64)
 
 struct coloc_cell {
@@ -149,6 +161,7 @@ struct round {
 	double thres[POLICY_MAX_TENANTS];
 	double cap[POLICY_MAX_TENANTS]; /* the longest predicted time a block may have, ns */
 	double cap_late; /* ... a demoted (late) query's block, of any tenant */
+	double cap_floor[POLICY_MAX_TENANTS]; /* no cap below: solo / COLOC_CAP_FLOOR_DIV, ns */
 	double slack[POLICY_MAX_TENANTS]; /* QoS - the whole model on every core, ns (solo_slack) */
 	/* a query queued or in flight, or a block ended within COLOC_ACTIVE_QOS x its QoS */
 	bool active[POLICY_MAX_TENANTS];
