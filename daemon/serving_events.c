@@ -17,6 +17,7 @@
 #include "shm_summary_check.h"
 #include "serving_internal.h"
 #include "mono_clock.h"
+#include "util.h"
 
 /* Its output logged; at its end of file, no longer watched. Whether fd was its log's. */
 static bool drain_log(struct serving *s, struct execproc *ep, int fd)
@@ -278,26 +279,35 @@ void serving_handle_fd(struct serving *s, int fd)
  * latency alone (a policy's online correction can shrink the prediction far
  * below what a slower run of the same block takes, e.g. under ASan). Under
  * a policy that shares cores, the kernel time-slices the blocks that run at
- * once: each may take that many times as long.
+ * once: each may take that many times as long. Sums and products saturate
+ * (util.h): a profile of absurd cells makes it never.
  */
-static uint64_t hang_deadline(const struct serving *s, const struct sv_exec *x)
+uint64_t sv_hang_deadline(const struct sv_exec *x, int sharing)
 {
-	uint64_t predicted = 0;
-	int sharing = s->entry->shares_cores ? sv_blocks_in_flight(s) : 0;
+	uint64_t predicted = 0, limit;
 
 	/* a plan's blocks run one after the other: their sum */
-	for (int i = 0; i < x->plan_nr; i++)
-		predicted += x->plan[i].predicted_ns > x->plan[i].alone_ns ? x->plan[i].predicted_ns :
-									     x->plan[i].alone_ns;
+	for (int i = 0; i < x->plan_nr; i++) {
+		const struct sv_plan_block *p = &x->plan[i];
+		uint64_t ns = p->predicted_ns > p->alone_ns ? p->predicted_ns : p->alone_ns;
+
+		predicted = coloc_sat_add_u64(predicted, ns);
+	}
 	if (sharing > 1)
-		predicted *= (uint64_t)sharing;
+		predicted = coloc_sat_mul_u64(predicted, (uint64_t)sharing);
+	limit = coloc_sat_add_u64(coloc_sat_mul_u64(SERVING_HANG_FACTOR, predicted),
+				  SERVING_HANG_SLACK_NS);
 	/*
 	 * A late command holds no core and runs beside the blocks given its
 	 * cores (serving_overrun.c), its team's barriers waiting on theirs:
 	 * twice the time before it is called hung.
 	 */
-	return x->blk_submit_ns +
-	       (x->late ? 2 : 1) * (SERVING_HANG_FACTOR * predicted + SERVING_HANG_SLACK_NS);
+	return coloc_sat_add_u64(x->blk_submit_ns, coloc_sat_mul_u64(x->late ? 2 : 1, limit));
+}
+
+static uint64_t hang_deadline(const struct serving *s, const struct sv_exec *x)
+{
+	return sv_hang_deadline(x, s->entry->shares_cores ? sv_blocks_in_flight(s) : 0);
 }
 
 /* Fails t when it never got ready or one of its blocks hangs (that executor killed). */

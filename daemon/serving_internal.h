@@ -304,6 +304,13 @@ void sv_plan_yield(struct serving *s);
 #define SV_OVERRUN_RUN_FACTOR 2
 #define SV_OVERRUN_WAIT_CAP 4
 /*
+ * When x's command is hung (serving_events.c): SERVING_HANG_FACTOR x its
+ * plan's predicted (or table, if more) time, times sharing (the blocks in
+ * flight under a policy that shares cores, else 0), + SERVING_HANG_SLACK_NS,
+ * doubled once late; UINT64_MAX where that does not fit.
+ */
+uint64_t sv_hang_deadline(const struct sv_exec *x, int sharing);
+/*
  * Whether t has a block in flight (submitting: one is being sent): its
  * cgroup turns busy at once if it was idle; idle is left to
  * sv_tenant_idle_flush (serving_idle.c).

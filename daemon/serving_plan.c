@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "serving_internal.h"
+#include "util.h"
 
 /* Tenants taking queries now: one coming or going may change any plan. */
 static int serving_tenants(const struct serving *s)
@@ -91,7 +92,7 @@ static bool next_block(struct serving *s, const struct policy_input *in, struct 
 	q.next_layer = from;
 	q.in_flight = false;
 	ahead.queries = &q;
-	ahead.now_ns = in->now_ns + ahead_ns;
+	ahead.now_ns = coloc_sat_add_u64(in->now_ns, ahead_ns); /* util.h: cells may be absurd */
 	ahead.core_idle_since_ns = NULL; /* its cores run the block before: it starts hot */
 	if (policy_decide(s->policy, &ahead, &out, &err) ||
 	    policy_check_output(s->entry, &ahead, &out, &err))
@@ -140,7 +141,7 @@ int sv_plan_make(struct serving *s, const struct policy_input *in, int nr_decisi
 								.predicted_ns = next.predicted_ns,
 								.cold = next.cold,
 								.cold_scale = next.cold_scale };
-		ahead += next.predicted_ns;
+		ahead = coloc_sat_add_u64(ahead, next.predicted_ns);
 	}
 	x->blk.nr_cores = policy_cpuset_count(&x->blk.cores);
 	return x->plan_nr;
