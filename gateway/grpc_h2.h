@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
+#include "client_key.h"
 #include "grpc_server_impl.h"
 #include "h2_conn.h"
 
@@ -29,7 +30,7 @@
  * different threads; refs and conns are under the server's lock.
  */
 struct h2s_peer {
-	struct sockaddr_storage addr;
+	struct gw_client_key key; /* its address (client_key.h: IPv6 by its /64) */
 	int refs; /* connections' structs pointing at it */
 	int conns; /* its connections open (--grpc-max-conns-per-ip) */
 	atomic_int waiting; /* calls waiting for their message (--grpc-max-waiting-per-ip) */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The HTTP body budget (http_budget.h): a total under a mutex and, per
- * client address holding bytes, a record in a salted hash table (freed
- * when it holds none), so a client cannot choose addresses that share one.
+ * client address holding bytes (client_key.h: IPv6 by its /64), a record
+ * in a salted hash table (freed when it holds none), so a client cannot
+ * choose addresses that share one.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -10,16 +11,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/random.h>
-#include <netinet/in.h>
+#include "client_key.h"
 #include "http_budget.h"
 
 #define BUDGET_BUCKETS 1024u
 
 struct budget_addr {
 	struct budget_addr *next;
-	uint8_t key[17]; /* family, then 4 or 16 bytes */
+	struct gw_client_key key;
 	size_t held;
 };
 
@@ -29,28 +29,6 @@ struct gw_http_budget {
 	uint32_t salt;
 	struct budget_addr *buckets[BUDGET_BUCKETS];
 };
-
-/* addr's key: its family's tag and its address bytes (the port left out). */
-static void addr_key(const struct sockaddr *a, uint8_t key[17])
-{
-	memset(key, 0, 17);
-	if (a && a->sa_family == AF_INET) {
-		key[0] = 4;
-		memcpy(key + 1, &((const struct sockaddr_in *)a)->sin_addr, 4);
-	} else if (a && a->sa_family == AF_INET6) {
-		key[0] = 6;
-		memcpy(key + 1, &((const struct sockaddr_in6 *)a)->sin6_addr, 16);
-	}
-}
-
-static uint32_t key_bucket(const struct gw_http_budget *b, const uint8_t key[17])
-{
-	uint32_t h = b->salt ^ 2166136261u;
-
-	for (int i = 0; i < 17; i++)
-		h = (h ^ key[i]) * 16777619u;
-	return (h ^ h >> 15) % BUDGET_BUCKETS;
-}
 
 struct gw_http_budget *gw_http_budget_create(size_t total, size_t share)
 {
@@ -83,18 +61,18 @@ void gw_http_budget_destroy(struct gw_http_budget *b)
 }
 
 /* addr's record (made when create), its link in *at; NULL when none (or out of memory). */
-static struct budget_addr *budget_find(struct gw_http_budget *b, const uint8_t key[17],
+static struct budget_addr *budget_find(struct gw_http_budget *b, const struct gw_client_key *key,
 				       bool create, struct budget_addr ***at)
 {
-	struct budget_addr **pp = &b->buckets[key_bucket(b, key)];
+	struct budget_addr **pp = &b->buckets[gw_client_key_bucket(key, b->salt, BUDGET_BUCKETS)];
 
 	for (; *pp; pp = &(*pp)->next)
-		if (!memcmp((*pp)->key, key, 17))
+		if (gw_client_key_eq(&(*pp)->key, key))
 			break;
 	if (!*pp && create) {
 		*pp = calloc(1, sizeof(**pp));
 		if (*pp)
-			memcpy((*pp)->key, key, 17);
+			(*pp)->key = *key;
 	}
 	*at = pp;
 	return *pp;
@@ -103,14 +81,13 @@ static struct budget_addr *budget_find(struct gw_http_budget *b, const uint8_t k
 int gw_http_budget_take(struct gw_http_budget *b, const struct sockaddr *addr, size_t bytes)
 {
 	struct budget_addr *r, **at;
-	uint8_t key[17];
+	struct gw_client_key key = gw_client_key_of(addr);
 	int ret = 0;
 
 	if (bytes > b->share)
 		return -E2BIG;
-	addr_key(addr, key);
 	pthread_mutex_lock(&b->lock);
-	r = budget_find(b, key, true, &at);
+	r = budget_find(b, &key, true, &at);
 	if (!r)
 		ret = -ENOMEM;
 	else if (bytes > b->total - b->held || bytes > b->share - r->held)
@@ -129,13 +106,12 @@ int gw_http_budget_take(struct gw_http_budget *b, const struct sockaddr *addr, s
 void gw_http_budget_give(struct gw_http_budget *b, const struct sockaddr *addr, size_t bytes)
 {
 	struct budget_addr *r, **at;
-	uint8_t key[17];
+	struct gw_client_key key = gw_client_key_of(addr);
 
 	if (!bytes)
 		return;
-	addr_key(addr, key);
 	pthread_mutex_lock(&b->lock);
-	r = budget_find(b, key, false, &at);
+	r = budget_find(b, &key, false, &at);
 	if (r) {
 		r->held -= bytes < r->held ? bytes : r->held;
 		if (!r->held) {
