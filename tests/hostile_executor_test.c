@@ -20,6 +20,7 @@
 #include <json-c/json.h>
 #include "kselftest_harness.h"
 #include "coloc/client.h"
+#include "own_colocd.h"
 #include "reference.h"
 #include "testutil.h"
 
@@ -36,9 +37,7 @@ __attribute__((constructor)) static void make_cache_dir(void)
 
 FIXTURE(hostile)
 {
-	char dir[64], sock[128], pin[128], log[128], blocks[128], executor[128];
-	char model[PATH_MAX];
-	pid_t colocd;
+	struct own_colocd d;
 	struct coloc_client *c, *ping;
 	float *input, *want;
 	size_t in_bytes, out_bytes;
@@ -46,45 +45,25 @@ FIXTURE(hostile)
 
 FIXTURE_SETUP(hostile)
 {
-	const char *root = getenv("COLOC_ROOT");
-	char out[4096], path[PATH_MAX + 64];
-	const char *extra[] = { "--cache-dir", cache_dir,    "--executor", self->executor,
-				"--block-log", self->blocks, NULL };
+	char why[8192];
+	int r = own_colocd_prepare(&self->d, "hostile", cache_dir, true, why, sizeof(why));
 
-	self->colocd = 0;
-	if (geteuid() != 0)
-		SKIP(return, "needs root to run colocd");
-	snprintf(path, sizeof(path), "%s/models/mobilenet_v2.model", root ? root : ".");
-	if (!realpath(path, self->model))
-		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", path);
-	ASSERT_EQ(0, tu_mount_bpffs());
-	ASSERT_EQ(0, tu_quick_profile(self->model, cache_dir, out, sizeof(out))) TH_LOG("%s", out);
-	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-hostile-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir));
-	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
-	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
-	snprintf(self->blocks, sizeof(self->blocks), "%s/blocks.tsv", self->dir);
-	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-hostile-test-%d", getpid());
-	/* the hostile executor, with the real one beside it for the honest tenants */
-	ASSERT_EQ(0, tu_hostile_executor_dir(self->dir, self->executor, sizeof(self->executor)));
-	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
-	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start");
-	ASSERT_EQ(0, coloc_client_connect(self->sock, &self->c));
-	ASSERT_EQ(0, coloc_client_connect(self->sock, &self->ping));
+	if (r > 0)
+		SKIP(return, "%.900s", why);
+	ASSERT_EQ(0, r) TH_LOG("%s", why);
+	ASSERT_LT(0, own_colocd_start(&self->d, NULL)) TH_LOG("colocd did not start");
+	ASSERT_EQ(0, coloc_client_connect(self->d.sock, &self->c));
+	ASSERT_EQ(0, coloc_client_connect(self->d.sock, &self->ping));
 }
 
 FIXTURE_TEARDOWN(hostile)
 {
 	coloc_client_close(self->c);
 	coloc_client_close(self->ping);
-	if (self->colocd > 0)
-		tu_stop_colocd(self->colocd);
+	if (own_colocd_finish(&self->d))
+		TH_LOG("could not remove %s", self->d.dir);
 	free(self->input);
 	free(self->want);
-	if (self->dir[0]) {
-		if (tu_remove_tree(self->dir))
-			TH_LOG("could not remove %s", self->dir);
-	}
 }
 
 static struct json_object *call(struct coloc_client *c, const char *fmt, ...)
@@ -173,7 +152,7 @@ static struct json_object *wait_state(FIXTURE_DATA(hostile) * self, const char *
 /* Through libcoloc_client, which hands the model over as a descriptor. */
 static bool submit(FIXTURE_DATA(hostile) * self, const char *name)
 {
-	struct coloc_submit sub = { .name = name, .model = self->model, .qos_ms = QOS_MS };
+	struct coloc_submit sub = { .name = name, .model = self->d.model, .qos_ms = QOS_MS };
 	struct json_object *r = coloc_client_submit(self->c, &sub);
 	bool ok = is_ok(r);
 
@@ -200,7 +179,7 @@ static bool honest_ready(FIXTURE_DATA(hostile) * self)
 		return false;
 	for (size_t i = 0; i < self->in_bytes / sizeof(float); i++)
 		self->input[i] = (float)((i * 2654435761u) % 2000) / 1000.0f - 1.0f;
-	self->want = tu_model_outputs(self->model, self->input, &out_elems);
+	self->want = tu_model_outputs(self->d.model, self->input, &out_elems);
 	return self->want && out_elems * sizeof(float) == self->out_bytes;
 }
 
@@ -304,7 +283,7 @@ TEST_F_TIMEOUT(hostile, breaches__each_fails_its_tenant_colocd_serves_the_others
 /* The lines of colocd's log that start with prefix; -1 if it cannot be read. */
 static int log_lines(FIXTURE_DATA(hostile) * self, const char *prefix, bool *escape_seen)
 {
-	FILE *f = fopen(self->log, "r");
+	FILE *f = fopen(self->d.log, "r");
 	char line[8192];
 	int n = 0;
 
@@ -377,7 +356,7 @@ TEST_F_TIMEOUT(hostile, summary__lying_or_oversized_refused_its_tenant_only, 900
 		{ "hostile-overflow", "described its model with layer costs whose sum overflows" },
 		{ "hostile-name", "described its model with a name that is not 1 to 63" },
 	};
-	struct coloc_submit sub = { .model = self->model, .qos_ms = QOS_MS };
+	struct coloc_submit sub = { .model = self->d.model, .qos_ms = QOS_MS };
 	struct json_object *r, *t;
 
 	ASSERT_TRUE(honest_ready(self));
@@ -469,7 +448,7 @@ TEST_F_TIMEOUT(hostile, times__clamped_to_the_round_trip_in_block_log_and_status
 		expect_honest_served(_metadata, self);
 	free(out);
 
-	f = fopen(self->blocks, "r");
+	f = fopen(self->d.blocks, "r");
 	ASSERT_NE(NULL, f);
 	ASSERT_NE(NULL, fgets(header, sizeof(header), f));
 	c_tenant = column(header, "tenant");

@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include "kselftest_harness.h"
+#include "own_colocd.h"
 #include "testutil.h"
 
 #define READY_S 180
@@ -43,34 +44,18 @@ __attribute__((constructor)) static void make_cache_dir(void)
 
 FIXTURE(member)
 {
-	char dir[64], sock[128], pin[128], log[128], blocks[128], executor[128];
-	char model[PATH_MAX];
-	pid_t colocd;
+	struct own_colocd d;
 };
 
 FIXTURE_SETUP(member)
 {
-	const char *root = getenv("COLOC_ROOT");
-	char out[4096], path[PATH_MAX + 64];
-	const char *extra[] = { "--cache-dir", cache_dir,  "--executor",
-				self->executor, "--block-log", self->blocks, NULL };
+	char why[8192];
 	cpu_set_t all, one;
+	int r = own_colocd_prepare(&self->d, "member", cache_dir, true, why, sizeof(why));
 
-	self->colocd = 0;
-	if (geteuid() != 0)
-		SKIP(return, "needs root to run colocd");
-	snprintf(path, sizeof(path), "%s/models/mobilenet_v2.model", root ? root : ".");
-	if (!realpath(path, self->model))
-		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", path);
-	ASSERT_EQ(0, tu_mount_bpffs());
-	ASSERT_EQ(0, tu_quick_profile(self->model, cache_dir, out, sizeof(out))) TH_LOG("%s", out);
-	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-member-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir));
-	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
-	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
-	snprintf(self->blocks, sizeof(self->blocks), "%s/blocks.tsv", self->dir);
-	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-member-test-%d", getpid());
-	ASSERT_EQ(0, tu_hostile_executor_dir(self->dir, self->executor, sizeof(self->executor)));
+	if (r > 0)
+		SKIP(return, "%.900s", why);
+	ASSERT_EQ(0, r) TH_LOG("%s", why);
 	/* colocd serves the CPUs it may run on: one, which the stalled block holds */
 	ASSERT_EQ(0, sched_getaffinity(0, sizeof(all), &all));
 	CPU_ZERO(&one);
@@ -80,17 +65,15 @@ FIXTURE_SETUP(member)
 			break;
 		}
 	ASSERT_EQ(0, sched_setaffinity(0, sizeof(one), &one));
-	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
+	own_colocd_start(&self->d, NULL);
 	ASSERT_EQ(0, sched_setaffinity(0, sizeof(all), &all));
-	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start");
+	ASSERT_LT(0, self->d.pid) TH_LOG("colocd did not start");
 }
 
 FIXTURE_TEARDOWN(member)
 {
-	if (self->colocd > 0)
-		tu_stop_colocd(self->colocd);
-	if (self->dir[0] && tu_remove_tree(self->dir))
-		TH_LOG("could not remove %s", self->dir);
+	if (own_colocd_finish(&self->d))
+		TH_LOG("could not remove %s", self->d.dir);
 }
 
 /* The number after "key": in out, or -1. */
@@ -109,12 +92,12 @@ static pid_t submit_ready(FIXTURE_DATA(member) * self, const char *name)
 {
 	char args[PATH_MAX + 128], out[16384];
 
-	snprintf(args, sizeof(args), "submit %s %s --qos-ms 60000", name, self->model);
-	if (tu_colocctl(self->sock, args, out, sizeof(out)))
+	snprintf(args, sizeof(args), "submit %s %s --qos-ms 60000", name, self->d.model);
+	if (tu_colocctl(self->d.sock, args, out, sizeof(out)))
 		return 0;
 	snprintf(args, sizeof(args), "status %s --json", name);
 	for (int i = 0; i < READY_S * 10; i++, usleep(100000))
-		if (!tu_colocctl(self->sock, args, out, sizeof(out)) &&
+		if (!tu_colocctl(self->d.sock, args, out, sizeof(out)) &&
 		    strstr(out, "\"state\":\"ready\""))
 			return (pid_t)json_num(out, "pid");
 	return 0;
@@ -126,7 +109,7 @@ static int status_of(FIXTURE_DATA(member) * self, const char *name, char *out, s
 	char args[128];
 
 	snprintf(args, sizeof(args), "status %s --json", name);
-	return tu_colocctl(self->sock, args, out, len);
+	return tu_colocctl(self->d.sock, args, out, len);
 }
 
 /* Whether the child has not exited yet (it is not reaped here). */
@@ -145,7 +128,7 @@ static bool still_running(const struct tu_child *c)
  */
 TEST_F_TIMEOUT(member, stall__the_core_goes_to_the_honest_tenant_while_it_lasts, 600)
 {
-	const char *args[] = { "--socket", self->sock, "infer", "hostile-stall", NULL };
+	const char *args[] = { "--socket", self->d.sock, "infer", "hostile-stall", NULL };
 	char bin[512], out[16384];
 	struct tu_child stalled;
 	pid_t honest, hostile;
@@ -164,7 +147,7 @@ TEST_F_TIMEOUT(member, stall__the_core_goes_to_the_honest_tenant_while_it_lasts,
 	ASSERT_EQ(1, json_num(out, "in_flight")) TH_LOG("%s", out);
 
 	/* one query: under ASan at load three could outlast the late block's hang limit */
-	EXPECT_EQ(0, tu_colocctl(self->sock, "infer honest", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(0, tu_colocctl(self->d.sock, "infer honest", out, sizeof(out))) TH_LOG("%s", out);
 	/* answered while the stalled block is still out: not killed as hung, not completed */
 	EXPECT_TRUE(still_running(&stalled));
 	ASSERT_EQ(0, status_of(self, "hostile-stall", out, sizeof(out)));
@@ -177,9 +160,9 @@ TEST_F_TIMEOUT(member, stall__the_core_goes_to_the_honest_tenant_while_it_lasts,
 	ASSERT_EQ(0, tu_child_finish(&stalled));
 	EXPECT_TRUE(tu_child_exited_with(&stalled, 0)) TH_LOG("%s", stalled.output);
 	for (i = 0; i < 3; i++) {
-		EXPECT_EQ(0, tu_colocctl(self->sock, "infer honest", out, sizeof(out)))
+		EXPECT_EQ(0, tu_colocctl(self->d.sock, "infer honest", out, sizeof(out)))
 		TH_LOG("%s", out);
-		EXPECT_EQ(0, tu_colocctl(self->sock, "infer hostile-stall", out, sizeof(out)))
+		EXPECT_EQ(0, tu_colocctl(self->d.sock, "infer hostile-stall", out, sizeof(out)))
 		TH_LOG("%s", out);
 	}
 	ASSERT_EQ(0, status_of(self, "hostile-stall", out, sizeof(out)));
@@ -281,7 +264,7 @@ TEST_F_TIMEOUT(member, spin__threads_on_no_block_take_only_idle_time, 600)
 	ASSERT_LT(0, hog);
 	EXPECT_EQ(1, cpu_idle_of(hog));
 	for (int i = 0; i < 20; i++)
-		if (tu_colocctl(self->sock, "infer honest", out, sizeof(out)) && !failed++)
+		if (tu_colocctl(self->d.sock, "infer honest", out, sizeof(out)) && !failed++)
 			TH_LOG("%s", out);
 	EXPECT_EQ(0, failed);
 	ASSERT_EQ(0, status_of(self, "honest", out, sizeof(out)));
@@ -291,7 +274,7 @@ TEST_F_TIMEOUT(member, spin__threads_on_no_block_take_only_idle_time, 600)
 	EXPECT_EQ(1, cpu_idle_of(hog));
 	ASSERT_EQ(0, status_of(self, "hostile-spin", out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "\"state\":\"ready\"")) TH_LOG("%s", out);
-	ratio = block_time_ratio(self->blocks, "honest", out, sizeof(out));
+	ratio = block_time_ratio(self->d.blocks, "honest", out, sizeof(out));
 	TH_LOG("honest blocks: measured / table %.2f in all; the slowest: %s", ratio, out);
 	EXPECT_LT(0, ratio);
 	EXPECT_GT(16.0, ratio);
@@ -355,7 +338,7 @@ TEST_F_TIMEOUT(member, cmdline__names_neither_tenant_nor_model, 600)
 	ASSERT_EQ(0, cmdline_of(pid, cmdline, sizeof(cmdline)));
 	TH_LOG("%s", cmdline);
 	EXPECT_EQ(NULL, strstr(cmdline, "secretive"));
-	EXPECT_EQ(NULL, strstr(cmdline, self->model));
+	EXPECT_EQ(NULL, strstr(cmdline, self->d.model));
 	EXPECT_EQ(NULL, strstr(cmdline, "mobilenet"));
 	EXPECT_EQ(0, read_as_nobody(pid, "cmdline"));
 	EXPECT_EQ(EACCES, read_as_nobody(pid, "environ"));

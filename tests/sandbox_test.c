@@ -29,6 +29,7 @@
 #include "kselftest_harness.h"
 #include "cpulist.h"
 #include "exec_sandbox.h"
+#include "own_colocd.h"
 #include "sandbox.h"
 #include "testutil.h"
 
@@ -110,9 +111,7 @@ static int read_text(const char *path, char *buf, size_t len)
 
 FIXTURE(daemon)
 {
-	char dir[64], sock[128], pin[128], log[128];
-	char model[PATH_MAX];
-	pid_t colocd;
+	struct own_colocd d;
 };
 
 /* The executor pid of tenant name once it is ready, from status --json; 0 if never. */
@@ -124,7 +123,7 @@ static pid_t ready_pid(FIXTURE_DATA(daemon) * self, const char *name, char *isol
 	for (int i = 0; i < READY_S * 10; i++, usleep(100000)) {
 		char *p, *q;
 
-		if (tu_colocctl(self->sock, args, out, sizeof(out)) ||
+		if (tu_colocctl(self->d.sock, args, out, sizeof(out)) ||
 		    !strstr(out, "\"state\":\"ready\"") || !(p = strstr(out, "\"pid\":")))
 			continue;
 		q = strstr(out, "\"isolation\":\"");
@@ -137,48 +136,20 @@ static pid_t ready_pid(FIXTURE_DATA(daemon) * self, const char *name, char *isol
 	return 0;
 }
 
-static pid_t start(FIXTURE_DATA(daemon) * self, const char *const *more)
-{
-	const char *extra[12] = { "--cache-dir", cache_dir };
-	int n = 2;
-
-	for (int i = 0; more && more[i] && n < 11; i++)
-		extra[n++] = more[i];
-	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
-	return self->colocd;
-}
-
 FIXTURE_SETUP(daemon)
 {
-	const char *root = getenv("COLOC_ROOT");
-	char out[4096], prof[PATH_MAX + 64];
+	char why[8192];
+	int r = own_colocd_prepare(&self->d, "sandbox", cache_dir, false, why, sizeof(why));
 
-	self->colocd = 0;
-	if (geteuid() != 0)
-		SKIP(return, "needs root to run colocd");
-	snprintf(prof, sizeof(prof), "%s/models/mobilenet_v2.model", root ? root : ".");
-	if (!realpath(prof, self->model))
-		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", prof);
-	ASSERT_EQ(0, tu_mount_bpffs());
-	ASSERT_EQ(0, tu_quick_profile(self->model, cache_dir, out, sizeof(out))) TH_LOG("%s", out);
-	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-sandbox-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir));
-	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
-	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
-	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-sandbox-test-%d", getpid());
+	if (r > 0)
+		SKIP(return, "%.900s", why);
+	ASSERT_EQ(0, r) TH_LOG("%s", why);
 }
 
 FIXTURE_TEARDOWN(daemon)
 {
-	char cmd[256];
-
-	if (self->colocd > 0)
-		tu_stop_colocd(self->colocd);
-	if (self->dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
-		if (system(cmd))
-			TH_LOG("could not remove %s", self->dir);
-	}
+	if (own_colocd_finish(&self->d))
+		TH_LOG("could not remove %s", self->d.dir);
 }
 
 /*
@@ -200,10 +171,11 @@ TEST_F_TIMEOUT(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_foll
 
 	if (nr_cpus < 2)
 		SKIP(return, "needs 2 CPUs for two tenants of their own cores");
-	ASSERT_LT(0, start(self, policy)) TH_LOG("colocd did not start");
+	ASSERT_LT(0, own_colocd_start(&self->d, policy)) TH_LOG("colocd did not start");
 	for (int t = 0; t < 2; t++) {
-		snprintf(args, sizeof(args), "submit %s %s --qos-ms 60000", names[t], self->model);
-		ASSERT_EQ(0, tu_colocctl(self->sock, args, out, sizeof(out))) TH_LOG("%s", out);
+		snprintf(args, sizeof(args), "submit %s %s --qos-ms 60000", names[t],
+			 self->d.model);
+		ASSERT_EQ(0, tu_colocctl(self->d.sock, args, out, sizeof(out))) TH_LOG("%s", out);
 	}
 	for (int t = 0; t < 2; t++) {
 		struct passwd *pw;
@@ -236,7 +208,7 @@ TEST_F_TIMEOUT(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_foll
 	for (int i = 0; i < 6; i++)
 		for (int t = 0; t < 2; t++) {
 			snprintf(args, sizeof(args), "infer %s", names[t]);
-			ASSERT_EQ(0, tu_colocctl(self->sock, args, out, sizeof(out)))
+			ASSERT_EQ(0, tu_colocctl(self->d.sock, args, out, sizeof(out)))
 			TH_LOG("%s", out);
 		}
 	for (int t = 0; t < 2; t++) {
@@ -268,12 +240,13 @@ TEST_F_TIMEOUT(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_foll
 	/* removed: its cgroup goes too, once its executor has exited */
 	for (int t = 0; t < 2; t++) {
 		snprintf(args, sizeof(args), "remove %s", names[t]);
-		ASSERT_EQ(0, tu_colocctl(self->sock, args, out, sizeof(out))) TH_LOG("%s", out);
+		ASSERT_EQ(0, tu_colocctl(self->d.sock, args, out, sizeof(out))) TH_LOG("%s", out);
 	}
 	for (int t = 0; t < 2; t++) {
 		for (int i = 0; i < 50 && !access(dirs[t], F_OK); i++)
 			usleep(100000);
-		EXPECT_NE(0, access(dirs[t], F_OK)) TH_LOG("%s still there after its tenant went", dirs[t]);
+		EXPECT_NE(0, access(dirs[t], F_OK))
+		TH_LOG("%s still there after its tenant went", dirs[t]);
 	}
 }
 
@@ -289,20 +262,20 @@ TEST_F_TIMEOUT(daemon, submit__weak_isolation_refused_unless_allowed, 600)
 	const char *weak[] = { "--no-namespaces", "--allow-weak-isolation", NULL };
 	char out[4096], args[PATH_MAX + 128], iso[512] = "";
 
-	ASSERT_LT(0, start(self, strict)) TH_LOG("colocd did not start");
-	snprintf(args, sizeof(args), "submit sbw %s --qos-ms 60000", self->model);
-	EXPECT_NE(0, tu_colocctl(self->sock, args, out, sizeof(out)));
+	ASSERT_LT(0, own_colocd_start(&self->d, strict)) TH_LOG("colocd did not start");
+	snprintf(args, sizeof(args), "submit sbw %s --qos-ms 60000", self->d.model);
+	EXPECT_NE(0, tu_colocctl(self->d.sock, args, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "--allow-weak-isolation")) TH_LOG("%s", out);
-	EXPECT_NE(0, tu_colocctl(self->sock, "status sbw", out, sizeof(out)));
-	tu_stop_colocd(self->colocd);
-	self->colocd = 0;
+	EXPECT_NE(0, tu_colocctl(self->d.sock, "status sbw", out, sizeof(out)));
+	tu_stop_colocd(self->d.pid);
+	self->d.pid = 0;
 
-	ASSERT_LT(0, start(self, weak)) TH_LOG("colocd did not start");
-	ASSERT_EQ(0, tu_colocctl(self->sock, args, out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_LT(0, own_colocd_start(&self->d, weak)) TH_LOG("colocd did not start");
+	ASSERT_EQ(0, tu_colocctl(self->d.sock, args, out, sizeof(out))) TH_LOG("%s", out);
 	ASSERT_LT(0, ready_pid(self, "sbw", iso, sizeof(iso)));
 	EXPECT_NE(NULL, strstr(iso, "no pid, mount, ipc or network namespace")) TH_LOG("%s", iso);
 	EXPECT_NE(NULL, strstr(iso, "turned off")) TH_LOG("%s", iso);
-	EXPECT_EQ(0, tu_colocctl(self->sock, "infer sbw", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(0, tu_colocctl(self->d.sock, "infer sbw", out, sizeof(out))) TH_LOG("%s", out);
 }
 
 /* What a process that entered the sandbox could still do, tried from inside it. */
