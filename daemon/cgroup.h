@@ -56,6 +56,8 @@ struct cgroup_root {
 	char cpu_missing[256];
 	/* what marks a tenant idle: cpu.idle 1/0, else cpu.shares or cpu.weight low/default */
 	char idle_file[CGROUP_CPU_FILE_LEN], idle_on[8], idle_off[8];
+	/* where there is cpu.idle, what marks a late tenant: the lowest weight ("": none) */
+	char late_file[CGROUP_CPU_FILE_LEN], late_on[8], late_off[8];
 };
 
 struct cgroup_tenant {
@@ -68,6 +70,7 @@ struct cgroup_tenant {
 	char kill_dir[PATH_MAX];
 	int idle_fd; /* the root's idle_file in its cpu folder; -1: none */
 	int idle; /* as last written: 1 idle, 0 not, -1 never written */
+	int late; /* its weight: 1 the lowest, 0 the default (as made, and after each cpu.idle write) */
 	int pressure_fd; /* cpu.pressure of its kill folder (PSI); -1: none */
 	int mem_hier; /* which dir[] has the memory controller; -1: none */
 	char owner_dir[PATH_MAX]; /* its owner's uid-U folder above dir[mem_hier]; "": none */
@@ -116,6 +119,15 @@ int cgroup_tenant_set_cpus(struct cgroup_tenant *t, const char *cpus, struct col
  * written, 0 if not (unchanged, or no cpu controller), -errno.
  */
 int cgroup_tenant_set_idle(struct cgroup_tenant *t, const struct cgroup_root *r, bool idle,
+			   struct coloc_err *err);
+/*
+ * Whether t, not idle, weighs the least (cpu.weight 1 / cpu.shares 2:
+ * only a late block of it runs) or the default. The kernel refuses a
+ * weight while cpu.idle is 1: set idle 0 first. Written only when it
+ * changes; 1 if written, 0 if not (unchanged, or no cpu.idle: idle is
+ * that weight already), -errno.
+ */
+int cgroup_tenant_set_late(struct cgroup_tenant *t, const struct cgroup_root *r, bool late,
 			   struct coloc_err *err);
 /*
  * How long t's threads have waited, runnable, for a CPU (cpu.pressure's

@@ -4,9 +4,11 @@
  * it holds no core, so that threads of its executors that run outside its
  * blocks (a member's crafted model may start any number) take only time
  * the other tenants of this colocd leave; 0 while a block of it runs, at
- * the default weight. A kernel without cpu.idle (before 5.15) gets the
- * lowest cpu.shares (v1) or cpu.weight (v2) instead. Each write goes
- * through a file kept open, and only when the state changes. Also reads
+ * the default weight; 0 at the lowest weight while only a late block of
+ * it runs (serving_idle.c). A kernel without cpu.idle (before 5.15) gets the
+ * lowest cpu.shares (v1) or cpu.weight (v2) for idle and late. Each idle
+ * write goes through a file kept open (the rare late one opens it), and
+ * only when the state changes. Also reads
  * the tenant's CPU pressure (PSI), the time its threads waited for a CPU.
  * docs/security-executor.md, "Threads outside a block".
  */
@@ -69,7 +71,7 @@ void cgroup_cpu_root_open(struct cgroup_root *r)
 {
 	int fd;
 
-	r->idle_file[0] = '\0';
+	r->idle_file[0] = r->late_file[0] = '\0';
 	if (r->cpu_hier < 0)
 		return;
 	weigh_as_colocd(r);
@@ -79,6 +81,10 @@ void cgroup_cpu_root_open(struct cgroup_root *r)
 		snprintf(r->idle_file, sizeof(r->idle_file), "cpu.idle");
 		snprintf(r->idle_on, sizeof(r->idle_on), "1");
 		snprintf(r->idle_off, sizeof(r->idle_off), "0");
+		snprintf(r->late_file, sizeof(r->late_file), "%s",
+			 r->mode == CGROUP_V2 ? "cpu.weight" : "cpu.shares");
+		snprintf(r->late_on, sizeof(r->late_on), r->mode == CGROUP_V2 ? "1" : "2");
+		snprintf(r->late_off, sizeof(r->late_off), r->mode == CGROUP_V2 ? "100" : "1024");
 	} else if (r->mode == CGROUP_V2) {
 		snprintf(r->idle_file, sizeof(r->idle_file), "cpu.weight");
 		snprintf(r->idle_on, sizeof(r->idle_on), "1");
@@ -156,6 +162,34 @@ int cgroup_tenant_set_idle(struct cgroup_tenant *t, const struct cgroup_root *r,
 		return coloc_err_set(err, n < 0 ? -errno : -EIO, "writing '%s' to %s: %s", val,
 				     r->idle_file, n < 0 ? strerror(errno) : "short write");
 	t->idle = idle;
+	t->late = 0; /* a cpu.idle write sets the weight: the idle one, or the default */
+	return 1;
+}
+
+int cgroup_tenant_set_late(struct cgroup_tenant *t, const struct cgroup_root *r, bool late,
+			   struct coloc_err *err)
+{
+	const char *val = late ? r->late_on : r->late_off;
+	size_t len = strlen(val);
+	ssize_t n;
+	int fd;
+
+	if (!r->late_file[0] || r->cpu_hier < 0 || r->cpu_hier >= t->nr || t->late == (int)late)
+		return 0;
+	fd = open_in(t->dir[r->cpu_hier], r->late_file, O_WRONLY);
+	if (fd < 0)
+		return coloc_err_set(err, -errno, "%s/%s: %s", t->dir[r->cpu_hier], r->late_file,
+				     strerror(errno));
+	do
+		n = pwrite(fd, val, len, 0);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)len)
+		n = n < 0 ? -errno : -EIO;
+	close(fd);
+	if (n < 0)
+		return coloc_err_set(err, (int)n, "writing '%s' to %s: %s", val, r->late_file,
+				     n == -EIO ? "short write" : strerror((int)-n));
+	t->late = late;
 	return 1;
 }
 

@@ -347,6 +347,16 @@ int sandbox_tenant_set_idle(struct sandbox *sb, const char *name, bool idle,
 	return cgroup_tenant_set_idle(&t->cg, &sb->cg, idle, err);
 }
 
+int sandbox_tenant_set_late(struct sandbox *sb, const char *name, bool late,
+			    struct coloc_err *err)
+{
+	struct sandbox_tenant *t = find(sb, name);
+
+	if (!t || !t->cg.nr)
+		return 0;
+	return cgroup_tenant_set_late(&t->cg, &sb->cg, late, err);
+}
+
 int sandbox_tenant_cpu_wait(const struct sandbox *sb, const char *name, uint64_t *ns)
 {
 	const struct sandbox_tenant *t = find(sb, name);

@@ -105,6 +105,9 @@ int sandbox_tenant_set_cpus(struct sandbox *sb, const char *name, const int *cpu
  */
 int sandbox_tenant_set_idle(struct sandbox *sb, const char *name, bool idle,
 			    struct coloc_err *err);
+/* Whether name, not idle, runs at the lowest weight: only a late block of it out (cgroup_cpu.c). */
+int sandbox_tenant_set_late(struct sandbox *sb, const char *name, bool late,
+			    struct coloc_err *err);
 /* How long name's threads waited for a CPU, ns (its PSI); -ENOENT without. */
 int sandbox_tenant_cpu_wait(const struct sandbox *sb, const char *name, uint64_t *ns);
 /* "uid N, cgroup v1 (cpuset, memory) at DIR" or what is missing; "" if not open. */

@@ -299,8 +299,10 @@ uint64_t sv_hang_deadline(const struct sv_exec *x, int sharing)
 				  SERVING_HANG_SLACK_NS);
 	/*
 	 * A late command holds no core and runs beside the blocks given its
-	 * cores (serving_overrun.c), its team's barriers waiting on theirs:
-	 * twice the time before it is called hung.
+	 * cores (serving_overrun.c), its team's barriers waiting on theirs, at
+	 * the lowest weight (serving_idle.c): on what they leave. Twice the
+	 * time before it is called hung; at that weight the others lose
+	 * ~1/1024 of a core to it meanwhile.
 	 */
 	return coloc_sat_add_u64(x->blk_submit_ns, coloc_sat_mul_u64(x->late ? 2 : 1, limit));
 }

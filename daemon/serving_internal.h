@@ -134,6 +134,7 @@ struct sv_tenant {
 	bool sandboxed; /* holds an entry in s->sandbox */
 	bool holds_cores; /* a block in flight, late or not (serving_idle.c) */
 	bool told_busy; /* its cgroup's cpu.idle as last told: 0 (busy) or 1 */
+	bool told_late; /* busy at the lowest weight: only late blocks out (serving_idle.c) */
 };
 
 /* A submit's place in its owner's quotas while its files are copied (serving_hold). */
@@ -312,8 +313,9 @@ void sv_plan_yield(struct serving *s);
 uint64_t sv_hang_deadline(const struct sv_exec *x, int sharing);
 /*
  * Whether t has a block in flight (submitting: one is being sent): its
- * cgroup turns busy at once if it was idle; idle is left to
- * sv_tenant_idle_flush (serving_idle.c).
+ * cgroup turns busy at once if it was idle, late (the lowest weight) at
+ * once if its only blocks out are late, busy again when one is not; idle
+ * is left to sv_tenant_idle_flush (serving_idle.c).
  */
 void sv_tenant_hold(struct serving *s, struct sv_tenant *t, bool submitting);
 /* End of a round: the tenants told busy that hold no core now turn idle. */

@@ -12,7 +12,8 @@
  * others. Its tenant's cpuset keeps them: the executor re-pins its threads
  * at each block of its plan, which a narrower cpuset fails (EINVAL), so
  * the late block goes on beside whoever got its cores, its tenant's
- * cgroup at its weight (not idle, serving_idle.c says why).
+ * cgroup at the lowest weight but not idle while nothing else of it runs
+ * (serving_idle.c says why).
  * The policy no longer sees it running; its executor stays busy, and its
  * end (or the hang limit's kill) frees nothing and teaches nothing (its
  * time is the stall's, not the machine's).
@@ -134,6 +135,7 @@ static void take_back(struct serving *s, struct sv_tenant *t, struct sv_exec *x,
 			s->core_changed(s->ctx, c, NULL, 0, 0, 0);
 	}
 	x->late = true;
+	sv_tenant_hold(s, t, false); /* the lowest weight, unless a block of it is on time */
 	t->overruns++;
 	if (t->strikes < SV_OVERRUN_MAX_STRIKES)
 		t->strikes++;

@@ -121,6 +121,52 @@ static bool still_running(const struct tu_child *c)
 }
 
 /*
+ * The number in file (cpu.idle, cpu.weight, ...) of pid's tenant folder:
+ * v1, its cgroup in the cpu hierarchy; v2, the parent of its leaf. -1 if
+ * there is none to read.
+ */
+static long cpu_file_of(pid_t pid, const char *name)
+{
+	char path[PATH_MAX], line[PATH_MAX], file[PATH_MAX + 64];
+	FILE *f;
+	long v = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	file[0] = '\0';
+	while (fgets(line, sizeof(line), f)) {
+		char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
+
+		if (!cg)
+			continue;
+		*cg++ = '\0';
+		cg[strcspn(cg, "\n")] = '\0';
+		if (!strcmp(ctl + 1, "cpu") || !strncmp(ctl + 1, "cpu,", 4))
+			snprintf(file, sizeof(file), "/sys/fs/cgroup/cpu%s/%s", cg, name);
+		else if (!ctl[1] && !file[0] && strrchr(cg, '/'))
+			snprintf(file, sizeof(file), "/sys/fs/cgroup%.*s/%s",
+				 (int)(strrchr(cg, '/') - cg), cg, name);
+	}
+	fclose(f);
+	f = file[0] ? fopen(file, "re") : NULL;
+	if (f && fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Whether pid's tenant weighs v2 (its cpu.weight) or, without one, v1 (cpu.shares). */
+static bool cpu_weight_is(pid_t pid, long v2, long v1)
+{
+	long w = cpu_file_of(pid, "cpu.weight");
+
+	return w > 0 ? w == v2 : cpu_file_of(pid, "cpu.shares") == v1;
+}
+
+/*
  * The stalled block gives its only core back at its bound: the honest
  * tenant's queries are answered while the stalled query is still out and
  * its tenant ready, its overrun counted; woken, it completes OK, and both
@@ -154,6 +200,13 @@ TEST_F_TIMEOUT(member, stall__the_core_goes_to_the_honest_tenant_while_it_lasts,
 	EXPECT_NE(NULL, strstr(out, "\"state\":\"ready\"")) TH_LOG("%s", out);
 	EXPECT_EQ(1, json_num(out, "in_flight")) TH_LOG("%s", out);
 	EXPECT_EQ(1, json_num(out, "overruns")) TH_LOG("%s", out);
+	/* late: not idle, at the lowest weight (on main the default: 1/2 of the core) */
+	if (cpu_file_of(hostile, "cpu.idle") >= 0) {
+		EXPECT_EQ(0, cpu_file_of(hostile, "cpu.idle"));
+		EXPECT_TRUE(cpu_weight_is(hostile, 1, 2))
+		TH_LOG("cpu.weight %ld, cpu.shares %ld", cpu_file_of(hostile, "cpu.weight"),
+		       cpu_file_of(hostile, "cpu.shares"));
+	}
 
 	/* woken: the late block ends OK and frees nothing twice */
 	ASSERT_EQ(0, kill(hostile, SIGUSR1));
@@ -169,43 +222,9 @@ TEST_F_TIMEOUT(member, stall__the_core_goes_to_the_honest_tenant_while_it_lasts,
 	EXPECT_NE(NULL, strstr(out, "\"state\":\"ready\"")) TH_LOG("%s", out);
 	EXPECT_EQ(0, json_num(out, "in_flight")) TH_LOG("%s", out);
 	EXPECT_EQ(1, json_num(out, "overruns")) TH_LOG("%s", out);
-}
-
-/*
- * The cpu.idle of pid's tenant folder: v1, its cgroup in the cpu
- * hierarchy; v2, the parent of its leaf. -1 if there is none to read.
- */
-static int cpu_idle_of(pid_t pid)
-{
-	char path[PATH_MAX], line[PATH_MAX], file[PATH_MAX + 64];
-	FILE *f;
-	int v = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	file[0] = '\0';
-	while (fgets(line, sizeof(line), f)) {
-		char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
-
-		if (!cg)
-			continue;
-		*cg++ = '\0';
-		cg[strcspn(cg, "\n")] = '\0';
-		if (!strcmp(ctl + 1, "cpu") || !strncmp(ctl + 1, "cpu,", 4))
-			snprintf(file, sizeof(file), "/sys/fs/cgroup/cpu%s/cpu.idle", cg);
-		else if (!ctl[1] && !file[0] && strrchr(cg, '/'))
-			snprintf(file, sizeof(file), "/sys/fs/cgroup%.*s/cpu.idle",
-				 (int)(strrchr(cg, '/') - cg), cg);
-	}
-	fclose(f);
-	f = file[0] ? fopen(file, "re") : NULL;
-	if (f && fscanf(f, "%d", &v) != 1)
-		v = -1;
-	if (f)
-		fclose(f);
-	return v;
+	/* nothing out: idle (the kernel's idle weight; cpu.idle 0 gives back the default) */
+	if (cpu_file_of(hostile, "cpu.idle") >= 0)
+		EXPECT_EQ(1, cpu_file_of(hostile, "cpu.idle"));
 }
 
 /*
@@ -262,7 +281,7 @@ TEST_F_TIMEOUT(member, spin__threads_on_no_block_take_only_idle_time, 600)
 	hog = submit_ready(self, "hostile-spin");
 	ASSERT_LT(0, honest);
 	ASSERT_LT(0, hog);
-	EXPECT_EQ(1, cpu_idle_of(hog));
+	EXPECT_EQ(1, cpu_file_of(hog, "cpu.idle"));
 	for (int i = 0; i < 20; i++)
 		if (tu_colocctl(self->d.sock, "infer honest", out, sizeof(out)) && !failed++)
 			TH_LOG("%s", out);
@@ -270,8 +289,8 @@ TEST_F_TIMEOUT(member, spin__threads_on_no_block_take_only_idle_time, 600)
 	ASSERT_EQ(0, status_of(self, "honest", out, sizeof(out)));
 	EXPECT_GE(2, json_num(out, "overruns")) TH_LOG("%s", out);
 	EXPECT_LE(0, json_num(out, "overruns"));
-	EXPECT_EQ(1, cpu_idle_of(honest));
-	EXPECT_EQ(1, cpu_idle_of(hog));
+	EXPECT_EQ(1, cpu_file_of(honest, "cpu.idle"));
+	EXPECT_EQ(1, cpu_file_of(hog, "cpu.idle"));
 	ASSERT_EQ(0, status_of(self, "hostile-spin", out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "\"state\":\"ready\"")) TH_LOG("%s", out);
 	ratio = block_time_ratio(self->d.blocks, "honest", out, sizeof(out));
