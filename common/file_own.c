@@ -24,10 +24,30 @@ __attribute__((format(printf, 5, 6))) static int refuse(int fd, int ret, char *w
 	return ret;
 }
 
-int file_open_own(const char *path, int flags, mode_t mode, char *why, size_t len)
+int file_own_check(int fd, char *why, size_t len)
 {
 	struct stat st;
-	int fd;
+
+	if (fstat(fd, &st))
+		return refuse(-1, -errno, why, len, "cannot be examined");
+	if (!S_ISREG(st.st_mode))
+		return refuse(-1, -EPERM, why, len, "is not a regular file");
+	if (st.st_uid != geteuid())
+		return refuse(-1, -EPERM, why, len, "is owned by uid %lu, not %lu",
+			      (unsigned long)st.st_uid, (unsigned long)geteuid());
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return refuse(-1, -EPERM, why, len,
+			      "is writable by its group or others (mode %04lo)",
+			      (unsigned long)(st.st_mode & 07777));
+	if (st.st_nlink != 1)
+		return refuse(-1, -EPERM, why, len, "has %lu names (hard links), not one",
+			      (unsigned long)st.st_nlink);
+	return 0;
+}
+
+int file_open_own(const char *path, int flags, mode_t mode, char *why, size_t len)
+{
+	int fd, ret;
 
 	if (flags & O_TRUNC)
 		return refuse(-1, -EINVAL, why, len, "was opened with O_TRUNC (a bug)");
@@ -42,20 +62,11 @@ int file_open_own(const char *path, int flags, mode_t mode, char *why, size_t le
 			snprintf(why, len, "cannot be opened (%s)", strerror(e));
 		return -e;
 	}
-	if (fstat(fd, &st))
-		return refuse(fd, -errno, why, len, "cannot be examined");
-	if (!S_ISREG(st.st_mode))
-		return refuse(fd, -EPERM, why, len, "is not a regular file");
-	if (st.st_uid != geteuid())
-		return refuse(fd, -EPERM, why, len, "is owned by uid %lu, not %lu",
-			      (unsigned long)st.st_uid, (unsigned long)geteuid());
-	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return refuse(fd, -EPERM, why, len,
-			      "is writable by its group or others (mode %04lo)",
-			      (unsigned long)(st.st_mode & 07777));
-	if (st.st_nlink != 1)
-		return refuse(fd, -EPERM, why, len, "has %lu names (hard links), not one",
-			      (unsigned long)st.st_nlink);
+	ret = file_own_check(fd, why, len);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK))
 		return refuse(fd, -errno, why, len, "cannot be made blocking");
 	return fd;

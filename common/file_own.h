@@ -20,5 +20,7 @@
  * 1001, not 0") filled in.
  */
 int file_open_own(const char *path, int flags, mode_t mode, char *why, size_t len);
+/* The same checks on a descriptor already open: 0, or -errno with why filled in. */
+int file_own_check(int fd, char *why, size_t len);
 
 #endif /* COLOC_COMMON_FILE_OWN_H */

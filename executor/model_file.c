@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * Opens a model file and its ONNX external data by path for the
- * command-line tools: each name resolved once, external data below the
- * model's directory through no link and never blocking (model_file.h).
+ * command-line tools: each name resolved once, as root through no link
+ * anywhere on the path, external data below the model's directory through
+ * no link and never blocking (model_file.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,7 +53,12 @@ static int regular_only(int fd, const char **what)
 	return -EINVAL;
 }
 
-int model_external_open_nofollow(int dir_fd, const char *loc, const char **what)
+/*
+ * loc below dir_fd one component at a time with O_NOFOLLOW: a regular
+ * file's fd (READ_FLAGS), or with dir a directory's (O_PATH); ".." only
+ * with dir (a model's path may climb; external data may not).
+ */
+static int walk_nofollow(int dir_fd, const char *loc, bool dir, const char **what)
 {
 	char comp[NAME_MAX + 1];
 	int cur = dir_fd, fd;
@@ -74,13 +80,13 @@ int model_external_open_nofollow(int dir_fd, const char *loc, const char **what)
 				continue;
 			snprintf(comp, sizeof(comp), ".");
 		}
-		if (!strcmp(comp, "..")) {
+		if (!dir && !strcmp(comp, "..")) {
 			fd = -EPERM;
 			break;
 		}
 		fd = openat(cur, comp,
-			    last ? READ_FLAGS | O_NOFOLLOW :
-				   O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			    last && !dir ? READ_FLAGS | O_NOFOLLOW :
+					   O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
 			struct stat st;
 
@@ -98,7 +104,12 @@ int model_external_open_nofollow(int dir_fd, const char *loc, const char **what)
 	}
 	if (fd == -ELOOP)
 		*what = "is a symbolic link or lies under one";
-	return fd < 0 ? fd : regular_only(fd, what);
+	return fd < 0 || dir ? fd : regular_only(fd, what);
+}
+
+int model_external_open_nofollow(int dir_fd, const char *loc, const char **what)
+{
+	return walk_nofollow(dir_fd, loc, false, what);
 }
 
 int model_external_open(int dir_fd, const char *loc, const char **what)
@@ -142,9 +153,48 @@ int model_external_open_beside(const char *name, const char *loc, const char **w
 	return fd;
 }
 
+int model_dir_open_nofollow(const char *dir)
+{
+	int start = open(*dir == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC), fd;
+	const char *what;
+
+	if (start < 0)
+		return -errno;
+	fd = walk_nofollow(start, dir, true, &what);
+	close(start);
+	return fd;
+}
+
+/*
+ * The model's directory (O_PATH). As root through no symbolic link on the
+ * whole path (openat2 RESOLVE_NO_SYMLINKS from "/" or the working
+ * directory, or one component at a time): a link leads wherever its owner
+ * points it, and a member's link would choose which of root's directories
+ * root reads (review of 2026-12-06 12:40, LOW 6). -ELOOP for a link.
+ */
+static int dir_open(const char *dir, bool no_links)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd;
+
+	if (!no_links)
+		fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	else
+		fd = syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
+	if (fd >= 0)
+		return (int)fd;
+	if (!no_links || (errno != ENOSYS && errno != E2BIG))
+		return -errno;
+	return model_dir_open_nofollow(dir);
+}
+
 int model_file_open(const char *path, struct model_file *mf, struct coloc_err *err)
 {
 	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path, *what;
+	bool root = geteuid() == 0;
 	char dir[PATH_MAX];
 	struct stat lst;
 	int ret;
@@ -156,20 +206,24 @@ int model_file_open(const char *path, struct model_file *mf, struct coloc_err *e
 		return coloc_err_set(err, -ENAMETOOLONG, "%s: path too long", path);
 	else
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	mf->dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (mf->dir_fd < 0 || fstat(mf->dir_fd, &mf->dir_st)) {
-		ret = -errno;
-		model_file_close(mf);
-		return coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
-	}
-	if (!*base) {
+	mf->dir_fd = dir_open(dir, root);
+	ret = mf->dir_fd < 0 ? mf->dir_fd : fstat(mf->dir_fd, &mf->dir_st) ? -errno : 0;
+	if (!ret && !*base) {
 		model_file_close(mf);
 		return coloc_err_set(err, -EISDIR, "%s: names a directory, not a model file", path);
 	}
-	mf->fd = openat(mf->dir_fd, base, READ_FLAGS);
-	if (mf->fd < 0) {
-		ret = -errno;
+	if (!ret) {
+		mf->fd = openat(mf->dir_fd, base, READ_FLAGS | (root ? O_NOFOLLOW : 0));
+		ret = mf->fd < 0 ? -errno : 0;
+	}
+	if (ret) {
 		model_file_close(mf);
+		if (root && ret == -ELOOP)
+			return coloc_err_set(err, ret,
+					     "%s: a symbolic link is on the path: as root, no link "
+					     "is followed (whoever may change it chooses what root "
+					     "reads); give the real path",
+					     path);
 		return coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
 	}
 	ret = regular_only(mf->fd, &what);

@@ -227,7 +227,9 @@ int model_open_hashed(const char *path, const struct onnx_import_opts *opts,
 	if (ret)
 		return ret;
 	if (owners)
-		*owners = (struct model_owners){ .file = mf.name_uid, .dir = mf.dir_st.st_uid };
+		*owners = (struct model_owners){ .file = mf.name_uid,
+						 .dir = mf.dir_st.st_uid,
+						 .dir_mode = mf.dir_st.st_mode };
 	ret = read_fd(path, mf.fd, &buf, &len, err);
 	if (!ret) {
 		if (hash)

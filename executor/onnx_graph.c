@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "file_own.h"
 #include "huge_alloc.h"
 #include "model_file.h"
 #include "onnx_internal.h"
@@ -504,6 +505,17 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 		if (fd < 0)
 			return onnx_refuse(c, fd, "tensor '%.64s': external data file %.256s %s",
 					   name, path, what ? what : strerror(-fd));
+		if (c->opts && c->opts->external_own) {
+			char why[96];
+
+			if (file_own_check(fd, why, sizeof(why))) {
+				close(fd);
+				return onnx_refuse(c, -EACCES,
+						   "tensor '%.64s': external data file %.256s %s: "
+						   "not this user's own, so not read",
+						   name, path, why);
+			}
+		}
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
 	    (unsigned long long)off + want > (unsigned long long)st.st_size) {

@@ -512,50 +512,6 @@ TEST(coloc_import__writes_model_and_weights)
  * without a length; a location outside the model's directory, a missing
  * file, a wrong length and a file too short are refused naming the tensor.
  */
-/*
- * Moves initializer 'name' of g into an external data file: its floats at
- * offset 16 of DIR/file (after 16 bytes of padding), the TensorProto
- * pointing there with location loc (what the model says, which may
- * differ from file), offset 16 and length len_bytes (-1: no length entry).
- */
-static void externalize(struct gb *g, const char *name, const char *dir, const char *file,
-			const char *loc, long long len_bytes)
-{
-	static const char pad[16] = "coloc-ext-pad..";
-	Onnx__StringStringEntryProto **e = mem(3 * sizeof(*e));
-	Onnx__TensorProto *t = NULL;
-	char path[512], *len_str = mem(32);
-	FILE *f;
-
-	for (int i = 0; i < g->nr_inits; i++)
-		if (!strcmp(g->inits[i]->name, name))
-			t = g->inits[i];
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	f = fopen(path, "wb");
-	if (f) {
-		fwrite(pad, 1, sizeof(pad), f);
-		fwrite(t->float_data, sizeof(float), t->n_float_data, f);
-		fclose(f);
-	}
-	snprintf(len_str, 32, "%lld", len_bytes);
-	for (int i = 0; i < 3; i++) {
-		e[i] = mem(sizeof(**e));
-		onnx__string_string_entry_proto__init(e[i]);
-	}
-	e[0]->key = "location";
-	e[0]->value = (char *)loc;
-	e[1]->key = "offset";
-	e[1]->value = "16";
-	e[2]->key = "length";
-	e[2]->value = len_str;
-	t->n_external_data = len_bytes < 0 ? 2 : 3;
-	t->external_data = e;
-	t->has_data_location = 1;
-	t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-	t->n_float_data = 0;
-	t->float_data = NULL;
-}
-
 TEST(onnx_import__external_data_is_read_beside_the_model)
 {
 	static const struct {

@@ -7,7 +7,10 @@
  * through a link nor as another user's file, and coloc-profile resumes
  * FILE.partial only with --resume and only when it is the caller's own;
  * and (MEDIUM 4, LOW 9) coloc-profile reads the model once and refuses, as
- * root, another user's, and the block log is root's eyes only.
+ * root, another user's, and the block log is root's eyes only; and (review
+ * of 12:40, LOW 3 and LOW 6) as root no link on a model's path is followed,
+ * and coloc-profile refuses a directory others may write and external data
+ * that is not root's own.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +23,8 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "model_file.h"
+#include "onnx_graph.h"
 #include "testutil.h"
 #include "profile.h"
 #include "profile_tool.h"
@@ -303,7 +308,7 @@ TEST_F_TIMEOUT(root_files, coloc_profile__as_root_refuses_a_members_model, 240)
 	ASSERT_EQ(0, lchown(member, 65534, 65534));
 	profile_run(member, out, NULL, &run);
 	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
-	ASSERT_NE(NULL, strstr(run.output, "the file is owned by uid 65534"))
+	ASSERT_NE(NULL, strstr(run.output, "a symbolic link is on the path"))
 	TH_LOG("%s", run.output);
 
 	/* root's own file in a member's directory: renamed over at will */
@@ -316,6 +321,156 @@ TEST_F_TIMEOUT(root_files, coloc_profile__as_root_refuses_a_members_model, 240)
 	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "its directory is owned by uid 65534"))
 	TH_LOG("%s", run.output);
+}
+
+/*
+ * LOW 3 of the review of 12:40: a root-owned directory that others may
+ * write (/tmp, 1777) passed the owner check, and a member's file planted
+ * beside root's model there was measured. Refused as such; root's own
+ * model in root's own directory is still profiled.
+ */
+TEST_F_TIMEOUT(root_files, coloc_profile__as_root_refuses_a_directory_others_may_write, 240)
+{
+	static const char *const allow[] = { "--allow-foreign-owner", NULL };
+	char shared[96], model[128], out[128];
+	struct tu_child run;
+
+	if (geteuid())
+		SKIP(return, "root's coloc-profile");
+	snprintf(shared, sizeof(shared), "%s/shared", self->dir);
+	ASSERT_EQ(0, mkdir(shared, 0755));
+	ASSERT_EQ(0, chmod(shared, 01777));
+	snprintf(model, sizeof(model), "%s/tiny.model", shared);
+	snprintf(out, sizeof(out), "%s/tiny.profile", self->dir);
+	ASSERT_EQ(0, profile_tool_write_tiny(model));
+	profile_run(model, out, NULL, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "its directory is writable by others (mode 1777)"))
+	TH_LOG("%s", run.output);
+	ASSERT_NE(0, access(out, F_OK));
+	ASSERT_EQ(0, chmod(shared, 0775)); /* group-writable, not sticky: the same */
+	profile_run(model, out, NULL, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "(mode 0775)")) TH_LOG("%s", run.output);
+	profile_run(model, out, allow, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, unlink(out));
+	ASSERT_EQ(0, chmod(shared, 0755));
+	profile_run(model, out, NULL, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, access(out, F_OK));
+}
+
+/*
+ * LOW 3: an ONNX model's external data file that is not root's own (a
+ * member's, or root's with a second name, a hard link where
+ * fs.protected_hardlinks=0) is not read by root's coloc-profile; root's
+ * own is, and --allow-foreign-owner reads the member's.
+ */
+TEST_F_TIMEOUT(root_files, coloc_profile__as_root_refuses_external_data_not_roots_own, 240)
+{
+	static const char *const allow[] = { "--allow-foreign-owner", NULL };
+	char model[128], out[128], wbin[128], second[128];
+	struct tu_child run;
+	struct gb g = { 0 };
+	float *w, *b, *bn;
+
+	if (geteuid())
+		SKIP(return, "root's coloc-profile; the external data is chowned to another user");
+	conv_bn_relu(&g, &w, &b, &bn);
+	externalize(&g, "W", self->dir, "w.bin", "w.bin", 432);
+	ASSERT_EQ(0, write_onnx(&g, self->dir, "m.onnx", model, sizeof(model)));
+	snprintf(out, sizeof(out), "%s/m.profile", self->dir);
+	snprintf(wbin, sizeof(wbin), "%s/w.bin", self->dir);
+	snprintf(second, sizeof(second), "%s/second.bin", self->dir);
+
+	ASSERT_EQ(0, chown(wbin, 65534, 65534));
+	profile_run(model, out, NULL, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "w.bin is owned by uid 65534, not 0"))
+	TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "only root's own external data"))
+	TH_LOG("%s", run.output);
+	ASSERT_NE(0, access(out, F_OK));
+	profile_run(model, out, allow, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, unlink(out));
+
+	ASSERT_EQ(0, chown(wbin, 0, 0));
+	ASSERT_EQ(0, link(wbin, second));
+	profile_run(model, out, NULL, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "has 2 names (hard links), not one"))
+	TH_LOG("%s", run.output);
+
+	ASSERT_EQ(0, unlink(second));
+	profile_run(model, out, NULL, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, access(out, F_OK));
+	arena_free();
+}
+
+/*
+ * LOW 6: as root only the last component was checked for a link; a
+ * member's link to a directory of root's led root's tools there. No link
+ * anywhere on the path is followed now (model_file_open(), which
+ * coloc-profile, coloc-run and coloc-import share); the real path is read.
+ */
+TEST_F_TIMEOUT(root_files, model_file_open__as_root_no_link_anywhere_on_the_path, 240)
+{
+	char real[96], link[96], path[160], out[128];
+	struct model_file mf;
+	struct tu_child run;
+	int fd;
+
+	if (geteuid())
+		SKIP(return, "links are refused only as root");
+	snprintf(real, sizeof(real), "%s/real", self->dir);
+	snprintf(link, sizeof(link), "%s/mdl", self->dir);
+	snprintf(out, sizeof(out), "%s/tiny.profile", self->dir);
+	ASSERT_EQ(0, mkdir(real, 0755));
+	ASSERT_EQ(0, symlink("real", link));
+	ASSERT_EQ(0, lchown(link, 65534, 65534));
+	snprintf(path, sizeof(path), "%s/tiny.model", real);
+	ASSERT_EQ(0, profile_tool_write_tiny(path));
+
+	/* a directory component, then the last one, then a link to a link */
+	snprintf(path, sizeof(path), "%s/tiny.model", link);
+	EXPECT_EQ(-ELOOP, model_file_open(path, &mf, &self->err)) TH_LOG("%s", self->err.msg);
+	EXPECT_NE(NULL, strstr(self->err.msg, "a symbolic link is on the path"))
+	TH_LOG("%s", self->err.msg);
+	EXPECT_NE(NULL, strstr(self->err.msg, "give the real path")) TH_LOG("%s", self->err.msg);
+	snprintf(path, sizeof(path), "%s/../mdl/tiny.model", real);
+	EXPECT_EQ(-ELOOP, model_file_open(path, &mf, &self->err)) TH_LOG("%s", self->err.msg);
+	snprintf(path, sizeof(path), "%s/root.model", real);
+	ASSERT_EQ(0, symlink("tiny.model", path));
+	EXPECT_EQ(-ELOOP, model_file_open(path, &mf, &self->err)) TH_LOG("%s", self->err.msg);
+
+	snprintf(path, sizeof(path), "%s/tiny.model", link);
+	profile_run(path, out, NULL, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "a symbolic link is on the path"))
+	TH_LOG("%s", run.output);
+	ASSERT_NE(0, access(out, F_OK));
+
+	/* the per-component fallback where the kernel has no openat2, alike */
+	EXPECT_EQ(-ELOOP, model_dir_open_nofollow(link));
+	snprintf(path, sizeof(path), "%s/../mdl/", real);
+	EXPECT_EQ(-ELOOP, model_dir_open_nofollow(path));
+	snprintf(path, sizeof(path), "%s/../real", real);
+	fd = model_dir_open_nofollow(path);
+	EXPECT_LE(0, fd);
+	if (fd >= 0)
+		close(fd);
+
+	/* the real path, with a ".." on it: read */
+	snprintf(path, sizeof(path), "%s/../real/tiny.model", real);
+	ASSERT_EQ(0, model_file_open(path, &mf, &self->err)) TH_LOG("%s", self->err.msg);
+	model_file_close(&mf);
+	snprintf(path, sizeof(path), "%s/tiny.model", real);
+	profile_run(path, out, NULL, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, access(out, F_OK));
 }
 
 TEST_HARNESS_MAIN

@@ -115,9 +115,10 @@ static void usage(FILE *f, const char *prog)
 		"                         (repeat for each); part of the cache key\n"
 		"  -v, --verbose          print each group's timing\n"
 		"      --allow-foreign-owner  as root, measure a MODEL that another user\n"
-		"                         owns or keeps in a directory of theirs (refused\n"
-		"                         without it: copy it to a directory of root's and\n"
-		"                         profile the copy)\n"
+		"                         owns or keeps in a directory of theirs or one\n"
+		"                         others may write, or external data not root's own\n"
+		"                         (refused without it: copy them to a directory of\n"
+		"                         root's and profile the copy)\n"
 		"  -h, --help             show this help\n"
 		"      --version          print coloc's release and exit\n"
 		"\n"
@@ -360,23 +361,35 @@ static int output_dir_writable(const char *path)
 
 /*
  * Root measuring a model another user owns (or keeps in a directory of
- * theirs) runs the importer on their bytes and caches the cells under the
- * key of whatever they show it: refused unless --allow-foreign-owner
- * (docs/security-submit.md). -1 with the reason printed when refused.
+ * theirs, or in one that others may write, such as /tmp, where they can
+ * put its external data first) runs the importer on their bytes and caches
+ * the cells under the key of whatever they show it: refused unless
+ * --allow-foreign-owner (docs/security-submit.md). -1 with the reason
+ * printed when refused.
  */
 static int foreign_owner_refused(const struct model_owners *o)
 {
-	bool dir = o->file == 0;
-	uid_t uid = dir ? o->dir : o->file;
+	char why[96];
 
-	if (geteuid() != 0 || (o->file == 0 && o->dir == 0))
+	if (geteuid() != 0)
+		return 0;
+	if (o->file != 0)
+		snprintf(why, sizeof(why), "the file is owned by uid %u, not root",
+			 (unsigned)o->file);
+	else if (o->dir != 0)
+		snprintf(why, sizeof(why), "its directory is owned by uid %u, not root",
+			 (unsigned)o->dir);
+	else if (o->dir_mode & (S_IWGRP | S_IWOTH))
+		snprintf(why, sizeof(why), "its directory is writable by others (mode %04o)",
+			 (unsigned)(o->dir_mode & 07777));
+	else
 		return 0;
 	fprintf(stderr,
-		"coloc-profile: %s: %s is owned by uid %u, not root: as root, coloc-profile would "
-		"read and measure whatever that user puts there and cache it for colocd. Copy the "
-		"model and its external data into a directory of root's and profile the copy "
+		"coloc-profile: %s: %s: as root, coloc-profile would read and measure whatever "
+		"another user puts there and cache it for colocd. Copy the model and its external "
+		"data into a directory of root's that only root may write and profile the copy "
 		"(the cache key is the bytes: colocd finds it for the user's file)%s\n",
-		opt.model_path, dir ? "its directory" : "the file", (unsigned)uid,
+		opt.model_path, why,
 		opt.allow_foreign_owner ? "; going on (--allow-foreign-owner)" :
 					  "; --allow-foreign-owner goes on anyway");
 	return opt.allow_foreign_owner ? 0 : -1;
@@ -406,8 +419,16 @@ static int profiler_open(struct profiler *pr, uint64_t *hash, struct profile_mac
 		return -1;
 	}
 	/* one descriptor: the key and the cells describe the same bytes */
-	if (model_open_hashed(opt.model_path, &opt.import, &pr->src, hash, &owners, &model_err)) {
-		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&model_err));
+	/* as root, a member's external data beside root's model is not read */
+	opt.import.external_own = geteuid() == 0 && !opt.allow_foreign_owner;
+	ret = model_open_hashed(opt.model_path, &opt.import, &pr->src, hash, &owners, &model_err);
+	if (ret) {
+		fprintf(stderr, "coloc-profile: %s%s\n", coloc_err_str(&model_err),
+			ret == -EACCES && opt.import.external_own ?
+				"; as root, coloc-profile measures only root's own external data: "
+				"copy the model and its external data into a directory of root's "
+				"(--allow-foreign-owner goes on anyway)" :
+				"");
 		return -1;
 	}
 	pr->model = pr->src.model;

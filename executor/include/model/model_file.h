@@ -24,8 +24,11 @@ struct model_file {
 
 /*
  * Opens path's directory and then path's last component below it (a FIFO,
- * device or directory refused with words that say what it is). 0, or a
- * negative errno with the reason in err; close with model_file_close().
+ * device or directory refused with words that say what it is). As root no
+ * symbolic link is followed anywhere on path (openat2 RESOLVE_NO_SYMLINKS,
+ * or one component at a time): -ELOOP, the message asking for the real
+ * path. 0, or a negative errno with the reason in err; close with
+ * model_file_close().
  */
 int model_file_open(const char *path, struct model_file *mf, struct coloc_err *err);
 void model_file_close(struct model_file *mf);
@@ -43,5 +46,12 @@ int model_external_open(int dir_fd, const char *loc, const char **what);
 int model_external_open_beside(const char *name, const char *loc, const char **what);
 /* The same with the openat2 path skipped (the fallback, for its test). */
 int model_external_open_nofollow(int dir_fd, const char *loc, const char **what);
+/*
+ * dir (O_PATH) from "/" or the working directory one component at a time
+ * with O_NOFOLLOW, ".." allowed: root's way to a model's directory where
+ * the kernel has no openat2 (model_file_open()). The fd, or -ELOOP for a
+ * link on the way, or another negative errno.
+ */
+int model_dir_open_nofollow(const char *dir);
 
 #endif /* COLOC_MODEL_FILE_H */

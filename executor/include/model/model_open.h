@@ -62,9 +62,13 @@ void model_source_drop_weights(struct model_source *src);
  */
 int model_open_hash(const char *path, const struct onnx_import_opts *opts, uint64_t *hash);
 
-/* Who owns the model file (or the link to it, when the file is root's) and its directory. */
+/*
+ * Who owns the model file (or the link to it, when the file is root's) and
+ * its directory, and the directory's mode (who else may put files in it).
+ */
 struct model_owners {
 	uid_t file, dir;
+	mode_t dir_mode;
 };
 
 /*

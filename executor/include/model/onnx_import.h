@@ -64,6 +64,13 @@ struct onnx_import_opts {
 	 */
 	bool has_dir_fd;
 	int dir_fd;
+	/*
+	 * With external NULL: each external data file must be this process's
+	 * own (file_own_check(): its euid's, writable by no group or other, one
+	 * name) or the import is refused before it is read; coloc-profile as
+	 * root sets it, a member's file beside root's model is not measured.
+	 */
+	bool external_own;
 };
 
 struct onnx_import {
