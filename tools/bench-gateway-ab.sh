@@ -31,7 +31,7 @@
 set -euo pipefail
 
 OLD=$(realpath "$1") NEW=$(realpath "$2") DOOR=$3 REPLICAS=${4:-6} QUERIES=${5:-30}
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 BIN=${COLOC_BIN:-$ROOT/bin}
 W=$(mktemp -d /tmp/gwab.XXXXXX)
 PIN=/sys/fs/bpf/coloc-gwab-$$

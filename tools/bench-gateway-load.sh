@@ -20,7 +20,7 @@
 set -euo pipefail
 
 RUNS=${1:-4} RATE=${2:-50} DURATION=${3:-10}
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 BIN=${COLOC_BIN:-$ROOT/bin}
 W=$(mktemp -d /tmp/gwload.XXXXXX)
 PIN=/sys/fs/bpf/coloc-gwload-$$

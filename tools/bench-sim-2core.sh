@@ -17,7 +17,7 @@
 # coloc-sim options, e.g. '--speed-rho 0': without the machine's slow spells).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd -P)
 BIN=${COLOC_BIN:-$ROOT/bin}
 MIXES=${SIM_MIXES:-$ROOT/tools/qos-mixes.conf}
 QOS_DIR=${SIM_QOS_DIR:-$ROOT/build/bench-qos}

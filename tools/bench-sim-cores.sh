@@ -42,7 +42,7 @@
 # its name before, is read when LANES is not set).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd -P)
 BIN=${COLOC_BIN:-$ROOT/bin}
 SIM=$BIN/coloc-sim
 CONF=$ROOT/tools/qos-mixes.conf

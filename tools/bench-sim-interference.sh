@@ -16,7 +16,7 @@
 # (2), SOCKET (1.6, the full-socket slowdown of the second ceiling).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd -P)
 BINS=${BINS:-$ROOT/bin}
 SEEDS=${SEEDS:-3}
 DURATION=${DURATION:-10}

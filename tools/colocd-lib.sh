@@ -59,7 +59,7 @@ declare -A COLOCD_PIDS # id -> pid of every colocd running
 
 colocd_lib_init() { # name
 	LIB_NAME=$1
-	ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 	BIN=${COLOC_BIN:-$ROOT/bin}
 	# shellcheck disable=SC2034 # for the scripts that show the pinned maps
 	BPFTOOL=$(command -v bpftool || echo /usr/sbin/bpftool)
