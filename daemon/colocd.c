@@ -242,8 +242,14 @@ static const struct colocd_option options[] = {
 		  "in colocd's memory and in --state's directory, for the tenants' life" },
 	{ "uid-range", 0, ARG_PARSER, .parse = parse_uid_range, .arg = "A-B",
 	  .help = "uids (and gids) for the tenants' executors, one of its own each, skipping "
-		  "any in /etc/passwd or /etc/group",
-	  .dflt = "1879048192-1879052287" },
+		  "any NSS knows as a user or group (looked up at start and on SIGHUP) or that "
+		  "runs a process; at most 65536",
+	  .dflt = "the first of the 16 slots of 1879048192-1879052287 that no other colocd "
+		  "holds" },
+	{ "uid-lock-dir", 0, ARG_STRING, &config.sandbox.uid_lock_dir, .arg = "DIR",
+	  .help = "where colocds lock their slots of the default uid range (a directory of "
+		  "root's that no one else may write)",
+	  .dflt = "/run/coloc/executor-uids" },
 	{ "executor-memory", 0, ARG_ULL, &executor_memory_mib, 64, 1L << 30,
 	  .given = &executor_memory_given, .arg = "MIB",
 	  .help = "memory of one tenant's cgroup; each executor's address space is bounded at "
@@ -510,6 +516,17 @@ static void on_stop_signal(struct loop_source *src, const struct signalfd_siginf
 		busy == 1 ? "y" : "ies");
 }
 
+/* SIGHUP: which executor uids are users', groups' or running is looked up again, off the loop. */
+static void on_hup_signal(struct loop_source *src, const struct signalfd_siginfo *si, void *ctx)
+{
+	struct colocd *d = ctx;
+
+	(void)src;
+	(void)si;
+	if (d->sandbox && !sandbox_refresh_uids(d->sandbox))
+		printf("colocd: SIGHUP: looking up again which executor uids are taken\n");
+}
+
 /*
  * Submits the tenants --state kept; one that fails is reported and the
  * others go on. The file is left as it is meanwhile, so a tenant that did
@@ -620,6 +637,8 @@ int main(int argc, char **argv)
 		err = loop_add_signal(loop, NULL, SIGINT, on_stop_signal, d);
 	if (!err)
 		err = loop_add_signal(loop, NULL, SIGTERM, on_stop_signal, d);
+	if (!err)
+		err = loop_add_signal(loop, NULL, SIGHUP, on_hup_signal, d);
 	if (err) {
 		fprintf(stderr, "colocd: %s\n", cerr.code ? coloc_err_str(&cerr) : strerror(-err));
 		goto cleanup;

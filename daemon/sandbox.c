@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * colocd's side of the sandbox (sandbox.h): the tenants' uids from the
- * reserved range, handed out round-robin so that a uid freed is not
- * reused at once, and each tenant's cgroup. A fixed table, as serving's.
+ * colocd's side of the sandbox (sandbox.h): the tenants' uids from this
+ * colocd's slot of the reserved range (uid_slot.h) or --uid-range, handed
+ * out round-robin so that a uid freed is not reused at once, skipping those
+ * someone has (uid_known.h, no lookup here), and each tenant's cgroup. A
+ * fixed table, as serving's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +19,8 @@
 #include "coloc/limits.h"
 #include "coloc/sensor.h"
 #include "sandbox.h"
+#include "uid_known.h"
+#include "uid_slot.h"
 
 #define SANDBOX_MAX_TENANTS COLOC_MAX_TENANTS
 #define SANDBOX_DESCRIBE_LEN (PATH_MAX + 1024)
@@ -38,6 +40,8 @@ struct sandbox {
 	struct sandbox_config cfg;
 	struct cgroup_root cg;
 	uid_t next_uid;
+	struct uid_slot slot; /* fd -1: --uid-range, no slot */
+	struct uid_known *known; /* the uids of the range someone has */
 	char cg_missing[256]; /* why there are no cgroups, "" if there are */
 	char kill_how[PATH_MAX + 128]; /* how executors are killed, for the start-up line */
 	char describe[SANDBOX_DESCRIBE_LEN];
@@ -92,9 +96,14 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 	if (!sb)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
 	sb->cfg = *cfg;
+	sb->slot.fd = -1;
 	if (!sb->cfg.uid_first && !sb->cfg.uid_last) {
-		sb->cfg.uid_first = SANDBOX_DEFAULT_UID_FIRST;
-		sb->cfg.uid_last = SANDBOX_DEFAULT_UID_LAST;
+		ret = uid_slot_claim(cfg->uid_lock_dir, SANDBOX_DEFAULT_UID_FIRST,
+				     SANDBOX_DEFAULT_UID_LAST, &sb->slot, err);
+		if (ret)
+			goto fail;
+		sb->cfg.uid_first = sb->slot.first;
+		sb->cfg.uid_last = sb->slot.last;
 	}
 	if (!sb->cfg.memory_max)
 		sb->cfg.memory_max = SANDBOX_DEFAULT_MEMORY_MIB << 20;
@@ -119,6 +128,9 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 		snprintf(per_uid, sizeof(per_uid),
 			 "%llu MiB a user's (not root's) tenants together",
 			 (unsigned long long)(sb->cfg.memory_per_uid_max >> 20));
+	ret = uid_known_new(sb->cfg.uid_first, sb->cfg.uid_last, &sb->known, err);
+	if (ret)
+		goto fail;
 	sb->next_uid = sb->cfg.uid_first;
 	if (cfg->no_cgroups)
 		snprintf(sb->cg_missing, sizeof(sb->cg_missing), "no cgroup (turned off)");
@@ -134,8 +146,16 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 	ret = check_kill(sb, err);
 	if (ret)
 		goto fail;
-	n = snprintf(sb->describe, sizeof(sb->describe), "executors: a uid of their own in %u-%u; ",
+	n = snprintf(sb->describe, sizeof(sb->describe), "executors: a uid of their own in %u-%u ",
 		     sb->cfg.uid_first, sb->cfg.uid_last);
+	if (sb->slot.fd >= 0)
+		n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n,
+			      "(slot %d of %d, held by %s", sb->slot.index, UID_SLOT_COUNT,
+			      sb->slot.path);
+	else
+		n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n, "(--uid-range");
+	n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n,
+		      "; %u of them a user's, a group's or running); ", uid_known_count(sb->known));
 	if (sb->cg_missing[0])
 		n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n, "%s",
 			      sb->cg_missing);
@@ -167,6 +187,8 @@ void sandbox_free(struct sandbox *sb)
 		if (sb->tenants[i].used || sb->tenants[i].lingering)
 			cgroup_tenant_remove(&sb->tenants[i].cg);
 	cgroup_root_close(&sb->cg);
+	uid_known_free(sb->known);
+	uid_slot_release(&sb->slot);
 	free(sb);
 }
 
@@ -188,8 +210,8 @@ static bool uid_taken(const struct sandbox *sb, uid_t uid)
 	for (int i = 0; i < SANDBOX_MAX_TENANTS; i++)
 		if (sb->tenants[i].used && sb->tenants[i].uid == uid)
 			return true;
-	/* a user or group of the system (NSS: /etc/passwd, /etc/group, ...) */
-	return getpwuid(uid) || getgrgid((gid_t)uid);
+	/* a user or group of the system (NSS), or running processes: the bitmap of uid_known.h */
+	return uid_known_has(sb->known, uid);
 }
 
 static int pick_uid(struct sandbox *sb, uid_t *out)
@@ -255,10 +277,15 @@ int sandbox_tenant_open(struct sandbox *sb, const char *name, uid_t owner, struc
 	memset(t, 0, sizeof(*t));
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	ret = pick_uid(sb, &t->uid);
-	if (ret)
-		return coloc_err_set(err, ret,
-				     "tenant %s: every uid of %u-%u is taken (colocd --uid-range)",
-				     name, sb->cfg.uid_first, sb->cfg.uid_last);
+	if (ret) {
+		uid_known_refresh(sb->known);
+		return coloc_err_set(
+			err, ret,
+			"tenant %s: every uid of %u-%u is a user's, a group's, running "
+			"or another tenant's; colocd now looks again which are taken: "
+			"try again shortly, or give it more (colocd --uid-range)",
+			name, sb->cfg.uid_first, sb->cfg.uid_last);
+	}
 	t->owner = owner;
 	if (sb->cg.nr) {
 		/* root is held to the global limits only, as in every per-uid quota */
@@ -394,6 +421,11 @@ const char *sandbox_tenant_describe(const struct sandbox *sb, const char *name)
 	const struct sandbox_tenant *t = find(sb, name);
 
 	return t ? t->describe : "";
+}
+
+int sandbox_refresh_uids(struct sandbox *sb)
+{
+	return uid_known_refresh(sb->known);
 }
 
 uid_t sandbox_tenant_uid(const struct sandbox *sb, const char *name)

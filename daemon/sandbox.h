@@ -31,7 +31,8 @@
 #define SANDBOX_DEFAULT_MEMORY_MIB 16384ull /* per tenant; address space 4x per executor */
 
 struct sandbox_config {
-	uid_t uid_first, uid_last; /* 0, 0: the defaults */
+	uid_t uid_first, uid_last; /* 0, 0: a slot of the defaults' (uid_slot.h) */
+	const char *uid_lock_dir; /* the slots' locks; NULL: UID_SLOT_DEFAULT_DIR */
 	uint64_t memory_max; /* bytes per tenant's cgroup; 0: SANDBOX_DEFAULT_MEMORY_MIB */
 	/* bytes of the executors of one user's (not root's) tenants together; 0: no bound */
 	uint64_t memory_per_uid_max;
@@ -46,9 +47,11 @@ struct sandbox_config {
 struct sandbox;
 
 /*
- * Checks the uid range (inside 1..2^31-1, not root's, and at least one
- * uid free) and finds the cgroup layout. Without cgroups (none live, or
- * turned off) it fails unless allow_weak. With no cgroup v2 hierarchy to
+ * Claims a slot of the default uid range unless cfg gives one (-EUSERS
+ * when every slot is held), checks the range (inside 1..2^31-1, not
+ * root's, at most UID_KNOWN_MAX_SPAN uids), looks up which uids of it NSS
+ * knows or processes run under, and finds the cgroup layout. Without
+ * cgroups (none live, or turned off) it fails unless allow_weak. With no cgroup v2 hierarchy to
  * kill executors through (cgroup_leaf.h) and no CAP_KILL it fails
  * (-EPERM), allow_weak or not: colocd could not stop a hung executor.
  * 0 or -errno with err.
@@ -63,10 +66,10 @@ void sandbox_free(struct sandbox *sb);
 const char *sandbox_describe(const struct sandbox *sb);
 
 /*
- * A uid/gid pair not in /etc/passwd nor /etc/group (nor held by another
- * tenant) and tenant-NAME's cgroup, in the folder of its owner's tenants
- * (memory_per_uid_max unless owner is root). -EEXIST if name has one,
- * -EUSERS when the range is used up.
+ * A uid/gid pair NSS did not know at the last look (nor held by another
+ * tenant; no lookup now) and tenant-NAME's cgroup, in the folder of its
+ * owner's tenants (memory_per_uid_max unless owner is root). -EEXIST if
+ * name has one, -EUSERS when the range is used up (and a new look begins).
  */
 int sandbox_tenant_open(struct sandbox *sb, const char *name, uid_t owner, struct coloc_err *err);
 /*
@@ -113,5 +116,7 @@ int sandbox_tenant_cpu_wait(const struct sandbox *sb, const char *name, uint64_t
 /* "uid N, cgroup v1 (cpuset, memory) at DIR" or what is missing; "" if not open. */
 const char *sandbox_tenant_describe(const struct sandbox *sb, const char *name);
 uid_t sandbox_tenant_uid(const struct sandbox *sb, const char *name);
+/* Looks up again, on a helper thread, which uids NSS knows (colocd's SIGHUP). 0 or -errno. */
+int sandbox_refresh_uids(struct sandbox *sb);
 
 #endif /* COLOC_DAEMON_SANDBOX_H */
