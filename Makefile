@@ -110,7 +110,8 @@ DAEMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out daemon/colocd.c,$(wildcard
 # ONNX import (protobuf-c); profiles and the level model (what colocd links: no
 # oneDNN, no parser); oneDNN execution and the tools' parts (the rest).
 MODEL_SRCS := $(wildcard executor/model_*.c executor/onnx_*.c executor/window.c)
-PROFILE_SRCS := executor/profile.c executor/profile_cache.c executor/profile_parse.c \
+PROFILE_SRCS := executor/profile.c executor/profile_cache.c executor/profile_key.c \
+	executor/profile_parse.c \
 	executor/profile_save.c executor/profile_machine.c executor/profile_table.c \
 	$(wildcard executor/level_model*.c)
 MODEL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(MODEL_SRCS)) $(OBJ)/$(GEN)/onnx.pb-c.o
@@ -151,7 +152,7 @@ SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs cgroup cgroup_kill colocc
 	colocd_faults colocd_kill colocd_serving colocd_slow_state \
 	colocd_tenant control \
 	exec_team_cpuset execproc execproc_hostile executor_memory execproc_isolation execproc_lanes fuzz hostile_executor infer_memfd \
-	install level_source load member_executor onnx_ort owners pmu sandbox sensor \
+	install level_source load member_executor onnx_ort owners pmu profile_key_serving sandbox sensor \
 	server serving serving_executors serving_plan serving_spawn serving_tenants state_file state_writer tenants \
 	submit gateway gateway_faults gateway_grpc gateway_h2 gateway_hostile gateway_http_limits gateway_repo uncore \
 	uid_range colocd_uids)

@@ -84,10 +84,10 @@ static void control_submit_admitted(void *ctx, const char *name, int ret,
 	control_admission_free(a);
 }
 
-/* control_submit_spec, with the model's hash when it was computed off the loop (else NULL). */
-static int control_submit_hashed(struct colocd *d, const struct colocd_spec *spec,
-				 const struct colocd_files *files, struct server_req *sreq,
-				 uid_t uid, const uint64_t *model_hash, struct coloc_err *err)
+/* control_submit_spec, with the files' profile key when it was computed off the loop (else NULL). */
+static int control_submit_keyed(struct colocd *d, const struct colocd_spec *spec,
+				const struct colocd_files *files, struct server_req *sreq,
+				uid_t uid, const struct profile_key *key, struct coloc_err *err)
 {
 	struct serving_external ext[COLOC_MAX_REQUEST_FDS];
 	struct control_admission *a = calloc(1, sizeof(*a));
@@ -103,8 +103,8 @@ static int control_submit_hashed(struct colocd *d, const struct colocd_spec *spe
 		.owner = spec->owner,
 		.admitted = control_submit_admitted,
 		.admitted_ctx = a,
-		.model_hashed = model_hash != NULL,
-		.model_hash = model_hash ? *model_hash : 0,
+		.model_keyed = key != NULL,
+		.model_key = key ? *key : (struct profile_key){ { 0 } },
 	};
 	int ret;
 
@@ -141,7 +141,7 @@ int control_submit_spec(struct colocd *d, const struct colocd_spec *spec,
 			const struct colocd_files *files, struct server_req *sreq, uid_t uid,
 			struct coloc_err *err)
 {
-	return control_submit_hashed(d, spec, files, sreq, uid, NULL, err);
+	return control_submit_keyed(d, spec, files, sreq, uid, NULL, err);
 }
 
 /*
@@ -239,7 +239,7 @@ static char *control_submit_precheck(struct colocd *d, const struct colocd_spec 
  * as for any submit; a refusal answers the client here.
  */
 static void control_submit_copied(void *ctx, int ret, const int *sealed, int nr,
-				  uint64_t model_hash, const struct coloc_err *err)
+				  const struct profile_key *key, const struct coloc_err *err)
 {
 	struct control_copying *p = ctx;
 	struct server_req sreq = { .server = p->server, .conn = p->conn, .uid = p->uid };
@@ -265,8 +265,7 @@ static void control_submit_copied(void *ctx, int ret, const int *sealed, int nr,
 			files.weights_fd = sealed[at++];
 		for (int i = 0; i < p->spec.nr_external && at < nr; i++)
 			files.external_fd[i] = sealed[at++];
-		if (control_submit_hashed(p->d, &p->spec, &files, &sreq, p->uid, &model_hash,
-					  &aerr))
+		if (control_submit_keyed(p->d, &p->spec, &files, &sreq, p->uid, key, &aerr))
 			bad = control_error("%s", coloc_err_str(&aerr));
 	}
 	/* a client gone meanwhile: -ENOTCONN, nothing to do */
@@ -286,6 +285,9 @@ static char *control_submit_files(struct colocd *d, struct server_req *sreq,
 				  const struct colocd_spec *spec, uid_t uid)
 {
 	int want = 1 + (spec->weights[0] != '\0') + spec->nr_external, at = 0;
+	struct submit_copy_roles roles = { .weights = spec->weights[0] != '\0',
+					   .nr_external = spec->nr_external,
+					   .locations = spec->external };
 	char what[SUBMIT_COPY_MAX_FILES][SUBMIT_COPY_WHAT_LEN];
 	struct control_copying *p;
 	struct coloc_err err = { 0 };
@@ -317,7 +319,7 @@ static char *control_submit_files(struct colocd *d, struct server_req *sreq,
 		return bad;
 	}
 	if (submit_copier_add(d->copier, uid, serving_submit_bytes_left(d->serving, uid), sreq->fds,
-			      what, want, control_submit_copied, p, &err)) {
+			      what, want, &roles, control_submit_copied, p, &err)) {
 		serving_release(d->serving, p->hold);
 		free(p);
 		return control_error("%s", coloc_err_str(&err));

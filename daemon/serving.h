@@ -53,6 +53,7 @@
 #include "coloc/limits.h"
 #include "coloc/protocol.h"
 #include "error.h"
+#include "profile_key.h"
 #include "serving_stats.h"
 
 #define SERVING_NAME_LEN 64
@@ -249,11 +250,12 @@ struct serving_tenant_spec {
 	const struct serving_external *external; /* an ONNX model's external data files */
 	int nr_external; /* at most COLOC_MAX_REQUEST_FDS */
 	/*
-	 * model_fd's submit_file_hash() (the profile cache key), when colocd
-	 * computed it off the loop (submit_copy.h); else serving_admit hashes it.
+	 * The profile key of the files above (profile_key.h: the model, the
+	 * weights, the external data by location), when colocd computed it
+	 * off the loop (submit_copy.h); else serving_admit computes it.
 	 */
-	bool model_hashed;
-	uint64_t model_hash;
+	bool model_keyed;
+	struct profile_key model_key;
 	uint64_t qos_ns;
 	/*
 	 * Executor processes, each running one block of another query at once;
@@ -303,8 +305,8 @@ int serving_hold(struct serving *s, const struct serving_tenant_spec *spec,
 void serving_release(struct serving *s, struct serving_hold *h);
 /*
  * Admits a tenant without parsing its model (docs/security-submit.md).
- * At once: serving_admit_check, the sealed files taken and the model's
- * hashed (the profile cache key; unless spec->model_hashed), the executors
+ * At once: serving_admit_check, the sealed files taken and
+ * keyed (the profile cache key; unless spec->model_keyed), the executors
  * started; -errno with err
  * filled when any of that refuses (spec->admitted is then not called).
  * Otherwise 0, and admission goes on in the event loop: the first

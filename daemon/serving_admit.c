@@ -3,7 +3,8 @@
  * Admitting a tenant into the serving core (serving.h): the checks that
  * read no file (serving_admit_check: name, executors, QoS, a free place,
  * the owner's quotas), which colocd runs before it copies a client's
- * files; then the sealed files taken and hashed, the executors started.
+ * files; then the sealed files taken and keyed (profile_key.h), the
+ * executors started.
  * colocd parses no model: the first executor to describe the model
  * (execproc_summary, a checked copy of shm.h's summary) completes the
  * admission, from which the profile is found, the table built and the QoS
@@ -14,6 +15,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +168,22 @@ static int take_files(struct sv_tenant *t, const struct serving_tenant_spec *spe
 		t->nr_external++;
 	}
 	return ret;
+}
+
+/* t's profile key over its sealed files (profile_key.h), on the loop: a submit without a copy. */
+static int key_files(struct sv_tenant *t, struct coloc_err *err)
+{
+	struct profile_key_external ext[COLOC_MAX_REQUEST_FDS];
+	struct profile_key_input in = {
+		.model_fd = t->model_fd,
+		.weights_fd = t->weights_fd,
+		.external = ext,
+		.nr_external = t->nr_external,
+	};
+
+	for (int i = 0; i < t->nr_external; i++)
+		ext[i] = (struct profile_key_external){ t->external[i].location, t->external[i].fd };
+	return profile_key_compute(&in, &t->model_key, err);
 }
 
 /* What owner holds: tenants (submits being copied included), their executors, their queries. */
@@ -325,10 +343,10 @@ int serving_admit(struct serving *s, const struct serving_tenant_spec *spec, str
 	ret = take_files(t, spec, err);
 	if (!ret)
 		ret = check_submit_quota(s, t, err);
-	if (!ret && spec->model_hashed)
-		t->model_hash = spec->model_hash;
-	else if (!ret && (ret = submit_file_hash(t->model_fd, &t->model_hash)))
-		coloc_err_set(err, ret, "hashing the model: %s", strerror(-ret));
+	if (!ret && spec->model_keyed)
+		t->model_key = spec->model_key;
+	else if (!ret)
+		ret = key_files(t, err);
 	if (ret)
 		goto fail;
 	if (s->sandbox) {
@@ -356,6 +374,7 @@ fail:
 static int admit_described(struct serving *s, struct sv_tenant *t,
 			   const struct coloc_shm_summary *sum, struct coloc_err *err)
 {
+	char shown[PATH_MAX + 32];
 	struct profile *p;
 	uint64_t *macs;
 	int ret;
@@ -367,8 +386,10 @@ static int admit_described(struct serving *s, struct sv_tenant *t,
 	t->nr_layers = (int)sum->nr_layers;
 	t->in_bytes = sum->in_bytes;
 	t->out_bytes = sum->out_bytes;
-	p = profile_table_find_hashed(sum->model_name, t->model_hash, t->model_name, s->cache_dir,
-				      &s->machine, err);
+	snprintf(shown, sizeof(shown), "%s%s", t->model_name,
+		 t->weights_fd >= 0 ? " --weights WEIGHTS" : "");
+	p = profile_table_find_keyed(sum->model_name, &t->model_key, shown, s->cache_dir,
+				     &s->machine, err);
 	if (!p)
 		return err && err->code ? err->code : -ENOENT;
 	macs = malloc((size_t)t->nr_layers * sizeof(*macs));

@@ -100,7 +100,8 @@ struct sv_tenant {
 	int nr_external;
 	uint64_t qos_ns, solo_ns, uid, started_ns;
 	uid_t owner; /* serving_tenant_spec.owner */
-	uint64_t model_hash; /* of the sealed model file: the profile cache key's */
+	/* of the sealed model, weights and external data: the profile cache key (profile_key.h) */
+	struct profile_key model_key;
 	/*
 	 * Admitted: its first executor described the model (summary, a
 	 * checked copy; later executors must describe the same) and the table

@@ -2,7 +2,7 @@
 /*
  * A submit's files copied and sealed on a thread of their own
  * (submit_copy.h). The thread touches nothing of colocd's but its own job:
- * the duplicated descriptors in, the sealed copies, the hash and the error
+ * the duplicated descriptors in, the sealed copies, their key and the error
  * out; its last act is one byte into a pipe whose read end the loop polls.
  * The loop then joins it, calls back and starts the next job: the oldest of
  * the user whose last job started longest ago (users never served first).
@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -31,7 +32,9 @@ struct submit_copy {
 	int fds[SUBMIT_COPY_MAX_FILES]; /* duplicates of the client's */
 	char what[SUBMIT_COPY_MAX_FILES][SUBMIT_COPY_WHAT_LEN];
 	int sealed[SUBMIT_COPY_MAX_FILES];
-	uint64_t model_hash;
+	bool weights; /* sealed[1] is the weights */
+	char location[SUBMIT_COPY_MAX_FILES][SUBMIT_COPY_LOCATION_LEN]; /* the external files' */
+	struct profile_key key;
 	int ret;
 	struct coloc_err err;
 	submit_copy_done_fn done;
@@ -68,12 +71,29 @@ static void close_all(int *fds, int nr)
 static void submit_copy_end(struct submit_copy *c)
 {
 	if (c->done)
-		c->done(c->ctx, c->ret, c->sealed, c->nr, c->model_hash, &c->err);
+		c->done(c->ctx, c->ret, c->sealed, c->nr, &c->key, &c->err);
 	/* the client's: never closed here on the loop (fd_closer.h) */
 	for (int i = 0; i < c->nr; i++)
 		fd_closer_close(c->fds[i], c->uid);
 	close_all(c->sealed, c->nr);
 	free(c);
+}
+
+/* The profile key of c's sealed copies: 0 or -errno with c->err filled. */
+static int submit_copy_key(struct submit_copy *c)
+{
+	struct profile_key_external ext[SUBMIT_COPY_MAX_FILES];
+	int first = 1 + c->weights;
+	struct profile_key_input in = {
+		.model_fd = c->sealed[0],
+		.weights_fd = c->weights ? c->sealed[1] : -1,
+		.external = ext,
+		.nr_external = c->nr - first,
+	};
+
+	for (int i = first; i < c->nr; i++)
+		ext[i - first] = (struct profile_key_external){ c->location[i], c->sealed[i] };
+	return profile_key_compute(&in, &c->key, &c->err);
 }
 
 static void *submit_copy_thread(void *arg)
@@ -90,8 +110,8 @@ static void *submit_copy_thread(void *arg)
 			c->ret = submit_file_seal(c->fds[i], c->what[i], &budget, &c->sealed[i],
 						  &c->err);
 	}
-	if (!c->ret && (c->ret = submit_file_hash(c->sealed[0], &c->model_hash)))
-		coloc_err_set(&c->err, c->ret, "hashing the model: %s", strerror(-c->ret));
+	if (!c->ret)
+		c->ret = submit_copy_key(c);
 	if (c->ret)
 		close_all(c->sealed, c->nr);
 	do
@@ -239,14 +259,18 @@ void submit_copier_free(struct submit_copier *q)
 }
 
 int submit_copier_add(struct submit_copier *q, uid_t uid, uint64_t budget, const int *fds,
-		      const char (*what)[SUBMIT_COPY_WHAT_LEN], int nr, submit_copy_done_fn done,
-		      void *ctx, struct coloc_err *err)
+		      const char (*what)[SUBMIT_COPY_WHAT_LEN], int nr,
+		      const struct submit_copy_roles *roles, submit_copy_done_fn done, void *ctx,
+		      struct coloc_err *err)
 {
 	struct submit_copy *c;
 	int ret;
 
-	if (nr < 1 || nr > SUBMIT_COPY_MAX_FILES)
-		return coloc_err_set(err, -EINVAL, "a submit has 1 to %d files",
+	if (nr < 1 || nr > SUBMIT_COPY_MAX_FILES ||
+	    nr != 1 + roles->weights + roles->nr_external)
+		return coloc_err_set(err, -EINVAL,
+				     "a submit has 1 to %d files: the model, the weights if "
+				     "named, one per external data location",
 				     SUBMIT_COPY_MAX_FILES);
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -254,6 +278,10 @@ int submit_copier_add(struct submit_copier *q, uid_t uid, uint64_t budget, const
 	c->uid = uid;
 	c->budget = budget;
 	c->nr = nr;
+	c->weights = roles->weights;
+	for (int i = 0; i < roles->nr_external; i++)
+		snprintf(c->location[1 + c->weights + i], sizeof(c->location[0]), "%s",
+			 roles->locations[i]);
 	for (int i = 0; i < SUBMIT_COPY_MAX_FILES; i++)
 		c->fds[i] = c->sealed[i] = -1;
 	for (int i = 0; i < nr; i++) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * A submit's files copied off colocd's event loop: submit_file_seal()
- * (submit_files.h) runs for each file, and submit_file_hash() for the
- * model's copy (the profile cache key), on a thread that owns only its
+ * (submit_files.h) runs for each file, and profile_key_compute() over the
+ * copies (the profile cache key, profile_key.h), on a thread that owns only its
  * duplicates of the client's descriptors and the copies it makes; the loop
  * is told through a pipe it polls, and calls back there. One submit is
  * copied at a time: the memory the copies hold at once stays one submit's
@@ -15,26 +15,40 @@
 #ifndef COLOC_DAEMON_SUBMIT_COPY_H
 #define COLOC_DAEMON_SUBMIT_COPY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "coloc/protocol.h"
 #include "error.h"
 #include "loop.h"
+#include "profile_key.h"
 
 #define SUBMIT_COPY_MAX_FILES (2 + COLOC_MAX_REQUEST_FDS)
 #define SUBMIT_COPY_WHAT_LEN 320
+#define SUBMIT_COPY_LOCATION_LEN 256 /* an ONNX external data location, with its NUL */
+
+/*
+ * What a submit's files are, for the profile key: file 0 the model, file 1
+ * the weights when weights, then one external data file per location, in
+ * the order of fds.
+ */
+struct submit_copy_roles {
+	bool weights;
+	int nr_external;
+	const char (*locations)[SUBMIT_COPY_LOCATION_LEN];
+};
 
 struct submit_copier;
 
 /*
  * A finished copy, on the loop: ret 0 with sealed[i] the sealed copy of
  * the i-th file (the callee duplicates what it keeps: every fd of sealed[]
- * is closed after it returns) and model_hash file 0's hash; else -errno
+ * is closed after it returns) and key the profile key of them all; else -errno
  * with err naming the file at fault (-ECANCELED: colocd is stopping, from
  * submit_copier_free; the callee only frees ctx then).
  */
 typedef void (*submit_copy_done_fn)(void *ctx, int ret, const int *sealed, int nr,
-				    uint64_t model_hash, const struct coloc_err *err);
+				    const struct profile_key *key, const struct coloc_err *err);
 
 /* One per colocd, on loop l: 0 or -ENOMEM. */
 int submit_copier_new(struct loop *l, struct submit_copier **out);
@@ -46,7 +60,7 @@ void submit_copier_free(struct submit_copier *q);
 /*
  * Queues the copy of the nr files of fds (the client's descriptors,
  * duplicated here: the caller keeps its own), what[i] naming each in
- * errors ("the model", ...), file 0 the model, for the user uid (whose
+ * errors ("the model", ...), roles what each is (nr files in all), for the user uid (whose
  * turn it waits for), their sizes in all at most budget (and
  * COLOC_MAX_SUBMIT_BYTES): a file past it is refused before its copy.
  * done is called once, on the loop, never from within
@@ -54,7 +68,8 @@ void submit_copier_free(struct submit_copier *q);
  * err filled (done is then never called).
  */
 int submit_copier_add(struct submit_copier *q, uid_t uid, uint64_t budget, const int *fds,
-		      const char (*what)[SUBMIT_COPY_WHAT_LEN], int nr, submit_copy_done_fn done,
-		      void *ctx, struct coloc_err *err);
+		      const char (*what)[SUBMIT_COPY_WHAT_LEN], int nr,
+		      const struct submit_copy_roles *roles, submit_copy_done_fn done, void *ctx,
+		      struct coloc_err *err);
 
 #endif /* COLOC_DAEMON_SUBMIT_COPY_H */

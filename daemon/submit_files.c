@@ -169,23 +169,3 @@ int submit_file_check_sealed(int fd)
 		return -errno;
 	return (seals & SUBMIT_SEALS) == SUBMIT_SEALS ? 0 : -EPERM;
 }
-
-int submit_file_hash(int fd, uint64_t *hash)
-{
-	unsigned char buf[65536];
-	uint64_t h = PROFILE_FNV1A64_INIT;
-	off_t off = 0;
-	ssize_t n;
-
-	while ((n = pread(fd, buf, sizeof(buf), off)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		h = profile_fnv1a64(buf, (size_t)n, h);
-		off += n;
-	}
-	*hash = h;
-	return 0;
-}

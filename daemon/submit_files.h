@@ -35,7 +35,4 @@ const char *submit_file_refused_fs(unsigned long f_type);
 /* Whether fd is a memfd sealed as submit_file_seal leaves it (write, grow, shrink, seal). */
 int submit_file_check_sealed(int fd);
 
-/* The FNV-1a hash of a sealed file's bytes (profile_fnv1a64), read by fd: 0 or -errno. */
-int submit_file_hash(int fd, uint64_t *hash);
-
 #endif /* COLOC_DAEMON_SUBMIT_FILES_H */

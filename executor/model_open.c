@@ -2,7 +2,10 @@
 /*
  * Opens a model file for any entry point: a coloc .model through
  * model_parse(), or an .onnx through the in-memory importer, whose weights
- * buffer is handed to the executor as a sealed memfd (model_open.h).
+ * buffer is handed to the executor as a sealed memfd (model_open.h). The
+ * tools' files (the model, a .model's weights, an ONNX model's external
+ * data, found by the scan the client runs: onnx_scan.h) are opened once
+ * each, keyed (profile_key.h) and parsed from the same descriptors.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +19,8 @@
 
 #include "model_file.h"
 #include "model_open.h"
+#include "file_own.h"
+#include "onnx_scan.h"
 #include "profile.h"
 
 bool model_open_opts_given(const struct onnx_import_opts *opts)
@@ -61,7 +66,7 @@ static int sealed_memfd(const char *name, const unsigned char *data, size_t len)
 int model_open(const char *path, const struct onnx_import_opts *opts, struct model_source *src,
 	       struct coloc_err *err)
 {
-	return model_open_hashed(path, opts, src, NULL, NULL, err);
+	return model_open_keyed(path, NULL, opts, src, NULL, NULL, err);
 }
 
 /* The whole file behind fd, read once into a new buffer (NUL-terminated); 0 or -errno. */
@@ -176,72 +181,231 @@ static int dim_cmp(const void *a, const void *b)
 		      ((const struct onnx_dim_value *)b)->name);
 }
 
-/* hash, the file's bytes' hash, with an ONNX model's import options added. */
-static uint64_t hash_with_opts(const char *path, const struct onnx_import_opts *opts, uint64_t hash)
+/*
+ * An ONNX model's import options as the key's 'O' part (profile_key.h):
+ * "" when none is given (the key coloc-profile always used), else
+ * "batch=N;" then each "NAME=VALUE;" sorted by name, so that the order of
+ * the --dim options does not matter.
+ */
+static void options_text(const char *path, const struct onnx_import_opts *opts, char *buf,
+			 size_t len)
 {
 	struct onnx_dim_value dims[ONNX_MAX_DIM_VALUES];
-	char kv[ONNX_DIM_NAME_LEN + 32];
-	int n;
+	size_t at;
 
-	/* Default options keep the file's own hash, the key coloc-profile always used. */
+	buf[0] = '\0';
 	if (!model_path_is_onnx(path) || !model_open_opts_given(opts))
-		return hash;
-	n = snprintf(kv, sizeof(kv), "batch=%lld;", (long long)(opts->batch ? opts->batch : 1));
-	hash = profile_fnv1a64(kv, (size_t)n, hash);
-	/* Sorted, so that the order of the --dim options does not matter. */
+		return;
+	at = (size_t)snprintf(buf, len, "batch=%lld;", (long long)(opts->batch ? opts->batch : 1));
 	memcpy(dims, opts->dims, sizeof(dims[0]) * opts->nr_dims);
 	qsort(dims, opts->nr_dims, sizeof(dims[0]), dim_cmp);
-	for (int i = 0; i < opts->nr_dims; i++) {
-		n = snprintf(kv, sizeof(kv), "%s=%lld;", dims[i].name, (long long)dims[i].value);
-		hash = profile_fnv1a64(kv, (size_t)n, hash);
-	}
-	return hash;
+	for (int i = 0; i < opts->nr_dims && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s=%lld;", dims[i].name,
+				       (long long)dims[i].value);
 }
 
-int model_open_hash(const char *path, const struct onnx_import_opts *opts, uint64_t *hash)
-{
-	int ret = profile_hash_file(path, hash);
-
-	if (!ret)
-		*hash = hash_with_opts(path, opts, *hash);
-	return ret;
-}
-
-int model_open_hashed(const char *path, const struct onnx_import_opts *opts,
-		      struct model_source *src, uint64_t *hash, struct model_owners *owners,
-		      struct coloc_err *err)
-{
-	struct onnx_import_opts o = opts ? *opts : (struct onnx_import_opts){ .batch = 1 };
+/* The files of a model as the tools open them: each once, kept open until closed. */
+struct model_files {
 	struct model_file mf;
-	size_t len = 0;
+	char *buf; /* the model's bytes */
+	size_t len;
+	int weights_fd; /* a .model's weights, sealed in a memfd; -1 if none */
+	char (*locs)[ONNX_SCAN_LOCATION_LEN];
+	struct onnx_external_fd *ext; /* an ONNX model's external data, by location */
+	int nr_ext;
+};
+
+static void model_files_close(struct model_files *f)
+{
+	for (int i = 0; i < f->nr_ext; i++)
+		close(f->ext[i].fd);
+	if (f->weights_fd >= 0)
+		close(f->weights_fd);
+	free(f->ext);
+	free(f->locs);
+	free(f->buf);
+	model_file_close(&f->mf);
+}
+
+/*
+ * weights (a path) opened once as model files are, copied into a sealed
+ * memfd at *out; its owners into owners (may be NULL).
+ */
+static int open_weights(const char *weights, int *out, struct model_owners *owners,
+			struct coloc_err *err)
+{
+	struct model_file wf;
 	char *buf = NULL;
+	size_t len = 0;
+	int ret = model_file_open(weights, &wf, err);
+
+	if (ret)
+		return ret;
+	if (owners) {
+		owners->weights_file = wf.name_uid;
+		owners->weights_dir = wf.dir_st.st_uid;
+		owners->weights_dir_mode = wf.dir_st.st_mode;
+	}
+	ret = read_fd(weights, wf.fd, &buf, &len, err);
+	model_file_close(&wf);
+	if (ret)
+		return ret;
+	*out = sealed_memfd("coloc-weights", (unsigned char *)buf, len);
+	free(buf);
+	if (*out < 0)
+		return coloc_err_set(err, *out, "%s: cannot hold the weights in memory: %s",
+				     weights, strerror(-*out));
+	return 0;
+}
+
+/*
+ * Every external data location an ONNX model names, opened below its
+ * directory; with opts->external_own only files of this process's own
+ * (file_own_check()), refused before a byte is read.
+ */
+static int open_externals(const char *path, const struct onnx_import_opts *opts,
+			  struct model_files *f, struct coloc_err *err)
+{
+	int n;
+
+	f->locs = calloc(MODEL_MAX_EXTERNAL_FILES, sizeof(*f->locs));
+	if (!f->locs)
+		return coloc_err_set(err, -ENOMEM, "%s: out of memory", path);
+	n = onnx_scan_locations(f->buf, f->len, f->locs, MODEL_MAX_EXTERNAL_FILES);
+	if (n == -E2BIG)
+		return coloc_err_set(err, n, "%s: more than %d external data files", path,
+				     MODEL_MAX_EXTERNAL_FILES);
+	if (n <= 0) /* not a ModelProto to the scan: the importer says what is wrong */
+		return 0;
+	f->ext = calloc((size_t)n, sizeof(*f->ext));
+	if (!f->ext)
+		return coloc_err_set(err, -ENOMEM, "%s: out of memory", path);
+	for (int i = 0; i < n; i++) {
+		const char *what = NULL;
+		int fd = model_external_open(f->mf.dir_fd, f->locs[i], &what);
+
+		if (fd < 0)
+			return coloc_err_set(err, fd, "%s: external data file '%.128s' %s", path,
+					     f->locs[i], what ? what : strerror(-fd));
+		if (opts && opts->external_own) {
+			char why[96];
+
+			if (file_own_check(fd, why, sizeof(why))) {
+				close(fd);
+				return coloc_err_set(err, -EACCES,
+						     "%s: external data file %.128s %s: not this "
+						     "user's own, so not read",
+						     path, f->locs[i], why);
+			}
+		}
+		f->ext[f->nr_ext++] = (struct onnx_external_fd){ f->locs[i], fd };
+	}
+	return 0;
+}
+
+/* The model at path and what it reads (weights: NULL for none), each opened once, into f. */
+static int model_files_open(const char *path, const char *weights,
+			    const struct onnx_import_opts *opts, struct model_files *f,
+			    struct model_owners *owners, struct coloc_err *err)
+{
 	int ret;
 
-	*src = (struct model_source){ .weights_fd = -1 };
+	*f = (struct model_files){ .weights_fd = -1 };
+	f->mf.fd = f->mf.dir_fd = -1;
 	if (!model_path_is_onnx(path) && model_open_opts_given(opts))
 		return coloc_err_set(err, -EINVAL,
 				     "%s: --batch and --dim apply to ONNX files (*.onnx) only; a "
 				     "coloc model states its own shapes",
 				     path);
-	ret = model_file_open(path, &mf, err);
+	if (model_path_is_onnx(path) && weights)
+		return coloc_err_set(err, -EINVAL,
+				     "%s: an ONNX model's weights are in the file (or its external "
+				     "data); a weights file applies to a coloc .model only",
+				     path);
+	ret = model_file_open(path, &f->mf, err);
 	if (ret)
 		return ret;
 	if (owners)
-		*owners = (struct model_owners){ .file = mf.name_uid,
-						 .dir = mf.dir_st.st_uid,
-						 .dir_mode = mf.dir_st.st_mode };
-	ret = read_fd(path, mf.fd, &buf, &len, err);
-	if (!ret) {
-		if (hash)
-			*hash = hash_with_opts(path, opts,
-					       profile_fnv1a64(buf, len, PROFILE_FNV1A64_INIT));
-		if (!o.external) {
-			o.has_dir_fd = true;
-			o.dir_fd = mf.dir_fd;
-		}
-		ret = open_bytes(path, buf, len, &o, src, err);
+		*owners = (struct model_owners){ .file = f->mf.name_uid,
+						 .dir = f->mf.dir_st.st_uid,
+						 .dir_mode = f->mf.dir_st.st_mode };
+	ret = read_fd(path, f->mf.fd, &f->buf, &f->len, err);
+	if (!ret && weights)
+		ret = open_weights(weights, &f->weights_fd, owners, err);
+	if (!ret && model_path_is_onnx(path))
+		ret = open_externals(path, opts, f, err);
+	return ret;
+}
+
+/* The profile key of f's files (profile_key.h). */
+static int model_files_key(const char *path, const struct onnx_import_opts *opts,
+			   const struct model_files *f, struct profile_key *key,
+			   struct coloc_err *err)
+{
+	struct profile_key_external *ext = NULL;
+	char options[ONNX_MAX_DIM_VALUES * (ONNX_DIM_NAME_LEN + 24) + 32];
+	struct profile_key_input in = {
+		.model = f->buf,
+		.model_len = f->len,
+		.model_fd = -1,
+		.weights_fd = f->weights_fd,
+		.nr_external = f->nr_ext,
+		.options = options,
+	};
+	int ret;
+
+	options_text(path, opts, options, sizeof(options));
+	if (f->nr_ext) {
+		ext = calloc((size_t)f->nr_ext, sizeof(*ext));
+		if (!ext)
+			return coloc_err_set(err, -ENOMEM, "%s: out of memory", path);
+		for (int i = 0; i < f->nr_ext; i++)
+			ext[i] = (struct profile_key_external){ f->ext[i].location, f->ext[i].fd };
 	}
-	free(buf);
-	model_file_close(&mf);
+	in.external = ext;
+	ret = profile_key_compute(&in, key, err);
+	free(ext);
+	return ret;
+}
+
+int model_open_key(const char *path, const char *weights, const struct onnx_import_opts *opts,
+		   struct profile_key *key, struct coloc_err *err)
+{
+	struct model_files f;
+	int ret = model_files_open(path, weights, opts, &f, NULL, err);
+
+	if (!ret)
+		ret = model_files_key(path, opts, &f, key, err);
+	model_files_close(&f);
+	return ret;
+}
+
+int model_open_keyed(const char *path, const char *weights, const struct onnx_import_opts *opts,
+		     struct model_source *src, struct profile_key *key,
+		     struct model_owners *owners, struct coloc_err *err)
+{
+	static const struct onnx_external_fd none[1];
+	struct onnx_import_opts o = opts ? *opts : (struct onnx_import_opts){ .batch = 1 };
+	struct model_files f;
+	int ret;
+
+	*src = (struct model_source){ .weights_fd = -1 };
+	ret = model_files_open(path, weights, opts, &f, owners, err);
+	if (!ret && key)
+		ret = model_files_key(path, opts, &f, key, err);
+	if (!ret) {
+		/* the descriptors keyed, never a path again */
+		o.external = f.ext ? f.ext : none;
+		o.nr_external = f.nr_ext;
+		o.has_dir_fd = false;
+		ret = open_bytes(path, f.buf, f.len, &o, src, err);
+	}
+	if (!ret && f.weights_fd >= 0) {
+		src->weights_fd = f.weights_fd;
+		f.weights_fd = -1;
+		snprintf(src->weights_path, sizeof(src->weights_path), "/proc/self/fd/%d",
+			 src->weights_fd);
+	}
+	model_files_close(&f);
 	return ret;
 }

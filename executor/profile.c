@@ -341,7 +341,8 @@ bool profile_machine_equal(const struct profile_machine *a, const struct profile
 bool profile_same_setup(const struct profile *a, const struct profile *b)
 {
 	/* another oneDNN may pick other kernels: its latencies are not ours */
-	if (strcmp(a->model_name, b->model_name) || a->model_hash != b->model_hash ||
+	if (strcmp(a->model_name, b->model_name) || a->model_key_old || b->model_key_old ||
+	    !profile_key_equal(&a->model_key, &b->model_key) ||
 	    strcmp(a->onednn_version, b->onednn_version) ||
 	    !profile_machine_equal(&a->machine, &b->machine) || a->stress_kind != b->stress_kind ||
 	    a->nr_cores != b->nr_cores || a->nr_levels != b->nr_levels ||

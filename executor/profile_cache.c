@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * A profile's place in the cache: the model file's hash (FNV-1a 64), the
- * machine's, the cache folder (--cache-dir, $COLOC_CACHE_DIR or the
- * default) and the file name they make together.
+ * A profile's place in the cache: the model's key (SHA-256 of its files,
+ * profile_key.h), the machine's hash (FNV-1a 64), the cache folder
+ * (--cache-dir, $COLOC_CACHE_DIR or the default) and the file name they
+ * make together; and the files of the key before it (FNV-1a of the model
+ * file only), counted so that their owner hears why they are not used.
  */
 #define _GNU_SOURCE
 #include "profile.h"
 
+#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
+#include <string.h>
 
 uint64_t profile_fnv1a64(const void *data, size_t len, uint64_t hash)
 {
@@ -22,31 +24,6 @@ uint64_t profile_fnv1a64(const void *data, size_t len, uint64_t hash)
 		hash *= 0x100000001b3ULL;
 	}
 	return hash;
-}
-
-int profile_hash_file(const char *path, uint64_t *hash)
-{
-	unsigned char buf[65536];
-	uint64_t h = PROFILE_FNV1A64_INIT;
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, buf, sizeof(buf))) != 0) {
-		if (n < 0) {
-			int ret = -errno;
-
-			if (errno == EINTR)
-				continue;
-			close(fd);
-			return ret;
-		}
-		h = profile_fnv1a64(buf, (size_t)n, h);
-	}
-	close(fd);
-	*hash = h;
-	return 0;
 }
 
 uint64_t profile_machine_hash(const struct profile_machine *m)
@@ -70,12 +47,40 @@ const char *profile_cache_dir(const char *override)
 	return PROFILE_DEFAULT_CACHE_DIR;
 }
 
-int profile_cache_path(const char *dir, const char *model_name, uint64_t model_hash,
+int profile_cache_path(const char *dir, const char *model_name, const struct profile_key *key,
 		       const struct profile_machine *m, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s/%s-%016llx-%016llx.profile", dir, model_name,
-			 (unsigned long long)model_hash,
-			 (unsigned long long)profile_machine_hash(m));
+	char hex[PROFILE_KEY_HEX_LEN + 1];
+	int n;
 
+	profile_key_hex(key, hex);
+	n = snprintf(buf, len, "%s/%s-%s-%016llx.profile", dir, model_name, hex,
+		     (unsigned long long)profile_machine_hash(m));
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int profile_cache_old_keyed(const char *dir, const char *model_name,
+			    const struct profile_machine *m)
+{
+	char tail[32];
+	size_t name_len = strlen(model_name);
+	struct dirent *e;
+	DIR *d = opendir(dir);
+	int nr = 0;
+
+	if (!d)
+		return 0;
+	snprintf(tail, sizeof(tail), "-%016llx.profile", (unsigned long long)profile_machine_hash(m));
+	/* MODEL-<16 hex>-<machine>.profile */
+	while ((e = readdir(d))) {
+		const char *n = e->d_name;
+
+		if (strlen(n) == name_len + 1 + 16 + strlen(tail) &&
+		    !strncmp(n, model_name, name_len) && n[name_len] == '-' &&
+		    strspn(n + name_len + 1, "0123456789abcdef") == 16 &&
+		    !strcmp(n + name_len + 17, tail))
+			nr++;
+	}
+	closedir(d);
+	return nr;
 }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The tools' way to a model's profile (profile_host.h): by the model
- * file's path, hashed here, on this machine as oneDNN names its ISA, and
+ * file's path, keyed here (model_open_key), on this machine as oneDNN names its ISA, and
  * the policy's table from the parsed model's layers. colocd does not use
- * it: it hashes its sealed copy and asks its executor binary for the ISA,
+ * it: it keys its sealed copies and asks its executor binary for the ISA,
  * so that it links neither oneDNN nor the model parser.
  */
 #include <errno.h>
@@ -16,20 +16,18 @@ struct profile *profile_table_find(const char *model_path, const struct model *m
 				   const char *cache_dir, struct coloc_err *err)
 {
 	struct profile_machine machine;
-	uint64_t hash;
-	int ret = model_open_hash(model_path, NULL, &hash);
+	struct profile_key key;
+	int ret = model_open_key(model_path, NULL, NULL, &key, err);
 
-	if (ret) {
-		coloc_err_set(err, ret, "%s: %s", model_path, strerror(-ret));
+	if (ret)
 		return NULL;
-	}
 	ret = profile_machine_detect(&machine);
 	if (ret) {
 		coloc_err_set(err, ret, "cannot identify this machine for the profile cache: %s",
 			      strerror(-ret));
 		return NULL;
 	}
-	return profile_table_find_hashed(m->name, hash, model_path, cache_dir, &machine, err);
+	return profile_table_find_keyed(m->name, &key, model_path, cache_dir, &machine, err);
 }
 
 int profile_table_build(const struct profile *p, const struct model *m, struct policy_table *t,

@@ -226,12 +226,21 @@ static int parse_header(struct parser *ps, struct profile_header *hd)
 	if ((ret = expect_record(ps, "model", 2)) ||
 	    (ret = field_string(ps, 1, "model name", h->model_name, sizeof(h->model_name))))
 		return ret;
-	if ((ret = expect_record(ps, "model-hash", 2)))
-		return ret;
-	if (strlen(ps->field[1]) != 16 || strspn(ps->field[1], "0123456789abcdef") != 16)
-		return parse_error(ps, "model-hash '%.40s' is not 16 lowercase hex digits",
-				   ps->field[1]);
-	h->model_hash = strtoull(ps->field[1], NULL, 16);
+	if (format < 9) {
+		/* the key before 2026-12-06: kept as read, never taken for a model's */
+		if ((ret = expect_record(ps, "model-hash", 2)))
+			return ret;
+		if (strlen(ps->field[1]) != 16 || strspn(ps->field[1], "0123456789abcdef") != 16)
+			return parse_error(ps, "model-hash '%.40s' is not 16 lowercase hex digits",
+					   ps->field[1]);
+		h->model_key_old = true;
+	} else {
+		if ((ret = expect_record(ps, "model-key", 2)))
+			return ret;
+		if (profile_key_parse_hex(ps->field[1], &h->model_key))
+			return parse_error(ps, "model-key '%.80s' is not %d lowercase hex digits",
+					   ps->field[1], PROFILE_KEY_HEX_LEN);
+	}
 	if ((ret = expect_record(ps, "cpu", 0)))
 		return ret;
 	if (strlen(ps->rest) >= sizeof(h->machine.cpu_model))
@@ -582,7 +591,8 @@ struct profile *profile_parse(const char *name, const char *text, size_t len, st
 		goto fail;
 	}
 	memcpy(p->model_name, hd->h.model_name, sizeof(p->model_name));
-	p->model_hash = hd->h.model_hash;
+	p->model_key = hd->h.model_key;
+	p->model_key_old = hd->h.model_key_old;
 	p->machine = hd->h.machine;
 	memcpy(p->onednn_version, hd->h.onednn_version, sizeof(p->onednn_version));
 	memcpy(p->date, hd->h.date, sizeof(p->date));

@@ -112,10 +112,13 @@ static void write_lat_row(const struct profile *p, const uint64_t *table, const 
 
 static void write_profile(const struct profile *p, FILE *f)
 {
+	char key[PROFILE_KEY_HEX_LEN + 1];
+
+	profile_key_hex(&p->model_key, key);
 	fprintf(f, "# coloc latency profile: format in models/PROFILE.md\n");
 	fprintf(f, "coloc-profile %d\n", PROFILE_FORMAT_VERSION);
 	fprintf(f, "model %s\n", p->model_name);
-	fprintf(f, "model-hash %016llx\n", (unsigned long long)p->model_hash);
+	fprintf(f, "model-key %s\n", key);
 	fprintf(f, "cpu %s\n", p->machine.cpu_model);
 	fprintf(f, "isa %s\n", p->machine.isa);
 	fprintf(f, "cores %d\n", p->machine.nr_cores);

@@ -34,14 +34,34 @@ static bool cache_name_ok(const char *n)
 	return true;
 }
 
-struct profile *profile_table_find_hashed(const char *model_name, uint64_t hash, const char *shown,
-					  const char *cache_dir,
-					  const struct profile_machine *machine,
-					  struct coloc_err *err)
+/* The profile at path, unless its header holds a key other than key (or the old one). */
+static struct profile *load_keyed(const char *path, const struct profile_key *key,
+				  const char *shown, struct coloc_err *err)
 {
-	char path[4096];
+	struct profile *p = profile_load(path, err);
+
+	if (p && (p->model_key_old || !profile_key_equal(&p->model_key, key))) {
+		coloc_err_set(err, -ESTALE,
+			      "%s: %s; not used for %s: make it again with coloc-profile %s",
+			      path,
+			      p->model_key_old ? "a profile of the key before 2026-12-06 (the "
+						 "model file's FNV-1a only)" :
+						 "its model-key is of other bytes than its name's",
+			      shown, shown);
+		profile_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+struct profile *profile_table_find_keyed(const char *model_name, const struct profile_key *key,
+					 const char *shown, const char *cache_dir,
+					 const struct profile_machine *machine,
+					 struct coloc_err *err)
+{
+	char path[4096], old[160] = "";
 	const char *dir = profile_cache_dir(cache_dir);
-	int ret;
+	int ret, nr_old;
 
 	if (!cache_name_ok(model_name)) {
 		coloc_err_set(err, -EINVAL,
@@ -51,26 +71,28 @@ struct profile *profile_table_find_hashed(const char *model_name, uint64_t hash,
 		return NULL;
 	}
 
-	if (profile_cache_path(dir, model_name, hash, machine, path, sizeof(path))) {
+	if (profile_cache_path(dir, model_name, key, machine, path, sizeof(path))) {
 		coloc_err_set(err, -ENAMETOOLONG, "profile cache path under %s is too long", dir);
 		return NULL;
 	}
-	if (access(path, R_OK)) {
-		ret = -errno;
-		if (ret == -ENOENT)
-			coloc_err_set(
-				err, -ENOENT,
-				"no latency profile of model %s (%s) for this machine (%s, "
-				"ISA %s) in %s; make it with: coloc-profile %s -o %s.profile "
-				"--cache-dir %s, MODEL a copy in a directory of root's (root's "
-				"coloc-profile refuses another user's file)",
-				model_name, shown, machine->cpu_model, machine->isa, dir, shown,
-				model_name, dir);
-		else
-			coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
+	if (!access(path, R_OK))
+		return load_keyed(path, key, shown, err);
+	ret = -errno;
+	if (ret != -ENOENT) {
+		coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
 		return NULL;
 	}
-	return profile_load(path, err);
+	nr_old = profile_cache_old_keyed(dir, model_name, machine);
+	if (nr_old)
+		snprintf(old, sizeof(old), " (%d of %s keyed by the model file alone, before "
+			 "2026-12-06: not used)", nr_old, model_name);
+	coloc_err_set(err, -ENOENT,
+		      "no profile for this model: none of %s (%s) for this machine (%s, ISA %s) "
+		      "in %s%s; make it with: coloc-profile %s -o %s.profile --cache-dir %s (as "
+		      "root, of a copy in a directory of root's)",
+		      model_name, shown, machine->cpu_model, machine->isa, dir, old, shown,
+		      model_name, dir);
+	return NULL;
 }
 
 /*

@@ -142,6 +142,10 @@ FIXTURE_SETUP(slow)
 		 self->model, tu_bin("coloc-run", bin, sizeof(bin)), self->model, self->weights,
 		 self->model, self->weights);
 	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s: %s", cmd, out);
+	/* the profile key covers the weights: big's profile is of these */
+	ASSERT_EQ(0, tu_quick_profile_weights(self->model, self->weights, cache_dir, out,
+					      sizeof(out)))
+	TH_LOG("%s", out);
 	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
 	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
 	snprintf(self->state, sizeof(self->state), "%s/state.json", self->dir);

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <stdio.h>
@@ -146,13 +147,14 @@ TEST(model_open__onnx_runs_like_its_imported_files_in_coloc_run)
 	arena_free();
 }
 
-TEST(model_open__hash_keys_onnx_bytes_and_import_options)
+TEST(model_open__key_covers_onnx_bytes_and_import_options)
 {
 	char dir[] = "/tmp/coloc-onnx-hash-XXXXXX", onnx[256];
 	struct onnx_import_opts one = { .batch = 1 }, two = { .batch = 2 }, d1 = { .batch = 1 },
 				d2 = { .batch = 1 };
 	struct coloc_err err = { 0 };
-	uint64_t h_file, h_none, h_one, h_two, h_d1, h_d2;
+	struct profile_key k_file, k_none, k_one, k_two, k_d1, k_d2;
+	struct profile_key_input in = { .weights_fd = -1 };
 	struct gb g = { 0 };
 	float *w, *b, *bn;
 
@@ -163,19 +165,22 @@ TEST(model_open__hash_keys_onnx_bytes_and_import_options)
 	ASSERT_EQ(0, onnx_dim_parse(&d1, "heads=2", &err));
 	ASSERT_EQ(0, onnx_dim_parse(&d2, "heads=2", &err));
 	ASSERT_EQ(0, onnx_dim_parse(&d2, "seq=8", &err));
-	ASSERT_EQ(0, profile_hash_file(onnx, &h_file));
-	ASSERT_EQ(0, model_open_hash(onnx, NULL, &h_none));
-	ASSERT_EQ(0, model_open_hash(onnx, &one, &h_one));
-	ASSERT_EQ(0, model_open_hash(onnx, &two, &h_two));
-	ASSERT_EQ(0, model_open_hash(onnx, &d1, &h_d1));
-	ASSERT_EQ(0, model_open_hash(onnx, &d2, &h_d2));
-	/* the defaults keep the hash of the file's bytes, as coloc-profile always keyed */
-	EXPECT_EQ(h_file, h_none);
-	EXPECT_EQ(h_file, h_one);
-	EXPECT_NE(h_file, h_two);
-	EXPECT_NE(h_file, h_d1);
-	EXPECT_EQ(h_d1, h_d2); /* the order of --dim does not matter */
-	EXPECT_EQ(-ENOENT, model_open_hash("/nonexistent/m.onnx", NULL, &h_none));
+	in.model_fd = open(onnx, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, in.model_fd);
+	ASSERT_EQ(0, profile_key_compute(&in, &k_file, &err)) TH_LOG("%s", err.msg);
+	close(in.model_fd);
+	ASSERT_EQ(0, model_open_key(onnx, NULL, NULL, &k_none, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, model_open_key(onnx, NULL, &one, &k_one, &err));
+	ASSERT_EQ(0, model_open_key(onnx, NULL, &two, &k_two, &err));
+	ASSERT_EQ(0, model_open_key(onnx, NULL, &d1, &k_d1, &err));
+	ASSERT_EQ(0, model_open_key(onnx, NULL, &d2, &k_d2, &err));
+	/* the defaults key the file's bytes alone, as colocd keys a submit of it */
+	EXPECT_TRUE(profile_key_equal(&k_file, &k_none));
+	EXPECT_TRUE(profile_key_equal(&k_file, &k_one));
+	EXPECT_FALSE(profile_key_equal(&k_file, &k_two));
+	EXPECT_FALSE(profile_key_equal(&k_file, &k_d1));
+	EXPECT_TRUE(profile_key_equal(&k_d1, &k_d2)); /* the order of --dim does not matter */
+	EXPECT_EQ(-ENOENT, model_open_key("/nonexistent/m.onnx", NULL, NULL, &k_none, &err));
 	unlink(onnx);
 	rmdir(dir);
 	arena_free();

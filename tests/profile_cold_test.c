@@ -20,6 +20,7 @@
 
 #include "kselftest_harness.h"
 #include "testutil.h"
+#include "model_open.h"
 #include "profile_host.h"
 #include "profile_tool.h"
 #include "profile_one_cell.h"
@@ -84,6 +85,30 @@ static char *replaced(const char *text, const char *from, const char *to)
 	return out;
 }
 
+/*
+ * text (a profile this coloc saved, format 9) as the format before 9 wrote
+ * it: that number, and the model's FNV-1a 'model-hash' (16 hex digits) for
+ * the key; NULL when text is not such a profile.
+ */
+static char *old_format(const char *text, int format)
+{
+	char want[32], line[96], hash[40], *ninth, *out;
+	const char *key = strstr(text, "\nmodel-key ");
+
+	if (!key)
+		return NULL;
+	key++;
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(key, "\n") + 1, key);
+	snprintf(hash, sizeof(hash), "model-hash %.16s\n", key + strlen("model-key "));
+	snprintf(want, sizeof(want), "coloc-profile %d\n", format);
+	ninth = replaced(text, "coloc-profile 9\n", want);
+	if (!ninth)
+		return NULL;
+	out = replaced(ninth, line, hash);
+	free(ninth);
+	return out;
+}
+
 TEST(ratio_summary__median_and_p90_p10_spread_by_hand)
 {
 	double v[10] = { 1.3, 1.1, 1.0, 1.25, 1.2, 1.15, 1.05, 1.4, 1.35, 1.45 }, med, spread;
@@ -94,7 +119,7 @@ TEST(ratio_summary__median_and_p90_p10_spread_by_hand)
 	ASSERT_LT(fabs(spread - 0.35 / 1.225), 1e-12);
 }
 
-TEST_F(profile_cold, save_load__the_cold_ramp_round_trips_in_format_8)
+TEST_F(profile_cold, save_load__the_cold_ramp_round_trips_in_format_9)
 {
 	struct profile *p = one_cell(), *q;
 	size_t len;
@@ -104,7 +129,7 @@ TEST_F(profile_cold, save_load__the_cold_ramp_round_trips_in_format_8)
 	ASSERT_EQ(0, profile_save(p, self->path, &self->err)) TH_LOG("%s", self->err.msg);
 	text = tu_read_file(self->path, &len);
 	ASSERT_NE(NULL, text);
-	ASSERT_NE(NULL, strstr(text, "\ncoloc-profile 8\n")) TH_LOG("%s", text);
+	ASSERT_NE(NULL, strstr(text, "\ncoloc-profile 9\n")) TH_LOG("%s", text);
 	ASSERT_NE(NULL, strstr(text, "\n" COLD_1MS COLD_4MS COLD_30MS)) TH_LOG("%s", text);
 	free(text);
 	q = profile_load(self->path, &self->err);
@@ -159,7 +184,7 @@ TEST_F(profile_cold, parse__reads_format_7_as_one_point_and_6_as_hot_and_refuses
 	ASSERT_EQ(0, profile_save(p, self->path, &self->err));
 	good = tu_read_file(self->path, &len);
 	ASSERT_NE(NULL, good);
-	seven_ramp = replaced(good, "coloc-profile 8\n", "coloc-profile 7\n");
+	seven_ramp = old_format(good, 7);
 	ASSERT_NE(NULL, seven_ramp);
 	seven_1 = replaced(seven_ramp, COLD_1MS, "");
 	ASSERT_NE(NULL, seven_1);
@@ -233,7 +258,7 @@ TEST_F(profile_cold, parse__rejects_bad_cold_records_with_file_line)
 		{ "cold 1.2 0.1 30000000 9\ncold 1.1 0.1 4000000 9", "from the shortest gap" },
 		{ "cold 1.1 0.1 1000000 9\ncold 1.2 0.1 2000000 9\ncold 1.2 0.1 3000000 9\n"
 		  "cold 1.2 0.1 4000000 9\ncold 1.3 0.1 5000000 9",
-		  "more than 4 'cold' records in a format-8 profile" },
+		  "more than 4 'cold' records in a format-9 profile" },
 	};
 	struct profile *p = one_cell();
 	char *good, *bare, *early;
@@ -282,7 +307,7 @@ static void make_format(struct __test_metadata *_metadata, const char *path, int
 {
 	struct coloc_err err = { 0 };
 	struct profile *p = profile_load(path, &err);
-	char *text, *old, want[32];
+	char *text, *old;
 	size_t len;
 	FILE *f;
 
@@ -294,8 +319,7 @@ static void make_format(struct __test_metadata *_metadata, const char *path, int
 	profile_free(p);
 	text = tu_read_file(path, &len);
 	ASSERT_NE(NULL, text);
-	snprintf(want, sizeof(want), "coloc-profile %d\n", format);
-	old = replaced(text, "coloc-profile 8\n", want);
+	old = old_format(text, format);
 	ASSERT_NE(NULL, old);
 	f = fopen(path, "w");
 	ASSERT_NE(NULL, f);
@@ -314,7 +338,8 @@ TEST_F_TIMEOUT(profile_cold, coloc_profile__records_the_ramp_and_measures_an_old
 	struct profile_machine machine;
 	struct tu_child run;
 	struct profile *p;
-	uint64_t hash;
+	struct coloc_err kerr = { 0 };
+	struct profile_key key;
 
 	snprintf(model, sizeof(model), "%s/tiny.model", self->dir);
 	snprintf(out, sizeof(out), "%s/tiny.profile", self->dir);
@@ -340,17 +365,18 @@ TEST_F_TIMEOUT(profile_cold, coloc_profile__records_the_ramp_and_measures_an_old
 	}
 	profile_free(p);
 
-	ASSERT_EQ(0, profile_hash_file(model, &hash));
+	ASSERT_EQ(0, model_open_key(model, NULL, NULL, &key, &kerr)) TH_LOG("%s", kerr.msg);
 	ASSERT_EQ(0, profile_machine_detect(&machine));
-	ASSERT_EQ(0, profile_cache_path(cache, "tiny", hash, &machine, cached, sizeof(cached)));
+	ASSERT_EQ(0, profile_cache_path(cache, "tiny", &key, &machine, cached, sizeof(cached)));
 	for (int format = 6; format <= 7; format++) {
 		char msg[64];
 
 		make_format(_metadata, cached, format);
 		ASSERT_EQ(0, profile_tool_run(args, &run));
 		ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
-		snprintf(msg, sizeof(msg), "records no cold ramp (format %d): stale", format);
-		ASSERT_NE(NULL, strstr(run.output, msg)) TH_LOG("%s", run.output);
+		/* a format before 9 is keyed by the model file alone: never reused */
+		snprintf(msg, sizeof(msg), "keyed the way before 2026-12-06");
+		ASSERT_NE(NULL, strstr(run.output, msg)) TH_LOG("format %d: %s", format, run.output);
 		ASSERT_EQ(NULL, strstr(run.output, "reused")) TH_LOG("%s", run.output);
 		p = profile_load(cached, &self->err);
 		ASSERT_NE(NULL, p) TH_LOG("%s", self->err.msg);
@@ -358,7 +384,7 @@ TEST_F_TIMEOUT(profile_cold, coloc_profile__records_the_ramp_and_measures_an_old
 		profile_free(p);
 	}
 
-	/* the fresh format-8 profile in the cache is reused */
+	/* the fresh format-9 profile in the cache is reused */
 	ASSERT_EQ(0, profile_tool_run(args, &run));
 	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "reused the cached profile")) TH_LOG("%s", run.output);

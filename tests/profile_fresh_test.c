@@ -21,6 +21,7 @@
 
 #include "kselftest_harness.h"
 #include "testutil.h"
+#include "model_open.h"
 #include "profile_host.h"
 #include "profile_tool.h"
 #include "profile_one_cell.h"
@@ -244,7 +245,9 @@ TEST_F_TIMEOUT(profile_fresh, coloc_profile__verify_cache_measures_a_stale_profi
 	struct profile_machine machine;
 	struct tu_child run;
 	struct profile *p;
-	uint64_t hash, solo_ns;
+	struct coloc_err kerr = { 0 };
+	struct profile_key key;
+	uint64_t solo_ns;
 
 	snprintf(model, sizeof(model), "%s/tiny.model", self->dir);
 	snprintf(out, sizeof(out), "%s/tiny.profile", self->dir);
@@ -252,9 +255,9 @@ TEST_F_TIMEOUT(profile_fresh, coloc_profile__verify_cache_measures_a_stale_profi
 	ASSERT_EQ(0, profile_tool_write_tiny(model));
 	ASSERT_EQ(0, profile_tool_run(args, &run));
 	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
-	ASSERT_EQ(0, profile_hash_file(model, &hash));
+	ASSERT_EQ(0, model_open_key(model, NULL, NULL, &key, &kerr)) TH_LOG("%s", kerr.msg);
 	ASSERT_EQ(0, profile_machine_detect(&machine));
-	ASSERT_EQ(0, profile_cache_path(cache, "tiny", hash, &machine, cached, sizeof(cached)));
+	ASSERT_EQ(0, profile_cache_path(cache, "tiny", &key, &machine, cached, sizeof(cached)));
 
 	/* recorded as 1000 x slower than it runs, within 1 %: stale */
 	set_cached_conditions(_metadata, cached, 1000000000000ULL, 0.01);

@@ -26,6 +26,7 @@
 #include "kselftest_harness.h"
 #include "testutil.h"
 #include "coloc/shm.h"
+#include "model_open.h"
 #include "profile_host.h"
 #include "profile_tool.h"
 #include "util.h"
@@ -59,7 +60,8 @@ static struct profile *make_profile(bool leave_holes)
 	if (!p)
 		return NULL;
 	snprintf(p->model_name, sizeof(p->model_name), "tiny_net");
-	p->model_hash = 0x0123456789abcdefULL;
+	for (int i = 0; i < PROFILE_KEY_BYTES; i++)
+		p->model_key.b[i] = (unsigned char)(0x01 + 0x22 * i);
 	snprintf(p->machine.cpu_model, sizeof(p->machine.cpu_model), "Test CPU  @ 2.0GHz");
 	p->machine.nr_cores = 2;
 	p->machine.llc_bytes = 314572800;
@@ -186,7 +188,8 @@ TEST_F(profile, save_load__round_trips_every_field)
 	ASSERT_NE(NULL, q) TH_LOG("%s", self->err.msg);
 
 	ASSERT_STREQ("tiny_net", q->model_name);
-	ASSERT_EQ(0x0123456789abcdefULL, q->model_hash);
+	ASSERT_TRUE(profile_key_equal(&p->model_key, &q->model_key));
+	ASSERT_FALSE(q->model_key_old);
 	ASSERT_STREQ("Test CPU  @ 2.0GHz", q->machine.cpu_model);
 	ASSERT_EQ(2, q->machine.nr_cores);
 	ASSERT_EQ(314572800ULL, q->machine.llc_bytes);
@@ -290,7 +293,7 @@ static char *replace_line(const char *text, int line, const char *with)
 }
 
 /* Line numbers in the file make_profile(false) saves: see write_profile(). */
-#define LINE_MODEL_HASH 4
+#define LINE_MODEL_KEY 4
 #define LINE_CPU 5
 #define LINE_ISA 6
 #define LINE_DATE 10
@@ -315,8 +318,13 @@ TEST_F(profile, load__rejects_malformed_with_file_line)
 		{ 2, "coloc-profile 3", 2, "measure the profile again" },
 		{ 2, "coloc-profile 5", 2, "measure the profile again" },
 		{ LINE_ISA, NULL, LINE_ISA, "expected 'isa'" },
-		{ LINE_MODEL_HASH, "model-hash 0123", LINE_MODEL_HASH, "16 lowercase hex" },
-		{ LINE_MODEL_HASH, "model-hash 0123456789ABCDEF", LINE_MODEL_HASH, "hex" },
+		{ LINE_MODEL_KEY, "model-key 0123", LINE_MODEL_KEY, "64 lowercase hex" },
+		{ LINE_MODEL_KEY,
+		  "model-key 0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+		  LINE_MODEL_KEY, "64 lowercase hex" },
+		/* format 9 takes no key of before (format 8's FNV-1a 'model-hash') */
+		{ LINE_MODEL_KEY, "model-hash 0123456789abcdef", LINE_MODEL_KEY,
+		  "expected 'model-key'" },
 		{ LINE_CPU, NULL, LINE_CPU, "expected 'cpu'" },
 		{ LINE_DATE, "date yesterday", LINE_DATE, "YYYY-MM-DD" },
 		{ LINE_STRESS, "stress cpu", LINE_STRESS, "not llc or membw" },
@@ -600,32 +608,17 @@ TEST_F(profile, new__rejects_bad_dimensions)
 
 TEST_F(profile, fnv1a64__matches_reference_vectors)
 {
-	uint64_t h = 0;
-
-	/* Published FNV-1a 64 test vectors. */
+	/* Published FNV-1a 64 test vectors (the machine's hash in cache names). */
 	ASSERT_EQ(0xcbf29ce484222325ULL, profile_fnv1a64("", 0, PROFILE_FNV1A64_INIT));
 	ASSERT_EQ(0xaf63dc4c8601ec8cULL, profile_fnv1a64("a", 1, PROFILE_FNV1A64_INIT));
 	ASSERT_EQ(0x85944171f73967e8ULL, profile_fnv1a64("foobar", 6, PROFILE_FNV1A64_INIT));
-	/* Hashing a file equals hashing its bytes, also across read() chunk boundaries. */
-	{
-		size_t len = 200000;
-		char *big = malloc(len);
-
-		ASSERT_NE(NULL, big);
-		for (size_t i = 0; i < len; i++)
-			big[i] = (char)(i * 7 + i / 251);
-		ASSERT_EQ(0, write_file(self->path, big, len));
-		ASSERT_EQ(0, profile_hash_file(self->path, &h));
-		ASSERT_EQ(profile_fnv1a64(big, len, PROFILE_FNV1A64_INIT), h);
-		free(big);
-	}
-	ASSERT_EQ(-ENOENT, profile_hash_file("/nonexistent/x", &h));
 }
 
 TEST_F(profile, cache_dir__override_then_env_then_default)
 {
 	struct profile_machine m = { .nr_cores = 4, .llc_bytes = 1 << 20 };
 	char path[256], expected[256];
+	struct profile_key key;
 
 	unsetenv("COLOC_CACHE_DIR");
 	ASSERT_STREQ(PROFILE_DEFAULT_CACHE_DIR, profile_cache_dir(NULL));
@@ -635,12 +628,16 @@ TEST_F(profile, cache_dir__override_then_env_then_default)
 
 	snprintf(m.cpu_model, sizeof(m.cpu_model), "CPU X");
 	snprintf(m.isa, sizeof(m.isa), "avx2");
-	ASSERT_EQ(0, profile_cache_path("/c", "net", 0xabcULL, &m, path, sizeof(path)));
-	snprintf(expected, sizeof(expected), "/c/net-0000000000000abc-%016llx.profile",
+	for (int i = 0; i < PROFILE_KEY_BYTES; i++)
+		key.b[i] = (unsigned char)i;
+	ASSERT_EQ(0, profile_cache_path("/c", "net", &key, &m, path, sizeof(path)));
+	snprintf(expected, sizeof(expected),
+		 "/c/net-000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f-"
+		 "%016llx.profile",
 		 (unsigned long long)profile_fnv1a64("CPU X|avx2|4|1048576", 20,
 						     PROFILE_FNV1A64_INIT));
 	ASSERT_STREQ(expected, path);
-	ASSERT_EQ(-ENAMETOOLONG, profile_cache_path("/c", "net", 1, &m, path, 20));
+	ASSERT_EQ(-ENAMETOOLONG, profile_cache_path("/c", "net", &key, &m, path, 20));
 }
 
 TEST_F(profile, machine_detect__matches_proc_and_sysconf)
@@ -707,7 +704,7 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 	struct profile_machine machine;
 	struct tu_child run;
 	struct profile *p;
-	uint64_t hash;
+	struct profile_key key;
 
 	if (find_tool("coloc-profile", bin, sizeof(bin)))
 		SKIP(return, "bin/coloc-profile is not built (run make, or set COLOC_BIN)");
@@ -722,8 +719,8 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 	ASSERT_NE(NULL, p) TH_LOG("%s", self->err.msg);
 	ASSERT_EQ(0, profile_nr_missing(p));
 	ASSERT_STREQ("tiny", p->model_name);
-	ASSERT_EQ(0, profile_hash_file(model, &hash));
-	ASSERT_EQ(hash, p->model_hash);
+	ASSERT_EQ(0, model_open_key(model, NULL, NULL, &key, &self->err)) TH_LOG("%s", self->err.msg);
+	ASSERT_TRUE(profile_key_equal(&key, &p->model_key));
 	ASSERT_EQ(0, profile_machine_detect(&machine));
 	ASSERT_TRUE(profile_machine_equal(&machine, &p->machine));
 	ASSERT_EQ(nr_allowed_cpus(), p->nr_cores);
@@ -761,7 +758,7 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 			ASSERT_GE(p->stress_gbps[(c - 1) * 3 + k], 0);
 
 	/* Stored in the cache under the model's hash and this machine, then reused from there. */
-	ASSERT_EQ(0, profile_cache_path(cache, "tiny", hash, &machine, cached, sizeof(cached)));
+	ASSERT_EQ(0, profile_cache_path(cache, "tiny", &key, &machine, cached, sizeof(cached)));
 	ASSERT_TRUE(same_bytes(out, cached));
 	ASSERT_EQ(0, unlink(out));
 	ASSERT_EQ(0, tool_run(bin, args, &run));

@@ -280,7 +280,9 @@ TEST_F_TIMEOUT(root_files, coloc_profile__opens_the_model_once, 240)
 TEST_F_TIMEOUT(root_files, coloc_profile__as_root_refuses_a_members_model, 240)
 {
 	static const char *const allow[] = { "--allow-foreign-owner", NULL };
-	char model[128], out[128], member[96];
+	char model[128], out[128], member[96], weights[128], bin[PATH_MAX], cmd[PATH_MAX + 512];
+	const char *const with_weights[] = { "--weights", weights, NULL };
+	char text[4096];
 	struct tu_child run;
 
 	if (geteuid())
@@ -320,6 +322,19 @@ TEST_F_TIMEOUT(root_files, coloc_profile__as_root_refuses_a_members_model, 240)
 	profile_run(model, out, NULL, &run);
 	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
 	ASSERT_NE(NULL, strstr(run.output, "its directory is owned by uid 65534"))
+	TH_LOG("%s", run.output);
+
+	/* root's model with a member's weights file: the weights are measured and keyed too */
+	snprintf(model, sizeof(model), "%s/own.model", self->dir);
+	snprintf(weights, sizeof(weights), "%s/w.weights", self->dir);
+	ASSERT_EQ(0, profile_tool_write_tiny(model));
+	snprintf(cmd, sizeof(cmd), "%s '%s' --save-weights '%s'",
+		 tu_bin("coloc-run", bin, sizeof(bin)), model, weights);
+	ASSERT_EQ(0, tu_run(cmd, text, sizeof(text))) TH_LOG("%s: %s", cmd, text);
+	ASSERT_EQ(0, chown(weights, 65534, 65534));
+	profile_run(model, out, with_weights, &run);
+	ASSERT_TRUE(tu_child_exited_with(&run, 1)) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "w.weights: the file is owned by uid 65534"))
 	TH_LOG("%s", run.output);
 }
 

@@ -705,6 +705,22 @@ int tu_quick_profile(const char *model, const char *cache_dir, char *out, size_t
 	return -1;
 }
 
+int tu_quick_profile_weights(const char *model, const char *weights, const char *cache_dir,
+			     char *out, size_t len)
+{
+	char bin[512], cmd[4 * PATH_MAX + 1024], first[1024];
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s '%s' --weights '%s' -o '%s/quick-weights.profile' --iters 1 --levels 50 "
+		 "--force --cache-dir '%s'",
+		 tu_bin("coloc-profile", bin, sizeof(bin)), model, weights, cache_dir, cache_dir);
+	if (tu_run(cmd, out, len) == 0)
+		return 0;
+	snprintf(first, sizeof(first), "%s", out);
+	snprintf(out, len, "%s: %s", cmd, first);
+	return -1;
+}
+
 size_t tu_mutate(char *text, size_t len, int edits, const char *alphabet, uint64_t *rng)
 {
 	uint64_t r = *rng;

@@ -153,6 +153,13 @@ void tu_shared_tmpdir(const char *name, char *buf, size_t len);
  * the command and its output in out.
  */
 int tu_quick_profile(const char *model, const char *cache_dir, char *out, size_t len);
+/*
+ * The same for model with the weights file weights (coloc-profile
+ * --weights: the key colocd finds for a submit with them), reusing the
+ * cache's when there is one.
+ */
+int tu_quick_profile_weights(const char *model, const char *weights, const char *cache_dir,
+			     char *out, size_t len);
 
 /*
  * Makes edits random edits to the len bytes of text, which has room for

@@ -25,6 +25,8 @@ static void usage(FILE *f)
 		"Conv+BatchNormalization, biases and activations, and writes the equivalent\n"
 		"coloc model (text, models/README.md) and its weights (models/WEIGHTS.md).\n"
 		"Run the result with: coloc-run OUT.model --weights OUT.weights\n"
+		"and profile it for colocd with the same weights (they are in the profile's\n"
+		"key): coloc-profile OUT.model --weights OUT.weights -o OUT.profile\n"
 		"\n"
 		"  -o, --output FILE    the model text (default: MODEL with .model for .onnx)\n"
 		"  -w, --weights FILE   the weights (default: MODEL with .weights for .onnx)\n"

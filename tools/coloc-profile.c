@@ -11,7 +11,8 @@
  * whole-model run before reusing it (--verify-cache). Progress goes to
  * FILE.partial every few seconds and on SIGINT/SIGTERM; a later run with
  * the same setup and --resume continues from it. A complete profile is also stored in
- * the cache (keyed by model file hash, import options and machine) and
+ * the cache (keyed by the model's files, its import options and the
+ * machine: profile_key.h) and
  * reused from there. It measures in the OpenMP environment of colocd's
  * executors (run_as_served()).
  */
@@ -40,6 +41,7 @@
 
 static struct {
 	const char *model_path;
+	const char *weights; /* a .model's weights file; NULL: the seed's */
 	const char *output;
 	struct onnx_import_opts import; /* --batch and --dim, for an .onnx MODEL */
 	int iters;
@@ -77,6 +79,9 @@ static void usage(FILE *f, const char *prog)
 		"levels, and writes the profile the scheduler uses (format: models/PROFILE.md).\n"
 		"\n"
 		"  -o, --output FILE      where to write the profile (required)\n"
+		"  -w, --weights FILE     a .model's weights (models/WEIGHTS.md), as colocctl\n"
+		"                         submit --weights sends them; part of the cache key\n"
+		"                         (default: the weights of the model's seed)\n"
 		"  -n, --iters N          timed runs per cell: their median and its 95%% CI are\n"
 		"                         kept (1..1000, default 9: from 9 runs the CI need\n"
 		"                         not be the extremes)\n"
@@ -191,7 +196,7 @@ static void print_check(const struct profile *p)
 }
 
 /* The profile this run would produce, with no cells measured yet. */
-static struct profile *empty_profile(struct profiler *pr, uint64_t model_hash,
+static struct profile *empty_profile(struct profiler *pr, const struct profile_key *key,
 				     const struct profile_machine *machine)
 {
 	const dnnl_version_t *dv = dnnl_version();
@@ -215,7 +220,7 @@ static struct profile *empty_profile(struct profiler *pr, uint64_t model_hash,
 		return NULL;
 	}
 	snprintf(p->model_name, sizeof(p->model_name), "%s", pr->model->name);
-	p->model_hash = model_hash;
+	p->model_key = *key;
 	p->machine = *machine;
 	snprintf(p->onednn_version, sizeof(p->onednn_version), "%d.%d.%d", dv->major, dv->minor,
 		 dv->patch);
@@ -266,7 +271,12 @@ static struct profile *cached_profile(const char *path, const struct profile *wa
 			coloc_err_str(&err));
 		return NULL;
 	}
-	if (profile_same_setup(c, want) && !profile_nr_missing(c) && c->iters >= want->iters) {
+	if (c->model_key_old) {
+		printf("coloc-profile: the cached profile %s is keyed the way before 2026-12-06 (by "
+		       "the model file alone): not used, measuring again\n",
+		       path);
+	} else if (profile_same_setup(c, want) && !profile_nr_missing(c) &&
+		   c->iters >= want->iters) {
 		if (c->conditions.nr_cold > 1)
 			return c;
 		printf("coloc-profile: the cached profile %s records no cold ramp (format %s): stale, measuring again\n",
@@ -364,43 +374,52 @@ static int output_dir_writable(const char *path)
  * theirs, or in one that others may write, such as /tmp, where they can
  * put its external data first) runs the importer on their bytes and caches
  * the cells under the key of whatever they show it: refused unless
- * --allow-foreign-owner (docs/security-submit.md). -1 with the reason
- * printed when refused.
+ * --allow-foreign-owner (docs/security-submit.md). The same for the weights
+ * file. -1 with the reason printed when refused.
  */
-static int foreign_owner_refused(const struct model_owners *o)
+static int foreign_file_refused(const char *path, uid_t file, uid_t dir_uid, mode_t dir_mode)
 {
 	char why[96];
 
 	if (geteuid() != 0)
 		return 0;
-	if (o->file != 0)
-		snprintf(why, sizeof(why), "the file is owned by uid %u, not root",
-			 (unsigned)o->file);
-	else if (o->dir != 0)
+	if (file != 0)
+		snprintf(why, sizeof(why), "the file is owned by uid %u, not root", (unsigned)file);
+	else if (dir_uid != 0)
 		snprintf(why, sizeof(why), "its directory is owned by uid %u, not root",
-			 (unsigned)o->dir);
-	else if (o->dir_mode & (S_IWGRP | S_IWOTH))
+			 (unsigned)dir_uid);
+	else if (dir_mode & (S_IWGRP | S_IWOTH))
 		snprintf(why, sizeof(why), "its directory is writable by others (mode %04o)",
-			 (unsigned)(o->dir_mode & 07777));
+			 (unsigned)(dir_mode & 07777));
 	else
 		return 0;
 	fprintf(stderr,
 		"coloc-profile: %s: %s: as root, coloc-profile would read and measure whatever "
-		"another user puts there and cache it for colocd. Copy the model and its external "
-		"data into a directory of root's that only root may write and profile the copy "
-		"(the cache key is the bytes: colocd finds it for the user's file)%s\n",
-		opt.model_path, why,
+		"another user puts there and cache it for colocd. Copy the model, its weights and "
+		"its external data into a directory of root's that only root may write and profile "
+		"the copy (the cache key is the bytes: colocd finds it for the user's files)%s\n",
+		path, why,
 		opt.allow_foreign_owner ? "; going on (--allow-foreign-owner)" :
 					  "; --allow-foreign-owner goes on anyway");
 	return opt.allow_foreign_owner ? 0 : -1;
 }
 
+static int foreign_owner_refused(const struct model_owners *o)
+{
+	if (foreign_file_refused(opt.model_path, o->file, o->dir, o->dir_mode))
+		return -1;
+	return opt.weights ? foreign_file_refused(opt.weights, o->weights_file, o->weights_dir,
+						  o->weights_dir_mode) :
+			    0;
+}
+
 /*
  * Finds coloc-stress, opens and loads the model on the CPUs this process
  * may use, and makes the empty profile its cells go in, keyed by the model
- * file's hash and this machine. 0, or -1 with the reason printed.
+ * files' key and this machine. 0, or -1 with the reason printed.
  */
-static int profiler_open(struct profiler *pr, uint64_t *hash, struct profile_machine *machine)
+static int profiler_open(struct profiler *pr, struct profile_key *key,
+			 struct profile_machine *machine)
 {
 	struct exec_options eopts = { 0 };
 	struct coloc_err model_err = { 0 };
@@ -421,7 +440,8 @@ static int profiler_open(struct profiler *pr, uint64_t *hash, struct profile_mac
 	/* one descriptor: the key and the cells describe the same bytes */
 	/* as root, a member's external data beside root's model is not read */
 	opt.import.external_own = geteuid() == 0 && !opt.allow_foreign_owner;
-	ret = model_open_hashed(opt.model_path, &opt.import, &pr->src, hash, &owners, &model_err);
+	ret = model_open_keyed(opt.model_path, opt.weights, &opt.import, &pr->src, key, &owners,
+			       &model_err);
 	if (ret) {
 		fprintf(stderr, "coloc-profile: %s%s\n", coloc_err_str(&model_err),
 			ret == -EACCES && opt.import.external_own ?
@@ -448,7 +468,7 @@ static int profiler_open(struct profiler *pr, uint64_t *hash, struct profile_mac
 			pr->allowed.cpus[pr->allowed.nr++] = cpu;
 
 	eopts.cpus = pr->allowed;
-	if (pr->src.onnx)
+	if (pr->src.weights_fd >= 0)
 		eopts.weights_path = pr->src.weights_path;
 	pr->em = exec_model_load(pr->model, &eopts, &cerr);
 	if (!pr->em) {
@@ -462,7 +482,7 @@ static int profiler_open(struct profiler *pr, uint64_t *hash, struct profile_mac
 	}
 	pr->verbose = opt.verbose;
 	pr->cold_gap_ns = opt.cold_gap_ns;
-	pr->p = empty_profile(pr, *hash, machine);
+	pr->p = empty_profile(pr, key, machine);
 	if (!pr->p)
 		return -1;
 	pr->cells_total = profile_nr_missing(pr->p);
@@ -594,13 +614,13 @@ static int profile_model(struct profiler *pr)
 	struct coloc_err cerr = { 0 };
 	char cache_path[PATH_MAX];
 	const char *cache_dir;
-	uint64_t model_hash;
+	struct profile_key model_key;
 	int ret, rc = 1;
 
-	if (profiler_open(pr, &model_hash, &machine))
+	if (profiler_open(pr, &model_key, &machine))
 		goto cleanup;
 	cache_dir = profile_cache_dir(opt.cache_dir);
-	if (profile_cache_path(cache_dir, pr->p->model_name, model_hash, &machine, cache_path,
+	if (profile_cache_path(cache_dir, pr->p->model_name, &model_key, &machine, cache_path,
 			       sizeof(cache_path))) {
 		fprintf(stderr, "coloc-profile: cache path under %s too long\n", cache_dir);
 		goto cleanup;
@@ -638,6 +658,21 @@ cleanup:
 	return rc;
 }
 
+/* Whether the options for the model contradict its format (printed). */
+static bool model_args_bad(void)
+{
+	bool onnx = model_path_is_onnx(opt.model_path);
+
+	if (!onnx && model_open_opts_given(&opt.import))
+		fprintf(stderr, "coloc-profile: --batch and --dim apply to an .onnx MODEL only\n");
+	else if (onnx && opt.weights)
+		fprintf(stderr, "coloc-profile: --weights applies to a .model MODEL only (an ONNX "
+				"file holds its weights)\n");
+	else
+		return false;
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -653,6 +688,7 @@ int main(int argc, char **argv)
 		{ "busy-spread", required_argument, NULL, 'B' },
 		{ "cold-gap-ms", required_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "weights", required_argument, NULL, 'w' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "dim", required_argument, NULL, 'd' },
 		{ "allow-foreign-owner", no_argument, NULL, 'O' },
@@ -665,10 +701,13 @@ int main(int argc, char **argv)
 	int c, ret;
 	long v;
 
-	while ((c = getopt_long(argc, argv, "o:n:L:k:C:rfvb:d:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:w:n:L:k:C:rfvb:d:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			opt.output = optarg;
+			break;
+		case 'w':
+			opt.weights = optarg;
 			break;
 		case 'n':
 			if (cli_parse_flag("coloc-profile", "--iters", optarg, 1, 1000, &v))
@@ -753,10 +792,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	opt.model_path = argv[optind];
-	if (!model_path_is_onnx(opt.model_path) && model_open_opts_given(&opt.import)) {
-		fprintf(stderr, "coloc-profile: --batch and --dim apply to an .onnx MODEL only\n");
+	if (model_args_bad())
 		return 2;
-	}
 	if (snprintf(pr.partial, sizeof(pr.partial), "%s.partial", opt.output) >=
 	    (int)sizeof(pr.partial)) {
 		fprintf(stderr, "coloc-profile: output path too long\n");

@@ -5,7 +5,7 @@
  * machine as oneDNN names its ISA, and a model's profile found and turned
  * into the policy's table from the model file and its parsed layers.
  * colocd has none of it: it asks coloc-executor --print-isa for the ISA,
- * hashes its sealed copy and takes the layers from the executor's summary.
+ * keys its sealed copies and takes the layers from the executor's summary.
  */
 #ifndef COLOC_EXEC_PROFILE_HOST_H
 #define COLOC_EXEC_PROFILE_HOST_H
@@ -25,8 +25,9 @@ void profile_isa_name(char *buf, size_t len);
 int profile_table_build(const struct profile *p, const struct model *m, struct policy_table *t,
 			struct coloc_err *err);
 /*
- * profile_table_find_hashed for the model file at model_path (already
- * parsed as m), hashed here, on this machine (profile_machine_detect).
+ * profile_table_find_keyed for the model file at model_path (already
+ * parsed as m; no weights file), keyed here (model_open_key), on this
+ * machine (profile_machine_detect).
  */
 struct profile *profile_table_find(const char *model_path, const struct model *m,
 				   const char *cache_dir, struct coloc_err *err);

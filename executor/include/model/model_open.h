@@ -22,6 +22,7 @@
 #include "error.h"
 #include "model.h"
 #include "onnx_import.h"
+#include "profile_key.h"
 
 struct model_source {
 	struct model *model;
@@ -55,35 +56,49 @@ int model_open_fd(const char *name, int fd, const struct onnx_import_opts *opts,
  */
 void model_source_drop_weights(struct model_source *src);
 
+/* The most external data files a model may name for the tools (colocd takes fewer: protocol.h). */
+#define MODEL_MAX_EXTERNAL_FILES 1024
+
 /*
- * The profile cache key of the model at path: the hash of the file's bytes
- * (profile_hash_file()), and for an ONNX file also of the import options,
- * since the batch and dims change every layer's shape. 0 or -errno.
+ * The profile key (profile_key.h) of the model at path with the weights
+ * file weights (NULL: none; a coloc .model's only) and, for an ONNX file,
+ * the external data files it names (found by onnx_scan.h's scan, as the
+ * client finds what it sends colocd) and the import options, since the
+ * batch and dims change every layer's shape. Nothing is parsed. 0 or
+ * -errno with err filled.
  */
-int model_open_hash(const char *path, const struct onnx_import_opts *opts, uint64_t *hash);
+int model_open_key(const char *path, const char *weights, const struct onnx_import_opts *opts,
+		   struct profile_key *key, struct coloc_err *err);
 
 /*
  * Who owns the model file (or the link to it, when the file is root's) and
- * its directory, and the directory's mode (who else may put files in it).
+ * its directory, and the directory's mode (who else may put files in it);
+ * the same of the weights file (0 when there is none).
  */
 struct model_owners {
 	uid_t file, dir;
 	mode_t dir_mode;
+	uid_t weights_file, weights_dir;
+	mode_t weights_dir_mode;
 };
 
 /*
- * model_open() and model_open_hash() from one descriptor, for the tools
- * that cache what they measure under the key (coloc-profile): the file is
- * opened once (model_file_open()), its bytes read once, hashed into *hash
- * and parsed, and an ONNX model's external data opened below the directory
- * the file was found in, through no link (model_file.h). So the key and
- * the model describe the same bytes whatever is renamed over the path
- * meanwhile. hash may be NULL (model_open() is this without one); owners
- * (may be NULL) gets the file's and its directory's owners.
+ * model_open() and model_open_key() from one descriptor per file, for the
+ * tools that cache what they measure under the key (coloc-profile): the
+ * model file is opened once (model_file_open()), its bytes read once,
+ * keyed into *key and parsed; an ONNX model's external data files are
+ * opened once each below the directory the model was found in, through no
+ * link (model_file.h), keyed and imported from those descriptors; a
+ * .model's weights file is opened as the model is, copied into a sealed
+ * memfd that is keyed and handed to the executor (src->weights_path). So
+ * the key and the model describe the same bytes whatever is renamed over
+ * a path meanwhile. weights and key may be NULL (model_open() is this
+ * with neither); owners (may be NULL) gets the model file's and its
+ * directory's owners.
  */
-int model_open_hashed(const char *path, const struct onnx_import_opts *opts,
-		      struct model_source *src, uint64_t *hash, struct model_owners *owners,
-		      struct coloc_err *err);
+int model_open_keyed(const char *path, const char *weights, const struct onnx_import_opts *opts,
+		     struct model_source *src, struct profile_key *key,
+		     struct model_owners *owners, struct coloc_err *err);
 
 /* Whether opts asks for anything (a batch other than 1, or a dim). */
 bool model_open_opts_given(const struct onnx_import_opts *opts);

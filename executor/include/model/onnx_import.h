@@ -65,10 +65,11 @@ struct onnx_import_opts {
 	bool has_dir_fd;
 	int dir_fd;
 	/*
-	 * With external NULL: each external data file must be this process's
-	 * own (file_own_check(): its euid's, writable by no group or other, one
-	 * name) or the import is refused before it is read; coloc-profile as
-	 * root sets it, a member's file beside root's model is not measured.
+	 * Each external data file must be this process's own (file_own_check():
+	 * its euid's, writable by no group or other, one name) or the import is
+	 * refused before it is read; checked where it is opened (here with
+	 * external NULL, in model_open.c for the tools). coloc-profile as root
+	 * sets it: a member's file beside root's model is not measured.
 	 */
 	bool external_own;
 };

@@ -18,8 +18,9 @@
  * in models/PROFILE.md. The reader is strict (every field checked, every
  * error reported as "FILE:LINE: what is wrong") because profiles come from
  * caches and other machines and it is fuzzed. Profiles are cached under a
- * directory keyed by the model file's FNV-1a hash and the machine id, so a
- * profile is never reused across a changed model or a different machine.
+ * name keyed by the model's profile key (SHA-256 of the model, its weights
+ * and external data: profile_key.h) and the machine id, so a profile is
+ * never reused across other bytes or a different machine.
  */
 #ifndef COLOC_PROFILE_H
 #define COLOC_PROFILE_H
@@ -29,11 +30,13 @@
 #include <stdint.h>
 #include "coloc/limits.h"
 #include "error.h"
+#include "profile_key.h"
 
-#define PROFILE_FORMAT_VERSION 8
+#define PROFILE_FORMAT_VERSION 9
 /*
  * the oldest format still read: 6 has no cold start (profile_conditions.nr_cold 0),
- * 7 one 'cold' record (a ramp of one point)
+ * 7 one 'cold' record (a ramp of one point); 6 to 8 are keyed by the model
+ * file's FNV-1a (model_key_old): read, never found for a model (profile_table.c)
  */
 #define PROFILE_OLDEST_FORMAT 6
 #define PROFILE_NAME_LEN 64 /* model and layer names, as MODEL_NAME_LEN */
@@ -127,7 +130,8 @@ struct profile_layer {
 
 struct profile {
 	char model_name[PROFILE_NAME_LEN];
-	uint64_t model_hash; /* FNV-1a 64 of the model file's bytes */
+	struct profile_key model_key; /* profile_key.h; zero when model_key_old */
+	bool model_key_old; /* format 6-8: keyed by the model file's FNV-1a 64 only */
 	struct profile_machine machine;
 	char onednn_version[32]; /* "2.6.3" */
 	char date[32]; /* UTC, "2026-11-29T23:59:00Z" */
@@ -236,10 +240,9 @@ void profile_ratio_summary(double *v, int n, double *median, double *spread);
 #define PROFILE_STALE_FLOOR 0.05
 bool profile_is_stale(const struct profile *p, uint64_t now_ns, double now_spread);
 
+/* FNV-1a 64, the machine's hash in cache file names (not the model's key: profile_key.h). */
 uint64_t profile_fnv1a64(const void *data, size_t len, uint64_t hash);
 #define PROFILE_FNV1A64_INIT 0xcbf29ce484222325ULL
-/* FNV-1a 64 of a file's bytes. Returns 0 or -errno. */
-int profile_hash_file(const char *path, uint64_t *hash);
 
 /*
  * Fills m from /proc/cpuinfo, sysconf and hwloc, with isa as the ISA
@@ -255,11 +258,19 @@ uint64_t profile_machine_hash(const struct profile_machine *m);
 /* The cache directory: override if set, else $COLOC_CACHE_DIR if set, else the default. */
 const char *profile_cache_dir(const char *override);
 /*
- * DIR/MODEL-MODELHASH-MACHINEHASH.profile, the cache file for this model
- * on this machine. Returns 0 or -ENAMETOOLONG.
+ * DIR/MODEL-KEY-MACHINEHASH.profile, the cache file for this model's bytes
+ * on this machine (KEY 64 hex digits, MACHINEHASH 16). Returns 0 or
+ * -ENAMETOOLONG.
  */
-int profile_cache_path(const char *dir, const char *model_name, uint64_t model_hash,
+int profile_cache_path(const char *dir, const char *model_name, const struct profile_key *key,
 		       const struct profile_machine *m, char *buf, size_t len);
+/*
+ * How many files of the key before 2026-12-06 (DIR/MODEL-FNVHASH-MACHINEHASH.profile,
+ * 16 hex digits each) dir holds for model_name on this machine: profiles
+ * that are no longer found, named in the message that none is.
+ */
+int profile_cache_old_keyed(const char *dir, const char *model_name,
+			    const struct profile_machine *m);
 
 const char *profile_stress_kind_name(enum profile_stress_kind kind);
 

@@ -37,18 +37,22 @@ int profile_table_build_layers(const struct profile *p, const char *name, int nr
 
 /*
  * The cache file (in cache_dir; NULL: profile_cache_dir(NULL)) of the
- * model named model_name whose file hashes to hash, computed by the caller
- * (colocd hashes its sealed copy), on machine (colocd's from its
- * executor's ISA: profile_machine_detect_isa); shown names the model file
- * in the coloc-profile command a missing profile's message gives, loaded.
- * NULL with err filled; -ENOENT when there is none, with the exact
- * coloc-profile command that makes it. No oneDNN, no model parser: what
- * colocd links (the tools find a profile by the model's path with
- * profile_table_find, profile_host.h).
+ * model named model_name whose files have the profile key key
+ * (profile_key.h), computed by the caller (colocd over its sealed copies),
+ * on machine (colocd's from its executor's ISA:
+ * profile_machine_detect_isa); shown names the model file (and weights,
+ * "MODEL --weights FILE", when it has some) in the coloc-profile command
+ * a missing profile's message gives, loaded. NULL with err filled;
+ * -ENOENT when there is none, with the exact coloc-profile command that
+ * makes it and how many profiles of the key before 2026-12-06 (the model
+ * file's FNV-1a) are there unused; a file at the key's name whose header
+ * holds another key or the old one is refused (-ESTALE). No oneDNN, no
+ * model parser: what colocd links (the tools find a profile by the
+ * model's path with profile_table_find, profile_host.h).
  */
-struct profile *profile_table_find_hashed(const char *model_name, uint64_t hash, const char *shown,
-					  const char *cache_dir,
-					  const struct profile_machine *machine,
-					  struct coloc_err *err);
+struct profile *profile_table_find_keyed(const char *model_name, const struct profile_key *key,
+					 const char *shown, const char *cache_dir,
+					 const struct profile_machine *machine,
+					 struct coloc_err *err);
 
 #endif /* COLOC_PROFILE_TABLE_H */
