@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -227,16 +228,40 @@ static void model_files_close(struct model_files *f)
 	model_file_close(&f->mf);
 }
 
+/* The file behind fd (st_size bytes) copied by the kernel into a new sealed memfd; fd or -errno. */
+static int sealed_copy(int fd, off_t size)
+{
+	int mfd = memfd_create("coloc-weights", MFD_CLOEXEC | MFD_ALLOW_SEALING), ret = 0;
+	off_t off = 0;
+
+	if (mfd < 0)
+		return -errno;
+	while (!ret && off < size) {
+		ssize_t n = sendfile(mfd, fd, &off, (size_t)(size - off));
+
+		if (n < 0 && errno != EINTR)
+			ret = -errno;
+		else if (n == 0)
+			ret = -EIO; /* shrank meanwhile */
+	}
+	if (!ret && fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL))
+		ret = -errno;
+	if (ret) {
+		close(mfd);
+		return ret;
+	}
+	return mfd;
+}
+
 /*
  * weights (a path) opened once as model files are, copied into a sealed
- * memfd at *out; its owners into owners (may be NULL).
+ * memfd at *out (what is keyed and loaded); its owners into owners (may
+ * be NULL).
  */
 static int open_weights(const char *weights, int *out, struct model_owners *owners,
 			struct coloc_err *err)
 {
 	struct model_file wf;
-	char *buf = NULL;
-	size_t len = 0;
 	int ret = model_file_open(weights, &wf, err);
 
 	if (ret)
@@ -246,14 +271,10 @@ static int open_weights(const char *weights, int *out, struct model_owners *owne
 		owners->weights_dir = wf.dir_st.st_uid;
 		owners->weights_dir_mode = wf.dir_st.st_mode;
 	}
-	ret = read_fd(weights, wf.fd, &buf, &len, err);
+	*out = sealed_copy(wf.fd, wf.st.st_size);
 	model_file_close(&wf);
-	if (ret)
-		return ret;
-	*out = sealed_memfd("coloc-weights", (unsigned char *)buf, len);
-	free(buf);
 	if (*out < 0)
-		return coloc_err_set(err, *out, "%s: cannot hold the weights in memory: %s",
+		return coloc_err_set(err, *out, "%s: cannot copy the weights into memory: %s",
 				     weights, strerror(-*out));
 	return 0;
 }

@@ -625,6 +625,15 @@ static int profile_model(struct profiler *pr)
 		fprintf(stderr, "coloc-profile: cache path under %s too long\n", cache_dir);
 		goto cleanup;
 	}
+	if (opt.use_cache && access(cache_path, F_OK)) {
+		int nr_old = profile_cache_old_keyed(cache_dir, pr->p->model_name, &machine);
+
+		if (nr_old)
+			printf("coloc-profile: %d profile%s of %s in %s %s keyed the way before "
+			       "2026-12-06 (by the model file alone): not used, measuring\n",
+			       nr_old, nr_old == 1 ? "" : "s", pr->p->model_name, cache_dir,
+			       nr_old == 1 ? "is" : "are");
+	}
 	if (opt.use_cache && (cached = cached_profile(cache_path, pr->p)) && opt.verify_cache &&
 	    cached_is_stale(pr, cached)) {
 		profile_free(cached);
