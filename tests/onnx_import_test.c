@@ -673,4 +673,65 @@ TEST(onnx_import__external_data_through_a_link_or_fifo_is_refused)
 	arena_free();
 }
 
+/*
+ * The tools key an ONNX model with its external data as colocd keys the
+ * submitted files (profile_key.h): model_open_key over the model file,
+ * whose scan finds w.bin and b.bin, equals profile_key_compute over the
+ * model and those two files by descriptor, in the order a client sends
+ * them; the whole file is keyed, so bytes the importer never reads (the
+ * padding before the tensor) change the key too.
+ */
+TEST(model_open_key__keys_external_data_as_colocd_does)
+{
+	char dir[] = "/tmp/coloc-onnx-key-XXXXXX", path[512], w_path[600], b_path[600];
+	struct profile_key_external ext[2];
+	struct profile_key tool, daemon, model_only, other;
+	struct coloc_err err = { 0 };
+	struct model_source src;
+	float *w, *b, *bn;
+	struct gb g = { 0 };
+	struct profile_key_input in = { .weights_fd = -1, .external = ext, .nr_external = 2 };
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	conv_bn_relu(&g, &w, &b, &bn);
+	externalize(&g, "W", dir, "w.bin", "w.bin", 432);
+	externalize(&g, "B", dir, "b.bin", "b.bin", -1);
+	ASSERT_EQ(0, write_onnx(&g, dir, "m.onnx", path, sizeof(path)));
+	snprintf(w_path, sizeof(w_path), "%s/w.bin", dir);
+	snprintf(b_path, sizeof(b_path), "%s/b.bin", dir);
+	ASSERT_EQ(0, model_open_key(path, NULL, NULL, &tool, &err)) TH_LOG("%s", err.msg);
+
+	in.model_fd = open(path, O_RDONLY | O_CLOEXEC);
+	ext[0] = (struct profile_key_external){ "w.bin", open(w_path, O_RDONLY | O_CLOEXEC) };
+	ext[1] = (struct profile_key_external){ "b.bin", open(b_path, O_RDONLY | O_CLOEXEC) };
+	ASSERT_LE(0, in.model_fd);
+	ASSERT_LE(0, ext[0].fd);
+	ASSERT_LE(0, ext[1].fd);
+	ASSERT_EQ(0, profile_key_compute(&in, &daemon, &err)) TH_LOG("%s", err.msg);
+	EXPECT_TRUE(profile_key_equal(&tool, &daemon));
+	in.nr_external = 0;
+	ASSERT_EQ(0, profile_key_compute(&in, &model_only, &err));
+	EXPECT_FALSE(profile_key_equal(&tool, &model_only));
+	close(in.model_fd);
+	close(ext[0].fd);
+	close(ext[1].fd);
+
+	/* imported from the descriptors it keyed: the same key */
+	ASSERT_EQ(0, model_open_keyed(path, NULL, NULL, &src, &other, NULL, &err))
+	TH_LOG("%s", err.msg);
+	EXPECT_TRUE(profile_key_equal(&tool, &other));
+	model_source_close(&src);
+
+	/* a byte of w.bin's padding, which no tensor reads */
+	f = fopen(w_path, "r+b");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(1, fwrite("X", 1, 1, f));
+	ASSERT_EQ(0, fclose(f));
+	ASSERT_EQ(0, model_open_key(path, NULL, NULL, &other, &err)) TH_LOG("%s", err.msg);
+	EXPECT_FALSE(profile_key_equal(&tool, &other));
+	tu_remove_tree(dir);
+	arena_free();
+}
+
 TEST_HARNESS_MAIN
