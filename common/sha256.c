@@ -78,6 +78,8 @@ void sha256_update(struct sha256 *s, const void *data, size_t len)
 {
 	const unsigned char *p = data;
 
+	if (!len) /* data may be NULL then */
+		return;
 	s->bytes += len;
 	if (s->used) {
 		size_t n = 64 - s->used < len ? 64 - s->used : len;
