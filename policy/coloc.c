@@ -162,22 +162,6 @@ static int block_end(const struct coloc_state *st, struct coloc_tenant *ct,
 }
 
 /*
- * The rest of the model from first, predicted (with its own correction when
- * that rest ran as one block before): at least one more block; 0 when a
- * layer has no version.
- */
-static uint64_t rest_of_model(const struct coloc_state *st, struct coloc_tenant *ct, int first,
-			      int ci, double pos, double corr, double fixed, uint64_t now)
-{
-	uint64_t raw = coloc_span_ns(st, ct, first, ct->costs->nr_layers, ci, pos, NULL, 0);
-
-	return raw ? (uint64_t)coloc_predicted(coloc_class_pred(st, ct, first, ct->costs->nr_layers,
-								ci, corr, fixed, now),
-					       raw) :
-		     0;
-}
-
-/*
  * What a layer's budget is per unit of share (layer ops / model ops): the
  * tenant's QoS, or with headroom budgets the time q's tenant has for the
  * rest of q's model. That is the tightest (deadline - now) / w over the
@@ -208,45 +192,6 @@ static double budget_scale(const struct coloc_state *st, const struct policy_inp
 	}
 	rest = coloc_rest_share(ct, m, q->next_layer);
 	return rest > 0 ? head / rest : 0;
-}
-
-/*
- * The rest of the model from first on count index ci, or (with the whole
- * rest as a candidate, which may run it on fewer cores) on the count up to
- * ci whose prediction is the least: on a VM whose blocks on both vCPUs
- * learn a worse ratio than on one, more cores can be predicted slower.
- * 0 when a layer has no version at ci.
- */
-static uint64_t rest_at_best(const struct coloc_state *st, struct coloc_tenant *ct, int first,
-			     int ci, double pos, double corr, double fixed, uint64_t now)
-{
-	uint64_t best = rest_of_model(st, ct, first, ci, pos, corr, fixed, now);
-
-	for (int c = 0; st->flags.whole_candidate && best && c < ci; c++) {
-		uint64_t ns = rest_of_model(st, ct, first, c, pos, corr, fixed, now);
-
-		if (ns && ns < best)
-			best = ns;
-	}
-	return best;
-}
-
-/*
- * The rest of the model from first at the level, the table alone (no
- * correction learnt): its least over the counts up to ci; 0 when none.
- */
-static uint64_t table_rest(const struct coloc_state *st, struct coloc_tenant *ct, int first, int ci,
-			   double pos)
-{
-	uint64_t best = 0;
-
-	for (int c = 0; c <= ci; c++) {
-		uint64_t ns = coloc_span_ns(st, ct, first, ct->costs->nr_layers, c, pos, NULL, 0);
-
-		if (ns && (!best || ns < best))
-			best = ns;
-	}
-	return best;
 }
 
 /* The error for a rest of model that a layer from first on cannot run on cores. */
@@ -284,15 +229,16 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 	double fixed = st->flags.predict ? coloc_aged_fixed(ct, in->now_ns) : 0;
 	double margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
 	int first = q->next_layer, all_ci = policy_costs_core_index(m, st->nr_online);
-	uint64_t rest_ns = rest_at_best(st, ct, first, all_ci, pos, corr, fixed, in->now_ns);
+	uint64_t rest_ns = coloc_rest_at_best(st, ct, first, all_ci, pos, corr, fixed, in->now_ns);
 	double all_cold = policy_costs_cold_scale_on(m, in, &cfg->online), sure;
 
 	if (!rest_ns)
 		return no_version(err, q, first, m->core_counts[all_ci]);
 	/* dropped for good only if late even where every core is cold: a busy one ends hot */
 	rest_ns = policy_scale_ns(rest_ns, all_cold);
-	sure = fmin((double)rest_ns / margin,
-		    (double)policy_scale_ns(table_rest(st, ct, first, all_ci, pos), all_cold));
+	sure = fmin(
+		(double)rest_ns / margin,
+		(double)policy_scale_ns(coloc_table_rest(st, ct, first, all_ci, pos), all_cold));
 	switch (policy_lateness(cfg, in, q, (double)rest_ns / margin, sure)) {
 	case POLICY_GIVE_UP:
 		return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
@@ -302,7 +248,7 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 		break;
 	}
 	if (max_ci < all_ci) {
-		rest_ns = rest_at_best(st, ct, first, max_ci, pos, corr, fixed, in->now_ns);
+		rest_ns = coloc_rest_at_best(st, ct, first, max_ci, pos, corr, fixed, in->now_ns);
 		if (!rest_ns)
 			return no_version(err, q, first, m->core_counts[max_ci]);
 		rest_ns = policy_scale_ns(rest_ns, cold);
@@ -378,8 +324,8 @@ static int spare_index(const struct coloc_state *st, const struct policy_input *
 	corr = st->flags.predict ? coloc_aged_corr(ct, in->now_ns) : 1.0;
 	fixed = st->flags.predict ? coloc_aged_fixed(ct, in->now_ns) : 0;
 	margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
-	rest = policy_scale_ns(rest_of_model(st, ct, first, knee, pos, corr, fixed, in->now_ns),
-			       cold);
+	rest = policy_scale_ns(
+		coloc_rest_of_model(st, ct, first, knee, pos, corr, fixed, in->now_ns), cold);
 	if (!rest || (double)in->now_ns + (double)rest * margin +
 				     ((double)in->tenants[q->tenant].qos_ns - r->slack[q->tenant]) >
 			     (double)q->deadline_ns)
@@ -464,7 +410,7 @@ static int whole_rest_index(const struct coloc_state *st, const struct policy_in
 		return -1;
 	for (int c = 0; c <= ci; c++) {
 		double ns = (double)policy_scale_ns(
-			rest_of_model(st, ct, first, c, pos, corr, fixed, in->now_ns), cold);
+			coloc_rest_of_model(st, ct, first, c, pos, corr, fixed, in->now_ns), cold);
 
 		if (!ns || ns * margin > budget)
 			continue;
@@ -660,8 +606,9 @@ static double solo_slack(struct coloc_state *st, const struct policy_input *in,
 	double qos = (double)pt->qos_ns, solo = (double)raw;
 
 	if (st->flags.predict && st->flags.whole_candidate && raw)
-		solo = (double)rest_at_best(st, ct, 0, ci, pos, coloc_aged_corr(ct, in->now_ns),
-					    coloc_aged_fixed(ct, in->now_ns), in->now_ns);
+		solo = (double)coloc_rest_at_best(st, ct, 0, ci, pos,
+						  coloc_aged_corr(ct, in->now_ns),
+						  coloc_aged_fixed(ct, in->now_ns), in->now_ns);
 	else if (st->flags.predict)
 		solo = coloc_predicted(coloc_class_pred(st, ct, 0, m->nr_layers, ci,
 							coloc_aged_corr(ct, in->now_ns),
@@ -689,7 +636,7 @@ static int fresh_need(struct coloc_state *st, const struct policy_input *in, con
 	double margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
 
 	for (int c = 0; c < m->nr_core_counts && m->core_counts[c] <= st->nr_online; c++) {
-		uint64_t ns = rest_of_model(st, ct, 0, c, pos, corr, fixed, in->now_ns);
+		uint64_t ns = coloc_rest_of_model(st, ct, 0, c, pos, corr, fixed, in->now_ns);
 
 		if (ns && (double)ns * margin <= (double)in->tenants[t].qos_ns)
 			return m->core_counts[c];
@@ -782,13 +729,15 @@ static double latest_start(struct coloc_state *st, const struct policy_input *in
 	double fixed = st->flags.predict ? coloc_aged_fixed(ct, in->now_ns) : 0;
 	double margin = st->flags.predict ? coloc_aged_margin(ct, in->now_ns) : 1.0;
 	int ci = policy_costs_core_index(m, st->nr_online);
-	uint64_t rest =
-		ci < 0 ? 0 : rest_at_best(st, ct, q->next_layer, ci, pos, corr, fixed, in->now_ns);
+	uint64_t rest = ci < 0 ? 0 :
+				 coloc_rest_at_best(st, ct, q->next_layer, ci, pos, corr, fixed,
+						    in->now_ns);
 	double latest = (double)q->deadline_ns - (double)rest * margin;
 
 	*need = ci < 0 ? st->nr_online : m->core_counts[ci];
 	for (int c = 0; c < ci && latest >= (double)in->now_ns; c++) {
-		uint64_t ns = rest_of_model(st, ct, q->next_layer, c, pos, corr, fixed, in->now_ns);
+		uint64_t ns =
+			coloc_rest_of_model(st, ct, q->next_layer, c, pos, corr, fixed, in->now_ns);
 
 		if (ns && (double)in->now_ns + (double)ns * margin <= (double)q->deadline_ns) {
 			*need = m->core_counts[c];

@@ -235,6 +235,12 @@ struct block_pred coloc_class_pred(const struct coloc_state *st, const struct co
 double coloc_aged_corr(const struct coloc_tenant *ct, uint64_t now);
 double coloc_aged_fixed(const struct coloc_tenant *ct, uint64_t now);
 double coloc_aged_margin(const struct coloc_tenant *ct, uint64_t now);
+uint64_t coloc_rest_of_model(const struct coloc_state *st, struct coloc_tenant *ct, int first,
+			     int ci, double pos, double corr, double fixed, uint64_t now);
+uint64_t coloc_rest_at_best(const struct coloc_state *st, struct coloc_tenant *ct, int first,
+			    int ci, double pos, double corr, double fixed, uint64_t now);
+uint64_t coloc_table_rest(const struct coloc_state *st, struct coloc_tenant *ct, int first, int ci,
+			  double pos);
 
 /* coloc_round.c: a round's cores and queue */
 void coloc_round_init(struct coloc_state *st, const struct policy_config *cfg,

@@ -237,3 +237,58 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 		ct->corr_ns = end_ns;
 	}
 }
+
+/*
+ * The rest of the model from first, predicted (with its own correction when
+ * that rest ran as one block before): at least one more block; 0 when a
+ * layer has no version.
+ */
+uint64_t coloc_rest_of_model(const struct coloc_state *st, struct coloc_tenant *ct, int first,
+			     int ci, double pos, double corr, double fixed, uint64_t now)
+{
+	uint64_t raw = coloc_span_ns(st, ct, first, ct->costs->nr_layers, ci, pos, NULL, 0);
+
+	return raw ? (uint64_t)coloc_predicted(coloc_class_pred(st, ct, first, ct->costs->nr_layers,
+								ci, corr, fixed, now),
+					       raw) :
+		     0;
+}
+
+/*
+ * The rest of the model from first on count index ci, or (with the whole
+ * rest as a candidate, which may run it on fewer cores) on the count up to
+ * ci whose prediction is the least: on a VM whose blocks on both vCPUs
+ * learn a worse ratio than on one, more cores can be predicted slower.
+ * 0 when a layer has no version at ci.
+ */
+uint64_t coloc_rest_at_best(const struct coloc_state *st, struct coloc_tenant *ct, int first,
+			    int ci, double pos, double corr, double fixed, uint64_t now)
+{
+	uint64_t best = coloc_rest_of_model(st, ct, first, ci, pos, corr, fixed, now);
+
+	for (int c = 0; st->flags.whole_candidate && best && c < ci; c++) {
+		uint64_t ns = coloc_rest_of_model(st, ct, first, c, pos, corr, fixed, now);
+
+		if (ns && ns < best)
+			best = ns;
+	}
+	return best;
+}
+
+/*
+ * The rest of the model from first at the level, the table alone (no
+ * correction learnt): its least over the counts up to ci; 0 when none.
+ */
+uint64_t coloc_table_rest(const struct coloc_state *st, struct coloc_tenant *ct, int first, int ci,
+			  double pos)
+{
+	uint64_t best = 0;
+
+	for (int c = 0; c <= ci; c++) {
+		uint64_t ns = coloc_span_ns(st, ct, first, ct->costs->nr_layers, c, pos, NULL, 0);
+
+		if (ns && (!best || ns < best))
+			best = ns;
+	}
+	return best;
+}
