@@ -442,7 +442,7 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 	const char *loc = NULL, *slash = strrchr(c->file, '/');
 	long long off = 0, len = -1;
 	const char *what = NULL;
-	char path[PATH_MAX];
+	char path[PATH_MAX], why[96];
 	struct stat st;
 	size_t got = 0;
 	bool own = true;
@@ -505,16 +505,12 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 		if (fd < 0)
 			return onnx_refuse(c, fd, "tensor '%.64s': external data file %.256s %s",
 					   name, path, what ? what : strerror(-fd));
-		if (c->opts && c->opts->external_own) {
-			char why[96];
-
-			if (file_own_check(fd, why, sizeof(why))) {
-				close(fd);
-				return onnx_refuse(c, -EACCES,
-						   "tensor '%.64s': external data file %.256s %s: "
-						   "not this user's own, so not read",
-						   name, path, why);
-			}
+		if (c->opts && c->opts->external_own && file_own_check(fd, why, sizeof(why))) {
+			close(fd);
+			return onnx_refuse(c, -EACCES,
+					   "tensor '%.64s': external data file %.256s %s: not this "
+					   "user's own, so not read",
+					   name, path, why);
 		}
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
