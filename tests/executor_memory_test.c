@@ -35,6 +35,7 @@
 #include "coloc/protocol.h"
 #include "exec_sandbox.h"
 #include "sandbox.h"
+#include "own_colocd.h"
 #include "testutil.h"
 
 #define MEMBER 64992 /* uids no account on a test machine has */
@@ -53,66 +54,45 @@ __attribute__((constructor)) static void make_cache_dir(void)
 
 FIXTURE(mem)
 {
-	char dir[64], sock[128], pin[128], log[128], executor[128], colocctl[512];
-	char model[PATH_MAX + 64];
+	struct own_colocd d;
+	char colocctl[512];
+	char model[PATH_MAX + 64]; /* a copy the members may read */
 	char out[16384];
-	pid_t colocd;
 };
 
 FIXTURE_SETUP(mem)
 {
-	const char *root = getenv("COLOC_ROOT");
-	const char *extra[] = { "--cache-dir",
-				cache_dir,
-				"--executor",
-				self->executor,
-				"--executor-memory",
-				"192",
-				"--max-executor-mib-per-uid",
-				"256",
+	const char *extra[] = { "--executor-memory", "192", "--max-executor-mib-per-uid", "256",
 				NULL };
-	char out[4096], src[PATH_MAX + 64], real[PATH_MAX], cmd[4 * PATH_MAX + 256];
+	char why[1024], cmd[4 * PATH_MAX + 256];
+	int ret;
 
-	self->colocd = 0;
-	self->dir[0] = '\0';
-	if (geteuid() != 0)
-		SKIP(return, "needs root to run colocd and change uid");
 	if (!getgrnam(COLOC_GROUP))
 		SKIP(return, "no group " COLOC_GROUP " (tools/deps.sh makes it)");
-	snprintf(src, sizeof(src), "%s/models/mobilenet_v2.model", root ? root : ".");
-	if (!realpath(src, real))
-		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", src);
-	ASSERT_EQ(0, tu_mount_bpffs());
-	ASSERT_EQ(0, tu_quick_profile(real, cache_dir, out, sizeof(out))) TH_LOG("%s", out);
+	ret = own_colocd_prepare(&self->d, "memguard", cache_dir, true, why, sizeof(why));
+	if (ret == 1)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, ret) TH_LOG("%s", why);
 	tu_bin("colocctl", self->colocctl, sizeof(self->colocctl));
-	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-memguard-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir));
 	/* the members reach the socket and read the model they submit */
-	ASSERT_EQ(0, chmod(self->dir, 0755));
-	snprintf(self->model, sizeof(self->model), "%s/mobilenet_v2.model", self->dir);
-	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0644 '%s'", real, self->model,
+	ASSERT_EQ(0, chmod(self->d.dir, 0755));
+	snprintf(self->model, sizeof(self->model), "%s/mobilenet_v2.model", self->d.dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0644 '%s'", self->d.model, self->model,
 		 self->model);
 	ASSERT_EQ(0, system(cmd));
-	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
-	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
-	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-memguard-test-%d", getpid());
-	ASSERT_EQ(0, tu_hostile_executor_dir(self->dir, self->executor, sizeof(self->executor)));
-	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
-	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start");
+	ASSERT_LT(0, own_colocd_start(&self->d, extra)) TH_LOG("colocd did not start");
 }
 
 FIXTURE_TEARDOWN(mem)
 {
-	if (self->colocd > 0)
-		tu_stop_colocd(self->colocd);
-	if (self->dir[0] && tu_remove_tree(self->dir))
-		TH_LOG("could not remove %s", self->dir);
+	if (own_colocd_finish(&self->d))
+		TH_LOG("could not remove %s", self->d.dir);
 }
 
 /* colocctl ARGS... as uid (0: root) with the coloc group, opened as root and fexecve'd. */
 static int colocctl_as(FIXTURE_DATA(mem) * self, uid_t uid, const char *const *args)
 {
-	char *argv[16] = { self->colocctl, "--socket", self->sock };
+	char *argv[16] = { self->colocctl, "--socket", self->d.sock };
 	int fds[2], st, argc = 3;
 	size_t got = 0;
 	ssize_t n;
@@ -174,7 +154,7 @@ static int state_of(FIXTURE_DATA(mem) * self, const char *name, char *state, cha
 	int ret;
 
 	snprintf(args, sizeof(args), "status %s --json", name);
-	ret = tu_colocctl(self->sock, args, self->out, sizeof(self->out));
+	ret = tu_colocctl(self->d.sock, args, self->out, sizeof(self->out));
 	json_value(self->out, "state", state, len);
 	json_value(self->out, "reason", reason, len);
 	return ret;
@@ -272,7 +252,7 @@ static bool has_cap(int cap)
 static bool log_has(FIXTURE_DATA(mem) * self, const char *text)
 {
 	size_t len;
-	char *log = tu_read_file(self->log, &len);
+	char *log = tu_read_file(self->d.log, &len);
 	bool has = log && strstr(log, text);
 
 	free(log);
@@ -304,10 +284,10 @@ TEST_F_TIMEOUT(mem, two_hogs_of_one_uid__one_killed_naming_memory_other_uid_serv
 		EXPECT_EQ(1000, oom_score_adj(pids[i])) TH_LOG("executor %d", pids[i]);
 	}
 	if (has_cap(CAP_SYS_RESOURCE)) {
-		EXPECT_GT(0, oom_score_adj(self->colocd));
+		EXPECT_GT(0, oom_score_adj(self->d.pid));
 	} else {
 		TH_LOG("no CAP_SYS_RESOURCE here: colocd's oom_score_adj stays %d",
-		       oom_score_adj(self->colocd));
+		       oom_score_adj(self->d.pid));
 		EXPECT_TRUE(log_has(self, "cannot lower its oom_score_adj"));
 	}
 	for (int i = 0; i < 2; i++) {
