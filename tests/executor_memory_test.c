@@ -89,43 +89,10 @@ FIXTURE_TEARDOWN(mem)
 		TH_LOG("could not remove %s", self->d.dir);
 }
 
-/* colocctl ARGS... as uid (0: root) with the coloc group, opened as root and fexecve'd. */
+/* colocctl ARGS... as uid (0: root) with the coloc group (tu_colocctl_as); its exit status. */
 static int colocctl_as(FIXTURE_DATA(mem) * self, uid_t uid, const char *const *args)
 {
-	char *argv[16] = { self->colocctl, "--socket", self->d.sock };
-	int fds[2], st, argc = 3;
-	size_t got = 0;
-	ssize_t n;
-	pid_t pid;
-
-	for (int i = 0; args[i] && argc < 15; i++)
-		argv[argc++] = (char *)args[i];
-	argv[argc] = NULL;
-	if (pipe(fds))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		struct group *g = getgrnam(COLOC_GROUP);
-		gid_t groups[1] = { g ? g->gr_gid : (gid_t)uid };
-		int exe = open(self->colocctl, O_RDONLY | O_CLOEXEC);
-
-		close(fds[0]);
-		dup2(fds[1], STDOUT_FILENO);
-		dup2(fds[1], STDERR_FILENO);
-		if (exe < 0 || (uid && (setgroups(1, groups) || setgid((gid_t)uid) || setuid(uid))))
-			_exit(99);
-		fexecve(exe, argv, environ);
-		_exit(127);
-	}
-	close(fds[1]);
-	while (pid > 0 && got + 1 < sizeof(self->out) &&
-	       (n = read(fds[0], self->out + got, sizeof(self->out) - 1 - got)) > 0)
-		got += (size_t)n;
-	self->out[got] = '\0';
-	close(fds[0]);
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		return -1;
-	return WEXITSTATUS(st);
+	return tu_colocctl_as(self->colocctl, self->d.sock, uid, args, self->out, sizeof(self->out));
 }
 
 /* The value of "key": in out as text (a string's, or a number's), or "". */

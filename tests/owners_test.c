@@ -45,15 +45,6 @@ __attribute__((constructor)) static void make_cache_dir(void)
 	tu_shared_tmpdir("owners-test", cache_dir, sizeof(cache_dir));
 }
 
-/* Drops this process to uid (gid the same) with the coloc group, if it exists. */
-static int become(uid_t uid)
-{
-	struct group *g = getgrnam(COLOC_GROUP);
-	gid_t groups[1] = { g ? g->gr_gid : (gid_t)uid };
-
-	return setgroups(1, groups) || setgid((gid_t)uid) || setuid(uid) ? -1 : 0;
-}
-
 /*
  * A child that runs as ruid/euid (setresuid: the two may differ) and
  * sleeps until killed; returns once it runs as them.
@@ -725,7 +716,7 @@ static struct json_object *request_as(FIXTURE_DATA(wire) * self, uid_t uid, size
 		int fd;
 
 		close(fds[0]);
-		if ((uid && become(uid)) || !pad)
+		if ((uid && tu_become_member(uid)) || !pad)
 			_exit(99);
 		fd = tu_connect(self->sock);
 		if (fd < 0 || send(fd, line, strlen(line), MSG_NOSIGNAL) != (ssize_t)strlen(line) ||
@@ -747,42 +738,10 @@ static struct json_object *request_as(FIXTURE_DATA(wire) * self, uid_t uid, size
 	return json_tokener_parse(self->out);
 }
 
-/* colocctl ARGS... as uid (0: root), opened as root and fexecve'd; its exit status. */
+/* colocctl ARGS... as uid (0: root) with the coloc group (tu_colocctl_as); its exit status. */
 static int colocctl_as(FIXTURE_DATA(wire) * self, uid_t uid, const char *const *args)
 {
-	char *argv[16] = { self->colocctl, "--socket", self->sock };
-	int fds[2], st, argc = 3;
-	size_t got = 0;
-	ssize_t n;
-	pid_t pid;
-
-	for (int i = 0; args[i] && argc < 15; i++)
-		argv[argc++] = (char *)args[i];
-	argv[argc] = NULL;
-	if (pipe(fds))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		/* a clone may sit in a 0700 directory the member cannot search */
-		int exe = open(self->colocctl, O_RDONLY | O_CLOEXEC);
-
-		close(fds[0]);
-		dup2(fds[1], STDOUT_FILENO);
-		dup2(fds[1], STDERR_FILENO);
-		if (exe < 0 || (uid && become(uid)))
-			_exit(99);
-		fexecve(exe, argv, environ);
-		_exit(127);
-	}
-	close(fds[1]);
-	while (pid > 0 && got + 1 < sizeof(self->out) &&
-	       (n = read(fds[0], self->out + got, sizeof(self->out) - 1 - got)) > 0)
-		got += (size_t)n;
-	self->out[got] = '\0';
-	close(fds[0]);
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		return -1;
-	return WEXITSTATUS(st);
+	return tu_colocctl_as(self->colocctl, self->sock, uid, args, self->out, sizeof(self->out));
 }
 
 static int submit_as(FIXTURE_DATA(wire) * self, uid_t uid, const char *name)

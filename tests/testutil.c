@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include <ftw.h>
+#include <grp.h>
 #include <unistd.h>
 #include <linux/capability.h>
 #include <linux/magic.h>
@@ -292,6 +293,50 @@ int tu_run(const char *cmd, char *out, size_t len)
 		;
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int tu_become_member(uid_t uid)
+{
+	struct group *g = getgrnam(COLOC_GROUP);
+	gid_t groups[1] = { g ? g->gr_gid : (gid_t)uid };
+
+	return setgroups(1, groups) || setgid((gid_t)uid) || setuid(uid) ? -1 : 0;
+}
+
+int tu_colocctl_as(const char *colocctl, const char *sock, uid_t uid, const char *const *args,
+		   char *out, size_t len)
+{
+	char *argv[16] = { (char *)colocctl, "--socket", (char *)sock };
+	int fds[2], st, argc = 3;
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
+
+	for (int i = 0; args[i] && argc < 15; i++)
+		argv[argc++] = (char *)args[i];
+	argv[argc] = NULL;
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int exe = open(colocctl, O_RDONLY | O_CLOEXEC);
+
+		close(fds[0]);
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
+		if (exe < 0 || (uid && tu_become_member(uid)))
+			_exit(99);
+		fexecve(exe, argv, environ);
+		_exit(127);
+	}
+	close(fds[1]);
+	while (pid > 0 && got + 1 < len && (n = read(fds[0], out + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	out[got] = '\0';
+	close(fds[0]);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
 }
 
 int tu_colocctl(const char *sock, const char *args, char *out, size_t len)

@@ -77,6 +77,16 @@ int tu_hostile_executor_dir(const char *dir, char *executor, size_t len);
 int tu_run(const char *cmd, char *out, size_t len);
 /* Runs colocctl --socket SOCK ARGS (ARGS as a shell reads them), as tu_run does. */
 int tu_colocctl(const char *sock, const char *args, char *out, size_t len);
+/* Drops this process to uid (gid the same) with the coloc group, if it exists. 0 or -1. */
+int tu_become_member(uid_t uid);
+/*
+ * colocctl (its path) --socket sock ARGS... as uid (0: root) with the coloc
+ * group, opened as root and fexecve'd (a clone may sit in a 0700 directory
+ * the member cannot search); its stdout and stderr in out. Its exit status,
+ * or -1.
+ */
+int tu_colocctl_as(const char *colocctl, const char *sock, uid_t uid, const char *const *args,
+		   char *out, size_t len);
 
 /* A coloc binary run as a child, its stdout and stderr going to a pipe. */
 struct tu_child {
