@@ -178,20 +178,18 @@ static bool server_conn_flush(struct server_conn *c)
 }
 
 /*
- * A client that takes in none of its answers: what is queued for it is
- * dropped, and the connection shut down both ways, so the loop sees it hang
- * up and closes it (the socket's close itself is fd_closer's, as ever).
- * Nothing more is sent or queued on it. Never closes here: the caller may be
- * inside a handler of c.
+ * server_internal.h: the loop sees it hang up and closes it (the socket's
+ * close itself is fd_closer's, as ever); nothing more is sent or queued on
+ * it. Never closes here: the caller may be inside a handler of c.
  */
-static void server_conn_cut(struct server_conn *c)
+void server_conn_cut(struct server_conn *c, const char *limit, unsigned long long bytes)
 {
 	size_t held = c->out_bytes;
 
 	fprintf(stderr,
 		"colocd: uid %u's connection %llu does not read its answers: %zu MiB queued, "
-		"over %u MiB; closed\n",
-		(unsigned int)c->uid, (unsigned long long)c->id, held >> 20, SERVER_OUT_MAX >> 20);
+		"over %s (%llu MiB); closed\n",
+		(unsigned int)c->uid, (unsigned long long)c->id, held >> 20, limit, bytes >> 20);
 	while (c->out_head) {
 		struct server_out *o = c->out_head;
 
@@ -203,6 +201,7 @@ static void server_conn_cut(struct server_conn *c)
 	c->broken = true;
 	c->closing = true;
 	shutdown(c->fd, SHUT_RDWR);
+	server_conn_kick(c);
 }
 
 /*
@@ -795,7 +794,7 @@ static void server_conn_update(struct server_conn *c)
  * do than wait for the client: requests already read, or a closing or
  * half-closed connection to end once nothing is owed.
  */
-static void server_conn_kick(struct server_conn *c)
+void server_conn_kick(struct server_conn *c)
 {
 	server_conn_update(c);
 	if (!c->out_head && (c->in_len || c->closing || c->eof || c->broken))
@@ -936,11 +935,12 @@ int server_send(struct server *s, __u64 conn, const char *line, const void *payl
 				       line_len + len - (size_t)sent))
 			goto nomem;
 	}
-	if (c->out_bytes > SERVER_OUT_MAX) {
-		server_conn_cut(c);
-		server_conn_kick(c);
+	if (c->out_bytes > SERVER_OUT_MAX)
+		server_conn_cut(c, "a connection's most", SERVER_OUT_MAX);
+	else
+		server_out_within_budget(s, c->uid);
+	if (c->broken)
 		return -ENOTCONN;
-	}
 	server_conn_kick(c);
 	return 0;
 nomem:

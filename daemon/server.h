@@ -48,6 +48,13 @@ struct json_object;
  * still owed on it find it gone.
  */
 #define SERVER_OUT_MAX (64u << 20)
+/*
+ * And over all of a uid's connections (a uid holds up to SERVER_UID_SHARE),
+ * and over every uid's but root's: past either, that uid's (every uid's)
+ * connection holding the most is cut likewise (server_out_budget.c).
+ */
+#define SERVER_OUT_UID_SHARE (64ull << 20)
+#define SERVER_OUT_BUDGET (256ull << 20)
 
 struct server;
 

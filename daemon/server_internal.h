@@ -106,6 +106,18 @@ struct server {
 
 /* server.c: a connection's reading and answering */
 void server_conn_close(struct server_conn *c);
+/* Polls c for what it now waits on (after its queue or state changed). */
+void server_conn_kick(struct server_conn *c);
+/*
+ * A client that takes in none of its answers, over limit (its name and
+ * bytes, for the log): its queue dropped, the connection shut down both
+ * ways for the loop to close. Never closes here.
+ */
+void server_conn_cut(struct server_conn *c, const char *limit, unsigned long long bytes);
+
+/* server_out_budget.c: answers queued, per uid and for all but root */
+/* Cuts the connections holding the most until uid and all uids are within bounds. */
+void server_out_within_budget(struct server *s, uid_t uid);
 /* Nothing read, owed or being sent: a connection that may be evicted. */
 bool server_conn_idle(const struct server_conn *c);
 void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void *ctx);

@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cpulist.h"
+#include "fd_closer.h"
 #include "input_memfd.h"
 #include "isa_probe.h"
 #include "profile_table.h"
@@ -151,7 +152,7 @@ void sv_query_drop_input(struct serving *s, struct sv_tenant *t, struct sv_query
 	t->inputs_held -= q->input_held;
 	q->input_held = 0;
 	if (q->input_fd >= 0) {
-		close(q->input_fd);
+		fd_closer_close(q->input_fd, t->owner);
 		q->input_fd = -1;
 		s->nr_input_fds--;
 	}

@@ -49,6 +49,8 @@ struct echo {
 	int nr_fds; /* descriptors that came with the last line */
 	struct server *srv;
 	__u64 deferred_conn;
+	__u64 deferred[16]; /* the connections of the first "defer" lines, in order */
+	int nr_deferred;
 	__u64 stamps[4]; /* first_byte_ns of the "stamp" lines, in order */
 	int nr_stamps;
 };
@@ -97,6 +99,8 @@ static char *echo_handle(void *ctx, struct server_req *req, const char *line, si
 		return echo_payload(e, req, line);
 	if (!strcmp(line, "defer")) {
 		e->deferred_conn = req->conn;
+		if (e->nr_deferred < 16)
+			e->deferred[e->nr_deferred++] = req->conn;
 		server_req_defer(req);
 		return NULL;
 	}
@@ -654,6 +658,68 @@ TEST_F(server, send__a_client_that_never_reads_its_answers_is_cut_past_the_limit
 	free(pay);
 	close(fd);
 	close(other.fd);
+}
+
+/*
+ * One uid's connections together: a member opens 8 that never read and is
+ * owed a 16 MiB answer on each (each under SERVER_OUT_MAX alone). Past
+ * SERVER_OUT_UID_SHARE over all of them, its connections holding the most
+ * are cut, so that at most the share's worth stays queued. Main kept all
+ * eight: 128 MiB of colocd's heap for one member that reads nothing.
+ */
+TEST_F(server, send__a_uids_unread_answers_are_bounded_over_all_its_connections)
+{
+	struct group *grp = getgrnam(COLOC_GROUP);
+	size_t big = 16u << 20;
+	char *pay = calloc(1, big), byte;
+	int ready[2], alive = 0, i, st;
+	pid_t pid;
+
+	if (!grp)
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	ASSERT_NE(NULL, pay);
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	ASSERT_EQ(0, pipe2(ready, O_CLOEXEC));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int rcv = 4096;
+
+		if (setgroups(1, &grp->gr_gid) || setgid(grp->gr_gid) || setuid(NOBODY))
+			_exit(99);
+		for (int k = 0; k < 8; k++) {
+			int fd = connect_to(self->sock);
+
+			if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)) ||
+			    send_str(fd, "defer\n") != 6)
+				_exit(98);
+		}
+		if (write(ready[1], "r", 1) != 1)
+			_exit(97);
+		for (;;)
+			pause();
+	}
+	ASSERT_EQ(1, read(ready[0], &byte, 1));
+	for (i = 0; i < 1000 && self->echo.nr_deferred < 8; i++)
+		serve_for(self->loop, 5);
+	ASSERT_EQ(8, self->echo.nr_deferred);
+	for (int k = 0; k < 8; k++) {
+		int ret = server_send(self->srv, self->echo.deferred[k], "deferred\n", pay, big);
+
+		ASSERT_TRUE(ret == 0 || ret == -ENOTCONN) TH_LOG("answer %d: %d", k, ret);
+	}
+	/* each connection still open holds 12 MiB or more of its 16: its socket takes at most 4 */
+	for (int k = 0; k < 8; k++)
+		alive += server_send(self->srv, self->echo.deferred[k], "x\n", NULL, 0) == 0;
+	TH_LOG("%d of 8 connections left, %llu MiB a uid may have queued", alive,
+	       SERVER_OUT_UID_SHARE >> 20);
+	EXPECT_GE(alive, 1);
+	EXPECT_LE((size_t)alive * (big / 4 * 3), (size_t)SERVER_OUT_UID_SHARE);
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	close(ready[0]);
+	close(ready[1]);
+	free(pay);
 }
 
 TEST_F(server, listen__serves_many_clients_at_once_each_its_own_answers)
