@@ -171,6 +171,8 @@ struct exec_col2im {
 	int kh, kw, sh, sw, dh, dw, pt, pl;
 };
 
+/* FTZ and DAZ on the calling thread, and on those it makes from now on (exec_fp.c). */
+void exec_fp_flush_denormals(void);
 /* Plans a live query's arena (live_offsets, live_kept, live_bytes), at load. */
 int exec_arena_plan(struct exec_model *em, struct coloc_err *err);
 int exec_col2im_run(const struct exec_query *q, const struct exec_col2im *c, int nr_threads);

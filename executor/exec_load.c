@@ -143,12 +143,14 @@ static struct exec_model *load(const struct model *m, const struct exec_options 
 			goto oom;
 	/*
 	 * Start the OpenMP team at its largest size now: libgomp keeps its
-	 * threads, so later blocks (of any size up to this) create none.
+	 * threads, so later blocks (of any size up to this) create none; each
+	 * flushes denormals, as a thread made later by one that does.
 	 */
 	omp_set_dynamic(0);
+	exec_fp_flush_denormals();
 #pragma omp parallel num_threads(em->max_threads)
 	{
-		(void)omp_get_thread_num();
+		exec_fp_flush_denormals();
 	}
 	for (int li = 0; li < m->nr_layers; li++) {
 		const struct model_layer *l = &m->layers[li];
