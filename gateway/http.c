@@ -22,6 +22,7 @@
 #include "version.h"
 #include "http.h"
 #include "http_budget.h"
+#include "http_conns.h"
 #include "http_deadline.h"
 #include "infer_request.h"
 #include "mono_clock.h"
@@ -47,6 +48,7 @@ struct gw_http {
 	struct gw_fwd *fw;
 	struct gw_http_deadline *dl; /* NULL: no whole-request deadline */
 	struct gw_http_budget *budget; /* the bodies' bytes held (http_budget.h) */
+	struct gw_http_conns *conns; /* connections per client (http_conns.h); NULL: no limit */
 	atomic_bool stopping;
 };
 
@@ -690,11 +692,32 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
 	*con_cls = NULL;
 }
 
+/* MHD_OPTION_NOTIFY_CONNECTION's callback: the deadline's and the per-client count's. */
+static void http_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+			enum MHD_ConnectionNotificationCode code)
+{
+	struct gw_http *h = cls;
+
+	if (h->dl)
+		gw_http_deadline_notify(h->dl, conn, socket_context, code);
+	if (h->conns)
+		gw_http_conns_notify(h->conns, conn, code);
+}
+
 static void http_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
 	fprintf(stderr, "coloc-gateway: http: ");
 	vfprintf(stderr, fmt, ap);
+}
+
+/* What gw_http_start made, beside the daemon, released. */
+static void http_free(struct gw_http *h)
+{
+	gw_http_deadline_stop(h->dl);
+	gw_http_conns_destroy(h->conns);
+	gw_http_budget_destroy(h->budget);
+	free(h);
 }
 
 int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct gw_fwd *fw,
@@ -704,6 +727,7 @@ int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct 
 	/* a thread per connection: an infer blocks it, not other connections */
 	unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_POLL | MHD_USE_ERROR_LOG;
+	int r;
 
 	*out = NULL;
 	if (!h)
@@ -712,38 +736,38 @@ int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct 
 	h->ms = ms;
 	h->fw = fw;
 	h->budget = gw_http_budget_create(opts->max_buffer, opts->max_buffer_per_addr);
-	if (!h->budget) {
-		free(h);
-		return coloc_err_set(err, -ENOMEM, "out of memory");
+	if (opts->max_conns_per_ip > 0)
+		h->conns = gw_http_conns_create(opts->max_conns_per_ip);
+	if (!h->budget || (opts->max_conns_per_ip > 0 && !h->conns)) {
+		r = coloc_err_set(err, -ENOMEM, "out of memory");
+		goto cleanup;
 	}
 	if (opts->addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	if (opts->request_timeout_ms > 0 &&
-	    gw_http_deadline_start(opts->request_timeout_ms, &h->dl, err)) {
-		gw_http_budget_destroy(h->budget);
-		free(h);
-		return err ? err->code : -ENOMEM;
+	if (opts->request_timeout_ms > 0) {
+		r = gw_http_deadline_start(opts->request_timeout_ms, &h->dl, err);
+		if (r)
+			goto cleanup;
 	}
-	h->d = MHD_start_daemon(
-		flags, 0, NULL, NULL, http_access, h, MHD_OPTION_EXTERNAL_LOGGER, http_log, h,
-		MHD_OPTION_SOCK_ADDR, &h->opts.addr, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned int)opts->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-		(unsigned int)opts->max_conns_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
-		(unsigned int)opts->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-		(size_t)HTTP_CONN_MEMORY, MHD_OPTION_CONNECTION_MEMORY_INCREMENT,
-		(size_t)HTTP_CONN_INCREMENT, MHD_OPTION_NOTIFY_COMPLETED, http_completed, h,
-		MHD_OPTION_NOTIFY_CONNECTION, h->dl ? gw_http_deadline_notify : NULL, h->dl,
-		MHD_OPTION_END);
+	h->d = MHD_start_daemon(flags, 0, h->conns ? gw_http_conns_accept : NULL, h->conns,
+				http_access, h, MHD_OPTION_EXTERNAL_LOGGER, http_log, h,
+				MHD_OPTION_SOCK_ADDR, &h->opts.addr, MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned int)opts->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned int)opts->idle_timeout_s,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+				MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)HTTP_CONN_INCREMENT,
+				MHD_OPTION_NOTIFY_COMPLETED, http_completed, h,
+				MHD_OPTION_NOTIFY_CONNECTION, http_notify, h, MHD_OPTION_END);
 	if (!h->d) {
-		gw_http_deadline_stop(h->dl);
-		gw_http_budget_destroy(h->budget);
-		free(h);
-		return coloc_err_set(err, -EADDRINUSE,
-				     "cannot listen for HTTP (address in use or not this "
-				     "machine's?)");
+		r = coloc_err_set(err, -EADDRINUSE,
+				  "cannot listen for HTTP (address in use or not this machine's?)");
+		goto cleanup;
 	}
 	*out = h;
 	return 0;
+cleanup:
+	http_free(h);
+	return r;
 }
 
 int gw_http_port(struct gw_http *h)
@@ -763,7 +787,5 @@ void gw_http_stop(struct gw_http *h)
 	if (!h)
 		return;
 	MHD_stop_daemon(h->d);
-	gw_http_deadline_stop(h->dl);
-	gw_http_budget_destroy(h->budget);
-	free(h);
+	http_free(h);
 }

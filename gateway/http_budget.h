@@ -6,6 +6,7 @@
  * chunked body), and given back when the request ends. One address may
  * hold an eighth of the budget, or one --max-body-bytes body if that is
  * larger (the gRPC side's rule, docs/design/gateway-grpc.md). Thread-safe.
+ * http_conns.c counts connections in one, a unit each.
  */
 #ifndef COLOC_GATEWAY_HTTP_BUDGET_H
 #define COLOC_GATEWAY_HTTP_BUDGET_H

@@ -25,7 +25,7 @@ int gw_http_deadline_start(int timeout_ms, struct gw_http_deadline **out, struct
 /* Stops the reaper (after libmicrohttpd stopped: no connection is left). */
 void gw_http_deadline_stop(struct gw_http_deadline *dl);
 
-/* MHD_OPTION_NOTIFY_CONNECTION's callback, dl as its argument: a connection tracked. */
+/* From MHD_OPTION_NOTIFY_CONNECTION (http.c's callback): a connection tracked. */
 void gw_http_deadline_notify(void *dl, struct MHD_Connection *conn, void **socket_context,
 			     enum MHD_ConnectionNotificationCode code);
 /*

@@ -2,9 +2,10 @@
 /*
  * The gateway's per-address bounds key a client by its IPv4 address or its
  * IPv6 /64 (gateway/client_key.c): two addresses of one /64 share the HTTP
- * body budget's share (http_budget.c) and the own gRPC server's record of
- * an address (grpc_h2_peer.c), two /64s do not, and ::ffff:a.b.c.d is
- * a.b.c.d. Addresses from the documentation ranges (RFC 3849, RFC 5737).
+ * body budget's share (http_budget.c), the HTTP connection count
+ * (http_conns.c) and the own gRPC server's record of an address
+ * (grpc_h2_peer.c), two /64s do not, and ::ffff:a.b.c.d is a.b.c.d.
+ * Addresses from the documentation ranges (RFC 3849, RFC 5737).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include "client_key.h"
 #include "grpc_h2.h"
 #include "http_budget.h"
+#include "http_conns.h"
 
 /* s (IPv4 or IPv6, numeric) as a socket address of its family, port 1234 + n. */
 static struct sockaddr_storage addr_of(const char *s, int n)
@@ -86,6 +88,36 @@ TEST(http_budget__one_64_shares_a_share_two_do_not)
 	EXPECT_EQ(0, take(b, "192.0.2.8", 8));
 	EXPECT_EQ(8u + 8 + 5 + 8, gw_http_budget_held(b));
 	gw_http_budget_destroy(b);
+}
+
+/* The accept policy's answer for addr; one it lets in started when start. */
+static enum MHD_Result conns_accept(struct gw_http_conns *c, const char *addr, bool start)
+{
+	struct sockaddr_storage ss = addr_of(addr, rand() % 1000);
+	enum MHD_Result r = gw_http_conns_accept(c, (struct sockaddr *)&ss, sizeof(ss));
+
+	if (r == MHD_YES && start)
+		gw_http_conns_notify(c, NULL, MHD_CONNECTION_NOTIFY_STARTED);
+	return r;
+}
+
+TEST(http_conns__a_64_is_one_client_and_one_never_started_is_given_back)
+{
+	struct gw_http_conns *c = gw_http_conns_create(2);
+
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(MHD_YES, conns_accept(c, "2001:db8:1:2::1", true));
+	/* let in, then dropped by libmicrohttpd before it started (out of memory) */
+	EXPECT_EQ(MHD_YES, conns_accept(c, "2001:db8:1:2::2", false));
+	/* its count given back at this accept: the /64's second */
+	EXPECT_EQ(MHD_YES, conns_accept(c, "2001:db8:1:2::3", true));
+	EXPECT_EQ(MHD_NO, conns_accept(c, "2001:db8:1:2:8000::4", true));
+	EXPECT_EQ(MHD_YES, conns_accept(c, "2001:db8:1:3::1", true));
+	EXPECT_EQ(MHD_YES, conns_accept(c, "192.0.2.7", true));
+	EXPECT_EQ(MHD_YES, conns_accept(c, "192.0.2.7", true));
+	EXPECT_EQ(MHD_NO, conns_accept(c, "::ffff:192.0.2.7", true));
+	EXPECT_EQ(MHD_YES, conns_accept(c, "192.0.2.8", true));
+	gw_http_conns_destroy(c);
 }
 
 TEST(grpc_peer__one_record_per_64)

@@ -28,6 +28,7 @@ struct gw_env {
 	int http_port, grpc_port, metrics_port; /* grpc_port 0: no gRPC */
 	pid_t colocd, gateway;
 	int nofile; /* not 0: the gateway started under `ulimit -n nofile` (soft and hard) */
+	const char *http_host; /* the gateway's HTTP address (IPv6 in []); NULL: 127.0.0.1 */
 };
 
 /*
@@ -85,6 +86,7 @@ static inline int gw_env_start_colocd(struct gw_env *e, const char *tag, const c
 static inline bool gw_env_start_gateway_once(struct gw_env *e, bool grpc,
 					     const char *const *extra)
 {
+	const char *host = e->http_host ? e->http_host : "127.0.0.1";
 	char bin[PATH_MAX], http_addr[64], grpc_addr[64], metrics_addr[64], cmd[256], out[64];
 	const char *argv[32] = { "/usr/bin/setpriv",
 				 "--reuid=coloc",
@@ -105,7 +107,7 @@ static inline bool gw_env_start_gateway_once(struct gw_env *e, bool grpc,
 	tu_bin("coloc-gateway", bin, sizeof(bin));
 	e->http_port = tu_free_port();
 	e->metrics_port = tu_free_port();
-	snprintf(http_addr, sizeof(http_addr), "127.0.0.1:%d", e->http_port);
+	snprintf(http_addr, sizeof(http_addr), "%s:%d", host, e->http_port);
 	snprintf(metrics_addr, sizeof(metrics_addr), "127.0.0.1:%d", e->metrics_port);
 	e->grpc_port = 0;
 	if (grpc) {
@@ -131,7 +133,7 @@ static inline bool gw_env_start_gateway_once(struct gw_env *e, bool grpc,
 	if (e->gateway <= 0)
 		return false;
 	snprintf(cmd, sizeof(cmd),
-		 "curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/v2/health/ready",
+		 "curl -gs -o /dev/null -w '%%{http_code}' http://%s:%d/v2/health/ready", host,
 		 e->http_port);
 	for (int i = 0; i < GW_READY_S * 20; i++) {
 		if (tu_run(cmd, out, sizeof(out)) == 0 && atoi(out) == 200)

@@ -7,12 +7,15 @@
  * answered and the gateway's VmRSS stays under a bound derived from the
  * budget; a body sent to a path that takes none is refused before it is
  * read; a client that pipelines requests and reads their answers slowly
- * is cut at the deadline. The real gateway as the `coloc` user before the fake colocd
+ * is cut at the deadline; --http-max-conns-per-ip counts an IPv6 client by
+ * its /64 (in a network namespace of the test's own) and an IPv4 one by its
+ * address. The real gateway as the `coloc` user before the fake colocd
  * (gateway_fake_colocd.h), raw sockets from 127.0.0.x addresses.
  */
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
 #include "gateway_fake_colocd.h"
+#include <sched.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -22,21 +25,38 @@
 #define ADDRS 8 /* 127.0.0.2..9: a share is an eighth, 8 MiB, two bodies */
 #define PER_ADDR 4 /* connections from each: two held, two refused */
 
-/* A TCP connection to the gateway's HTTP port from 127.0.0.<last>, or -1. */
-static int connect_from(FIXTURE_DATA(fwd) * self, int last)
+/* A TCP connection from src to the gateway's HTTP port at dst (numeric, IPv4 or IPv6), or -1. */
+static int connect_addrs(FIXTURE_DATA(fwd) * self, const char *src, const char *dst)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(self->env.http_port) };
-	struct sockaddr_in me = { .sin_family = AF_INET };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in6 me6 = { .sin6_family = AF_INET6 }, to6 = me6;
+	struct sockaddr_in me4 = { .sin_family = AF_INET }, to4 = me4;
+	bool v6 = strchr(dst, ':');
+	int family = v6 ? AF_INET6 : AF_INET;
+	struct sockaddr *me = v6 ? (struct sockaddr *)&me6 : (struct sockaddr *)&me4;
+	struct sockaddr *to = v6 ? (struct sockaddr *)&to6 : (struct sockaddr *)&to4;
+	void *me_ip = v6 ? (void *)&me6.sin6_addr : (void *)&me4.sin_addr;
+	void *to_ip = v6 ? (void *)&to6.sin6_addr : (void *)&to4.sin_addr;
+	socklen_t len = v6 ? sizeof(me6) : sizeof(me4);
+	int fd;
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	me.sin_addr.s_addr = htonl((127u << 24) | (unsigned int)last);
-	if (fd >= 0 && (bind(fd, (struct sockaddr *)&me, sizeof(me)) ||
-			connect(fd, (struct sockaddr *)&a, sizeof(a)))) {
+	to6.sin6_port = to4.sin_port = htons(self->env.http_port);
+	if (inet_pton(family, src, me_ip) != 1 || inet_pton(family, dst, to_ip) != 1)
+		return -1;
+	fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && (bind(fd, me, len) || connect(fd, to, len))) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+/* A TCP connection to the gateway's HTTP port from 127.0.0.<last>, or -1. */
+static int connect_from(FIXTURE_DATA(fwd) * self, int last)
+{
+	char src[32];
+
+	snprintf(src, sizeof(src), "127.0.0.%d", last);
+	return connect_addrs(self, src, "127.0.0.1");
 }
 
 /*
@@ -244,6 +264,130 @@ TEST_F_TIMEOUT(fwd, http_deadline__a_slow_reader_is_cut, 240)
 	EXPECT_TRUE(gone);
 	close(fd);
 	EXPECT_EQ(200, http_get(self, "/v2/health/live"));
+}
+
+/*
+ * Sends a health request on fd: its HTTP status once no more came for
+ * 1 s (the connection kept), -1 when the connection was closed
+ * unanswered.
+ */
+static int ready_on(int fd)
+{
+	const char *req = "GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n";
+	char buf[512];
+	bool closed;
+
+	send(fd, req, strlen(req), MSG_NOSIGNAL);
+	closed = gw_closed_within(fd, 1000, buf, sizeof(buf));
+	if (strncmp(buf, "HTTP/1.1 ", 9))
+		return closed ? -1 : 0;
+	return atoi(buf + 9);
+}
+
+/*
+ * A connection from src to dst whose health request is answered 200, the
+ * connection kept; tried for 5 s (the gateway counts a closed connection
+ * out on its own time: the readiness probe's, the test's own). -1: none.
+ */
+static int served_from(FIXTURE_DATA(fwd) * self, const char *src, const char *dst)
+{
+	for (int i = 0; i < 50; i++) {
+		int fd = connect_addrs(self, src, dst);
+
+		if (fd >= 0 && ready_on(fd) == 200)
+			return fd;
+		if (fd >= 0)
+			close(fd);
+		usleep(100000);
+	}
+	return -1;
+}
+
+#define V6_GATEWAY "2001:db8:1:2::1"
+
+/*
+ * The test's own network namespace (this thread's, and the gateway's it
+ * starts): lo up with V6_GATEWAY, three more addresses of its /64 and one
+ * of another /64. 0, or 1 with why (no IPv6 here).
+ */
+static int v6_namespace(char *why, size_t len)
+{
+	char out[1024];
+
+	if (access("/proc/net/if_inet6", F_OK))
+		return snprintf(why, len, "no IPv6 in this kernel (/proc/net/if_inet6)"), 1;
+	if (unshare(CLONE_NEWNET))
+		return snprintf(why, len, "unshare(CLONE_NEWNET): %s", strerror(errno)), 1;
+	if (tu_run("ip link set lo up && for a in " V6_GATEWAY " 2001:db8:1:2::2 2001:db8:1:2::3 "
+		   "2001:db8:1:2::4 2001:db8:1:3::1; do ip -6 addr add $a/64 dev lo nodad || "
+		   "exit 1; done 2>&1",
+		   out, sizeof(out)))
+		return snprintf(why, len, "no IPv6 addresses on lo: %.900s", out), 1;
+	return 0;
+}
+
+/*
+ * --http-max-conns-per-ip 2 in front of IPv6 clients: two connections from
+ * two addresses of one /64 are served; a third, from a third address, is
+ * closed unanswered (the /64 is one client); one from another /64 is
+ * served; once one of the two closes, the third address is served. Before:
+ * libmicrohttpd counted each address apart, and the third was served.
+ */
+TEST_F_TIMEOUT(fwd, http_conns_per_ip__an_ipv6_64_is_one_client, 120)
+{
+	const char *flags[] = { "--http-max-conns-per-ip", "2", NULL };
+	char why[1024];
+	int held[2], fd;
+
+	if (v6_namespace(why, sizeof(why)))
+		SKIP(return, "%s", why);
+	self->env.http_host = "[" V6_GATEWAY "]";
+	ASSERT_TRUE(start_gateway(self, flags));
+	held[0] = served_from(self, "2001:db8:1:2::2", V6_GATEWAY);
+	ASSERT_LE(0, held[0]);
+	held[1] = served_from(self, "2001:db8:1:2::3", V6_GATEWAY);
+	ASSERT_LE(0, held[1]);
+	fd = connect_addrs(self, "2001:db8:1:2::4", V6_GATEWAY);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, ready_on(fd));
+	close(fd);
+	fd = connect_addrs(self, "2001:db8:1:3::1", V6_GATEWAY);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(200, ready_on(fd));
+	close(fd);
+	close(held[0]);
+	fd = served_from(self, "2001:db8:1:2::4", V6_GATEWAY);
+	EXPECT_LE(0, fd);
+	if (fd >= 0)
+		close(fd);
+	close(held[1]);
+}
+
+/*
+ * --http-max-conns-per-ip 2 in front of IPv4 clients: each address is a
+ * client, 127.0.0.3's connection served while 127.0.0.2's third is closed
+ * unanswered.
+ */
+TEST_F_TIMEOUT(fwd, http_conns_per_ip__an_ipv4_address_is_one_client, 120)
+{
+	const char *flags[] = { "--http-max-conns-per-ip", "2", NULL };
+	int held[2], fd;
+
+	ASSERT_TRUE(start_gateway(self, flags));
+	for (int i = 0; i < 2; i++) {
+		held[i] = served_from(self, "127.0.0.2", "127.0.0.1");
+		ASSERT_LE(0, held[i]);
+	}
+	fd = connect_from(self, 2);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, ready_on(fd));
+	close(fd);
+	fd = connect_from(self, 3);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(200, ready_on(fd));
+	close(fd);
+	for (int i = 0; i < 2; i++)
+		close(held[i]);
 }
 
 TEST_HARNESS_MAIN
