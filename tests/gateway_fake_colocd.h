@@ -245,6 +245,32 @@ static inline bool gw_closed_within(int fd, int ms, char *buf, size_t len)
 }
 
 /*
+ * Reads fd until what it sent holds needle (true), or it closes or ms pass
+ * (false); what it sent in buf.
+ */
+static inline bool gw_answered_within(int fd, const char *needle, int ms, char *buf, size_t len)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	long long end = (long long)coloc_now_ns() + ms * 1000000LL;
+	size_t got = 0;
+
+	buf[0] = '\0';
+	while (!strstr(buf, needle) && got + 1 < len) {
+		long long left = (end - (long long)coloc_now_ns()) / 1000000;
+		ssize_t n;
+
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return false;
+		n = recv(fd, buf + got, len - 1 - got, MSG_DONTWAIT);
+		if (n <= 0)
+			return false;
+		got += (size_t)n;
+		buf[got] = '\0';
+	}
+	return strstr(buf, needle);
+}
+
+/*
  * FAKE_BAD_ANSWER: bad_line for query tag, then the endless line if asked,
  * or else nothing more until the gateway closes the connection; -1.
  */

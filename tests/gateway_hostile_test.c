@@ -280,32 +280,6 @@ static int http_connect(FIXTURE_DATA(fwd) * self)
 	return fd;
 }
 
-/*
- * Reads fd until what it sent holds needle (true), or it closes or ms pass
- * (false); what it sent in buf.
- */
-static bool answered_within(int fd, const char *needle, int ms, char *buf, size_t len)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	long long end = (long long)coloc_now_ns() + ms * 1000000LL;
-	size_t got = 0;
-
-	buf[0] = '\0';
-	while (!strstr(buf, needle) && got + 1 < len) {
-		long long left = (end - (long long)coloc_now_ns()) / 1000000;
-		ssize_t n;
-
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			return false;
-		n = recv(fd, buf + got, len - 1 - got, MSG_DONTWAIT);
-		if (n <= 0)
-			return false;
-		got += (size_t)n;
-		buf[got] = '\0';
-	}
-	return strstr(buf, needle);
-}
-
 /* Whether any of the n fds is closed by the gateway within ms (what they send is read). */
 static bool any_closed_within(const int *fds, int n, int ms)
 {
@@ -383,7 +357,7 @@ TEST_F_TIMEOUT(fwd, http_conns_per_ip__past_the_limit_are_closed, 120)
 		fds[i] = http_connect(self);
 		ASSERT_LE(0, fds[i]);
 		ASSERT_EQ((ssize_t)strlen(req), send(fds[i], req, strlen(req), MSG_NOSIGNAL));
-		EXPECT_TRUE(answered_within(fds[i], "200 OK", CURL_MAX_S * 1000, buf, sizeof(buf)))
+		EXPECT_TRUE(gw_answered_within(fds[i], "200 OK", CURL_MAX_S * 1000, buf, sizeof(buf)))
 		TH_LOG("%d: %s", i, buf);
 	}
 	/* and the four connections kept (HTTP/1.1): none closed in the 2 s after the answers */
@@ -400,7 +374,7 @@ TEST_F_TIMEOUT(fwd, http_conns_per_ip__past_the_limit_are_closed, 120)
 		extra = http_connect(self);
 		ASSERT_LE(0, extra);
 		send(extra, req, strlen(req), MSG_NOSIGNAL);
-		served = answered_within(extra, "200 OK", 2000, buf, sizeof(buf));
+		served = gw_answered_within(extra, "200 OK", 2000, buf, sizeof(buf));
 		close(extra);
 		if (!served)
 			usleep(100000);

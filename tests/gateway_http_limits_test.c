@@ -267,26 +267,24 @@ TEST_F_TIMEOUT(fwd, http_deadline__a_slow_reader_is_cut, 240)
 }
 
 /*
- * Sends a health request on fd: its HTTP status once no more came for
- * 1 s (the connection kept), -1 when the connection was closed
- * unanswered.
+ * Sends a health request on fd: the HTTP status of its answer, read whole
+ * within CURL_MAX_S; -1 when the connection was closed unanswered; 0
+ * when neither.
  */
 static int ready_on(int fd)
 {
 	const char *req = "GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n";
 	char buf[512];
-	bool closed;
 
 	send(fd, req, strlen(req), MSG_NOSIGNAL);
-	closed = gw_closed_within(fd, 1000, buf, sizeof(buf));
-	if (strncmp(buf, "HTTP/1.1 ", 9))
-		return closed ? -1 : 0;
-	return atoi(buf + 9);
+	if (gw_answered_within(fd, "\r\n\r\n", CURL_MAX_S * 1000, buf, sizeof(buf)))
+		return strncmp(buf, "HTTP/1.1 ", 9) ? 0 : atoi(buf + 9);
+	return !buf[0] && conn_gone(fd) ? -1 : 0;
 }
 
 /*
- * A connection from src to dst whose health request is answered 200, the
- * connection kept; tried for 5 s (the gateway counts a closed connection
+ * A connection from src to dst whose health request is answered 200;
+ * tried 50 times, 100 ms apart (the gateway counts a closed connection
  * out on its own time: the readiness probe's, the test's own). -1: none.
  */
 static int served_from(FIXTURE_DATA(fwd) * self, const char *src, const char *dst)
