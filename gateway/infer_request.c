@@ -3,8 +3,9 @@
  * KServe v2 infer bodies (infer_request.h): the request's JSON and binary
  * parts into the model's flat fp32 input (a model's one input sent as
  * binary is used where it lies in the body, not copied), and the outputs
- * back into JSON and binary parts. JSON is read and written with json-c; floats are
- * written with 9 significant digits, which round-trip an fp32 exactly.
+ * back into JSON and binary parts. JSON is read with json-c but for the
+ * tensors' "data" arrays (json_data.h), and written with json-c; floats
+ * are written with 9 significant digits, which round-trip an fp32 exactly.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <json-c/json.h>
 #include "infer_request.h"
+#include "json_data.h"
 
 static int infer_fail(char *why, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -42,31 +44,6 @@ static bool infer_flag(struct json_object *o, const char *key)
 	struct json_object *v = params ? infer_get(params, key, json_type_boolean) : NULL;
 
 	return v && json_object_get_boolean(v);
-}
-
-/* Writes the numbers of a (nested) array into out[*n..cap); -1 on a non-number or too many. */
-static int infer_flatten(struct json_object *arr, float *out, uint64_t *n, uint64_t cap, int depth)
-{
-	size_t len = json_object_array_length(arr);
-
-	if (depth > GW_REPO_MAX_DIMS)
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		struct json_object *v = json_object_array_get_idx(arr, i);
-
-		if (json_object_is_type(v, json_type_array)) {
-			if (infer_flatten(v, out, n, cap, depth + 1))
-				return -1;
-			continue;
-		}
-		if (!json_object_is_type(v, json_type_double) &&
-		    !json_object_is_type(v, json_type_int))
-			return -1;
-		if (*n == cap)
-			return -1;
-		out[(*n)++] = (float)json_object_get_double(v);
-	}
-	return 0;
 }
 
 int gw_infer_check_shape(const struct gw_tensor *t, const int64_t *dims, size_t nr, char *why,
@@ -130,8 +107,8 @@ static int infer_check_json_shape(const struct gw_tensor *t, struct json_object 
 
 /* One of "inputs" into req->input at the tensor's place; binary bytes from *bin. */
 static int infer_one_input(const struct gw_model_config *cfg, struct json_object *in,
-			   struct gw_infer_request *req, bool *seen, const char **bin,
-			   size_t *bin_left, char *why, size_t why_len)
+			   struct gw_json_data *d, struct gw_infer_request *req, bool *seen,
+			   const char **bin, size_t *bin_left, char *why, size_t why_len)
 {
 	struct json_object *name = infer_get(in, "name", json_type_string);
 	struct json_object *type = infer_get(in, "datatype", json_type_string);
@@ -140,7 +117,8 @@ static int infer_one_input(const struct gw_model_config *cfg, struct json_object
 		params ? infer_get(params, "binary_data_size", json_type_int) : NULL;
 	struct json_object *data;
 	const struct gw_tensor *t = NULL;
-	uint64_t offset = 0, n = 0;
+	uint64_t offset = 0;
+	char bad[160];
 	int i, r;
 
 	if (!name)
@@ -183,17 +161,16 @@ static int infer_one_input(const struct gw_model_config *cfg, struct json_object
 		*bin_left -= (size_t)bytes;
 		return 0;
 	}
-	data = infer_get(in, "data", json_type_array);
-	if (!data)
+	if (!json_object_object_get_ex(in, "data", &data))
 		return infer_fail(why, why_len,
 				  "input %s needs \"data\" (an array) or "
 				  "parameters.binary_data_size",
 				  t->name);
 	if (!gw_infer_input_buf(req))
 		return infer_fail(why, why_len, "out of memory");
-	if (infer_flatten(data, req->input_buf + offset, &n, t->elems, 0) || n != t->elems)
-		return infer_fail(why, why_len, "input %s: \"data\" must hold exactly %llu numbers",
-				  t->name, (unsigned long long)t->elems);
+	if (gw_json_data_floats(d, data, req->input_buf + offset, t->elems,
+				t->nr_dims > 1 ? t->nr_dims : 1, bad, sizeof(bad)))
+		return infer_fail(why, why_len, "input %s: %s", t->name, bad);
 	return 0;
 }
 
@@ -297,7 +274,7 @@ int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t l
 		   size_t header_len, struct gw_infer_request *req, char *why, size_t why_len)
 {
 	bool seen[GW_REPO_MAX_TENSORS] = { false };
-	struct json_tokener *tok;
+	struct gw_json_data d;
 	struct json_object *o = NULL, *inputs, *id;
 	const char *bin;
 	size_t bin_left, nr;
@@ -321,21 +298,10 @@ int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t l
 	if (r)
 		return r;
 	r = 400;
-	tok = json_tokener_new_ex(GW_JSON_MAX_DEPTH);
-	if (!tok)
-		return infer_fail(why, why_len, "out of memory");
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	o = json_tokener_parse_ex(tok, body, (int)header_len);
-	/* the whole JSON part must be one complete object, only white space after it */
-	for (size_t i = o ? json_tokener_get_parse_end(tok) : header_len; i < header_len; i++) {
-		if (!strchr(" \t\r\n", body[i]) || !body[i]) {
-			json_object_put(o);
-			o = NULL;
-			break;
-		}
-	}
-	json_tokener_free(tok);
-	if (!o || !json_object_is_type(o, json_type_object)) {
+	o = gw_json_data_parse(body, header_len, &d, why, why_len);
+	if (!o)
+		return 400;
+	if (!json_object_is_type(o, json_type_object)) {
 		infer_fail(why, why_len, "the request is not one JSON object");
 		goto out;
 	}
@@ -361,7 +327,7 @@ int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t l
 	bin = body + header_len;
 	bin_left = len - header_len;
 	for (size_t i = 0; i < nr; i++) {
-		r = infer_one_input(cfg, json_object_array_get_idx(inputs, i), req, seen, &bin,
+		r = infer_one_input(cfg, json_object_array_get_idx(inputs, i), &d, req, seen, &bin,
 				    &bin_left, why, why_len);
 		if (r)
 			goto out;
