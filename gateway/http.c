@@ -26,6 +26,7 @@
 #include "http_deadline.h"
 #include "infer_request.h"
 #include "mono_clock.h"
+#include "parse_gate.h"
 
 #define HTTP_PATH_MAX 512
 /*
@@ -224,6 +225,7 @@ static void http_job_done(struct gw_job *job)
 }
 
 static enum MHD_Result http_infer_answer(struct http_req *rq);
+static int http_take(struct http_req *rq, size_t want);
 
 /*
  * Forwards rq's job from this connection's thread and answers it: on a
@@ -278,8 +280,18 @@ static enum MHD_Result http_infer_start(struct http_req *rq, struct gw_model *m)
 		}
 		header_len = (size_t)v;
 	}
+	/* a JSON input's tensor is held as long as the body: charged alike, before it is made */
+	if (http_take(rq, rq->taken + gw_infer_tensor_bound(&rq->cfg, rq->len, header_len)))
+		return http_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "the gateway holds as many request bodies and tensors as it may "
+				  "(--http-max-buffer-bytes, or this address's share of it); "
+				  "retry later");
+	if (gw_parse_gate_enter(rq->t_start + (uint64_t)rq->h->opts.timeout_ms * 1000000ull))
+		return http_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "the gateway is parsing as many bodies as it may; retry later");
 	r = gw_infer_parse(&rq->cfg, rq->body ? rq->body : "", rq->len, header_len, &rq->ir, why,
 			   sizeof(why));
+	gw_parse_gate_leave();
 	if (!r && rq->ir.input_bytes != rq->job.input_bytes) {
 		snprintf(why, sizeof(why), "model %s: its inputs and colocd's sizes disagree",
 			 rq->cfg.name);

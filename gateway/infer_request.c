@@ -298,9 +298,9 @@ int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t l
 	if (r)
 		return r;
 	r = 400;
-	o = gw_json_data_parse(body, header_len, &d, why, why_len);
+	o = gw_json_data_parse(body, header_len, GW_JSON_MARGIN_VALUES, &d, why, why_len);
 	if (!o)
-		return 400;
+		return d.values > GW_JSON_MARGIN_VALUES ? 413 : 400;
 	if (!json_object_is_type(o, json_type_object)) {
 		infer_fail(why, why_len, "the request is not one JSON object");
 		goto out;
@@ -341,6 +341,17 @@ int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t l
 out:
 	json_object_put(o);
 	return r;
+}
+
+size_t gw_infer_tensor_bound(const struct gw_model_config *cfg, size_t len, size_t header_len)
+{
+	uint64_t bytes = 0, json = header_len == (size_t)-1 ? len : header_len;
+
+	for (int i = 0; i < cfg->nr_inputs; i++)
+		bytes += cfg->inputs[i].elems * 4;
+	if (cfg->nr_inputs == 1 && bytes > 2 * json + 2)
+		bytes = 2 * json + 2;
+	return (size_t)bytes;
 }
 
 void gw_infer_request_free(struct gw_infer_request *req)

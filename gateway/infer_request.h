@@ -74,6 +74,13 @@ struct gw_infer_request {
 int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t len,
 		   size_t header_len, struct gw_infer_request *req, char *why, size_t why_len);
 void gw_infer_request_free(struct gw_infer_request *req);
+/*
+ * The most bytes gw_infer_parse() allocates for the tensors of a body of
+ * len bytes (header_len as there): every input's unless the model's one
+ * input may lie in the body as binary data; then no more than its JSON
+ * part can hold values (4 bytes for at least 2 of text each).
+ */
+size_t gw_infer_tensor_bound(const struct gw_model_config *cfg, size_t len, size_t header_len);
 
 /* req->input_buf (req->input_bytes of it), allocated on first use; NULL on no memory. */
 float *gw_infer_input_buf(struct gw_infer_request *req);

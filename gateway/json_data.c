@@ -138,11 +138,20 @@ static int json_walk(const char *s, size_t len, size_t *pos, float *out, uint64_
 	return 0;
 }
 
-/* Feeds piece (n bytes) to tok: 0, or -1 when the text is no (longer) one object. */
-static int json_feed(struct json_tokener *tok, const char *piece, size_t n, struct json_object **o)
+/*
+ * Feeds piece (n bytes) of d's text to tok, its containers and commas
+ * counted first: 0, or -1 when the text is no (longer) one object or holds
+ * more of them than d->max_values.
+ */
+static int json_feed(struct gw_json_data *d, struct json_tokener *tok, const char *piece, size_t n,
+		     struct json_object **o)
 {
 	size_t i = 0;
 
+	for (size_t k = 0; k < n; k++)
+		d->values += piece[k] == ',' || piece[k] == '[' || piece[k] == '{';
+	if (d->values > d->max_values)
+		return -1;
 	if (!*o && n) {
 		*o = json_tokener_parse_ex(tok, piece, (int)n);
 		if (!*o)
@@ -151,6 +160,16 @@ static int json_feed(struct json_tokener *tok, const char *piece, size_t n, stru
 	}
 	/* the object must end the text, with only white space after it */
 	return *o && json_skip_ws(piece, n, i) < n ? -1 : 0;
+}
+
+static int json_parse_fail(const struct gw_json_data *d, char *why, size_t why_len)
+{
+	if (d->values > d->max_values)
+		return json_fail(
+			why, why_len,
+			"the JSON part holds more than %llu values besides its \"data\" arrays",
+			(unsigned long long)d->max_values);
+	return json_fail(why, why_len, "the request is not one JSON object");
 }
 
 /* Where the string opening at json[i] ends (its closing '"'), len if it does not. */
@@ -177,17 +196,17 @@ static int json_cut_data(struct gw_json_data *d, struct json_tokener *tok, size_
 		return -1;
 	/* the space keeps a digit after the array from joining the index */
 	snprintf(index, sizeof(index), "%d ", d->nr);
-	if (json_feed(tok, d->json + *fed, start - *fed, o) ||
-	    json_feed(tok, index, strlen(index), o))
-		return json_fail(why, why_len, "the request is not one JSON object");
+	if (json_feed(d, tok, d->json + *fed, start - *fed, o) ||
+	    json_feed(d, tok, index, strlen(index), o))
+		return json_parse_fail(d, why, why_len);
 	d->span[d->nr].start = start;
 	d->span[d->nr++].end = *i;
 	*fed = *i;
 	return 0;
 }
 
-struct json_object *gw_json_data_parse(const char *json, size_t len, struct gw_json_data *d,
-				       char *why, size_t why_len)
+struct json_object *gw_json_data_parse(const char *json, size_t len, uint64_t max_values,
+				       struct gw_json_data *d, char *why, size_t why_len)
 {
 	struct json_tokener *tok = json_tokener_new_ex(GW_JSON_MAX_DEPTH);
 	struct json_object *o = NULL;
@@ -196,6 +215,7 @@ struct json_object *gw_json_data_parse(const char *json, size_t len, struct gw_j
 
 	memset(d, 0, sizeof(*d));
 	d->json = json;
+	d->max_values = max_values;
 	if (!tok)
 		return json_fail(why, why_len, "out of memory"), NULL;
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
@@ -215,8 +235,8 @@ struct json_object *gw_json_data_parse(const char *json, size_t len, struct gw_j
 		if (json_cut_data(d, tok, len, &fed, &i, &o, why, why_len))
 			goto fail;
 	}
-	if (json_feed(tok, json + fed, len - fed, &o) || !o) {
-		json_fail(why, why_len, "the request is not one JSON object");
+	if (json_feed(d, tok, json + fed, len - fed, &o) || !o) {
+		json_parse_fail(d, why, why_len);
 		goto fail;
 	}
 	json_tokener_free(tok);

@@ -17,6 +17,7 @@
 
 struct gw_json_data {
 	const char *json;
+	uint64_t values, max_values; /* containers and commas json-c was given, and may be */
 	int nr;
 	struct {
 		size_t start, end; /* the array's '[' and one past its ']' in json */
@@ -27,11 +28,12 @@ struct gw_json_data {
 /*
  * Parses json (len bytes) as one JSON object, each "data": [...] member's
  * array (numbers and nested arrays only, at most GW_REPO_MAX_TENSORS of
- * them) handed to json-c as its index into d. The object, or NULL with
- * the reason in why.
+ * them) handed to json-c as its index into d, and no more than max_values
+ * containers and commas besides (what json-c allocates for). The object,
+ * or NULL with the reason in why (d->values > max_values: too many).
  */
-struct json_object *gw_json_data_parse(const char *json, size_t len, struct gw_json_data *d,
-				       char *why, size_t why_len);
+struct json_object *gw_json_data_parse(const char *json, size_t len, uint64_t max_values,
+				       struct gw_json_data *d, char *why, size_t why_len);
 
 /*
  * The numbers of the array a "data" member of the parsed object holds

@@ -11,7 +11,8 @@
  * Tenants: "fast" and "slow" (4 floats in, 10 out; "fast" answers after
  * FAST_MS, "slow" is held while the test says so) and "big", whose input
  * is larger than the socket's largest send buffer, so that a colocd that
- * stops reading stalls the gateway's send.
+ * stops reading stalls the gateway's send; "mn", when a test writes it into
+ * the repository, takes MobileNet-V2's input (MN_FLOATS).
  */
 #ifndef COLOC_TESTS_GATEWAY_FAKE_COLOCD_H
 #define COLOC_TESTS_GATEWAY_FAKE_COLOCD_H
@@ -38,6 +39,7 @@
 #define FAST_MS 200
 #define CURL_MAX_S 30 /* a hung request fails here, long before the harness's timeout */
 #define NR_FAST 8
+#define MN_FLOATS (3 * 224 * 224)
 
 enum fake_mode {
 	FAKE_ANSWER, /* read the query, answer it */
@@ -181,14 +183,16 @@ static inline int fake_control(struct fake_colocd *f, int fd, struct json_object
 {
 	char ans[512];
 	const char *name = fake_str(req, "name");
+	size_t in = !strcmp(name, "big") ? f->big_bytes :
+		    !strcmp(name, "mn")	 ? MN_FLOATS * sizeof(float) :
+					   4 * sizeof(float);
 
 	if (strcmp(fake_str(req, "cmd"), "status"))
 		return fake_send(fd, "{\"ok\":true}\n", 12);
 	snprintf(ans, sizeof(ans),
 		 "{\"ok\":true,\"tenants\":[{\"name\":\"%.64s\",\"state\":\"ready\","
 		 "\"model\":\"m\",\"input_bytes\":%zu,\"output_bytes\":%zu}]}\n",
-		 name, strcmp(name, "big") ? 4 * sizeof(float) : f->big_bytes,
-		 OUT_FLOATS * sizeof(float));
+		 name, in, OUT_FLOATS * sizeof(float));
 	return fake_send(fd, ans, strlen(ans));
 }
 

@@ -322,4 +322,44 @@ TEST(json_data__data_members_outside_the_rules_are_400)
 	}
 }
 
+/*
+ * Values json-c would hold outside "data" are counted before it sees them:
+ * past the margin, 413, though the JSON part's size and its values in all
+ * are within what the model's input can need.
+ */
+TEST(json_data__values_outside_data_past_the_margin_are_413)
+{
+	const int elems = 4096;
+	size_t cap = 16 * (size_t)elems + 512, len;
+	char *body = malloc(cap), why[256] = "";
+	struct gw_model_config cfg;
+	struct gw_infer_request req;
+
+	ASSERT_NE(NULL, body);
+	model_3x4(&cfg);
+	cfg.inputs[0].dims[0] = 1;
+	cfg.inputs[0].dims[1] = elems;
+	cfg.inputs[0].elems = (uint64_t)elems;
+	for (int extra = 0; extra < 2; extra++) {
+		len = (size_t)sprintf(body, "{\"parameters\":{\"p\":[0");
+		for (int i = 0; i < GW_JSON_MARGIN_VALUES - 64 + extra * 128; i++)
+			len += (size_t)sprintf(body + len, ",0");
+		len += (size_t)sprintf(body + len,
+				       "]},\"inputs\":[{\"name\":\"x\",\"shape\":[1,%d],"
+				       "\"datatype\":\"FP32\"%s",
+				       elems, extra ? "}]}" : ",\"data\":[0");
+		for (int i = 1; !extra && i < elems; i++)
+			len += (size_t)sprintf(body + len, ",0");
+		if (!extra)
+			sprintf(body + len, "]}]}");
+		EXPECT_EQ(extra ? 413 : 0, gw_infer_parse(&cfg, body, strlen(body), (size_t)-1,
+							  &req, why, sizeof(why)))
+		TH_LOG("%d more: %s", extra * 128, why);
+		if (extra)
+			EXPECT_NE(NULL, strstr(why, "besides its \"data\" arrays"));
+		gw_infer_request_free(&req);
+	}
+	free(body);
+}
+
 TEST_HARNESS_MAIN

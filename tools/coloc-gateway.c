@@ -31,6 +31,7 @@
 #include "models.h"
 
 #define GW_MALLOC_MMAP_THRESHOLD (64 << 20)
+#define GW_MALLOC_ARENAS 4
 
 static const char *prog = "coloc-gateway";
 
@@ -436,6 +437,8 @@ int main(int argc, char **argv)
 	 */
 	mallopt(M_MMAP_THRESHOLD, GW_MALLOC_MMAP_THRESHOLD);
 	mallopt(M_TRIM_THRESHOLD, 4 * GW_MALLOC_MMAP_THRESHOLD);
+	/* not one arena per connection's thread, each keeping what it freed */
+	mallopt(M_ARENA_MAX, GW_MALLOC_ARENAS);
 	/* SIGPIPE from a client that went away is an error return, not a death */
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&sigs);
