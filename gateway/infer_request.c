@@ -233,7 +233,7 @@ static uint64_t infer_nested_lists(const struct gw_tensor *t)
 
 /*
  * The JSON part's size against what the inputs' values can need, flat or
- * nested, before json-c allocates an object for each value: 0, or 413
+ * nested, before any of it is read: 0, or 413
  * with the reason. Every value but a container's first follows a ',', and
  * each container opens with '[' or '{', so their count bounds the values
  * and lists (one in a string counts too: over-counting only refuses

@@ -9,9 +9,9 @@
  * "parameters":{"binary_data_size":N}}], "outputs":[{"name":S,
  * "parameters":{"binary_data":bool}?}]?}. Each of the model's inputs must
  * come exactly once, FP32, with the model's shape exactly; its values as a
- * (flat or nested, row-major) array of numbers, or as binary_data_size raw
- * little-endian bytes after the JSON when the HTTP request carried
- * Inference-Header-Content-Length (the JSON's length; the binary inputs
+ * (flat or nested to at most its rank, row-major) array of numbers, or as
+ * binary_data_size raw little-endian bytes after the JSON when the HTTP
+ * request carried Inference-Header-Content-Length (the JSON's length; the binary inputs
  * follow in the order the JSON names them, and must use all the bytes).
  * Without "outputs" every output is returned, binary if
  * "binary_data_output" is true.
@@ -39,8 +39,10 @@
 #define GW_JSON_MAX_DEPTH 32
 /*
  * What a JSON part may hold beyond the model's input values (docs/gateway.md):
- * containers and commas counted as values before json-c sees a byte (each
- * costs it ~100 B to ~1 KB), and bytes of text per value, besides the margin.
+ * containers and commas counted as values before a byte is read, and bytes
+ * of text per value, besides the margin; json-c, which reads all but the
+ * "data" arrays (json_data.h) at ~100 B to ~1 KB a value, is given at most
+ * GW_JSON_MARGIN_VALUES.
  */
 #define GW_JSON_MARGIN_VALUES 1024
 #define GW_JSON_BYTES_PER_VALUE 64

@@ -362,4 +362,37 @@ TEST(json_data__values_outside_data_past_the_margin_are_413)
 	free(body);
 }
 
+/* What http.c charges before the parse covers the tensor the parse makes, binary or JSON. */
+TEST(json_data__tensor_bound_covers_what_the_parse_allocates)
+{
+	const char *json = "{\"inputs\":[{\"name\":\"x\",\"shape\":[3,4],\"datatype\":\"FP32\","
+			   "\"data\":[0,0,0,0,0,0,0,0,0,0,0,0]}]}";
+	const char *bin = "{\"inputs\":[{\"name\":\"x\",\"shape\":[3,4],\"datatype\":\"FP32\","
+			  "\"parameters\":{\"binary_data_size\":48}}]}";
+	char body[512], why[256];
+	struct gw_model_config cfg;
+	struct gw_infer_request req;
+	size_t hl = strlen(bin);
+
+	model_3x4(&cfg);
+	/* JSON: the whole tensor, 48 bytes, made and charged */
+	ASSERT_EQ(0, gw_infer_parse(&cfg, json, strlen(json), (size_t)-1, &req, why, sizeof(why)));
+	EXPECT_NE(NULL, req.input_buf);
+	EXPECT_EQ(48, gw_infer_tensor_bound(&cfg, strlen(json), (size_t)-1));
+	gw_infer_request_free(&req);
+	/* binary, one input: used in the body, nothing made; the bound is its JSON's worth */
+	memcpy(body, bin, hl);
+	memset(body + hl, 0, 48);
+	ASSERT_EQ(0, gw_infer_parse(&cfg, body, hl + 48, hl, &req, why, sizeof(why)));
+	EXPECT_EQ(NULL, req.input_buf);
+	EXPECT_EQ(48, gw_infer_tensor_bound(&cfg, hl + 48, hl)); /* 2 * hl + 2 > 48 */
+	EXPECT_EQ(22, gw_infer_tensor_bound(&cfg, hl + 48, 10));
+	gw_infer_request_free(&req);
+	/* two inputs: always copied into the tensor, binary or not */
+	cfg.nr_inputs = 2;
+	cfg.inputs[1] = cfg.inputs[0];
+	strcpy(cfg.inputs[1].name, "z");
+	EXPECT_EQ(96, gw_infer_tensor_bound(&cfg, hl + 48, 10));
+}
+
 TEST_HARNESS_MAIN

@@ -53,6 +53,9 @@ COLOCD_SECCOMP_DENIED = {"process_vm_readv", "process_vm_writev", "userfaultfd",
 GW_KEPT_BYTES = 64 << 20
 GW_CONN_BYTES = 128 << 10
 GW_OWN_BYTES = 64 << 20
+# JSON infer bodies parsed at once (gateway/parse_gate.h's GW_PARSES_MAX), each
+# json-c's objects for at most 1,024 values outside the data arrays (~1 MiB)
+GW_PARSE_BYTES = 16 << 20
 GW_DEFAULTS = {"--http-max-buffer-bytes": 256 << 20, "--grpc-max-buffer-bytes": 1 << 30,
                "--max-connections": 1024}
 # Triton's ports, which the gateway keeps
@@ -256,11 +259,11 @@ def check_gateway_memory(where, c, args):
         v[name] = int(value) if value and value.isdigit() else default
     grpc = v["--grpc-max-buffer-bytes"] if flag(args, "--grpc") else 0
     need = (v["--http-max-buffer-bytes"] + grpc + GW_KEPT_BYTES +
-            v["--max-connections"] * GW_CONN_BYTES + GW_OWN_BYTES)
+            v["--max-connections"] * GW_CONN_BYTES + GW_PARSE_BYTES + GW_OWN_BYTES)
     if need > limit:
         fail(where, f"gateway: its budgets and buffers ({need >> 20} MiB: --http-max-buffer-bytes, "
-             f"--grpc-max-buffer-bytes, 64 MiB kept memfds, 128 KiB per connection, 64 MiB "
-             f"its own) are over its memory limit ({limit >> 20} MiB)")
+             f"--grpc-max-buffer-bytes, 64 MiB kept memfds, 128 KiB per connection, 16 MiB "
+             f"of JSON parses, 64 MiB its own) are over its memory limit ({limit >> 20} MiB)")
 
 
 def check_cross(seen, docs):
