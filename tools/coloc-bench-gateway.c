@@ -46,6 +46,7 @@ static struct {
 	const char *socket_path, *http, *grpc, *grpc_raw, *model;
 	long queries, replicas, gateway_pid;
 	bool direct_memfd; /* the socket path's input in a memfd (coloc_client_use_memfd) */
+	bool json; /* the HTTP door's input as JSON "data" (%.9g each), not binary */
 } opts = {
 	.socket_path = COLOC_DEFAULT_SOCKET,
 	.http = "127.0.0.1:8000",
@@ -230,6 +231,35 @@ static int http_input(struct http_conn *h, char *name, size_t name_len, char *sh
 	return 0;
 }
 
+/* The request of the input as JSON "data" in h->req (9 digits a value: the fp32 exactly). */
+static int http_prepare_json(struct http_conn *h, const char *name, const char *shape,
+			     const float *in, size_t n)
+{
+	char *json = malloc(512 + n * 20);
+	size_t jl;
+	int hl;
+
+	h->req = json ? malloc(1024 + n * 20) : NULL;
+	if (!h->req) {
+		free(json);
+		return -1;
+	}
+	jl = (size_t)sprintf(json, "{\"inputs\":[{\"name\":\"%s\",\"shape\":%s,"
+				   "\"datatype\":\"FP32\",\"data\":[",
+			     name, shape);
+	for (size_t i = 0; i < n; i++)
+		jl += (size_t)sprintf(json + jl, "%s%.9g", i ? "," : "", (double)in[i]);
+	jl += (size_t)sprintf(json + jl, "]}],\"parameters\":{\"binary_data_output\":true}}");
+	hl = sprintf(h->req,
+		     "POST /v2/models/%s/infer HTTP/1.1\r\nHost: bench\r\n"
+		     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+		     opts.model, jl);
+	memcpy(h->req + hl, json, jl);
+	h->req_len = (size_t)hl + jl;
+	free(json);
+	return 0;
+}
+
 static int http_prepare(struct http_conn *h, const void *input, size_t in_bytes)
 {
 	char name[128], shape[256], json[1024];
@@ -237,6 +267,8 @@ static int http_prepare(struct http_conn *h, const void *input, size_t in_bytes)
 
 	if (http_input(h, name, sizeof(name), shape, sizeof(shape)))
 		return -1;
+	if (opts.json)
+		return http_prepare_json(h, name, shape, input, in_bytes / sizeof(float));
 	jl = snprintf(json, sizeof(json),
 		      "{\"inputs\":[{\"name\":\"%s\",\"shape\":%s,\"datatype\":\"FP32\","
 		      "\"parameters\":{\"binary_data_size\":%zu}}],\"parameters\":{"
@@ -344,10 +376,11 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: %s [--socket PATH] [--http ADDR:PORT | --grpc ADDR:PORT |\n"
 		"          --grpc-raw ADDR:PORT] [--model NAME]\n"
-		"          [--queries N] [--replicas N] [--gateway-pid PID] [--direct-memfd]\n"
+		"          [--queries N] [--replicas N] [--gateway-pid PID] [--direct-memfd] [--json]\n"
 		"The latency coloc-gateway adds to a query of NAME (default %s), beside colocd's\n"
 		"socket: N queries each way per replica (default %ld, %ld replicas), interleaved.\n"
 		"--direct-memfd: the socket path's input goes in a memfd, not on the socket.\n"
+		"--json: the HTTP door's input goes as JSON \"data\" (9 digits a value), not binary.\n"
 		"--grpc-raw: the gRPC API through an HTTP/2 client of this tool's own, not gRPC's\n"
 		"C core, so that a gRPC library's own cost is not counted as the gateway's.\n"
 		"The first answer of each replica is compared with the socket's (printed).\n"
@@ -388,6 +421,7 @@ static int parse_args(int argc, char **argv)
 		{ "replicas", required_argument, NULL, 'r' },
 		{ "gateway-pid", required_argument, NULL, 'p' },
 		{ "direct-memfd", no_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -425,6 +459,9 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'd':
 			opts.direct_memfd = true;
+			break;
+		case 'j':
+			opts.json = true;
 			break;
 		case 'h':
 			usage(stdout);
