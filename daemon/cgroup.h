@@ -18,9 +18,10 @@
  * more are removed at start), and in it tenant-NAME per tenant. In the
  * hierarchy of the memory controller (v2: the one) a tenant's folder is in
  * uid-U, one per user U who owns tenants, whose memory limit bounds all
- * their executors together (docs/security-owners.md); v1's cpuset and cpu
- * folders stay flat. Every write is checked; the cost of a cpuset write is
- * in docs/security-sandbox.md.
+ * their executors together, as colocd-PID's bounds all users' executors
+ * (docs/security-owners.md); v1's cpuset and cpu folders stay flat. Every
+ * write is checked; the cost of a cpuset write is in
+ * docs/security-sandbox.md.
  *
  * Each executor runs in a cgroup v2 leaf of its own under its tenant's
  * (cgroup_leaf.h), killed through its cgroup.kill. The leaves' parent is
@@ -81,6 +82,7 @@ struct cgroup_memory_events {
 	uint64_t oom_kills; /* its processes the kernel's OOM killer killed */
 	uint64_t tenant_max; /* times its own memory limit was hit */
 	uint64_t owner_max; /* times its owner's uid-U limit was hit (all its tenants') */
+	uint64_t all_max; /* times colocd-PID's limit was hit (all executors') */
 };
 
 /*
@@ -109,8 +111,13 @@ struct cgroup_memory {
 int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const char *cpus,
 			 const struct cgroup_memory *mem, struct cgroup_tenant *t,
 			 struct coloc_err *err);
-/* Its memory folder's counters (v2 memory.events, v1 oom_control and failcnt). 0 or -errno. */
-int cgroup_tenant_memory_events(const struct cgroup_tenant *t, struct cgroup_memory_events *ev);
+/*
+ * Its memory folder's counters (v2 memory.events, v1 oom_control), and the
+ * times its own, its owner's and colocd-PID's limits were hit (v2
+ * memory.events.local, v1 failcnt). 0 or -errno.
+ */
+int cgroup_tenant_memory_events(const struct cgroup_root *r, const struct cgroup_tenant *t,
+				struct cgroup_memory_events *ev);
 /* Writes cpuset.cpus only when cpus differs from what it holds. 1 if written. */
 int cgroup_tenant_set_cpus(struct cgroup_tenant *t, const char *cpus, struct coloc_err *err);
 /*
@@ -148,6 +155,12 @@ int cgroup_memory_owner_open(const struct cgroup_root *r, const char *parent,
 			     struct coloc_err *err);
 int cgroup_memory_limit(const struct cgroup_root *r, const char *dir, uint64_t max,
 			struct coloc_err *err);
+/*
+ * bytes of memory.max (v1 memory.limit_in_bytes, its children counted) on
+ * colocd-PID in the memory hierarchy: all the tenants' executors together
+ * (0: none written). colocd itself is not in it. 0 or -errno.
+ */
+int cgroup_memory_root_limit(const struct cgroup_root *r, uint64_t max, struct coloc_err *err);
 void cgroup_memory_owner_close(struct cgroup_tenant *t);
 /* Opens t's cpu files (from cgroup_tenant_create): idle at once. */
 int cgroup_cpu_tenant_open(const struct cgroup_root *r, struct cgroup_tenant *t,

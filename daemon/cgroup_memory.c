@@ -4,7 +4,8 @@
  * sits in uid-U, one folder per user U who owns tenants, whose limit
  * (colocd --max-executor-mib-per-uid) bounds the executors of all U's
  * tenants together, as each tenant's own limit (--executor-memory) bounds
- * its executors; and what the kernel counted there: OOM kills, limits hit.
+ * its executors, and colocd-PID's (--max-executor-mib) all of them; and
+ * what the kernel counted there: OOM kills, limits hit.
  * docs/security-owners.md, "Executors' memory".
  */
 #define _GNU_SOURCE
@@ -29,14 +30,30 @@ int cgroup_memory_limit(const struct cgroup_root *r, const char *dir, uint64_t m
 				 val, err);
 }
 
+/* colocd-PID in the memory controller's hierarchy (v2: the one; v1: memory, the second). */
+static const char *memory_root(const struct cgroup_root *r)
+{
+	return r->dir[r->mode == CGROUP_V2 ? 0 : 1];
+}
+
+/* v1: a limit counts its children's pages only with use_hierarchy (always 1 since Linux 6.2). */
+static int count_children(const char *dir, struct coloc_err *err)
+{
+	char val[16];
+	int ret = cgroup_read_file(dir, "memory.use_hierarchy", val, sizeof(val));
+
+	if (ret)
+		return coloc_err_set(err, ret, "%s/memory.use_hierarchy: %s", dir, strerror(-ret));
+	return strcmp(val, "0") ? 0 : cgroup_write_file(dir, "memory.use_hierarchy", "1", err);
+}
+
 /*
  * v2: the owner folder hands on what its tenants' folders use (cpuset,
  * memory, and cpu where colocd-PID has it); v1: its limit must count its
- * children's pages (use_hierarchy, always 1 since Linux 6.2, set where 0).
+ * children's pages.
  */
 static int owner_controllers(const struct cgroup_root *r, const char *dir, struct coloc_err *err)
 {
-	char val[16];
 	int ret;
 
 	if (r->mode == CGROUP_V2) {
@@ -45,10 +62,15 @@ static int owner_controllers(const struct cgroup_root *r, const char *dir, struc
 			ret = cgroup_write_file(dir, "cgroup.subtree_control", "+cpu", err);
 		return ret;
 	}
-	ret = cgroup_read_file(dir, "memory.use_hierarchy", val, sizeof(val));
-	if (ret)
-		return coloc_err_set(err, ret, "%s/memory.use_hierarchy: %s", dir, strerror(-ret));
-	return strcmp(val, "0") ? 0 : cgroup_write_file(dir, "memory.use_hierarchy", "1", err);
+	return count_children(dir, err);
+}
+
+int cgroup_memory_root_limit(const struct cgroup_root *r, uint64_t max, struct coloc_err *err)
+{
+	if (r->mode == CGROUP_NONE || (r->mode == CGROUP_V1 && r->nr < 2))
+		return coloc_err_set(err, -ENOENT, "no memory controller");
+	return (r->mode == CGROUP_V1 ? count_children(memory_root(r), err) : 0) ?:
+		       cgroup_memory_limit(r, memory_root(r), max, err);
 }
 
 int cgroup_memory_owner_open(const struct cgroup_root *r, const char *parent,
@@ -88,9 +110,22 @@ static uint64_t field(const char *text, const char *key)
 	return 0;
 }
 
-int cgroup_tenant_memory_events(const struct cgroup_tenant *t, struct cgroup_memory_events *ev)
+/* Times dir's own limit was hit (v2 memory.events.local "max", v1 memory.failcnt); 0 unread. */
+static uint64_t limit_hits(const struct cgroup_root *r, const char *dir)
 {
-	char text[1024], count[32];
+	bool v2 = r->mode == CGROUP_V2;
+	char text[1024];
+
+	if (!dir[0] || cgroup_read_file(dir, v2 ? "memory.events.local" : "memory.failcnt", text,
+					sizeof(text)))
+		return 0;
+	return v2 ? field(text, "max") : strtoull(text, NULL, 10);
+}
+
+int cgroup_tenant_memory_events(const struct cgroup_root *r, const struct cgroup_tenant *t,
+				struct cgroup_memory_events *ev)
+{
+	char text[1024];
 	const char *dir;
 	int ret;
 
@@ -98,24 +133,14 @@ int cgroup_tenant_memory_events(const struct cgroup_tenant *t, struct cgroup_mem
 	if (t->mem_hier < 0 || t->mem_hier >= t->nr)
 		return -ENOENT;
 	dir = t->dir[t->mem_hier];
-	/* v2: its own limit's "max" (its leaves have none), the owner's own (.local) */
-	if (!cgroup_read_file(dir, "memory.events", text, sizeof(text))) {
-		ev->oom_kills = field(text, "oom_kill");
-		ev->tenant_max = field(text, "max");
-		if (t->owner_dir[0] &&
-		    !cgroup_read_file(t->owner_dir, "memory.events.local", text, sizeof(text)))
-			ev->owner_max = field(text, "max");
-		return 0;
-	}
-	/* v1: the kill counted where the process was, failcnt where the limit was hit */
-	ret = cgroup_read_file(dir, "memory.oom_control", text, sizeof(text));
+	/* the kill counted where the process was: v2 in a leaf below, which memory.events sums */
+	ret = cgroup_read_file(dir, r->mode == CGROUP_V2 ? "memory.events" : "memory.oom_control",
+			       text, sizeof(text));
 	if (ret)
 		return ret;
 	ev->oom_kills = field(text, "oom_kill");
-	if (!cgroup_read_file(dir, "memory.failcnt", count, sizeof(count)))
-		ev->tenant_max = strtoull(count, NULL, 10);
-	if (t->owner_dir[0] &&
-	    !cgroup_read_file(t->owner_dir, "memory.failcnt", count, sizeof(count)))
-		ev->owner_max = strtoull(count, NULL, 10);
+	ev->tenant_max = limit_hits(r, dir);
+	ev->owner_max = limit_hits(r, t->owner_dir);
+	ev->all_max = limit_hits(r, memory_root(r));
 	return 0;
 }

@@ -148,8 +148,8 @@ static int parse_state(const char *arg)
 }
 
 static unsigned long long executor_memory_mib = SANDBOX_DEFAULT_MEMORY_MIB;
-static unsigned long long executor_mib_per_uid;
-static bool span_given, executor_memory_given, executor_mib_per_uid_given;
+static unsigned long long executor_mib_per_uid, executor_mib_all;
+static bool span_given, executor_memory_given, executor_mib_per_uid_given, executor_mib_all_given;
 
 /*
  * What an option sets: a string, a flag, a number in [lo, hi], or its own
@@ -254,12 +254,18 @@ static const struct colocd_option options[] = {
 	  .given = &executor_memory_given, .arg = "MIB",
 	  .help = "memory of one tenant's cgroup; each executor's address space is bounded at "
 		  "4x that",
-	  .dflt = "16384, or --max-executor-mib-per-uid where that is less" },
+	  .dflt = "16384, or the bound above it where that is less: --max-executor-mib-per-uid, "
+		  "or --max-executor-mib where that is 0" },
 	{ "max-executor-mib-per-uid", 0, ARG_ULL, &executor_mib_per_uid, 0, 1L << 30,
 	  .given = &executor_mib_per_uid_given, .arg = "MIB",
 	  .help = "memory of the executors of one user's tenants together (root's are bounded "
-		  "by tenant only); 0: no bound",
-	  .dflt = "a quarter of the machine's memory" },
+		  "by tenant and --max-executor-mib only); 0: no bound",
+	  .dflt = "a quarter of the machine's memory, or --max-executor-mib where that is less" },
+	{ "max-executor-mib", 0, ARG_ULL, &executor_mib_all, 0, 1L << 30,
+	  .given = &executor_mib_all_given, .arg = "MIB",
+	  .help = "memory of all executors of this colocd together (colocd's own, the "
+		  "submitted files among it, is not counted); 0: no bound",
+	  .dflt = "half of the machine's memory" },
 	{ "cgroup-root", 0, ARG_STRING, &config.sandbox.cgroup_base, .arg = "DIR",
 	  .help = "the tenants' cgroups go under DIR",
 	  .dflt = "cgroup v2: its own cgroup's tenants/ when systemd delegated it, else "
@@ -365,28 +371,68 @@ static int apply_option(const struct colocd_option *o, const char *arg)
 	return 2;
 }
 
-/* The checks across options, once all are in; 0 or 2 having said why. */
-static int check_args(void)
+/* The executors' memory bounds, each within the next one set (docs/operators.md). */
+struct memory_bound {
+	const char *flag;
+	unsigned long long *mib;
+	const bool *given;
+	unsigned long long lo; /* where lowering it would take it below, it is refused */
+	/* as the bound above another, for the refusal (NULL: the innermost) */
+	const char *holds, *dflt;
+};
+
+static const struct memory_bound memory_bounds[] = {
+	{ "--executor-memory", &executor_memory_mib, &executor_memory_given, 64, NULL, NULL },
+	{ "--max-executor-mib-per-uid", &executor_mib_per_uid, &executor_mib_per_uid_given, 0,
+	  "the executors of one user's tenants", "a quarter of the memory" },
+	{ "--max-executor-mib", &executor_mib_all, &executor_mib_all_given, 0,
+	  "all executors of this colocd", "half of the memory" },
+};
+#define NR_MEMORY_BOUNDS (int)(sizeof(memory_bounds) / sizeof(memory_bounds[0]))
+
+/*
+ * Each bound within the next one set, from the outermost in: lowered to
+ * it where left at its default, refused with both numbers where given
+ * above it. 0 or 2 having said why.
+ */
+static int nest_memory_bounds(void)
 {
-	unsigned long long pages = (unsigned long long)sysconf(_SC_PHYS_PAGES);
+	unsigned long long mem = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
+				 (unsigned long long)sysconf(_SC_PAGESIZE);
 
 	if (!executor_mib_per_uid_given)
-		executor_mib_per_uid = pages * (unsigned long long)sysconf(_SC_PAGESIZE) / 4 >> 20;
-	if (executor_mib_per_uid && executor_memory_mib > executor_mib_per_uid) {
-		if (executor_memory_given || executor_mib_per_uid < 64) {
+		executor_mib_per_uid = mem / 4 >> 20;
+	if (!executor_mib_all_given)
+		executor_mib_all = mem / 2 >> 20;
+	for (int i = NR_MEMORY_BOUNDS - 2; i >= 0; i--) {
+		const struct memory_bound *in = &memory_bounds[i], *out = NULL;
+
+		for (int j = i + 1; j < NR_MEMORY_BOUNDS && !out; j++)
+			if (*memory_bounds[j].mib)
+				out = &memory_bounds[j];
+		if (!out || *in->mib <= *out->mib)
+			continue;
+		if (*in->given || *out->mib < in->lo) {
 			fprintf(stderr,
-				"colocd: --executor-memory %llu MiB is above %llu MiB, what the "
-				"executors of one user's tenants may hold together "
-				"(--max-executor-mib-per-uid%s): lower the first or raise the "
-				"second\n",
-				executor_memory_mib, executor_mib_per_uid,
-				executor_mib_per_uid_given ? "" : ", a quarter of the memory");
+				"colocd: %s %llu MiB is above %llu MiB, what %s may hold together "
+				"(%s%s%s): lower the first or raise the second\n",
+				in->flag, *in->mib, *out->mib, out->holds, out->flag,
+				*out->given ? "" : ", ", *out->given ? "" : out->dflt);
 			return 2;
 		}
-		executor_memory_mib = executor_mib_per_uid;
+		*in->mib = *out->mib;
 	}
 	config.sandbox.memory_max = executor_memory_mib << 20;
 	config.sandbox.memory_per_uid_max = executor_mib_per_uid << 20;
+	config.sandbox.memory_all_max = executor_mib_all << 20;
+	return 0;
+}
+
+/* The checks across options, once all are in; 0 or 2 having said why. */
+static int check_args(void)
+{
+	if (nest_memory_bounds())
+		return 2;
 	/* a window needs a couple of periodic samples, or idle-looking gaps appear */
 	if (config.sample_hz && (unsigned long)config.sample_hz * config.window_ms < 2000) {
 		fprintf(stderr,

@@ -84,11 +84,47 @@ static int check_kill(struct sandbox *sb, struct coloc_err *err)
 			     why);
 }
 
+/*
+ * Each memory bound within the next one set: a tenant's, a user's tenants'
+ * together, all executors' together (colocd's flags were checked so already).
+ */
+static int check_memory_bounds(const struct sandbox_config *c, struct coloc_err *err)
+{
+	static const char *const flag[] = { "--executor-memory", "--max-executor-mib-per-uid",
+					    "--max-executor-mib" };
+	const uint64_t mib[] = { c->memory_max >> 20, c->memory_per_uid_max >> 20,
+				 c->memory_all_max >> 20 };
+
+	for (int i = 0; i < 2; i++)
+		for (int j = i + 1; j < 3; j++) {
+			if (!mib[j])
+				continue;
+			if (mib[i] > mib[j])
+				return coloc_err_set(
+					err, -EINVAL,
+					"%s %llu MiB is above %s %llu MiB, which holds it: "
+					"lower the first or raise the second",
+					flag[i], (unsigned long long)mib[i], flag[j],
+					(unsigned long long)mib[j]);
+			break;
+		}
+	return 0;
+}
+
+/* "N MiB WHAT together" for the start-up line, or "no bound on WHAT together". */
+static void describe_bound(char *buf, size_t len, uint64_t max, const char *what)
+{
+	if (max)
+		snprintf(buf, len, "%llu MiB %s together", (unsigned long long)(max >> 20), what);
+	else
+		snprintf(buf, len, "no bound on %s together", what);
+}
+
 int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struct coloc_err *err)
 {
 	struct coloc_err cerr = { 0 };
 	struct sandbox *sb;
-	char cpu[512], per_uid[96] = "no bound on a user's tenants together";
+	char cpu[512], per_uid[96], all[96];
 	int ret = 0, n;
 
 	*out = NULL;
@@ -114,20 +150,12 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 				    sb->cfg.uid_first, sb->cfg.uid_last);
 		goto fail;
 	}
-	if (sb->cfg.memory_per_uid_max && sb->cfg.memory_max > sb->cfg.memory_per_uid_max) {
-		ret = coloc_err_set(
-			err, -EINVAL,
-			"a tenant's memory (%llu MiB, --executor-memory) is above what "
-			"all of one user's tenants may hold together (%llu MiB, "
-			"--max-executor-mib-per-uid): lower the first or raise the second",
-			(unsigned long long)(sb->cfg.memory_max >> 20),
-			(unsigned long long)(sb->cfg.memory_per_uid_max >> 20));
+	ret = check_memory_bounds(&sb->cfg, err);
+	if (ret)
 		goto fail;
-	}
-	if (sb->cfg.memory_per_uid_max)
-		snprintf(per_uid, sizeof(per_uid),
-			 "%llu MiB a user's (not root's) tenants together",
-			 (unsigned long long)(sb->cfg.memory_per_uid_max >> 20));
+	describe_bound(per_uid, sizeof(per_uid), sb->cfg.memory_per_uid_max,
+		       "a user's (not root's) tenants");
+	describe_bound(all, sizeof(all), sb->cfg.memory_all_max, "all executors");
 	ret = uid_known_new(sb->cfg.uid_first, sb->cfg.uid_last, &sb->known, err);
 	if (ret)
 		goto fail;
@@ -141,6 +169,11 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 		ret = coloc_err_set(err, -ENODEV,
 				    "%s; colocd --allow-weak-isolation runs tenants without one",
 				    sb->cg_missing);
+		goto fail;
+	}
+	if (!sb->cg_missing[0] && sb->cfg.memory_all_max &&
+	    (ret = cgroup_memory_root_limit(&sb->cg, sb->cfg.memory_all_max, err))) {
+		coloc_err_prefix(err, "all executors' memory (--max-executor-mib)");
 		goto fail;
 	}
 	ret = check_kill(sb, err);
@@ -161,9 +194,9 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 			      sb->cg_missing);
 	else
 		n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n,
-			      "%s, under %s, %llu MiB a tenant, %s, %s",
+			      "%s, under %s, %llu MiB a tenant, %s, %s, %s",
 			      cgroup_mode_name(sb->cg.mode), sb->cg.dir[0],
-			      (unsigned long long)(sb->cfg.memory_max >> 20), per_uid,
+			      (unsigned long long)(sb->cfg.memory_max >> 20), per_uid, all,
 			      cgroup_cpu_describe(&sb->cg, cpu, sizeof(cpu)));
 	n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n, "; %s", sb->kill_how);
 	if (cfg->no_namespaces)
@@ -293,7 +326,7 @@ int sandbox_tenant_open(struct sandbox *sb, const char *name, uid_t owner, struc
 		ret = cgroup_tenant_create(&sb->cg, name, sb->cfg.cores ?: "", &mem, &t->cg, err);
 		if (ret)
 			return coloc_err_prefix(err, "tenant %s", name);
-		cgroup_tenant_memory_events(&t->cg, &t->mem0);
+		cgroup_tenant_memory_events(&sb->cg, &t->cg, &t->mem0);
 	}
 	n = snprintf(t->describe, sizeof(t->describe), "uid %u", t->uid);
 	if (sb->cg.nr)
@@ -398,7 +431,7 @@ int sandbox_tenant_oom_killed(const struct sandbox *sb, const char *name, char *
 	const struct sandbox_tenant *t = find(sb, name);
 	struct cgroup_memory_events ev;
 
-	if (!t || !t->cg.nr || cgroup_tenant_memory_events(&t->cg, &ev) ||
+	if (!t || !t->cg.nr || cgroup_tenant_memory_events(&sb->cg, &t->cg, &ev) ||
 	    ev.oom_kills <= t->mem0.oom_kills)
 		return 0;
 	if (ev.tenant_max > t->mem0.tenant_max)
@@ -411,6 +444,10 @@ int sandbox_tenant_oom_killed(const struct sandbox *sb, const char *name, char *
 			 "--max-executor-mib-per-uid)",
 			 (unsigned int)t->owner,
 			 (unsigned long long)(sb->cfg.memory_per_uid_max >> 20));
+	else if (ev.all_max > t->mem0.all_max && sb->cfg.memory_all_max)
+		snprintf(buf, len,
+			 "out of memory at all executors' limit (%llu MiB, --max-executor-mib)",
+			 (unsigned long long)(sb->cfg.memory_all_max >> 20));
 	else
 		snprintf(buf, len, "out of memory: the machine's (the kernel's OOM killer)");
 	return 1;

@@ -36,6 +36,7 @@ struct sandbox_config {
 	uint64_t memory_max; /* bytes per tenant's cgroup; 0: SANDBOX_DEFAULT_MEMORY_MIB */
 	/* bytes of the executors of one user's (not root's) tenants together; 0: no bound */
 	uint64_t memory_per_uid_max;
+	uint64_t memory_all_max; /* bytes of all executors of this colocd together; 0: no bound */
 	const char *cgroup_base; /* NULL: cgroup.h's default for the live layout */
 	const char *cores; /* the CPUs served: a tenant's cpuset before its first block */
 	bool no_cgroups; /* turned off (needs allow_weak) */
@@ -75,7 +76,8 @@ int sandbox_tenant_open(struct sandbox *sb, const char *name, uid_t owner, struc
 /*
  * Whether the kernel's OOM killer killed a process of name's since its
  * sandbox opened: 1 with why in buf ("out of memory at ..." which limit:
- * its own, its owner's tenants' together, or the machine's), 0 if not (or
+ * its own, its owner's tenants' together, all executors' together, or the
+ * machine's), 0 if not (or
  * no cgroup).
  */
 int sandbox_tenant_oom_killed(const struct sandbox *sb, const char *name, char *buf, size_t len);

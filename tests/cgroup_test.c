@@ -171,7 +171,8 @@ static unsigned long long memory_limit(const struct cgroup_root *r, const char *
 /*
  * Two tenants of one owner share its uid-U folder, whose limit bounds
  * them together, a third owner's tenant has a folder of its own; each
- * tenant keeps its own limit below; the owner's folder goes with its last
+ * tenant keeps its own limit below; the owners' folders sit in colocd-PID,
+ * whose limit bounds them all; the owner's folder goes with its last
  * tenant.
  */
 TEST(tenant_create__one_owners_tenants_in_a_folder_whose_limit_bounds_them)
@@ -189,6 +190,7 @@ TEST(tenant_create__one_owners_tenants_in_a_folder_whose_limit_bounds_them)
 	snprintf(base, sizeof(base), "coloc-cgroup-owner-test-%d", getpid());
 	if (cgroup_root_open(&r, base, &err))
 		SKIP(return, "no tenant cgroups here: %s", coloc_err_str(&err));
+	ASSERT_EQ(0, cgroup_memory_root_limit(&r, 512ull << 20, &err)) TH_LOG("%s", err.msg);
 	ASSERT_EQ(0, cgroup_tenant_create(&r, "a1", NULL, &a, &t[0], &err)) TH_LOG("%s", err.msg);
 	ASSERT_EQ(0, cgroup_tenant_create(&r, "a2", NULL, &a, &t[1], &err)) TH_LOG("%s", err.msg);
 	ASSERT_EQ(0, cgroup_tenant_create(&r, "b1", NULL, &b, &t[2], &err)) TH_LOG("%s", err.msg);
@@ -208,6 +210,9 @@ TEST(tenant_create__one_owners_tenants_in_a_folder_whose_limit_bounds_them)
 	}
 	EXPECT_STREQ(t[0].owner_dir, t[1].owner_dir);
 	EXPECT_STRNE(t[0].owner_dir, t[2].owner_dir);
+	snprintf(owner, sizeof(owner), "%s", t[0].owner_dir);
+	*strrchr(owner, '/') = '\0';
+	EXPECT_EQ(512ull << 20, memory_limit(&r, owner)) TH_LOG("the folder above: %s", owner);
 	snprintf(owner, sizeof(owner), "%s", t[0].owner_dir);
 	EXPECT_EQ(0, cgroup_tenant_remove(&t[0]));
 	EXPECT_EQ(0, access(owner, F_OK)) TH_LOG("%s went before its last tenant", owner);

@@ -2,18 +2,19 @@
 /*
  * The executors' memory in aggregate and the OOM killer's choice
  * (docs/security-owners.md, "Executors' memory"). A real colocd with small
- * limits (--executor-memory 192, --max-executor-mib-per-uid 256) whose
- * --executor is tests/hostile_executor.c: a member's two tenants
- * hostile-hog1 and hostile-hog2 each touch 160 MiB at their first block,
- * within each one's own limit but not within their uid's together; a
- * second member's honest tenant runs the real executor. Each executor's
- * oom_score_adj is 1000 and colocd's below 0; the member's tenants sit in
- * its uid-U folder with the limit; the kernel kills one hog, whose tenant
- * fails naming memory and the option, and the other member's tenant goes
- * on answering. From inside: a process that enters the executor's sandbox
+ * limits whose --executor is tests/hostile_executor.c: hostile-hog1 and
+ * hostile-hog2 each touch 160 MiB at their first block, within each one's
+ * own limit (--executor-memory 192); an honest tenant runs the real
+ * executor. A member's two hogs over its uid's limit
+ * (--max-executor-mib-per-uid 256), or two members' one hog each over all
+ * executors' (--max-executor-mib 288): the kernel kills one hog, whose
+ * tenant fails naming the limit and its option, and the honest tenant of
+ * another member goes on answering. Each executor's oom_score_adj is 1000
+ * and colocd's below 0; colocd itself is outside the folder of all
+ * executors. From inside: a process that enters the executor's sandbox
  * with oom_score_adj 1000 over a floor of -900 (colocd without
  * CAP_SYS_RESOURCE, as under its unit) cannot lower it. And colocd refuses
- * a tenant's limit above the per-uid one.
+ * a tenant's limit above the per-uid one, and a per-uid one above all's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,8 +41,12 @@
 
 #define MEMBER 64992 /* uids no account on a test machine has */
 #define MEMBER2 64993
-#define TENANT_MIB 192
+#define MEMBER3 64994
 #define PER_UID_MIB 256 /* below two hogs' 160 MiB each, above one */
+/* below two hogs and the honest tenant (about 45 MiB), above one hog and it */
+#define ALL_MIB 288
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define READY_S 180
 #define FAIL_S 60
 
@@ -60,15 +65,27 @@ FIXTURE(mem)
 	char out[16384];
 };
 
+/* Whether the memory controller is there: v2's, or v1's hierarchy. */
+static bool have_memory_controller(void)
+{
+	size_t len;
+	char *ctl = tu_read_file("/sys/fs/cgroup/cgroup.controllers", &len);
+	bool v2 = ctl && strstr(ctl, "memory");
+
+	free(ctl);
+	return v2 || !access("/sys/fs/cgroup/memory/memory.limit_in_bytes", F_OK);
+}
+
+/* colocd is started by each test, with the limits it tries */
 FIXTURE_SETUP(mem)
 {
-	const char *extra[] = { "--executor-memory", "192", "--max-executor-mib-per-uid", "256",
-				NULL };
 	char why[1024], cmd[4 * PATH_MAX + 256];
 	int ret;
 
 	if (!getgrnam(COLOC_GROUP))
 		SKIP(return, "no group " COLOC_GROUP " (tools/deps.sh makes it)");
+	if (!have_memory_controller())
+		SKIP(return, "no cgroup memory controller (v2 cgroup.controllers, v1 memory)");
 	ret = own_colocd_prepare(&self->d, "memguard", cache_dir, true, why, sizeof(why));
 	if (ret == 1)
 		SKIP(return, "%s", why);
@@ -80,7 +97,6 @@ FIXTURE_SETUP(mem)
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0644 '%s'", self->d.model, self->model,
 		 self->model);
 	ASSERT_EQ(0, system(cmd));
-	ASSERT_LT(0, own_colocd_start(&self->d, extra)) TH_LOG("colocd did not start");
 }
 
 FIXTURE_TEARDOWN(mem)
@@ -167,38 +183,52 @@ static int oom_score_adj(pid_t pid)
 	return v;
 }
 
-/*
- * The memory limit, in bytes, of the folder above pid's tenant folder
- * (its owner's uid-U), with that folder's path; 0 if none is found.
- */
-static unsigned long long owner_limit(pid_t pid, char *owner, size_t len)
+/* pid's cgroup in the memory controller's hierarchy (v1's memory, else v2's); "" if unread. */
+static void memory_cgroup(pid_t pid, char *dir, size_t len, bool *v1)
 {
-	char path[64], line[PATH_MAX], file[PATH_MAX + 128];
-	unsigned long long v = 0;
-	bool v1 = false;
+	char path[64], line[PATH_MAX];
 	FILE *f;
-	char *tenant;
 
-	owner[0] = '\0';
+	dir[0] = '\0';
+	*v1 = false;
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
 	f = fopen(path, "re");
 	if (!f)
-		return 0;
+		return;
 	while (fgets(line, sizeof(line), f)) {
 		char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
 
-		if (b && (!strncmp(a + 1, "memory:", 7) || (!v1 && !strncmp(a + 1, ":", 1)))) {
-			v1 = !strncmp(a + 1, "memory:", 7);
+		if (b && (!strncmp(a + 1, "memory:", 7) || (!*v1 && !strncmp(a + 1, ":", 1)))) {
+			*v1 = !strncmp(a + 1, "memory:", 7);
 			b[1 + strcspn(b + 1, "\n")] = '\0';
-			snprintf(owner, len, "%s", b + 1);
+			snprintf(dir, len, "%s", b + 1);
 		}
 	}
 	fclose(f);
-	tenant = strstr(owner, "/tenant-");
-	if (!tenant)
+}
+
+/*
+ * The memory limit, in bytes, of the folder up levels above pid's tenant
+ * folder (1: its owner's uid-U, 2: colocd-PID), with that folder's path
+ * as /proc/PID/cgroup writes it; 0 if none is found.
+ */
+static unsigned long long limit_above(pid_t pid, int up, char *dir, size_t len)
+{
+	char file[PATH_MAX + 128], *cut;
+	unsigned long long v = 0;
+	bool v1;
+	FILE *f;
+
+	memory_cgroup(pid, dir, len, &v1);
+	cut = strstr(dir, "/tenant-");
+	for (int i = 1; cut && i < up; i++) {
+		*cut = '\0';
+		cut = strrchr(dir, '/');
+	}
+	if (!cut)
 		return 0;
-	*tenant = '\0';
-	snprintf(file, sizeof(file), "/sys/fs/cgroup%s%s/%s", v1 ? "/memory" : "", owner,
+	*cut = '\0';
+	snprintf(file, sizeof(file), "/sys/fs/cgroup%s%s/%s", v1 ? "/memory" : "", dir,
 		 v1 ? "memory.limit_in_bytes" : "memory.max");
 	f = fopen(file, "re");
 	if (f && fscanf(f, "%llu", &v) != 1)
@@ -227,6 +257,46 @@ static bool log_has(FIXTURE_DATA(mem) * self, const char *text)
 }
 
 /*
+ * hogs[0] touches its memory, then hogs[1] (each queried as its owner):
+ * which of them failed within FAIL_S, with its reason; -1 with what went
+ * otherwise in reason.
+ */
+static int hogs_touch(FIXTURE_DATA(mem) * self, const char *const *hogs, const uid_t *owners,
+		      char *reason, size_t len)
+{
+	char state[64];
+
+	if (infer_as(self, owners[0], hogs[0])) {
+		snprintf(reason, len, "%s did not answer: %.400s", hogs[0], self->out);
+		return -1;
+	}
+	infer_as(self, owners[1], hogs[1]);
+	for (int s = 0; s < FAIL_S * 10; s++, usleep(100000))
+		for (int i = 0; i < 2; i++)
+			if (!state_of(self, hogs[i], state, reason, len) &&
+			    !strcmp(state, "failed"))
+				return i;
+	snprintf(reason, len, "neither hog was killed: %.400s", self->out);
+	return -1;
+}
+
+/* The hog left, now within the bounds, and honest (another member's) answer and stay ready. */
+static void others_answer(struct __test_metadata *_metadata, FIXTURE_DATA(mem) * self,
+			  const char *hog, uid_t hog_owner, uid_t honest_owner)
+{
+	char state[64], reason[512];
+
+	EXPECT_EQ(0, state_of(self, hog, state, reason, sizeof(reason)));
+	EXPECT_STREQ("ready", state) TH_LOG("%s: %s", hog, reason);
+	EXPECT_EQ(0, infer_as(self, hog_owner, hog)) TH_LOG("%s", self->out);
+	for (int i = 0; i < 3; i++) {
+		EXPECT_EQ(0, infer_as(self, honest_owner, "honest")) TH_LOG("%s", self->out);
+	}
+	EXPECT_EQ(0, state_of(self, "honest", state, reason, sizeof(reason)));
+	EXPECT_STREQ("ready", state) TH_LOG("honest: %s", reason);
+}
+
+/*
  * Two tenants of one member that each fit their own limit but not their
  * uid's together: their executors are the OOM killer's first choice and
  * colocd its last; they sit in the member's folder with the per-uid limit;
@@ -236,11 +306,15 @@ static bool log_has(FIXTURE_DATA(mem) * self, const char *text)
  */
 TEST_F_TIMEOUT(mem, two_hogs_of_one_uid__one_killed_naming_memory_other_uid_serves, 600)
 {
+	const char *extra[] = { "--executor-memory", "192", "--max-executor-mib-per-uid",
+				STR(PER_UID_MIB), NULL };
 	const char *hogs[2] = { "hostile-hog1", "hostile-hog2" };
-	char owner[PATH_MAX], state[64], reason[512];
+	const uid_t owners[2] = { MEMBER, MEMBER };
+	char owner[PATH_MAX], reason[512];
 	pid_t pids[3];
-	int failed = -1;
+	int failed;
 
+	ASSERT_LT(0, own_colocd_start(&self->d, extra)) TH_LOG("colocd did not start");
 	pids[0] = submit_ready(self, MEMBER, hogs[0]);
 	ASSERT_LT(0, pids[0]) TH_LOG("%s", self->out);
 	pids[1] = submit_ready(self, MEMBER, hogs[1]);
@@ -261,34 +335,73 @@ TEST_F_TIMEOUT(mem, two_hogs_of_one_uid__one_killed_naming_memory_other_uid_serv
 		char want[32];
 
 		EXPECT_EQ((unsigned long long)PER_UID_MIB << 20,
-			  owner_limit(pids[i], owner, sizeof(owner)));
+			  limit_above(pids[i], 1, owner, sizeof(owner)));
 		snprintf(want, sizeof(want), "/uid-%d", MEMBER);
 		EXPECT_NE(NULL, strstr(owner, want))
 		TH_LOG("%s's memory cgroup: %s", hogs[i], owner);
 	}
 	EXPECT_EQ((unsigned long long)PER_UID_MIB << 20,
-		  owner_limit(pids[2], owner, sizeof(owner)));
+		  limit_above(pids[2], 1, owner, sizeof(owner)));
 	/* the first hog's memory, then the second's: 320 MiB over the uid's 256 */
-	EXPECT_EQ(0, infer_as(self, MEMBER, hogs[0])) TH_LOG("%s", self->out);
-	infer_as(self, MEMBER, hogs[1]);
-	for (int s = 0; s < FAIL_S * 10 && failed < 0; s++, usleep(100000))
-		for (int i = 0; i < 2 && failed < 0; i++)
-			if (!state_of(self, hogs[i], state, reason, sizeof(reason)) &&
-			    !strcmp(state, "failed"))
-				failed = i;
-	ASSERT_LE(0, failed) TH_LOG("neither hog was killed: %s", self->out);
+	failed = hogs_touch(self, hogs, owners, reason, sizeof(reason));
+	ASSERT_LE(0, failed) TH_LOG("%s", reason);
 	TH_LOG("%s failed: %s", hogs[failed], reason);
 	EXPECT_NE(NULL, strstr(reason, "out of memory"));
 	EXPECT_NE(NULL, strstr(reason, "--max-executor-mib-per-uid"));
-	/* the other hog, now within the bound, and the other member's tenant answer */
-	EXPECT_EQ(0, state_of(self, hogs[!failed], state, reason, sizeof(reason)));
-	EXPECT_STREQ("ready", state) TH_LOG("%s: %s", hogs[!failed], reason);
-	EXPECT_EQ(0, infer_as(self, MEMBER, hogs[!failed])) TH_LOG("%s", self->out);
-	for (int i = 0; i < 3; i++) {
-		EXPECT_EQ(0, infer_as(self, MEMBER2, "honest")) TH_LOG("%s", self->out);
+	others_answer(_metadata, self, hogs[!failed], owners[!failed], MEMBER2);
+}
+
+/*
+ * A colocd whose tenants' and users' bounds hold each hog, but whose bound
+ * on all executors does not hold two: one hog of each of two members. The
+ * per-uid bound, left at its default, is lowered to the global one; the
+ * global one is on colocd-PID, which colocd itself is not in; once both
+ * hogs touched their memory one is killed, its tenant fails naming the
+ * global limit, the other hog and a third member's honest tenant answer.
+ */
+TEST_F_TIMEOUT(mem, two_uids_within_their_bounds_over_all__one_killed_naming_the_global_limit, 600)
+{
+	const char *extra[] = { "--executor-memory", "192", "--max-executor-mib", STR(ALL_MIB),
+				NULL };
+	const char *hogs[2] = { "hostile-hog1", "hostile-hog2" };
+	const uid_t owners[2] = { MEMBER, MEMBER2 };
+	char all[PATH_MAX], dir[PATH_MAX], own[PATH_MAX], want[128], reason[512];
+	pid_t pids[3];
+	size_t n;
+	bool v1;
+	int failed;
+
+	ASSERT_LT(0, own_colocd_start(&self->d, extra)) TH_LOG("colocd did not start");
+	snprintf(want, sizeof(want),
+		 "%d MiB a user's (not root's) tenants together, %d MiB all executors together",
+		 ALL_MIB, ALL_MIB);
+	EXPECT_TRUE(log_has(self, want)) TH_LOG("no '%s' in colocd's start-up line", want);
+	for (int i = 0; i < 2; i++) {
+		pids[i] = submit_ready(self, owners[i], hogs[i]);
+		ASSERT_LT(0, pids[i]) TH_LOG("%s", self->out);
 	}
-	EXPECT_EQ(0, state_of(self, "honest", state, reason, sizeof(reason)));
-	EXPECT_STREQ("ready", state);
+	pids[2] = submit_ready(self, MEMBER3, "honest");
+	ASSERT_LT(0, pids[2]) TH_LOG("%s", self->out);
+	EXPECT_EQ((unsigned long long)ALL_MIB << 20, limit_above(pids[2], 2, all, sizeof(all)));
+	for (int i = 0; i < 2; i++) {
+		EXPECT_EQ((unsigned long long)ALL_MIB << 20,
+			  limit_above(pids[i], 1, dir, sizeof(dir)));
+		EXPECT_EQ((unsigned long long)ALL_MIB << 20,
+			  limit_above(pids[i], 2, dir, sizeof(dir)));
+		EXPECT_STREQ(all, dir);
+	}
+	/* colocd's own memory (the submitted files among it) is charged outside that folder */
+	memory_cgroup(self->d.pid, own, sizeof(own), &v1);
+	n = strlen(all);
+	EXPECT_FALSE(!strncmp(own, all, n) && (own[n] == '/' || !own[n]))
+	TH_LOG("colocd is in %s, in %s", own, all);
+	failed = hogs_touch(self, hogs, owners, reason, sizeof(reason));
+	ASSERT_LE(0, failed) TH_LOG("%s", reason);
+	TH_LOG("%s failed: %s", hogs[failed], reason);
+	snprintf(want, sizeof(want),
+		 "out of memory at all executors' limit (%d MiB, --max-executor-mib)", ALL_MIB);
+	EXPECT_NE(NULL, strstr(reason, want));
+	others_answer(_metadata, self, hogs[!failed], owners[!failed], MEMBER3);
 }
 
 /* What the process in the sandbox saw (shared with the test). */
@@ -383,17 +496,36 @@ TEST(exec_sandbox_enter__an_executor_cannot_lower_its_oom_score)
 	EXPECT_TRUE(in->open_err || in->write_err);
 }
 
+/* colocd with flags does not start (exit 2), and says want. */
+static void expect_refused(struct __test_metadata *_metadata, const char *flags, const char *want)
+{
+	char bin[PATH_MAX], cmd[PATH_MAX + 256], out[4096];
+
+	tu_bin("colocd", bin, sizeof(bin));
+	snprintf(cmd, sizeof(cmd), "'%s' %s", bin, flags);
+	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("%s", out);
+}
+
 /* An --executor-memory above --max-executor-mib-per-uid: colocd does not start, and says why. */
 TEST(colocd__executor_memory_above_the_per_uid_bound_refused)
 {
-	char bin[PATH_MAX], cmd[PATH_MAX + 128], out[4096];
+	expect_refused(_metadata, "--executor-memory 512 --max-executor-mib-per-uid 256",
+		       "--executor-memory 512 MiB is above 256 MiB");
+}
 
-	tu_bin("colocd", bin, sizeof(bin));
-	snprintf(cmd, sizeof(cmd), "'%s' --executor-memory 512 --max-executor-mib-per-uid 256",
-		 bin);
-	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
-	EXPECT_NE(NULL, strstr(out, "--executor-memory 512 MiB is above 256 MiB"))
-	TH_LOG("%s", out);
+/*
+ * A per-uid bound above --max-executor-mib, or with none a tenant's: refused
+ * with both numbers and the bound that holds it.
+ */
+TEST(colocd__per_uid_bound_above_the_global_one_refused)
+{
+	expect_refused(_metadata, "--max-executor-mib-per-uid 512 --max-executor-mib 256",
+		       "--max-executor-mib-per-uid 512 MiB is above 256 MiB, what all executors "
+		       "of this colocd may hold together (--max-executor-mib)");
+	expect_refused(_metadata,
+		       "--executor-memory 512 --max-executor-mib-per-uid 0 --max-executor-mib 256",
+		       "--executor-memory 512 MiB is above 256 MiB, what all executors");
 }
 
 TEST_HARNESS_MAIN
