@@ -27,6 +27,7 @@
 #include "policy.h"
 #include "profile.h"
 #include "mono_clock.h"
+#include "util.h"
 
 #define COLOCD_DRAIN_MS 5000
 #define COLOCD_DRAIN_POLL_NS 10000000ull
@@ -254,8 +255,8 @@ static const struct colocd_option options[] = {
 	  .given = &executor_memory_given, .arg = "MIB",
 	  .help = "memory of one tenant's cgroup; each executor's address space is bounded at "
 		  "4x that",
-	  .dflt = "16384, or the bound above it where that is less: --max-executor-mib-per-uid, "
-		  "or --max-executor-mib where that is 0" },
+	  .dflt = "16384, or --max-executor-mib-per-uid (where 0, --max-executor-mib) where "
+		  "that is less" },
 	{ "max-executor-mib-per-uid", 0, ARG_ULL, &executor_mib_per_uid, 0, 1L << 30,
 	  .given = &executor_mib_per_uid_given, .arg = "MIB",
 	  .help = "memory of the executors of one user's tenants together (root's are bounded "
@@ -377,18 +378,17 @@ struct memory_bound {
 	unsigned long long *mib;
 	const bool *given;
 	unsigned long long lo; /* where lowering it would take it below, it is refused */
-	/* as the bound above another, for the refusal (NULL: the innermost) */
-	const char *holds, *dflt;
+	const char *holds; /* as the bound above another, for the refusal (NULL: the innermost) */
 };
 
 static const struct memory_bound memory_bounds[] = {
-	{ "--executor-memory", &executor_memory_mib, &executor_memory_given, 64, NULL, NULL },
+	{ "--executor-memory", &executor_memory_mib, &executor_memory_given, 64, NULL },
 	{ "--max-executor-mib-per-uid", &executor_mib_per_uid, &executor_mib_per_uid_given, 0,
-	  "the executors of one user's tenants", "a quarter of the memory" },
+	  "the executors of one user's tenants" },
 	{ "--max-executor-mib", &executor_mib_all, &executor_mib_all_given, 0,
-	  "all executors of this colocd", "half of the memory" },
+	  "all executors of this colocd" },
 };
-#define NR_MEMORY_BOUNDS (int)(sizeof(memory_bounds) / sizeof(memory_bounds[0]))
+#define NR_MEMORY_BOUNDS (int)ARRAY_SIZE(memory_bounds)
 
 /*
  * Each bound within the next one set, from the outermost in: lowered to
@@ -415,9 +415,9 @@ static int nest_memory_bounds(void)
 		if (*in->given || *out->mib < in->lo) {
 			fprintf(stderr,
 				"colocd: %s %llu MiB is above %llu MiB, what %s may hold together "
-				"(%s%s%s): lower the first or raise the second\n",
+				"(%s%s): lower the first or raise the second\n",
 				in->flag, *in->mib, *out->mib, out->holds, out->flag,
-				*out->given ? "" : ", ", *out->given ? "" : out->dflt);
+				*out->given ? "" : ", left at its default");
 			return 2;
 		}
 		*in->mib = *out->mib;

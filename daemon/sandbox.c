@@ -21,6 +21,7 @@
 #include "sandbox.h"
 #include "uid_known.h"
 #include "uid_slot.h"
+#include "util.h"
 
 #define SANDBOX_MAX_TENANTS COLOC_MAX_TENANTS
 #define SANDBOX_DESCRIBE_LEN (PATH_MAX + 1024)
@@ -95,8 +96,8 @@ static int check_memory_bounds(const struct sandbox_config *c, struct coloc_err 
 	const uint64_t mib[] = { c->memory_max >> 20, c->memory_per_uid_max >> 20,
 				 c->memory_all_max >> 20 };
 
-	for (int i = 0; i < 2; i++)
-		for (int j = i + 1; j < 3; j++) {
+	for (size_t i = 0; i + 1 < ARRAY_SIZE(mib); i++)
+		for (size_t j = i + 1; j < ARRAY_SIZE(mib); j++) {
 			if (!mib[j])
 				continue;
 			if (mib[i] > mib[j])
