@@ -47,12 +47,17 @@ int file_own_check(int fd, char *why, size_t len)
 
 int file_open_own(const char *path, int flags, mode_t mode, char *why, size_t len)
 {
+	return file_open_own_at(AT_FDCWD, path, flags, mode, why, len);
+}
+
+int file_open_own_at(int dir_fd, const char *path, int flags, mode_t mode, char *why, size_t len)
+{
 	int fd, ret;
 
 	if (flags & O_TRUNC)
 		return refuse(-1, -EINVAL, why, len, "was opened with O_TRUNC (a bug)");
 	/* O_NONBLOCK: a FIFO planted at the name must not block the open */
-	fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode);
+	fd = openat(dir_fd, path, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode);
 	if (fd < 0) {
 		int e = errno;
 

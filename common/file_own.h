@@ -20,6 +20,8 @@
  * 1001, not 0") filled in.
  */
 int file_open_own(const char *path, int flags, mode_t mode, char *why, size_t len);
+/* The same with path relative to dir_fd. */
+int file_open_own_at(int dir_fd, const char *path, int flags, mode_t mode, char *why, size_t len);
 /* The same checks on a descriptor already open: 0, or -errno with why filled in. */
 int file_own_check(int fd, char *why, size_t len);
 

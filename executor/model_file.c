@@ -16,7 +16,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "file_own.h"
 #include "model_file.h"
+#include "trusted_path.h"
 
 #define READ_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
 
@@ -191,21 +193,50 @@ static int dir_open(const char *dir, bool no_links)
 	return model_dir_open_nofollow(dir);
 }
 
-int model_file_open(const char *path, struct model_file *mf, struct coloc_err *err)
+/* path's directory into dir (".", "/" or the part before the last '/'); *base its last part. */
+static int split_dir(const char *path, char *dir, size_t len, const char **base,
+		     struct coloc_err *err)
 {
-	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path, *what;
+	const char *slash = strrchr(path, '/');
+
+	*base = slash ? slash + 1 : path;
+	if (!slash || slash == path)
+		snprintf(dir, len, "%s", slash ? "/" : ".");
+	else if ((size_t)(slash - path) >= len)
+		return coloc_err_set(err, -ENAMETOOLONG, "%s: path too long", path);
+	else
+		snprintf(dir, len, "%.*s", (int)(slash - path), path);
+	return 0;
+}
+
+static int link_refused(const char *path, int ret, struct coloc_err *err)
+{
+	if (geteuid() == 0 && ret == -ELOOP)
+		return coloc_err_set(err, ret,
+				     "%s: a symbolic link is on the path: as root, no link is "
+				     "followed (whoever may change it chooses what root reads); "
+				     "give the real path",
+				     path);
+	return coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
+}
+
+static int owner_refused(const char *path, int ret, const char *why, struct coloc_err *err)
+{
+	return coloc_err_set(err, ret == -EPERM ? -EACCES : ret, "%s: %s: " TRUSTED_PATH_ADVICE,
+			     path, why);
+}
+
+int model_file_open(const char *path, bool owner_rule, struct model_file *mf, struct coloc_err *err)
+{
+	const char *base, *what;
 	bool root = geteuid() == 0;
-	char dir[PATH_MAX];
-	struct stat lst;
+	char dir[PATH_MAX], why[PATH_MAX + 96];
 	int ret;
 
 	*mf = (struct model_file){ .dir_fd = -1, .fd = -1 };
-	if (!slash || slash == path)
-		snprintf(dir, sizeof(dir), "%s", slash ? "/" : ".");
-	else if ((size_t)(slash - path) >= sizeof(dir))
-		return coloc_err_set(err, -ENAMETOOLONG, "%s: path too long", path);
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	ret = split_dir(path, dir, sizeof(dir), &base, err);
+	if (ret)
+		return ret;
 	mf->dir_fd = dir_open(dir, root);
 	ret = mf->dir_fd < 0 ? mf->dir_fd : fstat(mf->dir_fd, &mf->dir_st) ? -errno : 0;
 	if (!ret && !*base) {
@@ -218,13 +249,7 @@ int model_file_open(const char *path, struct model_file *mf, struct coloc_err *e
 	}
 	if (ret) {
 		model_file_close(mf);
-		if (root && ret == -ELOOP)
-			return coloc_err_set(err, ret,
-					     "%s: a symbolic link is on the path: as root, no link "
-					     "is followed (whoever may change it chooses what root "
-					     "reads); give the real path",
-					     path);
-		return coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
+		return link_refused(path, ret, err);
 	}
 	ret = regular_only(mf->fd, &what);
 	if (ret < 0) {
@@ -237,12 +262,53 @@ int model_file_open(const char *path, struct model_file *mf, struct coloc_err *e
 		model_file_close(mf);
 		return coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
 	}
-	/* a link another user made to root's file is theirs to point elsewhere */
-	mf->name_uid = mf->st.st_uid;
-	if (!mf->name_uid && !fstatat(mf->dir_fd, base, &lst, AT_SYMLINK_NOFOLLOW) &&
-	    S_ISLNK(lst.st_mode))
-		mf->name_uid = lst.st_uid;
+	if (owner_rule) {
+		ret = trusted_path_check(mf->dir_fd, base, mf->fd, why, sizeof(why));
+		if (ret) {
+			model_file_close(mf);
+			return owner_refused(path, ret, why, err);
+		}
+	}
 	return 0;
+}
+
+int model_file_create(const char *path, bool owner_rule, struct coloc_err *err)
+{
+	bool root = geteuid() == 0;
+	const char *base;
+	char dir[PATH_MAX], why[PATH_MAX + 96];
+	int dir_fd, fd, ret;
+
+	ret = split_dir(path, dir, sizeof(dir), &base, err);
+	if (ret)
+		return ret;
+	dir_fd = dir_open(dir, root);
+	if (dir_fd < 0)
+		return link_refused(path, dir_fd, err);
+	if (!owner_rule) {
+		fd = openat(dir_fd, base,
+			    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK |
+				    (root ? O_NOFOLLOW : 0),
+			    0644);
+		ret = fd < 0 ? -errno : 0;
+		close(dir_fd);
+		return ret ? link_refused(path, ret, err) : fd;
+	}
+	ret = trusted_dir_check(dir_fd, why, sizeof(why));
+	if (ret) {
+		close(dir_fd);
+		return owner_refused(path, ret, why, err);
+	}
+	fd = file_open_own_at(dir_fd, base, O_WRONLY | O_CREAT, 0644, why, sizeof(why));
+	close(dir_fd);
+	if (fd < 0)
+		return owner_refused(path, fd, why, err);
+	if (ftruncate(fd, 0)) {
+		ret = -errno;
+		close(fd);
+		return coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
+	}
+	return fd;
 }
 
 void model_file_close(struct model_file *mf)

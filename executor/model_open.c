@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +21,9 @@
 
 #include "model_file.h"
 #include "model_open.h"
-#include "file_own.h"
 #include "onnx_scan.h"
 #include "profile.h"
+#include "trusted_path.h"
 
 bool model_open_opts_given(const struct onnx_import_opts *opts)
 {
@@ -67,7 +68,7 @@ static int sealed_memfd(const char *name, const unsigned char *data, size_t len)
 int model_open(const char *path, const struct onnx_import_opts *opts, struct model_source *src,
 	       struct coloc_err *err)
 {
-	return model_open_keyed(path, NULL, opts, src, NULL, NULL, err);
+	return model_open_keyed(path, NULL, opts, src, NULL, err);
 }
 
 /* The whole file behind fd, read once into a new buffer (NUL-terminated); 0 or -errno. */
@@ -255,22 +256,15 @@ static int sealed_copy(int fd, off_t size)
 
 /*
  * weights (a path) opened once as model files are, copied into a sealed
- * memfd at *out (what is keyed and loaded); its owners into owners (may
- * be NULL).
+ * memfd at *out (what is keyed and loaded).
  */
-static int open_weights(const char *weights, int *out, struct model_owners *owners,
-			struct coloc_err *err)
+static int open_weights(const char *weights, bool owner_rule, int *out, struct coloc_err *err)
 {
 	struct model_file wf;
-	int ret = model_file_open(weights, &wf, err);
+	int ret = model_file_open(weights, owner_rule, &wf, err);
 
 	if (ret)
 		return ret;
-	if (owners) {
-		owners->weights_file = wf.name_uid;
-		owners->weights_dir = wf.dir_st.st_uid;
-		owners->weights_dir_mode = wf.dir_st.st_mode;
-	}
 	*out = sealed_copy(wf.fd, wf.st.st_size);
 	model_file_close(&wf);
 	if (*out < 0)
@@ -281,8 +275,8 @@ static int open_weights(const char *weights, int *out, struct model_owners *owne
 
 /*
  * Every external data location an ONNX model names, opened below its
- * directory; with opts->external_own only files of this process's own
- * (file_own_check()), refused before a byte is read.
+ * directory; with opts->owner_rule only those that pass
+ * trusted_path_check(), refused before a byte is read.
  */
 static int open_externals(const char *path, const struct onnx_import_opts *opts,
 			  struct model_files *f, struct coloc_err *err)
@@ -308,15 +302,15 @@ static int open_externals(const char *path, const struct onnx_import_opts *opts,
 		if (fd < 0)
 			return coloc_err_set(err, fd, "%s: external data file '%.128s' %s", path,
 					     f->locs[i], what ? what : strerror(-fd));
-		if (opts && opts->external_own) {
-			char why[96];
+		if (opts && opts->owner_rule) {
+			char why[PATH_MAX + 96];
 
-			if (file_own_check(fd, why, sizeof(why))) {
+			if (trusted_path_check(f->mf.dir_fd, f->locs[i], fd, why, sizeof(why))) {
 				close(fd);
-				return coloc_err_set(err, -EACCES,
-						     "%s: external data file %.128s %s: not this "
-						     "user's own, so not read",
-						     path, f->locs[i], why);
+				return coloc_err_set(
+					err, -EACCES,
+					"%s: external data file %.128s %s: " TRUSTED_PATH_ADVICE,
+					path, f->locs[i], why);
 			}
 		}
 		f->ext[f->nr_ext++] = (struct onnx_external_fd){ f->locs[i], fd };
@@ -327,8 +321,9 @@ static int open_externals(const char *path, const struct onnx_import_opts *opts,
 /* The model at path and what it reads (weights: NULL for none), each opened once, into f. */
 static int model_files_open(const char *path, const char *weights,
 			    const struct onnx_import_opts *opts, struct model_files *f,
-			    struct model_owners *owners, struct coloc_err *err)
+			    struct coloc_err *err)
 {
+	bool owner_rule = opts && opts->owner_rule;
 	int ret;
 
 	*f = (struct model_files){ .weights_fd = -1 };
@@ -343,16 +338,12 @@ static int model_files_open(const char *path, const char *weights,
 				     "%s: an ONNX model's weights are in the file (or its external "
 				     "data); a weights file applies to a coloc .model only",
 				     path);
-	ret = model_file_open(path, &f->mf, err);
+	ret = model_file_open(path, owner_rule, &f->mf, err);
 	if (ret)
 		return ret;
-	if (owners)
-		*owners = (struct model_owners){ .file = f->mf.name_uid,
-						 .dir = f->mf.dir_st.st_uid,
-						 .dir_mode = f->mf.dir_st.st_mode };
 	ret = read_fd(path, f->mf.fd, &f->buf, &f->len, err);
 	if (!ret && weights)
-		ret = open_weights(weights, &f->weights_fd, owners, err);
+		ret = open_weights(weights, owner_rule, &f->weights_fd, err);
 	if (!ret && model_path_is_onnx(path))
 		ret = open_externals(path, opts, f, err);
 	return ret;
@@ -393,7 +384,7 @@ int model_open_key(const char *path, const char *weights, const struct onnx_impo
 		   struct profile_key *key, struct coloc_err *err)
 {
 	struct model_files f;
-	int ret = model_files_open(path, weights, opts, &f, NULL, err);
+	int ret = model_files_open(path, weights, opts, &f, err);
 
 	if (!ret)
 		ret = model_files_key(path, opts, &f, key, err);
@@ -402,8 +393,7 @@ int model_open_key(const char *path, const char *weights, const struct onnx_impo
 }
 
 int model_open_keyed(const char *path, const char *weights, const struct onnx_import_opts *opts,
-		     struct model_source *src, struct profile_key *key,
-		     struct model_owners *owners, struct coloc_err *err)
+		     struct model_source *src, struct profile_key *key, struct coloc_err *err)
 {
 	static const struct onnx_external_fd none[1];
 	struct onnx_import_opts o = opts ? *opts : (struct onnx_import_opts){ .batch = 1 };
@@ -411,7 +401,7 @@ int model_open_keyed(const char *path, const char *weights, const struct onnx_im
 	int ret;
 
 	*src = (struct model_source){ .weights_fd = -1 };
-	ret = model_files_open(path, weights, opts, &f, owners, err);
+	ret = model_files_open(path, weights, opts, &f, err);
 	if (!ret && key)
 		ret = model_files_key(path, opts, &f, key, err);
 	if (!ret) {

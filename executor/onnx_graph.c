@@ -18,10 +18,10 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "file_own.h"
 #include "huge_alloc.h"
 #include "model_file.h"
 #include "onnx_internal.h"
+#include "trusted_path.h"
 
 /* protobuf-c's allocations: a large tensor's raw bytes on huge pages */
 static void *pb_alloc(void *data, size_t size)
@@ -442,7 +442,7 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 	const char *loc = NULL, *slash = strrchr(c->file, '/');
 	long long off = 0, len = -1;
 	const char *what = NULL;
-	char path[PATH_MAX], why[96];
+	char path[PATH_MAX], why[PATH_MAX + 96];
 	struct stat st;
 	size_t got = 0;
 	bool own = true;
@@ -505,12 +505,12 @@ static int external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const 
 		if (fd < 0)
 			return onnx_refuse(c, fd, "tensor '%.64s': external data file %.256s %s",
 					   name, path, what ? what : strerror(-fd));
-		if (c->opts && c->opts->external_own && file_own_check(fd, why, sizeof(why))) {
+		if (c->opts && c->opts->owner_rule &&
+		    trusted_path_check(AT_FDCWD, path, fd, why, sizeof(why))) {
 			close(fd);
-			return onnx_refuse(c, -EACCES,
-					   "tensor '%.64s': external data file %.256s %s: not this "
-					   "user's own, so not read",
-					   name, path, why);
+			return coloc_err_set(c->err, -EACCES,
+					     "%s: tensor '%.64s': external data file %.256s %s: %s",
+					     c->file, name, path, why, TRUSTED_PATH_ADVICE);
 		}
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||

@@ -199,7 +199,7 @@ int onnx_import_file(const char *path, const struct onnx_import_opts *opts, stru
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	ret = model_file_open(path, &mf, err);
+	ret = model_file_open(path, o.owner_rule, &mf, err);
 	if (ret)
 		return ret;
 	if ((unsigned long long)mf.st.st_size > ONNX_MAX_FILE_BYTES) {

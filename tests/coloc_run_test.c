@@ -67,7 +67,7 @@ FIXTURE_TEARDOWN(coloc_run) {}
 
 TEST_F(coloc_run, output__writes_every_output_in_layer_order)
 {
-	char dir[] = "/tmp/coloc-run-out-XXXXXX", path[PATH_MAX], in[PATH_MAX], out[PATH_MAX];
+	char dir[64], path[PATH_MAX], in[PATH_MAX], out[PATH_MAX];
 	char bin[PATH_MAX], cmd[4 * PATH_MAX], log[4096];
 	struct exec_options o = { .cpus = { .nr = 1, .cpus = { 0 } } };
 	struct coloc_err err = { 0 };
@@ -78,7 +78,7 @@ TEST_F(coloc_run, output__writes_every_output_in_layer_order)
 	size_t len, at = 0;
 	FILE *f;
 
-	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, tu_make_tmpdir("run-out", dir, sizeof(dir)));
 	ASSERT_EQ(0, write_outs_model(dir, path, sizeof(path)));
 	snprintf(in, sizeof(in), "%s/in.f32", dir);
 	snprintf(out, sizeof(out), "%s/out.f32", dir);
@@ -136,14 +136,14 @@ TEST_F(coloc_run, output__writes_every_output_in_layer_order)
  */
 TEST_F(coloc_run, times__one_line_a_run_after_each_gap)
 {
-	char dir[] = "/tmp/coloc-run-times-XXXXXX", path[PATH_MAX], times[PATH_MAX];
+	char dir[64], path[PATH_MAX], times[PATH_MAX];
 	char bin[PATH_MAX], cmd[4 * PATH_MAX], log[4096], line[256];
 	unsigned long long start, prev_start = 0;
 	double ms, prev_ms = 0;
 	int runs = 0;
 	FILE *f;
 
-	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, tu_make_tmpdir("run-times", dir, sizeof(dir)));
 	ASSERT_EQ(0, write_outs_model(dir, path, sizeof(path)));
 	snprintf(times, sizeof(times), "%s/times.tsv", dir);
 	tu_bin("coloc-run", bin, sizeof(bin));
@@ -185,11 +185,11 @@ TEST_F(coloc_run, times__one_line_a_run_after_each_gap)
  */
 TEST_F(coloc_run, times__refuses_a_fifo_and_a_hard_link)
 {
-	char dir[] = "/tmp/coloc-run-times-XXXXXX", path[PATH_MAX], fifo[PATH_MAX];
+	char dir[64], path[PATH_MAX], fifo[PATH_MAX];
 	char file[PATH_MAX], other[PATH_MAX], bin[PATH_MAX], cmd[4 * PATH_MAX], log[4096];
 	FILE *f;
 
-	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, tu_make_tmpdir("run-times", dir, sizeof(dir)));
 	ASSERT_EQ(0, write_outs_model(dir, path, sizeof(path)));
 	snprintf(fifo, sizeof(fifo), "%s/times.fifo", dir);
 	snprintf(file, sizeof(file), "%s/times.tsv", dir);

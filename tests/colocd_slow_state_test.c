@@ -131,8 +131,7 @@ FIXTURE_SETUP(slow)
 	ASSERT_EQ(0, tu_mount_bpffs());
 	ASSERT_EQ(0, tu_quick_profile(real, cache_dir, out, sizeof(out))) TH_LOG("%s", out);
 	tu_bin("colocctl", self->colocctl, sizeof(self->colocctl));
-	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-slow-state-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir));
+	ASSERT_EQ(0, tu_make_tmpdir("slow-state", self->dir, sizeof(self->dir)));
 	/* the member reaches the socket and reads its files */
 	ASSERT_EQ(0, chmod(self->dir, 0755));
 	snprintf(self->model, sizeof(self->model), "%s/m.model", self->dir);

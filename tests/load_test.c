@@ -141,8 +141,7 @@ FIXTURE_SETUP(load)
 	ASSERT_EQ(0, tu_mount_bpffs());
 	/* the first test makes the profile; the ones after find it */
 	ASSERT_EQ(0, tu_quick_profile(self->model, cache_dir, out, sizeof(out))) TH_LOG("%s", out);
-	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-load-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir));
+	ASSERT_EQ(0, tu_make_tmpdir("load", self->dir, sizeof(self->dir)));
 	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
 	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
 	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-load-test-%d", getpid());

@@ -457,7 +457,7 @@ TEST(onnx_import__attention_block_matches_reference)
 /* coloc-import writes a model that loads and a weights file that fits it. */
 TEST(coloc_import__writes_model_and_weights)
 {
-	char dir[] = "/tmp/coloc-onnx-XXXXXX", bin[512], cmd[2048], out[4096];
+	char dir[64], bin[512], cmd[2048], out[4096];
 	struct coloc_err err = { 0 };
 	struct exec_weights_file *wf;
 	struct gb g = { 0 };
@@ -467,7 +467,7 @@ TEST(coloc_import__writes_model_and_weights)
 	size_t len;
 	FILE *f;
 
-	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, tu_make_tmpdir("onnx", dir, sizeof(dir)));
 	tu_bin("coloc-import", bin, sizeof(bin));
 	conv_bn_relu(&g, &w, &b, &bn);
 	buf = pack(&g, &len);
@@ -526,7 +526,7 @@ TEST(onnx_import__external_data_is_read_beside_the_model)
 		{ "w.bin", 436, "external data length 436, but its shape and type take 432" },
 		{ "short.bin", 432, "has no 432 bytes at offset 16" },
 	};
-	char dir[] = "/tmp/coloc-onnx-ext-XXXXXX", path[512];
+	char dir[64], path[512];
 	int64_t od[4] = { 1, 4, 8, 8 };
 	float *w, *b, *bn, *x = rnd_fill(192, -1, 1), *want = mem(256 * sizeof(float));
 	struct coloc_err err = { 0 };
@@ -534,7 +534,7 @@ TEST(onnx_import__external_data_is_read_beside_the_model)
 	struct gb g = { 0 };
 	FILE *f;
 
-	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, tu_make_tmpdir("onnx-ext", dir, sizeof(dir)));
 	conv_bn_relu(&g, &w, &b, &bn);
 	ref_conv(x, X_DIMS, w, b, &CONV3, od, want);
 	ref_batch_norm(want, 1, 4, 64, bn, bn + 4, bn + 8, bn + 12, 1e-3f);
@@ -615,7 +615,7 @@ TEST(onnx_import__external_data_through_a_link_or_fifo_is_refused)
 		{ "fifo.bin", "is a FIFO" },
 		{ "sub", "is a directory" },
 	};
-	char dir[] = "/tmp/coloc-onnx-link-XXXXXX", path[512];
+	char dir[64], path[512];
 	struct coloc_err err = { 0 };
 	struct onnx_import im;
 	struct gb g = { 0 };
@@ -623,7 +623,7 @@ TEST(onnx_import__external_data_through_a_link_or_fifo_is_refused)
 	Onnx__TensorProto *t;
 	int dir_fd;
 
-	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, tu_make_tmpdir("onnx-link", dir, sizeof(dir)));
 	conv_bn_relu(&g, &w, &b, &bn);
 	externalize(&g, "W", dir, "real.bin", "real.bin", 432);
 	t = g.inits[0];
@@ -683,7 +683,7 @@ TEST(onnx_import__external_data_through_a_link_or_fifo_is_refused)
  */
 TEST(model_open_key__keys_external_data_as_colocd_does)
 {
-	char dir[] = "/tmp/coloc-onnx-key-XXXXXX", path[512], w_path[600], b_path[600];
+	char dir[64], path[512], w_path[600], b_path[600];
 	struct profile_key_external ext[2];
 	struct profile_key tool, daemon, model_only, other;
 	struct coloc_err err = { 0 };
@@ -693,7 +693,7 @@ TEST(model_open_key__keys_external_data_as_colocd_does)
 	struct profile_key_input in = { .weights_fd = -1, .external = ext, .nr_external = 2 };
 	FILE *f;
 
-	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, tu_make_tmpdir("onnx-key", dir, sizeof(dir)));
 	conv_bn_relu(&g, &w, &b, &bn);
 	externalize(&g, "W", dir, "w.bin", "w.bin", 432);
 	externalize(&g, "B", dir, "b.bin", "b.bin", -1);
@@ -718,7 +718,7 @@ TEST(model_open_key__keys_external_data_as_colocd_does)
 	close(ext[1].fd);
 
 	/* imported from the descriptors it keyed: the same key */
-	ASSERT_EQ(0, model_open_keyed(path, NULL, NULL, &src, &other, NULL, &err))
+	ASSERT_EQ(0, model_open_keyed(path, NULL, NULL, &src, &other, &err))
 	TH_LOG("%s", err.msg);
 	EXPECT_TRUE(profile_key_equal(&tool, &other));
 	model_source_close(&src);

@@ -78,7 +78,7 @@ done:
 
 TEST(model_open__onnx_runs_like_its_imported_files_in_coloc_run)
 {
-	char dir[] = "/tmp/coloc-onnx-open-XXXXXX", onnx[256], bad[256], bin[512], cmd[2048];
+	char dir[64], onnx[256], bad[256], bin[512], cmd[2048];
 	char out[8192], path[300];
 	struct coloc_err err = { 0 };
 	struct model_source direct, files;
@@ -86,7 +86,7 @@ TEST(model_open__onnx_runs_like_its_imported_files_in_coloc_run)
 	float *w, *b, *bn, *input, *a, *c, max_err, max_ref;
 	int64_t na = 0, nc = 0;
 
-	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, tu_make_tmpdir("onnx-open", dir, sizeof(dir)));
 	conv_bn_relu(&g, &w, &b, &bn);
 	ASSERT_EQ(0, write_onnx(&g, dir, "m.onnx", onnx, sizeof(onnx)));
 	unsupported_graph(&u);
@@ -149,7 +149,7 @@ TEST(model_open__onnx_runs_like_its_imported_files_in_coloc_run)
 
 TEST(model_open__key_covers_onnx_bytes_and_import_options)
 {
-	char dir[] = "/tmp/coloc-onnx-hash-XXXXXX", onnx[256];
+	char dir[64], onnx[256];
 	struct onnx_import_opts one = { .batch = 1 }, two = { .batch = 2 }, d1 = { .batch = 1 },
 				d2 = { .batch = 1 };
 	struct coloc_err err = { 0 };
@@ -158,7 +158,7 @@ TEST(model_open__key_covers_onnx_bytes_and_import_options)
 	struct gb g = { 0 };
 	float *w, *b, *bn;
 
-	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, tu_make_tmpdir("onnx-hash", dir, sizeof(dir)));
 	conv_bn_relu(&g, &w, &b, &bn);
 	ASSERT_EQ(0, write_onnx(&g, dir, "m.onnx", onnx, sizeof(onnx)));
 	ASSERT_EQ(0, onnx_dim_parse(&d1, "seq=8", &err));
@@ -244,7 +244,7 @@ static bool pump_until(struct serving *s, const bool *flag, const char *ready_te
 
 TEST(serving__admits_and_serves_an_onnx_tenant)
 {
-	char dir[] = "/tmp/coloc-onnx-serve-XXXXXX", onnx[256], bad[256], bin[512], cmd[2048];
+	char dir[64], onnx[256], bad[256], bin[512], cmd[2048];
 	char out[8192];
 	struct coloc_err err = { 0 };
 	struct serving_config cfg = { .executor = tu_bin("coloc-executor", bin, sizeof(bin)) };
@@ -261,7 +261,7 @@ TEST(serving__admits_and_serves_an_onnx_tenant)
 	if (geteuid() != 0)
 		SKIP(return, "needs root: the executor that imports the model runs in namespaces "
 			     "of its own (make check runs it)");
-	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, tu_make_tmpdir("onnx-serve", dir, sizeof(dir)));
 	conv_bn_relu(&g, &w, &b, &bn);
 	ASSERT_EQ(0, write_onnx(&g, dir, "m.onnx", onnx, sizeof(onnx)));
 	unsupported_graph(&u);

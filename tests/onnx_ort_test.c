@@ -324,7 +324,7 @@ static void check_model_with(struct __test_metadata *_metadata, const char *name
 			     const char *extra)
 {
 	char src[384], dims[512], onnx[PATH_MAX], wt[PATH_MAX], ref_path[PATH_MAX], input[PATH_MAX];
-	char tmp[] = "/tmp/coloc-ort-XXXXXX", cmd[6 * PATH_MAX], log[4096];
+	char tmp[64], cmd[6 * PATH_MAX], log[4096];
 	struct ort_outputs outs;
 	const char *own = NULL;
 	size_t nr_ref;
@@ -361,7 +361,7 @@ static void check_model_with(struct __test_metadata *_metadata, const char *name
 	snprintf(ref_path, sizeof(ref_path), "%s/tests/data/ort/%s.ref", root(), name);
 	ref = read_f32(ref_path, &nr_ref);
 	ASSERT_NE(NULL, ref);
-	ASSERT_NE(NULL, mkdtemp(tmp));
+	ASSERT_EQ(0, tu_make_tmpdir("ort", tmp, sizeof(tmp)));
 	snprintf(input, sizeof(input), "%s/in.f32", tmp);
 	import_io(_metadata, onnx, dims, input, &outs);
 	snprintf(cmd, sizeof(cmd), "%s %s", dims, extra);
@@ -393,7 +393,7 @@ static void check_external_data(struct __test_metadata *_metadata, const char *n
 {
 	char dims[512], src[384], onnx[PATH_MAX], ext[PATH_MAX], ref_path[PATH_MAX],
 		input[PATH_MAX];
-	char tmp[] = "/tmp/coloc-ort-ext-XXXXXX", cmd[3 * PATH_MAX], log[4096], wts[PATH_MAX];
+	char tmp[64], cmd[3 * PATH_MAX], log[4096], wts[PATH_MAX];
 	struct stat st, wst;
 	struct ort_outputs outs;
 	size_t nr_ref;
@@ -405,7 +405,7 @@ static void check_external_data(struct __test_metadata *_metadata, const char *n
 	if (!have_onnx)
 		SKIP(return, "Debian's python3-onnx is not installed (make deps)");
 	ASSERT_EQ(0, export_own(_metadata, src + 6, onnx, sizeof(onnx)));
-	ASSERT_NE(NULL, mkdtemp(tmp));
+	ASSERT_EQ(0, tu_make_tmpdir("ort-ext", tmp, sizeof(tmp)));
 	snprintf(ext, sizeof(ext), "%s/ext.onnx", tmp);
 	snprintf(cmd, sizeof(cmd),
 		 "/usr/bin/python3 -c 'import onnx, sys; onnx.save_model(onnx.load(sys.argv[1]), "

@@ -36,8 +36,7 @@ FIXTURE(profile_cold)
 
 FIXTURE_SETUP(profile_cold)
 {
-	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-profile-cold.XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir));
+	ASSERT_EQ(0, tu_make_tmpdir("profile-cold", self->dir, sizeof(self->dir)));
 	snprintf(self->path, sizeof(self->path), "%s/p.profile", self->dir);
 }
 

@@ -36,8 +36,7 @@ FIXTURE_SETUP(keyed)
 	FILE *f;
 
 	self->s = NULL;
-	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-key-serving-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir));
+	ASSERT_EQ(0, tu_make_tmpdir("key-serving", self->dir, sizeof(self->dir)));
 	snprintf(self->model, sizeof(self->model), "%s/tiny.model", self->dir);
 	snprintf(self->w1, sizeof(self->w1), "%s/w1.weights", self->dir);
 	snprintf(self->w2, sizeof(self->w2), "%s/w2.weights", self->dir);

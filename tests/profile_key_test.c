@@ -202,8 +202,7 @@ FIXTURE_SETUP(tool)
 	char cmd[1024], out[4096], bin[PATH_MAX];
 	FILE *f;
 
-	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-profile-key-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(self->dir));
+	ASSERT_EQ(0, tu_make_tmpdir("profile-key", self->dir, sizeof(self->dir)));
 	snprintf(self->model, sizeof(self->model), "%s/tiny.model", self->dir);
 	snprintf(self->w1, sizeof(self->w1), "%s/w1.weights", self->dir);
 	snprintf(self->w2, sizeof(self->w2), "%s/w2.weights", self->dir);
@@ -248,7 +247,7 @@ TEST_F(tool, model_open_key__keys_the_weights_file)
 	close(in.weights_fd);
 
 	/* parsed with the key: the same key, and the weights handed on from what was keyed */
-	ASSERT_EQ(0, model_open_keyed(self->model, self->w1, NULL, &src, &want, NULL, &err))
+	ASSERT_EQ(0, model_open_keyed(self->model, self->w1, NULL, &src, &want, &err))
 	TH_LOG("%s", err.msg);
 	EXPECT_TRUE(profile_key_equal(&want, &k1));
 	EXPECT_LE(0, src.weights_fd);

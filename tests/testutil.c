@@ -24,6 +24,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -940,7 +941,9 @@ char *tu_read_file(const char *path, size_t *len)
 
 int tu_make_tmpdir(const char *name, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "/tmp/coloc-%s-XXXXXX", name);
+	bool root = !geteuid() &&
+		    (!mkdir(TU_ROOT_TMP, 0755) ? !chmod(TU_ROOT_TMP, 0755) : errno == EEXIST);
+	int n = snprintf(buf, len, root ? TU_ROOT_TMP "/%s-XXXXXX" : "/tmp/coloc-%s-XXXXXX", name);
 
 	if (n < 0 || (size_t)n >= len) {
 		if (len)

@@ -196,7 +196,13 @@ long tu_proc_status_kb(pid_t pid, const char *field);
 /* Resets pid's VmHWM to its current VmRSS (clear_refs 5; pid 0: this process). */
 void tu_reset_peak_rss(pid_t pid);
 
-/* Makes /tmp/coloc-NAME-XXXXXX into buf: 0, or -errno with buf "". */
+/*
+ * Makes a new directory for a test's files into buf: as root
+ * TU_ROOT_TMP/NAME-XXXXXX (root's tools refuse a model below /tmp, which
+ * every user may write: common/trusted_path.h), as another user
+ * /tmp/coloc-NAME-XXXXXX. 0, or -errno with buf "".
+ */
+#define TU_ROOT_TMP "/var/lib/coloc-test"
 int tu_make_tmpdir(const char *name, char *buf, size_t len);
 /*
  * Removes path and everything below it, following no link and running no

@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "model_file.h"
 #include "onnx_import.h"
 
 static const char *prog = "coloc-import";
@@ -32,6 +34,11 @@ static void usage(FILE *f)
 		"  -w, --weights FILE   the weights (default: MODEL with .weights for .onnx)\n"
 		"  -b, --batch N        the batch, for inputs whose first dim is symbolic (default 1)\n"
 		"  -d, --dim NAME=VALUE the value of a symbolic dim, e.g. --dim sequence=128\n"
+		"      --allow-foreign-owner  as root, read a MODEL or external data another\n"
+		"                       user owns, or keeps below a directory of theirs or one\n"
+		"                       others may write, such as /tmp, and write there\n"
+		"                       (refused without it: work below directories only\n"
+		"                       root may write)\n"
 		"  -h, --help           this text\n"
 		"  -V, --version        the version\n"
 		"\n"
@@ -56,20 +63,31 @@ static char *with_suffix(const char *path, const char *suffix)
 	return s;
 }
 
-static int write_file(const char *path, const void *data, size_t len)
+/* As root (owner_rule) only below directories no other user may write, and not through a link. */
+static int write_file(const char *path, const void *data, size_t len, bool owner_rule)
 {
-	FILE *f = fopen(path, "wb");
-	int ok;
+	struct coloc_err err = { 0 };
+	int fd = model_file_create(path, owner_rule, &err);
+	size_t done = 0;
 
-	if (!f) {
-		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+	if (fd < 0) {
+		fprintf(stderr, "%s: %s\n", prog, coloc_err_str(&err));
 		return -1;
 	}
-	ok = fwrite(data, 1, len, f) == len;
-	ok = !fclose(f) && ok;
-	if (!ok)
+	while (done < len) {
+		ssize_t n = write(fd, (const char *)data + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	if (close(fd) || done < len) {
 		fprintf(stderr, "%s: %s: writing failed\n", prog, path);
-	return ok ? 0 : -1;
+		return -1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -79,6 +97,7 @@ int main(int argc, char **argv)
 		{ "weights", required_argument, NULL, 'w' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "dim", required_argument, NULL, 'd' },
+		{ "allow-foreign-owner", no_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -88,6 +107,7 @@ int main(int argc, char **argv)
 	struct onnx_import im;
 	char *out = NULL, *wout = NULL;
 	const char *o_arg = NULL, *w_arg = NULL;
+	bool allow_foreign_owner = false;
 	long v;
 	int c, rc = 1;
 
@@ -109,6 +129,9 @@ int main(int argc, char **argv)
 				fprintf(stderr, "%s: %s\n", prog, coloc_err_str(&err));
 				return 2;
 			}
+			break;
+		case 'O':
+			allow_foreign_owner = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -132,12 +155,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: out of memory\n", prog);
 		goto done;
 	}
+	/* as root, nothing another user could have written or swapped is read or written */
+	io.owner_rule = geteuid() == 0 && !allow_foreign_owner;
 	if (onnx_import_file(argv[optind], &io, &im, &err)) {
 		fprintf(stderr, "%s: %s\n", prog, coloc_err_str(&err));
 		goto done;
 	}
-	if (!write_file(out, im.text, im.text_len) &&
-	    !write_file(wout, im.weights, im.weights_len)) {
+	if (!write_file(out, im.text, im.text_len, io.owner_rule) &&
+	    !write_file(wout, im.weights, im.weights_len, io.owner_rule)) {
 		printf("%s: %d layers, %.3f GMACs, %llu params -> %s, %s\n", argv[optind],
 		       im.model->nr_layers, (double)im.model->macs / 1e9,
 		       (unsigned long long)im.model->params, out, wout);

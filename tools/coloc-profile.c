@@ -119,11 +119,11 @@ static void usage(FILE *f, const char *prog)
 		"  -d, --dim NAME=VALUE   the value of an .onnx MODEL's symbolic dim NAME\n"
 		"                         (repeat for each); part of the cache key\n"
 		"  -v, --verbose          print each group's timing\n"
-		"      --allow-foreign-owner  as root, measure a MODEL that another user\n"
-		"                         owns or keeps in a directory of theirs or one\n"
-		"                         others may write, or external data not root's own\n"
-		"                         (refused without it: copy them to a directory of\n"
-		"                         root's and profile the copy)\n"
+		"      --allow-foreign-owner  as root, measure a MODEL, weights or external\n"
+		"                         data another user owns, or keeps below a directory\n"
+		"                         of theirs or one others may write, such as /tmp\n"
+		"                         (refused without it: copy them below directories\n"
+		"                         only root may write and profile the copy)\n"
 		"  -h, --help             show this help\n"
 		"      --version          print coloc's release and exit\n"
 		"\n"
@@ -370,50 +370,6 @@ static int output_dir_writable(const char *path)
 }
 
 /*
- * Root measuring a model another user owns (or keeps in a directory of
- * theirs, or in one that others may write, such as /tmp, where they can
- * put its external data first) runs the importer on their bytes and caches
- * the cells under the key of whatever they show it: refused unless
- * --allow-foreign-owner (docs/security-submit.md). The same for the weights
- * file. -1 with the reason printed when refused.
- */
-static int foreign_file_refused(const char *path, uid_t file, uid_t dir_uid, mode_t dir_mode)
-{
-	char why[96];
-
-	if (geteuid() != 0)
-		return 0;
-	if (file != 0)
-		snprintf(why, sizeof(why), "the file is owned by uid %u, not root", (unsigned)file);
-	else if (dir_uid != 0)
-		snprintf(why, sizeof(why), "its directory is owned by uid %u, not root",
-			 (unsigned)dir_uid);
-	else if (dir_mode & (S_IWGRP | S_IWOTH))
-		snprintf(why, sizeof(why), "its directory is writable by others (mode %04o)",
-			 (unsigned)(dir_mode & 07777));
-	else
-		return 0;
-	fprintf(stderr,
-		"coloc-profile: %s: %s: as root, coloc-profile would read and measure whatever "
-		"another user puts there and cache it for colocd. Copy the model, its weights and "
-		"its external data into a directory of root's that only root may write and profile "
-		"the copy (the cache key is the bytes: colocd finds it for the user's files)%s\n",
-		path, why,
-		opt.allow_foreign_owner ? "; going on (--allow-foreign-owner)" :
-					  "; --allow-foreign-owner goes on anyway");
-	return opt.allow_foreign_owner ? 0 : -1;
-}
-
-static int foreign_owner_refused(const struct model_owners *o)
-{
-	if (foreign_file_refused(opt.model_path, o->file, o->dir, o->dir_mode))
-		return -1;
-	return opt.weights ? foreign_file_refused(opt.weights, o->weights_file, o->weights_dir,
-						  o->weights_dir_mode) :
-			    0;
-}
-
-/*
  * Finds coloc-stress, opens and loads the model on the CPUs this process
  * may use, and makes the empty profile its cells go in, keyed by the model
  * files' key and this machine. 0, or -1 with the reason printed.
@@ -424,7 +380,6 @@ static int profiler_open(struct profiler *pr, struct profile_key *key,
 	struct exec_options eopts = { 0 };
 	struct coloc_err model_err = { 0 };
 	struct coloc_err cerr = { 0 };
-	struct model_owners owners;
 	cpu_set_t allowed;
 	int ret;
 
@@ -438,22 +393,14 @@ static int profiler_open(struct profiler *pr, struct profile_key *key,
 		return -1;
 	}
 	/* one descriptor: the key and the cells describe the same bytes */
-	/* as root, a member's external data beside root's model is not read */
-	opt.import.external_own = geteuid() == 0 && !opt.allow_foreign_owner;
-	ret = model_open_keyed(opt.model_path, opt.weights, &opt.import, &pr->src, key, &owners,
-			       &model_err);
+	/* as root, nothing another user could have written or swapped is measured */
+	opt.import.owner_rule = geteuid() == 0 && !opt.allow_foreign_owner;
+	ret = model_open_keyed(opt.model_path, opt.weights, &opt.import, &pr->src, key, &model_err);
 	if (ret) {
-		fprintf(stderr, "coloc-profile: %s%s\n", coloc_err_str(&model_err),
-			ret == -EACCES && opt.import.external_own ?
-				"; as root, coloc-profile measures only root's own external data: "
-				"copy the model and its external data into a directory of root's "
-				"(--allow-foreign-owner goes on anyway)" :
-				"");
+		fprintf(stderr, "coloc-profile: %s\n", coloc_err_str(&model_err));
 		return -1;
 	}
 	pr->model = pr->src.model;
-	if (foreign_owner_refused(&owners))
-		return -1;
 	ret = profile_machine_detect(machine);
 	if (ret) {
 		fprintf(stderr, "coloc-profile: %s: %s\n", opt.model_path, strerror(-ret));

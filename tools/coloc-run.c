@@ -52,6 +52,7 @@ static struct run_opts {
 	const char *times; /* each run after a gap: its start and latency, one a line */
 	bool json;
 	bool list_versions;
+	bool allow_foreign_owner; /* as root, on a model someone else could write */
 } opts = {
 	.kernel = "0",
 	.import = { .batch = 1 },
@@ -102,6 +103,11 @@ static void usage(FILE *f)
 		"                        symbolic (default: 1)\n"
 		"  -d, --dim NAME=VALUE  the value of an .onnx MODEL's symbolic dim NAME, e.g.\n"
 		"                        --dim sequence=128 (repeat for each)\n"
+		"      --allow-foreign-owner  as root, run a MODEL, weights or external data\n"
+		"                        another user owns, or keeps below a directory of\n"
+		"                        theirs or one others may write, such as /tmp\n"
+		"                        (refused without it: copy them below directories\n"
+		"                        only root may write)\n"
 		"  -h, --help            this help\n"
 		"      --version         print coloc's release and exit\n"
 		"\n"
@@ -562,7 +568,9 @@ static int load_and_run(void)
 		fprintf(stderr, "coloc-run: --batch and --dim apply to an .onnx MODEL only\n");
 		return 2;
 	}
-	if (model_open(opts.model_path, &opts.import, &src, &model_err)) {
+	/* as root, nothing another user could have written or swapped is run */
+	opts.import.owner_rule = geteuid() == 0 && !opts.allow_foreign_owner;
+	if (model_open_keyed(opts.model_path, opts.weights, &opts.import, &src, NULL, &model_err)) {
 		fprintf(stderr, "coloc-run: %s\n", coloc_err_str(&model_err));
 		return 1;
 	}
@@ -574,7 +582,8 @@ static int load_and_run(void)
 		model_source_close(&src);
 		return ret ? 1 : 0;
 	}
-	eo.weights_path = src.onnx ? src.weights_path : opts.weights;
+	/* the weights as they were read and checked, never the path again */
+	eo.weights_path = src.weights_path[0] ? src.weights_path : NULL;
 	em = exec_model_load(m, &eo, &cerr);
 	if (!em) {
 		fprintf(stderr, "coloc-run: %s: %s\n", opts.model_path, coloc_err_str(&cerr));
@@ -623,6 +632,7 @@ int main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "dim", required_argument, NULL, 'd' },
+		{ "allow-foreign-owner", no_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -676,6 +686,9 @@ int main(int argc, char **argv)
 			break;
 		case 'l':
 			opts.list_versions = true;
+			break;
+		case 'O':
+			opts.allow_foreign_owner = true;
 			break;
 		case 'w':
 			opts.weights = optarg;

@@ -11,6 +11,7 @@
 #ifndef COLOC_MODEL_FILE_H
 #define COLOC_MODEL_FILE_H
 
+#include <stdbool.h>
 #include <sys/stat.h>
 
 #include "error.h"
@@ -19,7 +20,6 @@ struct model_file {
 	int dir_fd; /* the directory the path names the model in (O_PATH) */
 	int fd; /* the model file, opened once, read-only */
 	struct stat dir_st, st;
-	uid_t name_uid; /* the owner of the name: st's, or the link's when st is root's */
 };
 
 /*
@@ -28,9 +28,20 @@ struct model_file {
  * symbolic link is followed anywhere on path (openat2 RESOLVE_NO_SYMLINKS,
  * or one component at a time): -ELOOP, the message asking for the real
  * path. 0, or a negative errno with the reason in err; close with
- * model_file_close().
+ * model_file_close(). With owner_rule the file must pass
+ * trusted_path_check() (-EACCES, the message naming the file, what failed
+ * and the opt-out).
  */
-int model_file_open(const char *path, struct model_file *mf, struct coloc_err *err);
+int model_file_open(const char *path, bool owner_rule, struct model_file *mf,
+		    struct coloc_err *err);
+/*
+ * Opens path for writing (created 0644, truncated), as model_file_open()
+ * opens a model: as root through no link; with owner_rule only in a
+ * directory that passes trusted_dir_check() and only a file of the euid's
+ * own of one name, checked before it is created or truncated. The fd, or
+ * a negative errno with the reason in err.
+ */
+int model_file_create(const char *path, bool owner_rule, struct coloc_err *err);
 void model_file_close(struct model_file *mf);
 
 /*

@@ -71,18 +71,6 @@ int model_open_key(const char *path, const char *weights, const struct onnx_impo
 		   struct profile_key *key, struct coloc_err *err);
 
 /*
- * Who owns the model file (or the link to it, when the file is root's) and
- * its directory, and the directory's mode (who else may put files in it);
- * the same of the weights file (0 when there is none).
- */
-struct model_owners {
-	uid_t file, dir;
-	mode_t dir_mode;
-	uid_t weights_file, weights_dir;
-	mode_t weights_dir_mode;
-};
-
-/*
  * model_open() and model_open_key() from one descriptor per file, for the
  * tools that cache what they measure under the key (coloc-profile): the
  * model file is opened once (model_file_open()), its bytes read once,
@@ -93,12 +81,11 @@ struct model_owners {
  * memfd that is keyed and handed to the executor (src->weights_path). So
  * the key and the model describe the same bytes whatever is renamed over
  * a path meanwhile. weights and key may be NULL (model_open() is this
- * with neither); owners (may be NULL) gets the model file's and its
- * directory's owners.
+ * with neither). With opts->owner_rule each of those files must pass
+ * trusted_path_check() (-EACCES).
  */
 int model_open_keyed(const char *path, const char *weights, const struct onnx_import_opts *opts,
-		     struct model_source *src, struct profile_key *key,
-		     struct model_owners *owners, struct coloc_err *err);
+		     struct model_source *src, struct profile_key *key, struct coloc_err *err);
 
 /* Whether opts asks for anything (a batch other than 1, or a dim). */
 bool model_open_opts_given(const struct onnx_import_opts *opts);

@@ -65,13 +65,13 @@ struct onnx_import_opts {
 	bool has_dir_fd;
 	int dir_fd;
 	/*
-	 * Each external data file must be this process's own (file_own_check():
-	 * its euid's, writable by no group or other, one name) or the import is
-	 * refused before it is read; checked where it is opened (here with
-	 * external NULL, in model_open.c for the tools). coloc-profile as root
-	 * sets it: a member's file beside root's model is not measured.
+	 * Every file opened by path (the model, a .model's weights, each
+	 * external data file) must pass trusted_path_check() (common/
+	 * trusted_path.h) or is refused, -EACCES, before a byte is read;
+	 * checked where it is opened. Root's tools set it unless
+	 * --allow-foreign-owner.
 	 */
-	bool external_own;
+	bool owner_rule;
 };
 
 struct onnx_import {
