@@ -60,8 +60,14 @@ int trusted_dir_check(int dir_fd, char *why, size_t len)
 	for (;;) {
 		int parent;
 
+		/*
+		 * Above the file's own directory a sticky one may be writable by
+		 * others (/tmp): none of them can rename or remove the entry of
+		 * ours below it, and that entry is checked next.
+		 */
 		if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
-		    (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		    ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+		     (cur == dir_fd || !(st.st_mode & S_ISVTX)))) {
 			ret = dir_refused(cur, &st, why, len);
 			break;
 		}

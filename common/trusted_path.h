@@ -2,10 +2,12 @@
 /*
  * The one rule root's tools (coloc-profile, coloc-run, coloc-import) apply
  * to each file of a model they open by a path someone gave them: the file
- * is this process's own (file_own_check()), and every directory from its
- * own up to "/" is root's or the euid's and writable by no group or other,
- * a sticky one (/tmp) included. Then no other user can have written the
- * file, or put another in its place. docs/security-submit.md, "One rule".
+ * is this process's own (file_own_check()), its directory is root's or the
+ * euid's and writable by no group or other, and so is every directory above
+ * it up to "/" but that one above may be a sticky directory others write
+ * (/tmp: no one else can rename or remove our entry in it). Then no other
+ * user can have written the file, or put another in its place.
+ * docs/security-submit.md, "One rule".
  */
 #ifndef COLOC_COMMON_TRUSTED_PATH_H
 #define COLOC_COMMON_TRUSTED_PATH_H

@@ -43,7 +43,8 @@ static const struct placement placements[] = {
 	{ "own/m.onnx", NULL, true },
 	{ "m1/m.onnx", "m1/m.onnx: is owned by uid 64990, not 0", true },
 	{ "m2/inner/m.onnx", "lies in DIR/m2, owned by uid 64990, not root", true },
-	{ "sticky/inner/m.onnx", "lies in DIR/sticky, which others may write (mode 1777)", true },
+	{ "sticky/inner/m.onnx", NULL, true },
+	{ "sticky/m.onnx", "lies in DIR/sticky, which others may write (mode 1777)", true },
 	{ "group/m.onnx", "lies in DIR/group, which others may write (mode 0775)", true },
 	{ "m3/link.onnx", "a symbolic link is on the path", false },
 	{ "ext/m.onnx", "sub/w.bin lies in DIR/ext/sub, owned by uid 64990, not root", true },
@@ -105,7 +106,7 @@ static int copied(const char *dir, const char *from, const char *to)
 /*
  * The placements' tree: own/ (root's, with root's m.onnx), m1/ (MEMBER's,
  * with MEMBER's copy), m2/ (MEMBER's) with root's inner/ and copy, sticky/
- * (root's, 1777) alike, group/ (root's, 0775, not sticky) with a copy, m3/
+ * (root's, 1777) alike and a copy of its own, group/ (root's, 0775, not sticky) with a copy, m3/
  * (OTHER_MEMBER's, with their link to own/m.onnx), ext/ (root's) with
  * root's m.onnx whose weights are in sub/w.bin, root's file in MEMBER's
  * sub/; out/ for what the tools write.
@@ -141,6 +142,7 @@ FIXTURE_SETUP(rootmodel)
 	snprintf(path, sizeof(path), "%s/m.onnx", own);
 	ASSERT_EQ(0, copied(self->dir, path, "m2/inner/m.onnx"));
 	ASSERT_EQ(0, copied(self->dir, path, "sticky/inner/m.onnx"));
+	ASSERT_EQ(0, copied(self->dir, path, "sticky/m.onnx"));
 	ASSERT_EQ(0, made_dir(self->dir, "group", 0775, 0));
 	ASSERT_EQ(0, copied(self->dir, path, "group/m.onnx"));
 	ASSERT_EQ(0, made_dir(self->dir, "m3", 0755, OTHER_MEMBER));
@@ -307,8 +309,8 @@ TEST_F_TIMEOUT(rootmodel, import__writes_only_below_roots_own_directories, 300)
 	static const struct placement outputs[] = {
 		{ "out/i.model", NULL, true },
 		{ "m1/i.model", "lies in DIR/m1, owned by uid 64990, not root", true },
-		{ "sticky/inner/i.model", "lies in DIR/sticky, which others may write (mode 1777)",
-		  true },
+		{ "sticky/inner/i.model", NULL, true },
+		{ "sticky/i.model", "lies in DIR/sticky, which others may write (mode 1777)", true },
 		{ "m3/link.onnx", "lies in DIR/m3, owned by uid 64991, not root", false },
 	};
 	char path[160], *before, *after;
