@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "capacity_queued.h"
 #include "run_internal.h"
 
 static double seconds_now(void)
@@ -461,6 +462,11 @@ int sim_run(const struct sim_params *p, struct sim_result *r, struct coloc_err *
 	double t0 = seconds_now();
 	int ret;
 
+	if (p->servers) {
+		ret = sim_servers_run(p, r, err);
+		r->wall_s = seconds_now() - t0;
+		return ret;
+	}
 	*r = (struct sim_result){ .nr_tenants = p->nr_tenants };
 	ret = sim_run_check_params(p, err);
 	if (ret)

@@ -666,6 +666,8 @@ struct sim_block_record {
 	uint64_t start_ns, end_ns;
 };
 
+struct sim_servers;
+
 struct sim_params {
 	const struct policy_entry *policy;
 	struct sim_machine machine;
@@ -738,6 +740,8 @@ struct sim_params {
 	/* where the level each round sees comes from (level.c); 0: the blocks, as colocd */
 	enum sim_level_source level_source;
 	int max_queued; /* live queries beyond this are rejected at arrival (counted as drops) */
+	/* non-NULL: no policy, each tenant's queries whole on fixed servers (capacity_queued.h) */
+	const struct sim_servers *servers;
 	/* optional observers */
 	void (*on_query)(void *ctx, const struct sim_query_record *q);
 	void (*on_block)(void *ctx, const struct sim_block_record *b);

@@ -254,7 +254,7 @@ static int run_sets(struct sim_params *p, const struct sim_mixes *mixes, bool al
 		if (simcli_load_tenants(ta, nr_tenants, dirs, tenants)) {
 			rc = 1;
 		} else if (simcli_opts.capacity) {
-			rc = simcli_print_capacity(ta, nr_tenants);
+			rc = simcli_print_capacity(p, ta, nr_tenants);
 			for (int t = 0; t < nr_tenants; t++)
 				policy_table_free(&ta[t].table);
 			return rc;

@@ -105,6 +105,8 @@ int simcli_mix_tenants(const struct sim_mix *mix, struct tenant_arg *ta);
 
 /* runs.c */
 int simcli_build_cells(void);
+/* Index of the median of nr seeds' QoS-QPS (the lower middle one when nr is even; nr <= 64). */
+int simcli_median_index(const double *qps, int nr);
 int simcli_run_policy(struct sim_params *p, const struct tenant_arg *ta, const char *mix,
 		      const char *name, bool first);
 
@@ -124,6 +126,6 @@ int simcli_exec_per_run(const char *mix, const char *policy, struct tenant_arg *
 void simcli_print_summary(const struct sim_mixes *mixes, bool all_mixes);
 int simcli_print_fidelity(void);
 int simcli_print_scaling(const struct sim_table_dirs *dirs);
-int simcli_print_capacity(const struct tenant_arg *ta, int nr);
+int simcli_print_capacity(struct sim_params *p, const struct tenant_arg *ta, int nr);
 
 #endif /* COLOC_TOOLS_COLOC_SIM_H */

@@ -176,12 +176,12 @@ void simcli_usage(FILE *out)
 		"                 the logs\n"
 		"  --scaling      print how scaled:NAME tables are made (curves by layer size\n"
 		"                 fitted on VELTAIR's tables, the time ratio, their errors) and exit\n"
-		"  --capacity     with --tenant: print what the tables allow and exit: each\n"
-		"                 model's fastest core count, the cheapest counts within QoS\n"
-		"                 that its --executors keep up with at the ceiling, and how\n"
-		"                 many more queries a machine of --cores serves that way than\n"
-		"                 one query at a time at the fastest count (no interference,\n"
-		"                 no waiting: a ceiling); also without the executors' bound\n"
+		"  --capacity     with --tenant: print the tables' ceiling and exit: each\n"
+		"                 model's fastest count, its cheapest counts within QoS that\n"
+		"                 its --executors keep up with, and the QPS of --cores that way\n"
+		"                 over temporal's (no interference, no waiting; also without\n"
+		"                 the executors' bound); with --search, also the best fixed\n"
+		"                 servers of whole queries (a model's, all), searched as a policy\n"
 		"  --brief        one line per policy instead of a table per tenant\n"
 		"  --json         print the results as JSON\n"
 		"  --version      print the version and exit\n"
@@ -499,9 +499,9 @@ int simcli_check(void)
 		bool refused;
 		const char *why;
 	} combos[] = {
-		{ o->capacity && (o->mix || o->search || o->trace || o->json),
-		  "--capacity reads the --tenant tables and exits: not with --mix, --search, "
-		  "--trace or --json" },
+		{ o->capacity && (o->mix || o->like || o->trace || o->json),
+		  "--capacity reads the --tenant tables and exits: not with --mix, "
+		  "--search-like, --trace or --json" },
 		{ !simcli_nr_tenants == !o->mix,
 		  "give --tenant MODEL:QOS[:SHARE] (one or more) or --mix NAME|all, not both" },
 		{ o->trace && (o->search || o->mix),

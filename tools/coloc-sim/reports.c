@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "profile.h"
+#include "capacity_queued.h"
 #include "coloc_sim.h"
 
 /* One table: a line per policy, a column per mix, QoS-QPS. */
@@ -255,12 +256,75 @@ int simcli_print_scaling(const struct sim_table_dirs *dirs)
 }
 
 /*
+ * --capacity --search: the ceiling with a queue (sim_capacity_queued()),
+ * searched once per seed as a policy is, its median beside the fluid
+ * ceiling, and the median seed's split.
+ */
+static int print_capacity_queued(struct sim_params *p, const struct tenant_arg *ta, int nr,
+				 bool pooled, double fluid_qps)
+{
+	int n = (int)simcli_opts.seeds, m, ret = 0, points = 0, sets = 0;
+	struct sim_capacity_queued *q = calloc((size_t)n, sizeof(*q));
+	struct coloc_err err = { 0 };
+	double qps[64], wall = 0, lo = INFINITY, hi = 0;
+
+	if (!q) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return 1;
+	}
+	for (int i = 0; i < n && !ret; i++) {
+		p->seed = (uint64_t)simcli_opts.seed + (uint64_t)i;
+		ret = sim_capacity_queued(p, (int)simcli_opts.cores, (int)simcli_opts.executors,
+					  pooled, simcli_opts.start_qps, simcli_opts.tol, &q[i], &err);
+		qps[i] = q[i].qos_qps;
+		lo = fmin(lo, qps[i]);
+		hi = fmax(hi, qps[i]);
+		points += q[i].points;
+		sets += q[i].candidates;
+		wall += q[i].wall_s;
+	}
+	p->seed = (uint64_t)simcli_opts.seed;
+	if (ret) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		free(q);
+		return 1;
+	}
+	m = simcli_median_index(qps, n);
+	printf("with a queue, each query whole on fixed servers %s (up to %ld a tenant), %s: "
+	       "QoS-QPS %.1f",
+	       pooled ? "all tenants share" : "of its model's", simcli_opts.executors,
+	       p->even_arrivals ? "even arrivals" : "Poisson arrivals", qps[m]);
+	if (n > 1)
+		printf(" (median of %d seeds; %.1f .. %.1f)", n, lo, hi);
+	printf(", %.1f %% of the fluid ceiling; %d server sets, %d runs in %.1f s\n",
+	       fluid_qps > 0 ? 100 * qps[m] / fluid_qps : 0, sets, points, wall);
+	printf("  its servers, seed %ld:", simcli_opts.seed + m);
+	for (int g = 0; g < q[m].nr_groups; g++) {
+		int t = 0, copies = 0;
+
+		for (int u = nr - 1; u >= 0; u--)
+			if (q[m].split.group[u] == g) {
+				t = u;
+				copies++;
+			}
+		printf("%s %s x%d ", g ? "," : "", pooled ? "every tenant" : ta[t].table.name, copies);
+		for (int i = 0; i < q[m].split.nr[g]; i++)
+			printf("%s%d", i ? "+" : "", q[m].split.cores[g][i]);
+		if (!q[m].split.nr[g])
+			printf("none");
+	}
+	printf(" cores\n");
+	free(q);
+	return 0;
+}
+
+/*
  * --capacity: sim_capacity()'s ceiling over temporal, with the tenants'
  * executors (--executors, or the lanes of --lanes: a lane runs one block
  * at a time as an executor does) and without that bound, and each tenant's counts
- * at the ceiling.
+ * at the ceiling; with --search, the ceiling with a queue after it.
  */
-int simcli_print_capacity(const struct tenant_arg *ta, int nr)
+int simcli_print_capacity(struct sim_params *p, const struct tenant_arg *ta, int nr)
 {
 	struct sim_capacity_tenant t[POLICY_MAX_TENANTS] = { 0 };
 	struct coloc_err err = { 0 };
@@ -300,5 +364,8 @@ int simcli_print_capacity(const struct tenant_arg *ta, int nr)
 	       "(%.1f QPS; no interference, no waiting)\n",
 	       simcli_opts.cores, simcli_opts.executors, simcli_opts.lanes ? "lane" : "executor",
 	       simcli_opts.executors > 1 ? "s" : "", c.ceiling_qps / c.temporal_qps, c.ceiling_qps);
-	return 0;
+	if (!simcli_opts.search)
+		return 0;
+	return print_capacity_queued(p, ta, nr, false, c.ceiling_qps) ?:
+		       print_capacity_queued(p, ta, nr, true, c.ceiling_qps);
 }

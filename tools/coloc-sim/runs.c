@@ -105,8 +105,7 @@ static void print_run_json(const struct sim_params *p, const struct tenant_arg *
 	printf("]}");
 }
 
-/* Index of the median search of nr (the lower middle one when nr is even). */
-static int median_search(const struct sim_search_result *s, int nr)
+int simcli_median_index(const double *qps, int nr)
 {
 	int order[64];
 
@@ -114,7 +113,7 @@ static int median_search(const struct sim_search_result *s, int nr)
 		int k = i;
 
 		/* insertion by QoS-QPS, stable: a tie keeps the lower seed first */
-		for (; k > 0 && s[order[k - 1]].qos_qps > s[i].qos_qps; k--)
+		for (; k > 0 && qps[order[k - 1]] > qps[i]; k--)
 			order[k] = order[k - 1];
 		order[k] = i;
 	}
@@ -171,7 +170,7 @@ int simcli_run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 	int nr = simcli_opts.search ? (int)simcli_opts.seeds : 1, m, points = 0;
 	struct sim_search_result *s = calloc((size_t)nr, sizeof(*s)), *med;
 	struct coloc_err err = { 0 };
-	double wall = 0, lo = 0, hi = 0, solo_ms[POLICY_MAX_TENANTS];
+	double wall = 0, lo = 0, hi = 0, solo_ms[POLICY_MAX_TENANTS], found[64];
 	int ret = 0;
 
 	/* bench-qos's saturation: from the latency served alone where known */
@@ -206,7 +205,9 @@ int simcli_run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 		free(s);
 		return 1;
 	}
-	m = median_search(s, nr);
+	for (int i = 0; i < nr; i++)
+		found[i] = s[i].qos_qps;
+	m = simcli_median_index(found, nr);
 	med = &s[m];
 	if (simcli_opts.search && add_crossing(s, nr, mix, name, &err)) {
 		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
