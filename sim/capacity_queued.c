@@ -69,8 +69,8 @@ static int serve_query(const struct sim_params *p, int t, uint64_t a, const uint
 }
 
 /* Group g's tenants' arrivals, merged in time, through the group's servers. */
-static int serve_group(const struct sim_params *p, int g, double total_share,
-		       struct sim_result *r, struct coloc_err *err)
+static int serve_group(const struct sim_params *p, int g, double total_share, struct sim_result *r,
+		       struct coloc_err *err)
 {
 	const struct sim_servers *sv = p->servers;
 	uint64_t svc[POLICY_MAX_TENANTS][SIM_MAX_SERVERS], free_at[SIM_MAX_SERVERS] = { 0 };
@@ -81,10 +81,11 @@ static int serve_group(const struct sim_params *p, int g, double total_share,
 
 	if (sv->nr[g] < 1 || sv->nr[g] > SIM_MAX_SERVERS || sv->lanes < 0 ||
 	    sv->lanes > SIM_MAX_SERVERS)
-		return coloc_err_set(err, -EINVAL,
-				     "servers: group %d has %d servers, its tenants %d lanes; give 1 "
-				     "to %d",
-				     g, sv->nr[g], sv->lanes, SIM_MAX_SERVERS);
+		return coloc_err_set(
+			err, -EINVAL,
+			"servers: group %d has %d servers, its tenants %d lanes; give 1 "
+			"to %d",
+			g, sv->nr[g], sv->lanes, SIM_MAX_SERVERS);
 	for (int t = 0; t < p->nr_tenants; t++) {
 		next[t] = UINT64_MAX;
 		if (sv->group[t] != g)
@@ -105,8 +106,8 @@ static int serve_group(const struct sim_params *p, int g, double total_share,
 		if (a >= p->duration_ns)
 			break;
 		next[first] = sim_poisson_next(&arrivals[first]);
-		ret = serve_query(p, first, a, svc[first], lane_free[first], free_at, r, &lat[first],
-				  err);
+		ret = serve_query(p, first, a, svc[first], lane_free[first], free_at, r,
+				  &lat[first], err);
 	}
 	for (int t = 0; t < p->nr_tenants; t++) {
 		if (sv->group[t] == g)
@@ -123,8 +124,8 @@ int sim_servers_run(const struct sim_params *p, struct sim_result *r, struct col
 	int ret = 0;
 
 	*r = (struct sim_result){ .nr_tenants = p->nr_tenants };
-	if (p->trace || !(p->qps > 0) || p->nr_tenants < 1 ||
-	    p->nr_tenants > POLICY_MAX_TENANTS || !(window > 0))
+	if (p->trace || !(p->qps > 0) || p->nr_tenants < 1 || p->nr_tenants > POLICY_MAX_TENANTS ||
+	    !(window > 0))
 		return coloc_err_set(err, -EINVAL,
 				     "servers: want Poisson or even arrivals at a load > 0, 1 to "
 				     "%d tenants and a counted window",
@@ -209,8 +210,8 @@ static int list_sets(const int *counts, int nr, int cores_left, int servers_left
 		cur->total_cores += counts[i];
 		ret = push_set(out, cur, err);
 		if (!ret && servers_left > 1)
-			ret = list_sets(counts, nr, cores_left - counts[i], servers_left - 1, i, cur,
-					out, err);
+			ret = list_sets(counts, nr, cores_left - counts[i], servers_left - 1, i,
+					cur, out, err);
 		cur->nr--;
 		cur->total_cores -= counts[i];
 	}
@@ -313,10 +314,9 @@ static double best_load(const struct server_sets *l, int nr_groups, int cores)
 }
 
 /* Every group's every set of servers, searched alone. */
-static int search_sets(const struct sim_params *base, const int *group, int nr_groups,
-		       int cores, int lanes, double start_qps, double tol,
-		       struct server_sets *sets, struct sim_capacity_queued *q,
-		       struct coloc_err *err)
+static int search_sets(const struct sim_params *base, const int *group, int nr_groups, int cores,
+		       int lanes, double start_qps, double tol, struct server_sets *sets,
+		       struct sim_capacity_queued *q, struct coloc_err *err)
 {
 	struct sim_search_result *found = malloc(sizeof(*found));
 	double total_share = 0;
@@ -339,7 +339,7 @@ static int search_sets(const struct sim_params *base, const int *group, int nr_g
 				counts[nr++] = first->core_counts[ci];
 		ret = list_sets(counts, nr, cores,
 				tenants * lanes < SIM_MAX_SERVERS ? tenants * lanes :
-									  SIM_MAX_SERVERS,
+								    SIM_MAX_SERVERS,
 				0, &cur, sets, err);
 	}
 	for (int i = 0; i < sets->nr && !ret; i++)
@@ -360,8 +360,8 @@ int sim_capacity_queued(const struct sim_params *base, int cores, int lanes, boo
 	int ret;
 
 	*q = (struct sim_capacity_queued){ 0 };
-	if (cores < 1 || lanes < 1 || lanes > SIM_MAX_SERVERS || base->trace || base->nr_tenants < 1 ||
-	    base->nr_tenants > POLICY_MAX_TENANTS)
+	if (cores < 1 || lanes < 1 || lanes > SIM_MAX_SERVERS || base->trace ||
+	    base->nr_tenants < 1 || base->nr_tenants > POLICY_MAX_TENANTS)
 		return coloc_err_set(err, -EINVAL,
 				     "capacity: %d cores, %d lanes a tenant (1 to %d), %d tenants "
 				     "(1 to %d), no trace",
@@ -369,8 +369,8 @@ int sim_capacity_queued(const struct sim_params *base, int cores, int lanes, boo
 				     POLICY_MAX_TENANTS);
 	q->split.lanes = lanes;
 	q->nr_groups = group_tenants(base, pooled, q->split.group);
-	ret = search_sets(base, q->split.group, q->nr_groups, cores, lanes, start_qps, tol,
-			  &sets, q, err);
+	ret = search_sets(base, q->split.group, q->nr_groups, cores, lanes, start_qps, tol, &sets,
+			  q, err);
 	if (!ret)
 		load = best_load(&sets, q->nr_groups, cores);
 	for (int g = 0; g < q->nr_groups && load > 0; g++) {

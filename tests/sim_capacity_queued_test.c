@@ -23,8 +23,7 @@ static const struct policy_costs steps = {
 	.latency_ns = steps_ns,
 };
 
-static struct sim_params queue_params(const struct sim_tenant *t, int nr, int cores,
-				      double seconds)
+static struct sim_params queue_params(const struct sim_tenant *t, int nr, int cores, double seconds)
 {
 	return (struct sim_params){
 		.machine = { .nr_cores = cores, .nr_sockets = 1, .llc_size = cores },

@@ -275,7 +275,8 @@ static int print_capacity_queued(struct sim_params *p, const struct tenant_arg *
 	for (int i = 0; i < n && !ret; i++) {
 		p->seed = (uint64_t)simcli_opts.seed + (uint64_t)i;
 		ret = sim_capacity_queued(p, (int)simcli_opts.cores, (int)simcli_opts.executors,
-					  pooled, simcli_opts.start_qps, simcli_opts.tol, &q[i], &err);
+					  pooled, simcli_opts.start_qps, simcli_opts.tol, &q[i],
+					  &err);
 		qps[i] = q[i].qos_qps;
 		lo = fmin(lo, qps[i]);
 		hi = fmax(hi, qps[i]);
@@ -307,7 +308,8 @@ static int print_capacity_queued(struct sim_params *p, const struct tenant_arg *
 				t = u;
 				copies++;
 			}
-		printf("%s %s x%d ", g ? "," : "", pooled ? "every tenant" : ta[t].table.name, copies);
+		printf("%s %s x%d ", g ? "," : "", pooled ? "every tenant" : ta[t].table.name,
+		       copies);
 		for (int i = 0; i < q[m].split.nr[g]; i++)
 			printf("%s%d", i ? "+" : "", q[m].split.cores[g][i]);
 		if (!q[m].split.nr[g])
