@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The ceiling with a queue: tenants on fixed servers (capacity_queued.h).
- * A fixed split makes the tenants independent, so each tenant's every
- * server set is searched alone, on the arrivals it has in the mix, and the
- * split is the highest load at which the cheapest passing set of every
- * tenant fits the cores; that split is then searched whole, as a policy's
- * run is, so that its figure is the same search's.
+ * A fixed split makes its groups of tenants independent, so each group's
+ * every server set is searched alone, on the arrivals its tenants have in
+ * the mix, and the split is the highest load at which the cheapest passing
+ * set of every group fits the cores; that split is then searched whole, as
+ * a policy's run is, so that its figure is the same search's.
  */
 #include <errno.h>
 #include <math.h>

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * The ceiling with a queue (coloc-sim --capacity --search): the best fixed
- * split of the cores into servers per tenant, each query whole on the
- * server of its tenant's that ends it first, under the same arrivals and
- * the same QoS-QPS search as the policies' runs. A schedule anyone could
- * run, beside --capacity's fluid bound (sim/capacity.c), which no queue
- * reaches. docs/measurements/simulator.md, 2026-12-06 16:00.
+ * split of the cores into servers (a model's, or all tenants'), each query
+ * whole on the server that ends it first, under the same arrivals and the
+ * same QoS-QPS search as the policies' runs. A schedule anyone could run,
+ * beside --capacity's fluid bound (sim/capacity.c), which no queue reaches.
+ * docs/measurements/simulator.md, "coloc against a ceiling with a queue".
  */
 #ifndef COLOC_SIM_CAPACITY_QUEUED_H
 #define COLOC_SIM_CAPACITY_QUEUED_H

@@ -170,7 +170,7 @@ int simcli_run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 	int nr = simcli_opts.search ? (int)simcli_opts.seeds : 1, m, points = 0;
 	struct sim_search_result *s = calloc((size_t)nr, sizeof(*s)), *med;
 	struct coloc_err err = { 0 };
-	double wall = 0, lo = 0, hi = 0, solo_ms[POLICY_MAX_TENANTS], found[64];
+	double wall = 0, lo = 0, hi = 0, solo_ms[POLICY_MAX_TENANTS], seed_qps[64];
 	int ret = 0;
 
 	/* bench-qos's saturation: from the latency served alone where known */
@@ -206,8 +206,8 @@ int simcli_run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 		return 1;
 	}
 	for (int i = 0; i < nr; i++)
-		found[i] = s[i].qos_qps;
-	m = simcli_median_index(found, nr);
+		seed_qps[i] = s[i].qos_qps;
+	m = simcli_median_index(seed_qps, nr);
 	med = &s[m];
 	if (simcli_opts.search && add_crossing(s, nr, mix, name, &err)) {
 		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
