@@ -3,25 +3,14 @@
  * Tests of the ceiling with a queue (sim/capacity_queued.c, coloc-sim
  * --capacity --search): against an M/D/1 queue's closed form, against
  * even arrivals' exact answer, and its split against every split run
- * whole (a brute force), on the hand-built tables of sim_fixture.h and
- * sim_capacity_test.c's steps (8, 5 and 3 ms on 1, 2 and 4 cores).
+ * whole (a brute force), on the hand-built tables of sim_fixture.h (one
+ * 10 ms layer; steps: 8, 5 and 3 ms on 1, 2 and 4 cores).
  */
 #include <errno.h>
 #include <math.h>
 #include "kselftest_harness.h"
 #include "capacity_queued.h"
 #include "sim_fixture.h"
-
-static const int counts_124[] = { 1, 2, 4 };
-static const uint64_t steps_ns[] = { 8 * MS, 5 * MS, 3 * MS };
-static const struct policy_costs steps = {
-	.nr_layers = 1,
-	.nr_versions = 1,
-	.nr_core_counts = 3,
-	.nr_levels = 1,
-	.core_counts = counts_124,
-	.latency_ns = steps_ns,
-};
 
 static struct sim_params queue_params(const struct sim_tenant *t, int nr, int cores, double seconds)
 {

@@ -2,25 +2,14 @@
 /*
  * Tests of the ceiling the tables allow (sim/capacity.c, coloc-sim
  * --capacity) on a hand-built table whose ceilings are worked out by hand
- * below: one layer of 8, 5 and 3 ms on 1, 2 and 4 cores (8, 10 and 12
- * core-ms), QoS 10 ms, a 4-core machine.
+ * below: sim_fixture.h's steps, one layer of 8, 5 and 3 ms on 1, 2 and 4
+ * cores (8, 10 and 12 core-ms), QoS 10 ms, a 4-core machine.
  */
 #include <errno.h>
 #include <math.h>
 #include "kselftest_harness.h"
 #include "sim.h"
 #include "sim_fixture.h"
-
-static const int counts_124[] = { 1, 2, 4 };
-static const uint64_t steps_ns[] = { 8 * MS, 5 * MS, 3 * MS };
-static const struct policy_costs steps = {
-	.nr_layers = 1,
-	.nr_versions = 1,
-	.nr_core_counts = 3,
-	.nr_levels = 1,
-	.core_counts = counts_124,
-	.latency_ns = steps_ns,
-};
 
 #define NEAR(want, got) ASSERT_LT(fabs((got) - (want)), 1e-6 * (want))
 

@@ -43,6 +43,18 @@ static const struct policy_costs two_layers = {
 	.latency_ns = two_layer_ns,
 };
 
+/* One layer of 8, 5 and 3 ms on 1, 2 and 4 cores (8, 10 and 12 core-ms). */
+static const int counts_124[] = { 1, 2, 4 };
+static const uint64_t steps_ns[] = { 8 * MS, 5 * MS, 3 * MS };
+static const struct policy_costs steps = {
+	.nr_layers = 1,
+	.nr_versions = 1,
+	.nr_core_counts = 3,
+	.nr_levels = 1,
+	.core_counts = counts_124,
+	.latency_ns = steps_ns,
+};
+
 /* One layer, two versions, two levels (alone, slowdown 2.0): v0 10 -> 20 ms, v1 12 -> 15 ms. */
 static const double two_levels[] = { 1.0, 2.0 };
 static const uint64_t leveled_ns[] = { 10 * MS, 20 * MS, 12 * MS, 15 * MS };
