@@ -291,9 +291,10 @@ static int print_capacity_queued(struct sim_params *p, const struct tenant_arg *
 		return 1;
 	}
 	m = simcli_median_index(qps, n);
-	printf("with a queue, each query whole on fixed servers %s (up to %ld a tenant), %s: "
-	       "QoS-QPS %.1f",
+	printf("ceiling with a queue, each query whole on fixed servers %s, %ld lane%s a tenant, "
+	       "%s: QoS-QPS %.1f",
 	       pooled ? "all tenants share" : "of its model's", simcli_opts.executors,
+	       simcli_opts.executors > 1 ? "s" : "",
 	       p->even_arrivals ? "even arrivals" : "Poisson arrivals", qps[m]);
 	if (n > 1)
 		printf(" (median of %d seeds; %.1f .. %.1f)", n, lo, hi);
