@@ -23,6 +23,7 @@
 #include "colocd.h"
 #include "control.h"
 #include "server.h"
+#include "submit_copy.h"
 #include "cli.h"
 #include "policy.h"
 #include "profile.h"
@@ -39,6 +40,7 @@ static struct colocd_config config = {
 	.window_ms = 10,
 	.span_ms = 1000,
 	.conn_timeout_ms = SERVER_DEFAULT_TIMEOUT_MS,
+	.submit_timeout_ms = SUBMIT_COPY_DEFAULT_TIMEOUT_MS,
 	.verbose = false,
 	.max_tenants_per_uid = COLOCD_DEFAULT_TENANTS_PER_UID,
 	.max_executors_per_uid = COLOCD_DEFAULT_EXECUTORS_PER_UID,
@@ -195,6 +197,9 @@ static const struct colocd_option options[] = {
 	  .help = "span of the rolling view in ms, at most 126 windows" },
 	{ "conn-timeout-ms", 0, ARG_UINT, &config.conn_timeout_ms, 100, 3600000, .arg = "N",
 	  .help = "close a connection idle or stalled this long" },
+	{ "submit-timeout-ms", 0, ARG_UINT, &config.submit_timeout_ms, 100, 3600000, .arg = "N",
+	  .help = "answer a submit whose files are not read within this long with an error (a "
+		  "file on a filesystem that stalls its reads), and copy the next submit's" },
 	{ "executor", 0, ARG_STRING, &config.executor, .arg = "PATH",
 	  .help = "the executor run per tenant",
 	  .dflt = "coloc-executor beside colocd, or in $COLOC_BIN" },

@@ -38,6 +38,7 @@ struct colocd_config {
 	unsigned int window_ms;
 	unsigned int span_ms; /* the rolling view's span */
 	unsigned int conn_timeout_ms; /* idle or slow connections are closed after it */
+	unsigned int submit_timeout_ms; /* a submit's files copied within it; 0: the default */
 	bool verbose;
 	/* the serving core (serving.h); NULL: its defaults, the executor beside colocd */
 	const char *policy;

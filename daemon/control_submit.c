@@ -300,7 +300,7 @@ static char *control_submit_files(struct colocd *d, struct server_req *sreq,
 				     "\"external\" file): %d expected, %d came; colocd opens no "
 				     "path a client names (colocctl and libcoloc_client send them)",
 				     want, sreq ? sreq->nr_fds : 0);
-	if (!d->copier && (ret = submit_copier_new(d->loop, &d->copier)))
+	if (!d->copier && (ret = submit_copier_new(d->loop, d->cfg.submit_timeout_ms, &d->copier)))
 		return control_error("cannot copy the submit's files: %s", strerror(-ret));
 	snprintf(what[at++], sizeof(what[0]), "the model");
 	if (spec->weights[0])

@@ -6,7 +6,11 @@
  * out; its last act is one byte into a pipe whose read end the loop polls.
  * The loop then joins it, calls back and starts the next job: the oldest of
  * the user whose last job started longest ago (users never served first).
- * See docs/security-submit.md.
+ * A job past its deadline is given up on: c->state decides, by one
+ * compare-and-swap, whether the thread finished first (the loop owns the job
+ * again) or the loop gave up first (the loop answers the submit and forgets
+ * the job; the thread, detached, frees it and closes its descriptors when its
+ * read returns, touching nothing else). See docs/security-submit.md.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,9 +25,13 @@
 #include "fd_closer.h"
 #include "submit_copy.h"
 #include "submit_files.h"
+#include "submit_stalled.h"
 
 /* users whose turn is remembered: one a connection colocd holds at most */
 #define SUBMIT_COPY_TURNS COLOC_MAX_CONNS
+
+/* a job's c->state, read and written with __atomic */
+enum { SUBMIT_COPY_RUNNING, SUBMIT_COPY_FINISHED, SUBMIT_COPY_GIVEN_UP };
 
 struct submit_copy {
 	uid_t uid;
@@ -39,17 +47,21 @@ struct submit_copy {
 	struct coloc_err err;
 	submit_copy_done_fn done;
 	void *ctx;
+	int state; /* SUBMIT_COPY_RUNNING, ... */
+	int wake; /* the copier's wake[1], for its thread */
+	int stalled_slot; /* submit_stalled.h's, once given up on */
 	struct submit_copy *next;
 };
 
 struct submit_copier {
 	struct loop *loop;
 	struct loop_source *src;
+	struct loop_source *deadline; /* the running job's; re-set when one starts */
+	__u64 timeout_ns;
 	int wake[2]; /* the thread writes one byte into [1] when its job is done */
 	pthread_t thread;
 	struct submit_copy *running; /* its thread's job; NULL when none runs */
 	struct submit_copy *head, *tail; /* waiting, by arrival */
-	bool cancel; /* read and written with __atomic */
 	uint64_t starts; /* jobs started so far */
 	/* when each user's last job started (its `starts`); the oldest entry makes room */
 	struct {
@@ -98,14 +110,14 @@ static int submit_copy_key(struct submit_copy *c)
 
 static void *submit_copy_thread(void *arg)
 {
-	struct submit_copier *q = arg;
-	struct submit_copy *c = q->running;
+	struct submit_copy *c = arg;
 	uint64_t budget = c->budget < COLOC_MAX_SUBMIT_BYTES ? c->budget : COLOC_MAX_SUBMIT_BYTES;
+	int running = SUBMIT_COPY_RUNNING;
 	ssize_t n;
 
 	for (int i = 0; i < c->nr && !c->ret; i++) {
-		if (__atomic_load_n(&q->cancel, __ATOMIC_ACQUIRE))
-			c->ret = coloc_err_set(&c->err, -ECANCELED, "colocd is shutting down");
+		if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) != SUBMIT_COPY_RUNNING)
+			c->ret = coloc_err_set(&c->err, -ECANCELED, "given up on");
 		else
 			c->ret = submit_file_seal(c->fds[i], c->what[i], &budget, &c->sealed[i],
 						  &c->err);
@@ -114,9 +126,18 @@ static void *submit_copy_thread(void *arg)
 		c->ret = submit_copy_key(c);
 	if (c->ret)
 		close_all(c->sealed, c->nr);
-	do
-		n = write(q->wake[1], "", 1);
-	while (n < 0 && errno == EINTR);
+	if (__atomic_compare_exchange_n(&c->state, &running, SUBMIT_COPY_FINISHED, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		do
+			n = write(c->wake, "", 1);
+		while (n < 0 && errno == EINTR);
+		return NULL;
+	}
+	/* given up on: the loop forgot c, this thread alone has it */
+	close_all(c->fds, c->nr);
+	close_all(c->sealed, c->nr);
+	submit_stalled_ended(c->stalled_slot);
+	free(c);
 	return NULL;
 }
 
@@ -173,24 +194,83 @@ static struct submit_copy *submit_copier_take(struct submit_copier *q)
 	return c;
 }
 
+/* c's copy started on a thread of its own, its deadline set: 0 or -errno with c->err filled. */
+static int submit_copier_start(struct submit_copier *q, struct submit_copy *c)
+{
+	int ret = submit_stalled_check(c->uid, &c->err);
+
+	if (ret)
+		return ret;
+	submit_copier_took_turn(q, c->uid);
+	c->wake = q->wake[1];
+	q->running = c;
+	ret = pthread_create(&q->thread, NULL, submit_copy_thread, c);
+	if (ret) {
+		q->running = NULL;
+		return coloc_err_set(&c->err, -ret,
+				     "cannot start the copy of the submit's files: %s",
+				     strerror(ret));
+	}
+	loop_timer_set(q->deadline, q->timeout_ns, 0);
+	return 0;
+}
+
 /* The next job waiting, on a thread of its own; one that cannot start ends with why. */
 static void submit_copier_next(struct submit_copier *q)
 {
 	while (!q->running && q->head) {
 		struct submit_copy *c = submit_copier_take(q);
-		int ret;
 
-		submit_copier_took_turn(q, c->uid);
-		q->running = c;
-		ret = pthread_create(&q->thread, NULL, submit_copy_thread, q);
-		if (!ret)
-			return;
-		q->running = NULL;
-		c->ret = coloc_err_set(&c->err, -ret,
-				       "cannot start the copy of the submit's files: %s",
-				       strerror(ret));
-		submit_copy_end(c);
+		c->ret = submit_copier_start(q, c);
+		if (c->ret)
+			submit_copy_end(c);
 	}
+}
+
+/*
+ * Gives up on the running job, its done called with ret and err: true, or
+ * false when its thread finished first (its byte is on the way to the loop).
+ * Past the swap, c is its thread's: nothing of it is read here after.
+ */
+static bool submit_copier_give_up(struct submit_copier *q, int ret, const struct coloc_err *err)
+{
+	struct submit_copy *c = q->running;
+	submit_copy_done_fn done = c->done;
+	void *ctx = c->ctx;
+	int nr = c->nr, running = SUBMIT_COPY_RUNNING, none[SUBMIT_COPY_MAX_FILES];
+	struct profile_key key = { 0 };
+
+	c->stalled_slot = submit_stalled_add(c->uid);
+	if (!__atomic_compare_exchange_n(&c->state, &running, SUBMIT_COPY_GIVEN_UP, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		submit_stalled_ended(c->stalled_slot);
+		return false;
+	}
+	pthread_detach(q->thread);
+	q->running = NULL;
+	for (int i = 0; i < nr; i++)
+		none[i] = -1;
+	if (done)
+		done(ctx, ret, none, nr, &key, err);
+	return true;
+}
+
+static void submit_copier_deadline(struct loop_source *src, __u64 now_ns, void *ctx)
+{
+	struct submit_copier *q = ctx;
+	struct coloc_err err = { 0 };
+
+	(void)src;
+	(void)now_ns;
+	if (!q->running)
+		return;
+	coloc_err_set(&err, -ETIMEDOUT,
+		      "the submit timed out reading its files: not copied after %llu ms (colocd "
+		      "--submit-timeout-ms); is one on a filesystem that stalls its reads? "
+		      "Copy them to a local disk first",
+		      (unsigned long long)(q->timeout_ns / 1000000));
+	if (submit_copier_give_up(q, -ETIMEDOUT, &err))
+		submit_copier_next(q);
 }
 
 static void submit_copier_woken(struct loop_source *src, int fd, unsigned int revents, void *ctx)
@@ -209,7 +289,7 @@ static void submit_copier_woken(struct loop_source *src, int fd, unsigned int re
 	submit_copier_next(q);
 }
 
-int submit_copier_new(struct loop *l, struct submit_copier **out)
+int submit_copier_new(struct loop *l, unsigned int timeout_ms, struct submit_copier **out)
 {
 	struct submit_copier *q = calloc(1, sizeof(*q));
 	int ret;
@@ -218,12 +298,18 @@ int submit_copier_new(struct loop *l, struct submit_copier **out)
 	if (!q)
 		return -ENOMEM;
 	q->loop = l;
+	q->timeout_ns = (__u64)(timeout_ms ? timeout_ms : SUBMIT_COPY_DEFAULT_TIMEOUT_MS) * 1000000;
 	if (pipe2(q->wake, O_CLOEXEC | O_NONBLOCK)) {
 		ret = -errno;
 		free(q);
 		return ret;
 	}
 	ret = loop_add_poll(l, &q->src, q->wake[0], POLLIN, submit_copier_woken, q);
+	if (!ret) {
+		ret = loop_add_timer(l, &q->deadline, q->timeout_ns, 0, submit_copier_deadline, q);
+		if (ret)
+			loop_source_remove(q->src);
+	}
 	if (ret) {
 		close_all(q->wake, 2);
 		free(q);
@@ -237,14 +323,18 @@ void submit_copier_free(struct submit_copier *q)
 {
 	if (!q)
 		return;
-	__atomic_store_n(&q->cancel, true, __ATOMIC_RELEASE);
 	if (q->running) {
-		pthread_join(q->thread, NULL);
-		close_all(q->running->sealed, q->running->nr);
-		q->running->ret =
-			coloc_err_set(&q->running->err, -ECANCELED, "colocd is shutting down");
-		submit_copy_end(q->running);
-		q->running = NULL;
+		struct coloc_err err = { 0 };
+
+		coloc_err_set(&err, -ECANCELED, "colocd is shutting down");
+		if (!submit_copier_give_up(q, -ECANCELED, &err)) {
+			pthread_join(q->thread, NULL);
+			close_all(q->running->sealed, q->running->nr);
+			q->running->ret = err.code;
+			q->running->err = err;
+			submit_copy_end(q->running);
+			q->running = NULL;
+		}
 	}
 	while (q->head) {
 		struct submit_copy *c = q->head;
@@ -254,6 +344,7 @@ void submit_copier_free(struct submit_copier *q)
 		submit_copy_end(c);
 	}
 	loop_source_remove(q->src);
+	loop_source_remove(q->deadline);
 	close_all(q->wake, 2);
 	free(q);
 }
@@ -272,6 +363,9 @@ int submit_copier_add(struct submit_copier *q, uid_t uid, uint64_t budget, const
 				     "a submit has 1 to %d files: the model, the weights if "
 				     "named, one per external data location",
 				     SUBMIT_COPY_MAX_FILES);
+	ret = submit_stalled_check(uid, err);
+	if (ret)
+		return ret;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
@@ -306,15 +400,11 @@ int submit_copier_add(struct submit_copier *q, uid_t uid, uint64_t budget, const
 		return 0;
 	}
 	/* none running: none waits either (submit_copier_next); c starts now or fails here */
-	submit_copier_took_turn(q, uid);
-	q->running = c;
-	ret = pthread_create(&q->thread, NULL, submit_copy_thread, q);
+	ret = submit_copier_start(q, c);
 	if (ret) {
-		q->running = NULL;
+		*err = c->err;
 		c->done = NULL; /* the caller hears it from the return value, not from done */
 		submit_copy_end(c);
-		return coloc_err_set(err, -ret, "cannot start the copy of the submit's files: %s",
-				     strerror(ret));
 	}
-	return 0;
+	return ret;
 }

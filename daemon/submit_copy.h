@@ -10,7 +10,11 @@
  * other tenants are served and ping is answered meanwhile. The others wait
  * in turn by user: the next copy is the oldest of the user whose last copy
  * started longest ago, so one user's queue of large submits delays another
- * user's by one copy at most.
+ * user's by one copy at most. A copy not done within its deadline (a read
+ * that a FUSE or network file's server never answers) is given up on: its
+ * submit is answered -ETIMEDOUT, the next copy starts on a new thread, and
+ * the stuck thread ends on its own when it can (submit_stalled.h bounds how
+ * many there are).
  */
 #ifndef COLOC_DAEMON_SUBMIT_COPY_H
 #define COLOC_DAEMON_SUBMIT_COPY_H
@@ -26,6 +30,7 @@
 #define SUBMIT_COPY_MAX_FILES (2 + COLOC_MAX_REQUEST_FDS)
 #define SUBMIT_COPY_WHAT_LEN 320
 #define SUBMIT_COPY_LOCATION_LEN 256 /* an ONNX external data location, with its NUL */
+#define SUBMIT_COPY_DEFAULT_TIMEOUT_MS 30000
 
 /*
  * What a submit's files are, for the profile key: file 0 the model, file 1
@@ -44,17 +49,22 @@ struct submit_copier;
  * A finished copy, on the loop: ret 0 with sealed[i] the sealed copy of
  * the i-th file (the callee duplicates what it keeps: every fd of sealed[]
  * is closed after it returns) and key the profile key of them all; else -errno
- * with err naming the file at fault (-ECANCELED: colocd is stopping, from
- * submit_copier_free; the callee only frees ctx then).
+ * with err naming the file at fault (-ETIMEDOUT: not done by its deadline;
+ * -ECANCELED: colocd is stopping, from submit_copier_free; the callee only
+ * frees ctx then).
  */
 typedef void (*submit_copy_done_fn)(void *ctx, int ret, const int *sealed, int nr,
 				    const struct profile_key *key, const struct coloc_err *err);
 
-/* One per colocd, on loop l: 0 or -ENOMEM. */
-int submit_copier_new(struct loop *l, struct submit_copier **out);
 /*
- * Every copy not finished is stopped (the running one before its next
- * file, then joined) and its done called with -ECANCELED. NULL is fine.
+ * One per colocd, on loop l, each copy given timeout_ms from its start
+ * (0: SUBMIT_COPY_DEFAULT_TIMEOUT_MS): 0 or -errno.
+ */
+int submit_copier_new(struct loop *l, unsigned int timeout_ms, struct submit_copier **out);
+/*
+ * Every copy not finished is stopped (the running one given up on: its
+ * thread stops before its next file and ends on its own) and its done
+ * called with -ECANCELED. NULL is fine.
  */
 void submit_copier_free(struct submit_copier *q);
 /*
@@ -65,7 +75,8 @@ void submit_copier_free(struct submit_copier *q);
  * COLOC_MAX_SUBMIT_BYTES): a file past it is refused before its copy.
  * done is called once, on the loop, never from within
  * this call. 0, or -errno with
- * err filled (done is then never called).
+ * err filled (done is then never called): -EAGAIN while uid, or all
+ * users, have as many stalled copies as submit_stalled.h allows.
  */
 int submit_copier_add(struct submit_copier *q, uid_t uid, uint64_t budget, const int *fds,
 		      const char (*what)[SUBMIT_COPY_WHAT_LEN], int nr,
