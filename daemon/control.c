@@ -166,6 +166,15 @@ char *control_handle(struct colocd *d, struct server_req *sreq, uid_t uid, const
 		return resp;
 	}
 	cmd = json_object_get_string(jcmd);
+	/* the pids are read in colocd's pid namespace: in the peer's they would name others */
+	if (sreq && sreq->other_pidns && json_object_object_get_ex(req, "pids", NULL)) {
+		json_object_put(req);
+		return control_error(
+			"this connection comes from a pid namespace other than "
+			"colocd's, where the \"pids\" a request names would be other "
+			"processes: name them from colocd's pid namespace (the host's), "
+			"or name a \"cgroup\" instead");
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(control_cmds) && !resp; i++)
 		if (!strcmp(cmd, control_cmds[i].name)) {
 			if (control_cmds[i].handle_conn)

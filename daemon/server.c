@@ -273,6 +273,7 @@ static struct server_req server_conn_req(struct server_conn *c)
 	return (struct server_req){ .server = c->s,
 				    .conn = c->id,
 				    .uid = c->uid,
+				    .other_pidns = c->other_pidns,
 				    .first_byte_ns = server_conn_in_first_ns(c) };
 }
 

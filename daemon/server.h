@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * colocd's control socket and its connections, served on the event loop:
- * who may connect (root, the coloc group, colocd's pid namespace), how many
+ * who may connect (root, the coloc group; whether from colocd's pid namespace), how many
  * each uid may hold, when an idle or slow connection is closed, and the
  * framing: a request is a JSON line, and an infer's input bytes after its
  * line are read before the handler sees the request (server.c).
@@ -72,6 +72,8 @@ struct server_req {
 	struct server *server;
 	__u64 conn; /* the connection's id: never reused */
 	uid_t uid; /* the peer's, from SO_PEERCRED at connect: who asks */
+	/* the peer is in a pid namespace other than colocd's: a pid it names is not colocd's */
+	bool other_pidns;
 	/*
 	 * The descriptors that came with the request line (SCM_RIGHTS on the
 	 * bytes of the line, at most COLOC_MAX_REQUEST_FDS), in the order

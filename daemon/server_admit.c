@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * Admission to the control socket (server.h): who may connect (SO_PEERCRED
- * and SO_PEERGROUPS: root or the coloc group, from colocd's own pid
- * namespace), and how many connections each uid may hold, evicting the
+ * and SO_PEERGROUPS: root or the coloc group; a peer from another pid
+ * namespace is marked so, control.c refuses its requests that name pids),
+ * and how many connections each uid may hold, evicting the
  * oldest idle one where server.h says so. An accepted connection is handed
  * to server.c's reading and answering.
  */
@@ -76,11 +77,12 @@ static bool server_in_coloc_group(const struct server *s, int fd, const struct u
 
 /*
  * Who may connect, as the kernel recorded the peer at connect time
- * (SO_PEERCRED, SO_PEERGROUPS): root or a member of the coloc group, in
- * colocd's own pid namespace, because the pids a request names are taken
- * in that namespace. NULL if allowed, else the reason.
+ * (SO_PEERCRED, SO_PEERGROUPS): root or a member of the coloc group.
+ * *other_pidns: the peer is not in colocd's own pid namespace, where the
+ * pids a request names are read. NULL if allowed, else the reason.
  */
-static const char *server_peer_refusal(const struct server *s, int fd, struct ucred *cred)
+static const char *server_peer_refusal(const struct server *s, int fd, struct ucred *cred,
+				       bool *other_pidns)
 {
 	socklen_t len = sizeof(*cred);
 
@@ -92,9 +94,8 @@ static const char *server_peer_refusal(const struct server *s, int fd, struct uc
 	 * pid 0: the peer's namespace is not ours nor below it; a pid > 0
 	 * names it in ours or below: ours if it sits as deep as colocd.
 	 */
-	if (cred->pid <= 0 || s->pidns_depth < 0 || server_pidns_depth(cred->pid) != s->pidns_depth)
-		return "permission denied: connect from colocd's pid namespace (the pids a "
-		       "request names are read in it)";
+	*other_pidns = cred->pid <= 0 || s->pidns_depth < 0 ||
+		       server_pidns_depth(cred->pid) != s->pidns_depth;
 	return NULL;
 }
 
@@ -215,7 +216,8 @@ static void server_add_conn(struct server *s, int fd)
 {
 	struct server_conn *c;
 	struct ucred cred = { .uid = (uid_t)-1 };
-	const char *why = server_peer_refusal(s, fd, &cred);
+	bool other_pidns = true;
+	const char *why = server_peer_refusal(s, fd, &cred, &other_pidns);
 	int slot = -1;
 
 	if (!why && cred.uid && fd_closer_stuck(cred.uid))
@@ -245,6 +247,7 @@ static void server_add_conn(struct server *s, int fd)
 	c->id = ++s->next_id;
 	c->fd = fd;
 	c->uid = cred.uid;
+	c->other_pidns = other_pidns;
 	c->last_progress_ns = coloc_now_ns();
 	s->conns[slot] = c;
 }

@@ -41,6 +41,7 @@ struct server_conn {
 	struct loop_source *src;
 	int fd;
 	uid_t uid;
+	bool other_pidns; /* server_req.other_pidns */
 	__u64 id;
 	bool closing; /* close once the pending answers are out */
 	bool eof; /* the client sent its last byte */

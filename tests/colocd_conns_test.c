@@ -3,7 +3,8 @@
  * colocd's limits on connections, the real binary started as a process: a
  * uid over its share is refused while root still gets in, a newcomer
  * evicts the oldest idle connection of the busiest user, idle and stalled
- * connections are closed, and a peer in another pid namespace is refused.
+ * connections are closed, and a peer in another pid namespace is served
+ * but refused the requests that name pids.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -194,10 +195,19 @@ TEST(colocd_conns__idle_and_stalled_connections_are_closed)
 	tu_remove_tree(dir);
 }
 
-/* A client in another pid namespace would name other processes: refused. */
-TEST_F(colocd, conns__a_peer_in_another_pid_namespace_is_refused)
+/*
+ * A client in another pid namespace (a gateway's pod without hostPID) is
+ * served, but the pids it names would be other processes in colocd's:
+ * tenant-add's pids [1] (the client itself there, init here) is refused.
+ */
+TEST_F(colocd, conns__a_peer_in_another_pid_namespace_is_refused_only_its_pids)
 {
-	char line[1024] = { 0 };
+	static const char *const reqs[] = {
+		"{\"cmd\":\"ping\"}\n",
+		"{\"cmd\":\"list\"}\n",
+		"{\"cmd\":\"tenant-add\",\"name\":\"nspid\",\"pids\":[1]}\n",
+	};
+	char out[8192] = { 0 }, *ping, *list, *add;
 	int fds[2], st;
 	pid_t pid;
 
@@ -213,14 +223,23 @@ TEST_F(colocd, conns__a_peer_in_another_pid_namespace_is_refused)
 		/* the namespace applies to children: the first one is its pid 1 */
 		inner = fork();
 		if (inner == 0) {
-			int fd = tu_connect(self->sock), n;
+			int fd = tu_connect(self->sock);
+			char line[4096];
 
 			if (fd < 0)
 				_exit(98);
 			set_recv_timeout(fd, 30);
-			n = ping_on(fd, line, sizeof(line));
-			if (n < 0 || write(fds[1], line, strlen(line)) < 0)
-				_exit(97);
+			/* one answer a line into the pipe, an empty line for none */
+			for (size_t i = 0; i < ARRAY_SIZE(reqs); i++) {
+				int n;
+
+				send(fd, reqs[i], strlen(reqs[i]), MSG_NOSIGNAL);
+				n = tu_read_line(fd, line, sizeof(line));
+				if (n <= 0)
+					line[0] = '\0';
+				if (dprintf(fds[1], "%s\n", strtok(line, "\n") ?: "") < 0)
+					_exit(97);
+			}
 			_exit(0);
 		}
 		if (inner < 0 || waitpid(inner, &st, 0) != inner)
@@ -232,9 +251,26 @@ TEST_F(colocd, conns__a_peer_in_another_pid_namespace_is_refused)
 	if (WEXITSTATUS(st) == 99)
 		SKIP(return, "cannot create a pid namespace here");
 	ASSERT_EQ(0, WEXITSTATUS(st));
-	ASSERT_GT(read(fds[0], line, sizeof(line) - 1), 0);
+	ASSERT_GT(read(fds[0], out, sizeof(out) - 1), 0);
 	close(fds[0]);
-	EXPECT_NE(NULL, strstr(line, "pid namespace"));
+	ping = out;
+	list = strchr(ping, '\n');
+	ASSERT_NE(NULL, list);
+	*list++ = '\0';
+	add = strchr(list, '\n');
+	ASSERT_NE(NULL, add);
+	*add++ = '\0';
+	EXPECT_NE(NULL, strstr(ping, "\"ok\":true"))
+	TH_LOG("ping: %s", ping);
+	EXPECT_NE(NULL, strstr(list, "\"ok\":true"))
+	TH_LOG("list: %s", list);
+	EXPECT_NE(NULL, strstr(add, "\"ok\":false"))
+	TH_LOG("tenant-add: %s", add);
+	EXPECT_NE(NULL, strstr(add, "pid namespace other than colocd's"));
+	/* and no tenant was made of the host's pid 1 */
+	ASSERT_LT(0, tu_request(self->sock, "{\"cmd\":\"tenants\"}\n", out, sizeof(out)));
+	EXPECT_EQ(NULL, strstr(out, "nspid"))
+	TH_LOG("tenants: %s", out);
 }
 
 /* Reads what fd has (waiting for some first when wait), counting lines into *lines; -1 on error. */

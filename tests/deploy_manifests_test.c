@@ -87,6 +87,18 @@ FIXTURE_VARIANT_ADD(deploy_manifests, runtime_as_root){
 	"runAsNonRoot: false",
 	"gateway: not runAsNonRoot with a non-zero runAsUser",
 };
+FIXTURE_VARIANT_ADD(deploy_manifests, gateway_sees_the_hosts_processes){
+	"gateway-deployment.yaml",
+	"    spec:\n      nodeSelector:",
+	"    spec:\n      hostPID: true\n      nodeSelector:",
+	"gateway: hostPID is set",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, inferenceservice_sees_the_hosts_processes){
+	"kserve-inferenceservice.yaml",
+	"    maxReplicas: 1\n",
+	"    maxReplicas: 1\n    hostPID: true\n",
+	"hostPID is set (the gateway needs none",
+};
 FIXTURE_VARIANT_ADD(deploy_manifests, gateway_escalates){
 	"gateway-deployment.yaml",
 	"allowPrivilegeEscalation: false",

@@ -283,8 +283,9 @@ def check_cross(seen, docs):
             fail(w, f"gateway image {g['image']} is not colocd's {d['image']}")
         if g["kind"] == "Deployment" and d["gid"] not in g["groups"]:
             fail(w, f"gateway is not in colocd's group {d['gid']} (the socket's)")
-        if g["kind"] == "Deployment" and g["pod"].get("hostPID") is not True:
-            fail(w, "gateway: hostPID is not true (colocd serves peers of its pid namespace only)")
+        if g["pod"].get("hostPID"):
+            fail(w, "gateway: hostPID is set (it needs none: colocd refuses only the pids a "
+                 "peer of another pid namespace names; the gateway would see every host process)")
     runtimes = {doc["metadata"]["name"]: doc for _, doc in docs if doc["kind"] == "ServingRuntime"}
     for where, doc in docs:
         if doc["kind"] == "ServingRuntime" and "v2" not in (get(doc, "spec.protocolVersions") or []):
@@ -303,8 +304,9 @@ def check_cross(seen, docs):
             groups.add(rt_sc.get("runAsGroup"))
             if d["gid"] not in groups:
                 fail(where, f"its gateway is not in colocd's group {d['gid']} (the socket's)")
-            if pred.get("hostPID") is not True:
-                fail(where, "hostPID is not true (colocd serves peers of its pid namespace only)")
+            if pred.get("hostPID"):
+                fail(where, "hostPID is set (the gateway needs none: colocd refuses only the "
+                     "pids a peer of another pid namespace names)")
             if pred.get("automountServiceAccountToken") is not False:
                 fail(where, "automountServiceAccountToken is not false (the gateway needs no "
                      "API token)")
