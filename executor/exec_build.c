@@ -104,6 +104,16 @@ bool md_is_plain(const dnnl_memory_desc_t *md)
 	return dnnl_memory_desc_equal(md, &p);
 }
 
+bool md_is_nhwc(const dnnl_memory_desc_t *md)
+{
+	dnnl_memory_desc_t t;
+
+	if (md->ndims != 4)
+		return false;
+	md_tag(&t, 4, md->dims, dnnl_nhwc);
+	return dnnl_memory_desc_equal(md, &t);
+}
+
 /* Strided: no inner blocks, so a dimension permutation is a stride permutation. */
 bool md_is_strided(const dnnl_memory_desc_t *md)
 {

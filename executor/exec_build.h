@@ -67,6 +67,7 @@ void md_plain(dnnl_memory_desc_t *md, int ndims, const int64_t *dims);
 void md_tag(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, dnnl_format_tag_t tag);
 void md_strided(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, const int64_t *strides);
 bool md_is_plain(const dnnl_memory_desc_t *md);
+bool md_is_nhwc(const dnnl_memory_desc_t *md);
 bool md_is_strided(const dnnl_memory_desc_t *md);
 size_t md_bytes(const dnnl_memory_desc_t *md);
 

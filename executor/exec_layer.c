@@ -28,16 +28,6 @@
 #include "exec_build.h"
 #include "exec_ops.h"
 
-static bool md_is_nhwc(const dnnl_memory_desc_t *md)
-{
-	dnnl_memory_desc_t t;
-
-	if (md->ndims != 4)
-		return false;
-	md_tag(&t, 4, md->dims, dnnl_nhwc);
-	return dnnl_memory_desc_equal(md, &t);
-}
-
 void exec_layer_out_md(struct exec_model *em, int li)
 {
 	const struct model_layer *l = &em->graph->layers[li];

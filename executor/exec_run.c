@@ -175,39 +175,6 @@ float *exec_query_input(struct exec_query *q, int layer)
 	return exec_buf_ptr(q, 0, &(struct exec_buf){ .kind = EXEC_BUF_OUT, .index = layer });
 }
 
-/* Canonical layouts are strided (no inner blocks), so a stride walk reads any of them. */
-int exec_query_read_output(const struct exec_query *q, int layer, float *dst, size_t nr_elems)
-{
-	const dnnl_memory_desc_t *md;
-	const float *src;
-	int64_t idx[DNNL_MAX_NDIMS] = { 0 };
-	int nd;
-
-	if (!q || !dst || layer < 0 || layer >= q->em->graph->nr_layers)
-		return -EINVAL;
-	/* a live query's other buffers hold later layers' outputs by now */
-	if (q->live && !q->em->live_kept[layer])
-		return -ENODATA;
-	md = &q->em->layers[layer].out_md;
-	if ((int64_t)nr_elems != model_shape_elems(&q->em->graph->layers[layer].out))
-		return -EINVAL;
-	src = exec_buf_ptr(q, 0, &(struct exec_buf){ .kind = EXEC_BUF_OUT, .index = layer });
-	nd = md->ndims;
-	for (size_t i = 0; i < nr_elems; i++) {
-		int64_t off = 0;
-
-		for (int d = 0; d < nd; d++)
-			off += idx[d] * md->format_desc.blocking.strides[d];
-		dst[i] = src[off];
-		for (int d = nd - 1; d >= 0; d--) {
-			if (++idx[d] < md->dims[d])
-				break;
-			idx[d] = 0;
-		}
-	}
-	return 0;
-}
-
 /* ---- running -------------------------------------------------------------------- */
 
 /*
