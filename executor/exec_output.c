@@ -4,25 +4,21 @@
  * as a served answer carries them. A layer's canonical layout is plain or
  * NHWC (exec_layer.c): plain is one memcpy; NHWC a transpose of each
  * image's [spatial][channels] into [channels][spatial], tile by tile, on
- * the team of the last block the calling thread ran (its cores) when the
- * tensor is large. docs/measurements/serving-latency.md (2026-12-06, "The
- * output copy") has what it cost as an element-by-element walk and costs now.
+ * the calling thread: on the block's team it was faster at the median and
+ * far slower at the tail on a loaded machine (docs/measurements/
+ * serving-latency.md, 2026-12-06 15:11-16:02, the output copy).
  */
 #include <errno.h>
-#include <omp.h>
 #include <string.h>
 #include "exec_build.h"
 
 /* A transpose tile: 32 x 32 floats, 4 KiB read and 4 KiB written, stay in L1. */
 #define OUTPUT_TILE 32
-/* Below this many floats one thread transposes faster than it wakes the team. */
-#define OUTPUT_TEAM_MIN_ELEMS (16 * 1024)
 
 /* dst[c][p] = src[p][c] for an image of nr_spatial x nr_channels. */
 static void transpose_image(const float *restrict src, float *restrict dst, int64_t nr_spatial,
-			    int64_t nr_channels, int nr_threads)
+			    int64_t nr_channels)
 {
-#pragma omp parallel for num_threads(nr_threads) schedule(static) if (nr_threads > 1)
 	for (int64_t c0 = 0; c0 < nr_channels; c0 += OUTPUT_TILE) {
 		int64_t c_end = c0 + OUTPUT_TILE < nr_channels ? c0 + OUTPUT_TILE : nr_channels;
 
@@ -36,15 +32,12 @@ static void transpose_image(const float *restrict src, float *restrict dst, int6
 	}
 }
 
-static void read_nhwc(const float *src, const dnnl_memory_desc_t *md, float *dst, size_t nr_elems)
+static void read_nhwc(const float *src, const dnnl_memory_desc_t *md, float *dst)
 {
-	int64_t nr_channels = md->dims[1], image = md->dims[1] * md->dims[2] * md->dims[3];
-	int team = exec_team_last_size();
-	int nr_threads = team > 1 && nr_elems >= OUTPUT_TEAM_MIN_ELEMS ? team : 1;
+	int64_t nr_spatial = md->dims[2] * md->dims[3], image = md->dims[1] * nr_spatial;
 
 	for (int64_t n = 0; n < md->dims[0]; n++)
-		transpose_image(src + n * image, dst + n * image, image / nr_channels, nr_channels,
-				nr_threads);
+		transpose_image(src + n * image, dst + n * image, nr_spatial, md->dims[1]);
 }
 
 int exec_query_read_output(const struct exec_query *q, int layer, float *dst, size_t nr_elems)
@@ -64,7 +57,7 @@ int exec_query_read_output(const struct exec_query *q, int layer, float *dst, si
 	if (md_is_plain(md))
 		memcpy(dst, src, nr_elems * sizeof(float));
 	else if (md_is_nhwc(md))
-		read_nhwc(src, md, dst, nr_elems);
+		read_nhwc(src, md, dst);
 	else
 		return -EPROTO;
 	return 0;

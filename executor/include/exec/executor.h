@@ -93,11 +93,7 @@ void exec_query_free(struct exec_query *q);
 void exec_query_reset(struct exec_query *q);
 /* Where to write the input of input layer `layer`: dense fp32 in logical order. */
 float *exec_query_input(struct exec_query *q, int layer);
-/*
- * Copies layer's output (computed by a block already run) to dst in dense
- * logical order: a large one on the team of the last block the calling
- * thread ran, on that block's cores.
- */
+/* Copies layer's output (computed by a block already run) to dst in dense logical order. */
 int exec_query_read_output(const struct exec_query *q, int layer, float *dst, size_t nr_elems);
 
 /*
