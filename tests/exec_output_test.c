@@ -12,24 +12,6 @@
 #include "exec_internal.h"
 #include "reference.h"
 
-static int add_conv(struct model *m, int in, int64_t oc)
-{
-	const struct model_shape *is = &m->layers[in].out;
-	int64_t od[4] = { is->dims[0], oc, is->dims[2], is->dims[3] };
-	struct model_layer *l = ref_model_add(m, MODEL_OP_CONV, "conv", 1, &in, 4, od);
-
-	l->conv = (struct model_conv){ .out_channels = oc,
-				       .kh = 1,
-				       .kw = 1,
-				       .stride_h = 1,
-				       .stride_w = 1,
-				       .dil_h = 1,
-				       .dil_w = 1,
-				       .groups = 1,
-				       .bias = true };
-	return m->nr_layers - 1;
-}
-
 /* The layer's output as its strides place it, in logical order. */
 static void walk_output(const struct exec_query *q, int layer, float *dst, int64_t nr_elems)
 {
@@ -63,8 +45,8 @@ TEST(read_output__nhwc_outputs_bit_for_bit_as_their_strides_say)
 	int outs[2];
 
 	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, 4, d);
-	outs[0] = add_conv(m, 0, 37);
-	outs[1] = add_conv(m, 0, 5);
+	outs[0] = ref_model_add_conv1x1(m, 0, 37, MODEL_ACT_NONE);
+	outs[1] = ref_model_add_conv1x1(m, 0, 5, MODEL_ACT_NONE);
 	em = exec_model_load(m, &opts, &cerr);
 	ASSERT_NE(NULL, em) TH_LOG("%s", coloc_err_str(&cerr));
 	q = exec_query_new_live(em, NULL);

@@ -94,25 +94,6 @@ TEST(swish__two_threads_give_one_threads_result)
 	free(b);
 }
 
-static int add_conv(struct model *m, int in, int64_t oc, enum model_act act)
-{
-	const struct model_shape *is = &m->layers[in].out;
-	int64_t od[4] = { is->dims[0], oc, is->dims[2], is->dims[3] };
-	struct model_layer *l = ref_model_add(m, MODEL_OP_CONV, "conv", 1, &in, 4, od);
-
-	l->conv = (struct model_conv){ .out_channels = oc,
-				       .kh = 1,
-				       .kw = 1,
-				       .stride_h = 1,
-				       .stride_w = 1,
-				       .dil_h = 1,
-				       .dil_w = 1,
-				       .groups = 1,
-				       .bias = true };
-	l->act = act;
-	return m->nr_layers - 1;
-}
-
 /*
  * in -> a -> b -> c (swish) -> add(c, a): c's swish precedes the sum fused
  * into it, so it stays oneDNN's post-op; b's (also swish) runs as the step
@@ -128,9 +109,9 @@ TEST(swish__a_step_after_the_conv_unless_an_add_is_fused)
 	int a, b, c, add, in = 0, sum[2];
 
 	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, 4, d);
-	a = add_conv(m, in, 32, MODEL_ACT_NONE);
-	b = add_conv(m, a, 32, MODEL_ACT_SWISH);
-	c = add_conv(m, b, 32, MODEL_ACT_SWISH);
+	a = ref_model_add_conv1x1(m, in, 32, MODEL_ACT_NONE);
+	b = ref_model_add_conv1x1(m, a, 32, MODEL_ACT_SWISH);
+	c = ref_model_add_conv1x1(m, b, 32, MODEL_ACT_SWISH);
 	sum[0] = c;
 	sum[1] = a;
 	add = m->nr_layers;
