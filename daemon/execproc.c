@@ -103,28 +103,6 @@ bool execproc_reaped(const struct execproc *ep)
 	return ep->dead;
 }
 
-static char *slot_base(const struct execproc *ep, unsigned int slot)
-{
-	const struct coloc_shm_header *h = &ep->hdr;
-
-	if (slot >= COLOC_SHM_NR_SLOTS)
-		return NULL;
-	return (char *)ep->shm + h->data_offset +
-	       slot * (h->slot_in_capacity + h->slot_out_capacity);
-}
-
-void *execproc_input(struct execproc *ep, unsigned int slot)
-{
-	return slot_base(ep, slot);
-}
-
-const void *execproc_output(const struct execproc *ep, unsigned int slot)
-{
-	char *base = slot_base(ep, slot);
-
-	return base ? base + ep->hdr.slot_in_capacity : NULL;
-}
-
 /* The command's seq is colocd's own count: the executor can rewrite the shared one. */
 static void ring(struct execproc *ep, __u32 op)
 {
@@ -326,13 +304,7 @@ static void printable(char *s)
 			*s = '?';
 }
 
-/*
- * Gives the executor up for a breach of the protocol: SIGKILL sent, never
- * waited for (the pidfd says when it is gone), and from now on every call
- * answers -EPROTO with the reason.
- */
-static __attribute__((format(printf, 3, 4))) int give_up(struct execproc *ep, struct coloc_err *err,
-							 const char *fmt, ...)
+int execproc_give_up(struct execproc *ep, struct coloc_err *err, const char *fmt, ...)
 {
 	char what[COLOC_ERR_MSG_MAX / 2];
 	va_list ap;
@@ -428,11 +400,12 @@ static int take_summary(struct execproc *ep, struct coloc_err *err)
 
 	ep->summary = malloc(sizeof(*ep->summary));
 	if (!ep->summary)
-		return give_up(ep, err, "described its model; colocd is out of memory for it");
+		return execproc_give_up(ep, err,
+					"described its model; colocd is out of memory for it");
 	memcpy(ep->summary, &ep->shm->summary, sizeof(*ep->summary));
 	if (!shm_summary_check(ep->summary, ep->hdr.slot_in_capacity, ep->hdr.slot_out_capacity,
 			       why, sizeof(why)))
-		return give_up(ep, err, "%s", why);
+		return execproc_give_up(ep, err, "%s", why);
 	return 0;
 }
 
@@ -443,37 +416,12 @@ static int check_ready_summary(struct execproc *ep, struct coloc_err *err)
 	const struct coloc_shm_summary *s = ep->summary;
 
 	if (!s)
-		return give_up(ep, err, "got ready without describing its model first");
+		return execproc_give_up(ep, err, "got ready without describing its model first");
 	if (h->nr_layers != s->nr_layers || h->nr_inputs != s->nr_inputs ||
 	    h->nr_outputs != s->nr_outputs || h->in_bytes != s->in_bytes ||
 	    h->out_bytes != s->out_bytes)
-		return give_up(ep, err, "got ready with another model than it described");
+		return execproc_give_up(ep, err, "got ready with another model than it described");
 	return 0;
-}
-
-/*
- * The first bytes bytes of a page-aligned area of the shared memory, mapped
- * now (best effort) when the executor has allocated every one of their
- * pages (it does before it gets ready): colocd maps, it allocates nothing
- * here, so an executor that declares large slots and allocates none cannot
- * make colocd hold their pages (mincore() reports a shared memfd's pages
- * whoever allocated them).
- */
-static void populate(void *at, unsigned long long bytes)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	size_t len = (size_t)((bytes + (unsigned long long)page - 1) / page * page);
-	size_t nr = len / (size_t)page, i = 0;
-	unsigned char *in_core;
-
-	if (!bytes || !(in_core = malloc(nr)))
-		return;
-	if (!mincore(at, len, in_core))
-		while (i < nr && (in_core[i] & 1))
-			i++;
-	if (i == nr)
-		madvise(at, len, MADV_POPULATE_WRITE);
-	free(in_core);
 }
 
 /*
@@ -490,13 +438,14 @@ static int take_ready(struct execproc *ep, struct coloc_err *err)
 	if (sh.executor_pid != (ep->own_pidns ? 1 : ep->pid) || sh.in_bytes > h->slot_in_capacity ||
 	    sh.out_bytes > h->slot_out_capacity || !sh.nr_layers || !sh.nr_inputs ||
 	    !sh.nr_outputs || sh.nr_inputs > sh.nr_layers || sh.nr_outputs > sh.nr_layers)
-		return give_up(ep, err,
-			       "described its model wrongly (pid %d, %u layers, %u inputs, %u "
-			       "outputs, %llu bytes in, %llu out)",
-			       sh.executor_pid, sh.nr_layers, sh.nr_inputs, sh.nr_outputs,
-			       (unsigned long long)sh.in_bytes, (unsigned long long)sh.out_bytes);
+		return execproc_give_up(
+			ep, err,
+			"described its model wrongly (pid %d, %u layers, %u inputs, %u "
+			"outputs, %llu bytes in, %llu out)",
+			sh.executor_pid, sh.nr_layers, sh.nr_inputs, sh.nr_outputs,
+			(unsigned long long)sh.in_bytes, (unsigned long long)sh.out_bytes);
 	if (memcmp(&sh, h, offsetof(struct coloc_shm_header, executor_pid)))
-		return give_up(ep, err, "rewrote the layout colocd wrote into the header");
+		return execproc_give_up(ep, err, "rewrote the layout colocd wrote into the header");
 	h->executor_pid = ep->pid;
 	h->in_bytes = sh.in_bytes;
 	h->out_bytes = sh.out_bytes;
@@ -507,10 +456,7 @@ static int take_ready(struct execproc *ep, struct coloc_err *err)
 	ep->shm_hdr = sh;
 	if (check_ready_summary(ep, err))
 		return -EPROTO;
-	for (unsigned int k = 0; k < COLOC_SHM_NR_SLOTS; k++) {
-		populate(slot_base(ep, k), h->in_bytes);
-		populate(slot_base(ep, k) + h->slot_in_capacity, h->out_bytes);
-	}
+	execproc_map_slots(ep);
 	ep->ready = true;
 	return 0;
 }
@@ -525,10 +471,11 @@ static int check_header(struct execproc *ep, struct coloc_err *err)
 	memcpy(&sh, &ep->shm->hdr, sizeof(sh));
 	if (memcmp(&sh, &ep->shm_hdr, offsetof(struct coloc_shm_header, state)) ||
 	    memcmp((char *)&sh + model_at, (char *)&ep->shm_hdr + model_at, model_end - model_at))
-		return give_up(ep, err, "rewrote the shared memory's header after it got ready");
+		return execproc_give_up(ep, err,
+					"rewrote the shared memory's header after it got ready");
 	if (sh.state != COLOC_SHM_READY && sh.state != COLOC_SHM_FAILED)
-		return give_up(ep, err, "set the header's state to %u after it got ready",
-			       sh.state);
+		return execproc_give_up(ep, err, "set the header's state to %u after it got ready",
+					sh.state);
 	return 0;
 }
 
@@ -726,30 +673,32 @@ static int take_completion(struct execproc *ep, struct execproc_result *res, str
 
 	if (!ep->outstanding) {
 		if (seq != ep->seq || started != ep->seq)
-			return give_up(ep, err,
-				       "wrote completion %u (started %u) with no command "
-				       "outstanding (the last sent is %u)",
-				       seq, started, ep->seq);
+			return execproc_give_up(ep, err,
+						"wrote completion %u (started %u) with no command "
+						"outstanding (the last sent is %u)",
+						seq, started, ep->seq);
 		memcpy(&d, sd, sizeof(d));
 		if (memcmp(&d, &ep->taken, sizeof(d)))
-			return give_up(ep, err,
-				       "rewrote its completion of command %u after it "
-				       "was taken",
-				       ep->seq);
+			return execproc_give_up(ep, err,
+						"rewrote its completion of command %u after it "
+						"was taken",
+						ep->seq);
 		return 0;
 	}
 	if (started != ep->seq && started != ep->seq - 1)
-		return give_up(ep, err, "started command %u, never sent (the last sent is %u)",
-			       started, ep->seq);
+		return execproc_give_up(ep, err,
+					"started command %u, never sent (the last sent is %u)",
+					started, ep->seq);
 	if (seq == ep->seq - 1)
 		return 0;
 	if (seq != ep->seq)
-		return give_up(ep, err, "completed command %u, never sent (the last sent is %u)",
-			       seq, ep->seq);
+		return execproc_give_up(ep, err,
+					"completed command %u, never sent (the last sent is %u)",
+					seq, ep->seq);
 	memcpy(&d, sd, sizeof(d));
 	d.seq = seq;
 	if (!completion_valid(ep, &d, why, sizeof(why)))
-		return give_up(ep, err, "%s", why);
+		return execproc_give_up(ep, err, "%s", why);
 	/* the snapshot is of the shared bytes, seq included, as the idle check reads them */
 	memcpy(&ep->taken, &d, sizeof(d));
 	ep->outstanding = false;
@@ -787,8 +736,8 @@ int execproc_poll(struct execproc *ep, struct execproc_result *res, struct coloc
 			return take_ready(ep, err);
 		}
 		if (state != COLOC_SHM_STARTING && state != COLOC_SHM_FAILED)
-			return give_up(ep, err, "set the header's state to %u while loading",
-				       state);
+			return execproc_give_up(
+				ep, err, "set the header's state to %u while loading", state);
 	}
 	if (ep->ready && (ret = check_header(ep, err)))
 		return ret;
@@ -801,9 +750,9 @@ int execproc_poll(struct execproc *ep, struct execproc_result *res, struct coloc
 	if (reap(ep))
 		return coloc_err_set(err, ep->dead_err, "%s", ep->dead_msg);
 	if (rang && ++ep->idle_rings > EXECPROC_MAX_IDLE_RINGS)
-		return give_up(ep, err,
-			       "rang its doorbell %d times in a row with nothing to report",
-			       ep->idle_rings);
+		return execproc_give_up(
+			ep, err, "rang its doorbell %d times in a row with nothing to report",
+			ep->idle_rings);
 	return 0;
 }
 
@@ -907,6 +856,8 @@ void execproc_free(struct execproc *ep)
 	cgroup_leaf_remove(&ep->leaf);
 	if (ep->shm)
 		munmap(ep->shm, ep->shm_bytes);
+	if (ep->shm_fd >= 0)
+		close(ep->shm_fd);
 	if (ep->pidfd >= 0)
 		close(ep->pidfd);
 	if (ep->done_fd >= 0)

@@ -232,6 +232,16 @@ const struct coloc_shm_summary *execproc_summary(const struct execproc *ep);
  */
 void *execproc_input(struct execproc *ep, unsigned int slot);
 const void *execproc_output(const struct execproc *ep, unsigned int slot);
+/*
+ * colocd never faults a slot page in (it would be colocd's memory, in no
+ * tenant's cap), so before it writes slot's input (execproc_input) it asks
+ * whether the executor still holds every page of it: 0 if so; else the
+ * executor is given up, "gave its query slots' pages back", -EPROTO.
+ */
+int execproc_input_allocated(struct execproc *ep, unsigned int slot, struct coloc_err *err);
+/* Slot's output (hdr.out_bytes) into buf, read from the memfd: a hole reads as zeros. */
+int execproc_read_output(const struct execproc *ep, unsigned int slot, void *buf,
+			 struct coloc_err *err);
 
 /*
  * Writes the command and rings the doorbell. -EBUSY while a block is

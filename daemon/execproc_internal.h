@@ -32,6 +32,7 @@ struct execproc {
 	struct coloc_shm_done taken; /* the shared completion as colocd last took it */
 	struct coloc_shm_summary *summary; /* the model as described, copied once; NULL before */
 	size_t shm_bytes;
+	int shm_fd; /* colocd's descriptor of the memfd: what it reads the slots through */
 	pid_t pid;
 	int pidfd;
 	int done_fd; /* the pipe's read end, O_NONBLOCK; the executor holds the write end */
@@ -72,5 +73,17 @@ struct execproc {
 	unsigned long long submit_ns;
 	char tenant[COLOC_SHM_NAME_LEN];
 };
+
+/*
+ * Gives the executor up for a breach of the protocol: SIGKILL sent, never
+ * waited for (the pidfd says when it is gone), and from now on every call
+ * answers -EPROTO with the reason, "tenant T: executor (pid P) <fmt>; killed".
+ */
+__attribute__((format(printf, 3, 4))) int
+execproc_give_up(struct execproc *ep, struct coloc_err *err, const char *fmt, ...);
+/* n rounded up to whole pages. */
+size_t execproc_page_round(size_t n);
+/* At ready (execproc_slot.c): the slots' pages mapped in colocd, if the executor allocated them. */
+void execproc_map_slots(struct execproc *ep);
 
 #endif /* COLOC_DAEMON_EXECPROC_INTERNAL_H */

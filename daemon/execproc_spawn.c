@@ -50,13 +50,6 @@
 static const int child_limit_ids[EXECPROC_NR_LIMITS] = { RLIMIT_CORE, RLIMIT_NOFILE, RLIMIT_NPROC,
 							 RLIMIT_AS };
 
-static size_t page_round(size_t n)
-{
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-
-	return (n + page - 1) / page * page;
-}
-
 int execproc_default_executor(char *buf, size_t len, struct coloc_err *err)
 {
 	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
@@ -76,9 +69,9 @@ int execproc_default_executor(char *buf, size_t len, struct coloc_err *err)
 static int create_shm(struct execproc *ep, const struct execproc_opts *o, int *memfd,
 		      struct coloc_err *err)
 {
-	size_t in_cap = page_round(o->slot_in_capacity ?: EXECPROC_DEFAULT_CAPACITY);
-	size_t out_cap = page_round(o->slot_out_capacity ?: EXECPROC_DEFAULT_CAPACITY);
-	size_t data_off = page_round(sizeof(struct coloc_shm));
+	size_t in_cap = execproc_page_round(o->slot_in_capacity ?: EXECPROC_DEFAULT_CAPACITY);
+	size_t out_cap = execproc_page_round(o->slot_out_capacity ?: EXECPROC_DEFAULT_CAPACITY);
+	size_t data_off = execproc_page_round(sizeof(struct coloc_shm));
 	char name[COLOC_SHM_NAME_LEN + 16];
 	struct coloc_shm_header *h;
 	int fd;
@@ -115,7 +108,7 @@ static int create_shm(struct execproc *ep, const struct execproc_opts *o, int *m
 	h->slot_out_capacity = out_cap;
 	snprintf(h->tenant, sizeof(h->tenant), "%s", o->tenant);
 	ep->shm->hdr = *h;
-	*memfd = fd;
+	ep->shm_fd = *memfd = fd; /* the handle's: execproc_free closes it */
 	return 0;
 }
 
@@ -506,6 +499,7 @@ static int lane_new(const struct execproc_opts *o, struct execproc **out, int *d
 		return coloc_err_set(err, -ENOMEM, "out of memory");
 	ep->pidfd = -1;
 	ep->pid = -1;
+	ep->shm_fd = -1;
 	ep->log.fd = -1;
 	cgroup_leaf_init(&ep->leaf);
 	snprintf(ep->tenant, sizeof(ep->tenant), "%s", o->tenant);
@@ -591,12 +585,9 @@ int execproc_spawn_lanes(const struct execproc_opts *o, int nr, struct execproc 
 		ret = lanes_join(out, nr, err);
 	if (out[0])
 		out[0]->log.pid = out[0]->pid;
-	for (int i = 0; i < nr; i++) {
+	for (int i = 0; i < nr; i++)
 		if (done_wr[i] >= 0)
 			close(done_wr[i]);
-		if (memfd[i] >= 0)
-			close(memfd[i]); /* the mapping keeps it alive */
-	}
 	for (int i = 0; i < 2; i++)
 		if (logfd[i] >= 0)
 			close(logfd[i]);

@@ -101,6 +101,24 @@ static void unlink_query(struct serving *s, struct sv_tenant *t, struct sv_query
 	s->nr_live--;
 }
 
+/*
+ * q's output read out of its slot into a buffer of colocd's (execproc_read_output:
+ * never through the mapping); NULL with why in reason if it cannot be.
+ */
+static void *read_output(struct sv_tenant *t, struct sv_query *q, char *reason, size_t len)
+{
+	struct coloc_err err = { 0 };
+	void *out = malloc(t->out_bytes ? t->out_bytes : 1);
+
+	if (!out)
+		coloc_err_set(&err, -ENOMEM, "out of memory reading the output");
+	else if (!execproc_read_output(t->ex[q->exec].ep, (unsigned int)q->slot, out, &err))
+		return out;
+	free(out);
+	snprintf(reason, len, "%s", coloc_err_str(&err));
+	return NULL;
+}
+
 /* Takes q off every list, counts it, calls back, frees it. */
 void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *q,
 		       enum serving_status status, const char *reason)
@@ -113,13 +131,19 @@ void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *
 					.latency_ns = now - q->arrival_ns,
 					.exec_ns = q->exec_ns,
 					.parts = q->parts };
+	char unread[SERVING_REASON_LEN];
+	void *output = NULL;
 
+	if (status == SERVING_QUERY_OK && !(output = read_output(t, q, unread, sizeof(unread)))) {
+		c.status = SERVING_QUERY_FAILED;
+		c.reason = unread;
+	}
 	c.parts.ns[COLOC_PART_REPLY] = now - q->mark_ns;
-	if (status == SERVING_QUERY_OK) {
-		c.output = execproc_output(t->ex[q->exec].ep, (unsigned int)q->slot);
+	if (c.status == SERVING_QUERY_OK) {
+		c.output = output;
 		c.output_bytes = t->out_bytes;
 		serving_stats_served(&t->stats, now, c.latency_ns, t->qos_ns, &c.parts);
-	} else if (status == SERVING_QUERY_DROPPED) {
+	} else if (c.status == SERVING_QUERY_DROPPED) {
 		t->stats.dropped++;
 		snprintf(t->stats.last_drop, sizeof(t->stats.last_drop), "%s", c.reason);
 	} else {
@@ -130,6 +154,7 @@ void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *
 	if (q->done)
 		q->done(q->ctx, &c);
 	sv_query_drop_input(s, t, q);
+	free(output);
 	free(q);
 }
 
@@ -376,6 +401,7 @@ static void view_executors(const struct sv_tenant *t, struct exec_views *v)
 /* Queued queries of a serving tenant take free slots (policy_assign_slot), in arrival order. */
 static void fill_slots(struct serving *s, struct sv_tenant *t)
 {
+	struct coloc_err err = { 0 };
 	struct exec_views v;
 
 	if (!sv_tenant_serving(t))
@@ -392,6 +418,11 @@ static void fill_slots(struct serving *s, struct sv_tenant *t)
 		if (best < 0)
 			return;
 		slot = policy_assign_free_slot(&v.ex[best]);
+		/* the executor broke the protocol: the tenant fails when it is gone */
+		if (execproc_input_allocated(t->ex[best].ep, (unsigned int)slot, &err)) {
+			sv_complete_query(s, t, q, SERVING_QUERY_FAILED, coloc_err_str(&err));
+			return;
+		}
 		dst = execproc_input(t->ex[best].ep, (unsigned int)slot);
 		/* a memfd is read straight into the slot: the input's one copy in colocd */
 		if (q->input)
@@ -515,13 +546,18 @@ static void apply_drop(struct serving *s, const struct policy_drop *d)
 /*
  * Moves q (not started) into slot `slot` of executor to (policy_assign_move_slot's):
  * a free one, or one whose query has not started either, which takes q's
- * old slot (the inputs swapped through t->scratch).
+ * old slot (the inputs swapped through t->scratch). -EPROTO, nothing moved,
+ * if either executor gave the slot's pages back.
  */
-static void move_query(struct sv_tenant *t, struct sv_query *q, int to, int slot)
+static int move_query(struct sv_tenant *t, struct sv_query *q, int to, int slot,
+		      struct coloc_err *err)
 {
 	struct sv_exec *from = &t->ex[q->exec], *x = &t->ex[to];
 	struct sv_query *other = x->slots[slot];
 
+	if (execproc_input_allocated(x->ep, (unsigned int)slot, err) ||
+	    execproc_input_allocated(from->ep, (unsigned int)q->slot, err))
+		return -EPROTO;
 	if (other)
 		memcpy(t->scratch, execproc_input(x->ep, (unsigned int)slot), t->in_bytes);
 	memcpy(execproc_input(x->ep, (unsigned int)slot),
@@ -536,18 +572,22 @@ static void move_query(struct sv_tenant *t, struct sv_query *q, int to, int slot
 	q->exec = to;
 	q->slot = slot;
 	t->moved++;
+	return 0;
 }
 
-/* The executor q's next block runs on (policy_assign_executor), q moved there if need be; -1: none. */
-static int executor_for(struct sv_tenant *t, struct sv_query *q)
+/*
+ * The executor q's next block runs on (policy_assign_executor), q moved
+ * there if need be; -1: none, err set if it is because q could not move.
+ */
+static int executor_for(struct sv_tenant *t, struct sv_query *q, struct coloc_err *err)
 {
 	struct exec_views v;
 	int e;
 
 	view_executors(t, &v);
 	e = policy_assign_executor(v.ex, t->nr_exec, q->exec, q->slot);
-	if (e >= 0 && e != q->exec)
-		move_query(t, q, e, policy_assign_move_slot(&v.ex[e]));
+	if (e >= 0 && e != q->exec && move_query(t, q, e, policy_assign_move_slot(&v.ex[e]), err))
+		return -1;
 	return e;
 }
 
@@ -621,7 +661,11 @@ static bool apply_decision(struct serving *s, const struct policy_input *in, int
 
 	if (!q || q->slot < 0 || n > COLOC_SHM_MAX_BLOCK_LAYERS)
 		return false;
-	e = executor_for(t, q);
+	e = executor_for(t, q, &err);
+	if (e < 0 && err.code) {
+		sv_complete_query(s, t, q, SERVING_QUERY_FAILED, coloc_err_str(&err));
+		return false;
+	}
 	if (e < 0) {
 		*refused = true;
 		return false;

@@ -294,24 +294,65 @@ TEST(execproc_spawn__missing_executor_is_an_error_at_once)
 }
 
 /*
- * An executor that gets ready without allocating its slots' pages (any
- * hostile one: it maps the shared memory and writes only the header)
- * cannot make colocd allocate them: colocd maps a slot's pages at ready
- * only where the executor has allocated every one, so its side of the
- * mapping stays as small as what the executor touched.
+ * An executor that gets ready without allocating its slots' pages
+ * (hostile-bigkeep, whose slots are 16 MiB in and out) cannot make colocd
+ * allocate them: colocd maps a slot's pages at ready only where the
+ * executor has allocated every one, so its side of the mapping stays as
+ * small as what the executor touched; colocd writes no input into such a
+ * slot (the executor is given up for it) and reads the output from the
+ * memfd, zeros, allocating nothing either (through the mapping it faulted
+ * 16 MiB in).
  */
 TEST(execproc_ready__slots_the_executor_left_unallocated_are_not_allocated_by_colocd)
 {
 	struct coloc_err err = { 0 };
 	struct execproc *ep = NULL;
 	long size = 0, rss = 0, slot_kb;
+	unsigned char *out;
 
-	ASSERT_EQ(0, spawn_hostile("silent", &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, spawn_hostile("bigkeep", &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
 	slot_kb = (long)(execproc_header(ep)->in_bytes / 1024);
 	ASSERT_GT(slot_kb, 64);
-	ASSERT_TRUE(shm_mapping_kb(getpid(), "hostile-silent", &size, &rss));
+	out = malloc(execproc_header(ep)->out_bytes);
+	ASSERT_NE(NULL, out);
+	memset(out, 0xff, execproc_header(ep)->out_bytes);
+	EXPECT_EQ(0, execproc_read_output(ep, 1, out, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(0, out[0]);
+	EXPECT_EQ(0, out[execproc_header(ep)->out_bytes - 1]);
+	free(out);
+	EXPECT_EQ(-EPROTO, execproc_input_allocated(ep, 2, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "gave its query slots' pages back")) TH_LOG("%s", err.msg);
+	ASSERT_TRUE(shm_mapping_kb(getpid(), "hostile-bigkeep", &size, &rss));
 	TH_LOG("colocd's side: %ld of %ld kB mapped; a slot's input is %ld kB", rss, size, slot_kb);
 	EXPECT_LT(rss, slot_kb);
+	execproc_free(ep);
+}
+
+/*
+ * An executor that allocated its slots at ready, as coloc-executor does,
+ * then gives them back after a block (hostile-punch): the slot it holds
+ * passes, the one given back gives it up.
+ */
+TEST(execproc_input_allocated__a_slot_given_back_gives_the_executor_up)
+{
+	struct execproc_block b = { .last = 1, .cpus = one_cpu, .nr_cpus = 1 };
+	struct coloc_err err = { 0 };
+	struct execproc_result res;
+	struct execproc *ep = NULL;
+
+	ASSERT_EQ(0, spawn_hostile("punch", &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(0, execproc_input_allocated(ep, 0, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(0, execproc_input_allocated(ep, 3, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, execproc_submit_block(ep, &b, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(1, execproc_wait_done(ep, &res, DONE_MS, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(COLOC_SHM_DONE_OK, res.status);
+	/* it gives them back right after it completes: wait for the hole */
+	for (int i = 0; i < 100 && !execproc_input_allocated(ep, 0, NULL); i++)
+		usleep(10000);
+	EXPECT_EQ(-EPROTO, execproc_input_allocated(ep, 0, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "gave its query slots' pages back")) TH_LOG("%s", err.msg);
+	/* given up: every slot answers so from now on */
+	EXPECT_EQ(-EPROTO, execproc_input_allocated(ep, 3, &err));
 	execproc_free(ep);
 }
 

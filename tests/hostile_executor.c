@@ -39,6 +39,8 @@
  *                    zero), and once it answered its first, touches
  *                    HOSTILE_HOG_MIB of memory that it keeps, as a crafted
  *                    model's buffers would: two of one user bound together
+ *   hostile-punch    completes every block OK at once (the outputs zero),
+ *                    then gives every slot's pages back (MADV_REMOVE)
  *
  * and these lie in the summary of the model (shm.h) they describe before
  * READY, which colocd admits the tenant from:
@@ -50,6 +52,11 @@
  *                    others one more MAC in the first layer (the marker file
  *                    /tmp/coloc-hostile-second, which the test removes
  *                    first, tells which is first)
+ *   hostile-bigkeep  a query as large as a slot, in and out (16 MiB each
+ *                    by default), and completes every block OK at once
+ *
+ * Every mode allocates its slots' pages before READY, as coloc-executor
+ * does, but hostile-bigkeep, which never touches them.
  *
  * Any other tenant gets the real executor: coloc-executor beside argv[0]
  * (a test puts a link to it there), so that one colocd --executor serves a
@@ -118,6 +125,9 @@ static void falsify_summary(struct coloc_shm_summary *sum)
 	} else if (is("name")) {
 		memset(sum->model_name, '.', sizeof(sum->model_name));
 		memcpy(sum->model_name, "../../etc/passwd", 16);
+	} else if (is("bigkeep")) {
+		sum->in_bytes = shm->hdr.slot_in_capacity;
+		sum->out_bytes = shm->hdr.slot_out_capacity;
 	} else if (is("second")) {
 		snprintf(marker, sizeof(marker), "/tmp/coloc-hostile-second");
 		fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -160,8 +170,8 @@ static int describe(const char *name, int fd)
 	h->nr_layers = (__u32)m->nr_layers;
 	h->nr_inputs = (__u32)io.nr_inputs;
 	h->nr_outputs = (__u32)io.nr_outputs;
-	h->in_bytes = io.in_bytes;
-	h->out_bytes = io.out_bytes;
+	h->in_bytes = is("bigkeep") ? shm->summary.in_bytes : io.in_bytes;
+	h->out_bytes = is("bigkeep") ? shm->summary.out_bytes : io.out_bytes;
 	model_io_layout_free(&io);
 	model_source_close(&src);
 	return 0;
@@ -227,6 +237,19 @@ static void complete(__u32 seq, __u32 status, __u64 block_ns, __u64 switch_ns)
 	}
 	__atomic_store_n(&d->seq, seq, __ATOMIC_RELEASE);
 	ring();
+}
+
+/* madvise(advice) on every slot's input and output bytes. */
+static void slots_madvise(int advice)
+{
+	const struct coloc_shm_header *h = &shm->hdr;
+	char *slot = (char *)shm + h->data_offset;
+
+	for (int k = 0; k < COLOC_SHM_NR_SLOTS; k++) {
+		madvise(slot, h->in_bytes, advice);
+		madvise(slot + h->slot_in_capacity, h->out_bytes, advice);
+		slot += h->slot_in_capacity + h->slot_out_capacity;
+	}
 }
 
 static void woken(int sig)
@@ -297,8 +320,13 @@ static void misbehave(void)
 			}
 			continue;
 		}
-		if (is("spin")) {
+		if (is("spin") || is("bigkeep")) {
 			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
+			continue;
+		}
+		if (is("punch")) {
+			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
+			slots_madvise(MADV_REMOVE);
 			continue;
 		}
 		if (is("times")) {
@@ -370,6 +398,8 @@ static int lane_start(int shm_fd, int done_fd, const char *name, int model_fd)
 	shm = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, shm_fd, 0);
 	if (shm == MAP_FAILED || describe(name, model_fd))
 		return -1;
+	if (!is("bigkeep"))
+		slots_madvise(MADV_POPULATE_WRITE);
 	shm->hdr.executor_pid = getpid();
 	__atomic_store_n(&shm->hdr.state, COLOC_SHM_READY, __ATOMIC_RELEASE);
 	ring();

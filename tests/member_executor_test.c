@@ -299,6 +299,85 @@ TEST_F_TIMEOUT(member, spin__threads_on_no_block_take_only_idle_time, 600)
 	EXPECT_GT(16.0, ratio);
 }
 
+/* pid's RssShmem (its mapped shared memory pages) in KiB, from /proc/pid/status; -1 if none. */
+static long rss_shmem_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssShmem: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/* Waits until tenant name's status says failed, for why: its status into out. */
+static bool failed_for(FIXTURE_DATA(member) * self, const char *name, const char *why, char *out,
+		       size_t len)
+{
+	for (int i = 0; i < WAIT_S * 10; i++, usleep(100000))
+		if (!status_of(self, name, out, len) && strstr(out, "\"state\":\"failed\"") &&
+		    strstr(out, why))
+			return true;
+	return false;
+}
+
+#define SLOT_PAGES_GIVEN_BACK "gave its query slots' pages back"
+
+/*
+ * An executor that declares a query as large as its slots (16 MiB in, 16
+ * out) and never allocates their pages: colocd allocates none of them for
+ * it (on main its copies faulted in and kept 32 MiB a query, in colocd's
+ * RssShmem and its own memory cgroup), the query and the tenant fail for
+ * it, and the honest tenant answers on.
+ */
+TEST_F_TIMEOUT(member, bigkeep__colocd_faults_in_no_slot_page_for_it, 600)
+{
+	char out[16384];
+	long before, after;
+
+	ASSERT_LT(0, submit_ready(self, "honest"));
+	ASSERT_LT(0, submit_ready(self, "hostile-bigkeep"));
+	before = rss_shmem_kib(self->d.pid);
+	ASSERT_LE(0, before);
+	EXPECT_NE(0, tu_colocctl(self->d.sock, "infer hostile-bigkeep", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, SLOT_PAGES_GIVEN_BACK)) TH_LOG("%s", out);
+	after = rss_shmem_kib(self->d.pid);
+	TH_LOG("colocd's RssShmem %ld kB before the query, %ld kB after", before, after);
+	EXPECT_GT(16 << 10, after - before);
+	EXPECT_TRUE(failed_for(self, "hostile-bigkeep", SLOT_PAGES_GIVEN_BACK, out, sizeof(out)))
+	TH_LOG("%s", out);
+	EXPECT_EQ(0, tu_colocctl(self->d.sock, "infer honest", out, sizeof(out))) TH_LOG("%s", out);
+}
+
+/*
+ * An executor that allocates its slots at ready, as the real one does, and
+ * gives them back after its first block (MADV_REMOVE): its first query is
+ * answered, its second fails for it, as its tenant does (on main colocd
+ * faulted the input back in and the query was answered), and the honest
+ * tenant answers on.
+ */
+TEST_F_TIMEOUT(member, punch__slot_pages_given_back_fail_the_tenant, 600)
+{
+	char out[16384];
+
+	ASSERT_LT(0, submit_ready(self, "honest"));
+	ASSERT_LT(0, submit_ready(self, "hostile-punch"));
+	EXPECT_EQ(0, tu_colocctl(self->d.sock, "infer hostile-punch", out, sizeof(out)))
+	TH_LOG("%s", out);
+	EXPECT_NE(0, tu_colocctl(self->d.sock, "infer hostile-punch", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, SLOT_PAGES_GIVEN_BACK)) TH_LOG("%s", out);
+	EXPECT_TRUE(failed_for(self, "hostile-punch", SLOT_PAGES_GIVEN_BACK, out, sizeof(out)))
+	TH_LOG("%s", out);
+	EXPECT_EQ(0, tu_colocctl(self->d.sock, "infer honest", out, sizeof(out))) TH_LOG("%s", out);
+}
+
 /* /proc/pid/file read by nobody (uid and gid 65534) in a child: 0 if it could, else the errno. */
 static int read_as_nobody(pid_t pid, const char *file)
 {
