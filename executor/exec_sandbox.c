@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -254,7 +255,6 @@ static const int allowed_syscalls[] = {
 	SCMP_SYS(munmap),
 	SCMP_SYS(mprotect),
 	SCMP_SYS(mremap),
-	SCMP_SYS(madvise),
 	/* an imported ONNX model's weights, sealed in a memfd of its own */
 	SCMP_SYS(memfd_create),
 	SCMP_SYS(ftruncate),
@@ -307,6 +307,19 @@ static const int allowed_syscalls[] = {
 	SCMP_SYS(uname),
 };
 
+/*
+ * madvise's advice the executor and its libraries give (glibc's free and
+ * thread stacks: DONTNEED; huge_alloc: HUGEPAGE; shm_serve: POPULATE_WRITE)
+ * and other hints; never one that frees or pushes out shared pages
+ * (REMOVE, FREE, COLD, PAGEOUT): colocd's copies into the query slots would
+ * fault them back in or wait for swap (docs/security-executor.md, "Slot pages").
+ */
+static const int allowed_advice[] = {
+	MADV_NORMAL,   MADV_RANDOM,	   MADV_SEQUENTIAL,	MADV_WILLNEED,
+	MADV_DONTNEED, MADV_HUGEPAGE,	   MADV_NOHUGEPAGE,	MADV_DONTDUMP,
+	MADV_DODUMP,   MADV_POPULATE_READ, MADV_POPULATE_WRITE,
+};
+
 static int enter_seccomp(char *why, size_t len)
 {
 #if defined(__SANITIZE_ADDRESS__)
@@ -324,6 +337,9 @@ static int enter_seccomp(char *why, size_t len)
 	ret = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
 	for (size_t i = 0; !ret && i < sizeof(allowed_syscalls) / sizeof(allowed_syscalls[0]); i++)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed_syscalls[i], 0);
+	for (size_t i = 0; !ret && i < sizeof(allowed_advice) / sizeof(allowed_advice[0]); i++)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(madvise), 1,
+				       SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)allowed_advice[i], 0));
 	/* threads, never processes: a clone3's flags are out of a filter's reach, so ENOSYS
 	 * makes glibc fall back to clone */
 	if (!ret)

@@ -284,6 +284,8 @@ struct inside {
 	char why[256], missing[256];
 	int kill_other, open_passwd, open_sysfs, socket_unix, fork_child, exec_shell;
 	int thread; /* pthread_create's return */
+	/* madvise on a shared memfd's page: what the executor needs, what would harm colocd */
+	int populate, dontneed, remove, pageout, cold;
 };
 
 static void *nothing(void *arg)
@@ -296,12 +298,34 @@ static int err_of(long ret)
 	return ret < 0 ? errno : 0;
 }
 
+/* madvise's answers (0 or the errno) on a page of a shared memfd, as a query slot's. */
+static void shared_page_advice(struct inside *in)
+{
+	int fd = memfd_create("slot", 0);
+	char *page = MAP_FAILED;
+
+	if (fd >= 0 && !ftruncate(fd, 4096))
+		page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (page == MAP_FAILED) {
+		in->populate = -1;
+		return;
+	}
+	in->populate = err_of(madvise(page, 4096, MADV_POPULATE_WRITE));
+	in->dontneed = err_of(madvise(page, 4096, MADV_DONTNEED));
+	in->remove = err_of(madvise(page, 4096, MADV_REMOVE));
+	in->pageout = err_of(madvise(page, 4096, MADV_PAGEOUT));
+	in->cold = err_of(madvise(page, 4096, MADV_COLD));
+}
+
 /*
  * A process entering the sandbox as an executor with a tenant's uid cannot
  * signal another tenant's process (another uid, outside its Landlock
  * domain), open /etc/passwd (world-readable, but not for Landlock), make a
- * socket (the way to colocd's control socket), fork or exec; it can still
- * read the CPUs' sysfs folder it is allowed and start a thread.
+ * socket (the way to colocd's control socket), fork or exec, or give a
+ * shared memory's pages back or push them out (MADV_REMOVE, _PAGEOUT,
+ * _COLD: colocd would fault them back in); it can still read the CPUs'
+ * sysfs folder it is allowed, start a thread, and populate or drop its
+ * own view of a shared page (MADV_POPULATE_WRITE, _DONTNEED).
  */
 TEST(exec_sandbox_enter__denies_what_a_compromised_executor_would_try)
 {
@@ -354,6 +378,7 @@ TEST(exec_sandbox_enter__denies_what_a_compromised_executor_would_try)
 		in->thread = pthread_create(&th, NULL, nothing, NULL);
 		if (!in->thread)
 			pthread_join(th, NULL);
+		shared_page_advice(in);
 		_exit(0);
 	}
 	ASSERT_EQ(child, waitpid(child, &status, 0));
@@ -367,6 +392,8 @@ TEST(exec_sandbox_enter__denies_what_a_compromised_executor_would_try)
 	EXPECT_EQ(EACCES, in->open_passwd);
 	EXPECT_EQ(0, in->open_sysfs);
 	EXPECT_EQ(0, in->thread);
+	EXPECT_EQ(0, in->populate);
+	EXPECT_EQ(0, in->dontneed);
 #if defined(__SANITIZE_ADDRESS__)
 	/* sanitizer builds log what the filter would deny (LeakSanitizer needs it) */
 	TH_LOG("sanitizer build: the seccomp filter logs instead of denying");
@@ -374,6 +401,9 @@ TEST(exec_sandbox_enter__denies_what_a_compromised_executor_would_try)
 	EXPECT_EQ(EPERM, in->socket_unix);
 	EXPECT_EQ(EPERM, in->fork_child);
 	EXPECT_EQ(EPERM, in->exec_shell);
+	EXPECT_EQ(EPERM, in->remove);
+	EXPECT_EQ(EPERM, in->pageout);
+	EXPECT_EQ(EPERM, in->cold);
 #endif
 	munmap(in, sizeof(*in));
 }
