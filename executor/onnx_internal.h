@@ -5,7 +5,12 @@
  * layers built so far with their parameters, and the helpers every op uses.
  *
  *   onnx_wire.c    the nesting limit, checked on the wire before unpacking
- *   onnx_graph.c   file in, protobuf unpack, values, initializers, inputs
+ *   onnx_graph.c   protobuf unpack, every value registered, graph inputs
+ *   onnx_names.c   values and layers by name, a node's outputs bound
+ *   onnx_attr.c    a node's attributes, type-checked
+ *   onnx_check.c   checked size arithmetic, shape bounds, the refusal message
+ *   onnx_tensor.c  a TensorProto (initializer, Constant) into doubles
+ *   onnx_external.c  a tensor's bytes from an external data file
  *   onnx_fold.c    constant folding and Shape (shape subgraphs vanish)
  *   onnx_lower.c   one function per op into coloc layers, with the fusions
  *   onnx_pattern.c multi-node patterns (GELU) fused into one coloc activation
@@ -90,6 +95,8 @@ struct onnx_ctx {
 	int *layer_hash; /* open addressing over layer names, -1 = empty */
 };
 
+#define ONNX_LAYER_HASH_CAP (2 * MODEL_MAX_LAYERS) /* entries of ctx.layer_hash */
+
 /* A constant's element as an integer, clamped so that no cast overflows. */
 static inline int64_t onnx_i64(double x)
 {
@@ -104,15 +111,17 @@ static inline bool onnx_takes_act(enum model_op op)
 }
 
 /* onnx_graph.c */
+int onnx_graph_open(struct onnx_ctx *c, const void *buf, size_t len);
+/* Frees the decoded constants once every node is lowered (the layers hold their own floats). */
+void onnx_graph_drop_constants(struct onnx_ctx *c);
+void onnx_graph_close(struct onnx_ctx *c);
+
+/* onnx_names.c */
 struct onnx_value *onnx_value_find(struct onnx_ctx *c, const char *name);
 /* A new value; -EEXIST (SSA broken) or -ENOMEM through c->err. */
 int onnx_value_add(struct onnx_ctx *c, const char *name, struct onnx_value **out);
 /* Input i of the current node, or NULL if absent (an empty name or i out of range). */
 struct onnx_value *onnx_input(struct onnx_ctx *c, const Onnx__NodeProto *n, size_t i);
-int onnx_graph_open(struct onnx_ctx *c, const void *buf, size_t len);
-/* Frees the decoded constants once every node is lowered (the layers hold their own floats). */
-void onnx_graph_drop_constants(struct onnx_ctx *c);
-void onnx_graph_close(struct onnx_ctx *c);
 /* A new layer; its name is made from the node's (unique, format-safe). */
 int onnx_layer_add(struct onnx_ctx *c, enum model_op op, const char *name, struct onnx_layer **out);
 /* Makes the node's output i a layer's output (adds its uses to the layer). */
@@ -121,6 +130,7 @@ int onnx_output_layer(struct onnx_ctx *c, const Onnx__NodeProto *n, size_t i, in
 int onnx_output_const(struct onnx_ctx *c, const Onnx__NodeProto *n, size_t i,
 		      const struct model_shape *s, double *data, bool is_int);
 
+/* onnx_tensor.c */
 /*
  * How many values t declares by its dims, the product capped at cap (0 if
  * a dim is 0); -1 if a dim is negative. Reads no data.
@@ -129,6 +139,17 @@ int64_t onnx_tensor_elems(const Onnx__TensorProto *t, int64_t cap);
 /* A TensorProto into doubles (shape, is_int); every size checked. 0 or -errno. */
 int onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t, struct model_shape *s,
 		       double **data, bool *is_int);
+
+/*
+ * onnx_external.c: the bytes of tensor t (named name) kept in an external
+ * data file ("location", a path relative to the model file's directory,
+ * "offset" and "length" in bytes), want bytes of them, into a new buffer
+ * at *out. 0 or a negative errno with the tensor named.
+ */
+int onnx_external_bytes(struct onnx_ctx *c, const Onnx__TensorProto *t, const char *name,
+			size_t want, uint8_t **out);
+
+/* onnx_attr.c */
 const Onnx__AttributeProto *onnx_attr(const Onnx__NodeProto *n, const char *name);
 int onnx_attr_int(struct onnx_ctx *c, const Onnx__NodeProto *n, const char *name, int64_t def,
 		  int64_t *v);
@@ -141,6 +162,7 @@ int onnx_attr_ints(struct onnx_ctx *c, const Onnx__NodeProto *n, const char *nam
 const char *onnx_attr_str(const Onnx__NodeProto *n, const char *name, char *buf, size_t len,
 			  const char *def);
 
+/* onnx_check.c */
 /*
  * Records "FILE: node 'N' (OpType, opset K, inputs [..], [..]): WHY" for the
  * current node and returns code.
