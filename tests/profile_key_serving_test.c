@@ -29,11 +29,10 @@ FIXTURE(keyed)
 
 FIXTURE_SETUP(keyed)
 {
-	char cmd[2048], out[4096], bin[PATH_MAX];
+	char out[4096], bin[PATH_MAX];
 	struct coloc_err err = { 0 };
 	struct serving_config cfg = { .executor = tu_bin("coloc-executor", bin, sizeof(bin)),
 				      .policy = "coloc" };
-	FILE *f;
 
 	self->s = NULL;
 	ASSERT_EQ(0, tu_make_tmpdir("key-serving", self->dir, sizeof(self->dir)));
@@ -41,16 +40,9 @@ FIXTURE_SETUP(keyed)
 	snprintf(self->w1, sizeof(self->w1), "%s/w1.weights", self->dir);
 	snprintf(self->w2, sizeof(self->w2), "%s/w2.weights", self->dir);
 	snprintf(self->cache, sizeof(self->cache), "%s/cache", self->dir);
-	ASSERT_EQ(0, profile_tool_write_tiny(self->model));
-	snprintf(cmd, sizeof(cmd), "%s '%s' --save-weights '%s' && cp '%s' '%s'",
-		 tu_bin("coloc-run", bin, sizeof(bin)), self->model, self->w1, self->w1, self->w2);
-	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s: %s", cmd, out);
-	/* w2: the same model's weights with its last parameter other */
-	f = fopen(self->w2, "r+");
-	ASSERT_NE(NULL, f);
-	ASSERT_EQ(0, fseek(f, -4, SEEK_END));
-	ASSERT_EQ(4, fwrite("\0\0\200\77", 1, 4, f)); /* 1.0f */
-	ASSERT_EQ(0, fclose(f));
+	ASSERT_EQ(0, profile_tool_write_tiny_weights(self->model, self->w1, self->w2, out,
+						     sizeof(out)))
+	TH_LOG("%s", out);
 	cfg.executor = tu_bin("coloc-executor", bin, sizeof(bin));
 	cfg.cache_dir = self->cache;
 	ASSERT_EQ(0, serving_create(&cfg, &self->s, &err)) TH_LOG("%s", err.msg);

@@ -46,17 +46,6 @@ static int memfd_of(const void *data, size_t len)
 	return fd;
 }
 
-static int write_bytes(const char *path, const void *data, size_t len)
-{
-	FILE *f = fopen(path, "w");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fwrite(data, 1, len, f) == len;
-	return fclose(f) == 0 && ok ? 0 : -1;
-}
-
 TEST(sha256__fips180_vectors)
 {
 	static const char *const msgs[] = {
@@ -199,23 +188,15 @@ FIXTURE(tool)
 
 FIXTURE_SETUP(tool)
 {
-	char cmd[1024], out[4096], bin[PATH_MAX];
-	FILE *f;
+	char out[4096];
 
 	ASSERT_EQ(0, tu_make_tmpdir("profile-key", self->dir, sizeof(self->dir)));
 	snprintf(self->model, sizeof(self->model), "%s/tiny.model", self->dir);
 	snprintf(self->w1, sizeof(self->w1), "%s/w1.weights", self->dir);
 	snprintf(self->w2, sizeof(self->w2), "%s/w2.weights", self->dir);
-	ASSERT_EQ(0, profile_tool_write_tiny(self->model));
-	snprintf(cmd, sizeof(cmd), "%s '%s' --save-weights '%s' && cp '%s' '%s'",
-		 tu_bin("coloc-run", bin, sizeof(bin)), self->model, self->w1, self->w1, self->w2);
-	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s: %s", cmd, out);
-	/* w2: the last parameter other (an fp32 of its last tensor) */
-	f = fopen(self->w2, "r+");
-	ASSERT_NE(NULL, f);
-	ASSERT_EQ(0, fseek(f, -4, SEEK_END));
-	ASSERT_EQ(4, fwrite("\0\0\200\77", 1, 4, f)); /* 1.0f */
-	ASSERT_EQ(0, fclose(f));
+	ASSERT_EQ(0, profile_tool_write_tiny_weights(self->model, self->w1, self->w2, out,
+						     sizeof(out)))
+	TH_LOG("%s", out);
 }
 
 FIXTURE_TEARDOWN(tool)
@@ -322,7 +303,7 @@ TEST_F(tool, find__refuses_profiles_of_the_old_key_with_words)
 	/* under its old name: not found, and the message says one is there and why unused */
 	snprintf(path, sizeof(path), "%s/tiny-3e7cb7ff03cc405f-%016llx.profile", cache,
 		 (unsigned long long)profile_machine_hash(&machine));
-	ASSERT_EQ(0, write_bytes(path, text, len));
+	ASSERT_EQ(0, tu_write_file(path, text, len));
 	EXPECT_EQ(NULL, profile_table_find_keyed("tiny", &k, self->model, cache, &machine, &err));
 	EXPECT_EQ(-ENOENT, err.code);
 	EXPECT_NE(NULL, strstr(err.msg, "no profile for this model")) TH_LOG("%s", err.msg);
@@ -333,7 +314,7 @@ TEST_F(tool, find__refuses_profiles_of_the_old_key_with_words)
 
 	/* renamed to the new key's name: read, and refused for its header */
 	ASSERT_EQ(0, profile_cache_path(cache, "tiny", &k, &machine, path, sizeof(path)));
-	ASSERT_EQ(0, write_bytes(path, text, len));
+	ASSERT_EQ(0, tu_write_file(path, text, len));
 	coloc_err_clear(&err);
 	EXPECT_EQ(NULL, profile_table_find_keyed("tiny", &k, self->model, cache, &machine, &err));
 	EXPECT_EQ(-ESTALE, err.code);

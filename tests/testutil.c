@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * Test helpers (see testutil.h). Everything here is real: processes are
- * forked, pinned with sched_setaffinity and measured through /proc.
+ * Test helpers (see testutil.h; those for files are in testutil_files.c).
+ * Everything here is real: processes are forked, pinned with
+ * sched_setaffinity and measured through /proc.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -15,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <ftw.h>
 #include <grp.h>
 #include <unistd.h>
 #include <linux/capability.h>
@@ -915,68 +915,6 @@ void tu_reset_peak_rss(pid_t pid)
 		fputs("5", f);
 		fclose(f);
 	}
-}
-
-char *tu_read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET)) {
-		buf = malloc((size_t)n + 1);
-		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		} else if (buf) {
-			buf[n] = '\0';
-			*len = (size_t)n;
-		}
-	}
-	fclose(f);
-	return buf;
-}
-
-int tu_make_tmpdir(const char *name, char *buf, size_t len)
-{
-	bool root = !geteuid() &&
-		    (!mkdir(TU_ROOT_TMP, 0755) ? !chmod(TU_ROOT_TMP, 0755) : errno == EEXIST);
-	int n = snprintf(buf, len, root ? TU_ROOT_TMP "/%s-XXXXXX" : "/tmp/coloc-%s-XXXXXX", name);
-
-	if (n < 0 || (size_t)n >= len) {
-		if (len)
-			buf[0] = '\0';
-		return -ENAMETOOLONG;
-	}
-	if (!mkdtemp(buf)) {
-		buf[0] = '\0';
-		return -errno;
-	}
-	return 0;
-}
-
-static int tu_remove_tree_err;
-
-static int tu_remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	if (remove(path) && !tu_remove_tree_err)
-		tu_remove_tree_err = -errno;
-	return 0;
-}
-
-int tu_remove_tree(const char *path)
-{
-	if (!path || !path[0])
-		return 0;
-	tu_remove_tree_err = 0;
-	if (nftw(path, tu_remove_entry, 16, FTW_DEPTH | FTW_PHYS) && errno != ENOENT)
-		return -errno;
-	return tu_remove_tree_err;
 }
 
 pid_t tu_fork_without_cap(int cap)

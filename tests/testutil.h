@@ -2,11 +2,13 @@
 /*
  * Helpers shared by coloc's tests: real busy processes pinned to a CPU, their
  * CPU time as the kernel accounts it, running coloc's binaries, talking
- * to a colocd over its socket, and mutating good text to fuzz a parser.
+ * to a colocd over its socket, mutating good text to fuzz a parser, and
+ * files and folders (testutil_files.c).
  */
 #ifndef COLOC_TESTUTIL_H
 #define COLOC_TESTUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -190,6 +192,8 @@ int tu_stop_child(pid_t *pid);
 
 /* The whole file, malloc'd and NUL-terminated (*len without the NUL), or NULL. */
 char *tu_read_file(const char *path, size_t *len);
+/* Writes len bytes of data as the whole of path (created or truncated): 0 or -1. */
+int tu_write_file(const char *path, const void *data, size_t len);
 
 /* A kB field of /proc/PID/status (pid 0: this process), e.g. "VmRSS"; -1 if unknown. */
 long tu_proc_status_kb(pid_t pid, const char *field);
