@@ -11,8 +11,7 @@
 #include <string.h>
 #include "kselftest_harness.h"
 #include "sim.h"
-
-#define MS 1000000ULL
+#include "sim_hand_tables.h"
 
 FIXTURE(sim_execs)
 {
@@ -104,17 +103,6 @@ TEST_F(sim_execs, start__idle_executor_or_refused_started_stays)
 }
 
 /* ---- a whole run ---------------------------------------------------------------------- */
-
-static const int one_core[] = { 1 };
-static const uint64_t one_layer_ns[] = { 10 * MS };
-static const struct policy_costs one_layer = {
-	.nr_layers = 1,
-	.nr_versions = 1,
-	.nr_core_counts = 1,
-	.nr_levels = 1,
-	.core_counts = one_core,
-	.latency_ns = one_layer_ns,
-};
 
 struct ends {
 	uint64_t end_ns[16];

@@ -14,8 +14,7 @@
 #include <string.h>
 #include "kselftest_harness.h"
 #include "sim.h"
-
-#define MS 1000000ULL
+#include "sim_hand_tables.h"
 
 FIXTURE(sim_level)
 {
@@ -121,18 +120,6 @@ TEST_F(sim_level, block__out_of_range_tenant_and_cores_are_ignored)
 }
 
 /* ---- whole runs --------------------------------------------------------------------- */
-
-/* One layer of 10 ms on 1 core, no level columns (the model's slowdown is taken as is). */
-static const int one_core[] = { 1 };
-static const uint64_t one_layer_ns[] = { 10 * MS };
-static const struct policy_costs one_layer = {
-	.nr_layers = 1,
-	.nr_versions = 1,
-	.nr_core_counts = 1,
-	.nr_levels = 1,
-	.core_counts = one_core,
-	.latency_ns = one_layer_ns,
-};
 
 struct levels_seen {
 	int nr;
