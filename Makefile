@@ -5,7 +5,8 @@
 #   make check-unit      build and run the tests that need neither root nor BPF
 #                        (policy, simulator, parsers, executor, ...), as any user;
 #                        both first run tools/check-sizes.sh (files <= 1,000 lines,
-#                        functions <= 150)
+#                        functions <= 150) and tools/check-links.py (every relative
+#                        link of the Markdown files resolves)
 #   SANITIZE=1 make check   the same under ASan+UBSan (objects in build/san/)
 #   make deps            install the Debian packages coloc needs, create the
 #                        coloc group and user (as root; idempotent)
@@ -388,10 +389,12 @@ check:
 check-build: $(BINS) $(TEST_BINS) $(TEST_PROGS) ort-models
 run-check: check-build
 	$(Q)tools/check-sizes.sh
+	$(Q)/usr/bin/python3 tools/check-links.py
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) $(FUZZ_CHECK_ENV) \
 		tests/run.sh --root $(TEST_BINS)
 check-unit: $(BINS) $(UNIT_TESTS)
 	$(Q)tools/check-sizes.sh
+	$(Q)/usr/bin/python3 tools/check-links.py
 	$(Q)COLOC_BIN=$(abspath $(BIN)) COLOC_ROOT=$(CURDIR) tests/run.sh $(UNIT_TESTS)
 
 demo:
