@@ -79,7 +79,7 @@
 #                percentile, as queued=F,dispatch=F,... (protocol.h's
 #                enum coloc_latency_part).
 #   blocks-MIX-POLICY.tsv  colocd --block-log of that run: every block's
-#                prediction and measurement (header in the file; README).
+#                prediction and measurement (header in the file; colocd(8)).
 #   mape.tsv     mix policy tenant blocks prediction_mape prediction_bias
 #                colocd's block-latency prediction error over the whole run
 #                of that policy (colocctl status --json; fractions).
