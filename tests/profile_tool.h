@@ -44,14 +44,15 @@ static inline int profile_tool_write_tiny_weights(const char *model, const char 
 	FILE *f;
 	int ok;
 
-	snprintf(out, len, "writing %s or %s failed", model, w2);
-	if (profile_tool_write_tiny(model))
+	if (profile_tool_write_tiny(model)) {
+		snprintf(out, len, "cannot write %s", model);
 		return -1;
+	}
 	snprintf(cmd, sizeof(cmd), "%s '%s' --save-weights '%s' && cp '%s' '%s'",
 		 tu_bin("coloc-run", bin, sizeof(bin)), model, w1, w1, w2);
 	if (tu_run(cmd, out, len))
 		return -1;
-	snprintf(out, len, "writing %s or %s failed", model, w2);
+	snprintf(out, len, "cannot change the last parameter of %s", w2);
 	f = fopen(w2, "r+");
 	if (!f)
 		return -1;
