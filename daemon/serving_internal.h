@@ -4,7 +4,8 @@
  * queued and the policy rounds; serving_tenant.c: a tenant's executor
  * processes; serving_events.c: executor events and deadlines;
  * serving_admit.c: admission; serving_plan.c: plan ahead; serving_view.c:
- * what status shows). Nothing outside daemon/serving*.c includes it.
+ * what status shows; serving_create.c: create and destroy). Nothing
+ * outside daemon/serving*.c includes it.
  */
 #ifndef COLOC_DAEMON_SERVING_INTERNAL_H
 #define COLOC_DAEMON_SERVING_INTERNAL_H
