@@ -7,30 +7,17 @@
  * frame is gathered whole (at most H2_CTL_MAX bytes) and acted on. A stream
  * over is marked gone and its slot taken back when no stream pointer is
  * held (h2_conn_sweep), so callbacks may answer streams while a frame is
- * being read. docs/design/gateway-grpc.md.
+ * being read; the streams are found by id in h2_streams.c.
+ * docs/design/gateway-grpc.md.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include "h2_conn.h"
+#include "h2_streams.h"
 
 enum { P_PREFACE, P_HEAD, P_FRAME, P_DATA_PAD, P_DATA, P_SKIP };
-
-struct h2_stream {
-	struct h2_stream *all_next; /* every stream made, for h2_conn_free */
-	struct h2_stream *free_next; /* over and free for the next */
-	uint32_t id;
-	void *st;
-	bool gone, remote_closed, local_closed, answering;
-	bool borrowed; /* hdr and trl are the caller's (h2_conn_respond sent them whole) */
-	int64_t recv_window, recv_used, send_window;
-	/* the answer not yet in the output: stage 0 headers, 1 body, 2 trailers, 3 sent */
-	int stage;
-	uint8_t *hdr, *body, *trl;
-	size_t hdr_len, body_len, body_off, trl_len;
-};
 
 #define H2_SECOND 1000000000ull
 
@@ -109,93 +96,7 @@ static int conn_error(struct h2_conn *c, uint32_t error)
 	return -EPROTO;
 }
 
-/* ---- streams -------------------------------------------------------------------------- */
-
-/*
- * The open streams by id: a table of 2^table_bits, open addressing, at most
- * half full, salted (a client picks its stream ids); a stream's struct is
- * made when more streams are open than ever before and kept on the free
- * list when it is over, so nothing is allocated per max_streams up front and
- * a pointer to a stream over stays valid (gone) until h2_conn_free.
- */
-static uint32_t table_slot(const struct h2_conn *c, uint32_t id)
-{
-	return ((id ^ c->table_salt) * 0x9e3779b1u) >> (32 - c->table_bits);
-}
-
-static struct h2_stream *stream_find(struct h2_conn *c, uint32_t id)
-{
-	uint32_t mask = (1u << c->table_bits) - 1;
-
-	if (!c->table)
-		return NULL;
-	for (uint32_t i = table_slot(c, id); c->table[i]; i = (i + 1) & mask)
-		if (c->table[i]->id == id)
-			return c->table[i];
-	return NULL;
-}
-
-static void table_put(struct h2_conn *c, struct h2_stream *s)
-{
-	uint32_t mask = (1u << c->table_bits) - 1, i;
-
-	for (i = table_slot(c, s->id); c->table[i]; i = (i + 1) & mask)
-		;
-	c->table[i] = s;
-}
-
-/* Room for one more open stream in the table, grown (and rehashed) past half full. */
-static bool table_room(struct h2_conn *c)
-{
-	uint32_t bits = c->table ? c->table_bits : 3, old = c->table ? 1u << c->table_bits : 0;
-	struct h2_stream **t, **was = c->table;
-
-	if (c->table && (c->nr_streams + 1) * 2 <= 1u << c->table_bits)
-		return true;
-	while ((c->nr_streams + 1) * 2 > 1u << bits)
-		bits++;
-	t = calloc((size_t)1 << bits, sizeof(*t));
-	if (!t)
-		return false;
-	c->table = t;
-	c->table_bits = bits;
-	for (uint32_t i = 0; i < old; i++)
-		if (was[i])
-			table_put(c, was[i]);
-	free(was);
-	return true;
-}
-
-/* s out of the table, the entries after it moved back (linear probing's deletion). */
-static void table_remove(struct h2_conn *c, struct h2_stream *s)
-{
-	uint32_t mask = (1u << c->table_bits) - 1, i = table_slot(c, s->id), j;
-
-	while (c->table[i] != s)
-		i = (i + 1) & mask;
-	c->table[i] = NULL;
-	for (j = (i + 1) & mask; c->table[j]; j = (j + 1) & mask) {
-		uint32_t k = table_slot(c, c->table[j]->id);
-
-		/* moved back to i when its home is not cyclically within (i, j] */
-		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
-			c->table[i] = c->table[j];
-			c->table[j] = NULL;
-			i = j;
-		}
-	}
-}
-
-/* s no longer open: out of the table, gone, its struct free for the next. */
-static void stream_release(struct h2_conn *c, struct h2_stream *s)
-{
-	table_remove(c, s);
-	s->gone = true;
-	s->id = 0;
-	s->free_next = c->free_streams;
-	c->free_streams = s;
-	c->nr_streams--;
-}
+/* ---- streams (found by id in h2_streams.c) --------------------------------------------- */
 
 static void stream_free_answer(struct h2_stream *s)
 {
@@ -214,7 +115,7 @@ static void stream_done(struct h2_conn *c, struct h2_stream *s, uint32_t error)
 
 	if (s->gone)
 		return;
-	stream_release(c, s);
+	h2_streams_release(c, s);
 	stream_free_answer(s);
 	c->cb->close(c->arg, st, error);
 }
@@ -254,33 +155,6 @@ static void stream_reset(struct h2_conn *c, struct h2_stream *s, uint32_t error)
 	out_small(c, h2_rst_stream_write, s->id, error);
 	stream_done(c, s, error);
 	calm_count(c, true);
-}
-
-/* A free slot for stream id (a client's new stream), or NULL when max_streams are open. */
-static struct h2_stream *stream_new(struct h2_conn *c, uint32_t id)
-{
-	struct h2_stream *s = c->free_streams, *all;
-
-	if (c->nr_streams + c->held >= c->lim.max_streams || !table_room(c))
-		return NULL;
-	if (s) {
-		c->free_streams = s->free_next;
-	} else {
-		s = malloc(sizeof(*s));
-		if (!s)
-			return NULL;
-		s->all_next = c->all_streams;
-		c->all_streams = s;
-	}
-	all = s->all_next;
-	memset(s, 0, sizeof(*s));
-	s->all_next = all;
-	s->id = id;
-	s->recv_window = c->lim.stream_window;
-	s->send_window = c->peer.initial_window_size;
-	c->nr_streams++;
-	table_put(c, s);
-	return s;
 }
 
 /* As much of s's answer as the client's windows take; the stream over once it is all out. */
@@ -361,7 +235,7 @@ static uint8_t *dup_bytes(const uint8_t *p, size_t n)
 int h2_conn_respond(struct h2_conn *c, uint32_t id, const uint8_t *hdr, size_t hdr_len,
 		    uint8_t *body, size_t body_len, const uint8_t *trailers, size_t trailers_len)
 {
-	struct h2_stream *s = c->dead ? NULL : stream_find(c, id);
+	struct h2_stream *s = c->dead ? NULL : h2_streams_find(c, id);
 
 	if (!s || s->answering) {
 		free(body);
@@ -399,7 +273,7 @@ int h2_conn_respond(struct h2_conn *c, uint32_t id, const uint8_t *hdr, size_t h
 
 int h2_conn_cancel(struct h2_conn *c, uint32_t id)
 {
-	struct h2_stream *s = c->dead ? NULL : stream_find(c, id);
+	struct h2_stream *s = c->dead ? NULL : h2_streams_find(c, id);
 
 	if (!s)
 		return -ENOENT;
@@ -480,7 +354,7 @@ static int data_frame_begin(struct h2_conn *c)
 	if ((int64_t)c->f.length > c->recv_window)
 		return conn_error(c, H2_FLOW_CONTROL_ERROR);
 	c->recv_window -= c->f.length;
-	s = stream_find(c, c->f.stream);
+	s = h2_streams_find(c, c->f.stream);
 	if (s && s->remote_closed) {
 		stream_reset(c, s, H2_STREAM_CLOSED);
 		s = NULL;
@@ -554,17 +428,17 @@ static int block_done(struct h2_conn *c)
 	if (c->hb_new && c->goaway_sent && id > c->goaway_last) {
 		refused = true; /* after our GOAWAY: the client tries again elsewhere */
 	} else if (c->hb_new) {
-		b.s = stream_new(c, id);
+		b.s = h2_streams_new(c, id);
 		if (b.s) {
 			b.s->st = c->cb->open(c->arg, id);
 			if (!b.s->st) {
-				stream_release(c, b.s);
+				h2_streams_release(c, b.s);
 				b.s = NULL;
 			}
 		}
 		refused = !b.s;
 	} else if (!c->hb_new) {
-		b.s = stream_find(c, id);
+		b.s = h2_streams_find(c, id);
 	}
 	/* decoded whatever becomes of the stream: the table stays in sync */
 	h2_fields_begin(&c->hb_fields, !c->hb_new);
@@ -614,7 +488,7 @@ static int block_fragment(struct h2_conn *c)
 		r = h2_frame_content(&c->f, c->frame, &content, &len);
 		if (r)
 			return conn_error(c, (uint32_t)r);
-		s = stream_find(c, c->f.stream);
+		s = h2_streams_find(c, c->f.stream);
 		if (!s && c->f.stream <= c->last_peer_id)
 			return conn_error(c, H2_STREAM_CLOSED); /* RFC 9113 5.1.1 */
 		c->hb_new = !s;
@@ -688,7 +562,7 @@ static int frame_window_update(struct h2_conn *c)
 	}
 	if (c->f.stream > c->last_peer_id)
 		return conn_error(c, H2_PROTOCOL_ERROR);
-	s = stream_find(c, c->f.stream);
+	s = h2_streams_find(c, c->f.stream);
 	if (!s) /* answered already: the client's window for it no longer matters */
 		return calm_count(c, false) ? 0 : -EPROTO;
 	if (!inc || s->send_window + inc > H2_MAX_WINDOW) {
@@ -706,7 +580,7 @@ static int frame_rst_stream(struct h2_conn *c)
 
 	if (!c->f.stream || c->f.stream > c->last_peer_id)
 		return conn_error(c, H2_PROTOCOL_ERROR);
-	s = stream_find(c, c->f.stream);
+	s = h2_streams_find(c, c->f.stream);
 	if (!s) /* over already: a frame that does no work */
 		return calm_count(c, false) ? 0 : -EPROTO;
 	stream_done(c, s, be32(c->frame) ? be32(c->frame) : H2_CANCEL);
@@ -722,7 +596,7 @@ static int frame_priority(struct h2_conn *c)
 		return -EPROTO;
 	if ((be32(c->frame) & 0x7fffffffu) != c->f.stream)
 		return 0;
-	s = stream_find(c, c->f.stream);
+	s = h2_streams_find(c, c->f.stream);
 	if (!s) /* idle or closed: no RST_STREAM for an idle stream */
 		return conn_error(c, H2_PROTOCOL_ERROR);
 	stream_reset(c, s, H2_PROTOCOL_ERROR);
@@ -966,18 +840,10 @@ void h2_conn_free(struct h2_conn *c)
 	for (struct h2_stream *s = c->all_streams; s; s = s->all_next)
 		if (s->id && !s->gone)
 			stream_done(c, s, H2_CANCEL);
-	while (c->all_streams) {
-		struct h2_stream *s = c->all_streams;
-
-		c->all_streams = s->all_next;
-		free(s);
-	}
+	h2_streams_free(c);
 	hpack_decoder_free(&c->hpack);
-	free(c->table);
 	free(c->frame);
 	free(c->hb);
 	free(c->out);
-	c->table = NULL;
-	c->free_streams = NULL;
 	c->frame = c->hb = c->out = NULL;
 }

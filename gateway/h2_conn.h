@@ -71,7 +71,7 @@ struct h2_conn_cb {
 	void (*close)(void *arg, void *st, uint32_t error);
 };
 
-struct h2_stream; /* h2_conn.c's */
+struct h2_stream; /* h2_streams.h's */
 
 struct h2_conn {
 	struct h2_conn_limits lim;
@@ -98,7 +98,7 @@ struct h2_conn {
 	struct h2_fields hb_fields; /* its fields as RFC 9113 8.2, 8.3 ask */
 	bool settings_got; /* the client's first SETTINGS (its preface's end) */
 	/* streams */
-	struct h2_stream **table; /* the open streams by id (h2_conn.c) */
+	struct h2_stream **table; /* the open streams by id (h2_streams.c) */
 	uint32_t table_bits, table_salt;
 	struct h2_stream *all_streams, *free_streams; /* every one made; those over */
 	uint32_t nr_streams;
