@@ -100,20 +100,11 @@ static bool gone(pid_t pid, const char *dir)
 /* Whether colocd's effective capabilities hold CAP_KILL, from /proc. */
 static int has_cap_kill(pid_t pid)
 {
-	char path[64], line[256];
-	unsigned long long eff = 0;
-	int found = -1;
-	FILE *f;
+	char eff[32];
 
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (tu_proc_status_field(pid, "CapEff", eff, sizeof(eff)))
 		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", &eff) == 1)
-			found = !!(eff & (1ull << CAP_KILL));
-	fclose(f);
-	return found;
+	return !!(strtoull(eff, NULL, 16) & (1ull << CAP_KILL));
 }
 
 static bool log_has(FIXTURE_DATA(nokill) * self, const char *what)

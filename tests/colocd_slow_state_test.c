@@ -63,10 +63,9 @@ static bool no_children(pid_t pid, int ms)
 
 static int held_of(pid_t pid, struct held *h)
 {
-	char dir[64], path[384], link[256], line[256];
+	char dir[64], path[384], link[256];
 	struct dirent *e;
 	struct stat st;
-	FILE *f;
 	DIR *d;
 
 	memset(h, 0, sizeof(*h));
@@ -89,14 +88,7 @@ static int held_of(pid_t pid, struct held *h)
 			h->memfd_bytes += st.st_size;
 	}
 	closedir(d);
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmRSS:", 6))
-			h->rss_kb = strtol(line + 6, NULL, 10);
-	fclose(f);
+	h->rss_kb = tu_proc_status_kb(pid, "VmRSS");
 	return h->rss_kb > 0 ? 0 : -1;
 }
 

@@ -87,18 +87,9 @@ static pid_t ready_pid(const char *sock, const char *name)
 /* The real uid in /proc/PID/status; 0 if unknown. */
 static unsigned long proc_uid(pid_t pid)
 {
-	char path[64], line[256];
-	unsigned long uid = 0;
-	FILE *f;
+	char uid[64];
 
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "Uid:", 4))
-			uid = strtoul(line + 4, NULL, 10);
-	if (f)
-		fclose(f);
-	return uid;
+	return tu_proc_status_field(pid, "Uid", uid, sizeof(uid)) ? 0 : strtoul(uid, NULL, 10);
 }
 
 /* "in FIRST-LAST (slot" of the start-up line in log; 0 if not there. */

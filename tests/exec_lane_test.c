@@ -25,6 +25,7 @@
 #include "executor.h"
 #include "model.h"
 #include "mono_clock.h"
+#include "testutil.h"
 
 #define ITERS 6
 /*
@@ -46,23 +47,6 @@ FIXTURE_SETUP(exec_lane)
 
 FIXTURE_TEARDOWN(exec_lane)
 {
-}
-
-/* A field of /proc/self/status in KiB, or -1. */
-static long status_kib(const char *field)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	size_t n = strlen(field);
-	char line[256];
-	long v = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, field, n) && line[n] == ':')
-			v = strtol(line + n + 1, NULL, 10);
-	fclose(f);
-	return v;
 }
 
 static struct model *load_model(const char *file, struct coloc_err *err)
@@ -472,8 +456,8 @@ TEST_F(exec_lane, new__second_lane_of_resnet50_costs_a_tenth_of_one)
 					    &(struct exec_cpuset){ .nr = 1,
 								   .cpus = { o.cpus.cpus[0] } },
 					    NULL));
-	rss1 = status_kib("VmRSS");
-	anon1 = status_kib("RssAnon");
+	rss1 = tu_proc_status_kb(0, "VmRSS");
+	anon1 = tu_proc_status_kb(0, "RssAnon");
 	ASSERT_GT(rss1, 0);
 
 	lane = exec_lane_new(em, &err);
@@ -485,8 +469,8 @@ TEST_F(exec_lane, new__second_lane_of_resnet50_costs_a_tenth_of_one)
 	ASSERT_EQ(0, pthread_create(&th, NULL, warm_main, &w));
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	ASSERT_EQ(0, w.ret) TH_LOG("%s", strerror(-w.ret));
-	rss2 = status_kib("VmRSS");
-	anon2 = status_kib("RssAnon");
+	rss2 = tu_proc_status_kb(0, "VmRSS");
+	anon2 = tu_proc_status_kb(0, "RssAnon");
 	TH_LOG("ResNet-50: one lane VmRSS %ld KiB (RssAnon %ld), two lanes %ld KiB (%ld): "
 	       "%.3fx (%.3fx anon); the model accounts %zu KiB",
 	       rss1, anon1, rss2, anon2, (double)rss2 / (double)rss1,

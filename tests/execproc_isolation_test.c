@@ -146,47 +146,27 @@ TEST_F(execproc, executor__unprivileged_no_caps_not_dumpable)
 /* The pids in the NSpid line of /proc/PID/status, outermost first; how many. */
 static int read_nspid(pid_t pid, long *ids, int max)
 {
-	char path[64], line[256];
+	char line[256], *p = line, *end;
 	int n = 0;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + strlen("NSpid:"), *end;
+	if (tu_proc_status_field(pid, "NSpid", line, sizeof(line)))
+		return -ENOENT;
+	while (n < max) {
+		long v = strtol(p, &end, 10);
 
-		if (strncmp(line, "NSpid:", 6))
-			continue;
-		while (n < max) {
-			long v = strtol(p, &end, 10);
-
-			if (end == p)
-				break;
-			ids[n++] = v;
-			p = end;
-		}
+		if (end == p)
+			break;
+		ids[n++] = v;
+		p = end;
 	}
-	fclose(f);
 	return n;
 }
 
 static pid_t status_ppid(pid_t pid)
 {
-	char path[64], line[256];
-	pid_t ppid = -1;
-	FILE *f;
+	char ppid[32];
 
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "PPid:", 5))
-			ppid = (pid_t)atoi(line + 5);
-	fclose(f);
-	return ppid;
+	return tu_proc_status_field(pid, "PPid", ppid, sizeof(ppid)) ? -1 : (pid_t)atoi(ppid);
 }
 
 static ino_t ns_ino(pid_t pid, const char *ns)

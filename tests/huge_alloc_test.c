@@ -14,6 +14,7 @@
 
 #include "kselftest_harness.h"
 #include "huge_alloc.h"
+#include "testutil.h"
 
 /* The THP mode in force ("always", "madvise", "never"), or "" if unknown. */
 static void thp_mode(char *mode, size_t len)
@@ -39,16 +40,10 @@ static void thp_mode(char *mode, size_t len)
  */
 static const char *thp_off_here(void)
 {
-	FILE *f = fopen("/proc/self/status", "r");
 	char line[256];
-	int on = 1;
+	FILE *f;
 
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "THP_enabled: %d", &on) == 1)
-			break;
-	if (f)
-		fclose(f);
-	if (!on)
+	if (!tu_proc_status_field(0, "THP_enabled", line, sizeof(line)) && !strcmp(line, "0"))
 		return "THP is disabled for this process (THP_enabled: 0)";
 	f = fopen("/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled", "r");
 	if (f) {

@@ -299,24 +299,6 @@ TEST_F_TIMEOUT(member, spin__threads_on_no_block_take_only_idle_time, 600)
 	EXPECT_GT(16.0, ratio);
 }
 
-/* pid's RssShmem (its mapped shared memory pages) in KiB, from /proc/pid/status; -1 if none. */
-static long rss_shmem_kib(pid_t pid)
-{
-	char path[64], line[256];
-	long kib = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "RssShmem: %ld kB", &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
-
 /* Waits until tenant name's status says failed, for why: its status into out. */
 static bool failed_for(FIXTURE_DATA(member) * self, const char *name, const char *why, char *out,
 		       size_t len)
@@ -344,11 +326,11 @@ TEST_F_TIMEOUT(member, bigkeep__colocd_faults_in_no_slot_page_for_it, 600)
 
 	ASSERT_LT(0, submit_ready(self, "honest"));
 	ASSERT_LT(0, submit_ready(self, "hostile-bigkeep"));
-	before = rss_shmem_kib(self->d.pid);
+	before = tu_proc_status_kb(self->d.pid, "RssShmem");
 	ASSERT_LE(0, before);
 	EXPECT_NE(0, tu_colocctl(self->d.sock, "infer hostile-bigkeep", out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, SLOT_PAGES_GIVEN_BACK)) TH_LOG("%s", out);
-	after = rss_shmem_kib(self->d.pid);
+	after = tu_proc_status_kb(self->d.pid, "RssShmem");
 	TH_LOG("colocd's RssShmem %ld kB before the query, %ld kB after", before, after);
 	EXPECT_GT(16 << 10, after - before);
 	EXPECT_TRUE(failed_for(self, "hostile-bigkeep", SLOT_PAGES_GIVEN_BACK, out, sizeof(out)))

@@ -42,30 +42,6 @@ __attribute__((constructor)) static void make_cache_dir(void)
 	tu_shared_tmpdir("sandbox-test", cache_dir, sizeof(cache_dir));
 }
 
-/* The value of "Key:" in /proc/pid/status, or "" */
-static void status_field(pid_t pid, const char *key, char *val, size_t len)
-{
-	char path[64], line[512];
-	size_t klen = strlen(key);
-	FILE *f;
-
-	val[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, klen) && line[klen] == ':') {
-			char *v = line + klen + 1;
-
-			v += strspn(v, " \t");
-			v[strcspn(v, "\n")] = '\0';
-			snprintf(val, len, "%s", v);
-			break;
-		}
-	fclose(f);
-}
-
 /* The path of pid's cgroup in the v1 hierarchy ctl (or v2's "" line), or "" */
 static void cgroup_of(pid_t pid, const char *ctl, char *val, size_t len)
 {
@@ -183,17 +159,17 @@ TEST_F_TIMEOUT(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_foll
 		pids[t] = ready_pid(self, names[t], iso, sizeof(iso));
 		ASSERT_LT(0, pids[t]) TH_LOG("tenant %s never got ready", names[t]);
 		TH_LOG("%s: pid %d, %s", names[t], pids[t], iso);
-		status_field(pids[t], "Seccomp", val, sizeof(val));
+		tu_proc_status_field(pids[t], "Seccomp", val, sizeof(val));
 		EXPECT_STREQ("2", val);
-		status_field(pids[t], "NoNewPrivs", val, sizeof(val));
+		tu_proc_status_field(pids[t], "NoNewPrivs", val, sizeof(val));
 		EXPECT_STREQ("1", val);
-		status_field(pids[t], "CapEff", val, sizeof(val));
+		tu_proc_status_field(pids[t], "CapEff", val, sizeof(val));
 		EXPECT_STREQ("0000000000000000", val);
-		status_field(pids[t], "CapBnd", val, sizeof(val));
+		tu_proc_status_field(pids[t], "CapBnd", val, sizeof(val));
 		EXPECT_STREQ("0000000000000000", val);
-		status_field(pids[t], "Groups", val, sizeof(val));
+		tu_proc_status_field(pids[t], "Groups", val, sizeof(val));
 		EXPECT_STREQ("", val);
-		status_field(pids[t], "Uid", val, sizeof(val));
+		tu_proc_status_field(pids[t], "Uid", val, sizeof(val));
 		uids[t] = strtoul(val, NULL, 10);
 		EXPECT_GE(uids[t], SANDBOX_DEFAULT_UID_FIRST);
 		EXPECT_LE(uids[t], SANDBOX_DEFAULT_UID_LAST);
@@ -201,7 +177,7 @@ TEST_F_TIMEOUT(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_foll
 		EXPECT_EQ(NULL, pw);
 		snprintf(val, sizeof(val), "uid %lu", uids[t]);
 		EXPECT_NE(NULL, strstr(iso, val)) TH_LOG("isolation: %s", iso);
-		status_field(pids[t], "Gid", val, sizeof(val));
+		tu_proc_status_field(pids[t], "Gid", val, sizeof(val));
 		EXPECT_EQ(uids[t], strtoul(val, NULL, 10));
 	}
 	EXPECT_NE(uids[0], uids[1]);

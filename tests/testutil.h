@@ -2,8 +2,9 @@
 /*
  * Helpers shared by coloc's tests: real busy processes pinned to a CPU, their
  * CPU time as the kernel accounts it, running coloc's binaries, talking
- * to a colocd over its socket, mutating good text to fuzz a parser, and
- * files and folders (testutil_files.c).
+ * to a colocd over its socket, mutating good text to fuzz a parser,
+ * files and folders (testutil_files.c) and what /proc says of a process
+ * (testutil_proc.c).
  */
 #ifndef COLOC_TESTUTIL_H
 #define COLOC_TESTUTIL_H
@@ -195,6 +196,12 @@ char *tu_read_file(const char *path, size_t *len);
 /* Writes len bytes of data as the whole of path (created or truncated): 0 or -1. */
 int tu_write_file(const char *path, const void *data, size_t len);
 
+/*
+ * The value of field (e.g. "Uid") in /proc/PID/status (pid 0: this
+ * process), its leading blanks and newline cut, into val: 0, or -1 with
+ * val "" when the file or the field is not there.
+ */
+int tu_proc_status_field(pid_t pid, const char *field, char *val, size_t len);
 /* A kB field of /proc/PID/status (pid 0: this process), e.g. "VmRSS"; -1 if unknown. */
 long tu_proc_status_kb(pid_t pid, const char *field);
 /* Resets pid's VmHWM to its current VmRSS (clear_refs 5; pid 0: this process). */

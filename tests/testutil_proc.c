@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Test helpers that read what /proc says of a process (declared in
+ * testutil.h): its threads and their states, its CPU time, the steal of
+ * the vCPUs, a field of its status file, and its peak RSS reset.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+int tu_count_threads(pid_t pid, bool (*pred)(pid_t pid, pid_t tid, void *ctx), void *ctx,
+		     int *nr)
+{
+	char path[64];
+	struct dirent *e;
+	int n = 0, all = 0;
+	DIR *d;
+
+	if (nr)
+		*nr = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		all++;
+		n += !pred || pred(pid, (pid_t)atoi(e->d_name), ctx);
+	}
+	closedir(d);
+	if (nr)
+		*nr = all;
+	return n;
+}
+
+char tu_thread_state(pid_t pid, pid_t tid)
+{
+	char path[96], buf[512], *paren, state = '?';
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return '?';
+	if (fgets(buf, sizeof(buf), f) && (paren = strrchr(buf, ')')) && paren[1] == ' ')
+		state = paren[2];
+	fclose(f);
+	return state;
+}
+
+int tu_proc_cpu_ns(pid_t pid, __u64 *ns)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long utime, stime;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* the command name may hold spaces and parentheses: fields follow the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+			 &stime) != 2)
+		return -EINVAL;
+	*ns = (utime + stime) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
+	return 0;
+}
+
+int tu_steal_ns(__u64 *ns)
+{
+	unsigned long long v[8];
+	FILE *f = fopen("/proc/stat", "r");
+	int n;
+
+	if (!f)
+		return -errno;
+	/* cpu user nice system idle iowait irq softirq steal */
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		   &v[4], &v[5], &v[6], &v[7]);
+	fclose(f);
+	if (n != 8)
+		return -EINVAL;
+	*ns = v[7] * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
+	return 0;
+}
+
+int tu_proc_status_field(pid_t pid, const char *field, char *val, size_t len)
+{
+	char path[64], line[512];
+	size_t n = strlen(field);
+	int ret = -1;
+	FILE *f;
+
+	if (len)
+		val[0] = '\0';
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (ret && fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, n) && line[n] == ':') {
+			char *v = line + n + 1;
+
+			v += strspn(v, " \t");
+			v[strcspn(v, "\n")] = '\0';
+			snprintf(val, len, "%s", v);
+			ret = 0;
+		}
+	fclose(f);
+	return ret;
+}
+
+long tu_proc_status_kb(pid_t pid, const char *field)
+{
+	char val[64], *end;
+	long kb;
+
+	if (tu_proc_status_field(pid, field, val, sizeof(val)))
+		return -1;
+	kb = strtol(val, &end, 10);
+	return end == val ? -1 : kb;
+}
+
+void tu_reset_peak_rss(pid_t pid)
+{
+	char path[64];
+	FILE *f;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/clear_refs", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/clear_refs");
+	f = fopen(path, "w");
+	if (f) {
+		fputs("5", f);
+		fclose(f);
+	}
+}
