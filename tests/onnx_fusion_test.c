@@ -138,14 +138,7 @@ TEST(onnx_import__hard_swish_pattern_and_hard_sigmoid_fuse)
 	EXPECT_EQ(MODEL_OP_MUL, im.model->layers[3].op);
 	ref_conv(x, X_DIMS, w1, NULL, &c1, od, h);
 	ref_act(h, 256, MODEL_ACT_HARD_SWISH, 0, 0);
-	c1 = (struct model_conv){ .out_channels = 4,
-				  .kh = 1,
-				  .kw = 1,
-				  .stride_h = 1,
-				  .stride_w = 1,
-				  .dil_h = 1,
-				  .dil_w = 1,
-				  .groups = 1 };
+	c1 = ref_conv1x1(4, false);
 	ref_conv(h, od, w2, b2, &c1, od, gt);
 	ref_act(gt, 256, MODEL_ACT_HARD_SIGMOID, 0.2f, 0.5f);
 	ref_binary(MODEL_OP_MUL, h, &s, gt, &s, want);

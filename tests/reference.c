@@ -681,21 +681,26 @@ struct model_layer *ref_model_add(struct model *m, enum model_op op, const char 
 	return l;
 }
 
+struct model_conv ref_conv1x1(int64_t oc, bool bias)
+{
+	return (struct model_conv){ .out_channels = oc,
+				    .kh = 1,
+				    .kw = 1,
+				    .stride_h = 1,
+				    .stride_w = 1,
+				    .dil_h = 1,
+				    .dil_w = 1,
+				    .groups = 1,
+				    .bias = bias };
+}
+
 int ref_model_add_conv1x1(struct model *m, int in, int64_t oc, enum model_act act)
 {
 	const struct model_shape *is = &m->layers[in].out;
 	int64_t od[4] = { is->dims[0], oc, is->dims[2], is->dims[3] };
 	struct model_layer *l = ref_model_add(m, MODEL_OP_CONV, "conv", 1, &in, 4, od);
 
-	l->conv = (struct model_conv){ .out_channels = oc,
-				       .kh = 1,
-				       .kw = 1,
-				       .stride_h = 1,
-				       .stride_w = 1,
-				       .dil_h = 1,
-				       .dil_w = 1,
-				       .groups = 1,
-				       .bias = true };
+	l->conv = ref_conv1x1(oc, true);
 	l->act = act;
 	return m->nr_layers - 1;
 }

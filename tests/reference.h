@@ -67,6 +67,8 @@ struct model *ref_model_new(const char *name, uint32_t seed, int max_layers);
 /* Appends a layer with the given inputs and output dims; returns it to fill the rest. */
 struct model_layer *ref_model_add(struct model *m, enum model_op op, const char *name, int nr_in,
 				  const int *inputs, int ndims, const int64_t *dims);
+/* A 1x1 conv to oc channels, stride 1, no padding, with a bias or not. */
+struct model_conv ref_conv1x1(int64_t oc, bool bias);
 /* Appends a 1x1 conv of in to oc channels, stride 1, with a bias and act; returns its index. */
 int ref_model_add_conv1x1(struct model *m, int in, int64_t oc, enum model_act act);
 
