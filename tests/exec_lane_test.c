@@ -12,7 +12,6 @@
  * between layers as if alone (voluntary context switches per block).
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -270,45 +269,17 @@ TEST_F(exec_lane, run_block__busy_lane_refuses_a_second_thread)
 	model_free(m);
 }
 
-/* Voluntary context switches of every thread of this process, or -1. */
-static long voluntary_switches(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	long sum = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d))) {
-		char path[300], line[256];
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue; /* a thread that just ended */
-		while (fgets(line, sizeof(line), f))
-			if (!strncmp(line, "voluntary_ctxt_switches:", 24))
-				sum += strtol(line + 24, NULL, 10);
-		fclose(f);
-	}
-	closedir(d);
-	return sum;
-}
-
 /* Voluntary switches per whole-model block of q on cores, over ITERS * 4 blocks. */
 static double switches_per_block(struct exec_model *em, struct exec_query *q,
 				 const struct exec_cpuset *cores)
 {
 	int nr = exec_model_graph(em)->nr_layers, n = ITERS * 4;
-	long before = voluntary_switches();
+	long before = tu_voluntary_switches(0);
 
 	for (int i = 0; i < n; i++)
 		if (exec_run_block(em, q, 0, nr, NULL, cores, NULL))
 			return -1.0;
-	return (double)(voluntary_switches() - before) / n;
+	return (double)(tu_voluntary_switches(0) - before) / n;
 }
 
 /* Another lane that ran a block on every core, then sleeps until told to go. */

@@ -24,6 +24,7 @@
 #include "kselftest_harness.h"
 #include "executor.h"
 #include "model.h"
+#include "testutil.h"
 
 #define BLOCKS 24
 #define MAX_TIDS 64
@@ -86,29 +87,6 @@ static bool has_tid(const pid_t *tids, int n, pid_t tid)
 	return false;
 }
 
-/* Voluntary context switches of every thread of this process, or -1. */
-static long voluntary_switches(void)
-{
-	pid_t tids[MAX_TIDS];
-	int n = thread_ids(tids, MAX_TIDS);
-	long sum = 0;
-
-	for (int i = 0; i < n; i++) {
-		char path[64], line[256];
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tids[i]);
-		f = fopen(path, "r");
-		if (!f)
-			continue; /* a thread that just ended */
-		while (fgets(line, sizeof(line), f))
-			if (!strncmp(line, "voluntary_ctxt_switches:", 24))
-				sum += strtol(line + 24, NULL, 10);
-		fclose(f);
-	}
-	return n < 0 ? -1 : sum;
-}
-
 /* A lane on a thread of its own: one block on every core, then parked on its doorbell. */
 struct parked_lane {
 	struct exec_model *em;
@@ -147,7 +125,7 @@ static double switches_per_block(struct exec_model *em, struct exec_query *q,
 				 const struct exec_cpuset *cores)
 {
 	int nr = exec_model_graph(em)->nr_layers;
-	long before = voluntary_switches();
+	long before = tu_voluntary_switches(0);
 
 	for (int i = 0; i < BLOCKS; i++) {
 		int ret = exec_run_block(em, q, 0, nr, NULL, cores, NULL);
@@ -157,7 +135,7 @@ static double switches_per_block(struct exec_model *em, struct exec_query *q,
 			return -1.0;
 		}
 	}
-	return (double)(voluntary_switches() - before) / BLOCKS;
+	return (double)(tu_voluntary_switches(0) - before) / BLOCKS;
 }
 
 /*

@@ -202,6 +202,8 @@ int tu_write_file(const char *path, const void *data, size_t len);
  * val "" when the file or the field is not there.
  */
 int tu_proc_status_field(pid_t pid, const char *field, char *val, size_t len);
+/* Voluntary context switches of every thread of pid (0: this process) so far, or -1. */
+long tu_voluntary_switches(pid_t pid);
 /* A kB field of /proc/PID/status (pid 0: this process), e.g. "VmRSS"; -1 if unknown. */
 long tu_proc_status_kb(pid_t pid, const char *field);
 /* Resets pid's VmHWM to its current VmRSS (clear_refs 5; pid 0: this process). */

@@ -2,7 +2,8 @@
 /*
  * Test helpers that read what /proc says of a process (declared in
  * testutil.h): its threads and their states, its CPU time, the steal of
- * the vCPUs, a field of its status file, and its peak RSS reset.
+ * the vCPUs, a field of its status file, its threads' voluntary context
+ * switches, and its peak RSS reset.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -96,19 +97,16 @@ int tu_steal_ns(__u64 *ns)
 	return 0;
 }
 
-int tu_proc_status_field(pid_t pid, const char *field, char *val, size_t len)
+/* tu_proc_status_field on the status file at path (a process's or a thread's). */
+static int status_field_at(const char *path, const char *field, char *val, size_t len)
 {
-	char path[64], line[512];
+	char line[512];
 	size_t n = strlen(field);
 	int ret = -1;
 	FILE *f;
 
 	if (len)
 		val[0] = '\0';
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	else
-		snprintf(path, sizeof(path), "/proc/self/status");
 	f = fopen(path, "re");
 	if (!f)
 		return -1;
@@ -123,6 +121,37 @@ int tu_proc_status_field(pid_t pid, const char *field, char *val, size_t len)
 		}
 	fclose(f);
 	return ret;
+}
+
+int tu_proc_status_field(pid_t pid, const char *field, char *val, size_t len)
+{
+	char path[64];
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	return status_field_at(path, field, val, len);
+}
+
+static bool add_voluntary_switches(pid_t pid, pid_t tid, void *sum)
+{
+	char path[96], val[32];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	/* a thread that just ended adds nothing */
+	if (!status_field_at(path, "voluntary_ctxt_switches", val, sizeof(val)))
+		*(long *)sum += strtol(val, NULL, 10);
+	return true;
+}
+
+long tu_voluntary_switches(pid_t pid)
+{
+	long sum = 0;
+
+	if (tu_count_threads(pid ? pid : getpid(), add_voluntary_switches, &sum, NULL) < 0)
+		return -1;
+	return sum;
 }
 
 long tu_proc_status_kb(pid_t pid, const char *field)
