@@ -15,8 +15,7 @@
 
 #include "testutil.h"
 
-int tu_count_threads(pid_t pid, bool (*pred)(pid_t pid, pid_t tid, void *ctx), void *ctx,
-		     int *nr)
+int tu_count_threads(pid_t pid, bool (*pred)(pid_t pid, pid_t tid, void *ctx), void *ctx, int *nr)
 {
 	char path[64];
 	struct dirent *e;
