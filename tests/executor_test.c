@@ -31,37 +31,6 @@
 
 #define TOL 1e-4f /* see tests/ops_fixture.h */
 
-static int64_t conv_out(int64_t in, int k, int stride, int pad)
-{
-	return (in + 2 * pad - k) / stride + 1;
-}
-
-static int add_conv(struct model *m, int in, int64_t oc, int k, int stride, int pad, bool bn,
-		    enum model_act act)
-{
-	const struct model_shape *is = &m->layers[in].out;
-	int64_t od[4] = { is->dims[0], oc, conv_out(is->dims[2], k, stride, pad),
-			  conv_out(is->dims[3], k, stride, pad) };
-	struct model_layer *l = ref_model_add(m, MODEL_OP_CONV, "conv", 1, &in, 4, od);
-
-	l->conv = (struct model_conv){ .out_channels = oc,
-				       .kh = k,
-				       .kw = k,
-				       .stride_h = stride,
-				       .stride_w = stride,
-				       .pad_t = pad,
-				       .pad_l = pad,
-				       .pad_b = pad,
-				       .pad_r = pad,
-				       .dil_h = 1,
-				       .dil_w = 1,
-				       .groups = 1,
-				       .bias = !bn,
-				       .batch_norm = bn };
-	l->act = act;
-	return m->nr_layers - 1;
-}
-
 /*
  * A small residual net: conv, max pool, a bottleneck with a skip add,
  * global pool, flatten, fc, softmax. 11 layers.
@@ -76,14 +45,14 @@ static struct model *small_net(void)
 
 	x = 0;
 	ref_model_add(m, MODEL_OP_INPUT, "image", 0, NULL, 4, in_d);
-	x = add_conv(m, x, 32, 3, 2, 1, true, MODEL_ACT_RELU);
+	x = ref_model_add_conv(m, x, 32, 3, 2, 1, true, MODEL_ACT_RELU);
 	ref_model_add(m, MODEL_OP_POOL, "pool", 1, &x, 4, pd)->pool = (struct model_pool){
 		.kind = MODEL_POOL_MAX, .kh = 2, .kw = 2, .stride_h = 2, .stride_w = 2
 	};
 	x = m->nr_layers - 1;
-	a = add_conv(m, x, 16, 1, 1, 0, true, MODEL_ACT_RELU);
-	b = add_conv(m, a, 16, 3, 1, 1, true, MODEL_ACT_RELU);
-	c = add_conv(m, b, 32, 1, 1, 0, true, MODEL_ACT_NONE);
+	a = ref_model_add_conv(m, x, 16, 1, 1, 0, true, MODEL_ACT_RELU);
+	b = ref_model_add_conv(m, a, 16, 3, 1, 1, true, MODEL_ACT_RELU);
+	c = ref_model_add_conv(m, b, 32, 1, 1, 0, true, MODEL_ACT_NONE);
 	{
 		int ins[2] = { c, x };
 
@@ -519,7 +488,7 @@ TEST(exec_load__depthwise_takes_jit_dw_where_offered)
 	int in = 0, dw;
 
 	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, 4, d);
-	dw = add_conv(m, in, 32, 3, 1, 1, false, MODEL_ACT_SWISH);
+	dw = ref_model_add_conv(m, in, 32, 3, 1, 1, false, MODEL_ACT_SWISH);
 	m->layers[dw].conv.groups = 32;
 	em = exec_model_load(m, &opts, &cerr);
 	ASSERT_NE(NULL, em) TH_LOG("%s", coloc_err_str(&cerr));
@@ -550,7 +519,7 @@ TEST(exec_load__conv_split_versions_share_weights)
 	size_t weights;
 
 	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, 4, in_d);
-	add_conv(m, 0, 512, 3, 1, 1, false, MODEL_ACT_RELU);
+	ref_model_add_conv(m, 0, 512, 3, 1, 1, false, MODEL_ACT_RELU);
 	weights = 512 * 256 * 9 * sizeof(float);
 	em = exec_model_load(m, &opts, &cerr);
 	ASSERT_NE(NULL, em) TH_LOG("%s", coloc_err_str(&cerr));

@@ -694,15 +694,31 @@ struct model_conv ref_conv1x1(int64_t oc, bool bias)
 				    .bias = bias };
 }
 
-int ref_model_add_conv1x1(struct model *m, int in, int64_t oc, enum model_act act)
+static int64_t conv_out(int64_t in, int k, int stride, int pad)
+{
+	return (in + 2 * pad - k) / stride + 1;
+}
+
+int ref_model_add_conv(struct model *m, int in, int64_t oc, int k, int stride, int pad, bool bn,
+		       enum model_act act)
 {
 	const struct model_shape *is = &m->layers[in].out;
-	int64_t od[4] = { is->dims[0], oc, is->dims[2], is->dims[3] };
+	int64_t od[4] = { is->dims[0], oc, conv_out(is->dims[2], k, stride, pad),
+			  conv_out(is->dims[3], k, stride, pad) };
 	struct model_layer *l = ref_model_add(m, MODEL_OP_CONV, "conv", 1, &in, 4, od);
 
-	l->conv = ref_conv1x1(oc, true);
+	l->conv = ref_conv1x1(oc, !bn);
+	l->conv.kh = l->conv.kw = k;
+	l->conv.stride_h = l->conv.stride_w = stride;
+	l->conv.pad_t = l->conv.pad_l = l->conv.pad_b = l->conv.pad_r = pad;
+	l->conv.batch_norm = bn;
 	l->act = act;
 	return m->nr_layers - 1;
+}
+
+int ref_model_add_conv1x1(struct model *m, int in, int64_t oc, enum model_act act)
+{
+	return ref_model_add_conv(m, in, oc, 1, 1, 0, false, act);
 }
 
 void ref_compare(const float *got, const float *want, int64_t n, float *max_err, float *max_ref)

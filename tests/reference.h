@@ -69,6 +69,12 @@ struct model_layer *ref_model_add(struct model *m, enum model_op op, const char 
 				  const int *inputs, int ndims, const int64_t *dims);
 /* A 1x1 conv to oc channels, stride 1, no padding, with a bias or not. */
 struct model_conv ref_conv1x1(int64_t oc, bool bias);
+/*
+ * Appends a k x k conv of in to oc channels (stride and pad on every side
+ * the same), with a batch norm (bn) or else a bias, and act; returns its index.
+ */
+int ref_model_add_conv(struct model *m, int in, int64_t oc, int k, int stride, int pad, bool bn,
+		       enum model_act act);
 /* Appends a 1x1 conv of in to oc channels, stride 1, with a bias and act; returns its index. */
 int ref_model_add_conv1x1(struct model *m, int in, int64_t oc, enum model_act act);
 
