@@ -639,6 +639,7 @@ static void lower_oom_score(void)
 
 	if (f && !fgets(now, sizeof(now), f))
 		now[0] = '\0';
+	now[strcspn(now, "\n")] = '\0';
 	if (f)
 		fclose(f);
 	if (now[0] && atoi(now) <= atoi(COLOCD_OOM_SCORE_ADJ))
@@ -646,10 +647,11 @@ static void lower_oom_score(void)
 	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || write(fd, COLOCD_OOM_SCORE_ADJ, strlen(COLOCD_OOM_SCORE_ADJ)) < 0)
 		fprintf(stderr,
-			"colocd: cannot lower its oom_score_adj to " COLOCD_OOM_SCORE_ADJ " (%s; "
-			"it needs CAP_SYS_RESOURCE, or OOMScoreAdjust= in its unit): the OOM "
-			"killer may take colocd before an executor\n",
-			strerror(errno));
+			"colocd: cannot lower its oom_score_adj to " COLOCD_OOM_SCORE_ADJ
+			" (%s): it stays at %s, and the OOM killer may take colocd before an "
+			"executor; start it lower (OOMScoreAdjust= in its unit, a Guaranteed QoS "
+			"pod in Kubernetes) or give it CAP_SYS_RESOURCE\n",
+			strerror(errno), now[0] ? now : "unknown");
 	if (fd >= 0)
 		close(fd);
 }

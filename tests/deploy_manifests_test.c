@@ -4,7 +4,8 @@
  * Debian's python3 with python3-yaml): the shipped manifests pass, and each
  * rule it holds is broken once, in a copy, by one edit an operator could
  * make (the gateway as root, a socket path or port that no longer agrees,
- * a capability colocd does not use, requests below limits, a typo in a
+ * a capability colocd does not use, requests below limits (colocd's init
+ * containers too: its OOM score), a typo in a
  * key, the gateway's metrics port open to every pod, namespace or address, ...): the check
  * must fail and name that rule. Each edit must find
  * its text, so a manifest changed under the test fails it rather than
@@ -104,6 +105,16 @@ FIXTURE_VARIANT_ADD(deploy_manifests, gateway_escalates){
 	"allowPrivilegeEscalation: false",
 	"allowPrivilegeEscalation: true",
 	"gateway: allowPrivilegeEscalation is not false",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, colocd_pod_burstable_by_an_init_container){
+	"colocd-daemonset.yaml",
+	"      containers:\n        - name: colocd\n",
+	"      initContainers:\n        - name: wait\n          image: localhost/coloc:0.4.0\n"
+	"          resources:\n            limits:\n              cpu: \"1\"\n"
+	"              memory: 64Mi\n            requests:\n              cpu: \"1\"\n"
+	"              memory: 16Mi\n"
+	"      containers:\n        - name: colocd\n",
+	"colocd: its pod is not Guaranteed QoS (container wait: memory requests != limits)",
 };
 FIXTURE_VARIANT_ADD(deploy_manifests, gateway_gets_a_capability){
 	"gateway-deployment.yaml",

@@ -9,7 +9,8 @@
 # hold colocd's group); every gateway pod is selected by a NetworkPolicy that
 # admits its inference ports and its metrics port only from named sources; the security rules (gateway non-root, no capability,
 # no privilege escalation, read-only root; colocd only the capabilities
-# docs/operators.md justifies); Guaranteed QoS with whole CPUs. Prints each
+# docs/operators.md justifies); Guaranteed QoS with whole CPUs (colocd's
+# whole pod, init containers too: its OOM score). Prints each
 # broken rule, exit 1 if any. What it cannot check: docs/operators.md.
 #
 #   tools/check-manifests.py [DIR]      (default deploy/kubernetes)
@@ -168,6 +169,23 @@ def socket_dir(where, c, pod):
     return None
 
 
+def check_colocd_guaranteed(where, pod):
+    """colocd's OOM score: the kubelet starts a Guaranteed pod's processes at
+    oom_score_adj -997, below colocd's -900, which colocd cannot lower
+    itself without SYS_RESOURCE; one container or init container with
+    requests below its limits makes the pod Burstable (2 to 999)."""
+    for c in (pod.get("initContainers") or []) + (pod.get("containers") or []):
+        res = c.get("resources") or {}
+        req, lim = res.get("requests") or {}, res.get("limits") or {}
+        for r in ("cpu", "memory"):
+            # a request left out is the limit
+            if r not in lim or str(req.get(r, lim[r])) != str(lim[r]):
+                fail(where, f"colocd: its pod is not Guaranteed QoS (container {c.get('name')}: "
+                     f"{r} requests != limits): the kubelet would start colocd above "
+                     "oom_score_adj -900, and without SYS_RESOURCE colocd cannot lower it")
+                return
+
+
 def check_colocd(where, doc, c, pod, seen):
     sc = c.get("securityContext") or {}
     caps = get(sc, "capabilities.add") or []
@@ -182,6 +200,8 @@ def check_colocd(where, doc, c, pod, seen):
         fail(where, "colocd: privileged (it needs its capabilities only)")
     if pod.get("hostPID") is not True:
         fail(where, "colocd: hostPID is not true (the BPF sensor sees the host's tgids)")
+    if "SYS_RESOURCE" not in caps:
+        check_colocd_guaranteed(where, pod)
     prof = get(sc, "seccompProfile")
     if get(prof, "type") == "Localhost":
         name = os.path.basename(get(prof, "localhostProfile") or "")
