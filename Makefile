@@ -339,7 +339,7 @@ $(GW_TESTS): LDLIBS := $(LIB_GATEWAY) \
 $(OBJ)/tests/hpack_test.o $(OBJ)/tests/h2_frame_test.o: CFLAGS += -Igateway
 $(OBJ)/tests/hpack_test $(OBJ)/tests/h2_frame_test: $(HPACK_OBJS)
 # a submit copy whose read never returns, in this test binary only (not in colocd)
-$(OBJ)/tests/submit_copy_test: LDFLAGS += -Wl,--wrap=submit_file_seal
+$(OBJ)/tests/submit_copy_test: LDFLAGS += -Wl,--wrap=sendfile
 # the client library's infer lines without json-c, held to json-c's readings
 $(OBJ)/tests/infer_line_test.o: CFLAGS += -Iclient
 # ---- end of coloc-gateway -------------------------------------------------------

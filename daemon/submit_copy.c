@@ -9,8 +9,9 @@
  * A job past its deadline is given up on: c->state decides, by one
  * compare-and-swap, whether the thread finished first (the loop owns the job
  * again) or the loop gave up first (the loop answers the submit and forgets
- * the job; the thread, detached, frees it and closes its descriptors when its
- * read returns, touching nothing else). See docs/security-submit.md.
+ * the job; the thread, detached, stops at its next chunk, frees the copies
+ * it made and the job and closes its descriptors, touching nothing else).
+ * See docs/security-submit.md.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,8 +31,8 @@
 /* users whose turn is remembered: one a connection colocd holds at most */
 #define SUBMIT_COPY_TURNS COLOC_MAX_CONNS
 
-/* a job's c->state, read and written with __atomic */
-enum { SUBMIT_COPY_RUNNING, SUBMIT_COPY_FINISHED, SUBMIT_COPY_GIVEN_UP };
+/* a job's c->state, read and written with __atomic; RUNNING is 0: the copy's cancel flag */
+enum { SUBMIT_COPY_RUNNING = 0, SUBMIT_COPY_FINISHED, SUBMIT_COPY_GIVEN_UP };
 
 struct submit_copy {
 	uid_t uid;
@@ -115,13 +116,11 @@ static void *submit_copy_thread(void *arg)
 	int running = SUBMIT_COPY_RUNNING;
 	ssize_t n;
 
-	for (int i = 0; i < c->nr && !c->ret; i++) {
-		if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) != SUBMIT_COPY_RUNNING)
-			c->ret = coloc_err_set(&c->err, -ECANCELED, "given up on");
-		else
-			c->ret = submit_file_seal(c->fds[i], c->what[i], &budget, &c->sealed[i],
-						  &c->err);
-	}
+	for (int i = 0; i < c->nr && !c->ret; i++)
+		c->ret = submit_file_seal_until(c->fds[i], c->what[i], &c->state, &budget,
+						&c->sealed[i], &c->err);
+	if (!c->ret && __atomic_load_n(&c->state, __ATOMIC_ACQUIRE) != SUBMIT_COPY_RUNNING)
+		c->ret = coloc_err_set(&c->err, -ECANCELED, "given up on");
 	if (!c->ret)
 		c->ret = submit_copy_key(c);
 	if (c->ret)

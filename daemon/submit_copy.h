@@ -13,8 +13,9 @@
  * user's by one copy at most. A copy not done within its deadline (a read
  * that a FUSE or network file's server never answers) is given up on: its
  * submit is answered -ETIMEDOUT, the next copy starts on a new thread, and
- * the stuck thread ends on its own when it can (submit_stalled.h bounds how
- * many there are).
+ * the stuck thread stops when its read returns, before its next chunk
+ * (SUBMIT_FILE_CHUNK_BYTES), freeing what it copied (submit_stalled.h
+ * bounds how many there are).
  */
 #ifndef COLOC_DAEMON_SUBMIT_COPY_H
 #define COLOC_DAEMON_SUBMIT_COPY_H
@@ -63,7 +64,7 @@ typedef void (*submit_copy_done_fn)(void *ctx, int ret, const int *sealed, int n
 int submit_copier_new(struct loop *l, unsigned int timeout_ms, struct submit_copier **out);
 /*
  * Every copy not finished is stopped (the running one given up on: its
- * thread stops before its next file and ends on its own) and its done
+ * thread stops before its next chunk and ends on its own) and its done
  * called with -ECANCELED. NULL is fine.
  */
 void submit_copier_free(struct submit_copier *q);

@@ -3,8 +3,9 @@
  * Sealed copies of the files a client hands over with a submit
  * (submit_files.h): fstat and fstatfs decide before any read (FUSE and
  * network filesystems refused: a user can stall their reads), sendfile
- * copies in the kernel (no user-space buffer, nothing mapped in colocd),
- * F_ADD_SEALS fixes the bytes.
+ * copies in the kernel (no user-space buffer, nothing mapped in colocd), a
+ * chunk at a time so that a copy given up on stops, F_ADD_SEALS fixes the
+ * bytes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -124,6 +125,14 @@ static int submit_file_check(int fd, const char *what, const struct stat *st, ui
 
 int submit_file_seal(int fd, const char *what, uint64_t *budget, int *out, struct coloc_err *err)
 {
+	static const int never;
+
+	return submit_file_seal_until(fd, what, &never, budget, out, err);
+}
+
+int submit_file_seal_until(int fd, const char *what, const int *cancel, uint64_t *budget, int *out,
+			   struct coloc_err *err)
+{
 	struct stat st;
 	off_t off = 0;
 	int mfd, ret;
@@ -138,8 +147,17 @@ int submit_file_seal(int fd, const char *what, uint64_t *budget, int *out, struc
 	if (mfd < 0)
 		return coloc_err_set(err, -errno, "memfd_create: %s", strerror(errno));
 	while (off < st.st_size) {
-		ssize_t n = sendfile(mfd, fd, &off, (size_t)(st.st_size - off));
+		size_t left = (size_t)(st.st_size - off);
+		ssize_t n;
 
+		if (__atomic_load_n(cancel, __ATOMIC_ACQUIRE)) {
+			close(mfd);
+			return coloc_err_set(err, -ECANCELED,
+					     "%s: copy stopped after %lld of %lld bytes", what,
+					     (long long)off, (long long)st.st_size);
+		}
+		n = sendfile(mfd, fd, &off,
+			     left < SUBMIT_FILE_CHUNK_BYTES ? left : SUBMIT_FILE_CHUNK_BYTES);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {

@@ -26,6 +26,16 @@
  */
 int submit_file_seal(int fd, const char *what, uint64_t *budget, int *out, struct coloc_err *err);
 
+/* What submit_file_seal_until copies between two looks at its cancel flag. */
+#define SUBMIT_FILE_CHUNK_BYTES (1u << 20)
+
+/*
+ * submit_file_seal, stopped between two chunks once *cancel (read
+ * atomically) is non-zero: -ECANCELED, and the part copied is freed.
+ */
+int submit_file_seal_until(int fd, const char *what, const int *cancel, uint64_t *budget, int *out,
+			   struct coloc_err *err);
+
 /*
  * The name of the filesystem of statfs f_type when submit refuses it
  * ("NFS", "FUSE", "proc", ...), or NULL when it takes its files.

@@ -3,20 +3,23 @@
  * daemon/submit_copy.c's deadline on a real loop and real threads: one
  * member's submit whose file read never returns is answered "timed out"
  * and another member's submit is copied after it; stalled copies are
- * bounded per member. A read that never returns (a FUSE or network file
+ * bounded per member; a copy given up on stops at its next chunk and
+ * frees what it copied. A read that never returns (a FUSE or network file
  * whose server does not answer) cannot be made on this machine, so this
- * binary alone is linked with --wrap=submit_file_seal (Makefile): the copy
- * of the file named stall_ino blocks reading a pipe the test writes only
- * at its end, then goes on to the real submit_file_seal. colocd has no
+ * binary alone is linked with --wrap=sendfile (Makefile): a read of the
+ * file named stall_ino blocks on a pipe the test writes to (at its end, or
+ * to let one read go), then goes on to the real sendfile. colocd has no
  * such hook.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include "kselftest_harness.h"
 #include "loop.h"
@@ -34,20 +37,25 @@
 
 static ino_t stall_ino;
 static int stall_pipe[2] = { -1, -1 };
+/* bytes the copies of stall_ino read, after the pipe let them go */
+static size_t stalled_bytes_read;
 
-int __real_submit_file_seal(int fd, const char *what, uint64_t *budget, int *out,
-			    struct coloc_err *err);
+ssize_t __real_sendfile(int out_fd, int in_fd, off_t *offset, size_t count);
 
-int __wrap_submit_file_seal(int fd, const char *what, uint64_t *budget, int *out,
-			    struct coloc_err *err)
+ssize_t __wrap_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
 	struct stat st;
+	ssize_t n;
 	char byte;
 
-	if (!fstat(fd, &st) && st.st_ino == stall_ino)
-		while (read(stall_pipe[0], &byte, 1) < 0 && errno == EINTR)
-			;
-	return __real_submit_file_seal(fd, what, budget, out, err);
+	if (fstat(in_fd, &st) || st.st_ino != stall_ino)
+		return __real_sendfile(out_fd, in_fd, offset, count);
+	while (read(stall_pipe[0], &byte, 1) < 0 && errno == EINTR)
+		;
+	n = __real_sendfile(out_fd, in_fd, offset, count);
+	if (n > 0)
+		__atomic_add_fetch(&stalled_bytes_read, (size_t)n, __ATOMIC_RELAXED);
+	return n;
 }
 
 struct answer {
@@ -82,8 +90,8 @@ static void on_watchdog(struct loop_source *src, __u64 now_ns, void *ctx)
 	loop_exit(ctx, -ETIMEDOUT);
 }
 
-/* A file of bytes, open for reading, its inode in *ino. */
-static int model_file(ino_t *ino)
+/* A file of bytes (size bytes, 0: a few), open for reading, its inode in *ino. */
+static int model_file(off_t size, ino_t *ino)
 {
 	char path[] = "/tmp/coloc-submit-copy-XXXXXX";
 	const char bytes[] = "a model's bytes";
@@ -93,12 +101,35 @@ static int model_file(ino_t *ino)
 	if (fd < 0)
 		return -1;
 	unlink(path);
-	if (write(fd, bytes, sizeof(bytes)) != (ssize_t)sizeof(bytes) || fstat(fd, &st)) {
+	if (write(fd, bytes, sizeof(bytes)) != (ssize_t)sizeof(bytes) ||
+	    (size && ftruncate(fd, size)) || fstat(fd, &st)) {
 		close(fd);
 		return -1;
 	}
 	*ino = st.st_ino;
 	return fd;
+}
+
+/* How many of this process's descriptors are memfds named name. */
+static int memfds_named(const char *name)
+{
+	char want[64], link[128];
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	ssize_t n;
+	int nr = 0;
+
+	snprintf(want, sizeof(want), "/memfd:%s ", name);
+	while (d && (e = readdir(d))) {
+		n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = '\0';
+			nr += !strncmp(link, want, strlen(want));
+		}
+	}
+	if (d)
+		closedir(d);
+	return nr;
 }
 
 FIXTURE(submit_copy)
@@ -117,8 +148,8 @@ FIXTURE_SETUP(submit_copy)
 	ino_t ino;
 
 	ASSERT_EQ(0, pipe2(stall_pipe, O_CLOEXEC));
-	self->stalled_fd = model_file(&stall_ino);
-	self->good_fd = model_file(&ino);
+	self->stalled_fd = model_file(0, &stall_ino);
+	self->good_fd = model_file(0, &ino);
 	ASSERT_LE(0, self->stalled_fd);
 	ASSERT_LE(0, self->good_fd);
 	ASSERT_EQ(0, loop_new(&self->loop, &err));
@@ -135,7 +166,8 @@ FIXTURE_TEARDOWN(submit_copy)
 	uint64_t until = coloc_now_ns() + 10000 * MS;
 
 	/* the stalled reads return; their threads end and free their jobs */
-	close(stall_pipe[1]);
+	if (stall_pipe[1] >= 0)
+		close(stall_pipe[1]);
 	while ((submit_stalled_check(MEMBER_A, &err) || submit_stalled_check(MEMBER_B, &err)) &&
 	       coloc_now_ns() < until)
 		usleep(10000);
@@ -218,6 +250,34 @@ TEST_F(submit_copy, add__member_with_stalled_copies_refused_others_served)
 	EXPECT_EQ(0, b->ret)
 	TH_LOG("%s", b->msg);
 	EXPECT_FALSE(self->again.answered);
+}
+
+/*
+ * The stalled read of a file of 4 chunks returns after the copy was given
+ * up on: the copy stops before its next chunk and frees the copied part
+ * (main went on and read the whole file into a copy nobody would take).
+ */
+TEST_F(submit_copy, add__given_up_copy_stops_at_its_next_chunk_and_frees_it)
+{
+	struct coloc_err err = { 0 };
+	uint64_t until;
+	int big = model_file(4 * (off_t)SUBMIT_FILE_CHUNK_BYTES, &stall_ino);
+
+	ASSERT_LE(0, big);
+	self->pending = 1;
+	ASSERT_EQ(0, submit(self->copier, MEMBER_A, big, &self->a, &err));
+	EXPECT_EQ(0, run_loop(self->loop));
+	EXPECT_EQ(-ETIMEDOUT, self->a.ret);
+	/* its copy, made before the read that stalls, is still there */
+	EXPECT_EQ(1, memfds_named("coloc-submit"));
+	close(stall_pipe[1]);
+	stall_pipe[1] = -1;
+	until = coloc_now_ns() + 10000 * MS;
+	while (memfds_named("coloc-submit") && coloc_now_ns() < until)
+		usleep(10000);
+	ASSERT_EQ(0, memfds_named("coloc-submit")) TH_LOG("the stalled copy never ended");
+	EXPECT_EQ(SUBMIT_FILE_CHUNK_BYTES, stalled_bytes_read);
+	close(big);
 }
 
 TEST_HARNESS_MAIN
