@@ -456,7 +456,8 @@ static int take_ready(struct execproc *ep, struct coloc_err *err)
 	ep->shm_hdr = sh;
 	if (check_ready_summary(ep, err))
 		return -EPROTO;
-	execproc_map_slots(ep);
+	if (execproc_map_slots(ep, err))
+		return -EPROTO;
 	ep->ready = true;
 	return 0;
 }

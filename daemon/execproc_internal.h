@@ -83,7 +83,11 @@ __attribute__((format(printf, 3, 4))) int
 execproc_give_up(struct execproc *ep, struct coloc_err *err, const char *fmt, ...);
 /* n rounded up to whole pages. */
 size_t execproc_page_round(size_t n);
-/* At ready (execproc_slot.c): the slots' pages mapped in colocd, if the executor allocated them. */
-void execproc_map_slots(struct execproc *ep);
+/*
+ * At ready (execproc_slot.c): the memfd sealed so that no page of it can be
+ * given back, and the slots' pages mapped in colocd where the executor
+ * allocated them. 0, or -EPROTO with the executor given up.
+ */
+int execproc_map_slots(struct execproc *ep, struct coloc_err *err);
 
 #endif /* COLOC_DAEMON_EXECPROC_INTERNAL_H */

@@ -4,12 +4,14 @@
  * each one lies in the shared memory, and colocd's copies into and out of
  * them. A page of a shared memfd belongs to the memory cgroup of whoever
  * faults it in first, so colocd never does: it writes an input only into
- * pages the executor allocated (a page given back is a breach), and reads
- * an output with pread(), which reads a hole as zeros and allocates
- * nothing (docs/security-executor.md, "Slot pages").
+ * pages the executor allocated (one never allocated is a breach; none can
+ * be given back once the executor is ready, the memfd's seals refuse it),
+ * and reads an output with pread(), which reads a hole as zeros and
+ * allocates nothing (docs/security-executor.md, "Slot pages").
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
@@ -77,14 +79,28 @@ static bool pages_allocated(const struct execproc *ep, size_t at, unsigned long 
 }
 
 /*
- * Maps the slots' input and output pages in colocd now (best effort), so
- * that no query's copy faults: only where the executor allocated every one
- * of them (it does before it gets ready), so colocd allocates none.
+ * At ready both sides have mapped the memfd, so F_SEAL_FUTURE_WRITE now
+ * costs neither its writes (mappings made before the seal keep writing)
+ * and makes every allocated page of it stay so while colocd holds it: the
+ * kernel refuses a hole punched (fallocate, MADV_REMOVE) and a truncation
+ * to anyone, executor or not, sandboxed or not. A slot checked allocated
+ * (execproc_input_allocated) thus stays allocated through colocd's copy.
+ * Then the slots' input and output pages are mapped in colocd (best
+ * effort), so that no query's copy faults: only where the executor
+ * allocated every one of them (it does before it gets ready), so colocd
+ * allocates none.
  */
-void execproc_map_slots(struct execproc *ep)
+int execproc_map_slots(struct execproc *ep, struct coloc_err *err)
 {
 	const struct coloc_shm_header *h = &ep->hdr;
 
+	if (fcntl(ep->shm_fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL)) {
+		int e = errno;
+
+		return execproc_give_up(ep, err,
+					"kept colocd from sealing its query slots' pages (%s)",
+					strerror(e));
+	}
 	for (unsigned int k = 0; k < COLOC_SHM_NR_SLOTS; k++) {
 		size_t in = slot_offset(ep, k), out = in + h->slot_in_capacity;
 
@@ -95,6 +111,7 @@ void execproc_map_slots(struct execproc *ep)
 			madvise((char *)ep->shm + out, execproc_page_round(h->out_bytes),
 				MADV_POPULATE_WRITE);
 	}
+	return 0;
 }
 
 int execproc_input_allocated(struct execproc *ep, unsigned int slot, struct coloc_err *err)

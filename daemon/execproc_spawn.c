@@ -81,9 +81,12 @@ static int create_shm(struct execproc *ep, const struct execproc_opts *o, int *m
 	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return coloc_err_set(err, -errno, "memfd_create: %s", strerror(errno));
-	/* sealed size: neither side can shrink it under the other's mapping */
+	/*
+	 * sealed size: neither side can shrink it under the other's mapping;
+	 * the seal against holes, and F_SEAL_SEAL, come at ready (execproc_slot.c)
+	 */
 	if (ftruncate(fd, (off_t)ep->shm_bytes) ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW)) {
 		int e = errno;
 
 		close(fd);

@@ -330,10 +330,16 @@ TEST(execproc_ready__slots_the_executor_left_unallocated_are_not_allocated_by_co
 
 /*
  * An executor that allocated its slots at ready, as coloc-executor does,
- * then gives them back after a block (hostile-punch): the slot it holds
- * passes, the one given back gives it up.
+ * then, from its first block on, gives them back every way it has
+ * (fallocate PUNCH_HOLE, MADV_REMOVE, ftruncate) and takes them again, in
+ * a loop (hostile-punch, not sandboxed: no seccomp list of its own): the
+ * seals colocd adds at ready refuse every way, so each slot colocd checks
+ * stays allocated, and its copy after the check cannot meet a hole. On
+ * main the punches went through: a check saw a hole within the first few
+ * (the executor given up), and one between a check and its copy made
+ * colocd allocate the page.
  */
-TEST(execproc_input_allocated__a_slot_given_back_gives_the_executor_up)
+TEST(execproc_ready__slot_pages_cannot_be_given_back)
 {
 	struct execproc_block b = { .last = 1, .cpus = one_cpu, .nr_cpus = 1 };
 	struct coloc_err err = { 0 };
@@ -341,18 +347,15 @@ TEST(execproc_input_allocated__a_slot_given_back_gives_the_executor_up)
 	struct execproc *ep = NULL;
 
 	ASSERT_EQ(0, spawn_hostile("punch", &ep, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(0, execproc_input_allocated(ep, 0, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(0, execproc_input_allocated(ep, 3, &err)) TH_LOG("%s", coloc_err_str(&err));
 	ASSERT_EQ(0, execproc_submit_block(ep, &b, &err)) TH_LOG("%s", coloc_err_str(&err));
 	ASSERT_EQ(1, execproc_wait_done(ep, &res, DONE_MS, &err)) TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_EQ(COLOC_SHM_DONE_OK, res.status);
-	/* it gives them back right after it completes: wait for the hole */
-	for (int i = 0; i < 100 && !execproc_input_allocated(ep, 0, NULL); i++)
-		usleep(10000);
-	EXPECT_EQ(-EPROTO, execproc_input_allocated(ep, 0, &err));
-	EXPECT_NE(NULL, strstr(err.msg, "gave its query slots' pages back")) TH_LOG("%s", err.msg);
-	/* given up: every slot answers so from now on */
-	EXPECT_EQ(-EPROTO, execproc_input_allocated(ep, 3, &err));
+	for (int i = 0; i < 300; i++) {
+		ASSERT_EQ(0,
+			  execproc_input_allocated(ep, (unsigned int)i % COLOC_SHM_NR_SLOTS, &err))
+		TH_LOG("check %d: %s", i, coloc_err_str(&err));
+		usleep(1000);
+	}
 	execproc_free(ep);
 }
 

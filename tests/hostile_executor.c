@@ -39,8 +39,13 @@
  *                    zero), and once it answered its first, touches
  *                    HOSTILE_HOG_MIB of memory that it keeps, as a crafted
  *                    model's buffers would: two of one user bound together
- *   hostile-punch    completes every block OK at once (the outputs zero),
- *                    then gives every slot's pages back (MADV_REMOVE)
+ *   hostile-punch    completes every block OK at once (the outputs zero);
+ *                    from its first, a thread of it gives every slot's
+ *                    input pages back (fallocate PUNCH_HOLE, MADV_REMOVE,
+ *                    ftruncate in turn), waits 0.3 ms, takes them again,
+ *                    waits 0.3 ms, for ever, racing colocd's check of a
+ *                    slot and its copy into it; it tells stderr once of
+ *                    each way that worked
  *
  * and these lie in the summary of the model (shm.h) they describe before
  * READY, which colocd admits the tenant from:
@@ -81,6 +86,7 @@
 #include <string.h>
 #include <grp.h>
 #include <unistd.h>
+#include <linux/falloc.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -94,6 +100,7 @@
 
 /* the lane this thread serves */
 static __thread struct coloc_shm *shm;
+static __thread int shm_fd_of_lane = 3;
 static __thread int done_fd_of_lane = 4;
 static const char *mode;
 
@@ -252,6 +259,65 @@ static void slots_madvise(int advice)
 	}
 }
 
+struct puncher {
+	struct coloc_shm *shm;
+	int fd;
+};
+
+/* hostile-punch's ways to give the slot pages at [at, at + len) back: 0 if one worked */
+static int give_back(const struct puncher *p, int way, size_t at, size_t len)
+{
+	if (way == 0)
+		return fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)at,
+				 (off_t)len);
+	if (way == 1)
+		return madvise((char *)p->shm + at, len, MADV_REMOVE);
+	return ftruncate(p->fd, (off_t)at);
+}
+
+static void *punch_slots(void *arg)
+{
+	static const char *const ways[] = { "fallocate(PUNCH_HOLE)", "madvise(MADV_REMOVE)",
+					    "ftruncate" };
+	const struct puncher *p = arg;
+	const struct coloc_shm_header *h = &p->shm->hdr;
+	bool told[3] = { false };
+
+	shm = p->shm; /* this thread's, for slots_madvise */
+	/* half the time given back, half allocated: colocd's checks see both, and race both */
+	for (int round = 0;; round++) {
+		size_t at = h->data_offset;
+
+		for (int k = 0; k < COLOC_SHM_NR_SLOTS; k++) {
+			int way = round % 3;
+
+			if (!give_back(p, way, at, h->in_bytes) && !told[way]) {
+				fprintf(stderr, "hostile-punch: %s gave slot %d's pages back\n",
+					ways[way], k);
+				told[way] = true;
+			}
+			at += h->slot_in_capacity + h->slot_out_capacity;
+		}
+		usleep(300);
+		slots_madvise(MADV_POPULATE_WRITE);
+		usleep(300);
+	}
+	return NULL;
+}
+
+/* This lane's puncher, started once. */
+static void punch_start(void)
+{
+	static __thread struct puncher p;
+	pthread_t th;
+
+	if (p.shm)
+		return;
+	p = (struct puncher){ shm, shm_fd_of_lane };
+	if (pthread_create(&th, NULL, punch_slots, &p))
+		_exit(5);
+}
+
 static void woken(int sig)
 {
 	(void)sig;
@@ -326,7 +392,7 @@ static void misbehave(void)
 		}
 		if (is("punch")) {
 			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
-			slots_madvise(MADV_REMOVE);
+			punch_start();
 			continue;
 		}
 		if (is("times")) {
@@ -374,7 +440,7 @@ static void start_spinners(void)
 
 struct lane {
 	struct coloc_shm *shm;
-	int done_fd;
+	int shm_fd, done_fd;
 };
 
 static void *lane_main(void *arg)
@@ -382,6 +448,7 @@ static void *lane_main(void *arg)
 	const struct lane *l = arg;
 
 	shm = l->shm;
+	shm_fd_of_lane = l->shm_fd;
 	done_fd_of_lane = l->done_fd;
 	misbehave();
 	return NULL;
@@ -392,6 +459,7 @@ static int lane_start(int shm_fd, int done_fd, const char *name, int model_fd)
 {
 	struct stat st;
 
+	shm_fd_of_lane = shm_fd;
 	done_fd_of_lane = done_fd;
 	if (fstat(shm_fd, &st))
 		return -1;
@@ -456,7 +524,7 @@ int main(int argc, char **argv)
 	for (int i = nr_shm - 1; i >= 0; i--) {
 		if (lane_start(shm_fds[i], done_fds[i], name, model_fd))
 			return 1;
-		lanes[i] = (struct lane){ shm, done_fd_of_lane };
+		lanes[i] = (struct lane){ shm, shm_fd_of_lane, done_fd_of_lane };
 	}
 	for (int i = 1; i < nr_shm; i++) {
 		pthread_t th;
