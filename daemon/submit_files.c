@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * Sealed copies of the files a client hands over with a submit
- * (submit_files.h): fstat and fstatfs decide before any read (FUSE and
- * network filesystems refused: a user can stall their reads), sendfile
+ * (submit_files.h): the mount table, then fstat and fstatfs decide before
+ * any read (FUSE and network filesystems refused: a user can stall their
+ * reads, and their fstat, so the mount table's answer comes first), sendfile
  * copies in the kernel (no user-space buffer, nothing mapped in colocd), a
  * chunk at a time so that a copy given up on stops, F_ADD_SEALS fixes the
  * bytes.
@@ -10,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,6 +23,7 @@
 #include "coloc/protocol.h"
 #include "profile.h"
 #include "submit_files.h"
+#include "submit_mount.h"
 
 #define SUBMIT_SEALS (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
@@ -37,33 +40,35 @@
 /*
  * Filesystems whose reads a user can stall (FUSE; a network filesystem whose
  * server or link the user controls, or that hangs when the server does) or
- * whose files are not data.
+ * whose files are not data: statfs's magic, and the types mountinfo names
+ * them by (one with a subtype, "fuse.sshfs", too).
  */
 static const struct {
 	unsigned long magic;
 	const char *name;
+	const char *types; /* space-separated */
 } submit_refused_fs[] = {
-	{ FUSE_SUPER_MAGIC, "FUSE" },
-	{ NFS_SUPER_MAGIC, "NFS" },
-	{ SMB_SUPER_MAGIC, "SMB" },
-	{ CIFS_SUPER_MAGIC, "CIFS" },
-	{ SMB2_SUPER_MAGIC, "SMB2" },
-	{ V9FS_MAGIC, "9p" },
-	{ CEPH_SUPER_MAGIC, "Ceph" },
-	{ AFS_SUPER_MAGIC, "AFS" },
-	{ SUBMIT_AFS_FS_MAGIC, "AFS" },
-	{ CODA_SUPER_MAGIC, "Coda" },
-	{ NCP_SUPER_MAGIC, "NCP" },
-	{ SUBMIT_LUSTRE_MAGIC, "Lustre" },
-	{ SUBMIT_GPFS_MAGIC, "GPFS" },
-	{ SUBMIT_ORANGEFS_MAGIC, "OrangeFS" },
-	{ PROC_SUPER_MAGIC, "proc" },
-	{ SYSFS_MAGIC, "sysfs" },
-	{ DEBUGFS_MAGIC, "debugfs" },
-	{ TRACEFS_MAGIC, "tracefs" },
-	{ SECURITYFS_MAGIC, "securityfs" },
-	{ CGROUP2_SUPER_MAGIC, "cgroup2" },
-	{ BPF_FS_MAGIC, "bpf" },
+	{ FUSE_SUPER_MAGIC, "FUSE", "fuse fuseblk" },
+	{ NFS_SUPER_MAGIC, "NFS", "nfs nfs4" },
+	{ SMB_SUPER_MAGIC, "SMB", "smbfs" },
+	{ CIFS_SUPER_MAGIC, "CIFS", "cifs" },
+	{ SMB2_SUPER_MAGIC, "SMB2", "smb3" },
+	{ V9FS_MAGIC, "9p", "9p" },
+	{ CEPH_SUPER_MAGIC, "Ceph", "ceph" },
+	{ AFS_SUPER_MAGIC, "AFS", "afs" },
+	{ SUBMIT_AFS_FS_MAGIC, "AFS", "afs" },
+	{ CODA_SUPER_MAGIC, "Coda", "coda" },
+	{ NCP_SUPER_MAGIC, "NCP", "ncpfs" },
+	{ SUBMIT_LUSTRE_MAGIC, "Lustre", "lustre" },
+	{ SUBMIT_GPFS_MAGIC, "GPFS", "gpfs" },
+	{ SUBMIT_ORANGEFS_MAGIC, "OrangeFS", "pvfs2" },
+	{ PROC_SUPER_MAGIC, "proc", "proc" },
+	{ SYSFS_MAGIC, "sysfs", "sysfs" },
+	{ DEBUGFS_MAGIC, "debugfs", "debugfs" },
+	{ TRACEFS_MAGIC, "tracefs", "tracefs" },
+	{ SECURITYFS_MAGIC, "securityfs", "securityfs" },
+	{ CGROUP2_SUPER_MAGIC, "cgroup2", "cgroup2" },
+	{ BPF_FS_MAGIC, "bpf", "bpf" },
 };
 
 /* The refused filesystem f_type names, or NULL. */
@@ -73,6 +78,53 @@ const char *submit_file_refused_fs(unsigned long f_type)
 		if ((f_type & 0xffffffffu) == submit_refused_fs[i].magic)
 			return submit_refused_fs[i].name;
 	return NULL;
+}
+
+/* Whether the mountinfo type (subtype and all) is one of types. */
+static bool submit_type_in(const char *type, const char *types)
+{
+	size_t n = strcspn(type, ".");
+
+	for (const char *t = types; *t; t += strspn(t, " ")) {
+		size_t len = strcspn(t, " ");
+
+		if (len == n && !strncmp(t, type, n))
+			return true;
+		t += len;
+	}
+	return false;
+}
+
+/* The refused filesystem a mountinfo type names, or NULL. */
+static const char *submit_file_refused_type(const char *type)
+{
+	for (size_t i = 0; i < sizeof(submit_refused_fs) / sizeof(submit_refused_fs[0]); i++)
+		if (submit_type_in(type, submit_refused_fs[i].types))
+			return submit_refused_fs[i].name;
+	return NULL;
+}
+
+static int submit_file_refuse_fs(const char *what, const char *fs, struct coloc_err *err)
+{
+	return coloc_err_set(err, -EINVAL,
+			     "%s is on a %s filesystem, whose reads can stall colocd; copy it to a "
+			     "local disk first",
+			     what, fs);
+}
+
+/*
+ * The filesystem judged before any call that reaches it (submit_mount.h):
+ * a file on a mount colocd's table lacks is left to fstatfs, after fstat.
+ */
+static int submit_file_check_mount(int fd, const char *what, struct coloc_err *err)
+{
+	char type[64];
+	const char *fs;
+
+	if (submit_mount_type(fd, type, sizeof(type)))
+		return 0;
+	fs = submit_file_refused_type(type);
+	return fs ? submit_file_refuse_fs(what, fs, err) : 0;
 }
 
 static const char *submit_file_kind(mode_t mode)
@@ -99,10 +151,7 @@ static int submit_file_check(int fd, const char *what, const struct stat *st, ui
 		return coloc_err_set(err, -errno, "%s: fstatfs: %s", what, strerror(errno));
 	fs = submit_file_refused_fs((unsigned long)sfs.f_type);
 	if (fs)
-		return coloc_err_set(err, -EINVAL,
-				     "%s is on a %s filesystem, whose reads can stall colocd; copy "
-				     "it to a local disk first",
-				     what, fs);
+		return submit_file_refuse_fs(what, fs, err);
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || (fl & O_ACCMODE) == O_WRONLY || (fl & O_PATH))
 		return coloc_err_set(err, -EBADF, "%s was not opened for reading", what);
@@ -138,6 +187,9 @@ int submit_file_seal_until(int fd, const char *what, const int *cancel, uint64_t
 	int mfd, ret;
 
 	*out = -1;
+	ret = submit_file_check_mount(fd, what, err);
+	if (ret)
+		return ret;
 	if (fstat(fd, &st))
 		return coloc_err_set(err, -errno, "%s: fstat: %s", what, strerror(errno));
 	ret = submit_file_check(fd, what, &st, *budget, err);

@@ -2,8 +2,9 @@
 /*
  * The files of a submit (the model, its weights, ONNX external data) as
  * colocd takes them: descriptors the client opened with its own
- * permissions (protocol.h), never a path. Each is checked with fstat
- * before any byte is read (a regular file, not empty, at most
+ * permissions (protocol.h), never a path. Each is checked (its mount's
+ * type first, submit_mount.h, then fstat and fstatfs) before any byte is
+ * read (a regular file, not empty, at most
  * COLOC_MAX_SUBMIT_FILE_BYTES, open for reading, on no filesystem whose
  * reads a user can hold up or whose files are not data: FUSE, NFS, SMB,
  * 9p and the other network filesystems, proc, sysfs and the like) and copied once, in the kernel (sendfile), into a memfd
