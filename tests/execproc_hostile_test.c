@@ -329,6 +329,23 @@ TEST(execproc_ready__slots_the_executor_left_unallocated_are_not_allocated_by_co
 }
 
 /*
+ * An executor that seals its shared memory against further seals before
+ * it gets ready (hostile-sealfirst), so that colocd could not seal it
+ * against holes, is given up at ready (main sealed it so at the spawn, the
+ * executor's seal failed, and it got ready).
+ */
+TEST(execproc_ready__an_executor_that_seals_first_is_given_up)
+{
+	struct coloc_err err = { 0 };
+	struct execproc *ep = NULL;
+
+	EXPECT_EQ(-EPROTO, spawn_hostile("sealfirst", &ep, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "kept colocd from sealing its query slots' pages"))
+	TH_LOG("%s", err.msg);
+	execproc_free(ep);
+}
+
+/*
  * An executor that allocated its slots at ready, as coloc-executor does,
  * then, from its first block on, gives them back every way it has
  * (fallocate PUNCH_HOLE, MADV_REMOVE, ftruncate) and takes them again, in

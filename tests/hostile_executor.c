@@ -57,6 +57,9 @@
  *                    others one more MAC in the first layer (the marker file
  *                    /tmp/coloc-hostile-second, which the test removes
  *                    first, tells which is first)
+ *   hostile-sealfirst seals its shared memory against further seals
+ *                    (F_SEAL_SEAL) before READY, so that colocd cannot seal
+ *                    it against holes
  *   hostile-bigkeep  a query as large as a slot, in and out (16 MiB each
  *                    by default), and completes every block OK at once
  *
@@ -468,6 +471,8 @@ static int lane_start(int shm_fd, int done_fd, const char *name, int model_fd)
 		return -1;
 	if (!is("bigkeep"))
 		slots_madvise(MADV_POPULATE_WRITE);
+	if (is("sealfirst"))
+		fcntl(shm_fd, F_ADD_SEALS, F_SEAL_SEAL);
 	shm->hdr.executor_pid = getpid();
 	__atomic_store_n(&shm->hdr.state, COLOC_SHM_READY, __ATOMIC_RELEASE);
 	ring();
