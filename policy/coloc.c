@@ -293,6 +293,25 @@ static int knee_index(const struct coloc_state *st, struct coloc_tenant *ct, int
 }
 
 /*
+ * Whether the block [first, last) on count index wide keeps at least
+ * COLOC_SPARE_EFFICIENCY of its per-core speed on index ci (its time x its
+ * cores against theirs): where it does, the cores past the need cost little
+ * that the others could have used, and the block ends sooner
+ * (coloc-wide; docs/design/coloc-policy.md, "Every free core that pays").
+ */
+static bool spare_pays(const struct coloc_state *st, struct coloc_tenant *ct, int first, int last,
+		       int ci, int wide, double pos)
+{
+	const struct policy_costs *m = ct->costs;
+	uint64_t need_ns = coloc_span_ns(st, ct, first, last, ci, pos, NULL, 0);
+	uint64_t wide_ns = coloc_span_ns(st, ct, first, last, wide, pos, NULL, 0);
+
+	return need_ns && wide_ns &&
+	       (double)need_ns * m->core_counts[ci] >=
+		       COLOC_SPARE_EFFICIENCY * (double)wide_ns * m->core_counts[wide];
+}
+
+/*
  * The count index the block [first, last) of q may grow to on spare cores,
  * from ci (the fewest that fit its budget): cores nobody needs are not left
  * idle, up to avg_C + thres (the model's fair share under the current load)
@@ -316,6 +335,12 @@ static int spare_index(const struct coloc_state *st, const struct policy_input *
 	int knee;
 	uint64_t rest;
 
+	if (st->flags.spare_efficient) {
+		int wide = policy_costs_core_index(m, r->nr_free);
+
+		if (wide > ci && spare_pays(st, ct, first, last, ci, wide, pos))
+			return wide;
+	}
 	if (!st->flags.spare_to_knee || ci_spare <= ci || r->nr_tables < 2)
 		return ci_spare;
 	knee = knee_index(st, ct, first, last, pos);
@@ -944,6 +969,13 @@ COLOC_ENTRY(policy_coloc_timeshares, "coloc-timeshares",
 	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
 	    .spare_to_knee = true, .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK,
 	    .dynamic_thres = true, .predict = true, .headroom = true, .time_shares = true);
+COLOC_ENTRY(policy_coloc_wide, "coloc-wide",
+	    "coloc-timeshares whose blocks also take every free core that keeps 80 % of their "
+	    "per-core speed on the cores they need",
+	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
+	    .spare_to_knee = true, .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK,
+	    .dynamic_thres = true, .predict = true, .headroom = true, .time_shares = true,
+	    .spare_efficient = true);
 COLOC_ENTRY(policy_coloc_noknee, "coloc-noknee",
 	    "coloc with spare cores up to avg_C + thres, past the knee of the block's scaling "
 	    "curve (coloc before 2026-12-05)",

@@ -75,6 +75,13 @@
  */
 #define COLOC_CAP_MIN_SLACK 0.1
 #define COLOC_CAP_FLOOR_DIV 8
+/*
+ * coloc-wide takes every free core for a block whose time x cores there is
+ * within 1 / this of its time x cores on the cores it needs: a second core
+ * that buys little time stays free for the next query
+ * (docs/design/coloc-policy.md, "Every free core that pays").
+ */
+#define COLOC_SPARE_EFFICIENCY 0.8
 #define CPU_WORDS (POLICY_MAX_CPUS / 64)
 
 struct coloc_cell {

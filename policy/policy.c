@@ -34,6 +34,7 @@ static const struct policy_entry *const policy_table[] = {
 	&policy_coloc_ewma,
 	&policy_coloc_nospare,
 	&policy_coloc_timeshares,
+	&policy_coloc_wide,
 	&policy_coloc_noknee,
 	&policy_coloc_whole,
 };

@@ -139,6 +139,8 @@ struct coloc_flags {
 	bool headroom_budget; /* budgets from the queue's headroom (else from the tenant's QoS) */
 	bool use_spare; /* a block may take up to avg_C + thres cores when faster (else its need) */
 	bool spare_to_knee; /* with use_spare: no further than the knee of the block's scaling curve */
+	/* with use_spare: every free core, past avg_C + thres, where the block keeps its per-core speed */
+	bool spare_efficient;
 	/* layers share the QoS by alone latency where the model fits (else by ops, VELTAIR's) */
 	bool time_shares;
 	/*
@@ -200,6 +202,7 @@ extern const struct policy_entry policy_coloc_fcfs;
 extern const struct policy_entry policy_coloc_ewma;
 extern const struct policy_entry policy_coloc_nospare;
 extern const struct policy_entry policy_coloc_timeshares;
+extern const struct policy_entry policy_coloc_wide;
 extern const struct policy_entry policy_model_wise;
 extern const struct policy_entry policy_layer_wise;
 

@@ -4,7 +4,8 @@
  * (tests/policy_fixture.h): blocks cut at pivots, VELTAIR's threshold,
  * versions chosen by level, headroom order, drops and holds, the LLC
  * domain and the aggressor's cores avoided, a block capped at half the
- * least slack of the other tenants, and spare cores up to the knee.
+ * least slack of the other tenants, spare cores up to the knee, and
+ * coloc-wide's free cores where they keep a block's speed.
  */
 #include <errno.h>
 #include <math.h>
@@ -567,6 +568,63 @@ TEST_F(pol, coloc_decide__spare_cores_stop_at_the_knee_while_the_next_query_keep
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(1, self->out.nr_decisions);
 	ASSERT_EQ(4, self->decisions[0].nr_cores);
+}
+
+/*
+ * Every free core that pays (coloc-wide), on 2 cores as the 2-vCPU VM: two
+ * tenants of tiny at QoS 4 ms, a query each (deadlines 4 and 4.5 ms). By
+ * alone latency on 1 core (the fewest where tiny fits, 1870 us) every
+ * layer needs 1 core: avg_C 1 each, thres (2 - 2) = 0, limit 1, so
+ * coloc-timeshares runs tenant 0 on 1 core, its block cut to the cap (half
+ * tenant 1's slack, (4000 - 960) / 2 = 1520 us) after layers 0 and 1 (900
+ * + 380 us), and tenant 1 on the other core alike. On 2 cores the whole
+ * model takes 960 us: 1870 x 1 >= 0.8 x 960 x 2, so coloc-wide gives
+ * tenant 0 both cores, the whole model within the cap, and tenant 1 waits.
+ * A model that keeps only 1000 / (700 x 2) = 0.71 of its speed on 2 cores
+ * stays on its 1.
+ */
+static const int two_counts[] = { 1, 2 };
+static const uint64_t slow2_ns[2] = { 1000000, 700000 };
+static const struct policy_costs slow2 = {
+	.nr_layers = 1,
+	.nr_versions = 1,
+	.nr_core_counts = 2,
+	.nr_levels = 1,
+	.core_counts = two_counts,
+	.latency_ns = slow2_ns,
+};
+
+TEST_F(pol, coloc_decide__wide_takes_the_free_cores_that_keep_the_blocks_speed)
+{
+	self->cfg.online = cpus_of((const int[]){ 0, 1 }, 2);
+	self->free = self->cfg.online;
+	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 4000000 };
+	self->tenants[1] = (struct policy_tenant){ .costs = &tiny, .qos_ns = 4000000, .uid = 1 };
+	self->in.nr_tenants = 2;
+	add_query(&self->in, self->queries, 1, 0, 0, 4000000);
+	add_query(&self->in, self->queries, 2, 1, 0, 4500000);
+	ASSERT_EQ(0, run_round(self, "coloc-timeshares"));
+	ASSERT_EQ(2, self->out.nr_decisions);
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(i, self->decisions[i].tenant);
+		ASSERT_EQ(2, self->decisions[i].last_layer);
+		ASSERT_EQ(1, self->decisions[i].nr_cores);
+		ASSERT_EQ(1280000, self->decisions[i].predicted_ns);
+	}
+	ASSERT_EQ(0, run_round(self, "coloc-wide"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(0, self->decisions[0].tenant);
+	ASSERT_EQ(3, self->decisions[0].last_layer);
+	ASSERT_EQ(2, self->decisions[0].nr_cores);
+	ASSERT_EQ(960000, self->decisions[0].predicted_ns);
+	/* 0.71 of its speed on 2 cores: each on its one */
+	self->tenants[0].costs = self->tenants[1].costs = &slow2;
+	ASSERT_EQ(0, run_round(self, "coloc-wide"));
+	ASSERT_EQ(2, self->out.nr_decisions);
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(1, self->decisions[i].nr_cores);
+		ASSERT_EQ(1000000, self->decisions[i].predicted_ns);
+	}
 }
 
 TEST_HARNESS_MAIN

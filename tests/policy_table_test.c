@@ -39,6 +39,7 @@ TEST(policy_find__knows_each_entry_by_name)
 	ASSERT_STREQ("coloc-ewma", policy_find("coloc-ewma")->name);
 	ASSERT_STREQ("coloc-nospare", policy_find("coloc-nospare")->name);
 	ASSERT_STREQ("coloc-timeshares", policy_find("coloc-timeshares")->name);
+	ASSERT_STREQ("coloc-wide", policy_find("coloc-wide")->name);
 	ASSERT_STREQ("coloc-noknee", policy_find("coloc-noknee")->name);
 	ASSERT_STREQ("coloc-whole", policy_find("coloc-whole")->name);
 	ASSERT_EQ(NULL, policy_find("no-such-policy"));
@@ -50,7 +51,7 @@ TEST(policy_find__knows_each_entry_by_name)
 		ASSERT_NE(NULL, e->decide);
 		ASSERT_NE(NULL, e->destroy);
 	}
-	ASSERT_EQ(18, n);
+	ASSERT_EQ(19, n);
 	ASSERT_EQ(NULL, policy_entry_at(-1));
 }
 
