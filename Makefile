@@ -306,7 +306,8 @@ GW_PKG_CFLAGS := $(shell pkg-config --cflags libmicrohttpd grpc libprotobuf-c 2>
 GW_PKG_LIBS := $(shell pkg-config --libs libmicrohttpd json-c grpc gpr libprotobuf-c 2>/dev/null)
 GW_TESTS := $(OBJ)/tests/gateway_test $(OBJ)/tests/gateway_grpc_test $(OBJ)/tests/gateway_parse_test \
 	$(OBJ)/tests/h2_conn_test $(OBJ)/tests/h2_conn_rules_test \
-	$(OBJ)/tests/gateway_proto_test $(OBJ)/tests/gateway_client_key_test $(OBJ)/tests/gateway_json_data_test
+	$(OBJ)/tests/gateway_proto_test $(OBJ)/tests/gateway_client_key_test $(OBJ)/tests/gateway_json_data_test \
+	$(OBJ)/tests/gateway_answer_test
 GW_USERS := $(GATEWAY_OBJS) $(OBJ)/tools/coloc-gateway.o $(addsuffix .o,$(GW_TESTS))
 $(GW_USERS): CFLAGS += -Igateway $(GW_PKG_CFLAGS)
 $(GW_USERS): | $(GEN)/grpc_service.pb-c.h
@@ -478,7 +479,7 @@ $(FUZZ)/obj/%.o: %.c $(KSFT_HDRS) | $(SKELS) $(GEN)/onnx.pb-c.h
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
 # the gateway's request parsers (fuzz_gateway): the JSON and gRPC infer bodies
-FUZZ_GW_OBJS := $(FUZZ)/obj/gateway/infer_request.o $(FUZZ)/obj/gateway/json_data.o $(FUZZ)/obj/gateway/infer_proto.o \
+FUZZ_GW_OBJS := $(FUZZ)/obj/gateway/infer_request.o $(FUZZ)/obj/gateway/infer_answer.o $(FUZZ)/obj/gateway/json_data.o $(FUZZ)/obj/gateway/infer_proto.o \
 	$(FUZZ)/obj/$(GEN)/grpc_service.pb-c.o
 $(FUZZ_GW_OBJS) $(FUZZ)/obj/tests/fuzz/fuzz_gateway.o: FUZZ_CFLAGS += -Igateway
 $(FUZZ_GW_OBJS) $(FUZZ)/obj/tests/fuzz/fuzz_gateway.o: | $(GEN)/grpc_service.pb-c.h

@@ -254,12 +254,27 @@ static enum MHD_Result http_infer_forward(struct http_req *rq)
 	return http_error(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE, "the gateway is stopping");
 }
 
+/* The answer to a query whose answer (bytes) the budget refused (r from http_take). */
+static enum MHD_Result http_refuse_answer(struct http_req *rq, int r, size_t bytes)
+{
+	atomic_fetch_add(&rq->stats->refused_full, 1);
+	if (r == -E2BIG)
+		return http_error(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "this answer (%zu bytes) and its request are over what one "
+				  "client address may hold (%zu bytes of --http-max-buffer-bytes); "
+				  "ask for binary outputs",
+				  bytes, rq->h->opts.max_buffer_per_addr);
+	return http_error(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+			  "the gateway holds as many requests and answers as it may "
+			  "(--http-max-buffer-bytes, or this address's share of it); retry later");
+}
+
 static enum MHD_Result http_infer_start(struct http_req *rq, struct gw_model *m)
 {
 	struct MHD_Connection *conn = rq->conn;
 	const char *hlen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						       "Inference-Header-Content-Length");
-	size_t header_len = (size_t)-1;
+	size_t header_len = (size_t)-1, answer;
 	char why[512];
 	long v;
 	int r;
@@ -301,6 +316,11 @@ static enum MHD_Result http_infer_start(struct http_req *rq, struct gw_model *m)
 		atomic_fetch_add(&rq->stats->refused_bad_request, 1);
 		return http_error(conn, (unsigned int)r, "%s", why);
 	}
+	/* the answer, colocd's output and its text, held until it is sent (http_completed) */
+	answer = rq->job.output_cap + gw_infer_answer_bytes(&rq->cfg, &rq->ir);
+	r = http_take(rq, rq->taken + answer);
+	if (r)
+		return http_refuse_answer(rq, r, answer);
 	rq->output = malloc(rq->job.output_cap ? rq->job.output_cap : 1);
 	if (!rq->output)
 		return http_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");

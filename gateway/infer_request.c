@@ -3,9 +3,8 @@
  * KServe v2 infer bodies (infer_request.h): the request's JSON and binary
  * parts into the model's flat fp32 input (a model's one input sent as
  * binary is used where it lies in the body, not copied), and the outputs
- * back into JSON and binary parts. JSON is read with json-c but for the
- * tensors' "data" arrays (json_data.h), and written with json-c; floats
- * are written with 9 significant digits, which round-trip an fp32 exactly.
+ * back into JSON and binary parts (infer_answer.c). JSON is read with
+ * json-c but for the tensors' "data" arrays (json_data.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -368,97 +367,6 @@ float *gw_infer_input_buf(struct gw_infer_request *req)
 		req->input = req->input_buf;
 	}
 	return req->input_buf;
-}
-
-static struct json_object *infer_shape(const struct gw_tensor *t)
-{
-	struct json_object *a = json_object_new_array_ext(t->nr_dims);
-
-	for (int i = 0; i < t->nr_dims; i++)
-		json_object_array_add(a, json_object_new_int64(t->dims[i]));
-	return a;
-}
-
-static struct json_object *infer_floats(const float *v, uint64_t n)
-{
-	struct json_object *a = json_object_new_array_ext((int)n);
-
-	for (uint64_t i = 0; i < n; i++) {
-		char s[32];
-
-		snprintf(s, sizeof(s), "%.9g", (double)v[i]);
-		json_object_array_add(a, json_object_new_double_s((double)v[i], s));
-	}
-	return a;
-}
-
-int gw_infer_response(const struct gw_model_config *cfg, const struct gw_infer_request *req,
-		      const float *outputs, uint64_t latency_ns, uint64_t exec_ns, char **body,
-		      size_t *len, size_t *header_len)
-{
-	struct json_object *o = json_object_new_object(), *arr = json_object_new_array(), *params;
-	uint64_t offsets[GW_REPO_MAX_TENSORS], off = 0, bin_bytes = 0;
-	const char *text;
-	size_t tlen;
-	char *p;
-
-	for (int i = 0; i < cfg->nr_outputs; i++) {
-		offsets[i] = off;
-		off += cfg->outputs[i].elems;
-	}
-	json_object_object_add(o, "model_name", json_object_new_string(cfg->name));
-	json_object_object_add(o, "model_version", json_object_new_string(cfg->version));
-	if (req->has_id)
-		json_object_object_add(o, "id", json_object_new_string(req->id));
-	params = json_object_new_object();
-	json_object_object_add(params, "coloc_latency_us",
-			       json_object_new_int64((int64_t)(latency_ns / 1000)));
-	json_object_object_add(params, "coloc_exec_us",
-			       json_object_new_int64((int64_t)(exec_ns / 1000)));
-	json_object_object_add(o, "parameters", params);
-	for (int k = 0; k < req->nr_outputs; k++) {
-		const struct gw_tensor *t = &cfg->outputs[req->outputs[k]];
-		struct json_object *out = json_object_new_object();
-
-		json_object_object_add(out, "name", json_object_new_string(t->name));
-		json_object_object_add(out, "datatype", json_object_new_string("FP32"));
-		json_object_object_add(out, "shape", infer_shape(t));
-		if (req->binary[k]) {
-			struct json_object *params = json_object_new_object();
-
-			json_object_object_add(params, "binary_data_size",
-					       json_object_new_int64((int64_t)t->elems * 4));
-			json_object_object_add(out, "parameters", params);
-			bin_bytes += t->elems * 4;
-		} else {
-			json_object_object_add(
-				out, "data",
-				infer_floats(outputs + offsets[req->outputs[k]], t->elems));
-		}
-		json_object_array_add(arr, out);
-	}
-	json_object_object_add(o, "outputs", arr);
-	text = json_object_to_json_string_length(
-		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &tlen);
-	p = text ? malloc(tlen + bin_bytes + 1) : NULL;
-	if (!p) {
-		json_object_put(o);
-		return -ENOMEM;
-	}
-	memcpy(p, text, tlen);
-	*header_len = tlen;
-	*len = tlen;
-	for (int k = 0; k < req->nr_outputs; k++) {
-		const struct gw_tensor *t = &cfg->outputs[req->outputs[k]];
-
-		if (!req->binary[k])
-			continue;
-		memcpy(p + *len, outputs + offsets[req->outputs[k]], t->elems * 4);
-		*len += t->elems * 4;
-	}
-	json_object_put(o);
-	*body = p;
-	return 0;
 }
 
 char *gw_error_json(const char *why)

@@ -99,6 +99,12 @@ int gw_infer_check_shape(const struct gw_tensor *t, const int64_t *dims, size_t 
 			 size_t why_len);
 
 /*
+ * The most bytes gw_infer_response() allocates for req's answer: 16 a JSON
+ * value, 4 a binary one, the strings escaped at their longest.
+ */
+size_t gw_infer_answer_bytes(const struct gw_model_config *cfg,
+			     const struct gw_infer_request *req);
+/*
  * The response body for outputs (the model's outputs, one after another):
  * malloc'd in *body, *len bytes, of which *header_len are the JSON (== *len
  * when no output is binary). 0 or -ENOMEM.

@@ -40,6 +40,7 @@
 #define CURL_MAX_S 30 /* a hung request fails here, long before the harness's timeout */
 #define NR_FAST 8
 #define MN_FLOATS (3 * 224 * 224)
+#define WIDE_FLOATS (1u << 20) /* model "wide"'s output, a segmentation's 4 MiB */
 
 enum fake_mode {
 	FAKE_ANSWER, /* read the query, answer it */
@@ -178,6 +179,12 @@ static inline int64_t fake_int(struct json_object *o, const char *key)
 	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : -1;
 }
 
+/* The output bytes of the model named name: "wide"'s WIDE_FLOATS, any other's OUT_FLOATS. */
+static inline size_t fake_out_bytes(const char *name)
+{
+	return (strcmp(name, "wide") ? OUT_FLOATS : WIDE_FLOATS) * sizeof(float);
+}
+
 /* A control request's answer: submit and remove are fine, status says ready. */
 static inline int fake_control(struct fake_colocd *f, int fd, struct json_object *req)
 {
@@ -192,7 +199,7 @@ static inline int fake_control(struct fake_colocd *f, int fd, struct json_object
 	snprintf(ans, sizeof(ans),
 		 "{\"ok\":true,\"tenants\":[{\"name\":\"%.64s\",\"state\":\"ready\","
 		 "\"model\":\"m\",\"input_bytes\":%zu,\"output_bytes\":%zu}]}\n",
-		 name, in, OUT_FLOATS * sizeof(float));
+		 name, in, fake_out_bytes(name));
 	return fake_send(fd, ans, strlen(ans));
 }
 
@@ -351,15 +358,23 @@ static inline int fake_infer(struct fake_colocd *f, int fd, struct json_object *
 	snprintf(ans, sizeof(ans),
 		 "{\"tag\":%lld,\"status\":\"ok\",\"output_bytes\":%zu,\"latency_ns\":1000,"
 		 "\"exec_ns\":500}\n",
-		 (long long)fake_int(req, "tag"), sizeof(out));
+		 (long long)fake_int(req, "tag"), fake_out_bytes(tenant));
 	if (fake_send(fd, ans, strlen(ans)))
 		return -1;
 	if (mode == FAKE_NO_OUTPUT)
 		return 0;
 	for (int i = 0; i < OUT_FLOATS; i++)
 		out[i] = 0.5f * (float)i;
-	if (fake_send(fd, out, sizeof(out)))
+	if (!strcmp(tenant, "wide")) {
+		static float wide[WIDE_FLOATS];
+
+		for (size_t i = 0; i < WIDE_FLOATS; i++)
+			wide[i] = -1.17549435e-38f * (float)(i % 7 + 1);
+		if (fake_send(fd, wide, sizeof(wide)))
+			return -1;
+	} else if (fake_send(fd, out, sizeof(out))) {
 		return -1;
+	}
 	if (mode == FAKE_CLOSE_AFTER) {
 		atomic_store(&f->mode, FAKE_ANSWER);
 		return -1;
@@ -497,7 +512,8 @@ FIXTURE(fwd)
 	char small[192], bighdr[64], big[192];
 };
 
-static inline int write_repo_model(const char *repo, const char *name, size_t in_floats)
+static inline int write_repo_model_out(const char *repo, const char *name, size_t in_floats,
+					size_t out_floats)
 {
 	char path[640];
 	FILE *f;
@@ -513,9 +529,14 @@ static inline int write_repo_model(const char *repo, const char *name, size_t in
 	fprintf(f,
 		"{\"qos_ms\": 1000, \"input\": [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", "
 		"\"dims\": [1, %zu]}], \"output\": [{\"name\": \"y\", \"data_type\": "
-		"\"TYPE_FP32\", \"dims\": [1, %d]}]}\n",
-		in_floats, OUT_FLOATS);
+		"\"TYPE_FP32\", \"dims\": [1, %zu]}]}\n",
+		in_floats, out_floats);
 	return fclose(f);
+}
+
+static inline int write_repo_model(const char *repo, const char *name, size_t in_floats)
+{
+	return write_repo_model_out(repo, name, in_floats, OUT_FLOATS);
 }
 
 /* The binary request for "big" (all zeros) in path; its header line in hdr. */
