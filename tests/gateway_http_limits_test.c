@@ -25,8 +25,8 @@
 #define ADDRS 8 /* 127.0.0.2..9: a share is an eighth, 8 MiB, two bodies */
 #define PER_ADDR 4 /* connections from each: two held, two refused */
 
-/* A TCP connection from src to the gateway's HTTP port at dst (numeric, IPv4 or IPv6), or -1. */
-static int connect_addrs(FIXTURE_DATA(fwd) * self, const char *src, const char *dst)
+/* A TCP connection from src to port at dst (numeric, IPv4 or IPv6), or -1. */
+static int connect_addrs(int port, const char *src, const char *dst)
 {
 	struct sockaddr_in6 me6 = { .sin6_family = AF_INET6 }, to6 = me6;
 	struct sockaddr_in me4 = { .sin_family = AF_INET }, to4 = me4;
@@ -39,7 +39,7 @@ static int connect_addrs(FIXTURE_DATA(fwd) * self, const char *src, const char *
 	socklen_t len = v6 ? sizeof(me6) : sizeof(me4);
 	int fd;
 
-	to6.sin6_port = to4.sin_port = htons(self->env.http_port);
+	to6.sin6_port = to4.sin_port = htons((uint16_t)port);
 	if (inet_pton(family, src, me_ip) != 1 || inet_pton(family, dst, to_ip) != 1)
 		return -1;
 	fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -56,7 +56,7 @@ static int connect_from(FIXTURE_DATA(fwd) * self, int last)
 	char src[32];
 
 	snprintf(src, sizeof(src), "127.0.0.%d", last);
-	return connect_addrs(self, src, "127.0.0.1");
+	return connect_addrs(self->env.http_port, src, "127.0.0.1");
 }
 
 /*
@@ -290,7 +290,7 @@ static int ready_on(int fd)
 static int served_from(FIXTURE_DATA(fwd) * self, const char *src, const char *dst)
 {
 	for (int i = 0; i < 50; i++) {
-		int fd = connect_addrs(self, src, dst);
+		int fd = connect_addrs(self->env.http_port, src, dst);
 
 		if (fd >= 0 && ready_on(fd) == 200)
 			return fd;
@@ -345,11 +345,11 @@ TEST_F_TIMEOUT(fwd, http_conns_per_ip__an_ipv6_64_is_one_client, 120)
 	ASSERT_LE(0, held[0]);
 	held[1] = served_from(self, "2001:db8:1:2::3", V6_GATEWAY);
 	ASSERT_LE(0, held[1]);
-	fd = connect_addrs(self, "2001:db8:1:2::4", V6_GATEWAY);
+	fd = connect_addrs(self->env.http_port, "2001:db8:1:2::4", V6_GATEWAY);
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(-1, ready_on(fd));
 	close(fd);
-	fd = connect_addrs(self, "2001:db8:1:3::1", V6_GATEWAY);
+	fd = connect_addrs(self->env.http_port, "2001:db8:1:3::1", V6_GATEWAY);
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(200, ready_on(fd));
 	close(fd);
@@ -386,6 +386,43 @@ TEST_F_TIMEOUT(fwd, http_conns_per_ip__an_ipv4_address_is_one_client, 120)
 	close(fd);
 	for (int i = 0; i < 2; i++)
 		close(held[i]);
+}
+
+/*
+ * The review's metrics holder: 64 connections from 127.0.0.2 to the
+ * metrics port, each an unfinished request: past the per-client limit (4)
+ * they are closed unanswered, the 4 let in are cut at the whole-request
+ * deadline (5 s), and a scrape from 127.0.0.1 is answered meanwhile.
+ * Before: the 64 held the port's every connection and /metrics answered
+ * no one.
+ */
+TEST_F_TIMEOUT(fwd, metrics__a_holder_does_not_stop_a_scrape, 120)
+{
+	const char *head = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Held: ";
+	int fds[64], closed_at_once = 0, cut = 0;
+	char cmd[256], out[64];
+
+	ASSERT_TRUE(start_gateway(self, NULL));
+	for (int i = 0; i < 64; i++) {
+		fds[i] = connect_addrs(self->env.metrics_port, "127.0.0.2", "127.0.0.1");
+		ASSERT_LE(0, fds[i]);
+		send(fds[i], head, strlen(head), MSG_NOSIGNAL);
+	}
+	for (int i = 0; i < 64; i++)
+		closed_at_once += gw_closed_within(fds[i], 20, (char[64]){ 0 }, 64);
+	snprintf(cmd, sizeof(cmd),
+		 "curl -s --max-time 3 -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/metrics",
+		 self->env.metrics_port);
+	tu_run(cmd, out, sizeof(out));
+	EXPECT_EQ(200, atoi(out));
+	for (int i = 0; i < 64; i++) {
+		cut += gw_closed_within(fds[i], 100, (char[64]){ 0 }, 64) ||
+		       gw_closed_within(fds[i], 8000, (char[64]){ 0 }, 64);
+		close(fds[i]);
+	}
+	TH_LOG("%d of 64 closed at once, %d closed within the deadline", closed_at_once, cut);
+	EXPECT_LE(60, closed_at_once);
+	EXPECT_EQ(64, cut);
 }
 
 TEST_HARNESS_MAIN
