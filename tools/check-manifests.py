@@ -49,6 +49,8 @@ COLOCD_CAPS = {"BPF", "PERFMON", "SYS_ADMIN", "SYS_RESOURCE", "SETUID", "SETGID"
 # syscalls colocd never makes, which its seccomp profile must not allow
 COLOCD_SECCOMP_DENIED = {"process_vm_readv", "process_vm_writev", "userfaultfd", "keyctl",
                          "add_key", "request_key"}
+# --http-max-buffer-bytes holds the HTTP bodies, their tensors and their answers (colocd's
+# output and the answer's text, charged before the query is sent: review s18 HIGH 2);
 # what the gateway holds beside its buffer budgets (docs/gateway.md, "Memory"):
 # the kept memfds (64 MiB), libmicrohttpd's 128 KiB per HTTP connection, its own ~64 MiB
 GW_KEPT_BYTES = 64 << 20
@@ -281,7 +283,8 @@ def check_gateway_memory(where, c, args):
     need = (v["--http-max-buffer-bytes"] + grpc + GW_KEPT_BYTES +
             v["--max-connections"] * GW_CONN_BYTES + GW_PARSE_BYTES + GW_OWN_BYTES)
     if need > limit:
-        fail(where, f"gateway: its budgets and buffers ({need >> 20} MiB: --http-max-buffer-bytes, "
+        fail(where, f"gateway: its budgets and buffers ({need >> 20} MiB: --http-max-buffer-bytes (bodies, "
+             f"tensors and answers), "
              f"--grpc-max-buffer-bytes, 64 MiB kept memfds, 128 KiB per connection, 16 MiB "
              f"of JSON parses, 64 MiB its own) are over its memory limit ({limit >> 20} MiB)")
 
