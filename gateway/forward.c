@@ -45,10 +45,25 @@
 #include <sys/eventfd.h>
 #include "forward.h"
 #include "mono_clock.h"
+#include "out_bounds.h"
 
 #define FWD_MAX_CONNS 16
 #define FWD_STOP_CHECK_MS 100 /* a borrower's longest wait before it looks at stop */
 #define FWD_MEMFDS_KEPT 256 /* input memfds kept mapped between queries */
+/*
+ * The output bytes colocd may owe the pool, on one connection and on all:
+ * half of what it holds unsent before it cuts a connection or its uid's
+ * (the gateway's uid may have other clients; review s18 MEDIUM 1).
+ */
+#define FWD_OWED_CONN_MAX (COLOC_OUT_CONN_MAX / 2)
+#define FWD_OWED_MAX (COLOC_OUT_UID_SHARE / 2)
+
+/* A query given up on whose answer colocd still owes: its output's bytes, by tag. */
+struct fwd_given_up {
+	struct fwd_given_up *next;
+	uint64_t tag;
+	size_t bytes;
+};
 
 struct fwd_conn {
 	struct gw_fwd *fw;
@@ -72,6 +87,9 @@ struct fwd_conn {
 	 * stall into --colocd-timeout-ms. Not borrowed while above 0.
 	 */
 	atomic_int owed;
+	/* their output bytes (the owner's: the thread, or the borrower) */
+	size_t owed_bytes;
+	struct fwd_given_up *given_up;
 };
 
 struct gw_fwd {
@@ -85,6 +103,8 @@ struct gw_fwd {
 	atomic_uint next_conn;
 	bool socket_copy; /* inputs on the socket, not in memfds */
 	struct gw_memfd_pool *memfds;
+	atomic_size_t owed_bytes; /* the connections' owed_bytes, summed */
+	atomic_bool bytes_held; /* a connection holds jobs back for owed_bytes */
 	struct fwd_conn conns[FWD_MAX_CONNS];
 };
 
@@ -168,6 +188,14 @@ static void fwd_close_conn(struct fwd_conn *k)
 	coloc_client_close(k->c);
 	k->c = NULL;
 	atomic_store(&k->owed, 0);
+	atomic_fetch_sub(&k->fw->owed_bytes, k->owed_bytes);
+	k->owed_bytes = 0;
+	while (k->given_up) {
+		struct fwd_given_up *g = k->given_up;
+
+		k->given_up = g->next;
+		free(g);
+	}
 }
 
 /* Closes k's connection after r (a timeout, or a lost connection): its jobs fail alike. */
@@ -266,6 +294,8 @@ static int fwd_send_query(struct fwd_conn *k, struct gw_job *job, char *why, siz
 		r = fwd_send_input(k, job);
 		if (!r) {
 			atomic_fetch_add(&k->owed, 1);
+			k->owed_bytes += job->output_cap;
+			atomic_fetch_add(&k->fw->owed_bytes, job->output_cap);
 			return 0;
 		}
 		sent = coloc_client_sent_bytes(k->c);
@@ -304,11 +334,77 @@ static void fwd_send(struct fwd_conn *k, struct gw_job *job)
 	k->inflight = job;
 }
 
-/* One of the answers colocd owed on k was read. */
-static void fwd_answer_read(struct fwd_conn *k)
+/*
+ * Job, sent on k, is given up on before its answer came: its output bytes
+ * stay owed until the answer is read (kept counted if no memory: the
+ * connection's close forgets them).
+ */
+static void fwd_give_up(struct fwd_conn *k, const struct gw_job *job)
 {
+	struct fwd_given_up *g = malloc(sizeof(*g));
+
+	if (!g)
+		return;
+	g->tag = job->tag;
+	g->bytes = job->output_cap;
+	g->next = k->given_up;
+	k->given_up = g;
+}
+
+/* Whether k may owe bytes more when the pool owes all: one answer always, more within the bounds. */
+static bool fwd_room_in(const struct fwd_conn *k, size_t bytes, size_t all)
+{
+	return (!k->owed_bytes && !all) ||
+	       (k->owed_bytes + bytes <= FWD_OWED_CONN_MAX && all + bytes <= FWD_OWED_MAX);
+}
+
+/*
+ * Whether k may be sent a query of bytes of output. When not for the
+ * pool's bytes, bytes_held asks the next answer read to wake the
+ * connections; published before the second look, so an answer read
+ * meanwhile either shows in it or sees the flag.
+ */
+static bool fwd_room(struct fwd_conn *k, size_t bytes)
+{
+	struct gw_fwd *fw = k->fw;
+
+	if (fwd_room_in(k, bytes, atomic_load(&fw->owed_bytes)))
+		return true;
+	atomic_store(&fw->bytes_held, true);
+	return fwd_room_in(k, bytes, atomic_load(&fw->owed_bytes));
+}
+
+static void fwd_wake(struct fwd_conn *k);
+
+/*
+ * The answer to tag was read on k: job's (NULL: a query given up on). Its
+ * bytes no longer owed; connections held back for all the pool's bytes woken.
+ */
+static void fwd_answer_read(struct fwd_conn *k, uint64_t tag, const struct gw_job *job)
+{
+	struct gw_fwd *fw = k->fw;
+	size_t bytes = job ? job->output_cap : 0;
+
 	if (atomic_load(&k->owed) > 0)
 		atomic_fetch_sub(&k->owed, 1);
+	for (struct fwd_given_up **pp = &k->given_up; !job && *pp; pp = &(*pp)->next) {
+		struct fwd_given_up *g = *pp;
+
+		if (g->tag == tag) {
+			bytes = g->bytes;
+			*pp = g->next;
+			free(g);
+			break;
+		}
+	}
+	if (bytes > k->owed_bytes)
+		bytes = k->owed_bytes;
+	k->owed_bytes -= bytes;
+	atomic_fetch_sub(&fw->owed_bytes, bytes);
+	if (bytes && atomic_exchange(&fw->bytes_held, false))
+		for (int i = 0; i < fw->nr_conns; i++)
+			if (&fw->conns[i] != k)
+				fwd_wake(&fw->conns[i]);
 }
 
 /* Whether the thread reads k's socket: its jobs in flight, or answers owed while not borrowed. */
@@ -332,10 +428,10 @@ static void fwd_receive(struct fwd_conn *k)
 			fwd_drop_connection(k, "receiving", r);
 			return;
 		}
-		fwd_answer_read(k);
 		for (pp = &k->inflight; *pp && (*pp)->tag != res.tag; pp = &(*pp)->next)
 			;
 		job = *pp;
+		fwd_answer_read(k, res.tag, job);
 		if (!job)
 			continue; /* its job timed out before */
 		*pp = job->next;
@@ -398,6 +494,7 @@ static int fwd_expire(struct fwd_conn *k)
 
 		if (job->deadline_ns <= now) {
 			*pp = job->next;
+			fwd_give_up(k, job);
 			fwd_finish(k, job, -ETIMEDOUT, "colocd did not answer in time");
 			continue;
 		}
@@ -464,12 +561,14 @@ static void *fwd_thread(void *arg)
 					 { .fd = -1, .events = POLLIN } };
 		struct gw_job *q = fwd_take_queue(k, false);
 		uint64_t v, held = 0; /* the earliest deadline held back */
+		size_t held_bytes = 0; /* the first held job's output */
 		int timeout;
 
 		while (q) {
 			struct gw_job *next = q->next;
 
-			if (atomic_load(&k->owed) >= k->fw->pipeline) {
+			if (atomic_load(&k->owed) >= k->fw->pipeline || !fwd_room(k, q->output_cap)) {
+				held_bytes = q->output_cap;
 				held = fwd_hold_back(k, q);
 				break;
 			}
@@ -479,7 +578,8 @@ static void *fwd_thread(void *arg)
 		fwd_receive(k);
 		timeout = fwd_expire(k);
 		/* answers read made room for the jobs held back: send them now */
-		if (held && held != UINT64_MAX && atomic_load(&k->owed) < k->fw->pipeline)
+		if (held && held != UINT64_MAX && atomic_load(&k->owed) < k->fw->pipeline &&
+		    fwd_room(k, held_bytes))
 			timeout = 0;
 		else if (held && held != UINT64_MAX)
 			timeout = fwd_min_timeout(timeout, held);
@@ -712,10 +812,12 @@ static int fwd_await(struct fwd_conn *k, struct gw_job *job)
 
 		if (now >= job->deadline_ns) {
 			snprintf(job->why, sizeof(job->why), "colocd did not answer in time");
+			fwd_give_up(k, job);
 			return -ETIMEDOUT; /* its late answer is thrown away by tag */
 		}
 		if (atomic_load(&k->fw->stop)) {
 			snprintf(job->why, sizeof(job->why), "the gateway is stopping");
+			fwd_give_up(k, job);
 			return -ECANCELED;
 		}
 		wait = (int)((job->deadline_ns - now) / 1000000 + 1);
@@ -728,7 +830,7 @@ static int fwd_await(struct fwd_conn *k, struct gw_job *job)
 		if (r == 0)
 			continue;
 		if (r == 1 || r == -EMSGSIZE)
-			fwd_answer_read(k);
+			fwd_answer_read(k, job->res.tag, job->res.tag == job->tag ? job : NULL);
 		if (r < 0 && r != -EMSGSIZE) {
 			fwd_conn_why(job->why, sizeof(job->why), r, "receiving", k->c);
 			fwd_close_conn(k);
@@ -756,7 +858,8 @@ int gw_fwd_run(struct gw_fwd *fw, struct gw_job *job)
 		atomic_fetch_sub(&fw->jobs, 1);
 		return -EAGAIN;
 	}
-	k = fwd_borrow(fw);
+	/* past the pool's owed bytes the job waits in a queue, held back there */
+	k = atomic_load(&fw->owed_bytes) + job->output_cap <= FWD_OWED_MAX ? fwd_borrow(fw) : NULL;
 	if (!k) {
 		atomic_fetch_sub(&fw->jobs, 1);
 		return -EBUSY;

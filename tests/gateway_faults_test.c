@@ -257,4 +257,46 @@ TEST_F_TIMEOUT(fwd, retry__a_query_partly_sent_is_answered_not_sent_again, 120)
 	EXPECT_EQ(200, infer(self, "fast", 3));
 }
 
+/*
+ * Review s18 MEDIUM 1: the pool owes colocd's answers by bytes too, not
+ * only by count. One connection, a model with 4 MiB outputs, colocd
+ * answering none: the first query borrows the connection until its
+ * --timeout-ms (2 s); 23 more arrive a second later and wait; once it is
+ * given back they go pipelined, but only while colocd owes at most half
+ * its uid share (64 MiB / 2 = 8 outputs, the one given up on counted); all
+ * end 504, none 502. Before: all 23 were sent (96 MiB owed, past the
+ * share: colocd cuts the connection and every query on it fails 502).
+ */
+TEST_F_TIMEOUT(fwd, pipeline__owed_output_bytes_stay_under_colocds_share, 120)
+{
+	const char *flags[] = { "--connections", "1", "--http-max-buffer-bytes", "8589934592",
+				"--timeout-ms", "2000", NULL };
+	pid_t q[24];
+	int status, timed_out = 0, before, sent;
+	char cmd[256];
+
+	ASSERT_EQ(0, write_repo_model_out(self->env.repo, "wide", 4, WIDE_FLOATS));
+	snprintf(cmd, sizeof(cmd), "chmod -R a+rX '%s'", self->env.repo);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_TRUE(start_gateway(self, flags));
+	atomic_store(&self->fake.mode, FAKE_NO_ANSWER);
+	before = atomic_load(&self->fake.queries); /* the gateway's own, at its start */
+	q[0] = infer_bg(self, "wide", 0);
+	ASSERT_LT(0, q[0]);
+	ASSERT_TRUE(wait_count(&self->fake.queries, before + 1, CURL_MAX_S));
+	usleep(1000000);
+	for (int i = 1; i < 24; i++) {
+		q[i] = infer_bg(self, "wide", i);
+		ASSERT_LT(0, q[i]);
+	}
+	for (int i = 0; i < 24; i++)
+		if (waitpid(q[i], &status, 0) == q[i] && infer_bg_status(self, i) == 504)
+			timed_out++;
+	sent = atomic_load(&self->fake.queries) - before;
+	TH_LOG("%d of 24 queries reached colocd; %d answered 504", sent, timed_out);
+	EXPECT_LE(sent, 8);
+	EXPECT_LE(2, sent);
+	EXPECT_EQ(24, timed_out);
+}
+
 TEST_HARNESS_MAIN
