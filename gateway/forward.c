@@ -926,7 +926,7 @@ void gw_fwd_destroy(struct gw_fwd *fw)
 	for (int i = 0; i < fw->nr_conns; i++) {
 		struct fwd_conn *k = &fw->conns[i];
 
-		coloc_client_close(k->c);
+		fwd_close_conn(k);
 		close(k->efd);
 		free(k->scratch);
 		pthread_mutex_destroy(&k->lock);
