@@ -16,6 +16,7 @@
 #include <linux/types.h>
 #include "coloc/protocol.h"
 #include "error.h"
+#include "out_bounds.h"
 #include "loop.h"
 
 struct json_object;
@@ -47,13 +48,13 @@ struct json_object;
  * down and closed from the loop, a line naming the uid logged; the answers
  * still owed on it find it gone.
  */
-#define SERVER_OUT_MAX (64u << 20)
+#define SERVER_OUT_MAX COLOC_OUT_CONN_MAX
 /*
  * And over all of a uid's connections (a uid holds up to SERVER_UID_SHARE),
  * and over every uid's but root's: past either, that uid's (every uid's)
  * connection holding the most is cut likewise (server_out_budget.c).
  */
-#define SERVER_OUT_UID_SHARE (64ull << 20)
+#define SERVER_OUT_UID_SHARE COLOC_OUT_UID_SHARE
 #define SERVER_OUT_BUDGET (256ull << 20)
 
 struct server;
