@@ -1,25 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The closer threads of fd_closer.h: a table of uids with closes waiting,
- * each served by a detached thread of its own that closes them in order
- * and ends when none is left. A thread stuck in a close holds only its
- * uid's descriptors. What cannot wait is closed at once: a small shmem
- * file sealed against growing, a socket other than AF_UNIX made to close
- * abortively (no linger), and an AF_UNIX stream socket shut down with
- * nothing queued (no descriptor in flight in it whose release could wait).
+ * each served by a detached thread of its own that closes them in order,
+ * waits for more (woken once a batch, when its queue was empty) and ends
+ * once idle for FD_CLOSER_IDLE_MS. A thread stuck in a close holds only
+ * its uid's descriptors. The caller closes only what the allow-list below
+ * names, and shmem within a byte budget over time.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 #include "fd_closer.h"
-#include "loop.h"
 #include "mono_clock.h"
 
 struct fd_closer_uid {
@@ -31,14 +30,36 @@ struct fd_closer_uid {
 };
 
 static pthread_mutex_t fd_closer_lock = PTHREAD_MUTEX_INITIALIZER;
+/* signalled when a waiting thread's queue turns from empty to not */
+static pthread_cond_t fd_closer_work = PTHREAD_COND_INITIALIZER;
 static struct fd_closer_uid fd_closer_uids[FD_CLOSER_UIDS];
+/* shmem bytes the caller may still free now, refilled at FD_CLOSER_NOW_BYTES_PER_S */
+static uint64_t fd_closer_budget = FD_CLOSER_SHMEM_NOW_BYTES, fd_closer_budget_at_ns;
+
+/* Waits up to FD_CLOSER_IDLE_MS for work: whether some came. Called and returns locked. */
+static bool fd_closer_wait(struct fd_closer_uid *u)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += FD_CLOSER_IDLE_MS / 1000;
+	until.tv_nsec += (FD_CLOSER_IDLE_MS % 1000) * 1000000l;
+	if (until.tv_nsec >= 1000000000l) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000l;
+	}
+	while (!u->len)
+		if (pthread_cond_timedwait(&fd_closer_work, &fd_closer_lock, &until))
+			return u->len > 0;
+	return true;
+}
 
 static void *fd_closer_thread(void *arg)
 {
 	struct fd_closer_uid *u = arg;
 
 	pthread_mutex_lock(&fd_closer_lock);
-	while (u->len) {
+	while (u->len || fd_closer_wait(u)) {
 		int fd = u->fds[u->head];
 
 		u->head++;
@@ -79,6 +100,8 @@ static struct fd_closer_uid *fd_closer_find(uid_t uid, bool take)
 
 static bool fd_closer_push(struct fd_closer_uid *u, int fd)
 {
+	if (u->len >= FD_CLOSER_QUEUE_MAX)
+		return false;
 	if (u->head + u->len == u->cap) {
 		if (u->head) {
 			for (int i = 0; i < u->len; i++)
@@ -99,55 +122,118 @@ static bool fd_closer_push(struct fd_closer_uid *u, int fd)
 }
 
 /*
- * A shmem file's last close frees every page it holds (~70 ms a GiB on the
- * 2-vCPU VM): at once only when it can hold little, sealed against growing
- * (no write, fallocate or fault past its size) and no larger than
- * FD_CLOSER_SHMEM_NOW_BYTES. F_GET_SEALS answered, fstat reaches no file
- * system that could wait (shmem or hugetlbfs).
+ * The most a shmem file's last close can free, or -1 when it is unbounded:
+ * its pages (st_blocks counts those fallocated past its size too) and, when
+ * not sealed against writing, the holes below its size a writer may still
+ * fill. Without F_SEAL_GROW a writer may add any number past its size.
+ * F_GET_SEALS answered, so fstat reaches no file system that could wait.
  */
-static bool fd_closer_shmem_is_small(int fd, int seals)
+static long long fd_closer_shmem_bytes(int fd, int seals)
 {
 	struct stat st;
 
-	return (seals & F_SEAL_GROW) && !fstat(fd, &st) && st.st_size >= 0 &&
-	       (unsigned long long)st.st_size <= FD_CLOSER_SHMEM_NOW_BYTES;
+	if (!(seals & F_SEAL_GROW) || fstat(fd, &st) || st.st_size < 0 || st.st_blocks < 0)
+		return -1;
+	return st.st_blocks * 512ll + ((seals & F_SEAL_WRITE) ? 0 : (long long)st.st_size);
+}
+
+static int fd_closer_sockopt(int fd, int level, int name)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	return getsockopt(fd, level, name, &v, &len) ? -1 : v;
+}
+
+/*
+ * A TCP or UDP socket over IPv4 or IPv6 that does not listen and has no
+ * upper layer (kTLS) is released at once once its linger is set to reset
+ * it: its queues are bounded by its buffers and carry no descriptors. A
+ * listener's close tears down its accept queue; other families (AF_UNIX
+ * above all: a consumed OOB skb keeps its descriptors out of SIOCINQ) and
+ * protocols are not known to be cheap.
+ */
+static bool fd_closer_socket_is_cheap(int fd)
+{
+	int family = fd_closer_sockopt(fd, SOL_SOCKET, SO_DOMAIN);
+	int type = fd_closer_sockopt(fd, SOL_SOCKET, SO_TYPE);
+	int proto = fd_closer_sockopt(fd, SOL_SOCKET, SO_PROTOCOL);
+	struct linger no_linger = { .l_onoff = 1, .l_linger = 0 };
+	char ulp[16] = "";
+	socklen_t len = sizeof(ulp);
+
+	if (family != AF_INET && family != AF_INET6)
+		return false;
+	if (type == SOCK_STREAM && proto == IPPROTO_TCP) {
+		if (getsockopt(fd, IPPROTO_TCP, TCP_ULP, ulp, &len) || ulp[0])
+			return false;
+	} else if (type != SOCK_DGRAM || proto != IPPROTO_UDP) {
+		return false;
+	}
+	if (fd_closer_sockopt(fd, SOL_SOCKET, SO_ACCEPTCONN) != 0)
+		return false;
+	return !setsockopt(fd, SOL_SOCKET, SO_LINGER, &no_linger, sizeof(no_linger));
+}
+
+/* What closing fd on the caller may free, or -1 when it is not on the allow-list. */
+static long long fd_closer_now_bytes(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (seals >= 0) {
+		long long bytes = fd_closer_shmem_bytes(fd, seals);
+
+		return bytes <= (long long)FD_CLOSER_SHMEM_NOW_BYTES ? bytes : -1;
+	}
+	return fd_closer_socket_is_cheap(fd) ? 0 : -1;
 }
 
 bool fd_closer_close_now_is_safe(int fd)
 {
-	struct sockaddr_storage sa;
-	socklen_t len = sizeof(sa);
-	int type, queued = -1, seals;
-	socklen_t tlen = sizeof(type);
-	struct linger no_linger = { .l_onoff = 1, .l_linger = 0 };
+	return fd_closer_now_bytes(fd) >= 0;
+}
 
-	seals = fcntl(fd, F_GET_SEALS);
-	if (seals >= 0)
-		return fd_closer_shmem_is_small(fd, seals);
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) ||
-	    getsockname(fd, (struct sockaddr *)&sa, &len))
+/* Takes bytes from the caller's budget, refilled since it was last taken from. */
+static bool fd_closer_budget_take(uint64_t bytes)
+{
+	uint64_t now = coloc_now_ns(), us = (now - fd_closer_budget_at_ns) / 1000;
+
+	if (us > 1000000)
+		us = 1000000;
+	fd_closer_budget += us * FD_CLOSER_NOW_BYTES_PER_S / 1000000;
+	if (fd_closer_budget > FD_CLOSER_SHMEM_NOW_BYTES)
+		fd_closer_budget = FD_CLOSER_SHMEM_NOW_BYTES;
+	fd_closer_budget_at_ns = now;
+	if (bytes > fd_closer_budget)
 		return false;
-	if (sa.ss_family != AF_UNIX)
-		return !setsockopt(fd, SOL_SOCKET, SO_LINGER, &no_linger, sizeof(no_linger));
-	if (type != SOCK_STREAM)
-		return false; /* a datagram of no bytes may still carry descriptors */
-	shutdown(fd, SHUT_RDWR);
-	return !ioctl(fd, SIOCINQ, &queued) && queued == 0;
+	fd_closer_budget -= bytes;
+	return true;
 }
 
 void fd_closer_close(int fd, uid_t uid)
 {
+	long long bytes;
 	struct fd_closer_uid *u;
 
 	if (fd < 0)
 		return;
-	if (fd_closer_close_now_is_safe(fd)) {
+	bytes = fd_closer_now_bytes(fd);
+	pthread_mutex_lock(&fd_closer_lock);
+	if (bytes >= 0 && fd_closer_budget_take((uint64_t)bytes)) {
+		pthread_mutex_unlock(&fd_closer_lock);
 		close(fd);
 		return;
 	}
-	pthread_mutex_lock(&fd_closer_lock);
 	u = fd_closer_find(uid, true);
-	if (fd_closer_push(u, fd) && !u->running) {
+	if (!fd_closer_push(u, fd)) {
+		pthread_mutex_unlock(&fd_closer_lock);
+		return;
+	}
+	if (u->running) {
+		/* one wake a batch: a thread closing or about to look needs none */
+		if (u->len == 1 && !u->busy_since_ns)
+			pthread_cond_broadcast(&fd_closer_work);
+	} else {
 		pthread_attr_t attr;
 		pthread_t t;
 

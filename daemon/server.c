@@ -71,7 +71,11 @@ void server_conn_close(struct server_conn *c)
 		if (s->conns[i] == c)
 			s->conns[i] = NULL;
 	loop_source_remove(c->src);
-	/* a socket whose queue holds descriptors can block its last close too */
+	/*
+	 * On the closer thread (an AF_UNIX socket): its queue may hold
+	 * descriptors in flight, a consumed OOB byte's too, released by its
+	 * last close.
+	 */
 	fd_closer_close(c->fd, c->uid);
 	for (int i = 0; i < c->nr_fds; i++)
 		fd_closer_close(c->fds[i], c->uid);
@@ -850,7 +854,12 @@ void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void 
 	(void)src;
 	(void)fd;
 	/* a member whose closes hang is dropped before it can send more descriptors */
-	if ((revents & POLLNVAL) || (c->uid && fd_closer_stuck(c->uid))) {
+	if (revents & POLLNVAL) {
+		server_conn_close(c);
+		return;
+	}
+	if (c->uid && fd_closer_stuck(c->uid)) {
+		server_send_error(c->fd, SERVER_CLOSES_STUCK);
 		server_conn_close(c);
 		return;
 	}

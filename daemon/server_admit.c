@@ -100,7 +100,7 @@ static const char *server_peer_refusal(const struct server *s, int fd, struct uc
 }
 
 /* Sends one error line, written by json-c like every other, without waiting. */
-static void server_send_error(int fd, const char *why)
+void server_send_error(int fd, const char *why)
 {
 	struct json_object *o = json_object_new_object();
 	char line[512];
@@ -218,11 +218,15 @@ static void server_add_conn(struct server *s, int fd)
 	struct ucred cred = { .uid = (uid_t)-1 };
 	bool other_pidns = true;
 	const char *why = server_peer_refusal(s, fd, &cred, &other_pidns);
-	int slot = -1;
+	int slot = -1, inline_oob = 1;
 
+	/*
+	 * An OOB byte read past is freed, with the descriptors it carries, by
+	 * the read: inline, they come to us as any others (fd_closer.h).
+	 */
+	setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &inline_oob, sizeof(inline_oob));
 	if (!why && cred.uid && fd_closer_stuck(cred.uid))
-		why = "this user's descriptors are still being closed (a socket lingering, a "
-		      "file system not answering): try again once they are";
+		why = SERVER_CLOSES_STUCK;
 	if (!why)
 		why = server_make_room(s, cred.uid);
 	if (why) {

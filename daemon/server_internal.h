@@ -124,6 +124,12 @@ bool server_conn_idle(const struct server_conn *c);
 void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void *ctx);
 
 /* server_admit.c: who may connect, how many each uid may hold */
+/* why a member whose closes hang (fd_closer_stuck) is refused or dropped */
+#define SERVER_CLOSES_STUCK                                                            \
+	"this user's descriptors are still being closed (a socket lingering, a file "    \
+	"system not answering, too many waiting): try again once they are"
+/* Sends one error line on fd without waiting. */
+void server_send_error(int fd, const char *why);
 /* How deep pid's pid namespace sits below /proc's; -1 if unknown. */
 int server_pidns_depth(pid_t pid);
 /* The listening socket is readable: accepts a bounded batch. */

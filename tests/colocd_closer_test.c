@@ -6,7 +6,8 @@
  * its owner, lingers on its uid's closer thread: the ping is answered well
  * inside the linger (colocd's loop closed it itself before: no answer for
  * the linger's 10 s), root and another member are served, and that uid is
- * refused until its closes are done. The real binary, as a process.
+ * refused until its closes are done, on a new connection and on the one it
+ * holds (told why, then closed). The real binary, as a process.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -194,6 +195,13 @@ TEST_F_TIMEOUT(colocd, closer__a_lingering_socket_stalls_only_its_own_uid, 120)
 		snprintf(out, sizeof(out), "again: %s\n", line);
 		if (write(pipe_fds[1], out, strlen(out)) < 0)
 			_exit(97);
+		/* and the connection it already had is told why before it is closed */
+		line[0] = '\0';
+		if (ping_on(conn, line, sizeof(line)) < 0)
+			snprintf(line, sizeof(line), "no answer");
+		snprintf(out, sizeof(out), "held: %s\n", line);
+		if (write(pipe_fds[1], out, strlen(out)) < 0)
+			_exit(97);
 		close(pipe_fds[1]);
 		/* the listener stays, unread, until the test ends */
 		for (;;)
@@ -221,6 +229,7 @@ TEST_F_TIMEOUT(colocd, closer__a_lingering_socket_stalls_only_its_own_uid, 120)
 	TH_LOG("%s", report);
 	EXPECT_NE(NULL, strstr(report, "again: {\"ok\":false"));
 	EXPECT_NE(NULL, strstr(report, "still being closed"));
+	EXPECT_NE(NULL, strstr(report, "held: {\"ok\":false,\"error\":\"this user's descriptors"));
 	close(ready[0]);
 	close(ready[1]);
 	close(go[0]);

@@ -206,8 +206,11 @@ TEST_F_TIMEOUT(wire, infer_memfd__held_memfds_are_bounded_every_query_answered, 
 		answered++;
 	}
 	TH_LOG("colocd's descriptors: %d before, %d at most with 400 queries sent", base, most);
-	/* a few more for the executors' doorbells and pidfds are not memfds */
-	EXPECT_LE(most, base + 256 + 8);
+	/*
+	 * a few more: the executors' doorbells and pidfds, and dropped copies
+	 * past the closer's byte budget waiting a moment on its thread
+	 */
+	EXPECT_LE(most, base + 256 + 16);
 	EXPECT_GE(most, base + 64);
 	munmap(map, self->in_bytes);
 	close(fd);

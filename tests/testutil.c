@@ -318,23 +318,17 @@ int tu_request(const char *socket_path, const char *req, char *resp, size_t len)
 	return n;
 }
 
-int tu_request_fds(const char *socket_path, const char *req, const int *fds, int nr_fds,
-		   char *resp, size_t len)
+int tu_send_fds(int fd, const void *data, size_t len, const int *fds, int nr_fds, int flags)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * 64)];
+		char buf[CMSG_SPACE(sizeof(int) * TU_MAX_FDS)];
 		struct cmsghdr align;
 	} cbuf = { 0 };
-	struct iovec iov = { (void *)req, strlen(req) };
+	struct iovec iov = { (void *)data, len };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-	int fd = tu_connect(socket_path), n;
 
-	if (fd < 0)
-		return fd;
-	if (nr_fds < 0 || nr_fds > 64) {
-		close(fd);
+	if (nr_fds < 0 || nr_fds > TU_MAX_FDS)
 		return -EINVAL;
-	}
 	if (nr_fds) {
 		struct cmsghdr *cm;
 
@@ -346,9 +340,20 @@ int tu_request_fds(const char *socket_path, const char *req, const int *fds, int
 		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nr_fds);
 		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nr_fds);
 	}
-	if (sendmsg(fd, &msg, MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
+	return sendmsg(fd, &msg, MSG_NOSIGNAL | flags) == (ssize_t)len ? 0 : -EIO;
+}
+
+int tu_request_fds(const char *socket_path, const char *req, const int *fds, int nr_fds,
+		   char *resp, size_t len)
+{
+	int fd = tu_connect(socket_path), n;
+
+	if (fd < 0)
+		return fd;
+	n = tu_send_fds(fd, req, strlen(req), fds, nr_fds, 0);
+	if (n) {
 		close(fd);
-		return -EIO;
+		return n;
 	}
 	n = tu_read_line(fd, resp, len);
 	close(fd);
