@@ -73,24 +73,11 @@ static int lingering_socket(int *listener)
  */
 static int in_flight_inside_unix_socket(int t, int *keep)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cbuf;
-	char byte = 'x';
-	struct iovec iov = { &byte, 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
-			      .msg_controllen = sizeof(cbuf.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
 	int sp[2];
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
 		return -1;
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &t, sizeof(int));
-	if (sendmsg(sp[1], &msg, MSG_NOSIGNAL) != 1)
+	if (tu_send_fds(sp[1], "x", 1, &t, 1, 0))
 		return -1;
 	close(t);
 	*keep = sp[1];
@@ -100,21 +87,9 @@ static int in_flight_inside_unix_socket(int t, int *keep)
 /* Sends a ping line with fd attached, fd closed by us before the newline goes. */
 static int ping_carrying(int conn, int fd)
 {
-	char line[] = "{\"cmd\":\"ping\"}";
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov = { line, strlen(line) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
-			      .msg_controllen = sizeof(cbuf.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	const char line[] = "{\"cmd\":\"ping\"}";
 
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	if (sendmsg(conn, &msg, MSG_NOSIGNAL) != (ssize_t)iov.iov_len)
+	if (tu_send_fds(conn, line, strlen(line), &fd, 1, 0))
 		return -1;
 	/* colocd now holds the last reference */
 	usleep(200 * 1000);

@@ -34,6 +34,7 @@
 #include "fd_closer.h"
 #include "server.h"
 #include "mono_clock.h"
+#include "testutil.h"
 
 #define MS 1000000ull
 #define WATCHDOG_NS (20000 * MS)
@@ -748,27 +749,6 @@ TEST_F(server, listen__serves_many_clients_at_once_each_its_own_answers)
 	free(c);
 }
 
-/* Sends line with the descriptors fds riding on it (SCM_RIGHTS). */
-static ssize_t send_with_fds(int sock, const char *line, const int *fds, int nr)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
-		struct cmsghdr align;
-	} cbuf = { 0 };
-	struct iovec iov = { (void *)line, strlen(line) };
-	struct msghdr msg = { .msg_iov = &iov,
-			      .msg_iovlen = 1,
-			      .msg_control = cbuf.buf,
-			      .msg_controllen = CMSG_SPACE(sizeof(int) * nr) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int) * nr);
-	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nr);
-	return sendmsg(sock, &msg, MSG_NOSIGNAL);
-}
-
 TEST_F(server, listen__descriptors_ride_with_their_line_and_those_not_taken_are_closed)
 {
 	struct client c = { .fd = connect_to(self->sock), .want_lines = 1 };
@@ -779,7 +759,7 @@ TEST_F(server, listen__descriptors_ride_with_their_line_and_those_not_taken_are_
 	ASSERT_EQ(0, pipe2(q, O_CLOEXEC));
 	sent[0] = p[0];
 	sent[1] = q[0];
-	ASSERT_EQ(4, send_with_fds(c.fd, "fds\n", sent, 2));
+	ASSERT_EQ(0, tu_send_fds(c.fd, "fds\n", 4, sent, 2, 0));
 	ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, false));
 	EXPECT_STREQ("0:fds\n", c.buf);
 	EXPECT_EQ(2, self->echo.nr_fds);
