@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * The control socket's state, shared by server.c (connections: requests
- * read, framed and answered), server_admit.c (who may connect, how many)
- * and server_path.c (the socket opened at its guarded path, listened on,
- * closed; the sweep of stalled connections).
+ * served on the loop), server_read.c (bytes and descriptors in, an
+ * infer's payload among them), server_send.c (answers out), server_out_budget.c (answers queued, bounded),
+ * server_admit.c (who may connect, how many) and server_path.c (the socket
+ * opened at its guarded path, listened on, closed; the sweep of stalled
+ * connections). server_frame.c frames a line and needs none of it.
  */
 #ifndef COLOC_DAEMON_SERVER_INTERNAL_H
 #define COLOC_DAEMON_SERVER_INTERNAL_H
@@ -105,10 +107,40 @@ struct server {
 	struct server_conn *conns[SERVER_MAX_CONNS];
 };
 
-/* server.c: a connection's reading and answering */
+/* server.c: a connection's requests served */
 void server_conn_close(struct server_conn *c);
 /* Polls c for what it now waits on (after its queue or state changed). */
 void server_conn_kick(struct server_conn *c);
+/* Nothing read, owed or being sent: a connection that may be evicted. */
+bool server_conn_idle(const struct server_conn *c);
+void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void *ctx);
+
+/* server_read.c: bytes and descriptors in, an infer's payload among them */
+/* Reads what is there, *got the bytes (0 at EOF, -1 for none); false: close now. */
+bool server_conn_read(struct server_conn *c, ssize_t *got);
+/* When the read that brought in[0] came (the last read's when `in` is empty). */
+__u64 server_conn_in_first_ns(const struct server_conn *c);
+/* The first n bytes of `in` leave it. */
+void server_conn_drop_in(struct server_conn *c, size_t n);
+/*
+ * The descriptors that came with the first n bytes of `in` into fds
+ * (closed when fds is NULL), their number.
+ */
+int server_conn_take_fds(struct server_conn *c, size_t n, int *fds);
+/*
+ * The line of req (n bytes at line) is followed by bytes raw bytes: holds
+ * the request until they are in. False when out of memory.
+ */
+bool server_conn_await_payload(struct server_conn *c, struct server_req *req, const char *line,
+			       size_t n, size_t bytes);
+/* Moves buffered bytes into the payload; true when it is complete. */
+bool server_conn_fill_payload(struct server_conn *c);
+
+/* server_send.c: answers out */
+/* Queues line and payload as one answer; false when out of memory. */
+bool server_conn_queue(struct server_conn *c, const char *line, const void *payload, size_t len);
+/* Sends what the kernel takes now of the queue; false when the connection is gone. */
+bool server_conn_flush(struct server_conn *c);
 /*
  * A client that takes in none of its answers, over limit (its name and
  * bytes, for the log): its queue dropped, the connection shut down both
@@ -119,9 +151,6 @@ void server_conn_cut(struct server_conn *c, const char *limit, unsigned long lon
 /* server_out_budget.c: answers queued, per uid and for all but root */
 /* Cuts the connections holding the most until uid and all uids are within bounds. */
 void server_out_within_budget(struct server *s, uid_t uid);
-/* Nothing read, owed or being sent: a connection that may be evicted. */
-bool server_conn_idle(const struct server_conn *c);
-void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void *ctx);
 
 /* server_admit.c: who may connect, how many each uid may hold */
 /* why a member whose closes hang (fd_closer_stuck) is refused or dropped */
