@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * Inside the coloc engine: its state and the functions its files share.
- * coloc.c decides a round (each query's next block, its cores, drops);
+ * coloc.c decides a round (each query in turn: served, held, dropped or
+ * demoted); coloc_block.c shapes a query's next block (where it ends, its
+ * budget, its spare cores); coloc_caps.c works out what a block owes the
+ * other tenants (the cap, the latest starts of those waiting);
  * coloc_table.c reads a tenant's latency table through its cache (layer
  * versions, needs, shares, span latencies); coloc_predict.c learns the
  * prediction from measured blocks; coloc_round.c is a round's view of the
- * cores (level, aggressor, LLC domains) and of the queue. The algorithm and
- * why each rule is there: docs/design/coloc-policy.md.
+ * cores (level, aggressor, LLC domains) and of the queue; coloc_entries.c
+ * names the variants (flag sets). The algorithm and why each rule is
+ * there: docs/design/coloc-policy.md.
  */
 #ifndef COLOC_POLICY_COLOC_INTERNAL_H
 #define COLOC_POLICY_COLOC_INTERNAL_H
@@ -248,6 +252,31 @@ uint64_t coloc_rest_at_best(const struct coloc_state *st, struct coloc_tenant *c
 			    int ci, double pos, double corr, double fixed, uint64_t now);
 uint64_t coloc_table_rest(const struct coloc_state *st, struct coloc_tenant *ct, int first, int ci,
 			  double pos);
+
+/* coloc_block.c: a block's extent and cores */
+int coloc_first_with_work(const struct policy_costs *m, int first);
+int coloc_block_end(const struct coloc_state *st, struct coloc_tenant *ct,
+		    const struct policy_costs *m, int first, double scale, double thres, double pos,
+		    int *min_need, double *budget);
+double coloc_budget_scale(const struct coloc_state *st, const struct policy_input *in,
+			  const struct round *r, const struct coloc_tenant *ct,
+			  const struct policy_query *q);
+int coloc_spare_index(const struct coloc_state *st, const struct policy_input *in,
+		      const struct round *r, struct coloc_tenant *ct, const struct policy_query *q,
+		      int first, int last, int ci, double pos, double cold);
+int coloc_whole_rest_index(const struct coloc_state *st, const struct policy_input *in,
+			   const struct round *r, const struct policy_output *out,
+			   struct coloc_tenant *ct, const struct policy_query *q, int ci,
+			   double pos, double cold, double budget, double tcap, double corr,
+			   double fixed, double margin);
+
+/* coloc_caps.c: what a block owes the other tenants */
+double coloc_wait_bound(const struct policy_input *in, const struct round *r, int t, int left);
+bool coloc_leaves_enough(const struct policy_input *in, const struct round *r,
+			 const struct policy_output *out, int t, int left);
+void coloc_block_caps(struct coloc_state *st, const struct policy_input *in, struct round *r);
+double coloc_latest_start(struct coloc_state *st, const struct policy_input *in,
+			  const struct round *r, const struct policy_query *q, int *need);
 
 /* coloc_round.c: a round's cores and queue */
 void coloc_round_init(struct coloc_state *st, const struct policy_config *cfg,
