@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "sim.h"
+#include "fidelity.h"
 
 #define FIT_MIN_BLOCKS 20
 #define FIT_MAX_MODELS 64

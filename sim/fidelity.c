@@ -18,7 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include "cli.h"
-#include "sim.h"
+#include "fidelity.h"
 
 #define TSV_LINE_MAX 1024
 

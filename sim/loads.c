@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "sim.h"
+#include "fidelity.h"
 
 const struct sim_cell_loads *sim_loads_find(const struct sim_loads_table *t, const char *mix,
 					    const char *policy)

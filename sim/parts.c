@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "fidelity.h"
 #include "parts.h"
 
 /* the standard normal's 95th percentile */

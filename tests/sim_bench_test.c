@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "kselftest_harness.h"
 #include "policy_impl.h"
+#include "fidelity.h"
 #include "profile.h"
 #include "sim.h"
 #include "testutil.h"

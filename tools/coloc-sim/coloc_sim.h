@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include "fidelity.h"
 #include "parts.h"
 
 #define PROG "coloc-sim"
