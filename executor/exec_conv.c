@@ -3,7 +3,8 @@
  * The convolution's versions. oneDNN's first choice on NHWC (brgemm-based
  * on AVX-512, all cores on one primitive), a row split (each core a band of
  * output rows, all weights, single-thread primitives run as one parallel
- * group), an output-channel split (each core a slice of the channels,
+ * group), Winograd's algorithm where oneDNN has it and the weights are
+ * small, an output-channel split (each core a slice of the channels,
  * streaming 1/n of the weights), a row split with two bands per core
  * ("row-tiles"), the gemm-based algorithm on NHWC, and "onednn-any": the
  * layouts oneDNN picks around the shared weights. All share the one copy of
@@ -19,6 +20,7 @@
 
 struct conv_shape {
 	int64_t n, ic, ih, iw, oc, oh, ow, g;
+	dnnl_alg_kind_t alg;
 	int ndims_w;
 	int64_t wdims[5];
 	dnnl_dims_t strides, dil, pad_l, pad_r;
@@ -37,6 +39,7 @@ static void conv_shape_of(struct builder *b, struct conv_shape *cs)
 	cs->oh = l->out.dims[2];
 	cs->ow = l->out.dims[3];
 	cs->g = l->conv.groups > 0 ? l->conv.groups : 1;
+	cs->alg = dnnl_convolution_direct;
 	if (cs->g == 1) {
 		cs->ndims_w = 4;
 		cs->wdims[0] = cs->oc;
@@ -90,7 +93,7 @@ static int conv_pd(struct builder *b, const struct conv_shape *cs, int64_t n, in
 	md_tag(&dst, 4, dd, dst_tag);
 	md_plain(&bias, 1, bd);
 	if (dnnl_dilated_convolution_forward_desc_init(
-		    &cd, dnnl_forward_inference, dnnl_convolution_direct, &src, wmd,
+		    &cd, dnnl_forward_inference, cs->alg, &src, wmd,
 		    has_bias ? &bias : NULL, &dst, cs->strides, cs->dil, cs->pad_l, cs->pad_r))
 		return -EINVAL;
 	if (exec_attr_new_sum(&attr, swish_after(b) ? NULL : b->l, b->xl->sum_then))
@@ -318,6 +321,33 @@ static int conv_row_split(struct builder *b, const struct conv_shape *cs,
 	}
 	subs_free(subs, nr_subs);
 	return ret;
+}
+
+/*
+ * Winograd's algorithm, where oneDNN has it (F(2x2, 3x3) on AVX-512 for a
+ * 3x3 stride-1 conv): 2.25x fewer multiplies than the direct conv, in
+ * oneDNN's blocked layouts (a reorder in and one out), on a second copy of
+ * the weights, transformed (16/9 their size in F(2x2, 3x3)). It pays where the weights
+ * are small beside the work on them; on ResNet-50's 2.4 and 9.4 MB 3x3s
+ * it gained little or lost in a whole query, their weights streaming from
+ * memory (docs/measurements/executor.md), so it is offered only up to
+ * CONV_WINOGRAD_MAX_WEIGHT_BYTES, which also bounds the copy's memory.
+ */
+#define CONV_WINOGRAD_MAX_WEIGHT_BYTES (2u << 20)
+
+static int conv_winograd(struct builder *b, const struct conv_shape *cs,
+			 const struct layer_weights *lw)
+{
+	struct conv_shape wcs = *cs;
+	dnnl_memory_desc_t any;
+	int ret;
+
+	if (lw->nr_w * sizeof(float) > CONV_WINOGRAD_MAX_WEIGHT_BYTES)
+		return -ENOENT;
+	md_tag(&any, cs->ndims_w, cs->wdims, dnnl_format_tag_any);
+	wcs.alg = dnnl_convolution_winograd;
+	ret = conv_whole(b, &wcs, lw, dnnl_format_tag_any, &any, NULL);
+	return ret == -EINVAL ? -ENOENT : ret;
 }
 
 /* Block size if the weights are blocked only on the output channels, outermost. */
@@ -554,6 +584,9 @@ static int conv_version(struct builder *b, const struct conv_shape *cs)
 		return conv_nhwc_later(b, cs, lw, &shared, &any);
 	case CONV_ROW_SPLIT:
 		ret = conv_row_split(b, cs, lw, &shared, 1);
+		break;
+	case CONV_WINOGRAD:
+		ret = conv_winograd(b, cs, lw);
 		break;
 	case CONV_OC_SPLIT:
 		ret = conv_oc_split(b, cs, lw, &shared);

@@ -36,6 +36,7 @@ static const struct exec_op exec_ops[MODEL_OP_COUNT] = {
 		.versions = {
 			[CONV_NHWC] = "onednn-nhwc",
 			[CONV_ROW_SPLIT] = "row-split",
+			[CONV_WINOGRAD] = "winograd",
 			[CONV_OC_SPLIT] = "oc-split",
 			[CONV_ROW_TILES] = "row-tiles",
 			[CONV_GEMM_NHWC] = "gemm-nhwc",

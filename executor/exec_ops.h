@@ -54,6 +54,7 @@ int exec_op_nr_cands(const struct exec_op *op);
 enum conv_cand {
 	CONV_NHWC,
 	CONV_ROW_SPLIT,
+	CONV_WINOGRAD,
 	CONV_OC_SPLIT,
 	CONV_ROW_TILES,
 	CONV_GEMM_NHWC,

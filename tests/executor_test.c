@@ -438,24 +438,32 @@ TEST(exec_load__fc_offers_matmul_only_where_it_differs)
 	model_free(m);
 }
 
-/* Whether oneDNN offers jit_dw for a depthwise 3x3 conv over [1, c, hw, hw] in NHWC. */
-static bool onednn_offers_jit_dw(int64_t c, int64_t hw)
+/*
+ * Whether oneDNN has an implementation whose name starts with `impl` for a
+ * 3x3 stride-1 conv of ic -> oc channels in `groups` groups over [1, ic,
+ * hw, hw] (src and dst in `tag`, weights in oneDNN's choice of layout).
+ */
+static bool onednn_offers_3x3(dnnl_alg_kind_t alg, int64_t ic, int64_t oc, int64_t groups,
+			      int64_t hw, dnnl_format_tag_t tag, const char *impl)
 {
-	dnnl_dims_t sd = { 1, c, hw, hw }, wd = { c, 1, 1, 3, 3 }, st = { 1, 1 }, pad = { 1, 1 };
+	dnnl_dims_t sd = { 1, ic, hw, hw }, dd = { 1, oc, hw, hw }, st = { 1, 1 }, pad = { 1, 1 };
+	dnnl_dims_t gwd = { groups, oc / groups, ic / groups, 3, 3 }, wd = { oc, ic, 3, 3 };
 	dnnl_memory_desc_t src, wei, dst;
 	dnnl_primitive_desc_iterator_t it;
 	dnnl_convolution_desc_t desc;
 	dnnl_engine_t engine;
 	bool found = false;
 
-	dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_f32, dnnl_nhwc);
-	dnnl_memory_desc_init_by_tag(&dst, 4, sd, dnnl_f32, dnnl_nhwc);
-	dnnl_memory_desc_init_by_tag(&wei, 5, wd, dnnl_f32, dnnl_format_tag_any);
+	dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_f32, tag);
+	dnnl_memory_desc_init_by_tag(&dst, 4, dd, dnnl_f32, tag);
+	if (groups > 1)
+		dnnl_memory_desc_init_by_tag(&wei, 5, gwd, dnnl_f32, dnnl_format_tag_any);
+	else
+		dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_f32, dnnl_format_tag_any);
 	if (dnnl_engine_create(&engine, dnnl_cpu, 0))
 		return false;
-	if (!dnnl_convolution_forward_desc_init(&desc, dnnl_forward_inference,
-						dnnl_convolution_direct, &src, &wei, NULL, &dst, st,
-						pad, pad) &&
+	if (!dnnl_convolution_forward_desc_init(&desc, dnnl_forward_inference, alg, &src, &wei,
+						NULL, &dst, st, pad, pad) &&
 	    !dnnl_primitive_desc_iterator_create(&it, &desc, NULL, engine, NULL)) {
 		do {
 			dnnl_primitive_desc_t pd = dnnl_primitive_desc_iterator_fetch(it);
@@ -464,13 +472,19 @@ static bool onednn_offers_jit_dw(int64_t c, int64_t hw)
 			if (!pd)
 				break;
 			dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &s);
-			found = !strncmp(s, "jit_dw", 6);
+			found = !strncmp(s, impl, strlen(impl));
 			dnnl_primitive_desc_destroy(pd);
 		} while (!found && dnnl_primitive_desc_iterator_next(it) == dnnl_success);
 		dnnl_primitive_desc_iterator_destroy(it);
 	}
 	dnnl_engine_destroy(engine);
 	return found;
+}
+
+/* Whether oneDNN offers jit_dw for a depthwise 3x3 conv over [1, c, hw, hw] in NHWC. */
+static bool onednn_offers_jit_dw(int64_t c, int64_t hw)
+{
+	return onednn_offers_3x3(dnnl_convolution_direct, c, c, c, hw, dnnl_nhwc, "jit_dw");
 }
 
 /*
@@ -538,6 +552,56 @@ TEST(exec_load__conv_split_versions_share_weights)
 	EXPECT_LT(exec_model_resident_bytes(em), 2 * weights)
 	TH_LOG("resident %zu bytes for %zu bytes of weights", exec_model_resident_bytes(em),
 	       weights);
+	exec_model_free(em);
+	model_free(m);
+}
+
+/* The index of layer li's version named `name`, or -1. */
+static int version_named(const struct exec_model *em, int li, const char *name)
+{
+	for (int v = 0; v < exec_layer_nr_versions(em, li); v++)
+		if (!strcmp(exec_layer_version_name(em, li, v), name))
+			return v;
+	return -1;
+}
+
+/*
+ * A 3x3 stride-1 conv with small weights gets a "winograd" version where
+ * oneDNN has Winograd's algorithm for its shape (ops_conv_test checks every
+ * version's output); one with more than 2 MiB of weights, a 1x1 conv and a
+ * depthwise conv get none.
+ */
+TEST(exec_load__winograd_only_for_3x3_with_small_weights)
+{
+	struct model *m = ref_model_new("wino", 11, 5);
+	int64_t d[4] = { 1, 256, 14, 14 };
+	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
+	struct coloc_err cerr = { 0 };
+	struct exec_model *em;
+	int small, big, one, dw, v;
+
+	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, 4, d);
+	small = ref_model_add_conv(m, 0, 32, 3, 1, 1, false, MODEL_ACT_RELU); /* 288 KiB */
+	big = ref_model_add_conv(m, 0, 256, 3, 1, 1, false, MODEL_ACT_RELU); /* 2.25 MiB */
+	one = ref_model_add_conv1x1(m, 0, 256, MODEL_ACT_RELU);
+	dw = ref_model_add_conv(m, 0, 256, 3, 1, 1, false, MODEL_ACT_RELU);
+	m->layers[dw].conv.groups = 256;
+	em = exec_model_load(m, &opts, &cerr);
+	ASSERT_NE(NULL, em) TH_LOG("%s", coloc_err_str(&cerr));
+	if (!onednn_offers_3x3(dnnl_convolution_winograd, 256, 32, 1, 14, dnnl_format_tag_any,
+			       "jit")) {
+		EXPECT_EQ(-1, version_named(em, small, "winograd"));
+		exec_model_free(em);
+		model_free(m);
+		SKIP(return, "oneDNN has no fp32 Winograd conv on this CPU");
+	}
+	v = version_named(em, small, "winograd");
+	ASSERT_LE(0, v);
+	EXPECT_NE(NULL, strstr(exec_layer_impl(em, small, v, 1), "wino"))
+	TH_LOG("winograd runs %s", exec_layer_impl(em, small, v, 1));
+	EXPECT_EQ(-1, version_named(em, big, "winograd"));
+	EXPECT_EQ(-1, version_named(em, one, "winograd"));
+	EXPECT_EQ(-1, version_named(em, dw, "winograd"));
 	exec_model_free(em);
 	model_free(m);
 }
