@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-# make bench-onnx: latency of coloc (its default kernel version, coloc-run
-# --kernel 0) against ONNX Runtime (CPU, npm onnxruntime-node, intra-op
-# threads = cores) on the same ONNX files, the same weights and the same
-# input, on 1 core and on all of them. Each round runs every engine once per
-# model and core count (ORT then coloc, alternated), each run giving the
-# median of ITERS timed runs after a warm-up; the table shows the median
-# over ROUNDS rounds and the ratio coloc / ORT (below 1: coloc is faster).
+# make bench-onnx: latency of coloc against ONNX Runtime (CPU, npm
+# onnxruntime-node, intra-op threads = cores) on the same ONNX files, the
+# same weights and the same input, on 1 core and on all of them. coloc runs
+# twice: its default kernel version (coloc-run --kernel 0) and the versions
+# it serves with, each layer's fastest measured on those cores as a profile
+# picks them (--kernel auto). Each round runs every engine once per model and
+# core count (ORT, then coloc's two), each run giving the median of ITERS
+# timed runs after a warm-up; the table shows the median over ROUNDS rounds
+# and the ratios coloc / ORT (below 1: coloc is faster).
 #
 # Models: our own, exported to ONNX with their seed's weights
 # (tools/ort/export-own.sh; coloc runs the same .onnx), the real
@@ -64,7 +66,7 @@ CORE_COUNTS=(1)
 [ "$ncpu" -gt 1 ] && CORE_COUNTS+=("$ncpu")
 isa=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -xE 'avx2|avx512f|avx512bw|avx512_vnni|avx512_bf16|amx_tile|amx_bf16' | tr '\n' ' ')
 echo "bench-onnx: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $ncpu CPUs, ISA: ${isa:-no AVX2}"
-echo "bench-onnx: ONNX Runtime $(node -p "require('./build/ort/node_modules/onnxruntime-node/package.json').version") (CPU, intra-op threads = cores, pinned with taskset) vs coloc-run --kernel 0; $ROUNDS alternated rounds of $ITERS runs, medians"
+echo "bench-onnx: ONNX Runtime $(node -p "require('./build/ort/node_modules/onnxruntime-node/package.json').version") (CPU, intra-op threads = cores, pinned with taskset) vs coloc-run --kernel 0 and --kernel auto; $ROUNDS alternated rounds of $ITERS runs, medians"
 echo "bench-onnx: timings on a shared, loaded machine are noisy: read the ratios, not the times"
 
 work=$(mktemp -d)
@@ -82,21 +84,25 @@ for r in $(seq "$ROUNDS"); do
 			cpus=0-$((c - 1))
 			taskset -c "$cpus" node tools/ort/run.mjs "${FILE[$m]}" --input "$work/$m.in" \
 				--threads "$c" --iters "$ITERS" | json_field median_ms >>"$work/$m.$c.ort"
-			"$BIN/coloc-run" "${FILE[$m]}" --input "$work/$m.in" --cores "$cpus" \
-				--kernel 0 --iters "$ITERS" --json | json_field total_ms >>"$work/$m.$c.coloc"
+			for k in 0 auto; do
+				"$BIN/coloc-run" "${FILE[$m]}" --input "$work/$m.in" --cores "$cpus" \
+					--kernel "$k" --iters "$ITERS" --json |
+					json_field total_ms >>"$work/$m.$c.coloc-$k"
+			done
 		done
 	done
 done
 
 echo
-echo "| model | cores | ONNX Runtime | coloc (default version) | coloc / ORT |"
-echo "|---|---|---|---|---|"
+echo "| model | cores | ONNX Runtime | coloc (default version) | coloc / ORT | coloc (fastest versions) | coloc / ORT |"
+echo "|---|---|---|---|---|---|---|"
 for m in "${MODELS[@]}"; do
 	for c in "${CORE_COUNTS[@]}"; do
 		o=$(median <"$work/$m.$c.ort")
-		k=$(median <"$work/$m.$c.coloc")
-		awk -v m="$m" -v c="$c" -v o="$o" -v k="$k" \
-			'BEGIN { printf "| %s | %d | %.3f ms | %.3f ms | %.2f |\n", m, c, o, k, k / o }'
+		k=$(median <"$work/$m.$c.coloc-0")
+		a=$(median <"$work/$m.$c.coloc-auto")
+		awk -v m="$m" -v c="$c" -v o="$o" -v k="$k" -v a="$a" \
+			'BEGIN { printf "| %s | %d | %.3f ms | %.3f ms | %.2f | %.3f ms | %.2f |\n", m, c, o, k, k / o, a, a / o }'
 	done
 done
 
