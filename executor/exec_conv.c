@@ -324,16 +324,19 @@ static int conv_row_split(struct builder *b, const struct conv_shape *cs,
 }
 
 /*
- * Winograd's algorithm, where oneDNN has it (F(2x2, 3x3) on AVX-512 for a
- * 3x3 stride-1 conv): 2.25x fewer multiplies than the direct conv, in
- * oneDNN's blocked layouts (a reorder in and one out), on a second copy of
- * the weights, transformed (16/9 their size in F(2x2, 3x3)). It pays where the weights
- * are small beside the work on them; on ResNet-50's 2.4 and 9.4 MB 3x3s
- * it gained little or lost in a whole query, their weights streaming from
- * memory (docs/measurements/executor.md), so it is offered only up to
- * CONV_WINOGRAD_MAX_WEIGHT_BYTES, which also bounds the copy's memory.
+ * Winograd's algorithm, where oneDNN has it (on AVX-512, for a 3x3
+ * stride-1 conv: F(2x2, 3x3), 2.25x fewer multiplies than the direct conv,
+ * or F(4x4, 3x3)), in oneDNN's blocked layouts (a reorder in and one out),
+ * on a second copy of the weights, transformed: 16/9 or 4x their size. It
+ * pays where the weights are small beside the work on them; on ResNet-50's
+ * 2.4 and 9.4 MB 3x3s it gained little or lost in a whole query, their
+ * weights streaming from memory (docs/measurements/executor.md), so it is
+ * offered only up to CONV_WINOGRAD_MAX_WEIGHT_BYTES of direct weights,
+ * which also bounds the copy's memory. Nor below CONV_WINOGRAD_MIN_IC
+ * input channels, which oneDNN pads to 16: 3 of them ran 4-5x slower.
  */
 #define CONV_WINOGRAD_MAX_WEIGHT_BYTES (2u << 20)
+#define CONV_WINOGRAD_MIN_IC 16
 
 static int conv_winograd(struct builder *b, const struct conv_shape *cs,
 			 const struct layer_weights *lw)
@@ -342,7 +345,8 @@ static int conv_winograd(struct builder *b, const struct conv_shape *cs,
 	dnnl_memory_desc_t any;
 	int ret;
 
-	if (lw->nr_w * sizeof(float) > CONV_WINOGRAD_MAX_WEIGHT_BYTES)
+	if (lw->nr_w * sizeof(float) > CONV_WINOGRAD_MAX_WEIGHT_BYTES ||
+	    cs->ic / cs->g < CONV_WINOGRAD_MIN_IC)
 		return -ENOENT;
 	md_tag(&any, cs->ndims_w, cs->wdims, dnnl_format_tag_any);
 	wcs.alg = dnnl_convolution_winograd;

@@ -568,19 +568,21 @@ static int version_named(const struct exec_model *em, int li, const char *name)
 /*
  * A 3x3 stride-1 conv with small weights gets a "winograd" version where
  * oneDNN has Winograd's algorithm for its shape (ops_conv_test checks every
- * version's output); one with more than 2 MiB of weights, a 1x1 conv and a
- * depthwise conv get none.
+ * version's output); one with more than 2 MiB of weights, one with 3 input
+ * channels, a 1x1 conv and a depthwise conv get none.
  */
 TEST(exec_load__winograd_only_for_3x3_with_small_weights)
 {
-	struct model *m = ref_model_new("wino", 11, 5);
-	int64_t d[4] = { 1, 256, 14, 14 };
+	struct model *m = ref_model_new("wino", 11, 7);
+	int64_t d[4] = { 1, 256, 14, 14 }, rgb[4] = { 1, 3, 14, 14 };
 	struct exec_options opts = { .cpus = { .nr = 1, .cpus = { 0 } } };
 	struct coloc_err cerr = { 0 };
 	struct exec_model *em;
-	int small, big, one, dw, v;
+	int small, big, one, dw, three, v;
 
 	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, 4, d);
+	ref_model_add(m, MODEL_OP_INPUT, "rgb", 0, NULL, 4, rgb);
+	three = ref_model_add_conv(m, 1, 32, 3, 1, 1, false, MODEL_ACT_RELU);
 	small = ref_model_add_conv(m, 0, 32, 3, 1, 1, false, MODEL_ACT_RELU); /* 288 KiB */
 	big = ref_model_add_conv(m, 0, 256, 3, 1, 1, false, MODEL_ACT_RELU); /* 2.25 MiB */
 	one = ref_model_add_conv1x1(m, 0, 256, MODEL_ACT_RELU);
@@ -602,6 +604,7 @@ TEST(exec_load__winograd_only_for_3x3_with_small_weights)
 	EXPECT_EQ(-1, version_named(em, big, "winograd"));
 	EXPECT_EQ(-1, version_named(em, one, "winograd"));
 	EXPECT_EQ(-1, version_named(em, dw, "winograd"));
+	EXPECT_EQ(-1, version_named(em, three, "winograd"));
 	exec_model_free(em);
 	model_free(m);
 }
