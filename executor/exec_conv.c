@@ -92,9 +92,9 @@ static int conv_pd(struct builder *b, const struct conv_shape *cs, int64_t n, in
 	md_tag(&src, 4, sd, src_tag);
 	md_tag(&dst, 4, dd, dst_tag);
 	md_plain(&bias, 1, bd);
-	if (dnnl_dilated_convolution_forward_desc_init(
-		    &cd, dnnl_forward_inference, cs->alg, &src, wmd,
-		    has_bias ? &bias : NULL, &dst, cs->strides, cs->dil, cs->pad_l, cs->pad_r))
+	if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, cs->alg, &src,
+						       wmd, has_bias ? &bias : NULL, &dst,
+						       cs->strides, cs->dil, cs->pad_l, cs->pad_r))
 		return -EINVAL;
 	if (exec_attr_new_sum(&attr, swish_after(b) ? NULL : b->l, b->xl->sum_then))
 		return -ENOMEM;

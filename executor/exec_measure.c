@@ -89,6 +89,16 @@ int exec_measure_block(struct exec_model *em, struct exec_query *q, int first, i
 	return ret;
 }
 
+/*
+ * Whether version v, taking t, replaces the best so far: another version
+ * must beat version 0 (oneDNN's own choice) by EXEC_PICK_MARGIN_PCT,
+ * smaller gaps being mostly noise here.
+ */
+static bool pick_better(int v, uint64_t t, uint64_t best)
+{
+	return (v == 0 || t * (100 + EXEC_PICK_MARGIN_PCT) < best * 100) && t < best;
+}
+
 int exec_pick_fastest(struct exec_model *em, struct exec_query *q, const struct exec_cpuset *cores,
 		      int reps, int *versions, uint64_t *layer_ns)
 {
@@ -103,12 +113,7 @@ int exec_pick_fastest(struct exec_model *em, struct exec_query *q, const struct 
 		versions[li] = 0;
 		for (int v = 0; v < exec_layer_nr_versions(em, li) && !ret; v++) {
 			ret = exec_measure_block(em, q, li, li + 1, &v, cores, reps, &t);
-			/*
-			 * Another version must beat version 0 (oneDNN's own choice)
-			 * by EXEC_PICK_MARGIN_PCT: smaller gaps are mostly noise here.
-			 */
-			if (!ret && (v == 0 || t * (100 + EXEC_PICK_MARGIN_PCT) < best * 100) &&
-			    t < best) {
+			if (!ret && pick_better(v, t, best)) {
 				best = t;
 				versions[li] = v;
 			}
@@ -116,5 +121,82 @@ int exec_pick_fastest(struct exec_model *em, struct exec_query *q, const struct 
 		if (layer_ns)
 			layer_ns[li] = best;
 	}
+	return ret;
+}
+
+/* A layer's runs in one version: [rep] */
+struct pick_runs {
+	uint64_t *ns;
+	int nr;
+};
+
+/*
+ * Every layer, one at a time, in order, on the live query lq: pass p of
+ * round r runs each layer at version (p + r) mod its count, as
+ * coloc-profile's passes do.
+ */
+static int pick_passes(struct exec_model *em, struct exec_query *lq,
+		       const struct exec_cpuset *cores, int reps, int max_v, struct pick_runs *runs)
+{
+	const struct model *m = exec_model_graph(em);
+	int ret = 0;
+
+	for (int r = 0; r < reps && !ret; r++)
+		for (int p = 0; p < max_v && !ret; p++)
+			for (int li = 0; li < m->nr_layers && !ret; li++) {
+				int v = (p + r) % exec_layer_nr_versions(em, li);
+				struct pick_runs *pr = &runs[li * max_v + v];
+				struct exec_block_stats st;
+
+				ret = exec_run_block(em, lq, li, li + 1, &v, cores, &st);
+				if (!ret)
+					pr->ns[pr->nr++] = st.latency_ns;
+			}
+	return ret;
+}
+
+int exec_pick_fastest_live(struct exec_model *em, struct exec_query *lq,
+			   const struct exec_cpuset *cores, int reps, int *versions,
+			   uint64_t *layer_ns)
+{
+	const struct model *m = exec_model_graph(em);
+	int max_v = 1, ret = -ENOMEM;
+	struct pick_runs *runs;
+	uint64_t *ns;
+
+	if (reps < 1)
+		return -EINVAL;
+	for (int li = 0; li < m->nr_layers; li++)
+		if (exec_layer_nr_versions(em, li) > max_v)
+			max_v = exec_layer_nr_versions(em, li);
+	/* a version of a layer with fewer versions runs in more passes: up to max_v per round */
+	runs = calloc((size_t)m->nr_layers * (size_t)max_v, sizeof(*runs));
+	ns = calloc((size_t)m->nr_layers * (size_t)max_v * (size_t)(reps * max_v), sizeof(*ns));
+	if (!runs || !ns)
+		goto out;
+	for (size_t i = 0; i < (size_t)m->nr_layers * (size_t)max_v; i++)
+		runs[i].ns = ns + i * (size_t)(reps * max_v);
+	ret = exec_run_block(em, lq, 0, m->nr_layers, NULL, cores, NULL);
+	if (!ret)
+		ret = pick_passes(em, lq, cores, reps, max_v, runs);
+	for (int li = 0; li < m->nr_layers && !ret; li++) {
+		uint64_t best = UINT64_MAX;
+
+		versions[li] = 0;
+		for (int v = 0; v < exec_layer_nr_versions(em, li); v++) {
+			struct pick_runs *pr = &runs[li * max_v + v];
+			uint64_t t = exec_median_u64(pr->ns, pr->nr);
+
+			if (pick_better(v, t, best)) {
+				best = t;
+				versions[li] = v;
+			}
+		}
+		if (layer_ns)
+			layer_ns[li] = best;
+	}
+out:
+	free(ns);
+	free(runs);
 	return ret;
 }

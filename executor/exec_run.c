@@ -77,6 +77,14 @@ const char *exec_layer_version_name(const struct exec_model *em, int layer, int 
 	return em->layers[layer].version_names[v];
 }
 
+int exec_layer_version_index(const struct exec_model *em, int layer, const char *name)
+{
+	for (int v = 0; v < exec_layer_nr_versions(em, layer); v++)
+		if (!strcmp(em->layers[layer].version_names[v], name))
+			return v;
+	return -1;
+}
+
 const char *exec_layer_impl(const struct exec_model *em, int layer, int v, int nr_cores)
 {
 	if (!em || layer < 0 || layer >= em->graph->nr_layers || v < 0 ||

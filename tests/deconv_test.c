@@ -112,14 +112,6 @@ static struct model *deconv_model(const struct deconv_case *c)
 	return m;
 }
 
-static int version_named(const struct exec_model *em, int li, const char *name)
-{
-	for (int v = 0; v < exec_layer_nr_versions(em, li); v++)
-		if (!strcmp(exec_layer_version_name(em, li, v), name))
-			return v;
-	return -1;
-}
-
 FIXTURE(deconv)
 {
 	int nr_sets;
@@ -190,7 +182,7 @@ static unsigned int check_case(struct __test_metadata *_metadata, const struct e
 	if (!q)
 		return 0;
 	set_input(q, in, ni, 1.0f);
-	vd = version_named(em, 1, "onednn");
+	vd = exec_layer_version_index(em, 1, "onednn");
 	for (int s = 0; s < nr_sets; s++) {
 		int versions[2] = { 0, vd };
 		struct exec_block_stats st;
@@ -201,7 +193,7 @@ static unsigned int check_case(struct __test_metadata *_metadata, const struct e
 		EXPECT_EQ(0, exec_run_block(em, q, 0, 2, versions, &sets[s], &st));
 		EXPECT_EQ(0, exec_query_read_output(q, 1, onednn, (size_t)no));
 		for (int k = 0; k < 4; k++) {
-			int v = version_named(em, 1, names[k]);
+			int v = exec_layer_version_index(em, 1, names[k]);
 			float err, max_ref, err_dnn, max_dnn;
 
 			if (v < 0)
@@ -262,11 +254,12 @@ TEST_F(deconv, matmul_shuffle__offered_only_where_stride_is_kernel)
 		ASSERT_NE(NULL, m);
 		em = exec_model_load(m, &opts, &cerr);
 		ASSERT_NE(NULL, em) TH_LOG("case %zu: %s", i, coloc_err_str(&cerr));
-		EXPECT_EQ(stride_is_kernel(&cases[i]), version_named(em, 1, "matmul-shuffle") >= 0)
+		EXPECT_EQ(stride_is_kernel(&cases[i]),
+			  exec_layer_version_index(em, 1, "matmul-shuffle") >= 0)
 		TH_LOG("case %zu", i);
 		/* where it is offered it is the first version: what --kernel 0 runs */
 		if (stride_is_kernel(&cases[i]))
-			EXPECT_EQ(0, version_named(em, 1, "matmul-shuffle"));
+			EXPECT_EQ(0, exec_layer_version_index(em, 1, "matmul-shuffle"));
 		exec_model_free(em);
 		model_free(m);
 	}
@@ -288,10 +281,10 @@ TEST_F(deconv, phase_conv__offered_where_every_phase_is_a_padded_conv)
 		ASSERT_NE(NULL, m);
 		em = exec_model_load(m, &opts, &cerr);
 		ASSERT_NE(NULL, em) TH_LOG("case %zu: %s", i, coloc_err_str(&cerr));
-		EXPECT_EQ(cases[i].phase, version_named(em, 1, "phase-conv") >= 0)
+		EXPECT_EQ(cases[i].phase, exec_layer_version_index(em, 1, "phase-conv") >= 0)
 		TH_LOG("case %zu", i);
 		if (cases[i].phase)
-			EXPECT_EQ(0, version_named(em, 1, "phase-conv"));
+			EXPECT_EQ(0, exec_layer_version_index(em, 1, "phase-conv"));
 		/* one convolution per phase: stride_h x stride_w of them */
 		if (cases[i].phase) {
 			char phases[16];

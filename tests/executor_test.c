@@ -192,6 +192,40 @@ TEST_F(exec, run_block__hand_built_net_matches_reference)
 	free_all(self->m, ref);
 }
 
+/*
+ * Picking versions in context runs a live query's layers one at a time in
+ * order (out of order it refuses them), gives every layer one of its
+ * versions and a time, and leaves the query serving: the model run whole
+ * with the picked versions matches the reference.
+ */
+TEST_F(exec, pick_fastest_live__times_layers_in_passes_and_keeps_the_query)
+{
+	struct exec_cpuset one = { .nr = 1, .cpus = { 0 } };
+	struct exec_query *lq = exec_query_new_live(self->em, NULL);
+	int n = self->m->nr_layers, last = n - 1;
+	int *versions = calloc((size_t)n, sizeof(int));
+	uint64_t *ns = calloc((size_t)n, sizeof(uint64_t));
+	float **ref;
+
+	ASSERT_NE(NULL, lq);
+	ASSERT_NE(NULL, versions);
+	ASSERT_NE(NULL, ns);
+	ref = reference_all(_metadata, self->m, lq);
+	EXPECT_EQ(-EINVAL, exec_pick_fastest_live(self->em, lq, &one, 0, versions, ns));
+	ASSERT_EQ(0, exec_pick_fastest_live(self->em, lq, &one, 3, versions, ns));
+	for (int li = 0; li < n; li++) {
+		EXPECT_LE(0, versions[li]);
+		EXPECT_GT(exec_layer_nr_versions(self->em, li), versions[li]);
+		EXPECT_LT(0u, ns[li]) TH_LOG("layer %d", li);
+	}
+	ASSERT_EQ(0, exec_run_block(self->em, lq, 0, n, versions, &one, NULL));
+	expect_output(_metadata, lq, last, ref[last], 10, "softmax, picked versions");
+	free_all(self->m, ref);
+	free(ns);
+	free(versions);
+	exec_query_free(lq);
+}
+
 TEST_F(exec, run_block__parsed_model_matches_reference)
 {
 	struct exec_cpuset one = { .nr = 1, .cpus = { 0 } };
@@ -556,15 +590,6 @@ TEST(exec_load__conv_split_versions_share_weights)
 	model_free(m);
 }
 
-/* The index of layer li's version named `name`, or -1. */
-static int version_named(const struct exec_model *em, int li, const char *name)
-{
-	for (int v = 0; v < exec_layer_nr_versions(em, li); v++)
-		if (!strcmp(exec_layer_version_name(em, li, v), name))
-			return v;
-	return -1;
-}
-
 /*
  * A 3x3 stride-1 conv with small weights gets a "winograd" version where
  * oneDNN has Winograd's algorithm for its shape (ops_conv_test checks every
@@ -592,19 +617,19 @@ TEST(exec_load__winograd_only_for_3x3_with_small_weights)
 	ASSERT_NE(NULL, em) TH_LOG("%s", coloc_err_str(&cerr));
 	if (!onednn_offers_3x3(dnnl_convolution_winograd, 256, 32, 1, 14, dnnl_format_tag_any,
 			       "jit")) {
-		EXPECT_EQ(-1, version_named(em, small, "winograd"));
+		EXPECT_EQ(-1, exec_layer_version_index(em, small, "winograd"));
 		exec_model_free(em);
 		model_free(m);
 		SKIP(return, "oneDNN has no fp32 Winograd conv on this CPU");
 	}
-	v = version_named(em, small, "winograd");
+	v = exec_layer_version_index(em, small, "winograd");
 	ASSERT_LE(0, v);
 	EXPECT_NE(NULL, strstr(exec_layer_impl(em, small, v, 1), "wino"))
 	TH_LOG("winograd runs %s", exec_layer_impl(em, small, v, 1));
-	EXPECT_EQ(-1, version_named(em, big, "winograd"));
-	EXPECT_EQ(-1, version_named(em, one, "winograd"));
-	EXPECT_EQ(-1, version_named(em, dw, "winograd"));
-	EXPECT_EQ(-1, version_named(em, three, "winograd"));
+	EXPECT_EQ(-1, exec_layer_version_index(em, big, "winograd"));
+	EXPECT_EQ(-1, exec_layer_version_index(em, one, "winograd"));
+	EXPECT_EQ(-1, exec_layer_version_index(em, dw, "winograd"));
+	EXPECT_EQ(-1, exec_layer_version_index(em, three, "winograd"));
 	exec_model_free(em);
 	model_free(m);
 }

@@ -69,9 +69,11 @@ static void usage(FILE *f)
 		"\n"
 		"  -c, --cores LIST      CPUs to run on, e.g. 0-3,6 (default: all online)\n"
 		"  -k, --kernel V        kernel version per layer: auto (fastest measured on\n"
-		"                        these cores), a name such as row-split, or an index;\n"
-		"                        layers without it run version 0 (default: 0). Which\n"
-		"                        versions a layer has depends on the CPU: see -l\n"
+		"                        these cores, in passes through the whole model as\n"
+		"                        coloc-profile measures), a name such as row-split,\n"
+		"                        or an index; layers without it run version 0\n"
+		"                        (default: 0). Which versions a layer has depends on\n"
+		"                        the CPU: see -l\n"
 		"  -n, --iters N         runs to take the median of, 1..100000 (default: 10)\n"
 		"  -g, --gap-ms N        idle N ms (0..10000) before each run of the whole model, as\n"
 		"                        a served query after a quiet spell: its threads and cores\n"
@@ -136,13 +138,10 @@ static int versions_from_option(const struct exec_model *em, const struct model 
 		}
 	} else {
 		for (int li = 0; li < m->nr_layers; li++) {
-			versions[li] = 0;
-			for (int v = 0; v < exec_layer_nr_versions(em, li); v++) {
-				if (!strcmp(exec_layer_version_name(em, li, v), opts.kernel)) {
-					versions[li] = v;
-					any = true;
-				}
-			}
+			int v = exec_layer_version_index(em, li, opts.kernel);
+
+			versions[li] = v < 0 ? 0 : v;
+			any |= v >= 0;
 		}
 	}
 	if (!any) {
@@ -436,14 +435,14 @@ static int run(struct exec_model *em, const struct model *m, const struct exec_c
 	} else {
 		exec_query_fill_inputs(q, m, m->seed);
 	}
+	copy_inputs(lq, q, m);
 	if (!strcmp(opts.kernel, "auto"))
-		ret = exec_pick_fastest(em, q, cores, opts.iters < 5 ? opts.iters : 5, versions,
-					NULL);
+		ret = exec_pick_fastest_live(em, lq, cores, opts.iters < 5 ? opts.iters : 5,
+					     versions, NULL);
 	else
 		ret = versions_from_option(em, m, versions);
 	if (ret)
 		goto out;
-	copy_inputs(lq, q, m);
 	ret = exec_run_block(em, q, 0, m->nr_layers, versions, cores, NULL);
 	for (int li = 0; li < m->nr_layers && !ret; li++)
 		ret = exec_measure_block(em, q, li, li + 1, versions + li, cores, opts.iters,

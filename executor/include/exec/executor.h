@@ -56,6 +56,8 @@ const struct model *exec_model_graph(const struct exec_model *em);
 int exec_layer_nr_versions(const struct exec_model *em, int layer);
 /* Stable name of version v of a layer, e.g. "jit-blocked", "gemm-nhwc". */
 const char *exec_layer_version_name(const struct exec_model *em, int layer, int v);
+/* The index of the version of layer `layer` named `name`, or -1 where it has none. */
+int exec_layer_version_index(const struct exec_model *em, int layer, const char *name);
 /* oneDNN implementation string of version v at the given core count. */
 const char *exec_layer_impl(const struct exec_model *em, int layer, int v, int nr_cores);
 /*
@@ -245,6 +247,15 @@ int exec_measure_block(struct exec_model *em, struct exec_query *q, int first, i
  */
 int exec_pick_fastest(struct exec_model *em, struct exec_query *q, const struct exec_cpuset *cores,
 		      int reps, int *versions, uint64_t *layer_ns);
+/*
+ * The same, each layer timed in context as coloc-profile times it: on the
+ * live query lq (exec_query_new_live, its inputs set), in reps rounds of
+ * passes through the whole model, every version of a layer in a pass of its
+ * own, so its weights and inputs are where a served query leaves them.
+ */
+int exec_pick_fastest_live(struct exec_model *em, struct exec_query *lq,
+			   const struct exec_cpuset *cores, int reps, int *versions,
+			   uint64_t *layer_ns);
 /* Median of n values (sorts v). */
 uint64_t exec_median_u64(uint64_t *v, int n);
 /* Whether an OS CPU id is online (per /sys). */
