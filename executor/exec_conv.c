@@ -21,6 +21,7 @@
 struct conv_shape {
 	int64_t n, ic, ih, iw, oc, oh, ow, g;
 	dnnl_alg_kind_t alg;
+	bool act_apart; /* the activation runs after the conv, not as its post-op */
 	int ndims_w;
 	int64_t wdims[5];
 	dnnl_dims_t strides, dil, pad_l, pad_r;
@@ -40,6 +41,7 @@ static void conv_shape_of(struct builder *b, struct conv_shape *cs)
 	cs->ow = l->out.dims[3];
 	cs->g = l->conv.groups > 0 ? l->conv.groups : 1;
 	cs->alg = dnnl_convolution_direct;
+	cs->act_apart = false;
 	if (cs->g == 1) {
 		cs->ndims_w = 4;
 		cs->wdims[0] = cs->oc;
@@ -96,7 +98,8 @@ static int conv_pd(struct builder *b, const struct conv_shape *cs, int64_t n, in
 						       wmd, has_bias ? &bias : NULL, &dst,
 						       cs->strides, cs->dil, cs->pad_l, cs->pad_r))
 		return -EINVAL;
-	if (exec_attr_new_sum(&attr, swish_after(b) ? NULL : b->l, b->xl->sum_then))
+	if (exec_attr_new_sum(&attr, swish_after(b) || cs->act_apart ? NULL : b->l,
+			      b->xl->sum_then))
 		return -ENOMEM;
 	ret = builder_pd_create(b, &cd, attr, want, pd);
 	dnnl_primitive_attr_destroy(attr);
@@ -341,6 +344,7 @@ static int conv_row_split(struct builder *b, const struct conv_shape *cs,
 static int conv_winograd(struct builder *b, const struct conv_shape *cs,
 			 const struct layer_weights *lw)
 {
+	struct plan_draft saved = *b->plan;
 	struct conv_shape wcs = *cs;
 	dnnl_memory_desc_t any;
 	int ret;
@@ -351,6 +355,21 @@ static int conv_winograd(struct builder *b, const struct conv_shape *cs,
 	md_tag(&any, cs->ndims_w, cs->wdims, dnnl_format_tag_any);
 	wcs.alg = dnnl_convolution_winograd;
 	ret = conv_whole(b, &wcs, lw, dnnl_format_tag_any, &any, NULL);
+	/* oneDNN's Winograd fuses ReLU only (not Tiny-YOLOv2's leaky one): others come after */
+	if (ret == -EINVAL && b->l->act != MODEL_ACT_NONE && !swish_after(b)) {
+		*b->plan = saved;
+		wcs.act_apart = true;
+		ret = conv_whole(b, &wcs, lw, dnnl_format_tag_any, &any, NULL);
+		if (!ret) {
+			char impl[EXEC_IMPL_LEN];
+
+			/* the conv's kernel names the version, not the eltwise's */
+			memcpy(impl, b->plan->impl, sizeof(impl));
+			ret = act_in_place_build(b);
+			snprintf(b->plan->impl, sizeof(b->plan->impl), "%.*s +act",
+				 (int)sizeof(impl) - 6, impl);
+		}
+	}
 	return ret == -EINVAL ? -ENOENT : ret;
 }
 

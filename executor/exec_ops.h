@@ -84,6 +84,8 @@ int matmul_build(struct builder *b);
 /* exec_simple_ops.c: the single-version operators */
 int input_build(struct builder *b);
 int act_build(struct builder *b);
+/* The layer's own activation as steps in place on its output, for a kernel that cannot fuse it. */
+int act_in_place_build(struct builder *b);
 int log_build(struct builder *b);
 int pool_build(struct builder *b);
 int lrn_build(struct builder *b);

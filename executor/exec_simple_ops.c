@@ -68,10 +68,6 @@ static int unary_step(struct builder *b, const_dnnl_op_desc_t desc,
 	return simple_step(b, pd, 2, args, mds, bufs, NULL);
 }
 
-/*
- * One eltwise step per stage of the activation: the first from the input
- * into the output, the others in place on the output.
- */
 /* Input 0 in NHWC (*src), reordered into it when it is not already: *at. */
 static int nhwc_input(struct builder *b, dnnl_memory_desc_t *src, struct exec_buf *at)
 {
@@ -79,26 +75,46 @@ static int nhwc_input(struct builder *b, dnnl_memory_desc_t *src, struct exec_bu
 	return builder_adapt_input(b, 0, src, at);
 }
 
+/*
+ * One eltwise step per stage of the activation: the first from src into
+ * the output (in place where src is the output), the others in place on it.
+ */
+static int act_steps(struct builder *b, const struct exec_eltwise *e, int nr,
+		     const dnnl_memory_desc_t *src_md, struct exec_buf src)
+{
+	dnnl_eltwise_desc_t d;
+	int ret = 0;
+
+	for (int i = 0; i < nr && !ret; i++) {
+		const dnnl_memory_desc_t *md = i ? &b->xl->out_md : src_md;
+
+		if (dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, e[i].alg, md,
+						   e[i].alpha, e[i].beta))
+			return builder_fail(b, -EINVAL, "oneDNN rejects this activation");
+		ret = unary_step(b, &d, md, i ? out_buf(b) : src);
+	}
+	return ret;
+}
+
 int act_build(struct builder *b)
 {
 	struct exec_eltwise e[EXEC_ACT_MAX_STAGES];
-	int nr = exec_act_eltwise(b->l, e), ret = 0;
-	dnnl_eltwise_desc_t d;
+	int nr = exec_act_eltwise(b->l, e);
 
 	if (!nr) {
 		/* identity: a linear eltwise keeps the copy semantics */
 		e[0] = (struct exec_eltwise){ dnnl_eltwise_linear, 1.0f, 0.0f };
 		nr = 1;
 	}
-	for (int i = 0; i < nr && !ret; i++) {
-		const dnnl_memory_desc_t *md = i ? &b->xl->out_md : in_md(b, 0);
+	return act_steps(b, e, nr, in_md(b, 0), in_buf(b, 0));
+}
 
-		if (dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, e[i].alg, md,
-						   e[i].alpha, e[i].beta))
-			return builder_fail(b, -EINVAL, "oneDNN rejects this activation");
-		ret = unary_step(b, &d, md, i ? out_buf(b) : in_buf(b, 0));
-	}
-	return ret;
+int act_in_place_build(struct builder *b)
+{
+	struct exec_eltwise e[EXEC_ACT_MAX_STAGES];
+	int nr = exec_act_eltwise(b->l, e);
+
+	return act_steps(b, e, nr, &b->xl->out_md, out_buf(b));
 }
 
 /* oneDNN's eltwise log: log(0) is -inf and a negative input NaN, as ONNX's Log. */

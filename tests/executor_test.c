@@ -592,9 +592,10 @@ TEST(exec_load__conv_split_versions_share_weights)
 
 /*
  * A 3x3 stride-1 conv with small weights gets a "winograd" version where
- * oneDNN has Winograd's algorithm for its shape (ops_conv_test checks every
- * version's output); one with more than 2 MiB of weights, one with 3 input
- * channels, a 1x1 conv and a depthwise conv get none.
+ * oneDNN has Winograd's algorithm for its shape, its activation a step of
+ * its own where oneDNN cannot fuse it (ops_conv_test checks every version's
+ * output, with each activation); one with more than 2 MiB of weights, one
+ * with 3 input channels, a 1x1 conv and a depthwise conv get none.
  */
 TEST(exec_load__winograd_only_for_3x3_with_small_weights)
 {
@@ -608,7 +609,9 @@ TEST(exec_load__winograd_only_for_3x3_with_small_weights)
 	ref_model_add(m, MODEL_OP_INPUT, "in", 0, NULL, 4, d);
 	ref_model_add(m, MODEL_OP_INPUT, "rgb", 0, NULL, 4, rgb);
 	three = ref_model_add_conv(m, 1, 32, 3, 1, 1, false, MODEL_ACT_RELU);
-	small = ref_model_add_conv(m, 0, 32, 3, 1, 1, false, MODEL_ACT_RELU); /* 288 KiB */
+	/* 288 KiB, and leaky ReLU, which oneDNN's Winograd does not fuse */
+	small = ref_model_add_conv(m, 0, 32, 3, 1, 1, false, MODEL_ACT_LEAKY_RELU);
+	m->layers[small].act_alpha = 0.1f;
 	big = ref_model_add_conv(m, 0, 256, 3, 1, 1, false, MODEL_ACT_RELU); /* 2.25 MiB */
 	one = ref_model_add_conv1x1(m, 0, 256, MODEL_ACT_RELU);
 	dw = ref_model_add_conv(m, 0, 256, 3, 1, 1, false, MODEL_ACT_RELU);
@@ -626,6 +629,7 @@ TEST(exec_load__winograd_only_for_3x3_with_small_weights)
 	ASSERT_LE(0, v);
 	EXPECT_NE(NULL, strstr(exec_layer_impl(em, small, v, 1), "wino"))
 	TH_LOG("winograd runs %s", exec_layer_impl(em, small, v, 1));
+	EXPECT_NE(NULL, strstr(exec_layer_impl(em, small, v, 1), "+act"));
 	EXPECT_EQ(-1, exec_layer_version_index(em, big, "winograd"));
 	EXPECT_EQ(-1, exec_layer_version_index(em, one, "winograd"));
 	EXPECT_EQ(-1, exec_layer_version_index(em, dw, "winograd"));
