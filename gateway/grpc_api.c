@@ -182,13 +182,23 @@ struct api_infer {
 	struct gw_infer_request ir;
 	struct gw_job job;
 	float *output;
+	size_t charged; /* of its client address's share of answers (grpc_server.h) */
 	struct gw_tl tl; /* COLOC_GW_TIMELINE's stamps */
 };
 
+/* bytes of a's charge given back */
+static void api_infer_give(struct api_infer *a, size_t bytes)
+{
+	gw_grpc_answer_give(a->c, bytes);
+	a->charged -= bytes;
+}
+
+/* The call is over: its answer sent, refused, or its stream gone. */
 static void api_infer_free(void *p)
 {
 	struct api_infer *a = p;
 
+	api_infer_give(a, a->charged);
 	gw_infer_request_free(&a->ir);
 	gw_infer_proto_free(a->rq);
 	gw_fwd_memfd_put(a->c->fw, a->msg_memfd, &a->job);
@@ -228,10 +238,14 @@ static void api_infer_done(struct gw_job *job)
 		return;
 	}
 	if (gw_infer_proto_response(&a->cfg, &a->ir, a->output, job->res.latency_ns,
-				    job->res.exec_ns, &buf, &len)) {
+				    job->res.exec_ns, GW_GRPC_HEADROOM, &buf, &len)) {
 		gw_grpc_fail(a->c, GW_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
+	/* colocd's output is in the answer now: the answer alone stays, until it is sent */
+	free(a->output);
+	a->output = NULL;
+	api_infer_give(a, a->job.output_cap);
 	gw_tl_stamp(&a->tl, GW_TL_PACKED);
 	if (!gw_tl_on) {
 		gw_grpc_reply_packed(a->c, buf, len);
@@ -251,6 +265,7 @@ static void api_infer_forward(struct gw_grpc_call *c, struct api_infer *a,
 			      const Inference__ModelInferRequest *rq)
 {
 	char why[512];
+	size_t answer;
 	int r = gw_infer_from_proto(&a->cfg, rq, &a->ir, why, sizeof(why));
 
 	if (r) {
@@ -264,6 +279,24 @@ static void api_infer_forward(struct gw_grpc_call *c, struct api_infer *a,
 		return;
 	}
 	gw_tl_stamp(&a->tl, GW_TL_CHECKED);
+	/* colocd's output and its answer, held until the answer is sent: charged first */
+	answer = a->job.output_cap + GW_GRPC_HEADROOM + gw_infer_proto_answer_bytes(&a->cfg, &a->ir);
+	r = gw_grpc_answer_take(c, answer);
+	if (r) {
+		atomic_fetch_add(&a->stats->refused_full, 1);
+		if (r == -E2BIG)
+			gw_grpc_fail(c, GW_GRPC_RESOURCE_EXHAUSTED,
+				     "this answer and colocd's output (%zu bytes) are over what one "
+				     "client address may hold (its share of --http-max-buffer-bytes)",
+				     answer);
+		else
+			gw_grpc_fail(c, GW_GRPC_RESOURCE_EXHAUSTED,
+				     "the gateway holds as many answers as it may "
+				     "(--http-max-buffer-bytes, or this address's share of it); "
+				     "retry later");
+		return;
+	}
+	a->charged = answer;
 	a->output = malloc(a->job.output_cap ? a->job.output_cap : 1);
 	if (!a->output) {
 		gw_grpc_fail(c, GW_GRPC_RESOURCE_EXHAUSTED, "out of memory");

@@ -20,6 +20,7 @@
 #define COLOC_GATEWAY_GRPC_CALL_H
 
 #include <stdint.h>
+#include <sys/socket.h>
 #include <protobuf-c/protobuf-c.h>
 #include "grpc_server.h"
 
@@ -54,6 +55,7 @@ struct gw_grpc_call {
 	void *ctx;
 	void (*ctx_free)(void *ctx);
 	struct gw_memfd *msg_memfd; /* into_memfd: the message is in its map */
+	struct sockaddr_storage client; /* the client's address: its share of the answer budget */
 };
 
 struct gw_grpc_method {
@@ -65,7 +67,16 @@ struct gw_grpc_method {
 extern const struct gw_grpc_method gw_grpc_methods[];
 extern const size_t gw_grpc_nr_methods;
 
-/* Answers OK with m packed (buf: with its bytes, malloc'd, taken over). */
+/*
+ * Bytes a packed answer leaves free before its message, for the server's
+ * framing (the own server's 5-byte gRPC prefix) without a copy.
+ */
+#define GW_GRPC_HEADROOM 5
+
+/*
+ * Answers OK with m packed; or with the len bytes at buf +
+ * GW_GRPC_HEADROOM (buf malloc'd, taken over).
+ */
 void gw_grpc_reply(struct gw_grpc_call *c, const ProtobufCMessage *m);
 void gw_grpc_reply_packed(struct gw_grpc_call *c, uint8_t *buf, size_t len);
 void gw_grpc_fail(struct gw_grpc_call *c, enum gw_grpc_status code, const char *fmt, ...)
@@ -76,6 +87,13 @@ void gw_grpc_fail(struct gw_grpc_call *c, enum gw_grpc_status code, const char *
  * poll; then gw_grpc_block_end when done.
  */
 bool gw_grpc_block_begin(struct gw_grpc *g);
+/*
+ * bytes taken from, or given back to, c's client address's share of the
+ * answers' budget (gw_grpc_opts.answers): 0, -E2BIG (more than a share),
+ * -ENOSPC (the budget or the share held now).
+ */
+int gw_grpc_answer_take(struct gw_grpc_call *c, size_t bytes);
+void gw_grpc_answer_give(struct gw_grpc_call *c, size_t bytes);
 /* Whether the repository's load and unload are allowed (--model-control). */
 bool gw_grpc_model_control(const struct gw_grpc *g);
 void gw_grpc_block_end(struct gw_grpc *g);

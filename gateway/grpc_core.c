@@ -35,9 +35,11 @@
 #include <string.h>
 #include <time.h>
 #include <grpc/byte_buffer_reader.h>
+#include <grpc/support/alloc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 #include <grpc/grpc.h>
+#include "addr.h"
 #include "grpc_server_impl.h"
 #include "mono_clock.h"
 
@@ -241,7 +243,7 @@ static void core_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, cons
 	struct core_call *c = (struct core_call *)pub;
 
 	if (msg) {
-		grpc_slice s = grpc_slice_new(msg, len, free);
+		grpc_slice s = grpc_slice_new_with_user_data(msg + GW_GRPC_HEADROOM, len, free, msg);
 
 		c->reply = grpc_raw_byte_buffer_create(&s, 1);
 		grpc_slice_unref(s);
@@ -283,6 +285,35 @@ static bool grpc_is_health(const struct core_call *c)
 	return false;
 }
 
+/*
+ * The client's address from gRPC's peer string ("ipv4:1.2.3.4:5",
+ * "ipv6:[::1]:5", the brackets percent-encoded by newer gRPCs); of
+ * another kind (unix:), family 0: the answer budget's one key for those.
+ */
+static void grpc_client_addr(grpc_call *call, struct sockaddr_storage *ss)
+{
+	char *peer = grpc_call_get_peer(call), addr[80];
+	socklen_t len;
+	size_t n = 0;
+
+	memset(ss, 0, sizeof(*ss));
+	if (!peer)
+		return;
+	if (!strncmp(peer, "ipv4:", 5) || !strncmp(peer, "ipv6:", 5)) {
+		for (const char *p = peer + 5; *p && n + 1 < sizeof(addr); p++) {
+			if (!strncmp(p, "%5B", 3) || !strncmp(p, "%5D", 3)) {
+				addr[n++] = p[2] == 'B' ? '[' : ']';
+				p += 2;
+			} else {
+				addr[n++] = *p;
+			}
+		}
+		addr[n] = '\0';
+		gw_parse_addr(addr, ss, &len, 1); /* all zero when it is not one */
+	}
+	gpr_free(peer);
+}
+
 static void grpc_call_arrived(struct core_call *c)
 {
 	struct core *g = c->g;
@@ -290,6 +321,7 @@ static void grpc_call_arrived(struct core_call *c)
 	grpc_op op;
 
 	c->pub.t_start = coloc_now_ns();
+	grpc_client_addr(c->call, &c->pub.client);
 	c->pub.deadline_ns = c->pub.t_start + (uint64_t)g->base.opts.timeout_ms * 1000000ull;
 	if (client && client < c->pub.deadline_ns)
 		c->pub.deadline_ns = client;

@@ -344,6 +344,7 @@ static void conn_accept(struct h2_server *srv, int fd, const struct sockaddr_sto
 		return;
 	}
 	c->peer = p;
+	c->addr = *peer;
 	p->conns++;
 	while (srv->slots[srv->slot_hint])
 		srv->slot_hint = (srv->slot_hint + 1) % (uint32_t)srv->base.opts.max_conns;

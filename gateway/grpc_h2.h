@@ -118,6 +118,7 @@ struct h2s_conn {
 	uint64_t out_moved_ns; /* when its output was last empty or last sent on */
 	int lowat; /* the socket's SO_RCVLOWAT now */
 	struct h2s_peer *peer; /* its client address's record, until it is freed */
+	struct sockaddr_storage addr; /* its client's address */
 	struct h2s_call *reading; /* calls waiting for their message, oldest first */
 	struct h2s_call *ready, **ready_tail; /* calls whose message came, to be handled */
 	struct h2s_call *sending; /* answered calls whose answer waits for the client's windows */

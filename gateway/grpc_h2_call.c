@@ -68,6 +68,7 @@ static void *call_open(void *arg, uint32_t id)
 	call->pub.ms = srv->base.ms;
 	call->pub.fw = srv->base.fw;
 	call->pub.t_start = now;
+	call->pub.client = conn->addr;
 	call->conn = conn;
 	call->id = id;
 	call->state = H2S_READING;
@@ -511,22 +512,14 @@ void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *
 	struct h2s_conn *conn = call->conn;
 	struct h2_server *srv = conn->srv;
 	uint8_t trl[768 * 3 + 64];
-	uint8_t *body = NULL;
+	uint8_t *body = msg; /* the message's gRPC prefix in its headroom */
 
-	if (msg) {
-		body = malloc(len + 5);
-		if (body) {
-			body[0] = 0;
-			body[1] = (uint8_t)(len >> 24);
-			body[2] = (uint8_t)(len >> 16);
-			body[3] = (uint8_t)(len >> 8);
-			body[4] = (uint8_t)len;
-			memcpy(body + 5, msg, len);
-		} else {
-			code = GW_GRPC_RESOURCE_EXHAUSTED;
-			why = "out of memory";
-		}
-		free(msg);
+	if (body) {
+		body[0] = 0;
+		body[1] = (uint8_t)(len >> 24);
+		body[2] = (uint8_t)(len >> 16);
+		body[3] = (uint8_t)(len >> 8);
+		body[4] = (uint8_t)len;
 	}
 	pthread_mutex_lock(&conn->lock);
 	call->state = H2S_ANSWERED;

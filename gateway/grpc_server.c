@@ -44,13 +44,13 @@ void gw_grpc_reply_packed(struct gw_grpc_call *c, uint8_t *buf, size_t len)
 void gw_grpc_reply(struct gw_grpc_call *c, const ProtobufCMessage *m)
 {
 	size_t len = protobuf_c_message_get_packed_size(m);
-	uint8_t *buf = malloc(len ? len : 1);
+	uint8_t *buf = malloc(GW_GRPC_HEADROOM + len);
 
 	if (!buf) {
 		gw_grpc_fail(c, GW_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
-	protobuf_c_message_pack(m, buf);
+	protobuf_c_message_pack(m, buf + GW_GRPC_HEADROOM);
 	gw_grpc_reply_packed(c, buf, len);
 }
 
@@ -76,6 +76,16 @@ bool gw_grpc_block_begin(struct gw_grpc *g)
 void gw_grpc_block_end(struct gw_grpc *g)
 {
 	atomic_fetch_sub(&g->blocked, 1);
+}
+
+int gw_grpc_answer_take(struct gw_grpc_call *c, size_t bytes)
+{
+	return gw_http_budget_take(c->g->opts.answers, (struct sockaddr *)&c->client, bytes);
+}
+
+void gw_grpc_answer_give(struct gw_grpc_call *c, size_t bytes)
+{
+	gw_http_budget_give(c->g->opts.answers, (struct sockaddr *)&c->client, bytes);
 }
 
 bool gw_grpc_model_control(const struct gw_grpc *g)

@@ -15,8 +15,9 @@
  * the protocol's status codes and a message saying why: INVALID_ARGUMENT
  * a bad request, NOT_FOUND no such model or version, UNAVAILABLE model not
  * ready, colocd refused or unreachable, the gateway stopping;
- * RESOURCE_EXHAUSTED the queue full, more than max_calls calls at once, or
- * a message over max_message (checked from its prefix, before it is read);
+ * RESOURCE_EXHAUSTED the queue full, more than max_calls calls at once,
+ * a message over max_message (checked from its prefix, before it is read),
+ * or an infer's output and answer over its address's share of answers;
  * DEADLINE_EXCEEDED past the client's deadline or timeout_ms, colocd
  * stalled mid-query (forward.h's I/O timeout), or dropped by colocd; ABORTED a repository load or unload while another is under
  * way; INTERNAL the executor failed; UNIMPLEMENTED another method.
@@ -46,6 +47,7 @@
 #include <stddef.h>
 #include "error.h"
 #include "forward.h"
+#include "http_budget.h"
 #include "models.h"
 
 enum gw_grpc_server { GW_GRPC_SERVER_CORE, GW_GRPC_SERVER_OWN };
@@ -65,6 +67,11 @@ struct gw_grpc_opts {
 	int max_conns_per_ip; /* own server: from one client address (0: no limit) */
 	int max_waiting_per_ip; /* own server: calls waiting for their message from one (0: any) */
 	size_t max_buffer_bytes; /* own server: request messages' buffers, in all */
+	/*
+	 * A ModelInfer's output and answer, charged to its client address's
+	 * share before the query is sent: the HTTP side's budget (http.h)
+	 */
+	struct gw_http_budget *answers;
 };
 
 struct gw_grpc;

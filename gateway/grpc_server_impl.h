@@ -14,7 +14,10 @@ struct gw_grpc_ops {
 	int (*port)(struct gw_grpc *g);
 	void (*quiesce)(struct gw_grpc *g);
 	void (*stop)(struct gw_grpc *g);
-	/* Answers c once: code, why ("" for OK), msg (malloc'd, taken over; NULL: none). */
+	/*
+	 * Answers c once: code, why ("" for OK), the len bytes at msg +
+	 * GW_GRPC_HEADROOM (msg malloc'd, taken over; NULL: none).
+	 */
 	void (*answer)(struct gw_grpc_call *c, enum gw_grpc_status code, const char *why,
 		       uint8_t *msg, size_t len);
 };

@@ -21,7 +21,6 @@
 #include "cli.h"
 #include "version.h"
 #include "http.h"
-#include "http_budget.h"
 #include "http_conns.h"
 #include "http_deadline.h"
 #include "infer_request.h"
@@ -48,7 +47,6 @@ struct gw_http {
 	struct gw_models *ms;
 	struct gw_fwd *fw;
 	struct gw_http_deadline *dl; /* NULL: no whole-request deadline */
-	struct gw_http_budget *budget; /* the bodies' bytes held (http_budget.h) */
 	struct gw_http_conns *conns; /* connections per client (http_conns.h); NULL: no limit */
 	atomic_bool stopping;
 };
@@ -522,7 +520,7 @@ static void http_free_body(struct http_req *rq)
 		free(rq->body);
 	rq->body_memfd = NULL;
 	rq->body = NULL;
-	gw_http_budget_give(rq->h->budget, (struct sockaddr *)&rq->addr, rq->taken);
+	gw_http_budget_give(rq->h->opts.budget, (struct sockaddr *)&rq->addr, rq->taken);
 	rq->taken = 0;
 }
 
@@ -547,7 +545,7 @@ static int http_take(struct http_req *rq, size_t want)
 
 	if (want <= rq->taken)
 		return 0;
-	r = gw_http_budget_take(rq->h->budget, (struct sockaddr *)&rq->addr, want - rq->taken);
+	r = gw_http_budget_take(rq->h->opts.budget, (struct sockaddr *)&rq->addr, want - rq->taken);
 	if (!r)
 		rq->taken = want;
 	return r;
@@ -748,7 +746,6 @@ static void http_free(struct gw_http *h)
 {
 	gw_http_deadline_stop(h->dl);
 	gw_http_conns_destroy(h->conns);
-	gw_http_budget_destroy(h->budget);
 	free(h);
 }
 
@@ -767,10 +764,9 @@ int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct 
 	h->opts = *opts;
 	h->ms = ms;
 	h->fw = fw;
-	h->budget = gw_http_budget_create(opts->max_buffer, opts->max_buffer_per_addr);
 	if (opts->max_conns_per_ip > 0)
 		h->conns = gw_http_conns_create(opts->max_conns_per_ip);
-	if (!h->budget || (opts->max_conns_per_ip > 0 && !h->conns)) {
+	if (opts->max_conns_per_ip > 0 && !h->conns) {
 		r = coloc_err_set(err, -ENOMEM, "out of memory");
 		goto cleanup;
 	}

@@ -32,6 +32,7 @@
 #include <sys/socket.h>
 #include "error.h"
 #include "forward.h"
+#include "http_budget.h"
 #include "models.h"
 
 struct gw_http_opts {
@@ -43,6 +44,11 @@ struct gw_http_opts {
 	size_t max_body; /* bytes of one request body */
 	size_t max_buffer; /* bytes of request bodies held at once, in all (http_budget.h) */
 	size_t max_buffer_per_addr; /* of them, from one client address */
+	/*
+	 * The budget of those two numbers, the caller's: the gRPC side's
+	 * answers are charged to it too (grpc_server.h), one share an address
+	 */
+	struct gw_http_budget *budget;
 	int timeout_ms; /* of one infer, from arrival */
 	int idle_timeout_s; /* of a connection */
 	bool model_control; /* the repository's load and unload allowed (else 403) */

@@ -356,17 +356,25 @@ int gw_infer_from_proto(const struct gw_model_config *cfg, const Inference__Mode
 
 #define PROTO_PARAMS 2
 
-int gw_infer_proto_response(const struct gw_model_config *cfg, const struct gw_infer_request *req,
-			    const float *outputs, uint64_t latency_ns, uint64_t exec_ns,
-			    uint8_t **buf, size_t *len)
-{
-	Inference__ModelInferResponse resp = INFERENCE__MODEL_INFER_RESPONSE__INIT;
+/* A ModelInferResponse built on the stack, pointing into the outputs. */
+struct proto_answer {
+	Inference__ModelInferResponse resp;
 	Inference__ModelInferResponse__ParametersEntry entries[PROTO_PARAMS], *pe[PROTO_PARAMS];
 	Inference__InferParameter values[PROTO_PARAMS];
 	Inference__ModelInferResponse__InferOutputTensor tensors[GW_REPO_MAX_TENSORS];
 	Inference__ModelInferResponse__InferOutputTensor *tp[GW_REPO_MAX_TENSORS];
 	Inference__InferTensorContents contents[GW_REPO_MAX_TENSORS];
 	ProtobufCBinaryData raw[GW_REPO_MAX_TENSORS];
+};
+
+/*
+ * The answer to req in a; outputs NULL for its size alone (protobuf-c
+ * sizes fp32 and bytes fields by their counts, never reading the values).
+ */
+static void proto_answer_build(struct proto_answer *a, const struct gw_model_config *cfg,
+			       const struct gw_infer_request *req, const float *outputs,
+			       uint64_t latency_ns, uint64_t exec_ns)
+{
 	static const char *const keys[PROTO_PARAMS] = { "coloc_latency_us", "coloc_exec_us" };
 	const uint64_t vals[PROTO_PARAMS] = { latency_ns / 1000, exec_ns / 1000 };
 	uint64_t offsets[GW_REPO_MAX_TENSORS], off = 0;
@@ -376,49 +384,69 @@ int gw_infer_proto_response(const struct gw_model_config *cfg, const struct gw_i
 		offsets[i] = off;
 		off += cfg->outputs[i].elems;
 	}
-	resp.model_name = (char *)cfg->name;
-	resp.model_version = (char *)cfg->version;
-	resp.id = (char *)req->id;
+	inference__model_infer_response__init(&a->resp);
+	a->resp.model_name = (char *)cfg->name;
+	a->resp.model_version = (char *)cfg->version;
+	a->resp.id = (char *)req->id;
 	for (int i = 0; i < PROTO_PARAMS; i++) {
-		inference__model_infer_response__parameters_entry__init(&entries[i]);
-		inference__infer_parameter__init(&values[i]);
-		values[i].parameter_choice_case =
+		inference__model_infer_response__parameters_entry__init(&a->entries[i]);
+		inference__infer_parameter__init(&a->values[i]);
+		a->values[i].parameter_choice_case =
 			INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM;
-		values[i].int64_param = (int64_t)vals[i];
-		entries[i].key = (char *)keys[i];
-		entries[i].value = &values[i];
-		pe[i] = &entries[i];
+		a->values[i].int64_param = (int64_t)vals[i];
+		a->entries[i].key = (char *)keys[i];
+		a->entries[i].value = &a->values[i];
+		a->pe[i] = &a->entries[i];
 	}
-	resp.n_parameters = PROTO_PARAMS;
-	resp.parameters = pe;
+	a->resp.n_parameters = PROTO_PARAMS;
+	a->resp.parameters = a->pe;
 	for (int k = 0; k < req->nr_outputs; k++) {
 		const struct gw_tensor *t = &cfg->outputs[req->outputs[k]];
-		const float *v = outputs + offsets[req->outputs[k]];
+		const float *v = outputs ? outputs + offsets[req->outputs[k]] : NULL;
 
-		inference__model_infer_response__infer_output_tensor__init(&tensors[k]);
-		tensors[k].name = (char *)t->name;
-		tensors[k].datatype = (char *)"FP32";
-		tensors[k].n_shape = (size_t)t->nr_dims;
-		tensors[k].shape = (int64_t *)t->dims;
+		inference__model_infer_response__infer_output_tensor__init(&a->tensors[k]);
+		a->tensors[k].name = (char *)t->name;
+		a->tensors[k].datatype = (char *)"FP32";
+		a->tensors[k].n_shape = (size_t)t->nr_dims;
+		a->tensors[k].shape = (int64_t *)t->dims;
 		if (req->binary[k]) {
-			raw[nr_raw].len = t->elems * 4;
-			raw[nr_raw++].data = (uint8_t *)v;
+			a->raw[nr_raw].len = t->elems * 4;
+			a->raw[nr_raw++].data = (uint8_t *)v;
 		} else {
-			inference__infer_tensor_contents__init(&contents[k]);
-			contents[k].n_fp32_contents = t->elems;
-			contents[k].fp32_contents = (float *)v;
-			tensors[k].contents = &contents[k];
+			inference__infer_tensor_contents__init(&a->contents[k]);
+			a->contents[k].n_fp32_contents = t->elems;
+			a->contents[k].fp32_contents = (float *)v;
+			a->tensors[k].contents = &a->contents[k];
 		}
-		tp[k] = &tensors[k];
+		a->tp[k] = &a->tensors[k];
 	}
-	resp.n_outputs = (size_t)req->nr_outputs;
-	resp.outputs = tp;
-	resp.n_raw_output_contents = nr_raw;
-	resp.raw_output_contents = raw;
-	*len = inference__model_infer_response__get_packed_size(&resp);
-	*buf = malloc(*len ? *len : 1);
+	a->resp.n_outputs = (size_t)req->nr_outputs;
+	a->resp.outputs = a->tp;
+	a->resp.n_raw_output_contents = nr_raw;
+	a->resp.raw_output_contents = a->raw;
+}
+
+size_t gw_infer_proto_answer_bytes(const struct gw_model_config *cfg,
+				   const struct gw_infer_request *req)
+{
+	struct proto_answer a;
+
+	/* the longest latencies the answer can carry: their varints at their longest */
+	proto_answer_build(&a, cfg, req, NULL, UINT64_MAX, UINT64_MAX);
+	return inference__model_infer_response__get_packed_size(&a.resp);
+}
+
+int gw_infer_proto_response(const struct gw_model_config *cfg, const struct gw_infer_request *req,
+			    const float *outputs, uint64_t latency_ns, uint64_t exec_ns,
+			    size_t headroom, uint8_t **buf, size_t *len)
+{
+	struct proto_answer a;
+
+	proto_answer_build(&a, cfg, req, outputs, latency_ns, exec_ns);
+	*len = inference__model_infer_response__get_packed_size(&a.resp);
+	*buf = malloc(headroom + *len);
 	if (!*buf)
 		return -ENOMEM;
-	inference__model_infer_response__pack(&resp, *buf);
+	inference__model_infer_response__pack(&a.resp, *buf + headroom);
 	return 0;
 }

@@ -55,9 +55,20 @@ void gw_infer_proto_free(Inference__ModelInferRequest *msg);
 int gw_infer_from_proto(const struct gw_model_config *cfg, const Inference__ModelInferRequest *msg,
 			struct gw_infer_request *req, char *why, size_t why_len);
 
-/* The packed ModelInferResponse for outputs, malloc'd in *buf: 0 or -ENOMEM. */
+/*
+ * The packed ModelInferResponse for outputs, its len bytes at *buf +
+ * headroom (malloc'd, the headroom left for the caller's framing): 0 or
+ * -ENOMEM.
+ */
 int gw_infer_proto_response(const struct gw_model_config *cfg, const struct gw_infer_request *req,
 			    const float *outputs, uint64_t latency_ns, uint64_t exec_ns,
-			    uint8_t **buf, size_t *len);
+			    size_t headroom, uint8_t **buf, size_t *len);
+/*
+ * The most bytes gw_infer_proto_response's len can be for req, whatever
+ * the outputs and latencies: known before the query is sent, so that its
+ * answer is charged first (grpc_api.c).
+ */
+size_t gw_infer_proto_answer_bytes(const struct gw_model_config *cfg,
+				   const struct gw_infer_request *req);
 
 #endif /* COLOC_GATEWAY_INFER_PROTO_H */

@@ -258,4 +258,56 @@ TEST(infer_parse__one_binary_input_is_used_in_place_several_are_copied_flat)
 	gw_infer_request_free(&req);
 }
 
+/*
+ * The answer's packed length never exceeds gw_infer_proto_answer_bytes,
+ * which the gRPC side charges before the query is sent: outputs raw and
+ * typed, an id of GW_ID_MAX - 1 bytes, latencies small and at their
+ * longest (the bound's own case: equal); the message lies after the
+ * headroom asked for and protobuf-c unpacks it to the outputs given.
+ */
+TEST(infer_proto_response__within_the_bound_charged_before_the_query)
+{
+	static float out[1002];
+	const uint64_t lat[][2] = { { 0, 0 }, { 1500, 900 }, { UINT64_MAX, UINT64_MAX } };
+	struct gw_infer_request req = { .nr_outputs = 2, .outputs = { 1, 0 } };
+	struct gw_model_config cfg;
+
+	for (int i = 0; i < 1002; i++)
+		out[i] = (float)i * 0.25f;
+	model_of(&cfg, 1);
+	cfg.nr_outputs = 2;
+	strcpy(cfg.outputs[1].name, "z");
+	cfg.outputs[1].nr_dims = 2;
+	cfg.outputs[1].dims[0] = 1;
+	cfg.outputs[1].dims[1] = 1000;
+	cfg.outputs[1].elems = 1000;
+	memset(req.id, 'i', GW_ID_MAX - 1);
+	req.has_id = true;
+	for (int b = 0; b < 4; b++) {
+		req.binary[0] = b & 1;
+		req.binary[1] = b & 2;
+		for (size_t l = 0; l < sizeof(lat) / sizeof(*lat); l++) {
+			size_t bound = gw_infer_proto_answer_bytes(&cfg, &req), len;
+			Inference__ModelInferResponse *back;
+			uint8_t *buf;
+			const void *z;
+
+			ASSERT_EQ(0, gw_infer_proto_response(&cfg, &req, out, lat[l][0], lat[l][1], 5,
+							     &buf, &len));
+			EXPECT_LE(len, bound);
+			if (lat[l][0] == UINT64_MAX)
+				EXPECT_EQ(len, bound);
+			back = inference__model_infer_response__unpack(NULL, len, buf + 5);
+			ASSERT_NE(NULL, back);
+			ASSERT_EQ(2u, back->n_outputs);
+			EXPECT_STREQ("z", back->outputs[0]->name);
+			z = req.binary[0] ? (const void *)back->raw_output_contents[0].data :
+					    (const void *)back->outputs[0]->contents->fp32_contents;
+			EXPECT_EQ(0, memcmp(out + 2, z, 1000 * sizeof(float)));
+			inference__model_infer_response__free_unpacked(back, NULL);
+			free(buf);
+		}
+	}
+}
+
 TEST_HARNESS_MAIN

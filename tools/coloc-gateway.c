@@ -379,6 +379,20 @@ static int parse_args(int argc, char **argv)
 	return 0;
 }
 
+/* The HTTP side's options from the command line's (its address aside). */
+static void http_opts_of(struct gw_http_opts *h)
+{
+	h->max_connections = (int)opts.max_connections;
+	h->max_conns_per_ip = (int)opts.max_conns_per_ip;
+	h->request_timeout_ms = (int)opts.request_timeout_ms;
+	h->max_body = (size_t)opts.max_body;
+	h->max_buffer = (size_t)opts.http_max_buffer;
+	h->max_buffer_per_addr = h->max_buffer / 8 > h->max_body ? h->max_buffer / 8 : h->max_body;
+	h->timeout_ms = (int)opts.timeout_ms;
+	h->idle_timeout_s = 60;
+	h->model_control = opts.model_control;
+}
+
 static void *load_thread(void *arg)
 {
 	gw_models_load_all(arg);
@@ -398,6 +412,7 @@ int main(int argc, char **argv)
 	struct gw_metrics *mx = NULL;
 	struct gw_grpc *grpc = NULL;
 	struct gw_grpc_opts gopts = { 0 };
+	struct gw_http_budget *budget;
 	pthread_t loader;
 	bool loading = false;
 	sigset_t sigs;
@@ -446,16 +461,14 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-	hopts.max_connections = (int)opts.max_connections;
-	hopts.max_conns_per_ip = (int)opts.max_conns_per_ip;
-	hopts.request_timeout_ms = (int)opts.request_timeout_ms;
-	hopts.max_body = (size_t)opts.max_body;
-	hopts.max_buffer = (size_t)opts.http_max_buffer;
-	hopts.max_buffer_per_addr = hopts.max_buffer / 8 > hopts.max_body ? hopts.max_buffer / 8 :
-									      hopts.max_body;
-	hopts.timeout_ms = (int)opts.timeout_ms;
-	hopts.idle_timeout_s = 60;
-	hopts.model_control = opts.model_control;
+	http_opts_of(&hopts);
+	/* one share an address of HTTP's bodies and answers and gRPC's answers */
+	budget = gw_http_budget_create(hopts.max_buffer, hopts.max_buffer_per_addr);
+	hopts.budget = budget;
+	if (!budget) {
+		coloc_err_set(&err, -ENOMEM, "out of memory");
+		goto out;
+	}
 	if (gw_ctl_open(opts.socket_path, &ctl, &err) ||
 	    gw_ctl_open(opts.socket_path, &mctl, &err) ||
 	    gw_fwd_create(opts.socket_path, (int)opts.conns, (int)opts.max_queue,
@@ -481,6 +494,7 @@ int main(int argc, char **argv)
 	gopts.timeout_ms = (int)opts.timeout_ms;
 	gopts.idle_timeout_ms = (int)opts.grpc_idle_timeout_ms;
 	gopts.max_buffer_bytes = (size_t)opts.grpc_max_buffer;
+	gopts.answers = budget;
 	gopts.model_control = opts.model_control;
 	gopts.max_streams = (int)opts.grpc_max_streams;
 	gopts.read_timeout_ms = (int)opts.grpc_read_timeout_ms;
@@ -528,5 +542,6 @@ out:
 	gw_fwd_destroy(fw);
 	gw_ctl_close(mctl);
 	gw_ctl_close(ctl);
+	gw_http_budget_destroy(budget);
 	return rc;
 }

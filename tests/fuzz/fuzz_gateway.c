@@ -99,7 +99,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			size_t len;
 			Inference__ModelInferResponse *back;
 
-			if (gw_infer_proto_response(&cfg, &req, out, 1000, 500, &buf, &len))
+			if (gw_infer_proto_response(&cfg, &req, out, 1000, 500, 0, &buf, &len) ||
+			    len > gw_infer_proto_answer_bytes(&cfg, &req))
 				abort();
 			back = inference__model_infer_response__unpack(NULL, len, buf);
 			if (!back || back->n_outputs != (size_t)req.nr_outputs)

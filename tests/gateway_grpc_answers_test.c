@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * coloc-gateway's gRPC answers against a client that lets none be sent
+ * (review s18 HIGH 2, its gRPC half): ModelInfer calls of a model with 1 M
+ * output values (4 MiB from colocd, 4 MiB of answer) from one address, on
+ * a connection whose stream windows are 0 (tests/gateway/h2_answers.py),
+ * are charged to that address's share of --http-max-buffer-bytes before
+ * the query is sent, the share its HTTP answers take from: past it
+ * RESOURCE_EXHAUSTED. The real gateway (its own gRPC server) as the `coloc`
+ * user before the fake colocd (gateway_fake_colocd.h).
+ */
+#define _GNU_SOURCE
+#include "kselftest_harness.h"
+#include "gateway_fake_colocd.h"
+
+#define PYTHON "/usr/bin/python3"
+#define CALLS 32
+#define SHARE_MIB 32 /* --http-max-buffer-bytes 256 MiB / 8 */
+#define WIDE_ANSWER_MIB 4 /* "wide"'s answer, and colocd's output: 4 MiB and a little each */
+
+/* The number after what at the start of one of log's lines; -1 if none. */
+static long log_number(const char *log, const char *what)
+{
+	size_t n = strlen(what);
+
+	for (const char *p = log; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, what, n))
+			return atol(p + n);
+	return -1;
+}
+
+/* h2_answers.py's log once it says "held", or NULL after 60 s (malloc'd). */
+static char *wait_held(const char *path)
+{
+	for (int i = 0; i < 600; i++) {
+		size_t len;
+		char *text = tu_read_file(path, &len);
+
+		if (text && (strstr(text, "held ") || strstr(text, "closed")))
+			return text;
+		free(text);
+		usleep(100000);
+	}
+	return NULL;
+}
+
+/* An HTTP infer of "wide" from source: its status (0: none). */
+static int http_wide_from(FIXTURE_DATA(fwd) * self, const char *source)
+{
+	char cmd[1024], out[64];
+
+	snprintf(cmd, sizeof(cmd),
+		 "curl -s --max-time %d --interface %s -X POST --data-binary '@%s' -o /dev/null "
+		 "-w '%%{http_code}' http://127.0.0.1:%d/v2/models/wide/infer",
+		 CURL_MAX_S, source, self->small, self->env.http_port);
+	tu_run(cmd, out, sizeof(out));
+	return atoi(out);
+}
+
+/*
+ * 32 calls of "wide" from 127.0.0.2, none of whose answers can be sent:
+ * three are in flight at once within the 32 MiB share (colocd's output and
+ * the answer charged, 8 MiB a call), an answered one keeps its 4 MiB
+ * answer charged until it is sent, so 3 to 7 are held and the others
+ * refused RESOURCE_EXHAUSTED; the gateway's VmHWM grows by less than four
+ * times the share (the answers, the pool's buffers for colocd's outputs,
+ * and under ASan the freed outputs it keeps in quarantine: +92 MB there,
+ * +34 MB plain). The share is the HTTP answers' too: an HTTP infer of "wide"
+ * (20 MiB with its JSON) from 127.0.0.2 gets 503 meanwhile, one from
+ * 127.0.0.1 its answer. Once the holder is gone a reading client gets the
+ * whole answer. Before: gRPC answers were held to an eighth of
+ * --grpc-max-buffer-bytes (126 MiB: 30 held), colocd's output beside each
+ * in no budget.
+ */
+TEST_F_TIMEOUT(fwd, grpc_answers__unsent_answers_are_charged_to_the_address_share, 180)
+{
+	const char *root = getenv("COLOC_ROOT") ? getenv("COLOC_ROOT") : ".";
+	const char *flags[] = { "--grpc-server",	  "own",     "--http-max-buffer-bytes",
+				"268435456",		  "--max-body-bytes", "8388608",
+				"--grpc-read-timeout-ms", "60000",   NULL };
+	char script[PATH_MAX], port[16], log[256], calls[16], cmd[PATH_MAX + 128], out[256];
+	const char *argv[] = { PYTHON, script, port, "127.0.0.2", "hold", "wide", calls, NULL };
+	long hwm0, hwm, held, refused;
+	char *text;
+	pid_t pid;
+	int status = 0;
+
+	ASSERT_EQ(0, write_repo_model_out(self->env.repo, "wide", 4, WIDE_FLOATS));
+	snprintf(cmd, sizeof(cmd), "chmod -R a+rX '%s'", self->env.repo);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	hwm0 = tu_proc_status_kb(self->env.gateway, "VmHWM");
+	ASSERT_LT(0, hwm0);
+	snprintf(script, sizeof(script), "%s/tests/gateway/h2_answers.py", root);
+	snprintf(port, sizeof(port), "%d", self->env.grpc_port);
+	snprintf(calls, sizeof(calls), "%d", CALLS);
+	snprintf(log, sizeof(log), "%s/hold.log", self->env.dir);
+	pid = tu_spawn_logged(argv, log);
+	ASSERT_LT(0, pid);
+	text = wait_held(log);
+	ASSERT_NE(NULL, text);
+	held = log_number(text, "held ");
+	refused = log_number(text, "status 8 ");
+	hwm = tu_proc_status_kb(self->env.gateway, "VmHWM");
+	TH_LOG("%ld held, %ld refused; VmHWM %ld kB at start, %ld kB after", held, refused, hwm0,
+	       hwm);
+	EXPECT_LE(3, held) TH_LOG("%s", text);
+	EXPECT_GE(SHARE_MIB / WIDE_ANSWER_MIB - 1, held) TH_LOG("%s", text);
+	EXPECT_EQ(CALLS - held, refused) TH_LOG("%s", text);
+	EXPECT_LT(hwm, hwm0 + 4 * (SHARE_MIB << 10));
+	free(text);
+	EXPECT_EQ(503, http_wide_from(self, "127.0.0.2"));
+	EXPECT_EQ(200, http_wide_from(self, "127.0.0.1"));
+	tu_stop_child(&pid);
+	/* the share given back once the gateway saw the close */
+	snprintf(cmd, sizeof(cmd), "timeout 60 " PYTHON " '%s' %d 127.0.0.2 read wide 2>&1", script,
+		 self->env.grpc_port);
+	for (int i = 0; i < 50 && status != 1; i++) {
+		ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+		status = strstr(out, "status 0") ? 1 : 0;
+		if (!status)
+			usleep(100000);
+	}
+	EXPECT_EQ(1, status) TH_LOG("%s", out);
+	EXPECT_LT((long)WIDE_FLOATS * 4, log_number(out, "message ")) TH_LOG("%s", out);
+}
+
+TEST_HARNESS_MAIN
