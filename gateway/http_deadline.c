@@ -23,6 +23,7 @@ struct dl_conn {
 	struct dl_conn *prev, *next;
 	int fd;
 	bool cut;
+	atomic_bool waiting; /* for a whole request: opened or answered, not yet received */
 	uint64_t timeout_ns;
 	_Atomic uint64_t by_ns; /* CLOCK_MONOTONIC */
 	unsigned long requests; /* arrived whole on it; its own thread's */
@@ -38,6 +39,21 @@ struct gw_http_deadline {
 	atomic_ulong cut;
 };
 
+/*
+ * Under dl->lock: c's socket shut down; libmicrohttpd's thread sees the
+ * end and closes it, with a reset, not a FIN behind an answer its client
+ * does not read (which would keep it open).
+ */
+static void dl_cut(struct gw_http_deadline *dl, struct dl_conn *c)
+{
+	struct linger abort = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+	shutdown(c->fd, SHUT_RDWR);
+	c->cut = true;
+	atomic_fetch_add(&dl->cut, 1);
+}
+
 static void *dl_reaper(void *arg)
 {
 	struct gw_http_deadline *dl = arg;
@@ -52,21 +68,10 @@ static void *dl_reaper(void *arg)
 
 			if (!by || c->cut)
 				continue;
-			if (by <= now) {
-				/*
-				 * libmicrohttpd's thread sees the end and closes it;
-				 * with a reset, not a FIN behind an answer its client
-				 * does not read (which would keep it open)
-				 */
-				struct linger abort = { .l_onoff = 1, .l_linger = 0 };
-
-				setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
-				shutdown(c->fd, SHUT_RDWR);
-				c->cut = true;
-				atomic_fetch_add(&dl->cut, 1);
-			} else if (by < next) {
+			if (by <= now)
+				dl_cut(dl, c);
+			else if (by < next)
 				next = by;
-			}
 		}
 		/* a deadline set meanwhile is now + timeout: not before next */
 		ts.tv_sec = (time_t)(next / 1000000000ull);
@@ -139,6 +144,7 @@ void gw_http_deadline_notify(void *arg, struct MHD_Connection *conn, void **sock
 			return; /* untracked: only its idle timeout holds */
 		c->fd = fd->connect_fd;
 		c->timeout_ns = dl->timeout_ns;
+		atomic_store(&c->waiting, true);
 		atomic_store(&c->by_ns, coloc_now_ns() + dl->timeout_ns);
 		pthread_mutex_lock(&dl->lock);
 		c->next = dl->head;
@@ -178,6 +184,7 @@ unsigned long gw_http_deadline_received(struct MHD_Connection *conn, uint64_t an
 
 	if (!c)
 		return 0;
+	atomic_store(&c->waiting, false);
 	atomic_store(&c->by_ns, coloc_now_ns() + answer_ns + c->timeout_ns);
 	return ++c->requests;
 }
@@ -186,8 +193,26 @@ void gw_http_deadline_answered(struct MHD_Connection *conn)
 {
 	struct dl_conn *c = dl_conn_of(conn);
 
-	if (c)
-		atomic_store(&c->by_ns, coloc_now_ns() + c->timeout_ns);
+	if (!c)
+		return;
+	atomic_store(&c->by_ns, coloc_now_ns() + c->timeout_ns);
+	atomic_store(&c->waiting, true);
+}
+
+bool gw_http_deadline_cut_oldest(struct gw_http_deadline *dl)
+{
+	struct dl_conn *oldest = NULL;
+
+	pthread_mutex_lock(&dl->lock);
+	/* a waiting connection's deadline is its wait's start plus the one timeout */
+	for (struct dl_conn *c = dl->head; c; c = c->next)
+		if (!c->cut && atomic_load(&c->waiting) &&
+		    (!oldest || atomic_load(&c->by_ns) < atomic_load(&oldest->by_ns)))
+			oldest = c;
+	if (oldest)
+		dl_cut(dl, oldest);
+	pthread_mutex_unlock(&dl->lock);
+	return oldest;
 }
 
 unsigned long gw_http_deadline_cut(struct gw_http_deadline *dl)

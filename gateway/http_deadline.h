@@ -14,6 +14,7 @@
 #define COLOC_GATEWAY_HTTP_DEADLINE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <microhttpd.h>
 #include "error.h"
@@ -36,6 +37,13 @@ void gw_http_deadline_notify(void *dl, struct MHD_Connection *conn, void **socke
 unsigned long gw_http_deadline_received(struct MHD_Connection *conn, uint64_t answer_ns);
 /* conn's answer was sent: the deadline of its next request starts now. */
 void gw_http_deadline_answered(struct MHD_Connection *conn);
+/*
+ * The connection that has waited longest for a whole request (since its
+ * opening or its last answer) cut now, as at its deadline, so that a
+ * listener at its connection limit takes a new one (metrics.c). Whether
+ * there was one.
+ */
+bool gw_http_deadline_cut_oldest(struct gw_http_deadline *dl);
 /* Connections cut at their deadline so far. */
 unsigned long gw_http_deadline_cut(struct gw_http_deadline *dl);
 

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
@@ -18,11 +19,17 @@
 #include "mono_clock.h"
 
 /*
- * One scraper needs a connection or two: a client holding the port's 64
- * (review s18 LOW 1) is kept to these, and each request must arrive whole
- * and be answered within the deadline, as on the infer port.
+ * One scraper needs a connection or two: a client holding the port's
+ * connections (review s18 LOW 1) is kept to these, and each request must
+ * arrive whole and be answered within the deadline, as on the infer port.
+ * Many clients holding them all (review s19 LOW 1: any local user binds
+ * any 127.0.0.0/8 address): at MX_CONNS a new connection cuts the one
+ * that has waited longest for its request, so a scrape, whose request
+ * comes at once, gets in; libmicrohttpd's own limit leaves room for those
+ * cut while they close.
  */
-#define MX_CONNS 64u
+#define MX_CONNS 256u
+#define MX_CONNS_MHD (2 * MX_CONNS)
 #define MX_CONNS_PER_CLIENT 4
 #define MX_REQUEST_TIMEOUT_MS 5000
 
@@ -32,6 +39,7 @@ struct gw_metrics {
 	struct gw_ctl *ctl;
 	struct gw_http_conns *conns;
 	struct gw_http_deadline *dl;
+	atomic_uint open; /* connections started and not closed */
 };
 
 static void mx_header(FILE *f, const char *name, const char *type, const char *help)
@@ -490,6 +498,23 @@ static void mx_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
 
 	gw_http_deadline_notify(mx->dl, conn, socket_context, code);
 	gw_http_conns_notify(mx->conns, conn, code);
+	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+		atomic_fetch_add(&mx->open, 1);
+	else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+		atomic_fetch_sub(&mx->open, 1);
+}
+
+/* The client's limit, then, at MX_CONNS, the connection waiting longest for its request cut. */
+static enum MHD_Result mx_accept(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+	struct gw_metrics *mx = cls;
+
+	if (gw_http_conns_accept(mx->conns, addr, len) == MHD_NO)
+		return MHD_NO;
+	/* refused now, its client's count is given back at the next accept (http_conns.c) */
+	if (atomic_load(&mx->open) >= MX_CONNS && !gw_http_deadline_cut_oldest(mx->dl))
+		return MHD_NO;
+	return MHD_YES;
 }
 
 /* What gw_metrics_start made, beside the daemon, released. */
@@ -524,8 +549,8 @@ int gw_metrics_start(const struct sockaddr_storage *addr, struct gw_models *ms, 
 	}
 	if (addr->ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	mx->d = MHD_start_daemon(flags, 0, gw_http_conns_accept, mx->conns, mx_access, mx,
-				 MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_LIMIT, MX_CONNS,
+	mx->d = MHD_start_daemon(flags, 0, mx_accept, mx, mx_access, mx,
+				 MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_LIMIT, MX_CONNS_MHD,
 				 MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_NOTIFY_COMPLETED,
 				 mx_completed, mx, MHD_OPTION_NOTIFY_CONNECTION, mx_notify, mx,
 				 MHD_OPTION_END);

@@ -425,4 +425,43 @@ TEST_F_TIMEOUT(fwd, metrics__a_holder_does_not_stop_a_scrape, 120)
 	EXPECT_EQ(64, cut);
 }
 
+/*
+ * Review s19 LOW 1: 80 addresses (127.0.3.1-80, what any local user may
+ * bind) each hold 4 connections to the metrics port with an unfinished
+ * request, 320, past its 256: each one past cuts the connection that has
+ * waited longest, and scrapes from 127.0.0.1 are answered. Before: the
+ * port took 64 in all, the rest and the scrapes were refused until the
+ * held ones' deadline (5 s).
+ */
+TEST_F_TIMEOUT(fwd, metrics__holders_from_many_addresses_do_not_stop_a_scrape, 120)
+{
+	const char *head = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Held: ";
+	enum { HOLDERS = 80, EACH = 4, SCRAPES = 5 };
+	int fds[HOLDERS * EACH], answered = 0, cut = 0;
+	char cmd[256], out[64], src[32];
+
+	ASSERT_TRUE(start_gateway(self, NULL));
+	for (int i = 0; i < HOLDERS * EACH; i++) {
+		snprintf(src, sizeof(src), "127.0.3.%d", 1 + i / EACH);
+		fds[i] = connect_addrs(self->env.metrics_port, src, "127.0.0.1");
+		ASSERT_LE(0, fds[i]);
+		send(fds[i], head, strlen(head), MSG_NOSIGNAL);
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "curl -s --max-time 2 -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/metrics",
+		 self->env.metrics_port);
+	for (int i = 0; i < SCRAPES; i++) {
+		tu_run(cmd, out, sizeof(out));
+		answered += atoi(out) == 200;
+	}
+	for (int i = 0; i < HOLDERS * EACH; i++) {
+		cut += gw_closed_within(fds[i], 1, (char[64]){ 0 }, 64);
+		close(fds[i]);
+	}
+	TH_LOG("%d of %d scrapes answered; %d of %d holders cut", answered, SCRAPES, cut,
+	       HOLDERS * EACH);
+	EXPECT_EQ(SCRAPES, answered);
+	EXPECT_LE(HOLDERS * EACH - 256, cut);
+}
+
 TEST_HARNESS_MAIN
