@@ -18,8 +18,8 @@ if (!outPath) {
 	console.log('usage: node kserve_grpc_client.cjs NODE_MODULES PROTO HOST:PORT MODEL INPUT.bin OUT.bin');
 	process.exit(1);
 }
-const grpc = require(path.join(modules, '@grpc/grpc-js'));
-const loader = require(path.join(modules, '@grpc/proto-loader'));
+const grpc = require(path.resolve(modules, '@grpc/grpc-js'));
+const loader = require(path.resolve(modules, '@grpc/proto-loader'));
 
 function fail(msg) {
 	console.log('kserve_grpc_client.cjs: ' + msg);
