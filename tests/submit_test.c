@@ -5,8 +5,7 @@
  * user's permissions and hands them over as descriptors; colocd takes
  * regular files of bounded size only, copies them into sealed memfds,
  * closes every descriptor of a refused request, and no error quotes a
- * byte of a file. The ONNX models are protobuf written by hand here (the
- * wire format is small), so the test needs no Python.
+ * byte of a file. The ONNX models are written by hand (onnx_by_hand.c).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -24,188 +23,8 @@
 #include <sys/wait.h>
 #include "kselftest_harness.h"
 #include "coloc/protocol.h"
+#include "onnx_by_hand.h"
 #include "testutil.h"
-
-/* ---- protobuf, by hand ------------------------------------------------------ */
-
-struct pb {
-	uint8_t *b;
-	size_t len, cap;
-};
-
-static void pb_raw(struct pb *p, const void *data, size_t n)
-{
-	if (p->len + n > p->cap) {
-		p->cap = (p->len + n) * 2 + 64;
-		p->b = realloc(p->b, p->cap);
-		if (!p->b)
-			abort();
-	}
-	memcpy(p->b + p->len, data, n);
-	p->len += n;
-}
-
-static void pb_varint(struct pb *p, uint64_t v)
-{
-	uint8_t c;
-
-	do {
-		c = (uint8_t)(v & 0x7f);
-		v >>= 7;
-		if (v)
-			c |= 0x80;
-		pb_raw(p, &c, 1);
-	} while (v);
-}
-
-static void pb_uint(struct pb *p, int field, uint64_t v)
-{
-	pb_varint(p, (uint64_t)field << 3);
-	pb_varint(p, v);
-}
-
-static void pb_bytes(struct pb *p, int field, const void *data, size_t n)
-{
-	pb_varint(p, (uint64_t)field << 3 | 2);
-	pb_varint(p, n);
-	pb_raw(p, data, n);
-}
-
-static void pb_str(struct pb *p, int field, const char *s)
-{
-	pb_bytes(p, field, s, strlen(s));
-}
-
-/* Appends sub as message field `field` of p, and frees sub. */
-static void pb_msg(struct pb *p, int field, struct pb *sub)
-{
-	pb_bytes(p, field, sub->b, sub->len);
-	free(sub->b);
-	*sub = (struct pb){ 0 };
-}
-
-enum { T_FLOAT = 1, T_INT8 = 3, T_INT32 = 6 };
-
-/* A TensorProto of one dimension n whose bytes are at offset 0 of external file loc. */
-static void tensor_external(struct pb *graph, const char *name, int type, int64_t n,
-			    const char *loc, size_t bytes)
-{
-	struct pb t = { 0 }, e = { 0 };
-	char len[32];
-
-	pb_uint(&t, 1, (uint64_t)n);
-	pb_uint(&t, 2, (uint64_t)type);
-	pb_str(&t, 8, name);
-	pb_str(&e, 1, "location");
-	pb_str(&e, 2, loc);
-	pb_msg(&t, 13, &e);
-	pb_str(&e, 1, "offset");
-	pb_str(&e, 2, "0");
-	pb_msg(&t, 13, &e);
-	snprintf(len, sizeof(len), "%zu", bytes);
-	pb_str(&e, 1, "length");
-	pb_str(&e, 2, len);
-	pb_msg(&t, 13, &e);
-	pb_uint(&t, 14, 1); /* data_location EXTERNAL */
-	pb_msg(graph, 5, &t);
-}
-
-/* A float TensorProto of shape [1] holding 0. */
-static void tensor_zero(struct pb *graph, const char *name)
-{
-	struct pb t = { 0 };
-	float zero = 0;
-
-	pb_uint(&t, 1, 1);
-	pb_uint(&t, 2, T_FLOAT);
-	pb_bytes(&t, 4, &zero, sizeof(zero)); /* packed float_data */
-	pb_str(&t, 8, name);
-	pb_msg(graph, 5, &t);
-}
-
-/* A graph input or output: float of shape [1]. */
-static void value_info(struct pb *graph, int field, const char *name)
-{
-	struct pb vi = { 0 }, type = { 0 }, tensor = { 0 }, shape = { 0 }, dim = { 0 };
-
-	pb_uint(&dim, 1, 1);
-	pb_msg(&shape, 1, &dim);
-	pb_uint(&tensor, 1, T_FLOAT);
-	pb_msg(&tensor, 2, &shape);
-	pb_msg(&type, 1, &tensor);
-	pb_str(&vi, 1, name);
-	pb_msg(&vi, 2, &type);
-	pb_msg(graph, field, &vi);
-}
-
-static void node(struct pb *graph, const char *op, const char *in0, const char *in1,
-		 const char *out)
-{
-	struct pb n = { 0 };
-
-	pb_str(&n, 1, in0);
-	if (in1)
-		pb_str(&n, 1, in1);
-	pb_str(&n, 2, out);
-	pb_str(&n, 3, out);
-	pb_str(&n, 4, op);
-	pb_msg(graph, 1, &n);
-}
-
-/* The ModelProto around graph (opset 13), written to dir/name. */
-static int write_model(struct pb *graph, const char *dir, const char *name, char *path, size_t len)
-{
-	struct pb m = { 0 }, opset = { 0 };
-	int fd, ok;
-
-	pb_uint(&m, 1, 8); /* ir_version */
-	pb_str(graph, 2, "g");
-	pb_msg(&m, 7, graph);
-	pb_str(&opset, 1, "");
-	pb_uint(&opset, 2, 13);
-	pb_msg(&m, 8, &opset);
-	snprintf(path, len, "%s/%s", dir, name);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	ok = fd >= 0 && write(fd, m.b, m.len) == (ssize_t)m.len;
-	if (fd >= 0)
-		close(fd);
-	free(m.b);
-	return ok ? 0 : -EIO;
-}
-
-/*
- * y = x + Gather(d, i): d a float [1], i an INT32 [1] kept in external
- * file loc. Folding the Gather reads i; any value but 0 is out of range.
- */
-static int write_gather_model(const char *dir, const char *loc, char *path, size_t len)
-{
-	struct pb g = { 0 };
-
-	node(&g, "Gather", "d", "i", "gi");
-	node(&g, "Add", "x", "gi", "y");
-	tensor_zero(&g, "d");
-	tensor_external(&g, "i", T_INT32, 1, loc, 4);
-	value_info(&g, 11, "x");
-	value_info(&g, 12, "y");
-	return write_model(&g, dir, "gather.onnx", path, len);
-}
-
-/* y = Relu(x), and nr INT8 initializers of n elements each, all at offset 0 of loc. */
-static int write_huge_model(const char *dir, const char *loc, int nr, int64_t n, char *path,
-			    size_t len)
-{
-	struct pb g = { 0 };
-	char name[32];
-
-	node(&g, "Relu", "x", NULL, "y");
-	for (int i = 0; i < nr; i++) {
-		snprintf(name, sizeof(name), "w%d", i);
-		tensor_external(&g, name, T_INT8, n, loc, (size_t)n);
-	}
-	value_info(&g, 11, "x");
-	value_info(&g, 12, "y");
-	return write_model(&g, dir, "huge.onnx", path, len);
-}
 
 /* ---- the daemon ---------------------------------------------------------------- */
 
@@ -537,7 +356,7 @@ TEST_F(submit, external_data__member_cannot_hand_over_a_file_it_cannot_open)
 	if (!grp)
 		SKIP(return, "no '%s' group here ('make deps' creates it)", COLOC_GROUP);
 	ASSERT_NE(0, id);
-	ASSERT_EQ(0, write_gather_model(self->dir, "blob", model, sizeof(model)));
+	ASSERT_EQ(0, onnx_by_hand_gather(self->dir, "blob", model, sizeof(model)));
 	snprintf(link, sizeof(link), "%s/blob", self->dir);
 	ASSERT_EQ(0, symlink("/etc/shadow", link));
 	EXPECT_EQ(1, submit_as_member(self, id, grp->gr_gid, model)) TH_LOG("%s", self->out);
@@ -562,7 +381,7 @@ TEST_F(submit, external_data__errors_never_quote_a_value_from_the_file)
 		SKIP(return, "no readable /etc/shadow of 4 bytes here");
 	close(fd);
 	snprintf(secret, sizeof(secret), "%d", v);
-	ASSERT_EQ(0, write_gather_model(self->dir, "blob", model, sizeof(model)));
+	ASSERT_EQ(0, onnx_by_hand_gather(self->dir, "blob", model, sizeof(model)));
 	snprintf(link, sizeof(link), "%s/blob", self->dir);
 	ASSERT_EQ(0, symlink("/etc/shadow", link));
 	EXPECT_EQ(1, submit_as_root(self, "m", model)) TH_LOG("%s", self->out);
@@ -610,7 +429,7 @@ static void refused_without_growing(struct __test_metadata *_metadata,
 	char model[256];
 	long before, after;
 
-	ASSERT_EQ(0, write_huge_model(self->dir, "blob", nr, 1 << 24, model, sizeof(model)));
+	ASSERT_EQ(0, onnx_by_hand_huge(self->dir, "blob", nr, 1 << 24, model, sizeof(model)));
 	before = tu_proc_status_kb(self->colocd, "VmRSS");
 	EXPECT_EQ(1, submit_as_root(self, "big", model)) TH_LOG("%s", self->out);
 	after = tu_proc_status_kb(self->colocd, "VmRSS");

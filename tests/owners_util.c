@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * What owners_test.c (no socket) and owners_wire_test.c (through colocd's
+ * socket) share (owners_util.h): processes running as another uid, and
+ * reading the answers' JSON.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include "owners_util.h"
+#include "tenants.h"
+
+pid_t owners_sleeper_as(uid_t ruid, uid_t euid)
+{
+	int fds[2];
+	char c = 0;
+	pid_t pid;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(fds[0]);
+		if ((ruid || euid) &&
+		    (setgroups(0, NULL) || setgid((gid_t)ruid) || setresuid(ruid, euid, 0)))
+			_exit(99);
+		if (write(fds[1], "x", 1) != 1)
+			_exit(98);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	if (pid < 0 || read(fds[0], &c, 1) != 1) {
+		close(fds[0]);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		return -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+void owners_reap(pid_t pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+bool owners_is_ok(struct json_object *o)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, "ok", &v) && json_object_get_boolean(v);
+}
+
+const char *owners_error_of(struct json_object *o)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, "error", &v) ? json_object_get_string(v) : "";
+}
+
+bool owners_has(struct json_object *o, const char *key)
+{
+	return o && json_object_object_get_ex(o, key, NULL);
+}
+
+struct json_object *owners_entry(struct json_object *o, const char *name)
+{
+	struct json_object *arr;
+
+	if (!o || !json_object_object_get_ex(o, "tenants", &arr))
+		return NULL;
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		struct json_object *t = json_object_array_get_idx(arr, i), *n;
+
+		if (json_object_object_get_ex(t, "name", &n) &&
+		    !strcmp(json_object_get_string(n), name))
+			return t;
+	}
+	return NULL;
+}
+
+int owners_cgroup2_dir(char *buf, size_t len)
+{
+	char dev[64], dir[200], type[64];
+	FILE *f = fopen("/proc/mounts", "re");
+	int err = -ENOENT;
+
+	while (f && fscanf(f, "%63s %199s %63s %*[^\n]", dev, dir, type) == 3)
+		if (!strcmp(type, "cgroup2") &&
+		    !strncmp(dir, TENANTS_CGROUP_ROOT, strlen(TENANTS_CGROUP_ROOT))) {
+			snprintf(buf, len, "%s", dir);
+			err = 0;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return err;
+}

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Tenants have owners (docs/security-owners.md), through a real colocd's
+ * socket: a member of group coloc (a forked child that drops to an unused
+ * uid) is refused another user's tenant and sees no file names, and the
+ * tenant quota is colocd's option. Without a socket: owners_test.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <linux/capability.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <json-c/json.h>
+#include "kselftest_harness.h"
+#include "coloc/protocol.h"
+#include "owners_util.h"
+#include "testutil.h"
+
+static char cache_dir[64]; /* made once, shared by the forked tests */
+
+__attribute__((constructor)) static void make_cache_dir(void)
+{
+	tu_shared_tmpdir("owners-test", cache_dir, sizeof(cache_dir));
+}
+
+FIXTURE(wire)
+{
+	char dir[64], sock[128], pin[128], log[128], model[PATH_MAX + 64], colocctl[512];
+	pid_t colocd, kids[2];
+	char out[16384];
+};
+
+FIXTURE_SETUP(wire)
+{
+	const char *root = getenv("COLOC_ROOT");
+	const char *extra[] = { "--cache-dir", cache_dir, "--max-tenants-per-uid", "1", NULL };
+	char out[4096], src[PATH_MAX + 64], cmd[3 * (PATH_MAX + 64) + 32], real[PATH_MAX];
+
+	self->colocd = 0;
+	memset(self->kids, 0, sizeof(self->kids));
+	self->dir[0] = '\0';
+	if (geteuid() != 0)
+		SKIP(return, "needs root to run colocd and change uid");
+	if (!getgrnam(COLOC_GROUP))
+		SKIP(return, "no group " COLOC_GROUP " (tools/deps.sh makes it)");
+	snprintf(src, sizeof(src), "%s/models/mobilenet_v2.model", root ? root : ".");
+	if (!realpath(src, real))
+		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", src);
+	ASSERT_NE(0, cache_dir[0]);
+	ASSERT_EQ(0, tu_mount_bpffs());
+	ASSERT_EQ(0, tu_quick_profile(real, cache_dir, out, sizeof(out))) TH_LOG("%s", out);
+	tu_bin("colocctl", self->colocctl, sizeof(self->colocctl));
+	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-owners-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	/* a member must reach the socket, and read the model it submits */
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	snprintf(self->model, sizeof(self->model), "%s/mobilenet_v2.model", self->dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0644 '%s'", real, self->model,
+		 self->model);
+	ASSERT_EQ(0, system(cmd));
+	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
+	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
+	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-owners-wire-%d", getpid());
+	/*
+	 * colocd as under its unit (dist/colocd.service.in): no CAP_SYS_PTRACE,
+	 * so it places a member's process without ptrace access to it.
+	 */
+	ASSERT_EQ(0, prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0));
+	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
+	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start");
+}
+
+FIXTURE_TEARDOWN(wire)
+{
+	for (int i = 0; i < 2; i++)
+		owners_reap(self->kids[i]);
+	if (self->colocd > 0)
+		tu_stop_colocd(self->colocd);
+	if (self->dir[0]) {
+		if (tu_remove_tree(self->dir))
+			TH_LOG("could not remove %s", self->dir);
+	}
+}
+
+/*
+ * As uid (0: root) with the coloc group: one request line, then len bytes
+ * of payload (none when 0); the answer line, parsed (put it).
+ */
+static struct json_object *request_as(FIXTURE_DATA(wire) * self, uid_t uid, size_t len,
+				      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static struct json_object *request_as(FIXTURE_DATA(wire) * self, uid_t uid, size_t len,
+				      const char *fmt, ...)
+{
+	char line[1024];
+	int fds[2], st;
+	size_t got = 0;
+	ssize_t n;
+	va_list ap;
+	pid_t pid;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (pipe(fds))
+		return NULL;
+	pid = fork();
+	if (pid == 0) {
+		char *pad = calloc(1, len ? len : 1), resp[16384];
+		int fd;
+
+		close(fds[0]);
+		if ((uid && tu_become_member(uid)) || !pad)
+			_exit(99);
+		fd = tu_connect(self->sock);
+		if (fd < 0 || send(fd, line, strlen(line), MSG_NOSIGNAL) != (ssize_t)strlen(line) ||
+		    (len && send(fd, pad, len, MSG_NOSIGNAL) != (ssize_t)len))
+			_exit(98);
+		n = tu_read_line(fd, resp, sizeof(resp));
+		if (n <= 0 || write(fds[1], resp, (size_t)n) != n)
+			_exit(97);
+		_exit(0);
+	}
+	close(fds[1]);
+	while (pid > 0 && got + 1 < sizeof(self->out) &&
+	       (n = read(fds[0], self->out + got, sizeof(self->out) - 1 - got)) > 0)
+		got += (size_t)n;
+	self->out[got] = '\0';
+	close(fds[0]);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		return NULL;
+	return json_tokener_parse(self->out);
+}
+
+/* colocctl ARGS... as uid (0: root) with the coloc group (tu_colocctl_as); its exit status. */
+static int colocctl_as(FIXTURE_DATA(wire) * self, uid_t uid, const char *const *args)
+{
+	return tu_colocctl_as(self->colocctl, self->sock, uid, args, self->out, sizeof(self->out));
+}
+
+static int submit_as(FIXTURE_DATA(wire) * self, uid_t uid, const char *name)
+{
+	const char *args[] = { "submit", name, self->model, "--qos-ms", "60000", NULL };
+
+	return colocctl_as(self, uid, args);
+}
+
+/* root's status of name (put it), or NULL. */
+static struct json_object *status_of(FIXTURE_DATA(wire) * self, const char *name)
+{
+	struct json_object *o =
+		request_as(self, 0, 0, "{\"cmd\":\"status\",\"name\":\"%s\"}\n", name);
+	struct json_object *t = json_object_get(owners_entry(o, name));
+
+	json_object_put(o);
+	return t;
+}
+
+static bool wait_ready(FIXTURE_DATA(wire) * self, const char *name)
+{
+	for (int waited = 0; waited < READY_MS; waited += 50) {
+		struct json_object *t = status_of(self, name), *st;
+		bool ready = t && json_object_object_get_ex(t, "state", &st) &&
+			     !strcmp(json_object_get_string(st), "ready");
+
+		json_object_put(t);
+		if (ready)
+			return true;
+		usleep(50000);
+	}
+	return false;
+}
+
+TEST_F_TIMEOUT(wire, another_users_remove_restart_infer_status_tenant_remove__refused_it_serves_on,
+	       600)
+{
+	struct json_object *t = NULL, *o;
+	size_t in_bytes;
+	const char *refused[] = {
+		"{\"cmd\":\"remove\",\"name\":\"rootsvc\"}\n",
+		"{\"cmd\":\"restart\",\"name\":\"rootsvc\"}\n",
+		"{\"cmd\":\"status\",\"name\":\"rootsvc\"}\n",
+		"{\"cmd\":\"tenant-remove\",\"name\":\"rootsvc\"}\n",
+	};
+
+	ASSERT_EQ(0, submit_as(self, 0, "rootsvc")) TH_LOG("%s", self->out);
+	ASSERT_TRUE(wait_ready(self, "rootsvc"));
+	t = status_of(self, "rootsvc");
+	ASSERT_NE(NULL, t);
+	in_bytes = (size_t)json_object_get_int64(json_object_object_get(t, "input_bytes"));
+	json_object_put(t);
+	ASSERT_LT(0, in_bytes);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		o = request_as(self, MEMBER, 0, "%s", refused[i]);
+		EXPECT_FALSE(owners_is_ok(o)) TH_LOG("%s -> %s", refused[i], self->out);
+		EXPECT_NE(NULL, strstr(owners_error_of(o), "rootsvc")) TH_LOG("%s", self->out);
+		EXPECT_NE(NULL, strstr(owners_error_of(o), "belongs to another user"))
+		TH_LOG("%s -> %s", refused[i], self->out);
+		json_object_put(o);
+	}
+	o = request_as(self, MEMBER, in_bytes,
+		       "{\"cmd\":\"infer\",\"tenant\":\"rootsvc\",\"tag\":7,\"input_bytes\":%zu}\n",
+		       in_bytes);
+	EXPECT_FALSE(owners_is_ok(o)) TH_LOG("%s", self->out);
+	EXPECT_STREQ("rejected", json_object_get_string(json_object_object_get(o, "status")));
+	EXPECT_STREQ("tenant rootsvc belongs to another user", owners_error_of(o));
+	json_object_put(o);
+	/* none of it reached the tenant: ready, nothing offered or rejected, and it serves */
+	t = status_of(self, "rootsvc");
+	ASSERT_NE(NULL, t);
+	EXPECT_STREQ("ready", json_object_get_string(json_object_object_get(t, "state")));
+	EXPECT_EQ(0, json_object_get_int64(json_object_object_get(t, "offered")));
+	EXPECT_EQ(0, json_object_get_int64(json_object_object_get(t, "rejected")));
+	json_object_put(t);
+	o = request_as(self, 0, in_bytes,
+		       "{\"cmd\":\"infer\",\"tenant\":\"rootsvc\",\"tag\":8,\"input_bytes\":%zu}\n",
+		       in_bytes);
+	EXPECT_TRUE(owners_is_ok(o)) TH_LOG("%s", self->out);
+	json_object_put(o);
+}
+
+TEST_F_TIMEOUT(wire, list_status_tenants_as_another_user__hide_file_names_and_details, 600)
+{
+	const char *cmds[] = { "{\"cmd\":\"list\"}\n", "{\"cmd\":\"status\"}\n",
+			       "{\"cmd\":\"tenants\"}\n", "{\"cmd\":\"signals\"}\n" };
+	const char *ls[] = { "list", NULL };
+	struct json_object *o, *t;
+
+	ASSERT_EQ(0, submit_as(self, 0, "rootsvc")) TH_LOG("%s", self->out);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		o = request_as(self, MEMBER, 0, "%s", cmds[i]);
+		ASSERT_TRUE(owners_is_ok(o)) TH_LOG("%s -> %s", cmds[i], self->out);
+		EXPECT_EQ(NULL, strstr(self->out, "mobilenet")) TH_LOG("%s", self->out);
+		EXPECT_EQ(NULL, strstr(self->out, self->dir)) TH_LOG("%s", self->out);
+		t = owners_entry(o, "rootsvc");
+		/* the serving tenant; tenants and signals list its executors' attribution */
+		ASSERT_NE(NULL, t) TH_LOG("%s -> %s", cmds[i], self->out);
+		EXPECT_EQ(0, json_object_get_int(json_object_object_get(t, "owner")));
+		EXPECT_FALSE(owners_has(t, "model"));
+		EXPECT_FALSE(owners_has(t, "qos_ms"));
+		EXPECT_FALSE(owners_has(t, "pid"));
+		EXPECT_FALSE(owners_has(t, "pids"));
+		json_object_put(o);
+	}
+	/* root sees the file */
+	o = request_as(self, 0, 0, "{\"cmd\":\"status\"}\n");
+	EXPECT_NE(NULL, strstr(self->out, "mobilenet")) TH_LOG("%s", self->out);
+	json_object_put(o);
+	/* colocctl prints the member's view */
+	EXPECT_EQ(0, colocctl_as(self, MEMBER, ls)) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "rootsvc")) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "uid 0's")) TH_LOG("%s", self->out);
+}
+
+TEST_F_TIMEOUT(wire, tenant_add__member_gets_its_own_process_not_roots_nor_a_root_cgroup, 600)
+{
+	struct json_object *o;
+	char cg[256], mnt[200];
+
+	self->kids[0] = owners_sleeper_as(0, 0);
+	self->kids[1] = owners_sleeper_as(MEMBER, MEMBER);
+	ASSERT_LT(0, self->kids[0]);
+	ASSERT_LT(0, self->kids[1]);
+	o = request_as(self, MEMBER, 0, "{\"cmd\":\"tenant-add\",\"name\":\"t\",\"pids\":[%d]}\n",
+		       self->kids[0]);
+	EXPECT_FALSE(owners_is_ok(o)) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(owners_error_of(o), "belongs to another user")) TH_LOG("%s", self->out);
+	json_object_put(o);
+	/* a machine without cgroup v2 has no cgroup to refuse (the no-socket test says SKIP) */
+	if (!owners_cgroup2_dir(mnt, sizeof(mnt))) {
+		snprintf(cg, sizeof(cg), "%s/coloc-owners-wire-%d", mnt, getpid());
+		ASSERT_EQ(0, mkdir(cg, 0755));
+		o = request_as(self, MEMBER, 0,
+			       "{\"cmd\":\"tenant-add\",\"name\":\"t\",\"cgroup\":\"%s\"}\n", cg);
+		EXPECT_FALSE(owners_is_ok(o)) TH_LOG("%s", self->out);
+		EXPECT_NE(NULL, strstr(owners_error_of(o), "belongs to another user"))
+		TH_LOG("%s", self->out);
+		json_object_put(o);
+		rmdir(cg);
+	}
+	o = request_as(self, MEMBER, 0, "{\"cmd\":\"tenant-add\",\"name\":\"t\",\"pids\":[%d]}\n",
+		       self->kids[1]);
+	EXPECT_TRUE(owners_is_ok(o)) TH_LOG("%s", self->out);
+	json_object_put(o);
+	/* the colocd option's quota: 1 */
+	o = request_as(self, MEMBER, 0, "{\"cmd\":\"tenant-add\",\"name\":\"t2\",\"pids\":[%d]}\n",
+		       self->kids[1]);
+	EXPECT_FALSE(owners_is_ok(o)) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(owners_error_of(o), "--max-tenants-per-uid")) TH_LOG("%s", self->out);
+	json_object_put(o);
+	/* root attributes its own process */
+	o = request_as(self, 0, 0, "{\"cmd\":\"tenant-add\",\"name\":\"r\",\"pids\":[%d]}\n",
+		       self->kids[0]);
+	EXPECT_TRUE(owners_is_ok(o)) TH_LOG("%s", self->out);
+	json_object_put(o);
+}
+
+TEST_F_TIMEOUT(wire, submit_quota__members_second_tenant_refused_root_unaffected, 600)
+{
+	ASSERT_EQ(0, submit_as(self, MEMBER, "m1")) TH_LOG("%s", self->out);
+	EXPECT_EQ(1, submit_as(self, MEMBER, "m2")) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "--max-tenants-per-uid")) TH_LOG("%s", self->out);
+	EXPECT_EQ(0, submit_as(self, 0, "r1")) TH_LOG("%s", self->out);
+	EXPECT_EQ(0, submit_as(self, 0, "r2")) TH_LOG("%s", self->out);
+	/* the member removes its own */
+	{
+		const char *rm[] = { "remove", "m1", NULL };
+
+		EXPECT_EQ(0, colocctl_as(self, MEMBER, rm)) TH_LOG("%s", self->out);
+	}
+}
+
+TEST_HARNESS_MAIN
