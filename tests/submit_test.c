@@ -76,7 +76,7 @@ FIXTURE(submit)
 };
 
 static bool ping_ok(FIXTURE_DATA(submit) * self);
-static int colocd_submit_memfd(pid_t pid);
+static bool colocd_holds_no_copy(void *colocd);
 
 FIXTURE_SETUP(submit)
 {
@@ -86,10 +86,13 @@ FIXTURE_SETUP(submit)
 	self->colocd = daemon_.pid;
 	snprintf(self->sock, sizeof(self->sock), "%s", daemon_.sock);
 	ASSERT_TRUE(ping_ok(self)) TH_LOG("colocd does not answer (log in %s)", daemon_.log);
-	/* the copies of the test before are closed (off colocd's loop, a moment after) */
-	for (int i = 0; i < 500 && colocd_submit_memfd(self->colocd) >= 0; i++)
-		usleep(10000);
-	ASSERT_EQ(-1, colocd_submit_memfd(self->colocd)) TH_LOG("colocd still holds a copy");
+	/*
+	 * the copies of the test before are closed (off colocd's loop, a moment
+	 * after; a copy answered past its deadline goes on until its read
+	 * returns)
+	 */
+	ASSERT_TRUE(tu_wait_for(colocd_holds_no_copy, &self->colocd, TU_WAIT_MS, 10000))
+	TH_LOG("colocd still holds a copy after %d s", TU_WAIT_MS / 1000);
 	snprintf(self->dir, sizeof(self->dir), "/tmp/coloc-submit-XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(self->dir));
 	/* a member of group coloc must reach the model */
@@ -186,16 +189,26 @@ static int colocd_nr_fds(FIXTURE_DATA(submit) * self)
 	return n;
 }
 
-/* colocd_nr_fds once it is down to want, or after 5 s. */
+struct nr_fds_wait {
+	FIXTURE_DATA(submit) * self;
+	int want, n;
+};
+
+static bool colocd_nr_fds_at_most(void *ctx)
+{
+	struct nr_fds_wait *w = ctx;
+
+	w->n = colocd_nr_fds(w->self);
+	return w->n <= w->want;
+}
+
+/* colocd_nr_fds once it is down to want, or after TU_WAIT_MS. */
 static int colocd_nr_fds_down_to(FIXTURE_DATA(submit) * self, int want)
 {
-	int n = colocd_nr_fds(self);
+	struct nr_fds_wait w = { self, want, -1 };
 
-	for (int i = 0; i < 250 && n > want; i++) {
-		usleep(20000);
-		n = colocd_nr_fds(self);
-	}
-	return n;
+	tu_wait_for(colocd_nr_fds_at_most, &w, TU_WAIT_MS, 20000);
+	return w.n;
 }
 
 /* The bytes colocd has read from files (rchar of /proc/PID/io: read, sendfile), or -1. */
@@ -566,20 +579,35 @@ static pid_t submit_in_child(FIXTURE_DATA(submit) * self, uid_t id, gid_t coloc,
 	return child;
 }
 
+static bool colocd_holds_no_copy(void *colocd)
+{
+	return colocd_submit_memfd(*(pid_t *)colocd) < 0;
+}
+
+struct copy_seen {
+	pid_t colocd;
+	int fd;
+};
+
+static bool copy_begun(void *ctx)
+{
+	struct copy_seen *c = ctx;
+
+	c->fd = colocd_submit_memfd(c->colocd);
+	return c->fd >= 0;
+}
+
 /*
  * Waits until colocd has begun copying a submit: the fd number of its copy
- * in colocd (colocd_submit_memfd), or -1 if it did not begin in 5 s.
+ * in colocd (colocd_submit_memfd), or -1 if it did not begin within
+ * TU_WAIT_MS. Looked for often, to find a copy while it is made.
  */
 static int copy_memfd(FIXTURE_DATA(submit) * self)
 {
-	for (int i = 0; i < 10000; i++) {
-		int fd = colocd_submit_memfd(self->colocd);
+	struct copy_seen c = { self->colocd, -1 };
 
-		if (fd >= 0)
-			return fd;
-		usleep(500);
-	}
-	return -1;
+	tu_wait_for(copy_begun, &c, TU_WAIT_MS, 500);
+	return c.fd;
 }
 
 /*

@@ -3,8 +3,8 @@
  * Helpers shared by coloc's tests: real busy processes pinned to a CPU, their
  * CPU time as the kernel accounts it, running coloc's binaries, talking
  * to a colocd over its socket, mutating good text to fuzz a parser,
- * files and folders (testutil_files.c) and what /proc says of a process
- * (testutil_proc.c).
+ * files and folders (testutil_files.c), what /proc says of a process
+ * (testutil_proc.c) and waiting on a condition (testutil_wait.c).
  */
 #ifndef COLOC_TESTUTIL_H
 #define COLOC_TESTUTIL_H
@@ -193,6 +193,14 @@ pid_t tu_spawn_logged(const char *const *argv, const char *log);
 
 /* SIGTERM, then SIGKILL after 5 s; *pid is set to 0. The wait status, or -1. */
 int tu_stop_child(pid_t *pid);
+
+/*
+ * Calls done(ctx) until it returns true, poll_us apart, for at most
+ * timeout_ms on the monotonic clock (testutil_wait.c): whether it did.
+ */
+bool tu_wait_for(bool (*done)(void *ctx), void *ctx, unsigned int timeout_ms, unsigned int poll_us);
+/* A minute: the deadline of a wait for what takes seconds on a quiet machine. */
+#define TU_WAIT_MS 60000
 
 /* The whole file, malloc'd and NUL-terminated (*len without the NUL), or NULL. */
 char *tu_read_file(const char *path, size_t *len);
