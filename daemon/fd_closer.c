@@ -2,10 +2,11 @@
 /*
  * The closer threads of fd_closer.h: a table of uids with closes waiting,
  * each served by a detached thread of its own that closes them in order,
- * waits for more (woken once a batch, when its queue was empty) and ends
- * once idle for FD_CLOSER_IDLE_MS. A thread stuck in a close holds only
- * its uid's descriptors. The caller closes only what the allow-list below
- * names, and shmem within a byte budget over time.
+ * waits on its own condition variable for more (signalled once a batch,
+ * when its queue was empty) and ends once idle for FD_CLOSER_IDLE_MS. A
+ * thread stuck in a close holds only its uid's descriptors. The caller
+ * closes only what the allow-list below names, and shmem within a byte
+ * budget over time.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -24,32 +25,39 @@
 struct fd_closer_uid {
 	bool used, running;
 	uid_t uid;
+	pthread_cond_t work; /* signalled when its queue turns from empty to not */
 	int *fds; /* waiting, oldest first from head */
 	int head, len, cap;
 	uint64_t busy_since_ns; /* when the close now running began; 0 when none runs */
 };
 
 static pthread_mutex_t fd_closer_lock = PTHREAD_MUTEX_INITIALIZER;
-/* signalled when a waiting thread's queue turns from empty to not */
-static pthread_cond_t fd_closer_work = PTHREAD_COND_INITIALIZER;
+static pthread_once_t fd_closer_once = PTHREAD_ONCE_INIT;
 static struct fd_closer_uid fd_closer_uids[FD_CLOSER_UIDS];
 /* shmem bytes the caller may still free now, refilled at FD_CLOSER_NOW_BYTES_PER_S */
 static uint64_t fd_closer_budget = FD_CLOSER_SHMEM_NOW_BYTES, fd_closer_budget_at_ns;
 
+/* Each entry's condition variable, timed on coloc_now_ns()'s clock. */
+static void fd_closer_init(void)
+{
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	for (int i = 0; i < FD_CLOSER_UIDS; i++)
+		pthread_cond_init(&fd_closer_uids[i].work, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
 /* Waits up to FD_CLOSER_IDLE_MS for work: whether some came. Called and returns locked. */
 static bool fd_closer_wait(struct fd_closer_uid *u)
 {
-	struct timespec until;
+	uint64_t until_ns = coloc_now_ns() + FD_CLOSER_IDLE_MS * 1000000ull;
+	struct timespec until = { .tv_sec = (time_t)(until_ns / 1000000000ull),
+				  .tv_nsec = (long)(until_ns % 1000000000ull) };
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += FD_CLOSER_IDLE_MS / 1000;
-	until.tv_nsec += (FD_CLOSER_IDLE_MS % 1000) * 1000000l;
-	if (until.tv_nsec >= 1000000000l) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000l;
-	}
 	while (!u->len)
-		if (pthread_cond_timedwait(&fd_closer_work, &fd_closer_lock, &until))
+		if (pthread_cond_timedwait(&u->work, &fd_closer_lock, &until))
 			return u->len > 0;
 	return true;
 }
@@ -224,6 +232,7 @@ void fd_closer_close(int fd, uid_t uid)
 		close(fd);
 		return;
 	}
+	pthread_once(&fd_closer_once, fd_closer_init);
 	u = fd_closer_find(uid, true);
 	if (!fd_closer_push(u, fd)) {
 		pthread_mutex_unlock(&fd_closer_lock);
@@ -232,7 +241,7 @@ void fd_closer_close(int fd, uid_t uid)
 	if (u->running) {
 		/* one wake a batch: a thread closing or about to look needs none */
 		if (u->len == 1 && !u->busy_since_ns)
-			pthread_cond_broadcast(&fd_closer_work);
+			pthread_cond_signal(&u->work);
 	} else {
 		pthread_attr_t attr;
 		pthread_t t;

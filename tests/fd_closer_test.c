@@ -6,11 +6,14 @@
  * (past its size too), or one that could still grow, goes to its uid's
  * closer thread. Of sockets only a TCP or UDP one that does not listen is
  * closed at once: a listener, an AF_UNIX socket (descriptors in flight in
- * it) go to the thread.
+ * it) go to the thread. Only the thread with work is woken.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
@@ -178,6 +181,62 @@ TEST(every_unix_socket_goes_to_the_thread)
 	EXPECT_TRUE(closes_done(SOME_UID));
 	close(sp[0]);
 	close(empty[0]);
+}
+
+/* Voluntary context switches of this process's threads but the caller. */
+static long other_threads_switches(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	long sum = 0;
+
+	while (d && (e = readdir(d))) {
+		char path[300], line[128];
+		long n;
+		FILE *f;
+
+		if (e->d_name[0] == '.' || atoi(e->d_name) == gettid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		f = fopen(path, "re");
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+				sum += n;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return sum;
+}
+
+#define IDLE_UIDS 8
+#define BATCHES 50
+
+TEST(only_the_thread_with_work_is_woken)
+{
+	long before, switches;
+
+	/* IDLE_UIDS threads done with their closes, waiting for more */
+	for (int i = 1; i <= IDLE_UIDS; i++) {
+		int fd = memfd_of(1 << 20, 0, false);
+
+		ASSERT_GE(fd, 0);
+		fd_closer_close(fd, SOME_UID + i);
+		ASSERT_TRUE(closes_done(SOME_UID + i));
+	}
+	before = other_threads_switches();
+	for (int i = 0; i < BATCHES; i++) {
+		int fd = memfd_of(1 << 20, 0, false);
+
+		ASSERT_GE(fd, 0);
+		fd_closer_close(fd, SOME_UID);
+		ASSERT_TRUE(closes_done(SOME_UID));
+	}
+	switches = other_threads_switches() - before;
+	/* SOME_UID's thread sleeps once a batch; main's broadcast woke all IDLE_UIDS + 1 */
+	TH_LOG("%ld voluntary switches of the closer threads for %d batches", switches, BATCHES);
+	EXPECT_LT(switches, 3 * BATCHES);
 }
 
 TEST_HARNESS_MAIN
