@@ -11,7 +11,6 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <pthread.h>
@@ -154,33 +153,21 @@ static int fd_closer_sockopt(int fd, int level, int name)
 }
 
 /*
- * A TCP or UDP socket over IPv4 or IPv6 that does not listen and has no
- * upper layer (kTLS) is released at once once its linger is set to reset
- * it: its queues are bounded by its buffers and carry no descriptors. A
- * listener's close tears down its accept queue; other families (AF_UNIX
- * above all: a consumed OOB skb keeps its descriptors out of SIOCINQ) and
- * protocols are not known to be cheap.
+ * A UDP socket over IPv4 or IPv6: its close frees queues bounded by its
+ * buffers, with no descriptors in them, and nothing a holder of another
+ * copy can do to it after this check changes that (its family and protocol
+ * are fixed). A TCP socket may become a listener (its close then tears down
+ * the accept queue) or be given a linger back by that holder between the
+ * check and the close; every other family and protocol is not known to be
+ * cheap (AF_UNIX above all: descriptors in flight in its queue).
  */
 static bool fd_closer_socket_is_cheap(int fd)
 {
 	int family = fd_closer_sockopt(fd, SOL_SOCKET, SO_DOMAIN);
-	int type = fd_closer_sockopt(fd, SOL_SOCKET, SO_TYPE);
-	int proto = fd_closer_sockopt(fd, SOL_SOCKET, SO_PROTOCOL);
-	struct linger no_linger = { .l_onoff = 1, .l_linger = 0 };
-	char ulp[16] = "";
-	socklen_t len = sizeof(ulp);
 
-	if (family != AF_INET && family != AF_INET6)
-		return false;
-	if (type == SOCK_STREAM && proto == IPPROTO_TCP) {
-		if (getsockopt(fd, IPPROTO_TCP, TCP_ULP, ulp, &len) || ulp[0])
-			return false;
-	} else if (type != SOCK_DGRAM || proto != IPPROTO_UDP) {
-		return false;
-	}
-	if (fd_closer_sockopt(fd, SOL_SOCKET, SO_ACCEPTCONN) != 0)
-		return false;
-	return !setsockopt(fd, SOL_SOCKET, SO_LINGER, &no_linger, sizeof(no_linger));
+	return (family == AF_INET || family == AF_INET6) &&
+	       fd_closer_sockopt(fd, SOL_SOCKET, SO_TYPE) == SOCK_DGRAM &&
+	       fd_closer_sockopt(fd, SOL_SOCKET, SO_PROTOCOL) == IPPROTO_UDP;
 }
 
 /* What closing fd on the caller may free, or -1 when it is not on the allow-list. */

@@ -44,8 +44,8 @@
 void fd_closer_close(int fd, uid_t uid);
 /*
  * Whether fd is on the allow-list of closes the caller may do: a memfd
- * sealed against growing with little to free, or a TCP or UDP socket that
- * is not listening (its linger then set to reset it). Exposed for tests.
+ * sealed against growing with little to free, or a UDP socket. Exposed
+ * for tests.
  */
 bool fd_closer_close_now_is_safe(int fd);
 /* Whether uid's closes hang (see FD_CLOSER_STUCK_MS). */

@@ -68,8 +68,7 @@ static int lingering_socket(int *listener)
  * t in flight inside an AF_UNIX stream socket: sent with a byte over a
  * pair's other end (kept open, in *keep), t closed. The socket returned
  * holds t's last reference in its queue, so whoever closes it last
- * releases t: lingering. (A TCP socket sent as such is reset at once by
- * colocd, never lingered on.)
+ * releases t: lingering.
  */
 static int in_flight_inside_unix_socket(int t, int *keep)
 {
