@@ -34,6 +34,8 @@
  * broken, not a buffer grown without end. colocd holds 4 MiB of answers.
  */
 #define CLIENT_MAX_ANSWER_LINE (4u << 20)
+/* how long descriptors are offered to a connection colocd has not admitted yet */
+#define CLIENT_ADMIT_MS 5000
 
 struct coloc_client {
 	int fd;
@@ -188,6 +190,7 @@ static int client_send_iov_fds(struct coloc_client *c, struct iovec *iov, int nr
 			       const int *fds, int nr_fds)
 {
 	uint64_t end = c->io_timeout_ms ? client_now_ms() + (uint64_t)c->io_timeout_ms : 0;
+	uint64_t admit_until = 0;
 	bool wait = false;
 
 	c->sent = 0;
@@ -246,9 +249,30 @@ static int client_send_iov_fds(struct coloc_client *c, struct iovec *iov, int nr
 		}
 		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		wait = true; /* coming round again: the socket took less than all */
+		if (n < 0 && errno == EPERM && nr_fds) {
+			int r;
+
+			/*
+			 * colocd takes descriptors once it has admitted the
+			 * connection (SO_PASSRIGHTS): again in a millisecond; a
+			 * refusal comes as a line, then the connection ends.
+			 */
+			if (!admit_until)
+				admit_until = client_now_ms() + CLIENT_ADMIT_MS;
+			if (client_now_ms() >= admit_until)
+				return client_fail(c, -EPERM, "colocd did not take the descriptors");
+			r = client_fill(c, 1);
+			if (r < 0)
+				return r;
+			wait = false;
+			continue;
+		}
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				continue;
+			if (errno == EPIPE && client_line_end(c))
+				return client_fail(c, -EPIPE, "colocd refused: %.*s",
+						   (int)(client_line_end(c) - c->buf), c->buf);
 			return client_fail(c, -errno, "sending to colocd: %s", strerror(errno));
 		}
 		nr_fds = 0;

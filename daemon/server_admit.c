@@ -5,7 +5,10 @@
  * namespace is marked so, control.c refuses its requests that name pids),
  * and how many connections each uid may hold, evicting the
  * oldest idle one where server.h says so. An accepted connection is handed
- * to server.c's reading and answering.
+ * to server.c's reading and answering. A connection carries descriptors
+ * only once admitted (SO_PASSRIGHTS), so a refused one is closed at once
+ * (fd_closer_close_conn), and at the descriptor limit one kept in reserve
+ * lets the listener's backlog be refused rather than spin the loop.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <json-c/json.h>
@@ -25,6 +29,12 @@
 #include "mono_clock.h"
 
 #define SERVER_ACCEPTS_PER_WAKEUP 16
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83 /* Linux 6.16 */
+#endif
+
+/* a descriptor held for accepting one connection at the descriptor limit; -1 until first needed */
+static int server_spare_fd = -1;
 
 /*
  * How deep the pid namespace of a process sits below the one /proc was
@@ -118,7 +128,20 @@ void server_send_error(int fd, const char *why)
 static void server_refuse(int fd, uid_t uid, const char *why)
 {
 	server_send_error(fd, why);
-	fd_closer_close(fd, uid);
+	fd_closer_close_conn(fd, uid);
+}
+
+void server_listener_refuses_rights(int listen_fd)
+{
+	int off = 0;
+
+	/*
+	 * Inherited by each connection from its connect() on: a peer's
+	 * SCM_RIGHTS fail (EPERM) until server_add_conn admits it. Before
+	 * 6.16 the option is unknown and a refused connection may hold
+	 * descriptors; fd_closer_close_conn then sends it to the thread.
+	 */
+	setsockopt(listen_fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof(off));
 }
 
 static int server_count_uid(const struct server *s, uid_t uid)
@@ -247,6 +270,7 @@ static void server_add_conn(struct server *s, int fd)
 		server_refuse(fd, cred.uid, "out of memory");
 		return;
 	}
+	setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &(int){ 1 }, sizeof(int));
 	c->s = s;
 	c->id = ++s->next_id;
 	c->fd = fd;
@@ -256,18 +280,50 @@ static void server_add_conn(struct server *s, int fd)
 	s->conns[slot] = c;
 }
 
+/*
+ * At the descriptor limit a connection stays in the backlog and the
+ * listener readable: the spare descriptor makes room to accept it and
+ * refuse it (it carries no descriptors: SO_PASSRIGHTS), so the backlog
+ * drains instead of the loop spinning. False when nothing was accepted.
+ */
+static bool server_refuse_at_limit(int listen_fd)
+{
+	static __u64 logged_ns;
+	__u64 now = coloc_now_ns();
+	int conn;
+
+	if (server_spare_fd < 0)
+		return false;
+	close(server_spare_fd);
+	conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (conn >= 0) {
+		server_send_error(conn, "colocd is out of descriptors; try again later");
+		shutdown(conn, SHUT_RDWR);
+		close(conn);
+	}
+	server_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (conn >= 0 && now - logged_ns > 1000000000ull) {
+		fprintf(stderr, "colocd: at its descriptor limit: refusing new connections\n");
+		logged_ns = now;
+	}
+	return conn >= 0;
+}
+
 void server_on_listen(struct loop_source *src, int fd, unsigned int revents, void *ctx)
 {
 	struct server *s = ctx;
 
 	(void)src;
 	(void)revents;
+	if (server_spare_fd < 0)
+		server_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	/* a bounded batch: a flood of connects cannot starve the other sources */
 	for (int i = 0; i < SERVER_ACCEPTS_PER_WAKEUP; i++) {
 		int conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
-		if (conn < 0)
+		if (conn >= 0)
+			server_add_conn(s, conn);
+		else if ((errno != EMFILE && errno != ENFILE) || !server_refuse_at_limit(fd))
 			return;
-		server_add_conn(s, conn);
 	}
 }

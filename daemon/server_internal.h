@@ -163,6 +163,8 @@ void server_send_error(int fd, const char *why);
 int server_pidns_depth(pid_t pid);
 /* The listening socket is readable: accepts a bounded batch. */
 void server_on_listen(struct loop_source *src, int fd, unsigned int revents, void *ctx);
+/* Connections of listen_fd carry no descriptors until admitted (SO_PASSRIGHTS). */
+void server_listener_refuses_rights(int listen_fd);
 
 /* server_path.c */
 /* Splits the socket path into its directory and its name. */

@@ -7,12 +7,17 @@
  * inside the linger (colocd's loop closed it itself before: no answer for
  * the linger's 10 s), root and another member are served, and that uid is
  * refused until its closes are done, on a new connection and on the one it
- * holds (told why, then closed). The real binary, as a process.
+ * holds (told why, then closed). Nor can it grow colocd's descriptors by
+ * reconnecting meanwhile: each refused connection is closed at once (s19).
+ * The real binary, as a process.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +31,7 @@
 #include <sys/wait.h>
 #include "kselftest_harness.h"
 #include "coloc/protocol.h"
+#include "mono_clock.h"
 #include "testutil.h"
 #include "colocd_fixture.h"
 
@@ -211,6 +217,153 @@ TEST_F_TIMEOUT(colocd, closer__a_lingering_socket_stalls_only_its_own_uid, 120)
 	kill(a, SIGKILL);
 	ASSERT_EQ(a, waitpid(a, &st, 0));
 	close(pipe_fds[0]);
+}
+
+/* Root's pings on a connection of its own, every 2 ms, the slowest kept. */
+struct pinger {
+	int fd;
+	atomic_bool stop;
+	uint64_t worst_ns;
+	int pings, failed;
+};
+
+static void *pinger_run(void *arg)
+{
+	struct pinger *p = arg;
+
+	while (!atomic_load(&p->stop)) {
+		uint64_t t0 = coloc_now_ns();
+
+		if (ping_on(p->fd, NULL, 0) != 1)
+			p->failed++;
+		if (coloc_now_ns() - t0 > p->worst_ns)
+			p->worst_ns = coloc_now_ns() - t0;
+		p->pings++;
+		usleep(2000);
+	}
+	return NULL;
+}
+
+static int colocd_nr_fds(pid_t pid)
+{
+	char dir[64];
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	return tu_nr_dir_entries(dir);
+}
+
+#define RECONNECTS 3000
+
+/*
+ * The member, its closer thread hung: RECONNECTS connections, each closed
+ * at once, or after a ping line, or after descriptors offered before colocd
+ * accepted it; every 100th waits for colocd's refusal. Writes that line.
+ * 0, or the reason it could not.
+ */
+static int member_reconnects(const char *sock, int report)
+{
+	char line[1024] = "no refusal read";
+
+	for (int i = 0; i < RECONNECTS; i++) {
+		int conn = tu_connect(sock), self_fd = conn;
+		struct iovec iov = { "{\"cmd\":\"ping\"}\n", 15 };
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} cbuf = { 0 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+		struct cmsghdr *cm;
+
+		if (conn < 0)
+			return 90;
+		if (i % 3 == 1)
+			send(conn, iov.iov_base, iov.iov_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (i % 3 == 2) {
+			msg.msg_control = cbuf.buf;
+			msg.msg_controllen = sizeof(cbuf.buf);
+			cm = CMSG_FIRSTHDR(&msg);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(cm), &self_fd, sizeof(int));
+			sendmsg(conn, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		}
+		if (i % 100 == 0) {
+			set_recv_timeout(conn, ANSWER_S);
+			if (tu_read_line(conn, line, sizeof(line)) <= 0)
+				snprintf(line, sizeof(line), "no answer");
+		}
+		close(conn);
+	}
+	return write(report, line, strlen(line)) > 0 ? 0 : 97;
+}
+
+TEST_F_TIMEOUT(colocd, closer__a_stuck_members_reconnects_leave_no_descriptor_open, 120)
+{
+	struct group *grp = getgrnam(COLOC_GROUP);
+	struct pinger p = { .fd = tu_connect(self->sock) };
+	int report[2], go[2], st, before, after, listener, keep = -1;
+	char refusal[1024] = { 0 }, byte;
+	pthread_t t;
+	pid_t a, b;
+
+	if (!grp)
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	ASSERT_GE(p.fd, 0);
+	set_recv_timeout(p.fd, ANSWER_S);
+	ASSERT_EQ(0, pipe(report));
+	ASSERT_EQ(0, pipe(go));
+	a = fork();
+	ASSERT_GE(a, 0);
+	if (a == 0) {
+		int t, conn;
+
+		if (setgroups(0, NULL) || setgid(grp->gr_gid) || setuid(MEMBER_UID))
+			_exit(99);
+		/* its closer thread hangs in the linger of a socket in flight in the one handed */
+		t = lingering_socket(&listener);
+		if (t >= 0)
+			t = in_flight_inside_unix_socket(t, &keep);
+		conn = tu_connect(self->sock);
+		if (t < 0 || conn < 0 || ping_carrying(conn, t) || write(report[1], "h", 1) != 1 ||
+		    read(go[0], &byte, 1) != 1)
+			_exit(98);
+		if (member_reconnects(self->sock, report[1]))
+			_exit(97);
+		/* the listener stays, unread, until the test ends: the close hangs on */
+		for (;;)
+			pause();
+	}
+	ASSERT_EQ(1, read(report[0], &byte, 1));
+	/* hung past FD_CLOSER_STUCK_MS */
+	usleep(1500 * 1000);
+	before = colocd_nr_fds(self->pid);
+	ASSERT_EQ(0, pthread_create(&t, NULL, pinger_run, &p));
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_GT(read(report[0], refusal, sizeof(refusal) - 1), 0);
+	usleep(300 * 1000);
+	after = colocd_nr_fds(self->pid);
+	atomic_store(&p.stop, true);
+	pthread_join(t, NULL);
+	kill(a, SIGKILL);
+	ASSERT_EQ(a, waitpid(a, &st, 0));
+	TH_LOG("colocd's descriptors %d before %d reconnects, %d after; root's %d pings, "
+	       "slowest %.1f ms; the member was told: %s",
+	       before, RECONNECTS, after, p.pings, p.worst_ns / 1e6, refusal);
+	EXPECT_NE(NULL, strstr(refusal, "still being closed"));
+	/* main: each refused connection queued behind the hung close, held open */
+	EXPECT_LT(after, before + 64);
+	EXPECT_EQ(0, p.failed);
+	/* another member is served */
+	ASSERT_EQ(0, pipe2(go, O_CLOEXEC));
+	b = member_ping(self->sock, OTHER_MEMBER_UID, grp->gr_gid, report[1], go[0]);
+	ASSERT_GT(b, 0);
+	ASSERT_EQ(1, read(report[0], &byte, 1));
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(b, waitpid(b, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("status %d", st);
+	close(p.fd);
 }
 
 TEST_HARNESS_MAIN

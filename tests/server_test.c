@@ -759,16 +759,21 @@ TEST_F(server, listen__descriptors_ride_with_their_line_and_those_not_taken_are_
 	ASSERT_EQ(0, pipe2(q, O_CLOEXEC));
 	sent[0] = p[0];
 	sent[1] = q[0];
-	ASSERT_EQ(0, tu_send_fds(c.fd, "fds\n", 4, sent, 2, 0));
+	/* descriptors are taken once the connection is admitted (SO_PASSRIGHTS): a line first */
+	ASSERT_EQ(6, send_str(c.fd, "hello\n"));
 	ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, false));
-	EXPECT_STREQ("0:fds\n", c.buf);
-	EXPECT_EQ(2, self->echo.nr_fds);
-	/* the line after carries none: the two stayed with their own line */
-	ASSERT_EQ(6, send_str(c.fd, "plain\n"));
+	ASSERT_EQ(0, tu_send_fds(c.fd, "fds\n", 4, sent, 2, 0));
 	c.want_lines = 2;
 	c.done = false;
 	ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, false));
-	EXPECT_STREQ("0:fds\n0:plain\n", c.buf);
+	EXPECT_STREQ("0:hello\n0:fds\n", c.buf);
+	EXPECT_EQ(2, self->echo.nr_fds);
+	/* the line after carries none: the two stayed with their own line */
+	ASSERT_EQ(6, send_str(c.fd, "plain\n"));
+	c.want_lines = 3;
+	c.done = false;
+	ASSERT_EQ(0, serve_until_done(self->loop, &c, 1, false));
+	EXPECT_STREQ("0:hello\n0:fds\n0:plain\n", c.buf);
 	EXPECT_EQ(0, self->echo.nr_fds);
 	/* the handler took neither: colocd's closer thread closes them (fd_closer.h) */
 	for (int i = 0; i < 5000 && fd_closer_pending(getuid()); i++)

@@ -340,7 +340,15 @@ int tu_send_fds(int fd, const void *data, size_t len, const int *fds, int nr_fds
 		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nr_fds);
 		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nr_fds);
 	}
-	return sendmsg(fd, &msg, MSG_NOSIGNAL | flags) == (ssize_t)len ? 0 : -EIO;
+	/* colocd takes descriptors once it has admitted the connection (SO_PASSRIGHTS) */
+	for (int ms = 0; ms < 5000; ms++) {
+		ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | flags);
+
+		if (n >= 0 || errno != EPERM || !nr_fds)
+			return n == (ssize_t)len ? 0 : -EIO;
+		usleep(1000);
+	}
+	return -EPERM;
 }
 
 int tu_request_fds(const char *socket_path, const char *req, const int *fds, int nr_fds,

@@ -116,7 +116,11 @@ pid_t tu_start_colocd_with(const char *socket_path, const char *pin_dir, const c
 int tu_stop_colocd(pid_t pid);
 /* One request line (with '\n') -> one response line. Returns bytes or -errno. */
 int tu_request(const char *socket_path, const char *req, char *resp, size_t len);
-/* len bytes of data with nr_fds (at most TU_MAX_FDS) riding on them: 0 or -errno. */
+/*
+ * len bytes of data with nr_fds (at most TU_MAX_FDS) riding on them, tried
+ * again for up to 5 s while colocd has not admitted the connection (EPERM):
+ * 0 or -errno.
+ */
 #define TU_MAX_FDS 253
 int tu_send_fds(int fd, const void *data, size_t len, const int *fds, int nr_fds, int flags);
 /* The same with descriptors riding on the line (SCM_RIGHTS), as submit takes its files. */
