@@ -44,12 +44,8 @@ void server_conn_close(struct server_conn *c)
 		if (s->conns[i] == c)
 			s->conns[i] = NULL;
 	loop_source_remove(c->src);
-	/*
-	 * On the closer thread (an AF_UNIX socket): its queue may hold
-	 * descriptors in flight, a consumed OOB byte's too, released by its
-	 * last close.
-	 */
-	fd_closer_close(c->fd, c->uid);
+	/* at once unless descriptors are in flight in its queue (fd_closer.h) */
+	fd_closer_close_conn(c->fd, c->uid);
 	for (int i = 0; i < c->nr_fds; i++)
 		fd_closer_close(c->fds[i], c->uid);
 	while (c->out_head) {
@@ -285,22 +281,32 @@ static bool server_conn_serve(struct server_conn *c, int *lines)
 	return true;
 }
 
+/*
+ * A member whose closes hang is told so and dropped before each read: no
+ * more of its descriptors are taken (at most one read's, SCM_MAX_FD, past
+ * the bound). True when c is gone.
+ */
+static bool server_conn_drop_if_stuck(struct server_conn *c)
+{
+	if (!c->uid || !fd_closer_stuck(c->uid))
+		return false;
+	server_send_error(c->fd, SERVER_CLOSES_STUCK);
+	server_conn_close(c);
+	return true;
+}
+
 void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void *ctx)
 {
 	struct server_conn *c = ctx;
 
 	(void)src;
 	(void)fd;
-	/* a member whose closes hang is dropped before it can send more descriptors */
 	if (revents & POLLNVAL) {
 		server_conn_close(c);
 		return;
 	}
-	if (c->uid && fd_closer_stuck(c->uid)) {
-		server_send_error(c->fd, SERVER_CLOSES_STUCK);
-		server_conn_close(c);
+	if (server_conn_drop_if_stuck(c))
 		return;
-	}
 	if ((revents & POLLOUT) && !server_conn_flush(c)) {
 		server_conn_close(c);
 		return;
@@ -320,6 +326,8 @@ void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void 
 	for (int i = 0, lines = SERVER_LINES_PER_TURN; i < SERVER_READS_PER_WAKEUP; i++) {
 		ssize_t got = -1;
 
+		if (i && server_conn_drop_if_stuck(c))
+			return;
 		if ((revents & POLLIN) && server_conn_may_read(c) && !server_conn_read(c, &got)) {
 			server_conn_close(c);
 			return;
