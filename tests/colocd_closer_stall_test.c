@@ -40,32 +40,6 @@
 #define LISTENERS 4
 #define QUEUED 4096
 
-/* Root's pings on a connection of its own, the slowest answer kept. */
-struct pinger {
-	int fd;
-	atomic_bool stop;
-	uint64_t worst_ns;
-	int pings, failed;
-};
-
-static void *pinger_run(void *arg)
-{
-	struct pinger *p = arg;
-
-	while (!atomic_load(&p->stop)) {
-		uint64_t t0 = coloc_now_ns(), took;
-
-		if (ping_on(p->fd, NULL, 0) != 1)
-			p->failed++;
-		took = coloc_now_ns() - t0;
-		if (took > p->worst_ns)
-			p->worst_ns = took;
-		p->pings++;
-		usleep(1000);
-	}
-	return NULL;
-}
-
 /* A memfd holding bytes of pages; past its size (KEEP_SIZE) when asked; sealed against growing. */
 static int memfd_holding(long long bytes, bool past_size)
 {
@@ -236,7 +210,7 @@ static uint64_t slowest_ping_while_handed(struct __test_metadata *_metadata, con
 					  gid_t gid, enum shape shape)
 {
 	struct sched_param fifo = { .sched_priority = 1 };
-	struct pinger p = { .fd = tu_connect(sock) };
+	struct root_pinger p = { .fd = tu_connect(sock), .every_us = 1000 };
 	int ready[2], go[2], st = -1;
 	pthread_t t;
 	char byte;
@@ -252,7 +226,7 @@ static uint64_t slowest_ping_while_handed(struct __test_metadata *_metadata, con
 		_exit(member_hands(sock, shape, ready[1], go[0]));
 	}
 	if (pid < 0 || read(ready[0], &byte, 1) != 1 ||
-	    pthread_create(&t, NULL, pinger_run, &p)) {
+	    pthread_create(&t, NULL, root_pinger_run, &p)) {
 		TH_LOG("the member could not build its descriptors");
 		return 0;
 	}

@@ -42,35 +42,6 @@
 #define OTHER_MEMBER_UID 64991
 
 /*
- * A TCP socket with SO_LINGER LINGER_S towards a listener that never
- * accepts nor reads, its send buffer full: its last close waits the linger.
- */
-static int lingering_socket(int *listener)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct linger lg = { .l_onoff = 1, .l_linger = LINGER_S };
-	socklen_t len = sizeof(a);
-	int rcv = 4096, t, queued = 0;
-	static char junk[65536];
-
-	*listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (*listener < 0 || bind(*listener, (struct sockaddr *)&a, sizeof(a)) ||
-	    listen(*listener, 1) || getsockname(*listener, (struct sockaddr *)&a, &len))
-		return -1;
-	t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (t < 0 || setsockopt(t, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)) ||
-	    connect(t, (struct sockaddr *)&a, sizeof(a)) ||
-	    setsockopt(t, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) ||
-	    fcntl(t, F_SETFL, O_NONBLOCK))
-		return -1;
-	while (send(t, junk, sizeof(junk), MSG_NOSIGNAL) > 0)
-		;
-	if (ioctl(t, SIOCOUTQ, &queued) || !queued)
-		return -1;
-	return t;
-}
-
-/*
  * t in flight inside an AF_UNIX stream socket: sent with a byte over a
  * pair's other end (kept open, in *keep), t closed. The socket returned
  * holds t's last reference in its queue, so whoever closes it last
@@ -101,6 +72,26 @@ static int ping_carrying(int conn, int fd)
 	close(fd);
 	usleep(200 * 1000);
 	return send(conn, "\n", 1, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+/*
+ * In a child: becomes MEMBER_UID of gid and hands colocd, with a ping, a
+ * lingering TCP socket in flight inside an AF_UNIX socket: its closer
+ * thread hangs for LINGER_S. The connection it pinged on, or it exits.
+ */
+static int member_hangs_its_closer(const char *sock, gid_t gid)
+{
+	int listener, t, conn, keep = -1;
+
+	if (setgroups(0, NULL) || setgid(gid) || setuid(MEMBER_UID))
+		_exit(99);
+	t = tu_lingering_socket(0, LINGER_S, &listener);
+	if (t >= 0)
+		t = in_flight_inside_unix_socket(t, &keep);
+	conn = tu_connect(sock);
+	if (t < 0 || conn < 0 || ping_carrying(conn, t))
+		_exit(98);
+	return conn;
 }
 
 /*
@@ -146,18 +137,11 @@ TEST_F_TIMEOUT(colocd, closer__a_lingering_socket_stalls_only_its_own_uid, 120)
 	a = fork();
 	ASSERT_GE(a, 0);
 	if (a == 0) {
-		int listener, t, conn, again, keep = -1;
 		char line[1024] = { 0 }, out[2048];
+		int conn, again;
 
 		close(pipe_fds[0]);
-		if (setgroups(0, NULL) || setgid(grp->gr_gid) || setuid(MEMBER_UID))
-			_exit(99);
-		t = lingering_socket(&listener);
-		if (t >= 0)
-			t = in_flight_inside_unix_socket(t, &keep);
-		conn = tu_connect(self->sock);
-		if (t < 0 || conn < 0 || ping_carrying(conn, t))
-			_exit(98);
+		conn = member_hangs_its_closer(self->sock, grp->gr_gid);
 		/* colocd answers the ping that carried it before the linger ends */
 		set_recv_timeout(conn, ANSWER_S);
 		if (tu_read_line(conn, line, sizeof(line)) <= 0)
@@ -219,31 +203,6 @@ TEST_F_TIMEOUT(colocd, closer__a_lingering_socket_stalls_only_its_own_uid, 120)
 	close(pipe_fds[0]);
 }
 
-/* Root's pings on a connection of its own, every 2 ms, the slowest kept. */
-struct pinger {
-	int fd;
-	atomic_bool stop;
-	uint64_t worst_ns;
-	int pings, failed;
-};
-
-static void *pinger_run(void *arg)
-{
-	struct pinger *p = arg;
-
-	while (!atomic_load(&p->stop)) {
-		uint64_t t0 = coloc_now_ns();
-
-		if (ping_on(p->fd, NULL, 0) != 1)
-			p->failed++;
-		if (coloc_now_ns() - t0 > p->worst_ns)
-			p->worst_ns = coloc_now_ns() - t0;
-		p->pings++;
-		usleep(2000);
-	}
-	return NULL;
-}
-
 static int colocd_nr_fds(pid_t pid)
 {
 	char dir[64];
@@ -301,8 +260,8 @@ static int member_reconnects(const char *sock, int report)
 TEST_F_TIMEOUT(colocd, closer__a_stuck_members_reconnects_leave_no_descriptor_open, 120)
 {
 	struct group *grp = getgrnam(COLOC_GROUP);
-	struct pinger p = { .fd = tu_connect(self->sock) };
-	int report[2], go[2], st, before, after, listener, keep = -1;
+	struct root_pinger p = { .fd = tu_connect(self->sock), .every_us = 2000 };
+	int report[2], go[2], st, before, after;
 	char refusal[1024] = { 0 }, byte;
 	pthread_t t;
 	pid_t a, b;
@@ -317,17 +276,8 @@ TEST_F_TIMEOUT(colocd, closer__a_stuck_members_reconnects_leave_no_descriptor_op
 	a = fork();
 	ASSERT_GE(a, 0);
 	if (a == 0) {
-		int t, conn;
-
-		if (setgroups(0, NULL) || setgid(grp->gr_gid) || setuid(MEMBER_UID))
-			_exit(99);
-		/* its closer thread hangs in the linger of a socket in flight in the one handed */
-		t = lingering_socket(&listener);
-		if (t >= 0)
-			t = in_flight_inside_unix_socket(t, &keep);
-		conn = tu_connect(self->sock);
-		if (t < 0 || conn < 0 || ping_carrying(conn, t) || write(report[1], "h", 1) != 1 ||
-		    read(go[0], &byte, 1) != 1)
+		member_hangs_its_closer(self->sock, grp->gr_gid);
+		if (write(report[1], "h", 1) != 1 || read(go[0], &byte, 1) != 1)
 			_exit(98);
 		if (member_reconnects(self->sock, report[1]))
 			_exit(97);
@@ -339,7 +289,7 @@ TEST_F_TIMEOUT(colocd, closer__a_stuck_members_reconnects_leave_no_descriptor_op
 	/* hung past FD_CLOSER_STUCK_MS */
 	usleep(1500 * 1000);
 	before = colocd_nr_fds(self->pid);
-	ASSERT_EQ(0, pthread_create(&t, NULL, pinger_run, &p));
+	ASSERT_EQ(0, pthread_create(&t, NULL, root_pinger_run, &p));
 	ASSERT_EQ(1, write(go[1], "g", 1));
 	ASSERT_GT(read(report[0], refusal, sizeof(refusal) - 1), 0);
 	usleep(300 * 1000);

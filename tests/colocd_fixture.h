@@ -9,13 +9,16 @@
 #ifndef COLOC_TESTS_COLOCD_FIXTURE_H
 #define COLOC_TESTS_COLOCD_FIXTURE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <json-c/json.h>
+#include "mono_clock.h"
 #include "testutil.h"
 
 FIXTURE(colocd)
@@ -104,6 +107,34 @@ static inline void set_recv_timeout(int fd, int sec)
 	struct timeval tv = { .tv_sec = sec };
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+/* Root's pings on a connection of its own, one every every_us, the slowest answer kept. */
+struct root_pinger {
+	int fd;
+	unsigned int every_us;
+	atomic_bool stop;
+	uint64_t worst_ns;
+	int pings, failed;
+};
+
+/* A thread's loop (pthread_create's), until stop. */
+static inline void *root_pinger_run(void *arg)
+{
+	struct root_pinger *p = arg;
+
+	while (!atomic_load(&p->stop)) {
+		uint64_t t0 = coloc_now_ns(), took;
+
+		if (ping_on(p->fd, NULL, 0) != 1)
+			p->failed++;
+		took = coloc_now_ns() - t0;
+		if (took > p->worst_ns)
+			p->worst_ns = took;
+		p->pings++;
+		usleep(p->every_us);
+	}
+	return NULL;
 }
 
 #endif /* COLOC_TESTS_COLOCD_FIXTURE_H */

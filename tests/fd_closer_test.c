@@ -16,9 +16,6 @@
 #include <stdlib.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/ioctl.h>
-#include <linux/sockios.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -98,41 +95,10 @@ TEST(a_populated_big_memfd_is_freed_on_the_thread)
 	EXPECT_TRUE(closed(fd));
 }
 
-/*
- * An MPTCP connection (any member may open one) with SO_LINGER 10 s and a
- * full send queue towards a peer that reads nothing: its close waits out
- * the linger. *peer: the accepted end, kept open.
- */
-static int lingering_mptcp(int *peer, int *listener)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct linger lg = { .l_onoff = 1, .l_linger = 10 };
-	socklen_t len = sizeof(a);
-	int rcv = 4096, queued = 0, t;
-	static char junk[65536];
-
-	*listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_MPTCP);
-	if (*listener < 0 || setsockopt(*listener, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)) ||
-	    bind(*listener, (struct sockaddr *)&a, sizeof(a)) || listen(*listener, 1) ||
-	    getsockname(*listener, (struct sockaddr *)&a, &len))
-		return -1;
-	t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_MPTCP);
-	if (t < 0 || connect(t, (struct sockaddr *)&a, sizeof(a)))
-		return -1;
-	*peer = accept4(*listener, NULL, NULL, SOCK_CLOEXEC);
-	if (*peer < 0 || setsockopt(t, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) ||
-	    fcntl(t, F_SETFL, O_NONBLOCK))
-		return -1;
-	while (send(t, junk, sizeof(junk), MSG_NOSIGNAL) > 0)
-		;
-	if (ioctl(t, SIOCOUTQ, &queued) || !queued)
-		return -1;
-	return t;
-}
-
 TEST(a_socket_lingers_on_no_closer_thread)
 {
-	int peer = -1, listener = -1, t = lingering_mptcp(&peer, &listener);
+	/* an MPTCP socket (any member may open one): its linger, unlike TCP's, was left alone */
+	int listener, t = tu_lingering_socket(IPPROTO_MPTCP, 10, &listener);
 
 	if (t < 0 && listener < 0)
 		SKIP(return, "no MPTCP here (net.mptcp.enabled)");
@@ -140,7 +106,6 @@ TEST(a_socket_lingers_on_no_closer_thread)
 	fd_closer_close(t, SOME_UID);
 	/* main's thread closed it with the sender's linger: 10 s, the uid stuck meanwhile */
 	EXPECT_TRUE(closes_done_within(SOME_UID, 3000));
-	close(peer);
 	close(listener);
 }
 
@@ -257,30 +222,37 @@ TEST(a_connection_holding_bytes_only_is_closed_at_once)
 	close(sp[0]);
 }
 
+/*
+ * A GiB memfd in flight in conn's queue: sent with a byte from peer, ours
+ * closed; read then with MSG_OOB when oob (the skb stays, consumed, the
+ * memfd with it: SIOCINQ 0, scm_fds 1).
+ */
+static bool memfd_queued_in(int peer, int conn, bool oob)
+{
+	int fd = memfd_of(1 << 30, 1 << 30, false);
+	char byte = 'x';
+	bool ok = fd >= 0 && !tu_send_fds(peer, &byte, 1, &fd, 1, oob ? MSG_OOB : 0);
+
+	close(fd);
+	return ok && (!oob || recv(conn, &byte, 1, MSG_OOB) == 1);
+}
+
 TEST(a_connection_with_a_descriptor_queued_goes_to_the_thread)
 {
-	int sp[2], fd = memfd_of(1 << 30, 1 << 30, false);
-	char byte = 'x';
+	int sp[2];
 
-	ASSERT_GE(fd, 0);
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp));
-	ASSERT_EQ(0, tu_send_fds(sp[0], &byte, 1, &fd, 1, 0));
-	close(fd);
+	ASSERT_TRUE(memfd_queued_in(sp[0], sp[1], false));
 	EXPECT_TRUE(conn_closed_on_the_thread(_metadata, sp[1]));
 	close(sp[0]);
 }
 
 TEST(a_connection_whose_read_oob_byte_carries_a_descriptor_goes_to_the_thread)
 {
-	int sp[2], fd = memfd_of(1 << 30, 1 << 30, false);
-	char byte = 'x';
+	int sp[2];
 
-	ASSERT_GE(fd, 0);
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp));
-	ASSERT_EQ(0, tu_send_fds(sp[0], &byte, 1, &fd, 1, MSG_OOB));
-	close(fd);
-	/* its skb stays queued, consumed, the memfd with it: SIOCINQ 0, scm_fds 1 */
-	ASSERT_EQ(1, recv(sp[1], &byte, 1, MSG_OOB));
+	ASSERT_TRUE(memfd_queued_in(sp[0], sp[1], true));
 	EXPECT_TRUE(conn_closed_on_the_thread(_metadata, sp[1]));
 	close(sp[0]);
 }

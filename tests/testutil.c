@@ -20,8 +20,10 @@
 #include <grp.h>
 #include <unistd.h>
 #include <linux/capability.h>
+#include <linux/sockios.h>
 #include <linux/magic.h>
 #include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -349,6 +351,30 @@ int tu_send_fds(int fd, const void *data, size_t len, const int *fds, int nr_fds
 		usleep(1000);
 	}
 	return -EPERM;
+}
+
+int tu_lingering_socket(int protocol, int linger_s, int *listener)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct linger lg = { .l_onoff = 1, .l_linger = linger_s };
+	socklen_t len = sizeof(a);
+	int rcv = 4096, t, queued = 0;
+	static char junk[65536];
+
+	*listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, protocol);
+	if (*listener < 0 || setsockopt(*listener, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)) ||
+	    bind(*listener, (struct sockaddr *)&a, sizeof(a)) || listen(*listener, 1) ||
+	    getsockname(*listener, (struct sockaddr *)&a, &len))
+		return -1;
+	t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, protocol);
+	if (t < 0 || connect(t, (struct sockaddr *)&a, sizeof(a)) ||
+	    setsockopt(t, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) || fcntl(t, F_SETFL, O_NONBLOCK))
+		return -1;
+	while (send(t, junk, sizeof(junk), MSG_NOSIGNAL) > 0)
+		;
+	if (ioctl(t, SIOCOUTQ, &queued) || !queued)
+		return -1;
+	return t;
 }
 
 int tu_request_fds(const char *socket_path, const char *req, const int *fds, int nr_fds,

@@ -123,6 +123,13 @@ int tu_request(const char *socket_path, const char *req, char *resp, size_t len)
  */
 #define TU_MAX_FDS 253
 int tu_send_fds(int fd, const void *data, size_t len, const int *fds, int nr_fds, int flags);
+/*
+ * A TCP (protocol 0) or MPTCP socket with SO_LINGER linger_s towards a
+ * listener on 127.0.0.1 (*listener) that never accepts nor reads, its send
+ * queue full: its last close waits out the linger. -1 on failure (*listener
+ * -1 when the protocol is not there).
+ */
+int tu_lingering_socket(int protocol, int linger_s, int *listener);
 /* The same with descriptors riding on the line (SCM_RIGHTS), as submit takes its files. */
 int tu_request_fds(const char *socket_path, const char *req, const int *fds, int nr_fds,
 		   char *resp, size_t len);
