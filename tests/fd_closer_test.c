@@ -12,12 +12,17 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <linux/userfaultfd.h>
 #include <unistd.h>
 #include "kselftest_harness.h"
 #include "fd_closer.h"
@@ -107,6 +112,76 @@ TEST(a_socket_lingers_on_no_closer_thread)
 	/* main's thread closed it with the sender's linger: 10 s, the uid stuck meanwhile */
 	EXPECT_TRUE(closes_done_within(SOME_UID, 3000));
 	close(listener);
+}
+
+/* A send of one page that faults on a userfaultfd page: the socket's lock held until it is filled. */
+struct held_send {
+	int sock;
+	void *page;
+};
+
+static void *send_faulting_page(void *arg)
+{
+	struct held_send *h = arg;
+
+	return (void *)(long)send(h->sock, h->page, 4096, MSG_NOSIGNAL);
+}
+
+/* A connected loopback TCP socket (its peer in *peer, the listener closed). */
+static int tcp_pair(int *peer)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), t;
+
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
+	    getsockname(l, (struct sockaddr *)&a, &len))
+		return -1;
+	t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (t < 0 || connect(t, (struct sockaddr *)&a, sizeof(a)))
+		return -1;
+	*peer = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	close(l);
+	return *peer < 0 ? -1 : t;
+}
+
+TEST(the_caller_waits_on_no_socket_lock)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct uffdio_zeropage zero = { .range.len = 4096 };
+	int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC), peer = -1;
+	struct held_send h = { .sock = tcp_pair(&peer) };
+	struct pollfd fault = { .fd = uffd, .events = POLLIN };
+	uint64_t t0, took;
+	pthread_t sender;
+
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd here");
+	ASSERT_GE(h.sock, 0);
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	h.page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, h.page);
+	reg.range.start = (unsigned long)h.page;
+	reg.range.len = 4096;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+	/* the member's sendmsg owns the socket's lock while its copy faults (s19 HIGH 3) */
+	ASSERT_EQ(0, pthread_create(&sender, NULL, send_faulting_page, &h));
+	ASSERT_EQ(1, poll(&fault, 1, 5000));
+	t0 = coloc_now_ns();
+	fd_closer_close(dup(h.sock), SOME_UID);
+	took = coloc_now_ns() - t0;
+	usleep(300 * 1000);
+	zero.range.start = (unsigned long)h.page;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_ZEROPAGE, &zero));
+	pthread_join(sender, NULL);
+	/* main's setsockopt(SO_LINGER) waited for the fault: the 300 ms */
+	TH_LOG("fd_closer_close took %.3f ms with the socket's lock held", took / 1e6);
+	EXPECT_LT(took, 50000000ull);
+	EXPECT_TRUE(closes_done(SOME_UID));
+	close(h.sock);
+	close(peer);
+	close(uffd);
 }
 
 /* Voluntary context switches of this process's threads but the caller. */
