@@ -2,8 +2,10 @@
 /*
  * Sealed copies of the files a client hands over with a submit
  * (submit_files.h): the mount table, then fstat and fstatfs decide before
- * any read (FUSE and network filesystems refused: a user can stall their
- * reads, and their fstat, so the mount table's answer comes first), sendfile
+ * any read (FUSE, network and stacked filesystems refused: a user can stall
+ * their reads, and their fstat, so the mount table's answer comes first; a
+ * mount the table lacks is refused unless the file is shmem or on a block
+ * device, which no member can mount), sendfile
  * copies in the kernel (no user-space buffer, nothing mapped in colocd), a
  * chunk at a time so that a copy given up on stops, F_ADD_SEALS fixes the
  * bytes.
@@ -39,8 +41,9 @@
 
 /*
  * Filesystems whose reads a user can stall (FUSE; a network filesystem whose
- * server or link the user controls, or that hangs when the server does) or
- * whose files are not data: statfs's magic, and the types mountinfo names
+ * server or link the user controls, or that hangs when the server does; a
+ * stacked one, whose layers, FUSE among them, the mount table does not show)
+ * or whose files are not data: statfs's magic, and the types mountinfo names
  * them by (one with a subtype, "fuse.sshfs", too).
  */
 static const struct {
@@ -48,7 +51,9 @@ static const struct {
 	const char *name;
 	const char *types; /* space-separated */
 } submit_refused_fs[] = {
-	{ FUSE_SUPER_MAGIC, "FUSE", "fuse fuseblk" },
+	{ FUSE_SUPER_MAGIC, "FUSE", "fuse fuseblk virtiofs" },
+	{ OVERLAYFS_SUPER_MAGIC, "stacked (overlay)", "overlay" },
+	{ ECRYPTFS_SUPER_MAGIC, "stacked (eCryptfs)", "ecryptfs" },
 	{ NFS_SUPER_MAGIC, "NFS", "nfs nfs4" },
 	{ SMB_SUPER_MAGIC, "SMB", "smbfs" },
 	{ CIFS_SUPER_MAGIC, "CIFS", "cifs" },
@@ -108,22 +113,38 @@ static int submit_file_refuse_fs(const char *what, const char *fs, struct coloc_
 {
 	return coloc_err_set(err, -EINVAL,
 			     "%s is on a %s filesystem, whose reads can stall colocd; copy it to a "
-			     "local disk first",
+			     "local disk or into a memfd first",
 			     what, fs);
 }
 
 /*
- * The filesystem judged before any call that reaches it (submit_mount.h):
- * a file on a mount colocd's table lacks is left to fstatfs, after fstat.
+ * The filesystem judged before any call that reaches it (submit_mount.h).
+ * F_GET_SEALS answers for shmem alone (a memfd, whose internal mount no
+ * mountinfo lists, or tmpfs): memory, no server behind it. A mount colocd's
+ * table lacks is another mount namespace's, perhaps a member's own FUSE or
+ * overlay: taken only on a block device (a disk root mounted, as a
+ * container's volume), which no user namespace can mount.
  */
 static int submit_file_check_mount(int fd, const char *what, struct coloc_err *err)
 {
-	char type[64];
+	struct submit_mount m;
 	const char *fs;
+	int ret;
 
-	if (submit_mount_type(fd, type, sizeof(type)))
+	if (fcntl(fd, F_GET_SEALS) >= 0)
 		return 0;
-	fs = submit_file_refused_type(type);
+	ret = submit_mount_find(fd, &m);
+	if (ret)
+		return coloc_err_set(err, ret, "%s: cannot tell its filesystem: %s", what,
+				     strerror(-ret));
+	if (!m.type[0] && !m.block_dev)
+		return coloc_err_set(err, -EINVAL,
+				     "%s is on a mount colocd cannot see (another mount "
+				     "namespace's: a container's, or one of your own), so colocd "
+				     "cannot tell what its reads reach; copy it into a memfd, or "
+				     "onto a disk mounted where colocd runs, and submit that",
+				     what);
+	fs = m.type[0] ? submit_file_refused_type(m.type) : NULL;
 	return fs ? submit_file_refuse_fs(what, fs, err) : 0;
 }
 

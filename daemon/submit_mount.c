@@ -4,8 +4,9 @@
  * (submit_mount.h). statx(AT_EMPTY_PATH) with no field asked and
  * AT_STATX_DONT_SYNC reaches the filesystem's getattr, which FUSE answers
  * from its cache (no request to its server), and always gives the mount
- * id and the device. The mount is looked up by its id, else (a bind of
- * the same device) by its major:minor.
+ * id and the device (overlayfs passes the flag to its layer). The mount
+ * is looked up by its id, else (a bind of the same device) by its
+ * major:minor.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,19 +35,20 @@ static bool mountinfo_fields(char *line, unsigned long long *id, char **dev, cha
 	return *type && *dev;
 }
 
-int submit_mount_type(int fd, char *type, size_t len)
+int submit_mount_find(int fd, struct submit_mount *m)
 {
 	struct statx stx;
 	char dev[32], *line = NULL, *l_dev, *l_type;
 	unsigned long long l_id;
 	size_t cap = 0;
-	int ret = -ENOENT;
 	FILE *f;
 
+	m->type[0] = '\0';
 	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &stx))
 		return -errno;
 	if (!(stx.stx_mask & STATX_MNT_ID))
 		stx.stx_mnt_id = 0;
+	m->block_dev = stx.stx_dev_major != 0;
 	snprintf(dev, sizeof(dev), "%u:%u", stx.stx_dev_major, stx.stx_dev_minor);
 	f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
@@ -54,14 +56,13 @@ int submit_mount_type(int fd, char *type, size_t len)
 	while (getline(&line, &cap, f) > 0) {
 		if (!mountinfo_fields(line, &l_id, &l_dev, &l_type))
 			continue;
-		if (l_id == stx.stx_mnt_id || (ret && !strcmp(l_dev, dev))) {
-			snprintf(type, len, "%s", l_type);
-			ret = 0;
+		if (l_id == stx.stx_mnt_id || (!m->type[0] && !strcmp(l_dev, dev))) {
+			snprintf(m->type, sizeof(m->type), "%s", l_type);
 			if (l_id == stx.stx_mnt_id)
 				break;
 		}
 	}
 	free(line);
 	fclose(f);
-	return ret;
+	return 0;
 }
