@@ -6,7 +6,10 @@
  * from its cache (no request to its server), and always gives the mount
  * id and the device (overlayfs passes the flag to its layer). The mount
  * is looked up by its id, else (a bind of the same device) by its
- * major:minor.
+ * major:minor, in colocd's table, then in init's (/proc/1: the host's,
+ * where colocd runs in a mount namespace of its own, as its systemd unit
+ * makes it, with the host's pids): a mount id is unique while its mount
+ * lives, whichever table lists it, and the type there is the kernel's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,13 +38,38 @@ static bool mountinfo_fields(char *line, unsigned long long *id, char **dev, cha
 	return *type && *dev;
 }
 
+/*
+ * Looks fd's mount up in one mountinfo table: by id (then *by_id), else
+ * by device when m->type is still empty. 0, or -errno when unreadable.
+ */
+static int submit_mount_lookup(const char *table, const struct statx *stx, const char *dev,
+			       struct submit_mount *m, bool *by_id)
+{
+	char *line = NULL, *l_dev, *l_type;
+	unsigned long long l_id;
+	size_t cap = 0;
+	FILE *f = fopen(table, "re");
+
+	if (!f)
+		return -errno;
+	while (!*by_id && getline(&line, &cap, f) > 0) {
+		if (!mountinfo_fields(line, &l_id, &l_dev, &l_type))
+			continue;
+		*by_id = l_id == stx->stx_mnt_id;
+		if (*by_id || (!m->type[0] && !strcmp(l_dev, dev)))
+			snprintf(m->type, sizeof(m->type), "%s", l_type);
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
 int submit_mount_find(int fd, struct submit_mount *m)
 {
 	struct statx stx;
-	char dev[32], *line = NULL, *l_dev, *l_type;
-	unsigned long long l_id;
-	size_t cap = 0;
-	FILE *f;
+	char dev[32];
+	bool by_id = false;
+	int ret;
 
 	m->type[0] = '\0';
 	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &stx))
@@ -50,19 +78,8 @@ int submit_mount_find(int fd, struct submit_mount *m)
 		stx.stx_mnt_id = 0;
 	m->block_dev = stx.stx_dev_major != 0;
 	snprintf(dev, sizeof(dev), "%u:%u", stx.stx_dev_major, stx.stx_dev_minor);
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return -errno;
-	while (getline(&line, &cap, f) > 0) {
-		if (!mountinfo_fields(line, &l_id, &l_dev, &l_type))
-			continue;
-		if (l_id == stx.stx_mnt_id || (!m->type[0] && !strcmp(l_dev, dev))) {
-			snprintf(m->type, sizeof(m->type), "%s", l_type);
-			if (l_id == stx.stx_mnt_id)
-				break;
-		}
-	}
-	free(line);
-	fclose(f);
-	return 0;
+	ret = submit_mount_lookup("/proc/self/mountinfo", &stx, dev, m, &by_id);
+	if (!ret && !by_id)
+		submit_mount_lookup("/proc/1/mountinfo", &stx, dev, m, &by_id);
+	return ret;
 }

@@ -20,9 +20,10 @@ struct submit_mount {
 };
 
 /*
- * fd's mount looked up in colocd's /proc/self/mountinfo by the mount id
- * statx gives, else by the file's device: 0, with m->type "" when the
- * table holds neither (a mount of another mount namespace), or -errno.
+ * fd's mount looked up in colocd's /proc/self/mountinfo, then init's
+ * (/proc/1/mountinfo), by the mount id statx gives, else by the file's
+ * device: 0, with m->type "" when neither table holds either (a mount of
+ * another mount namespace: a container's, a member's own), or -errno.
  */
 int submit_mount_find(int fd, struct submit_mount *m);
 

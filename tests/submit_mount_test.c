@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include "kselftest_harness.h"
 #include "coloc/protocol.h"
 #include "submit_files.h"
@@ -241,6 +242,54 @@ TEST_F(submit_mount, seal__overlay_in_colocds_table_refused)
 	EXPECT_STREQ("the model is on a stacked (overlay) filesystem, whose reads can stall "
 		     "colocd; copy it to a local disk or into a memfd first",
 		     coloc_err_str(&err));
+}
+
+/* Whether init's mount table lists the mount of path (statx's mount id). */
+static bool in_inits_table(const char *path)
+{
+	struct statx stx;
+	char line[512], id[32];
+	bool found = false;
+	FILE *f;
+
+	if (statx(AT_FDCWD, path, 0, STATX_MNT_ID, &stx) || !(f = fopen("/proc/1/mountinfo", "re")))
+		return false;
+	snprintf(id, sizeof(id), "%llu ", (unsigned long long)stx.stx_mnt_id);
+	while (!found && fgets(line, sizeof(line), f))
+		found = !strncmp(line, id, strlen(id));
+	fclose(f);
+	return found;
+}
+
+/*
+ * colocd in a mount namespace of its own, as its systemd unit runs it, and
+ * the member's file on a host mount whose device colocd's copy of the
+ * table does not list (as btrfs gives each subvolume a device of its own):
+ * found in init's table. Here a ramfs of the test's namespace, unmounted
+ * from the namespace the test then makes for itself.
+ */
+TEST_F(submit_mount, seal__host_mount_colocds_namespace_lacks_found_in_inits_table)
+{
+	struct coloc_err err = { 0 };
+	int host_ns, ret;
+
+	host_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, host_ns);
+	ASSERT_EQ(0, mount("host", self->m, "ramfs", 0, NULL));
+	if (!in_inits_table(self->m)) {
+		umount2(self->m, MNT_DETACH);
+		close(host_ns);
+		SKIP(return, "this test's mount namespace is not init's");
+	}
+	ASSERT_EQ(NULL, write_model(self->m));
+	self->fd = open(self->model, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, unshare(CLONE_NEWNS));
+	ret = mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ?:
+	      umount2(self->m, MNT_DETACH) ?: seal(_metadata, self->fd, &err);
+	ASSERT_EQ(0, setns(host_ns, CLONE_NEWNS));
+	close(host_ns);
+	EXPECT_EQ(0, ret) TH_LOG("%s", coloc_err_str(&err));
 }
 
 TEST(submit_file_refused_fs__stacked_filesystems_by_magic)
