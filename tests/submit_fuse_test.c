@@ -187,6 +187,9 @@ TEST_F(submit_fuse, seal__fuse_file_refused_before_its_server_is_asked)
 	char path[96], byte;
 	int fd, mfd, before;
 
+	if (_metadata->skip) /* by the fixture's setup */
+		return;
+
 	snprintf(path, sizeof(path), "%s/model", self->dir);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
@@ -285,6 +288,9 @@ TEST_F(submit_fuse_overlay, seal__members_overlay_over_fuse_refused_before_its_s
 	struct coloc_err err = { 0 };
 	int mfd, before;
 	char byte;
+
+	if (_metadata->skip) /* by the fixture's setup */
+		return;
 
 	/* root's read goes through the overlay to the member's server, which answers */
 	ASSERT_EQ(1, pread(self->fd, &byte, 1, 0));
