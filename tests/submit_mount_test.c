@@ -2,12 +2,12 @@
 /*
  * daemon/submit_files.c's judgement of a file's mount, from mounts made
  * for the test: in colocd's own table (here the test's: it unshares its
- * mount namespace first) and in namespaces it does not share, a member's
- * own (user and mount namespaces, as `unshare -Urm`) or root's (a disk
- * mounted for a container). A file on a mount colocd cannot see is
- * refused unless it is shmem or on a block device; a stacked filesystem
- * is refused wherever it is. Needs root (a member uid, mounts); SKIPs
- * what the kernel refuses.
+ * mount namespace first), in init's only, and in namespaces neither
+ * shares, a member's own (user and mount namespaces, as `unshare -Urm`)
+ * or root's (a disk mounted for a container). A file on a mount neither
+ * table lists is refused unless it is shmem or on a block device; a
+ * stacked filesystem is refused wherever it is. Needs root (a member uid,
+ * mounts); SKIPs what the kernel refuses.
  */
 #define _GNU_SOURCE
 #include <errno.h>
