@@ -72,11 +72,14 @@ static void submit_ns_child_run(uid_t uid, submit_ns_prepare_fn prepare, void *a
 	if (tu_send_fds(sock, why, strlen(why) + 1, &fd, fd >= 0, 0))
 		_exit(1);
 	/*
-	 * Closed while the child's mounts are served: at its exit a FUSE file's
-	 * flush would wait for the server thread the exit has ended.
+	 * Closed while the child's mounts are served (at its exit a FUSE file's
+	 * flush would wait for the server thread the exit has ended), and said
+	 * so: the test counts its server's requests from then on.
 	 */
 	if (fd >= 0)
 		close(fd);
+	if (write(sock, "", 1) != 1)
+		_exit(1);
 	while (read(sock, &byte, 1) > 0)
 		;
 	_exit(0);
@@ -131,7 +134,16 @@ int submit_ns_open(uid_t uid, submit_ns_prepare_fn prepare, void *arg, const cha
 		return -1;
 	}
 	setsockopt(c->sock, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
-	return submit_ns_receive(c->sock, fd, why, len);
+	if (submit_ns_receive(c->sock, fd, why, len))
+		return -1;
+	if (read(c->sock, why, 1) != 1) {
+		snprintf(why, len, "the child did not close its copy: %s", strerror(errno));
+		close(*fd);
+		*fd = -1;
+		return -1;
+	}
+	why[0] = '\0';
+	return 0;
 }
 
 void submit_ns_end(struct submit_ns_child *c, int *fd)
