@@ -153,6 +153,19 @@ static struct fwd_conn *fwd_pick(struct gw_fwd *fw)
 	return k;
 }
 
+void fwd_end_waiting(struct gw_fwd *fw, struct gw_job *list, int result, const char *why)
+{
+	while (list) {
+		struct gw_job *job = list;
+
+		list = job->next;
+		job->result = result;
+		snprintf(job->why, sizeof(job->why), "%s", why);
+		atomic_fetch_sub(&fw->jobs, 1);
+		job->done(job);
+	}
+}
+
 int gw_fwd_submit(struct gw_fwd *fw, struct gw_job *job)
 {
 	struct fwd_conn *k;
@@ -214,15 +227,7 @@ void gw_fwd_stop(struct gw_fwd *fw)
 	fw->waiting = NULL;
 	fw->waiting_tail = &fw->waiting;
 	pthread_mutex_unlock(&fw->lock);
-	while (waiting) {
-		struct gw_job *job = waiting;
-
-		waiting = job->next;
-		job->result = -ECANCELED;
-		snprintf(job->why, sizeof(job->why), "the gateway is stopping");
-		atomic_fetch_sub(&fw->jobs, 1);
-		job->done(job);
-	}
+	fwd_end_waiting(fw, waiting, -ECANCELED, "the gateway is stopping");
 	for (int i = 0; i < fw->nr_conns; i++)
 		fwd_wake(&fw->conns[i]);
 	for (int i = 0; i < fw->nr_conns; i++)

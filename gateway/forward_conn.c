@@ -262,15 +262,7 @@ static void fwd_expire_waiting(struct gw_fwd *fw, uint64_t now, uint64_t *next)
 	}
 	fw->waiting_tail = pp;
 	pthread_mutex_unlock(&fw->lock);
-	while (expired) {
-		struct gw_job *job = expired;
-
-		expired = job->next;
-		job->result = -ETIMEDOUT;
-		snprintf(job->why, sizeof(job->why), "timed out in the gateway's queue");
-		atomic_fetch_sub(&fw->jobs, 1);
-		job->done(job);
-	}
+	fwd_end_waiting(fw, expired, -ETIMEDOUT, "timed out in the gateway's queue");
 }
 
 /* Fails jobs past their deadline; the poll timeout until the next one (ms). */

@@ -78,6 +78,8 @@ struct gw_fwd {
 /* The pool's memfd of job given back; the caller's is the caller's (gw_fwd_memfd_put). */
 void fwd_release_input(struct gw_fwd *fw, struct gw_job *job);
 void fwd_wake(struct fwd_conn *k);
+/* Ends each job of list, which waited for a connection and never had one, with result and why. */
+void fwd_end_waiting(struct gw_fwd *fw, struct gw_job *list, int result, const char *why);
 /* Moves the jobs of list (count n) to the end of k's queue; under both locks. */
 void fwd_enqueue(struct fwd_conn *k, struct gw_job *list, struct gw_job **tail, int n);
 
