@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include "owners_util.h"
+#include "testutil.h"
 #include "tenants.h"
 
 pid_t owners_sleeper_as(uid_t ruid, uid_t euid)
@@ -95,18 +96,5 @@ struct json_object *owners_entry(struct json_object *o, const char *name)
 
 int owners_cgroup2_dir(char *buf, size_t len)
 {
-	char dev[64], dir[200], type[64];
-	FILE *f = fopen("/proc/mounts", "re");
-	int err = -ENOENT;
-
-	while (f && fscanf(f, "%63s %199s %63s %*[^\n]", dev, dir, type) == 3)
-		if (!strcmp(type, "cgroup2") &&
-		    !strncmp(dir, TENANTS_CGROUP_ROOT, strlen(TENANTS_CGROUP_ROOT))) {
-			snprintf(buf, len, "%s", dir);
-			err = 0;
-			break;
-		}
-	if (f)
-		fclose(f);
-	return err;
+	return tu_cgroup2_mount(TENANTS_CGROUP_ROOT, buf, len);
 }

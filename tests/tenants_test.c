@@ -235,24 +235,6 @@ TEST_F(tenants, add__refuses_init_and_colocd_itself)
 	EXPECT_EQ(-1, map_tenant_of(self->map_fd, (__u32)self_pid));
 }
 
-/* The cgroup v2 mount point, from /proc/mounts; 0 or -ENOENT. */
-static int cgroup2_mount(char *buf, size_t len)
-{
-	char dev[64], dir[200], type[64];
-	FILE *f = fopen("/proc/mounts", "r");
-	int err = -ENOENT;
-
-	while (f && fscanf(f, "%63s %199s %63s %*[^\n]", dev, dir, type) == 3)
-		if (!strcmp(type, "cgroup2")) {
-			snprintf(buf, len, "%s", dir);
-			err = 0;
-			break;
-		}
-	if (f)
-		fclose(f);
-	return err;
-}
-
 /*
  * The cgroup v2 mount into mnt and its coloc-tenants-test folder, made if
  * need be, into cg: NULL, or why the test cannot run here.
@@ -261,7 +243,7 @@ static const char *test_cgroup(char *mnt, size_t mnt_len, char *cg, size_t cg_le
 {
 	static char why[160];
 
-	if (cgroup2_mount(mnt, mnt_len))
+	if (tu_cgroup2_mount(NULL, mnt, mnt_len))
 		return "no cgroup v2 hierarchy mounted";
 	snprintf(cg, cg_len, "%s/coloc-tenants-test", mnt);
 	if (mkdir(cg, 0755) && errno != EEXIST) {

@@ -226,6 +226,8 @@ int tu_write_file(const char *path, const void *data, size_t len);
 int tu_proc_status_field(pid_t pid, const char *field, char *val, size_t len);
 /* Voluntary context switches of every thread of pid (0: this process) so far, or -1. */
 long tu_voluntary_switches(pid_t pid);
+/* The first cgroup v2 mount point in /proc/mounts whose path starts with under (NULL: any): 0 or -ENOENT. */
+int tu_cgroup2_mount(const char *under, char *buf, size_t len);
 /* A kB field of /proc/PID/status (pid 0: this process), e.g. "VmRSS"; -1 if unknown. */
 long tu_proc_status_kb(pid_t pid, const char *field);
 /* Resets pid's VmHWM to its current VmRSS (clear_refs 5; pid 0: this process). */

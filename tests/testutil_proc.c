@@ -179,3 +179,20 @@ void tu_reset_peak_rss(pid_t pid)
 		fclose(f);
 	}
 }
+
+int tu_cgroup2_mount(const char *under, char *buf, size_t len)
+{
+	char dev[64], dir[200], type[64];
+	FILE *f = fopen("/proc/mounts", "re");
+	int err = -ENOENT;
+
+	while (f && fscanf(f, "%63s %199s %63s %*[^\n]", dev, dir, type) == 3)
+		if (!strcmp(type, "cgroup2") && (!under || !strncmp(dir, under, strlen(under)))) {
+			snprintf(buf, len, "%s", dir);
+			err = 0;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return err;
+}
