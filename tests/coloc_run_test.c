@@ -5,7 +5,8 @@
  * after the other, each equal to what the executor library computes for
  * that layer on the same input. The model's outputs have different sizes,
  * so an output left out, or two swapped, fails. --times lists each run after
- * a gap, in the order they ran, and only into a regular file of its own.
+ * a gap, in the order they ran, and only into a regular file of its own;
+ * --gap-ms times each run after an idle gap and refuses one out of range.
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -216,6 +217,27 @@ TEST_F(coloc_run, times__refuses_a_fifo_and_a_hard_link)
 	EXPECT_STREQ("kept\n", log);
 	fclose(f);
 	tu_remove_tree(dir);
+}
+
+/*
+ * coloc-run --gap-ms N times the whole model after N ms of idle each run, as
+ * a served query after a quiet spell; the table says so. Out of range: bad
+ * usage (exit 2), with the bounds.
+ */
+TEST(coloc_run__gap_ms_times_each_run_after_an_idle_gap)
+{
+	const char *root = getenv("COLOC_ROOT");
+	char bin[PATH_MAX], cmd[2 * PATH_MAX + 64], out[16384];
+
+	tu_bin("coloc-run", bin, sizeof(bin));
+	snprintf(cmd, sizeof(cmd), "%s %s/models/mobilenet_v2.model --cores 0 --iters 2 --gap-ms 5",
+		 bin, root ? root : ".");
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "(median of 2, each after an idle gap)")) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "%s %s/models/mobilenet_v2.model --gap-ms 10001", bin,
+		 root ? root : ".");
+	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "--gap-ms")) TH_LOG("%s", out);
 }
 
 TEST_HARNESS_MAIN
