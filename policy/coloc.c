@@ -31,6 +31,21 @@ double policy_coloc_threshold(int total_cores, double sum_avg, double avg)
 	return spare * avg / sum_avg;
 }
 
+/* coloc_state.socket_per_core of the machine cfg, nr_online cores */
+static double socket_per_core(const struct policy_config *cfg, int nr_online)
+{
+	int sockets = 0, per_socket;
+
+	for (int c = policy_cpuset_next(&cfg->online, 0); c >= 0;
+	     c = policy_cpuset_next(&cfg->online, c + 1))
+		if (cfg->socket[c] + 1 > sockets)
+			sockets = cfg->socket[c] + 1;
+	per_socket = sockets ? nr_online / sockets : nr_online;
+	if (!(cfg->socket_slowdown > 1.0) || per_socket < 2)
+		return 0;
+	return (cfg->socket_slowdown - 1.0) / (per_socket - 1);
+}
+
 int policy_coloc_engine_create(const struct coloc_flags *flags, const struct policy_config *cfg,
 			       void **state, struct coloc_err *err)
 {
@@ -48,6 +63,7 @@ int policy_coloc_engine_create(const struct coloc_flags *flags, const struct pol
 				     sizeof(*st) >> 20);
 	st->flags = *flags;
 	st->nr_online = policy_cpuset_count(&cfg->online);
+	st->socket_per_core = socket_per_core(cfg, st->nr_online);
 	*state = st;
 	return 0;
 }

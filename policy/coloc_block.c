@@ -216,9 +216,9 @@ static bool spare_pays(const struct coloc_state *st, struct coloc_tenant *ct, in
  * one, and the cores it holds are the ones a query arriving behind it waits
  * for (docs/design/coloc-policy.md, "Spare cores up to the knee").
  */
-int coloc_spare_index(const struct coloc_state *st, const struct policy_input *in,
-		      const struct round *r, struct coloc_tenant *ct, const struct policy_query *q,
-		      int first, int last, int ci, double pos, double cold)
+static int spare_limit(const struct coloc_state *st, const struct policy_input *in,
+		       const struct round *r, struct coloc_tenant *ct, const struct policy_query *q,
+		       int first, int last, int ci, double pos, double cold)
 {
 	const struct policy_costs *m = ct->costs;
 	double limit = ct->avg_need + r->thres[q->tenant], corr, fixed, margin;
@@ -247,6 +247,44 @@ int coloc_spare_index(const struct coloc_state *st, const struct policy_input *i
 			     (double)q->deadline_ns)
 		return ci_spare;
 	return knee > ci ? knee : ci;
+}
+
+/*
+ * Of the counts from ci to spare, the one whose block costs the least time
+ * once the socket's price is counted: its own time, slowed by the cores
+ * busy beside it, plus what its cores add to each block running beside it
+ * (r->nr_blocks) over that time (st->socket_per_core a core). Without
+ * a socket-wide slowdown known, spare.
+ */
+static int socket_index(const struct coloc_state *st, const struct round *r,
+			struct coloc_tenant *ct, int first, int last, int ci, int spare, double pos)
+{
+	double best = INFINITY, busy = st->nr_online - r->nr_free;
+	int pick = spare;
+
+	if (!(st->socket_per_core > 0))
+		return spare;
+	for (int c = ci; c <= spare; c++) {
+		uint64_t ns = coloc_span_ns(st, ct, first, last, c, pos, NULL, 0);
+		double cost = (double)ns *
+			      (1 + st->socket_per_core *
+					   (busy + r->nr_blocks * ct->costs->core_counts[c]));
+
+		if (ns && cost < best) {
+			best = cost;
+			pick = c;
+		}
+	}
+	return pick;
+}
+
+int coloc_spare_index(const struct coloc_state *st, const struct policy_input *in,
+		      const struct round *r, struct coloc_tenant *ct, const struct policy_query *q,
+		      int first, int last, int ci, double pos, double cold)
+{
+	int spare = spare_limit(st, in, r, ct, q, first, last, ci, pos, cold);
+
+	return spare > ci ? socket_index(st, r, ct, first, last, ci, spare, pos) : spare;
 }
 
 /*

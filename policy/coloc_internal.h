@@ -157,6 +157,12 @@ struct coloc_tenant {
 struct coloc_state {
 	struct coloc_flags flags;
 	int nr_online;
+	/*
+	 * The slowdown each core a block takes adds to every other block of
+	 * its socket: (cfg->socket_slowdown - 1) / (cores a socket - 1); 0
+	 * when not known (docs/design/coloc-policy.md, "The socket's price").
+	 */
+	double socket_per_core;
 	struct coloc_tenant t[POLICY_MAX_TENANTS];
 	struct coloc_cache cache[POLICY_MAX_TENANTS];
 	const struct policy_query
@@ -166,6 +172,7 @@ struct coloc_state {
 struct round {
 	struct policy_cpuset free;
 	int nr_free; /* cores in free */
+	int nr_blocks; /* blocks running, and decided this round (coloc_grant_cores) */
 	int busy[POLICY_MAX_CPUS]; /* busy cores per LLC domain */
 	int agg[POLICY_MAX_CPUS]; /* cores per LLC domain the heaviest aggressor holds */
 	double slowdown; /* the free cores' interference level (1.0 = alone) */

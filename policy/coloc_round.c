@@ -102,6 +102,7 @@ void coloc_round_init(struct coloc_state *st, const struct policy_config *cfg,
 			r->busy[cfg->llc[w * 64 + __builtin_ctzll(bits)]]++;
 	find_aggressor(cfg, in, r);
 	r->slowdown = free_slowdown(cfg, in, r);
+	r->nr_blocks = in->nr_running;
 	for (int i = 0; i < in->nr_running; i++)
 		r->in_flight[in->running[i].tenant]++;
 	r->sorted = in->nr_queries <= COLOC_MAX_QUEUED;
@@ -175,6 +176,7 @@ void coloc_grant_cores(const struct policy_config *cfg, const struct policy_inpu
 				n--;
 			}
 	}
+	r->nr_blocks++;
 }
 
 bool coloc_before(const struct coloc_state *st, const struct policy_query *a,

@@ -437,6 +437,14 @@ struct policy_config {
 	int llc[POLICY_MAX_CPUS]; /* LLC domain of each online core, 0 .. POLICY_MAX_CPUS - 1 */
 	int socket[POLICY_MAX_CPUS]; /* socket (memory domain) of each online core */
 	enum policy_late late;
+	/*
+	 * The slowdown of a block whose socket's other cores all run other
+	 * blocks (their memory bandwidth), 1.0 at none busy, linear between:
+	 * what each core a block takes costs every block beside it. 0 or 1:
+	 * not known (colocd's, until it is measured on a many-core machine);
+	 * the simulator passes its interference model's.
+	 */
+	double socket_slowdown;
 };
 
 /* The level estimated from finished blocks without a PMU: level_estimate.h. */

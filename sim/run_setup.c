@@ -113,6 +113,7 @@ int sim_run_state_init(struct sim_state *s, const struct sim_params *p, struct s
 	ret = sim_machine_config(&p->machine, p->late, &s->cfg, err);
 	if (ret)
 		return ret;
+	s->cfg.socket_slowdown = p->interference.socket_slowdown;
 	s->entry = p->policy;
 	s->shared = p->policy->shares_cores;
 	s->pol = policy_create(p->policy, &s->cfg, err);

@@ -4,8 +4,9 @@
  * (tests/policy_fixture.h): blocks cut at pivots, VELTAIR's threshold,
  * versions chosen by level, headroom order, drops and holds, the LLC
  * domain and the aggressor's cores avoided, a block capped at half the
- * least slack of the other tenants, spare cores up to the knee, and
- * coloc-wide's free cores where they keep a block's speed.
+ * least slack of the other tenants, spare cores up to the knee,
+ * coloc-wide's free cores where they keep a block's speed, and the
+ * socket's price of spare cores.
  */
 #include <errno.h>
 #include <math.h>
@@ -625,6 +626,79 @@ TEST_F(pol, coloc_decide__wide_takes_the_free_cores_that_keep_the_blocks_speed)
 		ASSERT_EQ(1, self->decisions[i].nr_cores);
 		ASSERT_EQ(1000000, self->decisions[i].predicted_ns);
 	}
+}
+
+/*
+ * The socket's price (docs/design/coloc-policy.md): 8 cores, one socket, a
+ * block beside every other core busy runs 2.4x its time, so each core a
+ * block takes slows every block beside it by 1.4 / 7 = 0.2 of its pace.
+ * flat14 runs its one layer in 1000 us on 1 core, 600 on 4. Tenant 0 (QoS
+ * 2 ms) fits on 1 core; tenant 1 (4 executors, QoS 10 ms) runs blocks on
+ * cores 4-7, so avg_C is 1 + 1 and thres (8 - 2) / 2 = 3: the spare limit
+ * is 4 cores, 4 free. Cost of a count: its time x (1 + 0.2 x (4 busy + the
+ * blocks beside it x its cores)). Four 1-core blocks beside it: 1 core
+ * 1000 x 2.6 = 2600 against 4 cores 600 x 5 = 3000, so it keeps 1. One
+ * 4-core block beside it: 1000 x 2.0 = 2000 against 600 x 2.6 = 1560, 4.
+ * Without a socket-wide slowdown (main's rule) the spare cores: 4.
+ */
+static const int counts_1_4[] = { 1, 4 };
+static const uint64_t flat14_ns[2] = { 1000000, 600000 };
+static const struct policy_costs flat14 = {
+	.nr_layers = 1,
+	.nr_versions = 1,
+	.nr_core_counts = 2,
+	.nr_levels = 1,
+	.core_counts = counts_1_4,
+	.latency_ns = flat14_ns,
+};
+
+/* Tenant 1's blocks beside tenant 0's query: n of them on cores 4-7, 4 / n cores each. */
+static void run_beside_blocks(FIXTURE_DATA(pol) * self, int n)
+{
+	static const uint8_t v0[1];
+
+	self->in.nr_queries = self->in.nr_running = 0;
+	add_query(&self->in, self->queries, 1, 0, 0, 2000000);
+	for (int i = 0; i < n; i++) {
+		struct policy_decision *d = &self->running[self->in.nr_running++];
+
+		add_query(&self->in, self->queries, 10 + i, 1, 0, 10000000);
+		self->queries[self->in.nr_queries - 1].in_flight = true;
+		*d = (struct policy_decision){ .query_id = 10 + i,
+					       .tenant = 1,
+					       .last_layer = 1,
+					       .versions = v0,
+					       .nr_cores = 4 / n,
+					       .predicted_ns = 1000000,
+					       .alone_ns = 1000000 };
+		for (int c = 4 + i * 4 / n; c < 4 + (i + 1) * 4 / n; c++)
+			policy_cpuset_set(&d->cores, c);
+	}
+	self->free = cpus_of((const int[]){ 0, 1, 2, 3 }, 4);
+}
+
+TEST_F(pol, coloc_decide__the_socket_price_keeps_a_block_off_cores_that_slow_more_blocks)
+{
+	self->cfg.socket_slowdown = 2.4;
+	self->in.nr_tenants = 2;
+	self->tenants[0] = (struct policy_tenant){ .costs = &flat14, .qos_ns = 2000000 };
+	self->tenants[1] = (struct policy_tenant){
+		.costs = &flat14, .qos_ns = 10000000, .uid = 1, .executors = 4
+	};
+	run_beside_blocks(self, 4);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(1, self->decisions[0].nr_cores);
+	run_beside_blocks(self, 1);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
+	/* no socket-wide slowdown known: every spare core that runs it faster */
+	self->cfg.socket_slowdown = 0;
+	run_beside_blocks(self, 4);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(4, self->decisions[0].nr_cores);
 }
 
 TEST_HARNESS_MAIN
