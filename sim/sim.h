@@ -581,6 +581,17 @@ double sim_capacity_model_ms(const struct policy_costs *m, int ci);
 int sim_capacity(const struct sim_capacity_tenant *t, int nr, int cores, int executors,
 		 struct sim_capacity *c, struct coloc_err *err);
 
+/*
+ * The same ceiling (c, as sim_capacity() left it for these tenants) with
+ * the interference model's socket-wide part at the ceiling's own
+ * occupancy: every query takes 1 + (socket_slowdown - 1) x u times its time
+ * alone, u the share of the cores its load keeps busy, and its counts are
+ * the cheapest within QoS at that pace. c->ceiling_qps when
+ * socket_slowdown is at most 1. Temporal, one query at a time, pays none.
+ */
+double sim_capacity_socket_qps(const struct sim_capacity_tenant *t, int nr, int cores,
+			       int executors, double socket_slowdown, const struct sim_capacity *c);
+
 /* ---- tenant mixes ------------------------------------------------------------ */
 
 #define SIM_MAX_MIXES 32

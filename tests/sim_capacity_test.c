@@ -91,4 +91,23 @@ TEST(sim_capacity__counts_past_the_machine_and_an_unmeetable_qos)
 	ASSERT_EQ(-EINVAL, sim_capacity(&t, 1, 4, 1, &c, &err));
 }
 
+/*
+ * The socket's part at the ceiling's own occupancy: with executors enough,
+ * every query on 1 core (8 ms, 8 core-ms) gives 500 QPS alone. At M =
+ * 1.25 a query takes 8 (1 + 0.25 u) ms, u = D / 4 the busy share, still
+ * within QoS on 1 core (10 ms at u = 1); D = 0.008 X (1 + D / 16) is 4 at
+ * X = 400: 80 % of the ceiling. M = 1 leaves it.
+ */
+TEST(sim_capacity__the_socket_slowdown_at_its_own_occupancy_lowers_the_ceiling)
+{
+	struct sim_capacity_tenant t = { .costs = &steps, .qos_ms = 10, .share = 1 };
+	struct coloc_err err = { 0 };
+	struct sim_capacity c;
+
+	ASSERT_EQ(0, sim_capacity(&t, 1, 4, 64, &c, &err));
+	NEAR(500.0, c.ceiling_qps);
+	ASSERT_LT(fabs(400.0 - sim_capacity_socket_qps(&t, 1, 4, 64, 1.25, &c)), 1e-3);
+	NEAR(500.0, sim_capacity_socket_qps(&t, 1, 4, 64, 1.0, &c));
+}
+
 TEST_HARNESS_MAIN

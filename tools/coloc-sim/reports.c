@@ -367,6 +367,16 @@ int simcli_print_capacity(struct sim_params *p, const struct tenant_arg *ta, int
 	       "(%.1f QPS; no interference, no waiting)\n",
 	       simcli_opts.cores, simcli_opts.executors, simcli_opts.lanes ? "lane" : "executor",
 	       simcli_opts.executors > 1 ? "s" : "", c.ceiling_qps / c.temporal_qps, c.ceiling_qps);
+	if (p->interference.socket_slowdown > 1.0) {
+		double q = sim_capacity_socket_qps(t, nr, (int)simcli_opts.cores,
+						   (int)simcli_opts.executors,
+						   p->interference.socket_slowdown, &c);
+
+		printf("with the socket-wide slowdown at its own occupancy (%.2f at every core "
+		       "busy): %.2fx (%.1f QPS, %.0f %% of the ceiling)\n",
+		       p->interference.socket_slowdown, q / c.temporal_qps, q,
+		       100 * q / c.ceiling_qps);
+	}
 	if (!simcli_opts.search)
 		return 0;
 	return print_capacity_queued(p, ta, nr, false, c.ceiling_qps) ?:
