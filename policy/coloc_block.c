@@ -278,6 +278,7 @@ static int socket_index(const struct coloc_state *st, const struct round *r,
 	return pick;
 }
 
+/* The spare cores' limit (spare_limit()), then their price (socket_index()). */
 int coloc_spare_index(const struct coloc_state *st, const struct policy_input *in,
 		      const struct round *r, struct coloc_tenant *ct, const struct policy_query *q,
 		      int first, int last, int ci, double pos, double cold)
