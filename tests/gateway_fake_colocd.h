@@ -185,11 +185,14 @@ static inline size_t fake_out_bytes(const char *name)
 	return (strcmp(name, "wide") ? OUT_FLOATS : WIDE_FLOATS) * sizeof(float);
 }
 
-/* A control request's answer: submit and remove are fine, status says ready. */
+/*
+ * A control request's answer: submit and remove are fine, status says ready
+ * (a status of no tenant, as coloc-load asks, is "fast"'s).
+ */
 static inline int fake_control(struct fake_colocd *f, int fd, struct json_object *req)
 {
 	char ans[512];
-	const char *name = fake_str(req, "name");
+	const char *name = fake_str(req, "name")[0] ? fake_str(req, "name") : "fast";
 	size_t in = !strcmp(name, "big") ? f->big_bytes :
 		    !strcmp(name, "mn")	 ? MN_FLOATS * sizeof(float) :
 					   4 * sizeof(float);
@@ -708,15 +711,15 @@ static inline int http_get(FIXTURE_DATA(fwd) * self, const char *path)
 	return atoi(out);
 }
 
-/* The infer requests over HTTP for model the gateway's metrics count, or -1. */
-static inline long http_requests(FIXTURE_DATA(fwd) * self, const char *model)
+/* The infer requests for model through protocol ("http", "grpc") the gateway counts, or -1. */
+static inline long gw_requests(FIXTURE_DATA(fwd) * self, const char *model, const char *protocol)
 {
 	char cmd[512], out[64];
 
 	snprintf(cmd, sizeof(cmd),
 		 "curl -s --max-time %d http://127.0.0.1:%d/metrics | sed -n "
-		 "'s/^coloc_gateway_requests_total{model=\"%s\",.*protocol=\"http\"} //p'",
-		 CURL_MAX_S, self->env.metrics_port, model);
+		 "'s/^coloc_gateway_requests_total{model=\"%s\",.*protocol=\"%s\"} //p'",
+		 CURL_MAX_S, self->env.metrics_port, model, protocol);
 	if (tu_run(cmd, out, sizeof(out)) || !out[0])
 		return -1;
 	return atol(out);
@@ -726,11 +729,11 @@ static inline long http_requests(FIXTURE_DATA(fwd) * self, const char *model)
 static inline bool wait_http_requests(FIXTURE_DATA(fwd) * self, const char *model, long want, int s)
 {
 	for (int i = 0; i < s * 10; i++) {
-		if (http_requests(self, model) >= want)
+		if (gw_requests(self, model, "http") >= want)
 			return true;
 		usleep(100000);
 	}
-	return http_requests(self, model) >= want;
+	return gw_requests(self, model, "http") >= want;
 }
 
 #endif /* COLOC_TESTS_GATEWAY_FAKE_COLOCD_H */

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 """A hostile gRPC client of the gateway, with Python's grpcio and no stubs
-(raw bytes through generic calls), for tests/gateway_hostile_test.c:
+(raw bytes through generic calls), for tests/gateway_hostile_test.c and
+tests/gateway_stream_limit_test.c:
 
   grpc_hostile.py HOST:PORT bomb METHOD HEX COUNT
   grpc_hostile.py HOST:PORT held N
   grpc_hostile.py HOST:PORT call METHOD
   grpc_hostile.py HOST:PORT infer MODEL FLOATS...
+  grpc_hostile.py HOST:PORT many MODEL N TIMEOUT
 
 bomb: one METHOD call whose message is the bytes HEX repeated COUNT times;
 prints its status code's name.
@@ -20,6 +22,9 @@ call: one METHOD call with an empty message; prints its code's name.
 infer: one ModelInfer of MODEL's input "x", shape [1, N], FP32, the N
 FLOATS in raw_input_contents (the message packed here by hand); prints
 its code's name.
+many: N ModelInfer calls of MODEL (input "x", shape [1, 4]) at once on one
+channel, each with a deadline of TIMEOUT s; once all ended, how many ended
+with each code ("OK 30", "DEADLINE_EXCEEDED 10"), one a line.
 """
 import struct
 import sys
@@ -109,6 +114,18 @@ def held(channel, n):
     print("index " + code, flush=True)
 
 
+def many(channel, model, n, timeout):
+    call = channel.unary_unary(SERVICE + "ModelInfer")
+    calls = [call.future(model_infer(model, [1.0, 2.0, 3.0, 4.0]), timeout=timeout)
+             for _ in range(n)]
+    codes = {}
+    for c in calls:
+        code = c.code().name  # waits for the call's end
+        codes[code] = codes.get(code, 0) + 1
+    for code, k in sorted(codes.items()):
+        print("%s %d" % (code, k), flush=True)
+
+
 def main():
     target, mode = sys.argv[1], sys.argv[2]
     opts = [("grpc.max_send_message_length", -1)]
@@ -120,6 +137,8 @@ def main():
             held(channel, int(sys.argv[3]))
         elif mode == "call":
             print(unary(channel, sys.argv[3], b""))
+        elif mode == "many":
+            many(channel, sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
         elif mode == "infer":
             floats = [float(v) for v in sys.argv[4:]]
             print(unary(channel, "ModelInfer", model_infer(sys.argv[3], floats)))

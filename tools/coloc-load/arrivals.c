@@ -6,7 +6,10 @@
  * behind another of its tenant when QPS is below its service rate; a query is
  * sent when its time comes, on the tenant's connection with the fewest
  * outstanding, and between arrivals the loop sleeps in ppoll() until the
- * next one or an answer.
+ * next one or an answer. The drain runs from the later of the last arrival
+ * and the return of the last send: a send may wait long for the
+ * connection to take it (the raw gRPC client at the server's stream
+ * limit), and the queries it left in flight get the whole drain too.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,6 +25,7 @@ size_t load_nr_queries;
 static size_t load_cap_queries;
 
 uint64_t load_start_ns;
+static uint64_t last_sent_ns; /* when the run's last send returned */
 
 /* The gap to a tenant's next arrival: exponential (Poisson arrivals), or 1/QPS with --arrivals fixed. */
 static uint64_t gap_ns(struct load_tenant *t)
@@ -78,7 +82,7 @@ static int load_send(struct load_tenant *t, int ti, uint64_t arrival_ns, bool me
 					     t->in_bytes);
 	else
 		err = coloc_route_send(best->r, t->name, load_nr_queries, t->input, t->in_bytes);
-	load_queries[load_nr_queries].sent_ns = coloc_now_ns();
+	load_queries[load_nr_queries].sent_ns = last_sent_ns = coloc_now_ns();
 	if (err) {
 		fprintf(stderr, "coloc-load: sending a query of %s: %s\n", t->name,
 			coloc_route_error(best->r));
@@ -104,13 +108,12 @@ static uint64_t total_outstanding(void)
 
 /*
  * The run: arrivals until end_ns (those before measure_ns are warm-up), then
- * answers until none is outstanding or drain_end. 0 or -errno.
+ * answers until none is outstanding or the drain ends. 0 or -errno.
  */
 int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, void *out,
 		    size_t out_cap)
 {
 	struct pollfd pfds[LOAD_MAX_TENANTS * LOAD_MAX_CONNS];
-	uint64_t drain_end = end_ns + (uint64_t)load_opts.drain_s * NS_PER_S;
 	int nfds = load_nr_tenants * (int)load_opts.conns_per_tenant;
 
 	load_start_ns = start_ns;
@@ -149,6 +152,9 @@ int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, void *out,
 				next = t->next_ns;
 		}
 		if (next == UINT64_MAX) {
+			uint64_t drain_end = (last_sent_ns > end_ns ? last_sent_ns : end_ns) +
+					     (uint64_t)load_opts.drain_s * NS_PER_S;
+
 			if (!total_outstanding() || now >= drain_end)
 				return 0;
 			next = drain_end;

@@ -118,7 +118,8 @@ int load_prepare(void);
 
 /*
  * arrivals.c: the run: arrivals until end_ns (those before measure_ns are
- * warm-up), then answers until none is outstanding or the drain ends; out
+ * warm-up), then answers until none is outstanding or the drain ends (drain_s
+ * after end_ns, or after the last send if it returned later); out
  * holds one answer's output (out_cap bytes). 0 or -errno.
  */
 int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, void *out, size_t out_cap);
