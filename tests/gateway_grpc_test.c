@@ -387,7 +387,9 @@ TEST_F_TIMEOUT(grpc, coloc_load__drives_the_gateway_over_grpc_and_http, 600)
  * flight on one connection: 300/s for 2 s against a model that serves ~250
  * at most here, so calls queue in the gateway and colocd and their answers
  * come back on interleaved streams; each is matched to its query (none
- * outstanding or failed) and the gateway counted every one.
+ * outstanding or failed) and the gateway counted every one. The sends
+ * wait at the stream limit, on a loaded machine for long: the drain runs
+ * from the last one's return (gateway_stream_limit_test.c).
  */
 TEST_F_TIMEOUT(grpc, coloc_load__many_calls_in_flight_on_one_raw_connection, 600)
 {

@@ -254,6 +254,28 @@ TEST_F_TIMEOUT(fwd, held_reset__calls_at_work_after_their_stream_ended_hold_its_
 	EXPECT_TRUE(live(self));
 }
 
+/*
+ * A client that opens more streams than the server's
+ * SETTINGS_MAX_CONCURRENT_STREAMS allows (RFC 9113 5.1.2): 10 infers of
+ * "slow" at once against --grpc-max-streams 4; the 4 are held by colocd,
+ * the 6 past the limit refused (RST_STREAM REFUSED_STREAM, which a client
+ * may retry), none answered meanwhile, and no GOAWAY.
+ */
+TEST_F_TIMEOUT(fwd, over_the_limit__streams_past_settings_are_refused, 300)
+{
+	const char *flags[] = { "--grpc-server", "own", "--grpc-max-streams", "4", NULL };
+	char out[4096];
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	atomic_store(&self->fake.hold_slow, true);
+	EXPECT_EQ(0, hostile(self, false, "overlimit 10", out, sizeof(out)));
+	atomic_store(&self->fake.hold_slow, false);
+	EXPECT_NE(NULL, strstr(out, "reset 7 6\n")) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(out, "status")) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(out, "goaway")) TH_LOG("%s", out);
+	EXPECT_TRUE(live(self));
+}
+
 /* The script's log says "held": true, within 120 s. */
 static bool wait_held(const char *path)
 {

@@ -19,6 +19,8 @@ tests/gateway_h2_test.c:
                                        (a WINDOW_UPDATE of 0, or DATA after END_STREAM)
   h2_hostile.py PORT held-reset K      K infers of "slow" reset by the client while
                                        colocd holds them, then K health calls
+  h2_hostile.py PORT overlimit N       N infers of "slow" at once, whatever the server's
+                                       SETTINGS_MAX_CONCURRENT_STREAMS
   h2_hostile.py PORT health-mem C S H  C connections of S health calls each, every
                                        message 64 KiB but one byte short, held H s
   h2_hostile.py PORT idle-ping MS S    a connection that only pings, every MS ms, S s
@@ -419,6 +421,16 @@ def held_reset(port, k):
         burst += frame(HEADERS, 0x4, sid, request_block("ServerLive")) + \
             frame(DATA, 0x1, sid, b"\x00\x00\x00\x00\x00")
     s.sendall(burst)
+    count_frames(s, 2)
+
+
+def overlimit(port, n):
+    """n infers of "slow" (colocd holds them) in one burst, past the server's
+    SETTINGS_MAX_CONCURRENT_STREAMS: those past it are refused (RST_STREAM
+    REFUSED_STREAM), the others held."""
+    s = connect(port)
+    s.sendall(b"".join(frame(HEADERS, 0x4, 1 + 2 * i, request_block("ModelInfer")) +
+                       frame(DATA, 0x1, 1 + 2 * i, infer_message("slow")) for i in range(n)))
     count_frames(s, 2)
 
 
@@ -849,6 +861,8 @@ def main():
         made_you_reset(port, int(sys.argv[3]), sys.argv[4])
     elif mode == "held-reset":
         held_reset(port, int(sys.argv[3]))
+    elif mode == "overlimit":
+        overlimit(port, int(sys.argv[3]))
     elif mode == "health-mem":
         health_mem(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
     elif mode == "short-deadline":
