@@ -9,8 +9,8 @@
  * machine's load, so the tests shape the overload themselves: coloc-load's
  * raw HTTP/2 client waits for a free stream and the calls it then leaves in
  * flight still get their drain; grpcio's calls past the limit wait in the
- * client and each ends, OK or DEADLINE_EXCEEDED at its deadline.
- * docs/gateway.md, "At the stream limit".
+ * client and each ends with a status. docs/gateway.md, "At the stream
+ * limit, and under overload".
  */
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
@@ -36,10 +36,11 @@ static long long json_num(struct json_object *o, const char *key)
 }
 
 /*
- * CALLS calls of "fast" (fixed arrivals: CALLS or one more) in one second on one connection, --drain DRAIN_S: at
- * most 1000 / FAST_MS answers a second, so the client holds the last sends
- * until (CALLS - STREAMS) answers came, past the second plus the drain (the
- * last arrival's send starts over DRAIN_S after it). main's coloc-load
+ * CALLS calls of "fast" (fixed arrivals: CALLS or one more) in one second
+ * on one connection, --drain DRAIN_S: at most 1000 / FAST_MS answers a
+ * second, so the client holds the last sends until (CALLS - STREAMS)
+ * answers came, past the second plus the drain (the last arrival's send
+ * starts over DRAIN_S after it). main's coloc-load
  * counted the drain from the last arrival and gave up on the calls in
  * flight as soon as that send returned (outstanding, 'many calls in flight'
  * in docs/measurements/gateway.md); every call is answered now.
