@@ -30,6 +30,7 @@
 #include "addr.h"
 #include "grpc_h2.h"
 #include "mono_clock.h"
+#include "send_buffer.h"
 #include "timeline.h"
 
 #define H2S_READ_BUF (64 << 10)
@@ -333,6 +334,7 @@ static void conn_accept(struct h2_server *srv, int fd, const struct sockaddr_sto
 		return;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	gw_send_buffer_cap(fd, GW_SEND_BUFFER_BYTES);
 	pthread_mutex_lock(&srv->lock);
 	p = h2s_peer_get(srv, peer);
 	if (atomic_load(&srv->stopping) || !p || !conn_allowed(srv, p)) {

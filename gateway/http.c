@@ -26,6 +26,7 @@
 #include "infer_request.h"
 #include "mono_clock.h"
 #include "parse_gate.h"
+#include "send_buffer.h"
 
 #define HTTP_PATH_MAX 512
 /*
@@ -728,6 +729,8 @@ static void http_notify(void *cls, struct MHD_Connection *conn, void **socket_co
 {
 	struct gw_http *h = cls;
 
+	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+		gw_send_buffer_cap_mhd(conn, GW_SEND_BUFFER_BYTES);
 	if (h->dl)
 		gw_http_deadline_notify(h->dl, conn, socket_context, code);
 	if (h->conns)

@@ -23,7 +23,6 @@ struct dl_conn {
 	struct dl_conn *prev, *next;
 	int fd;
 	bool cut;
-	atomic_bool waiting; /* for a whole request: opened or answered, not yet received */
 	uint64_t timeout_ns;
 	_Atomic uint64_t by_ns; /* CLOCK_MONOTONIC */
 	unsigned long requests; /* arrived whole on it; its own thread's */
@@ -144,7 +143,6 @@ void gw_http_deadline_notify(void *arg, struct MHD_Connection *conn, void **sock
 			return; /* untracked: only its idle timeout holds */
 		c->fd = fd->connect_fd;
 		c->timeout_ns = dl->timeout_ns;
-		atomic_store(&c->waiting, true);
 		atomic_store(&c->by_ns, coloc_now_ns() + dl->timeout_ns);
 		pthread_mutex_lock(&dl->lock);
 		c->next = dl->head;
@@ -184,7 +182,6 @@ unsigned long gw_http_deadline_received(struct MHD_Connection *conn, uint64_t an
 
 	if (!c)
 		return 0;
-	atomic_store(&c->waiting, false);
 	atomic_store(&c->by_ns, coloc_now_ns() + answer_ns + c->timeout_ns);
 	return ++c->requests;
 }
@@ -196,23 +193,20 @@ void gw_http_deadline_answered(struct MHD_Connection *conn)
 	if (!c)
 		return;
 	atomic_store(&c->by_ns, coloc_now_ns() + c->timeout_ns);
-	atomic_store(&c->waiting, true);
 }
 
-bool gw_http_deadline_cut_oldest(struct gw_http_deadline *dl)
+bool gw_http_deadline_cut_soonest(struct gw_http_deadline *dl)
 {
-	struct dl_conn *oldest = NULL;
+	struct dl_conn *soonest = NULL;
 
 	pthread_mutex_lock(&dl->lock);
-	/* a waiting connection's deadline is its wait's start plus the one timeout */
 	for (struct dl_conn *c = dl->head; c; c = c->next)
-		if (!c->cut && atomic_load(&c->waiting) &&
-		    (!oldest || atomic_load(&c->by_ns) < atomic_load(&oldest->by_ns)))
-			oldest = c;
-	if (oldest)
-		dl_cut(dl, oldest);
+		if (!c->cut && (!soonest || atomic_load(&c->by_ns) < atomic_load(&soonest->by_ns)))
+			soonest = c;
+	if (soonest)
+		dl_cut(dl, soonest);
 	pthread_mutex_unlock(&dl->lock);
-	return oldest;
+	return soonest;
 }
 
 unsigned long gw_http_deadline_cut(struct gw_http_deadline *dl)

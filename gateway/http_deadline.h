@@ -38,12 +38,12 @@ unsigned long gw_http_deadline_received(struct MHD_Connection *conn, uint64_t an
 /* conn's answer was sent: the deadline of its next request starts now. */
 void gw_http_deadline_answered(struct MHD_Connection *conn);
 /*
- * The connection that has waited longest for a whole request (since its
- * opening or its last answer) cut now, as at its deadline, so that a
- * listener at its connection limit takes a new one (metrics.c). Whether
- * there was one.
+ * The connection whose deadline comes first cut now, as at its deadline,
+ * so that a listener at its connection limit takes a new one (metrics.c):
+ * the one that has waited longest for a whole request, or for its answer
+ * to be taken, whichever began first. Whether there was one.
  */
-bool gw_http_deadline_cut_oldest(struct gw_http_deadline *dl);
+bool gw_http_deadline_cut_soonest(struct gw_http_deadline *dl);
 /* Connections cut at their deadline so far. */
 unsigned long gw_http_deadline_cut(struct gw_http_deadline *dl);
 

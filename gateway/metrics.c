@@ -17,6 +17,7 @@
 #include "http_deadline.h"
 #include "metrics.h"
 #include "mono_clock.h"
+#include "send_buffer.h"
 
 /*
  * One scraper needs a connection or two: a client holding the port's
@@ -24,14 +25,19 @@
  * arrive whole and be answered within the deadline, as on the infer port.
  * Many clients holding them all (review s19 LOW 1: any local user binds
  * any 127.0.0.0/8 address): at MX_CONNS a new connection cuts the one
- * that has waited longest for its request, so a scrape, whose request
- * comes at once, gets in; libmicrohttpd's own limit leaves room for those
- * cut while they close.
+ * whose deadline comes first, waiting for its request or for its answer to
+ * be taken (review s20 LOW 1: requests pipelined and never read), so a
+ * scrape, whose request comes at once and whose answer is read at once,
+ * gets in; libmicrohttpd's own limit leaves room for those cut while they
+ * close. An answer is ~5 KB: MX_SEND_BUFFER_BYTES keeps what the kernel
+ * holds for a client that does not read to a few of them (review s20
+ * MEDIUM 1).
  */
 #define MX_CONNS 256u
 #define MX_CONNS_MHD (2 * MX_CONNS)
 #define MX_CONNS_PER_CLIENT 4
 #define MX_REQUEST_TIMEOUT_MS 5000
+#define MX_SEND_BUFFER_BYTES (16 << 10)
 
 struct gw_metrics {
 	struct MHD_Daemon *d;
@@ -498,13 +504,14 @@ static void mx_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
 
 	gw_http_deadline_notify(mx->dl, conn, socket_context, code);
 	gw_http_conns_notify(mx->conns, conn, code);
-	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		gw_send_buffer_cap_mhd(conn, MX_SEND_BUFFER_BYTES);
 		atomic_fetch_add(&mx->open, 1);
-	else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
 		atomic_fetch_sub(&mx->open, 1);
 }
 
-/* The client's limit, then, at MX_CONNS, the connection waiting longest for its request cut. */
+/* The client's limit, then, at MX_CONNS, the connection whose deadline comes first cut. */
 static enum MHD_Result mx_accept(void *cls, const struct sockaddr *addr, socklen_t len)
 {
 	struct gw_metrics *mx = cls;
@@ -512,7 +519,7 @@ static enum MHD_Result mx_accept(void *cls, const struct sockaddr *addr, socklen
 	if (gw_http_conns_accept(mx->conns, addr, len) == MHD_NO)
 		return MHD_NO;
 	/* refused now, its client's count is given back at the next accept (http_conns.c) */
-	if (atomic_load(&mx->open) >= MX_CONNS && !gw_http_deadline_cut_oldest(mx->dl))
+	if (atomic_load(&mx->open) >= MX_CONNS && !gw_http_deadline_cut_soonest(mx->dl))
 		return MHD_NO;
 	return MHD_YES;
 }
