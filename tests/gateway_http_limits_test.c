@@ -427,6 +427,22 @@ TEST_F_TIMEOUT(fwd, metrics__a_holder_does_not_stop_a_scrape, 120)
 	EXPECT_EQ(64, cut);
 }
 
+/* Of n scrapes of the metrics port from 127.0.0.1 by curl (2 s each at most), how many got 200. */
+static int scrapes_answered(FIXTURE_DATA(fwd) * self, int n)
+{
+	char cmd[256], out[64];
+	int answered = 0;
+
+	snprintf(cmd, sizeof(cmd),
+		 "curl -s --max-time 2 -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/metrics",
+		 self->env.metrics_port);
+	for (int i = 0; i < n; i++) {
+		tu_run(cmd, out, sizeof(out));
+		answered += atoi(out) == 200;
+	}
+	return answered;
+}
+
 /*
  * Review s19 LOW 1: 80 addresses (127.0.3.1-80, what any local user may
  * bind) each hold 4 connections to the metrics port with an unfinished
@@ -439,8 +455,8 @@ TEST_F_TIMEOUT(fwd, metrics__holders_from_many_addresses_do_not_stop_a_scrape, 1
 {
 	const char *head = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Held: ";
 	enum { HOLDERS = 80, EACH = 4, SCRAPES = 5 };
-	int fds[HOLDERS * EACH], answered = 0, cut = 0;
-	char cmd[256], out[64], src[32];
+	int fds[HOLDERS * EACH], answered, cut = 0;
+	char src[32];
 
 	ASSERT_TRUE(start_gateway(self, NULL));
 	for (int i = 0; i < HOLDERS * EACH; i++) {
@@ -449,13 +465,7 @@ TEST_F_TIMEOUT(fwd, metrics__holders_from_many_addresses_do_not_stop_a_scrape, 1
 		ASSERT_LE(0, fds[i]);
 		send(fds[i], head, strlen(head), MSG_NOSIGNAL);
 	}
-	snprintf(cmd, sizeof(cmd),
-		 "curl -s --max-time 2 -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/metrics",
-		 self->env.metrics_port);
-	for (int i = 0; i < SCRAPES; i++) {
-		tu_run(cmd, out, sizeof(out));
-		answered += atoi(out) == 200;
-	}
+	answered = scrapes_answered(self, SCRAPES);
 	for (int i = 0; i < HOLDERS * EACH; i++) {
 		cut += gw_closed_within(fds[i], 1, (char[64]){ 0 }, 64);
 		close(fds[i]);
@@ -544,8 +554,8 @@ TEST_F_TIMEOUT(fwd, metrics__a_client_that_never_reads_holds_a_bounded_send_queu
 TEST_F_TIMEOUT(fwd, metrics__holders_that_never_read_do_not_stop_a_scrape, 120)
 {
 	enum { HOLDERS = 80, EACH = 4, SCRAPES = 5 };
-	int fds[HOLDERS * EACH], answered = 0;
-	char cmd[256], out[64], src[32];
+	int fds[HOLDERS * EACH], answered;
+	char src[32];
 
 	ASSERT_TRUE(start_gateway(self, NULL));
 	for (int i = 0; i < HOLDERS * EACH; i++) {
@@ -554,13 +564,7 @@ TEST_F_TIMEOUT(fwd, metrics__holders_that_never_read_do_not_stop_a_scrape, 120)
 		ASSERT_LE(0, fds[i]);
 	}
 	usleep(500 * 1000);
-	snprintf(cmd, sizeof(cmd),
-		 "curl -s --max-time 2 -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/metrics",
-		 self->env.metrics_port);
-	for (int i = 0; i < SCRAPES; i++) {
-		tu_run(cmd, out, sizeof(out));
-		answered += atoi(out) == 200;
-	}
+	answered = scrapes_answered(self, SCRAPES);
 	for (int i = 0; i < HOLDERS * EACH; i++)
 		close(fds[i]);
 	TH_LOG("%d of %d scrapes answered", answered, SCRAPES);
