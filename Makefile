@@ -114,6 +114,7 @@ MODEL_SRCS := $(wildcard executor/model_*.c executor/onnx_*.c executor/window.c)
 PROFILE_SRCS := executor/profile.c executor/profile_cache.c executor/profile_key.c \
 	executor/profile_parse.c \
 	executor/profile_save.c executor/profile_machine.c executor/profile_table.c \
+	executor/profile_versions.c \
 	$(wildcard executor/level_model*.c)
 MODEL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(MODEL_SRCS)) $(OBJ)/$(GEN)/onnx.pb-c.o
 PROFILE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(PROFILE_SRCS))

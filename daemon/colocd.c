@@ -602,7 +602,7 @@ static void load_state(struct colocd *d)
 		coloc_err_clear(&err);
 		ret = colocd_state_files(config.state_path, &specs[i], &files, &err);
 		if (!ret) {
-			/* its outcome is logged once its executor has described the model */
+			/* its outcome is logged once its executors got ready with the model */
 			ret = control_submit_spec(d, &specs[i], &files, NULL, 0, &err);
 			colocd_files_close(&files, specs[i].nr_external);
 		}

@@ -4,8 +4,9 @@
  * byte of a file is copied for a submit they refuse), the client's
  * descriptors sealed off the loop (submit_copy.h), the cheap checks again
  * (the tenants may have changed meanwhile), then serving_admit; the answer
- * is deferred until the tenant's executor has described its model and
- * colocd has checked it (serving.h), and --state records the tenant then.
+ * is deferred until the tenant's executors have described its model and
+ * got ready with its profile's kernel versions, and colocd has checked
+ * both (serving.h), and --state records the tenant then.
  * See docs/security-submit.md.
  */
 #define _GNU_SOURCE
@@ -76,6 +77,10 @@ static void control_submit_admitted(void *ctx, const char *name, int ret,
 		control_admission_free(a);
 		return;
 	}
+	/* a stale profile is the operator's to measure again, not the submitter's */
+	if (ret == -ESTALE)
+		fprintf(stderr, "colocd: submit of tenant %s refused: %s\n", name,
+			err ? coloc_err_str(err) : strerror(-ret));
 	line = control_admitted_answer(a, ret, err, &warn);
 	/* a client gone meanwhile: -ENOTCONN, nothing to do */
 	if (line)
@@ -380,7 +385,7 @@ char *control_cmd_submit(struct colocd *d, struct json_object *req, uid_t uid,
 		bad = control_error("\"external\" names an ONNX model's external data files; %s is "
 				    "a coloc .model file, which has none: drop \"external\"",
 				    spec->model);
-	/* the answer comes once the files are in and the executor has described the model */
+	/* the answer comes once the files are in and the executors got ready with the model */
 	if (!bad)
 		bad = control_submit_files(d, sreq, spec, uid);
 out:

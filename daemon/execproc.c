@@ -87,6 +87,11 @@ const struct coloc_shm_summary *execproc_summary(const struct execproc *ep)
 	return ep->summary;
 }
 
+const struct coloc_shm_versions *execproc_versions(const struct execproc *ep)
+{
+	return ep->versions;
+}
+
 bool execproc_ready(const struct execproc *ep)
 {
 	return ep->ready;
@@ -425,6 +430,25 @@ static int check_ready_summary(struct execproc *ep, struct coloc_err *err)
 }
 
 /*
+ * The kernel versions the executor built, copied once at ready and checked
+ * against the summary's layers (shm_summary_check.h): what colocd compares
+ * with the profile it admits the tenant by.
+ */
+static int take_versions(struct execproc *ep, struct coloc_err *err)
+{
+	char why[COLOC_ERR_MSG_MAX / 2];
+
+	ep->versions = malloc(sizeof(*ep->versions));
+	if (!ep->versions)
+		return execproc_give_up(
+			ep, err, "reported its kernel versions; colocd is out of memory for them");
+	memcpy(ep->versions, &ep->shm->versions, sizeof(*ep->versions));
+	if (!shm_versions_check(ep->versions, ep->summary->nr_layers, why, sizeof(why)))
+		return execproc_give_up(ep, err, "%s", why);
+	return 0;
+}
+
+/*
  * Takes the executor's description of its model, once, if it fits the
  * layout; the layout colocd wrote must still be there. Then the slots'
  * input and output pages are allocated, so that no query's copy faults.
@@ -454,7 +478,7 @@ static int take_ready(struct execproc *ep, struct coloc_err *err)
 	h->nr_outputs = sh.nr_outputs;
 	h->state = COLOC_SHM_READY;
 	ep->shm_hdr = sh;
-	if (check_ready_summary(ep, err))
+	if (check_ready_summary(ep, err) || take_versions(ep, err))
 		return -EPROTO;
 	if (execproc_map_slots(ep, err))
 		return -EPROTO;
@@ -867,5 +891,6 @@ void execproc_free(struct execproc *ep)
 		exec_log_drain(&ep->log, coloc_now_ns());
 	exec_log_close(&ep->log);
 	free(ep->summary);
+	free(ep->versions);
 	free(ep);
 }

@@ -224,6 +224,12 @@ const struct coloc_shm_header *execproc_header(const struct execproc *ep);
  */
 const struct coloc_shm_summary *execproc_summary(const struct execproc *ep);
 /*
+ * colocd's copy of the kernel versions the executor built (shm.h), taken
+ * once when it got ready and checked (shm_versions_check: a list that
+ * fails gives the executor up): NULL until then.
+ */
+const struct coloc_shm_versions *execproc_versions(const struct execproc *ep);
+/*
  * Where a slot's input goes and its output comes (hdr.in_bytes / out_bytes);
  * once ready, those pages are allocated by the executor and mapped on both
  * sides (colocd maps them only if the executor allocated all of them: it

@@ -31,6 +31,7 @@ struct execproc {
 	struct coloc_shm_header shm_hdr; /* the shared header as it was when taken ready */
 	struct coloc_shm_done taken; /* the shared completion as colocd last took it */
 	struct coloc_shm_summary *summary; /* the model as described, copied once; NULL before */
+	struct coloc_shm_versions *versions; /* the versions built, copied at ready; NULL before */
 	size_t shm_bytes;
 	int shm_fd; /* colocd's descriptor of the memfd: what it reads the slots through */
 	pid_t pid;

@@ -257,7 +257,7 @@ static int submit_query(struct serving *s, const char *tenant, void **input, int
 	if (!t->described)
 		ret = coloc_err_set(err, -EAGAIN,
 				    "tenant %s is being admitted: its executor has not described "
-				    "its model yet",
+				    "its model and got ready yet",
 				    tenant);
 	else if (len != t->in_bytes)
 		ret = coloc_err_set(err, -EINVAL,

@@ -314,9 +314,15 @@ void serving_release(struct serving *s, struct serving_hold *h);
  * summary, checked by execproc); from the summary the profile is found (or
  * the message says which coloc-profile command makes it), the policy table
  * built, and a QoS below the model's solo latency on all served cores
- * refused (both numbers in the message). Then spec->admitted says 0 or why
- * not: the importer's error ("NAME:LINE: ..."), a summary that failed a
- * check, or no description within SERVING_DESCRIBE_TIMEOUT_NS. A refused
+ * refused (both numbers in the message). Once every executor has built
+ * its kernels and got ready, each must report the kernel versions the
+ * profile lists, by name and in order (else the profile's costs are
+ * other kernels'; the message names the first layer that differs, both
+ * names and the coloc-profile command to measure it again). Then
+ * spec->admitted says 0 or why not: the importer's error ("NAME:LINE:
+ * ..."), a summary or versions that failed a check, other versions than
+ * the profile's, no description within SERVING_DESCRIBE_TIMEOUT_NS, or
+ * not ready within SERVING_START_TIMEOUT_NS. A refused
  * tenant's executors are killed and its name is free again. While being
  * admitted the tenant is listed as starting and refuses queries.
  */

@@ -6,11 +6,12 @@
  * files; then the sealed files taken and keyed (profile_key.h), the
  * executors started.
  * colocd parses no model: the first executor to describe the model
- * (execproc_summary, a checked copy of shm.h's summary) completes the
- * admission, from which the profile is found, the table built and the QoS
- * checked (sv_admit_poll); a refusal kills the executors and frees the
- * place. Owners' authority over their tenants is here too
- * (serving_authorize).
+ * (execproc_summary, a checked copy of shm.h's summary) gives what the
+ * profile is found by, the table built from and the QoS checked against
+ * (sv_admit_poll); once all are ready, each must have built the profile's
+ * kernel versions (sv_admit_ready), and the admission is answered. A
+ * refusal kills the executors and frees the place. Owners' authority over
+ * their tenants is here too (serving_authorize).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include <sys/stat.h>
 #include "coloc/model_format.h"
 #include "profile_table.h"
+#include "profile_versions.h"
 #include "sandbox.h"
 #include "serving_internal.h"
 #include "submit_files.h"
@@ -367,6 +369,12 @@ fail:
 	return ret;
 }
 
+/* The model's files as a coloc-profile command names them, in messages. */
+static void profile_shown(const struct sv_tenant *t, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", t->model_name, t->weights_fd >= 0 ? " --weights WEIGHTS" : "");
+}
+
 /*
  * The table and the buffers of a tenant whose model sum describes, from
  * its profile: 0, or -errno with err saying why it is refused.
@@ -380,14 +388,14 @@ static int admit_described(struct serving *s, struct sv_tenant *t,
 	int ret;
 
 	t->summary = malloc(sizeof(*t->summary));
-	if (!t->summary)
+	t->versions = malloc(sizeof(*t->versions));
+	if (!t->summary || !t->versions)
 		return coloc_err_set(err, -ENOMEM, "out of memory admitting %s", t->name);
 	memcpy(t->summary, sum, sizeof(*sum));
 	t->nr_layers = (int)sum->nr_layers;
 	t->in_bytes = sum->in_bytes;
 	t->out_bytes = sum->out_bytes;
-	snprintf(shown, sizeof(shown), "%s%s", t->model_name,
-		 t->weights_fd >= 0 ? " --weights WEIGHTS" : "");
+	profile_shown(t, shown, sizeof(shown));
 	p = profile_table_find_keyed(sum->model_name, &t->model_key, shown, s->cache_dir,
 				     &s->machine, err);
 	if (!p)
@@ -400,6 +408,11 @@ static int admit_described(struct serving *s, struct sv_tenant *t,
 	for (int l = 0; l < t->nr_layers; l++)
 		macs[l] = sum->layer_macs[l];
 	ret = profile_table_build_layers(p, sum->model_name, t->nr_layers, macs, &t->table, err);
+	if (!ret && profile_versions_of(p, t->versions))
+		ret = coloc_err_set(err, -E2BIG,
+				    "the profile of %s has more kernel versions of distinct names "
+				    "than an executor reports (%d)",
+				    sum->model_name, COLOC_SHM_MAX_VERSION_NAMES);
 	profile_free(p);
 	free(macs);
 	if (ret)
@@ -464,9 +477,54 @@ bool sv_admit_poll(struct serving *s, struct sv_tenant *t)
 		if (!sum)
 			continue;
 		ret = admit_described(s, t, sum, &err);
-		admission_ends(s, t, ret, &err);
+		if (ret)
+			admission_ends(s, t, ret, &err);
 		return !ret;
 	}
+	return true;
+}
+
+/* A name of a version list in a message: quoted, or "no version" past the list's end. */
+static void version_shown(const char *name, char *buf, size_t len)
+{
+	if (name[0])
+		snprintf(buf, len, "'%s'", name);
+	else
+		snprintf(buf, len, "no version");
+}
+
+bool sv_admit_ready(struct serving *s, struct sv_tenant *t)
+{
+	char shown[PATH_MAX + 32], want[PROFILE_VERSION_NAME_LEN + 2];
+	char got[PROFILE_VERSION_NAME_LEN + 2];
+	struct profile_versions_diff d;
+	struct coloc_err err = { 0 };
+
+	for (int i = 0; i < t->nr_exec; i++) {
+		if (profile_versions_same(t->versions, execproc_versions(t->ex[i].ep), t->nr_layers,
+					  &d))
+			continue;
+		profile_shown(t, shown, sizeof(shown));
+		version_shown(d.want, want, sizeof(want));
+		version_shown(d.got, got, sizeof(got));
+		coloc_err_set(&err, -ESTALE,
+			      "tenant %s: the profile of model %s is of other kernel versions "
+			      "than its executor built (layer %d's version %d is %s in the "
+			      "profile, %s here: a profile made before coloc's versions changed, "
+			      "or with another ISA or oneDNN); not served on it: measure it again "
+			      "with coloc-profile %s -o %s.profile --cache-dir %s",
+			      t->name, t->summary->model_name, d.layer, d.version, want, got, shown,
+			      t->summary->model_name, profile_cache_dir(s->cache_dir));
+		if (t->described) /* restarted */
+			sv_fail_tenant(s, t, coloc_err_str(&err));
+		else
+			admission_ends(s, t, err.code, &err);
+		return false;
+	}
+	t->state = SERVING_TENANT_READY;
+	sv_notify_running(s, t, t->state);
+	if (!t->described)
+		admission_ends(s, t, 0, NULL);
 	return true;
 }
 

@@ -226,10 +226,9 @@ static bool poll_tenant(struct serving *s, struct sv_tenant *t)
 			sv_fail_tenant(s, t, why);
 			return false;
 		}
-	if (t->state == SERVING_TENANT_STARTING && t->described && nr_ready == t->nr_exec) {
-		t->state = SERVING_TENANT_READY;
-		sv_notify_running(s, t, t->state);
-	}
+	if (t->state == SERVING_TENANT_STARTING && t->summary && nr_ready == t->nr_exec &&
+	    !sv_admit_ready(s, t))
+		return false;
 	if (t->removing && !t->nr_queries && !sv_tenant_busy(t)) {
 		sv_finish_removal(s, t);
 		return false;
@@ -317,7 +316,7 @@ static void check_deadlines(struct serving *s, struct sv_tenant *t, uint64_t now
 {
 	char why[SERVING_REASON_LEN];
 
-	if (!t->described && now - t->started_ns > SERVING_DESCRIBE_TIMEOUT_NS) {
+	if (!t->summary && now - t->started_ns > SERVING_DESCRIBE_TIMEOUT_NS) {
 		snprintf(why, sizeof(why),
 			 "tenant %s: its executor did not describe its model within %.0f s: "
 			 "killed",
@@ -378,7 +377,7 @@ int serving_next_timeout_ms(const struct serving *s)
 		if (t->state == SERVING_TENANT_STARTING &&
 		    t->started_ns + SERVING_START_TIMEOUT_NS < next)
 			next = t->started_ns + SERVING_START_TIMEOUT_NS;
-		if (!t->described && t->started_ns + SERVING_DESCRIBE_TIMEOUT_NS < next)
+		if (!t->summary && t->started_ns + SERVING_DESCRIBE_TIMEOUT_NS < next)
 			next = t->started_ns + SERVING_DESCRIBE_TIMEOUT_NS;
 		for (int x = 0; x < t->nr_exec; x++) {
 			const struct sv_exec *e = &t->ex[x];

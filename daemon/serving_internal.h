@@ -105,12 +105,15 @@ struct sv_tenant {
 	struct profile_key model_key;
 	/*
 	 * Admitted: its first executor described the model (summary, a
-	 * checked copy; later executors must describe the same) and the table
-	 * was built from its profile. Until then it takes no query, and
+	 * checked copy; later executors must describe the same), the table
+	 * was built from its profile, and every executor got ready with the
+	 * profile's kernel versions (versions: the profile's, in the form
+	 * executors report theirs). Until then it takes no query, and
 	 * admitted (if set) is owed its answer.
 	 */
 	bool described;
 	struct coloc_shm_summary *summary;
+	struct coloc_shm_versions *versions;
 	void (*admitted)(void *ctx, const char *name, int ret, const struct coloc_err *err);
 	void *admitted_ctx;
 	int nr_layers; /* the summary's */
@@ -240,10 +243,19 @@ void sv_release_block_cores(struct serving *s, struct sv_tenant *t, struct sv_ex
 void sv_fail_tenant(struct serving *s, struct sv_tenant *t, const char *why);
 /*
  * t's admission, while none of its executors has described the model:
- * takes the first summary, finds the profile, builds the table, checks the
- * QoS and answers the admission. false when t was refused (and is gone).
+ * takes the first summary, finds the profile, builds the table and checks
+ * the QoS. false when t was refused (and is gone).
  */
 bool sv_admit_poll(struct serving *s, struct sv_tenant *t);
+/*
+ * t described and all its executors ready (first, or after a restart):
+ * ready, and admitted (answered) if it was not, when each built the kernel
+ * versions its profile lists, in its order; else refused (a restarted
+ * tenant: failed), naming
+ * the first layer that differs, both names, and the coloc-profile command
+ * that measures the profile again. false when t was refused or failed.
+ */
+bool sv_admit_ready(struct serving *s, struct sv_tenant *t);
 /* t's admission refused (ret, why): its executors killed, t gone, the answer sent. */
 void sv_admit_refuse(struct serving *s, struct sv_tenant *t, int ret, const char *why);
 /* t goes at once: cores back, executors killed, queries failed, removed told, freed. */

@@ -167,6 +167,7 @@ void sv_free_tenant(struct serving *s, struct sv_tenant *t)
 {
 	sv_close_executors(s, t, false);
 	free(t->summary);
+	free(t->versions);
 	policy_table_free(&t->table);
 	free(t->model_name);
 	if (t->model_fd > 0)

@@ -2,8 +2,10 @@
 /*
  * The checks colocd makes on an executor's model summary
  * (shm_summary_check.h) before it looks up a profile or builds a policy
- * table from it. Messages say which check failed and never repeat what
- * the summary holds: its values come from a user's file.
+ * table from it, and on the kernel versions it reports at ready before
+ * they are compared with that profile. Messages say which check failed
+ * and never repeat what the summary holds: its values come from a user's
+ * file.
  */
 #include <stdio.h>
 #include <string.h>
@@ -74,4 +76,41 @@ bool shm_summary_same(const struct coloc_shm_summary *a, const struct coloc_shm_
 	       a->nr_outputs == b->nr_outputs && a->in_bytes == b->in_bytes &&
 	       a->out_bytes == b->out_bytes && a->nr_layers <= COLOC_SHM_MAX_LAYERS &&
 	       !memcmp(a->layer_macs, b->layer_macs, a->nr_layers * sizeof(a->layer_macs[0]));
+}
+
+bool shm_versions_check(const struct coloc_shm_versions *v, __u32 nr_layers, char *why, size_t len)
+{
+	if (!v->nr_names || v->nr_names > COLOC_SHM_MAX_VERSION_NAMES || v->reserved ||
+	    nr_layers > COLOC_SHM_MAX_LAYERS) {
+		snprintf(why, len,
+			 "reported its kernel versions with a count of names out of 1 to %d",
+			 COLOC_SHM_MAX_VERSION_NAMES);
+		return false;
+	}
+	for (__u32 i = 0; i < v->nr_names; i++)
+		if (!name_ok(v->names[i], sizeof(v->names[i]))) {
+			snprintf(why, len,
+				 "reported a kernel version name that is not 1 to %d of "
+				 "[A-Za-z0-9_.-] (not starting with '.')",
+				 COLOC_SHM_VERSION_NAME_LEN - 1);
+			return false;
+		}
+	for (__u32 l = 0; l < nr_layers; l++) {
+		const __u8 *at = v->layer[l];
+		int nr = 0;
+
+		while (nr < COLOC_SHM_MAX_LAYER_VERSIONS && at[nr] && at[nr] <= v->nr_names)
+			nr++;
+		for (int i = nr; i < COLOC_SHM_MAX_LAYER_VERSIONS; i++)
+			if (at[i])
+				nr = -1;
+		if (nr < 1) {
+			snprintf(why, len,
+				 "reported a layer's kernel versions as none, more than %d, "
+				 "one outside its names or a gap in the list",
+				 COLOC_SHM_MAX_LAYER_VERSIONS);
+			return false;
+		}
+	}
+	return true;
 }

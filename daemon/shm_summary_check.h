@@ -3,7 +3,8 @@
  * colocd's check of an executor's model summary (struct coloc_shm_summary,
  * include/coloc/shm.h), the only description of a submitted model colocd
  * takes: it is untrusted (the executor parsed a user's bytes), so every
- * field is checked before anything is computed from it.
+ * field is checked before anything is computed from it; so is the list
+ * of kernel versions it reports at ready.
  */
 #ifndef COLOC_DAEMON_SHM_SUMMARY_CHECK_H
 #define COLOC_DAEMON_SHM_SUMMARY_CHECK_H
@@ -27,5 +28,16 @@ bool shm_summary_check(const struct coloc_shm_summary *s, uint64_t in_cap, uint6
 
 /* Whether a and b describe the same model (every field colocd uses). */
 bool shm_summary_same(const struct coloc_shm_summary *a, const struct coloc_shm_summary *b);
+
+/*
+ * Whether v (colocd's own copy) lists the kernel versions of nr_layers
+ * layers in shm.h's form: 1 to COLOC_SHM_MAX_VERSION_NAMES names, each
+ * NUL-terminated, 1 to COLOC_SHM_VERSION_NAME_LEN - 1 of [A-Za-z0-9_.-]
+ * not starting with '.'; each layer 1 to COLOC_SHM_MAX_LAYER_VERSIONS
+ * indexes into them, then only 0; reserved 0. false with why, quoting no
+ * value of v.
+ */
+bool shm_versions_check(const struct coloc_shm_versions *v, __u32 nr_layers, char *why,
+			size_t len);
 
 #endif /* COLOC_DAEMON_SHM_SUMMARY_CHECK_H */

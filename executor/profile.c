@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "profile.h"
+#include "profile_versions.h"
 
 #include <errno.h>
 #include <math.h>
@@ -352,11 +353,10 @@ bool profile_same_setup(const struct profile *a, const struct profile *b)
 	for (int i = 0; i < a->nr_layers; i++) {
 		const struct profile_layer *la = &a->layers[i], *lb = &b->layers[i];
 
-		if (strcmp(la->name, lb->name) || la->nr_versions != lb->nr_versions)
+		if (strcmp(la->name, lb->name) ||
+		    profile_versions_differ(la->nr_versions, la->version_names, lb->nr_versions,
+					    lb->version_names) >= 0)
 			return false;
-		for (int v = 0; v < la->nr_versions; v++)
-			if (strcmp(la->version_names[v], lb->version_names[v]))
-				return false;
 	}
 	return true;
 }

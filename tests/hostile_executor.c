@@ -4,7 +4,10 @@
  * executor writes (docs/security-executor.md). Started the way colocd starts
  * bin/coloc-executor (--shm-fd 3 --done-fd 4 --model-fd N ..., $COLOC_TENANT), it
  * maps the shared memory, describes MODEL truthfully and sets READY, then
- * misbehaves as its tenant's name says:
+ * misbehaves as its tenant's name says (the versions it reports at READY
+ * are the ones coloc-executor builds for the model on its --cores, built
+ * in a child process that exits, so that the modes' memory is what they
+ * touch themselves, unless the mode lies about them, below):
  *
  *   hostile-flags    makes the doorbell blocking (F_SETFL 0 on its fd), then
  *                    refuses every command, correctly: colocd must not hang
@@ -63,6 +66,14 @@
  *   hostile-bigkeep  a query as large as a slot, in and out (16 MiB each
  *                    by default), and completes every block OK at once
  *
+ * and these in the kernel versions it reports at READY (shm.h), which
+ * colocd compares with the profile:
+ *
+ *   hostile-versions a version name without its NUL, every layer's
+ *                    versions out of the table of names
+ *   hostile-shuffle  the truth, but the first layer with two versions or
+ *                    more lists its first two the other way round
+ *
  * Every mode allocates its slots' pages before READY, as coloc-executor
  * does, but hostile-bigkeep, which never touches them.
  *
@@ -93,8 +104,10 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include "coloc/shm.h"
 #include "model_open.h"
+#include "shm_serve.h"
 #include "shm_summary.h"
 
 #define MAX_LANES 8
@@ -106,6 +119,7 @@ static __thread struct coloc_shm *shm;
 static __thread int shm_fd_of_lane = 3;
 static __thread int done_fd_of_lane = 4;
 static const char *mode;
+static const char *cores; /* --cores, as colocd gave it */
 
 static bool is(const char *m)
 {
@@ -148,9 +162,71 @@ static void falsify_summary(struct coloc_shm_summary *sum)
 	}
 }
 
+/* The versions as the mode falsifies them (the truth in the others). */
+static void falsify_versions(struct coloc_shm_versions *v, __u32 nr_layers)
+{
+	__u8 swap;
+
+	if (is("versions")) {
+		memset(v->names[0], 'A', sizeof(v->names[0]));
+		memset(v->layer, 0xff, sizeof(v->layer));
+	} else if (is("shuffle")) {
+		for (__u32 l = 0; l < nr_layers; l++)
+			if (v->layer[l][1]) {
+				swap = v->layer[l][0];
+				v->layer[l][0] = v->layer[l][1];
+				v->layer[l][1] = swap;
+				return;
+			}
+	}
+}
+
+/*
+ * The versions coloc-executor builds for src's model on --cores into v, by
+ * a child that builds them and exits (its memory goes with it); a later
+ * lane's are the first's. 0 or -1.
+ */
+static int built_versions(const struct model_source *src, struct coloc_shm_versions *v)
+{
+	static struct coloc_shm_versions first;
+	static bool built;
+	struct exec_options eo = { .weights_path = src->onnx ? src->weights_path : NULL };
+	struct coloc_err err = { 0 };
+	struct exec_model *em;
+	char why[256];
+	int status;
+	pid_t pid;
+
+	if (shm_serve_allowed_cpus(cores, &eo.cpus, why, sizeof(why))) {
+		fprintf(stderr, "hostile_executor: %s\n", why);
+		return -1;
+	}
+	if (built) {
+		memcpy(v, &first, sizeof(*v));
+		return 0;
+	}
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		em = exec_model_load(src->model, &eo, &err);
+		if (!em || shm_versions_fill(em, v, why, sizeof(why))) {
+			fprintf(stderr, "hostile_executor: %s\n", em ? why : coloc_err_str(&err));
+			_exit(1);
+		}
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		return -1;
+	memcpy(&first, v, sizeof(first));
+	built = true;
+	return 0;
+}
+
 /*
  * What coloc-executor writes for the model (on fd, named name): the
- * summary (as the mode falsifies it), then the header's description.
+ * summary (as the mode falsifies it), then the header's description and
+ * the versions built (as the mode falsifies them).
  */
 static int describe(const char *name, int fd)
 {
@@ -183,6 +259,11 @@ static int describe(const char *name, int fd)
 	h->in_bytes = is("bigkeep") ? shm->summary.in_bytes : io.in_bytes;
 	h->out_bytes = is("bigkeep") ? shm->summary.out_bytes : io.out_bytes;
 	model_io_layout_free(&io);
+	if (built_versions(&src, &shm->versions)) {
+		model_source_close(&src);
+		return -1;
+	}
+	falsify_versions(&shm->versions, h->nr_layers);
 	model_source_close(&src);
 	return 0;
 }
@@ -494,6 +575,8 @@ int main(int argc, char **argv)
 			name = argv[i + 1];
 		else if (!strcmp(argv[i], "--model-fd"))
 			model_fd = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--cores"))
+			cores = argv[i + 1];
 		else if (!strcmp(argv[i], "--shm-fd") && nr_shm < MAX_LANES)
 			shm_fds[nr_shm++] = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--done-fd") && nr_done < MAX_LANES)

@@ -3,10 +3,14 @@
  * colocd's serving core finds a tenant's profile by the key of all its
  * sealed files (executor/profile_key.h): a tenant with the model file a
  * profile was measured on but other weights, or none, is refused "no
- * profile for this model" instead of being admitted on that profile.
- * Real executors, a real profile from bin/coloc-profile --weights.
+ * profile for this model" instead of being admitted on that profile. The
+ * profile found serves only an executor that built its kernel versions,
+ * by name and in order (profile_versions.h): one of other versions is
+ * refused naming the first layer that differs and both names. Real
+ * executors, a real profile from bin/coloc-profile (--weights).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -14,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "kselftest_harness.h"
+#include "profile.h"
 #include "profile_tool.h"
 #include "serving.h"
 #include "testutil.h"
@@ -114,6 +119,102 @@ TEST_F_TIMEOUT(keyed, admit__other_weights_find_no_profile, 300)
 	coloc_err_clear(&err);
 	EXPECT_EQ(-ENOENT, admit(self, "seeded", NULL, &err));
 	EXPECT_NE(NULL, strstr(err.msg, "no profile for this model")) TH_LOG("%s", err.msg);
+}
+
+/* The tiny model's entry in the fixture's cache into path: 0, or -1 when there is none. */
+static int cache_entry(FIXTURE_DATA(keyed) * self, char *path, size_t len)
+{
+	DIR *d = opendir(self->cache);
+	struct dirent *e;
+	int ret = -1;
+
+	while (d && (e = readdir(d)))
+		if (!strncmp(e->d_name, "tiny-", 5) && strlen(e->d_name) > 8 &&
+		    !strcmp(e->d_name + strlen(e->d_name) - 8, ".profile")) {
+			snprintf(path, len, "%s/%s", self->cache, e->d_name);
+			ret = 0;
+		}
+	if (d)
+		closedir(d);
+	return ret;
+}
+
+/* The first layer of p with two versions or more; -1 if none has. */
+static int layer_of_versions(const struct profile *p)
+{
+	for (int l = 0; l < p->nr_layers; l++)
+		if (p->layers[l].nr_versions > 1)
+			return l;
+	return -1;
+}
+
+/* A conv version name that layer l of p does not list (one another ISA offers). */
+static const char *version_not_listed(const struct profile *p, int l)
+{
+	static const char *const others[] = { "winograd", "gemm-nhwc", "row-tiles", "onednn-any" };
+
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		bool listed = false;
+
+		for (int v = 0; v < p->layers[l].nr_versions; v++)
+			listed |= !strcmp(p->layers[l].version_names[v], others[i]);
+		if (!listed)
+			return others[i];
+	}
+	return "no-such-version";
+}
+
+/*
+ * Positions mean other kernels in a profile whose layer lists its first two
+ * versions the other way round, or whose last is one another ISA built:
+ * each refused (-ESTALE) with the model, the layer, both names and the
+ * coloc-profile command; the profile as measured admits the same files.
+ */
+TEST_F_TIMEOUT(keyed, admit__profile_of_other_versions_refused_naming_both, 300)
+{
+	char out[4096], path[PATH_MAX], want[256], name[PROFILE_VERSION_NAME_LEN];
+	struct coloc_err err = { 0 };
+	struct profile *p;
+	int l, last;
+
+	ASSERT_EQ(0, profile(self, NULL, out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(0, cache_entry(self, path, sizeof(path)));
+	p = profile_load(path, &err);
+	ASSERT_NE(NULL, p) TH_LOG("%s", err.msg);
+	l = layer_of_versions(p);
+	if (l < 0) {
+		profile_free(p);
+		SKIP(return, "no layer of the tiny model has two kernel versions on this CPU");
+	}
+	last = p->layers[l].nr_versions - 1;
+	memcpy(name, p->layers[l].version_names[0], sizeof(name));
+	memcpy(p->layers[l].version_names[0], p->layers[l].version_names[1], sizeof(name));
+	memcpy(p->layers[l].version_names[1], name, sizeof(name));
+	ASSERT_EQ(0, profile_save(p, path, &err)) TH_LOG("%s", err.msg);
+	EXPECT_EQ(-ESTALE, admit(self, "swapped", NULL, &err));
+	snprintf(want, sizeof(want), "layer %d's version 0 is '%s' in the profile, '%s' here", l,
+		 p->layers[l].version_names[0], name);
+	EXPECT_NE(NULL, strstr(err.msg, want)) TH_LOG("%s", err.msg);
+	EXPECT_NE(NULL, strstr(err.msg, "the profile of model tiny")) TH_LOG("%s", err.msg);
+	EXPECT_NE(NULL, strstr(err.msg, "coloc-profile tiny.model -o tiny.profile --cache-dir"))
+	TH_LOG("%s", err.msg);
+
+	coloc_err_clear(&err);
+	memcpy(p->layers[l].version_names[1], p->layers[l].version_names[0], sizeof(name));
+	memcpy(p->layers[l].version_names[0], name, sizeof(name));
+	memcpy(name, p->layers[l].version_names[last], sizeof(name));
+	snprintf(p->layers[l].version_names[last], sizeof(name), "%s", version_not_listed(p, l));
+	ASSERT_EQ(0, profile_save(p, path, &err)) TH_LOG("%s", err.msg);
+	EXPECT_EQ(-ESTALE, admit(self, "other-isa", NULL, &err));
+	snprintf(want, sizeof(want), "layer %d's version %d is '%s' in the profile, '%s' here", l,
+		 last, p->layers[l].version_names[last], name);
+	EXPECT_NE(NULL, strstr(err.msg, want)) TH_LOG("%s", err.msg);
+
+	coloc_err_clear(&err);
+	memcpy(p->layers[l].version_names[last], name, sizeof(name));
+	ASSERT_EQ(0, profile_save(p, path, &err)) TH_LOG("%s", err.msg);
+	EXPECT_EQ(0, admit(self, "measured", NULL, &err)) TH_LOG("%s", err.msg);
+	profile_free(p);
 }
 
 TEST_HARNESS_MAIN

@@ -7,10 +7,11 @@
  * its address space and on the CPU time its parse may take; only then does
  * it read the model, its weights and any ONNX external data from the sealed
  * memfds colocd inherited to it (never a path: the client opened the files),
- * describe it to colocd (executor/shm_summary.h) and build every oneDNN
- * primitive. Then it serves colocd's commands with the library's loop
- * (executor/shm_serve.h): this file is the arguments, the sandbox, the
- * limits and the model's import around it. Given several shared memories
+ * describe it to colocd (executor/shm_summary.h), build every oneDNN
+ * primitive and report the kernel versions built. Then it serves colocd's
+ * commands with the library's loop (executor/shm_serve.h): this file is
+ * the arguments, the sandbox, the limits and the model's import around
+ * it. Given several shared memories
  * (--shm-fd and --done-fd once per lane), it serves each on a thread of
  * its own, a lane (executor/exec_lane.c), over the one loaded model; the
  * lanes live and die together (docs/design/lanes.md).
@@ -241,6 +242,12 @@ static int setup(struct shm_serve *s, pid_t parent, char *why, size_t len)
 		snprintf(why, len, "%s", coloc_err_str(&merr));
 		return merr.code ? merr.code : -EINVAL;
 	}
+	/* colocd checks its profile's versions against these at READY */
+	ret = shm_versions_fill(s->em, &s->shm->versions, why, len);
+	for (int i = 1; i < opts.nr_shm && !ret; i++)
+		memcpy(&lanes[i].shm->versions, &s->shm->versions, sizeof(s->shm->versions));
+	if (ret)
+		return ret;
 	/* imported: the soft CPU limit goes (the hard one was never lowered) */
 	if (setrlimit(RLIMIT_CPU, &cpu)) {
 		snprintf(why, len, "lifting the import's CPU limit: %s", strerror(errno));

@@ -55,7 +55,8 @@
  * that completes a command never sent, stops a plan anywhere but at one of
  * its block boundaries, rewrites a completion or the header
  * after ready, writes a status out of range or a reason without its NUL,
- * or describes its model with a summary that fails colocd's checks.
+ * or describes its model with a summary, or its kernel versions with a
+ * list, that fails colocd's checks.
  */
 #ifndef COLOC_SHM_H
 #define COLOC_SHM_H
@@ -67,9 +68,9 @@
 /*
  * 2: cmd.flags; 3: done.started_ns, done.ended_ns; 4: header.described, the
  * summary; 5: plans of blocks (cmd.nr_blocks, cmd.block_last, done.nr_blocks,
- * done.blocks_ns, the yield word)
+ * done.blocks_ns, the yield word); 6: the versions built
  */
-#define COLOC_SHM_LAYOUT_VERSION 5
+#define COLOC_SHM_LAYOUT_VERSION 6
 #define COLOC_SHM_NR_SLOTS 4
 /* Longest block one command can carry (a block of a longer model is split). */
 #define COLOC_SHM_MAX_BLOCK_LAYERS 4096
@@ -80,6 +81,11 @@
 #define COLOC_SHM_NAME_LEN 64
 /* Most layers a model may have: its summary holds each one's MACs. */
 #define COLOC_SHM_MAX_LAYERS 8192
+/* Most kernel versions a layer has (the executor's EXEC_MAX_VERSIONS). */
+#define COLOC_SHM_MAX_LAYER_VERSIONS 6
+/* Most distinct version names one model's layers have, and their length with the NUL. */
+#define COLOC_SHM_MAX_VERSION_NAMES 64
+#define COLOC_SHM_VERSION_NAME_LEN 48
 /*
  * The OpenMP spin count (GOMP_SPINCOUNT) of the clean environment colocd
  * starts an executor in, and the one coloc-profile measures under, so that
@@ -262,12 +268,33 @@ struct coloc_shm_summary {
 	__u64 layer_macs[COLOC_SHM_MAX_LAYERS]; /* [nr_layers]: each layer's multiply-adds */
 } __attribute__((aligned(64)));
 
+/*
+ * The kernel versions the executor built, by name, written once its
+ * kernels are built and before header.state becomes READY (whose release
+ * store covers it). Layer l's versions, in the order cmd.versions counts
+ * them, are names[layer[l][v] - 1] for v before the first 0: at least
+ * one, at most COLOC_SHM_MAX_LAYER_VERSIONS. colocd's profile of the
+ * model prices each layer's versions by their position; it applies only
+ * where these are its names in its order, and colocd refuses the tenant
+ * otherwise (docs/design/profile-freshness.md). Untrusted as the summary:
+ * colocd copies it once at ready and checks it (names NUL-terminated, 1
+ * to COLOC_SHM_VERSION_NAME_LEN - 1 of [A-Za-z0-9_.-] not starting with
+ * '.'; every index of the summary's nr_layers rows within nr_names).
+ */
+struct coloc_shm_versions {
+	__u32 nr_names; /* 1 .. COLOC_SHM_MAX_VERSION_NAMES */
+	__u32 reserved; /* 0 */
+	char names[COLOC_SHM_MAX_VERSION_NAMES][COLOC_SHM_VERSION_NAME_LEN];
+	__u8 layer[COLOC_SHM_MAX_LAYERS][COLOC_SHM_MAX_LAYER_VERSIONS];
+} __attribute__((aligned(64)));
+
 struct coloc_shm {
 	struct coloc_shm_header hdr;
 	struct coloc_shm_cmd cmd __attribute__((aligned(64)));
 	struct coloc_shm_done done __attribute__((aligned(64)));
 	struct coloc_shm_yield yield;
 	struct coloc_shm_summary summary;
+	struct coloc_shm_versions versions;
 };
 
 #endif /* COLOC_SHM_H */
