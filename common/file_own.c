@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,7 +25,8 @@ __attribute__((format(printf, 5, 6))) static int refuse(int fd, int ret, char *w
 	return ret;
 }
 
-int file_own_check(int fd, char *why, size_t len)
+/* file_own_check's checks; root_too: root's file passes as this process's own does. */
+static int own_check(int fd, bool root_too, char *why, size_t len)
 {
 	struct stat st;
 
@@ -32,9 +34,10 @@ int file_own_check(int fd, char *why, size_t len)
 		return refuse(-1, -errno, why, len, "cannot be examined");
 	if (!S_ISREG(st.st_mode))
 		return refuse(-1, -EPERM, why, len, "is not a regular file");
-	if (st.st_uid != geteuid())
-		return refuse(-1, -EPERM, why, len, "is owned by uid %lu, not %lu",
-			      (unsigned long)st.st_uid, (unsigned long)geteuid());
+	if (st.st_uid != geteuid() && (!root_too || st.st_uid))
+		return refuse(-1, -EPERM, why, len, "is owned by uid %lu, not %lu%s",
+			      (unsigned long)st.st_uid, (unsigned long)geteuid(),
+			      root_too && geteuid() ? " nor 0" : "");
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
 		return refuse(-1, -EPERM, why, len,
 			      "is writable by its group or others (mode %04lo)",
@@ -45,12 +48,13 @@ int file_own_check(int fd, char *why, size_t len)
 	return 0;
 }
 
-int file_open_own(const char *path, int flags, mode_t mode, char *why, size_t len)
+int file_own_check(int fd, char *why, size_t len)
 {
-	return file_open_own_at(AT_FDCWD, path, flags, mode, why, len);
+	return own_check(fd, false, why, len);
 }
 
-int file_open_own_at(int dir_fd, const char *path, int flags, mode_t mode, char *why, size_t len)
+static int open_checked(int dir_fd, const char *path, int flags, mode_t mode, bool root_too,
+			char *why, size_t len)
 {
 	int fd, ret;
 
@@ -67,7 +71,7 @@ int file_open_own_at(int dir_fd, const char *path, int flags, mode_t mode, char 
 			snprintf(why, len, "cannot be opened (%s)", strerror(e));
 		return -e;
 	}
-	ret = file_own_check(fd, why, len);
+	ret = own_check(fd, root_too, why, len);
 	if (ret) {
 		close(fd);
 		return ret;
@@ -75,4 +79,19 @@ int file_open_own_at(int dir_fd, const char *path, int flags, mode_t mode, char 
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK))
 		return refuse(fd, -errno, why, len, "cannot be made blocking");
 	return fd;
+}
+
+int file_open_own(const char *path, int flags, mode_t mode, char *why, size_t len)
+{
+	return open_checked(AT_FDCWD, path, flags, mode, false, why, len);
+}
+
+int file_open_own_at(int dir_fd, const char *path, int flags, mode_t mode, char *why, size_t len)
+{
+	return open_checked(dir_fd, path, flags, mode, false, why, len);
+}
+
+int file_open_own_or_root(const char *path, char *why, size_t len)
+{
+	return open_checked(AT_FDCWD, path, O_RDONLY, 0, true, why, len);
 }

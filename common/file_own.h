@@ -24,5 +24,10 @@ int file_open_own(const char *path, int flags, mode_t mode, char *why, size_t le
 int file_open_own_at(int dir_fd, const char *path, int flags, mode_t mode, char *why, size_t len);
 /* The same checks on a descriptor already open: 0, or -errno with why filled in. */
 int file_own_check(int fd, char *why, size_t len);
+/*
+ * file_open_own(path, O_RDONLY, 0, ...) where root's file passes too: for
+ * what root writes and any user may read (a profile in the cache).
+ */
+int file_open_own_or_root(const char *path, char *why, size_t len);
 
 #endif /* COLOC_COMMON_FILE_OWN_H */

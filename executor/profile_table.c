@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "file_own.h"
 #include "profile_table.h"
 
 _Static_assert(PROFILE_MAX_COLD_POINTS <= POLICY_MAX_COLD_POINTS,
@@ -34,11 +35,14 @@ static bool cache_name_ok(const char *n)
 	return true;
 }
 
-/* The profile at path, unless its header holds a key other than key (or the old one). */
-static struct profile *load_keyed(const char *path, const struct profile_key *key,
+/*
+ * The profile open as fd (at path), unless its header holds a key other
+ * than key (or the old one).
+ */
+static struct profile *load_keyed(int fd, const char *path, const struct profile_key *key,
 				  const char *shown, struct coloc_err *err)
 {
-	struct profile *p = profile_load(path, err);
+	struct profile *p = profile_load_fd(fd, path, err);
 
 	if (p && (p->model_key_old || !profile_key_equal(&p->model_key, key))) {
 		coloc_err_set(err, -ESTALE,
@@ -59,9 +63,10 @@ struct profile *profile_table_find_keyed(const char *model_name, const struct pr
 					 const struct profile_machine *machine,
 					 struct coloc_err *err)
 {
-	char path[4096], old[160] = "";
+	char path[4096], old[160] = "", why[96];
 	const char *dir = profile_cache_dir(cache_dir);
-	int ret, nr_old;
+	struct profile *p;
+	int fd, nr_old;
 
 	if (!cache_name_ok(model_name)) {
 		coloc_err_set(err, -EINVAL,
@@ -75,11 +80,25 @@ struct profile *profile_table_find_keyed(const char *model_name, const struct pr
 		coloc_err_set(err, -ENAMETOOLONG, "profile cache path under %s is too long", dir);
 		return NULL;
 	}
-	if (!access(path, R_OK))
-		return load_keyed(path, key, shown, err);
-	ret = -errno;
-	if (ret != -ENOENT) {
-		coloc_err_set(err, ret, "%s: %s", path, strerror(-ret));
+	/*
+	 * As root's tools open what they read: not through a link, not
+	 * blocking on a FIFO, and only root's own file (or this user's), so
+	 * that a cache directory others can write makes colocd read nothing
+	 * of theirs, nor quote it in an error.
+	 */
+	fd = file_open_own_or_root(path, why, sizeof(why));
+	if (fd >= 0) {
+		p = load_keyed(fd, path, key, shown, err);
+		close(fd);
+		return p;
+	}
+	if (fd != -ENOENT) {
+		coloc_err_set(err, fd,
+			      "%s %s: not read (a cached profile is a regular file of root's, "
+			      "writable by no group or other, of one name); make it again with "
+			      "coloc-profile %s as root, into a cache directory only root may "
+			      "write",
+			      path, why, shown);
 		return NULL;
 	}
 	nr_old = profile_cache_old_keyed(dir, model_name, machine);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "kselftest_harness.h"
 #include "profile.h"
 #include "profile_tool.h"
@@ -215,6 +216,48 @@ TEST_F_TIMEOUT(keyed, admit__profile_of_other_versions_refused_naming_both, 300)
 	ASSERT_EQ(0, profile_save(p, path, &err)) TH_LOG("%s", err.msg);
 	EXPECT_EQ(0, admit(self, "measured", NULL, &err)) TH_LOG("%s", err.msg);
 	profile_free(p);
+}
+
+/*
+ * What a cache directory others may write can hold at the entry's name (the
+ * review of s20, LOW 2): a FIFO, which blocked colocd's loop in open(); a
+ * link to a file of root's, whose first bytes the parse error quoted; a
+ * file of another uid's. Each refused at once, saying why and quoting none
+ * of the file; root's own file at the name admits the same files.
+ */
+TEST_F_TIMEOUT(keyed, admit__cache_entry_not_roots_regular_file_not_read, 300)
+{
+	char out[4096], path[PATH_MAX], aside[PATH_MAX + 8], secret[PATH_MAX];
+	struct coloc_err err = { 0 };
+
+	ASSERT_EQ(0, profile(self, NULL, out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(0, cache_entry(self, path, sizeof(path)));
+	snprintf(aside, sizeof(aside), "%s.aside", path);
+	ASSERT_EQ(0, rename(path, aside));
+
+	ASSERT_EQ(0, mkfifo(path, 0644));
+	EXPECT_EQ(-EPERM, admit(self, "fifo", NULL, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "is not a regular file: not read")) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, unlink(path));
+
+	snprintf(secret, sizeof(secret), "%s/secret", self->dir);
+	ASSERT_EQ(0, tu_write_file(secret, "SECRET-OF-ROOT 1 2\n", 19));
+	ASSERT_EQ(0, symlink(secret, path));
+	coloc_err_clear(&err);
+	EXPECT_EQ(-ELOOP, admit(self, "link", NULL, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "is a symbolic link: not read")) TH_LOG("%s", err.msg);
+	EXPECT_EQ(NULL, strstr(err.msg, "SECRET")) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, unlink(path));
+
+	ASSERT_EQ(0, rename(aside, path));
+	ASSERT_EQ(0, chown(path, 65534, 65534));
+	coloc_err_clear(&err);
+	EXPECT_EQ(-EPERM, admit(self, "theirs", NULL, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "is owned by uid 65534, not 0: not read"))
+	TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, chown(path, 0, 0));
+	coloc_err_clear(&err);
+	EXPECT_EQ(0, admit(self, "rootsown", NULL, &err)) TH_LOG("%s", err.msg);
 }
 
 TEST_HARNESS_MAIN

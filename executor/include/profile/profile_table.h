@@ -46,7 +46,10 @@ int profile_table_build_layers(const struct profile *p, const char *name, int nr
  * -ENOENT when there is none, with the exact coloc-profile command that
  * makes it and how many profiles of the key before 2026-12-06 (the model
  * file's FNV-1a) are there unused; a file at the key's name whose header
- * holds another key or the old one is refused (-ESTALE). No oneDNN, no
+ * holds another key or the old one is refused (-ESTALE), and one that is
+ * not a regular file of root's (or this user's), writable by no group or
+ * other, of one name, is not read (a link -ELOOP, else -EPERM; the
+ * message quotes none of it: file_open_own_or_root). No oneDNN, no
  * model parser: what colocd links (the tools find a profile by the
  * model's path with profile_table_find, profile_host.h).
  */
