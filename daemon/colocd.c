@@ -22,6 +22,7 @@
 #include "bpffs.h"
 #include "colocd.h"
 #include "control.h"
+#include "fd_closer.h"
 #include "server.h"
 #include "submit_copy.h"
 #include "cli.h"
@@ -678,6 +679,7 @@ int main(int argc, char **argv)
 	/* line-buffered so a supervisor or a pipe sees each message as it happens */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
+	fd_closer_limit_nofile();
 	raise_nofile();
 	lower_oom_score();
 

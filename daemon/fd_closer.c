@@ -7,13 +7,15 @@
  * queue reaches FD_CLOSER_WAKE_COUNT (signalled on its own condition
  * variable), and ends once idle for FD_CLOSER_IDLE_MS. The caller only
  * queues: a thread stuck in a close holds only its uid's descriptors.
+ * A queue is a list linked through one array indexed by descriptor, so a
+ * push allocates nothing and cannot fail: every descriptor queued is open
+ * in this process, so no two share a link (docs/design/fd-closer.md).
  */
 #define _GNU_SOURCE
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 #include "fd_closer.h"
@@ -23,14 +25,15 @@ struct fd_closer_uid {
 	bool used, running;
 	uid_t uid;
 	pthread_cond_t work; /* signalled when its queue reaches FD_CLOSER_WAKE_COUNT */
-	int *fds; /* waiting, oldest first from head */
-	int head, len, cap;
+	int oldest, newest, len; /* the queue; oldest and newest mean nothing when len is 0 */
 	uint64_t busy_since_ns; /* when the close now running began; 0 when none runs */
 };
 
 static pthread_mutex_t fd_closer_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t fd_closer_once = PTHREAD_ONCE_INIT;
 static struct fd_closer_uid fd_closer_uids[FD_CLOSER_UIDS];
+/* fd_closer_after[fd]: the descriptor queued after fd, when fd is queued and not the newest */
+static int fd_closer_after[FD_CLOSER_MAX_FDS];
 
 /* Each entry's condition variable, timed on coloc_now_ns()'s clock. */
 static void fd_closer_init(void)
@@ -83,8 +86,8 @@ static void *fd_closer_thread(void *arg)
 			fd_closer_wait(u);
 			continue;
 		}
-		fd = u->fds[u->head];
-		u->head++;
+		fd = u->oldest;
+		u->oldest = fd_closer_after[fd];
 		u->len--;
 		u->busy_since_ns = coloc_now_ns();
 		pthread_mutex_unlock(&fd_closer_lock);
@@ -94,12 +97,15 @@ static void *fd_closer_thread(void *arg)
 		idle_since_ns = coloc_now_ns();
 	}
 	u->running = false;
-	u->head = 0;
 	pthread_mutex_unlock(&fd_closer_lock);
 	return NULL;
 }
 
-/* uid's entry, a free one taken for it, or the last (shared) one. */
+/*
+ * The entry uid's closes go to: its own, a free one (taken for it when
+ * take, else NULL: it has no closes), or, when none is free, the last one,
+ * shared by every such uid, each of them stuck (fd_closer_stuck).
+ */
 static struct fd_closer_uid *fd_closer_find(uid_t uid, bool take)
 {
 	struct fd_closer_uid *free_one = NULL;
@@ -112,34 +118,36 @@ static struct fd_closer_uid *fd_closer_find(uid_t uid, bool take)
 		if (!free_one && (!u->used || (!u->running && !u->len)))
 			free_one = u;
 	}
-	if (!take)
-		return NULL;
 	if (!free_one)
 		return &fd_closer_uids[FD_CLOSER_UIDS - 1];
+	if (!take)
+		return NULL;
 	free_one->used = true;
 	free_one->uid = uid;
 	return free_one;
 }
 
-static bool fd_closer_push(struct fd_closer_uid *u, int fd)
+static void fd_closer_push(struct fd_closer_uid *u, int fd)
 {
-	if (u->head + u->len == u->cap) {
-		if (u->head) {
-			for (int i = 0; i < u->len; i++)
-				u->fds[i] = u->fds[u->head + i];
-			u->head = 0;
-		} else {
-			int cap = u->cap ? u->cap * 2 : 16;
-			int *fds = realloc(u->fds, (size_t)cap * sizeof(*fds));
+	if (u->len)
+		fd_closer_after[u->newest] = fd;
+	else
+		u->oldest = fd;
+	u->newest = fd;
+	u->len++;
+}
 
-			if (!fds)
-				return false;
-			u->fds = fds;
-			u->cap = cap;
-		}
-	}
-	u->fds[u->head + u->len++] = fd;
-	return true;
+/* Called locked; on failure (no memory for a stack) the next close of anyone tries again. */
+static void fd_closer_start_thread(struct fd_closer_uid *u)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 << 10);
+	u->running = !pthread_create(&t, &attr, fd_closer_thread, u);
+	pthread_attr_destroy(&attr);
 }
 
 void fd_closer_close(int fd, uid_t uid)
@@ -148,29 +156,34 @@ void fd_closer_close(int fd, uid_t uid)
 
 	if (fd < 0)
 		return;
+	if (fd >= FD_CLOSER_MAX_FDS) {
+		/* only where root raised colocd's limit past fd_closer_limit_nofile()'s */
+		close(fd);
+		return;
+	}
 	pthread_once(&fd_closer_once, fd_closer_init);
 	pthread_mutex_lock(&fd_closer_lock);
 	u = fd_closer_find(uid, true);
-	if (!fd_closer_push(u, fd)) {
-		pthread_mutex_unlock(&fd_closer_lock);
-		return;
-	}
-	if (u->running) {
-		/* a thread closing needs no wake: it looks at its queue before it waits */
-		if (u->len == FD_CLOSER_WAKE_COUNT && !u->busy_since_ns)
-			pthread_cond_signal(&u->work);
-	} else {
-		pthread_attr_t attr;
-		pthread_t t;
-
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&attr, 64 << 10);
-		u->running = !pthread_create(&t, &attr, fd_closer_thread, u);
-		pthread_attr_destroy(&attr);
-		/* no thread: the descriptor waits for the next close of this uid */
-	}
+	fd_closer_push(u, fd);
+	/* a thread closing needs no wake: it looks at its queue before it waits */
+	if (u->running && u->len == FD_CLOSER_WAKE_COUNT && !u->busy_since_ns)
+		pthread_cond_signal(&u->work);
+	for (int i = 0; i < FD_CLOSER_UIDS; i++)
+		if (fd_closer_uids[i].len && !fd_closer_uids[i].running)
+			fd_closer_start_thread(&fd_closer_uids[i]);
 	pthread_mutex_unlock(&fd_closer_lock);
+}
+
+void fd_closer_limit_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_max > FD_CLOSER_MAX_FDS) {
+		rl.rlim_max = FD_CLOSER_MAX_FDS;
+		if (rl.rlim_cur > rl.rlim_max)
+			rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 bool fd_closer_stuck(uid_t uid)
@@ -180,7 +193,9 @@ bool fd_closer_stuck(uid_t uid)
 
 	pthread_mutex_lock(&fd_closer_lock);
 	u = fd_closer_find(uid, false);
-	if (u)
+	if (u == &fd_closer_uids[FD_CLOSER_UIDS - 1])
+		stuck = true;
+	else if (u)
 		stuck = u->len >= FD_CLOSER_STUCK_QUEUE ||
 			(u->busy_since_ns &&
 			 coloc_now_ns() - u->busy_since_ns > FD_CLOSER_STUCK_MS * 1000000ull);

@@ -27,8 +27,11 @@
  */
 #define FD_CLOSER_STUCK_MS 500u
 #define FD_CLOSER_STUCK_QUEUE 256
-/* uids with closes of their own threads; more share the last one */
-#define FD_CLOSER_UIDS 32
+/*
+ * uids with closes of their own threads; past them a uid shares the last
+ * one, and is stuck while it does (no one's closes wait behind its own)
+ */
+#define FD_CLOSER_UIDS 256
 /*
  * A thread looks at its queue this often, or once it holds this many: a
  * query's input memfd costs no wake-up of its own.
@@ -39,14 +42,22 @@
 #define FD_CLOSER_IDLE_MS 1000u
 /* the closer threads' nice value (not SCHED_IDLE: docs/design/fd-closer.md) */
 #define FD_CLOSER_NICE 19
+/* descriptors below this are queued without allocating (the kernel's default nr_open) */
+#define FD_CLOSER_MAX_FDS (1 << 20)
 
 /*
  * Closes fd, which came from uid (or is a duplicate of one that did), on
  * uid's closer thread; fd < 0 is ignored. Never closes or blocks on the
- * file here; only when out of memory is the descriptor kept open (a leak,
- * never a stall).
+ * file here, and never fails: the queue allocates nothing, and a thread
+ * that cannot start (no memory) is started by a later call, any uid's.
  */
 void fd_closer_close(int fd, uid_t uid);
+/*
+ * Holds the process's RLIMIT_NOFILE under FD_CLOSER_MAX_FDS, so that every
+ * descriptor it can hold is one fd_closer_close() can queue. Call it at
+ * start-up, before raising the soft limit.
+ */
+void fd_closer_limit_nofile(void);
 /*
  * Closes one of colocd's own connections, an AF_UNIX stream socket uid is
  * the peer of (accepted, maybe never read): shut down both ways, so that
@@ -55,9 +66,12 @@ void fd_closer_close(int fd, uid_t uid);
  * fd_closer_close(). fd_closer_conn.c.
  */
 void fd_closer_close_conn(int fd, uid_t uid);
-/* Whether uid's closes hang (see FD_CLOSER_STUCK_MS). */
+/*
+ * Whether uid's closes hang (see FD_CLOSER_STUCK_MS), or would go to the
+ * shared entry: every other is taken.
+ */
 bool fd_closer_stuck(uid_t uid);
-/* Closes waiting or running for uid (for tests and the log). */
+/* Closes waiting or running in the entry uid's closes go to (for tests and the log). */
 int fd_closer_pending(uid_t uid);
 
 #endif /* COLOC_DAEMON_FD_CLOSER_H */

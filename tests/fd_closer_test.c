@@ -4,7 +4,8 @@
  * not even one that looks cheap (a small sealed memfd, a UDP socket): each
  * goes to its uid's closer thread, which resets a socket's linger before
  * its close. Only the thread with work is woken, and a trickle of closes
- * wakes it once a drain, not once each. colocd's own connections
+ * wakes it once a drain, not once each. With no memory left every close
+ * handed over is still done. colocd's own connections
  * (fd_closer_conn.c) are closed at once unless a descriptor is queued in
  * them.
  */
@@ -20,6 +21,7 @@
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <linux/userfaultfd.h>
@@ -265,6 +267,199 @@ TEST(a_trickle_of_closes_wakes_its_thread_once_a_drain)
 	/* ~1 ms a close: a wake each FD_CLOSER_DRAIN_MS; main's thread woke for each */
 	TH_LOG("%ld voluntary switches of the closer thread for %d closes", switches, TRICKLE);
 	EXPECT_LT(switches, TRICKLE / 4);
+}
+
+/* Gives what memory_pressure_on() took back. */
+static void memory_back(void *chunks, const struct rlimit *saved)
+{
+	setrlimit(RLIMIT_AS, saved);
+	while (chunks) {
+		void *next = *(void **)chunks;
+
+		free(chunks);
+		chunks = next;
+	}
+}
+
+/*
+ * Leaves this process no memory to allocate: its address space held to
+ * what it maps now (no mmap, no brk) and the heap's free chunks taken, a
+ * list returned for memory_back(), NULL when an allocation still works.
+ * ASan's allocator maps its heap up front, so there only a test hook could
+ * fail it.
+ */
+static void *memory_pressure_on(struct rlimit *saved)
+{
+	struct rlimit held;
+	char statm[128] = "";
+	void *chunks = NULL, *probe;
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	long pages = fd >= 0 && read(fd, statm, sizeof(statm) - 1) > 0 ? atol(statm) : 0;
+
+	close(fd);
+	getrlimit(RLIMIT_AS, saved);
+	held.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE);
+	held.rlim_max = saved->rlim_max;
+	if (!pages || setrlimit(RLIMIT_AS, &held))
+		return NULL;
+	for (size_t size = 1 << 16; size >= sizeof(void *); size /= 4)
+		for (void **chunk; (chunk = malloc(size)); chunks = chunk)
+			*chunk = chunks;
+	probe = malloc(64);
+	if (probe) {
+		free(probe);
+		memory_back(chunks, saved);
+		return NULL;
+	}
+	return chunks;
+}
+
+static int nr_open_of(const int *fds, int n)
+{
+	int open_now = 0;
+
+	for (int i = 0; i < n; i++)
+		open_now += !closed(fds[i]);
+	return open_now;
+}
+
+static bool open_null_fds(int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fds[i] < 0)
+			return false;
+	}
+	return true;
+}
+
+#ifdef __SANITIZE_ADDRESS__
+#define SKIP_UNDER_ASAN() SKIP(return, "ASan's allocator cannot be run out of memory by RLIMIT_AS")
+#else
+#define SKIP_UNDER_ASAN()
+#endif
+
+#define UNDER_PRESSURE 1000
+
+TEST(closes_handed_over_with_no_memory_left_are_all_done)
+{
+	int fds[UNDER_PRESSURE], first = memfd_of(1 << 20, 0, false);
+	struct rlimit saved;
+	void *chunks;
+
+	SKIP_UNDER_ASAN();
+	ASSERT_TRUE(open_null_fds(fds, UNDER_PRESSURE));
+	/* the thread started, idle for FD_CLOSER_IDLE_MS waiting for more */
+	fd_closer_close(first, SOME_UID);
+	ASSERT_TRUE(closes_done(SOME_UID));
+	chunks = memory_pressure_on(&saved);
+	ASSERT_NE(NULL, chunks);
+	for (int i = 0; i < UNDER_PRESSURE; i++)
+		fd_closer_close(fds[i], SOME_UID);
+	memory_back(chunks, &saved);
+	/* main's queue could not grow past 16: each descriptor then left open */
+	EXPECT_TRUE(closes_done(SOME_UID));
+	EXPECT_EQ(0, nr_open_of(fds, UNDER_PRESSURE));
+}
+
+TEST(a_thread_that_could_not_start_is_started_by_the_next_close)
+{
+	int fds[UNDER_PRESSURE], other = memfd_of(1 << 20, 0, false);
+	struct rlimit saved;
+	void *chunks;
+
+	SKIP_UNDER_ASAN();
+	ASSERT_TRUE(open_null_fds(fds, UNDER_PRESSURE));
+	/* no thread yet, and no memory for its stack */
+	chunks = memory_pressure_on(&saved);
+	ASSERT_NE(NULL, chunks);
+	for (int i = 0; i < UNDER_PRESSURE; i++)
+		fd_closer_close(fds[i], SOME_UID);
+	memory_back(chunks, &saved);
+	EXPECT_EQ(UNDER_PRESSURE, nr_open_of(fds, UNDER_PRESSURE));
+	/* main waited for SOME_UID's next close, which may never come */
+	fd_closer_close(other, SOME_UID + 1);
+	EXPECT_TRUE(closes_done(SOME_UID));
+	EXPECT_EQ(0, nr_open_of(fds, UNDER_PRESSURE));
+	EXPECT_TRUE(closes_done(SOME_UID + 1));
+}
+
+static bool closed_within(int fd, unsigned int ms)
+{
+	uint64_t until = coloc_now_ns() + ms * 1000000ull;
+
+	while (!closed(fd) && coloc_now_ns() < until)
+		usleep(1000);
+	return closed(fd);
+}
+
+/* A close for each of n uids from first on: their threads up for FD_CLOSER_IDLE_MS more. */
+static void keep_uids_busy(struct __test_metadata *_metadata, uid_t first, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int fd = memfd_of(4096, 0, false);
+
+		ASSERT_GE(fd, 0);
+		fd_closer_close(fd, first + (uid_t)i);
+	}
+}
+
+#define LINGER_S 10
+
+/*
+ * An AF_UNIX socket whose queue holds the last reference of a TCP socket
+ * lingering LINGER_S on close (its listener in *listener, the pair's other
+ * end in *peer): its close hangs that long.
+ */
+static int hanging_close(int *listener, int *peer)
+{
+	int sp[2], t = tu_lingering_socket(0, LINGER_S, listener);
+
+	if (t < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
+		return -1;
+	if (tu_send_fds(sp[1], "x", 1, &t, 1, 0))
+		return -1;
+	close(t);
+	*peer = sp[1];
+	return sp[0];
+}
+
+#define HUNG_UID (SOME_UID + 100)
+#define OTHER_UID (SOME_UID + 101)
+
+TEST(a_uid_past_the_31st_has_a_thread_of_its_own)
+{
+	int listener, peer, hang = hanging_close(&listener, &peer);
+	int memfd = memfd_of(1 << 20, 0, false);
+
+	ASSERT_GE(hang, 0);
+	ASSERT_GE(memfd, 0);
+	keep_uids_busy(_metadata, SOME_UID, 31);
+	fd_closer_close(hang, HUNG_UID);
+	/* hung past FD_CLOSER_STUCK_MS, the 31 others kept up meanwhile */
+	for (int i = 0; i < 6; i++) {
+		keep_uids_busy(_metadata, SOME_UID, 31);
+		usleep(100 * 1000);
+	}
+	/* main shared its 32nd entry, never stuck, among uids past the 31st */
+	EXPECT_TRUE(fd_closer_stuck(HUNG_UID));
+	fd_closer_close(memfd, OTHER_UID);
+	EXPECT_TRUE(closed_within(memfd, 2 * FD_CLOSER_DRAIN_MS + 500));
+	close(peer);
+	close(listener);
+}
+
+TEST(a_uid_that_finds_every_entry_taken_is_stuck)
+{
+	int memfd = memfd_of(1 << 20, 0, false);
+
+	ASSERT_GE(memfd, 0);
+	keep_uids_busy(_metadata, SOME_UID, FD_CLOSER_UIDS - 1);
+	EXPECT_FALSE(fd_closer_stuck(SOME_UID));
+	/* main: never, so such a uid was never refused, whatever waited behind it */
+	EXPECT_TRUE(fd_closer_stuck(OTHER_UID + FD_CLOSER_UIDS));
+	fd_closer_close(memfd, OTHER_UID + FD_CLOSER_UIDS);
+	EXPECT_TRUE(closed_within(memfd, 10000));
 }
 
 /*
