@@ -25,6 +25,7 @@
 #include <json-c/json.h>
 #include "coloc/protocol.h"
 #include "fd_closer.h"
+#include "fd_room.h"
 #include "server_internal.h"
 #include "mono_clock.h"
 
@@ -282,15 +283,25 @@ static bool server_conn_serve(struct server_conn *c, int *lines)
 }
 
 /*
- * A member whose closes hang is told so and dropped before each read: no
- * more of its descriptors are taken (at most one read's, SCM_MAX_FD, past
- * the bound). True when c is gone.
+ * A member is told why and dropped before a read when its closes hang (no
+ * more of its descriptors are taken: at most one read's, SCM_MAX_FD, past
+ * the bound), or when colocd could not install all of a read's
+ * descriptors (the kernel would release the rest here, on the loop). True
+ * when c is gone.
  */
-static bool server_conn_drop_if_stuck(struct server_conn *c)
+static bool server_conn_drop_before_read(struct server_conn *c)
 {
-	if (!c->uid || !fd_closer_stuck(c->uid))
+	const char *why = NULL;
+
+	if (!c->uid)
 		return false;
-	server_send_error(c->fd, SERVER_CLOSES_STUCK);
+	if (fd_closer_stuck(c->uid))
+		why = SERVER_CLOSES_STUCK;
+	else if (fd_room() < SERVER_RECV_FDS + SERVER_FDS_SPARE)
+		why = SERVER_OUT_OF_FDS;
+	if (!why)
+		return false;
+	server_send_error(c->fd, why);
 	server_conn_close(c);
 	return true;
 }
@@ -305,7 +316,7 @@ void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void 
 		server_conn_close(c);
 		return;
 	}
-	if (server_conn_drop_if_stuck(c))
+	if (server_conn_drop_before_read(c))
 		return;
 	if ((revents & POLLOUT) && !server_conn_flush(c)) {
 		server_conn_close(c);
@@ -326,7 +337,7 @@ void server_on_conn(struct loop_source *src, int fd, unsigned int revents, void 
 	for (int i = 0, lines = SERVER_LINES_PER_TURN; i < SERVER_READS_PER_WAKEUP; i++) {
 		ssize_t got = -1;
 
-		if (i && server_conn_drop_if_stuck(c))
+		if (i && server_conn_drop_before_read(c))
 			return;
 		if ((revents & POLLIN) && server_conn_may_read(c) && !server_conn_read(c, &got)) {
 			server_conn_close(c);

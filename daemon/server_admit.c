@@ -297,7 +297,7 @@ static bool server_refuse_at_limit(int listen_fd)
 	close(server_spare_fd);
 	conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (conn >= 0) {
-		server_send_error(conn, "colocd is out of descriptors; try again later");
+		server_send_error(conn, SERVER_OUT_OF_FDS);
 		shutdown(conn, SHUT_RDWR);
 		close(conn);
 	}

@@ -157,6 +157,16 @@ void server_out_within_budget(struct server *s, uid_t uid);
 #define SERVER_CLOSES_STUCK                                                            \
 	"this user's descriptors are still being closed (a socket lingering, a file "    \
 	"system not answering, too many waiting): try again once they are"
+/* why a connection is refused, or a member's dropped before a read, at the descriptor limit */
+#define SERVER_OUT_OF_FDS "colocd is out of descriptors; try again later"
+/*
+ * Room for every descriptor one message can carry (the kernel's
+ * SCM_MAX_FD): those that did not fit would be released by the kernel in
+ * recvmsg, on the loop, where their last close could block.
+ */
+#define SERVER_RECV_FDS 253
+/* and for what colocd's other threads may open meanwhile (a submit's copies) */
+#define SERVER_FDS_SPARE 64
 /* Sends one error line on fd without waiting. */
 void server_send_error(int fd, const char *why);
 /* How deep pid's pid namespace sits below /proc's; -1 if unknown. */

@@ -23,13 +23,6 @@
 #include "server_internal.h"
 #include "mono_clock.h"
 
-/*
- * Room for every descriptor one message can carry (the kernel's
- * SCM_MAX_FD): those that did not fit would be released by the kernel in
- * recvmsg, on the loop, where their last close could block.
- */
-#define SERVER_RECV_FDS 253
-
 __u64 server_conn_in_first_ns(const struct server_conn *c)
 {
 	return c->nr_in_reads ? c->in_reads[0].ns : c->last_read_ns;

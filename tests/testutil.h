@@ -44,6 +44,8 @@ void tu_kill(struct tu_spinner *s);
 
 /* utime + stime of a process from /proc/PID/stat, in ns. */
 int tu_proc_cpu_ns(pid_t pid, __u64 *ns);
+/* The same of one of its threads. */
+int tu_task_cpu_ns(pid_t pid, pid_t tid, __u64 *ns);
 /*
  * Time a hypervisor stole from all vCPUs so far (/proc/stat), in ns. The
  * sensor counts on-CPU time by the clock, so a stolen stretch counts for the

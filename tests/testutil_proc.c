@@ -55,14 +55,14 @@ char tu_thread_state(pid_t pid, pid_t tid)
 	return state;
 }
 
-int tu_proc_cpu_ns(pid_t pid, __u64 *ns)
+/* utime + stime from a /proc stat file, in ns. */
+static int tu_stat_cpu_ns(const char *path, __u64 *ns)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024], *p;
 	unsigned long long utime, stime;
 	FILE *f;
 	size_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	f = fopen(path, "r");
 	if (!f)
 		return -errno;
@@ -76,6 +76,22 @@ int tu_proc_cpu_ns(pid_t pid, __u64 *ns)
 		return -EINVAL;
 	*ns = (utime + stime) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
 	return 0;
+}
+
+int tu_proc_cpu_ns(pid_t pid, __u64 *ns)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	return tu_stat_cpu_ns(path, ns);
+}
+
+int tu_task_cpu_ns(pid_t pid, pid_t tid, __u64 *ns)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	return tu_stat_cpu_ns(path, ns);
 }
 
 int tu_steal_ns(__u64 *ns)
