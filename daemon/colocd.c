@@ -716,6 +716,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	printf("colocd: %s\n", d->signals_line);
+	printf("colocd: %s\n", server_rights_line(server));
 	print_pin_notes(sensor_pin_dir(d->sensor));
 	printf("colocd: watching %d CPUs, sampling on %s, %u ms windows; maps pinned in %s; "
 	       "socket %s\n",

@@ -190,6 +190,12 @@ int server_open(struct server **out, struct loop *loop, const struct server_conf
  * each request line goes to handle(ctx, ...).
  */
 int server_listen(struct server *s, server_request_fn handle, void *ctx, struct coloc_err *err);
+/*
+ * What colocd's start-up log says of its connections' descriptors: taken
+ * only once admitted (SO_PASSRIGHTS, Linux 6.16), or, on an older kernel,
+ * from before (docs/design/fd-closer.md, "Admission").
+ */
+const char *server_rights_line(const struct server *s);
 /* Closes connections, removes the socket and its lock file. NULL is fine. */
 void server_close(struct server *s);
 

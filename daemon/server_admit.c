@@ -131,7 +131,7 @@ static void server_refuse(int fd, uid_t uid, const char *why)
 	fd_closer_close_conn(fd, uid);
 }
 
-void server_listener_refuses_rights(int listen_fd)
+bool server_listener_refuses_rights(int listen_fd)
 {
 	int off = 0;
 
@@ -141,7 +141,16 @@ void server_listener_refuses_rights(int listen_fd)
 	 * 6.16 the option is unknown and a refused connection may hold
 	 * descriptors; fd_closer_close_conn then sends it to the thread.
 	 */
-	setsockopt(listen_fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof(off));
+	return !setsockopt(listen_fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof(off));
+}
+
+const char *server_rights_line(const struct server *s)
+{
+	return s->rights_once_admitted ?
+		       "connections carry descriptors once admitted (SO_PASSRIGHTS)" :
+		       "no SO_PASSRIGHTS in this kernel (before Linux 6.16): a connection may "
+		       "carry descriptors before it is admitted; a refused one's are closed on "
+		       "its user's closer thread";
 }
 
 static int server_count_uid(const struct server *s, uid_t uid)

@@ -99,6 +99,7 @@ struct server {
 	gid_t coloc_gid;
 	bool have_coloc_gid;
 	int pidns_depth; /* colocd's pid namespace below /proc's (server_pidns_depth) */
+	bool rights_once_admitted; /* server_listener_refuses_rights() */
 	__u64 next_id;
 	server_request_fn handle;
 	server_payload_fn payload_check;
@@ -173,8 +174,11 @@ void server_send_error(int fd, const char *why);
 int server_pidns_depth(pid_t pid);
 /* The listening socket is readable: accepts a bounded batch. */
 void server_on_listen(struct loop_source *src, int fd, unsigned int revents, void *ctx);
-/* Connections of listen_fd carry no descriptors until admitted (SO_PASSRIGHTS). */
-void server_listener_refuses_rights(int listen_fd);
+/*
+ * Connections of listen_fd carry no descriptors until admitted
+ * (SO_PASSRIGHTS); false when the kernel has no such option.
+ */
+bool server_listener_refuses_rights(int listen_fd);
 
 /* server_path.c */
 /* Splits the socket path into its directory and its name. */

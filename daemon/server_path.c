@@ -278,7 +278,7 @@ int server_listen(struct server *s, server_request_fn handle, void *ctx, struct 
 	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->listen_fd < 0)
 		return coloc_err_set(err, -errno, "cannot create a socket: %s", strerror(errno));
-	server_listener_refuses_rights(s->listen_fd);
+	s->rights_once_admitted = server_listener_refuses_rights(s->listen_fd);
 	memcpy(addr.sun_path, s->socket_path, strlen(s->socket_path));
 	/* born 0660: never a moment when others could connect */
 	old_mask = umask(0117);

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <json-c/json.h>
@@ -384,6 +385,35 @@ TEST_F(colocd, conns__a_pipelining_connection_does_not_hold_another_ones_ping)
 	EXPECT_LT(got, FLOOD / 2) TH_LOG("the flood was served whole before another's ping");
 	close(a);
 	close(b);
+}
+
+/* Whether this kernel has SO_PASSRIGHTS (Linux 6.16), by its release. */
+static bool kernel_has_passrights(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	return !uname(&u) && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
+	       (major > 6 || (major == 6 && minor >= 16));
+}
+
+TEST_F(colocd, conns__start_up_says_whether_descriptors_wait_for_admission)
+{
+	const char *want = kernel_has_passrights() ?
+				   "colocd: connections carry descriptors once admitted" :
+				   "colocd: no SO_PASSRIGHTS in this kernel";
+	char *log = NULL;
+	size_t len;
+
+	/* the line follows the socket's creation: a moment later */
+	for (int i = 0; i < 200 && !(log && strstr(log, want)); i++) {
+		free(log);
+		usleep(10 * 1000);
+		log = tu_read_file(self->log, &len);
+	}
+	ASSERT_NE(NULL, log);
+	EXPECT_NE(NULL, strstr(log, want)) TH_LOG("%s", log);
+	free(log);
 }
 
 TEST_HARNESS_MAIN
