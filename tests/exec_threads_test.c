@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "kselftest_harness.h"
 #include "exec_fixture.h"
+#include "proc_stat.h"
 #include "testutil.h"
 
 /* oneDNN writes its verbose log to stdout: capture it in a file. */
@@ -113,26 +114,14 @@ struct sampler {
 /* CPU time (utime + stime) and the CPU last run on, from /proc/self/task/TID/stat. */
 static int task_stat(pid_t tid, uint64_t *ticks, int *cpu)
 {
-	unsigned long long ut, st;
-	char path[64], buf[1024], *p;
-	FILE *f;
-	size_t len;
+	unsigned long long f[PROC_STAT_PROCESSOR + 1];
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	f = fopen(path, "r");
-	if (!f)
+	if (proc_stat_read(path, NULL, f, PROC_STAT_PROCESSOR + 1))
 		return -1;
-	len = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[len] = 0;
-	p = strrchr(buf, ')'); /* the name may hold spaces */
-	if (!p ||
-	    sscanf(p + 2,
-		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d "
-		   "%*d %*u %*u %*d %*u %*u %*u %*u %*u %*u %*u %*u %*u %*u %*u %*u %*u %*d %d",
-		   &ut, &st, cpu) != 3)
-		return -1;
-	*ticks = ut + st;
+	*ticks = f[PROC_STAT_UTIME] + f[PROC_STAT_STIME];
+	*cpu = (int)f[PROC_STAT_PROCESSOR];
 	return 0;
 }
 

@@ -28,6 +28,7 @@
 
 #include "kselftest_harness.h"
 #include "binpath.h"
+#include "proc_stat.h"
 #include "testutil.h"
 
 struct stress_run {
@@ -40,33 +41,10 @@ static int stress_start(const char *bin, const char *const *args, struct stress_
 	return tu_child_start(bin, args, &run->c);
 }
 
-/* Fields of /proc/PID[/task/TID]/stat after the command name; field 3 is index 0. */
-static int read_stat_fields(const char *path, unsigned long long *fields, int nr)
-{
-	char buf[2048], *p;
-	FILE *f = fopen(path, "r");
-	size_t len;
-	int i = 0;
-
-	if (!f)
-		return -errno;
-	len = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[len] = '\0';
-	p = strrchr(buf, ')');
-	if (!p)
-		return -EINVAL;
-	p += 2;
-	p += strcspn(p, " "); /* the state letter */
-	for (i = 0; i < nr && *p; i++)
-		fields[i] = strtoull(p, &p, 10);
-	return i == nr ? 0 : -EINVAL;
-}
-
 /* Waits for the exit, reads the zombie's CPU time, then reaps it. */
 static int stress_finish(struct stress_run *run)
 {
-	unsigned long long f[20];
+	unsigned long long ns;
 	char path[64];
 	siginfo_t si;
 
@@ -74,10 +52,9 @@ static int stress_finish(struct stress_run *run)
 	if (waitid(P_PID, (id_t)run->c.pid, &si, WEXITED | WNOWAIT))
 		return -errno;
 	snprintf(path, sizeof(path), "/proc/%d/stat", run->c.pid);
-	/* f[i] is field i + 4: utime is field 14, stime 15. */
-	if (read_stat_fields(path, f, 12))
+	if (proc_stat_cpu_ns(path, &ns))
 		return -EIO;
-	run->cpu_s = (double)(f[10] + f[11]) / (double)sysconf(_SC_CLK_TCK);
+	run->cpu_s = (double)ns / 1e9;
 	if (waitpid(run->c.pid, &run->c.status, 0) != run->c.pid)
 		return -errno;
 	return 0;
@@ -372,16 +349,15 @@ TEST_F(stress, cores__one_busy_thread_per_core_pinned_there)
 	d = opendir(dirpath);
 	ASSERT_NE(NULL, d);
 	while ((de = readdir(d))) {
-		unsigned long long f[40];
+		unsigned long long f[PROC_STAT_PROCESSOR + 1];
 		char path[384];
 
 		if (de->d_name[0] == '.' || atoi(de->d_name) == run.c.pid)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/stat", dirpath, de->d_name);
-		/* f[i] is field i + 4: processor (the CPU it last ran on) is field 39. */
-		ASSERT_EQ(0, read_stat_fields(path, f, 36));
+		ASSERT_EQ(0, proc_stat_read(path, NULL, f, PROC_STAT_PROCESSOR + 1));
 		workers++;
-		wrong_cpu += f[35] != strtoull(self->cpu, NULL, 10);
+		wrong_cpu += f[PROC_STAT_PROCESSOR] != strtoull(self->cpu, NULL, 10);
 	}
 	closedir(d);
 	/* No --duration: it runs until SIGTERM, then reports. */
@@ -420,16 +396,15 @@ TEST_F(stress, cores__every_listed_core_gets_a_busy_thread)
 	dir = opendir(dirpath);
 	ASSERT_NE(NULL, dir);
 	while ((de = readdir(dir))) {
-		unsigned long long fl[40];
+		unsigned long long fl[PROC_STAT_PROCESSOR + 1];
 		char path[384];
 
 		if (de->d_name[0] == '.' || atoi(de->d_name) == run.c.pid)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/stat", dirpath, de->d_name);
-		ASSERT_EQ(0, read_stat_fields(path, fl, 36));
-		/* fl[i] is field i + 4: processor (the CPU it last ran on) is field 39 */
-		on_first += fl[35] == (unsigned long long)first;
-		on_last += fl[35] == (unsigned long long)last;
+		ASSERT_EQ(0, proc_stat_read(path, NULL, fl, PROC_STAT_PROCESSOR + 1));
+		on_first += fl[PROC_STAT_PROCESSOR] == (unsigned long long)first;
+		on_last += fl[PROC_STAT_PROCESSOR] == (unsigned long long)last;
 	}
 	closedir(dir);
 	ASSERT_EQ(0, kill(run.c.pid, SIGTERM));

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proc_stat.h"
 #include "testutil.h"
 
 int tu_count_threads(pid_t pid, bool (*pred)(pid_t pid, pid_t tid, void *ctx), void *ctx, int *nr)
@@ -42,40 +43,10 @@ int tu_count_threads(pid_t pid, bool (*pred)(pid_t pid, pid_t tid, void *ctx), v
 
 char tu_thread_state(pid_t pid, pid_t tid)
 {
-	char path[96], buf[512], *paren, state = '?';
-	FILE *f;
+	char path[96], state;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return '?';
-	if (fgets(buf, sizeof(buf), f) && (paren = strrchr(buf, ')')) && paren[1] == ' ')
-		state = paren[2];
-	fclose(f);
-	return state;
-}
-
-/* utime + stime from a /proc stat file, in ns. */
-static int tu_stat_cpu_ns(const char *path, __u64 *ns)
-{
-	char buf[1024], *p;
-	unsigned long long utime, stime;
-	FILE *f;
-	size_t n;
-
-	f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* the command name may hold spaces and parentheses: fields follow the last ')' */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
-			 &stime) != 2)
-		return -EINVAL;
-	*ns = (utime + stime) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
-	return 0;
+	return proc_stat_read(path, &state, NULL, 0) ? '?' : state;
 }
 
 int tu_proc_cpu_ns(pid_t pid, __u64 *ns)
@@ -83,7 +54,7 @@ int tu_proc_cpu_ns(pid_t pid, __u64 *ns)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	return tu_stat_cpu_ns(path, ns);
+	return proc_stat_cpu_ns(path, ns);
 }
 
 int tu_task_cpu_ns(pid_t pid, pid_t tid, __u64 *ns)
@@ -91,7 +62,7 @@ int tu_task_cpu_ns(pid_t pid, pid_t tid, __u64 *ns)
 	char path[96];
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	return tu_stat_cpu_ns(path, ns);
+	return proc_stat_cpu_ns(path, ns);
 }
 
 int tu_steal_ns(__u64 *ns)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 #include "load.h"
+#include "proc_stat.h"
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -90,28 +91,14 @@ static void summarize(struct load_tenant *t, struct load_summary *s)
 	}
 }
 
-
 /* The CPU time (user + system, all threads) of process pid so far, in s; -1 if unknown. */
 double load_process_cpu_s(long pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long ut, st;
-	FILE *f;
-	size_t n;
+	char path[64];
+	unsigned long long ns;
 
 	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* after the command's ")": state, then fields 4..13, then utime and stime */
-	p = strrchr(buf, ')');
-	if (!p ||
-	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-		return -1;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	return proc_stat_cpu_ns(path, &ns) ? -1 : (double)ns / 1e9;
 }
 
 static void add_num(struct json_object *o, const char *key, double v)
