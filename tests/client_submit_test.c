@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * libcoloc_client's submit on its own (client/client.c), before a byte
+ * libcoloc_client's submit on its own (client/client_submit.c), before a byte
  * reaches colocd: an ONNX model's external data locations get colocd's
  * rule (relative, no '..' component) before the client opens them, so a
  * model cannot have its client open a path outside its directory (a FIFO,

@@ -47,7 +47,7 @@ static const char *const real_lines[] = {
 	"514173526,\"output_bytes\":4000}",
 };
 
-/* An answer read with json-c, as client.c's fallback does, written again here. */
+/* An answer read with json-c, as client_infer.c's fallback does, written again here. */
 static int ref_read(const char *line, struct coloc_infer_result *res, size_t *out_bytes)
 {
 	static const char *const names[COLOC_NR_PARTS] = COLOC_PART_NAMES;
@@ -220,7 +220,7 @@ TEST(edited_answers_are_given_back_or_read_as_json_c_reads_them)
 	EXPECT_LT(1000, taken_edited);
 }
 
-/* The request line as client.c builds it with json-c. */
+/* The request line as client_infer.c builds it with json-c. */
 static void ref_request(char *out, size_t cap, const char *tenant, uint64_t tag, size_t len,
 			bool memfd, size_t offset)
 {
