@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * Test helpers (see testutil.h; those for files are in testutil_files.c,
- * those reading /proc about a process in testutil_proc.c).
- * Everything here is real: processes are forked, pinned with
- * sched_setaffinity and measured through /proc.
+ * Test helpers (see testutil.h): CPUs, perf events and spinners pinned to
+ * a CPU, the binaries under test and child processes, a topology for
+ * hwloc, a model's outputs, a shared temporary folder, mutated text. The
+ * rest by job: sockets in testutil_socket.c, colocd and its tools in
+ * testutil_colocd.c, files in testutil_files.c, /proc in testutil_proc.c,
+ * waiting in testutil_wait.c. Everything here is real: processes are
+ * forked, pinned with sched_setaffinity and measured through /proc.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -17,26 +20,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <grp.h>
 #include <unistd.h>
 #include <linux/capability.h>
-#include <linux/sockios.h>
 #include <linux/magic.h>
 #include <linux/perf_event.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/wait.h>
 #include "binpath.h"
-#include "coloc/protocol.h"
-#include "submit_files.h"
 #include "executor.h"
 #include "model.h"
 #include "testutil.h"
@@ -167,35 +162,6 @@ bool tu_child_exited_with(const struct tu_child *c, int code)
 	return WIFEXITED(c->status) && WEXITSTATUS(c->status) == code;
 }
 
-const char *tu_hostile_executor_bin(char *buf, size_t len)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-	char *slash;
-
-	if (n < 0)
-		return NULL;
-	buf[n] = '\0';
-	slash = strrchr(buf, '/');
-	if (!slash)
-		return NULL;
-	snprintf(slash + 1, len - (size_t)(slash + 1 - buf), "hostile_executor");
-	return buf;
-}
-
-int tu_hostile_executor_dir(const char *dir, char *executor, size_t len)
-{
-	char hostile[PATH_MAX], real[512], path[PATH_MAX + 64];
-
-	if (!tu_hostile_executor_bin(hostile, sizeof(hostile)))
-		return -1;
-	snprintf(executor, len, "%s/executor", dir);
-	snprintf(path, sizeof(path), "%s/coloc-executor", dir);
-	if (symlink(hostile, executor) ||
-	    symlink(tu_bin("coloc-executor", real, sizeof(real)), path))
-		return -1;
-	return 0;
-}
-
 int tu_run(const char *cmd, char *out, size_t len)
 {
 	char full[4096];
@@ -215,195 +181,6 @@ int tu_run(const char *cmd, char *out, size_t len)
 		;
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-int tu_become_member(uid_t uid)
-{
-	struct group *g = getgrnam(COLOC_GROUP);
-	gid_t groups[1] = { g ? g->gr_gid : (gid_t)uid };
-
-	return setgroups(1, groups) || setgid((gid_t)uid) || setuid(uid) ? -1 : 0;
-}
-
-int tu_colocctl_as(const char *colocctl, const char *sock, uid_t uid, const char *const *args,
-		   char *out, size_t len)
-{
-	char *argv[16] = { (char *)colocctl, "--socket", (char *)sock };
-	int fds[2], st, argc = 3;
-	size_t got = 0;
-	ssize_t n;
-	pid_t pid;
-
-	for (int i = 0; args[i] && argc < 15; i++)
-		argv[argc++] = (char *)args[i];
-	argv[argc] = NULL;
-	if (pipe(fds))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		int exe = open(colocctl, O_RDONLY | O_CLOEXEC);
-
-		close(fds[0]);
-		dup2(fds[1], STDOUT_FILENO);
-		dup2(fds[1], STDERR_FILENO);
-		if (exe < 0 || (uid && tu_become_member(uid)))
-			_exit(99);
-		fexecve(exe, argv, environ);
-		_exit(127);
-	}
-	close(fds[1]);
-	while (pid > 0 && got + 1 < len && (n = read(fds[0], out + got, len - 1 - got)) > 0)
-		got += (size_t)n;
-	out[got] = '\0';
-	close(fds[0]);
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		return -1;
-	return WEXITSTATUS(st);
-}
-
-int tu_colocctl(const char *sock, const char *args, char *out, size_t len)
-{
-	char bin[512], cmd[4096];
-
-	snprintf(cmd, sizeof(cmd), "'%s' --socket '%s' %s", tu_bin("colocctl", bin, sizeof(bin)),
-		 sock, args);
-	return tu_run(cmd, out, len);
-}
-
-int tu_connect(const char *socket_path)
-{
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -errno;
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", socket_path);
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-int tu_read_line(int fd, char *buf, size_t len)
-{
-	size_t got = 0;
-
-	while (got + 1 < len) {
-		ssize_t n = recv(fd, buf + got, 1, 0);
-
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		if (buf[got++] == '\n')
-			break;
-	}
-	buf[got] = '\0';
-	return (int)got;
-}
-
-int tu_request(const char *socket_path, const char *req, char *resp, size_t len)
-{
-	int fd = tu_connect(socket_path), n;
-
-	if (fd < 0)
-		return fd;
-	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
-		close(fd);
-		return -EIO;
-	}
-	n = tu_read_line(fd, resp, len);
-	close(fd);
-	return n;
-}
-
-int tu_send_fds(int fd, const void *data, size_t len, const int *fds, int nr_fds, int flags)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * TU_MAX_FDS)];
-		struct cmsghdr align;
-	} cbuf = { 0 };
-	struct iovec iov = { (void *)data, len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (nr_fds < 0 || nr_fds > TU_MAX_FDS)
-		return -EINVAL;
-	if (nr_fds) {
-		struct cmsghdr *cm;
-
-		msg.msg_control = cbuf.buf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nr_fds);
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nr_fds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nr_fds);
-	}
-	/* colocd takes descriptors once it has admitted the connection (SO_PASSRIGHTS) */
-	for (int ms = 0; ms < 5000; ms++) {
-		ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | flags);
-
-		if (n >= 0 || errno != EPERM || !nr_fds)
-			return n == (ssize_t)len ? 0 : -EIO;
-		usleep(1000);
-	}
-	return -EPERM;
-}
-
-int tu_lingering_socket(int protocol, int linger_s, int *listener)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct linger lg = { .l_onoff = 1, .l_linger = linger_s };
-	socklen_t len = sizeof(a);
-	int rcv = 4096, t, queued = 0;
-	static char junk[65536];
-
-	*listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, protocol);
-	if (*listener < 0 || setsockopt(*listener, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)) ||
-	    bind(*listener, (struct sockaddr *)&a, sizeof(a)) || listen(*listener, 1) ||
-	    getsockname(*listener, (struct sockaddr *)&a, &len))
-		return -1;
-	t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, protocol);
-	if (t < 0 || connect(t, (struct sockaddr *)&a, sizeof(a)) ||
-	    setsockopt(t, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) || fcntl(t, F_SETFL, O_NONBLOCK))
-		return -1;
-	while (send(t, junk, sizeof(junk), MSG_NOSIGNAL) > 0)
-		;
-	if (ioctl(t, SIOCOUTQ, &queued) || !queued)
-		return -1;
-	return t;
-}
-
-int tu_request_fds(const char *socket_path, const char *req, const int *fds, int nr_fds,
-		   char *resp, size_t len)
-{
-	int fd = tu_connect(socket_path), n;
-
-	if (fd < 0)
-		return fd;
-	n = tu_send_fds(fd, req, strlen(req), fds, nr_fds, 0);
-	if (n) {
-		close(fd);
-		return n;
-	}
-	n = tu_read_line(fd, resp, len);
-	close(fd);
-	return n;
-}
-
-int tu_sealed_copy(const char *path)
-{
-	uint64_t budget = COLOC_MAX_SUBMIT_BYTES;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), out, ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = submit_file_seal(fd, path, &budget, &out, NULL);
-	close(fd);
-	return ret ? ret : out;
 }
 
 int tu_child_start(const char *bin, const char *const *args, struct tu_child *c)
@@ -446,98 +223,6 @@ int tu_child_finish(struct tu_child *c)
 {
 	tu_child_read_output(c);
 	return waitpid(c->pid, &c->status, 0) == c->pid ? 0 : -errno;
-}
-
-/*
- * Whether the colocd of pid answers a ping on fd, connected: its listener,
- * not a killed colocd's socket that lingers while the kernel tears down that
- * one's io_uring (seen under load: the connection was reset once that
- * ended), and its loop running, so that what it prints at start is in its
- * log.
- */
-static bool tu_colocd_answers(int fd, pid_t pid)
-{
-	static const char ping[] = "{\"cmd\":\"ping\"}\n";
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	char resp[256];
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid != pid)
-		return false;
-	return send(fd, ping, strlen(ping), MSG_NOSIGNAL) == (ssize_t)strlen(ping) &&
-	       tu_read_line(fd, resp, sizeof(resp)) > 0 && strstr(resp, "\"ok\":true");
-}
-
-pid_t tu_start_colocd_with(const char *socket_path, const char *pin_dir, const char *log,
-			   const char *const *extra)
-{
-	const char *argv[16];
-	char bin[512];
-	int argc = 0;
-	pid_t pid;
-
-	tu_bin("colocd", bin, sizeof(bin));
-	argv[argc++] = bin;
-	argv[argc++] = "--socket";
-	argv[argc++] = socket_path;
-	argv[argc++] = "--pin-dir";
-	argv[argc++] = pin_dir;
-	for (int i = 0; extra && extra[i] && argc < 15; i++)
-		argv[argc++] = extra[i];
-	argv[argc] = NULL;
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	/* a minute: BPF verification and the sensor's start on a loaded or ASan machine */
-	for (int i = 0; i < 1200; i++) {
-		int fd = tu_connect(socket_path), st;
-
-		if (fd >= 0) {
-			bool up = tu_colocd_answers(fd, pid);
-
-			close(fd);
-			if (up)
-				return pid;
-		}
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return -1;
-		usleep(50000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	return -1;
-}
-
-pid_t tu_start_colocd(const char *socket_path, const char *pin_dir, const char *log)
-{
-	return tu_start_colocd_with(socket_path, pin_dir, log, NULL);
-}
-
-int tu_stop_colocd(pid_t pid)
-{
-	int st;
-
-	if (kill(pid, SIGTERM))
-		return -1;
-	/* a minute: draining, stopping executors and LeakSanitizer's pass at exit */
-	for (int i = 0; i < 1200; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-		usleep(50000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	return -1;
 }
 
 /* An hwloc cpuset string for CPUs [first, first + n): 32-bit words, highest first. */
@@ -693,38 +378,6 @@ void tu_shared_tmpdir(const char *name, char *buf, size_t len)
 	snprintf(buf, len, "%s", tu_tmpdir);
 }
 
-int tu_quick_profile(const char *model, const char *cache_dir, char *out, size_t len)
-{
-	char bin[512], prof[PATH_MAX], cmd[3 * PATH_MAX + 1024];
-
-	snprintf(prof, sizeof(prof), "%s/quick.profile", cache_dir);
-	if (!access(prof, R_OK))
-		return 0;
-	snprintf(cmd, sizeof(cmd), "%s '%s' -o '%s' --iters 1 --levels 50 --force --cache-dir '%s'",
-		 tu_bin("coloc-profile", bin, sizeof(bin)), model, prof, cache_dir);
-	if (tu_run(cmd, out, len) == 0)
-		return 0;
-	snprintf(prof, sizeof(prof), "%s", out);
-	snprintf(out, len, "%s: %s", cmd, prof);
-	return -1;
-}
-
-int tu_quick_profile_weights(const char *model, const char *weights, const char *cache_dir,
-			     char *out, size_t len)
-{
-	char bin[512], cmd[4 * PATH_MAX + 1024], first[1024];
-
-	snprintf(cmd, sizeof(cmd),
-		 "%s '%s' --weights '%s' -o '%s/quick-weights.profile' --iters 1 --levels 50 "
-		 "--force --cache-dir '%s'",
-		 tu_bin("coloc-profile", bin, sizeof(bin)), model, weights, cache_dir, cache_dir);
-	if (tu_run(cmd, out, len) == 0)
-		return 0;
-	snprintf(first, sizeof(first), "%s", out);
-	snprintf(out, len, "%s: %s", cmd, first);
-	return -1;
-}
-
 size_t tu_mutate(char *text, size_t len, int edits, const char *alphabet, uint64_t *rng)
 {
 	uint64_t r = *rng;
@@ -755,50 +408,6 @@ size_t tu_mutate(char *text, size_t len, int edits, const char *alphabet, uint64
 	}
 	*rng = r;
 	return len;
-}
-
-/* Whether port is free on loopback now (a bind without SO_REUSEADDR succeeds). */
-static bool port_free(int port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-				 .sin_port = htons((uint16_t)port) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	bool ok = fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a));
-
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
-
-int tu_free_port(void)
-{
-	static uint64_t r;
-	int lo = 32768, hi = 60999;
-	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-
-	if (f) {
-		if (fscanf(f, "%d %d", &lo, &hi) != 2 || lo < 11024)
-			lo = 32768;
-		fclose(f);
-	}
-	/*
-	 * From 10000 up to the kernel's ephemeral range, which every outgoing
-	 * connection (a client's, curl's) draws from: a port that bind(0)
-	 * lent and this test released could be some connection's before the
-	 * server binds it.
-	 */
-	if (!r)
-		r = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ coloc_now_ns();
-	for (int i = 0; i < 1000; i++) {
-		int port;
-
-		r = r * 6364136223846793005ULL + 1442695040888963407ULL;
-		port = 10000 + (int)((r >> 33) % (uint64_t)(lo - 10000));
-		if (port_free(port))
-			return port;
-	}
-	return -1;
 }
 
 pid_t tu_spawn_logged(const char *const *argv, const char *log)

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * Helpers shared by coloc's tests: real busy processes pinned to a CPU, their
- * CPU time as the kernel accounts it, running coloc's binaries, talking
- * to a colocd over its socket, mutating good text to fuzz a parser,
- * files and folders (testutil_files.c), what /proc says of a process
- * (testutil_proc.c) and waiting on a condition (testutil_wait.c).
+ * CPU time as the kernel accounts it, running coloc's binaries, mutating
+ * good text to fuzz a parser (testutil.c), sockets and talking to a colocd
+ * over its socket (testutil_socket.c), colocd and its tools
+ * (testutil_colocd.c), files and folders (testutil_files.c), what /proc
+ * says of a process (testutil_proc.c) and waiting on a condition
+ * (testutil_wait.c).
  */
 #ifndef COLOC_TESTUTIL_H
 #define COLOC_TESTUTIL_H
