@@ -13,10 +13,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/socket.h>
 #include "coloc/protocol.h"
 #include "client_internal.h"
+#include "mono_clock.h"
 
 /*
  * The longest answer line taken from colocd (its answers to 64 tenants'
@@ -76,10 +76,7 @@ static int client_fill(struct coloc_client *c, int timeout_ms)
 
 static uint64_t client_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return coloc_now_ns() / 1000000;
 }
 
 /*
