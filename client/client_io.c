@@ -17,6 +17,7 @@
 #include "coloc/protocol.h"
 #include "client_internal.h"
 #include "mono_clock.h"
+#include "scm_rights.h"
 
 /*
  * The longest answer line taken from colocd (its answers to 64 tenants'
@@ -135,18 +136,8 @@ int client_send_iov_fds(struct coloc_client *c, struct iovec *iov, int nr_iov, c
 			if (!(pfd.revents & (POLLOUT | POLLERR | POLLHUP)))
 				continue;
 		}
-		if (nr_fds) {
-			struct cmsghdr *cm;
-
-			memset(&cbuf, 0, sizeof(cbuf));
-			msg.msg_control = cbuf.buf;
-			msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nr_fds);
-			cm = CMSG_FIRSTHDR(&msg);
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nr_fds);
-			memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nr_fds);
-		}
+		if (nr_fds)
+			scm_rights_attach(&msg, cbuf.buf, fds, nr_fds);
 		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		wait = true; /* coming round again: the socket took less than all */
 		if (n < 0 && errno == EPERM && nr_fds) {

@@ -32,6 +32,7 @@
 #include "kselftest_harness.h"
 #include "coloc/protocol.h"
 #include "mono_clock.h"
+#include "scm_rights.h"
 #include "testutil.h"
 #include "colocd_fixture.h"
 
@@ -231,20 +232,13 @@ static int member_reconnects(const char *sock, int report)
 			struct cmsghdr align;
 		} cbuf = { 0 };
 		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-		struct cmsghdr *cm;
 
 		if (conn < 0)
 			return 90;
 		if (i % 3 == 1)
 			send(conn, iov.iov_base, iov.iov_len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (i % 3 == 2) {
-			msg.msg_control = cbuf.buf;
-			msg.msg_controllen = sizeof(cbuf.buf);
-			cm = CMSG_FIRSTHDR(&msg);
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(cm), &self_fd, sizeof(int));
+			scm_rights_attach(&msg, cbuf.buf, &self_fd, 1);
 			sendmsg(conn, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		}
 		if (i % 100 == 0) {

@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include "mono_clock.h"
+#include "scm_rights.h"
 #include "testutil.h"
 
 int tu_connect(const char *socket_path)
@@ -82,17 +83,8 @@ int tu_send_fds(int fd, const void *data, size_t len, const int *fds, int nr_fds
 
 	if (nr_fds < 0 || nr_fds > TU_MAX_FDS)
 		return -EINVAL;
-	if (nr_fds) {
-		struct cmsghdr *cm;
-
-		msg.msg_control = cbuf.buf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nr_fds);
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nr_fds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nr_fds);
-	}
+	if (nr_fds)
+		scm_rights_attach(&msg, cbuf.buf, fds, nr_fds);
 	/* colocd takes descriptors once it has admitted the connection (SO_PASSRIGHTS) */
 	for (int ms = 0; ms < 5000; ms++) {
 		ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | flags);
