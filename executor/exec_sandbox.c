@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/kcmp.h>
 #include <pwd.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -320,7 +321,7 @@ static const int allowed_advice[] = {
 	MADV_DODUMP,   MADV_POPULATE_READ, MADV_POPULATE_WRITE,
 };
 
-static int enter_seccomp(char *why, size_t len)
+static int enter_seccomp(const struct exec_sandbox *sb, char *why, size_t len)
 {
 #if defined(__SANITIZE_ADDRESS__)
 	/* LeakSanitizer stops the world with ptrace and reads /proc: log, do not deny */
@@ -363,6 +364,19 @@ static int enter_seccomp(char *why, size_t len)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 2,
 				       SCMP_A0(SCMP_CMP_EQ, 0, 0),
 				       SCMP_A1(SCMP_CMP_EQ, RLIMIT_CPU, 0));
+	/*
+	 * its lanes' input sockets only (clients' memfds from colocd,
+	 * shm_input.h), and kcmp of its own files only: how it knows a memfd
+	 * it keeps mapped (no other process's files, no other kind)
+	 */
+	for (int i = 0; !ret && i < sb->nr_recv_fds; i++)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(recvmsg), 1,
+				       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)sb->recv_fds[i], 0));
+	if (!ret && sb->nr_recv_fds)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(kcmp), 3,
+				       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid(), 0),
+				       SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)getpid(), 0),
+				       SCMP_A2(SCMP_CMP_EQ, KCMP_FILE, 0));
 	if (!ret)
 		ret = seccomp_load(ctx);
 	if (ret)
@@ -398,7 +412,7 @@ int exec_sandbox_enter(const struct exec_sandbox *sb, char *missing, size_t miss
 	if (ret == 1)
 		ret = 0;
 	if (!ret)
-		ret = enter_seccomp(why, why_len);
+		ret = enter_seccomp(sb, why, why_len);
 	if (!ret && missing[0] && !sb->allow_weak) {
 		snprintf(why, why_len,
 			 "the sandbox is incomplete: %s (colocd "

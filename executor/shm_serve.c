@@ -3,8 +3,9 @@
  * The executor's serving loop over the shared memory (shm_serve.h): the
  * memfd's checks, the model's description in the header, the warm-up, and
  * the command loop: a RUN command's fields read once and checked, its
- * input copied from the slot when it starts a query, its block run on its
- * cores, its output copied into the slot when it ends one. Between
+ * input copied from the slot (or its client's memfd, shm_input.h) when it
+ * starts a query, its block run on its cores, its output copied into the
+ * slot when it ends one. Between
  * commands the OpenMP team sleeps on the doorbell (exec_team_wait;
  * docs/design/serving-path.md); in a process of several lanes, until
  * another lane needs its threads (exec_team_turns_join; docs/design/lanes.md).
@@ -62,6 +63,7 @@ int shm_serve_map(struct shm_serve *s, int fd, char *why, size_t len)
 	}
 	s->shm = shm;
 	s->shm_bytes = (size_t)st.st_size;
+	s->input.sock = -1;
 	return 0;
 }
 
@@ -265,10 +267,8 @@ static bool take_cores(const struct shm_serve *s, const struct coloc_shm_cmd *c,
 	return cores->nr > 0;
 }
 
-static void copy_inputs(struct shm_serve *s, unsigned int slot)
+static void copy_inputs(struct shm_serve *s, unsigned int slot, const char *src)
 {
-	const char *src = slot_in(s, slot);
-
 	for (int i = 0; i < s->io.nr_inputs; i++) {
 		const struct model_io_tensor *t = &s->io.inputs[i];
 
@@ -379,15 +379,41 @@ static int run_plan(struct shm_serve *s, __u32 seq, unsigned int slot, unsigned 
 	return 0;
 }
 
-/* One RUN command, read field by field once (colocd could rewrite them meanwhile). */
-static void run_command(struct shm_serve *s, __u32 seq, const struct coloc_shm_cmd *c,
-			struct coloc_shm_done *d)
+/*
+ * The query's input: in the slot, or with in_fd (>= 0) in its client's
+ * memfd (taken into s->input's kept ones, *in_fd then -1). NULL, and the
+ * refusal, when that memfd cannot be mapped.
+ */
+static const char *input_of(struct shm_serve *s, unsigned int slot, int *in_fd,
+			    struct coloc_shm_done *d)
 {
-	unsigned int slot = c->slot, first = c->first, last = c->last, flags = c->flags;
+	const char *src = slot_in(s, slot);
+	char why[COLOC_SHM_REASON_LEN];
+	int ret;
+
+	if (*in_fd < 0)
+		return src;
+	ret = shm_input_map(&s->input, in_fd, s->io.in_bytes, &src, why, sizeof(why));
+	if (ret) {
+		refuse(d, ret, "%s", why);
+		return NULL;
+	}
+	return src;
+}
+
+/*
+ * One RUN command, read field by field once (colocd could rewrite them
+ * meanwhile); in_fd: its input's memfd (COLOC_SHM_RUN_INPUT_FD), else -1.
+ */
+static void run_command(struct shm_serve *s, __u32 seq, const struct coloc_shm_cmd *c,
+			unsigned int flags, int *in_fd, struct coloc_shm_done *d)
+{
+	unsigned int slot = c->slot, first = c->first, last = c->last;
 	unsigned int nr = (unsigned int)s->m->nr_layers, nr_blocks;
 	unsigned int ends[COLOC_SHM_MAX_PLAN_BLOCKS], ncores[COLOC_SHM_MAX_PLAN_BLOCKS];
 	int versions[COLOC_SHM_MAX_BLOCK_LAYERS];
 	struct exec_cpuset cores;
+	const char *src;
 	int ret;
 
 	d->slot = slot;
@@ -411,8 +437,13 @@ static void run_command(struct shm_serve *s, __u32 seq, const struct coloc_shm_c
 			      "the query in slot %u has computed layers [0, %u): a block from "
 			      "layer %u would read activations no longer kept",
 			      slot, s->progress[slot], first);
-	if (flags & ~(unsigned int)COLOC_SHM_RUN_SHARED)
+	if (flags & ~(unsigned int)(COLOC_SHM_RUN_SHARED | COLOC_SHM_RUN_INPUT_FD))
 		return refuse(d, -EINVAL, "unknown flags 0x%x in the command", flags);
+	if (first && (flags & COLOC_SHM_RUN_INPUT_FD))
+		return refuse(d, -EINVAL,
+			      "an input with a block from layer %u: only a query's "
+			      "first block takes one",
+			      first);
 	if (!take_plan(c, first, last, ends, ncores, &nr_blocks, d) ||
 	    !take_versions(s, c, first, last, versions, d) || !take_cores(s, c, &cores, d))
 		return;
@@ -420,10 +451,15 @@ static void run_command(struct shm_serve *s, __u32 seq, const struct coloc_shm_c
 		if (ncores[i] < 1 || ncores[i] > (unsigned int)cores.nr)
 			return refuse(d, -EINVAL, "block %u of the plan wants %u of its %d cores", i,
 				      ncores[i], cores.nr);
-	if (!first && !slot_query(s, slot))
-		return refuse(d, -ENOMEM, "out of memory for the activations of slot %u", slot);
-	if (!first)
-		copy_inputs(s, slot);
+	if (!first) {
+		src = input_of(s, slot, in_fd, d);
+		if (!src)
+			return;
+		if (!slot_query(s, slot))
+			return refuse(d, -ENOMEM, "out of memory for the activations of slot %u",
+				      slot);
+		copy_inputs(s, slot, src);
+	}
 	ret = run_plan(s, seq, slot, first, ends, ncores, nr_blocks, versions, &cores,
 		       flags & COLOC_SHM_RUN_SHARED ? EXEC_TEAM_SHARED : EXEC_TEAM_PINNED, d);
 	if (!ret && d->last == nr)
@@ -447,6 +483,23 @@ static void run_command(struct shm_serve *s, __u32 seq, const struct coloc_shm_c
 		s->progress[slot] = d->last;
 }
 
+/* A RUN command, with the memfd colocd sent for it taken off the socket first, if any. */
+static void run_received(struct shm_serve *s, __u32 seq, const struct coloc_shm_cmd *c,
+			 struct coloc_shm_done *d)
+{
+	unsigned int flags = c->flags;
+	char why[COLOC_SHM_REASON_LEN];
+	int in_fd = -1, ret = 0;
+
+	if (flags & COLOC_SHM_RUN_INPUT_FD)
+		ret = shm_input_recv(&s->input, seq, &in_fd, why, sizeof(why));
+	if (ret)
+		return refuse(d, ret, "%s", why);
+	run_command(s, seq, c, flags, &in_fd, d);
+	if (in_fd >= 0)
+		close(in_fd);
+}
+
 __u32 shm_serve_command(struct shm_serve *s, __u32 seq)
 {
 	struct coloc_shm_cmd *c = &s->shm->cmd;
@@ -463,7 +516,7 @@ __u32 shm_serve_command(struct shm_serve *s, __u32 seq)
 	d->slot = d->first = d->last = d->nr_blocks = d->reserved = 0;
 	d->query_id = c->query_id;
 	if (op == COLOC_SHM_OP_RUN)
-		run_command(s, seq, c, d);
+		run_received(s, seq, c, d);
 	else if (op != COLOC_SHM_OP_NOP && op != COLOC_SHM_OP_EXIT)
 		refuse(d, -EINVAL, "unknown command %u", op);
 	d->ended_ns = coloc_now_ns();
@@ -521,6 +574,7 @@ void shm_serve_release(struct shm_serve *s)
 		s->q[i] = NULL;
 	}
 	model_io_layout_free(&s->io);
+	shm_input_release(&s->input);
 	if (s->shm)
 		munmap(s->shm, s->shm_bytes);
 	s->shm = NULL;

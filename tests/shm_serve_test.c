@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include "kselftest_harness.h"
 #include "reference.h"
@@ -84,6 +85,7 @@ FIXTURE(shm_serve)
 {
 	struct shm_serve s;
 	int memfd, pipe_rd;
+	int input_tx; /* colocd's end of the lane's input socket (s.input.sock the other) */
 	pthread_t thread;
 	bool running;
 	int loop_ret;
@@ -227,6 +229,9 @@ FIXTURE_SETUP(shm_serve)
 	ASSERT_EQ(0, pipe2(fds, O_CLOEXEC | O_NONBLOCK));
 	self->pipe_rd = fds[0];
 	self->s.done_fd = fds[1];
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds));
+	self->input_tx = fds[0];
+	self->s.input.sock = fds[1];
 	self->s.m = two_by_two_model(&err);
 	ASSERT_NE(NULL, self->s.m) TH_LOG("%s", coloc_err_str(&err));
 	o.cpus = self->s.allowed;
@@ -264,6 +269,8 @@ FIXTURE_TEARDOWN(shm_serve)
 	shm_serve_release(&self->s);
 	close(self->s.done_fd);
 	close(self->pipe_rd);
+	close(self->input_tx);
+	close(self->s.input.sock);
 	close(self->memfd);
 }
 
@@ -555,6 +562,130 @@ TEST_F(shm_serve, loop__exit_completes_then_returns)
 	ASSERT_EQ(0, pthread_join(self->thread, NULL));
 	self->running = false;
 	EXPECT_EQ(0, self->loop_ret);
+}
+
+/* A memfd of the input's bytes (len of them), with seals; -1 on failure. */
+static int input_memfd(const void *bytes, size_t len, int seals)
+{
+	int fd = memfd_create("shm_serve_test_input", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0 || pwrite(fd, bytes, len, 0) != (ssize_t)len ||
+	    (seals && fcntl(fd, F_ADD_SEALS, seals))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+#define FROZEN (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
+
+/* What colocd sends before ringing command seq (daemon/execproc_slot.c): bytes and fd. */
+static int send_input(FIXTURE_DATA(shm_serve) * self, __u32 seq, int fd)
+{
+	struct coloc_shm_input_msg msg = { .seq = seq, .bytes = self->s.io.in_bytes };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u = { 0 };
+	struct iovec iov = { &msg, sizeof(msg) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	return sendmsg(self->input_tx, &mh, 0) == (ssize_t)sizeof(msg) ? 0 : -errno;
+}
+
+/* The slot's input zeroed, so that outputs right can only come from the memfd. */
+static void clear_slot_input(FIXTURE_DATA(shm_serve) * self, unsigned int slot)
+{
+	memset(slot_in(self, slot), 0, sizeof(self->input));
+	memset(slot_out(self, slot), 0, OUT_ELEMS * sizeof(float));
+}
+
+TEST_F(shm_serve, loop__takes_the_input_from_a_frozen_memfd_and_keeps_it_mapped)
+{
+	int fd = input_memfd(self->input, sizeof(self->input), FROZEN);
+	const struct coloc_shm_done *d;
+	struct coloc_shm_cmd c;
+	int kept = 0;
+
+	ASSERT_LE(0, fd);
+	/* twice the same memfd, on two slots: mapped once, then known again */
+	for (unsigned int slot = 0; slot < 2; slot++) {
+		clear_slot_input(self, slot);
+		c = run_cmd(self, slot, 0, NR_LAYERS);
+		c.flags = COLOC_SHM_RUN_INPUT_FD;
+		ASSERT_EQ(0, send_input(self, self->seq + 1, fd));
+		d = SEND(c);
+		ASSERT_EQ(COLOC_SHM_DONE_OK, d->status) TH_LOG("%s", d->reason);
+		expect_outputs(_metadata, self, slot);
+	}
+	for (int i = 0; i < COLOC_SHM_NR_SLOTS; i++)
+		kept += self->s.input.map[i].bytes != NULL;
+	EXPECT_EQ(1, kept);
+	close(fd);
+}
+
+TEST_F(shm_serve, loop__refuses_unusable_inputs_and_drops_earlier_commands_ones)
+{
+	int good = input_memfd(self->input, sizeof(self->input), FROZEN);
+	int loose = input_memfd(self->input, sizeof(self->input), 0);
+	int small = input_memfd(self->input, sizeof(self->input) / 2, FROZEN);
+	const struct coloc_shm_done *d;
+	struct coloc_shm_cmd c;
+
+	ASSERT_LE(0, good);
+	ASSERT_LE(0, loose);
+	ASSERT_LE(0, small);
+	c = run_cmd(self, 0, 0, NR_LAYERS);
+	c.flags = COLOC_SHM_RUN_INPUT_FD;
+	/* no message at all */
+	d = SEND(c);
+	EXPECT_EQ(COLOC_SHM_DONE_REFUSED, d->status);
+	EXPECT_EQ(-EAGAIN, d->error) TH_LOG("%s", d->reason);
+	/* a memfd that could shrink under the mapping, and one shorter than the input */
+	ASSERT_EQ(0, send_input(self, self->seq + 1, loose));
+	d = SEND(c);
+	EXPECT_EQ(COLOC_SHM_DONE_REFUSED, d->status);
+	EXPECT_EQ(-EINVAL, d->error) TH_LOG("%s", d->reason);
+	ASSERT_EQ(0, send_input(self, self->seq + 1, small));
+	d = SEND(c);
+	EXPECT_EQ(COLOC_SHM_DONE_REFUSED, d->status);
+	EXPECT_EQ(-EINVAL, d->error) TH_LOG("%s", d->reason);
+	/* a message without its descriptor */
+	ASSERT_EQ(0, send_input(self, self->seq + 1, -1));
+	d = SEND(c);
+	EXPECT_EQ(COLOC_SHM_DONE_REFUSED, d->status);
+	EXPECT_EQ(-EPROTO, d->error) TH_LOG("%s", d->reason);
+	/* an input with a block that does not start the query */
+	c = run_cmd(self, 0, 3, NR_LAYERS);
+	c.flags = COLOC_SHM_RUN_INPUT_FD;
+	ASSERT_EQ(0, send_input(self, self->seq + 1, good));
+	d = SEND(c);
+	EXPECT_EQ(COLOC_SHM_DONE_REFUSED, d->status);
+	EXPECT_EQ(-EINVAL, d->error) TH_LOG("%s", d->reason);
+	/* a message of an earlier command's, left queued: dropped for this one's */
+	clear_slot_input(self, 0);
+	c = run_cmd(self, 0, 0, NR_LAYERS);
+	c.flags = COLOC_SHM_RUN_INPUT_FD;
+	ASSERT_EQ(0, send_input(self, self->seq, loose));
+	ASSERT_EQ(0, send_input(self, self->seq + 1, good));
+	d = SEND(c);
+	ASSERT_EQ(COLOC_SHM_DONE_OK, d->status) TH_LOG("%s", d->reason);
+	expect_outputs(_metadata, self, 0);
+	close(good);
+	close(loose);
+	close(small);
 }
 
 TEST_HARNESS_MAIN

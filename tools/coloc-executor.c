@@ -51,6 +51,7 @@
 static struct {
 	int shm_fd[COLOC_MAX_EXECUTORS], done_fd[COLOC_MAX_EXECUTORS];
 	int nr_shm, nr_done; /* one of each per lane */
+	int input_fd[COLOC_MAX_EXECUTORS], nr_input; /* none, or one per lane */
 	int model_fd, weights_fd;
 	const char *tenant, *cores, *model_name;
 	struct onnx_external_fd external[COLOC_MAX_REQUEST_FDS];
@@ -58,6 +59,8 @@ static struct {
 	long uid, gid;
 	bool allow_weak;
 } opts = { .model_fd = -1, .weights_fd = -1 };
+
+_Static_assert(EXEC_SANDBOX_MAX_RECV_FDS >= COLOC_MAX_EXECUTORS, "an input socket per lane");
 
 /* The lanes: [0] served by the main thread, the others by threads of their own. */
 static struct shm_serve lanes[COLOC_MAX_EXECUTORS];
@@ -79,6 +82,8 @@ static void usage(FILE *f)
 		"  -s, --shm-fd N        the shared memory (a sealed memfd) colocd created\n"
 		"  -d, --done-fd N       the pipe (write end) to signal after each completion\n"
 		"                        (both once per lane, the i-th of each for lane i)\n"
+		"  -i, --input-fd N      the socket colocd sends clients' input memfds on\n"
+		"                        (none, or once per lane)\n"
 		"  -t, --tenant NAME     the tenant, for messages (or $COLOC_TENANT, as colocd\n"
 		"                        passes it, with $COLOC_MODEL_NAME and\n"
 		"                        $COLOC_EXTERNAL_0, _1, ...: not on the command line,\n"
@@ -139,6 +144,8 @@ static int enter_sandbox(pid_t parent, char *why, size_t len)
 	int n = 0, ret;
 
 	sb.readable[n++] = "/sys/devices/system/cpu";
+	for (int i = 0; i < opts.nr_input; i++)
+		sb.recv_fds[sb.nr_recv_fds++] = opts.input_fd[i];
 	ret = exec_sandbox_enter(&sb, missing, sizeof(missing), why, len);
 	if (!ret && missing[0])
 		fprintf(stderr, PROG ": tenant %s: weak isolation: %s\n", opts.tenant, missing);
@@ -288,6 +295,7 @@ static int parse_args(int argc, char **argv)
 	static const struct option long_opts[] = {
 		{ "shm-fd", required_argument, NULL, 's' },
 		{ "done-fd", required_argument, NULL, 'd' },
+		{ "input-fd", required_argument, NULL, 'i' },
 		{ "tenant", required_argument, NULL, 't' },
 		{ "model-fd", required_argument, NULL, 'm' },
 		{ "model-name", required_argument, NULL, 'n' },
@@ -315,11 +323,14 @@ static int parse_args(int argc, char **argv)
 		if (ext && parse_external(ext))
 			return 2;
 	}
-	while ((c = getopt_long(argc, argv, "s:d:t:m:n:w:x:c:u:g:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:d:i:t:m:n:w:x:c:u:g:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 		case 'd':
-			if ((c == 's' ? opts.nr_shm : opts.nr_done) >= COLOC_MAX_EXECUTORS) {
+		case 'i':
+			if ((c == 's' ? opts.nr_shm :
+			     c == 'd' ? opts.nr_done :
+					opts.nr_input) >= COLOC_MAX_EXECUTORS) {
 				fprintf(stderr, PROG ": at most %d lanes\n", COLOC_MAX_EXECUTORS);
 				return 2;
 			}
@@ -327,8 +338,10 @@ static int parse_args(int argc, char **argv)
 				return 2;
 			if (c == 's')
 				opts.shm_fd[opts.nr_shm++] = (int)v;
-			else
+			else if (c == 'd')
 				opts.done_fd[opts.nr_done++] = (int)v;
+			else
+				opts.input_fd[opts.nr_input++] = (int)v;
 			break;
 		case 'm':
 		case 'w':
@@ -373,10 +386,13 @@ static int parse_args(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc || !opts.nr_shm || opts.nr_shm != opts.nr_done || !opts.tenant ||
-	    opts.model_fd < 0 || !opts.model_name) {
-		fprintf(stderr, PROG ": --shm-fd, --done-fd (as many of each), --tenant, --model-fd "
-				     "and --model-name (or their variables) are needed\n");
+	if (optind != argc || !opts.nr_shm || opts.nr_shm != opts.nr_done ||
+	    (opts.nr_input && opts.nr_input != opts.nr_shm) || !opts.tenant || opts.model_fd < 0 ||
+	    !opts.model_name) {
+		fprintf(stderr,
+			PROG ": --shm-fd, --done-fd (as many of each, and as many "
+			     "--input-fd or none), --tenant, --model-fd and --model-name (or "
+			     "their variables) are needed\n");
 		usage(stderr);
 		return 2;
 	}
@@ -453,6 +469,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		lanes[i].shm->hdr.executor_pid = getpid();
+		if (opts.nr_input)
+			lanes[i].input.sock = opts.input_fd[i];
 	}
 	ret = setup(s, parent, why, sizeof(why));
 	if (!ret)

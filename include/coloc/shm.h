@@ -68,9 +68,10 @@
 /*
  * 2: cmd.flags; 3: done.started_ns, done.ended_ns; 4: header.described, the
  * summary; 5: plans of blocks (cmd.nr_blocks, cmd.block_last, done.nr_blocks,
- * done.blocks_ns, the yield word); 6: the versions built
+ * done.blocks_ns, the yield word); 6: the versions built; 7:
+ * COLOC_SHM_RUN_INPUT_FD and the input socket
  */
-#define COLOC_SHM_LAYOUT_VERSION 6
+#define COLOC_SHM_LAYOUT_VERSION 7
 #define COLOC_SHM_NR_SLOTS 4
 /* Longest block one command can carry (a block of a longer model is split). */
 #define COLOC_SHM_MAX_BLOCK_LAYERS 4096
@@ -117,6 +118,16 @@ enum coloc_shm_run_flags {
 	 * instead of team thread i alone on the i-th core.
 	 */
 	COLOC_SHM_RUN_SHARED = 1u << 0,
+	/*
+	 * A query's first block only: its input is not in the slot but in a
+	 * client's memfd, whose descriptor colocd sent on the lane's input
+	 * socket before ringing (struct coloc_shm_input_msg, the command's seq
+	 * in it). colocd sends only a memfd sealed against every change
+	 * (F_SEAL_SHRINK, GROW, WRITE and SEAL) that holds exactly the input
+	 * from offset 0: the executor sees the bytes it would have found in
+	 * the slot, and they can never change (docs/design/serving-path.md).
+	 */
+	COLOC_SHM_RUN_INPUT_FD = 1u << 1,
 };
 
 /* done.status */
@@ -247,6 +258,19 @@ struct coloc_shm_done {
 struct coloc_shm_yield {
 	__u32 seq;
 } __attribute__((aligned(64)));
+
+/*
+ * On a lane's input socket (a SOCK_SEQPACKET pair, colocd's end and the
+ * executor's), one message per RUN command with COLOC_SHM_RUN_INPUT_FD,
+ * sent before its doorbell: this payload and the memfd as SCM_RIGHTS. A
+ * message whose seq is not the command's (one left by a command refused
+ * before it was read) is dropped.
+ */
+struct coloc_shm_input_msg {
+	__u32 seq; /* the command's */
+	__u32 reserved; /* 0 */
+	__u64 bytes; /* the input's, from offset 0: the header's in_bytes */
+};
 
 /*
  * The model as the executor imported it, written once before

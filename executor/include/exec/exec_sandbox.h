@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #define EXEC_SANDBOX_MAX_READABLE 4
+#define EXEC_SANDBOX_MAX_RECV_FDS 8
 
 struct exec_sandbox {
 	/* the tenant's ids (colocd's --uid-range); 0: user 'coloc', else 'nobody' */
@@ -25,6 +26,9 @@ struct exec_sandbox {
 	gid_t gid;
 	/* files or folders it may still read (the model while it comes by path); NULL-ended */
 	const char *readable[EXEC_SANDBOX_MAX_READABLE + 1];
+	/* the sockets it may receive descriptors on (its lanes' input sockets), [nr_recv_fds] */
+	int recv_fds[EXEC_SANDBOX_MAX_RECV_FDS];
+	int nr_recv_fds;
 	/* colocd, whose death must kill it; checked once the credentials changed */
 	pid_t parent;
 	/* a layer the kernel lacks is listed in missing instead of failing */

@@ -22,6 +22,7 @@
 #include "coloc/shm.h"
 #include "executor.h"
 #include "model.h"
+#include "shm_input.h"
 
 /*
  * One lane's serving state: its shared memory, the model, its queries'
@@ -49,12 +50,15 @@ struct shm_serve {
 	struct exec_query *pool[COLOC_SHM_NR_SLOTS]; /* the lane's arenas, made when needed */
 	struct exec_query *q[COLOC_SHM_NR_SLOTS]; /* a slot's started query, one of pool */
 	unsigned int progress[COLOC_SHM_NR_SLOTS]; /* layers [0, progress) computed */
+	/* inputs in clients' memfds (shm_input.h); input.sock -1 from shm_serve_map */
+	struct shm_input input;
 };
 
 /*
  * Maps the memfd fd into s->shm after checking that it is what colocd
  * promises: sealed against shrinking, and a header of this layout whose
- * slots fit. 0, or a negative errno with why saying what is wrong.
+ * slots fit; no input socket yet (s->input.sock -1: the caller sets it).
+ * 0, or a negative errno with why saying what is wrong.
  */
 int shm_serve_map(struct shm_serve *s, int fd, char *why, size_t len);
 
