@@ -214,6 +214,15 @@ int execproc_submit_block(struct execproc *ep, const struct execproc_block *b,
 	c->last = b->last;
 	c->query_id = b->query_id;
 	c->flags = b->shared ? COLOC_SHM_RUN_SHARED : 0;
+	if (b->input_memfd) {
+		if (b->first || ep->input_sock < 0)
+			return coloc_err_set(err, -EINVAL,
+					     "an input memfd goes with a query's first block only");
+		ret = execproc_send_input(ep, *b->input_memfd, err);
+		if (ret)
+			return ret;
+		c->flags |= COLOC_SHM_RUN_INPUT_FD;
+	}
 	c->nr_blocks = ep->plan_nr;
 	memcpy(c->block_last, ep->plan_last, ep->plan_nr * sizeof(*c->block_last));
 	memcpy(c->block_cores, ep->plan_cores, ep->plan_nr * sizeof(*c->block_cores));
@@ -887,6 +896,8 @@ void execproc_free(struct execproc *ep)
 		close(ep->pidfd);
 	if (ep->done_fd >= 0)
 		close(ep->done_fd);
+	if (ep->input_sock >= 0)
+		close(ep->input_sock);
 	if (ep->log.fd >= 0)
 		exec_log_drain(&ep->log, coloc_now_ns());
 	exec_log_close(&ep->log);

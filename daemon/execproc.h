@@ -124,6 +124,13 @@ struct execproc_block {
 	 * (COLOC_SHM_RUN_SHARED), instead of one thread pinned per core.
 	 */
 	bool shared;
+	/*
+	 * A query's first block (first 0) only: its input is in this memfd,
+	 * not in the slot, and goes to the executor with the command
+	 * (COLOC_SHM_RUN_INPUT_FD: one frozen as input_memfd_frozen says; the
+	 * descriptor stays the caller's). NULL: in the slot.
+	 */
+	const int *input_memfd;
 };
 
 struct execproc_result {
@@ -249,6 +256,8 @@ int execproc_input_allocated(struct execproc *ep, unsigned int slot, struct colo
 int execproc_read_output(const struct execproc *ep, unsigned int slot, void *buf,
 			 struct coloc_err *err);
 
+/* Whether a block's input may come in a memfd (execproc_block.input_memfd). */
+bool execproc_takes_input_memfd(const struct execproc *ep);
 /*
  * Writes the command and rings the doorbell. -EBUSY while a block is
  * outstanding or before the executor is ready; -EINVAL for what the layout

@@ -37,6 +37,7 @@ struct execproc {
 	pid_t pid;
 	int pidfd;
 	int done_fd; /* the pipe's read end, O_NONBLOCK; the executor holds the write end */
+	int input_sock; /* colocd's end of the input socket (shm.h's coloc_shm_input_msg) */
 	struct exec_log log; /* its stdout and stderr, into colocd's log */
 	__u32 seq; /* of the last command sent */
 	unsigned int idle_rings; /* doorbell rings in a row that brought nothing */
@@ -90,5 +91,12 @@ size_t execproc_page_round(size_t n);
  * allocated them. 0, or -EPROTO with the executor given up.
  */
 int execproc_map_slots(struct execproc *ep, struct coloc_err *err);
+/*
+ * A query's input memfd to the executor on its input socket, for the
+ * command about to be rung (seq ep->seq + 1; shm.h's coloc_shm_input_msg).
+ * Never waits: -EAGAIN where the socket is full (an executor that took
+ * none of the last ones).
+ */
+int execproc_send_input(struct execproc *ep, int memfd, struct coloc_err *err);
 
 #endif /* COLOC_DAEMON_EXECPROC_INTERNAL_H */

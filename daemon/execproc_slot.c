@@ -7,7 +7,9 @@
  * pages the executor allocated (one never allocated is a breach; none can
  * be given back once the executor is ready, the memfd's seals refuse it),
  * and reads an output with pread(), which reads a hole as zeros and
- * allocates nothing (docs/security-executor.md, "Slot pages").
+ * allocates nothing (docs/security-executor.md, "Slot pages"). An input
+ * in a client's frozen memfd skips the slot: its descriptor goes to the
+ * executor on the lane's input socket (execproc_send_input).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include "execproc_internal.h"
 #include "input_memfd.h"
 
@@ -143,4 +146,35 @@ int execproc_read_output(const struct execproc *ep, unsigned int slot, void *buf
 		return coloc_err_set(err, ret, "tenant %s: reading query slot %u's output: %s",
 				     ep->tenant, slot, strerror(-ret));
 	return 0;
+}
+
+bool execproc_takes_input_memfd(const struct execproc *ep)
+{
+	return ep->input_sock >= 0;
+}
+
+int execproc_send_input(struct execproc *ep, int memfd, struct coloc_err *err)
+{
+	struct coloc_shm_input_msg msg = { .seq = ep->seq + 1, .bytes = ep->hdr.in_bytes };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u = { 0 };
+	struct iovec iov = { &msg, sizeof(msg) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	int e;
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
+	if (sendmsg(ep->input_sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(msg))
+		return 0;
+	e = errno;
+	return coloc_err_set(err, -e, "tenant %s: sending the input's memfd to its executor: %s",
+			     ep->tenant, strerror(e));
 }

@@ -3,12 +3,13 @@
  * The start of one executor process (execproc_spawn, see execproc.h): the
  * sealed memfd with the layout of include/coloc/shm.h, then coloc-executor
  * started by clone3 in pid, mount, ipc and network namespaces of its own
- * with only that memfd, the write end of the completion pipe, its log pipe
- * and the tenant's files open, under rlimits, in its tenant's cgroups (and
- * a cgroup v2 leaf of its own, cgroup_leaf.h), in a session of its own,
- * the OOM killer's first choice (oom_score_adj 1000, which the executor,
- * without CAP_SYS_RESOURCE, cannot lower). A process of several lanes (execproc_spawn_lanes)
- * gets a memfd and a pipe per lane, each lane a handle of its own. What
+ * with only that memfd, the write end of the completion pipe, its end of
+ * the input socket, its log pipe and the tenant's files open, under
+ * rlimits, in its tenant's cgroups (and a cgroup v2 leaf of its own,
+ * cgroup_leaf.h), in a session of its own, the OOM killer's first choice
+ * (oom_score_adj 1000, which the executor, without CAP_SYS_RESOURCE, cannot
+ * lower). A process of several lanes (execproc_spawn_lanes) gets a memfd,
+ * a pipe and an input socket per lane, each lane a handle of its own. What
  * follows its start is execproc.c's.
  */
 #define _GNU_SOURCE
@@ -27,6 +28,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "coloc/protocol.h"
@@ -35,14 +37,21 @@
 
 #define EXECPROC_DEFAULT_CAPACITY (16u << 20)
 /*
- * Where the executor finds them: lane i's --shm-fd and --done-fd at 3 + 2i
- * and 4 + 2i, then the model, the weights and the external data files.
+ * Where the executor finds them: lane i's --shm-fd, --done-fd and
+ * --input-fd at 3 + 3i, 4 + 3i and 5 + 3i, then the model, the weights and
+ * the external data files.
  */
 #define EXECPROC_SHM_FD 3
+#define EXECPROC_FDS_PER_LANE 3
 #define EXECPROC_MAX_FILES (2 + COLOC_MAX_REQUEST_FDS)
-/* RLIMIT_NOFILE: its fds, the model's, oneDNN's few */
-#define EXECPROC_NOFILE_LIMIT \
-	(EXECPROC_SHM_FD + 2 * COLOC_MAX_EXECUTORS + EXECPROC_MAX_FILES + 32)
+/* RLIMIT_NOFILE: its fds, the model's, each lane's kept input memfds (shm_input.h), oneDNN's few */
+#define EXECPROC_NOFILE_LIMIT                                                     \
+	(EXECPROC_SHM_FD +                                                        \
+	 (EXECPROC_FDS_PER_LANE + COLOC_SHM_NR_SLOTS + 1) * COLOC_MAX_EXECUTORS + \
+	 EXECPROC_MAX_FILES + 32)
+/* its command line: the options, the files' and each lane's descriptors */
+#define EXECPROC_MAX_ARGS \
+	(28 + 2 * EXECPROC_MAX_FILES + 2 * EXECPROC_FDS_PER_LANE * COLOC_MAX_EXECUTORS)
 #define EXECPROC_THREADS_SLACK 16 /* RLIMIT_NPROC: CPUs + this, per executor */
 #define EXECPROC_NR_LIMITS 4
 #define EXECPROC_MAX_CGROUP_FDS 5 /* cgroup.procs joined: the caller's (v1: three), its leaf's */
@@ -122,11 +131,12 @@ struct child_args {
 	char *const *envp;
 	/* above every target fd (first_free), close-on-exec */
 	int shm_hi[COLOC_MAX_EXECUTORS], done_hi[COLOC_MAX_EXECUTORS]; /* [nr_lanes] */
+	int input_hi[COLOC_MAX_EXECUTORS];
 	int nr_lanes;
 	int log_hi; /* to stdout and stderr */
 	int file_hi[EXECPROC_MAX_FILES]; /* to file_fd + i */
 	int nr_files;
-	int file_fd; /* EXECPROC_SHM_FD + 2 * nr_lanes */
+	int file_fd; /* EXECPROC_SHM_FD + EXECPROC_FDS_PER_LANE * nr_lanes */
 	int first_free; /* file_fd + nr_files: where fds of its own may start */
 	int cgroup_fds[EXECPROC_MAX_CGROUP_FDS]; /* the caller's, then its leaf's */
 	int nr_cgroup_fds;
@@ -154,7 +164,8 @@ static void child_report(int fd, int fatal, int e)
  * pid namespace, in its mount namespace, which receives the host's later
  * mounts and unmounts (slave) but sends none back. Then stdin from
  * /dev/null, stdout and stderr into colocd's log pipe (never colocd's own
- * terminal or journal stream), the shared memory and the doorbell as fds 3 and 4, every
+ * terminal or journal stream), the shared memory, the doorbell and the
+ * input socket as fds 3, 4 and 5 (lane 0's), every
  * other fd the daemon holds (sockets, BPF maps, other tenants' memory)
  * closed at exec, default SIGPIPE and SIGCHLD, nothing blocked, killed
  * with its parent, oom_score_adj 1000 (colocd's own, inherited, is low).
@@ -185,8 +196,9 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *c, int
 	if (null < 0 || dup2(null, 0) < 0 || dup2(c->log_hi, 1) < 0 || dup2(c->log_hi, 2) < 0)
 		goto fail;
 	for (int i = 0; i < c->nr_lanes; i++)
-		if (dup2(c->shm_hi[i], EXECPROC_SHM_FD + 2 * i) < 0 ||
-		    dup2(c->done_hi[i], EXECPROC_SHM_FD + 2 * i + 1) < 0)
+		if (dup2(c->shm_hi[i], EXECPROC_SHM_FD + EXECPROC_FDS_PER_LANE * i) < 0 ||
+		    dup2(c->done_hi[i], EXECPROC_SHM_FD + EXECPROC_FDS_PER_LANE * i + 1) < 0 ||
+		    dup2(c->input_hi[i], EXECPROC_SHM_FD + EXECPROC_FDS_PER_LANE * i + 2) < 0)
 			goto fail;
 	for (int i = 0; i < c->nr_files; i++)
 		if (dup2(c->file_hi[i], c->file_fd + i) < 0)
@@ -346,16 +358,17 @@ static int spawn_isolated(struct execproc *ep, const struct execproc_opts *o, st
 }
 
 /*
- * Starts the executor with lane i's shared memory and doorbell as fds 3 + 2i
- * and 4 + 2i: in a pid namespace of its own, or where the kernel refuses
- * that, in colocd's. The sources are moved above the targets first so that
- * one dup2 cannot clobber another's source.
+ * Starts the executor with lane i's shared memory, doorbell and input
+ * socket as fds 3 + 3i, 4 + 3i and 5 + 3i: in a pid namespace of its own,
+ * or where the kernel refuses that, in colocd's. The sources are moved
+ * above the targets first so that one dup2 cannot clobber another's source.
  */
 static int start_child(struct execproc *ep, const struct execproc_opts *o, const char *path,
-		       int nr_lanes, const int *memfd, const int *done_wr, int log_wr,
-		       struct coloc_err *err)
+		       int nr_lanes, const int *memfd, const int *done_wr, const int *input_ex,
+		       int log_wr, struct coloc_err *err)
 {
 	char fd_s[COLOC_MAX_EXECUTORS][16], done_s[COLOC_MAX_EXECUTORS][16];
+	char input_s[COLOC_MAX_EXECUTORS][16];
 	char uid_s[16], gid_s[16], num[EXECPROC_MAX_FILES][16];
 	/*
 	 * A clean environment, with a short OpenMP spin. libgomp's default
@@ -369,14 +382,14 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	 * between layers and end soon after a block.
 	 */
 	char *envp[4 + EXECPROC_MAX_FILES] = { "GOMP_SPINCOUNT=" COLOC_EXECUTOR_GOMP_SPINCOUNT };
-	const char *argv[28 + 2 * EXECPROC_MAX_FILES + 4 * COLOC_MAX_EXECUTORS];
+	const char *argv[EXECPROC_MAX_ARGS];
 	char *ext_args[EXECPROC_MAX_FILES] = { 0 }, *tenant_env = NULL, *model_env = NULL;
 	int envc = 1;
 	struct child_args c = { .path = path,
 				.argv = (char *const *)argv,
 				.envp = envp,
 				.nr_lanes = nr_lanes,
-				.file_fd = EXECPROC_SHM_FD + 2 * nr_lanes };
+				.file_fd = EXECPROC_SHM_FD + EXECPROC_FDS_PER_LANE * nr_lanes };
 	int src[EXECPROC_MAX_FILES];
 	int argc = 0, ret = 0;
 
@@ -394,12 +407,17 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 		snprintf(num[i], sizeof(num[i]), "%d", c.file_fd + i);
 	argv[argc++] = path;
 	for (int i = 0; i < nr_lanes; i++) {
-		snprintf(fd_s[i], sizeof(fd_s[i]), "%d", EXECPROC_SHM_FD + 2 * i);
-		snprintf(done_s[i], sizeof(done_s[i]), "%d", EXECPROC_SHM_FD + 2 * i + 1);
+		int at = EXECPROC_SHM_FD + EXECPROC_FDS_PER_LANE * i;
+
+		snprintf(fd_s[i], sizeof(fd_s[i]), "%d", at);
+		snprintf(done_s[i], sizeof(done_s[i]), "%d", at + 1);
+		snprintf(input_s[i], sizeof(input_s[i]), "%d", at + 2);
 		argv[argc++] = "--shm-fd";
 		argv[argc++] = fd_s[i];
 		argv[argc++] = "--done-fd";
 		argv[argc++] = done_s[i];
+		argv[argc++] = "--input-fd";
+		argv[argc++] = input_s[i];
 	}
 	/*
 	 * The tenant, the model's name and its external files' in the
@@ -449,14 +467,15 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 
 	c.log_hi = -1;
 	for (int i = 0; i < nr_lanes; i++)
-		c.shm_hi[i] = c.done_hi[i] = -1;
+		c.shm_hi[i] = c.done_hi[i] = c.input_hi[i] = -1;
 	for (int i = 0; i < c.nr_files; i++)
 		c.file_hi[i] = -1;
 	if (!ret) {
 		for (int i = 0; i < nr_lanes && !ret; i++) {
 			c.shm_hi[i] = fcntl(memfd[i], F_DUPFD_CLOEXEC, c.first_free);
 			c.done_hi[i] = fcntl(done_wr[i], F_DUPFD_CLOEXEC, c.first_free);
-			if (c.shm_hi[i] < 0 || c.done_hi[i] < 0)
+			c.input_hi[i] = fcntl(input_ex[i], F_DUPFD_CLOEXEC, c.first_free);
+			if (c.shm_hi[i] < 0 || c.done_hi[i] < 0 || c.input_hi[i] < 0)
 				ret = coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
 		}
 		c.log_hi = fcntl(log_wr, F_DUPFD_CLOEXEC, c.first_free);
@@ -477,6 +496,8 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 			close(c.shm_hi[i]);
 		if (c.done_hi[i] >= 0)
 			close(c.done_hi[i]);
+		if (c.input_hi[i] >= 0)
+			close(c.input_hi[i]);
 	}
 	if (c.log_hi >= 0)
 		close(c.log_hi);
@@ -490,12 +511,15 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	return ret;
 }
 
-/* A handle with nothing open yet, and its doorbell pipe (the write end into *done_wr). */
+/*
+ * A handle with nothing open yet, its doorbell pipe (the write end into
+ * *done_wr) and its input socket (the executor's end into *input_ex).
+ */
 static int lane_new(const struct execproc_opts *o, struct execproc **out, int *done_wr,
-		    struct coloc_err *err)
+		    int *input_ex, struct coloc_err *err)
 {
 	struct execproc *ep = calloc(1, sizeof(*ep));
-	int pipefd[2];
+	int pipefd[2], sv[2];
 
 	*out = ep;
 	if (!ep)
@@ -511,12 +535,23 @@ static int lane_new(const struct execproc_opts *o, struct execproc **out, int *d
 	 * write end only, never make colocd's read end blocking.
 	 */
 	ep->done_fd = -1;
+	ep->input_sock = -1;
 	if (pipe2(pipefd, O_CLOEXEC))
 		return coloc_err_set(err, -errno, "pipe2: %s", strerror(errno));
 	ep->done_fd = pipefd[0];
 	*done_wr = pipefd[1];
 	if (fcntl(ep->done_fd, F_SETFL, O_NONBLOCK))
 		return coloc_err_set(err, -errno, "fcntl: %s", strerror(errno));
+	/*
+	 * The smallest send buffer: a few messages, so that an executor that
+	 * never takes its memfds holds few clients' files (colocd then reads
+	 * the input into the slot, serving.c).
+	 */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv))
+		return coloc_err_set(err, -errno, "socketpair: %s", strerror(errno));
+	ep->input_sock = sv[0];
+	*input_ex = sv[1];
+	setsockopt(ep->input_sock, SOL_SOCKET, SO_SNDBUF, &(int){ 1 }, sizeof(int));
 	return 0;
 }
 
@@ -545,6 +580,7 @@ int execproc_spawn_lanes(const struct execproc_opts *o, int nr, struct execproc 
 			 struct coloc_err *err)
 {
 	int memfd[COLOC_MAX_EXECUTORS], done_wr[COLOC_MAX_EXECUTORS], logfd[2] = { -1, -1 };
+	int input_ex[COLOC_MAX_EXECUTORS];
 	char path[PATH_MAX];
 	int ret = 0;
 
@@ -564,10 +600,10 @@ int execproc_spawn_lanes(const struct execproc_opts *o, int nr, struct execproc 
 		return ret;
 	for (int i = 0; i < nr; i++) {
 		out[i] = NULL;
-		memfd[i] = done_wr[i] = -1;
+		memfd[i] = done_wr[i] = input_ex[i] = -1;
 	}
 	for (int i = 0; i < nr && !ret; i++) {
-		ret = lane_new(o, &out[i], &done_wr[i], err);
+		ret = lane_new(o, &out[i], &done_wr[i], &input_ex[i], err);
 		if (!ret)
 			ret = create_shm(out[i], o, &memfd[i], err);
 	}
@@ -583,14 +619,17 @@ int execproc_spawn_lanes(const struct execproc_opts *o, int nr, struct execproc 
 	if (!ret && o->cgroup_leaf_parent)
 		ret = cgroup_leaf_create(o->cgroup_leaf_parent, &out[0]->leaf, err);
 	if (!ret)
-		ret = start_child(out[0], o, path, nr, memfd, done_wr, logfd[1], err);
+		ret = start_child(out[0], o, path, nr, memfd, done_wr, input_ex, logfd[1], err);
 	if (!ret)
 		ret = lanes_join(out, nr, err);
 	if (out[0])
 		out[0]->log.pid = out[0]->pid;
-	for (int i = 0; i < nr; i++)
+	for (int i = 0; i < nr; i++) {
 		if (done_wr[i] >= 0)
 			close(done_wr[i]);
+		if (input_ex[i] >= 0)
+			close(input_ex[i]);
+	}
 	for (int i = 0; i < 2; i++)
 		if (logfd[i] >= 0)
 			close(logfd[i]);

@@ -8,7 +8,9 @@
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include "coloc/protocol.h"
 #include "input_memfd.h"
 
@@ -52,6 +54,22 @@ int input_memfd_check(int fd, size_t offset, size_t bytes, struct coloc_err *err
 			"input_bytes (%zu + %zu)",
 			(long long)st.st_size, offset, bytes);
 	return 0;
+}
+
+bool input_memfd_frozen(int fd, size_t offset, size_t bytes)
+{
+	const int all = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
+	int seals = fcntl(fd, F_GET_SEALS);
+	struct statfs fs;
+	struct stat st;
+
+	/*
+	 * shmem only: a hugetlbfs memfd's hole, mapped, faults with SIGBUS
+	 * when the pool is empty (a shmem hole reads as a page of zeros)
+	 */
+	return seals >= 0 && (seals & all) == all && !offset && bytes && !fstat(fd, &st) &&
+	       S_ISREG(st.st_mode) && st.st_size == (off_t)bytes && !fstatfs(fd, &fs) &&
+	       fs.f_type == TMPFS_MAGIC;
 }
 
 int input_memfd_read(int fd, size_t offset, void *dst, size_t bytes)

@@ -11,6 +11,7 @@
 #ifndef COLOC_DAEMON_INPUT_MEMFD_H
 #define COLOC_DAEMON_INPUT_MEMFD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "error.h"
 
@@ -22,6 +23,14 @@
  * checked is one the file can no longer go below.
  */
 int input_memfd_check(int fd, size_t offset, size_t bytes, struct coloc_err *err);
+/*
+ * Whether a checked memfd holds exactly bytes bytes from offset 0 and is
+ * sealed against every change (F_SEAL_SHRINK, GROW, WRITE and SEAL): its
+ * descriptor may then go to the tenant's executor, which maps it instead
+ * of colocd reading it (execproc.h's input_memfd): all it can read there
+ * is the input, as it would in the slot, and nobody can change it.
+ */
+bool input_memfd_frozen(int fd, size_t offset, size_t bytes);
 /*
  * Copies bytes bytes of a checked memfd from offset on into dst (one pread
  * after another until all are in). 0, or -errno with the bytes not read

@@ -304,6 +304,7 @@ static int submit_query(struct serving *s, const char *tenant, void **input, int
 	} else {
 		q->input_fd = *input_fd;
 		q->input_offset = offset;
+		q->input_frozen = input_memfd_frozen(q->input_fd, offset, len);
 		*input_fd = -1;
 		s->nr_input_fds++;
 	}
@@ -394,6 +395,29 @@ static void view_executors(const struct sv_tenant *t, struct exec_views *v)
 	}
 }
 
+/* q's memfd read into slot of executor x: 0 or a negative errno. */
+static int read_memfd_into_slot(struct sv_tenant *t, const struct sv_query *q, int x, int slot)
+{
+	return input_memfd_read(q->input_fd, q->input_offset,
+				execproc_input(t->ex[x].ep, (unsigned int)slot), t->in_bytes);
+}
+
+/*
+ * Query q's input into slot of executor x: a copy of ours or a read of its
+ * memfd (0), or nothing yet where its frozen memfd goes along with its
+ * first block (1, submit_with_input). A negative errno when the read fails.
+ */
+static int input_to_slot(struct sv_tenant *t, struct sv_query *q, int x, int slot)
+{
+	if (q->input) {
+		memcpy(execproc_input(t->ex[x].ep, (unsigned int)slot), q->input, t->in_bytes);
+		return 0;
+	}
+	if (q->input_frozen && execproc_takes_input_memfd(t->ex[x].ep))
+		return 1;
+	return read_memfd_into_slot(t, q, x, slot);
+}
+
 /* Queued queries of a serving tenant take free slots (policy_assign_slot), in arrival order. */
 static void fill_slots(struct serving *s, struct sv_tenant *t)
 {
@@ -404,8 +428,7 @@ static void fill_slots(struct serving *s, struct sv_tenant *t)
 		return;
 	view_executors(t, &v);
 	for (struct sv_query *q = t->head, *next; q; q = next) {
-		int best, slot, r = 0;
-		void *dst;
+		int best, slot, r;
 
 		next = q->next;
 		if (q->slot >= 0)
@@ -419,13 +442,9 @@ static void fill_slots(struct serving *s, struct sv_tenant *t)
 			sv_complete_query(s, t, q, SERVING_QUERY_FAILED, coloc_err_str(&err));
 			return;
 		}
-		dst = execproc_input(t->ex[best].ep, (unsigned int)slot);
 		/* a memfd is read straight into the slot: the input's one copy in colocd */
-		if (q->input)
-			memcpy(dst, q->input, t->in_bytes);
-		else
-			r = input_memfd_read(q->input_fd, q->input_offset, dst, t->in_bytes);
-		if (r) { /* never run on what it did not send: the slot stays free */
+		r = input_to_slot(t, q, best, slot);
+		if (r < 0) { /* never run on what it did not send: the slot stays free */
 			char reason[SERVING_REASON_LEN];
 
 			snprintf(reason, sizeof(reason), "reading the input's memfd: %s",
@@ -433,7 +452,8 @@ static void fill_slots(struct serving *s, struct sv_tenant *t)
 			sv_complete_query(s, t, q, SERVING_QUERY_FAILED, reason);
 			continue;
 		}
-		sv_query_drop_input(s, t, q);
+		if (!r)
+			sv_query_drop_input(s, t, q);
 		q->exec = best;
 		q->slot = slot;
 		t->ex[best].slots[slot] = q;
@@ -636,6 +656,36 @@ static void command_of(const struct serving *s, const struct sv_query *q, const 
 }
 
 /*
+ * Submits b to executor x; a query's first block with its memfd, still
+ * held where it is frozen (input_to_slot), which then goes along, or where
+ * the executor's input socket is full, is read into the slot after all.
+ */
+static int submit_with_input(struct sv_tenant *t, struct sv_query *q, int x,
+			     struct execproc_block *b, struct coloc_err *err)
+{
+	int ret;
+
+	if (q->input_fd < 0 || b->first)
+		return execproc_submit_block(t->ex[x].ep, b, err);
+	b->input_memfd = &q->input_fd;
+	ret = execproc_submit_block(t->ex[x].ep, b, err);
+	if (ret == -EAGAIN) {
+		b->input_memfd = NULL;
+		*err = (struct coloc_err){ 0 };
+		ret = execproc_input_allocated(t->ex[x].ep, (unsigned int)q->slot, err);
+		if (!ret)
+			ret = read_memfd_into_slot(t, q, x, q->slot);
+		if (ret && !err->code)
+			coloc_err_set(err, ret, "reading the input's memfd: %s", strerror(-ret));
+		if (!ret)
+			ret = execproc_submit_block(t->ex[x].ep, b, err);
+	} else if (!ret) {
+		t->inputs_mapped++;
+	}
+	return ret;
+}
+
+/*
  * Starts d's block (and the plan ahead of it, serving_plan.c); false when
  * it could not be: the query failed, or none of its tenant's executors can
  * take it now (*refused set: the policy counts a tenant's idle executors,
@@ -677,11 +727,13 @@ static bool apply_decision(struct serving *s, const struct policy_input *in, int
 	tell_tenant_cores(s, t, cpus, nr_cpus);
 	sv_tenant_hold(s, t, true);
 	command_of(s, q, x, ends, ncores, versions, cpus, nr_cpus, &b);
-	if (execproc_submit_block(x->ep, &b, &err)) {
+	if (submit_with_input(t, q, e, &b, &err)) {
 		sv_complete_query(s, t, q, SERVING_QUERY_FAILED, coloc_err_str(&err));
 		sv_tenant_hold(s, t, false);
 		return false;
 	}
+	if (q->input_fd >= 0 && !b.first)
+		sv_query_drop_input(s, t, q);
 	x->busy = true;
 	x->blk_query = q;
 	x->blk_submit_ns = coloc_now_ns();

@@ -411,6 +411,8 @@ struct serving_tenant_info {
 	pid_t pids[SERVING_MAX_EXECUTORS]; /* every executor's tgid; 0 when none runs */
 	/* queries moved to another, idle executor before their first block (their input copied) */
 	uint64_t moved;
+	/* queries whose input the executor read from the client's memfd itself (no copy by colocd) */
+	uint64_t inputs_mapped;
 	/* completions whose reported times colocd clamped to its own round trip */
 	uint64_t clamped_times;
 	/* commands that overran their bound and gave their cores back (serving_overrun.c) */

@@ -37,6 +37,8 @@ struct sv_query {
 	size_t input_held; /* its bytes while we hold it (sv_tenant.inputs_held) */
 	int input_fd; /* or the client's checked memfd (input_memfd.h), read into the slot; -1 */
 	size_t input_offset; /* where in it the input starts */
+	/* input_fd is frozen (input_memfd_frozen): it goes to the executor with the first block */
+	bool input_frozen;
 	serving_done_fn done;
 	void *ctx;
 	struct sv_query *next;
@@ -123,6 +125,7 @@ struct sv_tenant {
 	struct sv_exec ex[SERVING_MAX_EXECUTORS];
 	void *scratch; /* in_bytes, for swapping two queued inputs between executors */
 	uint64_t moved; /* queries moved to another executor before their first block */
+	uint64_t inputs_mapped; /* queries whose frozen memfd went to the executor */
 	uint64_t clamped_times; /* completions whose reported times were out of bounds */
 	uint64_t overruns; /* commands whose cores were taken back (serving_overrun.c) */
 	int strikes; /* recent overruns (at most SV_OVERRUN_MAX_STRIKES), each halving its bound */

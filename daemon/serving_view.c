@@ -52,6 +52,7 @@ int serving_tenant_info(const struct serving *s, const char *name, struct servin
 		info->pids[x] = t->ex[x].ep ? execproc_pid(t->ex[x].ep) : 0;
 	info->pid = info->pids[0];
 	info->moved = t->moved;
+	info->inputs_mapped = t->inputs_mapped;
 	info->clamped_times = t->clamped_times;
 	info->overruns = t->overruns;
 	/* the same for all of them: one spawn code, one kernel */

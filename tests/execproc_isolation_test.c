@@ -130,17 +130,20 @@ TEST_F(execproc, executor__unprivileged_no_caps_not_dumpable)
 	EXPECT_EQ(0, st.st_uid);
 	/* another process of the same user (another tenant) cannot read its memory */
 	EXPECT_EQ(0, peek_as(pw->pw_uid, pw->pw_gid, pid, (void *)0x400000));
-	/* open files: stdin, stdout, stderr, the shared memory and the doorbell, no more */
+	/*
+	 * open files: stdin, stdout, stderr, the shared memory, the doorbell and
+	 * the input socket, no more
+	 */
 	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
 	dir = opendir(path);
 	ASSERT_NE(NULL, dir);
 	while ((de = readdir(dir)))
 		if (de->d_name[0] != '.') {
-			EXPECT_LE(atoi(de->d_name), 4) TH_LOG("unexpected fd %s", de->d_name);
+			EXPECT_LE(atoi(de->d_name), 5) TH_LOG("unexpected fd %s", de->d_name);
 			nr_fds++;
 		}
 	closedir(dir);
-	EXPECT_LE(nr_fds, 5);
+	EXPECT_LE(nr_fds, 6);
 }
 
 /* The pids in the NSpid line of /proc/PID/status, outermost first; how many. */

@@ -349,4 +349,83 @@ TEST_F_TIMEOUT(wire, infer__unknown_input_kind_closes_the_connection_only, 600)
 	EXPECT_TRUE(ping_ok(self));
 }
 
+/* How many of process pid's mappings name, e.g. a memfd's "memfd:NAME"; -1 if unreadable. */
+static int maps_of(pid_t pid, const char *name)
+{
+	char path[64], line[512];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, name) != NULL;
+	fclose(f);
+	return n;
+}
+
+/*
+ * A frozen memfd (coloc_client_input_memfd_frozen) goes on to the executor,
+ * which maps it: the outputs are the model's, for queries one at a time and
+ * many in flight (each held until its first block), and colocd counts each
+ * such query; a memfd that is not frozen is still read by colocd.
+ */
+TEST_F_TIMEOUT(wire, infer_memfd__a_frozen_memfd_is_read_by_the_executor, 600)
+{
+	struct coloc_infer_result res;
+	size_t out_elems = 0;
+	float *want, *got, max_err, max_ref;
+	struct json_object *t;
+	bool seen[8] = { false };
+	int fd;
+
+	ASSERT_TRUE(submit_ready(self, "a"));
+	want = tu_model_outputs(self->model, self->input, &out_elems);
+	ASSERT_NE(NULL, want);
+	got = calloc(1, self->out_bytes);
+	ASSERT_NE(NULL, got);
+	fd = coloc_client_input_memfd_frozen(self->input, self->in_bytes);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE)); /* frozen for good */
+	for (int i = 0; i < 3; i++) {
+		memset(got, 0, self->out_bytes);
+		ASSERT_EQ(0, coloc_client_infer_send_memfd(self->c, "a", 1, fd, 0, self->in_bytes));
+		ASSERT_EQ(1, coloc_client_infer_recv(self->c, &res, got, self->out_bytes, 120000))
+		TH_LOG("%s", coloc_client_error(self->c));
+		ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+		ref_compare(got, want, (int64_t)out_elems, &max_err, &max_ref);
+		EXPECT_LE(max_err, TOL * (1.0f + max_ref))
+		TH_LOG("query %d: max |error| %g", i, max_err);
+	}
+	for (uint64_t tag = 0; tag < 8; tag++)
+		ASSERT_EQ(0,
+			  coloc_client_infer_send_memfd(self->c, "a", tag, fd, 0, self->in_bytes));
+	for (int i = 0; i < 8; i++) {
+		ASSERT_EQ(1, coloc_client_infer_recv(self->c, &res, got, self->out_bytes, 120000))
+		TH_LOG("%s", coloc_client_error(self->c));
+		ASSERT_EQ(COLOC_INFER_OK, res.status) TH_LOG("%s", res.error);
+		ASSERT_LT(res.tag, 8);
+		EXPECT_FALSE(seen[res.tag]);
+		seen[res.tag] = true;
+		ref_compare(got, want, (int64_t)out_elems, &max_err, &max_ref);
+		EXPECT_LE(max_err, TOL * (1.0f + max_ref)) TH_LOG("max |error| %g", max_err);
+	}
+	t = tenant_status(self, "a");
+	EXPECT_EQ(11, num_of(t, "inputs_mapped"));
+	json_object_put(t);
+	/* mapped once in the sandboxed executor, then known again (kcmp) for the other ten */
+	EXPECT_EQ(1, maps_of(executor_pid(self, "a"), "memfd:coloc-input"));
+	/* the connection's own memfd is written through its mapping, not frozen: colocd reads it */
+	expect_memfd_infer_ok(_metadata, self, want, out_elems);
+	t = tenant_status(self, "a");
+	EXPECT_EQ(11, num_of(t, "inputs_mapped"));
+	EXPECT_EQ(12, num_of(t, "served"));
+	json_object_put(t);
+	close(fd);
+	free(got);
+	free(want);
+}
+
 TEST_HARNESS_MAIN

@@ -383,10 +383,8 @@ out:
 		for (int k = 0; k < load_opts.conns_per_tenant; k++)
 			coloc_route_close(load_tenants[i].conns[k].r);
 		free(load_tenants[i].input);
-		if (load_tenants[i].input_fd >= 0) {
-			munmap(load_tenants[i].input_map, load_tenants[i].in_bytes ?: 1);
+		if (load_tenants[i].input_fd >= 0)
 			close(load_tenants[i].input_fd);
-		}
 		free(load_tenants[i].lat_ns);
 		free(load_tenants[i].colocd_ns);
 		free(load_tenants[i].send_ns);

@@ -184,6 +184,17 @@ int coloc_client_infer_recv(struct coloc_client *c, struct coloc_infer_result *r
  */
 int coloc_client_input_memfd(size_t len, void **map);
 /*
+ * A memfd holding the len bytes of input, sealed against every change
+ * (shrinking, growing, writing, sealing): colocd sends it on to the
+ * tenant's executor, which maps it and copies the input from there, in
+ * place of colocd's read into the query's slot (docs/design/serving-path.md).
+ * For an input sent many times (the executor keeps it mapped while in
+ * use): the tenant's executor may keep any memfd it was sent, and with it
+ * the memfd's pages, charged to this process's memory cgroup, after this
+ * process closed it. Its descriptor, or -errno.
+ */
+int coloc_client_input_memfd_frozen(const void *input, size_t len);
+/*
  * Sends one query whose input is the len bytes of memfd from offset on
  * (sealed with F_SEAL_SHRINK, at least offset + len bytes; it stays open
  * here). Those bytes must not change until the query's answer came: colocd

@@ -64,8 +64,7 @@ struct load_tenant {
 	struct coloc_rng rng;
 	uint64_t next_ns; /* the next arrival, absolute CLOCK_MONOTONIC */
 	float *input;
-	int input_fd; /* a memfd holding input for colocd's socket; -1 with --socket-copy */
-	void *input_map;
+	int input_fd; /* a frozen memfd holding input, for colocd's socket; -1 with --socket-copy */
 	struct load_conn conns[LOAD_MAX_CONNS];
 	int next_conn;
 	/* what happened to the queries sent in the measured window */

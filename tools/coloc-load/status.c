@@ -96,14 +96,16 @@ int load_prepare(void)
 			t->input[k] = (float)(coloc_rng_next(&fill) & 1);
 		t->input_fd = -1;
 		if (load_route == COLOC_ROUTE_SOCKET && !load_opts.socket_copy) {
-			/* every query of the tenant shares it: its bytes never change */
-			t->input_fd = coloc_client_input_memfd(t->in_bytes, &t->input_map);
+			/*
+			 * every query of the tenant shares it: its bytes never change,
+			 * so it is frozen, and the executor maps it
+			 */
+			t->input_fd = coloc_client_input_memfd_frozen(t->input, t->in_bytes);
 			if (t->input_fd < 0) {
 				fprintf(stderr, "coloc-load: cannot make an input memfd: %s\n",
 					strerror(-t->input_fd));
 				return 1;
 			}
-			memcpy(t->input_map, t->input, t->in_bytes);
 		}
 		for (int k = 0; k < load_opts.conns_per_tenant; k++) {
 			int err = coloc_route_open(load_route, load_route_where, &t->conns[k].r);
