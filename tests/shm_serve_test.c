@@ -23,6 +23,7 @@
 #include "kselftest_harness.h"
 #include "reference.h"
 #include "shm_serve.h"
+#include "testutil.h"
 
 #define TOL 1e-4f /* see tests/ops_fixture.h */
 #define DONE_MS 20000 /* a completion's wait, however loaded the machine */
@@ -584,25 +585,8 @@ static int input_memfd(const void *bytes, size_t len, int seals)
 static int send_input(FIXTURE_DATA(shm_serve) * self, __u32 seq, int fd)
 {
 	struct coloc_shm_input_msg msg = { .seq = seq, .bytes = self->s.io.in_bytes };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u = { 0 };
-	struct iovec iov = { &msg, sizeof(msg) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	return sendmsg(self->input_tx, &mh, 0) == (ssize_t)sizeof(msg) ? 0 : -errno;
+	return tu_send_fds(self->input_tx, &msg, sizeof(msg), &fd, fd >= 0, 0);
 }
 
 /* The slot's input zeroed, so that outputs right can only come from the memfd. */
