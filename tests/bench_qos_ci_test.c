@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kselftest_harness.h"
-#include "testutil.h"
+#include "bench_qos_awk.h"
 
 FIXTURE(bench_qos_ci)
 {
@@ -31,12 +31,10 @@ FIXTURE_TEARDOWN(bench_qos_ci)
 /* Runs the script in mode on input; its output in out, its exit status returned. */
 static int ci(const char *mode, const char *input, char *out, size_t len)
 {
-	const char *root = getenv("COLOC_ROOT");
-	char cmd[2048];
+	char vars[64];
 
-	snprintf(cmd, sizeof(cmd), "printf '%s' | awk -v mode=%s -f %s/tools/bench-qos-ci.awk",
-		 input, mode, root ? root : ".");
-	return tu_run(cmd, out, len);
+	snprintf(vars, sizeof(vars), "-v mode=%s", mode);
+	return bench_qos_awk("bench-qos-ci.awk", vars, input, out, len);
 }
 
 TEST_F(bench_qos_ci, cell__three_searches_span_their_least_and_greatest)

@@ -34,8 +34,17 @@
 #     pass and the lowest failure BISECT times. A point passes only if every
 #     tenant has >= 95 % of its queries answered within QoS (drops, rejections,
 #     failures and queries outstanding at the end count as misses). A
-#     search's QoS-QPS is its highest passing total; 0 when none passes down
-#     to 2 % of saturation;
+#     search's QoS-QPS is its highest passing total (with the confirmation
+#     walk, its highest confirmed one); 0 when none passes down to 2 % of
+#     saturation;
+#   - confirmation walk (--confirm K, default 2; 0: none): near its end a
+#     search's points hold a few dozen queries of a tenant and one or two late
+#     queries decide them, so after the bisection the search runs its highest
+#     pass again for K x a point's duration and judges it on all the queries
+#     run at that load; from a pass it steps up by the bisection's last ratio,
+#     from a failure down, at most CONFIRM_WALK (3) loads, stopping on a load
+#     it confirmed. The search's QoS-QPS is then its highest confirmed pass
+#     (tools/bench-qos-confirm.awk; docs/design/bench-qos-ci.md);
 #   - searches per cell (--repeats N, default 1): one search decides a cell
 #     near a pass/fail edge by luck (on the Zen 3 VM the same cell moved by
 #     up to 2.7x between runs minutes apart), so with N > 1 each policy runs
@@ -72,7 +81,9 @@
 #                executors parts_p50_ms parts_p95_ms
 #                (p99_ms over the completed queries; 0 when none)
 #                one row per tenant per load point; phase: medium, grow,
-#                shrink or bisect; pass: the whole point's verdict (0/1);
+#                shrink, bisect or confirm; pass: the whole point's verdict
+#                (0/1), of that point alone (the walk judges a confirmed
+#                load on all the search's points at it);
 #                search: which of the cell's searches (1..N, its seed);
 #                executors: the tenant's executor processes (--executors);
 #                parts_*: where colocd's latency went, each part's own
@@ -95,7 +106,7 @@ set -euo pipefail
 
 usage() {
 	cat <<EOF
-Usage: tools/bench-qos.sh [--quick] [--repeats N] [--policies LIST] [--mixes LIST]
+Usage: tools/bench-qos.sh [--quick] [--repeats N] [--confirm K] [--policies LIST] [--mixes LIST]
                           [--solo-from FILE] [--executors N] [--via grpc|http]
        make bench-qos [ARGS='--quick ...']          (as root)
 The highest total QPS at which >= 95 % of every tenant's queries meet QoS, for
@@ -110,6 +121,15 @@ build/bench-qos/ (results.tsv, points.tsv, mape.tsv, one PNG per mix).
                    of the middle two, a load no search ran): one search
                    decides a cell near its pass/fail edge by luck. N times as
                    long
+  --confirm K      after each search's bisection, run the loads that decide
+                   it again for K x a point's duration (0-9, default 2; 0:
+                   none) and judge them on all their queries pooled: up to
+                   3 such points, from its highest pass stepping up after a
+                   pass and down after a failure; its QoS-QPS the highest
+                   confirmed pass. Near the crossing a point holds a few
+                   dozen queries a tenant and one late query flips it. Costs
+                   about 2.5 x K points a search: with K = 2 a run takes
+                   1.8-1.9 x as long as with --confirm 0
   --policies LIST  comma-separated colocd policies, each POLICY or POLICY@N:
                    that policy with every tenant on N executor processes
                    (1-8), e.g. coloc,coloc@2 measures both side by side;
@@ -148,15 +168,25 @@ SOLO_FROM=
 VIA=socket
 QUICK=0
 REPEATS=1
+CONFIRM=2
+CONFIRM_WALK=3
+# Exits 2 unless VALUE is one digit from MIN to MAX.
+digit_arg() { # option value min max what
+	[[ $2 =~ ^[$3-$4]$ ]] && return 0
+	echo "bench-qos: $1 needs $5 from $3 to $4 (see --help)" >&2
+	exit 2
+}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
 	--repeats)
-		if [ $# -lt 2 ] || ! [[ $2 =~ ^[1-9]$ ]]; then
-			echo "bench-qos: --repeats needs a number of searches from 1 to 9 (see --help)" >&2
-			exit 2
-		fi
+		digit_arg "$1" "${2:-}" 1 9 "a number of searches"
 		REPEATS=$2
+		shift
+		;;
+	--confirm)
+		digit_arg "$1" "${2:-}" 0 9 "a factor"
+		CONFIRM=$2
 		shift
 		;;
 	--policies)
@@ -175,10 +205,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	--executors)
-		if [ $# -lt 2 ] || ! [[ $2 =~ ^[1-8]$ ]]; then
-			echo "bench-qos: --executors needs a number of executors from 1 to 8 (see --help)" >&2
-			exit 2
-		fi
+		digit_arg "$1" "${2:-}" 1 8 "a number of executors"
 		EXECUTORS_ALL=$2
 		shift
 		;;
@@ -379,13 +406,19 @@ for mix in "${MIXES[@]}"; do
 	printf '          saturation %s QPS; medium load %s QPS (%.0f%% of it)\n' "${SAT[$mix]}" \
 		"${MEDIUM[$mix]}" "$(awk -v f="$MEDIUM_SHARE" 'BEGIN { print 100 * f }')"
 	d=$(point_duration "$mix" "${MEDIUM[$mix]}")
-	# about 3 points to the first failure, then the bisection; 15 s to start colocd and the tenants
-	est=$((est + ${#POLICIES[@]} * (15 + REPEATS * (3 + BISECT) * (d + WARMUP_S + DRAIN_S + 2))))
+	# about 3 points to the first failure, then the bisection, then 2.5 confirmation
+	# points on average (25 / 10: bash counts in integers); 15 s to start colocd and the tenants
+	confirm_s=$((CONFIRM * d + WARMUP_S + DRAIN_S + 2))
+	est=$((est + ${#POLICIES[@]} * (15 + REPEATS * ((3 + BISECT) * (d + WARMUP_S + DRAIN_S + 2) +
+		(CONFIRM > 0 ? 25 * confirm_s / 10 : 0)))))
 done
 echo
 echo "bench-qos: $([ "$QUICK" = 1 ] && echo quick || echo full) run of ${#POLICIES[@]} policies x" \
 	"${#MIXES[@]} mixes x $REPEATS search(es), estimated $(((est + 59) / 60)) min (points of $MIN_S-$MAX_S s after" \
-	"$WARMUP_S s of warm-up)"
+	"$WARMUP_S s of warm-up; $([ "$CONFIRM" = 0 ] && echo "no confirmation walk" ||
+		echo "then a confirmation walk of up to $CONFIRM_WALK points $CONFIRM x as long, about" \
+			"$((100 * 25 * confirm_s / 10 / ((3 + BISECT) * (d + WARMUP_S + DRAIN_S + 2))))% more time" \
+			"a search; --confirm 0: none"))"
 
 # ---- one load point -------------------------------------------------------------
 rm -rf "$OUT"
@@ -406,6 +439,7 @@ run_point() { # mix policy phase total search
 			'BEGIN { r = t * w; printf "%.3f", r < 0.001 ? 0.001 : r }')"
 	done
 	d=$(point_duration "$mix" "$total")
+	[ "$phase" != confirm ] || d=$((d * CONFIRM))
 	via_load_args "$policy"
 	if ! "$BIN/coloc-load" --socket "$SOCK" "${VIA_ARGS[@]}" --tenant "$spec" --duration "$d" \
 		--warmup "$WARMUP_S" --drain "$DRAIN_S" --seed "$search" --json >"$json" 2>"$WORK/load.err"; then
@@ -462,12 +496,14 @@ median() { # values...
 			if (m >= 1e307) print "inf"; else printf "%.3f", m }'
 }
 
-# After a pass at LO and a failure at HI: the geometric midpoint, or done.
+# After a pass at LO and a failure at HI: the geometric midpoint, or the
+# confirmation walk, or done.
 search_bisect() { # mix policy
 	local k=$1.$2
 
 	if [ "${S_LEFT[$k]}" -le 0 ]; then
 		S_PHASE[$k]=over
+		[ "$CONFIRM" = 0 ] || confirm_next "$1" "$2"
 		return
 	fi
 	S_LEFT[$k]=$((S_LEFT[$k] - 1))
@@ -475,10 +511,28 @@ search_bisect() { # mix policy
 	S_T[$k]=$(awk -v a="${S_LO[$k]}" -v b="${S_HI[$k]}" 'BEGIN { printf "%.3f", sqrt(a * b) }')
 }
 
+# The confirmation walk's next point (S_PHASE confirm, S_T its load) or its
+# end (S_PHASE over, S_LO the search's QoS-QPS), from the search's points so far.
+confirm_next() { # mix policy
+	local k=$1.$2 what t bisected=${S_LO[$1.$2]}
+
+	read -r what t < <(awk -F'\t' -v mix="$1" -v p="$2" -v s="${S_SEARCH[$k]}" \
+		'NR > 1 && $1 == mix && $2 == p && $15 == s { print $3, $4, $6, $8, $10 }' "$OUT/points.tsv" |
+		awk -v walk="$CONFIRM_WALK" -f "$ROOT/tools/bench-qos-confirm.awk")
+	if [ "$what" = run ]; then
+		S_PHASE[$k]=confirm S_T[$k]=$t
+		return 0
+	fi
+	[ "$what" = "done" ] || { echo "bench-qos: tools/bench-qos-confirm.awk failed on $OUT/points.tsv" >&2; exit 1; }
+	S_PHASE[$k]=over S_LO[$k]=$t
+	[ "$t" = "$bisected" ] || echo "  $2: search ${S_SEARCH[$k]} confirmed $t QPS, not the bisection's $bisected"
+}
+
 # Runs the search's next point and moves it on: from medium load, grow x GROW
-# while a point passes (shrink / GROW while it fails), then bisect; a search
-# over starts the cell's next one. Sets S_PHASE to over, and RESULT, P99X and
-# RUNS, when the cell's last search is over; returns 1 if coloc-load failed.
+# while a point passes (shrink / GROW while it fails), then bisect, then the
+# confirmation walk; a search over starts the cell's next one. Sets S_PHASE
+# to over, and RESULT, P99X and RUNS, when the cell's last search is over;
+# returns 1 if coloc-load failed.
 search_step() { # mix policy
 	local mix=$1 policy=$2 k=$1.$2 t floor cap phase
 
@@ -487,7 +541,9 @@ search_step() { # mix policy
 	[ "$phase" != medium ] || S_P99[$k]+="${S_P99[$k]:+ }$WORST_P99"
 	floor=$(awk -v s="${SAT[$mix]}" 'BEGIN { print s / 50 }')
 	cap=$(awk -v s="${SAT[$mix]}" 'BEGIN { print s * 4 }')
-	if [ "$PASS" = 1 ]; then S_LO[$k]=$t; else S_HI[$k]=$t; fi
+	if [ "$phase" != confirm ]; then
+		if [ "$PASS" = 1 ]; then S_LO[$k]=$t; else S_HI[$k]=$t; fi
+	fi
 	case $phase in
 	medium | grow | shrink)
 		if [ "${S_LO[$k]}" != 0 ] && [ "${S_HI[$k]}" != 0 ]; then
@@ -509,6 +565,7 @@ search_step() { # mix policy
 		fi
 		;;
 	bisect) search_bisect "$mix" "$policy" ;;
+	confirm) confirm_next "$mix" "$policy" ;;
 	esac
 	[ "${S_PHASE[$k]}" = over ] || return 0
 	S_QPS[$k]+="${S_QPS[$k]:+ }${S_LO[$k]}"
