@@ -8,20 +8,21 @@
 # The walk starts at the bisection's highest pass (LO), steps up by the
 # bisection's last ratio (HI / LO) from a pass and down from a failure, and
 # ends when it steps onto a load it confirmed or after -v walk=N loads
-# (default 3). Prints "run LOAD" (the next load to confirm) or "done QPS":
-# the highest confirmed load that passes; if none, the highest load below
-# the confirmed ones that passes; 0 when none. A search with no failure or
-# no pass is done at LO (or 0) without a walk.
+# (default 3). Loads within 0.1 % are one: a step onto a load the search
+# ran runs that load again. Prints "run LOAD" (the next load to confirm)
+# or "done QPS": the highest confirmed load that passes; if none, the
+# highest load below the confirmed ones that passes; 0 when none. A search
+# with no failure or no pass is done at LO (or 0) without a walk.
 # docs/design/bench-qos-ci.md, "The confirmation walk".
 
-# The key of a load: an earlier load within 0.1 % (the walk computes its
-# loads, the search printed its own to 0.001), else the load itself.
+# The load within 0.1 % of t that the input has, or "".
 function find(t,    l) {
 	for (l in seen)
 		if (t > l * 0.999 && t < l * 1.001)
 			return l
 	return ""
 }
+# The key of load t: the input's load within 0.1 %, else t itself.
 function key(t,    l) {
 	l = find(t)
 	if (l == "")
@@ -105,5 +106,6 @@ END {
 	next_t = passes(last) ? last * hi / lo : last * lo / hi
 	if (nconf >= walk || confirmed(next_t))
 		done()
-	printf "run %.3f\n", next_t
+	l = find(next_t)
+	printf "run %.3f\n", l == "" ? next_t : l
 }
