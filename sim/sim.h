@@ -821,7 +821,8 @@ int sim_search_qos_qps(const struct sim_params *base, double fraction, double st
 		       struct sim_search_result *s, struct coloc_err *err);
 
 /*
- * The search exactly as tools/bench-qos.sh runs it, so that a simulated
+ * The search exactly as tools/bench-qos.sh --confirm 0 runs it (without
+ * the confirmation walk: docs/design/bench-qos-ci.md), so that a simulated
  * point is decided on as few queries as a measured one: from medium load
  * (medium_share of saturation), grow x grow while a point passes (shrink
  * / grow while it fails, down to saturation / 50; up to 4 x saturation),
