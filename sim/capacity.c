@@ -60,12 +60,9 @@ static double cheapest(const struct sim_capacity_tenant *t, int nc, const double
 	return best * qps * 1e-3;
 }
 
-/*
- * The tenants' core-seconds a second at total rate qps, every query slow
- * times its time alone (INFINITY when one cannot keep up).
- */
+/* The tenants' core-seconds a second at total rate qps (INFINITY when one cannot keep up). */
 static double demand(const struct sim_capacity_tenant *t, int nr, int cores, int executors,
-		     double qps, double total_share, double slow, struct sim_capacity *c)
+		     double qps, double total_share, struct sim_capacity *c)
 {
 	double sum = 0;
 
@@ -74,7 +71,7 @@ static double demand(const struct sim_capacity_tenant *t, int nr, int cores, int
 		double ms[POLICY_MAX_CORE_COUNTS];
 
 		while (nc < t[i].costs->nr_core_counts && t[i].costs->core_counts[nc] <= cores) {
-			ms[nc] = slow * sim_capacity_model_ms(t[i].costs, nc);
+			ms[nc] = sim_capacity_model_ms(t[i].costs, nc);
 			nc++;
 		}
 		sum += cheapest(&t[i], nc, ms, qps * t[i].share / total_share, executors,
@@ -119,10 +116,10 @@ int sim_capacity(const struct sim_capacity_tenant *t, int nr, int cores, int exe
 		fast_sum += t[i].share / total_share * c->fast_ms[i];
 	c->temporal_qps = 1e3 / fast_sum;
 	/* unbounded executors: the demand is linear in the rate */
-	c->unbounded_qps = cores / demand(t, nr, cores, 1 << 30, 1.0, total_share, 1.0, c);
+	c->unbounded_qps = cores / demand(t, nr, cores, 1 << 30, 1.0, total_share, c);
 	if (!isfinite(c->unbounded_qps) || c->unbounded_qps <= 0) {
 		c->unbounded_qps = c->ceiling_qps = 0;
-		demand(t, nr, cores, executors, 0, total_share, 1.0, c);
+		demand(t, nr, cores, executors, 0, total_share, c);
 		return 0;
 	}
 	/* with the executors: feasibility only shrinks as the rate grows */
@@ -131,58 +128,12 @@ int sim_capacity(const struct sim_capacity_tenant *t, int nr, int cores, int exe
 	for (int it = 0; it < 100 && hi - lo > 1e-9 * hi; it++) {
 		double mid = (lo + hi) / 2;
 
-		if (demand(t, nr, cores, executors, mid, total_share, 1.0, c) <= cores)
+		if (demand(t, nr, cores, executors, mid, total_share, c) <= cores)
 			lo = mid;
 		else
 			hi = mid;
 	}
 	c->ceiling_qps = lo;
-	demand(t, nr, cores, executors, lo, total_share, 1.0, c);
+	demand(t, nr, cores, executors, lo, total_share, c);
 	return 0;
-}
-
-/*
- * Whether rate qps fits with every query slowed by the socket at the load's
- * own occupancy: u = demand / cores, slowed 1 + (M - 1) u, from u = 0 up to
- * the least fixed point (the demand grows with the slowdown and the
- * slowdown with the demand, so the iteration only climbs).
- */
-static bool fits_socket(const struct sim_capacity_tenant *t, int nr, int cores, int executors,
-			double qps, double total_share, double m, struct sim_capacity *c)
-{
-	double d = 0;
-
-	for (int it = 0; it < 200; it++) {
-		double u = fmin(d / cores, 1.0),
-		       next = demand(t, nr, cores, executors, qps, total_share, 1 + (m - 1) * u, c);
-
-		if (!(next <= cores))
-			return false;
-		if (next - d < 1e-9 * cores)
-			return true;
-		d = next;
-	}
-	return true;
-}
-
-double sim_capacity_socket_qps(const struct sim_capacity_tenant *t, int nr, int cores,
-			       int executors, double socket_slowdown, const struct sim_capacity *c)
-{
-	struct sim_capacity scratch = { .nr = nr };
-	double total_share = 0, lo = 0, hi = c->ceiling_qps;
-
-	if (!(socket_slowdown > 1.0))
-		return c->ceiling_qps;
-	for (int i = 0; i < nr; i++)
-		total_share += t[i].share;
-	for (int it = 0; it < 100 && hi - lo > 1e-9 * hi; it++) {
-		double mid = (lo + hi) / 2;
-
-		if (fits_socket(t, nr, cores, executors, mid, total_share, socket_slowdown,
-				&scratch))
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
 }

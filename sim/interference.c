@@ -13,13 +13,48 @@
  */
 #include "sim.h"
 
+/*
+ * Layer l at version v and count ci at level (1 + both pressures' parts),
+ * pos and beyond its column position and the factor past the last column:
+ * the version's own level cells, or its time alone times the level where
+ * they were not measured.
+ */
+static double layer_loaded_ns(const struct policy_costs *m, int l, int v, int ci, double level,
+			      double pos, double beyond)
+{
+	uint64_t a = policy_costs_cell(m, l, v, ci, 0), b;
+
+	if (m->nr_levels < 2 || !m->level_slowdown)
+		return (double)a * level;
+	b = policy_costs_latency(m, l, v, ci, pos);
+	return b ? (double)b * beyond : (double)a * level;
+}
+
+/* Beyond the last column (pairs slow a model more than coloc-stress did) cells scale up to the level. */
+static double beyond_last(const struct policy_costs *m, double level, double pos)
+{
+	int last = m->nr_levels - 1;
+
+	return pos >= last && level > m->level_slowdown[last] ? level / m->level_slowdown[last] :
+								 1.0;
+}
+
+double sim_interference_layer_ns(const struct policy_costs *m, int layer, int version, int ci,
+				 double level)
+{
+	double pos = policy_costs_level_pos(m, level);
+
+	return layer_loaded_ns(m, layer, version, ci, level, pos,
+			       m->nr_levels < 2 || !m->level_slowdown ? 1.0 :
+									beyond_last(m, level, pos));
+}
+
 double sim_interference_slowdown(const struct sim_interference *im, const struct policy_costs *m,
 				 int first, int last_layer, const uint8_t *versions, int ci,
 				 double llc_pressure, double socket_pressure)
 {
-	double alone = 0, loaded = 0, beyond = 1.0, level, pos;
+	double alone = 0, loaded = 0, beyond, level, pos;
 	double socket_full = im->socket_slowdown > 1.0 ? im->socket_slowdown : 1.0;
-	int last;
 
 	if (!(llc_pressure > 0))
 		llc_pressure = 0;
@@ -41,20 +76,10 @@ double sim_interference_slowdown(const struct sim_interference *im, const struct
 	 * under coloc-stress equals it, so versions differ as profiled.
 	 */
 	pos = policy_costs_level_pos(m, level);
-	/*
-	 * Beyond the last column (pairs slow a model more than coloc-stress
-	 * did when profiling) the cells there are scaled up to the level.
-	 */
-	last = m->nr_levels - 1;
-	if (pos >= last && level > m->level_slowdown[last])
-		beyond = level / m->level_slowdown[last];
+	beyond = beyond_last(m, level, pos);
 	for (int l = first; l < last_layer; l++) {
-		uint64_t a = policy_costs_cell(m, l, versions[l - first], ci, 0);
-		uint64_t b = policy_costs_latency(m, l, versions[l - first], ci, pos);
-
-		alone += (double)a;
-		/* a level not measured for this version: the model's slowdown there */
-		loaded += b ? (double)b * beyond : (double)a * level;
+		alone += (double)policy_costs_cell(m, l, versions[l - first], ci, 0);
+		loaded += layer_loaded_ns(m, l, versions[l - first], ci, level, pos, beyond);
 	}
 	return alone > 0 ? loaded / alone : 1.0;
 }

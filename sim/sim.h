@@ -204,6 +204,14 @@ struct sim_interference {
 #define SIM_DEFAULT_FULL_SLOWDOWN 1.6
 
 /*
+ * One layer at version and core index ci at level (as
+ * sim_interference_slowdown() reads it), in ns: its level cells where the
+ * table has them, its time alone times the level where not.
+ */
+double sim_interference_layer_ns(const struct policy_costs *m, int layer, int version, int ci,
+				 double level);
+
+/*
  * The factor by which layers [first, last) at versions and core index ci
  * run slower than alone, when other blocks occupy `llc_pressure` (0..1) of
  * the LLC domains the block runs in and `socket_pressure` (0..1) of the
@@ -582,15 +590,31 @@ int sim_capacity(const struct sim_capacity_tenant *t, int nr, int cores, int exe
 		 struct sim_capacity *c, struct coloc_err *err);
 
 /*
- * The same ceiling (c, as sim_capacity() left it for these tenants) with
- * the interference model's socket-wide part at the ceiling's own
- * occupancy: every query takes 1 + (socket_slowdown - 1) x u times its time
- * alone, u the share of the cores its load keeps busy, and its counts are
- * the cheapest within QoS at that pace. c->ceiling_qps when
- * socket_slowdown is at most 1. Temporal, one query at a time, pays none.
+ * The ceiling with the socket (capacity_bound.c): an upper bound on the
+ * QPS any schedule reaches in the simulator's own physics, where a block on
+ * k of a socket's P cores, B of them busy, runs at level 1 + (M - 1) x (B -
+ * k) / (P - k) at least. Each layer of a query may take any count of its
+ * table at any occupancy B (as fast as its version cells allow there), and
+ * costs k x its time / B of the socket's time; a tenant's queries, at rate
+ * q, keep a share `fraction` within QoS on average and the mean of all
+ * within lanes / q (Little's law: a lane runs one block at a time).
+ * docs/design/capacity-bound.md derives it.
  */
-double sim_capacity_socket_qps(const struct sim_capacity_tenant *t, int nr, int cores,
-			       int executors, double socket_slowdown, const struct sim_capacity *c);
+struct sim_capacity_bound {
+	double qps; /* 0 when some tenant cannot keep `fraction` of its queries within QoS */
+	double ms[POLICY_MAX_TENANTS]; /* a query's mean time at the bound */
+	double socket_ms[POLICY_MAX_TENANTS]; /* a query's share of the socket's time, ms */
+	double fastest_ms[POLICY_MAX_TENANTS]; /* the least a query can take, each layer at its best */
+};
+
+/*
+ * The bound for nr tenants on one socket of cores cores, lanes a tenant,
+ * socket_slowdown M (at most 1: no socket-wide part). -EINVAL on a bad
+ * argument, -ENOMEM.
+ */
+int sim_capacity_bound(const struct sim_capacity_tenant *t, int nr, int cores, int lanes,
+		       double socket_slowdown, double fraction, struct sim_capacity_bound *b,
+		       struct coloc_err *err);
 
 /* ---- tenant mixes ------------------------------------------------------------ */
 

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * Tests of the ceiling the tables allow (sim/capacity.c, coloc-sim
- * --capacity) on a hand-built table whose ceilings are worked out by hand
- * below: sim_fixture.h's steps, one layer of 8, 5 and 3 ms on 1, 2 and 4
- * cores (8, 10 and 12 core-ms), QoS 10 ms, a 4-core machine.
+ * Tests of coloc-sim --capacity's two ceilings, the plain one
+ * (sim/capacity.c) and the bound with the socket (sim/capacity_bound.c),
+ * on hand-built tables whose ceilings are worked out by hand below:
+ * sim_fixture.h's steps, one layer of 8, 5 and 3 ms on 1, 2 and 4 cores (8,
+ * 10 and 12 core-ms), and leveled, one layer whose two versions slow
+ * differently; a 4-core machine. The bound is also checked against every
+ * policy's searched QoS-QPS.
  */
 #include <errno.h>
 #include <math.h>
@@ -92,22 +95,100 @@ TEST(sim_capacity__counts_past_the_machine_and_an_unmeetable_qos)
 }
 
 /*
- * The socket's part at the ceiling's own occupancy: with executors enough,
- * every query on 1 core (8 ms, 8 core-ms) gives 500 QPS alone. At M =
- * 1.25 a query takes 8 (1 + 0.25 u) ms, u = D / 4 the busy share, still
- * within QoS on 1 core (10 ms at u = 1); D = 0.008 X (1 + D / 16) is 4 at
- * X = 400: 80 % of the ceiling. M = 1 leaves it.
+ * The bound with the socket, by hand: leveled's layer (v0 10 -> 20 ms, v1
+ * 12 -> 15 ms from level 1 to 2) on 1 of 4 cores, M = 1.6. With all 4
+ * busy its level is 1.6: v1 takes 13.8 ms (v0 16) and a quarter of the
+ * socket, 3.45 socket-ms; at 3 busy 1.4: 13.2 ms, 4.4 socket-ms; alone 10,
+ * 10. So 1000 / 3.45 = 289.86 QPS, where every query slowed 1.6 times its
+ * time alone (main's estimate) gave 4000 / 16 = 250. M = 1: 10 ms on each
+ * core, 400.
  */
-TEST(sim_capacity__the_socket_slowdown_at_its_own_occupancy_lowers_the_ceiling)
+TEST(capacity_bound__a_layer_whose_versions_slow_less_than_the_socket)
+{
+	struct sim_capacity_tenant t = { .costs = &leveled, .qos_ms = 20, .share = 1 };
+	struct coloc_err err = { 0 };
+	struct sim_capacity_bound b;
+
+	ASSERT_EQ(0, sim_capacity_bound(&t, 1, 4, 64, 1.6, SIM_QOS_FRACTION, &b, &err));
+	NEAR(1000 / 3.45, b.qps);
+	NEAR(13.8, b.ms[0]);
+	NEAR(3.45, b.socket_ms[0]);
+	NEAR(10.0, b.fastest_ms[0]);
+	ASSERT_EQ(0, sim_capacity_bound(&t, 1, 4, 64, 1.0, SIM_QOS_FRACTION, &b, &err));
+	NEAR(400.0, b.qps);
+	ASSERT_EQ(-EINVAL, sim_capacity_bound(&t, 1, 4, 0, 1.6, SIM_QOS_FRACTION, &b, &err));
+}
+
+/*
+ * steps (8, 5, 3 ms on 1, 2, 4 cores) with no slowdown: its cheapest
+ * options are 8 ms for a quarter of the socket (2 socket-ms), 5 for half
+ * (2.5), 3 for all (3). One lane: a query's time at most 1000 / X ms,
+ * met at 3 ms and X = 333.3 (the plain ceiling's). QoS 4 ms with lanes
+ * enough: 95 % of the queries at a mean of 4 ms (half at 3, half at 5:
+ * 2.75 socket-ms) and the 5 % a search lets miss at 8 (2): 2.7125, X =
+ * 368.66; with every query within QoS 2.75, 363.64.
+ */
+TEST(capacity_bound__lanes_and_the_share_within_qos_by_hand)
 {
 	struct sim_capacity_tenant t = { .costs = &steps, .qos_ms = 10, .share = 1 };
 	struct coloc_err err = { 0 };
-	struct sim_capacity c;
+	struct sim_capacity_bound b;
 
-	ASSERT_EQ(0, sim_capacity(&t, 1, 4, 64, &c, &err));
-	NEAR(500.0, c.ceiling_qps);
-	ASSERT_LT(fabs(400.0 - sim_capacity_socket_qps(&t, 1, 4, 64, 1.25, &c)), 1e-3);
-	NEAR(500.0, sim_capacity_socket_qps(&t, 1, 4, 64, 1.0, &c));
+	ASSERT_EQ(0, sim_capacity_bound(&t, 1, 4, 1, 1.0, SIM_QOS_FRACTION, &b, &err));
+	NEAR(1000.0 / 3, b.qps);
+	NEAR(3.0, b.ms[0]);
+	t.qos_ms = 4;
+	ASSERT_EQ(0, sim_capacity_bound(&t, 1, 4, 64, 1.0, SIM_QOS_FRACTION, &b, &err));
+	NEAR(1000 / 2.7125, b.qps);
+	ASSERT_EQ(0, sim_capacity_bound(&t, 1, 4, 64, 1.0, 1.0, &b, &err));
+	NEAR(1000 / 2.75, b.qps);
+	t.qos_ms = 2;
+	ASSERT_EQ(0, sim_capacity_bound(&t, 1, 4, 64, 1.0, SIM_QOS_FRACTION, &b, &err));
+	ASSERT_EQ(0.0, b.qps);
+}
+
+/*
+ * Every policy's QoS-QPS, searched on leveled's tenant with lanes enough
+ * and a QoS that lets queries queue, on 4 cores at M = 1.6 (LLC domains of
+ * one core: the socket's part only), stays under the bound; main's
+ * estimate (250 QPS) is passed.
+ */
+TEST(capacity_bound__no_policy_passes_it)
+{
+	static const char *const names[] = { "os",	   "static", "temporal", "model-wise",
+					     "layer-wise", "fcfs",   "coloc",	 "coloc-wide" };
+	struct sim_tenant st = { .costs = &leveled, .qos_ns = 100 * MS, .share = 1 };
+	struct sim_capacity_tenant t = { .costs = &leveled, .qos_ms = 100, .share = 1 };
+	struct sim_search_result *s = malloc(sizeof(*s));
+	struct coloc_err err = { 0 };
+	struct sim_capacity_bound b;
+	double most = 0;
+
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(0, sim_capacity_bound(&t, 1, 4, 8, 1.6, SIM_QOS_FRACTION, &b, &err));
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct sim_params p = {
+			.policy = policy_find(names[i]),
+			.machine = { .nr_cores = 4, .nr_sockets = 1, .llc_size = 1 },
+			.late = POLICY_LATE_DROP,
+			.tenants = &st,
+			.nr_tenants = 1,
+			.executors = 8,
+			.duration_ns = 20000 * MS,
+			.warmup_ns = 2000 * MS,
+			.seed = 1,
+			.interference = { .full_slowdown = 1.6, .socket_slowdown = 1.6 },
+			.max_queued = SIM_DEFAULT_MAX_QUEUED,
+		};
+
+		ASSERT_NE(NULL, p.policy);
+		ASSERT_EQ(0, sim_search_qos_qps(&p, SIM_QOS_FRACTION, 16, 0.005, s, &err));
+		TH_LOG("%s: %.1f QoS-QPS, the bound %.1f", names[i], s->qos_qps, b.qps);
+		ASSERT_LE(s->qos_qps, b.qps);
+		most = fmax(most, s->qos_qps);
+	}
+	ASSERT_GT(most, 250);
+	free(s);
 }
 
 TEST_HARNESS_MAIN

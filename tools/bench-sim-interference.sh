@@ -46,7 +46,7 @@ ceiling() {
 	done
 	"$sim" --capacity "${out[@]}" 2>/dev/null | awk -v d="$div" '
 		/^without the executors/ { for (i = 1; i <= NF; i++) if ($i == "QPS,") u = $(i - 1) }
-		/^capacity ceiling/ { c = $0; sub(/.*\(/, "", c); sub(/ QPS.*/, "", c) }
+		/^plain ceiling/ { c = $0; sub(/.*\(/, "", c); sub(/ QPS.*/, "", c) }
 		END { printf "%.1f%s\n", c / d, (c + 0 < u - 1e-6 ? "*" : "") }'
 }
 
@@ -59,7 +59,7 @@ for lanes in 1 $LANES; do
 		c1=$(ceiling "$SIM" 1 "${args[@]}")
 		cs=$(ceiling "$SIM" "$SOCKET" "${args[@]}")
 		cx=$("$SIM" --capacity "${args[@]}" 2>/dev/null |
-			sed -n 's/^capacity ceiling.*: \([0-9.]*\)x (.*/\1/p')
+			sed -n 's/^plain ceiling.*: \([0-9.]*\)x (.*/\1/p')
 		for bin in "${bins[@]}"; do
 			declare -A q=()
 			while read -r p v; do q[$p]=$v; done < <(

@@ -322,10 +322,46 @@ static int print_capacity_queued(struct sim_params *p, const struct tenant_arg *
 }
 
 /*
- * --capacity: sim_capacity()'s ceiling over temporal, with the tenants'
- * executors (--executors, or the lanes of --lanes: a lane runs one block
- * at a time as an executor does) and without that bound, and each tenant's counts
- * at the ceiling; with --search, the ceiling with a queue after it.
+ * sim_capacity_bound()'s ceiling, over temporal's most and the plain one;
+ * on one socket only (a block's cores on several are not bounded).
+ */
+static int print_capacity_bound(const struct sim_params *p, const struct tenant_arg *ta,
+				const struct sim_capacity_tenant *t, int nr,
+				const struct sim_capacity *c)
+{
+	double m = p->interference.socket_slowdown;
+	struct coloc_err err = { 0 };
+	struct sim_capacity_bound b;
+
+	if (simcli_opts.sockets > 1) {
+		printf("capacity ceiling: bounded on one socket only, not on %ld\n",
+		       simcli_opts.sockets);
+		return 0;
+	}
+	if (sim_capacity_bound(t, nr, (int)simcli_opts.cores, (int)simcli_opts.executors, m,
+			       SIM_QOS_FRACTION, &b, &err)) {
+		fprintf(stderr, PROG ": %s\n", coloc_err_str(&err));
+		return 1;
+	}
+	printf("%-24s %15s %15s %15s\n", "tenant", "least ms", "ms at bound", "socket ms");
+	for (int i = 0; i < nr; i++)
+		printf("%-24s %15.3f %15.3f %15.4f\n", ta[i].table.name, b.fastest_ms[i],
+		       b.ms[i], b.socket_ms[i]);
+	printf("capacity ceiling on %ld cores, an upper bound with the socket's slowdown (%.2f "
+	       "at every core busy) at the occupancy a schedule picks, each layer at its "
+	       "cheapest count, %.0f %% within QoS on average: %.2fx (%.1f QPS, %.0f %% of the "
+	       "plain ceiling)\n",
+	       simcli_opts.cores, fmax(m, 1), 100 * SIM_QOS_FRACTION, b.qps / c->temporal_qps, b.qps,
+	       c->ceiling_qps > 0 ? 100 * b.qps / c->ceiling_qps : 0);
+	return 0;
+}
+
+/*
+ * --capacity: sim_capacity()'s plain ceiling over temporal, with the
+ * tenants' executors (--executors, or the lanes of --lanes: a lane runs one
+ * block at a time as an executor does) and without that bound, and each
+ * tenant's counts at it; then the ceiling with the socket, the bound; with
+ * --search, the plain ceiling with a queue after it.
  */
 int simcli_print_capacity(struct sim_params *p, const struct tenant_arg *ta, int nr)
 {
@@ -362,21 +398,13 @@ int simcli_print_capacity(struct sim_params *p, const struct tenant_arg *ta, int
 	printf("without the executors' bound (a tenant's queries side by side, as many as "
 	       "come): %.1f QPS, %.2fx\n",
 	       c.unbounded_qps, c.unbounded_qps / c.temporal_qps);
-	printf("capacity ceiling on %ld cores, queries side by side at their cheapest core count "
+	printf("plain ceiling on %ld cores, queries side by side at their cheapest core count "
 	       "within QoS, %ld %s%s a tenant, over one at a time at the fastest: %.2fx "
 	       "(%.1f QPS; no interference, no waiting)\n",
 	       simcli_opts.cores, simcli_opts.executors, simcli_opts.lanes ? "lane" : "executor",
 	       simcli_opts.executors > 1 ? "s" : "", c.ceiling_qps / c.temporal_qps, c.ceiling_qps);
-	if (p->interference.socket_slowdown > 1.0) {
-		double q = sim_capacity_socket_qps(t, nr, (int)simcli_opts.cores,
-						   (int)simcli_opts.executors,
-						   p->interference.socket_slowdown, &c);
-
-		printf("with the socket-wide slowdown at its own occupancy (%.2f at every core "
-		       "busy): %.2fx (%.1f QPS, %.0f %% of the ceiling)\n",
-		       p->interference.socket_slowdown, q / c.temporal_qps, q,
-		       100 * q / c.ceiling_qps);
-	}
+	if (print_capacity_bound(p, ta, t, nr, &c))
+		return 1;
 	if (!simcli_opts.search)
 		return 0;
 	return print_capacity_queued(p, ta, nr, false, c.ceiling_qps) ?:
