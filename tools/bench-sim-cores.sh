@@ -14,10 +14,10 @@
 #   - QoS-QPS of every policy (at 64 cores the median over SEEDS searches,
 #     one search at 128 and 256 to keep the run short) and coloc's
 #     ratio to the best baseline next to VELTAIR's published gain and to the
-#     ceiling the tables allow over temporal (coloc-sim --capacity: the
-#     queries side by side at their cheapest core counts within QoS, a
-#     tenant's at most as many at once as it has lanes, against one at
-#     a time at the fastest; no interference, no waiting), that ceiling
+#     ceiling over temporal (coloc-sim --capacity's bound with the socket:
+#     each layer at its cheapest count and occupancy under the interference
+#     model, a tenant's queries at most as many at once as it has lanes,
+#     against one at a time at the fastest; no waiting), that ceiling
 #     over the best baseline (the most coloc / best baseline one core count
 #     a model allows; per-layer counts can pass it), and coloc / temporal
 #     as a share of the ceiling, and coloc over the ceiling's own QPS (no
