@@ -487,7 +487,9 @@ $(FUZZ_GW_OBJS) $(FUZZ)/obj/tests/fuzz/fuzz_gateway.o: FUZZ_CFLAGS += -Igateway
 $(FUZZ_GW_OBJS) $(FUZZ)/obj/tests/fuzz/fuzz_gateway.o: | $(GEN)/grpc_service.pb-c.h
 $(FUZZ)/bin/fuzz_gateway: $(FUZZ_GW_OBJS)
 # one HTTP/2 connection of the gateway's own gRPC server (fuzz_h2_conn)
-FUZZ_H2_OBJS := $(FUZZ)/obj/gateway/h2_conn.o $(FUZZ)/obj/gateway/h2_streams.o \
+FUZZ_H2_OBJS := $(FUZZ)/obj/gateway/h2_conn.o $(FUZZ)/obj/gateway/h2_conn_out.o \
+	$(FUZZ)/obj/gateway/h2_conn_answer.o $(FUZZ)/obj/gateway/h2_conn_data.o \
+	$(FUZZ)/obj/gateway/h2_conn_frames.o $(FUZZ)/obj/gateway/h2_streams.o \
 	$(FUZZ)/obj/gateway/h2_frame.o \
 	$(FUZZ)/obj/gateway/hpack.o $(FUZZ)/obj/gateway/hpack_huffman.o \
 	$(FUZZ)/obj/gateway/h2_fields.o

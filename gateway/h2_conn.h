@@ -80,7 +80,7 @@ struct h2_conn {
 	struct hpack_decoder hpack;
 	struct h2_settings peer;
 	/* input */
-	int state; /* h2_conn.c's parser states */
+	int state; /* h2_conn_impl.h's parser states */
 	size_t preface_got;
 	uint8_t fh[H2_FRAME_HEADER];
 	size_t fh_got;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * The fields of one HTTP/2 header block checked as RFC 9113 8.2 and 8.3
- * ask, a field at a time as HPACK decodes them (h2_conn.c): a name with an
+ * ask, a field at a time as HPACK decodes them (h2_conn_frames.c): a name with an
  * uppercase letter, a control or non-ASCII byte, SP or a colon past the
  * first; a value with NUL, CR or LF, or white space at either end; a
  * connection-specific field (connection, keep-alive, proxy-connection,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * An HTTP/2 connection's streams (h2_conn.c's, nothing else includes it):
+ * An HTTP/2 connection's streams (h2_conn_impl.h's, nothing else includes it):
  * what one holds, and the open ones found by id. A table of 2^table_bits,
  * open addressing, at most half full, salted (a client picks its stream
  * ids); a stream's struct is made when more streams are open than ever
