@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * The own gRPC server's parts, between its connections (grpc_h2.c: the
- * listening socket, the threads and their epoll set, each connection's
- * reads and writes, the timeouts) and its calls (grpc_h2_call.c: a
+ * The own gRPC server's parts, between its sockets (grpc_h2.c: the
+ * listening socket, the threads and their epoll set; grpc_h2_accept.c new
+ * connections; grpc_h2_conn.c each connection's reads and writes;
+ * grpc_h2_reap.c the timeouts) and its calls (grpc_h2_call.c: a
  * stream's headers, message and answer in gRPC's terms). A connection's
  * lock covers its h2_conn, its calls' reading state and its socket's
  * writes; a call's method runs without it. docs/design/gateway-grpc.md.
@@ -23,6 +24,11 @@
 #define H2S_HEALTH_READ_NS 1000000000ull /* their message within this (theirs are empty) */
 #define H2S_HEALTH_CALLS 256 /* health calls at once whose message came, over all connections */
 #define H2S_HEALTH_PER_PEER 32 /* health calls open from one client address */
+#define H2S_READ_BUF (64 << 10) /* a thread's buffer for what is not a message's DATA */
+
+/* epoll's data: a connection's slot and generation (h2s_conn_key), or one of these */
+#define H2S_LISTEN_KEY UINT64_MAX
+#define H2S_WAKE_KEY (UINT64_MAX - 1)
 
 /*
  * One client address (grpc_h2_peer.c): what its connections take of the
@@ -137,10 +143,30 @@ void h2s_peer_put(struct h2_server *srv, struct h2s_peer *p);
 /* One of max taken from *n (true), or none left (false, *n as it was). */
 bool h2s_take(atomic_int *n, int max);
 
+static inline uint64_t h2s_conn_key(const struct h2s_conn *c)
+{
+	return (uint64_t)c->gen << 32 | c->slot;
+}
+
+/* grpc_h2_accept.c: new connections on the listener, accepted until it has none. */
+void h2s_accept_all(struct h2_server *srv);
+/* Under srv->lock: the listener back in epoll after a pause for want of files. */
+void h2s_listen_resume(struct h2_server *srv);
+/* grpc_h2_reap.c: the reaper's thread. */
+void *h2s_reaper(void *arg);
+
+/* grpc_h2_conn.c: a connection's event (key) with a reference, NULL when it is gone. */
+struct h2s_conn *h2s_conn_get(struct h2_server *srv, uint64_t key);
+/* A thread's turn with it: read, feed, write, re-arm; then the ready calls run. */
+void h2s_conn_event(struct h2s_conn *c, uint32_t events, uint8_t *buf);
 /* Under c->lock: its output written as far as the socket takes it, the rest armed for. */
 void h2s_conn_flush(struct h2s_conn *c);
+/* Under c->lock: the socket closed, each stream's call told (h2_conn_free). */
+void h2s_conn_close_locked(struct h2s_conn *c);
 /* A call's reference on its connection dropped (not under its lock). */
 void h2s_conn_put(struct h2s_conn *c);
+/* What h2s_conn_put frees with the last reference: the address's record let go, the struct. */
+void h2s_conn_free(struct h2s_conn *c);
 /* Under the connection's lock: a call still reading refused with code and why. */
 void h2s_call_refuse(struct h2s_call *call, enum gw_grpc_status code, const char *why);
 /*

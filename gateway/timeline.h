@@ -40,7 +40,7 @@ struct gw_tl {
 
 extern bool gw_tl_on;
 
-/* A thread's wake for connection fd and its reads (grpc_h2.c), taken over by gw_tl_begin. */
+/* A thread's wake for connection fd and its reads (grpc_h2_conn.c), taken over by gw_tl_begin. */
 void gw_tl_wake(int fd);
 void gw_tl_read(ssize_t r, uint64_t now);
 /* tl starts with the reading stamps of this thread's connection, GW_TL_HANDLE now. */
