@@ -362,7 +362,7 @@ TEST(json_data__values_outside_data_past_the_margin_are_413)
 	free(body);
 }
 
-/* What http.c charges before the parse covers the tensor the parse makes, binary or JSON. */
+/* What http_infer.c charges before the parse covers the tensor the parse makes, binary or JSON. */
 TEST(json_data__tensor_bound_covers_what_the_parse_allocates)
 {
 	const char *json = "{\"inputs\":[{\"name\":\"x\",\"shape\":[3,4],\"datatype\":\"FP32\","
