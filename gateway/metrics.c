@@ -88,22 +88,24 @@ static const struct {
 	  offsetof(struct gw_model_stats, compute_us) },
 };
 
-static const struct {
-	const char *reason;
+/* A counter of one label: each of its values' counts in struct gw_model_stats. */
+struct mx_labelled {
+	const char *value;
 	size_t offset;
-} mx_refusals[] = {
+};
+
+static const struct mx_labelled mx_refusals[] = {
 	{ "queue_full", offsetof(struct gw_model_stats, refused_full) },
 	{ "timeout", offsetof(struct gw_model_stats, refused_timeout) },
 	{ "bad_request", offsetof(struct gw_model_stats, refused_bad_request) },
 	{ "not_ready", offsetof(struct gw_model_stats, refused_not_ready) },
+	{ NULL, 0 },
 };
 
-static const struct {
-	const char *protocol;
-	size_t offset;
-} mx_protocols[] = {
+static const struct mx_labelled mx_protocols[] = {
 	{ "http", offsetof(struct gw_model_stats, requests_http) },
 	{ "grpc", offsetof(struct gw_model_stats, requests_grpc) },
+	{ NULL, 0 },
 };
 
 struct mx_model_pass {
@@ -146,6 +148,20 @@ static void mx_model_ready(struct gw_model *m, void *arg)
 	fprintf(f, "} %d\n", atomic_load(&m->state) == GW_MODEL_READY);
 }
 
+/* A counter's header, then a sample a model and value of its label (values end at NULL). */
+static void mx_write_labelled(struct mx_model_pass *p, struct gw_models *ms, const char *metric,
+			      const char *help, const char *label, const struct mx_labelled *values)
+{
+	p->metric = metric;
+	mx_header(p->f, metric, "counter", help);
+	p->label = label;
+	for (const struct mx_labelled *v = values; v->value; v++) {
+		p->value = v->value;
+		p->offset = v->offset;
+		gw_models_each(ms, mx_model_sample, p);
+	}
+}
+
 static void mx_write_models(FILE *f, struct gw_models *ms)
 {
 	struct mx_model_pass p = { .f = f };
@@ -156,22 +172,12 @@ static void mx_write_models(FILE *f, struct gw_models *ms)
 		mx_header(f, p.metric, "counter", mx_model_counters[i].help);
 		gw_models_each(ms, mx_model_sample, &p);
 	}
-	p.metric = "coloc_gateway_refusals_total";
-	mx_header(f, p.metric, "counter", "Requests the gateway refused or gave up on, by reason");
-	p.label = "reason";
-	for (size_t i = 0; i < sizeof(mx_refusals) / sizeof(*mx_refusals); i++) {
-		p.value = mx_refusals[i].reason;
-		p.offset = mx_refusals[i].offset;
-		gw_models_each(ms, mx_model_sample, &p);
-	}
-	p.metric = "coloc_gateway_requests_total";
-	mx_header(f, p.metric, "counter", "Infer requests the gateway received, by front door");
-	p.label = "protocol";
-	for (size_t i = 0; i < sizeof(mx_protocols) / sizeof(*mx_protocols); i++) {
-		p.value = mx_protocols[i].protocol;
-		p.offset = mx_protocols[i].offset;
-		gw_models_each(ms, mx_model_sample, &p);
-	}
+	mx_write_labelled(&p, ms, "coloc_gateway_refusals_total",
+			  "Requests the gateway refused or gave up on, by reason", "reason",
+			  mx_refusals);
+	mx_write_labelled(&p, ms, "coloc_gateway_requests_total",
+			  "Infer requests the gateway received, by front door", "protocol",
+			  mx_protocols);
 	mx_header(f, "coloc_model_ready", "gauge", "1 when the model is loaded and warmed up");
 	gw_models_each(ms, mx_model_ready, f);
 }
