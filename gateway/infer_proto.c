@@ -13,7 +13,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,19 +22,6 @@
 /* ModelInferRequest's raw_input_contents: field 7, length-delimited (wire type 2) */
 #define PROTO_RAW_KEY ((7u << 3) | 2u)
 #define PROTO_MAX_RAW 1024 /* entries; a model has at most GW_REPO_MAX_TENSORS inputs */
-
-static int proto_fail(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int proto_fail(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return 400;
-}
 
 /* A varint at *p (before end) into *v, *p past it; false if cut off or over 10 bytes. */
 static bool proto_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
@@ -238,7 +224,7 @@ static int proto_take(const struct gw_model_config *cfg, struct gw_infer_request
 		return 0;
 	}
 	if (!gw_infer_input_buf(req))
-		return proto_fail(why, why_len, "out of memory");
+		return gw_infer_refuse(why, why_len, "out of memory");
 	memcpy(req->input_buf + offset, bytes, len);
 	return 0;
 }
@@ -256,29 +242,30 @@ static int proto_one_input(const struct gw_model_config *cfg,
 
 	i = gw_infer_input_index(cfg, in->name, &offset);
 	if (i < 0)
-		return proto_fail(why, why_len, "model %s has no input named '%.64s'", cfg->name,
-				  in->name);
+		return gw_infer_refuse(why, why_len, "model %s has no input named '%.64s'",
+				       cfg->name, in->name);
 	t = &cfg->inputs[i];
 	if (seen[i])
-		return proto_fail(why, why_len, "input %s given twice", t->name);
+		return gw_infer_refuse(why, why_len, "input %s given twice", t->name);
 	seen[i] = true;
 	if (strcmp(in->datatype, "FP32"))
-		return proto_fail(why, why_len, "input %s: the datatype must be \"FP32\"", t->name);
+		return gw_infer_refuse(why, why_len, "input %s: the datatype must be \"FP32\"",
+				       t->name);
 	r = gw_infer_check_shape(t, in->shape, in->n_shape, why, why_len);
 	if (r)
 		return r;
 	if (proto_other_contents(c))
-		return proto_fail(why, why_len, "input %s: FP32 values go in fp32_contents",
-				  t->name);
+		return gw_infer_refuse(why, why_len, "input %s: FP32 values go in fp32_contents",
+				       t->name);
 	if (msg->n_raw_input_contents) {
 		const ProtobufCBinaryData *raw = &msg->raw_input_contents[k];
 
 		if (c && c->n_fp32_contents)
-			return proto_fail(why, why_len,
-					  "input %s: contents and raw_input_contents both given",
-					  t->name);
+			return gw_infer_refuse(
+				why, why_len,
+				"input %s: contents and raw_input_contents both given", t->name);
 		if (raw->len != t->elems * 4)
-			return proto_fail(
+			return gw_infer_refuse(
 				why, why_len,
 				"input %s: its raw_input_contents must be %llu bytes (its "
 				"shape in FP32), not %zu",
@@ -286,10 +273,11 @@ static int proto_one_input(const struct gw_model_config *cfg,
 		return proto_take(cfg, req, offset, raw->data, raw->len, why, why_len);
 	}
 	if (!c || c->n_fp32_contents != t->elems)
-		return proto_fail(why, why_len,
-				  "input %s: contents.fp32_contents must hold exactly %llu values "
-				  "(or use raw_input_contents)",
-				  t->name, (unsigned long long)t->elems);
+		return gw_infer_refuse(
+			why, why_len,
+			"input %s: contents.fp32_contents must hold exactly %llu values "
+			"(or use raw_input_contents)",
+			t->name, (unsigned long long)t->elems);
 	return proto_take(cfg, req, offset, c->fp32_contents, t->elems * 4, why, why_len);
 }
 
@@ -305,18 +293,18 @@ static int proto_outputs(const struct gw_model_config *cfg, const Inference__Mod
 		return 0;
 	}
 	if (msg->n_outputs > (size_t)cfg->nr_outputs)
-		return proto_fail(why, why_len, "more outputs asked than model %s has (%d)",
-				  cfg->name, cfg->nr_outputs);
+		return gw_infer_refuse(why, why_len, "more outputs asked than model %s has (%d)",
+				       cfg->name, cfg->nr_outputs);
 	for (size_t k = 0; k < msg->n_outputs; k++) {
 		int i = gw_infer_output_index(cfg, msg->outputs[k]->name);
 
 		if (i < 0)
-			return proto_fail(why, why_len, "model %s has no output named '%.64s'",
-					  cfg->name, msg->outputs[k]->name);
+			return gw_infer_refuse(why, why_len, "model %s has no output named '%.64s'",
+					       cfg->name, msg->outputs[k]->name);
 		for (size_t j = 0; j < k; j++)
 			if (req->outputs[j] == i)
-				return proto_fail(why, why_len, "output %s asked twice",
-						  cfg->outputs[i].name);
+				return gw_infer_refuse(why, why_len, "output %s asked twice",
+						       cfg->outputs[i].name);
 		req->outputs[k] = i;
 		req->binary[k] = raw;
 	}
@@ -333,16 +321,18 @@ int gw_infer_from_proto(const struct gw_model_config *cfg, const Inference__Mode
 
 	memset(req, 0, sizeof(*req));
 	if (strlen(msg->id) >= sizeof(req->id))
-		return proto_fail(why, why_len, "the id must be at most %d bytes", GW_ID_MAX - 1);
+		return gw_infer_refuse(why, why_len, "the id must be at most %d bytes",
+				       GW_ID_MAX - 1);
 	snprintf(req->id, sizeof(req->id), "%s", msg->id);
 	req->has_id = msg->id[0] != '\0';
 	if (msg->n_inputs != (size_t)cfg->nr_inputs)
-		return proto_fail(why, why_len, "inputs must list the model's %d input(s)",
-				  cfg->nr_inputs);
+		return gw_infer_refuse(why, why_len, "inputs must list the model's %d input(s)",
+				       cfg->nr_inputs);
 	if (msg->n_raw_input_contents && msg->n_raw_input_contents != msg->n_inputs)
-		return proto_fail(why, why_len,
-				  "raw_input_contents must have one entry per input (%zu), not %zu",
-				  msg->n_inputs, msg->n_raw_input_contents);
+		return gw_infer_refuse(
+			why, why_len,
+			"raw_input_contents must have one entry per input (%zu), not %zu",
+			msg->n_inputs, msg->n_raw_input_contents);
 	for (int i = 0; i < cfg->nr_inputs; i++)
 		elems += cfg->inputs[i].elems;
 	req->input_bytes = (size_t)elems * 4;

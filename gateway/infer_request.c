@@ -17,10 +17,7 @@
 #include "infer_request.h"
 #include "json_data.h"
 
-static int infer_fail(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int infer_fail(char *why, size_t len, const char *fmt, ...)
+int gw_infer_refuse(char *why, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -59,7 +56,7 @@ int gw_infer_check_shape(const struct gw_tensor *t, const int64_t *dims, size_t 
 	for (int i = 0; i < t->nr_dims && off < sizeof(want); i++)
 		off += (size_t)snprintf(want + off, sizeof(want) - off, "%s%lld", i ? "," : "",
 					(long long)t->dims[i]);
-	return infer_fail(why, why_len, "input %s: the shape must be [%s]", t->name, want);
+	return gw_infer_refuse(why, why_len, "input %s: the shape must be [%s]", t->name, want);
 }
 
 int gw_infer_input_index(const struct gw_model_config *cfg, const char *name, uint64_t *offset)
@@ -121,17 +118,18 @@ static int infer_one_input(const struct gw_model_config *cfg, struct json_object
 	int i, r;
 
 	if (!name)
-		return infer_fail(why, why_len, "each input needs a string \"name\"");
+		return gw_infer_refuse(why, why_len, "each input needs a string \"name\"");
 	i = gw_infer_input_index(cfg, json_object_get_string(name), &offset);
 	if (i < 0)
-		return infer_fail(why, why_len, "model %s has no input named '%.64s'", cfg->name,
-				  json_object_get_string(name));
+		return gw_infer_refuse(why, why_len, "model %s has no input named '%.64s'",
+				       cfg->name, json_object_get_string(name));
 	t = &cfg->inputs[i];
 	if (seen[i])
-		return infer_fail(why, why_len, "input %s given twice", t->name);
+		return gw_infer_refuse(why, why_len, "input %s given twice", t->name);
 	seen[i] = true;
 	if (!type || strcmp(json_object_get_string(type), "FP32"))
-		return infer_fail(why, why_len, "input %s: the datatype must be \"FP32\"", t->name);
+		return gw_infer_refuse(why, why_len, "input %s: the datatype must be \"FP32\"",
+				       t->name);
 	r = infer_check_json_shape(t, in, why, why_len);
 	if (r)
 		return r;
@@ -139,37 +137,39 @@ static int infer_one_input(const struct gw_model_config *cfg, struct json_object
 		int64_t bytes = json_object_get_int64(size);
 
 		if (json_object_object_get_ex(in, "data", NULL))
-			return infer_fail(why, why_len, "input %s: both \"data\" and binary data",
-					  t->name);
+			return gw_infer_refuse(why, why_len,
+					       "input %s: both \"data\" and binary data", t->name);
 		if (bytes < 0 || (uint64_t)bytes != t->elems * 4)
-			return infer_fail(why, why_len,
-					  "input %s: binary_data_size must be %llu (its shape in "
-					  "FP32)",
-					  t->name, (unsigned long long)t->elems * 4);
+			return gw_infer_refuse(
+				why, why_len,
+				"input %s: binary_data_size must be %llu (its shape in "
+				"FP32)",
+				t->name, (unsigned long long)t->elems * 4);
 		if ((uint64_t)bytes > *bin_left)
-			return infer_fail(why, why_len,
-					  "input %s: binary_data_size %lld is past the body's end",
-					  t->name, (long long)bytes);
+			return gw_infer_refuse(
+				why, why_len,
+				"input %s: binary_data_size %lld is past the body's end", t->name,
+				(long long)bytes);
 		if (cfg->nr_inputs == 1)
 			req->input = *bin;
 		else if (gw_infer_input_buf(req))
 			memcpy(req->input_buf + offset, *bin, (size_t)bytes);
 		else
-			return infer_fail(why, why_len, "out of memory");
+			return gw_infer_refuse(why, why_len, "out of memory");
 		*bin += bytes;
 		*bin_left -= (size_t)bytes;
 		return 0;
 	}
 	if (!json_object_object_get_ex(in, "data", &data))
-		return infer_fail(why, why_len,
-				  "input %s needs \"data\" (an array) or "
-				  "parameters.binary_data_size",
-				  t->name);
+		return gw_infer_refuse(why, why_len,
+				       "input %s needs \"data\" (an array) or "
+				       "parameters.binary_data_size",
+				       t->name);
 	if (!gw_infer_input_buf(req))
-		return infer_fail(why, why_len, "out of memory");
+		return gw_infer_refuse(why, why_len, "out of memory");
 	if (gw_json_data_floats(d, data, req->input_buf + offset, t->elems,
 				t->nr_dims > 1 ? t->nr_dims : 1, bad, sizeof(bad)))
-		return infer_fail(why, why_len, "input %s: %s", t->name, bad);
+		return gw_infer_refuse(why, why_len, "input %s: %s", t->name, bad);
 	return 0;
 }
 
@@ -181,7 +181,7 @@ static int infer_outputs(const struct gw_model_config *cfg, struct json_object *
 	size_t n = outs ? json_object_array_length(outs) : 0;
 
 	if (json_object_object_get_ex(o, "outputs", NULL) && !outs)
-		return infer_fail(why, why_len, "\"outputs\" must be an array");
+		return gw_infer_refuse(why, why_len, "\"outputs\" must be an array");
 	if (!n) {
 		req->nr_outputs = cfg->nr_outputs;
 		for (int i = 0; i < cfg->nr_outputs; i++) {
@@ -191,23 +191,23 @@ static int infer_outputs(const struct gw_model_config *cfg, struct json_object *
 		return 0;
 	}
 	if (n > (size_t)cfg->nr_outputs)
-		return infer_fail(why, why_len, "more outputs asked than model %s has (%d)",
-				  cfg->name, cfg->nr_outputs);
+		return gw_infer_refuse(why, why_len, "more outputs asked than model %s has (%d)",
+				       cfg->name, cfg->nr_outputs);
 	for (size_t k = 0; k < n; k++) {
 		struct json_object *out = json_object_array_get_idx(outs, k);
 		struct json_object *name = infer_get(out, "name", json_type_string);
 		int i;
 
 		if (!name)
-			return infer_fail(why, why_len, "each output needs a string \"name\"");
+			return gw_infer_refuse(why, why_len, "each output needs a string \"name\"");
 		i = gw_infer_output_index(cfg, json_object_get_string(name));
 		if (i < 0)
-			return infer_fail(why, why_len, "model %s has no output named '%.64s'",
-					  cfg->name, json_object_get_string(name));
+			return gw_infer_refuse(why, why_len, "model %s has no output named '%.64s'",
+					       cfg->name, json_object_get_string(name));
 		for (size_t j = 0; j < k; j++)
 			if (req->outputs[j] == i)
-				return infer_fail(why, why_len, "output %s asked twice",
-						  cfg->outputs[i].name);
+				return gw_infer_refuse(why, why_len, "output %s asked twice",
+						       cfg->outputs[i].name);
 		req->outputs[k] = i;
 		req->binary[k] = all_binary || infer_flag(out, "binary_data");
 	}
@@ -249,21 +249,21 @@ static int infer_check_json_size(const struct gw_model_config *cfg, uint64_t ele
 	max_bytes = items * GW_JSON_BYTES_PER_VALUE + GW_JSON_MARGIN_BYTES;
 
 	if (len > max_bytes) {
-		infer_fail(why, why_len,
-			   "the JSON part (%zu bytes) is longer than model %s's %llu input "
-			   "values can need (%llu bytes); send large inputs as binary data",
-			   len, cfg->name, (unsigned long long)elems,
-			   (unsigned long long)max_bytes);
+		gw_infer_refuse(why, why_len,
+				"the JSON part (%zu bytes) is longer than model %s's %llu input "
+				"values can need (%llu bytes); send large inputs as binary data",
+				len, cfg->name, (unsigned long long)elems,
+				(unsigned long long)max_bytes);
 		return 413;
 	}
 	for (size_t i = 0; i < len; i++)
 		values += json[i] == ',' || json[i] == '[' || json[i] == '{';
 	if (values > max_values) {
-		infer_fail(why, why_len,
-			   "the JSON part holds more values (%llu) than model %s's %llu input "
-			   "values, their nested lists (%llu) and %d more",
-			   (unsigned long long)values, cfg->name, (unsigned long long)elems,
-			   (unsigned long long)(items - elems), GW_JSON_MARGIN_VALUES);
+		gw_infer_refuse(why, why_len,
+				"the JSON part holds more values (%llu) than model %s's %llu input "
+				"values, their nested lists (%llu) and %d more",
+				(unsigned long long)values, cfg->name, (unsigned long long)elems,
+				(unsigned long long)(items - elems), GW_JSON_MARGIN_VALUES);
 		return 413;
 	}
 	return 0;
@@ -284,12 +284,13 @@ int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t l
 	if (header_len == (size_t)-1)
 		header_len = len;
 	if (header_len > len)
-		return infer_fail(why, why_len,
-				  "Inference-Header-Content-Length (%zu) is past the body (%zu "
-				  "bytes)",
-				  header_len, len);
+		return gw_infer_refuse(
+			why, why_len,
+			"Inference-Header-Content-Length (%zu) is past the body (%zu "
+			"bytes)",
+			header_len, len);
 	if (header_len > INT32_MAX)
-		return infer_fail(why, why_len, "the JSON part is too long");
+		return gw_infer_refuse(why, why_len, "the JSON part is too long");
 	for (int i = 0; i < cfg->nr_inputs; i++)
 		elems += cfg->inputs[i].elems;
 	req->input_bytes = (size_t)elems * 4;
@@ -301,7 +302,7 @@ int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t l
 	if (!o)
 		return d.values > GW_JSON_MARGIN_VALUES ? 413 : 400;
 	if (!json_object_is_type(o, json_type_object)) {
-		infer_fail(why, why_len, "the request is not one JSON object");
+		gw_infer_refuse(why, why_len, "the request is not one JSON object");
 		goto out;
 	}
 	if (json_object_object_get_ex(o, "id", &id)) {
@@ -309,8 +310,8 @@ int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t l
 		    (size_t)json_object_get_string_len(id) >= sizeof(req->id) ||
 		    memchr(json_object_get_string(id), '\0',
 			   (size_t)json_object_get_string_len(id))) {
-			infer_fail(why, why_len, "\"id\" must be a string of at most %d bytes",
-				   GW_ID_MAX - 1);
+			gw_infer_refuse(why, why_len, "\"id\" must be a string of at most %d bytes",
+					GW_ID_MAX - 1);
 			goto out;
 		}
 		snprintf(req->id, sizeof(req->id), "%s", json_object_get_string(id));
@@ -319,8 +320,8 @@ int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t l
 	inputs = infer_get(o, "inputs", json_type_array);
 	nr = inputs ? json_object_array_length(inputs) : 0;
 	if (nr != (size_t)cfg->nr_inputs) {
-		infer_fail(why, why_len, "\"inputs\" must list the model's %d input(s)",
-			   cfg->nr_inputs);
+		gw_infer_refuse(why, why_len, "\"inputs\" must list the model's %d input(s)",
+				cfg->nr_inputs);
 		goto out;
 	}
 	bin = body + header_len;
@@ -333,7 +334,7 @@ int gw_infer_parse(const struct gw_model_config *cfg, const char *body, size_t l
 	}
 	r = 400;
 	if (bin_left) {
-		infer_fail(why, why_len, "%zu bytes after the inputs' binary data", bin_left);
+		gw_infer_refuse(why, why_len, "%zu bytes after the inputs' binary data", bin_left);
 		goto out;
 	}
 	r = infer_outputs(cfg, o, req, why, why_len);

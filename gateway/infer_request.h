@@ -115,5 +115,8 @@ int gw_infer_response(const struct gw_model_config *cfg, const struct gw_infer_r
 
 /* {"error":"why"}, malloc'd; NULL on no memory. */
 char *gw_error_json(const char *why);
+/* A request refused by the parsers: fmt's text into why, and 400 (bad request). */
+int gw_infer_refuse(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif /* COLOC_GATEWAY_INFER_REQUEST_H */
