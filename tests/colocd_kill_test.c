@@ -62,23 +62,14 @@ static pid_t ready_pid(FIXTURE_DATA(nokill) * self, const char *name)
 /* The cgroup v2 folder of pid (the hybrid layout's unified one), or "". */
 static void cgroup_v2_dir(pid_t pid, char *dir, size_t len)
 {
-	char path[64], line[PATH_MAX];
+	char cg[PATH_MAX];
 	struct statfs sf;
 	bool hybrid = !statfs("/sys/fs/cgroup/unified", &sf) && sf.f_type == CGROUP2_SUPER_MAGIC;
-	FILE *f;
 
 	dir[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "0::", 3)) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(dir, len, "/sys/fs/cgroup%s%.*s", hybrid ? "/unified" : "",
-				 PATH_MAX - 64, line + 3);
-		}
-	fclose(f);
+	if (!tu_proc_cgroup(pid, "", cg, sizeof(cg)))
+		snprintf(dir, len, "/sys/fs/cgroup%s%.*s", hybrid ? "/unified" : "", PATH_MAX - 64,
+			 cg);
 }
 
 static bool dir_exists(const char *dir)

@@ -190,25 +190,9 @@ static int oom_score_adj(pid_t pid)
 /* pid's cgroup in the memory controller's hierarchy (v1's memory, else v2's); "" if unread. */
 static void memory_cgroup(pid_t pid, char *dir, size_t len, bool *v1)
 {
-	char path[64], line[PATH_MAX];
-	FILE *f;
-
-	dir[0] = '\0';
-	*v1 = false;
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
-
-		if (b && (!strncmp(a + 1, "memory:", 7) || (!*v1 && !strncmp(a + 1, ":", 1)))) {
-			*v1 = !strncmp(a + 1, "memory:", 7);
-			b[1 + strcspn(b + 1, "\n")] = '\0';
-			snprintf(dir, len, "%s", b + 1);
-		}
-	}
-	fclose(f);
+	*v1 = !tu_proc_cgroup(pid, "memory", dir, len);
+	if (!*v1)
+		tu_proc_cgroup(pid, "", dir, len);
 }
 
 /*

@@ -684,8 +684,8 @@ static inline int infer_bg_status(FIXTURE_DATA(fwd) * self, int n)
 	return code;
 }
 
-/* Whether out<n> holds words. */
-static inline bool body_says(FIXTURE_DATA(fwd) * self, int n, const char *words)
+/* Whether out<n> holds needle (or, with absent, does not); what it holds printed when not. */
+static inline bool body_has(FIXTURE_DATA(fwd) * self, int n, const char *needle, bool absent)
 {
 	char path[256], *text;
 	size_t len;
@@ -693,11 +693,17 @@ static inline bool body_says(FIXTURE_DATA(fwd) * self, int n, const char *words)
 
 	snprintf(path, sizeof(path), "%s/out%d", self->env.dir, n);
 	text = tu_read_file(path, &len);
-	found = text && strstr(text, words);
-	if (!found)
-		fprintf(stderr, "# out%d: %.500s\n", n, text ? text : "(none)");
+	found = text && strstr(text, needle);
+	if (found == absent)
+		fprintf(stderr, "# out%d: %.600s\n", n, text ? text : "(none)");
 	free(text);
-	return found;
+	return found != absent;
+}
+
+/* Whether out<n> holds words. */
+static inline bool body_says(FIXTURE_DATA(fwd) * self, int n, const char *words)
+{
+	return body_has(self, n, words, false);
 }
 
 static inline int http_get(FIXTURE_DATA(fwd) * self, const char *path)

@@ -34,34 +34,6 @@ static int post_empty(FIXTURE_DATA(fwd) * self, const char *path, int n)
 	return atoi(out);
 }
 
-/* curl's GET of path; the HTTP status. */
-static int get(FIXTURE_DATA(fwd) * self, const char *path)
-{
-	char cmd[512], out[64];
-
-	snprintf(cmd, sizeof(cmd),
-		 "curl -s --max-time %d -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d%s",
-		 CURL_MAX_S, self->env.http_port, path);
-	tu_run(cmd, out, sizeof(out));
-	return atoi(out);
-}
-
-/* Whether out<n> holds needle (or, with absent, does not). */
-static bool body_has(FIXTURE_DATA(fwd) * self, int n, const char *needle, bool absent)
-{
-	char path[256], *text;
-	size_t len;
-	bool found;
-
-	snprintf(path, sizeof(path), "%s/out%d", self->env.dir, n);
-	text = tu_read_file(path, &len);
-	found = text && strstr(text, needle);
-	if (found == absent)
-		fprintf(stderr, "# out%d: %.600s\n", n, text ? text : "(none)");
-	free(text);
-	return found != absent;
-}
-
 /* Whether the gateway still runs (not reaped: it is the test's child). */
 static bool gateway_alive(FIXTURE_DATA(fwd) * self)
 {
@@ -227,7 +199,7 @@ TEST_F_TIMEOUT(fwd, load__a_model_truncated_while_read_fails_alone, 600)
 	TH_LOG("%d loads: %d loaded, %d cut short; the file cut %d times", TRUNC_LOADS, loaded,
 	       shorter, atomic_load(&t.rounds));
 	ASSERT_TRUE(gateway_alive(self));
-	EXPECT_EQ(200, get(self, "/v2/health/live"));
+	EXPECT_EQ(200, http_get(self, "/v2/health/live"));
 	EXPECT_EQ(200, infer(self, "fast", 1));
 	EXPECT_GT(shorter, 0); /* the race was run, not missed */
 }

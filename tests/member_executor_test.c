@@ -127,29 +127,16 @@ static bool still_running(const struct tu_child *c)
  */
 static long cpu_file_of(pid_t pid, const char *name)
 {
-	char path[PATH_MAX], line[PATH_MAX], file[PATH_MAX + 64];
+	char cg[PATH_MAX], file[PATH_MAX + 64];
 	FILE *f;
 	long v = -1;
 
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
 	file[0] = '\0';
-	while (fgets(line, sizeof(line), f)) {
-		char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
-
-		if (!cg)
-			continue;
-		*cg++ = '\0';
-		cg[strcspn(cg, "\n")] = '\0';
-		if (!strcmp(ctl + 1, "cpu") || !strncmp(ctl + 1, "cpu,", 4))
-			snprintf(file, sizeof(file), "/sys/fs/cgroup/cpu%s/%s", cg, name);
-		else if (!ctl[1] && !file[0] && strrchr(cg, '/'))
-			snprintf(file, sizeof(file), "/sys/fs/cgroup%.*s/%s",
-				 (int)(strrchr(cg, '/') - cg), cg, name);
-	}
-	fclose(f);
+	if (!tu_proc_cgroup(pid, "cpu", cg, sizeof(cg)))
+		snprintf(file, sizeof(file), "/sys/fs/cgroup/cpu%s/%s", cg, name);
+	else if (!tu_proc_cgroup(pid, "", cg, sizeof(cg)) && strrchr(cg, '/'))
+		snprintf(file, sizeof(file), "/sys/fs/cgroup%.*s/%s", (int)(strrchr(cg, '/') - cg),
+			 cg, name);
 	f = file[0] ? fopen(file, "re") : NULL;
 	if (f && fscanf(f, "%ld", &v) != 1)
 		v = -1;

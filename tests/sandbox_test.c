@@ -42,32 +42,6 @@ __attribute__((constructor)) static void make_cache_dir(void)
 	tu_shared_tmpdir("sandbox-test", cache_dir, sizeof(cache_dir));
 }
 
-/* The path of pid's cgroup in the v1 hierarchy ctl (or v2's "" line), or "" */
-static void cgroup_of(pid_t pid, const char *ctl, char *val, size_t len)
-{
-	char path[64], line[PATH_MAX];
-	FILE *f;
-
-	val[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
-
-		if (!b)
-			continue;
-		*b = '\0';
-		if (!strcmp(a + 1, ctl)) {
-			b[1 + strcspn(b + 1, "\n")] = '\0';
-			snprintf(val, len, "%s", b + 1);
-			break;
-		}
-	}
-	fclose(f);
-}
-
 static int read_text(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -190,9 +164,9 @@ TEST_F_TIMEOUT(daemon, executor__own_uid_no_privilege_seccomp_cgroup_cpuset_foll
 	for (int t = 0; t < 2; t++) {
 		char cg[PATH_MAX], path[PATH_MAX + 64], want[64];
 
-		cgroup_of(pids[t], "cpuset", cg, sizeof(cg));
+		tu_proc_cgroup(pids[t], "cpuset", cg, sizeof(cg));
 		if (!cg[0])
-			cgroup_of(pids[t], "", cg, sizeof(cg));
+			tu_proc_cgroup(pids[t], "", cg, sizeof(cg));
 		snprintf(want, sizeof(want), "/tenant-%s", names[t]);
 		ASSERT_NE(NULL, strstr(cg, want)) TH_LOG("cgroup %s", cg);
 		/* v2: in a leaf of its own under its tenant's, whose cpuset it is */

@@ -228,6 +228,12 @@ int tu_write_file(const char *path, const void *data, size_t len);
  * val "" when the file or the field is not there.
  */
 int tu_proc_status_field(pid_t pid, const char *field, char *val, size_t len);
+/*
+ * pid's cgroup path as /proc/PID/cgroup writes it, in the v1 hierarchy
+ * whose controllers include ctl ("cpu" finds "cpu,cpuacct"), or with ctl
+ * "" the v2 one, into dir: 0, or -1 with dir "" when there is none.
+ */
+int tu_proc_cgroup(pid_t pid, const char *ctl, char *dir, size_t len);
 /* Voluntary context switches of every thread of pid (0: this process) so far, or -1. */
 long tu_voluntary_switches(pid_t pid);
 /* The first cgroup v2 mount point in /proc/mounts whose path starts with under (NULL: any): 0 or -ENOENT. */

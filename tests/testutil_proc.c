@@ -2,12 +2,13 @@
 /*
  * Test helpers that read what /proc says of a process (declared in
  * testutil.h): its threads and their states, its CPU time, the steal of
- * the vCPUs, a field of its status file, its threads' voluntary context
- * switches, and its peak RSS reset.
+ * the vCPUs, a field of its status file, its cgroups, its threads'
+ * voluntary context switches, and its peak RSS reset.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,50 @@ int tu_proc_status_field(pid_t pid, const char *field, char *val, size_t len)
 	else
 		snprintf(path, sizeof(path), "/proc/self/status");
 	return status_field_at(path, field, val, len);
+}
+
+/* Whether list (v1's "cpu,cpuacct", v2's "") names ctl ("" for v2). */
+static bool cgroup_controllers_have(const char *list, const char *ctl)
+{
+	size_t n = strlen(ctl);
+
+	if (!n)
+		return !*list;
+	for (const char *p = list;; p++) {
+		if (!strncmp(p, ctl, n) && (p[n] == ',' || !p[n]))
+			return true;
+		p = strchr(p, ',');
+		if (!p)
+			return false;
+	}
+}
+
+int tu_proc_cgroup(pid_t pid, const char *ctl, char *dir, size_t len)
+{
+	char path[64], line[PATH_MAX];
+	int r = -1;
+	FILE *f;
+
+	dir[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	/* hierarchy-ID:controllers:path */
+	while (r && fgets(line, sizeof(line), f)) {
+		char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+
+		if (!b)
+			continue;
+		*b = '\0';
+		if (!cgroup_controllers_have(a + 1, ctl))
+			continue;
+		b[1 + strcspn(b + 1, "\n")] = '\0';
+		snprintf(dir, len, "%s", b + 1);
+		r = 0;
+	}
+	fclose(f);
+	return r;
 }
 
 static bool add_voluntary_switches(pid_t pid, pid_t tid, void *sum)
