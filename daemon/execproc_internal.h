@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * What execproc.c (commands, completions, the end) and execproc_spawn.c
- * (the start) share of one executor process: colocd's own record of it.
- * Nothing outside these two files includes it; the rest of colocd sees
- * execproc.h.
+ * What the execproc*.c files (the start, the commands, what is taken back,
+ * the end) share of one executor process: colocd's own record of it.
+ * Nothing outside them includes it; the rest of colocd sees execproc.h.
  */
 #ifndef COLOC_DAEMON_EXECPROC_INTERNAL_H
 #define COLOC_DAEMON_EXECPROC_INTERNAL_H
@@ -98,5 +97,24 @@ int execproc_map_slots(struct execproc *ep, struct coloc_err *err);
  * none of the last ones).
  */
 int execproc_send_input(struct execproc *ep, int memfd, struct coloc_err *err);
+/* 0 if a command may be sent now (ready, alive, none outstanding), else why (err may be NULL). */
+int execproc_can_submit(const struct execproc *ep, struct coloc_err *err);
+/* A command with nothing to run (NOP, EXIT), rung. */
+void execproc_ring_bare(struct execproc *ep, __u32 op);
+/* Reaps the executor if it has exited; returns true and records why if so. */
+bool execproc_reap(struct execproc *ep);
+/* Control characters (a forged log line, a terminal escape) become '?'. */
+void execproc_printable(char *s);
+/* While it loads (execproc_ready.c): its summary once described, then its ready header. */
+int execproc_take_summary(struct execproc *ep, struct coloc_err *err);
+int execproc_take_ready(struct execproc *ep, struct coloc_err *err);
+/* After ready, the header changes in its state only (to FAILED, before the executor exits). */
+int execproc_check_header(struct execproc *ep, struct coloc_err *err);
+/*
+ * 1 when the outstanding command has completed (res filled), 0 when it has
+ * not yet, or -EPROTO for a completion colocd cannot take (execproc_done.c).
+ */
+int execproc_take_completion(struct execproc *ep, struct execproc_result *res,
+			     struct coloc_err *err);
 
 #endif /* COLOC_DAEMON_EXECPROC_INTERNAL_H */
