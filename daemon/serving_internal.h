@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * The serving core's own state, shared by its files (serving.c: queries
- * queued and the policy rounds; serving_tenant.c: a tenant's executor
+ * The serving core's own state, shared by its files (serving.c: the
+ * policy rounds; serving_queries.c: queries queued and completed;
+ * serving_slots.c: queries in executor slots; serving_decision.c: the
+ * policy's decisions applied; serving_tenant.c: a tenant's executor
  * processes; serving_events.c: executor events and deadlines;
  * serving_admit.c: admission; serving_plan.c: plan ahead; serving_view.c:
  * what status shows; serving_create.c: create and destroy). Nothing
@@ -280,6 +282,30 @@ double sv_core_level(const struct serving *s, int c, uint64_t now);
 int sv_blocks_in_flight(const struct serving *s);
 /* Whether t takes queries: ready or draining, its executors started. */
 bool sv_tenant_serving(const struct sv_tenant *t);
+/* t's executors as the assignment sees them (policy/assign.h). */
+struct sv_exec_views {
+	struct policy_slot_view slot[SERVING_MAX_EXECUTORS][COLOC_SHM_NR_SLOTS];
+	struct policy_exec_view ex[SERVING_MAX_EXECUTORS];
+};
+void sv_view_executors(const struct sv_tenant *t, struct sv_exec_views *v);
+/* Queued queries of a serving tenant take free slots (policy_assign_slot), in arrival order. */
+void sv_fill_slots(struct serving *s, struct sv_tenant *t);
+/* q's memfd read into slot of executor x: 0 or a negative errno. */
+int sv_read_memfd_into_slot(struct sv_tenant *t, const struct sv_query *q, int x, int slot);
+/*
+ * The executor q's next block runs on (policy_assign_executor), q moved
+ * there if need be; -1: none, err set if it is because q could not move.
+ */
+int sv_executor_for(struct sv_tenant *t, struct sv_query *q, struct coloc_err *err);
+/*
+ * Starts d's block (and the plan ahead of it); false when it could not be:
+ * the query failed, or none of its tenant's executors can take it now
+ * (*refused set). in and nr_decisions: the round that decided it.
+ */
+bool sv_apply_decision(struct serving *s, const struct policy_input *in, int nr_decisions,
+		       const struct policy_decision *d, bool *refused);
+/* The policy's drop of a query completed, with why in words. */
+void sv_apply_drop(struct serving *s, const struct policy_drop *d);
 
 /*
  * Plan ahead (serving_plan.c). x's command starts with decision d (x->blk,

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The serving core's queries (serving.h) on their way in and out:
+ * serving_submit* checks the room its owner has for inputs and queues a
+ * query on its tenant (a copy of its input, or its memfd held); a query
+ * completes (done, failed or dropped) off every list, counted, its
+ * callback last.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fd_closer.h"
+#include "input_memfd.h"
+#include "serving_internal.h"
+#include "mono_clock.h"
+
+static void unlink_query(struct serving *s, struct sv_tenant *t, struct sv_query *q)
+{
+	struct sv_query **pp = &t->head, *prev = NULL;
+
+	while (*pp && *pp != q) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (!*pp)
+		return;
+	*pp = q->next;
+	if (t->tail == q)
+		t->tail = prev;
+	if (q->slot >= 0)
+		t->ex[q->exec].slots[q->slot] = NULL;
+	t->nr_queries--;
+	s->nr_live--;
+}
+
+/*
+ * q's output read out of its slot into a buffer of colocd's (execproc_read_output:
+ * never through the mapping); NULL with why in reason if it cannot be.
+ */
+static void *read_output(struct sv_tenant *t, struct sv_query *q, char *reason, size_t len)
+{
+	struct coloc_err err = { 0 };
+	void *out = malloc(t->out_bytes ? t->out_bytes : 1);
+
+	if (!out)
+		coloc_err_set(&err, -ENOMEM, "out of memory reading the output");
+	else if (!execproc_read_output(t->ex[q->exec].ep, (unsigned int)q->slot, out, &err))
+		return out;
+	free(out);
+	snprintf(reason, len, "%s", coloc_err_str(&err));
+	return NULL;
+}
+
+/* Takes q off every list, counts it, calls back, frees it. */
+void sv_complete_query(struct serving *s, struct sv_tenant *t, struct sv_query *q,
+		       enum serving_status status, const char *reason)
+{
+	uint64_t now = coloc_now_ns();
+	struct serving_completion c = { .query_id = q->id,
+					.tenant = t->name,
+					.status = status,
+					.reason = reason ? reason : "",
+					.latency_ns = now - q->arrival_ns,
+					.exec_ns = q->exec_ns,
+					.parts = q->parts };
+	char unread[SERVING_REASON_LEN];
+	void *output = NULL;
+
+	if (status == SERVING_QUERY_OK && !(output = read_output(t, q, unread, sizeof(unread)))) {
+		c.status = SERVING_QUERY_FAILED;
+		c.reason = unread;
+	}
+	c.parts.ns[COLOC_PART_REPLY] = now - q->mark_ns;
+	if (c.status == SERVING_QUERY_OK) {
+		c.output = output;
+		c.output_bytes = t->out_bytes;
+		serving_stats_served(&t->stats, now, c.latency_ns, t->qos_ns, &c.parts);
+	} else if (c.status == SERVING_QUERY_DROPPED) {
+		t->stats.dropped++;
+		snprintf(t->stats.last_drop, sizeof(t->stats.last_drop), "%s", c.reason);
+	} else {
+		t->stats.failed++;
+		snprintf(t->stats.last_failure, sizeof(t->stats.last_failure), "%s", c.reason);
+	}
+	unlink_query(s, t, q);
+	if (q->done)
+		q->done(q->ctx, &c);
+	sv_query_drop_input(s, t, q);
+	free(output);
+	free(q);
+}
+
+void sv_fail_all_queries(struct serving *s, struct sv_tenant *t, const char *why)
+{
+	char reason[SERVING_REASON_LEN], prefix[SERVING_NAME_LEN + 16];
+
+	/* execproc's reasons name the tenant already */
+	snprintf(prefix, sizeof(prefix), "tenant %s: ", t->name);
+	snprintf(reason, sizeof(reason), "%s%s", strncmp(why, prefix, strlen(prefix)) ? prefix : "",
+		 why);
+	while (t->head)
+		sv_complete_query(s, t, t->head, SERVING_QUERY_FAILED, reason);
+}
+
+void sv_query_drop_input(struct serving *s, struct sv_tenant *t, struct sv_query *q)
+{
+	free(q->input);
+	q->input = NULL;
+	t->inputs_held -= q->input_held;
+	q->input_held = 0;
+	if (q->input_fd >= 0) {
+		fd_closer_close(q->input_fd, t->owner);
+		q->input_fd = -1;
+		s->nr_input_fds--;
+	}
+}
+
+static int owner_queued(const struct serving *s, uid_t owner)
+{
+	int tenants, executors, queued;
+
+	sv_owner_usage(s, owner, &tenants, &executors, &queued);
+	return queued;
+}
+
+/* Bytes of queued inputs colocd holds for owner's tenants. */
+static size_t owner_inputs_held(const struct serving *s, uid_t owner)
+{
+	size_t held = 0;
+
+	for (int i = 0; i < SV_MAX_TENANTS; i++)
+		if (s->tenants[i].used && s->tenants[i].owner == owner)
+			held += s->tenants[i].inputs_held;
+	return held;
+}
+
+static int input_room(const struct serving *s, const struct sv_tenant *t, size_t bytes,
+		      struct coloc_err *err)
+{
+	size_t held;
+
+	if (!t->owner || !s->max_input_bytes_per_uid)
+		return 0;
+	held = owner_inputs_held(s, t->owner);
+	if (held + bytes <= s->max_input_bytes_per_uid)
+		return 0;
+	return coloc_err_set(err, -EAGAIN,
+			     "owner uid %u holds %.1f MiB of queued inputs, limit %.1f MiB (colocd "
+			     "--max-input-mib-per-uid raises it; an input sent in a memfd is not "
+			     "counted)",
+			     (unsigned int)t->owner, (double)held / (1 << 20),
+			     (double)s->max_input_bytes_per_uid / (1 << 20));
+}
+
+int serving_input_room(const struct serving *s, const char *tenant, size_t bytes,
+		       struct coloc_err *err)
+{
+	const struct sv_tenant *t = sv_find_tenant(s, tenant);
+
+	return t ? input_room(s, t, bytes, err) : 0;
+}
+
+int serving_submit(struct serving *s, const char *tenant, const void *input, size_t len,
+		   serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err)
+{
+	void *copy = malloc(len ? len : 1);
+	int ret;
+
+	if (!copy)
+		return coloc_err_set(err, -ENOMEM, "out of memory queueing a query of %s", tenant);
+	memcpy(copy, input, len);
+	ret = serving_submit_take(s, tenant, &copy, len, done, ctx, query_id, err);
+	free(copy);
+	return ret;
+}
+
+/*
+ * One query, its input a malloc'd copy (*input) or a checked memfd
+ * (*input_fd, from offset on), taken on 0.
+ */
+static int submit_query(struct serving *s, const char *tenant, void **input, int *input_fd,
+			size_t offset, size_t len, serving_done_fn done, void *ctx,
+			uint64_t *query_id, struct coloc_err *err)
+{
+	struct sv_tenant *t = sv_find_tenant(s, tenant);
+	uint64_t now = coloc_now_ns();
+	struct sv_query *q;
+	int ret = 0;
+
+	if (!t)
+		return coloc_err_set(err, -ENOENT, "no tenant %s", tenant);
+	serving_stats_offered(&t->stats, now);
+	if (!t->described)
+		ret = coloc_err_set(err, -EAGAIN,
+				    "tenant %s is being admitted: its executor has not described "
+				    "its model and got ready yet",
+				    tenant);
+	else if (len != t->in_bytes)
+		ret = coloc_err_set(err, -EINVAL,
+				    "tenant %s: the input is %zu bytes, model %s takes %zu", tenant,
+				    len, t->model_name, t->in_bytes);
+	else if (t->state == SERVING_TENANT_FAILED || t->state == SERVING_TENANT_DRAINING)
+		ret = coloc_err_set(err, -EAGAIN, "tenant %s is %s%s%s", tenant,
+				    serving_state_name(t->state),
+				    t->state == SERVING_TENANT_FAILED ? ": " : "", t->reason);
+	else if (t->nr_queries >= s->max_queue)
+		ret = coloc_err_set(err, -EAGAIN,
+				    "tenant %s has %d queries queued or running, the most it may",
+				    tenant, s->max_queue);
+	else if (s->nr_live >= s->max_queue_total)
+		ret = coloc_err_set(err, -EAGAIN,
+				    "%d queries are queued or running over all tenants, the most "
+				    "colocd takes",
+				    s->max_queue_total);
+	else if (t->owner && s->max_queued_per_uid &&
+		 owner_queued(s, t->owner) >= s->max_queued_per_uid)
+		ret = coloc_err_set(err, -EAGAIN,
+				    "uid %u's tenants have %d queries queued or running, its quota "
+				    "(colocd --max-queued-per-uid raises it)",
+				    (unsigned int)t->owner, s->max_queued_per_uid);
+	else if (input)
+		ret = input_room(s, t, len, err);
+	if (ret) {
+		if (ret == -EAGAIN) {
+			t->stats.rejected++;
+			snprintf(t->stats.last_reject, sizeof(t->stats.last_reject), "%s",
+				 coloc_err_str(err));
+		}
+		return ret;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return coloc_err_set(err, -ENOMEM, "out of memory queueing a query of %s", tenant);
+	q->input_fd = -1;
+	if (input) {
+		q->input = *input;
+		*input = NULL;
+		q->input_held = len;
+		t->inputs_held += len;
+	} else {
+		q->input_fd = *input_fd;
+		q->input_offset = offset;
+		q->input_frozen = input_memfd_frozen(q->input_fd, offset, len);
+		*input_fd = -1;
+		s->nr_input_fds++;
+	}
+	q->id = ++s->next_query_id;
+	q->arrival_ns = q->mark_ns = now;
+	q->deadline_ns = now + t->qos_ns;
+	q->exec = -1;
+	q->slot = -1;
+	q->done = done;
+	q->ctx = ctx;
+	if (t->tail)
+		t->tail->next = q;
+	else
+		t->head = q;
+	t->tail = q;
+	t->nr_queries++;
+	s->nr_live++;
+	if (query_id)
+		*query_id = q->id;
+	sv_schedule(s);
+	return 0;
+}
+
+int serving_submit_take(struct serving *s, const char *tenant, void **input, size_t len,
+			serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err)
+{
+	return submit_query(s, tenant, input, NULL, 0, len, done, ctx, query_id, err);
+}
+
+int serving_submit_fd(struct serving *s, const char *tenant, int *input_fd, size_t offset,
+		      size_t len, serving_done_fn done, void *ctx, uint64_t *query_id,
+		      struct coloc_err *err)
+{
+	struct sv_tenant *t = sv_find_tenant(s, tenant);
+	void *copy = NULL;
+	int ret;
+
+	/* held, or refused at once: nothing read for a query that is not taken */
+	if (s->nr_input_fds < SV_MAX_INPUT_FDS || !t || !t->described || len != t->in_bytes ||
+	    t->nr_queries >= s->max_queue || s->nr_live >= s->max_queue_total)
+		return submit_query(s, tenant, NULL, input_fd, offset, len, done, ctx, query_id,
+				    err);
+	/* too many held: this one's bytes are read now, its descriptor left to the caller */
+	copy = malloc(len ? len : 1);
+	if (!copy)
+		return coloc_err_set(err, -ENOMEM, "out of memory queueing a query of %s", tenant);
+	ret = input_memfd_read(*input_fd, offset, copy, len);
+	if (!ret)
+		ret = submit_query(s, tenant, &copy, NULL, 0, len, done, ctx, query_id, err);
+	else
+		coloc_err_set(err, ret, "reading the input's memfd: %s", strerror(-ret));
+	free(copy);
+	return ret;
+}
