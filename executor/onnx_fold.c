@@ -5,9 +5,11 @@
  * and its outputs become constants; Shape needs only its input's shape,
  * which is always known. So shape subgraphs (Shape -> Gather -> Concat ->
  * Reshape) and weight preprocessing (Transpose, Cast, Unsqueeze of
- * initializers) disappear before lowering. The shape rules the lowering
- * shares (Reshape, Squeeze, Unsqueeze, Flatten, Slice) are in
- * onnx_shape_rules.c.
+ * initializers) disappear before lowering. Here: the dispatch by op, the
+ * fold budget, and the folds that make a constant or reshape one; those
+ * that move elements are in onnx_fold_layout.c, the elementwise ones in
+ * onnx_fold_elementwise.c. The shape rules the lowering shares (Reshape,
+ * Squeeze, Unsqueeze, Flatten, Slice) are in onnx_shape_rules.c.
  */
 #include <errno.h>
 #include <math.h>
@@ -16,7 +18,7 @@
 
 #include "onnx_internal.h"
 
-static int shape_check(struct onnx_ctx *c, struct model_shape *s)
+int onnx_fold_shape_check(struct onnx_ctx *c, struct model_shape *s)
 {
 	int64_t n = 1;
 
@@ -34,13 +36,13 @@ static int shape_check(struct onnx_ctx *c, struct model_shape *s)
 
 /* ---- folds --------------------------------------------------------------- */
 
-/* What alloc_elems() recorded: too many elements, or out of memory. */
-static int alloc_failed(const struct onnx_ctx *c)
+/* What onnx_fold_alloc() recorded: too many elements, or out of memory. */
+int onnx_fold_alloc_failed(const struct onnx_ctx *c)
 {
 	return c->err && c->err->code ? c->err->code : -ENOMEM;
 }
 
-static double *alloc_elems(struct onnx_ctx *c, int64_t n)
+double *onnx_fold_alloc(struct onnx_ctx *c, int64_t n)
 {
 	int64_t budget = c->decoded_elems > ONNX_MIN_FOLD_BUDGET / 2 ? 2 * c->decoded_elems :
 								       ONNX_MIN_FOLD_BUDGET;
@@ -69,10 +71,10 @@ static int out_copy(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct o
 		    const struct model_shape *s)
 {
 	int64_t e = onnx_elems(s);
-	double *d = alloc_elems(c, e);
+	double *d = onnx_fold_alloc(c, e);
 
 	if (!d)
-		return alloc_failed(c);
+		return onnx_fold_alloc_failed(c);
 	memcpy(d, v->data, (size_t)e * sizeof(double));
 	return onnx_output_const(c, n, 0, s, d, v->is_int);
 }
@@ -90,9 +92,9 @@ static int fold_constant(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		return ret ? ret : onnx_output_const(c, n, 0, &s, d, is_int);
 	}
 	if ((a = onnx_attr(n, "value_float")) || (a = onnx_attr(n, "value_int"))) {
-		d = alloc_elems(c, 1);
+		d = onnx_fold_alloc(c, 1);
 		if (!d)
-			return alloc_failed(c);
+			return onnx_fold_alloc_failed(c);
 		is_int = a->has_i;
 		d[0] = is_int ? (double)a->i : a->f;
 		return onnx_output_const(c, n, 0, &s, d, is_int);
@@ -101,9 +103,9 @@ static int fold_constant(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		is_int = a->n_ints > 0;
 		s.ndims = 1;
 		s.dims[0] = (int64_t)(is_int ? a->n_ints : a->n_floats);
-		d = alloc_elems(c, s.dims[0]);
+		d = onnx_fold_alloc(c, s.dims[0]);
 		if (!d)
-			return alloc_failed(c);
+			return onnx_fold_alloc_failed(c);
 		for (int64_t i = 0; i < s.dims[0]; i++)
 			d[i] = is_int ? (double)a->ints[i] : a->floats[i];
 		return onnx_output_const(c, n, 0, &s, d, is_int);
@@ -127,9 +129,9 @@ static int fold_shape(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	start = start < 0 ? (start + r < 0 ? 0 : start + r) : (start > r ? r : start);
 	end = end < 0 ? (end + r < 0 ? 0 : end + r) : (end > r ? r : end);
 	s.dims[0] = end > start ? end - start : 0;
-	d = alloc_elems(c, s.dims[0]);
+	d = onnx_fold_alloc(c, s.dims[0]);
 	if (!d)
-		return alloc_failed(c);
+		return onnx_fold_alloc_failed(c);
 	for (int64_t i = 0; i < s.dims[0]; i++)
 		d[i] = (double)in->shape.dims[start + i];
 	return onnx_output_const(c, n, 0, &s, d, true);
@@ -161,9 +163,9 @@ static int fold_cast(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		is_int = true;
 	else
 		return onnx_refuse(c, -EOPNOTSUPP, "Cast to data type %lld", (long long)to);
-	d = alloc_elems(c, e);
+	d = onnx_fold_alloc(c, e);
 	if (!d)
-		return alloc_failed(c);
+		return onnx_fold_alloc_failed(c);
 	for (int64_t i = 0; i < e; i++) {
 		double x = in->data[i];
 
@@ -201,461 +203,6 @@ static int fold_reshape_like(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	return ret ? ret : out_copy(c, n, in, &s);
 }
 
-/* Row-major strides of s. */
-static void strides_of(const struct model_shape *s, int64_t *st)
-{
-	int64_t acc = 1;
-
-	for (int i = s->ndims - 1; i >= 0; i--) {
-		st[i] = acc;
-		acc *= s->dims[i];
-	}
-}
-
-/* Walks every index of out; src offset = sum(idx[i] * sst[i]) + base. */
-static void gather_strided(const double *src, int64_t base, const int64_t *sst,
-			   const struct model_shape *out, double *dst)
-{
-	int64_t idx[ONNX_MAX_RANK] = { 0 }, e = onnx_elems(out);
-
-	for (int64_t k = 0; k < e; k++) {
-		int64_t off = base;
-
-		for (int i = 0; i < out->ndims; i++)
-			off += idx[i] * sst[i];
-		dst[k] = src[off];
-		for (int i = out->ndims - 1; i >= 0; i--) {
-			if (++idx[i] < out->dims[i])
-				break;
-			idx[i] = 0;
-		}
-	}
-}
-
-static int fold_slice(struct onnx_ctx *c, const Onnx__NodeProto *n)
-{
-	struct onnx_value *in = onnx_input(c, n, 0);
-	int64_t start[ONNX_MAX_RANK], step[ONNX_MAX_RANK], st[ONNX_MAX_RANK], sst[ONNX_MAX_RANK];
-	int64_t base = 0;
-	struct model_shape s;
-	double *d;
-	int ret = onnx_slice_params(c, n, &in->shape, start, step, &s);
-
-	if (ret)
-		return ret;
-	strides_of(&in->shape, st);
-	for (int i = 0; i < s.ndims; i++) {
-		base += start[i] * st[i];
-		sst[i] = step[i] * st[i];
-	}
-	d = alloc_elems(c, onnx_elems(&s));
-	if (!d)
-		return alloc_failed(c);
-	if (onnx_elems(&s))
-		gather_strided(in->data, base, sst, &s, d);
-	return onnx_output_const(c, n, 0, &s, d, in->is_int);
-}
-
-static int fold_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n)
-{
-	struct onnx_value *in = onnx_input(c, n, 0);
-	int64_t perm[ONNX_MAX_RANK], st[ONNX_MAX_RANK], sst[ONNX_MAX_RANK];
-	struct model_shape s = { .ndims = in->shape.ndims };
-	bool seen[ONNX_MAX_RANK] = { false };
-	double *d;
-	int nr, ret = onnx_attr_ints(c, n, "perm", perm, ONNX_MAX_RANK, &nr);
-
-	if (ret)
-		return ret;
-	if (nr < 0)
-		for (nr = 0; nr < s.ndims; nr++)
-			perm[nr] = s.ndims - 1 - nr;
-	if (nr != s.ndims)
-		return onnx_refuse(c, -EINVAL, "perm has %d entries for rank %d", nr, s.ndims);
-	strides_of(&in->shape, st);
-	for (int i = 0; i < nr; i++) {
-		if (perm[i] < 0 || perm[i] >= nr || seen[perm[i]])
-			return onnx_refuse(c, -EINVAL, "perm is not a permutation");
-		seen[perm[i]] = true;
-		s.dims[i] = in->shape.dims[perm[i]];
-		sst[i] = st[perm[i]];
-	}
-	d = alloc_elems(c, onnx_elems(&s));
-	if (!d)
-		return alloc_failed(c);
-	if (onnx_elems(&s))
-		gather_strided(in->data, 0, sst, &s, d);
-	return onnx_output_const(c, n, 0, &s, d, in->is_int);
-}
-
-static int fold_concat(struct onnx_ctx *c, const Onnx__NodeProto *n)
-{
-	struct onnx_value *first = onnx_input(c, n, 0);
-	int64_t axis, outer = 1, o = 0;
-	struct model_shape s;
-	double *d;
-	int a = 0, ret;
-
-	if (!first)
-		return onnx_refuse(c, -EINVAL, "Concat without inputs");
-	s = first->shape;
-	ret = onnx_attr_int(c, n, "axis", 0, &axis);
-	if (!ret)
-		ret = onnx_axis(c, axis, s.ndims, &a);
-	if (ret)
-		return ret;
-	s.dims[a] = 0;
-	for (size_t k = 0; k < n->n_input; k++) {
-		struct onnx_value *v = onnx_input(c, n, k);
-
-		if (!v || v->shape.ndims != s.ndims)
-			return onnx_refuse(c, -EINVAL, "inputs differ in rank");
-		for (int i = 0; i < s.ndims; i++)
-			if (i != a && v->shape.dims[i] != s.dims[i])
-				return onnx_refuse(c, -EINVAL, "inputs differ in dim %d", i);
-		s.dims[a] += v->shape.dims[a];
-	}
-	ret = shape_check(c, &s);
-	if (ret)
-		return ret;
-	for (int i = 0; i < a; i++)
-		outer *= s.dims[i];
-	d = alloc_elems(c, onnx_elems(&s));
-	if (!d)
-		return alloc_failed(c);
-	for (int64_t r = 0; r < outer; r++)
-		for (size_t k = 0; k < n->n_input; k++) {
-			struct onnx_value *v = onnx_input(c, n, k);
-			int64_t chunk = outer ? onnx_elems(&v->shape) / outer : 0;
-
-			memcpy(d + o, v->data + r * chunk, (size_t)chunk * sizeof(double));
-			o += chunk;
-		}
-	return onnx_output_const(c, n, 0, &s, d, first->is_int);
-}
-
-static int fold_gather(struct onnx_ctx *c, const Onnx__NodeProto *n)
-{
-	struct onnx_value *in = onnx_input(c, n, 0), *ix = onnx_input(c, n, 1);
-	int64_t axis, outer = 1, inner = 1, ni, d_ax, e;
-	struct model_shape s = { 0 };
-	double *d;
-	int a = 0, ret;
-
-	if (!ix)
-		return onnx_refuse(c, -EINVAL, "Gather without indices");
-	ret = onnx_attr_int(c, n, "axis", 0, &axis);
-	if (!ret)
-		ret = onnx_axis(c, axis, in->shape.ndims, &a);
-	if (ret)
-		return ret;
-	if (in->shape.ndims - 1 + ix->shape.ndims > ONNX_MAX_RANK)
-		return onnx_refuse(c, -EOPNOTSUPP, "the result would have rank over %d",
-				   ONNX_MAX_RANK);
-	for (int i = 0; i < a; i++) {
-		s.dims[s.ndims++] = in->shape.dims[i];
-		outer *= in->shape.dims[i];
-	}
-	for (int i = 0; i < ix->shape.ndims; i++)
-		s.dims[s.ndims++] = ix->shape.dims[i];
-	for (int i = a + 1; i < in->shape.ndims; i++) {
-		s.dims[s.ndims++] = in->shape.dims[i];
-		inner *= in->shape.dims[i];
-	}
-	ret = shape_check(c, &s);
-	if (ret)
-		return ret;
-	ni = onnx_elems(&ix->shape);
-	d_ax = in->shape.dims[a];
-	e = onnx_elems(&s);
-	d = alloc_elems(c, e);
-	if (!d)
-		return alloc_failed(c);
-	for (int64_t o = 0; o < outer; o++)
-		for (int64_t j = 0; j < ni; j++) {
-			int64_t k = onnx_i64(ix->data[j]);
-
-			if (k < 0)
-				k += d_ax;
-			if (k < 0 || k >= d_ax) {
-				free(d);
-				return onnx_refuse(c, -EINVAL,
-						   "indices element %lld is out of range for axis "
-						   "%d of the data",
-						   (long long)j, a);
-			}
-			memcpy(d + (o * ni + j) * inner, in->data + (o * d_ax + k) * inner,
-			       (size_t)inner * sizeof(double));
-		}
-	return onnx_output_const(c, n, 0, &s, d, in->is_int);
-}
-
-/* numpy broadcasting of two shapes. */
-static int broadcast(struct onnx_ctx *c, const struct model_shape *a, const struct model_shape *b,
-		     struct model_shape *out)
-{
-	out->ndims = a->ndims > b->ndims ? a->ndims : b->ndims;
-	for (int i = 0; i < out->ndims; i++) {
-		int ia = i - (out->ndims - a->ndims), ib = i - (out->ndims - b->ndims);
-		int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
-
-		if (da != db && da != 1 && db != 1)
-			return onnx_refuse(c, -EINVAL,
-					   "shapes do not broadcast (dim %d: %lld vs %lld)", i,
-					   (long long)da, (long long)db);
-		out->dims[i] = da == 1 ? db : da;
-	}
-	return shape_check(c, out);
-}
-
-/* Broadcast strides of a (right-aligned to out, 0 along size-1 dims). */
-static void bstrides(const struct model_shape *a, const struct model_shape *out, int64_t *bst)
-{
-	int64_t st[ONNX_MAX_RANK];
-
-	strides_of(a, st);
-	for (int i = 0; i < out->ndims; i++) {
-		int ia = i - (out->ndims - a->ndims);
-
-		bst[i] = ia >= 0 && a->dims[ia] != 1 ? st[ia] : 0;
-	}
-}
-
-static double op_add(double x, double y)
-{
-	return x + y;
-}
-
-static double op_sub(double x, double y)
-{
-	return x - y;
-}
-
-static double op_mul(double x, double y)
-{
-	return x * y;
-}
-
-static double op_div(double x, double y)
-{
-	return x / y;
-}
-
-/* ONNX's integer Div truncates; a zero divisor (undefined there) gives 0, not a trap. */
-static double op_div_int(double x, double y)
-{
-	return y ? trunc(x / y) : 0;
-}
-
-static double op_pow(double x, double y)
-{
-	return pow(x, y);
-}
-
-static double op_equal(double x, double y)
-{
-	return x == y;
-}
-
-static double op_greater(double x, double y)
-{
-	return x > y;
-}
-
-static double op_greater_equal(double x, double y)
-{
-	return x >= y;
-}
-
-static double op_less(double x, double y)
-{
-	return x < y;
-}
-
-static double op_less_equal(double x, double y)
-{
-	return x <= y;
-}
-
-static double op_and(double x, double y)
-{
-	return x != 0 && y != 0;
-}
-
-static double op_or(double x, double y)
-{
-	return x != 0 || y != 0;
-}
-
-static double op_xor(double x, double y)
-{
-	return (x != 0) != (y != 0);
-}
-
-/* Elementwise ops of two constants; a comparison or logic op gives bools (0 or 1). */
-static const struct fold_binop {
-	const char *type;
-	double (*fn)(double x, double y);
-	double (*int_fn)(double x, double y); /* of two integer tensors, if not fn */
-	bool to_bool;
-} fold_binops[] = {
-	{ "Add", op_add, NULL, false },	       { "Sub", op_sub, NULL, false },
-	{ "Mul", op_mul, NULL, false },	       { "Div", op_div, op_div_int, false },
-	{ "Pow", op_pow, NULL, false },	       { "Equal", op_equal, NULL, true },
-	{ "Greater", op_greater, NULL, true }, { "GreaterOrEqual", op_greater_equal, NULL, true },
-	{ "Less", op_less, NULL, true },       { "LessOrEqual", op_less_equal, NULL, true },
-	{ "And", op_and, NULL, true },	       { "Or", op_or, NULL, true },
-	{ "Xor", op_xor, NULL, true },
-};
-
-/* The next index of a row-major walk over s (the last dim fastest). */
-static void next_index(const struct model_shape *s, int64_t *idx)
-{
-	for (int i = s->ndims - 1; i >= 0; i--) {
-		if (++idx[i] < s->dims[i])
-			break;
-		idx[i] = 0;
-	}
-}
-
-static int64_t offset_of(const struct model_shape *s, const int64_t *idx, const int64_t *bst)
-{
-	int64_t o = 0;
-
-	for (int i = 0; i < s->ndims; i++)
-		o += idx[i] * bst[i];
-	return o;
-}
-
-static int fold_binary(struct onnx_ctx *c, const Onnx__NodeProto *n)
-{
-	struct onnx_value *a = onnx_input(c, n, 0), *b = onnx_input(c, n, 1);
-	int64_t sa[ONNX_MAX_RANK], sb[ONNX_MAX_RANK], idx[ONNX_MAX_RANK] = { 0 }, e;
-	const struct fold_binop *op = NULL;
-	double (*fn)(double x, double y);
-	bool is_int;
-	struct model_shape s;
-	double *d;
-	int ret;
-
-	for (size_t i = 0; i < sizeof(fold_binops) / sizeof(fold_binops[0]); i++)
-		if (!strcmp(fold_binops[i].type, n->op_type))
-			op = &fold_binops[i];
-	if (!b)
-		return onnx_refuse(c, -EINVAL, "a binary op with one input");
-	is_int = a->is_int && b->is_int;
-	fn = is_int && op->int_fn ? op->int_fn : op->fn;
-	ret = broadcast(c, &a->shape, &b->shape, &s);
-	if (ret)
-		return ret;
-	bstrides(&a->shape, &s, sa);
-	bstrides(&b->shape, &s, sb);
-	e = onnx_elems(&s);
-	d = alloc_elems(c, e);
-	if (!d)
-		return alloc_failed(c);
-	for (int64_t k = 0; k < e; k++) {
-		d[k] = fn(a->data[offset_of(&s, idx, sa)], b->data[offset_of(&s, idx, sb)]);
-		if (!is_int && !op->to_bool)
-			d[k] = (float)d[k];
-		next_index(&s, idx);
-	}
-	return onnx_output_const(c, n, 0, &s, d, is_int || op->to_bool);
-}
-
-/* Where(cond, x, y): x where cond is nonzero, else y, all three broadcast. */
-static int fold_where(struct onnx_ctx *c, const Onnx__NodeProto *n)
-{
-	struct onnx_value *v[3];
-	int64_t st[3][ONNX_MAX_RANK], idx[ONNX_MAX_RANK] = { 0 }, e;
-	struct model_shape s, xy;
-	double *d;
-	int ret;
-
-	for (int i = 0; i < 3; i++) {
-		v[i] = onnx_input(c, n, (size_t)i);
-		if (!v[i])
-			return onnx_refuse(c, -EINVAL, "Where needs three inputs");
-	}
-	ret = broadcast(c, &v[1]->shape, &v[2]->shape, &xy);
-	if (!ret)
-		ret = broadcast(c, &v[0]->shape, &xy, &s);
-	if (ret)
-		return ret;
-	for (int i = 0; i < 3; i++)
-		bstrides(&v[i]->shape, &s, st[i]);
-	e = onnx_elems(&s);
-	d = alloc_elems(c, e);
-	if (!d)
-		return alloc_failed(c);
-	for (int64_t k = 0; k < e; k++) {
-		int w = v[0]->data[offset_of(&s, idx, st[0])] != 0 ? 1 : 2;
-
-		d[k] = v[w]->data[offset_of(&s, idx, st[w])];
-		next_index(&s, idx);
-	}
-	return onnx_output_const(c, n, 0, &s, d, v[1]->is_int && v[2]->is_int);
-}
-
-int onnx_where_split(struct onnx_ctx *c, const struct onnx_value *cond, const struct onnx_value *k,
-		     bool k_when_true, struct model_shape *s, double **m, double **z)
-{
-	int64_t sc[ONNX_MAX_RANK], sk[ONNX_MAX_RANK], idx[ONNX_MAX_RANK] = { 0 }, e;
-	int ret = broadcast(c, &cond->shape, &k->shape, s);
-
-	if (ret)
-		return ret;
-	bstrides(&cond->shape, s, sc);
-	bstrides(&k->shape, s, sk);
-	e = onnx_elems(s);
-	*m = alloc_elems(c, e);
-	*z = *m ? alloc_elems(c, e) : NULL;
-	if (!*z) {
-		free(*m);
-		return alloc_failed(c);
-	}
-	for (int64_t i = 0; i < e; i++) {
-		bool takes_k = (cond->data[offset_of(s, idx, sc)] != 0) == k_when_true;
-
-		(*m)[i] = takes_k ? 0 : 1;
-		(*z)[i] = takes_k ? k->data[offset_of(s, idx, sk)] : 0;
-		next_index(s, idx);
-	}
-	return 0;
-}
-
-/* Expand(x, shape): x broadcast with shape both ways (numpy), as ONNX says. */
-static int fold_expand(struct onnx_ctx *c, const Onnx__NodeProto *n)
-{
-	struct onnx_value *x = onnx_input(c, n, 0), *sh = onnx_input(c, n, 1);
-	int64_t st[ONNX_MAX_RANK], idx[ONNX_MAX_RANK] = { 0 }, e;
-	struct model_shape want = { 0 }, s;
-	double *d;
-	int ret;
-
-	if (!sh || sh->shape.ndims != 1 || sh->shape.dims[0] > ONNX_MAX_RANK)
-		return onnx_refuse(c, -EOPNOTSUPP, "the shape input is not 1-D of rank <= %d",
-				   ONNX_MAX_RANK);
-	want.ndims = (int)sh->shape.dims[0];
-	for (int i = 0; i < want.ndims; i++)
-		want.dims[i] = onnx_i64(sh->data[i]);
-	ret = shape_check(c, &want);
-	if (!ret)
-		ret = broadcast(c, &x->shape, &want, &s);
-	if (ret)
-		return ret;
-	bstrides(&x->shape, &s, st);
-	e = onnx_elems(&s);
-	d = alloc_elems(c, e);
-	if (!d)
-		return alloc_failed(c);
-	for (int64_t k = 0; k < e; k++) {
-		d[k] = x->data[offset_of(&s, idx, st)];
-		next_index(&s, idx);
-	}
-	return onnx_output_const(c, n, 0, &s, d, x->is_int);
-}
-
 /* Range(start, limit, delta): max(ceil((limit - start) / delta), 0) values. */
 static int fold_range(struct onnx_ctx *c, const Onnx__NodeProto *n)
 {
@@ -675,62 +222,18 @@ static int fold_range(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		return onnx_refuse(c, -EINVAL, "Range with delta 0");
 	cnt = ceil((v[1]->data[0] - v[0]->data[0]) / v[2]->data[0]);
 	s.dims[0] = cnt > 0 ? (cnt > 4e18 ? (int64_t)4e18 : (int64_t)cnt) : 0;
-	ret = shape_check(c, &s);
+	ret = onnx_fold_shape_check(c, &s);
 	if (ret)
 		return ret;
-	d = alloc_elems(c, s.dims[0]);
+	d = onnx_fold_alloc(c, s.dims[0]);
 	if (!d)
-		return alloc_failed(c);
+		return onnx_fold_alloc_failed(c);
 	for (int64_t i = 0; i < s.dims[0]; i++) {
 		d[i] = v[0]->data[0] + (double)i * v[2]->data[0];
 		if (!is_int)
 			d[i] = (float)d[i];
 	}
 	return onnx_output_const(c, n, 0, &s, d, is_int);
-}
-
-static double op_sqrt(double x)
-{
-	return (float)sqrt(x);
-}
-
-static double op_neg(double x)
-{
-	return -x;
-}
-
-static double op_not(double x)
-{
-	return x == 0;
-}
-
-/* Elementwise ops of one constant; keeps_int: an integer input gives integers. */
-static const struct fold_unop {
-	const char *type;
-	double (*fn)(double x);
-	bool keeps_int;
-} fold_unops[] = {
-	{ "Sqrt", op_sqrt, false },
-	{ "Neg", op_neg, true },
-	{ "Not", op_not, true },
-};
-
-static int fold_unary(struct onnx_ctx *c, const Onnx__NodeProto *n)
-{
-	struct onnx_value *in = onnx_input(c, n, 0);
-	int64_t e = onnx_elems(&in->shape);
-	const struct fold_unop *op = NULL;
-	double *d;
-
-	for (size_t i = 0; i < sizeof(fold_unops) / sizeof(fold_unops[0]); i++)
-		if (!strcmp(fold_unops[i].type, n->op_type))
-			op = &fold_unops[i];
-	d = alloc_elems(c, e);
-	if (!d)
-		return alloc_failed(c);
-	for (int64_t i = 0; i < e; i++)
-		d[i] = op->fn(in->data[i]);
-	return onnx_output_const(c, n, 0, &in->shape, d, op->keeps_int && in->is_int);
 }
 
 static int fold_constant_of_shape(struct onnx_ctx *c, const Onnx__NodeProto *n)
@@ -748,7 +251,7 @@ static int fold_constant_of_shape(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	s.ndims = (int)in->shape.dims[0];
 	for (int i = 0; i < s.ndims; i++)
 		s.dims[i] = onnx_i64(in->data[i]);
-	ret = shape_check(c, &s);
+	ret = onnx_fold_shape_check(c, &s);
 	if (ret)
 		return ret;
 	if (a && a->t) {
@@ -762,9 +265,9 @@ static int fold_constant_of_shape(struct onnx_ctx *c, const Onnx__NodeProto *n)
 		fill = v[0];
 		free(v);
 	}
-	d = alloc_elems(c, onnx_elems(&s));
+	d = onnx_fold_alloc(c, onnx_elems(&s));
 	if (!d)
-		return alloc_failed(c);
+		return onnx_fold_alloc_failed(c);
 	for (int64_t i = 0; i < onnx_elems(&s); i++)
 		d[i] = fill;
 	return onnx_output_const(c, n, 0, &s, d, is_int);
@@ -785,29 +288,29 @@ static const struct fold_op fold_ops[] = {
 	{ "Squeeze", fold_reshape_like, false },
 	{ "Unsqueeze", fold_reshape_like, false },
 	{ "Flatten", fold_reshape_like, false },
-	{ "Slice", fold_slice, false },
-	{ "Transpose", fold_transpose, false },
-	{ "Concat", fold_concat, false },
-	{ "Gather", fold_gather, false },
-	{ "Add", fold_binary, false },
-	{ "Sub", fold_binary, false },
-	{ "Mul", fold_binary, false },
-	{ "Div", fold_binary, false },
-	{ "Pow", fold_binary, false },
-	{ "Equal", fold_binary, false },
-	{ "Greater", fold_binary, false },
-	{ "GreaterOrEqual", fold_binary, false },
-	{ "Less", fold_binary, false },
-	{ "LessOrEqual", fold_binary, false },
-	{ "And", fold_binary, false },
-	{ "Or", fold_binary, false },
-	{ "Xor", fold_binary, false },
-	{ "Where", fold_where, false },
-	{ "Expand", fold_expand, false },
+	{ "Slice", onnx_fold_slice, false },
+	{ "Transpose", onnx_fold_transpose, false },
+	{ "Concat", onnx_fold_concat, false },
+	{ "Gather", onnx_fold_gather, false },
+	{ "Add", onnx_fold_binary, false },
+	{ "Sub", onnx_fold_binary, false },
+	{ "Mul", onnx_fold_binary, false },
+	{ "Div", onnx_fold_binary, false },
+	{ "Pow", onnx_fold_binary, false },
+	{ "Equal", onnx_fold_binary, false },
+	{ "Greater", onnx_fold_binary, false },
+	{ "GreaterOrEqual", onnx_fold_binary, false },
+	{ "Less", onnx_fold_binary, false },
+	{ "LessOrEqual", onnx_fold_binary, false },
+	{ "And", onnx_fold_binary, false },
+	{ "Or", onnx_fold_binary, false },
+	{ "Xor", onnx_fold_binary, false },
+	{ "Where", onnx_fold_where, false },
+	{ "Expand", onnx_fold_expand, false },
 	{ "Range", fold_range, false },
-	{ "Sqrt", fold_unary, false },
-	{ "Neg", fold_unary, false },
-	{ "Not", fold_unary, false },
+	{ "Sqrt", onnx_fold_unary, false },
+	{ "Neg", onnx_fold_unary, false },
+	{ "Not", onnx_fold_unary, false },
 	{ "ConstantOfShape", fold_constant_of_shape, false },
 };
 

@@ -12,6 +12,8 @@
  *   onnx_tensor.c  a TensorProto (initializer, Constant) into doubles
  *   onnx_external.c  a tensor's bytes from an external data file
  *   onnx_fold.c    constant folding and Shape (shape subgraphs vanish)
+ *   onnx_fold_layout.c  folds that move elements (Slice, Transpose, Concat, Gather)
+ *   onnx_fold_elementwise.c  elementwise folds (arithmetic, Where, Expand)
  *   onnx_lower.c   one function per op into coloc layers, with the fusions
  *   onnx_pattern.c multi-node patterns (GELU) fused into one coloc activation
  *   onnx_emit.c    coloc model text and weights file out
@@ -211,7 +213,7 @@ int onnx_slice_params(struct onnx_ctx *c, const Onnx__NodeProto *n, const struct
 /* Normalises axis (negative counts from the end) for rank; refuses out of range. */
 int onnx_axis(struct onnx_ctx *c, int64_t axis, int rank, int *out);
 
-/* onnx_fold.c */
+/* onnx_fold.c, onnx_fold_layout.c, onnx_fold_elementwise.c */
 /*
  * Where(cond, ., .) with constants cond and k (k taken where cond is
  * k_when_true) split over their broadcast shape s: m is 0 where k is taken
@@ -222,6 +224,25 @@ int onnx_where_split(struct onnx_ctx *c, const struct onnx_value *cond, const st
 		     bool k_when_true, struct model_shape *s, double **m, double **z);
 /* 1 if the node was folded into constants, 0 if not foldable, or -errno. */
 int onnx_fold(struct onnx_ctx *c, const Onnx__NodeProto *n);
+/* A folded result's shape refused if a dim or its element count is out of bounds. */
+int onnx_fold_shape_check(struct onnx_ctx *c, struct model_shape *s);
+/*
+ * n doubles for a folded constant, within the fold budget; NULL with the
+ * refusal recorded, which onnx_fold_alloc_failed() then returns.
+ */
+double *onnx_fold_alloc(struct onnx_ctx *c, int64_t n);
+int onnx_fold_alloc_failed(const struct onnx_ctx *c);
+/* Row-major strides of s. */
+void onnx_fold_strides(const struct model_shape *s, int64_t *st);
+/* The folds of onnx_fold_layout.c and onnx_fold_elementwise.c, by op; 0 or -errno. */
+int onnx_fold_slice(struct onnx_ctx *c, const Onnx__NodeProto *n);
+int onnx_fold_transpose(struct onnx_ctx *c, const Onnx__NodeProto *n);
+int onnx_fold_concat(struct onnx_ctx *c, const Onnx__NodeProto *n);
+int onnx_fold_gather(struct onnx_ctx *c, const Onnx__NodeProto *n);
+int onnx_fold_binary(struct onnx_ctx *c, const Onnx__NodeProto *n);
+int onnx_fold_where(struct onnx_ctx *c, const Onnx__NodeProto *n);
+int onnx_fold_expand(struct onnx_ctx *c, const Onnx__NodeProto *n);
+int onnx_fold_unary(struct onnx_ctx *c, const Onnx__NodeProto *n);
 
 /* onnx_lower.c: lowers a node whose data input is a layer output; 0 or -errno. */
 int onnx_lower(struct onnx_ctx *c, const Onnx__NodeProto *n);
