@@ -11,7 +11,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "coloc/protocol.h"
 #include "execproc_internal.h"
 #include "mono_clock.h"
+#include "proc_stat.h"
 
 /* Doorbell bytes one poll drains at most: a flood is left for the next call. */
 #define EXECPROC_DRAIN_BYTES 4096
@@ -108,24 +108,13 @@ const char *execproc_cgroup_leaf(const struct execproc *ep)
  */
 static bool exiting(pid_t pid)
 {
-	char path[64], buf[512], *p;
-	unsigned int flags;
-	ssize_t n;
-	int fd;
+	unsigned long long f[PROC_STAT_FLAGS + 1];
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (proc_stat_read(path, NULL, f, PROC_STAT_FLAGS + 1))
 		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %u", &flags) != 1)
-		return true;
-	return flags & 0x4; /* PF_EXITING */
+	return f[PROC_STAT_FLAGS] & 0x4; /* PF_EXITING */
 }
 
 /*
