@@ -444,12 +444,18 @@ int sensor_consume(struct sensor *s)
 	return ring_buffer__consume(s->rb);
 }
 
-/* Gives the tenant its (zero) entry in tenant_totals, where the BPF side charges it. */
+/*
+ * Gives the tenant its (zero) entry in tenant_totals, where the BPF side
+ * charges it; -EINVAL for a tenant number out of range.
+ */
 static int sensor_tenant_open_totals(struct sensor *s, __u32 tenant)
 {
-	struct coloc_tenant_total *zero = calloc(s->nr_possible, sizeof(*zero));
+	struct coloc_tenant_total *zero;
 	int err;
 
+	if (tenant >= COLOC_MAX_TENANTS)
+		return -EINVAL;
+	zero = calloc(s->nr_possible, sizeof(*zero));
 	if (!zero)
 		return -ENOMEM;
 	err = bpf_map__update_elem(s->skel->maps.tenant_totals, &tenant, sizeof(tenant), zero,
@@ -460,11 +466,8 @@ static int sensor_tenant_open_totals(struct sensor *s, __u32 tenant)
 
 int sensor_tenant_add_pid(struct sensor *s, __u32 tenant, __u32 tgid)
 {
-	int err;
+	int err = sensor_tenant_open_totals(s, tenant);
 
-	if (tenant >= COLOC_MAX_TENANTS)
-		return -EINVAL;
-	err = sensor_tenant_open_totals(s, tenant);
 	if (err)
 		return err;
 	return bpf_map__update_elem(s->skel->maps.tenant_by_tgid, &tgid, sizeof(tgid), &tenant,
@@ -488,11 +491,8 @@ static void sensor_count_cgroups(struct sensor *s)
 
 int sensor_tenant_add_cgroup(struct sensor *s, __u32 tenant, __u64 cgroup_id)
 {
-	int err;
+	int err = sensor_tenant_open_totals(s, tenant);
 
-	if (tenant >= COLOC_MAX_TENANTS)
-		return -EINVAL;
-	err = sensor_tenant_open_totals(s, tenant);
 	if (err)
 		return err;
 	err = bpf_map__update_elem(s->skel->maps.tenant_by_cgroup, &cgroup_id, sizeof(cgroup_id),

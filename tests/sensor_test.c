@@ -488,6 +488,13 @@ TEST_F(sensor, core_owner__rejects_cpus_tenants_and_blocks_outside_range)
 	EXPECT_EQ(COLOC_CORE_FREE, o.state);
 }
 
+TEST_F(sensor, tenant_add__rejects_a_tenant_outside_range)
+{
+	EXPECT_EQ(-EINVAL, sensor_tenant_add_pid(self->s, COLOC_MAX_TENANTS, (__u32)getpid()));
+	EXPECT_EQ(-EINVAL, sensor_tenant_add_cgroup(self->s, COLOC_MAX_TENANTS, 1));
+	EXPECT_EQ(0, sensor_tenant_add_pid(self->s, COLOC_MAX_TENANTS - 1, (__u32)getpid()));
+}
+
 /* bpftool reads the map without our header: fields and the state by name. */
 TEST_F(sensor, core_owner__dumped_by_bpftool_with_named_fields)
 {
