@@ -343,50 +343,57 @@ static void open_v1_kill(struct cgroup_root *r, const char *base)
 	}
 }
 
+/*
+ * Hierarchy i's folder colocd-PID into r->dir[i], under BASE (the cpu
+ * hierarchy's under colocd's own cgroup), stale ones of a colocd that is no
+ * more removed beside it; cpuset's take their parent's CPUs and memory nodes.
+ */
+static int open_v1_hier(struct cgroup_root *r, const char *base, int i, const char *ctl,
+			struct coloc_err *e, struct coloc_err *err)
+{
+	char own[PATH_MAX / 2], hier[64], dir[PATH_MAX + 512];
+	int ret;
+
+	snprintf(hier, sizeof(hier), CGROUP_FS "/%s", ctl);
+	ret = fs_is(hier, CGROUP_SUPER_MAGIC) ?
+		      0 :
+		      coloc_err_set(e, -ENODEV, "no cgroup v1 %s hierarchy at %s", ctl, hier);
+	if (!ret && (ret = own_cgroup(ctl, own, sizeof(own))))
+		coloc_err_set(e, ret, "colocd's %s cgroup: %s", ctl, strerror(-ret));
+	if (ret)
+		return ret;
+	/*
+	 * under colocd's own cgroup: limits set above it still hold; the cpu
+	 * hierarchy's colocd-PID right in it, with a weight of its own
+	 * (cgroup_cpu.c), not in a BASE other colocds share
+	 */
+	if (i == 2)
+		snprintf(dir, sizeof(dir), "%s%s", hier, own);
+	else
+		snprintf(dir, sizeof(dir), "%s%s/%.255s", hier, own, base ?: "coloc");
+	ret = i == 2 ? 0 : make_dir(dir, e);
+	if (!ret && i == 0)
+		ret = inherit_cpuset(hier, dir, err);
+	if (!ret)
+		remove_stale(dir);
+	snprintf(r->dir[i], sizeof(r->dir[i]), "%.*s/colocd-%d", PATH_MAX - 32, dir, getpid());
+	if (!ret)
+		ret = make_dir(r->dir[i], e);
+	if (!ret && i == 0)
+		ret = inherit_cpuset(dir, r->dir[i], err);
+	return ret;
+}
+
 static int open_v1(struct cgroup_root *r, const char *base, struct coloc_err *err)
 {
 	static const char *const ctls[CGROUP_MAX_HIER] = { "cpuset", "memory", "cpu" };
 	int ret;
 
 	for (int i = 0; i < CGROUP_MAX_HIER; i++) {
-		char own[PATH_MAX / 2], hier[64], dir[PATH_MAX + 512];
 		/* the cpu hierarchy (the third) is not needed to serve: its absence is noted */
 		struct coloc_err cpu_err = { 0 }, *e = i == 2 ? &cpu_err : err;
 
-		snprintf(hier, sizeof(hier), CGROUP_FS "/%s", ctls[i]);
-		ret = fs_is(hier, CGROUP_SUPER_MAGIC) ? 0 :
-							coloc_err_set(e, -ENODEV,
-								      "no cgroup v1 %s hierarchy at %s",
-								      ctls[i], hier);
-		if (!ret && (ret = own_cgroup(ctls[i], own, sizeof(own))))
-			coloc_err_set(e, ret, "colocd's %s cgroup: %s", ctls[i], strerror(-ret));
-		if (ret && i == 2) {
-			snprintf(r->cpu_missing, sizeof(r->cpu_missing), "%s",
-				 coloc_err_str(&cpu_err));
-			break;
-		}
-		if (ret)
-			return ret;
-		/*
-		 * under colocd's own cgroup: limits set above it still hold; the
-		 * cpu hierarchy's colocd-PID right in it, with a weight of its
-		 * own (cgroup_cpu.c), not in a BASE other colocds share
-		 */
-		if (i == 2)
-			snprintf(dir, sizeof(dir), "%s%s", hier, own);
-		else
-			snprintf(dir, sizeof(dir), "%s%s/%.255s", hier, own, base ?: "coloc");
-		ret = i == 2 ? 0 : make_dir(dir, e);
-		if (!ret && i == 0)
-			ret = inherit_cpuset(hier, dir, err);
-		if (!ret)
-			remove_stale(dir);
-		snprintf(r->dir[i], sizeof(r->dir[i]), "%.*s/colocd-%d", PATH_MAX - 32, dir,
-			 getpid());
-		if (!ret)
-			ret = make_dir(r->dir[i], e);
-		if (!ret && i == 0)
-			ret = inherit_cpuset(dir, r->dir[i], err);
+		ret = open_v1_hier(r, base, i, ctls[i], e, err);
 		if (ret && i == 2) {
 			snprintf(r->cpu_missing, sizeof(r->cpu_missing), "%s",
 				 coloc_err_str(&cpu_err));
