@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * What the checking of a model file's layers shares between its three
- * files: the layer being checked (struct shape_layer), its attributes read
- * and range-checked (model_shape_attr.c), and the table of ops with the
- * shape rule of each (model_shape_ops.c), which model_shape.c drives for
- * every layer. Each function returns 0 or a negative errno, with
- * model_fail()'s message naming the file, line, op and layer.
+ * What the checking of a model file's layers shares between its files:
+ * the layer being checked (struct shape_layer), its attributes read and
+ * range-checked (model_shape_attr.c), and the table of ops with the shape
+ * rule of each (model_shape_ops.c; the sliding-window ops' in
+ * model_shape_window.c), which model_shape.c drives for every layer. Each
+ * function returns 0 or a negative errno, with model_fail()'s message
+ * naming the file, line, op and layer.
  */
 #ifndef COLOC_EXECUTOR_MODEL_SHAPE_H
 #define COLOC_EXECUTOR_MODEL_SHAPE_H
@@ -43,6 +44,10 @@ struct shape_op {
 
 /* model_shape_ops.c: one entry per op, indexed by enum model_op. */
 extern const struct shape_op shape_ops[MODEL_OP_COUNT];
+/* model_shape_window.c: the rules of the sliding-window ops in shape_ops[]. */
+int shape_conv(struct shape_layer *il);
+int shape_deconv(struct shape_layer *il);
+int shape_pool(struct shape_layer *il);
 
 /* model_shape_attr.c */
 /* Fails the layer with "OP 'NAME': message". */
