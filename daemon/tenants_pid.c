@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,24 +16,32 @@
 #include <sys/syscall.h>
 #include "tenants_internal.h"
 
-/* A process's Tgid from /proc: its own pid for a process, another for a thread. */
-static int tenants_tgid_of(__u32 pid, __u32 *tgid)
+/* The first line of /proc/PID/status that fmt reads all n values of; 0 or -ESRCH. */
+__attribute__((format(scanf, 3, 4))) static int tenants_read_status(__u32 pid, int n,
+								    const char *fmt, ...)
 {
 	char path[32], line[128];
 	int err = -ESRCH;
+	va_list ap;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	f = fopen(path, "r");
+	f = fopen(path, "re");
 	if (!f)
 		return -ESRCH;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %u", tgid) == 1) {
-			err = 0;
-			break;
-		}
+	while (err && fgets(line, sizeof(line), f)) {
+		va_start(ap, fmt);
+		err = vsscanf(line, fmt, ap) == n ? 0 : -ESRCH;
+		va_end(ap);
+	}
 	fclose(f);
 	return err;
+}
+
+/* A process's Tgid from /proc: its own pid for a process, another for a thread. */
+static int tenants_tgid_of(__u32 pid, __u32 *tgid)
+{
+	return tenants_read_status(pid, 1, "Tgid: %u", tgid);
 }
 
 static bool tenants_exited(int pidfd)
@@ -45,23 +54,13 @@ static bool tenants_exited(int pidfd)
 /* A process's real and effective uid from /proc/PID/status. */
 static int tenants_uids_of(__u32 pid, uid_t *ruid, uid_t *euid)
 {
-	char path[32], line[128];
 	unsigned int r, e;
-	int err = -ESRCH;
-	FILE *f;
+	int err = tenants_read_status(pid, 2, "Uid: %u %u", &r, &e);
 
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -ESRCH;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Uid: %u %u", &r, &e) == 2) {
-			*ruid = r;
-			*euid = e;
-			err = 0;
-			break;
-		}
-	fclose(f);
+	if (!err) {
+		*ruid = r;
+		*euid = e;
+	}
 	return err;
 }
 
