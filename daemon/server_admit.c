@@ -8,7 +8,8 @@
  * to server.c's reading and answering. A connection carries descriptors
  * only once admitted (SO_PASSRIGHTS), so a refused one is closed at once
  * (fd_closer_close_conn), and at the descriptor limit one kept in reserve
- * lets the listener's backlog be refused rather than spin the loop.
+ * lets the listener's backlog be refused rather than spin the loop; with
+ * no reserve left, the listener waits a closer's drain.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -146,6 +147,10 @@ bool server_listener_refuses_rights(int listen_fd)
 
 const char *server_rights_line(const struct server *s)
 {
+	if (s->rights_test_off)
+		return "SO_PASSRIGHTS left unset (COLOCD_TEST_NO_PASSRIGHTS): admission as before "
+		       "Linux 6.16, a refused connection's descriptors closed on its user's "
+		       "closer thread";
 	return s->rights_once_admitted ?
 		       "connections carry descriptors once admitted (SO_PASSRIGHTS)" :
 		       "no SO_PASSRIGHTS in this kernel (before Linux 6.16): a connection may "
@@ -292,23 +297,31 @@ static void server_add_conn(struct server *s, int fd)
 /*
  * At the descriptor limit a connection stays in the backlog and the
  * listener readable: the spare descriptor makes room to accept it and
- * refuse it (it carries no descriptors: SO_PASSRIGHTS), so the backlog
- * drains instead of the loop spinning. False when nothing was accepted.
+ * refuse it, so the backlog drains instead of the loop spinning. With
+ * SO_PASSRIGHTS it carries no descriptors and is closed here; before 6.16
+ * its peer may have sent some before the accept, and it goes to its uid's
+ * closer thread like any refused connection (its slot then stays taken
+ * until the thread closes it). False when nothing was accepted.
  */
-static bool server_refuse_at_limit(int listen_fd)
+static bool server_refuse_at_limit(struct server *s)
 {
 	static __u64 logged_ns;
 	__u64 now = coloc_now_ns();
+	struct ucred cred = { .uid = (uid_t)-1 };
+	socklen_t len = sizeof(cred);
 	int conn;
 
-	if (server_spare_fd < 0)
-		return false;
 	close(server_spare_fd);
-	conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	conn = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (conn >= 0) {
 		server_send_error(conn, SERVER_OUT_OF_FDS);
-		shutdown(conn, SHUT_RDWR);
-		close(conn);
+		if (s->rights_once_admitted) {
+			shutdown(conn, SHUT_RDWR);
+			close(conn);
+		} else {
+			getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+			fd_closer_close_conn(conn, cred.uid);
+		}
 	}
 	server_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (conn >= 0 && now - logged_ns > 1000000000ull) {
@@ -316,6 +329,31 @@ static bool server_refuse_at_limit(int listen_fd)
 		logged_ns = now;
 	}
 	return conn >= 0;
+}
+
+static void server_on_resume(struct loop_source *src, __u64 now_ns, void *ctx)
+{
+	struct server *s = ctx;
+
+	(void)src;
+	(void)now_ns;
+	if (s->listen_src)
+		loop_poll_set_events(s->listen_src, POLLIN);
+}
+
+/*
+ * At the limit with no spare (a refused connection still on its closer
+ * thread): the listener is left unpolled for a closer's drain, not spun on.
+ */
+static void server_pause_accepting(struct server *s)
+{
+	__u64 wait_ns = FD_CLOSER_DRAIN_MS * 1000000ull;
+
+	if (!s->resume_src &&
+	    loop_add_timer(s->loop, &s->resume_src, wait_ns, 0, server_on_resume, s))
+		return;
+	loop_timer_set(s->resume_src, wait_ns, 0);
+	loop_poll_set_events(s->listen_src, 0);
 }
 
 void server_on_listen(struct loop_source *src, int fd, unsigned int revents, void *ctx)
@@ -330,9 +368,15 @@ void server_on_listen(struct loop_source *src, int fd, unsigned int revents, voi
 	for (int i = 0; i < SERVER_ACCEPTS_PER_WAKEUP; i++) {
 		int conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
-		if (conn >= 0)
+		if (conn >= 0) {
 			server_add_conn(s, conn);
-		else if ((errno != EMFILE && errno != ENFILE) || !server_refuse_at_limit(fd))
+		} else if (errno != EMFILE && errno != ENFILE) {
 			return;
+		} else if (server_spare_fd < 0) {
+			server_pause_accepting(s);
+			return;
+		} else if (!server_refuse_at_limit(s)) {
+			return;
+		}
 	}
 }

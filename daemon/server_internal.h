@@ -91,6 +91,8 @@ struct server {
 	struct loop *loop;
 	struct server_config cfg;
 	struct loop_source *listen_src, *sweep_src;
+	/* at the descriptor limit with no reserve, accepting waits on it (server_admit.c) */
+	struct loop_source *resume_src;
 	int listen_fd, lock_fd, dir_fd;
 	char socket_path[SERVER_PATH_MAX];
 	char dir[SERVER_PATH_MAX];
@@ -100,6 +102,7 @@ struct server {
 	bool have_coloc_gid;
 	int pidns_depth; /* colocd's pid namespace below /proc's (server_pidns_depth) */
 	bool rights_once_admitted; /* server_listener_refuses_rights() */
+	bool rights_test_off; /* COLOCD_TEST_NO_PASSRIGHTS: the listener left as before 6.16 */
 	__u64 next_id;
 	server_request_fn handle;
 	server_payload_fn payload_check;

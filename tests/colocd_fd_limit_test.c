@@ -7,7 +7,9 @@
  * member is served again; a member's connection is not read there, so a
  * descriptor it sends is not released by the kernel on the loop (recvmsg
  * could not install it: s20 HIGH 2) but with the connection on its closer
- * thread. The real binary, as a process.
+ * thread; before Linux 6.16 (forced with COLOCD_TEST_NO_PASSRIGHTS) a
+ * connection refused at the limit goes there too with what it carries.
+ * The real binary, as a process.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -19,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -298,6 +301,86 @@ TEST_F_TIMEOUT(colocd, fd_limit__a_members_descriptor_is_not_released_on_the_loo
 	close(ready[1]);
 	close(go[0]);
 	close(go[1]);
+	close(report[0]);
+}
+
+/*
+ * In a child, as the member, while colocd is stopped: a connection not yet
+ * accepted, a ping carrying a populated memfd sent on it (no SO_PASSRIGHTS
+ * on the listener, as before Linux 6.16) and the member's own copy closed,
+ * then ready; the answer line goes to report.
+ */
+static void member_sends_before_accept(const char *sock, int ready, int report)
+{
+	int fd = member_conn(sock), memfd = populated_memfd();
+	const char ping[] = "{\"cmd\":\"ping\"}\n";
+	char line[1024] = "no answer";
+
+	if (fd < 0 || memfd < 0)
+		_exit(98);
+	if (tu_send_fds(fd, ping, strlen(ping), &memfd, 1, 0))
+		_exit(96);
+	close(memfd);
+	if (write(ready, "r", 1) != 1)
+		_exit(97);
+	set_recv_timeout(fd, ANSWER_S);
+	tu_read_line(fd, line, sizeof(line));
+	if (write(report, line, strlen(line)) < 0)
+		_exit(95);
+	_exit(0);
+}
+
+TEST_F_TIMEOUT(colocd, fd_limit__a_refused_connections_descriptors_are_not_released_on_the_loop,
+	       120)
+{
+	long long own_ns = own_close_ns();
+	char answer[1024] = "";
+	int ready[2], report[2], root, st;
+	__u64 loop_before, loop_after;
+	struct rlimit old;
+	pid_t child;
+
+	if (!getgrnam(COLOC_GROUP))
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	ASSERT_GT(own_ns, 0);
+	ASSERT_EQ(0, tu_stop_colocd(self->pid));
+	setenv("COLOCD_TEST_NO_PASSRIGHTS", "1", 1);
+	self->pid = tu_start_colocd(self->sock, self->pin, self->log);
+	unsetenv("COLOCD_TEST_NO_PASSRIGHTS");
+	ASSERT_GT(self->pid, 0);
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	root = tu_connect(self->sock);
+	ASSERT_GE(root, 0);
+	set_recv_timeout(root, ANSWER_S);
+	ASSERT_EQ(1, ping_on(root, NULL, 0));
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(report));
+	ASSERT_EQ(0, hold_nofile(self->pid, (rlim_t)lowest_free_fd(self->pid), &old));
+	/* stopped, colocd cannot accept before the member has sent */
+	ASSERT_EQ(0, kill(self->pid, SIGSTOP));
+	child = fork();
+	ASSERT_GE(child, 0);
+	if (child == 0)
+		member_sends_before_accept(self->sock, ready[1], report[1]);
+	close(report[1]);
+	EXPECT_EQ(1, read(ready[0], answer, 1));
+	ASSERT_EQ(0, tu_task_cpu_ns(self->pid, self->pid, &loop_before));
+	ASSERT_EQ(0, kill(self->pid, SIGCONT));
+	EXPECT_GT(read(report[0], answer, sizeof(answer) - 1), 0);
+	ASSERT_EQ(child, waitpid(child, &st, 0));
+	/* the answer comes before the close: root's ping, after it */
+	EXPECT_EQ(1, ping_on(root, NULL, 0));
+	ASSERT_EQ(0, tu_task_cpu_ns(self->pid, self->pid, &loop_after));
+	ASSERT_EQ(0, prlimit(self->pid, RLIMIT_NOFILE, &old, NULL));
+	TH_LOG("the member was told: %s; colocd's loop %.1f ms of CPU, a close of the same "
+	       "memfd here %.1f ms",
+	       answer, (loop_after - loop_before) / 1e6, own_ns / 1e6);
+	EXPECT_NE(NULL, strstr(answer, "out of descriptors"));
+	/* main closed the refused connection on the loop, and the memfd's pages with it */
+	EXPECT_LT((long long)(loop_after - loop_before), own_ns / 2);
+	close(root);
+	close(ready[0]);
+	close(ready[1]);
 	close(report[0]);
 }
 
