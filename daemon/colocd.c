@@ -614,15 +614,40 @@ static void load_state(struct colocd *d)
 	free(specs);
 }
 
-/* A pidfd per attributed process: as many files as the hard limit allows. */
-static void raise_nofile(void)
+static const char *rlim_shown(rlim_t v, char *buf, size_t len)
 {
-	struct rlimit rl;
+	if (v == RLIM_INFINITY)
+		return "unlimited";
+	snprintf(buf, len, "%llu", (unsigned long long)v);
+	return buf;
+}
 
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
+/*
+ * The hard RLIMIT_NOFILE held under what fd_closer can queue, then the
+ * soft one raised to it (a pidfd per attributed process: as many files as
+ * allowed); line says both limits before and after, for the start-up log.
+ */
+static void set_nofile(char *line, size_t len)
+{
+	struct rlimit was = { 0 }, now = { 0 };
+	char b[4][24];
+
+	getrlimit(RLIMIT_NOFILE, &was);
+	fd_closer_limit_nofile();
+	if (!getrlimit(RLIMIT_NOFILE, &now) && now.rlim_cur < now.rlim_max) {
+		now.rlim_cur = now.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &now);
 	}
+	getrlimit(RLIMIT_NOFILE, &now);
+	snprintf(line, len,
+		 "descriptors: RLIMIT_NOFILE soft %s hard %s at start, soft %s hard %s now%s",
+		 rlim_shown(was.rlim_cur, b[0], sizeof(b[0])),
+		 rlim_shown(was.rlim_max, b[1], sizeof(b[1])),
+		 rlim_shown(now.rlim_cur, b[2], sizeof(b[2])),
+		 rlim_shown(now.rlim_max, b[3], sizeof(b[3])),
+		 now.rlim_max < was.rlim_max ? " (the hard limit lowered to what the closer "
+					       "threads' queue can index)" :
+					       "");
 }
 
 /*
@@ -661,6 +686,7 @@ int main(int argc, char **argv)
 {
 	struct server_config scfg = { 0 };
 	struct coloc_err cerr = { 0 };
+	char nofile_line[256];
 	struct loop *loop = NULL;
 	struct colocd *d;
 	int err;
@@ -679,8 +705,7 @@ int main(int argc, char **argv)
 	/* line-buffered so a supervisor or a pipe sees each message as it happens */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
-	fd_closer_limit_nofile();
-	raise_nofile();
+	set_nofile(nofile_line, sizeof(nofile_line));
 	lower_oom_score();
 
 	d = calloc(1, sizeof(*d));
@@ -717,6 +742,7 @@ int main(int argc, char **argv)
 	}
 	printf("colocd: %s\n", d->signals_line);
 	printf("colocd: %s\n", server_rights_line(server));
+	printf("colocd: %s\n", nofile_line);
 	print_pin_notes(sensor_pin_dir(d->sensor));
 	printf("colocd: watching %d CPUs, sampling on %s, %u ms windows; maps pinned in %s; "
 	       "socket %s\n",

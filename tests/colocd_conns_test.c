@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -397,20 +398,45 @@ static bool kernel_has_passrights(void)
 	       (major > 6 || (major == 6 && minor >= 16));
 }
 
+/* The log at path once it holds want (a line follows the socket's creation: a moment later). */
+static char *log_with(const char *path, const char *want)
+{
+	char *log = NULL;
+	size_t len;
+
+	for (int i = 0; i < 200 && !(log && strstr(log, want)); i++) {
+		free(log);
+		usleep(10 * 1000);
+		log = tu_read_file(path, &len);
+	}
+	return log;
+}
+
 TEST_F(colocd, conns__start_up_says_whether_descriptors_wait_for_admission)
 {
 	const char *want = kernel_has_passrights() ?
 				   "colocd: connections carry descriptors once admitted" :
 				   "colocd: no SO_PASSRIGHTS in this kernel";
-	char *log = NULL;
-	size_t len;
+	char *log = log_with(self->log, want);
 
-	/* the line follows the socket's creation: a moment later */
-	for (int i = 0; i < 200 && !(log && strstr(log, want)); i++) {
-		free(log);
-		usleep(10 * 1000);
-		log = tu_read_file(self->log, &len);
-	}
+	ASSERT_NE(NULL, log);
+	EXPECT_NE(NULL, strstr(log, want)) TH_LOG("%s", log);
+	free(log);
+}
+
+TEST_F(colocd, conns__start_up_logs_the_descriptor_limits_it_found_and_set)
+{
+	const char *want = "colocd: descriptors: RLIMIT_NOFILE soft 1000 hard 5000 at start, "
+			   "soft 5000 hard 5000 now\n";
+	struct rlimit started = { .rlim_cur = 1000, .rlim_max = 5000 };
+	char *log;
+
+	ASSERT_EQ(0, tu_stop_colocd(self->pid));
+	/* the harness runs each test in a process of its own: the limit stays lowered in it */
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &started));
+	self->pid = tu_start_colocd(self->sock, self->pin, self->log);
+	ASSERT_GT(self->pid, 0);
+	log = log_with(self->log, want);
 	ASSERT_NE(NULL, log);
 	EXPECT_NE(NULL, strstr(log, want)) TH_LOG("%s", log);
 	free(log);
