@@ -26,6 +26,9 @@
 
 #define PROFILE_MAX_LINE 4096
 #define PROFILE_MAX_FIELDS 16
+/* a header's records (14) and a comment, with one to spare: a real header fits in them */
+#define PROFILE_HEAD_RECORDS 16
+#define PROFILE_HEAD_BYTES (PROFILE_HEAD_RECORDS * (PROFILE_MAX_LINE + 1))
 #define PROFILE_MAX_LATENCY_NS 1000000000000000ULL /* 11.6 days */
 #define PROFILE_MAX_RATIO 1e6
 
@@ -85,8 +88,8 @@ static int next_record(struct parser *ps)
 			unsigned char ch = (unsigned char)ps->buf[i];
 
 			if (ch != '\t' && !isprint(ch))
-				return parse_error(ps, "byte 0x%02x at column %zu is not printable",
-						   ch, i + 1);
+				return parse_error(ps, "a byte at column %zu is not printable text",
+						   i + 1);
 		}
 		if (len == 0 || ps->buf[0] == '#')
 			continue;
@@ -121,7 +124,7 @@ static int field_u64(struct parser *ps, int i, const char *what, uint64_t min, u
 
 	errno = 0;
 	if (!cli_all_digits(s) || (v = strtoull(s, NULL, 10), errno) || v < min || v > max)
-		return parse_error(ps, "%s '%s' is not an integer in %llu..%llu", what, s,
+		return parse_error(ps, "%s (value %d) is not an integer in %llu..%llu", what, i,
 				   (unsigned long long)min, (unsigned long long)max);
 	*out = v;
 	return 0;
@@ -152,7 +155,7 @@ static int field_ratio(struct parser *ps, int i, const char *what, double missin
 	v = strtod(s, &end);
 	if (!isdigit((unsigned char)s[0]) || errno || *end || !isfinite(v) || v < 0 ||
 	    v > PROFILE_MAX_RATIO || strpbrk(s, "xX"))
-		return parse_error(ps, "%s '%s' is not a number in 0..%g or '-'", what, s,
+		return parse_error(ps, "%s (value %d) is not a number in 0..%g or '-'", what, i,
 				   PROFILE_MAX_RATIO);
 	*out = v;
 	return 0;
@@ -163,8 +166,7 @@ static int field_string(struct parser *ps, int i, const char *what, char *dst, s
 	size_t len = strlen(ps->field[i]);
 
 	if (len >= size)
-		return parse_error(ps, "%s '%.40s...' longer than %zu bytes", what, ps->field[i],
-				   size - 1);
+		return parse_error(ps, "%s (value %d) longer than %zu bytes", what, i, size - 1);
 	memcpy(dst, ps->field[i], len + 1);
 	return 0;
 }
@@ -179,7 +181,7 @@ static int expect_record(struct parser *ps, const char *key, int nr_fields)
 	if (ret == 0)
 		return parse_error(ps, "file ends where '%s' was expected", key);
 	if (strcmp(ps->field[0], key))
-		return parse_error(ps, "expected '%s', found '%.40s'", key, ps->field[0]);
+		return parse_error(ps, "expected '%s', found a record of another name", key);
 	if (nr_fields ? ps->nr_fields != nr_fields : ps->nr_fields < 2)
 		return parse_error(ps, "'%s' takes %d value%s, found %d", key,
 				   nr_fields ? nr_fields - 1 : 1, nr_fields == 2 ? "" : "s",
@@ -195,7 +197,7 @@ static int parse_date(struct parser *ps, char *dst, size_t size)
 	memset(&tm, 0, sizeof(tm));
 	end = strptime(ps->field[1], "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (!end || *end || strlen(ps->field[1]) != 20)
-		return parse_error(ps, "date '%.40s' is not YYYY-MM-DDTHH:MM:SSZ", ps->field[1]);
+		return parse_error(ps, "the date is not YYYY-MM-DDTHH:MM:SSZ");
 	return field_string(ps, 1, "date", dst, size);
 }
 
@@ -231,15 +233,14 @@ static int parse_header(struct parser *ps, struct profile_header *hd)
 		if ((ret = expect_record(ps, "model-hash", 2)))
 			return ret;
 		if (strlen(ps->field[1]) != 16 || strspn(ps->field[1], "0123456789abcdef") != 16)
-			return parse_error(ps, "model-hash '%.40s' is not 16 lowercase hex digits",
-					   ps->field[1]);
+			return parse_error(ps, "model-hash is not 16 lowercase hex digits");
 		h->model_key_old = true;
 	} else {
 		if ((ret = expect_record(ps, "model-key", 2)))
 			return ret;
 		if (profile_key_parse_hex(ps->field[1], &h->model_key))
-			return parse_error(ps, "model-key '%.80s' is not %d lowercase hex digits",
-					   ps->field[1], PROFILE_KEY_HEX_LEN);
+			return parse_error(ps, "model-key is not %d lowercase hex digits",
+					   PROFILE_KEY_HEX_LEN);
 	}
 	if ((ret = expect_record(ps, "cpu", 0)))
 		return ret;
@@ -270,7 +271,7 @@ static int parse_header(struct parser *ps, struct profile_header *hd)
 	else if (!strcmp(ps->field[1], "membw"))
 		h->stress_kind = PROFILE_STRESS_MEMBW;
 	else
-		return parse_error(ps, "stress kind '%.40s' is not llc or membw", ps->field[1]);
+		return parse_error(ps, "the stress kind is not llc or membw");
 	if ((ret = expect_record(ps, "iters", 2)) ||
 	    (ret = field_int(ps, 1, "iters", 1, 1000000, &h->iters)))
 		return ret;
@@ -536,13 +537,12 @@ static int parse_body(struct parser *ps, struct profile *p)
 			if (!ret)
 				ret = next_record(ps);
 			if (ret > 0)
-				ret = parse_error(ps, "'%.40s' after 'end'", ps->field[0]);
+				ret = parse_error(ps, "a record after 'end'");
 			goto out;
 		} else {
 			ret = parse_error(
 				ps,
-				"unknown record '%.40s' (expected lat, lat-lo, lat-hi, stress-gbps, slowdown, conditions, cold or end)",
-				ps->field[0]);
+				"unknown record (expected lat, lat-lo, lat-hi, stress-gbps, slowdown, conditions, cold or end)");
 		}
 		if (ret)
 			goto out;
@@ -551,6 +551,44 @@ out:
 	free(gbps_seen);
 	free(slowdown_seen);
 	return ret;
+}
+
+/* Decimal digits of v. */
+static size_t digits(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 10) {
+		v /= 10;
+		n++;
+	}
+	return n;
+}
+
+/* the widest number coloc-profile writes with %.6g or %.4f: "-1.23457e+06" */
+#define PROFILE_RATIO_WIDTH 12
+
+size_t profile_max_bytes(int nr_layers, int nr_cores, int nr_levels)
+{
+	size_t any_line = PROFILE_MAX_LINE + 1, layer = digits((uint64_t)nr_layers - 1);
+	size_t cores = digits((uint64_t)nr_cores), lat_value = digits(PROFILE_MAX_LATENCY_NS);
+	/* lat-lo LAYER VERSION CORES LATENCY...: a version is one digit */
+	size_t lat = strlen("lat-lo ") + layer + 3 + cores + nr_levels * (1 + lat_value) + 1;
+	size_t layer_rec = strlen("layer ") + layer + 1 + PROFILE_NAME_LEN + 2 +
+			   PROFILE_MAX_VERSIONS * PROFILE_VERSION_NAME_LEN + 1;
+	size_t slowdown = strlen("slowdown ") + layer + nr_levels * (1 + PROFILE_RATIO_WIDTH) + 1;
+	size_t gbps = strlen("stress-gbps ") + cores + nr_levels * (1 + PROFILE_RATIO_WIDTH) + 1;
+
+	/*
+	 * The header's records and a comment, 'conditions', the cold ramp's
+	 * points and 'end' at a whole line each; per layer its record, its
+	 * slowdown and three latency records (lat, lat-lo, lat-hi) for each
+	 * version and core count; per core count its stress-gbps.
+	 */
+	return PROFILE_HEAD_RECORDS * any_line + (2 + PROFILE_MAX_COLD_POINTS) * any_line +
+	       (size_t)nr_layers * (layer_rec + slowdown) +
+	       (size_t)nr_layers * PROFILE_MAX_VERSIONS * (size_t)nr_cores * 3 * lat +
+	       (size_t)nr_cores * gbps;
 }
 
 struct profile *profile_parse(const char *name, const char *text, size_t len, struct coloc_err *err)
@@ -571,6 +609,13 @@ struct profile *profile_parse(const char *name, const char *text, size_t len, st
 	ps->err = err;
 	if (parse_header(ps, hd))
 		goto fail;
+	if (len > profile_max_bytes(hd->h.nr_layers, hd->h.nr_cores, hd->h.nr_levels)) {
+		parse_error(ps, "%zu bytes, more than a profile of %d layers, %d cores and %d "
+			    "levels can hold (%zu)", len, hd->h.nr_layers, hd->h.nr_cores,
+			    hd->h.nr_levels,
+			    profile_max_bytes(hd->h.nr_layers, hd->h.nr_cores, hd->h.nr_levels));
+		goto fail;
+	}
 	/* Each layer record takes at least 13 bytes: a short file cannot make us allocate much. */
 	if ((size_t)hd->h.nr_layers > (size_t)(ps->end - ps->pos) / 13) {
 		parse_error(ps, "%d layers declared but the file is too short to list them",
@@ -627,39 +672,101 @@ struct profile *profile_load(const char *path, struct coloc_err *err)
 	return p;
 }
 
-struct profile *profile_load_fd(int fd, const char *path, struct coloc_err *err)
+/* Reads len bytes of fd into buf; 0 or -errno with err set. */
+static int read_all(int fd, const char *path, char *buf, size_t len, struct coloc_err *err)
 {
-	struct profile *p = NULL;
-	struct stat st;
-	char *text = NULL;
 	size_t done = 0;
 
-	if (fstat(fd, &st)) {
-		coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size > (off_t)1 << 30) {
-		coloc_err_set(err, -EINVAL, "%s: not a regular file of at most 1 GiB", path);
-		goto out;
-	}
-	text = malloc((size_t)st.st_size + 1);
-	if (!text) {
-		coloc_err_set(err, -ENOMEM, "%s: out of memory", path);
-		goto out;
-	}
-	while (done < (size_t)st.st_size) {
-		ssize_t n = read(fd, text + done, (size_t)st.st_size - done);
+	while (done < len) {
+		ssize_t n = read(fd, buf + done, len - done);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			coloc_err_set(err, n ? -errno : -EIO, "%s: read failed: %s", path,
-				      n ? strerror(errno) : "file shrank");
-			goto out;
-		}
+		if (n <= 0)
+			return coloc_err_set(err, n ? -errno : -EIO, "%s: read failed: %s", path,
+					     n ? strerror(errno) : "file shrank");
 		done += (size_t)n;
 	}
-	p = profile_parse(path, text, done, err);
+	return 0;
+}
+
+/*
+ * The most a profile whose header is in head (the file's first len bytes)
+ * can hold (profile_max_bytes), from its header alone; 0 with err set when
+ * the header is bad or does not end within head.
+ */
+static size_t head_bound(const char *path, const char *head, size_t len, struct coloc_err *err)
+{
+	struct parser *ps = calloc(1, sizeof(*ps));
+	struct profile_header *hd = calloc(1, sizeof(*hd));
+	struct coloc_err why = { 0 };
+	size_t bound = 0;
+
+	if (!ps || !hd) {
+		coloc_err_set(err, -ENOMEM, "%s: out of memory", path);
+	} else {
+		*ps = (struct parser){ .name = path, .pos = head, .end = head + len, .err = &why };
+		if (!parse_header(ps, hd))
+			bound = profile_max_bytes(hd->h.nr_layers, hd->h.nr_cores,
+						  hd->h.nr_levels);
+		else if (!memchr(ps->pos, '\n', (size_t)(ps->end - ps->pos)))
+			coloc_err_set(err, -EINVAL,
+				      "%s: the header does not end within the first %zu bytes", path,
+				      len);
+		else
+			coloc_err_set(err, why.code, "%s", why.msg);
+	}
+	free(hd);
+	free(ps);
+	return bound;
+}
+
+struct profile *profile_load_fd(int fd, const char *path, struct coloc_err *err)
+{
+	struct profile *p = NULL;
+	size_t size, head, bound;
+	struct stat st;
+	char *text, *whole;
+
+	if (fstat(fd, &st)) {
+		coloc_err_set(err, -errno, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > (off_t)1 << 30) {
+		coloc_err_set(err, -EINVAL, "%s: not a regular file of at most 1 GiB", path);
+		return NULL;
+	}
+	size = (size_t)st.st_size;
+	head = size < PROFILE_HEAD_BYTES ? size : PROFILE_HEAD_BYTES;
+	text = malloc(head + 1);
+	if (!text) {
+		coloc_err_set(err, -ENOMEM, "%s: out of memory", path);
+		return NULL;
+	}
+	if (read_all(fd, path, text, head, err))
+		goto out;
+	/* a file bigger than its header allows is refused unread (its parse would be on colocd's loop) */
+	if (size > head) {
+		bound = head_bound(path, text, head, err);
+		if (!bound)
+			goto out;
+		if (size > bound) {
+			coloc_err_set(err, -EFBIG,
+				      "%s: %zu bytes, more than a profile of its header's layers, "
+				      "cores and levels can hold (%zu): not read",
+				      path, size, bound);
+			goto out;
+		}
+		whole = realloc(text, size + 1);
+		if (!whole) {
+			coloc_err_set(err, -ENOMEM, "%s: out of memory", path);
+			goto out;
+		}
+		text = whole;
+		if (read_all(fd, path, text + head, size - head, err))
+			goto out;
+	}
+	p = profile_parse(path, text, size, err);
 out:
 	free(text);
 	return p;

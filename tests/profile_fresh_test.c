@@ -148,11 +148,11 @@ TEST_F(profile_fresh, parse__rejects_bad_conditions_with_file_line)
 		const char *msg;
 	} cases[] = {
 		{ "conditions 1000 0.1 0.5", false, "takes SOLO_NS SPREAD LOADAVG STEAL" },
-		{ "conditions 0 0.1 0.5 0", false, "solo latency (ns) '0'" },
-		{ "conditions 1000 -0.1 0.5 0", false, "spread '-0.1'" },
+		{ "conditions 0 0.1 0.5 0", false, "solo latency (ns) (value 1) is not an integer" },
+		{ "conditions 1000 -0.1 0.5 0", false, "spread (value 2) is not a number" },
 		{ "conditions 1000 0.1 - 0", false, "must be numbers" },
 		{ "conditions 1000 0.1 0.5 1.5", false, "steal at most 1" },
-		{ "conditions 1000 nan 0.5 0", false, "spread 'nan'" },
+		{ "conditions 1000 nan 0.5 0", false, "spread (value 2) is not a number" },
 		{ "conditions 1000 0.1 0.5 0", true, "duplicate 'conditions'" },
 	};
 	struct profile *p = one_cell(5000, 0.1);

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -237,17 +238,17 @@ TEST_F(profile, load__rejects_malformed_with_file_line)
 		{ LINE_LEVELS, "levels 10 30", LINE_LEVELS, "first level must be 0" },
 		{ LINE_LEVELS, "levels 0 30 60 101", LINE_LEVELS, "0..100" },
 		{ LINE_LAYERS, "layers 1000", LINE_LAYERS, "too short" },
-		{ LINE_LAYERS, "layers 2", LINE_LAYER1 + 1, "unknown record 'layer'" },
+		{ LINE_LAYERS, "layers 2", LINE_LAYER1 + 1, "unknown record" },
 		{ LINE_LAYER1, "layer 1 layer_1 2 ver-1-0", LINE_LAYER1, "declares 2 versions" },
 		{ LINE_LAYER1, "layer 2 layer_1 2 ver-1-0 ver-1-1", LINE_LAYER1, "layer 2 where" },
 		{ LINE_LAYER1, "layer 1 layer_1 7 a b c d e f g", LINE_LAYER1, "version count" },
-		{ LINE_GBPS1, "stress-gbps 3 1 2 3", LINE_GBPS1, "cores '3'" },
-		{ LINE_GBPS1, "stress-gbps 1 1 -2 3", LINE_GBPS1, "stress GB/s '-2'" },
-		{ LINE_GBPS1, "stress-gbps 1 1 nan 3", LINE_GBPS1, "'nan'" },
-		{ LINE_GBPS1, "lat 1 2 1 1 2 3 4", LINE_GBPS1, "version '2'" },
+		{ LINE_GBPS1, "stress-gbps 3 1 2 3", LINE_GBPS1, "cores (value 1) is not an integer" },
+		{ LINE_GBPS1, "stress-gbps 1 1 -2 3", LINE_GBPS1, "stress GB/s (value 3)" },
+		{ LINE_GBPS1, "stress-gbps 1 1 nan 3", LINE_GBPS1, "(value 3) is not a number" },
+		{ LINE_GBPS1, "lat 1 2 1 1 2 3 4", LINE_GBPS1, "version (value 2)" },
 		{ LINE_GBPS1, "lat 0 0 1 1 2 3", LINE_GBPS1, "found 6 fields" },
-		{ LINE_GBPS1, "lat 0 0 1 1 2 3 x9", LINE_GBPS1, "latency (ns) 'x9'" },
-		{ LINE_GBPS1, "lat 0 0 1 1 2 3 0", LINE_GBPS1, "latency (ns) '0'" },
+		{ LINE_GBPS1, "lat 0 0 1 1 2 3 x9", LINE_GBPS1, "latency (ns) (value 7)" },
+		{ LINE_GBPS1, "lat 0 0 1 1 2 3 0", LINE_GBPS1, "latency (ns) (value 7)" },
 		{ LINE_GBPS1, "lat 0 0 1 1 2 3 99999999999999999999", LINE_GBPS1, "latency" },
 		{ LINE_GBPS1, "lat 0 0 2 1 2 3 4", LINE_GBPS1 + 5, "duplicate 'lat'" },
 		{ LINE_LAT_LO1, "lat-lo 0 0 1 1 2 3", LINE_LAT_LO1, "'lat-lo' takes" },
@@ -303,10 +304,111 @@ TEST_F(profile, load__rejects_malformed_with_file_line)
 	ASSERT_EQ(0, tu_write_file(self->path, good, good_len));
 	coloc_err_clear(&self->err);
 	ASSERT_EQ(NULL, profile_load(self->path, &self->err));
-	ASSERT_NE(NULL, strstr(self->err.msg, "0x00")) TH_LOG("%s", self->err.msg);
+	ASSERT_NE(NULL, strstr(self->err.msg, "not printable")) TH_LOG("%s", self->err.msg);
 	coloc_err_clear(&self->err);
 	ASSERT_EQ(NULL, profile_load("/nonexistent/p.profile", &self->err));
 	ASSERT_NE(NULL, strstr(self->err.msg, "No such file")) TH_LOG("%s", self->err.msg);
+	free(good);
+}
+
+/* A byte string no message may hold: the file's own text. */
+#define SECRET "s3cr3t-4f2a"
+
+TEST_F(profile, load__quotes_no_text_of_the_file)
+{
+	static const struct {
+		int line;
+		const char *with;
+	} cases[] = {
+		{ 1, SECRET },
+		{ 2, "coloc-profile " SECRET },
+		{ LINE_MODEL_KEY, "model-key " SECRET },
+		{ LINE_ISA, SECRET " avx2" },
+		{ LINE_ISA, "isa " SECRET SECRET SECRET },
+		{ LINE_DATE, "date " SECRET },
+		{ LINE_STRESS, "stress " SECRET },
+		{ LINE_LEVELS, "levels 0 " SECRET },
+		{ LINE_LAYER1, "layer 1 " SECRET SECRET SECRET SECRET SECRET SECRET " 1 v" },
+		{ LINE_GBPS1, "stress-gbps 1 1 " SECRET " 3" },
+		{ LINE_GBPS1, "lat 0 0 1 1 2 3 " SECRET },
+		{ LINE_GBPS1, SECRET " 0 0 1" },
+		{ LINE_GBPS1, "end\n" SECRET },
+		{ LINE_GBPS1, SECRET "\x01" },
+	};
+	struct profile *p = make_profile(false);
+	char *good;
+	size_t good_len;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, profile_save(p, self->path, &self->err));
+	profile_free(p);
+	good = tu_read_file(self->path, &good_len);
+	ASSERT_NE(NULL, good);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *bad = replace_line(good, cases[i].line, cases[i].with);
+
+		ASSERT_EQ(0, tu_write_file(self->path, bad, strlen(bad)));
+		coloc_err_clear(&self->err);
+		ASSERT_EQ(NULL, profile_load(self->path, &self->err)) TH_LOG("case %zu", i);
+		/* main: "expected 'coloc-profile', found 's3cr3t-4f2a'" and the like */
+		EXPECT_EQ(NULL, strstr(self->err.msg, "s3cr3t")) TH_LOG("case %zu: %s", i,
+									self->err.msg);
+		EXPECT_EQ(NULL, strstr(self->err.msg, "4f2a")) TH_LOG("case %zu: %s", i,
+								      self->err.msg);
+		free(bad);
+	}
+	free(good);
+}
+
+/* buf[from, to) as comment lines (legal after 'end'), the last ending at to. */
+static void comment_lines(char *buf, size_t from, size_t to)
+{
+	for (size_t at = from; at < to; at += 100) {
+		size_t n = to - at < 100 ? to - at : 100;
+
+		memset(buf + at, '#', n);
+		buf[at + n - 1] = '\n';
+	}
+}
+
+TEST_F(profile, load__a_file_bigger_than_its_header_allows_is_refused)
+{
+	struct profile *p = make_profile(false);
+	size_t bound = profile_max_bytes(3, 2, 4), good_len;
+	char *good, *padded;
+	int fd;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, profile_save(p, self->path, &self->err));
+	profile_free(p);
+	good = tu_read_file(self->path, &good_len);
+	ASSERT_NE(NULL, good);
+	ASSERT_LT(good_len, bound);
+	padded = malloc(bound + 1);
+	ASSERT_NE(NULL, padded);
+	memcpy(padded, good, good_len);
+	comment_lines(padded, good_len, bound);
+	ASSERT_EQ(0, tu_write_file(self->path, padded, bound));
+	coloc_err_clear(&self->err);
+	p = profile_load(self->path, &self->err);
+	EXPECT_NE(NULL, p) TH_LOG("at the bound: %s", self->err.msg);
+	profile_free(p);
+	comment_lines(padded, good_len, bound + 1);
+	ASSERT_EQ(0, tu_write_file(self->path, padded, bound + 1));
+	coloc_err_clear(&self->err);
+	/* main parsed it: comments are legal anywhere */
+	EXPECT_EQ(NULL, profile_load(self->path, &self->err));
+	EXPECT_NE(NULL, strstr(self->err.msg, "more than a profile")) TH_LOG("%s", self->err.msg);
+	/* a GiB less a byte, a hole past the header: refused having read the header only */
+	fd = open(self->path, O_WRONLY | O_TRUNC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)good_len, write(fd, good, good_len));
+	ASSERT_EQ(0, ftruncate(fd, (1 << 30) - 1));
+	close(fd);
+	coloc_err_clear(&self->err);
+	EXPECT_EQ(NULL, profile_load(self->path, &self->err));
+	EXPECT_NE(NULL, strstr(self->err.msg, "not read")) TH_LOG("%s", self->err.msg);
+	free(padded);
 	free(good);
 }
 

@@ -208,13 +208,25 @@ int profile_lookup(const struct profile *p, int layer, int version, int cores, d
 
 /* Writes atomically (a temporary file renamed over path). Returns 0 or -errno, message in err. */
 int profile_save(const struct profile *p, const char *path, struct coloc_err *err);
-/* Returns NULL with "FILE:LINE: what is wrong" in err. */
+/*
+ * Returns NULL with "FILE:LINE: what is wrong" in err, which quotes no
+ * text of the file (names a record, a value's position, a range); a file
+ * bigger than its header's profile_max_bytes() is refused having read its
+ * header only.
+ */
 struct profile *profile_load(const char *path, struct coloc_err *err);
 /* The same from an open descriptor (read from its offset, left open); path names it in messages. */
 struct profile *profile_load_fd(int fd, const char *path, struct coloc_err *err);
 /* The same from memory; name is used in messages. */
 struct profile *profile_parse(const char *name, const char *text, size_t len,
 			      struct coloc_err *err);
+/*
+ * The most bytes a profile of nr_layers layers, nr_cores core counts and
+ * nr_levels levels can hold as coloc-profile writes it: every layer with
+ * PROFILE_MAX_VERSIONS versions, each cell's three records at their widest
+ * numbers (docs/security-submit.md, "The cached profile colocd reads").
+ */
+size_t profile_max_bytes(int nr_layers, int nr_cores, int nr_levels);
 
 /*
  * True when two profiles measure the same thing: same model hash, machine,
