@@ -27,10 +27,14 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include "kselftest_harness.h"
+#include "coloc/protocol.h"
+#include "coloc/sensor.h"
 #include "cpulist.h"
 #include "exec_sandbox.h"
+#include "fd_closer.h"
 #include "own_colocd.h"
 #include "sandbox.h"
+#include "submit_stalled.h"
 #include "testutil.h"
 
 #define READY_S 180
@@ -387,6 +391,38 @@ TEST(unit__systemd_analyze_security_at_most_2_5)
 	/* the analyzer's check mark: the service cannot signal other users' processes */
 	EXPECT_NE(NULL, strstr(out, "\u2713 CapabilityBoundingSet=~CAP_KILL"))
 	TH_LOG("the unit still has CAP_KILL");
+}
+
+/*
+ * The unit's TasksMax= holds colocd's own threads and every executor's at
+ * 128 CPUs (its comment's ceiling) and on this machine, counted here from
+ * colocd's bounds: its loop, a closer thread per fd_closer entry, a copy
+ * and SUBMIT_STALLED_MAX stalled ones, the state writer and the uid-list
+ * rebuild; each tenant's executors by their uid's RLIMIT_NPROC ((CPUs +
+ * 16) x COLOC_MAX_EXECUTORS, execproc_spawn.c).
+ */
+TEST(unit__tasks_max_holds_colocd_and_its_executors)
+{
+	const long own = 1 + FD_CLOSER_UIDS + 1 + SUBMIT_STALLED_MAX + 1 + 1;
+	const char *root = getenv("COLOC_ROOT");
+	long cpus = sysconf(_SC_NPROCESSORS_CONF), tasks_max;
+	char path[PATH_MAX], *unit, *at;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/dist/colocd.service.in", root ? root : ".");
+	unit = tu_read_file(path, &len);
+	ASSERT_NE(NULL, unit);
+	at = strstr(unit, "\nTasksMax=");
+	/* main: none, systemd's default (15 % of pid_max: 4,915 where it is 32,768) */
+	ASSERT_NE(NULL, at) TH_LOG("no TasksMax= in %s", path);
+	tasks_max = strtol(at + strlen("\nTasksMax="), NULL, 10);
+	TH_LOG("TasksMax %ld; colocd's own %ld, with every executor %ld here (%ld CPUs), %ld "
+	       "at 128",
+	       tasks_max, own, own + COLOC_MAX_TENANTS * COLOC_MAX_EXECUTORS * (cpus + 16), cpus,
+	       own + COLOC_MAX_TENANTS * COLOC_MAX_EXECUTORS * (128L + 16));
+	EXPECT_GE(tasks_max, own + COLOC_MAX_TENANTS * COLOC_MAX_EXECUTORS * (128L + 16));
+	EXPECT_GE(tasks_max, own + COLOC_MAX_TENANTS * COLOC_MAX_EXECUTORS * (cpus + 16));
+	free(unit);
 }
 
 TEST_HARNESS_MAIN

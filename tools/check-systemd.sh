@@ -14,7 +14,8 @@
 # (SIGSTOP) so that its next block hangs; colocd kills it at the block's
 # deadline through its leaf's cgroup.kill and removes the leaf, and after
 # 'systemctl stop colocd' no executor and no cgroup of colocd's is left.
-# systemd-analyze security rates the installed unit.
+# colocd's TasksMax is the unit's and its IPC namespace not init's
+# (PrivateIPC=). systemd-analyze security rates the installed unit.
 # Prints SKIP and exits 0 where podman, or the image and the means to build
 # it, are missing. docs/measurements/container.md has a run.
 #
@@ -92,6 +93,14 @@ for t in a b; do
 done
 colocd_pid=$(inside systemctl show -p MainPID --value colocd)
 colocd_pidns=$(inside readlink "/proc/$colocd_pid/ns/pid")
+# TasksMax= as the unit says (colocd's threads and its executors'), and an IPC namespace of its own
+tasks_want=$(awk -F= '$1 == "TasksMax" {print $2}' dist/colocd.service.in)
+tasks=$(inside systemctl show -p TasksMax --value colocd)
+echo "check-systemd: colocd: TasksMax $tasks, $(inside systemctl show -p TasksCurrent --value colocd) tasks now"
+[ -n "$tasks_want" ] && [ "$tasks" = "$tasks_want" ] ||
+	fail "colocd's TasksMax is $tasks, the unit's '$tasks_want'"
+[ "$(inside readlink "/proc/$colocd_pid/ns/ipc")" != "$(inside readlink /proc/1/ns/ipc)" ] ||
+	fail "colocd shares init's IPC namespace (PrivateIPC=)"
 uids=()
 declare -A leaves pids
 for t in a b; do
