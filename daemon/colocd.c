@@ -29,6 +29,7 @@
 #include "policy.h"
 #include "profile.h"
 #include "mono_clock.h"
+#include "subid.h"
 #include "util.h"
 
 #define COLOCD_DRAIN_MS 5000
@@ -151,6 +152,7 @@ static int parse_state(const char *arg)
 	return 0;
 }
 
+static const char *subuid_file = SUBID_DEFAULT_UID_FILE, *subgid_file = SUBID_DEFAULT_GID_FILE;
 static unsigned long long executor_memory_mib = SANDBOX_DEFAULT_MEMORY_MIB;
 static unsigned long long executor_mib_per_uid, executor_mib_all;
 static bool span_given, executor_memory_given, executor_mib_per_uid_given, executor_mib_all_given;
@@ -204,6 +206,11 @@ static const struct colocd_option options[] = {
 	{ "executor", 0, ARG_STRING, &config.executor, .arg = "PATH",
 	  .help = "the executor run per tenant",
 	  .dflt = "coloc-executor beside colocd, or in $COLOC_BIN" },
+	{ "subuid-file", 0, ARG_STRING, &subuid_file, .arg = "FILE",
+	  .help = "subordinate uid ranges, refused as one member's many uids (root's file; "
+		  "read again on SIGHUP)" },
+	{ "subgid-file", 0, ARG_STRING, &subgid_file, .arg = "FILE",
+	  .help = "subordinate gid ranges, refused the same way" },
 	{ "cache-dir", 0, ARG_STRING, &config.cache_dir, .arg = "DIR", .help = "latency profiles",
 	  .dflt = "$COLOC_CACHE_DIR, else " PROFILE_DEFAULT_CACHE_DIR },
 	{ "state", 0, ARG_PARSER, .parse = parse_state, .arg = "FILE",
@@ -573,10 +580,17 @@ static void on_hup_signal(struct loop_source *src, const struct signalfd_siginfo
 {
 	struct colocd *d = ctx;
 
+	struct coloc_err err = { 0 };
+
 	(void)src;
 	(void)si;
 	if (d->sandbox && !sandbox_refresh_uids(d->sandbox))
 		printf("colocd: SIGHUP: looking up again which executor uids are taken\n");
+	if (subid_load(subuid_file, subgid_file, &err))
+		fprintf(stderr, "colocd: SIGHUP: subordinate ids kept as they were: %s\n",
+			coloc_err_str(&err));
+	else
+		printf("colocd: SIGHUP: %d subordinate id ranges read again\n", subid_nr_ranges());
 }
 
 /*
@@ -698,6 +712,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "colocd: must run as root (it loads BPF programs and pins maps)\n");
 		return 1;
 	}
+	if (subid_load(subuid_file, subgid_file, &cerr)) {
+		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
+		return 1;
+	}
 	if (config.state_path && colocd_state_check_dir(config.state_path, &cerr)) {
 		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
 		return 1;
@@ -743,6 +761,9 @@ int main(int argc, char **argv)
 	printf("colocd: %s\n", d->signals_line);
 	printf("colocd: %s\n", server_rights_line(server));
 	printf("colocd: %s\n", nofile_line);
+	printf("colocd: subordinate ids: %d ranges from %s and %s, refused as a member's many "
+	       "uids\n",
+	       subid_nr_ranges(), subuid_file, subgid_file);
 	print_pin_notes(sensor_pin_dir(d->sensor));
 	printf("colocd: watching %d CPUs, sampling on %s, %u ms windows; maps pinned in %s; "
 	       "socket %s\n",

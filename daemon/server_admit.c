@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * Admission to the control socket (server.h): who may connect (SO_PEERCRED
- * and SO_PEERGROUPS: root or the coloc group; a peer from another pid
+ * and SO_PEERGROUPS: root or the coloc group, not a subordinate id of a
+ * member's user namespace, subid.h; a peer from another pid
  * namespace is marked so, control.c refuses its requests that name pids),
  * and how many connections each uid may hold, evicting the
  * oldest idle one where server.h says so. An accepted connection is handed
@@ -28,6 +29,7 @@
 #include "fd_closer.h"
 #include "server_internal.h"
 #include "mono_clock.h"
+#include "subid.h"
 
 #define SERVER_ACCEPTS_PER_WAKEUP 16
 #ifndef SO_PASSRIGHTS
@@ -86,6 +88,21 @@ static bool server_in_coloc_group(const struct server *s, int fd, const struct u
 	return false;
 }
 
+/* A subordinate id's refusal, in colocd's log at most once a second. */
+static void server_log_subid(const struct ucred *cred)
+{
+	static __u64 logged_ns;
+	__u64 now = coloc_now_ns();
+
+	if (now - logged_ns < 1000000000ull)
+		return;
+	logged_ns = now;
+	fprintf(stderr,
+		"colocd: refused pid %d, uid %u gid %u: a subordinate id (/etc/subuid, "
+		"/etc/subgid), one member's many uids\n",
+		(int)cred->pid, (unsigned int)cred->uid, (unsigned int)cred->gid);
+}
+
 /*
  * Who may connect, as the kernel recorded the peer at connect time
  * (SO_PEERCRED, SO_PEERGROUPS): root or a member of the coloc group.
@@ -101,6 +118,11 @@ static const char *server_peer_refusal(const struct server *s, int fd, struct uc
 		return "cannot read the peer's credentials";
 	if (cred->uid != 0 && !server_in_coloc_group(s, fd, cred))
 		return "permission denied: colocd serves root and the '" COLOC_GROUP "' group";
+	if (cred->uid != 0 && subid_held(cred->uid, cred->gid)) {
+		server_log_subid(cred);
+		return "permission denied: colocd serves the '" COLOC_GROUP "' group's own "
+		       "users, not the subordinate ids of one";
+	}
 	/*
 	 * pid 0: the peer's namespace is not ours nor below it; a pid > 0
 	 * names it in ours or below: ours if it sits as deep as colocd.

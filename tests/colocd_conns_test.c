@@ -442,4 +442,65 @@ TEST_F(colocd, conns__start_up_logs_the_descriptor_limits_it_found_and_set)
 	free(log);
 }
 
+/*
+ * In a child as uid and gid with the coloc group kept (as setresuid in a
+ * user namespace leaves it): 0 when its ping is served, 1 when refused as
+ * a subordinate id, 2 otherwise.
+ */
+static int ping_as(const char *sock, uid_t uid, gid_t gid)
+{
+	struct group *g = getgrnam(COLOC_GROUP);
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		gid_t groups[1] = { g ? g->gr_gid : 0 };
+		char why[1024] = "";
+		int fd, served;
+
+		if (!g || setgroups(1, groups) || setresgid(gid, gid, gid) ||
+		    setresuid(uid, uid, uid))
+			_exit(3);
+		fd = tu_connect(sock);
+		set_recv_timeout(fd, 5);
+		served = fd >= 0 ? ping_on(fd, why, sizeof(why)) : -1;
+		_exit(served == 1 ? 0 : served == 0 && strstr(why, "subordinate ids") ? 1 : 2);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+/* s21 review HIGH 1: a member's user namespace maps its subordinate uids, each kept in the group */
+TEST_F(colocd, conns__a_subordinate_uid_is_refused_until_its_range_is_gone)
+{
+	char subuid[128], subgid[128], *log;
+	const char *extra[] = { "--subuid-file", subuid, "--subgid-file", subgid, NULL };
+
+	if (!getgrnam(COLOC_GROUP))
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	snprintf(subuid, sizeof(subuid), "%s/subuid", self->dir);
+	snprintf(subgid, sizeof(subgid), "%s/subgid", self->dir);
+	ASSERT_EQ(0, tu_write_file(subuid, "member:200000:65536\n", 20));
+	ASSERT_EQ(0, tu_write_file(subgid, "member:300000:65536\n", 20));
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	ASSERT_EQ(0, tu_stop_colocd(self->pid));
+	self->pid = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
+	ASSERT_GT(self->pid, 0);
+	/* main: served, the kernel's groups still carrying coloc */
+	EXPECT_EQ(1, ping_as(self->sock, 200001, 200001));
+	EXPECT_EQ(1, ping_as(self->sock, 64990, 300001));
+	EXPECT_EQ(0, ping_as(self->sock, 64990, 64990));
+	log = log_with(self->log, "a subordinate id");
+	EXPECT_NE(NULL, log);
+	free(log);
+	/* the operator removes the range and says so */
+	ASSERT_EQ(0, tu_write_file(subuid, "", 0));
+	ASSERT_EQ(0, kill(self->pid, SIGHUP));
+	log = log_with(self->log, "subordinate id ranges read again");
+	ASSERT_NE(NULL, log);
+	free(log);
+	EXPECT_EQ(0, ping_as(self->sock, 200001, 200001));
+}
+
 TEST_HARNESS_MAIN
