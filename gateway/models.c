@@ -148,27 +148,81 @@ static const char *models_str(struct json_object *o, const char *key)
 		       "";
 }
 
-/* Submits cfg, or adopts colocd's tenant of that name serving the same model file. */
-static int models_submit(struct gw_models *ms, const struct gw_model_config *cfg,
-			 struct coloc_err *err)
+static int models_submit_once(struct gw_models *ms, const struct gw_model_config *cfg,
+			      struct coloc_err *err)
 {
-	struct coloc_err e2 = { 0 };
-	struct json_object *t;
 	int rfd = gw_repo_open(&ms->repo, err);
 	int r = rfd < 0 ? rfd : gw_ctl_submit(ms->ctl, rfd, ms->repo.follow_links, cfg, err);
-	bool same;
 
 	if (rfd >= 0)
 		close(rfd);
-	if (r != -EINVAL || !strstr(err->msg, "exists"))
-		return r;
-	t = gw_ctl_tenant(ms->ctl, cfg->name, &e2);
-	same = t && !strcmp(models_str(t, "model"), cfg->path);
-	json_object_put(t);
-	if (!same)
-		return r;
+	return r;
+}
+
+/* Waits until colocd has no tenant name (a removed one drains its queries first). */
+static int models_wait_gone(struct gw_models *ms, const char *name, struct coloc_err *err)
+{
+	uint64_t end = coloc_now_ns() + (uint64_t)ms->load_timeout_s * 1000000000ull;
+	struct json_object *t;
+
+	while ((t = gw_ctl_tenant(ms->ctl, name, err))) {
+		json_object_put(t);
+		if (coloc_now_ns() > end)
+			return coloc_err_set(err, -ETIMEDOUT, "tenant %s not removed after %d s",
+					     name, ms->load_timeout_s);
+		usleep(MODELS_POLL_US);
+	}
+	if (err->code != -ENOENT)
+		return err->code;
 	coloc_err_clear(err);
 	return 0;
+}
+
+/*
+ * Removes colocd's tenant name when it is this gateway's uid's; another
+ * uid's is an error naming that uid.
+ */
+static int models_remove_own(struct gw_models *ms, const char *name, struct coloc_err *err)
+{
+	struct json_object *t = gw_ctl_tenant(ms->ctl, name, err);
+	double owner = t ? models_num(t, "owner") : -1;
+	int r;
+
+	json_object_put(t);
+	if (!t && err->code != -ENOENT)
+		return err->code;
+	if (!t) {
+		coloc_err_clear(err);
+		return 0; /* gone meanwhile */
+	}
+	if (owner != (double)getuid())
+		return coloc_err_set(err, -EEXIST,
+				     "tenant %s exists and belongs to uid %.0f, not this gateway's "
+				     "uid %u: its owner or root must remove it, or this gateway "
+				     "must name its tenants otherwise (--tenant-prefix)",
+				     name, owner, (unsigned int)getuid());
+	r = gw_ctl_remove(ms->ctl, name, err);
+	if (r && !(r == -EINVAL && strstr(err->msg, "no tenant")))
+		return r;
+	coloc_err_clear(err);
+	return models_wait_gone(ms, name, err);
+}
+
+/*
+ * Submits cfg. A tenant of that name already there is never adopted:
+ * colocd's status shows the model path its submitter said, not the bytes
+ * it runs, so one of this uid's is removed and cfg submitted in its place.
+ */
+static int models_submit(struct gw_models *ms, const struct gw_model_config *cfg,
+			 struct coloc_err *err)
+{
+	int r = models_submit_once(ms, cfg, err);
+
+	if (r != -EINVAL || !strstr(err->msg, "exists"))
+		return r;
+	coloc_err_clear(err);
+	r = models_remove_own(ms, cfg->name, err);
+	return r ? r : models_submit_once(ms, cfg, err);
 }
 
 /* Waits until colocd says the tenant is ready; its sizes. */

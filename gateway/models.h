@@ -5,7 +5,7 @@
  *
  * Loading a model (at start, for every model of the repository, and on the
  * repository extension's load) reads its folder, submits it to colocd as a
- * tenant of the same name (adopting a tenant of that name and model that is
+ * tenant of the same name (replacing its uid's tenant of that name that is
  * there already, as after a gateway restart), waits until colocd says
  * "ready", checks the tensor shapes against colocd's input_bytes and
  * output_bytes, and runs one query of zeros through the forwarding pool (a

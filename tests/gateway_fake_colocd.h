@@ -75,7 +75,14 @@ struct fake_colocd {
 	atomic_long endless_sent; /* bytes of the endless line the gateway took */
 	atomic_bool keep_memfd; /* keep the next input memfd in kept_fd, as colocd would */
 	atomic_int kept_fd;
+	/* a tenant there before the gateway, of taken_owner and said to run taken_model */
+	const char *taken, *taken_model;
+	int taken_owner;
+	atomic_int taken_state; /* FAKE_TAKEN_*: its submits are "exists" while it is there */
+	atomic_int removes; /* of taken */
 };
+
+enum { FAKE_TAKEN_NONE, FAKE_TAKEN_THERE, FAKE_TAKEN_REMOVED };
 
 /* Waits until fd is readable, polling f->quit and NO_READ; 1, or 0 to give up. */
 static inline int fake_wait_readable(struct fake_colocd *f, int fd)
@@ -187,22 +194,42 @@ static inline size_t fake_out_bytes(const char *name)
 
 /*
  * A control request's answer: submit and remove are fine, status says ready
- * (a status of no tenant, as coloc-load asks, is "fast"'s).
+ * (a status of no tenant, as coloc-load asks, is "fast"'s); but taken's
+ * submit is "exists" until it is removed, and its status then "no tenant".
  */
 static inline int fake_control(struct fake_colocd *f, int fd, struct json_object *req)
 {
-	char ans[512];
+	char ans[1024];
 	const char *name = fake_str(req, "name")[0] ? fake_str(req, "name") : "fast";
+	const char *cmd = fake_str(req, "cmd");
 	size_t in = !strcmp(name, "big") ? f->big_bytes :
 		    !strcmp(name, "mn")	 ? MN_FLOATS * sizeof(float) :
 					   4 * sizeof(float);
+	bool taken = f->taken && !strcmp(name, f->taken);
+	int state = taken ? atomic_load(&f->taken_state) : FAKE_TAKEN_NONE;
 
-	if (strcmp(fake_str(req, "cmd"), "status"))
-		return fake_send(fd, "{\"ok\":true}\n", 12);
-	snprintf(ans, sizeof(ans),
-		 "{\"ok\":true,\"tenants\":[{\"name\":\"%.64s\",\"state\":\"ready\","
-		 "\"model\":\"m\",\"input_bytes\":%zu,\"output_bytes\":%zu}]}\n",
-		 name, in, fake_out_bytes(name));
+	if (state == FAKE_TAKEN_THERE && !strcmp(cmd, "submit"))
+		snprintf(ans, sizeof(ans),
+			 "{\"ok\":false,\"error\":\"tenant %.64s exists; remove it first\"}\n",
+			 name);
+	else if (state == FAKE_TAKEN_REMOVED && !strcmp(cmd, "status"))
+		snprintf(ans, sizeof(ans), "{\"ok\":false,\"error\":\"no tenant named '%.64s'\"}\n",
+			 name);
+	else if (strcmp(cmd, "status"))
+		snprintf(ans, sizeof(ans), "{\"ok\":true}\n");
+	else
+		snprintf(ans, sizeof(ans),
+			 "{\"ok\":true,\"tenants\":[{\"name\":\"%.64s\",\"state\":\"ready\","
+			 "\"owner\":%d,\"model\":\"%.600s\",\"input_bytes\":%zu,"
+			 "\"output_bytes\":%zu}]}\n",
+			 name, state == FAKE_TAKEN_THERE ? f->taken_owner : -1,
+			 state == FAKE_TAKEN_THERE ? f->taken_model : "m", in, fake_out_bytes(name));
+	if (taken && !strcmp(cmd, "remove")) {
+		atomic_fetch_add(&f->removes, 1);
+		atomic_store(&f->taken_state, FAKE_TAKEN_REMOVED);
+	}
+	if (taken && !strcmp(cmd, "submit") && state != FAKE_TAKEN_THERE)
+		atomic_store(&f->taken_state, FAKE_TAKEN_NONE);
 	return fake_send(fd, ans, strlen(ans));
 }
 
@@ -713,6 +740,19 @@ static inline int http_get(FIXTURE_DATA(fwd) * self, const char *path)
 	snprintf(cmd, sizeof(cmd),
 		 "curl -s --max-time %d -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d%s",
 		 CURL_MAX_S, self->env.http_port, path);
+	tu_run(cmd, out, sizeof(out));
+	return atoi(out);
+}
+
+/* curl's POST of an empty body to path; the HTTP status, the answer in out<n>. */
+static inline int post_empty(FIXTURE_DATA(fwd) * self, const char *path, int n)
+{
+	char cmd[1024], out[64];
+
+	snprintf(cmd, sizeof(cmd),
+		 "curl -s --max-time %d -X POST -d '' -o '%s/out%d' -w '%%{http_code}' "
+		 "http://127.0.0.1:%d%s",
+		 CURL_MAX_S * 4, self->env.dir, n, self->env.http_port, path);
 	tu_run(cmd, out, sizeof(out));
 	return atoi(out);
 }

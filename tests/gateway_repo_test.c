@@ -21,19 +21,6 @@
 #define TRUNC_LOADS 12
 #define SWAP_LOADS 200
 
-/* curl's POST of an empty body to path; the HTTP status, the answer in out<n>. */
-static int post_empty(FIXTURE_DATA(fwd) * self, const char *path, int n)
-{
-	char cmd[1024], out[64];
-
-	snprintf(cmd, sizeof(cmd),
-		 "curl -s --max-time %d -X POST -d '' -o '%s/out%d' -w '%%{http_code}' "
-		 "http://127.0.0.1:%d%s",
-		 CURL_MAX_S * 4, self->env.dir, n, self->env.http_port, path);
-	tu_run(cmd, out, sizeof(out));
-	return atoi(out);
-}
-
 /* Whether the gateway still runs (not reaped: it is the test's child). */
 static bool gateway_alive(FIXTURE_DATA(fwd) * self)
 {
