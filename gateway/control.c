@@ -98,7 +98,7 @@ int gw_ctl_submit(struct gw_ctl *ctl, int repo_fd, bool links, const struct gw_m
 					 .model = cfg->model_rel,
 					 .weights = cfg->weights[0] ? cfg->weights_rel : NULL,
 					 .links = links };
-	struct coloc_submit sub = { .name = cfg->name,
+	struct coloc_submit sub = { .name = cfg->tenant,
 				    .model = cfg->path,
 				    .weights = cfg->weights[0] ? cfg->weights : NULL,
 				    .qos_ms = cfg->qos_ms,

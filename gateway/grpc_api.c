@@ -302,7 +302,7 @@ static void api_infer_forward(struct gw_grpc_call *c, struct api_infer *a,
 		gw_grpc_fail(c, GW_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
-	a->job.tenant = a->cfg.name;
+	a->job.tenant = a->cfg.tenant;
 	a->job.input = a->ir.input;
 	/* an input that lies in the message's memfd goes to colocd as it lies there */
 	if (a->msg_memfd && (const char *)a->ir.input >= (const char *)a->msg_memfd->map &&

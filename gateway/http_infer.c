@@ -123,7 +123,7 @@ enum MHD_Result http_infer_start(struct http_req *rq, struct gw_model *m)
 	rq->output = malloc(rq->job.output_cap ? rq->job.output_cap : 1);
 	if (!rq->output)
 		return http_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	rq->job.tenant = rq->cfg.name;
+	rq->job.tenant = rq->cfg.tenant;
 	rq->job.input = rq->ir.input;
 	/* a binary tensor still in the body's memfd goes to colocd as it lies there */
 	if (rq->body_memfd && (const char *)rq->ir.input >= rq->body &&

@@ -375,7 +375,7 @@ static struct json_object *mx_own_tenants(struct json_object *tenants, struct gw
 		if (!json_object_object_get_ex(t, "name", &name) ||
 		    !json_object_is_type(name, json_type_string))
 			continue;
-		m = gw_models_get(ms, json_object_get_string(name));
+		m = gw_models_get_tenant(ms, json_object_get_string(name));
 		if (!m)
 			continue;
 		gw_models_put(m);

@@ -19,6 +19,7 @@
 
 struct gw_models {
 	struct gw_repo repo;
+	char tenant_prefix[GW_NAME_MAX];
 	struct gw_ctl *ctl;
 	struct gw_fwd *fw;
 	int load_timeout_s;
@@ -41,8 +42,9 @@ const char *gw_model_state_name(enum gw_model_state s)
 	return (unsigned int)s < sizeof(state_names) / sizeof(*state_names) ? state_names[s] : "?";
 }
 
-int gw_models_create(const char *repo, bool repo_links, struct gw_ctl *ctl, struct gw_fwd *fw,
-		     int load_timeout_s, struct gw_models **out, struct coloc_err *err)
+int gw_models_create(const char *repo, bool repo_links, const char *tenant_prefix,
+		     struct gw_ctl *ctl, struct gw_fwd *fw, int load_timeout_s,
+		     struct gw_models **out, struct coloc_err *err)
 {
 	struct gw_models *ms = calloc(1, sizeof(*ms));
 	int r;
@@ -50,6 +52,12 @@ int gw_models_create(const char *repo, bool repo_links, struct gw_ctl *ctl, stru
 	*out = NULL;
 	if (!ms)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
+	if ((size_t)snprintf(ms->tenant_prefix, sizeof(ms->tenant_prefix), "%s", tenant_prefix) >=
+	    sizeof(ms->tenant_prefix)) {
+		free(ms);
+		return coloc_err_set(err, -ENAMETOOLONG, "--tenant-prefix %.80s is too long",
+				     tenant_prefix);
+	}
 	r = gw_repo_init(&ms->repo, repo, repo_links, err);
 	if (r) {
 		free(ms);
@@ -118,6 +126,13 @@ struct gw_model *gw_models_get(struct gw_models *ms, const char *name)
 	return m;
 }
 
+struct gw_model *gw_models_get_tenant(struct gw_models *ms, const char *tenant)
+{
+	size_t n = strlen(ms->tenant_prefix);
+
+	return strncmp(tenant, ms->tenant_prefix, n) ? NULL : gw_models_get(ms, tenant + n);
+}
+
 void gw_models_put(struct gw_model *m)
 {
 	if (m)
@@ -146,6 +161,18 @@ static const char *models_str(struct json_object *o, const char *key)
 	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string) ?
 		       json_object_get_string(v) :
 		       "";
+}
+
+/* colocd's name for model name: the prefix and name, or -ENAMETOOLONG. */
+static int models_tenant(const struct gw_models *ms, const char *name, char *tenant,
+			 struct coloc_err *err)
+{
+	if ((size_t)snprintf(tenant, GW_NAME_MAX, "%s%s", ms->tenant_prefix, name) >= GW_NAME_MAX)
+		return coloc_err_set(err, -ENAMETOOLONG,
+				     "tenant name %s%s is too long (at most %d bytes with "
+				     "--tenant-prefix)",
+				     ms->tenant_prefix, name, GW_NAME_MAX - 1);
+	return 0;
 }
 
 static int models_submit_once(struct gw_models *ms, const struct gw_model_config *cfg,
@@ -221,7 +248,7 @@ static int models_submit(struct gw_models *ms, const struct gw_model_config *cfg
 	if (r != -EINVAL || !strstr(err->msg, "exists"))
 		return r;
 	coloc_err_clear(err);
-	r = models_remove_own(ms, cfg->name, err);
+	r = models_remove_own(ms, cfg->tenant, err);
 	return r ? r : models_submit_once(ms, cfg, err);
 }
 
@@ -287,7 +314,7 @@ static int models_warmup(struct gw_models *ms, const struct gw_model_config *cfg
 		coloc_err_set(err, r, "out of memory");
 		goto out;
 	}
-	job.tenant = cfg->name;
+	job.tenant = cfg->tenant;
 	job.input = input;
 	job.input_bytes = in;
 	job.output = output;
@@ -360,6 +387,8 @@ static int models_load_locked(struct gw_models *ms, const char *name, struct col
 	if (!cfg)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
 	r = gw_repo_read_model(&ms->repo, name, cfg, err);
+	if (!r)
+		r = models_tenant(ms, name, cfg->tenant, err);
 	if (r)
 		goto out;
 	m = models_slot(ms, name, true);
@@ -372,7 +401,7 @@ static int models_load_locked(struct gw_models *ms, const char *name, struct col
 	models_set_state(m, GW_MODEL_LOADING, NULL);
 	r = models_submit(ms, cfg, err);
 	if (!r)
-		r = models_wait_ready(ms, name, &in, &out, err);
+		r = models_wait_ready(ms, cfg->tenant, &in, &out, err);
 	if (!r)
 		r = gw_repo_check_sizes(cfg, in, out, err);
 	if (!r)
@@ -414,9 +443,12 @@ int gw_models_load(struct gw_models *ms, const char *name, bool wait, struct col
 
 int gw_models_unload(struct gw_models *ms, const char *name, struct coloc_err *err)
 {
+	char tenant[GW_NAME_MAX];
 	struct gw_model *m;
 	int r;
 
+	if (models_tenant(ms, name, tenant, err))
+		return err->code;
 	if (pthread_mutex_trylock(&ms->load_lock))
 		return coloc_err_set(
 			err, -EBUSY,
@@ -427,7 +459,7 @@ int gw_models_unload(struct gw_models *ms, const char *name, struct coloc_err *e
 		return coloc_err_set(err, -ENOENT, "no model %s is loaded", name);
 	}
 	models_set_state(m, GW_MODEL_UNAVAILABLE, "unloaded");
-	r = gw_ctl_remove(ms->ctl, name, err);
+	r = gw_ctl_remove(ms->ctl, tenant, err);
 	if (r == -EINVAL && strstr(err->msg, "no tenant named")) {
 		coloc_err_clear(err);
 		r = 0;

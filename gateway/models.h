@@ -59,8 +59,10 @@ struct gw_model {
 
 struct gw_models;
 
-int gw_models_create(const char *repo, bool repo_links, struct gw_ctl *ctl, struct gw_fwd *fw,
-		     int load_timeout_s, struct gw_models **out, struct coloc_err *err);
+/* tenant_prefix: each model's tenant in colocd is named tenant_prefix + its name. */
+int gw_models_create(const char *repo, bool repo_links, const char *tenant_prefix,
+		     struct gw_ctl *ctl, struct gw_fwd *fw, int load_timeout_s,
+		     struct gw_models **out, struct coloc_err *err);
 /* Loads every model of the repository, one after another (the start-up load). */
 void gw_models_load_all(struct gw_models *ms);
 void gw_models_destroy(struct gw_models *ms);
@@ -68,6 +70,8 @@ void gw_models_destroy(struct gw_models *ms);
 /* The model named (read-locked; gw_models_put it), or NULL. */
 struct gw_model *gw_models_get(struct gw_models *ms, const char *name);
 void gw_models_put(struct gw_model *m);
+/* The model whose tenant colocd names tenant (--tenant-prefix), as gw_models_get. */
+struct gw_model *gw_models_get_tenant(struct gw_models *ms, const char *tenant);
 
 /* Why the front doors refuse load and unload without --model-control. */
 #define GW_MODEL_CONTROL_OFF                                                                \

@@ -54,6 +54,7 @@ struct gw_tensor {
 
 struct gw_model_config {
 	char name[GW_NAME_MAX];
+	char tenant[GW_NAME_MAX]; /* colocd's name for it: --tenant-prefix + name */
 	char version[24];
 	char path[PATH_MAX]; /* absolute: the model file, as colocd is told */
 	char weights[PATH_MAX]; /* absolute, or "" */

@@ -186,6 +186,14 @@ static inline int64_t fake_int(struct json_object *o, const char *key)
 	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : -1;
 }
 
+/* The model a tenant name stands for: its part after a --tenant-prefix's last '.'. */
+static inline const char *fake_model(const char *tenant)
+{
+	const char *dot = strrchr(tenant, '.');
+
+	return dot ? dot + 1 : tenant;
+}
+
 /* The output bytes of the model named name: "wide"'s WIDE_FLOATS, any other's OUT_FLOATS. */
 static inline size_t fake_out_bytes(const char *name)
 {
@@ -201,10 +209,10 @@ static inline int fake_control(struct fake_colocd *f, int fd, struct json_object
 {
 	char ans[1024];
 	const char *name = fake_str(req, "name")[0] ? fake_str(req, "name") : "fast";
-	const char *cmd = fake_str(req, "cmd");
-	size_t in = !strcmp(name, "big") ? f->big_bytes :
-		    !strcmp(name, "mn")	 ? MN_FLOATS * sizeof(float) :
-					   4 * sizeof(float);
+	const char *cmd = fake_str(req, "cmd"), *model = fake_model(name);
+	size_t in = !strcmp(model, "big") ? f->big_bytes :
+		    !strcmp(model, "mn")  ? MN_FLOATS * sizeof(float) :
+					    4 * sizeof(float);
 	bool taken = f->taken && !strcmp(name, f->taken);
 	int state = taken ? atomic_load(&f->taken_state) : FAKE_TAKEN_NONE;
 
@@ -223,7 +231,7 @@ static inline int fake_control(struct fake_colocd *f, int fd, struct json_object
 			 "\"owner\":%d,\"model\":\"%.600s\",\"input_bytes\":%zu,"
 			 "\"output_bytes\":%zu}]}\n",
 			 name, state == FAKE_TAKEN_THERE ? f->taken_owner : -1,
-			 state == FAKE_TAKEN_THERE ? f->taken_model : "m", in, fake_out_bytes(name));
+			 state == FAKE_TAKEN_THERE ? f->taken_model : "m", in, fake_out_bytes(model));
 	if (taken && !strcmp(cmd, "remove")) {
 		atomic_fetch_add(&f->removes, 1);
 		atomic_store(&f->taken_state, FAKE_TAKEN_REMOVED);
@@ -355,7 +363,7 @@ static inline int fake_infer(struct fake_colocd *f, int fd, struct json_object *
 {
 	float out[OUT_FLOATS];
 	int64_t bytes = fake_int(req, "input_bytes");
-	const char *tenant = fake_str(req, "tenant");
+	const char *tenant = fake_model(fake_str(req, "tenant"));
 	int mode = atomic_load(&f->mode);
 	char ans[256];
 

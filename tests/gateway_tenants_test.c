@@ -5,7 +5,8 @@
  * "fast" is there before the gateway starts. A tenant of the gateway's uid
  * that colocd says runs the same model path is replaced, not adopted (the
  * path is what its submitter said, not the bytes it runs); another uid's is
- * an error that names that uid.
+ * an error that names that uid. With --tenant-prefix the gateway's tenants
+ * are named apart from anyone's model names.
  */
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
@@ -63,6 +64,24 @@ TEST_F_TIMEOUT(fwd, adopt__another_uids_tenant_is_an_error_naming_it, 120)
 	EXPECT_EQ(0, atomic_load(&self->fake.removes));
 	EXPECT_NE(200, infer(self, "fast", 3));
 	EXPECT_EQ(200, infer(self, "slow", 4)) TH_LOG("the other models are served");
+}
+
+/*
+ * With --tenant-prefix (the ServingRuntime passes the InferenceService's
+ * namespace and name) the gateway's tenants are its own names: a member's
+ * tenant named as the model (review2 MEDIUM 1's squatting) is left alone
+ * and the model served (before: no such option, and the load failed).
+ */
+TEST_F_TIMEOUT(fwd, prefix__a_squatted_model_name_is_served_under_the_prefix, 120)
+{
+	const char *prefixed[] = { "--tenant-prefix", "ns.isvc.", NULL };
+	char model[PATH_MAX + 32];
+
+	take_fast(self, 0, model, sizeof(model));
+	ASSERT_TRUE(start_gateway(self, prefixed));
+	EXPECT_EQ(200, infer(self, "fast", 1));
+	EXPECT_EQ(0, atomic_load(&self->fake.removes));
+	EXPECT_EQ(FAKE_TAKEN_THERE, atomic_load(&self->fake.taken_state));
 }
 
 TEST_HARNESS_MAIN

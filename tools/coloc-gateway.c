@@ -41,6 +41,7 @@ static struct {
 	const char *http;
 	const char *metrics;
 	const char *grpc;
+	const char *tenant_prefix; /* --tenant-prefix */
 	long threads, conns, max_queue, timeout_ms, colocd_timeout_ms, max_body, load_timeout_s;
 	long max_connections, pipeline, grpc_read_timeout_ms, grpc_max_streams;
 	long max_conns_per_ip, request_timeout_ms, grpc_max_conns, grpc_max_conns_per_ip;
@@ -54,6 +55,7 @@ static struct {
 	.socket_path = COLOC_DEFAULT_SOCKET,
 	.http = "127.0.0.1:8000",
 	.metrics = "127.0.0.1:8002",
+	.tenant_prefix = "",
 	.threads = 4,
 	.conns = 4,
 	.max_queue = 1024,
@@ -158,6 +160,9 @@ static void usage(FILE *f)
 		"                          linked model folder, version, model file or weights\n"
 		"                          is skipped or refused, as a link could name a file\n"
 		"                          outside it; KServe links a pvc:// model's folders)\n"
+		"  --tenant-prefix P       name each model's tenant in colocd P + the model's name\n"
+		"                          (default none): gateways on one colocd, each with a\n"
+		"                          prefix of its own, never meet on a tenant name\n"
 		"  --load-timeout-s N      how long a model may take to become ready (default %ld)\n"
 		"  --allow-root            run as root anyway (not recommended: run it as its own\n"
 		"                          user in the '%s' group)\n"
@@ -202,6 +207,7 @@ enum {
 	OPT_GRPC_BUFFER,
 	OPT_HTTP_BUFFER,
 	OPT_GRPC_WAITING_PER_IP,
+	OPT_TENANT_PREFIX,
 	OPT_VERSION
 };
 
@@ -219,6 +225,7 @@ static const struct option long_opts[] = {
 	{ "max-body-bytes", required_argument, NULL, OPT_BODY },
 	{ "max-connections", required_argument, NULL, OPT_MAXCONN },
 	{ "load-timeout-s", required_argument, NULL, OPT_LOAD },
+	{ "tenant-prefix", required_argument, NULL, OPT_TENANT_PREFIX },
 	{ "allow-root", no_argument, NULL, OPT_ROOT },
 	{ "colocd-socket-copy", no_argument, NULL, OPT_SOCKET_COPY },
 	{ "colocd-pipeline", required_argument, NULL, OPT_PIPELINE },
@@ -357,6 +364,9 @@ static int parse_args(int argc, char **argv)
 		case OPT_REPOSITORY_LINKS:
 			opts.repository_links = true;
 			break;
+		case OPT_TENANT_PREFIX:
+			opts.tenant_prefix = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -476,8 +486,8 @@ int main(int argc, char **argv)
 		goto out;
 	gw_fwd_set_socket_copy(fw, opts.socket_copy);
 	gw_fwd_set_pipeline(fw, (int)opts.pipeline);
-	if (gw_models_create(opts.repo, opts.repository_links, ctl, fw, (int)opts.load_timeout_s,
-			     &ms, &err))
+	if (gw_models_create(opts.repo, opts.repository_links, opts.tenant_prefix, ctl, fw,
+			     (int)opts.load_timeout_s, &ms, &err))
 		goto out;
 	if (gw_http_start(&hopts, ms, fw, &http, &err)) {
 		coloc_err_prefix(&err, "--http %s", opts.http);
