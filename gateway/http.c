@@ -36,6 +36,15 @@
 
 __thread bool http_last_request;
 
+/* A body refused mid-way: no answer can be queued then, so the connection is closed. */
+static enum MHD_Result http_cut_body(struct http_req *rq)
+{
+	rq->too_large = true;
+	http_free_body(rq);
+	rq->len = rq->cap = 0;
+	return MHD_NO;
+}
+
 static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
 				   const char *method, const char *version, const char *upload,
 				   size_t *upload_size, void **con_cls)
@@ -110,13 +119,8 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 			if (cap > rq->limit)
 				cap = rq->limit;
 			/* a chunked body, or more than Content-Length said: taken as it grows */
-			if (http_take(rq, cap)) {
-				/* no answer can be queued mid-body: the connection is closed */
-				rq->too_large = true;
-				http_free_body(rq);
-				rq->len = rq->cap = 0;
-				return MHD_NO;
-			}
+			if (http_take(rq, cap))
+				return http_cut_body(rq);
 			/* more than Content-Length said: out of the memfd, into memory */
 			b = realloc(rq->body_memfd ? NULL : rq->body, cap);
 			if (!b)
@@ -131,6 +135,8 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 			rq->body = b;
 			rq->cap = cap;
 		}
+		if (http_charge(rq, rq->len + n))
+			return http_cut_body(rq);
 		memcpy(rq->body + rq->len, upload, n);
 		rq->len += n;
 		return MHD_YES;

@@ -2,8 +2,9 @@
 /*
  * A request's body over HTTP (http_impl.h): how much its path takes, its
  * buffer made at its whole size once (an infer's in a memfd it can be
- * passed to colocd in), each byte charged to the budget of the client's
- * address first, and given back with the buffer.
+ * passed to colocd in; its pages are made as the bytes are written), the
+ * bytes charged to the budget of the client's address as they arrive, and
+ * given back with the buffer.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,6 +13,8 @@
 
 /* a repository request's body (KServe's {"ready":...}, a load's parameters) */
 #define HTTP_SMALL_BODY (64u << 10)
+/* a body's first charge; then twice what is charged, or what arrived if more */
+#define HTTP_FIRST_CHARGE (64u << 10)
 
 /* The body's buffer back: its memfd to the pool, or freed. */
 void http_free_body(struct http_req *rq)
@@ -53,15 +56,26 @@ int http_take(struct http_req *rq, size_t want)
 	return r;
 }
 
+int http_charge(struct http_req *rq, size_t bytes)
+{
+	size_t step = rq->taken * 2 > bytes ? rq->taken * 2 : bytes;
+
+	return bytes <= rq->taken ? 0 : http_take(rq, step < rq->cap ? step : rq->cap);
+}
+
 /*
- * Room for the body's v bytes, taken from the budget first: an infer's
- * goes into a memfd it can be passed to colocd in (no copy on the way),
- * any other into memory. 0, -E2BIG, -ENOSPC or -ENOMEM.
+ * Room for the body's v bytes, the first HTTP_FIRST_CHARGE of them taken
+ * from the budget first (a declared length holds nothing until its bytes
+ * come: one slow client behind a proxy's address would hold every client's
+ * share): an infer's goes into a memfd it can be passed to colocd in (no
+ * copy on the way), any other into memory. 0, -E2BIG, -ENOSPC or -ENOMEM.
  */
 int http_alloc_body(struct http_req *rq, const char *url, const char *method, size_t v)
 {
 	size_t n = strlen(url);
-	int r = http_take(rq, v);
+	int r = v > rq->h->opts.max_buffer_per_addr ?
+			-E2BIG :
+			http_take(rq, v < HTTP_FIRST_CHARGE ? v : HTTP_FIRST_CHARGE);
 
 	if (r)
 		return r;

@@ -2,10 +2,10 @@
 /*
  * The bytes of request bodies the HTTP side holds at once
  * (--http-max-buffer-bytes), in all and per client address: a body's bytes
- * are taken before its buffer is made (from Content-Length) or grown (a
- * chunked body), and given back when the request ends. One address may
- * hold an eighth of the budget, or one --max-body-bytes body if that is
- * larger (the gRPC side's rule, docs/design/gateway-grpc.md). Thread-safe.
+ * are taken as they arrive (http_body.c), and given back when the request
+ * ends. One address may hold an eighth of the budget, or one
+ * --max-body-bytes body if that is larger (the gRPC side's rule,
+ * docs/design/gateway-grpc.md). Thread-safe.
  * http_conns.c counts connections in one, a unit each.
  */
 #ifndef COLOC_GATEWAY_HTTP_BUDGET_H

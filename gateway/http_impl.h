@@ -75,6 +75,8 @@ void http_free_body(struct http_req *rq);
 size_t http_body_limit(const struct gw_http *h, const char *url, const char *method);
 int http_take(struct http_req *rq, size_t want);
 int http_alloc_body(struct http_req *rq, const char *url, const char *method, size_t v);
+/* The budget charged for the body's first bytes (at most its buffer's): 0, -E2BIG or -ENOSPC. */
+int http_charge(struct http_req *rq, size_t bytes);
 enum MHD_Result http_refuse_body(struct http_req *rq, int r);
 
 #endif /* COLOC_GATEWAY_HTTP_IMPL_H */

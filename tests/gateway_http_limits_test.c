@@ -159,6 +159,59 @@ TEST_F_TIMEOUT(fwd, http_budget__held_bodies_are_bounded_and_health_answers, 180
 	EXPECT_EQ(0, status);
 }
 
+#define TRICKLE_DECLARED (64u << 20) /* --max-body-bytes's default, an address's whole share */
+#define TRICKLE_HOLDERS 2
+#define TRICKLE_ROUNDS 4
+
+/*
+ * Behind an ingress every client has its address: two connections from
+ * 127.0.0.1 declare a 64 MiB infer body each and send 1 KiB every 0.5 s,
+ * and a 10 KB infer from 127.0.0.1 between their sends is answered 200
+ * (a body is charged as its bytes arrive); the holders stay connected.
+ * Before: the first declaration took the address's whole share, and every
+ * other body from it was answered 503 (review2 HIGH 3).
+ */
+TEST_F_TIMEOUT(fwd, http_budget__trickled_declared_bodies_do_not_hold_the_share, 120)
+{
+	static char kib[1024];
+	char head[256], buf[256], json[10240];
+	int fds[TRICKLE_HOLDERS], n;
+	FILE *f;
+
+	n = snprintf(json, sizeof(json),
+		     "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,4],\"datatype\":\"FP32\","
+		     "\"data\":[1,2,3,4]}]");
+	memset(json + n, ' ', sizeof(json) - (size_t)n - 2);
+	memcpy(json + sizeof(json) - 2, "}", 2);
+	f = fopen(self->small, "w");
+	ASSERT_NE(NULL, f);
+	fputs(json, f);
+	ASSERT_EQ(0, fclose(f));
+	ASSERT_TRUE(start_gateway(self, NULL));
+	n = snprintf(head, sizeof(head),
+		     "POST /v2/models/fast/infer HTTP/1.1\r\nHost: x\r\n"
+		     "Content-Length: %u\r\n\r\n",
+		     TRICKLE_DECLARED);
+	for (int i = 0; i < TRICKLE_HOLDERS; i++) {
+		fds[i] = connect_from(self, 1);
+		ASSERT_LE(0, fds[i]);
+		ASSERT_EQ(n, send(fds[i], head, (size_t)n, MSG_NOSIGNAL));
+	}
+	for (int round = 0; round < TRICKLE_ROUNDS; round++) {
+		for (int i = 0; i < TRICKLE_HOLDERS; i++) {
+			bool closed;
+
+			EXPECT_EQ((ssize_t)sizeof(kib), send(fds[i], kib, sizeof(kib), MSG_NOSIGNAL));
+			closed = gw_closed_within(fds[i], 0, buf, sizeof(buf));
+			EXPECT_FALSE(closed || buf[0]) TH_LOG("holder %d answered: %.60s", i, buf);
+		}
+		EXPECT_EQ(200, infer(self, "fast", round)) TH_LOG("round %d", round);
+		usleep(500000);
+	}
+	for (int i = 0; i < TRICKLE_HOLDERS; i++)
+		close(fds[i]);
+}
+
 /*
  * A body sent to a path that takes none (a health check, metadata) is
  * refused with 413 from its headers and the connection closed, none of it
