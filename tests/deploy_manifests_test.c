@@ -88,6 +88,24 @@ FIXTURE_VARIANT_ADD(deploy_manifests, runtime_as_root){
 	"runAsNonRoot: false",
 	"gateway: not runAsNonRoot with a non-zero runAsUser",
 };
+FIXTURE_VARIANT_ADD(deploy_manifests, two_gateways_share_a_uid){
+	"kserve-inferenceservice.yaml",
+	"runAsUser: 972",
+	"runAsUser: 971",
+	"share runAsUser 971: each needs a uid of its own",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, inferenceservice_without_a_uid){
+	"kserve-inferenceservice.yaml",
+	"      runAsUser: 972\n",
+	"",
+	"InferenceService: no non-zero runAsUser of its own",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, runtime_overrides_each_uid){
+	"kserve-servingruntime.yaml",
+	"        runAsGroup: 970",
+	"        runAsUser: 971\n        runAsGroup: 970",
+	"the ServingRuntime sets runAsUser 971",
+};
 FIXTURE_VARIANT_ADD(deploy_manifests, gateway_sees_the_hosts_processes){
 	"gateway-deployment.yaml",
 	"    spec:\n      nodeSelector:",

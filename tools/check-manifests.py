@@ -227,7 +227,12 @@ def check_gateway(where, doc, c, pod, seen):
     sc = c.get("securityContext") or {}
     psc = pod.get("securityContext") or {}
     user = sc.get("runAsUser", psc.get("runAsUser"))
-    if sc.get("runAsNonRoot", psc.get("runAsNonRoot")) is not True or user in (None, 0):
+    # a runtime's uid is each InferenceService's (check_cross): set here, it would override them
+    if doc["kind"] == "ServingRuntime" and user is not None:
+        fail(where, f"gateway: the ServingRuntime sets runAsUser {user}, which overrides each "
+             "InferenceService's own uid (every gateway needs a uid of its own)")
+    elif sc.get("runAsNonRoot", psc.get("runAsNonRoot")) is not True or (
+            user in (None, 0) and doc["kind"] != "ServingRuntime"):
         fail(where, "gateway: not runAsNonRoot with a non-zero runAsUser")
     if sc.get("allowPrivilegeEscalation") is not False:
         fail(where, "gateway: allowPrivilegeEscalation is not false")
@@ -256,7 +261,8 @@ def check_gateway(where, doc, c, pod, seen):
         fail(where, "gateway: --http-max-conns-per-ip=0 (no bound per address)")
     check_gateway_memory(where, c, args)
     groups = {sc.get("runAsGroup", psc.get("runAsGroup"))} | set(psc.get("supplementalGroups") or [])
-    seen["gateway"].append({"where": where, "socket": flag(args, "--socket"), "groups": groups,
+    seen["gateway"].append({"where": where, "user": user, "socket": flag(args, "--socket"),
+                            "groups": groups,
                             "dir": socket_dir(where, c, pod), "image": c.get("image"),
                             "pod": pod, "kind": doc["kind"], "name": doc["metadata"]["name"]})
 
@@ -289,6 +295,24 @@ def check_gateway_memory(where, c, args):
              f"of JSON parses, 64 MiB its own) are over its memory limit ({limit >> 20} MiB)")
 
 
+def check_gateway_uids(seen, docs):
+    """Each gateway workload (a Deployment, an InferenceService) runs as a uid of its own:
+    colocd's connections, quotas and tenant names are per uid (review2 HIGH 2)."""
+    users = [(g["where"], g["user"]) for g in seen["gateway"] if g["kind"] == "Deployment"]
+    for where, doc in docs:
+        if doc["kind"] == "InferenceService":
+            user = get(doc, "spec.predictor.securityContext.runAsUser")
+            if user in (None, 0):
+                fail(where, "InferenceService: no non-zero runAsUser of its own")
+            users.append((where, user))
+    first = {}
+    for where, user in users:
+        if user in first and user not in (None, 0):
+            fail(where, f"gateway workloads {first[user]} and {where} share runAsUser {user}: "
+                 "each needs a uid of its own (colocd's connections, quotas and tenants are "
+                 "per uid)")
+        first.setdefault(user, where)
+
 def check_cross(seen, docs):
     if len(seen["colocd"]) != 1:
         fail("colocd", f"{len(seen['colocd'])} colocd containers, not 1")
@@ -309,6 +333,7 @@ def check_cross(seen, docs):
         if g["pod"].get("hostPID"):
             fail(w, "gateway: hostPID is set (it needs none: colocd refuses only the pids a "
                  "peer of another pid namespace names; the gateway would see every host process)")
+    check_gateway_uids(seen, docs)
     runtimes = {doc["metadata"]["name"]: doc for _, doc in docs if doc["kind"] == "ServingRuntime"}
     for where, doc in docs:
         if doc["kind"] == "ServingRuntime" and "v2" not in (get(doc, "spec.protocolVersions") or []):
