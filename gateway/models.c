@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
 #include "models.h"
 #include "mono_clock.h"
 
 #define MODELS_POLL_US 50000
+#define MODELS_WATCH_MS 1000 /* how often the watcher asks colocd for each ready model's tenant */
 
 struct gw_models {
 	struct gw_repo repo;
@@ -27,6 +29,11 @@ struct gw_models {
 	pthread_mutex_t table_lock; /* slots' present and unloaded flags */
 	atomic_bool startup_done;
 	bool unloaded[GW_REPO_MAX_MODELS]; /* explicitly: not counted for server readiness */
+	/* colocd lost its tenant: submitted again (written under load_lock) */
+	atomic_bool lost[GW_REPO_MAX_MODELS];
+	pthread_mutex_t watch_lock;
+	pthread_cond_t watch_cond;
+	bool stopping; /* under watch_lock */
 	struct gw_model slots[GW_REPO_MAX_MODELS];
 };
 
@@ -68,6 +75,8 @@ int gw_models_create(const char *repo, bool repo_links, const char *tenant_prefi
 	ms->load_timeout_s = load_timeout_s;
 	pthread_mutex_init(&ms->load_lock, NULL);
 	pthread_mutex_init(&ms->table_lock, NULL);
+	pthread_mutex_init(&ms->watch_lock, NULL);
+	pthread_cond_init(&ms->watch_cond, NULL);
 	for (int i = 0; i < GW_REPO_MAX_MODELS; i++)
 		pthread_rwlock_init(&ms->slots[i].lock, NULL);
 	*out = ms;
@@ -82,6 +91,8 @@ void gw_models_destroy(struct gw_models *ms)
 		pthread_rwlock_destroy(&ms->slots[i].lock);
 	pthread_mutex_destroy(&ms->load_lock);
 	pthread_mutex_destroy(&ms->table_lock);
+	pthread_mutex_destroy(&ms->watch_lock);
+	pthread_cond_destroy(&ms->watch_cond);
 	free(ms);
 }
 
@@ -467,6 +478,7 @@ int gw_models_unload(struct gw_models *ms, const char *name, struct coloc_err *e
 	pthread_mutex_lock(&ms->table_lock);
 	ms->unloaded[m - ms->slots] = true;
 	pthread_mutex_unlock(&ms->table_lock);
+	ms->lost[m - ms->slots] = false;
 	pthread_mutex_unlock(&ms->load_lock);
 	return r;
 }
@@ -487,6 +499,97 @@ void gw_models_load_all(struct gw_models *ms)
 	}
 	free(names);
 	atomic_store(&ms->startup_done, true);
+}
+
+/* Whether colocd says it has no tenant for m, which is READY here. */
+static bool models_tenant_lost(struct gw_models *ms, struct gw_model *m)
+{
+	struct coloc_err err = { 0 };
+	char tenant[GW_NAME_MAX];
+	struct json_object *t;
+
+	pthread_rwlock_rdlock(&m->lock);
+	snprintf(tenant, sizeof(tenant), "%s", m->cfg.tenant);
+	pthread_rwlock_unlock(&m->lock);
+	t = gw_ctl_tenant(ms->ctl, tenant, &err);
+	json_object_put(t);
+	return !t && err.code == -ENOENT;
+}
+
+/* Whether slot i holds a model that counts: present and not unloaded. */
+static bool models_counted(struct gw_models *ms, int i)
+{
+	bool counted;
+
+	pthread_mutex_lock(&ms->table_lock);
+	counted = ms->slots[i].present && !ms->unloaded[i];
+	pthread_mutex_unlock(&ms->table_lock);
+	return counted;
+}
+
+/*
+ * Slot i's look: a READY model whose tenant colocd lost (colocd restarted
+ * without --state) is LOADING again, the server unready, until submitted
+ * anew; a failed resubmission is tried again next time. colocd is asked
+ * before load_lock is taken (a load through the API is not made to wait),
+ * and again under it (an unload and load may have come between).
+ */
+static void models_watch_one(struct gw_models *ms, int i)
+{
+	struct gw_model *m = &ms->slots[i];
+	bool ready = atomic_load(&m->state) == GW_MODEL_READY;
+	struct coloc_err err = { 0 };
+	char name[GW_NAME_MAX];
+
+	if (!models_counted(ms, i) || (ready ? !models_tenant_lost(ms, m) : !ms->lost[i]))
+		return;
+	pthread_mutex_lock(&ms->load_lock);
+	if (!models_counted(ms, i) || (!ms->lost[i] && !models_tenant_lost(ms, m)))
+		goto out;
+	pthread_rwlock_rdlock(&m->lock);
+	snprintf(name, sizeof(name), "%s", m->cfg.name);
+	pthread_rwlock_unlock(&m->lock);
+	if (!ms->lost[i]) {
+		fprintf(stderr, "coloc-gateway: colocd has no tenant for model %s (restarted?): "
+				"submitting it again\n", name);
+		models_set_state(m, GW_MODEL_LOADING, "colocd lost its tenant");
+		ms->lost[i] = true;
+	}
+	if (!models_load_locked(ms, name, &err)) {
+		ms->lost[i] = false;
+		fprintf(stderr, "coloc-gateway: model %s ready\n", name);
+	}
+out:
+	pthread_mutex_unlock(&ms->load_lock);
+}
+
+void gw_models_watch(struct gw_models *ms)
+{
+	pthread_mutex_lock(&ms->watch_lock);
+	while (!ms->stopping) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += MODELS_WATCH_MS % 1000 * 1000000L;
+		until.tv_sec += MODELS_WATCH_MS / 1000 + until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		if (!pthread_cond_timedwait(&ms->watch_cond, &ms->watch_lock, &until) ||
+		    ms->stopping)
+			continue;
+		pthread_mutex_unlock(&ms->watch_lock);
+		for (int i = 0; i < GW_REPO_MAX_MODELS; i++)
+			models_watch_one(ms, i);
+		pthread_mutex_lock(&ms->watch_lock);
+	}
+	pthread_mutex_unlock(&ms->watch_lock);
+}
+
+void gw_models_stop_watching(struct gw_models *ms)
+{
+	pthread_mutex_lock(&ms->watch_lock);
+	ms->stopping = true;
+	pthread_cond_signal(&ms->watch_cond);
+	pthread_mutex_unlock(&ms->watch_lock);
 }
 
 bool gw_models_server_ready(struct gw_models *ms)

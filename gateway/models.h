@@ -65,6 +65,13 @@ int gw_models_create(const char *repo, bool repo_links, const char *tenant_prefi
 		     struct gw_models **out, struct coloc_err *err);
 /* Loads every model of the repository, one after another (the start-up load). */
 void gw_models_load_all(struct gw_models *ms);
+/*
+ * Until gw_models_stop_watching: every second, each loaded model whose
+ * tenant colocd no longer has (colocd restarted without --state) is made
+ * LOADING (the server unready) and submitted again, until it is READY.
+ */
+void gw_models_watch(struct gw_models *ms);
+void gw_models_stop_watching(struct gw_models *ms);
 void gw_models_destroy(struct gw_models *ms);
 
 /* The model named (read-locked; gw_models_put it), or NULL. */

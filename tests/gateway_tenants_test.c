@@ -6,7 +6,8 @@
  * that colocd says runs the same model path is replaced, not adopted (the
  * path is what its submitter said, not the bytes it runs); another uid's is
  * an error that names that uid. With --tenant-prefix the gateway's tenants
- * are named apart from anyone's model names.
+ * are named apart from anyone's model names. A tenant colocd lost (a
+ * restart) is submitted again.
  */
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
@@ -82,6 +83,26 @@ TEST_F_TIMEOUT(fwd, prefix__a_squatted_model_name_is_served_under_the_prefix, 12
 	EXPECT_EQ(200, infer(self, "fast", 1));
 	EXPECT_EQ(0, atomic_load(&self->fake.removes));
 	EXPECT_EQ(FAKE_TAKEN_THERE, atomic_load(&self->fake.taken_state));
+}
+
+/*
+ * colocd restarted without --state has no tenant for a ready model: the
+ * gateway submits it again and serves it (before: it stayed ready while
+ * every infer answered 503 "no tenant", review2 MEDIUM 2).
+ */
+TEST_F_TIMEOUT(fwd, restart__a_tenant_colocd_lost_is_submitted_again, 120)
+{
+	self->fake.taken = "fast";
+	ASSERT_TRUE(start_gateway(self, NULL));
+	atomic_store(&self->fake.taken_state, FAKE_TAKEN_REMOVED);
+	for (int i = 0; i < 100 && atomic_load(&self->fake.taken_state) != FAKE_TAKEN_NONE; i++)
+		usleep(100000);
+	EXPECT_EQ(FAKE_TAKEN_NONE, atomic_load(&self->fake.taken_state))
+	TH_LOG("fast was not submitted again within 10 s");
+	for (int i = 0; i < 100 && http_get(self, "/v2/health/ready") != 200; i++)
+		usleep(100000);
+	EXPECT_EQ(200, http_get(self, "/v2/health/ready"));
+	EXPECT_EQ(200, infer(self, "fast", 1));
 }
 
 TEST_HARNESS_MAIN

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
 #include "cli.h"
@@ -403,10 +404,25 @@ static void http_opts_of(struct gw_http_opts *h)
 	h->model_control = opts.model_control;
 }
 
+/* how long the stopping gateway waits for the loader (watching, or a model's load) */
+#define LOADER_JOIN_S 2
+
 static void *load_thread(void *arg)
 {
 	gw_models_load_all(arg);
+	gw_models_watch(arg);
 	return NULL;
+}
+
+/* Stops the loader's watching; whether it ended within LOADER_JOIN_S. */
+static bool loader_stopped(struct gw_models *ms, pthread_t loader)
+{
+	struct timespec until;
+
+	gw_models_stop_watching(ms);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += LOADER_JOIN_S;
+	return !pthread_timedjoin_np(loader, NULL, &until);
 }
 
 int main(int argc, char **argv)
@@ -546,7 +562,7 @@ out:
 	gw_grpc_stop(grpc);
 	gw_metrics_stop(mx);
 	/* a model still loading holds the pool and the connections: the process exit frees them */
-	if (loading && pthread_tryjoin_np(loader, NULL))
+	if (loading && !loader_stopped(ms, loader))
 		return rc;
 	gw_models_destroy(ms);
 	gw_fwd_destroy(fw);
