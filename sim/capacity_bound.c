@@ -8,8 +8,9 @@
  * counts and occupancies form a convex front; a tenant's cheapest mix of
  * them for a mean time is the fronts' segments taken cheapest first (a
  * linear programme's optimum); the rate is bisected until the tenants'
- * costs fill the socket. docs/design/capacity-bound.md derives it and says
- * what it relaxes.
+ * costs fill the socket, a query that waited in its tenant's queue for
+ * its lanes (capacity_queue.c) given only what QoS leaves it.
+ * docs/design/capacity-bound.md derives it and says what it relaxes.
  */
 #include <errno.h>
 #include <math.h>
@@ -181,9 +182,36 @@ static double tenant_cost(const struct front *f, double qos_ms, double room_ms, 
 	return fraction * front_cost(f, qos_ms) + (1 - fraction) * front_cost(f, rest);
 }
 
-/* The socket's share the tenants need at total rate qps (> 1: more than it has). */
+/*
+ * A query's least socket time at rate q given its wait: the queue at the
+ * fastest time waits least (sim_queue_waits()); the `fraction` of queries
+ * that waited least each end within QoS, so take at most QoS less their
+ * wait (a bin's least), the rest at the cheapest.
+ */
+static double queue_cost(const struct front *f, const double *gap, double q, double qos_ms,
+			 int lanes, double fraction)
+{
+	double wait_ms = qos_ms - f->fast_ms, need = fraction, cost = 0;
+	struct sim_queue_waits w;
+
+	if (sim_queue_waits(gap, q, f->fast_ms, qos_ms, lanes, &w) || w.within < fraction)
+		return INFINITY;
+	for (int i = 0; i < SIM_QUEUE_BINS && need > 0; i++) {
+		double part = fmin(w.share[i], need);
+
+		cost += part * front_cost(f, qos_ms - wait_ms * i / SIM_QUEUE_BINS);
+		need -= part;
+	}
+	return cost + (1 - fraction) * f->cheap_cost;
+}
+
+/*
+ * The socket's share the tenants need at total rate qps (> 1: more than it
+ * has); with gap (sim_queue_stream()) their queues counted too.
+ */
 static double load(const struct sim_capacity_tenant *t, const struct front *f, int nr, int lanes,
-		   double qps, double total_share, double fraction, struct sim_capacity_bound *b)
+		   double qps, double total_share, double fraction, const double *gap,
+		   struct sim_capacity_bound *b)
 {
 	double sum = 0;
 
@@ -192,9 +220,33 @@ static double load(const struct sim_capacity_tenant *t, const struct front *f, i
 
 		b->socket_ms[i] = tenant_cost(&f[i], t[i].qos_ms, 1e3 * lanes / q, fraction,
 					      &b->ms[i]);
+		if (gap)
+			b->socket_ms[i] = fmax(b->socket_ms[i],
+					       queue_cost(&f[i], gap, q, t[i].qos_ms, lanes,
+							  fraction));
 		sum += q * b->socket_ms[i] * 1e-3;
 	}
 	return sum;
+}
+
+/* The highest total rate up to hi whose load fits the socket (0: none). */
+static double most_qps(const struct sim_capacity_tenant *t, const struct front *f, int nr,
+		       int lanes, double hi, double total_share, double fraction, const double *gap,
+		       struct sim_capacity_bound *b)
+{
+	double lo = 0;
+
+	if (!(load(t, f, nr, lanes, hi * 1e-9, total_share, fraction, gap, b) <= 1))
+		return 0;
+	for (int it = 0; it < 200 && hi - lo > 1e-9 * hi; it++) {
+		double mid = (lo + hi) / 2;
+
+		if (load(t, f, nr, lanes, mid, total_share, fraction, gap, b) <= 1)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 int sim_capacity_bound(const struct sim_capacity_tenant *t, int nr, int cores, int lanes,
@@ -202,7 +254,7 @@ int sim_capacity_bound(const struct sim_capacity_tenant *t, int nr, int cores, i
 		       struct coloc_err *err)
 {
 	struct front f[POLICY_MAX_TENANTS] = { 0 };
-	double total_share = 0, cheap = 0, lo = 0, hi;
+	double total_share = 0, cheap = 0, *gap = NULL;
 	int ret = 0;
 
 	*b = (struct sim_capacity_bound){ 0 };
@@ -227,20 +279,17 @@ int sim_capacity_bound(const struct sim_capacity_tenant *t, int nr, int cores, i
 	}
 	for (int i = 0; i < nr; i++)
 		cheap += t[i].share / total_share * f[i].cheap_cost;
-	hi = 1e3 / cheap;
-	if (!(load(t, f, nr, lanes, hi * 1e-9, total_share, fraction, b) <= 1))
+	b->socket_qps = most_qps(t, f, nr, lanes, 1e3 / cheap, total_share, fraction, NULL, b);
+	gap = sim_queue_stream();
+	if (!gap) {
+		ret = coloc_err_set(err, -ENOMEM, "capacity bound: out of memory");
 		goto out;
-	for (int it = 0; it < 200 && hi - lo > 1e-12 * hi; it++) {
-		double mid = (lo + hi) / 2;
-
-		if (load(t, f, nr, lanes, mid, total_share, fraction, b) <= 1)
-			lo = mid;
-		else
-			hi = mid;
 	}
-	b->qps = lo;
-	load(t, f, nr, lanes, lo, total_share, fraction, b);
+	b->qps = most_qps(t, f, nr, lanes, b->socket_qps, total_share, fraction, gap, b);
+	if (b->qps > 0)
+		load(t, f, nr, lanes, b->qps, total_share, fraction, gap, b);
 out:
+	free(gap);
 	for (int i = 0; i < nr; i++)
 		free(f[i].step);
 	return ret;

@@ -597,13 +597,17 @@ int sim_capacity(const struct sim_capacity_tenant *t, int nr, int cores, int exe
  * table at any occupancy B (as fast as its version cells allow there), and
  * costs k x its time / B of the socket's time; a tenant's queries, at rate
  * q, keep a share `fraction` within QoS on average and the mean of all
- * within lanes / q (Little's law: a lane runs one block at a time).
- * docs/design/capacity-bound.md derives it.
+ * within lanes / q (Little's law: a lane runs one block at a time). And
+ * each tenant's queries queue for its lanes (sim_queue_waits() at its
+ * fastest time): a query within QoS after a wait W takes at most QoS - W,
+ * and costs the socket time of that. docs/design/capacity-bound.md
+ * derives it.
  */
 struct sim_capacity_bound {
 	double qps; /* 0 when some tenant cannot keep `fraction` of its queries within QoS */
-	double ms[POLICY_MAX_TENANTS]; /* a query's mean time at the bound */
-	double socket_ms[POLICY_MAX_TENANTS]; /* a query's share of the socket's time, ms */
+	double socket_qps; /* the bound without the queues: no query waits */
+	double ms[POLICY_MAX_TENANTS]; /* a query's mean time at qps, as the socket's part has it */
+	double socket_ms[POLICY_MAX_TENANTS]; /* a query's share of the socket's time there, ms */
 	double fastest_ms[POLICY_MAX_TENANTS]; /* the least a query can take, each layer at its best */
 };
 
@@ -615,6 +619,29 @@ struct sim_capacity_bound {
 int sim_capacity_bound(const struct sim_capacity_tenant *t, int nr, int cores, int lanes,
 		       double socket_slowdown, double fraction, struct sim_capacity_bound *b,
 		       struct coloc_err *err);
+
+/*
+ * The queue's part of the bound (capacity_queue.c): queries arriving
+ * Poisson at qps, each service_ms on one of lanes lanes, in arrival order,
+ * a query given up (no lane used) once it could no longer end within
+ * qos_ms. Estimated on SIM_QUEUE_SAMPLES arrivals of one fixed stream
+ * (sim_queue_stream(): its gaps at rate 1, to free(); NULL: no memory).
+ */
+#define SIM_QUEUE_SAMPLES (1L << 20)
+#define SIM_QUEUE_BINS 64
+
+struct sim_queue_waits {
+	double within; /* the share of the queries within qos_ms */
+	/* share[b]: those within that waited b / SIM_QUEUE_BINS of qos_ms - service_ms, or more */
+	double share[SIM_QUEUE_BINS];
+};
+
+double *sim_queue_stream(void);
+/* -EINVAL on a bad argument (a QoS under the service time among them) */
+int sim_queue_waits(const double *gap, double qps, double service_ms, double qos_ms, int lanes,
+		    struct sim_queue_waits *w);
+/* The share within qos_ms (NAN on a bad argument or no memory). */
+double sim_queue_within(double qps, double service_ms, double qos_ms, int lanes);
 
 /* ---- tenant mixes ------------------------------------------------------------ */
 

@@ -8,6 +8,7 @@
 #ifndef COLOC_TESTS_SIM_FIXTURE_H
 #define COLOC_TESTS_SIM_FIXTURE_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,38 @@ static inline struct sim_params small_params(const struct policy_entry *pol, int
 		.on_block = watch_block,
 		.ctx = w,
 	};
+}
+
+/* Every policy a tenant may run under, for searches against a bound */
+static const char *const every_policy[] = { "os",	  "static", "temporal", "model-wise",
+					    "layer-wise", "fcfs",   "coloc",	"coloc-wide" };
+#define NR_EVERY_POLICY (sizeof(every_policy) / sizeof(every_policy[0]))
+
+/*
+ * Tenant st alone on 4 cores of one socket (LLC domains of one core) with
+ * executors executors, socket slowdown m: its QoS-QPS searched (20 s, seed
+ * 1) under policy name, in *s; -EINVAL for no such policy.
+ */
+static inline int search_alone_on_4(const char *name, const struct sim_tenant *st, int executors,
+				    double m, struct sim_search_result *s, struct coloc_err *err)
+{
+	struct sim_params p = {
+		.policy = policy_find(name),
+		.machine = { .nr_cores = 4, .nr_sockets = 1, .llc_size = 1 },
+		.late = POLICY_LATE_DROP,
+		.tenants = st,
+		.nr_tenants = 1,
+		.executors = executors,
+		.duration_ns = 20000 * MS,
+		.warmup_ns = 2000 * MS,
+		.seed = 1,
+		.interference = { .full_slowdown = m, .socket_slowdown = m },
+		.max_queued = SIM_DEFAULT_MAX_QUEUED,
+	};
+
+	if (!p.policy)
+		return coloc_err_set(err, -EINVAL, "no policy %s", name);
+	return sim_search_qos_qps(&p, SIM_QOS_FRACTION, 16, 0.005, s, err);
 }
 
 FIXTURE(sim)
