@@ -133,6 +133,8 @@ const struct sim_bq_search sim_bq_quick = {
 	.min_s = 3,
 	.max_s = 5,
 	.warmup_s = 1,
+	.confirm = 2,
+	.walk = 3,
 };
 
 const struct sim_bq_search sim_bq_full = {
@@ -143,6 +145,8 @@ const struct sim_bq_search sim_bq_full = {
 	.min_s = 8,
 	.max_s = 20,
 	.warmup_s = 2,
+	.confirm = 2,
+	.walk = 3,
 };
 
 /* As the script prints a load: %.3f. */
@@ -159,22 +163,33 @@ struct bq_state {
 	double best; /* the highest load that passed so far */
 };
 
-/* One point at load t; *pass as the script decides it. */
-static int bq_point(struct bq_state *b, double t, bool *pass, struct coloc_err *err)
+/* A run at load t as long as the script's point there (a walk's: confirm x as long). */
+static int bq_run(struct bq_state *b, double t, int confirm, struct sim_result *r,
+		  struct coloc_err *err)
 {
 	double d = ceil(b->bq->min_queries / (b->min_share * t));
-	struct sim_result r;
-	int ret;
 
-	d = fmin(fmax(d, b->bq->min_s), b->bq->max_s);
+	d = fmin(fmax(d, b->bq->min_s), b->bq->max_s) * (confirm ? confirm : 1);
 	b->p.qps = t;
 	b->p.warmup_ns = (uint64_t)llround(b->bq->warmup_s * 1e9);
 	b->p.duration_ns = b->p.warmup_ns + (uint64_t)llround(d * 1e9);
-	ret = sim_run(&b->p, &r, err);
-	if (ret)
+	if (sim_run(&b->p, r, err))
 		return coloc_err_prefix(err, "search at %.3f QPS", t);
+	return 0;
+}
+
+/* One point at load t (confirm > 0: the walk's); *pass as the script decides it. */
+static int bq_point(struct bq_state *b, double t, int confirm, bool *pass, struct coloc_err *err)
+{
+	struct sim_result r;
+	int ret = bq_run(b, t, confirm, &r, err);
+
+	if (ret)
+		return ret;
 	b->s->points++;
 	keep_load(b->s, t, &r);
+	if (b->s->nr_loads)
+		b->s->load[b->s->nr_loads - 1].confirm = confirm > 0;
 	b->s->wall_s += r.wall_s;
 	*pass = true;
 	for (int i = 0; i < r.nr_tenants; i++)
@@ -188,6 +203,34 @@ static int bq_point(struct bq_state *b, double t, bool *pass, struct coloc_err *
 		b->s->at_fail_qps = t;
 	}
 	return 0;
+}
+
+/*
+ * The confirmation walk after the bisection (bq->confirm > 0), on the
+ * points kept (all of them: a search makes far fewer than it keeps).
+ */
+static int bq_walk(struct bq_state *b, struct coloc_err *err)
+{
+	struct sim_search_result *s = b->s;
+	double t;
+	bool pass;
+	int ret;
+
+	if (!b->bq->confirm)
+		return 0;
+	while (sim_confirm_next(s->load, s->nr_loads, b->bq->walk, &t)) {
+		if (s->nr_loads == SIM_SEARCH_MAX_LOADS)
+			return coloc_err_set(err, -E2BIG, "search: more than %d points",
+					     SIM_SEARCH_MAX_LOADS);
+		ret = bq_point(b, t, b->bq->confirm, &pass, err);
+		if (ret)
+			return ret;
+	}
+	s->qos_qps = t;
+	if (!(t > 0) || t == b->best)
+		return 0;
+	/* the run at the walk's verdict, for at_best; not a point of the search */
+	return bq_run(b, t, b->bq->confirm, &s->at_best, err);
 }
 
 int sim_search_bench_qos(const struct sim_params *base, const struct sim_bq_search *bq,
@@ -213,7 +256,7 @@ int sim_search_bench_qos(const struct sim_params *base, const struct sim_bq_sear
 	}
 	sat = round(1e4 / busy) / 1e4;
 	t = round3(sat * bq->medium_share);
-	ret = bq_point(&b, t, &pass, err);
+	ret = bq_point(&b, t, 0, &pass, err);
 	if (ret)
 		return ret;
 	if (pass) {
@@ -222,7 +265,7 @@ int sim_search_bench_qos(const struct sim_params *base, const struct sim_bq_sear
 			t = round3(t * bq->grow);
 			if (t > 4 * sat)
 				break;
-			ret = bq_point(&b, t, &pass, err);
+			ret = bq_point(&b, t, 0, &pass, err);
 			if (ret)
 				return ret;
 			if (!pass) {
@@ -237,7 +280,7 @@ int sim_search_bench_qos(const struct sim_params *base, const struct sim_bq_sear
 			t = round3(t / bq->grow);
 			if (t < sat / 50)
 				break;
-			ret = bq_point(&b, t, &pass, err);
+			ret = bq_point(&b, t, 0, &pass, err);
 			if (ret)
 				return ret;
 			if (pass) {
@@ -249,7 +292,7 @@ int sim_search_bench_qos(const struct sim_params *base, const struct sim_bq_sear
 	}
 	for (int i = 0; lo && hi && i < bq->bisect; i++) {
 		t = round3(sqrt(lo * hi));
-		ret = bq_point(&b, t, &pass, err);
+		ret = bq_point(&b, t, 0, &pass, err);
 		if (ret)
 			return ret;
 		if (pass)
@@ -259,5 +302,5 @@ int sim_search_bench_qos(const struct sim_params *base, const struct sim_bq_sear
 	}
 	s->qos_qps = lo;
 	s->fail_qps = hi;
-	return 0;
+	return bq_walk(&b, err);
 }

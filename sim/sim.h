@@ -825,6 +825,7 @@ int sim_run(const struct sim_params *p, struct sim_result *r, struct coloc_err *
 struct sim_load_point {
 	double qps; /* total, all tenants */
 	int search; /* which search ran it: bench-qos's 1..N, coloc-sim's seed index */
+	bool confirm; /* a confirmation walk's point (bench-qos's phase confirm) */
 	int nr_tenants;
 	uint32_t counted[POLICY_MAX_TENANTS];
 	uint32_t within[POLICY_MAX_TENANTS];
@@ -872,8 +873,7 @@ int sim_search_qos_qps(const struct sim_params *base, double fraction, double st
 		       struct sim_search_result *s, struct coloc_err *err);
 
 /*
- * The search exactly as tools/bench-qos.sh --confirm 0 runs it (without
- * the confirmation walk: docs/design/bench-qos-ci.md), so that a simulated
+ * The search exactly as tools/bench-qos.sh runs it, so that a simulated
  * point is decided on as few queries as a measured one: from medium load
  * (medium_share of saturation), grow x grow while a point passes (shrink
  * / grow while it fails, down to saturation / 50; up to 4 x saturation),
@@ -881,20 +881,33 @@ int sim_search_qos_qps(const struct sim_params *base, double fraction, double st
  * script prints them. A point lasts ceil(min_queries / (least share x
  * load)) s within [min_s, max_s] after warmup_s of arrivals not counted,
  * and passes when every tenant has >= fraction of its counted queries
- * within QoS (no minimum count: the script has none). The values mirror
- * bench-qos.sh's (quick and full); change them together.
+ * within QoS (no minimum count: the script has none). Then, with confirm,
+ * its confirmation walk (sim_confirm_next(), docs/design/bench-qos-ci.md),
+ * each point confirm x as long, the same seed; the search's QoS-QPS is the
+ * walk's. The values mirror bench-qos.sh's (quick and full); change them
+ * together.
  */
 struct sim_bq_search {
 	double medium_share, grow;
 	int bisect;
 	double min_queries, min_s, max_s, warmup_s;
+	int confirm, walk; /* --confirm K (0: no walk), its points K x as long; CONFIRM_WALK */
 };
 
 extern const struct sim_bq_search sim_bq_quick, sim_bq_full;
 
 /*
+ * tools/bench-qos-confirm.awk on a search's points pts[0, nr) in the order
+ * run, walk loads at most: true and *t the next load to confirm, or false
+ * and *t the search's QoS-QPS.
+ */
+bool sim_confirm_next(const struct sim_load_point *pts, int nr, int walk, double *t);
+
+/*
  * solo_ms[t]: tenant t's solo latency (bench-qos's: served alone), for
- * saturation = 1 / sum(share_t x solo_t). qos_qps 0 when nothing passes.
+ * saturation = 1 / sum(share_t x solo_t). qos_qps 0 when nothing passes;
+ * at_best the run at it (a walk's load rerun once more when the walk's
+ * verdict is not the highest point that passed alone).
  */
 int sim_search_bench_qos(const struct sim_params *base, const struct sim_bq_search *bq,
 			 const double *solo_ms, double fraction, struct sim_search_result *s,

@@ -430,7 +430,9 @@ TEST_F(sim, served_load__qos_and_solo_per_mix_tenant_once)
  *    ~0.8 s in 4 s (pass); at 240 by 140/s (~5.6 s: fail); the bisection's
  *    one point, sqrt(120 x 240) = 169.706 (rounded as the script prints
  *    it), grows it by ~70/s, 2 s after ~2.9 s, a quarter of the queries
- *    late: fail. QoS-QPS 120, 5 points.
+ *    late: fail. Then the confirmation walk (--confirm 2, points 6 s): 120
+ *    passes, up by 169.706 / 120 to 169.706, which fails, down to 120,
+ *    confirmed already: QoS-QPS 120, 7 points.
  *  - QoS 5 ms (below the solo latency): 30 fails, then 15, 7.5, 3.75;
  *    1.875 is below saturation / 50: QoS-QPS 0, 4 points.
  */
@@ -460,7 +462,12 @@ TEST_F(sim, search_bench_qos__the_scripts_points_and_verdict)
 	ASSERT_EQ(0, sim_search_bench_qos(&p, &sim_bq_quick, solo_ms, 0.95, s, &self->err));
 	ASSERT_EQ(120.0, s->qos_qps);
 	ASSERT_EQ(169.706, s->fail_qps);
-	ASSERT_EQ(5, s->points);
+	ASSERT_EQ(7, s->points);
+	ASSERT_FALSE(s->load[4].confirm);
+	ASSERT_TRUE(s->load[5].confirm);
+	ASSERT_EQ(120.0, s->load[5].qps);
+	ASSERT_EQ(169.706, s->load[6].qps);
+	ASSERT_EQ(s->at_best.tenant[0].arrived, s->load[2].counted[0]);
 	t.qos_ns = 5 * MS;
 	ASSERT_EQ(0, sim_search_bench_qos(&p, &sim_bq_quick, solo_ms, 0.95, s, &self->err));
 	ASSERT_EQ(0.0, s->qos_qps);

@@ -43,12 +43,16 @@ echo "== fidelity: this machine (all its cores, one LLC), coloc's profiles, the 
 serving=()
 pts=$QOS_DIR/points.tsv
 if [ -r "$pts" ] && ls "$QOS_DIR"/blocks-*-*.tsv >/dev/null 2>&1; then
-	like=$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	# the search's point lengths (a walk's are --confirm K x as long), and whether it walked
+	read -r like walked < <(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		$c["phase"] == "confirm" { w = 1; next }
 		$c["duration_s"] > m { m = $c["duration_s"] }
-		END { print (m > 5 ? "full" : "quick") }' "$pts")
+		END { print (m > 5 ? "full" : "quick"), w + 0 }' "$pts")
 	echo "== the executor model fitted on all the block logs of $QOS_DIR, one for every"
-	echo "   run; searched as bench-qos $like did (its loads and point lengths), median of 25 seeds"
+	echo "   run; searched as bench-qos $like did (its loads and point lengths, $([ "$walked" = 1 ] &&
+		echo "its confirmation walk" || echo "no confirmation walk")), median of 25 seeds"
 	serving=(--exec-from "$QOS_DIR" --search-like "$like" --seeds 25)
+	[ "$walked" = 1 ] || serving+=(--confirm 0)
 	"$BIN/coloc-sim" --mixes "$MIXES" --mix all --policy all --search --cores "$CORES" --llc "$CORES" \
 		--full-slowdown "$SLOWDOWN" --brief --measured "$QOS_DIR/results.tsv" \
 		"${serving[@]}" "${EXTRA[@]}"

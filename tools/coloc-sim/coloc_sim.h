@@ -42,6 +42,7 @@ struct simcli_opts {
 	double block_cost_us, query_cost_us; /* query_cost_us < 0: from the served solo latency */
 	double query_cost_sigma, shared_penalty, query_cost_warm_ms;
 	const struct sim_bq_search *like; /* search as bench-qos does; NULL: coloc-sim's own */
+	long confirm; /* --confirm K: like's walk, K x as long (0: none; -1: like's own) */
 };
 extern struct simcli_opts simcli_opts;
 

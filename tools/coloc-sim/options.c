@@ -26,6 +26,7 @@ struct simcli_opts simcli_opts = {
 	.warmup_s = -1,
 	.full_slowdown = SIM_DEFAULT_FULL_SLOWDOWN,
 	.seed = 1,
+	.confirm = -1,
 	.seeds = 1,
 	.executors = 1,
 	.start_qps = 16,
@@ -92,10 +93,10 @@ void simcli_usage(FILE *out)
 		"  --search       find the highest QPS at which >= 95%% of every tenant's queries\n"
 		"                 meet QoS (doubling from %.0f, then bisection to 1%%)\n"
 		"  --search-like quick|full  search as make bench-qos [ARGS=--quick] does: its\n"
-		"                 load points, durations (15 or 60 queries of the least frequent\n"
-		"                 tenant) and pass rule, so a point is decided on as few\n"
-		"                 queries as measured; saturation from the served solo latency\n"
-		"                 (--qos-from) or the profiled one. Ignores --duration\n"
+		"                 points, durations, pass rule and walk (--confirm K as its,\n"
+		"                 default 2, 0: none), a point decided on as few queries as\n"
+		"                 measured; saturation from the served solo latency (--qos-from)\n"
+		"                 or the profiled one. Ignores --duration\n"
 		"  --duration S   simulated seconds of arrivals per run (default %.0f)\n"
 		"  --warmup S     arrivals before S are served but not counted (default: a\n"
 		"                 tenth of the duration)\n"
@@ -397,6 +398,7 @@ static const struct simcli_option options[] = {
 	DOUBLE("query-cost-warm-ms", query_cost_warm_ms, 0, 1e6),
 	DOUBLE_GIVEN("shared-penalty", shared_penalty, 0.5, 100, penalty_given),
 	CALL("search-like", opt_search_like),
+	LONG("confirm", confirm, 0, 100),
 	STRING("exec-from", exec_from),
 	STRING("parts", parts),
 	FLAG("exec-per-run", exec_per_run),
@@ -510,6 +512,7 @@ int simcli_check(void)
 		{ !o->trace && !o->search && !(o->qps > 0) && !o->capacity,
 		  "give a load (--qps X), --search or --trace FILE" },
 		{ o->like && !o->search, "--search-like is a way to --search: give both" },
+		{ o->confirm >= 0 && !o->like, "--confirm is the walk of --search-like: give both" },
 		{ o->measured && !o->search, "--measured compares QoS-QPS: it needs --search" },
 		{ o->qos_from && !o->mix,
 		  "--qos-from gives the QoS of a mix's tenants: it needs --mix" },

@@ -171,7 +171,14 @@ int simcli_run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 	struct sim_search_result *s = calloc((size_t)nr, sizeof(*s)), *med;
 	struct coloc_err err = { 0 };
 	double wall = 0, lo = 0, hi = 0, solo_ms[POLICY_MAX_TENANTS], seed_qps[64];
+	struct sim_bq_search like = { 0 };
 	int ret = 0;
+
+	if (simcli_opts.like) {
+		like = *simcli_opts.like;
+		if (simcli_opts.confirm >= 0)
+			like.confirm = (int)simcli_opts.confirm;
+	}
 
 	/* bench-qos's saturation: from the latency served alone where known */
 	for (int t = 0; t < p->nr_tenants; t++)
@@ -187,8 +194,7 @@ int simcli_run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 	for (int i = 0; i < nr && !ret; i++) {
 		p->seed = (uint64_t)simcli_opts.seed + (uint64_t)i;
 		if (simcli_opts.search && simcli_opts.like)
-			ret = sim_search_bench_qos(p, simcli_opts.like, solo_ms, SIM_QOS_FRACTION,
-						   &s[i], &err);
+			ret = sim_search_bench_qos(p, &like, solo_ms, SIM_QOS_FRACTION, &s[i], &err);
 		else if (simcli_opts.search)
 			ret = sim_search_qos_qps(p, SIM_QOS_FRACTION, simcli_opts.start_qps,
 						 simcli_opts.tol, &s[i], &err);
