@@ -218,12 +218,12 @@ static double load(const struct sim_capacity_tenant *t, const struct front *f, i
 	for (int i = 0; i < nr; i++) {
 		double q = qps * t[i].share / total_share;
 
-		b->socket_ms[i] = tenant_cost(&f[i], t[i].qos_ms, 1e3 * lanes / q, fraction,
-					      &b->ms[i]);
+		b->socket_ms[i] =
+			tenant_cost(&f[i], t[i].qos_ms, 1e3 * lanes / q, fraction, &b->ms[i]);
 		if (gap)
-			b->socket_ms[i] = fmax(b->socket_ms[i],
-					       queue_cost(&f[i], gap, q, t[i].qos_ms, lanes,
-							  fraction));
+			b->socket_ms[i] =
+				fmax(b->socket_ms[i],
+				     queue_cost(&f[i], gap, q, t[i].qos_ms, lanes, fraction));
 		sum += q * b->socket_ms[i] * 1e-3;
 	}
 	return sum;

@@ -31,15 +31,15 @@ double *sim_queue_stream(void)
 }
 
 /* The waits, in service times, rho arriving a service time, of those within wait. */
-static double queue_run(const double *gap, int lanes, double rho, double wait,
-			struct sim_queue_waits *w)
+static void queue_run(const double *gap, int lanes, double rho, double wait,
+		      struct sim_queue_waits *w)
 {
-	double free_at[SIM_MAX_EXECUTORS] = { 0 }, now = 0, counted = SIM_QUEUE_SAMPLES - QUEUE_WARMUP;
+	double free_at[SIM_MAX_EXECUTORS] = { 0 }, now = 0,
+	       counted = SIM_QUEUE_SAMPLES - QUEUE_WARMUP;
 	long within = 0;
 	int lane = 0;
 
-	if (w)
-		memset(w, 0, sizeof(*w));
+	memset(w, 0, sizeof(*w));
 	/* starts in arrival order and one service time each: lanes free in the order taken */
 	for (long n = 0; n < SIM_QUEUE_SAMPLES; n++) {
 		double start;
@@ -53,42 +53,19 @@ static double queue_run(const double *gap, int lanes, double rho, double wait,
 		if (n < QUEUE_WARMUP)
 			continue;
 		within++;
-		if (w && wait > 0)
-			w->share[(int)fmin((start - now) / wait * SIM_QUEUE_BINS,
-					   SIM_QUEUE_BINS - 1)] += 1 / counted;
-		else if (w)
-			w->share[0] += 1 / counted;
+		w->share[wait > 0 ? (int)fmin((start - now) / wait * SIM_QUEUE_BINS,
+					      SIM_QUEUE_BINS - 1) :
+				    0] += 1 / counted;
 	}
-	if (w)
-		w->within = within / counted;
-	return within / counted;
-}
-
-static bool queue_ok(double service_ms, double qos_ms, int lanes)
-{
-	return service_ms > 0 && qos_ms >= service_ms && lanes >= 1 && lanes <= SIM_MAX_EXECUTORS;
+	w->within = within / counted;
 }
 
 int sim_queue_waits(const double *gap, double qps, double service_ms, double qos_ms, int lanes,
 		    struct sim_queue_waits *w)
 {
-	if (!queue_ok(service_ms, qos_ms, lanes) || !(qps > 0))
+	if (!(service_ms > 0) || !(qos_ms >= service_ms) || lanes < 1 ||
+	    lanes > SIM_MAX_EXECUTORS || !(qps > 0))
 		return -EINVAL;
 	queue_run(gap, lanes, qps * service_ms * 1e-3, (qos_ms - service_ms) / service_ms, w);
 	return 0;
-}
-
-double sim_queue_within(double qps, double service_ms, double qos_ms, int lanes)
-{
-	struct sim_queue_waits w;
-	double *gap;
-
-	if (!queue_ok(service_ms, qos_ms, lanes) || !(qps > 0))
-		return NAN;
-	gap = sim_queue_stream();
-	if (!gap)
-		return NAN;
-	sim_queue_waits(gap, qps, service_ms, qos_ms, lanes, &w);
-	free(gap);
-	return w.within;
 }

@@ -637,11 +637,9 @@ struct sim_queue_waits {
 };
 
 double *sim_queue_stream(void);
-/* -EINVAL on a bad argument (a QoS under the service time among them) */
+/* The queue on gap's arrivals; -EINVAL on a bad argument (a QoS under the service time) */
 int sim_queue_waits(const double *gap, double qps, double service_ms, double qos_ms, int lanes,
 		    struct sim_queue_waits *w);
-/* The share within qos_ms (NAN on a bad argument or no memory). */
-double sim_queue_within(double qps, double service_ms, double qos_ms, int lanes);
 
 /* ---- tenant mixes ------------------------------------------------------------ */
 

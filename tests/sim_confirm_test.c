@@ -25,8 +25,9 @@ static int awk_says(const struct sim_search_result *s, int nr, char *out, size_t
 		return -1;
 	for (int i = 0; i < nr; i++)
 		for (int g = 0; g < s->load[i].nr_tenants; g++)
-			fprintf(f, "%s %.3f t%d %u %.9f\n", s->load[i].confirm ? "confirm" : "bisect",
-				s->load[i].qps, g, s->load[i].counted[g],
+			fprintf(f, "%s %.3f t%d %u %.9f\n",
+				s->load[i].confirm ? "confirm" : "bisect", s->load[i].qps, g,
+				s->load[i].counted[g],
 				s->load[i].counted[g] ?
 					(double)s->load[i].within[g] / s->load[i].counted[g] :
 					0);
@@ -72,7 +73,8 @@ TEST(sim_confirm__the_walk_is_the_scripts)
 
 			t[0].qos_ns = t[1].qos_ns = (uint64_t)qos * MS;
 			p.seed = seed;
-			ASSERT_EQ(0, sim_search_bench_qos(&p, &sim_bq_quick, solo_ms, 0.95, s, &err));
+			ASSERT_EQ(0,
+				  sim_search_bench_qos(&p, &sim_bq_quick, solo_ms, 0.95, s, &err));
 			for (int k = 0; k < s->nr_loads; k++) {
 				if (!s->load[k].confirm)
 					continue;

@@ -352,8 +352,8 @@ static int print_capacity_bound(const struct sim_params *p, const struct tenant_
 	       "cheapest count, %.0f %% within QoS on average, a query that waited for its "
 	       "tenant's lanes given what QoS leaves: %.2fx (%.1f QPS, %.0f %% of the plain "
 	       "ceiling; %.1f QPS if no query waited)\n",
-	       simcli_opts.cores, fmax(m, 1), 100 * SIM_QOS_FRACTION, b.qps / c->temporal_qps, b.qps,
-	       c->ceiling_qps > 0 ? 100 * b.qps / c->ceiling_qps : 0, b.socket_qps);
+	       simcli_opts.cores, fmax(m, 1), 100 * SIM_QOS_FRACTION, b.qps / c->temporal_qps,
+	       b.qps, c->ceiling_qps > 0 ? 100 * b.qps / c->ceiling_qps : 0, b.socket_qps);
 	return 0;
 }
 

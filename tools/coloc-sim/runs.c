@@ -194,7 +194,8 @@ int simcli_run_policy(struct sim_params *p, const struct tenant_arg *ta, const c
 	for (int i = 0; i < nr && !ret; i++) {
 		p->seed = (uint64_t)simcli_opts.seed + (uint64_t)i;
 		if (simcli_opts.search && simcli_opts.like)
-			ret = sim_search_bench_qos(p, &like, solo_ms, SIM_QOS_FRACTION, &s[i], &err);
+			ret = sim_search_bench_qos(p, &like, solo_ms, SIM_QOS_FRACTION, &s[i],
+						   &err);
 		else if (simcli_opts.search)
 			ret = sim_search_qos_qps(p, SIM_QOS_FRACTION, simcli_opts.start_qps,
 						 simcli_opts.tol, &s[i], &err);
