@@ -186,21 +186,37 @@ void fd_closer_limit_nofile(void)
 	}
 }
 
-bool fd_closer_stuck(uid_t uid)
+bool fd_closer_hung(uid_t uid)
 {
 	struct fd_closer_uid *u;
-	bool stuck = false;
+	bool hung = false;
 
 	pthread_mutex_lock(&fd_closer_lock);
 	u = fd_closer_find(uid, false);
 	if (u == &fd_closer_uids[FD_CLOSER_UIDS - 1])
-		stuck = true;
+		hung = true;
 	else if (u)
-		stuck = u->len >= FD_CLOSER_STUCK_QUEUE ||
-			(u->busy_since_ns &&
-			 coloc_now_ns() - u->busy_since_ns > FD_CLOSER_STUCK_MS * 1000000ull);
+		hung = u->busy_since_ns &&
+		       coloc_now_ns() - u->busy_since_ns > FD_CLOSER_STUCK_MS * 1000000ull;
 	pthread_mutex_unlock(&fd_closer_lock);
-	return stuck;
+	return hung;
+}
+
+bool fd_closer_backlogged(uid_t uid)
+{
+	struct fd_closer_uid *u;
+	bool backlogged;
+
+	pthread_mutex_lock(&fd_closer_lock);
+	u = fd_closer_find(uid, false);
+	backlogged = u && u->len >= FD_CLOSER_STUCK_QUEUE;
+	pthread_mutex_unlock(&fd_closer_lock);
+	return backlogged;
+}
+
+bool fd_closer_stuck(uid_t uid)
+{
+	return fd_closer_hung(uid) || fd_closer_backlogged(uid);
 }
 
 int fd_closer_pending(uid_t uid)

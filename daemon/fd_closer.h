@@ -20,13 +20,17 @@
 #include <sys/types.h>
 
 /*
- * A close is "stuck" once it has run this long, or once a uid has this
- * many waiting: the uid's connections are read no more but dropped, and
- * its new ones refused, until its closes are done. What it can still add
- * then is bounded: docs/design/fd-closer.md, "Bounds".
+ * A close is "stuck" once it has run this long: the uid's connections are
+ * dropped and its new ones refused until its closes are done. A uid with
+ * this many closes waiting is "backlogged": its connections are not read
+ * until its thread has caught up (looked at again every
+ * FD_CLOSER_RECHECK_MS), as a busy host's nice-19 thread falls behind
+ * without hanging. What it can still add either way is bounded:
+ * docs/design/fd-closer.md, "Bounds".
  */
 #define FD_CLOSER_STUCK_MS 500u
 #define FD_CLOSER_STUCK_QUEUE 256
+#define FD_CLOSER_RECHECK_MS 10u
 /*
  * uids with closes of their own threads; past them a uid shares the last
  * one, and is stuck while it does (no one's closes wait behind its own)
@@ -70,6 +74,10 @@ void fd_closer_close_conn(int fd, uid_t uid);
  * Whether uid's closes hang (see FD_CLOSER_STUCK_MS), or would go to the
  * shared entry: every other is taken.
  */
+bool fd_closer_hung(uid_t uid);
+/* Whether uid has FD_CLOSER_STUCK_QUEUE closes or more waiting. */
+bool fd_closer_backlogged(uid_t uid);
+/* Hung or backlogged. */
 bool fd_closer_stuck(uid_t uid);
 /* Closes waiting or running in the entry uid's closes go to (for tests and the log). */
 int fd_closer_pending(uid_t uid);

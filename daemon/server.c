@@ -210,11 +210,40 @@ static bool server_conn_serve_one(struct server_conn *c, bool *ok)
 	return true;
 }
 
+static void server_on_recheck(struct loop_source *src, __u64 now_ns, void *ctx)
+{
+	struct server *s = ctx;
+
+	(void)src;
+	(void)now_ns;
+	for (int i = 0; i < SERVER_MAX_CONNS; i++)
+		if (s->conns[i] && s->conns[i]->uid)
+			server_conn_kick(s->conns[i]);
+}
+
+/*
+ * Whether c's uid has too many closes waiting to take in more descriptors
+ * now (fd_closer_backlogged); if so, the connections are looked at again
+ * in FD_CLOSER_RECHECK_MS.
+ */
+static bool server_conn_backlogged(const struct server_conn *c)
+{
+	__u64 wait_ns = FD_CLOSER_RECHECK_MS * 1000000ull;
+	struct server *s = c->s;
+
+	if (!c->uid || !fd_closer_backlogged(c->uid))
+		return false;
+	if (s->recheck_src || !loop_add_timer(s->loop, &s->recheck_src, wait_ns, 0,
+					      server_on_recheck, s))
+		loop_timer_set(s->recheck_src, wait_ns, 0);
+	return true;
+}
+
 /* Whether to take in more requests now (see SERVER_MAX_PENDING). */
 static bool server_conn_may_read(const struct server_conn *c)
 {
 	return !c->closing && !c->eof && c->pending < SERVER_MAX_PENDING &&
-	       c->out_bytes <= SERVER_OUT_HIGH;
+	       c->out_bytes <= SERVER_OUT_HIGH && !server_conn_backlogged(c);
 }
 
 static void server_conn_update(struct server_conn *c)
@@ -285,9 +314,9 @@ static bool server_conn_serve(struct server_conn *c, int *lines)
 /*
  * A member is told why and dropped before a read when its closes hang (no
  * more of its descriptors are taken: at most one read's, SCM_MAX_FD, past
- * the bound), or when colocd could not install all of a read's
- * descriptors (the kernel would release the rest here, on the loop). True
- * when c is gone.
+ * the bound; a uid merely behind is not read, server_conn_backlogged), or
+ * when colocd could not install all of a read's descriptors (the kernel
+ * would release the rest here, on the loop). True when c is gone.
  */
 static bool server_conn_drop_before_read(struct server_conn *c)
 {
@@ -295,7 +324,7 @@ static bool server_conn_drop_before_read(struct server_conn *c)
 
 	if (!c->uid)
 		return false;
-	if (fd_closer_stuck(c->uid))
+	if (fd_closer_hung(c->uid))
 		why = SERVER_CLOSES_STUCK;
 	else if (fd_room() < SERVER_RECV_FDS + SERVER_FDS_SPARE)
 		why = SERVER_OUT_OF_FDS;

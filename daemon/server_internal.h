@@ -93,6 +93,8 @@ struct server {
 	struct loop_source *listen_src, *sweep_src;
 	/* at the descriptor limit with no reserve, accepting waits on it (server_admit.c) */
 	struct loop_source *resume_src;
+	/* a look again at connections whose uid's closes are behind (server.c) */
+	struct loop_source *recheck_src;
 	int listen_fd, lock_fd, dir_fd;
 	char socket_path[SERVER_PATH_MAX];
 	char dir[SERVER_PATH_MAX];

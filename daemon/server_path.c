@@ -335,6 +335,7 @@ void server_close(struct server *s)
 	loop_source_remove(s->listen_src);
 	loop_source_remove(s->sweep_src);
 	loop_source_remove(s->resume_src);
+	loop_source_remove(s->recheck_src);
 	if (s->listen_fd >= 0) {
 		close(s->listen_fd);
 		unlinkat(s->dir_fd, s->sock_name, 0);
