@@ -104,7 +104,7 @@ static void *fd_closer_thread(void *arg)
 /*
  * The entry uid's closes go to: its own, a free one (taken for it when
  * take, else NULL: it has no closes), or, when none is free, the last one,
- * shared by every such uid, each of them stuck (fd_closer_stuck).
+ * shared by every such uid, each of them stuck (fd_closer_hung).
  */
 static struct fd_closer_uid *fd_closer_find(uid_t uid, bool take)
 {
@@ -212,11 +212,6 @@ bool fd_closer_backlogged(uid_t uid)
 	backlogged = u && u->len >= FD_CLOSER_STUCK_QUEUE;
 	pthread_mutex_unlock(&fd_closer_lock);
 	return backlogged;
-}
-
-bool fd_closer_stuck(uid_t uid)
-{
-	return fd_closer_hung(uid) || fd_closer_backlogged(uid);
 }
 
 int fd_closer_pending(uid_t uid)

@@ -77,8 +77,6 @@ void fd_closer_close_conn(int fd, uid_t uid);
 bool fd_closer_hung(uid_t uid);
 /* Whether uid has FD_CLOSER_STUCK_QUEUE closes or more waiting. */
 bool fd_closer_backlogged(uid_t uid);
-/* Hung or backlogged. */
-bool fd_closer_stuck(uid_t uid);
 /* Closes waiting or running in the entry uid's closes go to (for tests and the log). */
 int fd_closer_pending(uid_t uid);
 

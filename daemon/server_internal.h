@@ -159,7 +159,7 @@ void server_conn_cut(struct server_conn *c, const char *limit, unsigned long lon
 void server_out_within_budget(struct server *s, uid_t uid);
 
 /* server_admit.c: who may connect, how many each uid may hold */
-/* why a member whose closes hang (fd_closer_stuck) is refused or dropped */
+/* why a member whose closes hang (fd_closer_hung) is refused or dropped */
 #define SERVER_CLOSES_STUCK                                                            \
 	"this user's descriptors are still being closed (a socket lingering, a file "    \
 	"system not answering, too many waiting): try again once they are"

@@ -442,7 +442,7 @@ TEST(a_uid_past_the_31st_has_a_thread_of_its_own)
 		usleep(100 * 1000);
 	}
 	/* main shared its 32nd entry, never stuck, among uids past the 31st */
-	EXPECT_TRUE(fd_closer_stuck(HUNG_UID));
+	EXPECT_TRUE(fd_closer_hung(HUNG_UID));
 	fd_closer_close(memfd, OTHER_UID);
 	EXPECT_TRUE(closed_within(memfd, 2 * FD_CLOSER_DRAIN_MS + 500));
 	close(peer);
@@ -455,9 +455,9 @@ TEST(a_uid_that_finds_every_entry_taken_is_stuck)
 
 	ASSERT_GE(memfd, 0);
 	keep_uids_busy(_metadata, SOME_UID, FD_CLOSER_UIDS - 1);
-	EXPECT_FALSE(fd_closer_stuck(SOME_UID));
+	EXPECT_FALSE(fd_closer_hung(SOME_UID));
 	/* main: never, so such a uid was never refused, whatever waited behind it */
-	EXPECT_TRUE(fd_closer_stuck(OTHER_UID + FD_CLOSER_UIDS));
+	EXPECT_TRUE(fd_closer_hung(OTHER_UID + FD_CLOSER_UIDS));
 	fd_closer_close(memfd, OTHER_UID + FD_CLOSER_UIDS);
 	EXPECT_TRUE(closed_within(memfd, 10000));
 }
