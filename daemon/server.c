@@ -233,8 +233,8 @@ static bool server_conn_backlogged(const struct server_conn *c)
 
 	if (!c->uid || !fd_closer_backlogged(c->uid))
 		return false;
-	if (s->recheck_src || !loop_add_timer(s->loop, &s->recheck_src, wait_ns, 0,
-					      server_on_recheck, s))
+	if (s->recheck_src ||
+	    !loop_add_timer(s->loop, &s->recheck_src, wait_ns, 0, server_on_recheck, s))
 		loop_timer_set(s->recheck_src, wait_ns, 0);
 	return true;
 }
