@@ -6,7 +6,8 @@
  * median of a resample is the least one with probability 7/27 (two or three
  * draws of it), far above 2.5 %, so the 95 % interval is exactly [min, max];
  * of 9 searches 1..9 it is 1 with probability ~0.1 %, so the interval lies
- * strictly inside.
+ * strictly inside. A ratio's groups of as many searches are resampled as
+ * pairs (search k of each drawn together), others each on its own.
  */
 #include <math.h>
 #include <stdio.h>
@@ -84,11 +85,38 @@ TEST_F(bench_qos_ci, ratio__separated_searches_are_a_win_over_the_best_baseline)
 	ASSERT_EQ(5, sscanf(out, "%lf %lf %lf %15s %31s", &r, &lo, &hi, verdict, best))
 	TH_LOG("%s", out);
 	ASSERT_EQ(1.5, r);
-	/* the worst pairing of three searches each: 29 / 21 and 31 / 19 */
-	ASSERT_GT(1e-3, fabs(29.0 / 21 - lo));
-	ASSERT_GT(1e-3, fabs(31.0 / 19 - hi));
+	/* paired: num's and temporal's medians are the same search, so the
+	 * interval spans that search's ratios, 31 / 21 to 29 / 19 */
+	ASSERT_GT(1e-3, fabs(31.0 / 21 - lo));
+	ASSERT_GT(1e-3, fabs(29.0 / 19 - hi));
 	ASSERT_STREQ("win", verdict);
 	ASSERT_STREQ("temporal", best);
+
+	/* a fourth os search: unpaired, the worst mix of three each, 29 / 21 to 31 / 19 */
+	ASSERT_EQ(0, ci("ratio",
+			"num 30\nnum 31\nnum 29\ntemporal 20\ntemporal 21\ntemporal 19\n"
+			"os 10\nos 11\nos 12\nos 13\n",
+			out, sizeof(out)));
+	ASSERT_EQ(5, sscanf(out, "%lf %lf %lf %15s %31s", &r, &lo, &hi, verdict, best))
+	TH_LOG("%s", out);
+	ASSERT_GT(1e-3, fabs(29.0 / 21 - lo));
+	ASSERT_GT(1e-3, fabs(31.0 / 19 - hi));
+}
+
+TEST_F(bench_qos_ci, ratio__a_slow_spell_shared_by_one_search_of_each_is_paired_out)
+{
+	char out[256], verdict[16], best[32];
+	double r, lo, hi;
+
+	/* every search 1.25x its baseline's, the machine 2x slower in the second */
+	ASSERT_EQ(0, ci("ratio", "num 100\nnum 50\nnum 120\nbase 80\nbase 40\nbase 96\n", out,
+			sizeof(out)));
+	ASSERT_EQ(5, sscanf(out, "%lf %lf %lf %15s %31s", &r, &lo, &hi, verdict, best))
+	TH_LOG("%s", out);
+	ASSERT_GT(1e-3, fabs(1.25 - r));
+	ASSERT_GT(1e-3, fabs(1.25 - lo));
+	ASSERT_GT(1e-3, fabs(1.25 - hi));
+	ASSERT_STREQ("win", verdict);
 }
 
 TEST_F(bench_qos_ci, ratio__overlapping_searches_are_a_tie_and_lower_ones_a_loss)

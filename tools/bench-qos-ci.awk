@@ -5,9 +5,13 @@
 #   mode=ratio  group "num" (coloc's searches) and one group per baseline:
 #               prints "ratio lo hi verdict best", the median of num over the
 #               highest baseline median, its 95 % interval (each resample
-#               draws every group's searches again, the best baseline
-#               chosen anew), the verdict (win: lo > 1, loss: hi < 1, tie
-#               otherwise) and the baseline best on the full data
+#               draws the searches again, the best baseline chosen anew),
+#               the verdict (win: lo > 1, loss: hi < 1, tie otherwise) and
+#               the baseline best on the full data. When every group has
+#               as many searches, line k of each is search k (the same
+#               arrivals, its policies' points run interleaved) and a
+#               resample draws searches, not values: one draw for all
+#               groups (paired); otherwise each group draws its own
 # A group of one search has no interval: "n/a" for lo and hi and the
 # verdict. -v b=N resamples (default 4000), -v seed=N (default 1): the same
 # input always gives the same interval. docs/design/bench-qos-ci.md.
@@ -20,11 +24,12 @@ function median(a, n,    i, j, t, s) {
 		}
 	return n % 2 ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2
 }
-# the median of a resample of group g's searches
+# the median of a resample of group g's searches: the drawn searches pick[] when
+# paired, draws of its own otherwise
 function resampled(g,    i, n, r) {
 	n = cnt[g]
 	for (i = 1; i <= n; i++)
-		r[i] = val[g, 1 + int(rand() * n)]
+		r[i] = val[g, paired ? pick[i] : 1 + int(rand() * n)]
 	return median(r, n)
 }
 function group_median(g,    i, a) {
@@ -99,8 +104,13 @@ END {
 		printf "%.3f n/a n/a n/a %s\n", ratio, name
 		exit 0
 	}
+	paired = 1
+	for (g in cnt)
+		paired = paired && cnt[g] == cnt["num"]
 	# a resample whose best baseline is 0 has no ratio: it counts as infinite
 	for (i = 1; i <= b; i++) {
+		for (k = 1; paired && k <= cnt["num"]; k++)
+			pick[k] = 1 + int(rand() * cnt["num"])
 		d = best_base(1)
 		v[i] = d > 0 ? resampled("num") / d : 1e308
 	}

@@ -51,8 +51,8 @@
 #     N searches in a row, still interleaved with the other policies', search
 #     r on arrivals of seed r, and the cell is their median; every search's
 #     figure is kept (results.tsv) and printed. The table adds each cell's
-#     95 % interval and each ratio's (a bootstrap over the searches,
-#     tools/bench-qos-ci.awk) and says win, tie or loss by the interval
+#     95 % interval and each ratio's (a bootstrap over the searches, a
+#     ratio's paired by search, tools/bench-qos-ci.awk) and says win, tie or loss by the interval
 #     alone (docs/design/bench-qos-ci.md);
 #   - each point lasts long enough for MIN_QUERIES queries of the least
 #     frequent tenant (within [MIN_S, MAX_S] seconds), after WARMUP_S of
@@ -822,7 +822,7 @@ done
 echo "(each cell: QoS-QPS, then p99/solo at medium load, 'inf' when over 1 % of a tenant's"
 echo " queries got no answer, then with --repeats > 1 the 95 % interval of the QoS-QPS, a"
 echo " bootstrap over the searches; 'skipped': the policy did not run. A ratio: the medians'"
-echo " ratio, its 95 % bootstrap interval, and win (the interval above 1), loss (below 1) or"
+echo " ratio, its 95 % bootstrap interval (searches drawn in pairs: search r of each), and win (the interval above 1), loss (below 1) or"
 echo " tie; with one search no interval and no verdict (--repeats 3 gives one); no ratio"
 echo " when the best baseline has 0 QPS. Raw points: $OUT/points.tsv)"
 if [ "$REPEATS" -gt 1 ]; then
