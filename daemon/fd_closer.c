@@ -1,50 +1,45 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The closer threads of fd_closer.h: a table of uids with closes waiting,
- * each served by a detached thread of its own, at nice FD_CLOSER_NICE,
- * that closes them in order (every socket reset first, whatever linger
- * its sender set), looks for more every FD_CLOSER_DRAIN_MS or when its
- * queue reaches FD_CLOSER_WAKE_COUNT (signalled on its own condition
- * variable), and ends once idle for FD_CLOSER_IDLE_MS. The caller only
- * queues: a thread stuck in a close holds only its uid's descriptors.
- * A queue is a list linked through one array indexed by descriptor, so a
- * push allocates nothing and cannot fail: every descriptor queued is open
- * in this process, so no two share a link (docs/design/fd-closer.md).
+ * The closer threads of fd_closer.h: each entry of the table
+ * (fd_closer_table.c) is served by a detached thread of its own, at nice
+ * FD_CLOSER_NICE, that closes its queue in order (every socket reset
+ * first, whatever linger its sender set), looks for more every
+ * FD_CLOSER_DRAIN_MS or when its queue reaches FD_CLOSER_WAKE_COUNT
+ * (signalled on its own condition variable), and ends once idle for
+ * FD_CLOSER_IDLE_MS. The caller only queues: a thread stuck in a close
+ * holds only its uid's descriptors. A queue is a list linked through one
+ * array indexed by descriptor, so a push allocates nothing and cannot
+ * fail: every descriptor queued is open in this process, so no two share
+ * a link (docs/design/fd-closer.md).
  */
 #define _GNU_SOURCE
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <pthread.h>
-#include <stdint.h>
 #include <time.h>
 #include <unistd.h>
-#include "fd_closer.h"
+#include "fd_closer_internal.h"
 #include "mono_clock.h"
 
-struct fd_closer_uid {
-	bool used, running;
-	uid_t uid;
-	pthread_cond_t work; /* signalled when its queue reaches FD_CLOSER_WAKE_COUNT */
-	int oldest, newest, len; /* the queue; oldest and newest mean nothing when len is 0 */
-	uint64_t busy_since_ns; /* when the close now running began; 0 when none runs */
-};
-
-static pthread_mutex_t fd_closer_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t fd_closer_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_condattr_t fd_closer_cond_attr;
+struct fd_closer_uid fd_closer_uids[FD_CLOSER_UIDS];
+int fd_closer_after[FD_CLOSER_MAX_FDS];
+uid_t fd_closer_owner[FD_CLOSER_MAX_FDS];
 static pthread_once_t fd_closer_once = PTHREAD_ONCE_INIT;
-static struct fd_closer_uid fd_closer_uids[FD_CLOSER_UIDS];
-/* fd_closer_after[fd]: the descriptor queued after fd, when fd is queued and not the newest */
-static int fd_closer_after[FD_CLOSER_MAX_FDS];
 
 /* Each entry's condition variable, timed on coloc_now_ns()'s clock. */
 static void fd_closer_init(void)
 {
-	pthread_condattr_t attr;
-
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_condattr_init(&fd_closer_cond_attr);
+	pthread_condattr_setclock(&fd_closer_cond_attr, CLOCK_MONOTONIC);
 	for (int i = 0; i < FD_CLOSER_UIDS; i++)
-		pthread_cond_init(&fd_closer_uids[i].work, &attr);
-	pthread_condattr_destroy(&attr);
+		pthread_cond_init(&fd_closer_uids[i].work, &fd_closer_cond_attr);
+}
+
+void fd_closer_lock_table(void)
+{
+	pthread_once(&fd_closer_once, fd_closer_init);
+	pthread_mutex_lock(&fd_closer_lock);
 }
 
 /* Waits FD_CLOSER_DRAIN_MS, or until signalled. Called and returns locked. */
@@ -70,14 +65,17 @@ static void fd_closer_release(int fd)
 	close(fd);
 }
 
+/* Serves w.u, which a hung close may change under it (fd_closer_table.c's retirement). */
 static void *fd_closer_thread(void *arg)
 {
-	struct fd_closer_uid *u = arg;
+	struct fd_closer_worker w = { .u = arg };
 	uint64_t idle_since_ns = coloc_now_ns();
 
 	setpriority(PRIO_PROCESS, (id_t)gettid(), FD_CLOSER_NICE);
 	pthread_mutex_lock(&fd_closer_lock);
+	w.u->worker = &w;
 	for (;;) {
+		struct fd_closer_uid *u = w.u;
 		int fd;
 
 		if (!u->len) {
@@ -89,52 +87,17 @@ static void *fd_closer_thread(void *arg)
 		fd = u->oldest;
 		u->oldest = fd_closer_after[fd];
 		u->len--;
+		u->closing_uid = fd_closer_owner[fd];
 		u->busy_since_ns = coloc_now_ns();
 		pthread_mutex_unlock(&fd_closer_lock);
 		fd_closer_release(fd);
 		pthread_mutex_lock(&fd_closer_lock);
-		u->busy_since_ns = 0;
+		w.u->busy_since_ns = 0;
 		idle_since_ns = coloc_now_ns();
 	}
-	u->running = false;
+	fd_closer_worker_ends(&w);
 	pthread_mutex_unlock(&fd_closer_lock);
 	return NULL;
-}
-
-/*
- * The entry uid's closes go to: its own, a free one (taken for it when
- * take, else NULL: it has no closes), or, when none is free, the last one,
- * shared by every such uid, each of them stuck (fd_closer_hung).
- */
-static struct fd_closer_uid *fd_closer_find(uid_t uid, bool take)
-{
-	struct fd_closer_uid *free_one = NULL;
-
-	for (int i = 0; i < FD_CLOSER_UIDS - 1; i++) {
-		struct fd_closer_uid *u = &fd_closer_uids[i];
-
-		if (u->used && u->uid == uid)
-			return u;
-		if (!free_one && (!u->used || (!u->running && !u->len)))
-			free_one = u;
-	}
-	if (!free_one)
-		return &fd_closer_uids[FD_CLOSER_UIDS - 1];
-	if (!take)
-		return NULL;
-	free_one->used = true;
-	free_one->uid = uid;
-	return free_one;
-}
-
-static void fd_closer_push(struct fd_closer_uid *u, int fd)
-{
-	if (u->len)
-		fd_closer_after[u->newest] = fd;
-	else
-		u->oldest = fd;
-	u->newest = fd;
-	u->len++;
 }
 
 /* Called locked; on failure (no memory for a stack) the next close of anyone tries again. */
@@ -150,6 +113,13 @@ static void fd_closer_start_thread(struct fd_closer_uid *u)
 	pthread_attr_destroy(&attr);
 }
 
+void fd_closer_start_threads(void)
+{
+	for (int i = 0; i < FD_CLOSER_UIDS; i++)
+		if (fd_closer_uids[i].len && !fd_closer_uids[i].running)
+			fd_closer_start_thread(&fd_closer_uids[i]);
+}
+
 void fd_closer_close(int fd, uid_t uid)
 {
 	struct fd_closer_uid *u;
@@ -161,16 +131,14 @@ void fd_closer_close(int fd, uid_t uid)
 		close(fd);
 		return;
 	}
-	pthread_once(&fd_closer_once, fd_closer_init);
-	pthread_mutex_lock(&fd_closer_lock);
-	u = fd_closer_find(uid, true);
+	fd_closer_lock_table();
+	u = fd_closer_entry_for(uid);
+	fd_closer_owner[fd] = uid;
 	fd_closer_push(u, fd);
 	/* a thread closing needs no wake: it looks at its queue before it waits */
 	if (u->running && u->len == FD_CLOSER_WAKE_COUNT && !u->busy_since_ns)
 		pthread_cond_signal(&u->work);
-	for (int i = 0; i < FD_CLOSER_UIDS; i++)
-		if (fd_closer_uids[i].len && !fd_closer_uids[i].running)
-			fd_closer_start_thread(&fd_closer_uids[i]);
+	fd_closer_start_threads();
 	pthread_mutex_unlock(&fd_closer_lock);
 }
 
@@ -184,45 +152,4 @@ void fd_closer_limit_nofile(void)
 			rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-}
-
-bool fd_closer_hung(uid_t uid)
-{
-	struct fd_closer_uid *u;
-	bool hung = false;
-
-	pthread_mutex_lock(&fd_closer_lock);
-	u = fd_closer_find(uid, false);
-	if (u == &fd_closer_uids[FD_CLOSER_UIDS - 1])
-		hung = true;
-	else if (u)
-		hung = u->busy_since_ns &&
-		       coloc_now_ns() - u->busy_since_ns > FD_CLOSER_STUCK_MS * 1000000ull;
-	pthread_mutex_unlock(&fd_closer_lock);
-	return hung;
-}
-
-bool fd_closer_backlogged(uid_t uid)
-{
-	struct fd_closer_uid *u;
-	bool backlogged;
-
-	pthread_mutex_lock(&fd_closer_lock);
-	u = fd_closer_find(uid, false);
-	backlogged = u && u->len >= FD_CLOSER_STUCK_QUEUE;
-	pthread_mutex_unlock(&fd_closer_lock);
-	return backlogged;
-}
-
-int fd_closer_pending(uid_t uid)
-{
-	struct fd_closer_uid *u;
-	int n = 0;
-
-	pthread_mutex_lock(&fd_closer_lock);
-	u = fd_closer_find(uid, false);
-	if (u)
-		n = u->len + (u->busy_since_ns != 0);
-	pthread_mutex_unlock(&fd_closer_lock);
-	return n;
 }

@@ -32,10 +32,15 @@
 #define FD_CLOSER_STUCK_QUEUE 256
 #define FD_CLOSER_RECHECK_MS 10u
 /*
- * uids with closes of their own threads; past them a uid shares the last
- * one, and is stuck while it does (no one's closes wait behind its own)
+ * The table: root's entry, FD_CLOSER_UIDS - 2 members' (a uid's while it
+ * has a close waiting or running), and the overflow, shared by the uids
+ * that find every member entry taken. A hung entry's thread leaves the
+ * table with its uid's closes when another uid needs the entry; at most
+ * FD_CLOSER_RETIRED_MAX such threads at once (docs/design/fd-closer.md,
+ * "The table").
  */
 #define FD_CLOSER_UIDS 256
+#define FD_CLOSER_RETIRED_MAX 256
 /*
  * A thread looks at its queue this often, or once it holds this many: a
  * query's input memfd costs no wake-up of its own.
@@ -70,14 +75,25 @@ void fd_closer_limit_nofile(void);
  * fd_closer_close(). fd_closer_conn.c.
  */
 void fd_closer_close_conn(int fd, uid_t uid);
+enum fd_closer_state {
+	FD_CLOSER_OK,
+	FD_CLOSER_BEHIND, /* FD_CLOSER_STUCK_QUEUE closes or more waiting, none hung */
+	FD_CLOSER_HUNG, /* a close of uid's has run past FD_CLOSER_STUCK_MS */
+};
 /*
- * Whether uid's closes hang (see FD_CLOSER_STUCK_MS), or would go to the
- * shared entry: every other is taken.
+ * Where uid's entry was at the last look, kept by a caller that asks about
+ * one uid often (a connection): zeroed at first.
  */
-bool fd_closer_hung(uid_t uid);
-/* Whether uid has FD_CLOSER_STUCK_QUEUE closes or more waiting. */
-bool fd_closer_backlogged(uid_t uid);
-/* Closes waiting or running in the entry uid's closes go to (for tests and the log). */
+struct fd_closer_hint {
+	int slot;
+	unsigned int gen;
+};
+/*
+ * How uid's closes stand. With a hint the look costs a lock and a compare
+ * while the table has not changed hands; NULL: a scan of the table.
+ */
+enum fd_closer_state fd_closer_state(uid_t uid, struct fd_closer_hint *hint);
+/* uid's closes waiting or running, wherever they are (for tests and the log). */
 int fd_closer_pending(uid_t uid);
 
 #endif /* COLOC_DAEMON_FD_CLOSER_H */

@@ -223,15 +223,15 @@ static void server_on_recheck(struct loop_source *src, __u64 now_ns, void *ctx)
 
 /*
  * Whether c's uid has too many closes waiting to take in more descriptors
- * now (fd_closer_backlogged); if so, the connections are looked at again
- * in FD_CLOSER_RECHECK_MS.
+ * now (FD_CLOSER_BEHIND); if so, the connections are looked at again in
+ * FD_CLOSER_RECHECK_MS.
  */
-static bool server_conn_backlogged(const struct server_conn *c)
+static bool server_conn_backlogged(struct server_conn *c)
 {
 	__u64 wait_ns = FD_CLOSER_RECHECK_MS * 1000000ull;
 	struct server *s = c->s;
 
-	if (!c->uid || !fd_closer_backlogged(c->uid))
+	if (!c->uid || fd_closer_state(c->uid, &c->closer_hint) != FD_CLOSER_BEHIND)
 		return false;
 	if (s->recheck_src ||
 	    !loop_add_timer(s->loop, &s->recheck_src, wait_ns, 0, server_on_recheck, s))
@@ -240,7 +240,7 @@ static bool server_conn_backlogged(const struct server_conn *c)
 }
 
 /* Whether to take in more requests now (see SERVER_MAX_PENDING). */
-static bool server_conn_may_read(const struct server_conn *c)
+static bool server_conn_may_read(struct server_conn *c)
 {
 	return !c->closing && !c->eof && c->pending < SERVER_MAX_PENDING &&
 	       c->out_bytes <= SERVER_OUT_HIGH && !server_conn_backlogged(c);
@@ -324,7 +324,7 @@ static bool server_conn_drop_before_read(struct server_conn *c)
 
 	if (!c->uid)
 		return false;
-	if (fd_closer_hung(c->uid))
+	if (fd_closer_state(c->uid, &c->closer_hint) == FD_CLOSER_HUNG)
 		why = SERVER_CLOSES_STUCK;
 	else if (fd_room() < SERVER_RECV_FDS + SERVER_FDS_SPARE)
 		why = SERVER_OUT_OF_FDS;

@@ -284,7 +284,7 @@ static void server_add_conn(struct server *s, int fd)
 	 * the read: inline, they come to us as any others (fd_closer.h).
 	 */
 	setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &inline_oob, sizeof(inline_oob));
-	if (!why && cred.uid && fd_closer_hung(cred.uid))
+	if (!why && cred.uid && fd_closer_state(cred.uid, NULL) == FD_CLOSER_HUNG)
 		why = SERVER_CLOSES_STUCK;
 	if (!why)
 		why = server_make_room(s, cred.uid);

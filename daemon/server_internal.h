@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 #include "coloc/protocol.h"
+#include "fd_closer.h"
 #include "server.h"
 
 #define SERVER_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
@@ -85,6 +86,7 @@ struct server_conn {
 	int fds[COLOC_MAX_REQUEST_FDS];
 	size_t fd_at[COLOC_MAX_REQUEST_FDS];
 	int nr_fds;
+	struct fd_closer_hint closer_hint; /* where its uid's closes were at the last look */
 };
 
 struct server {
@@ -159,7 +161,7 @@ void server_conn_cut(struct server_conn *c, const char *limit, unsigned long lon
 void server_out_within_budget(struct server *s, uid_t uid);
 
 /* server_admit.c: who may connect, how many each uid may hold */
-/* why a member whose closes hang (fd_closer_hung) is refused or dropped */
+/* why a member whose closes hang (FD_CLOSER_HUNG) is refused or dropped */
 #define SERVER_CLOSES_STUCK                                                            \
 	"this user's descriptors are still being closed (a socket lingering, a file "    \
 	"system not answering, too many waiting): try again once they are"

@@ -442,24 +442,116 @@ TEST(a_uid_past_the_31st_has_a_thread_of_its_own)
 		usleep(100 * 1000);
 	}
 	/* main shared its 32nd entry, never stuck, among uids past the 31st */
-	EXPECT_TRUE(fd_closer_hung(HUNG_UID));
+	EXPECT_EQ(FD_CLOSER_HUNG, fd_closer_state(HUNG_UID, NULL));
 	fd_closer_close(memfd, OTHER_UID);
 	EXPECT_TRUE(closed_within(memfd, 2 * FD_CLOSER_DRAIN_MS + 500));
 	close(peer);
 	close(listener);
 }
 
-TEST(a_uid_that_finds_every_entry_taken_is_stuck)
+static int nr_threads(void)
 {
-	int memfd = memfd_of(1 << 20, 0, false);
+	return tu_nr_dir_entries("/proc/self/task");
+}
+
+TEST(a_uid_that_finds_every_entry_idle_takes_one)
+{
+	int memfd = memfd_of(1 << 20, 0, false), before;
 
 	ASSERT_GE(memfd, 0);
+	/* main held an entry for each while its thread idled: every one taken */
 	keep_uids_busy(_metadata, SOME_UID, FD_CLOSER_UIDS - 1);
-	EXPECT_FALSE(fd_closer_hung(SOME_UID));
-	/* main: never, so such a uid was never refused, whatever waited behind it */
-	EXPECT_TRUE(fd_closer_hung(OTHER_UID + FD_CLOSER_UIDS));
+	ASSERT_TRUE(closes_done(SOME_UID + FD_CLOSER_UIDS - 2));
+	before = nr_threads();
+	/* main: every entry taken, so this uid was stuck with nothing of its own pending */
+	EXPECT_EQ(FD_CLOSER_OK, fd_closer_state(OTHER_UID + FD_CLOSER_UIDS, NULL));
 	fd_closer_close(memfd, OTHER_UID + FD_CLOSER_UIDS);
-	EXPECT_TRUE(closed_within(memfd, 10000));
+	EXPECT_TRUE(closed_within(memfd, 2 * FD_CLOSER_DRAIN_MS + 500));
+	/* an idle thread took its close: none started for it */
+	EXPECT_LE(nr_threads(), before);
+}
+
+/* uids from HUNG_UID on that each hang a close: as many as main's member entries */
+#define HANGERS (FD_CLOSER_UIDS - 1)
+
+/* past every hanger */
+#define NEW_UID (HUNG_UID + HANGERS + 1)
+
+/* what ends each hang (hanging_close()'s listener and peer), for HANGERS and one more */
+struct hangers {
+	int listener[HANGERS + 1], peer[HANGERS + 1], n;
+};
+
+static void hang_one_more(struct __test_metadata *_metadata, struct hangers *h)
+{
+	int hang = hanging_close(&h->listener[h->n], &h->peer[h->n]);
+
+	ASSERT_GE(hang, 0);
+	fd_closer_close(hang, HUNG_UID + (uid_t)h->n);
+	h->n++;
+}
+
+static void hangers_let_go(struct hangers *h)
+{
+	for (int i = 0; i < h->n; i++) {
+		close(h->peer[i]);
+		close(h->listener[i]);
+	}
+}
+
+/*
+ * Every entry hung: the members' and the overflow (main's every entry), then
+ * one uid more (main's shared entry, where root's closes went), each past
+ * FD_CLOSER_STUCK_MS.
+ */
+static void hang_every_entry(struct __test_metadata *_metadata, struct hangers *h)
+{
+	struct rlimit nofile;
+
+	ASSERT_EQ(0, getrlimit(RLIMIT_NOFILE, &nofile));
+	nofile.rlim_cur = nofile.rlim_max;
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &nofile));
+	h->n = 0;
+	while (h->n < HANGERS)
+		hang_one_more(_metadata, h);
+	usleep((FD_CLOSER_STUCK_MS + 200) * 1000);
+	hang_one_more(_metadata, h);
+	usleep((FD_CLOSER_STUCK_MS + 200) * 1000);
+	for (int i = 0; i < h->n; i++) {
+		ASSERT_EQ(FD_CLOSER_HUNG, fd_closer_state(HUNG_UID + (uid_t)i, NULL)) TH_LOG("uid %d", i);
+	}
+}
+
+TEST(a_uid_that_finds_every_entry_hung_is_served)
+{
+	int memfd = memfd_of(1 << 20, 0, false);
+	struct hangers h;
+
+	ASSERT_GE(memfd, 0);
+	hang_every_entry(_metadata, &h);
+	/* main: stuck, nothing of its own pending, and its close behind the shared entry's hang */
+	EXPECT_EQ(FD_CLOSER_OK, fd_closer_state(NEW_UID, NULL));
+	fd_closer_close(memfd, NEW_UID);
+	EXPECT_TRUE(closed_within(memfd, 2 * FD_CLOSER_DRAIN_MS + 500));
+	EXPECT_EQ(FD_CLOSER_OK, fd_closer_state(NEW_UID, NULL));
+	/* the entries given up still refuse their uids */
+	for (int i = 0; i < h.n; i++) {
+		EXPECT_EQ(FD_CLOSER_HUNG, fd_closer_state(HUNG_UID + (uid_t)i, NULL)) TH_LOG("uid %d", i);
+	}
+	hangers_let_go(&h);
+}
+
+TEST(roots_closes_have_an_entry_no_member_reaches)
+{
+	int memfd = memfd_of(1 << 20, 0, false);
+	struct hangers h;
+
+	ASSERT_GE(memfd, 0);
+	hang_every_entry(_metadata, &h);
+	/* main: behind the shared entry's hang, open for as long as the member liked */
+	fd_closer_close(memfd, 0);
+	EXPECT_TRUE(closed_within(memfd, 2 * FD_CLOSER_DRAIN_MS + 500));
+	hangers_let_go(&h);
 }
 
 /*
