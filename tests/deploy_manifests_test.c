@@ -94,6 +94,24 @@ FIXTURE_VARIANT_ADD(deploy_manifests, two_gateways_share_a_uid){
 	"runAsUser: 971",
 	"share runAsUser 971: each needs a uid of its own",
 };
+FIXTURE_VARIANT_ADD(deploy_manifests, model_container_overrides_the_uid){
+	"kserve-inferenceservice.yaml",
+	"      runtime: kserve-coloc\n",
+	"      runtime: kserve-coloc\n      securityContext:\n        runAsUser: 971\n",
+	"its model container's runAsUser 971 overrides the pod's 972",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, inferenceservice_replicas_share_a_node){
+	"kserve-inferenceservice.yaml",
+	"    maxReplicas: 1\n",
+	"    maxReplicas: 3\n",
+	"InferenceService: two of its pods may share a node",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, inferenceservice_rolls_beside_its_old_pod){
+	"kserve-inferenceservice.yaml",
+	"      type: Recreate",
+	"      type: RollingUpdate",
+	"InferenceService: two of its pods may share a node",
+};
 FIXTURE_VARIANT_ADD(deploy_manifests, inferenceservice_without_a_uid){
 	"kserve-inferenceservice.yaml",
 	"      runAsUser: 972\n",

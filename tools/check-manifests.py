@@ -295,16 +295,43 @@ def check_gateway_memory(where, c, args):
              f"of JSON parses, 64 MiB its own) are over its memory limit ({limit >> 20} MiB)")
 
 
+def one_to_a_node(pod_spec):
+    """Whether the pod spec requires its replicas on different nodes (a required
+    pod anti-affinity on kubernetes.io/hostname)."""
+    terms = get(pod_spec or {}, "affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution")
+    return any(t.get("topologyKey") == "kubernetes.io/hostname" for t in terms or [])
+
+
 def check_gateway_uids(seen, docs):
-    """Each gateway workload (a Deployment, an InferenceService) runs as a uid of its own:
-    colocd's connections, quotas and tenant names are per uid (review2 HIGH 2)."""
+    """Each gateway workload (a Deployment, an InferenceService) runs as a uid of its own,
+    one pod of it to a node: colocd's connections, quotas and tenant names are per uid
+    (review2 HIGH 2, review s22 LOW 1)."""
     users = [(g["where"], g["user"]) for g in seen["gateway"] if g["kind"] == "Deployment"]
     for where, doc in docs:
-        if doc["kind"] == "InferenceService":
-            user = get(doc, "spec.predictor.securityContext.runAsUser")
-            if user in (None, 0):
-                fail(where, "InferenceService: no non-zero runAsUser of its own")
-            users.append((where, user))
+        if doc["kind"] == "Deployment" and any(g["where"] == where for g in seen["gateway"]):
+            replicas = get(doc, "spec.replicas")
+            if (replicas is None or replicas > 1) and not one_to_a_node(get(doc, "spec.template.spec")):
+                fail(where, "gateway: more than one replica without a required pod anti-affinity on "
+                     "kubernetes.io/hostname (two pods of one uid on a node share its quotas and "
+                     "remove each other's tenants)")
+        if doc["kind"] != "InferenceService":
+            continue
+        user = get(doc, "spec.predictor.securityContext.runAsUser")
+        model_user = get(doc, "spec.predictor.model.securityContext.runAsUser")
+        if model_user is not None and model_user != user:
+            fail(where, f"InferenceService: its model container's runAsUser {model_user} overrides "
+                 f"the pod's {user} (the check keys each gateway by the pod's; set it there only)")
+        if user in (None, 0):
+            fail(where, "InferenceService: no non-zero runAsUser of its own")
+        replicas = get(doc, "spec.predictor.maxReplicas")
+        recreate = get(doc, "spec.predictor.deploymentStrategy.type") == "Recreate"
+        if not one_to_a_node(get(doc, "spec.predictor")) and (
+                replicas is None or replicas > 1 or not recreate):
+            fail(where, "InferenceService: two of its pods may share a node (neither a required pod "
+                 "anti-affinity on kubernetes.io/hostname nor maxReplicas 1 with deploymentStrategy "
+                 "Recreate): pods of one uid on a node share its quotas and remove each other's "
+                 "tenants")
+        users.append((where, user))
     first = {}
     for where, user in users:
         if user in first and user not in (None, 0):
@@ -312,6 +339,7 @@ def check_gateway_uids(seen, docs):
                  "each needs a uid of its own (colocd's connections, quotas and tenants are "
                  "per uid)")
         first.setdefault(user, where)
+
 
 def check_cross(seen, docs):
     if len(seen["colocd"]) != 1:
