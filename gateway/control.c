@@ -55,8 +55,7 @@ static struct json_object *ctl_call_locked(struct gw_ctl *ctl, struct json_objec
 
 		if (!ctl->c && (r = coloc_client_connect(ctl->socket_path, &ctl->c))) {
 			ctl->c = NULL;
-			coloc_err_set(err, r, "cannot reach colocd at %s: %s", ctl->socket_path,
-				      strerror(-r));
+			coloc_err_set(err, r, "cannot reach colocd: %s", strerror(-r));
 			return NULL;
 		}
 		resp = coloc_client_call(ctl->c, req);
@@ -109,8 +108,7 @@ int gw_ctl_submit(struct gw_ctl *ctl, int repo_fd, bool links, const struct gw_m
 	pthread_mutex_lock(&ctl->lock);
 	if (!ctl->c && (r = coloc_client_connect(ctl->socket_path, &ctl->c))) {
 		ctl->c = NULL;
-		coloc_err_set(err, r, "cannot reach colocd at %s: %s", ctl->socket_path,
-			      strerror(-r));
+		coloc_err_set(err, r, "cannot reach colocd: %s", strerror(-r));
 	} else {
 		resp = coloc_client_submit_at(ctl->c, &sub, &at);
 		if (!resp) {

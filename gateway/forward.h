@@ -129,5 +129,12 @@ void gw_fwd_memfd_put(struct gw_fwd *fw, struct gw_memfd *m, const struct gw_job
  */
 enum gw_outcome { GW_OK, GW_TIMEOUT, GW_UNREACHABLE, GW_STOPPING, GW_REJECTED, GW_FAILED };
 enum gw_outcome gw_job_outcome(const struct gw_job *job);
+/*
+ * What a network client is told of job, finished not GW_OK (forward_why.c):
+ * a fixed text for its outcome ("colocd unavailable", "overloaded",
+ * "model not loaded", ...) and a request id, into out; colocd's words and
+ * the gateway's reason go to stderr with that id.
+ */
+void gw_job_client_why(const struct gw_job *job, char *out, size_t len);
 
 #endif /* COLOC_GATEWAY_FORWARD_H */

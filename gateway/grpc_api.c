@@ -224,11 +224,12 @@ static void api_infer_done(struct gw_job *job)
 	struct gw_tl tl;
 	uint8_t *buf;
 	size_t len;
+	char why[128];
 
 	gw_model_stats_count(a->stats, job, a->c->t_start);
 	if (outcome != GW_OK) {
-		gw_grpc_fail(a->c, api_outcome_code[outcome], "%s",
-			     job->result ? job->why : job->res.error);
+		gw_job_client_why(job, why, sizeof(why));
+		gw_grpc_fail(a->c, api_outcome_code[outcome], "%s", why);
 		return;
 	}
 	if (job->res.output_bytes != job->output_cap) {

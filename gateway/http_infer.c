@@ -156,14 +156,15 @@ static enum MHD_Result http_infer_answer(struct http_req *rq)
 	const struct gw_job *job = &rq->job;
 	struct MHD_Response *resp;
 	size_t len, header_len;
-	char *body, hl[32];
+	char *body, hl[32], why[128];
 	enum gw_outcome outcome = gw_job_outcome(job);
 	enum MHD_Result r;
 
 	gw_model_stats_count(st, job, rq->t_start);
-	if (outcome != GW_OK)
-		return http_error(rq->conn, http_outcome_status[outcome], "%s",
-				  job->result ? job->why : job->res.error);
+	if (outcome != GW_OK) {
+		gw_job_client_why(job, why, sizeof(why));
+		return http_error(rq->conn, http_outcome_status[outcome], "%s", why);
+	}
 	if (job->res.output_bytes != job->output_cap)
 		return http_error(rq->conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				  "colocd returned %zu output bytes, the model has %zu",

@@ -53,6 +53,7 @@ enum fake_mode {
 			  * endless, bytes without a newline until the gateway stops reading */
 	FAKE_BATCH, /* read queries, answer them all once none came for BATCH_IDLE_MS (not
 		     * while hold_slow; hold_after_batch: hold again after this batch) */
+	FAKE_REJECT, /* read the query, refuse it with reject_why */
 };
 
 #define BATCH_IDLE_MS 200
@@ -71,6 +72,7 @@ struct fake_colocd {
 	atomic_int unread; /* the most bytes seen waiting on a connection in FAKE_NO_READ */
 	atomic_int most_owed; /* the most queries one connection had unanswered in FAKE_BATCH */
 	const char *bad_line; /* FAKE_BAD_ANSWER's line, a format with one %lld: the tag */
+	const char *reject_why; /* FAKE_REJECT's error (no quote, no backslash) */
 	atomic_bool endless;
 	atomic_long endless_sent; /* bytes of the endless line the gateway took */
 	atomic_bool keep_memfd; /* keep the next input memfd in kept_fd, as colocd would */
@@ -386,6 +388,11 @@ static inline int fake_infer(struct fake_colocd *f, int fd, struct json_object *
 		return 0;
 	if (mode == FAKE_BAD_ANSWER)
 		return fake_bad_answer(f, fd, (long long)fake_int(req, "tag"));
+	if (mode == FAKE_REJECT) {
+		snprintf(ans, sizeof(ans), "{\"tag\":%lld,\"status\":\"rejected\",\"error\":\"%s\"}\n",
+			 (long long)fake_int(req, "tag"), f->reject_why);
+		return fake_send(fd, ans, strlen(ans));
+	}
 	if (!strcmp(tenant, "slow")) {
 		atomic_fetch_add(&f->slow_seen, 1);
 		while (atomic_load(&f->hold_slow) && !atomic_load(&f->quit))
@@ -733,6 +740,19 @@ static inline bool body_has(FIXTURE_DATA(fwd) * self, int n, const char *needle,
 		fprintf(stderr, "# out%d: %.600s\n", n, text ? text : "(none)");
 	free(text);
 	return found != absent;
+}
+
+/* Whether the gateway's log holds words. */
+static inline bool log_says(FIXTURE_DATA(fwd) * self, const char *words)
+{
+	size_t len;
+	char *log = tu_read_file(self->env.gwlog, &len);
+	bool found = log && strstr(log, words);
+
+	if (!found)
+		fprintf(stderr, "# no '%s' in the gateway's log: %.600s\n", words, log ? log : "");
+	free(log);
+	return found;
 }
 
 /* Whether out<n> holds words. */

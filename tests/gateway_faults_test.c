@@ -53,7 +53,8 @@ TEST_F_TIMEOUT(fwd, send__colocd_not_reading_is_answered_504_and_its_connection_
 	ASSERT_EQ(stuck, waitpid(stuck, &status, 0));
 	/* the 504 came from --colocd-timeout-ms: curl gives up long before --timeout-ms */
 	EXPECT_EQ(504, infer_bg_status(self, 1));
-	EXPECT_TRUE(body_says(self, 1, "timed out and closed"));
+	EXPECT_TRUE(body_says(self, 1, "timed out (request "));
+	EXPECT_TRUE(log_says(self, "timed out and closed"));
 	/* the stalled connection is closed: the fake, reading again, sees its end */
 	atomic_store(&self->fake.mode, FAKE_ANSWER);
 	EXPECT_TRUE(wait_count(&self->fake.closed, 1, CURL_MAX_S));
@@ -71,7 +72,8 @@ TEST_F_TIMEOUT(fwd, receive__output_never_coming_is_answered_504_and_its_connect
 	ASSERT_TRUE(start_gateway(self, flags));
 	atomic_store(&self->fake.mode, FAKE_NO_OUTPUT);
 	EXPECT_EQ(504, infer(self, "fast", 1));
-	EXPECT_TRUE(body_says(self, 1, "timed out and closed"));
+	EXPECT_TRUE(body_says(self, 1, "timed out (request "));
+	EXPECT_TRUE(log_says(self, "timed out and closed"));
 	EXPECT_TRUE(wait_count(&self->fake.closed, 1, CURL_MAX_S));
 	atomic_store(&self->fake.mode, FAKE_ANSWER);
 	EXPECT_EQ(200, infer(self, "fast", 2));
@@ -84,7 +86,8 @@ TEST_F_TIMEOUT(fwd, answer__colocd_silent_is_answered_504_at_the_timeout, 120)
 	ASSERT_TRUE(start_gateway(self, flags));
 	atomic_store(&self->fake.mode, FAKE_NO_ANSWER);
 	EXPECT_EQ(504, infer(self, "fast", 1));
-	EXPECT_TRUE(body_says(self, 1, "did not answer in time"));
+	EXPECT_TRUE(body_says(self, 1, "timed out (request "));
+	EXPECT_TRUE(log_says(self, "did not answer in time"));
 	atomic_store(&self->fake.mode, FAKE_ANSWER);
 	EXPECT_EQ(200, infer(self, "fast", 2));
 }
@@ -172,7 +175,8 @@ TEST_F_TIMEOUT(fwd, wait__a_query_waiting_for_a_connection_expires_on_time, 120)
 	/* the big send borrowed the one connection and stalls: the fake holds its bytes */
 	ASSERT_TRUE(wait_count(&self->fake.unread, (int)(self->fake.big_bytes / 4), CURL_MAX_S));
 	EXPECT_EQ(504, infer(self, "fast", 2));
-	EXPECT_TRUE(body_says(self, 2, "timed out in the gateway's queue"));
+	EXPECT_TRUE(body_says(self, 2, "timed out (request "));
+	EXPECT_TRUE(log_says(self, "timed out in the gateway's queue"));
 	/* answered while the borrower's send is still stuck */
 	EXPECT_EQ(0, waitpid(stuck, &status, WNOHANG));
 	atomic_store(&self->fake.mode, FAKE_ANSWER);
@@ -249,7 +253,8 @@ TEST_F_TIMEOUT(fwd, retry__a_query_partly_sent_is_answered_not_sent_again, 120)
 	queries = atomic_load(&self->fake.queries);
 	atomic_store(&self->fake.mode, FAKE_CUT_INPUT);
 	EXPECT_EQ(502, infer(self, "big", 2));
-	EXPECT_TRUE(body_says(self, 2, "connection lost"));
+	EXPECT_TRUE(body_says(self, 2, "colocd unavailable (request "));
+	EXPECT_TRUE(log_says(self, "connection lost"));
 	/* colocd saw the query's line once: the gateway did not send it again */
 	usleep(200000);
 	EXPECT_EQ(queries + 1, atomic_load(&self->fake.queries));
@@ -297,6 +302,47 @@ TEST_F_TIMEOUT(fwd, pipeline__owed_output_bytes_stay_under_colocds_share, 120)
 	EXPECT_LE(sent, 8);
 	EXPECT_LE(2, sent);
 	EXPECT_EQ(24, timed_out);
+}
+
+/*
+ * Review s21 LOW 2: colocd's words of a refused query stay in the
+ * gateway's log: a client is told "model not loaded" for colocd's "no
+ * tenant", "overloaded" for any other refusal, each with a request id
+ * that the log names beside colocd's words. Before: colocd's text was the
+ * answer's.
+ */
+TEST_F_TIMEOUT(fwd, answer__colocds_words_go_to_the_log_not_the_client, 120)
+{
+	static const struct {
+		const char *colocd, *client;
+	} cases[] = {
+		{ "no tenant fast", "model not loaded" },
+		{ "too many queries from uid 971; close some first", "overloaded" },
+	};
+	char path[256], line[512], *text, *id;
+	size_t len;
+
+	ASSERT_TRUE(start_gateway(self, NULL));
+	atomic_store(&self->fake.mode, FAKE_REJECT);
+	for (int i = 0; i < 2; i++) {
+		self->fake.reject_why = cases[i].colocd;
+		EXPECT_EQ(503, infer(self, "fast", i));
+		EXPECT_TRUE(body_says(self, i, cases[i].client));
+		EXPECT_TRUE(body_has(self, i, cases[i].colocd, true));
+		snprintf(path, sizeof(path), "%s/out%d", self->env.dir, i);
+		text = tu_read_file(path, &len);
+		ASSERT_NE(NULL, text);
+		id = strstr(text, "(request ");
+		EXPECT_NE(NULL, id) TH_LOG("%s", text);
+		if (id) {
+			snprintf(line, sizeof(line), "request %llu to fast: %s",
+				 strtoull(id + 9, NULL, 10), cases[i].colocd);
+			EXPECT_TRUE(log_says(self, line));
+		}
+		free(text);
+	}
+	atomic_store(&self->fake.mode, FAKE_ANSWER);
+	EXPECT_EQ(200, infer(self, "fast", 2));
 }
 
 TEST_HARNESS_MAIN

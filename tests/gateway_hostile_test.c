@@ -239,7 +239,7 @@ TEST_F_TIMEOUT(fwd, colocd_answer__impossible_output_bytes_close_the_connection,
 		atomic_store(&self->fake.mode, FAKE_BAD_ANSWER);
 		code = infer(self, "fast", (int)i);
 		EXPECT_TRUE(code >= 500 && code < 600) TH_LOG("HTTP %d", code);
-		EXPECT_TRUE(body_says(self, (int)i, "output_bytes"));
+		EXPECT_TRUE(log_says(self, "output_bytes"));
 		EXPECT_TRUE(wait_count(&self->fake.closed, closed + 1, CURL_MAX_S));
 		atomic_store(&self->fake.mode, FAKE_ANSWER);
 		EXPECT_EQ(200, infer(self, "fast", 10 + (int)i));
