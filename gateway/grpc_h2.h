@@ -25,6 +25,7 @@
 #define H2S_HEALTH_CALLS 256 /* health calls at once whose message came, over all connections */
 #define H2S_HEALTH_PER_PEER 32 /* health calls open from one client address */
 #define H2S_READ_BUF (64 << 10) /* a thread's buffer for what is not a message's DATA */
+#define H2S_XFF_MAX 256 /* of a call's x-forwarded-for, its end kept */
 
 /* epoll's data: a connection's slot and generation (h2s_conn_key), or one of these */
 #define H2S_LISTEN_KEY UINT64_MAX
@@ -32,12 +33,14 @@
 
 /*
  * One client address (grpc_h2_peer.c): what its connections take of the
- * server's bounds. The counts are atomic, as its connections are read by
- * different threads; refs and conns are under the server's lock.
+ * server's bounds: its connections', and its calls' (a call through a
+ * trusted proxy is the client's it names). The counts are atomic, as its
+ * connections are read by different threads; conns is under the server's
+ * lock, refs under its peers_lock.
  */
 struct h2s_peer {
 	struct gw_client_key key; /* its address (client_key.h: IPv6 by its /64) */
-	int refs; /* connections' structs pointing at it */
+	int refs; /* connections' and calls' structs pointing at it */
 	int conns; /* its connections open (--grpc-max-conns-per-ip) */
 	atomic_int waiting; /* calls waiting for their message (--grpc-max-waiting-per-ip) */
 	atomic_int health; /* health calls open, at most H2S_HEALTH_PER_PEER */
@@ -66,7 +69,8 @@ struct h2_server {
 	int peer_unsent_max; /* of the unsent answers, one client address's at most */
 	size_t buf_max, health_max; /* opts.max_buffer_bytes split: health_max kept for health */
 	size_t peer_buf_max; /* of buf_max, one client address's waiting calls' at most */
-	struct h2s_peer **peers; /* by address, salted (grpc_h2_peer.c) */
+	struct h2s_peer **peers; /* by address, salted (grpc_h2_peer.c), under peers_lock */
+	pthread_mutex_t peers_lock; /* taken last: under the server's and a connection's */
 	uint32_t peer_salt;
 	struct h2_conn_limits lim;
 	uint8_t hdr_ok[64]; /* :status 200, content-type application/grpc */
@@ -86,6 +90,8 @@ enum { H2S_READING, H2S_HANDLING, H2S_ANSWERED };
 struct h2s_call {
 	struct gw_grpc_call pub;
 	struct h2s_conn *conn;
+	struct h2s_peer *peer; /* its client's: its connection's, or the one a trusted proxy names */
+	char xff[H2S_XFF_MAX]; /* through a trusted proxy: x-forwarded-for (its last, its tail) */
 	uint32_t id;
 	int state;
 	bool stream_gone; /* handling: its stream reset or its connection gone */
@@ -125,6 +131,7 @@ struct h2s_conn {
 	int lowat; /* the socket's SO_RCVLOWAT now */
 	struct h2s_peer *peer; /* its client address's record, until it is freed */
 	struct sockaddr_storage addr; /* its client's address */
+	bool trusted; /* addr is a trusted proxy's: its calls' x-forwarded-for is read */
 	struct h2s_call *reading; /* calls waiting for their message, oldest first */
 	struct h2s_call *ready, **ready_tail; /* calls whose message came, to be handled */
 	struct h2s_call *sending; /* answered calls whose answer waits for the client's windows */
@@ -136,9 +143,11 @@ extern const struct h2_conn_cb h2s_call_cb;
 /* The address table (grpc_h2_peer.c): made at start (-1 out of memory), freed at stop. */
 int h2s_peers_init(struct h2_server *srv);
 void h2s_peers_free(struct h2_server *srv);
-/* Under srv->lock: addr's record with a reference (made if new), NULL out of memory. */
+/* addr's record with a reference (made if new), NULL out of memory. */
 struct h2s_peer *h2s_peer_get(struct h2_server *srv, const struct sockaddr_storage *addr);
-/* Under srv->lock: a reference dropped (p may be NULL); the record freed with its last. */
+/* One more reference to p. */
+void h2s_peer_hold(struct h2_server *srv, struct h2s_peer *p);
+/* A reference dropped (p may be NULL); the record freed with its last. */
 void h2s_peer_put(struct h2_server *srv, struct h2s_peer *p);
 /* One of max taken from *n (true), or none left (false, *n as it was). */
 bool h2s_take(atomic_int *n, int max);

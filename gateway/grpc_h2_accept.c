@@ -47,12 +47,16 @@ static void listen_pause(struct h2_server *srv)
 	pthread_mutex_unlock(&srv->lock);
 }
 
-/* Under srv->lock: whether one more connection from peer is allowed. */
-static bool conn_allowed(struct h2_server *srv, const struct h2s_peer *peer)
+/*
+ * Under srv->lock: whether one more connection from peer is allowed; a
+ * trusted proxy's are not counted per address (every client behind it
+ * comes on them; its calls are counted by the client they name).
+ */
+static bool conn_allowed(struct h2_server *srv, const struct h2s_peer *peer, bool trusted)
 {
 	if (srv->nr_conns >= srv->base.opts.max_conns)
 		return false;
-	return srv->base.opts.max_conns_per_ip <= 0 ||
+	return trusted || srv->base.opts.max_conns_per_ip <= 0 ||
 	       peer->conns < srv->base.opts.max_conns_per_ip;
 }
 
@@ -81,9 +85,10 @@ static void conn_accept(struct h2_server *srv, int fd, const struct sockaddr_sto
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	gw_send_buffer_cap(fd, GW_SEND_BUFFER_BYTES);
+	c->trusted = gw_trusted_proxies_has(srv->base.opts.trusted, (const struct sockaddr *)peer);
 	pthread_mutex_lock(&srv->lock);
 	p = h2s_peer_get(srv, peer);
-	if (atomic_load(&srv->stopping) || !p || !conn_allowed(srv, p)) {
+	if (atomic_load(&srv->stopping) || !p || !conn_allowed(srv, p, c->trusted)) {
 		h2s_peer_put(srv, p);
 		pthread_mutex_unlock(&srv->lock);
 		h2_conn_free(&c->h2);

@@ -70,6 +70,8 @@ static void *call_open(void *arg, uint32_t id)
 	call->pub.t_start = now;
 	call->pub.client = conn->addr;
 	call->conn = conn;
+	call->peer = conn->peer;
+	h2s_peer_hold(srv, call->peer);
 	call->id = id;
 	call->state = H2S_READING;
 	call->read_by_ns = now + (uint64_t)srv->base.opts.read_timeout_ms * 1000000ull;
@@ -126,11 +128,11 @@ static void call_unlink_sending(struct h2s_call *call)
 static void call_unwait(struct h2s_call *call)
 {
 	if (call->waiting)
-		atomic_fetch_sub(&call->conn->peer->waiting, 1);
+		atomic_fetch_sub(&call->peer->waiting, 1);
 	if (call->memfd_counted)
 		atomic_fetch_sub(&call->conn->srv->memfds, 1);
 	if (call->peer_reserved) /* the server's budget keeps it until the call ends */
-		atomic_fetch_sub(&call->conn->peer->buf_bytes, call->peer_reserved);
+		atomic_fetch_sub(&call->peer->buf_bytes, call->peer_reserved);
 	call->waiting = call->memfd_counted = false;
 	call->peer_reserved = 0;
 }
@@ -162,7 +164,7 @@ static void call_release(struct h2s_call *call)
 static void call_free(struct h2s_call *call)
 {
 	struct h2_server *srv = call->conn->srv;
-	struct h2s_peer *peer = call->conn->peer;
+	struct h2s_peer *peer = call->peer;
 
 	call_unlink_sending(call);
 	if (call->pub.ctx_free)
@@ -178,8 +180,23 @@ static void call_free(struct h2s_call *call)
 		atomic_fetch_sub(&srv->unsent_bytes, call->unsent_bytes);
 		atomic_fetch_sub(&peer->unsent_bytes, call->unsent_bytes);
 	}
+	h2s_peer_put(srv, peer);
 	call->conn->idle_since_ns = coloc_now_ns();
 	free(call);
+}
+
+/* A field's value as the call's x-forwarded-for (the last one wins), its end when too long. */
+static void call_keep_xff(struct h2s_call *call, const char *value, size_t len)
+{
+	if (len >= sizeof(call->xff)) {
+		const char *tail = memchr(value + len - (sizeof(call->xff) - 1), ',',
+					  sizeof(call->xff) - 1);
+
+		len = tail ? (size_t)(value + len - tail - 1) : 0;
+		value = tail ? tail + 1 : value;
+	}
+	memcpy(call->xff, value, len);
+	call->xff[len] = '\0';
 }
 
 static int call_field(void *arg, void *st, const char *name, size_t name_len, const char *value,
@@ -199,8 +216,32 @@ static int call_field(void *arg, void *st, const char *name, size_t name_len, co
 				  (value_len == 16 || value[16] == '+' || value[16] == ';');
 	} else if (str_is(name, name_len, "grpc-timeout")) {
 		call->client_timeout_ns = h2s_grpc_timeout_ns(value, value_len);
+	} else if (call->conn->trusted && str_is(name, name_len, "x-forwarded-for")) {
+		call_keep_xff(call, value, value_len);
 	}
 	return 0;
+}
+
+/*
+ * From a trusted proxy, the call's client is the one its x-forwarded-for
+ * names (trusted_proxy.h): that address's record replaces the
+ * connection's, for each per-address bound and for its answer's share.
+ */
+static void call_client(struct h2s_call *call)
+{
+	struct h2_server *srv = call->conn->srv;
+	struct sockaddr_storage client;
+	struct h2s_peer *p;
+
+	if (!call->xff[0] ||
+	    gw_trusted_proxies_client(srv->base.opts.trusted, call->xff, &client))
+		return;
+	p = h2s_peer_get(srv, &client);
+	if (!p)
+		return;
+	h2s_peer_put(srv, call->peer);
+	call->peer = p;
+	call->pub.client = client;
 }
 
 static void call_headers(void *arg, void *st, int result)
@@ -232,13 +273,14 @@ static void call_headers(void *arg, void *st, int result)
 		h2s_call_refuse(call, GW_GRPC_UNIMPLEMENTED, "no such method");
 		return;
 	}
+	call_client(call);
 	if (call->health) {
 		/*
 		 * max_calls does not count them: H2S_HEALTH_PER_PEER open from one
 		 * address, their small message within H2S_HEALTH_READ_NS; a pool of
 		 * their own once it is whole (call_end)
 		 */
-		if (!h2s_take(&conn->peer->health, H2S_HEALTH_PER_PEER)) {
+		if (!h2s_take(&call->peer->health, H2S_HEALTH_PER_PEER)) {
 			h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
 					"this client address has too many health calls open; "
 					"retry later");
@@ -247,7 +289,7 @@ static void call_headers(void *arg, void *st, int result)
 		call->health_counted = true;
 		if (call->read_by_ns > call->pub.t_start + H2S_HEALTH_READ_NS)
 			call->read_by_ns = call->pub.t_start + H2S_HEALTH_READ_NS;
-	} else if (!h2s_take(&conn->peer->waiting, max_waiting)) {
+	} else if (!h2s_take(&call->peer->waiting, max_waiting)) {
 		/* max_calls counts it once its message is whole: until then, its address's */
 		snprintf(why, sizeof(why),
 			 "this client address has %d calls waiting for their request message "
@@ -270,7 +312,7 @@ static void call_headers(void *arg, void *st, int result)
  */
 static bool call_budget(struct h2s_call *call, size_t len)
 {
-	struct h2s_peer *peer = call->conn->peer;
+	struct h2s_peer *peer = call->peer;
 	struct h2_server *srv = call->conn->srv;
 	size_t need = len ? len : 1;
 
@@ -398,7 +440,7 @@ static void call_end(void *arg, void *st)
 		}
 		call->health_pooled = true;
 	} else { /* one of max_calls now, and until it is answered */
-		struct h2s_peer *peer = conn->peer;
+		struct h2s_peer *peer = call->peer;
 
 		if (atomic_load(&peer->unsent) >= srv->peer_unsent_max ||
 		    atomic_load(&peer->unsent_bytes) >= srv->peer_buf_max ||
@@ -486,7 +528,7 @@ void h2s_call_refuse(struct h2s_call *call, enum gw_grpc_status code, const char
 /* An answer body of len bytes counted as unsent (true), or over its address's share or all. */
 static bool answer_fits(struct h2s_call *call, size_t len)
 {
-	struct h2s_peer *peer = call->conn->peer;
+	struct h2s_peer *peer = call->peer;
 	struct h2_server *srv = call->conn->srv;
 
 	if (atomic_fetch_add(&peer->unsent_bytes, len) + len > srv->peer_buf_max) {

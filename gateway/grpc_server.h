@@ -49,6 +49,7 @@
 #include "forward.h"
 #include "http_budget.h"
 #include "models.h"
+#include "trusted_proxy.h"
 
 enum gw_grpc_server { GW_GRPC_SERVER_CORE, GW_GRPC_SERVER_OWN };
 
@@ -72,6 +73,12 @@ struct gw_grpc_opts {
 	 * share before the query is sent: the HTTP side's budget (http.h)
 	 */
 	struct gw_http_budget *answers;
+	/*
+	 * own server: proxies whose x-forwarded-for names a call's client for
+	 * the per-address bounds, their connections not counted per address
+	 * (trusted_proxy.h); NULL: none
+	 */
+	const struct gw_trusted_proxies *trusted;
 };
 
 struct gw_grpc;

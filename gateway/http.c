@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <netinet/in.h>
 #include "cli.h"
 #include "http_conns.h"
@@ -45,6 +46,51 @@ static enum MHD_Result http_cut_body(struct http_req *rq)
 	return MHD_NO;
 }
 
+/*
+ * The answer to a body over its path's limit: an infer's from its path
+ * (404 for no such model, 503 not ready, else 413 with what the model's
+ * inputs can need), from its headers when its Content-Length says so.
+ */
+static enum MHD_Result http_too_large(struct http_req *rq, const char *url, const char *method)
+{
+	rq->too_large = true;
+	if (http_is_infer(url, method))
+		return http_route(rq, url, method);
+	return http_error(rq->conn, MHD_HTTP_CONTENT_TOO_LARGE,
+			  "the body is over the limit of %zu bytes",
+			  rq->limit ? rq->limit : rq->h->opts.max_body);
+}
+
+/* MHD_get_connection_values' iterator: the last X-Forwarded-For's value in *cls. */
+static enum MHD_Result http_last_xff(void *cls, enum MHD_ValueKind kind, const char *key,
+				     const char *value)
+{
+	(void)kind;
+	if (key && value && !strcasecmp(key, "X-Forwarded-For"))
+		*(const char **)cls = value;
+	return MHD_YES;
+}
+
+/*
+ * The client's address, the budget's key: the connection's, or from a
+ * trusted proxy (--trusted-proxy) the client its X-Forwarded-For names.
+ */
+static void http_client_addr(struct http_req *rq, const struct sockaddr *peer)
+{
+	const char *xff = NULL;
+
+	if (!peer)
+		return;
+	memcpy(&rq->addr, peer,
+	       peer->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					     sizeof(struct sockaddr_in));
+	if (!gw_trusted_proxies_has(rq->h->opts.trusted, peer))
+		return;
+	MHD_get_connection_values(rq->conn, MHD_HEADER_KIND, http_last_xff, &xff);
+	if (xff)
+		gw_trusted_proxies_client(rq->h->opts.trusted, xff, &rq->addr);
+}
+
 static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
 				   const char *method, const char *version, const char *upload,
 				   size_t *upload_size, void **con_cls)
@@ -69,22 +115,14 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 		rq->h = h;
 		rq->conn = conn;
 		rq->t_start = coloc_now_ns();
-		if (ci && ci->client_addr)
-			memcpy(&rq->addr, ci->client_addr,
-			       ci->client_addr->sa_family == AF_INET6 ?
-				       sizeof(struct sockaddr_in6) :
-				       sizeof(struct sockaddr_in));
+		http_client_addr(rq, ci ? ci->client_addr : NULL);
 		pthread_mutex_init(&rq->lock, NULL);
 		pthread_cond_init(&rq->cond, NULL);
 		*con_cls = rq;
 		rq->limit = http_body_limit(h, url, method);
 		if ((cl && cli_parse_long(cl, 0, (long)h->opts.max_body, &v)) ||
-		    (rq->limit && (size_t)v > rq->limit)) {
-			rq->too_large = true;
-			return http_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
-					  "the body is over the limit of %zu bytes",
-					  rq->limit ? rq->limit : h->opts.max_body);
-		}
+		    (rq->limit && (size_t)v > rq->limit))
+			return http_too_large(rq, url, method);
 		if (!rq->limit && (v > 0 || (!cl && te))) {
 			rq->too_large = true;
 			return http_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
@@ -146,8 +184,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 					     conn, (uint64_t)h->opts.timeout_ms * 1000000ull) >=
 					     HTTP_MAX_REQUESTS_PER_CONN;
 	if (rq->too_large)
-		return http_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
-				  "the body is over the limit of %zu bytes", rq->limit);
+		return http_too_large(rq, url, method);
 	return http_route(rq, url, method);
 }
 
@@ -216,7 +253,7 @@ int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct 
 	h->ms = ms;
 	h->fw = fw;
 	if (opts->max_conns_per_ip > 0)
-		h->conns = gw_http_conns_create(opts->max_conns_per_ip);
+		h->conns = gw_http_conns_create(opts->max_conns_per_ip, opts->trusted);
 	if (opts->max_conns_per_ip > 0 && !h->conns) {
 		r = coloc_err_set(err, -ENOMEM, "out of memory");
 		goto cleanup;
@@ -224,7 +261,7 @@ int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct 
 	if (opts->addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	if (opts->request_timeout_ms > 0) {
-		r = gw_http_deadline_start(opts->request_timeout_ms, &h->dl, err);
+		r = gw_http_deadline_start(opts->request_timeout_ms, opts->min_rate, &h->dl, err);
 		if (r)
 			goto cleanup;
 	}

@@ -34,6 +34,7 @@
 #include "forward.h"
 #include "http_budget.h"
 #include "models.h"
+#include "trusted_proxy.h"
 
 struct gw_http_opts {
 	struct sockaddr_storage addr;
@@ -41,6 +42,8 @@ struct gw_http_opts {
 	int max_connections;
 	int max_conns_per_ip; /* from one client address; 0: no limit */
 	int request_timeout_ms; /* a request's arrival, whole (http_deadline.h); 0: none */
+	/* bytes a second a request must arrive at, after its first second (with the above); 0: none */
+	size_t min_rate;
 	size_t max_body; /* bytes of one request body */
 	size_t max_buffer; /* bytes of request bodies held at once, in all (http_budget.h) */
 	size_t max_buffer_per_addr; /* of them, from one client address */
@@ -52,6 +55,8 @@ struct gw_http_opts {
 	int timeout_ms; /* of one infer, from arrival */
 	int idle_timeout_s; /* of a connection */
 	bool model_control; /* the repository's load and unload allowed (else 403) */
+	/* proxies whose X-Forwarded-For names the client (trusted_proxy.h); NULL: none */
+	const struct gw_trusted_proxies *trusted;
 };
 
 struct gw_http;

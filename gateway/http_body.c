@@ -29,18 +29,33 @@ void http_free_body(struct http_req *rq)
 	rq->taken = 0;
 }
 
-/* The most bytes of body url takes: an infer's, a repository request's few, else none. */
-size_t http_body_limit(const struct gw_http *h, const char *url, const char *method)
+bool http_is_infer(const char *url, const char *method)
 {
 	size_t n = strlen(url);
 
-	if (strcmp(method, MHD_HTTP_METHOD_POST))
+	return !strcmp(method, MHD_HTTP_METHOD_POST) && n >= 6 && !strcmp(url + n - 6, "/infer");
+}
+
+/*
+ * The most bytes of body url takes: an infer's what its model's inputs
+ * can need (a model not ready, or none, answers without one), a repository
+ * request's few, else none; never over --max-body-bytes.
+ */
+size_t http_body_limit(const struct gw_http *h, const char *url, const char *method)
+{
+	size_t limit = HTTP_SMALL_BODY;
+
+	if (http_is_infer(url, method)) {
+		struct gw_model *m = http_infer_model(h, url);
+
+		if (m) {
+			limit = gw_infer_body_max(&m->cfg);
+			gw_models_put(m);
+		}
+	} else if (strcmp(method, MHD_HTTP_METHOD_POST) || strncmp(url, "/v2/repository/", 15)) {
 		return 0;
-	if (n >= 6 && !strcmp(url + n - 6, "/infer"))
-		return h->opts.max_body;
-	if (!strncmp(url, "/v2/repository/", 15))
-		return HTTP_SMALL_BODY < h->opts.max_body ? HTTP_SMALL_BODY : h->opts.max_body;
-	return 0;
+	}
+	return limit < h->opts.max_body ? limit : h->opts.max_body;
 }
 
 /* Takes want - taken more bytes of the budget for rq's body: 0, -E2BIG or -ENOSPC. */
@@ -72,14 +87,13 @@ int http_charge(struct http_req *rq, size_t bytes)
  */
 int http_alloc_body(struct http_req *rq, const char *url, const char *method, size_t v)
 {
-	size_t n = strlen(url);
 	int r = v > rq->h->opts.max_buffer_per_addr ?
 			-E2BIG :
 			http_take(rq, v < HTTP_FIRST_CHARGE ? v : HTTP_FIRST_CHARGE);
 
 	if (r)
 		return r;
-	if (!strcmp(method, "POST") && n >= 6 && !strcmp(url + n - 6, "/infer"))
+	if (http_is_infer(url, method))
 		rq->body_memfd = gw_fwd_memfd_get(rq->h->fw, v);
 	if (rq->body_memfd) {
 		rq->body = rq->body_memfd->map;

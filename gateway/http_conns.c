@@ -15,17 +15,20 @@
 
 struct gw_http_conns {
 	struct gw_http_budget *count;
+	const struct gw_trusted_proxies *trusted; /* not counted: they carry every client */
 	/* the listening thread's: the last connection let in, until it starts */
 	bool unstarted;
 	struct sockaddr_storage unstarted_addr;
 };
 
-struct gw_http_conns *gw_http_conns_create(int max_per_client)
+struct gw_http_conns *gw_http_conns_create(int max_per_client,
+					   const struct gw_trusted_proxies *trusted)
 {
 	struct gw_http_conns *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
+	c->trusted = trusted;
 	c->count = gw_http_budget_create(SIZE_MAX, (size_t)max_per_client);
 	if (!c->count) {
 		free(c);
@@ -48,6 +51,9 @@ enum MHD_Result gw_http_conns_accept(void *arg, const struct sockaddr *addr, soc
 
 	if (c->unstarted)
 		gw_http_budget_give(c->count, (struct sockaddr *)&c->unstarted_addr, 1);
+	c->unstarted = false;
+	if (gw_trusted_proxies_has(c->trusted, addr))
+		return MHD_YES;
 	c->unstarted = len <= sizeof(c->unstarted_addr) && !gw_http_budget_take(c->count, addr, 1);
 	if (!c->unstarted)
 		return MHD_NO;
@@ -65,5 +71,6 @@ void gw_http_conns_notify(struct gw_http_conns *c, struct MHD_Connection *conn,
 		return;
 	}
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	gw_http_budget_give(c->count, ci ? ci->client_addr : NULL, 1);
+	if (!gw_trusted_proxies_has(c->trusted, ci ? ci->client_addr : NULL))
+		gw_http_budget_give(c->count, ci ? ci->client_addr : NULL, 1);
 }

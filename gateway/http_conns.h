@@ -14,11 +14,17 @@
 
 #include <sys/socket.h>
 #include <microhttpd.h>
+#include "trusted_proxy.h"
 
 struct gw_http_conns;
 
-/* At most max_per_client (> 0) connections per client; NULL out of memory. */
-struct gw_http_conns *gw_http_conns_create(int max_per_client);
+/*
+ * At most max_per_client (> 0) connections per client, a trusted proxy's
+ * (trusted_proxy.h; NULL: none) not counted: every client behind it comes
+ * on them. NULL out of memory.
+ */
+struct gw_http_conns *gw_http_conns_create(int max_per_client,
+					   const struct gw_trusted_proxies *trusted);
 void gw_http_conns_destroy(struct gw_http_conns *c);
 /* MHD_AcceptPolicyCallback, c as its argument: MHD_NO past addr's client's limit. */
 enum MHD_Result gw_http_conns_accept(void *c, const struct sockaddr *addr, socklen_t len);

@@ -2,7 +2,8 @@
 /*
  * The whole-request deadline of HTTP connections (http_deadline.h): each
  * connection's deadline in a list, a reaper thread that sleeps until the
- * earliest one and shuts a late connection's socket down. The list's
+ * earliest one (or a rate's next look) and shuts a late connection's
+ * socket down, or a slow one's after a 408. The list's
  * lock is also what libmicrohttpd's close waits on (its CLOSED
  * notification comes before it closes the socket), so the reaper never
  * shuts down a descriptor number that another connection has taken since.
@@ -11,13 +12,30 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <linux/tcp.h>
 #include "http_deadline.h"
 #include "mono_clock.h"
+
+/* after a request's first byte, the time it has before its rate counts */
+#define DL_RATE_GRACE_NS 1000000000ull
+/* how often the reaper looks at the rates */
+#define DL_RATE_PERIOD_NS 250000000ull
+
+/* Where a connection is: which of the reaper and its own thread has it next. */
+enum dl_phase {
+	DL_WAITING, /* for a request; the reaper has not looked since */
+	DL_RECEIVING, /* for a request, its rate watched by the reaper */
+	DL_ANSWERING, /* the request arrived whole */
+	DL_TOO_SLOW, /* cut by the reaper for its rate, 408 sent */
+};
 
 struct dl_conn {
 	struct dl_conn *prev, *next;
@@ -25,11 +43,15 @@ struct dl_conn {
 	bool cut;
 	uint64_t timeout_ns;
 	_Atomic uint64_t by_ns; /* CLOCK_MONOTONIC */
+	_Atomic int phase; /* enum dl_phase */
 	unsigned long requests; /* arrived whole on it; its own thread's */
+	/* the reaper's: bytes received before the request, and when its first was seen (0: not yet) */
+	uint64_t rate_base, rate_from_ns;
 };
 
 struct gw_http_deadline {
 	uint64_t timeout_ns;
+	uint64_t min_rate; /* bytes a second; 0: none */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	pthread_t reaper;
@@ -53,6 +75,70 @@ static void dl_cut(struct gw_http_deadline *dl, struct dl_conn *c)
 	atomic_fetch_add(&dl->cut, 1);
 }
 
+/* The bytes fd's connection has received in all (TCP_INFO), or UINT64_MAX. */
+static uint64_t dl_bytes_received(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) ||
+	    len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received))
+		return UINT64_MAX;
+	return ti.tcpi_bytes_received;
+}
+
+/*
+ * Under dl->lock: whether c's request, under way, is behind min_rate
+ * bytes a second since its first byte, the grace given free. The
+ * socket's own count is read, headers and body alike; the time between
+ * two looks counts for the client.
+ */
+static bool dl_too_slow(struct gw_http_deadline *dl, struct dl_conn *c, uint64_t now)
+{
+	int waiting = DL_WAITING;
+	uint64_t got = dl_bytes_received(c->fd), took;
+
+	if (got == UINT64_MAX)
+		return false;
+	if (atomic_compare_exchange_strong(&c->phase, &waiting, DL_RECEIVING) ||
+	    (!c->rate_from_ns && got == c->rate_base)) {
+		c->rate_base = got;
+		c->rate_from_ns = 0;
+		return false;
+	}
+	if (!c->rate_from_ns) {
+		c->rate_from_ns = now;
+		return false;
+	}
+	took = now - c->rate_from_ns;
+	return took > DL_RATE_GRACE_NS &&
+	       got - c->rate_base < dl->min_rate * ((took - DL_RATE_GRACE_NS) / 1000000ull) / 1000ull;
+}
+
+/*
+ * Under dl->lock: c cut for its rate with 408 if its request is still
+ * under way (else its thread has it), the answer sent before the end.
+ */
+static void dl_cut_slow(struct gw_http_deadline *dl, struct dl_conn *c)
+{
+	static const char body[] = "{\"error\":\"the request arrived slower than the gateway "
+				   "takes\"}";
+	int receiving = DL_RECEIVING, n;
+	char answer[256];
+
+	if (!atomic_compare_exchange_strong(&c->phase, &receiving, DL_TOO_SLOW))
+		return;
+	n = snprintf(answer, sizeof(answer),
+		     "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: "
+		     "application/json\r\nContent-Length: %zu\r\n\r\n%s",
+		     sizeof(body) - 1, body);
+	send(c->fd, answer, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	shutdown(c->fd, SHUT_RDWR);
+	c->cut = true;
+	atomic_fetch_add(&dl->cut, 1);
+}
+
 static void *dl_reaper(void *arg)
 {
 	struct gw_http_deadline *dl = arg;
@@ -62,6 +148,8 @@ static void *dl_reaper(void *arg)
 		uint64_t now = coloc_now_ns(), next = now + dl->timeout_ns;
 		struct timespec ts;
 
+		if (dl->min_rate && next > now + DL_RATE_PERIOD_NS)
+			next = now + DL_RATE_PERIOD_NS;
 		for (struct dl_conn *c = dl->head; c; c = c->next) {
 			uint64_t by = atomic_load(&c->by_ns);
 
@@ -69,6 +157,9 @@ static void *dl_reaper(void *arg)
 				continue;
 			if (by <= now)
 				dl_cut(dl, c);
+			else if (dl->min_rate && atomic_load(&c->phase) != DL_ANSWERING &&
+				 dl_too_slow(dl, c, now))
+				dl_cut_slow(dl, c);
 			else if (by < next)
 				next = by;
 		}
@@ -81,7 +172,8 @@ static void *dl_reaper(void *arg)
 	return NULL;
 }
 
-int gw_http_deadline_start(int timeout_ms, struct gw_http_deadline **out, struct coloc_err *err)
+int gw_http_deadline_start(int timeout_ms, uint64_t min_rate, struct gw_http_deadline **out,
+			   struct coloc_err *err)
 {
 	struct gw_http_deadline *dl = calloc(1, sizeof(*dl));
 	pthread_condattr_t ca;
@@ -91,6 +183,7 @@ int gw_http_deadline_start(int timeout_ms, struct gw_http_deadline **out, struct
 	if (!dl)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
 	dl->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
+	dl->min_rate = min_rate;
 	pthread_mutex_init(&dl->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -179,10 +272,15 @@ static struct dl_conn *dl_conn_of(struct MHD_Connection *conn)
 unsigned long gw_http_deadline_received(struct MHD_Connection *conn, uint64_t answer_ns)
 {
 	struct dl_conn *c = dl_conn_of(conn);
+	int phase;
 
 	if (!c)
 		return 0;
 	atomic_store(&c->by_ns, coloc_now_ns() + answer_ns + c->timeout_ns);
+	phase = atomic_load(&c->phase);
+	while (phase != DL_TOO_SLOW &&
+	       !atomic_compare_exchange_weak(&c->phase, &phase, DL_ANSWERING))
+		;
 	return ++c->requests;
 }
 
@@ -193,6 +291,7 @@ void gw_http_deadline_answered(struct MHD_Connection *conn)
 	if (!c)
 		return;
 	atomic_store(&c->by_ns, coloc_now_ns() + c->timeout_ns);
+	atomic_store(&c->phase, DL_WAITING);
 }
 
 bool gw_http_deadline_cut_soonest(struct gw_http_deadline *dl)

@@ -8,7 +8,8 @@
  * reaper thread, asleep until the earliest deadline, shuts a late
  * connection's socket down, and libmicrohttpd closes it. libmicrohttpd's
  * own timeout is of idleness, which a client sending a byte a second never
- * meets (docs/gateway.md, "Limits").
+ * meets (docs/gateway.md, "Limits"); nor does a request trickled within
+ * the deadline, which the rate floor cuts (docs/design/gateway-bodies.md).
  */
 #ifndef COLOC_GATEWAY_HTTP_DEADLINE_H
 #define COLOC_GATEWAY_HTTP_DEADLINE_H
@@ -21,8 +22,14 @@
 
 struct gw_http_deadline;
 
-/* The reaper, started. 0, or -errno with err filled. */
-int gw_http_deadline_start(int timeout_ms, struct gw_http_deadline **out, struct coloc_err *err);
+/*
+ * The reaper, started; min_rate (bytes a second, 0: none): a request
+ * under way whose bytes since its first are behind min_rate a second
+ * after the first second is answered 408 and its connection closed
+ * (slowloris headers and trickled bodies alike). 0, or -errno with err.
+ */
+int gw_http_deadline_start(int timeout_ms, uint64_t min_rate, struct gw_http_deadline **out,
+			   struct coloc_err *err);
 /* Stops the reaper (after libmicrohttpd stopped: no connection is left). */
 void gw_http_deadline_stop(struct gw_http_deadline *dl);
 

@@ -67,11 +67,15 @@ enum MHD_Result http_empty(struct MHD_Connection *conn, unsigned int status);
 /* http_route.c: the request, its body whole, answered by its path */
 enum MHD_Result http_route(struct http_req *rq, const char *url, const char *method);
 
+/* http_route.c: the ready model (gw_models_put it) of an infer's url, or NULL */
+struct gw_model *http_infer_model(const struct gw_http *h, const char *url);
+
 /* http_infer.c: an infer for m (put here) parsed, forwarded and answered */
 enum MHD_Result http_infer_start(struct http_req *rq, struct gw_model *m);
 
 /* http_body.c */
 void http_free_body(struct http_req *rq);
+bool http_is_infer(const char *url, const char *method);
 size_t http_body_limit(const struct gw_http *h, const char *url, const char *method);
 int http_take(struct http_req *rq, size_t want);
 int http_alloc_body(struct http_req *rq, const char *url, const char *method, size_t v);

@@ -149,7 +149,35 @@ static enum MHD_Result http_models(struct http_req *rq, const struct http_path *
 		gw_models_put(m);
 		return http_empty(conn, MHD_HTTP_OK);
 	}
+	if (rq->too_large) {
+		size_t max = gw_infer_body_max(&m->cfg);
+
+		gw_models_put(m);
+		return http_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+				  "the body is longer than model %s's inputs can need (%zu bytes, "
+				  "as JSON or with binary data) or than --max-body-bytes (%zu)",
+				  name, max, rq->h->opts.max_body);
+	}
 	return http_infer_start(rq, m); /* puts m */
+}
+
+struct gw_model *http_infer_model(const struct gw_http *h, const char *url)
+{
+	struct http_path p;
+	struct gw_model *m;
+	int last;
+
+	if (http_split(url, &p) || p.n < 4 || !http_is(&p, 0, "v2") || !http_is(&p, 1, "models"))
+		return NULL;
+	last = p.n == 6 && http_is(&p, 3, "versions") ? 5 : 3;
+	if (p.n != last + 1 || !http_is(&p, last, "infer"))
+		return NULL;
+	m = gw_models_get(h->ms, p.seg[2]);
+	if (m && atomic_load(&m->state) != GW_MODEL_READY) {
+		gw_models_put(m);
+		m = NULL;
+	}
+	return m;
 }
 
 /* /v2/repository/index, /v2/repository/models/NAME/load|unload */

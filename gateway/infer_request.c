@@ -230,6 +230,16 @@ static uint64_t infer_nested_lists(const struct gw_tensor *t)
 	return lists;
 }
 
+/* The model's elems input values and their nested lists: the values a JSON part needs. */
+static uint64_t infer_items(const struct gw_model_config *cfg, uint64_t elems)
+{
+	uint64_t items = elems;
+
+	for (int i = 0; i < cfg->nr_inputs; i++)
+		items += infer_nested_lists(&cfg->inputs[i]);
+	return items;
+}
+
 /*
  * The JSON part's size against what the inputs' values can need, flat or
  * nested, before any of it is read: 0, or 413
@@ -241,10 +251,8 @@ static uint64_t infer_nested_lists(const struct gw_tensor *t)
 static int infer_check_json_size(const struct gw_model_config *cfg, uint64_t elems,
 				 const char *json, size_t len, char *why, size_t why_len)
 {
-	uint64_t items = elems, values = 0, max_values, max_bytes;
+	uint64_t items = infer_items(cfg, elems), values = 0, max_values, max_bytes;
 
-	for (int i = 0; i < cfg->nr_inputs; i++)
-		items += infer_nested_lists(&cfg->inputs[i]);
 	max_values = items + GW_JSON_MARGIN_VALUES;
 	max_bytes = items * GW_JSON_BYTES_PER_VALUE + GW_JSON_MARGIN_BYTES;
 
@@ -352,6 +360,16 @@ size_t gw_infer_tensor_bound(const struct gw_model_config *cfg, size_t len, size
 	if (cfg->nr_inputs == 1 && bytes > 2 * json + 2)
 		bytes = 2 * json + 2;
 	return (size_t)bytes;
+}
+
+size_t gw_infer_body_max(const struct gw_model_config *cfg)
+{
+	uint64_t elems = 0;
+
+	for (int i = 0; i < cfg->nr_inputs; i++)
+		elems += cfg->inputs[i].elems;
+	return (size_t)(infer_items(cfg, elems) * GW_JSON_BYTES_PER_VALUE + GW_JSON_MARGIN_BYTES +
+			elems * 4);
 }
 
 void gw_infer_request_free(struct gw_infer_request *req)

@@ -83,6 +83,12 @@ void gw_infer_request_free(struct gw_infer_request *req);
  * part can hold values (4 bytes for at least 2 of text each).
  */
 size_t gw_infer_tensor_bound(const struct gw_model_config *cfg, size_t len, size_t header_len);
+/*
+ * The most bytes an infer body for cfg can be without gw_infer_parse()
+ * refusing it by its size: the JSON part's bound, then every input's
+ * values as binary data (a body's Content-Length is held to it).
+ */
+size_t gw_infer_body_max(const struct gw_model_config *cfg);
 
 /* req->input_buf (req->input_bytes of it), allocated on first use; NULL on no memory. */
 float *gw_infer_input_buf(struct gw_infer_request *req);

@@ -550,12 +550,12 @@ int gw_metrics_start(const struct sockaddr_storage *addr, struct gw_models *ms, 
 		return coloc_err_set(err, -ENOMEM, "out of memory");
 	mx->ms = ms;
 	mx->ctl = ctl;
-	mx->conns = gw_http_conns_create(MX_CONNS_PER_CLIENT);
+	mx->conns = gw_http_conns_create(MX_CONNS_PER_CLIENT, NULL);
 	if (!mx->conns) {
 		free(mx);
 		return coloc_err_set(err, -ENOMEM, "out of memory");
 	}
-	r = gw_http_deadline_start(MX_REQUEST_TIMEOUT_MS, &mx->dl, err);
+	r = gw_http_deadline_start(MX_REQUEST_TIMEOUT_MS, 0, &mx->dl, err);
 	if (r) {
 		mx_free(mx);
 		return r;

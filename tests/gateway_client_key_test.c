@@ -4,7 +4,10 @@
  * IPv6 /64 (gateway/client_key.c): two addresses of one /64 share the HTTP
  * body budget's share (http_budget.c), the HTTP connection count
  * (http_conns.c) and the own gRPC server's record of an address
- * (grpc_h2_peer.c), two /64s do not, and ::ffff:a.b.c.d is a.b.c.d.
+ * (grpc_h2_peer.c), two /64s do not, and ::ffff:a.b.c.d is a.b.c.d. From
+ * a trusted proxy (trusted_proxy.c) the client is X-Forwarded-For's
+ * rightmost entry that is not a trusted proxy, and the proxy's
+ * connections are not counted.
  * Addresses from the documentation ranges (RFC 3849, RFC 5737).
  */
 #define _GNU_SOURCE
@@ -18,6 +21,7 @@
 #include "grpc_h2.h"
 #include "http_budget.h"
 #include "http_conns.h"
+#include "trusted_proxy.h"
 
 /* s (IPv4 or IPv6, numeric) as a socket address of its family, port 1234 + n. */
 static struct sockaddr_storage addr_of(const char *s, int n)
@@ -103,7 +107,7 @@ static enum MHD_Result conns_accept(struct gw_http_conns *c, const char *addr, b
 
 TEST(http_conns__a_64_is_one_client_and_one_never_started_is_given_back)
 {
-	struct gw_http_conns *c = gw_http_conns_create(2);
+	struct gw_http_conns *c = gw_http_conns_create(2, NULL);
 
 	ASSERT_NE(NULL, c);
 	EXPECT_EQ(MHD_YES, conns_accept(c, "2001:db8:1:2::1", true));
@@ -117,6 +121,84 @@ TEST(http_conns__a_64_is_one_client_and_one_never_started_is_given_back)
 	EXPECT_EQ(MHD_YES, conns_accept(c, "192.0.2.7", true));
 	EXPECT_EQ(MHD_NO, conns_accept(c, "::ffff:192.0.2.7", true));
 	EXPECT_EQ(MHD_YES, conns_accept(c, "192.0.2.8", true));
+	gw_http_conns_destroy(c);
+}
+
+TEST(trusted_proxy__networks_match_by_prefix)
+{
+	struct gw_trusted_proxies tp = { 0 };
+	struct sockaddr_storage a;
+	const char *in[] = { "10.1.2.3", "::ffff:10.255.0.1", "192.0.2.7", "2001:db8:1:2::9" };
+	const char *out[] = { "11.0.0.1", "192.0.2.8", "2001:db8:1:3::1", "::a01:203" };
+
+	EXPECT_EQ(0, gw_trusted_proxies_add(&tp, "10.0.0.0/8"));
+	EXPECT_EQ(0, gw_trusted_proxies_add(&tp, "192.0.2.7"));
+	EXPECT_EQ(0, gw_trusted_proxies_add(&tp, "2001:db8:1:2::/64"));
+	EXPECT_EQ(-EINVAL, gw_trusted_proxies_add(&tp, "10.0.0.0/33"));
+	EXPECT_EQ(-EINVAL, gw_trusted_proxies_add(&tp, "10.0.0.0/"));
+	EXPECT_EQ(-EINVAL, gw_trusted_proxies_add(&tp, "ingress"));
+	EXPECT_EQ(3, tp.n);
+	for (size_t i = 0; i < 4; i++) {
+		a = addr_of(in[i], 0);
+		EXPECT_TRUE(gw_trusted_proxies_has(&tp, (struct sockaddr *)&a)) TH_LOG("%s", in[i]);
+		a = addr_of(out[i], 0);
+		EXPECT_FALSE(gw_trusted_proxies_has(&tp, (struct sockaddr *)&a)) TH_LOG("%s", out[i]);
+	}
+	EXPECT_FALSE(gw_trusted_proxies_has(NULL, (struct sockaddr *)&a));
+	while (tp.n < GW_TRUSTED_PROXIES_MAX)
+		ASSERT_EQ(0, gw_trusted_proxies_add(&tp, "192.0.2.1"));
+	EXPECT_EQ(-E2BIG, gw_trusted_proxies_add(&tp, "192.0.2.1"));
+}
+
+/* The key xff names through proxies tp, as text of the client's address; "" when none. */
+static const char *xff_client(const struct gw_trusted_proxies *tp, const char *xff)
+{
+	static char text[INET6_ADDRSTRLEN];
+	struct sockaddr_storage a;
+
+	if (gw_trusted_proxies_client(tp, xff, &a))
+		return "";
+	if (a.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&a)->sin_addr, text, sizeof(text));
+	else
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&a)->sin6_addr, text, sizeof(text));
+	return text;
+}
+
+TEST(trusted_proxy__the_client_is_the_rightmost_untrusted_hop)
+{
+	struct gw_trusted_proxies tp = { 0 };
+
+	ASSERT_EQ(0, gw_trusted_proxies_add(&tp, "10.0.0.0/8"));
+	EXPECT_STREQ("192.0.2.7", xff_client(&tp, "192.0.2.7"));
+	/* what the client wrote is left of what the proxies appended */
+	EXPECT_STREQ("192.0.2.7", xff_client(&tp, "198.51.100.1, 192.0.2.7"));
+	EXPECT_STREQ("192.0.2.7", xff_client(&tp, "198.51.100.1,192.0.2.7, 10.0.0.5"));
+	EXPECT_STREQ("192.0.2.7", xff_client(&tp, " 192.0.2.7:4711 "));
+	EXPECT_STREQ("2001:db8::7", xff_client(&tp, "[2001:db8::7]:4711"));
+	EXPECT_STREQ("2001:db8::7", xff_client(&tp, "10.9.9.9, 2001:db8::7"));
+	/* only proxies: the leftmost */
+	EXPECT_STREQ("10.0.0.1", xff_client(&tp, "10.0.0.1, 10.0.0.2"));
+	/* unreadable where the proxies wrote: none (the proxy's own address stands) */
+	EXPECT_STREQ("", xff_client(&tp, "192.0.2.7, unknown"));
+	EXPECT_STREQ("", xff_client(&tp, "192.0.2.7,"));
+	EXPECT_STREQ("", xff_client(&tp, ""));
+	/* unreadable left of the client: never read */
+	EXPECT_STREQ("192.0.2.7", xff_client(&tp, "<script>, 192.0.2.7"));
+}
+
+TEST(http_conns__a_trusted_proxys_connections_are_not_counted)
+{
+	struct gw_trusted_proxies tp = { 0 };
+	struct gw_http_conns *c;
+
+	ASSERT_EQ(0, gw_trusted_proxies_add(&tp, "192.0.2.7"));
+	c = gw_http_conns_create(1, &tp);
+	ASSERT_NE(NULL, c);
+	for (int i = 0; i < 4; i++)
+		EXPECT_EQ(MHD_YES, conns_accept(c, "192.0.2.7", true));
+	EXPECT_EQ(MHD_YES, conns_accept(c, "192.0.2.8", true));
+	EXPECT_EQ(MHD_NO, conns_accept(c, "192.0.2.8", true));
 	gw_http_conns_destroy(c);
 }
 

@@ -538,4 +538,30 @@ TEST_F_TIMEOUT(fwd, health_fill__calls_without_a_message_leave_the_pool_free, 30
 	TH_LOG("health fill: %s", out);
 }
 
+/*
+ * Behind a trusted proxy (--trusted-proxy 127.0.0.1) a call's client is
+ * the one x-forwarded-for names: with --grpc-max-waiting-per-ip 4, four
+ * calls naming 192.0.2.7 waiting for their message, a fifth naming it is
+ * refused RESOURCE_EXHAUSTED and one naming 192.0.2.8 on the same
+ * connection is answered; from 127.0.0.2, no proxy of the gateway's, the
+ * header is not read and both are the one address's, refused. Before:
+ * --trusted-proxy did not exist, and every call through a proxy was the
+ * proxy's.
+ */
+TEST_F_TIMEOUT(fwd, trusted_proxy__a_calls_client_is_the_one_it_names, 120)
+{
+	const char *flags[] = { "--grpc-server", "own", "--trusted-proxy", "127.0.0.1",
+				"--grpc-max-waiting-per-ip", "4", NULL };
+	char out[4096];
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	EXPECT_EQ(0, hostile(self, false, "xff 127.0.0.1 4 192.0.2.7 192.0.2.8", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "a 8\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "b 0\n")) TH_LOG("%s", out);
+	EXPECT_EQ(0, hostile(self, false, "xff 127.0.0.2 4 192.0.2.7 192.0.2.8", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "a 8\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "b 8\n")) TH_LOG("%s", out);
+	EXPECT_TRUE(live(self));
+}
+
 TEST_HARNESS_MAIN

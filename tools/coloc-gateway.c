@@ -43,10 +43,12 @@ static struct {
 	const char *metrics;
 	const char *grpc;
 	const char *tenant_prefix; /* --tenant-prefix */
+	struct gw_trusted_proxies trusted; /* --trusted-proxy */
 	long threads, conns, max_queue, timeout_ms, colocd_timeout_ms, max_body, load_timeout_s;
 	long max_connections, pipeline, grpc_read_timeout_ms, grpc_max_streams;
 	long max_conns_per_ip, request_timeout_ms, grpc_max_conns, grpc_max_conns_per_ip;
 	long grpc_idle_timeout_ms, grpc_max_buffer, grpc_max_waiting_per_ip, http_max_buffer;
+	long http_min_rate;
 	bool grpc_own; /* --grpc-server own, the default */
 	bool allow_root;
 	bool model_control; /* --model-control */
@@ -76,6 +78,7 @@ static struct {
 	.grpc_own = true,
 	.grpc_max_buffer = 1L << 30,
 	.http_max_buffer = 256L << 20,
+	.http_min_rate = 64L << 10,
 };
 
 #define GW_GRPC_READ_TIMEOUT_MS 10000 /* --grpc-read-timeout-ms's default, at most */
@@ -123,6 +126,16 @@ static void usage(FILE *f)
 		"                          on it, then the connection is closed (default %ld;\n"
 		"                          0: only the 60 s idle timeout); an answer must be\n"
 		"                          sent within --timeout-ms plus this of its request\n"
+		"  --http-min-rate-bytes N  bytes a second an HTTP request must arrive at, on\n"
+		"                          average from its first byte, once a second has\n"
+		"                          passed: slower, 408 and the connection closed\n"
+		"                          (default %ld; 0: only the request timeout)\n"
+		"  --trusted-proxy CIDR    from these addresses (repeatable, at most %d), an HTTP\n"
+		"                          request's or own gRPC call's client for the\n"
+		"                          per-address bounds is the one X-Forwarded-For names\n"
+		"                          (its rightmost entry not itself a trusted proxy),\n"
+		"                          and their connections are not counted per address\n"
+		"                          (default: none)\n"
 		"  --http-max-buffer-bytes N  HTTP request bodies held at once, in all (default\n"
 		"                          %ld): taken from Content-Length before a body\n"
 		"                          is read (a chunked one's as it grows); past it, or\n"
@@ -173,7 +186,7 @@ static void usage(FILE *f)
 		prog, COLOC_DEFAULT_SOCKET, opts.http, opts.metrics, opts.threads, opts.conns,
 		opts.max_queue, opts.timeout_ms, opts.colocd_timeout_ms, COLOC_MAX_INFLIGHT,
 		COLOC_MAX_INFLIGHT, opts.max_body, opts.max_connections, opts.max_conns_per_ip,
-		opts.request_timeout_ms, opts.http_max_buffer, GW_GRPC_READ_TIMEOUT_MS, opts.grpc_max_streams,
+		opts.request_timeout_ms, opts.http_min_rate, GW_TRUSTED_PROXIES_MAX, opts.http_max_buffer, GW_GRPC_READ_TIMEOUT_MS, opts.grpc_max_streams,
 		opts.grpc_max_conns, opts.grpc_max_conns_per_ip, opts.grpc_max_waiting_per_ip,
 		opts.grpc_idle_timeout_ms, opts.grpc_max_buffer, opts.load_timeout_s, COLOC_GROUP);
 }
@@ -209,6 +222,8 @@ enum {
 	OPT_HTTP_BUFFER,
 	OPT_GRPC_WAITING_PER_IP,
 	OPT_TENANT_PREFIX,
+	OPT_HTTP_MIN_RATE,
+	OPT_TRUSTED_PROXY,
 	OPT_VERSION
 };
 
@@ -236,6 +251,8 @@ static const struct option long_opts[] = {
 	{ "repository-links", no_argument, NULL, OPT_REPOSITORY_LINKS },
 	{ "http-max-conns-per-ip", required_argument, NULL, OPT_CONNS_PER_IP },
 	{ "http-request-timeout-ms", required_argument, NULL, OPT_REQUEST_TIMEOUT },
+	{ "http-min-rate-bytes", required_argument, NULL, OPT_HTTP_MIN_RATE },
+	{ "trusted-proxy", required_argument, NULL, OPT_TRUSTED_PROXY },
 	{ "grpc-server", required_argument, NULL, OPT_GRPC_SERVER },
 	{ "grpc-max-conns", required_argument, NULL, OPT_GRPC_MAXCONN },
 	{ "grpc-max-conns-per-ip", required_argument, NULL, OPT_GRPC_CONNS_PER_IP },
@@ -267,6 +284,7 @@ static const struct {
 	{ OPT_GRPC_STREAMS, "--grpc-max-streams", &opts.grpc_max_streams, 1, 65536 },
 	{ OPT_CONNS_PER_IP, "--http-max-conns-per-ip", &opts.max_conns_per_ip, 0, 65536 },
 	{ OPT_REQUEST_TIMEOUT, "--http-request-timeout-ms", &opts.request_timeout_ms, 0, 3600000 },
+	{ OPT_HTTP_MIN_RATE, "--http-min-rate-bytes", &opts.http_min_rate, 0, 1L << 30 },
 	{ OPT_GRPC_MAXCONN, "--grpc-max-conns", &opts.grpc_max_conns, 1, 65536 },
 	{ OPT_GRPC_CONNS_PER_IP, "--grpc-max-conns-per-ip", &opts.grpc_max_conns_per_ip, 0, 65536 },
 	{ OPT_GRPC_IDLE, "--grpc-idle-timeout-ms", &opts.grpc_idle_timeout_ms, 0, 86400000 },
@@ -368,6 +386,15 @@ static int parse_args(int argc, char **argv)
 		case OPT_TENANT_PREFIX:
 			opts.tenant_prefix = optarg;
 			break;
+		case OPT_TRUSTED_PROXY:
+			if (gw_trusted_proxies_add(&opts.trusted, optarg)) {
+				fprintf(stderr,
+					"%s: --trusted-proxy wants ADDR or ADDR/BITS (IPv4 or "
+					"IPv6), at most %d of them, not '%s'\n",
+					prog, GW_TRUSTED_PROXIES_MAX, optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -396,6 +423,8 @@ static void http_opts_of(struct gw_http_opts *h)
 	h->max_connections = (int)opts.max_connections;
 	h->max_conns_per_ip = (int)opts.max_conns_per_ip;
 	h->request_timeout_ms = (int)opts.request_timeout_ms;
+	h->min_rate = (size_t)opts.http_min_rate;
+	h->trusted = &opts.trusted;
 	h->max_body = (size_t)opts.max_body;
 	h->max_buffer = (size_t)opts.http_max_buffer;
 	h->max_buffer_per_addr = h->max_buffer / 8 > h->max_body ? h->max_buffer / 8 : h->max_body;
@@ -521,6 +550,7 @@ int main(int argc, char **argv)
 	gopts.idle_timeout_ms = (int)opts.grpc_idle_timeout_ms;
 	gopts.max_buffer_bytes = (size_t)opts.grpc_max_buffer;
 	gopts.answers = budget;
+	gopts.trusted = &opts.trusted;
 	gopts.model_control = opts.model_control;
 	gopts.max_streams = (int)opts.grpc_max_streams;
 	gopts.read_timeout_ms = (int)opts.grpc_read_timeout_ms;

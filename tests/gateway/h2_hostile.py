@@ -582,6 +582,34 @@ def one_call(port, method, message, source=None):
     return status[0] if status else "none"
 
 
+def xff(port, source, n, a, b):
+    """On one connection from source (a proxy's address), n ModelInfer calls naming client
+    a in x-forwarded-for, each with its message begun and never ended (waiting), then one
+    whole call naming a and one naming b: "a STATUS" and "b STATUS", their grpc-status."""
+    s = connect(port, source)
+    s.settimeout(10)
+    msg, last_a, last_b = infer_message("fast"), 1 + 2 * n, 3 + 2 * n
+    out = b""
+    for sid, who, data, end in [(1 + 2 * i, a, b"\x00" + struct.pack(">I", 1024), 0)
+                                for i in range(n)] + [(last_a, a, msg, 1), (last_b, b, msg, 1)]:
+        block = request_block("ModelInfer") + literal("x-forwarded-for", who)
+        out += frame(HEADERS, 0x4, sid, block) + frame(DATA, end, sid, data)
+    s.sendall(out)
+    status = {}
+
+    def until(f):
+        if f[0] == SETTINGS and not f[1] & 0x1:
+            s.sendall(frame(SETTINGS, 0x1, 0))
+        if f[0] == HEADERS and f[1] & 0x1 and f[2] in (last_a, last_b):
+            status[f[2]] = [v for name, v in fields(f[3]) if name == "grpc-status"] or ["none"]
+        return len(status) == 2 or f[0] == GOAWAY
+
+    frames(s, until)
+    s.close()
+    print("a", status.get(last_a, ["none"])[0])
+    print("b", status.get(last_b, ["none"])[0])
+
+
 def deadhold(port, k, wait_s):
     """The reviewer's deadhold: a client with a tiny receive buffer fills the server's
     socket with health answers it never reads (until its Send-Q stops growing) and a
@@ -867,6 +895,8 @@ def main():
         health_mem(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
     elif mode == "short-deadline":
         short_deadline(port, sys.argv[3])
+    elif mode == "xff":
+        xff(port, sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
     elif mode == "deadhold":
         deadhold(port, int(sys.argv[3]), float(sys.argv[4]))
     elif mode == "budget":
