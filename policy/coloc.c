@@ -31,16 +31,23 @@ double policy_coloc_threshold(int total_cores, double sum_avg, double avg)
 	return spare * avg / sum_avg;
 }
 
-/* coloc_state.socket_per_core of the machine cfg, nr_online cores */
-static double socket_per_core(const struct policy_config *cfg, int nr_online)
+/* The sockets the online cores of cfg are on (0 when none is online). */
+static int nr_sockets(const struct policy_config *cfg)
 {
-	int sockets = 0, per_socket;
+	int sockets = 0;
 
 	for (int c = policy_cpuset_next(&cfg->online, 0); c >= 0;
 	     c = policy_cpuset_next(&cfg->online, c + 1))
 		if (cfg->socket[c] + 1 > sockets)
 			sockets = cfg->socket[c] + 1;
-	per_socket = sockets ? nr_online / sockets : nr_online;
+	return sockets;
+}
+
+/* coloc_state.socket_per_core of the machine cfg, nr_online cores */
+static double socket_per_core(const struct policy_config *cfg, int nr_online)
+{
+	int sockets = nr_sockets(cfg), per_socket = sockets ? nr_online / sockets : nr_online;
+
 	if (!(cfg->socket_slowdown > 1.0) || per_socket < 2)
 		return 0;
 	return (cfg->socket_slowdown - 1.0) / (per_socket - 1);
@@ -64,6 +71,8 @@ int policy_coloc_engine_create(const struct coloc_flags *flags, const struct pol
 	st->flags = *flags;
 	st->nr_online = policy_cpuset_count(&cfg->online);
 	st->socket_per_core = socket_per_core(cfg, st->nr_online);
+	if (st->socket_per_core > 0 && nr_sockets(cfg) == 1)
+		st->socket_full = cfg->socket_slowdown;
 	*state = st;
 	return 0;
 }
@@ -164,20 +173,29 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	double tcap = demoted ? fmax(r->cap_late, r->cap_floor[q->tenant]) : r->cap[q->tenant];
 	double budget, fit, scale, cap, bound;
 	struct block_pred bp;
-	int min_need, whole;
+	int min_need, whole, ret;
 	uint64_t raw_ns = 0;
 	struct policy_decision *d;
 	uint8_t *versions;
 
 	if (policy_lateness(cfg, in, q, 0, 0) == POLICY_GIVE_UP)
 		return policy_append_drop(out, q, POLICY_DROP_DEADLINE_PASSED, 0);
-	if (max_ci < 0)
+	if (max_ci < 0 || coloc_socket_closed(r, q))
 		return POLICY_WAIT;
 	if (cfg->late == POLICY_LATE_DROP && !demoted) {
-		int ret = drop_or_hold(st, cfg, in, ct, q, max_ci, pos, cold, out, err);
-
+		ret = drop_or_hold(st, cfg, in, ct, q, max_ci, pos, cold, out, err);
 		if (ret != POLICY_SERVED)
 			return ret;
+	}
+	if (r->alone[q->tenant]) {
+		ret = coloc_alone_block(st, in, r, q, out, max_ci, pos, &ci, err);
+		if (ret != POLICY_SERVED)
+			return ret;
+		last = m->nr_layers;
+		versions = &out->versions[out->nr_versions];
+		raw_ns = coloc_span_ns(st, ct, first, last, ci, pos, versions, 0);
+		bp = coloc_class_pred(st, ct, first, last, ci, corr, fixed, in->now_ns);
+		goto decided;
 	}
 
 	scale = coloc_budget_scale(st, in, r, ct, q);
@@ -208,16 +226,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		}
 	}
 	if (ci < 0) {
-		uint64_t best_ns = 0;
-
-		for (int c = 0; c <= max_ci; c++) {
-			uint64_t ns = coloc_span_ns(st, ct, first, last, c, pos, NULL, 0);
-
-			if (ns && (!best_ns || ns < best_ns)) {
-				best_ns = ns;
-				ci = c;
-			}
-		}
+		ci = coloc_fastest_index(st, ct, first, last, max_ci, pos);
 		raw_ns = coloc_span_ns(st, ct, first, last, ci, pos, versions, 0);
 	}
 	/* spare cores (coloc_spare_index()), when they run the block faster */
@@ -381,14 +390,16 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 	coloc_round_init(st, cfg, in, &r);
 	for (int t = 0; t < in->nr_tenants; t++) {
 		r.done[t] = true;
-		if (!in->tenants[t].costs)
-			continue;
-		if (r.in_flight[t] < policy_tenant_executors(&in->tenants[t]))
+		if (in->tenants[t].costs &&
+		    r.in_flight[t] < policy_tenant_executors(&in->tenants[t]))
 			set_head(st, in, &r, t, coloc_next_query(st, in, &r, t, NULL));
-		if (!r.done[t] || r.in_flight[t])
-			sum_avg += coloc_tenant_state(st, in, t)->avg_need;
 	}
 	coloc_block_caps(st, in, &r);
+	coloc_alone_round(st, in, &r);
+	/* the others' fair share leaves out a tenant that does not share the socket */
+	for (int t = 0; t < in->nr_tenants; t++)
+		if (in->tenants[t].costs && (!r.done[t] || r.in_flight[t]) && !r.alone[t])
+			sum_avg += coloc_tenant_state(st, in, t)->avg_need;
 	for (int t = 0; t < in->nr_tenants; t++)
 		if (!r.done[t])
 			r.thres[t] = st->flags.dynamic_thres ?
@@ -396,9 +407,10 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 								    st->t[t].avg_need) :
 					     st->flags.fixed_thres;
 	for (;;) {
-		int t = -1, ret;
+		const struct policy_query *alone = coloc_alone_head(st, in, &r);
+		int t = alone ? alone->tenant : -1, ret;
 
-		for (int i = 0; i < in->nr_tenants; i++)
+		for (int i = 0; i < in->nr_tenants && !alone; i++)
 			if (!r.done[i] && (t < 0 || coloc_before(st, r.head[i], r.head[t])))
 				t = i;
 		if (t < 0)
@@ -416,6 +428,8 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 		if (ret == POLICY_WAIT) {
 			/* held for cores: still waiting for them, unless they come too late */
 			r.done[t] = true;
+			/* one that runs alone waits for the whole socket: no one else starts */
+			r.socket_kept |= r.alone[t];
 			if (r.waiting[t] && !cores_in_time(in, &r, out, t)) {
 				r.waiting[t] = false;
 				undefer(in, &r);

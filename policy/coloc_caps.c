@@ -178,11 +178,12 @@ void coloc_block_caps(struct coloc_state *st, const struct policy_input *in, str
 			min2 = slack;
 		}
 	}
-	for (int t = 0; t < in->nr_tenants; t++)
-		r->cap[t] = st->flags.block_cap > 0 ?
-				    fmax(st->flags.block_cap * (t == t1 ? min2 : min1),
-					 r->cap_floor[t]) :
-				    INFINITY;
+	for (int t = 0; t < in->nr_tenants; t++) {
+		r->others_slack[t] = t == t1 ? min2 : min1;
+		r->cap[t] = st->flags.block_cap > 0 ? fmax(st->flags.block_cap * r->others_slack[t],
+							   r->cap_floor[t]) :
+						      INFINITY;
+	}
 	r->cap_late = st->flags.block_cap > 0 ? st->flags.block_cap * min1 : INFINITY;
 }
 

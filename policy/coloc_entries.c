@@ -12,6 +12,11 @@ COLOC_ENTRY(policy_coloc, "coloc",
 	    "and headroom order",
 	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
 	    .spare_to_knee = true, .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK,
+	    .dynamic_thres = true, .predict = true, .headroom = true, .alone = true);
+COLOC_ENTRY(policy_coloc_shared, "coloc-shared",
+	    "coloc without tenants that run alone on the socket: every tenant shares it",
+	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
+	    .spare_to_knee = true, .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK,
 	    .dynamic_thres = true, .predict = true, .headroom = true);
 COLOC_ENTRY(policy_coloc_whole, "coloc-whole",
 	    "coloc with model-wise's choice as a candidate: the rest of a query whole on the "

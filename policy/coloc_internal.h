@@ -80,6 +80,14 @@
 #define COLOC_CAP_MIN_SLACK 0.1
 #define COLOC_CAP_FLOOR_DIV 8
 /*
+ * A tenant runs alone on the socket (policy/coloc_alone.c) only while its
+ * fastest time alone is within this share of the least slack its block
+ * cap weighs: a query of another tenant arriving behind the alone block
+ * waits for it whole. Set between the two 64-core mixes it was measured on:
+ * docs/design/coloc-policy.md, "Alone on the socket".
+ */
+#define COLOC_ALONE_SLACK 0.67
+/*
  * coloc-wide takes every free core for a block whose time x cores there is
  * within 1 / this of its time x cores on the cores it needs: a second core
  * that buys little time stays free for the next query
@@ -139,6 +147,7 @@ struct coloc_tenant {
 	uint64_t uid;
 	const struct policy_costs *costs;
 	double avg_need; /* avg_C: mean core need alone */
+	double alone_ns; /* may run alone on the socket: its fastest time alone, else 0 */
 	/* a layer's share of the QoS is its alone latency at this count's index, -1: its ops */
 	int share_ci;
 	double share_den; /* total ops, or total alone latency at share_ci */
@@ -163,6 +172,8 @@ struct coloc_state {
 	 * when not known (docs/design/coloc-policy.md, "The socket's price").
 	 */
 	double socket_per_core;
+	/* the socket-wide slowdown where the machine is one socket of cores, else 0 */
+	double socket_full;
 	struct coloc_tenant t[POLICY_MAX_TENANTS];
 	struct coloc_cache cache[POLICY_MAX_TENANTS];
 	const struct policy_query
@@ -179,6 +190,7 @@ struct round {
 	double thres[POLICY_MAX_TENANTS];
 	double cap[POLICY_MAX_TENANTS]; /* the longest predicted time a block may have, ns */
 	double cap_late; /* ... a demoted (late) query's block, of any tenant */
+	double others_slack[POLICY_MAX_TENANTS]; /* the least slack its cap weighs, ns */
 	double cap_floor[POLICY_MAX_TENANTS]; /* no cap below: solo / COLOC_CAP_FLOOR_DIV, ns */
 	double slack[POLICY_MAX_TENANTS]; /* QoS - the whole model on every core, ns (solo_slack) */
 	/* a query queued or in flight, or a block ended within COLOC_ACTIVE_QOS x its QoS */
@@ -205,6 +217,10 @@ struct round {
 	bool waiting[POLICY_MAX_TENANTS]; /* its head waits for cores: not served, or held */
 	bool deferred[POLICY_MAX_TENANTS]; /* gave way to another's waiting head this round */
 	int nr_tables; /* tenants with a table: who else a block's cores may keep waiting */
+	/* runs alone this round (coloc_alone_round()) */
+	bool alone[POLICY_MAX_TENANTS];
+	/* a tenant that runs alone holds the socket, or waits for it (coloc_socket_closed()) */
+	bool socket_kept;
 	const struct policy_query *head[POLICY_MAX_TENANTS];
 	/* each tenant's earliest query demoted this round (late), served after the others */
 	const struct policy_query *late[POLICY_MAX_TENANTS];
@@ -243,6 +259,8 @@ uint64_t coloc_span_ns(const struct coloc_state *st, struct coloc_tenant *ct, in
 		       int ci, double pos, uint8_t *v, double stop);
 uint64_t coloc_span_alone_ns(const struct coloc_state *st, struct coloc_tenant *ct, int first,
 			     int last, int ci, double pos, const uint8_t *v);
+int coloc_fastest_index(const struct coloc_state *st, struct coloc_tenant *ct, int first, int last,
+			int max_ci, double pos);
 bool coloc_need_below_read(const struct coloc_state *st, struct coloc_tenant *ct,
 			   struct coloc_cache *c, int l, double pos, double b, int n);
 
@@ -284,6 +302,16 @@ bool coloc_leaves_enough(const struct policy_input *in, const struct round *r,
 void coloc_block_caps(struct coloc_state *st, const struct policy_input *in, struct round *r);
 double coloc_latest_start(struct coloc_state *st, const struct policy_input *in,
 			  const struct round *r, const struct policy_query *q, int *need);
+
+/* coloc_alone.c: tenants that run alone on the socket */
+double coloc_alone_tenant(const struct coloc_state *st, const struct policy_costs *m);
+void coloc_alone_round(struct coloc_state *st, const struct policy_input *in, struct round *r);
+const struct policy_query *coloc_alone_head(const struct coloc_state *st,
+					    const struct policy_input *in, const struct round *r);
+int coloc_alone_block(struct coloc_state *st, const struct policy_input *in, struct round *r,
+		      const struct policy_query *q, const struct policy_output *out, int max_ci,
+		      double pos, int *ci, struct coloc_err *err);
+bool coloc_socket_closed(const struct round *r, const struct policy_query *q);
 
 /* coloc_round.c: a round's cores and queue */
 void coloc_round_init(struct coloc_state *st, const struct policy_config *cfg,

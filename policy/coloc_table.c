@@ -206,6 +206,24 @@ static int share_index(const struct policy_costs *m, uint64_t qos_ns)
 	return m->nr_core_counts - 1;
 }
 
+/* The count index, up to max_ci, on which layers [first, last) run fastest at pos; -1 when none. */
+int coloc_fastest_index(const struct coloc_state *st, struct coloc_tenant *ct, int first, int last,
+			int max_ci, double pos)
+{
+	uint64_t best_ns = 0;
+	int best = -1;
+
+	for (int c = 0; c <= max_ci; c++) {
+		uint64_t ns = coloc_span_ns(st, ct, first, last, c, pos, NULL, 0);
+
+		if (ns && (!best_ns || ns < best_ns)) {
+			best_ns = ns;
+			best = c;
+		}
+	}
+	return best;
+}
+
 struct coloc_tenant *coloc_tenant_state(struct coloc_state *st, const struct policy_input *in,
 					int t)
 {
@@ -245,6 +263,7 @@ struct coloc_tenant *coloc_tenant_state(struct coloc_state *st, const struct pol
 		sum += m->core_counts[coloc_layer_need(
 			st, ct, l, (double)pt->qos_ns * coloc_layer_share(ct, m, l), 0)];
 	ct->avg_need = sum / m->nr_layers;
+	ct->alone_ns = coloc_alone_tenant(st, m);
 	return ct;
 }
 

@@ -37,6 +37,7 @@ static const struct policy_entry *const policy_table[] = {
 	&policy_coloc_wide,
 	&policy_coloc_noknee,
 	&policy_coloc_whole,
+	&policy_coloc_shared,
 };
 
 #define NR_POLICIES ((int)(sizeof(policy_table) / sizeof(policy_table[0])))

@@ -155,6 +155,12 @@ struct coloc_flags {
 	 * more cores than the block and keeps no other tenant waiting.
 	 */
 	bool whole_candidate;
+	/*
+	 * Where the machine's socket-wide slowdown is known: a tenant whose
+	 * query costs its socket less time alone at its fastest count than
+	 * beside others at any count runs alone (policy/coloc_alone.c).
+	 */
+	bool alone;
 };
 
 /*
@@ -203,6 +209,7 @@ extern const struct policy_entry policy_coloc_ewma;
 extern const struct policy_entry policy_coloc_nospare;
 extern const struct policy_entry policy_coloc_timeshares;
 extern const struct policy_entry policy_coloc_wide;
+extern const struct policy_entry policy_coloc_shared;
 extern const struct policy_entry policy_model_wise;
 extern const struct policy_entry policy_layer_wise;
 

@@ -139,15 +139,16 @@ static void watch_level(void *ctx, const struct sim_block_record *b)
  * coloc with two tenants on two cores of one LLC domain, 60 QPS for 5 s:
  * the most a decision was priced at, and how many blocks ran.
  */
-static int run_levels(enum sim_level_source source, double full_slowdown, double socket_slowdown,
-		      int llc, struct levels_seen *seen, struct coloc_err *err)
+static int run_levels(const char *policy, enum sim_level_source source, double full_slowdown,
+		      double socket_slowdown, int llc, struct levels_seen *seen,
+		      struct coloc_err *err)
 {
 	static const struct sim_tenant t[2] = {
 		{ .costs = &one_layer, .qos_ns = 200 * MS, .share = 1 },
 		{ .costs = &one_layer, .qos_ns = 200 * MS, .share = 1 },
 	};
 	struct sim_params p = {
-		.policy = policy_find("coloc"),
+		.policy = policy_find(policy),
 		.machine = { .nr_cores = 2, .nr_sockets = 1, .llc_size = llc },
 		.late = POLICY_LATE_DROP,
 		.tenants = t,
@@ -182,13 +183,13 @@ TEST_F(sim_level, run__coloc_priced_alone_without_interference_above_with_it)
 {
 	struct levels_seen quiet, est, model;
 
-	ASSERT_EQ(0, run_levels(SIM_LEVEL_BLOCKS, 1.0, 0, 2, &quiet, &self->err))
+	ASSERT_EQ(0, run_levels("coloc", SIM_LEVEL_BLOCKS, 1.0, 0, 2, &quiet, &self->err))
 	TH_LOG("%s", self->err.msg);
 	ASSERT_GT(quiet.nr, 100);
 	EXPECT_EQ(1.0, quiet.max);
-	ASSERT_EQ(0, run_levels(SIM_LEVEL_BLOCKS, 3.0, 0, 2, &est, &self->err))
+	ASSERT_EQ(0, run_levels("coloc", SIM_LEVEL_BLOCKS, 3.0, 0, 2, &est, &self->err))
 	TH_LOG("%s", self->err.msg);
-	ASSERT_EQ(0, run_levels(SIM_LEVEL_MODEL, 3.0, 0, 2, &model, &self->err))
+	ASSERT_EQ(0, run_levels("coloc", SIM_LEVEL_MODEL, 3.0, 0, 2, &model, &self->err))
 	TH_LOG("%s", self->err.msg);
 	TH_LOG("highest level priced: %.2f estimated from blocks, %.2f from the model", est.max,
 	       model.max);
@@ -202,17 +203,20 @@ TEST_F(sim_level, run__coloc_priced_alone_without_interference_above_with_it)
  * The same two cores in LLC domains of one core each: no domain is shared,
  * so without the socket's part (1.0) every decision is priced alone; with
  * a full-socket slowdown of 3.0 colocd's estimate sees the co-runner on the
- * socket's other core, a level above 1.0 and at most 3.0.
+ * socket's other core, a level above 1.0 and at most 3.0. coloc-shared:
+ * coloc runs this table's queries alone there (10 ms on one core against
+ * 10 x 3.0 / 2 = 15 ms of the socket's time beside another), so no block
+ * has a co-runner (policy/coloc_alone.c).
  */
 TEST_F(sim_level, run__the_estimate_sees_the_sockets_part_past_the_llc_domain)
 {
 	struct levels_seen quiet, est;
 
-	ASSERT_EQ(0, run_levels(SIM_LEVEL_BLOCKS, 3.0, 1.0, 1, &quiet, &self->err))
+	ASSERT_EQ(0, run_levels("coloc-shared", SIM_LEVEL_BLOCKS, 3.0, 1.0, 1, &quiet, &self->err))
 	TH_LOG("%s", self->err.msg);
 	ASSERT_GT(quiet.nr, 100);
 	EXPECT_EQ(1.0, quiet.max);
-	ASSERT_EQ(0, run_levels(SIM_LEVEL_BLOCKS, 3.0, 3.0, 1, &est, &self->err))
+	ASSERT_EQ(0, run_levels("coloc-shared", SIM_LEVEL_BLOCKS, 3.0, 3.0, 1, &est, &self->err))
 	TH_LOG("%s", self->err.msg);
 	TH_LOG("highest level priced: %.2f, socket's part only", est.max);
 	ASSERT_GT(est.nr, 100);
