@@ -590,7 +590,9 @@ static void on_hup_signal(struct loop_source *src, const struct signalfd_siginfo
 		fprintf(stderr, "colocd: SIGHUP: subordinate ids kept as they were: %s\n",
 			coloc_err_str(&err));
 	else
-		printf("colocd: SIGHUP: %d subordinate id ranges read again\n", subid_nr_ranges());
+		printf("colocd: SIGHUP: %d subordinate id ranges read again, %d connections of "
+		       "subordinate ids closed\n",
+		       subid_nr_ranges(), server_drop_subordinate(server));
 }
 
 /*

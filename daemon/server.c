@@ -216,6 +216,7 @@ static void server_on_recheck(struct loop_source *src, __u64 now_ns, void *ctx)
 
 	(void)src;
 	(void)now_ns;
+	s->recheck_armed = false;
 	for (int i = 0; i < SERVER_MAX_CONNS; i++)
 		if (s->conns[i] && s->conns[i]->uid)
 			server_conn_kick(s->conns[i]);
@@ -233,9 +234,12 @@ static bool server_conn_backlogged(struct server_conn *c)
 
 	if (!c->uid || fd_closer_state(c->uid, &c->closer_hint) != FD_CLOSER_BEHIND)
 		return false;
-	if (s->recheck_src ||
-	    !loop_add_timer(s->loop, &s->recheck_src, wait_ns, 0, server_on_recheck, s))
+	if (s->recheck_armed)
+		return true;
+	if (s->recheck_src)
 		loop_timer_set(s->recheck_src, wait_ns, 0);
+	s->recheck_armed = s->recheck_src || !loop_add_timer(s->loop, &s->recheck_src, wait_ns, 0,
+							     server_on_recheck, s);
 	return true;
 }
 

@@ -163,6 +163,11 @@ void server_req_defer(struct server_req *req);
 int server_send(struct server *s, __u64 conn, const char *line, const void *payload, size_t len);
 /* Stops accepting new connections (shutting down); the open ones are served on. */
 void server_stop_listening(struct server *s);
+/*
+ * After the subordinate ids are read again (SIGHUP): closes, with the
+ * refusal's line, every connection whose peer now holds one; how many.
+ */
+int server_drop_subordinate(struct server *s);
 /* Whether answers are queued and not yet written to their sockets (wait for them before exiting). */
 bool server_has_output(const struct server *s);
 

@@ -88,6 +88,10 @@ static bool server_in_coloc_group(const struct server *s, int fd, const struct u
 	return false;
 }
 
+#define SERVER_SUBID_REFUSED                                                             \
+	"permission denied: colocd serves the '" COLOC_GROUP "' group's own users, not the " \
+	"subordinate ids of one"
+
 /* A subordinate id's refusal, in colocd's log at most once a second. */
 static void server_log_subid(const struct ucred *cred)
 {
@@ -120,8 +124,7 @@ static const char *server_peer_refusal(const struct server *s, int fd, struct uc
 		return "permission denied: colocd serves root and the '" COLOC_GROUP "' group";
 	if (cred->uid != 0 && subid_held(cred->uid, cred->gid)) {
 		server_log_subid(cred);
-		return "permission denied: colocd serves the '" COLOC_GROUP "' group's own "
-		       "users, not the subordinate ids of one";
+		return SERVER_SUBID_REFUSED;
 	}
 	/*
 	 * pid 0: the peer's namespace is not ours nor below it; a pid > 0
@@ -148,10 +151,50 @@ void server_send_error(int fd, const char *why)
 	json_object_put(o);
 }
 
-static void server_refuse(int fd, uid_t uid, const char *why)
+/*
+ * Whose closer entry a refused connection's descriptors go to (before
+ * Linux 6.16 a peer may have sent some before the accept): never a uid
+ * colocd does not serve, each of which would hold an entry of its own (s22
+ * review HIGH 1). A subordinate uid's go to its range's first uid, one
+ * entry for one member's namespace; a stranger's to SERVER_STRANGERS_CLOSES.
+ */
+static uid_t server_refused_closes_uid(const struct server *s, int fd, const struct ucred *cred)
+{
+	uid_t first;
+
+	if (cred->uid == 0)
+		return 0;
+	if (subid_uid_range(cred->uid, &first))
+		return first;
+	if (cred->uid == SERVER_STRANGERS_CLOSES || !server_in_coloc_group(s, fd, cred))
+		return SERVER_STRANGERS_CLOSES;
+	return cred->uid;
+}
+
+static void server_refuse(const struct server *s, int fd, const struct ucred *cred,
+			  const char *why)
 {
 	server_send_error(fd, why);
-	fd_closer_close_conn(fd, uid);
+	fd_closer_close_conn(fd, server_refused_closes_uid(s, fd, cred));
+}
+
+int server_drop_subordinate(struct server *s)
+{
+	int n = 0;
+
+	for (int i = 0; i < SERVER_MAX_CONNS; i++) {
+		struct server_conn *c = s->conns[i];
+		struct ucred cred;
+
+		if (!c || !c->uid || !subid_held(c->uid, c->gid))
+			continue;
+		cred = (struct ucred){ .uid = c->uid, .gid = c->gid };
+		server_send_error(c->fd, SERVER_SUBID_REFUSED);
+		c->uid = server_refused_closes_uid(s, c->fd, &cred);
+		server_conn_close(c);
+		n++;
+	}
+	return n;
 }
 
 bool server_listener_refuses_rights(int listen_fd)
@@ -289,7 +332,7 @@ static void server_add_conn(struct server *s, int fd)
 	if (!why)
 		why = server_make_room(s, cred.uid);
 	if (why) {
-		server_refuse(fd, cred.uid, why);
+		server_refuse(s, fd, &cred, why);
 		return;
 	}
 	for (int i = 0; i < SERVER_MAX_CONNS && slot < 0; i++)
@@ -303,7 +346,7 @@ static void server_add_conn(struct server *s, int fd)
 		if (c)
 			free(c->in);
 		free(c);
-		server_refuse(fd, cred.uid, "out of memory");
+		server_refuse(s, fd, &cred, "out of memory");
 		return;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &(int){ 1 }, sizeof(int));
@@ -311,6 +354,7 @@ static void server_add_conn(struct server *s, int fd)
 	c->id = ++s->next_id;
 	c->fd = fd;
 	c->uid = cred.uid;
+	c->gid = cred.gid;
 	c->other_pidns = other_pidns;
 	c->last_progress_ns = coloc_now_ns();
 	s->conns[slot] = c;
@@ -342,7 +386,7 @@ static bool server_refuse_at_limit(struct server *s)
 			close(conn);
 		} else {
 			getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len);
-			fd_closer_close_conn(conn, cred.uid);
+			fd_closer_close_conn(conn, server_refused_closes_uid(s, conn, &cred));
 		}
 	}
 	server_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);

@@ -44,6 +44,7 @@ struct server_conn {
 	struct loop_source *src;
 	int fd;
 	uid_t uid;
+	gid_t gid;
 	bool other_pidns; /* server_req.other_pidns */
 	__u64 id;
 	bool closing; /* close once the pending answers are out */
@@ -97,6 +98,7 @@ struct server {
 	struct loop_source *resume_src;
 	/* a look again at connections whose uid's closes are behind (server.c) */
 	struct loop_source *recheck_src;
+	bool recheck_armed; /* set until it fires: a look never pushes it back */
 	int listen_fd, lock_fd, dir_fd;
 	char socket_path[SERVER_PATH_MAX];
 	char dir[SERVER_PATH_MAX];
@@ -165,6 +167,8 @@ void server_out_within_budget(struct server *s, uid_t uid);
 #define SERVER_CLOSES_STUCK                                                            \
 	"this user's descriptors are still being closed (a socket lingering, a file "    \
 	"system not answering, too many waiting): try again once they are"
+/* the closer entry of every refused peer outside the group (no one's uid: setresuid's "keep") */
+#define SERVER_STRANGERS_CLOSES ((uid_t)-1)
 /* why a connection is refused, or a member's dropped before a read, at the descriptor limit */
 #define SERVER_OUT_OF_FDS "colocd is out of descriptors; try again later"
 /*

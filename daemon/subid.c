@@ -113,17 +113,27 @@ int subid_load(const char *uid_file, const char *gid_file, struct coloc_err *err
 	return 0;
 }
 
-static bool subid_in(const struct subid_table *t, unsigned long long id)
+/* The range of t holding id, else NULL. */
+static const struct subid_range *subid_in(const struct subid_table *t, unsigned long long id)
 {
 	for (int i = 0; t && i < t->nr; i++)
 		if (id >= t->r[i].start && id - t->r[i].start < t->r[i].count)
-			return true;
-	return false;
+			return &t->r[i];
+	return NULL;
 }
 
 bool subid_held(uid_t uid, gid_t gid)
 {
 	return subid_in(subid_uids, uid) || subid_in(subid_gids, gid);
+}
+
+bool subid_uid_range(uid_t uid, uid_t *first)
+{
+	const struct subid_range *r = subid_in(subid_uids, uid);
+
+	if (r)
+		*first = (uid_t)r->start;
+	return r != NULL;
 }
 
 int subid_nr_ranges(void)

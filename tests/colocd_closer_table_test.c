@@ -9,7 +9,8 @@
  * refused every other member as "stuck" and kept root's closes behind the
  * shared entry that last member hung. And while one member's close hangs,
  * root's and another member's pings are answered within ANSWER_MS, as on
- * main. The real binary, as a process.
+ * main. And before Linux 6.16 a member's refused subordinate uids hang one
+ * entry, not one each (s22 review HIGH 1). The real binary, as a process.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -38,6 +39,9 @@
 #define LATE_UID 69998
 #define NEW_UID 69999
 #define OTHER_UID 69997
+/* within colocd's listen backlog, all connected while it is stopped */
+#define REFUSED_UIDS 48
+#define SUBORDINATE_UID 200001
 #define LINGER_S 120
 #define ANSWER_S 5
 /* a ping's bound while others hang: main meets it too */
@@ -364,6 +368,102 @@ TEST_F_TIMEOUT(colocd, table__one_members_hang_slows_no_one_else, 120)
 	EXPECT_LT(worst_root, ANSWER_MS);
 	kill(kid, SIGKILL);
 	waitpid(kid, NULL, 0);
+	close(report[0]);
+	close(root);
+}
+
+/*
+ * A child as a subordinate uid (the coloc group kept, as a member's user
+ * namespace keeps it): sends a lingering TCP socket with a ping while
+ * colocd is stopped, so before the accept (before 6.16 nothing stops it),
+ * closes its own copy and writes 'r' on report; then 's' once refused as
+ * a subordinate id, else 'f'. Holds the listener until killed.
+ */
+static void refused_sender(const char *sock, uid_t uid, int report)
+{
+	char line[512] = "", verdict;
+	int listener, t, conn;
+
+	become_member_for_the_test(uid);
+	t = tu_lingering_socket(0, LINGER_S, &listener);
+	conn = tu_connect(sock);
+	if (t < 0 || conn < 0 || tu_send_fds(conn, PING, strlen(PING), &t, 1, 0))
+		_exit(98);
+	close(t);
+	if (write(report, "r", 1) != 1)
+		_exit(97);
+	set_recv_timeout(conn, 30);
+	tu_read_line(conn, line, sizeof(line));
+	verdict = strstr(line, "subordinate ids") ? 's' : 'f';
+	if (write(report, &verdict, 1) != 1)
+		_exit(96);
+	for (;;)
+		pause();
+}
+
+/*
+ * s22 review HIGH 1: before Linux 6.16 (COLOCD_TEST_NO_PASSRIGHTS) each
+ * refused subordinate uid's close hung an entry, a thread, of its own:
+ * main's colocd ends with REFUSED_UIDS more threads (and past its table's
+ * 511, every member refused and root's closes held). Here they are one
+ * entry, the range's.
+ */
+TEST_F_TIMEOUT(colocd, table__refused_subordinate_uids_hang_one_entry_not_one_each, 120)
+{
+	char subuid[128], subgid[128], tasks[64], byte;
+	const char *extra[] = { "--subuid-file", subuid, "--subgid-file", subgid, NULL };
+	pid_t kids[REFUSED_UIDS];
+	int report[2], root, before, threads, refused = 0, member_worst, freed;
+
+	if (!getgrnam(COLOC_GROUP))
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	snprintf(subuid, sizeof(subuid), "%s/subuid", self->dir);
+	snprintf(subgid, sizeof(subgid), "%s/subgid", self->dir);
+	ASSERT_EQ(0, tu_write_file(subuid, "member:200000:65536\n", 20));
+	ASSERT_EQ(0, tu_write_file(subgid, "member:300000:65536\n", 20));
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	ASSERT_EQ(0, tu_stop_colocd(self->pid));
+	setenv("COLOCD_TEST_NO_PASSRIGHTS", "1", 1);
+	self->pid = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
+	unsetenv("COLOCD_TEST_NO_PASSRIGHTS");
+	ASSERT_GT(self->pid, 0);
+	snprintf(tasks, sizeof(tasks), "/proc/%d/task", (int)self->pid);
+	before = tu_nr_dir_entries(tasks);
+	ASSERT_EQ(0, pipe(report));
+	ASSERT_EQ(0, kill(self->pid, SIGSTOP));
+	for (int i = 0; i < REFUSED_UIDS; i++) {
+		kids[i] = fork();
+		ASSERT_GE(kids[i], 0);
+		if (kids[i] == 0)
+			refused_sender(self->sock, SUBORDINATE_UID + (uid_t)i, report[1]);
+	}
+	close(report[1]);
+	for (int i = 0; i < REFUSED_UIDS; i++)
+		ASSERT_EQ(1, read(report[0], &byte, 1));
+	ASSERT_EQ(0, kill(self->pid, SIGCONT));
+	for (int i = 0; i < REFUSED_UIDS && read(report[0], &byte, 1) == 1; i++)
+		refused += byte == 's';
+	ASSERT_EQ(REFUSED_UIDS, refused);
+	usleep((FD_CLOSER_STUCK_MS + 500) * 1000);
+	threads = tu_nr_dir_entries(tasks);
+	member_worst = pings_of(self->sock, OTHER_UID);
+	root = tu_connect(self->sock);
+	ASSERT_GE(root, 0);
+	set_recv_timeout(root, ANSWER_S);
+	freed = roots_memfd_closed_after(self->pid, root);
+	TH_LOG("%d subordinate uids refused, each close hung: colocd's threads %d -> %d; a "
+	       "member's slowest ping %d ms; root's memfd let go after %d ms",
+	       REFUSED_UIDS, before, threads, member_worst, freed);
+	/* main: before + REFUSED_UIDS */
+	EXPECT_LE(threads, before + 2);
+	EXPECT_GE(member_worst, 0);
+	EXPECT_LT(member_worst, ANSWER_MS);
+	EXPECT_GE(freed, 0);
+	EXPECT_LE(freed, 2 * (int)FD_CLOSER_DRAIN_MS + 300);
+	for (int i = 0; i < REFUSED_UIDS; i++)
+		kill(kids[i], SIGKILL);
+	for (int i = 0; i < REFUSED_UIDS; i++)
+		waitpid(kids[i], NULL, 0);
 	close(report[0]);
 	close(root);
 }

@@ -442,25 +442,30 @@ TEST_F(colocd, conns__start_up_logs_the_descriptor_limits_it_found_and_set)
 	free(log);
 }
 
+/* In a child: uid and gid with the coloc group kept (as setresuid in a user namespace leaves it). */
+static void become_with_coloc(uid_t uid, gid_t gid)
+{
+	struct group *g = getgrnam(COLOC_GROUP);
+	gid_t groups[1] = { g ? g->gr_gid : 0 };
+
+	if (!g || setgroups(1, groups) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
+		_exit(3);
+}
+
 /*
- * In a child as uid and gid with the coloc group kept (as setresuid in a
- * user namespace leaves it): 0 when its ping is served, 1 when refused as
- * a subordinate id, 2 otherwise.
+ * In a child as uid and gid (become_with_coloc): 0 when its ping is
+ * served, 1 when refused as a subordinate id, 2 otherwise.
  */
 static int ping_as(const char *sock, uid_t uid, gid_t gid)
 {
-	struct group *g = getgrnam(COLOC_GROUP);
 	pid_t pid = fork();
 	int st;
 
 	if (pid == 0) {
-		gid_t groups[1] = { g ? g->gr_gid : 0 };
 		char why[1024] = "";
 		int fd, served;
 
-		if (!g || setgroups(1, groups) || setresgid(gid, gid, gid) ||
-		    setresuid(uid, uid, uid))
-			_exit(3);
+		become_with_coloc(uid, gid);
 		fd = tu_connect(sock);
 		set_recv_timeout(fd, 5);
 		served = fd >= 0 ? ping_on(fd, why, sizeof(why)) : -1;
@@ -501,6 +506,73 @@ TEST_F(colocd, conns__a_subordinate_uid_is_refused_until_its_range_is_gone)
 	ASSERT_NE(NULL, log);
 	free(log);
 	EXPECT_EQ(0, ping_as(self->sock, 200001, 200001));
+}
+
+/*
+ * A child as uid and gid (become_with_coloc): a connection admitted, its
+ * ping answered ('a' on report); then 's' once colocd closes it with the
+ * subordinate ids' refusal, else 'k' (still open after 10 s, or closed
+ * without it).
+ */
+static void held_as(const char *sock, uid_t uid, gid_t gid, int report)
+{
+	char line[1024] = "", verdict;
+	int fd;
+
+	become_with_coloc(uid, gid);
+	fd = tu_connect(sock);
+	set_recv_timeout(fd, 10);
+	if (fd < 0 || ping_on(fd, NULL, 0) != 1 || write(report, "a", 1) != 1)
+		_exit(98);
+	verdict = tu_read_line(fd, line, sizeof(line)) > 0 && strstr(line, "subordinate ids") ?
+			  's' :
+			  'k';
+	_exit(write(report, &verdict, 1) == 1 ? 0 : 97);
+}
+
+/* s22 review MEDIUM 2: a range read at SIGHUP ends what its uids were admitted to before */
+TEST_F(colocd, conns__a_reload_closes_the_connections_of_uids_now_subordinate)
+{
+	char subuid[128], subgid[128], verdict = 0, *log;
+	const char *extra[] = { "--subuid-file", subuid, "--subgid-file", subgid, NULL };
+	int report[2], root;
+	pid_t kid;
+
+	if (!getgrnam(COLOC_GROUP))
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	snprintf(subuid, sizeof(subuid), "%s/subuid", self->dir);
+	snprintf(subgid, sizeof(subgid), "%s/subgid", self->dir);
+	ASSERT_EQ(0, tu_write_file(subuid, "", 0));
+	ASSERT_EQ(0, tu_write_file(subgid, "", 0));
+	ASSERT_EQ(0, chmod(self->dir, 0755));
+	ASSERT_EQ(0, tu_stop_colocd(self->pid));
+	self->pid = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
+	ASSERT_GT(self->pid, 0);
+	root = tu_connect(self->sock);
+	ASSERT_GE(root, 0);
+	set_recv_timeout(root, 5);
+	ASSERT_EQ(1, ping_on(root, NULL, 0));
+	ASSERT_EQ(0, pipe(report));
+	kid = fork();
+	ASSERT_GE(kid, 0);
+	if (kid == 0)
+		held_as(self->sock, 200001, 200001, report[1]);
+	close(report[1]);
+	ASSERT_EQ(1, read(report[0], &verdict, 1));
+	ASSERT_EQ('a', verdict);
+	ASSERT_EQ(0, tu_write_file(subuid, "member:200000:65536\n", 20));
+	ASSERT_EQ(0, kill(self->pid, SIGHUP));
+	log = log_with(self->log, "read again, 1 connections of subordinate ids closed");
+	EXPECT_TRUE(log && strstr(log, "read again, 1 connections of subordinate ids closed"));
+	free(log);
+	ASSERT_EQ(1, read(report[0], &verdict, 1));
+	/* main: 'k', still served */
+	EXPECT_EQ('s', verdict);
+	EXPECT_EQ(1, ping_on(root, NULL, 0));
+	EXPECT_EQ(0, ping_as(self->sock, 64990, 64990));
+	waitpid(kid, NULL, 0);
+	close(report[0]);
+	close(root);
 }
 
 TEST_HARNESS_MAIN
