@@ -88,7 +88,7 @@ static bool server_in_coloc_group(const struct server *s, int fd, const struct u
 	return false;
 }
 
-#define SERVER_SUBID_REFUSED                                                             \
+#define SERVER_SUBID_REFUSED                                                                 \
 	"permission denied: colocd serves the '" COLOC_GROUP "' group's own users, not the " \
 	"subordinate ids of one"
 
@@ -171,8 +171,7 @@ static uid_t server_refused_closes_uid(const struct server *s, int fd, const str
 	return cred->uid;
 }
 
-static void server_refuse(const struct server *s, int fd, const struct ucred *cred,
-			  const char *why)
+static void server_refuse(const struct server *s, int fd, const struct ucred *cred, const char *why)
 {
 	server_send_error(fd, why);
 	fd_closer_close_conn(fd, server_refused_closes_uid(s, fd, cred));

@@ -410,23 +410,17 @@ static void refused_sender(const char *sock, uid_t uid, int report)
  */
 TEST_F_TIMEOUT(colocd, table__refused_subordinate_uids_hang_one_entry_not_one_each, 120)
 {
-	char subuid[128], subgid[128], tasks[64], byte;
-	const char *extra[] = { "--subuid-file", subuid, "--subgid-file", subgid, NULL };
+	char subuid[SUBID_PATH_LEN], subgid[SUBID_PATH_LEN], tasks[64], byte;
 	pid_t kids[REFUSED_UIDS];
-	int report[2], root, before, threads, refused = 0, member_worst, freed;
+	int report[2], root, before, threads, refused = 0, member_worst, freed, started;
 
 	if (!getgrnam(COLOC_GROUP))
 		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
-	snprintf(subuid, sizeof(subuid), "%s/subuid", self->dir);
-	snprintf(subgid, sizeof(subgid), "%s/subgid", self->dir);
-	ASSERT_EQ(0, tu_write_file(subuid, "member:200000:65536\n", 20));
-	ASSERT_EQ(0, tu_write_file(subgid, "member:300000:65536\n", 20));
-	ASSERT_EQ(0, chmod(self->dir, 0755));
-	ASSERT_EQ(0, tu_stop_colocd(self->pid));
 	setenv("COLOCD_TEST_NO_PASSRIGHTS", "1", 1);
-	self->pid = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
+	started = restart_with_subids(self, "member:200000:65536\n", "member:300000:65536\n",
+				      subuid, subgid);
 	unsetenv("COLOCD_TEST_NO_PASSRIGHTS");
-	ASSERT_GT(self->pid, 0);
+	ASSERT_EQ(0, started);
 	snprintf(tasks, sizeof(tasks), "/proc/%d/task", (int)self->pid);
 	before = tu_nr_dir_entries(tasks);
 	ASSERT_EQ(0, pipe(report));

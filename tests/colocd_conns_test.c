@@ -479,19 +479,12 @@ static int ping_as(const char *sock, uid_t uid, gid_t gid)
 /* s21 review HIGH 1: a member's user namespace maps its subordinate uids, each kept in the group */
 TEST_F(colocd, conns__a_subordinate_uid_is_refused_until_its_range_is_gone)
 {
-	char subuid[128], subgid[128], *log;
-	const char *extra[] = { "--subuid-file", subuid, "--subgid-file", subgid, NULL };
+	char subuid[SUBID_PATH_LEN], subgid[SUBID_PATH_LEN], *log;
 
 	if (!getgrnam(COLOC_GROUP))
 		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
-	snprintf(subuid, sizeof(subuid), "%s/subuid", self->dir);
-	snprintf(subgid, sizeof(subgid), "%s/subgid", self->dir);
-	ASSERT_EQ(0, tu_write_file(subuid, "member:200000:65536\n", 20));
-	ASSERT_EQ(0, tu_write_file(subgid, "member:300000:65536\n", 20));
-	ASSERT_EQ(0, chmod(self->dir, 0755));
-	ASSERT_EQ(0, tu_stop_colocd(self->pid));
-	self->pid = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
-	ASSERT_GT(self->pid, 0);
+	ASSERT_EQ(0, restart_with_subids(self, "member:200000:65536\n", "member:300000:65536\n",
+					 subuid, subgid));
 	/* main: served, the kernel's groups still carrying coloc */
 	EXPECT_EQ(1, ping_as(self->sock, 200001, 200001));
 	EXPECT_EQ(1, ping_as(self->sock, 64990, 300001));
@@ -533,21 +526,13 @@ static void held_as(const char *sock, uid_t uid, gid_t gid, int report)
 /* s22 review MEDIUM 2: a range read at SIGHUP ends what its uids were admitted to before */
 TEST_F(colocd, conns__a_reload_closes_the_connections_of_uids_now_subordinate)
 {
-	char subuid[128], subgid[128], verdict = 0, *log;
-	const char *extra[] = { "--subuid-file", subuid, "--subgid-file", subgid, NULL };
+	char subuid[SUBID_PATH_LEN], subgid[SUBID_PATH_LEN], verdict = 0, *log;
 	int report[2], root;
 	pid_t kid;
 
 	if (!getgrnam(COLOC_GROUP))
 		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
-	snprintf(subuid, sizeof(subuid), "%s/subuid", self->dir);
-	snprintf(subgid, sizeof(subgid), "%s/subgid", self->dir);
-	ASSERT_EQ(0, tu_write_file(subuid, "", 0));
-	ASSERT_EQ(0, tu_write_file(subgid, "", 0));
-	ASSERT_EQ(0, chmod(self->dir, 0755));
-	ASSERT_EQ(0, tu_stop_colocd(self->pid));
-	self->pid = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
-	ASSERT_GT(self->pid, 0);
+	ASSERT_EQ(0, restart_with_subids(self, "", "", subuid, subgid));
 	root = tu_connect(self->sock);
 	ASSERT_GE(root, 0);
 	set_recv_timeout(root, 5);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <json-c/json.h>
 #include "mono_clock.h"
@@ -135,6 +136,27 @@ static inline void *root_pinger_run(void *arg)
 		usleep(p->every_us);
 	}
 	return NULL;
+}
+
+/*
+ * The fixture's colocd started again with --subuid-file and --subgid-file,
+ * files in its directory (open to members) holding subuid and subgid; their
+ * paths in uid_file and gid_file (SUBID_PATH_LEN each). 0, or -1.
+ */
+#define SUBID_PATH_LEN 128
+static inline int restart_with_subids(FIXTURE_DATA(colocd) * self, const char *subuid,
+				      const char *subgid, char *uid_file, char *gid_file)
+{
+	const char *extra[] = { "--subuid-file", uid_file, "--subgid-file", gid_file, NULL };
+
+	snprintf(uid_file, SUBID_PATH_LEN, "%s/subuid", self->dir);
+	snprintf(gid_file, SUBID_PATH_LEN, "%s/subgid", self->dir);
+	if (tu_write_file(uid_file, subuid, strlen(subuid)) ||
+	    tu_write_file(gid_file, subgid, strlen(subgid)) || chmod(self->dir, 0755) ||
+	    tu_stop_colocd(self->pid))
+		return -1;
+	self->pid = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
+	return self->pid > 0 ? 0 : -1;
 }
 
 #endif /* COLOC_TESTS_COLOCD_FIXTURE_H */
