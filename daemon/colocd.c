@@ -156,6 +156,7 @@ static const char *subuid_file = SUBID_DEFAULT_UID_FILE, *subgid_file = SUBID_DE
 static unsigned long long executor_memory_mib = SANDBOX_DEFAULT_MEMORY_MIB;
 static unsigned long long executor_mib_per_uid, executor_mib_all;
 static bool span_given, executor_memory_given, executor_mib_per_uid_given, executor_mib_all_given;
+static bool submit_mib_given;
 
 /*
  * What an option sets: a string, a flag, a number in [lo, hi], or its own
@@ -254,6 +255,11 @@ static const struct colocd_option options[] = {
 	  .arg = "MIB",
 	  .help = "submitted files (model, weights, external data) one user's tenants hold, "
 		  "in colocd's memory and in --state's directory, for the tenants' life" },
+	{ "max-submit-mib", 0, ARG_ULL, &config.max_submit_mib, 1, 1L << 30,
+	  .given = &submit_mib_given, .arg = "MIB",
+	  .help = "submitted files all tenants hold together, root's included; members' "
+		  "submits are refused past three quarters of it, the last quarter is root's",
+	  .dflt = "a quarter of the machine's memory" },
 	{ "uid-range", 0, ARG_PARSER, .parse = parse_uid_range, .arg = "A-B",
 	  .help = "uids (and gids) for the tenants' executors, one of its own each, skipping "
 		  "any NSS knows as a user or group (looked up at start and on SIGHUP) or that "
@@ -417,6 +423,8 @@ static int nest_memory_bounds(void)
 		executor_mib_per_uid = mem / 4 >> 20;
 	if (!executor_mib_all_given)
 		executor_mib_all = mem / 2 >> 20;
+	if (!submit_mib_given)
+		config.max_submit_mib = mem / 4 >> 20;
 	for (int i = NR_MEMORY_BOUNDS - 2; i >= 0; i--) {
 		const struct memory_bound *in = &memory_bounds[i], *out = NULL;
 

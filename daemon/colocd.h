@@ -59,6 +59,7 @@ struct colocd_config {
 	int max_queued_per_uid; /* queries queued or running over its tenants */
 	int max_input_mib_per_uid; /* queued inputs colocd holds for its tenants, MiB */
 	int max_submit_mib_per_uid; /* its tenants' submitted files, MiB */
+	unsigned long long max_submit_mib; /* all tenants' submitted files, root's included, MiB */
 };
 
 /* colocd's defaults: a quarter of each global limit, so no one user takes everything. */

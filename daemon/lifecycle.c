@@ -415,6 +415,7 @@ static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 		.max_queued_per_uid = d->cfg.max_queued_per_uid,
 		.max_input_bytes_per_uid = (size_t)d->cfg.max_input_mib_per_uid << 20,
 		.max_submit_bytes_per_uid = (uint64_t)d->cfg.max_submit_mib_per_uid << 20,
+		.max_submit_bytes = (uint64_t)d->cfg.max_submit_mib << 20,
 		.ctx = d,
 	};
 	int ret;

@@ -72,6 +72,8 @@
 /* Its import, in the executor's sandbox, must describe the model within this (admission). */
 #define SERVING_DESCRIBE_TIMEOUT_NS 120000000000ull
 #define SERVING_MAX_QOS_NS 3600000000000ull /* a QoS target of an hour at most, as submit takes */
+/* The part of serving_config.max_submit_bytes kept for root's submits: a quarter of it. */
+#define SERVING_SUBMIT_ROOT_SHARE(max) ((max) / 4)
 /*
  * Executor processes one tenant may have: each loads the model's weights
  * and primitives (its own memory), and lets one more of its queries run at
@@ -188,6 +190,12 @@ struct serving_config {
 	 */
 	uint64_t max_submit_bytes_per_uid;
 	/*
+	 * The same over every uid's tenants, root's included: members' submits
+	 * are refused past all but SERVING_SUBMIT_ROOT_SHARE of it, root's past
+	 * it all, so root always has that share. 0: no bound.
+	 */
+	uint64_t max_submit_bytes;
+	/*
 	 * An executor fd appears (add) or is about to be closed; may be NULL.
 	 * A negative errno on add fails the tenant's start with it.
 	 */
@@ -294,10 +302,11 @@ int serving_admit_check(const struct serving *s, const struct serving_tenant_spe
  */
 struct serving_hold;
 /*
- * The bytes of submitted files owner may still bring
- * (serving_config.max_submit_bytes_per_uid less what its tenants hold);
- * UINT64_MAX for root or without the quota. serving_admit refuses a tenant
- * whose files go past it (-EDQUOT).
+ * The bytes of submitted files owner may still bring: the least of
+ * serving_config.max_submit_bytes_per_uid less what its tenants hold
+ * (root: no quota) and max_submit_bytes less what all tenants hold (less
+ * root's share for a member); UINT64_MAX without either bound.
+ * serving_admit refuses a tenant whose files go past it (-EDQUOT).
  */
 uint64_t serving_submit_bytes_left(const struct serving *s, uid_t owner);
 int serving_hold(struct serving *s, const struct serving_tenant_spec *spec,

@@ -98,42 +98,80 @@ static int take_sealed(int fd, const char *what, int *out, uint64_t *bytes, stru
 	return 0;
 }
 
-/* The bytes of submitted files owner's tenants hold (sv_tenant.submit_bytes). */
-static uint64_t owner_submit_bytes(const struct serving *s, uid_t owner)
+/* The bytes of submitted files the tenants hold (sv_tenant.submit_bytes): owner's, or all's. */
+static uint64_t held_submit_bytes(const struct serving *s, bool all, uid_t owner)
 {
 	uint64_t held = 0;
 
 	for (int i = 0; i < SV_MAX_TENANTS; i++)
-		if (s->tenants[i].used && s->tenants[i].owner == owner)
+		if (s->tenants[i].used && (all || s->tenants[i].owner == owner))
 			held += s->tenants[i].submit_bytes;
 	return held;
 }
 
-uint64_t serving_submit_bytes_left(const struct serving *s, uid_t owner)
+/* What owner's quota of submitted files leaves it; UINT64_MAX for root or without one. */
+static uint64_t uid_submit_bytes_left(const struct serving *s, uid_t owner)
 {
 	uint64_t held;
 
 	if (!owner || !s->max_submit_bytes_per_uid)
 		return UINT64_MAX;
-	held = owner_submit_bytes(s, owner);
+	held = held_submit_bytes(s, false, owner);
 	return held < s->max_submit_bytes_per_uid ? s->max_submit_bytes_per_uid - held : 0;
 }
 
-/* t's files (t->submit_bytes, not yet counted) within its owner's quota of submitted bytes. */
+/* What all tenants may hold where owner's would be admitted: a member's leave root's share. */
+static uint64_t all_submit_room(const struct serving *s, uid_t owner)
+{
+	uint64_t max = s->max_submit_bytes;
+
+	return owner ? max - SERVING_SUBMIT_ROOT_SHARE(max) : max;
+}
+
+/* What colocd's bound over all uids leaves owner; UINT64_MAX without one. */
+static uint64_t all_submit_bytes_left(const struct serving *s, uid_t owner)
+{
+	uint64_t room = all_submit_room(s, owner), held;
+
+	if (!s->max_submit_bytes)
+		return UINT64_MAX;
+	held = held_submit_bytes(s, true, 0);
+	return held < room ? room - held : 0;
+}
+
+uint64_t serving_submit_bytes_left(const struct serving *s, uid_t owner)
+{
+	uint64_t uid_left = uid_submit_bytes_left(s, owner);
+	uint64_t all_left = all_submit_bytes_left(s, owner);
+
+	return uid_left < all_left ? uid_left : all_left;
+}
+
+/* t's files (t->submit_bytes, not yet counted) within its owner's quota and the bound over all. */
 static int check_submit_quota(const struct serving *s, const struct sv_tenant *t,
 			      struct coloc_err *err)
 {
-	uint64_t left = serving_submit_bytes_left(s, t->owner);
-
-	if (t->submit_bytes <= left)
-		return 0;
-	return coloc_err_set(err, -EDQUOT,
-			     "tenant %s: its files (%.1f MiB) would take uid %u past its quota of "
-			     "%llu MiB of submitted files (its tenants hold %.1f MiB; remove one, "
-			     "or colocd --max-submit-mib-per-uid raises it)",
-			     t->name, (double)t->submit_bytes / (1 << 20), (unsigned int)t->owner,
-			     (unsigned long long)(s->max_submit_bytes_per_uid >> 20),
-			     (double)owner_submit_bytes(s, t->owner) / (1 << 20));
+	if (t->submit_bytes > uid_submit_bytes_left(s, t->owner))
+		return coloc_err_set(
+			err, -EDQUOT,
+			"tenant %s: its files (%.1f MiB) would take uid %u past its quota of "
+			"%llu MiB of submitted files (its tenants hold %.1f MiB; remove one, "
+			"or colocd --max-submit-mib-per-uid raises it)",
+			t->name, (double)t->submit_bytes / (1 << 20), (unsigned int)t->owner,
+			(unsigned long long)(s->max_submit_bytes_per_uid >> 20),
+			(double)held_submit_bytes(s, false, t->owner) / (1 << 20));
+	if (t->submit_bytes > all_submit_bytes_left(s, t->owner))
+		return coloc_err_set(
+			err, -EDQUOT,
+			"tenant %s: its files (%.1f MiB) would take the submitted files of all "
+			"tenants (%.1f MiB now) past the %.1f MiB %s (remove a tenant, or colocd "
+			"--max-submit-mib raises it)",
+			t->name, (double)t->submit_bytes / (1 << 20),
+			(double)held_submit_bytes(s, true, 0) / (1 << 20),
+			(double)all_submit_room(s, t->owner) / (1 << 20),
+			t->owner ? "members may fill (the rest of --max-submit-mib is root's)" :
+				   "of --max-submit-mib");
+	return 0;
 }
 
 /* The submitted files into t: duplicates of the sealed memfds; 0 or -errno. */

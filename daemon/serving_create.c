@@ -102,6 +102,7 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->max_queued_per_uid = cfg->max_queued_per_uid > 0 ? cfg->max_queued_per_uid : 0;
 	s->max_input_bytes_per_uid = cfg->max_input_bytes_per_uid;
 	s->max_submit_bytes_per_uid = cfg->max_submit_bytes_per_uid;
+	s->max_submit_bytes = cfg->max_submit_bytes;
 	s->watch = cfg->watch;
 	s->tenant_changed = cfg->tenant_changed;
 	s->core_changed = cfg->core_changed;

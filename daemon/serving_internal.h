@@ -162,6 +162,7 @@ struct serving {
 	int max_tenants_per_uid, max_executors_per_uid, max_queued_per_uid; /* 0: none */
 	size_t max_input_bytes_per_uid; /* 0: none */
 	uint64_t max_submit_bytes_per_uid; /* 0: none */
+	uint64_t max_submit_bytes; /* over all uids (SERVING_SUBMIT_ROOT_SHARE root's); 0: none */
 	int (*watch)(void *ctx, int fd, bool add);
 	void (*core_changed)(void *ctx, int cpu, const char *name, uint64_t query, int first,
 			     int last);

@@ -186,8 +186,9 @@ static int submit_file_check(int fd, const char *what, const struct stat *st, ui
 		return coloc_err_set(err, -EDQUOT,
 				     "%s is %lld bytes, past the %.1f MiB the submit may still "
 				     "bring: colocd takes %llu MiB a submit at most, and no more "
-				     "than its owner's quota of submitted files leaves (colocd "
-				     "--max-submit-mib-per-uid; remove a tenant to free it)",
+				     "than its owner's quota of submitted files and colocd's over "
+				     "all users leave (colocd --max-submit-mib-per-uid, "
+				     "--max-submit-mib; remove a tenant to free some)",
 				     what, (long long)st->st_size, (double)budget / (1 << 20),
 				     COLOC_MAX_SUBMIT_BYTES >> 20);
 	return 0;

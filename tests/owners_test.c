@@ -515,4 +515,47 @@ TEST_F_TIMEOUT(quota, serving_admit__submitted_bytes_over_the_owners_quota_refus
 	EXPECT_EQ(0, admit(self, "b", MEMBER, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
 }
 
+/*
+ * Submitted files are bounded over all uids too (review s21, "Fix" 3: six
+ * members at 4 GiB each filled a 24 GiB machine): at a bound of two and a
+ * half models, of which a quarter is root's, two members together are
+ * refused past their three quarters with the option named, root's tenant
+ * fits in its share, root itself is refused past the whole, root's files
+ * count against the members', and a member alone fits. Main admitted b.
+ */
+TEST_F_TIMEOUT(quota, serving_admit__submitted_bytes_of_all_members_bounded_root_keeps_a_share, 600)
+{
+	char bin[512];
+	struct serving_config cfg = { .executor = tu_bin("coloc-executor", bin, sizeof(bin)),
+				      .cache_dir = cache_dir };
+	struct coloc_err err = { 0 };
+	uint64_t m, members;
+	struct stat st;
+
+	ASSERT_EQ(0, stat(self->model, &st));
+	serving_destroy(self->s);
+	self->s = NULL;
+	m = (uint64_t)st.st_size;
+	cfg.max_submit_bytes = (m * 5 / 2) & ~3ull;
+	members = cfg.max_submit_bytes / 4 * 3;
+	ASSERT_EQ(0, serving_create(&cfg, &self->s, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(members, serving_submit_bytes_left(self->s, MEMBER));
+	EXPECT_EQ(cfg.max_submit_bytes, serving_submit_bytes_left(self->s, 0));
+	ASSERT_EQ(0, admit(self, "a", MEMBER, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(members - m, serving_submit_bytes_left(self->s, MEMBER2));
+	EXPECT_EQ(cfg.max_submit_bytes - m, serving_submit_bytes_left(self->s, 0));
+	EXPECT_EQ(-EDQUOT, admit(self, "b", MEMBER2, 1, &err));
+	EXPECT_NE(NULL,
+		  strstr(coloc_err_str(&err), "members may fill (the rest of --max-submit-mib"))
+	TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(0, admit(self, "r1", 0, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(-EDQUOT, admit(self, "r2", 0, 1, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "MiB of --max-submit-mib"))
+	TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, serving_remove(self->s, "a", &err));
+	EXPECT_EQ(-EDQUOT, admit(self, "b", MEMBER2, 1, &err)) TH_LOG("root's r1 counts");
+	ASSERT_EQ(0, serving_remove(self->s, "r1", &err));
+	EXPECT_EQ(0, admit(self, "b", MEMBER2, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+}
+
 TEST_HARNESS_MAIN
