@@ -151,7 +151,7 @@ TEST_BINS := $(patsubst tests/%.c,$(OBJ)/tests/%,$(wildcard tests/*_test.c))
 # test is a unit test: make check-unit runs it as any user, and it must pass
 # as nobody in a tree it cannot write.
 SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs cgroup cgroup_kill colocctl colocctl_serving colocd colocd_closer colocd_closer_backlog colocd_closer_stall colocd_closer_table colocd_conns colocd_fd_limit colocd_payload \
-	colocd_faults colocd_kill colocd_serving colocd_slow_state \
+	colocd_faults colocd_kill colocd_profile_load colocd_serving colocd_slow_state \
 	colocd_tenant control \
 	exec_team_cpuset execproc execproc_hostile executor_memory execproc_isolation execproc_lanes fuzz hostile_executor infer_memfd \
 	install level_source load member_executor onnx_ort owners owners_wire pmu profile_key_serving sandbox sensor \

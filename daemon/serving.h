@@ -16,6 +16,8 @@
  *    serving_handle_fd(fd). An executor leaving its tenant (removed, failed)
  *    is never waited for: asked to exit or killed, its pidfd stays watched
  *    until it is reaped (SIGKILL SV_STOP_MS after an exit it ignores).
+ *  - A tenant being admitted brings one more while its profile is read
+ *    and parsed by a thread (the load's eventfd), watched the same way.
  *  - Call serving_tick() at least every serving_next_timeout_ms(): it finds
  *    hung blocks and executors that never got ready, and reaps an executor
  *    left whose pidfd the watch callback refused (the timeout is then a
@@ -196,8 +198,9 @@ struct serving_config {
 	 */
 	uint64_t max_submit_bytes;
 	/*
-	 * An executor fd appears (add) or is about to be closed; may be NULL.
-	 * A negative errno on add fails the tenant's start with it.
+	 * An executor fd, or a tenant's profile load's, appears (add) or is
+	 * about to be closed; may be NULL. A negative errno on add fails the
+	 * tenant's start (its admission) with it.
 	 */
 	int (*watch)(void *ctx, int fd, bool add);
 	/*

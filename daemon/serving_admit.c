@@ -415,29 +415,25 @@ static void profile_shown(const struct sv_tenant *t, char *buf, size_t len)
 
 /*
  * The table and the buffers of a tenant whose model sum describes, from
- * its profile: 0, or -errno with err saying why it is refused.
+ * its profile p (freed): 0, or -errno with err saying why it is refused.
  */
 static int admit_described(struct serving *s, struct sv_tenant *t,
-			   const struct coloc_shm_summary *sum, struct coloc_err *err)
+			   const struct coloc_shm_summary *sum, struct profile *p,
+			   struct coloc_err *err)
 {
-	char shown[PATH_MAX + 32];
-	struct profile *p;
 	uint64_t *macs;
 	int ret;
 
 	t->summary = malloc(sizeof(*t->summary));
 	t->versions = malloc(sizeof(*t->versions));
-	if (!t->summary || !t->versions)
+	if (!t->summary || !t->versions) {
+		profile_free(p);
 		return coloc_err_set(err, -ENOMEM, "out of memory admitting %s", t->name);
+	}
 	memcpy(t->summary, sum, sizeof(*sum));
 	t->nr_layers = (int)sum->nr_layers;
 	t->in_bytes = sum->in_bytes;
 	t->out_bytes = sum->out_bytes;
-	profile_shown(t, shown, sizeof(shown));
-	p = profile_table_find_keyed(sum->model_name, &t->model_key, shown, s->cache_dir,
-				     &s->machine, err);
-	if (!p)
-		return err && err->code ? err->code : -ENOENT;
 	macs = malloc((size_t)t->nr_layers * sizeof(*macs));
 	if (!macs) {
 		profile_free(p);
@@ -503,10 +499,11 @@ void sv_admit_refuse(struct serving *s, struct sv_tenant *t, int ret, const char
 
 bool sv_admit_poll(struct serving *s, struct sv_tenant *t)
 {
+	char shown[PATH_MAX + 32];
 	struct coloc_err err = { 0 };
 	int ret;
 
-	if (t->summary)
+	if (t->summary || t->profile_load)
 		return true;
 	for (int i = 0; i < t->nr_exec; i++) {
 		const struct coloc_shm_summary *sum =
@@ -514,12 +511,29 @@ bool sv_admit_poll(struct serving *s, struct sv_tenant *t)
 
 		if (!sum)
 			continue;
-		ret = admit_described(s, t, sum, &err);
+		profile_shown(t, shown, sizeof(shown));
+		ret = sv_profile_load_start(s, t, sum, shown, &err);
 		if (ret)
 			admission_ends(s, t, ret, &err);
 		return !ret;
 	}
 	return true;
+}
+
+bool sv_admit_profile_loaded(struct serving *s, struct sv_tenant *t)
+{
+	const struct coloc_shm_summary *sum = NULL;
+	struct coloc_err err = { 0 };
+	struct profile *p;
+	int ret;
+
+	if (!sv_profile_load_take(t->profile_load, &p, &sum, &err))
+		return false;
+	ret = p ? admit_described(s, t, sum, p, &err) : err.code;
+	sv_profile_load_end(s, t);
+	if (ret)
+		admission_ends(s, t, ret, &err);
+	return !ret;
 }
 
 /* A name of a version list in a message: quoted, or "no version" past the list's end. */

@@ -260,6 +260,12 @@ void serving_handle_fd(struct serving *s, int fd)
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
 		struct sv_tenant *t = &s->tenants[i];
 
+		if (t->used && t->profile_load && sv_profile_load_fd(t->profile_load) == fd) {
+			if (sv_admit_profile_loaded(s, t))
+				poll_tenant(s, t);
+			sv_schedule(s);
+			return;
+		}
 		if (t->used && executor_has_fd(t, fd)) {
 			poll_tenant(s, t);
 			sv_schedule(s);
@@ -316,7 +322,7 @@ static void check_deadlines(struct serving *s, struct sv_tenant *t, uint64_t now
 {
 	char why[SERVING_REASON_LEN];
 
-	if (!t->summary && now - t->started_ns > SERVING_DESCRIBE_TIMEOUT_NS) {
+	if (!t->summary && !t->profile_load && now - t->started_ns > SERVING_DESCRIBE_TIMEOUT_NS) {
 		snprintf(why, sizeof(why),
 			 "tenant %s: its executor did not describe its model within %.0f s: "
 			 "killed",
@@ -377,7 +383,8 @@ int serving_next_timeout_ms(const struct serving *s)
 		if (t->state == SERVING_TENANT_STARTING &&
 		    t->started_ns + SERVING_START_TIMEOUT_NS < next)
 			next = t->started_ns + SERVING_START_TIMEOUT_NS;
-		if (!t->summary && t->started_ns + SERVING_DESCRIBE_TIMEOUT_NS < next)
+		if (!t->summary && !t->profile_load &&
+		    t->started_ns + SERVING_DESCRIBE_TIMEOUT_NS < next)
 			next = t->started_ns + SERVING_DESCRIBE_TIMEOUT_NS;
 		for (int x = 0; x < t->nr_exec; x++) {
 			const struct sv_exec *e = &t->ex[x];
@@ -407,6 +414,11 @@ int serving_fds(const struct serving *s, int *fds, int max)
 	for (int i = 0; i < SV_MAX_TENANTS; i++) {
 		const struct sv_tenant *t = &s->tenants[i];
 
+		if (t->used && t->profile_load) {
+			if (n < max)
+				fds[n] = sv_profile_load_fd(t->profile_load);
+			n++;
+		}
 		for (int x = 0; t->used && x < t->nr_exec; x++) {
 			if (!t->ex[x].ep)
 				continue;

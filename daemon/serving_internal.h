@@ -116,6 +116,7 @@ struct sv_tenant {
 	 * admitted (if set) is owed its answer.
 	 */
 	bool described;
+	struct sv_profile_load *profile_load; /* its profile being read: no summary yet */
 	struct coloc_shm_summary *summary;
 	struct coloc_shm_versions *versions;
 	void (*admitted)(void *ctx, const char *name, int ret, const struct coloc_err *err);
@@ -249,10 +250,43 @@ void sv_release_block_cores(struct serving *s, struct sv_tenant *t, struct sv_ex
 void sv_fail_tenant(struct serving *s, struct sv_tenant *t, const char *why);
 /*
  * t's admission, while none of its executors has described the model:
- * takes the first summary, finds the profile, builds the table and checks
- * the QoS. false when t was refused (and is gone).
+ * takes the first summary and starts its profile's load off the loop
+ * (sv_profile_load_start). false when t was refused (and is gone).
  */
 bool sv_admit_poll(struct serving *s, struct sv_tenant *t);
+/*
+ * t's profile load ended (its fd was readable): from the profile, the
+ * table built and the QoS checked. false when t was refused (and is gone)
+ * or the load is not done.
+ */
+bool sv_admit_profile_loaded(struct serving *s, struct sv_tenant *t);
+
+/*
+ * serving_profile.c: the profile of a described tenant found and parsed by
+ * a detached thread of its own, at this nice, which tells the loop through
+ * an eventfd that the serving core watches (serving_config.watch,
+ * serving_fds). One per tenant being admitted, SV_MAX_TENANTS at most.
+ */
+#define SV_PROFILE_LOAD_NICE 19
+struct sv_profile_load;
+/*
+ * Starts the lookup of sum's profile by t's key into t->profile_load
+ * (shown: the model's files in the coloc-profile command a missing
+ * profile's message gives). 0, or -errno with err filled.
+ */
+int sv_profile_load_start(struct serving *s, struct sv_tenant *t,
+			  const struct coloc_shm_summary *sum, const char *shown,
+			  struct coloc_err *err);
+int sv_profile_load_fd(const struct sv_profile_load *l);
+/*
+ * Whether l's thread is done; then *p its profile, the caller's to free
+ * (NULL with err filled: none to load), and *sum the summary it was found
+ * by (valid until sv_profile_load_end).
+ */
+bool sv_profile_load_take(struct sv_profile_load *l, struct profile **p,
+			  const struct coloc_shm_summary **sum, struct coloc_err *err);
+/* t lets go of its load (none: nothing): unwatched, freed once its thread ends too. */
+void sv_profile_load_end(struct serving *s, struct sv_tenant *t);
 /*
  * t described and all its executors ready (first, or after a restart):
  * ready, and admitted (answered) if it was not, when each built the kernel

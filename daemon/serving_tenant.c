@@ -165,6 +165,7 @@ static void retire_after_failed_start(struct serving *s, struct sv_tenant *t, bo
 
 void sv_free_tenant(struct serving *s, struct sv_tenant *t)
 {
+	sv_profile_load_end(s, t);
 	sv_close_executors(s, t, false);
 	free(t->summary);
 	free(t->versions);

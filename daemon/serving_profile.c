@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * A described tenant's cached profile, found, read and parsed by a thread
+ * of its own instead of on colocd's loop: the largest profile the cache
+ * may legally hold takes the parser half a second, and a member who
+ * submits that model would hold every tenant's queries that long
+ * (docs/security-submit.md, "The cached profile colocd reads"). The loop
+ * starts the load when the first executor describes the model and goes
+ * on; the thread tells it through an eventfd the loop watches, and the
+ * admission resumes (sv_admit_profile_loaded). The load is shared by the
+ * thread and the tenant, each holding a reference: a tenant dropped
+ * meanwhile lets go of its own and the thread frees the load when it ends.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include "profile_table.h"
+#include "serving_internal.h"
+
+struct sv_profile_load {
+	int refs; /* the thread's and the tenant's */
+	bool done; /* profile and err are the thread's result */
+	int efd; /* written once done */
+	struct coloc_shm_summary sum; /* the description the profile is looked up by */
+	struct profile_key key;
+	char shown[PATH_MAX + 32];
+	char *cache_dir; /* NULL: the default */
+	struct profile_machine machine;
+	struct profile *profile;
+	struct coloc_err err;
+};
+
+static void load_unref(struct sv_profile_load *l)
+{
+	if (__atomic_sub_fetch(&l->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	profile_free(l->profile);
+	close(l->efd);
+	free(l->cache_dir);
+	free(l);
+}
+
+static void *load_thread(void *arg)
+{
+	struct sv_profile_load *l = arg;
+	uint64_t one = 1;
+
+	setpriority(PRIO_PROCESS, (id_t)gettid(), SV_PROFILE_LOAD_NICE);
+	l->profile = profile_table_find_keyed(l->sum.model_name, &l->key, l->shown, l->cache_dir,
+					      &l->machine, &l->err);
+	__atomic_store_n(&l->done, true, __ATOMIC_RELEASE);
+	while (write(l->efd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
+	load_unref(l);
+	return NULL;
+}
+
+int sv_profile_load_start(struct serving *s, struct sv_tenant *t,
+			  const struct coloc_shm_summary *sum, const char *shown,
+			  struct coloc_err *err)
+{
+	/* the summary is 64-byte aligned (shm.h), more than calloc promises */
+	struct sv_profile_load *l = aligned_alloc(_Alignof(struct sv_profile_load), sizeof(*l));
+	pthread_attr_t attr;
+	pthread_t th;
+	int ret;
+
+	if (!l)
+		return coloc_err_set(err, -ENOMEM, "out of memory admitting %s", t->name);
+	memset(l, 0, sizeof(*l));
+	l->refs = 2;
+	l->sum = *sum;
+	l->key = t->model_key;
+	snprintf(l->shown, sizeof(l->shown), "%s", shown);
+	l->machine = s->machine;
+	l->cache_dir = s->cache_dir ? strdup(s->cache_dir) : NULL;
+	l->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ret = l->efd < 0 ? -errno : (s->cache_dir && !l->cache_dir) ? -ENOMEM : 0;
+	if (!ret && s->watch)
+		ret = s->watch(s->ctx, l->efd, true);
+	if (ret) {
+		if (l->efd >= 0)
+			close(l->efd);
+		free(l->cache_dir);
+		free(l);
+		return coloc_err_set(err, ret, "tenant %s: cannot look its profile up: %s", t->name,
+				     strerror(-ret));
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = -pthread_create(&th, &attr, load_thread, l);
+	pthread_attr_destroy(&attr);
+	t->profile_load = l;
+	if (ret) {
+		l->refs = 1;
+		sv_profile_load_end(s, t);
+		return coloc_err_set(err, ret, "tenant %s: cannot start its profile's lookup: %s",
+				     t->name, strerror(-ret));
+	}
+	return 0;
+}
+
+int sv_profile_load_fd(const struct sv_profile_load *l)
+{
+	return l->efd;
+}
+
+bool sv_profile_load_take(struct sv_profile_load *l, struct profile **p,
+			  const struct coloc_shm_summary **sum, struct coloc_err *err)
+{
+	if (!__atomic_load_n(&l->done, __ATOMIC_ACQUIRE))
+		return false;
+	*sum = &l->sum;
+	*err = l->err;
+	*p = l->profile;
+	l->profile = NULL;
+	if (!*p && !err->code)
+		coloc_err_set(err, -ENOENT, "no profile for %s", l->sum.model_name);
+	return true;
+}
+
+void sv_profile_load_end(struct serving *s, struct sv_tenant *t)
+{
+	struct sv_profile_load *l = t->profile_load;
+
+	if (!l)
+		return;
+	if (s->watch)
+		s->watch(s->ctx, l->efd, false);
+	t->profile_load = NULL;
+	load_unref(l);
+}

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * colocd reads a tenant's cached profile off its loop
+ * (daemon/serving_profile.c): while it parses the largest profile its
+ * cache may legally hold, root's pings are answered as at any other time.
+ * A real colocd, the real colocctl and executor, the tiny model profiled
+ * by bin/coloc-profile, its profile then replaced by the widest one of its
+ * header (8,192 layers, every cell at its widest: the submit is refused
+ * once it is read, the layers not the model's).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include "kselftest_harness.h"
+#include "profile.h"
+#include "profile_tool.h"
+#include "testutil.h"
+
+#define WIDEST_LAYERS 8192 /* COLOC_SHM_MAX_LAYERS: the most a model may describe */
+
+FIXTURE(profile_load)
+{
+	char dir[64], cache[128], model[128], profile[PATH_MAX], sock[128], pin[128], log[128];
+	pid_t colocd;
+};
+
+FIXTURE_SETUP(profile_load)
+{
+	char out[4096];
+
+	self->colocd = 0;
+	if (geteuid() != 0)
+		SKIP(return, "needs root to run colocd");
+	ASSERT_EQ(0, tu_mount_bpffs());
+	ASSERT_EQ(0, tu_make_tmpdir("profile-load", self->dir, sizeof(self->dir)));
+	snprintf(self->cache, sizeof(self->cache), "%s/cache", self->dir);
+	snprintf(self->model, sizeof(self->model), "%s/tiny.model", self->dir);
+	snprintf(self->sock, sizeof(self->sock), "%s/colocd.sock", self->dir);
+	snprintf(self->log, sizeof(self->log), "%s/colocd.log", self->dir);
+	snprintf(self->pin, sizeof(self->pin), "/sys/fs/bpf/coloc-profile-load-%d", getpid());
+	ASSERT_EQ(0, mkdir(self->cache, 0755));
+	ASSERT_EQ(0, profile_tool_write_tiny(self->model));
+	ASSERT_EQ(0, tu_quick_profile(self->model, self->cache, out, sizeof(out)))
+	TH_LOG("%s", out);
+}
+
+FIXTURE_TEARDOWN(profile_load)
+{
+	if (self->colocd > 0)
+		tu_stop_colocd(self->colocd);
+	if (self->dir[0])
+		tu_remove_tree(self->dir);
+}
+
+/* The tiny model's cached profile (tiny-KEY-MACHINE.profile) into self->profile: 0 or -1. */
+static int find_profile(FIXTURE_DATA(profile_load) * self)
+{
+	DIR *d = opendir(self->cache);
+	struct dirent *e;
+	int found = -1;
+
+	while (d && (e = readdir(d)))
+		if (!strncmp(e->d_name, "tiny-", 5) && strstr(e->d_name, ".profile")) {
+			snprintf(self->profile, sizeof(self->profile), "%s/%s", self->cache,
+				 e->d_name);
+			found = 0;
+		}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * The widest profile real's header allows in place of real at path, as
+ * docs/measurements/executor.md's 2026-12-07 entry makes it: every layer
+ * with PROFILE_MAX_VERSIONS versions, 9 levels, every cell 10^15 ns. 0 or
+ * -errno.
+ */
+static int write_widest(const struct profile *real, const char *path, struct coloc_err *err)
+{
+	static const int levels[] = { 0, 10, 20, 30, 40, 50, 60, 80, 100 };
+	static int nv[WIDEST_LAYERS];
+	struct profile *p;
+	int ret;
+
+	for (int l = 0; l < WIDEST_LAYERS; l++)
+		nv[l] = PROFILE_MAX_VERSIONS;
+	p = profile_new(WIDEST_LAYERS, nv, real->nr_cores, 9, levels, err);
+	if (!p)
+		return err->code;
+	memcpy(p->model_name, real->model_name, sizeof(p->model_name));
+	p->model_key = real->model_key;
+	p->machine = real->machine;
+	memcpy(p->onednn_version, real->onednn_version, sizeof(p->onednn_version));
+	memcpy(p->date, real->date, sizeof(p->date));
+	p->stress_kind = real->stress_kind;
+	p->iters = 1;
+	for (int l = 0; l < WIDEST_LAYERS; l++) {
+		snprintf(p->layers[l].name, PROFILE_NAME_LEN, "%063d", l);
+		for (int v = 0; v < PROFILE_MAX_VERSIONS; v++)
+			snprintf(p->layers[l].version_names[v], PROFILE_VERSION_NAME_LEN, "%047d",
+				 v);
+		for (int v = 0; v < PROFILE_MAX_VERSIONS; v++)
+			for (int c = 1; c <= p->nr_cores; c++)
+				for (int k = 0; k < 9; k++) {
+					uint64_t *lo, *hi;
+
+					profile_ci_cells(p, l, v, c, k, &lo, &hi);
+					*profile_latency_cell(p, l, v, c, k) = 1000000000000000ull;
+					*lo = *hi = 1000000000000000ull;
+				}
+	}
+	profile_update_slowdown(p);
+	ret = profile_save(p, path, err);
+	profile_free(p);
+	return ret;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* What profile_load() of path takes here and now, the median of 3 (ms); -1 if it fails. */
+static double load_ms(const char *path)
+{
+	struct coloc_err err = { 0 };
+	double t[3];
+
+	for (int i = 0; i < 3; i++) {
+		double start = now_ms();
+		struct profile *p = profile_load(path, &err);
+
+		t[i] = now_ms() - start;
+		if (!p)
+			return -1;
+		profile_free(p);
+	}
+	qsort(t, 3, sizeof(t[0]), cmp_double);
+	return t[1];
+}
+
+/*
+ * Root's pings, one after another, while colocd reads a 52 MB profile for
+ * a submit: none waits as long as half the parse takes this process in the
+ * same run (the parse on the loop held the ping that arrived during it
+ * that long: main, 2026-12-07).
+ */
+TEST_F_TIMEOUT(profile_load, submit__pings_answered_while_the_widest_profile_is_parsed, 600)
+{
+	char out[8192] = "", resp[512], args[512], bin[PATH_MAX];
+	struct coloc_err err = { 0 };
+	double parse, worst = 0;
+	struct profile *real;
+	static const char ping[] = "{\"cmd\":\"ping\"}\n";
+	int pings = 0, status, conn;
+	FILE *f;
+	pid_t child;
+
+	ASSERT_EQ(0, find_profile(self));
+	real = profile_load(self->profile, &err);
+	ASSERT_NE(NULL, real) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, write_widest(real, self->profile, &err)) TH_LOG("%s", err.msg);
+	profile_free(real);
+	parse = load_ms(self->profile);
+	ASSERT_LT(0, parse);
+	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log,
+					    (const char *const[]){ "--cache-dir", self->cache,
+								   NULL });
+	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start (log in %s)", self->log);
+	snprintf(args, sizeof(args), "%s --socket %s submit tiny %s --qos-ms 60000 >%s/out 2>&1",
+		 tu_bin("colocctl", bin, sizeof(bin)), self->sock, self->model, self->dir);
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		execl("/bin/sh", "sh", "-c", args, (char *)NULL);
+		_exit(127);
+	}
+	conn = tu_connect(self->sock);
+	ASSERT_LE(0, conn);
+	while (waitpid(child, &status, WNOHANG) == 0) {
+		double start = now_ms(), took;
+		int n = -EIO;
+
+		if (send(conn, ping, strlen(ping), MSG_NOSIGNAL) == (ssize_t)strlen(ping))
+			n = tu_read_line(conn, resp, sizeof(resp));
+		took = now_ms() - start;
+		ASSERT_LT(0, n);
+		ASSERT_NE(NULL, strstr(resp, "\"ok\":true")) TH_LOG("%s", resp);
+		worst = took > worst ? took : worst;
+		pings++;
+	}
+	close(conn);
+	snprintf(args, sizeof(args), "%s/out", self->dir);
+	f = fopen(args, "r");
+	ASSERT_NE(NULL, f);
+	out[fread(out, 1, sizeof(out) - 1, f)] = '\0';
+	fclose(f);
+	/* read whole: refused for its layers, not for its size or before it was read */
+	EXPECT_NE(NULL, strstr(out, "has 8192 layers")) TH_LOG("%s", out);
+	TH_LOG("%d pings, the slowest %.1f ms; profile_load here %.1f ms", pings, worst, parse);
+	EXPECT_LT(worst, parse / 2);
+}
+
+TEST_HARNESS_MAIN
