@@ -9,26 +9,85 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include "coloc/protocol.h"
 #include "client_internal.h"
 #include "onnx_scan.h"
+#include "trusted_path.h"
+
+/* path, relative to dirfd, opened with flags through no symbolic link at any component. */
+static int client_open_no_links(int dirfd, const char *path, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)flags,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd;
+	int top;
+
+	do
+		fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	while (fd < 0 && errno == EINTR);
+	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+		return fd < 0 ? -errno : (int)fd;
+	if (path[0] != '/')
+		return coloc_open_beneath_walk(dirfd, path, flags);
+	top = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (top < 0)
+		return -errno;
+	fd = coloc_open_beneath_walk(top, path + strspn(path, "/"), flags);
+	close(top);
+	return (int)fd;
+}
+
+/*
+ * How a submit by path opens its files: as root's tools open a model
+ * (common/trusted_path.h), through no link and root's own, or with
+ * --allow-foreign-owner through no link only; as any other user, as the
+ * user may.
+ */
+enum client_rule { CLIENT_AS_USER, CLIENT_NO_LINKS, CLIENT_ROOTS_OWN };
 
 /*
  * path opened for colocd, with the caller's own permissions (relative to
- * dirfd when it is not AT_FDCWD): never blocking on a FIFO, no
- * controlling tty. fd or -errno with the reason.
+ * dirfd when it is not AT_FDCWD) and by rule: never blocking on a FIFO,
+ * no controlling tty. fd or -errno with the reason.
  */
-static int client_open_file(struct coloc_client *c, int dirfd, const char *path, const char *what)
+static int client_open_file(struct coloc_client *c, int dirfd, const char *path, const char *what,
+			    enum client_rule rule)
 {
-	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, fd;
+	char why[PATH_MAX + 96];
 
+	if (rule == CLIENT_AS_USER) {
+		fd = openat(dirfd, path, flags);
+		if (fd < 0)
+			return client_fail(c, -errno, "cannot open %s %s: %s", what, path,
+					   strerror(errno));
+		return fd;
+	}
+	fd = client_open_no_links(dirfd, path, flags);
+	if (fd == -ELOOP)
+		return client_fail(
+			c, fd,
+			"cannot open %s %s: a symbolic link is on its path, not followed "
+			"as root; " TRUSTED_PATH_ADVICE,
+			what, path);
 	if (fd < 0)
-		return client_fail(c, -errno, "cannot open %s %s: %s", what, path, strerror(errno));
+		return client_fail(c, fd, "cannot open %s %s: %s", what, path, strerror(-fd));
+	if (rule == CLIENT_ROOTS_OWN && trusted_path_check(dirfd, path, fd, why, sizeof(why))) {
+		close(fd);
+		return client_fail(c, -EACCES,
+				   "cannot submit %s %s as root: it %s; " TRUSTED_PATH_ADVICE, what,
+				   path, why);
+	}
 	return fd;
 }
 
@@ -101,19 +160,19 @@ static int client_beneath_fail(struct coloc_client *c, int err, const char *what
 }
 
 /*
- * One of a submit's files for colocd: by path (at NULL; relative to dirfd
- * when that is not AT_FDCWD), or by at's rules (below dirfd without
- * links; with links, wherever they lead unless beneath) and then a regular
- * file. fd, or -errno with the reason.
+ * One of a submit's files for colocd: by path and rule (at NULL; relative
+ * to dirfd when that is not AT_FDCWD), or by at's rules (below dirfd
+ * without links; with links, wherever they lead unless beneath) and then
+ * a regular file. fd, or -errno with the reason.
  */
 static int client_open_sub(struct coloc_client *c, const struct coloc_submit_files *at, int dirfd,
-			   const char *path, const char *what, bool beneath)
+			   const char *path, const char *what, bool beneath, enum client_rule rule)
 {
 	struct stat st;
 	int fd;
 
 	if (!at)
-		return client_open_file(c, dirfd, path, what);
+		return client_open_file(c, dirfd, path, what, rule);
 	if (at->links && !beneath) {
 		fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 		if (fd < 0)
@@ -131,9 +190,12 @@ static int client_open_sub(struct coloc_client *c, const struct coloc_submit_fil
 	return fd;
 }
 
-/* The folder an ONNX model's external data are below (O_PATH), or -errno with the reason. */
+/*
+ * The folder an ONNX model's external data are below (O_PATH; as root
+ * through no link), or -errno with the reason.
+ */
 static int client_model_dir(struct coloc_client *c, const struct coloc_submit_files *at,
-			    const char *model)
+			    const char *model, enum client_rule rule)
 {
 	char *dir = strdup(model), *slash;
 	int fd;
@@ -145,6 +207,9 @@ static int client_model_dir(struct coloc_client *c, const struct coloc_submit_fi
 		slash[1] = '\0';
 	if (at && !at->links)
 		fd = coloc_open_beneath(at->dirfd, slash ? dir : ".", O_PATH | O_DIRECTORY, false);
+	else if (!at && rule != CLIENT_AS_USER)
+		fd = client_open_no_links(AT_FDCWD, slash ? dir : ".",
+					  O_PATH | O_DIRECTORY | O_CLOEXEC);
 	else if ((fd = openat(at ? at->dirfd : AT_FDCWD, slash ? dir : ".",
 			      O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		fd = -errno;
@@ -165,18 +230,21 @@ static struct json_object *client_submit(struct coloc_client *c, const struct co
 	const char *model = at ? at->model : sub->model;
 	const char *weights = at ? at->weights : sub->weights;
 	int top = at ? at->dirfd : AT_FDCWD;
+	enum client_rule rule = geteuid()		 ? CLIENT_AS_USER :
+				sub->allow_foreign_owner ? CLIENT_NO_LINKS :
+							   CLIENT_ROOTS_OWN;
 	size_t plen = strlen(model);
 
 	if (!weights != !sub->weights) {
 		client_fail(c, -EINVAL, "weights named for colocd but not where to open them");
 		return NULL;
 	}
-	r = client_open_sub(c, at, top, model, "model", false);
+	r = client_open_sub(c, at, top, model, "model", false, rule);
 	if (r < 0)
 		return NULL;
 	fds[nr++] = r;
 	if (weights) {
-		r = client_open_sub(c, at, top, weights, "weights file", false);
+		r = client_open_sub(c, at, top, weights, "weights file", false, rule);
 		if (r < 0)
 			goto out;
 		fds[nr++] = r;
@@ -190,14 +258,15 @@ static struct json_object *client_submit(struct coloc_client *c, const struct co
 		n = client_locations(c, fds[0], model, locs, COLOC_MAX_REQUEST_FDS - nr);
 		if (n < 0)
 			goto out;
-		dirfd = n ? client_model_dir(c, at, model) : -1;
+		dirfd = n ? client_model_dir(c, at, model, rule) : -1;
 		if (n && dirfd < 0)
 			goto out;
 	}
 	for (int i = 0; i < n; i++) {
 		r = client_check_location(c, locs[i]);
 		if (!r)
-			r = client_open_sub(c, at, dirfd, locs[i], "external data file", true);
+			r = client_open_sub(c, at, dirfd, locs[i], "external data file", true,
+					    rule);
 		if (r < 0)
 			goto out;
 		fds[nr++] = r;

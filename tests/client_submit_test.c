@@ -5,13 +5,15 @@
  * rule (relative, no '..' component) before the client opens them, so a
  * model cannot have its client open a path outside its directory (a FIFO,
  * a device) and hand it over; coloc_client_submit_at (the gateway's)
- * opens every file below a folder without symbolic links. A listening
- * socket no one serves stands in for colocd: a refused submit never
- * writes to it.
+ * opens every file below a folder without symbolic links; as root, a
+ * submit by path opens only root's own files, through no link. A listening
+ * socket stands in for colocd: a refused submit never writes to it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@
 #include <seccomp.h>
 #include "kselftest_harness.h"
 #include "coloc/client.h"
+#include "coloc/protocol.h"
 #include "testutil.h"
 
 /* A length-delimited field: key, length (< 128), bytes. */
@@ -155,6 +158,134 @@ TEST(submit_at__symbolic_links_are_refused_unopened)
 	close(dfd);
 	coloc_client_close(c);
 	close(lfd);
+	EXPECT_EQ(0, tu_remove_tree(dir));
+}
+
+/* A stand-in colocd on lfd's first connection: what came, and a refusal for each request. */
+struct fake_colocd {
+	int lfd;
+	int requests;
+	char first_fd_bytes[64]; /* of the last request's first descriptor */
+};
+
+static void fake_colocd_keep(struct fake_colocd *f, const struct msghdr *msg)
+{
+	const struct cmsghdr *cm = CMSG_FIRSTHDR(msg);
+	int fds[COLOC_MAX_REQUEST_FDS], nr;
+	ssize_t k;
+
+	f->requests++;
+	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+		return;
+	nr = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+	memcpy(fds, CMSG_DATA(cm), (size_t)nr * sizeof(int));
+	k = pread(fds[0], f->first_fd_bytes, sizeof(f->first_fd_bytes) - 1, 0);
+	f->first_fd_bytes[k > 0 ? k : 0] = '\0';
+	for (int i = 0; i < nr; i++)
+		close(fds[i]);
+}
+
+/* Serves until the client closes (or 60 s without a request). */
+static void *fake_colocd_serve(void *arg)
+{
+	static const char refusal[] = "{\"ok\":false,\"error\":\"stand-in\"}\n";
+	struct fake_colocd *f = arg;
+	int conn = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	while (conn >= 0) {
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * COLOC_MAX_REQUEST_FDS)];
+			struct cmsghdr align;
+		} cbuf;
+		char line[4096];
+		struct iovec iov = { line, sizeof(line) };
+		struct msghdr msg = { .msg_iov = &iov,
+				      .msg_iovlen = 1,
+				      .msg_control = cbuf.buf,
+				      .msg_controllen = sizeof(cbuf.buf) };
+		struct pollfd pfd = { .fd = conn, .events = POLLIN };
+
+		if (poll(&pfd, 1, 60000) != 1 || recvmsg(conn, &msg, MSG_CMSG_CLOEXEC) <= 0)
+			break;
+		fake_colocd_keep(f, &msg);
+		if (write(conn, refusal, sizeof(refusal) - 1) != (ssize_t)sizeof(refusal) - 1)
+			break;
+	}
+	if (conn >= 0)
+		close(conn);
+	return NULL;
+}
+
+/* sub refused by the client, before a byte is sent, with words in its error. */
+static void expect_refused(struct __test_metadata *_metadata, struct coloc_client *c,
+			   const struct coloc_submit *sub, const char *words)
+{
+	struct json_object *r = coloc_client_submit(c, sub);
+
+	EXPECT_EQ(NULL, r);
+	json_object_put(r);
+	EXPECT_NE(NULL, strstr(coloc_client_error(c), words)) TH_LOG("%s", coloc_client_error(c));
+}
+
+/*
+ * Root's submit by path (colocctl's) holds each file to root's tools' rule
+ * (review s21-2 LOW 3): a member's link to a file only root may read is
+ * refused unopened, and so is a member's own file, each saying to copy
+ * it; with allow_foreign_owner the member's file goes, the link still
+ * not. Main followed the link and handed the root-only file to colocd
+ * (the stand-in got its bytes).
+ */
+TEST(submit__as_root_a_members_link_or_file_is_refused_unopened)
+{
+	static const uid_t member = 64990;
+	char dir[] = "/tmp/coloc-client-submit-XXXXXX", secret[128], link[160], own[160];
+	struct fake_colocd f = { .lfd = -1 };
+	struct coloc_client *c = NULL;
+	struct json_object *r;
+	pthread_t th;
+	int fd;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root: the rule is root's submit's");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, chmod(dir, 0755));
+	snprintf(secret, sizeof(secret), "%s/secret", dir);
+	fd = open(secret, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(14, write(fd, "SECRET-OF-ROOT", 14));
+	close(fd);
+	snprintf(link, sizeof(link), "%s/member", dir);
+	ASSERT_EQ(0, mkdir(link, 0755));
+	ASSERT_EQ(0, chown(link, member, member));
+	snprintf(own, sizeof(own), "%s/member/own.model", dir);
+	ASSERT_EQ(0, tu_write_file(own, "MEMBERS-OWN-MODEL", 17));
+	ASSERT_EQ(0, chown(own, member, member));
+	snprintf(link, sizeof(link), "%s/member/evil.model", dir);
+	ASSERT_EQ(0, symlink(secret, link));
+	ASSERT_EQ(0, lchown(link, member, member));
+	f.lfd = listening_socket_in(dir);
+	ASSERT_LE(0, f.lfd);
+	ASSERT_EQ(0, connect_to_socket_in(dir, &c));
+	ASSERT_EQ(0, pthread_create(&th, NULL, fake_colocd_serve, &f));
+	{
+		struct coloc_submit sub = { .name = "evil", .model = link, .qos_ms = 10 };
+
+		expect_refused(_metadata, c, &sub, "a symbolic link is on its path");
+		EXPECT_NE(NULL, strstr(coloc_client_error(c), "copy them"));
+		sub.model = own;
+		expect_refused(_metadata, c, &sub, "is owned by uid 64990, not 0");
+		sub.allow_foreign_owner = true;
+		r = coloc_client_submit(c, &sub);
+		EXPECT_NE(NULL, r) TH_LOG("%s", coloc_client_error(c));
+		json_object_put(r);
+		sub.model = link;
+		expect_refused(_metadata, c, &sub, "a symbolic link is on its path");
+	}
+	coloc_client_close(c);
+	pthread_join(th, NULL);
+	EXPECT_EQ(1, f.requests);
+	EXPECT_STREQ("MEMBERS-OWN-MODEL", f.first_fd_bytes);
+	close(f.lfd);
 	EXPECT_EQ(0, tu_remove_tree(dir));
 }
 

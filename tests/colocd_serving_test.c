@@ -213,9 +213,8 @@ static void expect_impossible_qos_refused(struct __test_metadata *_metadata,
 
 TEST_F_TIMEOUT(wire, submit__refusals_say_why, 600)
 {
-	char bad[] = "/tmp/coloc-wire-bad-XXXXXX", want[128];
+	char dir[64], bad[128], want[192];
 	struct json_object *r;
-	int fd;
 
 	ASSERT_TRUE(submit_ready(self, "a"));
 	/* an impossible QoS: both numbers */
@@ -240,17 +239,17 @@ TEST_F_TIMEOUT(wire, submit__refusals_say_why, 600)
 	TH_LOG("%s", str_of(r, "error"));
 	json_object_put(r);
 
-	fd = mkstemp(bad);
-	ASSERT_GE(fd, 0);
-	ASSERT_EQ(13, write(fd, "model broken\n", 13));
-	close(fd);
+	/* below a directory of root's: root's colocctl takes no model lying in /tmp */
+	ASSERT_EQ(0, tu_make_tmpdir("wire-bad", dir, sizeof(dir)));
+	snprintf(bad, sizeof(bad), "%s/bad.model", dir);
+	ASSERT_EQ(0, tu_write_file(bad, "model broken\n", 13));
 	r = submit(self, "e", bad, QOS_MS);
 	snprintf(want, sizeof(want), "%s:1: ", bad);
 	EXPECT_FALSE(is_ok(r));
 	EXPECT_EQ(0, strncmp(str_of(r, "error"), want, strlen(want)))
 	TH_LOG("%s (want %s)", str_of(r, "error"), want);
 	json_object_put(r);
-	unlink(bad);
+	tu_remove_tree(dir);
 
 	r = call(self, "{\"cmd\":\"status\",\"name\":\"nobody\"}");
 	EXPECT_FALSE(is_ok(r));

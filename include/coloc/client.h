@@ -80,15 +80,19 @@ struct coloc_submit {
 	const char *weights; /* NULL: weights from the model's seed (never with ONNX) */
 	double qos_ms;
 	int executors; /* 0: one */
+	bool allow_foreign_owner; /* as root: files others own or could swap, links still not */
 };
 
 /*
  * Submits a tenant: opens the model, the weights and, for an ONNX file,
  * every external data file it names (below its directory), all with the
  * caller's own permissions, and sends them to colocd as descriptors:
- * colocd opens no path. The parsed answer (coloc_client_ok() tells), or
- * NULL with the reason in coloc_client_error(): "cannot open ...", or a
- * transport failure.
+ * colocd opens no path. As root, each file is opened through no symbolic
+ * link and, unless allow_foreign_owner, must pass root's tools' rule
+ * (common/trusted_path.h: root's own file, of one name, in directories
+ * only root may write), so no other user chooses what root hands over.
+ * The parsed answer (coloc_client_ok() tells), or NULL with the reason in
+ * coloc_client_error(): "cannot open ...", or a transport failure.
  */
 struct json_object *coloc_client_submit(struct coloc_client *c, const struct coloc_submit *sub);
 

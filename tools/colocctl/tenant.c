@@ -75,6 +75,7 @@ struct ctl_args {
 	const char *pos[3];
 	int nr_pos;
 	const char *qos_ms, *weights, *input, *output, *executors;
+	bool allow_foreign_owner; /* 'O' */
 };
 
 /* Splits argv (after the command) into words and flags; 0 or 2 (bad usage). */
@@ -103,6 +104,10 @@ static int ctl_parse_args(const char *cmd, int argc, char **argv, const char *al
 		}
 		if ((!strcmp(argv[i], "--socket") || !strcmp(argv[i], "-s")) && i + 1 < argc) {
 			ctl_opts.socket_path = argv[++i];
+			continue;
+		}
+		if (!strcmp(argv[i], "--allow-foreign-owner") && strchr(allowed, 'O')) {
+			a->allow_foreign_owner = true;
 			continue;
 		}
 		for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
@@ -161,11 +166,11 @@ int ctl_submit(int argc, char **argv)
 	long executors = 0;
 	double qos;
 
-	if (ctl_parse_args("submit", argc, argv, "qwe", &a))
+	if (ctl_parse_args("submit", argc, argv, "qweO", &a))
 		return 2;
 	if (a.nr_pos != 2 || !a.qos_ms) {
 		fprintf(stderr, "colocctl: usage: submit NAME MODEL --qos-ms X [--weights FILE] "
-				"[--executors N] [--json]\n");
+				"[--executors N] [--allow-foreign-owner] [--json]\n");
 		return 2;
 	}
 	if (a.executors && cli_parse_flag("colocctl", "--executors", a.executors, 1,
@@ -178,11 +183,13 @@ int ctl_submit(int argc, char **argv)
 			a.qos_ms);
 		return 2;
 	}
-	return ctl_submit_files(&(struct coloc_submit){ .name = a.pos[0],
-							.model = a.pos[1],
-							.weights = a.weights,
-							.qos_ms = qos,
-							.executors = (int)executors });
+	return ctl_submit_files(
+		&(struct coloc_submit){ .name = a.pos[0],
+					.model = a.pos[1],
+					.weights = a.weights,
+					.qos_ms = qos,
+					.executors = (int)executors,
+					.allow_foreign_owner = a.allow_foreign_owner });
 }
 
 /* list, status [NAME], remove NAME, restart NAME */
