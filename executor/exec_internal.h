@@ -155,6 +155,8 @@ struct exec_query {
 	bool live; /* exec_query_new_live: blocks must follow each other */
 	int next_layer; /* a live query's: where its last block ended (0: not started) */
 	void *tmp; /* arena for one layer's temporaries */
+	const struct exec_input_copy *staged; /* its next block's input copies */
+	int nr_staged;
 };
 
 /*

@@ -10,8 +10,11 @@
  * anywhere on them: exec_run_block_placed). Pinning is redone only when
  * the core set differs from the previous block's, and costs a
  * sched_getaffinity per pool thread and a sched_setaffinity per thread
- * whose core changes, made by the caller (stats->switch_ns). Where the team is pinned is a property of the calling OS thread (its OpenMP pool), so it is
- * remembered per thread, whichever model ran last. A block runs on its
+ * whose core changes, made by the caller (stats->switch_ns). A query's
+ * inputs staged for its next block are copied there by the block's team,
+ * once placed (stats->input_ns). Where the team is pinned is a property of
+ * the calling OS thread (its OpenMP pool), so it is remembered per thread,
+ * whichever model ran last. A block runs on its
  * query's lane (exec_lane.c): only one thread may drive a lane at a time,
  * since the memory objects bound per step, the streams and the scratchpads
  * are the lane's; several lanes of one model run blocks at the same time,
@@ -181,6 +184,12 @@ float *exec_query_input(struct exec_query *q, int layer)
 	    q->em->graph->layers[layer].op != MODEL_OP_INPUT)
 		return NULL;
 	return exec_buf_ptr(q, 0, &(struct exec_buf){ .kind = EXEC_BUF_OUT, .index = layer });
+}
+
+void exec_query_stage_inputs(struct exec_query *q, const struct exec_input_copy *copies, int nr)
+{
+	q->staged = copies;
+	q->nr_staged = nr;
 }
 
 /* ---- running -------------------------------------------------------------------- */
@@ -414,6 +423,45 @@ static int pin_team(struct exec_model *em, const struct exec_cpuset *cores, int 
 	return 0;
 }
 
+/* Where team thread i of n starts its share of total bytes: on a page boundary. */
+static size_t share_start(size_t total, int i, int n)
+{
+	return i >= n ? total : (total / (size_t)n * (size_t)i) & ~(size_t)4095;
+}
+
+/* Bytes [lo, hi) of the copies laid end to end. */
+static void copy_range(const struct exec_input_copy *c, int nr, size_t lo, size_t hi)
+{
+	size_t at = 0;
+
+	for (int k = 0; k < nr && at < hi; at += c[k].bytes, k++) {
+		size_t from = lo > at ? lo - at : 0,
+		       to = hi - at < c[k].bytes ? hi - at : c[k].bytes;
+
+		if (from < to)
+			memcpy((char *)c[k].dst + from, (const char *)c[k].src + from, to - from);
+	}
+}
+
+/*
+ * The staged inputs copied by the block's team of n, each thread a share:
+ * a pool thread that spun out in libgomp's dock during a copy on the caller
+ * alone would have to be woken by the first layer (docs/design/serving-path.md).
+ */
+static void copy_staged_on_team(const struct exec_input_copy *c, int nr, int n)
+{
+	size_t total = 0;
+
+	for (int k = 0; k < nr; k++)
+		total += c[k].bytes;
+#pragma omp parallel num_threads(n)
+	{
+		int t = omp_get_thread_num(), nt = omp_get_num_threads();
+
+		copy_range(c, nr, share_start(total, t, nt), share_start(total, t + 1, nt));
+	}
+}
+
 /* The step's primitive with its arguments bound to q, on the lane's memory objects. */
 static int run_one(struct exec_query *q, struct exec_step *s, int tid)
 {
@@ -503,13 +551,19 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
 			  const int *versions, const struct exec_cpuset *cores,
 			  enum exec_team_placement placement, struct exec_block_stats *stats)
 {
-	uint64_t t0 = coloc_now_ns(), t1;
-	int slot, n, ret;
+	uint64_t t0 = coloc_now_ns(), t1, t2;
+	const struct exec_input_copy *staged;
+	int slot, n, ret, nr_staged;
 
 	if (!em || !q || q->em != em || !cores || first < 0 || last > em->graph->nr_layers ||
 	    first >= last || cores->nr < 1 || cores->nr > EXEC_MAX_CPUS ||
 	    (placement != EXEC_TEAM_PINNED && placement != EXEC_TEAM_SHARED))
 		return -EINVAL;
+	/* taken whatever comes of the block: the caller's copies live until it starts */
+	staged = q->staged;
+	nr_staged = q->nr_staged;
+	q->staged = NULL;
+	q->nr_staged = 0;
 	for (int i = 0; i < cores->nr; i++) {
 		bool allowed = false;
 
@@ -541,6 +595,11 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
 	t1 = coloc_now_ns();
 	team_pinned.team = n;
 	omp_set_num_threads(n);
+	t2 = t1;
+	if (nr_staged) {
+		copy_staged_on_team(staged, nr_staged, n);
+		t2 = coloc_now_ns();
+	}
 	for (int li = first; li < last && !ret; li++) {
 		int v = versions ? versions[li - first] : 0;
 
@@ -551,6 +610,7 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
 	q->next_layer = ret ? 0 : last;
 	if (stats) {
 		stats->switch_ns = t1 - t0;
+		stats->input_ns = t2 - t1;
 		stats->latency_ns = coloc_now_ns() - t0;
 	}
 	atomic_store(&q->lane->running, false);

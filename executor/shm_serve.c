@@ -3,9 +3,9 @@
  * The executor's serving loop over the shared memory (shm_serve.h): the
  * memfd's checks, the model's description in the header, the warm-up, and
  * the command loop: a RUN command's fields read once and checked, its
- * input copied from the slot (or its client's memfd, shm_input.h) when it
- * starts a query, its block run on its cores, its output copied into the
- * slot when it ends one. Between
+ * input copied from the slot (or its client's memfd, shm_input.h) by its
+ * first block's team when it starts a query, its block run on its cores,
+ * its output copied into the slot when it ends one. Between
  * commands the OpenMP team sleeps on the doorbell (exec_team_wait;
  * docs/design/serving-path.md); in a process of several lanes, until
  * another lane needs its threads (exec_team_turns_join; docs/design/lanes.md).
@@ -112,6 +112,11 @@ static int describe_model(struct shm_serve *s, char *why, size_t len)
 	if (ret) {
 		snprintf(why, len, "%s", coloc_err_str(&cerr));
 		return ret;
+	}
+	s->staged = calloc((size_t)s->io.nr_inputs + 1, sizeof(*s->staged));
+	if (!s->staged) {
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
 	}
 	h->nr_layers = (__u32)s->m->nr_layers;
 	h->nr_inputs = (__u32)s->io.nr_inputs;
@@ -267,13 +272,18 @@ static bool take_cores(const struct shm_serve *s, const struct coloc_shm_cmd *c,
 	return cores->nr > 0;
 }
 
-static void copy_inputs(struct shm_serve *s, unsigned int slot, const char *src)
+/* The query's input from src into its activations, by its first block's team. */
+static void stage_inputs(struct shm_serve *s, unsigned int slot, const char *src)
 {
 	for (int i = 0; i < s->io.nr_inputs; i++) {
 		const struct model_io_tensor *t = &s->io.inputs[i];
 
-		memcpy(exec_query_input(s->q[slot], t->layer), src + t->offset, t->bytes);
+		s->staged[i] =
+			(struct exec_input_copy){ .dst = exec_query_input(s->q[slot], t->layer),
+						  .src = src + t->offset,
+						  .bytes = t->bytes };
 	}
+	exec_query_stage_inputs(s->q[slot], s->staged, s->io.nr_inputs);
 }
 
 static int copy_outputs(struct shm_serve *s, unsigned int slot)
@@ -367,11 +377,12 @@ static int run_plan(struct shm_serve *s, __u32 seq, unsigned int slot, unsigned 
 		blk.nr = (int)ncores[i];
 		ret = exec_run_block_placed(s->em, s->q[slot], (int)from, (int)ends[i],
 					    versions + (from - first), &blk, placement, &st);
-		d->block_ns += st.latency_ns;
+		/* the input's copy is the command's, not the block's (colocd's copy part) */
+		d->block_ns += st.latency_ns - st.input_ns;
 		d->switch_ns += st.switch_ns;
 		if (ret)
 			return ret;
-		d->blocks_ns[i] = st.latency_ns;
+		d->blocks_ns[i] = st.latency_ns - st.input_ns;
 		d->nr_blocks = i + 1;
 		d->last = ends[i];
 		from = ends[i];
@@ -458,7 +469,7 @@ static void run_command(struct shm_serve *s, __u32 seq, const struct coloc_shm_c
 		if (!slot_query(s, slot))
 			return refuse(d, -ENOMEM, "out of memory for the activations of slot %u",
 				      slot);
-		copy_inputs(s, slot, src);
+		stage_inputs(s, slot, src);
 	}
 	ret = run_plan(s, seq, slot, first, ends, ncores, nr_blocks, versions, &cores,
 		       flags & COLOC_SHM_RUN_SHARED ? EXEC_TEAM_SHARED : EXEC_TEAM_PINNED, d);
@@ -574,6 +585,8 @@ void shm_serve_release(struct shm_serve *s)
 		s->q[i] = NULL;
 	}
 	model_io_layout_free(&s->io);
+	free(s->staged);
+	s->staged = NULL;
 	shm_input_release(&s->input);
 	if (s->shm)
 		munmap(s->shm, s->shm_bytes);

@@ -44,6 +44,14 @@ struct exec_query;
 struct exec_block_stats {
 	uint64_t latency_ns; /* wall time of the whole block */
 	uint64_t switch_ns; /* of which: re-pinning the team to a new core set */
+	uint64_t input_ns; /* of which: the staged inputs' copy (exec_query_stage_inputs) */
+};
+
+/* One input's bytes into a query's activations (exec_query_stage_inputs). */
+struct exec_input_copy {
+	void *dst; /* exec_query_input()'s */
+	const void *src;
+	size_t bytes;
 };
 
 /* Returns NULL with the reason in err (which may be NULL) on failure. */
@@ -95,6 +103,13 @@ void exec_query_free(struct exec_query *q);
 void exec_query_reset(struct exec_query *q);
 /* Where to write the input of input layer `layer`: dense fp32 in logical order. */
 float *exec_query_input(struct exec_query *q, int layer);
+/*
+ * Has q's next block copy its inputs first, on its own team once placed on
+ * its cores (stats->input_ns), instead of the caller on one core before it:
+ * the threads share the copy and are awake for the first layer. copies[nr]
+ * stay the caller's and must live until that block has started.
+ */
+void exec_query_stage_inputs(struct exec_query *q, const struct exec_input_copy *copies, int nr);
 /* Copies layer's output (computed by a block already run) to dst in dense logical order. */
 int exec_query_read_output(const struct exec_query *q, int layer, float *dst, size_t nr_elems);
 

@@ -47,6 +47,7 @@ struct shm_serve {
 	 */
 	bool team_turns;
 	struct model_io_layout io;
+	struct exec_input_copy *staged; /* [io.nr_inputs]: a query's input, for its first block */
 	struct exec_query *pool[COLOC_SHM_NR_SLOTS]; /* the lane's arenas, made when needed */
 	struct exec_query *q[COLOC_SHM_NR_SLOTS]; /* a slot's started query, one of pool */
 	unsigned int progress[COLOC_SHM_NR_SLOTS]; /* layers [0, progress) computed */
