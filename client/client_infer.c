@@ -175,6 +175,7 @@ static int client_parse_answer(struct coloc_client *c, const char *line, size_t 
 	res->receive_ns = client_count(o, "receive_ns");
 	res->first_byte_at_ns = client_count(o, "first_byte_at_ns");
 	res->answered_at_ns = client_count(o, "answered_at_ns");
+	res->woke_at_ns = client_count(o, "woke_at_ns");
 	client_parts(o, res);
 	if (res->status == COLOC_INFER_OK && json_object_object_get_ex(o, "output_bytes", &v)) {
 		int64_t n = json_object_get_int64(v);

@@ -152,6 +152,7 @@ enum {
 	ANS_RECEIVE,
 	ANS_FIRST_BYTE,
 	ANS_ANSWERED,
+	ANS_WOKE,
 	ANS_OUTPUT,
 	ANS_ERROR,
 	ANS_NR
@@ -167,6 +168,7 @@ static const char *const ans_keys[ANS_NR] = {
 	[ANS_RECEIVE] = "receive_ns",
 	[ANS_FIRST_BYTE] = "first_byte_at_ns",
 	[ANS_ANSWERED] = "answered_at_ns",
+	[ANS_WOKE] = "woke_at_ns",
 	[ANS_OUTPUT] = "output_bytes",
 	[ANS_ERROR] = "error",
 };
@@ -191,6 +193,7 @@ static bool scan_member(struct scan *sc, int k, struct coloc_infer_result *res, 
 		[ANS_RECEIVE] = &res->receive_ns,
 		[ANS_FIRST_BYTE] = &res->first_byte_at_ns,
 		[ANS_ANSWERED] = &res->answered_at_ns,
+		[ANS_WOKE] = &res->woke_at_ns,
 		[ANS_OUTPUT] = output,
 	};
 	const char *s;

@@ -36,6 +36,7 @@
 #include "control.h"
 #include "control_internal.h"
 #include "input_memfd.h"
+#include "loop.h"
 #include "policy.h"
 #include "utf8.h"
 #include "util.h"
@@ -212,8 +213,11 @@ struct control_infer {
 	__u64 conn;
 	uint64_t tag;
 	uid_t uid; /* who sent it */
-	/* CLOCK_MONOTONIC: the request's first byte read, its input complete */
-	uint64_t first_byte_ns, received_ns;
+	/*
+	 * CLOCK_MONOTONIC: the request's first byte read, its input complete,
+	 * and the loop's wake-up before that read (0: not known)
+	 */
+	uint64_t first_byte_ns, received_ns, woke_ns;
 };
 
 static char *control_infer_error(uint64_t tag, const char *status, const char *why)
@@ -257,6 +261,7 @@ static void control_infer_done(void *ctx, const struct serving_completion *c)
 		json_object_new_int64((int64_t)(inf->received_ns - inf->first_byte_ns)));
 	json_object_object_add(resp, "first_byte_at_ns",
 			       json_object_new_int64((int64_t)inf->first_byte_ns));
+	json_object_object_add(resp, "woke_at_ns", json_object_new_int64((int64_t)inf->woke_ns));
 	json_object_object_add(resp, "answered_at_ns",
 			       json_object_new_int64((int64_t)coloc_now_ns()));
 	if (ok)
@@ -433,6 +438,10 @@ char *control_cmd_infer(struct colocd *d, struct json_object *req, uid_t uid,
 	inf->tag = tag;
 	inf->uid = uid;
 	inf->first_byte_ns = sreq->first_byte_ns;
+	/* this turn's wake-up, if the request's first byte came in this turn */
+	inf->woke_ns = d->loop ? loop_woke_ns(d->loop) : 0;
+	if (inf->woke_ns > inf->first_byte_ns)
+		inf->woke_ns = 0;
 	strcpy((char *)(inf + 1), tenant);
 	if (input)
 		return control_infer_memfd(d, sreq, inf, (size_t)offset, (size_t)bytes);

@@ -73,6 +73,7 @@ struct loop {
 	struct loop_source *sources;
 	struct loop_source *prepares; /* the prepare hooks, oldest first */
 	__u64 iter;
+	__u64 woke_ns; /* the last wait's return (loop_woke_ns) */
 	bool exiting;
 	int exit_code;
 	int sig_fd;
@@ -447,6 +448,11 @@ static void loop_sweep(struct loop *l)
 	loop_sweep_list(&l->prepares);
 }
 
+__u64 loop_woke_ns(const struct loop *l)
+{
+	return l->woke_ns;
+}
+
 int loop_run(struct loop *l, struct coloc_err *err)
 {
 	l->exiting = false;
@@ -470,6 +476,7 @@ int loop_run(struct loop *l, struct coloc_err *err)
 			tsp = &ts;
 		}
 		ret = io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, tsp, NULL);
+		l->woke_ns = coloc_now_ns();
 		if (ret < 0 && ret != -ETIME && ret != -EINTR)
 			return coloc_err_set(err, ret, "event loop failed: %s", strerror(-ret));
 		while (!l->exiting && io_uring_peek_cqe(&l->ring, &cqe) == 0) {

@@ -80,6 +80,12 @@ int loop_add_prepare(struct loop *l, struct loop_source **src, loop_prepare_fn c
  */
 void loop_source_remove(struct loop_source *src);
 
+/*
+ * CLOCK_MONOTONIC as this iteration's wait returned (0 before the first):
+ * a callback's event was seen no earlier, so the time from its cause to
+ * this is the loop's wake-up, and from this to now its own work.
+ */
+__u64 loop_woke_ns(const struct loop *l);
 /* Dispatches until loop_exit(); returns its code, or a negative errno with err set. */
 int loop_run(struct loop *l, struct coloc_err *err);
 /* Makes loop_run() return code once the current callback returns. */

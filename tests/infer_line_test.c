@@ -85,6 +85,7 @@ static int ref_read(const char *line, struct coloc_infer_result *res, size_t *ou
 	REF_COUNT("receive_ns", receive_ns);
 	REF_COUNT("first_byte_at_ns", first_byte_at_ns);
 	REF_COUNT("answered_at_ns", answered_at_ns);
+	REF_COUNT("woke_at_ns", woke_at_ns);
 #undef REF_COUNT
 	if (json_object_object_get_ex(o, "parts_ns", &parts) &&
 	    json_object_is_type(parts, json_type_object))
@@ -120,7 +121,8 @@ static bool agrees(const char *line, bool *taken)
 	return a.tag == b.tag && a.status == b.status && a.latency_ns == b.latency_ns &&
 	       a.exec_ns == b.exec_ns && !memcmp(a.parts_ns, b.parts_ns, sizeof(a.parts_ns)) &&
 	       a.receive_ns == b.receive_ns && a.first_byte_at_ns == b.first_byte_at_ns &&
-	       a.answered_at_ns == b.answered_at_ns && !strcmp(a.error, b.error) && na == nb;
+	       a.answered_at_ns == b.answered_at_ns && a.woke_at_ns == b.woke_at_ns &&
+	       !strcmp(a.error, b.error) && na == nb;
 }
 
 TEST(real_answers_read_as_json_c_reads_them)
@@ -139,7 +141,7 @@ TEST(an_ok_answer_member_for_member)
 			   "\"exec_ns\":2900000,\"parts_ns\":{\"queued\":5,\"dispatch\":6,"
 			   "\"compute\":7,\"copy\":8,\"notice\":9,\"decide\":10,\"reply\":11},"
 			   "\"receive_ns\":12,\"first_byte_at_ns\":13,\"answered_at_ns\":14,"
-			   "\"output_bytes\":4000}";
+			   "\"woke_at_ns\":15,\"output_bytes\":4000}";
 	struct coloc_infer_result r;
 	size_t n;
 
@@ -153,6 +155,7 @@ TEST(an_ok_answer_member_for_member)
 	EXPECT_EQ(12u, r.receive_ns);
 	EXPECT_EQ(13u, r.first_byte_at_ns);
 	EXPECT_EQ(14u, r.answered_at_ns);
+	EXPECT_EQ(15u, r.woke_at_ns);
 	EXPECT_EQ(4000u, n);
 	EXPECT_STREQ("", r.error);
 }

@@ -277,6 +277,7 @@ static double nearest_rank(const double *v, size_t n, double p)
 
 struct load_sample {
 	double arrival, latency, colocd, hop, parts_sum, queued, compute;
+	double hop_in, hop_out, in_woke, out_woke;
 };
 
 /* The lines of a --samples file after its header; how many, or -1 if one is malformed. */
@@ -292,15 +293,15 @@ static int read_samples(const char *path, struct load_sample *v, int cap)
 		return -1;
 	}
 	while (n < cap && fgets(line, sizeof(line), f)) {
-		double send, part[7], hp[3];
+		double send, part[7], hp[5];
 		struct load_sample *s = &v[n];
 
 		if (sscanf(line,
 			   "mnv2\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t%lf\t"
-			   "%lf\t%lf",
+			   "%lf\t%lf\t%lf\t%lf",
 			   &s->arrival, &send, &s->latency, &s->colocd, &s->hop, &part[0], &part[1],
-			   &part[2], &part[3], &part[4], &part[5], &part[6], &hp[0], &hp[1],
-			   &hp[2]) != 15) {
+			   &part[2], &part[3], &part[4], &part[5], &part[6], &hp[0], &hp[1], &hp[2],
+			   &hp[3], &hp[4]) != 17) {
 			fclose(f);
 			return -1;
 		}
@@ -309,6 +310,10 @@ static int read_samples(const char *path, struct load_sample *v, int cap)
 			s->parts_sum += part[p];
 		s->queued = part[0];
 		s->compute = part[2];
+		s->hop_in = hp[0];
+		s->hop_out = hp[2];
+		s->in_woke = hp[3];
+		s->out_woke = hp[4];
 		n++;
 	}
 	fclose(f);
@@ -319,8 +324,11 @@ static int read_samples(const char *path, struct load_sample *v, int cap)
  * --arrivals fixed sends exactly rate x duration queries, their planned
  * arrivals exactly 1/rate apart (the --samples file says so, in ns
  * precision); the samples add up (latency = colocd's + hop, colocd's = its
- * parts), and the report's "beyond queueing" percentiles are those of the
- * samples, recomputed here.
+ * parts), each wake-up is within its part of the hop (colocd's loop woke
+ * before its first read, coloc-load's wait returned before its parse) and
+ * colocd says when it woke for most queries (one line a turn), and the
+ * report's "beyond queueing" percentiles are those of the samples,
+ * recomputed here.
  */
 TEST_F_TIMEOUT(load, arrivals_fixed__exact_spacing_samples_match_report, 300)
 {
@@ -333,7 +341,7 @@ TEST_F_TIMEOUT(load, arrivals_fixed__exact_spacing_samples_match_report, 300)
 	double unq[4 * RATE_QPS], cunq[4 * RATE_QPS], over[4 * RATE_QPS], arrivals[4 * RATE_QPS];
 	struct json_object *o, *arr, *t;
 	struct tu_child c;
-	int n;
+	int n, woke_known = 0;
 
 	snprintf(samples, sizeof(samples), "%s/samples.tsv", self->dir);
 	ASSERT_EQ(0, run_load(args, &c)) TH_LOG("%s", c.output);
@@ -350,10 +358,14 @@ TEST_F_TIMEOUT(load, arrivals_fixed__exact_spacing_samples_match_report, 300)
 		arrivals[i] = v[i].arrival;
 		EXPECT_LE(fabs(v[i].latency - v[i].colocd - v[i].hop), 2e-6);
 		EXPECT_LE(fabs(v[i].colocd - v[i].parts_sum), 1e-5);
+		EXPECT_LE(v[i].in_woke, v[i].hop_in + 2e-6);
+		EXPECT_LE(v[i].out_woke, v[i].hop_out + 2e-6);
+		woke_known += v[i].in_woke > 0;
 		unq[i] = v[i].latency - v[i].queued;
 		cunq[i] = v[i].colocd - v[i].queued;
 		over[i] = unq[i] - v[i].compute;
 	}
+	EXPECT_LE(n / 2, woke_known);
 	qsort(arrivals, (size_t)n, sizeof(double), cmp_double);
 	EXPECT_EQ(0, arrivals[0]);
 	for (int i = 1; i < n; i++) {

@@ -155,6 +155,8 @@ struct coloc_infer_result {
 	uint64_t receive_ns;
 	/* colocd's CLOCK_MONOTONIC at that first read and as it answered; 0 if not given */
 	uint64_t first_byte_at_ns, answered_at_ns;
+	/* and as its loop woke before that first read; 0 if not known */
+	uint64_t woke_at_ns;
 };
 
 /*

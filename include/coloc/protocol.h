@@ -203,8 +203,10 @@
  *         "first_byte_at_ns":N,"answered_at_ns":N (colocd's CLOCK_MONOTONIC
  *         at that first read and as the answer went to the socket: a client
  *         on the same clock sees its request's way in and the answer's way
- *         out),"output_bytes":M} + M raw bytes (the outputs, fp32, shm.h's
- *         layout)
+ *         out),"woke_at_ns":N (colocd's CLOCK_MONOTONIC as its event loop
+ *         woke in the turn of that first read, 0 when not known: the way
+ *         in's wake-up apart from colocd's work),"output_bytes":M} + M raw
+ *         bytes (the outputs, fp32, shm.h's layout)
  *     -> {"ok":false,"tag":N,"status":"rejected","error":S} at once: no such
  *        tenant, another user's, a size that is not the model's, a full
  *        queue (per tenant, per owner and in all), a draining or failed
@@ -212,8 +214,8 @@
  *        (a starting tenant queues the query until it is ready);
  *     -> {"ok":false,"tag":N,"status":"dropped"|"failed","error":S,
  *         "latency_ns":N,"exec_ns":N,"parts_ns":{...},"receive_ns":N,
- *         "first_byte_at_ns":N,"answered_at_ns":N}: given up on past its deadline, or its
- *        executor failed.
+ *         "first_byte_at_ns":N,"answered_at_ns":N,"woke_at_ns":N}: given up
+ *        on past its deadline, or its executor failed.
  *     No bytes follow an ok:false answer. A line without a string "tenant"
  *     and integer "tag" and "input_bytes" is answered with an error and the
  *     connection closed (the bytes after it cannot be skipped); so is

@@ -31,9 +31,13 @@ const char *const load_outcome_name[LOAD_NR_OUTCOMES] = {
  * The hop's parts, from colocd's stamps on the same CLOCK_MONOTONIC: "in",
  * the send's start until colocd's first read of the request; "receive",
  * that read until the input was complete; "out", colocd's answer until it
- * was read and parsed here.
+ * was read and parsed here. Two of them again up to the waiter's wake-up:
+ * "in_woke", the send's start until colocd's loop woke (0 when colocd does
+ * not say), and "out_woke", colocd's answer until this process's wait
+ * returned (the rest of in and out is work: each side's own).
  */
-const char *const load_hop_part_names[LOAD_NR_HOP_PARTS] = { "in", "receive", "out" };
+const char *const load_hop_part_names[LOAD_NR_HOP_PARTS] = { "in", "receive", "out", "in_woke",
+							     "out_woke" };
 
 static uint64_t since(uint64_t from, uint64_t to)
 {
@@ -56,7 +60,7 @@ static int grow_u64(uint64_t **v, size_t cap)
 }
 
 static int lat_push(struct load_tenant *t, const struct load_query *q, uint64_t lat,
-		    const struct coloc_infer_result *res)
+		    const struct coloc_infer_result *res, uint64_t woke_ns)
 {
 	if (t->nr_lat == t->cap_lat) {
 		size_t cap = t->cap_lat ? t->cap_lat * 2 : 1024;
@@ -87,6 +91,9 @@ static int lat_push(struct load_tenant *t, const struct load_query *q, uint64_t 
 	t->hop_parts_ns[0][t->nr_lat] = since(q->send_ns, res->first_byte_at_ns);
 	t->hop_parts_ns[1][t->nr_lat] = res->receive_ns;
 	t->hop_parts_ns[2][t->nr_lat] = since(res->answered_at_ns, q->send_ns + lat);
+	t->hop_parts_ns[3][t->nr_lat] = since(q->send_ns, res->woke_at_ns);
+	t->hop_parts_ns[4][t->nr_lat] =
+		since(res->answered_at_ns, woke_ns ? woke_ns : q->send_ns + lat);
 	t->nr_lat++;
 	return 0;
 }
@@ -123,7 +130,7 @@ static void samples_write(const struct load_tenant *t, const struct load_query *
 	fprintf(load_samples, "\n");
 }
 
-static void load_account(const struct coloc_infer_result *res, uint64_t recv_ns)
+static void load_account(const struct coloc_infer_result *res, uint64_t recv_ns, uint64_t woke_ns)
 {
 	struct load_query *q;
 	struct load_tenant *t;
@@ -147,14 +154,15 @@ static void load_account(const struct coloc_infer_result *res, uint64_t recv_ns)
 		return;
 	if ((double)(recv_ns - q->send_ns) <= t->qos_ms * 1e6)
 		t->within_qos++;
-	if (lat_push(t, q, recv_ns - q->send_ns, res))
+	if (lat_push(t, q, recv_ns - q->send_ns, res, woke_ns))
 		t->outcome[LOAD_OK]--;
 	else if (load_samples)
 		samples_write(t, q);
 }
 
 /* Takes every answer the connection holds; 0, or -errno when it is lost. */
-int load_drain_conn(struct load_tenant *t, struct load_conn *lc, void *out, size_t out_cap)
+int load_drain_conn(struct load_tenant *t, struct load_conn *lc, void *out, size_t out_cap,
+		    uint64_t woke_ns)
 {
 	struct coloc_infer_result res;
 
@@ -168,6 +176,6 @@ int load_drain_conn(struct load_tenant *t, struct load_conn *lc, void *out, size
 				coloc_route_error(lc->r));
 			return r;
 		}
-		load_account(&res, coloc_now_ns());
+		load_account(&res, coloc_now_ns(), woke_ns);
 	}
 }

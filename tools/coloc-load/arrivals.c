@@ -126,7 +126,7 @@ int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, void *out,
 						 .events = POLLIN };
 	}
 	for (;;) {
-		uint64_t now = coloc_now_ns(), next = UINT64_MAX, wait;
+		uint64_t now = coloc_now_ns(), next = UINT64_MAX, wait, woke;
 		struct timespec ts;
 		int r;
 
@@ -141,7 +141,7 @@ int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, void *out,
 					return err;
 				/* send may have read answers into the client's buffer */
 				for (int k = 0; k < load_opts.conns_per_tenant; k++) {
-					err = load_drain_conn(t, &t->conns[k], out, out_cap);
+					err = load_drain_conn(t, &t->conns[k], out, out_cap, 0);
 					if (err)
 						return err;
 				}
@@ -165,6 +165,7 @@ int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, void *out,
 		ts.tv_sec = (time_t)(wait / NS_PER_S);
 		ts.tv_nsec = (long)(wait % NS_PER_S);
 		r = ppoll(pfds, (nfds_t)nfds, &ts, NULL);
+		woke = coloc_now_ns();
 		if (r < 0 && errno != EINTR)
 			return -errno;
 		for (int f = 0; r > 0 && f < nfds; f++) {
@@ -174,7 +175,7 @@ int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, void *out,
 			if (!pfds[f].revents)
 				continue;
 			err = load_drain_conn(t, &t->conns[f % load_opts.conns_per_tenant], out,
-					      out_cap);
+					      out_cap, woke);
 			if (err)
 				return err;
 		}

@@ -23,7 +23,7 @@
 #define LOAD_MAX_CONNS 64
 #define LOAD_MAX_QPS 100000.0
 #define LOAD_REASON_LEN 256
-#define LOAD_NR_HOP_PARTS 3
+#define LOAD_NR_HOP_PARTS 5
 #define NS_PER_S 1000000000ull
 
 struct load_opts {
@@ -125,8 +125,12 @@ int load_run(uint64_t start_ns, uint64_t measure_ns, uint64_t end_ns, void *out,
 
 /* answers.c: the header line of --samples' file */
 void load_samples_header(FILE *f);
-/* answers.c: takes every answer the connection holds; 0, or -errno when it is lost */
-int load_drain_conn(struct load_tenant *t, struct load_conn *lc, void *out, size_t out_cap);
+/*
+ * answers.c: takes every answer the connection holds; 0, or -errno when it
+ * is lost. woke_ns: when the wait that found them returned (0: no wait)
+ */
+int load_drain_conn(struct load_tenant *t, struct load_conn *lc, void *out, size_t out_cap,
+		    uint64_t woke_ns);
 
 /* report.c: the CPU time (user + system, all threads) of process pid so far, in s; -1 if unknown */
 double load_process_cpu_s(long pid);
