@@ -73,71 +73,75 @@ TEST_F(bench_qos_ci, cell__one_search_has_no_interval)
 	ASSERT_STREQ("42.000 n/a n/a\n", out);
 }
 
+/* A ratio's line, parsed: ratio, interval, verdict and best baseline. */
+struct ratio {
+	double r, lo, hi;
+	char verdict[16], best[32];
+	char out[256];
+};
+
+/* Runs mode=ratio on input; the number of fields parsed (5 for a ratio with an interval). */
+static int ratio_of(const char *input, struct ratio *q)
+{
+	if (ci("ratio", input, q->out, sizeof(q->out)))
+		return -1;
+	return sscanf(q->out, "%lf %lf %lf %15s %31s", &q->r, &q->lo, &q->hi, q->verdict, q->best);
+}
+
 TEST_F(bench_qos_ci, ratio__separated_searches_are_a_win_over_the_best_baseline)
 {
-	char out[256], verdict[16], best[32];
-	double r, lo, hi;
+	struct ratio q;
 
-	ASSERT_EQ(0, ci("ratio",
-			"num 30\\nnum 31\\nnum 29\\ntemporal 20\\ntemporal 21\\ntemporal 19\\n"
-			"os 10\\nos 11\\nos 12\\n",
-			out, sizeof(out)));
-	ASSERT_EQ(5, sscanf(out, "%lf %lf %lf %15s %31s", &r, &lo, &hi, verdict, best))
-	TH_LOG("%s", out);
-	ASSERT_EQ(1.5, r);
+	ASSERT_EQ(5,
+		  ratio_of("num 30\\nnum 31\\nnum 29\\ntemporal 20\\ntemporal 21\\ntemporal 19\\n"
+			   "os 10\\nos 11\\nos 12\\n",
+			   &q))
+	TH_LOG("%s", q.out);
+	ASSERT_EQ(1.5, q.r);
 	/* paired: num's and temporal's medians are the same search, so the
 	 * interval spans that search's ratios, 31 / 21 to 29 / 19 */
-	ASSERT_GT(1e-3, fabs(31.0 / 21 - lo));
-	ASSERT_GT(1e-3, fabs(29.0 / 19 - hi));
-	ASSERT_STREQ("win", verdict);
-	ASSERT_STREQ("temporal", best);
+	ASSERT_GT(1e-3, fabs(31.0 / 21 - q.lo));
+	ASSERT_GT(1e-3, fabs(29.0 / 19 - q.hi));
+	ASSERT_STREQ("win", q.verdict);
+	ASSERT_STREQ("temporal", q.best);
 
 	/* a fourth os search: unpaired, the worst mix of three each, 29 / 21 to 31 / 19 */
-	ASSERT_EQ(0, ci("ratio",
-			"num 30\nnum 31\nnum 29\ntemporal 20\ntemporal 21\ntemporal 19\n"
-			"os 10\nos 11\nos 12\nos 13\n",
-			out, sizeof(out)));
-	ASSERT_EQ(5, sscanf(out, "%lf %lf %lf %15s %31s", &r, &lo, &hi, verdict, best))
-	TH_LOG("%s", out);
-	ASSERT_GT(1e-3, fabs(29.0 / 21 - lo));
-	ASSERT_GT(1e-3, fabs(31.0 / 19 - hi));
+	ASSERT_EQ(5,
+		  ratio_of("num 30\\nnum 31\\nnum 29\\ntemporal 20\\ntemporal 21\\ntemporal 19\\n"
+			   "os 10\\nos 11\\nos 12\\nos 13\\n",
+			   &q))
+	TH_LOG("%s", q.out);
+	ASSERT_GT(1e-3, fabs(29.0 / 21 - q.lo));
+	ASSERT_GT(1e-3, fabs(31.0 / 19 - q.hi));
 }
 
 TEST_F(bench_qos_ci, ratio__a_slow_spell_shared_by_one_search_of_each_is_paired_out)
 {
-	char out[256], verdict[16], best[32];
-	double r, lo, hi;
+	struct ratio q;
 
 	/* every search 1.25x its baseline's, the machine 2x slower in the second */
-	ASSERT_EQ(0, ci("ratio", "num 100\nnum 50\nnum 120\nbase 80\nbase 40\nbase 96\n", out,
-			sizeof(out)));
-	ASSERT_EQ(5, sscanf(out, "%lf %lf %lf %15s %31s", &r, &lo, &hi, verdict, best))
-	TH_LOG("%s", out);
-	ASSERT_GT(1e-3, fabs(1.25 - r));
-	ASSERT_GT(1e-3, fabs(1.25 - lo));
-	ASSERT_GT(1e-3, fabs(1.25 - hi));
-	ASSERT_STREQ("win", verdict);
+	ASSERT_EQ(5, ratio_of("num 100\\nnum 50\\nnum 120\\nbase 80\\nbase 40\\nbase 96\\n", &q))
+	TH_LOG("%s", q.out);
+	ASSERT_GT(1e-3, fabs(1.25 - q.r));
+	ASSERT_GT(1e-3, fabs(1.25 - q.lo));
+	ASSERT_GT(1e-3, fabs(1.25 - q.hi));
+	ASSERT_STREQ("win", q.verdict);
 }
 
 TEST_F(bench_qos_ci, ratio__overlapping_searches_are_a_tie_and_lower_ones_a_loss)
 {
-	char out[256], verdict[16], best[32];
-	double r, lo, hi;
+	struct ratio q;
 
-	ASSERT_EQ(0, ci("ratio", "num 30\\nnum 18\\nnum 29\\nbase 20\\nbase 21\\nbase 31\\n", out,
-			sizeof(out)));
-	ASSERT_EQ(5, sscanf(out, "%lf %lf %lf %15s %31s", &r, &lo, &hi, verdict, best))
-	TH_LOG("%s", out);
-	ASSERT_LT(1.0, r);
-	ASSERT_GT(1.0, lo);
-	ASSERT_STREQ("tie", verdict);
+	ASSERT_EQ(5, ratio_of("num 30\\nnum 18\\nnum 29\\nbase 20\\nbase 21\\nbase 31\\n", &q))
+	TH_LOG("%s", q.out);
+	ASSERT_LT(1.0, q.r);
+	ASSERT_GT(1.0, q.lo);
+	ASSERT_STREQ("tie", q.verdict);
 
-	ASSERT_EQ(0, ci("ratio", "num 10\\nnum 11\\nbase 20\\nbase 21\\n", out, sizeof(out)));
-	ASSERT_EQ(5, sscanf(out, "%lf %lf %lf %15s %31s", &r, &lo, &hi, verdict, best))
-	TH_LOG("%s", out);
-	ASSERT_GT(1.0, hi);
-	ASSERT_STREQ("loss", verdict);
-	ASSERT_STREQ("base", best);
+	ASSERT_EQ(5, ratio_of("num 10\\nnum 11\\nbase 20\\nbase 21\\n", &q)) TH_LOG("%s", q.out);
+	ASSERT_GT(1.0, q.hi);
+	ASSERT_STREQ("loss", q.verdict);
+	ASSERT_STREQ("base", q.best);
 }
 
 TEST_F(bench_qos_ci, ratio__one_search_gives_a_ratio_without_verdict)
