@@ -157,13 +157,20 @@ static int run_whole_model(struct execproc *ep, struct execproc_result *res, str
 	return ret ?: execproc_wait_done(ep, res, DONE_MS, err);
 }
 
-/* Dead of SIGKILL, as execproc_poll says once it has reaped it. */
+/*
+ * Dead of SIGKILL, as execproc_poll says once it has reaped it, after any
+ * completion written before the kill landed (on a busy machine the block
+ * may end between its start and the kill: execproc_poll delivers that first).
+ */
 static bool killed_by_sigkill(struct execproc *ep)
 {
+	struct execproc_result res;
 	struct coloc_err err = { 0 };
+	int ret = 1;
 
-	return execproc_reaped(ep) && execproc_poll(ep, NULL, &err) < 0 &&
-	       strstr(coloc_err_str(&err), "killed by signal 9");
+	for (int i = 0; i < 8 && ret > 0; i++)
+		ret = execproc_poll(ep, &res, &err);
+	return execproc_reaped(ep) && ret < 0 && strstr(coloc_err_str(&err), "killed by signal 9");
 }
 
 /*
