@@ -94,6 +94,18 @@ FIXTURE_VARIANT_ADD(deploy_manifests, two_gateways_share_a_uid){
 	"runAsUser: 971",
 	"share runAsUser 971: each needs a uid of its own",
 };
+FIXTURE_VARIANT_ADD(deploy_manifests, colocd_reads_the_images_subuid){
+	"colocd-daemonset.yaml",
+	"            - --subuid-file=/host/etc/subuid\n",
+	"",
+	"colocd: --subuid-file (/etc/subuid) is not the node's /etc/subuid",
+};
+FIXTURE_VARIANT_ADD(deploy_manifests, colocd_mounts_the_nodes_etc_writable){
+	"colocd-daemonset.yaml",
+	"              mountPath: /host/etc\n              readOnly: true\n",
+	"              mountPath: /host/etc\n",
+	"colocd: the node's /etc/subgid is mounted writable",
+};
 FIXTURE_VARIANT_ADD(deploy_manifests, model_container_overrides_the_uid){
 	"kserve-inferenceservice.yaml",
 	"      runtime: kserve-coloc\n",

@@ -171,6 +171,38 @@ def socket_dir(where, c, pod):
     return None
 
 
+def node_file(c, pod, path):
+    """The node's path a container's file comes from through a hostPath mount, and
+    whether that mount is read-only; (None, False) when it comes from the image."""
+    volumes = {v.get("name"): v for v in pod.get("volumes") or []}
+    best = None
+    for m in c.get("volumeMounts") or []:
+        mp = (m.get("mountPath") or "").rstrip("/")
+        if path == mp or path.startswith(mp + "/"):
+            if best is None or len(mp) > len(best[0]):
+                best = (mp, m)
+    if best is None:
+        return None, False
+    host = get(volumes.get(best[1].get("name"), {}), "hostPath.path")
+    if host is None:
+        return None, False
+    return host.rstrip("/") + path[len(best[0]):], best[1].get("readOnly") is True
+
+
+def check_colocd_subids(where, c, pod):
+    """colocd refuses the node's subordinate ids (a member's user namespace would be
+    many members): it must read the node's /etc/subuid and /etc/subgid, read-only,
+    not the image's (review s22 LOW 2)."""
+    for name, node in (("--subuid-file", "/etc/subuid"), ("--subgid-file", "/etc/subgid")):
+        path = flag(c.get("args"), name) or node
+        host, read_only = node_file(c, pod, path)
+        if host != node:
+            fail(where, f"colocd: {name} ({path}) is not the node's {node} through a hostPath "
+                 "(the image's has no ranges: a member's subordinate ids would each be a member)")
+        elif not read_only:
+            fail(where, f"colocd: the node's {node} is mounted writable")
+
+
 def check_colocd_guaranteed(where, pod):
     """colocd's OOM score: the kubelet starts a Guaranteed pod's processes at
     oom_score_adj -997, below colocd's -900, which colocd cannot lower
@@ -204,6 +236,7 @@ def check_colocd(where, doc, c, pod, seen):
         fail(where, "colocd: hostPID is not true (the BPF sensor sees the host's tgids)")
     if "SYS_RESOURCE" not in caps:
         check_colocd_guaranteed(where, pod)
+    check_colocd_subids(where, c, pod)
     prof = get(sc, "seccompProfile")
     if get(prof, "type") == "Localhost":
         name = os.path.basename(get(prof, "localhostProfile") or "")
