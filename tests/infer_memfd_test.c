@@ -211,9 +211,10 @@ TEST_F_TIMEOUT(wire, infer_memfd__held_memfds_are_bounded_every_query_answered, 
 	 * a few more: the executors' doorbells and pidfds, and the copies
 	 * dropped at once waiting for the closer thread (it drains every
 	 * FD_CLOSER_DRAIN_MS or at FD_CLOSER_WAKE_COUNT, and more arrive while
-	 * it closes at nice 19): still short of holding all 400
+	 * it closes at nice 19; CI, two tests at a time, saw 340 over the base
+	 * where a quiet run sees 285-292): still short of holding all 400
 	 */
-	EXPECT_LE(most, base + 256 + 2 * FD_CLOSER_WAKE_COUNT + 16);
+	EXPECT_LE(most, base + 256 + 3 * FD_CLOSER_WAKE_COUNT + 16);
 	EXPECT_GE(most, base + 64);
 	munmap(map, self->in_bytes);
 	close(fd);
