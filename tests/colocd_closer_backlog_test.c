@@ -8,9 +8,11 @@
  * colocd then holds, back to back on one connection, and a plain ping: its
  * uid's queue passes FD_CLOSER_STUCK_QUEUE while colocd reads faster than
  * the thread frees pages, and every ping is still answered ok on that
- * connection. Two nice-0 spinners, one a CPU, stand for the busy host
- * (the executors) the nice-19 thread falls behind on. The real binary, as
- * a process.
+ * connection. Two spinners at nice SPINNER_NICE, one a CPU, stand for
+ * the busy host (the executors) the nice-19 thread falls behind on: at
+ * nice 0 they starved it so that under ASan in CI one close ran past
+ * FD_CLOSER_STUCK_MS, a hang by colocd's rule, not the backlog this test
+ * is about. The real binary, as a process.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -28,6 +31,7 @@
 #include "colocd_fixture.h"
 
 #define MEMBER_UID 64990
+#define SPINNER_NICE 10 /* the thread's CFS share beside one: 15 / (15 + 110), ~12 % */
 #define LINES 16
 #define MEMFD_BYTES (4ll << 20)
 #define CPUS 2
@@ -94,6 +98,7 @@ TEST_F_TIMEOUT(colocd, backlog__a_member_whose_closes_are_behind_keeps_its_conne
 	/* before the pipe: a spinner holding its write end would keep the read below waiting */
 	for (int i = 0; i < CPUS; i++) {
 		ASSERT_EQ(0, tu_spawn_spinner(&spin[i], i, 1000, 0));
+		ASSERT_EQ(0, setpriority(PRIO_PROCESS, (id_t)spin[i].pid, SPINNER_NICE));
 		tu_release(&spin[i]);
 	}
 	ASSERT_EQ(0, pipe(report));
