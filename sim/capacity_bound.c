@@ -9,12 +9,15 @@
  * them for a mean time is the fronts' segments taken cheapest first (a
  * linear programme's optimum); the rate is bisected until the tenants'
  * costs fill the socket, a query that waited in its tenant's queue for
- * its lanes (capacity_queue.c) given only what QoS leaves it.
+ * its lanes (capacity_queue.c) given only what QoS leaves it, and then
+ * each tenant's queries scheduled with hindsight, a query's time against
+ * the waits it makes (capacity_hindsight.c).
  * docs/design/capacity-bound.md derives it and says what it relaxes.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "sim.h"
 
 /* A layer's option, or a front's step: time (ms) and socket time (ms) */
@@ -205,13 +208,37 @@ static double queue_cost(const struct front *f, const double *gap, double q, dou
 	return cost + (1 - fraction) * f->cheap_cost;
 }
 
+/* A tenant's hindsight problem: its front on sim_hindsight_cost()'s grid */
+static void hindsight_build(const struct front *f, double qos_ms, int lanes, double fraction,
+			    struct sim_hindsight *h)
+{
+	*h = (struct sim_hindsight){
+		.qos_ms = qos_ms, .fast_ms = f->fast_ms, .fraction = fraction, .lanes = lanes
+	};
+	for (int i = 0; i <= SIM_HINDSIGHT_GRID; i++)
+		h->cost[i] = front_cost(f, qos_ms * i / SIM_HINDSIGHT_GRID);
+}
+
+/* Tenant i's hindsight cost at rate q, taken from an earlier tenant of the same problem */
+static double hindsight_of(const struct sim_capacity_tenant *t, const struct sim_hindsight *h,
+			   int i, const double *gap, double q, const struct sim_capacity_bound *b)
+{
+	for (int j = 0; j < i; j++)
+		if (t[j].share == t[i].share && h[j].qos_ms == h[i].qos_ms &&
+		    h[j].fast_ms == h[i].fast_ms && h[j].lanes == h[i].lanes &&
+		    h[j].fraction == h[i].fraction && !memcmp(h[j].cost, h[i].cost, sizeof(h->cost)))
+			return b->hindsight_ms[j];
+	return sim_hindsight_cost(gap, q, &h[i]);
+}
+
 /*
  * The socket's share the tenants need at total rate qps (> 1: more than it
- * has); with gap (sim_queue_stream()) their queues counted too.
+ * has); with gap (sim_queue_stream()) their queues counted too, and with h
+ * their queues with hindsight.
  */
 static double load(const struct sim_capacity_tenant *t, const struct front *f, int nr, int lanes,
 		   double qps, double total_share, double fraction, const double *gap,
-		   struct sim_capacity_bound *b)
+		   const struct sim_hindsight *h, struct sim_capacity_bound *b)
 {
 	double sum = 0;
 
@@ -224,24 +251,28 @@ static double load(const struct sim_capacity_tenant *t, const struct front *f, i
 			b->socket_ms[i] =
 				fmax(b->socket_ms[i],
 				     queue_cost(&f[i], gap, q, t[i].qos_ms, lanes, fraction));
+		if (h) {
+			b->hindsight_ms[i] = hindsight_of(t, h, i, gap, q, b);
+			b->socket_ms[i] = fmax(b->socket_ms[i], b->hindsight_ms[i]);
+		}
 		sum += q * b->socket_ms[i] * 1e-3;
 	}
 	return sum;
 }
 
-/* The highest total rate up to hi whose load fits the socket (0: none). */
+/* The highest total rate up to hi whose load fits the socket (0: none), within tol x hi. */
 static double most_qps(const struct sim_capacity_tenant *t, const struct front *f, int nr,
 		       int lanes, double hi, double total_share, double fraction, const double *gap,
-		       struct sim_capacity_bound *b)
+		       const struct sim_hindsight *h, double tol, struct sim_capacity_bound *b)
 {
 	double lo = 0;
 
-	if (!(load(t, f, nr, lanes, hi * 1e-9, total_share, fraction, gap, b) <= 1))
+	if (!(load(t, f, nr, lanes, hi * 1e-9, total_share, fraction, gap, h, b) <= 1))
 		return 0;
-	for (int it = 0; it < 200 && hi - lo > 1e-9 * hi; it++) {
+	for (int it = 0; it < 200 && hi - lo > tol * hi; it++) {
 		double mid = (lo + hi) / 2;
 
-		if (load(t, f, nr, lanes, mid, total_share, fraction, gap, b) <= 1)
+		if (load(t, f, nr, lanes, mid, total_share, fraction, gap, h, b) <= 1)
 			lo = mid;
 		else
 			hi = mid;
@@ -255,6 +286,7 @@ int sim_capacity_bound(const struct sim_capacity_tenant *t, int nr, int cores, i
 {
 	struct front f[POLICY_MAX_TENANTS] = { 0 };
 	double total_share = 0, cheap = 0, *gap = NULL;
+	struct sim_hindsight *h = NULL;
 	int ret = 0;
 
 	*b = (struct sim_capacity_bound){ 0 };
@@ -279,16 +311,26 @@ int sim_capacity_bound(const struct sim_capacity_tenant *t, int nr, int cores, i
 	}
 	for (int i = 0; i < nr; i++)
 		cheap += t[i].share / total_share * f[i].cheap_cost;
-	b->socket_qps = most_qps(t, f, nr, lanes, 1e3 / cheap, total_share, fraction, NULL, b);
+	b->socket_qps =
+		most_qps(t, f, nr, lanes, 1e3 / cheap, total_share, fraction, NULL, NULL, 1e-9, b);
 	gap = sim_queue_stream();
-	if (!gap) {
+	h = calloc((size_t)nr, sizeof(*h));
+	if (!gap || !h) {
 		ret = coloc_err_set(err, -ENOMEM, "capacity bound: out of memory");
 		goto out;
 	}
-	b->qps = most_qps(t, f, nr, lanes, b->socket_qps, total_share, fraction, gap, b);
+	b->queue_qps =
+		most_qps(t, f, nr, lanes, b->socket_qps, total_share, fraction, gap, NULL, 1e-9, b);
+	for (int i = 0; i < nr; i++)
+		hindsight_build(&f[i], t[i].qos_ms, lanes, fraction, &h[i]);
+	/* each evaluation runs the hindsight programmes: a coarser bisection, from below */
+	if (b->queue_qps > 0)
+		b->qps = most_qps(t, f, nr, lanes, b->queue_qps, total_share, fraction, gap, h,
+				  1e-3, b);
 	if (b->qps > 0)
-		load(t, f, nr, lanes, b->qps, total_share, fraction, gap, b);
+		load(t, f, nr, lanes, b->qps, total_share, fraction, gap, h, b);
 out:
+	free(h);
 	free(gap);
 	for (int i = 0; i < nr; i++)
 		free(f[i].step);

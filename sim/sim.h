@@ -600,14 +600,17 @@ int sim_capacity(const struct sim_capacity_tenant *t, int nr, int cores, int exe
  * within lanes / q (Little's law: a lane runs one block at a time). And
  * each tenant's queries queue for its lanes (sim_queue_waits() at its
  * fastest time): a query within QoS after a wait W takes at most QoS - W,
- * and costs the socket time of that. docs/design/capacity-bound.md
+ * and costs the socket time of that; and with hindsight (sim_hindsight_cost()),
+ * a query's time against the waits it makes. docs/design/capacity-bound.md
  * derives it.
  */
 struct sim_capacity_bound {
 	double qps; /* 0 when some tenant cannot keep `fraction` of its queries within QoS */
+	double queue_qps; /* the bound with the queues at the fastest time, not with hindsight */
 	double socket_qps; /* the bound without the queues: no query waits */
 	double ms[POLICY_MAX_TENANTS]; /* a query's mean time at qps, as the socket's part has it */
 	double socket_ms[POLICY_MAX_TENANTS]; /* a query's share of the socket's time there, ms */
+	double hindsight_ms[POLICY_MAX_TENANTS]; /* that share by sim_hindsight_cost() alone */
 	double fastest_ms[POLICY_MAX_TENANTS]; /* the least a query can take, each layer at its best */
 };
 
@@ -640,6 +643,30 @@ double *sim_queue_stream(void);
 /* The queue on gap's arrivals; -EINVAL on a bad argument (a QoS under the service time) */
 int sim_queue_waits(const double *gap, double qps, double service_ms, double qos_ms, int lanes,
 		    struct sim_queue_waits *w);
+
+/*
+ * The queue and the socket together (capacity_hindsight.c): the least mean
+ * socket time a query of a tenant costs when its queries, the first
+ * SIM_HINDSIGHT_QUERIES arrivals of gap at qps, are scheduled knowing every
+ * arrival in advance, each query within QoS at a time of its choosing on its
+ * lanes (relaxed to one server lanes times as fast), a `fraction` of them
+ * within QoS and the rest given up at no cost. The backlog is tracked in
+ * SIM_HINDSIGHT_STATES steps of the QoS, rounded down. INFINITY when no
+ * schedule keeps the fraction. docs/design/capacity-bound.md, "Queue and
+ * socket together".
+ */
+#define SIM_HINDSIGHT_QUERIES 8192
+#define SIM_HINDSIGHT_STATES 32
+#define SIM_HINDSIGHT_GRID 1024
+
+struct sim_hindsight {
+	double qos_ms, fast_ms, fraction;
+	int lanes;
+	/* cost[i]: the least socket ms of a query of i x qos_ms / SIM_HINDSIGHT_GRID ms, non-increasing */
+	double cost[SIM_HINDSIGHT_GRID + 1];
+};
+
+double sim_hindsight_cost(const double *gap, double qps, const struct sim_hindsight *h);
 
 /* ---- tenant mixes ------------------------------------------------------------ */
 

@@ -120,19 +120,20 @@ static const char *const every_policy[] = { "os",	  "static", "temporal", "model
 #define NR_EVERY_POLICY (sizeof(every_policy) / sizeof(every_policy[0]))
 
 /*
- * Tenant st alone on 4 cores of one socket (LLC domains of one core) with
- * executors executors, socket slowdown m: its QoS-QPS searched (20 s, seed
- * 1) under policy name, in *s; -EINVAL for no such policy.
+ * The nr tenants st on 4 cores of one socket (LLC domains of one core) with
+ * executors executors each, socket slowdown m: their QoS-QPS searched (20 s,
+ * seed 1) under policy name, in *s; -EINVAL for no such policy.
  */
-static inline int search_alone_on_4(const char *name, const struct sim_tenant *st, int executors,
-				    double m, struct sim_search_result *s, struct coloc_err *err)
+static inline int search_on_4(const char *name, const struct sim_tenant *st, int nr,
+			      int executors, double m, struct sim_search_result *s,
+			      struct coloc_err *err)
 {
 	struct sim_params p = {
 		.policy = policy_find(name),
 		.machine = { .nr_cores = 4, .nr_sockets = 1, .llc_size = 1 },
 		.late = POLICY_LATE_DROP,
 		.tenants = st,
-		.nr_tenants = 1,
+		.nr_tenants = nr,
 		.executors = executors,
 		.duration_ns = 20000 * MS,
 		.warmup_ns = 2000 * MS,
@@ -144,6 +145,13 @@ static inline int search_alone_on_4(const char *name, const struct sim_tenant *s
 	if (!p.policy)
 		return coloc_err_set(err, -EINVAL, "no policy %s", name);
 	return sim_search_qos_qps(&p, SIM_QOS_FRACTION, 16, 0.005, s, err);
+}
+
+/* Tenant st alone: search_on_4() with one tenant */
+static inline int search_alone_on_4(const char *name, const struct sim_tenant *st, int executors,
+				    double m, struct sim_search_result *s, struct coloc_err *err)
+{
+	return search_on_4(name, st, 1, executors, m, s, err);
 }
 
 FIXTURE(sim)

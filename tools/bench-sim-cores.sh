@@ -16,12 +16,12 @@
 #     ratio to the best baseline next to VELTAIR's published gain and to the
 #     ceiling over temporal (coloc-sim --capacity's bound with the socket:
 #     each layer at its cheapest count and occupancy under the interference
-#     model, a tenant's queries at most as many at once as it has lanes,
-#     against one at a time at the fastest; no waiting), that ceiling
+#     model, each tenant's queries timed with hindsight against the waits
+#     they make on its lanes, against one at a time at the fastest), that ceiling
 #     over the best baseline (the most coloc / best baseline one core count
 #     a model allows; per-layer counts can pass it), and coloc / temporal
-#     as a share of the ceiling, and coloc over the ceiling's own QPS (no
-#     queue: the share credits coloc with temporal's waiting);
+#     as a share of the ceiling, and coloc over the ceiling's own QPS (the
+#     share credits coloc with temporal's waiting);
 #   - the ablations (64 cores): coloc with one mechanism switched off at a
 #     time, as a ratio to coloc;
 #   - the same (64 cores) with LANES lanes a tenant (coloc-sim --lanes:
@@ -55,7 +55,7 @@ CORES=${CORES:-64 128 256}
 BASELINES="os static temporal model-wise layer-wise"
 MAIN_POLICIES=$(tr ' ' , <<<"$BASELINES coloc")
 ABLATIONS="coloc-noversions coloc-noblocks coloc-fixedthres coloc-noprediction coloc-fcfs coloc-nocap coloc-noknee
-	coloc-timeshares"
+	coloc-shared coloc-timeshares"
 # VELTAIR's QPS-under-QoS gain over its best baseline, as the paper (ASPLOS'22) reports it
 declare -A PUBLISHED=([light]=1.71 [medium]=1.62 [heavy]=1.44 [mix]=1.68)
 
