@@ -3,8 +3,8 @@
  * A coloc block's extent and cores: where q's next block ends (the next
  * pivot, its budget from the queue's headroom), how far it may grow on
  * spare cores (up to avg_C + thres, no further than its knee, or every free
- * core that pays in coloc-wide), and model-wise's whole rest as a
- * candidate. coloc.c's serve() puts them together;
+ * core that pays in coloc-wide and for a tenant that may run alone), and
+ * model-wise's whole rest as a candidate. coloc.c's serve() puts them together;
  * docs/design/coloc-policy.md says why each rule is there.
  */
 #include <math.h>
@@ -214,7 +214,11 @@ static bool spare_pays(const struct coloc_state *st, struct coloc_tenant *ct, in
  * executor runs one block at a time, then needs its model on every core):
  * past the knee each core buys less time than the average
  * one, and the cores it holds are the ones a query arriving behind it waits
- * for (docs/design/coloc-policy.md, "Spare cores up to the knee").
+ * for (docs/design/coloc-policy.md, "Spare cores up to the knee"). A
+ * tenant that may run alone (coloc_alone_tenant(): its query costs the
+ * socket no less alone than beside others) takes every free core that pays
+ * as in coloc-wide, also in the rounds it does not run alone
+ * (docs/design/coloc-policy.md, "Alone on the socket").
  */
 static int spare_limit(const struct coloc_state *st, const struct policy_input *in,
 		       const struct round *r, struct coloc_tenant *ct, const struct policy_query *q,
@@ -226,7 +230,7 @@ static int spare_limit(const struct coloc_state *st, const struct policy_input *
 	int knee;
 	uint64_t rest;
 
-	if (st->flags.spare_efficient) {
+	if (st->flags.spare_efficient || ct->alone_ns > 0) {
 		int wide = policy_costs_core_index(m, r->nr_free);
 
 		if (wide > ci && spare_pays(st, ct, first, last, ci, wide, pos))

@@ -116,8 +116,8 @@ TEST_F(pol, coloc_decide__no_query_starts_while_a_tenant_that_runs_alone_waits_o
 
 /*
  * Both served beside flat's running block: without a socket-wide slowdown
- * known, and where scales' 1 ms alone would not fit its block cap (half of
-XX
+ * known, and where scales' 1 ms alone is past COLOC_ALONE_SLACK of flat's
+ * slack (QoS 1.6 ms less its 0.9 alone: 2/3 x 0.7 = 0.47 ms).
  */
 TEST_F(pol, coloc_decide__without_a_socket_slowdown_or_beside_a_tight_tenant_every_tenant_shares)
 {
@@ -132,6 +132,57 @@ TEST_F(pol, coloc_decide__without_a_socket_slowdown_or_beside_a_tight_tenant_eve
 		ASSERT_EQ(2, self->out.nr_decisions);
 		ASSERT_NE(self->decisions[0].tenant, self->decisions[1].tenant);
 		ASSERT_GE(7, self->decisions[0].nr_cores + self->decisions[1].nr_cores);
+	}
+}
+
+/* The cores of tenant t's decision this round, 0 when it has none */
+static int cores_of(FIXTURE_DATA(pol) * self, int t)
+{
+	for (int i = 0; i < self->out.nr_decisions; i++)
+		if (self->decisions[i].tenant == t)
+			return self->decisions[i].nr_cores;
+	return 0;
+}
+
+static const int counts_1_2_6[] = { 1, 2, 6 };
+static const uint64_t scales6_ns[2 * 3] = { 3000000, 1500000, 500000, 3000000, 1500000, 500000 };
+static const struct policy_costs scales6 = {
+	.nr_layers = 2,
+	.nr_versions = 1,
+	.nr_core_counts = 3,
+	.nr_levels = 1,
+	.core_counts = counts_1_2_6,
+	.layer_ops = ops_half,
+	.latency_ns = scales6_ns,
+};
+
+/*
+ * "scales6" (6000 us on 1 core, 3000 on 2, 1000 on 6: 1200 us of the
+ * socket beside others at every count, 1000 alone) beside a tight tenant
+ * (flat at QoS 1.6 ms: it does not run alone) still gains nothing by
+ * sharing the socket, so its block takes the free cores where it keeps its
+ * per-core speed (coloc-wide's rule): the 6 left beside flat's running
+ * block and its new query. coloc-shared, which has no tenant that runs
+ * alone, keeps it within its share of the cores (coloc before this rule: 2).
+ */
+TEST_F(pol, coloc_decide__a_tenant_no_cheaper_beside_others_takes_the_free_cores_that_pay)
+{
+	for (int i = 0; i < 2; i++) {
+		self->in.nr_queries = self->in.nr_running = 0;
+		self->out.nr_decisions = self->out.nr_versions = self->out.nr_drops = 0;
+		self->free = self->cfg.online;
+		two_tenants(self, 1.6, 10500000);
+		self->tenants[0].costs = &scales6;
+		self->tenants[1].qos_ns = 1600000;
+		run_block(self, 3, 1, 0, 1);
+		ASSERT_EQ(0, run_round(self, i ? "coloc-shared" : "coloc"));
+		TH_LOG("%s: scales on %d cores, flat on %d", i ? "coloc-shared" : "coloc",
+		       cores_of(self, 0), cores_of(self, 1));
+		if (!i) {
+			ASSERT_EQ(6, cores_of(self, 0));
+		} else {
+			ASSERT_GT(6, cores_of(self, 0));
+		}
 	}
 }
 
