@@ -386,7 +386,8 @@ int serving_submit_take(struct serving *s, const char *tenant, void **input, siz
  * on 0 (*input_fd set to -1), its bytes read straight into the query's
  * slot when it gets one; on an error still the caller's. A query holds its
  * memfd until then, the client's pages unchanged (protocol.h); past
- * SV_MAX_INPUT_FDS held in all, the bytes are read at once instead and the
+ * SV_MAX_INPUT_FDS held in all, or SV_MAX_INPUT_FDS_PER_UID by the
+ * tenant's owner's tenants, the bytes are read at once instead and the
  * descriptor left to the caller.
  */
 int serving_submit_fd(struct serving *s, const char *tenant, int *input_fd, size_t offset,

@@ -20,8 +20,13 @@
 
 #define SV_MAX_TENANTS POLICY_MAX_TENANTS
 #define SV_MAX_ROUNDS 16 /* decide calls per round before leaving the rest to the next event */
-/* memfds held by queued queries at most; past it a memfd is read at once */
+/*
+ * memfds held by queued queries at most, in all and by one uid's tenants
+ * (so that one uid cannot take them all: docs/design/infer-memfd.md,
+ * "Bounds"); past either, a memfd is read at once
+ */
 #define SV_MAX_INPUT_FDS 256
+#define SV_MAX_INPUT_FDS_PER_UID (SV_MAX_INPUT_FDS / 4)
 #define SV_STOP_MS 100 /* an idle executor answers EXIT in microseconds; then SIGKILL */
 #define SV_REAP_POLL_MS 100 /* how often a retired executor whose pidfd is not watched is looked at */
 
@@ -136,6 +141,7 @@ struct sv_tenant {
 	struct sv_query *head, *tail; /* queued and in flight, by arrival */
 	int nr_queries;
 	size_t inputs_held; /* bytes of its queries' inputs copied into colocd, not yet in a slot */
+	int input_fds; /* its queries' memfds held (serving.nr_input_fds) */
 	uint64_t submit_bytes; /* its sealed files' sizes (max_submit_bytes_per_uid) */
 	struct serving_stats stats;
 	struct policy_level_tenant level; /* its blocks' norm and noise (level_estimate.h) */

@@ -114,6 +114,7 @@ void sv_query_drop_input(struct serving *s, struct sv_tenant *t, struct sv_query
 		fd_closer_close(q->input_fd, t->owner);
 		q->input_fd = -1;
 		s->nr_input_fds--;
+		t->input_fds--;
 	}
 }
 
@@ -123,6 +124,19 @@ static int owner_queued(const struct serving *s, uid_t owner)
 
 	sv_owner_usage(s, owner, &tenants, &executors, &queued);
 	return queued;
+}
+
+/* Whether a query of t may hold its memfd: room in all, and in its owner's share. */
+static bool may_hold_input_fd(const struct serving *s, const struct sv_tenant *t)
+{
+	int held = 0;
+
+	if (s->nr_input_fds >= SV_MAX_INPUT_FDS)
+		return false;
+	for (int i = 0; i < SV_MAX_TENANTS; i++)
+		if (s->tenants[i].used && s->tenants[i].owner == t->owner)
+			held += s->tenants[i].input_fds;
+	return held < SV_MAX_INPUT_FDS_PER_UID;
 }
 
 /* Bytes of queued inputs colocd holds for owner's tenants. */
@@ -245,6 +259,7 @@ static int submit_query(struct serving *s, const char *tenant, void **input, int
 		q->input_frozen = input_memfd_frozen(q->input_fd, offset, len);
 		*input_fd = -1;
 		s->nr_input_fds++;
+		t->input_fds++;
 	}
 	q->id = ++s->next_query_id;
 	q->arrival_ns = q->mark_ns = now;
@@ -281,11 +296,11 @@ int serving_submit_fd(struct serving *s, const char *tenant, int *input_fd, size
 	int ret;
 
 	/* held, or refused at once: nothing read for a query that is not taken */
-	if (s->nr_input_fds < SV_MAX_INPUT_FDS || !t || !t->described || len != t->in_bytes ||
-	    t->nr_queries >= s->max_queue || s->nr_live >= s->max_queue_total)
+	if (!t || !t->described || len != t->in_bytes || t->nr_queries >= s->max_queue ||
+	    s->nr_live >= s->max_queue_total || may_hold_input_fd(s, t))
 		return submit_query(s, tenant, NULL, input_fd, offset, len, done, ctx, query_id,
 				    err);
-	/* too many held: this one's bytes are read now, its descriptor left to the caller */
+	/* too many held in all or by its owner: read now, the descriptor left to the caller */
 	copy = malloc(len ? len : 1);
 	if (!copy)
 		return coloc_err_set(err, -ENOMEM, "out of memory queueing a query of %s", tenant);
