@@ -3,9 +3,9 @@
  * The tenants' cgroups (cgroup.h): which layout is live, this colocd's
  * folder in each hierarchy, a folder per tenant with its cpuset and memory
  * limit, and the cpuset writes as the tenant's cores change. Paths are
- * built from colocd's own configuration and tenant names, which serving
- * has checked to be [A-Za-z0-9_.-] (the "tenant-" prefix keeps "." and
- * ".." from naming a folder).
+ * built from colocd's own configuration and tenant keys, which serving
+ * has checked to be [A-Za-z0-9_.-] after an owner's "UID:" (tenants_key.h;
+ * the "tenant-" prefix keeps "." and ".." from naming a folder).
  */
 #define _GNU_SOURCE
 #include <dirent.h>

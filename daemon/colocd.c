@@ -620,6 +620,8 @@ static void load_state(struct colocd *d)
 	n = colocd_state_read(config.state_path, specs, &err);
 	if (n < 0)
 		fprintf(stderr, "colocd: %s; starting with no tenants\n", coloc_err_str(&err));
+	else if (colocd_state_rekey(config.state_path, specs, n, &err))
+		fprintf(stderr, "colocd: %s\n", coloc_err_str(&err));
 	for (int i = 0; i < n; i++) {
 		struct colocd_files files;
 		int ret;

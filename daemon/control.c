@@ -127,21 +127,40 @@ struct control_cmd {
 	/* instead, for commands that may answer later or read a payload */
 	char *(*handle_conn)(struct colocd *d, struct json_object *req, uid_t uid,
 			     struct server_req *sreq);
+	enum control_names names; /* what its "name" means, made a key before it runs */
 };
 
 static const struct control_cmd control_cmds[] = {
-	{ "ping", control_cmd_ping, NULL },
-	{ "signals", control_cmd_signals, NULL },
-	{ "tenants", control_cmd_tenants, NULL },
-	{ "tenant-add", control_tenant_add, NULL },
-	{ "tenant-remove", control_cmd_tenant_remove, NULL },
-	{ "submit", NULL, control_cmd_submit },
-	{ "list", control_cmd_list, NULL },
-	{ "status", control_cmd_status, NULL },
-	{ "restart", control_cmd_restart, NULL },
-	{ "remove", NULL, control_cmd_remove },
-	{ "infer", NULL, control_cmd_infer },
+	{ "ping", control_cmd_ping, NULL, CONTROL_NAMES_NONE },
+	{ "signals", control_cmd_signals, NULL, CONTROL_NAMES_NONE },
+	{ "tenants", control_cmd_tenants, NULL, CONTROL_NAMES_NONE },
+	{ "tenant-add", control_tenant_add, NULL, CONTROL_NAMES_ATTRIBUTED_OR_NEW },
+	{ "tenant-remove", control_cmd_tenant_remove, NULL, CONTROL_NAMES_ATTRIBUTED },
+	{ "submit", NULL, control_cmd_submit, CONTROL_NAMES_SERVING_NEW },
+	{ "list", control_cmd_list, NULL, CONTROL_NAMES_NONE },
+	{ "status", control_cmd_status, NULL, CONTROL_NAMES_SERVING },
+	{ "restart", control_cmd_restart, NULL, CONTROL_NAMES_SERVING },
+	{ "remove", NULL, control_cmd_remove, CONTROL_NAMES_SERVING },
+	{ "infer", NULL, control_cmd_infer, CONTROL_NAMES_SERVING },
 };
+
+static char *control_infer_error(uint64_t tag, const char *status, const char *why);
+
+/* The command's tenant name made a key; NULL, or the refusal (infer's with its tag). */
+static char *control_name_key(struct colocd *d, const struct control_cmd *c,
+			      struct json_object *req, uid_t uid)
+{
+	bool infer = c->handle_conn == control_cmd_infer;
+	struct coloc_err err = { 0 };
+	uint64_t tag = 0;
+
+	if (!control_resolve_name(d, req, infer ? "tenant" : "name", c->names, uid, &err))
+		return NULL;
+	if (!infer)
+		return control_error("%s", coloc_err_str(&err));
+	control_uint(req, "tag", &tag);
+	return control_infer_error(tag, "rejected", coloc_err_str(&err));
+}
 
 #define CONTROL_CMD_LIST                                                                   \
 	"one of ping, signals, tenants, tenant-add, tenant-remove, submit, list, status, " \
@@ -178,6 +197,9 @@ char *control_handle(struct colocd *d, struct server_req *sreq, uid_t uid, const
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(control_cmds) && !resp; i++)
 		if (!strcmp(cmd, control_cmds[i].name)) {
+			resp = control_name_key(d, &control_cmds[i], req, uid);
+			if (resp)
+				break;
 			if (control_cmds[i].handle_conn)
 				resp = control_cmds[i].handle_conn(d, req, uid, sreq);
 			else
@@ -347,16 +369,19 @@ static char *control_infer_memfd(struct colocd *d, struct server_req *sreq,
 char *control_payload_check(void *ctx, const struct server_req *sreq, size_t bytes)
 {
 	struct colocd *d = ctx;
-	const char *tenant = control_str(sreq->request, "tenant");
+	const char *tenant;
 	struct coloc_err err = { 0 };
 	uint64_t tag = 0;
 	int ret;
 
 	/* the server frames only lines with a string tenant and a whole tag */
 	control_uint(sreq->request, "tag", &tag);
-	if (d->draining)
+	ret = control_resolve_name(d, sreq->request, "tenant", CONTROL_NAMES_SERVING, sreq->uid,
+				   &err);
+	tenant = control_str(sreq->request, "tenant");
+	if (!ret && d->draining)
 		ret = coloc_err_set(&err, -ESHUTDOWN, "colocd is shutting down");
-	else
+	else if (!ret)
 		ret = serving_authorize(d->serving, tenant, sreq->uid, &err);
 	if (!ret) {
 		size_t want = serving_tenant_in_bytes(d->serving, tenant);

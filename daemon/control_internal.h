@@ -33,6 +33,20 @@ void control_add_double(struct json_object *o, const char *key, double v);
 /* A serving tenant as list and status show it to uid (another's without its details). */
 struct json_object *control_serving_tenant_json(struct colocd *d,
 						const struct serving_tenant_info *in, uid_t uid);
+/* Which tenants a command's name means (control_names.c), and whether it makes one. */
+enum control_names {
+	CONTROL_NAMES_NONE,
+	CONTROL_NAMES_SERVING, /* a submitted tenant that is there */
+	CONTROL_NAMES_SERVING_NEW, /* submit: the caller's own, made */
+	CONTROL_NAMES_ATTRIBUTED, /* an attributed tenant that is there */
+	CONTROL_NAMES_ATTRIBUTED_OR_NEW, /* tenant-add: one there, or the caller's own, made */
+};
+/*
+ * req's string member (a tenant's name as uid wrote it) replaced by the key
+ * of the tenant it means (tenants_key.h); 0, or -errno with err saying why.
+ */
+int control_resolve_name(struct colocd *d, struct json_object *req, const char *member,
+			 enum control_names use, uid_t uid, struct coloc_err *err);
 /*
  * The commands answered at once (control_tenants.c, control_serving.c):
  * req parsed, uid the caller's, now_ns the loop's clock.

@@ -20,6 +20,7 @@
 #include "control.h"
 #include "control_internal.h"
 #include "policy.h"
+#include "tenants_key.h"
 #include "util.h"
 
 static double control_ms(uint64_t ns)
@@ -57,7 +58,7 @@ static struct json_object *control_serving_public_json(const struct serving_tena
 {
 	struct json_object *o = json_object_new_object();
 
-	json_object_object_add(o, "name", json_object_new_string(in->name));
+	json_object_object_add(o, "name", json_object_new_string(tenants_key_name(in->name)));
 	json_object_object_add(o, "state", json_object_new_string(serving_state_name(in->state)));
 	json_object_object_add(o, "owner", json_object_new_int64(in->owner));
 	return o;
@@ -174,8 +175,11 @@ static struct json_object *control_cores_json(struct colocd *d, uid_t uid)
 		} else if (cores[i].busy) {
 			struct json_object *v = json_object_new_array();
 
-			json_object_object_add(o, "tenant",
-					       json_object_new_string(cores[i].tenant));
+			json_object_object_add(
+				o, "tenant",
+				json_object_new_string(tenants_key_name(cores[i].tenant)));
+			json_object_object_add(
+				o, "owner", json_object_new_int64(tenants_key_owner(cores[i].tenant)));
 			/* whose a core is, is public; which query and layers run there is not */
 			if (serving_authorize(d->serving, cores[i].tenant, uid, NULL)) {
 				json_object_put(v);
@@ -222,7 +226,7 @@ char *control_cmd_status(struct colocd *d, struct json_object *req, uid_t uid, _
 	}
 	if (only && !found) {
 		json_object_put(arr);
-		return control_error("no tenant named '%.64s'", only);
+		return control_error("no tenant named '%.80s'", only);
 	}
 	resp = control_ok();
 	json_object_object_add(resp, "tenants", arr);

@@ -17,6 +17,7 @@
 #include <json-c/json.h>
 #include "control.h"
 #include "control_internal.h"
+#include "tenants_key.h"
 #include "util.h"
 #include "version.h"
 
@@ -67,7 +68,7 @@ static struct json_object *control_tenant_json(struct colocd *d, struct tenant *
 	struct view_signals s;
 	__u32 live = sensor_live_mask(d->sensor);
 
-	json_object_object_add(o, "name", json_object_new_string(t->name));
+	json_object_object_add(o, "name", json_object_new_string(tenants_key_name(t->name)));
 	json_object_object_add(o, "owner", json_object_new_int64(t->owner));
 	/* another user's: its processes, cgroup and numbers are its own business */
 	if (!tenants_visible(t, uid))

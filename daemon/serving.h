@@ -248,7 +248,7 @@ struct serving_external {
 };
 
 struct serving_tenant_spec {
-	const char *name; /* 1..SERVING_NAME_LEN-1 of [A-Za-z0-9_.-] */
+	const char *name; /* a tenant key (tenants_key.h): [UID:]NAME, NAME of [A-Za-z0-9_.-] */
 	/*
 	 * The model as the client handed it over: a memfd sealed by
 	 * submit_file_seal() (the module refuses any other), and its name as
@@ -364,6 +364,12 @@ int serving_restart(struct serving *s, const char *name, struct coloc_err *err);
  * same turn of the event loop.
  */
 int serving_authorize(const struct serving *s, const char *name, uid_t uid, struct coloc_err *err);
+/*
+ * How many tenants are called name by their owners (the name part of their
+ * keys, tenants_key.h), the owners of the first max in owners: one pass
+ * over the table, for root's bare names (daemon/control_names.c).
+ */
+int serving_tenants_named(const struct serving *s, const char *name, uid_t *owners, int max);
 
 /*
  * Queues one query: len must be the model's input size (shm.h's layout).

@@ -29,6 +29,7 @@
 #include "sandbox.h"
 #include "serving_internal.h"
 #include "submit_files.h"
+#include "tenants_key.h"
 #include "mono_clock.h"
 
 /* The executors spec asks for: 0 (unsaid) is one. */
@@ -37,11 +38,13 @@ static int spec_executors(const struct serving_tenant_spec *spec)
 	return spec->executors > 0 ? spec->executors : 1;
 }
 
-static bool name_valid(const char *name)
+/* A tenant key (tenants_key.h) whose name part is 1.. of [A-Za-z0-9_.-], not "." or "..". */
+static bool name_valid(const char *key)
 {
+	const char *name = tenants_key_name(key);
 	size_t n = strlen(name);
 
-	if (!n || n >= SERVING_NAME_LEN || !strcmp(name, ".") || !strcmp(name, ".."))
+	if (!n || strlen(key) >= SERVING_NAME_LEN || !strcmp(name, ".") || !strcmp(name, ".."))
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		char c = name[i];
@@ -317,6 +320,22 @@ int serving_authorize(const struct serving *s, const char *name, uid_t uid, stru
 	if (uid && t->owner != uid)
 		return coloc_err_set(err, -EPERM, "tenant %s belongs to another user", name);
 	return 0;
+}
+
+int serving_tenants_named(const struct serving *s, const char *name, uid_t *owners, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < SV_MAX_TENANTS; i++) {
+		const struct sv_tenant *t = &s->tenants[i];
+
+		if (!t->used || strcmp(tenants_key_name(t->name), name))
+			continue;
+		if (n < max)
+			owners[n] = tenants_key_owner(t->name);
+		n++;
+	}
+	return n;
 }
 
 /* A free place among the tenants, or NULL. */

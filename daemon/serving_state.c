@@ -34,6 +34,7 @@
 #include "serving_state.h"
 #include "state_writer.h"
 #include "submit_files.h"
+#include "tenants_key.h"
 
 /* STATE.files/, opened (made when missing) as a directory of root's; fd or -errno. */
 static int state_dir_open(const char *state_path, bool create)
@@ -476,6 +477,60 @@ static int state_entry(const char *path, size_t i, struct json_object *o, struct
 	spec->executors = e ? (int)json_object_get_int64(e) : 0;
 	spec->owner = u ? (uid_t)json_object_get_int64(u) : 0;
 	return 0;
+}
+
+/*
+ * A member's tenant kept by a colocd from before each owner's names were
+ * its own (docs/design/tenant-names.md) is under its bare name: spec takes
+ * its key and its copies are renamed to it. A rename already done (a
+ * crash before the file was rewritten) finds nothing to rename. 1 when
+ * rekeyed, 0 when not needed, -errno with err.
+ */
+static int state_rekey_one(int dirfd, struct colocd_spec *spec, struct coloc_err *err)
+{
+	char key[SERVING_NAME_LEN], from[SERVING_NAME_LEN + 32], to[SERVING_NAME_LEN + 32];
+	const char *name;
+	uid_t named;
+
+	if (!spec->owner || tenants_key_split(spec->name, &named, &name))
+		return 0;
+	if (tenants_key(key, spec->owner, spec->name))
+		return coloc_err_set(err, -ENAMETOOLONG,
+				     "uid %u's tenant %s: its name and uid are too long for a "
+				     "key (%d characters at most); left under its bare name, "
+				     "root's to remove",
+				     (unsigned int)spec->owner, spec->name, SERVING_NAME_LEN - 1);
+	for (int k = 0; k < 2 + spec->nr_external; k++) {
+		state_file_name(from, sizeof(from), spec->name, k);
+		state_file_name(to, sizeof(to), key, k);
+		if (renameat(dirfd, from, dirfd, to) && errno != ENOENT)
+			return coloc_err_set(err, -errno, "renaming colocd's copy %s to %s: %s",
+					     from, to, strerror(errno));
+	}
+	snprintf(spec->name, sizeof(spec->name), "%s", key);
+	return 1;
+}
+
+int colocd_state_rekey(const char *path, struct colocd_spec *specs, int nr, struct coloc_err *err)
+{
+	int dirfd = state_dir_open(path, false), rekeyed = 0, failed = 0;
+
+	for (int i = 0; i < nr && dirfd >= 0; i++) {
+		int ret = state_rekey_one(dirfd, &specs[i], err);
+
+		rekeyed |= ret > 0;
+		failed = failed ?: (ret < 0 ? ret : 0);
+	}
+	if (dirfd >= 0)
+		close(dirfd);
+	if (rekeyed) {
+		struct coloc_err werr = { 0 };
+		int ret = colocd_state_write_specs(path, specs, nr, &werr);
+
+		if (ret)
+			return coloc_err_set(err, ret, "%s", coloc_err_str(&werr));
+	}
+	return failed;
 }
 
 int colocd_state_read(const char *path, struct colocd_spec *specs, struct coloc_err *err)

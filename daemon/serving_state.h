@@ -88,6 +88,14 @@ void colocd_state_drop_files(const char *path, const char *name, int nr_external
  */
 int colocd_state_read(const char *path, struct colocd_spec *specs, struct coloc_err *err);
 /*
+ * The nr specs read from path, a member's tenant kept under its bare name
+ * by a colocd from before names were per owner given its key
+ * (docs/design/tenant-names.md): its copies in path.files/ renamed, and
+ * path rewritten when any was. 0, or -errno with err (a spec that could not
+ * be rekeyed is left under its bare name, root's to address; the others go on).
+ */
+int colocd_state_rekey(const char *path, struct colocd_spec *specs, int nr, struct coloc_err *err);
+/*
  * The state file's directory by the socket directory's rule: root's, and
  * writable by group or others only where the group is root's or it is
  * sticky. 0, or -EPERM with err saying why; colocd does not start then.

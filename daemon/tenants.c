@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "tenants_internal.h"
+#include "tenants_key.h"
 
 void tenants_init(struct tenant_table *t, struct sensor *sensor, struct view *view,
 		  struct loop *loop)
@@ -358,7 +359,7 @@ int tenants_add(struct tenant_table *t, const struct tenants_add_req *req, struc
 	bool created = false;
 	int ret, owned;
 
-	if (!tenants_valid_name(req->name))
+	if (strlen(req->name) >= COLOC_MAX_NAME || !tenants_valid_name(tenants_key_name(req->name)))
 		return coloc_err_set(err, -EINVAL,
 				     "bad tenant name: use 1-%d characters of A-Z a-z 0-9 _ . -",
 				     COLOC_MAX_NAME - 1);

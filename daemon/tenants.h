@@ -43,7 +43,7 @@ struct tenant_proc {
 struct tenant {
 	bool used;
 	__u32 id;
-	char name[COLOC_MAX_NAME];
+	char name[COLOC_MAX_NAME]; /* its key: owner and name (tenants_key.h) */
 	uid_t owner; /* who created it; only it and root may change or read it in full */
 	int nr_procs;
 	struct tenant_proc *procs[TENANT_MAX_PIDS];
@@ -65,7 +65,7 @@ struct tenant_table {
 
 /* What a tenant-add asks for: pids, a cgroup v2 directory, or both. */
 struct tenants_add_req {
-	const char *name;
+	const char *name; /* the tenant's key (tenants_key.h) */
 	const __s64 *pids; /* as the client sent them; checked here */
 	size_t nr_pids;
 	const char *cgroup; /* NULL: none */
@@ -81,8 +81,10 @@ void tenants_init(struct tenant_table *t, struct sensor *sensor, struct view *vi
 /* Closes every pidfd and leaves the BPF maps to the sensor's own teardown. */
 void tenants_fini(struct tenant_table *t);
 
+/* Whether name is 1..COLOC_MAX_NAME-1 of [A-Za-z0-9_.-] (a key's name part: tenants_key.h). */
 bool tenants_valid_name(const char *name);
-struct tenant *tenants_find(struct tenant_table *t, const char *name);
+/* The tenant of key (tenants_key.h), or NULL. */
+struct tenant *tenants_find(struct tenant_table *t, const char *key);
 /* The tenant holding pid, or NULL. */
 struct tenant *tenants_owner_of_pid(struct tenant_table *t, __u32 pid);
 

@@ -107,7 +107,8 @@ TEST_F_TIMEOUT(colocd, payload__refused_on_its_line_holds_no_room, 120)
 		got += (size_t)n;
 	out[got] = '\0';
 	TH_LOG("%s", out);
-	EXPECT_NE(NULL, strstr(out, "no tenant no-such-tenant"));
+	/* the member's name is its own tenant's, keyed by its uid */
+	EXPECT_NE(NULL, strstr(out, "no tenant 64990:no-such-tenant"));
 	EXPECT_NE(NULL, strstr(out, "\"tag\":0"));
 	EXPECT_NE(NULL, strstr(out, "ping: 1"));
 	ASSERT_EQ(pid, waitpid(pid, &st, 0));

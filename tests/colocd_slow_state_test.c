@@ -8,7 +8,9 @@
  * resident memory and the bytes of the memfds it holds stay where they
  * were after the first round, and root's `colocctl ping` is answered
  * after every step. At the end the disk answers and the file holds no
- * removed tenant.
+ * removed tenant. And a member's tenant kept under its bare name by a
+ * colocd from before each owner's names were its own comes back as the
+ * member's, kept under its key from then on.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -165,7 +167,7 @@ FIXTURE_SETUP(slow)
 	/* the disk that does not answer: the first copy of big's model waits on a FIFO */
 	snprintf(src, sizeof(src), "%s.files", self->state);
 	ASSERT_EQ(0, mkdir(src, 0700));
-	snprintf(self->fifo, sizeof(self->fifo), "%s.files/big.model.tmp", self->state);
+	snprintf(self->fifo, sizeof(self->fifo), "%s.files/%d:big.model.tmp", self->state, MEMBER);
 	ASSERT_EQ(0, mkfifo(self->fifo, 0600));
 	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
 	ASSERT_LT(0, self->colocd) TH_LOG("colocd did not start");
@@ -264,9 +266,82 @@ TEST_F_TIMEOUT(slow, submit_remove__a_stalled_state_disk_holds_nothing_more_per_
 	text = tu_read_file(self->state, &len);
 	ASSERT_NE(NULL, text);
 	EXPECT_NE(NULL, strstr(text, "\"tenants\"")) TH_LOG("%s", text);
-	EXPECT_EQ(NULL, strstr(text, "\"big\""))
+	EXPECT_EQ(NULL, strstr(text, "big\""))
 	TH_LOG("a removed tenant is in the file: %s", text);
 	free(text);
+}
+
+/* Whether the state file holds what, within 60 s (its writer is a thread of its own). */
+static bool state_has(FIXTURE_DATA(slow) * self, const char *what)
+{
+	for (int i = 0; i < 600; i++) {
+		size_t len;
+		char *text = tu_read_file(self->state, &len);
+		bool has = text && strstr(text, what);
+
+		free(text);
+		if (has)
+			return true;
+		usleep(100000);
+	}
+	return false;
+}
+
+/*
+ * A member's tenant kept by a colocd from before each owner's names were
+ * its own (under its bare name: "mine", mine.model) comes back as the
+ * member's "mine", recorded under its key (64992:mine) from then on, the
+ * old copies gone. Without the rekey the member would not reach it.
+ */
+TEST_F_TIMEOUT(slow, names__a_members_tenant_kept_under_its_bare_name_comes_back_its_own, 900)
+{
+	const char *extra[] = { "--cache-dir", cache_dir, "--state", self->state, NULL };
+	const char *kinds[] = { "model", "weights" };
+	char args[3 * PATH_MAX], out[8192], from[PATH_MAX], to[PATH_MAX], *text, *at;
+	size_t len;
+	FILE *f;
+
+	snprintf(args, sizeof(args), "submit mine '%s' --weights '%s' --qos-ms 60000",
+		 self->model, self->weights);
+	ASSERT_EQ(0, colocctl_as(self, MEMBER, args, out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_TRUE(state_has(self, "\"64992:mine\""));
+	ASSERT_EQ(0, tu_stop_colocd(self->colocd));
+	self->colocd = 0;
+	/* as the colocd before keys wrote it */
+	for (int k = 0; k < 2; k++) {
+		snprintf(from, sizeof(from), "%s.files/%d:mine.%s", self->state, MEMBER, kinds[k]);
+		snprintf(to, sizeof(to), "%s.files/mine.%s", self->state, kinds[k]);
+		ASSERT_EQ(0, rename(from, to)) TH_LOG("%s", from);
+	}
+	text = tu_read_file(self->state, &len);
+	ASSERT_NE(NULL, text);
+	at = strstr(text, "\"64992:mine\"");
+	ASSERT_NE(NULL, at);
+	f = fopen(self->state, "w");
+	ASSERT_NE(NULL, f);
+	fprintf(f, "%.*s\"mine\"%s", (int)(at - text), text, at + strlen("\"64992:mine\""));
+	ASSERT_EQ(0, fclose(f));
+	free(text);
+	self->colocd = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
+	ASSERT_LT(0, self->colocd);
+	for (int i = 0; i < STEP_S && !(colocctl_as(self, MEMBER, "status mine", out, sizeof(out)) == 0 &&
+					 strstr(out, "ready"));
+	     i++)
+		sleep(1);
+	EXPECT_EQ(0, colocctl_as(self, MEMBER, "status mine", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "ready")) TH_LOG("%s", out);
+	EXPECT_TRUE(state_has(self, "\"64992:mine\""));
+	text = tu_read_file(self->state, &len);
+	EXPECT_EQ(NULL, text ? strstr(text, "\"mine\"") : NULL) TH_LOG("%s", text);
+	free(text);
+	for (int k = 0; k < 2; k++) {
+		snprintf(to, sizeof(to), "%s.files/mine.%s", self->state, kinds[k]);
+		for (int i = 0; i < 600 && !access(to, F_OK); i++)
+			usleep(100000);
+		EXPECT_NE(0, access(to, F_OK)) TH_LOG("%s is still there", to);
+		snprintf(from, sizeof(from), "%s.files/%d:mine.%s", self->state, MEMBER, kinds[k]);
+		EXPECT_EQ(0, access(from, F_OK)) TH_LOG("%s is not there", from);
+	}
 }
 
 TEST_HARNESS_MAIN

@@ -265,12 +265,88 @@ TEST_F(owners, control_tenant_remove__refused_for_another_user)
 	self->kids[0] = owners_sleeper_as(0, 0);
 	ASSERT_LT(0, self->kids[0]);
 	ASSERT_EQ(0, add(self, "rootsvc", 0, self->kids[0], NULL, &err));
+	/* a member's name is its own tenant: root's is out of its reach, not refused by owner */
 	o = handle_as(self, MEMBER, "{\"cmd\":\"tenant-remove\",\"name\":\"rootsvc\"}");
 	EXPECT_FALSE(owners_is_ok(o));
-	EXPECT_STREQ("tenant 'rootsvc' belongs to another user", owners_error_of(o));
+	EXPECT_STREQ("no tenant named '64990:rootsvc'", owners_error_of(o));
+	json_object_put(o);
+	o = handle_as(self, MEMBER, "{\"cmd\":\"tenant-remove\",\"name\":\"0:rootsvc\"}");
+	EXPECT_FALSE(owners_is_ok(o));
+	EXPECT_NE(NULL, strstr(owners_error_of(o), "a member names its own tenants only"))
+	TH_LOG("%s", owners_error_of(o));
 	json_object_put(o);
 	EXPECT_NE(NULL, tenants_find(&self->d.tenants, "rootsvc"));
 	o = handle_as(self, 0, "{\"cmd\":\"tenant-remove\",\"name\":\"rootsvc\"}");
+	EXPECT_TRUE(owners_is_ok(o)) TH_LOG("%s", owners_error_of(o));
+	json_object_put(o);
+}
+
+/*
+ * Each uid's names are its own (docs/design/tenant-names.md): two members
+ * attribute a tenant "t" each, keyed apart; root's bare "t" is then an
+ * error naming both owners, "UID:t" reaches either, and once one is left
+ * the bare name is it. Root makes no tenant in a member's names, and a
+ * member's name leaves room for its "UID:" in the key. Main: the second
+ * member's add was refused ("belongs to another user").
+ */
+TEST_F(owners, control_names__two_members_one_name_each_root_says_which)
+{
+	char line[256], longname[64];
+	struct json_object *o;
+	struct tenant *t;
+
+	self->kids[0] = owners_sleeper_as(MEMBER, MEMBER);
+	self->kids[1] = owners_sleeper_as(MEMBER2, MEMBER2);
+	ASSERT_LT(0, self->kids[0]);
+	ASSERT_LT(0, self->kids[1]);
+	for (int i = 0; i < 2; i++) {
+		snprintf(line, sizeof(line), "{\"cmd\":\"tenant-add\",\"name\":\"t\",\"pids\":[%d]}",
+			 self->kids[i]);
+		o = handle_as(self, i ? MEMBER2 : MEMBER, line);
+		EXPECT_TRUE(owners_is_ok(o)) TH_LOG("%s", owners_error_of(o));
+		json_object_put(o);
+	}
+	t = tenants_find(&self->d.tenants, "64990:t");
+	ASSERT_NE(NULL, t);
+	EXPECT_EQ(MEMBER, t->owner);
+	EXPECT_EQ(self->kids[0], (pid_t)t->procs[0]->pid);
+	t = tenants_find(&self->d.tenants, "64991:t");
+	ASSERT_NE(NULL, t);
+	EXPECT_EQ(MEMBER2, t->owner);
+	EXPECT_EQ(NULL, tenants_find(&self->d.tenants, "t"));
+	o = handle_as(self, 0, "{\"cmd\":\"tenant-remove\",\"name\":\"t\"}");
+	EXPECT_STREQ("2 tenants are named 't' (owners 64990, 64991): name one as UID:NAME, e.g. "
+		     "'64990:t'",
+		     owners_error_of(o));
+	json_object_put(o);
+	o = handle_as(self, 0, "{\"cmd\":\"tenant-remove\",\"name\":\"64991:t\"}");
+	EXPECT_TRUE(owners_is_ok(o)) TH_LOG("%s", owners_error_of(o));
+	json_object_put(o);
+	EXPECT_EQ(NULL, tenants_find(&self->d.tenants, "64991:t"));
+	o = handle_as(self, 0, "{\"cmd\":\"tenant-remove\",\"name\":\"t\"}");
+	EXPECT_TRUE(owners_is_ok(o)) TH_LOG("%s", owners_error_of(o));
+	json_object_put(o);
+	EXPECT_EQ(NULL, tenants_find(&self->d.tenants, "64990:t"));
+	snprintf(line, sizeof(line), "{\"cmd\":\"tenant-add\",\"name\":\"64990:u\",\"pids\":[%d]}",
+		 self->kids[0]);
+	o = handle_as(self, 0, line);
+	EXPECT_NE(NULL, strstr(owners_error_of(o), "root makes tenants of its own only"))
+	TH_LOG("%s", owners_error_of(o));
+	json_object_put(o);
+	EXPECT_EQ(NULL, tenants_find(&self->d.tenants, "64990:u"));
+	/* 63 bytes hold "64990:" and 57 characters */
+	memset(longname, 'n', 58);
+	longname[58] = '\0';
+	snprintf(line, sizeof(line), "{\"cmd\":\"tenant-add\",\"name\":\"%s\",\"pids\":[%d]}",
+		 longname, self->kids[0]);
+	o = handle_as(self, MEMBER, line);
+	EXPECT_NE(NULL, strstr(owners_error_of(o), "uid 64990's names are at most 57 characters"))
+	TH_LOG("%s", owners_error_of(o));
+	json_object_put(o);
+	longname[57] = '\0';
+	snprintf(line, sizeof(line), "{\"cmd\":\"tenant-add\",\"name\":\"%s\",\"pids\":[%d]}",
+		 longname, self->kids[0]);
+	o = handle_as(self, MEMBER, line);
 	EXPECT_TRUE(owners_is_ok(o)) TH_LOG("%s", owners_error_of(o));
 	json_object_put(o);
 }

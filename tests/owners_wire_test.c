@@ -10,6 +10,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,21 +155,22 @@ static int submit_as(FIXTURE_DATA(wire) * self, uid_t uid, const char *name)
 	return colocctl_as(self, uid, args);
 }
 
-/* root's status of name (put it), or NULL. */
-static struct json_object *status_of(FIXTURE_DATA(wire) * self, const char *name)
+/* uid's status of name as uid writes it (put it), or NULL. */
+static struct json_object *status_of(FIXTURE_DATA(wire) * self, uid_t uid, const char *name)
 {
+	const char *colon = strchr(name, ':');
 	struct json_object *o =
-		request_as(self, 0, 0, "{\"cmd\":\"status\",\"name\":\"%s\"}\n", name);
-	struct json_object *t = json_object_get(owners_entry(o, name));
+		request_as(self, uid, 0, "{\"cmd\":\"status\",\"name\":\"%s\"}\n", name);
+	struct json_object *t = json_object_get(owners_entry(o, colon ? colon + 1 : name));
 
 	json_object_put(o);
 	return t;
 }
 
-static bool wait_ready(FIXTURE_DATA(wire) * self, const char *name)
+static bool wait_ready(FIXTURE_DATA(wire) * self, uid_t uid, const char *name)
 {
 	for (int waited = 0; waited < READY_MS; waited += 50) {
-		struct json_object *t = status_of(self, name), *st;
+		struct json_object *t = status_of(self, uid, name), *st;
 		bool ready = t && json_object_object_get_ex(t, "state", &st) &&
 			     !strcmp(json_object_get_string(st), "ready");
 
@@ -178,6 +180,24 @@ static bool wait_ready(FIXTURE_DATA(wire) * self, const char *name)
 		usleep(50000);
 	}
 	return false;
+}
+
+static int64_t number_of(struct json_object *t, const char *key)
+{
+	return json_object_get_int64(json_object_object_get(t, key));
+}
+
+/* An infer of in_bytes zeros by uid into name as uid writes it: whether it was answered ok. */
+static bool infer_as(FIXTURE_DATA(wire) * self, uid_t uid, const char *name, size_t in_bytes)
+{
+	struct json_object *o = request_as(
+		self, uid, in_bytes,
+		"{\"cmd\":\"infer\",\"tenant\":\"%s\",\"tag\":1,\"input_bytes\":%zu}\n", name,
+		in_bytes);
+	bool ok = owners_is_ok(o);
+
+	json_object_put(o);
+	return ok;
 }
 
 TEST_F_TIMEOUT(wire, another_users_remove_restart_infer_status_tenant_remove__refused_it_serves_on,
@@ -193,8 +213,8 @@ TEST_F_TIMEOUT(wire, another_users_remove_restart_infer_status_tenant_remove__re
 	};
 
 	ASSERT_EQ(0, submit_as(self, 0, "rootsvc")) TH_LOG("%s", self->out);
-	ASSERT_TRUE(wait_ready(self, "rootsvc"));
-	t = status_of(self, "rootsvc");
+	ASSERT_TRUE(wait_ready(self, 0, "rootsvc"));
+	t = status_of(self, 0, "rootsvc");
 	ASSERT_NE(NULL, t);
 	in_bytes = (size_t)json_object_get_int64(json_object_object_get(t, "input_bytes"));
 	json_object_put(t);
@@ -202,8 +222,9 @@ TEST_F_TIMEOUT(wire, another_users_remove_restart_infer_status_tenant_remove__re
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		o = request_as(self, MEMBER, 0, "%s", refused[i]);
 		EXPECT_FALSE(owners_is_ok(o)) TH_LOG("%s -> %s", refused[i], self->out);
-		EXPECT_NE(NULL, strstr(owners_error_of(o), "rootsvc")) TH_LOG("%s", self->out);
-		EXPECT_NE(NULL, strstr(owners_error_of(o), "belongs to another user"))
+		/* the member's rootsvc is its own, and it has none */
+		EXPECT_NE(NULL, strstr(owners_error_of(o), "64990:rootsvc")) TH_LOG("%s", self->out);
+		EXPECT_NE(NULL, strstr(owners_error_of(o), "no tenant"))
 		TH_LOG("%s -> %s", refused[i], self->out);
 		json_object_put(o);
 	}
@@ -212,10 +233,10 @@ TEST_F_TIMEOUT(wire, another_users_remove_restart_infer_status_tenant_remove__re
 		       in_bytes);
 	EXPECT_FALSE(owners_is_ok(o)) TH_LOG("%s", self->out);
 	EXPECT_STREQ("rejected", json_object_get_string(json_object_object_get(o, "status")));
-	EXPECT_STREQ("tenant rootsvc belongs to another user", owners_error_of(o));
+	EXPECT_STREQ("no tenant 64990:rootsvc", owners_error_of(o));
 	json_object_put(o);
 	/* none of it reached the tenant: ready, nothing offered or rejected, and it serves */
-	t = status_of(self, "rootsvc");
+	t = status_of(self, 0, "rootsvc");
 	ASSERT_NE(NULL, t);
 	EXPECT_STREQ("ready", json_object_get_string(json_object_object_get(t, "state")));
 	EXPECT_EQ(0, json_object_get_int64(json_object_object_get(t, "offered")));
@@ -317,6 +338,106 @@ TEST_F_TIMEOUT(wire, submit_quota__members_second_tenant_refused_root_unaffected
 
 		EXPECT_EQ(0, colocctl_as(self, MEMBER, rm)) TH_LOG("%s", self->out);
 	}
+}
+
+/*
+ * A member's names are its own (review s22 MEDIUM 1): two members each
+ * have a tenant "mobilenet" and each one's queries go to its own; root's
+ * bare name, with two owners, is an error naming them, and UID:NAME
+ * reaches either. Main refused the second submit ("exists").
+ */
+TEST_F_TIMEOUT(wire, names__two_members_one_name_each_serve_their_own_root_says_which, 600)
+{
+	const char *rm[] = { "remove", "64991:mobilenet", NULL };
+	struct json_object *t, *o;
+	size_t in_bytes;
+
+	ASSERT_EQ(0, submit_as(self, MEMBER, "mobilenet")) TH_LOG("%s", self->out);
+	ASSERT_EQ(0, submit_as(self, MEMBER2, "mobilenet")) TH_LOG("%s", self->out);
+	ASSERT_TRUE(wait_ready(self, MEMBER, "mobilenet"));
+	ASSERT_TRUE(wait_ready(self, MEMBER2, "mobilenet"));
+	t = status_of(self, MEMBER, "mobilenet");
+	ASSERT_NE(NULL, t);
+	EXPECT_EQ(MEMBER, number_of(t, "owner"));
+	in_bytes = (size_t)number_of(t, "input_bytes");
+	json_object_put(t);
+	ASSERT_LT(0, in_bytes);
+	EXPECT_TRUE(infer_as(self, MEMBER, "mobilenet", in_bytes)) TH_LOG("%s", self->out);
+	for (int i = 0; i < 2; i++)
+		EXPECT_TRUE(infer_as(self, MEMBER2, "mobilenet", in_bytes)) TH_LOG("%s", self->out);
+	t = status_of(self, MEMBER, "mobilenet");
+	EXPECT_EQ(1, number_of(t, "offered"));
+	json_object_put(t);
+	t = status_of(self, MEMBER2, "mobilenet");
+	EXPECT_EQ(MEMBER2, number_of(t, "owner"));
+	EXPECT_EQ(2, number_of(t, "offered"));
+	json_object_put(t);
+	/* root: the bare name is two tenants' */
+	o = request_as(self, 0, 0, "{\"cmd\":\"status\",\"name\":\"mobilenet\"}\n");
+	EXPECT_FALSE(owners_is_ok(o)) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(owners_error_of(o), "2 tenants are named 'mobilenet' (owners "))
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(owners_error_of(o), "name one as UID:NAME")) TH_LOG("%s", self->out);
+	json_object_put(o);
+	t = status_of(self, 0, "64991:mobilenet");
+	ASSERT_NE(NULL, t) TH_LOG("%s", self->out);
+	EXPECT_EQ(MEMBER2, number_of(t, "owner"));
+	EXPECT_EQ(2, number_of(t, "offered"));
+	json_object_put(t);
+	EXPECT_TRUE(infer_as(self, 0, "64990:mobilenet", in_bytes)) TH_LOG("%s", self->out);
+	/* root's colocctl removes the one it names; the other serves on */
+	EXPECT_EQ(0, colocctl_as(self, 0, rm)) TH_LOG("%s", self->out);
+	EXPECT_EQ(NULL, status_of(self, MEMBER2, "mobilenet"));
+	t = status_of(self, 0, "mobilenet");
+	ASSERT_NE(NULL, t) TH_LOG("the one left is root's bare name's: %s", self->out);
+	EXPECT_EQ(MEMBER, number_of(t, "owner"));
+	EXPECT_EQ(2, number_of(t, "offered"));
+	json_object_put(t);
+}
+
+/*
+ * A member without a tenant "mobilenet" reaches none by that name, nor
+ * another's by UID:NAME: remove, restart, status, infer and tenant-remove
+ * fail, and the owner's tenant is untouched; list shows it by name and
+ * owner only. Main: the name was the other's, refused "belongs to another user".
+ */
+TEST_F_TIMEOUT(wire, names__a_member_reaches_no_other_members_tenant_of_its_name, 600)
+{
+	const char *names[] = { "mobilenet", "64990:mobilenet" };
+	const char *cmds[] = { "remove", "restart", "status", "tenant-remove" };
+	struct json_object *t, *o;
+	size_t in_bytes;
+
+	ASSERT_EQ(0, submit_as(self, MEMBER, "mobilenet")) TH_LOG("%s", self->out);
+	ASSERT_TRUE(wait_ready(self, MEMBER, "mobilenet"));
+	t = status_of(self, MEMBER, "mobilenet");
+	ASSERT_NE(NULL, t);
+	in_bytes = (size_t)number_of(t, "input_bytes");
+	json_object_put(t);
+	for (size_t n = 0; n < 2; n++) {
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+			o = request_as(self, MEMBER2, 0, "{\"cmd\":\"%s\",\"name\":\"%s\"}\n",
+				       cmds[i], names[n]);
+			EXPECT_FALSE(owners_is_ok(o)) TH_LOG("%s %s -> %s", cmds[i], names[n], self->out);
+			EXPECT_NE(NULL, strstr(owners_error_of(o), n ? "a member names its own tenants only" :
+								       "no tenant"))
+			TH_LOG("%s %s -> %s", cmds[i], names[n], self->out);
+			json_object_put(o);
+		}
+		EXPECT_FALSE(infer_as(self, MEMBER2, names[n], in_bytes)) TH_LOG("%s", self->out);
+	}
+	o = request_as(self, MEMBER2, 0, "{\"cmd\":\"list\"}\n");
+	t = owners_entry(o, "mobilenet");
+	ASSERT_NE(NULL, t) TH_LOG("%s", self->out);
+	EXPECT_EQ(MEMBER, number_of(t, "owner"));
+	EXPECT_FALSE(owners_has(t, "pid"));
+	EXPECT_FALSE(owners_has(t, "qos_ms"));
+	json_object_put(o);
+	t = status_of(self, MEMBER, "mobilenet");
+	ASSERT_NE(NULL, t);
+	EXPECT_STREQ("ready", json_object_get_string(json_object_object_get(t, "state")));
+	EXPECT_EQ(0, number_of(t, "offered"));
+	json_object_put(t);
 }
 
 TEST_HARNESS_MAIN

@@ -105,6 +105,50 @@ TEST_F(state, round_trips_owners_and_reads_a_file_without_them_as_roots)
 }
 
 /*
+ * A member's tenant kept under its bare name by a colocd from before each
+ * owner's names were its own takes its key: its copies renamed, the file
+ * rewritten; root's and one keyed already stay as they are, and a second
+ * pass finds nothing to do (docs/design/tenant-names.md).
+ */
+TEST_F(state, rekey__a_members_bare_name_takes_its_key_copies_and_file_too)
+{
+	const char *copies[] = { "mine.model", "mine.weights", "64990:mine.model",
+				 "64990:mine.weights" };
+	char files[160], file[224];
+	int fd;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root: colocd reads only root's copies");
+	snprintf(files, sizeof(files), "%s.files", self->path);
+	ASSERT_EQ(0, mkdir(files, 0700));
+	for (int i = 0; i < 2; i++) {
+		snprintf(file, sizeof(file), "%s/%s", files, copies[i]);
+		fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		ASSERT_LE(0, fd);
+		close(fd);
+	}
+	add_spec(self->d, "rootsvc", "/m/a.model", 5000000, 0);
+	add_spec(self->d, "mine", "/m/b.model", 7000000, MEMBER);
+	snprintf(self->d->specs[1].weights, sizeof(self->d->specs[1].weights), "/m/b.weights");
+	add_spec(self->d, "64990:keyed", "/m/c.model", 7000000, MEMBER);
+	EXPECT_EQ(0, colocd_state_rekey(self->path, self->d->specs, 3, &self->err))
+	TH_LOG("%s", coloc_err_str(&self->err));
+	EXPECT_STREQ("rootsvc", self->d->specs[0].name);
+	EXPECT_STREQ("64990:mine", self->d->specs[1].name);
+	EXPECT_STREQ("64990:keyed", self->d->specs[2].name);
+	for (int i = 0; i < 4; i++) {
+		snprintf(file, sizeof(file), "%s/%s", files, copies[i]);
+		EXPECT_EQ(i < 2 ? -1 : 0, access(file, F_OK)) TH_LOG("%s", file);
+	}
+	ASSERT_EQ(3, colocd_state_read(self->path, self->back, &self->err))
+	TH_LOG("%s", coloc_err_str(&self->err));
+	EXPECT_STREQ("64990:mine", self->back[1].name);
+	EXPECT_EQ(MEMBER, self->back[1].owner);
+	EXPECT_EQ(0, colocd_state_rekey(self->path, self->back, 3, &self->err));
+	EXPECT_STREQ("64990:mine", self->back[1].name);
+}
+
+/*
  * The review of 2026-12-06 (MEDIUM, poc/exp6_state.sh): a member planted
  * STATE.tmp in a sticky directory, colocd wrote into it and renamed it,
  * and the member then owned the state and, after a restart, root's tenant.

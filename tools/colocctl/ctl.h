@@ -45,6 +45,12 @@ int ctl_run(struct json_object *req, void (*print)(struct json_object *));
 /* A field of a response: whether it is there; a string or dflt; a number or 0. */
 bool ctl_get_double(struct json_object *o, const char *key, double *v);
 const char *ctl_json_str(struct json_object *o, const char *key, const char *dflt);
+/*
+ * Tenant t of a list or status as the caller names it: its own as NAME,
+ * another uid's (root sees them in full) as UID:NAME (into buf).
+ */
+#define CTL_TENANT_NAME_LEN 80
+const char *ctl_tenant_name(struct json_object *t, char *buf, size_t len);
 double ctl_json_num(struct json_object *o, const char *key);
 
 /* The tables, one per response (print.c). */

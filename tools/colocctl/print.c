@@ -5,6 +5,7 @@
  * where a signal is not live on this machine.
  */
 #include <stdio.h>
+#include <unistd.h>
 #include "ctl.h"
 
 bool ctl_get_double(struct json_object *o, const char *key, double *v)
@@ -24,6 +25,17 @@ const char *ctl_json_str(struct json_object *o, const char *key, const char *dfl
 	if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
 		return dflt;
 	return json_object_get_string(v);
+}
+
+const char *ctl_tenant_name(struct json_object *t, char *buf, size_t len)
+{
+	double owner = -1;
+
+	ctl_get_double(t, "owner", &owner);
+	if (owner < 0 || owner == (double)getuid())
+		return ctl_json_str(t, "name", "?");
+	snprintf(buf, len, "%.0f:%s", owner, ctl_json_str(t, "name", "?"));
+	return buf;
 }
 
 double ctl_json_num(struct json_object *o, const char *key)
@@ -161,6 +173,7 @@ void ctl_print_done(struct json_object *resp)
 
 void ctl_print_tenant_line(struct json_object *t)
 {
+	char name[CTL_TENANT_NAME_LEN];
 	double qos;
 
 	/* another user's tenant: colocd shows its name, state and owner only */
@@ -170,7 +183,7 @@ void ctl_print_tenant_line(struct json_object *t)
 		return;
 	}
 	printf("%-16s %-9s %9.2f %9.2f %8.1f %8.1f %8.2f %8.2f %8.2f %7.1f%% %7.0f %5.0f %5.0f\n",
-	       ctl_json_str(t, "name", "?"), ctl_json_str(t, "state", "?"),
+	       ctl_tenant_name(t, name, sizeof(name)), ctl_json_str(t, "state", "?"),
 	       ctl_json_num(t, "qos_ms"), ctl_json_num(t, "solo_ms"),
 	       ctl_json_num(t, "offered_rate"), ctl_json_num(t, "served_rate"),
 	       ctl_json_num(t, "p50_ms"), ctl_json_num(t, "p95_ms"), ctl_json_num(t, "p99_ms"),
@@ -225,6 +238,7 @@ void ctl_print_list(struct json_object *resp)
 		printf("(no tenants: 'colocctl submit NAME MODEL --qos-ms X')\n");
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *t = json_object_array_get_idx(arr, i);
+		char name[CTL_TENANT_NAME_LEN];
 		double qos;
 
 		if (!ctl_get_double(t, "qos_ms", &qos)) {
@@ -232,7 +246,7 @@ void ctl_print_list(struct json_object *resp)
 			       ctl_json_str(t, "state", "?"), ctl_json_num(t, "owner"));
 			continue;
 		}
-		printf("%-16s %-9s %9.2f %8.0f %4.0f\n", ctl_json_str(t, "name", "?"),
+		printf("%-16s %-9s %9.2f %8.0f %4.0f\n", ctl_tenant_name(t, name, sizeof(name)),
 		       ctl_json_str(t, "state", "?"), ctl_json_num(t, "qos_ms"),
 		       ctl_json_num(t, "pid"), ctl_json_num(t, "executors"));
 	}
