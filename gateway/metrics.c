@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
 #include "http_conns.h"
@@ -369,11 +370,14 @@ static struct json_object *mx_own_tenants(struct json_object *tenants, struct gw
 		return NULL;
 	own = json_object_new_array();
 	for (size_t i = 0; own && i < json_object_array_length(tenants); i++) {
-		struct json_object *t = json_object_array_get_idx(tenants, i), *name;
+		struct json_object *t = json_object_array_get_idx(tenants, i), *name, *owner;
 		struct gw_model *m;
 
+		/* a name is its owner's: another uid's tenant of a model's name is not the model's */
 		if (!json_object_object_get_ex(t, "name", &name) ||
-		    !json_object_is_type(name, json_type_string))
+		    !json_object_is_type(name, json_type_string) ||
+		    !json_object_object_get_ex(t, "owner", &owner) ||
+		    json_object_get_int64(owner) != (int64_t)getuid())
 			continue;
 		m = gw_models_get_tenant(ms, json_object_get_string(name));
 		if (!m)

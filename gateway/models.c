@@ -174,15 +174,23 @@ static const char *models_str(struct json_object *o, const char *key)
 		       "";
 }
 
-/* colocd's name for model name: the prefix and name, or -ENAMETOOLONG. */
+/*
+ * colocd's name for model name: the prefix and name, or -ENAMETOOLONG.
+ * colocd scopes names by uid: a member's name is its own tenant, but
+ * root's bare name may mean another uid's, so a gateway run as root says
+ * "0:", root's own (docs/design/tenant-names.md).
+ */
 static int models_tenant(const struct gw_models *ms, const char *name, char *tenant,
 			 struct coloc_err *err)
 {
-	if ((size_t)snprintf(tenant, GW_NAME_MAX, "%s%s", ms->tenant_prefix, name) >= GW_NAME_MAX)
+	const char *own = getuid() ? "" : "0:";
+
+	if ((size_t)snprintf(tenant, GW_NAME_MAX, "%s%s%s", own, ms->tenant_prefix, name) >=
+	    GW_NAME_MAX)
 		return coloc_err_set(err, -ENAMETOOLONG,
-				     "tenant name %s%s is too long (at most %d bytes with "
+				     "tenant name %s%s%s is too long (at most %d bytes with "
 				     "--tenant-prefix)",
-				     ms->tenant_prefix, name, GW_NAME_MAX - 1);
+				     own, ms->tenant_prefix, name, GW_NAME_MAX - 1);
 	return 0;
 }
 
@@ -501,19 +509,28 @@ void gw_models_load_all(struct gw_models *ms)
 	atomic_store(&ms->startup_done, true);
 }
 
-/* Whether colocd says it has no tenant for m, which is READY here. */
+/*
+ * Whether colocd says it has no tenant of this uid's for m, which is READY
+ * here: colocd answers a name with the caller's own tenant only, and one of
+ * another owner is never taken for the model's (logged, and lost).
+ */
 static bool models_tenant_lost(struct gw_models *ms, struct gw_model *m)
 {
 	struct coloc_err err = { 0 };
 	char tenant[GW_NAME_MAX];
 	struct json_object *t;
+	double owner;
 
 	pthread_rwlock_rdlock(&m->lock);
 	snprintf(tenant, sizeof(tenant), "%s", m->cfg.tenant);
 	pthread_rwlock_unlock(&m->lock);
 	t = gw_ctl_tenant(ms->ctl, tenant, &err);
+	owner = t ? models_num(t, "owner") : -1;
 	json_object_put(t);
-	return !t && err.code == -ENOENT;
+	if (t && owner != (double)getuid())
+		fprintf(stderr, "coloc-gateway: colocd's tenant %s is uid %.0f's, not this "
+				"gateway's: not the model's\n", tenant, owner);
+	return t ? owner != (double)getuid() : err.code == -ENOENT;
 }
 
 /* Whether slot i holds a model that counts: present and not unloaded. */

@@ -188,12 +188,29 @@ static inline int64_t fake_int(struct json_object *o, const char *key)
 	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : -1;
 }
 
+/* A tenant name without the "UID:" a gateway run as root puts before it. */
+static inline const char *fake_unqualified(const char *tenant)
+{
+	const char *colon = strchr(tenant, ':');
+
+	return colon ? colon + 1 : tenant;
+}
+
 /* The model a tenant name stands for: its part after a --tenant-prefix's last '.'. */
 static inline const char *fake_model(const char *tenant)
 {
-	const char *dot = strrchr(tenant, '.');
+	const char *dot = strrchr(fake_unqualified(tenant), '.');
 
-	return dot ? dot + 1 : tenant;
+	return dot ? dot + 1 : fake_unqualified(tenant);
+}
+
+/* The uid of the peer on fd: as colocd, the owner of the tenants it makes. */
+static inline int fake_peer_uid(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ? -1 : (int)cred.uid;
 }
 
 /* The output bytes of the model named name: "wide"'s WIDE_FLOATS, any other's OUT_FLOATS. */
@@ -210,7 +227,7 @@ static inline size_t fake_out_bytes(const char *name)
 static inline int fake_control(struct fake_colocd *f, int fd, struct json_object *req)
 {
 	char ans[1024];
-	const char *name = fake_str(req, "name")[0] ? fake_str(req, "name") : "fast";
+	const char *name = fake_str(req, "name")[0] ? fake_unqualified(fake_str(req, "name")) : "fast";
 	const char *cmd = fake_str(req, "cmd"), *model = fake_model(name);
 	size_t in = !strcmp(model, "big") ? f->big_bytes :
 		    !strcmp(model, "mn")  ? MN_FLOATS * sizeof(float) :
@@ -232,7 +249,7 @@ static inline int fake_control(struct fake_colocd *f, int fd, struct json_object
 			 "{\"ok\":true,\"tenants\":[{\"name\":\"%.64s\",\"state\":\"ready\","
 			 "\"owner\":%d,\"model\":\"%.600s\",\"input_bytes\":%zu,"
 			 "\"output_bytes\":%zu}]}\n",
-			 name, state == FAKE_TAKEN_THERE ? f->taken_owner : -1,
+			 name, state == FAKE_TAKEN_THERE ? f->taken_owner : fake_peer_uid(fd),
 			 state == FAKE_TAKEN_THERE ? f->taken_model : "m", in, fake_out_bytes(model));
 	if (taken && !strcmp(cmd, "remove")) {
 		atomic_fetch_add(&f->removes, 1);

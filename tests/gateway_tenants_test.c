@@ -7,7 +7,7 @@
  * path is what its submitter said, not the bytes it runs); another uid's is
  * an error that names that uid. With --tenant-prefix the gateway's tenants
  * are named apart from anyone's model names. A tenant colocd lost (a
- * restart) is submitted again.
+ * restart) is submitted again, and one of another uid is not the model's.
  */
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
@@ -103,6 +103,26 @@ TEST_F_TIMEOUT(fwd, restart__a_tenant_colocd_lost_is_submitted_again, 120)
 		usleep(100000);
 	EXPECT_EQ(200, http_get(self, "/v2/health/ready"));
 	EXPECT_EQ(200, infer(self, "fast", 1));
+}
+
+/*
+ * A colocd that answers the watcher with another uid's tenant of the
+ * model's name (one namespace for all, as before s23: review s22 MEDIUM
+ * 1's other order of the race) does not keep the model READY on it: the
+ * watcher takes it as lost, the server turns unready, nothing is removed
+ * (before: READY while every infer failed).
+ */
+TEST_F_TIMEOUT(fwd, restart__another_uids_tenant_of_the_name_is_not_the_models, 120)
+{
+	char model[PATH_MAX + 32];
+	int ready = 200;
+
+	ASSERT_TRUE(start_gateway(self, NULL));
+	take_fast(self, 0, model, sizeof(model));
+	for (int i = 0; i < 100 && (ready = http_get(self, "/v2/health/ready")) == 200; i++)
+		usleep(100000);
+	EXPECT_NE(200, ready) TH_LOG("the model stayed READY on uid 0's tenant");
+	EXPECT_EQ(0, atomic_load(&self->fake.removes));
 }
 
 TEST_HARNESS_MAIN
