@@ -77,6 +77,11 @@
 /* The part of serving_config.max_submit_bytes kept for root's submits: a quarter of it. */
 #define SERVING_SUBMIT_ROOT_SHARE(max) ((max) / 4)
 /*
+ * The most of the members' part (all but root's share) one member's
+ * tenants may hold, whatever max_submit_bytes_per_uid says: a quarter.
+ */
+#define SERVING_SUBMIT_MEMBER_SHARE(members) ((members) / 4)
+/*
  * Executor processes one tenant may have: each loads the model's weights
  * and primitives (its own memory), and lets one more of its queries run at
  * once.
@@ -188,7 +193,9 @@ struct serving_config {
 	 * Bytes of submitted files (model, weights, external data: each
 	 * sealed copy's size) its tenants hold for their life, in memory and
 	 * in --state's directory; submits being copied are checked against it
-	 * before their copy and again at admission.
+	 * before their copy and again at admission. With max_submit_bytes, a
+	 * member's quota is at most SERVING_SUBMIT_MEMBER_SHARE of its members'
+	 * part.
 	 */
 	uint64_t max_submit_bytes_per_uid;
 	/*
@@ -305,9 +312,10 @@ int serving_admit_check(const struct serving *s, const struct serving_tenant_spe
  */
 struct serving_hold;
 /*
- * The bytes of submitted files owner may still bring: the least of
- * serving_config.max_submit_bytes_per_uid less what its tenants hold
- * (root: no quota) and max_submit_bytes less what all tenants hold (less
+ * The bytes of submitted files owner may still bring: the least of its
+ * quota (serving_config.max_submit_bytes_per_uid, at most
+ * SERVING_SUBMIT_MEMBER_SHARE of the members' part; root: none) less what
+ * its tenants hold and max_submit_bytes less what all tenants hold (less
  * root's share for a member); UINT64_MAX without either bound.
  * serving_admit refuses a tenant whose files go past it (-EDQUOT).
  */

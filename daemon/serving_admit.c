@@ -112,23 +112,46 @@ static uint64_t held_submit_bytes(const struct serving *s, bool all, uid_t owner
 	return held;
 }
 
-/* What owner's quota of submitted files leaves it; UINT64_MAX for root or without one. */
-static uint64_t uid_submit_bytes_left(const struct serving *s, uid_t owner)
-{
-	uint64_t held;
-
-	if (!owner || !s->max_submit_bytes_per_uid)
-		return UINT64_MAX;
-	held = held_submit_bytes(s, false, owner);
-	return held < s->max_submit_bytes_per_uid ? s->max_submit_bytes_per_uid - held : 0;
-}
-
 /* What all tenants may hold where owner's would be admitted: a member's leave root's share. */
 static uint64_t all_submit_room(const struct serving *s, uid_t owner)
 {
 	uint64_t max = s->max_submit_bytes;
 
 	return owner ? max - SERVING_SUBMIT_ROOT_SHARE(max) : max;
+}
+
+/*
+ * A member's quota of submitted files: --max-submit-mib-per-uid's, at most
+ * SERVING_SUBMIT_MEMBER_SHARE of what members may fill; 0: none.
+ */
+static uint64_t member_submit_quota(const struct serving *s)
+{
+	uint64_t quota = s->max_submit_bytes_per_uid;
+	uint64_t share = SERVING_SUBMIT_MEMBER_SHARE(all_submit_room(s, 1));
+
+	if (!s->max_submit_bytes)
+		return quota;
+	return quota && quota < share ? quota : share;
+}
+
+/* Where member_submit_quota's figure comes from, for a refusal's text. */
+static const char *member_quota_why(const struct serving *s)
+{
+	if (member_submit_quota(s) == s->max_submit_bytes_per_uid)
+		return " (colocd --max-submit-mib-per-uid)";
+	return " (a quarter of what members may fill of colocd --max-submit-mib, "
+	       "--max-submit-mib-per-uid lower)";
+}
+
+/* What owner's quota of submitted files leaves it; UINT64_MAX for root or without one. */
+static uint64_t uid_submit_bytes_left(const struct serving *s, uid_t owner)
+{
+	uint64_t quota = member_submit_quota(s), held;
+
+	if (!owner || !quota)
+		return UINT64_MAX;
+	held = held_submit_bytes(s, false, owner);
+	return held < quota ? quota - held : 0;
 }
 
 /* What colocd's bound over all uids leaves owner; UINT64_MAX without one. */
@@ -158,11 +181,11 @@ static int check_submit_quota(const struct serving *s, const struct sv_tenant *t
 		return coloc_err_set(
 			err, -EDQUOT,
 			"tenant %s: its files (%.1f MiB) would take uid %u past its quota of "
-			"%llu MiB of submitted files (its tenants hold %.1f MiB; remove one, "
-			"or colocd --max-submit-mib-per-uid raises it)",
+			"%.1f MiB of submitted files (its tenants hold %.1f MiB; remove one)%s",
 			t->name, (double)t->submit_bytes / (1 << 20), (unsigned int)t->owner,
-			(unsigned long long)(s->max_submit_bytes_per_uid >> 20),
-			(double)held_submit_bytes(s, false, t->owner) / (1 << 20));
+			(double)member_submit_quota(s) / (1 << 20),
+			(double)held_submit_bytes(s, false, t->owner) / (1 << 20),
+			member_quota_why(s));
 	if (t->submit_bytes > all_submit_bytes_left(s, t->owner))
 		return coloc_err_set(
 			err, -EDQUOT,
@@ -308,6 +331,13 @@ static int check_admit_quota(const struct serving *s, const struct serving_tenan
 			"--max-executors-per-uid raises it)",
 			spec->name, want, (unsigned int)spec->owner, s->max_executors_per_uid,
 			executors);
+	if (!uid_submit_bytes_left(s, spec->owner))
+		return coloc_err_set(
+			err, -EDQUOT,
+			"tenant %s: uid %u's tenants hold its quota of %.1f MiB of submitted "
+			"files (remove one)%s",
+			spec->name, (unsigned int)spec->owner,
+			(double)member_submit_quota(s) / (1 << 20), member_quota_why(s));
 	return 0;
 }
 

@@ -593,11 +593,11 @@ TEST_F_TIMEOUT(quota, serving_admit__submitted_bytes_over_the_owners_quota_refus
 
 /*
  * Submitted files are bounded over all uids too (review s21, "Fix" 3: six
- * members at 4 GiB each filled a 24 GiB machine): at a bound of two and a
- * half models, of which a quarter is root's, two members together are
- * refused past their three quarters with the option named, root's tenant
- * fits in its share, root itself is refused past the whole, root's files
- * count against the members', and a member alone fits. Main admitted b.
+ * members at 4 GiB each filled a 24 GiB machine): at a bound of five and a
+ * half models, of which a quarter is root's, root's three tenants and a
+ * member's fill the members' part, so another member is refused with the
+ * option named; root's fourth fits in its share, its fifth is refused past
+ * the whole; root's files count against the members'.
  */
 TEST_F_TIMEOUT(quota, serving_admit__submitted_bytes_of_all_members_bounded_root_keeps_a_share, 600)
 {
@@ -612,26 +612,92 @@ TEST_F_TIMEOUT(quota, serving_admit__submitted_bytes_of_all_members_bounded_root
 	serving_destroy(self->s);
 	self->s = NULL;
 	m = (uint64_t)st.st_size;
-	cfg.max_submit_bytes = (m * 5 / 2) & ~3ull;
+	cfg.max_submit_bytes = (m * 11 / 2) & ~15ull;
 	members = cfg.max_submit_bytes / 4 * 3;
 	ASSERT_EQ(0, serving_create(&cfg, &self->s, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(members, serving_submit_bytes_left(self->s, MEMBER));
+	EXPECT_EQ(members / 4, serving_submit_bytes_left(self->s, MEMBER));
 	EXPECT_EQ(cfg.max_submit_bytes, serving_submit_bytes_left(self->s, 0));
+	for (int i = 0; i < 3; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "r%d", i);
+		ASSERT_EQ(0, admit(self, name, 0, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	}
 	ASSERT_EQ(0, admit(self, "a", MEMBER, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(members - m, serving_submit_bytes_left(self->s, MEMBER2));
-	EXPECT_EQ(cfg.max_submit_bytes - m, serving_submit_bytes_left(self->s, 0));
+	EXPECT_EQ(members - 4 * m, serving_submit_bytes_left(self->s, MEMBER2));
+	EXPECT_EQ(cfg.max_submit_bytes - 4 * m, serving_submit_bytes_left(self->s, 0));
 	EXPECT_EQ(-EDQUOT, admit(self, "b", MEMBER2, 1, &err));
 	EXPECT_NE(NULL,
 		  strstr(coloc_err_str(&err), "members may fill (the rest of --max-submit-mib"))
 	TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(0, admit(self, "r1", 0, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(-EDQUOT, admit(self, "r2", 0, 1, &err));
+	EXPECT_EQ(0, admit(self, "r3", 0, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(-EDQUOT, admit(self, "r4", 0, 1, &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "MiB of --max-submit-mib"))
 	TH_LOG("%s", coloc_err_str(&err));
 	ASSERT_EQ(0, serving_remove(self->s, "a", &err));
-	EXPECT_EQ(-EDQUOT, admit(self, "b", MEMBER2, 1, &err)) TH_LOG("root's r1 counts");
-	ASSERT_EQ(0, serving_remove(self->s, "r1", &err));
+	EXPECT_EQ(-EDQUOT, admit(self, "b", MEMBER2, 1, &err)) TH_LOG("root's r0-r3 count");
+	ASSERT_EQ(0, serving_remove(self->s, "r3", &err));
 	EXPECT_EQ(0, admit(self, "b", MEMBER2, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+}
+
+/*
+ * No one member holds the members' part (review s23 HIGH 2: at its per-uid
+ * quota, unset, one member took it all and every other member's and
+ * gateway's submit was refused): with --max-submit-mib at five and a half
+ * models and no per-uid quota, a member's quota is a quarter of the
+ * members' part, 1.03 models: its second tenant is refused naming its own
+ * quota; another member's, a gateway's uid's and root's tenants are
+ * admitted. At a per-uid quota of one model, a member holding it is
+ * refused by the admission check, before a copy. Main admitted the
+ * member's first four tenants and refused the others'.
+ */
+TEST_F_TIMEOUT(quota, serving_admit__one_member_holds_a_quarter_of_the_members_part, 600)
+{
+	char bin[512], want[128];
+	struct serving_config cfg = { .executor = tu_bin("coloc-executor", bin, sizeof(bin)),
+				      .cache_dir = cache_dir };
+	struct coloc_err err = { 0 };
+	struct serving_tenant_spec spec = { .name = "a-held", .owner = MEMBER, .qos_ns = 1 };
+	uid_t gateway = 64995;
+	uint64_t m, quota;
+	struct stat st;
+	int admitted = 0;
+
+	ASSERT_EQ(0, stat(self->model, &st));
+	serving_destroy(self->s);
+	self->s = NULL;
+	m = (uint64_t)st.st_size;
+	cfg.max_submit_bytes = (m * 11 / 2) & ~15ull;
+	quota = cfg.max_submit_bytes / 4 * 3 / 4;
+	ASSERT_EQ(0, serving_create(&cfg, &self->s, &err)) TH_LOG("%s", coloc_err_str(&err));
+	for (int i = 0; i < 5; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "a%d", i);
+		if (admit(self, name, MEMBER, 1, &err))
+			break;
+		admitted++;
+	}
+	TH_LOG("member admitted %d: %s", admitted, coloc_err_str(&err));
+	EXPECT_EQ(1, admitted);
+	snprintf(want, sizeof(want), "past its quota of %.1f MiB", (double)quota / (1 << 20));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), want)) TH_LOG("want '%s'", want);
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "a quarter of what members may fill"));
+	EXPECT_EQ(quota - m, serving_submit_bytes_left(self->s, MEMBER));
+	EXPECT_EQ(quota, serving_submit_bytes_left(self->s, MEMBER2));
+	EXPECT_EQ(0, admit(self, "b", MEMBER2, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(0, admit(self, "g", gateway, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(0, admit(self, "r", 0, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	/* a member at its quota is refused before its files are copied */
+	cfg.max_submit_bytes_per_uid = m;
+	serving_destroy(self->s);
+	self->s = NULL;
+	ASSERT_EQ(0, serving_create(&cfg, &self->s, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, admit(self, "a", MEMBER, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(-EDQUOT, serving_admit_check(self->s, &spec, &err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "hold its quota of"))
+	TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "--max-submit-mib-per-uid)"));
 }
 
 TEST_HARNESS_MAIN

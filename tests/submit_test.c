@@ -61,11 +61,14 @@ __attribute__((constructor)) static void start_daemon(void)
 	snprintf(daemon_.sock, sizeof(daemon_.sock), "%s/colocd.sock", daemon_.dir);
 	snprintf(daemon_.log, sizeof(daemon_.log), "%s/colocd.log", daemon_.dir);
 	snprintf(daemon_.pin, sizeof(daemon_.pin), "/sys/fs/bpf/coloc-submit-%d", getpid());
-	/* one executor per member: a member's submit of two is refused by its quota */
-	daemon_.pid = tu_start_colocd_with(daemon_.sock, daemon_.pin, daemon_.log,
-					   (const char *const[]){ "--max-executors-per-uid", "1",
-								  "--max-submit-mib-per-uid",
-								  "1536", NULL });
+	/*
+	 * one executor per member: a member's submit of two is refused by its
+	 * quota; 1536 MiB of submitted files, a quarter of 8192's members' part
+	 */
+	daemon_.pid = tu_start_colocd_with(
+		daemon_.sock, daemon_.pin, daemon_.log,
+		(const char *const[]){ "--max-executors-per-uid", "1", "--max-submit-mib-per-uid",
+				       "1536", "--max-submit-mib", "8192", NULL });
 }
 
 FIXTURE(submit)
