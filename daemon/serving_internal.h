@@ -269,11 +269,12 @@ bool sv_admit_profile_loaded(struct serving *s, struct sv_tenant *t);
 
 /*
  * serving_profile.c: the profile of a described tenant found and parsed by
- * a detached thread of its own, at this nice, which tells the loop through
- * an eventfd that the serving core watches (serving_config.watch,
- * serving_fds). One per tenant being admitted, SV_MAX_TENANTS at most.
+ * one of SV_PROFILE_PARSERS threads of colocd's, at this nice, in the order
+ * the tenants were described; it tells the loop through an eventfd that
+ * the serving core watches (serving_config.watch, serving_fds).
  */
 #define SV_PROFILE_LOAD_NICE 19
+#define SV_PROFILE_PARSERS 2
 struct sv_profile_load;
 /*
  * Starts the lookup of sum's profile by t's key into t->profile_load

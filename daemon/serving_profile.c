@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * A described tenant's cached profile, found, read and parsed by a thread
- * of its own instead of on colocd's loop: the largest profile the cache
- * may legally hold takes the parser half a second, and a member who
- * submits that model would hold every tenant's queries that long
- * (docs/security-submit.md, "The cached profile colocd reads"). The loop
- * starts the load when the first executor describes the model and goes
- * on; the thread tells it through an eventfd the loop watches, and the
- * admission resumes (sv_admit_profile_loaded). The load is shared by the
- * thread and the tenant, each holding a reference: a tenant dropped
- * meanwhile lets go of its own and the thread frees the load when it ends.
+ * A described tenant's cached profile, found, read and parsed off colocd's
+ * loop: the largest profile the cache may legally hold takes the parser
+ * half a second, and a member who submits that model would hold every
+ * tenant's queries that long (docs/security-submit.md, "The cached
+ * profile colocd reads"). The loop queues the load when the first
+ * executor describes the model and goes on; SV_PROFILE_PARSERS threads,
+ * started as loads come and living on, take the loads in order, so the
+ * parses' memory is that many profiles' at most. A thread tells the loop
+ * through the load's eventfd, and the admission resumes
+ * (sv_admit_profile_loaded). The load is shared by the queue and the
+ * tenant, each holding a reference: a tenant dropped meanwhile lets go of
+ * its own, and a load no tenant holds is freed unparsed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,7 +27,8 @@
 #include "serving_internal.h"
 
 struct sv_profile_load {
-	int refs; /* the thread's and the tenant's */
+	struct sv_profile_load *next; /* in the parsers' queue */
+	int refs; /* the queue's (then its thread's) and the tenant's */
 	bool done; /* profile and err are the thread's result */
 	int efd; /* written once done */
 	struct coloc_shm_summary sum; /* the description the profile is looked up by */
@@ -47,19 +50,75 @@ static void load_unref(struct sv_profile_load *l)
 	free(l);
 }
 
-static void *load_thread(void *arg)
+/* The loads waiting for a parser, oldest first, and the parsers started: all serving cores'. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t queued;
+	struct sv_profile_load *head, *tail;
+	int threads;
+} parsers = { .lock = PTHREAD_MUTEX_INITIALIZER, .queued = PTHREAD_COND_INITIALIZER };
+
+/* l parsed and its tenant told, unless no tenant holds it any more. */
+static void parse(struct sv_profile_load *l)
 {
-	struct sv_profile_load *l = arg;
 	uint64_t one = 1;
 
-	setpriority(PRIO_PROCESS, (id_t)gettid(), SV_PROFILE_LOAD_NICE);
-	l->profile = profile_table_find_keyed(l->sum.model_name, &l->key, l->shown, l->cache_dir,
-					      &l->machine, &l->err);
+	if (__atomic_load_n(&l->refs, __ATOMIC_ACQUIRE) > 1)
+		l->profile = profile_table_find_keyed(l->sum.model_name, &l->key, l->shown,
+						      l->cache_dir, &l->machine, &l->err);
 	__atomic_store_n(&l->done, true, __ATOMIC_RELEASE);
 	while (write(l->efd, &one, sizeof(one)) < 0 && errno == EINTR)
 		;
 	load_unref(l);
+}
+
+static void *parser_thread(void *arg)
+{
+	(void)arg;
+	setpriority(PRIO_PROCESS, (id_t)gettid(), SV_PROFILE_LOAD_NICE);
+	for (;;) {
+		struct sv_profile_load *l;
+
+		pthread_mutex_lock(&parsers.lock);
+		while (!parsers.head)
+			pthread_cond_wait(&parsers.queued, &parsers.lock);
+		l = parsers.head;
+		parsers.head = l->next;
+		if (!parsers.head)
+			parsers.tail = NULL;
+		pthread_mutex_unlock(&parsers.lock);
+		parse(l);
+	}
 	return NULL;
+}
+
+/* l at the queue's end, a parser started while fewer than SV_PROFILE_PARSERS run; 0 or -errno. */
+static int queue_load(struct sv_profile_load *l)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+	int ret = 0;
+
+	pthread_mutex_lock(&parsers.lock);
+	if (parsers.threads < SV_PROFILE_PARSERS) {
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		ret = -pthread_create(&th, &attr, parser_thread, NULL);
+		pthread_attr_destroy(&attr);
+		parsers.threads += !ret;
+	}
+	if (parsers.threads) {
+		ret = 0;
+		l->next = NULL;
+		if (parsers.tail)
+			parsers.tail->next = l;
+		else
+			parsers.head = l;
+		parsers.tail = l;
+		pthread_cond_signal(&parsers.queued);
+	}
+	pthread_mutex_unlock(&parsers.lock);
+	return ret;
 }
 
 int sv_profile_load_start(struct serving *s, struct sv_tenant *t,
@@ -68,8 +127,6 @@ int sv_profile_load_start(struct serving *s, struct sv_tenant *t,
 {
 	/* the summary is 64-byte aligned (shm.h), more than calloc promises */
 	struct sv_profile_load *l = aligned_alloc(_Alignof(struct sv_profile_load), sizeof(*l));
-	pthread_attr_t attr;
-	pthread_t th;
 	int ret;
 
 	if (!l)
@@ -93,10 +150,7 @@ int sv_profile_load_start(struct serving *s, struct sv_tenant *t,
 		return coloc_err_set(err, ret, "tenant %s: cannot look its profile up: %s", t->name,
 				     strerror(-ret));
 	}
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = -pthread_create(&th, &attr, load_thread, l);
-	pthread_attr_destroy(&attr);
+	ret = queue_load(l);
 	t->profile_load = l;
 	if (ret) {
 		l->refs = 1;

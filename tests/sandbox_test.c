@@ -34,6 +34,7 @@
 #include "fd_closer.h"
 #include "own_colocd.h"
 #include "sandbox.h"
+#include "serving_internal.h"
 #include "submit_stalled.h"
 #include "testutil.h"
 
@@ -398,13 +399,14 @@ TEST(unit__systemd_analyze_security_at_most_2_5)
  * 128 CPUs (its comment's ceiling) and on this machine, counted here from
  * colocd's bounds: its loop, a closer thread per fd_closer entry and
  * those retired from it, a copy and SUBMIT_STALLED_MAX stalled ones, the
- * state writer and the uid-list rebuild; each tenant's executors by their
+ * state writer, the uid-list rebuild and SV_PROFILE_PARSERS profile
+ * parsers; each tenant's executors by their
  * uid's RLIMIT_NPROC ((CPUs + 16) x COLOC_MAX_EXECUTORS, execproc_spawn.c).
  */
 TEST(unit__tasks_max_holds_colocd_and_its_executors)
 {
-	const long own =
-		1 + FD_CLOSER_UIDS + FD_CLOSER_RETIRED_MAX + 1 + SUBMIT_STALLED_MAX + 1 + 1;
+	const long own = 1 + FD_CLOSER_UIDS + FD_CLOSER_RETIRED_MAX + 1 + SUBMIT_STALLED_MAX + 1 +
+			 1 + SV_PROFILE_PARSERS;
 	const char *root = getenv("COLOC_ROOT");
 	long cpus = sysconf(_SC_NPROCESSORS_CONF), tasks_max;
 	char path[PATH_MAX], *unit, *at;
