@@ -31,8 +31,8 @@
 
 /* Where a connection is: which of the reaper and its own thread has it next. */
 enum dl_phase {
-	DL_WAITING, /* for a request; the reaper has not looked since */
-	DL_RECEIVING, /* for a request, its rate watched by the reaper */
+	DL_WAITING, /* for a request; no byte of it seen by the reaper yet */
+	DL_RECEIVING, /* its request under way, its rate watched by the reaper */
 	DL_ANSWERING, /* the request arrived whole */
 	DL_TOO_SLOW, /* cut by the reaper for its rate, 408 sent */
 };
@@ -45,8 +45,14 @@ struct dl_conn {
 	_Atomic uint64_t by_ns; /* CLOCK_MONOTONIC */
 	_Atomic int phase; /* enum dl_phase */
 	unsigned long requests; /* arrived whole on it; its own thread's */
-	/* the reaper's: bytes received before the request, and when its first was seen (0: not yet) */
-	uint64_t rate_base, rate_from_ns;
+	struct gw_http_deadline *dl;
+	/*
+	 * under dl->lock: the bytes received before its next request (0 at the
+	 * accept, the count at each answer), when it was last seen without a
+	 * byte past them (the accept, the answer, or a look), and when its
+	 * request began (that time, once a look sees bytes past them; 0: none)
+	 */
+	uint64_t rate_base, idle_ns, rate_from_ns;
 };
 
 struct gw_http_deadline {
@@ -90,9 +96,10 @@ static uint64_t dl_bytes_received(int fd)
 
 /*
  * Under dl->lock: whether c's request, under way, is behind min_rate
- * bytes a second since its first byte, the grace given free. The
- * socket's own count is read, headers and body alike; the time between
- * two looks counts for the client.
+ * bytes a second since it began, the grace given free. It began after
+ * the last time c was seen without a byte of it: its bytes may all have
+ * come before any look (one write, then nothing), and still count from
+ * there. The socket's own count is read, headers and body alike.
  */
 static bool dl_too_slow(struct gw_http_deadline *dl, struct dl_conn *c, uint64_t now)
 {
@@ -101,15 +108,14 @@ static bool dl_too_slow(struct gw_http_deadline *dl, struct dl_conn *c, uint64_t
 
 	if (got == UINT64_MAX)
 		return false;
-	if (atomic_compare_exchange_strong(&c->phase, &waiting, DL_RECEIVING) ||
-	    (!c->rate_from_ns && got == c->rate_base)) {
-		c->rate_base = got;
-		c->rate_from_ns = 0;
-		return false;
-	}
 	if (!c->rate_from_ns) {
-		c->rate_from_ns = now;
-		return false;
+		if (got <= c->rate_base) {
+			c->idle_ns = now;
+			return false;
+		}
+		if (!atomic_compare_exchange_strong(&c->phase, &waiting, DL_RECEIVING))
+			return false;
+		c->rate_from_ns = c->idle_ns;
 	}
 	took = now - c->rate_from_ns;
 	return took > DL_RATE_GRACE_NS &&
@@ -235,8 +241,10 @@ void gw_http_deadline_notify(void *arg, struct MHD_Connection *conn, void **sock
 		if (!c)
 			return; /* untracked: only its idle timeout holds */
 		c->fd = fd->connect_fd;
+		c->dl = dl;
 		c->timeout_ns = dl->timeout_ns;
-		atomic_store(&c->by_ns, coloc_now_ns() + dl->timeout_ns);
+		c->idle_ns = coloc_now_ns();
+		atomic_store(&c->by_ns, c->idle_ns + dl->timeout_ns);
 		pthread_mutex_lock(&dl->lock);
 		c->next = dl->head;
 		if (dl->head)
@@ -290,8 +298,15 @@ void gw_http_deadline_answered(struct MHD_Connection *conn)
 
 	if (!c)
 		return;
-	atomic_store(&c->by_ns, coloc_now_ns() + c->timeout_ns);
+	pthread_mutex_lock(&c->dl->lock);
+	c->rate_base = dl_bytes_received(c->fd);
+	if (c->rate_base == UINT64_MAX)
+		c->rate_base = 0;
+	c->idle_ns = coloc_now_ns();
+	c->rate_from_ns = 0;
+	atomic_store(&c->by_ns, c->idle_ns + c->timeout_ns);
 	atomic_store(&c->phase, DL_WAITING);
+	pthread_mutex_unlock(&c->dl->lock);
 }
 
 bool gw_http_deadline_cut_soonest(struct gw_http_deadline *dl)

@@ -133,14 +133,20 @@ TEST_F_TIMEOUT(fwd, grpc_unpack__amplifying_messages_are_refused_within_a_budget
  * is never refused. The timeout is long enough for the client to see the
  * held calls counted on a loaded machine (it polls every 100 ms): as calls
  * waiting for their message from its address (the own server; the C core
- * counts them in --max-queue).
+ * counts them in --max-queue). The rate floor is off: it would end them
+ * after a second, before the client sees them counted.
  */
 TEST_F_TIMEOUT(fwd, grpc_calls__held_calls_are_cancelled_and_health_still_answers, 300)
 {
-	const char *flags[] = {
-		"--max-queue", "4", "--grpc-max-waiting-per-ip", "4", "--grpc-read-timeout-ms",
-		"6000",        NULL
-	};
+	const char *flags[] = { "--max-queue",
+				"4",
+				"--grpc-max-waiting-per-ip",
+				"4",
+				"--grpc-read-timeout-ms",
+				"6000",
+				"--http-min-rate-bytes",
+				"0",
+				NULL };
 	char out[4096], *p = out;
 	int held = 0;
 

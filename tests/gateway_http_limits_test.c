@@ -7,7 +7,8 @@
  * answered and the gateway's VmRSS stays under a bound derived from the
  * budget; a body sent to a path that takes none, or past what its model
  * can need, is refused before it is read; a request trickled slower than
- * the rate floor is answered 408 and closed while others are served; a
+ * the rate floor, or stalled after one write, is answered 408 and closed
+ * while others are served; a
  * trusted proxy's clients have shares of their own (X-Forwarded-For); a
  * client that pipelines requests and reads their answers slowly
  * is cut at the deadline; --http-max-conns-per-ip counts an IPv6 client by
@@ -335,6 +336,67 @@ TEST_F_TIMEOUT(fwd, http_rate__trickled_requests_are_cut_and_others_served, 120)
 	}
 	EXPECT_EQ(SLOW_HOLDERS, cut);
 	EXPECT_EQ(200, infer(self, "fast", 3));
+}
+
+#define STALLED 4
+#define STEADY_STEPS 40 /* of 10 KiB every 75 ms: 133 KiB/s for 3 s */
+
+/*
+ * Review s23 HIGH 3: four connections from 127.0.0.1 each write an infer's
+ * headers (Content-Length 64 MiB, within "big"'s need) and 1,000 bytes of
+ * its body in one send, then nothing: each is answered 408 and closed
+ * within 2.5 s of the send (the floor counts from the request's start, the
+ * 1 s grace, then 64 KiB/s); then a 400 KiB body sent steadily over 3 s
+ * (133 KiB/s, above the floor) is read whole and answered 400 (it is
+ * spaces), not 408. Before: the stalled ones were held to the
+ * 30 s request deadline (the floor began at the reaper's first look that
+ * saw bytes grow, and these bytes all came before its first look).
+ */
+TEST_F_TIMEOUT(fwd, http_rate__a_request_stalled_after_one_write_is_cut, 120)
+{
+	static char req[2048], kib[10240];
+	char buf[256];
+	int fds[STALLED], cut = 0, n;
+	struct timespec t0, t1;
+	bool closed;
+	long ms;
+
+	ASSERT_TRUE(start_gateway(self, NULL));
+	n = snprintf(req, sizeof(req),
+		     "POST /v2/models/big/infer HTTP/1.1\r\nHost: x\r\n"
+		     "Content-Length: 67108864\r\n\r\n");
+	memset(req + n, ' ', 1000);
+	memset(kib, ' ', sizeof(kib));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < STALLED; i++) {
+		fds[i] = connect_from(self, 1);
+		ASSERT_LE(0, fds[i]);
+		ASSERT_EQ(n + 1000, send(fds[i], req, (size_t)n + 1000, MSG_NOSIGNAL));
+	}
+	for (int i = 0; i < STALLED; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ms = 2500 - (t1.tv_sec - t0.tv_sec) * 1000 - (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		closed = gw_closed_within(fds[i], ms > 0 ? (int)ms : 0, buf, sizeof(buf));
+		TH_LOG("stalled %d %s: %.40s", i, closed ? "closed" : "open", buf);
+		cut += closed && !strncmp(buf, "HTTP/1.1 408", 12);
+		close(fds[i]);
+	}
+	EXPECT_EQ(STALLED, cut);
+	fds[0] = connect_from(self, 1);
+	ASSERT_LE(0, fds[0]);
+	n = snprintf(req, sizeof(req),
+		     "POST /v2/models/big/infer HTTP/1.1\r\nHost: x\r\n"
+		     "Content-Length: %d\r\n\r\n",
+		     STEADY_STEPS * (int)sizeof(kib));
+	ASSERT_EQ(n, send(fds[0], req, (size_t)n, MSG_NOSIGNAL));
+	for (int i = 0; i < STEADY_STEPS; i++) {
+		usleep(75000);
+		ASSERT_EQ((ssize_t)sizeof(kib), send(fds[0], kib, sizeof(kib), MSG_NOSIGNAL));
+	}
+	EXPECT_TRUE(gw_answered_within(fds[0], "\r\n\r\n", 5000, buf, sizeof(buf)));
+	TH_LOG("the steady body: %.40s", buf);
+	EXPECT_EQ(0, strncmp(buf, "HTTP/1.1 400", 12));
+	close(fds[0]);
 }
 
 /*
