@@ -22,6 +22,8 @@
 #define H2S_HEALTH_MAX_MESSAGE 4096 /* a call max_calls does not count: its message at most */
 #define H2S_HEALTH_BYTES (16u << 20) /* their messages' bytes, kept out of the budget */
 #define H2S_HEALTH_READ_NS 1000000000ull /* their message within this (theirs are empty) */
+#define H2S_CHARGE_STEP (64u << 10) /* a message's bytes taken from the budget this many at once */
+#define H2S_RATE_GRACE_NS 1000000000ull /* a call's first second: its rate not counted */
 #define H2S_HEALTH_CALLS 256 /* health calls at once whose message came, over all connections */
 #define H2S_HEALTH_PER_PEER 32 /* health calls open from one client address */
 #define H2S_READ_BUF (64 << 10) /* a thread's buffer for what is not a message's DATA */
@@ -178,6 +180,11 @@ void h2s_conn_put(struct h2s_conn *c);
 void h2s_conn_free(struct h2s_conn *c);
 /* Under the connection's lock: a call still reading refused with code and why. */
 void h2s_call_refuse(struct h2s_call *call, enum gw_grpc_status code, const char *why);
+/*
+ * Under the connection's lock: the budget taken for call's message up to
+ * its byte upto, or the call refused (false; it may be freed).
+ */
+bool h2s_call_charge(struct h2s_call *call, size_t upto);
 /*
  * grpc-timeout's value: 1 to 8 digits and a unit (H M S m u n) in ns, at
  * least 1 (0 is already past), UINT64_MAX past 2^64 ns; 0 when malformed.

@@ -4,8 +4,9 @@
  * stream in gRPC's terms. Its request headers (:method POST, content-type
  * application/grpc*, :path one of gw_grpc_methods, grpc-timeout the
  * deadline), then its one message: the 5-byte prefix read first (the
- * compressed flag refused, the length held to max_message before a byte
- * of it is taken), its bytes into a buffer of that length (an into_memfd
+ * compressed flag refused, the length held to max_message and an infer's
+ * to the widest model's need), its bytes, charged to the budget as they
+ * come, into a buffer of that length (an into_memfd
  * method's: one of the forwarding pool's memfds, read straight into by
  * grpc_h2.c). At the client's END_STREAM the call is ready for its method.
  * The answer: HEADERS (:status 200), DATA (the message), HEADERS (trailers
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grpc_h2.h"
+#include "infer_request.h"
 #include "mono_clock.h"
 
 static bool str_is(const char *s, size_t n, const char *lit)
@@ -305,16 +307,15 @@ static void call_headers(void *arg, void *st, int result)
 }
 
 /*
- * Under the connection's lock: len bytes of message buffer taken, before
- * the buffer is made, from the health calls' own bytes, or from the
+ * Under the connection's lock: need more bytes of message buffer taken
+ * from the health calls' own bytes, or from the
  * server's budget and its client address's share of it; or the call
  * refused (RESOURCE_EXHAUSTED) when they are spent.
  */
-static bool call_budget(struct h2s_call *call, size_t len)
+static bool call_budget(struct h2s_call *call, size_t need)
 {
 	struct h2s_peer *peer = call->peer;
 	struct h2_server *srv = call->conn->srv;
-	size_t need = len ? len : 1;
 
 	if (call->health) {
 		if (atomic_fetch_add(&srv->health_bytes, need) + need > srv->health_max) {
@@ -338,18 +339,43 @@ static bool call_budget(struct h2s_call *call, size_t len)
 				"(--grpc-max-buffer-bytes); retry later");
 		return false;
 	}
-	call->buf_reserved = need;
-	call->peer_reserved = call->health ? 0 : need;
+	call->buf_reserved += need;
+	call->peer_reserved += call->health ? 0 : need;
 	return true;
 }
 
-/* The prefix is whole: the message's buffer, or the call refused. */
+/* In H2S_CHARGE_STEP steps, at most the message's length: charged as its bytes come. */
+bool h2s_call_charge(struct h2s_call *call, size_t upto)
+{
+	size_t want = (upto + H2S_CHARGE_STEP - 1) / H2S_CHARGE_STEP * H2S_CHARGE_STEP;
+
+	if (want > call->msg_len)
+		want = call->msg_len;
+	return want <= call->buf_reserved || call_budget(call, want - call->buf_reserved);
+}
+
+static void widest_model(struct gw_model *m, void *arg)
+{
+	size_t *widest = arg, need = gw_infer_body_max(&m->cfg);
+
+	if (need > *widest)
+		*widest = need;
+}
+
+/*
+ * The prefix is whole: the message's buffer, or the call refused. An
+ * infer's message is held to what the widest model this gateway serves
+ * can need, as HTTP's body is to its model's (the model is named inside
+ * the message, read once it is whole).
+ */
 static bool call_message_begin(struct h2s_call *call)
 {
 	struct h2_server *srv = call->conn->srv;
 	size_t max = !call->health ? srv->base.opts.max_message : H2S_HEALTH_MAX_MESSAGE;
 	size_t len = (size_t)call->prefix[1] << 24 | (size_t)call->prefix[2] << 16 |
 		     (size_t)call->prefix[3] << 8 | call->prefix[4];
+	size_t widest = 0;
+	const char *by = "the gateway's --max-body-bytes";
 	char why[160];
 
 	if (call->prefix[0]) {
@@ -358,16 +384,19 @@ static bool call_message_begin(struct h2s_call *call)
 				"identity)");
 		return false;
 	}
+	if (call->method->into_memfd) {
+		gw_models_each(call->pub.ms, widest_model, &widest);
+		if (widest < max) {
+			max = widest;
+			by = "what the inputs of the widest model served can need";
+		}
+	}
 	if (len > max) {
-		snprintf(why, sizeof(why),
-			 "Received message larger than max (%zu vs. %zu): the gateway's "
-			 "--max-body-bytes",
-			 len, max);
+		snprintf(why, sizeof(why), "Received message larger than max (%zu vs. %zu): %s",
+			 len, max, by);
 		h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED, why);
 		return false;
 	}
-	if (!call_budget(call, len))
-		return false;
 	call->msg_len = len;
 	/* memfds (files) held by waiting calls: max_calls at most, the rest in the heap */
 	if (len && call->method->into_memfd && h2s_take(&srv->memfds, srv->base.opts.max_calls)) {
@@ -403,6 +432,8 @@ static void call_data(void *arg, void *st, const uint8_t *p, size_t n)
 				return;
 		} else if (call->msg_got < call->msg_len) {
 			k = n < call->msg_len - call->msg_got ? n : call->msg_len - call->msg_got;
+			if (!h2s_call_charge(call, call->msg_got + k))
+				return;
 			memcpy(call->msg + call->msg_got, p, k);
 			call->msg_got += k;
 		} else {

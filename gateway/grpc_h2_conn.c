@@ -137,6 +137,7 @@ static ssize_t conn_read(struct h2s_conn *c, uint8_t *buf)
 	size_t n = h2_conn_data_next(&c->h2, &st, SIZE_MAX);
 	struct h2s_call *call = st;
 	uint64_t now;
+	size_t placed;
 	ssize_t r;
 
 	if (n && call->msg && call->msg_got < call->msg_len) {
@@ -150,14 +151,15 @@ static ssize_t conn_read(struct h2s_conn *c, uint8_t *buf)
 			return r;
 		now = coloc_now_ns();
 		gw_tl_read(r, now);
-		if ((size_t)r <= iov[0].iov_len) {
-			call->msg_got += (size_t)r;
-			return h2_conn_data_placed(&c->h2, (size_t)r, now) ? 0 : r;
-		}
-		call->msg_got += iov[0].iov_len;
-		if (h2_conn_data_placed(&c->h2, iov[0].iov_len, now))
+		placed = (size_t)r < iov[0].iov_len ? (size_t)r : iov[0].iov_len;
+		call->msg_got += placed;
+		/* past the budget the call is refused (and may be gone): its stream's bytes dropped */
+		h2s_call_charge(call, call->msg_got);
+		if (h2_conn_data_placed(&c->h2, placed, now))
 			return 0;
-		return h2_conn_feed(&c->h2, buf, (size_t)r - iov[0].iov_len, now) ? 0 : r;
+		if ((size_t)r == placed)
+			return r;
+		return h2_conn_feed(&c->h2, buf, (size_t)r - placed, now) ? 0 : r;
 	}
 	r = read(c->fd, buf, H2S_READ_BUF);
 	if (r <= 0)

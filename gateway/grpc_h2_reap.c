@@ -2,13 +2,17 @@
 /*
  * The own gRPC server's reaper (grpc_h2.h): a thread that, ten times a
  * second, refuses the calls whose message did not come within
- * read_timeout_ms or their deadline, resets the answers the client's
- * windows held past their send deadline, and sends away the connections
+ * read_timeout_ms or their deadline or comes slower than min_rate, resets
+ * the answers the client's windows held past their send deadline, and
+ * sends away the connections
  * that are stalled or idle; it also brings the listener back after a pause.
  */
 #define _GNU_SOURCE
+#include <stdint.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 #include "grpc_h2.h"
 #include "mono_clock.h"
 
@@ -57,14 +61,49 @@ static bool reap_stuck(struct h2s_conn *c, uint64_t now, uint64_t read_ns)
 }
 
 /*
- * Under srv->lock: c's late calls refused, c sent away when stalled, or idle:
+ * Under c->lock: the call whose DATA frame the bytes in c's socket not yet
+ * read go to (SO_RCVLOWAT holds a frame's rest back until it is all
+ * there), their count in *unread; NULL when none.
+ */
+static const struct h2s_call *reap_unread(struct h2s_conn *c, uint64_t *unread)
+{
+	void *st = NULL;
+	int queued = 0;
+
+	if (!h2_conn_data_next(&c->h2, &st, SIZE_MAX) || ioctl(c->fd, SIOCINQ, &queued) ||
+	    queued <= 0)
+		return NULL;
+	*unread = (uint64_t)queued;
+	return st;
+}
+
+/*
+ * Whether call's message, not yet whole, is behind min_rate bytes a
+ * second since the call opened, its first second given free (as HTTP's
+ * requests, http_deadline.c); unread of its bytes are in the socket.
+ */
+static bool reap_too_slow(const struct h2_server *srv, const struct h2s_call *call, uint64_t now,
+			  uint64_t unread)
+{
+	uint64_t took = now - call->pub.t_start, got = call->prefix_got + call->msg_got + unread;
+
+	if (!srv->base.opts.min_rate || took <= H2S_RATE_GRACE_NS ||
+	    (call->prefix_got == 5 && call->msg_got == call->msg_len))
+		return false;
+	return got < srv->base.opts.min_rate * ((took - H2S_RATE_GRACE_NS) / 1000000ull) / 1000ull;
+}
+
+/*
+ * Under srv->lock: c's late calls refused, and those whose message comes
+ * slower than the rate floor, c sent away when stalled, or idle:
  * no call open (a stream, or a call handled after its stream ended) for
  * idle_timeout_ms, whatever else it sends (PINGs do not keep it).
  */
 static void reap_conn(struct h2_server *srv, struct h2s_conn *c, uint64_t now)
 {
 	uint64_t idle_ns = (uint64_t)srv->base.opts.idle_timeout_ms * 1000000ull;
-	uint64_t read_ns = (uint64_t)srv->base.opts.read_timeout_ms * 1000000ull;
+	uint64_t read_ns = (uint64_t)srv->base.opts.read_timeout_ms * 1000000ull, unread = 0;
+	const struct h2s_call *unread_by = NULL;
 
 	pthread_mutex_lock(&c->lock);
 	if (!c->closed && reap_stuck(c, now, read_ns)) {
@@ -79,6 +118,8 @@ static void reap_conn(struct h2_server *srv, struct h2s_conn *c, uint64_t now)
 		pthread_mutex_unlock(&c->lock);
 		return;
 	}
+	if (!c->closed && c->reading && srv->base.opts.min_rate)
+		unread_by = reap_unread(c, &unread);
 	/* each call, not only the oldest: a grpc-timeout may end a later one first */
 	for (struct h2s_call *call = c->reading, *next; !c->closed && call; call = next) {
 		next = call->next;
@@ -86,6 +127,10 @@ static void reap_conn(struct h2_server *srv, struct h2s_conn *c, uint64_t now)
 			h2s_call_refuse(call, GW_GRPC_DEADLINE_EXCEEDED,
 					"no request message within the gateway's read timeout "
 					"or the call's deadline");
+		else if (reap_too_slow(srv, call, now, call == unread_by ? unread : 0))
+			h2s_call_refuse(call, GW_GRPC_DEADLINE_EXCEEDED,
+					"the request message arrived slower than the gateway "
+					"takes (--http-min-rate-bytes)");
 	}
 	if (!c->closed && idle_ns && !c->h2.nr_streams && !c->h2.held &&
 	    atomic_load(&c->refs) == 1 && now > c->idle_since_ns + idle_ns) {

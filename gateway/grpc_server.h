@@ -61,6 +61,7 @@ struct gw_grpc_opts {
 	int read_timeout_ms; /* from a call's arrival to its message, then it is cancelled */
 	int max_streams; /* calls at once on one connection (HTTP/2 concurrent streams) */
 	size_t max_message; /* bytes of one request message */
+	size_t min_rate; /* bytes a second a call's message comes at after its first (0: any) */
 	int timeout_ms; /* of one infer, from arrival, when the client's deadline is later */
 	int idle_timeout_ms; /* a connection with no call open this long is sent away (0: never) */
 	bool model_control; /* the repository's load and unload allowed (else PERMISSION_DENIED) */

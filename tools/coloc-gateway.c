@@ -128,7 +128,8 @@ static void usage(FILE *f)
 		"                          sent within --timeout-ms plus this of its request\n"
 		"  --http-min-rate-bytes N  bytes a second an HTTP request must arrive at, on\n"
 		"                          average from its first byte, once a second has\n"
-		"                          passed: slower, 408 and the connection closed\n"
+		"                          passed: slower, 408 and the connection closed; an\n"
+		"                          own gRPC call's message too (DEADLINE_EXCEEDED)\n"
 		"                          (default %ld; 0: only the request timeout)\n"
 		"  --trusted-proxy CIDR    from these addresses (repeatable, at most %d), an HTTP\n"
 		"                          request's or own gRPC call's client for the\n"
@@ -546,6 +547,7 @@ int main(int argc, char **argv)
 	gopts.threads = (int)opts.threads;
 	gopts.max_calls = (int)opts.max_queue;
 	gopts.max_message = (size_t)opts.max_body;
+	gopts.min_rate = (size_t)opts.http_min_rate;
 	gopts.timeout_ms = (int)opts.timeout_ms;
 	gopts.idle_timeout_ms = (int)opts.grpc_idle_timeout_ms;
 	gopts.max_buffer_bytes = (size_t)opts.grpc_max_buffer;

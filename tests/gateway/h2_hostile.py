@@ -25,18 +25,19 @@ tests/gateway_h2_test.c:
                                        message 64 KiB but one byte short, held H s
   h2_hostile.py PORT idle-ping MS S    a connection that only pings, every MS ms, S s
                                        at most: when the server sends it away
-  h2_hostile.py PORT budget C N LEN [A]  C connections (from A loopback addresses) of N
-                                       ServerMetadata calls whose prefix says LEN bytes,
-                                       none sent: the statuses
-  h2_hostile.py PORT holdall C N B LEN S  C connections of B ModelInfer calls whose prefix
-                                       says LEN bytes and N with no message, renewed when
-                                       refused, S s: whether a ServerLive and another
-                                       address's ModelInfer are answered meanwhile
+  h2_hostile.py PORT budget C N LEN [A [K [M]]]  C connections (from A loopback addresses)
+                                       of N M calls (ServerMetadata) whose prefix says LEN
+                                       bytes, K of them sent (default none): the statuses
+  h2_hostile.py PORT holdall C N B LEN S [O]  C connections of B ModelInfer calls whose
+                                       prefix says LEN bytes and N with no message, renewed
+                                       when refused, S s: whether a ServerLive and a
+                                       ModelInfer from O (127.0.0.2) are answered meanwhile
   h2_hostile.py PORT healthfill A P S  A addresses (127.0.0.2 on) of P ServerLive calls
                                        that send no message, renewed when refused, S s:
                                        whether a ServerLive from 127.0.0.1 is answered
-  h2_hostile.py PORT bigone N          one ServerMetadata of N bytes on an idle gateway
-                                       (16 KiB frames, in the server's windows): its status
+  h2_hostile.py PORT bigone N [R]      one ServerMetadata of N bytes on an idle gateway
+                                       (16 KiB frames, in the server's windows, R bytes a
+                                       second if given): its status
   h2_hostile.py PORT holdwhole C N S   C connections (windows 0) of N whole ServerMetadata
                                        calls, renewed when refused or reset, S s: whether
                                        another address's ServerMetadata is answered
@@ -492,18 +493,39 @@ def idle_ping(port, every_ms, most_s):
     print("kept")
 
 
-def budget(port, conns, n, length, addrs=1):
-    """conns connections, each with n counted calls whose 5-byte prefix announces length
-    bytes that never come: each message's buffer is taken from the server's budget when
-    its prefix is read. Connection i comes from 127.0.0.(1 + i % addrs). Prints the
-    grpc-status of the answers within 2 s, over all."""
+def await_windows(s):
+    """Reads s until the server's SETTINGS (acked) and its connection WINDOW_UPDATE came."""
+    seen = {"settings": False, "wu": False}
+
+    def ready(f):
+        if f[0] == SETTINGS and not f[1] & 0x1:
+            s.sendall(frame(SETTINGS, 0x1, 0))
+            seen["settings"] = True
+        if f[0] == WINDOW_UPDATE and f[2] == 0:
+            seen["wu"] = True
+        return seen["settings"] and seen["wu"]
+
+    frames(s, ready)
+
+
+def budget(port, conns, n, length, addrs=1, sent=0, method="ServerMetadata"):
+    """conns connections, each with n method calls whose 5-byte prefix announces length
+    bytes, of which sent come (in 16 KiB frames, in the server's windows) and the rest
+    never: the budget is taken as a message's bytes come. Connection i comes from
+    127.0.0.(1 + i % addrs). Prints the grpc-status of the answers within 2 s, over all."""
     held = []
     for i in range(conns):
         s = connect(port, "127.0.0.%d" % (1 + i % addrs))
         held.append(s)
-        s.sendall(b"".join(frame(HEADERS, 0x4, 1 + 2 * i, request_block("ServerMetadata")) +
-                           frame(DATA, 0, 1 + 2 * i, b"\x00" + struct.pack(">I", length))
-                           for i in range(n)))
+        if sent:
+            s.settimeout(10)
+            await_windows(s)
+        for k in range(n):
+            sid = 1 + 2 * k
+            s.sendall(frame(HEADERS, 0x4, sid, request_block(method)) +
+                      frame(DATA, 0, sid, b"\x00" + struct.pack(">I", length)))
+            for j in range(0, sent, 16384):
+                s.sendall(frame(DATA, 0, sid, b"\x00" * min(16384, sent - j)))
     statuses = {}
 
     def until(f):
@@ -667,11 +689,11 @@ def short_deadline(port, timeout):
     s.close()
 
 
-def holdall(port, conns, n, big, length, wait_s):
+def holdall(port, conns, n, big, length, wait_s, other="127.0.0.2"):
     """The reviewer's holdall, smaller: conns connections from 127.0.0.1, each with big
     ModelInfer calls whose prefix names length bytes (on every connection first), then n
     with no message, none ever sent on; each one the server refuses is opened again. For wait_s, every 0.5 s, a
-    ServerLive from 127.0.0.1 and a ModelInfer of "fast" from 127.0.0.2, each on a fresh
+    ServerLive from 127.0.0.1 and a ModelInfer of "fast" from other, each on a fresh
     connection: "live K of M" and "other K of M" answered with status 0."""
     held = []
 
@@ -709,7 +731,7 @@ def holdall(port, conns, n, big, length, wait_s):
             next_probe += 0.5
             for name, method, message, source in (
                     ("live", "ServerLive", b"\x00" * 5, None),
-                    ("other", "ModelInfer", infer_message("fast"), "127.0.0.2")):
+                    ("other", "ModelInfer", infer_message("fast"), other)):
                 try:
                     probes[name].append(one_call(port, method, message, source))
                 except OSError as e:
@@ -762,28 +784,21 @@ def healthfill(port, addrs, per, wait_s):
         c["s"].close()
 
 
-def bigone(port, n):
+def bigone(port, n, rate=0):
     """One ServerMetadata call whose message (an unknown field) is n bytes, alone, sent in
     16 KiB frames once the server's SETTINGS and connection WINDOW_UPDATE came (n + 5 within
-    its 8 MiB stream window): prints "status CODE" or "status none"."""
+    its 8 MiB stream window), at rate bytes a second if not 0: prints "status CODE" or
+    "status none"."""
     s = connect(port)
     s.settimeout(10)
     body = pb_bytes(15, b"\x00" * (n - 4))
     body = pb_bytes(15, b"\x00" * (n - 4 - (len(body) - n)))
     m = b"\x00" + struct.pack(">I", len(body)) + body
-    seen = {"settings": False, "wu": False}
-
-    def ready(f):
-        if f[0] == SETTINGS and not f[1] & 0x1:
-            s.sendall(frame(SETTINGS, 0x1, 0))
-            seen["settings"] = True
-        if f[0] == WINDOW_UPDATE and f[2] == 0:
-            seen["wu"] = True
-        return seen["settings"] and seen["wu"]
-
-    frames(s, ready)
+    await_windows(s)
     s.sendall(frame(HEADERS, 0x4, 1, request_block("ServerMetadata")))
     for i in range(0, len(m), 16384):
+        if rate:
+            time.sleep(16384 / rate)
         s.sendall(frame(DATA, 0x1 if i + 16384 >= len(m) else 0, 1, m[i:i + 16384]))
     status = []
 
@@ -900,13 +915,13 @@ def main():
     elif mode == "deadhold":
         deadhold(port, int(sys.argv[3]), float(sys.argv[4]))
     elif mode == "budget":
-        budget(port, *[int(a) for a in sys.argv[3:7]])
+        budget(port, *[int(a) for a in sys.argv[3:8]], *sys.argv[8:9])
     elif mode == "holdall":
-        holdall(port, *[int(a) for a in sys.argv[3:7]], float(sys.argv[7]))
+        holdall(port, *[int(a) for a in sys.argv[3:7]], float(sys.argv[7]), *sys.argv[8:9])
     elif mode == "healthfill":
         healthfill(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
     elif mode == "bigone":
-        bigone(port, int(sys.argv[3]))
+        bigone(port, *[int(a) for a in sys.argv[3:5]])
     elif mode == "holdwhole":
         holdwhole(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
     elif mode == "idle-ping":
