@@ -585,6 +585,9 @@ int main(int argc, char **argv)
 			uid = (uid_t)strtoul(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--gid"))
 			gid = (gid_t)strtoul(argv[i + 1], NULL, 10);
+	/* a member's tenant is keyed UID:NAME (docs/design/tenant-names.md): its name decides */
+	if (strspn(tenant, "0123456789") && tenant[strspn(tenant, "0123456789")] == ':')
+		tenant += strspn(tenant, "0123456789") + 1;
 	if (strncmp(tenant, "hostile-", 8)) {
 		char real[PATH_MAX];
 		const char *slash = strrchr(argv[0], '/');
