@@ -315,9 +315,9 @@ TEST_F_TIMEOUT(grpc, node_client__infer_equals_colocctl, 600)
  * default 4/s for 3 s on 4 connections): its JSON report's "sent", or -1.
  */
 static int load_through(FIXTURE_DATA(grpc) * self, const char *route, long *completed, long *failed,
-			long *outstanding)
+			long *outstanding, char *out, size_t out_len)
 {
-	char bin[PATH_MAX], cmd[PATH_MAX + 512], out[16384], *p;
+	char bin[PATH_MAX], cmd[PATH_MAX + 512], *p;
 	long sent = -1;
 
 	tu_bin("coloc-load", bin, sizeof(bin));
@@ -326,7 +326,7 @@ static int load_through(FIXTURE_DATA(grpc) * self, const char *route, long *comp
 		 self->env.sock, route,
 		 strstr(route, "--tenant") ? "" : "--tenant mobilenet_v2:4 --duration 3 -c 4",
 		 self->env.gateway);
-	if (tu_run(cmd, out, sizeof(out)))
+	if (tu_run(cmd, out, out_len))
 		return -1;
 	p = strstr(out, "\"sent\":");
 	if (!p || sscanf(p, "\"sent\":%ld", &sent) != 1)
@@ -366,6 +366,7 @@ TEST_F_TIMEOUT(grpc, coloc_load__drives_the_gateway_over_grpc_and_http, 600)
 		char route[64];
 		double before = metric(self, doors[i].metric);
 		long completed = -1, failed = -1, outstanding = -1;
+		char out[16384] = "";
 		int sent;
 
 #pragma GCC diagnostic push
@@ -373,12 +374,12 @@ TEST_F_TIMEOUT(grpc, coloc_load__drives_the_gateway_over_grpc_and_http, 600)
 		snprintf(route, sizeof(route), doors[i].route_fmt,
 			 i < 2 ? self->env.grpc_port : self->env.http_port);
 #pragma GCC diagnostic pop
-		sent = load_through(self, route, &completed, &failed, &outstanding);
-		ASSERT_LT(0, sent) TH_LOG("%s: coloc-load failed", route);
-		EXPECT_LT(0, completed) TH_LOG("%s", route);
-		EXPECT_EQ(0, failed) TH_LOG("%s", route);
+		sent = load_through(self, route, &completed, &failed, &outstanding, out, sizeof(out));
+		ASSERT_LT(0, sent) TH_LOG("%s: coloc-load failed: %s", route, out);
+		EXPECT_LT(0, completed) TH_LOG("%s: %s", route, out);
+		EXPECT_EQ(0, failed) TH_LOG("%s: %s", route, out);
 		/* warm-up is 0: what it sent is what the gateway received from it */
-		EXPECT_EQ(before + sent, metric(self, doors[i].metric)) TH_LOG("%s", route);
+		EXPECT_EQ(before + sent, metric(self, doors[i].metric)) TH_LOG("%s: %s", route, out);
 	}
 }
 
@@ -397,7 +398,7 @@ TEST_F_TIMEOUT(grpc, coloc_load__many_calls_in_flight_on_one_raw_connection, 600
 			"protocol=\"grpc\"}";
 	long completed = -1, failed = -1, outstanding = -1;
 	double before;
-	char route[128];
+	char route[128], out[16384] = "";
 	int sent;
 
 	NEED_SETUP(self);
@@ -405,12 +406,12 @@ TEST_F_TIMEOUT(grpc, coloc_load__many_calls_in_flight_on_one_raw_connection, 600
 	snprintf(route, sizeof(route),
 		 "--grpc 127.0.0.1:%d --tenant mobilenet_v2:300 --duration 2 -c 1",
 		 self->env.grpc_port);
-	sent = load_through(self, route, &completed, &failed, &outstanding);
-	ASSERT_LT(100, sent);
-	EXPECT_LT(0, completed);
-	EXPECT_EQ(0, failed);
-	EXPECT_EQ(0, outstanding);
-	EXPECT_EQ(before + sent, metric(self, m));
+	sent = load_through(self, route, &completed, &failed, &outstanding, out, sizeof(out));
+	ASSERT_LT(100, sent) TH_LOG("%s", out);
+	EXPECT_LT(0, completed) TH_LOG("%s", out);
+	EXPECT_EQ(0, failed) TH_LOG("%s", out);
+	EXPECT_EQ(0, outstanding) TH_LOG("%s", out);
+	EXPECT_EQ(before + sent, metric(self, m)) TH_LOG("%s", out);
 }
 
 /* Writes bytes to a fresh connection to the gRPC port and reads until it closes (or 2 s). */
