@@ -21,6 +21,8 @@
 
 /* serve()'s answer beside enum policy_served: q's block cannot end before another's latest start */
 #define COLOC_GIVE_WAY (POLICY_OUT_FULL + 1)
+/* serve()'s: q is late but delays no one on time (late.c): serve it now, demoted (its block cut) */
+#define COLOC_IN_TURN (POLICY_OUT_FULL + 2)
 
 double policy_coloc_threshold(int total_cores, double sum_avg, double avg)
 {
@@ -97,7 +99,10 @@ static int no_version(struct coloc_err *err, const struct policy_query *q, int f
  * learnt prediction's optimistic end (/ margin) and the table at the level,
  * on the whole machine, cold only when every core is. Late
  * on the optimistic end (or past its deadline) but not that late, it is
- * demoted (POLICY_DEMOTED): served after every query that can still meet its
+ * served now, in its turn and not held for cores (COLOC_IN_TURN), when its
+ * rest on the free cores (pessimistically, times margin) fits in the least
+ * slack of the queries on time (policy_late_in_turn()); else demoted
+ * (POLICY_DEMOTED): served after every query that can still meet its
  * deadline, on what they leave. Late on the cores free now (up to count
  * index max_ci), pessimistically, but not on the whole machine, it waits
  * for cores, and less urgent queries may use the free ones meanwhile. The
@@ -108,7 +113,7 @@ static int no_version(struct coloc_err *err, const struct policy_query *q, int f
  * docs/design/coloc-policy.md, "Late queries are demoted, not dropped".
  */
 static int drop_or_hold(const struct coloc_state *st, const struct policy_config *cfg,
-			const struct policy_input *in, struct coloc_tenant *ct,
+			const struct policy_input *in, struct round *r, struct coloc_tenant *ct,
 			const struct policy_query *q, int max_ci, double pos, double cold,
 			struct policy_output *out, struct coloc_err *err)
 {
@@ -119,6 +124,7 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 	int first = q->next_layer, all_ci = policy_costs_core_index(m, st->nr_online);
 	uint64_t rest_ns = coloc_rest_at_best(st, ct, first, all_ci, pos, corr, fixed, in->now_ns);
 	double all_cold = policy_costs_cold_scale_on(m, in, &cfg->online), sure;
+	bool late = false;
 
 	if (!rest_ns)
 		return no_version(err, q, first, m->core_counts[all_ci]);
@@ -131,15 +137,21 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 	case POLICY_GIVE_UP:
 		return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
 	case POLICY_DEMOTE:
-		return POLICY_DEMOTED;
+		late = true;
+		break;
 	case POLICY_ON_TIME:
 		break;
 	}
-	if (max_ci < all_ci) {
+	if (max_ci < all_ci || late) {
 		rest_ns = coloc_rest_at_best(st, ct, first, max_ci, pos, corr, fixed, in->now_ns);
 		if (!rest_ns)
 			return no_version(err, q, first, m->core_counts[max_ci]);
 		rest_ns = policy_scale_ns(rest_ns, cold);
+		if (late)
+			return policy_late_in_turn(&r->late_room, cfg, in, q,
+						   (double)rest_ns * margin) ?
+				       COLOC_IN_TURN :
+				       POLICY_DEMOTED;
 		if ((double)in->now_ns + (double)rest_ns * margin > (double)q->deadline_ns)
 			return POLICY_WAIT;
 	}
@@ -148,10 +160,10 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 
 /*
  * Decides q's next block, or drops it, or waits, or demotes it; an enum
- * policy_served (POLICY_DEMOTED among them) or COLOC_GIVE_WAY. A demoted q
- * (late) is neither dropped nor held here, and its block is capped by every
- * tenant's slack, its own included: a query of its own tenant arriving
- * waits for it.
+ * policy_served (POLICY_DEMOTED among them), COLOC_GIVE_WAY or
+ * COLOC_IN_TURN. A demoted q (late) is neither dropped nor held here, and
+ * its block is capped by every tenant's slack, its own included: a query
+ * of its own tenant arriving waits for it.
  */
 static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		 const struct policy_input *in, struct round *r, const struct policy_query *q,
@@ -183,7 +195,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	if (max_ci < 0 || coloc_socket_closed(r, q))
 		return POLICY_WAIT;
 	if (cfg->late == POLICY_LATE_DROP && !demoted) {
-		ret = drop_or_hold(st, cfg, in, ct, q, max_ci, pos, cold, out, err);
+		ret = drop_or_hold(st, cfg, in, r, ct, q, max_ci, pos, cold, out, err);
 		if (ret != POLICY_SERVED)
 			return ret;
 	}
@@ -416,6 +428,9 @@ int policy_coloc_engine_decide(void *state, const struct policy_config *cfg,
 		if (t < 0)
 			return serve_late(st, cfg, in, &r, out, err);
 		ret = serve(st, cfg, in, &r, r.head[t], false, out, err);
+		/* late, but it delays no one on time: served now, as a demoted one */
+		if (ret == COLOC_IN_TURN)
+			ret = serve(st, cfg, in, &r, r.head[t], true, out, err);
 		if (ret < 0)
 			return ret;
 		if (ret == POLICY_OUT_FULL)

@@ -224,6 +224,8 @@ struct round {
 	const struct policy_query *head[POLICY_MAX_TENANTS];
 	/* each tenant's earliest query demoted this round (late), served after the others */
 	const struct policy_query *late[POLICY_MAX_TENANTS];
+	/* how long the queries on time can wait for a late one (late.c; zeroed: not known) */
+	struct policy_late_room late_room;
 	bool done[POLICY_MAX_TENANTS];
 	int in_flight[POLICY_MAX_TENANTS]; /* blocks of the tenant running, or decided this round */
 	/*

@@ -53,6 +53,35 @@ enum policy_lateness {
 enum policy_lateness policy_lateness(const struct policy_config *cfg, const struct policy_input *in,
 				     const struct policy_query *q, double rest_ns, double least_ns);
 
+/*
+ * How long the live queries on time can wait, worked out at most once a
+ * round (reset it at the round's start): each one's slack is its deadline
+ * less now less its whole model served alone on every online core
+ * (policy_costs_served_solo_ns(), an upper bound on its rest); the least
+ * and second least of those not negative (a query late itself gives no
+ * room), and whose the least is.
+ */
+struct policy_late_room {
+	bool known;
+	double least_ns, second_ns;
+	uint64_t least_id;
+};
+
+static inline void policy_late_room_reset(struct policy_late_room *room)
+{
+	room->known = false;
+}
+
+/*
+ * Whether q, demoted by policy_lateness(), is served in its turn all the
+ * same: turn_ns (its rest on the cores it would get now, at the policy's
+ * pessimistic price) fits in the least slack of the other live queries on
+ * time, so serving it first makes none of them late.
+ */
+bool policy_late_in_turn(struct policy_late_room *room, const struct policy_config *cfg,
+			 const struct policy_input *in, const struct policy_query *q,
+			 double turn_ns);
+
 enum policy_served {
 	POLICY_SERVED, /* a decision was appended, its cores taken from free */
 	POLICY_DROPPED, /* a drop was appended */
@@ -85,6 +114,7 @@ struct policy_whole_prices {
 		uint64_t ns;
 	} at[POLICY_MAX_TENANTS];
 	long layers_priced;
+	struct policy_late_room room;
 };
 
 void policy_whole_prices_init(struct policy_whole_prices *prices);

@@ -3,9 +3,10 @@
  * What the simple policies (fcfs, os, static, temporal) share: the earliest
  * queued query by arrival, and serving a query's whole remaining model as
  * one block on a set of free cores, with the rule for late queries every
- * policy applies (late.c): a query late even alone is served after those on
- * time, and dropped only when even alone its answer would come after its
- * deadline plus its QoS.
+ * policy applies (late.c): a query late even alone keeps its turn when its
+ * block fits in the least slack of the queries on time, else is served
+ * after them, and is dropped only when even alone its answer would come
+ * after its deadline plus its QoS.
  */
 #include <errno.h>
 #include "policy_impl.h"
@@ -74,6 +75,7 @@ void policy_whole_prices_init(struct policy_whole_prices *prices)
 	for (int t = 0; t < POLICY_MAX_TENANTS; t++)
 		prices->at[t].known = false;
 	prices->layers_priced = 0;
+	policy_late_room_reset(&prices->room);
 }
 
 /*
@@ -156,7 +158,13 @@ static int whole_outcome(const struct policy_config *cfg, const struct policy_in
 		*reason = POLICY_DROP_CANNOT_MEET;
 		return POLICY_DROPPED;
 	}
-	return late == POLICY_DEMOTE && !demoted ? POLICY_DEMOTED : POLICY_SERVED;
+	if (late != POLICY_DEMOTE || demoted)
+		return POLICY_SERVED;
+	/* late: in its turn if its block, at the price it will start at, delays no one on time */
+	return policy_late_in_turn(&prices->room, cfg, in, q,
+				   (double)*alone_ns * policy_costs_cold_scale_on(m, in, free)) ?
+		       POLICY_SERVED :
+		       POLICY_DEMOTED;
 }
 
 int policy_serve_whole_model(const struct policy_config *cfg, const struct policy_input *in,

@@ -8,7 +8,9 @@
  * round, 3 s for os with 16 executors). The work is counted in layers
  * priced (struct policy_whole_prices), not timed. Tenant 0: N queries
  * that arrived half a QoS ago (QoS 1.25x the model alone: demoted, not
- * given up); tenant 1: one query on time, arriving last.
+ * given up); tenant 1: one query on time, arriving last, with a slack
+ * (its QoS less its model alone, 0.25 of the model) too small for any
+ * demoted query to be served in its turn (late.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +60,7 @@ FIXTURE_SETUP(walk)
 	self->cfg.late = POLICY_LATE_DROP;
 	memset(self->tenants, 0, sizeof(self->tenants));
 	self->tenants[0] = (struct policy_tenant){ .costs = &self->m, .qos_ns = QOS, .uid = 1 };
-	self->tenants[1] = (struct policy_tenant){ .costs = &self->m, .qos_ns = 100 * QOS, .uid = 2 };
+	self->tenants[1] = (struct policy_tenant){ .costs = &self->m, .qos_ns = QOS, .uid = 2 };
 	for (int i = 0; i < N; i++) {
 		uint64_t arrival = NOW - QOS / 2 - (uint64_t)(N - i);
 
@@ -68,7 +70,7 @@ FIXTURE_SETUP(walk)
 		};
 	}
 	self->queries[N] = (struct policy_query){
-		.id = N + 1, .tenant = 1, .arrival_ns = NOW, .deadline_ns = NOW + 100 * QOS
+		.id = N + 1, .tenant = 1, .arrival_ns = NOW, .deadline_ns = NOW + QOS
 	};
 	self->free = self->cfg.online;
 	self->in = (struct policy_input){ .now_ns = NOW,
