@@ -6,7 +6,8 @@
  * other uid's tenant by any name, so a name another member took first
  * keeps nothing from it. Root names any tenant as UID:NAME; root's bare
  * NAME is root's own tenant, else the one tenant of that name, else an
- * error that names the owners (docs/design/tenant-names.md).
+ * error that names the owners; in a command that may make a tenant
+ * (tenant-add) it is root's own only (docs/design/tenant-names.md).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -86,6 +87,7 @@ int control_resolve_name(struct colocd *d, struct json_object *req, const char *
 	if (qualified)
 		owner = named;
 	else if (!uid && use != CONTROL_NAMES_SERVING_NEW &&
+		 use != CONTROL_NAMES_ATTRIBUTED_OR_NEW &&
 		 (ret = control_root_means(d, use, name, &owner, err)))
 		return ret;
 	if (tenants_key(key, owner, name))

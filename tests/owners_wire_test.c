@@ -325,6 +325,50 @@ TEST_F_TIMEOUT(wire, tenant_add__member_gets_its_own_process_not_roots_nor_a_roo
 	json_object_put(o);
 }
 
+/*
+ * Review s24 LOW 1: root's tenant-add NAME is root's own tenant NAME, made
+ * if need be, never a member's that took the name first (main put root's
+ * process in the member's tenant, its pids and counters shown to the member).
+ */
+TEST_F_TIMEOUT(wire, tenant_add__roots_bare_name_is_roots_own_not_a_members, 600)
+{
+	struct json_object *o, *t, *pids;
+	char pid[16];
+
+	self->kids[0] = owners_sleeper_as(0, 0);
+	self->kids[1] = owners_sleeper_as(MEMBER, MEMBER);
+	ASSERT_LT(0, self->kids[0]);
+	ASSERT_LT(0, self->kids[1]);
+	o = request_as(self, MEMBER, 0, "{\"cmd\":\"tenant-add\",\"name\":\"batch\",\"pids\":[%d]}\n",
+		       self->kids[1]);
+	ASSERT_TRUE(owners_is_ok(o)) TH_LOG("%s", self->out);
+	json_object_put(o);
+	o = request_as(self, 0, 0, "{\"cmd\":\"tenant-add\",\"name\":\"batch\",\"pids\":[%d]}\n",
+		       self->kids[0]);
+	ASSERT_TRUE(owners_is_ok(o)) TH_LOG("%s", self->out);
+	json_object_put(o);
+	snprintf(pid, sizeof(pid), "%d", self->kids[0]);
+	o = request_as(self, MEMBER, 0, "{\"cmd\":\"tenants\"}\n");
+	ASSERT_TRUE(owners_is_ok(o)) TH_LOG("%s", self->out);
+	t = owners_entry(o, "batch");
+	ASSERT_NE(NULL, t) TH_LOG("%s", self->out);
+	EXPECT_EQ(MEMBER, number_of(t, "owner")) TH_LOG("%s", self->out);
+	pids = json_object_object_get(t, "pids");
+	ASSERT_NE(NULL, pids) TH_LOG("%s", self->out);
+	EXPECT_EQ(1, (int)json_object_array_length(pids)) TH_LOG("%s", self->out);
+	EXPECT_EQ(NULL, strstr(json_object_to_json_string(pids), pid)) TH_LOG("%s", self->out);
+	json_object_put(o);
+	/* root's bare name now means its own batch: removed, the member's kept */
+	o = request_as(self, 0, 0, "{\"cmd\":\"tenant-remove\",\"name\":\"batch\"}\n");
+	EXPECT_TRUE(owners_is_ok(o)) TH_LOG("%s", self->out);
+	json_object_put(o);
+	o = request_as(self, MEMBER, 0, "{\"cmd\":\"tenants\"}\n");
+	t = owners_entry(o, "batch");
+	ASSERT_NE(NULL, t) TH_LOG("the member's batch is gone: %s", self->out);
+	EXPECT_EQ(MEMBER, number_of(t, "owner")) TH_LOG("%s", self->out);
+	json_object_put(o);
+}
+
 TEST_F_TIMEOUT(wire, submit_quota__members_second_tenant_refused_root_unaffected, 600)
 {
 	ASSERT_EQ(0, submit_as(self, MEMBER, "m1")) TH_LOG("%s", self->out);
