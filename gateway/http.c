@@ -115,6 +115,8 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 		rq->h = h;
 		rq->conn = conn;
 		rq->t_start = coloc_now_ns();
+		if (h->dl)
+			gw_http_deadline_begun(conn);
 		http_client_addr(rq, ci ? ci->client_addr : NULL);
 		pthread_mutex_init(&rq->lock, NULL);
 		pthread_cond_init(&rq->cond, NULL);

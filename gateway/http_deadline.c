@@ -277,6 +277,19 @@ static struct dl_conn *dl_conn_of(struct MHD_Connection *conn)
 	return i ? i->socket_context : NULL;
 }
 
+void gw_http_deadline_begun(struct MHD_Connection *conn)
+{
+	struct dl_conn *c = dl_conn_of(conn);
+	int waiting = DL_WAITING;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->dl->lock);
+	if (!c->rate_from_ns && atomic_compare_exchange_strong(&c->phase, &waiting, DL_RECEIVING))
+		c->rate_from_ns = c->idle_ns;
+	pthread_mutex_unlock(&c->dl->lock);
+}
+
 unsigned long gw_http_deadline_received(struct MHD_Connection *conn, uint64_t answer_ns)
 {
 	struct dl_conn *c = dl_conn_of(conn);

@@ -37,6 +37,12 @@ void gw_http_deadline_stop(struct gw_http_deadline *dl);
 void gw_http_deadline_notify(void *dl, struct MHD_Connection *conn, void **socket_context,
 			     enum MHD_ConnectionNotificationCode code);
 /*
+ * conn's request has its headers: its rate is watched from now on, even
+ * when all its bytes came before the previous answer on conn (pipelined),
+ * counted from that answer (or its first byte, on a connection's first).
+ */
+void gw_http_deadline_begun(struct MHD_Connection *conn);
+/*
  * conn's request arrived whole: its answer must be sent within answer_ns
  * plus the timeout (a client that does not read it is cut). The requests
  * that arrived on conn so far, this one counted (0: conn is not tracked).

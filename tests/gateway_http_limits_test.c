@@ -7,7 +7,8 @@
  * answered and the gateway's VmRSS stays under a bound derived from the
  * budget; a body sent to a path that takes none, or past what its model
  * can need, is refused before it is read; a request trickled slower than
- * the rate floor, or stalled after one write, is answered 408 and closed
+ * the rate floor, or stalled after one write, pipelined or not, is
+ * answered 408 and closed
  * while others are served; a
  * trusted proxy's clients have shares of their own (X-Forwarded-For); a
  * client that pipelines requests and reads their answers slowly
@@ -342,6 +343,42 @@ TEST_F_TIMEOUT(fwd, http_rate__trickled_requests_are_cut_and_others_served, 120)
 #define STEADY_STEPS 40 /* of 10 KiB every 75 ms: 133 KiB/s for 3 s */
 
 /*
+ * STALLED connections from 127.0.0.1 each send the len bytes of req at
+ * once and nothing more: how many were answered 408 and closed within
+ * 2.5 s of the sends, their answers beginning with first (the 408, or the
+ * answer of a request pipelined before the stalled one); -1 if one could
+ * not send. Each is logged and closed.
+ */
+static int stalls_cut(struct __test_metadata *_metadata, FIXTURE_DATA(fwd) * self, const char *req,
+		      size_t len, const char *first)
+{
+	struct timespec t0, t1;
+	int fds[STALLED], cut = 0;
+	char buf[4096];
+	bool closed;
+	long ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < STALLED; i++) {
+		fds[i] = connect_from(self, 1);
+		if (fds[i] < 0 || send(fds[i], req, len, MSG_NOSIGNAL) != (ssize_t)len) {
+			while (i >= 0)
+				close(fds[i--]);
+			return -1;
+		}
+	}
+	for (int i = 0; i < STALLED; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ms = 2500 - (t1.tv_sec - t0.tv_sec) * 1000 - (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		closed = gw_closed_within(fds[i], ms > 0 ? (int)ms : 0, buf, sizeof(buf));
+		TH_LOG("stalled %d %s: %.40s", i, closed ? "closed" : "open", buf);
+		cut += closed && !strncmp(buf, first, strlen(first)) && strstr(buf, "HTTP/1.1 408");
+		close(fds[i]);
+	}
+	return cut;
+}
+
+/*
  * Review s23 HIGH 3: four connections from 127.0.0.1 each write an infer's
  * headers (Content-Length 64 MiB, within "big"'s need) and 1,000 bytes of
  * its body in one send, then nothing: each is answered 408 and closed
@@ -356,10 +393,7 @@ TEST_F_TIMEOUT(fwd, http_rate__a_request_stalled_after_one_write_is_cut, 120)
 {
 	static char req[2048], kib[10240];
 	char buf[256];
-	int fds[STALLED], cut = 0, n;
-	struct timespec t0, t1;
-	bool closed;
-	long ms;
+	int fd, n;
 
 	ASSERT_TRUE(start_gateway(self, NULL));
 	n = snprintf(req, sizeof(req),
@@ -367,36 +401,79 @@ TEST_F_TIMEOUT(fwd, http_rate__a_request_stalled_after_one_write_is_cut, 120)
 		     "Content-Length: 67108864\r\n\r\n");
 	memset(req + n, ' ', 1000);
 	memset(kib, ' ', sizeof(kib));
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (int i = 0; i < STALLED; i++) {
-		fds[i] = connect_from(self, 1);
-		ASSERT_LE(0, fds[i]);
-		ASSERT_EQ(n + 1000, send(fds[i], req, (size_t)n + 1000, MSG_NOSIGNAL));
-	}
-	for (int i = 0; i < STALLED; i++) {
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		ms = 2500 - (t1.tv_sec - t0.tv_sec) * 1000 - (t1.tv_nsec - t0.tv_nsec) / 1000000;
-		closed = gw_closed_within(fds[i], ms > 0 ? (int)ms : 0, buf, sizeof(buf));
-		TH_LOG("stalled %d %s: %.40s", i, closed ? "closed" : "open", buf);
-		cut += closed && !strncmp(buf, "HTTP/1.1 408", 12);
-		close(fds[i]);
-	}
-	EXPECT_EQ(STALLED, cut);
-	fds[0] = connect_from(self, 1);
-	ASSERT_LE(0, fds[0]);
+	EXPECT_EQ(STALLED, stalls_cut(_metadata, self, req, (size_t)n + 1000, "HTTP/1.1 408"));
+	fd = connect_from(self, 1);
+	ASSERT_LE(0, fd);
 	n = snprintf(req, sizeof(req),
 		     "POST /v2/models/big/infer HTTP/1.1\r\nHost: x\r\n"
 		     "Content-Length: %d\r\n\r\n",
 		     STEADY_STEPS * (int)sizeof(kib));
-	ASSERT_EQ(n, send(fds[0], req, (size_t)n, MSG_NOSIGNAL));
+	ASSERT_EQ(n, send(fd, req, (size_t)n, MSG_NOSIGNAL));
 	for (int i = 0; i < STEADY_STEPS; i++) {
 		usleep(75000);
-		ASSERT_EQ((ssize_t)sizeof(kib), send(fds[0], kib, sizeof(kib), MSG_NOSIGNAL));
+		ASSERT_EQ((ssize_t)sizeof(kib), send(fd, kib, sizeof(kib), MSG_NOSIGNAL));
 	}
-	EXPECT_TRUE(gw_answered_within(fds[0], "\r\n\r\n", 5000, buf, sizeof(buf)));
+	EXPECT_TRUE(gw_answered_within(fd, "\r\n\r\n", 5000, buf, sizeof(buf)));
 	TH_LOG("the steady body: %.40s", buf);
 	EXPECT_EQ(0, strncmp(buf, "HTTP/1.1 400", 12));
-	close(fds[0]);
+	close(fd);
+}
+
+/*
+ * The same stall pipelined: each of four connections from 127.0.0.1 sends
+ * a health request and, behind it, the stalled infer's headers and 1,000
+ * bytes of its body, in one send, then nothing: each is answered 200 and
+ * then 408, closed within 2.5 s of the send. One that trickles 100 bytes
+ * of the body every 250 ms after that send (400 B/s) is cut likewise; a
+ * pipelined request that is whole (a small infer behind the health
+ * request) is answered, its connection kept. Before: the stalled requests
+ * had all their bytes before the health answer, from which the floor
+ * counts, and were held to the 30 s request deadline (still open at 2.5 s).
+ */
+TEST_F_TIMEOUT(fwd, http_rate__a_pipelined_request_stalled_or_trickled_is_cut, 120)
+{
+	static const char live[] = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char small[] = "{\"inputs\":[{\"name\":\"x\",\"shape\":[1,4],"
+				    "\"datatype\":\"FP32\",\"data\":[1,2,3,4]}]}";
+	static char req[2048], buf[4096];
+	struct timespec t0, t1;
+	bool closed;
+	int fd, n;
+	long ms;
+
+	ASSERT_TRUE(start_gateway(self, NULL));
+	n = snprintf(req, sizeof(req),
+		     "%sPOST /v2/models/big/infer HTTP/1.1\r\nHost: x\r\n"
+		     "Content-Length: 67108864\r\n\r\n",
+		     live);
+	memset(req + n, ' ', 1000);
+	EXPECT_EQ(STALLED, stalls_cut(_metadata, self, req, (size_t)n + 1000, "HTTP/1.1 200"));
+	fd = connect_from(self, 1);
+	ASSERT_LE(0, fd);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ASSERT_EQ(n + 1000, send(fd, req, (size_t)n + 1000, MSG_NOSIGNAL));
+	/* until it is cut, or 2.5 s (a send the cut beat fails: the look after says) */
+	do {
+		closed = gw_closed_within(fd, 250, buf, sizeof(buf));
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		if (!closed && ms < 2500)
+			send(fd, req + n, 100, MSG_NOSIGNAL);
+	} while (!closed && ms < 2500);
+	TH_LOG("trickled %s at %ld ms: %.60s", closed ? "closed" : "open", ms, buf);
+	EXPECT_TRUE(closed && strstr(buf, "HTTP/1.1 408"));
+	close(fd);
+	fd = connect_from(self, 1);
+	ASSERT_LE(0, fd);
+	n = snprintf(req, sizeof(req),
+		     "%sPOST /v2/models/fast/infer HTTP/1.1\r\nHost: x\r\n"
+		     "Content-Length: %zu\r\n\r\n%s",
+		     live, strlen(small), small);
+	ASSERT_EQ(n, send(fd, req, (size_t)n, MSG_NOSIGNAL));
+	EXPECT_TRUE(gw_answered_within(fd, "\"outputs\"", 5000, buf, sizeof(buf)));
+	EXPECT_NE(NULL, strstr(buf, "HTTP/1.1 200")) TH_LOG("%.300s", buf);
+	EXPECT_FALSE(gw_closed_within(fd, 1500, buf, sizeof(buf)));
+	close(fd);
 }
 
 /*
