@@ -6,13 +6,16 @@
  * call itself:
  *
  *   NEW   gRPC handed us a call: request the next one; refuse it at once
- *         (RESOURCE_EXHAUSTED) when max_calls are under way (the health
- *         methods are not counted: a flood of calls cannot make the
- *         gateway look dead), else read its one message, which must come
- *         within read_timeout_ms: a reaper thread cancels the calls still
- *         waiting for theirs (DEADLINE_EXCEEDED), so streams opened and
- *         never sent on do not hold max_calls; one connection has at most
- *         max_streams calls at once
+ *         (RESOURCE_EXHAUSTED) when max_calls are under way or its client
+ *         address (a trusted proxy's: the one x-forwarded-for names) has
+ *         max_waiting_per_ip calls waiting for their message (the health
+ *         methods are counted in neither: a flood of calls cannot make
+ *         the gateway look dead), else read its one message, which must
+ *         come within the read deadline (grpc_core_bounds.h): a reaper
+ *         thread cancels the calls still waiting for theirs
+ *         (DEADLINE_EXCEEDED), so streams opened and never sent on do not
+ *         hold max_calls; one connection has at most max_streams calls at
+ *         once
  *   READ  the message is here: the method named by its path runs
  *         (grpc_api.c) and answers now (an infer: after waiting for colocd
  *         on this thread while another thread is left to poll) or from the
@@ -20,8 +23,9 @@
  *   SENT  initial metadata, the message and the status went out and the
  *         client side closed: the call is freed
  *
- * gRPC enforces the message size limit (a channel argument) before a
- * byte reaches us, and cancels a call past its deadline on its own; we
+ * gRPC enforces the message size limit (a channel argument: what the
+ * widest model of the repository at start can need) before a byte
+ * reaches us, and cancels a call past its deadline on its own; we
  * pass the deadline on to the forwarded query so that it is not waited
  * for longer.
  */
@@ -40,12 +44,15 @@
 #include <grpc/support/time.h>
 #include <grpc/grpc.h>
 #include "addr.h"
+#include "client_key.h"
+#include "grpc_core_bounds.h"
 #include "grpc_server_impl.h"
 #include "mono_clock.h"
 
 #define GRPC_MAX_THREADS 64
 #define GRPC_CALLS_AHEAD 16 /* calls requested from gRPC before clients make them */
 #define GRPC_STREAM_WINDOW (8 << 20)
+#define CORE_XFF_MAX 256 /* of a call's x-forwarded-for, its end kept (as the own server) */
 
 enum { CALL_NEW, CALL_READ, CALL_SENT };
 
@@ -62,6 +69,7 @@ struct core_call {
 	grpc_slice status_details;
 	int cancelled;
 	bool counted;
+	struct gw_client_key client; /* of pub.client */
 	uint64_t read_by_ns; /* coloc_now_ns() when its message must have come */
 	struct core_call *read_prev, *read_next; /* on the server's list while reading */
 	bool reading;
@@ -69,6 +77,7 @@ struct core_call {
 
 struct core {
 	struct gw_grpc base;
+	struct gw_grpc_core_bounds bounds;
 	grpc_server *server;
 	grpc_completion_queue *cq;
 	int port;
@@ -102,13 +111,32 @@ static void grpc_reading_end(struct core_call *c)
 	pthread_mutex_unlock(&g->read_lock);
 }
 
-/* On the list, due by now + read_timeout_ms: the latest, so the list stays in order. */
-static void grpc_reading_begin(struct core_call *c)
+/* Under read_lock: the counted calls on the list from c's client address. */
+static int grpc_reading_from(const struct core_call *c)
+{
+	int n = 0;
+
+	for (const struct core_call *o = c->g->read_head; o; o = o->read_next)
+		n += o->counted && gw_client_key_eq(&o->client, &c->client);
+	return n;
+}
+
+/*
+ * On the list, due by now + the read deadline: the latest, so the list
+ * stays in order. False, not on it, when c is counted and its address has
+ * max_waiting_per_ip calls on it already.
+ */
+static bool grpc_reading_begin(struct core_call *c)
 {
 	struct core *g = c->g;
+	int max_waiting = g->base.opts.max_waiting_per_ip;
 
 	pthread_mutex_lock(&g->read_lock);
-	c->read_by_ns = coloc_now_ns() + (uint64_t)g->base.opts.read_timeout_ms * 1000000ull;
+	if (c->counted && max_waiting > 0 && grpc_reading_from(c) >= max_waiting) {
+		pthread_mutex_unlock(&g->read_lock);
+		return false;
+	}
+	c->read_by_ns = coloc_now_ns() + g->bounds.read_ns;
 	c->read_prev = g->read_tail;
 	c->read_next = NULL;
 	*(g->read_tail ? &g->read_tail->read_next : &g->read_head) = c;
@@ -117,6 +145,7 @@ static void grpc_reading_begin(struct core_call *c)
 	if (c->read_prev == NULL)
 		pthread_cond_signal(&g->read_cond);
 	pthread_mutex_unlock(&g->read_lock);
+	return true;
 }
 
 /* Cancels each call whose message did not come in time; sleeps until the next is due. */
@@ -137,7 +166,7 @@ static void *grpc_reaper(void *arg)
 			c->reading = false;
 			grpc_call_cancel_with_status(c->call, GRPC_STATUS_DEADLINE_EXCEEDED,
 						     "no request message within the gateway's "
-						     "read timeout",
+						     "read timeout (or its rate floor)",
 						     NULL);
 			continue;
 		}
@@ -314,6 +343,28 @@ static void grpc_client_addr(grpc_call *call, struct sockaddr_storage *ss)
 	gpr_free(peer);
 }
 
+/*
+ * From a trusted proxy (trusted_proxy.h), the call's client is the one its
+ * x-forwarded-for names (the last such field), as on the own server.
+ */
+static void grpc_client_forwarded(struct core_call *c)
+{
+	const struct gw_trusted_proxies *tp = c->g->base.opts.trusted;
+	struct sockaddr_storage client;
+	char xff[CORE_XFF_MAX] = "";
+
+	if (!gw_trusted_proxies_has(tp, (struct sockaddr *)&c->pub.client))
+		return;
+	for (size_t i = 0; i < c->metadata.count; i++)
+		if (!grpc_slice_str_cmp(c->metadata.metadata[i].key, "x-forwarded-for"))
+			gw_trusted_proxies_xff_tail(
+				xff, sizeof(xff),
+				(const char *)GRPC_SLICE_START_PTR(c->metadata.metadata[i].value),
+				GRPC_SLICE_LENGTH(c->metadata.metadata[i].value));
+	if (xff[0] && !gw_trusted_proxies_client(tp, xff, &client))
+		c->pub.client = client;
+}
+
 static void grpc_call_arrived(struct core_call *c)
 {
 	struct core *g = c->g;
@@ -322,6 +373,8 @@ static void grpc_call_arrived(struct core_call *c)
 
 	c->pub.t_start = coloc_now_ns();
 	grpc_client_addr(c->call, &c->pub.client);
+	grpc_client_forwarded(c);
+	c->client = gw_client_key_of((struct sockaddr *)&c->pub.client);
 	c->pub.deadline_ns = c->pub.t_start + (uint64_t)g->base.opts.timeout_ms * 1000000ull;
 	if (client && client < c->pub.deadline_ns)
 		c->pub.deadline_ns = client;
@@ -344,7 +397,16 @@ static void grpc_call_arrived(struct core_call *c)
 	op.op = GRPC_OP_RECV_MESSAGE;
 	op.data.recv_message.recv_message = &c->payload;
 	c->phase = CALL_READ;
-	grpc_reading_begin(c);
+	if (!grpc_reading_begin(c)) {
+		char why[160];
+
+		snprintf(why, sizeof(why),
+			 "this client address has %d calls waiting for their request message "
+			 "(--grpc-max-waiting-per-ip); retry later",
+			 g->base.opts.max_waiting_per_ip);
+		core_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED, why);
+		return;
+	}
 	if (grpc_call_start_batch(c->call, &op, 1, c, NULL) != GRPC_CALL_OK)
 		grpc_call_free(c);
 }
@@ -498,11 +560,12 @@ int gw_grpc_core_start(const struct gw_grpc_opts *opts, struct gw_models *ms, st
 		       struct gw_grpc **out, struct coloc_err *err)
 {
 	struct core *g = calloc(1, sizeof(*g));
+	struct gw_grpc_core_bounds bounds = gw_grpc_core_bounds_of(opts, ms);
 	grpc_arg args[] = {
 		{ .type = GRPC_ARG_INTEGER,
 		  .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
 		  .value.integer =
-			  opts->max_message > INT32_MAX ? INT32_MAX : (int)opts->max_message },
+			  bounds.message_max > INT32_MAX ? INT32_MAX : (int)bounds.message_max },
 		{ .type = GRPC_ARG_INTEGER,
 		  .key = (char *)GRPC_ARG_MAX_CONNECTION_IDLE_MS,
 		  .value.integer = opts->idle_timeout_ms ? opts->idle_timeout_ms : INT_MAX },
@@ -526,6 +589,7 @@ int gw_grpc_core_start(const struct gw_grpc_opts *opts, struct gw_models *ms, st
 	if (!g)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
 	grpc_init();
+	g->bounds = bounds;
 	g->base.ops = &core_ops;
 	g->base.opts = *opts;
 	g->base.ms = ms;

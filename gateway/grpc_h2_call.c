@@ -187,20 +187,6 @@ static void call_free(struct h2s_call *call)
 	free(call);
 }
 
-/* A field's value as the call's x-forwarded-for (the last one wins), its end when too long. */
-static void call_keep_xff(struct h2s_call *call, const char *value, size_t len)
-{
-	if (len >= sizeof(call->xff)) {
-		const char *tail = memchr(value + len - (sizeof(call->xff) - 1), ',',
-					  sizeof(call->xff) - 1);
-
-		len = tail ? (size_t)(value + len - tail - 1) : 0;
-		value = tail ? tail + 1 : value;
-	}
-	memcpy(call->xff, value, len);
-	call->xff[len] = '\0';
-}
-
 static int call_field(void *arg, void *st, const char *name, size_t name_len, const char *value,
 		      size_t value_len)
 {
@@ -219,7 +205,8 @@ static int call_field(void *arg, void *st, const char *name, size_t name_len, co
 	} else if (str_is(name, name_len, "grpc-timeout")) {
 		call->client_timeout_ns = h2s_grpc_timeout_ns(value, value_len);
 	} else if (call->conn->trusted && str_is(name, name_len, "x-forwarded-for")) {
-		call_keep_xff(call, value, value_len);
+		/* the last one wins */
+		gw_trusted_proxies_xff_tail(call->xff, sizeof(call->xff), value, value_len);
 	}
 	return 0;
 }

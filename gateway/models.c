@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -627,6 +628,29 @@ void gw_models_each(struct gw_models *ms, void (*fn)(struct gw_model *m, void *a
 	for (int i = 0; i < GW_REPO_MAX_MODELS; i++)
 		if (ms->slots[i].present)
 			fn(&ms->slots[i], arg);
+}
+
+size_t gw_models_repo_max(struct gw_models *ms, size_t (*need)(const struct gw_model_config *cfg))
+{
+	char(*names)[GW_NAME_MAX] = calloc(GW_REPO_MAX_MODELS, GW_NAME_MAX);
+	struct gw_model_config *cfg = malloc(sizeof(*cfg));
+	struct coloc_err err = { 0 };
+	int n = names && cfg ? gw_repo_list(&ms->repo, names, GW_REPO_MAX_MODELS, &err) : -1;
+	size_t most = n < 0 ? SIZE_MAX : 0;
+
+	for (int i = 0; i < n && most < SIZE_MAX; i++) {
+		coloc_err_clear(&err);
+		/* a folder that cannot be read now is refused at its load, as at the start */
+		if (gw_repo_read_model(&ms->repo, names[i], cfg, &err))
+			continue;
+		if (!cfg->nr_inputs)
+			most = SIZE_MAX;
+		else if (need(cfg) > most)
+			most = need(cfg);
+	}
+	free(cfg);
+	free(names);
+	return most;
 }
 
 struct json_object *gw_models_index(struct gw_models *ms)

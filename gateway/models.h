@@ -100,6 +100,14 @@ bool gw_models_server_ready(struct gw_models *ms);
 void gw_models_each(struct gw_models *ms, void (*fn)(struct gw_model *m, void *arg), void *arg);
 
 /*
+ * The most need says a model of the repository asks for, over the configs
+ * it holds now, loaded or not (a server whose bound is fixed at its start:
+ * grpc_core.c); SIZE_MAX when one's inputs are left to colocd's sizes or
+ * the repository cannot be read, 0 when it holds no model.
+ */
+size_t gw_models_repo_max(struct gw_models *ms, size_t (*need)(const struct gw_model_config *cfg));
+
+/*
  * The repository index (KServe's repository extension): every model folder
  * and every loaded model, [{"name","version","state","reason"}].
  */

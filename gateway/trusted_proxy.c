@@ -144,3 +144,15 @@ int gw_trusted_proxies_client(const struct gw_trusted_proxies *tp, const char *x
 	}
 	return 0;
 }
+
+void gw_trusted_proxies_xff_tail(char *out, size_t cap, const char *value, size_t len)
+{
+	if (len >= cap) {
+		const char *tail = memchr(value + len - (cap - 1), ',', cap - 1);
+
+		len = tail ? (size_t)(value + len - tail - 1) : 0;
+		value = tail ? tail + 1 : value;
+	}
+	memcpy(out, value, len);
+	out[len] = '\0';
+}

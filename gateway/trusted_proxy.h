@@ -11,6 +11,7 @@
 #define COLOC_GATEWAY_TRUSTED_PROXY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -36,5 +37,12 @@ bool gw_trusted_proxies_has(const struct gw_trusted_proxies *tp, const struct so
  */
 int gw_trusted_proxies_client(const struct gw_trusted_proxies *tp, const char *xff,
 			      struct sockaddr_storage *out);
+
+/*
+ * An X-Forwarded-For value of len bytes into out (cap > 0 bytes, ended by a
+ * NUL): whole, or when too long its end from an entry's start ("" if no
+ * entry's end fits), the entries read from the right.
+ */
+void gw_trusted_proxies_xff_tail(char *out, size_t cap, const char *value, size_t len);
 
 #endif /* COLOC_GATEWAY_TRUSTED_PROXY_H */

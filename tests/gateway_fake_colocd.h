@@ -292,6 +292,22 @@ static inline int fake_flush_batch(struct fake_colocd *f, int fd, long long *tag
 	return 0;
 }
 
+/*
+ * Runs tests/gateway/grpc_hostile.py (Debian's python3 and grpcio) against
+ * the gRPC port with args; its exit status, its output in out.
+ */
+static inline int gw_grpc_hostile(int port, const char *args, char *out, size_t len)
+{
+	const char *root = getenv("COLOC_ROOT") ? getenv("COLOC_ROOT") : ".";
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 300 /usr/bin/python3 '%s/tests/gateway/grpc_hostile.py' 127.0.0.1:%d %s "
+		 "2>&1",
+		 root, port, args);
+	return tu_run(cmd, out, len);
+}
+
 /* What fd received within ms into buf (NUL-terminated); whether it was then closed (EOF or reset). */
 static inline bool gw_closed_within(int fd, int ms, char *buf, size_t len)
 {

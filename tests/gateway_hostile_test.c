@@ -21,7 +21,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#define PYTHON "/usr/bin/python3" /* Debian's, with python3-grpcio */
 #define BOMB_BYTES (16 << 20)
 #define MAX_GROWTH_KB (200 << 10) /* what a refused bomb may add to the peak RSS */
 
@@ -33,18 +32,6 @@ static long vmhwm_kb(pid_t pid, bool reset)
 	if (reset)
 		tu_reset_peak_rss(pid);
 	return kb;
-}
-
-/* Runs grpc_hostile.py against the gateway with args; its exit status, its output in out. */
-static int grpc_hostile(FIXTURE_DATA(fwd) * self, const char *args, char *out, size_t len)
-{
-	const char *root = getenv("COLOC_ROOT") ? getenv("COLOC_ROOT") : ".";
-	char cmd[1024];
-
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 300 " PYTHON " '%s/tests/gateway/grpc_hostile.py' 127.0.0.1:%d %s 2>&1",
-		 root, self->env.grpc_port, args);
-	return tu_run(cmd, out, len);
 }
 
 /* curl's POST of the file at body to path; the HTTP status, the answer in out<n>. */
@@ -118,13 +105,13 @@ TEST_F_TIMEOUT(fwd, grpc_unpack__amplifying_messages_are_refused_within_a_budget
 
 		snprintf(args, sizeof(args), "bomb %s %s %d", bombs[i][0], bombs[i][1],
 			 (int)(BOMB_BYTES / (strlen(bombs[i][1]) / 2)));
-		EXPECT_EQ(0, grpc_hostile(self, args, out, sizeof(out)));
+		EXPECT_EQ(0, gw_grpc_hostile(self->env.grpc_port, args, out, sizeof(out)));
 		EXPECT_NE(NULL, strstr(out, "RESOURCE_EXHAUSTED")) TH_LOG("%s: %s", args, out);
 		after = vmhwm_kb(self->env.gateway, false);
 		EXPECT_LT(after, before + MAX_GROWTH_KB);
 		TH_LOG("%s: VmHWM %ld kB, %ld kB before", args, after, before);
 	}
-	EXPECT_EQ(0, grpc_hostile(self, "call ServerLive", out, sizeof(out)));
+	EXPECT_EQ(0, gw_grpc_hostile(self->env.grpc_port, "call ServerLive", out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "OK")) TH_LOG("%s", out);
 }
 
@@ -151,7 +138,7 @@ TEST_F_TIMEOUT(fwd, grpc_calls__held_calls_are_cancelled_and_health_still_answer
 	int held = 0;
 
 	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
-	EXPECT_EQ(0, grpc_hostile(self, "held 4", out, sizeof(out)));
+	EXPECT_EQ(0, gw_grpc_hostile(self->env.grpc_port, "held 4", out, sizeof(out)));
 	TH_LOG("%s", out);
 	/* the held calls took every counted call: the server saw them */
 	EXPECT_TRUE(!strncmp(out, "counted\n", 8) || strstr(out, "\ncounted\n"));
@@ -182,7 +169,7 @@ TEST_F_TIMEOUT(fwd, grpc_input__in_its_message_s_memfd_never_reused_while_colocd
 	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
 	atomic_store(&self->fake.keep_memfd, true);
 	atomic_store(&self->fake.mode, FAKE_NO_ANSWER);
-	EXPECT_EQ(0, grpc_hostile(self, "infer fast 1 2 3 4", out, sizeof(out)));
+	EXPECT_EQ(0, gw_grpc_hostile(self->env.grpc_port, "infer fast 1 2 3 4", out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "DEADLINE_EXCEEDED")) TH_LOG("%s", out);
 	fd = atomic_load(&self->fake.kept_fd);
 	ASSERT_LE(0, fd);
@@ -194,7 +181,8 @@ TEST_F_TIMEOUT(fwd, grpc_input__in_its_message_s_memfd_never_reused_while_colocd
 	EXPECT_EQ(4.0f, before[3]);
 	atomic_store(&self->fake.mode, FAKE_ANSWER);
 	for (int i = 0; i < 3; i++) {
-		EXPECT_EQ(0, grpc_hostile(self, "infer fast 5 6 7 8", out, sizeof(out)));
+		EXPECT_EQ(0, gw_grpc_hostile(self->env.grpc_port, "infer fast 5 6 7 8", out,
+					     sizeof(out)));
 		EXPECT_NE(NULL, strstr(out, "OK")) TH_LOG("%s", out);
 	}
 	ASSERT_EQ((ssize_t)sizeof(after), pread(fd, after, sizeof(after), off));
@@ -219,7 +207,8 @@ TEST_F_TIMEOUT(fwd, model_control__load_and_unload_need_the_flag, 300)
 	EXPECT_EQ(403, post_file(self, "/v2/repository/models/fast/load", empty, 2));
 	EXPECT_EQ(200, post_file(self, "/v2/repository/index", empty, 3));
 	EXPECT_TRUE(body_says(self, 3, "\"fast\""));
-	EXPECT_EQ(0, grpc_hostile(self, "call RepositoryModelUnload", out, sizeof(out)));
+	EXPECT_EQ(0, gw_grpc_hostile(self->env.grpc_port, "call RepositoryModelUnload", out,
+				     sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "PERMISSION_DENIED")) TH_LOG("%s", out);
 	EXPECT_EQ(200, infer(self, "fast", 4));
 	tu_stop_child(&self->env.gateway);

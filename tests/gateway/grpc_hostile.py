@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 """A hostile gRPC client of the gateway, with Python's grpcio and no stubs
-(raw bytes through generic calls), for tests/gateway_hostile_test.c and
-tests/gateway_stream_limit_test.c:
+(raw bytes through generic calls), for tests/gateway_hostile_test.c,
+tests/gateway_stream_limit_test.c and tests/gateway_core_limits_test.c:
 
   grpc_hostile.py HOST:PORT bomb METHOD HEX COUNT
   grpc_hostile.py HOST:PORT held N
+  grpc_hostile.py HOST:PORT stall
+  grpc_hostile.py HOST:PORT heldfrom N XFF OTHER
   grpc_hostile.py HOST:PORT call METHOD
   grpc_hostile.py HOST:PORT infer MODEL FLOATS...
   grpc_hostile.py HOST:PORT many MODEL N TIMEOUT
@@ -18,6 +20,13 @@ prints "counted" (an attempt where a held call was refused instead is
 made again: "again"), then ServerLive's code, then each held call's code
 as it ends ("held CODE"), then RepositoryIndex's code again once it is OK
 (or after 30 s).
+stall: one ModelInfer call that sends its headers and never a message;
+prints its code's name ("by the gateway" when the gateway's read deadline
+ended it) and the seconds it lasted.
+heldfrom: held's N calls, each with x-forwarded-for: XFF; then a
+RepositoryIndex call with that x-forwarded-for and one with OTHER, then
+ServerLive, each code printed ("same CODE", "other CODE", "live CODE");
+then the held calls cancelled.
 call: one METHOD call with an empty message; prints its code's name.
 infer: one ModelInfer of MODEL's input "x", shape [1, N], FP32, the N
 FLOATS in raw_input_contents (the message packed here by hand); prints
@@ -29,19 +38,27 @@ with each code ("OK 30", "DEADLINE_EXCEEDED 10"), one a line.
 import struct
 import sys
 import threading
+import time
 
 import grpc
 
 SERVICE = "/inference.GRPCInferenceService/"
 
 
-def unary(channel, method, payload, timeout=60):
+def unary(channel, method, payload, timeout=60, metadata=None):
     call = channel.unary_unary(SERVICE + method)
     try:
-        call(payload, timeout=timeout)
+        call(payload, timeout=timeout, metadata=metadata)
         return "OK"
     except grpc.RpcError as e:
         return e.code().name
+
+
+def silent(stop):
+    """A request stream that sends nothing until stop is set."""
+    stop.wait()
+    return
+    yield
 
 
 def varint(n):
@@ -69,17 +86,11 @@ def model_infer(model, floats):
 
 def held(channel, n):
     stop = threading.Event()
-
-    def never():
-        stop.wait()
-        return
-        yield  # a generator that sends nothing
-
     stream = channel.stream_unary(SERVICE + "ModelInfer")
     # a poll that reaches the server before the last held call takes its
     # place, and that call is refused: the attempt proved nothing, again
     for _ in range(5):
-        calls = [stream.future(never(), timeout=120) for _ in range(n)]
+        calls = [stream.future(silent(stop), timeout=120) for _ in range(n)]
         threading.Event().wait(1)
         exhausted = False
         for _ in range(600):
@@ -114,6 +125,36 @@ def held(channel, n):
     print("index " + code, flush=True)
 
 
+def stall(channel):
+    stop = threading.Event()
+    stream = channel.stream_unary(SERVICE + "ModelInfer")
+    start = time.monotonic()
+    try:
+        stream(silent(stop), timeout=60)
+        code, by = "OK", ""
+    except grpc.RpcError as e:
+        code = e.code().name
+        by = " by the gateway" if "read timeout" in (e.details() or "") else ""
+    stop.set()
+    print("%s%s %.1f" % (code, by, time.monotonic() - start), flush=True)
+
+
+def held_from(channel, n, xff, other):
+    stop = threading.Event()
+    stream = channel.stream_unary(SERVICE + "ModelInfer")
+    calls = [stream.future(silent(stop), timeout=60,
+                           metadata=[("x-forwarded-for", xff)]) for _ in range(n)]
+    threading.Event().wait(1)
+    for who, addr in (("same", xff), ("other", other)):
+        code = unary(channel, "RepositoryIndex", b"",
+                     metadata=[("x-forwarded-for", addr)])
+        print("%s %s" % (who, code), flush=True)
+    print("live " + unary(channel, "ServerLive", b""), flush=True)
+    for c in calls:
+        c.cancel()
+    stop.set()
+
+
 def many(channel, model, n, timeout):
     call = channel.unary_unary(SERVICE + "ModelInfer")
     calls = [call.future(model_infer(model, [1.0, 2.0, 3.0, 4.0]), timeout=timeout)
@@ -135,6 +176,10 @@ def main():
             print(unary(channel, sys.argv[3], payload))
         elif mode == "held":
             held(channel, int(sys.argv[3]))
+        elif mode == "stall":
+            stall(channel)
+        elif mode == "heldfrom":
+            held_from(channel, int(sys.argv[3]), sys.argv[4], sys.argv[5])
         elif mode == "call":
             print(unary(channel, sys.argv[3], b""))
         elif mode == "many":
