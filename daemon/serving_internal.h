@@ -269,8 +269,9 @@ bool sv_admit_profile_loaded(struct serving *s, struct sv_tenant *t);
 
 /*
  * serving_profile.c: the profile of a described tenant found and parsed by
- * one of SV_PROFILE_PARSERS threads of colocd's, at this nice, in the order
- * the tenants were described; it tells the loop through an eventfd that
+ * one of SV_PROFILE_PARSERS threads of colocd's, at this nice, in turns by
+ * the tenants' owners (uid_turns.h), each uid's in the order its tenants
+ * were described; it tells the loop through an eventfd that
  * the serving core watches (serving_config.watch, serving_fds).
  */
 #define SV_PROFILE_LOAD_NICE 19

@@ -6,9 +6,11 @@
  * tenant's queries that long (docs/security-submit.md, "The cached
  * profile colocd reads"). The loop queues the load when the first
  * executor describes the model and goes on; SV_PROFILE_PARSERS threads,
- * started as loads come and living on, take the loads in order, so the
- * parses' memory is that many profiles' at most. A thread tells the loop
- * through the load's eventfd, and the admission resumes
+ * started as loads come and living on, take the loads in turns by the
+ * tenants' owners (uid_turns.h: root's first, then one per member uid), so
+ * the parses' memory is that many profiles' at most and one member's many
+ * loads hold another uid's for a parse, not for all of them. A thread
+ * tells the loop through the load's eventfd, and the admission resumes
  * (sv_admit_profile_loaded). The load is shared by the queue and the
  * tenant, each holding a reference: a tenant dropped meanwhile lets go of
  * its own, and a load no tenant holds is freed unparsed.
@@ -17,6 +19,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +28,10 @@
 #include <sys/resource.h>
 #include "profile_table.h"
 #include "serving_internal.h"
+#include "uid_turns.h"
 
 struct sv_profile_load {
-	struct sv_profile_load *next; /* in the parsers' queue */
+	struct uid_turns_item turn; /* in the parsers' queue, by the tenant's owner */
 	int refs; /* the queue's (then its thread's) and the tenant's */
 	bool done; /* profile and err are the thread's result */
 	int efd; /* written once done */
@@ -50,11 +54,11 @@ static void load_unref(struct sv_profile_load *l)
 	free(l);
 }
 
-/* The loads waiting for a parser, oldest first, and the parsers started: all serving cores'. */
+/* The loads waiting for a parser, in turns by uid, and the parsers started: all serving cores'. */
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t queued;
-	struct sv_profile_load *head, *tail;
+	struct uid_turns waiting;
 	int threads;
 } parsers = { .lock = PTHREAD_MUTEX_INITIALIZER, .queued = PTHREAD_COND_INITIALIZER };
 
@@ -77,23 +81,22 @@ static void *parser_thread(void *arg)
 	(void)arg;
 	setpriority(PRIO_PROCESS, (id_t)gettid(), SV_PROFILE_LOAD_NICE);
 	for (;;) {
+		struct uid_turns_item *turn;
 		struct sv_profile_load *l;
 
 		pthread_mutex_lock(&parsers.lock);
-		while (!parsers.head)
+		while (!(turn = uid_turns_pop(&parsers.waiting)))
 			pthread_cond_wait(&parsers.queued, &parsers.lock);
-		l = parsers.head;
-		parsers.head = l->next;
-		if (!parsers.head)
-			parsers.tail = NULL;
 		pthread_mutex_unlock(&parsers.lock);
+		l = (struct sv_profile_load *)((char *)turn -
+					       offsetof(struct sv_profile_load, turn));
 		parse(l);
 	}
 	return NULL;
 }
 
-/* l at the queue's end, a parser started while fewer than SV_PROFILE_PARSERS run; 0 or -errno. */
-static int queue_load(struct sv_profile_load *l)
+/* l queued as owner's, a parser started while fewer than SV_PROFILE_PARSERS run; 0 or -errno. */
+static int queue_load(struct sv_profile_load *l, uid_t owner)
 {
 	pthread_attr_t attr;
 	pthread_t th;
@@ -109,12 +112,7 @@ static int queue_load(struct sv_profile_load *l)
 	}
 	if (parsers.threads) {
 		ret = 0;
-		l->next = NULL;
-		if (parsers.tail)
-			parsers.tail->next = l;
-		else
-			parsers.head = l;
-		parsers.tail = l;
+		uid_turns_push(&parsers.waiting, &l->turn, owner);
 		pthread_cond_signal(&parsers.queued);
 	}
 	pthread_mutex_unlock(&parsers.lock);
@@ -150,7 +148,7 @@ int sv_profile_load_start(struct serving *s, struct sv_tenant *t,
 		return coloc_err_set(err, ret, "tenant %s: cannot look its profile up: %s", t->name,
 				     strerror(-ret));
 	}
-	ret = queue_load(l);
+	ret = queue_load(l, t->owner);
 	t->profile_load = l;
 	if (ret) {
 		l->refs = 1;
