@@ -255,7 +255,7 @@ static const struct colocd_option options[] = {
 	  .arg = "MIB",
 	  .help = "submitted files (model, weights, external data) one user's tenants hold, "
 		  "in colocd's memory and in --state's directory, for the tenants' life; at "
-		  "most a quarter of what members may fill of --max-submit-mib" },
+		  "most a fifth of what members may fill of --max-submit-mib" },
 	{ "max-submit-mib", 0, ARG_ULL, &config.max_submit_mib, 1, 1L << 30,
 	  .given = &submit_mib_given, .arg = "MIB",
 	  .help = "submitted files all tenants hold together, root's included; members' "

@@ -78,9 +78,11 @@
 #define SERVING_SUBMIT_ROOT_SHARE(max) ((max) / 4)
 /*
  * The most of the members' part (all but root's share) one member's
- * tenants may hold, whatever max_submit_bytes_per_uid says: a quarter.
+ * tenants may hold, whatever max_submit_bytes_per_uid says: a fifth, so
+ * that four members holding all they may leave a fifth member its whole
+ * quota (docs/security-submit.md, "One member's part").
  */
-#define SERVING_SUBMIT_MEMBER_SHARE(members) ((members) / 4)
+#define SERVING_SUBMIT_MEMBER_SHARE(members) ((members) / 5)
 /*
  * Executor processes one tenant may have: each loads the model's weights
  * and primitives (its own memory), and lets one more of its queries run at

@@ -139,7 +139,7 @@ static const char *member_quota_why(const struct serving *s)
 {
 	if (member_submit_quota(s) == s->max_submit_bytes_per_uid)
 		return " (colocd --max-submit-mib-per-uid)";
-	return " (a quarter of what members may fill of colocd --max-submit-mib, "
+	return " (a fifth of what members may fill of colocd --max-submit-mib, "
 	       "--max-submit-mib-per-uid lower)";
 }
 

@@ -592,84 +592,94 @@ TEST_F_TIMEOUT(quota, serving_admit__submitted_bytes_over_the_owners_quota_refus
 }
 
 /*
- * Submitted files are bounded over all uids too (review s21, "Fix" 3: six
- * members at 4 GiB each filled a 24 GiB machine): at a bound of five and a
- * half models, of which a quarter is root's, root's three tenants and a
- * member's fill the members' part, so another member is refused with the
- * option named; root's fourth fits in its share, its fifth is refused past
- * the whole; root's files count against the members'.
+ * The fixture's serving core made again, its --max-submit-mib at num/den
+ * of the model's size (a multiple of 16 bytes: its quarters and fifths are
+ * then what colocd computes), --max-submit-mib-per-uid at per_uid (0:
+ * none); the model's size into *m, the bound into *max. 0 or -errno.
  */
-TEST_F_TIMEOUT(quota, serving_admit__submitted_bytes_of_all_members_bounded_root_keeps_a_share, 600)
+static int remake_with_submit_bound(FIXTURE_DATA(quota) * self, uint64_t num, uint64_t den,
+				    uint64_t per_uid, uint64_t *m, uint64_t *max,
+				    struct coloc_err *err)
 {
 	char bin[512];
 	struct serving_config cfg = { .executor = tu_bin("coloc-executor", bin, sizeof(bin)),
-				      .cache_dir = cache_dir };
-	struct coloc_err err = { 0 };
-	uint64_t m, members;
+				      .cache_dir = cache_dir,
+				      .max_submit_bytes_per_uid = per_uid };
 	struct stat st;
 
-	ASSERT_EQ(0, stat(self->model, &st));
+	if (stat(self->model, &st))
+		return coloc_err_set(err, -errno, "%s: %s", self->model, strerror(errno));
 	serving_destroy(self->s);
 	self->s = NULL;
-	m = (uint64_t)st.st_size;
-	cfg.max_submit_bytes = (m * 11 / 2) & ~15ull;
-	members = cfg.max_submit_bytes / 4 * 3;
-	ASSERT_EQ(0, serving_create(&cfg, &self->s, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(members / 4, serving_submit_bytes_left(self->s, MEMBER));
-	EXPECT_EQ(cfg.max_submit_bytes, serving_submit_bytes_left(self->s, 0));
-	for (int i = 0; i < 3; i++) {
+	*m = (uint64_t)st.st_size;
+	*max = cfg.max_submit_bytes = (*m * num / den) & ~15ull;
+	return serving_create(&cfg, &self->s, err);
+}
+
+/*
+ * Submitted files are bounded over all uids too (review s21, "Fix" 3: six
+ * members at 4 GiB each filled a 24 GiB machine): at a bound of 6.8
+ * models, of which a quarter is root's, root's four tenants and a member's
+ * fill the members' part (5.1 models), so another member is refused with
+ * the option named; root's fifth fits in its share, its sixth is refused
+ * past the whole; root's files count against the members'.
+ */
+TEST_F_TIMEOUT(quota, serving_admit__submitted_bytes_of_all_members_bounded_root_keeps_a_share, 600)
+{
+	struct coloc_err err = { 0 };
+	uint64_t m, max, members;
+
+	ASSERT_EQ(0, remake_with_submit_bound(self, 34, 5, 0, &m, &max, &err))
+	TH_LOG("%s", coloc_err_str(&err));
+	members = max / 4 * 3;
+	EXPECT_EQ(members / 5, serving_submit_bytes_left(self->s, MEMBER));
+	EXPECT_EQ(max, serving_submit_bytes_left(self->s, 0));
+	for (int i = 0; i < 4; i++) {
 		char name[8];
 
 		snprintf(name, sizeof(name), "r%d", i);
 		ASSERT_EQ(0, admit(self, name, 0, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
 	}
 	ASSERT_EQ(0, admit(self, "a", MEMBER, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(members - 4 * m, serving_submit_bytes_left(self->s, MEMBER2));
-	EXPECT_EQ(cfg.max_submit_bytes - 4 * m, serving_submit_bytes_left(self->s, 0));
+	EXPECT_EQ(members - 5 * m, serving_submit_bytes_left(self->s, MEMBER2));
+	EXPECT_EQ(max - 5 * m, serving_submit_bytes_left(self->s, 0));
 	EXPECT_EQ(-EDQUOT, admit(self, "b", MEMBER2, 1, &err));
 	EXPECT_NE(NULL,
 		  strstr(coloc_err_str(&err), "members may fill (the rest of --max-submit-mib"))
 	TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(0, admit(self, "r3", 0, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(-EDQUOT, admit(self, "r4", 0, 1, &err));
+	EXPECT_EQ(0, admit(self, "r4", 0, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	EXPECT_EQ(-EDQUOT, admit(self, "r5", 0, 1, &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "MiB of --max-submit-mib"))
 	TH_LOG("%s", coloc_err_str(&err));
 	ASSERT_EQ(0, serving_remove(self->s, "a", &err));
-	EXPECT_EQ(-EDQUOT, admit(self, "b", MEMBER2, 1, &err)) TH_LOG("root's r0-r3 count");
-	ASSERT_EQ(0, serving_remove(self->s, "r3", &err));
+	EXPECT_EQ(-EDQUOT, admit(self, "b", MEMBER2, 1, &err)) TH_LOG("root's r0-r4 count");
+	ASSERT_EQ(0, serving_remove(self->s, "r4", &err));
 	EXPECT_EQ(0, admit(self, "b", MEMBER2, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
 }
 
 /*
  * No one member holds the members' part (review s23 HIGH 2: at its per-uid
  * quota, unset, one member took it all and every other member's and
- * gateway's submit was refused): with --max-submit-mib at five and a half
- * models and no per-uid quota, a member's quota is a quarter of the
- * members' part, 1.03 models: its second tenant is refused naming its own
- * quota; another member's, a gateway's uid's and root's tenants are
- * admitted. At a per-uid quota of one model, a member holding it is
- * refused by the admission check, before a copy. Main admitted the
- * member's first four tenants and refused the others'.
+ * gateway's submit was refused): with --max-submit-mib at seven models and
+ * no per-uid quota, a member's quota is a fifth of the members' part, 1.05
+ * models: its second tenant is refused naming its own quota; another
+ * member's, a gateway's uid's and root's tenants are admitted. At a
+ * per-uid quota of one model, a member holding it is refused by the
+ * admission check, before a copy. (s22 admitted the member's tenants until
+ * the members' part was full; s23's quota was a quarter, 1.31 models.)
  */
-TEST_F_TIMEOUT(quota, serving_admit__one_member_holds_a_quarter_of_the_members_part, 600)
+TEST_F_TIMEOUT(quota, serving_admit__one_member_holds_a_fifth_of_the_members_part, 600)
 {
-	char bin[512], want[128];
-	struct serving_config cfg = { .executor = tu_bin("coloc-executor", bin, sizeof(bin)),
-				      .cache_dir = cache_dir };
+	char want[128];
 	struct coloc_err err = { 0 };
 	struct serving_tenant_spec spec = { .name = "a-held", .owner = MEMBER, .qos_ns = 1 };
 	uid_t gateway = 64995;
-	uint64_t m, quota;
-	struct stat st;
+	uint64_t m, max, quota;
 	int admitted = 0;
 
-	ASSERT_EQ(0, stat(self->model, &st));
-	serving_destroy(self->s);
-	self->s = NULL;
-	m = (uint64_t)st.st_size;
-	cfg.max_submit_bytes = (m * 11 / 2) & ~15ull;
-	quota = cfg.max_submit_bytes / 4 * 3 / 4;
-	ASSERT_EQ(0, serving_create(&cfg, &self->s, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, remake_with_submit_bound(self, 7, 1, 0, &m, &max, &err))
+	TH_LOG("%s", coloc_err_str(&err));
+	quota = max / 4 * 3 / 5;
 	for (int i = 0; i < 5; i++) {
 		char name[8];
 
@@ -682,22 +692,57 @@ TEST_F_TIMEOUT(quota, serving_admit__one_member_holds_a_quarter_of_the_members_p
 	EXPECT_EQ(1, admitted);
 	snprintf(want, sizeof(want), "past its quota of %.1f MiB", (double)quota / (1 << 20));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), want)) TH_LOG("want '%s'", want);
-	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "a quarter of what members may fill"));
+	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "a fifth of what members may fill"));
 	EXPECT_EQ(quota - m, serving_submit_bytes_left(self->s, MEMBER));
 	EXPECT_EQ(quota, serving_submit_bytes_left(self->s, MEMBER2));
 	EXPECT_EQ(0, admit(self, "b", MEMBER2, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_EQ(0, admit(self, "g", gateway, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_EQ(0, admit(self, "r", 0, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
 	/* a member at its quota is refused before its files are copied */
-	cfg.max_submit_bytes_per_uid = m;
-	serving_destroy(self->s);
-	self->s = NULL;
-	ASSERT_EQ(0, serving_create(&cfg, &self->s, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, remake_with_submit_bound(self, 7, 1, m, &m, &max, &err))
+	TH_LOG("%s", coloc_err_str(&err));
 	ASSERT_EQ(0, admit(self, "a", MEMBER, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_EQ(-EDQUOT, serving_admit_check(self->s, &spec, &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "hold its quota of"))
 	TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "--max-submit-mib-per-uid)"));
+}
+
+/*
+ * Four members together do not fill the members' part (review s23: "four
+ * members together still fill it"): at --max-submit-mib of 11.3 models
+ * (members' part 8.5, a member's fifth 1.7), four members each admit what
+ * they may, one model each (a second is refused past its quota), and a
+ * fifth member, holding nothing, still has its whole quota and its model
+ * is admitted. Main (a quarter each, 2.1 models) admitted two models a
+ * member, 8 of the 8.5, and refused the fifth member's.
+ */
+TEST_F_TIMEOUT(quota, serving_admit__four_members_at_their_quota_leave_a_fifth_its_own, 600)
+{
+	char name[16];
+	struct coloc_err err = { 0 };
+	uid_t newcomer = MEMBER + 4;
+	uint64_t m, max, quota;
+
+	ASSERT_EQ(0, remake_with_submit_bound(self, 34, 3, 0, &m, &max, &err))
+	TH_LOG("%s", coloc_err_str(&err));
+	quota = max / 4 * 3 / 5;
+	for (uid_t uid = MEMBER; uid < newcomer; uid++) {
+		int admitted = 0;
+
+		for (int i = 0; i < 3; i++) {
+			snprintf(name, sizeof(name), "u%u-%d", uid - MEMBER, i);
+			if (admit(self, name, uid, 1, &err))
+				break;
+			admitted++;
+		}
+		TH_LOG("uid %u admitted %d: %s", uid, admitted, coloc_err_str(&err));
+		EXPECT_EQ(-EDQUOT, err.code);
+		EXPECT_NE(NULL, strstr(coloc_err_str(&err), "past its quota of"))
+		TH_LOG("%s", coloc_err_str(&err));
+	}
+	EXPECT_EQ(quota, serving_submit_bytes_left(self->s, newcomer));
+	EXPECT_EQ(0, admit(self, "new", newcomer, 1, &err)) TH_LOG("%s", coloc_err_str(&err));
 }
 
 TEST_HARNESS_MAIN

@@ -63,12 +63,12 @@ __attribute__((constructor)) static void start_daemon(void)
 	snprintf(daemon_.pin, sizeof(daemon_.pin), "/sys/fs/bpf/coloc-submit-%d", getpid());
 	/*
 	 * one executor per member: a member's submit of two is refused by its
-	 * quota; 1536 MiB of submitted files, a quarter of 8192's members' part
+	 * quota; 1536 MiB of submitted files, a fifth of 10240's members' part
 	 */
 	daemon_.pid = tu_start_colocd_with(
 		daemon_.sock, daemon_.pin, daemon_.log,
 		(const char *const[]){ "--max-executors-per-uid", "1", "--max-submit-mib-per-uid",
-				       "1536", "--max-submit-mib", "8192", NULL });
+				       "1536", "--max-submit-mib", "10240", NULL });
 }
 
 FIXTURE(submit)
