@@ -86,15 +86,22 @@ size_t serving_tenant_in_bytes(const struct serving *s, const char *name)
 
 int serving_tenant_names(const struct serving *s, const char **names, int max)
 {
+	const struct sv_tenant *live[SV_MAX_TENANTS];
 	int n = 0;
 
-	for (unsigned int order = 0; order < s->next_order; order++)
-		for (int i = 0; i < SV_MAX_TENANTS; i++)
-			if (s->tenants[i].used && s->tenants[i].order == order) {
-				if (n < max)
-					names[n] = s->tenants[i].name;
-				n++;
-			}
+	/* the live tenants sorted by admission order, not every order ever given */
+	for (int i = 0; i < SV_MAX_TENANTS; i++) {
+		const struct sv_tenant *t = &s->tenants[i];
+		int j;
+
+		if (!t->used)
+			continue;
+		for (j = n++; j > 0 && live[j - 1]->order > t->order; j--)
+			live[j] = live[j - 1];
+		live[j] = t;
+	}
+	for (int i = 0; i < n && i < max; i++)
+		names[i] = live[i]->name;
 	return n;
 }
 
