@@ -13,7 +13,6 @@
  * member's, kept under its key from then on.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
@@ -24,6 +23,7 @@
 #include <sys/stat.h>
 #include "kselftest_harness.h"
 #include "coloc/protocol.h"
+#include "proc_fds.h"
 #include "testutil.h"
 
 #define MEMBER 64992 /* a uid no account on a test machine has */
@@ -44,52 +44,22 @@ struct held {
 	long long memfd_bytes;
 };
 
-/* Waits up to ms until pid has no child process (its executors reaped). */
-static bool no_children(pid_t pid, int ms)
+/* A memfd's bytes into the struct held at ctx (proc_fds_each's callback). */
+static void held_count_memfd(const char *path, const char *link, void *ctx)
 {
-	char path[64], buf[64];
+	struct held *h = ctx;
+	struct stat st;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
-	for (int waited = 0; waited < ms; waited += 10) {
-		FILE *f = fopen(path, "r");
-		bool none = f && !fgets(buf, sizeof(buf), f);
-
-		if (f)
-			fclose(f);
-		if (none)
-			return true;
-		usleep(10000);
-	}
-	return false;
+	if (!strncmp(link, "/memfd:", 7) && !stat(path, &st))
+		h->memfd_bytes += st.st_size;
 }
 
 static int held_of(pid_t pid, struct held *h)
 {
-	char dir[64], path[384], link[256];
-	struct dirent *e;
-	struct stat st;
-	DIR *d;
-
 	memset(h, 0, sizeof(*h));
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
-	d = opendir(dir);
-	if (!d)
+	h->fds = proc_fds_each(pid, held_count_memfd, h);
+	if (h->fds < 0)
 		return -1;
-	while ((e = readdir(d))) {
-		ssize_t n;
-
-		if (e->d_name[0] == '.')
-			continue;
-		h->fds++;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		n = readlink(path, link, sizeof(link) - 1);
-		if (n <= 0)
-			continue;
-		link[n] = '\0';
-		if (!strncmp(link, "/memfd:", 7) && !stat(path, &st))
-			h->memfd_bytes += st.st_size;
-	}
-	closedir(d);
 	h->rss_kb = tu_proc_status_kb(pid, "VmRSS");
 	return h->rss_kb > 0 ? 0 : -1;
 }
@@ -242,7 +212,7 @@ TEST_F_TIMEOUT(slow, submit_remove__a_stalled_state_disk_holds_nothing_more_per_
 		TH_LOG("round %d: remove: %s", round, out);
 		ASSERT_TRUE(root_pinged(self)) TH_LOG("round %d: no answer to root's ping", round);
 		/* the removed tenant's executor leaves through the loop: until it is reaped */
-		ASSERT_TRUE(no_children(self->colocd, 60000))
+		ASSERT_TRUE(tu_no_children(self->colocd, 60000))
 		TH_LOG("round %d: the removed tenant's executor is still colocd's child", round);
 		ASSERT_EQ(0, held_settled(self->colocd, &h));
 		TH_LOG("round %d: %d descriptors, VmRSS %ld kB, %lld bytes of memfds", round, h.fds,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * What a process holds open, from /proc/PID/fd: the tests that count
- * colocd's descriptors of one file (a member's memfd, a query's input).
+ * colocd's descriptors of one file (a member's memfd, a query's input) or
+ * weigh what it holds.
  */
 #ifndef COLOC_TESTS_PROC_FDS_H
 #define COLOC_TESTS_PROC_FDS_H
@@ -13,8 +14,11 @@
 #include <unistd.h>
 #include <sys/types.h>
 
-/* pid's descriptors whose /proc/PID/fd link holds part (e.g. "memfd:NAME"); -1 when unread. */
-static inline int proc_fds_to(pid_t pid, const char *part)
+/* One descriptor: its /proc/PID/fd/N path and where it links ("" when unread). */
+typedef void (*proc_fd_fn)(const char *path, const char *link, void *ctx);
+
+/* Calls fn for each of pid's descriptors; how many there were, -1 when unread. */
+static inline int proc_fds_each(pid_t pid, proc_fd_fn fn, void *ctx)
 {
 	char dir[64], path[320], link[PATH_MAX];
 	struct dirent *e;
@@ -32,13 +36,33 @@ static inline int proc_fds_to(pid_t pid, const char *part)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		len = readlink(path, link, sizeof(link) - 1);
-		if (len <= 0)
-			continue;
-		link[len] = '\0';
-		n += strstr(link, part) != NULL;
+		link[len > 0 ? len : 0] = '\0';
+		fn(path, link, ctx);
+		n++;
 	}
 	closedir(d);
 	return n;
+}
+
+struct proc_fds_match {
+	const char *part;
+	int n;
+};
+
+static inline void proc_fds_count_match(const char *path, const char *link, void *ctx)
+{
+	struct proc_fds_match *m = ctx;
+
+	(void)path;
+	m->n += strstr(link, m->part) != NULL;
+}
+
+/* pid's descriptors whose /proc/PID/fd link holds part (e.g. "memfd:NAME"); -1 when unread. */
+static inline int proc_fds_to(pid_t pid, const char *part)
+{
+	struct proc_fds_match m = { .part = part };
+
+	return proc_fds_each(pid, proc_fds_count_match, &m) < 0 ? -1 : m.n;
 }
 
 #endif /* COLOC_TESTS_PROC_FDS_H */

@@ -240,6 +240,8 @@ long tu_voluntary_switches(pid_t pid);
 int tu_cgroup2_mount(const char *under, char *buf, size_t len);
 /* A kB field of /proc/PID/status (pid 0: this process), e.g. "VmRSS"; -1 if unknown. */
 long tu_proc_status_kb(pid_t pid, const char *field);
+/* Whether pid's main thread has no child process (colocd's executors reaped) within ms. */
+bool tu_no_children(pid_t pid, int ms);
 /* Resets pid's VmHWM to its current VmRSS (clear_refs 5; pid 0: this process). */
 void tu_reset_peak_rss(pid_t pid);
 

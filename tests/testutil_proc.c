@@ -196,6 +196,24 @@ long tu_proc_status_kb(pid_t pid, const char *field)
 	return end == val ? -1 : kb;
 }
 
+bool tu_no_children(pid_t pid, int ms)
+{
+	char path[64], buf[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	for (int waited = 0; waited <= ms; waited += 10) {
+		FILE *f = fopen(path, "r");
+		bool none = f && !fgets(buf, sizeof(buf), f);
+
+		if (f)
+			fclose(f);
+		if (none)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 void tu_reset_peak_rss(pid_t pid)
 {
 	char path[64];
