@@ -30,6 +30,7 @@
 #include "profile.h"
 #include "mono_clock.h"
 #include "subid.h"
+#include "subid_tenants.h"
 #include "util.h"
 
 #define COLOCD_DRAIN_MS 5000
@@ -584,24 +585,31 @@ static void on_stop_signal(struct loop_source *src, const struct signalfd_siginf
 		busy == 1 ? "y" : "ies");
 }
 
-/* SIGHUP: which executor uids are users', groups' or running is looked up again, off the loop. */
+/*
+ * SIGHUP: which executor uids are users', groups' or running is looked up
+ * again, off the loop; the subordinate ids are read again, and what their
+ * uids hold (connections, tenants) ends.
+ */
 static void on_hup_signal(struct loop_source *src, const struct signalfd_siginfo *si, void *ctx)
 {
 	struct colocd *d = ctx;
-
 	struct coloc_err err = { 0 };
+	int conns, tenants;
 
 	(void)src;
 	(void)si;
 	if (d->sandbox && !sandbox_refresh_uids(d->sandbox))
 		printf("colocd: SIGHUP: looking up again which executor uids are taken\n");
-	if (subid_load(subuid_file, subgid_file, &err))
+	if (subid_load(subuid_file, subgid_file, &err)) {
 		fprintf(stderr, "colocd: SIGHUP: subordinate ids kept as they were: %s\n",
 			coloc_err_str(&err));
-	else
-		printf("colocd: SIGHUP: %d subordinate id ranges read again, %d connections of "
-		       "subordinate ids closed\n",
-		       subid_nr_ranges(), server_drop_subordinate(server));
+		return;
+	}
+	conns = server_drop_subordinate(server);
+	tenants = subid_tenants_remove(d);
+	printf("colocd: SIGHUP: %d subordinate id ranges read again, %d connections of "
+	       "subordinate ids closed, %d tenants of subordinate uids removed\n",
+	       subid_nr_ranges(), conns, tenants);
 }
 
 /*

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "coloc/model_format.h"
 #include "control_internal.h"
+#include "subid.h"
 #include "submit_copy.h"
 
 /* A submit being admitted, until serving answers it (control_submit_admitted). */
@@ -113,6 +114,12 @@ static int control_submit_keyed(struct colocd *d, const struct colocd_spec *spec
 	};
 	int ret;
 
+	/* a reload made its owner subordinate while its files were copied, or colocd was down */
+	if (subid_owner(spec->owner)) {
+		free(a);
+		return coloc_err_set(err, -EPERM, "its owner, uid %u, is a subordinate id now",
+				     (unsigned int)spec->owner);
+	}
 	if (!a)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
 	a->d = d;

@@ -136,6 +136,11 @@ bool subid_uid_range(uid_t uid, uid_t *first)
 	return r != NULL;
 }
 
+bool subid_owner(uid_t uid)
+{
+	return uid && subid_in(subid_uids, uid);
+}
+
 int subid_nr_ranges(void)
 {
 	return (subid_uids ? subid_uids->nr : 0) + (subid_gids ? subid_gids->nr : 0);

@@ -31,6 +31,8 @@ int subid_load(const char *uid_file, const char *gid_file, struct coloc_err *err
 bool subid_held(uid_t uid, gid_t gid);
 /* Whether uid lies in a subuid range; if so *first is that range's first uid. */
 bool subid_uid_range(uid_t uid, uid_t *first);
+/* Whether uid, not root, lies in a subuid range: a tenant it owns is not kept. */
+bool subid_owner(uid_t uid);
 /* The ranges read, for the start-up log. */
 int subid_nr_ranges(void);
 

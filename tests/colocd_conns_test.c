@@ -4,12 +4,14 @@
  * uid over its share is refused while root still gets in, a newcomer
  * evicts the oldest idle connection of the busiest user, idle and stalled
  * connections are closed, and a peer in another pid namespace is served
- * but refused the requests that name pids.
+ * but refused the requests that name pids. A subordinate id is no member:
+ * a reload ends its connections and its tenants.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +30,16 @@
 #include <bpf/bpf.h>
 #include "kselftest_harness.h"
 #include "coloc/protocol.h"
+#include "owners_util.h"
 #include "testutil.h"
 #include "colocd_fixture.h"
+
+static char cache_dir[64]; /* made once, shared by the forked tests */
+
+__attribute__((constructor)) static void make_cache_dir(void)
+{
+	tu_shared_tmpdir("conns-test", cache_dir, sizeof(cache_dir));
+}
 
 /*
  * A member of the coloc group holds its share of connections: one more is
@@ -558,6 +568,159 @@ TEST_F(colocd, conns__a_reload_closes_the_connections_of_uids_now_subordinate)
 	waitpid(kid, NULL, 0);
 	close(report[0]);
 	close(root);
+}
+
+/* In a child as uid (become_with_coloc, gid uid): req sent; whether its answer is ok. */
+static bool request_ok_as(const char *sock, uid_t uid, const char *req)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		char line[4096] = "";
+		int fd;
+
+		become_with_coloc(uid, uid);
+		fd = tu_connect(sock);
+		set_recv_timeout(fd, 10);
+		if (fd < 0 || send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req) ||
+		    tu_read_line(fd, line, sizeof(line)) <= 0)
+			_exit(2);
+		_exit(strstr(line, "\"ok\":true") ? 0 : 1);
+	}
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st);
+}
+
+/* The entries of root's listing cmd ("list": serving tenants, "tenants": attributed) uid owns. */
+static int owned_by(const char *sock, const char *cmd, uid_t uid)
+{
+	char req[64];
+	struct json_object *resp, *arr;
+	int n = 0;
+
+	snprintf(req, sizeof(req), "{\"cmd\":\"%s\"}\n", cmd);
+	resp = request_json(sock, req);
+	if (!resp_ok(resp) || !json_object_object_get_ex(resp, "tenants", &arr)) {
+		json_object_put(resp);
+		return -1;
+	}
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		struct json_object *owner;
+
+		n += json_object_object_get_ex(json_object_array_get_idx(arr, i), "owner", &owner) &&
+		     json_object_get_int64(owner) == uid;
+	}
+	json_object_put(resp);
+	return n;
+}
+
+/* The real path of models/mobilenet_v2.model into real (PATH_MAX); false when there is none. */
+static bool mobilenet_path(char *real)
+{
+	const char *root = getenv("COLOC_ROOT");
+	char src[PATH_MAX];
+
+	snprintf(src, sizeof(src), "%s/models/mobilenet_v2.model", root ? root : ".");
+	return realpath(src, real) != NULL;
+}
+
+/*
+ * The fixture's colocd started again with no subordinate ids,
+ * --cache-dir and more (at most 2 options); then uid 200001, not yet
+ * subordinate, submits model real as tenant m. 0, or -1 with why in out.
+ */
+static int submit_before_the_range(FIXTURE_DATA(colocd) * self, const char *real,
+				   const char *const *more, char *subuid, char *subgid, char *out,
+				   size_t len)
+{
+	const char *extra[5] = { "--cache-dir", cache_dir };
+	char model[192], colocctl[512], cmd[PATH_MAX + 512];
+	const char *submit[] = { "submit", "m", model, "--qos-ms", "60000", NULL };
+
+	for (int i = 0; more && more[i] && i < 2; i++)
+		extra[2 + i] = more[i];
+	if (tu_quick_profile(real, cache_dir, out, len))
+		return -1;
+	if (restart_with_subids_and(self, "", "", subuid, subgid, extra)) {
+		snprintf(out, len, "colocd did not start again");
+		return -1;
+	}
+	/* the member reads the model it submits */
+	snprintf(model, sizeof(model), "%s/m.model", self->dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0644 '%s'", real, model, model);
+	if (system(cmd)) {
+		snprintf(out, len, "%s failed", cmd);
+		return -1;
+	}
+	tu_bin("colocctl", colocctl, sizeof(colocctl));
+	return tu_colocctl_as(colocctl, self->sock, 200001, submit, out, len) ? -1 : 0;
+}
+
+/*
+ * s22 review MEDIUM 2's rest: what a uid now subordinate submitted before
+ * the reload (a serving tenant with its executors, an attributed tenant of
+ * its own process) is removed as its remove would, and the log counts it.
+ */
+TEST_F_TIMEOUT(colocd, conns__a_reload_removes_the_tenants_of_uids_now_subordinate, 600)
+{
+	char subuid[SUBID_PATH_LEN], subgid[SUBID_PATH_LEN], real[PATH_MAX], out[8192], req[128];
+	char *log;
+	pid_t sleeper;
+
+	if (!getgrnam(COLOC_GROUP))
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	if (!mobilenet_path(real))
+		SKIP(return, "no models/mobilenet_v2.model (set COLOC_ROOT to the repo root)");
+	ASSERT_EQ(0, submit_before_the_range(self, real, NULL, subuid, subgid, out, sizeof(out)))
+	TH_LOG("%s", out);
+	sleeper = owners_sleeper_as(200001, 200001);
+	ASSERT_LT(0, sleeper);
+	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"a\",\"pids\":[%d]}\n",
+		 (int)sleeper);
+	EXPECT_TRUE(request_ok_as(self->sock, 200001, req));
+	ASSERT_EQ(1, owned_by(self->sock, "list", 200001));
+	/* a and the executors' own attribution under m */
+	ASSERT_EQ(2, owned_by(self->sock, "tenants", 200001));
+	ASSERT_FALSE(tu_no_children(self->pid, 0));
+	ASSERT_EQ(0, tu_write_file(subuid, "member:200000:65536\n", 20));
+	ASSERT_EQ(0, kill(self->pid, SIGHUP));
+	log = log_with(self->log, "2 tenants of subordinate uids removed");
+	EXPECT_TRUE(log && strstr(log, "2 tenants of subordinate uids removed")) TH_LOG("%s", log);
+	free(log);
+	/* main: m ready with its executors, a attributed */
+	EXPECT_TRUE(tu_no_children(self->pid, 10000));
+	EXPECT_EQ(0, owned_by(self->sock, "list", 200001));
+	EXPECT_EQ(0, owned_by(self->sock, "tenants", 200001));
+	EXPECT_FALSE(request_ok_as(self->sock, 200001, "{\"cmd\":\"ping\"}\n"));
+	owners_reap(sleeper);
+}
+
+/* The same range given while colocd is down: the tenant --state kept for the uid stays out. */
+TEST_F_TIMEOUT(colocd, conns__a_tenant_kept_for_a_uid_now_subordinate_does_not_come_back, 600)
+{
+	char subuid[SUBID_PATH_LEN], subgid[SUBID_PATH_LEN], real[PATH_MAX], out[8192];
+	char state[192], want[320], *log;
+	const char *more[] = { "--state", state, NULL },
+		   *again[] = { "--cache-dir", cache_dir, "--state", state, NULL };
+
+	if (!getgrnam(COLOC_GROUP))
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	if (!mobilenet_path(real))
+		SKIP(return, "no models/mobilenet_v2.model (set COLOC_ROOT to the repo root)");
+	snprintf(state, sizeof(state), "%s/state.json", self->dir);
+	ASSERT_EQ(0, submit_before_the_range(self, real, more, subuid, subgid, out, sizeof(out)))
+	TH_LOG("%s", out);
+	ASSERT_EQ(0, restart_with_subids_and(self, "member:200000:65536\n", "", subuid, subgid,
+					     again));
+	snprintf(want, sizeof(want),
+		 "tenant 200001:m from %s did not come back: its owner, uid 200001, is a "
+		 "subordinate id now",
+		 state);
+	log = log_with(self->log, want);
+	EXPECT_TRUE(log && strstr(log, want)) TH_LOG("%s", log);
+	free(log);
+	/* main: it came back */
+	EXPECT_EQ(0, owned_by(self->sock, "list", 200001));
 }
 
 TEST_HARNESS_MAIN

@@ -140,15 +140,19 @@ static inline void *root_pinger_run(void *arg)
 
 /*
  * The fixture's colocd started again with --subuid-file and --subgid-file,
- * files in its directory (open to members) holding subuid and subgid; their
- * paths in uid_file and gid_file (SUBID_PATH_LEN each). 0, or -1.
+ * files in its directory (open to members) holding subuid and subgid, and
+ * the options in more (NULL-terminated, at most 4; NULL for none); the
+ * files' paths in uid_file and gid_file (SUBID_PATH_LEN each). 0, or -1.
  */
 #define SUBID_PATH_LEN 128
-static inline int restart_with_subids(FIXTURE_DATA(colocd) * self, const char *subuid,
-				      const char *subgid, char *uid_file, char *gid_file)
+static inline int restart_with_subids_and(FIXTURE_DATA(colocd) * self, const char *subuid,
+					  const char *subgid, char *uid_file, char *gid_file,
+					  const char *const *more)
 {
-	const char *extra[] = { "--subuid-file", uid_file, "--subgid-file", gid_file, NULL };
+	const char *extra[9] = { "--subuid-file", uid_file, "--subgid-file", gid_file };
 
+	for (int i = 0; more && more[i] && i < 4; i++)
+		extra[4 + i] = more[i];
 	snprintf(uid_file, SUBID_PATH_LEN, "%s/subuid", self->dir);
 	snprintf(gid_file, SUBID_PATH_LEN, "%s/subgid", self->dir);
 	if (tu_write_file(uid_file, subuid, strlen(subuid)) ||
@@ -157,6 +161,12 @@ static inline int restart_with_subids(FIXTURE_DATA(colocd) * self, const char *s
 		return -1;
 	self->pid = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
 	return self->pid > 0 ? 0 : -1;
+}
+
+static inline int restart_with_subids(FIXTURE_DATA(colocd) * self, const char *subuid,
+				      const char *subgid, char *uid_file, char *gid_file)
+{
+	return restart_with_subids_and(self, subuid, subgid, uid_file, gid_file, NULL);
 }
 
 #endif /* COLOC_TESTS_COLOCD_FIXTURE_H */
