@@ -29,6 +29,7 @@
 #include "policy.h"
 #include "profile.h"
 #include "mono_clock.h"
+#include "host_group.h"
 #include "subid.h"
 #include "subid_tenants.h"
 #include "util.h"
@@ -154,6 +155,7 @@ static int parse_state(const char *arg)
 }
 
 static const char *subuid_file = SUBID_DEFAULT_UID_FILE, *subgid_file = SUBID_DEFAULT_GID_FILE;
+static const char *host_group_file;
 static unsigned long long executor_memory_mib = SANDBOX_DEFAULT_MEMORY_MIB;
 static unsigned long long executor_mib_per_uid, executor_mib_all;
 static bool span_given, executor_memory_given, executor_mib_per_uid_given, executor_mib_all_given;
@@ -213,6 +215,11 @@ static const struct colocd_option options[] = {
 		  "read again on SIGHUP)" },
 	{ "subgid-file", 0, ARG_STRING, &subgid_file, .arg = "FILE",
 	  .help = "subordinate gid ranges, refused the same way" },
+	{ "host-group-file", 0, ARG_STRING, &host_group_file, .arg = "FILE",
+	  .help = "the node's /etc/group, for colocd in a container (the DaemonSet's "
+		  "/host/etc/group): colocd refuses to start where its image's '" COLOC_GROUP
+		  "' gid is another group there",
+	  .dflt = "none: colocd's /etc/group is the host's" },
 	{ "cache-dir", 0, ARG_STRING, &config.cache_dir, .arg = "DIR", .help = "latency profiles",
 	  .dflt = "$COLOC_CACHE_DIR, else " PROFILE_DEFAULT_CACHE_DIR },
 	{ "state", 0, ARG_PARSER, .parse = parse_state, .arg = "FILE",
@@ -721,7 +728,7 @@ int main(int argc, char **argv)
 {
 	struct server_config scfg = { 0 };
 	struct coloc_err cerr = { 0 };
-	char nofile_line[256];
+	char nofile_line[256], host_group_line[512] = "";
 	struct loop *loop = NULL;
 	struct colocd *d;
 	int err;
@@ -734,6 +741,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (subid_load(subuid_file, subgid_file, &cerr)) {
+		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
+		return 1;
+	}
+	if (host_group_file &&
+	    host_group_check(host_group_file, host_group_line, sizeof(host_group_line), &cerr)) {
 		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
 		return 1;
 	}
@@ -785,6 +797,8 @@ int main(int argc, char **argv)
 	printf("colocd: subordinate ids: %d ranges from %s and %s, refused as a member's many "
 	       "uids\n",
 	       subid_nr_ranges(), subuid_file, subgid_file);
+	if (host_group_line[0])
+		printf("colocd: %s\n", host_group_line);
 	print_pin_notes(sensor_pin_dir(d->sensor));
 	printf("colocd: watching %d CPUs, sampling on %s, %u ms windows; maps pinned in %s; "
 	       "socket %s\n",

@@ -4,8 +4,9 @@
  * uid over its share is refused while root still gets in, a newcomer
  * evicts the oldest idle connection of the busiest user, idle and stalled
  * connections are closed, and a peer in another pid namespace is served
- * but refused the requests that name pids. A subordinate id is no member:
- * a reload ends its connections and its tenants.
+ * but refused the requests that name pids. Who is a member at all: not a
+ * subordinate id (a reload ends its connections and its tenants), and not
+ * a node group that holds the image's coloc gid.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -568,6 +569,45 @@ TEST_F(colocd, conns__a_reload_closes_the_connections_of_uids_now_subordinate)
 	waitpid(kid, NULL, 0);
 	close(report[0]);
 	close(root);
+}
+
+/*
+ * s21 second review, LOW 1: an image's fixed gid for the coloc group is
+ * refused at start where the node's group file gives it to another group;
+ * where the node has its own coloc group at another gid colocd starts and
+ * says so.
+ */
+TEST_F_TIMEOUT(colocd, conns__start_up_refuses_a_coloc_gid_the_node_gives_another_group, 180)
+{
+	struct group *g = getgrnam(COLOC_GROUP);
+	const char *extra[] = { "--host-group-file", NULL, NULL };
+	char file[192], line[320], *log;
+	unsigned int gid;
+
+	if (!g)
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	gid = (unsigned int)g->gr_gid;
+	snprintf(file, sizeof(file), "%s/group", self->dir);
+	extra[1] = file;
+	ASSERT_EQ(0, tu_stop_colocd(self->pid));
+	self->pid = 0;
+	snprintf(line, sizeof(line), "root:x:0:\nnode-admins:x:%u:alice\n", gid);
+	ASSERT_EQ(0, tu_write_file(file, line, strlen(line)));
+	EXPECT_GT(0, tu_start_colocd_with(self->sock, self->pin, self->log, extra));
+	/* main: no such option, refused as unknown */
+	log = log_with(self->log, "is group 'node-admins'");
+	EXPECT_TRUE(log && strstr(log, "is group 'node-admins'")) TH_LOG("%s", log);
+	free(log);
+	snprintf(line, sizeof(line), "root:x:0:\n" COLOC_GROUP ":x:%u:bob\nnode-admins:x:%u:\n",
+		 gid + 1, gid + 2);
+	ASSERT_EQ(0, tu_write_file(file, line, strlen(line)));
+	self->pid = tu_start_colocd_with(self->sock, self->pin, self->log, extra);
+	ASSERT_LT(0, self->pid);
+	snprintf(line, sizeof(line), "group '" COLOC_GROUP "' is gid %u in %s, %u here", gid + 1,
+		 file, gid);
+	log = log_with(self->log, line);
+	EXPECT_TRUE(log && strstr(log, line)) TH_LOG("%s", log);
+	free(log);
 }
 
 /* In a child as uid (become_with_coloc, gid uid): req sent; whether its answer is ok. */

@@ -100,6 +100,12 @@ FIXTURE_VARIANT_ADD(deploy_manifests, colocd_reads_the_images_subuid){
 	"",
 	"colocd: --subuid-file (/etc/subuid) is not the node's /etc/subuid",
 };
+FIXTURE_VARIANT_ADD(deploy_manifests, colocd_reads_the_images_group){
+	"colocd-daemonset.yaml",
+	"            - --host-group-file=/host/etc/group\n",
+	"",
+	"colocd: --host-group-file (/etc/group) is not the node's /etc/group",
+};
 FIXTURE_VARIANT_ADD(deploy_manifests, colocd_mounts_the_nodes_etc_writable){
 	"colocd-daemonset.yaml",
 	"              mountPath: /host/etc\n              readOnly: true\n",

@@ -24,8 +24,9 @@ if [ "$WITH_SYSTEMD" = 1 ]; then
 else
 	IMAGE=${IMAGE:-localhost/coloc:$VERSION}
 fi
-# the ids deploy/kubernetes/ names (runAsUser, runAsGroup, supplementalGroups)
-COLOC_GID=970
+# the ids deploy/kubernetes/ names (runAsUser, runAsGroup, supplementalGroups);
+# COLOC_GID=N for a gid the nodes' groups leave free (name it in the manifests too)
+COLOC_GID=${COLOC_GID:-970}
 COLOC_UID=970
 GATEWAY_UID=971
 
@@ -34,6 +35,12 @@ die() {
 	exit 1
 }
 [ "$(id -u)" -eq 0 ] || die "run as root (mmdebstrap and podman import need it)"
+[[ "$COLOC_GID" =~ ^[1-9][0-9]*$ ]] || die "COLOC_GID=$COLOC_GID is not a gid"
+# colocd admits the coloc group by gid: on a node where it is another group, that
+# group's processes are members (colocd --host-group-file refuses to start there)
+taken=$(getent group "$COLOC_GID" | cut -d: -f1)
+[ -z "$taken" ] || [ "$taken" = coloc ] ||
+	die "gid $COLOC_GID is group '$taken' on this machine: set COLOC_GID to a gid no node's group holds"
 for t in mmdebstrap podman; do
 	command -v "$t" >/dev/null || die "$t is missing: apt-get install mmdebstrap podman"
 done

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # make check-image: runs colocd and coloc-gateway from coloc's image (make
 # image) the way deploy/kubernetes/ runs them, and checks them from the
-# host with curl. colocd: root in group coloc (970), the host's pid
+# host with curl. colocd: root in group coloc (COLOC_GID, as the image was
+# built; 970 by default), the host's pid
 # namespace, /sys/fs/bpf and /sys/fs/cgroup, only the capabilities the
 # DaemonSet lists (read from its manifest), its seccomp profile, a read-only
 # root. The gateway: 971:971 with group coloc added, as the Deployment runs
@@ -19,6 +20,7 @@ cd "$(dirname "$0")/.."
 BIN=${COLOC_BIN:-bin}
 IMAGE=${IMAGE:-localhost/coloc:$("$BIN/colocd" --version | awk '{print $NF}')}
 DAEMONSET=${DAEMONSET:-deploy/kubernetes/colocd-daemonset.yaml}
+COLOC_GID=${COLOC_GID:-970}
 MODEL=mobilenet_v2
 NAME=coloc-check-$$
 
@@ -78,7 +80,7 @@ echo "check-image: profiling $MODEL in the image (a quick profile: 1 run per cel
 }
 
 echo "check-image: colocd"
-"${run[@]}" -d --name "$NAME-colocd" --network none --pid host --user 0:970 --read-only \
+"${run[@]}" -d --name "$NAME-colocd" --network none --pid host --user 0:"$COLOC_GID" --read-only \
 	--security-opt no-new-privileges --security-opt seccomp=deploy/kubernetes/seccomp/colocd.json \
 	"${cap_args[@]}" \
 	-v /sys/fs/bpf:/sys/fs/bpf -v /sys/fs/cgroup:/sys/fs/cgroup \
@@ -94,10 +96,10 @@ done
 	podman logs "$NAME-colocd"
 	fail "colocd made no socket"
 }
-[ "$(stat -c %a:%g "$T/run/colocd.sock")" = 660:970 ] || fail "socket is $(stat -c %a:%g "$T/run/colocd.sock"), not 660:970"
+[ "$(stat -c %a:%g "$T/run/colocd.sock")" = "660:$COLOC_GID" ] || fail "socket is $(stat -c %a:%g "$T/run/colocd.sock"), not 660:$COLOC_GID"
 
 echo "check-image: coloc-gateway"
-"${run[@]}" -d --name "$NAME-gateway" --pid host --user 971:971 --group-add 970 --cap-drop=all --read-only \
+"${run[@]}" -d --name "$NAME-gateway" --pid host --user 971:971 --group-add "$COLOC_GID" --cap-drop=all --read-only \
 	--security-opt no-new-privileges -v "$T/run:/run/coloc" -v "$T/models:/models:ro" \
 	-p 127.0.0.1::8000 -p 127.0.0.1::8002 "$IMAGE" \
 	coloc-gateway --model-repository /models --socket /run/coloc/colocd.sock \

@@ -6,7 +6,8 @@
 # dropped); the names, paths, ports and images objects share agree (colocd's
 # --socket is the gateways', the socket's hostPath is one folder, each
 # gateway flag's port is a declared container port, the gateway's groups
-# hold colocd's group); every gateway pod is selected by a NetworkPolicy that
+# hold colocd's group; colocd reads the node's subuid, subgid and group
+# files through a read-only hostPath); every gateway pod is selected by a NetworkPolicy that
 # admits its inference ports and its metrics port only from named sources; the security rules (gateway non-root, no capability,
 # no privilege escalation, read-only root; colocd only the capabilities
 # docs/operators.md justifies); Guaranteed QoS with whole CPUs (colocd's
@@ -189,16 +190,26 @@ def node_file(c, pod, path):
     return host.rstrip("/") + path[len(best[0]):], best[1].get("readOnly") is True
 
 
-def check_colocd_subids(where, c, pod):
-    """colocd refuses the node's subordinate ids (a member's user namespace would be
-    many members): it must read the node's /etc/subuid and /etc/subgid, read-only,
-    not the image's (review s22 LOW 2)."""
-    for name, node in (("--subuid-file", "/etc/subuid"), ("--subgid-file", "/etc/subgid")):
+SUBIDS_WHY = ("the image's has no ranges: a member's subordinate ids would each be a member "
+              "(review s22 LOW 2)")
+# The node's files colocd must read, not the image's: why each
+COLOCD_NODE_FILES = (
+    ("--subuid-file", "/etc/subuid", SUBIDS_WHY),
+    ("--subgid-file", "/etc/subgid", SUBIDS_WHY),
+    ("--host-group-file", "/etc/group", "colocd could not see a node group holding the image's "
+     "coloc gid, whose members would be colocd's (s21 second review, LOW 1)"),
+)
+
+
+def check_colocd_node_files(where, c, pod):
+    """colocd reads the node's /etc/subuid, /etc/subgid and /etc/group through a
+    read-only hostPath, not the image's."""
+    for name, node, why in COLOCD_NODE_FILES:
         path = flag(c.get("args"), name) or node
         host, read_only = node_file(c, pod, path)
         if host != node:
             fail(where, f"colocd: {name} ({path}) is not the node's {node} through a hostPath "
-                 "(the image's has no ranges: a member's subordinate ids would each be a member)")
+                 f"({why})")
         elif not read_only:
             fail(where, f"colocd: the node's {node} is mounted writable")
 
@@ -236,7 +247,7 @@ def check_colocd(where, doc, c, pod, seen):
         fail(where, "colocd: hostPID is not true (the BPF sensor sees the host's tgids)")
     if "SYS_RESOURCE" not in caps:
         check_colocd_guaranteed(where, pod)
-    check_colocd_subids(where, c, pod)
+    check_colocd_node_files(where, c, pod)
     prof = get(sc, "seccompProfile")
     if get(prof, "type") == "Localhost":
         name = os.path.basename(get(prof, "localhostProfile") or "")
