@@ -183,14 +183,7 @@ TEST_F_TIMEOUT(colocd, closer__a_lingering_socket_stalls_only_its_own_uid, 120)
 	ASSERT_EQ(b, waitpid(b, &st, 0));
 	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("status %d", st);
 	/* the member whose close lingers is refused, with the reason */
-	{
-		size_t got = strlen(report);
-		ssize_t n;
-
-		while ((n = read(pipe_fds[0], report + got, sizeof(report) - 1 - got)) > 0)
-			got += (size_t)n;
-		report[got] = '\0';
-	}
+	tu_read_all(pipe_fds[0], report + strlen(report), sizeof(report) - strlen(report));
 	TH_LOG("%s", report);
 	EXPECT_NE(NULL, strstr(report, "again: {\"ok\":false"));
 	EXPECT_NE(NULL, strstr(report, "still being closed"));

@@ -46,8 +46,6 @@ TEST_F_TIMEOUT(colocd, payload__refused_on_its_line_holds_no_room, 120)
 	int report[2], go[2], st;
 	char out[2048] = { 0 }, byte;
 	long before, after;
-	size_t got = 0;
-	ssize_t n;
 	pid_t pid;
 
 	if (!grp)
@@ -103,9 +101,7 @@ TEST_F_TIMEOUT(colocd, payload__refused_on_its_line_holds_no_room, 120)
 	/* main held every byte: +64 MiB */
 	EXPECT_LT(after - before, (long)(SENT_FIRST >> 10));
 	ASSERT_EQ(1, write(go[1], "g", 1));
-	while ((n = read(report[0], out + got, sizeof(out) - 1 - got)) > 0)
-		got += (size_t)n;
-	out[got] = '\0';
+	tu_read_all(report[0], out, sizeof(out));
 	TH_LOG("%s", out);
 	/* the member's name is its own tenant's, keyed by its uid */
 	EXPECT_NE(NULL, strstr(out, "no tenant 64990:no-such-tenant"));

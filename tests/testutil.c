@@ -209,12 +209,7 @@ int tu_child_start(const char *bin, const char *const *args, struct tu_child *c)
 
 void tu_child_read_output(struct tu_child *c)
 {
-	size_t len = 0;
-	ssize_t n;
-
-	while ((n = read(c->out_fd, c->output + len, sizeof(c->output) - 1 - len)) > 0)
-		len += (size_t)n;
-	c->output[len] = '\0';
+	tu_read_all(c->out_fd, c->output, sizeof(c->output));
 	close(c->out_fd);
 	c->out_fd = -1;
 }

@@ -219,6 +219,8 @@ bool tu_wait_for(bool (*done)(void *ctx), void *ctx, unsigned int timeout_ms, un
 
 /* The whole file, malloc'd and NUL-terminated (*len without the NUL), or NULL. */
 char *tu_read_file(const char *path, size_t *len);
+/* Reads fd to its end, or until buf (len bytes) is full, into buf, ended by a NUL: bytes read. */
+size_t tu_read_all(int fd, char *buf, size_t len);
 /* Writes len bytes of data as the whole of path (created or truncated): 0 or -1. */
 int tu_write_file(const char *path, const void *data, size_t len);
 

@@ -128,8 +128,6 @@ int tu_colocctl_as(const char *colocctl, const char *sock, uid_t uid, const char
 {
 	char *argv[16] = { (char *)colocctl, "--socket", (char *)sock };
 	int fds[2], st, argc = 3;
-	size_t got = 0;
-	ssize_t n;
 	pid_t pid;
 
 	for (int i = 0; args[i] && argc < 15; i++)
@@ -150,9 +148,7 @@ int tu_colocctl_as(const char *colocctl, const char *sock, uid_t uid, const char
 		_exit(127);
 	}
 	close(fds[1]);
-	while (pid > 0 && got + 1 < len && (n = read(fds[0], out + got, len - 1 - got)) > 0)
-		got += (size_t)n;
-	out[got] = '\0';
+	tu_read_all(fds[0], out, len);
 	close(fds[0]);
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
 		return -1;

@@ -36,6 +36,18 @@ char *tu_read_file(const char *path, size_t *len)
 	return buf;
 }
 
+size_t tu_read_all(int fd, char *buf, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got + 1 < len && (n = read(fd, buf + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	if (len)
+		buf[got] = '\0';
+	return got;
+}
+
 int tu_write_file(const char *path, const void *data, size_t len)
 {
 	FILE *f = fopen(path, "w");
