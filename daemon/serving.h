@@ -188,7 +188,8 @@ struct serving_config {
 	/*
 	 * Bytes of queued inputs colocd holds for them (copies of the bytes
 	 * that followed an infer's line, not yet in a slot); a query's input
-	 * in a memfd is the client's memory and is not counted.
+	 * in a memfd held is the client's memory and is not counted, one
+	 * read at once (serving_submit_fd) is.
 	 */
 	size_t max_input_bytes_per_uid;
 	/*
@@ -403,7 +404,8 @@ int serving_submit_take(struct serving *s, const char *tenant, void **input, siz
  * slot when it gets one; on an error still the caller's. A query holds its
  * memfd until then, the client's pages unchanged (protocol.h); past
  * SV_MAX_INPUT_FDS held in all, or SV_MAX_INPUT_FDS_PER_UID by the
- * tenant's owner's tenants, the bytes are read at once instead and the
+ * tenant's owner's tenants, the bytes are read at once instead, only once
+ * every refusal (its owner's input quota among them) has passed, and the
  * descriptor left to the caller.
  */
 int serving_submit_fd(struct serving *s, const char *tenant, int *input_fd, size_t offset,

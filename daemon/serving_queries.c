@@ -162,10 +162,11 @@ static int input_room(const struct serving *s, const struct sv_tenant *t, size_t
 		return 0;
 	return coloc_err_set(err, -EAGAIN,
 			     "owner uid %u holds %.1f MiB of queued inputs, limit %.1f MiB (colocd "
-			     "--max-input-mib-per-uid raises it; an input sent in a memfd is not "
-			     "counted)",
+			     "--max-input-mib-per-uid raises it; a memfd's input counts only past "
+			     "the %d memfds a uid's queries hold)",
 			     (unsigned int)t->owner, (double)held / (1 << 20),
-			     (double)s->max_input_bytes_per_uid / (1 << 20));
+			     (double)s->max_input_bytes_per_uid / (1 << 20),
+			     SV_MAX_INPUT_FDS_PER_UID);
 }
 
 int serving_input_room(const struct serving *s, const char *tenant, size_t bytes,
@@ -191,38 +192,33 @@ int serving_submit(struct serving *s, const char *tenant, const void *input, siz
 }
 
 /*
- * One query, its input a malloc'd copy (*input) or a checked memfd
- * (*input_fd, from offset on), taken on 0.
+ * Every refusal a query of t meets, for both ways in, before anything of
+ * its input is read: 0, or the error with why in err (-EAGAIN counted as
+ * rejected). copied: colocd would hold a copy of the input, counted
+ * against its owner's input quota.
  */
-static int submit_query(struct serving *s, const char *tenant, void **input, int *input_fd,
-			size_t offset, size_t len, serving_done_fn done, void *ctx,
-			uint64_t *query_id, struct coloc_err *err)
+static int query_refusal(struct serving *s, struct sv_tenant *t, size_t len, bool copied,
+			 struct coloc_err *err)
 {
-	struct sv_tenant *t = sv_find_tenant(s, tenant);
-	uint64_t now = coloc_now_ns();
-	struct sv_query *q;
 	int ret = 0;
 
-	if (!t)
-		return coloc_err_set(err, -ENOENT, "no tenant %s", tenant);
-	serving_stats_offered(&t->stats, now);
 	if (!t->described)
 		ret = coloc_err_set(err, -EAGAIN,
 				    "tenant %s is being admitted: its executor has not described "
 				    "its model and got ready yet",
-				    tenant);
+				    t->name);
 	else if (len != t->in_bytes)
 		ret = coloc_err_set(err, -EINVAL,
-				    "tenant %s: the input is %zu bytes, model %s takes %zu", tenant,
-				    len, t->model_name, t->in_bytes);
+				    "tenant %s: the input is %zu bytes, model %s takes %zu",
+				    t->name, len, t->model_name, t->in_bytes);
 	else if (t->state == SERVING_TENANT_FAILED || t->state == SERVING_TENANT_DRAINING)
-		ret = coloc_err_set(err, -EAGAIN, "tenant %s is %s%s%s", tenant,
+		ret = coloc_err_set(err, -EAGAIN, "tenant %s is %s%s%s", t->name,
 				    serving_state_name(t->state),
 				    t->state == SERVING_TENANT_FAILED ? ": " : "", t->reason);
 	else if (t->nr_queries >= s->max_queue)
 		ret = coloc_err_set(err, -EAGAIN,
 				    "tenant %s has %d queries queued or running, the most it may",
-				    tenant, s->max_queue);
+				    t->name, s->max_queue);
 	else if (s->nr_live >= s->max_queue_total)
 		ret = coloc_err_set(err, -EAGAIN,
 				    "%d queries are queued or running over all tenants, the most "
@@ -234,19 +230,42 @@ static int submit_query(struct serving *s, const char *tenant, void **input, int
 				    "uid %u's tenants have %d queries queued or running, its quota "
 				    "(colocd --max-queued-per-uid raises it)",
 				    (unsigned int)t->owner, s->max_queued_per_uid);
-	else if (input)
+	else if (copied)
 		ret = input_room(s, t, len, err);
-	if (ret) {
-		if (ret == -EAGAIN) {
-			t->stats.rejected++;
-			snprintf(t->stats.last_reject, sizeof(t->stats.last_reject), "%s",
-				 coloc_err_str(err));
-		}
-		return ret;
+	if (ret == -EAGAIN) {
+		t->stats.rejected++;
+		snprintf(t->stats.last_reject, sizeof(t->stats.last_reject), "%s",
+			 coloc_err_str(err));
 	}
-	q = calloc(1, sizeof(*q));
+	return ret;
+}
+
+/* The tenant a query is offered to, counted as offered; NULL with -ENOENT in err. */
+static struct sv_tenant *offered_to(struct serving *s, const char *tenant, struct coloc_err *err)
+{
+	struct sv_tenant *t = sv_find_tenant(s, tenant);
+
+	if (!t) {
+		coloc_err_set(err, -ENOENT, "no tenant %s", tenant);
+		return NULL;
+	}
+	serving_stats_offered(&t->stats, coloc_now_ns());
+	return t;
+}
+
+/*
+ * Queues a query query_refusal() let through, its input a malloc'd copy
+ * (*input) or a checked memfd (*input_fd, from offset on), taken on 0.
+ */
+static int queue_query(struct serving *s, struct sv_tenant *t, void **input, int *input_fd,
+		       size_t offset, size_t len, serving_done_fn done, void *ctx,
+		       uint64_t *query_id, struct coloc_err *err)
+{
+	uint64_t now = coloc_now_ns();
+	struct sv_query *q = calloc(1, sizeof(*q));
+
 	if (!q)
-		return coloc_err_set(err, -ENOMEM, "out of memory queueing a query of %s", tenant);
+		return coloc_err_set(err, -ENOMEM, "out of memory queueing a query of %s", t->name);
 	q->input_fd = -1;
 	if (input) {
 		q->input = *input;
@@ -284,29 +303,39 @@ static int submit_query(struct serving *s, const char *tenant, void **input, int
 int serving_submit_take(struct serving *s, const char *tenant, void **input, size_t len,
 			serving_done_fn done, void *ctx, uint64_t *query_id, struct coloc_err *err)
 {
-	return submit_query(s, tenant, input, NULL, 0, len, done, ctx, query_id, err);
+	struct sv_tenant *t = offered_to(s, tenant, err);
+	int ret;
+
+	if (!t)
+		return -ENOENT;
+	ret = query_refusal(s, t, len, true, err);
+	return ret ? ret : queue_query(s, t, input, NULL, 0, len, done, ctx, query_id, err);
 }
 
 int serving_submit_fd(struct serving *s, const char *tenant, int *input_fd, size_t offset,
 		      size_t len, serving_done_fn done, void *ctx, uint64_t *query_id,
 		      struct coloc_err *err)
 {
-	struct sv_tenant *t = sv_find_tenant(s, tenant);
-	void *copy = NULL;
+	struct sv_tenant *t = offered_to(s, tenant, err);
+	void *copy;
+	bool held;
 	int ret;
 
-	/* held, or refused at once: nothing read for a query that is not taken */
-	if (!t || !t->described || len != t->in_bytes || t->nr_queries >= s->max_queue ||
-	    s->nr_live >= s->max_queue_total || may_hold_input_fd(s, t))
-		return submit_query(s, tenant, NULL, input_fd, offset, len, done, ctx, query_id,
-				    err);
-	/* too many held in all or by its owner: read now, the descriptor left to the caller */
+	if (!t)
+		return -ENOENT;
+	held = may_hold_input_fd(s, t);
+	ret = query_refusal(s, t, len, !held, err);
+	if (ret)
+		return ret;
+	if (held)
+		return queue_query(s, t, NULL, input_fd, offset, len, done, ctx, query_id, err);
+	/* past the held share, and taken: read now, the descriptor left to the caller */
 	copy = malloc(len ? len : 1);
 	if (!copy)
 		return coloc_err_set(err, -ENOMEM, "out of memory queueing a query of %s", tenant);
 	ret = input_memfd_read(*input_fd, offset, copy, len);
 	if (!ret)
-		ret = submit_query(s, tenant, &copy, NULL, 0, len, done, ctx, query_id, err);
+		ret = queue_query(s, t, &copy, NULL, 0, len, done, ctx, query_id, err);
 	else
 		coloc_err_set(err, ret, "reading the input's memfd: %s", strerror(-ret));
 	free(copy);
