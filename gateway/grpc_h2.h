@@ -3,8 +3,9 @@
  * The own gRPC server's parts, between its sockets (grpc_h2.c: the
  * listening socket, the threads and their epoll set; grpc_h2_accept.c new
  * connections; grpc_h2_conn.c each connection's reads and writes;
- * grpc_h2_reap.c the timeouts) and its calls (grpc_h2_call.c: a
- * stream's headers, message and answer in gRPC's terms). A connection's
+ * grpc_h2_reap.c the timeouts; grpc_h2_unsent.c room for unsent answers)
+ * and its calls (grpc_h2_call.c: a stream's headers, message and answer
+ * in gRPC's terms). A connection's
  * lock covers its h2_conn, its calls' reading state and its socket's
  * writes; a call's method runs without it. docs/design/gateway-grpc.md.
  */
@@ -24,7 +25,7 @@
 #define H2S_HEALTH_READ_NS 1000000000ull /* their message within this (theirs are empty) */
 #define H2S_CHARGE_STEP (64u << 10) /* a message's bytes taken from the budget this many at once */
 #define H2S_RATE_GRACE_NS 1000000000ull /* a call's first second: its rate not counted */
-#define H2S_HEALTH_CALLS 256 /* health calls at once whose message came, over all connections */
+#define H2S_HEALTH_CALLS 256 /* health calls whose message came, not yet answered, in all */
 #define H2S_HEALTH_PER_PEER 32 /* health calls open from one client address */
 #define H2S_READ_BUF (64 << 10) /* a thread's buffer for what is not a message's DATA */
 #define H2S_XFF_MAX 256 /* of a call's x-forwarded-for, its end kept */
@@ -62,11 +63,11 @@ struct h2_server {
 	bool reaper_started;
 	atomic_bool stopping, exiting;
 	atomic_int calls; /* counted calls (not the health ones) whose message came, open now */
-	atomic_int health_calls; /* health calls whose message came, at most H2S_HEALTH_CALLS */
+	atomic_int health_calls; /* health calls whose message came, not yet answered */
 	atomic_int memfds; /* calls waiting for their message in a memfd, at most max_calls */
 	atomic_size_t buf_bytes; /* counted calls' message buffers now, at most buf_max */
 	atomic_size_t health_bytes; /* health calls' message buffers now, at most health_max */
-	atomic_int unsent; /* answers handed to h2_conn and not yet sent, max_calls at most */
+	atomic_int unsent; /* answers handed to h2_conn and not yet sent (h2s_unsent_room) */
 	atomic_size_t unsent_bytes; /* their bodies' bytes, at most buf_max */
 	int peer_unsent_max; /* of the unsent answers, one client address's at most */
 	size_t buf_max, health_max; /* opts.max_buffer_bytes split: health_max kept for health */
@@ -99,7 +100,7 @@ struct h2s_call {
 	bool stream_gone; /* handling: its stream reset or its connection gone */
 	bool counted, health, post, grpc_type, path_known;
 	bool health_counted; /* one of its address's H2S_HEALTH_PER_PEER */
-	bool health_pooled; /* its message whole: one of H2S_HEALTH_CALLS */
+	bool health_pooled; /* its message whole, not yet answered: one of H2S_HEALTH_CALLS */
 	bool waiting; /* counted in its address's waiting calls */
 	bool memfd_counted; /* one of srv->memfds */
 	size_t buf_reserved; /* its message's bytes in the server's budget */
@@ -192,6 +193,12 @@ bool h2s_call_charge(struct h2s_call *call, size_t upto);
 uint64_t h2s_grpc_timeout_ns(const char *v, size_t n);
 /* Its method run (no lock held); it answers through h2s_answer. */
 void h2s_call_handle(struct h2s_call *call);
+/*
+ * grpc_h2_unsent.c, before an answer of len body bytes is counted as
+ * unsent (no lock held): while all unsent answers are at their bound, the
+ * connection whose oldest one is oldest has its unsent answers reset.
+ */
+void h2s_unsent_room(struct h2_server *srv, size_t len);
 void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *why, uint8_t *msg,
 		size_t len);
 

@@ -141,7 +141,8 @@ static void call_unwait(struct h2s_call *call)
 
 /*
  * Its request done with (its method answered, or the call over): the
- * message, its memfd and budget, and its max_calls slot given back.
+ * message, its memfd and budget, and its max_calls or health pool slot
+ * given back.
  */
 static void call_release(struct h2s_call *call)
 {
@@ -156,10 +157,12 @@ static void call_release(struct h2s_call *call)
 	call_unwait(call);
 	if (call->counted)
 		atomic_fetch_sub(&srv->calls, 1);
+	if (call->health_pooled)
+		atomic_fetch_sub(&srv->health_calls, 1);
 	if (call->buf_reserved)
 		atomic_fetch_sub(call->health ? &srv->health_bytes : &srv->buf_bytes,
 				 call->buf_reserved);
-	call->counted = false;
+	call->counted = call->health_pooled = false;
 	call->buf_reserved = 0;
 }
 
@@ -172,8 +175,6 @@ static void call_free(struct h2s_call *call)
 	if (call->pub.ctx_free)
 		call->pub.ctx_free(call->pub.ctx);
 	call_release(call);
-	if (call->health_pooled)
-		atomic_fetch_sub(&srv->health_calls, 1);
 	if (call->health_counted)
 		atomic_fetch_sub(&peer->health, 1);
 	if (call->unsent) {
@@ -460,13 +461,12 @@ static void call_end(void *arg, void *st)
 	} else { /* one of max_calls now, and until it is answered */
 		struct h2s_peer *peer = call->peer;
 
+		/* all clients' unsent answers make room instead (h2s_unsent_room) */
 		if (atomic_load(&peer->unsent) >= srv->peer_unsent_max ||
-		    atomic_load(&peer->unsent_bytes) >= srv->peer_buf_max ||
-		    atomic_load(&srv->unsent) >= srv->base.opts.max_calls ||
-		    atomic_load(&srv->unsent_bytes) >= srv->buf_max) {
+		    atomic_load(&peer->unsent_bytes) >= srv->peer_buf_max) {
 			h2s_call_refuse(call, GW_GRPC_RESOURCE_EXHAUSTED,
-					"too many answers wait for this client address's (or all "
-					"clients') flow-control windows; retry later");
+					"too many answers wait for this client address's "
+					"flow-control windows; retry later");
 			return;
 		}
 		if (!h2s_take(&srv->calls, srv->base.opts.max_calls)) {
@@ -581,6 +581,8 @@ void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *
 		body[3] = (uint8_t)(len >> 8);
 		body[4] = (uint8_t)len;
 	}
+	if (body)
+		h2s_unsent_room(srv, len + 5);
 	pthread_mutex_lock(&conn->lock);
 	call->state = H2S_ANSWERED;
 	if (call->stream_gone) {
@@ -598,8 +600,8 @@ void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *
 		size_t n = trailers_encode(trl, sizeof(trl), code, why);
 
 		/*
-		 * the request is done with: its message, budget and max_calls slot
-		 * go back now. call_close frees the call once the answer is out;
+		 * the request is done with: its message, budget and max_calls (or
+		 * health pool) slot go back now. call_close frees the call once the answer is out;
 		 * until then it is one of the unsent answers (bounded by address and
 		 * in all) on the sending list, reset by the reaper past the read
 		 * timeout from now: a client that opens no window holds little, briefly

@@ -581,6 +581,51 @@ TEST_F_TIMEOUT(fwd, hold_whole__unsent_answers_hold_no_queue_slot, 300)
 }
 
 /*
+ * s24 review HIGH 2, small: 8 addresses (127.0.0.2-9), each a connection
+ * that opens no stream window with 8 ServerMetadata calls whose message is
+ * whole, renewed when reset, for 6 s at --max-queue 64: their 64 unsent
+ * answers are each address's share (an eighth) and all of --max-queue.
+ * When all are taken, a new answer resets the oldest connection's unsent
+ * answers instead of a call being refused: every ServerMetadata from
+ * 127.0.0.1 meanwhile is answered. (Main's gateway refused them
+ * RESOURCE_EXHAUSTED at the door but in the gaps after its resets.)
+ */
+TEST_F_TIMEOUT(fwd, unsent_all__eight_addresses_unsent_answers_refuse_no_other_call, 300)
+{
+	const char *flags[] = { "--grpc-server", "own", "--max-queue", "64",
+				"--grpc-read-timeout-ms", "2000", NULL };
+	char out[8192];
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	EXPECT_EQ(0, hostile(self, false, "holdwhole 1 8 6.5 8", out, sizeof(out)));
+	EXPECT_TRUE(all_answered(out, "other")) TH_LOG("%s", out);
+	TH_LOG("unsent all: %s", out);
+	EXPECT_TRUE(live(self));
+}
+
+/*
+ * s24 review MEDIUM 1, small: 8 addresses (127.0.0.2-9), each a connection
+ * that opens no stream window with 32 ServerLive calls whose message is
+ * whole, renewed when reset, for 6 s: their 256 answers cannot go. A
+ * health call leaves the pool of 256 once answered, its answer one of the
+ * unsent ones: every ServerLive from 127.0.0.1 meanwhile is answered.
+ * (Main's gateway kept each in the pool until its stream ended and refused
+ * them all "too many health calls".)
+ */
+TEST_F_TIMEOUT(fwd, health_unsent__answered_health_calls_leave_the_pool, 300)
+{
+	const char *flags[] = { "--grpc-server", "own", "--grpc-read-timeout-ms", "2000", NULL };
+	char out[8192];
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	EXPECT_EQ(0, hostile(self, false, "holdwhole 1 32 6.5 8 ServerLive", out, sizeof(out)));
+	EXPECT_TRUE(all_answered(out, "other")) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(out, "closed")) TH_LOG("%s", out);
+	TH_LOG("health unsent: %s", out);
+	EXPECT_TRUE(live(self));
+}
+
+/*
  * The largest message on an idle gateway (review of 2026-12-06 04:05, LOW
  * 2): at --grpc-max-buffer-bytes 12 MiB and --max-body-bytes 8 MiB, one
  * ServerMetadata of 8388000 bytes is answered OK. The health calls'

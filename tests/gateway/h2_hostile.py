@@ -812,28 +812,32 @@ def bigone(port, n, rate=0):
     print("%d bytes: status %s" % (len(body), status[0] if status else "none"))
 
 
-def holdwhole(port, conns, n, wait_s):
-    """The reviewer's holdwhole, smaller: conns connections from 127.0.0.1 with
-    SETTINGS_INITIAL_WINDOW_SIZE 0, each with n ServerMetadata calls whose message is whole,
+def holdwhole(port, conns, n, wait_s, addrs=0, method="ServerMetadata"):
+    """The reviewer's holdwhole, smaller: conns connections from 127.0.0.1 (or from each of
+    addrs addresses, 127.0.0.2 on) with SETTINGS_INITIAL_WINDOW_SIZE 0, each with n calls of
+    method whose (empty) message is whole,
     so no answer's DATA can go; each one refused or reset is opened again. Until wait_s, from
-    1.5 s on, every 0.5 s, a ServerMetadata from 127.0.0.2 on a fresh connection: "other K of M" answered
-    with status 0, and "renewed K"."""
+    1.5 s on, every 0.5 s, a call of method from 127.0.0.2 (from 127.0.0.1 with addrs) on a
+    fresh connection: "other K of M" answered with status 0, and "renewed K"."""
     held, renewed, got = [], 0, []
     call = b"\x00\x00\x00\x00\x00"
 
     def open_call(c):
         sid = c["next"]
         c["next"] += 2
-        c["s"].sendall(frame(HEADERS, 0x4, sid, request_block("ServerMetadata")) +
+        c["s"].sendall(frame(HEADERS, 0x4, sid, request_block(method)) +
                        frame(DATA, 0x1, sid, call))
         c["calls"].add(sid)
 
-    for _ in range(conns):
-        s = socket.create_connection(("127.0.0.1", port), timeout=30)
-        s.sendall(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 0)))
-        held.append({"s": s, "calls": set(), "next": 1, "buf": b"", "again": 0})
-        for _ in range(n):
-            open_call(held[-1])
+    sources = ["127.0.0.%d" % (a + 2) for a in range(addrs)] or ["127.0.0.1"]
+    for source in sources:
+        for _ in range(conns):
+            s = socket.create_connection(("127.0.0.1", port), timeout=30,
+                                         source_address=(source, 0))
+            s.sendall(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 0)))
+            held.append({"s": s, "calls": set(), "next": 1, "buf": b"", "again": 0})
+            for _ in range(n):
+                open_call(held[-1])
     t0 = time.monotonic()
     next_probe = t0 + 1.5  # once the opening burst is answered or refused
     while time.monotonic() - t0 < wait_s:
@@ -853,7 +857,7 @@ def holdwhole(port, conns, n, wait_s):
         if time.monotonic() >= next_probe:
             next_probe += 0.5
             try:
-                got.append(one_call(port, "ServerMetadata", call, "127.0.0.2"))
+                got.append(one_call(port, method, call, "127.0.0.1" if addrs else "127.0.0.2"))
             except OSError as e:
                 got.append("error " + str(e))
             print("%.1f s: other %s, %d renewed" % (time.monotonic() - t0, got[-1], renewed),
@@ -923,7 +927,8 @@ def main():
     elif mode == "bigone":
         bigone(port, *[int(a) for a in sys.argv[3:5]])
     elif mode == "holdwhole":
-        holdwhole(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
+        holdwhole(port, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]),
+                  *[int(a) for a in sys.argv[6:7]], *sys.argv[7:8])
     elif mode == "idle-ping":
         idle_ping(port, int(sys.argv[3]), float(sys.argv[4]))
     else:
