@@ -4,7 +4,8 @@
  * serving_handle_fd takes what an executor's fd says (a block's completion,
  * a death, a line of its log), serving_tick the deadlines (an executor that
  * never described its model or got ready, a command overrun, serving_overrun.c,
- * or hung) and the retired
+ * or hung, its limit moved by its threads' wait for a CPU, serving_cpu_wait.c)
+ * and the retired
  * executors still being stopped; serving_next_timeout_ms and serving_fds
  * tell the loop when and what to wait for. A completion moves the query on
  * (or completes it); a death or a breach fails the tenant (sv_fail_tenant),
@@ -287,7 +288,7 @@ void serving_handle_fd(struct serving *s, int fd)
  * once: each may take that many times as long. Sums and products saturate
  * (util.h): a profile of absurd cells makes it never.
  */
-uint64_t sv_hang_deadline(const struct sv_exec *x, int sharing)
+static uint64_t hang_limit(const struct sv_exec *x, int sharing)
 {
 	uint64_t predicted = 0, limit;
 
@@ -309,12 +310,42 @@ uint64_t sv_hang_deadline(const struct sv_exec *x, int sharing)
 	 * time before it is called hung; at that weight the others lose
 	 * ~1/1024 of a core to it meanwhile.
 	 */
-	return coloc_sat_add_u64(x->blk_submit_ns, coloc_sat_mul_u64(x->late ? 2 : 1, limit));
+	return coloc_sat_mul_u64(x->late ? 2 : 1, limit);
+}
+
+uint64_t sv_hang_deadline(const struct sv_exec *x, int sharing)
+{
+	return coloc_sat_add_u64(x->blk_submit_ns,
+				 coloc_sat_add_u64(hang_limit(x, sharing), x->hang_waited_ns));
+}
+
+static int hang_sharing(const struct serving *s)
+{
+	return s->entry->shares_cores ? sv_blocks_in_flight(s) : 0;
 }
 
 static uint64_t hang_deadline(const struct serving *s, const struct sv_exec *x)
 {
-	return sv_hang_deadline(x, s->entry->shares_cores ? sv_blocks_in_flight(s) : 0);
+	return sv_hang_deadline(x, hang_sharing(s));
+}
+
+/*
+ * x is past its hang deadline at now: whether its threads' wait for a CPU
+ * since its overrun bound (serving_cpu_wait.c) moves the deadline past
+ * now. Up to SV_HANG_WAIT_CAP x the limit in all, so that an executor
+ * that keeps its own threads waiting (more of them than cores) is still
+ * killed.
+ */
+static bool waiting_moves_hang(struct serving *s, struct sv_tenant *t, struct sv_exec *x,
+			       uint64_t now)
+{
+	uint64_t cap = coloc_sat_mul_u64(SV_HANG_WAIT_CAP - 1, hang_limit(x, hang_sharing(s)));
+	uint64_t waited;
+
+	if (!sv_cpu_waited(s, t, x, now, &waited))
+		return false;
+	x->hang_waited_ns = waited < cap ? waited : cap;
+	return now <= hang_deadline(s, x);
 }
 
 /* Fails t when it never got ready or one of its blocks hangs (that executor killed). */
@@ -340,15 +371,17 @@ static void check_deadlines(struct serving *s, struct sv_tenant *t, uint64_t now
 	for (int i = 0; i < t->nr_exec; i++) {
 		struct sv_exec *x = &t->ex[i];
 
-		if (!x->busy || now <= hang_deadline(s, x))
+		if (!x->busy || now <= hang_deadline(s, x) || waiting_moves_hang(s, t, x, now))
 			continue;
 		snprintf(why, sizeof(why),
 			 "hung: the block of layers [%d, %d) of query %llu ran %.1f ms, "
-			 "%.1f ms predicted (the limit is %dx + %.1f s%s): killed",
+			 "%.1f ms predicted (limit %.1f ms: %dx + %.1f s%s, + %.1f ms waiting "
+			 "for a CPU): killed",
 			 x->blk.first_layer, x->plan[x->plan_nr - 1].last,
 			 (unsigned long long)x->blk.query_id, (now - x->blk_submit_ns) / 1e6,
-			 x->blk.predicted_ns / 1e6, SERVING_HANG_FACTOR,
-			 SERVING_HANG_SLACK_NS / 1e9, x->late ? ", twice that once it overran" : "");
+			 x->blk.predicted_ns / 1e6, hang_limit(x, hang_sharing(s)) / 1e6,
+			 SERVING_HANG_FACTOR, SERVING_HANG_SLACK_NS / 1e9,
+			 x->late ? ", x2 once late" : "", x->hang_waited_ns / 1e6);
 		sv_fail_tenant(s, t, why);
 		return;
 	}

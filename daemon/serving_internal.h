@@ -82,11 +82,14 @@ struct sv_exec {
 	 */
 	bool late;
 	/*
-	 * Past its bound while its tenant's threads waited for a CPU
-	 * (serving_overrun.c): since when, their wait total (PSI) then, and
-	 * when it is judged again; over_since 0: not past it yet.
+	 * Past its bound (serving_cpu_wait.c): since when, the wait for a CPU
+	 * then (its tenant's PSI total, or without one, by_threads, its
+	 * executor's threads' run delay), when the overrun check judges it
+	 * again, and how far that wait has moved its hang deadline;
+	 * over_since 0: not looked at past it yet.
 	 */
-	uint64_t over_since_ns, over_wait0_ns, over_next_ns;
+	uint64_t over_since_ns, over_wait0_ns, over_next_ns, hang_waited_ns;
+	bool over_by_threads;
 };
 
 /* An executor process that left its tenant and is not reaped yet. */
@@ -394,9 +397,25 @@ void sv_plan_yield(struct serving *s);
  * When x's command is hung (serving_events.c): SERVING_HANG_FACTOR x its
  * plan's predicted (or table, if more) time, times sharing (the blocks in
  * flight under a policy that shares cores, else 0), + SERVING_HANG_SLACK_NS,
- * doubled once late; UINT64_MAX where that does not fit.
+ * doubled once late, + the wait for a CPU credited to it (hang_waited_ns);
+ * UINT64_MAX where that does not fit.
  */
 uint64_t sv_hang_deadline(const struct sv_exec *x, int sharing);
+/*
+ * Past its hang deadline, a command's deadline moves by the time its
+ * threads waited for a CPU since it passed its overrun bound, up to
+ * SV_HANG_WAIT_CAP x its limit in all (docs/security-executor.md says why 4).
+ */
+#define SV_HANG_WAIT_CAP 4
+/* At most this many of an executor's threads' run delays are read. */
+#define SV_WAIT_MAX_THREADS 256
+/*
+ * The wait for a CPU of x's threads since it passed its overrun bound, at
+ * now, the baseline taken now on the first look (serving_cpu_wait.c), at
+ * most the time since; false where there is no way to tell.
+ */
+bool sv_cpu_waited(struct serving *s, const struct sv_tenant *t, struct sv_exec *x, uint64_t now,
+		   uint64_t *waited);
 /*
  * Whether t has a block in flight (submitting: one is being sent): its
  * cgroup turns busy at once if it was idle, late (the lowest weight) at

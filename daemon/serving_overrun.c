@@ -19,14 +19,16 @@
  * time is the stall's, not the machine's).
  *
  * A command that is slow because its threads wait for a CPU (others'
- * processes on its cores, a busy host) is not late for it: where the
- * tenant's cgroup has a CPU pressure (PSI) total, a command past its bound
- * is judged on the time since then that its tenant's threads did not wait,
- * and is late once that reaches SV_OVERRUN_RUN_FACTOR x its table +
- * SV_OVERRUN_SLACK_NS; at SV_OVERRUN_WAIT_CAP x its bound it is late
- * whatever it waited, so that an executor that keeps its own threads
- * waiting (more threads than cores) holds its cores no longer than that.
- * The pressure is read only for a command past its bound, never per block.
+ * processes on its cores, a busy host) is not late for it: a command past
+ * its bound is judged on the time since then that its threads did not wait
+ * (serving_cpu_wait.c: its tenant's CPU pressure, or without PSI its
+ * executor's threads' run delay), and is late once that reaches
+ * SV_OVERRUN_RUN_FACTOR x its table + SV_OVERRUN_SLACK_NS; at
+ * SV_OVERRUN_WAIT_CAP x its bound it is late whatever it waited, so that
+ * an executor that keeps its own threads waiting (more threads than
+ * cores) holds its cores no longer than that. Under a policy that shares
+ * cores nothing is late, but the wait's baseline is taken all the same,
+ * for the hang limit.
  *
  * Its tenant is charged a strike (at most SV_OVERRUN_MAX_STRIKES): each
  * halves the factor (8x, 4x, 2x at least) and, while it has any, the
@@ -36,7 +38,6 @@
  * spells run 5-7x their table here) costs it a tighter bound for a few
  * dozen commands; docs/security-executor.md has the numbers.
  */
-#include "sandbox.h"
 #include "serving_internal.h"
 #include "util.h"
 
@@ -79,26 +80,20 @@ uint64_t sv_overrun_deadline(const struct sv_tenant *t, const struct sv_exec *x)
 }
 
 /*
- * x is past its bound at now: whether its tenant's threads' wait for a
- * CPU excuses it for now (x->over_next_ns then set to when it is judged
- * again). false without a pressure total to read.
+ * x is past its bound at now: whether its threads' wait for a CPU
+ * (serving_cpu_wait.c) excuses it for now (x->over_next_ns then set to
+ * when it is judged again). false where that wait cannot be read.
  */
 static bool waiting_excuses(struct serving *s, struct sv_tenant *t, struct sv_exec *x,
 			    uint64_t now)
 {
-	uint64_t b = bound(t, x), cap, wait, waited, next;
+	uint64_t b = bound(t, x), cap, waited, next;
 
 	cap = coloc_sat_add_u64(x->blk_submit_ns,
 				coloc_sat_mul_u64(SV_OVERRUN_WAIT_CAP, b - x->blk_submit_ns));
-	if (now >= cap || !s->sandbox || !t->sandboxed ||
-	    sandbox_tenant_cpu_wait(s->sandbox, t->name, &wait))
+	if (!sv_cpu_waited(s, t, x, now, &waited) || now >= cap)
 		return false;
-	if (!x->over_since_ns) {
-		x->over_since_ns = now;
-		x->over_wait0_ns = wait;
-	}
 	/* late once its threads have run, not waited, this long since it passed its bound */
-	waited = wait > x->over_wait0_ns ? wait - x->over_wait0_ns : 0;
 	next = coloc_sat_add_u64(x->over_since_ns + waited,
 				 scaled_with_slack(SV_OVERRUN_RUN_FACTOR, x));
 	x->over_next_ns = next < cap ? next : cap;
@@ -144,14 +139,20 @@ static void take_back(struct serving *s, struct sv_tenant *t, struct sv_exec *x,
 
 void sv_overrun_check(struct serving *s, struct sv_tenant *t, uint64_t now)
 {
-	/* under a policy that shares cores no block holds any */
-	if (s->entry->shares_cores)
-		return;
+	uint64_t waited;
+
 	for (int i = 0; i < t->nr_exec; i++) {
 		struct sv_exec *x = &t->ex[i];
 
-		if (x->busy && !x->late && now > sv_overrun_deadline(t, x) &&
-		    !waiting_excuses(s, t, x, now))
+		if (!x->busy || x->late || now <= sv_overrun_deadline(t, x))
+			continue;
+		/* under a policy that shares cores no block holds any: the hang limit's baseline */
+		if (s->entry->shares_cores) {
+			if (!x->over_since_ns)
+				sv_cpu_waited(s, t, x, now, &waited);
+			continue;
+		}
+		if (!waiting_excuses(s, t, x, now))
 			take_back(s, t, x, now);
 	}
 }
