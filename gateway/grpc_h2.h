@@ -23,7 +23,6 @@
 #define H2S_HEALTH_MAX_MESSAGE 4096 /* a call max_calls does not count: its message at most */
 #define H2S_HEALTH_BYTES (16u << 20) /* their messages' bytes, kept out of the budget */
 #define H2S_HEALTH_READ_NS 1000000000ull /* their message within this (theirs are empty) */
-#define H2S_SHUT_SEND_NS 1000000000ull /* an answer into a stream window of 0: sent by then */
 #define H2S_CHARGE_STEP (64u << 10) /* a message's bytes taken from the budget this many at once */
 #define H2S_RATE_GRACE_NS 1000000000ull /* a call's first second: its rate not counted */
 #define H2S_HEALTH_CALLS 256 /* health calls whose message came, not yet answered, in all */

@@ -598,20 +598,17 @@ void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *
 		h2s_conn_flush(conn);
 	} else if (body) {
 		size_t n = trailers_encode(trl, sizeof(trl), code, why);
-		uint64_t send_ns = (uint64_t)srv->base.opts.read_timeout_ms * 1000000ull;
 
 		/*
 		 * the request is done with: its message, budget and max_calls (or
-		 * health pool) slot go back now. call_close frees the call once the
-		 * answer is out; until then it is one of the unsent answers (bounded
-		 * by address and in all) on the sending list, reset by the reaper
-		 * past the read timeout from now, or a second when its stream's
-		 * window is shut: a client that opens no window holds little, briefly
+		 * health pool) slot go back now. call_close frees the call once the answer is out;
+		 * until then it is one of the unsent answers (bounded by address and
+		 * in all) on the sending list, reset by the reaper past the read
+		 * timeout from now: a client that opens no window holds little, briefly
 		 */
 		call_release(call);
-		if (h2_conn_stream_window(&conn->h2, call->id) <= 0 && send_ns > H2S_SHUT_SEND_NS)
-			send_ns = H2S_SHUT_SEND_NS;
-		call->send_by_ns = coloc_now_ns() + send_ns;
+		call->send_by_ns =
+			coloc_now_ns() + (uint64_t)srv->base.opts.read_timeout_ms * 1000000ull;
 		call->sprev = NULL;
 		call->snext = conn->sending;
 		if (conn->sending)

@@ -147,8 +147,6 @@ int h2_conn_respond(struct h2_conn *c, uint32_t id, const uint8_t *hdr, size_t h
  * when gone. It does not count against the client's resets (H2_CALM_RESETS).
  */
 int h2_conn_cancel(struct h2_conn *c, uint32_t id);
-/* Stream id's send window (what the client lets us send on it), 0 when it is gone. */
-int64_t h2_conn_stream_window(struct h2_conn *c, uint32_t id);
 /*
  * A call whose stream is over (closed with an error while its user still
  * works on it) held (true) or let go: held ones count against max_streams

@@ -185,13 +185,6 @@ int h2_conn_respond(struct h2_conn *c, uint32_t id, const uint8_t *hdr, size_t h
 	return 0;
 }
 
-int64_t h2_conn_stream_window(struct h2_conn *c, uint32_t id)
-{
-	struct h2_stream *s = h2_streams_find(c, id);
-
-	return s ? s->send_window : 0;
-}
-
 int h2_conn_cancel(struct h2_conn *c, uint32_t id)
 {
 	struct h2_stream *s = c->dead ? NULL : h2_streams_find(c, id);

@@ -626,24 +626,6 @@ TEST_F_TIMEOUT(fwd, health_unsent__answered_health_calls_leave_the_pool, 300)
 }
 
 /*
- * An answer handed over into a stream window of 0 is reset a second
- * later, not at the read timeout (10 s here): zerowin's 8 ServerMetadata
- * are reset (and its connection answers a PING) within the script's 4 s of
- * silence. (Main's gateway sent nothing for 10 s: "reset 0", "closed".)
- */
-TEST_F_TIMEOUT(fwd, shut_window__answers_into_a_window_of_0_reset_within_a_second, 300)
-{
-	const char *flags[] = { "--grpc-server", "own", "--grpc-read-timeout-ms", "10000", NULL };
-	char out[4096];
-
-	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
-	EXPECT_EQ(0, hostile(self, false, "zerowin 8 4", out, sizeof(out)));
-	EXPECT_NE(NULL, strstr(out, "reset 8\n")) TH_LOG("%s", out);
-	EXPECT_NE(NULL, strstr(out, "alive\n")) TH_LOG("%s", out);
-	EXPECT_TRUE(live(self));
-}
-
-/*
  * The largest message on an idle gateway (review of 2026-12-06 04:05, LOW
  * 2): at --grpc-max-buffer-bytes 12 MiB and --max-body-bytes 8 MiB, one
  * ServerMetadata of 8388000 bytes is answered OK. The health calls'
