@@ -30,6 +30,7 @@
 #include "coloc/protocol.h"
 #include "fd_closer.h"
 #include "mono_clock.h"
+#include "proc_tasks.h"
 #include "testutil.h"
 #include "colocd_fixture.h"
 
@@ -265,7 +266,6 @@ TEST_F_TIMEOUT(colocd, table__with_every_entry_hung_a_member_and_roots_closes_ar
 	pid_t kids[HANGERS + 1], late;
 	int report[2], late_report[2], go[2], root, ok = 0, hung_ms, threads, new_worst, root_worst;
 	int freed;
-	char tasks[64];
 	uint64_t t0;
 	char byte, late_line[512] = "";
 	ssize_t n;
@@ -301,8 +301,7 @@ TEST_F_TIMEOUT(colocd, table__with_every_entry_hung_a_member_and_roots_closes_ar
 	set_recv_timeout(root, ANSWER_S);
 	/* each close hung past FD_CLOSER_STUCK_MS: every member entry taken (main's every one) */
 	usleep((FD_CLOSER_STUCK_MS + 500) * 1000);
-	snprintf(tasks, sizeof(tasks), "/proc/%d/task", (int)self->pid);
-	threads = tu_nr_dir_entries(tasks);
+	threads = tu_tasks_each(self->pid, NULL, NULL);
 	ASSERT_GT(threads, HANGERS);
 	/* main: refused, "this user's descriptors are still being closed" */
 	new_worst = pings_of(self->sock, NEW_UID);
@@ -410,7 +409,7 @@ static void refused_sender(const char *sock, uid_t uid, int report)
  */
 TEST_F_TIMEOUT(colocd, table__refused_subordinate_uids_hang_one_entry_not_one_each, 120)
 {
-	char subuid[SUBID_PATH_LEN], subgid[SUBID_PATH_LEN], tasks[64], byte;
+	char subuid[SUBID_PATH_LEN], subgid[SUBID_PATH_LEN], byte;
 	pid_t kids[REFUSED_UIDS];
 	int report[2], root, before, threads, refused = 0, member_worst, freed, started;
 
@@ -421,8 +420,7 @@ TEST_F_TIMEOUT(colocd, table__refused_subordinate_uids_hang_one_entry_not_one_ea
 				      subuid, subgid);
 	unsetenv("COLOCD_TEST_NO_PASSRIGHTS");
 	ASSERT_EQ(0, started);
-	snprintf(tasks, sizeof(tasks), "/proc/%d/task", (int)self->pid);
-	before = tu_nr_dir_entries(tasks);
+	before = tu_tasks_each(self->pid, NULL, NULL);
 	ASSERT_EQ(0, pipe(report));
 	ASSERT_EQ(0, kill(self->pid, SIGSTOP));
 	for (int i = 0; i < REFUSED_UIDS; i++) {
@@ -439,7 +437,7 @@ TEST_F_TIMEOUT(colocd, table__refused_subordinate_uids_hang_one_entry_not_one_ea
 		refused += byte == 's';
 	ASSERT_EQ(REFUSED_UIDS, refused);
 	usleep((FD_CLOSER_STUCK_MS + 500) * 1000);
-	threads = tu_nr_dir_entries(tasks);
+	threads = tu_tasks_each(self->pid, NULL, NULL);
 	member_worst = pings_of(self->sock, OTHER_UID);
 	root = tu_connect(self->sock);
 	ASSERT_GE(root, 0);

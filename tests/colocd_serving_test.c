@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
 #include "colocd_serving_fixture.h"
+#include "proc_tasks.h"
 
 /*
  * While the tenant's queries run, the pinned core_owner map shows its blocks
@@ -267,6 +268,25 @@ TEST_F_TIMEOUT(wire, submit__refusals_say_why, 600)
 	json_object_put(r);
 }
 
+struct unpinned {
+	struct __test_metadata *_metadata;
+	int nr; /* online CPUs */
+	int threads; /* whose affinity was read */
+};
+
+/* Thread tid of executor pid may run on every online CPU (one that ended is passed over). */
+static void expect_every_cpu(pid_t pid, pid_t tid, void *ctx)
+{
+	struct unpinned *u = ctx;
+	struct __test_metadata *_metadata = u->_metadata;
+	cpu_set_t set;
+
+	if (sched_getaffinity(tid, sizeof(set), &set))
+		return;
+	u->threads++;
+	EXPECT_EQ(u->nr, CPU_COUNT(&set)) TH_LOG("thread %d of %d", tid, pid);
+}
+
 /*
  * --policy os: both tenants' queries run at the same time on the same
  * cores (status shows a core with two blocks on it while each tenant has
@@ -346,25 +366,10 @@ TEST_F_TIMEOUT(wire, os__two_tenants_run_at_once_on_the_same_cores_unpinned, 600
 	/* the teams were left unpinned: every executor thread may run on every core */
 	for (int t = 0; t < 2; t++) {
 		pid_t pid = executor_pid(self, t ? "b" : "a");
-		char task[64];
-		struct dirent *de;
-		DIR *dir;
-		int threads = 0;
+		struct unpinned u = { ._metadata = _metadata, .nr = nr };
 
-		snprintf(task, sizeof(task), "/proc/%d/task", pid);
-		dir = opendir(task);
-		ASSERT_NE(NULL, dir);
-		while ((de = readdir(dir))) {
-			cpu_set_t set;
-
-			if (de->d_name[0] == '.' ||
-			    sched_getaffinity(atoi(de->d_name), sizeof(set), &set))
-				continue;
-			threads++;
-			EXPECT_EQ(nr, CPU_COUNT(&set)) TH_LOG("thread %s of %d", de->d_name, pid);
-		}
-		closedir(dir);
-		EXPECT_GT(threads, 0);
+		ASSERT_LE(0, tu_tasks_each(pid, expect_every_cpu, &u));
+		EXPECT_GT(u.threads, 0);
 	}
 	close(fd);
 	free(want);

@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include "kselftest_harness.h"
 #include "execproc_fixture.h"
+#include "proc_tasks.h"
 
 struct proc_creds {
 	long uid[4], gid[4];
@@ -85,43 +86,51 @@ static int peek_as(uid_t uid, gid_t gid, pid_t pid, void *addr)
 	return WEXITSTATUS(status);
 }
 
+struct unprivileged {
+	struct __test_metadata *_metadata;
+	const struct passwd *pw; /* the executor's user */
+};
+
+/* Thread tid of executor pid runs as u->pw's user, with no capabilities and no_new_privs. */
+static void expect_unprivileged(pid_t pid, pid_t tid, void *ctx)
+{
+	struct unprivileged *u = ctx;
+	struct __test_metadata *_metadata = u->_metadata;
+	struct proc_creds c;
+	char path[96];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	ASSERT_EQ(0, read_creds(path, &c)) TH_LOG("thread %d", tid);
+	for (int i = 0; i < 4; i++) {
+		EXPECT_EQ((long)u->pw->pw_uid, c.uid[i]) TH_LOG("thread %d", tid);
+		EXPECT_EQ((long)u->pw->pw_gid, c.gid[i]) TH_LOG("thread %d", tid);
+	}
+	EXPECT_EQ(0, c.cap_inh | c.cap_prm | c.cap_eff | c.cap_amb);
+	EXPECT_EQ(0, c.cap_bnd) TH_LOG("thread %d CapBnd %llx", tid, c.cap_bnd);
+	EXPECT_EQ(1, c.no_new_privs);
+	EXPECT_EQ((long)pid, c.tgid);
+}
+
 TEST_F(execproc, executor__unprivileged_no_caps_not_dumpable)
 {
 	pid_t pid = execproc_pid(self->ep);
 	struct passwd *pw = getpwnam("coloc");
 	const char *user = pw ? "coloc" : "nobody";
+	struct unprivileged u = { ._metadata = _metadata };
 	char path[300];
 	struct stat st;
 	struct dirent *de;
-	int nr_threads = 0, nr_fds = 0;
+	int nr_threads, nr_fds = 0;
 	DIR *dir;
 
 	if (!pw)
 		pw = getpwnam("nobody");
 	ASSERT_NE(NULL, pw);
+	u.pw = pw;
 	EXPECT_EQ(pid, execproc_header(self->ep)->executor_pid);
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	dir = opendir(path);
-	ASSERT_NE(NULL, dir);
 	/* every thread, the OpenMP team included: credentials are per thread */
-	while ((de = readdir(dir))) {
-		struct proc_creds c;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", pid, de->d_name);
-		ASSERT_EQ(0, read_creds(path, &c));
-		for (int i = 0; i < 4; i++) {
-			EXPECT_EQ((long)pw->pw_uid, c.uid[i]) TH_LOG("thread %s", de->d_name);
-			EXPECT_EQ((long)pw->pw_gid, c.gid[i]) TH_LOG("thread %s", de->d_name);
-		}
-		EXPECT_EQ(0, c.cap_inh | c.cap_prm | c.cap_eff | c.cap_amb);
-		EXPECT_EQ(0, c.cap_bnd) TH_LOG("thread %s CapBnd %llx", de->d_name, c.cap_bnd);
-		EXPECT_EQ(1, c.no_new_privs);
-		EXPECT_EQ((long)pid, c.tgid);
-		nr_threads++;
-	}
-	closedir(dir);
+	nr_threads = tu_tasks_each(pid, expect_unprivileged, &u);
+	ASSERT_LT(0, nr_threads);
 	TH_LOG("executor pid %d runs as %s (uid %d) with %d thread(s)", pid, user, pw->pw_uid,
 	       nr_threads);
 	/* a non-dumpable process's /proc files belong to root, not to its uid */

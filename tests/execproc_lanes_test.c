@@ -27,6 +27,7 @@
 #include "reference.h"
 #include "testutil.h"
 #include "mono_clock.h"
+#include "proc_tasks.h"
 
 #define TOL 1e-3f /* relative to the output's magnitude, as tests/execproc_test.c */
 #define READY_MS 120000
@@ -169,15 +170,6 @@ TEST_F(execproc_lanes, spawn_lanes__two_lanes_of_one_process_run_blocks_at_once)
 	EXPECT_GT(overlaps, 0) TH_LOG("the two lanes never ran a block at the same time");
 }
 
-/* Threads of process pid, or -1. */
-static int nr_threads(pid_t pid)
-{
-	char dir[64];
-
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	return tu_nr_dir_entries(dir);
-}
-
 /* Lane i runs a whole query on both cores; 0 or -1 (the harness has said why). */
 static int run_on_both_cores(struct __test_metadata *_metadata, FIXTURE_DATA(execproc_lanes) *self,
 			     int i)
@@ -210,7 +202,7 @@ static int wait_threads(pid_t pid, int want)
 	int n = -1, same = 0;
 
 	for (int i = 0; i < 500 && same < 20; i++) {
-		n = nr_threads(pid);
+		n = tu_tasks_each(pid, NULL, NULL);
 		same = n == want ? same + 1 : 0;
 		usleep(10000);
 	}

@@ -13,7 +13,6 @@
  * starved without end, it is killed at the cap, 4x the limit.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -27,6 +26,7 @@
 #include "kselftest_harness.h"
 #include "mono_clock.h"
 #include "own_colocd.h"
+#include "proc_tasks.h"
 #include "testutil.h"
 
 #define READY_S 180
@@ -49,23 +49,28 @@ FIXTURE(starved)
 	struct tu_spinner spin[SPINNERS];
 };
 
+struct pin_threads {
+	const cpu_set_t *set;
+	int ret;
+};
+
+static void pin_thread(pid_t pid, pid_t tid, void *ctx)
+{
+	struct pin_threads *p = ctx;
+
+	(void)pid;
+	if (sched_setaffinity(tid, sizeof(*p->set), p->set))
+		p->ret = -errno;
+}
+
 /* Pins every thread of pid on the CPUs of set. 0 or -errno. */
 static int pin_threads(pid_t pid, const cpu_set_t *set)
 {
-	char dir[64];
-	struct dirent *e;
-	DIR *d;
-	int ret = 0;
+	struct pin_threads p = { .set = set };
 
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	d = opendir(dir);
-	if (!d)
-		return -errno;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.' && sched_setaffinity(atoi(e->d_name), sizeof(*set), set))
-			ret = -errno;
-	closedir(d);
-	return ret;
+	if (tu_tasks_each(pid, pin_thread, &p) < 0)
+		return -ESRCH;
+	return p.ret;
 }
 
 FIXTURE_SETUP(starved)

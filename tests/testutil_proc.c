@@ -6,7 +6,6 @@
  * voluntary context switches, and its peak RSS reset.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -15,31 +14,30 @@
 #include <unistd.h>
 
 #include "proc_stat.h"
+#include "proc_tasks.h"
 #include "testutil.h"
+
+struct count_threads {
+	bool (*pred)(pid_t pid, pid_t tid, void *ctx);
+	void *ctx;
+	int n;
+};
+
+static void count_thread_if(pid_t pid, pid_t tid, void *ctx)
+{
+	struct count_threads *c = ctx;
+
+	c->n += !c->pred || c->pred(pid, tid, c->ctx);
+}
 
 int tu_count_threads(pid_t pid, bool (*pred)(pid_t pid, pid_t tid, void *ctx), void *ctx, int *nr)
 {
-	char path[64];
-	struct dirent *e;
-	int n = 0, all = 0;
-	DIR *d;
+	struct count_threads c = { .pred = pred, .ctx = ctx };
+	int all = tu_tasks_each(pid, count_thread_if, &c);
 
 	if (nr)
-		*nr = 0;
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return -1;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		all++;
-		n += !pred || pred(pid, (pid_t)atoi(e->d_name), ctx);
-	}
-	closedir(d);
-	if (nr)
-		*nr = all;
-	return n;
+		*nr = all < 0 ? 0 : all;
+	return all < 0 ? -1 : c.n;
 }
 
 char tu_thread_state(pid_t pid, pid_t tid)
