@@ -14,7 +14,6 @@
  * over that second (/proc/stat) widens the lower bound by that much.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
@@ -29,6 +28,7 @@
 #include "kselftest_harness.h"
 #include "binpath.h"
 #include "proc_stat.h"
+#include "proc_tasks.h"
 #include "testutil.h"
 
 struct stress_run {
@@ -112,28 +112,47 @@ struct stress_demand {
 	double steal; /* the machine's stolen time / wall, all vCPUs together */
 };
 
-/* The worker threads (all but the main one) of pid. */
+struct stress_workers {
+	pid_t *tids;
+	int n;
+};
+
+static void add_worker(pid_t pid, pid_t tid, void *ctx)
+{
+	struct stress_workers *w = ctx;
+
+	if (tid == pid)
+		return;
+	if (w->n < STRESS_MAX_WORKERS)
+		w->tids[w->n] = tid;
+	w->n++;
+}
+
+/* The worker threads (all but the main one) of pid: how many, or -errno. */
 static int stress_workers(pid_t pid, pid_t *tids)
 {
-	char dirpath[64];
-	struct dirent *de;
-	int n = 0;
-	DIR *dir;
+	struct stress_workers w = { .tids = tids };
 
-	snprintf(dirpath, sizeof(dirpath), "/proc/%d/task", pid);
-	dir = opendir(dirpath);
-	if (!dir)
-		return -errno;
-	while ((de = readdir(dir))) {
-		if (de->d_name[0] == '.' || atoi(de->d_name) == pid)
-			continue;
-		if (n == STRESS_MAX_WORKERS) {
-			n = -E2BIG;
-			break;
-		}
-		tids[n++] = atoi(de->d_name);
+	if (tu_tasks_each(pid, add_worker, &w) < 0)
+		return -ESRCH;
+	return w.n > STRESS_MAX_WORKERS ? -E2BIG : w.n;
+}
+
+/* The CPU each worker thread of pid last ran on (field 39 of its stat): how many, or -errno. */
+static int stress_worker_cpus(pid_t pid, int *cpus)
+{
+	pid_t tids[STRESS_MAX_WORKERS];
+	int n = stress_workers(pid, tids);
+
+	for (int w = 0; w < n; w++) {
+		unsigned long long f[PROC_STAT_PROCESSOR + 1];
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tids[w]);
+		if (proc_stat_read(path, NULL, f, PROC_STAT_PROCESSOR + 1))
+			return -EIO;
+		cpus[w] = (int)f[PROC_STAT_PROCESSOR];
 	}
-	closedir(dir);
 	return n;
 }
 
@@ -338,33 +357,16 @@ TEST_F(stress, cores__one_busy_thread_per_core_pinned_there)
 			       "100",	  "--buffer-mb", "16",	   NULL };
 	struct stress_run run;
 	struct timespec wait = { .tv_nsec = 400000000 };
-	char dirpath[64];
-	struct dirent *de;
-	int workers = 0, wrong_cpu = 0;
-	DIR *d;
+	int cpus[STRESS_MAX_WORKERS], workers;
 
 	ASSERT_EQ(0, stress_start(self->bin, args, &run));
 	nanosleep(&wait, NULL);
-	snprintf(dirpath, sizeof(dirpath), "/proc/%d/task", run.c.pid);
-	d = opendir(dirpath);
-	ASSERT_NE(NULL, d);
-	while ((de = readdir(d))) {
-		unsigned long long f[PROC_STAT_PROCESSOR + 1];
-		char path[384];
-
-		if (de->d_name[0] == '.' || atoi(de->d_name) == run.c.pid)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/stat", dirpath, de->d_name);
-		ASSERT_EQ(0, proc_stat_read(path, NULL, f, PROC_STAT_PROCESSOR + 1));
-		workers++;
-		wrong_cpu += f[PROC_STAT_PROCESSOR] != strtoull(self->cpu, NULL, 10);
-	}
-	closedir(d);
+	workers = stress_worker_cpus(run.c.pid, cpus);
 	/* No --duration: it runs until SIGTERM, then reports. */
 	ASSERT_EQ(0, kill(run.c.pid, SIGTERM));
 	ASSERT_EQ(0, stress_finish(&run));
 	ASSERT_EQ(1, workers);
-	ASSERT_EQ(0, wrong_cpu);
+	ASSERT_EQ(atoi(self->cpu), cpus[0]);
 	ASSERT_TRUE(WIFEXITED(run.c.status) && WEXITSTATUS(run.c.status) == 0)
 	TH_LOG("%s", run.c.output);
 	ASSERT_NE(NULL, strstr(run.c.output, "words streamed")) TH_LOG("%s", run.c.output);
@@ -376,12 +378,10 @@ TEST_F(stress, cores__every_listed_core_gets_a_busy_thread)
 	char list[16];
 	const char *args[] = { "--cores", list, "--level", "100", "--buffer-mb", "16", NULL };
 	int first, last = atoi(self->cpu), on_first = 0, on_last = 0;
+	int cpus[STRESS_MAX_WORKERS], workers;
 	struct stress_demand d;
 	struct stress_run run;
-	char dirpath[64];
-	struct dirent *de;
 	cpu_set_t set;
-	DIR *dir;
 
 	if (self->nr_allowed < 2)
 		SKIP(return, "needs 2 CPUs, this test may use %d", self->nr_allowed);
@@ -392,21 +392,11 @@ TEST_F(stress, cores__every_listed_core_gets_a_busy_thread)
 	ASSERT_EQ(0, stress_start(self->bin, args, &run));
 	ASSERT_EQ(0, stress_measure_demand(run.c.pid, &d));
 
-	snprintf(dirpath, sizeof(dirpath), "/proc/%d/task", run.c.pid);
-	dir = opendir(dirpath);
-	ASSERT_NE(NULL, dir);
-	while ((de = readdir(dir))) {
-		unsigned long long fl[PROC_STAT_PROCESSOR + 1];
-		char path[384];
-
-		if (de->d_name[0] == '.' || atoi(de->d_name) == run.c.pid)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/stat", dirpath, de->d_name);
-		ASSERT_EQ(0, proc_stat_read(path, NULL, fl, PROC_STAT_PROCESSOR + 1));
-		on_first += fl[PROC_STAT_PROCESSOR] == (unsigned long long)first;
-		on_last += fl[PROC_STAT_PROCESSOR] == (unsigned long long)last;
+	workers = stress_worker_cpus(run.c.pid, cpus);
+	for (int w = 0; w < workers; w++) {
+		on_first += cpus[w] == first;
+		on_last += cpus[w] == last;
 	}
-	closedir(dir);
 	ASSERT_EQ(0, kill(run.c.pid, SIGTERM));
 	ASSERT_EQ(0, stress_finish(&run));
 	ASSERT_TRUE(WIFEXITED(run.c.status) && WEXITSTATUS(run.c.status) == 0)
