@@ -206,6 +206,32 @@ static int stress_measure_demand(pid_t pid, struct stress_demand *d)
 	return -ESRCH;
 }
 
+/*
+ * Runs coloc-stress with args (one core) for about a second, then stops it
+ * (SIGTERM: exit 0 with its report in run->c.output): its one worker never
+ * slept (a duty-cycled thread sleeps about once a millisecond; a rare wait
+ * for a lock is allowed), so it wanted its CPU all the time, however much
+ * of it others took. label names the run in the log.
+ */
+static void run_one_worker_wanting_its_core(struct __test_metadata *_metadata, const char *bin,
+					    const char *const *args, const char *label,
+					    struct stress_run *run)
+{
+	struct stress_demand d;
+
+	ASSERT_EQ(0, stress_start(bin, args, run));
+	ASSERT_EQ(0, stress_measure_demand(run->c.pid, &d));
+	ASSERT_EQ(0, kill(run->c.pid, SIGTERM));
+	ASSERT_EQ(0, stress_finish(run));
+	ASSERT_TRUE(WIFEXITED(run->c.status) && WEXITSTATUS(run->c.status) == 0)
+	TH_LOG("%s", run->c.output);
+	TH_LOG("%s: runnable %.2f of wall (on a CPU %.2f), %llu sleeps, steal %.2f", label,
+	       d.runnable[0], d.on_cpu[0], d.sleeps[0], d.steal);
+	ASSERT_EQ(1, d.workers);
+	ASSERT_LT(d.sleeps[0], 10);
+	ASSERT_GE(d.runnable[0] + d.steal, 0.8);
+}
+
 FIXTURE(stress)
 {
 	char bin[PATH_MAX];
@@ -235,25 +261,9 @@ FIXTURE_TEARDOWN(stress)
 TEST_F(stress, level_100__wants_its_core_all_the_time)
 {
 	const char *args[] = { "--cores", self->cpu, "--level", "100", "--buffer-mb", "16", NULL };
-	struct stress_demand d;
 	struct stress_run run;
 
-	ASSERT_EQ(0, stress_start(self->bin, args, &run));
-	ASSERT_EQ(0, stress_measure_demand(run.c.pid, &d));
-	ASSERT_EQ(0, kill(run.c.pid, SIGTERM));
-	ASSERT_EQ(0, stress_finish(&run));
-	ASSERT_TRUE(WIFEXITED(run.c.status) && WEXITSTATUS(run.c.status) == 0)
-	TH_LOG("%s", run.c.output);
-	TH_LOG("level 100: runnable %.2f of wall (on a CPU %.2f), %llu sleeps, steal %.2f",
-	       d.runnable[0], d.on_cpu[0], d.sleeps[0], d.steal);
-	ASSERT_EQ(1, d.workers);
-	/*
-	 * It never sleeps (a duty-cycled thread sleeps about once a millisecond;
-	 * a rare wait for a lock is allowed), so it wants its CPU all the time,
-	 * however much of it others take.
-	 */
-	ASSERT_LT(d.sleeps[0], 10);
-	ASSERT_GE(d.runnable[0] + d.steal, 0.8);
+	run_one_worker_wanting_its_core(_metadata, self->bin, args, "level 100", &run);
 	ASSERT_NE(NULL, strstr(run.c.output, "total: ")) TH_LOG("%s", run.c.output);
 	ASSERT_GT(strtod(strstr(run.c.output, "total: ") + 7, NULL), 0.0);
 }
@@ -278,20 +288,9 @@ TEST_F(stress, level_0__stays_idle)
 TEST_F(stress, fill_spin_level_0__wants_its_core_and_moves_no_memory)
 {
 	const char *args[] = { "--cores", self->cpu, "--level", "0", "--fill", "spin", NULL };
-	struct stress_demand d;
 	struct stress_run run;
 
-	ASSERT_EQ(0, stress_start(self->bin, args, &run));
-	ASSERT_EQ(0, stress_measure_demand(run.c.pid, &d));
-	ASSERT_EQ(0, kill(run.c.pid, SIGTERM));
-	ASSERT_EQ(0, stress_finish(&run));
-	ASSERT_TRUE(WIFEXITED(run.c.status) && WEXITSTATUS(run.c.status) == 0)
-	TH_LOG("%s", run.c.output);
-	TH_LOG("spin level 0: runnable %.2f of wall (on a CPU %.2f), %llu sleeps, steal %.2f",
-	       d.runnable[0], d.on_cpu[0], d.sleeps[0], d.steal);
-	ASSERT_EQ(1, d.workers);
-	ASSERT_LT(d.sleeps[0], 10);
-	ASSERT_GE(d.runnable[0] + d.steal, 0.8);
+	run_one_worker_wanting_its_core(_metadata, self->bin, args, "spin level 0", &run);
 	ASSERT_NE(NULL, strstr(run.c.output, "buffer=none")) TH_LOG("%s", run.c.output);
 	ASSERT_NE(NULL, strstr(run.c.output, "total: 0.000 GB/s")) TH_LOG("%s", run.c.output);
 }
