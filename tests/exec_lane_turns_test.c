@@ -10,7 +10,6 @@
  * block after block keeps the same team (no thread made or ended).
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <limits.h>
@@ -24,6 +23,7 @@
 #include "kselftest_harness.h"
 #include "executor.h"
 #include "model.h"
+#include "proc_tasks.h"
 #include "testutil.h"
 
 #define BLOCKS 24
@@ -63,20 +63,26 @@ FIXTURE_TEARDOWN(exec_lane_turns)
 	model_free(self->m);
 }
 
-/* This process's thread ids into tids (sorted by the directory), their count or -1. */
+struct thread_ids {
+	pid_t *tids;
+	int n, max;
+};
+
+static void add_thread_id(pid_t pid, pid_t tid, void *ctx)
+{
+	struct thread_ids *t = ctx;
+
+	(void)pid;
+	if (t->n < t->max)
+		t->tids[t->n++] = tid;
+}
+
+/* This process's thread ids into tids (in the directory's order): how many (max at most), or -1. */
 static int thread_ids(pid_t *tids, int max)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
+	struct thread_ids t = { .tids = tids, .max = max };
 
-	if (!d)
-		return -1;
-	while ((e = readdir(d)) && n < max)
-		if (e->d_name[0] != '.')
-			tids[n++] = (pid_t)atoi(e->d_name);
-	closedir(d);
-	return n;
+	return tu_tasks_each(getpid(), add_thread_id, &t) < 0 ? -1 : t.n;
 }
 
 static bool has_tid(const pid_t *tids, int n, pid_t tid)

@@ -9,7 +9,6 @@
  * noisy).
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
@@ -23,6 +22,7 @@
 #include "kselftest_harness.h"
 #include "exec_fixture.h"
 #include "proc_stat.h"
+#include "proc_tasks.h"
 #include "testutil.h"
 
 /* oneDNN writes its verbose log to stdout: capture it in a file. */
@@ -55,10 +55,10 @@ static int count_lines(const char *path, const char *needle)
 	return n;
 }
 
-/* Threads of this process: entries of /proc/self/task. */
+/* Threads of this process. */
 static int nr_tasks(void)
 {
-	return tu_nr_dir_entries("/proc/self/task");
+	return tu_tasks_each(getpid(), NULL, NULL);
 }
 
 TEST_F(exec, run_block__creates_no_primitives_nor_threads)
@@ -125,35 +125,33 @@ static int task_stat(pid_t tid, uint64_t *ticks, int *cpu)
 	return 0;
 }
 
+static void sampler_look_at(pid_t pid, pid_t tid, void *ctx)
+{
+	struct sampler *s = ctx;
+	uint64_t ticks;
+	int i, cpu;
+
+	(void)pid;
+	if (tid == s->self || task_stat(tid, &ticks, &cpu))
+		return;
+	for (i = 0; i < s->nr && s->tids[i] != tid; i++)
+		;
+	if (i == s->nr) {
+		if (s->nr == SAMPLER_MAX_TASKS)
+			return;
+		s->tids[s->nr++] = tid;
+		s->ticks[i] = ticks;
+		return;
+	}
+	if (ticks > s->ticks[i] && cpu >= 0 && cpu < 64)
+		s->ran_on |= 1ull << cpu;
+	s->ticks[i] = ticks;
+}
+
 static void sampler_look(struct sampler *s)
 {
-	struct dirent *e;
-	DIR *d = opendir("/proc/self/task");
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		pid_t tid = (pid_t)atoi(e->d_name);
-		uint64_t ticks;
-		int i, cpu;
-
-		if (tid <= 0 || tid == s->self || task_stat(tid, &ticks, &cpu))
-			continue;
-		for (i = 0; i < s->nr && s->tids[i] != tid; i++)
-			;
-		if (i == s->nr) {
-			if (s->nr == SAMPLER_MAX_TASKS)
-				continue;
-			s->tids[s->nr++] = tid;
-			s->ticks[i] = ticks;
-			continue;
-		}
-		if (ticks > s->ticks[i] && cpu >= 0 && cpu < 64)
-			s->ran_on |= 1ull << cpu;
-		s->ticks[i] = ticks;
-	}
-	closedir(d);
-	s->samples++;
+	if (tu_tasks_each(getpid(), sampler_look_at, s) >= 0)
+		s->samples++;
 }
 
 static void *sample_cpus(void *arg)

@@ -10,7 +10,6 @@
  * them.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -29,6 +28,7 @@
 #include "kselftest_harness.h"
 #include "fd_closer.h"
 #include "mono_clock.h"
+#include "proc_tasks.h"
 #include "testutil.h"
 
 #define SOME_UID 64990
@@ -186,30 +186,29 @@ TEST(the_caller_waits_on_no_socket_lock)
 	close(uffd);
 }
 
+static void add_switches_unless_mine(pid_t pid, pid_t tid, void *sum)
+{
+	char path[96], line[128];
+	long n;
+	FILE *f;
+
+	if (tid == gettid())
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+			*(long *)sum += n;
+	if (f)
+		fclose(f);
+}
+
 /* Voluntary context switches of this process's threads but the caller. */
 static long other_threads_switches(void)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
 	long sum = 0;
 
-	while (d && (e = readdir(d))) {
-		char path[300], line[128];
-		long n;
-		FILE *f;
-
-		if (e->d_name[0] == '.' || atoi(e->d_name) == gettid())
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
-		f = fopen(path, "re");
-		while (f && fgets(line, sizeof(line), f))
-			if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
-				sum += n;
-		if (f)
-			fclose(f);
-	}
-	if (d)
-		closedir(d);
+	tu_tasks_each(getpid(), add_switches_unless_mine, &sum);
 	return sum;
 }
 
@@ -451,7 +450,7 @@ TEST(a_uid_past_the_31st_has_a_thread_of_its_own)
 
 static int nr_threads(void)
 {
-	return tu_nr_dir_entries("/proc/self/task");
+	return tu_tasks_each(getpid(), NULL, NULL);
 }
 
 TEST(a_uid_that_finds_every_entry_idle_takes_one)
