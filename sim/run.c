@@ -162,6 +162,7 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 	for (int l = d->first_layer; l < d->last_layer; l++)
 		sl->left_ns += (double)policy_costs_cell(m, l, sl->versions[l - d->first_layer],
 							 sl->ci, 0);
+	sl->table_ns = sl->left_ns;
 	if (s->p->tenants[d->tenant].exec)
 		stretch = sim_run_exec_stretch(s, sl, sl->left_ns, &fixed_ns);
 	else
@@ -176,6 +177,7 @@ static int start_block(struct sim_state *s, const struct policy_decision *d, str
 		fixed_ns += ns;
 	}
 	sl->left_ns = sl->left_ns * stretch + (double)(s->p->block_cost_ns + fixed_ns);
+	sl->alone_ns = sl->left_ns;
 	sl->slowdown = 1.0;
 	sl->stretch = 1.0;
 	sl->gen = 0;
@@ -223,6 +225,7 @@ static int end_block(struct sim_state *s, int idx, struct coloc_err *err)
 		tr->block_cores += (uint64_t)sl->d.nr_cores;
 		tr->block_ns += s->now - sl->start_ns;
 		tr->core_ns += (double)sl->d.nr_cores * (double)(s->now - sl->start_ns);
+		sim_account_block(s, sl);
 	}
 	if (s->p->on_block)
 		s->p->on_block(s->p->ctx, &rec);
@@ -436,6 +439,7 @@ static void finish_results(struct sim_state *s)
 {
 	struct sim_result *r = s->r;
 
+	sim_account_idle(s, s->p->duration_ns);
 	for (int i = 0; i < s->nr_queries; i++)
 		if (counted(s, s->queries[i].arrival_ns))
 			r->tenant[s->queries[i].tenant].unserved++;
@@ -475,6 +479,7 @@ int sim_run(const struct sim_params *p, struct sim_result *r, struct coloc_err *
 	while (!ret && sim_heap_pop(&s.heap, &ev)) {
 		if (ev.kind == SIM_EV_DONE && ev.gen != s.slots[ev.arg].gen)
 			continue; /* rescheduled since: a later event stands for it */
+		sim_account_idle(&s, ev.time_ns);
 		s.now = ev.time_ns;
 		r->events++;
 		ret = ev.kind == SIM_EV_DONE ? end_block(&s, ev.arg, err) : arrive(&s, ev.arg, err);

@@ -23,6 +23,7 @@ struct sim_slot {
 	uint64_t start_ns;
 	uint64_t last_ns; /* when left_ns was last brought up to date */
 	double left_ns; /* alone-time still to run */
+	double table_ns, alone_ns; /* its table time alone; with the costs added (run_account.c) */
 	double slowdown; /* from the interference model */
 	double stretch; /* slowdown x the most blocks sharing one of its cores */
 	bool collapsed; /* shared cores: its threads on one core, not slowed by the others */
@@ -87,6 +88,7 @@ struct sim_state {
 	struct policy_signal *core_sig, *dom_sig; /* [POLICY_MAX_CPUS] */
 	struct sim_level level; /* what the policy is told of them (level.c) */
 
+	uint64_t accounted_ns; /* the idle cores' time counted up to here (run_account.c) */
 	struct policy_output out;
 	double *decide_us;
 	int nr_decide, cap_decide;
@@ -112,6 +114,13 @@ int sim_run_check_params(const struct sim_params *p, struct coloc_err *err);
 int sim_run_state_init(struct sim_state *s, const struct sim_params *p, struct sim_result *r,
 		       struct coloc_err *err);
 void sim_run_state_free(struct sim_state *s);
+
+/*
+ * run_account.c: the idle cores from the last event to now (before now's
+ * event changes them), and a block's cores x time at its end.
+ */
+void sim_account_idle(struct sim_state *s, uint64_t now);
+void sim_account_block(struct sim_state *s, const struct sim_slot *sl);
 
 /* run.c: pushes tenant's next arrival (a trace's next, whatever its tenant). */
 int sim_run_push_next_arrival(struct sim_state *s, int tenant, struct coloc_err *err);

@@ -725,6 +725,22 @@ struct sim_tenant_result {
 /* tr's percentiles from its completed queries' latencies l (sorted in place), and its fraction within QoS. */
 void sim_tenant_result_finish(struct sim_tenant_result *tr, struct sim_latencies *l);
 
+/*
+ * Where the counted window's core time went (sim/run_account.c), in core-ns;
+ * divided by the window, each is a number of cores. Idle cores are split by
+ * what waited meanwhile; a block's cores x time by what its layers needed.
+ */
+struct sim_account {
+	double idle_runnable_ns; /* idle while a query the policy sees (not in flight) waited */
+	double idle_lane_ns; /* idle while queries waited only behind their tenant's own */
+	double idle_empty_ns; /* idle with no query waiting */
+	double runnable_ns; /* queries the policy sees, not in flight, x time, while a core idled */
+	double work_ns; /* each block's layers at their least core-ns alone (any count, version) */
+	double knee_ns; /* its cores x its table time alone beyond that least */
+	double cost_ns; /* its cores x the serving costs and executor model beyond the table */
+	double contention_ns; /* its cores x its time beyond alone: interference, time-sharing */
+};
+
 struct sim_result {
 	int nr_tenants;
 	struct sim_tenant_result tenant[POLICY_MAX_TENANTS];
@@ -733,6 +749,7 @@ struct sim_result {
 	double decide_p50_us, decide_p99_us; /* wall time of policy_decide(), not deterministic */
 	uint64_t end_ns; /* simulated time of the last event */
 	double busy_fraction; /* of the cores x the counted window, held by its blocks */
+	struct sim_account account;
 	double wall_s; /* how long the run took */
 };
 

@@ -5,7 +5,7 @@
  * under fcfs, a tenant's executors, drops, block and query costs, the
  * shared penalty, a two-layer model on two cores, two tenants sharing an
  * LLC domain under the interference model, two queries time-sharing one
- * core under a policy that shares cores.
+ * core under a policy that shares cores; where the cores' time went.
  */
 #include <errno.h>
 #include <math.h>
@@ -114,6 +114,70 @@ TEST_F(sim, run__counts_blocks_cores_and_waits_per_tenant)
 	ASSERT_EQ(20 * MS, tr->block_ns);
 	ASSERT_EQ(20.0 * MS, tr->core_ns);
 	ASSERT_LT(fabs(self->r.busy_fraction - 0.02), 1e-12);
+}
+
+/*
+ * Where the cores' time went (struct sim_account), core-ms of the 1000 ms
+ * window, worked by hand:
+ *  - fcfs, the two-layer model on both cores (6 ms, 12 core-ms; 10 on one
+ *    core), arrivals at 0 and 1 ms: work 2 x 10, knee 2 x 2, both cores idle
+ *    from 12 ms with nothing waiting: 2 x 988;
+ *  - static, two tenants of the 10 ms layer on one LLC domain, at 0 and
+ *    5 ms (ends 11.5 and 16.5 ms, the test above): contention 2 x 1.5, one
+ *    core idle 0..5 and 11.5..16.5, both after: 5 + 5 + 2 x 983.5;
+ *  - model-wise, one tenant of one executor, the same arrivals on two
+ *    cores: q1 waits behind q0 5..10 ms while a core idles: 5 behind the
+ *    tenant's own;
+ *  - temporal, two tenants: t1's query (5 ms) waits for t0's (0..10 ms),
+ *    which holds one core, the policy's own choice: 5 core-ms idle while
+ *    it left a query waiting, one such query over those 5 ms.
+ */
+TEST_F(sim, run__accounts_idle_cores_the_knee_and_contention)
+{
+	static const double at01[] = { 0, 1 }, at05[] = { 0, 5 };
+	static const int one[] = { 0, 0 }, two[] = { 0, 1 };
+	struct sim_tenant t[2] = {
+		{ .costs = &two_layers, .qos_ns = 100 * MS, .share = 1 },
+		{ .costs = &one_layer, .qos_ns = 100 * MS, .share = 1 },
+	};
+	const struct sim_account *a = &self->r.account;
+	struct mem_trace mt;
+	struct sim_params p;
+
+	mem_trace_init(&mt, 2, at01, one);
+	p = small_params(policy_find("fcfs"), 2, 2, t, 1, &mt.trace, self->w);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err));
+	ASSERT_EQ(20.0 * MS, a->work_ns);
+	ASSERT_EQ(4.0 * MS, a->knee_ns);
+	ASSERT_EQ(0.0, a->contention_ns);
+	ASSERT_EQ(0.0, a->cost_ns);
+	ASSERT_EQ(1976.0 * MS, a->idle_empty_ns);
+	ASSERT_EQ(0.0, a->idle_runnable_ns + a->idle_lane_ns);
+
+	t[0].costs = &one_layer;
+	mem_trace_init(&mt, 2, at05, two);
+	p = small_params(policy_find("static"), 2, 2, t, 2, &mt.trace, self->w);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err));
+	ASSERT_EQ(20.0 * MS, a->work_ns);
+	ASSERT_EQ(0.0, a->knee_ns);
+	ASSERT_EQ(3.0 * MS, a->contention_ns);
+	ASSERT_EQ(1977.0 * MS, a->idle_empty_ns);
+	ASSERT_EQ(0.0, a->idle_runnable_ns + a->idle_lane_ns);
+
+	mem_trace_init(&mt, 2, at05, one);
+	p = small_params(policy_find("model-wise"), 2, 1, t, 1, &mt.trace, self->w);
+	p.executors = 1;
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err));
+	ASSERT_EQ(5.0 * MS, a->idle_lane_ns);
+	ASSERT_EQ(0.0, a->idle_runnable_ns);
+	ASSERT_EQ(1975.0 * MS, a->idle_empty_ns);
+
+	mem_trace_init(&mt, 2, at05, two);
+	p = small_params(policy_find("temporal"), 2, 1, t, 2, &mt.trace, self->w);
+	ASSERT_EQ(0, sim_run(&p, &self->r, &self->err));
+	ASSERT_EQ(5.0 * MS, a->idle_runnable_ns);
+	ASSERT_EQ(5.0 * MS, a->runnable_ns);
+	ASSERT_EQ(0.0, a->idle_lane_ns);
 }
 
 /*

@@ -37,6 +37,26 @@ struct sim_parts_file simcli_parts;
 struct cell simcli_cells[MAX_CELLS];
 int simcli_nr_cells;
 
+/* The run's core time as cores (sim_account over the counted window), each part's mean. */
+static void print_run_account(const struct sim_params *p, const struct sim_result *r)
+{
+	const struct sim_account *a = &r->account;
+	double w = (double)(p->duration_ns - p->warmup_ns);
+	double idle = a->idle_runnable_ns + a->idle_lane_ns + a->idle_empty_ns;
+	double held = a->work_ns + a->knee_ns + a->cost_ns + a->contention_ns;
+
+	/* none for a run on fixed servers (--capacity --search's, capacity_queued.c) */
+	if (w <= 0 || idle + held <= 0)
+		return;
+	printf("  cores, mean: held %.2f = work %.2f + knee %.2f + costs %.2f + contention %.2f\n"
+	       "  cores, mean: idle %.2f = %.2f while the policy left a query waiting (%.2f such"
+	       " queries, mean over the window) + %.2f while queries waited behind their"
+	       " tenant's own + %.2f with none waiting\n",
+	       held / w, a->work_ns / w, a->knee_ns / w, a->cost_ns / w, a->contention_ns / w,
+	       idle / w, a->idle_runnable_ns / w, a->runnable_ns / w, a->idle_lane_ns / w,
+	       a->idle_empty_ns / w);
+}
+
 /* Where the time went: each tenant's blocks, cores and waits, and the cores' busy share. */
 static void print_run_usage(const struct sim_params *p, const struct tenant_arg *ta,
 			    const struct sim_result *r)
@@ -59,6 +79,7 @@ static void print_run_usage(const struct sim_params *p, const struct tenant_arg 
 	}
 	printf("  cores held by blocks: %.1f %% of %d cores x the counted window\n",
 	       100 * r->busy_fraction, p->machine.nr_cores);
+	print_run_account(p, r);
 }
 
 static void print_run_text(const struct sim_params *p, const struct tenant_arg *ta,
