@@ -35,9 +35,9 @@ ALONE=(colocd_serving_test colocd_tenant_test exec_lane_test exec_lane_turns_tes
 	execproc_lanes_test profile_cold_test profile_fresh_test sensor_test stress_test serving_cpu_wait_test)
 # The slowest binaries of the last runs (plain or SANITIZE=1), started first
 # so that the run does not end on one long binary with the other slot idle.
-FIRST=(onnx_ort_test gateway_h2_test colocd_faults_test gateway_hostile_test fuzz_test gateway_repo_test
-	submit_test gateway_test gateway_grpc_test install_test load_test gateway_faults_test
-	profile_tool_test infer_memfd_test)
+FIRST=(onnx_ort_test gateway_h2_test colocd_profile_load_test gateway_http_limits_test fuzz_test
+	colocd_faults_test gateway_hostile_test gateway_repo_test submit_test gateway_test gateway_grpc_test
+	install_test load_test gateway_faults_test profile_tool_test infer_memfd_test)
 
 jobs=${COLOC_TEST_JOBS:-2}
 [[ "$jobs" =~ ^[1-9][0-9]*$ ]] || {
