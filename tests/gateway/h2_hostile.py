@@ -146,13 +146,15 @@ def frames(s, until):
         buf += got
 
 
-def read_until_quiet(socks, until, quiet_s):
+def read_until_quiet(socks, until, quiet_s, busy_until=0, done=lambda: False):
     """The frames of every socket of socks, each passed to until(frame) (its return value
-    unused), until none has sent a byte for quiet_s or each has ended."""
+    unused), until none has sent a byte for quiet_s (once the clock is past busy_until, or
+    done() says nothing more is awaited) or each has ended."""
     bufs = {s: b"" for s in socks}
     while bufs:
-        ready, _, _ = select.select(list(bufs), [], [], quiet_s)
-        if not ready:
+        left = 0 if done() else busy_until - time.monotonic()
+        ready, _, _ = select.select(list(bufs), [], [], max(quiet_s, min(left, quiet_s * 5)))
+        if not ready and left <= quiet_s:
             return
         for s in ready:
             try:
@@ -535,8 +537,9 @@ def budget(port, conns, n, length, addrs=1, sent=0, method="ServerMetadata"):
                     statuses[value] = statuses.get(value, 0) + 1
         return False
 
-    time.sleep(2)
-    read_until_quiet(held, until, 0.2)  # what each has had 2 s to get
+    # what each has had 2 s to get, read as it comes: no more comes once every call has its answer
+    read_until_quiet(held, until, 0.2, time.monotonic() + 2,
+                     lambda: sum(statuses.values()) >= conns * n)
     for code, k in sorted(statuses.items()):
         print("status %s %d" % (code, k))
     print("done")
