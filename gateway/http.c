@@ -115,8 +115,6 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 		rq->h = h;
 		rq->conn = conn;
 		rq->t_start = coloc_now_ns();
-		if (h->dl)
-			gw_http_deadline_begun(conn);
 		http_client_addr(rq, ci ? ci->client_addr : NULL);
 		pthread_mutex_init(&rq->lock, NULL);
 		pthread_cond_init(&rq->cond, NULL);
@@ -210,6 +208,22 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
 	*con_cls = NULL;
 }
 
+/*
+ * MHD_OPTION_URI_LOG_CALLBACK's: a request's first line parsed, before its
+ * header lines, so a pipelined request stalled inside them is held to the
+ * rate floor too (http_deadline.h). NULL: the access handler's first call
+ * makes the request's state.
+ */
+static void *http_request_line(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct gw_http *h = cls;
+
+	(void)uri;
+	if (h->dl)
+		gw_http_deadline_begun(conn);
+	return NULL;
+}
+
 /* MHD_OPTION_NOTIFY_CONNECTION's callback: the deadline's and the per-client count's. */
 static void http_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
 			enum MHD_ConnectionNotificationCode code)
@@ -275,6 +289,7 @@ int gw_http_start(const struct gw_http_opts *opts, struct gw_models *ms, struct 
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
 				MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)HTTP_CONN_INCREMENT,
 				MHD_OPTION_NOTIFY_COMPLETED, http_completed, h,
+				MHD_OPTION_URI_LOG_CALLBACK, http_request_line, h,
 				MHD_OPTION_NOTIFY_CONNECTION, http_notify, h, MHD_OPTION_END);
 	if (!h->d) {
 		r = coloc_err_set(err, -EADDRINUSE,

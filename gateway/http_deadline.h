@@ -37,9 +37,11 @@ void gw_http_deadline_stop(struct gw_http_deadline *dl);
 void gw_http_deadline_notify(void *dl, struct MHD_Connection *conn, void **socket_context,
 			     enum MHD_ConnectionNotificationCode code);
 /*
- * conn's request has its headers: its rate is watched from now on, even
- * when all its bytes came before the previous answer on conn (pipelined),
- * counted from that answer (or its first byte, on a connection's first).
+ * conn's request has its first line (libmicrohttpd's URI log, before the
+ * header lines): its rate is watched from now on, even when all its bytes
+ * came before the previous answer on conn (pipelined), counted from that
+ * answer (or its first byte, on a connection's first). A pipelined request
+ * stalled inside that first line is not seen (docs/design/gateway-bodies.md).
  */
 void gw_http_deadline_begun(struct MHD_Connection *conn);
 /*

@@ -7,8 +7,8 @@
  * answered and the gateway's VmRSS stays under a bound derived from the
  * budget; a body sent to a path that takes none, or past what its model
  * can need, is refused before it is read; a request trickled slower than
- * the rate floor, or stalled after one write, pipelined or not, is
- * answered 408 and closed
+ * the rate floor, or stalled after one write, pipelined or not (inside
+ * its headers too), is answered 408 and closed
  * while others are served; a
  * trusted proxy's clients have shares of their own (X-Forwarded-For); a
  * client that pipelines requests and reads their answers slowly
@@ -474,6 +474,23 @@ TEST_F_TIMEOUT(fwd, http_rate__a_pipelined_request_stalled_or_trickled_is_cut, 1
 	EXPECT_NE(NULL, strstr(buf, "HTTP/1.1 200")) TH_LOG("%.300s", buf);
 	EXPECT_FALSE(gw_closed_within(fd, 1500, buf, sizeof(buf)));
 	close(fd);
+}
+
+/*
+ * Pipelined and stalled inside its header lines: four connections from
+ * 127.0.0.1 each send a health request and, behind it, an infer's first
+ * line and part of its headers, then nothing: each is answered 200, then
+ * 408 and closed within 2.5 s, as a first request stalled there is. Before
+ * (s24): its clock began with the headers whole, which never came, so it
+ * waited to the 30 s request deadline (still open at 2.5 s).
+ */
+TEST_F_TIMEOUT(fwd, http_rate__a_pipelined_request_stalled_in_its_headers_is_cut, 120)
+{
+	static const char req[] = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+				  "POST /v2/models/big/infer HTTP/1.1\r\nHost: x\r\nContent-Le";
+
+	ASSERT_TRUE(start_gateway(self, NULL));
+	EXPECT_EQ(STALLED, stalls_cut(_metadata, self, req, sizeof(req) - 1, "HTTP/1.1 200"));
 }
 
 /*
