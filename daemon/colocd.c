@@ -218,7 +218,8 @@ static const struct colocd_option options[] = {
 	{ "host-group-file", 0, ARG_STRING, &host_group_file, .arg = "FILE",
 	  .help = "the node's /etc/group, for colocd in a container (the DaemonSet's "
 		  "/host/etc/group): colocd refuses to start where its image's '" COLOC_GROUP
-		  "' gid is another group there",
+		  "' gid is another group there, and serves root alone while it is (checked "
+		  "again when the file changes and on SIGHUP)",
 	  .dflt = "none: colocd's /etc/group is the host's" },
 	{ "cache-dir", 0, ARG_STRING, &config.cache_dir, .arg = "DIR", .help = "latency profiles",
 	  .dflt = "$COLOC_CACHE_DIR, else " PROFILE_DEFAULT_CACHE_DIR },
@@ -594,8 +595,9 @@ static void on_stop_signal(struct loop_source *src, const struct signalfd_siginf
 
 /*
  * SIGHUP: which executor uids are users', groups' or running is looked up
- * again, off the loop; the subordinate ids are read again, and what their
- * uids hold (connections, tenants) ends.
+ * again, off the loop; the node's group file is checked again
+ * (host_group.h); the subordinate ids are read again, and what their uids
+ * hold (connections, tenants) ends.
  */
 static void on_hup_signal(struct loop_source *src, const struct signalfd_siginfo *si, void *ctx)
 {
@@ -607,6 +609,8 @@ static void on_hup_signal(struct loop_source *src, const struct signalfd_siginfo
 	(void)si;
 	if (d->sandbox && !sandbox_refresh_uids(d->sandbox))
 		printf("colocd: SIGHUP: looking up again which executor uids are taken\n");
+	if (host_group_file)
+		host_group_reload();
 	if (subid_load(subuid_file, subgid_file, &err)) {
 		fprintf(stderr, "colocd: SIGHUP: subordinate ids kept as they were: %s\n",
 			coloc_err_str(&err));
@@ -779,6 +783,8 @@ int main(int argc, char **argv)
 	err = server_open(&server, loop, &scfg, &cerr);
 	if (!err)
 		err = colocd_start(d, &config, loop, &cerr);
+	if (!err && host_group_file)
+		err = host_group_watch(loop, server, host_group_file, &cerr);
 	if (err) {
 		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
 		goto cleanup;

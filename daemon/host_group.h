@@ -10,10 +10,12 @@
 
 #include <stddef.h>
 #include "error.h"
+#include "loop.h"
+#include "server.h"
 
 /*
  * Reads path, the node's group file (root's, through a read-only mount of
- * its /etc), once at start. -EEXIST with err naming the group when one
+ * its /etc). -EEXIST with err naming the group when one
  * other than 'coloc' holds colocd's group's gid there; else 0 with the
  * start-up log's line in line: the check passed, or, a note and no
  * refusal, the node's own 'coloc' group has another gid (its members
@@ -21,5 +23,16 @@
  * (it serves root alone). -errno when path is not root's.
  */
 int host_group_check(const char *path, char *line, size_t len, struct coloc_err *err);
+
+/*
+ * The check again while colocd runs (host_group_watch.c): when path
+ * changes (looked at every 2 s) and on host_group_reload() (SIGHUP). Where
+ * another group now holds the gid, server admits no peer but root and
+ * closes the members' connections, until a check finds the gid free; one
+ * log line a check. 0, or -errno with err.
+ */
+int host_group_watch(struct loop *loop, struct server *server, const char *path,
+		     struct coloc_err *err);
+void host_group_reload(void);
 
 #endif /* COLOC_DAEMON_HOST_GROUP_H */

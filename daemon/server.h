@@ -168,6 +168,13 @@ void server_stop_listening(struct server *s);
  * refusal's line, every connection whose peer now holds one; how many.
  */
 int server_drop_subordinate(struct server *s);
+/*
+ * refuse: the node's group file gives the coloc group's gid to another
+ * group (host_group.h), so the gid says nothing of who is a member: no
+ * peer but root is admitted, and every open connection of one is closed
+ * with the refusal's line; how many. !refuse: members admitted again.
+ */
+int server_refuse_group(struct server *s, bool refuse);
 /* Whether answers are queued and not yet written to their sockets (wait for them before exiting). */
 bool server_has_output(const struct server *s);
 

@@ -2,7 +2,8 @@
 /*
  * Admission to the control socket (server.h): who may connect (SO_PEERCRED
  * and SO_PEERGROUPS: root or the coloc group, not a subordinate id of a
- * member's user namespace, subid.h; a peer from another pid
+ * member's user namespace, subid.h, and root alone while the node gives
+ * the group's gid to another group, host_group.h; a peer from another pid
  * namespace is marked so, control.c refuses its requests that name pids),
  * and how many connections each uid may hold, evicting the
  * oldest idle one where server.h says so. An accepted connection is handed
@@ -76,7 +77,7 @@ static bool server_in_coloc_group(const struct server *s, int fd, const struct u
 	gid_t groups[NGROUPS_MAX];
 	socklen_t len = sizeof(groups);
 
-	if (!s->have_coloc_gid)
+	if (!s->have_coloc_gid || s->group_refused)
 		return false;
 	if (cred->gid == s->coloc_gid)
 		return true;
@@ -91,6 +92,10 @@ static bool server_in_coloc_group(const struct server *s, int fd, const struct u
 #define SERVER_SUBID_REFUSED                                                                 \
 	"permission denied: colocd serves the '" COLOC_GROUP "' group's own users, not the " \
 	"subordinate ids of one"
+
+#define SERVER_GROUP_REFUSED                                                                     \
+	"permission denied: the '" COLOC_GROUP "' group's gid is another group's in the node's " \
+	"group file: colocd serves root alone until it is free"
 
 /* A subordinate id's refusal, in colocd's log at most once a second. */
 static void server_log_subid(const struct ucred *cred)
@@ -120,6 +125,8 @@ static const char *server_peer_refusal(const struct server *s, int fd, struct uc
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &len))
 		return "cannot read the peer's credentials";
+	if (cred->uid != 0 && s->group_refused)
+		return SERVER_GROUP_REFUSED;
 	if (cred->uid != 0 && !server_in_coloc_group(s, fd, cred))
 		return "permission denied: colocd serves root and the '" COLOC_GROUP "' group";
 	if (cred->uid != 0 && subid_held(cred->uid, cred->gid)) {
@@ -190,6 +197,24 @@ int server_drop_subordinate(struct server *s)
 		cred = (struct ucred){ .uid = c->uid, .gid = c->gid };
 		server_send_error(c->fd, SERVER_SUBID_REFUSED);
 		c->uid = server_refused_closes_uid(s, c->fd, &cred);
+		server_conn_close(c);
+		n++;
+	}
+	return n;
+}
+
+int server_refuse_group(struct server *s, bool refuse)
+{
+	int n = 0;
+
+	s->group_refused = refuse;
+	for (int i = 0; refuse && i < SERVER_MAX_CONNS; i++) {
+		struct server_conn *c = s->conns[i];
+
+		if (!c || !c->uid)
+			continue;
+		/* its descriptors closed on its own uid's closer, where they were taken */
+		server_send_error(c->fd, SERVER_GROUP_REFUSED);
 		server_conn_close(c);
 		n++;
 	}

@@ -106,6 +106,7 @@ struct server {
 	char lock_name[SERVER_PATH_MAX + 8];
 	gid_t coloc_gid;
 	bool have_coloc_gid;
+	bool group_refused; /* the node gives coloc_gid to another group (server_refuse_group) */
 	int pidns_depth; /* colocd's pid namespace below /proc's (server_pidns_depth) */
 	bool rights_once_admitted; /* server_listener_refuses_rights() */
 	bool rights_test_off; /* COLOCD_TEST_NO_PASSRIGHTS: the listener left as before 6.16 */

@@ -409,18 +409,24 @@ static bool kernel_has_passrights(void)
 	       (major > 6 || (major == 6 && minor >= 16));
 }
 
-/* The log at path once it holds want (a line follows the socket's creation: a moment later). */
-static char *log_with(const char *path, const char *want)
+/* The log at path once it holds want, looked at every 10 ms up to tries times. */
+static char *log_with_in(const char *path, const char *want, int tries)
 {
 	char *log = NULL;
 	size_t len;
 
-	for (int i = 0; i < 200 && !(log && strstr(log, want)); i++) {
+	for (int i = 0; i < tries && !(log && strstr(log, want)); i++) {
 		free(log);
 		usleep(10 * 1000);
 		log = tu_read_file(path, &len);
 	}
 	return log;
+}
+
+/* The log at path once it holds want (a line follows the socket's creation: a moment later). */
+static char *log_with(const char *path, const char *want)
+{
+	return log_with_in(path, want, 200);
 }
 
 TEST_F(colocd, conns__start_up_says_whether_descriptors_wait_for_admission)
@@ -514,11 +520,11 @@ TEST_F(colocd, conns__a_subordinate_uid_is_refused_until_its_range_is_gone)
 
 /*
  * A child as uid and gid (become_with_coloc): a connection admitted, its
- * ping answered ('a' on report); then 's' once colocd closes it with the
- * subordinate ids' refusal, else 'k' (still open after 10 s, or closed
- * without it).
+ * ping answered ('a' on report); then 's' once colocd closes it with a
+ * refusal that says why (the subordinate ids', or why), else 'k' (still
+ * open after 10 s, or closed without it).
  */
-static void held_as(const char *sock, uid_t uid, gid_t gid, int report)
+static void held_as(const char *sock, uid_t uid, gid_t gid, int report, const char *why)
 {
 	char line[1024] = "", verdict;
 	int fd;
@@ -528,9 +534,7 @@ static void held_as(const char *sock, uid_t uid, gid_t gid, int report)
 	set_recv_timeout(fd, 10);
 	if (fd < 0 || ping_on(fd, NULL, 0) != 1 || write(report, "a", 1) != 1)
 		_exit(98);
-	verdict = tu_read_line(fd, line, sizeof(line)) > 0 && strstr(line, "subordinate ids") ?
-			  's' :
-			  'k';
+	verdict = tu_read_line(fd, line, sizeof(line)) > 0 && strstr(line, why) ? 's' : 'k';
 	_exit(write(report, &verdict, 1) == 1 ? 0 : 97);
 }
 
@@ -552,7 +556,7 @@ TEST_F(colocd, conns__a_reload_closes_the_connections_of_uids_now_subordinate)
 	kid = fork();
 	ASSERT_GE(kid, 0);
 	if (kid == 0)
-		held_as(self->sock, 200001, 200001, report[1]);
+		held_as(self->sock, 200001, 200001, report[1], "subordinate ids");
 	close(report[1]);
 	ASSERT_EQ(1, read(report[0], &verdict, 1));
 	ASSERT_EQ('a', verdict);
@@ -605,6 +609,73 @@ TEST_F_TIMEOUT(colocd, conns__start_up_refuses_a_coloc_gid_the_node_gives_anothe
 	ASSERT_LT(0, self->pid);
 	snprintf(line, sizeof(line), "group '" COLOC_GROUP "' is gid %u in %s, %u here", gid + 1,
 		 file, gid);
+	log = log_with(self->log, line);
+	EXPECT_TRUE(log && strstr(log, line)) TH_LOG("%s", log);
+	free(log);
+}
+
+/*
+ * s24 review's left of s21 second review LOW 1: a node group given the
+ * coloc gid after colocd started. colocd, started with a clean group file,
+ * serves a member; the file then gives the gid to node-admins (a rename
+ * into place, as groupadd writes it): within the watch's look colocd logs
+ * it, closes the member's open connection with the refusal and refuses a
+ * new one, root served on; the gid freed again, members are served again;
+ * SIGHUP checks the file too. Before: read once at start, the member
+ * served throughout.
+ */
+TEST_F_TIMEOUT(colocd, conns__a_coloc_gid_the_node_gives_another_group_later_refuses_members, 180)
+{
+	struct group *g = getgrnam(COLOC_GROUP);
+	char subuid[SUBID_PATH_LEN], subgid[SUBID_PATH_LEN], file[192], next[200], line[320];
+	const char *extra[] = { "--host-group-file", file, NULL };
+	char verdict = 0, *log;
+	int report[2], root;
+	pid_t kid;
+
+	if (!g)
+		SKIP(return, "no '%s' group (make deps creates it)", COLOC_GROUP);
+	snprintf(file, sizeof(file), "%s/group", self->dir);
+	snprintf(next, sizeof(next), "%s/group+", self->dir);
+	ASSERT_EQ(0, tu_write_file(file, "root:x:0:\n", 10));
+	/* the socket's folder opened to members */
+	ASSERT_EQ(0, restart_with_subids_and(self, "", "", subuid, subgid, extra));
+	EXPECT_EQ(0, ping_as(self->sock, 64990, 64990));
+	ASSERT_EQ(0, pipe(report));
+	kid = fork();
+	ASSERT_GE(kid, 0);
+	if (kid == 0)
+		held_as(self->sock, 64991, 64991, report[1], "another group's");
+	close(report[1]);
+	ASSERT_EQ(1, read(report[0], &verdict, 1));
+	ASSERT_EQ('a', verdict);
+	snprintf(line, sizeof(line), "root:x:0:\nnode-admins:x:%u:alice\n",
+		 (unsigned int)g->gr_gid);
+	ASSERT_EQ(0, tu_write_file(next, line, strlen(line)));
+	ASSERT_EQ(0, rename(next, file));
+	log = log_with_in(self->log, "members refused", 1000);
+	/* main: never looked at again */
+	EXPECT_TRUE(log && strstr(log, "group file changed: gid") &&
+		    strstr(log, "is group 'node-admins'")) TH_LOG("%s", log);
+	free(log);
+	ASSERT_EQ(1, read(report[0], &verdict, 1));
+	EXPECT_EQ('s', verdict);
+	waitpid(kid, NULL, 0);
+	close(report[0]);
+	EXPECT_EQ(2, ping_as(self->sock, 64990, 64990));
+	root = tu_connect(self->sock);
+	ASSERT_GE(root, 0);
+	set_recv_timeout(root, 5);
+	EXPECT_EQ(1, ping_on(root, NULL, 0));
+	close(root);
+	ASSERT_EQ(0, tu_write_file(next, "root:x:0:\n", 10));
+	ASSERT_EQ(0, rename(next, file));
+	log = log_with_in(self->log, "members served again", 1000);
+	EXPECT_TRUE(log && strstr(log, "members served again")) TH_LOG("%s", log);
+	free(log);
+	EXPECT_EQ(0, ping_as(self->sock, 64990, 64990));
+	ASSERT_EQ(0, kill(self->pid, SIGHUP));
+	snprintf(line, sizeof(line), "SIGHUP: group '" COLOC_GROUP "' checked against %s", file);
 	log = log_with(self->log, line);
 	EXPECT_TRUE(log && strstr(log, line)) TH_LOG("%s", log);
 	free(log);
