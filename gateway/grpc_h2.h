@@ -196,7 +196,7 @@ void h2s_call_handle(struct h2s_call *call);
 /*
  * grpc_h2_unsent.c, before an answer of len body bytes is counted as
  * unsent (no lock held): while all unsent answers are at their bound, the
- * connection whose oldest one is oldest has its unsent answers reset.
+ * address holding the most has its oldest one reset, until it fits.
  */
 void h2s_unsent_room(struct h2_server *srv, size_t len);
 void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *why, uint8_t *msg,

@@ -2,80 +2,74 @@
 /*
  * The own gRPC server's unsent answers in all (grpc_h2.h): when they are
  * at their bound (--max-queue answers, the budget's bytes) a new answer
- * does not wait or get refused; the connection whose oldest unsent answer
- * is the oldest has its unsent answers reset instead: an answer the
- * client's windows hold is that client's loss, never another's call.
+ * does not wait or get refused; the client address holding the most
+ * (answers, or bytes, whichever bound is reached) has its oldest unsent
+ * answer reset instead, one at a time until there is room: an answer the
+ * client's windows hold is that client's loss, never another's call, and
+ * never the loss of an address holding less than its share (the most any
+ * address holds is at least the share of each).
  * docs/design/gateway-grpc.md, "Unsent answers".
  */
 #define _GNU_SOURCE
 #include "grpc_h2.h"
 
-#define H2S_ROOM_TRIES 4 /* connections reset for one answer at most */
+#define H2S_ROOM_TRIES 16 /* answers reset for one answer at most */
 
-static bool unsent_full(struct h2_server *srv, size_t len)
+/* Whether the unsent answers are at their bound: by count (*by_count) or by bytes. */
+static bool unsent_full(struct h2_server *srv, size_t len, bool *by_count)
 {
-	return atomic_load(&srv->unsent) >= srv->base.opts.max_calls ||
-	       atomic_load(&srv->unsent_bytes) + len > srv->buf_max;
+	*by_count = atomic_load(&srv->unsent) >= srv->base.opts.max_calls;
+	return *by_count || atomic_load(&srv->unsent_bytes) + len > srv->buf_max;
 }
 
-/* Under c->lock: the deadline of its oldest unsent answer, UINT64_MAX when none can be reset. */
-static uint64_t oldest_unsent(const struct h2s_conn *c)
+/* The answer to reset: its connection and stream, what its address holds, its deadline. */
+struct victim {
+	struct h2s_conn *conn;
+	uint32_t id;
+	size_t held;
+	uint64_t by_ns;
+};
+
+/*
+ * Under srv->lock: the oldest unsent answer of the address holding the
+ * most (by_count: answers, else bytes; a trusted proxy's client by the
+ * address it names, as the answers are counted). v->conn NULL if none.
+ */
+static void pick_victim(struct h2_server *srv, bool by_count, struct victim *v)
 {
-	uint64_t oldest = UINT64_MAX;
-
-	if (c->closed || c->h2.dead)
-		return UINT64_MAX;
-	for (const struct h2s_call *call = c->sending; call; call = call->snext)
-		if (call->send_by_ns < oldest)
-			oldest = call->send_by_ns;
-	return oldest;
-}
-
-/* Under srv->lock: the connection whose oldest unsent answer is oldest, NULL when none. */
-static struct h2s_conn *oldest_conn(struct h2_server *srv)
-{
-	struct h2s_conn *pick = NULL;
-	uint64_t pick_by = UINT64_MAX;
-
+	*v = (struct victim){ 0 };
 	for (struct h2s_conn *c = srv->conns; c; c = c->next) {
-		uint64_t by;
-
 		pthread_mutex_lock(&c->lock);
-		by = oldest_unsent(c);
-		pthread_mutex_unlock(&c->lock);
-		if (by < pick_by) {
-			pick = c;
-			pick_by = by;
-		}
-	}
-	return pick;
-}
+		for (struct h2s_call *call = c->sending; !c->closed && !c->h2.dead && call;
+		     call = call->snext) {
+			size_t held = by_count ? (size_t)atomic_load(&call->peer->unsent) :
+						 atomic_load(&call->peer->unsent_bytes);
 
-/* Under srv->lock: each of c's unsent answers reset (RST_STREAM CANCEL, its call freed). */
-static void reset_unsent(struct h2s_conn *c)
-{
-	pthread_mutex_lock(&c->lock);
-	for (struct h2s_call *call = c->sending, *next; !c->closed && call; call = next) {
-		next = call->snext;
-		if (h2_conn_cancel(&c->h2, call->id))
-			break;
+			if (held > v->held || (held == v->held && call->send_by_ns < v->by_ns))
+				*v = (struct victim){ c, call->id, held, call->send_by_ns };
+		}
+		pthread_mutex_unlock(&c->lock);
 	}
-	if (!c->closed)
-		h2s_conn_flush(c);
-	pthread_mutex_unlock(&c->lock);
 }
 
 void h2s_unsent_room(struct h2_server *srv, size_t len)
 {
-	for (int i = 0; i < H2S_ROOM_TRIES && unsent_full(srv, len); i++) {
-		struct h2s_conn *c;
+	bool by_count;
+
+	for (int i = 0; i < H2S_ROOM_TRIES && unsent_full(srv, len, &by_count); i++) {
+		struct victim v;
 
 		pthread_mutex_lock(&srv->lock);
-		c = oldest_conn(srv);
-		if (c)
-			reset_unsent(c);
+		pick_victim(srv, by_count, &v);
+		if (v.conn) {
+			pthread_mutex_lock(&v.conn->lock);
+			/* RST_STREAM CANCEL, its call freed; gone meanwhile: the next look */
+			if (!v.conn->closed && !h2_conn_cancel(&v.conn->h2, v.id))
+				h2s_conn_flush(v.conn);
+			pthread_mutex_unlock(&v.conn->lock);
+		}
 		pthread_mutex_unlock(&srv->lock);
-		if (!c)
+		if (!v.conn)
 			return;
 	}
 }

@@ -6,7 +6,9 @@
  * a connection whose stream windows are 0 (tests/gateway/h2_answers.py),
  * are charged to that address's share of --http-max-buffer-bytes before
  * the query is sent, the share its HTTP answers take from: past it
- * RESOURCE_EXHAUSTED. The real gateway (its own gRPC server) as the `coloc`
+ * RESOURCE_EXHAUSTED; at the bound of all unsent answers the address
+ * holding the most loses its oldest, never a slow reader under its share.
+ * The real gateway (its own gRPC server) as the `coloc`
  * user before the fake colocd (gateway_fake_colocd.h).
  */
 #define _GNU_SOURCE
@@ -123,6 +125,102 @@ TEST_F_TIMEOUT(fwd, grpc_answers__unsent_answers_are_charged_to_the_address_shar
 	}
 	EXPECT_EQ(1, status) TH_LOG("%s", out);
 	EXPECT_LT((long)WIDE_FLOATS * 4, log_number(out, "message ")) TH_LOG("%s", out);
+}
+
+#define ROOM_ADDRS 8 /* 127.0.0.3..10, two held answers each: an eighth of --max-queue 16 */
+
+/* A holder of n "fast" calls from source, its log at log; its pid, its log once "held" read. */
+static pid_t hold_fast(FIXTURE_DATA(fwd) * self, const char *source, int n, const char *log,
+		       char **text)
+{
+	const char *root = getenv("COLOC_ROOT") ? getenv("COLOC_ROOT") : ".";
+	char script[PATH_MAX], port[16], calls[16];
+	const char *argv[] = { PYTHON, script, port, source, "hold", "fast", calls, NULL };
+	pid_t pid;
+
+	snprintf(script, sizeof(script), "%s/tests/gateway/h2_answers.py", root);
+	snprintf(port, sizeof(port), "%d", self->env.grpc_port);
+	snprintf(calls, sizeof(calls), "%d", n);
+	pid = tu_spawn_logged(argv, log);
+	*text = pid > 0 ? wait_held(log) : NULL;
+	return pid;
+}
+
+/*
+ * At the bound of all unsent answers (--max-queue 16), the address
+ * holding the most loses its oldest answer, not the connection with the
+ * oldest one all of its own: 127.0.0.2 holds one answer (the oldest),
+ * then 127.0.0.3..10 two each (an address's most, 16 / 8), whose last
+ * needs room. 127.0.0.2's answer is kept; one of the others' is reset
+ * ("later reset" in its holder's log). Before (s24): the oldest
+ * connection's was reset, 127.0.0.2 lost its one answer.
+ */
+TEST_F_TIMEOUT(fwd, grpc_answers__room_is_made_by_the_address_holding_the_most, 180)
+{
+	const char *flags[] = { "--grpc-server",	  "own",   "--max-queue", "16",
+				"--grpc-read-timeout-ms", "60000", NULL };
+	pid_t first, others[ROOM_ADDRS];
+	char log[256], source[32], *text;
+	int reset = 0;
+	size_t len;
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	snprintf(log, sizeof(log), "%s/first.log", self->env.dir);
+	first = hold_fast(self, "127.0.0.2", 1, log, &text);
+	ASSERT_LT(0, first);
+	ASSERT_NE(NULL, text);
+	ASSERT_EQ(1, log_number(text, "held ")) TH_LOG("%s", text);
+	free(text);
+	for (int i = 0; i < ROOM_ADDRS; i++) {
+		snprintf(log, sizeof(log), "%s/other%d.log", self->env.dir, i);
+		snprintf(source, sizeof(source), "127.0.0.%d", 3 + i);
+		others[i] = hold_fast(self, source, 2, log, &text);
+		ASSERT_LT(0, others[i]);
+		ASSERT_NE(NULL, text);
+		free(text);
+	}
+	for (int i = 0; i < ROOM_ADDRS; i++) {
+		snprintf(log, sizeof(log), "%s/other%d.log", self->env.dir, i);
+		text = tu_read_file(log, &len);
+		reset += text && strstr(text, "later reset");
+		TH_LOG("127.0.0.%d: %s", 3 + i, text ? text : "(no log)");
+		free(text);
+		tu_stop_child(&others[i]);
+	}
+	snprintf(log, sizeof(log), "%s/first.log", self->env.dir);
+	text = tu_read_file(log, &len);
+	/* main: "later reset" */
+	EXPECT_TRUE(text && !strstr(text, "later")) TH_LOG("%s", text);
+	free(text);
+	EXPECT_LE(1, reset);
+	tu_stop_child(&first);
+}
+
+/*
+ * The s25 attack report's MEDIUM 2: 127.0.0.3..10, two connections each
+ * with 4 ServerMetadata calls whose answers can never go (windows of 0),
+ * keep --max-queue 64's unsent answers full, each one reset renewed at
+ * once; a slow reader from 127.0.0.2, each answer of its 8 calls let out 2
+ * bytes every 30 ms (about 0.7 s), holds one answer, under any address's
+ * share: all 8 are answered. Before: the connection with the oldest answer
+ * lost its answers, and the attackers' were always younger (0 of 8).
+ */
+TEST_F_TIMEOUT(fwd, grpc_answers__a_slow_reader_keeps_its_answer_beside_addresses_over_their_share,
+	       180)
+{
+	const char *root = getenv("COLOC_ROOT") ? getenv("COLOC_ROOT") : ".";
+	const char *flags[] = { "--grpc-server", "own", "--max-queue", "64", NULL };
+	char cmd[PATH_MAX + 128], out[8192];
+
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 120 " PYTHON " '%s/tests/gateway/h2_slowvictim.py' %d 1 2 4 8 2 30 8 "
+		 "ServerMetadata 2>&1",
+		 root, self->env.grpc_port);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	TH_LOG("%s", out);
+	/* main: "victim answered 0 of 8" */
+	EXPECT_NE(NULL, strstr(out, "victim answered 8 of 8")) TH_LOG("%s", out);
 }
 
 TEST_HARNESS_MAIN

@@ -585,8 +585,8 @@ TEST_F_TIMEOUT(fwd, hold_whole__unsent_answers_hold_no_queue_slot, 300)
  * that opens no stream window with 8 ServerMetadata calls whose message is
  * whole, renewed when reset, for 6 s at --max-queue 64: their 64 unsent
  * answers are each address's share (an eighth) and all of --max-queue.
- * When all are taken, a new answer resets the oldest connection's unsent
- * answers instead of a call being refused: every ServerMetadata from
+ * When all are taken, a new answer resets the oldest answer of the address
+ * holding the most instead of a call being refused: every ServerMetadata from
  * 127.0.0.1 meanwhile is answered. (Main's gateway refused them
  * RESOURCE_EXHAUSTED at the door but in the gaps after its resets.)
  */

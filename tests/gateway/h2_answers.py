@@ -11,7 +11,8 @@ tests/gateway_grpc_answers_test.c:
                                            answer's DATA can be sent. Once the
                                            server is quiet for 2 s: "status CODE K"
                                            for the calls it ended, "held K" for
-                                           the others; then holds them until killed
+                                           the others; then holds them until killed,
+                                           "later CODE" for each one ended meanwhile
   h2_answers.py PORT SOURCE read MODEL     one call of MODEL with the windows
                                            opened wide, its answer read whole:
                                            "message BYTES" and "status CODE"
@@ -20,7 +21,6 @@ import select
 import socket
 import struct
 import sys
-import time
 
 from h2_hostile import (DATA, HEADERS, RST_STREAM, SETTINGS, WINDOW_UPDATE, PREFACE, fields,
                         frame, frames, infer_message, request_block)
@@ -38,6 +38,28 @@ def status_of(f):
     return [v for name, v in fields(f[3]) if name == "grpc-status"]
 
 
+def ended_calls(s, buf):
+    """What s brings within 2 s, after buf: (stream, code) of each call it ends (None when
+    nothing came), the bytes left over, and whether s closed."""
+    ends = []
+    if not select.select([s], [], [], 2)[0]:
+        return None, buf, False
+    got = s.recv(1 << 20)
+    if not got:
+        return ends, buf, True
+    buf += got
+    while len(buf) >= 9 and len(buf) >= 9 + struct.unpack(">I", b"\x00" + buf[:3])[0]:
+        k = struct.unpack(">I", b"\x00" + buf[:3])[0]
+        f = (buf[3], buf[4], struct.unpack(">I", buf[5:9])[0] & 0x7FFFFFFF, buf[9:9 + k])
+        buf = buf[9 + k:]
+        if f[0] == SETTINGS and not f[1] & 0x1:
+            s.sendall(frame(SETTINGS, 0x1, 0))
+        if f[0] == RST_STREAM or (f[0] == HEADERS and f[1] & 0x1):
+            code = status_of(f)[0] if f[0] == HEADERS and status_of(f) else "reset"
+            ends.append((f[2], code))
+    return ends, buf, False
+
+
 def hold(port, source, model, n, floats):
     s = open_conn(port, source, 0)
     s.sendall(b"".join(frame(HEADERS, 0x4, 1 + 2 * i, request_block("ModelInfer")) +
@@ -45,28 +67,30 @@ def hold(port, source, model, n, floats):
                        for i in range(n)))
     open_calls, statuses, buf = set(1 + 2 * i for i in range(n)), {}, b""
     s.setblocking(False)
-    while select.select([s], [], [], 2)[0]:
-        got = s.recv(1 << 20)
-        if not got:
+    while True:
+        ends, buf, closed = ended_calls(s, buf)
+        if closed:
             print("closed", flush=True)
             return
-        buf += got
-        while len(buf) >= 9 and len(buf) >= 9 + struct.unpack(">I", b"\x00" + buf[:3])[0]:
-            k = struct.unpack(">I", b"\x00" + buf[:3])[0]
-            f = (buf[3], buf[4], struct.unpack(">I", buf[5:9])[0] & 0x7FFFFFFF, buf[9:9 + k])
-            buf = buf[9 + k:]
-            if f[0] == SETTINGS and not f[1] & 0x1:
-                s.sendall(frame(SETTINGS, 0x1, 0))
-            ended = f[0] == RST_STREAM or (f[0] == HEADERS and f[1] & 0x1)
-            if ended and f[2] in open_calls:
-                open_calls.discard(f[2])
-                code = status_of(f)[0] if f[0] == HEADERS and status_of(f) else "reset"
+        if ends is None:
+            break
+        for stream, code in ends:
+            if stream in open_calls:
+                open_calls.discard(stream)
                 statuses[code] = statuses.get(code, 0) + 1
     for code, k in sorted(statuses.items()):
         print("status %s %d" % (code, k))
     print("held %d" % len(open_calls), flush=True)
+    # until killed: each held call ended later ("later CODE")
     while True:
-        time.sleep(60)
+        ends, buf, closed = ended_calls(s, buf)
+        if closed:
+            print("closed", flush=True)
+            return
+        for stream, code in ends or []:
+            if stream in open_calls:
+                open_calls.discard(stream)
+                print("later %s" % code, flush=True)
 
 
 def read(port, source, model):
