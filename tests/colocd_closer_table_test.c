@@ -13,7 +13,6 @@
  * entry, not one each (s22 review HIGH 1). The real binary, as a process.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
@@ -30,6 +29,7 @@
 #include "coloc/protocol.h"
 #include "fd_closer.h"
 #include "mono_clock.h"
+#include "proc_fds.h"
 #include "proc_tasks.h"
 #include "testutil.h"
 #include "colocd_fixture.h"
@@ -216,31 +216,13 @@ static int roots_pings(int fd)
 	return worst;
 }
 
-/* Whether colocd pid holds a memfd named name. */
+/* Whether colocd pid holds a memfd named name (its link: "/memfd:NAME (deleted)"). */
 static bool colocd_holds_memfd(pid_t pid, const char *name)
 {
-	char dir[64], path[384], target[256], want[128];
-	struct dirent *e;
-	bool held = false;
-	DIR *d;
+	char want[128];
 
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
 	snprintf(want, sizeof(want), "/memfd:%s ", name);
-	d = opendir(dir);
-	while (d && !held && (e = readdir(d))) {
-		ssize_t n;
-
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		n = readlink(path, target, sizeof(target) - 2);
-		if (n <= 0)
-			continue;
-		target[n] = ' ';
-		target[n + 1] = '\0';
-		held = strstr(target, want) != NULL;
-	}
-	if (d)
-		closedir(d);
-	return held;
+	return proc_fds_to(pid, want) > 0;
 }
 
 /* Root hands colocd a 1 MiB memfd with a ping on fd; ms until colocd let it go, -1 if not in 5 s. */

@@ -12,7 +12,6 @@
  * The real binary, as a process.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
@@ -32,6 +31,7 @@
 #include "kselftest_harness.h"
 #include "coloc/protocol.h"
 #include "mono_clock.h"
+#include "proc_fds.h"
 #include "scm_rights.h"
 #include "testutil.h"
 #include "colocd_fixture.h"
@@ -199,10 +199,7 @@ TEST_F_TIMEOUT(colocd, closer__a_lingering_socket_stalls_only_its_own_uid, 120)
 
 static int colocd_nr_fds(pid_t pid)
 {
-	char dir[64];
-
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
-	return tu_nr_dir_entries(dir);
+	return proc_fds_each(pid, NULL, NULL);
 }
 
 #define RECONNECTS 3000

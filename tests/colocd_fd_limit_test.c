@@ -12,7 +12,6 @@
  * The real binary, as a process.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <stdio.h>
@@ -31,6 +30,7 @@
 #include <linux/sockios.h>
 #include "kselftest_harness.h"
 #include "coloc/protocol.h"
+#include "proc_fds.h"
 #include "testutil.h"
 #include "colocd_fixture.h"
 
@@ -41,26 +41,25 @@
 /* a member's memfd: ~140 ms of freeing on the 2-vCPU VM, wherever it is freed */
 #define MEMFD_BYTES (2ll << 30)
 
+static bool held[1 << 16];
+
+static void mark_held(const char *path, const char *link, void *ctx)
+{
+	int n = atoi(strrchr(path, '/') + 1);
+
+	(void)link;
+	(void)ctx;
+	if (n < (int)(sizeof(held) / sizeof(held[0])))
+		held[n] = true;
+}
+
 /* The lowest descriptor number pid does not hold. */
 static int lowest_free_fd(pid_t pid)
 {
-	static bool held[1 << 16];
-	char dir[64];
-	struct dirent *e;
-	DIR *d;
 	int fd = 0;
 
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
-	d = opendir(dir);
 	memset(held, 0, sizeof(held));
-	while (d && (e = readdir(d))) {
-		int n = atoi(e->d_name);
-
-		if (e->d_name[0] != '.' && n < (int)(sizeof(held) / sizeof(held[0])))
-			held[n] = true;
-	}
-	if (d)
-		closedir(d);
+	proc_fds_each(pid, mark_held, NULL);
 	while (held[fd])
 		fd++;
 	return fd;
@@ -112,10 +111,7 @@ static int member_refusals(const char *sock)
 
 static int nr_fds(pid_t pid)
 {
-	char dir[64];
-
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
-	return tu_nr_dir_entries(dir);
+	return proc_fds_each(pid, NULL, NULL);
 }
 
 TEST_F(colocd, fd_limit__members_are_refused_past_it_and_served_once_it_is_back)

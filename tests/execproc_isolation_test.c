@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include "kselftest_harness.h"
 #include "execproc_fixture.h"
+#include "proc_fds.h"
 #include "proc_tasks.h"
 
 struct proc_creds {
@@ -111,6 +112,14 @@ static void expect_unprivileged(pid_t pid, pid_t tid, void *ctx)
 	EXPECT_EQ((long)pid, c.tgid);
 }
 
+/* Descriptor path of the executor is one of its six: 0 to 5 (proc_fds_each's callback). */
+static void expect_one_of_six(const char *path, const char *link, void *ctx)
+{
+	struct __test_metadata *_metadata = ctx;
+
+	EXPECT_LE(atoi(strrchr(path, '/') + 1), 5) TH_LOG("unexpected fd %s (%s)", path, link);
+}
+
 TEST_F(execproc, executor__unprivileged_no_caps_not_dumpable)
 {
 	pid_t pid = execproc_pid(self->ep);
@@ -119,9 +128,7 @@ TEST_F(execproc, executor__unprivileged_no_caps_not_dumpable)
 	struct unprivileged u = { ._metadata = _metadata };
 	char path[300];
 	struct stat st;
-	struct dirent *de;
-	int nr_threads, nr_fds = 0;
-	DIR *dir;
+	int nr_threads, nr_fds;
 
 	if (!pw)
 		pw = getpwnam("nobody");
@@ -143,15 +150,8 @@ TEST_F(execproc, executor__unprivileged_no_caps_not_dumpable)
 	 * open files: stdin, stdout, stderr, the shared memory, the doorbell and
 	 * the input socket, no more
 	 */
-	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
-	dir = opendir(path);
-	ASSERT_NE(NULL, dir);
-	while ((de = readdir(dir)))
-		if (de->d_name[0] != '.') {
-			EXPECT_LE(atoi(de->d_name), 5) TH_LOG("unexpected fd %s", de->d_name);
-			nr_fds++;
-		}
-	closedir(dir);
+	nr_fds = proc_fds_each(pid, expect_one_of_six, _metadata);
+	ASSERT_LE(0, nr_fds);
 	EXPECT_LE(nr_fds, 6);
 }
 

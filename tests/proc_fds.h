@@ -17,7 +17,7 @@
 /* One descriptor: its /proc/PID/fd/N path and where it links ("" when unread). */
 typedef void (*proc_fd_fn)(const char *path, const char *link, void *ctx);
 
-/* Calls fn for each of pid's descriptors; how many there were, -1 when unread. */
+/* Calls fn (unless NULL: a count) for each of pid's descriptors; how many, -1 when unread. */
 static inline int proc_fds_each(pid_t pid, proc_fd_fn fn, void *ctx)
 {
 	char dir[64], path[320], link[PATH_MAX];
@@ -34,11 +34,13 @@ static inline int proc_fds_each(pid_t pid, proc_fd_fn fn, void *ctx)
 
 		if (e->d_name[0] == '.')
 			continue;
+		n++;
+		if (!fn)
+			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		len = readlink(path, link, sizeof(link) - 1);
 		link[len > 0 ? len : 0] = '\0';
 		fn(path, link, ctx);
-		n++;
 	}
 	closedir(d);
 	return n;
