@@ -139,7 +139,10 @@ static int control_submit_keyed(struct colocd *d, const struct colocd_spec *spec
 	}
 	for (int i = 0; i < spec->nr_external; i++)
 		ext[i] = (struct serving_external){ spec->external[i], files->external_fd[i] };
-	ret = serving_admit(d->serving, &ts, err);
+	/* in the same turn of the loop as the admission that attributes its executors */
+	ret = tenants_room(&d->tenants, spec->name, spec->owner, err);
+	if (!ret)
+		ret = serving_admit(d->serving, &ts, err);
 	if (ret) {
 		control_admission_free(a);
 		return ret;
@@ -241,6 +244,10 @@ static char *control_submit_precheck(struct colocd *d, const struct colocd_spec 
 
 	if (d->draining)
 		return control_error("colocd is shutting down");
+	/* its executors' attributed tenant: a submit without one is refused, never half-admitted */
+	ret = tenants_room(&d->tenants, spec->name, spec->owner, &err);
+	if (ret)
+		return control_error("tenant %s: %s", spec->name, coloc_err_str(&err));
 	ret = hold ? serving_hold(d->serving, &ts, hold, &err) :
 		     serving_admit_check(d->serving, &ts, &err);
 	return ret ? control_error("%s", coloc_err_str(&err)) : NULL;

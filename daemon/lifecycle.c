@@ -283,8 +283,9 @@ static void colocd_serving_changed(void *ctx, const char *name, enum serving_ten
 			return;
 		for (int i = 0; i < nr_pids; i++)
 			tgids[i] = pids[i];
-		if (!tenants_add(&d->tenants, &req, &t, &err))
-			t->owner = info.owner;
+		/* a new slot counts in the owner's quota and the members' part (submit checked it) */
+		req.charge = info.owner;
+		tenants_add(&d->tenants, &req, &t, &err);
 	} else if (state == SERVING_TENANT_REMOVED) {
 		struct serving_tenant_info info;
 		struct tenant *t = tenants_find(&d->tenants, name);

@@ -77,6 +77,12 @@
 /* The part of serving_config.max_submit_bytes kept for root's submits: a quarter of it. */
 #define SERVING_SUBMIT_ROOT_SHARE(max) ((max) / 4)
 /*
+ * The part of the tenant places (SV_MAX_TENANTS) and of the queries queued
+ * over all tenants (max_queue_total) kept for root's: members together are
+ * refused past the rest, root only past the whole, as for submitted files.
+ */
+#define SERVING_ROOT_SHARE(max) ((max) / 4)
+/*
  * The most of the members' part (all but root's share) one member's
  * tenants may hold, whatever max_submit_bytes_per_uid says: a fifth, so
  * that four members holding all they may leave a fifth member its whole

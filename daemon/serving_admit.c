@@ -368,6 +368,18 @@ int serving_tenants_named(const struct serving *s, const char *name, uid_t *owne
 	return n;
 }
 
+/* Places members' tenants hold, submits being copied included. */
+static int members_places(const struct serving *s)
+{
+	int n = 0;
+
+	for (int i = 0; i < SV_MAX_TENANTS; i++)
+		n += s->tenants[i].used && s->tenants[i].owner;
+	for (const struct serving_hold *h = s->holds; h; h = h->next)
+		n += h->owner != 0;
+	return n;
+}
+
 /* A free place among the tenants, or NULL. */
 static struct sv_tenant *free_place(const struct serving *s)
 {
@@ -399,6 +411,14 @@ int serving_admit_check(const struct serving *s, const struct serving_tenant_spe
 	ret = check_admit_quota(s, spec, err);
 	if (ret)
 		return ret;
+	if (spec->owner && members_places(s) >= SV_MAX_TENANTS - SERVING_ROOT_SHARE(SV_MAX_TENANTS))
+		return coloc_err_set(
+			err, -ENOSPC,
+			"tenant %s: members' tenants hold the %d places members may take, "
+			"submits being copied included (the rest of colocd's %d are root's; "
+			"remove one first)",
+			spec->name, SV_MAX_TENANTS - SERVING_ROOT_SHARE(SV_MAX_TENANTS),
+			SV_MAX_TENANTS);
 	if (!free_place(s))
 		return coloc_err_set(err, -ENOSPC, "%d tenants are served, the most colocd takes",
 				     SV_MAX_TENANTS);

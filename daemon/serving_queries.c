@@ -191,6 +191,17 @@ int serving_submit(struct serving *s, const char *tenant, const void *input, siz
 	return ret;
 }
 
+/* Queries queued or running over all members' tenants (root's share is the rest). */
+static int members_queued(const struct serving *s)
+{
+	int n = 0;
+
+	for (int i = 0; i < SV_MAX_TENANTS; i++)
+		if (s->tenants[i].used && s->tenants[i].owner)
+			n += s->tenants[i].nr_queries;
+	return n;
+}
+
 /*
  * Every refusal a query of t meets, for both ways in, before anything of
  * its input is read: 0, or the error with why in err (-EAGAIN counted as
@@ -223,6 +234,13 @@ static int query_refusal(struct serving *s, struct sv_tenant *t, size_t len, boo
 		ret = coloc_err_set(err, -EAGAIN,
 				    "%d queries are queued or running over all tenants, the most "
 				    "colocd takes",
+				    s->max_queue_total);
+	else if (t->owner &&
+		 members_queued(s) >= s->max_queue_total - SERVING_ROOT_SHARE(s->max_queue_total))
+		ret = coloc_err_set(err, -EAGAIN,
+				    "members' tenants have %d queries queued or running, the most "
+				    "members may (the rest of colocd's %d is root's)",
+				    s->max_queue_total - SERVING_ROOT_SHARE(s->max_queue_total),
 				    s->max_queue_total);
 	else if (t->owner && s->max_queued_per_uid &&
 		 owner_queued(s, t->owner) >= s->max_queued_per_uid)

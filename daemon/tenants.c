@@ -149,6 +149,60 @@ static int tenants_owned_by(const struct tenant_table *t, uid_t uid)
 	return n;
 }
 
+static int tenants_of_members(const struct tenant_table *t)
+{
+	int n = 0;
+
+	for (int i = 0; i < COLOC_MAX_TENANTS; i++)
+		n += t->slots[i].used && t->slots[i].owner;
+	return n;
+}
+
+static bool tenants_slot_free(const struct tenant_table *t)
+{
+	for (int i = 0; i < COLOC_MAX_TENANTS; i++)
+		if (!t->slots[i].used)
+			return true;
+	return false;
+}
+
+/* Room for a new tenant owned by owner: its quota, the members' part, a free slot. */
+static int tenants_new_room(const struct tenant_table *t, uid_t owner, struct coloc_err *err)
+{
+	int owned = tenants_owned_by(t, owner);
+
+	if (owner && t->max_per_uid && owned >= t->max_per_uid)
+		return coloc_err_set(err, -EDQUOT,
+				     "uid %u already has %d tenants, its quota of %d (serving "
+				     "tenants included; colocd --max-tenants-per-uid raises it)",
+				     (unsigned int)owner, owned, t->max_per_uid);
+	if (owner && tenants_of_members(t) >= TENANTS_MEMBERS_PART)
+		return coloc_err_set(err, -EDQUOT,
+				     "members' tenants hold the %d tenant slots members may take "
+				     "(the rest of colocd's %d are root's); remove one first",
+				     TENANTS_MEMBERS_PART, COLOC_MAX_TENANTS);
+	if (!tenants_slot_free(t))
+		return coloc_err_set(err, -ENOSPC,
+				     "all %d tenant slots are taken; remove one first",
+				     COLOC_MAX_TENANTS);
+	return 0;
+}
+
+int tenants_room(const struct tenant_table *t, const char *name, uid_t owner, struct coloc_err *err)
+{
+	for (int i = 0; i < COLOC_MAX_TENANTS; i++) {
+		const struct tenant *tenant = &t->slots[i];
+
+		if (!tenant->used || strcmp(tenant->name, name))
+			continue;
+		if (tenant->owner != owner)
+			return coloc_err_set(err, -EPERM, "tenant '%s' belongs to another user",
+					     name);
+		return 0;
+	}
+	return tenants_new_room(t, owner, err);
+}
+
 struct tenant *tenants_owner_of_pid(struct tenant_table *t, __u32 pid)
 {
 	struct tenant_proc *p = tenants_proc_of_pid(t, pid);
@@ -357,7 +411,8 @@ int tenants_add(struct tenant_table *t, const struct tenants_add_req *req, struc
 	struct tenant *tenant = tenants_find(t, req->name);
 	struct tenants_plan *plan;
 	bool created = false;
-	int ret, owned;
+	uid_t owner = req->uid ? req->uid : req->charge;
+	int ret;
 
 	if (strlen(req->name) >= COLOC_MAX_NAME || !tenants_valid_name(tenants_key_name(req->name)))
 		return coloc_err_set(err, -EINVAL,
@@ -365,12 +420,11 @@ int tenants_add(struct tenant_table *t, const struct tenants_add_req *req, struc
 				     COLOC_MAX_NAME - 1);
 	if (tenant && !tenants_visible(tenant, req->uid))
 		return coloc_err_set(err, -EPERM, "tenant '%s' belongs to another user", req->name);
-	owned = tenants_owned_by(t, req->uid);
-	if (!tenant && req->uid && t->max_per_uid && owned >= t->max_per_uid)
-		return coloc_err_set(err, -EDQUOT,
-				     "uid %u already has %d tenants, its quota of %d (colocd "
-				     "--max-tenants-per-uid raises it)",
-				     (unsigned int)req->uid, owned, t->max_per_uid);
+	if (!tenant) {
+		ret = tenants_new_room(t, owner, err);
+		if (ret)
+			return ret;
+	}
 	plan = calloc(1, sizeof(*plan));
 	if (!plan)
 		return coloc_err_set(err, -ENOMEM, "out of memory");
@@ -386,7 +440,7 @@ int tenants_add(struct tenant_table *t, const struct tenants_add_req *req, struc
 			goto out;
 		}
 		created = true;
-		tenant->owner = req->uid;
+		tenant->owner = owner;
 		/* a reused slot must not inherit the previous tenant's numbers */
 		sensor_tenant_clear(t->sensor, tenant->id);
 		view_tenant_reset(t->view, tenant->id);

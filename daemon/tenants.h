@@ -51,13 +51,22 @@ struct tenant {
 	__u64 cgroup_id;
 };
 
+/*
+ * The slots members' tenants may hold together: all but a quarter of
+ * COLOC_MAX_TENANTS, kept for root's (as colocd --max-submit-mib).
+ */
+#define TENANTS_MEMBERS_PART (COLOC_MAX_TENANTS - COLOC_MAX_TENANTS / 4)
+
 struct tenant_table {
 	struct tenant slots[COLOC_MAX_TENANTS];
 	int next; /* where the search for a free slot starts: slots are reused last */
 	struct sensor *sensor;
 	struct view *view;
 	struct loop *loop;
-	/* tenants one non-root uid may own (0: no limit but the table's); colocd sets it */
+	/*
+	 * tenants one non-root uid may own (0: no limit but the members'
+	 * part); colocd sets it
+	 */
 	int max_per_uid;
 	/* every attributed process by pid: whose a pid is, without a walk of all */
 	struct tenant_proc *by_pid[TENANTS_PID_BUCKETS];
@@ -74,6 +83,11 @@ struct tenants_add_req {
 	 * (real and effective uid), cgroups (directory owner) and tenants.
 	 */
 	uid_t uid;
+	/*
+	 * Whose quota and part a new tenant counts in when uid is root: the
+	 * owner of a serving tenant whose executors root attributes (0: root).
+	 */
+	uid_t charge;
 };
 
 void tenants_init(struct tenant_table *t, struct sensor *sensor, struct view *view,
@@ -98,11 +112,20 @@ struct tenant *tenants_owner_of_pid(struct tenant_table *t, __u32 pid);
  * Unless req->uid is root, also (-EPERM): another user's tenant, a process
  * whose real or effective uid is not req->uid (read while its pidfd is
  * held, the pidfd checked alive after, so a reused pid cannot pass), a
- * cgroup directory req->uid does not own; and (-EDQUOT) a new tenant past
- * max_per_uid.
+ * cgroup directory req->uid does not own. A new tenant of a member
+ * (req->uid, or req->charge when root asks) is refused (-EDQUOT) past its
+ * max_per_uid, or past TENANTS_MEMBERS_PART over all members; root's only
+ * when every slot is taken.
  */
 int tenants_add(struct tenant_table *t, const struct tenants_add_req *req, struct tenant **out,
 		struct coloc_err *err);
+/*
+ * Whether a tenants_add of name charged to owner would find its slot: 0
+ * (name is owner's already, or a slot is free within owner's quota and
+ * the members' part), or -EDQUOT / -ENOSPC / -EPERM with err saying why.
+ */
+int tenants_room(const struct tenant_table *t, const char *name, uid_t owner,
+		 struct coloc_err *err);
 /*
  * Forgets the tenant, its keys in the BPF maps and its numbers; -ENOENT if
  * none, -EPERM ("belongs to another user") unless uid owns it or is root.
