@@ -744,6 +744,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "colocd: must run as root (it loads BPF programs and pins maps)\n");
 		return 1;
 	}
+	/* executors' uids clear of subordinate ones, at start and each reload (subid.h) */
+	if (config.sandbox.uid_first)
+		subid_guard(config.sandbox.uid_first, config.sandbox.uid_last);
+	else
+		subid_guard(SANDBOX_DEFAULT_UID_FIRST, SANDBOX_DEFAULT_UID_LAST);
 	if (subid_load(subuid_file, subgid_file, &cerr)) {
 		fprintf(stderr, "colocd: %s\n", coloc_err_str(&cerr));
 		return 1;

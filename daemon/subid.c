@@ -28,6 +28,34 @@ struct subid_table {
 };
 
 static struct subid_table *subid_uids, *subid_gids;
+static unsigned long long guard_first, guard_last;
+static bool guarded; /* subid_guard called */
+
+void subid_guard(uid_t first, uid_t last)
+{
+	guard_first = first;
+	guard_last = last;
+	guarded = true;
+}
+
+/* A range of t overlapping the executors' uids: 0, or -EEXIST with err naming it. */
+static int subid_check_guard(const char *path, const struct subid_table *t, struct coloc_err *err)
+{
+	for (int i = 0; guarded && t && i < t->nr; i++) {
+		const struct subid_range *r = &t->r[i];
+
+		if ((r->start >= guard_first && r->start <= guard_last) ||
+		    (guard_first >= r->start && guard_first - r->start < r->count))
+			return coloc_err_set(
+				err, -EEXIST,
+				"%s: the subordinate uids %llu-%llu overlap the executors' uids "
+				"%llu-%llu (colocd --uid-range): a member's user namespace "
+				"could signal those executors; give --uid-range uids clear of "
+				"every subordinate range",
+				path, r->start, r->start + r->count - 1, guard_first, guard_last);
+	}
+	return 0;
+}
 
 /* One NAME:START:COUNT line into *r; false when it is not one. */
 static bool subid_parse_line(char *line, struct subid_range *r)
@@ -101,7 +129,9 @@ int subid_load(const char *uid_file, const char *gid_file, struct coloc_err *err
 
 	if (ret)
 		return ret;
-	ret = subid_read(gid_file, &gids, err);
+	ret = subid_check_guard(uid_file, uids, err);
+	if (!ret)
+		ret = subid_read(gid_file, &gids, err);
 	if (ret) {
 		free(uids);
 		return ret;

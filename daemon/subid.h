@@ -27,6 +27,14 @@
  * or others, too big or malformed), the table then left as it was.
  */
 int subid_load(const char *uid_file, const char *gid_file, struct coloc_err *err);
+/*
+ * The executors' uids (colocd's --uid-range, or the default range its
+ * slot is cut from), kept clear of subordinate uids: from here on a
+ * subid_load whose subuid ranges overlap first..last is refused (-EEXIST,
+ * the table left as it was), since a member's user namespace running as
+ * such a uid could signal those executors (s25 review LOW 1).
+ */
+void subid_guard(uid_t first, uid_t last);
 /* Whether uid lies in a subuid range or gid in a subgid range. */
 bool subid_held(uid_t uid, gid_t gid);
 /* Whether uid lies in a subuid range; if so *first is that range's first uid. */

@@ -681,6 +681,41 @@ TEST_F_TIMEOUT(colocd, conns__a_coloc_gid_the_node_gives_another_group_later_ref
 	free(log);
 }
 
+/*
+ * s25 review LOW 1: executors' uids a member's subordinate range covers
+ * could be signalled from its user namespace: refused at start and at a
+ * reload, the table then kept as it was.
+ */
+TEST_F_TIMEOUT(colocd, conns__subordinate_uids_over_the_executor_range_refused, 180)
+{
+	const char *overlapped[] = { "--uid-range", "100000-100015", NULL };
+	const char *reload = "member:100000:65536\nother:200010:10\n";
+	char subuid[SUBID_PATH_LEN], subgid[SUBID_PATH_LEN], *log;
+	const char *clear[] = { "--subuid-file", subuid, "--subgid-file", subgid, "--uid-range",
+				"200000-200015", NULL };
+
+	EXPECT_EQ(-1, restart_with_subids_and(self, "member:100000:65536\n", "", subuid, subgid,
+					      overlapped));
+	/* main: started, executors to draw uids the member's namespace runs as */
+	if (self->pid > 0)
+		return;
+	self->pid = 0;
+	log = log_with(self->log, "overlap the executors' uids");
+	EXPECT_TRUE(log && strstr(log, "subordinate uids 100000-165535 overlap the executors' "
+				       "uids 100000-100015 (colocd --uid-range)"))
+	TH_LOG("%s", log);
+	free(log);
+	self->pid = tu_start_colocd_with(self->sock, self->pin, self->log, clear);
+	ASSERT_LT(0, self->pid);
+	ASSERT_EQ(0, tu_write_file(subuid, reload, strlen(reload)));
+	ASSERT_EQ(0, kill(self->pid, SIGHUP));
+	log = log_with(self->log, "subordinate ids kept as they were");
+	EXPECT_TRUE(log && strstr(log, "subordinate uids 200010-200019 overlap the executors' "
+				       "uids 200000-200015"))
+	TH_LOG("%s", log);
+	free(log);
+}
+
 /* In a child as uid (become_with_coloc, gid uid): req sent; whether its answer is ok. */
 static bool request_ok_as(const char *sock, uid_t uid, const char *req)
 {
