@@ -36,9 +36,16 @@ struct stress_run {
 	double cpu_s; /* utime + stime of the whole process */
 };
 
+/* The coloc-stress this test started and has not reaped: the teardown kills it if an ASSERT left it. */
+static pid_t stress_live;
+
 static int stress_start(const char *bin, const char *const *args, struct stress_run *run)
 {
-	return tu_child_start(bin, args, &run->c);
+	int ret = tu_child_start(bin, args, &run->c);
+
+	if (!ret)
+		stress_live = run->c.pid;
+	return ret;
 }
 
 /* Waits for the exit, reads the zombie's CPU time, then reaps it. */
@@ -57,6 +64,7 @@ static int stress_finish(struct stress_run *run)
 	run->cpu_s = (double)ns / 1e9;
 	if (waitpid(run->c.pid, &run->c.status, 0) != run->c.pid)
 		return -errno;
+	stress_live = 0;
 	return 0;
 }
 
@@ -256,6 +264,10 @@ FIXTURE_SETUP(stress)
 
 FIXTURE_TEARDOWN(stress)
 {
+	if (stress_live > 0) {
+		kill(stress_live, SIGKILL);
+		waitpid(stress_live, NULL, 0);
+	}
 }
 
 TEST_F(stress, level_100__wants_its_core_all_the_time)
