@@ -3,11 +3,15 @@
  * proc_schedstat.h: "RUN_NS DELAY_NS TIMESLICES", one line a thread; a
  * process's threads found by listing its task folder.
  */
+#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include "proc_schedstat.h"
 
@@ -36,31 +40,79 @@ int proc_schedstat_read(const char *path, uint64_t *run_ns, uint64_t *delay_ns)
 	return 0;
 }
 
-int proc_schedstat_process_delay(pid_t pid, int max_threads, uint64_t *delay_ns)
+/* splitmix64's finaliser: summed over the ids, no subset of other ids adds up to the same */
+static uint64_t tid_hash(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static bool allowed_on(pid_t tid, const int *cpus, int nr_cpus)
+{
+	cpu_set_t mask;
+
+	if (!cpus)
+		return true;
+	if (sched_getaffinity(tid, sizeof(mask), &mask))
+		return false;
+	for (int i = 0; i < nr_cpus; i++)
+		if (cpus[i] >= 0 && cpus[i] < CPU_SETSIZE && CPU_ISSET(cpus[i], &mask))
+			return true;
+	return false;
+}
+
+int proc_schedstat_process_sum(pid_t pid, int max_threads, const int *cpus, int nr_cpus,
+			       struct proc_schedstat_sum *sum)
 {
 	char dir[64], path[128];
+	struct proc_schedstat_sum s = { 0 };
 	struct dirent *e;
-	uint64_t sum = 0, delay;
-	int read_any = 0;
+	uint64_t run, delay;
+	int seen = 0, ret = 0;
 	DIR *d;
 
 	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
 	d = opendir(dir);
 	if (!d)
 		return -errno;
-	while (read_any < max_threads && (e = readdir(d))) {
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+	while ((e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+
+		if (tid <= 0)
 			continue;
+		if (++seen > max_threads) {
+			ret = -E2BIG;
+			break;
+		}
 		snprintf(path, sizeof(path), "%s/%.16s/schedstat", dir, e->d_name);
-		/* a thread that ended since the listing has no delay left to add */
-		if (proc_schedstat_read(path, NULL, &delay))
+		/* a thread that ended since the listing has no time left to add */
+		if (!allowed_on(tid, cpus, nr_cpus) || proc_schedstat_read(path, &run, &delay))
 			continue;
-		sum += delay;
-		read_any++;
+		s.run_ns += run;
+		s.delay_ns += delay;
+		s.threads_sig += tid_hash((uint64_t)tid);
+		s.nr_threads++;
 	}
 	closedir(d);
-	if (!read_any)
+	if (ret)
+		return ret;
+	if (!seen)
 		return -ESRCH;
-	*delay_ns = sum;
+	*sum = s;
+	return 0;
+}
+
+int proc_schedstat_process_delay(pid_t pid, int max_threads, uint64_t *delay_ns)
+{
+	struct proc_schedstat_sum s;
+	int ret = proc_schedstat_process_sum(pid, max_threads, NULL, 0, &s);
+
+	if (ret)
+		return ret;
+	if (!s.nr_threads)
+		return -ESRCH;
+	*delay_ns = s.delay_ns;
 	return 0;
 }

@@ -13,11 +13,23 @@
 /* The schedstat file at path: run time and run delay in ns (either may be NULL). 0 or -errno. */
 int proc_schedstat_read(const char *path, uint64_t *run_ns, uint64_t *delay_ns);
 
+/* Run time and run delay summed over some threads of a process, and which threads they were. */
+struct proc_schedstat_sum {
+	uint64_t run_ns, delay_ns;
+	uint64_t threads_sig; /* an order-free hash of their ids: another set, another value */
+	int nr_threads;
+};
+
 /*
- * The run delay of process pid's threads, summed over at most max_threads
- * of them (the others are not read: a process of very many threads costs
- * its reader no more), into *delay_ns. 0 or -errno where pid has none.
+ * The sums of process pid's threads allowed on some CPU of cpus[0..nr_cpus)
+ * (cpus NULL: all of them) into *sum. 0; -E2BIG where it has more than max_threads threads
+ * (the others would go uncounted: a process of very many threads costs its
+ * reader no more); -ESRCH where it has none; or -errno.
  */
+int proc_schedstat_process_sum(pid_t pid, int max_threads, const int *cpus, int nr_cpus,
+			       struct proc_schedstat_sum *sum);
+
+/* The run delay of process pid's threads, summed (proc_schedstat_process_sum's returns). */
 int proc_schedstat_process_delay(pid_t pid, int max_threads, uint64_t *delay_ns);
 
 #endif /* COLOC_COMMON_PROC_SCHEDSTAT_H */

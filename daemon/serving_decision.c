@@ -171,6 +171,7 @@ bool sv_apply_decision(struct serving *s, const struct policy_input *in, int nr_
 	x->blk_query = q;
 	x->blk_submit_ns = coloc_now_ns();
 	x->over_since_ns = 0;
+	x->over_excused = false;
 	x->hang_waited_ns = 0;
 	x->blk_corunners = sv_blocks_in_flight(s) - sv_tenant_busy(t);
 	q->in_flight = true;

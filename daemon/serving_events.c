@@ -345,7 +345,10 @@ static bool waiting_moves_hang(struct serving *s, struct sv_tenant *t, struct sv
 	if (!sv_cpu_waited(s, t, x, now, &waited))
 		return false;
 	x->hang_waited_ns = waited < cap ? waited : cap;
-	return now <= hang_deadline(s, x);
+	if (now > hang_deadline(s, x))
+		return false;
+	x->over_excused = true;
+	return true;
 }
 
 /* Fails t when it never got ready or one of its blocks hangs (that executor killed). */

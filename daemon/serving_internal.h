@@ -82,14 +82,18 @@ struct sv_exec {
 	 */
 	bool late;
 	/*
-	 * Past its bound (serving_cpu_wait.c): since when, the wait for a CPU
-	 * then (its tenant's PSI total, or without one, by_threads, its
-	 * executor's threads' run delay), when the overrun check judges it
-	 * again, and how far that wait has moved its hang deadline;
-	 * over_since 0: not looked at past it yet.
+	 * Past its bound (serving_cpu_wait.c): since when, the wait excused
+	 * since, the last look and what was read then (its tenant's PSI total,
+	 * unless by_threads; its threads' run delay, time run and which
+	 * threads), when the overrun check judges it again, and how far that
+	 * wait has moved its hang deadline; over_since 0: not looked at past
+	 * it yet. excused: a wait kept it from a verdict (it then forgives no
+	 * strike).
 	 */
-	uint64_t over_since_ns, over_wait0_ns, over_next_ns, hang_waited_ns;
-	bool over_by_threads;
+	uint64_t over_since_ns, over_waited_ns, over_look_ns, over_next_ns, hang_waited_ns;
+	uint64_t over_wait0_ns, over_delay0_ns, over_run0_ns, over_threads_sig;
+	int over_threads_nr;
+	bool over_by_threads, over_excused;
 };
 
 /* An executor process that left its tenant and is not reaped yet. */
@@ -407,12 +411,12 @@ uint64_t sv_hang_deadline(const struct sv_exec *x, int sharing);
  * SV_HANG_WAIT_CAP x its limit in all (docs/security-executor.md says why 4).
  */
 #define SV_HANG_WAIT_CAP 4
-/* At most this many of an executor's threads' run delays are read. */
+/* An executor of more threads than this has no wait excused (they are not all read). */
 #define SV_WAIT_MAX_THREADS 256
 /*
- * The wait for a CPU of x's threads since it passed its overrun bound, at
- * now, the baseline taken now on the first look (serving_cpu_wait.c), at
- * most the time since; false where there is no way to tell.
+ * The wait for a CPU that other tasks on x's cores caused its threads
+ * since it passed its overrun bound, at now, the baseline taken now on
+ * the first look (serving_cpu_wait.c); false where there is no way to tell.
  */
 bool sv_cpu_waited(struct serving *s, const struct sv_tenant *t, struct sv_exec *x, uint64_t now,
 		   uint64_t *waited);

@@ -22,7 +22,8 @@
  * processes on its cores, a busy host) is not late for it: a command past
  * its bound is judged on the time since then that its threads did not wait
  * (serving_cpu_wait.c: its tenant's CPU pressure, or without PSI its
- * executor's threads' run delay), and is late once that reaches
+ * executor's threads' run delay, either at most the time other tasks had
+ * its cores), and is late once that reaches
  * SV_OVERRUN_RUN_FACTOR x its table + SV_OVERRUN_SLACK_NS; at
  * SV_OVERRUN_WAIT_CAP x its bound it is late whatever it waited, so that
  * an executor that keeps its own threads waiting (more threads than
@@ -34,7 +35,8 @@
  * halves the factor (8x, 4x, 2x at least) and, while it has any, the
  * policy sees one executor of it and starts none of its blocks while a late
  * one is out. SV_OVERRUN_FORGIVE commands within the bound take one strike
- * away. An honest tenant's rare slow command (EfficientNet-B0's 2-core
+ * away; one excused by a wait for a CPU is not within it and does not
+ * count. An honest tenant's rare slow command (EfficientNet-B0's 2-core
  * spells run 5-7x their table here) costs it a tighter bound for a few
  * dozen commands; docs/security-executor.md has the numbers.
  */
@@ -97,7 +99,10 @@ static bool waiting_excuses(struct serving *s, struct sv_tenant *t, struct sv_ex
 	next = coloc_sat_add_u64(x->over_since_ns + waited,
 				 scaled_with_slack(SV_OVERRUN_RUN_FACTOR, x));
 	x->over_next_ns = next < cap ? next : cap;
-	return now < x->over_next_ns;
+	if (now >= x->over_next_ns)
+		return false;
+	x->over_excused = true;
+	return true;
 }
 
 int sv_tenant_late(const struct sv_tenant *t)
@@ -159,7 +164,7 @@ void sv_overrun_check(struct serving *s, struct sv_tenant *t, uint64_t now)
 
 void sv_overrun_ended(struct sv_tenant *t, const struct sv_exec *x)
 {
-	if (x->late || !t->strikes || ++t->good_commands < SV_OVERRUN_FORGIVE)
+	if (x->late || x->over_excused || !t->strikes || ++t->good_commands < SV_OVERRUN_FORGIVE)
 		return;
 	t->strikes--;
 	t->good_commands = 0;

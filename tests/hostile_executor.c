@@ -49,6 +49,16 @@
  *                    waits 0.3 ms, for ever, racing colocd's check of a
  *                    slot and its copy into it; it tells stderr once of
  *                    each way that worked
+ *   hostile-loneN    (any N) holds each RUN command of a whole query
+ *                    until it has spun N ms of CPU time or 1.4 N ms of wall
+ *                    time, on one thread pinned to the first CPU it may
+ *                    use, then completes it OK (the outputs zero; any
+ *                    other command at once): a stall that runs
+ *   hostile-crowdN   the same on two threads pinned to that one CPU, N ms
+ *                    between them: each waits for the other about half the
+ *                    time, a run delay it causes itself
+ *                    (docs/security-executor.md, "Waiting for a CPU is not
+ *                    running")
  *
  * and these lie in the summary of the model (shm.h) they describe before
  * READY, which colocd admits the tenant from:
@@ -92,12 +102,14 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <grp.h>
 #include <unistd.h>
 #include <linux/falloc.h>
@@ -417,6 +429,54 @@ static void stall(__u32 seq)
 	sigsuspend(&none);
 }
 
+static volatile bool crowd_stop;
+
+static void *crowd_spin(void *arg)
+{
+	(void)arg;
+	while (!crowd_stop)
+		;
+	return NULL;
+}
+
+static uint64_t clock_ms(clockid_t id)
+{
+	struct timespec t;
+
+	clock_gettime(id, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/*
+ * hostile-lone/crowd: threads (1 or 2) pinned to one CPU spin ms of CPU
+ * time between them, or 1.4 ms of wall time, whichever comes first
+ */
+static void hold_on_one_cpu(long ms, int threads)
+{
+	cpu_set_t allowed, one;
+	pthread_t second;
+	uint64_t end = clock_ms(CLOCK_PROCESS_CPUTIME_ID) + (uint64_t)ms;
+	uint64_t wall_end = clock_ms(CLOCK_MONOTONIC) + (uint64_t)ms * 7 / 5;
+	int cpu = 0;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		_exit(7);
+	while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &allowed))
+		cpu++;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		_exit(7);
+	crowd_stop = false;
+	if (threads > 1 && pthread_create(&second, NULL, crowd_spin, NULL))
+		_exit(7);
+	while (clock_ms(CLOCK_PROCESS_CPUTIME_ID) < end && clock_ms(CLOCK_MONOTONIC) < wall_end)
+		;
+	crowd_stop = true;
+	if (threads > 1)
+		pthread_join(second, NULL);
+}
+
 static void misbehave(void)
 {
 	static const __u64 times[] = { ~0ull - 5, 0, 1ull << 63 };
@@ -468,6 +528,18 @@ static void misbehave(void)
 					_exit(6);
 				memset(hog, 1, (size_t)HOSTILE_HOG_MIB << 20);
 			}
+			continue;
+		}
+		if (!strncmp(mode, "lone", 4) || !strncmp(mode, "crowd", 5)) {
+			bool crowd = mode[0] == 'c';
+
+			/* a whole query in one command: its bound is the whole query's */
+			if (shm->cmd.op == COLOC_SHM_OP_RUN && !shm->cmd.first &&
+			    shm->cmd.last == shm->hdr.nr_layers) {
+				__atomic_store_n(&shm->done.started_seq, seq, __ATOMIC_RELEASE);
+				hold_on_one_cpu(atol(mode + (crowd ? 5 : 4)), crowd ? 2 : 1);
+			}
+			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
 			continue;
 		}
 		if (is("spin") || is("bigkeep")) {

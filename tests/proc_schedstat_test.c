@@ -3,7 +3,8 @@
  * Tests of common/proc_schedstat.c, the reader of /proc's schedstat
  * files: a line written here by hand, a short or missing file refused,
  * and a process's run delay against what the test makes it: a spinner
- * sharing one CPU with another waits for it, a sleeper does not.
+ * sharing one CPU with another waits for it, a sleeper does not; its sums
+ * over the threads allowed on given CPUs, and which threads those were.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -89,6 +90,42 @@ TEST(proc_schedstat_process_delay__a_spinner_behind_another_waits_a_sleeper_not)
 	EXPECT_LT(SHARED_MS / 4 * 1000000ull, spinner);
 	EXPECT_GT(20000000ull, sleeper - sleeper0);
 	EXPECT_EQ(-ENOENT, proc_schedstat_process_delay(sleeping, 16, &sleeper));
+}
+
+TEST(proc_schedstat_process_sum__threads_allowed_on_the_cpus_only)
+{
+	struct proc_schedstat_sum on = { 0 }, off = { 0 }, again = { 0 }, other = { 0 };
+	struct tu_spinner a = { 0 }, b = { 0 };
+	cpu_set_t allowed;
+	int cpu = 0, elsewhere;
+
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(allowed), &allowed));
+	while (!CPU_ISSET(cpu, &allowed))
+		cpu++;
+	elsewhere = cpu + 1; /* allowed or not: the spinner is pinned on cpu only */
+	ASSERT_EQ(0, tu_spawn_spinner(&a, cpu, 1000, 0));
+	ASSERT_EQ(0, tu_spawn_spinner(&b, cpu, 1000, 0));
+	tu_release(&a);
+	tu_release(&b);
+	usleep(200000);
+	EXPECT_EQ(0, proc_schedstat_process_sum(a.pid, 16, &cpu, 1, &on));
+	EXPECT_EQ(0, proc_schedstat_process_sum(a.pid, 16, &elsewhere, 1, &off));
+	EXPECT_EQ(0, proc_schedstat_process_sum(a.pid, 16, &cpu, 1, &again));
+	EXPECT_EQ(0, proc_schedstat_process_sum(b.pid, 16, &cpu, 1, &other));
+	EXPECT_EQ(-E2BIG, proc_schedstat_process_sum(a.pid, 0, &cpu, 1, &off));
+	tu_kill(&a);
+	tu_kill(&b);
+	TH_LOG("a spinner sharing its CPU, 200 ms in: run %.1f ms, delay %.1f ms",
+	       on.run_ns / 1e6, on.delay_ns / 1e6);
+	EXPECT_EQ(1, on.nr_threads);
+	/* it ran and waited; read again, the same thread */
+	EXPECT_LT(0, on.run_ns);
+	EXPECT_LT(0, on.delay_ns);
+	EXPECT_LE(on.run_ns, again.run_ns);
+	EXPECT_EQ(on.threads_sig, again.threads_sig);
+	EXPECT_NE(on.threads_sig, other.threads_sig);
+	EXPECT_EQ(0, off.nr_threads);
+	EXPECT_EQ(0, off.run_ns);
 }
 
 TEST_HARNESS_MAIN

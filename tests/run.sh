@@ -32,7 +32,7 @@ export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
 # Measure time, load or CPU shares, or need both CPUs to themselves.
 ALONE=(colocd_serving_test colocd_tenant_test exec_lane_test exec_lane_turns_test member_executor_test
-	execproc_lanes_test profile_cold_test profile_fresh_test sensor_test stress_test serving_cpu_wait_test)
+	execproc_lanes_test profile_cold_test profile_fresh_test sensor_test stress_test serving_cpu_wait_test serving_cpu_wait_crowd_test)
 # The slowest binaries of the last runs (plain or SANITIZE=1), started first
 # so that the run does not end on one long binary with the other slot idle.
 FIRST=(onnx_ort_test gateway_h2_test colocd_profile_load_test gateway_http_limits_test fuzz_test
