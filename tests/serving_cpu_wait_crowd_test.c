@@ -12,7 +12,6 @@
  * the same model (the real executor) says its solo time, the bound's base.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
@@ -22,6 +21,7 @@
 #include <unistd.h>
 #include "kselftest_harness.h"
 #include "own_colocd.h"
+#include "proc_tasks.h"
 #include "testutil.h"
 
 #define READY_S 180
@@ -39,23 +39,28 @@ FIXTURE(crowd)
 	struct own_colocd d;
 };
 
+struct pin_threads {
+	const cpu_set_t *set;
+	int ret;
+};
+
+static void pin_thread(pid_t pid, pid_t tid, void *ctx)
+{
+	struct pin_threads *p = ctx;
+
+	(void)pid;
+	if (sched_setaffinity(tid, sizeof(*p->set), p->set))
+		p->ret = -errno;
+}
+
 /* Pins every thread of pid on the CPUs of set. 0 or -errno. */
 static int pin_threads(pid_t pid, const cpu_set_t *set)
 {
-	char dir[64];
-	struct dirent *e;
-	DIR *d;
-	int ret = 0;
+	struct pin_threads p = { .set = set };
 
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	d = opendir(dir);
-	if (!d)
-		return -errno;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.' && sched_setaffinity(atoi(e->d_name), sizeof(*set), set))
-			ret = -errno;
-	closedir(d);
-	return ret;
+	if (tu_tasks_each(pid, pin_thread, &p) < 0)
+		return -ESRCH;
+	return p.ret;
 }
 
 FIXTURE_SETUP(crowd)
