@@ -8,6 +8,8 @@
 #define COLOC_TESTS_PROC_TASKS_H
 
 #include <dirent.h>
+#include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -39,6 +41,30 @@ static inline int tu_tasks_each(pid_t pid, tu_task_fn fn, void *ctx)
 	}
 	closedir(d);
 	return n;
+}
+
+struct tu_tasks_pin_ctx {
+	const cpu_set_t *set;
+	int ret;
+};
+
+static inline void tu_task_pin(pid_t pid, pid_t tid, void *ctx)
+{
+	struct tu_tasks_pin_ctx *p = ctx;
+
+	(void)pid;
+	if (sched_setaffinity(tid, sizeof(*p->set), p->set))
+		p->ret = -errno;
+}
+
+/* Pins every thread of pid on the CPUs of set (callers define _GNU_SOURCE). 0 or -errno. */
+static inline int tu_tasks_pin(pid_t pid, const cpu_set_t *set)
+{
+	struct tu_tasks_pin_ctx p = { .set = set };
+
+	if (tu_tasks_each(pid, tu_task_pin, &p) < 0)
+		return -ESRCH;
+	return p.ret;
 }
 
 #endif /* COLOC_TESTS_PROC_TASKS_H */

@@ -49,30 +49,6 @@ FIXTURE(starved)
 	struct tu_spinner spin[SPINNERS];
 };
 
-struct pin_threads {
-	const cpu_set_t *set;
-	int ret;
-};
-
-static void pin_thread(pid_t pid, pid_t tid, void *ctx)
-{
-	struct pin_threads *p = ctx;
-
-	(void)pid;
-	if (sched_setaffinity(tid, sizeof(*p->set), p->set))
-		p->ret = -errno;
-}
-
-/* Pins every thread of pid on the CPUs of set. 0 or -errno. */
-static int pin_threads(pid_t pid, const cpu_set_t *set)
-{
-	struct pin_threads p = { .set = set };
-
-	if (tu_tasks_each(pid, pin_thread, &p) < 0)
-		return -ESRCH;
-	return p.ret;
-}
-
 FIXTURE_SETUP(starved)
 {
 	char why[8192];
@@ -97,7 +73,7 @@ FIXTURE_SETUP(starved)
 	ASSERT_EQ(0, sched_setaffinity(0, sizeof(all), &all));
 	ASSERT_LT(0, self->d.pid) TH_LOG("colocd did not start");
 	/* colocd keeps serving the one CPU it started on, off it itself */
-	ASSERT_EQ(0, pin_threads(self->d.pid, &rest));
+	ASSERT_EQ(0, tu_tasks_pin(self->d.pid, &rest));
 }
 
 FIXTURE_TEARDOWN(starved)
