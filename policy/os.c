@@ -24,21 +24,16 @@ static int os_decide(void *state, const struct policy_config *cfg, const struct 
 	(void)state;
 	policy_whole_prices_init(&prices);
 	for (int t = 0; t < in->nr_tenants; t++) {
-		int idle = in->tenants[t].costs ? policy_tenant_executors(&in->tenants[t]) -
-							  policy_tenant_running(in, t) :
-						  0;
+		int r;
 
-		for (int r = POLICY_SERVED; idle > 0 && r == POLICY_SERVED; idle--) {
-			/* every tenant sees all the cores: a fresh copy each, not what others took */
-			struct policy_cpuset free = *in->free;
-
-			r = policy_serve_earliest_whole(cfg, in, t, NULL, NULL, &prices, &free, out,
-							err);
-			if (r < 0)
-				return r;
-			if (r == POLICY_OUT_FULL)
-				return 0;
-		}
+		if (!in->tenants[t].costs)
+			continue;
+		/* every tenant sees all the cores: a fresh copy each, not what others took */
+		r = policy_serve_tenant_whole(cfg, in, t, in->free, true, &prices, out, err);
+		if (r < 0)
+			return r;
+		if (r == POLICY_OUT_FULL)
+			return 0;
 	}
 	return 0;
 }

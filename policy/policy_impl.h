@@ -148,6 +148,19 @@ int policy_serve_earliest_whole(const struct policy_config *cfg, const struct po
 				struct policy_output *out, struct coloc_err *err);
 
 /*
+ * Up to tenant's idle executors' worth of its queries served whole, one
+ * policy_serve_earliest_whole() each (no core cap) on cores: each on the
+ * whole of cores when shared (the kernel shares them between the tenant's
+ * queries and everyone's: os), else on what the ones before left of it
+ * (static). Returns 0, POLICY_OUT_FULL, or -EINVAL as
+ * policy_serve_whole_model.
+ */
+int policy_serve_tenant_whole(const struct policy_config *cfg, const struct policy_input *in,
+			      int tenant, const struct policy_cpuset *cores, bool shared,
+			      struct policy_whole_prices *prices, struct policy_output *out,
+			      struct coloc_err *err);
+
+/*
  * The coloc engine (coloc.c), shared by coloc, its ablations and the
  * model-wise and layer-wise baselines: each entry is a set of flags.
  */

@@ -63,22 +63,18 @@ static int static_decide(void *state, const struct policy_config *cfg,
 		nr_active += in->tenants[t].costs != NULL;
 	for (int t = 0; t < in->nr_tenants; t++) {
 		struct policy_cpuset free;
-		int idle;
+		int r;
 
 		if (!in->tenants[t].costs)
 			continue;
 		static_share(state, k++, nr_active, &free);
 		policy_cpuset_and(&free, in->free);
-		idle = policy_tenant_executors(&in->tenants[t]) - policy_tenant_running(in, t);
 		/* what one query takes of its share is gone from free for the next */
-		for (int r = POLICY_SERVED; idle > 0 && r == POLICY_SERVED; idle--) {
-			r = policy_serve_earliest_whole(cfg, in, t, NULL, NULL, &prices, &free, out,
-							err);
-			if (r < 0)
-				return r;
-			if (r == POLICY_OUT_FULL)
-				return 0;
-		}
+		r = policy_serve_tenant_whole(cfg, in, t, &free, false, &prices, out, err);
+		if (r < 0)
+			return r;
+		if (r == POLICY_OUT_FULL)
+			return 0;
 	}
 	return 0;
 }

@@ -2,7 +2,8 @@
 /*
  * What the simple policies (fcfs, os, static, temporal) share: the earliest
  * queued query by arrival, and serving a query's whole remaining model as
- * one block on a set of free cores, with the rule for late queries every
+ * one block on a set of free cores (a tenant's idle executors' worth at
+ * once: os, static), with the rule for late queries every
  * policy applies (late.c): a query late even alone keeps its turn when its
  * block fits in the least slack of the queries on time, else is served
  * after them, and is dropped only when even alone its answer would come
@@ -288,4 +289,24 @@ int policy_serve_earliest_whole(const struct policy_config *cfg, const struct po
 	return policy_serve_whole_model(cfg, in, late,
 					cores_of ? cores_of(state, in, late) : POLICY_MAX_CPUS,
 					true, prices, free, out, err);
+}
+
+int policy_serve_tenant_whole(const struct policy_config *cfg, const struct policy_input *in,
+			      int tenant, const struct policy_cpuset *cores, bool shared,
+			      struct policy_whole_prices *prices, struct policy_output *out,
+			      struct coloc_err *err)
+{
+	struct policy_cpuset free = *cores;
+	int idle =
+		policy_tenant_executors(&in->tenants[tenant]) - policy_tenant_running(in, tenant);
+
+	for (int r = POLICY_SERVED; idle > 0 && r == POLICY_SERVED; idle--) {
+		if (shared)
+			free = *cores;
+		r = policy_serve_earliest_whole(cfg, in, tenant, NULL, NULL, prices, &free, out,
+						err);
+		if (r < 0 || r == POLICY_OUT_FULL)
+			return r;
+	}
+	return 0;
 }
