@@ -24,6 +24,7 @@
 #include "profile.h"
 #include "reference.h"
 #include "serving.h"
+#include "serving_util.h"
 #include "testutil.h"
 #include "onnx_graph.h"
 
@@ -216,8 +217,6 @@ static bool pump_until(struct serving *s, const bool *flag, const char *ready_te
 
 	for (;;) {
 		struct serving_tenant_info info;
-		struct pollfd pfd[16];
-		int fds[16], n, wait;
 
 		if (flag && *flag)
 			return true;
@@ -226,19 +225,7 @@ static bool pump_until(struct serving *s, const bool *flag, const char *ready_te
 			return true;
 		if (coloc_now_ns() >= end)
 			return false;
-		n = serving_fds(s, fds, 16);
-		for (int i = 0; i < n; i++)
-			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-		wait = serving_next_timeout_ms(s);
-		if (wait < 0 || wait > 100)
-			wait = 100;
-		if (poll(pfd, n, wait) <= 0) {
-			serving_tick(s);
-			continue;
-		}
-		for (int i = 0; i < n; i++)
-			if (pfd[i].revents)
-				serving_handle_fd(s, pfd[i].fd);
+		tu_serving_turn(s, 100);
 	}
 }
 

@@ -22,6 +22,7 @@
 #include "serving.h"
 #include "serving_internal.h"
 #include "owners_util.h"
+#include "serving_util.h"
 #include "testutil.h"
 
 #define MEMBERS 4
@@ -205,14 +206,20 @@ FIXTURE_TEARDOWN(places)
 	serving_destroy(self->s);
 }
 
+/* A tenant of one executor as owner's, of no files yet: places holds it, queue admits it. */
+static struct serving_tenant_spec room_spec(const char *name, uid_t owner)
+{
+	return (struct serving_tenant_spec){ .name = name,
+					     .model_fd = -1,
+					     .weights_fd = -1,
+					     .qos_ns = QOS_MS * 1000000ull,
+					     .executors = 1,
+					     .owner = owner };
+}
+
 static int hold(FIXTURE_DATA(places) * self, const char *name, uid_t owner, struct coloc_err *err)
 {
-	struct serving_tenant_spec spec = { .name = name,
-					    .model_fd = -1,
-					    .weights_fd = -1,
-					    .qos_ns = QOS_MS * 1000000ull,
-					    .executors = 1,
-					    .owner = owner };
+	struct serving_tenant_spec spec = room_spec(name, owner);
 	int ret;
 
 	coloc_err_clear(err);
@@ -246,9 +253,7 @@ FIXTURE(queue)
 {
 	struct serving *s;
 	char model[PATH_MAX];
-	float *input;
-	size_t in_bytes;
-	int done;
+	struct tu_zero_queries q;
 };
 
 FIXTURE_SETUP(queue)
@@ -261,7 +266,7 @@ FIXTURE_SETUP(queue)
 	struct coloc_err err = { 0 };
 
 	self->s = NULL;
-	self->input = NULL;
+	self->q = (struct tu_zero_queries){ 0 };
 	if (geteuid() != 0)
 		SKIP(return, "needs root to start executors");
 	snprintf(prof, sizeof(prof), "%s/models/mobilenet_v2.model", root ? root : ".");
@@ -275,50 +280,22 @@ FIXTURE_SETUP(queue)
 FIXTURE_TEARDOWN(queue)
 {
 	serving_destroy(self->s);
-	free(self->input);
+	free(self->q.input);
 }
 
 static int admit(FIXTURE_DATA(queue) * self, const char *name, uid_t owner, struct coloc_err *err)
 {
-	struct serving_tenant_spec spec = { .name = name,
-					    .model_name = self->model,
-					    .model_fd = tu_sealed_copy(self->model),
-					    .weights_fd = -1,
-					    .qos_ns = QOS_MS * 1000000ull,
-					    .executors = 1,
-					    .owner = owner };
-	int ret;
+	struct serving_tenant_spec spec = room_spec(name, owner);
 
+	spec.model_name = self->model;
 	coloc_err_clear(err);
-	if (spec.model_fd < 0)
-		return coloc_err_set(err, spec.model_fd, "%s: %s", self->model,
-				     strerror(-spec.model_fd));
-	ret = serving_admit_wait(self->s, &spec, READY_MS, err);
-	close(spec.model_fd);
-	return ret;
+	return tu_serving_admit(self->s, spec, self->model, NULL, READY_MS, err);
 }
 
-static void count_done(void *ctx, const struct serving_completion *c)
-{
-	(void)c;
-	(*(int *)ctx)++;
-}
-
+/* One query of zeros to name, counted in self->q.done when answered. */
 static int query(FIXTURE_DATA(queue) * self, const char *name, struct coloc_err *err)
 {
-	struct serving_tenant_info info;
-
-	coloc_err_clear(err);
-	if (serving_tenant_info(self->s, name, &info))
-		return -ENOENT;
-	if (!self->input) {
-		self->in_bytes = info.in_bytes;
-		self->input = calloc(1, info.in_bytes);
-		if (!self->input)
-			return -ENOMEM;
-	}
-	return serving_submit(self->s, name, self->input, self->in_bytes, count_done, &self->done,
-			      NULL, err);
+	return tu_submit_zeros(self->s, name, &self->q, err);
 }
 
 TEST_F_TIMEOUT(queue, serving_submit__members_queue_three_quarters_root_the_rest, 600)
@@ -344,7 +321,7 @@ TEST_F_TIMEOUT(queue, serving_submit__members_queue_three_quarters_root_the_rest
 	EXPECT_EQ(-EAGAIN, query(self, "r", &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "the most colocd takes"))
 	TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(0, self->done);
+	EXPECT_EQ(0, self->q.done);
 }
 
 TEST_HARNESS_MAIN

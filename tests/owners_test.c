@@ -26,6 +26,7 @@
 #include "serving.h"
 #include "serving_internal.h"
 #include "owners_util.h"
+#include "serving_util.h"
 #include "testutil.h"
 
 #define QOS_MS 60000 /* nothing is dropped on a loaded machine */
@@ -361,9 +362,7 @@ FIXTURE(quota)
 {
 	struct serving *s;
 	char model[PATH_MAX];
-	float *input;
-	size_t in_bytes;
-	int done;
+	struct tu_zero_queries q;
 };
 
 FIXTURE_SETUP(quota)
@@ -378,7 +377,7 @@ FIXTURE_SETUP(quota)
 	struct coloc_err err = { 0 };
 
 	self->s = NULL;
-	self->input = NULL;
+	self->q = (struct tu_zero_queries){ 0 };
 	if (geteuid() != 0)
 		SKIP(return, "needs root to start executors");
 	snprintf(prof, sizeof(prof), "%s/models/mobilenet_v2.model", root ? root : ".");
@@ -392,7 +391,7 @@ FIXTURE_SETUP(quota)
 FIXTURE_TEARDOWN(quota)
 {
 	serving_destroy(self->s);
-	free(self->input);
+	free(self->q.input);
 }
 
 static int admit(FIXTURE_DATA(quota) * self, const char *name, uid_t owner, int executors,
@@ -400,43 +399,18 @@ static int admit(FIXTURE_DATA(quota) * self, const char *name, uid_t owner, int 
 {
 	struct serving_tenant_spec spec = { .name = name,
 					    .model_name = self->model,
-					    .model_fd = tu_sealed_copy(self->model),
-					    .weights_fd = -1,
 					    .qos_ns = QOS_MS * 1000000ull,
 					    .executors = executors,
 					    .owner = owner };
-	int ret;
 
 	coloc_err_clear(err);
-	if (spec.model_fd < 0)
-		return coloc_err_set(err, spec.model_fd, "%s: %s", self->model,
-				     strerror(-spec.model_fd));
-	ret = serving_admit_wait(self->s, &spec, READY_MS, err);
-	close(spec.model_fd);
-	return ret;
+	return tu_serving_admit(self->s, spec, self->model, NULL, READY_MS, err);
 }
 
-static void count_done(void *ctx, const struct serving_completion *c)
-{
-	(void)c;
-	(*(int *)ctx)++;
-}
-
+/* One query of zeros to name, counted in self->q.done when answered. */
 static int submit(FIXTURE_DATA(quota) * self, const char *name, struct coloc_err *err)
 {
-	struct serving_tenant_info info;
-
-	coloc_err_clear(err);
-	if (serving_tenant_info(self->s, name, &info))
-		return -ENOENT;
-	if (!self->input) {
-		self->in_bytes = info.in_bytes;
-		self->input = calloc(1, info.in_bytes);
-		if (!self->input)
-			return -ENOMEM;
-	}
-	return serving_submit(self->s, name, self->input, self->in_bytes, count_done, &self->done,
-			      NULL, err);
+	return tu_submit_zeros(self->s, name, &self->q, err);
 }
 
 TEST_F_TIMEOUT(quota, serving_authorize__owner_and_root_only, 600)
@@ -511,7 +485,7 @@ TEST_F_TIMEOUT(quota, serving_submit__queued_quota_over_the_owners_tenants, 600)
 	EXPECT_EQ(1, (int)info.stats.rejected);
 	for (int i = 0; i < 3; i++)
 		EXPECT_EQ(0, submit(self, "r", &err)) TH_LOG("%s", coloc_err_str(&err));
-	EXPECT_EQ(0, self->done);
+	EXPECT_EQ(0, self->q.done);
 }
 
 /*
@@ -573,7 +547,7 @@ TEST_F_TIMEOUT(quota, serving_submit__queued_input_bytes_over_the_owners_limit_r
 	for (int i = 0; i < COLOC_SHM_NR_SLOTS + 2; i++)
 		EXPECT_EQ(0, submit(self, "r", &err)) TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_EQ(0, serving_input_room(self->s, "r", 1ull << 40, &err));
-	EXPECT_EQ(0, self->done);
+	EXPECT_EQ(0, self->q.done);
 }
 
 /*
@@ -820,8 +794,8 @@ TEST_F_TIMEOUT(quota, serving_submit_fd__past_the_held_share_refused_before_a_co
 	while (!ret) {
 		dup_fd = dup(fd);
 		ASSERT_LE(0, dup_fd);
-		ret = serving_submit_fd(self->s, "a", &dup_fd, 0, info.in_bytes, count_done,
-					&self->done, NULL, &err);
+		ret = serving_submit_fd(self->s, "a", &dup_fd, 0, info.in_bytes, tu_count_done,
+					&self->q.done, NULL, &err);
 		close(dup_fd); /* -1 once taken */
 		accepted += !ret;
 	}
@@ -835,8 +809,8 @@ TEST_F_TIMEOUT(quota, serving_submit_fd__past_the_held_share_refused_before_a_co
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	wronly = open(path, O_WRONLY | O_CLOEXEC);
 	ASSERT_LE(0, wronly);
-	EXPECT_EQ(-EAGAIN, serving_submit_fd(self->s, "a", &wronly, 0, info.in_bytes, count_done,
-					     &self->done, NULL, &err));
+	EXPECT_EQ(-EAGAIN, serving_submit_fd(self->s, "a", &wronly, 0, info.in_bytes, tu_count_done,
+					     &self->q.done, NULL, &err));
 	EXPECT_NE(NULL, strstr(coloc_err_str(&err), "MiB of queued inputs"))
 	TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_LE(0, wronly);
@@ -844,8 +818,8 @@ TEST_F_TIMEOUT(quota, serving_submit_fd__past_the_held_share_refused_before_a_co
 
 	t0 = thread_cpu_ns();
 	for (int i = 0; i < FLOOD; i++)
-		if (serving_submit_fd(self->s, "a", &fd, 0, info.in_bytes, count_done, &self->done,
-				      NULL, &err) != -EAGAIN)
+		if (serving_submit_fd(self->s, "a", &fd, 0, info.in_bytes, tu_count_done,
+				      &self->q.done, NULL, &err) != -EAGAIN)
 			break;
 	refused_ns = thread_cpu_ns() - t0;
 	buf = malloc(info.in_bytes);
@@ -863,11 +837,11 @@ TEST_F_TIMEOUT(quota, serving_submit_fd__past_the_held_share_refused_before_a_co
 	EXPECT_EQ(FLOOD + 2, (int)info.stats.rejected);
 	dup_fd = dup(fd);
 	ASSERT_LE(0, dup_fd);
-	EXPECT_EQ(0, serving_submit_fd(self->s, "r", &dup_fd, 0, info.in_bytes, count_done,
-				       &self->done, NULL, &err))
+	EXPECT_EQ(0, serving_submit_fd(self->s, "r", &dup_fd, 0, info.in_bytes, tu_count_done,
+				       &self->q.done, NULL, &err))
 	TH_LOG("%s", coloc_err_str(&err));
 	EXPECT_EQ(-1, dup_fd);
-	EXPECT_EQ(0, self->done);
+	EXPECT_EQ(0, self->q.done);
 	close(fd);
 }
 

@@ -22,6 +22,7 @@
 #include "profile.h"
 #include "profile_tool.h"
 #include "serving.h"
+#include "serving_util.h"
 #include "testutil.h"
 
 #define READY_MS 180000
@@ -66,18 +67,9 @@ static int admit(FIXTURE_DATA(keyed) * self, const char *name, const char *weigh
 {
 	struct serving_tenant_spec spec = { .name = name,
 					    .model_name = "tiny.model",
-					    .model_fd = tu_sealed_copy(self->model),
-					    .weights_fd = weights ? tu_sealed_copy(weights) : -1,
 					    .qos_ns = QOS_NS };
-	int ret;
 
-	if (spec.model_fd < 0 || (weights && spec.weights_fd < 0))
-		return coloc_err_set(err, -EIO, "cannot copy the files");
-	ret = serving_admit_wait(self->s, &spec, READY_MS, err);
-	close(spec.model_fd);
-	if (spec.weights_fd >= 0)
-		close(spec.weights_fd);
-	return ret;
+	return tu_serving_admit(self->s, spec, self->model, weights, READY_MS, err);
 }
 
 /* The tiny model profiled into the fixture's cache, with weights (NULL: the seed's). */

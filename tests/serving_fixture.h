@@ -25,6 +25,7 @@
 #include "profile_host.h"
 #include "reference.h"
 #include "serving.h"
+#include "serving_util.h"
 #include "testutil.h"
 
 #define READY_MS 180000
@@ -164,32 +165,15 @@ static inline int make_serving(FIXTURE_DATA(serving) * self, const char *policy,
 FIXTURE_SETUP(serving)
 {
 	struct coloc_err err = { 0 };
-	struct model *m;
-	struct profile *p;
-	char bin[512], cmd[2048], out[4096];
+	char out[8192];
 
 	model_path(self->model, sizeof(self->model), "mobilenet_v2");
 	if (access(self->model, R_OK))
 		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", self->model);
 	ASSERT_NE(0, cache_dir[0]);
-	m = model_load(self->model, &err);
-	ASSERT_NE(NULL, m) TH_LOG("%s", coloc_err_str(&err));
 	/* made before the tests (make_cache_dir); if that failed, here, with the reason */
-	p = profile_table_find(self->model, m, cache_dir, &err);
-	if (!p) {
-		ASSERT_EQ(-ENOENT, err.code) TH_LOG("%s", coloc_err_str(&err));
-		snprintf(cmd, sizeof(cmd),
-			 "%s '%s' -o '%s/mnv2.profile' --iters 1 --levels 50 --force "
-			 "--cache-dir '%s'",
-			 tu_bin("coloc-profile", bin, sizeof(bin)), self->model, cache_dir,
-			 cache_dir);
-		ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s: %s", cmd, out);
-		coloc_err_clear(&err);
-		p = profile_table_find(self->model, m, cache_dir, &err);
-		ASSERT_NE(NULL, p) TH_LOG("%s", coloc_err_str(&err));
-	}
-	profile_free(p);
-	model_free(m);
+	ASSERT_EQ(0, tu_serving_profile(self->model, cache_dir, out, sizeof(out)))
+	TH_LOG("%s", out);
 	ASSERT_EQ(0, make_serving(self, NULL, 0, 0, cache_dir, &err))
 	TH_LOG("%s", coloc_err_str(&err));
 }
@@ -211,25 +195,10 @@ static inline bool pump(FIXTURE_DATA(serving) * self, cond_fn cond, void *arg, i
 	uint64_t end = coloc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 
 	while (!cond(self, arg)) {
-		struct pollfd pfd[16];
-		int fds[16], n = serving_fds(self->s, fds, 16), wait, left;
-
 		if (coloc_now_ns() >= end)
 			return false;
-		for (int i = 0; i < n; i++)
-			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-		wait = serving_next_timeout_ms(self->s);
-		left = (int)((end - coloc_now_ns()) / 1000000) + 1;
-		if (wait < 0 || wait > left)
-			wait = left;
-		if (poll(pfd, n, wait) <= 0) {
-			serving_tick(self->s);
-			continue;
-		}
-		for (int i = 0; i < n; i++)
-			if (pfd[i].revents)
-				serving_handle_fd(self->s, pfd[i].fd);
-		if (each)
+		if (tu_serving_turn(self->s, (int)((end - coloc_now_ns()) / 1000000) + 1) > 0 &&
+		    each)
 			each(self, arg);
 	}
 	return true;
@@ -271,20 +240,11 @@ static inline bool queries_done(FIXTURE_DATA(serving) * self, void *arg)
 static inline int admit_executors(FIXTURE_DATA(serving) * self, const char *name, uint64_t qos_ns,
 				  int executors, struct coloc_err *err)
 {
-	struct serving_tenant_spec spec = { .name = name,
-					    .model_name = self->model,
-					    .model_fd = tu_sealed_copy(self->model),
-					    .weights_fd = -1,
-					    .qos_ns = qos_ns,
-					    .executors = executors };
-	int ret;
+	struct serving_tenant_spec spec = {
+		.name = name, .model_name = self->model, .qos_ns = qos_ns, .executors = executors
+	};
 
-	if (spec.model_fd < 0)
-		return coloc_err_set(err, spec.model_fd, "%s: %s", self->model,
-				     strerror(-spec.model_fd));
-	ret = serving_admit_wait(self->s, &spec, READY_MS, err);
-	close(spec.model_fd);
-	return ret;
+	return tu_serving_admit(self->s, spec, self->model, NULL, READY_MS, err);
 }
 
 static inline int admit(FIXTURE_DATA(serving) * self, const char *name, uint64_t qos_ns,

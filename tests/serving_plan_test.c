@@ -26,6 +26,7 @@
 #include "profile_host.h"
 #include "reference.h"
 #include "serving.h"
+#include "serving_util.h"
 #include "testutil.h"
 
 #define READY_MS 180000
@@ -100,32 +101,15 @@ static int make_serving(FIXTURE_DATA(serving_plan) * self, bool plan_ahead, stru
 FIXTURE_SETUP(serving_plan)
 {
 	const char *root = getenv("COLOC_ROOT");
-	struct coloc_err err = { 0 };
-	char bin[512], cmd[2048], out[4096];
-	struct profile *p;
-	struct model *m;
+	char out[8192];
 
 	snprintf(self->model, sizeof(self->model), "%s/models/mobilenet_v2.model",
 		 root ? root : ".");
 	if (access(self->model, R_OK))
 		SKIP(return, "%s not found (set COLOC_ROOT to the repo root)", self->model);
 	ASSERT_NE(0, cache_dir[0]);
-	m = model_load(self->model, &err);
-	ASSERT_NE(NULL, m) TH_LOG("%s", coloc_err_str(&err));
-	p = profile_table_find(self->model, m, cache_dir, &err);
-	if (!p) {
-		snprintf(cmd, sizeof(cmd),
-			 "%s '%s' -o '%s/mnv2.profile' --iters 1 --levels 50 --force "
-			 "--cache-dir '%s'",
-			 tu_bin("coloc-profile", bin, sizeof(bin)), self->model, cache_dir,
-			 cache_dir);
-		ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s: %s", cmd, out);
-		coloc_err_clear(&err);
-		p = profile_table_find(self->model, m, cache_dir, &err);
-		ASSERT_NE(NULL, p) TH_LOG("%s", coloc_err_str(&err));
-	}
-	profile_free(p);
-	model_free(m);
+	ASSERT_EQ(0, tu_serving_profile(self->model, cache_dir, out, sizeof(out)))
+	TH_LOG("%s", out);
 }
 
 FIXTURE_TEARDOWN(serving_plan)
@@ -142,8 +126,6 @@ static bool pump(FIXTURE_DATA(serving_plan) * self, int from, int to)
 	uint64_t end = coloc_now_ns() + (uint64_t)DONE_MS * 1000000ull;
 
 	for (;;) {
-		struct pollfd pfd[16];
-		int fds[16], n = serving_fds(self->s, fds, 16), wait;
 		bool done = true;
 
 		for (int i = from; i < to; i++)
@@ -152,18 +134,7 @@ static bool pump(FIXTURE_DATA(serving_plan) * self, int from, int to)
 			return true;
 		if (coloc_now_ns() >= end)
 			return false;
-		for (int i = 0; i < n; i++)
-			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-		wait = serving_next_timeout_ms(self->s);
-		if (wait < 0 || wait > 100)
-			wait = 100;
-		if (poll(pfd, n, wait) <= 0) {
-			serving_tick(self->s);
-			continue;
-		}
-		for (int i = 0; i < n; i++)
-			if (pfd[i].revents)
-				serving_handle_fd(self->s, pfd[i].fd);
+		tu_serving_turn(self->s, 100);
 	}
 }
 
@@ -172,16 +143,10 @@ static int admit(FIXTURE_DATA(serving_plan) * self, const char *name, struct col
 {
 	struct serving_tenant_spec spec = { .name = name,
 					    .model_name = self->model,
-					    .model_fd = tu_sealed_copy(self->model),
-					    .weights_fd = -1,
 					    .qos_ns = QOS_NS };
 	struct serving_tenant_info info;
-	int ret;
+	int ret = tu_serving_admit(self->s, spec, self->model, NULL, READY_MS, err);
 
-	if (spec.model_fd < 0)
-		return coloc_err_set(err, spec.model_fd, "%s", self->model);
-	ret = serving_admit_wait(self->s, &spec, READY_MS, err);
-	close(spec.model_fd);
 	for (int i = 0; !ret && i < READY_MS / 10; i++) {
 		if (!serving_tenant_info(self->s, name, &info) &&
 		    info.state == SERVING_TENANT_READY)
