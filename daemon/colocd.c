@@ -190,6 +190,11 @@ struct colocd_option {
 _Static_assert(VIEW_RING - 2 == 126, "--span-ms's help: at most 126 windows");
 _Static_assert(SANDBOX_DEFAULT_UID_FIRST == 1879048192u && SANDBOX_DEFAULT_UID_LAST == 1879052287u,
 	       "--uid-range's help: its default");
+_Static_assert(TENANTS_MEMBERS_PART == 48 && COLOC_MAX_TENANTS == 64,
+	       "--max-tenants-per-uid's help: the members' 48 of 64");
+_Static_assert(SERVING_DEFAULT_QUEUE_TOTAL - SERVING_ROOT_SHARE(SERVING_DEFAULT_QUEUE_TOTAL) ==
+		       3072,
+	       "--max-queued-per-uid's help: the members' 3072 of 4096");
 static const struct colocd_option options[] = {
 	{ "pin-dir", 0, ARG_STRING, &config.pin_dir, .arg = "DIR",
 	  .help = "where the BPF maps are pinned for bpftool" },
@@ -248,14 +253,17 @@ static const struct colocd_option options[] = {
 	{ "max-tenants-per-uid", 0, ARG_INT, &config.max_tenants_per_uid, 1, COLOC_MAX_TENANTS,
 	  .arg = "N",
 	  .help = "serving tenants one user other than root may submit, and attributed "
-		  "tenants (tenant add) apart" },
+		  "tenants (tenant add) apart; the default is a fifth of the 48 of the 64 that "
+		  "members may hold together (the rest are root's), so four members at their "
+		  "quota leave a fifth its own" },
 	{ "max-executors-per-uid", 0, ARG_INT, &config.max_executors_per_uid, 1,
 	  COLOC_MAX_TENANTS *SERVING_MAX_EXECUTORS, .arg = "N",
 	  .help = "executor processes over one user's serving tenants" },
 	{ "max-queued-per-uid", 0, ARG_INT, &config.max_queued_per_uid, 1,
 	  SERVING_DEFAULT_QUEUE_TOTAL, .arg = "N",
 	  .help = "queries queued or running over one user's tenants (root is held to the "
-		  "global limits only)" },
+		  "global limits only); the default is a fifth of the 3072 of the 4096 that "
+		  "members may queue together (the rest are root's)" },
 	{ "max-input-mib-per-uid", 0, ARG_INT, &config.max_input_mib_per_uid, 1, 1 << 20,
 	  .arg = "MIB",
 	  .help = "queued inputs colocd holds for one user's tenants (the bytes after an "

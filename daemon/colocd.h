@@ -62,10 +62,16 @@ struct colocd_config {
 	unsigned long long max_submit_mib; /* all tenants' submitted files, root's included, MiB */
 };
 
-/* colocd's defaults: a quarter of each global limit, so no one user takes everything. */
-#define COLOCD_DEFAULT_TENANTS_PER_UID (COLOC_MAX_TENANTS / 4)
+/*
+ * colocd's defaults. Of the fixed tables whose last quarter is root's (the
+ * tenant slots and places, the queries queued), a fifth of the members'
+ * part, so that four members at their quota leave a fifth its own
+ * (docs/security-owners.md, "Quotas"); of the rest, a quarter.
+ */
+#define COLOCD_DEFAULT_TENANTS_PER_UID (TENANTS_MEMBERS_PART / 5)
 #define COLOCD_DEFAULT_EXECUTORS_PER_UID 16
-#define COLOCD_DEFAULT_QUEUED_PER_UID (SERVING_DEFAULT_QUEUE_TOTAL / 4)
+#define COLOCD_DEFAULT_QUEUED_PER_UID                                                  \
+	((SERVING_DEFAULT_QUEUE_TOTAL - SERVING_ROOT_SHARE(SERVING_DEFAULT_QUEUE_TOTAL)) / 5)
 #define COLOCD_DEFAULT_INPUT_MIB_PER_UID 1024
 #define COLOCD_DEFAULT_SUBMIT_MIB_PER_UID 4096
 

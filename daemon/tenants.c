@@ -218,10 +218,25 @@ static struct tenant *tenants_owner_of_cgroup(struct tenant_table *t, __u64 cgid
 	return NULL;
 }
 
-/* The process exited: its pidfd is readable. */
+/* The tenant gone: its processes let go, its keys in the BPF maps and its numbers cleared. */
+static void tenants_forget(struct tenant_table *t, struct tenant *tenant)
+{
+	/* its own keys, one by one; the clear then finds only the cgroup's */
+	tenants_release(tenant);
+	sensor_tenant_clear(t->sensor, tenant->id);
+	view_tenant_reset(t->view, tenant->id);
+}
+
+/*
+ * The process exited: its pidfd is readable. A member's tenant of
+ * processes only goes with its last: nothing is left to measure, and its
+ * slot would stay taken from its owner's quota and the members' part
+ * until a remove that a client which has gone never sends.
+ */
 static void tenants_on_exit(struct loop_source *src, int fd, unsigned int revents, void *ctx)
 {
 	struct tenant_proc *p = ctx;
+	struct tenant_table *t = p->table;
 	struct tenant *tenant = p->tenant;
 
 	(void)src;
@@ -230,8 +245,10 @@ static void tenants_on_exit(struct loop_source *src, int fd, unsigned int revent
 	for (int k = 0; k < tenant->nr_procs; k++)
 		if (tenant->procs[k] == p) {
 			tenants_drop_proc(tenant, k);
-			return;
+			break;
 		}
+	if (tenant->members_add && !tenant->nr_procs && !tenant->cgroup[0])
+		tenants_forget(t, tenant);
 }
 
 /* Everything a request brings, checked, before anything changes. */
@@ -441,6 +458,7 @@ int tenants_add(struct tenant_table *t, const struct tenants_add_req *req, struc
 		}
 		created = true;
 		tenant->owner = owner;
+		tenant->members_add = req->uid != 0;
 		/* a reused slot must not inherit the previous tenant's numbers */
 		sensor_tenant_clear(t->sensor, tenant->id);
 		view_tenant_reset(t->view, tenant->id);
@@ -465,9 +483,6 @@ int tenants_remove(struct tenant_table *t, const char *name, uid_t uid, struct c
 		return coloc_err_set(err, -ENOENT, "no tenant named '%s'", name);
 	if (!tenants_visible(tenant, uid))
 		return coloc_err_set(err, -EPERM, "tenant '%s' belongs to another user", name);
-	/* its own keys, one by one; the clear then finds only the cgroup's */
-	tenants_release(tenant);
-	sensor_tenant_clear(t->sensor, tenant->id);
-	view_tenant_reset(t->view, tenant->id);
+	tenants_forget(t, tenant);
 	return 0;
 }

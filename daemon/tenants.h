@@ -49,6 +49,12 @@ struct tenant {
 	struct tenant_proc *procs[TENANT_MAX_PIDS];
 	char cgroup[PATH_MAX];
 	__u64 cgroup_id;
+	/*
+	 * Made by a member's tenant-add: without a cgroup it goes when its
+	 * last process exits, its slot back to its owner's quota and the
+	 * members' part (docs/security-owners.md, "Quotas").
+	 */
+	bool members_add;
 };
 
 /*
@@ -115,7 +121,9 @@ struct tenant *tenants_owner_of_pid(struct tenant_table *t, __u32 pid);
  * cgroup directory req->uid does not own. A new tenant of a member
  * (req->uid, or req->charge when root asks) is refused (-EDQUOT) past its
  * max_per_uid, or past TENANTS_MEMBERS_PART over all members; root's only
- * when every slot is taken.
+ * when every slot is taken. A tenant a member's request made, with no
+ * cgroup, is forgotten as its last process exits (root's, and those root
+ * made for a serving tenant's executors, stay until removed).
  */
 int tenants_add(struct tenant_table *t, const struct tenants_add_req *req, struct tenant **out,
 		struct coloc_err *err);
