@@ -152,7 +152,7 @@ static int inherit_cpuset(const char *parent, const char *dir, struct coloc_err 
 }
 
 /*
- * Removes the owners' and tenants' folders and executor leaves below dir,
+ * Removes members/, the owners' and tenants' folders and executor leaves below dir,
  * deepest first, then dir itself when self; only empty cgroups go.
  */
 static void remove_tree(const char *dir, bool self)
@@ -165,7 +165,7 @@ static void remove_tree(const char *dir, bool self)
 		while ((e = readdir(d)))
 			if (e->d_type == DT_DIR &&
 			    (!strncmp(e->d_name, "tenant-", 7) || !strncmp(e->d_name, "uid-", 4) ||
-			     !strncmp(e->d_name, "exec-", 5))) {
+			     !strcmp(e->d_name, "members") || !strncmp(e->d_name, "exec-", 5))) {
 				snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
 				remove_tree(sub, true);
 			}

@@ -75,6 +75,7 @@ struct cgroup_tenant {
 	int pressure_fd; /* cpu.pressure of its kill folder (PSI); -1: none */
 	int mem_hier; /* which dir[] has the memory controller; -1: none */
 	char owner_dir[PATH_MAX]; /* its owner's uid-U folder above dir[mem_hier]; "": none */
+	char members_dir[PATH_MAX]; /* members/ above a member's owner_dir; "": none (root's) */
 };
 
 /* A tenant's memory events so far (cgroup_tenant_memory_events). */
@@ -82,6 +83,7 @@ struct cgroup_memory_events {
 	uint64_t oom_kills; /* its processes the kernel's OOM killer killed */
 	uint64_t tenant_max; /* times its own memory limit was hit */
 	uint64_t owner_max; /* times its owner's uid-U limit was hit (all its tenants') */
+	uint64_t members_max; /* times members/'s limit was hit (all members' tenants') */
 	uint64_t all_max; /* times colocd-PID's limit was hit (all executors') */
 };
 
@@ -100,13 +102,20 @@ struct cgroup_memory {
 	uint64_t tenant_max; /* bytes, its executors together; 0: no limit */
 	unsigned int owner; /* the uid that owns it: its uid-U folder */
 	uint64_t owner_max; /* bytes, all of owner's tenants' executors together; 0: none */
+	/*
+	 * bytes, all members' (owners other than root) tenants' executors
+	 * together, in members/ between colocd-PID and their uid-U; 0: no
+	 * such folder, uid-U in colocd-PID. Root's uid-0 is never in it.
+	 */
+	uint64_t members_max;
 };
 
 /*
  * tenant-NAME with cpuset.cpus = cpus (a CPU list; NULL or "": its
  * parent's), the memory nodes of its parent, and mem's limits: its memory
  * folder in uid-OWNER (made, or its limit written again, as each tenant
- * of the owner comes).
+ * of the owner comes), which for a member with mem->members_max sits in
+ * members/ (made, or its limit written again, likewise).
  */
 int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const char *cpus,
 			 const struct cgroup_memory *mem, struct cgroup_tenant *t,
@@ -146,9 +155,11 @@ int cgroup_write_file(const char *dir, const char *file, const char *val, struct
 int cgroup_read_file(const char *dir, const char *file, char *buf, size_t len);
 /*
  * The memory controller (cgroup_memory.c): t's owner folder uid-OWNER under
- * parent made (v2: the controllers handed on to it), its limit written,
- * t->owner_dir set; bytes of memory.max (v1 memory.limit_in_bytes) on dir
- * (0: none written); the owner folder removed when empty.
+ * parent (a member's, with mem->members_max, under parent/members) made
+ * (v2: the controllers handed on to each), their limits written,
+ * t->owner_dir and t->members_dir set; bytes of memory.max (v1
+ * memory.limit_in_bytes) on dir (0: none written); the owner folder, and
+ * members/, removed when empty.
  */
 int cgroup_memory_owner_open(const struct cgroup_root *r, const char *parent,
 			     const struct cgroup_memory *mem, struct cgroup_tenant *t,

@@ -4,9 +4,10 @@
  * sits in uid-U, one folder per user U who owns tenants, whose limit
  * (colocd --max-executor-mib-per-uid) bounds the executors of all U's
  * tenants together, as each tenant's own limit (--executor-memory) bounds
- * its executors, and colocd-PID's (--max-executor-mib) all of them; and
- * what the kernel counted there: OOM kills, limits hit.
- * docs/security-owners.md, "Executors' memory".
+ * its executors, members/'s (three quarters of --max-executor-mib) every
+ * member's uid-U, so that the last quarter is root's, and colocd-PID's
+ * (--max-executor-mib) all of them; and what the kernel counted there:
+ * OOM kills, limits hit. docs/security-owners.md, "Executors' memory".
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -73,21 +74,37 @@ int cgroup_memory_root_limit(const struct cgroup_root *r, uint64_t max, struct c
 		       cgroup_memory_limit(r, memory_root(r), max, err);
 }
 
+/* dir made (or there), its children's controllers handed on, its limit written. */
+static int bounding_folder(const struct cgroup_root *r, const char *dir, uint64_t max,
+			   struct coloc_err *err)
+{
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return coloc_err_set(err, -errno, "mkdir %s: %s", dir, strerror(errno));
+	return owner_controllers(r, dir, err) ?: cgroup_memory_limit(r, dir, max, err);
+}
+
 int cgroup_memory_owner_open(const struct cgroup_root *r, const char *parent,
 			     const struct cgroup_memory *mem, struct cgroup_tenant *t,
 			     struct coloc_err *err)
 {
 	int ret;
 
+	t->members_dir[0] = '\0';
+	if (mem->owner && mem->members_max) {
+		snprintf(t->members_dir, sizeof(t->members_dir), "%.*s/members", PATH_MAX - 64,
+			 parent);
+		ret = bounding_folder(r, t->members_dir, mem->members_max, err);
+		if (ret)
+			goto fail;
+		parent = t->members_dir;
+	}
 	snprintf(t->owner_dir, sizeof(t->owner_dir), "%.*s/uid-%u", PATH_MAX - 32, parent,
 		 mem->owner);
-	if (mkdir(t->owner_dir, 0755) && errno != EEXIST)
-		ret = coloc_err_set(err, -errno, "mkdir %s: %s", t->owner_dir, strerror(errno));
-	else
-		ret = owner_controllers(r, t->owner_dir, err) ?:
-			      cgroup_memory_limit(r, t->owner_dir, mem->owner_max, err);
-	if (ret)
-		cgroup_memory_owner_close(t);
+	ret = bounding_folder(r, t->owner_dir, mem->owner_max, err);
+	if (!ret)
+		return 0;
+fail:
+	cgroup_memory_owner_close(t);
 	return ret;
 }
 
@@ -96,7 +113,10 @@ void cgroup_memory_owner_close(struct cgroup_tenant *t)
 	/* another tenant of the owner's still in it (EBUSY): it goes with the last */
 	if (t->owner_dir[0])
 		rmdir(t->owner_dir);
-	t->owner_dir[0] = '\0';
+	/* likewise members/ with the last member's uid-U */
+	if (t->members_dir[0])
+		rmdir(t->members_dir);
+	t->owner_dir[0] = t->members_dir[0] = '\0';
 }
 
 /* The number after "key " on a line of text, or 0. */
@@ -141,6 +161,7 @@ int cgroup_tenant_memory_events(const struct cgroup_root *r, const struct cgroup
 	ev->oom_kills = field(text, "oom_kill");
 	ev->tenant_max = limit_hits(r, dir);
 	ev->owner_max = limit_hits(r, t->owner_dir);
+	ev->members_max = limit_hits(r, t->members_dir);
 	ev->all_max = limit_hits(r, memory_root(r));
 	return 0;
 }

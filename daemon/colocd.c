@@ -298,11 +298,13 @@ static const struct colocd_option options[] = {
 	  .given = &executor_mib_per_uid_given, .arg = "MIB",
 	  .help = "memory of the executors of one user's tenants together (root's are bounded "
 		  "by tenant and --max-executor-mib only); 0: no bound",
-	  .dflt = "a quarter of the machine's memory, or --max-executor-mib where that is less" },
+	  .dflt = "a quarter of the machine's memory, or the members' three quarters of "
+		  "--max-executor-mib where that is less" },
 	{ "max-executor-mib", 0, ARG_ULL, &executor_mib_all, 0, 1L << 30,
 	  .given = &executor_mib_all_given, .arg = "MIB",
 	  .help = "memory of all executors of this colocd together (colocd's own, the "
-		  "submitted files among it, is not counted); 0: no bound",
+		  "submitted files among it, is not counted); members' executors together are "
+		  "bounded at three quarters of it, the last quarter is root's; 0: no bound",
 	  .dflt = "half of the machine's memory" },
 	{ "cgroup-root", 0, ARG_STRING, &config.sandbox.cgroup_base, .arg = "DIR",
 	  .help = "the tenants' cgroups go under DIR",
@@ -443,6 +445,10 @@ static int nest_memory_bounds(void)
 		executor_mib_all = mem / 2 >> 20;
 	if (!submit_mib_given)
 		config.max_submit_mib = mem / 4 >> 20;
+	/* a member's executors fit in the members' part, as its default */
+	if (!executor_mib_per_uid_given && executor_mib_all &&
+	    executor_mib_per_uid > SANDBOX_MEMBERS_MEMORY(executor_mib_all))
+		executor_mib_per_uid = SANDBOX_MEMBERS_MEMORY(executor_mib_all);
 	for (int i = NR_MEMORY_BOUNDS - 2; i >= 0; i--) {
 		const struct memory_bound *in = &memory_bounds[i], *out = NULL;
 

@@ -96,7 +96,23 @@ struct execproc_opts {
 	 * execproc_spawn fails with the reason.
 	 */
 	bool allow_weak_isolation;
+	/*
+	 * Its tenant is root's: the OOM killer's choice after every member's
+	 * executor (EXECPROC_OOM_SCORE_ROOT, not _MEMBER).
+	 */
+	bool roots_tenant;
 };
+
+/*
+ * oom_score_adj of an executor as it starts, written by colocd's child
+ * before exec, which the executor cannot lower (its sandbox). A member's
+ * is the most; root's is below by half the range, so the kernel kills a
+ * member's executor before root's of up to half its memory scope's pages
+ * more; both above colocd's own (docs/security-owners.md, "Executors'
+ * memory").
+ */
+#define EXECPROC_OOM_SCORE_MEMBER "1000"
+#define EXECPROC_OOM_SCORE_ROOT "500"
 
 /*
  * A block to run: layers [first, last) of the query in slot; or a plan of

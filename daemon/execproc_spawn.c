@@ -7,8 +7,8 @@
  * the input socket, its log pipe and the tenant's files open, under
  * rlimits, in its tenant's cgroups (and a cgroup v2 leaf of its own,
  * cgroup_leaf.h), in a session of its own, the OOM killer's first choice
- * (oom_score_adj 1000, which the executor, without CAP_SYS_RESOURCE, cannot
- * lower). A process of several lanes (execproc_spawn_lanes) gets a memfd,
+ * (oom_score_adj 1000, root's tenants' 500, which the executor, in its
+ * sandbox, cannot lower). A process of several lanes (execproc_spawn_lanes) gets a memfd,
  * a pipe and an input socket per lane, each lane a handle of its own. What
  * follows its start is execproc.c's.
  */
@@ -142,6 +142,8 @@ struct child_args {
 	int nr_cgroup_fds;
 	struct rlimit limits[EXECPROC_NR_LIMITS];
 	bool remount_proc; /* it has a pid and mount namespace of its own */
+	const char *oom_score; /* EXECPROC_OOM_SCORE_MEMBER or _ROOT */
+	size_t oom_score_len;
 };
 
 /* What the child of clone3 tells colocd before exec: a setback, or why it gave up. */
@@ -168,7 +170,7 @@ static void child_report(int fd, int fatal, int e)
  * input socket as fds 3, 4 and 5 (lane 0's), every
  * other fd the daemon holds (sockets, BPF maps, other tenants' memory)
  * closed at exec, default SIGPIPE and SIGCHLD, nothing blocked, killed
- * with its parent, oom_score_adj 1000 (colocd's own, inherited, is low).
+ * with its parent, oom_score_adj c->oom_score (colocd's own, inherited, is low).
  * Reports go through report_fd, which exec closes.
  */
 static __attribute__((noreturn)) void child_exec(const struct child_args *c, int report_fd)
@@ -188,7 +190,7 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *c, int
 	if (setsid() < 0)
 		goto fail;
 	oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (oom < 0 || write(oom, "1000", 4) != 4)
+	if (oom < 0 || write(oom, c->oom_score, c->oom_score_len) != (ssize_t)c->oom_score_len)
 		goto fail;
 	close(oom);
 	null = open("/dev/null", O_RDONLY);
@@ -389,10 +391,13 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 				.argv = (char *const *)argv,
 				.envp = envp,
 				.nr_lanes = nr_lanes,
-				.file_fd = EXECPROC_SHM_FD + EXECPROC_FDS_PER_LANE * nr_lanes };
+				.file_fd = EXECPROC_SHM_FD + EXECPROC_FDS_PER_LANE * nr_lanes,
+				.oom_score = o->roots_tenant ? EXECPROC_OOM_SCORE_ROOT :
+							       EXECPROC_OOM_SCORE_MEMBER };
 	int src[EXECPROC_MAX_FILES];
 	int argc = 0, ret = 0;
 
+	c.oom_score_len = strlen(c.oom_score);
 	for (int i = 0; i < o->nr_cgroup_fds; i++)
 		c.cgroup_fds[c.nr_cgroup_fds++] = o->cgroup_fds[i];
 	if (ep->leaf.procs_fd >= 0)

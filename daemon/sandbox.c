@@ -125,7 +125,7 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 {
 	struct coloc_err cerr = { 0 };
 	struct sandbox *sb;
-	char cpu[512], per_uid[96], all[96];
+	char cpu[512], per_uid[96], members[128], all[96];
 	int ret = 0, n;
 
 	*out = NULL;
@@ -156,6 +156,8 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 		goto fail;
 	describe_bound(per_uid, sizeof(per_uid), sb->cfg.memory_per_uid_max,
 		       "a user's (not root's) tenants");
+	describe_bound(members, sizeof(members), SANDBOX_MEMBERS_MEMORY(sb->cfg.memory_all_max),
+		       "members' (not root's) tenants");
 	describe_bound(all, sizeof(all), sb->cfg.memory_all_max, "all executors");
 	ret = uid_known_new(sb->cfg.uid_first, sb->cfg.uid_last, &sb->known, err);
 	if (ret)
@@ -195,9 +197,9 @@ int sandbox_create(const struct sandbox_config *cfg, struct sandbox **out, struc
 			      sb->cg_missing);
 	else
 		n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n,
-			      "%s, under %s, %llu MiB a tenant, %s, %s, %s",
+			      "%s, under %s, %llu MiB a tenant, %s, %s, %s, %s",
 			      cgroup_mode_name(sb->cg.mode), sb->cg.dir[0],
-			      (unsigned long long)(sb->cfg.memory_max >> 20), per_uid, all,
+			      (unsigned long long)(sb->cfg.memory_max >> 20), per_uid, members, all,
 			      cgroup_cpu_describe(&sb->cg, cpu, sizeof(cpu)));
 	n += snprintf(sb->describe + n, sizeof(sb->describe) - (size_t)n, "; %s", sb->kill_how);
 	if (cfg->no_namespaces)
@@ -290,7 +292,11 @@ static void format_cpus(const int *cpus, int nr, char *buf, size_t len)
 
 int sandbox_tenant_open(struct sandbox *sb, const char *name, uid_t owner, struct coloc_err *err)
 {
-	struct cgroup_memory mem = { .tenant_max = sb->cfg.memory_max, .owner = owner };
+	struct cgroup_memory mem = { .tenant_max = sb->cfg.memory_max,
+				     .owner = owner,
+				     .members_max = owner ? SANDBOX_MEMBERS_MEMORY(
+								    sb->cfg.memory_all_max) :
+							    0 };
 	struct sandbox_tenant *t = NULL;
 	int ret, n;
 
@@ -445,6 +451,11 @@ int sandbox_tenant_oom_killed(const struct sandbox *sb, const char *name, char *
 			 "--max-executor-mib-per-uid)",
 			 (unsigned int)t->owner,
 			 (unsigned long long)(sb->cfg.memory_per_uid_max >> 20));
+	else if (ev.members_max > t->mem0.members_max && t->owner)
+		snprintf(buf, len,
+			 "out of memory at members' part of all executors' limit (%llu MiB "
+			 "together, three quarters of --max-executor-mib: the rest is root's)",
+			 (unsigned long long)(SANDBOX_MEMBERS_MEMORY(sb->cfg.memory_all_max) >> 20));
 	else if (ev.all_max > t->mem0.all_max && sb->cfg.memory_all_max)
 		snprintf(buf, len,
 			 "out of memory at all executors' limit (%llu MiB, --max-executor-mib)",

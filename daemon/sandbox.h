@@ -29,6 +29,12 @@
 #define SANDBOX_DEFAULT_UID_FIRST 1879048192u
 #define SANDBOX_DEFAULT_UID_LAST 1879052287u
 #define SANDBOX_DEFAULT_MEMORY_MIB 16384ull /* per tenant; address space 4x per executor */
+/*
+ * What members' executors may hold together of all executors' bound
+ * (memory_all_max): all but a quarter, kept for root's, as of colocd's
+ * other fixed resources (docs/security-owners.md, "Executors' memory").
+ */
+#define SANDBOX_MEMBERS_MEMORY(all) ((all) - (all) / 4)
 
 struct sandbox_config {
 	uid_t uid_first, uid_last; /* 0, 0: a slot of the defaults' (uid_slot.h) */
@@ -36,7 +42,11 @@ struct sandbox_config {
 	uint64_t memory_max; /* bytes per tenant's cgroup; 0: SANDBOX_DEFAULT_MEMORY_MIB */
 	/* bytes of the executors of one user's (not root's) tenants together; 0: no bound */
 	uint64_t memory_per_uid_max;
-	uint64_t memory_all_max; /* bytes of all executors of this colocd together; 0: no bound */
+	/*
+	 * bytes of all executors of this colocd together; 0: no bound (and
+	 * no members' part: SANDBOX_MEMBERS_MEMORY)
+	 */
+	uint64_t memory_all_max;
 	const char *cgroup_base; /* NULL: cgroup.h's default for the live layout */
 	const char *cores; /* the CPUs served: a tenant's cpuset before its first block */
 	bool no_cgroups; /* turned off (needs allow_weak) */
@@ -76,8 +86,8 @@ int sandbox_tenant_open(struct sandbox *sb, const char *name, uid_t owner, struc
 /*
  * Whether the kernel's OOM killer killed a process of name's since its
  * sandbox opened: 1 with why in buf ("out of memory at ..." which limit:
- * its own, its owner's tenants' together, all executors' together, or the
- * machine's), 0 if not (or
+ * its own, its owner's tenants' together, members' together, all
+ * executors' together, or the machine's), 0 if not (or
  * no cgroup).
  */
 int sandbox_tenant_oom_killed(const struct sandbox *sb, const char *name, char *buf, size_t len);

@@ -237,7 +237,8 @@ int sv_start_executors(struct serving *s, struct sv_tenant *t, struct coloc_err 
 				   .tenant = t->name,
 				   .cores = s->cores,
 				   .slot_in_capacity = t->in_bytes,
-				   .slot_out_capacity = t->out_bytes };
+				   .slot_out_capacity = t->out_bytes,
+				   .roots_tenant = !t->owner };
 
 	if (t->sandboxed) {
 		ret = sandbox_tenant_spawn_opts(s->sandbox, t->name, &o, err);

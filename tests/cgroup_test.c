@@ -177,8 +177,8 @@ static unsigned long long memory_limit(const struct cgroup_root *r, const char *
  */
 TEST(tenant_create__one_owners_tenants_in_a_folder_whose_limit_bounds_them)
 {
-	struct cgroup_memory a = { 128ull << 20, 64990, 256ull << 20 },
-			     b = { 64ull << 20, 64991, 192ull << 20 };
+	struct cgroup_memory a = { 128ull << 20, 64990, 256ull << 20, 0 },
+			     b = { 64ull << 20, 64991, 192ull << 20, 0 };
 	struct coloc_err err = { 0 };
 	struct cgroup_root r;
 	struct cgroup_tenant t[3];
@@ -218,6 +218,60 @@ TEST(tenant_create__one_owners_tenants_in_a_folder_whose_limit_bounds_them)
 	EXPECT_EQ(0, access(owner, F_OK)) TH_LOG("%s went before its last tenant", owner);
 	EXPECT_EQ(0, cgroup_tenant_remove(&t[1]));
 	EXPECT_EQ(-1, access(owner, F_OK)) TH_LOG("%s stayed after its last tenant", owner);
+	EXPECT_EQ(0, cgroup_tenant_remove(&t[2]));
+	nr = cgroup_root_parents(&r, bases);
+	cgroup_root_close(&r);
+	for (int i = 0; i < nr; i++)
+		rmdir(bases[i]);
+}
+
+/*
+ * With a members' part (members_max), each member's uid-U sits in
+ * members/, whose limit bounds them together; root's uid-0 sits beside
+ * it, in colocd-PID, bounded by colocd-PID's only; members/ goes with the
+ * last member's tenant.
+ */
+TEST(tenant_create__members_in_a_folder_whose_limit_bounds_them_root_beside_it)
+{
+	const struct cgroup_memory m[3] = { { 128ull << 20, 64990, 256ull << 20, 384ull << 20 },
+					    { 128ull << 20, 64991, 256ull << 20, 384ull << 20 },
+					    { 128ull << 20, 0, 0, 0 } };
+	struct coloc_err err = { 0 };
+	struct cgroup_root r;
+	struct cgroup_tenant t[3];
+	char base[64], bases[CGROUP_MAX_HIER + 1][PATH_MAX], above[PATH_MAX], members[PATH_MAX];
+	int nr;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root to make cgroups");
+	snprintf(base, sizeof(base), "coloc-cgroup-members-test-%d", getpid());
+	if (cgroup_root_open(&r, base, &err))
+		SKIP(return, "no tenant cgroups here: %s", coloc_err_str(&err));
+	ASSERT_EQ(0, cgroup_memory_root_limit(&r, 512ull << 20, &err)) TH_LOG("%s", err.msg);
+	for (int i = 0; i < 3; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "t%d", i);
+		ASSERT_EQ(0, cgroup_tenant_create(&r, name, NULL, &m[i], &t[i], &err))
+		TH_LOG("%s", err.msg);
+		ASSERT_LE(0, t[i].mem_hier);
+		snprintf(above, sizeof(above), "%s", t[i].owner_dir);
+		*strrchr(above, '/') = '\0';
+		if (i < 2) {
+			EXPECT_EQ(0, strcmp(above + strlen(above) - 8, "/members")) TH_LOG("%s", above);
+			EXPECT_STREQ(above, t[i].members_dir);
+			EXPECT_EQ(384ull << 20, memory_limit(&r, above));
+		} else {
+			EXPECT_STREQ("", t[i].members_dir);
+			EXPECT_EQ(512ull << 20, memory_limit(&r, above))
+			TH_LOG("root's uid-0 is in %s", above);
+		}
+	}
+	snprintf(members, sizeof(members), "%s", t[0].members_dir);
+	EXPECT_EQ(0, cgroup_tenant_remove(&t[0]));
+	EXPECT_EQ(0, access(members, F_OK)) TH_LOG("%s went before the last member's tenant", members);
+	EXPECT_EQ(0, cgroup_tenant_remove(&t[1]));
+	EXPECT_EQ(-1, access(members, F_OK)) TH_LOG("%s stayed after the last member's", members);
 	EXPECT_EQ(0, cgroup_tenant_remove(&t[2]));
 	nr = cgroup_root_parents(&r, bases);
 	cgroup_root_close(&r);

@@ -6,11 +6,14 @@
  * hostile-hog2 each touch 160 MiB at their first block, within each one's
  * own limit (--executor-memory 192); an honest tenant runs the real
  * executor. A member's two hogs over its uid's limit
- * (--max-executor-mib-per-uid 256), or two members' one hog each over all
- * executors' (--max-executor-mib 328): the kernel kills one hog, whose
+ * (--max-executor-mib-per-uid 256), or two members' one hog each over the
+ * members' three quarters of all executors' (--max-executor-mib 440), or
+ * root's hog and a member's over all executors' (328): the kernel kills
+ * one hog (the member's, though root's is larger), whose
  * tenant fails naming the limit and its option, and the honest tenant of
- * another member goes on answering. Each executor's oom_score_adj is 1000
- * and colocd's below 0; colocd itself is outside the folder of all
+ * another member goes on answering. Each member's executor's oom_score_adj
+ * is 1000, root's 500 (so a member's hog is killed before root's, the
+ * larger) and colocd's below 0; colocd itself is outside the folder of all
  * executors. From inside: a process that enters the executor's sandbox
  * with oom_score_adj 1000 over a floor of -900 (colocd without
  * CAP_SYS_RESOURCE, as under its unit) cannot lower it. And colocd refuses
@@ -44,10 +47,14 @@
 #define MEMBER3 64994
 #define PER_UID_MIB 256 /* below two hogs' 160 MiB each, above one */
 /*
- * below two hogs and the honest tenant, above one hog and it; the
- * sizes: docs/measurements/executor.md
+ * the members' part (three quarters of ALL_MIB) below two hogs and the
+ * honest tenant, above one hog and it; the sizes:
+ * docs/measurements/executor.md
  */
-#define ALL_MIB 328
+#define ALL_MIB 440
+#define MEMBERS_MIB 330
+/* below two hogs and root's honest tenant, above one hog and it, its members' part above a hog */
+#define ROOT_ALL_MIB 328
 #define HOG_TOUCHED_MIB 150 /* most of tests/hostile_executor.c's HOSTILE_HOG_MIB, 160 */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -197,7 +204,8 @@ static void memory_cgroup(pid_t pid, char *dir, size_t len, bool *v1)
 
 /*
  * file (v1's name, or v2's) of the memory folder up levels above pid's
- * tenant folder (0: the tenant's, 1: its owner's uid-U, 2: colocd-PID),
+ * tenant folder (0: the tenant's, 1: its owner's uid-U, then a member's
+ * members/ where colocd has a members' part, then colocd-PID),
  * with that folder's path as /proc/PID/cgroup writes it; 0 if unread.
  */
 static unsigned long long memory_file(pid_t pid, int up, const char *v1_file, const char *v2_file,
@@ -361,20 +369,23 @@ TEST_F_TIMEOUT(mem, two_hogs_of_one_uid__one_killed_naming_memory_other_uid_serv
 }
 
 /*
- * A colocd whose tenants' and users' bounds hold each hog, but whose bound
- * on all executors does not hold two: one hog of each of two members. The
- * per-uid bound, left at its default, is lowered to the global one; the
- * global one is on colocd-PID, which colocd itself is not in; once both
+ * A colocd whose tenants' and users' bounds hold each hog, but whose
+ * members' part of all executors' bound (three quarters of
+ * --max-executor-mib) does not hold two: one hog of each of two members.
+ * The per-uid bound, left at its default, is lowered to the members'
+ * part; the members' uid-U folders sit in members/ with that limit, in
+ * colocd-PID with the whole, which colocd itself is not in; once both
  * hogs touched their memory one is killed, its tenant fails naming the
- * global limit, the other hog and a third member's honest tenant answer.
+ * members' part, the other hog and a third member's honest tenant answer.
+ * Main put every uid-U in colocd-PID at once and killed neither.
  */
-TEST_F_TIMEOUT(mem, two_uids_within_their_bounds_over_all__one_killed_naming_the_global_limit, 600)
+TEST_F_TIMEOUT(mem, two_uids_within_their_bounds_over_the_members_part__one_killed_naming_it, 600)
 {
 	const char *extra[] = { "--executor-memory", "192", "--max-executor-mib", STR(ALL_MIB),
 				NULL };
 	const char *hogs[2] = { "hostile-hog1", "hostile-hog2" };
 	const uid_t owners[2] = { MEMBER, MEMBER2 };
-	char all[PATH_MAX], dir[PATH_MAX], own[PATH_MAX], want[128], reason[512];
+	char all[PATH_MAX], dir[PATH_MAX], own[PATH_MAX], want[256], reason[512];
 	pid_t pids[3];
 	size_t n;
 	bool v1;
@@ -382,8 +393,9 @@ TEST_F_TIMEOUT(mem, two_uids_within_their_bounds_over_all__one_killed_naming_the
 
 	ASSERT_LT(0, own_colocd_start(&self->d, extra)) TH_LOG("colocd did not start");
 	snprintf(want, sizeof(want),
-		 "%d MiB a user's (not root's) tenants together, %d MiB all executors together",
-		 ALL_MIB, ALL_MIB);
+		 "%d MiB a user's (not root's) tenants together, %d MiB members' (not root's) "
+		 "tenants together, %d MiB all executors together",
+		 MEMBERS_MIB, MEMBERS_MIB, ALL_MIB);
 	EXPECT_TRUE(log_has(self, want)) TH_LOG("no '%s' in colocd's start-up line", want);
 	for (int i = 0; i < 2; i++) {
 		pids[i] = submit_ready(self, owners[i], hogs[i]);
@@ -391,12 +403,16 @@ TEST_F_TIMEOUT(mem, two_uids_within_their_bounds_over_all__one_killed_naming_the
 	}
 	pids[2] = submit_ready(self, MEMBER3, "honest");
 	ASSERT_LT(0, pids[2]) TH_LOG("%s", self->out);
-	EXPECT_EQ((unsigned long long)ALL_MIB << 20, limit_above(pids[2], 2, all, sizeof(all)));
+	EXPECT_EQ((unsigned long long)ALL_MIB << 20, limit_above(pids[2], 3, all, sizeof(all)));
 	for (int i = 0; i < 2; i++) {
-		EXPECT_EQ((unsigned long long)ALL_MIB << 20,
+		EXPECT_EQ((unsigned long long)MEMBERS_MIB << 20,
 			  limit_above(pids[i], 1, dir, sizeof(dir)));
-		EXPECT_EQ((unsigned long long)ALL_MIB << 20,
+		EXPECT_EQ((unsigned long long)MEMBERS_MIB << 20,
 			  limit_above(pids[i], 2, dir, sizeof(dir)));
+		n = strlen(dir);
+		EXPECT_TRUE(n > 8 && !strcmp(dir + n - 8, "/members")) TH_LOG("%s", dir);
+		EXPECT_EQ((unsigned long long)ALL_MIB << 20,
+			  limit_above(pids[i], 3, dir, sizeof(dir)));
 		EXPECT_STREQ(all, dir);
 	}
 	/* colocd's own memory (the submitted files among it) is charged outside that folder */
@@ -408,9 +424,52 @@ TEST_F_TIMEOUT(mem, two_uids_within_their_bounds_over_all__one_killed_naming_the
 	ASSERT_LE(0, failed) TH_LOG("%s", reason);
 	TH_LOG("%s failed: %s", hogs[failed], reason);
 	snprintf(want, sizeof(want),
-		 "out of memory at all executors' limit (%d MiB, --max-executor-mib)", ALL_MIB);
+		 "out of memory at members' part of all executors' limit (%d MiB together, "
+		 "three quarters of --max-executor-mib: the rest is root's)",
+		 MEMBERS_MIB);
 	EXPECT_NE(NULL, strstr(reason, want));
 	others_answer(_metadata, self, hogs[!failed], owners[!failed], MEMBER3);
+}
+
+/*
+ * Root's hog and a member's, each within its own bound, over all
+ * executors' together: root's executor starts below the member's in the
+ * OOM killer's order (oom_score_adj 500 against 1000), so although root's
+ * hog touched its memory first and is the largest when the limit is met
+ * (main, every executor at 1000, killed it), the member's is killed,
+ * naming all executors' limit, and root's answers on, beside root's
+ * honest tenant (the member's hog alone is within the members' part).
+ */
+TEST_F_TIMEOUT(mem, root_and_member_over_all__the_members_executor_is_killed, 600)
+{
+	const char *extra[] = { "--executor-memory", "192", "--max-executor-mib",
+				STR(ROOT_ALL_MIB), NULL };
+	const char *hogs[2] = { "hostile-hog1", "hostile-hog2" };
+	const uid_t owners[2] = { 0, MEMBER };
+	char reason[512], want[128];
+	pid_t pids[3];
+	int failed;
+
+	ASSERT_LT(0, own_colocd_start(&self->d, extra)) TH_LOG("colocd did not start");
+	for (int i = 0; i < 2; i++) {
+		pids[i] = submit_ready(self, owners[i], hogs[i]);
+		ASSERT_LT(0, pids[i]) TH_LOG("%s", self->out);
+	}
+	pids[2] = submit_ready(self, 0, "honest");
+	ASSERT_LT(0, pids[2]) TH_LOG("%s", self->out);
+	EXPECT_EQ(500, oom_score_adj(pids[0])) TH_LOG("root's executor %d", pids[0]);
+	EXPECT_EQ(1000, oom_score_adj(pids[1])) TH_LOG("the member's executor %d", pids[1]);
+	EXPECT_EQ(500, oom_score_adj(pids[2])) TH_LOG("root's executor %d", pids[2]);
+	EXPECT_GT(500, oom_score_adj(self->d.pid));
+	failed = hogs_touch(self, hogs, owners, pids[0], reason, sizeof(reason));
+	ASSERT_LE(0, failed) TH_LOG("%s", reason);
+	TH_LOG("%s failed: %s", hogs[failed], reason);
+	EXPECT_EQ(1, failed) TH_LOG("root's hog was killed before the member's");
+	snprintf(want, sizeof(want),
+		 "out of memory at all executors' limit (%d MiB, --max-executor-mib)",
+		 ROOT_ALL_MIB);
+	EXPECT_NE(NULL, strstr(reason, want)) TH_LOG("%s", reason);
+	others_answer(_metadata, self, hogs[!failed], owners[!failed], 0);
 }
 
 /* What the process in the sandbox saw (shared with the test). */
