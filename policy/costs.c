@@ -152,18 +152,25 @@ uint64_t policy_costs_latency(const struct policy_costs *m, int layer, int versi
 		m->nr_levels, level_pos);
 }
 
-int policy_costs_fastest_version(const struct policy_costs *m, int layer, int ci, double level_pos,
-				 uint64_t *latency_ns)
+/*
+ * The lead rule over a layer's versions at (layer, ci), whose version 0
+ * cells start at latency index at0: lead is tried first, then the others in
+ * order; a version takes over only when its median is lower and, where the
+ * table has intervals, its interval lies wholly below the winner's so far.
+ */
+static int lead_rule(const struct policy_costs *m, size_t at0, int lead, double level_pos,
+		     uint64_t *latency_ns)
 {
 	/* version v's columns are v strides past version 0's */
 	size_t stride = (size_t)m->nr_core_counts * m->nr_levels;
-	size_t at = ((size_t)layer * m->nr_versions * m->nr_core_counts + ci) * m->nr_levels;
-	const uint64_t *cell = &m->latency_ns[at];
 	bool ci_known = m->latency_lo_ns && m->latency_hi_ns;
 	uint64_t best_ns = 0, best_lo = 0;
 	int best = -1;
 
-	for (int v = 0; v < m->nr_versions; v++, cell += stride, at += stride) {
+	for (int i = 0; i < m->nr_versions; i++) {
+		int v = i == 0 ? lead : i <= lead ? i - 1 : i;
+		size_t at = at0 + (size_t)v * stride;
+		const uint64_t *cell = &m->latency_ns[at];
 		/* alone is the common case (every simple policy): read the cell directly */
 		uint64_t ns = level_pos <= 0 ? cell[0] : latency_at(cell, m->nr_levels, level_pos);
 
@@ -183,6 +190,23 @@ int policy_costs_fastest_version(const struct policy_costs *m, int layer, int ci
 	if (latency_ns)
 		*latency_ns = best_ns;
 	return best;
+}
+
+int policy_costs_fastest_version(const struct policy_costs *m, int layer, int ci, double level_pos,
+				 uint64_t *latency_ns)
+{
+	size_t at0 = ((size_t)layer * m->nr_versions * m->nr_core_counts + ci) * m->nr_levels;
+	int lead = lead_rule(m, at0, 0, 0, latency_ns);
+
+	/*
+	 * At a level the fastest alone keeps the lead: noisy stressed columns
+	 * (intervals 5-9x wide on a 2-vCPU VM) must not hand it back to
+	 * version 0 when no interval says version 0 is faster
+	 * (docs/design/level-estimate.md, "Versions at a level").
+	 */
+	if (level_pos <= 0 || lead < 0)
+		return lead;
+	return lead_rule(m, at0, lead, level_pos, latency_ns);
 }
 
 uint64_t policy_costs_alone_ns(const struct policy_costs *m, int first, int last, int ci)

@@ -239,7 +239,9 @@ uint64_t policy_costs_latency(const struct policy_costs *m, int layer, int versi
 /*
  * The version with the lowest non-zero latency at (layer, ci, level_pos),
  * or -1 when none; where the table has confidence intervals, a later version
- * wins only when its interval is wholly below the winner's so far.
+ * wins only when its interval is wholly below the winner's so far. Above
+ * level 0 the fastest alone is tried first: another version takes over only
+ * when its interval at level_pos is wholly below the fastest alone's.
  */
 int policy_costs_fastest_version(const struct policy_costs *m, int layer, int ci, double level_pos,
 				 uint64_t *latency_ns);

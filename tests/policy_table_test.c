@@ -168,6 +168,52 @@ TEST(model__with_intervals_a_version_wins_only_beyond_its_noise)
 	ASSERT_EQ(1, policy_costs_fastest_version(&m, 0, 0, 1, &got));
 }
 
+/*
+ * At a level the fastest alone keeps the lead unless an interval says
+ * otherwise. MobileNet-V2's layer 40 on 2 cores, as the Zen 4 VM's profile
+ * of 2026-12-07 16:23 measured it (ns, alone then stress levels 50 and 100):
+ * alone v1 (108.7-118.2 µs) clears v0 (120.9-155.0) and v2's median is
+ * higher, so v1 is the fastest alone. Stressed, every interval spans
+ * 5-1000 % of its median: none clears v1's, so v1 stays (at column 1 v0's
+ * median is 576 µs, 5x v1's). A rule that tried version 0 first kept v0
+ * there, since v1's interval does not clear v0's either.
+ */
+TEST(model__at_a_level_the_fastest_alone_keeps_the_lead_no_interval_takes)
+{
+	static const double levels[] = { 1.0, 1.2, 1.3 };
+	static const int counts[] = { 2 };
+	/* [version][level] */
+	static const uint64_t ns[] = { 135291, 575766, 116874, 111886, 116132,
+				       112377, 154309, 136002, 136322 };
+	static const uint64_t lo[] = { 120850, 115512, 110053, 108652, 111416,
+				       111495, 132047, 134981, 130905 };
+	static const uint64_t hi[] = { 154970, 1064602, 121610, 118156, 585871,
+				       119147, 161831,	826728, 4303376 };
+	struct policy_costs m = {
+		.nr_layers = 1,
+		.nr_versions = 3,
+		.nr_core_counts = 1,
+		.nr_levels = 3,
+		.core_counts = counts,
+		.level_slowdown = levels,
+		.latency_ns = ns,
+		.latency_lo_ns = lo,
+		.latency_hi_ns = hi,
+	};
+	uint64_t got;
+
+	ASSERT_EQ(0, policy_costs_check(&m, NULL));
+	ASSERT_EQ(1, policy_costs_fastest_version(&m, 0, 0, 0, &got));
+	ASSERT_EQ(111886, got);
+	ASSERT_EQ(1, policy_costs_fastest_version(&m, 0, 0, 1, &got));
+	ASSERT_EQ(116132, got);
+	ASSERT_EQ(1, policy_costs_fastest_version(&m, 0, 0, 2, &got));
+	ASSERT_EQ(112377, got);
+	/* half way to column 1: (111886 + 116132) / 2 */
+	ASSERT_EQ(1, policy_costs_fastest_version(&m, 0, 0, 0.5, &got));
+	ASSERT_EQ(114009, got);
+}
+
 TEST(model__solo_ns_is_the_fastest_whole_model_on_the_largest_fitting_count)
 {
 	fill_tiny();
