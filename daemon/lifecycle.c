@@ -274,7 +274,9 @@ static void colocd_serving_changed(void *ctx, const char *name, enum serving_ten
 	if (state == SERVING_TENANT_STARTING && nr_pids > 0) {
 		__s64 tgids[SERVING_MAX_EXECUTORS];
 		/* root's add: the executors run as colocd's own user, not the owner */
-		struct tenants_add_req req = { .name = name, .pids = tgids, .nr_pids = nr_pids };
+		struct tenants_add_req req = {
+			.name = name, .pids = tgids, .nr_pids = nr_pids, .serving = true
+		};
 		struct serving_tenant_info info;
 		struct tenant *t = tenants_find(&d->tenants, name);
 

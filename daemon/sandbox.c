@@ -292,11 +292,11 @@ static void format_cpus(const int *cpus, int nr, char *buf, size_t len)
 
 int sandbox_tenant_open(struct sandbox *sb, const char *name, uid_t owner, struct coloc_err *err)
 {
-	struct cgroup_memory mem = { .tenant_max = sb->cfg.memory_max,
-				     .owner = owner,
-				     .members_max = owner ? SANDBOX_MEMBERS_MEMORY(
-								    sb->cfg.memory_all_max) :
-							    0 };
+	struct cgroup_memory mem = {
+		.tenant_max = sb->cfg.memory_max,
+		.owner = owner,
+		.members_max = owner ? SANDBOX_MEMBERS_MEMORY(sb->cfg.memory_all_max) : 0
+	};
 	struct sandbox_tenant *t = NULL;
 	int ret, n;
 

@@ -464,6 +464,11 @@ int tenants_add(struct tenant_table *t, const struct tenants_add_req *req, struc
 		view_tenant_reset(t->view, tenant->id);
 	}
 	ret = tenants_apply(t, tenant, plan, err);
+	/* the serving tenant's: it stays through its executors' restarts, a member cannot remove it */
+	if (!ret && req->serving) {
+		tenant->serving = true;
+		tenant->members_add = false;
+	}
 	if (ret && created) {
 		sensor_tenant_clear(t->sensor, tenant->id);
 		tenants_release(tenant);
@@ -483,6 +488,12 @@ int tenants_remove(struct tenant_table *t, const char *name, uid_t uid, struct c
 		return coloc_err_set(err, -ENOENT, "no tenant named '%s'", name);
 	if (!tenants_visible(tenant, uid))
 		return coloc_err_set(err, -EPERM, "tenant '%s' belongs to another user", name);
+	if (uid && tenant->serving)
+		return coloc_err_set(
+			err, -EPERM,
+			"tenant '%s' holds the executors of serving tenant '%s' and goes "
+			"with it: remove that (colocctl remove)",
+			tenants_key_name(name), tenants_key_name(name));
 	tenants_forget(t, tenant);
 	return 0;
 }

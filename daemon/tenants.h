@@ -55,6 +55,11 @@ struct tenant {
 	 * members' part (docs/security-owners.md, "Quotas").
 	 */
 	bool members_add;
+	/*
+	 * It holds a serving tenant's executors (colocd attributed them): it
+	 * goes with the serving tenant; only root removes it otherwise.
+	 */
+	bool serving;
 };
 
 /*
@@ -94,6 +99,8 @@ struct tenants_add_req {
 	 * owner of a serving tenant whose executors root attributes (0: root).
 	 */
 	uid_t charge;
+	/* colocd attributes the executors of the serving tenant of this key (tenant.serving) */
+	bool serving;
 };
 
 void tenants_init(struct tenant_table *t, struct sensor *sensor, struct view *view,
@@ -136,7 +143,9 @@ int tenants_room(const struct tenant_table *t, const char *name, uid_t owner,
 		 struct coloc_err *err);
 /*
  * Forgets the tenant, its keys in the BPF maps and its numbers; -ENOENT if
- * none, -EPERM ("belongs to another user") unless uid owns it or is root.
+ * none, -EPERM ("belongs to another user") unless uid owns it or is root,
+ * and -EPERM for a member's removal of the tenant of its serving tenant's
+ * executors (it goes with the serving tenant: its slot is that one's).
  */
 int tenants_remove(struct tenant_table *t, const char *name, uid_t uid, struct coloc_err *err);
 /* Whether uid may read tenant's details: its owner and root may. */

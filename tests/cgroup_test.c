@@ -258,7 +258,8 @@ TEST(tenant_create__members_in_a_folder_whose_limit_bounds_them_root_beside_it)
 		snprintf(above, sizeof(above), "%s", t[i].owner_dir);
 		*strrchr(above, '/') = '\0';
 		if (i < 2) {
-			EXPECT_EQ(0, strcmp(above + strlen(above) - 8, "/members")) TH_LOG("%s", above);
+			EXPECT_EQ(0, strcmp(above + strlen(above) - 8, "/members"))
+			TH_LOG("%s", above);
 			EXPECT_STREQ(above, t[i].members_dir);
 			EXPECT_EQ(384ull << 20, memory_limit(&r, above));
 		} else {
@@ -269,7 +270,8 @@ TEST(tenant_create__members_in_a_folder_whose_limit_bounds_them_root_beside_it)
 	}
 	snprintf(members, sizeof(members), "%s", t[0].members_dir);
 	EXPECT_EQ(0, cgroup_tenant_remove(&t[0]));
-	EXPECT_EQ(0, access(members, F_OK)) TH_LOG("%s went before the last member's tenant", members);
+	EXPECT_EQ(0, access(members, F_OK))
+	TH_LOG("%s went before the last member's tenant", members);
 	EXPECT_EQ(0, cgroup_tenant_remove(&t[1]));
 	EXPECT_EQ(-1, access(members, F_OK)) TH_LOG("%s stayed after the last member's", members);
 	EXPECT_EQ(0, cgroup_tenant_remove(&t[2]));

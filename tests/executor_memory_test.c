@@ -442,8 +442,8 @@ TEST_F_TIMEOUT(mem, two_uids_within_their_bounds_over_the_members_part__one_kill
  */
 TEST_F_TIMEOUT(mem, root_and_member_over_all__the_members_executor_is_killed, 600)
 {
-	const char *extra[] = { "--executor-memory", "192", "--max-executor-mib",
-				STR(ROOT_ALL_MIB), NULL };
+	const char *extra[] = { "--executor-memory", "192", "--max-executor-mib", STR(ROOT_ALL_MIB),
+				NULL };
 	const char *hogs[2] = { "hostile-hog1", "hostile-hog2" };
 	const uid_t owners[2] = { 0, MEMBER };
 	char reason[512], want[128];

@@ -165,8 +165,8 @@ static int tenants_of(FIXTURE_DATA(share) * self, uid_t uid)
 		return -1;
 	}
 	for (size_t i = 0; i < json_object_array_length(arr); i++)
-		n += json_object_get_int64(json_object_object_get(
-			     json_object_array_get_idx(arr, i), "owner")) == (int64_t)uid;
+		n += json_object_get_int64(json_object_object_get(json_object_array_get_idx(arr, i),
+								  "owner")) == (int64_t)uid;
 	json_object_put(o);
 	return n;
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -382,6 +383,68 @@ TEST_F_TIMEOUT(wire, submit_quota__members_second_tenant_refused_root_unaffected
 
 		EXPECT_EQ(0, colocctl_as(self, MEMBER, rm)) TH_LOG("%s", self->out);
 	}
+}
+
+/* How many pids uid's "tenants" lists for its tenant name (-1: none listed), the first in pid. */
+static int pids_listed(FIXTURE_DATA(wire) * self, uid_t uid, const char *name, pid_t *pid)
+{
+	struct json_object *o = request_as(self, uid, 0, "{\"cmd\":\"tenants\"}\n");
+	struct json_object *t = owners_entry(o, name), *pids;
+	int n = t && json_object_object_get_ex(t, "pids", &pids) ?
+			(int)json_object_array_length(pids) :
+			-1;
+
+	if (pid)
+		*pid = n > 0 ? (pid_t)json_object_get_int64(json_object_array_get_idx(pids, 0)) : 0;
+	json_object_put(o);
+	return n;
+}
+
+static bool wait_failed(FIXTURE_DATA(wire) * self, uid_t uid, const char *name)
+{
+	for (int waited = 0; waited < READY_MS; waited += 50, usleep(50000)) {
+		struct json_object *t = status_of(self, uid, name), *st;
+		bool failed = t && json_object_object_get_ex(t, "state", &st) &&
+			      !strcmp(json_object_get_string(st), "failed");
+
+		json_object_put(t);
+		if (failed)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The attributed tenant colocd made for a member's serving tenant holds
+ * its executors and its slot (s26 attack3's LOW lead): the member's
+ * tenant-remove of it is refused, naming the remove that takes both, and
+ * its executors stay measured, a restart's too; main removed it, and the
+ * member's serving tenant then ran unmeasured, its slot free for another
+ * tenant-add past the quota of 1.
+ */
+TEST_F_TIMEOUT(wire, tenant_remove__a_members_serving_tenants_attribution_refused, 600)
+{
+	struct json_object *o;
+	pid_t executor;
+
+	ASSERT_EQ(0, submit_as(self, MEMBER, "m")) TH_LOG("%s", self->out);
+	ASSERT_TRUE(wait_ready(self, MEMBER, "m"));
+	EXPECT_LT(0, pids_listed(self, MEMBER, "m", NULL));
+	o = request_as(self, MEMBER, 0, "{\"cmd\":\"tenant-remove\",\"name\":\"m\"}\n");
+	EXPECT_FALSE(owners_is_ok(o)) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(owners_error_of(o), "holds the executors of serving tenant 'm'"))
+	TH_LOG("%s", self->out);
+	json_object_put(o);
+	ASSERT_LT(0, pids_listed(self, MEMBER, "m", &executor))
+	TH_LOG("the executors went unmeasured");
+	/* its executor killed, the tenant failed and restarted: the new executor joins it */
+	ASSERT_EQ(0, kill(executor, SIGKILL));
+	ASSERT_TRUE(wait_failed(self, MEMBER, "m"));
+	o = request_as(self, MEMBER, 0, "{\"cmd\":\"restart\",\"name\":\"m\"}\n");
+	EXPECT_TRUE(owners_is_ok(o)) TH_LOG("%s", self->out);
+	json_object_put(o);
+	ASSERT_TRUE(wait_ready(self, MEMBER, "m"));
+	EXPECT_LT(0, pids_listed(self, MEMBER, "m", NULL)) TH_LOG("a restart left it unmeasured");
 }
 
 /*
