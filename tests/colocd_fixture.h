@@ -89,6 +89,21 @@ static inline bool resp_ok(struct json_object *resp)
 	return resp && json_object_object_get_ex(resp, "ok", &ok) && json_object_get_boolean(ok);
 }
 
+/* Whether colocd at sock attributes pid to a new tenant name (tenant-add answered ok). */
+static inline bool tenant_add_ok(const char *sock, const char *name, pid_t pid)
+{
+	struct json_object *resp;
+	char req[256];
+	bool ok;
+
+	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"%s\",\"pids\":[%d]}\n", name,
+		 (int)pid);
+	resp = request_json(sock, req);
+	ok = resp_ok(resp);
+	json_object_put(resp);
+	return ok;
+}
+
 /* Pings over fd; 1 when served, 0 when refused (the refusal in why), -1 on no answer. */
 static inline int ping_on(int fd, char *why, size_t len)
 {

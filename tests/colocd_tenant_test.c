@@ -73,14 +73,9 @@ static void expect_tenant_matches_proc(struct __test_metadata *_metadata, const 
 TEST_F_TIMEOUT(colocd, tenant__on_cpu_time_matches_proc_stat, 60)
 {
 	struct json_object *resp;
-	char req[256];
 
 	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, -1, 7, 3));
-	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"spinner\",\"pids\":[%d]}\n",
-		 self->spin.pid);
-	resp = request_json(self->sock, req);
-	ASSERT_TRUE(resp_ok(resp));
-	json_object_put(resp);
+	ASSERT_TRUE(tenant_add_ok(self->sock, "spinner", self->spin.pid));
 	expect_tenant_matches_proc(_metadata, self->sock, &self->spin);
 
 	resp = request_json(self->sock, "{\"cmd\":\"tenant-remove\",\"name\":\"spinner\"}\n");
@@ -192,11 +187,7 @@ TEST_F(colocd, tenant__bad_attributions_are_refused)
 	pthread_t th;
 
 	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, -1, 1, 20));
-	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"a\",\"pids\":[%d]}\n",
-		 self->spin.pid);
-	resp = request_json(self->sock, req);
-	ASSERT_TRUE(resp_ok(resp));
-	json_object_put(resp);
+	ASSERT_TRUE(tenant_add_ok(self->sock, "a", self->spin.pid));
 
 	/* one process, two tenants */
 	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"b\",\"pids\":[%d]}\n",
@@ -242,14 +233,9 @@ TEST_F(colocd, tenant__a_new_tenant_starts_from_zero)
 	struct json_object *resp, *tenants, *t, *on_cpu;
 	struct tu_spinner idle = { 0, -1 };
 	__u64 busy_ns, idle_ns, steal0, steal1;
-	char req[256];
 
 	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, -1, 10, 0));
-	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"busy\",\"pids\":[%d]}\n",
-		 self->spin.pid);
-	resp = request_json(self->sock, req);
-	ASSERT_TRUE(resp_ok(resp));
-	json_object_put(resp);
+	ASSERT_TRUE(tenant_add_ok(self->sock, "busy", self->spin.pid));
 	tu_release(&self->spin);
 	usleep(500000);
 	ASSERT_EQ(0, tu_proc_cpu_ns(self->spin.pid, &busy_ns));
@@ -261,11 +247,7 @@ TEST_F(colocd, tenant__a_new_tenant_starts_from_zero)
 	ASSERT_EQ(0, tu_spawn_spinner(&idle, -1, 10, 0));
 	usleep(100000);
 	ASSERT_EQ(0, tu_steal_ns(&steal0));
-	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"idle\",\"pids\":[%d]}\n",
-		 idle.pid);
-	resp = request_json(self->sock, req);
-	ASSERT_TRUE(resp_ok(resp));
-	json_object_put(resp);
+	ASSERT_TRUE(tenant_add_ok(self->sock, "idle", idle.pid));
 	usleep(300000);
 	resp = request_json(self->sock, "{\"cmd\":\"tenants\"}\n");
 	ASSERT_TRUE(json_object_object_get_ex(resp, "tenants", &tenants));

@@ -125,8 +125,7 @@ TEST_F(colocd, control__oversized_request_is_refused_and_the_daemon_keeps_servin
 
 TEST_F(colocd, pins__bpftool_reads_live_per_cpu_signals)
 {
-	struct json_object *resp;
-	char cmd[256], out[1 << 16], req[256];
+	char cmd[256], out[1 << 16];
 
 	usleep(300000);
 	snprintf(cmd, sizeof(cmd), "bpftool map dump pinned %s/cpu_live", self->pin);
@@ -139,11 +138,7 @@ TEST_F(colocd, pins__bpftool_reads_live_per_cpu_signals)
 	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
 	EXPECT_EQ(NULL, strstr(out, "on_cpu_ns"));
 	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, -1, 1, 0));
-	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"t\",\"pids\":[%d]}\n",
-		 self->spin.pid);
-	resp = request_json(self->sock, req);
-	ASSERT_TRUE(resp_ok(resp));
-	json_object_put(resp);
+	ASSERT_TRUE(tenant_add_ok(self->sock, "t", self->spin.pid));
 	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "on_cpu_ns"));
 	EXPECT_NE(NULL, strstr(out, "\"page_faults\": "));
@@ -486,16 +481,10 @@ TEST_F(colocd, control__disconnect_mid_request_and_truncated_request)
 
 TEST_F(colocd, sigterm__with_tenants_attributed_unpins_and_exits_0)
 {
-	struct json_object *resp;
-	char req[256];
 	struct stat st;
 
 	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, -1, 1, 20));
-	snprintf(req, sizeof(req), "{\"cmd\":\"tenant-add\",\"name\":\"a\",\"pids\":[%d]}\n",
-		 self->spin.pid);
-	resp = request_json(self->sock, req);
-	ASSERT_TRUE(resp_ok(resp));
-	json_object_put(resp);
+	ASSERT_TRUE(tenant_add_ok(self->sock, "a", self->spin.pid));
 	tu_release(&self->spin);
 	EXPECT_EQ(0, tu_stop_colocd(self->pid));
 	self->pid = 0;
