@@ -8,7 +8,6 @@
  * byte of a file. The ONNX models are written by hand (onnx_by_hand.c).
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -22,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "kselftest_harness.h"
+#include "proc_fds.h"
 #include "coloc/protocol.h"
 #include "onnx_by_hand.h"
 #include "testutil.h"
@@ -190,16 +190,14 @@ static int submit_as_member(FIXTURE_DATA(submit) * self, uid_t id, gid_t coloc, 
  */
 static int colocd_nr_fds(FIXTURE_DATA(submit) * self)
 {
-	char path[64], resp[256];
+	char resp[256];
 	int fd = tu_connect(self->sock), n = -1;
 
 	if (fd < 0)
 		return -1;
 	if (send(fd, "{\"cmd\":\"ping\"}\n", 15, MSG_NOSIGNAL) == 15 &&
-	    tu_read_line(fd, resp, sizeof(resp)) > 0) {
-		snprintf(path, sizeof(path), "/proc/%d/fd", self->colocd);
-		n = tu_nr_dir_entries(path);
-	}
+	    tu_read_line(fd, resp, sizeof(resp)) > 0)
+		n = proc_fds_each(self->colocd, NULL, NULL);
 	close(fd);
 	return n;
 }
@@ -561,30 +559,18 @@ TEST_F(submit, request__too_many_descriptors_closes_the_connection)
 		close(fds[i]);
 }
 
+static void find_submit_memfd(const char *path, const char *link, void *found)
+{
+	if (*(int *)found < 0 && !strncmp(link, "/memfd:coloc-submit", 19))
+		*(int *)found = atoi(strrchr(path, '/') + 1);
+}
+
 /* The fd number under which colocd holds a submit's copy (memfd "coloc-submit"), or -1. */
 static int colocd_submit_memfd(pid_t pid)
 {
-	char path[64], link[384], target[128];
-	struct dirent *e;
 	int found = -1;
-	DIR *d;
 
-	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
-	d = opendir(path);
-	if (!d)
-		return -1;
-	while (found < 0 && (e = readdir(d))) {
-		ssize_t n;
-
-		snprintf(link, sizeof(link), "%s/%s", path, e->d_name);
-		n = readlink(link, target, sizeof(target) - 1);
-		if (n > 0) {
-			target[n] = '\0';
-			if (!strncmp(target, "/memfd:coloc-submit", 19))
-				found = atoi(e->d_name);
-		}
-	}
-	closedir(d);
+	proc_fds_each(pid, find_submit_memfd, &found);
 	return found;
 }
 
