@@ -238,7 +238,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		}
 	}
 	if (ci < 0) {
-		ci = coloc_fastest_index(st, ct, first, last, max_ci, pos);
+		last = coloc_fastest_block(st, ct, first, last, max_ci, pos, fixed, &ci);
 		raw_ns = coloc_span_ns(st, ct, first, last, ci, pos, versions, 0);
 	}
 	/* spare cores (coloc_spare_index()), when they run the block faster */

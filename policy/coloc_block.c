@@ -336,3 +336,41 @@ int coloc_whole_rest_index(const struct coloc_state *st, const struct policy_inp
 	}
 	return -1;
 }
+
+/*
+ * A block [first, last) with no count that fits its budget: on the count
+ * index up to hi (*ci) where it runs fastest, whole. coloc-layercounts
+ * runs each layer on its own fastest count instead: *ci is its first
+ * layer with work's, and the block ends before the layer where staying
+ * there has cost, over the layers since the first, more than a block's
+ * own cost (fixed, learnt) and that layer runs COLOC_COUNT_SLACK slower
+ * there than on its own fastest count; the next block starts on that
+ * layer's. The block's end (last when it stays whole).
+ * docs/design/coloc-policy.md, "Each layer on its own count".
+ */
+int coloc_fastest_block(const struct coloc_state *st, struct coloc_tenant *ct, int first,
+			int last, int hi, double pos, double fixed, int *ci)
+{
+	int lead = coloc_first_with_work(ct->costs, first), c0, l;
+	double lost = 0;
+
+	*ci = coloc_fastest_index(st, ct, first, last, hi, pos);
+	if (!st->flags.layer_counts || *ci < 0)
+		return last;
+	c0 = coloc_fastest_index(st, ct, lead, lead + 1, hi, pos);
+	if (c0 < 0)
+		return last;
+	for (l = lead + 1; l < last; l++) {
+		uint64_t at = coloc_span_ns(st, ct, l, l + 1, c0, pos, NULL, 0), best;
+		int own = coloc_fastest_index(st, ct, l, l + 1, hi, pos);
+
+		if (own < 0 || !at)
+			break;
+		best = coloc_span_ns(st, ct, l, l + 1, own, pos, NULL, 0);
+		lost += (double)(at - best);
+		if (lost > fixed && (double)at > (1 + COLOC_COUNT_SLACK) * (double)best)
+			break;
+	}
+	*ci = c0;
+	return l;
+}

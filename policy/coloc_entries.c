@@ -79,3 +79,10 @@ COLOC_ENTRY(policy_coloc_noknee, "coloc-noknee",
 	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
 	    .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK, .dynamic_thres = true, .predict = true,
 	    .headroom = true);
+COLOC_ENTRY(policy_coloc_layercounts, "coloc-layercounts",
+	    "coloc whose blocks with no count that fits their budget end where their layers' "
+	    "own fastest counts part, each run on its own",
+	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
+	    .spare_to_knee = true, .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK,
+	    .dynamic_thres = true, .predict = true, .headroom = true, .alone = true,
+	    .layer_counts = true);

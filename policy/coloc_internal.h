@@ -94,6 +94,13 @@
  * (docs/design/coloc-policy.md, "Every free core that pays").
  */
 #define COLOC_SPARE_EFFICIENCY 0.8
+/*
+ * A block that runs for speed ends before a layer that runs this much
+ * slower on the block's count than on its own fastest (once the time lost
+ * passes a block's cost): a smaller difference is within a profile's noise
+ * (docs/design/coloc-policy.md, "Each layer on its own count").
+ */
+#define COLOC_COUNT_SLACK 0.05
 #define CPU_WORDS (POLICY_MAX_CPUS / 64)
 
 struct coloc_cell {
@@ -291,6 +298,8 @@ double coloc_budget_scale(const struct coloc_state *st, const struct policy_inpu
 int coloc_spare_index(const struct coloc_state *st, const struct policy_input *in,
 		      const struct round *r, struct coloc_tenant *ct, const struct policy_query *q,
 		      int first, int last, int ci, double pos, double cold);
+int coloc_fastest_block(const struct coloc_state *st, struct coloc_tenant *ct, int first,
+			int last, int hi, double pos, double fixed, int *ci);
 int coloc_whole_rest_index(const struct coloc_state *st, const struct policy_input *in,
 			   const struct round *r, const struct policy_output *out,
 			   struct coloc_tenant *ct, const struct policy_query *q, int ci,

@@ -38,6 +38,7 @@ static const struct policy_entry *const policy_table[] = {
 	&policy_coloc_noknee,
 	&policy_coloc_whole,
 	&policy_coloc_shared,
+	&policy_coloc_layercounts,
 };
 
 #define NR_POLICIES ((int)(sizeof(policy_table) / sizeof(policy_table[0])))

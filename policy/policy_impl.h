@@ -204,6 +204,12 @@ struct coloc_flags {
 	 * beside others at any count runs alone (policy/coloc_alone.c).
 	 */
 	bool alone;
+	/*
+	 * A block with no count that fits its budget ends where its layers'
+	 * own fastest counts part, so each runs on its own
+	 * (coloc_fastest_block()).
+	 */
+	bool layer_counts;
 };
 
 /*
@@ -253,6 +259,7 @@ extern const struct policy_entry policy_coloc_nospare;
 extern const struct policy_entry policy_coloc_timeshares;
 extern const struct policy_entry policy_coloc_wide;
 extern const struct policy_entry policy_coloc_shared;
+extern const struct policy_entry policy_coloc_layercounts;
 extern const struct policy_entry policy_model_wise;
 extern const struct policy_entry policy_layer_wise;
 

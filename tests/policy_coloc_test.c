@@ -5,8 +5,9 @@
  * versions chosen by level, headroom order, drops and holds, the LLC
  * domain and the aggressor's cores avoided, a block capped at half the
  * least slack of the other tenants, spare cores up to the knee,
- * coloc-wide's free cores where they keep a block's speed, and the
- * socket's price of spare cores.
+ * coloc-wide's free cores where they keep a block's speed, the
+ * socket's price of spare cores, and coloc-layercounts' block that fits
+ * no count ended where its layers' own fastest counts part.
  */
 #include <errno.h>
 #include <math.h>
@@ -759,3 +760,66 @@ TEST_F(pol, coloc_decide__the_socket_price_keeps_a_block_off_cores_that_slow_mor
 }
 
 TEST_HARNESS_MAIN
+
+/*
+ * Each layer on its own count (coloc-layercounts): a block with no count
+ * that fits its budget ends where its layers' fastest counts part. parted
+ * has 3 layers of equal work, one version; the middle one is fastest on 2
+ * cores and slows past them (its threads cost more than they compute):
+ *
+ *            1     2     4     8 cores
+ *   layer 0  800   400   200   100
+ *   layer 1  100    60    80   120
+ *   layer 2  800   400   200   100
+ *
+ * One tenant on the fixture's 8 cores, a query with 300 us to its
+ * deadline: no pivot (1 core needed a layer at QoS 3 ms), and no count
+ * fits the block [0, 3)'s 300 us (320 on 8, the fastest). coloc runs it
+ * there. coloc-layercounts starts it on layer 0's fastest count, 8, and
+ * ends it before layer 1, which loses 60 us there (120 against its 60 on
+ * 2 cores: past the 5 % slack and the block cost, 0 before any block was
+ * measured): [0, 1) on 8 cores, 100 us. The next block, from layer 1,
+ * starts on layer 1's 2 cores and ends before layer 2 (400 on 2 against
+ * 100 on 8): [1, 2) on 2 cores, 60 us. 260 us in all, within the 300.
+ */
+static const uint64_t parted_ns[3 * 4] = {
+	800000, 400000, 200000, 100000, 100000, 60000,
+	80000,	120000, 800000, 400000, 200000, 100000,
+};
+static const struct policy_costs parted = {
+	.nr_layers = 3,
+	.nr_versions = 1,
+	.nr_core_counts = 4,
+	.nr_levels = 1,
+	.core_counts = pivot_counts,
+	.latency_ns = parted_ns,
+	.layer_ops = pivot_ops,
+};
+
+TEST_F(pol, coloc_decide__a_block_that_fits_no_count_ends_where_its_layers_counts_part)
+{
+	self->tenants[0] = (struct policy_tenant){ .costs = &parted, .qos_ns = 3000000 };
+	self->in.nr_tenants = 1;
+	add_query(&self->in, self->queries, 1, 0, 0, 300000);
+	ASSERT_EQ(0, run_round(self, "coloc"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(0, self->decisions[0].first_layer);
+	ASSERT_EQ(3, self->decisions[0].last_layer);
+	ASSERT_EQ(8, self->decisions[0].nr_cores);
+	ASSERT_EQ(320000, self->decisions[0].predicted_ns);
+	ASSERT_EQ(0, run_round(self, "coloc-layercounts"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(0, self->decisions[0].first_layer);
+	ASSERT_EQ(1, self->decisions[0].last_layer);
+	ASSERT_EQ(8, self->decisions[0].nr_cores);
+	ASSERT_EQ(100000, self->decisions[0].predicted_ns);
+	/* the next block: layer 1 on its 2 cores */
+	self->in.now_ns = 100000;
+	self->queries[0].next_layer = 1;
+	ASSERT_EQ(0, run_round(self, "coloc-layercounts"));
+	ASSERT_EQ(1, self->out.nr_decisions);
+	ASSERT_EQ(1, self->decisions[0].first_layer);
+	ASSERT_EQ(2, self->decisions[0].last_layer);
+	ASSERT_EQ(2, self->decisions[0].nr_cores);
+	ASSERT_EQ(60000, self->decisions[0].predicted_ns);
+}
