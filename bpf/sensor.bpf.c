@@ -21,6 +21,14 @@
  * to the ring buffer, and the CPU's last window is kept in the pinned array
  * `cpu_live`.
  *
+ * The same accounting keeps running totals that never close: per CPU the
+ * time any task ran (`cpu_totals`), and per real uid of a tenant's owner
+ * (`uid_totals`) the time its tasks of no tenant ran; with each tenant's
+ * own (`tenant_totals`: every thread of its processes, those that come and
+ * go between colocd's looks too) colocd excuses a late command's wait for
+ * a CPU only up to what tasks of neither ran on its cores
+ * (daemon/serving_cpu_wait.c).
+ *
  * Reading at each context switch is what makes per-tenant attribution exact
  * at switch granularity; the periodic trigger bounds how stale a window gets
  * on a CPU that does not switch. A CPU that gets neither (idle, tickless)
@@ -79,7 +87,7 @@ struct cpu_state {
 	__u32 prev_valid; /* bit n: prev[n] holds a reading */
 	__u32 cur_tenant; /* tenant running since last_ns, or COLOC_NO_TENANT */
 	__u32 cur_idle; /* the idle task runs since last_ns */
-	__u32 pad;
+	__u32 cur_uid; /* its real uid */
 	__u64 tenant_mask; /* tenants charged in the open window */
 	struct coloc_cpu_window win; /* the open window */
 };
@@ -142,6 +150,22 @@ struct {
 	__type(value, __u32); /* tenant */
 } tenant_by_tgid SEC(".maps");
 
+/* Added by the daemon only, for the owners of tenants (a few in use: not preallocated). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32); /* real uid */
+	__type(value, struct coloc_uid_total);
+} uid_totals SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct coloc_cpu_total);
+} cpu_totals SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
@@ -191,6 +215,30 @@ static void sensor_set_running(struct cpu_state *st, struct task_struct *task)
 {
 	st->cur_idle = BPF_CORE_READ(task, pid) == 0;
 	st->cur_tenant = st->cur_idle ? COLOC_NO_TENANT : sensor_tenant_of(task);
+	st->cur_uid = BPF_CORE_READ(task, real_cred, uid.val);
+}
+
+/*
+ * The running totals that are not a tenant's (sensor_charge keeps those):
+ * dt to this CPU's busy time and, for a task of no tenant whose uid owns
+ * one, to that uid's.
+ */
+static void sensor_charge_totals(struct cpu_state *st, __u64 dt)
+{
+	struct coloc_cpu_total *cpu;
+	struct coloc_uid_total *uid;
+	__u32 zero = 0;
+
+	if (st->cur_idle)
+		return;
+	cpu = bpf_map_lookup_elem(&cpu_totals, &zero);
+	if (cpu)
+		cpu->busy_ns += dt;
+	if (st->cur_tenant != COLOC_NO_TENANT)
+		return;
+	uid = bpf_map_lookup_elem(&uid_totals, &st->cur_uid);
+	if (uid)
+		uid->on_cpu_ns += dt;
 }
 
 /*
@@ -405,6 +453,7 @@ static void sensor_account(struct cpu_state *st, __u32 mask, struct coloc_sensor
 		return;
 	}
 	dt = now - st->last_ns;
+	sensor_charge_totals(st, dt);
 	if (id == st->win.window_id) {
 		st->last_ns = now;
 		sensor_charge(st, dt, &d, live, true);

@@ -54,6 +54,7 @@ struct sensor {
 static const char *const sensor_pin_names[] = {
 	"cpu_live",	    "tenant_totals", "tenant_by_tgid",
 	"tenant_by_cgroup", "sensor_stats",  "core_owner",
+	"cpu_totals",	    "uid_totals",
 };
 #define SENSOR_NR_PINS ((int)(sizeof(sensor_pin_names) / sizeof(sensor_pin_names[0])))
 
@@ -464,6 +465,19 @@ static int sensor_tenant_open_totals(struct sensor *s, __u32 tenant)
 	return err == -EEXIST ? 0 : err;
 }
 
+int sensor_owner_add(struct sensor *s, __u32 uid)
+{
+	struct coloc_uid_total *zero = calloc(s->nr_possible, sizeof(*zero));
+	int err;
+
+	if (!zero)
+		return -ENOMEM;
+	err = bpf_map__update_elem(s->skel->maps.uid_totals, &uid, sizeof(uid), zero,
+				   s->nr_possible * sizeof(*zero), BPF_NOEXIST);
+	free(zero);
+	return err == -EEXIST ? 0 : err;
+}
+
 int sensor_tenant_add_pid(struct sensor *s, __u32 tenant, __u32 tgid)
 {
 	int err = sensor_tenant_open_totals(s, tenant);
@@ -583,6 +597,45 @@ int sensor_tenant_total(struct sensor *s, __u32 tenant, struct coloc_tenant_tota
 				coloc_counter_get(&per_cpu[i].counters, c);
 	}
 	free(per_cpu);
+	return err;
+}
+
+int sensor_others_ns(struct sensor *s, __u32 tenant, __u32 owner, const int *cpus, int nr,
+		     __u64 *ns)
+{
+	struct coloc_cpu_total *busy = calloc(s->nr_possible, sizeof(*busy));
+	struct coloc_tenant_total *own = calloc(s->nr_possible, sizeof(*own));
+	struct coloc_uid_total *user = calloc(s->nr_possible, sizeof(*user));
+	__u32 zero = 0;
+	int err = busy && own && user ? 0 : -ENOMEM;
+
+	if (!err && tenant >= COLOC_MAX_TENANTS)
+		err = -EINVAL;
+	for (int i = 0; !err && i < nr; i++)
+		if (cpus[i] < 0 || cpus[i] >= s->nr_possible)
+			err = -EINVAL;
+	/* busy first: a task's time charged between the reads lowers others', never raises it */
+	if (!err)
+		err = bpf_map__lookup_elem(s->skel->maps.cpu_totals, &zero, sizeof(zero), busy,
+					   s->nr_possible * sizeof(*busy), 0);
+	if (!err)
+		err = bpf_map__lookup_elem(s->skel->maps.tenant_totals, &tenant, sizeof(tenant),
+					   own, s->nr_possible * sizeof(*own), 0);
+	/* root's tasks are not its tenants' own: a root tenant waits for them like any other */
+	if (!err && owner &&
+	    bpf_map__lookup_elem(s->skel->maps.uid_totals, &owner, sizeof(owner), user,
+				 s->nr_possible * sizeof(*user), 0))
+		memset(user, 0, s->nr_possible * sizeof(*user));
+	*ns = 0;
+	for (int i = 0; !err && i < nr; i++) {
+		__u64 b = busy[cpus[i]].busy_ns;
+		__u64 o = own[cpus[i]].on_cpu_ns + user[cpus[i]].on_cpu_ns;
+
+		*ns += b > o ? b - o : 0;
+	}
+	free(busy);
+	free(own);
+	free(user);
 	return err;
 }
 

@@ -80,6 +80,22 @@ int sensor_tenant_total(struct sensor *s, __u32 tenant, struct coloc_tenant_tota
 int sensor_stats(struct sensor *s, struct coloc_sensor_stats *sum);
 
 /*
+ * Count the tasks of real uid `uid` that are of no tenant (uid_totals),
+ * from now on, as its tenants' own in sensor_others_ns. Kept once added.
+ */
+int sensor_owner_add(struct sensor *s, __u32 uid);
+/*
+ * The time tasks of neither tenant nor (unless 0) of uid owner (added with
+ * sensor_owner_add) ran on cpus[0..nr), summed, a running total
+ * (cpu_totals less tenant_totals and uid_totals): what it grew by between
+ * two reads is what they ran in between. -ENOENT: the tenant has no
+ * totals (nothing attributed to it, or cleared); -EINVAL: a tenant or CPU
+ * outside range.
+ */
+int sensor_others_ns(struct sensor *s, __u32 tenant, __u32 owner, const int *cpus, int nr,
+		     __u64 *ns);
+
+/*
  * Core ownership, in the pinned array `core_owner` (struct coloc_core_owner
  * per OS CPU id): set when a tenant's block [first_layer, last_layer] of
  * query `query` gets the core, cleared when the core is free again. Both

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -84,7 +85,7 @@ FIXTURE(sensor)
 	struct sensor *s;
 	struct collected c;
 	char pin_dir[128];
-	struct tu_spinner spin;
+	struct tu_spinner spin, other, owners;
 };
 
 FIXTURE_SETUP(sensor)
@@ -111,6 +112,8 @@ FIXTURE_SETUP(sensor)
 FIXTURE_TEARDOWN(sensor)
 {
 	tu_kill(&self->spin);
+	tu_kill(&self->other);
+	tu_kill(&self->owners);
 	sensor_close(self->s);
 	free(self->c.cpu);
 	free(self->c.tenant);
@@ -303,6 +306,84 @@ TEST_F_TIMEOUT(sensor, tenant__on_cpu_time_matches_proc_stat, 90)
 	pump(self->s, 300);
 	ASSERT_EQ(0, sensor_tenant_total(self->s, tenant, &total));
 	EXPECT_EQ(0, total.on_cpu_ns);
+}
+
+/* A spinner on cpu as user uid (a member's own process), held until tu_release. */
+static int spawn_spinner_as(struct tu_spinner *sp, int cpu, uid_t uid)
+{
+	int fds[2];
+	char go;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	sp->pid = fork();
+	if (sp->pid < 0)
+		return -errno;
+	if (sp->pid == 0) {
+		volatile unsigned long n = 0;
+
+		close(fds[1]);
+		if (tu_pin_self(cpu) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+			_exit(3);
+		if (read(fds[0], &go, 1) != 1)
+			_exit(0);
+		for (;;)
+			n++;
+	}
+	close(fds[0]);
+	sp->go_fd = fds[1];
+	return 0;
+}
+
+/*
+ * Three spinners share one CPU: one is a tenant's (its tgid), one runs as
+ * the tenant's owner (a uid given to sensor_owner_add), one is another's.
+ * What others ran there (cpu_totals less tenant_totals and uid_totals) is
+ * the other's time, and more only by what the rest of the host ran there:
+ * never the tenant's or its owner's, which would make it the wall time.
+ */
+TEST_F_TIMEOUT(sensor, others__time_is_neither_the_tenants_nor_its_owners, 90)
+{
+	int cpu = sensor_cpus(self->s)[sensor_nr_cpus(self->s) - 1];
+	__u64 own_ns, owner_ns, other_ns, others0, others1, t0, wall;
+	const __u32 owner = 4242, tenant = 9;
+
+	ASSERT_EQ(0, sensor_tenant_clear(self->s, tenant));
+	ASSERT_EQ(-ENOENT, sensor_others_ns(self->s, tenant, owner, &cpu, 1, &others0));
+	ASSERT_EQ(0, tu_spawn_spinner(&self->spin, cpu, 50, 0));
+	ASSERT_EQ(0, tu_spawn_spinner(&self->other, cpu, 50, 0));
+	ASSERT_EQ(0, spawn_spinner_as(&self->owners, cpu, owner));
+	ASSERT_EQ(0, sensor_tenant_add_pid(self->s, tenant, (__u32)self->spin.pid));
+	ASSERT_EQ(0, sensor_owner_add(self->s, owner));
+	ASSERT_EQ(0, sensor_others_ns(self->s, tenant, owner, &cpu, 1, &others0));
+	t0 = coloc_now_ns();
+	tu_release(&self->spin);
+	tu_release(&self->other);
+	tu_release(&self->owners);
+	pump(self->s, 1500);
+	kill(self->spin.pid, SIGSTOP);
+	kill(self->other.pid, SIGSTOP);
+	kill(self->owners.pid, SIGSTOP);
+	pump(self->s, 50); /* the stop's switches are accounted */
+	wall = coloc_now_ns() - t0;
+	ASSERT_EQ(0, sensor_others_ns(self->s, tenant, owner, &cpu, 1, &others1));
+	ASSERT_EQ(0, tu_proc_cpu_ns(self->spin.pid, &own_ns));
+	ASSERT_EQ(0, tu_proc_cpu_ns(self->other.pid, &other_ns));
+	ASSERT_EQ(0, tu_proc_cpu_ns(self->owners.pid, &owner_ns));
+	TH_LOG("CPU %d over %.3f s: tenant %.3f s, owner %.3f s, other %.3f s, others by BPF "
+	       "%.3f s",
+	       cpu, wall / 1e9, own_ns / 1e9, owner_ns / 1e9, other_ns / 1e9,
+	       (others1 - others0) / 1e9);
+	ASSERT_LT(100000000ull, own_ns) TH_LOG("the tenant's spinner hardly ran: no test");
+	ASSERT_LT(100000000ull, owner_ns) TH_LOG("the owner's spinner hardly ran: no test");
+	EXPECT_GT((double)(others1 - others0), other_ns * 0.8);
+	EXPECT_LT((double)(others1 - others0), (double)wall - (own_ns + owner_ns) * 0.8);
+	/* a CPU outside the machine has no figure */
+	EXPECT_EQ(-EINVAL, sensor_others_ns(self->s, tenant, owner, (int[]){ COLOC_MAX_CPUS }, 1,
+					    &others0));
+	/* forgotten with its tenant: no figure, rather than one from zero */
+	ASSERT_EQ(0, sensor_tenant_clear(self->s, tenant));
+	EXPECT_EQ(-ENOENT, sensor_others_ns(self->s, tenant, owner, &cpu, 1, &others0));
 }
 
 TEST_F(sensor, sw_counters__count_context_switches_through_bpf)

@@ -140,6 +140,25 @@ struct coloc_tenant_total {
 	struct coloc_counters counters;
 };
 
+/*
+ * Per-CPU value of the pinned array `cpu_totals` (one entry): time non-idle
+ * tasks ran on the CPU since attach. Less a tenant's own (tenant_totals)
+ * and its owner's (uid_totals), the time others had the CPU (colocd's
+ * CPU-wait excuse, docs/design/sensing.md).
+ */
+struct coloc_cpu_total {
+	__u64 busy_ns;
+};
+
+/*
+ * Per-CPU value of the pinned map `uid_totals`, keyed by the real uid of a
+ * tenant's owner (a member): the time its tasks attributed to no tenant
+ * ran on the CPU since the uid was added.
+ */
+struct coloc_uid_total {
+	__u64 on_cpu_ns;
+};
+
 /* Per-CPU value of the pinned map `sensor_stats`: how the sensor itself is doing. */
 struct coloc_sensor_stats {
 	__u64 samples; /* periodic trigger firings */
