@@ -49,8 +49,10 @@ static uint64_t tid_hash(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-static bool allowed_on(pid_t tid, const int *cpus, int nr_cpus)
+/* Which of cpus[] thread tid may run on, as proc_schedstat_sum.allowed; cpus NULL: any. */
+static bool allowed_on(pid_t tid, const int *cpus, int nr_cpus, uint64_t *allowed)
 {
+	uint64_t bits = 0;
 	cpu_set_t mask;
 
 	if (!cpus)
@@ -59,8 +61,9 @@ static bool allowed_on(pid_t tid, const int *cpus, int nr_cpus)
 		return false;
 	for (int i = 0; i < nr_cpus; i++)
 		if (cpus[i] >= 0 && cpus[i] < CPU_SETSIZE && CPU_ISSET(cpus[i], &mask))
-			return true;
-	return false;
+			bits |= 1ull << (i < 63 ? i : 63);
+	*allowed |= bits;
+	return bits != 0;
 }
 
 int proc_schedstat_process_sum(pid_t pid, int max_threads, const int *cpus, int nr_cpus,
@@ -88,7 +91,8 @@ int proc_schedstat_process_sum(pid_t pid, int max_threads, const int *cpus, int 
 		}
 		snprintf(path, sizeof(path), "%s/%.16s/schedstat", dir, e->d_name);
 		/* a thread that ended since the listing has no time left to add */
-		if (!allowed_on(tid, cpus, nr_cpus) || proc_schedstat_read(path, &run, &delay))
+		if (!allowed_on(tid, cpus, nr_cpus, &s.allowed) ||
+		    proc_schedstat_read(path, &run, &delay))
 			continue;
 		s.run_ns += run;
 		s.delay_ns += delay;

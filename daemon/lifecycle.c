@@ -288,6 +288,10 @@ static void colocd_serving_changed(void *ctx, const char *name, enum serving_ten
 		/* a new slot counts in the owner's quota and the members' part (submit checked it) */
 		req.charge = info.owner;
 		tenants_add(&d->tenants, &req, &t, &err);
+		/* its owner's own processes are not others to it (serving_cpu_wait.c) */
+		if (info.owner && sensor_owner_add(d->sensor, info.owner))
+			fprintf(stderr, "colocd: tenant %s: uid %u's tasks cannot be counted\n", name,
+				(unsigned int)info.owner);
 	} else if (state == SERVING_TENANT_REMOVED) {
 		struct serving_tenant_info info;
 		struct tenant *t = tenants_find(&d->tenants, name);
@@ -317,6 +321,26 @@ static void colocd_core_changed(void *ctx, int cpu, const char *name, uint64_t q
 		sensor_core_owner_clear(d->sensor, cpu);
 	else
 		sensor_core_owner_set(d->sensor, cpu, t->id, query, first, last);
+}
+
+/*
+ * What others ran on a tenant's cores, from the sensor (its executors
+ * attributed to it by colocd_serving_changed, its owner's tasks): a late
+ * command's wait is excused no more (serving_cpu_wait.c).
+ */
+static int colocd_others_ran(void *ctx, const char *name, uid_t owner, const int *cpus, int nr,
+			     uint64_t *ns)
+{
+	struct colocd *d = ctx;
+	struct tenant *t = tenants_find(&d->tenants, name);
+	__u64 sum = 0;
+	int ret;
+
+	if (!t || t->owner != owner)
+		return -ENOENT;
+	ret = sensor_others_ns(d->sensor, t->id, owner, cpus, nr, &sum);
+	*ns = sum;
+	return ret;
 }
 
 /* One line per finished block into --block-log. */
@@ -413,6 +437,7 @@ static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 		.tenant_changed = colocd_serving_changed,
 		.core_changed = colocd_core_changed,
 		.tenant_cores = colocd_tenant_cores,
+		.others_ran = colocd_others_ran,
 		.max_tenants_per_uid = d->cfg.max_tenants_per_uid,
 		.max_executors_per_uid = d->cfg.max_executors_per_uid,
 		.max_queued_per_uid = d->cfg.max_queued_per_uid,

@@ -248,6 +248,17 @@ struct serving_config {
 	 * by default (user 'coloc', no cgroup).
 	 */
 	struct sandbox *sandbox;
+	/*
+	 * The time tasks neither of tenant name (its executors) nor of its
+	 * owner (unless root) ran on cpus[0..nr), summed, as a running total
+	 * (what it grew by between two calls is what they ran in between):
+	 * colocd's BPF sensor counts it. 0, or a negative errno where there
+	 * is no such figure. NULL: none (serving without BPF); a late
+	 * command's wait is then excused by the rule without it
+	 * (serving_cpu_wait.c).
+	 */
+	int (*others_ran)(void *ctx, const char *name, uid_t owner, const int *cpus, int nr,
+			  uint64_t *ns);
 	/* A block finished (ran or failed); may be NULL. For colocd --block-log. */
 	void (*block_done)(void *ctx, const struct serving_block_record *r);
 	void *ctx;

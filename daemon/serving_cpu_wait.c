@@ -6,35 +6,123 @@
  * time against it, since a busy host, or the blocks given a late
  * command's cores, make it wait through no fault of its own.
  *
- * Its executor's threads allowed on the command's k cores are read
- * (/proc/PID/task/TID/schedstat: time run, run delay); over each interval
- * between two looks, W long, the wait is that of its tenant's CPU
- * pressure (PSI "some") where it has one, else its threads' summed run
- * delay / k, and it is excused at most (k W - their run) / k: the time
- * its cores ran someone else (or nothing). Threads that wait for each
- * other on cores they fill (two spinners on one) are excused nothing.
- * An interval over which the set of those threads changed (one ended,
- * came or was moved off the cores) is excused nothing either: its run
- * went uncounted. A baseline is read the first time the command is
- * looked at past its bound, again only when a verdict is due: never per
- * block. docs/security-executor.md, "Waiting for a CPU is not running".
+ * Over each interval between two looks, W long, the wait is that of its
+ * tenant's CPU pressure (PSI "some") where it has one, else its
+ * executor's threads' summed run delay / k, of those allowed on its k
+ * cores (/proc/PID/task/TID/schedstat). It is excused at most the time
+ * other tasks had those cores / k, and at most W:
+ *
+ * - with colocd's BPF sensor (serving_config.others_ran), the time tasks
+ *   neither of its tenant (every executor process of it, by tgid: threads
+ *   created and ended between two looks too) nor of its owner (a member's
+ *   own processes) ran on those of its cores its threads were allowed on
+ *   (at either look), counted in the kernel at every context switch. Its
+ *   threads piled on one of its cores, or its tenant's other executor
+ *   spinning there, make it wait where no other runs, and what others ran
+ *   on cores its threads may not use is not theirs: excused nothing. A
+ *   change of its threads between two looks changes nothing. (A command
+ *   on more than SV_WAIT_MAX_CORES cores: others' time on all of them.)
+ * - without (serving without BPF, a tenant the sensor does not count: the
+ *   log says so once a tenant), k W less the run of its tenant's
+ *   executors' threads allowed on its cores: the time its cores ran
+ *   someone else or nothing. An interval over which the set of those
+ *   threads changed (one ended, came or was moved off the cores) is
+ *   excused nothing: its run went uncounted. Left to it: threads piled on
+ *   one of k cores get up to (k-1)/k excused; a member's own processes
+ *   count as others.
+ *
+ * A baseline is read the first time the command is looked at past its
+ * bound, again only when a verdict is due: never per block.
+ * docs/security-executor.md, "Waiting for a CPU is not running".
  */
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 #include "proc_schedstat.h"
 #include "sandbox.h"
 #include "serving_internal.h"
 
-static int read_threads(const struct sv_exec *x, struct proc_schedstat_sum *sum, int *k)
+static uint64_t since(uint64_t now, uint64_t then)
 {
-	int cpus[POLICY_MAX_CPUS], n = 0;
+	return now > then ? now - then : 0;
+}
 
-	if (!x->ep)
-		return -ESRCH;
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* x's cores into cpus; their count in *k, 1 at least for the arithmetic. */
+static int command_cores(const struct sv_exec *x, int *cpus, int *k)
+{
+	int n = 0;
+
 	for (int c = policy_cpuset_next(&x->blk.cores, 0); c >= 0;
 	     c = policy_cpuset_next(&x->blk.cores, c + 1))
 		cpus[n++] = c;
 	*k = n ? n : 1;
-	return proc_schedstat_process_sum(execproc_pid(x->ep), SV_WAIT_MAX_THREADS, cpus, n, sum);
+	return n;
+}
+
+/*
+ * x's threads allowed on its cores; with the run (and the set) of its
+ * tenant's other executor processes' threads there, which are its own, not others.
+ */
+static int read_threads(const struct sv_tenant *t, const struct sv_exec *x, const int *cpus,
+			int n, struct proc_schedstat_sum *sum)
+{
+	struct proc_schedstat_sum o;
+	pid_t pid = x->ep ? execproc_pid(x->ep) : 0;
+	int ret;
+
+	if (pid <= 0)
+		return -ESRCH;
+	ret = proc_schedstat_process_sum(pid, SV_WAIT_MAX_THREADS, cpus, n, sum);
+	for (int i = 0; !ret && i < t->nr_exec; i++) {
+		pid_t other = t->ex[i].ep ? execproc_pid(t->ex[i].ep) : 0;
+
+		if (other <= 0 || other == pid)
+			continue;
+		ret = proc_schedstat_process_sum(other, SV_WAIT_MAX_THREADS, cpus, n, &o);
+		if (ret == -ESRCH || ret == -ENOENT)
+			ret = 0; /* gone or none there: the set's change says so */
+		else if (!ret) {
+			sum->run_ns += o.run_ns;
+			sum->threads_sig += o.threads_sig;
+			sum->nr_threads += o.nr_threads;
+		}
+	}
+	return ret;
+}
+
+/* Others' time on each of x's cores into ns[] (on all of them in ns[0] past SV_WAIT_MAX_CORES). */
+static int read_others(struct serving *s, const struct sv_tenant *t, const int *cpus, int n,
+		       uint64_t *ns)
+{
+	int ret = 0;
+
+	if (!s->others_ran)
+		return -EOPNOTSUPP;
+	if (n > SV_WAIT_MAX_CORES)
+		return s->others_ran(s->ctx, t->name, t->owner, cpus, n, &ns[0]);
+	for (int i = 0; !ret && i < n; i++)
+		ret = s->others_ran(s->ctx, t->name, t->owner, &cpus[i], 1, &ns[i]);
+	return ret;
+}
+
+/* Over one interval: others' time on the cores its threads were allowed on, at either look. */
+static uint64_t others_on_allowed(const struct sv_exec *x, const uint64_t *ns, uint64_t allowed,
+				  int n)
+{
+	uint64_t sum = 0;
+
+	if (n > SV_WAIT_MAX_CORES)
+		return since(ns[0], x->over_others0_ns[0]);
+	allowed |= x->over_allowed0;
+	for (int i = 0; i < n; i++)
+		if (allowed & (1ull << i))
+			sum += since(ns[i], x->over_others0_ns[i]);
+	return sum;
 }
 
 static int read_psi(struct serving *s, const struct sv_tenant *t, uint64_t *wait)
@@ -44,48 +132,66 @@ static int read_psi(struct serving *s, const struct sv_tenant *t, uint64_t *wait
 	return sandbox_tenant_cpu_wait(s->sandbox, t->name, wait);
 }
 
-static uint64_t since(uint64_t now, uint64_t then)
-{
-	return now > then ? now - then : 0;
-}
-
-/* The excuse over one interval of wall ns: the wait, at most the time others had the cores. */
-static uint64_t interval_excuse(uint64_t wall, uint64_t wait, uint64_t run, int k)
+/* Without BPF: over one interval the time its k cores ran another or nothing, / k. */
+static uint64_t others_but_run(uint64_t wall, uint64_t run, int k)
 {
 	uint64_t cores_wall = wall * (uint64_t)k;
-	uint64_t others = cores_wall > run ? (cores_wall - run) / (uint64_t)k : 0;
 
-	if (wait > others)
-		wait = others;
-	return wait < wall ? wait : wall;
+	return cores_wall > run ? (cores_wall - run) / (uint64_t)k : 0;
 }
 
-bool sv_cpu_waited(struct serving *s, const struct sv_tenant *t, struct sv_exec *x, uint64_t now,
+static void tell_no_others(struct serving *s, struct sv_tenant *t, int why)
+{
+	if (t->told_no_others || !s->others_ran)
+		return;
+	t->told_no_others = true;
+	fprintf(stderr,
+		"colocd: tenant %s: the sensor does not count its tasks (%s): a late command's "
+		"wait for a CPU is excused up to its cores' time less its executors' run, without "
+		"what others ran there\n",
+		t->name, strerror(-why));
+}
+
+bool sv_cpu_waited(struct serving *s, struct sv_tenant *t, struct sv_exec *x, uint64_t now,
 		   uint64_t *waited)
 {
+	int cpus[POLICY_MAX_CPUS], k, n = command_cores(x, cpus, &k), why;
+	uint64_t psi = 0, others[SV_WAIT_MAX_CORES] = { 0 }, wait, cap;
 	struct proc_schedstat_sum th;
-	uint64_t psi = 0, wait;
-	int k;
 
-	if (read_threads(x, &th, &k))
+	if (read_threads(t, x, cpus, n, &th))
 		return false;
 	if (!x->over_since_ns) {
+		why = read_others(s, t, cpus, n, others);
+		x->over_by_others = !why;
+		if (why)
+			tell_no_others(s, t, why);
 		x->over_by_threads = read_psi(s, t, &psi) != 0;
 		x->over_since_ns = now;
 		x->over_waited_ns = 0;
 	} else {
 		if (!x->over_by_threads && read_psi(s, t, &psi))
 			return false;
+		if (x->over_by_others && read_others(s, t, cpus, n, others))
+			return false;
 		wait = x->over_by_threads ? since(th.delay_ns, x->over_delay0_ns) / (uint64_t)k
 					  : since(psi, x->over_wait0_ns);
-		if (th.threads_sig == x->over_threads_sig && th.nr_threads == x->over_threads_nr)
-			x->over_waited_ns += interval_excuse(since(now, x->over_look_ns), wait,
-							     since(th.run_ns, x->over_run0_ns), k);
+		if (x->over_by_others)
+			cap = others_on_allowed(x, others, th.allowed, n) / (uint64_t)k;
+		else if (th.threads_sig == x->over_threads_sig &&
+			 th.nr_threads == x->over_threads_nr)
+			cap = others_but_run(since(now, x->over_look_ns),
+					     since(th.run_ns, x->over_run0_ns), k);
+		else
+			cap = 0;
+		x->over_waited_ns += min_u64(min_u64(wait, cap), since(now, x->over_look_ns));
 	}
 	x->over_look_ns = now;
 	x->over_wait0_ns = psi;
 	x->over_delay0_ns = th.delay_ns;
 	x->over_run0_ns = th.run_ns;
+	memcpy(x->over_others0_ns, others, sizeof(others));
+	x->over_allowed0 = th.allowed;
 	x->over_threads_sig = th.threads_sig;
 	x->over_threads_nr = th.nr_threads;
 	*waited = x->over_waited_ns;

@@ -61,6 +61,9 @@ struct sv_plan_block {
 	double cold_scale; /* and at what scale */
 };
 
+/* Cores of a command whose others' time is read one by one (proc_schedstat_sum.allowed's bits). */
+#define SV_WAIT_MAX_CORES 63
+
 /* One executor process of a tenant and the command it runs. */
 struct sv_exec {
 	struct execproc *ep;
@@ -94,6 +97,13 @@ struct sv_exec {
 	uint64_t over_wait0_ns, over_delay0_ns, over_run0_ns, over_threads_sig;
 	int over_threads_nr;
 	bool over_by_threads, over_excused;
+	/*
+	 * Where the sensor counts its executor (by_others): at the last look,
+	 * others' time on each of its cores (past SV_WAIT_MAX_CORES of them,
+	 * on all in [0]) and which of them its threads were allowed on.
+	 */
+	uint64_t over_others0_ns[SV_WAIT_MAX_CORES], over_allowed0;
+	bool over_by_others;
 };
 
 /* An executor process that left its tenant and is not reaped yet. */
@@ -159,6 +169,7 @@ struct sv_tenant {
 	bool holds_cores; /* a block in flight, late or not (serving_idle.c) */
 	bool told_busy; /* its cgroup's cpu.idle as last told: 0 (busy) or 1 */
 	bool told_late; /* busy at the lowest weight: only late blocks out (serving_idle.c) */
+	bool told_no_others; /* the log said its commands' wait is judged without others' time */
 };
 
 /* A submit's place in its owner's quotas while its files are copied (serving_hold). */
@@ -182,6 +193,8 @@ struct serving {
 			     int last);
 	void (*block_done)(void *ctx, const struct serving_block_record *r);
 	void (*tenant_cores)(void *ctx, const char *name, const int *cpus, int nr);
+	int (*others_ran)(void *ctx, const char *name, uid_t owner, const int *cpus, int nr,
+			  uint64_t *ns);
 	struct sandbox *sandbox;
 	void (*tenant_changed)(void *ctx, const char *name, enum serving_tenant_state state,
 			       const pid_t *pids, int nr_pids);
@@ -418,7 +431,7 @@ uint64_t sv_hang_deadline(const struct sv_exec *x, int sharing);
  * since it passed its overrun bound, at now, the baseline taken now on
  * the first look (serving_cpu_wait.c); false where there is no way to tell.
  */
-bool sv_cpu_waited(struct serving *s, const struct sv_tenant *t, struct sv_exec *x, uint64_t now,
+bool sv_cpu_waited(struct serving *s, struct sv_tenant *t, struct sv_exec *x, uint64_t now,
 		   uint64_t *waited);
 /*
  * Whether t has a block in flight (submitting: one is being sent): its

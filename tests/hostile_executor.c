@@ -59,6 +59,12 @@
  *                    time, a run delay it causes itself
  *                    (docs/security-executor.md, "Waiting for a CPU is not
  *                    running")
+ *   hostile-yieldN   a helper thread spins while its executor holds no
+ *                    command; a whole query's RUN command is held N ms of
+ *                    wall time in a sched_yield loop, the helper asleep:
+ *                    with --executors 2 the idle executor's helper fills
+ *                    the command's core, so its thread waits ~all the
+ *                    time, for its own tenant (s26 attack3 HIGH 1)
  *
  * and these lie in the summary of the model (shm.h) they describe before
  * READY, which colocd admits the tenant from:
@@ -477,10 +483,35 @@ static void hold_on_one_cpu(long ms, int threads)
 		pthread_join(second, NULL);
 }
 
+static volatile int yield_busy;
+
+/* hostile-yield's helper: spins while its executor holds no command */
+static void *yield_helper(void *arg)
+{
+	(void)arg;
+	for (;;)
+		if (__atomic_load_n(&yield_busy, __ATOMIC_RELAXED))
+			usleep(20000);
+	return NULL;
+}
+
+static void hold_yielding(long ms)
+{
+	uint64_t end = clock_ms(CLOCK_MONOTONIC) + (uint64_t)ms;
+
+	do
+		sched_yield();
+	while (clock_ms(CLOCK_MONOTONIC) < end);
+}
+
 static void misbehave(void)
 {
 	static const __u64 times[] = { ~0ull - 5, 0, 1ull << 63 };
 	__u32 seen = 0, seq;
+	pthread_t helper;
+
+	if (!strncmp(mode, "yield", 5) && pthread_create(&helper, NULL, yield_helper, NULL))
+		_exit(5);
 
 	if (is("flags") && fcntl(done_fd_of_lane, F_SETFL, 0))
 		_exit(4);
@@ -538,6 +569,17 @@ static void misbehave(void)
 			    shm->cmd.last == shm->hdr.nr_layers) {
 				__atomic_store_n(&shm->done.started_seq, seq, __ATOMIC_RELEASE);
 				hold_on_one_cpu(atol(mode + (crowd ? 5 : 4)), crowd ? 2 : 1);
+			}
+			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
+			continue;
+		}
+		if (!strncmp(mode, "yield", 5)) {
+			if (shm->cmd.op == COLOC_SHM_OP_RUN && !shm->cmd.first &&
+			    shm->cmd.last == shm->hdr.nr_layers) {
+				__atomic_store_n(&yield_busy, 1, __ATOMIC_RELAXED);
+				__atomic_store_n(&shm->done.started_seq, seq, __ATOMIC_RELEASE);
+				hold_yielding(atol(mode + 5));
+				__atomic_store_n(&yield_busy, 0, __ATOMIC_RELAXED);
 			}
 			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
 			continue;
