@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "proc_schedstat.h"
 
@@ -49,8 +50,31 @@ static uint64_t tid_hash(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-/* Which of cpus[] thread tid may run on, as proc_schedstat_sum.allowed; cpus NULL: any. */
-static bool allowed_on(pid_t tid, const int *cpus, int nr_cpus, uint64_t *allowed)
+/* Whether the thread whose stat file is at path is runnable now (state R). */
+static bool runnable(const char *path)
+{
+	char buf[512], *close_paren;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "TID (COMM) S ...": the name may hold spaces and parentheses, the last ')' ends it */
+	close_paren = strrchr(buf, ')');
+	return close_paren && close_paren[1] == ' ' && close_paren[2] == 'R';
+}
+
+/*
+ * Whether thread tid may run on one of cpus[] (cpus NULL: any); if so and
+ * it is runnable (its stat at stat_path), which, into *allowed.
+ */
+static bool allowed_on(pid_t tid, const int *cpus, int nr_cpus, const char *stat_path,
+		       uint64_t *allowed)
 {
 	uint64_t bits = 0;
 	cpu_set_t mask;
@@ -62,14 +86,15 @@ static bool allowed_on(pid_t tid, const int *cpus, int nr_cpus, uint64_t *allowe
 	for (int i = 0; i < nr_cpus; i++)
 		if (cpus[i] >= 0 && cpus[i] < CPU_SETSIZE && CPU_ISSET(cpus[i], &mask))
 			bits |= 1ull << (i < 63 ? i : 63);
-	*allowed |= bits;
+	if (bits && runnable(stat_path))
+		*allowed |= bits;
 	return bits != 0;
 }
 
 int proc_schedstat_process_sum(pid_t pid, int max_threads, const int *cpus, int nr_cpus,
 			       struct proc_schedstat_sum *sum)
 {
-	char dir[64], path[128];
+	char dir[64], path[128], stat_path[128];
 	struct proc_schedstat_sum s = { 0 };
 	struct dirent *e;
 	uint64_t run, delay;
@@ -90,8 +115,9 @@ int proc_schedstat_process_sum(pid_t pid, int max_threads, const int *cpus, int 
 			break;
 		}
 		snprintf(path, sizeof(path), "%s/%.16s/schedstat", dir, e->d_name);
+		snprintf(stat_path, sizeof(stat_path), "%s/%.16s/stat", dir, e->d_name);
 		/* a thread that ended since the listing has no time left to add */
-		if (!allowed_on(tid, cpus, nr_cpus, &s.allowed) ||
+		if (!allowed_on(tid, cpus, nr_cpus, stat_path, &s.allowed) ||
 		    proc_schedstat_read(path, &run, &delay))
 			continue;
 		s.run_ns += run;

@@ -17,7 +17,10 @@ int proc_schedstat_read(const char *path, uint64_t *run_ns, uint64_t *delay_ns);
 struct proc_schedstat_sum {
 	uint64_t run_ns, delay_ns;
 	uint64_t threads_sig; /* an order-free hash of their ids: another set, another value */
-	/* bit i: one of them is allowed on cpus[i] (those past the 64th on bit 63); cpus NULL: 0 */
+	/*
+	 * bit i: one of them, runnable at the read (state R in its stat), is
+	 * allowed on cpus[i] (those past the 64th on bit 63); cpus NULL: 0
+	 */
 	uint64_t allowed;
 	int nr_threads;
 };

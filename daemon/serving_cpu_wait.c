@@ -15,11 +15,12 @@
  * - with colocd's BPF sensor (serving_config.others_ran), the time tasks
  *   neither of its tenant (every executor process of it, by tgid: threads
  *   created and ended between two looks too) nor of its owner (a member's
- *   own processes) ran on those of its cores its threads were allowed on
- *   (at either look), counted in the kernel at every context switch. Its
- *   threads piled on one of its cores, or its tenant's other executor
- *   spinning there, make it wait where no other runs, and what others ran
- *   on cores its threads may not use is not theirs: excused nothing. A
+ *   own processes) ran on those of its cores its runnable threads were
+ *   allowed on (at either look: a thread that sleeps waits for no core),
+ *   counted in the kernel at every context switch. Its threads piled on
+ *   one of its cores, or its tenant's other executor spinning there, make
+ *   it wait where no other runs, and what others ran on cores its
+ *   runnable threads may not use is not theirs: excused nothing. A
  *   change of its threads between two looks changes nothing. (A command
  *   on more than SV_WAIT_MAX_CORES cores: others' time on all of them.)
  * - without (serving without BPF, a tenant the sensor does not count: the

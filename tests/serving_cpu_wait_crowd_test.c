@@ -14,8 +14,9 @@
  * pile: the same two threads on one core of a command's two (colocd
  * serving both CPUs, --policy fcfs: a query's whole model on all free
  * cores). Without a view of what others ran on each core colocd excused
- * up to half its wall time (its two cores' time less its run, / 2): held
- * between 10 and 12 x its table past the bound's 8, it was never late
+ * at least half its wall time (its two cores' time less its run, / 2):
+ * held under 12 x its table + 30 ms (the bound, 8 x + 10, and twice 2 x +
+ * 10 ms not excused), it was never late
  * (main: crowd 0 of 8). With the BPF sensor's count, only what other
  * tasks ran on the core its threads may use is excused: late like the
  * lone thread.
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "kselftest_harness.h"
 #include "own_colocd.h"
 #include "proc_tasks.h"
@@ -81,17 +83,58 @@ FIXTURE_TEARDOWN(crowd)
 		TH_LOG("could not remove %s", self->d.dir);
 }
 
+#define MEMBER_UID 64990
+
+/* Who sends the test's commands: root (0), or MEMBER_UID with member_model. */
+static uid_t as_uid;
+static char member_model[PATH_MAX];
+
+/* colocctl ARGS (split at spaces) as as_uid, with the coloc group; its exit status. */
+static int ctl(struct own_colocd *d, const char *args, char *out, size_t len)
+{
+	char copy[PATH_MAX + 256], colocctl[PATH_MAX], *argv[32], *save = NULL;
+	int n = 0;
+
+	if (!as_uid)
+		return tu_colocctl(d->sock, args, out, len);
+	snprintf(copy, sizeof(copy), "%s", args);
+	for (char *t = strtok_r(copy, " ", &save); t && n < 31; t = strtok_r(NULL, " ", &save))
+		argv[n++] = t;
+	argv[n] = NULL;
+	tu_bin("colocctl", colocctl, sizeof(colocctl));
+	return tu_colocctl_as(colocctl, d->sock, as_uid, (const char *const *)argv, out, len);
+}
+
+/* From now on as MEMBER_UID: it may reach the socket and read a copy of the model. */
+static int become_member(struct own_colocd *d)
+{
+	char cp[3 * PATH_MAX + 64];
+
+	if (chmod(d->dir, 0755))
+		return -1;
+	snprintf(member_model, sizeof(member_model), "%s/member.model", d->dir);
+	snprintf(cp, sizeof(cp), "cp '%s' '%s' && chmod 0644 '%s'", d->model, member_model,
+		 member_model);
+	if (system(cp))
+		return -1;
+	as_uid = MEMBER_UID;
+	return 0;
+}
+
 /* Tenant name submitted with extra flags (after the model's), ready; 0 or -1. */
 static int submit_ready(struct own_colocd *d, const char *name, const char *extra)
 {
 	char args[PATH_MAX + 192], out[16384];
 
-	snprintf(args, sizeof(args), "submit %s %s --qos-ms 60000%s", name, d->model, extra);
-	if (tu_colocctl(d->sock, args, out, sizeof(out)))
+	snprintf(args, sizeof(args), "submit %s %s --qos-ms 60000%s", name,
+		 as_uid ? member_model : d->model, extra);
+	if (ctl(d, args, out, sizeof(out))) {
+		fprintf(stderr, "# submit %s: %s\n", name, out);
 		return -1;
+	}
 	snprintf(args, sizeof(args), "status %s --json", name);
 	for (int i = 0; i < READY_S * 10; i++, usleep(100000))
-		if (!tu_colocctl(d->sock, args, out, sizeof(out)) &&
+		if (!ctl(d, args, out, sizeof(out)) &&
 		    strstr(out, "\"state\":\"ready\""))
 			return 0;
 	return -1;
@@ -122,10 +165,10 @@ static long overruns_of(struct own_colocd *d, const char *name, const char *extr
 		return -1;
 	snprintf(args, sizeof(args), "infer %s", name);
 	for (int i = 0; i < COMMANDS; i++)
-		if (tu_colocctl(d->sock, args, out, len))
+		if (ctl(d, args, out, len))
 			fprintf(stderr, "# %s: %s\n", name, out);
 	snprintf(args, sizeof(args), "status %s --json", name);
-	if (tu_colocctl(d->sock, args, out, len))
+	if (ctl(d, args, out, len))
 		return -1;
 	return (long)json_num(out, "overruns");
 }
@@ -165,38 +208,42 @@ TEST_F_TIMEOUT(crowd, overrun__threads_that_wait_for_each_other_are_late_like_on
 }
 
 /*
- * s26 attack3 HIGH 1: hostile-yieldN holds each command N ms in a
- * sched_yield loop while a helper thread of each of its executors spins
- * when that executor holds no command. With --executors 2 the idle one's
- * helper fills the command's core: the command's thread waits ~all the
- * time, for its own tenant. On main that wait was excused as others' up
- * to the cap (4 x the bound): held 2.75 x its bound, 0 of 8 late, where
- * one executor is late 8 of 8. The tenant's every executor is its own.
+ * s26 attack3 HIGH 1, as a member: hostile-yieldN holds each command N ms
+ * in a sched_yield loop while a helper thread of each of its executors
+ * spins when that executor holds no command. With --executors 2 the idle
+ * one's helper fills the command's core: the command's thread waits ~all
+ * the time, for its own tenant. On main that wait was excused as others'
+ * up to the cap (4 x the bound): held 3 x its bound, 0 of 8 late, where
+ * one executor is late 8 of 8 (the PoC's figures). The tenant's every
+ * executor is its own.
  */
-TEST_F_TIMEOUT(crowd, overrun__a_tenants_other_executor_is_not_others, 600)
+TEST_F_TIMEOUT(crowd, overrun__a_members_other_executor_is_not_others, 600)
 {
 	char out[16384], name[64];
-	long hold_ms, over_one, over_two;
+	long hold_ms, over_one = 0, over_two = 0, n;
 	double solo_ms;
 
 	ASSERT_EQ(0, submit_ready(&self->d, "honest", ""));
 	ASSERT_EQ(0, tu_colocctl(self->d.sock, "status honest --json", out, sizeof(out)));
 	solo_ms = json_num(out, "solo_ms");
 	ASSERT_LT(0, solo_ms) TH_LOG("%s", out);
-	hold_ms = (long)(2.75 * (8 * solo_ms + 10));
+	hold_ms = (long)(3 * (8 * solo_ms + 10));
 	snprintf(name, sizeof(name), "hostile-yield%ld", hold_ms);
+	ASSERT_EQ(0, become_member(&self->d));
 
-	over_one = overruns_of(&self->d, name, "", out, sizeof(out));
-	ASSERT_LE(0, over_one) TH_LOG("%s: %s", name, out);
-	snprintf(out, sizeof(out), "remove %s", name);
-	ASSERT_EQ(0, tu_colocctl(self->d.sock, out, out, sizeof(out))) TH_LOG("%s", out);
-	over_two = overruns_of(&self->d, name, " --executors 2", out, sizeof(out));
-	ASSERT_LE(0, over_two) TH_LOG("%s --executors 2: %s", name, out);
-	TH_LOG("a query's table %.1f ms, held %ld ms a command: overruns of %d, one executor %ld, "
-	       "two %ld",
+	/* one executor, then two, twice in turn: a spell of load falls on both alike */
+	for (int round = 0; round < 4; round++) {
+		n = overruns_of(&self->d, name, round % 2 ? " --executors 2" : "", out, sizeof(out));
+		ASSERT_LE(0, n) TH_LOG("%s round %d: %s", name, round, out);
+		*(round % 2 ? &over_two : &over_one) += n;
+		snprintf(out, sizeof(out), "remove %s", name);
+		ASSERT_EQ(0, ctl(&self->d, out, out, sizeof(out))) TH_LOG("%s", out);
+	}
+	TH_LOG("a query's table %.1f ms, held %ld ms a command: overruns of 2 x %d, one executor "
+	       "%ld, two %ld",
 	       solo_ms, hold_ms, COMMANDS, over_one, over_two);
 	if (!over_one)
-		SKIP(return, "the host starved the one executor (loaded): not one command of 8 late");
+		SKIP(return, "the host starved the one executor (loaded): not one command late");
 	EXPECT_LT(0, over_two);
 }
 
@@ -255,10 +302,11 @@ static double last_whole_alone_ms(const char *blocks, const char *name, int *cor
 }
 
 /*
- * Each command held until its threads ran 11 x its table + 25 ms, 1.5 x
- * SV_OVERRUN_RUN_FACTOR x it + slack past its bound (8 x + 10 ms): on one
- * thread, or on two on its first core, late; excused half its time past
- * the bound, as without the sensor, it ran 0.75 x that.
+ * Each command held until its threads ran 11.6 x its table + 28 ms, 1.8 x
+ * (SV_OVERRUN_RUN_FACTOR x it + slack) past its bound (8 x + 10 ms): on
+ * one thread, or on two on its first core, late, unless others take 0.8 x
+ * that of its core; excused half its time past the bound, as without the
+ * sensor, it ran 0.9 x that: never late.
  */
 TEST_F_TIMEOUT(pile, overrun__threads_piled_on_one_core_of_two_are_late_like_one, 600)
 {
@@ -275,7 +323,7 @@ TEST_F_TIMEOUT(pile, overrun__threads_piled_on_one_core_of_two_are_late_like_one
 	ASSERT_LT(0, alone_ms) TH_LOG("no block of honest in %s", self->d.blocks);
 	if (cores < 2)
 		SKIP(return, "fcfs ran the query on %d core", cores);
-	hold_ms = (long)(11 * alone_ms + 25);
+	hold_ms = (long)(11.6 * alone_ms + 28);
 	snprintf(lone, sizeof(lone), "hostile-lone%ld", hold_ms);
 	snprintf(crowd, sizeof(crowd), "hostile-crowd%ld", hold_ms);
 	snprintf(out, sizeof(out), "remove honest");
