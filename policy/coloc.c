@@ -94,8 +94,9 @@ static int no_version(struct coloc_err *err, const struct policy_query *q, int f
 
 /*
  * The rest of q's model, priced only to drop, demote or hold q (not when
- * late queries are served). Dropped only when its answer cannot come by its
- * deadline plus its QoS even on the fastest evidence: the least of its
+ * late queries are served). Dropped for good only when its answer cannot
+ * come by its deadline plus POLICY_OVERDUE_QOS x its QoS, overdue past its
+ * deadline plus its QoS, each on the fastest evidence: the least of its
  * learnt prediction's optimistic end (/ margin) and the table at the level,
  * on the whole machine, cold only when every core is. Late
  * on the optimistic end (or past its deadline) but not that late, it is
@@ -103,7 +104,10 @@ static int no_version(struct coloc_err *err, const struct policy_query *q, int f
  * rest on the free cores (pessimistically, times margin) fits in the least
  * slack of the queries on time (policy_late_in_turn()); else demoted
  * (POLICY_DEMOTED): served after every query that can still meet its
- * deadline, on what they leave. Late on the cores free now (up to count
+ * deadline, on what they leave. Overdue (its answer after its deadline
+ * plus its QoS on that evidence), it is served in its turn when its rest on
+ * the free cores, pessimistically, leaves the queue on time
+ * (policy_overdue_kept()), else dropped. Late on the cores free now (up to count
  * index max_ci), pessimistically, but not on the whole machine, it waits
  * for cores, and less urgent queries may use the free ones meanwhile. The
  * rest is priced cold (times cold, 1 when hot) when the block would start
@@ -124,7 +128,7 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 	int first = q->next_layer, all_ci = policy_costs_core_index(m, st->nr_online);
 	uint64_t rest_ns = coloc_rest_at_best(st, ct, first, all_ci, pos, corr, fixed, in->now_ns);
 	double all_cold = policy_costs_cold_scale_on(m, in, &cfg->online), sure;
-	bool late = false;
+	bool late = false, overdue = false;
 
 	if (!rest_ns)
 		return no_version(err, q, first, m->core_counts[all_ci]);
@@ -136,6 +140,9 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 	switch (policy_lateness(cfg, in, q, (double)rest_ns / margin, sure)) {
 	case POLICY_GIVE_UP:
 		return policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
+	case POLICY_OVERDUE:
+		overdue = true;
+		/* fall through */
 	case POLICY_DEMOTE:
 		late = true;
 		break;
@@ -147,6 +154,10 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 		if (!rest_ns)
 			return no_version(err, q, first, m->core_counts[max_ci]);
 		rest_ns = policy_scale_ns(rest_ns, cold);
+		if (overdue)
+			return policy_overdue_kept(&r->late_room, cfg, in, (double)rest_ns * margin) ?
+				       COLOC_IN_TURN :
+				       policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
 		if (late)
 			return policy_late_in_turn(&r->late_room, cfg, in, q,
 						   (double)rest_ns * margin) ?

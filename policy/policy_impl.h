@@ -39,8 +39,14 @@ int policy_append_drop(struct policy_output *out, const struct policy_query *q,
 enum policy_lateness {
 	POLICY_ON_TIME,
 	POLICY_DEMOTE, /* past its deadline, or its rest ends past it */
-	POLICY_GIVE_UP, /* its answer would come after its deadline plus its QoS */
+	POLICY_OVERDUE, /* its answer would come after its deadline plus its QoS */
+	POLICY_GIVE_UP, /* ... plus POLICY_OVERDUE_QOS x its QoS */
 };
+
+/* An overdue query is given up whatever once its answer would come this many QoS past its deadline. */
+#define POLICY_OVERDUE_QOS 3.0
+/* The most queued queries on time the overdue check weighs: a longer queue leaves no room. */
+#define POLICY_OVERDUE_QUEUE 256
 
 /*
  * q's lateness, its rest predicted to take rest_ns from now and at least
@@ -65,11 +71,14 @@ struct policy_late_room {
 	bool known;
 	double least_ns, second_ns;
 	uint64_t least_id;
+	bool queue_known;
+	double queue_ns; /* policy_overdue_kept()'s room */
 };
 
 static inline void policy_late_room_reset(struct policy_late_room *room)
 {
 	room->known = false;
+	room->queue_known = false;
 }
 
 /*
@@ -81,6 +90,18 @@ static inline void policy_late_room_reset(struct policy_late_room *room)
 bool policy_late_in_turn(struct policy_late_room *room, const struct policy_config *cfg,
 			 const struct policy_input *in, const struct policy_query *q,
 			 double turn_ns);
+
+/*
+ * Whether an overdue query (POLICY_OVERDUE) is served now rather than
+ * given up: turn_ns (its rest on the cores it would get now, at the
+ * policy's pessimistic price) leaves every queued query on time still on
+ * time, taken in deadline order after it, each one's rest served alone on
+ * every online core (the table). The room is worked out at most once a
+ * round, with the in-turn room (reset it at the round's start); an
+ * overdue query is not on time and leaves none.
+ */
+bool policy_overdue_kept(struct policy_late_room *room, const struct policy_config *cfg,
+			 const struct policy_input *in, double turn_ns);
 
 enum policy_served {
 	POLICY_SERVED, /* a decision was appended, its cores taken from free */

@@ -155,7 +155,11 @@ static int whole_outcome(const struct policy_config *cfg, const struct policy_in
 		return POLICY_SERVED;
 	/* the alone latency is both the prediction and the table: the least evidence too */
 	late = policy_lateness(cfg, in, q, (double)*alone_ns, (double)*alone_ns);
-	if (late == POLICY_GIVE_UP) {
+	/* overdue: served now if its block, at the price it will start at, leaves the queue on time */
+	if (late == POLICY_GIVE_UP ||
+	    (late == POLICY_OVERDUE &&
+	     !policy_overdue_kept(&prices->room, cfg, in,
+				  (double)*alone_ns * policy_costs_cold_scale_on(m, in, free)))) {
 		*reason = POLICY_DROP_CANNOT_MEET;
 		return POLICY_DROPPED;
 	}

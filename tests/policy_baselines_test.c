@@ -138,8 +138,9 @@ TEST_F(pol, fcfs_decide__waits_while_a_query_runs)
 
 /*
  * Dropped only when its answer would come after its deadline plus its QoS
- * (5 ms); late before that, a query waits behind the one on time (the
- * late rule's own cases: policy_late_baselines_test).
+ * (5 ms) and query 3, just in time, would be late for it (overdue:
+ * policy_late_overdue_test); late before that, a query waits behind the
+ * one on time (the late rule's own cases: policy_late_baselines_test).
  */
 TEST_F(pol, fcfs_decide__carries_deadlines_and_drops_only_past_the_deadline_plus_the_qos)
 {
@@ -159,7 +160,8 @@ TEST_F(pol, fcfs_decide__carries_deadlines_and_drops_only_past_the_deadline_plus
 	ASSERT_EQ(0, run_round(self, "fcfs"));
 	ASSERT_EQ(2, self->out.nr_drops);
 	ASSERT_EQ(1, self->drops[0].query_id);
-	ASSERT_EQ(POLICY_DROP_DEADLINE_PASSED, self->drops[0].reason);
+	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
+	ASSERT_EQ(540000, self->drops[0].predicted_ns);
 	ASSERT_EQ(2, self->drops[1].query_id);
 	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[1].reason);
 	ASSERT_EQ(540000, self->drops[1].predicted_ns);
@@ -249,8 +251,10 @@ TEST_F(pol, os_decide__every_idle_tenant_gets_its_earliest_query_on_the_same_cor
 }
 
 /*
- * Per tenant: dropped only past its deadline plus its QoS; tenant 1's late
- * query waits behind its query on time (policy_late_baselines_test).
+ * Per tenant: dropped only past its deadline plus its QoS, when its
+ * tenant's query 3, just in time, would be late for it (overdue:
+ * policy_late_overdue_test); tenant 1's late query waits behind its query
+ * on time (policy_late_baselines_test).
  */
 TEST_F(pol, os_decide__drops_per_tenant_only_past_the_deadline_plus_the_qos_or_serves_it_late)
 {
@@ -268,8 +272,8 @@ TEST_F(pol, os_decide__drops_per_tenant_only_past_the_deadline_plus_the_qos_or_s
 	ASSERT_EQ(0, run_round(self, "os"));
 	ASSERT_EQ(2, self->out.nr_drops);
 	ASSERT_EQ(1, self->drops[0].query_id);
-	ASSERT_EQ(POLICY_DROP_DEADLINE_PASSED, self->drops[0].reason);
-	ASSERT_EQ(0, self->drops[0].predicted_ns);
+	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
+	ASSERT_EQ(540000, self->drops[0].predicted_ns);
 	ASSERT_EQ(2, self->drops[1].query_id);
 	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[1].reason);
 	ASSERT_EQ(540000, self->drops[1].predicted_ns);

@@ -6,8 +6,9 @@
  * whose whole rest alone ends past it, is served in its turn when its rest
  * fits in the least slack of the queries on time, else after them
  * (of its tenant for os and static, which serve each tenant apart; of any
- * tenant for fcfs and temporal, one query at a time), and dropped only
- * when even alone its answer would come after its deadline plus its QoS.
+ * tenant for fcfs and temporal, one query at a time). When even alone its
+ * answer would come after its deadline plus its QoS it is overdue, and
+ * given up only as policy_late_overdue_test says.
  * Before, each dropped it at its deadline. On the hand-worked table
  * (tests/policy_fixture.h): the whole model alone on 4 of the 8 cores,
  * the count each of the four gives it here, takes 540 µs.
@@ -73,7 +74,7 @@ TEST_F(pol, late_baselines__a_late_query_that_delays_no_one_is_served_in_its_tur
 /*
  * At 9.44 ms query 2 can wait only 0.52 ms (10.5 - 9.44 - 0.54), less
  * than query 1 takes: query 1 is demoted, query 2 served first. Query 1
- * is still not given up (its answer, alone, at 9.98 ms, before 10 ms);
+ * is still not overdue (its answer, alone, at 9.98 ms, before 10 ms);
  * while query 2 runs nothing else is served (its tenant's one executor, or
  * the one query at a time); once it is done, query 1 is served, whole,
  * late. Before the demotion every baseline dropped query 1 at once.
@@ -112,38 +113,6 @@ TEST_F(pol, late_baselines__a_late_query_is_served_after_the_one_on_time_it_woul
 		EXPECT_EQ(3, self->decisions[0].last_layer);
 		EXPECT_EQ(4, self->decisions[0].nr_cores) TH_LOG("%s", name);
 		EXPECT_EQ(540000u, self->decisions[0].alone_ns);
-	}
-}
-
-/*
- * Given up: alone, query 1's answer would come 540 µs after now; at 9.46
- * ms that is its deadline plus its QoS (10 ms): dropped as one it cannot
- * meet; at 10 ms, as past its deadline. At 9.459 ms it would come 1 µs
- * before that: served.
- */
-TEST_F(pol, late_baselines__dropped_only_when_alone_it_would_end_past_its_deadline_plus_its_qos)
-{
-	for (unsigned int i = 0; i < ARRAY_SIZE(baselines); i++) {
-		const char *name = baselines[i];
-
-		one_tenant(self, 9460000);
-		add_query(&self->in, self->queries, 1, 0, 0, QOS);
-		ASSERT_EQ(0, run_round(self, name));
-		ASSERT_EQ(1, self->out.nr_drops) TH_LOG("%s", name);
-		EXPECT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
-		EXPECT_EQ(540000u, self->drops[0].predicted_ns);
-		EXPECT_EQ(0, self->out.nr_decisions);
-
-		self->in.now_ns = 10 * MS;
-		ASSERT_EQ(0, run_round(self, name));
-		ASSERT_EQ(1, self->out.nr_drops) TH_LOG("%s", name);
-		EXPECT_EQ(POLICY_DROP_DEADLINE_PASSED, self->drops[0].reason);
-
-		self->in.now_ns = 9459000;
-		ASSERT_EQ(0, run_round(self, name));
-		EXPECT_EQ(0, self->out.nr_drops) TH_LOG("%s dropped it", name);
-		ASSERT_EQ(1, self->out.nr_decisions) TH_LOG("%s", name);
-		EXPECT_EQ(1u, self->decisions[0].query_id);
 	}
 }
 

@@ -134,8 +134,8 @@ TEST_F(walk, each_executor_serves_the_next_demoted_query_without_repricing)
 }
 
 /*
- * Every fourth of tenant 0's queries arrived a whole QoS earlier (past its
- * deadline plus its QoS: given up): the walk drops those before the query
+ * Every fourth of tenant 0's queries arrived three QoS earlier (past its
+ * deadline plus 3 QoS: given up whatever, late.c): the walk drops those before the query
  * it serves, each once, over two calls in the same round, and serves
  * tenant 1's query, then the earliest demoted one.
  */
@@ -145,8 +145,8 @@ TEST_F(walk, given_up_queries_are_dropped_once)
 	bool seen[N + 2] = { false };
 
 	for (int i = 0; i < N; i += 4) {
-		self->queries[i].arrival_ns -= 2 * QOS;
-		self->queries[i].deadline_ns -= 2 * QOS;
+		self->queries[i].arrival_ns -= 4 * QOS;
+		self->queries[i].deadline_ns -= 4 * QOS;
 	}
 	ASSERT_EQ(POLICY_SERVED,
 		  policy_serve_earliest_whole(&self->cfg, &self->in, -1, NULL, NULL, &self->prices,
