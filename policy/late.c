@@ -7,10 +7,10 @@
  * first makes none of them late), else demoted, served after them. Once
  * its answer would come after its deadline plus its QoS even on the least
  * evidence the policy has, it is overdue: served now if that leaves every
- * queued query on time still on time, taken in deadline order, each one's
- * rest served alone after it; else given up (dropped); given up whatever
- * once its answer would come after its deadline plus POLICY_OVERDUE_QOS
- * QoS. With --late serve every query counts as on time.
+ * queued query on time still on time and every late one not overdue, taken
+ * in that order, each one's rest served alone after it; else given up
+ * (dropped); given up whatever once its answer would come after its
+ * deadline plus POLICY_OVERDUE_QOS QoS. With --late serve every query counts as on time.
  * docs/design/coloc-policy.md, "Late queries are demoted, not dropped",
  * "A late query that delays no one is served in its turn" and "An overdue
  * query is given up only when it would make a query on time late".
@@ -76,25 +76,26 @@ bool policy_late_in_turn(struct policy_late_room *room, const struct policy_conf
 	return turn_ns <= (q->id == room->least_id ? room->second_ns : room->least_ns);
 }
 
-/* A queued query on time: its deadline and its rest alone on every online core. */
+/* A queued query: when it must end (bound) and its rest alone on every online core. */
 struct queued_rest {
-	double deadline_ns, rest_ns;
+	double bound_ns, rest_ns;
 };
 
 static int by_deadline(const void *a, const void *b)
 {
 	const struct queued_rest *x = a, *y = b;
 
-	return (x->deadline_ns > y->deadline_ns) - (x->deadline_ns < y->deadline_ns);
+	return (x->bound_ns > y->bound_ns) - (x->bound_ns < y->bound_ns);
 }
 
 /*
- * The least slack of the queued queries on time served one after another
- * in deadline order, each one's rest alone on every online core (the
- * table, hot): deadline less now less the rests of it and of every one
- * before it. A query whose own rest alone ends past its deadline is late
- * and not counted; more than POLICY_OVERDUE_QUEUE on time: -INFINITY (a
- * queue that long leaves no room).
+ * The least slack of the queued queries served one after another in the
+ * order of their bounds, each one's rest alone on every online core (the
+ * table, hot): bound less now less the rests of it and of every one before
+ * it. A query on time (its rest alone ends by its deadline) is bound by its
+ * deadline; a late one by its deadline plus its QoS (it must not become
+ * overdue); an overdue one is not counted. More than POLICY_OVERDUE_QUEUE
+ * counted: -INFINITY (a queue that long leaves no room).
  */
 static double queue_room(const struct policy_config *cfg, const struct policy_input *in)
 {
@@ -106,21 +107,26 @@ static double queue_room(const struct policy_config *cfg, const struct policy_in
 		const struct policy_query *q = &in->queries[i];
 		const struct policy_costs *m = in->tenants[q->tenant].costs;
 		int ci = m ? policy_costs_core_index(m, nr_online) : -1;
-		double rest;
+		double rest, bound;
 
 		if (q->in_flight || ci < 0)
 			continue;
 		rest = (double)policy_costs_alone_ns(m, q->next_layer, m->nr_layers, ci);
-		if (now + rest > (double)q->deadline_ns)
-			continue;
+		bound = (double)q->deadline_ns;
+		/* late, not overdue: it must not become overdue */
+		if (now + rest > bound) {
+			bound += (double)in->tenants[q->tenant].qos_ns;
+			if (now + rest >= bound)
+				continue;
+		}
 		if (n == POLICY_OVERDUE_QUEUE)
 			return -INFINITY;
-		queue[n++] = (struct queued_rest){ (double)q->deadline_ns, rest };
+		queue[n++] = (struct queued_rest){ bound, rest };
 	}
 	qsort(queue, (size_t)n, sizeof(queue[0]), by_deadline);
 	for (int i = 0; i < n; i++) {
 		done += queue[i].rest_ns;
-		least = fmin(least, queue[i].deadline_ns - done);
+		least = fmin(least, queue[i].bound_ns - done);
 	}
 	return least;
 }

@@ -44,7 +44,7 @@ enum policy_lateness {
 };
 
 /* An overdue query is given up whatever once its answer would come this many QoS past its deadline. */
-#define POLICY_OVERDUE_QOS 3.0
+#define POLICY_OVERDUE_QOS 2.0
 /* The most queued queries on time the overdue check weighs: a longer queue leaves no room. */
 #define POLICY_OVERDUE_QUEUE 256
 
@@ -95,8 +95,9 @@ bool policy_late_in_turn(struct policy_late_room *room, const struct policy_conf
  * Whether an overdue query (POLICY_OVERDUE) is served now rather than
  * given up: turn_ns (its rest on the cores it would get now, at the
  * policy's pessimistic price) leaves every queued query on time still on
- * time, taken in deadline order after it, each one's rest served alone on
- * every online core (the table). The room is worked out at most once a
+ * time and every late one short of overdue, taken in the order of those
+ * bounds after it, each one's rest served alone on every online core (the
+ * table). The room is worked out at most once a
  * round, with the in-turn room (reset it at the round's start); an
  * overdue query is not on time and leaves none.
  */

@@ -240,7 +240,7 @@ TEST_F(pol, coloc_decide__an_uneven_tenant_is_held_for_more_cores_when_only_the_
  * A drop takes the fast end of the tenant's usual error: the mean
  * prediction over 1 + the error. After blocks measured at 1.3x and 0.7x the
  * table in turn (each ending at the same instant, so nothing fades), a query
- * with 1 % less time than that left to its deadline plus 3 QoS (QoS 100
+ * with 1 % less time than that left to its deadline plus 2 QoS (QoS 100
  * ms; it is past its deadline) is dropped, naming the mean; one with 1 %
  * more is served, late, though the mean says it is later still (overdue,
  * with no query on time to delay: policy_late_overdue_test).
@@ -271,7 +271,7 @@ TEST_F(pol, coloc_decide__drops_only_what_is_late_even_at_the_fast_end_of_its_us
 
 	self->in.now_ns = end;
 	self->in.nr_queries = 0;
-	add_query(&self->in, self->queries, 2, 0, end - 4 * qos, end - 3 * qos + (uint64_t)(0.99 * fast));
+	add_query(&self->in, self->queries, 2, 0, end - 3 * qos, end - 2 * qos + (uint64_t)(0.99 * fast));
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
 	ASSERT_EQ(0, self->out.nr_decisions);
@@ -280,7 +280,7 @@ TEST_F(pol, coloc_decide__drops_only_what_is_late_even_at_the_fast_end_of_its_us
 	ASSERT_EQ((uint64_t)mean, self->drops[0].predicted_ns);
 
 	self->in.nr_queries = 0;
-	add_query(&self->in, self->queries, 3, 0, end - 4 * qos, end - 3 * qos + (uint64_t)(1.01 * fast));
+	add_query(&self->in, self->queries, 3, 0, end - 3 * qos, end - 2 * qos + (uint64_t)(1.01 * fast));
 	policy_output_reset(&self->out);
 	ASSERT_EQ(0, policy_decide(p, &self->in, &self->out, &self->err));
 	ASSERT_EQ(0, self->out.nr_drops);

@@ -134,8 +134,8 @@ TEST_F(walk, each_executor_serves_the_next_demoted_query_without_repricing)
 }
 
 /*
- * Every fourth of tenant 0's queries arrived three QoS earlier (past its
- * deadline plus 3 QoS: given up whatever, late.c): the walk drops those before the query
+ * Every fourth of tenant 0's queries arrived four QoS earlier (past its
+ * deadline plus 2 QoS: given up whatever, late.c): the walk drops those before the query
  * it serves, each once, over two calls in the same round, and serves
  * tenant 1's query, then the earliest demoted one.
  */
