@@ -241,9 +241,11 @@ TEST_F(sim, run__a_tenant_runs_as_many_queries_at_once_as_it_has_executors)
 /*
  * The same with QoS 12 ms: at 10 ms q1 would end at 20 ms, past its
  * deadline 5 + 12 = 17 ms, but before its deadline plus its QoS (29 ms):
- * fcfs serves it late (before, it dropped it at 10 ms). With QoS 7 ms q0
- * itself ends late (10 ms past its deadline 7, before 14), served; q1
- * would end at 20 ms, past 5 + 2 x 7 = 19 ms: dropped at 10 ms.
+ * fcfs serves it late (before, it dropped it at 10 ms). With QoS 4 ms q0
+ * itself ends late (10 ms, past its deadline plus its QoS, 8, but before
+ * plus 2 QoS, 12, with nothing queued to delay: served, overdue); q1 would
+ * end at 20 ms, past 5 + 3 x 4 = 17 ms (its deadline plus 2 QoS): dropped
+ * at 10 ms. (At QoS 7 ms, past 19 ms but not 26, it is served now.)
  */
 TEST_F(sim, run__fcfs_serves_a_late_query_and_drops_it_only_past_its_deadline_plus_its_qos)
 {
@@ -265,7 +267,7 @@ TEST_F(sim, run__fcfs_serves_a_late_query_and_drops_it_only_past_its_deadline_pl
 	ASSERT_EQ(0, self->r.tenant[0].dropped);
 	ASSERT_EQ(0.5, self->r.tenant[0].fraction_within);
 
-	t.qos_ns = 7 * MS;
+	t.qos_ns = 4 * MS;
 	mem_trace_init(&mt, 2, ms, who);
 	p = small_params(policy_find("fcfs"), 1, 1, &t, 1, &mt.trace, self->w);
 	self->w->nr_q = 0;
