@@ -112,6 +112,7 @@ static void build_input(struct serving *s, struct policy_input *in)
 		pt->uid = t->uid;
 		pt->qos_ns = t->qos_ns;
 		pt->sig = t->sig;
+		pt->interval_ns = policy_arrivals_interval_ns(&t->arrivals, now);
 		/* its processes, one block at a time each, but those late (serving_overrun.c) */
 		pt->executors = t->strikes ? 1 : t->nr_exec - sv_tenant_late(t);
 		for (int x = 0; x < t->nr_exec; x++)

@@ -156,6 +156,7 @@ struct sv_tenant {
 	int strikes; /* recent overruns (at most SV_OVERRUN_MAX_STRIKES), each halving its bound */
 	int good_commands; /* commands within the bound since the last strike was forgiven */
 	struct sv_query *head, *tail; /* queued and in flight, by arrival */
+	struct policy_arrivals arrivals; /* its queries' arrivals, for the policy's interval_ns */
 	int nr_queries;
 	size_t inputs_held; /* bytes of its queries' inputs copied into colocd, not yet in a slot */
 	int input_fds; /* its queries' memfds held (serving.nr_input_fds) */

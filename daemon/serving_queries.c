@@ -300,6 +300,7 @@ static int queue_query(struct serving *s, struct sv_tenant *t, void **input, int
 	}
 	q->id = ++s->next_query_id;
 	q->arrival_ns = q->mark_ns = now;
+	policy_arrivals_note(&t->arrivals, now);
 	q->deadline_ns = now + t->qos_ns;
 	q->exec = -1;
 	q->slot = -1;

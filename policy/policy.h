@@ -301,7 +301,32 @@ struct policy_tenant {
 	 * (coloc-sim --executors). 0 counts as 1.
 	 */
 	int executors;
+	/*
+	 * The mean time between its arrivals as measured (policy_arrivals);
+	 * 0: not known. Weighs the arrivals an overdue query's block delays.
+	 */
+	uint64_t interval_ns;
 };
+
+/*
+ * A tenant's arrivals, measured by whoever queues its queries (colocd,
+ * coloc-sim) for policy_tenant.interval_ns: an EWMA of the gaps between
+ * them (arrivals.c).
+ */
+struct policy_arrivals {
+	uint64_t last_ns; /* the last arrival; 0: none yet */
+	double mean_gap_ns; /* 0: fewer than two arrivals */
+};
+
+/* Notes an arrival at now_ns (not before the last one). */
+void policy_arrivals_note(struct policy_arrivals *a, uint64_t now_ns);
+
+/*
+ * The mean time between arrivals at now_ns: the EWMA, and once the time
+ * since the last arrival is longer (a tenant gone quiet), the EWMA as if
+ * one arrived now; 0 before two.
+ */
+uint64_t policy_arrivals_interval_ns(const struct policy_arrivals *a, uint64_t now_ns);
 
 /* t's executors: at least 1. */
 static inline int policy_tenant_executors(const struct policy_tenant *t)

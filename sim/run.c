@@ -329,6 +329,8 @@ static int take_free_slots(struct sim_state *s, struct coloc_err *err)
  */
 static int decide(struct sim_state *s, struct coloc_err *err)
 {
+	for (int t = 0; t < s->p->nr_tenants; t++)
+		s->tenants[t].interval_ns = policy_arrivals_interval_ns(&s->arrivals[t], s->now);
 	for (int rounds = 0;; rounds++) {
 		struct policy_input in = {
 			.now_ns = s->now,
@@ -419,6 +421,7 @@ static int arrive(struct sim_state *s, int tenant, struct coloc_err *err)
 		return ret;
 	if (counted(s, s->now))
 		s->r->tenant[tenant].arrived++;
+	policy_arrivals_note(&s->arrivals[tenant], s->now);
 	if (s->nr_queries + s->execs.nr_waiting >= s->p->max_queued) {
 		if (counted(s, s->now))
 			s->r->tenant[tenant].dropped++;

@@ -44,6 +44,7 @@ struct sim_state {
 	struct sim_heap heap;
 	struct policy_tenant tenants[POLICY_MAX_TENANTS];
 	struct sim_poisson poisson[POLICY_MAX_TENANTS];
+	struct policy_arrivals arrivals[POLICY_MAX_TENANTS]; /* for tenants[].interval_ns */
 	struct coloc_rng cost_rng[POLICY_MAX_TENANTS]; /* query costs, apart from arrivals */
 	struct coloc_rng parts_rng[POLICY_MAX_TENANTS]; /* the serving path's parts (parts.c) */
 	struct sim_speed speed; /* the machine's slow spells (speed.c) */
