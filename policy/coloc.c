@@ -155,7 +155,8 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 			return no_version(err, q, first, m->core_counts[max_ci]);
 		rest_ns = policy_scale_ns(rest_ns, cold);
 		if (overdue)
-			return policy_overdue_kept(&r->late_room, cfg, in, (double)rest_ns * margin) ?
+			return policy_overdue_kept(cfg, in, q, (double)rest_ns * margin,
+						   m->core_counts[max_ci]) ?
 				       COLOC_IN_TURN :
 				       policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
 		if (late)
@@ -201,7 +202,7 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 	struct policy_decision *d;
 	uint8_t *versions;
 
-	if (policy_lateness(cfg, in, q, 0, 0) == POLICY_GIVE_UP)
+	if (policy_late_gone(cfg, in, q, max_ci >= 0 && !coloc_socket_closed(r, q)))
 		return policy_append_drop(out, q, POLICY_DROP_DEADLINE_PASSED, 0);
 	if (max_ci < 0 || coloc_socket_closed(r, q))
 		return POLICY_WAIT;

@@ -39,7 +39,7 @@ int policy_append_drop(struct policy_output *out, const struct policy_query *q,
 enum policy_lateness {
 	POLICY_ON_TIME,
 	POLICY_DEMOTE, /* past its deadline, or its rest ends past it */
-	POLICY_OVERDUE, /* its answer would come after its deadline plus its QoS */
+	POLICY_OVERDUE, /* its answer would come after its deadline plus its QoS (load < 1) */
 	POLICY_GIVE_UP, /* ... plus POLICY_OVERDUE_QOS x its QoS */
 };
 
@@ -51,13 +51,26 @@ enum policy_lateness {
 /*
  * q's lateness, its rest predicted to take rest_ns from now and at least
  * least_ns (the least of the policy's prediction and the table): given up
- * when now + least_ns is at or past its deadline plus its tenant's QoS,
- * demoted when now is at or past its deadline or now + rest_ns past it,
+ * when now + least_ns is at or past its deadline plus POLICY_OVERDUE_QOS
+ * x its tenant's QoS; overdue when at or past its deadline plus its QoS
+ * while the tenants' measured arrivals ask less than the whole machine
+ * (given up otherwise, as then no delay drains); demoted when now is at
+ * or past its deadline or now + rest_ns past it,
  * else on time; always on time when cfg->late says serve. rest_ns =
  * least_ns = 0 asks whether q's time has run out whatever it costs.
  */
 enum policy_lateness policy_lateness(const struct policy_config *cfg, const struct policy_input *in,
 				     const struct policy_query *q, double rest_ns, double least_ns);
+
+/*
+ * Whether q is given up before it is priced: its time has run out whatever
+ * it costs (policy_lateness() with no rest: past its deadline plus
+ * POLICY_OVERDUE_QOS QoS, or overdue while the machine does not keep up),
+ * or it is overdue and cannot start now (can_start false): an overdue
+ * query is served now or given up, not held for cores.
+ */
+bool policy_late_gone(const struct policy_config *cfg, const struct policy_input *in,
+		      const struct policy_query *q, bool can_start);
 
 /*
  * How long the live queries on time can wait, worked out at most once a
@@ -71,14 +84,11 @@ struct policy_late_room {
 	bool known;
 	double least_ns, second_ns;
 	uint64_t least_id;
-	bool queue_known;
-	double queue_ns; /* policy_overdue_kept()'s room */
 };
 
 static inline void policy_late_room_reset(struct policy_late_room *room)
 {
 	room->known = false;
-	room->queue_known = false;
 }
 
 /*
@@ -95,14 +105,16 @@ bool policy_late_in_turn(struct policy_late_room *room, const struct policy_conf
  * Whether an overdue query (POLICY_OVERDUE) is served now rather than
  * given up: turn_ns (its rest on the cores it would get now, at the
  * policy's pessimistic price) leaves every queued query on time still on
- * time and every late one short of overdue, taken in the order of those
- * bounds after it, each one's rest served alone on every online core (the
- * table). The room is worked out at most once a
- * round, with the in-turn room (reset it at the round's start); an
- * overdue query is not on time and leaves none.
+ * time and every late one short of overdue, and the arrivals expected
+ * meanwhile room too, taken in the order of those bounds after it, each
+ * one's rest served alone on every online core (the table). The arrivals
+ * expected: over turn_ns / (1 - the load the tenants' intervals ask for),
+ * the time the block's delay takes to drain, each tenant's share of it
+ * over its interval, times its whole model, bound by the deadline of one
+ * arriving now; a load of 1 or more leaves no room.
  */
-bool policy_overdue_kept(struct policy_late_room *room, const struct policy_config *cfg,
-			 const struct policy_input *in, double turn_ns);
+bool policy_overdue_kept(const struct policy_config *cfg, const struct policy_input *in,
+			 const struct policy_query *q, double turn_ns, int nr_cores);
 
 enum policy_served {
 	POLICY_SERVED, /* a decision was appended, its cores taken from free */

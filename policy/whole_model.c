@@ -145,7 +145,7 @@ static int whole_outcome(const struct policy_config *cfg, const struct policy_in
 
 	*alone_ns = 0;
 	*ci = policy_costs_core_index(m, nr_cores < nr_free ? nr_cores : nr_free);
-	if (policy_lateness(cfg, in, q, 0, 0) == POLICY_GIVE_UP) {
+	if (policy_late_gone(cfg, in, q, *ci >= 0)) {
 		*reason = POLICY_DROP_DEADLINE_PASSED;
 		return POLICY_DROPPED;
 	}
@@ -158,8 +158,9 @@ static int whole_outcome(const struct policy_config *cfg, const struct policy_in
 	/* overdue: served now if its block, at the price it will start at, leaves the queue on time */
 	if (late == POLICY_GIVE_UP ||
 	    (late == POLICY_OVERDUE &&
-	     !policy_overdue_kept(&prices->room, cfg, in,
-				  (double)*alone_ns * policy_costs_cold_scale_on(m, in, free)))) {
+	     !policy_overdue_kept(cfg, in, q,
+				  (double)*alone_ns * policy_costs_cold_scale_on(m, in, free),
+				  m->core_counts[*ci]))) {
 		*reason = POLICY_DROP_CANNOT_MEET;
 		return POLICY_DROPPED;
 	}

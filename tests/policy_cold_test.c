@@ -373,15 +373,16 @@ TEST_F(pol, start_cold__coloc_learns_a_block_relative_to_its_price_on_the_ramp)
 
 /*
  * coloc judges a query at the price its block will be given: tiny cold at
- * 2 x on cores all idle, 540 us hot and 1080 us cold on 4 cores. With 540 us
+ * 3 x on cores all idle, 540 us hot and 1620 us cold on 4 cores. With 540 us
  * to its deadline (its QoS) the hot price fits and the cold one would end
- * at its deadline plus its QoS, so it is dropped as one it cannot meet
+ * at its deadline plus 2 QoS, so it is dropped as one it cannot meet
  * (before, it was kept on the hot price and then predicted late); on cores
- * just used, the same query is served.
+ * just used, the same query is served. (At 2 x it would end at its
+ * deadline plus its QoS: overdue, and served, nothing waiting for it.)
  */
 TEST_F(pol, start_cold__coloc_drops_a_query_only_its_hot_price_would_meet)
 {
-	struct policy_costs m = cold_tiny(2.0);
+	struct policy_costs m = cold_tiny(3.0);
 	uint64_t idle[POLICY_MAX_CPUS] = { 0 };
 
 	self->cfg.late = POLICY_LATE_DROP;
@@ -392,12 +393,12 @@ TEST_F(pol, start_cold__coloc_drops_a_query_only_its_hot_price_would_meet)
 	ASSERT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
 
 	for (int c = 0; c < 4; c++)
-		idle[c] = NOW_NS - 100000; /* a block ended 0.1 ms ago: the ramp's foot, 1.005 x */
+		idle[c] = NOW_NS - 100000; /* a block ended 0.1 ms ago: the ramp's foot, 1.01 x */
 	ASSERT_EQ(0, run_round(self, "coloc"));
 	ASSERT_EQ(0, self->out.nr_drops);
 	ASSERT_EQ(1, self->out.nr_decisions);
-	ASSERT_NEAR(1.005, self->decisions[0].cold_scale);
-	ASSERT_GE(1080000, self->decisions[0].predicted_ns);
+	ASSERT_NEAR(1.01, self->decisions[0].cold_scale);
+	ASSERT_GE(1620000, self->decisions[0].predicted_ns);
 }
 
 /*

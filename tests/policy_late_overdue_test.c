@@ -156,4 +156,84 @@ TEST_F(pol, overdue__the_coloc_engine_serves_it_when_the_queue_can_wait)
 	}
 }
 
+/*
+ * The arrivals expected while an overdue block runs (late.c): alone at
+ * 9.46 ms query 1 (540 us on 4 of the 8 cores, the whole model) is served
+ * when its tenant's interval is not known. Every 600 us the load is 540 /
+ * 600 = 0.9, the block's 540 us take 540 / (1 - 0.9) = 5.4 ms to drain,
+ * over which 9 arrivals are expected: 4.86 ms of work bound by their mean
+ * deadline, 9.46 + 5 + 5.4 / 2 = 17.16 ms; 9.46 + 0.54 + 4.86 = 14.86 ms,
+ * served. Every 560 us (load 0.964): 15.12 ms to drain, 27 arrivals, 14.58
+ * ms of work: 24.58 ms, past 14.46 + 7.56 = 22.02, given up. Every 540 us
+ * (load 1) the backlog never drains: given up. The rule without arrivals
+ * served it at every interval; main's gave it up at every one. Another
+ * tenant's arrivals every 560 us do not count: the block leaves 4 cores,
+ * and its smallest block takes 1.
+ */
+TEST_F(pol, overdue__given_up_when_the_arrivals_expected_leave_no_room)
+{
+	static const struct {
+		uint64_t interval_ns, other_ns;
+		bool served;
+	} cases[] = { { 0, 0, true },	     { 600000, 0, true }, { 560000, 0, false },
+		      { 540000, 0, false }, { 0, 560000, true } };
+
+	for (unsigned int i = 0; i < ARRAY_SIZE(baselines); i++) {
+		for (unsigned int c = 0; c < ARRAY_SIZE(cases); c++) {
+			const char *name = baselines[i];
+
+			one_tenant(self, 9460000);
+			self->tenants[0].interval_ns = cases[c].interval_ns;
+			self->tenants[1] = (struct policy_tenant){ .costs = &tiny,
+								   .qos_ns = QOS,
+								   .uid = 1,
+								   .interval_ns = cases[c].other_ns };
+			self->in.nr_tenants = 2;
+			add_query(&self->in, self->queries, 1, 0, 0, QOS);
+			ASSERT_EQ(0, run_round(self, name));
+			EXPECT_EQ(cases[c].served ? 0 : 1, self->out.nr_drops)
+			TH_LOG("%s, case %u", name, c);
+			EXPECT_EQ(cases[c].served ? 1 : 0, self->out.nr_decisions)
+			TH_LOG("%s, case %u", name, c);
+		}
+	}
+}
+
+/*
+ * The coloc engine's case above (query 1 overdue, 3.6 ms on both cores;
+ * query 2 of the large tenant, 6.4 ms, can wait after it till 128.4 ms),
+ * with the large tenant's arrivals, which wait for the block (it takes
+ * both cores): every 10 ms (load 0.64) its delay drains in 3.6 / 0.36 = 10
+ * ms, one arrival expected, 6.4 ms of work bound by 118.4 + 22 + 5 = 145.4
+ * ms: 128.4 + 6.4 = 134.8, query 1 served. Every 7 ms (load 0.914): 41.9
+ * ms to drain, 6 arrivals, 38.3 ms of work: 166.7 ms, past 140.4 + 20.95 =
+ * 161.35: given up.
+ */
+TEST_F(pol, overdue__the_coloc_engine_weighs_the_arrivals_expected)
+{
+	static const char *const names[] = { "coloc", "coloc-whole", "coloc-noversions",
+					     "model-wise" };
+
+	for (unsigned int i = 0; i < ARRAY_SIZE(names); i++) {
+		bool served = false;
+
+		two_cores(self, &large_model, 22 * MS);
+		self->tenants[1].interval_ns = 10 * MS;
+		self->in.now_ns = 118 * MS + 400000;
+		add_query(&self->in, self->queries, 1, 0, 100 * MS, 111 * MS);
+		add_query(&self->in, self->queries, 2, 1, 111 * MS, 133 * MS);
+		ASSERT_EQ(0, run_round(self, names[i]));
+		EXPECT_EQ(0, self->out.nr_drops) TH_LOG("%s gave the overdue query up", names[i]);
+		for (int d = 0; d < self->out.nr_decisions; d++)
+			served |= self->decisions[d].query_id == 1;
+		EXPECT_TRUE(served) TH_LOG("%s", names[i]);
+
+		self->tenants[1].interval_ns = 7 * MS;
+		ASSERT_EQ(0, run_round(self, names[i]));
+		ASSERT_EQ(1, self->out.nr_drops) TH_LOG("%s", names[i]);
+		EXPECT_EQ(1u, self->drops[0].query_id);
+		EXPECT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
+	}
+}
+
 TEST_HARNESS_MAIN
