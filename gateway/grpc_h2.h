@@ -29,6 +29,7 @@
 #define H2S_HEALTH_PER_PEER 32 /* health calls open from one client address */
 #define H2S_READ_BUF (64 << 10) /* a thread's buffer for what is not a message's DATA */
 #define H2S_XFF_MAX 256 /* of a call's x-forwarded-for, its end kept */
+#define H2S_DEAD_GRACE_NS 1000000000ull /* a dead connection's last frames: this long to go */
 
 /* epoll's data: a connection's slot and generation (h2s_conn_key), or one of these */
 #define H2S_LISTEN_KEY UINT64_MAX
@@ -131,6 +132,7 @@ struct h2s_conn {
 	bool closed, eof, broken;
 	uint64_t idle_since_ns; /* when a call last opened or ended on it */
 	uint64_t out_moved_ns; /* when its output was last empty or last sent on */
+	uint64_t dead_ns; /* when it was seen dead (a connection error), 0 before */
 	int lowat; /* the socket's SO_RCVLOWAT now */
 	struct h2s_peer *peer; /* its client address's record, until it is freed */
 	struct sockaddr_storage addr; /* its client's address */
@@ -191,6 +193,11 @@ bool h2s_call_charge(struct h2s_call *call, size_t upto);
  * least 1 (0 is already past), UINT64_MAX past 2^64 ns; 0 when malformed.
  */
 uint64_t h2s_grpc_timeout_ns(const char *v, size_t n);
+/*
+ * Under the connection's lock: call's answer no longer one of the unsent
+ * answers of the server and of its address (freed, or its connection dead).
+ */
+void h2s_call_unsent_drop(struct h2s_call *call);
 /* Its method run (no lock held); it answers through h2s_answer. */
 void h2s_call_handle(struct h2s_call *call);
 /*

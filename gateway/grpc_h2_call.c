@@ -166,6 +166,21 @@ static void call_release(struct h2s_call *call)
 	call->buf_reserved = 0;
 }
 
+void h2s_call_unsent_drop(struct h2s_call *call)
+{
+	struct h2_server *srv = call->conn->srv;
+	struct h2s_peer *peer = call->peer;
+
+	if (!call->unsent)
+		return;
+	atomic_fetch_sub(&srv->unsent, 1);
+	atomic_fetch_sub(&peer->unsent, 1);
+	atomic_fetch_sub(&srv->unsent_bytes, call->unsent_bytes);
+	atomic_fetch_sub(&peer->unsent_bytes, call->unsent_bytes);
+	call->unsent = false;
+	call->unsent_bytes = 0;
+}
+
 static void call_free(struct h2s_call *call)
 {
 	struct h2_server *srv = call->conn->srv;
@@ -177,12 +192,7 @@ static void call_free(struct h2s_call *call)
 	call_release(call);
 	if (call->health_counted)
 		atomic_fetch_sub(&peer->health, 1);
-	if (call->unsent) {
-		atomic_fetch_sub(&srv->unsent, 1);
-		atomic_fetch_sub(&peer->unsent, 1);
-		atomic_fetch_sub(&srv->unsent_bytes, call->unsent_bytes);
-		atomic_fetch_sub(&peer->unsent_bytes, call->unsent_bytes);
-	}
+	h2s_call_unsent_drop(call);
 	h2s_peer_put(srv, peer);
 	call->conn->idle_since_ns = coloc_now_ns();
 	free(call);
@@ -565,6 +575,17 @@ static bool answer_fits(struct h2s_call *call, size_t len)
 	return true;
 }
 
+/* Whether conn has had a connection error (its answers can never go). */
+static bool conn_dead(struct h2s_conn *conn)
+{
+	bool dead;
+
+	pthread_mutex_lock(&conn->lock);
+	dead = conn->h2.dead;
+	pthread_mutex_unlock(&conn->lock);
+	return dead;
+}
+
 void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *why, uint8_t *msg,
 		size_t len)
 {
@@ -581,7 +602,7 @@ void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *
 		body[3] = (uint8_t)(len >> 8);
 		body[4] = (uint8_t)len;
 	}
-	if (body)
+	if (body && !conn_dead(conn))
 		h2s_unsent_room(srv, len + 5);
 	pthread_mutex_lock(&conn->lock);
 	call->state = H2S_ANSWERED;
@@ -589,6 +610,15 @@ void h2s_answer(struct gw_grpc_call *pub, enum gw_grpc_status code, const char *
 		h2_conn_hold(&conn->h2, false);
 		free(body);
 		call_free(call);
+	} else if (conn->h2.dead) {
+		/*
+		 * a connection error: no answer can go, so none is counted as
+		 * unsent; the call is freed as the connection closes (its
+		 * stream ended then), H2S_DEAD_GRACE_NS at most from now
+		 */
+		free(body);
+		call_release(call);
+		h2s_conn_flush(conn);
 	} else if (body && !answer_fits(call, len + 5)) {
 		free(body);
 		call_release(call);

@@ -66,11 +66,28 @@ static void conn_arm(struct h2s_conn *c)
 	epoll_ctl(c->srv->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
+/*
+ * Under c->lock, once c is seen dead (a connection error): none of its
+ * answers can go any more, so they stop counting as unsent at once, for
+ * its address's share and for the bound of all, which h2s_unsent_room
+ * makes room in only among live connections; the reaper closes c
+ * H2S_DEAD_GRACE_NS after (docs/design/gateway-grpc.md, "Unsent answers").
+ */
+static void conn_seen_dead(struct h2s_conn *c)
+{
+	if (!c->h2.dead || c->dead_ns)
+		return;
+	c->dead_ns = coloc_now_ns();
+	for (struct h2s_call *call = c->sending; call; call = call->snext)
+		h2s_call_unsent_drop(call);
+}
+
 void h2s_conn_flush(struct h2s_conn *c)
 {
 	const uint8_t *p;
 	size_t n;
 
+	conn_seen_dead(c);
 	while (!c->closed && !c->broken && (n = h2_conn_out(&c->h2, &p))) {
 		ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 

@@ -4,8 +4,8 @@
  * second, refuses the calls whose message did not come within
  * read_timeout_ms or their deadline or comes slower than min_rate, resets
  * the answers the client's windows held past their send deadline, and
- * sends away the connections
- * that are stalled or idle; it also brings the listener back after a pause.
+ * sends away the connections that are stalled or idle, and dead ones a
+ * second after their death; it also brings the listener back after a pause.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -17,7 +17,6 @@
 #include "mono_clock.h"
 
 #define H2S_REAP_NS 100000000ull
-#define H2S_DEAD_GRACE_NS 1000000000ull /* a dead connection's last frames: this long to go */
 
 /*
  * Under c->lock: the answers the client's windows held past their send
@@ -45,14 +44,17 @@ static bool reap_sending(struct h2s_conn *c, uint64_t now)
 
 /*
  * Under c->lock: whether c is to be shut down because its output cannot
- * go: dead (a connection error) with its last frames unsent for
- * H2S_DEAD_GRACE_NS, or alive with output that has not moved for the read
- * timeout. Closing it ends every stream and frees their calls.
+ * go: dead (a connection error) for H2S_DEAD_GRACE_NS, however its client
+ * reads its last frames (a slow reader kept a dead connection, and what it
+ * holds, for as long as it liked), or alive with output that has not moved
+ * for the read timeout. Closing it ends every stream and frees their calls.
  */
 static bool reap_stuck(struct h2s_conn *c, uint64_t now, uint64_t read_ns)
 {
 	const uint8_t *p;
 
+	if (c->dead_ns && now > c->dead_ns + H2S_DEAD_GRACE_NS)
+		return true;
 	if (!h2_conn_out(&c->h2, &p)) {
 		c->out_moved_ns = now; /* dead and empty: its EPOLLOUT closes it */
 		return false;

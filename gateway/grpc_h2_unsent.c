@@ -7,7 +7,8 @@
  * answer reset instead, one at a time until there is room: an answer the
  * client's windows hold is that client's loss, never another's call, and
  * never the loss of an address holding less than its share (the most any
- * address holds is at least the share of each).
+ * address holds is at least the share of each). A dead connection's
+ * answers, which cannot be reset, are not counted (grpc_h2_conn.c).
  * docs/design/gateway-grpc.md, "Unsent answers".
  */
 #define _GNU_SOURCE

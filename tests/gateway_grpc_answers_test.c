@@ -7,7 +7,8 @@
  * are charged to that address's share of --http-max-buffer-bytes before
  * the query is sent, the share its HTTP answers take from: past it
  * RESOURCE_EXHAUSTED; at the bound of all unsent answers the address
- * holding the most loses its oldest, never a slow reader under its share.
+ * holding the most loses its oldest, never a slow reader under its share,
+ * and a dead connection's answers stop counting at once.
  * The real gateway (its own gRPC server) as the `coloc`
  * user before the fake colocd (gateway_fake_colocd.h).
  */
@@ -221,6 +222,70 @@ TEST_F_TIMEOUT(fwd, grpc_answers__a_slow_reader_keeps_its_answer_beside_addresse
 	TH_LOG("%s", out);
 	/* main: "victim answered 0 of 8" */
 	EXPECT_NE(NULL, strstr(out, "victim answered 8 of 8")) TH_LOG("%s", out);
+}
+
+#define DEAD_ADDRS 8 /* 127.0.0.3..10, 8 held answers each: --max-queue 64 in all */
+#define DEAD_CALLS 6
+#define DEAD_READ_RATE 150000 /* bytes a second a dead holder reads: its output keeps moving */
+#define DEAD_CUT_SHORT 65536 /* of what a dead holder had left, at least this much never sent */
+
+/*
+ * From log's line "holder 127.0.0.<i>: closed, R bytes read after its death
+ * of L left": R, and L in *left; -1 if the holder was not closed.
+ */
+static long dead_holder_read(const char *log, int i, long *left)
+{
+	char what[64];
+	const char *line, *of;
+
+	snprintf(what, sizeof(what), "holder 127.0.0.%d: closed, ", i);
+	line = strstr(log, what);
+	of = line ? strstr(line, " of ") : NULL;
+	*left = of ? atol(of + 4) : -1;
+	return line ? atol(line + strlen(what)) : -1;
+}
+
+/*
+ * The s26 attack report's MEDIUM 2: 127.0.0.3..10 each hold 8 answers (an
+ * address's share of --max-queue 64; the bound full) on a connection that
+ * then dies (PUSH_PROMISE: a connection error) with its socket and 900 KiB
+ * of output left to send, which its client reads at 150 kB/s
+ * (h2_deadholders.py). The dead connections' answers stop counting at
+ * once, so a slow reader from 127.0.0.2 (each answer let out 2 bytes every
+ * 30 ms, about 0.7 s) beside a caller that asks for room every 20 ms gets
+ * all 6 answers; and each dead connection is closed H2S_DEAD_GRACE_NS after
+ * its death, however its client reads: what its output still held is never
+ * sent. Before: the dead answers kept the bound full, room was made among
+ * live connections only, so the slow reader's answer was reset each time
+ * (0 of 6), and each dead connection lived until its client had read all
+ * it had left.
+ */
+TEST_F_TIMEOUT(fwd, grpc_answers__a_dead_connections_answers_stop_counting_and_it_is_closed, 180)
+{
+	const char *root = getenv("COLOC_ROOT") ? getenv("COLOC_ROOT") : ".";
+	const char *flags[] = { "--grpc-server",	  "own",   "--max-queue", "64",
+				"--grpc-read-timeout-ms", "60000", NULL };
+	char cmd[PATH_MAX + 128], out[8192], want[64];
+
+	ASSERT_EQ(0, write_repo_model_out(self->env.repo, "wide", 4, WIDE_FLOATS));
+	snprintf(cmd, sizeof(cmd), "chmod -R a+rX '%s'", self->env.repo);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_TRUE(gw_env_start_gateway(&self->env, true, flags));
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 150 " PYTHON " '%s/tests/gateway/h2_deadholders.py' %d %d 8 %d %d 2>&1",
+		 root, self->env.grpc_port, DEAD_ADDRS, DEAD_CALLS, DEAD_READ_RATE);
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	TH_LOG("%s", out);
+	snprintf(want, sizeof(want), "victim answered %d of %d", DEAD_CALLS, DEAD_CALLS);
+	/* main: "victim answered 0 of 6" */
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("%s", out);
+	for (int i = 3; i < 3 + DEAD_ADDRS; i++) {
+		long left, read = dead_holder_read(out, i, &left);
+
+		/* main: still open, or closed once all it had left was read */
+		EXPECT_LE(0, read) TH_LOG("127.0.0.%d", i);
+		EXPECT_GT(left - DEAD_CUT_SHORT, read) TH_LOG("127.0.0.%d", i);
+	}
 }
 
 TEST_HARNESS_MAIN
