@@ -132,6 +132,17 @@ static int make_dir(const char *dir, struct coloc_err *err)
 	return 0;
 }
 
+int cgroup_private_dir(const char *dir, struct coloc_err *err)
+{
+	if (!mkdir(dir, 0700))
+		return 0;
+	if (errno != EEXIST)
+		return coloc_err_set(err, -errno, "mkdir %s: %s", dir, strerror(errno));
+	if (chmod(dir, 0700))
+		return coloc_err_set(err, -errno, "chmod %s: %s", dir, strerror(errno));
+	return 0;
+}
+
 /* v1 cpuset: a new folder has no CPU and no memory node; it takes its parent's. */
 static int inherit_cpuset(const char *parent, const char *dir, struct coloc_err *err)
 {
@@ -289,7 +300,7 @@ static int open_v2(struct cgroup_root *r, const char *base, struct coloc_err *er
 	}
 	remove_stale(base);
 	snprintf(r->dir[0], sizeof(r->dir[0]), "%s/colocd-%d", base, getpid());
-	ret = make_dir(r->dir[0], err)								?:
+	ret = cgroup_private_dir(r->dir[0], err)							?:
 		      cgroup_write_file(base, "cgroup.subtree_control", "+cpuset +memory", err) ?:
 		      cgroup_write_file(r->dir[0], "cgroup.subtree_control", "+cpuset +memory",
 					err);
@@ -335,7 +346,7 @@ static void open_v1_kill(struct cgroup_root *r, const char *base)
 		remove_stale(dir);
 		snprintf(r->kill_dir, sizeof(r->kill_dir), "%.*s/colocd-%d", PATH_MAX - 32, dir,
 			 getpid());
-		ret = make_dir(r->kill_dir, &err);
+		ret = cgroup_private_dir(r->kill_dir, &err);
 	}
 	if (ret) {
 		r->kill_dir[0] = '\0';
@@ -378,7 +389,7 @@ static int open_v1_hier(struct cgroup_root *r, const char *base, int i, const ch
 		remove_stale(dir);
 	snprintf(r->dir[i], sizeof(r->dir[i]), "%.*s/colocd-%d", PATH_MAX - 32, dir, getpid());
 	if (!ret)
-		ret = make_dir(r->dir[i], e);
+		ret = cgroup_private_dir(r->dir[i], e);
 	if (!ret && i == 0)
 		ret = inherit_cpuset(dir, r->dir[i], err);
 	return ret;
@@ -453,13 +464,11 @@ static int tenant_kill_dir(const struct cgroup_root *r, const char *name, struct
 		return 0;
 	snprintf(t->kill_dir, sizeof(t->kill_dir), "%.*s/tenant-%s", PATH_MAX - 80, r->kill_dir,
 		 name);
-	if (mkdir(t->kill_dir, 0755) && errno != EEXIST) {
-		int ret = coloc_err_set(err, -errno, "mkdir %s: %s", t->kill_dir, strerror(errno));
+	int ret = cgroup_private_dir(t->kill_dir, err);
 
+	if (ret)
 		t->kill_dir[0] = '\0';
-		return ret;
-	}
-	return 0;
+	return ret;
 }
 
 int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const char *cpus,
@@ -495,11 +504,9 @@ int cgroup_tenant_create(const struct cgroup_root *r, const char *name, const ch
 		 * were still in it when it went (rmdir refused), or by a colocd
 		 * that crashed: taken over, its limits written anew below.
 		 */
-		if (mkdir(t->dir[i], 0755) && errno != EEXIST) {
-			ret = coloc_err_set(err, -errno, "mkdir %s: %s", t->dir[i],
-					    strerror(errno));
+		ret = cgroup_private_dir(t->dir[i], err);
+		if (ret)
 			break;
-		}
 		if (cpuset && r->mode == CGROUP_V1)
 			ret = inherit_cpuset(r->dir[i], t->dir[i], err);
 		/* none named: its parent's (v2: an empty cpuset.cpus is the parent's) */

@@ -111,6 +111,13 @@ struct cgroup_memory {
 };
 
 /*
+ * A folder only root may enter (0700), made or, when it is there already,
+ * changed to 0700: its files show a tenant's pids, CPU time, memory and
+ * pressure, which no other user may read (docs/security-owners.md).
+ */
+int cgroup_private_dir(const char *dir, struct coloc_err *err);
+
+/*
  * tenant-NAME with cpuset.cpus = cpus (a CPU list; NULL or "": its
  * parent's), the memory nodes of its parent, and mem's limits: its memory
  * folder in uid-OWNER (made, or its limit written again, as each tenant

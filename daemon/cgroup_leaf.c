@@ -53,7 +53,7 @@ int cgroup_leaf_create(const char *parent, struct cgroup_leaf *l, struct coloc_e
 	for (int i = 0; i < CGROUP_LEAF_TRIES && ret == -EEXIST; i++) {
 		snprintf(l->dir, sizeof(l->dir), "%.*s/exec-%u", PATH_MAX - 32, parent,
 			 __atomic_fetch_add(&next_leaf, 1, __ATOMIC_RELAXED));
-		ret = mkdir(l->dir, 0755) ? -errno : 0;
+		ret = mkdir(l->dir, 0700) ? -errno : 0;
 	}
 	if (ret) {
 		coloc_err_set(err, ret, "mkdir %s: %s", l->dir, strerror(-ret));

@@ -78,9 +78,8 @@ int cgroup_memory_root_limit(const struct cgroup_root *r, uint64_t max, struct c
 static int bounding_folder(const struct cgroup_root *r, const char *dir, uint64_t max,
 			   struct coloc_err *err)
 {
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return coloc_err_set(err, -errno, "mkdir %s: %s", dir, strerror(errno));
-	return owner_controllers(r, dir, err) ?: cgroup_memory_limit(r, dir, max, err);
+	return cgroup_private_dir(dir, err) ?: owner_controllers(r, dir, err) ?:
+		       cgroup_memory_limit(r, dir, max, err);
 }
 
 int cgroup_memory_owner_open(const struct cgroup_root *r, const char *parent,

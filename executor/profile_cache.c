@@ -11,9 +11,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 uint64_t profile_fnv1a64(const void *data, size_t len, uint64_t hash)
 {
@@ -45,6 +48,34 @@ const char *profile_cache_dir(const char *override)
 	if (env && *env)
 		return env;
 	return PROFILE_DEFAULT_CACHE_DIR;
+}
+
+int profile_cache_dir_make(const char *dir)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *s = buf + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (!mkdir(buf, 0700))
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+	if (lstat(buf, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (st.st_uid != geteuid() || !(st.st_mode & 077))
+		return 0;
+	return chmod(buf, st.st_mode & 0700) ? -errno : 1;
 }
 
 int profile_cache_path(const char *dir, const char *model_name, const struct profile_key *key,

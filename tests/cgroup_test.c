@@ -4,20 +4,26 @@
  * they do in colocd (executors exit, timers fire): the kernel refuses a
  * memory limit's write with EINTR whenever a signal is pending, and a
  * tenant must not be refused for that. A member's tenants in the folder
- * that bounds their memory together. Real cgroups under a folder of
+ * that bounds their memory together; no other user enters their folders
+ * (they show pids, CPU time, memory). Real cgroups under a folder of
  * this test's own; skips without root or a layout with cpuset and memory.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "kselftest_harness.h"
 #include "cgroup.h"
+#include "cgroup_leaf.h"
 #include "cgroup_parents.h"
 
 static volatile sig_atomic_t alarms;
@@ -280,5 +286,74 @@ TEST(tenant_create__members_in_a_folder_whose_limit_bounds_them_root_beside_it)
 	for (int i = 0; i < nr; i++)
 		rmdir(bases[i]);
 }
+
+
+/* 0 when uid 65534 cannot list dir nor read its cgroup.procs, else what it could do. */
+static int nobody_reads(const char *dir)
+{
+	char path[PATH_MAX + 16];
+	int status;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	pid = fork();
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+			_exit(9);
+		if (open(path, O_RDONLY | O_CLOEXEC) >= 0)
+			_exit(1);
+		if (errno != EACCES)
+			_exit(8);
+		if (opendir(dir))
+			_exit(2);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+TEST(tenant_create__no_other_user_enters_its_folders)
+{
+	struct cgroup_memory m = { 64ull << 20, 64990, 128ull << 20, 256ull << 20 };
+	struct coloc_err err = { 0 };
+	struct cgroup_root r;
+	struct cgroup_tenant t;
+	struct cgroup_leaf leaf;
+	char base[64], bases[CGROUP_MAX_HIER + 1][PATH_MAX];
+	int nr;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root to make cgroups");
+	snprintf(base, sizeof(base), "coloc-cgroup-private-test-%d", getpid());
+	if (cgroup_root_open(&r, base, &err))
+		SKIP(return, "no tenant cgroups here: %s", coloc_err_str(&err));
+	ASSERT_EQ(0, cgroup_tenant_create(&r, "secret", NULL, &m, &t, &err)) TH_LOG("%s", err.msg);
+	cgroup_leaf_init(&leaf);
+	if (t.kill_dir[0])
+		ASSERT_EQ(0, cgroup_leaf_create(t.kill_dir, &leaf, &err)) TH_LOG("%s", err.msg);
+	for (int i = 0; i < t.nr; i++) {
+		EXPECT_EQ(0, nobody_reads(t.dir[i])) TH_LOG("uid 65534 reads %s", t.dir[i]);
+	}
+	for (int i = 0; i < r.nr; i++) {
+		EXPECT_EQ(0, nobody_reads(r.dir[i])) TH_LOG("uid 65534 reads %s", r.dir[i]);
+	}
+	if (t.owner_dir[0])
+		EXPECT_EQ(0, nobody_reads(t.owner_dir)) TH_LOG("uid 65534 reads %s", t.owner_dir);
+	if (t.members_dir[0])
+		EXPECT_EQ(0, nobody_reads(t.members_dir)) TH_LOG("uid 65534 reads %s", t.members_dir);
+	if (t.kill_dir[0])
+		EXPECT_EQ(0, nobody_reads(t.kill_dir)) TH_LOG("uid 65534 reads %s", t.kill_dir);
+	if (leaf.dir[0]) {
+		EXPECT_EQ(0, nobody_reads(leaf.dir)) TH_LOG("uid 65534 reads %s", leaf.dir);
+		EXPECT_EQ(0, cgroup_leaf_remove(&leaf));
+	}
+	EXPECT_EQ(0, cgroup_tenant_remove(&t));
+	nr = cgroup_root_parents(&r, bases);
+	cgroup_root_close(&r);
+	for (int i = 0; i < nr; i++)
+		rmdir(bases[i]);
+}
+
 
 TEST_HARNESS_MAIN

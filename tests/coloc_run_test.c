@@ -6,7 +6,8 @@
  * that layer on the same input. The model's outputs have different sizes,
  * so an output left out, or two swapped, fails. --times lists each run after
  * a gap, in the order they ran, and only into a regular file of its own;
- * --gap-ms times each run after an idle gap and refuses one out of range.
+ * --gap-ms times each run after an idle gap and refuses one out of range;
+ * run by root, the OOM killer takes it first.
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -238,6 +239,27 @@ TEST(coloc_run__gap_ms_times_each_run_after_an_idle_gap)
 		 root ? root : ".");
 	EXPECT_EQ(2, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "--gap-ms")) TH_LOG("%s", out);
+}
+
+/*
+ * Run by root, it is the OOM killer's first choice (oom_score_adj 1000, as a
+ * member's executor): the model may be a member's, declaring weights that no
+ * quota bounds.
+ */
+TEST(coloc_run__as_root_the_oom_killers_first_choice)
+{
+	const char *root = getenv("COLOC_ROOT");
+	char bin[PATH_MAX], cmd[2 * PATH_MAX + 256], out[256];
+
+	if (geteuid() != 0)
+		SKIP(return, "the score is set only when root runs it");
+	tu_bin("coloc-run", bin, sizeof(bin));
+	snprintf(cmd, sizeof(cmd),
+		 "%s %s/models/mobilenet_v2.model --cores 0 --iters 2 --gap-ms 3000 >/dev/null 2>&1 &"
+		 " p=$!; sleep 0.5; cat /proc/$p/oom_score_adj; kill $p; wait $p; exit 0",
+		 bin, root ? root : ".");
+	ASSERT_EQ(0, tu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(1000, atoi(out)) TH_LOG("oom_score_adj '%s'", out);
 }
 
 TEST_HARNESS_MAIN

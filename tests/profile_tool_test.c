@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -73,6 +74,7 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 	struct tu_child run;
 	struct profile *p;
 	struct profile_key key;
+	struct stat st;
 
 	if (binpath_find("coloc-profile", bin, sizeof(bin)))
 		SKIP(return, "bin/coloc-profile is not built (run make, or set COLOC_BIN)");
@@ -127,6 +129,9 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 
 	/* Stored in the cache under the model's hash and this machine, then reused from there. */
 	ASSERT_EQ(0, profile_cache_path(cache, "tiny", &key, &machine, cached, sizeof(cached)));
+	/* a folder only its user enters: a profile names a model's layers and confirms its bytes */
+	ASSERT_EQ(0, stat(cache, &st));
+	ASSERT_EQ(0700, st.st_mode & 07777);
 	ASSERT_TRUE(same_bytes(out, cached));
 	ASSERT_EQ(0, unlink(out));
 	ASSERT_EQ(0, tool_run(bin, args, &run));
@@ -134,12 +139,16 @@ TEST_F_TIMEOUT(profile, coloc_profile__measures_every_cell_and_reuses_the_cache,
 	ASSERT_NE(NULL, strstr(run.output, "reused the cached profile")) TH_LOG("%s", run.output);
 	ASSERT_TRUE(same_bytes(out, cached));
 
-	/* A changed model file is a different key: measured again, not reused. */
+	/* A changed model file is a different key: measured again, not reused; an open cache closed. */
 	ASSERT_EQ(0, tu_write_file(model, strchr(tiny_model, '\n') + 1,
 				strlen(strchr(tiny_model, '\n') + 1)));
+	ASSERT_EQ(0, chmod(cache, 0755));
 	ASSERT_EQ(0, tool_run(bin, args, &run));
 	ASSERT_TRUE(tu_child_exited_with(&run, 0)) TH_LOG("%s", run.output);
 	ASSERT_EQ(NULL, strstr(run.output, "reused")) TH_LOG("%s", run.output);
+	ASSERT_NE(NULL, strstr(run.output, "was open to other users: now 0700")) TH_LOG("%s", run.output);
+	ASSERT_EQ(0, stat(cache, &st));
+	ASSERT_EQ(0700, st.st_mode & 07777);
 	profile_free(p);
 }
 

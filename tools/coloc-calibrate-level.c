@@ -485,11 +485,20 @@ int main(int argc, char **argv)
 		       r.pts[i].x[2], r.pts[i].level);
 	out = opt.output;
 	if (!out) {
-		if (level_model_cache_path(profile_cache_dir(opt.cache_dir), m.machine, path,
-					   sizeof(path))) {
+		const char *dir = profile_cache_dir(opt.cache_dir);
+		int made;
+
+		if (level_model_cache_path(dir, m.machine, path, sizeof(path))) {
 			fprintf(stderr, "coloc-calibrate-level: cache path too long\n");
 			goto cleanup;
 		}
+		made = profile_cache_dir_make(dir);
+		if (made < 0) {
+			fprintf(stderr, "coloc-calibrate-level: %s: %s\n", dir, strerror(-made));
+			goto cleanup;
+		}
+		if (made == 1)
+			printf("coloc-calibrate-level: %s was open to other users: now 0700\n", dir);
 		out = path;
 	}
 	if (level_model_save(&m, out, &err)) {

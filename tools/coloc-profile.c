@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "oom_first.h"
 #include "binpath.h"
 #include "coloc/shm.h"
 #include "model.h"
@@ -236,25 +237,6 @@ static struct profile *empty_profile(struct profiler *pr, const struct profile_k
 				 exec_layer_version_name(pr->em, l, v));
 	}
 	return p;
-}
-
-static int mkdir_p(const char *dir)
-{
-	char buf[PATH_MAX];
-
-	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	for (char *s = buf + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(buf, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
 }
 
 /* A cached profile that answers this run: complete, same setup, at least as many iterations. */
@@ -535,8 +517,10 @@ static int measure_and_save(struct profiler *pr, const char *cache_dir, const ch
 	       (double)(coloc_now_ns() - pr->started_ns) / 1e9);
 	print_check(pr->p);
 	if (opt.use_cache) {
-		ret = mkdir_p(cache_dir);
-		if (!ret)
+		ret = profile_cache_dir_make(cache_dir);
+		if (ret == 1)
+			printf("coloc-profile: %s was open to other users: now 0700\n", cache_dir);
+		if (ret >= 0)
 			ret = profile_save(pr->p, cache_path, &cerr);
 		else
 			coloc_err_set(&cerr, ret, "%s: %s", cache_dir, strerror(-ret));
@@ -748,6 +732,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	opt.model_path = argv[optind];
+	/* root loading a model a member may have written: the OOM killer's first choice */
+	if (geteuid() == 0) {
+		int oom = oom_first_self();
+
+		if (oom)
+			fprintf(stderr, "coloc-profile: cannot set its oom_score_adj to 1000: %s\n",
+				strerror(-oom));
+	}
 	if (model_args_bad())
 		return 2;
 	if (snprintf(pr.partial, sizeof(pr.partial), "%s.partial", opt.output) >=

@@ -22,6 +22,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "oom_first.h"
 #include "executor.h"
 #include "cli.h"
 #include "file_own.h"
@@ -731,5 +732,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	opts.model_path = argv[optind];
+	/* root loading a model a member may have written: the OOM killer's first choice */
+	if (geteuid() == 0) {
+		int oom = oom_first_self();
+
+		if (oom)
+			fprintf(stderr, "coloc-run: cannot set its oom_score_adj to 1000: %s\n",
+				strerror(-oom));
+	}
 	return load_and_run();
 }

@@ -270,6 +270,14 @@ uint64_t profile_machine_hash(const struct profile_machine *m);
 /* The cache directory: override if set, else $COLOC_CACHE_DIR if set, else the default. */
 const char *profile_cache_dir(const char *override);
 /*
+ * Make the cache directory before writing into it: its parents as needed
+ * (0755), itself 0700, since a profile names a model's layers, ops and
+ * timings and its key confirms the model's bytes; an existing one this
+ * process's user owns loses any group and other access. Returns 0, 1 when
+ * it tightened an existing directory, or -errno (-ENOTDIR: not a directory).
+ */
+int profile_cache_dir_make(const char *dir);
+/*
  * DIR/MODEL-KEY-MACHINEHASH.profile, the cache file for this model's bytes
  * on this machine (KEY 64 hex digits, MACHINEHASH 16). Returns 0 or
  * -ENAMETOOLONG.
