@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 int oom_first_self(void)
@@ -17,4 +19,13 @@ int oom_first_self(void)
 		ret = errno ? -errno : -EIO;
 	close(fd);
 	return ret;
+}
+
+void oom_first_if_root(const char *prog)
+{
+	int ret = geteuid() == 0 ? oom_first_self() : 0;
+
+	if (ret)
+		fprintf(stderr, "%s: cannot set its oom_score_adj to 1000: %s\n", prog,
+			strerror(-ret));
 }

@@ -10,5 +10,7 @@
 
 /* Write 1000 to /proc/self/oom_score_adj. Returns 0 or -errno. */
 int oom_first_self(void);
+/* oom_first_self() when the effective uid is root; a failure said on stderr as PROG's. */
+void oom_first_if_root(const char *prog);
 
 #endif

@@ -733,13 +733,7 @@ int main(int argc, char **argv)
 	}
 	opt.model_path = argv[optind];
 	/* root loading a model a member may have written: the OOM killer's first choice */
-	if (geteuid() == 0) {
-		int oom = oom_first_self();
-
-		if (oom)
-			fprintf(stderr, "coloc-profile: cannot set its oom_score_adj to 1000: %s\n",
-				strerror(-oom));
-	}
+	oom_first_if_root("coloc-profile");
 	if (model_args_bad())
 		return 2;
 	if (snprintf(pr.partial, sizeof(pr.partial), "%s.partial", opt.output) >=

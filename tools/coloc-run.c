@@ -733,12 +733,6 @@ int main(int argc, char **argv)
 	}
 	opts.model_path = argv[optind];
 	/* root loading a model a member may have written: the OOM killer's first choice */
-	if (geteuid() == 0) {
-		int oom = oom_first_self();
-
-		if (oom)
-			fprintf(stderr, "coloc-run: cannot set its oom_score_adj to 1000: %s\n",
-				strerror(-oom));
-	}
+	oom_first_if_root("coloc-run");
 	return load_and_run();
 }
