@@ -498,7 +498,8 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 		if (made == 1)
-			printf("coloc-calibrate-level: %s was open to other users: now 0700\n", dir);
+			fprintf(stderr, "coloc-calibrate-level: %s is open to other users: chmod 700 it\n",
+				dir);
 		out = path;
 	}
 	if (level_model_save(&m, out, &err)) {

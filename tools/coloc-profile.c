@@ -519,9 +519,12 @@ static int measure_and_save(struct profiler *pr, const char *cache_dir, const ch
 	if (opt.use_cache) {
 		ret = profile_cache_dir_make(cache_dir);
 		if (ret == 1)
-			printf("coloc-profile: %s was open to other users: now 0700\n", cache_dir);
+			fprintf(stderr, "coloc-profile: %s is open to other users: chmod 700 it\n",
+				cache_dir);
 		if (ret >= 0)
 			ret = profile_save(pr->p, cache_path, &cerr);
+		if (!ret && chmod(cache_path, 0600))
+			ret = coloc_err_set(&cerr, -errno, "%s: %s", cache_path, strerror(errno));
 		else
 			coloc_err_set(&cerr, ret, "%s: %s", cache_dir, strerror(-ret));
 		if (ret)

@@ -272,9 +272,9 @@ const char *profile_cache_dir(const char *override);
 /*
  * Make the cache directory before writing into it: its parents as needed
  * (0755), itself 0700, since a profile names a model's layers, ops and
- * timings and its key confirms the model's bytes; an existing one this
- * process's user owns loses any group and other access. Returns 0, 1 when
- * it tightened an existing directory, or -errno (-ENOTDIR: not a directory).
+ * timings and its key confirms the model's bytes. An existing one is left
+ * as it is (it may be a shared folder such as /tmp). Returns 0, 1 when an
+ * existing one is open to group or others, or -errno (-ENOTDIR).
  */
 int profile_cache_dir_make(const char *dir);
 /*
