@@ -80,43 +80,13 @@ static struct json_object *request_as(FIXTURE_DATA(share) * self, uid_t uid, con
 
 static struct json_object *request_as(FIXTURE_DATA(share) * self, uid_t uid, const char *fmt, ...)
 {
-	char line[512];
-	int fds[2], st;
-	size_t got = 0;
-	ssize_t n;
+	struct json_object *o;
 	va_list ap;
-	pid_t pid;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	o = owners_vrequest_as(self->sock, uid, 0, self->out, sizeof(self->out), fmt, ap);
 	va_end(ap);
-	if (pipe(fds))
-		return NULL;
-	pid = fork();
-	if (pid == 0) {
-		static char resp[65536];
-		int fd;
-
-		close(fds[0]);
-		if (uid && tu_become_member(uid))
-			_exit(99);
-		fd = tu_connect(self->sock);
-		if (fd < 0 || send(fd, line, strlen(line), MSG_NOSIGNAL) != (ssize_t)strlen(line))
-			_exit(98);
-		n = tu_read_line(fd, resp, sizeof(resp));
-		if (n <= 0 || write(fds[1], resp, (size_t)n) != n)
-			_exit(97);
-		_exit(0);
-	}
-	close(fds[1]);
-	while (pid > 0 && got + 1 < sizeof(self->out) &&
-	       (n = read(fds[0], self->out + got, sizeof(self->out) - 1 - got)) > 0)
-		got += (size_t)n;
-	self->out[got] = '\0';
-	close(fds[0]);
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
-		return NULL;
-	return json_tokener_parse(self->out);
+	return o;
 }
 
 /* A new process of uid's attributed to uid's tenant name, as uid asks: the answer (put it). */

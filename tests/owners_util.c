@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include "owners_util.h"
 #include "testutil.h"
@@ -97,4 +98,44 @@ struct json_object *owners_entry(struct json_object *o, const char *name)
 int owners_cgroup2_dir(char *buf, size_t len)
 {
 	return tu_cgroup2_mount(TENANTS_CGROUP_ROOT, buf, len);
+}
+
+struct json_object *owners_vrequest_as(const char *sock, uid_t uid, size_t pad, char *out,
+				       size_t outlen, const char *fmt, va_list ap)
+{
+	char line[1024];
+	int fds[2], st;
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	if (pipe(fds))
+		return NULL;
+	pid = fork();
+	if (pid == 0) {
+		static char resp[65536];
+		char *zeros = calloc(1, pad ? pad : 1);
+		int fd;
+
+		close(fds[0]);
+		if ((uid && tu_become_member(uid)) || !zeros)
+			_exit(99);
+		fd = tu_connect(sock);
+		if (fd < 0 || send(fd, line, strlen(line), MSG_NOSIGNAL) != (ssize_t)strlen(line) ||
+		    (pad && send(fd, zeros, pad, MSG_NOSIGNAL) != (ssize_t)pad))
+			_exit(98);
+		n = tu_read_line(fd, resp, sizeof(resp));
+		if (n <= 0 || write(fds[1], resp, (size_t)n) != n)
+			_exit(97);
+		_exit(0);
+	}
+	close(fds[1]);
+	while (pid > 0 && got + 1 < outlen && (n = read(fds[0], out + got, outlen - 1 - got)) > 0)
+		got += (size_t)n;
+	out[got] = '\0';
+	close(fds[0]);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		return NULL;
+	return json_tokener_parse(out);
 }

@@ -3,6 +3,7 @@
 #ifndef COLOC_TESTS_OWNERS_UTIL_H
 #define COLOC_TESTS_OWNERS_UTIL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -21,6 +22,13 @@ pid_t owners_sleeper_as(uid_t ruid, uid_t euid);
 /* Kills and reaps pid when it is above 0. */
 void owners_reap(pid_t pid);
 /* Whether o's "ok" is true. */
+/*
+ * As uid (0: root) with the coloc group, in a child: one request line
+ * (fmt, ap) to colocd at sock, then pad zero bytes (none when 0); the
+ * answer line into out (outlen), parsed (put it); NULL on any failure.
+ */
+struct json_object *owners_vrequest_as(const char *sock, uid_t uid, size_t pad, char *out,
+				       size_t outlen, const char *fmt, va_list ap);
 bool owners_is_ok(struct json_object *o);
 /* o's "error", or "". */
 const char *owners_error_of(struct json_object *o);
