@@ -15,7 +15,9 @@
 # Environment: SIM_LAT_POLICY (coloc), SIM_LAT_LOADS (shares of saturation,
 # "0.1 0.3 0.5"), SIM_LAT_REPLICAS (3), SIM_LAT_SECONDS (20 measured a
 # point, after 2 of warm-up), SIM_LAT_SOLO_S (15: each model alone at 10 %
-# for the parts), SIM_LAT_SEEDS (5), SIM_LAT_OUT (build/bench-sim-latency:
+# for the parts), SIM_LAT_SOLO_ROUNDS (3: the alone runs, every model once a
+# round; each part is the median over the rounds, so one slow spell of the
+# VM does not set a model's parts), SIM_LAT_SEEDS (5), SIM_LAT_OUT (build/bench-sim-latency:
 # parts.tsv, measured.tsv, simulated.tsv, table.txt), COLOC_CACHE_DIR,
 # COLOC_BIN.
 set -euo pipefail
@@ -30,6 +32,7 @@ read -r -a LOADS <<<"${SIM_LAT_LOADS:-0.1 0.3 0.5}"
 REPLICAS=${SIM_LAT_REPLICAS:-3}
 SECONDS_A_POINT=${SIM_LAT_SECONDS:-20}
 SOLO_S=${SIM_LAT_SOLO_S:-15}
+SOLO_ROUNDS=${SIM_LAT_SOLO_ROUNDS:-3}
 SEEDS=${SIM_LAT_SEEDS:-5}
 OUT=${SIM_LAT_OUT:-$ROOT/build/bench-sim-latency}
 WARMUP_S=2
@@ -48,19 +51,42 @@ echo "  load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for m in "${MODELS[@]}"; do make_profile "$m" >/dev/null; done
 start_colocd "$POLICY"
 
-# Each model alone at 10 % of its profile: its parts (colocd's, p50 and
-# p95 a query), QoS 2 x its served p95 (bench-qos's rule) and its service
-# time as served: colocd's parts at their p50 less the waits (queued, decide).
-declare -A QOS PARTS_JSON HOP_JSON SERVICE RATE
+# Each model alone at 10 % of its profile, SOLO_ROUNDS times in rounds: its
+# parts (colocd's, p50 and p95 a query), each the median over the rounds;
+# QoS 2 x its served p95 (bench-qos's rule, the rounds' median) and its
+# service time as served: colocd's parts at their p50 less the waits
+# (queued, decide).
+median_of() { tr ' ' '\n' | sort -g | awk 'NF { v[++n] = $1 } END { print n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }'; }
+parts_median() { # json objects of colocd_parts or hop, one a line, on stdin
+	jq -s 'def med: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+		. as $r | [.[0] | keys[]] | map({key: ., value: {p50_ms: ([$r[][.].p50_ms] | med),
+			p95_ms: ([$r[][.].p95_ms] | med)}}) | from_entries'
+}
+declare -A QOS PARTS_JSON HOP_JSON SERVICE RATE PROFILED P50S P95S PARTS_ROUNDS HOP_ROUNDS
 for m in "${MODELS[@]}"; do
 	probe_solo "$m" "$m"
-	served_solo "solo_$m" "$m" "$SOLO_S" 200
-	RATE[$m]=$(awk -v s="$SOLO_MS" 'BEGIN { printf "%.2f", 100 / s }') # served_solo's
-	QOS[$m]=$(qos_ms_of "$SERVED_P95_MS")
-	PARTS_JSON[$m]=$(jq -c '.tenants[0].colocd_parts' <<<"$SERVED_JSON")
-	HOP_JSON[$m]=$(jq -c '.tenants[0] | {p50_ms: .hop_p50_ms, p95_ms: .hop_p95_ms}' <<<"$SERVED_JSON")
+	PROFILED[$m]=$SOLO_MS
+done
+for r in $(seq "$SOLO_ROUNDS"); do
+	for m in "${MODELS[@]}"; do
+		SOLO_MS=${PROFILED[$m]}
+		served_solo "solo_$m" "$m" "$SOLO_S" 200
+		P50S[$m]+=" $SERVED_MS"
+		P95S[$m]+=" $SERVED_P95_MS"
+		PARTS_ROUNDS[$m]+=$(jq -c '.tenants[0].colocd_parts' <<<"$SERVED_JSON")$'\n'
+		HOP_ROUNDS[$m]+=$(jq -c '.tenants[0] | {hop: {p50_ms: .hop_p50_ms, p95_ms: .hop_p95_ms}}' <<<"$SERVED_JSON")$'\n'
+		echo "  $m alone at 10 %, round $r: served p50 $SERVED_MS / p95 $SERVED_P95_MS ms"
+	done
+done
+for m in "${MODELS[@]}"; do
+	RATE[$m]=$(awk -v s="${PROFILED[$m]}" 'BEGIN { printf "%.2f", 100 / s }') # served_solo's
+	p50=$(median_of <<<"${P50S[$m]}")
+	p95=$(median_of <<<"${P95S[$m]}")
+	QOS[$m]=$(qos_ms_of "$p95")
+	PARTS_JSON[$m]=$(printf '%s' "${PARTS_ROUNDS[$m]}" | parts_median)
+	HOP_JSON[$m]=$(printf '%s' "${HOP_ROUNDS[$m]}" | parts_median | jq -c '.hop')
 	SERVICE[$m]=$(jq '[to_entries[] | select(.key != "queued" and .key != "decide") | .value.p50_ms] | add' <<<"${PARTS_JSON[$m]}")
-	echo "  $m alone at 10 %: profiled ${SOLO_MS} ms, served p50 ${SERVED_MS} / p95 ${SERVED_P95_MS} ms (service ${SERVICE[$m]} ms) -> QoS ${QOS[$m]} ms"
+	echo "  $m alone at 10 %: profiled ${PROFILED[$m]} ms, served p50 $p50 / p95 $p95 ms (medians of $SOLO_ROUNDS rounds; service ${SERVICE[$m]} ms) -> QoS ${QOS[$m]} ms"
 done
 
 # The mix: every tenant offers the same share of the machine as served
