@@ -29,6 +29,7 @@
 #include "policy.h"
 #include "profile.h"
 #include "mono_clock.h"
+#include "oom_first.h"
 #include "host_group.h"
 #include "subid.h"
 #include "subid_tenants.h"
@@ -715,31 +716,29 @@ static void set_nofile(char *line, size_t len)
  * submitted files, last: its executors first (oom_score_adj 1000,
  * execproc_spawn.c). dist/colocd.service.in says the same.
  */
-#define COLOCD_OOM_SCORE_ADJ "-900"
+#define COLOCD_OOM_SCORE_ADJ -900
 
 static void lower_oom_score(void)
 {
 	char now[16] = "";
 	FILE *f = fopen("/proc/self/oom_score_adj", "re");
-	int fd;
+	int ret;
 
 	if (f && !fgets(now, sizeof(now), f))
 		now[0] = '\0';
 	now[strcspn(now, "\n")] = '\0';
 	if (f)
 		fclose(f);
-	if (now[0] && atoi(now) <= atoi(COLOCD_OOM_SCORE_ADJ))
+	if (now[0] && atoi(now) <= COLOCD_OOM_SCORE_ADJ)
 		return;
-	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, COLOCD_OOM_SCORE_ADJ, strlen(COLOCD_OOM_SCORE_ADJ)) < 0)
+	ret = oom_score_self(COLOCD_OOM_SCORE_ADJ);
+	if (ret)
 		fprintf(stderr,
-			"colocd: cannot lower its oom_score_adj to " COLOCD_OOM_SCORE_ADJ
-			" (%s): it stays at %s, and the OOM killer may take colocd before an "
-			"executor; start it lower (OOMScoreAdjust= in its unit, a Guaranteed QoS "
-			"pod in Kubernetes) or give it CAP_SYS_RESOURCE\n",
-			strerror(errno), now[0] ? now : "unknown");
-	if (fd >= 0)
-		close(fd);
+			"colocd: cannot lower its oom_score_adj to %d (%s): it stays at %s, and the "
+			"OOM killer may take colocd before an executor; start it lower "
+			"(OOMScoreAdjust= in its unit, a Guaranteed QoS pod in Kubernetes) or give "
+			"it CAP_SYS_RESOURCE\n",
+			COLOCD_OOM_SCORE_ADJ, strerror(-ret), now[0] ? now : "unknown");
 }
 
 int main(int argc, char **argv)

@@ -111,8 +111,8 @@ struct execproc_opts {
  * more; both above colocd's own (docs/security-owners.md, "Executors'
  * memory").
  */
-#define EXECPROC_OOM_SCORE_MEMBER "1000"
-#define EXECPROC_OOM_SCORE_ROOT "500"
+#define EXECPROC_OOM_SCORE_MEMBER 1000
+#define EXECPROC_OOM_SCORE_ROOT 500
 
 /*
  * A block to run: layers [first, last) of the query in slot; or a plan of

@@ -34,6 +34,7 @@
 #include "coloc/protocol.h"
 #include "exec_log.h"
 #include "execproc_internal.h"
+#include "oom_first.h"
 
 #define EXECPROC_DEFAULT_CAPACITY (16u << 20)
 /*
@@ -142,8 +143,7 @@ struct child_args {
 	int nr_cgroup_fds;
 	struct rlimit limits[EXECPROC_NR_LIMITS];
 	bool remount_proc; /* it has a pid and mount namespace of its own */
-	const char *oom_score; /* EXECPROC_OOM_SCORE_MEMBER or _ROOT */
-	size_t oom_score_len;
+	int oom_score; /* EXECPROC_OOM_SCORE_MEMBER or _ROOT */
 };
 
 /* What the child of clone3 tells colocd before exec: a setback, or why it gave up. */
@@ -170,14 +170,15 @@ static void child_report(int fd, int fatal, int e)
  * input socket as fds 3, 4 and 5 (lane 0's), every
  * other fd the daemon holds (sockets, BPF maps, other tenants' memory)
  * closed at exec, default SIGPIPE and SIGCHLD, nothing blocked, killed
- * with its parent, oom_score_adj c->oom_score (colocd's own, inherited, is low).
+ * with its parent, oom_score_adj c->oom_score (colocd's own, inherited, is low;
+ * oom_score_self, common/oom_first.h).
  * Reports go through report_fd, which exec closes.
  */
 static __attribute__((noreturn)) void child_exec(const struct child_args *c, int report_fd)
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	sigset_t none;
-	int null, oom;
+	int null, ret;
 
 	if (c->remount_proc &&
 	    (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) ||
@@ -189,10 +190,11 @@ static __attribute__((noreturn)) void child_exec(const struct child_args *c, int
 			goto fail;
 	if (setsid() < 0)
 		goto fail;
-	oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (oom < 0 || write(oom, c->oom_score, c->oom_score_len) != (ssize_t)c->oom_score_len)
+	ret = oom_score_self(c->oom_score);
+	if (ret) {
+		errno = -ret;
 		goto fail;
-	close(oom);
+	}
 	null = open("/dev/null", O_RDONLY);
 	sigemptyset(&none);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(c->log_hi, 1) < 0 || dup2(c->log_hi, 2) < 0)
@@ -397,7 +399,6 @@ static int start_child(struct execproc *ep, const struct execproc_opts *o, const
 	int src[EXECPROC_MAX_FILES];
 	int argc = 0, ret = 0;
 
-	c.oom_score_len = strlen(c.oom_score);
 	for (int i = 0; i < o->nr_cgroup_fds; i++)
 		c.cgroup_fds[c.nr_cgroup_fds++] = o->cgroup_fds[i];
 	if (ep->leaf.procs_fd >= 0)
