@@ -18,22 +18,7 @@
 #include "policy_impl.h"
 #include "policy_fixture.h"
 #include "policy_two_models.h"
-
-#define MS 1000000ull
-#define QOS (5 * MS)
-
-static const char *const baselines[] = { "fcfs", "temporal", "os", "static" };
-
-/* one tenant of the tiny model (QoS 5 ms) in slot 0, the others empty, at now */
-static void one_tenant(FIXTURE_DATA(pol) * self, uint64_t now)
-{
-	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = QOS };
-	self->in.nr_tenants = 1;
-	self->in.nr_queries = 0;
-	self->in.nr_running = 0;
-	self->free = self->cfg.online;
-	self->in.now_ns = now;
-}
+#include "policy_late_fixture.h"
 
 /* The running block of the round's only decision, its cores taken, its query in flight. */
 static void start_decided(FIXTURE_DATA(pol) * self)
@@ -61,11 +46,7 @@ TEST_F(pol, late_baselines__a_late_query_that_delays_no_one_is_served_in_its_tur
 		one_tenant(self, 6 * MS);
 		add_query(&self->in, self->queries, 1, 0, 0, QOS);
 		add_query(&self->in, self->queries, 2, 0, 5500000, 5500000 + QOS);
-		ASSERT_EQ(0, run_round(self, name));
-		EXPECT_EQ(0, self->out.nr_drops) TH_LOG("%s", name);
-		ASSERT_EQ(1, self->out.nr_decisions) TH_LOG("%s", name);
-		EXPECT_EQ(1u, self->decisions[0].query_id)
-		TH_LOG("%s: the late one in its turn", name);
+		round_serves(_metadata, self, name, 1);
 		EXPECT_EQ(0, policy_check_output(policy_find(name), &self->in, &self->out,
 						 &self->err));
 	}
@@ -87,11 +68,7 @@ TEST_F(pol, late_baselines__a_late_query_is_served_after_the_one_on_time_it_woul
 		one_tenant(self, 9440000);
 		add_query(&self->in, self->queries, 1, 0, 0, QOS);
 		add_query(&self->in, self->queries, 2, 0, 5500000, 5500000 + QOS);
-		ASSERT_EQ(0, run_round(self, name));
-		EXPECT_EQ(0, self->out.nr_drops) TH_LOG("%s dropped the late query", name);
-		ASSERT_EQ(1, self->out.nr_decisions) TH_LOG("%s", name);
-		EXPECT_EQ(2u, self->decisions[0].query_id)
-		TH_LOG("%s: the one on time first", name);
+		round_serves(_metadata, self, name, 2);
 		EXPECT_EQ(0, policy_check_output(policy_find(name), &self->in, &self->out,
 						 &self->err));
 
@@ -105,10 +82,7 @@ TEST_F(pol, late_baselines__a_late_query_is_served_after_the_one_on_time_it_woul
 		self->free = self->cfg.online;
 		self->queries[1] = self->queries[0];
 		self->in.nr_queries = 1;
-		ASSERT_EQ(0, run_round(self, name));
-		EXPECT_EQ(0, self->out.nr_drops) TH_LOG("%s dropped the late query", name);
-		ASSERT_EQ(1, self->out.nr_decisions) TH_LOG("%s", name);
-		EXPECT_EQ(1u, self->decisions[0].query_id);
+		round_serves(_metadata, self, name, 1);
 		EXPECT_EQ(0, self->decisions[0].first_layer);
 		EXPECT_EQ(3, self->decisions[0].last_layer);
 		EXPECT_EQ(4, self->decisions[0].nr_cores) TH_LOG("%s", name);
@@ -220,10 +194,7 @@ TEST_F(pol, late_baselines__late_serve_serves_the_earliest_whatever_its_deadline
 		one_tenant(self, 60 * MS);
 		add_query(&self->in, self->queries, 1, 0, 0, QOS);
 		add_query(&self->in, self->queries, 2, 0, 59 * MS, 59 * MS + QOS);
-		ASSERT_EQ(0, run_round(self, name));
-		EXPECT_EQ(0, self->out.nr_drops) TH_LOG("%s", name);
-		ASSERT_EQ(1, self->out.nr_decisions) TH_LOG("%s", name);
-		EXPECT_EQ(1u, self->decisions[0].query_id) TH_LOG("%s", name);
+		round_serves(_metadata, self, name, 1);
 	}
 }
 

@@ -17,21 +17,9 @@
 #include "policy_impl.h"
 #include "policy_fixture.h"
 #include "policy_two_models.h"
+#include "policy_late_fixture.h"
 
-#define QOS (5 * MS)
-
-static const char *const baselines[] = { "fcfs", "temporal", "os", "static" };
-
-/* one tenant of the tiny model (QoS 5 ms, 540 us alone on 4 of the 8 cores) at now */
-static void one_tenant(FIXTURE_DATA(pol) * self, uint64_t now)
-{
-	self->tenants[0] = (struct policy_tenant){ .costs = &tiny, .qos_ns = QOS };
-	self->in.nr_tenants = 1;
-	self->in.nr_queries = 0;
-	self->in.nr_running = 0;
-	self->free = self->cfg.online;
-	self->in.now_ns = now;
-}
+static const char *const engines[] = { "coloc", "coloc-whole", "coloc-noversions", "model-wise" };
 
 /*
  * At 9.46 ms query 1 (deadline 5 ms) is overdue: alone its answer comes
@@ -47,10 +35,7 @@ TEST_F(pol, overdue__served_when_the_queue_on_time_can_wait)
 		one_tenant(self, 9460000);
 		add_query(&self->in, self->queries, 1, 0, 0, QOS);
 		add_query(&self->in, self->queries, 2, 0, 9 * MS, 9 * MS + QOS);
-		ASSERT_EQ(0, run_round(self, name));
-		EXPECT_EQ(0, self->out.nr_drops) TH_LOG("%s gave the overdue query up", name);
-		ASSERT_EQ(1, self->out.nr_decisions) TH_LOG("%s", name);
-		EXPECT_EQ(1u, self->decisions[0].query_id) TH_LOG("%s", name);
+		round_serves(_metadata, self, name, 1);
 		EXPECT_EQ(0, policy_check_output(policy_find(name), &self->in, &self->out,
 						 &self->err));
 	}
@@ -72,19 +57,13 @@ TEST_F(pol, overdue__given_up_when_the_queue_in_deadline_order_cannot_wait)
 		add_query(&self->in, self->queries, 1, 0, 0, QOS);
 		add_query(&self->in, self->queries, 2, 0, 6 * MS, 11 * MS);
 		add_query(&self->in, self->queries, 3, 0, 6 * MS, 11 * MS);
-		ASSERT_EQ(0, run_round(self, name));
-		ASSERT_EQ(1, self->out.nr_drops) TH_LOG("%s", name);
-		EXPECT_EQ(1u, self->drops[0].query_id);
-		EXPECT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
+		round_gives_up(_metadata, self, name, 1);
 		ASSERT_EQ(1, self->out.nr_decisions) TH_LOG("%s", name);
 		EXPECT_EQ(2u, self->decisions[0].query_id) TH_LOG("%s", name);
 
 		/* one of them less: 10.54 ms, both on time, and query 1 is served */
 		self->in.nr_queries = 2;
-		ASSERT_EQ(0, run_round(self, name));
-		EXPECT_EQ(0, self->out.nr_drops) TH_LOG("%s", name);
-		ASSERT_EQ(1, self->out.nr_decisions) TH_LOG("%s", name);
-		EXPECT_EQ(1u, self->decisions[0].query_id) TH_LOG("%s", name);
+		round_serves(_metadata, self, name, 1);
 	}
 }
 
@@ -119,6 +98,29 @@ TEST_F(pol, overdue__given_up_whatever_past_its_deadline_plus_two_qos)
 }
 
 /*
+ * Query 1 of the small tenant overdue at 118.4 ms, query 2 of the large
+ * one (QoS 22 ms, arrivals every interval_ns, 0: not known) on time: the
+ * coloc engine's policy name gives nothing up and serves query 1.
+ */
+static void engine_serves_the_overdue_query(struct __test_metadata *_metadata,
+					    FIXTURE_DATA(pol) * self, const char *name,
+					    uint64_t interval_ns)
+{
+	bool served = false;
+
+	two_cores(self, &large_model, 22 * MS);
+	self->tenants[1].interval_ns = interval_ns;
+	self->in.now_ns = 118 * MS + 400000;
+	add_query(&self->in, self->queries, 1, 0, 100 * MS, 111 * MS);
+	add_query(&self->in, self->queries, 2, 1, 111 * MS, 133 * MS);
+	ASSERT_EQ(0, run_round(self, name));
+	EXPECT_EQ(0, self->out.nr_drops) TH_LOG("%s gave the overdue query up", name);
+	for (int d = 0; d < self->out.nr_decisions; d++)
+		served |= self->decisions[d].query_id == 1;
+	EXPECT_TRUE(served) TH_LOG("%s", name);
+}
+
+/*
  * The coloc engine (and model-wise, the same engine) on 2 cores: the small
  * tenant's query 1 (deadline 111 ms, QoS 11) at 118.4 ms takes 3.6 ms on
  * both cores, its answer at 122 ms, its deadline plus its QoS: overdue.
@@ -130,29 +132,13 @@ TEST_F(pol, overdue__given_up_whatever_past_its_deadline_plus_two_qos)
  */
 TEST_F(pol, overdue__the_coloc_engine_serves_it_when_the_queue_can_wait)
 {
-	static const char *const names[] = { "coloc", "coloc-whole", "coloc-noversions",
-					     "model-wise" };
-
-	for (unsigned int i = 0; i < ARRAY_SIZE(names); i++) {
-		bool served = false;
-
-		two_cores(self, &large_model, 22 * MS);
-		self->in.now_ns = 118 * MS + 400000;
-		add_query(&self->in, self->queries, 1, 0, 100 * MS, 111 * MS);
-		add_query(&self->in, self->queries, 2, 1, 111 * MS, 133 * MS);
-		ASSERT_EQ(0, run_round(self, names[i]));
-		EXPECT_EQ(0, self->out.nr_drops) TH_LOG("%s gave the overdue query up", names[i]);
-		for (int d = 0; d < self->out.nr_decisions; d++)
-			served |= self->decisions[d].query_id == 1;
-		EXPECT_TRUE(served) TH_LOG("%s", names[i]);
-		EXPECT_EQ(0, policy_check_output(policy_find(names[i]), &self->in, &self->out,
+	for (unsigned int i = 0; i < ARRAY_SIZE(engines); i++) {
+		engine_serves_the_overdue_query(_metadata, self, engines[i], 0);
+		EXPECT_EQ(0, policy_check_output(policy_find(engines[i]), &self->in, &self->out,
 						 &self->err));
 
 		add_query(&self->in, self->queries, 3, 1, 111 * MS, 133 * MS);
-		ASSERT_EQ(0, run_round(self, names[i]));
-		ASSERT_EQ(1, self->out.nr_drops) TH_LOG("%s", names[i]);
-		EXPECT_EQ(1u, self->drops[0].query_id);
-		EXPECT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
+		round_gives_up(_metadata, self, engines[i], 1);
 	}
 }
 
@@ -211,28 +197,11 @@ TEST_F(pol, overdue__given_up_when_the_arrivals_expected_leave_no_room)
  */
 TEST_F(pol, overdue__the_coloc_engine_weighs_the_arrivals_expected)
 {
-	static const char *const names[] = { "coloc", "coloc-whole", "coloc-noversions",
-					     "model-wise" };
-
-	for (unsigned int i = 0; i < ARRAY_SIZE(names); i++) {
-		bool served = false;
-
-		two_cores(self, &large_model, 22 * MS);
-		self->tenants[1].interval_ns = 10 * MS;
-		self->in.now_ns = 118 * MS + 400000;
-		add_query(&self->in, self->queries, 1, 0, 100 * MS, 111 * MS);
-		add_query(&self->in, self->queries, 2, 1, 111 * MS, 133 * MS);
-		ASSERT_EQ(0, run_round(self, names[i]));
-		EXPECT_EQ(0, self->out.nr_drops) TH_LOG("%s gave the overdue query up", names[i]);
-		for (int d = 0; d < self->out.nr_decisions; d++)
-			served |= self->decisions[d].query_id == 1;
-		EXPECT_TRUE(served) TH_LOG("%s", names[i]);
+	for (unsigned int i = 0; i < ARRAY_SIZE(engines); i++) {
+		engine_serves_the_overdue_query(_metadata, self, engines[i], 10 * MS);
 
 		self->tenants[1].interval_ns = 7 * MS;
-		ASSERT_EQ(0, run_round(self, names[i]));
-		ASSERT_EQ(1, self->out.nr_drops) TH_LOG("%s", names[i]);
-		EXPECT_EQ(1u, self->drops[0].query_id);
-		EXPECT_EQ(POLICY_DROP_CANNOT_MEET, self->drops[0].reason);
+		round_gives_up(_metadata, self, engines[i], 1);
 	}
 }
 

@@ -115,6 +115,38 @@ TEST(model__fastest_version_flips_as_the_level_rises)
 }
 
 /*
+ * One layer of three versions on one core count (counts[0]), with
+ * intervals: ns, lo and hi are [version][level] over nr_levels levels.
+ */
+static struct policy_costs one_layer_three_versions(const int *counts, const double *levels,
+						    int nr_levels, const uint64_t *ns,
+						    const uint64_t *lo, const uint64_t *hi)
+{
+	return (struct policy_costs){
+		.nr_layers = 1,
+		.nr_versions = 3,
+		.nr_core_counts = 1,
+		.nr_levels = nr_levels,
+		.core_counts = counts,
+		.level_slowdown = levels,
+		.latency_ns = ns,
+		.latency_lo_ns = lo,
+		.latency_hi_ns = hi,
+	};
+}
+
+/* m's fastest version of layer 0 on its first core count at level position pos is version, at ns. */
+static void fastest_is(struct __test_metadata *_metadata, const struct policy_costs *m, double pos,
+		       int version, uint64_t ns)
+{
+	uint64_t got;
+
+	ASSERT_EQ(version, policy_costs_fastest_version(m, 0, 0, pos, &got))
+	TH_LOG("at level position %.1f", pos);
+	ASSERT_EQ(ns, got) TH_LOG("at level position %.1f", pos);
+}
+
+/*
  * With confidence intervals a later version is faster only when its interval
  * lies wholly below the winner's so far. Three versions of one layer, alone
  * and at one stressed column: v1's median is below v0's alone but the
@@ -132,26 +164,13 @@ TEST(model__with_intervals_a_version_wins_only_beyond_its_noise)
 	static const uint64_t ns[] = { 105, 210, 99, 155, 85, 200 };
 	static const uint64_t lo[] = { 100, 200, 95, 150, 80, 190 };
 	static const uint64_t hi[] = { 110, 220, 105, 160, 90, 230 };
-	struct policy_costs m = {
-		.nr_layers = 1,
-		.nr_versions = 3,
-		.nr_core_counts = 1,
-		.nr_levels = 2,
-		.core_counts = counts,
-		.level_slowdown = levels,
-		.latency_ns = ns,
-		.latency_lo_ns = lo,
-		.latency_hi_ns = hi,
-	};
+	struct policy_costs m = one_layer_three_versions(counts, levels, 2, ns, lo, hi);
 	uint64_t got;
 
 	ASSERT_EQ(0, policy_costs_check(&m, NULL));
-	ASSERT_EQ(2, policy_costs_fastest_version(&m, 0, 0, 0, &got));
-	ASSERT_EQ(85, got);
-	ASSERT_EQ(1, policy_costs_fastest_version(&m, 0, 0, 1, &got));
-	ASSERT_EQ(155, got);
-	ASSERT_EQ(1, policy_costs_fastest_version(&m, 0, 0, 0.5, &got));
-	ASSERT_EQ(127, got);
+	fastest_is(_metadata, &m, 0, 2, 85);
+	fastest_is(_metadata, &m, 1, 1, 155);
+	fastest_is(_metadata, &m, 0.5, 1, 127);
 	/* v2 overlapping v0 alone: v0 */
 	{
 		static const uint64_t lo2[] = { 100, 200, 95, 150, 80, 190 };
@@ -159,8 +178,7 @@ TEST(model__with_intervals_a_version_wins_only_beyond_its_noise)
 
 		m.latency_lo_ns = lo2;
 		m.latency_hi_ns = hi2;
-		ASSERT_EQ(0, policy_costs_fastest_version(&m, 0, 0, 0, &got));
-		ASSERT_EQ(105, got);
+		fastest_is(_metadata, &m, 0, 0, 105);
 	}
 	m.latency_lo_ns = NULL;
 	ASSERT_EQ(-EINVAL, policy_costs_check(&m, NULL));
@@ -190,29 +208,14 @@ TEST(model__at_a_level_the_fastest_alone_keeps_the_lead_no_interval_takes)
 				       111495, 132047, 134981, 130905 };
 	static const uint64_t hi[] = { 154970, 1064602, 121610, 118156, 585871,
 				       119147, 161831,	826728, 4303376 };
-	struct policy_costs m = {
-		.nr_layers = 1,
-		.nr_versions = 3,
-		.nr_core_counts = 1,
-		.nr_levels = 3,
-		.core_counts = counts,
-		.level_slowdown = levels,
-		.latency_ns = ns,
-		.latency_lo_ns = lo,
-		.latency_hi_ns = hi,
-	};
-	uint64_t got;
+	struct policy_costs m = one_layer_three_versions(counts, levels, 3, ns, lo, hi);
 
 	ASSERT_EQ(0, policy_costs_check(&m, NULL));
-	ASSERT_EQ(1, policy_costs_fastest_version(&m, 0, 0, 0, &got));
-	ASSERT_EQ(111886, got);
-	ASSERT_EQ(1, policy_costs_fastest_version(&m, 0, 0, 1, &got));
-	ASSERT_EQ(116132, got);
-	ASSERT_EQ(1, policy_costs_fastest_version(&m, 0, 0, 2, &got));
-	ASSERT_EQ(112377, got);
+	fastest_is(_metadata, &m, 0, 1, 111886);
+	fastest_is(_metadata, &m, 1, 1, 116132);
+	fastest_is(_metadata, &m, 2, 1, 112377);
 	/* half way to column 1: (111886 + 116132) / 2 */
-	ASSERT_EQ(1, policy_costs_fastest_version(&m, 0, 0, 0.5, &got));
-	ASSERT_EQ(114009, got);
+	fastest_is(_metadata, &m, 0.5, 1, 114009);
 }
 
 TEST(model__solo_ns_is_the_fastest_whole_model_on_the_largest_fitting_count)
