@@ -8,7 +8,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,16 +16,6 @@
 #include <sys/un.h>
 #include "coloc/protocol.h"
 #include "client_internal.h"
-
-int client_fail(struct coloc_client *c, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(c->error, sizeof(c->error), fmt, ap);
-	va_end(ap);
-	return err;
-}
 
 int coloc_client_connect(const char *socket_path, struct coloc_client **out)
 {
@@ -72,7 +61,7 @@ int coloc_client_fd(const struct coloc_client *c)
 
 const char *coloc_client_error(const struct coloc_client *c)
 {
-	return c->error;
+	return c->error.msg;
 }
 
 void coloc_client_set_io_timeout(struct coloc_client *c, int timeout_ms)
@@ -95,12 +84,13 @@ int coloc_client_request_fds(struct coloc_client *c, const char *request, const 
 
 	*response = NULL;
 	if (nr_fds < 0 || nr_fds > COLOC_MAX_REQUEST_FDS)
-		return client_fail(c, -EINVAL, "%d descriptors; a request carries at most %d",
-				   nr_fds, COLOC_MAX_REQUEST_FDS);
+		return client_fail(&c->error, -EINVAL,
+				   "%d descriptors; a request carries at most %d", nr_fds,
+				   COLOC_MAX_REQUEST_FDS);
 	/* one send: the descriptors must come with the line's bytes */
 	line = malloc(len + 2);
 	if (!line)
-		return client_fail(c, -ENOMEM, "out of memory");
+		return client_fail(&c->error, -ENOMEM, "out of memory");
 	memcpy(line, request, len);
 	line[len] = '\n';
 	line[len + 1] = '\0';
@@ -117,7 +107,7 @@ int coloc_client_request_fds(struct coloc_client *c, const char *request, const 
 	line_len = (size_t)(nl - c->buf);
 	*response = malloc(line_len + 1);
 	if (!*response)
-		return client_fail(c, -ENOMEM, "out of memory");
+		return client_fail(&c->error, -ENOMEM, "out of memory");
 	memcpy(*response, c->buf, line_len);
 	(*response)[line_len] = '\0';
 	client_consume(c, line_len + 1);
@@ -140,7 +130,7 @@ struct json_object *coloc_client_call_fds(struct coloc_client *c, struct json_ob
 		return NULL;
 	o = json_tokener_parse(resp);
 	if (!o)
-		client_fail(c, -EPROTO, "colocd's answer is not JSON: %.200s", resp);
+		client_fail(&c->error, -EPROTO, "colocd's answer is not JSON: %.200s", resp);
 	free(resp);
 	return o;
 }
@@ -157,8 +147,8 @@ int coloc_client_ok(struct coloc_client *c, struct json_object *resp)
 	if (json_object_object_get_ex(resp, "ok", &v) && json_object_get_boolean(v))
 		return 1;
 	if (json_object_object_get_ex(resp, "error", &v))
-		client_fail(c, 0, "%s", json_object_get_string(v));
+		client_fail(&c->error, 0, "%s", json_object_get_string(v));
 	else
-		client_fail(c, 0, "colocd refused the request without saying why");
+		client_fail(&c->error, 0, "colocd refused the request without saying why");
 	return 0;
 }

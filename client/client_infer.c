@@ -58,7 +58,7 @@ static char *client_infer_line(struct coloc_client *c, const char *tenant, uint6
 		line = NULL;
 	json_object_put(req);
 	if (!line)
-		client_fail(c, -ENOMEM, "out of memory");
+		client_fail(&c->error, -ENOMEM, "out of memory");
 	return line;
 }
 
@@ -152,12 +152,12 @@ static int client_parse_answer(struct coloc_client *c, const char *line, size_t 
 	memset(res, 0, sizeof(*res));
 	*out_bytes = 0;
 	if (!o)
-		return client_fail(c, -EPROTO, "colocd's answer is not JSON: %.200s", line);
+		return client_fail(&c->error, -EPROTO, "colocd's answer is not JSON: %.200s", line);
 	if (json_object_object_get_ex(o, "error", &v))
 		snprintf(res->error, sizeof(res->error), "%s", json_object_get_string(v));
 	if (!json_object_object_get_ex(o, "tag", &v)) {
 		/* not an infer's answer: the request itself was refused */
-		client_fail(c, -EPROTO, "%s", res->error[0] ? res->error : line);
+		client_fail(&c->error, -EPROTO, "%s", res->error[0] ? res->error : line);
 		json_object_put(o);
 		return -EPROTO;
 	}
@@ -183,7 +183,7 @@ static int client_parse_answer(struct coloc_client *c, const char *line, size_t 
 		/* past this, the bytes after the line cannot be framed: the connection is lost */
 		if (!json_object_is_type(v, json_type_int) || n < 0 ||
 		    (uint64_t)n > COLOC_MAX_PAYLOAD) {
-			client_fail(c, -EPROTO,
+			client_fail(&c->error, -EPROTO,
 				    "colocd's answer has output_bytes %.32s, not 0 to %u",
 				    json_object_get_string(v), COLOC_MAX_PAYLOAD);
 			json_object_put(o);
@@ -218,14 +218,15 @@ int coloc_client_infer_recv(struct coloc_client *c, struct coloc_infer_result *r
 	if (r < 0)
 		return r;
 	if (!r)
-		return client_fail(c, -ETIMEDOUT,
+		return client_fail(&c->error, -ETIMEDOUT,
 				   "colocd sent %zu of an answer's %zu output bytes in %d ms",
 				   c->len - line_len - 1, out_bytes, c->io_timeout_ms);
 	client_consume(c, line_len + 1);
 	if (out_bytes > out_cap) {
 		client_consume(c, out_bytes);
-		return client_fail(c, -EMSGSIZE, "the output (%zu bytes) is over the buffer (%zu)",
-				   out_bytes, out_cap);
+		return client_fail(&c->error, -EMSGSIZE,
+				   "the output (%zu bytes) is over the buffer (%zu)", out_bytes,
+				   out_cap);
 	}
 	if (out_bytes)
 		memcpy(output, c->buf, out_bytes);
@@ -276,7 +277,8 @@ static int client_input_memfd(struct coloc_client *c, size_t len)
 	client_input_memfd_drop(c);
 	fd = coloc_client_input_memfd(len, &c->input_map);
 	if (fd < 0)
-		return client_fail(c, fd, "cannot make the input's memfd: %s", strerror(-fd));
+		return client_fail(&c->error, fd, "cannot make the input's memfd: %s",
+				   strerror(-fd));
 	c->input_fd = fd;
 	c->input_cap = len;
 	return 0;
@@ -301,6 +303,6 @@ int coloc_client_infer(struct coloc_client *c, const char *tenant, const void *i
 		return r;
 	r = coloc_client_infer_recv(c, res, output, out_cap, -1);
 	if (r == 1 && res->status != COLOC_INFER_OK)
-		client_fail(c, 0, "%s", res->error);
+		client_fail(&c->error, 0, "%s", res->error);
 	return r == 1 ? 0 : r;
 }

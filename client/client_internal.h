@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <sys/uio.h>
 #include "coloc/client.h"
+#include "client_error.h"
 
 struct coloc_client {
 	int fd;
@@ -24,12 +25,8 @@ struct coloc_client {
 	size_t sent; /* bytes of the last send that left */
 	char *buf; /* bytes received, not yet taken */
 	size_t len, cap;
-	char error[512];
+	struct client_error error; /* set with client_fail() */
 };
-
-/* The reason into c's error (printf's format); returns err. */
-int client_fail(struct coloc_client *c, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* The end of the first line in the buffer, or NULL. */
 char *client_line_end(struct coloc_client *c);

@@ -47,30 +47,33 @@ static int client_fill(struct coloc_client *c, int timeout_ms)
 
 		/* as client_wait_for says, also while a send reads what comes meanwhile */
 		if (c->len > CLIENT_MAX_ANSWER_LINE && !client_line_end(c))
-			return client_fail(c, -EPROTO,
-					   "colocd sent %zu bytes of an answer line without its end "
-					   "(at most %u)",
-					   c->len, CLIENT_MAX_ANSWER_LINE);
+			return client_fail(
+				&c->error, -EPROTO,
+				"colocd sent %zu bytes of an answer line without its end "
+				"(at most %u)",
+				c->len, CLIENT_MAX_ANSWER_LINE);
 		b = realloc(c->buf, cap);
 
 		if (!b)
-			return client_fail(c, -ENOMEM, "out of memory");
+			return client_fail(&c->error, -ENOMEM, "out of memory");
 		c->buf = b;
 		c->cap = cap;
 	}
 	/* not waiting: what recv finds is all there is, no poll needed */
 	r = timeout_ms ? poll(&pfd, 1, timeout_ms) : 1;
 	if (r < 0)
-		return errno == EINTR ? 0 : client_fail(c, -errno, "poll: %s", strerror(errno));
+		return errno == EINTR ? 0 :
+					client_fail(&c->error, -errno, "poll: %s", strerror(errno));
 	if (!r)
 		return 0;
 	n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ?
 			       0 :
-			       client_fail(c, -errno, "reading from colocd: %s", strerror(errno));
+			       client_fail(&c->error, -errno, "reading from colocd: %s",
+					   strerror(errno));
 	if (!n)
-		return client_fail(c, -EPIPE, "colocd closed the connection");
+		return client_fail(&c->error, -EPIPE, "colocd closed the connection");
 	c->len += (size_t)n;
 	return (int)n;
 }
@@ -116,14 +119,14 @@ int client_send_iov_fds(struct coloc_client *c, struct iovec *iov, int nr_iov, c
 			int r;
 
 			if (end && now >= end)
-				return client_fail(c, -ETIMEDOUT,
+				return client_fail(&c->error, -ETIMEDOUT,
 						   "colocd took no more of the request for %d ms",
 						   c->io_timeout_ms);
 			r = poll(&pfd, 1, end ? (int)(end - now) : -1);
 			if (r < 0) {
 				if (errno == EINTR)
 					continue;
-				return client_fail(c, -errno, "poll: %s", strerror(errno));
+				return client_fail(&c->error, -errno, "poll: %s", strerror(errno));
 			}
 			if (!r)
 				continue;
@@ -151,7 +154,8 @@ int client_send_iov_fds(struct coloc_client *c, struct iovec *iov, int nr_iov, c
 			if (!admit_until)
 				admit_until = client_now_ms() + CLIENT_ADMIT_MS;
 			if (client_now_ms() >= admit_until)
-				return client_fail(c, -EPERM, "colocd did not take the descriptors");
+				return client_fail(&c->error, -EPERM,
+						   "colocd did not take the descriptors");
 			r = client_fill(c, 1);
 			if (r < 0)
 				return r;
@@ -162,9 +166,10 @@ int client_send_iov_fds(struct coloc_client *c, struct iovec *iov, int nr_iov, c
 			if (errno == EAGAIN || errno == EINTR)
 				continue;
 			if (errno == EPIPE && client_line_end(c))
-				return client_fail(c, -EPIPE, "colocd refused: %.*s",
+				return client_fail(&c->error, -EPIPE, "colocd refused: %.*s",
 						   (int)(client_line_end(c) - c->buf), c->buf);
-			return client_fail(c, -errno, "sending to colocd: %s", strerror(errno));
+			return client_fail(&c->error, -errno, "sending to colocd: %s",
+					   strerror(errno));
 		}
 		nr_fds = 0;
 		c->sent += (size_t)n;
@@ -204,7 +209,7 @@ int client_wait_for(struct coloc_client *c, size_t need_after_line, int timeout_
 			return 1;
 		if (!nl && c->len > CLIENT_MAX_ANSWER_LINE)
 			return client_fail(
-				c, -EPROTO,
+				&c->error, -EPROTO,
 				"colocd sent %zu bytes of an answer line without its end "
 				"(at most %u)",
 				c->len, CLIENT_MAX_ANSWER_LINE);

@@ -69,22 +69,23 @@ static int client_open_file(struct coloc_client *c, int dirfd, const char *path,
 	if (rule == CLIENT_AS_USER) {
 		fd = openat(dirfd, path, flags);
 		if (fd < 0)
-			return client_fail(c, -errno, "cannot open %s %s: %s", what, path,
+			return client_fail(&c->error, -errno, "cannot open %s %s: %s", what, path,
 					   strerror(errno));
 		return fd;
 	}
 	fd = client_open_no_links(dirfd, path, flags);
 	if (fd == -ELOOP)
 		return client_fail(
-			c, fd,
+			&c->error, fd,
 			"cannot open %s %s: a symbolic link is on its path, not followed "
 			"as root; " TRUSTED_PATH_ADVICE,
 			what, path);
 	if (fd < 0)
-		return client_fail(c, fd, "cannot open %s %s: %s", what, path, strerror(-fd));
+		return client_fail(&c->error, fd, "cannot open %s %s: %s", what, path,
+				   strerror(-fd));
 	if (rule == CLIENT_ROOTS_OWN && trusted_path_check(dirfd, path, fd, why, sizeof(why))) {
 		close(fd);
-		return client_fail(c, -EACCES,
+		return client_fail(&c->error, -EACCES,
 				   "cannot submit %s %s as root: it %s; " TRUSTED_PATH_ADVICE, what,
 				   path, why);
 	}
@@ -108,7 +109,7 @@ static int client_check_location(struct coloc_client *c, const char *loc)
 		p += *p == '/';
 	}
 	if (!ok)
-		return client_fail(c, -EINVAL,
+		return client_fail(&c->error, -EINVAL,
 				   "external data file '%.200s' is not a relative path below the "
 				   "model's directory (no '..')",
 				   loc);
@@ -130,22 +131,22 @@ static int client_locations(struct coloc_client *c, int fd, const char *path,
 		return 0;
 	n = onnx_scan_locations_fd(fd, (uint64_t)st.st_size, locs, max);
 	if (n == -E2BIG)
-		return client_fail(c, n,
+		return client_fail(&c->error, n,
 				   "%s keeps its tensors in more than %d external data files, the "
 				   "most a submit carries; save it with all tensors in one file",
 				   path, max);
 	if (n == -ENODATA)
-		return client_fail(c, -EIO,
+		return client_fail(&c->error, -EIO,
 				   "%s became shorter while it was read (%lld bytes before): "
 				   "written or truncated during the submit; submit it again",
 				   path, (long long)st.st_size);
 	if (n == -ENOMEM)
-		return client_fail(c, n, "out of memory");
+		return client_fail(&c->error, n, "out of memory");
 	if (n < 0 && n != -EINVAL)
-		return client_fail(c, n, "cannot read %s: %s", path, strerror(-n));
+		return client_fail(&c->error, n, "cannot read %s: %s", path, strerror(-n));
 	if (n < 0)
-		return client_fail(c, n, "%s is not an ONNX model (its protobuf does not parse)",
-				   path);
+		return client_fail(&c->error, n,
+				   "%s is not an ONNX model (its protobuf does not parse)", path);
 	return n;
 }
 
@@ -156,7 +157,7 @@ static int client_beneath_fail(struct coloc_client *c, int err, const char *what
 			  err == -EXDEV  ? "it leads outside its folder" :
 					   strerror(-err);
 
-	return client_fail(c, err, "cannot open %s %s: %s", what, path, why);
+	return client_fail(&c->error, err, "cannot open %s %s: %s", what, path, why);
 }
 
 /*
@@ -184,8 +185,8 @@ static int client_open_sub(struct coloc_client *c, const struct coloc_submit_fil
 		return client_beneath_fail(c, fd, what, path);
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return client_fail(c, -EINVAL, "cannot open %s %s: not a regular file", what,
-				   path);
+		return client_fail(&c->error, -EINVAL, "cannot open %s %s: not a regular file",
+				   what, path);
 	}
 	return fd;
 }
@@ -201,7 +202,7 @@ static int client_model_dir(struct coloc_client *c, const struct coloc_submit_fi
 	int fd;
 
 	if (!dir)
-		return client_fail(c, -ENOMEM, "out of memory");
+		return client_fail(&c->error, -ENOMEM, "out of memory");
 	slash = strrchr(dir, '/');
 	if (slash)
 		slash[1] = '\0';
@@ -215,7 +216,7 @@ static int client_model_dir(struct coloc_client *c, const struct coloc_submit_fi
 		fd = -errno;
 	free(dir);
 	if (fd < 0)
-		return client_fail(c, fd, "cannot open the directory of %s: %s", model,
+		return client_fail(&c->error, fd, "cannot open the directory of %s: %s", model,
 				   strerror(-fd));
 	return fd;
 }
@@ -236,7 +237,8 @@ static struct json_object *client_submit(struct coloc_client *c, const struct co
 	size_t plen = strlen(model);
 
 	if (!weights != !sub->weights) {
-		client_fail(c, -EINVAL, "weights named for colocd but not where to open them");
+		client_fail(&c->error, -EINVAL,
+			    "weights named for colocd but not where to open them");
 		return NULL;
 	}
 	r = client_open_sub(c, at, top, model, "model", false, rule);
@@ -252,7 +254,7 @@ static struct json_object *client_submit(struct coloc_client *c, const struct co
 	if (plen > 5 && !strcmp(model + plen - 5, ".onnx")) {
 		locs = calloc(COLOC_MAX_REQUEST_FDS, sizeof(*locs));
 		if (!locs) {
-			client_fail(c, -ENOMEM, "out of memory");
+			client_fail(&c->error, -ENOMEM, "out of memory");
 			goto out;
 		}
 		n = client_locations(c, fds[0], model, locs, COLOC_MAX_REQUEST_FDS - nr);

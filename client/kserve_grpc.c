@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +31,7 @@
 #include <grpc/support/time.h>
 #include "coloc/kserve.h"
 #include "grpc_service.pb-c.h"
+#include "client_error.h"
 
 #define KG_MAX_MODELS 16
 #define KG_MAX_DIMS 8
@@ -70,25 +70,12 @@ struct kserve_grpc {
 	int nr_inflight;
 	struct kg_model models[KG_MAX_MODELS];
 	int nr_models;
-	char error[256];
+	struct client_error error;
 };
-
-static int kg_fail(struct kserve_grpc *k, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int kg_fail(struct kserve_grpc *k, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(k->error, sizeof(k->error), fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 const char *kserve_grpc_error(struct kserve_grpc *k)
 {
-	return k->error;
+	return k->error.msg;
 }
 
 int kserve_grpc_fd(struct kserve_grpc *k)
@@ -302,21 +289,22 @@ static struct kg_model *kg_model(struct kserve_grpc *k, const char *model)
 		if (!strcmp(k->models[i].name, model))
 			return &k->models[i];
 	if (k->nr_models == KG_MAX_MODELS || strlen(model) >= sizeof(m->name)) {
-		kg_fail(k, -E2BIG, "too many models, or a name too long");
+		client_fail(&k->error, -E2BIG, "too many models, or a name too long");
 		return NULL;
 	}
 	rq.name = (char *)model;
 	c.request = kg_pack(&rq.base);
 	cq = grpc_completion_queue_create_for_pluck(NULL);
 	if (!c.request || kg_start(k, cq, &c, KG_METHOD("ModelMetadata")) != GRPC_CALL_OK) {
-		kg_fail(k, -EIO, "cannot start a ModelMetadata call");
+		client_fail(&k->error, -EIO, "cannot start a ModelMetadata call");
 		goto out;
 	}
 	grpc_completion_queue_pluck(cq, &c, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
 	if (c.status != GRPC_STATUS_OK) {
 		char *why = grpc_slice_to_c_string(c.details);
 
-		kg_fail(k, -EIO, "ModelMetadata of %s: status %d: %s", model, c.status, why);
+		client_fail(&k->error, -EIO, "ModelMetadata of %s: status %d: %s", model, c.status,
+			    why);
 		gpr_free(why);
 		goto out;
 	}
@@ -326,8 +314,8 @@ static struct kg_model *kg_model(struct kserve_grpc *k, const char *model)
 	grpc_slice_unref(bytes);
 	if (!resp || resp->n_inputs != 1 || resp->inputs[0]->n_shape > KG_MAX_DIMS ||
 	    strlen(resp->inputs[0]->name) >= sizeof(m->input)) {
-		kg_fail(k, -EINVAL, "ModelMetadata of %s: not one input coloc-load can send",
-			model);
+		client_fail(&k->error, -EINVAL,
+			    "ModelMetadata of %s: not one input coloc-load can send", model);
 	} else {
 		m = &k->models[k->nr_models++];
 		snprintf(m->name, sizeof(m->name), "%s", model);
@@ -398,7 +386,7 @@ static int kg_request(struct kserve_grpc *k, struct kg_model *m, const void *inp
 	plen = inference__model_infer_request__get_packed_size(&rq);
 	buf = malloc(plen);
 	if (!buf)
-		return kg_fail(k, -ENOMEM, "out of memory");
+		return client_fail(&k->error, -ENOMEM, "out of memory");
 	inference__model_infer_request__pack(&rq, buf);
 	if (m->has_packed)
 		grpc_slice_unref(m->packed);
@@ -416,20 +404,20 @@ int kserve_grpc_infer_send(struct kserve_grpc *k, const char *model, uint64_t ta
 	if (!m)
 		return -EIO;
 	if (len != m->in_bytes)
-		return kg_fail(k, -EINVAL, "model %s takes %zu input bytes, not %zu", model,
-			       m->in_bytes, len);
+		return client_fail(&k->error, -EINVAL, "model %s takes %zu input bytes, not %zu",
+				   model, m->in_bytes, len);
 	if (kg_request(k, m, input, len))
 		return -ENOMEM;
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return kg_fail(k, -ENOMEM, "out of memory");
+		return client_fail(&k->error, -ENOMEM, "out of memory");
 	c->tag = tag;
 	c->request = grpc_raw_byte_buffer_create(&m->packed, 1);
 	pthread_mutex_lock(&k->lock);
 	if (!c->request || kg_start(k, k->cq, c, KG_METHOD("ModelInfer")) != GRPC_CALL_OK) {
 		pthread_mutex_unlock(&k->lock);
 		kg_call_free(c);
-		return kg_fail(k, -EIO, "cannot start a ModelInfer call");
+		return client_fail(&k->error, -EIO, "cannot start a ModelInfer call");
 	}
 	c->next = k->inflight;
 	if (k->inflight)
@@ -541,6 +529,6 @@ int kserve_grpc_infer_recv(struct kserve_grpc *k, struct coloc_infer_result *res
 	r = kg_answer(c, res, output, out_cap);
 	kg_call_free(c);
 	if (r == -EMSGSIZE)
-		kg_fail(k, r, "an answer was over %zu bytes", out_cap);
+		client_fail(&k->error, r, "an answer was over %zu bytes", out_cap);
 	return r;
 }

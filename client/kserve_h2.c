@@ -18,7 +18,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +30,7 @@
 #include "grpc_service.pb-c.h"
 #include "h2_frame.h"
 #include "hpack.h"
+#include "client_error.h"
 #include "kserve_tcp.h"
 
 #define KH_METHOD(name) "/inference.GRPCInferenceService/" name
@@ -74,24 +74,12 @@ struct kserve_h2 {
 	uint8_t *req; /* the 5-byte gRPC prefix and the packed ModelInferRequest */
 	size_t req_len;
 	bool broken;
-	char err[512];
+	struct client_error err;
 };
-
-static int kh_fail(struct kserve_h2 *g, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int kh_fail(struct kserve_h2 *g, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(g->err, sizeof(g->err), fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 const char *kserve_h2_error(struct kserve_h2 *g)
 {
-	return g->err;
+	return g->err.msg;
 }
 
 int kserve_h2_fd(struct kserve_h2 *g)
@@ -108,7 +96,7 @@ static int kh_sendv(struct kserve_h2 *g, struct iovec *iov, int n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0)
-			return kh_fail(g, -errno, "send: %s", strerror(errno));
+			return client_fail(&g->err, -errno, "send: %s", strerror(errno));
 		while (n && (size_t)w >= iov->iov_len) {
 			w -= (ssize_t)iov->iov_len;
 			iov++;
@@ -226,14 +214,15 @@ static int kh_headers(struct kserve_h2 *g, const struct h2_frame_header *h, cons
 	int r;
 
 	if (kh_append(&g->block, &g->block_len, &g->block_cap, frag, len))
-		return kh_fail(g, -ENOMEM, "a header block too large");
+		return client_fail(&g->err, -ENOMEM, "a header block too large");
 	if (!(h->flags & H2_FLAG_END_HEADERS))
 		return 0;
 	st = kh_stream(g, g->block_stream);
 	r = hpack_decode(&g->dec, g->block, g->block_len, 1 << 20, st ? kh_field : NULL, st);
 	g->block_len = 0;
 	if (r == HPACK_ERR_COMPRESSION || r == HPACK_ERR_NO_MEMORY)
-		return kh_fail(g, -EPROTO, "the server's header block does not decode (%d)", r);
+		return client_fail(&g->err, -EPROTO,
+				   "the server's header block does not decode (%d)", r);
 	if (st && st->end_after_headers)
 		kh_end(g, st);
 	return 0;
@@ -249,7 +238,8 @@ static int kh_settings(struct kserve_h2 *g, const struct h2_frame_header *h, con
 		return 0;
 	r = h2_settings_apply(&g->peer, p, h->length);
 	if (r)
-		return kh_fail(g, -EPROTO, "the server's SETTINGS are refused (error %d)", r);
+		return client_fail(&g->err, -EPROTO, "the server's SETTINGS are refused (error %d)",
+				   r);
 	for (size_t i = 0; i < g->nr_streams; i++)
 		if (g->streams[i].id)
 			g->streams[i].send_window += (int64_t)g->peer.initial_window_size - old;
@@ -268,15 +258,15 @@ static int kh_frame(struct kserve_h2 *g, const struct h2_frame_header *h, const 
 	case H2_DATA:
 		g->recv_unacked += h->length;
 		if (h2_frame_content(h, p, &c, &cl))
-			return kh_fail(g, -EPROTO, "a DATA frame's padding is wrong");
+			return client_fail(&g->err, -EPROTO, "a DATA frame's padding is wrong");
 		if (st && kh_append(&st->msg, &st->msg_len, &st->msg_cap, c, cl))
-			return kh_fail(g, -EMSGSIZE, "an answer over 256 MiB");
+			return client_fail(&g->err, -EMSGSIZE, "an answer over 256 MiB");
 		if (st && (h->flags & H2_FLAG_END_STREAM))
 			kh_end(g, st);
 		return 0;
 	case H2_HEADERS:
 		if (h2_frame_content(h, p, &c, &cl))
-			return kh_fail(g, -EPROTO, "a HEADERS frame's padding is wrong");
+			return client_fail(&g->err, -EPROTO, "a HEADERS frame's padding is wrong");
 		if (st)
 			st->end_after_headers = h->flags & H2_FLAG_END_STREAM;
 		g->block_stream = h->stream;
@@ -287,11 +277,12 @@ static int kh_frame(struct kserve_h2 *g, const struct h2_frame_header *h, const 
 		return kh_settings(g, h, p);
 	case H2_PING:
 		if (h->length != 8)
-			return kh_fail(g, -EPROTO, "a PING of %u bytes", h->length);
+			return client_fail(&g->err, -EPROTO, "a PING of %u bytes", h->length);
 		return (h->flags & H2_FLAG_ACK) ? 0 : kh_send(g, out, h2_ping_write(out, p, true));
 	case H2_WINDOW_UPDATE:
 		if (h->length != 4)
-			return kh_fail(g, -EPROTO, "a WINDOW_UPDATE of %u bytes", h->length);
+			return client_fail(&g->err, -EPROTO, "a WINDOW_UPDATE of %u bytes",
+					   h->length);
 		if (!h->stream)
 			g->conn_send_window += kh_get32(p) & 0x7fffffff;
 		else if (st)
@@ -305,10 +296,10 @@ static int kh_frame(struct kserve_h2 *g, const struct h2_frame_header *h, const 
 		}
 		return 0;
 	case H2_GOAWAY:
-		return kh_fail(g, -ECONNRESET, "the server sent GOAWAY (error %u)",
-			       h->length >= 8 ? kh_get32(p + 4) : 0);
+		return client_fail(&g->err, -ECONNRESET, "the server sent GOAWAY (error %u)",
+				   h->length >= 8 ? kh_get32(p + 4) : 0);
 	case H2_PUSH_PROMISE:
-		return kh_fail(g, -EPROTO, "a PUSH_PROMISE, with push disabled");
+		return client_fail(&g->err, -EPROTO, "a PUSH_PROMISE, with push disabled");
 	default:
 		return 0; /* PRIORITY, unknown types */
 	}
@@ -323,7 +314,8 @@ static int kh_frames(struct kserve_h2 *g)
 
 		h2_frame_header_read(g->rbuf + g->rpos, &h);
 		if (h.length > H2_DEFAULT_MAX_FRAME)
-			return kh_fail(g, -EPROTO, "a frame of %u bytes, over our 16384", h.length);
+			return client_fail(&g->err, -EPROTO, "a frame of %u bytes, over our 16384",
+					   h.length);
 		if (g->rlen < H2_FRAME_HEADER + h.length)
 			break;
 		g->rpos += H2_FRAME_HEADER + h.length;
@@ -354,7 +346,9 @@ static int kh_read(struct kserve_h2 *g, int timeout_ms)
 	if (timeout_ms) {
 		r = poll(&pfd, 1, timeout_ms);
 		if (r < 0)
-			return errno == EINTR ? 0 : kh_fail(g, -errno, "poll: %s", strerror(errno));
+			return errno == EINTR ?
+				       0 :
+				       client_fail(&g->err, -errno, "poll: %s", strerror(errno));
 		if (!r)
 			return 0;
 	}
@@ -363,7 +357,8 @@ static int kh_read(struct kserve_h2 *g, int timeout_ms)
 		return 0;
 	if (n <= 0) {
 		g->broken = true;
-		return kh_fail(g, n ? -errno : -ECONNRESET, "the server closed the connection");
+		return client_fail(&g->err, n ? -errno : -ECONNRESET,
+				   "the server closed the connection");
 	}
 	g->rlen += (size_t)n;
 	r = kh_frames(g);
@@ -400,7 +395,7 @@ static int kh_call(struct kserve_h2 *g, const char *path, const uint8_t *msg, si
 	}
 	st = kh_stream_new(g);
 	if (!st)
-		return kh_fail(g, -ENOMEM, "out of memory");
+		return client_fail(&g->err, -ENOMEM, "out of memory");
 #define KH_FIELD(name, value) \
 	hpack_encode_field(block + n, sizeof(block) - n, name, strlen(name), value, strlen(value))
 	n += KH_FIELD(":method", "POST");
@@ -491,17 +486,18 @@ static const uint8_t *kh_message(struct kserve_h2 *g, const struct kh_stream *st
 				 size_t *len)
 {
 	if (st->reset) {
-		kh_fail(g, -EPROTO, "%s: the stream was reset (error %u)", what, st->reset_code);
+		client_fail(&g->err, -EPROTO, "%s: the stream was reset (error %u)", what,
+			    st->reset_code);
 		return NULL;
 	}
 	if (st->http_status != 200 || st->grpc_status != 0) {
-		kh_fail(g, -EPROTO, "%s: HTTP %d, grpc-status %d: %s", what, st->http_status,
-			st->grpc_status, st->grpc_message);
+		client_fail(&g->err, -EPROTO, "%s: HTTP %d, grpc-status %d: %s", what,
+			    st->http_status, st->grpc_status, st->grpc_message);
 		return NULL;
 	}
 	if (st->msg_len < 5 || st->msg[0] || kh_get32(st->msg + 1) != st->msg_len - 5) {
-		kh_fail(g, -EPROTO, "%s: not one uncompressed message (%zu bytes)", what,
-			st->msg_len);
+		client_fail(&g->err, -EPROTO, "%s: not one uncompressed message (%zu bytes)", what,
+			    st->msg_len);
 		return NULL;
 	}
 	*len = st->msg_len - 5;
@@ -520,7 +516,7 @@ static int kh_wait(struct kserve_h2 *g, uint32_t id, struct kh_stream **out)
 			return 0;
 		}
 		if (!s)
-			return kh_fail(g, -EPROTO, "a call's stream went missing");
+			return client_fail(&g->err, -EPROTO, "a call's stream went missing");
 		r = kh_read(g, -1);
 		if (r < 0)
 			return r;
@@ -551,7 +547,7 @@ static int kh_pack(struct kserve_h2 *g, const void *input, size_t len)
 	g->req_len = 0;
 	g->req = malloc(plen + 5);
 	if (!g->req)
-		return kh_fail(g, -ENOMEM, "out of memory");
+		return client_fail(&g->err, -ENOMEM, "out of memory");
 	g->req[0] = 0;
 	g->req[1] = (uint8_t)(plen >> 24);
 	g->req[2] = (uint8_t)(plen >> 16);
@@ -575,11 +571,11 @@ static int kh_model(struct kserve_h2 *g, const char *model, const void *input, s
 	int r;
 
 	if (strlen(model) >= sizeof(g->model))
-		return kh_fail(g, -EINVAL, "a model name too long");
+		return client_fail(&g->err, -EINVAL, "a model name too long");
 	mq.name = (char *)model;
 	ml = inference__model_metadata_request__get_packed_size(&mq);
 	if (ml + 5 > sizeof(mbuf))
-		return kh_fail(g, -EINVAL, "a model name too long");
+		return client_fail(&g->err, -EINVAL, "a model name too long");
 	mbuf[0] = 0;
 	mbuf[1] = mbuf[2] = 0;
 	mbuf[3] = (uint8_t)(ml >> 8);
@@ -599,7 +595,8 @@ static int kh_model(struct kserve_h2 *g, const char *model, const void *input, s
 	    strlen(resp->inputs[0]->name) >= sizeof(g->input)) {
 		if (resp)
 			inference__model_metadata_response__free_unpacked(resp, NULL);
-		return kh_fail(g, -EINVAL, "ModelMetadata of %s: not one input to send", model);
+		return client_fail(&g->err, -EINVAL, "ModelMetadata of %s: not one input to send",
+				   model);
 	}
 	snprintf(g->model, sizeof(g->model), "%s", model);
 	snprintf(g->input, sizeof(g->input), "%s", resp->inputs[0]->name);
@@ -611,8 +608,8 @@ static int kh_model(struct kserve_h2 *g, const char *model, const void *input, s
 		g->in_bytes *= g->shape[i] > 0 ? (size_t)g->shape[i] : 0;
 	if (len != g->in_bytes) {
 		g->model[0] = 0;
-		return kh_fail(g, -EINVAL, "model %s takes %zu input bytes, not %zu", model,
-			       g->in_bytes, len);
+		return client_fail(&g->err, -EINVAL, "model %s takes %zu input bytes, not %zu",
+				   model, g->in_bytes, len);
 	}
 	return kh_pack(g, input, len);
 }
@@ -634,7 +631,7 @@ int kserve_h2_connect(const char *target, struct kserve_h2 **out)
 	h2_settings_default(&g->peer);
 	g->conn_send_window = H2_DEFAULT_WINDOW;
 	hpack_decoder_init(&g->dec, 4096);
-	g->fd = kserve_tcp_connect(target, g->err, sizeof(g->err));
+	g->fd = kserve_tcp_connect(target, g->err.msg, sizeof(g->err.msg));
 	if (g->fd < 0) {
 		int r = g->fd;
 
@@ -669,16 +666,22 @@ int kserve_h2_infer_send(struct kserve_h2 *g, const char *model, uint64_t tag, c
 	uint32_t id;
 	int r;
 
-	if (g->broken)
-		return kh_fail(g, -EPIPE, "the connection is lost: %.400s", g->err);
+	if (g->broken) {
+		char why[sizeof(g->err.msg)];
+
+		/* not formatted into itself: vsnprintf's source and target may not overlap */
+		snprintf(why, sizeof(why), "%s", g->err.msg);
+		return client_fail(&g->err, -EPIPE, "the connection is lost: %.400s", why);
+	}
 	if (strcmp(g->model, model)) {
 		r = kh_model(g, model, input, len);
 		if (r)
 			return r;
 	} else if (g->req_len < len || memcmp(g->req + g->req_len - len, input, len)) {
 		if (len != g->in_bytes)
-			return kh_fail(g, -EINVAL, "model %s takes %zu input bytes, not %zu", model,
-				       g->in_bytes, len);
+			return client_fail(&g->err, -EINVAL,
+					   "model %s takes %zu input bytes, not %zu", model,
+					   g->in_bytes, len);
 		r = kh_pack(g, input, len);
 		if (r)
 			return r;
@@ -700,7 +703,7 @@ static int kh_answer(struct kserve_h2 *g, struct kh_stream *st, struct coloc_inf
 		m = kh_message(g, st, "ModelInfer", &ml);
 		if (!m) {
 			res->status = COLOC_INFER_FAILED;
-			snprintf(res->error, sizeof(res->error), "%.200s", g->err);
+			snprintf(res->error, sizeof(res->error), "%.200s", g->err.msg);
 		}
 	}
 	if (m || st->grpc_status > 0) {
@@ -708,7 +711,7 @@ static int kh_answer(struct kserve_h2 *g, struct kh_stream *st, struct coloc_inf
 				       m, ml, res, output, out_cap);
 		res->tag = st->tag;
 		if (r == -EMSGSIZE)
-			kh_fail(g, r, "an answer was over %zu bytes", out_cap);
+			client_fail(&g->err, r, "an answer was over %zu bytes", out_cap);
 	}
 	kh_free(st);
 	return r;

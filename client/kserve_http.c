@@ -11,7 +11,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include <sys/uio.h>
 #include <json-c/json.h>
 #include "coloc/kserve.h"
+#include "client_error.h"
 #include "kserve_tcp.h"
 
 #define KH_MAX_MODELS 16
@@ -44,25 +44,12 @@ struct kserve_http {
 	size_t head, nr, tags_cap;
 	struct kh_model models[KH_MAX_MODELS];
 	int nr_models;
-	char error[256];
+	struct client_error error;
 };
-
-static int kh_fail(struct kserve_http *k, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int kh_fail(struct kserve_http *k, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(k->error, sizeof(k->error), fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 const char *kserve_http_error(struct kserve_http *k)
 {
-	return k->error;
+	return k->error.msg;
 }
 
 int kserve_http_fd(struct kserve_http *k)
@@ -117,7 +104,7 @@ static int kh_write_all(struct kserve_http *k, struct iovec *iov, int n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return kh_fail(k, -EPIPE, "the gateway closed the connection");
+			return client_fail(&k->error, -EPIPE, "the gateway closed the connection");
 		while (n && (size_t)w >= iov->iov_len) {
 			w -= (ssize_t)iov->iov_len;
 			iov++;
@@ -172,12 +159,14 @@ static int kh_fill(struct kserve_http *k, int timeout_ms, int *status, size_t *b
 		ssize_t n;
 
 		if (r)
-			return r < 0 ? kh_fail(k, -EPROTO, "the gateway's answer is not HTTP") : 1;
+			return r < 0 ? client_fail(&k->error, -EPROTO,
+						   "the gateway's answer is not HTTP") :
+				       1;
 		if (k->cap - k->len < 65536) {
 			char *b = realloc(k->buf, k->cap ? k->cap * 2 : 1 << 20);
 
 			if (!b)
-				return kh_fail(k, -ENOMEM, "out of memory");
+				return client_fail(&k->error, -ENOMEM, "out of memory");
 			k->buf = b;
 			k->cap = k->cap ? k->cap * 2 : 1 << 20;
 		}
@@ -187,9 +176,10 @@ static int kh_fill(struct kserve_http *k, int timeout_ms, int *status, size_t *b
 			continue;
 		}
 		if (n == 0)
-			return kh_fail(k, -EPIPE, "the gateway closed the connection");
+			return client_fail(&k->error, -EPIPE, "the gateway closed the connection");
 		if (errno != EAGAIN && errno != EINTR)
-			return kh_fail(k, -errno, "reading from the gateway: %s", strerror(errno));
+			return client_fail(&k->error, -errno, "reading from the gateway: %s",
+					   strerror(errno));
 		if (!timeout_ms || poll(&pfd, 1, timeout_ms) <= 0)
 			return 0;
 	}
@@ -242,8 +232,8 @@ static struct kh_model *kh_model(struct kserve_http *k, const char *model)
 		if (!strcmp(k->models[i].name, model))
 			return &k->models[i];
 	if (k->nr || k->nr_models == KH_MAX_MODELS || strlen(model) >= sizeof(m->name)) {
-		kh_fail(k, -EBUSY, "model %s: its metadata is asked before any query is sent",
-			model);
+		client_fail(&k->error, -EBUSY,
+			    "model %s: its metadata is asked before any query is sent", model);
 		return NULL;
 	}
 	n = snprintf(req, sizeof(req), "GET /v2/models/%s HTTP/1.1\r\nHost: %s\r\n\r\n", model,
@@ -260,8 +250,9 @@ static struct kh_model *kh_model(struct kserve_http *k, const char *model)
 	    !json_object_object_get_ex(json_object_array_get_idx(ins, 0), "shape", &shape) ||
 	    !json_object_object_get_ex(o, "outputs", &outs) ||
 	    !json_object_is_type(outs, json_type_array)) {
-		kh_fail(k, -EIO, "GET /v2/models/%s: HTTP %d, not one input coloc-load can send",
-			model, status);
+		client_fail(&k->error, -EIO,
+			    "GET /v2/models/%s: HTTP %d, not one input coloc-load can send", model,
+			    status);
 		goto out;
 	}
 	m = &k->models[k->nr_models];
@@ -269,8 +260,10 @@ static struct kh_model *kh_model(struct kserve_http *k, const char *model)
 	elems = kh_shape_elems(shape);
 	if (!json_object_object_get_ex(in, "name", &v) || !json_object_is_type(v, json_type_string) ||
 	    !elems) {
-		kh_fail(k, -EPROTO, "GET /v2/models/%s: the input needs a name and a shape of 1 to %d "
-			"positive dimensions", model, KH_MAX_DIMS);
+		client_fail(&k->error, -EPROTO,
+			    "GET /v2/models/%s: the input needs a name and a shape of 1 to %d "
+			    "positive dimensions",
+			    model, KH_MAX_DIMS);
 		m = NULL;
 		goto out;
 	}
@@ -286,15 +279,18 @@ static struct kh_model *kh_model(struct kserve_http *k, const char *model)
 		if (json_object_object_get_ex(json_object_array_get_idx(outs, i), "shape", &shape))
 			e = kh_shape_elems(shape);
 		if (!e) {
-			kh_fail(k, -EPROTO, "GET /v2/models/%s: output %zu has no shape of 1 to %d "
-				"positive dimensions", model, i, KH_MAX_DIMS);
+			client_fail(&k->error, -EPROTO,
+				    "GET /v2/models/%s: output %zu has no shape of 1 to %d "
+				    "positive dimensions",
+				    model, i, KH_MAX_DIMS);
 			m = NULL;
 			goto out;
 		}
 		m->out_bytes += e * 4;
 	}
 	if (off >= sizeof(m->header_mid)) {
-		kh_fail(k, -E2BIG, "model %s: its input's name and shape are too long", model);
+		client_fail(&k->error, -E2BIG, "model %s: its input's name and shape are too long",
+			    model);
 		m = NULL;
 		goto out;
 	}
@@ -316,14 +312,14 @@ int kserve_http_infer_send(struct kserve_http *k, const char *model, uint64_t ta
 	if (!m)
 		return -EIO;
 	if (len != m->in_bytes)
-		return kh_fail(k, -EINVAL, "model %s takes %zu input bytes, not %zu", model,
-			       m->in_bytes, len);
+		return client_fail(&k->error, -EINVAL, "model %s takes %zu input bytes, not %zu",
+				   model, m->in_bytes, len);
 	if (k->nr == k->tags_cap) {
 		size_t cap = k->tags_cap ? k->tags_cap * 2 : 256;
 		uint64_t *t = malloc(cap * sizeof(*t));
 
 		if (!t)
-			return kh_fail(k, -ENOMEM, "out of memory");
+			return client_fail(&k->error, -ENOMEM, "out of memory");
 		for (size_t i = 0; i < k->nr; i++)
 			t[i] = k->tags[(k->head + i) % k->tags_cap];
 		free(k->tags);
@@ -388,7 +384,7 @@ int kserve_http_infer_recv(struct kserve_http *k, struct coloc_infer_result *res
 			 json_object_object_get_ex(o, "error", &v) ? json_object_get_string(v) :
 								     "");
 	} else if (blen - jlen > out_cap) {
-		r = kh_fail(k, -EMSGSIZE, "an answer was over %zu bytes", out_cap);
+		r = client_fail(&k->error, -EMSGSIZE, "an answer was over %zu bytes", out_cap);
 	} else {
 		res->status = COLOC_INFER_OK;
 		res->latency_ns = (uint64_t)kh_param(o, "coloc_latency_us") * 1000;
