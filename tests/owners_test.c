@@ -367,25 +367,22 @@ FIXTURE(quota)
 
 FIXTURE_SETUP(quota)
 {
-	const char *root = getenv("COLOC_ROOT");
-	char out[4096], bin[512], prof[PATH_MAX + 64];
+	char why[4096], bin[512];
 	struct serving_config cfg = { .executor = tu_bin("coloc-executor", bin, sizeof(bin)),
 				      .cache_dir = cache_dir,
 				      .max_tenants_per_uid = 2,
 				      .max_executors_per_uid = 3,
 				      .max_queued_per_uid = 2 };
-	struct coloc_err err = { 0 };
+	int r;
 
 	self->s = NULL;
 	self->q = (struct tu_zero_queries){ 0 };
 	if (geteuid() != 0)
 		SKIP(return, "needs root to start executors");
-	snprintf(prof, sizeof(prof), "%s/models/mobilenet_v2.model", root ? root : ".");
-	if (!realpath(prof, self->model))
-		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", prof);
-	ASSERT_NE(0, cache_dir[0]);
-	ASSERT_EQ(0, tu_quick_profile(self->model, cache_dir, out, sizeof(out))) TH_LOG("%s", out);
-	ASSERT_EQ(0, serving_create(&cfg, &self->s, &err)) TH_LOG("%s", coloc_err_str(&err));
+	r = tu_serving_start_mobilenet(&cfg, self->model, &self->s, why, sizeof(why));
+	if (r > 0)
+		SKIP(return, "%.900s", why);
+	ASSERT_EQ(0, r) TH_LOG("%s", why);
 }
 
 FIXTURE_TEARDOWN(quota)

@@ -43,9 +43,8 @@ FIXTURE(wire)
 
 FIXTURE_SETUP(wire)
 {
-	const char *root = getenv("COLOC_ROOT");
 	const char *extra[] = { "--cache-dir", cache_dir, "--max-tenants-per-uid", "1", NULL };
-	char out[4096], src[PATH_MAX + 64], cmd[3 * (PATH_MAX + 64) + 32], real[PATH_MAX];
+	char out[4096], cmd[3 * (PATH_MAX + 64) + 32], real[PATH_MAX];
 
 	self->colocd = 0;
 	memset(self->kids, 0, sizeof(self->kids));
@@ -54,9 +53,8 @@ FIXTURE_SETUP(wire)
 		SKIP(return, "needs root to run colocd and change uid");
 	if (!getgrnam(COLOC_GROUP))
 		SKIP(return, "no group " COLOC_GROUP " (tools/deps.sh makes it)");
-	snprintf(src, sizeof(src), "%s/models/mobilenet_v2.model", root ? root : ".");
-	if (!realpath(src, real))
-		SKIP(return, "%.900s not found (set COLOC_ROOT to the repo root)", src);
+	if (tu_repo_realpath("models/mobilenet_v2.model", real, out, sizeof(out)))
+		SKIP(return, "%.900s", out);
 	ASSERT_NE(0, cache_dir[0]);
 	ASSERT_EQ(0, tu_mount_bpffs());
 	ASSERT_EQ(0, tu_quick_profile(real, cache_dir, out, sizeof(out))) TH_LOG("%s", out);

@@ -51,6 +51,26 @@ int tu_serving_profile(const char *model, const char *cache_dir, char *out, size
 	return found > 0 ? 0 : -1;
 }
 
+int tu_serving_start_mobilenet(const struct serving_config *cfg, char *model, struct serving **s,
+			       char *why, size_t len)
+{
+	struct coloc_err err = { 0 };
+
+	if (tu_repo_realpath("models/mobilenet_v2.model", model, why, len))
+		return 1;
+	if (!cfg->cache_dir || !cfg->cache_dir[0]) {
+		snprintf(why, len, "no cache folder for the profile");
+		return -1;
+	}
+	if (tu_quick_profile(model, cfg->cache_dir, why, len))
+		return -1;
+	if (serving_create(cfg, s, &err)) {
+		snprintf(why, len, "serving_create: %s", coloc_err_str(&err));
+		return -1;
+	}
+	return 0;
+}
+
 int tu_serving_admit(struct serving *s, struct serving_tenant_spec spec, const char *model,
 		     const char *weights, int timeout_ms, struct coloc_err *err)
 {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * What the tests that drive colocd's serving core without a socket share
- * (serving_util.c): the model's profile in the test's cache, a tenant
+ * (serving_util.c): the model's profile in the test's cache, a serving
+ * core of MobileNet-V2's profiled, a tenant
  * admitted from sealed copies of its files as colocd makes of a submit, a
  * turn of the event loop, and queries of zeros whose answers are counted.
  */
@@ -17,6 +18,15 @@
  * -1 with why in out.
  */
 int tu_serving_profile(const char *model, const char *cache_dir, char *out, size_t len);
+
+/*
+ * The repository's MobileNet-V2 (models/mobilenet_v2.model) resolved into
+ * model (PATH_MAX bytes) and profiled into cfg's cache_dir
+ * (tu_quick_profile), then a serving core of cfg in *s: 0; 1 with why (len
+ * bytes) when the model is not here, for the test to skip; -1 with why.
+ */
+int tu_serving_start_mobilenet(const struct serving_config *cfg, char *model, struct serving **s,
+			       char *why, size_t len);
 
 /*
  * spec admitted to s with sealed copies of the files at model and weights

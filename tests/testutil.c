@@ -157,6 +157,24 @@ const char *tu_bin(const char *name, char *buf, size_t len)
 	return buf;
 }
 
+const char *tu_repo_path(const char *rel, char *buf, size_t len)
+{
+	const char *root = getenv("COLOC_ROOT");
+
+	snprintf(buf, len, "%s/%s", root ? root : ".", rel);
+	return buf;
+}
+
+int tu_repo_realpath(const char *rel, char *resolved, char *why, size_t len)
+{
+	char path[PATH_MAX + 64];
+
+	if (realpath(tu_repo_path(rel, path, sizeof(path)), resolved))
+		return 0;
+	snprintf(why, len, "%.900s not found (set COLOC_ROOT to the repo root)", path);
+	return -1;
+}
+
 bool tu_child_exited_with(const struct tu_child *c, int code)
 {
 	return WIFEXITED(c->status) && WEXITSTATUS(c->status) == code;

@@ -72,6 +72,14 @@ char tu_thread_state(pid_t pid, pid_t tid);
 int tu_mount_bpffs(void);
 /* Path of a coloc binary, found as binpath_find() does (common/binpath.h). */
 const char *tu_bin(const char *name, char *buf, size_t len);
+/* rel (e.g. "models/mobilenet_v2.model") in the repository: under $COLOC_ROOT, else "."; buf. */
+const char *tu_repo_path(const char *rel, char *buf, size_t len);
+/*
+ * rel in the repository (tu_repo_path) resolved by realpath into resolved
+ * (PATH_MAX bytes): 0; -1 with why (len bytes: the path not found, and to
+ * set COLOC_ROOT), for the test to skip.
+ */
+int tu_repo_realpath(const char *rel, char *resolved, char *why, size_t len);
 /* tests/hostile_executor.c's binary, built beside the running test; NULL if unknown. */
 const char *tu_hostile_executor_bin(char *buf, size_t len);
 /*
