@@ -102,6 +102,7 @@ static int submit_copy_key(struct submit_copy *c)
 		.weights_fd = c->weights ? c->sealed[1] : -1,
 		.external = ext,
 		.nr_external = c->nr - first,
+		.cancel = &c->state, /* given up on: stops before its next chunk */
 	};
 
 	for (int i = first; i < c->nr; i++)

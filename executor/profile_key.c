@@ -34,9 +34,12 @@ static void put_head(struct sha256 *s, char tag, const char *name, uint64_t len)
 	put_len(s, len);
 }
 
-/* A part whose data is the file behind fd, from offset 0 to its fstat size. */
+/*
+ * A part whose data is the file behind fd, from offset 0 to its fstat size;
+ * -ECANCELED before a chunk once *cancel (when not NULL) is set.
+ */
 static int put_fd(struct sha256 *s, char tag, const char *name, int fd, const char *what,
-		  struct coloc_err *err)
+		  const int *cancel, struct coloc_err *err)
 {
 	unsigned char buf[65536];
 	struct stat st;
@@ -52,6 +55,8 @@ static int put_fd(struct sha256 *s, char tag, const char *name, int fd, const ch
 	for (;;) {
 		size_t want = size - off < sizeof(buf) ? (size_t)(size - off) : sizeof(buf);
 
+		if (cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE))
+			return coloc_err_set(err, -ECANCELED, "hashing %s: given up on", what);
 		/* one byte more at the end: a file that grew shows it */
 		n = pread(fd, buf, want ? want : 1, (off_t)off);
 		if (n < 0 && errno == EINTR)
@@ -100,7 +105,7 @@ static int put_externals(struct sha256 *s, const struct profile_key_input *in,
 		char what[200];
 
 		snprintf(what, sizeof(what), "external data file '%.128s'", e[i]->location);
-		ret = put_fd(s, 'E', e[i]->location, e[i]->fd, what, err);
+		ret = put_fd(s, 'E', e[i]->location, e[i]->fd, what, in->cancel, err);
 	}
 	free(e);
 	return ret;
@@ -118,10 +123,10 @@ int profile_key_compute(const struct profile_key_input *in, struct profile_key *
 		put_head(&s, 'M', NULL, in->model_len);
 		sha256_update(&s, in->model, in->model_len);
 	} else {
-		ret = put_fd(&s, 'M', NULL, in->model_fd, "the model", err);
+		ret = put_fd(&s, 'M', NULL, in->model_fd, "the model", in->cancel, err);
 	}
 	if (!ret && in->weights_fd >= 0)
-		ret = put_fd(&s, 'W', NULL, in->weights_fd, "the weights", err);
+		ret = put_fd(&s, 'W', NULL, in->weights_fd, "the weights", in->cancel, err);
 	if (!ret)
 		ret = put_externals(&s, in, err);
 	if (ret)

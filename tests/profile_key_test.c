@@ -6,7 +6,7 @@
  * files, other weights, other external data), the tools' key over what
  * they parse (model_open_key, coloc-profile --weights), and profiles of
  * the key before it (format 6-8, FNV-1a of the model file) refused with
- * words rather than used.
+ * words rather than used; a key given up on stops before its next chunk.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -179,6 +179,38 @@ TEST(key__every_file_and_where_its_bytes_are)
 	EXPECT_FALSE(profile_key_equal(&base, &k));
 	ASSERT_EQ(0, key_of("ab", "xy", NULL, NULL, &k)); /* as weights instead */
 	EXPECT_FALSE(profile_key_equal(&base, &k));
+}
+
+/*
+ * A key given up on (in->cancel set, as colocd's copy past its deadline
+ * sets it) stops before it reads a chunk of a file by descriptor
+ * (-ECANCELED, naming the file); a flag never set changes nothing.
+ */
+TEST(key__given_up_on_stops_before_a_chunk)
+{
+	int model = memfd_of("layer x\n", 8), weights = memfd_of("COLOCWT1", 8);
+	struct profile_key_input in = { .model_fd = model, .weights_fd = weights };
+	struct profile_key plain, k;
+	struct coloc_err err = { 0 };
+	int cancel = 0;
+
+	ASSERT_LE(0, model);
+	ASSERT_LE(0, weights);
+	ASSERT_EQ(0, profile_key_compute(&in, &plain, NULL));
+	in.cancel = &cancel;
+	ASSERT_EQ(0, profile_key_compute(&in, &k, NULL));
+	EXPECT_TRUE(profile_key_equal(&plain, &k));
+	cancel = 2; /* SUBMIT_COPY_GIVEN_UP: any nonzero */
+	EXPECT_EQ(-ECANCELED, profile_key_compute(&in, &k, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "hashing the model: given up on")) TH_LOG("%s", err.msg);
+	/* a model from memory: the weights' descriptor is where it stops */
+	in.model = "layer x\n";
+	in.model_len = 8;
+	coloc_err_clear(&err);
+	EXPECT_EQ(-ECANCELED, profile_key_compute(&in, &k, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "hashing the weights: given up on")) TH_LOG("%s", err.msg);
+	close(model);
+	close(weights);
 }
 
 FIXTURE(tool)

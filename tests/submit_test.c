@@ -91,8 +91,8 @@ FIXTURE_SETUP(submit)
 	ASSERT_TRUE(ping_ok(self)) TH_LOG("colocd does not answer (log in %s)", daemon_.log);
 	/*
 	 * the copies of the test before are closed (off colocd's loop, a moment
-	 * after; a copy answered past its deadline goes on until its read
-	 * returns)
+	 * after; a copy answered past its deadline stops before its next chunk
+	 * of copy or hash, once its read returns)
 	 */
 	ASSERT_TRUE(tu_wait_for(colocd_holds_no_copy, &self->colocd, TU_WAIT_MS, 10000))
 	TH_LOG("colocd still holds a copy after %d s", TU_WAIT_MS / 1000);

@@ -49,14 +49,20 @@ struct profile_key_input {
 	const struct profile_key_external *external;
 	int nr_external;
 	const char *options; /* NULL or "": none */
+	/*
+	 * NULL, or read (atomically) before each chunk of a file read by
+	 * descriptor: once nonzero the key is given up on (-ECANCELED), as a
+	 * copy past its deadline is (daemon/submit_copy.h)
+	 */
+	const int *cancel;
 };
 
 /*
  * The key of in's files into *out. Files given by descriptor are read with
  * pread from offset 0 (the offset is not moved) to their fstat size; one
  * that ends sooner or goes on past it changed while read (-EIO). A
- * location given twice is refused (-EINVAL). 0 or -errno, err saying
- * which file.
+ * location given twice is refused (-EINVAL); one set in->cancel stops it
+ * (-ECANCELED). 0 or -errno, err saying which file.
  */
 int profile_key_compute(const struct profile_key_input *in, struct profile_key *out,
 			struct coloc_err *err);
