@@ -218,7 +218,10 @@ static bool spare_pays(const struct coloc_state *st, struct coloc_tenant *ct, in
  * tenant that may run alone (coloc_alone_tenant(): its query costs the
  * socket no less alone than beside others) takes every free core that pays
  * as in coloc-wide, also in the rounds it does not run alone
- * (docs/design/coloc-policy.md, "Alone on the socket").
+ * (docs/design/coloc-policy.md, "Alone on the socket"). With spare_priced
+ * and the socket-wide slowdown known, every block does: the socket's price
+ * (socket_index()) then picks its count up to there, in place of the knee
+ * (docs/design/coloc-policy.md, "Spare cores that pay, priced").
  */
 static int spare_limit(const struct coloc_state *st, const struct policy_input *in,
 		       const struct round *r, struct coloc_tenant *ct, const struct policy_query *q,
@@ -230,7 +233,8 @@ static int spare_limit(const struct coloc_state *st, const struct policy_input *
 	int knee;
 	uint64_t rest;
 
-	if (st->flags.spare_efficient || ct->alone_ns > 0) {
+	if (st->flags.spare_efficient || ct->alone_ns > 0 ||
+	    (st->flags.spare_priced && st->socket_per_core > 0)) {
 		int wide = policy_costs_core_index(m, r->nr_free);
 
 		if (wide > ci && spare_pays(st, ct, first, last, ci, wide, pos))

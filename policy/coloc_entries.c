@@ -86,3 +86,10 @@ COLOC_ENTRY(policy_coloc_layercounts, "coloc-layercounts",
 	    .spare_to_knee = true, .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK,
 	    .dynamic_thres = true, .predict = true, .headroom = true, .alone = true,
 	    .layer_counts = true);
+COLOC_ENTRY(policy_coloc_priced, "coloc-priced",
+	    "coloc whose blocks, where the socket-wide slowdown is known, may take every free "
+	    "core that pays, the socket's price picking the count in place of the knee",
+	    .use_level = true, .versions = true, .headroom_budget = true, .use_spare = true,
+	    .spare_to_knee = true, .block_cap = 0.5, .unit = COLOC_UNIT_BLOCK,
+	    .dynamic_thres = true, .predict = true, .headroom = true, .alone = true,
+	    .spare_priced = true);

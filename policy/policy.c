@@ -39,6 +39,7 @@ static const struct policy_entry *const policy_table[] = {
 	&policy_coloc_whole,
 	&policy_coloc_shared,
 	&policy_coloc_layercounts,
+	&policy_coloc_priced,
 };
 
 #define NR_POLICIES ((int)(sizeof(policy_table) / sizeof(policy_table[0])))

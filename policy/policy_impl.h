@@ -218,6 +218,8 @@ struct coloc_flags {
 	bool spare_to_knee; /* with use_spare: no further than the knee of the block's scaling curve */
 	/* with use_spare: every free core, past avg_C + thres, where the block keeps its per-core speed */
 	bool spare_efficient;
+	/* spare_efficient only where the socket-wide slowdown is known: its price then picks the count */
+	bool spare_priced;
 	/* layers share the QoS by alone latency where the model fits (else by ops, VELTAIR's) */
 	bool time_shares;
 	/*
@@ -294,6 +296,7 @@ extern const struct policy_entry policy_coloc_timeshares;
 extern const struct policy_entry policy_coloc_wide;
 extern const struct policy_entry policy_coloc_shared;
 extern const struct policy_entry policy_coloc_layercounts;
+extern const struct policy_entry policy_coloc_priced;
 extern const struct policy_entry policy_model_wise;
 extern const struct policy_entry policy_layer_wise;
 

@@ -760,6 +760,68 @@ TEST_F(pol, coloc_decide__the_socket_price_keeps_a_block_off_cores_that_slow_mor
 	ASSERT_EQ(4, self->decisions[0].nr_cores);
 }
 
+/*
+ * Spare cores that pay, priced: where the socket-wide slowdown is known,
+ * a block may grow past avg_C + thres to every free core that keeps 80 %
+ * of its per-core speed, and the socket's price picks its count. "paying"
+ * (one layer) runs 450 us on 1 core, 330 on 2, 200 on 4, 100 on 8: 2 x 330
+ * = 660 core-us on 2 against 8 x 100 = 800 on 8, within 1 / 0.8, so the
+ * spare cores pay; beside others at 1.6 its query costs the socket 450 x
+ * 0.2 = 90 us on 1 core, under its 100 alone on 8, so it shares (no tenant
+ * alone). "wide" (4000, 3000, 2000, 1000 us) needs 8 cores at its QoS of
+ * 1.5 ms, so sum avg_C = 2 + 8 is past the 8 cores, thres is 0 and
+ * paying's spare limit is its need, 2 cores (its query due in 400 us: 450
+ * does not fit, 330 does). Nothing runs: the price is its time alone, least
+ * on 8. coloc-priced takes the 8; without a socket-wide slowdown, and coloc
+ * (which keeps the knee and avg_C + thres), 2.
+ */
+static const uint64_t paying_ns[4] = { 450000, 330000, 200000, 100000 };
+static const struct policy_costs paying = {
+	.nr_layers = 1,
+	.nr_versions = 1,
+	.nr_core_counts = 4,
+	.nr_levels = 1,
+	.core_counts = pivot_counts,
+	.latency_ns = paying_ns,
+};
+static const uint64_t wide_ns[4] = { 4000000, 3000000, 2000000, 1000000 };
+static const struct policy_costs wide = {
+	.nr_layers = 1,
+	.nr_versions = 1,
+	.nr_core_counts = 4,
+	.nr_levels = 1,
+	.core_counts = pivot_counts,
+	.latency_ns = wide_ns,
+};
+
+TEST_F(pol, coloc_decide__with_the_socket_priced_a_block_takes_the_free_cores_that_pay)
+{
+	static const char *const policies[] = { "coloc-priced", "coloc-priced", "coloc" };
+	static const double slowdowns[] = { 1.6, 0, 1.6 };
+	static const int expected[] = { 8, 2, 2 };
+
+	for (int i = 0; i < 3; i++) {
+		struct policy_tenant t0 = { .costs = &paying, .qos_ns = 400000 };
+		struct policy_tenant t1 = { .costs = &wide, .qos_ns = 1500000, .uid = 1 };
+
+		self->in.nr_queries = self->in.nr_running = 0;
+		self->out.nr_decisions = self->out.nr_versions = self->out.nr_drops = 0;
+		self->free = self->cfg.online;
+		self->cfg.socket_slowdown = slowdowns[i];
+		self->in.nr_tenants = 2;
+		self->tenants[0] = t0;
+		self->tenants[1] = t1;
+		add_query(&self->in, self->queries, 1, 0, 0, 400000);
+		add_query(&self->in, self->queries, 2, 1, 0, 100000000);
+		ASSERT_EQ(0, run_round(self, policies[i]));
+		ASSERT_LE(1, self->out.nr_decisions);
+		TH_LOG("%s at %.1f: paying on %d cores", policies[i], slowdowns[i],
+		       self->decisions[0].tenant == 0 ? self->decisions[0].nr_cores : -1);
+		ASSERT_EQ(0, self->decisions[0].tenant);
+		ASSERT_EQ(expected[i], self->decisions[0].nr_cores);
+	}
+}
+
 TEST_HARNESS_MAIN
 
 /*

@@ -44,6 +44,7 @@ TEST(policy_find__knows_each_entry_by_name)
 	ASSERT_STREQ("coloc-whole", policy_find("coloc-whole")->name);
 	ASSERT_STREQ("coloc-shared", policy_find("coloc-shared")->name);
 	ASSERT_STREQ("coloc-layercounts", policy_find("coloc-layercounts")->name);
+	ASSERT_STREQ("coloc-priced", policy_find("coloc-priced")->name);
 	ASSERT_EQ(NULL, policy_find("no-such-policy"));
 	ASSERT_EQ(NULL, policy_find(NULL));
 	for (const struct policy_entry *e; (e = policy_entry_at(n)); n++) {
@@ -53,7 +54,7 @@ TEST(policy_find__knows_each_entry_by_name)
 		ASSERT_NE(NULL, e->decide);
 		ASSERT_NE(NULL, e->destroy);
 	}
-	ASSERT_EQ(21, n);
+	ASSERT_EQ(22, n);
 	ASSERT_EQ(NULL, policy_entry_at(-1));
 }
 
