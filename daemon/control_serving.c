@@ -90,6 +90,8 @@ struct json_object *control_serving_tenant_json(struct colocd *d,
 	json_object_object_add(o, "moved", json_object_new_int64((int64_t)in->moved));
 	json_object_object_add(o, "inputs_mapped",
 			       json_object_new_int64((int64_t)in->inputs_mapped));
+	json_object_object_add(o, "early_rings",
+			       json_object_new_int64((int64_t)in->early_rings));
 	json_object_object_add(o, "clamped_times",
 			       json_object_new_int64((int64_t)in->clamped_times));
 	json_object_object_add(o, "overruns", json_object_new_int64((int64_t)in->overruns));

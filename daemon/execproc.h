@@ -293,6 +293,13 @@ int execproc_submit_nop(struct execproc *ep, struct coloc_err *err);
  * asked already.
  */
 bool execproc_yield(struct execproc *ep);
+/*
+ * Rings the doorbell early for the next command (struct coloc_shm_ready,
+ * shm.h): the team threads on cpus[0..nr) wake and spin, bounded, until it
+ * lands. true when rung now; false when nr is 0, a command is outstanding,
+ * the executor cannot take one, or it was rung already for that command.
+ */
+bool execproc_ring_early(struct execproc *ep, const int *cpus, int nr);
 
 /*
  * Never blocks. Returns 1 with res filled when the outstanding command has

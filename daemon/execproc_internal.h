@@ -70,6 +70,7 @@ struct execproc {
 	unsigned int plan_cores[COLOC_SHM_MAX_PLAN_BLOCKS]; /* each one's cores, [plan_nr] */
 	unsigned int plan_nr;
 	bool yield_asked; /* execproc_yield for the command outstanding */
+	__u32 early_seq; /* the command seq execproc_ring_early last rang for */
 	__u32 op; /* the last command's op */
 	unsigned long long submit_ns;
 	char tenant[COLOC_SHM_NAME_LEN];

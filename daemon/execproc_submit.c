@@ -2,7 +2,8 @@
 /*
  * The commands colocd sends an executor (execproc.h): a block or a plan of
  * blocks checked and written into the shared command, a NOP or an EXIT,
- * each rung on the futex doorbell, and the yield asked of a plan running.
+ * each rung on the futex doorbell, the doorbell rung early for the next
+ * one, and the yield asked of a plan running.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -154,6 +155,28 @@ int execproc_submit_nop(struct execproc *ep, struct coloc_err *err)
 		return ret;
 	execproc_ring_bare(ep, COLOC_SHM_OP_NOP);
 	return 0;
+}
+
+bool execproc_ring_early(struct execproc *ep, const int *cpus, int nr)
+{
+	struct coloc_shm_ready *r = &ep->shm->ready;
+	struct coloc_err err = { 0 };
+	__u32 bits = 0;
+
+	if (nr <= 0 || execproc_can_submit(ep, &err) || ep->early_seq == ep->seq + 1)
+		return false;
+	memset(r->cpus, 0, sizeof(r->cpus));
+	for (int i = 0; i < nr; i++) {
+		if (cpus[i] < 0 || cpus[i] >= COLOC_MAX_CPUS)
+			return false;
+		r->cpus[cpus[i] / 64] |= 1ull << (cpus[i] % 64);
+		bits |= 1u << (cpus[i] % 32);
+	}
+	ep->early_seq = ep->seq + 1;
+	__atomic_store_n(&r->seq, ep->early_seq, __ATOMIC_RELEASE);
+	/* only the threads waiting with one of these bits: no other core wakes */
+	syscall(SYS_futex, &ep->shm->cmd.seq, FUTEX_WAKE_BITSET, INT_MAX, NULL, NULL, bits);
+	return true;
 }
 
 bool execproc_yield(struct execproc *ep)

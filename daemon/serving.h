@@ -461,6 +461,8 @@ struct serving_tenant_info {
 	uint64_t moved;
 	/* queries whose input the executor read from the client's memfd itself (no copy by colocd) */
 	uint64_t inputs_mapped;
+	/* queries whose executor's doorbell rang as they came, before their round (shm.h's ready) */
+	uint64_t early_rings;
 	/* completions whose reported times colocd clamped to its own round trip */
 	uint64_t clamped_times;
 	/* commands that overran their bound and gave their cores back (serving_overrun.c) */

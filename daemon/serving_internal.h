@@ -151,6 +151,7 @@ struct sv_tenant {
 	void *scratch; /* in_bytes, for swapping two queued inputs between executors */
 	uint64_t moved; /* queries moved to another executor before their first block */
 	uint64_t inputs_mapped; /* queries whose frozen memfd went to the executor */
+	uint64_t early_rings; /* queries whose doorbell rang before their round (ring_early) */
 	uint64_t clamped_times; /* completions whose reported times were out of bounds */
 	uint64_t overruns; /* commands whose cores were taken back (serving_overrun.c) */
 	int strikes; /* recent overruns (at most SV_OVERRUN_MAX_STRIKES), each halving its bound */

@@ -4,10 +4,12 @@
  * serving_submit* checks the room its owner has for inputs and queues a
  * query on its tenant (a copy of its input, or its memfd held); a query
  * completes (done, failed or dropped) off every list, counted, its
- * callback last.
+ * callback last. A query that will surely start at once rings its
+ * executor's doorbell early, before its round (ring_early).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,6 +274,30 @@ static struct sv_tenant *offered_to(struct serving *s, const char *tenant, struc
 }
 
 /*
+ * t's query just queued will surely start now when it is the only one and
+ * no block runs: its executor's team threads wake while colocd decides the
+ * block (docs/design/serving-path.md, "The doorbell rung early"), on the
+ * cores its last block held, all free, but the one colocd runs on (a
+ * thread spinning there would take it from colocd's round). Only for a
+ * tenant of one executor under a policy that gives blocks cores of their own.
+ */
+static void ring_early(struct serving *s, struct sv_tenant *t)
+{
+	struct sv_exec *x = &t->ex[0];
+	int cpus[POLICY_MAX_CPUS], nr = 0, self = sched_getcpu();
+
+	if (s->entry->shares_cores || s->nr_live != 1 || t->nr_exec != 1 || !x->ep || x->busy ||
+	    !sv_tenant_serving(t) || sv_blocks_in_flight(s))
+		return;
+	for (int c = policy_cpuset_next(&x->blk.cores, 0); c >= 0;
+	     c = policy_cpuset_next(&x->blk.cores, c + 1))
+		if (c != self && policy_cpuset_test(&s->free, c))
+			cpus[nr++] = c;
+	if (execproc_ring_early(x->ep, cpus, nr))
+		t->early_rings++;
+}
+
+/*
  * Queues a query query_refusal() let through, its input a malloc'd copy
  * (*input) or a checked memfd (*input_fd, from offset on), taken on 0.
  */
@@ -315,6 +341,7 @@ static int queue_query(struct serving *s, struct sv_tenant *t, void **input, int
 	s->nr_live++;
 	if (query_id)
 		*query_id = q->id;
+	ring_early(s, t);
 	sv_schedule(s);
 	return 0;
 }

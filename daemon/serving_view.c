@@ -53,6 +53,7 @@ int serving_tenant_info(const struct serving *s, const char *name, struct servin
 	info->pid = info->pids[0];
 	info->moved = t->moved;
 	info->inputs_mapped = t->inputs_mapped;
+	info->early_rings = t->early_rings;
 	info->clamped_times = t->clamped_times;
 	info->overruns = t->overruns;
 	/* the same for all of them: one spawn code, one kernel */

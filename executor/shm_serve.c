@@ -555,7 +555,7 @@ int shm_serve_loop(struct shm_serve *s)
 
 		if (seq == seen) {
 			/* the team (if any) sleeps with the caller, and wakes with it */
-			exec_team_wait(&c->seq, seen);
+			exec_team_wait_ready(&c->seq, seen, &s->shm->ready);
 			continue;
 		}
 		seen = seq;

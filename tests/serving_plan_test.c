@@ -6,7 +6,10 @@
  * so that the blocks and their kernels do not depend on timing): a query
  * alone runs its blocks in one command; with plan ahead off, one command a
  * block; the outputs are the same bytes either way; and a second tenant's
- * query makes the plan in flight stop at its next boundary. The profile is
+ * query makes the plan in flight stop at its next boundary. Beside it, the
+ * doorbell rung early (serving_queries.c's ring_early): under temporal, a
+ * query alone rings its executor before its round, one that comes while
+ * another runs does not. The profile is
  * made once by bin/coloc-profile with one iteration, in a temporary cache.
  * Blocks are counted as they finish (serving_config.block_done), not by
  * the tenant's stats, which leave out those of a command that overran its
@@ -16,6 +19,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,12 +86,13 @@ static void on_block(void *ctx, const struct serving_block_record *r)
 	self->ran[!strcmp(r->tenant, "b")]++;
 }
 
-static int make_serving(FIXTURE_DATA(serving_plan) * self, bool plan_ahead, struct coloc_err *err)
+static int make_serving_of(FIXTURE_DATA(serving_plan) * self, const char *policy, bool plan_ahead,
+			   struct coloc_err *err)
 {
 	char bin[512];
 	struct serving_config cfg = { .executor = tu_bin("coloc-executor", bin, sizeof(bin)),
 				      .cache_dir = cache_dir,
-				      .policy = "layer-wise",
+				      .policy = policy,
 				      .no_plan_ahead = !plan_ahead,
 				      .block_done = on_block,
 				      .ctx = self };
@@ -96,6 +101,11 @@ static int make_serving(FIXTURE_DATA(serving_plan) * self, bool plan_ahead, stru
 	self->s = NULL;
 	memset(self->ran, 0, sizeof(self->ran));
 	return serving_create(&cfg, &self->s, err);
+}
+
+static int make_serving(FIXTURE_DATA(serving_plan) * self, bool plan_ahead, struct coloc_err *err)
+{
+	return make_serving_of(self, "layer-wise", plan_ahead, err);
 }
 
 FIXTURE_SETUP(serving_plan)
@@ -314,6 +324,61 @@ TEST_F_TIMEOUT(serving_plan, yield__another_tenants_query_stops_the_plan_at_a_bo
 	expect_counted(_metadata, &a, self->ran[0]);
 	expect_counted(_metadata, &b, self->ran[1]);
 	expect_outputs(_metadata, self, 0, 2);
+}
+
+/*
+ * This process is colocd's serving core here: pinned, once its executors
+ * run, to the second of two CPUs. temporal's blocks take the fastest
+ * count of the lowest free cores (both, or the first alone where the
+ * profile says one core is faster, as under ASan), so the early ring
+ * always has the first core to name.
+ */
+TEST_F_TIMEOUT(serving_plan, early__a_query_alone_rings_its_doorbell_before_its_round, 900)
+{
+	struct coloc_err err = { 0 };
+	struct serving_tenant_info a, b;
+	cpu_set_t set;
+	int cpus[2], n = 0;
+
+	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (exec_cpu_online(c))
+			cpus[n++] = c;
+	if (n < 2)
+		SKIP(return, "the early ring names a core besides colocd's: two online CPUs");
+	ASSERT_EQ(0, make_serving_of(self, "temporal", true, &err))
+	TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, admit(self, "b", &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, admit(self, "mnv2", &err)) TH_LOG("%s", coloc_err_str(&err));
+	CPU_ZERO(&set);
+	CPU_SET(cpus[1], &set);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(set), &set));
+	for (int i = 0; i < NR_Q; i++) {
+		ASSERT_EQ(0, submit(self, "mnv2", i, &err)) TH_LOG("%s", coloc_err_str(&err));
+		ASSERT_TRUE(pump(self, i, i + 1));
+		ASSERT_EQ(SERVING_QUERY_OK, self->q[i].status) TH_LOG("%s", self->q[i].reason);
+	}
+	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", &a));
+	/* the first query's executor has no last block, so no cores to name */
+	EXPECT_EQ(NR_Q - 1, a.early_rings);
+	expect_outputs(_metadata, self, 0, NR_Q);
+	/* b's first query alone (no cores to name), then one while mnv2's runs */
+	ASSERT_EQ(0, submit(self, "b", NR_Q, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_TRUE(pump(self, NR_Q, NR_Q + 1));
+	for (int i = 0; i < 2; i++) {
+		free(self->q[i].out);
+		memset(&self->q[i], 0, sizeof(self->q[i]));
+	}
+	ASSERT_EQ(0, kill(a.pid, SIGSTOP));
+	ASSERT_EQ(0, submit(self, "mnv2", 1, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, submit(self, "b", 0, &err)) TH_LOG("%s", coloc_err_str(&err));
+	ASSERT_EQ(0, kill(a.pid, SIGCONT));
+	ASSERT_TRUE(pump(self, 0, 2));
+	ASSERT_EQ(SERVING_QUERY_OK, self->q[0].status) TH_LOG("%s", self->q[0].reason);
+	ASSERT_EQ(SERVING_QUERY_OK, self->q[1].status) TH_LOG("%s", self->q[1].reason);
+	ASSERT_EQ(0, serving_tenant_info(self->s, "mnv2", &a));
+	ASSERT_EQ(0, serving_tenant_info(self->s, "b", &b));
+	EXPECT_EQ(NR_Q, a.early_rings);
+	EXPECT_EQ(0, b.early_rings);
 }
 
 TEST_HARNESS_MAIN

@@ -37,6 +37,10 @@
  * - colocd -> executor: colocd writes the command, then stores cmd.seq + 1
  *   with release order and FUTEX_WAKEs cmd.seq. The idle executor sleeps in
  *   FUTEX_WAIT on cmd.seq (no spinning, so an idle executor holds no core).
+ * - colocd -> executor, early (struct coloc_shm_ready): as a query comes to
+ *   an idle machine, before its round, colocd may say that the next
+ *   command is near and on which cores, so that the threads there wake
+ *   while colocd decides; they spin on cmd.seq, bounded, then sleep again.
  * - executor -> colocd: the executor writes the completion, stores
  *   done.seq = cmd.seq with release order, then writes to the write end of
  *   a pipe inherited from colocd (any bytes: colocd only drains them). A
@@ -71,7 +75,8 @@
  * done.blocks_ns, the yield word); 6: the versions built; 7:
  * COLOC_SHM_RUN_INPUT_FD and the input socket
  */
-#define COLOC_SHM_LAYOUT_VERSION 7
+/* 8: struct coloc_shm_ready, the team's FUTEX_WAIT_BITSET */
+#define COLOC_SHM_LAYOUT_VERSION 8
 #define COLOC_SHM_NR_SLOTS 4
 /* Longest block one command can carry (a block of a longer model is split). */
 #define COLOC_SHM_MAX_BLOCK_LAYERS 4096
@@ -260,6 +265,33 @@ struct coloc_shm_yield {
 } __attribute__((aligned(64)));
 
 /*
+ * The doorbell rung early (docs/design/serving-path.md, "The doorbell rung
+ * early"): a query that arrives while nothing else is queued or running
+ * will surely start at once, so colocd wakes the team threads on the
+ * cores it expects the query's first block to hold before it decides the
+ * block, and the 50-70 us wake-up of a halted vCPU overlaps its round
+ * instead of following it. colocd writes cpus, then stores seq (release):
+ * the seq the next command will carry; then it FUTEX_WAKE_BITSETs cmd.seq
+ * with bit (c % 32) of each core c in cpus. Every thread waiting for a
+ * command waits with FUTEX_WAIT_BITSET, bit (c % 32) of the core c it is
+ * pinned to (the command's own FUTEX_WAKE matches any bit). A thread that
+ * wakes while cmd.seq is still the one it waits past, seq is that one + 1
+ * and its core is in cpus spins on cmd.seq for at most
+ * COLOC_SHM_READY_SPIN_NS, once, then sleeps again; any other thread (a
+ * bit shared by two cores, a stale seq) sleeps again at once. colocd
+ * leaves out the core it runs on: a thread spinning there would take the
+ * core from colocd's round. Written by colocd only.
+ */
+struct coloc_shm_ready {
+	__u32 seq;
+	__u32 reserved; /* 0 */
+	__u64 cpus[COLOC_SHM_CPU_WORDS];
+} __attribute__((aligned(64)));
+
+/* The longest a thread woken early spins on the doorbell before it sleeps again. */
+#define COLOC_SHM_READY_SPIN_NS 300000
+
+/*
  * On a lane's input socket (a SOCK_SEQPACKET pair, colocd's end and the
  * executor's), one message per RUN command with COLOC_SHM_RUN_INPUT_FD,
  * sent before its doorbell: this payload and the memfd as SCM_RIGHTS. A
@@ -317,6 +349,7 @@ struct coloc_shm {
 	struct coloc_shm_cmd cmd __attribute__((aligned(64)));
 	struct coloc_shm_done done __attribute__((aligned(64)));
 	struct coloc_shm_yield yield;
+	struct coloc_shm_ready ready;
 	struct coloc_shm_summary summary;
 	struct coloc_shm_versions versions;
 };

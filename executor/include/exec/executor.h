@@ -158,6 +158,15 @@ int exec_run_block_placed(struct exec_model *em, struct exec_query *q, int first
  */
 uint32_t exec_team_wait(uint32_t *word, uint32_t seen);
 
+struct coloc_shm_ready;
+/*
+ * exec_team_wait on a lane's doorbell (word: its cmd.seq), with colocd's
+ * early ring (ready, coloc/shm.h): a thread of the team on a core it names
+ * for the command after seen spins on word, at most
+ * COLOC_SHM_READY_SPIN_NS, instead of sleeping on until the command.
+ */
+uint32_t exec_team_wait_ready(uint32_t *word, uint32_t seen, const struct coloc_shm_ready *ready);
+
 /*
  * Makes the calling thread a lane that takes turns at OpenMP teams with the
  * other lanes of the process that joined (exec_team_turns.c): libgomp
