@@ -299,8 +299,9 @@ static const struct colocd_option options[] = {
 	  .given = &executor_mib_per_uid_given, .arg = "MIB",
 	  .help = "memory of the executors of one user's tenants together (root's are bounded "
 		  "by tenant and --max-executor-mib only); 0: no bound",
-	  .dflt = "a quarter of the machine's memory, or the members' three quarters of "
-		  "--max-executor-mib where that is less" },
+	  .dflt = "a quarter of the machine's memory, or a fifth of the members' three "
+		  "quarters of --max-executor-mib where that is less; at most those three "
+		  "quarters" },
 	{ "max-executor-mib", 0, ARG_ULL, &executor_mib_all, 0, 1L << 30,
 	  .given = &executor_mib_all_given, .arg = "MIB",
 	  .help = "memory of all executors of this colocd together (colocd's own, the "
@@ -446,10 +447,25 @@ static int nest_memory_bounds(void)
 		executor_mib_all = mem / 2 >> 20;
 	if (!submit_mib_given)
 		config.max_submit_mib = mem / 4 >> 20;
-	/* a member's executors fit in the members' part, as its default */
+	/*
+	 * a member's executors: a fifth of the members' part as its default,
+	 * never above the part (one member would fill it: the kernel then
+	 * kills the largest executor in it, another member's)
+	 */
 	if (!executor_mib_per_uid_given && executor_mib_all &&
-	    executor_mib_per_uid > SANDBOX_MEMBERS_MEMORY(executor_mib_all))
-		executor_mib_per_uid = SANDBOX_MEMBERS_MEMORY(executor_mib_all);
+	    executor_mib_per_uid > SANDBOX_MEMBER_SHARE(SANDBOX_MEMBERS_MEMORY(executor_mib_all)))
+		executor_mib_per_uid = SANDBOX_MEMBER_SHARE(SANDBOX_MEMBERS_MEMORY(executor_mib_all));
+	if (executor_mib_per_uid_given && executor_mib_all &&
+	    executor_mib_per_uid > SANDBOX_MEMBERS_MEMORY(executor_mib_all)) {
+		fprintf(stderr,
+			"colocd: --max-executor-mib-per-uid %llu MiB is above %llu MiB, the members' "
+			"part of --max-executor-mib %llu%s (three quarters: the rest is root's): one "
+			"member could fill it, and the kernel would kill another member's executor; "
+			"lower the first (its default is a fifth of the part) or raise the second\n",
+			executor_mib_per_uid, SANDBOX_MEMBERS_MEMORY(executor_mib_all),
+			executor_mib_all, executor_mib_all_given ? "" : ", left at its default");
+		return 2;
+	}
 	for (int i = NR_MEMORY_BOUNDS - 2; i >= 0; i--) {
 		const struct memory_bound *in = &memory_bounds[i], *out = NULL;
 

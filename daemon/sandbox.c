@@ -109,6 +109,13 @@ static int check_memory_bounds(const struct sandbox_config *c, struct coloc_err 
 					(unsigned long long)mib[j]);
 			break;
 		}
+	if (c->memory_all_max && c->memory_per_uid_max > SANDBOX_MEMBERS_MEMORY(c->memory_all_max))
+		return coloc_err_set(err, -EINVAL,
+				     "--max-executor-mib-per-uid %llu MiB is above the members' part "
+				     "of --max-executor-mib, %llu MiB: lower the first",
+				     (unsigned long long)(c->memory_per_uid_max >> 20),
+				     (unsigned long long)(SANDBOX_MEMBERS_MEMORY(c->memory_all_max) >>
+							  20));
 	return 0;
 }
 

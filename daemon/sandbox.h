@@ -35,6 +35,13 @@
  * other fixed resources (docs/security-owners.md, "Executors' memory").
  */
 #define SANDBOX_MEMBERS_MEMORY(all) ((all) - (all) / 4)
+/*
+ * A member's executors' default bound: a fifth of the members' part, so
+ * four members at their bound leave a fifth its own and one member never
+ * takes the part to its limit, where the kernel kills the largest
+ * executor in it, whoever's (review s27 F3; docs/security-owners.md).
+ */
+#define SANDBOX_MEMBER_SHARE(members) ((members) / 5)
 
 struct sandbox_config {
 	uid_t uid_first, uid_last; /* 0, 0: a slot of the defaults' (uid_slot.h) */

@@ -16,8 +16,11 @@
  * larger) and colocd's below 0; colocd itself is outside the folder of all
  * executors. From inside: a process that enters the executor's sandbox
  * with oom_score_adj 1000 over a floor of -900 (colocd without
- * CAP_SYS_RESOURCE, as under its unit) cannot lower it. And colocd refuses
- * a tenant's limit above the per-uid one, and a per-uid one above all's.
+ * CAP_SYS_RESOURCE, as under its unit) cannot lower it. A member's default
+ * bound is a fifth of the members' part: one member's nibbles, each below
+ * another member's hog, are killed in its own folder and the hog stays
+ * (review s27 F3). And colocd refuses a tenant's limit above the per-uid
+ * one, and a per-uid one above the members' part.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -55,6 +58,18 @@
 #define MEMBERS_MIB 330
 /* below two hogs and root's honest tenant, above one hog and it, its members' part above a hog */
 #define ROOT_ALL_MIB 328
+#define OVERRIDE_MIB 192 /* an operator's per-uid bound above the default fifth: a hog's */
+/*
+ * review s27 F3: a fifth of its members' part (1284) holds a hog (the
+ * victim), under ASan too; at main's default (the whole part) nine nibbles
+ * (128 MiB each, less than a hog) of one member beside it take the part
+ * past its limit; a member's tenants are at most 9 by default
+ */
+#define F3_ALL_MIB 1712
+#define F3_MEMBERS_MIB 1284
+#define F3_PER_UID_MIB 256
+#define F3_NIBBLES 9
+#define NIBBLE_TOUCHED_MIB 120 /* most of tests/hostile_executor.c's HOSTILE_NIBBLE_MIB, 128 */
 #define HOG_TOUCHED_MIB 150 /* most of tests/hostile_executor.c's HOSTILE_HOG_MIB, 160 */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -372,8 +387,9 @@ TEST_F_TIMEOUT(mem, two_hogs_of_one_uid__one_killed_naming_memory_other_uid_serv
  * A colocd whose tenants' and users' bounds hold each hog, but whose
  * members' part of all executors' bound (three quarters of
  * --max-executor-mib) does not hold two: one hog of each of two members.
- * The per-uid bound, left at its default, is lowered to the members'
- * part; the members' uid-U folders sit in members/ with that limit, in
+ * The per-uid bound, an operator's above its default fifth of the part
+ * (a hog's), is allowed up to the part; the members' uid-U folders sit in
+ * members/ with the part's limit, in
  * colocd-PID with the whole, which colocd itself is not in; once both
  * hogs touched their memory one is killed, its tenant fails naming the
  * members' part, the other hog and a third member's honest tenant answer.
@@ -382,7 +398,7 @@ TEST_F_TIMEOUT(mem, two_hogs_of_one_uid__one_killed_naming_memory_other_uid_serv
 TEST_F_TIMEOUT(mem, two_uids_within_their_bounds_over_the_members_part__one_killed_naming_it, 600)
 {
 	const char *extra[] = { "--executor-memory", "192", "--max-executor-mib", STR(ALL_MIB),
-				NULL };
+				"--max-executor-mib-per-uid", STR(OVERRIDE_MIB), NULL };
 	const char *hogs[2] = { "hostile-hog1", "hostile-hog2" };
 	const uid_t owners[2] = { MEMBER, MEMBER2 };
 	char all[PATH_MAX], dir[PATH_MAX], own[PATH_MAX], want[256], reason[512];
@@ -395,7 +411,7 @@ TEST_F_TIMEOUT(mem, two_uids_within_their_bounds_over_the_members_part__one_kill
 	snprintf(want, sizeof(want),
 		 "%d MiB a user's (not root's) tenants together, %d MiB members' (not root's) "
 		 "tenants together, %d MiB all executors together",
-		 MEMBERS_MIB, MEMBERS_MIB, ALL_MIB);
+		 OVERRIDE_MIB, MEMBERS_MIB, ALL_MIB);
 	EXPECT_TRUE(log_has(self, want)) TH_LOG("no '%s' in colocd's start-up line", want);
 	for (int i = 0; i < 2; i++) {
 		pids[i] = submit_ready(self, owners[i], hogs[i]);
@@ -405,7 +421,7 @@ TEST_F_TIMEOUT(mem, two_uids_within_their_bounds_over_the_members_part__one_kill
 	ASSERT_LT(0, pids[2]) TH_LOG("%s", self->out);
 	EXPECT_EQ((unsigned long long)ALL_MIB << 20, limit_above(pids[2], 3, all, sizeof(all)));
 	for (int i = 0; i < 2; i++) {
-		EXPECT_EQ((unsigned long long)MEMBERS_MIB << 20,
+		EXPECT_EQ((unsigned long long)OVERRIDE_MIB << 20,
 			  limit_above(pids[i], 1, dir, sizeof(dir)));
 		EXPECT_EQ((unsigned long long)MEMBERS_MIB << 20,
 			  limit_above(pids[i], 2, dir, sizeof(dir)));
@@ -443,7 +459,7 @@ TEST_F_TIMEOUT(mem, two_uids_within_their_bounds_over_the_members_part__one_kill
 TEST_F_TIMEOUT(mem, root_and_member_over_all__the_members_executor_is_killed, 600)
 {
 	const char *extra[] = { "--executor-memory", "192", "--max-executor-mib", STR(ROOT_ALL_MIB),
-				NULL };
+				"--max-executor-mib-per-uid", STR(OVERRIDE_MIB), NULL };
 	const char *hogs[2] = { "hostile-hog1", "hostile-hog2" };
 	const uid_t owners[2] = { 0, MEMBER };
 	char reason[512], want[128];
@@ -470,6 +486,83 @@ TEST_F_TIMEOUT(mem, root_and_member_over_all__the_members_executor_is_killed, 60
 		 ROOT_ALL_MIB);
 	EXPECT_NE(NULL, strstr(reason, want)) TH_LOG("%s", reason);
 	others_answer(_metadata, self, hogs[!failed], owners[!failed], 0);
+}
+
+/*
+ * name's executor (pid) touched its memory (its folder holds at least mib
+ * MiB), or its tenant failed; 0, or -1 if neither within FAIL_S.
+ */
+static int touched_or_failed(FIXTURE_DATA(mem) * self, const char *name, pid_t pid,
+			     unsigned long long mib, char *reason, size_t len)
+{
+	char state[64], dir[PATH_MAX];
+
+	for (int s = 0; s < FAIL_S * 10; s++, usleep(100000)) {
+		if (memory_file(pid, 0, "memory.usage_in_bytes", "memory.current", dir,
+				sizeof(dir)) >= mib << 20)
+			return 0;
+		if (!state_of(self, name, state, reason, len) && !strcmp(state, "failed"))
+			return 0;
+	}
+	return -1;
+}
+
+/*
+ * Review s27 F3: one member's executors, each smaller than another
+ * member's, at colocd's default per-uid bound. The victim (a hog, 160 MiB,
+ * within its own fifth of the members' part) touched its memory; then the
+ * attacker's nine nibbles (128 MiB each) touch theirs one after another.
+ * A member's bound is a fifth of the part, so the attacker's own uid-U
+ * folder is met first and the kernel kills its nibbles there, naming
+ * --max-executor-mib-per-uid; the victim stays ready and answers. Main's
+ * default was the whole part: the nibbles took members/ past its limit
+ * and the kernel killed the largest executor in it, the victim's.
+ */
+TEST_F_TIMEOUT(mem, one_member_cannot_fill_the_members_part__anothers_executor_stays, 600)
+{
+	const char *extra[] = { "--max-executor-mib", STR(F3_ALL_MIB), NULL };
+	char name[32], state[64], reason[512], dir[PATH_MAX], want[256];
+	int own_bound = 0;
+	pid_t victim, pid;
+
+	ASSERT_LT(0, own_colocd_start(&self->d, extra)) TH_LOG("colocd did not start");
+	snprintf(want, sizeof(want),
+		 "%d MiB a user's (not root's) tenants together, %d MiB members' (not root's) "
+		 "tenants together",
+		 F3_PER_UID_MIB, F3_MEMBERS_MIB);
+	EXPECT_TRUE(log_has(self, want)) TH_LOG("no '%s' in colocd's start-up line", want);
+	victim = submit_ready(self, MEMBER2, "hostile-hog1");
+	ASSERT_LT(0, victim) TH_LOG("%s", self->out);
+	EXPECT_EQ((unsigned long long)F3_PER_UID_MIB << 20, limit_above(victim, 1, dir, sizeof(dir)));
+	ASSERT_EQ(0, infer_as(self, MEMBER2, "hostile-hog1")) TH_LOG("%s", self->out);
+	ASSERT_EQ(0, touched_or_failed(self, "hostile-hog1", victim, HOG_TOUCHED_MIB, reason,
+				       sizeof(reason)));
+	for (int i = 1; i <= F3_NIBBLES; i++) {
+		snprintf(name, sizeof(name), "hostile-nibble%d", i);
+		pid = submit_ready(self, MEMBER, name);
+		if (!pid) { /* refused or failed: the attacker's own loss */
+			TH_LOG("%s: %s", name, self->out);
+			continue;
+		}
+		infer_as(self, MEMBER, name);
+		EXPECT_EQ(0, touched_or_failed(self, name, pid, NIBBLE_TOUCHED_MIB, reason,
+					       sizeof(reason)))
+		TH_LOG("%s never touched its memory nor failed", name);
+	}
+	usleep(500000);
+	for (int i = 1; i <= F3_NIBBLES; i++) {
+		snprintf(name, sizeof(name), "hostile-nibble%d", i);
+		if (!state_of(self, name, state, reason, sizeof(reason)) &&
+		    !strcmp(state, "failed") && strstr(reason, "--max-executor-mib-per-uid"))
+			own_bound++;
+	}
+	TH_LOG("%d of the attacker's %d nibbles killed at its own bound", own_bound, F3_NIBBLES);
+	EXPECT_LT(0, own_bound);
+	EXPECT_EQ(0, state_of(self, "hostile-hog1", state, reason, sizeof(reason)));
+	EXPECT_STREQ("ready", state) TH_LOG("the victim: %s", reason);
+	for (int i = 0; i < 3; i++) {
+		EXPECT_EQ(0, infer_as(self, MEMBER2, "hostile-hog1")) TH_LOG("%s", self->out);
+	}
 }
 
 /* What the process in the sandbox saw (shared with the test). */
@@ -583,14 +676,16 @@ TEST(colocd__executor_memory_above_the_per_uid_bound_refused)
 }
 
 /*
- * A per-uid bound above --max-executor-mib, or with none a tenant's: refused
- * with both numbers and the bound that holds it.
+ * A per-uid bound above the members' part of --max-executor-mib (three
+ * quarters), or with none a tenant's above all's: refused with both numbers
+ * and the bound that holds it.
  */
 TEST(colocd__per_uid_bound_above_the_global_one_refused)
 {
 	expect_refused(_metadata, "--max-executor-mib-per-uid 512 --max-executor-mib 256",
-		       "--max-executor-mib-per-uid 512 MiB is above 256 MiB, what all executors "
-		       "of this colocd may hold together (--max-executor-mib)");
+		       "--max-executor-mib-per-uid 512 MiB is above 192 MiB, the members' part "
+		       "of --max-executor-mib 256 (three quarters: the rest is root's): one "
+		       "member could fill it");
 	expect_refused(_metadata,
 		       "--executor-memory 512 --max-executor-mib-per-uid 0 --max-executor-mib 256",
 		       "--executor-memory 512 MiB is above 256 MiB, what all executors");

@@ -42,6 +42,8 @@
  *                    zero), and once it answered its first, touches
  *                    HOSTILE_HOG_MIB of memory that it keeps, as a crafted
  *                    model's buffers would: two of one user bound together
+ *   hostile-nibbleN  (any N) the same with HOSTILE_NIBBLE_MIB, less than a
+ *                    hog's: many of one member around another's hog
  *   hostile-punch    completes every block OK at once (the outputs zero);
  *                    from its first, a thread of it gives every slot's
  *                    input pages back (fallocate PUNCH_HOLE, MADV_REMOVE,
@@ -131,6 +133,7 @@
 #define MAX_LANES 8
 #define HOSTILE_SPINNERS 32 /* RLIMIT_NPROC allows (CPUs + 16) x 8 a tenant uid */
 #define HOSTILE_HOG_MIB 160 /* tests/executor_memory_test.c's limits are set around it */
+#define HOSTILE_NIBBLE_MIB 128 /* executor_memory_test's F3 case: each below a hog */
 
 /* the lane this thread serves */
 static __thread struct coloc_shm *shm;
@@ -547,17 +550,19 @@ static void misbehave(void)
 			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
 			continue;
 		}
-		if (!strncmp(mode, "hog", 3)) {
+		if (!strncmp(mode, "hog", 3) || !strncmp(mode, "nibble", 6)) {
 			static char *hog;
 			bool first = !hog && shm->cmd.op == COLOC_SHM_OP_RUN;
+			size_t bytes = (size_t)(mode[0] == 'h' ? HOSTILE_HOG_MIB : HOSTILE_NIBBLE_MIB)
+				       << 20;
 
 			/* answered first: the touch is slow where a guest's first faults are */
 			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
 			if (first) {
-				hog = malloc((size_t)HOSTILE_HOG_MIB << 20);
+				hog = malloc(bytes);
 				if (!hog)
 					_exit(6);
-				memset(hog, 1, (size_t)HOSTILE_HOG_MIB << 20);
+				memset(hog, 1, bytes);
 			}
 			continue;
 		}

@@ -53,7 +53,7 @@ int own_colocd_prepare(struct own_colocd *d, const char *name, const char *cache
 
 pid_t own_colocd_start(struct own_colocd *d, const char *const *extra)
 {
-	const char *args[11] = { "--cache-dir", d->cache_dir };
+	const char *args[17] = { "--cache-dir", d->cache_dir };
 	int n = 2;
 
 	if (d->executor[0]) {
@@ -62,7 +62,7 @@ pid_t own_colocd_start(struct own_colocd *d, const char *const *extra)
 		args[n++] = "--block-log";
 		args[n++] = d->blocks;
 	}
-	for (int i = 0; extra && extra[i] && n < 10; i++)
+	for (int i = 0; extra && extra[i] && n < 16; i++)
 		args[n++] = extra[i];
 	d->pid = tu_start_colocd_with(d->sock, d->pin, d->log, args);
 	return d->pid;

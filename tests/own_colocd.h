@@ -33,7 +33,7 @@ int own_colocd_prepare(struct own_colocd *d, const char *name, const char *cache
 		       char *why, size_t len);
 /*
  * Starts colocd with --cache-dir, with the hostile executor's --executor
- * and --block-log, and extra (NULL-terminated; 10 flags in all at most, the
+ * and --block-log, and extra (NULL-terminated; 16 flags in all at most, the
  * rest left out). Its pid, or -1 if it did not answer a ping.
  */
 pid_t own_colocd_start(struct own_colocd *d, const char *const *extra);

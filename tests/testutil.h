@@ -121,7 +121,7 @@ int tu_child_finish(struct tu_child *c);
 
 /* Starts colocd with its output in log; waits (up to a minute) until it answers a ping. */
 pid_t tu_start_colocd(const char *socket_path, const char *pin_dir, const char *log);
-/* The same with more flags (NULL-terminated, at most 10). */
+/* The same with more flags (NULL-terminated, at most 18). */
 pid_t tu_start_colocd_with(const char *socket_path, const char *pin_dir, const char *log,
 			   const char *const *extra);
 /* SIGTERM, then the exit status; -1 (and SIGKILL) if it has not exited within a minute. */

@@ -45,7 +45,7 @@ static bool tu_colocd_answers(int fd, pid_t pid)
 pid_t tu_start_colocd_with(const char *socket_path, const char *pin_dir, const char *log,
 			   const char *const *extra)
 {
-	const char *argv[16];
+	const char *argv[24];
 	char bin[512];
 	int argc = 0;
 	pid_t pid;
@@ -56,7 +56,7 @@ pid_t tu_start_colocd_with(const char *socket_path, const char *pin_dir, const c
 	argv[argc++] = socket_path;
 	argv[argc++] = "--pin-dir";
 	argv[argc++] = pin_dir;
-	for (int i = 0; extra && extra[i] && argc < 15; i++)
+	for (int i = 0; extra && extra[i] && argc < 23; i++)
 		argv[argc++] = extra[i];
 	argv[argc] = NULL;
 	pid = fork();
