@@ -45,7 +45,9 @@
  * tenant's blocks on that count, any layers): a plan cuts a model at new
  * layers often (a third of ResNet-50's blocks in the demo are of a class
  * seen under five times), and the tenant's correction, learnt on all its
- * core counts, misses the one at hand. Core indices share an entry modulo
+ * core counts, misses the one at hand. Unless, measured on the tenant's
+ * blocks of classes not yet known, the tenant's correction has been the
+ * nearer (coloc_tenant.unseen_err_own). Core indices share an entry modulo
  * this. docs/design/coloc-policy.md, "A block never seen".
  */
 #define COLOC_CORE_GROUPS 16
@@ -169,6 +171,12 @@ struct coloc_tenant {
 	struct coloc_class cls[COLOC_BLOCK_CLASSES];
 	/* per core count: every block on it, what a class not yet known predicts from */
 	struct coloc_class grp[COLOC_CORE_GROUPS];
+	/*
+	 * The relative error (EWMA) of the two predictions of a block whose
+	 * class was not yet known, its core count's and its own correction's,
+	 * each blocks of such classes measured: the lesser's predicts the next.
+	 */
+	double unseen_err_group, unseen_err_own;
 };
 
 struct coloc_state {

@@ -37,6 +37,8 @@
  */
 #define COLOC_CLIP_DEVS 2.0
 #define COLOC_CLIP_MIN 0.5
+/* weight of a block of a class not yet known in the errors of its two predictions */
+#define COLOC_UNSEEN_WEIGHT 0.1
 
 /* How much of what was learnt at since is left at now: half every half-life. */
 static double kept_since(uint64_t now, uint64_t since, double half_life_ns)
@@ -76,26 +78,44 @@ static double class_faded(const struct coloc_state *st, const struct coloc_class
 	return 1.0 + (c->rel - 1.0) * kept_since(now, c->ns, COLOC_CLASS_HALF_LIFE_NS);
 }
 
-struct block_pred coloc_class_pred(const struct coloc_state *st, const struct coloc_tenant *ct,
-				   int first, int last, int ci, double corr, double fixed,
-				   uint64_t now)
+/* Whether c (of key) is a class not yet known: a block of it is predicted otherwise. */
+static bool class_unknown(const struct coloc_class *c, uint64_t key)
 {
-	uint64_t key;
-	const struct coloc_class *c = &ct->cls[class_index(first, last, ci, &key)];
-	struct block_pred p;
+	return c->key != key || c->nr < COLOC_CLASS_MIN_SAMPLES;
+}
+
+/* The prediction from entry c (of key), a class or a core count's group. */
+static struct block_pred entry_pred(const struct coloc_state *st, const struct coloc_class *c,
+				    uint64_t key, double corr, double fixed, uint64_t now)
+{
+	struct block_pred p = { corr * class_faded(st, c, key, now), fixed };
 	double k;
 
-	/* a class not yet known (coloc-ewma: still its own correction) */
-	if (!st->flags.ewma_only && (c->key != key || c->nr < COLOC_CLASS_MIN_SAMPLES))
-		c = &ct->grp[group_index(ci, &key)];
-	p = (struct block_pred){ corr * class_faded(st, c, key, now), fixed };
-	if (!st->flags.predict || st->flags.ewma_only || c->key != key ||
-	    c->nr < COLOC_CLASS_MIN_SAMPLES)
+	if (!st->flags.predict || st->flags.ewma_only || class_unknown(c, key))
 		return p;
 	if (c->median <= p.scale)
 		return (struct block_pred){ c->median, 0 };
 	k = kept_since(now, c->ns, COLOC_CORR_HALF_LIFE_NS);
 	return (struct block_pred){ p.scale + (c->median - p.scale) * k, p.fixed * (1 - k) };
+}
+
+struct block_pred coloc_class_pred(const struct coloc_state *st, const struct coloc_tenant *ct,
+				   int first, int last, int ci, double corr, double fixed,
+				   uint64_t now)
+{
+	uint64_t key, gkey;
+	const struct coloc_class *c = &ct->cls[class_index(first, last, ci, &key)];
+
+	/*
+	 * a class not yet known: its core count's, unless the tenant's own
+	 * correction has predicted such blocks better (coloc-ewma: always its own)
+	 */
+	if (!st->flags.ewma_only && class_unknown(c, key) &&
+	    !(ct->unseen_err_own < ct->unseen_err_group)) {
+		c = &ct->grp[group_index(ci, &gkey)];
+		key = gkey;
+	}
+	return entry_pred(st, c, key, corr, fixed, now);
 }
 
 /* The median of a class's ring (nr <= COLOC_CLASS_SAMPLES). */
@@ -173,6 +193,28 @@ static double clipped(double m, double p, double dev)
 	return fmin(m, p * (1 + fmax(COLOC_CLIP_DEVS * dev, COLOC_CLIP_MIN)));
 }
 
+/*
+ * A block of class c (of key, not yet known) measured: how far each of the
+ * two predictions of it was (its core count's, its own correction's; both
+ * as of its end, as the rest of the learning), into the tenant's EWMAs of
+ * their relative errors (unclipped: a stall hits both alike).
+ */
+static void score_unseen(const struct coloc_state *st, struct coloc_tenant *ct,
+			 const struct coloc_class *c, uint64_t key, int ci, uint64_t raw,
+			 uint64_t measured_ns, double corr, double fixed, uint64_t end_ns)
+{
+	uint64_t gkey;
+	const struct coloc_class *g = &ct->grp[group_index(ci, &gkey)];
+	double m = (double)measured_ns;
+	double own = coloc_predicted(entry_pred(st, c, key, corr, fixed, end_ns), raw);
+	double group = coloc_predicted(entry_pred(st, g, gkey, corr, fixed, end_ns), raw);
+
+	ct->unseen_err_own = (1 - COLOC_UNSEEN_WEIGHT) * ct->unseen_err_own +
+			     COLOC_UNSEEN_WEIGHT * fabs(m - own) / m;
+	ct->unseen_err_group = (1 - COLOC_UNSEEN_WEIGHT) * ct->unseen_err_group +
+			       COLOC_UNSEEN_WEIGHT * fabs(m - group) / m;
+}
+
 void policy_coloc_engine_block_done(void *state, const struct policy_decision *d,
 				    uint64_t measured_ns)
 {
@@ -214,6 +256,9 @@ void policy_coloc_engine_block_done(void *state, const struct policy_decision *d
 					   raw);
 		double dev = ct->dev * corr_kept(ct, end_ns);
 		double m_ns = clipped((double)measured_ns, p, dev);
+
+		if (st->flags.predict && !st->flags.ewma_only && class_unknown(c, key))
+			score_unseen(st, ct, c, key, ci, raw, measured_ns, corr, fixed, end_ns);
 		/* the ratio of what is not the block's cost; never below a tenth of the whole */
 		double x = fmax(m_ns - fixed, m_ns / 10) / (double)raw;
 

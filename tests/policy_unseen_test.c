@@ -6,10 +6,13 @@
  * whose 4-core blocks run at 0.8x has a new 4-core block predicted near
  * 0.8x and a new 1-core block near 1.3x, where the tenant's correction
  * alone (learnt on both) is 20-25 % off; a class once measured three times
- * predicts from its own median again; coloc-ewma is unchanged. The
- * engine's state is read directly (coloc_internal.h).
+ * predicts from its own median again; coloc-ewma is unchanged. A tenant
+ * whose new cuts its own correction has predicted better than their core
+ * count's blocks has the next predicted by its correction. The engine's
+ * state is read directly (coloc_internal.h).
  * docs/design/coloc-policy.md, "A block never seen".
  */
+#include <math.h>
 #include <string.h>
 #include "kselftest_harness.h"
 #include "policy.h"
@@ -93,6 +96,43 @@ TEST_F(pol, coloc_predict__a_class_measured_three_times_predicts_from_its_own_me
 	TH_LOG("layers 0-1 on 4 cores after three at 1.5x: %.0f us (%.0f)", four / 1e3,
 	       1.5 * FOUR_L01_NS / 1e3);
 	EXPECT_TRUE(within(four, 1.5 * FOUR_L01_NS, 1.05));
+	g.e->destroy(g.state);
+}
+
+/*
+ * The 4-core blocks are mostly the whole model, at 0.8x its table; every
+ * new 4-core cut of it runs at 1.3x, as the 1-core blocks do, so the
+ * tenant's correction (learnt on both, near 1.05x) is nearer than the core
+ * count's 0.8x: after six such cuts, each between two whole-model blocks,
+ * the next new cut is predicted by the tenant's correction and per-block
+ * cost, nearer its time than by the core count's median.
+ */
+TEST_F(pol, coloc_predict__new_cuts_the_tenants_correction_predicted_better_are_predicted_by_it)
+{
+	/* cuts never measured three times, and their table times on 4 cores, µs: 300 130 200 a layer */
+	static const int cut[6][2] = { { 0, 1 }, { 1, 2 }, { 1, 3 }, { 2, 3 }, { 0, 1 }, { 1, 2 } };
+	static const double cut_ns[6] = { 300e3, 130e3, 330e3, 200e3, 300e3, 130e3 };
+	struct engine g;
+	struct coloc_tenant *ct;
+	double group, next;
+
+	ASSERT_TRUE(engine_start_v0(self, &g, "coloc"));
+	engine_two_speeds(&g);
+	ct = &((struct coloc_state *)g.state)->t[0];
+	for (int i = 0; i < 6; i++) {
+		engine_measure(&g, 0, 3, 4, FOUR_WHOLE_NS, FOUR_RATIO);
+		engine_measure(&g, 0, 3, 4, FOUR_WHOLE_NS, FOUR_RATIO);
+		engine_measure(&g, cut[i][0], cut[i][1], 4, cut_ns[i], ONE_RATIO);
+	}
+	TH_LOG("relative errors of the two predictions of new cuts: own %.3f, core count's %.3f",
+	       ct->unseen_err_own, ct->unseen_err_group);
+	group = ct->grp[2].median * FOUR_L01_NS;
+	next = engine_predict(&g, 0, 2, 2, FOUR_L01_NS);
+	TH_LOG("layers 0-1 on 4 cores, never measured: %.0f us (at 1.3x: %.0f, by the core count's median: %.0f)",
+	       next / 1e3, ONE_RATIO * FOUR_L01_NS / 1e3, group / 1e3);
+	EXPECT_LT(ct->unseen_err_own, ct->unseen_err_group);
+	EXPECT_EQ(coloc_aged_corr(ct, g.now) * FOUR_L01_NS + coloc_aged_fixed(ct, g.now), next);
+	EXPECT_LT(fabs(next - ONE_RATIO * FOUR_L01_NS), fabs(group - ONE_RATIO * FOUR_L01_NS));
 	g.e->destroy(g.state);
 }
 

@@ -26,7 +26,9 @@ class is the block itself), the share of blocks in rarer classes, the
 median margin, and after each stall (a block over 5x its class median) how
 many of the next 20 blocks are predicted off by more than 2x. --inject N
 multiplies every Nth block's measured time by 20 (the same blocks in both
-replays; they are left out of the MAPE).
+replays; they are left out of the MAPE). In "new" a block of a class not yet
+known is predicted by its core count's unless the tenant's own correction has
+predicted such blocks better (the EWMAs of both one's relative errors, s27).
 """
 import argparse
 import math
@@ -42,6 +44,7 @@ CLASS_MIN = 3
 BLOCK_CLASSES = 256
 CORE_GROUPS = 16
 CLIP = (2.0, 0.5)
+UNSEEN_WEIGHT = 0.1
 U64 = (1 << 64) - 1
 
 
@@ -81,6 +84,7 @@ class Entry:
 class Tenant:
     def __init__(self, groups):
         self.corr, self.fixed, self.dev, self.ns = 1.0, 0.0, 0.0, 0
+        self.err_own, self.err_group = 0.0, 0.0
         self.groups = groups
         self.cls = [Entry(0) for _ in range(BLOCK_CLASSES)]
         self.grp = [Entry(0) for _ in range(CORE_GROUPS)]
@@ -88,18 +92,25 @@ class Tenant:
     def kept(self, now):
         return kept(now, self.ns, CORR_HALF_LIFE)
 
-    def entry(self, key):
-        """The class entry of key (first, last, ci) and its key there; the group's with groups."""
+    def entry(self, key, own=False):
+        """The class entry of key (first, last, ci) and its key there; with groups, a class
+        not yet known's is its core count's unless own or its own correction did better."""
         k, i = class_slot(key)
         c = self.cls[i]
-        if self.groups and (c.key != k or len(c.ring) < CLASS_MIN):
+        if self.groups and not own and (c.key != k or len(c.ring) < CLASS_MIN) and \
+                not self.err_own < self.err_group:
             return self.grp[key[2] % CORE_GROUPS], key[2] + 1
         return c, k
 
-    def predict(self, key, raw, now):
+    def predict(self, key, raw, now, how=None):
         k = self.kept(now)
         corr, fixed = 1.0 + (self.corr - 1.0) * k, self.fixed * k
-        c, ck = self.entry(key)
+        if how == "own":
+            c, ck = self.entry(key, own=True)
+        elif how == "group":
+            c, ck = self.grp[key[2] % CORE_GROUPS], key[2] + 1
+        else:
+            c, ck = self.entry(key)
         scale = corr * c.faded(ck, now)
         if c.key != ck or len(c.ring) < CLASS_MIN:
             return raw * scale + fixed
@@ -117,6 +128,10 @@ class Tenant:
         corr, fixed = 1.0 + (self.corr - 1.0) * k, self.fixed * k
         ck, i = class_slot(key)
         c = self.cls[i]
+        if self.groups and (c.key != ck or len(c.ring) < CLASS_MIN):
+            own, grp = self.predict(key, raw, end, "own"), self.predict(key, raw, end, "group")
+            self.err_own = (1 - UNSEEN_WEIGHT) * self.err_own + UNSEEN_WEIGHT * abs(m - own) / m
+            self.err_group = (1 - UNSEEN_WEIGHT) * self.err_group + UNSEEN_WEIGHT * abs(m - grp) / m
         rel = c.faded(ck, end)
         p = self.predict(key, raw, end)
         w = raw / (raw + SMALL_BLOCK)
