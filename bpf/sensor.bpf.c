@@ -23,7 +23,7 @@
  *
  * The same accounting keeps running totals that never close: per CPU the
  * time any task ran (`cpu_totals`), and per real uid of a tenant's owner
- * (`uid_totals`) the time its tasks of no tenant ran; with each tenant's
+ * (`uid_totals`) the time its tasks ran, of a tenant or not; with each tenant's
  * own (`tenant_totals`: every thread of its processes, those that come and
  * go between colocd's looks too) colocd excuses a late command's wait for
  * a CPU only up to what tasks of neither ran on its cores
@@ -88,6 +88,7 @@ struct cpu_state {
 	__u32 cur_tenant; /* tenant running since last_ns, or COLOC_NO_TENANT */
 	__u32 cur_idle; /* the idle task runs since last_ns */
 	__u32 cur_uid; /* its real uid */
+	__u32 cur_by_owner; /* it is a tenant's and cur_uid owns one (uid_totals) */
 	__u64 tenant_mask; /* tenants charged in the open window */
 	struct coloc_cpu_window win; /* the open window */
 };
@@ -220,25 +221,28 @@ static void sensor_set_running(struct cpu_state *st, struct task_struct *task)
 
 /*
  * The running totals that are not a tenant's (sensor_charge keeps those):
- * dt to this CPU's busy time and, for a task of no tenant whose uid owns
- * one, to that uid's.
+ * dt to this CPU's busy time and, for a task whose uid owns a tenant, to
+ * that uid's, whatever tenant holds the task: a member that attributes its
+ * own task to another tenant of its own keeps it its own (s27 attack5 F2).
+ * True where the task is also a tenant's (its owners_ns then gets dt,
+ * st->cur_by_owner).
  */
-static void sensor_charge_totals(struct cpu_state *st, __u64 dt)
+static bool sensor_charge_totals(struct cpu_state *st, __u64 dt)
 {
 	struct coloc_cpu_total *cpu;
 	struct coloc_uid_total *uid;
 	__u32 zero = 0;
 
 	if (st->cur_idle)
-		return;
+		return false;
 	cpu = bpf_map_lookup_elem(&cpu_totals, &zero);
 	if (cpu)
 		cpu->busy_ns += dt;
-	if (st->cur_tenant != COLOC_NO_TENANT)
-		return;
 	uid = bpf_map_lookup_elem(&uid_totals, &st->cur_uid);
-	if (uid)
-		uid->on_cpu_ns += dt;
+	if (!uid)
+		return false;
+	uid->on_cpu_ns += dt;
+	return st->cur_tenant != COLOC_NO_TENANT;
 }
 
 /*
@@ -391,6 +395,8 @@ static void sensor_charge(struct cpu_state *st, __u64 dt, const struct coloc_cou
 	if (!acc || !tot)
 		return;
 	tot->on_cpu_ns += dt;
+	if (st->cur_by_owner)
+		tot->owners_ns += dt;
 	sensor_add(&tot->counters, d);
 	if (!in_window)
 		return;
@@ -453,7 +459,7 @@ static void sensor_account(struct cpu_state *st, __u32 mask, struct coloc_sensor
 		return;
 	}
 	dt = now - st->last_ns;
-	sensor_charge_totals(st, dt);
+	st->cur_by_owner = sensor_charge_totals(st, dt);
 	if (id == st->win.window_id) {
 		st->last_ns = now;
 		sensor_charge(st, dt, &d, live, true);

@@ -324,23 +324,20 @@ static void colocd_core_changed(void *ctx, int cpu, const char *name, uint64_t q
 }
 
 /*
- * What others ran on a tenant's cores, from the sensor (its executors
- * attributed to it by colocd_serving_changed, its owner's tasks): a late
- * command's wait is excused no more (serving_cpu_wait.c).
+ * What others and the tenant ran on each of a tenant's cores, from the
+ * sensor (its executors attributed to it by colocd_serving_changed, its
+ * owner's tasks): a late command's wait is excused no more
+ * (serving_cpu_wait.c).
  */
-static int colocd_others_ran(void *ctx, const char *name, uid_t owner, const int *cpus, int nr,
-			     uint64_t *ns)
+static int colocd_cpu_times(void *ctx, const char *name, uid_t owner, const int *cpus, int nr,
+			    uint64_t *others, uint64_t *own)
 {
 	struct colocd *d = ctx;
 	struct tenant *t = tenants_find(&d->tenants, name);
-	__u64 sum = 0;
-	int ret;
 
 	if (!t || t->owner != owner)
 		return -ENOENT;
-	ret = sensor_others_ns(d->sensor, t->id, owner, cpus, nr, &sum);
-	*ns = sum;
-	return ret;
+	return sensor_cpu_times(d->sensor, t->id, owner, cpus, nr, others, own);
 }
 
 /* One line per finished block into --block-log. */
@@ -437,7 +434,7 @@ static int colocd_start_serving(struct colocd *d, struct coloc_err *err)
 		.tenant_changed = colocd_serving_changed,
 		.core_changed = colocd_core_changed,
 		.tenant_cores = colocd_tenant_cores,
-		.others_ran = colocd_others_ran,
+		.cpu_times = colocd_cpu_times,
 		.max_tenants_per_uid = d->cfg.max_tenants_per_uid,
 		.max_executors_per_uid = d->cfg.max_executors_per_uid,
 		.max_queued_per_uid = d->cfg.max_queued_per_uid,

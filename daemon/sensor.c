@@ -600,14 +600,14 @@ int sensor_tenant_total(struct sensor *s, __u32 tenant, struct coloc_tenant_tota
 	return err;
 }
 
-int sensor_others_ns(struct sensor *s, __u32 tenant, __u32 owner, const int *cpus, int nr,
-		     __u64 *ns)
+int sensor_cpu_times(struct sensor *s, __u32 tenant, __u32 owner, const int *cpus, int nr,
+		     uint64_t *others, uint64_t *own)
 {
 	struct coloc_cpu_total *busy = calloc(s->nr_possible, sizeof(*busy));
-	struct coloc_tenant_total *own = calloc(s->nr_possible, sizeof(*own));
+	struct coloc_tenant_total *mine = calloc(s->nr_possible, sizeof(*mine));
 	struct coloc_uid_total *user = calloc(s->nr_possible, sizeof(*user));
 	__u32 zero = 0;
-	int err = busy && own && user ? 0 : -ENOMEM;
+	int err = busy && mine && user ? 0 : -ENOMEM;
 
 	if (!err && tenant >= COLOC_MAX_TENANTS)
 		err = -EINVAL;
@@ -620,22 +620,42 @@ int sensor_others_ns(struct sensor *s, __u32 tenant, __u32 owner, const int *cpu
 					   s->nr_possible * sizeof(*busy), 0);
 	if (!err)
 		err = bpf_map__lookup_elem(s->skel->maps.tenant_totals, &tenant, sizeof(tenant),
-					   own, s->nr_possible * sizeof(*own), 0);
+					   mine, s->nr_possible * sizeof(*mine), 0);
 	/* root's tasks are not its tenants' own: a root tenant waits for them like any other */
 	if (!err && owner &&
 	    bpf_map__lookup_elem(s->skel->maps.uid_totals, &owner, sizeof(owner), user,
 				 s->nr_possible * sizeof(*user), 0))
-		memset(user, 0, s->nr_possible * sizeof(*user));
-	*ns = 0;
+		owner = 0;
 	for (int i = 0; !err && i < nr; i++) {
-		__u64 b = busy[cpus[i]].busy_ns;
-		__u64 o = own[cpus[i]].on_cpu_ns + user[cpus[i]].on_cpu_ns;
+		__u64 b = busy[cpus[i]].busy_ns, o = mine[cpus[i]].on_cpu_ns;
 
-		*ns += b > o ? b - o : 0;
+		/* its owner's tasks in any tenant, those of this one counted once */
+		if (owner) {
+			__u64 u = user[cpus[i]].on_cpu_ns, both = mine[cpus[i]].owners_ns;
+
+			o += u > both ? u - both : 0;
+		}
+
+		others[i] = b > o ? b - o : 0;
+		if (own)
+			own[i] = mine[cpus[i]].on_cpu_ns;
 	}
 	free(busy);
-	free(own);
+	free(mine);
 	free(user);
+	return err;
+}
+
+int sensor_others_ns(struct sensor *s, __u32 tenant, __u32 owner, const int *cpus, int nr,
+		     __u64 *ns)
+{
+	uint64_t *per_cpu = calloc(nr > 0 ? (size_t)nr : 1, sizeof(*per_cpu));
+	int err = per_cpu ? sensor_cpu_times(s, tenant, owner, cpus, nr, per_cpu, NULL) : -ENOMEM;
+
+	*ns = 0;
+	for (int i = 0; !err && i < nr; i++)
+		*ns += per_cpu[i];
+	free(per_cpu);
 	return err;
 }
 

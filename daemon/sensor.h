@@ -10,6 +10,7 @@
 #define COLOC_DAEMON_SENSOR_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <linux/types.h>
 #include "coloc/sensor.h"
 #include "error.h"
@@ -86,14 +87,21 @@ int sensor_stats(struct sensor *s, struct coloc_sensor_stats *sum);
 int sensor_owner_add(struct sensor *s, __u32 uid);
 /*
  * The time tasks of neither tenant nor (unless 0) of uid owner (added with
- * sensor_owner_add) ran on cpus[0..nr), summed, a running total
- * (cpu_totals less tenant_totals and uid_totals): what it grew by between
+ * sensor_owner_add; in any tenant) ran on cpus[0..nr), summed, a running
+ * total (cpu_totals less tenant_totals and what uid_totals has outside
+ * the tenant, its owners_ns): what it grew by between
  * two reads is what they ran in between. -ENOENT: the tenant has no
  * totals (nothing attributed to it, or cleared); -EINVAL: a tenant or CPU
  * outside range.
  */
 int sensor_others_ns(struct sensor *s, __u32 tenant, __u32 owner, const int *cpus, int nr,
 		     __u64 *ns);
+/*
+ * The same per CPU, in one read of each map: others[i] on cpus[i], and
+ * (own not NULL) own[i] the time the tenant's tasks ran there (tenant_totals).
+ */
+int sensor_cpu_times(struct sensor *s, __u32 tenant, __u32 owner, const int *cpus, int nr,
+		     uint64_t *others, uint64_t *own);
 
 /*
  * Core ownership, in the pinned array `core_owner` (struct coloc_core_owner

@@ -249,16 +249,16 @@ struct serving_config {
 	 */
 	struct sandbox *sandbox;
 	/*
-	 * The time tasks neither of tenant name (its executors) nor of its
-	 * owner (unless root) ran on cpus[0..nr), summed, as a running total
-	 * (what it grew by between two calls is what they ran in between):
-	 * colocd's BPF sensor counts it. 0, or a negative errno where there
-	 * is no such figure. NULL: none (serving without BPF); a late
-	 * command's wait is then excused by the rule without it
-	 * (serving_cpu_wait.c).
+	 * On each of cpus[0..nr): the time tasks neither of tenant name (its
+	 * executors) nor of its owner (unless root) ran, others[i], and the
+	 * time its executors ran, own[i], as running totals (what they grew
+	 * by between two calls is what ran in between): colocd's BPF sensor
+	 * counts them. 0, or a negative errno where there are no such
+	 * figures. NULL: none (serving without BPF); a late command's wait
+	 * is then excused by the rule without them (serving_cpu_wait.c).
 	 */
-	int (*others_ran)(void *ctx, const char *name, uid_t owner, const int *cpus, int nr,
-			  uint64_t *ns);
+	int (*cpu_times)(void *ctx, const char *name, uid_t owner, const int *cpus, int nr,
+			 uint64_t *others, uint64_t *own);
 	/* A block finished (ran or failed); may be NULL. For colocd --block-log. */
 	void (*block_done)(void *ctx, const struct serving_block_record *r);
 	void *ctx;

@@ -12,17 +12,22 @@
  * cores (/proc/PID/task/TID/schedstat). It is excused at most the time
  * other tasks had those cores / k, and at most W:
  *
- * - with colocd's BPF sensor (serving_config.others_ran), the time tasks
+ * - with colocd's BPF sensor (serving_config.cpu_times), the time tasks
  *   neither of its tenant (every executor process of it, by tgid: threads
  *   created and ended between two looks too) nor of its owner (a member's
- *   own processes) ran on those of its cores its runnable threads were
- *   allowed on (at either look: a thread that sleeps waits for no core),
- *   counted in the kernel at every context switch. Its threads piled on
- *   one of its cores, or its tenant's other executor spinning there, make
- *   it wait where no other runs, and what others ran on cores its
- *   runnable threads may not use is not theirs: excused nothing. A
- *   change of its threads between two looks changes nothing. (A command
- *   on more than SV_WAIT_MAX_CORES cores: others' time on all of them.)
+ *   own processes) ran on those of its cores its tenant ran on over the
+ *   interval or the one before (the sensor's per-CPU count of its
+ *   executors: a core its threads may not use, or where they only sleep,
+ *   is not one they waited for; where it ran on none of them, starved on
+ *   all, every one), counted in the kernel at every context switch. Its threads piled on one of its cores, or its tenant's other
+ *   executor spinning there, make it wait where no other runs, and what
+ *   others ran on cores its threads do not run on is not theirs: excused
+ *   nothing. A change of its threads between two looks changes nothing.
+ *   With PSI too, nothing is read per thread: a look costs the same for
+ *   an executor of 1 or 10,000 threads. Without PSI its threads' /proc
+ *   files give the wait, and the cores its runnable threads (state R) are
+ *   allowed on at either look stand for those it ran on. (A command on
+ *   more than SV_WAIT_MAX_CORES cores: others' time on all of them.)
  * - without (serving without BPF, a tenant the sensor does not count: the
  *   log says so once a tenant), k W less the run of its tenant's
  *   executors' threads allowed on its cores: the time its cores ran
@@ -96,22 +101,49 @@ static int read_threads(const struct sv_tenant *t, const struct sv_exec *x, cons
 	return ret;
 }
 
-/* Others' time on each of x's cores into ns[] (on all of them in ns[0] past SV_WAIT_MAX_CORES). */
-static int read_others(struct serving *s, const struct sv_tenant *t, const int *cpus, int n,
-		       uint64_t *ns)
+/*
+ * Others' time and its tenant's on each of x's cores into others[] and
+ * own[] (on all of them in [0] past SV_WAIT_MAX_CORES): one read of the
+ * sensor's maps.
+ */
+static int read_times(struct serving *s, const struct sv_tenant *t, const int *cpus, int n,
+		      uint64_t *others, uint64_t *own)
 {
-	int ret = 0;
+	uint64_t all_others[POLICY_MAX_CPUS], all_own[POLICY_MAX_CPUS];
+	int ret;
 
-	if (!s->others_ran)
+	if (!s->cpu_times)
 		return -EOPNOTSUPP;
-	if (n > SV_WAIT_MAX_CORES)
-		return s->others_ran(s->ctx, t->name, t->owner, cpus, n, &ns[0]);
-	for (int i = 0; !ret && i < n; i++)
-		ret = s->others_ran(s->ctx, t->name, t->owner, &cpus[i], 1, &ns[i]);
+	if (n <= SV_WAIT_MAX_CORES)
+		return s->cpu_times(s->ctx, t->name, t->owner, cpus, n, others, own);
+	ret = s->cpu_times(s->ctx, t->name, t->owner, cpus, n, all_others, all_own);
+	others[0] = own[0] = 0;
+	for (int i = 0; !ret && i < n; i++) {
+		others[0] += all_others[i];
+		own[0] += all_own[i];
+	}
 	return ret;
 }
 
-/* Over one interval: others' time on the cores its threads were allowed on, at either look. */
+/* Which of x's cores its tenant ran on since the last look (bit i: cpus[i]; past 63, bit 0). */
+static uint64_t ran_on(const struct sv_exec *x, const uint64_t *own, int n)
+{
+	uint64_t ran = 0;
+
+	if (n > SV_WAIT_MAX_CORES)
+		n = 1;
+	for (int i = 0; i < n; i++)
+		if (own[i] > x->over_own0_ns[i])
+			ran |= 1ull << i;
+	return ran;
+}
+
+static uint64_t all_cores(int n)
+{
+	return n >= 64 ? ~0ull : (1ull << n) - 1;
+}
+
+/* Over one interval: others' time on the cores that count now or counted over the interval before. */
 static uint64_t others_on_allowed(const struct sv_exec *x, const uint64_t *ns, uint64_t allowed,
 				  int n)
 {
@@ -143,7 +175,7 @@ static uint64_t others_but_run(uint64_t wall, uint64_t run, int k)
 
 static void tell_no_others(struct serving *s, struct sv_tenant *t, int why)
 {
-	if (t->told_no_others || !s->others_ran)
+	if (t->told_no_others || !s->cpu_times)
 		return;
 	t->told_no_others = true;
 	fprintf(stderr,
@@ -153,32 +185,67 @@ static void tell_no_others(struct serving *s, struct sv_tenant *t, int why)
 		t->name, strerror(-why));
 }
 
+/* The walk of its threads' /proc files, once a tenant in the log: its cost grows with them. */
+static void tell_walk(struct sv_tenant *t, bool no_sensor)
+{
+	if (t->told_walk)
+		return;
+	t->told_walk = true;
+	fprintf(stderr,
+		"colocd: tenant %s: a late command's wait for a CPU is read from its executors' "
+		"threads' /proc files at each look (%s)\n",
+		t->name,
+		no_sensor ? "no BPF sensor's count of it" : "no CPU pressure (PSI) of its cgroup");
+}
+
+/* The first look past the bound: how its wait will be read, and the baselines. */
+static int first_look(struct serving *s, struct sv_tenant *t, struct sv_exec *x, const int *cpus,
+		      int n, uint64_t *psi, uint64_t *others, uint64_t *own,
+		      struct proc_schedstat_sum *th)
+{
+	int why = read_times(s, t, cpus, n, others, own);
+
+	x->over_by_others = !why;
+	if (why)
+		tell_no_others(s, t, why);
+	x->over_by_threads = read_psi(s, t, psi) != 0;
+	/* with the sensor and PSI nothing is read per thread: a look costs the same for any */
+	x->over_walks = !x->over_by_others || x->over_by_threads;
+	if (!x->over_walks)
+		return 0;
+	tell_walk(t, !x->over_by_others);
+	return read_threads(t, x, cpus, n, th);
+}
+
 bool sv_cpu_waited(struct serving *s, struct sv_tenant *t, struct sv_exec *x, uint64_t now,
 		   uint64_t *waited)
 {
-	int cpus[POLICY_MAX_CPUS], k, n = command_cores(x, cpus, &k), why;
-	uint64_t psi = 0, others[SV_WAIT_MAX_CORES] = { 0 }, wait, cap;
-	struct proc_schedstat_sum th;
+	int cpus[POLICY_MAX_CPUS], k, n = command_cores(x, cpus, &k);
+	uint64_t psi = 0, others[SV_WAIT_MAX_CORES] = { 0 }, own[SV_WAIT_MAX_CORES] = { 0 };
+	uint64_t wait, cap, counted, on;
+	struct proc_schedstat_sum th = { 0 };
 
-	if (read_threads(t, x, cpus, n, &th))
-		return false;
 	if (!x->over_since_ns) {
-		why = read_others(s, t, cpus, n, others);
-		x->over_by_others = !why;
-		if (why)
-			tell_no_others(s, t, why);
-		x->over_by_threads = read_psi(s, t, &psi) != 0;
+		if (first_look(s, t, x, cpus, n, &psi, others, own, &th))
+			return false;
 		x->over_since_ns = now;
 		x->over_waited_ns = 0;
+		counted = th.allowed;
 	} else {
+		if (x->over_walks && read_threads(t, x, cpus, n, &th))
+			return false;
 		if (!x->over_by_threads && read_psi(s, t, &psi))
 			return false;
-		if (x->over_by_others && read_others(s, t, cpus, n, others))
+		if (x->over_by_others && read_times(s, t, cpus, n, others, own))
 			return false;
 		wait = x->over_by_threads ? since(th.delay_ns, x->over_delay0_ns) / (uint64_t)k
 					  : since(psi, x->over_wait0_ns);
+		/* not walked: the cores its tenant ran on stand for those its threads may use */
+		counted = x->over_walks ? th.allowed : ran_on(x, own, n);
+		/* run on none of them over two intervals: starved on all, each counts */
+		on = x->over_walks || counted || x->over_allowed0 ? counted : all_cores(n);
 		if (x->over_by_others)
-			cap = others_on_allowed(x, others, th.allowed, n) / (uint64_t)k;
+			cap = others_on_allowed(x, others, on, n) / (uint64_t)k;
 		else if (th.threads_sig == x->over_threads_sig &&
 			 th.nr_threads == x->over_threads_nr)
 			cap = others_but_run(since(now, x->over_look_ns),
@@ -192,7 +259,8 @@ bool sv_cpu_waited(struct serving *s, struct sv_tenant *t, struct sv_exec *x, ui
 	x->over_delay0_ns = th.delay_ns;
 	x->over_run0_ns = th.run_ns;
 	memcpy(x->over_others0_ns, others, sizeof(others));
-	x->over_allowed0 = th.allowed;
+	memcpy(x->over_own0_ns, own, sizeof(own));
+	x->over_allowed0 = counted;
 	x->over_threads_sig = th.threads_sig;
 	x->over_threads_nr = th.nr_threads;
 	*waited = x->over_waited_ns;

@@ -107,7 +107,7 @@ int serving_create(const struct serving_config *cfg, struct serving **out, struc
 	s->tenant_changed = cfg->tenant_changed;
 	s->core_changed = cfg->core_changed;
 	s->tenant_cores = cfg->tenant_cores;
-	s->others_ran = cfg->others_ran;
+	s->cpu_times = cfg->cpu_times;
 	s->sandbox = cfg->sandbox;
 	s->block_done = cfg->block_done;
 	s->ctx = cfg->ctx;

@@ -99,11 +99,15 @@ struct sv_exec {
 	bool over_by_threads, over_excused;
 	/*
 	 * Where the sensor counts its executor (by_others): at the last look,
-	 * others' time on each of its cores (past SV_WAIT_MAX_CORES of them,
-	 * on all in [0]) and which of them its threads were allowed on.
+	 * others' time and its tenant's on each of its cores (past
+	 * SV_WAIT_MAX_CORES of them, on all in [0]) and which of them counted
+	 * over the interval before (its runnable threads allowed there, or,
+	 * not walked, its tenant ran there). walks: its threads' /proc files
+	 * are read at each look (no sensor or no PSI).
 	 */
-	uint64_t over_others0_ns[SV_WAIT_MAX_CORES], over_allowed0;
-	bool over_by_others;
+	uint64_t over_others0_ns[SV_WAIT_MAX_CORES], over_own0_ns[SV_WAIT_MAX_CORES];
+	uint64_t over_allowed0;
+	bool over_by_others, over_walks;
 };
 
 /* An executor process that left its tenant and is not reaped yet. */
@@ -172,6 +176,7 @@ struct sv_tenant {
 	bool told_busy; /* its cgroup's cpu.idle as last told: 0 (busy) or 1 */
 	bool told_late; /* busy at the lowest weight: only late blocks out (serving_idle.c) */
 	bool told_no_others; /* the log said its commands' wait is judged without others' time */
+	bool told_walk; /* the log said its commands' wait is read from its threads' /proc files */
 };
 
 /* A submit's place in its owner's quotas while its files are copied (serving_hold). */
@@ -195,8 +200,8 @@ struct serving {
 			     int last);
 	void (*block_done)(void *ctx, const struct serving_block_record *r);
 	void (*tenant_cores)(void *ctx, const char *name, const int *cpus, int nr);
-	int (*others_ran)(void *ctx, const char *name, uid_t owner, const int *cpus, int nr,
-			  uint64_t *ns);
+	int (*cpu_times)(void *ctx, const char *name, uid_t owner, const int *cpus, int nr,
+			 uint64_t *others, uint64_t *own);
 	struct sandbox *sandbox;
 	void (*tenant_changed)(void *ctx, const char *name, enum serving_tenant_state state,
 			       const pid_t *pids, int nr_pids);

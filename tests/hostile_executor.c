@@ -60,7 +60,13 @@
  *                    between them: each waits for the other about half the
  *                    time, a run delay it causes itself
  *                    (docs/security-executor.md, "Waiting for a CPU is not
- *                    running")
+ *                    running"); the second thread is made once and waits
+ *                    on a futex between commands, so that a command's end
+ *                    is no thread's end (under ASan that takes a late
+ *                    command, at the lowest weight, seconds)
+ *   hostile-threadsN hostile-loneN, with HOSTILE_IDLE_THREADS threads made
+ *                    at start that sleep for ever: what colocd reads per
+ *                    look at a late command must not grow with them
  *   hostile-yieldN   a helper thread spins while its executor holds no
  *                    command; a whole query's RUN command is held N ms of
  *                    wall time in a sched_yield loop, the helper asleep:
@@ -132,6 +138,7 @@
 
 #define MAX_LANES 8
 #define HOSTILE_SPINNERS 32 /* RLIMIT_NPROC allows (CPUs + 16) x 8 a tenant uid */
+#define HOSTILE_IDLE_THREADS 100 /* within that RLIMIT_NPROC beside colocd's other tenants */
 #define HOSTILE_HOG_MIB 160 /* tests/executor_memory_test.c's limits are set around it */
 #define HOSTILE_NIBBLE_MIB 128 /* executor_memory_test's F3 case: each below a hog */
 
@@ -438,14 +445,47 @@ static void stall(__u32 seq)
 	sigsuspend(&none);
 }
 
-static volatile bool crowd_stop;
+/* odd while a command of hostile-crowd holds: its second thread spins; even: it sleeps */
+static unsigned int crowd_gen;
+static pthread_t crowd_second;
+static bool crowd_made;
 
 static void *crowd_spin(void *arg)
 {
 	(void)arg;
-	while (!crowd_stop)
-		;
+	for (;;) {
+		unsigned int g = __atomic_load_n(&crowd_gen, __ATOMIC_ACQUIRE);
+
+		if (!(g & 1)) {
+			syscall(SYS_futex, &crowd_gen, FUTEX_WAIT_PRIVATE, g, NULL, NULL, 0);
+			continue;
+		}
+		while (__atomic_load_n(&crowd_gen, __ATOMIC_RELAXED) == g)
+			;
+	}
 	return NULL;
+}
+
+static void *sleep_for_ever(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* hostile-threads: HOSTILE_IDLE_THREADS threads that never run again, on small stacks */
+static void make_idle_threads(void)
+{
+	pthread_attr_t a;
+	pthread_t t;
+
+	if (pthread_attr_init(&a) || pthread_attr_setstacksize(&a, 256 * 1024))
+		_exit(7);
+	for (int i = 0; i < HOSTILE_IDLE_THREADS; i++)
+		if (pthread_create(&t, &a, sleep_for_ever, NULL))
+			_exit(7);
+	pthread_attr_destroy(&a);
 }
 
 static uint64_t clock_ms(clockid_t id)
@@ -463,7 +503,6 @@ static uint64_t clock_ms(clockid_t id)
 static void hold_on_one_cpu(long ms, int threads)
 {
 	cpu_set_t allowed, one;
-	pthread_t second;
 	uint64_t end = clock_ms(CLOCK_PROCESS_CPUTIME_ID) + (uint64_t)ms;
 	uint64_t wall_end = clock_ms(CLOCK_MONOTONIC) + (uint64_t)ms * 7 / 5;
 	int cpu = 0;
@@ -476,14 +515,20 @@ static void hold_on_one_cpu(long ms, int threads)
 	CPU_SET(cpu, &one);
 	if (sched_setaffinity(0, sizeof(one), &one))
 		_exit(7);
-	crowd_stop = false;
-	if (threads > 1 && pthread_create(&second, NULL, crowd_spin, NULL))
-		_exit(7);
+	if (threads > 1) {
+		if (!crowd_made && pthread_create(&crowd_second, NULL, crowd_spin, NULL))
+			_exit(7);
+		crowd_made = true;
+		/* a cpuset change since the last command may have moved it */
+		if (pthread_setaffinity_np(crowd_second, sizeof(one), &one))
+			_exit(7);
+		__atomic_add_fetch(&crowd_gen, 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &crowd_gen, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	}
 	while (clock_ms(CLOCK_PROCESS_CPUTIME_ID) < end && clock_ms(CLOCK_MONOTONIC) < wall_end)
 		;
-	crowd_stop = true;
 	if (threads > 1)
-		pthread_join(second, NULL);
+		__atomic_add_fetch(&crowd_gen, 1, __ATOMIC_RELEASE);
 }
 
 static volatile int yield_busy;
@@ -515,6 +560,8 @@ static void misbehave(void)
 
 	if (!strncmp(mode, "yield", 5) && pthread_create(&helper, NULL, yield_helper, NULL))
 		_exit(5);
+	if (!strncmp(mode, "threads", 7))
+		make_idle_threads();
 
 	if (is("flags") && fcntl(done_fd_of_lane, F_SETFL, 0))
 		_exit(4);
@@ -566,14 +613,16 @@ static void misbehave(void)
 			}
 			continue;
 		}
-		if (!strncmp(mode, "lone", 4) || !strncmp(mode, "crowd", 5)) {
+		if (!strncmp(mode, "lone", 4) || !strncmp(mode, "crowd", 5) ||
+		    !strncmp(mode, "threads", 7)) {
 			bool crowd = mode[0] == 'c';
 
 			/* a whole query in one command: its bound is the whole query's */
 			if (shm->cmd.op == COLOC_SHM_OP_RUN && !shm->cmd.first &&
 			    shm->cmd.last == shm->hdr.nr_layers) {
 				__atomic_store_n(&shm->done.started_seq, seq, __ATOMIC_RELEASE);
-				hold_on_one_cpu(atol(mode + (crowd ? 5 : 4)), crowd ? 2 : 1);
+				hold_on_one_cpu(atol(mode + strcspn(mode, "0123456789")),
+						crowd ? 2 : 1);
 			}
 			complete(seq, COLOC_SHM_DONE_OK, 1000, 0);
 			continue;

@@ -28,8 +28,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <signal.h>
 #include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include "kselftest_harness.h"
 #include "own_colocd.h"
 #include "proc_tasks.h"
@@ -245,6 +250,192 @@ TEST_F_TIMEOUT(crowd, overrun__a_members_other_executor_is_not_others, 600)
 	if (!over_one)
 		SKIP(return, "the host starved the one executor (loaded): not one command late");
 	EXPECT_LT(0, over_two);
+}
+
+/* A process of MEMBER_UID spinning on cpu at the executors' nice (10) until killed; its pid, -1 on failure. */
+static pid_t member_spinner(int cpu)
+{
+	cpu_set_t one;
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (setpriority(PRIO_PROCESS, 0, 10) || setgroups(0, NULL) || setgid(MEMBER_UID) ||
+	    setresuid(MEMBER_UID, MEMBER_UID, MEMBER_UID) || sched_setaffinity(0, sizeof(one), &one) ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
+		_exit(99);
+	for (;;)
+		;
+}
+
+/*
+ * attack5 (s27): the owner's own spinner on the command's core, outside
+ * every tenant, excuses nothing (uid_totals); the same spinner put by the
+ * member into a second tenant of its own (tenant add) is neither the
+ * command's tenant's nor "its owner's of no tenant", so BPF counts it as
+ * others' and the command's wait is excused up to the cap. hostile-yield
+ * with one executor held 2 x its bound, 4 spinners at the executors' nice
+ * on its core, rounds alternated: spinners of no tenant, then tenant-added
+ * On main (attack5, load 21-24): of no tenant 8 and 8, tenant-added 0 and 0.
+ */
+#define SPINNERS 4
+
+TEST_F_TIMEOUT(crowd, overrun__a_members_spinner_in_its_other_tenant_is_not_others, 900)
+{
+	char out[16384], name[64], args[256];
+	long hold_ms, over_plain = 0, over_attr = 0, n;
+	double solo_ms;
+	cpu_set_t all;
+	int served = 0;
+	pid_t spin[SPINNERS];
+
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(all), &all));
+	while (!CPU_ISSET(served, &all))
+		served++;
+	ASSERT_EQ(0, submit_ready(&self->d, "honest", ""));
+	ASSERT_EQ(0, tu_colocctl(self->d.sock, "status honest --json", out, sizeof(out)));
+	solo_ms = json_num(out, "solo_ms");
+	ASSERT_LT(0, solo_ms) TH_LOG("%s", out);
+	hold_ms = (long)(2 * (8 * solo_ms + 10));
+	snprintf(name, sizeof(name), "hostile-yield%ld", hold_ms);
+	ASSERT_EQ(0, become_member(&self->d));
+	for (int i = 0; i < SPINNERS; i++) {
+		spin[i] = member_spinner(served);
+		ASSERT_LT(0, spin[i]);
+	}
+
+	for (int round = 0; round < 4; round++) {
+		if (round % 2) {
+			/* tu_colocctl_as takes 12 words: 4 pids a request */
+			for (int i = 0; i < SPINNERS; i += 4) {
+				int len = snprintf(args, sizeof(args), "tenant add spin");
+
+				for (int j = i; j < i + 4 && j < SPINNERS; j++)
+					len += snprintf(args + len, sizeof(args) - (size_t)len,
+							" --pid %d", (int)spin[j]);
+				ASSERT_EQ(0, ctl(&self->d, args, out, sizeof(out))) TH_LOG("%s", out);
+			}
+		}
+		n = overruns_of(&self->d, name, "", out, sizeof(out));
+		ASSERT_LE(0, n) TH_LOG("%s round %d: %s", name, round, out);
+		*(round % 2 ? &over_attr : &over_plain) += n;
+		fprintf(stderr, "# round %d (%s): overruns %ld of %d\n", round,
+			round % 2 ? "spinner in tenant spin" : "spinner of no tenant", n, COMMANDS);
+		snprintf(out, sizeof(out), "remove %s", name);
+		ASSERT_EQ(0, ctl(&self->d, out, out, sizeof(out))) TH_LOG("%s", out);
+		if (round % 2)
+			ASSERT_EQ(0, ctl(&self->d, "tenant rm spin", out, sizeof(out)))
+		TH_LOG("%s", out);
+	}
+	for (int i = 0; i < SPINNERS; i++) {
+		kill(spin[i], SIGKILL);
+		waitpid(spin[i], NULL, 0);
+	}
+	TH_LOG("table %.1f ms, held %ld ms a command: overruns of 2 x %d, member's spinner of no "
+	       "tenant %ld, in its tenant 'spin' %ld",
+	       solo_ms, hold_ms, COMMANDS, over_plain, over_attr);
+	if (!over_plain)
+		SKIP(return, "the host excused even the spinners of no tenant (loaded): none late");
+	/* the fix: the owner's time is its own in whichever of its tenants it runs */
+	EXPECT_LT(0, over_attr);
+}
+
+/* colocd's read syscalls so far (/proc/PID/io's syscr) and CPU time in ticks; -1 if unreadable */
+static long long colocd_reads(pid_t pid, long long *ticks)
+{
+	char path[64], line[256];
+	long long reads = -1;
+	unsigned long long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "syscr: %lld", &reads) == 1)
+			break;
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f || !fgets(line, sizeof(line), f) || !strrchr(line, ')') ||
+	    sscanf(strrchr(line, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+		   &ut, &st) != 2)
+		reads = -1;
+	if (f)
+		fclose(f);
+	*ticks = (long long)(ut + st);
+	return reads;
+}
+
+/*
+ * Tenant name ready, then COMMANDS queries of it: its overruns (-1 on
+ * failure), and colocd's reads and CPU ticks while they were served.
+ */
+static long overruns_reading(struct own_colocd *d, const char *name, long long *reads,
+			     long long *ticks, char *out, size_t len)
+{
+	char args[128];
+	long long r0, t0, t1;
+
+	if (submit_ready(d, name, ""))
+		return -1;
+	r0 = colocd_reads(d->pid, &t0);
+	snprintf(args, sizeof(args), "infer %s", name);
+	for (int i = 0; i < COMMANDS; i++)
+		if (ctl(d, args, out, len))
+			fprintf(stderr, "# %s: %s\n", name, out);
+	*reads = colocd_reads(d->pid, &t1) - r0;
+	*ticks = t1 - t0;
+	snprintf(args, sizeof(args), "status %s --json", name);
+	if (r0 < 0 || *reads < 0 || ctl(d, args, out, len))
+		return -1;
+	return (long)json_num(out, "overruns");
+}
+
+/*
+ * s27 secfix: colocd read two /proc files of every thread of a late
+ * command's executors at each look (up to SV_WAIT_MAX_THREADS of each),
+ * so a member's executor of many threads made every look cost that many
+ * reads. With the sensor and PSI a look reads no thread: hostile-threadsN
+ * (hostile-loneN beside HOSTILE_IDLE_THREADS, 100, threads that sleep)
+ * costs colocd no more reads than hostile-loneN, where main's read at
+ * least 200 more at each look. Each command holds twice its bound, so it
+ * is looked at past it at least once, late or excused (main: 16,923
+ * reads against 576, loaded). Both twice in turn, so that a spell of load
+ * falls on both.
+ */
+TEST_F_TIMEOUT(crowd, look__reads_nothing_per_thread_of_a_late_command, 600)
+{
+	char out[16384], lone[64], many[64];
+	long over[2] = { 0, 0 }, n, hold_ms;
+	long long reads[2] = { 0, 0 }, ticks[2] = { 0, 0 }, r, t;
+	double solo_ms;
+
+	ASSERT_EQ(0, submit_ready(&self->d, "honest", ""));
+	ASSERT_EQ(0, tu_colocctl(self->d.sock, "status honest --json", out, sizeof(out)));
+	solo_ms = json_num(out, "solo_ms");
+	ASSERT_LT(0, solo_ms) TH_LOG("%s", out);
+	hold_ms = (long)(2 * (8 * solo_ms + 10));
+	snprintf(lone, sizeof(lone), "hostile-lone%ld", hold_ms);
+	snprintf(many, sizeof(many), "hostile-threads%ld", hold_ms);
+	for (int round = 0; round < 4; round++) {
+		const char *name = round % 2 ? many : lone;
+
+		n = overruns_reading(&self->d, name, &r, &t, out, sizeof(out));
+		ASSERT_LE(0, n) TH_LOG("%s round %d: %s", name, round, out);
+		over[round % 2] += n;
+		reads[round % 2] += r;
+		ticks[round % 2] += t;
+		snprintf(out, sizeof(out), "remove %s", name);
+		ASSERT_EQ(0, tu_colocctl(self->d.sock, out, out, sizeof(out))) TH_LOG("%s", out);
+	}
+	TH_LOG("held %ld ms a command, 2 x %d commands: lone %ld late, %lld reads, %lld ticks; "
+	       "beside 100 threads %ld late, %lld reads, %lld ticks",
+	       hold_ms, COMMANDS, over[0], reads[0], ticks[0], over[1], reads[1], ticks[1]);
+	EXPECT_LT(reads[1] - reads[0], 50 * 2 * COMMANDS);
 }
 
 FIXTURE(pile)

@@ -134,10 +134,15 @@ struct coloc_tenant_window {
 	struct coloc_counters counters;
 };
 
-/* Per-CPU value of the pinned map `tenant_totals`: cumulative since attach. */
+/*
+ * Per-CPU value of the pinned map `tenant_totals`: cumulative since attach.
+ * owners_ns: the part of on_cpu_ns its tasks ran under the real uid of a
+ * tenant's owner (a uid in uid_totals), counted there too.
+ */
 struct coloc_tenant_total {
 	__u64 on_cpu_ns;
 	struct coloc_counters counters;
+	__u64 owners_ns;
 };
 
 /*
@@ -152,8 +157,9 @@ struct coloc_cpu_total {
 
 /*
  * Per-CPU value of the pinned map `uid_totals`, keyed by the real uid of a
- * tenant's owner (a member): the time its tasks attributed to no tenant
- * ran on the CPU since the uid was added.
+ * tenant's owner (a member): the time its tasks ran on the CPU since the
+ * uid was added, of a tenant or of none (an owner's task that one of its
+ * tenants holds is its owner's all the same).
  */
 struct coloc_uid_total {
 	__u64 on_cpu_ns;
