@@ -107,7 +107,9 @@ static int no_version(struct coloc_err *err, const struct policy_query *q, int f
  * deadline, on what they leave. Overdue (its answer after its deadline
  * plus its QoS on that evidence), it is served in its turn when its rest on
  * the free cores, pessimistically, leaves the queue on time
- * (policy_overdue_kept()), else dropped. Late on the cores free now (up to count
+ * (policy_overdue_kept()), else demoted; in its turn as a demoted one
+ * (demoted true) it is checked again and dropped if it still does not (a
+ * demoted query not overdue is served). Late on the cores free now (up to count
  * index max_ci), pessimistically, but not on the whole machine, it waits
  * for cores, and less urgent queries may use the free ones meanwhile. The
  * rest is priced cold (times cold, 1 when hot) when the block would start
@@ -119,7 +121,7 @@ static int no_version(struct coloc_err *err, const struct policy_query *q, int f
 static int drop_or_hold(const struct coloc_state *st, const struct policy_config *cfg,
 			const struct policy_input *in, struct round *r, struct coloc_tenant *ct,
 			const struct policy_query *q, int max_ci, double pos, double cold,
-			struct policy_output *out, struct coloc_err *err)
+			bool demoted, struct policy_output *out, struct coloc_err *err)
 {
 	const struct policy_costs *m = ct->costs;
 	double corr = st->flags.predict ? coloc_aged_corr(ct, in->now_ns) : 1.0;
@@ -149,16 +151,20 @@ static int drop_or_hold(const struct coloc_state *st, const struct policy_config
 	case POLICY_ON_TIME:
 		break;
 	}
+	if (demoted && !overdue)
+		return POLICY_SERVED;
 	if (max_ci < all_ci || late) {
 		rest_ns = coloc_rest_at_best(st, ct, first, max_ci, pos, corr, fixed, in->now_ns);
 		if (!rest_ns)
 			return no_version(err, q, first, m->core_counts[max_ci]);
 		rest_ns = policy_scale_ns(rest_ns, cold);
-		if (overdue)
-			return policy_overdue_kept(cfg, in, q, (double)rest_ns * margin,
-						   m->core_counts[max_ci]) ?
-				       COLOC_IN_TURN :
-				       policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns);
+		if (overdue) {
+			if (policy_overdue_kept(cfg, in, q, (double)rest_ns * margin,
+						m->core_counts[max_ci]))
+				return demoted ? POLICY_SERVED : COLOC_IN_TURN;
+			return demoted ? policy_append_drop(out, q, POLICY_DROP_CANNOT_MEET, rest_ns) :
+					 POLICY_DEMOTED;
+		}
 		if (late)
 			return policy_late_in_turn(&r->late_room, cfg, in, q,
 						   (double)rest_ns * margin) ?
@@ -206,8 +212,8 @@ static int serve(struct coloc_state *st, const struct policy_config *cfg,
 		return policy_append_drop(out, q, POLICY_DROP_DEADLINE_PASSED, 0);
 	if (max_ci < 0 || coloc_socket_closed(r, q))
 		return POLICY_WAIT;
-	if (cfg->late == POLICY_LATE_DROP && !demoted) {
-		ret = drop_or_hold(st, cfg, in, r, ct, q, max_ci, pos, cold, out, err);
+	if (cfg->late == POLICY_LATE_DROP) {
+		ret = drop_or_hold(st, cfg, in, r, ct, q, max_ci, pos, cold, demoted, out, err);
 		if (ret != POLICY_SERVED)
 			return ret;
 	}

@@ -11,13 +11,16 @@
  * room for the arrivals expected while the delay it adds drains (each
  * tenant's measured interval, policy_tenant.interval_ns), taken in the
  * order of their bounds, each one's rest served alone after it; else
- * given up (dropped). Given up whatever once its answer would come after
- * its deadline plus POLICY_OVERDUE_QOS QoS, or while the arrivals ask for
- * the whole machine or more. With --late serve every query counts as on
- * time.
+ * demoted, and given up (dropped) if it still does not when its turn
+ * comes. Given up whatever once its answer would come after its deadline
+ * plus POLICY_OVERDUE_QOS / rho^2 QoS (rho the load those arrivals ask:
+ * at medium load, a short-QoS query stuck behind another tenant's long
+ * block is answered late), or while the arrivals ask for the whole
+ * machine or more. With --late serve every query counts as on time.
  * docs/design/coloc-policy.md, "Late queries are demoted, not dropped",
  * "A late query that delays no one is served in its turn" and "An overdue
- * query is given up only when it would make a query on time late".
+ * query is given up only when it would make a query on time late" and
+ * "At medium load an overdue query is answered".
  */
 #include <math.h>
 #include <stdlib.h>
@@ -89,6 +92,11 @@ static double arrival_load(const struct policy_config *cfg, const struct policy_
 	return load;
 }
 
+double policy_overdue_cutoff_qos(double rho)
+{
+	return rho > 0 && rho < 1 ? POLICY_OVERDUE_QOS / (rho * rho) : POLICY_OVERDUE_QOS;
+}
+
 enum policy_lateness policy_lateness(const struct policy_config *cfg, const struct policy_input *in,
 				     const struct policy_query *q, double rest_ns, double least_ns)
 {
@@ -97,11 +105,14 @@ enum policy_lateness policy_lateness(const struct policy_config *cfg, const stru
 
 	if (cfg->late == POLICY_LATE_SERVE)
 		return POLICY_ON_TIME;
-	if (now + least_ns >= deadline + POLICY_OVERDUE_QOS * qos)
-		return POLICY_GIVE_UP;
 	/* overdue: weighed only while the machine keeps up with the arrivals */
-	if (now + least_ns >= deadline + qos)
-		return arrival_load(cfg, in, NULL) < 1 ? POLICY_OVERDUE : POLICY_GIVE_UP;
+	if (now + least_ns >= deadline + qos) {
+		double rho = arrival_load(cfg, in, NULL);
+
+		if (rho >= 1 || now + least_ns >= deadline + policy_overdue_cutoff_qos(rho) * qos)
+			return POLICY_GIVE_UP;
+		return POLICY_OVERDUE;
+	}
 	if (now >= deadline || now + rest_ns > deadline)
 		return POLICY_DEMOTE;
 	return POLICY_ON_TIME;

@@ -40,21 +40,34 @@ enum policy_lateness {
 	POLICY_ON_TIME,
 	POLICY_DEMOTE, /* past its deadline, or its rest ends past it */
 	POLICY_OVERDUE, /* its answer would come after its deadline plus its QoS (load < 1) */
-	POLICY_GIVE_UP, /* ... plus POLICY_OVERDUE_QOS x its QoS */
+	POLICY_GIVE_UP, /* ... plus policy_overdue_cutoff_qos() x its QoS, or load >= 1 */
 };
 
-/* An overdue query is given up whatever once its answer would come this many QoS past its deadline. */
+/*
+ * An overdue query is given up whatever once its answer would come this
+ * many QoS past its deadline, at a load of 1 or unknown (none measured).
+ */
 #define POLICY_OVERDUE_QOS 2.0
+
+/*
+ * How many QoS past its deadline an overdue query's answer may come before
+ * it is given up whatever, at the load rho the tenants' measured arrivals
+ * ask (late.c): POLICY_OVERDUE_QOS / rho^2, POLICY_OVERDUE_QOS at rho 0
+ * (none measured) or from 1 on. At rho 0.3 about 22 QoS: a short-QoS
+ * query stuck behind another tenant's whole-model block is answered.
+ */
+double policy_overdue_cutoff_qos(double rho);
 /* The most queued queries on time the overdue check weighs: a longer queue leaves no room. */
 #define POLICY_OVERDUE_QUEUE 256
 
 /*
  * q's lateness, its rest predicted to take rest_ns from now and at least
  * least_ns (the least of the policy's prediction and the table): given up
- * when now + least_ns is at or past its deadline plus POLICY_OVERDUE_QOS
- * x its tenant's QoS; overdue when at or past its deadline plus its QoS
- * while the tenants' measured arrivals ask less than the whole machine
- * (given up otherwise, as then no delay drains); demoted when now is at
+ * when now + least_ns is at or past its deadline plus
+ * policy_overdue_cutoff_qos(rho) x its tenant's QoS, rho the load the
+ * tenants' measured arrivals ask; overdue when at or past its deadline
+ * plus its QoS while rho < 1 (given up otherwise, as then no delay
+ * drains); demoted when now is at
  * or past its deadline or now + rest_ns past it,
  * else on time; always on time when cfg->late says serve. rest_ns =
  * least_ns = 0 asks whether q's time has run out whatever it costs.
@@ -65,7 +78,7 @@ enum policy_lateness policy_lateness(const struct policy_config *cfg, const stru
 /*
  * Whether q is given up before it is priced: its time has run out whatever
  * it costs (policy_lateness() with no rest: past its deadline plus
- * POLICY_OVERDUE_QOS QoS, or overdue while the machine does not keep up),
+ * policy_overdue_cutoff_qos() QoS, or overdue while the machine does not keep up),
  * or it is overdue and cannot start now (can_start false): an overdue
  * query is served now or given up, not held for cores.
  */
@@ -103,7 +116,8 @@ bool policy_late_in_turn(struct policy_late_room *room, const struct policy_conf
 
 /*
  * Whether an overdue query (POLICY_OVERDUE) is served now rather than
- * given up: turn_ns (its rest on the cores it would get now, at the
+ * demoted (and given up when it still is not once its turn as a demoted
+ * one comes, nothing on time or late left before it): turn_ns (its rest on the cores it would get now, at the
  * policy's pessimistic price) leaves every queued query on time still on
  * time and every late one short of overdue, and the arrivals expected
  * meanwhile room too, taken in the order of those bounds after it, each

@@ -155,12 +155,20 @@ static int whole_outcome(const struct policy_config *cfg, const struct policy_in
 		return POLICY_SERVED;
 	/* the alone latency is both the prediction and the table: the least evidence too */
 	late = policy_lateness(cfg, in, q, (double)*alone_ns, (double)*alone_ns);
-	/* overdue: served now if its block, at the price it will start at, leaves the queue on time */
-	if (late == POLICY_GIVE_UP ||
-	    (late == POLICY_OVERDUE &&
-	     !policy_overdue_kept(cfg, in, q,
-				  (double)*alone_ns * policy_costs_cold_scale_on(m, in, free),
-				  m->core_counts[*ci]))) {
+	/*
+	 * overdue: served now if its block, at the price it will start at, leaves the queue on
+	 * time; else demoted, and given up if it still does not when its turn comes
+	 */
+	if (late == POLICY_GIVE_UP) {
+		*reason = POLICY_DROP_CANNOT_MEET;
+		return POLICY_DROPPED;
+	}
+	if (late == POLICY_OVERDUE &&
+	    !policy_overdue_kept(cfg, in, q,
+				 (double)*alone_ns * policy_costs_cold_scale_on(m, in, free),
+				 m->core_counts[*ci])) {
+		if (!demoted)
+			return POLICY_DEMOTED;
 		*reason = POLICY_DROP_CANNOT_MEET;
 		return POLICY_DROPPED;
 	}
