@@ -354,7 +354,7 @@ static void colocd_block_done(void *ctx, const struct serving_block_record *r)
 	/* each layer's version as a digit (EXEC_MAX_VERSIONS <= 10), in layer order */
 	for (int l = 0; l < r->last - r->first; l++)
 		fputc(r->versions ? '0' + r->versions[l] % 10 : '?', d->block_log);
-	fprintf(d->block_log, "\t%d\n", r->clamped);
+	fprintf(d->block_log, "\t%d\t%.3f\n", r->clamped, r->core_level);
 }
 
 static int open_block_log(struct colocd *d, struct coloc_err *err)
@@ -376,7 +376,8 @@ static int open_block_log(struct colocd *d, struct coloc_err *err)
 	setvbuf(d->block_log, NULL, _IOLBF, 0);
 	d->block_log_t0 = coloc_now_ns();
 	fputs("end_ms\ttenant\tquery\tfirst\tlast\tcores\tcorunners\tlevel\talone_us\t"
-	      "predicted_us\tmeasured_us\tround_trip_us\tswitch_us\tok\tversions\tclamped\n",
+	      "predicted_us\tmeasured_us\tround_trip_us\tswitch_us\tok\tversions\tclamped\t"
+	      "core_level\n",
 	      d->block_log);
 	return 0;
 }

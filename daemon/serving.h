@@ -142,6 +142,11 @@ struct serving_block_record {
 	int first, last, nr_cores; /* layers [first, last) on nr_cores cores */
 	int corunners; /* other tenants' blocks in flight when it started */
 	double level; /* the slowdown the policy assumed */
+	/*
+	 * The estimated level on its cores as it ended, before it counts:
+	 * their highest, whatever the policy reads (sv_core_level())
+	 */
+	double core_level;
 	const uint8_t *versions; /* [last - first]: each layer's version, valid during the call */
 	uint64_t alone_ns; /* the profile's latency of the block alone */
 	uint64_t predicted_ns;

@@ -12,6 +12,7 @@
  * which returns its cores before its queries fail.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "sandbox.h"
@@ -75,6 +76,18 @@ static void add_block_parts(struct sv_query *q, bool first_block, const struct e
 	q->mark_ns = now;
 }
 
+/* The highest level on d's cores as of now, as the policy would read it. */
+static double cores_level(const struct serving *s, const struct policy_decision *d)
+{
+	uint64_t now = coloc_now_ns();
+	double level = 1.0;
+
+	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0 && c < POLICY_MAX_CPUS;
+	     c = policy_cpuset_next(&d->cores, c + 1))
+		level = fmax(level, sv_core_level(s, c, now));
+	return level;
+}
+
 /* Tells the block hook about block d of x's command, measured_ns 0 if it failed. */
 static void tell_block(struct serving *s, const struct sv_tenant *t, const struct sv_exec *x,
 		       const struct policy_decision *d, uint64_t measured_ns,
@@ -90,6 +103,7 @@ static void tell_block(struct serving *s, const struct sv_tenant *t, const struc
 				      .nr_cores = d->nr_cores,
 				      .corunners = x->blk_corunners,
 				      .level = d->level,
+				      .core_level = cores_level(s, d),
 				      .versions = d->versions,
 				      .alone_ns = d->alone_ns,
 				      .predicted_ns = d->predicted_ns,

@@ -9,7 +9,12 @@ so consecutive blocks of a query with the same round trip and adjoining
 layers are one command), the share of blocks on each core count, measured /
 table (alone_us) by core count, a query's measured time, its core-ms (cores
 x measured, summed), colocd's cost a command (its round trip less its
-blocks' measured time) and the waits between a query's commands.
+blocks' measured time) and the waits between a query's commands. For the
+whole log: the share of blocks decided at a level above 1.0 (the level
+column: what the policy assumed), and of those whose cores' estimated
+level was above 1.0 as they ended (core_level: whatever the policy reads;
+logs from before it have none), each of the blocks that started with
+another tenant's block in flight (corunners > 0) and of the rest.
 Percentiles are nearest-rank, as coloc-load's.
 
   tools/block-log-summary.py LOG...
@@ -70,6 +75,7 @@ def summarize(path):
             if float(b['alone_us']) > 0:
                 d['ratio', int(b['cores'])].append(float(b['measured_us']) / float(b['alone_us']))
     print(f"== {path}: {len(rows)} blocks")
+    print_levels(rows)
     for tenant, d in sorted(per.items()):
         counts = collections.Counter(d['cores'])
         print(f"  {tenant}: {len(d['blocks'])} queries, blocks a query {mean(d['blocks']):.2f}, "
@@ -82,6 +88,24 @@ def summarize(path):
         print(f"    colocd a command p50 {pct(d['cost'], 50):.0f} us (p95 {pct(d['cost'], 95):.0f}), "
               f"a query {mean(d['cost']) * mean(d['cmds']):.0f} us; waits between commands "
               f"{mean(d['waits']):.0f} us a query")
+
+
+def above_one(rows, column):
+    """Share (%) of rows whose column is above 1.0, as text; '-' when none."""
+    if not rows:
+        return '-'
+    return f"{100 * sum(float(r[column]) > 1.0 for r in rows) / len(rows):.1f} %"
+
+
+def print_levels(rows):
+    beside = [r for r in rows if int(r['corunners']) > 0]
+    alone = [r for r in rows if int(r['corunners']) == 0]
+    for column, what in (('level', 'decided at a level above 1.0'),
+                         ('core_level', 'cores\' estimated level above 1.0')):
+        if rows and column not in rows[0]:
+            continue
+        print(f"  {what}: {above_one(rows, column)} (beside others {above_one(beside, column)} "
+              f"of {len(beside)}, alone {above_one(alone, column)} of {len(alone)})")
 
 
 def main():
