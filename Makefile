@@ -154,7 +154,7 @@ SYSTEM_TESTS := $(patsubst %,$(OBJ)/tests/%_test,bpffs cgroup cgroup_kill colocc
 	colocd_faults colocd_kill colocd_profile_load colocd_serving colocd_slow_state \
 	colocd_tenant control \
 	exec_team_cpuset execproc execproc_hostile executor_memory execproc_isolation execproc_lanes fuzz hostile_executor infer_memfd \
-	install level_source load member_executor onnx_ort owners owners_room owners_share owners_wire pmu profile_key_serving sandbox sensor \
+	install level_source serving_level load member_executor onnx_ort owners owners_room owners_share owners_wire pmu profile_key_serving sandbox sensor \
 	server serving serving_cpu_wait serving_cpu_wait_crowd serving_executors serving_plan serving_spawn serving_tenants state_file state_writer tenants \
 	submit gateway gateway_faults gateway_grpc gateway_h2 gateway_hostile gateway_http_limits gateway_repo \
 	gateway_squat gateway_stream_limit gateway_tenants gateway_core_limits uncore \

@@ -214,7 +214,7 @@ void sv_update_slowdown(struct serving *s, struct sv_tenant *t, const struct pol
 	uint64_t now = coloc_now_ns();
 	struct policy_level_evidence ev;
 
-	if (!policy_level_tenant_block(&t->level, d->alone_ns, ns, alone, &ev))
+	if (!policy_level_tenant_block(&t->level, d->nr_cores, d->alone_ns, ns, alone, &ev))
 		return;
 	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0;
 	     c = policy_cpuset_next(&d->cores, c + 1)) {

@@ -35,7 +35,8 @@ void sim_level_block(struct sim_level *l, const struct policy_decision *d, uint6
 	struct policy_level_evidence ev;
 
 	if (l->source != SIM_LEVEL_BLOCKS || d->tenant < 0 || d->tenant >= POLICY_MAX_TENANTS ||
-	    !policy_level_tenant_block(&l->tenant[d->tenant], d->alone_ns, measured_ns, alone, &ev))
+	    !policy_level_tenant_block(&l->tenant[d->tenant], d->nr_cores, d->alone_ns, measured_ns,
+				       alone, &ev))
 		return;
 	for (int c = policy_cpuset_next(&d->cores, 0); c >= 0 && c < l->nr_cores;
 	     c = policy_cpuset_next(&d->cores, c + 1))

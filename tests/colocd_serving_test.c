@@ -661,35 +661,42 @@ static int core_levels(FIXTURE_DATA(wire) * self, double *level, int max)
 	return n;
 }
 
-TEST_F_TIMEOUT(wire, coloc__a_cores_level_is_measured_by_blocks_then_fades_to_alone_when_idle, 600)
+/*
+ * One tenant's queries one by one: every block runs with no other
+ * tenant's in flight, so none is evidence of interference (they make its
+ * norm and noise, docs/design/level-estimate.md) and no core has a level
+ * in status after them, however the VM slowed them; before 2026-12-07
+ * (s27) each core they ran on had one. How a level fades when idle:
+ * level_estimate_test; a level from blocks beside another tenant's:
+ * serving_level_test.
+ */
+TEST_F_TIMEOUT(wire, coloc__a_tenants_blocks_alone_give_no_core_a_level, 600)
 {
 	const char *coloc[] = { "--policy", "coloc", NULL };
-	double before[COLOC_MAX_CPUS], after[COLOC_MAX_CPUS];
-	int n, measured = 0;
+	double level[COLOC_MAX_CPUS], blocks;
+	struct json_object *t;
+	int n;
 
 	ASSERT_TRUE(restart_with(self, coloc));
 	ASSERT_TRUE(submit_ready(self, "a"));
-	n = core_levels(self, before, COLOC_MAX_CPUS);
+	n = core_levels(self, level, COLOC_MAX_CPUS);
 	ASSERT_LT(0, n);
 	for (int c = 0; c < n; c++) {
-		EXPECT_EQ(0, before[c]) TH_LOG("cpu index %d has a level before any block", c);
+		EXPECT_EQ(0, level[c]) TH_LOG("cpu index %d has a level before any block", c);
 	}
 	ASSERT_EQ(10, infer_one_by_one(self, "a", 10));
-	ASSERT_EQ(n, core_levels(self, before, COLOC_MAX_CPUS));
-	/* two half-lives (500 ms each) with no block: at most a quarter of the excess is left */
-	usleep(1000 * 1000);
-	ASSERT_EQ(n, core_levels(self, after, COLOC_MAX_CPUS));
+	ASSERT_EQ(n, core_levels(self, level, COLOC_MAX_CPUS));
+	t = tenant_status(self, "a");
+	blocks = num_of(t, "blocks");
+	json_object_put(t);
+	/* a command past its table (serving_overrun.c) is learnt from by nothing */
+	if (blocks < 1)
+		SKIP(return,
+			   "every command overran its table (a loaded machine): no block counted");
 	for (int c = 0; c < n; c++) {
-		if (!before[c])
-			continue;
-		measured++;
-		EXPECT_LT(0, after[c]);
-		EXPECT_LE(fabs(after[c] - 1.0), fabs(before[c] - 1.0) / 4 + 1e-9)
-		TH_LOG("cpu index %d: level %.4f, then %.4f after 1 s idle", c, before[c],
-		       after[c]);
-		EXPECT_EQ(before[c] >= 1.0, after[c] >= 1.0);
+		EXPECT_EQ(0, level[c])
+		TH_LOG("cpu index %d: level %.4f after %.0f blocks alone", c, level[c], blocks);
 	}
-	EXPECT_LT(0, measured) TH_LOG("no core had a level after 10 queries");
 }
 
 TEST_HARNESS_MAIN

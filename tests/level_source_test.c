@@ -245,8 +245,9 @@ static int make_serving(struct serving **s, const char *cache, struct coloc_err 
 static double level_after_slow_blocks(struct serving *s, double lo, double hi, double *unfloored)
 {
 	struct policy_decision d = { .alone_ns = 1000000000 };
-	struct sv_tenant t = { .level.norm = 1.0 };
+	struct sv_tenant t = { 0 };
 	uint64_t now;
+	double n;
 
 	policy_cpuset_set(&d.cores, 0);
 	for (int i = 0; i < 20; i++)
@@ -254,8 +255,10 @@ static double level_after_slow_blocks(struct serving *s, double lo, double hi, d
 	for (int i = 0; i < 5; i++)
 		sv_update_slowdown(s, &t, &d, 3000000000ull, false);
 	now = coloc_now_ns();
-	*unfloored = policy_level_beyond_noise(policy_level_core_aged(&s->core_level[0], now),
-					       s->core_level[0].var, 0, POLICY_LEVEL_CORE_WEIGHT);
+	n = s->core_level[0].weight_sum;
+	*unfloored =
+		policy_level_beyond_noise(policy_level_core_aged(&s->core_level[0], now),
+					  s->core_level[0].var / n, 0, POLICY_LEVEL_CORE_WEIGHT);
 	return sv_core_level(s, 0, now);
 }
 
@@ -286,9 +289,10 @@ TEST_F(level_source, serving_level__a_tenants_alone_noise_is_no_level_on_its_cor
 }
 
 /*
- * Core 0 gets its level from the model, core 1 does not: a block of 3x its
- * alone time on both moves only core 1, by the weight serving.c
- * gives a first block (POLICY_LEVEL_CORE_WEIGHT * w from the prior 1.0).
+ * Core 0 gets its level from the model, core 1 does not: after the
+ * tenant's blocks alone (no level), a block beside another tenant's of 3x
+ * its alone time on both moves only core 1, by the weight serving.c gives
+ * a first block (POLICY_LEVEL_CORE_WEIGHT * w from the prior 1.0).
  */
 TEST_F(level_source, serving_hook__block_slowdown_leaves_a_pmu_core_alone)
 {
@@ -311,7 +315,11 @@ TEST_F(level_source, serving_hook__block_slowdown_leaves_a_pmu_core_alone)
 
 	policy_cpuset_set(&d.cores, 0);
 	policy_cpuset_set(&d.cores, 1);
-	t->level.norm = 1.0;
+	d.nr_cores = 2;
+	/* its noise alone first, none: the norm 1.0 */
+	for (int i = 0; i < POLICY_LEVEL_MIN_ALONE; i++)
+		sv_update_slowdown(s, t, &d, d.alone_ns, true);
+	ASSERT_FALSE(s->core_level[1].live);
 	sv_update_slowdown(s, t, &d, 3 * d.alone_ns, false);
 	w = (double)d.alone_ns / ((double)d.alone_ns + POLICY_LEVEL_SMALL_BLOCK_NS);
 	/* core 0: the model's 1.4, aged by the microseconds since it was set */

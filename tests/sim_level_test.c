@@ -43,10 +43,11 @@ FIXTURE_TEARDOWN(sim_level)
 }
 
 /*
- * Two blocks of tenant 1 on cores 0 and 1 (the first at its table time,
- * the second 3x): the run's estimate moves cores 0 and 1 exactly as the
- * estimator driven by hand does, cores 2 and 3 stay at 1.0, and the
- * round's signals carry each core's level and its domain's mean.
+ * Blocks of tenant 1 on cores 0 and 1 (alone at their table time, then one
+ * beside another tenant's at 3x): the run's estimate moves cores 0 and 1
+ * exactly as the estimator driven by hand does, cores 2 and 3 stay at
+ * 1.0, and the round's signals carry each core's level and its domain's
+ * mean.
  */
 TEST_F(sim_level, block__the_estimators_own_update_on_the_blocks_cores_only)
 {
@@ -59,15 +60,18 @@ TEST_F(sim_level, block__the_estimators_own_update_on_the_blocks_cores_only)
 	ASSERT_EQ(0, sim_level_init(&self->l, SIM_LEVEL_BLOCKS, 4, &self->err));
 	policy_cpuset_set(&d.cores, 0);
 	policy_cpuset_set(&d.cores, 1);
-	sim_level_block(&self->l, &d, 2 * MS, true, 10 * MS);
+	d.nr_cores = 2;
+	for (int i = 0; i < POLICY_LEVEL_MIN_ALONE; i++) {
+		sim_level_block(&self->l, &d, 2 * MS, true, 10 * MS);
+		ASSERT_FALSE(policy_level_tenant_block(&t, 2, 2 * MS, 2 * MS, true, &ev));
+	}
+	EXPECT_FALSE(self->l.core[0].live);
 	sim_level_block(&self->l, &d, 6 * MS, false, 20 * MS);
-	ASSERT_TRUE(policy_level_tenant_block(&t, 2 * MS, 2 * MS, true, &ev));
-	policy_level_core_block(&c, &ev, 10 * MS);
-	ASSERT_TRUE(policy_level_tenant_block(&t, 2 * MS, 6 * MS, false, &ev));
+	ASSERT_TRUE(policy_level_tenant_block(&t, 2, 2 * MS, 6 * MS, false, &ev));
 	policy_level_core_block(&c, &ev, 20 * MS);
 
-	EXPECT_EQ(t.norm, self->l.tenant[1].norm);
-	EXPECT_EQ(0.0, self->l.tenant[0].norm);
+	EXPECT_EQ(t.alone[1].norm, self->l.tenant[1].alone[1].norm);
+	EXPECT_EQ(0.0, self->l.tenant[0].alone[1].norm);
 	for (int k = 0; k < 2; k++) {
 		EXPECT_EQ(c.slowdown, self->l.core[k].slowdown);
 		EXPECT_EQ(c.var, self->l.core[k].var);
@@ -96,7 +100,7 @@ TEST_F(sim_level, model_source__blocks_teach_nothing_and_signals_stay)
 	self->core[3].slowdown = 1.7;
 	sim_level_block(&self->l, &d, 6 * MS, false, 10 * MS);
 	EXPECT_FALSE(self->l.core[3].live);
-	EXPECT_EQ(0.0, self->l.tenant[0].norm);
+	EXPECT_EQ(0.0, self->l.tenant[0].alone[0].norm);
 	sim_level_signals(&self->l, &self->cfg, 20 * MS, self->core, self->dom);
 	EXPECT_EQ(1.7, self->core[3].slowdown);
 }
@@ -113,8 +117,10 @@ TEST_F(sim_level, block__out_of_range_tenant_and_cores_are_ignored)
 	d.tenant = 0;
 	policy_cpuset_zero(&d.cores);
 	policy_cpuset_set(&d.cores, 9);
+	for (int i = 0; i < POLICY_LEVEL_MIN_ALONE; i++)
+		sim_level_block(&self->l, &d, 2 * MS, true, 10 * MS);
 	sim_level_block(&self->l, &d, 6 * MS, false, 10 * MS);
-	EXPECT_GT(self->l.tenant[0].norm, 0.0);
+	EXPECT_GT(self->l.tenant[0].alone[0].norm, 0.0);
 	for (int c = 0; c < 4; c++)
 		EXPECT_FALSE(self->l.core[c].live);
 }
